@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# Build the full local sandbox image hermes-sandbox:latest (Debian bookworm
+# minbase + python3, git, curl, ...) without any container registry, for demos
+# and development on a single machine. Clusters use deploy/sandbox/Dockerfile.
+#
+# The rootfs comes from debootstrap against the machine's own Debian mirror and
+# is cached as a tarball under /var/cache/hermes-sandbox/, keyed by the sha256
+# of this script, so rebuilding the image later takes seconds. The image is
+# labelled with that hash too; when it is current nothing is done at all.
+#
+# Usage: deploy/sandbox/build-image.sh [--force] [--refresh] [--verify] [--mirror URL]
+#   --force       re-import the image even if it is up to date (uses the cache)
+#   --refresh     re-run debootstrap even if a cached rootfs exists (picks up
+#                 Debian updates); implies --force
+#   --verify      run the smoke test even if nothing was rebuilt
+#   --mirror URL  Debian mirror to use (default: from apt sources; also
+#                 settable with HERMES_DEBIAN_MIRROR)
+# Prints the image id on stdout.
+set -euo pipefail
+
+IMAGE=hermes-sandbox:latest
+SUITE=bookworm
+# Keep in sync with deploy/sandbox/Dockerfile.
+PACKAGES=python3,ca-certificates,bash,coreutils,git,curl,procps,findutils,grep,sed,less
+CACHE_DIR=/var/cache/hermes-sandbox
+SELFTEST_VOLUME=hermes-selftest-full
+
+die() {
+  echo "build-image: $*" >&2
+  exit 1
+}
+log() {
+  echo "build-image: $*" >&2
+}
+
+force=0
+refresh=0
+verify=0
+mirror=${HERMES_DEBIAN_MIRROR:-}
+while (($#)); do
+  case "$1" in
+    --force) force=1 ;;
+    --refresh) refresh=1 force=1 ;;
+    --verify) verify=1 ;;
+    --mirror)
+      (($# >= 2)) || die "--mirror needs a URL"
+      mirror=$2
+      shift
+      ;;
+    --mirror=*) mirror=${1#--mirror=} ;;
+    -h | --help) sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
+    *) die "unknown option: $1 (try --help)" ;;
+  esac
+  shift
+done
+
+self=$(readlink -f "${BASH_SOURCE[0]}")
+# debootstrap, chroot and docker all need root: re-run the whole script via sudo.
+if [[ $EUID -ne 0 ]]; then
+  command -v sudo >/dev/null 2>&1 || die "must run as root (sudo not available)"
+  exec sudo -- env "HERMES_DEBIAN_MIRROR=$mirror" "$self" "$@"
+fi
+PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+
+command -v docker >/dev/null 2>&1 || die "docker client not found (run deploy/dev/ensure-services.sh)"
+docker info >/dev/null 2>&1 || die "docker engine not answering (run deploy/dev/ensure-services.sh)"
+
+recipe=$(sha256sum "$self" | cut -d' ' -f1)
+cache="$CACHE_DIR/rootfs-$SUITE-${recipe:0:16}.tar"
+
+smoke_test() {
+  # Same restrictions the worker applies to real sandboxes.
+  docker volume rm -f "$SELFTEST_VOLUME" >/dev/null 2>&1 || true
+  local rc=0
+  docker run --rm --cap-drop ALL --security-opt no-new-privileges --read-only \
+    --tmpfs /tmp --tmpfs /run --pids-limit 256 --network none -u 1000:1000 \
+    -v "$SELFTEST_VOLUME":/workspace "$IMAGE" \
+    bash -c 'id && python3 -c "print(\"python ok\")" && git --version &&
+      curl --version | head -n 1 && echo ok > /workspace/x && cat /workspace/x' >&2 || rc=$?
+  docker volume rm -f "$SELFTEST_VOLUME" >/dev/null 2>&1 || true
+  ((rc == 0)) || die "smoke test of $IMAGE failed (exit $rc)"
+}
+
+current=$(docker image inspect -f '{{index .Config.Labels "io.hermes.recipe"}}' "$IMAGE" 2>/dev/null || true)
+if ((!force)) && [[ $current == "$recipe" ]]; then
+  log "$IMAGE is up to date"
+  if ((verify)); then
+    smoke_test
+  fi
+  docker image inspect -f '{{.Id}}' "$IMAGE"
+  exit 0
+fi
+
+apt_updated=0
+apt_install() {
+  log "installing $*"
+  if DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >&2; then
+    return 0
+  fi
+  # Fresh images often ship without package lists: refresh them once, retry.
+  ((apt_updated)) && return 1
+  apt_updated=1
+  apt-get update -q >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >&2
+}
+
+# The mirror this machine already uses (often a local or snapshot mirror), so
+# the build works wherever apt works. The security archive only carries
+# updates, so it cannot bootstrap a system and is skipped.
+detect_mirror() {
+  local uri=""
+  if compgen -G '/etc/apt/sources.list.d/*.sources' >/dev/null; then
+    uri=$(awk 'tolower($1) == "uris:" {
+                 for (i = 2; i <= NF; i++) if ($i !~ /security/) { print $i; exit }
+               }' /etc/apt/sources.list.d/*.sources)
+  fi
+  if [[ -z $uri && -f /etc/apt/sources.list ]]; then
+    # "deb [opts] URI suite components": skip the optional [...] block.
+    uri=$(awk '$1 == "deb" {
+                 i = 2
+                 if ($i ~ /^\[/) { while (i < NF && $i !~ /\]$/) i++; i++ }
+                 if ($i !~ /security/) { print $i; exit }
+               }' /etc/apt/sources.list)
+  fi
+  case "$uri" in
+    http://* | https://* | file://*) ;;
+    *) uri=http://deb.debian.org/debian ;;
+  esac
+  echo "${uri%/}"
+}
+
+work=""
+cleanup() {
+  [[ -n $work && -d $work ]] || return 0
+  # A failed debootstrap can leave proc/sys mounted inside the target; never
+  # rm -rf through a live mount.
+  local mnt
+  while read -r mnt; do
+    umount -l "$mnt" 2>/dev/null || true
+  done < <(findmnt -rn -o TARGET | grep -F "$work/" | sort -r)
+  rm -rf --one-file-system -- "$work"
+}
+trap cleanup EXIT
+
+build_rootfs() {
+  if ! command -v debootstrap >/dev/null 2>&1; then
+    apt_install debootstrap
+  fi
+  if [[ ! -f /usr/share/keyrings/debian-archive-keyring.gpg ]]; then
+    apt_install debian-archive-keyring
+  fi
+  [[ -n $mirror ]] || mirror=$(detect_mirror)
+  mkdir -p "$CACHE_DIR"
+  # /var/tmp rather than /tmp: the rootfs is a few hundred MB and /tmp may be
+  # a small tmpfs, or mounted nodev/noexec which debootstrap cannot use.
+  work=$(mktemp -d -p /var/tmp hermes-sandbox.XXXXXX)
+  local root="$work/rootfs" dlog="$CACHE_DIR/debootstrap.log"
+  log "debootstrap $SUITE from $mirror (log: $dlog)"
+  if ! debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$root" "$mirror" >"$dlog" 2>&1; then
+    tail -n 20 "$dlog" >&2
+    die "debootstrap failed; see $dlog"
+  fi
+
+  # Unprivileged user the worker runs as (-u 1000:1000); its home is the
+  # workspace volume. Docker copies /workspace's ownership into a fresh named
+  # volume, which is what makes the volume writable for uid 1000.
+  chroot "$root" groupadd -g 1000 sandbox
+  chroot "$root" useradd -u 1000 -g 1000 -d /workspace -M -s /bin/bash sandbox
+  install -d -o 1000 -g 1000 -m 0755 "$root/workspace"
+
+  # Trim what a sandbox never needs: package caches and lists (uid 1000 cannot
+  # use apt anyway) and the host's resolver/hostname, which docker supplies.
+  rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/cache/apt/*.bin \
+    "$root"/var/lib/apt/lists/* "$root"/var/log/* "$root/etc/resolv.conf" "$root/etc/hostname"
+  # Sandboxes run with no-new-privileges; dropping setuid/setgid bits as well
+  # means a misconfigured run still has no way up to root.
+  find "$root" -xdev -type f -perm /6000 -exec chmod ug-s {} +
+
+  # Write the cache atomically and drop tarballs of older recipes.
+  tar --numeric-owner -C "$root" -cf "$cache.tmp" .
+  mv -f "$cache.tmp" "$cache"
+  find "$CACHE_DIR" -maxdepth 1 -name 'rootfs-*.tar' ! -path "$cache" -delete
+  cleanup
+  work=""
+}
+
+if ((refresh)) || [[ ! -s $cache ]]; then
+  build_rootfs
+else
+  log "using cached rootfs $cache"
+fi
+
+old_id=$(docker image inspect -f '{{.Id}}' "$IMAGE" 2>/dev/null || true)
+docker import \
+  -c 'ENV PATH=/usr/local/bin:/usr/bin:/bin' \
+  -c 'WORKDIR /workspace' \
+  -c 'LABEL io.hermes.sandbox=full' \
+  -c "LABEL io.hermes.recipe=$recipe" \
+  "$cache" "$IMAGE" >/dev/null
+new_id=$(docker image inspect -f '{{.Id}}' "$IMAGE")
+# Drop the superseded image so rebuilds do not pile up dangling layers; this
+# fails harmlessly if a container or another tag still uses it.
+if [[ -n $old_id && $old_id != "$new_id" ]]; then
+  docker image rm "$old_id" >/dev/null 2>&1 || true
+fi
+
+smoke_test
+echo "$new_id"

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Build the tiny local sandbox image hermes-sandbox:test, fully offline (no
+# registry, no pulls), from Debian's static busybox. Used by tests that need a
+# real container but not a real toolchain.
+#
+# The image is labelled with the sha256 of this script; when an image with the
+# same label already exists nothing is rebuilt, so repeated runs are free.
+#
+# Usage: deploy/sandbox/build-test-image.sh [--force] [--verify]
+#   --force   rebuild even if the image is up to date
+#   --verify  run the smoke test even if nothing was rebuilt
+# Prints the image id on stdout.
+set -euo pipefail
+
+IMAGE=hermes-sandbox:test
+SELFTEST_VOLUME=hermes-selftest
+
+die() {
+  echo "build-test-image: $*" >&2
+  exit 1
+}
+
+force=0
+verify=0
+for arg in "$@"; do
+  case "$arg" in
+    --force) force=1 ;;
+    --verify) verify=1 ;;
+    -h | --help) sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
+    *) die "unknown option: $arg (try --help)" ;;
+  esac
+done
+
+self=$(readlink -f "${BASH_SOURCE[0]}")
+# Packages, chown and docker all need root: re-run the whole script via sudo.
+if [[ $EUID -ne 0 ]]; then
+  command -v sudo >/dev/null 2>&1 || die "must run as root (sudo not available)"
+  exec sudo -- "$self" "$@"
+fi
+
+command -v docker >/dev/null 2>&1 || die "docker client not found (run deploy/dev/ensure-services.sh)"
+docker info >/dev/null 2>&1 || die "docker engine not answering (run deploy/dev/ensure-services.sh)"
+
+recipe=$(sha256sum "$self" | cut -d' ' -f1)
+
+smoke_test() {
+  # Same restrictions the worker applies to real sandboxes.
+  docker volume rm -f "$SELFTEST_VOLUME" >/dev/null 2>&1 || true
+  local rc=0
+  docker run --rm --cap-drop ALL --security-opt no-new-privileges --read-only \
+    --tmpfs /tmp --pids-limit 256 --network none -u 1000:1000 \
+    -v "$SELFTEST_VOLUME":/workspace "$IMAGE" \
+    sh -c 'id && echo ok > /workspace/x && cat /workspace/x' >&2 || rc=$?
+  docker volume rm -f "$SELFTEST_VOLUME" >/dev/null 2>&1 || true
+  ((rc == 0)) || die "smoke test of $IMAGE failed (exit $rc)"
+}
+
+current=$(docker image inspect -f '{{index .Config.Labels "io.hermes.recipe"}}' "$IMAGE" 2>/dev/null || true)
+if ((!force)) && [[ $current == "$recipe" ]]; then
+  echo "build-test-image: $IMAGE is up to date" >&2
+  if ((verify)); then
+    smoke_test
+  fi
+  docker image inspect -f '{{.Id}}' "$IMAGE"
+  exit 0
+fi
+
+# Debian's plain "busybox" package is dynamically linked and would not run in
+# an image without libc; busybox-static replaces it with a self-contained one.
+busybox_is_static() {
+  [[ -x /bin/busybox ]] || return 1
+  local out
+  # Capture first: ldd exits 1 on static binaries, which pipefail would see.
+  if command -v file >/dev/null 2>&1; then
+    out=$(LC_ALL=C file -L /bin/busybox 2>&1 || true)
+  else
+    out=$(LC_ALL=C ldd /bin/busybox 2>&1 || true)
+  fi
+  [[ $out == *"statically linked"* || $out == *"not a dynamic executable"* ]]
+}
+if ! busybox_is_static; then
+  echo "build-test-image: installing busybox-static" >&2
+  install_busybox() {
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends busybox-static >&2
+  }
+  # Refresh package lists once only if the first attempt fails.
+  install_busybox || { apt-get update -q >&2 && install_busybox; }
+  busybox_is_static || die "/bin/busybox is still not a static binary"
+fi
+
+root=$(mktemp -d -t hermes-sandbox-test.XXXXXX)
+trap 'rm -rf -- "$root"' EXIT
+
+mkdir -p "$root"/{bin,etc,root,run,tmp,workspace,usr/bin,usr/local/bin,proc,sys,dev}
+install -m 0755 /bin/busybox "$root/bin/busybox"
+# One symlink per applet; "busybox" itself is in the list and must not
+# replace the binary.
+while read -r applet; do
+  if [[ -n $applet && $applet != busybox ]]; then
+    ln -sf busybox "$root/bin/$applet"
+  fi
+done < <(/bin/busybox --list)
+
+cat >"$root/etc/passwd" <<'PASSWD'
+root:x:0:0:root:/root:/bin/sh
+sandbox:x:1000:1000::/workspace:/bin/sh
+PASSWD
+cat >"$root/etc/group" <<'GROUP'
+root:x:0:
+sandbox:x:1000:
+GROUP
+chmod 0700 "$root/root"
+chmod 1777 "$root/tmp"
+chmod 0755 "$root/run"
+# Docker copies this ownership into a fresh named volume mounted here, so the
+# unprivileged sandbox user can write its workspace.
+chown 1000:1000 "$root/workspace"
+
+old_id=$(docker image inspect -f '{{.Id}}' "$IMAGE" 2>/dev/null || true)
+tar --numeric-owner -C "$root" -c . |
+  docker import \
+    -c 'ENV PATH=/usr/local/bin:/usr/bin:/bin' \
+    -c 'WORKDIR /workspace' \
+    -c 'LABEL io.hermes.sandbox=test' \
+    -c "LABEL io.hermes.recipe=$recipe" \
+    - "$IMAGE" >/dev/null
+new_id=$(docker image inspect -f '{{.Id}}' "$IMAGE")
+# Drop the superseded image so rebuilds do not pile up dangling layers; this
+# fails harmlessly if a container or another tag still uses it.
+if [[ -n $old_id && $old_id != "$new_id" ]]; then
+  docker image rm "$old_id" >/dev/null 2>&1 || true
+fi
+
+smoke_test
+echo "$new_id"

@@ -1,0 +1,58 @@
+//! Redis: short-lived coordination state that may be lost and rebuilt (a flush costs a retry,
+//! never a message). Now: the per-session lock with fencing tokens.
+
+pub mod session_lock;
+
+pub use session_lock::{LockGuard, SessionLocks};
+
+use redis::aio::ConnectionManager;
+
+/// A Redis failure.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    #[error("redis error: {0}")]
+    Redis(#[from] redis::RedisError),
+}
+
+pub type Result<T, E = CacheError> = std::result::Result<T, E>;
+
+/// A shared, auto-reconnecting Redis connection plus the installation's key prefix.
+#[derive(Clone)]
+pub struct Cache {
+    conn: ConnectionManager,
+    prefix: String,
+}
+
+impl Cache {
+    /// Connects to `url`; every key is written under `prefix:`.
+    pub async fn connect(url: &str, prefix: &str) -> Result<Self> {
+        let client = redis::Client::open(url)?;
+        let conn = client.get_connection_manager().await?;
+        Ok(Self { conn, prefix: prefix.to_owned() })
+    }
+
+    /// Answers when Redis answers.
+    pub async fn ping(&self) -> Result<()> {
+        let mut conn = self.conn.clone();
+        let _: String = redis::cmd("PING").query_async(&mut conn).await?;
+        Ok(())
+    }
+
+    pub(crate) fn key(&self, parts: &[&str]) -> String {
+        let mut key = self.prefix.clone();
+        for p in parts {
+            key.push(':');
+            key.push_str(p);
+        }
+        key
+    }
+
+    pub(crate) fn conn(&self) -> ConnectionManager {
+        self.conn.clone()
+    }
+
+    /// The session locks of this installation.
+    pub fn session_locks(&self) -> SessionLocks {
+        SessionLocks::new(self.clone())
+    }
+}

@@ -1,0 +1,107 @@
+//! `lock:session:{id}`: at most one worker runs a session's turn at a time.
+//!
+//! Acquiring returns a fencing token from a per-session counter. The token is monotonic while
+//! Redis keeps the counter; Postgres keeps the authoritative fence (`sessions.fence`, bumped
+//! past this token on claim), so even after a Redis flush a stale holder's writes are refused.
+
+use std::time::Duration;
+
+use redis::Script;
+
+use hermes_core::SessionId;
+
+use crate::{Cache, Result};
+
+const ACQUIRE: &str = r#"
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  local token = redis.call('INCR', KEYS[2])
+  redis.call('PEXPIRE', KEYS[2], 604800000)
+  return token
+end
+return 0
+"#;
+
+const EXTEND: &str = r#"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"#;
+
+const RELEASE: &str = r#"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"#;
+
+/// Acquires and manages session locks.
+#[derive(Clone)]
+pub struct SessionLocks {
+    cache: Cache,
+    acquire: Script,
+    extend: Script,
+    release: Script,
+}
+
+/// A held lock. Dropping it does not release it (release is async); call
+/// [`SessionLocks::release`], or let the TTL expire if the process dies.
+#[derive(Debug, Clone)]
+pub struct LockGuard {
+    pub session_id: SessionId,
+    /// The fencing token of this holding.
+    pub token: i64,
+    owner_value: String,
+}
+
+impl SessionLocks {
+    pub(crate) fn new(cache: Cache) -> Self {
+        Self { cache, acquire: Script::new(ACQUIRE), extend: Script::new(EXTEND), release: Script::new(RELEASE) }
+    }
+
+    fn keys(&self, session: SessionId) -> (String, String) {
+        let id = session.to_string();
+        (self.cache.key(&["lock", "session", &id]), self.cache.key(&["fence", "session", &id]))
+    }
+
+    /// Takes the lock for `ttl` as `owner`; `None` when another owner holds it.
+    pub async fn try_acquire(&self, session: SessionId, owner: &str, ttl: Duration) -> Result<Option<LockGuard>> {
+        let (lock, fence) = self.keys(session);
+        // The value names the owner and is unique per acquisition, so a holder whose lock
+        // expired and was re-taken cannot extend or release the new holder's lock.
+        let owner_value = format!("{owner}/{}", uuid::Uuid::now_v7());
+        let token: i64 = self
+            .acquire
+            .key(&lock)
+            .key(&fence)
+            .arg(&owner_value)
+            .arg(ttl_millis(ttl))
+            .invoke_async(&mut self.cache.conn())
+            .await?;
+        Ok((token > 0).then_some(LockGuard { session_id: session, token, owner_value }))
+    }
+
+    /// Extends a held lock; `false` when it was lost (expired and maybe re-taken).
+    pub async fn extend(&self, guard: &LockGuard, ttl: Duration) -> Result<bool> {
+        let (lock, _) = self.keys(guard.session_id);
+        let done: i64 = self
+            .extend
+            .key(&lock)
+            .arg(&guard.owner_value)
+            .arg(ttl_millis(ttl))
+            .invoke_async(&mut self.cache.conn())
+            .await?;
+        Ok(done == 1)
+    }
+
+    /// Releases a held lock; a lock that is no longer ours is left alone.
+    pub async fn release(&self, guard: &LockGuard) -> Result<()> {
+        let (lock, _) = self.keys(guard.session_id);
+        let _: i64 = self.release.key(&lock).arg(&guard.owner_value).invoke_async(&mut self.cache.conn()).await?;
+        Ok(())
+    }
+}
+
+fn ttl_millis(ttl: Duration) -> u64 {
+    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1)
+}

@@ -1,0 +1,363 @@
+//! Typed configuration for every role, layered: built-in defaults < optional TOML file <
+//! environment variables `HERMES__SECTION__KEY` (e.g. `HERMES__DATABASE__URL`).
+
+use std::path::Path;
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+
+/// Configuration could not be loaded or is invalid.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot load configuration: {0}")]
+    Load(#[from] Box<figment::Error>),
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+/// The whole configuration of a `hermesd` process.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct HermesConfig {
+    pub http: HttpConfig,
+    pub ops: OpsConfig,
+    pub database: DatabaseConfig,
+    pub redis: RedisConfig,
+    pub rabbitmq: RabbitMqConfig,
+    pub api: ApiConfig,
+    pub worker: WorkerConfig,
+    pub scheduler: SchedulerConfig,
+    pub gateway: GatewayConfig,
+    pub sandbox: SandboxConfig,
+    pub llm: LlmConfig,
+    pub secrets: SecretsConfig,
+    pub telemetry: TelemetryConfig,
+}
+
+/// The public HTTP listener of the `api` role.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Address the API listens on.
+    pub bind: String,
+    /// Largest accepted request body; larger ones get 413.
+    pub max_body_bytes: usize,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self { bind: "127.0.0.1:8080".into(), max_body_bytes: 10 * 1024 * 1024 }
+    }
+}
+
+/// The operations listener (`/healthz`, `/readyz`, `/metrics`) every role serves, so
+/// worker and scheduler pods can be probed too.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct OpsConfig {
+    /// Address of the ops listener; empty disables it (the api role serves the same paths).
+    pub bind: String,
+}
+
+impl Default for OpsConfig {
+    fn default() -> Self {
+        Self { bind: "127.0.0.1:9090".into() }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct DatabaseConfig {
+    pub url: String,
+    pub max_connections: u32,
+    /// Apply pending migrations when a role starts.
+    pub migrate_on_start: bool,
+}
+
+impl Default for DatabaseConfig {
+    fn default() -> Self {
+        Self {
+            url: "postgres://postgres@127.0.0.1:5432/hermes".into(),
+            max_connections: 32,
+            migrate_on_start: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct RedisConfig {
+    pub url: String,
+    /// Prefix of every key, so several installations (or test runs) can share one Redis.
+    pub key_prefix: String,
+}
+
+impl Default for RedisConfig {
+    fn default() -> Self {
+        Self { url: "redis://127.0.0.1:6379".into(), key_prefix: "hermes".into() }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct RabbitMqConfig {
+    pub url: String,
+    /// Prefix of exchange and queue names.
+    pub prefix: String,
+}
+
+impl Default for RabbitMqConfig {
+    fn default() -> Self {
+        Self { url: "amqp://guest:guest@127.0.0.1:5672/%2f".into(), prefix: "hermes".into() }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApiConfig {
+    /// How long a request waits for its turn before answering 504 (the turn goes on).
+    pub turn_timeout_seconds: u64,
+    /// How often a waiting request re-reads the turn from Postgres, in case an event was lost.
+    pub recheck_seconds: u64,
+    /// SSE keepalive comment interval.
+    pub keepalive_seconds: u64,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        Self { turn_timeout_seconds: 900, recheck_seconds: 5, keepalive_seconds: 15 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkerConfig {
+    /// Stable name of this worker in leases and logs; defaults to host name and pid.
+    pub id: Option<String>,
+    /// Turns this worker runs at once (also the RabbitMQ prefetch).
+    pub max_concurrent_turns: u16,
+    /// A turn's lease and session lock live this long without a heartbeat.
+    pub lease_seconds: u64,
+    /// Heartbeat period; well under `lease_seconds`.
+    pub heartbeat_millis: u64,
+    /// On SIGTERM, how long running turns may take to finish before they are handed back.
+    pub drain_seconds: u64,
+    /// Iteration budget of a main agent.
+    pub max_iterations: u32,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        Self {
+            id: None,
+            max_concurrent_turns: 64,
+            lease_seconds: 30,
+            heartbeat_millis: 10_000,
+            drain_seconds: 30,
+            max_iterations: 90,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SchedulerConfig {
+    /// How often the lease reaper looks for abandoned turns.
+    pub reaper_interval_millis: u64,
+    /// A queued turn nobody claimed for this long is published again (its queue message was lost).
+    pub queued_grace_seconds: u64,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        Self { reaper_interval_millis: 5_000, queued_grace_seconds: 20 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct GatewayConfig {
+    /// Address of the chat-platform webhook listener.
+    pub bind: String,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        Self { bind: "127.0.0.1:8081".into() }
+    }
+}
+
+/// Where tools that touch a shell or files run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxConfig {
+    pub docker: DockerSandboxConfig,
+    /// A sandbox unused this long is removed (its workspace volume stays).
+    pub idle_seconds: u64,
+    /// Default timeout of a terminal command.
+    pub exec_timeout_seconds: u64,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self { docker: DockerSandboxConfig::default(), idle_seconds: 1800, exec_timeout_seconds: 180 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct DockerSandboxConfig {
+    /// Docker socket; empty uses `DOCKER_HOST` or the default socket.
+    pub socket: String,
+    pub image: String,
+    pub memory_mb: u64,
+    pub cpus: f64,
+    pub pids_limit: i64,
+    pub tmpfs_mb: u64,
+    /// Prefix of container and volume names.
+    pub name_prefix: String,
+}
+
+impl Default for DockerSandboxConfig {
+    fn default() -> Self {
+        Self {
+            socket: String::new(),
+            image: "hermes-sandbox:latest".into(),
+            memory_mb: 1024,
+            cpus: 1.0,
+            pids_limit: 256,
+            tmpfs_mb: 256,
+            name_prefix: "hermes".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmConfig {
+    /// Whole-request timeout of one provider call.
+    pub request_timeout_seconds: u64,
+    /// Timeout to connect and to receive the first byte.
+    pub connect_timeout_seconds: u64,
+    /// Retries of a retryable provider error (5xx, 429, transport) before the turn fails.
+    pub max_retries: u32,
+    /// First backoff delay; doubles each retry, with jitter.
+    pub retry_base_millis: u64,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        Self { request_timeout_seconds: 600, connect_timeout_seconds: 15, max_retries: 3, retry_base_millis: 1000 }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SecretsConfig {
+    /// Base64 of 32 random bytes that encrypts tenant secrets at rest (AES-256-GCM).
+    /// Set it from the environment (`HERMES__SECRETS__MASTER_KEY`) or a Kubernetes Secret.
+    pub master_key: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// `json` (one object per line) or `text` (for a terminal).
+    pub log_format: String,
+    /// A `tracing` filter such as `info,hermes=debug`; `RUST_LOG` wins when set.
+    pub log_filter: String,
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        Self { log_format: "json".into(), log_filter: "info".into() }
+    }
+}
+
+impl HermesConfig {
+    /// Loads defaults, then `file` if given, then `HERMES__*` environment variables.
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        Self::figment(file).extract::<Self>().map_err(|e| ConfigError::Load(Box::new(e)))?.validated()
+    }
+
+    /// The layered sources, for callers that add their own layer on top.
+    pub fn figment(file: Option<&Path>) -> Figment {
+        let mut fig = Figment::from(Serialized::defaults(HermesConfig::default()));
+        if let Some(path) = file {
+            fig = fig.merge(Toml::file_exact(path));
+        }
+        fig.merge(Env::prefixed("HERMES__").split("__"))
+    }
+
+    /// Checks values that would otherwise fail late and obscurely.
+    pub fn validated(self) -> Result<Self, ConfigError> {
+        let w = &self.worker;
+        if w.max_concurrent_turns == 0 {
+            return Err(ConfigError::Invalid("worker.max_concurrent_turns must be at least 1".into()));
+        }
+        if w.heartbeat_millis == 0 || w.heartbeat_millis >= w.lease_seconds * 1000 {
+            return Err(ConfigError::Invalid(
+                "worker.heartbeat_millis must be above 0 and below worker.lease_seconds".into(),
+            ));
+        }
+        if !matches!(self.telemetry.log_format.as_str(), "json" | "text") {
+            return Err(ConfigError::Invalid("telemetry.log_format must be json or text".into()));
+        }
+        if self.database.max_connections == 0 {
+            return Err(ConfigError::Invalid("database.max_connections must be at least 1".into()));
+        }
+        Ok(self)
+    }
+
+    /// The effective configuration as TOML, with the master key masked.
+    pub fn to_toml_redacted(&self) -> String {
+        let mut copy = self.clone();
+        if copy.secrets.master_key.is_some() {
+            copy.secrets.master_key = Some("<redacted>".into());
+        }
+        toml::to_string_pretty(&copy).unwrap_or_else(|e| format!("# cannot render config: {e}\n"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_apply_in_order_defaults_file_env() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("hermes.toml", "[database]\nurl = \"postgres://file/db\"\nmax_connections = 7\n")?;
+            jail.set_env("HERMES__DATABASE__URL", "postgres://env/db");
+            let cfg = HermesConfig::load(Some(Path::new("hermes.toml"))).unwrap();
+            assert_eq!(cfg.database.url, "postgres://env/db", "env beats file");
+            assert_eq!(cfg.database.max_connections, 7, "file beats defaults");
+            assert_eq!(cfg.redis.url, "redis://127.0.0.1:6379", "defaults fill the rest");
+            assert_eq!(cfg.http.bind, "127.0.0.1:8080");
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_refused_with_the_key_named() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("bad.toml", "[database]\nurll = \"x\"\n")?;
+            let err = HermesConfig::load(Some(Path::new("bad.toml"))).unwrap_err().to_string();
+            assert!(err.contains("urll"), "{err}");
+            jail.clear_env();
+            jail.set_env("HERMES__WORKER__HEARTBEAT_MILLIS", "999999");
+            let err = HermesConfig::load(None).unwrap_err().to_string();
+            assert!(err.contains("heartbeat"), "{err}");
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn dump_masks_the_master_key() {
+        let mut cfg = HermesConfig::default();
+        cfg.secrets.master_key = Some("c2VjcmV0".into());
+        let out = cfg.to_toml_redacted();
+        assert!(!out.contains("c2VjcmV0"));
+        assert!(out.contains("[database]"));
+    }
+}

@@ -1,0 +1,77 @@
+//! Events a worker publishes while it runs a turn, consumed by whoever holds the client
+//! (an API pod's HTTP response, a gateway pod's chat).
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{SessionId, TenantId, TurnId};
+
+/// Token usage of one or more LLM calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
+    #[serde(default)]
+    pub cached_tokens: u64,
+}
+
+impl Usage {
+    /// Adds another call's usage to this one.
+    pub fn add(&mut self, other: &Usage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.total_tokens += other.total_tokens;
+        self.cached_tokens += other.cached_tokens;
+    }
+}
+
+/// Why a turn's answer ended, in OpenAI's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    Stop,
+    Length,
+    Error,
+}
+
+/// The end result of a turn, stored on the turn row and sent in the final event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnOutcome {
+    pub content: String,
+    pub finish_reason: FinishReason,
+    pub usage: Usage,
+    /// Set when the turn failed; a short, user-safe explanation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Machine-readable error code (`agent_incomplete`, `provider_error`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TurnEventKind {
+    /// A worker started (or resumed) the turn.
+    Started { attempt: u32 },
+    /// A piece of the answer text.
+    Delta { text: String },
+    /// A piece of reasoning text; never part of the answer.
+    Reasoning { text: String },
+    /// A tool call began.
+    ToolStarted { call_id: String, tool: String, preview: String },
+    /// A tool call ended.
+    ToolCompleted { call_id: String, tool: String, ok: bool, duration_ms: u64 },
+    /// The turn ended (successfully or not); always the last event.
+    Finished { outcome: TurnOutcome },
+}
+
+/// An event with its addressing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnEvent {
+    pub tenant_id: TenantId,
+    pub session_id: SessionId,
+    pub turn_id: TurnId,
+    #[serde(flatten)]
+    pub kind: TurnEventKind,
+}

@@ -1,0 +1,10 @@
+//! Domain types shared by every crate: typed ids, OpenAI-form chat messages, turn events
+//! and usage. No I/O lives here; this crate is the leaf of the workspace.
+
+pub mod event;
+pub mod ids;
+pub mod message;
+
+pub use event::{FinishReason, TurnEvent, TurnEventKind, TurnOutcome, Usage};
+pub use ids::{AgentId, ApiKeyId, IdParseError, SessionId, TenantId, TurnId};
+pub use message::{ChatMessage, Content, ContentPart, Role, ToolCall, ToolCallFunction};

@@ -1,0 +1,176 @@
+//! Chat messages in OpenAI form, the one message shape used everywhere inside Hermes Cloud
+//! (storage, agent loop, providers convert at their edge).
+
+use serde::{Deserialize, Serialize};
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+impl Role {
+    /// The wire name (`"user"`, ...), also the stored value.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+
+    /// Parses a stored or client-given role; OpenAI's `developer` role is a system message.
+    pub fn parse(s: &str) -> Option<Role> {
+        match s {
+            "system" | "developer" => Some(Role::System),
+            "user" => Some(Role::User),
+            "assistant" => Some(Role::Assistant),
+            "tool" => Some(Role::Tool),
+            _ => None,
+        }
+    }
+}
+
+/// Message content: plain text or a list of typed parts (text, images).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Content {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}
+
+impl Content {
+    /// The text of the content, parts joined by newlines; images are left out.
+    pub fn text(&self) -> String {
+        match self {
+            Content::Text(t) => t.clone(),
+            Content::Parts(parts) => parts
+                .iter()
+                .filter_map(|p| match p {
+                    ContentPart::Text { text } => Some(text.as_str()),
+                    ContentPart::ImageUrl { .. } => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+}
+
+/// One part of a multi-part message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentPart {
+    Text { text: String },
+    ImageUrl { image_url: ImageUrl },
+}
+
+/// An image given by URL (http(s) or `data:`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImageUrl {
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// A tool call requested by the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    #[serde(rename = "type", default = "function_type")]
+    pub kind: String,
+    pub function: ToolCallFunction,
+}
+
+fn function_type() -> String {
+    "function".to_owned()
+}
+
+/// The function part of a tool call; `arguments` is the model's JSON text, unparsed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallFunction {
+    pub name: String,
+    pub arguments: String,
+}
+
+/// A chat message in OpenAI form, plus the model's `reasoning` kept apart from the answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: Role,
+    #[serde(default)]
+    pub content: Option<Content>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Reasoning/thinking text the model returned; never part of `content`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+}
+
+impl ChatMessage {
+    fn plain(role: Role, text: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: Some(Content::Text(text.into())),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            name: None,
+            reasoning: None,
+        }
+    }
+
+    pub fn system(text: impl Into<String>) -> Self {
+        Self::plain(Role::System, text)
+    }
+
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::plain(Role::User, text)
+    }
+
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self::plain(Role::Assistant, text)
+    }
+
+    /// The result of the tool call `call_id`.
+    pub fn tool_result(call_id: impl Into<String>, name: impl Into<String>, text: impl Into<String>) -> Self {
+        Self {
+            tool_call_id: Some(call_id.into()),
+            name: Some(name.into()),
+            ..Self::plain(Role::Tool, text)
+        }
+    }
+
+    /// The text content, empty when there is none.
+    pub fn text(&self) -> String {
+        self.content.as_ref().map(Content::text).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_openai_messages_with_parts_and_tool_calls() {
+        let raw = r#"[
+            {"role":"user","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AA"}}]},
+            {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"terminal","arguments":"{\"command\":\"ls\"}"}}]},
+            {"role":"tool","tool_call_id":"c1","content":"a.txt"}
+        ]"#;
+        let msgs: Vec<ChatMessage> = serde_json::from_str(raw).unwrap();
+        assert_eq!(msgs[0].text(), "look");
+        assert_eq!(msgs[1].tool_calls[0].function.name, "terminal");
+        assert_eq!(msgs[2].tool_call_id.as_deref(), Some("c1"));
+        // Reasoning and empty tool_calls are not serialised back.
+        let out = serde_json::to_value(&msgs[2]).unwrap();
+        assert!(out.get("tool_calls").is_none());
+        assert!(out.get("reasoning").is_none());
+    }
+}

@@ -1,0 +1,253 @@
+//! Folds OpenAI `chat.completion.chunk`s into one assistant message.
+
+use serde::Deserialize;
+
+use hermes_core::{ChatMessage, Content, Role, ToolCall, ToolCallFunction, Usage};
+
+use crate::{ChatResponse, DeltaSink, LlmError};
+
+#[derive(Debug, Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<ChunkChoice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ChunkChoice {
+    #[serde(default)]
+    delta: Option<ChunkDelta>,
+    /// Some servers send a whole `message` instead of deltas.
+    #[serde(default)]
+    message: Option<ChunkDelta>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ChunkDelta {
+    #[serde(default)]
+    content: Option<String>,
+    /// `reasoning_content` (DeepSeek, vLLM) or `reasoning` (OpenRouter).
+    #[serde(default, alias = "reasoning_content")]
+    reasoning: Option<String>,
+    #[serde(default)]
+    tool_calls: Vec<ToolCallDelta>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ToolCallDelta {
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<FunctionDelta>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FunctionDelta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+    #[serde(default)]
+    total_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: u64,
+}
+
+impl From<WireUsage> for Usage {
+    fn from(u: WireUsage) -> Self {
+        Usage {
+            prompt_tokens: u.prompt_tokens,
+            completion_tokens: u.completion_tokens,
+            total_tokens: if u.total_tokens > 0 { u.total_tokens } else { u.prompt_tokens + u.completion_tokens },
+            cached_tokens: u.prompt_tokens_details.map(|d| d.cached_tokens).unwrap_or(0),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// Accumulates a streamed answer.
+#[derive(Debug, Default)]
+pub struct StreamAccumulator {
+    content: String,
+    reasoning: String,
+    calls: Vec<PartialCall>,
+    finish_reason: Option<String>,
+    usage: Usage,
+    /// Whether anything was passed to the sink (after that, a retry would duplicate output).
+    emitted: bool,
+}
+
+impl StreamAccumulator {
+    /// Feeds one SSE `data:` payload.
+    pub fn push(&mut self, data: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
+        let chunk: Chunk =
+            serde_json::from_str(data).map_err(|e| LlmError::Protocol(format!("bad stream chunk: {e}")))?;
+        if let Some(err) = chunk.error {
+            let message = err.get("message").and_then(|m| m.as_str()).unwrap_or("stream error").to_owned();
+            let code = err.get("code").and_then(|c| c.as_u64()).and_then(|c| u16::try_from(c).ok());
+            return Err(LlmError::from_status(code.unwrap_or(500), &format!("{{\"message\":{message:?}}}"), None));
+        }
+        if let Some(usage) = chunk.usage {
+            self.usage = usage.into();
+        }
+        for choice in chunk.choices {
+            if let Some(reason) = choice.finish_reason {
+                self.finish_reason = Some(reason);
+            }
+            let Some(delta) = choice.delta.or(choice.message) else { continue };
+            if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
+                sink.text(&text);
+                self.emitted = true;
+                self.content.push_str(&text);
+            }
+            if let Some(text) = delta.reasoning.filter(|t| !t.is_empty()) {
+                sink.reasoning(&text);
+                self.emitted = true;
+                self.reasoning.push_str(&text);
+            }
+            for (pos, call) in delta.tool_calls.into_iter().enumerate() {
+                let index = call.index.unwrap_or(pos);
+                while self.calls.len() <= index {
+                    self.calls.push(PartialCall::default());
+                }
+                let slot = &mut self.calls[index];
+                if let Some(id) = call.id {
+                    slot.id = id;
+                }
+                if let Some(f) = call.function {
+                    if let Some(name) = f.name {
+                        slot.name.push_str(&name);
+                    }
+                    if let Some(args) = f.arguments {
+                        slot.arguments.push_str(&args);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether any text or reasoning has been streamed to the sink.
+    pub fn has_emitted(&self) -> bool {
+        self.emitted
+    }
+
+    /// Whether a finish reason arrived (some servers close the stream after it without `[DONE]`).
+    pub fn has_finish_reason(&self) -> bool {
+        self.finish_reason.is_some()
+    }
+
+    /// The finished response.
+    pub fn finish(self) -> ChatResponse {
+        let tool_calls: Vec<ToolCall> = self
+            .calls
+            .into_iter()
+            .enumerate()
+            .filter(|(_, c)| !c.name.is_empty())
+            .map(|(i, c)| ToolCall {
+                id: if c.id.is_empty() { format!("call_{i}") } else { c.id },
+                kind: "function".into(),
+                function: ToolCallFunction {
+                    name: c.name,
+                    arguments: if c.arguments.trim().is_empty() { "{}".into() } else { c.arguments },
+                },
+            })
+            .collect();
+        let content = if self.content.is_empty() && !tool_calls.is_empty() {
+            None
+        } else {
+            Some(Content::Text(self.content))
+        };
+        ChatResponse {
+            message: ChatMessage {
+                role: Role::Assistant,
+                content,
+                tool_calls,
+                tool_call_id: None,
+                name: None,
+                reasoning: (!self.reasoning.is_empty()).then_some(self.reasoning),
+            },
+            finish_reason: self.finish_reason,
+            usage: self.usage,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::NoDeltas;
+
+    struct Collect(String, String);
+    impl DeltaSink for Collect {
+        fn text(&mut self, t: &str) {
+            self.0.push_str(t);
+        }
+        fn reasoning(&mut self, t: &str) {
+            self.1.push_str(t);
+        }
+    }
+
+    #[test]
+    fn folds_text_reasoning_tool_calls_and_usage() {
+        let mut acc = StreamAccumulator::default();
+        let mut sink = Collect(String::new(), String::new());
+        for data in [
+            r#"{"choices":[{"delta":{"role":"assistant","reasoning_content":"think "}}]}"#,
+            r#"{"choices":[{"delta":{"content":"Hel"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"lo"}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"terminal","arguments":"{\"comm"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"and\":\"ls\"}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":4}}}"#,
+        ] {
+            acc.push(data, &mut sink).unwrap();
+        }
+        assert!(acc.has_emitted());
+        let resp = acc.finish();
+        assert_eq!(sink.0, "Hello");
+        assert_eq!(sink.1, "think ");
+        assert_eq!(resp.message.text(), "Hello");
+        assert_eq!(resp.message.reasoning.as_deref(), Some("think "));
+        assert_eq!(resp.message.tool_calls[0].function.arguments, r#"{"command":"ls"}"#);
+        assert_eq!(resp.finish_reason.as_deref(), Some("tool_calls"));
+        assert_eq!(resp.usage.total_tokens, 15);
+        assert_eq!(resp.usage.cached_tokens, 4);
+    }
+
+    #[test]
+    fn an_error_inside_the_stream_is_classified_and_garbage_is_a_protocol_error() {
+        let mut acc = StreamAccumulator::default();
+        let err = acc.push(r#"{"error":{"message":"overloaded","code":503}}"#, &mut NoDeltas).unwrap_err();
+        assert!(err.is_retryable(), "{err}");
+        let err = acc.push("not json", &mut NoDeltas).unwrap_err();
+        assert!(matches!(err, LlmError::Protocol(_)));
+    }
+}

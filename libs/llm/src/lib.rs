@@ -1,0 +1,63 @@
+//! LLM providers behind one trait. Every provider streams, converts to the internal
+//! OpenAI-form [`ChatMessage`], and classifies its errors so callers can choose a recovery.
+
+mod accumulate;
+mod error;
+mod openai;
+mod retry;
+
+use std::future::Future;
+
+use serde_json::Value;
+
+use hermes_core::{ChatMessage, Usage};
+
+pub use accumulate::StreamAccumulator;
+pub use error::LlmError;
+pub use openai::{OpenAiCompatible, OpenAiOptions, http_client};
+pub use retry::RetryPolicy;
+
+/// One model call.
+#[derive(Debug, Clone)]
+pub struct ChatRequest {
+    pub model: String,
+    pub messages: Vec<ChatMessage>,
+    /// Tool schemas in OpenAI form (`{"type":"function","function":{...}}`).
+    pub tools: Vec<Value>,
+    pub max_tokens: Option<u32>,
+}
+
+/// A model's answer to one call.
+#[derive(Debug, Clone)]
+pub struct ChatResponse {
+    /// The assistant message (text and/or tool calls, reasoning kept apart).
+    pub message: ChatMessage,
+    /// The provider's finish reason (`stop`, `length`, `tool_calls`, ...).
+    pub finish_reason: Option<String>,
+    pub usage: Usage,
+}
+
+/// Receives the answer while it streams.
+pub trait DeltaSink: Send {
+    fn text(&mut self, text: &str);
+    fn reasoning(&mut self, text: &str);
+}
+
+/// A sink that drops everything (non-streaming callers).
+pub struct NoDeltas;
+
+impl DeltaSink for NoDeltas {
+    fn text(&mut self, _: &str) {}
+    fn reasoning(&mut self, _: &str) {}
+}
+
+/// A chat model.
+pub trait ChatModel: Send + Sync {
+    /// Runs one call, streaming deltas into `sink`. Retries retryable failures itself as long
+    /// as nothing has been streamed yet.
+    fn complete(
+        &self,
+        request: &ChatRequest,
+        sink: &mut dyn DeltaSink,
+    ) -> impl Future<Output = Result<ChatResponse, LlmError>> + Send;
+}

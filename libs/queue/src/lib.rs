@@ -1,0 +1,126 @@
+//! RabbitMQ: the "session has work" queue and the turn-event exchange.
+//!
+//! Work messages carry only `(tenant, session)`: Postgres holds the work itself, so a
+//! redelivered or duplicated message is harmless and a lost one is found by the reaper.
+//! Events go to a topic exchange keyed `t.{tenant}.s.{session}`; each API or gateway pod has
+//! one exclusive queue and binds exactly the sessions it is waiting on.
+
+mod events;
+mod work;
+
+use std::sync::Arc;
+
+use lapin::options::{BasicQosOptions, ConfirmSelectOptions, ExchangeDeclareOptions, QueueDeclareOptions};
+use lapin::types::{AMQPValue, FieldTable};
+use lapin::{Channel, Connection, ConnectionProperties, ExchangeKind};
+
+use hermes_config::RabbitMqConfig;
+
+pub use events::{EventHub, EventSubscription};
+pub use work::{SessionWork, WorkConsumer, WorkDelivery};
+
+/// A queue failure.
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    #[error("rabbitmq error: {0}")]
+    Amqp(#[from] lapin::Error),
+    #[error("cannot encode message: {0}")]
+    Encode(#[from] serde_json::Error),
+    #[error("rabbitmq did not confirm the message")]
+    NotConfirmed,
+}
+
+pub type Result<T, E = QueueError> = std::result::Result<T, E>;
+
+/// Exchange and queue names of one installation.
+#[derive(Debug, Clone)]
+pub(crate) struct Names {
+    pub work_queue: String,
+    pub events_exchange: String,
+}
+
+impl Names {
+    fn new(prefix: &str) -> Self {
+        Self { work_queue: format!("{prefix}.work"), events_exchange: format!("{prefix}.events") }
+    }
+}
+
+/// A connection with the installation's topology declared.
+#[derive(Clone)]
+pub struct Broker {
+    inner: Arc<BrokerInner>,
+}
+
+struct BrokerInner {
+    conn: Connection,
+    names: Names,
+    /// Confirmed channel for work messages (they must not be lost silently).
+    work_channel: Channel,
+    /// Unconfirmed channel for events (a lost event is recovered by polling Postgres).
+    event_channel: Channel,
+}
+
+impl Broker {
+    /// Connects and declares the work queue (quorum, durable) and the events exchange.
+    pub async fn connect(cfg: &RabbitMqConfig, connection_name: &str) -> Result<Self> {
+        let props = ConnectionProperties::default()
+            .with_connection_name(connection_name.into())
+            .enable_auto_recover();
+        let conn = Connection::connect(&cfg.url, props).await?;
+        let names = Names::new(&cfg.prefix);
+        let setup = conn.create_channel().await?;
+        let mut args = FieldTable::default();
+        args.insert("x-queue-type".into(), AMQPValue::LongString("quorum".into()));
+        setup
+            .queue_declare(
+                names.work_queue.as_str().into(),
+                QueueDeclareOptions { durable: true, ..Default::default() },
+                args,
+            )
+            .await?;
+        setup
+            .exchange_declare(
+                names.events_exchange.as_str().into(),
+                ExchangeKind::Topic,
+                ExchangeDeclareOptions { durable: true, ..Default::default() },
+                FieldTable::default(),
+            )
+            .await?;
+        let work_channel = conn.create_channel().await?;
+        work_channel.confirm_select(ConfirmSelectOptions::default()).await?;
+        let event_channel = conn.create_channel().await?;
+        Ok(Self { inner: Arc::new(BrokerInner { conn, names, work_channel, event_channel }) })
+    }
+
+    /// Answers when the connection is up.
+    pub fn is_connected(&self) -> bool {
+        self.inner.conn.status().connected()
+    }
+
+    pub(crate) fn names(&self) -> &Names {
+        &self.inner.names
+    }
+
+    pub(crate) async fn channel_with_prefetch(&self, prefetch: u16) -> Result<Channel> {
+        let ch = self.inner.conn.create_channel().await?;
+        ch.basic_qos(prefetch, BasicQosOptions::default()).await?;
+        Ok(ch)
+    }
+
+    pub(crate) async fn new_channel(&self) -> Result<Channel> {
+        Ok(self.inner.conn.create_channel().await?)
+    }
+
+    pub(crate) fn work_channel(&self) -> &Channel {
+        &self.inner.work_channel
+    }
+
+    pub(crate) fn event_channel(&self) -> &Channel {
+        &self.inner.event_channel
+    }
+
+    /// Closes the connection (on shutdown).
+    pub async fn close(&self) {
+        let _ = self.inner.conn.close(200, "shutdown".into()).await;
+    }
+}

@@ -1,0 +1,146 @@
+//! Agents: a tenant's configured Hermes profiles (model, provider, SOUL, toolsets).
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+
+use hermes_core::{AgentId, TenantId};
+
+use crate::{Result, SecretBox, Store, StoreError};
+
+/// An agent as stored; the provider secret stays sealed until [`Agent::provider_key`].
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Agent {
+    pub id: AgentId,
+    pub tenant_id: TenantId,
+    pub name: String,
+    pub model: String,
+    pub provider_base_url: String,
+    #[serde(skip)]
+    pub provider_secret: Option<Vec<u8>>,
+    pub has_provider_key: bool,
+    pub soul: Option<String>,
+    pub toolsets: Vec<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// What it takes to create an agent.
+#[derive(Debug, Clone)]
+pub struct NewAgent {
+    pub name: String,
+    pub model: String,
+    pub provider_base_url: String,
+    /// The provider API key in clear; sealed before it is stored.
+    pub provider_key: Option<String>,
+    pub soul: Option<String>,
+    pub toolsets: Vec<String>,
+}
+
+fn secret_context(tenant: TenantId, agent: AgentId) -> String {
+    format!("agent-provider-key:{tenant}:{agent}")
+}
+
+impl Agent {
+    fn from_row(tenant: TenantId, row: &PgRow) -> Result<Self> {
+        let secret: Option<Vec<u8>> = row.try_get("provider_secret")?;
+        Ok(Self {
+            id: AgentId::from_uuid(row.try_get("id")?),
+            tenant_id: tenant,
+            name: row.try_get("name")?,
+            model: row.try_get("model")?,
+            provider_base_url: row.try_get("provider_base_url")?,
+            has_provider_key: secret.is_some(),
+            provider_secret: secret,
+            soul: row.try_get("soul")?,
+            toolsets: row.try_get("toolsets")?,
+            created_at: row.try_get("created_at")?,
+        })
+    }
+
+    /// The provider API key in clear, if the agent has one.
+    pub fn provider_key(&self, secrets: Option<&SecretBox>) -> Result<Option<String>> {
+        let Some(sealed) = &self.provider_secret else { return Ok(None) };
+        let secrets = secrets.ok_or_else(|| {
+            StoreError::Secret("agent has a provider key but secrets.master_key is not configured".into())
+        })?;
+        let plain = secrets.open(&secret_context(self.tenant_id, self.id), sealed)?;
+        String::from_utf8(plain).map(Some).map_err(|_| StoreError::Corrupt("provider key is not UTF-8".into()))
+    }
+}
+
+macro_rules! agent_columns {
+    () => {
+        "id, name, model, provider_base_url, provider_secret, soul, toolsets, created_at"
+    };
+}
+
+impl Store {
+    /// Creates an agent in `tenant`; the provider key is sealed with `secrets`.
+    pub async fn create_agent(&self, tenant: TenantId, new: NewAgent, secrets: Option<&SecretBox>) -> Result<Agent> {
+        let id = AgentId::new();
+        let sealed = match &new.provider_key {
+            Some(key) => {
+                let secrets = secrets.ok_or_else(|| {
+                    StoreError::Secret("storing a provider key needs secrets.master_key (HERMES__SECRETS__MASTER_KEY)".into())
+                })?;
+                Some(secrets.seal(&secret_context(tenant, id), key.as_bytes())?)
+            }
+            None => None,
+        };
+        let sql = concat!(
+            "INSERT INTO agents (id, tenant_id, name, model, provider_base_url, provider_secret, soul, toolsets)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ",
+            agent_columns!()
+        );
+        let row = sqlx::query(sql)
+            .bind(id.as_uuid())
+            .bind(tenant.as_uuid())
+            .bind(&new.name)
+            .bind(&new.model)
+            .bind(&new.provider_base_url)
+            .bind(sealed)
+            .bind(&new.soul)
+            .bind(&new.toolsets)
+            .fetch_one(self.pool())
+            .await
+            .map_err(|e| match &e {
+                sqlx::Error::Database(db) if db.is_check_violation() => StoreError::Invalid(format!(
+                    "agent name {:?} must start with a letter or digit and use letters, digits, '.', '_', ':', '/' or '-'",
+                    new.name
+                )),
+                _ => StoreError::conflict_on_unique(e, &format!("agent {:?}", new.name)),
+            })?;
+        Agent::from_row(tenant, &row)
+    }
+
+    /// The tenant's agent called `name` (what clients send as `model`).
+    pub async fn agent_by_name(&self, tenant: TenantId, name: &str) -> Result<Agent> {
+        let sql = concat!("SELECT ", agent_columns!(), " FROM agents WHERE tenant_id = $1 AND name = $2");
+        let row = sqlx::query(sql)
+            .bind(tenant.as_uuid())
+            .bind(name)
+            .fetch_optional(self.pool())
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        Agent::from_row(tenant, &row)
+    }
+
+    /// The tenant's agent `id`.
+    pub async fn agent(&self, tenant: TenantId, id: AgentId) -> Result<Agent> {
+        let sql = concat!("SELECT ", agent_columns!(), " FROM agents WHERE tenant_id = $1 AND id = $2");
+        let row = sqlx::query(sql)
+            .bind(tenant.as_uuid())
+            .bind(id.as_uuid())
+            .fetch_optional(self.pool())
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        Agent::from_row(tenant, &row)
+    }
+
+    /// All of the tenant's agents, by name.
+    pub async fn list_agents(&self, tenant: TenantId) -> Result<Vec<Agent>> {
+        let sql = concat!("SELECT ", agent_columns!(), " FROM agents WHERE tenant_id = $1 ORDER BY name");
+        let rows = sqlx::query(sql).bind(tenant.as_uuid()).fetch_all(self.pool()).await?;
+        rows.iter().map(|r| Agent::from_row(tenant, r)).collect()
+    }
+}

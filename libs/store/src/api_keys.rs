@@ -1,0 +1,143 @@
+//! API keys: `hk_<12 hex>_<32 chars>`; the first part is shown in listings, the whole key is
+//! shown once at creation and stored only as its SHA-256 (the key carries 192 random bits, so
+//! a slow password hash would add latency to every request and no security).
+
+use base64::Engine;
+use chrono::{DateTime, Utc};
+use ring::rand::{SecureRandom, SystemRandom};
+use sha2::{Digest, Sha256};
+use sqlx::Row;
+use uuid::Uuid;
+
+use hermes_core::{AgentId, ApiKeyId, TenantId};
+
+use crate::{Result, Store, StoreError};
+
+/// A stored key (never the secret part).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ApiKey {
+    pub id: ApiKeyId,
+    pub tenant_id: TenantId,
+    pub agent_id: Option<AgentId>,
+    pub name: String,
+    pub prefix: String,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// Who a valid key speaks for.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyAuth {
+    pub tenant_id: TenantId,
+    pub key_id: ApiKeyId,
+    /// When set, the key may use only this agent.
+    pub agent_id: Option<AgentId>,
+}
+
+fn hash_key(key: &str) -> Vec<u8> {
+    Sha256::digest(key.as_bytes()).to_vec()
+}
+
+fn generate_key() -> Result<(String, String)> {
+    let mut raw = [0u8; 30];
+    SystemRandom::new().fill(&mut raw).map_err(|_| StoreError::Secret("no system randomness".into()))?;
+    let prefix: String = raw[..6].iter().map(|b| format!("{b:02x}")).collect();
+    let secret = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&raw[6..]);
+    let prefix = format!("hk_{prefix}");
+    Ok((format!("{prefix}_{secret}"), prefix))
+}
+
+impl Store {
+    /// Creates a key for `tenant` (optionally bound to one agent) and returns it with the
+    /// clear-text key, which is not stored and cannot be shown again.
+    pub async fn create_api_key(
+        &self,
+        tenant: TenantId,
+        agent: Option<AgentId>,
+        name: &str,
+        expires_at: Option<DateTime<Utc>>,
+    ) -> Result<(ApiKey, String)> {
+        let id = ApiKeyId::new();
+        let (key, prefix) = generate_key()?;
+        let row = sqlx::query(
+            "INSERT INTO api_keys (id, tenant_id, agent_id, name, prefix, hash, expires_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at",
+        )
+        .bind(id.as_uuid())
+        .bind(tenant.as_uuid())
+        .bind(agent.map(|a| a.as_uuid()))
+        .bind(name)
+        .bind(&prefix)
+        .bind(hash_key(&key))
+        .bind(expires_at)
+        .fetch_one(self.pool())
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::NotFound,
+            _ => StoreError::Database(e),
+        })?;
+        let api_key = ApiKey {
+            id,
+            tenant_id: tenant,
+            agent_id: agent,
+            name: name.to_owned(),
+            prefix,
+            created_at: row.try_get("created_at")?,
+            expires_at,
+        };
+        Ok((api_key, key))
+    }
+
+    /// Resolves a presented key; `None` for unknown, revoked or expired keys.
+    pub async fn authenticate_api_key(&self, presented: &str) -> Result<Option<KeyAuth>> {
+        if !presented.starts_with("hk_") || presented.len() > 128 {
+            return Ok(None);
+        }
+        let row = sqlx::query(
+            "SELECT id, tenant_id, agent_id FROM api_keys
+             WHERE hash = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())",
+        )
+        .bind(hash_key(presented))
+        .fetch_optional(self.pool())
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let tenant: Uuid = row.try_get("tenant_id")?;
+        let agent: Option<Uuid> = row.try_get("agent_id")?;
+        Ok(Some(KeyAuth {
+            #[expect(clippy::disallowed_methods, reason = "this is the API-key authentication step")]
+            tenant_id: TenantId::from_authenticated(tenant),
+            key_id: ApiKeyId::from_uuid(row.try_get("id")?),
+            agent_id: agent.map(AgentId::from_uuid),
+        }))
+    }
+
+    /// Revokes a key of `tenant`; later requests with it get 401.
+    pub async fn revoke_api_key(&self, tenant: TenantId, key: ApiKeyId) -> Result<()> {
+        let done = sqlx::query(
+            "UPDATE api_keys SET revoked_at = now() WHERE tenant_id = $1 AND id = $2 AND revoked_at IS NULL",
+        )
+        .bind(tenant.as_uuid())
+        .bind(key.as_uuid())
+        .execute(self.pool())
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_have_a_visible_prefix_and_enough_entropy() {
+        let (key, prefix) = generate_key().unwrap();
+        assert!(key.starts_with(&prefix));
+        assert_eq!(prefix.len(), 15);
+        assert_eq!(key.len(), 15 + 1 + 32);
+        let (other, _) = generate_key().unwrap();
+        assert_ne!(key, other);
+    }
+}

@@ -1,0 +1,106 @@
+//! Postgres repositories. Every function that touches tenant data takes a [`TenantId`], and
+//! every query filters by it, so another tenant's rows are simply not found.
+//!
+//! Cross-tenant operator queries (the lease reaper) live in [`system`] and nowhere else.
+
+pub mod agents;
+pub mod api_keys;
+pub mod messages;
+pub mod secrets;
+pub mod sessions;
+pub mod system;
+pub mod tenants;
+pub mod turns;
+
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{ConnectOptions, PgPool};
+
+pub use agents::{Agent, NewAgent};
+pub use api_keys::{ApiKey, KeyAuth};
+pub use secrets::SecretBox;
+pub use sessions::Session;
+pub use tenants::Tenant;
+pub use messages::{Appended, StoredMessage};
+pub use system::StrandedTurn;
+pub use turns::{ClaimedTurn, NewTurn, TurnStatus, TurnTarget};
+
+/// The migrations in the repository's top-level `migrations/` folder.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
+
+/// A storage failure.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("not found")]
+    NotFound,
+    #[error("{0} already exists")]
+    Conflict(String),
+    /// A newer worker owns the session; this writer must stop.
+    #[error("fenced out: another worker owns the session now")]
+    Fenced,
+    #[error("invalid input: {0}")]
+    Invalid(String),
+    #[error("secret error: {0}")]
+    Secret(String),
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("migration error: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("stored data is malformed: {0}")]
+    Corrupt(String),
+}
+
+impl StoreError {
+    /// Maps a unique-violation into `Conflict(what)`, leaving other errors alone.
+    pub(crate) fn conflict_on_unique(err: sqlx::Error, what: &str) -> StoreError {
+        match &err {
+            sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Conflict(what.to_owned()),
+            _ => StoreError::Database(err),
+        }
+    }
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// The handle every role uses: a pool plus the secret box for tenant secrets.
+#[derive(Clone)]
+pub struct Store {
+    pool: PgPool,
+}
+
+impl Store {
+    /// Connects a pool to `url`.
+    pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
+        let options: PgConnectOptions = url
+            .parse::<PgConnectOptions>()?
+            .log_slow_statements(log::LevelFilter::Warn, Duration::from_millis(500));
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await?;
+        Ok(Self { pool })
+    }
+
+    /// Wraps an existing pool (tests).
+    pub fn from_pool(pool: PgPool) -> Self {
+        Self { pool }
+    }
+
+    /// Applies pending migrations.
+    pub async fn migrate(&self) -> Result<()> {
+        MIGRATOR.run(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Answers when Postgres answers.
+    pub async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+}

@@ -1,0 +1,155 @@
+//! The transcript: messages of a session in order, written as they happen.
+//!
+//! Writes are fenced: each carries the fencing token of the worker that owns the session and
+//! is refused once a newer worker has claimed it, so a paused zombie cannot write late.
+
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+use uuid::Uuid;
+
+use hermes_core::{ChatMessage, Content, Role, SessionId, TenantId, ToolCall, TurnId};
+
+use crate::{Result, Store, StoreError};
+
+/// A message with its place in the session.
+#[derive(Debug, Clone)]
+pub struct StoredMessage {
+    pub seq: i32,
+    pub turn_id: Option<TurnId>,
+    /// 0 for the user input of a turn, then one step per model call.
+    pub turn_step: Option<i32>,
+    pub message: ChatMessage,
+}
+
+/// What an append did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Appended {
+    /// Stored at this sequence number.
+    At(i32),
+    /// The same step or tool result was stored before (a resumed turn); nothing written.
+    AlreadyStored,
+}
+
+pub(crate) struct MessageColumns {
+    pub role: &'static str,
+    pub content: Option<Value>,
+    pub tool_calls: Option<Value>,
+    pub tool_call_id: Option<String>,
+    pub name: Option<String>,
+    pub reasoning: Option<String>,
+}
+
+pub(crate) fn columns(msg: &ChatMessage) -> Result<MessageColumns> {
+    let content = msg
+        .content
+        .as_ref()
+        .map(serde_json::to_value)
+        .transpose()
+        .map_err(|e| StoreError::Invalid(e.to_string()))?;
+    let tool_calls = if msg.tool_calls.is_empty() {
+        None
+    } else {
+        Some(serde_json::to_value(&msg.tool_calls).map_err(|e| StoreError::Invalid(e.to_string()))?)
+    };
+    Ok(MessageColumns {
+        role: msg.role.as_str(),
+        content,
+        tool_calls,
+        tool_call_id: msg.tool_call_id.clone(),
+        name: msg.name.clone(),
+        reasoning: msg.reasoning.clone(),
+    })
+}
+
+fn from_row(row: &PgRow) -> Result<StoredMessage> {
+    let role: String = row.try_get("role")?;
+    let role = Role::parse(&role).ok_or_else(|| StoreError::Corrupt(format!("unknown role {role:?}")))?;
+    let content: Option<Value> = row.try_get("content")?;
+    let content = content
+        .map(serde_json::from_value::<Content>)
+        .transpose()
+        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let tool_calls: Option<Value> = row.try_get("tool_calls")?;
+    let tool_calls = tool_calls
+        .map(serde_json::from_value::<Vec<ToolCall>>)
+        .transpose()
+        .map_err(|e| StoreError::Corrupt(e.to_string()))?
+        .unwrap_or_default();
+    let turn_id: Option<Uuid> = row.try_get("turn_id")?;
+    Ok(StoredMessage {
+        seq: row.try_get("seq")?,
+        turn_id: turn_id.map(TurnId::from_uuid),
+        turn_step: row.try_get("turn_step")?,
+        message: ChatMessage {
+            role,
+            content,
+            tool_calls,
+            tool_call_id: row.try_get("tool_call_id")?,
+            name: row.try_get("name")?,
+            reasoning: row.try_get("reasoning")?,
+        },
+    })
+}
+
+impl Store {
+    /// Appends `msg` to the session as step `step` of `turn`, if `fence` still owns the
+    /// session. Idempotent per (turn, step) and per (turn, tool call).
+    pub async fn append_message(
+        &self,
+        tenant: TenantId,
+        session: SessionId,
+        fence: i64,
+        turn: TurnId,
+        step: i32,
+        msg: &ChatMessage,
+    ) -> Result<Appended> {
+        let c = columns(msg)?;
+        let row = sqlx::query(
+            "WITH s AS (
+                UPDATE sessions SET next_seq = next_seq + 1, updated_at = now()
+                WHERE tenant_id = $1 AND id = $2 AND fence = $3
+                RETURNING next_seq - 1 AS seq
+             ), ins AS (
+                INSERT INTO messages (tenant_id, session_id, seq, turn_id, turn_step, role, content,
+                                      tool_calls, tool_call_id, name, reasoning)
+                SELECT $1, $2, s.seq, $4, $5, $6, $7, $8, $9, $10, $11 FROM s
+                ON CONFLICT DO NOTHING
+                RETURNING seq
+             )
+             SELECT (SELECT count(*) FROM s) AS owned, (SELECT seq FROM ins) AS seq",
+        )
+        .bind(tenant.as_uuid())
+        .bind(session.as_uuid())
+        .bind(fence)
+        .bind(turn.as_uuid())
+        .bind(step)
+        .bind(c.role)
+        .bind(c.content)
+        .bind(c.tool_calls)
+        .bind(c.tool_call_id)
+        .bind(c.name)
+        .bind(c.reasoning)
+        .fetch_one(self.pool())
+        .await?;
+        let owned: i64 = row.try_get("owned")?;
+        if owned == 0 {
+            return Err(StoreError::Fenced);
+        }
+        let seq: Option<i32> = row.try_get("seq")?;
+        Ok(seq.map_or(Appended::AlreadyStored, Appended::At))
+    }
+
+    /// The session's messages in order.
+    pub async fn session_messages(&self, tenant: TenantId, session: SessionId) -> Result<Vec<StoredMessage>> {
+        let rows = sqlx::query(
+            "SELECT seq, turn_id, turn_step, role, content, tool_calls, tool_call_id, name, reasoning
+             FROM messages WHERE tenant_id = $1 AND session_id = $2 ORDER BY seq",
+        )
+        .bind(tenant.as_uuid())
+        .bind(session.as_uuid())
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(from_row).collect()
+    }
+}

@@ -1,0 +1,62 @@
+//! Operator queries that span tenants. Only the scheduler's lease reaper uses them; nothing
+//! reachable from a tenant's request may.
+
+use std::time::Duration;
+
+use sqlx::Row;
+use uuid::Uuid;
+
+use hermes_core::{SessionId, TenantId, TurnId};
+
+use crate::{Result, Store};
+
+/// A turn whose work message must be published again.
+#[derive(Debug, Clone, Copy)]
+pub struct StrandedTurn {
+    pub tenant_id: TenantId,
+    pub session_id: SessionId,
+    pub turn_id: TurnId,
+}
+
+impl Store {
+    /// Finds turns whose worker vanished (running, lease expired) or whose queue message was
+    /// lost (queued longer than `queued_grace`), marks them republished, and returns them.
+    /// A turn is returned again at most once per `backoff`. Safe with many reapers
+    /// (`FOR UPDATE SKIP LOCKED`).
+    pub async fn reap_stranded_turns(
+        &self,
+        queued_grace: Duration,
+        backoff: Duration,
+        limit: i64,
+    ) -> Result<Vec<StrandedTurn>> {
+        let rows = sqlx::query(
+            "WITH stale AS (
+                SELECT id FROM turns
+                WHERE ((status = 'running' AND lease_expires_at < now())
+                    OR (status = 'queued' AND created_at < now() - make_interval(secs => $1)))
+                  AND (republished_at IS NULL OR republished_at < now() - make_interval(secs => $2))
+                ORDER BY created_at
+                LIMIT $3
+                FOR UPDATE SKIP LOCKED
+             )
+             UPDATE turns t SET republished_at = now() FROM stale WHERE t.id = stale.id
+             RETURNING t.tenant_id, t.session_id, t.id",
+        )
+        .bind(queued_grace.as_secs_f64())
+        .bind(backoff.as_secs_f64())
+        .bind(limit)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let tenant: Uuid = r.try_get("tenant_id")?;
+                Ok(StrandedTurn {
+                    #[expect(clippy::disallowed_methods, reason = "a row this cluster wrote for that tenant")]
+                    tenant_id: TenantId::from_authenticated(tenant),
+                    session_id: SessionId::from_uuid(r.try_get("session_id")?),
+                    turn_id: TurnId::from_uuid(r.try_get("id")?),
+                })
+            })
+            .collect()
+    }
+}

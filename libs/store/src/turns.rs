@@ -1,0 +1,318 @@
+//! Turns: one user input and the agent's work on it.
+//!
+//! Life of a turn: `queued` (written by the API with its input) -> `running` (a worker holds a
+//! lease in `lease_owner` / `lease_expires_at` and heartbeats) -> `completed` | `failed` |
+//! `cancelled`. A worker that dies leaves its lease to expire; the reaper republishes the turn
+//! and the next worker resumes from the last stored message.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use sqlx::Row;
+use uuid::Uuid;
+
+use hermes_core::{AgentId, ChatMessage, SessionId, TenantId, TurnId, TurnOutcome};
+
+use crate::messages::columns;
+use crate::{Result, Store, StoreError};
+
+/// A turn's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnStatus {
+    Queued,
+    Running,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl TurnStatus {
+    fn parse(s: &str) -> Result<Self> {
+        Ok(match s {
+            "queued" => Self::Queued,
+            "running" => Self::Running,
+            "completed" => Self::Completed,
+            "failed" => Self::Failed,
+            "cancelled" => Self::Cancelled,
+            other => return Err(StoreError::Corrupt(format!("unknown turn status {other:?}"))),
+        })
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    /// Whether the turn has ended.
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
+    }
+}
+
+/// Where a new turn goes.
+#[derive(Debug, Clone)]
+pub enum TurnTarget {
+    /// Continue this existing session of `agent`.
+    Existing(SessionId),
+    /// Start a new session, seeded with earlier messages the client sent.
+    New { source: String, history: Vec<ChatMessage> },
+}
+
+/// A turn to enqueue.
+#[derive(Debug, Clone)]
+pub struct NewTurn {
+    pub agent_id: AgentId,
+    pub target: TurnTarget,
+    pub input: ChatMessage,
+    pub instructions: Option<String>,
+    pub stream: bool,
+}
+
+/// A turn a worker has claimed.
+#[derive(Debug, Clone)]
+pub struct ClaimedTurn {
+    pub turn_id: TurnId,
+    pub session_id: SessionId,
+    pub agent_id: AgentId,
+    /// The fencing token every write of this turn must carry.
+    pub fence: i64,
+    /// 1 on the first run, more when resumed after a worker died.
+    pub attempt: i32,
+    pub input: ChatMessage,
+    pub instructions: Option<String>,
+    pub stream: bool,
+    pub system_prompt: Option<String>,
+}
+
+impl Store {
+    /// Writes a turn (and, for a new session, the session and its seeded history) in one
+    /// transaction. An `Existing` session of another tenant or agent is `NotFound`.
+    pub async fn enqueue_turn(&self, tenant: TenantId, new: NewTurn) -> Result<(SessionId, TurnId)> {
+        let turn_id = TurnId::new();
+        let input = serde_json::to_value(&new.input).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let mut tx = self.pool().begin().await?;
+        let session_id = match &new.target {
+            TurnTarget::Existing(id) => {
+                let found = sqlx::query("SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2 AND agent_id = $3")
+                    .bind(tenant.as_uuid())
+                    .bind(id.as_uuid())
+                    .bind(new.agent_id.as_uuid())
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                if found.is_none() {
+                    return Err(StoreError::NotFound);
+                }
+                *id
+            }
+            TurnTarget::New { source, history } => {
+                let id = SessionId::new();
+                sqlx::query(
+                    "INSERT INTO sessions (id, tenant_id, agent_id, source, next_seq) VALUES ($1, $2, $3, $4, $5)",
+                )
+                .bind(id.as_uuid())
+                .bind(tenant.as_uuid())
+                .bind(new.agent_id.as_uuid())
+                .bind(source)
+                .bind(i32::try_from(history.len() + 1).map_err(|_| StoreError::Invalid("history too long".into()))?)
+                .execute(&mut *tx)
+                .await?;
+                for (i, msg) in history.iter().enumerate() {
+                    let c = columns(msg)?;
+                    sqlx::query(
+                        "INSERT INTO messages (tenant_id, session_id, seq, role, content, tool_calls,
+                                               tool_call_id, name, reasoning)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                    )
+                    .bind(tenant.as_uuid())
+                    .bind(id.as_uuid())
+                    .bind(i32::try_from(i + 1).map_err(|_| StoreError::Invalid("history too long".into()))?)
+                    .bind(c.role)
+                    .bind(c.content)
+                    .bind(c.tool_calls)
+                    .bind(c.tool_call_id)
+                    .bind(c.name)
+                    .bind(c.reasoning)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                id
+            }
+        };
+        sqlx::query(
+            "INSERT INTO turns (id, tenant_id, session_id, input, instructions, stream) VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(turn_id.as_uuid())
+        .bind(tenant.as_uuid())
+        .bind(session_id.as_uuid())
+        .bind(input)
+        .bind(&new.instructions)
+        .bind(new.stream)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok((session_id, turn_id))
+    }
+
+    /// Claims the session's oldest open turn for `owner` if it is queued, abandoned (lease
+    /// expired) or already ours, and bumps the session's fence past `token`. `None` when there
+    /// is nothing to run or another live worker has it.
+    pub async fn claim_next_turn(
+        &self,
+        tenant: TenantId,
+        session: SessionId,
+        owner: &str,
+        lease: Duration,
+        token: i64,
+    ) -> Result<Option<ClaimedTurn>> {
+        let mut tx = self.pool().begin().await?;
+        let row = sqlx::query(
+            "SELECT id, status::text AS status, (lease_owner = $3 OR lease_expires_at < now()) AS abandoned
+             FROM turns WHERE tenant_id = $1 AND session_id = $2 AND status IN ('queued', 'running')
+             ORDER BY created_at LIMIT 1 FOR UPDATE",
+        )
+        .bind(tenant.as_uuid())
+        .bind(session.as_uuid())
+        .bind(owner)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let status = TurnStatus::parse(&row.try_get::<String, _>("status")?)?;
+        let abandoned: Option<bool> = row.try_get("abandoned")?;
+        if status == TurnStatus::Running && abandoned != Some(true) {
+            return Ok(None);
+        }
+        let turn_id: Uuid = row.try_get("id")?;
+        let session_row = sqlx::query(
+            "UPDATE sessions SET fence = GREATEST(fence + 1, $3) WHERE tenant_id = $1 AND id = $2
+             RETURNING fence, agent_id, system_prompt",
+        )
+        .bind(tenant.as_uuid())
+        .bind(session.as_uuid())
+        .bind(token)
+        .fetch_one(&mut *tx)
+        .await?;
+        let turn = sqlx::query(
+            "UPDATE turns SET status = 'running', lease_owner = $2,
+                    lease_expires_at = now() + make_interval(secs => $3), attempts = attempts + 1,
+                    started_at = COALESCE(started_at, now())
+             WHERE id = $1 RETURNING attempts, input, instructions, stream",
+        )
+        .bind(turn_id)
+        .bind(owner)
+        .bind(lease.as_secs_f64())
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let input: Value = turn.try_get("input")?;
+        Ok(Some(ClaimedTurn {
+            turn_id: TurnId::from_uuid(turn_id),
+            session_id: session,
+            agent_id: AgentId::from_uuid(session_row.try_get("agent_id")?),
+            fence: session_row.try_get("fence")?,
+            attempt: turn.try_get("attempts")?,
+            input: serde_json::from_value(input).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            instructions: turn.try_get("instructions")?,
+            stream: turn.try_get("stream")?,
+            system_prompt: session_row.try_get("system_prompt")?,
+        }))
+    }
+
+    /// Whether the session has a turn that a worker could claim now.
+    pub async fn has_claimable_turn(&self, tenant: TenantId, session: SessionId) -> Result<bool> {
+        let row = sqlx::query(
+            "SELECT EXISTS (SELECT 1 FROM turns WHERE tenant_id = $1 AND session_id = $2
+                AND (status = 'queued' OR (status = 'running' AND lease_expires_at < now()))) AS any",
+        )
+        .bind(tenant.as_uuid())
+        .bind(session.as_uuid())
+        .fetch_one(self.pool())
+        .await?;
+        Ok(row.try_get("any")?)
+    }
+
+    /// Extends `owner`'s lease on a running turn; `false` when the lease was lost.
+    pub async fn extend_lease(&self, tenant: TenantId, turn: TurnId, owner: &str, lease: Duration) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE turns SET lease_expires_at = now() + make_interval(secs => $4)
+             WHERE tenant_id = $1 AND id = $2 AND lease_owner = $3 AND status = 'running'",
+        )
+        .bind(tenant.as_uuid())
+        .bind(turn.as_uuid())
+        .bind(owner)
+        .bind(lease.as_secs_f64())
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Ends a running turn with `status` and `outcome`, if `fence` still owns the session.
+    pub async fn finish_turn(
+        &self,
+        tenant: TenantId,
+        session: SessionId,
+        turn: TurnId,
+        fence: i64,
+        status: TurnStatus,
+        outcome: &TurnOutcome,
+    ) -> Result<()> {
+        let outcome = serde_json::to_value(outcome).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let done = sqlx::query(
+            "WITH owner AS (
+                SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2 AND fence = $4 FOR SHARE
+             )
+             UPDATE turns SET status = $5::turn_status, outcome = $6, finished_at = now(),
+                    lease_owner = NULL, lease_expires_at = NULL
+             WHERE tenant_id = $1 AND id = $3 AND status = 'running' AND EXISTS (SELECT 1 FROM owner)",
+        )
+        .bind(tenant.as_uuid())
+        .bind(session.as_uuid())
+        .bind(turn.as_uuid())
+        .bind(fence)
+        .bind(status.as_str())
+        .bind(outcome)
+        .execute(self.pool())
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::Fenced);
+        }
+        Ok(())
+    }
+
+    /// Hands a running turn back (a draining worker): it becomes `queued` again, to be resumed
+    /// by the next worker from its last stored message.
+    pub async fn release_turn(&self, tenant: TenantId, turn: TurnId, owner: &str) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE turns SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL
+             WHERE tenant_id = $1 AND id = $2 AND lease_owner = $3 AND status = 'running'",
+        )
+        .bind(tenant.as_uuid())
+        .bind(turn.as_uuid())
+        .bind(owner)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// A turn's status and, once it has ended, its outcome.
+    pub async fn turn_state(&self, tenant: TenantId, turn: TurnId) -> Result<(TurnStatus, Option<TurnOutcome>)> {
+        let row = sqlx::query("SELECT status::text AS status, outcome FROM turns WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_uuid())
+            .bind(turn.as_uuid())
+            .fetch_optional(self.pool())
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        let status = TurnStatus::parse(&row.try_get::<String, _>("status")?)?;
+        let outcome: Option<Value> = row.try_get("outcome")?;
+        let outcome = outcome
+            .map(serde_json::from_value::<TurnOutcome>)
+            .transpose()
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        Ok((status, outcome))
+    }
+}

@@ -1,0 +1,141 @@
+-- Foundation schema: tenants, agents, API keys, sessions, messages, turns, inbound, outbox.
+-- Every row carries tenant_id; child tables reference (tenant_id, id) pairs so a row can never
+-- point at another tenant's parent.
+
+CREATE TABLE tenants (
+    id          uuid PRIMARY KEY,
+    name        text NOT NULL UNIQUE CHECK (name ~ '^[a-z0-9][a-z0-9_-]{0,62}$'),
+    created_at  timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE agents (
+    id                uuid PRIMARY KEY,
+    tenant_id         uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+    name              text NOT NULL CHECK (name ~ '^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$'),
+    model             text NOT NULL,
+    provider_base_url text NOT NULL,
+    -- AES-256-GCM: 12-byte nonce || ciphertext+tag, key from secrets.master_key
+    provider_secret   bytea,
+    soul              text,
+    toolsets          text[] NOT NULL DEFAULT ARRAY['terminal'],
+    created_at        timestamptz NOT NULL DEFAULT now(),
+    updated_at        timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (tenant_id, name),
+    UNIQUE (tenant_id, id)
+);
+
+CREATE TABLE api_keys (
+    id           uuid PRIMARY KEY,
+    tenant_id    uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+    -- when set, the key may only use this agent
+    agent_id     uuid,
+    name         text NOT NULL DEFAULT '',
+    -- the visible start of the key, e.g. "hk_3fa9c1d2"
+    prefix       text NOT NULL UNIQUE,
+    -- sha256 of the whole key; keys are 190 random bits, so a fast hash is enough
+    hash         bytea NOT NULL UNIQUE,
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    expires_at   timestamptz,
+    revoked_at   timestamptz,
+    last_used_at timestamptz,
+    FOREIGN KEY (tenant_id, agent_id) REFERENCES agents (tenant_id, id) ON DELETE CASCADE
+);
+
+CREATE TABLE sessions (
+    id            uuid PRIMARY KEY,
+    tenant_id     uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+    agent_id      uuid NOT NULL,
+    source        text NOT NULL,
+    title         text,
+    -- the rendered stable system prompt, frozen at the first turn and reused byte for byte
+    system_prompt text,
+    -- fencing token of the worker allowed to write; bumped on every claim
+    fence         bigint NOT NULL DEFAULT 0,
+    -- next message sequence number
+    next_seq      integer NOT NULL DEFAULT 1,
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    updated_at    timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (tenant_id, id),
+    FOREIGN KEY (tenant_id, agent_id) REFERENCES agents (tenant_id, id) ON DELETE CASCADE
+);
+CREATE INDEX sessions_by_agent ON sessions (tenant_id, agent_id, updated_at DESC);
+
+CREATE TYPE turn_status AS ENUM ('queued', 'running', 'completed', 'failed', 'cancelled');
+
+CREATE TABLE turns (
+    id               uuid PRIMARY KEY,
+    tenant_id        uuid NOT NULL,
+    session_id       uuid NOT NULL,
+    status           turn_status NOT NULL DEFAULT 'queued',
+    -- the user message that starts the turn (OpenAI form); written to messages when it runs
+    input            jsonb NOT NULL,
+    -- per-request system text layered on the agent's prompt (never stored in the prompt)
+    instructions     text,
+    stream           boolean NOT NULL DEFAULT false,
+    lease_owner      text,
+    lease_expires_at timestamptz,
+    attempts         integer NOT NULL DEFAULT 0,
+    republished_at   timestamptz,
+    outcome          jsonb,
+    created_at       timestamptz NOT NULL DEFAULT now(),
+    started_at       timestamptz,
+    finished_at      timestamptz,
+    UNIQUE (tenant_id, id),
+    FOREIGN KEY (tenant_id, session_id) REFERENCES sessions (tenant_id, id) ON DELETE CASCADE
+);
+CREATE INDEX turns_open_by_session ON turns (session_id, created_at) WHERE status IN ('queued', 'running');
+CREATE INDEX turns_for_reaper ON turns (status, lease_expires_at) WHERE status IN ('queued', 'running');
+
+CREATE TABLE messages (
+    tenant_id    uuid NOT NULL,
+    session_id   uuid NOT NULL,
+    seq          integer NOT NULL,
+    turn_id      uuid,
+    -- 0 = the user input, then one step per model call; a tool result shares its call's step
+    turn_step    integer,
+    role         text NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+    content      jsonb,
+    tool_calls   jsonb,
+    tool_call_id text,
+    name         text,
+    reasoning    text,
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (session_id, seq),
+    FOREIGN KEY (tenant_id, session_id) REFERENCES sessions (tenant_id, id) ON DELETE CASCADE
+);
+-- idempotency of a resumed turn: one input, one assistant message per step, one result per call
+CREATE UNIQUE INDEX messages_one_per_step ON messages (turn_id, turn_step)
+    WHERE role IN ('user', 'assistant') AND turn_id IS NOT NULL;
+CREATE UNIQUE INDEX messages_one_result_per_call ON messages (turn_id, tool_call_id)
+    WHERE role = 'tool' AND turn_id IS NOT NULL;
+
+-- chat-platform updates, written before the platform is answered (dedupe by the platform's id)
+CREATE TABLE inbound (
+    id           uuid PRIMARY KEY,
+    tenant_id    uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+    source       text NOT NULL,
+    dedupe_key   text NOT NULL,
+    payload      jsonb NOT NULL,
+    turn_id      uuid,
+    received_at  timestamptz NOT NULL DEFAULT now(),
+    processed_at timestamptz,
+    UNIQUE (tenant_id, source, dedupe_key)
+);
+CREATE INDEX inbound_unprocessed ON inbound (received_at) WHERE processed_at IS NULL;
+
+-- replies to deliver, keyed so a retried delivery is recognised
+CREATE TABLE outbox (
+    id                  uuid PRIMARY KEY,
+    tenant_id           uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+    turn_id             uuid,
+    destination         jsonb NOT NULL,
+    dedupe_key          text NOT NULL,
+    payload             jsonb NOT NULL,
+    attempts            integer NOT NULL DEFAULT 0,
+    last_error          text,
+    platform_message_id text,
+    created_at          timestamptz NOT NULL DEFAULT now(),
+    sent_at             timestamptz,
+    UNIQUE (tenant_id, dedupe_key)
+);
+CREATE INDEX outbox_unsent ON outbox (created_at) WHERE sent_at IS NULL;
