@@ -1,1 +1,18 @@
-//! placeholder
+//! axum glue shared by the HTTP-serving roles: OpenAI-style errors, request ids in every log
+//! line, and the ops endpoints (`/healthz`, `/readyz`, `/metrics`).
+
+mod error;
+mod ops;
+mod request_id;
+
+pub use error::ApiError;
+pub use ops::{Readiness, ReadinessCheck, ops_router};
+pub use request_id::{REQUEST_ID_HEADER, request_span};
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// Serves `app` on `listener` until `shutdown`, letting open requests finish.
+pub async fn serve(listener: TcpListener, app: axum::Router, shutdown: CancellationToken) -> std::io::Result<()> {
+    axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await
+}

@@ -1,7 +1,7 @@
 //! The work queue: "session S of tenant T has work".
 
 use futures_util::StreamExt;
-use lapin::options::{BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicPublishOptions};
+use lapin::options::{BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicNackOptions, BasicPublishOptions};
 use lapin::types::FieldTable;
 use lapin::{BasicProperties, Channel};
 use serde::{Deserialize, Serialize};
@@ -73,6 +73,13 @@ impl WorkDelivery {
     pub async fn ack(&self) {
         if let Err(e) = self.acker.ack(BasicAckOptions::default()).await {
             tracing::warn!(error = %e, "cannot ack work delivery");
+        }
+    }
+
+    /// Returns the delivery to the queue for another try.
+    pub async fn requeue(&self) {
+        if let Err(e) = self.acker.nack(BasicNackOptions { requeue: true, ..Default::default() }).await {
+            tracing::warn!(error = %e, "cannot requeue work delivery");
         }
     }
 }

@@ -223,17 +223,22 @@ impl Store {
         }))
     }
 
-    /// Whether the session has a turn that a worker could claim now.
+    /// Whether the session's oldest open turn could be claimed now (queued, or abandoned by a
+    /// worker whose lease expired) — the same rule as [`claim_next_turn`](Self::claim_next_turn).
     pub async fn has_claimable_turn(&self, tenant: TenantId, session: SessionId) -> Result<bool> {
         let row = sqlx::query(
-            "SELECT EXISTS (SELECT 1 FROM turns WHERE tenant_id = $1 AND session_id = $2
-                AND (status = 'queued' OR (status = 'running' AND lease_expires_at < now()))) AS any",
+            "SELECT (status = 'queued' OR lease_expires_at < now()) AS claimable
+             FROM turns WHERE tenant_id = $1 AND session_id = $2 AND status IN ('queued', 'running')
+             ORDER BY created_at LIMIT 1",
         )
         .bind(tenant.as_uuid())
         .bind(session.as_uuid())
-        .fetch_one(self.pool())
+        .fetch_optional(self.pool())
         .await?;
-        Ok(row.try_get("any")?)
+        match row {
+            Some(row) => Ok(row.try_get::<Option<bool>, _>("claimable")?.unwrap_or(false)),
+            None => Ok(false),
+        }
     }
 
     /// Extends `owner`'s lease on a running turn; `false` when the lease was lost.

@@ -1,1 +1,60 @@
-//! placeholder
+//! The `api` role: the per-tenant, OpenAI-compatible HTTP API. It never runs an agent: it
+//! authenticates, writes the turn to Postgres, signals a worker over RabbitMQ and relays the
+//! worker's events back to the client.
+
+mod auth;
+mod chat;
+mod chat_wire;
+mod models;
+mod wait;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use hermes_config::HermesConfig;
+use hermes_http::{Readiness, ops_router};
+use hermes_queue::{Broker, EventHub};
+use hermes_store::Store;
+
+/// What the API role needs, built by the composition root.
+#[derive(Clone)]
+pub struct ApiContext {
+    pub config: Arc<HermesConfig>,
+    pub store: Store,
+    pub broker: Broker,
+    pub readiness: Readiness,
+}
+
+#[derive(Clone)]
+pub(crate) struct AppState {
+    pub config: Arc<HermesConfig>,
+    pub store: Store,
+    pub broker: Broker,
+    pub events: EventHub,
+}
+
+/// The API's router (also used by tests that drive it in-process).
+pub async fn router(ctx: ApiContext) -> Result<Router, hermes_queue::QueueError> {
+    let events = ctx.broker.event_hub().await?;
+    let state = AppState { config: ctx.config.clone(), store: ctx.store, broker: ctx.broker, events };
+    let v1 = Router::new()
+        .route("/v1/chat/completions", post(chat::chat_completions))
+        .route("/v1/models", get(models::list_models))
+        .fallback(|| async { hermes_http::ApiError::not_found("not_found", "no such endpoint") })
+        .layer(DefaultBodyLimit::max(ctx.config.http.max_body_bytes))
+        .with_state(state);
+    Ok(v1.merge(ops_router(ctx.readiness)).layer(axum::middleware::from_fn(hermes_http::request_span)))
+}
+
+/// Serves the API on `http.bind` until `shutdown`.
+pub async fn run(ctx: ApiContext, shutdown: CancellationToken) -> std::io::Result<()> {
+    let listener = TcpListener::bind(&ctx.config.http.bind).await?;
+    tracing::info!(addr = %listener.local_addr()?, "api listening");
+    let app = router(ctx).await.map_err(std::io::Error::other)?;
+    hermes_http::serve(listener, app, shutdown).await
+}

@@ -1,1 +1,21 @@
-fn main() {}
+//! `hermesctl`: the operator's CLI. Talks to Postgres directly (the admin API arrives with the
+#![allow(clippy::print_stdout, reason = "a CLI prints its results")]
+//! admin console); naming `--tenant` is how the operator says whom they act for.
+
+mod commands;
+
+use clap::Parser;
+
+use hermes_config::HermesConfig;
+use hermes_store::Store;
+
+fn main() -> anyhow::Result<()> {
+    let cli = commands::Cli::parse();
+    let config = HermesConfig::load(cli.config.as_deref())?;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(async move {
+        let store = Store::connect(&config.database.url, 2).await?;
+        commands::run(cli, &config, &store).await
+    })
+}

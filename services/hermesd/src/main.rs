@@ -1,1 +1,29 @@
-fn main() {}
+//! `hermesd`: runs any set of Hermes Cloud roles in one process (`hermesd all` on one
+//! machine; one role per pod in a cluster), or applies migrations (`hermesd migrate`).
+#![allow(clippy::print_stdout, reason = "--dump-config prints the configuration")]
+
+mod cli;
+mod compose;
+mod signals;
+
+use clap::Parser;
+
+use hermes_config::HermesConfig;
+
+fn main() -> anyhow::Result<()> {
+    let cli = cli::Cli::parse();
+    let config = HermesConfig::load(cli.config.as_deref())?;
+    if cli.dump_config {
+        print!("{}", config.to_toml_redacted());
+        return Ok(());
+    }
+    let roles = cli.roles()?;
+    hermes_telemetry::init(&config.telemetry)?;
+    // One TLS provider for every client (Postgres, RabbitMQ, providers).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async move {
+        let shutdown = signals::shutdown_token();
+        compose::run(config, roles, shutdown).await
+    })
+}

@@ -1,1 +1,58 @@
-//! placeholder
+//! The `scheduler` role: periodic work claimed from Postgres with `FOR UPDATE SKIP LOCKED`,
+//! so any number of replicas run without a leader. Now: the lease reaper, which republishes
+//! turns whose worker vanished or whose work message was lost. Cron, session resets and
+//! pruning join it in later issues.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use hermes_config::HermesConfig;
+use hermes_queue::{Broker, SessionWork};
+use hermes_store::Store;
+
+/// What the scheduler role needs.
+#[derive(Clone)]
+pub struct SchedulerContext {
+    pub config: Arc<HermesConfig>,
+    pub store: Store,
+    pub broker: Broker,
+}
+
+/// One reaper pass; returns how many turns were republished.
+pub async fn reap_once(ctx: &SchedulerContext) -> Result<usize, hermes_store::StoreError> {
+    let cfg = &ctx.config;
+    let grace = Duration::from_secs(cfg.scheduler.queued_grace_seconds);
+    // Do not republish the same turn more often than a lease lasts.
+    let backoff = Duration::from_secs(cfg.worker.lease_seconds);
+    let stranded = ctx.store.reap_stranded_turns(grace, backoff, 500).await?;
+    for turn in &stranded {
+        let work = SessionWork { tenant_id: turn.tenant_id, session_id: turn.session_id };
+        match ctx.broker.publish_work(&work).await {
+            Ok(()) => tracing::info!(tenant.id = %turn.tenant_id, session.id = %turn.session_id, turn.id = %turn.turn_id, "republished stranded turn"),
+            Err(e) => tracing::warn!(error = %e, turn.id = %turn.turn_id, "cannot republish; next pass retries"),
+        }
+    }
+    metrics::counter!("hermes_reaper_republished_total").increment(stranded.len() as u64);
+    Ok(stranded.len())
+}
+
+/// Runs the reaper every `scheduler.reaper_interval_millis` until `shutdown`.
+pub async fn run(ctx: SchedulerContext, shutdown: CancellationToken) {
+    let every = Duration::from_millis(ctx.config.scheduler.reaper_interval_millis.max(100));
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tracing::info!(interval_ms = every.as_millis() as u64, "scheduler running (lease reaper)");
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            _ = tick.tick() => {
+                if let Err(e) = reap_once(&ctx).await {
+                    tracing::warn!(error = %e, "lease reaper pass failed");
+                }
+            }
+        }
+    }
+    tracing::info!("scheduler stopped");
+}

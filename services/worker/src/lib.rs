@@ -1,1 +1,106 @@
-//! placeholder
+//! The `worker` role: consumes "session has work", takes the session lock, claims the turn's
+//! lease and runs the agent loop, checkpointing every message to Postgres and publishing
+//! events. Any worker may die at any point: the lease expires, the reaper republishes, and
+//! the next worker resumes from the last checkpoint.
+
+mod journal;
+mod session;
+mod turn;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use hermes_cache::Cache;
+use hermes_config::HermesConfig;
+use hermes_queue::{Broker, QueueError};
+use hermes_sandbox::Sandboxes;
+use hermes_store::{SecretBox, Store};
+use hermes_tools::ToolRegistry;
+
+/// What the worker role needs, built by the composition root.
+#[derive(Clone)]
+pub struct WorkerContext {
+    pub config: Arc<HermesConfig>,
+    pub store: Store,
+    pub cache: Cache,
+    pub broker: Broker,
+    pub sandboxes: Arc<dyn Sandboxes>,
+    pub secrets: Option<SecretBox>,
+    pub http: reqwest::Client,
+}
+
+/// The worker could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error("cannot consume work: {0}")]
+    Queue(#[from] QueueError),
+}
+
+/// Shared by every turn this worker runs.
+pub(crate) struct Runtime {
+    pub ctx: WorkerContext,
+    pub worker_id: String,
+    pub tools: ToolRegistry,
+    /// Cancelled when draining took too long: running turns hand their lease back.
+    pub abandon: CancellationToken,
+}
+
+/// A name for this worker process in leases and logs.
+pub fn default_worker_id() -> String {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "worker".into());
+    let nonce = uuid::Uuid::now_v7().simple().to_string();
+    format!("{host}-{}-{}", std::process::id(), &nonce[nonce.len() - 6..])
+}
+
+/// Runs the worker until `shutdown`, then drains: running turns get `worker.drain_seconds` to
+/// finish; after that they are handed back (resumable) and the worker returns.
+pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), WorkerError> {
+    let cfg = ctx.config.clone();
+    let worker_id = cfg.worker.id.clone().unwrap_or_else(default_worker_id);
+    let tools = hermes_toolbox::builtin_registry(ctx.sandboxes.clone(), cfg.sandbox.exec_timeout_seconds);
+    let mut consumer = ctx.broker.consume_work(cfg.worker.max_concurrent_turns, &worker_id).await?;
+    let rt = Arc::new(Runtime { ctx, worker_id: worker_id.clone(), tools, abandon: CancellationToken::new() });
+    tracing::info!(worker.id = %worker_id, "worker consuming");
+    let mut tasks = JoinSet::new();
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            delivery = consumer.next() => match delivery {
+                Some(Ok(delivery)) => {
+                    let rt = rt.clone();
+                    tasks.spawn(async move { session::handle_delivery(rt, delivery).await });
+                }
+                Some(Err(e)) => {
+                    tracing::warn!(error = %e, "work consumer error");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                None => {
+                    tracing::error!("work consumer closed; stopping the worker");
+                    break;
+                }
+            }
+        }
+    }
+    consumer.cancel().await;
+    let drain = Duration::from_secs(cfg.worker.drain_seconds);
+    tracing::info!(running = tasks.len(), drain_seconds = drain.as_secs(), "worker draining");
+    let drained = tokio::time::timeout(drain, async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(running = tasks.len(), "drain timeout: handing running turns back");
+        rt.abandon.cancel();
+        while tasks.join_next().await.is_some() {}
+    }
+    tracing::info!("worker stopped");
+    Ok(())
+}

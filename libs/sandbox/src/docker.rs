@@ -1,0 +1,322 @@
+//! Docker backend (bollard): one hardened container per tenant-agent.
+//!
+//! Hardening: all capabilities dropped, `no-new-privileges`, read-only root, tmpfs `/tmp`
+//! and `/run`, PID limit, memory and CPU limits, no network, non-root user, an init process
+//! reaping zombies, and a named volume as the only persistent writable path (`/workspace`).
+
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::{Duration, Instant};
+
+use bollard::Docker;
+use bollard::errors::Error as DockerError;
+use bollard::exec::{CreateExecOptions, StartExecResults};
+use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType};
+use bollard::query_parameters::{CreateContainerOptions, ListContainersOptions, RemoveContainerOptions};
+use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use hermes_config::SandboxConfig;
+
+use crate::{ExecOutput, ExecRequest, RAW_OUTPUT_CAP, Result, SandboxError, SandboxKey, Sandboxes, WORKSPACE};
+
+const LABEL_OWNER: &str = "io.hermes.sandbox.owner";
+const LABEL_TENANT: &str = "io.hermes.tenant";
+const LABEL_AGENT: &str = "io.hermes.agent";
+const LOCK_STRIPES: usize = 64;
+
+/// Docker sandboxes of this worker's Docker engine.
+#[derive(Clone)]
+pub struct DockerSandboxes {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    docker: Docker,
+    cfg: SandboxConfig,
+    /// Containers this process has seen in use, and when they were last used.
+    last_used: StdMutex<HashMap<String, Instant>>,
+    /// Serialises create/start per sandbox (striped, so the map never grows).
+    create_locks: Vec<Mutex<()>>,
+}
+
+fn docker_err(e: DockerError) -> SandboxError {
+    SandboxError::Backend(e.to_string())
+}
+
+fn status_of(e: &DockerError) -> Option<u16> {
+    match e {
+        DockerError::DockerResponseServerError { status_code, .. } => Some(*status_code),
+        _ => None,
+    }
+}
+
+impl DockerSandboxes {
+    /// Connects to the engine (`sandbox.docker.socket`, else `DOCKER_HOST`, else the default
+    /// socket) and agrees on an API version with it.
+    pub async fn connect(cfg: &SandboxConfig) -> Result<Self> {
+        let docker = if cfg.docker.socket.is_empty() {
+            Docker::connect_with_local_defaults()
+        } else {
+            Docker::connect_with_socket(&cfg.docker.socket, 120, bollard::API_DEFAULT_VERSION)
+        }
+        .map_err(|e| SandboxError::Unavailable(e.to_string()))?;
+        let docker = docker.negotiate_version().await.map_err(|e| SandboxError::Unavailable(e.to_string()))?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                docker,
+                cfg: cfg.clone(),
+                last_used: StdMutex::new(HashMap::new()),
+                create_locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            }),
+        })
+    }
+
+    /// The container name of `key`'s sandbox.
+    pub fn container_name(&self, key: SandboxKey) -> String {
+        format!("{}-sbx-{}-{}", self.inner.cfg.docker.name_prefix, key.tenant, key.agent)
+    }
+
+    fn volume_name(&self, key: SandboxKey) -> String {
+        format!("{}-ws-{}-{}", self.inner.cfg.docker.name_prefix, key.tenant, key.agent)
+    }
+
+    fn touch(&self, name: &str) {
+        if let Ok(mut map) = self.inner.last_used.lock() {
+            map.insert(name.to_owned(), Instant::now());
+        }
+    }
+
+    fn known(&self, name: &str) -> bool {
+        self.inner.last_used.lock().map(|m| m.contains_key(name)).unwrap_or(false)
+    }
+
+    fn forget(&self, name: &str) {
+        if let Ok(mut map) = self.inner.last_used.lock() {
+            map.remove(name);
+        }
+    }
+
+    /// Makes sure `key`'s container exists and runs; returns its name.
+    async fn ensure_running(&self, key: SandboxKey) -> Result<String> {
+        let name = self.container_name(key);
+        let mut hasher = DefaultHasher::new();
+        key.hash(&mut hasher);
+        let stripe = usize::try_from(hasher.finish() % LOCK_STRIPES as u64).unwrap_or(0);
+        let _guard = self.inner.create_locks[stripe].lock().await;
+        let docker = &self.inner.docker;
+        match docker.inspect_container(&name, None).await {
+            Ok(info) => {
+                let running = info.state.as_ref().and_then(|s| s.running).unwrap_or(false);
+                if !running && let Err(e) = docker.start_container(&name, None).await {
+                    tracing::warn!(container = %name, error = %e, "sandbox does not start; recreating it");
+                    self.remove(&name).await;
+                    self.create(key, &name).await?;
+                }
+            }
+            Err(e) if status_of(&e) == Some(404) => self.create(key, &name).await?,
+            Err(e) => return Err(docker_err(e)),
+        }
+        self.touch(&name);
+        Ok(name)
+    }
+
+    async fn create(&self, key: SandboxKey, name: &str) -> Result<()> {
+        let cfg = &self.inner.cfg.docker;
+        let labels = HashMap::from([
+            (LABEL_OWNER.to_owned(), cfg.name_prefix.clone()),
+            (LABEL_TENANT.to_owned(), key.tenant.to_string()),
+            (LABEL_AGENT.to_owned(), key.agent.to_string()),
+        ]);
+        let tmpfs = HashMap::from([
+            ("/tmp".to_owned(), format!("rw,nosuid,nodev,size={}m", cfg.tmpfs_mb)),
+            ("/run".to_owned(), "rw,nosuid,nodev,noexec,size=16m".to_owned()),
+        ]);
+        let memory = i64::try_from(cfg.memory_mb.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX);
+        let host = HostConfig {
+            cap_drop: Some(vec!["ALL".into()]),
+            security_opt: Some(vec!["no-new-privileges".into()]),
+            readonly_rootfs: Some(true),
+            tmpfs: Some(tmpfs),
+            pids_limit: Some(cfg.pids_limit),
+            memory: Some(memory),
+            memory_swap: Some(memory),
+            nano_cpus: Some((cfg.cpus * 1e9) as i64),
+            network_mode: Some("none".into()),
+            init: Some(true),
+            mounts: Some(vec![Mount {
+                target: Some(WORKSPACE.into()),
+                source: Some(self.volume_name(key)),
+                typ: Some(MountType::VOLUME),
+                read_only: Some(false),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        let body = ContainerCreateBody {
+            image: Some(cfg.image.clone()),
+            // A shell loop that sleeps and exits at once on SIGTERM, so stops are instant.
+            cmd: Some(vec![
+                "/bin/sh".into(),
+                "-c".into(),
+                "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done".into(),
+            ]),
+            user: Some("1000:1000".into()),
+            working_dir: Some(WORKSPACE.into()),
+            env: Some(vec![format!("HOME={WORKSPACE}"), "LANG=C.UTF-8".into()]),
+            labels: Some(labels),
+            network_disabled: Some(true),
+            host_config: Some(host),
+            ..Default::default()
+        };
+        let options = CreateContainerOptions { name: Some(name.to_owned()), ..Default::default() };
+        let docker = &self.inner.docker;
+        match docker.create_container(Some(options), body).await {
+            Ok(_) => {}
+            // Another worker on this engine created it first: use theirs.
+            Err(e) if status_of(&e) == Some(409) => {}
+            Err(e) if status_of(&e) == Some(404) => return Err(SandboxError::ImageMissing(cfg.image.clone())),
+            Err(e) => return Err(docker_err(e)),
+        }
+        match docker.start_container(name, None).await {
+            Ok(()) => {}
+            Err(e) if status_of(&e) == Some(304) => {}
+            Err(e) => return Err(docker_err(e)),
+        }
+        tracing::info!(container = %name, tenant.id = %key.tenant, agent.id = %key.agent, "sandbox created");
+        metrics::counter!("hermes_sandbox_created_total", "backend" => "docker").increment(1);
+        Ok(())
+    }
+
+    async fn remove(&self, name: &str) {
+        let options = RemoveContainerOptions { force: true, ..Default::default() };
+        if let Err(e) = self.inner.docker.remove_container(name, Some(options)).await
+            && status_of(&e) != Some(404)
+        {
+            tracing::warn!(container = %name, error = %e, "cannot remove sandbox");
+        }
+        self.forget(name);
+    }
+
+    async fn run(&self, name: &str, request: &ExecRequest) -> std::result::Result<ExecOutput, DockerError> {
+        let docker = &self.inner.docker;
+        let secs = request.timeout.as_secs().max(1).to_string();
+        let exec = docker
+            .create_exec(
+                name,
+                CreateExecOptions {
+                    // `timeout` kills the command when it overruns; the daemon that replaces
+                    // docker exec will kill the whole process group instead.
+                    cmd: Some(vec!["timeout", "-s", "KILL", &secs, "/bin/sh", "-c", &request.command]),
+                    attach_stdout: Some(true),
+                    attach_stderr: Some(true),
+                    working_dir: Some(request.workdir.as_deref().unwrap_or(WORKSPACE)),
+                    ..Default::default()
+                },
+            )
+            .await?;
+        let started = Instant::now();
+        let mut output = Vec::new();
+        let mut truncated = false;
+        if let StartExecResults::Attached { output: mut stream, .. } = docker.start_exec(&exec.id, None).await? {
+            let deadline = request.timeout + Duration::from_secs(5);
+            let collect = async {
+                while let Some(chunk) = stream.next().await {
+                    let bytes = chunk?.into_bytes();
+                    if output.len() + bytes.len() > RAW_OUTPUT_CAP {
+                        truncated = true;
+                        let room = RAW_OUTPUT_CAP.saturating_sub(output.len());
+                        output.extend_from_slice(&bytes[..room.min(bytes.len())]);
+                    } else {
+                        output.extend_from_slice(&bytes);
+                    }
+                }
+                Ok::<(), DockerError>(())
+            };
+            if tokio::time::timeout(deadline, collect).await.is_err() {
+                tracing::warn!(container = %name, "exec output did not end after its timeout");
+            }
+        }
+        let duration = started.elapsed();
+        let exit_code = docker.inspect_exec(&exec.id).await?.exit_code;
+        let timed_out = exit_code == Some(137) && duration + Duration::from_millis(200) >= request.timeout;
+        let mut text = String::from_utf8_lossy(&output).into_owned();
+        if truncated {
+            text.push_str("\n[output truncated]");
+        }
+        Ok(ExecOutput { exit_code: if timed_out { None } else { exit_code }, output: text, timed_out, duration })
+    }
+
+    /// Removes sandboxes of this engine idle for longer than `sandbox.idle_seconds`.
+    /// Containers this process has not used yet count as used now.
+    pub async fn reap_idle(&self) -> Result<usize> {
+        let idle = Duration::from_secs(self.inner.cfg.idle_seconds);
+        let filters =
+            HashMap::from([("label".to_owned(), vec![format!("{LABEL_OWNER}={}", self.inner.cfg.docker.name_prefix)])]);
+        let options = ListContainersOptions { all: true, filters: Some(filters), ..Default::default() };
+        let containers = self.inner.docker.list_containers(Some(options)).await.map_err(docker_err)?;
+        let mut removed = 0;
+        for c in containers {
+            let Some(name) = c.names.and_then(|n| n.first().map(|s| s.trim_start_matches('/').to_owned())) else {
+                continue;
+            };
+            let last = self.inner.last_used.lock().ok().map(|mut m| *m.entry(name.clone()).or_insert_with(Instant::now));
+            if last.is_some_and(|t| t.elapsed() >= idle) {
+                tracing::info!(container = %name, "removing idle sandbox");
+                self.remove(&name).await;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Runs [`reap_idle`](Self::reap_idle) every `every` until `cancel`.
+    pub async fn run_reaper(self, every: Duration, cancel: CancellationToken) {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                _ = tick.tick() => {
+                    if let Err(e) = self.reap_idle().await {
+                        tracing::warn!(error = %e, "sandbox reaper failed");
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Sandboxes for DockerSandboxes {
+    fn exec<'a>(&'a self, key: SandboxKey, request: ExecRequest) -> BoxFuture<'a, Result<ExecOutput>> {
+        Box::pin(async move {
+            let name = self.container_name(key);
+            if !self.known(&name) {
+                self.ensure_running(key).await?;
+            }
+            let first = self.run(&name, &request).await;
+            let out = match first {
+                Ok(out) => out,
+                // 404: the container is gone; 409: it is not running. Recreate once.
+                Err(e) if matches!(status_of(&e), Some(404 | 409)) => {
+                    tracing::info!(container = %name, error = %e, "sandbox vanished; recreating it");
+                    self.forget(&name);
+                    self.ensure_running(key).await?;
+                    self.run(&name, &request).await.map_err(docker_err)?
+                }
+                Err(e) => return Err(docker_err(e)),
+            };
+            self.touch(&name);
+            metrics::histogram!("hermes_sandbox_exec_seconds", "backend" => "docker").record(out.duration.as_secs_f64());
+            Ok(out)
+        })
+    }
+
+    fn ping(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            self.inner.docker.ping().await.map(|_| ()).map_err(|e| SandboxError::Unavailable(e.to_string()))
+        })
+    }
+}

@@ -1,0 +1,224 @@
+//! The `/v1/chat/completions` request as OpenAI clients send it, checked and turned into a
+//! turn: system messages become per-request instructions, the last user message is the input,
+//! earlier messages seed a new session's history.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use hermes_core::{ChatMessage, Content, ContentPart, Role, ToolCall};
+use hermes_http::ApiError;
+
+/// Longest text of one message or part (upstream's cap).
+pub(crate) const MAX_TEXT_CHARS: usize = 65_536;
+const MAX_PARTS: usize = 1_000;
+
+/// The fields we use; all other OpenAI fields are accepted and ignored, as OpenAI does.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ChatCompletionRequest {
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub messages: Option<Vec<Value>>,
+    #[serde(default)]
+    pub stream: Option<Value>,
+    #[serde(default)]
+    pub stream_options: Option<Value>,
+}
+
+/// A checked request.
+#[derive(Debug)]
+pub(crate) struct ParsedChat {
+    pub model: Option<String>,
+    pub stream: bool,
+    pub include_usage: bool,
+    pub instructions: Option<String>,
+    pub history: Vec<ChatMessage>,
+    pub input: ChatMessage,
+}
+
+fn bad(code: &'static str, msg: impl Into<String>) -> ApiError {
+    ApiError::invalid_request(code, msg)
+}
+
+impl ChatCompletionRequest {
+    pub(crate) fn parse(self) -> Result<ParsedChat, ApiError> {
+        let stream = match self.stream {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => b,
+            Some(Value::String(s)) if s.eq_ignore_ascii_case("true") => true,
+            Some(Value::String(s)) if s.eq_ignore_ascii_case("false") => false,
+            Some(_) => return Err(bad("invalid_type", "stream must be a boolean").with_param("stream")),
+        };
+        let include_usage = self
+            .stream_options
+            .as_ref()
+            .and_then(|o| o.get("include_usage"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let raw = self.messages.ok_or_else(|| bad("missing_required_parameter", "messages is required").with_param("messages"))?;
+        if raw.is_empty() {
+            return Err(bad("empty_messages", "messages must contain at least one message").with_param("messages"));
+        }
+        let mut instructions = Vec::new();
+        let mut convo = Vec::new();
+        for (i, value) in raw.into_iter().enumerate() {
+            let msg = parse_message(i, value)?;
+            if msg.role == Role::System {
+                let text = msg.text();
+                if !text.trim().is_empty() {
+                    instructions.push(text);
+                }
+            } else {
+                convo.push(msg);
+            }
+        }
+        let input = match convo.pop() {
+            Some(m) if m.role == Role::User => m,
+            _ => return Err(bad("invalid_messages", "the last non-system message must be from the user").with_param("messages")),
+        };
+        let model = self.model.map(|m| m.trim().to_owned()).filter(|m| !m.is_empty());
+        Ok(ParsedChat {
+            model,
+            stream,
+            include_usage,
+            instructions: (!instructions.is_empty()).then(|| instructions.join("\n\n")),
+            history: convo,
+            input,
+        })
+    }
+}
+
+fn parse_message(i: usize, value: Value) -> Result<ChatMessage, ApiError> {
+    let at = |what: &str| format!("messages[{i}]: {what}");
+    let Value::Object(obj) = value else {
+        return Err(bad("invalid_messages", at("must be an object")).with_param("messages"));
+    };
+    let role_str = obj.get("role").and_then(Value::as_str).unwrap_or_default();
+    let role = Role::parse(role_str).ok_or_else(|| {
+        bad("invalid_messages", at(&format!("unknown role {role_str:?} (use system, user, assistant or tool)")))
+            .with_param("messages")
+    })?;
+    let content = match obj.get("content") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => {
+            check_len(i, s)?;
+            Some(Content::Text(s.clone()))
+        }
+        Some(Value::Array(parts)) => Some(Content::Parts(parse_parts(i, parts)?)),
+        Some(_) => return Err(bad("invalid_messages", at("content must be a string or an array of parts")).with_param("messages")),
+    };
+    let tool_calls: Vec<ToolCall> = match obj.get("tool_calls") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(v) => serde_json::from_value(v.clone())
+            .map_err(|e| bad("invalid_messages", at(&format!("invalid tool_calls: {e}"))).with_param("messages"))?,
+    };
+    let tool_call_id = obj.get("tool_call_id").and_then(Value::as_str).map(str::to_owned);
+    if role == Role::Tool && tool_call_id.is_none() {
+        return Err(bad("invalid_messages", at("a tool message needs tool_call_id")).with_param("messages"));
+    }
+    if role == Role::User && content.as_ref().is_none_or(|c| matches!(c, Content::Parts(p) if p.is_empty())) {
+        return Err(bad("invalid_messages", at("a user message needs content")).with_param("messages"));
+    }
+    Ok(ChatMessage {
+        role,
+        content,
+        tool_calls,
+        tool_call_id,
+        name: obj.get("name").and_then(Value::as_str).map(str::to_owned),
+        reasoning: None,
+    })
+}
+
+fn check_len(i: usize, text: &str) -> Result<(), ApiError> {
+    if text.chars().count() > MAX_TEXT_CHARS {
+        return Err(bad("content_too_long", format!("messages[{i}]: text is longer than {MAX_TEXT_CHARS} characters"))
+            .with_param("messages"));
+    }
+    Ok(())
+}
+
+fn parse_parts(i: usize, parts: &[Value]) -> Result<Vec<ContentPart>, ApiError> {
+    if parts.len() > MAX_PARTS {
+        return Err(bad("invalid_messages", format!("messages[{i}]: more than {MAX_PARTS} content parts")));
+    }
+    let mut out = Vec::with_capacity(parts.len());
+    for part in parts {
+        let kind = part.get("type").and_then(Value::as_str).unwrap_or_default();
+        match kind {
+            "text" | "input_text" | "output_text" => {
+                let text = part.get("text").and_then(Value::as_str).unwrap_or_default();
+                check_len(i, text)?;
+                out.push(ContentPart::Text { text: text.to_owned() });
+            }
+            "image_url" | "input_image" => {
+                let url = part
+                    .get("image_url")
+                    .and_then(|u| u.get("url").and_then(Value::as_str).or_else(|| u.as_str()))
+                    .unwrap_or_default();
+                if !(url.starts_with("https://") || url.starts_with("http://") || url.starts_with("data:image/")) {
+                    return Err(bad(
+                        "invalid_image_url",
+                        format!("messages[{i}]: image URLs must be http(s) or data:image/..."),
+                    ));
+                }
+                let detail = part.pointer("/image_url/detail").and_then(Value::as_str).map(str::to_owned);
+                out.push(ContentPart::ImageUrl { image_url: hermes_core::message::ImageUrl { url: url.to_owned(), detail } });
+            }
+            other => {
+                return Err(bad(
+                    "unsupported_content_type",
+                    format!("messages[{i}]: content part type {other:?} is not supported (use text or image_url)"),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn req(v: Value) -> ChatCompletionRequest {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn system_messages_become_instructions_and_the_last_user_message_the_input() {
+        let parsed = req(json!({
+            "model": "a", "stream": "true", "stream_options": {"include_usage": true}, "temperature": 0.2,
+            "messages": [
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "hello"},
+                {"role": "developer", "content": "use French"},
+                {"role": "user", "content": [{"type": "text", "text": "again"}]}
+            ]
+        }))
+        .parse()
+        .unwrap();
+        assert!(parsed.stream && parsed.include_usage);
+        assert_eq!(parsed.instructions.as_deref(), Some("be brief\n\nuse French"));
+        assert_eq!(parsed.history.len(), 2);
+        assert_eq!(parsed.input.text(), "again");
+    }
+
+    #[test]
+    fn bad_messages_are_refused_with_a_useful_message() {
+        let cases = [
+            (json!({"messages": []}), "empty_messages"),
+            (json!({}), "missing_required_parameter"),
+            (json!({"messages": [{"role": "wizard", "content": "x"}]}), "invalid_messages"),
+            (json!({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}), "invalid_messages"),
+            (json!({"messages": [{"role": "user", "content": [{"type": "file", "file": {}}]}]}), "unsupported_content_type"),
+            (json!({"messages": [{"role": "user", "content": "x".repeat(MAX_TEXT_CHARS + 1)}]}), "content_too_long"),
+            (json!({"stream": 3, "messages": [{"role": "user", "content": "x"}]}), "invalid_type"),
+        ];
+        for (body, code) in cases {
+            let err = req(body.clone()).parse().unwrap_err();
+            assert_eq!(err.code, Some(code), "{body}");
+            assert_eq!(err.status, 400);
+        }
+    }
+}

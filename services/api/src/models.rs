@@ -1,0 +1,28 @@
+//! `GET /v1/models`: the tenant's agents, as models.
+
+use axum::Json;
+use axum::extract::State;
+use serde_json::{Value, json};
+
+use hermes_http::ApiError;
+
+use crate::AppState;
+use crate::auth::Caller;
+
+pub(crate) async fn list_models(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>, ApiError> {
+    let agents = state.store.list_agents(auth.tenant_id).await.map_err(ApiError::internal)?;
+    let data: Vec<Value> = agents
+        .iter()
+        .filter(|a| auth.agent_id.is_none_or(|only| only == a.id))
+        .map(|a| {
+            json!({
+                "id": a.name,
+                "object": "model",
+                "created": a.created_at.timestamp(),
+                "owned_by": "hermes",
+                "hermes": { "agent_id": a.id, "model": a.model }
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "object": "list", "data": data })))
+}

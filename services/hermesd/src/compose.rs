@@ -1,0 +1,141 @@
+//! The composition root: connect the shared infrastructure once, hand it to the selected
+//! roles, run them as tasks under one shutdown token.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use hermes_cache::Cache;
+use hermes_config::HermesConfig;
+use hermes_http::{Readiness, ReadinessCheck};
+use hermes_queue::Broker;
+use hermes_store::{SecretBox, Store};
+
+use crate::cli::Roles;
+
+/// Retries `connect` for up to a minute: in a cluster, dependencies may start after us.
+async fn with_retry<T, E: std::fmt::Display, F, Fut>(what: &str, mut connect: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut delay = Duration::from_millis(200);
+    loop {
+        match connect().await {
+            Ok(v) => return Ok(v),
+            Err(e) if tokio::time::Instant::now() < deadline => {
+                tracing::warn!(error = %e, "cannot connect to {what} yet; retrying");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(5));
+            }
+            Err(e) => anyhow::bail!("cannot connect to {what}: {e}"),
+        }
+    }
+}
+
+pub async fn run(config: HermesConfig, roles: Roles, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let config = Arc::new(config);
+    let store = with_retry("postgres", || Store::connect(&config.database.url, config.database.max_connections)).await?;
+    if roles.migrate_only {
+        store.migrate().await.context("migration failed")?;
+        tracing::info!("migrations applied");
+        return Ok(());
+    }
+    if config.database.migrate_on_start {
+        store.migrate().await.context("migration failed")?;
+    }
+    let cache = with_retry("redis", || Cache::connect(&config.redis.url, &config.redis.key_prefix)).await?;
+    let name = format!("hermesd-{}", std::process::id());
+    let broker = with_retry("rabbitmq", || Broker::connect(&config.rabbitmq, &name)).await?;
+    let secrets = config.secrets.master_key.as_deref().map(SecretBox::from_base64).transpose()?;
+    let readiness = readiness(&store, &cache, &broker);
+
+    let mut tasks: JoinSet<anyhow::Result<()>> = JoinSet::new();
+    if !config.ops.bind.is_empty() {
+        let listener = tokio::net::TcpListener::bind(&config.ops.bind).await.context("cannot bind ops.bind")?;
+        tracing::info!(addr = %listener.local_addr()?, "ops listener (healthz, readyz, metrics)");
+        let app = hermes_http::ops_router(readiness.clone());
+        let token = shutdown.clone();
+        tasks.spawn(async move { Ok(hermes_http::serve(listener, app, token).await?) });
+    }
+    if roles.api {
+        let ctx = hermes_api::ApiContext {
+            config: config.clone(),
+            store: store.clone(),
+            broker: broker.clone(),
+            readiness: readiness.clone(),
+        };
+        let token = shutdown.clone();
+        tasks.spawn(async move { Ok(hermes_api::run(ctx, token).await?) });
+    }
+    if roles.worker {
+        let sandboxes = hermes_sandbox::docker::DockerSandboxes::connect(&config.sandbox)
+            .await
+            .context("the worker needs a Docker engine for sandboxes")?;
+        let reaper_token = shutdown.clone();
+        tokio::spawn(sandboxes.clone().run_reaper(Duration::from_secs(60), reaper_token));
+        let http = hermes_llm::http_client(
+            Duration::from_secs(config.llm.connect_timeout_seconds),
+            Duration::from_secs(config.llm.request_timeout_seconds),
+        )?;
+        let ctx = hermes_worker::WorkerContext {
+            config: config.clone(),
+            store: store.clone(),
+            cache: cache.clone(),
+            broker: broker.clone(),
+            sandboxes: Arc::new(sandboxes),
+            secrets: secrets.clone(),
+            http,
+        };
+        let token = shutdown.clone();
+        tasks.spawn(async move { Ok(hermes_worker::run(ctx, token).await?) });
+    }
+    if roles.gateway {
+        let ctx = hermes_gateway::GatewayContext { config: config.clone(), readiness: readiness.clone() };
+        let token = shutdown.clone();
+        tasks.spawn(async move { Ok(hermes_gateway::run(ctx, token).await?) });
+    }
+    if roles.scheduler {
+        let ctx =
+            hermes_scheduler::SchedulerContext { config: config.clone(), store: store.clone(), broker: broker.clone() };
+        let token = shutdown.clone();
+        tasks.spawn(async move {
+            hermes_scheduler::run(ctx, token).await;
+            Ok(())
+        });
+    }
+    tracing::info!(?roles, "hermesd started");
+    let mut result = Ok(());
+    while let Some(joined) = tasks.join_next().await {
+        let outcome = joined.map_err(anyhow::Error::from).and_then(|r| r);
+        if let Err(e) = outcome {
+            tracing::error!(error = %e, "a role failed; shutting down");
+            shutdown.cancel();
+            result = Err(e);
+        }
+    }
+    broker.close().await;
+    tracing::info!("hermesd stopped");
+    result
+}
+
+fn readiness(store: &Store, cache: &Cache, broker: &Broker) -> Readiness {
+    let (store, cache, broker) = (store.clone(), cache.clone(), broker.clone());
+    let pg: ReadinessCheck = Arc::new(move || {
+        let store = store.clone();
+        Box::pin(async move { store.ping().await.map_err(|e| e.to_string()) })
+    });
+    let redis: ReadinessCheck = Arc::new(move || {
+        let cache = cache.clone();
+        Box::pin(async move { cache.ping().await.map_err(|e| e.to_string()) })
+    });
+    let amqp: ReadinessCheck = Arc::new(move || {
+        let connected = broker.is_connected();
+        Box::pin(async move { if connected { Ok(()) } else { Err("disconnected".to_owned()) } })
+    });
+    Readiness::new().with("postgres", pg).with("redis", redis).with("rabbitmq", amqp)
+}

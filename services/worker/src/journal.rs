@@ -1,0 +1,66 @@
+//! The worker's side of the agent's seams: a fenced Postgres journal and an ordered event
+//! publisher.
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use hermes_agent::{EventSink, JournalError, TurnJournal};
+use hermes_core::{ChatMessage, SessionId, TenantId, TurnEvent, TurnEventKind, TurnId};
+use hermes_queue::Broker;
+use hermes_store::{Store, StoreError};
+
+/// Checkpoints a turn's messages, fenced by the session's token.
+pub(crate) struct StoreJournal {
+    pub store: Store,
+    pub tenant: TenantId,
+    pub session: SessionId,
+    pub turn: TurnId,
+    pub fence: i64,
+}
+
+impl TurnJournal for StoreJournal {
+    async fn record(&mut self, step: i32, message: &ChatMessage) -> Result<(), JournalError> {
+        match self.store.append_message(self.tenant, self.session, self.fence, self.turn, step, message).await {
+            Ok(_) => Ok(()),
+            Err(StoreError::Fenced) => Err(JournalError::Fenced),
+            Err(e) => Err(JournalError::Storage(e.to_string())),
+        }
+    }
+}
+
+/// Publishes a turn's events in order from a background task, so the loop never waits on
+/// the broker.
+pub(crate) struct EventPublisher {
+    tx: mpsc::UnboundedSender<TurnEventKind>,
+    task: JoinHandle<()>,
+}
+
+impl EventPublisher {
+    pub fn start(broker: Broker, tenant: TenantId, session: SessionId, turn: TurnId) -> Self {
+        let (tx, mut rx) = mpsc::unbounded_channel::<TurnEventKind>();
+        let task = tokio::spawn(async move {
+            while let Some(kind) = rx.recv().await {
+                let event = TurnEvent { tenant_id: tenant, session_id: session, turn_id: turn, kind };
+                if let Err(e) = broker.publish_event(&event).await {
+                    tracing::warn!(error = %e, "cannot publish a turn event; waiters fall back to Postgres");
+                }
+            }
+        });
+        Self { tx, task }
+    }
+
+    /// Publishes the last event and waits until everything queued has been handed to the broker.
+    pub async fn finish(self, last: Option<TurnEventKind>) {
+        if let Some(kind) = last {
+            let _ = self.tx.send(kind);
+        }
+        drop(self.tx);
+        let _ = self.task.await;
+    }
+}
+
+impl EventSink for EventPublisher {
+    fn emit(&self, event: TurnEventKind) {
+        let _ = self.tx.send(event);
+    }
+}

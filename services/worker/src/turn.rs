@@ -1,0 +1,229 @@
+//! Running one claimed turn: build the model's view from Postgres, run the loop with a
+//! heartbeat on the lease and the session lock, store the outcome, then announce it.
+
+use std::time::{Duration, Instant};
+
+use tracing::Instrument;
+
+use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
+use hermes_agent::{TurnEnd, TurnLimits, TurnStart, run_turn};
+use hermes_cache::LockGuard;
+use hermes_core::{ChatMessage, FinishReason, Role, TenantId, TurnEventKind, TurnOutcome, Usage};
+use hermes_llm::{OpenAiCompatible, OpenAiOptions, RetryPolicy};
+use hermes_store::{ClaimedTurn, StoreError, TurnStatus};
+use hermes_tools::ToolCtx;
+
+use crate::Runtime;
+use crate::journal::{EventPublisher, StoreJournal};
+
+/// Attempts after which a turn that keeps killing its workers is failed instead of resumed.
+const MAX_ATTEMPTS: i32 = 5;
+
+/// Runs a claimed turn with heartbeats. Returns `false` when the worker should stop working
+/// on this session (draining, or the session was taken over).
+pub(crate) async fn run_claimed_turn(
+    rt: &Runtime,
+    tenant: TenantId,
+    turn: ClaimedTurn,
+    guard: &LockGuard,
+    parent: &tracing::Span,
+) -> bool {
+    let span = tracing::info_span!(parent: parent, "turn", turn.id = %turn.turn_id, attempt = turn.attempt);
+    let lease = Duration::from_secs(rt.ctx.config.worker.lease_seconds);
+    let locks = rt.ctx.cache.session_locks();
+    let mut heartbeat = tokio::time::interval(Duration::from_millis(rt.ctx.config.worker.heartbeat_millis));
+    heartbeat.tick().await;
+    let turn_id = turn.turn_id;
+    let work = execute(rt, tenant, turn).instrument(span.clone());
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            keep_going = &mut work => return keep_going,
+            _ = heartbeat.tick() => {
+                match rt.ctx.store.extend_lease(tenant, turn_id, &rt.worker_id, lease).await {
+                    Ok(true) => {}
+                    Ok(false) => tracing::warn!(parent: &span, "turn lease lost; fenced writes will tell"),
+                    Err(e) => tracing::warn!(parent: &span, error = %e, "cannot extend the turn lease"),
+                }
+                if let Ok(false) = locks.extend(guard, lease).await {
+                    tracing::warn!(parent: &span, "session lock lost; fenced writes will tell");
+                }
+            }
+            () = rt.abandon.cancelled() => {
+                // Dropping `work` interrupts the model call; nothing partial was stored.
+                match rt.ctx.store.release_turn(tenant, turn_id, &rt.worker_id).await {
+                    Ok(_) => tracing::info!(parent: &span, "turn handed back for another worker to resume"),
+                    Err(e) => tracing::warn!(parent: &span, error = %e, "cannot hand the turn back; its lease will expire"),
+                }
+                return false;
+            }
+        }
+    }
+}
+
+fn failed(code: &str, message: impl Into<String>) -> TurnOutcome {
+    TurnOutcome {
+        content: String::new(),
+        finish_reason: FinishReason::Error,
+        usage: Usage::default(),
+        error: Some(message.into()),
+        error_code: Some(code.into()),
+    }
+}
+
+async fn execute(rt: &Runtime, tenant: TenantId, turn: ClaimedTurn) -> bool {
+    let started = Instant::now();
+    let events = EventPublisher::start(rt.ctx.broker.clone(), tenant, turn.session_id, turn.turn_id);
+    events_started(&events, turn.attempt);
+    let end = if turn.attempt > MAX_ATTEMPTS {
+        tracing::error!("turn failed on {MAX_ATTEMPTS} workers; giving up");
+        TurnEnd::Finished(failed("turn_retries_exhausted", format!("The turn failed {MAX_ATTEMPTS} times and was stopped.")))
+    } else {
+        match prepare_and_run(rt, tenant, &turn, &events).await {
+            Ok(end) => end,
+            Err(PrepareError::Fenced) => TurnEnd::Superseded,
+            Err(PrepareError::Fail(outcome)) => TurnEnd::Finished(outcome),
+        }
+    };
+    let outcome = match end {
+        TurnEnd::Superseded => {
+            tracing::warn!("another worker took the session over; stopping quietly");
+            events.finish(None).await;
+            return false;
+        }
+        TurnEnd::Finished(outcome) => outcome,
+    };
+    let status =
+        if outcome.finish_reason == FinishReason::Error { TurnStatus::Failed } else { TurnStatus::Completed };
+    match rt.ctx.store.finish_turn(tenant, turn.session_id, turn.turn_id, turn.fence, status, &outcome).await {
+        Ok(()) => {}
+        Err(StoreError::Fenced) => {
+            tracing::warn!("another worker took the session over before the outcome was stored");
+            events.finish(None).await;
+            return false;
+        }
+        Err(e) => {
+            // The lease will expire and another worker resumes from the checkpoints.
+            tracing::error!(error = %e, "cannot store the turn outcome");
+            events.finish(None).await;
+            return false;
+        }
+    }
+    let label = if status == TurnStatus::Completed { "completed" } else { "failed" };
+    metrics::counter!("hermes_turns_total", "status" => label).increment(1);
+    metrics::histogram!("hermes_turn_seconds", "status" => label).record(started.elapsed().as_secs_f64());
+    tracing::info!(status = label, elapsed_ms = started.elapsed().as_secs_f64() * 1000.0, "turn finished");
+    events.finish(Some(TurnEventKind::Finished { outcome })).await;
+    true
+}
+
+fn events_started(events: &EventPublisher, attempt: i32) {
+    use hermes_agent::EventSink;
+    events.emit(TurnEventKind::Started { attempt: u32::try_from(attempt).unwrap_or(0) });
+}
+
+enum PrepareError {
+    Fenced,
+    Fail(TurnOutcome),
+}
+
+impl From<StoreError> for PrepareError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Fenced => PrepareError::Fenced,
+            other => {
+                tracing::error!(error = %other, "cannot load the turn");
+                PrepareError::Fail(failed("storage_error", "The turn could not be loaded."))
+            }
+        }
+    }
+}
+
+async fn prepare_and_run(
+    rt: &Runtime,
+    tenant: TenantId,
+    turn: &ClaimedTurn,
+    events: &EventPublisher,
+) -> Result<TurnEnd, PrepareError> {
+    let store = &rt.ctx.store;
+    let agent = store.agent(tenant, turn.agent_id).await?;
+    let api_key = agent.provider_key(rt.ctx.secrets.as_ref()).map_err(|e| {
+        tracing::error!(error = %e, "cannot open the agent's provider key");
+        PrepareError::Fail(failed("provider_key_unavailable", "The agent's provider key cannot be read."))
+    })?;
+    let tools = rt.tools.restricted_to(&agent.toolsets);
+
+    let mut stored = store.session_messages(tenant, turn.session_id).await?;
+    if !stored.iter().any(|m| m.turn_id == Some(turn.turn_id)) {
+        let mut input = turn.input.clone();
+        input.role = Role::User;
+        let mut journal = journal(rt, tenant, turn);
+        hermes_agent::TurnJournal::record(&mut journal, 0, &input).await.map_err(|e| match e {
+            hermes_agent::JournalError::Fenced => PrepareError::Fenced,
+            hermes_agent::JournalError::Storage(msg) => {
+                tracing::error!(error = %msg, "cannot store the user input");
+                PrepareError::Fail(failed("storage_error", "The turn could not be saved."))
+            }
+        })?;
+        stored = store.session_messages(tenant, turn.session_id).await?;
+    }
+    let completed_steps = stored
+        .iter()
+        .filter(|m| m.turn_id == Some(turn.turn_id))
+        .filter_map(|m| m.turn_step)
+        .max()
+        .unwrap_or(0);
+
+    let prompt = match &turn.system_prompt {
+        Some(p) => p.clone(),
+        None => {
+            let names = tools.names();
+            let rendered = render_stable_prompt(&PromptInputs {
+                soul: agent.soul.as_deref(),
+                tool_names: &names,
+                today: chrono::Utc::now().date_naive(),
+            });
+            store.freeze_system_prompt(tenant, turn.session_id, turn.fence, &rendered).await?
+        }
+    };
+    let mut messages = Vec::with_capacity(stored.len() + 2);
+    messages.push(ChatMessage::system(prompt));
+    if let Some(instructions) = &turn.instructions {
+        messages.push(ChatMessage::system(instructions.clone()));
+    }
+    messages.extend(stored.into_iter().map(|m| m.message));
+
+    let model = OpenAiCompatible::new(
+        rt.ctx.http.clone(),
+        OpenAiOptions {
+            base_url: agent.provider_base_url.clone(),
+            api_key,
+            retry: RetryPolicy {
+                max_retries: rt.ctx.config.llm.max_retries,
+                base: Duration::from_millis(rt.ctx.config.llm.retry_base_millis),
+                max_delay: Duration::from_secs(60),
+            },
+        },
+    );
+    let tool_ctx = ToolCtx {
+        tenant_id: tenant,
+        agent_id: agent.id,
+        session_id: turn.session_id,
+        turn_id: turn.turn_id,
+        call_id: String::new(),
+    };
+    let limits = TurnLimits { max_iterations: rt.ctx.config.worker.max_iterations, stream_deltas: turn.stream };
+    let mut journal = journal(rt, tenant, turn);
+    let start = TurnStart { messages, completed_steps };
+    Ok(run_turn(&model, &agent.model, &tools, &tool_ctx, &mut journal, events, &limits, start).await)
+}
+
+fn journal(rt: &Runtime, tenant: TenantId, turn: &ClaimedTurn) -> StoreJournal {
+    StoreJournal {
+        store: rt.ctx.store.clone(),
+        tenant,
+        session: turn.session_id,
+        turn: turn.turn_id,
+        fence: turn.fence,
+    }
+}
