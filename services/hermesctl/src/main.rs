@@ -1,6 +1,6 @@
 //! `hermesctl`: the operator's CLI. Talks to Postgres directly (the admin API arrives with the
-#![allow(clippy::print_stdout, reason = "a CLI prints its results")]
 //! admin console); naming `--tenant` is how the operator says whom they act for.
+#![allow(clippy::print_stdout, reason = "a CLI prints its results")]
 
 mod commands;
 

@@ -1,0 +1,258 @@
+//! A whole Hermes Cloud on real Postgres, Redis, RabbitMQ and Docker, isolated per test: a
+//! fresh database, its own queue/exchange and Redis key prefix, its own sandbox names, and a
+//! scripted model. Roles run in-process, or as real `hermesd` child processes when a test
+//! needs to kill one.
+
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hermes_cache::Cache;
+use hermes_config::HermesConfig;
+use hermes_core::TenantId;
+use hermes_http::Readiness;
+use hermes_queue::Broker;
+use hermes_store::{Agent, NewAgent, Store};
+use hermes_testkit::ScriptedLlm;
+use serde_json::Value;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub const ADMIN_DB_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+pub const SANDBOX_TEST_IMAGE: &str = "hermes-sandbox:test";
+
+/// Which roles run inside the test process.
+#[derive(Clone, Copy)]
+pub struct Roles {
+    pub worker: bool,
+    pub scheduler: bool,
+}
+
+impl Default for Roles {
+    fn default() -> Self {
+        Self { worker: true, scheduler: true }
+    }
+}
+
+pub struct TestEnv {
+    pub config: HermesConfig,
+    pub store: Store,
+    pub llm: ScriptedLlm,
+    pub api_url: String,
+    pub http: reqwest::Client,
+    pub shutdown: CancellationToken,
+    tasks: Vec<JoinHandle<()>>,
+    db_name: String,
+}
+
+fn unique(prefix: &str) -> String {
+    let id = uuid::Uuid::now_v7().simple().to_string();
+    format!("{prefix}{}", &id[id.len() - 12..])
+}
+
+fn init_once() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+            .with_test_writer()
+            .try_init();
+    });
+}
+
+impl TestEnv {
+    pub async fn start() -> Self {
+        Self::start_with(Roles::default(), |_| {}).await
+    }
+
+    /// Starts the API (always) and the chosen roles in-process; `tweak` edits the config first.
+    pub async fn start_with(roles: Roles, tweak: impl FnOnce(&mut HermesConfig)) -> Self {
+        init_once();
+        let name = unique("t");
+        let db_name = format!("hermes_{name}");
+        let admin = sqlx::PgPool::connect(ADMIN_DB_URL).await.expect("postgres is running (deploy/dev/ensure-services.sh)");
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {db_name}"))).execute(&admin).await.unwrap();
+        admin.close().await;
+
+        let mut config = HermesConfig::default();
+        config.database.url = format!("postgres://postgres@127.0.0.1:5432/{db_name}");
+        config.database.max_connections = 16;
+        config.redis.key_prefix = format!("hermes-test:{name}");
+        config.rabbitmq.prefix = format!("hermes-test.{name}");
+        config.sandbox.docker.image = SANDBOX_TEST_IMAGE.into();
+        config.sandbox.docker.name_prefix = format!("htest-{name}");
+        config.sandbox.docker.memory_mb = 256;
+        config.worker.lease_seconds = 3;
+        config.worker.heartbeat_millis = 500;
+        config.worker.drain_seconds = 10;
+        config.scheduler.reaper_interval_millis = 300;
+        config.scheduler.queued_grace_seconds = 5;
+        config.api.recheck_seconds = 1;
+        config.api.turn_timeout_seconds = 60;
+        config.llm.retry_base_millis = 50;
+        config.secrets.master_key = Some(hermes_store::SecretBox::generate_master_key().unwrap());
+        config.telemetry.log_format = "text".into();
+        tweak(&mut config);
+        let config = config.validated().unwrap();
+
+        let store = Store::connect(&config.database.url, config.database.max_connections).await.unwrap();
+        store.migrate().await.unwrap();
+        let cache = Cache::connect(&config.redis.url, &config.redis.key_prefix).await.unwrap();
+        let broker = Broker::connect(&config.rabbitmq, &name).await.unwrap();
+        let llm = ScriptedLlm::start().await.unwrap();
+        let shutdown = CancellationToken::new();
+        let shared = Arc::new(config.clone());
+        let mut tasks = Vec::new();
+
+        let api = hermes_api::router(hermes_api::ApiContext {
+            config: shared.clone(),
+            store: store.clone(),
+            broker: broker.clone(),
+            readiness: Readiness::new(),
+        })
+        .await
+        .unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let api_url = format!("http://{}", listener.local_addr().unwrap());
+        let token = shutdown.clone();
+        tasks.push(tokio::spawn(async move {
+            let _ = hermes_http::serve(listener, api, token).await;
+        }));
+        if roles.worker {
+            let sandboxes = hermes_sandbox::docker::DockerSandboxes::connect(&config.sandbox).await.unwrap();
+            let ctx = hermes_worker::WorkerContext {
+                config: shared.clone(),
+                store: store.clone(),
+                cache: cache.clone(),
+                broker: broker.clone(),
+                sandboxes: Arc::new(sandboxes),
+                secrets: None,
+                http: hermes_llm::http_client(Duration::from_secs(5), Duration::from_secs(60)).unwrap(),
+            };
+            let token = shutdown.clone();
+            tasks.push(tokio::spawn(async move {
+                hermes_worker::run(ctx, token).await.unwrap();
+            }));
+        }
+        if roles.scheduler {
+            let ctx = hermes_scheduler::SchedulerContext { config: shared.clone(), store: store.clone(), broker };
+            let token = shutdown.clone();
+            tasks.push(tokio::spawn(hermes_scheduler::run(ctx, token)));
+        }
+        TestEnv { config, store, llm, api_url, http: reqwest::Client::new(), shutdown, tasks, db_name }
+    }
+
+    /// A tenant with one agent on the scripted model and an API key for it.
+    pub async fn tenant(&self, tenant: &str, agent: &str) -> (TenantId, Agent, String) {
+        let t = self.store.create_tenant(tenant).await.unwrap();
+        let a = self
+            .store
+            .create_agent(
+                t.id,
+                NewAgent {
+                    name: agent.into(),
+                    model: "scripted-model".into(),
+                    provider_base_url: self.llm.base_url(),
+                    provider_key: None,
+                    soul: None,
+                    toolsets: vec!["terminal".into()],
+                },
+                None,
+            )
+            .await
+            .unwrap();
+        let (_, key) = self.store.create_api_key(t.id, None, "test", None).await.unwrap();
+        (t.id, a, key)
+    }
+
+    /// POSTs a chat completion.
+    pub async fn chat(&self, key: &str, body: Value) -> reqwest::Response {
+        self.chat_with(key, body, None).await
+    }
+
+    pub async fn chat_with(&self, key: &str, body: Value, session: Option<&str>) -> reqwest::Response {
+        let mut req = self.http.post(format!("{}/v1/chat/completions", self.api_url)).bearer_auth(key).json(&body);
+        if let Some(s) = session {
+            req = req.header("X-Hermes-Session-Id", s);
+        }
+        req.send().await.unwrap()
+    }
+
+    /// Runs one SQL count against the test database.
+    pub async fn count(&self, sql: &str) -> i64 {
+        sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql.to_owned())).fetch_one(self.store.pool()).await.unwrap()
+    }
+
+    /// A `hermesd` child process running `roles` against this environment.
+    pub fn spawn_hermesd(&self, roles: &[&str], worker_id: &str) -> Child {
+        let c = &self.config;
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermesd"));
+        cmd.args(roles)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HERMES__DATABASE__URL", &c.database.url)
+            .env("HERMES__REDIS__KEY_PREFIX", &c.redis.key_prefix)
+            .env("HERMES__RABBITMQ__PREFIX", &c.rabbitmq.prefix)
+            .env("HERMES__SANDBOX__DOCKER__IMAGE", &c.sandbox.docker.image)
+            .env("HERMES__SANDBOX__DOCKER__NAME_PREFIX", &c.sandbox.docker.name_prefix)
+            .env("HERMES__WORKER__ID", worker_id)
+            .env("HERMES__WORKER__LEASE_SECONDS", c.worker.lease_seconds.to_string())
+            .env("HERMES__WORKER__HEARTBEAT_MILLIS", c.worker.heartbeat_millis.to_string())
+            .env("HERMES__WORKER__DRAIN_SECONDS", c.worker.drain_seconds.to_string())
+            .env("HERMES__LLM__RETRY_BASE_MILLIS", c.llm.retry_base_millis.to_string())
+            .env("HERMES__OPS__BIND", "")
+            .env("HERMES__TELEMETRY__LOG_FORMAT", "json")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        cmd.spawn().expect("hermesd starts")
+    }
+
+    pub async fn stop(mut self) {
+        self.shutdown.cancel();
+        for t in self.tasks.drain(..) {
+            let _ = tokio::time::timeout(Duration::from_secs(15), t).await;
+        }
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+        let prefix = &self.config.sandbox.docker.name_prefix;
+        let _ = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "docker ps -aq --filter label=io.hermes.sandbox.owner={prefix} | xargs -r docker rm -f >/dev/null 2>&1; \
+                 docker volume ls -q --filter name={prefix}-ws- | xargs -r docker volume rm >/dev/null 2>&1; \
+                 psql -q -h 127.0.0.1 -U postgres -d postgres -c 'DROP DATABASE IF EXISTS {} WITH (FORCE)' >/dev/null 2>&1",
+                self.db_name
+            ))
+            .status();
+    }
+}
+
+/// The text of a non-streaming completion.
+pub fn answer_text(body: &Value) -> &str {
+    body.pointer("/choices/0/message/content").and_then(Value::as_str).unwrap_or_default()
+}
+
+/// Parses an SSE body into (event name, data) pairs.
+pub fn sse_events(text: &str) -> Vec<(Option<String>, String)> {
+    let mut out = Vec::new();
+    for block in text.split("\n\n") {
+        let mut event = None;
+        let mut data = Vec::new();
+        for line in block.lines() {
+            if let Some(e) = line.strip_prefix("event:") {
+                event = Some(e.trim().to_owned());
+            } else if let Some(d) = line.strip_prefix("data:") {
+                data.push(d.strip_prefix(' ').unwrap_or(d).to_owned());
+            }
+        }
+        if !data.is_empty() {
+            out.push((event, data.join("\n")));
+        }
+    }
+    out
+}
