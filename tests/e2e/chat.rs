@@ -13,13 +13,19 @@ async fn non_streaming_turn_answers_like_openai_and_stores_the_transcript() {
     env.llm.push(ScriptedReply::text("Hello from Hermes"));
 
     let resp = env
-        .chat(&key, json!({"model": "helper", "messages": [
-            {"role": "system", "content": "Answer in English."},
-            {"role": "user", "content": "hi"}
-        ]}))
+        .chat(
+            &key,
+            json!({"model": "helper", "messages": [
+                {"role": "system", "content": "Answer in English."},
+                {"role": "user", "content": "hi"}
+            ]}),
+        )
         .await;
     assert_eq!(resp.status(), 200);
-    let session = resp.headers()["x-hermes-session-id"].to_str().unwrap().to_owned();
+    let session = resp.headers()["x-hermes-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["object"], "chat.completion");
     assert_eq!(body["model"], "helper");
@@ -41,12 +47,20 @@ async fn non_streaming_turn_answers_like_openai_and_stores_the_transcript() {
         .await
         .unwrap();
     assert_eq!(roles, ["user", "assistant"]);
-    assert_eq!(env.count("SELECT count(*) FROM turns WHERE status = 'completed'").await, 1);
+    assert_eq!(
+        env.count("SELECT count(*) FROM turns WHERE status = 'completed'")
+            .await,
+        1
+    );
 
     // X-Hermes-Session-Id continues the session: history comes from the server.
     env.llm.push(ScriptedReply::text("Second answer"));
     let resp = env
-        .chat_with(&key, json!({"model": "helper", "messages": [{"role": "user", "content": "again"}]}), Some(&session))
+        .chat_with(
+            &key,
+            json!({"model": "helper", "messages": [{"role": "user", "content": "again"}]}),
+            Some(&session),
+        )
         .await;
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.headers()["x-hermes-session-id"], session.as_str());
@@ -54,7 +68,11 @@ async fn non_streaming_turn_answers_like_openai_and_stores_the_transcript() {
     assert_eq!(answer_text(&body), "Second answer");
     let sent = env.llm.requests()[1].messages();
     let texts: Vec<&str> = sent.iter().filter_map(|m| m["content"].as_str()).collect();
-    assert_eq!(&texts[1..], ["hi", "Hello from Hermes", "again"], "history then the new input; old instructions not kept");
+    assert_eq!(
+        &texts[1..],
+        ["hi", "Hello from Hermes", "again"],
+        "history then the new input; old instructions not kept"
+    );
     // The stored prompt is reused byte for byte.
     assert_eq!(env.llm.requests()[0].messages()[0], sent[0]);
     env.stop().await;
@@ -64,38 +82,67 @@ async fn non_streaming_turn_answers_like_openai_and_stores_the_transcript() {
 async fn streaming_turn_sends_chunks_then_finish_usage_and_done() {
     let env = TestEnv::start().await;
     let (_, _, key) = env.tenant("acme", "helper").await;
-    env.llm.push(ScriptedReply::text("one two three").with_reasoning("thinking quietly"));
+    env.llm
+        .push(ScriptedReply::text("one two three").with_reasoning("thinking quietly"));
 
     let resp = env
-        .chat(&key, json!({"model": "helper", "stream": true, "stream_options": {"include_usage": true},
-                           "messages": [{"role": "user", "content": "count"}]}))
+        .chat(
+            &key,
+            json!({"model": "helper", "stream": true, "stream_options": {"include_usage": true},
+                           "messages": [{"role": "user", "content": "count"}]}),
+        )
         .await;
     assert_eq!(resp.status(), 200);
-    assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    assert!(
+        resp.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
     assert!(resp.headers().contains_key("x-hermes-session-id"));
     let text = resp.text().await.unwrap();
     let events = sse_events(&text);
     let (last_name, last) = events.last().unwrap();
     assert!(last_name.is_none());
     assert_eq!(last, "[DONE]");
-    let chunks: Vec<Value> =
-        events.iter().filter(|(n, d)| n.is_none() && d != "[DONE]").map(|(_, d)| serde_json::from_str(d).unwrap()).collect();
-    assert!(chunks.iter().all(|c| c["object"] == "chat.completion.chunk"));
+    let chunks: Vec<Value> = events
+        .iter()
+        .filter(|(n, d)| n.is_none() && d != "[DONE]")
+        .map(|(_, d)| serde_json::from_str(d).unwrap())
+        .collect();
+    assert!(
+        chunks
+            .iter()
+            .all(|c| c["object"] == "chat.completion.chunk")
+    );
     assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
-    let content: String =
-        chunks.iter().filter_map(|c| c["choices"].get(0)?["delta"]["content"].as_str()).collect();
-    assert_eq!(content, "one two three", "reasoning never mixes into the answer");
-    assert!(chunks.len() >= 5, "the answer arrives in several chunks, not one: {}", chunks.len());
-    let finish = chunks.iter().find(|c| c["choices"][0]["finish_reason"].is_string()).unwrap();
+    let content: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"].get(0)?["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(
+        content, "one two three",
+        "reasoning never mixes into the answer"
+    );
+    assert!(
+        chunks.len() >= 5,
+        "the answer arrives in several chunks, not one: {}",
+        chunks.len()
+    );
+    let finish = chunks
+        .iter()
+        .find(|c| c["choices"][0]["finish_reason"].is_string())
+        .unwrap();
     assert_eq!(finish["choices"][0]["finish_reason"], "stop");
     let usage = chunks.last().unwrap();
     assert_eq!(usage["choices"].as_array().unwrap().len(), 0);
     assert!(usage["usage"]["total_tokens"].as_u64().unwrap() > 0);
     // Reasoning is kept apart in the stored assistant message.
-    let reasoning: Option<String> = sqlx::query_scalar("SELECT reasoning FROM messages WHERE role = 'assistant'")
-        .fetch_one(env.store.pool())
-        .await
-        .unwrap();
+    let reasoning: Option<String> =
+        sqlx::query_scalar("SELECT reasoning FROM messages WHERE role = 'assistant'")
+            .fetch_one(env.store.pool())
+            .await
+            .unwrap();
     assert_eq!(reasoning.as_deref(), Some("thinking quietly"));
     env.stop().await;
 }

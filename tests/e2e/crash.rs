@@ -13,11 +13,22 @@ use crate::harness::{Roles, TestEnv, answer_text};
 
 #[tokio::test]
 async fn a_worker_killed_mid_turn_is_replaced_and_the_client_gets_exactly_one_answer() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: true }, |_| {}).await;
+    let env = TestEnv::start_with(
+        Roles {
+            worker: false,
+            scheduler: true,
+        },
+        |_| {},
+    )
+    .await;
     let (tenant, agent, key) = env.tenant("acme", "ops").await;
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "echo run >> /workspace/runs; echo ran"})));
+    env.llm.push(ScriptedReply::tool_call(
+        "terminal",
+        json!({"command": "echo run >> /workspace/runs; echo ran"}),
+    ));
     // Worker A dies while it waits for this answer.
-    env.llm.push(ScriptedReply::text("never delivered").after(Duration::from_secs(20)));
+    env.llm
+        .push(ScriptedReply::text("never delivered").after(Duration::from_secs(20)));
     env.llm.push(ScriptedReply::text("finished by worker B"));
 
     let mut worker_a = env.spawn_hermesd(&["worker"], "worker-a");
@@ -32,13 +43,24 @@ async fn a_worker_killed_mid_turn_is_replaced_and_the_client_gets_exactly_one_an
                 .unwrap()
         })
     };
-    assert!(env.llm.wait_for_requests(2, Duration::from_secs(60)).await, "worker A reached its second model call");
-    assert_eq!(env.count("SELECT count(*) FROM messages WHERE role = 'tool'").await, 1, "tool result checkpointed");
+    assert!(
+        env.llm.wait_for_requests(2, Duration::from_secs(60)).await,
+        "worker A reached its second model call"
+    );
+    assert_eq!(
+        env.count("SELECT count(*) FROM messages WHERE role = 'tool'")
+            .await,
+        1,
+        "tool result checkpointed"
+    );
     worker_a.kill().unwrap();
     worker_a.wait().unwrap();
 
     let mut worker_b = env.spawn_hermesd(&["worker"], "worker-b");
-    let resp = tokio::time::timeout(Duration::from_secs(60), client).await.expect("the client is answered").unwrap();
+    let resp = tokio::time::timeout(Duration::from_secs(60), client)
+        .await
+        .expect("the client is answered")
+        .unwrap();
     assert_eq!(resp.status(), 200);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(answer_text(&body), "finished by worker B");
@@ -49,18 +71,31 @@ async fn a_worker_killed_mid_turn_is_replaced_and_the_client_gets_exactly_one_an
         .await
         .unwrap();
     assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
-    let (status, attempts): (String, i32) = sqlx::query_as("SELECT status::text, attempts FROM turns")
-        .fetch_one(env.store.pool())
-        .await
-        .unwrap();
+    let (status, attempts): (String, i32) =
+        sqlx::query_as("SELECT status::text, attempts FROM turns")
+            .fetch_one(env.store.pool())
+            .await
+            .unwrap();
     assert_eq!((status.as_str(), attempts), ("completed", 2));
     // Worker B resumed after the tool result and did not run the command again.
     let b_request = env.llm.requests()[2].messages();
     assert_eq!(b_request.last().unwrap()["role"], "tool");
-    let sandboxes = hermes_sandbox::docker::DockerSandboxes::connect(&env.config.sandbox).await.unwrap();
-    let container = sandboxes.container_name(SandboxKey { tenant, agent: agent.id });
-    let out = Command::new("docker").args(["exec", &container, "cat", "/workspace/runs"]).output().unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "run\n", "the tool ran exactly once");
+    let sandboxes = hermes_sandbox::docker::DockerSandboxes::connect(&env.config.sandbox)
+        .await
+        .unwrap();
+    let container = sandboxes.container_name(SandboxKey {
+        tenant,
+        agent: agent.id,
+    });
+    let out = Command::new("docker")
+        .args(["exec", &container, "cat", "/workspace/runs"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "run\n",
+        "the tool ran exactly once"
+    );
 
     worker_b.kill().unwrap();
     worker_b.wait().unwrap();
@@ -69,9 +104,17 @@ async fn a_worker_killed_mid_turn_is_replaced_and_the_client_gets_exactly_one_an
 
 #[tokio::test]
 async fn sigterm_lets_the_running_turn_finish_before_the_worker_exits() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: true }, |_| {}).await;
+    let env = TestEnv::start_with(
+        Roles {
+            worker: false,
+            scheduler: true,
+        },
+        |_| {},
+    )
+    .await;
     let (_, _, key) = env.tenant("acme", "helper").await;
-    env.llm.push(ScriptedReply::text("worth the wait").after(Duration::from_millis(1500)));
+    env.llm
+        .push(ScriptedReply::text("worth the wait").after(Duration::from_millis(1500)));
     let mut worker = env.spawn_hermesd(&["worker"], "worker-drain");
     let client = {
         let (http, url, key) = (env.http.clone(), env.api_url.clone(), key.clone());
@@ -86,12 +129,24 @@ async fn sigterm_lets_the_running_turn_finish_before_the_worker_exits() {
     };
     assert!(env.llm.wait_for_requests(1, Duration::from_secs(60)).await);
     let pid = worker.id().to_string();
-    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
-    let resp = tokio::time::timeout(Duration::from_secs(30), client).await.unwrap().unwrap();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let resp = tokio::time::timeout(Duration::from_secs(30), client)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(resp.status(), 200);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(answer_text(&body), "worth the wait");
-    let status = tokio::task::spawn_blocking(move || worker.wait()).await.unwrap().unwrap();
+    let status = tokio::task::spawn_blocking(move || worker.wait())
+        .await
+        .unwrap()
+        .unwrap();
     assert!(status.success(), "a drained worker exits cleanly: {status}");
     assert_eq!(env.llm.requests().len(), 1, "the turn was not run twice");
     env.stop().await;

@@ -1,11 +1,18 @@
 //! End-to-end tests of Hermes Cloud on real Postgres, Redis, RabbitMQ and Docker.
 //! Start them with `deploy/dev/ensure-services.sh` and build the sandbox test image with
 //! `deploy/sandbox/build-test-image.sh` (the README's test command does both).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 mod architecture;
 mod bad_input;
 mod chat;
 mod crash;
+mod fencing;
 mod harness;
 mod isolation;
 mod ops;

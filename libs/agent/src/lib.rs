@@ -18,7 +18,11 @@ use hermes_tools::{ToolCtx, ToolRegistry};
 pub trait TurnJournal: Send {
     /// Stores `message` as part of step `step` of the turn before the loop goes on.
     /// An error stops the turn (e.g. another worker took the session over).
-    fn record(&mut self, step: i32, message: &ChatMessage) -> impl Future<Output = Result<(), JournalError>> + Send;
+    fn record(
+        &mut self,
+        step: i32,
+        message: &ChatMessage,
+    ) -> impl Future<Output = Result<(), JournalError>> + Send;
 }
 
 /// A journal failure: the turn must stop without writing more.
@@ -71,23 +75,38 @@ struct Deltas<'a> {
 impl DeltaSink for Deltas<'_> {
     fn text(&mut self, text: &str) {
         if self.enabled {
-            self.sink.emit(TurnEventKind::Delta { text: text.to_owned() });
+            self.sink.emit(TurnEventKind::Delta {
+                text: text.to_owned(),
+            });
         }
     }
     fn reasoning(&mut self, text: &str) {
         if self.enabled {
-            self.sink.emit(TurnEventKind::Reasoning { text: text.to_owned() });
+            self.sink.emit(TurnEventKind::Reasoning {
+                text: text.to_owned(),
+            });
         }
     }
 }
 
 /// Tool calls of the last assistant message that have no result yet (a resumed turn).
 pub fn pending_tool_calls(messages: &[ChatMessage]) -> Vec<ToolCall> {
-    let Some(pos) = messages.iter().rposition(|m| m.role == hermes_core::Role::Assistant) else {
+    let Some(pos) = messages
+        .iter()
+        .rposition(|m| m.role == hermes_core::Role::Assistant)
+    else {
         return Vec::new();
     };
-    let answered: Vec<&str> = messages[pos + 1..].iter().filter_map(|m| m.tool_call_id.as_deref()).collect();
-    messages[pos].tool_calls.iter().filter(|c| !answered.contains(&c.id.as_str())).cloned().collect()
+    let answered: Vec<&str> = messages[pos + 1..]
+        .iter()
+        .filter_map(|m| m.tool_call_id.as_deref())
+        .collect();
+    messages[pos]
+        .tool_calls
+        .iter()
+        .filter(|c| !answered.contains(&c.id.as_str()))
+        .cloned()
+        .collect()
 }
 
 fn failure(code: &str, message: String, usage: Usage) -> TurnOutcome {
@@ -101,7 +120,10 @@ fn failure(code: &str, message: String, usage: Usage) -> TurnOutcome {
 }
 
 /// Runs (or resumes) one turn to its end.
-#[expect(clippy::too_many_arguments, reason = "the loop's collaborators are explicit on purpose")]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the loop's collaborators are explicit on purpose"
+)]
 pub async fn run_turn<M: ChatModel, J: TurnJournal>(
     model: &M,
     model_name: &str,
@@ -112,7 +134,10 @@ pub async fn run_turn<M: ChatModel, J: TurnJournal>(
     limits: &TurnLimits,
     start: TurnStart,
 ) -> TurnEnd {
-    let TurnStart { mut messages, completed_steps } = start;
+    let TurnStart {
+        mut messages,
+        completed_steps,
+    } = start;
     let mut step = completed_steps;
     let mut usage = Usage::default();
     let schemas = tools.schemas();
@@ -120,7 +145,17 @@ pub async fn run_turn<M: ChatModel, J: TurnJournal>(
     // A resumed turn may stop between an assistant message and its tool results.
     let pending = pending_tool_calls(&messages);
     if step > 0 && !pending.is_empty() {
-        match run_tools(tools, tool_ctx, journal, events, step, &pending, &mut messages).await {
+        match run_tools(
+            tools,
+            tool_ctx,
+            journal,
+            events,
+            step,
+            &pending,
+            &mut messages,
+        )
+        .await
+        {
             Ok(()) => {}
             Err(end) => return end,
         }
@@ -147,18 +182,29 @@ pub async fn run_turn<M: ChatModel, J: TurnJournal>(
             tools: schemas.clone(),
             max_tokens: None,
         };
-        let mut deltas = Deltas { sink: events, enabled: limits.stream_deltas };
+        let mut deltas = Deltas {
+            sink: events,
+            enabled: limits.stream_deltas,
+        };
         let response = match model.complete(&request, &mut deltas).await {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(error = %e, step, "model call failed");
-                return TurnEnd::Finished(failure(e.code(), format!("The model provider failed: {e}"), usage));
+                return TurnEnd::Finished(failure(
+                    e.code(),
+                    format!("The model provider failed: {e}"),
+                    usage,
+                ));
             }
         };
         usage.add(&response.usage);
         let message = response.message;
         if message.tool_calls.is_empty() && message.text().trim().is_empty() {
-            return TurnEnd::Finished(failure("agent_incomplete", "The model returned an empty response.".into(), usage));
+            return TurnEnd::Finished(failure(
+                "agent_incomplete",
+                "The model returned an empty response.".into(),
+                usage,
+            ));
         }
         if let Err(end) = record(journal, step, &message).await {
             return end;
@@ -167,23 +213,50 @@ pub async fn run_turn<M: ChatModel, J: TurnJournal>(
         let content = message.text();
         messages.push(message);
         if calls.is_empty() {
-            let finish_reason =
-                if response.finish_reason.as_deref() == Some("length") { FinishReason::Length } else { FinishReason::Stop };
-            return TurnEnd::Finished(TurnOutcome { content, finish_reason, usage, error: None, error_code: None });
+            let finish_reason = if response.finish_reason.as_deref() == Some("length") {
+                FinishReason::Length
+            } else {
+                FinishReason::Stop
+            };
+            return TurnEnd::Finished(TurnOutcome {
+                content,
+                finish_reason,
+                usage,
+                error: None,
+                error_code: None,
+            });
         }
-        if let Err(end) = run_tools(tools, tool_ctx, journal, events, step, &calls, &mut messages).await {
+        if let Err(end) = run_tools(
+            tools,
+            tool_ctx,
+            journal,
+            events,
+            step,
+            &calls,
+            &mut messages,
+        )
+        .await
+        {
             return end;
         }
     }
 }
 
-async fn record<J: TurnJournal>(journal: &mut J, step: i32, message: &ChatMessage) -> Result<(), TurnEnd> {
+async fn record<J: TurnJournal>(
+    journal: &mut J,
+    step: i32,
+    message: &ChatMessage,
+) -> Result<(), TurnEnd> {
     match journal.record(step, message).await {
         Ok(()) => Ok(()),
         Err(JournalError::Fenced) => Err(TurnEnd::Superseded),
         Err(JournalError::Storage(e)) => {
             tracing::error!(error = %e, step, "cannot checkpoint the turn");
-            Err(TurnEnd::Finished(failure("storage_error", "The turn could not be saved.".into(), Usage::default())))
+            Err(TurnEnd::Finished(failure(
+                "storage_error",
+                "The turn could not be saved.".into(),
+                Usage::default(),
+            )))
         }
     }
 }
@@ -199,7 +272,10 @@ async fn run_tools<J: TurnJournal>(
     messages: &mut Vec<ChatMessage>,
 ) -> Result<(), TurnEnd> {
     for call in calls {
-        let ctx = ToolCtx { call_id: call.id.clone(), ..base_ctx.clone() };
+        let ctx = ToolCtx {
+            call_id: call.id.clone(),
+            ..base_ctx.clone()
+        };
         let preview: String = call.function.arguments.chars().take(200).collect();
         events.emit(TurnEventKind::ToolStarted {
             call_id: call.id.clone(),

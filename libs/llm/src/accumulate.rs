@@ -79,8 +79,15 @@ impl From<WireUsage> for Usage {
         Usage {
             prompt_tokens: u.prompt_tokens,
             completion_tokens: u.completion_tokens,
-            total_tokens: if u.total_tokens > 0 { u.total_tokens } else { u.prompt_tokens + u.completion_tokens },
-            cached_tokens: u.prompt_tokens_details.map(|d| d.cached_tokens).unwrap_or(0),
+            total_tokens: if u.total_tokens > 0 {
+                u.total_tokens
+            } else {
+                u.prompt_tokens + u.completion_tokens
+            },
+            cached_tokens: u
+                .prompt_tokens_details
+                .map(|d| d.cached_tokens)
+                .unwrap_or(0),
         }
     }
 }
@@ -107,12 +114,23 @@ pub struct StreamAccumulator {
 impl StreamAccumulator {
     /// Feeds one SSE `data:` payload.
     pub fn push(&mut self, data: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
-        let chunk: Chunk =
-            serde_json::from_str(data).map_err(|e| LlmError::Protocol(format!("bad stream chunk: {e}")))?;
+        let chunk: Chunk = serde_json::from_str(data)
+            .map_err(|e| LlmError::Protocol(format!("bad stream chunk: {e}")))?;
         if let Some(err) = chunk.error {
-            let message = err.get("message").and_then(|m| m.as_str()).unwrap_or("stream error").to_owned();
-            let code = err.get("code").and_then(|c| c.as_u64()).and_then(|c| u16::try_from(c).ok());
-            return Err(LlmError::from_status(code.unwrap_or(500), &format!("{{\"message\":{message:?}}}"), None));
+            let message = err
+                .get("message")
+                .and_then(|m| m.as_str())
+                .unwrap_or("stream error")
+                .to_owned();
+            let code = err
+                .get("code")
+                .and_then(|c| c.as_u64())
+                .and_then(|c| u16::try_from(c).ok());
+            return Err(LlmError::from_status(
+                code.unwrap_or(500),
+                &format!("{{\"message\":{message:?}}}"),
+                None,
+            ));
         }
         if let Some(usage) = chunk.usage {
             self.usage = usage.into();
@@ -121,7 +139,9 @@ impl StreamAccumulator {
             if let Some(reason) = choice.finish_reason {
                 self.finish_reason = Some(reason);
             }
-            let Some(delta) = choice.delta.or(choice.message) else { continue };
+            let Some(delta) = choice.delta.or(choice.message) else {
+                continue;
+            };
             if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
                 sink.text(&text);
                 self.emitted = true;
@@ -172,11 +192,19 @@ impl StreamAccumulator {
             .enumerate()
             .filter(|(_, c)| !c.name.is_empty())
             .map(|(i, c)| ToolCall {
-                id: if c.id.is_empty() { format!("call_{i}") } else { c.id },
+                id: if c.id.is_empty() {
+                    format!("call_{i}")
+                } else {
+                    c.id
+                },
                 kind: "function".into(),
                 function: ToolCallFunction {
                     name: c.name,
-                    arguments: if c.arguments.trim().is_empty() { "{}".into() } else { c.arguments },
+                    arguments: if c.arguments.trim().is_empty() {
+                        "{}".into()
+                    } else {
+                        c.arguments
+                    },
                 },
             })
             .collect();
@@ -236,7 +264,10 @@ mod tests {
         assert_eq!(sink.1, "think ");
         assert_eq!(resp.message.text(), "Hello");
         assert_eq!(resp.message.reasoning.as_deref(), Some("think "));
-        assert_eq!(resp.message.tool_calls[0].function.arguments, r#"{"command":"ls"}"#);
+        assert_eq!(
+            resp.message.tool_calls[0].function.arguments,
+            r#"{"command":"ls"}"#
+        );
         assert_eq!(resp.finish_reason.as_deref(), Some("tool_calls"));
         assert_eq!(resp.usage.total_tokens, 15);
         assert_eq!(resp.usage.cached_tokens, 4);
@@ -245,7 +276,12 @@ mod tests {
     #[test]
     fn an_error_inside_the_stream_is_classified_and_garbage_is_a_protocol_error() {
         let mut acc = StreamAccumulator::default();
-        let err = acc.push(r#"{"error":{"message":"overloaded","code":503}}"#, &mut NoDeltas).unwrap_err();
+        let err = acc
+            .push(
+                r#"{"error":{"message":"overloaded","code":503}}"#,
+                &mut NoDeltas,
+            )
+            .unwrap_err();
         assert!(err.is_retryable(), "{err}");
         let err = acc.push("not json", &mut NoDeltas).unwrap_err();
         assert!(matches!(err, LlmError::Protocol(_)));

@@ -34,7 +34,10 @@ pub enum LlmError {
 impl LlmError {
     /// Whether trying the same call again may succeed.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::RateLimited { .. } | Self::Server { .. } | Self::Timeout | Self::Transport(_))
+        matches!(
+            self,
+            Self::RateLimited { .. } | Self::Server { .. } | Self::Timeout | Self::Transport(_)
+        )
     }
 
     /// A stable code for outcomes and API errors.
@@ -78,7 +81,11 @@ fn error_message(body: &str) -> String {
     let parsed = serde_json::from_str::<serde_json::Value>(body).ok();
     let msg = parsed
         .as_ref()
-        .and_then(|v| v.pointer("/error/message").or_else(|| v.get("message")).or_else(|| v.get("error")))
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .or_else(|| v.get("message"))
+                .or_else(|| v.get("error"))
+        })
         .and_then(|m| m.as_str())
         .unwrap_or(body);
     msg.chars().take(500).collect()
@@ -95,8 +102,15 @@ mod tests {
         let auth = LlmError::from_status(401, r#"{"error":{"message":"bad key"}}"#, None);
         assert!(!auth.is_retryable());
         assert!(auth.to_string().contains("bad key"));
-        let ctx = LlmError::from_status(400, r#"{"error":{"message":"This model's maximum context length is 8192"}}"#, None);
+        let ctx = LlmError::from_status(
+            400,
+            r#"{"error":{"message":"This model's maximum context length is 8192"}}"#,
+            None,
+        );
         assert!(matches!(ctx, LlmError::ContextOverflow { .. }));
-        assert!(matches!(LlmError::from_status(404, "no", None), LlmError::BadRequest { .. }));
+        assert!(matches!(
+            LlmError::from_status(404, "no", None),
+            LlmError::BadRequest { .. }
+        ));
     }
 }

@@ -4,7 +4,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex as StdMutex};
 
 use futures_util::StreamExt;
-use lapin::options::{BasicConsumeOptions, BasicPublishOptions, QueueBindOptions, QueueDeclareOptions};
+use lapin::options::{
+    BasicConsumeOptions, BasicPublishOptions, QueueBindOptions, QueueDeclareOptions,
+};
 use lapin::types::FieldTable;
 use lapin::{BasicProperties, Channel};
 use tokio::sync::{Mutex, mpsc};
@@ -27,7 +29,9 @@ impl Broker {
             .event_channel()
             .basic_publish(
                 self.names().events_exchange.as_str().into(),
-                routing_key(event.tenant_id, event.session_id).as_str().into(),
+                routing_key(event.tenant_id, event.session_id)
+                    .as_str()
+                    .into(),
                 BasicPublishOptions::default(),
                 &body,
                 BasicProperties::default().with_content_type("application/json".into()),
@@ -42,7 +46,11 @@ impl Broker {
         let queue = channel
             .queue_declare(
                 "".into(),
-                QueueDeclareOptions { exclusive: true, auto_delete: true, ..Default::default() },
+                QueueDeclareOptions {
+                    exclusive: true,
+                    auto_delete: true,
+                    ..Default::default()
+                },
                 FieldTable::default(),
             )
             .await?;
@@ -51,11 +59,16 @@ impl Broker {
             .basic_consume(
                 queue_name.as_str().into(),
                 "".into(),
-                BasicConsumeOptions { no_ack: true, exclusive: true, ..Default::default() },
+                BasicConsumeOptions {
+                    no_ack: true,
+                    exclusive: true,
+                    ..Default::default()
+                },
                 FieldTable::default(),
             )
             .await?;
-        let routes: Arc<StdMutex<HashMap<TurnId, mpsc::UnboundedSender<TurnEvent>>>> = Arc::default();
+        let routes: Arc<StdMutex<HashMap<TurnId, mpsc::UnboundedSender<TurnEvent>>>> =
+            Arc::default();
         let dispatch_routes = routes.clone();
         tokio::spawn(async move {
             while let Some(delivery) = consumer.next().await {
@@ -64,7 +77,10 @@ impl Broker {
                     tracing::warn!("dropping malformed turn event");
                     continue;
                 };
-                let sender = dispatch_routes.lock().ok().and_then(|r| r.get(&event.turn_id).cloned());
+                let sender = dispatch_routes
+                    .lock()
+                    .ok()
+                    .and_then(|r| r.get(&event.turn_id).cloned());
                 if let Some(sender) = sender {
                     let _ = sender.send(event);
                 }
@@ -110,7 +126,12 @@ pub struct EventSubscription {
 impl EventHub {
     /// Subscribes to the events of `turn` in `session`. Subscribe before publishing the work
     /// so no event can be missed.
-    pub async fn subscribe(&self, tenant: TenantId, session: SessionId, turn: TurnId) -> Result<EventSubscription> {
+    pub async fn subscribe(
+        &self,
+        tenant: TenantId,
+        session: SessionId,
+        turn: TurnId,
+    ) -> Result<EventSubscription> {
         let key = routing_key(tenant, session);
         let (tx, receiver) = mpsc::unbounded_channel();
         if let Ok(mut routes) = self.inner.routes.lock() {
@@ -138,7 +159,12 @@ impl EventHub {
             }
         }
         *bindings.entry(key.clone()).or_insert(0) += 1;
-        Ok(EventSubscription { hub: self.clone(), key, turn, receiver })
+        Ok(EventSubscription {
+            hub: self.clone(),
+            key,
+            turn,
+            receiver,
+        })
     }
 
     fn remove_route(&self, turn: TurnId) {
@@ -149,7 +175,9 @@ impl EventHub {
 
     async fn release(&self, key: String) {
         let mut bindings = self.inner.bindings.lock().await;
-        let Some(count) = bindings.get_mut(&key) else { return };
+        let Some(count) = bindings.get_mut(&key) else {
+            return;
+        };
         *count -= 1;
         if *count > 0 {
             return;

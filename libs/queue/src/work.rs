@@ -1,7 +1,9 @@
 //! The work queue: "session S of tenant T has work".
 
 use futures_util::StreamExt;
-use lapin::options::{BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicNackOptions, BasicPublishOptions};
+use lapin::options::{
+    BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicNackOptions, BasicPublishOptions,
+};
 use lapin::types::FieldTable;
 use lapin::{BasicProperties, Channel};
 use serde::{Deserialize, Serialize};
@@ -28,7 +30,9 @@ impl Broker {
                 self.names().work_queue.as_str().into(),
                 BasicPublishOptions::default(),
                 &body,
-                BasicProperties::default().with_delivery_mode(2).with_content_type("application/json".into()),
+                BasicProperties::default()
+                    .with_delivery_mode(2)
+                    .with_content_type("application/json".into()),
             )
             .await?
             .await?;
@@ -49,7 +53,11 @@ impl Broker {
                 FieldTable::default(),
             )
             .await?;
-        Ok(WorkConsumer { channel, consumer, tag: consumer_tag.to_owned() })
+        Ok(WorkConsumer {
+            channel,
+            consumer,
+            tag: consumer_tag.to_owned(),
+        })
     }
 }
 
@@ -78,7 +86,14 @@ impl WorkDelivery {
 
     /// Returns the delivery to the queue for another try.
     pub async fn requeue(&self) {
-        if let Err(e) = self.acker.nack(BasicNackOptions { requeue: true, ..Default::default() }).await {
+        if let Err(e) = self
+            .acker
+            .nack(BasicNackOptions {
+                requeue: true,
+                ..Default::default()
+            })
+            .await
+        {
             tracing::warn!(error = %e, "cannot requeue work delivery");
         }
     }
@@ -111,7 +126,11 @@ impl WorkConsumer {
 
     /// Stops receiving new deliveries; unacknowledged ones go back to the queue.
     pub async fn cancel(&self) {
-        if let Err(e) = self.channel.basic_cancel(self.tag.as_str().into(), BasicCancelOptions::default()).await {
+        if let Err(e) = self
+            .channel
+            .basic_cancel(self.tag.as_str().into(), BasicCancelOptions::default())
+            .await
+        {
             tracing::warn!(error = %e, "cannot cancel work consumer");
         }
     }

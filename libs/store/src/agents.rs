@@ -59,12 +59,18 @@ impl Agent {
 
     /// The provider API key in clear, if the agent has one.
     pub fn provider_key(&self, secrets: Option<&SecretBox>) -> Result<Option<String>> {
-        let Some(sealed) = &self.provider_secret else { return Ok(None) };
+        let Some(sealed) = &self.provider_secret else {
+            return Ok(None);
+        };
         let secrets = secrets.ok_or_else(|| {
-            StoreError::Secret("agent has a provider key but secrets.master_key is not configured".into())
+            StoreError::Secret(
+                "agent has a provider key but secrets.master_key is not configured".into(),
+            )
         })?;
         let plain = secrets.open(&secret_context(self.tenant_id, self.id), sealed)?;
-        String::from_utf8(plain).map(Some).map_err(|_| StoreError::Corrupt("provider key is not UTF-8".into()))
+        String::from_utf8(plain)
+            .map(Some)
+            .map_err(|_| StoreError::Corrupt("provider key is not UTF-8".into()))
     }
 }
 
@@ -76,7 +82,12 @@ macro_rules! agent_columns {
 
 impl Store {
     /// Creates an agent in `tenant`; the provider key is sealed with `secrets`.
-    pub async fn create_agent(&self, tenant: TenantId, new: NewAgent, secrets: Option<&SecretBox>) -> Result<Agent> {
+    pub async fn create_agent(
+        &self,
+        tenant: TenantId,
+        new: NewAgent,
+        secrets: Option<&SecretBox>,
+    ) -> Result<Agent> {
         let id = AgentId::new();
         let sealed = match &new.provider_key {
             Some(key) => {
@@ -115,7 +126,11 @@ impl Store {
 
     /// The tenant's agent called `name` (what clients send as `model`).
     pub async fn agent_by_name(&self, tenant: TenantId, name: &str) -> Result<Agent> {
-        let sql = concat!("SELECT ", agent_columns!(), " FROM agents WHERE tenant_id = $1 AND name = $2");
+        let sql = concat!(
+            "SELECT ",
+            agent_columns!(),
+            " FROM agents WHERE tenant_id = $1 AND name = $2"
+        );
         let row = sqlx::query(sql)
             .bind(tenant.as_uuid())
             .bind(name)
@@ -127,7 +142,11 @@ impl Store {
 
     /// The tenant's agent `id`.
     pub async fn agent(&self, tenant: TenantId, id: AgentId) -> Result<Agent> {
-        let sql = concat!("SELECT ", agent_columns!(), " FROM agents WHERE tenant_id = $1 AND id = $2");
+        let sql = concat!(
+            "SELECT ",
+            agent_columns!(),
+            " FROM agents WHERE tenant_id = $1 AND id = $2"
+        );
         let row = sqlx::query(sql)
             .bind(tenant.as_uuid())
             .bind(id.as_uuid())
@@ -139,8 +158,15 @@ impl Store {
 
     /// All of the tenant's agents, by name.
     pub async fn list_agents(&self, tenant: TenantId) -> Result<Vec<Agent>> {
-        let sql = concat!("SELECT ", agent_columns!(), " FROM agents WHERE tenant_id = $1 ORDER BY name");
-        let rows = sqlx::query(sql).bind(tenant.as_uuid()).fetch_all(self.pool()).await?;
+        let sql = concat!(
+            "SELECT ",
+            agent_columns!(),
+            " FROM agents WHERE tenant_id = $1 ORDER BY name"
+        );
+        let rows = sqlx::query(sql)
+            .bind(tenant.as_uuid())
+            .fetch_all(self.pool())
+            .await?;
         rows.iter().map(|r| Agent::from_row(tenant, r)).collect()
     }
 }

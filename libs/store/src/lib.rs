@@ -19,11 +19,11 @@ use sqlx::{ConnectOptions, PgPool};
 
 pub use agents::{Agent, NewAgent};
 pub use api_keys::{ApiKey, KeyAuth};
+pub use messages::{Appended, StoredMessage};
 pub use secrets::SecretBox;
 pub use sessions::Session;
-pub use tenants::Tenant;
-pub use messages::{Appended, StoredMessage};
 pub use system::StrandedTurn;
+pub use tenants::Tenant;
 pub use turns::{ClaimedTurn, NewTurn, TurnStatus, TurnTarget};
 
 /// The migrations in the repository's top-level `migrations/` folder.
@@ -55,7 +55,9 @@ impl StoreError {
     /// Maps a unique-violation into `Conflict(what)`, leaving other errors alone.
     pub(crate) fn conflict_on_unique(err: sqlx::Error, what: &str) -> StoreError {
         match &err {
-            sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Conflict(what.to_owned()),
+            sqlx::Error::Database(db) if db.is_unique_violation() => {
+                StoreError::Conflict(what.to_owned())
+            }
             _ => StoreError::Database(err),
         }
     }

@@ -50,7 +50,10 @@ pub(crate) fn columns(msg: &ChatMessage) -> Result<MessageColumns> {
     let tool_calls = if msg.tool_calls.is_empty() {
         None
     } else {
-        Some(serde_json::to_value(&msg.tool_calls).map_err(|e| StoreError::Invalid(e.to_string()))?)
+        Some(
+            serde_json::to_value(&msg.tool_calls)
+                .map_err(|e| StoreError::Invalid(e.to_string()))?,
+        )
     };
     Ok(MessageColumns {
         role: msg.role.as_str(),
@@ -64,7 +67,8 @@ pub(crate) fn columns(msg: &ChatMessage) -> Result<MessageColumns> {
 
 fn from_row(row: &PgRow) -> Result<StoredMessage> {
     let role: String = row.try_get("role")?;
-    let role = Role::parse(&role).ok_or_else(|| StoreError::Corrupt(format!("unknown role {role:?}")))?;
+    let role =
+        Role::parse(&role).ok_or_else(|| StoreError::Corrupt(format!("unknown role {role:?}")))?;
     let content: Option<Value> = row.try_get("content")?;
     let content = content
         .map(serde_json::from_value::<Content>)
@@ -141,7 +145,11 @@ impl Store {
     }
 
     /// The session's messages in order.
-    pub async fn session_messages(&self, tenant: TenantId, session: SessionId) -> Result<Vec<StoredMessage>> {
+    pub async fn session_messages(
+        &self,
+        tenant: TenantId,
+        session: SessionId,
+    ) -> Result<Vec<StoredMessage>> {
         let rows = sqlx::query(
             "SELECT seq, turn_id, turn_step, role, content, tool_calls, tool_call_id, name, reasoning
              FROM messages WHERE tenant_id = $1 AND session_id = $2 ORDER BY seq",

@@ -35,7 +35,11 @@ impl TurnStatus {
             "completed" => Self::Completed,
             "failed" => Self::Failed,
             "cancelled" => Self::Cancelled,
-            other => return Err(StoreError::Corrupt(format!("unknown turn status {other:?}"))),
+            other => {
+                return Err(StoreError::Corrupt(format!(
+                    "unknown turn status {other:?}"
+                )));
+            }
         })
     }
 
@@ -61,7 +65,10 @@ pub enum TurnTarget {
     /// Continue this existing session of `agent`.
     Existing(SessionId),
     /// Start a new session, seeded with earlier messages the client sent.
-    New { source: String, history: Vec<ChatMessage> },
+    New {
+        source: String,
+        history: Vec<ChatMessage>,
+    },
 }
 
 /// A turn to enqueue.
@@ -93,18 +100,25 @@ pub struct ClaimedTurn {
 impl Store {
     /// Writes a turn (and, for a new session, the session and its seeded history) in one
     /// transaction. An `Existing` session of another tenant or agent is `NotFound`.
-    pub async fn enqueue_turn(&self, tenant: TenantId, new: NewTurn) -> Result<(SessionId, TurnId)> {
+    pub async fn enqueue_turn(
+        &self,
+        tenant: TenantId,
+        new: NewTurn,
+    ) -> Result<(SessionId, TurnId)> {
         let turn_id = TurnId::new();
-        let input = serde_json::to_value(&new.input).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let input =
+            serde_json::to_value(&new.input).map_err(|e| StoreError::Invalid(e.to_string()))?;
         let mut tx = self.pool().begin().await?;
         let session_id = match &new.target {
             TurnTarget::Existing(id) => {
-                let found = sqlx::query("SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2 AND agent_id = $3")
-                    .bind(tenant.as_uuid())
-                    .bind(id.as_uuid())
-                    .bind(new.agent_id.as_uuid())
-                    .fetch_optional(&mut *tx)
-                    .await?;
+                let found = sqlx::query(
+                    "SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2 AND agent_id = $3",
+                )
+                .bind(tenant.as_uuid())
+                .bind(id.as_uuid())
+                .bind(new.agent_id.as_uuid())
+                .fetch_optional(&mut *tx)
+                .await?;
                 if found.is_none() {
                     return Err(StoreError::NotFound);
                 }
@@ -236,13 +250,21 @@ impl Store {
         .fetch_optional(self.pool())
         .await?;
         match row {
-            Some(row) => Ok(row.try_get::<Option<bool>, _>("claimable")?.unwrap_or(false)),
+            Some(row) => Ok(row
+                .try_get::<Option<bool>, _>("claimable")?
+                .unwrap_or(false)),
             None => Ok(false),
         }
     }
 
     /// Extends `owner`'s lease on a running turn; `false` when the lease was lost.
-    pub async fn extend_lease(&self, tenant: TenantId, turn: TurnId, owner: &str, lease: Duration) -> Result<bool> {
+    pub async fn extend_lease(
+        &self,
+        tenant: TenantId,
+        turn: TurnId,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<bool> {
         let done = sqlx::query(
             "UPDATE turns SET lease_expires_at = now() + make_interval(secs => $4)
              WHERE tenant_id = $1 AND id = $2 AND lease_owner = $3 AND status = 'running'",
@@ -266,7 +288,8 @@ impl Store {
         status: TurnStatus,
         outcome: &TurnOutcome,
     ) -> Result<()> {
-        let outcome = serde_json::to_value(outcome).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let outcome =
+            serde_json::to_value(outcome).map_err(|e| StoreError::Invalid(e.to_string()))?;
         let done = sqlx::query(
             "WITH owner AS (
                 SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2 AND fence = $4 FOR SHARE
@@ -305,13 +328,19 @@ impl Store {
     }
 
     /// A turn's status and, once it has ended, its outcome.
-    pub async fn turn_state(&self, tenant: TenantId, turn: TurnId) -> Result<(TurnStatus, Option<TurnOutcome>)> {
-        let row = sqlx::query("SELECT status::text AS status, outcome FROM turns WHERE tenant_id = $1 AND id = $2")
-            .bind(tenant.as_uuid())
-            .bind(turn.as_uuid())
-            .fetch_optional(self.pool())
-            .await?
-            .ok_or(StoreError::NotFound)?;
+    pub async fn turn_state(
+        &self,
+        tenant: TenantId,
+        turn: TurnId,
+    ) -> Result<(TurnStatus, Option<TurnOutcome>)> {
+        let row = sqlx::query(
+            "SELECT status::text AS status, outcome FROM turns WHERE tenant_id = $1 AND id = $2",
+        )
+        .bind(tenant.as_uuid())
+        .bind(turn.as_uuid())
+        .fetch_optional(self.pool())
+        .await?
+        .ok_or(StoreError::NotFound)?;
         let status = TurnStatus::parse(&row.try_get::<String, _>("status")?)?;
         let outcome: Option<Value> = row.try_get("outcome")?;
         let outcome = outcome

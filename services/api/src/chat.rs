@@ -4,8 +4,8 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::rejection::JsonRejection;
 use axum::extract::State;
+use axum::extract::rejection::JsonRejection;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -30,17 +30,28 @@ fn json_error(rejection: JsonRejection, limit: usize) -> ApiError {
         return ApiError::body_too_large(limit);
     }
     match rejection {
-        JsonRejection::MissingJsonContentType(_) => {
-            ApiError::invalid_request("invalid_content_type", "send the body as JSON with Content-Type: application/json")
-        }
-        other => ApiError::invalid_request("invalid_json", format!("request body is not valid JSON: {}", other.body_text())),
+        JsonRejection::MissingJsonContentType(_) => ApiError::invalid_request(
+            "invalid_content_type",
+            "send the body as JSON with Content-Type: application/json",
+        ),
+        other => ApiError::invalid_request(
+            "invalid_json",
+            format!("request body is not valid JSON: {}", other.body_text()),
+        ),
     }
 }
 
-async fn resolve_agent(state: &AppState, auth: &KeyAuth, model: Option<&str>) -> Result<Agent, ApiError> {
+async fn resolve_agent(
+    state: &AppState,
+    auth: &KeyAuth,
+    model: Option<&str>,
+) -> Result<Agent, ApiError> {
     let not_found = |name: &str| {
-        ApiError::not_found("model_not_found", format!("The model `{name}` does not exist or you do not have access to it."))
-            .with_param("model")
+        ApiError::not_found(
+            "model_not_found",
+            format!("The model `{name}` does not exist or you do not have access to it."),
+        )
+        .with_param("model")
     };
     let agent = match model {
         Some(name) => match state.store.agent_by_name(auth.tenant_id, name).await {
@@ -49,14 +60,23 @@ async fn resolve_agent(state: &AppState, auth: &KeyAuth, model: Option<&str>) ->
             Err(e) => return Err(ApiError::internal(e)),
         },
         None => {
-            let agents = state.store.list_agents(auth.tenant_id).await.map_err(ApiError::internal)?;
-            let usable: Vec<Agent> =
-                agents.into_iter().filter(|a| auth.agent_id.is_none_or(|only| only == a.id)).collect();
+            let agents = state
+                .store
+                .list_agents(auth.tenant_id)
+                .await
+                .map_err(ApiError::internal)?;
+            let usable: Vec<Agent> = agents
+                .into_iter()
+                .filter(|a| auth.agent_id.is_none_or(|only| only == a.id))
+                .collect();
             match <[Agent; 1]>::try_from(usable) {
                 Ok([only]) => only,
                 Err(_) => {
-                    return Err(ApiError::invalid_request("missing_required_parameter", "model is required: name one of your agents (GET /v1/models)")
-                        .with_param("model"));
+                    return Err(ApiError::invalid_request(
+                        "missing_required_parameter",
+                        "model is required: name one of your agents (GET /v1/models)",
+                    )
+                    .with_param("model"));
                 }
             }
         }
@@ -68,8 +88,15 @@ async fn resolve_agent(state: &AppState, auth: &KeyAuth, model: Option<&str>) ->
 }
 
 fn session_header(headers: &HeaderMap) -> Result<Option<SessionId>, ApiError> {
-    let Some(raw) = headers.get(SESSION_HEADER) else { return Ok(None) };
-    let text = raw.to_str().map_err(|_| ApiError::invalid_request("invalid_session_id", "X-Hermes-Session-Id is not valid text"))?;
+    let Some(raw) = headers.get(SESSION_HEADER) else {
+        return Ok(None);
+    };
+    let text = raw.to_str().map_err(|_| {
+        ApiError::invalid_request(
+            "invalid_session_id",
+            "X-Hermes-Session-Id is not valid text",
+        )
+    })?;
     // Ids are UUIDs; anything else cannot name a session of this tenant.
     text.trim()
         .parse::<SessionId>()
@@ -88,7 +115,10 @@ pub(crate) async fn chat_completions(
     let agent = resolve_agent(&state, &auth, parsed.model.as_deref()).await?;
     let target = match session_header(&headers)? {
         Some(id) => TurnTarget::Existing(id),
-        None => TurnTarget::New { source: "api".into(), history: parsed.history },
+        None => TurnTarget::New {
+            source: "api".into(),
+            history: parsed.history,
+        },
     };
     let new = NewTurn {
         agent_id: agent.id,
@@ -99,7 +129,12 @@ pub(crate) async fn chat_completions(
     };
     let (session_id, turn_id) = match state.store.enqueue_turn(auth.tenant_id, new).await {
         Ok(ids) => ids,
-        Err(StoreError::NotFound) => return Err(ApiError::not_found("session_not_found", "no such session for this model")),
+        Err(StoreError::NotFound) => {
+            return Err(ApiError::not_found(
+                "session_not_found",
+                "no such session for this model",
+            ));
+        }
         Err(e) => return Err(ApiError::internal(e)),
     };
     let span = tracing::Span::current();
@@ -111,13 +146,30 @@ pub(crate) async fn chat_completions(
         .subscribe(auth.tenant_id, session_id, turn_id)
         .await
         .map_err(|e| ApiError::unavailable(format!("event bus unavailable: {e}")))?;
-    if let Err(e) = state.broker.publish_work(&SessionWork { tenant_id: auth.tenant_id, session_id }).await {
+    if let Err(e) = state
+        .broker
+        .publish_work(&SessionWork {
+            tenant_id: auth.tenant_id,
+            session_id,
+        })
+        .await
+    {
         // The turn is stored; the reaper republishes it, so the request still completes.
         tracing::warn!(error = %e, "cannot publish work; the reaper will pick the turn up");
     }
     metrics::counter!("hermes_api_turns_total", "stream" => parsed.stream.to_string()).increment(1);
-    let ctx = TurnWait { state, tenant: auth.tenant_id, turn: turn_id, sub, model: agent.name };
-    let mut resp = if parsed.stream { ctx.stream(parsed.include_usage).into_response() } else { ctx.collect().await? };
+    let ctx = TurnWait {
+        state,
+        tenant: auth.tenant_id,
+        turn: turn_id,
+        sub,
+        model: agent.name,
+    };
+    let mut resp = if parsed.stream {
+        ctx.stream(parsed.include_usage).into_response()
+    } else {
+        ctx.collect().await?
+    };
     if let Ok(v) = HeaderValue::from_str(&session_id.to_string()) {
         resp.headers_mut().insert(SESSION_HEADER, v);
     }
@@ -154,8 +206,16 @@ fn usage_json(o: &TurnOutcome) -> Value {
 }
 
 fn incomplete(outcome: &TurnOutcome) -> ApiError {
-    let msg = outcome.error.clone().unwrap_or_else(|| "the agent produced no answer".into());
-    ApiError::new(StatusCode::BAD_GATEWAY, "server_error", Some("agent_incomplete"), msg)
+    let msg = outcome
+        .error
+        .clone()
+        .unwrap_or_else(|| "the agent produced no answer".into());
+    ApiError::new(
+        StatusCode::BAD_GATEWAY,
+        "server_error",
+        Some("agent_incomplete"),
+        msg,
+    )
 }
 
 impl TurnWait {
@@ -168,8 +228,17 @@ impl TurnWait {
         let recheck = self.recheck();
         let wait = async {
             loop {
-                match wait::next(&mut self.sub, &self.state.store, self.tenant, self.turn, recheck).await {
-                    Next::Event(TurnEventKind::Finished { outcome }) | Next::FinishedInStore(outcome) => return Some(outcome),
+                match wait::next(
+                    &mut self.sub,
+                    &self.state.store,
+                    self.tenant,
+                    self.turn,
+                    recheck,
+                )
+                .await
+                {
+                    Next::Event(TurnEventKind::Finished { outcome })
+                    | Next::FinishedInStore(outcome) => return Some(outcome),
                     Next::Event(_) => {}
                     Next::Closed => return None,
                 }
@@ -177,7 +246,11 @@ impl TurnWait {
         };
         let outcome = match tokio::time::timeout(timeout, wait).await {
             Ok(Some(o)) => o,
-            Ok(None) => return Err(ApiError::unavailable("event bus closed; retry with X-Hermes-Session-Id")),
+            Ok(None) => {
+                return Err(ApiError::unavailable(
+                    "event bus closed; retry with X-Hermes-Session-Id",
+                ));
+            }
             Err(_) => {
                 return Err(ApiError::new(
                     StatusCode::GATEWAY_TIMEOUT,
@@ -217,7 +290,13 @@ impl TurnWait {
         let stream = async_stream(move |tx| async move {
             let recheck = self.recheck();
             let send = |e: Event| tx.send(Ok(e));
-            if send(Event::default().data(chunk(json!({"role": "assistant", "content": ""}), None).to_string())).await.is_err() {
+            if send(
+                Event::default()
+                    .data(chunk(json!({"role": "assistant", "content": ""}), None).to_string()),
+            )
+            .await
+            .is_err()
+            {
                 return;
             }
             let mut streamed = String::new();
@@ -249,10 +328,21 @@ impl TurnWait {
                 error_code: Some("service_unavailable".into()),
             });
             // Text the events did not carry (a lost event, or a non-streaming worker path).
-            if let Some(rest) = outcome.content.strip_prefix(streamed.as_str()).filter(|r| !r.is_empty()) {
-                let _ = send(Event::default().data(chunk(json!({ "content": rest }), None).to_string())).await;
+            if let Some(rest) = outcome
+                .content
+                .strip_prefix(streamed.as_str())
+                .filter(|r| !r.is_empty())
+            {
+                let _ = send(
+                    Event::default().data(chunk(json!({ "content": rest }), None).to_string()),
+                )
+                .await;
             }
-            let _ = send(Event::default().data(chunk(json!({}), Some(finish_reason(outcome.finish_reason))).to_string())).await;
+            let _ = send(
+                Event::default()
+                    .data(chunk(json!({}), Some(finish_reason(outcome.finish_reason))).to_string()),
+            )
+            .await;
             if include_usage {
                 let usage = json!({"id": completion_id(self.turn), "object": "chat.completion.chunk", "created": created,
                                    "model": "", "choices": [], "usage": usage_json(&outcome)});
@@ -275,6 +365,8 @@ where
     tokio_stream_from(rx)
 }
 
-fn tokio_stream_from<T: Send + 'static>(mut rx: tokio::sync::mpsc::Receiver<T>) -> impl Stream<Item = T> {
+fn tokio_stream_from<T: Send + 'static>(
+    mut rx: tokio::sync::mpsc::Receiver<T>,
+) -> impl Stream<Item = T> {
     futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }

@@ -11,7 +11,11 @@ use hermes_config::HermesConfig;
 use hermes_store::{NewAgent, SecretBox, Store, StoreError};
 
 #[derive(Parser)]
-#[command(name = "hermesctl", version, about = "Administer Hermes Cloud tenants, agents and API keys")]
+#[command(
+    name = "hermesctl",
+    version,
+    about = "Administer Hermes Cloud tenants, agents and API keys"
+)]
 pub struct Cli {
     /// TOML configuration file (same format as hermesd's).
     #[arg(long, env = "HERMES_CONFIG", global = true)]
@@ -108,7 +112,9 @@ fn print(json_mode: bool, value: serde_json::Value, human: String) {
 async fn tenant(store: &Store, name: &str) -> anyhow::Result<hermes_store::Tenant> {
     match store.tenant_by_name(name).await {
         Ok(t) => Ok(t),
-        Err(StoreError::NotFound) => bail!("no tenant named {name:?} (create it with `hermesctl tenant create {name}`)"),
+        Err(StoreError::NotFound) => {
+            bail!("no tenant named {name:?} (create it with `hermesctl tenant create {name}`)")
+        }
         Err(e) => Err(e.into()),
     }
 }
@@ -118,22 +124,33 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
     match cli.command {
         Command::Tenant(TenantCmd::Create { name }) => {
             let t = store.create_tenant(&name).await?;
-            print(json_mode, json!(t), format!("created tenant {} ({})", t.name, t.id));
+            print(
+                json_mode,
+                json!(t),
+                format!("created tenant {} ({})", t.name, t.id),
+            );
         }
         Command::Agent(AgentCmd::Create(a)) => {
             let t = tenant(store, &a.tenant).await?;
             let provider_key = match &a.api_key_env {
-                Some(var) => Some(
-                    std::env::var(var)
-                        .with_context(|| format!("environment variable {var} (from --api-key-env) is not set"))?,
-                ),
+                Some(var) => Some(std::env::var(var).with_context(|| {
+                    format!("environment variable {var} (from --api-key-env) is not set")
+                })?),
                 None => None,
             };
             let soul = match &a.soul_file {
-                Some(path) => Some(std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?),
+                Some(path) => Some(
+                    std::fs::read_to_string(path)
+                        .with_context(|| format!("cannot read {}", path.display()))?,
+                ),
                 None => None,
             };
-            let secrets = config.secrets.master_key.as_deref().map(SecretBox::from_base64).transpose()?;
+            let secrets = config
+                .secrets
+                .master_key
+                .as_deref()
+                .map(SecretBox::from_base64)
+                .transpose()?;
             let new = NewAgent {
                 name: a.name,
                 model: a.model,
@@ -146,7 +163,10 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
             print(
                 json_mode,
                 json!(agent),
-                format!("created agent {} ({}) in tenant {}: model {} at {}", agent.name, agent.id, t.name, agent.model, agent.provider_base_url),
+                format!(
+                    "created agent {} ({}) in tenant {}: model {} at {}",
+                    agent.name, agent.id, t.name, agent.model, agent.provider_base_url
+                ),
             );
         }
         Command::Agent(AgentCmd::List { tenant: name }) => {
@@ -159,7 +179,11 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
                 .join("\n");
             print(json_mode, json!(agents), human);
         }
-        Command::Key(KeyCmd::Create { tenant: name, agent, name: label }) => {
+        Command::Key(KeyCmd::Create {
+            tenant: name,
+            agent,
+            name: label,
+        }) => {
             let t = tenant(store, &name).await?;
             let agent_id = match agent {
                 Some(a) => Some(match store.agent_by_name(t.id, &a).await {
@@ -175,14 +199,21 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
             print(
                 json_mode,
                 value,
-                format!("created API key {} for tenant {}\n\n    {secret}\n\nStore it now: it is not shown again.", key.id, t.name),
+                format!(
+                    "created API key {} for tenant {}\n\n    {secret}\n\nStore it now: it is not shown again.",
+                    key.id, t.name
+                ),
             );
         }
         Command::Key(KeyCmd::Revoke { tenant: name, id }) => {
             let t = tenant(store, &name).await?;
             let id = id.parse().context("not an API key id")?;
             store.revoke_api_key(t.id, id).await?;
-            print(json_mode, json!({"revoked": id}), format!("revoked API key {id}"));
+            print(
+                json_mode,
+                json!({"revoked": id}),
+                format!("revoked API key {id}"),
+            );
         }
     }
     Ok(())

@@ -8,8 +8,12 @@ pub fn shutdown_token() -> CancellationToken {
     let token = CancellationToken::new();
     let trigger = token.clone();
     tokio::spawn(async move {
-        let Ok(mut term) = signal(SignalKind::terminate()) else { return };
-        let Ok(mut int) = signal(SignalKind::interrupt()) else { return };
+        let Ok(mut term) = signal(SignalKind::terminate()) else {
+            return;
+        };
+        let Ok(mut int) = signal(SignalKind::interrupt()) else {
+            return;
+        };
         tokio::select! {
             _ = term.recv() => {}
             _ = int.recv() => {}

@@ -20,7 +20,18 @@ pub(crate) struct StoreJournal {
 
 impl TurnJournal for StoreJournal {
     async fn record(&mut self, step: i32, message: &ChatMessage) -> Result<(), JournalError> {
-        match self.store.append_message(self.tenant, self.session, self.fence, self.turn, step, message).await {
+        match self
+            .store
+            .append_message(
+                self.tenant,
+                self.session,
+                self.fence,
+                self.turn,
+                step,
+                message,
+            )
+            .await
+        {
             Ok(_) => Ok(()),
             Err(StoreError::Fenced) => Err(JournalError::Fenced),
             Err(e) => Err(JournalError::Storage(e.to_string())),
@@ -40,7 +51,12 @@ impl EventPublisher {
         let (tx, mut rx) = mpsc::unbounded_channel::<TurnEventKind>();
         let task = tokio::spawn(async move {
             while let Some(kind) = rx.recv().await {
-                let event = TurnEvent { tenant_id: tenant, session_id: session, turn_id: turn, kind };
+                let event = TurnEvent {
+                    tenant_id: tenant,
+                    session_id: session,
+                    turn_id: turn,
+                    kind,
+                };
                 if let Err(e) = broker.publish_event(&event).await {
                     tracing::warn!(error = %e, "cannot publish a turn event; waiters fall back to Postgres");
                 }

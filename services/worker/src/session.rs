@@ -10,12 +10,16 @@ use crate::turn::run_claimed_turn;
 
 pub(crate) async fn handle_delivery(rt: Arc<Runtime>, delivery: WorkDelivery) {
     let work = delivery.work;
-    let span = tracing::info_span!("session", tenant.id = %work.tenant_id, session.id = %work.session_id);
+    let span =
+        tracing::info_span!("session", tenant.id = %work.tenant_id, session.id = %work.session_id);
     let lease = Duration::from_secs(rt.ctx.config.worker.lease_seconds);
     let locks = rt.ctx.cache.session_locks();
     let mut acked = false;
     loop {
-        let guard = match locks.try_acquire(work.session_id, &rt.worker_id, lease).await {
+        let guard = match locks
+            .try_acquire(work.session_id, &rt.worker_id, lease)
+            .await
+        {
             Ok(Some(g)) => g,
             Ok(None) => {
                 // Another worker runs this session; it re-checks for new turns after releasing.
@@ -41,7 +45,13 @@ pub(crate) async fn handle_delivery(rt: Arc<Runtime>, delivery: WorkDelivery) {
             let claimed = rt
                 .ctx
                 .store
-                .claim_next_turn(work.tenant_id, work.session_id, &rt.worker_id, lease, guard.token)
+                .claim_next_turn(
+                    work.tenant_id,
+                    work.session_id,
+                    &rt.worker_id,
+                    lease,
+                    guard.token,
+                )
                 .await;
             match claimed {
                 Ok(Some(turn)) => {
@@ -64,7 +74,12 @@ pub(crate) async fn handle_delivery(rt: Arc<Runtime>, delivery: WorkDelivery) {
         }
         // A turn may have arrived between our last claim and the release, while its own
         // delivery found the lock taken: look once more.
-        match rt.ctx.store.has_claimable_turn(work.tenant_id, work.session_id).await {
+        match rt
+            .ctx
+            .store
+            .has_claimable_turn(work.tenant_id, work.session_id)
+            .await
+        {
             Ok(true) => continue,
             Ok(false) => return,
             Err(e) => {

@@ -31,7 +31,8 @@ pub(crate) async fn run_claimed_turn(
     let span = tracing::info_span!(parent: parent, "turn", turn.id = %turn.turn_id, attempt = turn.attempt);
     let lease = Duration::from_secs(rt.ctx.config.worker.lease_seconds);
     let locks = rt.ctx.cache.session_locks();
-    let mut heartbeat = tokio::time::interval(Duration::from_millis(rt.ctx.config.worker.heartbeat_millis));
+    let mut heartbeat =
+        tokio::time::interval(Duration::from_millis(rt.ctx.config.worker.heartbeat_millis));
     heartbeat.tick().await;
     let turn_id = turn.turn_id;
     let work = execute(rt, tenant, turn).instrument(span.clone());
@@ -73,11 +74,15 @@ fn failed(code: &str, message: impl Into<String>) -> TurnOutcome {
 
 async fn execute(rt: &Runtime, tenant: TenantId, turn: ClaimedTurn) -> bool {
     let started = Instant::now();
-    let events = EventPublisher::start(rt.ctx.broker.clone(), tenant, turn.session_id, turn.turn_id);
+    let events =
+        EventPublisher::start(rt.ctx.broker.clone(), tenant, turn.session_id, turn.turn_id);
     events_started(&events, turn.attempt);
     let end = if turn.attempt > MAX_ATTEMPTS {
         tracing::error!("turn failed on {MAX_ATTEMPTS} workers; giving up");
-        TurnEnd::Finished(failed("turn_retries_exhausted", format!("The turn failed {MAX_ATTEMPTS} times and was stopped.")))
+        TurnEnd::Finished(failed(
+            "turn_retries_exhausted",
+            format!("The turn failed {MAX_ATTEMPTS} times and was stopped."),
+        ))
     } else {
         match prepare_and_run(rt, tenant, &turn, &events).await {
             Ok(end) => end,
@@ -93,9 +98,24 @@ async fn execute(rt: &Runtime, tenant: TenantId, turn: ClaimedTurn) -> bool {
         }
         TurnEnd::Finished(outcome) => outcome,
     };
-    let status =
-        if outcome.finish_reason == FinishReason::Error { TurnStatus::Failed } else { TurnStatus::Completed };
-    match rt.ctx.store.finish_turn(tenant, turn.session_id, turn.turn_id, turn.fence, status, &outcome).await {
+    let status = if outcome.finish_reason == FinishReason::Error {
+        TurnStatus::Failed
+    } else {
+        TurnStatus::Completed
+    };
+    match rt
+        .ctx
+        .store
+        .finish_turn(
+            tenant,
+            turn.session_id,
+            turn.turn_id,
+            turn.fence,
+            status,
+            &outcome,
+        )
+        .await
+    {
         Ok(()) => {}
         Err(StoreError::Fenced) => {
             tracing::warn!("another worker took the session over before the outcome was stored");
@@ -109,17 +129,30 @@ async fn execute(rt: &Runtime, tenant: TenantId, turn: ClaimedTurn) -> bool {
             return false;
         }
     }
-    let label = if status == TurnStatus::Completed { "completed" } else { "failed" };
+    let label = if status == TurnStatus::Completed {
+        "completed"
+    } else {
+        "failed"
+    };
     metrics::counter!("hermes_turns_total", "status" => label).increment(1);
-    metrics::histogram!("hermes_turn_seconds", "status" => label).record(started.elapsed().as_secs_f64());
-    tracing::info!(status = label, elapsed_ms = started.elapsed().as_secs_f64() * 1000.0, "turn finished");
-    events.finish(Some(TurnEventKind::Finished { outcome })).await;
+    metrics::histogram!("hermes_turn_seconds", "status" => label)
+        .record(started.elapsed().as_secs_f64());
+    tracing::info!(
+        status = label,
+        elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
+        "turn finished"
+    );
+    events
+        .finish(Some(TurnEventKind::Finished { outcome }))
+        .await;
     true
 }
 
 fn events_started(events: &EventPublisher, attempt: i32) {
     use hermes_agent::EventSink;
-    events.emit(TurnEventKind::Started { attempt: u32::try_from(attempt).unwrap_or(0) });
+    events.emit(TurnEventKind::Started {
+        attempt: u32::try_from(attempt).unwrap_or(0),
+    });
 }
 
 enum PrepareError {
@@ -149,7 +182,10 @@ async fn prepare_and_run(
     let agent = store.agent(tenant, turn.agent_id).await?;
     let api_key = agent.provider_key(rt.ctx.secrets.as_ref()).map_err(|e| {
         tracing::error!(error = %e, "cannot open the agent's provider key");
-        PrepareError::Fail(failed("provider_key_unavailable", "The agent's provider key cannot be read."))
+        PrepareError::Fail(failed(
+            "provider_key_unavailable",
+            "The agent's provider key cannot be read.",
+        ))
     })?;
     let tools = rt.tools.restricted_to(&agent.toolsets);
 
@@ -158,13 +194,15 @@ async fn prepare_and_run(
         let mut input = turn.input.clone();
         input.role = Role::User;
         let mut journal = journal(rt, tenant, turn);
-        hermes_agent::TurnJournal::record(&mut journal, 0, &input).await.map_err(|e| match e {
-            hermes_agent::JournalError::Fenced => PrepareError::Fenced,
-            hermes_agent::JournalError::Storage(msg) => {
-                tracing::error!(error = %msg, "cannot store the user input");
-                PrepareError::Fail(failed("storage_error", "The turn could not be saved."))
-            }
-        })?;
+        hermes_agent::TurnJournal::record(&mut journal, 0, &input)
+            .await
+            .map_err(|e| match e {
+                hermes_agent::JournalError::Fenced => PrepareError::Fenced,
+                hermes_agent::JournalError::Storage(msg) => {
+                    tracing::error!(error = %msg, "cannot store the user input");
+                    PrepareError::Fail(failed("storage_error", "The turn could not be saved."))
+                }
+            })?;
         stored = store.session_messages(tenant, turn.session_id).await?;
     }
     let completed_steps = stored
@@ -183,7 +221,9 @@ async fn prepare_and_run(
                 tool_names: &names,
                 today: chrono::Utc::now().date_naive(),
             });
-            store.freeze_system_prompt(tenant, turn.session_id, turn.fence, &rendered).await?
+            store
+                .freeze_system_prompt(tenant, turn.session_id, turn.fence, &rendered)
+                .await?
         }
     };
     let mut messages = Vec::with_capacity(stored.len() + 2);
@@ -212,10 +252,26 @@ async fn prepare_and_run(
         turn_id: turn.turn_id,
         call_id: String::new(),
     };
-    let limits = TurnLimits { max_iterations: rt.ctx.config.worker.max_iterations, stream_deltas: turn.stream };
+    let limits = TurnLimits {
+        max_iterations: rt.ctx.config.worker.max_iterations,
+        stream_deltas: turn.stream,
+    };
     let mut journal = journal(rt, tenant, turn);
-    let start = TurnStart { messages, completed_steps };
-    Ok(run_turn(&model, &agent.model, &tools, &tool_ctx, &mut journal, events, &limits, start).await)
+    let start = TurnStart {
+        messages,
+        completed_steps,
+    };
+    Ok(run_turn(
+        &model,
+        &agent.model,
+        &tools,
+        &tool_ctx,
+        &mut journal,
+        events,
+        &limits,
+        start,
+    )
+    .await)
 }
 
 fn journal(rt: &Runtime, tenant: TenantId, turn: &ClaimedTurn) -> StoreJournal {
