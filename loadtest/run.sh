@@ -23,7 +23,7 @@ export HERMES__GATEWAY__BIND=127.0.0.1:18081
 export HERMES__RABBITMQ__PREFIX=hermes-loadtest
 export HERMES__REDIS__KEY_PREFIX=hermes-loadtest
 export HERMES__SANDBOX__DOCKER__IMAGE=hermes-sandbox:test
-export HERMES__TELEMETRY__LOG_FILTER=warn
+export HERMES__TELEMETRY__LOG_FILTER=${HERMES__TELEMETRY__LOG_FILTER:-warn}
 
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }

@@ -72,6 +72,8 @@ CREATE TABLE turns (
     -- per-request system text layered on the agent's prompt (never stored in the prompt)
     instructions     text,
     stream           boolean NOT NULL DEFAULT false,
+    -- the event hub (API/gateway pod) waiting for this turn's events
+    notify_hub       text,
     lease_owner      text,
     lease_expires_at timestamptz,
     attempts         integer NOT NULL DEFAULT 0,

@@ -1,27 +1,37 @@
-//! Turn events: workers publish, API/gateway pods subscribe per session.
+//! Turn events: workers publish, the API/gateway pod that holds the client receives.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex as StdMutex};
 
 use futures_util::StreamExt;
+use lapin::BasicProperties;
 use lapin::options::{
     BasicConsumeOptions, BasicPublishOptions, QueueBindOptions, QueueDeclareOptions,
 };
 use lapin::types::FieldTable;
-use lapin::{BasicProperties, Channel};
-use tokio::sync::{Mutex, mpsc};
+use tokio::sync::mpsc;
 
-use hermes_core::{SessionId, TenantId, TurnEvent, TurnId};
+use hermes_core::{TurnEvent, TurnId};
 
 use crate::{Broker, Result};
 
-fn routing_key(tenant: TenantId, session: SessionId) -> String {
-    format!("t.{tenant}.s.{session}")
+/// Routing key of an event: `t.{tenant}.s.{session}.p.{hub}`, where `hub` names the pod
+/// waiting for the turn (`-` when nobody asked to be told).
+fn routing_key(event: &TurnEvent, hub: Option<&str>) -> String {
+    format!(
+        "t.{}.s.{}.p.{}",
+        event.tenant_id,
+        event.session_id,
+        hub.unwrap_or("-")
+    )
 }
+
+type Routes = Arc<StdMutex<HashMap<TurnId, mpsc::UnboundedSender<TurnEvent>>>>;
 
 impl Broker {
     /// Publishes a turn event (fire and forget: a lost event is recovered from Postgres).
-    pub async fn publish_event(&self, event: &TurnEvent) -> Result<()> {
+    /// `hub` is the [`EventHub::id`] the turn's request came through, if any.
+    pub async fn publish_event(&self, event: &TurnEvent, hub: Option<&str>) -> Result<()> {
         let body = serde_json::to_vec(event)?;
         // Awaiting the first future only hands the frame to the connection; there is no
         // confirm on this channel.
@@ -29,9 +39,7 @@ impl Broker {
             .event_channel()
             .basic_publish(
                 self.names().events_exchange.as_str().into(),
-                routing_key(event.tenant_id, event.session_id)
-                    .as_str()
-                    .into(),
+                routing_key(event, hub).as_str().into(),
                 BasicPublishOptions::default(),
                 &body,
                 BasicProperties::default().with_content_type("application/json".into()),
@@ -40,12 +48,15 @@ impl Broker {
         Ok(())
     }
 
-    /// Creates this pod's event hub: one exclusive queue, bound per session on demand.
+    /// Creates this pod's event hub: one exclusive queue bound once to the events addressed
+    /// to this pod, so waiting on a turn costs no broker round trip.
     pub async fn event_hub(&self) -> Result<EventHub> {
         let channel = self.new_channel().await?;
-        let queue = channel
+        let id = uuid::Uuid::now_v7().simple().to_string();
+        let queue_name = format!("{}.{id}", self.names().events_exchange);
+        channel
             .queue_declare(
-                "".into(),
+                queue_name.as_str().into(),
                 QueueDeclareOptions {
                     exclusive: true,
                     auto_delete: true,
@@ -54,7 +65,15 @@ impl Broker {
                 FieldTable::default(),
             )
             .await?;
-        let queue_name = queue.name().as_str().to_owned();
+        channel
+            .queue_bind(
+                queue_name.as_str().into(),
+                self.names().events_exchange.as_str().into(),
+                format!("t.*.s.*.p.{id}").as_str().into(),
+                QueueBindOptions::default(),
+                FieldTable::default(),
+            )
+            .await?;
         let mut consumer = channel
             .basic_consume(
                 queue_name.as_str().into(),
@@ -67,10 +86,11 @@ impl Broker {
                 FieldTable::default(),
             )
             .await?;
-        let routes: Arc<StdMutex<HashMap<TurnId, mpsc::UnboundedSender<TurnEvent>>>> =
-            Arc::default();
+        let routes: Routes = Arc::default();
         let dispatch_routes = routes.clone();
         tokio::spawn(async move {
+            // Keep the channel open as long as the consumer runs.
+            let _channel = channel;
             while let Some(delivery) = consumer.next().await {
                 let Ok(delivery) = delivery else { continue };
                 let Ok(event) = serde_json::from_slice::<TurnEvent>(&delivery.data) else {
@@ -88,113 +108,46 @@ impl Broker {
             tracing::info!("event hub consumer ended");
         });
         Ok(EventHub {
-            inner: Arc::new(HubInner {
-                channel,
-                queue: queue_name,
-                exchange: self.names().events_exchange.clone(),
-                bindings: Mutex::new(HashMap::new()),
-                routes,
-            }),
+            inner: Arc::new(HubInner { id, routes }),
         })
     }
 }
 
-/// Routes events of the sessions this pod waits on to the waiting requests.
+/// Routes the events addressed to this pod to the requests waiting for them.
 #[derive(Clone)]
 pub struct EventHub {
     inner: Arc<HubInner>,
 }
 
 struct HubInner {
-    channel: Channel,
-    queue: String,
-    exchange: String,
-    /// Routing key -> number of subscriptions using it. Held across bind/unbind so the two
-    /// never race for one key.
-    bindings: Mutex<HashMap<String, usize>>,
-    routes: Arc<StdMutex<HashMap<TurnId, mpsc::UnboundedSender<TurnEvent>>>>,
+    id: String,
+    routes: Routes,
 }
 
 /// Events of one turn, in publish order. Unsubscribes when dropped.
 pub struct EventSubscription {
     hub: EventHub,
-    key: String,
     turn: TurnId,
     receiver: mpsc::UnboundedReceiver<TurnEvent>,
 }
 
 impl EventHub {
-    /// Subscribes to the events of `turn` in `session`. Subscribe before publishing the work
-    /// so no event can be missed.
-    pub async fn subscribe(
-        &self,
-        tenant: TenantId,
-        session: SessionId,
-        turn: TurnId,
-    ) -> Result<EventSubscription> {
-        let key = routing_key(tenant, session);
+    /// The name workers put in the routing key to reach this pod; store it with the turn.
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// Subscribes to the events of `turn`. Subscribe before publishing the work so no event
+    /// can be missed; the turn must carry this hub's [`id`](Self::id).
+    pub fn subscribe(&self, turn: TurnId) -> EventSubscription {
         let (tx, receiver) = mpsc::unbounded_channel();
         if let Ok(mut routes) = self.inner.routes.lock() {
             routes.insert(turn, tx);
         }
-        let mut bindings = self.inner.bindings.lock().await;
-        let count = bindings.entry(key.clone()).or_insert(0);
-        if *count == 0 {
-            let bound = self
-                .inner
-                .channel
-                .queue_bind(
-                    self.inner.queue.as_str().into(),
-                    self.inner.exchange.as_str().into(),
-                    key.as_str().into(),
-                    QueueBindOptions::default(),
-                    FieldTable::default(),
-                )
-                .await;
-            if let Err(e) = bound {
-                bindings.remove(&key);
-                drop(bindings);
-                self.remove_route(turn);
-                return Err(e.into());
-            }
-        }
-        *bindings.entry(key.clone()).or_insert(0) += 1;
-        Ok(EventSubscription {
+        EventSubscription {
             hub: self.clone(),
-            key,
             turn,
             receiver,
-        })
-    }
-
-    fn remove_route(&self, turn: TurnId) {
-        if let Ok(mut routes) = self.inner.routes.lock() {
-            routes.remove(&turn);
-        }
-    }
-
-    async fn release(&self, key: String) {
-        let mut bindings = self.inner.bindings.lock().await;
-        let Some(count) = bindings.get_mut(&key) else {
-            return;
-        };
-        *count -= 1;
-        if *count > 0 {
-            return;
-        }
-        bindings.remove(&key);
-        let unbound = self
-            .inner
-            .channel
-            .queue_unbind(
-                self.inner.queue.as_str().into(),
-                self.inner.exchange.as_str().into(),
-                key.as_str().into(),
-                FieldTable::default(),
-            )
-            .await;
-        if let Err(e) = unbound {
-            tracing::warn!(error = %e, routing_key = %key, "cannot unbind event queue");
         }
     }
 }
@@ -208,11 +161,8 @@ impl EventSubscription {
 
 impl Drop for EventSubscription {
     fn drop(&mut self) {
-        self.hub.remove_route(self.turn);
-        let hub = self.hub.clone();
-        let key = std::mem::take(&mut self.key);
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(async move { hub.release(key).await });
+        if let Ok(mut routes) = self.hub.inner.routes.lock() {
+            routes.remove(&self.turn);
         }
     }
 }

@@ -2,8 +2,10 @@
 //!
 //! Work messages carry only `(tenant, session)`: Postgres holds the work itself, so a
 //! redelivered or duplicated message is harmless and a lost one is found by the reaper.
-//! Events go to a topic exchange keyed `t.{tenant}.s.{session}`; each API or gateway pod has
-//! one exclusive queue and binds exactly the sessions it is waiting on.
+//! Events go to a topic exchange keyed `t.{tenant}.s.{session}.p.{hub}`: each API or gateway
+//! pod has one exclusive queue bound to its own hub id, which it writes on the turns it
+//! accepts, so a pod receives exactly the events of the turns it waits on. (Other listeners,
+//! such as a client re-attaching through another pod, can bind `t.{tenant}.s.{session}.*`.)
 
 mod events;
 mod work;

@@ -96,6 +96,64 @@ fn from_row(row: &PgRow) -> Result<StoredMessage> {
     })
 }
 
+/// Appends one message as the owner of `fence` on `conn`; optionally freezes the session's
+/// system prompt in the same statement. Returns what happened and the session's prompt.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one fenced statement with all its inputs"
+)]
+pub(crate) async fn append_in(
+    conn: &mut sqlx::PgConnection,
+    tenant: TenantId,
+    session: SessionId,
+    fence: i64,
+    turn: TurnId,
+    step: i32,
+    msg: &ChatMessage,
+    freeze_prompt: Option<&str>,
+) -> Result<(Appended, Option<String>)> {
+    let c = columns(msg)?;
+    let row = sqlx::query(
+        "WITH s AS (
+            UPDATE sessions SET next_seq = next_seq + 1, updated_at = now(),
+                   system_prompt = COALESCE(system_prompt, $12)
+            WHERE tenant_id = $1 AND id = $2 AND fence = $3
+            RETURNING next_seq - 1 AS seq, system_prompt
+         ), ins AS (
+            INSERT INTO messages (tenant_id, session_id, seq, turn_id, turn_step, role, content,
+                                  tool_calls, tool_call_id, name, reasoning)
+            SELECT $1, $2, s.seq, $4, $5, $6, $7, $8, $9, $10, $11 FROM s
+            ON CONFLICT DO NOTHING
+            RETURNING seq
+         )
+         SELECT (SELECT count(*) FROM s) AS owned, (SELECT seq FROM ins) AS seq,
+                (SELECT system_prompt FROM s) AS system_prompt",
+    )
+    .bind(tenant.as_uuid())
+    .bind(session.as_uuid())
+    .bind(fence)
+    .bind(turn.as_uuid())
+    .bind(step)
+    .bind(c.role)
+    .bind(c.content)
+    .bind(c.tool_calls)
+    .bind(c.tool_call_id)
+    .bind(c.name)
+    .bind(c.reasoning)
+    .bind(freeze_prompt)
+    .fetch_one(conn)
+    .await?;
+    let owned: i64 = row.try_get("owned")?;
+    if owned == 0 {
+        return Err(StoreError::Fenced);
+    }
+    let seq: Option<i32> = row.try_get("seq")?;
+    Ok((
+        seq.map_or(Appended::AlreadyStored, Appended::At),
+        row.try_get("system_prompt")?,
+    ))
+}
+
 impl Store {
     /// Appends `msg` to the session as step `step` of `turn`, if `fence` still owns the
     /// session. Idempotent per (turn, step) and per (turn, tool call).
@@ -108,40 +166,41 @@ impl Store {
         step: i32,
         msg: &ChatMessage,
     ) -> Result<Appended> {
-        let c = columns(msg)?;
-        let row = sqlx::query(
-            "WITH s AS (
-                UPDATE sessions SET next_seq = next_seq + 1, updated_at = now()
-                WHERE tenant_id = $1 AND id = $2 AND fence = $3
-                RETURNING next_seq - 1 AS seq
-             ), ins AS (
-                INSERT INTO messages (tenant_id, session_id, seq, turn_id, turn_step, role, content,
-                                      tool_calls, tool_call_id, name, reasoning)
-                SELECT $1, $2, s.seq, $4, $5, $6, $7, $8, $9, $10, $11 FROM s
-                ON CONFLICT DO NOTHING
-                RETURNING seq
-             )
-             SELECT (SELECT count(*) FROM s) AS owned, (SELECT seq FROM ins) AS seq",
+        let mut conn = self.pool().acquire().await?;
+        Ok(
+            append_in(&mut conn, tenant, session, fence, turn, step, msg, None)
+                .await?
+                .0,
         )
-        .bind(tenant.as_uuid())
-        .bind(session.as_uuid())
-        .bind(fence)
-        .bind(turn.as_uuid())
-        .bind(step)
-        .bind(c.role)
-        .bind(c.content)
-        .bind(c.tool_calls)
-        .bind(c.tool_call_id)
-        .bind(c.name)
-        .bind(c.reasoning)
-        .fetch_one(self.pool())
+    }
+
+    /// Starts a turn in one fenced statement: stores its user input as step 0 and freezes
+    /// `prompt` as the session's system prompt unless it has one. Returns the prompt the
+    /// session now has (an earlier one wins, byte for byte).
+    pub async fn begin_turn(
+        &self,
+        tenant: TenantId,
+        session: SessionId,
+        fence: i64,
+        turn: TurnId,
+        input: &ChatMessage,
+        prompt: &str,
+    ) -> Result<String> {
+        let mut conn = self.pool().acquire().await?;
+        let (_, frozen) = append_in(
+            &mut conn,
+            tenant,
+            session,
+            fence,
+            turn,
+            0,
+            input,
+            Some(prompt),
+        )
         .await?;
-        let owned: i64 = row.try_get("owned")?;
-        if owned == 0 {
-            return Err(StoreError::Fenced);
-        }
-        let seq: Option<i32> = row.try_get("seq")?;
-        Ok(seq.map_or(Appended::AlreadyStored, Appended::At))
+        frozen.ok_or_else(|| {
+            StoreError::Corrupt("session has no system prompt after freezing".into())
+        })
     }
 
     /// The session's messages in order.

@@ -45,27 +45,4 @@ impl Store {
             updated_at: row.try_get("updated_at")?,
         })
     }
-
-    /// Freezes the rendered system prompt on the session, if it has none yet, as the worker
-    /// holding `fence`. Returns the prompt the session now has (an earlier one wins).
-    pub async fn freeze_system_prompt(
-        &self,
-        tenant: TenantId,
-        session: SessionId,
-        fence: i64,
-        prompt: &str,
-    ) -> Result<String> {
-        let row = sqlx::query(
-            "UPDATE sessions SET system_prompt = COALESCE(system_prompt, $4), updated_at = now()
-             WHERE tenant_id = $1 AND id = $2 AND fence = $3 RETURNING system_prompt",
-        )
-        .bind(tenant.as_uuid())
-        .bind(session.as_uuid())
-        .bind(fence)
-        .bind(prompt)
-        .fetch_optional(self.pool())
-        .await?
-        .ok_or(StoreError::Fenced)?;
-        Ok(row.try_get("system_prompt")?)
-    }
 }

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 use sqlx::Row;
-use uuid::Uuid;
 
 use hermes_core::{AgentId, ChatMessage, SessionId, TenantId, TurnId, TurnOutcome};
 
@@ -79,6 +78,8 @@ pub struct NewTurn {
     pub input: ChatMessage,
     pub instructions: Option<String>,
     pub stream: bool,
+    /// The event hub of the pod waiting for this turn's events.
+    pub notify_hub: Option<String>,
 }
 
 /// A turn a worker has claimed.
@@ -94,6 +95,7 @@ pub struct ClaimedTurn {
     pub input: ChatMessage,
     pub instructions: Option<String>,
     pub stream: bool,
+    pub notify_hub: Option<String>,
     pub system_prompt: Option<String>,
 }
 
@@ -159,7 +161,8 @@ impl Store {
             }
         };
         sqlx::query(
-            "INSERT INTO turns (id, tenant_id, session_id, input, instructions, stream) VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO turns (id, tenant_id, session_id, input, instructions, stream, notify_hub)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .bind(turn_id.as_uuid())
         .bind(tenant.as_uuid())
@@ -167,6 +170,7 @@ impl Store {
         .bind(input)
         .bind(&new.instructions)
         .bind(new.stream)
+        .bind(&new.notify_hub)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
@@ -174,8 +178,8 @@ impl Store {
     }
 
     /// Claims the session's oldest open turn for `owner` if it is queued, abandoned (lease
-    /// expired) or already ours, and bumps the session's fence past `token`. `None` when there
-    /// is nothing to run or another live worker has it.
+    /// expired) or already ours, and bumps the session's fence past `token`, in one
+    /// statement. `None` when there is nothing to run or another live worker has it.
     pub async fn claim_next_turn(
         &self,
         tenant: TenantId,
@@ -184,56 +188,49 @@ impl Store {
         lease: Duration,
         token: i64,
     ) -> Result<Option<ClaimedTurn>> {
-        let mut tx = self.pool().begin().await?;
+        // Only the oldest open turn may run, so turns of a session run in order.
         let row = sqlx::query(
-            "SELECT id, status::text AS status, (lease_owner = $3 OR lease_expires_at < now()) AS abandoned
-             FROM turns WHERE tenant_id = $1 AND session_id = $2 AND status IN ('queued', 'running')
-             ORDER BY created_at LIMIT 1 FOR UPDATE",
+            "WITH next AS (
+                SELECT id FROM turns
+                WHERE tenant_id = $1 AND session_id = $2 AND status IN ('queued', 'running')
+                ORDER BY created_at LIMIT 1
+                FOR UPDATE
+             ), claimable AS (
+                SELECT t.id FROM turns t JOIN next ON next.id = t.id
+                WHERE t.status = 'queued' OR t.lease_owner = $3 OR t.lease_expires_at < now()
+             ), s AS (
+                UPDATE sessions SET fence = GREATEST(fence + 1, $4)
+                WHERE tenant_id = $1 AND id = $2 AND EXISTS (SELECT 1 FROM claimable)
+                RETURNING fence, agent_id, system_prompt
+             ), t AS (
+                UPDATE turns SET status = 'running', lease_owner = $3,
+                       lease_expires_at = now() + make_interval(secs => $5), attempts = attempts + 1,
+                       started_at = COALESCE(started_at, now())
+                FROM claimable WHERE turns.id = claimable.id
+                RETURNING turns.id, attempts, input, instructions, stream, notify_hub
+             )
+             SELECT t.*, s.* FROM t CROSS JOIN s",
         )
         .bind(tenant.as_uuid())
         .bind(session.as_uuid())
         .bind(owner)
-        .fetch_optional(&mut *tx)
+        .bind(token)
+        .bind(lease.as_secs_f64())
+        .fetch_optional(self.pool())
         .await?;
         let Some(row) = row else { return Ok(None) };
-        let status = TurnStatus::parse(&row.try_get::<String, _>("status")?)?;
-        let abandoned: Option<bool> = row.try_get("abandoned")?;
-        if status == TurnStatus::Running && abandoned != Some(true) {
-            return Ok(None);
-        }
-        let turn_id: Uuid = row.try_get("id")?;
-        let session_row = sqlx::query(
-            "UPDATE sessions SET fence = GREATEST(fence + 1, $3) WHERE tenant_id = $1 AND id = $2
-             RETURNING fence, agent_id, system_prompt",
-        )
-        .bind(tenant.as_uuid())
-        .bind(session.as_uuid())
-        .bind(token)
-        .fetch_one(&mut *tx)
-        .await?;
-        let turn = sqlx::query(
-            "UPDATE turns SET status = 'running', lease_owner = $2,
-                    lease_expires_at = now() + make_interval(secs => $3), attempts = attempts + 1,
-                    started_at = COALESCE(started_at, now())
-             WHERE id = $1 RETURNING attempts, input, instructions, stream",
-        )
-        .bind(turn_id)
-        .bind(owner)
-        .bind(lease.as_secs_f64())
-        .fetch_one(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        let input: Value = turn.try_get("input")?;
+        let input: Value = row.try_get("input")?;
         Ok(Some(ClaimedTurn {
-            turn_id: TurnId::from_uuid(turn_id),
+            turn_id: TurnId::from_uuid(row.try_get("id")?),
             session_id: session,
-            agent_id: AgentId::from_uuid(session_row.try_get("agent_id")?),
-            fence: session_row.try_get("fence")?,
-            attempt: turn.try_get("attempts")?,
+            agent_id: AgentId::from_uuid(row.try_get("agent_id")?),
+            fence: row.try_get("fence")?,
+            attempt: row.try_get("attempts")?,
             input: serde_json::from_value(input).map_err(|e| StoreError::Corrupt(e.to_string()))?,
-            instructions: turn.try_get("instructions")?,
-            stream: turn.try_get("stream")?,
-            system_prompt: session_row.try_get("system_prompt")?,
+            instructions: row.try_get("instructions")?,
+            stream: row.try_get("stream")?,
+            notify_hub: row.try_get("notify_hub")?,
+            system_prompt: row.try_get("system_prompt")?,
         }))
     }
 
@@ -278,7 +275,9 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
-    /// Ends a running turn with `status` and `outcome`, if `fence` still owns the session.
+    /// Ends a running turn with `status` and `outcome`, if `fence` still owns the session,
+    /// storing the turn's final assistant message (step `final_message.0`) in the same
+    /// transaction, so an answer is either stored with its outcome or not at all.
     pub async fn finish_turn(
         &self,
         tenant: TenantId,
@@ -287,28 +286,33 @@ impl Store {
         fence: i64,
         status: TurnStatus,
         outcome: &TurnOutcome,
+        final_message: Option<(i32, &ChatMessage)>,
     ) -> Result<()> {
         let outcome =
             serde_json::to_value(outcome).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let mut tx = self.pool().begin().await?;
+        if let Some((step, message)) = final_message {
+            crate::messages::append_in(&mut tx, tenant, session, fence, turn, step, message, None)
+                .await?;
+        }
         let done = sqlx::query(
-            "WITH owner AS (
-                SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2 AND fence = $4 FOR SHARE
-             )
-             UPDATE turns SET status = $5::turn_status, outcome = $6, finished_at = now(),
+            "UPDATE turns SET status = $4::turn_status, outcome = $5, finished_at = now(),
                     lease_owner = NULL, lease_expires_at = NULL
-             WHERE tenant_id = $1 AND id = $3 AND status = 'running' AND EXISTS (SELECT 1 FROM owner)",
+             WHERE tenant_id = $1 AND id = $2 AND status = 'running'
+               AND EXISTS (SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $3 AND fence = $6 FOR SHARE)",
         )
         .bind(tenant.as_uuid())
-        .bind(session.as_uuid())
         .bind(turn.as_uuid())
-        .bind(fence)
+        .bind(session.as_uuid())
         .bind(status.as_str())
         .bind(outcome)
-        .execute(self.pool())
+        .bind(fence)
+        .execute(&mut *tx)
         .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::Fenced);
         }
+        tx.commit().await?;
         Ok(())
     }
 

@@ -126,6 +126,7 @@ pub(crate) async fn chat_completions(
         input: parsed.input,
         instructions: parsed.instructions,
         stream: parsed.stream,
+        notify_hub: Some(state.events.id().to_owned()),
     };
     let (session_id, turn_id) = match state.store.enqueue_turn(auth.tenant_id, new).await {
         Ok(ids) => ids,
@@ -141,11 +142,7 @@ pub(crate) async fn chat_completions(
     span.record("session.id", tracing::field::display(session_id));
     span.record("turn.id", tracing::field::display(turn_id));
     // Subscribe before signalling, so no event can be missed.
-    let sub = state
-        .events
-        .subscribe(auth.tenant_id, session_id, turn_id)
-        .await
-        .map_err(|e| ApiError::unavailable(format!("event bus unavailable: {e}")))?;
+    let sub = state.events.subscribe(turn_id);
     if let Err(e) = state
         .broker
         .publish_work(&SessionWork {

@@ -9,17 +9,24 @@ use hermes_core::{ChatMessage, SessionId, TenantId, TurnEvent, TurnEventKind, Tu
 use hermes_queue::Broker;
 use hermes_store::{Store, StoreError};
 
-/// Checkpoints a turn's messages, fenced by the session's token.
+/// Checkpoints a turn's messages, fenced by the session's token. The final answer (an
+/// assistant message without tool calls) is held back and stored together with the turn's
+/// outcome in one transaction.
 pub(crate) struct StoreJournal {
     pub store: Store,
     pub tenant: TenantId,
     pub session: SessionId,
     pub turn: TurnId,
     pub fence: i64,
+    pub final_answer: Option<(i32, ChatMessage)>,
 }
 
 impl TurnJournal for StoreJournal {
     async fn record(&mut self, step: i32, message: &ChatMessage) -> Result<(), JournalError> {
+        if message.role == hermes_core::Role::Assistant && message.tool_calls.is_empty() {
+            self.final_answer = Some((step, message.clone()));
+            return Ok(());
+        }
         match self
             .store
             .append_message(
@@ -47,7 +54,13 @@ pub(crate) struct EventPublisher {
 }
 
 impl EventPublisher {
-    pub fn start(broker: Broker, tenant: TenantId, session: SessionId, turn: TurnId) -> Self {
+    pub fn start(
+        broker: Broker,
+        tenant: TenantId,
+        session: SessionId,
+        turn: TurnId,
+        hub: Option<String>,
+    ) -> Self {
         let (tx, mut rx) = mpsc::unbounded_channel::<TurnEventKind>();
         let task = tokio::spawn(async move {
             while let Some(kind) = rx.recv().await {
@@ -57,7 +70,7 @@ impl EventPublisher {
                     turn_id: turn,
                     kind,
                 };
-                if let Err(e) = broker.publish_event(&event).await {
+                if let Err(e) = broker.publish_event(&event, hub.as_deref()).await {
                     tracing::warn!(error = %e, "cannot publish a turn event; waiters fall back to Postgres");
                 }
             }

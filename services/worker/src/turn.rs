@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
+use hermes_agent::EventSink;
 use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
 use hermes_agent::{TurnEnd, TurnLimits, TurnStart, run_turn};
 use hermes_cache::LockGuard;
@@ -74,9 +75,24 @@ fn failed(code: &str, message: impl Into<String>) -> TurnOutcome {
 
 async fn execute(rt: &Runtime, tenant: TenantId, turn: ClaimedTurn) -> bool {
     let started = Instant::now();
-    let events =
-        EventPublisher::start(rt.ctx.broker.clone(), tenant, turn.session_id, turn.turn_id);
-    events_started(&events, turn.attempt);
+    let events = EventPublisher::start(
+        rt.ctx.broker.clone(),
+        tenant,
+        turn.session_id,
+        turn.turn_id,
+        turn.notify_hub.clone(),
+    );
+    events.emit(TurnEventKind::Started {
+        attempt: u32::try_from(turn.attempt).unwrap_or(0),
+    });
+    let mut journal = StoreJournal {
+        store: rt.ctx.store.clone(),
+        tenant,
+        session: turn.session_id,
+        turn: turn.turn_id,
+        fence: turn.fence,
+        final_answer: None,
+    };
     let end = if turn.attempt > MAX_ATTEMPTS {
         tracing::error!("turn failed on {MAX_ATTEMPTS} workers; giving up");
         TurnEnd::Finished(failed(
@@ -84,7 +100,7 @@ async fn execute(rt: &Runtime, tenant: TenantId, turn: ClaimedTurn) -> bool {
             format!("The turn failed {MAX_ATTEMPTS} times and was stopped."),
         ))
     } else {
-        match prepare_and_run(rt, tenant, &turn, &events).await {
+        match prepare_and_run(rt, tenant, &turn, &events, &mut journal).await {
             Ok(end) => end,
             Err(PrepareError::Fenced) => TurnEnd::Superseded,
             Err(PrepareError::Fail(outcome)) => TurnEnd::Finished(outcome),
@@ -103,6 +119,10 @@ async fn execute(rt: &Runtime, tenant: TenantId, turn: ClaimedTurn) -> bool {
     } else {
         TurnStatus::Completed
     };
+    let answer = journal
+        .final_answer
+        .as_ref()
+        .map(|(step, message)| (*step, message));
     match rt
         .ctx
         .store
@@ -113,6 +133,7 @@ async fn execute(rt: &Runtime, tenant: TenantId, turn: ClaimedTurn) -> bool {
             turn.fence,
             status,
             &outcome,
+            answer,
         )
         .await
     {
@@ -148,13 +169,6 @@ async fn execute(rt: &Runtime, tenant: TenantId, turn: ClaimedTurn) -> bool {
     true
 }
 
-fn events_started(events: &EventPublisher, attempt: i32) {
-    use hermes_agent::EventSink;
-    events.emit(TurnEventKind::Started {
-        attempt: u32::try_from(attempt).unwrap_or(0),
-    });
-}
-
 enum PrepareError {
     Fenced,
     Fail(TurnOutcome),
@@ -177,6 +191,7 @@ async fn prepare_and_run(
     tenant: TenantId,
     turn: &ClaimedTurn,
     events: &EventPublisher,
+    journal: &mut StoreJournal,
 ) -> Result<TurnEnd, PrepareError> {
     let store = &rt.ctx.store;
     let agent = store.agent(tenant, turn.agent_id).await?;
@@ -188,50 +203,51 @@ async fn prepare_and_run(
         ))
     })?;
     let tools = rt.tools.restricted_to(&agent.toolsets);
-
-    let mut stored = store.session_messages(tenant, turn.session_id).await?;
-    if !stored.iter().any(|m| m.turn_id == Some(turn.turn_id)) {
-        let mut input = turn.input.clone();
-        input.role = Role::User;
-        let mut journal = journal(rt, tenant, turn);
-        hermes_agent::TurnJournal::record(&mut journal, 0, &input)
-            .await
-            .map_err(|e| match e {
-                hermes_agent::JournalError::Fenced => PrepareError::Fenced,
-                hermes_agent::JournalError::Storage(msg) => {
-                    tracing::error!(error = %msg, "cannot store the user input");
-                    PrepareError::Fail(failed("storage_error", "The turn could not be saved."))
-                }
-            })?;
-        stored = store.session_messages(tenant, turn.session_id).await?;
-    }
+    let stored = store.session_messages(tenant, turn.session_id).await?;
+    let resumed = stored.iter().any(|m| m.turn_id == Some(turn.turn_id));
     let completed_steps = stored
         .iter()
         .filter(|m| m.turn_id == Some(turn.turn_id))
         .filter_map(|m| m.turn_step)
         .max()
         .unwrap_or(0);
+    let mut history: Vec<ChatMessage> = stored.into_iter().map(|m| m.message).collect();
 
-    let prompt = match &turn.system_prompt {
-        Some(p) => p.clone(),
-        None => {
-            let names = tools.names();
-            let rendered = render_stable_prompt(&PromptInputs {
-                soul: agent.soul.as_deref(),
-                tool_names: &names,
-                today: chrono::Utc::now().date_naive(),
-            });
-            store
-                .freeze_system_prompt(tenant, turn.session_id, turn.fence, &rendered)
-                .await?
+    let prompt = match (&turn.system_prompt, resumed) {
+        (Some(prompt), true) => prompt.clone(),
+        _ => {
+            // First run of this turn: store the input, freezing the prompt if the session
+            // has none yet (the stored one wins, so every turn sees the same bytes).
+            let rendered = match &turn.system_prompt {
+                Some(p) => p.clone(),
+                None => render_stable_prompt(&PromptInputs {
+                    soul: agent.soul.as_deref(),
+                    tool_names: &tools.names(),
+                    today: chrono::Utc::now().date_naive(),
+                }),
+            };
+            let mut input = turn.input.clone();
+            input.role = Role::User;
+            let frozen = store
+                .begin_turn(
+                    tenant,
+                    turn.session_id,
+                    turn.fence,
+                    turn.turn_id,
+                    &input,
+                    &rendered,
+                )
+                .await?;
+            history.push(input);
+            frozen
         }
     };
-    let mut messages = Vec::with_capacity(stored.len() + 2);
+    let mut messages = Vec::with_capacity(history.len() + 2);
     messages.push(ChatMessage::system(prompt));
     if let Some(instructions) = &turn.instructions {
         messages.push(ChatMessage::system(instructions.clone()));
     }
-    messages.extend(stored.into_iter().map(|m| m.message));
+    messages.extend(history);
 
     let model = OpenAiCompatible::new(
         rt.ctx.http.clone(),
@@ -256,7 +272,6 @@ async fn prepare_and_run(
         max_iterations: rt.ctx.config.worker.max_iterations,
         stream_deltas: turn.stream,
     };
-    let mut journal = journal(rt, tenant, turn);
     let start = TurnStart {
         messages,
         completed_steps,
@@ -266,20 +281,10 @@ async fn prepare_and_run(
         &agent.model,
         &tools,
         &tool_ctx,
-        &mut journal,
+        journal,
         events,
         &limits,
         start,
     )
     .await)
-}
-
-fn journal(rt: &Runtime, tenant: TenantId, turn: &ClaimedTurn) -> StoreJournal {
-    StoreJournal {
-        store: rt.ctx.store.clone(),
-        tenant,
-        session: turn.session_id,
-        turn: turn.turn_id,
-        fence: turn.fence,
-    }
 }
