@@ -277,7 +277,11 @@ impl Store {
 
     /// Ends a running turn with `status` and `outcome`, if `fence` still owns the session,
     /// storing the turn's final assistant message (step `final_message.0`) in the same
-    /// transaction, so an answer is either stored with its outcome or not at all.
+    /// statement, so an answer is either stored with its outcome or not at all.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one fenced statement with all its inputs"
+    )]
     pub async fn finish_turn(
         &self,
         tenant: TenantId,
@@ -290,29 +294,49 @@ impl Store {
     ) -> Result<()> {
         let outcome =
             serde_json::to_value(outcome).map_err(|e| StoreError::Invalid(e.to_string()))?;
-        let mut tx = self.pool().begin().await?;
-        if let Some((step, message)) = final_message {
-            crate::messages::append_in(&mut tx, tenant, session, fence, turn, step, message, None)
-                .await?;
-        }
-        let done = sqlx::query(
-            "UPDATE turns SET status = $4::turn_status, outcome = $5, finished_at = now(),
-                    lease_owner = NULL, lease_expires_at = NULL
-             WHERE tenant_id = $1 AND id = $2 AND status = 'running'
-               AND EXISTS (SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $3 AND fence = $6 FOR SHARE)",
+        let (step, c) = match final_message {
+            Some((step, msg)) => (Some(step), Some(columns(msg)?)),
+            None => (None, None),
+        };
+        let row = sqlx::query(
+            "WITH s AS (
+                UPDATE sessions SET next_seq = next_seq + (CASE WHEN $5::int IS NULL THEN 0 ELSE 1 END),
+                       updated_at = now()
+                WHERE tenant_id = $1 AND id = $2 AND fence = $4
+                RETURNING next_seq - 1 AS seq
+             ), ins AS (
+                INSERT INTO messages (tenant_id, session_id, seq, turn_id, turn_step, role, content,
+                                      tool_calls, tool_call_id, name, reasoning)
+                SELECT $1, $2, s.seq, $3, $5, $6, $7, $8, $9, $10, $11 FROM s WHERE $5::int IS NOT NULL
+                ON CONFLICT DO NOTHING
+                RETURNING seq
+             ), t AS (
+                UPDATE turns SET status = $12::turn_status, outcome = $13, finished_at = now(),
+                       lease_owner = NULL, lease_expires_at = NULL
+                WHERE tenant_id = $1 AND id = $3 AND status = 'running' AND EXISTS (SELECT 1 FROM s)
+                RETURNING 1
+             )
+             SELECT (SELECT count(*) FROM t) AS finished",
         )
         .bind(tenant.as_uuid())
-        .bind(turn.as_uuid())
         .bind(session.as_uuid())
+        .bind(turn.as_uuid())
+        .bind(fence)
+        .bind(step)
+        .bind(c.as_ref().map_or("assistant", |c| c.role))
+        .bind(c.as_ref().and_then(|c| c.content.clone()))
+        .bind(c.as_ref().and_then(|c| c.tool_calls.clone()))
+        .bind(c.as_ref().and_then(|c| c.tool_call_id.clone()))
+        .bind(c.as_ref().and_then(|c| c.name.clone()))
+        .bind(c.as_ref().and_then(|c| c.reasoning.clone()))
         .bind(status.as_str())
         .bind(outcome)
-        .bind(fence)
-        .execute(&mut *tx)
+        .fetch_one(self.pool())
         .await?;
-        if done.rows_affected() == 0 {
+        let finished: i64 = row.try_get("finished")?;
+        if finished == 0 {
             return Err(StoreError::Fenced);
         }
-        tx.commit().await?;
         Ok(())
     }
 

@@ -1,4 +1,5 @@
-//! One delivery: take the session lock, run every claimable turn of the session, release.
+//! One delivery: take the session lock, run the session's next turn, release, and look again
+//! (a turn that arrived meanwhile found the lock taken and relies on this second look).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +15,8 @@ pub(crate) async fn handle_delivery(rt: Arc<Runtime>, delivery: WorkDelivery) {
         tracing::info_span!("session", tenant.id = %work.tenant_id, session.id = %work.session_id);
     let lease = Duration::from_secs(rt.ctx.config.worker.lease_seconds);
     let locks = rt.ctx.cache.session_locks();
-    let mut acked = false;
+    let store = &rt.ctx.store;
+    let mut delivery = Some(delivery);
     loop {
         let guard = match locks
             .try_acquire(work.session_id, &rt.worker_id, lease)
@@ -22,61 +24,50 @@ pub(crate) async fn handle_delivery(rt: Arc<Runtime>, delivery: WorkDelivery) {
         {
             Ok(Some(g)) => g,
             Ok(None) => {
-                // Another worker runs this session; it re-checks for new turns after releasing.
-                if !acked {
-                    delivery.ack().await;
+                // Another worker runs this session; it looks for new turns after releasing.
+                if let Some(d) = delivery.take() {
+                    d.ack().await;
                 }
                 return;
             }
             Err(e) => {
                 tracing::warn!(parent: &span, error = %e, "cannot take the session lock; requeueing");
                 tokio::time::sleep(Duration::from_secs(1)).await;
-                if !acked {
-                    delivery.requeue().await;
+                if let Some(d) = delivery.take() {
+                    d.requeue().await;
                 }
                 return;
             }
         };
-        if !acked {
-            delivery.ack().await;
-            acked = true;
+        if let Some(d) = delivery.take() {
+            // The work itself is in Postgres; the message has done its job. Ack off the
+            // critical path.
+            tokio::spawn(async move { d.ack().await });
         }
-        loop {
-            let claimed = rt
-                .ctx
-                .store
-                .claim_next_turn(
-                    work.tenant_id,
-                    work.session_id,
-                    &rt.worker_id,
-                    lease,
-                    guard.token,
-                )
-                .await;
-            match claimed {
-                Ok(Some(turn)) => {
-                    if !run_claimed_turn(&rt, work.tenant_id, turn, &guard, &span).await {
-                        break;
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    tracing::warn!(parent: &span, error = %e, "cannot claim a turn");
-                    break;
-                }
+        let keep_going = match store
+            .claim_next_turn(
+                work.tenant_id,
+                work.session_id,
+                &rt.worker_id,
+                lease,
+                guard.token,
+            )
+            .await
+        {
+            Ok(Some(turn)) => run_claimed_turn(&rt, work.tenant_id, turn, &guard, &span).await,
+            Ok(None) => true,
+            Err(e) => {
+                tracing::warn!(parent: &span, error = %e, "cannot claim a turn");
+                false
             }
-        }
+        };
         if let Err(e) = locks.release(&guard).await {
             tracing::warn!(parent: &span, error = %e, "cannot release the session lock (it will expire)");
         }
-        if rt.abandon.is_cancelled() {
+        if !keep_going || rt.abandon.is_cancelled() {
             return;
         }
-        // A turn may have arrived between our last claim and the release, while its own
-        // delivery found the lock taken: look once more.
-        match rt
-            .ctx
-            .store
+        match store
             .has_claimable_turn(work.tenant_id, work.session_id)
             .await
         {

@@ -32,9 +32,9 @@ pub(crate) async fn run_claimed_turn(
     let span = tracing::info_span!(parent: parent, "turn", turn.id = %turn.turn_id, attempt = turn.attempt);
     let lease = Duration::from_secs(rt.ctx.config.worker.lease_seconds);
     let locks = rt.ctx.cache.session_locks();
-    let mut heartbeat =
-        tokio::time::interval(Duration::from_millis(rt.ctx.config.worker.heartbeat_millis));
-    heartbeat.tick().await;
+    // First beat one period from now (an immediate first tick would wait for the timer wheel).
+    let period = Duration::from_millis(rt.ctx.config.worker.heartbeat_millis);
+    let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     let turn_id = turn.turn_id;
     let work = execute(rt, tenant, turn).instrument(span.clone());
     tokio::pin!(work);
@@ -194,7 +194,11 @@ async fn prepare_and_run(
     journal: &mut StoreJournal,
 ) -> Result<TurnEnd, PrepareError> {
     let store = &rt.ctx.store;
-    let agent = store.agent(tenant, turn.agent_id).await?;
+    // Two independent reads, in parallel.
+    let (agent, stored) = tokio::try_join!(
+        store.agent(tenant, turn.agent_id),
+        store.session_messages(tenant, turn.session_id)
+    )?;
     let api_key = agent.provider_key(rt.ctx.secrets.as_ref()).map_err(|e| {
         tracing::error!(error = %e, "cannot open the agent's provider key");
         PrepareError::Fail(failed(
@@ -203,7 +207,6 @@ async fn prepare_and_run(
         ))
     })?;
     let tools = rt.tools.restricted_to(&agent.toolsets);
-    let stored = store.session_messages(tenant, turn.session_id).await?;
     let resumed = stored.iter().any(|m| m.turn_id == Some(turn.turn_id));
     let completed_steps = stored
         .iter()
