@@ -11,12 +11,12 @@ source deploy/dev/toolchain.sh
 ensure_pinned_toolchain
 deploy/dev/ensure-services.sh
 deploy/sandbox/build-test-image.sh >/dev/null
-cargo build --release --locked -p hermesd -p hermesctl -p hermes-testkit -p hermes-loadtest
+cargo build --release --locked --bins
 bin="${CARGO_TARGET_DIR:-$root/target}/release"
 
 db=hermes_loadtest
 psql -q -h 127.0.0.1 -U postgres -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db"
-export HERMES__DATABASE__URL="postgres://postgres@127.0.0.1:5432/$db"
+export HERMES__DATABASE__URL="postgres://postgres@127.0.0.1:5432/$db${PGSSL:+?sslmode=$PGSSL}"
 export HERMES__HTTP__BIND=127.0.0.1:18080
 export HERMES__OPS__BIND=127.0.0.1:19090
 export HERMES__GATEWAY__BIND=127.0.0.1:18081

@@ -24,7 +24,7 @@ echo "== sandbox image (first build takes about a minute)"
 deploy/sandbox/build-image.sh >/dev/null
 
 echo "== release build (first build takes several minutes on 2 cores)"
-cargo build --release --locked -p hermesd -p hermesctl -p hermes-testkit
+cargo build --release --locked --bins
 bin="${CARGO_TARGET_DIR:-$root/target}/release"
 
 # Tenant secrets are encrypted with this key; keep it (losing it loses stored provider keys).

@@ -32,17 +32,10 @@ async fn a_worker_killed_mid_turn_is_replaced_and_the_client_gets_exactly_one_an
     env.llm.push(ScriptedReply::text("finished by worker B"));
 
     let mut worker_a = env.spawn_hermesd(&["worker"], "worker-a");
-    let client = {
-        let (http, url, key) = (env.http.clone(), env.api_url.clone(), key.clone());
-        tokio::spawn(async move {
-            http.post(format!("{url}/v1/chat/completions"))
-                .bearer_auth(key)
-                .json(&json!({"model": "ops", "messages": [{"role": "user", "content": "do it"}]}))
-                .send()
-                .await
-                .unwrap()
-        })
-    };
+    let client = env.spawn_chat(
+        &key,
+        json!({"model": "ops", "messages": [{"role": "user", "content": "do it"}]}),
+    );
     assert!(
         env.llm.wait_for_requests(2, Duration::from_secs(60)).await,
         "worker A reached its second model call"
@@ -116,17 +109,10 @@ async fn sigterm_lets_the_running_turn_finish_before_the_worker_exits() {
     env.llm
         .push(ScriptedReply::text("worth the wait").after(Duration::from_millis(1500)));
     let mut worker = env.spawn_hermesd(&["worker"], "worker-drain");
-    let client = {
-        let (http, url, key) = (env.http.clone(), env.api_url.clone(), key.clone());
-        tokio::spawn(async move {
-            http.post(format!("{url}/v1/chat/completions"))
-                .bearer_auth(key)
-                .json(&json!({"model": "helper", "messages": [{"role": "user", "content": "slow please"}]}))
-                .send()
-                .await
-                .unwrap()
-        })
-    };
+    let client = env.spawn_chat(
+        &key,
+        json!({"model": "helper", "messages": [{"role": "user", "content": "slow please"}]}),
+    );
     assert!(env.llm.wait_for_requests(1, Duration::from_secs(60)).await);
     let pid = worker.id().to_string();
     assert!(

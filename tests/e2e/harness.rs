@@ -220,6 +220,23 @@ impl TestEnv {
         req.send().await.unwrap()
     }
 
+    /// Sends a chat completion from a background task (for tests that act while it runs).
+    pub fn spawn_chat(&self, key: &str, body: Value) -> JoinHandle<reqwest::Response> {
+        let (http, url, key) = (
+            self.http.clone(),
+            format!("{}/v1/chat/completions", self.api_url),
+            key.to_owned(),
+        );
+        tokio::spawn(async move {
+            http.post(url)
+                .bearer_auth(key)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+        })
+    }
+
     /// Runs one SQL count against the test database.
     pub async fn count(&self, sql: &str) -> i64 {
         sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql.to_owned()))

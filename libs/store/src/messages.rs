@@ -40,6 +40,34 @@ pub(crate) struct MessageColumns {
     pub reasoning: Option<String>,
 }
 
+impl MessageColumns {
+    /// Placeholder values for a statement that inserts no message.
+    pub(crate) fn empty_assistant() -> Self {
+        Self {
+            role: "assistant",
+            content: None,
+            tool_calls: None,
+            tool_call_id: None,
+            name: None,
+            reasoning: None,
+        }
+    }
+
+    /// Binds role, content, tool_calls, tool_call_id, name and reasoning, in that order.
+    pub(crate) fn bind_to<'q>(
+        self,
+        query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+        query
+            .bind(self.role)
+            .bind(self.content)
+            .bind(self.tool_calls)
+            .bind(self.tool_call_id)
+            .bind(self.name)
+            .bind(self.reasoning)
+    }
+}
+
 pub(crate) fn columns(msg: &ChatMessage) -> Result<MessageColumns> {
     let content = msg
         .content
@@ -113,7 +141,7 @@ pub(crate) async fn append_in(
     freeze_prompt: Option<&str>,
 ) -> Result<(Appended, Option<String>)> {
     let c = columns(msg)?;
-    let row = sqlx::query(
+    let query = sqlx::query(
         "WITH s AS (
             UPDATE sessions SET next_seq = next_seq + 1, updated_at = now(),
                    system_prompt = COALESCE(system_prompt, $12)
@@ -133,16 +161,8 @@ pub(crate) async fn append_in(
     .bind(session.as_uuid())
     .bind(fence)
     .bind(turn.as_uuid())
-    .bind(step)
-    .bind(c.role)
-    .bind(c.content)
-    .bind(c.tool_calls)
-    .bind(c.tool_call_id)
-    .bind(c.name)
-    .bind(c.reasoning)
-    .bind(freeze_prompt)
-    .fetch_one(conn)
-    .await?;
+    .bind(step);
+    let row = c.bind_to(query).bind(freeze_prompt).fetch_one(conn).await?;
     let owned: i64 = row.try_get("owned")?;
     if owned == 0 {
         return Err(StoreError::Fenced);

@@ -33,6 +33,11 @@ impl SecretBox {
         })
     }
 
+    /// The box for an optional configured key (`secrets.master_key`); `None` when unset.
+    pub fn from_config(master_key: Option<&str>) -> Result<Option<Self>> {
+        master_key.map(Self::from_base64).transpose()
+    }
+
     /// A fresh random master key, base64-encoded (for installers).
     pub fn generate_master_key() -> Result<String> {
         let mut raw = [0u8; 32];

@@ -12,7 +12,7 @@ use sqlx::Row;
 
 use hermes_core::{AgentId, ChatMessage, SessionId, TenantId, TurnId, TurnOutcome};
 
-use crate::messages::columns;
+use crate::messages::{MessageColumns, columns};
 use crate::{Result, Store, StoreError};
 
 /// A turn's state.
@@ -139,23 +139,15 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
                 for (i, msg) in history.iter().enumerate() {
-                    let c = columns(msg)?;
-                    sqlx::query(
+                    let query = sqlx::query(
                         "INSERT INTO messages (tenant_id, session_id, seq, role, content, tool_calls,
                                                tool_call_id, name, reasoning)
                          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
                     )
                     .bind(tenant.as_uuid())
                     .bind(id.as_uuid())
-                    .bind(i32::try_from(i + 1).map_err(|_| StoreError::Invalid("history too long".into()))?)
-                    .bind(c.role)
-                    .bind(c.content)
-                    .bind(c.tool_calls)
-                    .bind(c.tool_call_id)
-                    .bind(c.name)
-                    .bind(c.reasoning)
-                    .execute(&mut *tx)
-                    .await?;
+                    .bind(i32::try_from(i + 1).map_err(|_| StoreError::Invalid("history too long".into()))?);
+                    columns(msg)?.bind_to(query).execute(&mut *tx).await?;
                 }
                 id
             }
@@ -294,11 +286,12 @@ impl Store {
     ) -> Result<()> {
         let outcome =
             serde_json::to_value(outcome).map_err(|e| StoreError::Invalid(e.to_string()))?;
-        let (step, c) = match final_message {
-            Some((step, msg)) => (Some(step), Some(columns(msg)?)),
-            None => (None, None),
+        let (step, columns) = match final_message {
+            Some((step, msg)) => (Some(step), columns(msg)?),
+            // Nothing to insert: the `ins` step is skipped, the values are never read.
+            None => (None, MessageColumns::empty_assistant()),
         };
-        let row = sqlx::query(
+        let query = sqlx::query(
             "WITH s AS (
                 UPDATE sessions SET next_seq = next_seq + (CASE WHEN $5::int IS NULL THEN 0 ELSE 1 END),
                        updated_at = now()
@@ -322,17 +315,13 @@ impl Store {
         .bind(session.as_uuid())
         .bind(turn.as_uuid())
         .bind(fence)
-        .bind(step)
-        .bind(c.as_ref().map_or("assistant", |c| c.role))
-        .bind(c.as_ref().and_then(|c| c.content.clone()))
-        .bind(c.as_ref().and_then(|c| c.tool_calls.clone()))
-        .bind(c.as_ref().and_then(|c| c.tool_call_id.clone()))
-        .bind(c.as_ref().and_then(|c| c.name.clone()))
-        .bind(c.as_ref().and_then(|c| c.reasoning.clone()))
-        .bind(status.as_str())
-        .bind(outcome)
-        .fetch_one(self.pool())
-        .await?;
+        .bind(step);
+        let row = columns
+            .bind_to(query)
+            .bind(status.as_str())
+            .bind(outcome)
+            .fetch_one(self.pool())
+            .await?;
         let finished: i64 = row.try_get("finished")?;
         if finished == 0 {
             return Err(StoreError::Fenced);

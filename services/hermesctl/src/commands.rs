@@ -145,12 +145,7 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
                 ),
                 None => None,
             };
-            let secrets = config
-                .secrets
-                .master_key
-                .as_deref()
-                .map(SecretBox::from_base64)
-                .transpose()?;
+            let secrets = SecretBox::from_config(config.secrets.master_key.as_deref())?;
             let new = NewAgent {
                 name: a.name,
                 model: a.model,

@@ -64,12 +64,7 @@ pub async fn run(
     .await?;
     let name = format!("hermesd-{}", std::process::id());
     let broker = with_retry("rabbitmq", || Broker::connect(&config.rabbitmq, &name)).await?;
-    let secrets = config
-        .secrets
-        .master_key
-        .as_deref()
-        .map(SecretBox::from_base64)
-        .transpose()?;
+    let secrets = SecretBox::from_config(config.secrets.master_key.as_deref())?;
     let readiness = readiness(&store, &cache, &broker);
 
     let mut tasks: JoinSet<anyhow::Result<()>> = JoinSet::new();
