@@ -106,7 +106,9 @@ async fn bad_requests_get_openai_errors_and_write_nothing() {
         .send()
         .await
         .unwrap();
-    assert_eq!(resp.status(), 404);
+    assert_error(resp, 404, "not_found").await;
+    let resp = env.http.get(&url).bearer_auth(&key).send().await.unwrap();
+    assert_error(resp, 405, "method_not_allowed").await;
 
     for table in ["sessions", "turns", "messages"] {
         assert_eq!(

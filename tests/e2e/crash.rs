@@ -137,3 +137,75 @@ async fn sigterm_lets_the_running_turn_finish_before_the_worker_exits() {
     assert_eq!(env.llm.requests().len(), 1, "the turn was not run twice");
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_turn_that_outlasts_the_drain_is_handed_back_and_finished_by_another_worker() {
+    let env = TestEnv::start_with(
+        Roles {
+            worker: false,
+            scheduler: true,
+        },
+        |c| c.worker.drain_seconds = 1,
+    )
+    .await;
+    let (_, _, key) = env.tenant("acme", "helper").await;
+    env.llm
+        .push(ScriptedReply::text("too slow for the drain").after(Duration::from_secs(20)));
+    env.llm
+        .push(ScriptedReply::text("finished after the hand-back"));
+    let mut worker_a = env.spawn_hermesd(&["worker"], "worker-a");
+    let client = env.spawn_chat(
+        &key,
+        json!({"model": "helper", "messages": [{"role": "user", "content": "take your time"}]}),
+    );
+    assert!(env.llm.wait_for_requests(1, Duration::from_secs(60)).await);
+    let terminated = std::time::Instant::now();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &worker_a.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = tokio::task::spawn_blocking(move || worker_a.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "{status}");
+    assert!(
+        terminated.elapsed() < Duration::from_secs(10),
+        "the drain is bounded: {:?}",
+        terminated.elapsed()
+    );
+    let (state, owner): (String, Option<String>) =
+        sqlx::query_as("SELECT status::text, lease_owner FROM turns")
+            .fetch_one(env.store.pool())
+            .await
+            .unwrap();
+    assert_eq!(
+        (state.as_str(), owner),
+        ("queued", None),
+        "handed back, not failed"
+    );
+
+    let mut worker_b = env.spawn_hermesd(&["worker"], "worker-b");
+    let resp = tokio::time::timeout(Duration::from_secs(60), client)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(answer_text(&body), "finished after the hand-back");
+    let roles = sqlx::query_scalar::<_, String>("SELECT role FROM messages ORDER BY seq")
+        .fetch_all(env.store.pool())
+        .await
+        .unwrap();
+    assert_eq!(
+        roles,
+        ["user", "assistant"],
+        "nothing partial from the first worker"
+    );
+    worker_b.kill().unwrap();
+    worker_b.wait().unwrap();
+    env.stop().await;
+}

@@ -51,6 +51,14 @@ pub async fn router(ctx: ApiContext) -> Result<Router, hermes_queue::QueueError>
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/models", get(models::list_models))
         .fallback(|| async { hermes_http::ApiError::not_found("not_found", "no such endpoint") })
+        .method_not_allowed_fallback(|| async {
+            hermes_http::ApiError::new(
+                axum::http::StatusCode::METHOD_NOT_ALLOWED,
+                "invalid_request_error",
+                Some("method_not_allowed"),
+                "this endpoint does not accept that HTTP method",
+            )
+        })
         .layer(DefaultBodyLimit::max(ctx.config.http.max_body_bytes))
         .with_state(state);
     Ok(v1

@@ -11,6 +11,7 @@ use hermes_agent::{TurnEnd, TurnLimits, TurnStart, run_turn};
 use hermes_cache::LockGuard;
 use hermes_core::{ChatMessage, FinishReason, Role, TenantId, TurnEventKind, TurnOutcome, Usage};
 use hermes_llm::{OpenAiCompatible, OpenAiOptions, RetryPolicy};
+use hermes_queue::SessionWork;
 use hermes_store::{ClaimedTurn, StoreError, TurnStatus};
 use hermes_tools::ToolCtx;
 
@@ -35,7 +36,7 @@ pub(crate) async fn run_claimed_turn(
     // First beat one period from now (an immediate first tick would wait for the timer wheel).
     let period = Duration::from_millis(rt.ctx.config.worker.heartbeat_millis);
     let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-    let turn_id = turn.turn_id;
+    let (turn_id, session_id) = (turn.turn_id, turn.session_id);
     let work = execute(rt, tenant, turn).instrument(span.clone());
     tokio::pin!(work);
     loop {
@@ -54,7 +55,14 @@ pub(crate) async fn run_claimed_turn(
             () = rt.abandon.cancelled() => {
                 // Dropping `work` interrupts the model call; nothing partial was stored.
                 match rt.ctx.store.release_turn(tenant, turn_id, &rt.worker_id).await {
-                    Ok(_) => tracing::info!(parent: &span, "turn handed back for another worker to resume"),
+                    Ok(_) => {
+                        tracing::info!(parent: &span, "turn handed back for another worker to resume");
+                        // Tell the other workers now rather than waiting for the reaper.
+                        let work = SessionWork { tenant_id: tenant, session_id };
+                        if let Err(e) = rt.ctx.broker.publish_work(&work).await {
+                            tracing::warn!(parent: &span, error = %e, "cannot republish; the reaper will");
+                        }
+                    }
                     Err(e) => tracing::warn!(parent: &span, error = %e, "cannot hand the turn back; its lease will expire"),
                 }
                 return false;
