@@ -108,7 +108,8 @@ CREATE TABLE messages (
 -- idempotency of a resumed turn: one input, one assistant message per step, one result per call
 CREATE UNIQUE INDEX messages_one_per_step ON messages (turn_id, turn_step)
     WHERE role IN ('user', 'assistant') AND turn_id IS NOT NULL;
-CREATE UNIQUE INDEX messages_one_result_per_call ON messages (turn_id, tool_call_id)
+-- (call ids are only unique within one model response, so the step is part of the key)
+CREATE UNIQUE INDEX messages_one_result_per_call ON messages (turn_id, turn_step, tool_call_id)
     WHERE role = 'tool' AND turn_id IS NOT NULL;
 
 -- chat-platform updates, written before the platform is answered (dedupe by the platform's id)

@@ -126,6 +126,7 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
             tenant,
             session,
             turn,
+            "worker-a",
             a.fence,
             TurnStatus::Completed,
             &outcome,
@@ -133,11 +134,22 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
         )
         .await;
     assert!(matches!(finish, Err(StoreError::Fenced)), "{finish:?}");
-    assert!(
-        !env.store
+    assert_eq!(
+        env.store
             .extend_lease(tenant, turn, "worker-a", short)
             .await
+            .unwrap(),
+        hermes_store::LeaseState::Lost
+    );
+    // A's stale finish stored nothing: not the answer, not the outcome.
+    assert_eq!(
+        env.store
+            .session_messages(tenant, session)
+            .await
             .unwrap()
+            .len(),
+        1,
+        "only the user input so far"
     );
 
     // B writes; a replayed step is stored once.
@@ -157,6 +169,7 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
             tenant,
             session,
             turn,
+            "worker-b",
             b.fence,
             TurnStatus::Completed,
             &outcome,

@@ -5,6 +5,7 @@
 //! A turn can resume: given the messages already stored for it, the loop continues from the
 //! last checkpoint and never re-runs a tool call that already has a stored result.
 
+pub mod normalize;
 pub mod prompt;
 
 use std::future::Future;
@@ -65,6 +66,9 @@ pub enum TurnEnd {
     Finished(TurnOutcome),
     /// Stopped because another worker owns the session; deliver nothing.
     Superseded,
+    /// Stopped because storage failed for a moment; nothing partial was stored beyond the
+    /// last checkpoint, so the turn can be handed back and resumed.
+    Suspended(String),
 }
 
 struct Deltas<'a> {
@@ -178,7 +182,7 @@ pub async fn run_turn<M: ChatModel, J: TurnJournal>(
         step += 1;
         let request = ChatRequest {
             model: model_name.to_owned(),
-            messages: messages.clone(),
+            messages: normalize::normalize(&messages),
             tools: schemas.clone(),
             max_tokens: None,
         };
@@ -251,12 +255,8 @@ async fn record<J: TurnJournal>(
         Ok(()) => Ok(()),
         Err(JournalError::Fenced) => Err(TurnEnd::Superseded),
         Err(JournalError::Storage(e)) => {
-            tracing::error!(error = %e, step, "cannot checkpoint the turn");
-            Err(TurnEnd::Finished(failure(
-                "storage_error",
-                "The turn could not be saved.".into(),
-                Usage::default(),
-            )))
+            tracing::warn!(error = %e, step, "cannot checkpoint the turn; suspending it");
+            Err(TurnEnd::Suspended(e))
         }
     }
 }

@@ -24,7 +24,7 @@ pub use secrets::SecretBox;
 pub use sessions::Session;
 pub use system::StrandedTurn;
 pub use tenants::Tenant;
-pub use turns::{ClaimedTurn, NewTurn, TurnStatus, TurnTarget};
+pub use turns::{ClaimedTurn, LeaseState, NewTurn, TurnStatus, TurnTarget};
 
 /// The migrations in the repository's top-level `migrations/` folder.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");

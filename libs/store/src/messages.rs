@@ -68,28 +68,42 @@ impl MessageColumns {
     }
 }
 
+/// Replaces NUL characters, which Postgres refuses in `text` and `jsonb`, with U+FFFD.
+/// Tool output (a `head -c` of a binary) and model output may contain them.
+pub(crate) fn without_nul(text: &str) -> String {
+    text.replace('\0', "\u{FFFD}")
+}
+
+fn strip_nul_json(value: &mut Value) {
+    match value {
+        Value::String(s) if s.contains('\0') => *s = without_nul(s),
+        Value::Array(items) => items.iter_mut().for_each(strip_nul_json),
+        Value::Object(map) => map.values_mut().for_each(strip_nul_json),
+        _ => {}
+    }
+}
+
+/// Serialises to JSON for storage, without NUL characters.
+pub(crate) fn storable_json<T: serde::Serialize>(value: &T) -> Result<Value> {
+    let mut json = serde_json::to_value(value).map_err(|e| StoreError::Invalid(e.to_string()))?;
+    strip_nul_json(&mut json);
+    Ok(json)
+}
+
 pub(crate) fn columns(msg: &ChatMessage) -> Result<MessageColumns> {
-    let content = msg
-        .content
-        .as_ref()
-        .map(serde_json::to_value)
-        .transpose()
-        .map_err(|e| StoreError::Invalid(e.to_string()))?;
+    let content = msg.content.as_ref().map(storable_json).transpose()?;
     let tool_calls = if msg.tool_calls.is_empty() {
         None
     } else {
-        Some(
-            serde_json::to_value(&msg.tool_calls)
-                .map_err(|e| StoreError::Invalid(e.to_string()))?,
-        )
+        Some(storable_json(&msg.tool_calls)?)
     };
     Ok(MessageColumns {
         role: msg.role.as_str(),
         content,
         tool_calls,
-        tool_call_id: msg.tool_call_id.clone(),
-        name: msg.name.clone(),
-        reasoning: msg.reasoning.clone(),
+        tool_call_id: msg.tool_call_id.as_deref().map(without_nul),
+        name: msg.name.as_deref().map(without_nul),
+        reasoning: msg.reasoning.as_deref().map(without_nul),
     })
 }
 

@@ -58,6 +58,17 @@ impl TurnStatus {
     }
 }
 
+/// What extending a lease found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseState {
+    /// Still ours, extended.
+    Held,
+    /// The turn has ended (its outcome is stored); nothing to hold.
+    Ended,
+    /// Another worker owns the turn now, or it was handed back.
+    Lost,
+}
+
 /// Where a new turn goes.
 #[derive(Debug, Clone)]
 pub enum TurnTarget {
@@ -92,7 +103,9 @@ pub struct ClaimedTurn {
     pub fence: i64,
     /// 1 on the first run, more when resumed after a worker died.
     pub attempt: i32,
-    pub input: ChatMessage,
+    /// The user message as stored (OpenAI form); the worker parses it, so a malformed one
+    /// fails the turn instead of failing every claim.
+    pub input: Value,
     pub instructions: Option<String>,
     pub stream: bool,
     pub notify_hub: Option<String>,
@@ -108,8 +121,11 @@ impl Store {
         new: NewTurn,
     ) -> Result<(SessionId, TurnId)> {
         let turn_id = TurnId::new();
-        let input =
-            serde_json::to_value(&new.input).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let input = crate::messages::storable_json(&new.input)?;
+        let instructions = new
+            .instructions
+            .as_deref()
+            .map(crate::messages::without_nul);
         let mut tx = self.pool().begin().await?;
         let session_id = match &new.target {
             TurnTarget::Existing(id) => {
@@ -160,7 +176,7 @@ impl Store {
         .bind(tenant.as_uuid())
         .bind(session_id.as_uuid())
         .bind(input)
-        .bind(&new.instructions)
+        .bind(instructions)
         .bind(new.stream)
         .bind(&new.notify_hub)
         .execute(&mut *tx)
@@ -169,8 +185,8 @@ impl Store {
         Ok((session_id, turn_id))
     }
 
-    /// Claims the session's oldest open turn for `owner` if it is queued, abandoned (lease
-    /// expired) or already ours, and bumps the session's fence past `token`, in one
+    /// Claims the session's oldest open turn for `owner` (unique per claim) if it is queued
+    /// or abandoned (lease expired), and bumps the session's fence past `token`, in one
     /// statement. `None` when there is nothing to run or another live worker has it.
     pub async fn claim_next_turn(
         &self,
@@ -180,16 +196,17 @@ impl Store {
         lease: Duration,
         token: i64,
     ) -> Result<Option<ClaimedTurn>> {
-        // Only the oldest open turn may run, so turns of a session run in order.
+        // Only the oldest open turn may run, so turns of a session run in order. Claimability
+        // is judged on the row version `FOR UPDATE` returns (the latest, after any wait), not
+        // on the statement's snapshot.
         let row = sqlx::query(
             "WITH next AS (
-                SELECT id FROM turns
+                SELECT id, status, lease_expires_at FROM turns
                 WHERE tenant_id = $1 AND session_id = $2 AND status IN ('queued', 'running')
-                ORDER BY created_at LIMIT 1
+                ORDER BY created_at, id LIMIT 1
                 FOR UPDATE
              ), claimable AS (
-                SELECT t.id FROM turns t JOIN next ON next.id = t.id
-                WHERE t.status = 'queued' OR t.lease_owner = $3 OR t.lease_expires_at < now()
+                SELECT id FROM next WHERE status = 'queued' OR lease_expires_at < now()
              ), s AS (
                 UPDATE sessions SET fence = GREATEST(fence + 1, $4)
                 WHERE tenant_id = $1 AND id = $2 AND EXISTS (SELECT 1 FROM claimable)
@@ -211,14 +228,13 @@ impl Store {
         .fetch_optional(self.pool())
         .await?;
         let Some(row) = row else { return Ok(None) };
-        let input: Value = row.try_get("input")?;
         Ok(Some(ClaimedTurn {
             turn_id: TurnId::from_uuid(row.try_get("id")?),
             session_id: session,
             agent_id: AgentId::from_uuid(row.try_get("agent_id")?),
             fence: row.try_get("fence")?,
             attempt: row.try_get("attempts")?,
-            input: serde_json::from_value(input).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            input: row.try_get("input")?,
             instructions: row.try_get("instructions")?,
             stream: row.try_get("stream")?,
             notify_hub: row.try_get("notify_hub")?,
@@ -246,29 +262,45 @@ impl Store {
         }
     }
 
-    /// Extends `owner`'s lease on a running turn; `false` when the lease was lost.
+    /// Extends `owner`'s lease on a running turn.
     pub async fn extend_lease(
         &self,
         tenant: TenantId,
         turn: TurnId,
         owner: &str,
         lease: Duration,
-    ) -> Result<bool> {
-        let done = sqlx::query(
-            "UPDATE turns SET lease_expires_at = now() + make_interval(secs => $4)
-             WHERE tenant_id = $1 AND id = $2 AND lease_owner = $3 AND status = 'running'",
+    ) -> Result<LeaseState> {
+        let row = sqlx::query(
+            "WITH upd AS (
+                UPDATE turns SET lease_expires_at = now() + make_interval(secs => $4)
+                WHERE tenant_id = $1 AND id = $2 AND lease_owner = $3 AND status = 'running'
+                RETURNING 1
+             )
+             SELECT (SELECT count(*) FROM upd) AS extended,
+                    (SELECT status::text FROM turns WHERE tenant_id = $1 AND id = $2) AS status",
         )
         .bind(tenant.as_uuid())
         .bind(turn.as_uuid())
         .bind(owner)
         .bind(lease.as_secs_f64())
-        .execute(self.pool())
+        .fetch_one(self.pool())
         .await?;
-        Ok(done.rows_affected() == 1)
+        let extended: i64 = row.try_get("extended")?;
+        let status: Option<String> = row.try_get("status")?;
+        Ok(
+            match (
+                extended,
+                status.as_deref().map(TurnStatus::parse).transpose()?,
+            ) {
+                (1.., _) => LeaseState::Held,
+                (_, Some(s)) if s.is_final() => LeaseState::Ended,
+                _ => LeaseState::Lost,
+            },
+        )
     }
 
-    /// Ends a running turn with `status` and `outcome`, if `fence` still owns the session,
-    /// storing the turn's final assistant message (step `final_message.0`) in the same
+    /// Ends a running turn with `status` and `outcome`, if `owner` still holds its lease and
+    /// `fence` still owns the session (the turn row is locked first, as in a claim), storing the turn's final assistant message (step `final_message.0`) in the same
     /// statement, so an answer is either stored with its outcome or not at all.
     #[expect(
         clippy::too_many_arguments,
@@ -279,23 +311,27 @@ impl Store {
         tenant: TenantId,
         session: SessionId,
         turn: TurnId,
+        owner: &str,
         fence: i64,
         status: TurnStatus,
         outcome: &TurnOutcome,
         final_message: Option<(i32, &ChatMessage)>,
     ) -> Result<()> {
-        let outcome =
-            serde_json::to_value(outcome).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let outcome = crate::messages::storable_json(outcome)?;
         let (step, columns) = match final_message {
             Some((step, msg)) => (Some(step), columns(msg)?),
             // Nothing to insert: the `ins` step is skipped, the values are never read.
             None => (None, MessageColumns::empty_assistant()),
         };
         let query = sqlx::query(
-            "WITH s AS (
+            "WITH mine AS (
+                SELECT id FROM turns
+                WHERE tenant_id = $1 AND id = $3 AND status = 'running' AND lease_owner = $14
+                FOR UPDATE
+             ), s AS (
                 UPDATE sessions SET next_seq = next_seq + (CASE WHEN $5::int IS NULL THEN 0 ELSE 1 END),
                        updated_at = now()
-                WHERE tenant_id = $1 AND id = $2 AND fence = $4
+                WHERE tenant_id = $1 AND id = $2 AND fence = $4 AND EXISTS (SELECT 1 FROM mine)
                 RETURNING next_seq - 1 AS seq
              ), ins AS (
                 INSERT INTO messages (tenant_id, session_id, seq, turn_id, turn_step, role, content,
@@ -320,6 +356,7 @@ impl Store {
             .bind_to(query)
             .bind(status.as_str())
             .bind(outcome)
+            .bind(owner)
             .fetch_one(self.pool())
             .await?;
         let finished: i64 = row.try_get("finished")?;
@@ -329,11 +366,13 @@ impl Store {
         Ok(())
     }
 
-    /// Hands a running turn back (a draining worker): it becomes `queued` again, to be resumed
-    /// by the next worker from its last stored message.
+    /// Hands a running turn back (a draining worker, a passing storage error): it becomes
+    /// `queued` again, to be resumed by the next worker from its last stored message. The
+    /// attempt is not counted against the turn.
     pub async fn release_turn(&self, tenant: TenantId, turn: TurnId, owner: &str) -> Result<bool> {
         let done = sqlx::query(
-            "UPDATE turns SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL
+            "UPDATE turns SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL,
+                    attempts = GREATEST(attempts - 1, 0)
              WHERE tenant_id = $1 AND id = $2 AND lease_owner = $3 AND status = 'running'",
         )
         .bind(tenant.as_uuid())

@@ -10,6 +10,7 @@ mod turn;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -32,11 +33,14 @@ pub struct WorkerContext {
     pub http: reqwest::Client,
 }
 
-/// The worker could not start.
+/// The worker could not start or lost its work queue.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
     #[error("cannot consume work: {0}")]
     Queue(#[from] QueueError),
+    /// The broker connection is gone for good: the process should exit and be restarted.
+    #[error("the work consumer closed (RabbitMQ connection lost)")]
+    ConsumerClosed,
 }
 
 /// Shared by every turn this worker runs.
@@ -44,6 +48,8 @@ pub(crate) struct Runtime {
     pub ctx: WorkerContext,
     pub worker_id: String,
     pub tools: ToolRegistry,
+    /// Cancelled on shutdown: sessions stop claiming further turns.
+    pub draining: CancellationToken,
     /// Cancelled when draining took too long: running turns hand their lease back.
     pub abandon: CancellationToken,
 }
@@ -78,27 +84,45 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
         ctx,
         worker_id: worker_id.clone(),
         tools,
+        draining: shutdown.clone(),
         abandon: CancellationToken::new(),
     });
-    tracing::info!(worker.id = %worker_id, "worker consuming");
+    // Deliveries are acked as soon as the session lock is taken, so RabbitMQ's prefetch does
+    // not bound the work in progress: this semaphore does.
+    let slots = Arc::new(Semaphore::new(usize::from(cfg.worker.max_concurrent_turns)));
+    tracing::info!(worker.id = %worker_id, slots = cfg.worker.max_concurrent_turns, "worker consuming");
     let mut tasks = JoinSet::new();
+    let mut outcome = Ok(());
     loop {
-        tokio::select! {
+        while tasks.try_join_next().is_some() {}
+        let permit = tokio::select! {
             () = shutdown.cancelled() => break,
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
-            delivery = consumer.next() => match delivery {
-                Some(Ok(delivery)) => {
-                    let rt = rt.clone();
-                    tasks.spawn(async move { session::handle_delivery(rt, delivery).await });
-                }
-                Some(Err(e)) => {
-                    tracing::warn!(error = %e, "work consumer error");
-                    tokio::time::sleep(Duration::from_millis(500)).await;
-                }
-                None => {
-                    tracing::error!("work consumer closed; stopping the worker");
-                    break;
-                }
+            permit = slots.clone().acquire_owned() => match permit {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+        };
+        let delivery = tokio::select! {
+            () = shutdown.cancelled() => break,
+            delivery = consumer.next() => delivery,
+        };
+        match delivery {
+            Some(Ok(delivery)) => {
+                let rt = rt.clone();
+                tasks.spawn(async move {
+                    session::handle_delivery(rt, delivery).await;
+                    drop(permit);
+                });
+            }
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "work consumer error");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            None => {
+                tracing::error!("work consumer closed; stopping the worker");
+                outcome = Err(WorkerError::ConsumerClosed);
+                shutdown.cancel();
+                break;
             }
         }
     }
@@ -120,5 +144,5 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
         while tasks.join_next().await.is_some() {}
     }
     tracing::info!("worker stopped");
-    Ok(())
+    outcome
 }

@@ -16,12 +16,20 @@ pub(crate) async fn handle_delivery(rt: Arc<Runtime>, delivery: WorkDelivery) {
     let lease = Duration::from_secs(rt.ctx.config.worker.lease_seconds);
     let locks = rt.ctx.cache.session_locks();
     let store = &rt.ctx.store;
+    // A lease owner unique to this task: two tasks of one process never mistake each other's
+    // lease for their own.
+    let nonce = uuid::Uuid::now_v7().simple().to_string();
+    let owner = format!("{}/{}", rt.worker_id, &nonce[nonce.len() - 8..]);
     let mut delivery = Some(delivery);
     loop {
-        let guard = match locks
-            .try_acquire(work.session_id, &rt.worker_id, lease)
-            .await
-        {
+        if rt.draining.is_cancelled() {
+            // Shutting down: leave the work to another worker.
+            if let Some(d) = delivery.take() {
+                d.requeue().await;
+            }
+            return;
+        }
+        let guard = match locks.try_acquire(work.session_id, &owner, lease).await {
             Ok(Some(g)) => g,
             Ok(None) => {
                 // Another worker runs this session; it looks for new turns after releasing.
@@ -44,17 +52,13 @@ pub(crate) async fn handle_delivery(rt: Arc<Runtime>, delivery: WorkDelivery) {
             // critical path.
             tokio::spawn(async move { d.ack().await });
         }
-        let keep_going = match store
-            .claim_next_turn(
-                work.tenant_id,
-                work.session_id,
-                &rt.worker_id,
-                lease,
-                guard.token,
-            )
-            .await
-        {
-            Ok(Some(turn)) => run_claimed_turn(&rt, work.tenant_id, turn, &guard, &span).await,
+        let claimed = store
+            .claim_next_turn(work.tenant_id, work.session_id, &owner, lease, guard.token)
+            .await;
+        let keep_going = match claimed {
+            Ok(Some(turn)) => {
+                run_claimed_turn(&rt, work.tenant_id, &owner, turn, &guard, &span).await
+            }
             Ok(None) => true,
             Err(e) => {
                 tracing::warn!(parent: &span, error = %e, "cannot claim a turn");

@@ -5,14 +5,15 @@ use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
-use hermes_agent::EventSink;
 use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
-use hermes_agent::{TurnEnd, TurnLimits, TurnStart, run_turn};
+use hermes_agent::{EventSink, TurnEnd, TurnLimits, TurnStart, run_turn};
 use hermes_cache::LockGuard;
-use hermes_core::{ChatMessage, FinishReason, Role, TenantId, TurnEventKind, TurnOutcome, Usage};
+use hermes_core::{
+    ChatMessage, FinishReason, Role, SessionId, TenantId, TurnEventKind, TurnId, TurnOutcome, Usage,
+};
 use hermes_llm::{OpenAiCompatible, OpenAiOptions, RetryPolicy};
 use hermes_queue::SessionWork;
-use hermes_store::{ClaimedTurn, StoreError, TurnStatus};
+use hermes_store::{ClaimedTurn, LeaseState, StoreError, TurnStatus};
 use hermes_tools::ToolCtx;
 
 use crate::Runtime;
@@ -21,11 +22,20 @@ use crate::journal::{EventPublisher, StoreJournal};
 /// Attempts after which a turn that keeps killing its workers is failed instead of resumed.
 const MAX_ATTEMPTS: i32 = 5;
 
+/// How a turn's run ended, for the session loop.
+enum Ran {
+    /// The outcome is stored and announced; the session may run its next turn.
+    Done,
+    /// Stop working on this session (taken over, handed back, or lease lost).
+    Stop,
+}
+
 /// Runs a claimed turn with heartbeats. Returns `false` when the worker should stop working
-/// on this session (draining, or the session was taken over).
+/// on this session (draining, the lease was lost, or the session was taken over).
 pub(crate) async fn run_claimed_turn(
     rt: &Runtime,
     tenant: TenantId,
+    owner: &str,
     turn: ClaimedTurn,
     guard: &LockGuard,
     parent: &tracing::Span,
@@ -37,15 +47,20 @@ pub(crate) async fn run_claimed_turn(
     let period = Duration::from_millis(rt.ctx.config.worker.heartbeat_millis);
     let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     let (turn_id, session_id) = (turn.turn_id, turn.session_id);
-    let work = execute(rt, tenant, turn).instrument(span.clone());
+    let work = execute(rt, tenant, owner, turn).instrument(span.clone());
     tokio::pin!(work);
     loop {
         tokio::select! {
-            keep_going = &mut work => return keep_going,
+            ran = &mut work => return matches!(ran, Ran::Done),
             _ = heartbeat.tick() => {
-                match rt.ctx.store.extend_lease(tenant, turn_id, &rt.worker_id, lease).await {
-                    Ok(true) => {}
-                    Ok(false) => tracing::warn!(parent: &span, "turn lease lost; fenced writes will tell"),
+                match rt.ctx.store.extend_lease(tenant, turn_id, owner, lease).await {
+                    Ok(LeaseState::Held | LeaseState::Ended) => {}
+                    Ok(LeaseState::Lost) => {
+                        // Another worker may run this turn now: stop at once (dropping `work`
+                        // interrupts model calls and tools) instead of working beside it.
+                        tracing::warn!(parent: &span, "turn lease lost; stopping");
+                        return false;
+                    }
                     Err(e) => tracing::warn!(parent: &span, error = %e, "cannot extend the turn lease"),
                 }
                 if let Ok(false) = locks.extend(guard, lease).await {
@@ -54,19 +69,35 @@ pub(crate) async fn run_claimed_turn(
             }
             () = rt.abandon.cancelled() => {
                 // Dropping `work` interrupts the model call; nothing partial was stored.
-                match rt.ctx.store.release_turn(tenant, turn_id, &rt.worker_id).await {
-                    Ok(_) => {
-                        tracing::info!(parent: &span, "turn handed back for another worker to resume");
-                        // Tell the other workers now rather than waiting for the reaper.
-                        let work = SessionWork { tenant_id: tenant, session_id };
-                        if let Err(e) = rt.ctx.broker.publish_work(&work).await {
-                            tracing::warn!(parent: &span, error = %e, "cannot republish; the reaper will");
-                        }
-                    }
-                    Err(e) => tracing::warn!(parent: &span, error = %e, "cannot hand the turn back; its lease will expire"),
-                }
+                hand_back(rt, tenant, session_id, turn_id, owner, &span).await;
                 return false;
             }
+        }
+    }
+}
+
+/// Returns a running turn to the queue and tells the other workers at once.
+async fn hand_back(
+    rt: &Runtime,
+    tenant: TenantId,
+    session_id: SessionId,
+    turn_id: TurnId,
+    owner: &str,
+    span: &tracing::Span,
+) {
+    match rt.ctx.store.release_turn(tenant, turn_id, owner).await {
+        Ok(_) => {
+            tracing::info!(parent: span, "turn handed back for another worker to resume");
+            let work = SessionWork {
+                tenant_id: tenant,
+                session_id,
+            };
+            if let Err(e) = rt.ctx.broker.publish_work(&work).await {
+                tracing::warn!(parent: span, error = %e, "cannot republish; the reaper will");
+            }
+        }
+        Err(e) => {
+            tracing::warn!(parent: span, error = %e, "cannot hand the turn back; its lease will expire")
         }
     }
 }
@@ -81,7 +112,7 @@ fn failed(code: &str, message: impl Into<String>) -> TurnOutcome {
     }
 }
 
-async fn execute(rt: &Runtime, tenant: TenantId, turn: ClaimedTurn) -> bool {
+async fn execute(rt: &Runtime, tenant: TenantId, owner: &str, turn: ClaimedTurn) -> Ran {
     let started = Instant::now();
     let events = EventPublisher::start(
         rt.ctx.broker.clone(),
@@ -108,17 +139,46 @@ async fn execute(rt: &Runtime, tenant: TenantId, turn: ClaimedTurn) -> bool {
             format!("The turn failed {MAX_ATTEMPTS} times and was stopped."),
         ))
     } else {
-        match prepare_and_run(rt, tenant, &turn, &events, &mut journal).await {
-            Ok(end) => end,
-            Err(PrepareError::Fenced) => TurnEnd::Superseded,
-            Err(PrepareError::Fail(outcome)) => TurnEnd::Finished(outcome),
+        match serde_json::from_value::<ChatMessage>(turn.input.clone()) {
+            Err(e) => {
+                tracing::error!(error = %e, "stored turn input is not a message");
+                TurnEnd::Finished(failed(
+                    "invalid_input",
+                    "The stored input of this turn cannot be read.",
+                ))
+            }
+            Ok(input) => {
+                match prepare_and_run(rt, tenant, &turn, input, &events, &mut journal).await {
+                    Ok(end) => end,
+                    Err(PrepareError::Fenced) => TurnEnd::Superseded,
+                    Err(PrepareError::Transient(e)) => TurnEnd::Suspended(e),
+                    Err(PrepareError::Fail(outcome)) => TurnEnd::Finished(outcome),
+                }
+            }
         }
     };
     let outcome = match end {
         TurnEnd::Superseded => {
             tracing::warn!("another worker took the session over; stopping quietly");
             events.finish(None).await;
-            return false;
+            return Ran::Stop;
+        }
+        TurnEnd::Suspended(reason) => {
+            tracing::warn!(
+                reason,
+                "storage failed; handing the turn back to be resumed"
+            );
+            events.finish(None).await;
+            hand_back(
+                rt,
+                tenant,
+                turn.session_id,
+                turn.turn_id,
+                owner,
+                &tracing::Span::current(),
+            )
+            .await;
+            return Ran::Stop;
         }
         TurnEnd::Finished(outcome) => outcome,
     };
@@ -131,31 +191,32 @@ async fn execute(rt: &Runtime, tenant: TenantId, turn: ClaimedTurn) -> bool {
         .final_answer
         .as_ref()
         .map(|(step, message)| (*step, message));
-    match rt
+    let stored = rt
         .ctx
         .store
         .finish_turn(
             tenant,
             turn.session_id,
             turn.turn_id,
+            owner,
             turn.fence,
             status,
             &outcome,
             answer,
         )
-        .await
-    {
+        .await;
+    match stored {
         Ok(()) => {}
         Err(StoreError::Fenced) => {
-            tracing::warn!("another worker took the session over before the outcome was stored");
+            tracing::warn!("the turn was taken over before its outcome was stored");
             events.finish(None).await;
-            return false;
+            return Ran::Stop;
         }
         Err(e) => {
             // The lease will expire and another worker resumes from the checkpoints.
             tracing::error!(error = %e, "cannot store the turn outcome");
             events.finish(None).await;
-            return false;
+            return Ran::Stop;
         }
     }
     let label = if status == TurnStatus::Completed {
@@ -174,11 +235,13 @@ async fn execute(rt: &Runtime, tenant: TenantId, turn: ClaimedTurn) -> bool {
     events
         .finish(Some(TurnEventKind::Finished { outcome }))
         .await;
-    true
+    Ran::Done
 }
 
 enum PrepareError {
     Fenced,
+    /// Storage failed for a moment: hand the turn back rather than fail it.
+    Transient(String),
     Fail(TurnOutcome),
 }
 
@@ -186,6 +249,7 @@ impl From<StoreError> for PrepareError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::Fenced => PrepareError::Fenced,
+            StoreError::Database(e) => PrepareError::Transient(e.to_string()),
             other => {
                 tracing::error!(error = %other, "cannot load the turn");
                 PrepareError::Fail(failed("storage_error", "The turn could not be loaded."))
@@ -198,6 +262,7 @@ async fn prepare_and_run(
     rt: &Runtime,
     tenant: TenantId,
     turn: &ClaimedTurn,
+    mut input: ChatMessage,
     events: &EventPublisher,
     journal: &mut StoreJournal,
 ) -> Result<TurnEnd, PrepareError> {
@@ -237,7 +302,6 @@ async fn prepare_and_run(
                     today: chrono::Utc::now().date_naive(),
                 }),
             };
-            let mut input = turn.input.clone();
             input.role = Role::User;
             let frozen = store
                 .begin_turn(
