@@ -77,13 +77,9 @@ fn report(name: &str, mut samples: Vec<Duration>, wall: Duration, errors: usize)
 async fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let args = Args::parse();
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(256)
-        .build()?;
+    let client = reqwest::Client::builder().pool_max_idle_per_host(256).build()?;
     for n in 0..args.warmup {
-        one_turn(&client, &args, n)
-            .await
-            .context("warm-up request failed")?;
+        one_turn(&client, &args, n).await.context("warm-up request failed")?;
     }
 
     let mut samples = Vec::with_capacity(args.sequential);
@@ -130,11 +126,6 @@ async fn main() -> anyhow::Result<()> {
         all.extend(s);
         errors += e;
     }
-    report(
-        &format!("concurrent({})", args.concurrency),
-        all,
-        started.elapsed(),
-        errors,
-    );
+    report(&format!("concurrent({})", args.concurrency), all, started.elapsed(), errors);
     Ok(())
 }

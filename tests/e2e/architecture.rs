@@ -22,22 +22,13 @@ impl Graph {
             .current_dir(root)
             .output()
             .expect("cargo metadata runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let meta: Value = serde_json::from_slice(&out.stdout).unwrap();
         let name_of: BTreeMap<String, String> = meta["packages"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|p| {
-                (
-                    p["id"].as_str().unwrap().to_owned(),
-                    p["name"].as_str().unwrap().to_owned(),
-                )
-            })
+            .map(|p| (p["id"].as_str().unwrap().to_owned(), p["name"].as_str().unwrap().to_owned()))
             .collect();
         let workspace = meta["workspace_members"]
             .as_array()
@@ -52,13 +43,7 @@ impl Graph {
                 .as_array()
                 .unwrap()
                 .iter()
-                .filter(|d| {
-                    d["dep_kinds"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .any(|k| k["kind"].is_null())
-                })
+                .filter(|d| d["dep_kinds"].as_array().unwrap().iter().any(|k| k["kind"].is_null()))
                 .map(|d| name_of[d["pkg"].as_str().unwrap()].clone())
                 .collect();
             direct.insert(name, deps);
@@ -80,74 +65,36 @@ impl Graph {
     }
 
     fn workspace_deps(&self, from: &str) -> BTreeSet<String> {
-        self.direct[from]
-            .iter()
-            .filter(|d| self.workspace.contains(*d))
-            .cloned()
-            .collect()
+        self.direct[from].iter().filter(|d| self.workspace.contains(*d)).cloned().collect()
     }
 }
 
-const ROLES: [&str; 4] = [
-    "hermes-api",
-    "hermes-worker",
-    "hermes-gateway",
-    "hermes-scheduler",
-];
-const ADAPTERS: [&str; 6] = [
-    "hermes-store",
-    "hermes-queue",
-    "hermes-cache",
-    "hermes-sandbox",
-    "hermes-llm",
-    "hermes-telemetry",
-];
+const ROLES: [&str; 4] = ["hermes-api", "hermes-worker", "hermes-gateway", "hermes-scheduler"];
+const ADAPTERS: [&str; 6] =
+    ["hermes-store", "hermes-queue", "hermes-cache", "hermes-sandbox", "hermes-llm", "hermes-telemetry"];
 
 #[test]
 fn crate_dependencies_point_the_way_the_design_says() {
     let g = Graph::load();
-    assert!(
-        g.workspace_deps("hermes-core").is_empty(),
-        "core is a leaf: {:?}",
-        g.workspace_deps("hermes-core")
-    );
+    assert!(g.workspace_deps("hermes-core").is_empty(), "core is a leaf: {:?}", g.workspace_deps("hermes-core"));
 
     let agent = g.transitive("hermes-agent");
-    for banned in [
-        "hermes-store",
-        "hermes-queue",
-        "hermes-cache",
-        "hermes-sandbox",
-        "sqlx",
-        "lapin",
-        "redis",
-        "bollard",
-    ] {
-        assert!(
-            !agent.contains(banned),
-            "hermes-agent must not depend on {banned}"
-        );
+    for banned in
+        ["hermes-store", "hermes-queue", "hermes-cache", "hermes-sandbox", "sqlx", "lapin", "redis", "bollard"]
+    {
+        assert!(!agent.contains(banned), "hermes-agent must not depend on {banned}");
     }
 
     for adapter in ADAPTERS {
-        let bad: Vec<_> = g
-            .workspace_deps(adapter)
-            .into_iter()
-            .filter(|d| d != "hermes-core" && d != "hermes-config")
-            .collect();
-        assert!(
-            bad.is_empty(),
-            "{adapter} may depend only on core and config, not {bad:?}"
-        );
+        let bad: Vec<_> =
+            g.workspace_deps(adapter).into_iter().filter(|d| d != "hermes-core" && d != "hermes-config").collect();
+        assert!(bad.is_empty(), "{adapter} may depend only on core and config, not {bad:?}");
     }
 
     for role in ROLES {
         let deps = g.transitive(role);
         for other in ROLES.iter().filter(|r| **r != role) {
-            assert!(
-                !deps.contains(*other),
-                "role {role} must not depend on role {other}"
-            );
+            assert!(!deps.contains(*other), "role {role} must not depend on role {other}");
         }
         assert!(!deps.contains("hermesd"));
     }
@@ -156,10 +103,7 @@ fn crate_dependencies_point_the_way_the_design_says() {
             continue;
         }
         for role in ROLES {
-            assert!(
-                !g.direct[pkg].contains(role),
-                "only hermesd composes roles, but {pkg} depends on {role}"
-            );
+            assert!(!g.direct[pkg].contains(role), "only hermesd composes roles, but {pkg} depends on {role}");
         }
         assert!(
             !g.direct[pkg].contains("hermes-testkit") || pkg == "hermes-testkit",
@@ -167,18 +111,10 @@ fn crate_dependencies_point_the_way_the_design_says() {
         );
     }
     // Each heavy stack crate lives in one lib.
-    for (krate, home) in [
-        ("sqlx", "hermes-store"),
-        ("lapin", "hermes-queue"),
-        ("redis", "hermes-cache"),
-        ("bollard", "hermes-sandbox"),
-    ] {
-        let users: Vec<_> = g
-            .workspace
-            .iter()
-            .filter(|p| g.direct[*p].contains(krate))
-            .cloned()
-            .collect();
+    for (krate, home) in
+        [("sqlx", "hermes-store"), ("lapin", "hermes-queue"), ("redis", "hermes-cache"), ("bollard", "hermes-sandbox")]
+    {
+        let users: Vec<_> = g.workspace.iter().filter(|p| g.direct[*p].contains(krate)).cloned().collect();
         assert_eq!(users, [home], "{krate} belongs in {home} only");
     }
 }

@@ -6,32 +6,18 @@ use crate::harness::{Roles, TestEnv};
 
 async fn assert_error(resp: reqwest::Response, status: u16, code: &str) {
     assert_eq!(resp.status(), status);
-    assert!(
-        resp.headers()["content-type"]
-            .to_str()
-            .unwrap()
-            .starts_with("application/json")
-    );
+    assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("application/json"));
     let body: Value = resp.json().await.unwrap();
     let err = &body["error"];
-    assert!(
-        err["message"].as_str().is_some_and(|m| !m.is_empty()),
-        "{body}"
-    );
+    assert!(err["message"].as_str().is_some_and(|m| !m.is_empty()), "{body}");
     assert!(err["type"].is_string(), "{body}");
     assert_eq!(err["code"], code, "{body}");
 }
 
 #[tokio::test]
 async fn bad_requests_get_openai_errors_and_write_nothing() {
-    let env = TestEnv::start_with(
-        Roles {
-            worker: false,
-            scheduler: false,
-        },
-        |c| c.http.max_body_bytes = 64 * 1024,
-    )
-    .await;
+    let env =
+        TestEnv::start_with(Roles { worker: false, scheduler: false }, |c| c.http.max_body_bytes = 64 * 1024).await;
     let (_, _, key) = env.tenant("acme", "helper").await;
     let url = format!("{}/v1/chat/completions", env.api_url);
     let ok_body = json!({"model": "helper", "messages": [{"role": "user", "content": "hi"}]});
@@ -47,14 +33,7 @@ async fn bad_requests_get_openai_errors_and_write_nothing() {
         .await
         .unwrap();
     assert_error(resp, 401, "invalid_api_key").await;
-    let resp = env
-        .http
-        .post(&url)
-        .header("authorization", "Basic abc")
-        .json(&ok_body)
-        .send()
-        .await
-        .unwrap();
+    let resp = env.http.post(&url).header("authorization", "Basic abc").json(&ok_body).send().await.unwrap();
     assert_error(resp, 401, "invalid_api_key").await;
 
     let resp = env
@@ -68,54 +47,26 @@ async fn bad_requests_get_openai_errors_and_write_nothing() {
         .unwrap();
     assert_error(resp, 400, "invalid_json").await;
 
-    let resp = env
-        .chat(&key, json!({"model": "helper", "messages": []}))
-        .await;
+    let resp = env.chat(&key, json!({"model": "helper", "messages": []})).await;
     assert_error(resp, 400, "empty_messages").await;
 
-    let resp = env
-        .chat(
-            &key,
-            json!({"model": "no-such-agent", "messages": [{"role": "user", "content": "hi"}]}),
-        )
-        .await;
+    let resp = env.chat(&key, json!({"model": "no-such-agent", "messages": [{"role": "user", "content": "hi"}]})).await;
     assert_error(resp, 404, "model_not_found").await;
 
     let huge = "x".repeat(100 * 1024);
-    let resp = env
-        .chat(
-            &key,
-            json!({"model": "helper", "messages": [{"role": "user", "content": huge}]}),
-        )
-        .await;
+    let resp = env.chat(&key, json!({"model": "helper", "messages": [{"role": "user", "content": huge}]})).await;
     assert_error(resp, 413, "body_too_large").await;
 
-    let resp = env
-        .chat_with(
-            &key,
-            ok_body.clone(),
-            Some("01a22a1f-005f-722f-9e12-95af4ad8e05e"),
-        )
-        .await;
+    let resp = env.chat_with(&key, ok_body.clone(), Some("01a22a1f-005f-722f-9e12-95af4ad8e05e")).await;
     assert_error(resp, 404, "session_not_found").await;
 
-    let resp = env
-        .http
-        .get(format!("{}/v1/nothing", env.api_url))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap();
+    let resp = env.http.get(format!("{}/v1/nothing", env.api_url)).bearer_auth(&key).send().await.unwrap();
     assert_error(resp, 404, "not_found").await;
     let resp = env.http.get(&url).bearer_auth(&key).send().await.unwrap();
     assert_error(resp, 405, "method_not_allowed").await;
 
     for table in ["sessions", "turns", "messages"] {
-        assert_eq!(
-            env.count(&format!("SELECT count(*) FROM {table}")).await,
-            0,
-            "{table} must stay empty"
-        );
+        assert_eq!(env.count(&format!("SELECT count(*) FROM {table}")).await, 0, "{table} must stay empty");
     }
     assert!(env.llm.requests().is_empty());
     env.stop().await;

@@ -22,10 +22,7 @@ async fn non_streaming_turn_answers_like_openai_and_stores_the_transcript() {
         )
         .await;
     assert_eq!(resp.status(), 200);
-    let session = resp.headers()["x-hermes-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
+    let session = resp.headers()["x-hermes-session-id"].to_str().unwrap().to_owned();
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["object"], "chat.completion");
     assert_eq!(body["model"], "helper");
@@ -47,20 +44,12 @@ async fn non_streaming_turn_answers_like_openai_and_stores_the_transcript() {
         .await
         .unwrap();
     assert_eq!(roles, ["user", "assistant"]);
-    assert_eq!(
-        env.count("SELECT count(*) FROM turns WHERE status = 'completed'")
-            .await,
-        1
-    );
+    assert_eq!(env.count("SELECT count(*) FROM turns WHERE status = 'completed'").await, 1);
 
     // X-Hermes-Session-Id continues the session: history comes from the server.
     env.llm.push(ScriptedReply::text("Second answer"));
     let resp = env
-        .chat_with(
-            &key,
-            json!({"model": "helper", "messages": [{"role": "user", "content": "again"}]}),
-            Some(&session),
-        )
+        .chat_with(&key, json!({"model": "helper", "messages": [{"role": "user", "content": "again"}]}), Some(&session))
         .await;
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.headers()["x-hermes-session-id"], session.as_str());
@@ -82,8 +71,7 @@ async fn non_streaming_turn_answers_like_openai_and_stores_the_transcript() {
 async fn streaming_turn_sends_chunks_then_finish_usage_and_done() {
     let env = TestEnv::start().await;
     let (_, _, key) = env.tenant("acme", "helper").await;
-    env.llm
-        .push(ScriptedReply::text("one two three").with_reasoning("thinking quietly"));
+    env.llm.push(ScriptedReply::text("one two three").with_reasoning("thinking quietly"));
 
     let resp = env
         .chat(
@@ -93,12 +81,7 @@ async fn streaming_turn_sends_chunks_then_finish_usage_and_done() {
         )
         .await;
     assert_eq!(resp.status(), 200);
-    assert!(
-        resp.headers()["content-type"]
-            .to_str()
-            .unwrap()
-            .starts_with("text/event-stream")
-    );
+    assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
     assert!(resp.headers().contains_key("x-hermes-session-id"));
     let text = resp.text().await.unwrap();
     let events = sse_events(&text);
@@ -110,39 +93,21 @@ async fn streaming_turn_sends_chunks_then_finish_usage_and_done() {
         .filter(|(n, d)| n.is_none() && d != "[DONE]")
         .map(|(_, d)| serde_json::from_str(d).unwrap())
         .collect();
-    assert!(
-        chunks
-            .iter()
-            .all(|c| c["object"] == "chat.completion.chunk")
-    );
+    assert!(chunks.iter().all(|c| c["object"] == "chat.completion.chunk"));
     assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
-    let content: String = chunks
-        .iter()
-        .filter_map(|c| c["choices"].get(0)?["delta"]["content"].as_str())
-        .collect();
-    assert_eq!(
-        content, "one two three",
-        "reasoning never mixes into the answer"
-    );
-    assert!(
-        chunks.len() >= 5,
-        "the answer arrives in several chunks, not one: {}",
-        chunks.len()
-    );
-    let finish = chunks
-        .iter()
-        .find(|c| c["choices"][0]["finish_reason"].is_string())
-        .unwrap();
+    let content: String = chunks.iter().filter_map(|c| c["choices"].get(0)?["delta"]["content"].as_str()).collect();
+    assert_eq!(content, "one two three", "reasoning never mixes into the answer");
+    assert!(chunks.len() >= 5, "the answer arrives in several chunks, not one: {}", chunks.len());
+    let finish = chunks.iter().find(|c| c["choices"][0]["finish_reason"].is_string()).unwrap();
     assert_eq!(finish["choices"][0]["finish_reason"], "stop");
     let usage = chunks.last().unwrap();
     assert_eq!(usage["choices"].as_array().unwrap().len(), 0);
     assert!(usage["usage"]["total_tokens"].as_u64().unwrap() > 0);
     // Reasoning is kept apart in the stored assistant message.
-    let reasoning: Option<String> =
-        sqlx::query_scalar("SELECT reasoning FROM messages WHERE role = 'assistant'")
-            .fetch_one(env.store.pool())
-            .await
-            .unwrap();
+    let reasoning: Option<String> = sqlx::query_scalar("SELECT reasoning FROM messages WHERE role = 'assistant'")
+        .fetch_one(env.store.pool())
+        .await
+        .unwrap();
     assert_eq!(reasoning.as_deref(), Some("thinking quietly"));
     env.stop().await;
 }

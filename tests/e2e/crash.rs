@@ -13,47 +13,22 @@ use crate::harness::{Roles, TestEnv, answer_text};
 
 #[tokio::test]
 async fn a_worker_killed_mid_turn_is_replaced_and_the_client_gets_exactly_one_answer() {
-    let env = TestEnv::start_with(
-        Roles {
-            worker: false,
-            scheduler: true,
-        },
-        |_| {},
-    )
-    .await;
+    let env = TestEnv::start_with(Roles { worker: false, scheduler: true }, |_| {}).await;
     let (tenant, agent, key) = env.tenant("acme", "ops").await;
-    env.llm.push(ScriptedReply::tool_call(
-        "terminal",
-        json!({"command": "echo run >> /workspace/runs; echo ran"}),
-    ));
+    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "echo run >> /workspace/runs; echo ran"})));
     // Worker A dies while it waits for this answer.
-    env.llm
-        .push(ScriptedReply::text("never delivered").after(Duration::from_secs(20)));
+    env.llm.push(ScriptedReply::text("never delivered").after(Duration::from_secs(20)));
     env.llm.push(ScriptedReply::text("finished by worker B"));
 
     let mut worker_a = env.spawn_hermesd(&["worker"], "worker-a");
-    let client = env.spawn_chat(
-        &key,
-        json!({"model": "ops", "messages": [{"role": "user", "content": "do it"}]}),
-    );
-    assert!(
-        env.llm.wait_for_requests(2, Duration::from_secs(60)).await,
-        "worker A reached its second model call"
-    );
-    assert_eq!(
-        env.count("SELECT count(*) FROM messages WHERE role = 'tool'")
-            .await,
-        1,
-        "tool result checkpointed"
-    );
+    let client = env.spawn_chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "do it"}]}));
+    assert!(env.llm.wait_for_requests(2, Duration::from_secs(60)).await, "worker A reached its second model call");
+    assert_eq!(env.count("SELECT count(*) FROM messages WHERE role = 'tool'").await, 1, "tool result checkpointed");
     worker_a.kill().unwrap();
     worker_a.wait().unwrap();
 
     let mut worker_b = env.spawn_hermesd(&["worker"], "worker-b");
-    let resp = tokio::time::timeout(Duration::from_secs(60), client)
-        .await
-        .expect("the client is answered")
-        .unwrap();
+    let resp = tokio::time::timeout(Duration::from_secs(60), client).await.expect("the client is answered").unwrap();
     assert_eq!(resp.status(), 200);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(answer_text(&body), "finished by worker B");
@@ -65,30 +40,15 @@ async fn a_worker_killed_mid_turn_is_replaced_and_the_client_gets_exactly_one_an
         .unwrap();
     assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
     let (status, attempts): (String, i32) =
-        sqlx::query_as("SELECT status::text, attempts FROM turns")
-            .fetch_one(env.store.pool())
-            .await
-            .unwrap();
+        sqlx::query_as("SELECT status::text, attempts FROM turns").fetch_one(env.store.pool()).await.unwrap();
     assert_eq!((status.as_str(), attempts), ("completed", 2));
     // Worker B resumed after the tool result and did not run the command again.
     let b_request = env.llm.requests()[2].messages();
     assert_eq!(b_request.last().unwrap()["role"], "tool");
-    let sandboxes = hermes_sandbox::docker::DockerSandboxes::connect(&env.config.sandbox)
-        .await
-        .unwrap();
-    let container = sandboxes.container_name(SandboxKey {
-        tenant,
-        agent: agent.id,
-    });
-    let out = Command::new("docker")
-        .args(["exec", &container, "cat", "/workspace/runs"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "run\n",
-        "the tool ran exactly once"
-    );
+    let sandboxes = hermes_sandbox::docker::DockerSandboxes::connect(&env.config.sandbox).await.unwrap();
+    let container = sandboxes.container_name(SandboxKey { tenant, agent: agent.id });
+    let out = Command::new("docker").args(["exec", &container, "cat", "/workspace/runs"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "run\n", "the tool ran exactly once");
 
     worker_b.kill().unwrap();
     worker_b.wait().unwrap();
@@ -97,42 +57,20 @@ async fn a_worker_killed_mid_turn_is_replaced_and_the_client_gets_exactly_one_an
 
 #[tokio::test]
 async fn sigterm_lets_the_running_turn_finish_before_the_worker_exits() {
-    let env = TestEnv::start_with(
-        Roles {
-            worker: false,
-            scheduler: true,
-        },
-        |_| {},
-    )
-    .await;
+    let env = TestEnv::start_with(Roles { worker: false, scheduler: true }, |_| {}).await;
     let (_, _, key) = env.tenant("acme", "helper").await;
-    env.llm
-        .push(ScriptedReply::text("worth the wait").after(Duration::from_millis(1500)));
+    env.llm.push(ScriptedReply::text("worth the wait").after(Duration::from_millis(1500)));
     let mut worker = env.spawn_hermesd(&["worker"], "worker-drain");
-    let client = env.spawn_chat(
-        &key,
-        json!({"model": "helper", "messages": [{"role": "user", "content": "slow please"}]}),
-    );
+    let client =
+        env.spawn_chat(&key, json!({"model": "helper", "messages": [{"role": "user", "content": "slow please"}]}));
     assert!(env.llm.wait_for_requests(1, Duration::from_secs(60)).await);
     let pid = worker.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let resp = tokio::time::timeout(Duration::from_secs(30), client)
-        .await
-        .unwrap()
-        .unwrap();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let resp = tokio::time::timeout(Duration::from_secs(30), client).await.unwrap().unwrap();
     assert_eq!(resp.status(), 200);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(answer_text(&body), "worth the wait");
-    let status = tokio::task::spawn_blocking(move || worker.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    let status = tokio::task::spawn_blocking(move || worker.wait()).await.unwrap().unwrap();
     assert!(status.success(), "a drained worker exits cleanly: {status}");
     assert_eq!(env.llm.requests().len(), 1, "the turn was not run twice");
     env.stop().await;
@@ -140,59 +78,25 @@ async fn sigterm_lets_the_running_turn_finish_before_the_worker_exits() {
 
 #[tokio::test]
 async fn a_turn_that_outlasts_the_drain_is_handed_back_and_finished_by_another_worker() {
-    let env = TestEnv::start_with(
-        Roles {
-            worker: false,
-            scheduler: true,
-        },
-        |c| c.worker.drain_seconds = 1,
-    )
-    .await;
+    let env = TestEnv::start_with(Roles { worker: false, scheduler: true }, |c| c.worker.drain_seconds = 1).await;
     let (_, _, key) = env.tenant("acme", "helper").await;
-    env.llm
-        .push(ScriptedReply::text("too slow for the drain").after(Duration::from_secs(20)));
-    env.llm
-        .push(ScriptedReply::text("finished after the hand-back"));
+    env.llm.push(ScriptedReply::text("too slow for the drain").after(Duration::from_secs(20)));
+    env.llm.push(ScriptedReply::text("finished after the hand-back"));
     let mut worker_a = env.spawn_hermesd(&["worker"], "worker-a");
-    let client = env.spawn_chat(
-        &key,
-        json!({"model": "helper", "messages": [{"role": "user", "content": "take your time"}]}),
-    );
+    let client =
+        env.spawn_chat(&key, json!({"model": "helper", "messages": [{"role": "user", "content": "take your time"}]}));
     assert!(env.llm.wait_for_requests(1, Duration::from_secs(60)).await);
     let terminated = std::time::Instant::now();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &worker_a.id().to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let status = tokio::task::spawn_blocking(move || worker_a.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    assert!(Command::new("kill").args(["-TERM", &worker_a.id().to_string()]).status().unwrap().success());
+    let status = tokio::task::spawn_blocking(move || worker_a.wait()).await.unwrap().unwrap();
     assert!(status.success(), "{status}");
-    assert!(
-        terminated.elapsed() < Duration::from_secs(10),
-        "the drain is bounded: {:?}",
-        terminated.elapsed()
-    );
+    assert!(terminated.elapsed() < Duration::from_secs(10), "the drain is bounded: {:?}", terminated.elapsed());
     let (state, owner): (String, Option<String>) =
-        sqlx::query_as("SELECT status::text, lease_owner FROM turns")
-            .fetch_one(env.store.pool())
-            .await
-            .unwrap();
-    assert_eq!(
-        (state.as_str(), owner),
-        ("queued", None),
-        "handed back, not failed"
-    );
+        sqlx::query_as("SELECT status::text, lease_owner FROM turns").fetch_one(env.store.pool()).await.unwrap();
+    assert_eq!((state.as_str(), owner), ("queued", None), "handed back, not failed");
 
     let mut worker_b = env.spawn_hermesd(&["worker"], "worker-b");
-    let resp = tokio::time::timeout(Duration::from_secs(60), client)
-        .await
-        .unwrap()
-        .unwrap();
+    let resp = tokio::time::timeout(Duration::from_secs(60), client).await.unwrap().unwrap();
     assert_eq!(resp.status(), 200);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(answer_text(&body), "finished after the hand-back");
@@ -200,11 +104,7 @@ async fn a_turn_that_outlasts_the_drain_is_handed_back_and_finished_by_another_w
         .fetch_all(env.store.pool())
         .await
         .unwrap();
-    assert_eq!(
-        roles,
-        ["user", "assistant"],
-        "nothing partial from the first worker"
-    );
+    assert_eq!(roles, ["user", "assistant"], "nothing partial from the first worker");
     worker_b.kill().unwrap();
     worker_b.wait().unwrap();
     env.stop().await;

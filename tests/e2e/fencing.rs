@@ -11,25 +11,13 @@ use crate::harness::{Roles, TestEnv};
 
 #[tokio::test]
 async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
-    let env = TestEnv::start_with(
-        Roles {
-            worker: false,
-            scheduler: false,
-        },
-        |_| {},
-    )
-    .await;
+    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
     let (tenant, agent, _) = env.tenant("acme", "helper").await;
-    let cache = Cache::connect(&env.config.redis.url, &env.config.redis.key_prefix)
-        .await
-        .unwrap();
+    let cache = Cache::connect(&env.config.redis.url, &env.config.redis.key_prefix).await.unwrap();
     let locks = cache.session_locks();
     let new = NewTurn {
         agent_id: agent.id,
-        target: TurnTarget::New {
-            source: "test".into(),
-            history: vec![],
-        },
+        target: TurnTarget::New { source: "test".into(), history: vec![] },
         input: ChatMessage::user("hi"),
         instructions: None,
         stream: false,
@@ -39,60 +27,22 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
 
     // Worker A takes the lock and the turn, writes, then stalls past its lock and lease.
     let short = Duration::from_millis(400);
-    let a_lock = locks
-        .try_acquire(session, "worker-a", short)
-        .await
-        .unwrap()
-        .expect("free lock");
-    assert!(
-        locks
-            .try_acquire(session, "worker-b", short)
-            .await
-            .unwrap()
-            .is_none(),
-        "one holder at a time"
-    );
-    let a = env
-        .store
-        .claim_next_turn(tenant, session, "worker-a", short, a_lock.token)
-        .await
-        .unwrap()
-        .unwrap();
-    env.store
-        .append_message(tenant, session, a.fence, turn, 0, &ChatMessage::user("hi"))
-        .await
-        .unwrap();
+    let a_lock = locks.try_acquire(session, "worker-a", short).await.unwrap().expect("free lock");
+    assert!(locks.try_acquire(session, "worker-b", short).await.unwrap().is_none(), "one holder at a time");
+    let a = env.store.claim_next_turn(tenant, session, "worker-a", short, a_lock.token).await.unwrap().unwrap();
+    env.store.append_message(tenant, session, a.fence, turn, 0, &ChatMessage::user("hi")).await.unwrap();
     tokio::time::sleep(Duration::from_millis(600)).await;
 
     // Worker B takes over after expiry.
-    let b_lock = locks
-        .try_acquire(session, "worker-b", Duration::from_secs(5))
-        .await
-        .unwrap()
-        .expect("expired lock is free");
+    let b_lock =
+        locks.try_acquire(session, "worker-b", Duration::from_secs(5)).await.unwrap().expect("expired lock is free");
     assert!(b_lock.token > a_lock.token);
-    assert!(
-        !locks.extend(&a_lock, short).await.unwrap(),
-        "A cannot extend B's lock"
-    );
+    assert!(!locks.extend(&a_lock, short).await.unwrap(), "A cannot extend B's lock");
     locks.release(&a_lock).await.unwrap();
-    assert!(
-        locks
-            .try_acquire(session, "worker-c", short)
-            .await
-            .unwrap()
-            .is_none(),
-        "A's release left B's lock alone"
-    );
+    assert!(locks.try_acquire(session, "worker-c", short).await.unwrap().is_none(), "A's release left B's lock alone");
     let b = env
         .store
-        .claim_next_turn(
-            tenant,
-            session,
-            "worker-b",
-            Duration::from_secs(5),
-            b_lock.token,
-        )
+        .claim_next_turn(tenant, session, "worker-b", Duration::from_secs(5), b_lock.token)
         .await
         .unwrap()
         .unwrap();
@@ -101,17 +51,7 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
     assert!(b.fence > a.fence);
 
     // The zombie wakes up: every write is refused.
-    let late = env
-        .store
-        .append_message(
-            tenant,
-            session,
-            a.fence,
-            turn,
-            1,
-            &ChatMessage::assistant("late"),
-        )
-        .await;
+    let late = env.store.append_message(tenant, session, a.fence, turn, 1, &ChatMessage::assistant("late")).await;
     assert!(matches!(late, Err(StoreError::Fenced)), "{late:?}");
     let outcome = hermes_core::TurnOutcome {
         content: "late".into(),
@@ -134,57 +74,21 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
         )
         .await;
     assert!(matches!(finish, Err(StoreError::Fenced)), "{finish:?}");
-    assert_eq!(
-        env.store
-            .extend_lease(tenant, turn, "worker-a", short)
-            .await
-            .unwrap(),
-        hermes_store::LeaseState::Lost
-    );
+    assert_eq!(env.store.extend_lease(tenant, turn, "worker-a", short).await.unwrap(), hermes_store::LeaseState::Lost);
     // A's stale finish stored nothing: not the answer, not the outcome.
-    assert_eq!(
-        env.store
-            .session_messages(tenant, session)
-            .await
-            .unwrap()
-            .len(),
-        1,
-        "only the user input so far"
-    );
+    assert_eq!(env.store.session_messages(tenant, session).await.unwrap().len(), 1, "only the user input so far");
 
     // B writes; a replayed step is stored once.
     let answer = ChatMessage::assistant("from B");
-    env.store
-        .append_message(tenant, session, b.fence, turn, 1, &answer)
-        .await
-        .unwrap();
-    let again = env
-        .store
-        .append_message(tenant, session, b.fence, turn, 1, &answer)
-        .await
-        .unwrap();
+    env.store.append_message(tenant, session, b.fence, turn, 1, &answer).await.unwrap();
+    let again = env.store.append_message(tenant, session, b.fence, turn, 1, &answer).await.unwrap();
     assert_eq!(again, hermes_store::Appended::AlreadyStored);
     env.store
-        .finish_turn(
-            tenant,
-            session,
-            turn,
-            "worker-b",
-            b.fence,
-            TurnStatus::Completed,
-            &outcome,
-            None,
-        )
+        .finish_turn(tenant, session, turn, "worker-b", b.fence, TurnStatus::Completed, &outcome, None)
         .await
         .unwrap();
-    let texts: Vec<String> = env
-        .store
-        .session_messages(tenant, session)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|m| m.message.text())
-        .collect();
+    let texts: Vec<String> =
+        env.store.session_messages(tenant, session).await.unwrap().into_iter().map(|m| m.message.text()).collect();
     assert_eq!(texts, ["hi", "from B"]);
 
     // If Redis forgets the counter, Postgres still moves the fence forward.
@@ -203,18 +107,8 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
         )
         .await
         .unwrap();
-    let c = env
-        .store
-        .claim_next_turn(tenant, session, "worker-c", short, 1)
-        .await
-        .unwrap()
-        .unwrap();
+    let c = env.store.claim_next_turn(tenant, session, "worker-c", short, 1).await.unwrap().unwrap();
     assert_eq!(c.turn_id, turn2);
-    assert!(
-        c.fence > b.fence,
-        "the fence never goes back: {} <= {}",
-        c.fence,
-        b.fence
-    );
+    assert!(c.fence > b.fence, "the fence never goes back: {} <= {}", c.fence, b.fence);
     env.stop().await;
 }

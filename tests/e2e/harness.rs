@@ -30,10 +30,7 @@ pub struct Roles {
 
 impl Default for Roles {
     fn default() -> Self {
-        Self {
-            worker: true,
-            scheduler: true,
-        }
+        Self { worker: true, scheduler: true }
     }
 }
 
@@ -74,13 +71,9 @@ impl TestEnv {
         init_once();
         let name = unique("t");
         let db_name = format!("hermes_{name}");
-        let admin = sqlx::PgPool::connect(ADMIN_DB_URL)
-            .await
-            .expect("postgres is running (deploy/dev/ensure-services.sh)");
-        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {db_name}")))
-            .execute(&admin)
-            .await
-            .unwrap();
+        let admin =
+            sqlx::PgPool::connect(ADMIN_DB_URL).await.expect("postgres is running (deploy/dev/ensure-services.sh)");
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {db_name}"))).execute(&admin).await.unwrap();
         admin.close().await;
 
         let mut config = HermesConfig::default();
@@ -104,13 +97,9 @@ impl TestEnv {
         tweak(&mut config);
         let config = config.validated().unwrap();
 
-        let store = Store::connect(&config.database.url, config.database.max_connections)
-            .await
-            .unwrap();
+        let store = Store::connect(&config.database.url, config.database.max_connections).await.unwrap();
         store.migrate().await.unwrap();
-        let cache = Cache::connect(&config.redis.url, &config.redis.key_prefix)
-            .await
-            .unwrap();
+        let cache = Cache::connect(&config.redis.url, &config.redis.key_prefix).await.unwrap();
         let broker = Broker::connect(&config.rabbitmq, &name).await.unwrap();
         let llm = ScriptedLlm::start().await.unwrap();
         let shutdown = CancellationToken::new();
@@ -132,9 +121,7 @@ impl TestEnv {
             let _ = hermes_http::serve(listener, api, token).await;
         }));
         if roles.worker {
-            let sandboxes = hermes_sandbox::docker::DockerSandboxes::connect(&config.sandbox)
-                .await
-                .unwrap();
+            let sandboxes = hermes_sandbox::docker::DockerSandboxes::connect(&config.sandbox).await.unwrap();
             let ctx = hermes_worker::WorkerContext {
                 config: shared.clone(),
                 store: store.clone(),
@@ -142,8 +129,7 @@ impl TestEnv {
                 broker: broker.clone(),
                 sandboxes: Arc::new(sandboxes),
                 secrets: None,
-                http: hermes_llm::http_client(Duration::from_secs(5), Duration::from_secs(60))
-                    .unwrap(),
+                http: hermes_llm::http_client(Duration::from_secs(5), Duration::from_secs(60)).unwrap(),
             };
             let token = shutdown.clone();
             tasks.push(tokio::spawn(async move {
@@ -151,24 +137,11 @@ impl TestEnv {
             }));
         }
         if roles.scheduler {
-            let ctx = hermes_scheduler::SchedulerContext {
-                config: shared.clone(),
-                store: store.clone(),
-                broker,
-            };
+            let ctx = hermes_scheduler::SchedulerContext { config: shared.clone(), store: store.clone(), broker };
             let token = shutdown.clone();
             tasks.push(tokio::spawn(hermes_scheduler::run(ctx, token)));
         }
-        TestEnv {
-            config,
-            store,
-            llm,
-            api_url,
-            http: reqwest::Client::new(),
-            shutdown,
-            tasks,
-            db_name,
-        }
+        TestEnv { config, store, llm, api_url, http: reqwest::Client::new(), shutdown, tasks, db_name }
     }
 
     /// A tenant with one agent on the scripted model and an API key for it.
@@ -190,11 +163,7 @@ impl TestEnv {
             )
             .await
             .unwrap();
-        let (_, key) = self
-            .store
-            .create_api_key(t.id, None, "test", None)
-            .await
-            .unwrap();
+        let (_, key) = self.store.create_api_key(t.id, None, "test", None).await.unwrap();
         (t.id, a, key)
     }
 
@@ -203,17 +172,8 @@ impl TestEnv {
         self.chat_with(key, body, None).await
     }
 
-    pub async fn chat_with(
-        &self,
-        key: &str,
-        body: Value,
-        session: Option<&str>,
-    ) -> reqwest::Response {
-        let mut req = self
-            .http
-            .post(format!("{}/v1/chat/completions", self.api_url))
-            .bearer_auth(key)
-            .json(&body);
+    pub async fn chat_with(&self, key: &str, body: Value, session: Option<&str>) -> reqwest::Response {
+        let mut req = self.http.post(format!("{}/v1/chat/completions", self.api_url)).bearer_auth(key).json(&body);
         if let Some(s) = session {
             req = req.header("X-Hermes-Session-Id", s);
         }
@@ -222,27 +182,13 @@ impl TestEnv {
 
     /// Sends a chat completion from a background task (for tests that act while it runs).
     pub fn spawn_chat(&self, key: &str, body: Value) -> JoinHandle<reqwest::Response> {
-        let (http, url, key) = (
-            self.http.clone(),
-            format!("{}/v1/chat/completions", self.api_url),
-            key.to_owned(),
-        );
-        tokio::spawn(async move {
-            http.post(url)
-                .bearer_auth(key)
-                .json(&body)
-                .send()
-                .await
-                .unwrap()
-        })
+        let (http, url, key) = (self.http.clone(), format!("{}/v1/chat/completions", self.api_url), key.to_owned());
+        tokio::spawn(async move { http.post(url).bearer_auth(key).json(&body).send().await.unwrap() })
     }
 
     /// Runs one SQL count against the test database.
     pub async fn count(&self, sql: &str) -> i64 {
-        sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql.to_owned()))
-            .fetch_one(self.store.pool())
-            .await
-            .unwrap()
+        sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql.to_owned())).fetch_one(self.store.pool()).await.unwrap()
     }
 
     /// A `hermesd` child process running `roles` against this environment.
@@ -256,27 +202,12 @@ impl TestEnv {
             .env("HERMES__REDIS__KEY_PREFIX", &c.redis.key_prefix)
             .env("HERMES__RABBITMQ__PREFIX", &c.rabbitmq.prefix)
             .env("HERMES__SANDBOX__DOCKER__IMAGE", &c.sandbox.docker.image)
-            .env(
-                "HERMES__SANDBOX__DOCKER__NAME_PREFIX",
-                &c.sandbox.docker.name_prefix,
-            )
+            .env("HERMES__SANDBOX__DOCKER__NAME_PREFIX", &c.sandbox.docker.name_prefix)
             .env("HERMES__WORKER__ID", worker_id)
-            .env(
-                "HERMES__WORKER__LEASE_SECONDS",
-                c.worker.lease_seconds.to_string(),
-            )
-            .env(
-                "HERMES__WORKER__HEARTBEAT_MILLIS",
-                c.worker.heartbeat_millis.to_string(),
-            )
-            .env(
-                "HERMES__WORKER__DRAIN_SECONDS",
-                c.worker.drain_seconds.to_string(),
-            )
-            .env(
-                "HERMES__LLM__RETRY_BASE_MILLIS",
-                c.llm.retry_base_millis.to_string(),
-            )
+            .env("HERMES__WORKER__LEASE_SECONDS", c.worker.lease_seconds.to_string())
+            .env("HERMES__WORKER__HEARTBEAT_MILLIS", c.worker.heartbeat_millis.to_string())
+            .env("HERMES__WORKER__DRAIN_SECONDS", c.worker.drain_seconds.to_string())
+            .env("HERMES__LLM__RETRY_BASE_MILLIS", c.llm.retry_base_millis.to_string())
             .env("HERMES__OPS__BIND", "")
             .env("HERMES__TELEMETRY__LOG_FORMAT", "json")
             .stdout(Stdio::null())
@@ -310,9 +241,7 @@ impl Drop for TestEnv {
 
 /// The text of a non-streaming completion.
 pub fn answer_text(body: &Value) -> &str {
-    body.pointer("/choices/0/message/content")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
+    body.pointer("/choices/0/message/content").and_then(Value::as_str).unwrap_or_default()
 }
 
 /// Parses an SSE body into (event name, data) pairs.

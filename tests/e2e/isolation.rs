@@ -12,34 +12,26 @@ async fn a_tenant_cannot_read_or_continue_another_tenants_session_or_see_its_age
     let (_, _, key_a) = env.tenant("alpha", "alpha-bot").await;
     let (_, _, key_b) = env.tenant("beta", "beta-bot").await;
     env.llm.push(ScriptedReply::text("B's private answer"));
-    let resp = env
-        .chat(
-            &key_b,
-            json!({"model": "beta-bot", "messages": [{"role": "user", "content": "secret"}]}),
-        )
-        .await;
+    let resp =
+        env.chat(&key_b, json!({"model": "beta-bot", "messages": [{"role": "user", "content": "secret"}]})).await;
     assert_eq!(resp.status(), 200);
-    let b_session = resp.headers()["x-hermes-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
+    let b_session = resp.headers()["x-hermes-session-id"].to_str().unwrap().to_owned();
     let requests_before = env.llm.requests().len();
     let turns_before = env.count("SELECT count(*) FROM turns").await;
 
     // A cannot use B's model...
-    let resp = env
-        .chat(
-            &key_a,
-            json!({"model": "beta-bot", "messages": [{"role": "user", "content": "hi"}]}),
-        )
-        .await;
+    let resp = env.chat(&key_a, json!({"model": "beta-bot", "messages": [{"role": "user", "content": "hi"}]})).await;
     assert_eq!(resp.status(), 404);
     let err: Value = resp.json().await.unwrap();
     assert_eq!(err["error"]["code"], "model_not_found");
 
     // ...nor continue B's session with its own model...
     let resp = env
-        .chat_with(&key_a, json!({"model": "alpha-bot", "messages": [{"role": "user", "content": "what did B say?"}]}), Some(&b_session))
+        .chat_with(
+            &key_a,
+            json!({"model": "alpha-bot", "messages": [{"role": "user", "content": "what did B say?"}]}),
+            Some(&b_session),
+        )
         .await;
     assert_eq!(resp.status(), 404);
     let err: Value = resp.json().await.unwrap();
@@ -56,24 +48,11 @@ async fn a_tenant_cannot_read_or_continue_another_tenants_session_or_see_its_age
         .json()
         .await
         .unwrap();
-    let ids: Vec<&str> = models["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap())
-        .collect();
+    let ids: Vec<&str> = models["data"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["alpha-bot"]);
 
-    assert_eq!(
-        env.llm.requests().len(),
-        requests_before,
-        "no model call was made for A"
-    );
-    assert_eq!(
-        env.count("SELECT count(*) FROM turns").await,
-        turns_before,
-        "nothing was written"
-    );
+    assert_eq!(env.llm.requests().len(), requests_before, "no model call was made for A");
+    assert_eq!(env.count("SELECT count(*) FROM turns").await, turns_before, "nothing was written");
     env.stop().await;
 }
 
@@ -96,26 +75,12 @@ async fn a_key_restricted_to_one_agent_cannot_use_another() {
         )
         .await
         .unwrap();
-    let (_, key) = env
-        .store
-        .create_api_key(tenant, Some(agent.id), "narrow", None)
-        .await
-        .unwrap();
-    let resp = env
-        .chat(
-            &key,
-            json!({"model": "second", "messages": [{"role": "user", "content": "hi"}]}),
-        )
-        .await;
+    let (_, key) = env.store.create_api_key(tenant, Some(agent.id), "narrow", None).await.unwrap();
+    let resp = env.chat(&key, json!({"model": "second", "messages": [{"role": "user", "content": "hi"}]})).await;
     assert_eq!(resp.status(), 404);
     // With no model named, the only agent the key may use is chosen.
     env.llm.push(ScriptedReply::text("from first"));
-    let resp = env
-        .chat(
-            &key,
-            json!({"messages": [{"role": "user", "content": "hi"}]}),
-        )
-        .await;
+    let resp = env.chat(&key, json!({"messages": [{"role": "user", "content": "hi"}]})).await;
     assert_eq!(resp.status(), 200);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["model"], "first");

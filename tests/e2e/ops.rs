@@ -9,11 +9,7 @@ use serde_json::Value;
 use crate::harness::{Roles, TestEnv};
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 #[test]
@@ -21,33 +17,19 @@ fn dump_config_shows_defaults_overridden_by_file_then_env() {
     let dir = std::env::temp_dir().join(format!("hermes-cfg-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("hermes.toml");
-    std::fs::write(
-        &file,
-        "[http]\nbind = \"0.0.0.0:9000\"\n[redis]\nurl = \"redis://file:6379\"\n",
-    )
-    .unwrap();
+    std::fs::write(&file, "[http]\nbind = \"0.0.0.0:9000\"\n[redis]\nurl = \"redis://file:6379\"\n").unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_hermesd"))
         .args(["--config", file.to_str().unwrap(), "--dump-config"])
         .env("HERMES__REDIS__URL", "redis://env:6379")
         .env("HERMES__SECRETS__MASTER_KEY", "c2VjcmV0LWtleQ==")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let cfg: toml::Value = toml::from_str(&String::from_utf8(out.stdout).unwrap()).unwrap();
     assert_eq!(cfg["http"]["bind"].as_str(), Some("0.0.0.0:9000"));
     assert_eq!(cfg["redis"]["url"].as_str(), Some("redis://env:6379"));
-    assert_eq!(
-        cfg["database"]["url"].as_str(),
-        Some("postgres://postgres@127.0.0.1:5432/hermes")
-    );
-    assert_eq!(
-        cfg["rabbitmq"]["url"].as_str(),
-        Some("amqp://guest:guest@127.0.0.1:5672/%2f")
-    );
+    assert_eq!(cfg["database"]["url"].as_str(), Some("postgres://postgres@127.0.0.1:5432/hermes"));
+    assert_eq!(cfg["rabbitmq"]["url"].as_str(), Some("amqp://guest:guest@127.0.0.1:5672/%2f"));
     assert_eq!(cfg["secrets"]["master_key"].as_str(), Some("<redacted>"));
 
     let bad = Command::new(env!("CARGO_BIN_EXE_hermesd"))
@@ -56,23 +38,12 @@ fn dump_config_shows_defaults_overridden_by_file_then_env() {
         .output()
         .unwrap();
     assert!(!bad.status.success());
-    assert!(
-        String::from_utf8_lossy(&bad.stderr)
-            .to_lowercase()
-            .contains("lease_seconds")
-    );
+    assert!(String::from_utf8_lossy(&bad.stderr).to_lowercase().contains("lease_seconds"));
 }
 
 #[tokio::test]
 async fn hermesd_is_ready_only_with_its_dependencies_and_logs_json_with_request_ids() {
-    let env = TestEnv::start_with(
-        Roles {
-            worker: false,
-            scheduler: false,
-        },
-        |_| {},
-    )
-    .await;
+    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
     let (api_port, ops_port) = (free_port(), free_port());
     let c = &env.config;
     let mut child = Command::new(env!("CARGO_BIN_EXE_hermesd"))
@@ -88,21 +59,11 @@ async fn hermesd_is_ready_only_with_its_dependencies_and_logs_json_with_request_
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
-    let lines = std::thread::spawn(move || {
-        BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-            .collect::<Vec<_>>()
-    });
+    let lines = std::thread::spawn(move || BufReader::new(stdout).lines().map_while(Result::ok).collect::<Vec<_>>());
 
     let mut ready = None;
     for _ in 0..100 {
-        if let Ok(resp) = env
-            .http
-            .get(format!("http://127.0.0.1:{ops_port}/readyz"))
-            .send()
-            .await
-        {
+        if let Ok(resp) = env.http.get(format!("http://127.0.0.1:{ops_port}/readyz")).send().await {
             ready = Some((resp.status(), resp.json::<Value>().await.unwrap()));
             break;
         }
@@ -113,12 +74,7 @@ async fn hermesd_is_ready_only_with_its_dependencies_and_logs_json_with_request_
     for dep in ["postgres", "redis", "rabbitmq"] {
         assert_eq!(body["checks"][dep], "ok", "{body}");
     }
-    let health = env
-        .http
-        .get(format!("http://127.0.0.1:{api_port}/healthz"))
-        .send()
-        .await
-        .unwrap();
+    let health = env.http.get(format!("http://127.0.0.1:{api_port}/healthz")).send().await.unwrap();
     assert_eq!(health.status(), 200);
     let resp = env
         .http
@@ -129,37 +85,15 @@ async fn hermesd_is_ready_only_with_its_dependencies_and_logs_json_with_request_
         .unwrap();
     assert_eq!(resp.status(), 401);
     assert_eq!(resp.headers()["x-request-id"], "req-abc-123");
-    let metrics = env
-        .http
-        .get(format!("http://127.0.0.1:{ops_port}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(
-        metrics.contains("hermes_reaper_republished_total"),
-        "{metrics}"
-    );
+    let metrics =
+        env.http.get(format!("http://127.0.0.1:{ops_port}/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("hermes_reaper_republished_total"), "{metrics}");
 
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let status = tokio::task::spawn_blocking(move || child.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
     assert!(status.success(), "graceful exit on SIGTERM: {status}");
     let lines = lines.join().unwrap();
-    let logs: Vec<Value> = lines
-        .iter()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let logs: Vec<Value> = lines.iter().filter_map(|l| serde_json::from_str(l).ok()).collect();
     assert_eq!(logs.len(), lines.len(), "every log line is JSON: {lines:?}");
     let finished = logs
         .iter()

@@ -16,27 +16,14 @@ async fn two_provider_500s_then_success_still_answers() {
     env.llm.push(ScriptedReply::error(502));
     env.llm.push(ScriptedReply::text("third time lucky"));
     let started = std::time::Instant::now();
-    let resp = env
-        .chat(
-            &key,
-            json!({"model": "helper", "messages": [{"role": "user", "content": "hi"}]}),
-        )
-        .await;
+    let resp = env.chat(&key, json!({"model": "helper", "messages": [{"role": "user", "content": "hi"}]})).await;
     assert_eq!(resp.status(), 200);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(answer_text(&body), "third time lucky");
     assert_eq!(env.llm.requests().len(), 3);
     // Backoff: at least the first two delays (base 50 ms, x2, -25 % jitter) passed.
-    assert!(
-        started.elapsed() >= Duration::from_millis(110),
-        "{:?}",
-        started.elapsed()
-    );
-    assert_eq!(
-        env.count("SELECT count(*) FROM messages WHERE role = 'assistant'")
-            .await,
-        1
-    );
+    assert!(started.elapsed() >= Duration::from_millis(110), "{:?}", started.elapsed());
+    assert_eq!(env.count("SELECT count(*) FROM messages WHERE role = 'assistant'").await, 1);
     env.stop().await;
 }
 
@@ -45,31 +32,12 @@ async fn a_provider_that_keeps_failing_gives_a_502_agent_incomplete_and_a_failed
     let env = TestEnv::start().await;
     let (_, _, key) = env.tenant("acme", "helper").await;
     env.llm.push(ScriptedReply::error(401));
-    let resp = env
-        .chat(
-            &key,
-            json!({"model": "helper", "messages": [{"role": "user", "content": "hi"}]}),
-        )
-        .await;
+    let resp = env.chat(&key, json!({"model": "helper", "messages": [{"role": "user", "content": "hi"}]})).await;
     assert_eq!(resp.status(), 502);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["error"]["code"], "agent_incomplete");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("credentials"),
-        "{body}"
-    );
-    assert_eq!(
-        env.llm.requests().len(),
-        1,
-        "an auth failure is not retried"
-    );
-    assert_eq!(
-        env.count("SELECT count(*) FROM turns WHERE status = 'failed'")
-            .await,
-        1
-    );
+    assert!(body["error"]["message"].as_str().unwrap().contains("credentials"), "{body}");
+    assert_eq!(env.llm.requests().len(), 1, "an auth failure is not retried");
+    assert_eq!(env.count("SELECT count(*) FROM turns WHERE status = 'failed'").await, 1);
     env.stop().await;
 }

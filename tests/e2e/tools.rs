@@ -12,48 +12,34 @@ use crate::harness::{TestEnv, answer_text, sse_events};
 async fn terminal_runs_in_the_tenants_hardened_container_and_the_model_sees_the_output() {
     let env = TestEnv::start().await;
     let (tenant, agent, key) = env.tenant("acme", "ops").await;
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "echo hello-from-sandbox; id -u; echo x > /workspace/f && cat /workspace/f"})));
+    env.llm.push(ScriptedReply::tool_call(
+        "terminal",
+        json!({"command": "echo hello-from-sandbox; id -u; echo x > /workspace/f && cat /workspace/f"}),
+    ));
     env.llm.push(ScriptedReply::text("The sandbox said hello."));
 
-    let resp = env.chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "say hi in the shell"}]})).await;
+    let resp =
+        env.chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "say hi in the shell"}]})).await;
     assert_eq!(resp.status(), 200);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(answer_text(&body), "The sandbox said hello.");
 
     // The model's second request carries the tool result with the command's real output.
     let second = env.llm.requests()[1].messages();
-    let tool_msg = second
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .expect("tool result sent to the model");
+    let tool_msg = second.iter().find(|m| m["role"] == "tool").expect("tool result sent to the model");
     let output = tool_msg["content"].as_str().unwrap();
     assert!(output.contains("hello-from-sandbox"), "{output}");
-    assert!(
-        output.contains("1000"),
-        "runs as an unprivileged user: {output}"
-    );
-    assert!(
-        output.lines().any(|l| l == "x"),
-        "the workspace is writable: {output}"
-    );
+    assert!(output.contains("1000"), "runs as an unprivileged user: {output}");
+    assert!(output.lines().any(|l| l == "x"), "the workspace is writable: {output}");
     assert_eq!(
         tool_msg["tool_call_id"],
         second.iter().find(|m| m["role"] == "assistant").unwrap()["tool_calls"][0]["id"]
     );
 
     // The container is this tenant-agent's, and hardened.
-    let docker = Docker::connect_with_local_defaults()
-        .unwrap()
-        .negotiate_version()
-        .await
-        .unwrap();
-    let sandboxes = hermes_sandbox::docker::DockerSandboxes::connect(&env.config.sandbox)
-        .await
-        .unwrap();
-    let name = sandboxes.container_name(SandboxKey {
-        tenant,
-        agent: agent.id,
-    });
+    let docker = Docker::connect_with_local_defaults().unwrap().negotiate_version().await.unwrap();
+    let sandboxes = hermes_sandbox::docker::DockerSandboxes::connect(&env.config.sandbox).await.unwrap();
+    let name = sandboxes.container_name(SandboxKey { tenant, agent: agent.id });
     let info = docker.inspect_container(&name, None).await.unwrap();
     let host = info.host_config.unwrap();
     assert_eq!(host.cap_drop.unwrap(), ["ALL"]);
@@ -85,80 +71,38 @@ async fn terminal_runs_in_the_tenants_hardened_container_and_the_model_sees_the_
     assert_eq!(progress[0]["tool"], "terminal");
     assert_eq!(progress[1]["status"], "completed");
     let out = env.llm.requests()[3].messages();
-    let tool_out = out.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert!(
-        tool_out.contains('x') && tool_out.contains("ro-root"),
-        "{tool_out}"
-    );
+    let tool_out = out.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(tool_out.contains('x') && tool_out.contains("ro-root"), "{tool_out}");
     let again = docker.inspect_container(&name, None).await.unwrap();
     assert_eq!(again.id.unwrap(), first_id, "the container is reused");
 
     // Idle sandboxes are removed; the workspace volume stays.
     let mut cfg = env.config.sandbox.clone();
     cfg.idle_seconds = 0;
-    let reaper = hermes_sandbox::docker::DockerSandboxes::connect(&cfg)
-        .await
-        .unwrap();
+    let reaper = hermes_sandbox::docker::DockerSandboxes::connect(&cfg).await.unwrap();
     assert!(reaper.reap_idle().await.unwrap() >= 1);
-    assert!(
-        docker.inspect_container(&name, None).await.is_err(),
-        "idle container removed"
-    );
+    assert!(docker.inspect_container(&name, None).await.is_err(), "idle container removed");
     env.stop().await;
 }
 
 #[tokio::test]
-async fn a_failing_command_is_reported_to_the_model_with_its_exit_code_and_tenants_get_separate_sandboxes()
- {
+async fn a_failing_command_is_reported_to_the_model_with_its_exit_code_and_tenants_get_separate_sandboxes() {
     let env = TestEnv::start().await;
     let (_, _, key_a) = env.tenant("alpha", "bot").await;
     let (_, _, key_b) = env.tenant("beta", "bot").await;
-    env.llm.push(ScriptedReply::tool_call(
-        "terminal",
-        json!({"command": "echo secret-a > /workspace/mine; exit 3"}),
-    ));
+    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "echo secret-a > /workspace/mine; exit 3"})));
     env.llm.push(ScriptedReply::text("ok"));
-    let resp = env
-        .chat(
-            &key_a,
-            json!({"model": "bot", "messages": [{"role": "user", "content": "write"}]}),
-        )
-        .await;
+    let resp = env.chat(&key_a, json!({"model": "bot", "messages": [{"role": "user", "content": "write"}]})).await;
     assert_eq!(resp.status(), 200);
-    let tool = env.llm.requests()[1]
-        .messages()
-        .into_iter()
-        .find(|m| m["role"] == "tool")
-        .unwrap();
-    assert!(
-        tool["content"].as_str().unwrap().contains("[exit code 3]"),
-        "{tool}"
-    );
+    let tool = env.llm.requests()[1].messages().into_iter().find(|m| m["role"] == "tool").unwrap();
+    assert!(tool["content"].as_str().unwrap().contains("[exit code 3]"), "{tool}");
 
-    env.llm.push(ScriptedReply::tool_call(
-        "terminal",
-        json!({"command": "cat /workspace/mine || echo nothing-here"}),
-    ));
+    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "cat /workspace/mine || echo nothing-here"})));
     env.llm.push(ScriptedReply::text("ok"));
-    let resp = env
-        .chat(
-            &key_b,
-            json!({"model": "bot", "messages": [{"role": "user", "content": "read"}]}),
-        )
-        .await;
+    let resp = env.chat(&key_b, json!({"model": "bot", "messages": [{"role": "user", "content": "read"}]})).await;
     assert_eq!(resp.status(), 200);
-    let tool = env.llm.requests()[3]
-        .messages()
-        .into_iter()
-        .find(|m| m["role"] == "tool")
-        .unwrap();
+    let tool = env.llm.requests()[3].messages().into_iter().find(|m| m["role"] == "tool").unwrap();
     let text = tool["content"].as_str().unwrap();
-    assert!(
-        text.contains("nothing-here") && !text.contains("secret-a"),
-        "tenant B must not see A's workspace: {text}"
-    );
+    assert!(text.contains("nothing-here") && !text.contains("secret-a"), "tenant B must not see A's workspace: {text}");
     env.stop().await;
 }

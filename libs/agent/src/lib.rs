@@ -19,11 +19,7 @@ use hermes_tools::{ToolCtx, ToolRegistry};
 pub trait TurnJournal: Send {
     /// Stores `message` as part of step `step` of the turn before the loop goes on.
     /// An error stops the turn (e.g. another worker took the session over).
-    fn record(
-        &mut self,
-        step: i32,
-        message: &ChatMessage,
-    ) -> impl Future<Output = Result<(), JournalError>> + Send;
+    fn record(&mut self, step: i32, message: &ChatMessage) -> impl Future<Output = Result<(), JournalError>> + Send;
 }
 
 /// A journal failure: the turn must stop without writing more.
@@ -79,38 +75,23 @@ struct Deltas<'a> {
 impl DeltaSink for Deltas<'_> {
     fn text(&mut self, text: &str) {
         if self.enabled {
-            self.sink.emit(TurnEventKind::Delta {
-                text: text.to_owned(),
-            });
+            self.sink.emit(TurnEventKind::Delta { text: text.to_owned() });
         }
     }
     fn reasoning(&mut self, text: &str) {
         if self.enabled {
-            self.sink.emit(TurnEventKind::Reasoning {
-                text: text.to_owned(),
-            });
+            self.sink.emit(TurnEventKind::Reasoning { text: text.to_owned() });
         }
     }
 }
 
 /// Tool calls of the last assistant message that have no result yet (a resumed turn).
 pub fn pending_tool_calls(messages: &[ChatMessage]) -> Vec<ToolCall> {
-    let Some(pos) = messages
-        .iter()
-        .rposition(|m| m.role == hermes_core::Role::Assistant)
-    else {
+    let Some(pos) = messages.iter().rposition(|m| m.role == hermes_core::Role::Assistant) else {
         return Vec::new();
     };
-    let answered: Vec<&str> = messages[pos + 1..]
-        .iter()
-        .filter_map(|m| m.tool_call_id.as_deref())
-        .collect();
-    messages[pos]
-        .tool_calls
-        .iter()
-        .filter(|c| !answered.contains(&c.id.as_str()))
-        .cloned()
-        .collect()
+    let answered: Vec<&str> = messages[pos + 1..].iter().filter_map(|m| m.tool_call_id.as_deref()).collect();
+    messages[pos].tool_calls.iter().filter(|c| !answered.contains(&c.id.as_str())).cloned().collect()
 }
 
 fn failure(code: &str, message: String, usage: Usage) -> TurnOutcome {
@@ -124,10 +105,7 @@ fn failure(code: &str, message: String, usage: Usage) -> TurnOutcome {
 }
 
 /// Runs (or resumes) one turn to its end.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the loop's collaborators are explicit on purpose"
-)]
+#[expect(clippy::too_many_arguments, reason = "the loop's collaborators are explicit on purpose")]
 pub async fn run_turn<M: ChatModel, J: TurnJournal>(
     model: &M,
     model_name: &str,
@@ -138,10 +116,7 @@ pub async fn run_turn<M: ChatModel, J: TurnJournal>(
     limits: &TurnLimits,
     start: TurnStart,
 ) -> TurnEnd {
-    let TurnStart {
-        mut messages,
-        completed_steps,
-    } = start;
+    let TurnStart { mut messages, completed_steps } = start;
     let mut step = completed_steps;
     let mut usage = Usage::default();
     let schemas = tools.schemas();
@@ -149,17 +124,7 @@ pub async fn run_turn<M: ChatModel, J: TurnJournal>(
     // A resumed turn may stop between an assistant message and its tool results.
     let pending = pending_tool_calls(&messages);
     if step > 0 && !pending.is_empty() {
-        match run_tools(
-            tools,
-            tool_ctx,
-            journal,
-            events,
-            step,
-            &pending,
-            &mut messages,
-        )
-        .await
-        {
+        match run_tools(tools, tool_ctx, journal, events, step, &pending, &mut messages).await {
             Ok(()) => {}
             Err(end) => return end,
         }
@@ -186,19 +151,12 @@ pub async fn run_turn<M: ChatModel, J: TurnJournal>(
             tools: schemas.clone(),
             max_tokens: None,
         };
-        let mut deltas = Deltas {
-            sink: events,
-            enabled: limits.stream_deltas,
-        };
+        let mut deltas = Deltas { sink: events, enabled: limits.stream_deltas };
         let response = match model.complete(&request, &mut deltas).await {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(error = %e, step, "model call failed");
-                return TurnEnd::Finished(failure(
-                    e.code(),
-                    format!("The model provider failed: {e}"),
-                    usage,
-                ));
+                return TurnEnd::Finished(failure(e.code(), format!("The model provider failed: {e}"), usage));
             }
         };
         usage.add(&response.usage);
@@ -222,35 +180,15 @@ pub async fn run_turn<M: ChatModel, J: TurnJournal>(
             } else {
                 FinishReason::Stop
             };
-            return TurnEnd::Finished(TurnOutcome {
-                content,
-                finish_reason,
-                usage,
-                error: None,
-                error_code: None,
-            });
+            return TurnEnd::Finished(TurnOutcome { content, finish_reason, usage, error: None, error_code: None });
         }
-        if let Err(end) = run_tools(
-            tools,
-            tool_ctx,
-            journal,
-            events,
-            step,
-            &calls,
-            &mut messages,
-        )
-        .await
-        {
+        if let Err(end) = run_tools(tools, tool_ctx, journal, events, step, &calls, &mut messages).await {
             return end;
         }
     }
 }
 
-async fn record<J: TurnJournal>(
-    journal: &mut J,
-    step: i32,
-    message: &ChatMessage,
-) -> Result<(), TurnEnd> {
+async fn record<J: TurnJournal>(journal: &mut J, step: i32, message: &ChatMessage) -> Result<(), TurnEnd> {
     match journal.record(step, message).await {
         Ok(()) => Ok(()),
         Err(JournalError::Fenced) => Err(TurnEnd::Superseded),
@@ -272,16 +210,9 @@ async fn run_tools<J: TurnJournal>(
     messages: &mut Vec<ChatMessage>,
 ) -> Result<(), TurnEnd> {
     for call in calls {
-        let ctx = ToolCtx {
-            call_id: call.id.clone(),
-            ..base_ctx.clone()
-        };
+        let ctx = ToolCtx { call_id: call.id.clone(), ..base_ctx.clone() };
         let preview: String = call.function.arguments.chars().take(200).collect();
-        events.emit(TurnEventKind::ToolStarted {
-            call_id: call.id.clone(),
-            tool: call.function.name.clone(),
-            preview,
-        });
+        events.emit(TurnEventKind::ToolStarted { call_id: call.id.clone(), tool: call.function.name.clone(), preview });
         let started = Instant::now();
         let outcome = tools.dispatch(&ctx, call).await;
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);

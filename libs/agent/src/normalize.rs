@@ -17,9 +17,7 @@ const CONTINUED: &str = "(continuing the conversation)";
 fn merge_content(into: &mut ChatMessage, from: ChatMessage) {
     let joined = match (into.content.take(), from.content) {
         (None, other) | (other, None) => other,
-        (Some(Content::Text(a)), Some(Content::Text(b))) => {
-            Some(Content::Text(format!("{a}\n\n{b}")))
-        }
+        (Some(Content::Text(a)), Some(Content::Text(b))) => Some(Content::Text(format!("{a}\n\n{b}"))),
         (Some(a), Some(b)) => {
             let mut parts = to_parts(a);
             parts.extend(to_parts(b));
@@ -82,13 +80,7 @@ pub fn normalize(messages: &[ChatMessage]) -> Vec<ChatMessage> {
                             .iter()
                             .find(|r| r.tool_call_id.as_deref() == Some(call.id.as_str()))
                             .map(|r| (*r).clone())
-                            .unwrap_or_else(|| {
-                                ChatMessage::tool_result(
-                                    &call.id,
-                                    &call.function.name,
-                                    MISSING_RESULT,
-                                )
-                            })
+                            .unwrap_or_else(|| ChatMessage::tool_result(&call.id, &call.function.name, MISSING_RESULT))
                     })
                     .collect();
                 out.push(call_msg);
@@ -107,9 +99,7 @@ pub fn normalize(messages: &[ChatMessage]) -> Vec<ChatMessage> {
                 // tool block is fine; an assistant after a tool block is the model going on).
                 let in_body = out.len() > body_start;
                 match out.last_mut() {
-                    Some(prev)
-                        if in_body && prev.role == msg.role && prev.tool_calls.is_empty() =>
-                    {
+                    Some(prev) if in_body && prev.role == msg.role && prev.tool_calls.is_empty() => {
                         merge_content(prev, msg);
                     }
                     _ => out.push(msg),

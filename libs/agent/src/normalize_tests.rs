@@ -7,34 +7,20 @@ fn call(id: &str) -> ToolCall {
     ToolCall {
         id: id.into(),
         kind: "function".into(),
-        function: ToolCallFunction {
-            name: "t".into(),
-            arguments: "{}".into(),
-        },
+        function: ToolCallFunction { name: "t".into(), arguments: "{}".into() },
     }
 }
 
 fn assistant_calls(ids: &[&str]) -> ChatMessage {
-    ChatMessage {
-        tool_calls: ids.iter().map(|i| call(i)).collect(),
-        content: None,
-        ..ChatMessage::assistant("")
-    }
+    ChatMessage { tool_calls: ids.iter().map(|i| call(i)).collect(), content: None, ..ChatMessage::assistant("") }
 }
 
 /// The invariants every provider needs.
 fn assert_well_formed(out: &[ChatMessage]) {
     let body: Vec<&ChatMessage> = out.iter().skip_while(|m| m.role == Role::System).collect();
-    assert!(
-        body.iter().all(|m| m.role != Role::System),
-        "system only at the start"
-    );
+    assert!(body.iter().all(|m| m.role != Role::System), "system only at the start");
     if let Some(first) = body.first() {
-        assert_eq!(
-            first.role,
-            Role::User,
-            "the conversation starts with the user"
-        );
+        assert_eq!(first.role, Role::User, "the conversation starts with the user");
     }
     let mut i = 0;
     while i < body.len() {
@@ -45,11 +31,7 @@ fn assert_well_formed(out: &[ChatMessage]) {
                 for (k, c) in m.tool_calls.iter().enumerate() {
                     let r = body.get(i + 1 + k).expect("a result for every call");
                     assert_eq!(r.role, Role::Tool);
-                    assert_eq!(
-                        r.tool_call_id.as_deref(),
-                        Some(c.id.as_str()),
-                        "results in call order"
-                    );
+                    assert_eq!(r.tool_call_id.as_deref(), Some(c.id.as_str()), "results in call order");
                 }
                 i += 1 + m.tool_calls.len();
                 if let Some(next) = body.get(i) {
@@ -58,10 +40,7 @@ fn assert_well_formed(out: &[ChatMessage]) {
             }
             role => {
                 if let Some(next) = body.get(i + 1) {
-                    assert!(
-                        !(next.role == role && next.tool_calls.is_empty()),
-                        "{role:?} twice in a row at {i}"
-                    );
+                    assert!(!(next.role == role && next.tool_calls.is_empty()), "{role:?} twice in a row at {i}");
                 }
                 i += 1;
             }
@@ -89,11 +68,7 @@ fn a_call_without_its_result_gets_a_stand_in_and_stray_results_go() {
 
 #[test]
 fn same_role_runs_merge_and_a_leading_assistant_gets_a_user_before_it() {
-    let msgs = vec![
-        ChatMessage::assistant("hello"),
-        ChatMessage::user("a"),
-        ChatMessage::user("b"),
-    ];
+    let msgs = vec![ChatMessage::assistant("hello"), ChatMessage::user("a"), ChatMessage::user("b")];
     let out = normalize(&msgs);
     assert_well_formed(&out);
     assert_eq!(out.len(), 3);

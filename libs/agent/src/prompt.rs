@@ -22,13 +22,7 @@ pub struct PromptInputs<'a> {
 /// Renders the stable prompt.
 pub fn render_stable_prompt(inputs: &PromptInputs<'_>) -> String {
     let mut out = String::new();
-    out.push_str(
-        inputs
-            .soul
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .unwrap_or(DEFAULT_IDENTITY),
-    );
+    out.push_str(inputs.soul.map(str::trim).filter(|s| !s.is_empty()).unwrap_or(DEFAULT_IDENTITY));
     if !inputs.tool_names.is_empty() {
         out.push_str("\n\n");
         out.push_str(TOOL_GUIDANCE);
@@ -36,10 +30,7 @@ pub fn render_stable_prompt(inputs: &PromptInputs<'_>) -> String {
         out.push_str(&inputs.tool_names.join(", "));
         out.push('.');
     }
-    out.push_str(&format!(
-        "\n\nToday's date: {}.",
-        inputs.today.format("%Y-%m-%d")
-    ));
+    out.push_str(&format!("\n\nToday's date: {}.", inputs.today.format("%Y-%m-%d")));
     out
 }
 
@@ -50,19 +41,11 @@ mod tests {
     #[test]
     fn soul_replaces_the_default_identity_and_date_has_day_precision() {
         let today = NaiveDate::from_ymd_opt(2026, 11, 30).unwrap();
-        let p = render_stable_prompt(&PromptInputs {
-            soul: Some("You are Ada."),
-            tool_names: &["terminal"],
-            today,
-        });
+        let p = render_stable_prompt(&PromptInputs { soul: Some("You are Ada."), tool_names: &["terminal"], today });
         assert!(p.starts_with("You are Ada."));
         assert!(p.contains("Available tools: terminal."));
         assert!(p.ends_with("Today's date: 2026-11-30."));
-        let p2 = render_stable_prompt(&PromptInputs {
-            soul: None,
-            tool_names: &[],
-            today,
-        });
+        let p2 = render_stable_prompt(&PromptInputs { soul: None, tool_names: &[], today });
         assert!(p2.starts_with(DEFAULT_IDENTITY));
         assert!(!p2.contains("Available tools"));
     }

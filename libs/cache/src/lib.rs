@@ -28,10 +28,7 @@ impl Cache {
     pub async fn connect(url: &str, prefix: &str) -> Result<Self> {
         let client = redis::Client::open(url)?;
         let conn = client.get_connection_manager().await?;
-        Ok(Self {
-            conn,
-            prefix: prefix.to_owned(),
-        })
+        Ok(Self { conn, prefix: prefix.to_owned() })
     }
 
     /// Answers when Redis answers.

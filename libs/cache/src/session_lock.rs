@@ -56,29 +56,16 @@ pub struct LockGuard {
 
 impl SessionLocks {
     pub(crate) fn new(cache: Cache) -> Self {
-        Self {
-            cache,
-            acquire: Script::new(ACQUIRE),
-            extend: Script::new(EXTEND),
-            release: Script::new(RELEASE),
-        }
+        Self { cache, acquire: Script::new(ACQUIRE), extend: Script::new(EXTEND), release: Script::new(RELEASE) }
     }
 
     fn keys(&self, session: SessionId) -> (String, String) {
         let id = session.to_string();
-        (
-            self.cache.key(&["lock", "session", &id]),
-            self.cache.key(&["fence", "session", &id]),
-        )
+        (self.cache.key(&["lock", "session", &id]), self.cache.key(&["fence", "session", &id]))
     }
 
     /// Takes the lock for `ttl` as `owner`; `None` when another owner holds it.
-    pub async fn try_acquire(
-        &self,
-        session: SessionId,
-        owner: &str,
-        ttl: Duration,
-    ) -> Result<Option<LockGuard>> {
+    pub async fn try_acquire(&self, session: SessionId, owner: &str, ttl: Duration) -> Result<Option<LockGuard>> {
         let (lock, fence) = self.keys(session);
         // The value names the owner and is unique per acquisition, so a holder whose lock
         // expired and was re-taken cannot extend or release the new holder's lock.
@@ -91,11 +78,7 @@ impl SessionLocks {
             .arg(ttl_millis(ttl))
             .invoke_async(&mut self.cache.conn())
             .await?;
-        Ok((token > 0).then_some(LockGuard {
-            session_id: session,
-            token,
-            owner_value,
-        }))
+        Ok((token > 0).then_some(LockGuard { session_id: session, token, owner_value }))
     }
 
     /// Extends a held lock; `false` when it was lost (expired and maybe re-taken).
@@ -114,12 +97,7 @@ impl SessionLocks {
     /// Releases a held lock; a lock that is no longer ours is left alone.
     pub async fn release(&self, guard: &LockGuard) -> Result<()> {
         let (lock, _) = self.keys(guard.session_id);
-        let _: i64 = self
-            .release
-            .key(&lock)
-            .arg(&guard.owner_value)
-            .invoke_async(&mut self.cache.conn())
-            .await?;
+        let _: i64 = self.release.key(&lock).arg(&guard.owner_value).invoke_async(&mut self.cache.conn()).await?;
         Ok(())
     }
 }

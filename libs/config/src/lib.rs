@@ -47,10 +47,7 @@ pub struct HttpConfig {
 
 impl Default for HttpConfig {
     fn default() -> Self {
-        Self {
-            bind: "127.0.0.1:8080".into(),
-            max_body_bytes: 10 * 1024 * 1024,
-        }
+        Self { bind: "127.0.0.1:8080".into(), max_body_bytes: 10 * 1024 * 1024 }
     }
 }
 
@@ -65,9 +62,7 @@ pub struct OpsConfig {
 
 impl Default for OpsConfig {
     fn default() -> Self {
-        Self {
-            bind: "127.0.0.1:9090".into(),
-        }
+        Self { bind: "127.0.0.1:9090".into() }
     }
 }
 
@@ -82,11 +77,7 @@ pub struct DatabaseConfig {
 
 impl Default for DatabaseConfig {
     fn default() -> Self {
-        Self {
-            url: "postgres://postgres@127.0.0.1:5432/hermes".into(),
-            max_connections: 32,
-            migrate_on_start: true,
-        }
+        Self { url: "postgres://postgres@127.0.0.1:5432/hermes".into(), max_connections: 32, migrate_on_start: true }
     }
 }
 
@@ -100,10 +91,7 @@ pub struct RedisConfig {
 
 impl Default for RedisConfig {
     fn default() -> Self {
-        Self {
-            url: "redis://127.0.0.1:6379".into(),
-            key_prefix: "hermes".into(),
-        }
+        Self { url: "redis://127.0.0.1:6379".into(), key_prefix: "hermes".into() }
     }
 }
 
@@ -117,10 +105,7 @@ pub struct RabbitMqConfig {
 
 impl Default for RabbitMqConfig {
     fn default() -> Self {
-        Self {
-            url: "amqp://guest:guest@127.0.0.1:5672/%2f".into(),
-            prefix: "hermes".into(),
-        }
+        Self { url: "amqp://guest:guest@127.0.0.1:5672/%2f".into(), prefix: "hermes".into() }
     }
 }
 
@@ -137,11 +122,7 @@ pub struct ApiConfig {
 
 impl Default for ApiConfig {
     fn default() -> Self {
-        Self {
-            turn_timeout_seconds: 900,
-            recheck_seconds: 5,
-            keepalive_seconds: 15,
-        }
+        Self { turn_timeout_seconds: 900, recheck_seconds: 5, keepalive_seconds: 15 }
     }
 }
 
@@ -186,10 +167,7 @@ pub struct SchedulerConfig {
 
 impl Default for SchedulerConfig {
     fn default() -> Self {
-        Self {
-            reaper_interval_millis: 5_000,
-            queued_grace_seconds: 20,
-        }
+        Self { reaper_interval_millis: 5_000, queued_grace_seconds: 20 }
     }
 }
 
@@ -202,9 +180,7 @@ pub struct GatewayConfig {
 
 impl Default for GatewayConfig {
     fn default() -> Self {
-        Self {
-            bind: "127.0.0.1:8081".into(),
-        }
+        Self { bind: "127.0.0.1:8081".into() }
     }
 }
 
@@ -221,11 +197,7 @@ pub struct SandboxConfig {
 
 impl Default for SandboxConfig {
     fn default() -> Self {
-        Self {
-            docker: DockerSandboxConfig::default(),
-            idle_seconds: 1800,
-            exec_timeout_seconds: 180,
-        }
+        Self { docker: DockerSandboxConfig::default(), idle_seconds: 1800, exec_timeout_seconds: 180 }
     }
 }
 
@@ -272,12 +244,7 @@ pub struct LlmConfig {
 
 impl Default for LlmConfig {
     fn default() -> Self {
-        Self {
-            request_timeout_seconds: 600,
-            connect_timeout_seconds: 15,
-            max_retries: 3,
-            retry_base_millis: 1000,
-        }
+        Self { request_timeout_seconds: 600, connect_timeout_seconds: 15, max_retries: 3, retry_base_millis: 1000 }
     }
 }
 
@@ -300,20 +267,14 @@ pub struct TelemetryConfig {
 
 impl Default for TelemetryConfig {
     fn default() -> Self {
-        Self {
-            log_format: "json".into(),
-            log_filter: "info".into(),
-        }
+        Self { log_format: "json".into(), log_filter: "info".into() }
     }
 }
 
 impl HermesConfig {
     /// Loads defaults, then `file` if given, then `HERMES__*` environment variables.
     pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
-        Self::figment(file)
-            .extract::<Self>()
-            .map_err(|e| ConfigError::Load(Box::new(e)))?
-            .validated()
+        Self::figment(file).extract::<Self>().map_err(|e| ConfigError::Load(Box::new(e)))?.validated()
     }
 
     /// The layered sources, for callers that add their own layer on top.
@@ -329,9 +290,7 @@ impl HermesConfig {
     pub fn validated(self) -> Result<Self, ConfigError> {
         let w = &self.worker;
         if w.max_concurrent_turns == 0 {
-            return Err(ConfigError::Invalid(
-                "worker.max_concurrent_turns must be at least 1".into(),
-            ));
+            return Err(ConfigError::Invalid("worker.max_concurrent_turns must be at least 1".into()));
         }
         if w.heartbeat_millis == 0 || w.heartbeat_millis >= w.lease_seconds * 1000 {
             return Err(ConfigError::Invalid(
@@ -339,14 +298,10 @@ impl HermesConfig {
             ));
         }
         if !matches!(self.telemetry.log_format.as_str(), "json" | "text") {
-            return Err(ConfigError::Invalid(
-                "telemetry.log_format must be json or text".into(),
-            ));
+            return Err(ConfigError::Invalid("telemetry.log_format must be json or text".into()));
         }
         if self.database.max_connections == 0 {
-            return Err(ConfigError::Invalid(
-                "database.max_connections must be at least 1".into(),
-            ));
+            return Err(ConfigError::Invalid("database.max_connections must be at least 1".into()));
         }
         Ok(self)
     }
@@ -369,18 +324,12 @@ mod tests {
     #[test]
     fn layers_apply_in_order_defaults_file_env() {
         figment::Jail::expect_with(|jail| {
-            jail.create_file(
-                "hermes.toml",
-                "[database]\nurl = \"postgres://file/db\"\nmax_connections = 7\n",
-            )?;
+            jail.create_file("hermes.toml", "[database]\nurl = \"postgres://file/db\"\nmax_connections = 7\n")?;
             jail.set_env("HERMES__DATABASE__URL", "postgres://env/db");
             let cfg = HermesConfig::load(Some(Path::new("hermes.toml"))).unwrap();
             assert_eq!(cfg.database.url, "postgres://env/db", "env beats file");
             assert_eq!(cfg.database.max_connections, 7, "file beats defaults");
-            assert_eq!(
-                cfg.redis.url, "redis://127.0.0.1:6379",
-                "defaults fill the rest"
-            );
+            assert_eq!(cfg.redis.url, "redis://127.0.0.1:6379", "defaults fill the rest");
             assert_eq!(cfg.http.bind, "127.0.0.1:8080");
             Ok(())
         });
@@ -390,9 +339,7 @@ mod tests {
     fn unknown_keys_and_bad_values_are_refused_with_the_key_named() {
         figment::Jail::expect_with(|jail| {
             jail.create_file("bad.toml", "[database]\nurll = \"x\"\n")?;
-            let err = HermesConfig::load(Some(Path::new("bad.toml")))
-                .unwrap_err()
-                .to_string();
+            let err = HermesConfig::load(Some(Path::new("bad.toml"))).unwrap_err().to_string();
             assert!(err.contains("urll"), "{err}");
             jail.clear_env();
             jail.set_env("HERMES__WORKER__HEARTBEAT_MILLIS", "999999");

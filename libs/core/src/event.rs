@@ -59,18 +59,9 @@ pub enum TurnEventKind {
     /// A piece of reasoning text; never part of the answer.
     Reasoning { text: String },
     /// A tool call began.
-    ToolStarted {
-        call_id: String,
-        tool: String,
-        preview: String,
-    },
+    ToolStarted { call_id: String, tool: String, preview: String },
     /// A tool call ended.
-    ToolCompleted {
-        call_id: String,
-        tool: String,
-        ok: bool,
-        duration_ms: u64,
-    },
+    ToolCompleted { call_id: String, tool: String, ok: bool, duration_ms: u64 },
     /// The turn ended (successfully or not); always the last event.
     Finished { outcome: TurnOutcome },
 }

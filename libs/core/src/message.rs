@@ -139,16 +139,8 @@ impl ChatMessage {
     }
 
     /// The result of the tool call `call_id`.
-    pub fn tool_result(
-        call_id: impl Into<String>,
-        name: impl Into<String>,
-        text: impl Into<String>,
-    ) -> Self {
-        Self {
-            tool_call_id: Some(call_id.into()),
-            name: Some(name.into()),
-            ..Self::plain(Role::Tool, text)
-        }
+    pub fn tool_result(call_id: impl Into<String>, name: impl Into<String>, text: impl Into<String>) -> Self {
+        Self { tool_call_id: Some(call_id.into()), name: Some(name.into()), ..Self::plain(Role::Tool, text) }
     }
 
     /// The text content, empty when there is none.

@@ -18,30 +18,13 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    pub fn new(
-        status: StatusCode,
-        kind: &'static str,
-        code: Option<&'static str>,
-        message: impl Into<String>,
-    ) -> Self {
-        Self {
-            status,
-            message: message.into(),
-            kind,
-            code,
-            param: None,
-            retry_after: None,
-        }
+    pub fn new(status: StatusCode, kind: &'static str, code: Option<&'static str>, message: impl Into<String>) -> Self {
+        Self { status, message: message.into(), kind, code, param: None, retry_after: None }
     }
 
     /// 400 `invalid_request_error`.
     pub fn invalid_request(code: &'static str, message: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
-            Some(code),
-            message,
-        )
+        Self::new(StatusCode::BAD_REQUEST, "invalid_request_error", Some(code), message)
     }
 
     /// Names the offending request parameter.
@@ -52,22 +35,12 @@ impl ApiError {
 
     /// 401 `invalid_api_key`.
     pub fn unauthorized(message: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::UNAUTHORIZED,
-            "invalid_request_error",
-            Some("invalid_api_key"),
-            message,
-        )
+        Self::new(StatusCode::UNAUTHORIZED, "invalid_request_error", Some("invalid_api_key"), message)
     }
 
     /// 404 with a specific code (`model_not_found`, `session_not_found`, ...).
     pub fn not_found(code: &'static str, message: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::NOT_FOUND,
-            "invalid_request_error",
-            Some(code),
-            message,
-        )
+        Self::new(StatusCode::NOT_FOUND, "invalid_request_error", Some(code), message)
     }
 
     /// 413 `body_too_large`.
@@ -83,22 +56,12 @@ impl ApiError {
     /// 500; logs `err` with the request's span, sends a generic message.
     pub fn internal(err: impl std::fmt::Display) -> Self {
         tracing::error!(error = %err, "internal error");
-        Self::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "server_error",
-            Some("internal_error"),
-            "internal server error",
-        )
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "server_error", Some("internal_error"), "internal server error")
     }
 
     /// 503: a dependency is down; the client may retry.
     pub fn unavailable(message: impl Into<String>) -> Self {
-        let mut e = Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "server_error",
-            Some("service_unavailable"),
-            message,
-        );
+        let mut e = Self::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", Some("service_unavailable"), message);
         e.retry_after = Some(1);
         e
     }
@@ -113,8 +76,7 @@ impl IntoResponse for ApiError {
         if let Some(secs) = self.retry_after
             && let Ok(v) = secs.to_string().parse()
         {
-            resp.headers_mut()
-                .insert(axum::http::header::RETRY_AFTER, v);
+            resp.headers_mut().insert(axum::http::header::RETRY_AFTER, v);
         }
         resp
     }

@@ -13,12 +13,6 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 /// Serves `app` on `listener` until `shutdown`, letting open requests finish.
-pub async fn serve(
-    listener: TcpListener,
-    app: axum::Router,
-    shutdown: CancellationToken,
-) -> std::io::Result<()> {
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
+pub async fn serve(listener: TcpListener, app: axum::Router, shutdown: CancellationToken) -> std::io::Result<()> {
+    axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await
 }

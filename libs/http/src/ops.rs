@@ -64,10 +64,7 @@ impl Readiness {
 /// The ops routes, to merge into a role's router or serve alone.
 pub fn ops_router(readiness: Readiness) -> Router {
     Router::new()
-        .route(
-            "/healthz",
-            get(|| async { axum::Json(json!({"status": "ok"})) }),
-        )
+        .route("/healthz", get(|| async { axum::Json(json!({"status": "ok"})) }))
         .route("/readyz", get(ready))
         .route("/metrics", get(metrics))
         .with_state(readiness)
@@ -75,19 +72,11 @@ pub fn ops_router(readiness: Readiness) -> Router {
 
 async fn ready(State(readiness): State<Readiness>) -> Response {
     let (ok, checks) = readiness.run().await;
-    let status = if ok {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
+    let status = if ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     let body = json!({"status": if ok { "ready" } else { "not_ready" }, "checks": checks});
     (status, axum::Json(body)).into_response()
 }
 
 async fn metrics() -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        hermes_telemetry::render_metrics(),
-    )
-        .into_response()
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], hermes_telemetry::render_metrics()).into_response()
 }

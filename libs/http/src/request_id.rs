@@ -10,11 +10,7 @@ use tracing::Instrument;
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
 fn sane(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 128
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
+    !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
 }
 
 /// axum middleware: `axum::middleware::from_fn(request_span)`.
@@ -41,11 +37,7 @@ pub async fn request_span(mut req: Request, next: Next) -> Response {
         let mut resp = next.run(req).instrument(span.clone()).await;
         let status = resp.status().as_u16();
         span.in_scope(|| {
-            tracing::info!(
-                status,
-                elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
-                "request finished"
-            );
+            tracing::info!(status, elapsed_ms = started.elapsed().as_secs_f64() * 1000.0, "request finished");
         });
         resp.headers_mut().insert(REQUEST_ID_HEADER, v);
         return resp;

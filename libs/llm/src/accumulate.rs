@@ -79,15 +79,8 @@ impl From<WireUsage> for Usage {
         Usage {
             prompt_tokens: u.prompt_tokens,
             completion_tokens: u.completion_tokens,
-            total_tokens: if u.total_tokens > 0 {
-                u.total_tokens
-            } else {
-                u.prompt_tokens + u.completion_tokens
-            },
-            cached_tokens: u
-                .prompt_tokens_details
-                .map(|d| d.cached_tokens)
-                .unwrap_or(0),
+            total_tokens: if u.total_tokens > 0 { u.total_tokens } else { u.prompt_tokens + u.completion_tokens },
+            cached_tokens: u.prompt_tokens_details.map(|d| d.cached_tokens).unwrap_or(0),
         }
     }
 }
@@ -100,6 +93,12 @@ struct PartialCall {
 }
 
 /// Accumulates a streamed answer.
+/// Most tool calls one response may carry; a provider sending more (or an absurd index) is
+/// broken, and growing a vector to its index would let it exhaust memory.
+pub const MAX_TOOL_CALLS: usize = 128;
+/// Most text (content, reasoning and tool arguments together) one response may carry.
+pub const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+
 #[derive(Debug, Default)]
 pub struct StreamAccumulator {
     content: String,
@@ -109,28 +108,16 @@ pub struct StreamAccumulator {
     usage: Usage,
     /// Whether anything was passed to the sink (after that, a retry would duplicate output).
     emitted: bool,
+    bytes: usize,
 }
 
 impl StreamAccumulator {
     /// Feeds one SSE `data:` payload.
     pub fn push(&mut self, data: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
-        let chunk: Chunk = serde_json::from_str(data)
-            .map_err(|e| LlmError::Protocol(format!("bad stream chunk: {e}")))?;
+        let chunk: Chunk =
+            serde_json::from_str(data).map_err(|e| LlmError::Protocol(format!("bad stream chunk: {e}")))?;
         if let Some(err) = chunk.error {
-            let message = err
-                .get("message")
-                .and_then(|m| m.as_str())
-                .unwrap_or("stream error")
-                .to_owned();
-            let code = err
-                .get("code")
-                .and_then(|c| c.as_u64())
-                .and_then(|c| u16::try_from(c).ok());
-            return Err(LlmError::from_status(
-                code.unwrap_or(500),
-                &format!("{{\"message\":{message:?}}}"),
-                None,
-            ));
+            return Err(LlmError::from_stream_error(&err));
         }
         if let Some(usage) = chunk.usage {
             self.usage = usage.into();
@@ -143,33 +130,55 @@ impl StreamAccumulator {
                 continue;
             };
             if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
+                self.count(text.len())?;
                 sink.text(&text);
                 self.emitted = true;
                 self.content.push_str(&text);
             }
             if let Some(text) = delta.reasoning.filter(|t| !t.is_empty()) {
+                self.count(text.len())?;
                 sink.reasoning(&text);
                 self.emitted = true;
                 self.reasoning.push_str(&text);
             }
-            for (pos, call) in delta.tool_calls.into_iter().enumerate() {
-                let index = call.index.unwrap_or(pos);
+            for call in delta.tool_calls {
+                // Without an index, a new id starts a new call; otherwise it continues the last.
+                let index = match call.index {
+                    Some(i) => i,
+                    None => match (&call.id, self.calls.last()) {
+                        (Some(id), Some(last)) if !last.id.is_empty() && last.id != *id => self.calls.len(),
+                        (_, Some(_)) => self.calls.len() - 1,
+                        (_, None) => 0,
+                    },
+                };
+                if index >= MAX_TOOL_CALLS {
+                    return Err(LlmError::Protocol(format!("tool call index {index} is out of range")));
+                }
                 while self.calls.len() <= index {
                     self.calls.push(PartialCall::default());
                 }
-                let slot = &mut self.calls[index];
-                if let Some(id) = call.id {
-                    slot.id = id;
+                if let Some(id) = call.id.filter(|id| !id.is_empty()) {
+                    self.calls[index].id = id;
                 }
                 if let Some(f) = call.function {
-                    if let Some(name) = f.name {
-                        slot.name.push_str(&name);
+                    if let Some(name) = f.name.filter(|n| !n.is_empty()) {
+                        // Some servers resend the whole name in every delta: it is set, not appended.
+                        self.calls[index].name = name;
                     }
                     if let Some(args) = f.arguments {
-                        slot.arguments.push_str(&args);
+                        self.count(args.len())?;
+                        self.calls[index].arguments.push_str(&args);
                     }
                 }
             }
+        }
+        Ok(())
+    }
+
+    fn count(&mut self, n: usize) -> Result<(), LlmError> {
+        self.bytes += n;
+        if self.bytes > MAX_RESPONSE_BYTES {
+            return Err(LlmError::Protocol(format!("response is larger than {MAX_RESPONSE_BYTES} bytes")));
         }
         Ok(())
     }
@@ -192,27 +201,17 @@ impl StreamAccumulator {
             .enumerate()
             .filter(|(_, c)| !c.name.is_empty())
             .map(|(i, c)| ToolCall {
-                id: if c.id.is_empty() {
-                    format!("call_{i}")
-                } else {
-                    c.id
-                },
+                // Ids must be unique in the whole turn, not just this response.
+                id: if c.id.is_empty() { format!("call_{}_{i}", uuid::Uuid::now_v7().simple()) } else { c.id },
                 kind: "function".into(),
                 function: ToolCallFunction {
                     name: c.name,
-                    arguments: if c.arguments.trim().is_empty() {
-                        "{}".into()
-                    } else {
-                        c.arguments
-                    },
+                    arguments: if c.arguments.trim().is_empty() { "{}".into() } else { c.arguments },
                 },
             })
             .collect();
-        let content = if self.content.is_empty() && !tool_calls.is_empty() {
-            None
-        } else {
-            Some(Content::Text(self.content))
-        };
+        let content =
+            if self.content.is_empty() && !tool_calls.is_empty() { None } else { Some(Content::Text(self.content)) };
         ChatResponse {
             message: ChatMessage {
                 role: Role::Assistant,
@@ -264,25 +263,75 @@ mod tests {
         assert_eq!(sink.1, "think ");
         assert_eq!(resp.message.text(), "Hello");
         assert_eq!(resp.message.reasoning.as_deref(), Some("think "));
-        assert_eq!(
-            resp.message.tool_calls[0].function.arguments,
-            r#"{"command":"ls"}"#
-        );
+        assert_eq!(resp.message.tool_calls[0].function.arguments, r#"{"command":"ls"}"#);
         assert_eq!(resp.finish_reason.as_deref(), Some("tool_calls"));
         assert_eq!(resp.usage.total_tokens, 15);
         assert_eq!(resp.usage.cached_tokens, 4);
     }
 
     #[test]
-    fn an_error_inside_the_stream_is_classified_and_garbage_is_a_protocol_error() {
+    fn tool_calls_without_index_split_on_new_ids_and_repeated_names_are_not_doubled() {
+        let mut acc = StreamAccumulator::default();
+        for data in [
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"terminal","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"terminal","arguments":"{\"x\""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"terminal","arguments":":1}"}}]}}]}"#,
+        ] {
+            acc.push(data, &mut NoDeltas).unwrap();
+        }
+        let calls = acc.finish().message.tool_calls;
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[1].id, "b");
+        assert_eq!(calls[1].function.name, "terminal");
+        assert_eq!(calls[1].function.arguments, r#"{"x":1}"#);
+    }
+
+    #[test]
+    fn absurd_indexes_and_oversized_answers_are_protocol_errors_not_allocations() {
         let mut acc = StreamAccumulator::default();
         let err = acc
             .push(
-                r#"{"error":{"message":"overloaded","code":503}}"#,
+                r#"{"choices":[{"delta":{"tool_calls":[{"index":4000000000,"function":{"name":"x"}}]}}]}"#,
                 &mut NoDeltas,
             )
             .unwrap_err();
+        assert!(matches!(err, LlmError::Protocol(_)));
+        let mut acc = StreamAccumulator::default();
+        let big = "x".repeat(1024 * 1024);
+        let chunk = serde_json::json!({"choices":[{"delta":{"content": big}}]}).to_string();
+        let mut result = Ok(());
+        for _ in 0..9 {
+            result = acc.push(&chunk, &mut NoDeltas);
+            if result.is_err() {
+                break;
+            }
+        }
+        assert!(matches!(result, Err(LlmError::Protocol(_))));
+    }
+
+    #[test]
+    fn missing_ids_get_ids_unique_across_responses() {
+        let one = || {
+            let mut acc = StreamAccumulator::default();
+            acc.push(
+                r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"t","arguments":"{}"}}]}}]}"#,
+                &mut NoDeltas,
+            )
+            .unwrap();
+            acc.finish().message.tool_calls[0].id.clone()
+        };
+        assert_ne!(one(), one());
+    }
+
+    #[test]
+    fn an_error_inside_the_stream_is_classified_and_garbage_is_a_protocol_error() {
+        let mut acc = StreamAccumulator::default();
+        let err = acc.push(r#"{"error":{"message":"overloaded","code":503}}"#, &mut NoDeltas).unwrap_err();
         assert!(err.is_retryable(), "{err}");
+        let err = acc
+            .push(r#"{"error":{"message":"too long","code":"context_length_exceeded"}}"#, &mut NoDeltas)
+            .unwrap_err();
+        assert!(matches!(err, LlmError::ContextOverflow { .. }), "{err}");
         let err = acc.push("not json", &mut NoDeltas).unwrap_err();
         assert!(matches!(err, LlmError::Protocol(_)));
     }

@@ -10,7 +10,7 @@ pub enum LlmError {
     RateLimited { retry_after: Option<Duration> },
     /// 5xx: the provider failed; retryable.
     #[error("provider server error (HTTP {status}): {message}")]
-    Server { status: u16, message: String },
+    Server { status: u16, message: String, retry_after: Option<Duration> },
     /// 401/403: the key is wrong or lacks access; not retryable with the same key.
     #[error("provider rejected the credentials (HTTP {status}): {message}")]
     Auth { status: u16, message: String },
@@ -34,10 +34,7 @@ pub enum LlmError {
 impl LlmError {
     /// Whether trying the same call again may succeed.
     pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            Self::RateLimited { .. } | Self::Server { .. } | Self::Timeout | Self::Transport(_)
-        )
+        matches!(self, Self::RateLimited { .. } | Self::Server { .. } | Self::Timeout | Self::Transport(_))
     }
 
     /// A stable code for outcomes and API errors.
@@ -65,14 +62,34 @@ impl LlmError {
                 if lower.contains("context length")
                     || lower.contains("context_length")
                     || lower.contains("maximum context")
-                    || lower.contains("too many tokens") =>
+                    || lower.contains("too many tokens")
+                    || lower.contains("context_length_exceeded") =>
             {
                 Self::ContextOverflow { message }
             }
             408 => Self::Timeout,
-            s if s >= 500 => Self::Server { status, message },
+            s if s >= 500 => Self::Server { status, message, retry_after },
             _ => Self::BadRequest { status, message },
         }
+    }
+}
+
+impl LlmError {
+    /// Classifies an `{"error": {...}}` object received inside a stream. Its `code` may be a
+    /// number (an HTTP status) or a string (`context_length_exceeded`, `rate_limit_exceeded`).
+    pub(crate) fn from_stream_error(err: &serde_json::Value) -> Self {
+        let message = err.get("message").and_then(|m| m.as_str()).unwrap_or("stream error").to_owned();
+        let code = err.get("code");
+        let status = code.and_then(|c| c.as_u64()).and_then(|c| u16::try_from(c).ok());
+        let code_text = code.and_then(|c| c.as_str()).unwrap_or_default();
+        let status = status.unwrap_or(match code_text {
+            "context_length_exceeded" => 400,
+            "rate_limit_exceeded" => 429,
+            "invalid_api_key" => 401,
+            _ => 500,
+        });
+        let body = serde_json::json!({ "error": { "message": format!("{message} {code_text}") } }).to_string();
+        Self::from_status(status, &body, None)
     }
 }
 
@@ -81,11 +98,7 @@ fn error_message(body: &str) -> String {
     let parsed = serde_json::from_str::<serde_json::Value>(body).ok();
     let msg = parsed
         .as_ref()
-        .and_then(|v| {
-            v.pointer("/error/message")
-                .or_else(|| v.get("message"))
-                .or_else(|| v.get("error"))
-        })
+        .and_then(|v| v.pointer("/error/message").or_else(|| v.get("message")).or_else(|| v.get("error")))
         .and_then(|m| m.as_str())
         .unwrap_or(body);
     msg.chars().take(500).collect()
@@ -102,15 +115,9 @@ mod tests {
         let auth = LlmError::from_status(401, r#"{"error":{"message":"bad key"}}"#, None);
         assert!(!auth.is_retryable());
         assert!(auth.to_string().contains("bad key"));
-        let ctx = LlmError::from_status(
-            400,
-            r#"{"error":{"message":"This model's maximum context length is 8192"}}"#,
-            None,
-        );
+        let ctx =
+            LlmError::from_status(400, r#"{"error":{"message":"This model's maximum context length is 8192"}}"#, None);
         assert!(matches!(ctx, LlmError::ContextOverflow { .. }));
-        assert!(matches!(
-            LlmError::from_status(404, "no", None),
-            LlmError::BadRequest { .. }
-        ));
+        assert!(matches!(LlmError::from_status(404, "no", None), LlmError::BadRequest { .. }));
     }
 }

@@ -10,9 +10,7 @@ use serde_json::Value;
 
 use hermes_core::{ChatMessage, Content, Role, ToolCall};
 
-use crate::{
-    ChatModel, ChatRequest, ChatResponse, DeltaSink, LlmError, RetryPolicy, StreamAccumulator,
-};
+use crate::{ChatModel, ChatRequest, ChatResponse, DeltaSink, LlmError, RetryPolicy, StreamAccumulator};
 
 /// How to reach one provider.
 #[derive(Debug, Clone)]
@@ -34,17 +32,12 @@ pub struct OpenAiCompatible {
 
 impl std::fmt::Debug for OpenAiCompatible {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiCompatible")
-            .field("endpoint", &self.endpoint)
-            .finish_non_exhaustive()
+        f.debug_struct("OpenAiCompatible").field("endpoint", &self.endpoint).finish_non_exhaustive()
     }
 }
 
 /// Builds the shared HTTP client for providers.
-pub fn http_client(
-    connect_timeout: Duration,
-    request_timeout: Duration,
-) -> Result<reqwest::Client, LlmError> {
+pub fn http_client(connect_timeout: Duration, request_timeout: Duration) -> Result<reqwest::Client, LlmError> {
     reqwest::Client::builder()
         .connect_timeout(connect_timeout)
         .timeout(request_timeout)
@@ -76,11 +69,7 @@ impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
             tool_calls: &m.tool_calls,
             tool_call_id: m.tool_call_id.as_deref(),
             // `name` on tool messages is not accepted by every server; the call id suffices.
-            name: if m.role == Role::Tool {
-                None
-            } else {
-                m.name.as_deref()
-            },
+            name: if m.role == Role::Tool { None } else { m.name.as_deref() },
         }
     }
 }
@@ -99,23 +88,11 @@ struct WireRequest<'a> {
 
 impl OpenAiCompatible {
     pub fn new(http: reqwest::Client, options: OpenAiOptions) -> Self {
-        let endpoint = format!(
-            "{}/chat/completions",
-            options.base_url.trim_end_matches('/')
-        );
-        Self {
-            http,
-            endpoint,
-            api_key: options.api_key,
-            retry: options.retry,
-        }
+        let endpoint = format!("{}/chat/completions", options.base_url.trim_end_matches('/'));
+        Self { http, endpoint, api_key: options.api_key, retry: options.retry }
     }
 
-    async fn attempt(
-        &self,
-        request: &ChatRequest,
-        sink: &mut dyn DeltaSink,
-    ) -> Result<ChatResponse, Attempt> {
+    async fn attempt(&self, request: &ChatRequest, sink: &mut dyn DeltaSink) -> Result<ChatResponse, Attempt> {
         let body = WireRequest {
             model: &request.model,
             messages: request.messages.iter().map(WireMessage::from).collect(),
@@ -128,10 +105,7 @@ impl OpenAiCompatible {
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key);
         }
-        let response = builder
-            .send()
-            .await
-            .map_err(|e| Attempt::fresh(transport_error(&e)))?;
+        let response = builder.send().await.map_err(|e| Attempt::fresh(transport_error(&e)))?;
         let status = response.status();
         if !status.is_success() {
             let retry_after = response
@@ -140,12 +114,8 @@ impl OpenAiCompatible {
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.trim().parse::<u64>().ok())
                 .map(Duration::from_secs);
-            let text = response.text().await.unwrap_or_default();
-            return Err(Attempt::fresh(LlmError::from_status(
-                status.as_u16(),
-                &text,
-                retry_after,
-            )));
+            let text = read_capped(response, 64 * 1024).await;
+            return Err(Attempt::fresh(LlmError::from_status(status.as_u16(), &text, retry_after)));
         }
         let is_sse = response
             .headers()
@@ -155,10 +125,7 @@ impl OpenAiCompatible {
         let mut acc = StreamAccumulator::default();
         if !is_sse {
             // A server that ignores `stream: true` answers with one JSON body.
-            let text = response
-                .text()
-                .await
-                .map_err(|e| Attempt::fresh(transport_error(&e)))?;
+            let text = response.text().await.map_err(|e| Attempt::fresh(transport_error(&e)))?;
             acc.push(&text, sink).map_err(Attempt::fresh)?;
             return Ok(acc.finish());
         }
@@ -176,10 +143,7 @@ impl OpenAiCompatible {
             if event.data.trim().is_empty() {
                 continue;
             }
-            acc.push(&event.data, sink).map_err(|error| Attempt {
-                error,
-                emitted: acc.has_emitted(),
-            })?;
+            acc.push(&event.data, sink).map_err(|error| Attempt { error, emitted: acc.has_emitted() })?;
         }
         if !done && !acc.has_finish_reason() {
             return Err(Attempt {
@@ -199,27 +163,30 @@ struct Attempt {
 
 impl Attempt {
     fn fresh(error: LlmError) -> Self {
-        Self {
-            error,
-            emitted: false,
+        Self { error, emitted: false }
+    }
+}
+
+/// Reads at most `limit` bytes of an error body (a misbehaving server may send megabytes).
+async fn read_capped(response: reqwest::Response, limit: usize) -> String {
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(Ok(chunk)) = stream.next().await {
+        let room = limit.saturating_sub(body.len());
+        body.extend_from_slice(&chunk[..room.min(chunk.len())]);
+        if body.len() >= limit {
+            break;
         }
     }
+    String::from_utf8_lossy(&body).into_owned()
 }
 
 fn transport_error(e: &reqwest::Error) -> LlmError {
-    if e.is_timeout() {
-        LlmError::Timeout
-    } else {
-        LlmError::Transport(e.to_string())
-    }
+    if e.is_timeout() { LlmError::Timeout } else { LlmError::Transport(e.to_string()) }
 }
 
 impl ChatModel for OpenAiCompatible {
-    async fn complete(
-        &self,
-        request: &ChatRequest,
-        sink: &mut dyn DeltaSink,
-    ) -> Result<ChatResponse, LlmError> {
+    async fn complete(&self, request: &ChatRequest, sink: &mut dyn DeltaSink) -> Result<ChatResponse, LlmError> {
         let mut retry = 0;
         loop {
             let started = Instant::now();
@@ -227,13 +194,11 @@ impl ChatModel for OpenAiCompatible {
             let elapsed = started.elapsed().as_secs_f64();
             match result {
                 Ok(resp) => {
-                    metrics::histogram!("hermes_llm_call_seconds", "outcome" => "ok")
-                        .record(elapsed);
+                    metrics::histogram!("hermes_llm_call_seconds", "outcome" => "ok").record(elapsed);
                     return Ok(resp);
                 }
                 Err(Attempt { error, emitted }) => {
-                    metrics::histogram!("hermes_llm_call_seconds", "outcome" => error.code())
-                        .record(elapsed);
+                    metrics::histogram!("hermes_llm_call_seconds", "outcome" => error.code()).record(elapsed);
                     if emitted || !error.is_retryable() || retry >= self.retry.max_retries {
                         return Err(error);
                     }

@@ -17,11 +17,7 @@ pub struct RetryPolicy {
 
 impl Default for RetryPolicy {
     fn default() -> Self {
-        Self {
-            max_retries: 3,
-            base: Duration::from_secs(1),
-            max_delay: Duration::from_secs(60),
-        }
+        Self { max_retries: 3, base: Duration::from_secs(1), max_delay: Duration::from_secs(60) }
     }
 }
 
@@ -29,15 +25,11 @@ impl RetryPolicy {
     /// The delay before retry number `retry` (1-based) after `error`; a provider's
     /// `Retry-After` wins when it is longer.
     pub fn delay(&self, retry: u32, error: &LlmError) -> Duration {
-        let exp = self
-            .base
-            .saturating_mul(2u32.saturating_pow(retry.saturating_sub(1)));
+        let exp = self.base.saturating_mul(2u32.saturating_pow(retry.saturating_sub(1)));
         // +-25 % jitter so many workers hit by one outage do not retry in lockstep.
         let jittered = exp.mul_f64(rand::random_range(0.75..1.25));
         let wanted = match error {
-            LlmError::RateLimited {
-                retry_after: Some(after),
-            } => jittered.max(*after),
+            LlmError::RateLimited { retry_after: Some(after) } => jittered.max(*after),
             _ => jittered,
         };
         wanted.min(self.max_delay)
@@ -50,19 +42,13 @@ mod tests {
 
     #[test]
     fn delays_grow_and_respect_retry_after_and_the_cap() {
-        let p = RetryPolicy {
-            max_retries: 5,
-            base: Duration::from_millis(100),
-            max_delay: Duration::from_secs(2),
-        };
+        let p = RetryPolicy { max_retries: 5, base: Duration::from_millis(100), max_delay: Duration::from_secs(2) };
         let e = LlmError::Timeout;
         let d1 = p.delay(1, &e);
         let d3 = p.delay(3, &e);
         assert!(d1 >= Duration::from_millis(75) && d1 <= Duration::from_millis(125));
         assert!(d3 >= Duration::from_millis(300) && d3 <= Duration::from_millis(500));
-        let rl = LlmError::RateLimited {
-            retry_after: Some(Duration::from_secs(1)),
-        };
+        let rl = LlmError::RateLimited { retry_after: Some(Duration::from_secs(1)) };
         assert!(p.delay(1, &rl) >= Duration::from_secs(1));
         assert_eq!(p.delay(20, &e), Duration::from_secs(2));
     }

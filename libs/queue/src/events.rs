@@ -5,9 +5,7 @@ use std::sync::{Arc, Mutex as StdMutex};
 
 use futures_util::StreamExt;
 use lapin::BasicProperties;
-use lapin::options::{
-    BasicConsumeOptions, BasicPublishOptions, QueueBindOptions, QueueDeclareOptions,
-};
+use lapin::options::{BasicConsumeOptions, BasicPublishOptions, QueueBindOptions, QueueDeclareOptions};
 use lapin::types::FieldTable;
 use tokio::sync::mpsc;
 
@@ -18,12 +16,7 @@ use crate::{Broker, Result};
 /// Routing key of an event: `t.{tenant}.s.{session}.p.{hub}`, where `hub` names the pod
 /// waiting for the turn (`-` when nobody asked to be told).
 fn routing_key(event: &TurnEvent, hub: Option<&str>) -> String {
-    format!(
-        "t.{}.s.{}.p.{}",
-        event.tenant_id,
-        event.session_id,
-        hub.unwrap_or("-")
-    )
+    format!("t.{}.s.{}.p.{}", event.tenant_id, event.session_id, hub.unwrap_or("-"))
 }
 
 type Routes = Arc<StdMutex<HashMap<TurnId, mpsc::UnboundedSender<TurnEvent>>>>;
@@ -57,11 +50,7 @@ impl Broker {
         channel
             .queue_declare(
                 queue_name.as_str().into(),
-                QueueDeclareOptions {
-                    exclusive: true,
-                    auto_delete: true,
-                    ..Default::default()
-                },
+                QueueDeclareOptions { exclusive: true, auto_delete: true, ..Default::default() },
                 FieldTable::default(),
             )
             .await?;
@@ -78,11 +67,7 @@ impl Broker {
             .basic_consume(
                 queue_name.as_str().into(),
                 "".into(),
-                BasicConsumeOptions {
-                    no_ack: true,
-                    exclusive: true,
-                    ..Default::default()
-                },
+                BasicConsumeOptions { no_ack: true, exclusive: true, ..Default::default() },
                 FieldTable::default(),
             )
             .await?;
@@ -97,19 +82,14 @@ impl Broker {
                     tracing::warn!("dropping malformed turn event");
                     continue;
                 };
-                let sender = dispatch_routes
-                    .lock()
-                    .ok()
-                    .and_then(|r| r.get(&event.turn_id).cloned());
+                let sender = dispatch_routes.lock().ok().and_then(|r| r.get(&event.turn_id).cloned());
                 if let Some(sender) = sender {
                     let _ = sender.send(event);
                 }
             }
             tracing::info!("event hub consumer ended");
         });
-        Ok(EventHub {
-            inner: Arc::new(HubInner { id, routes }),
-        })
+        Ok(EventHub { inner: Arc::new(HubInner { id, routes }) })
     }
 }
 
@@ -144,11 +124,7 @@ impl EventHub {
         if let Ok(mut routes) = self.inner.routes.lock() {
             routes.insert(turn, tx);
         }
-        EventSubscription {
-            hub: self.clone(),
-            turn,
-            receiver,
-        }
+        EventSubscription { hub: self.clone(), turn, receiver }
     }
 }
 

@@ -12,9 +12,7 @@ mod work;
 
 use std::sync::Arc;
 
-use lapin::options::{
-    BasicQosOptions, ConfirmSelectOptions, ExchangeDeclareOptions, QueueDeclareOptions,
-};
+use lapin::options::{BasicQosOptions, ConfirmSelectOptions, ExchangeDeclareOptions, QueueDeclareOptions};
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{Channel, Connection, ConnectionProperties, ExchangeKind};
 
@@ -45,10 +43,7 @@ pub(crate) struct Names {
 
 impl Names {
     fn new(prefix: &str) -> Self {
-        Self {
-            work_queue: format!("{prefix}.work"),
-            events_exchange: format!("{prefix}.events"),
-        }
+        Self { work_queue: format!("{prefix}.work"), events_exchange: format!("{prefix}.events") }
     }
 }
 
@@ -70,24 +65,16 @@ struct BrokerInner {
 impl Broker {
     /// Connects and declares the work queue (quorum, durable) and the events exchange.
     pub async fn connect(cfg: &RabbitMqConfig, connection_name: &str) -> Result<Self> {
-        let props = ConnectionProperties::default()
-            .with_connection_name(connection_name.into())
-            .enable_auto_recover();
+        let props = ConnectionProperties::default().with_connection_name(connection_name.into()).enable_auto_recover();
         let conn = Connection::connect(&cfg.url, props).await?;
         let names = Names::new(&cfg.prefix);
         let setup = conn.create_channel().await?;
         let mut args = FieldTable::default();
-        args.insert(
-            "x-queue-type".into(),
-            AMQPValue::LongString("quorum".into()),
-        );
+        args.insert("x-queue-type".into(), AMQPValue::LongString("quorum".into()));
         setup
             .queue_declare(
                 names.work_queue.as_str().into(),
-                QueueDeclareOptions {
-                    durable: true,
-                    ..Default::default()
-                },
+                QueueDeclareOptions { durable: true, ..Default::default() },
                 args,
             )
             .await?;
@@ -95,26 +82,14 @@ impl Broker {
             .exchange_declare(
                 names.events_exchange.as_str().into(),
                 ExchangeKind::Topic,
-                ExchangeDeclareOptions {
-                    durable: true,
-                    ..Default::default()
-                },
+                ExchangeDeclareOptions { durable: true, ..Default::default() },
                 FieldTable::default(),
             )
             .await?;
         let work_channel = conn.create_channel().await?;
-        work_channel
-            .confirm_select(ConfirmSelectOptions::default())
-            .await?;
+        work_channel.confirm_select(ConfirmSelectOptions::default()).await?;
         let event_channel = conn.create_channel().await?;
-        Ok(Self {
-            inner: Arc::new(BrokerInner {
-                conn,
-                names,
-                work_channel,
-                event_channel,
-            }),
-        })
+        Ok(Self { inner: Arc::new(BrokerInner { conn, names, work_channel, event_channel }) })
     }
 
     /// Answers when the connection is up.

@@ -1,9 +1,7 @@
 //! The work queue: "session S of tenant T has work".
 
 use futures_util::StreamExt;
-use lapin::options::{
-    BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicNackOptions, BasicPublishOptions,
-};
+use lapin::options::{BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicNackOptions, BasicPublishOptions};
 use lapin::types::FieldTable;
 use lapin::{BasicProperties, Channel};
 use serde::{Deserialize, Serialize};
@@ -30,9 +28,7 @@ impl Broker {
                 self.names().work_queue.as_str().into(),
                 BasicPublishOptions::default(),
                 &body,
-                BasicProperties::default()
-                    .with_delivery_mode(2)
-                    .with_content_type("application/json".into()),
+                BasicProperties::default().with_delivery_mode(2).with_content_type("application/json".into()),
             )
             .await?
             .await?;
@@ -53,11 +49,7 @@ impl Broker {
                 FieldTable::default(),
             )
             .await?;
-        Ok(WorkConsumer {
-            channel,
-            consumer,
-            tag: consumer_tag.to_owned(),
-        })
+        Ok(WorkConsumer { channel, consumer, tag: consumer_tag.to_owned() })
     }
 }
 
@@ -86,14 +78,7 @@ impl WorkDelivery {
 
     /// Returns the delivery to the queue for another try.
     pub async fn requeue(&self) {
-        if let Err(e) = self
-            .acker
-            .nack(BasicNackOptions {
-                requeue: true,
-                ..Default::default()
-            })
-            .await
-        {
+        if let Err(e) = self.acker.nack(BasicNackOptions { requeue: true, ..Default::default() }).await {
             tracing::warn!(error = %e, "cannot requeue work delivery");
         }
     }
@@ -110,11 +95,7 @@ impl WorkConsumer {
             };
             match serde_json::from_slice::<SessionWork>(&delivery.data) {
                 Ok(work) => {
-                    return Some(Ok(WorkDelivery {
-                        work,
-                        redelivered: delivery.redelivered,
-                        acker: delivery.acker,
-                    }));
+                    return Some(Ok(WorkDelivery { work, redelivered: delivery.redelivered, acker: delivery.acker }));
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "dropping malformed work message");
@@ -126,11 +107,7 @@ impl WorkConsumer {
 
     /// Stops receiving new deliveries; unacknowledged ones go back to the queue.
     pub async fn cancel(&self) {
-        if let Err(e) = self
-            .channel
-            .basic_cancel(self.tag.as_str().into(), BasicCancelOptions::default())
-            .await
-        {
+        if let Err(e) = self.channel.basic_cancel(self.tag.as_str().into(), BasicCancelOptions::default()).await {
             tracing::warn!(error = %e, "cannot cancel work consumer");
         }
     }

@@ -13,9 +13,7 @@ use bollard::Docker;
 use bollard::errors::Error as DockerError;
 use bollard::exec::{CreateExecOptions, StartExecResults};
 use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType};
-use bollard::query_parameters::{
-    CreateContainerOptions, ListContainersOptions, RemoveContainerOptions,
-};
+use bollard::query_parameters::{CreateContainerOptions, ListContainersOptions, RemoveContainerOptions};
 use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
 use tokio::sync::Mutex;
@@ -23,9 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use hermes_config::SandboxConfig;
 
-use crate::{
-    ExecOutput, ExecRequest, RAW_OUTPUT_CAP, Result, SandboxError, SandboxKey, Sandboxes, WORKSPACE,
-};
+use crate::{ExecOutput, ExecRequest, RAW_OUTPUT_CAP, Result, SandboxError, SandboxKey, Sandboxes, WORKSPACE};
 
 const LABEL_OWNER: &str = "io.hermes.sandbox.owner";
 const LABEL_TENANT: &str = "io.hermes.tenant";
@@ -68,10 +64,7 @@ impl DockerSandboxes {
             Docker::connect_with_socket(&cfg.docker.socket, 120, bollard::API_DEFAULT_VERSION)
         }
         .map_err(|e| SandboxError::Unavailable(e.to_string()))?;
-        let docker = docker
-            .negotiate_version()
-            .await
-            .map_err(|e| SandboxError::Unavailable(e.to_string()))?;
+        let docker = docker.negotiate_version().await.map_err(|e| SandboxError::Unavailable(e.to_string()))?;
         Ok(Self {
             inner: Arc::new(Inner {
                 docker,
@@ -84,17 +77,11 @@ impl DockerSandboxes {
 
     /// The container name of `key`'s sandbox.
     pub fn container_name(&self, key: SandboxKey) -> String {
-        format!(
-            "{}-sbx-{}-{}",
-            self.inner.cfg.docker.name_prefix, key.tenant, key.agent
-        )
+        format!("{}-sbx-{}-{}", self.inner.cfg.docker.name_prefix, key.tenant, key.agent)
     }
 
     fn volume_name(&self, key: SandboxKey) -> String {
-        format!(
-            "{}-ws-{}-{}",
-            self.inner.cfg.docker.name_prefix, key.tenant, key.agent
-        )
+        format!("{}-ws-{}-{}", self.inner.cfg.docker.name_prefix, key.tenant, key.agent)
     }
 
     fn touch(&self, name: &str) {
@@ -104,11 +91,7 @@ impl DockerSandboxes {
     }
 
     fn known(&self, name: &str) -> bool {
-        self.inner
-            .last_used
-            .lock()
-            .map(|m| m.contains_key(name))
-            .unwrap_or(false)
+        self.inner.last_used.lock().map(|m| m.contains_key(name)).unwrap_or(false)
     }
 
     fn forget(&self, name: &str) {
@@ -149,14 +132,8 @@ impl DockerSandboxes {
             (LABEL_AGENT.to_owned(), key.agent.to_string()),
         ]);
         let tmpfs = HashMap::from([
-            (
-                "/tmp".to_owned(),
-                format!("rw,nosuid,nodev,size={}m", cfg.tmpfs_mb),
-            ),
-            (
-                "/run".to_owned(),
-                "rw,nosuid,nodev,noexec,size=16m".to_owned(),
-            ),
+            ("/tmp".to_owned(), format!("rw,nosuid,nodev,size={}m", cfg.tmpfs_mb)),
+            ("/run".to_owned(), "rw,nosuid,nodev,noexec,size=16m".to_owned()),
         ]);
         let memory = i64::try_from(cfg.memory_mb.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX);
         let host = HostConfig {
@@ -195,10 +172,7 @@ impl DockerSandboxes {
             host_config: Some(host),
             ..Default::default()
         };
-        let options = CreateContainerOptions {
-            name: Some(name.to_owned()),
-            ..Default::default()
-        };
+        let options = CreateContainerOptions { name: Some(name.to_owned()), ..Default::default() };
         let docker = &self.inner.docker;
         match docker.create_container(Some(options), body).await {
             Ok(_) => {}
@@ -220,15 +194,8 @@ impl DockerSandboxes {
     }
 
     async fn remove(&self, name: &str) {
-        let options = RemoveContainerOptions {
-            force: true,
-            ..Default::default()
-        };
-        if let Err(e) = self
-            .inner
-            .docker
-            .remove_container(name, Some(options))
-            .await
+        let options = RemoveContainerOptions { force: true, ..Default::default() };
+        if let Err(e) = self.inner.docker.remove_container(name, Some(options)).await
             && status_of(&e) != Some(404)
         {
             tracing::warn!(container = %name, error = %e, "cannot remove sandbox");
@@ -236,11 +203,7 @@ impl DockerSandboxes {
         self.forget(name);
     }
 
-    async fn run(
-        &self,
-        name: &str,
-        request: &ExecRequest,
-    ) -> std::result::Result<ExecOutput, DockerError> {
+    async fn run(&self, name: &str, request: &ExecRequest) -> std::result::Result<ExecOutput, DockerError> {
         let docker = &self.inner.docker;
         let secs = request.timeout.as_secs().max(1).to_string();
         let exec = docker
@@ -249,15 +212,7 @@ impl DockerSandboxes {
                 CreateExecOptions {
                     // `timeout` kills the command when it overruns; the daemon that replaces
                     // docker exec will kill the whole process group instead.
-                    cmd: Some(vec![
-                        "timeout",
-                        "-s",
-                        "KILL",
-                        &secs,
-                        "/bin/sh",
-                        "-c",
-                        &request.command,
-                    ]),
+                    cmd: Some(vec!["timeout", "-s", "KILL", &secs, "/bin/sh", "-c", &request.command]),
                     attach_stdout: Some(true),
                     attach_stderr: Some(true),
                     working_dir: Some(request.workdir.as_deref().unwrap_or(WORKSPACE)),
@@ -268,10 +223,7 @@ impl DockerSandboxes {
         let started = Instant::now();
         let mut output = Vec::new();
         let mut truncated = false;
-        if let StartExecResults::Attached {
-            output: mut stream, ..
-        } = docker.start_exec(&exec.id, None).await?
-        {
+        if let StartExecResults::Attached { output: mut stream, .. } = docker.start_exec(&exec.id, None).await? {
             let deadline = request.timeout + Duration::from_secs(5);
             let collect = async {
                 while let Some(chunk) = stream.next().await {
@@ -292,56 +244,29 @@ impl DockerSandboxes {
         }
         let duration = started.elapsed();
         let exit_code = docker.inspect_exec(&exec.id).await?.exit_code;
-        let timed_out =
-            exit_code == Some(137) && duration + Duration::from_millis(200) >= request.timeout;
+        let timed_out = exit_code == Some(137) && duration + Duration::from_millis(200) >= request.timeout;
         let mut text = String::from_utf8_lossy(&output).into_owned();
         if truncated {
             text.push_str("\n[output truncated]");
         }
-        Ok(ExecOutput {
-            exit_code: if timed_out { None } else { exit_code },
-            output: text,
-            timed_out,
-            duration,
-        })
+        Ok(ExecOutput { exit_code: if timed_out { None } else { exit_code }, output: text, timed_out, duration })
     }
 
     /// Removes sandboxes of this engine idle for longer than `sandbox.idle_seconds`.
     /// Containers this process has not used yet count as used now.
     pub async fn reap_idle(&self) -> Result<usize> {
         let idle = Duration::from_secs(self.inner.cfg.idle_seconds);
-        let filters = HashMap::from([(
-            "label".to_owned(),
-            vec![format!(
-                "{LABEL_OWNER}={}",
-                self.inner.cfg.docker.name_prefix
-            )],
-        )]);
-        let options = ListContainersOptions {
-            all: true,
-            filters: Some(filters),
-            ..Default::default()
-        };
-        let containers = self
-            .inner
-            .docker
-            .list_containers(Some(options))
-            .await
-            .map_err(docker_err)?;
+        let filters =
+            HashMap::from([("label".to_owned(), vec![format!("{LABEL_OWNER}={}", self.inner.cfg.docker.name_prefix)])]);
+        let options = ListContainersOptions { all: true, filters: Some(filters), ..Default::default() };
+        let containers = self.inner.docker.list_containers(Some(options)).await.map_err(docker_err)?;
         let mut removed = 0;
         for c in containers {
-            let Some(name) = c
-                .names
-                .and_then(|n| n.first().map(|s| s.trim_start_matches('/').to_owned()))
-            else {
+            let Some(name) = c.names.and_then(|n| n.first().map(|s| s.trim_start_matches('/').to_owned())) else {
                 continue;
             };
-            let last = self
-                .inner
-                .last_used
-                .lock()
-                .ok()
-                .map(|mut m| *m.entry(name.clone()).or_insert_with(Instant::now));
+            let last =
+                self.inner.last_used.lock().ok().map(|mut m| *m.entry(name.clone()).or_insert_with(Instant::now));
             if last.is_some_and(|t| t.elapsed() >= idle) {
                 tracing::info!(container = %name, "removing idle sandbox");
                 self.remove(&name).await;
@@ -368,11 +293,7 @@ impl DockerSandboxes {
 }
 
 impl Sandboxes for DockerSandboxes {
-    fn exec<'a>(
-        &'a self,
-        key: SandboxKey,
-        request: ExecRequest,
-    ) -> BoxFuture<'a, Result<ExecOutput>> {
+    fn exec<'a>(&'a self, key: SandboxKey, request: ExecRequest) -> BoxFuture<'a, Result<ExecOutput>> {
         Box::pin(async move {
             let name = self.container_name(key);
             if !self.known(&name) {
@@ -399,12 +320,7 @@ impl Sandboxes for DockerSandboxes {
 
     fn ping(&self) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move {
-            self.inner
-                .docker
-                .ping()
-                .await
-                .map(|_| ())
-                .map_err(|e| SandboxError::Unavailable(e.to_string()))
+            self.inner.docker.ping().await.map(|_| ()).map_err(|e| SandboxError::Unavailable(e.to_string()))
         })
     }
 }

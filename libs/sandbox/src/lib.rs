@@ -65,11 +65,7 @@ pub type Result<T, E = SandboxError> = std::result::Result<T, E>;
 /// A sandbox backend.
 pub trait Sandboxes: Send + Sync {
     /// Runs a command in `key`'s sandbox, creating or recreating the sandbox as needed.
-    fn exec<'a>(
-        &'a self,
-        key: SandboxKey,
-        request: ExecRequest,
-    ) -> BoxFuture<'a, Result<ExecOutput>>;
+    fn exec<'a>(&'a self, key: SandboxKey, request: ExecRequest) -> BoxFuture<'a, Result<ExecOutput>>;
 
     /// Answers when the backend is reachable.
     fn ping(&self) -> BoxFuture<'_, Result<()>>;

@@ -11,16 +11,8 @@ pub fn cap_middle(text: &str, max_chars: usize) -> String {
     let head = max_chars * 2 / 5;
     let tail = max_chars - head;
     let head_end = text.char_indices().nth(head).map_or(text.len(), |(i, _)| i);
-    let tail_start = text
-        .char_indices()
-        .nth(total - tail)
-        .map_or(text.len(), |(i, _)| i);
-    format!(
-        "{}\n\n[... {} characters omitted ...]\n\n{}",
-        &text[..head_end],
-        total - head - tail,
-        &text[tail_start..]
-    )
+    let tail_start = text.char_indices().nth(total - tail).map_or(text.len(), |(i, _)| i);
+    format!("{}\n\n[... {} characters omitted ...]\n\n{}", &text[..head_end], total - head - tail, &text[tail_start..])
 }
 
 #[cfg(test)]
@@ -30,9 +22,7 @@ mod tests {
     #[test]
     fn keeps_short_text_and_cuts_the_middle_of_long_text() {
         assert_eq!(cap_middle("short", 10), "short");
-        let long: String = (0..1000)
-            .map(|i| char::from(b'a' + (i % 26) as u8))
-            .collect();
+        let long: String = (0..1000).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
         let out = cap_middle(&long, 100);
         assert!(out.starts_with(&long[..40]));
         assert!(out.ends_with(&long[940..]));

@@ -63,14 +63,10 @@ impl Agent {
             return Ok(None);
         };
         let secrets = secrets.ok_or_else(|| {
-            StoreError::Secret(
-                "agent has a provider key but secrets.master_key is not configured".into(),
-            )
+            StoreError::Secret("agent has a provider key but secrets.master_key is not configured".into())
         })?;
         let plain = secrets.open(&secret_context(self.tenant_id, self.id), sealed)?;
-        String::from_utf8(plain)
-            .map(Some)
-            .map_err(|_| StoreError::Corrupt("provider key is not UTF-8".into()))
+        String::from_utf8(plain).map(Some).map_err(|_| StoreError::Corrupt("provider key is not UTF-8".into()))
     }
 }
 
@@ -82,17 +78,14 @@ macro_rules! agent_columns {
 
 impl Store {
     /// Creates an agent in `tenant`; the provider key is sealed with `secrets`.
-    pub async fn create_agent(
-        &self,
-        tenant: TenantId,
-        new: NewAgent,
-        secrets: Option<&SecretBox>,
-    ) -> Result<Agent> {
+    pub async fn create_agent(&self, tenant: TenantId, new: NewAgent, secrets: Option<&SecretBox>) -> Result<Agent> {
         let id = AgentId::new();
         let sealed = match &new.provider_key {
             Some(key) => {
                 let secrets = secrets.ok_or_else(|| {
-                    StoreError::Secret("storing a provider key needs secrets.master_key (HERMES__SECRETS__MASTER_KEY)".into())
+                    StoreError::Secret(
+                        "storing a provider key needs secrets.master_key (HERMES__SECRETS__MASTER_KEY)".into(),
+                    )
                 })?;
                 Some(secrets.seal(&secret_context(tenant, id), key.as_bytes())?)
             }
@@ -126,11 +119,7 @@ impl Store {
 
     /// The tenant's agent called `name` (what clients send as `model`).
     pub async fn agent_by_name(&self, tenant: TenantId, name: &str) -> Result<Agent> {
-        let sql = concat!(
-            "SELECT ",
-            agent_columns!(),
-            " FROM agents WHERE tenant_id = $1 AND name = $2"
-        );
+        let sql = concat!("SELECT ", agent_columns!(), " FROM agents WHERE tenant_id = $1 AND name = $2");
         let row = sqlx::query(sql)
             .bind(tenant.as_uuid())
             .bind(name)
@@ -142,11 +131,7 @@ impl Store {
 
     /// The tenant's agent `id`.
     pub async fn agent(&self, tenant: TenantId, id: AgentId) -> Result<Agent> {
-        let sql = concat!(
-            "SELECT ",
-            agent_columns!(),
-            " FROM agents WHERE tenant_id = $1 AND id = $2"
-        );
+        let sql = concat!("SELECT ", agent_columns!(), " FROM agents WHERE tenant_id = $1 AND id = $2");
         let row = sqlx::query(sql)
             .bind(tenant.as_uuid())
             .bind(id.as_uuid())
@@ -158,15 +143,8 @@ impl Store {
 
     /// All of the tenant's agents, by name.
     pub async fn list_agents(&self, tenant: TenantId) -> Result<Vec<Agent>> {
-        let sql = concat!(
-            "SELECT ",
-            agent_columns!(),
-            " FROM agents WHERE tenant_id = $1 ORDER BY name"
-        );
-        let rows = sqlx::query(sql)
-            .bind(tenant.as_uuid())
-            .fetch_all(self.pool())
-            .await?;
+        let sql = concat!("SELECT ", agent_columns!(), " FROM agents WHERE tenant_id = $1 ORDER BY name");
+        let rows = sqlx::query(sql).bind(tenant.as_uuid()).fetch_all(self.pool()).await?;
         rows.iter().map(|r| Agent::from_row(tenant, r)).collect()
     }
 }

@@ -40,9 +40,7 @@ fn hash_key(key: &str) -> Vec<u8> {
 
 fn generate_key() -> Result<(String, String)> {
     let mut raw = [0u8; 30];
-    SystemRandom::new()
-        .fill(&mut raw)
-        .map_err(|_| StoreError::Secret("no system randomness".into()))?;
+    SystemRandom::new().fill(&mut raw).map_err(|_| StoreError::Secret("no system randomness".into()))?;
     let prefix: String = raw[..6].iter().map(|b| format!("{b:02x}")).collect();
     let secret = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&raw[6..]);
     let prefix = format!("hk_{prefix}");
@@ -106,10 +104,7 @@ impl Store {
         let tenant: Uuid = row.try_get("tenant_id")?;
         let agent: Option<Uuid> = row.try_get("agent_id")?;
         Ok(Some(KeyAuth {
-            #[expect(
-                clippy::disallowed_methods,
-                reason = "this is the API-key authentication step"
-            )]
+            #[expect(clippy::disallowed_methods, reason = "this is the API-key authentication step")]
             tenant_id: TenantId::from_authenticated(tenant),
             key_id: ApiKeyId::from_uuid(row.try_get("id")?),
             agent_id: agent.map(AgentId::from_uuid),

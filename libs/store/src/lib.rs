@@ -55,9 +55,7 @@ impl StoreError {
     /// Maps a unique-violation into `Conflict(what)`, leaving other errors alone.
     pub(crate) fn conflict_on_unique(err: sqlx::Error, what: &str) -> StoreError {
         match &err {
-            sqlx::Error::Database(db) if db.is_unique_violation() => {
-                StoreError::Conflict(what.to_owned())
-            }
+            sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Conflict(what.to_owned()),
             _ => StoreError::Database(err),
         }
     }
@@ -74,9 +72,8 @@ pub struct Store {
 impl Store {
     /// Connects a pool to `url`.
     pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
-        let options: PgConnectOptions = url
-            .parse::<PgConnectOptions>()?
-            .log_slow_statements(log::LevelFilter::Warn, Duration::from_millis(500));
+        let options: PgConnectOptions =
+            url.parse::<PgConnectOptions>()?.log_slow_statements(log::LevelFilter::Warn, Duration::from_millis(500));
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
             .acquire_timeout(Duration::from_secs(10))

@@ -43,14 +43,7 @@ pub(crate) struct MessageColumns {
 impl MessageColumns {
     /// Placeholder values for a statement that inserts no message.
     pub(crate) fn empty_assistant() -> Self {
-        Self {
-            role: "assistant",
-            content: None,
-            tool_calls: None,
-            tool_call_id: None,
-            name: None,
-            reasoning: None,
-        }
+        Self { role: "assistant", content: None, tool_calls: None, tool_call_id: None, name: None, reasoning: None }
     }
 
     /// Binds role, content, tool_calls, tool_call_id, name and reasoning, in that order.
@@ -92,11 +85,7 @@ pub(crate) fn storable_json<T: serde::Serialize>(value: &T) -> Result<Value> {
 
 pub(crate) fn columns(msg: &ChatMessage) -> Result<MessageColumns> {
     let content = msg.content.as_ref().map(storable_json).transpose()?;
-    let tool_calls = if msg.tool_calls.is_empty() {
-        None
-    } else {
-        Some(storable_json(&msg.tool_calls)?)
-    };
+    let tool_calls = if msg.tool_calls.is_empty() { None } else { Some(storable_json(&msg.tool_calls)?) };
     Ok(MessageColumns {
         role: msg.role.as_str(),
         content,
@@ -109,13 +98,10 @@ pub(crate) fn columns(msg: &ChatMessage) -> Result<MessageColumns> {
 
 fn from_row(row: &PgRow) -> Result<StoredMessage> {
     let role: String = row.try_get("role")?;
-    let role =
-        Role::parse(&role).ok_or_else(|| StoreError::Corrupt(format!("unknown role {role:?}")))?;
+    let role = Role::parse(&role).ok_or_else(|| StoreError::Corrupt(format!("unknown role {role:?}")))?;
     let content: Option<Value> = row.try_get("content")?;
-    let content = content
-        .map(serde_json::from_value::<Content>)
-        .transpose()
-        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let content =
+        content.map(serde_json::from_value::<Content>).transpose().map_err(|e| StoreError::Corrupt(e.to_string()))?;
     let tool_calls: Option<Value> = row.try_get("tool_calls")?;
     let tool_calls = tool_calls
         .map(serde_json::from_value::<Vec<ToolCall>>)
@@ -140,10 +126,7 @@ fn from_row(row: &PgRow) -> Result<StoredMessage> {
 
 /// Appends one message as the owner of `fence` on `conn`; optionally freezes the session's
 /// system prompt in the same statement. Returns what happened and the session's prompt.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one fenced statement with all its inputs"
-)]
+#[expect(clippy::too_many_arguments, reason = "one fenced statement with all its inputs")]
 pub(crate) async fn append_in(
     conn: &mut sqlx::PgConnection,
     tenant: TenantId,
@@ -182,10 +165,7 @@ pub(crate) async fn append_in(
         return Err(StoreError::Fenced);
     }
     let seq: Option<i32> = row.try_get("seq")?;
-    Ok((
-        seq.map_or(Appended::AlreadyStored, Appended::At),
-        row.try_get("system_prompt")?,
-    ))
+    Ok((seq.map_or(Appended::AlreadyStored, Appended::At), row.try_get("system_prompt")?))
 }
 
 impl Store {
@@ -201,11 +181,7 @@ impl Store {
         msg: &ChatMessage,
     ) -> Result<Appended> {
         let mut conn = self.pool().acquire().await?;
-        Ok(
-            append_in(&mut conn, tenant, session, fence, turn, step, msg, None)
-                .await?
-                .0,
-        )
+        Ok(append_in(&mut conn, tenant, session, fence, turn, step, msg, None).await?.0)
     }
 
     /// Starts a turn in one fenced statement: stores its user input as step 0 and freezes
@@ -221,28 +197,12 @@ impl Store {
         prompt: &str,
     ) -> Result<String> {
         let mut conn = self.pool().acquire().await?;
-        let (_, frozen) = append_in(
-            &mut conn,
-            tenant,
-            session,
-            fence,
-            turn,
-            0,
-            input,
-            Some(prompt),
-        )
-        .await?;
-        frozen.ok_or_else(|| {
-            StoreError::Corrupt("session has no system prompt after freezing".into())
-        })
+        let (_, frozen) = append_in(&mut conn, tenant, session, fence, turn, 0, input, Some(prompt)).await?;
+        frozen.ok_or_else(|| StoreError::Corrupt("session has no system prompt after freezing".into()))
     }
 
     /// The session's messages in order.
-    pub async fn session_messages(
-        &self,
-        tenant: TenantId,
-        session: SessionId,
-    ) -> Result<Vec<StoredMessage>> {
+    pub async fn session_messages(&self, tenant: TenantId, session: SessionId) -> Result<Vec<StoredMessage>> {
         let rows = sqlx::query(
             "SELECT seq, turn_id, turn_step, role, content, tool_calls, tool_call_id, name, reasoning
              FROM messages WHERE tenant_id = $1 AND session_id = $2 ORDER BY seq",

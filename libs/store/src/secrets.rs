@@ -28,9 +28,7 @@ impl SecretBox {
             .map_err(|_| StoreError::Secret("secrets.master_key is not valid base64".into()))?;
         let unbound = UnboundKey::new(&AES_256_GCM, &raw)
             .map_err(|_| StoreError::Secret("secrets.master_key must be 32 bytes".into()))?;
-        Ok(Self {
-            key: std::sync::Arc::new(LessSafeKey::new(unbound)),
-        })
+        Ok(Self { key: std::sync::Arc::new(LessSafeKey::new(unbound)) })
     }
 
     /// The box for an optional configured key (`secrets.master_key`); `None` when unset.
@@ -41,25 +39,17 @@ impl SecretBox {
     /// A fresh random master key, base64-encoded (for installers).
     pub fn generate_master_key() -> Result<String> {
         let mut raw = [0u8; 32];
-        SystemRandom::new()
-            .fill(&mut raw)
-            .map_err(|_| StoreError::Secret("no system randomness".into()))?;
+        SystemRandom::new().fill(&mut raw).map_err(|_| StoreError::Secret("no system randomness".into()))?;
         Ok(base64::engine::general_purpose::STANDARD.encode(raw))
     }
 
     /// Encrypts `plaintext` for the row described by `context`.
     pub fn seal(&self, context: &str, plaintext: &[u8]) -> Result<Vec<u8>> {
         let mut nonce = [0u8; NONCE_LEN];
-        SystemRandom::new()
-            .fill(&mut nonce)
-            .map_err(|_| StoreError::Secret("no system randomness".into()))?;
+        SystemRandom::new().fill(&mut nonce).map_err(|_| StoreError::Secret("no system randomness".into()))?;
         let mut data = plaintext.to_vec();
         self.key
-            .seal_in_place_append_tag(
-                Nonce::assume_unique_for_key(nonce),
-                Aad::from(context.as_bytes()),
-                &mut data,
-            )
+            .seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::from(context.as_bytes()), &mut data)
             .map_err(|_| StoreError::Secret("encryption failed".into()))?;
         let mut out = nonce.to_vec();
         out.extend_from_slice(&data);
@@ -72,15 +62,12 @@ impl SecretBox {
             return Err(StoreError::Secret("sealed secret is truncated".into()));
         }
         let (nonce, body) = sealed.split_at(NONCE_LEN);
-        let nonce = Nonce::try_assume_unique_for_key(nonce)
-            .map_err(|_| StoreError::Secret("bad nonce".into()))?;
+        let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| StoreError::Secret("bad nonce".into()))?;
         let mut data = body.to_vec();
         let plain = self
             .key
             .open_in_place(nonce, Aad::from(context.as_bytes()), &mut data)
-            .map_err(|_| {
-                StoreError::Secret("secret does not decrypt with this master key".into())
-            })?;
+            .map_err(|_| StoreError::Secret("secret does not decrypt with this master key".into()))?;
         Ok(plain.to_vec())
     }
 }
@@ -93,15 +80,9 @@ mod tests {
     fn sealed_secrets_open_only_with_the_same_key_and_row() {
         let key = SecretBox::from_base64(&SecretBox::generate_master_key().unwrap()).unwrap();
         let sealed = key.seal("agent:t1:a1", b"sk-live").unwrap();
-        assert!(
-            !sealed.windows(7).any(|w| w == b"sk-live"),
-            "plaintext must not be visible"
-        );
+        assert!(!sealed.windows(7).any(|w| w == b"sk-live"), "plaintext must not be visible");
         assert_eq!(key.open("agent:t1:a1", &sealed).unwrap(), b"sk-live");
-        assert!(
-            key.open("agent:t2:a1", &sealed).is_err(),
-            "another row's context must fail"
-        );
+        assert!(key.open("agent:t2:a1", &sealed).is_err(), "another row's context must fail");
         let other = SecretBox::from_base64(&SecretBox::generate_master_key().unwrap()).unwrap();
         assert!(other.open("agent:t1:a1", &sealed).is_err());
         assert!(SecretBox::from_base64("c2hvcnQ=").is_err());

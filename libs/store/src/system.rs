@@ -51,10 +51,7 @@ impl Store {
             .map(|r| {
                 let tenant: Uuid = r.try_get("tenant_id")?;
                 Ok(StrandedTurn {
-                    #[expect(
-                        clippy::disallowed_methods,
-                        reason = "a row this cluster wrote for that tenant"
-                    )]
+                    #[expect(clippy::disallowed_methods, reason = "a row this cluster wrote for that tenant")]
                     tenant_id: TenantId::from_authenticated(tenant),
                     session_id: SessionId::from_uuid(r.try_get("session_id")?),
                     turn_id: TurnId::from_uuid(r.try_get("id")?),

@@ -35,9 +35,7 @@ impl TurnStatus {
             "failed" => Self::Failed,
             "cancelled" => Self::Cancelled,
             other => {
-                return Err(StoreError::Corrupt(format!(
-                    "unknown turn status {other:?}"
-                )));
+                return Err(StoreError::Corrupt(format!("unknown turn status {other:?}")));
             }
         })
     }
@@ -75,10 +73,7 @@ pub enum TurnTarget {
     /// Continue this existing session of `agent`.
     Existing(SessionId),
     /// Start a new session, seeded with earlier messages the client sent.
-    New {
-        source: String,
-        history: Vec<ChatMessage>,
-    },
+    New { source: String, history: Vec<ChatMessage> },
 }
 
 /// A turn to enqueue.
@@ -115,28 +110,19 @@ pub struct ClaimedTurn {
 impl Store {
     /// Writes a turn (and, for a new session, the session and its seeded history) in one
     /// transaction. An `Existing` session of another tenant or agent is `NotFound`.
-    pub async fn enqueue_turn(
-        &self,
-        tenant: TenantId,
-        new: NewTurn,
-    ) -> Result<(SessionId, TurnId)> {
+    pub async fn enqueue_turn(&self, tenant: TenantId, new: NewTurn) -> Result<(SessionId, TurnId)> {
         let turn_id = TurnId::new();
         let input = crate::messages::storable_json(&new.input)?;
-        let instructions = new
-            .instructions
-            .as_deref()
-            .map(crate::messages::without_nul);
+        let instructions = new.instructions.as_deref().map(crate::messages::without_nul);
         let mut tx = self.pool().begin().await?;
         let session_id = match &new.target {
             TurnTarget::Existing(id) => {
-                let found = sqlx::query(
-                    "SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2 AND agent_id = $3",
-                )
-                .bind(tenant.as_uuid())
-                .bind(id.as_uuid())
-                .bind(new.agent_id.as_uuid())
-                .fetch_optional(&mut *tx)
-                .await?;
+                let found = sqlx::query("SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2 AND agent_id = $3")
+                    .bind(tenant.as_uuid())
+                    .bind(id.as_uuid())
+                    .bind(new.agent_id.as_uuid())
+                    .fetch_optional(&mut *tx)
+                    .await?;
                 if found.is_none() {
                     return Err(StoreError::NotFound);
                 }
@@ -255,9 +241,7 @@ impl Store {
         .fetch_optional(self.pool())
         .await?;
         match row {
-            Some(row) => Ok(row
-                .try_get::<Option<bool>, _>("claimable")?
-                .unwrap_or(false)),
+            Some(row) => Ok(row.try_get::<Option<bool>, _>("claimable")?.unwrap_or(false)),
             None => Ok(false),
         }
     }
@@ -287,25 +271,17 @@ impl Store {
         .await?;
         let extended: i64 = row.try_get("extended")?;
         let status: Option<String> = row.try_get("status")?;
-        Ok(
-            match (
-                extended,
-                status.as_deref().map(TurnStatus::parse).transpose()?,
-            ) {
-                (1.., _) => LeaseState::Held,
-                (_, Some(s)) if s.is_final() => LeaseState::Ended,
-                _ => LeaseState::Lost,
-            },
-        )
+        Ok(match (extended, status.as_deref().map(TurnStatus::parse).transpose()?) {
+            (1.., _) => LeaseState::Held,
+            (_, Some(s)) if s.is_final() => LeaseState::Ended,
+            _ => LeaseState::Lost,
+        })
     }
 
     /// Ends a running turn with `status` and `outcome`, if `owner` still holds its lease and
     /// `fence` still owns the session (the turn row is locked first, as in a claim), storing the turn's final assistant message (step `final_message.0`) in the same
     /// statement, so an answer is either stored with its outcome or not at all.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "one fenced statement with all its inputs"
-    )]
+    #[expect(clippy::too_many_arguments, reason = "one fenced statement with all its inputs")]
     pub async fn finish_turn(
         &self,
         tenant: TenantId,
@@ -352,13 +328,7 @@ impl Store {
         .bind(turn.as_uuid())
         .bind(fence)
         .bind(step);
-        let row = columns
-            .bind_to(query)
-            .bind(status.as_str())
-            .bind(outcome)
-            .bind(owner)
-            .fetch_one(self.pool())
-            .await?;
+        let row = columns.bind_to(query).bind(status.as_str()).bind(outcome).bind(owner).fetch_one(self.pool()).await?;
         let finished: i64 = row.try_get("finished")?;
         if finished == 0 {
             return Err(StoreError::Fenced);
@@ -384,19 +354,13 @@ impl Store {
     }
 
     /// A turn's status and, once it has ended, its outcome.
-    pub async fn turn_state(
-        &self,
-        tenant: TenantId,
-        turn: TurnId,
-    ) -> Result<(TurnStatus, Option<TurnOutcome>)> {
-        let row = sqlx::query(
-            "SELECT status::text AS status, outcome FROM turns WHERE tenant_id = $1 AND id = $2",
-        )
-        .bind(tenant.as_uuid())
-        .bind(turn.as_uuid())
-        .fetch_optional(self.pool())
-        .await?
-        .ok_or(StoreError::NotFound)?;
+    pub async fn turn_state(&self, tenant: TenantId, turn: TurnId) -> Result<(TurnStatus, Option<TurnOutcome>)> {
+        let row = sqlx::query("SELECT status::text AS status, outcome FROM turns WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_uuid())
+            .bind(turn.as_uuid())
+            .fetch_optional(self.pool())
+            .await?
+            .ok_or(StoreError::NotFound)?;
         let status = TurnStatus::parse(&row.try_get::<String, _>("status")?)?;
         let outcome: Option<Value> = row.try_get("outcome")?;
         let outcome = outcome

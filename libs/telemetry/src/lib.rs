@@ -17,10 +17,7 @@ use hermes_config::TelemetryConfig;
 #[derive(Debug, thiserror::Error)]
 pub enum TelemetryError {
     #[error("invalid log filter {filter:?}: {source}")]
-    Filter {
-        filter: String,
-        source: tracing_subscriber::filter::ParseError,
-    },
+    Filter { filter: String, source: tracing_subscriber::filter::ParseError },
     #[error("cannot install the logger: {0}")]
     Install(String),
 }
@@ -31,16 +28,12 @@ static METRICS: OnceLock<PrometheusHandle> = OnceLock::new();
 pub fn init(cfg: &TelemetryConfig) -> Result<(), TelemetryError> {
     let filter = match EnvFilter::try_from_default_env() {
         Ok(f) => f,
-        Err(_) => EnvFilter::try_new(&cfg.log_filter).map_err(|source| TelemetryError::Filter {
-            filter: cfg.log_filter.clone(),
-            source,
-        })?,
+        Err(_) => EnvFilter::try_new(&cfg.log_filter)
+            .map_err(|source| TelemetryError::Filter { filter: cfg.log_filter.clone(), source })?,
     };
     let registry = tracing_subscriber::registry().with(filter);
     let result = if cfg.log_format == "text" {
-        registry
-            .with(tracing_subscriber::fmt::layer().with_target(false))
-            .try_init()
+        registry.with(tracing_subscriber::fmt::layer().with_target(false)).try_init()
     } else {
         registry
             .with(

@@ -37,36 +37,24 @@ pub enum ScriptedReply {
 
 impl ScriptedReply {
     pub fn text(text: impl Into<String>) -> Self {
-        Self::Text {
-            text: text.into(),
-            reasoning: None,
-            finish_reason: None,
-            latency_ms: 0,
-        }
+        Self::Text { text: text.into(), reasoning: None, finish_reason: None, latency_ms: 0 }
     }
 
     pub fn tool_call(name: impl Into<String>, arguments: Value) -> Self {
-        Self::ToolCalls {
-            calls: vec![(name.into(), arguments)],
-            latency_ms: 0,
-        }
+        Self::ToolCalls { calls: vec![(name.into(), arguments)], latency_ms: 0 }
     }
 
     pub fn error(status: u16) -> Self {
-        Self::Error {
-            status,
-            message: format!("scripted error {status}"),
-            latency_ms: 0,
-        }
+        Self::Error { status, message: format!("scripted error {status}"), latency_ms: 0 }
     }
 
     /// Waits this long before answering.
     pub fn after(mut self, latency: Duration) -> Self {
         let ms = u64::try_from(latency.as_millis()).unwrap_or(u64::MAX);
         match &mut self {
-            Self::Text { latency_ms, .. }
-            | Self::ToolCalls { latency_ms, .. }
-            | Self::Error { latency_ms, .. } => *latency_ms = ms,
+            Self::Text { latency_ms, .. } | Self::ToolCalls { latency_ms, .. } | Self::Error { latency_ms, .. } => {
+                *latency_ms = ms
+            }
         }
         self
     }
@@ -81,9 +69,9 @@ impl ScriptedReply {
 
     pub(crate) fn latency(&self) -> Duration {
         match self {
-            Self::Text { latency_ms, .. }
-            | Self::ToolCalls { latency_ms, .. }
-            | Self::Error { latency_ms, .. } => Duration::from_millis(*latency_ms),
+            Self::Text { latency_ms, .. } | Self::ToolCalls { latency_ms, .. } | Self::Error { latency_ms, .. } => {
+                Duration::from_millis(*latency_ms)
+            }
         }
     }
 }

@@ -28,11 +28,7 @@ pub struct RecordedRequest {
 impl RecordedRequest {
     /// The request's messages.
     pub fn messages(&self) -> Vec<Value> {
-        self.body
-            .get("messages")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
+        self.body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default()
     }
 }
 
@@ -104,11 +100,7 @@ impl ScriptedLlm {
 
     /// Every request received so far.
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.shared
-            .requests
-            .lock()
-            .map(|r| r.clone())
-            .unwrap_or_default()
+        self.shared.requests.lock().map(|r| r.clone()).unwrap_or_default()
     }
 
     /// Waits until at least `n` requests arrived; `false` on timeout.
@@ -127,15 +119,10 @@ impl ScriptedLlm {
 }
 
 async fn models() -> Json<Value> {
-    Json(
-        json!({"object": "list", "data": [{"id": "scripted", "object": "model", "owned_by": "hermes-testkit"}]}),
-    )
+    Json(json!({"object": "list", "data": [{"id": "scripted", "object": "model", "owned_by": "hermes-testkit"}]}))
 }
 
-async fn push_script(
-    State(shared): State<Arc<Shared>>,
-    Json(replies): Json<Vec<ScriptedReply>>,
-) -> StatusCode {
+async fn push_script(State(shared): State<Arc<Shared>>, Json(replies): Json<Vec<ScriptedReply>>) -> StatusCode {
     if let Ok(mut s) = shared.script.lock() {
         s.extend(replies);
     }
@@ -145,18 +132,11 @@ async fn push_script(
 /// The answer when nothing is scripted: run `$ cmd` with the terminal tool, report a tool
 /// result, or echo the user.
 fn default_reply(body: &Value, latency: Duration) -> ScriptedReply {
-    let messages = body
-        .get("messages")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let messages = body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
     let last = messages.last().cloned().unwrap_or(Value::Null);
     let text_of = |m: &Value| match m.get("content") {
         Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect(),
+        Some(Value::Array(parts)) => parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect(),
         _ => String::new(),
     };
     let reply = match last.get("role").and_then(Value::as_str) {
@@ -166,14 +146,9 @@ fn default_reply(body: &Value, latency: Duration) -> ScriptedReply {
             let has_terminal = body
                 .get("tools")
                 .and_then(Value::as_array)
-                .is_some_and(|t| {
-                    t.iter()
-                        .any(|t| t.pointer("/function/name") == Some(&json!("terminal")))
-                });
+                .is_some_and(|t| t.iter().any(|t| t.pointer("/function/name") == Some(&json!("terminal"))));
             match text.strip_prefix("$ ") {
-                Some(cmd) if has_terminal => {
-                    ScriptedReply::tool_call("terminal", json!({ "command": cmd }))
-                }
+                Some(cmd) if has_terminal => ScriptedReply::tool_call("terminal", json!({ "command": cmd })),
                 _ => ScriptedReply::text(format!("echo: {text}")),
             }
         }
@@ -185,67 +160,29 @@ fn estimate_tokens(text: &str) -> u64 {
     (text.len() as u64).div_ceil(4).max(1)
 }
 
-async fn chat(
-    State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
-    Json(body): Json<Value>,
-) -> Response {
-    let authorization = headers
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
+    let authorization = headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
     if let Ok(mut r) = shared.requests.lock() {
-        r.push(RecordedRequest {
-            body: body.clone(),
-            authorization,
-        });
+        r.push(RecordedRequest { body: body.clone(), authorization });
     }
     shared.arrived.notify_waiters();
     let scripted = shared.script.lock().ok().and_then(|mut s| s.pop_front());
-    let default_latency = shared
-        .default_latency
-        .lock()
-        .map(|l| *l)
-        .unwrap_or_default();
+    let default_latency = shared.default_latency.lock().map(|l| *l).unwrap_or_default();
     let reply = scripted.unwrap_or_else(|| default_reply(&body, default_latency));
     if !reply.latency().is_zero() {
         tokio::time::sleep(reply.latency()).await;
     }
-    let model = body
-        .get("model")
-        .and_then(Value::as_str)
-        .unwrap_or("scripted")
-        .to_owned();
+    let model = body.get("model").and_then(Value::as_str).unwrap_or("scripted").to_owned();
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    let include_usage = body
-        .pointer("/stream_options/include_usage")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    let prompt_tokens = estimate_tokens(
-        &body
-            .get("messages")
-            .map(Value::to_string)
-            .unwrap_or_default(),
-    );
+    let include_usage = body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false);
+    let prompt_tokens = estimate_tokens(&body.get("messages").map(Value::to_string).unwrap_or_default());
     match reply {
-        ScriptedReply::Error {
-            status, message, ..
-        } => {
+        ScriptedReply::Error { status, message, .. } => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            (
-                status,
-                Json(
-                    json!({"error": {"message": message, "type": "scripted_error", "code": null}}),
-                ),
-            )
+            (status, Json(json!({"error": {"message": message, "type": "scripted_error", "code": null}})))
                 .into_response()
         }
-        ScriptedReply::Text {
-            text,
-            reasoning,
-            finish_reason,
-            ..
-        } => {
+        ScriptedReply::Text { text, reasoning, finish_reason, .. } => {
             let finish = finish_reason.unwrap_or_else(|| "stop".into());
             let usage = usage_json(prompt_tokens, estimate_tokens(&text));
             if stream {
@@ -253,11 +190,7 @@ async fn chat(
                 if let Some(r) = reasoning {
                     chunks.push(json!({ "reasoning_content": r }));
                 }
-                chunks.extend(
-                    split_words(&text)
-                        .into_iter()
-                        .map(|w| json!({ "content": w })),
-                );
+                chunks.extend(split_words(&text).into_iter().map(|w| json!({ "content": w })));
                 sse(&model, chunks, &finish, include_usage.then_some(usage))
             } else {
                 let mut message = json!({"role": "assistant", "content": text});
@@ -278,10 +211,7 @@ async fn chat(
                 .collect();
             let usage = usage_json(prompt_tokens, 20);
             if stream {
-                let chunks = vec![
-                    json!({"role": "assistant", "content": null}),
-                    json!({ "tool_calls": calls }),
-                ];
+                let chunks = vec![json!({"role": "assistant", "content": null}), json!({ "tool_calls": calls })];
                 sse(&model, chunks, "tool_calls", include_usage.then_some(usage))
             } else {
                 completion(
@@ -341,15 +271,11 @@ fn sse(model: &str, deltas: Vec<Value>, finish: &str, usage: Option<Value>) -> R
     let mut events: Vec<Value> = deltas.into_iter().map(|d| chunk(d, None)).collect();
     events.push(chunk(json!({}), Some(finish)));
     if let Some(usage) = usage {
-        events.push(
-            json!({"id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
-                           "choices": [], "usage": usage}),
-        );
+        events.push(json!({"id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
+                           "choices": [], "usage": usage}));
     }
-    let mut items: Vec<Result<Event, Infallible>> = events
-        .into_iter()
-        .map(|e| Ok(Event::default().data(e.to_string())))
-        .collect();
+    let mut items: Vec<Result<Event, Infallible>> =
+        events.into_iter().map(|e| Ok(Event::default().data(e.to_string()))).collect();
     items.push(Ok(Event::default().data("[DONE]")));
     Sse::new(futures_util::stream::iter(items)).into_response()
 }

@@ -21,10 +21,7 @@ pub struct TerminalTool {
 
 impl TerminalTool {
     pub fn new(sandboxes: Arc<dyn Sandboxes>, default_timeout_secs: u64) -> Self {
-        Self {
-            sandboxes,
-            default_timeout_secs,
-        }
+        Self { sandboxes, default_timeout_secs }
     }
 }
 
@@ -60,11 +57,7 @@ impl Tool for TerminalTool {
         false
     }
 
-    fn call<'a>(
-        &'a self,
-        ctx: &'a ToolCtx,
-        args: Value,
-    ) -> BoxFuture<'a, Result<String, ToolError>> {
+    fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
         Box::pin(async move {
             let command = required_str(&args, "command")?;
             if command.trim().is_empty() {
@@ -72,33 +65,14 @@ impl Tool for TerminalTool {
             }
             let timeout = match args.get("timeout") {
                 None | Some(Value::Null) => self.default_timeout_secs,
-                Some(v) => v
-                    .as_u64()
-                    .filter(|t| (1..=MAX_TIMEOUT_SECS).contains(t))
-                    .ok_or_else(|| {
-                        ToolError::RespondToModel(format!(
-                            "timeout must be 1..={MAX_TIMEOUT_SECS} seconds"
-                        ))
-                    })?,
+                Some(v) => v.as_u64().filter(|t| (1..=MAX_TIMEOUT_SECS).contains(t)).ok_or_else(|| {
+                    ToolError::RespondToModel(format!("timeout must be 1..={MAX_TIMEOUT_SECS} seconds"))
+                })?,
             };
-            let workdir = args
-                .get("workdir")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            let request = ExecRequest {
-                command: command.to_owned(),
-                workdir,
-                timeout: Duration::from_secs(timeout),
-            };
-            let key = SandboxKey {
-                tenant: ctx.tenant_id,
-                agent: ctx.agent_id,
-            };
-            let out = self
-                .sandboxes
-                .exec(key, request)
-                .await
-                .map_err(|e| ToolError::Unavailable(e.to_string()))?;
+            let workdir = args.get("workdir").and_then(Value::as_str).map(str::to_owned);
+            let request = ExecRequest { command: command.to_owned(), workdir, timeout: Duration::from_secs(timeout) };
+            let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id };
+            let out = self.sandboxes.exec(key, request).await.map_err(|e| ToolError::Unavailable(e.to_string()))?;
             let body = cap_middle(&out.output, MAX_OUTPUT_CHARS);
             let status = match (out.timed_out, out.exit_code) {
                 (true, _) => format!("[command timed out after {timeout}s and was killed]"),

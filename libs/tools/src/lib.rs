@@ -43,11 +43,7 @@ pub trait Tool: Send + Sync {
     /// Whether it only reads (guardrails treat read-only tools differently).
     fn read_only(&self) -> bool;
     /// Runs the tool with the model's parsed arguments.
-    fn call<'a>(
-        &'a self,
-        ctx: &'a ToolCtx,
-        args: Value,
-    ) -> BoxFuture<'a, Result<String, ToolError>>;
+    fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>>;
 }
 
 /// The result of one dispatched call, ready to become a `tool` message.
@@ -94,10 +90,7 @@ impl ToolRegistry {
 
     /// The schemas in OpenAI `tools` form.
     pub fn schemas(&self) -> Vec<Value> {
-        self.tools
-            .values()
-            .map(|t| serde_json::json!({ "type": "function", "function": t.schema() }))
-            .collect()
+        self.tools.values().map(|t| serde_json::json!({ "type": "function", "function": t.schema() })).collect()
     }
 
     /// Runs one call. Never fails: unknown tools, unparsable arguments and tool errors become
@@ -106,26 +99,18 @@ impl ToolRegistry {
         let name = call.function.name.as_str();
         let Some(tool) = self.tools.get(name) else {
             return ToolOutcome {
-                text: format!(
-                    "Error: unknown tool {name:?}. Available tools: {}.",
-                    self.names().join(", ")
-                ),
+                text: format!("Error: unknown tool {name:?}. Available tools: {}.", self.names().join(", ")),
                 ok: false,
             };
         };
         let raw = call.function.arguments.trim();
-        let args = if raw.is_empty() {
-            Ok(Value::Object(Default::default()))
-        } else {
-            serde_json::from_str::<Value>(raw)
-        };
+        let args =
+            if raw.is_empty() { Ok(Value::Object(Default::default())) } else { serde_json::from_str::<Value>(raw) };
         let args = match args {
             Ok(v @ Value::Object(_)) => v,
             Ok(_) => return error_outcome(format!("arguments for {name} must be a JSON object")),
             Err(e) => {
-                return error_outcome(format!(
-                    "arguments for {name} are not valid JSON ({e}); send a JSON object"
-                ));
+                return error_outcome(format!("arguments for {name} are not valid JSON ({e}); send a JSON object"));
             }
         };
         match tool.call(ctx, args).await {
@@ -140,17 +125,14 @@ impl ToolRegistry {
 }
 
 fn error_outcome(msg: String) -> ToolOutcome {
-    ToolOutcome {
-        text: format!("Error: {msg}"),
-        ok: false,
-    }
+    ToolOutcome { text: format!("Error: {msg}"), ok: false }
 }
 
 /// Reads a required string argument.
 pub fn required_str<'a>(args: &'a Value, key: &str) -> Result<&'a str, ToolError> {
-    args.get(key).and_then(Value::as_str).ok_or_else(|| {
-        ToolError::RespondToModel(format!("missing required string argument {key:?}"))
-    })
+    args.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| ToolError::RespondToModel(format!("missing required string argument {key:?}")))
 }
 
 #[cfg(test)]
@@ -172,11 +154,7 @@ mod tests {
         fn read_only(&self) -> bool {
             true
         }
-        fn call<'a>(
-            &'a self,
-            _: &'a ToolCtx,
-            args: Value,
-        ) -> BoxFuture<'a, Result<String, ToolError>> {
+        fn call<'a>(&'a self, _: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
             Box::pin(async move { Ok(required_str(&args, "text")?.to_owned()) })
         }
     }
@@ -185,10 +163,7 @@ mod tests {
         ToolCall {
             id: "c1".into(),
             kind: "function".into(),
-            function: ToolCallFunction {
-                name: name.into(),
-                arguments: args.into(),
-            },
+            function: ToolCallFunction { name: name.into(), arguments: args.into() },
         }
     }
 
@@ -208,9 +183,7 @@ mod tests {
     async fn dispatch_explains_every_failure_to_the_model() {
         let mut reg = ToolRegistry::new();
         reg.register(Arc::new(Echo));
-        let ok = reg
-            .dispatch(&ctx(), &call("echo", r#"{"text":"hi"}"#))
-            .await;
+        let ok = reg.dispatch(&ctx(), &call("echo", r#"{"text":"hi"}"#)).await;
         assert!(ok.ok);
         assert_eq!(ok.text, "hi");
         let unknown = reg.dispatch(&ctx(), &call("nope", "{}")).await;

@@ -14,31 +14,20 @@ pub(crate) struct Caller(pub KeyAuth);
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let header = parts
             .headers
             .get(axum::http::header::AUTHORIZATION)
-            .ok_or_else(|| {
-                ApiError::unauthorized("missing API key: send Authorization: Bearer <key>")
-            })?;
+            .ok_or_else(|| ApiError::unauthorized("missing API key: send Authorization: Bearer <key>"))?;
         let key = header
             .to_str()
             .ok()
-            .and_then(|v| {
-                v.strip_prefix("Bearer ")
-                    .or_else(|| v.strip_prefix("bearer "))
-            })
+            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
             .map(str::trim)
-            .ok_or_else(|| {
-                ApiError::unauthorized("malformed Authorization header: expected Bearer <key>")
-            })?;
+            .ok_or_else(|| ApiError::unauthorized("malformed Authorization header: expected Bearer <key>"))?;
         match state.store.authenticate_api_key(key).await {
             Ok(Some(auth)) => {
-                tracing::Span::current()
-                    .record("tenant.id", tracing::field::display(auth.tenant_id));
+                tracing::Span::current().record("tenant.id", tracing::field::display(auth.tenant_id));
                 Ok(Caller(auth))
             }
             Ok(None) => Err(ApiError::unauthorized("invalid API key")),

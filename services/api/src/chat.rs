@@ -34,18 +34,13 @@ fn json_error(rejection: JsonRejection, limit: usize) -> ApiError {
             "invalid_content_type",
             "send the body as JSON with Content-Type: application/json",
         ),
-        other => ApiError::invalid_request(
-            "invalid_json",
-            format!("request body is not valid JSON: {}", other.body_text()),
-        ),
+        other => {
+            ApiError::invalid_request("invalid_json", format!("request body is not valid JSON: {}", other.body_text()))
+        }
     }
 }
 
-async fn resolve_agent(
-    state: &AppState,
-    auth: &KeyAuth,
-    model: Option<&str>,
-) -> Result<Agent, ApiError> {
+async fn resolve_agent(state: &AppState, auth: &KeyAuth, model: Option<&str>) -> Result<Agent, ApiError> {
     let not_found = |name: &str| {
         ApiError::not_found(
             "model_not_found",
@@ -60,15 +55,9 @@ async fn resolve_agent(
             Err(e) => return Err(ApiError::internal(e)),
         },
         None => {
-            let agents = state
-                .store
-                .list_agents(auth.tenant_id)
-                .await
-                .map_err(ApiError::internal)?;
-            let usable: Vec<Agent> = agents
-                .into_iter()
-                .filter(|a| auth.agent_id.is_none_or(|only| only == a.id))
-                .collect();
+            let agents = state.store.list_agents(auth.tenant_id).await.map_err(ApiError::internal)?;
+            let usable: Vec<Agent> =
+                agents.into_iter().filter(|a| auth.agent_id.is_none_or(|only| only == a.id)).collect();
             match <[Agent; 1]>::try_from(usable) {
                 Ok([only]) => only,
                 Err(_) => {
@@ -91,17 +80,11 @@ fn session_header(headers: &HeaderMap) -> Result<Option<SessionId>, ApiError> {
     let Some(raw) = headers.get(SESSION_HEADER) else {
         return Ok(None);
     };
-    let text = raw.to_str().map_err(|_| {
-        ApiError::invalid_request(
-            "invalid_session_id",
-            "X-Hermes-Session-Id is not valid text",
-        )
-    })?;
+    let text = raw
+        .to_str()
+        .map_err(|_| ApiError::invalid_request("invalid_session_id", "X-Hermes-Session-Id is not valid text"))?;
     // Ids are UUIDs; anything else cannot name a session of this tenant.
-    text.trim()
-        .parse::<SessionId>()
-        .map(Some)
-        .map_err(|_| ApiError::not_found("session_not_found", "no such session"))
+    text.trim().parse::<SessionId>().map(Some).map_err(|_| ApiError::not_found("session_not_found", "no such session"))
 }
 
 pub(crate) async fn chat_completions(
@@ -115,10 +98,7 @@ pub(crate) async fn chat_completions(
     let agent = resolve_agent(&state, &auth, parsed.model.as_deref()).await?;
     let target = match session_header(&headers)? {
         Some(id) => TurnTarget::Existing(id),
-        None => TurnTarget::New {
-            source: "api".into(),
-            history: parsed.history,
-        },
+        None => TurnTarget::New { source: "api".into(), history: parsed.history },
     };
     let new = NewTurn {
         agent_id: agent.id,
@@ -131,10 +111,7 @@ pub(crate) async fn chat_completions(
     let (session_id, turn_id) = match state.store.enqueue_turn(auth.tenant_id, new).await {
         Ok(ids) => ids,
         Err(StoreError::NotFound) => {
-            return Err(ApiError::not_found(
-                "session_not_found",
-                "no such session for this model",
-            ));
+            return Err(ApiError::not_found("session_not_found", "no such session for this model"));
         }
         Err(e) => return Err(ApiError::internal(e)),
     };
@@ -143,30 +120,13 @@ pub(crate) async fn chat_completions(
     span.record("turn.id", tracing::field::display(turn_id));
     // Subscribe before signalling, so no event can be missed.
     let sub = state.events.subscribe(turn_id);
-    if let Err(e) = state
-        .broker
-        .publish_work(&SessionWork {
-            tenant_id: auth.tenant_id,
-            session_id,
-        })
-        .await
-    {
+    if let Err(e) = state.broker.publish_work(&SessionWork { tenant_id: auth.tenant_id, session_id }).await {
         // The turn is stored; the reaper republishes it, so the request still completes.
         tracing::warn!(error = %e, "cannot publish work; the reaper will pick the turn up");
     }
     metrics::counter!("hermes_api_turns_total", "stream" => parsed.stream.to_string()).increment(1);
-    let ctx = TurnWait {
-        state,
-        tenant: auth.tenant_id,
-        turn: turn_id,
-        sub,
-        model: agent.name,
-    };
-    let mut resp = if parsed.stream {
-        ctx.stream(parsed.include_usage).into_response()
-    } else {
-        ctx.collect().await?
-    };
+    let ctx = TurnWait { state, tenant: auth.tenant_id, turn: turn_id, sub, model: agent.name };
+    let mut resp = if parsed.stream { ctx.stream(parsed.include_usage).into_response() } else { ctx.collect().await? };
     if let Ok(v) = HeaderValue::from_str(&session_id.to_string()) {
         resp.headers_mut().insert(SESSION_HEADER, v);
     }
@@ -203,16 +163,8 @@ fn usage_json(o: &TurnOutcome) -> Value {
 }
 
 fn incomplete(outcome: &TurnOutcome) -> ApiError {
-    let msg = outcome
-        .error
-        .clone()
-        .unwrap_or_else(|| "the agent produced no answer".into());
-    ApiError::new(
-        StatusCode::BAD_GATEWAY,
-        "server_error",
-        Some("agent_incomplete"),
-        msg,
-    )
+    let msg = outcome.error.clone().unwrap_or_else(|| "the agent produced no answer".into());
+    ApiError::new(StatusCode::BAD_GATEWAY, "server_error", Some("agent_incomplete"), msg)
 }
 
 impl TurnWait {
@@ -225,17 +177,10 @@ impl TurnWait {
         let recheck = self.recheck();
         let wait = async {
             loop {
-                match wait::next(
-                    &mut self.sub,
-                    &self.state.store,
-                    self.tenant,
-                    self.turn,
-                    recheck,
-                )
-                .await
-                {
-                    Next::Event(TurnEventKind::Finished { outcome })
-                    | Next::FinishedInStore(outcome) => return Some(outcome),
+                match wait::next(&mut self.sub, &self.state.store, self.tenant, self.turn, recheck).await {
+                    Next::Event(TurnEventKind::Finished { outcome }) | Next::FinishedInStore(outcome) => {
+                        return Some(outcome);
+                    }
                     Next::Event(_) => {}
                     Next::Closed => return None,
                 }
@@ -244,9 +189,7 @@ impl TurnWait {
         let outcome = match tokio::time::timeout(timeout, wait).await {
             Ok(Some(o)) => o,
             Ok(None) => {
-                return Err(ApiError::unavailable(
-                    "event bus closed; retry with X-Hermes-Session-Id",
-                ));
+                return Err(ApiError::unavailable("event bus closed; retry with X-Hermes-Session-Id"));
             }
             Err(_) => {
                 return Err(ApiError::new(
@@ -287,12 +230,9 @@ impl TurnWait {
         let stream = async_stream(move |tx| async move {
             let recheck = self.recheck();
             let send = |e: Event| tx.send(Ok(e));
-            if send(
-                Event::default()
-                    .data(chunk(json!({"role": "assistant", "content": ""}), None).to_string()),
-            )
-            .await
-            .is_err()
+            if send(Event::default().data(chunk(json!({"role": "assistant", "content": ""}), None).to_string()))
+                .await
+                .is_err()
             {
                 return;
             }
@@ -325,21 +265,12 @@ impl TurnWait {
                 error_code: Some("service_unavailable".into()),
             });
             // Text the events did not carry (a lost event, or a non-streaming worker path).
-            if let Some(rest) = outcome
-                .content
-                .strip_prefix(streamed.as_str())
-                .filter(|r| !r.is_empty())
-            {
-                let _ = send(
-                    Event::default().data(chunk(json!({ "content": rest }), None).to_string()),
-                )
-                .await;
+            if let Some(rest) = outcome.content.strip_prefix(streamed.as_str()).filter(|r| !r.is_empty()) {
+                let _ = send(Event::default().data(chunk(json!({ "content": rest }), None).to_string())).await;
             }
-            let _ = send(
-                Event::default()
-                    .data(chunk(json!({}), Some(finish_reason(outcome.finish_reason))).to_string()),
-            )
-            .await;
+            let _ =
+                send(Event::default().data(chunk(json!({}), Some(finish_reason(outcome.finish_reason))).to_string()))
+                    .await;
             if include_usage {
                 let usage = json!({"id": completion_id(self.turn), "object": "chat.completion.chunk", "created": created,
                                    "model": "", "choices": [], "usage": usage_json(&outcome)});
@@ -362,8 +293,6 @@ where
     tokio_stream_from(rx)
 }
 
-fn tokio_stream_from<T: Send + 'static>(
-    mut rx: tokio::sync::mpsc::Receiver<T>,
-) -> impl Stream<Item = T> {
+fn tokio_stream_from<T: Send + 'static>(mut rx: tokio::sync::mpsc::Receiver<T>) -> impl Stream<Item = T> {
     futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }

@@ -51,21 +51,13 @@ impl ChatCompletionRequest {
                 return Err(bad("invalid_type", "stream must be a boolean").with_param("stream"));
             }
         };
-        let include_usage = self
-            .stream_options
-            .as_ref()
-            .and_then(|o| o.get("include_usage"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        let raw = self.messages.ok_or_else(|| {
-            bad("missing_required_parameter", "messages is required").with_param("messages")
-        })?;
+        let include_usage =
+            self.stream_options.as_ref().and_then(|o| o.get("include_usage")).and_then(Value::as_bool).unwrap_or(false);
+        let raw = self
+            .messages
+            .ok_or_else(|| bad("missing_required_parameter", "messages is required").with_param("messages"))?;
         if raw.is_empty() {
-            return Err(bad(
-                "empty_messages",
-                "messages must contain at least one message",
-            )
-            .with_param("messages"));
+            return Err(bad("empty_messages", "messages must contain at least one message").with_param("messages"));
         }
         let mut instructions = Vec::new();
         let mut convo = Vec::new();
@@ -83,17 +75,12 @@ impl ChatCompletionRequest {
         let input = match convo.pop() {
             Some(m) if m.role == Role::User => m,
             _ => {
-                return Err(bad(
-                    "invalid_messages",
-                    "the last non-system message must be from the user",
-                )
-                .with_param("messages"));
+                return Err(
+                    bad("invalid_messages", "the last non-system message must be from the user").with_param("messages")
+                );
             }
         };
-        let model = self
-            .model
-            .map(|m| m.trim().to_owned())
-            .filter(|m| !m.is_empty());
+        let model = self.model.map(|m| m.trim().to_owned()).filter(|m| !m.is_empty());
         Ok(ParsedChat {
             model,
             stream,
@@ -112,13 +99,8 @@ fn parse_message(i: usize, value: Value) -> Result<ChatMessage, ApiError> {
     };
     let role_str = obj.get("role").and_then(Value::as_str).unwrap_or_default();
     let role = Role::parse(role_str).ok_or_else(|| {
-        bad(
-            "invalid_messages",
-            at(&format!(
-                "unknown role {role_str:?} (use system, user, assistant or tool)"
-            )),
-        )
-        .with_param("messages")
+        bad("invalid_messages", at(&format!("unknown role {role_str:?} (use system, user, assistant or tool)")))
+            .with_param("messages")
     })?;
     let content = match obj.get("content") {
         None | Some(Value::Null) => None,
@@ -128,36 +110,22 @@ fn parse_message(i: usize, value: Value) -> Result<ChatMessage, ApiError> {
         }
         Some(Value::Array(parts)) => Some(Content::Parts(parse_parts(i, parts)?)),
         Some(_) => {
-            return Err(bad(
-                "invalid_messages",
-                at("content must be a string or an array of parts"),
-            )
-            .with_param("messages"));
+            return Err(
+                bad("invalid_messages", at("content must be a string or an array of parts")).with_param("messages")
+            );
         }
     };
     let tool_calls: Vec<ToolCall> = match obj.get("tool_calls") {
         None | Some(Value::Null) => Vec::new(),
-        Some(v) => serde_json::from_value(v.clone()).map_err(|e| {
-            bad("invalid_messages", at(&format!("invalid tool_calls: {e}"))).with_param("messages")
-        })?,
+        Some(v) => serde_json::from_value(v.clone())
+            .map_err(|e| bad("invalid_messages", at(&format!("invalid tool_calls: {e}"))).with_param("messages"))?,
     };
-    let tool_call_id = obj
-        .get("tool_call_id")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
+    let tool_call_id = obj.get("tool_call_id").and_then(Value::as_str).map(str::to_owned);
     if role == Role::Tool && tool_call_id.is_none() {
-        return Err(
-            bad("invalid_messages", at("a tool message needs tool_call_id")).with_param("messages"),
-        );
+        return Err(bad("invalid_messages", at("a tool message needs tool_call_id")).with_param("messages"));
     }
-    if role == Role::User
-        && content
-            .as_ref()
-            .is_none_or(|c| matches!(c, Content::Parts(p) if p.is_empty()))
-    {
-        return Err(
-            bad("invalid_messages", at("a user message needs content")).with_param("messages")
-        );
+    if role == Role::User && content.as_ref().is_none_or(|c| matches!(c, Content::Parts(p) if p.is_empty())) {
+        return Err(bad("invalid_messages", at("a user message needs content")).with_param("messages"));
     }
     Ok(ChatMessage {
         role,
@@ -171,21 +139,15 @@ fn parse_message(i: usize, value: Value) -> Result<ChatMessage, ApiError> {
 
 fn check_len(i: usize, text: &str) -> Result<(), ApiError> {
     if text.chars().count() > MAX_TEXT_CHARS {
-        return Err(bad(
-            "content_too_long",
-            format!("messages[{i}]: text is longer than {MAX_TEXT_CHARS} characters"),
-        )
-        .with_param("messages"));
+        return Err(bad("content_too_long", format!("messages[{i}]: text is longer than {MAX_TEXT_CHARS} characters"))
+            .with_param("messages"));
     }
     Ok(())
 }
 
 fn parse_parts(i: usize, parts: &[Value]) -> Result<Vec<ContentPart>, ApiError> {
     if parts.len() > MAX_PARTS {
-        return Err(bad(
-            "invalid_messages",
-            format!("messages[{i}]: more than {MAX_PARTS} content parts"),
-        ));
+        return Err(bad("invalid_messages", format!("messages[{i}]: more than {MAX_PARTS} content parts")));
     }
     let mut out = Vec::with_capacity(parts.len());
     for part in parts {
@@ -194,41 +156,28 @@ fn parse_parts(i: usize, parts: &[Value]) -> Result<Vec<ContentPart>, ApiError> 
             "text" | "input_text" | "output_text" => {
                 let text = part.get("text").and_then(Value::as_str).unwrap_or_default();
                 check_len(i, text)?;
-                out.push(ContentPart::Text {
-                    text: text.to_owned(),
-                });
+                out.push(ContentPart::Text { text: text.to_owned() });
             }
             "image_url" | "input_image" => {
                 let url = part
                     .get("image_url")
                     .and_then(|u| u.get("url").and_then(Value::as_str).or_else(|| u.as_str()))
                     .unwrap_or_default();
-                if !(url.starts_with("https://")
-                    || url.starts_with("http://")
-                    || url.starts_with("data:image/"))
-                {
+                if !(url.starts_with("https://") || url.starts_with("http://") || url.starts_with("data:image/")) {
                     return Err(bad(
                         "invalid_image_url",
                         format!("messages[{i}]: image URLs must be http(s) or data:image/..."),
                     ));
                 }
-                let detail = part
-                    .pointer("/image_url/detail")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
+                let detail = part.pointer("/image_url/detail").and_then(Value::as_str).map(str::to_owned);
                 out.push(ContentPart::ImageUrl {
-                    image_url: hermes_core::message::ImageUrl {
-                        url: url.to_owned(),
-                        detail,
-                    },
+                    image_url: hermes_core::message::ImageUrl { url: url.to_owned(), detail },
                 });
             }
             other => {
                 return Err(bad(
                     "unsupported_content_type",
-                    format!(
-                        "messages[{i}]: content part type {other:?} is not supported (use text or image_url)"
-                    ),
+                    format!("messages[{i}]: content part type {other:?} is not supported (use text or image_url)"),
                 ));
             }
         }
@@ -260,10 +209,7 @@ mod tests {
         .parse()
         .unwrap();
         assert!(parsed.stream && parsed.include_usage);
-        assert_eq!(
-            parsed.instructions.as_deref(),
-            Some("be brief\n\nuse French")
-        );
+        assert_eq!(parsed.instructions.as_deref(), Some("be brief\n\nuse French"));
         assert_eq!(parsed.history.len(), 2);
         assert_eq!(parsed.input.text(), "again");
     }
@@ -273,10 +219,7 @@ mod tests {
         let cases = [
             (json!({"messages": []}), "empty_messages"),
             (json!({}), "missing_required_parameter"),
-            (
-                json!({"messages": [{"role": "wizard", "content": "x"}]}),
-                "invalid_messages",
-            ),
+            (json!({"messages": [{"role": "wizard", "content": "x"}]}), "invalid_messages"),
             (
                 json!({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}),
                 "invalid_messages",
@@ -285,14 +228,8 @@ mod tests {
                 json!({"messages": [{"role": "user", "content": [{"type": "file", "file": {}}]}]}),
                 "unsupported_content_type",
             ),
-            (
-                json!({"messages": [{"role": "user", "content": "x".repeat(MAX_TEXT_CHARS + 1)}]}),
-                "content_too_long",
-            ),
-            (
-                json!({"stream": 3, "messages": [{"role": "user", "content": "x"}]}),
-                "invalid_type",
-            ),
+            (json!({"messages": [{"role": "user", "content": "x".repeat(MAX_TEXT_CHARS + 1)}]}), "content_too_long"),
+            (json!({"stream": 3, "messages": [{"role": "user", "content": "x"}]}), "invalid_type"),
         ];
         for (body, code) in cases {
             let err = req(body.clone()).parse().unwrap_err();

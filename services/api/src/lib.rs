@@ -41,12 +41,7 @@ pub(crate) struct AppState {
 /// The API's router (also used by tests that drive it in-process).
 pub async fn router(ctx: ApiContext) -> Result<Router, hermes_queue::QueueError> {
     let events = ctx.broker.event_hub().await?;
-    let state = AppState {
-        config: ctx.config.clone(),
-        store: ctx.store,
-        broker: ctx.broker,
-        events,
-    };
+    let state = AppState { config: ctx.config.clone(), store: ctx.store, broker: ctx.broker, events };
     let v1 = Router::new()
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/models", get(models::list_models))
@@ -61,9 +56,7 @@ pub async fn router(ctx: ApiContext) -> Result<Router, hermes_queue::QueueError>
         })
         .layer(DefaultBodyLimit::max(ctx.config.http.max_body_bytes))
         .with_state(state);
-    Ok(v1
-        .merge(ops_router(ctx.readiness))
-        .layer(axum::middleware::from_fn(hermes_http::request_span)))
+    Ok(v1.merge(ops_router(ctx.readiness)).layer(axum::middleware::from_fn(hermes_http::request_span)))
 }
 
 /// Serves the API on `http.bind` until `shutdown`.

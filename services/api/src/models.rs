@@ -9,15 +9,8 @@ use hermes_http::ApiError;
 use crate::AppState;
 use crate::auth::Caller;
 
-pub(crate) async fn list_models(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-) -> Result<Json<Value>, ApiError> {
-    let agents = state
-        .store
-        .list_agents(auth.tenant_id)
-        .await
-        .map_err(ApiError::internal)?;
+pub(crate) async fn list_models(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>, ApiError> {
+    let agents = state.store.list_agents(auth.tenant_id).await.map_err(ApiError::internal)?;
     let data: Vec<Value> = agents
         .iter()
         .filter(|a| auth.agent_id.is_none_or(|only| only == a.id))

@@ -26,9 +26,7 @@ pub async fn run(ctx: GatewayContext, shutdown: CancellationToken) -> std::io::R
     tracing::info!(addr = %listener.local_addr()?, "gateway listening (no chat platforms are bound yet)");
     let app = Router::new()
         .merge(ops_router(ctx.readiness))
-        .fallback(|| async {
-            hermes_http::ApiError::not_found("not_found", "no chat platform is bound to this path")
-        })
+        .fallback(|| async { hermes_http::ApiError::not_found("not_found", "no chat platform is bound to this path") })
         .layer(axum::middleware::from_fn(hermes_http::request_span));
     hermes_http::serve(listener, app, shutdown).await
 }

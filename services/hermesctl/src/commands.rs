@@ -11,11 +11,7 @@ use hermes_config::HermesConfig;
 use hermes_store::{NewAgent, SecretBox, Store, StoreError};
 
 #[derive(Parser)]
-#[command(
-    name = "hermesctl",
-    version,
-    about = "Administer Hermes Cloud tenants, agents and API keys"
-)]
+#[command(name = "hermesctl", version, about = "Administer Hermes Cloud tenants, agents and API keys")]
 pub struct Cli {
     /// TOML configuration file (same format as hermesd's).
     #[arg(long, env = "HERMES_CONFIG", global = true)]
@@ -124,25 +120,21 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
     match cli.command {
         Command::Tenant(TenantCmd::Create { name }) => {
             let t = store.create_tenant(&name).await?;
-            print(
-                json_mode,
-                json!(t),
-                format!("created tenant {} ({})", t.name, t.id),
-            );
+            print(json_mode, json!(t), format!("created tenant {} ({})", t.name, t.id));
         }
         Command::Agent(AgentCmd::Create(a)) => {
             let t = tenant(store, &a.tenant).await?;
             let provider_key = match &a.api_key_env {
-                Some(var) => Some(std::env::var(var).with_context(|| {
-                    format!("environment variable {var} (from --api-key-env) is not set")
-                })?),
+                Some(var) => Some(
+                    std::env::var(var)
+                        .with_context(|| format!("environment variable {var} (from --api-key-env) is not set"))?,
+                ),
                 None => None,
             };
             let soul = match &a.soul_file {
-                Some(path) => Some(
-                    std::fs::read_to_string(path)
-                        .with_context(|| format!("cannot read {}", path.display()))?,
-                ),
+                Some(path) => {
+                    Some(std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?)
+                }
                 None => None,
             };
             let secrets = SecretBox::from_config(config.secrets.master_key.as_deref())?;
@@ -174,11 +166,7 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
                 .join("\n");
             print(json_mode, json!(agents), human);
         }
-        Command::Key(KeyCmd::Create {
-            tenant: name,
-            agent,
-            name: label,
-        }) => {
+        Command::Key(KeyCmd::Create { tenant: name, agent, name: label }) => {
             let t = tenant(store, &name).await?;
             let agent_id = match agent {
                 Some(a) => Some(match store.agent_by_name(t.id, &a).await {
@@ -204,11 +192,7 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
             let t = tenant(store, &name).await?;
             let id = id.parse().context("not an API key id")?;
             store.revoke_api_key(t.id, id).await?;
-            print(
-                json_mode,
-                json!({"revoked": id}),
-                format!("revoked API key {id}"),
-            );
+            print(json_mode, json!({"revoked": id}), format!("revoked API key {id}"));
         }
     }
     Ok(())

@@ -13,9 +13,7 @@ fn main() -> anyhow::Result<()> {
     let cli = commands::Cli::parse();
     let config = HermesConfig::load(cli.config.as_deref())?;
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async move {
         let store = Store::connect(&config.database.url, 2).await?;
         commands::run(cli, &config, &store).await

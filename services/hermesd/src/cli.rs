@@ -5,11 +5,7 @@ use std::path::PathBuf;
 use clap::{Parser, ValueEnum};
 
 #[derive(Parser)]
-#[command(
-    name = "hermesd",
-    version,
-    about = "Hermes Cloud: run roles or apply migrations"
-)]
+#[command(name = "hermesd", version, about = "Hermes Cloud: run roles or apply migrations")]
 pub struct Cli {
     /// TOML configuration file (layered over the defaults, under HERMES__* env vars).
     #[arg(long, env = "HERMES_CONFIG")]
@@ -47,9 +43,7 @@ impl Cli {
     pub fn roles(&self) -> anyhow::Result<Roles> {
         let mut r = Roles::default();
         if self.commands.is_empty() {
-            anyhow::bail!(
-                "name what to run: hermesd all | api | worker | gateway | scheduler | migrate (see --help)"
-            );
+            anyhow::bail!("name what to run: hermesd all | api | worker | gateway | scheduler | migrate (see --help)");
         }
         for c in &self.commands {
             match c {
@@ -67,9 +61,7 @@ impl Cli {
             }
         }
         if r.migrate_only && (r.api || r.worker || r.gateway || r.scheduler) {
-            anyhow::bail!(
-                "`migrate` runs alone; roles migrate at start when database.migrate_on_start is true"
-            );
+            anyhow::bail!("`migrate` runs alone; roles migrate at start when database.migrate_on_start is true");
         }
         Ok(r)
     }

@@ -17,10 +17,7 @@ use hermes_store::{SecretBox, Store};
 use crate::cli::Roles;
 
 /// Retries `connect` for up to a minute: in a cluster, dependencies may start after us.
-async fn with_retry<T, E: std::fmt::Display, F, Fut>(
-    what: &str,
-    mut connect: F,
-) -> anyhow::Result<T>
+async fn with_retry<T, E: std::fmt::Display, F, Fut>(what: &str, mut connect: F) -> anyhow::Result<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, E>>,
@@ -40,16 +37,10 @@ where
     }
 }
 
-pub async fn run(
-    config: HermesConfig,
-    roles: Roles,
-    shutdown: CancellationToken,
-) -> anyhow::Result<()> {
+pub async fn run(config: HermesConfig, roles: Roles, shutdown: CancellationToken) -> anyhow::Result<()> {
     let config = Arc::new(config);
-    let store = with_retry("postgres", || {
-        Store::connect(&config.database.url, config.database.max_connections)
-    })
-    .await?;
+    let store =
+        with_retry("postgres", || Store::connect(&config.database.url, config.database.max_connections)).await?;
     if roles.migrate_only {
         store.migrate().await.context("migration failed")?;
         tracing::info!("migrations applied");
@@ -58,10 +49,7 @@ pub async fn run(
     if config.database.migrate_on_start {
         store.migrate().await.context("migration failed")?;
     }
-    let cache = with_retry("redis", || {
-        Cache::connect(&config.redis.url, &config.redis.key_prefix)
-    })
-    .await?;
+    let cache = with_retry("redis", || Cache::connect(&config.redis.url, &config.redis.key_prefix)).await?;
     let name = format!("hermesd-{}", std::process::id());
     let broker = with_retry("rabbitmq", || Broker::connect(&config.rabbitmq, &name)).await?;
     let secrets = SecretBox::from_config(config.secrets.master_key.as_deref())?;
@@ -69,9 +57,7 @@ pub async fn run(
 
     let mut tasks: JoinSet<anyhow::Result<()>> = JoinSet::new();
     if !config.ops.bind.is_empty() {
-        let listener = tokio::net::TcpListener::bind(&config.ops.bind)
-            .await
-            .context("cannot bind ops.bind")?;
+        let listener = tokio::net::TcpListener::bind(&config.ops.bind).await.context("cannot bind ops.bind")?;
         tracing::info!(addr = %listener.local_addr()?, "ops listener (healthz, readyz, metrics)");
         let app = hermes_http::ops_router(readiness.clone());
         let token = shutdown.clone();
@@ -92,11 +78,7 @@ pub async fn run(
             .await
             .context("the worker needs a Docker engine for sandboxes")?;
         let reaper_token = shutdown.clone();
-        tokio::spawn(
-            sandboxes
-                .clone()
-                .run_reaper(Duration::from_secs(60), reaper_token),
-        );
+        tokio::spawn(sandboxes.clone().run_reaper(Duration::from_secs(60), reaper_token));
         let http = hermes_llm::http_client(
             Duration::from_secs(config.llm.connect_timeout_seconds),
             Duration::from_secs(config.llm.request_timeout_seconds),
@@ -114,19 +96,13 @@ pub async fn run(
         tasks.spawn(async move { Ok(hermes_worker::run(ctx, token).await?) });
     }
     if roles.gateway {
-        let ctx = hermes_gateway::GatewayContext {
-            config: config.clone(),
-            readiness: readiness.clone(),
-        };
+        let ctx = hermes_gateway::GatewayContext { config: config.clone(), readiness: readiness.clone() };
         let token = shutdown.clone();
         tasks.spawn(async move { Ok(hermes_gateway::run(ctx, token).await?) });
     }
     if roles.scheduler {
-        let ctx = hermes_scheduler::SchedulerContext {
-            config: config.clone(),
-            store: store.clone(),
-            broker: broker.clone(),
-        };
+        let ctx =
+            hermes_scheduler::SchedulerContext { config: config.clone(), store: store.clone(), broker: broker.clone() };
         let token = shutdown.clone();
         tasks.spawn(async move {
             hermes_scheduler::run(ctx, token).await;
@@ -160,16 +136,7 @@ fn readiness(store: &Store, cache: &Cache, broker: &Broker) -> Readiness {
     });
     let amqp: ReadinessCheck = Arc::new(move || {
         let connected = broker.is_connected();
-        Box::pin(async move {
-            if connected {
-                Ok(())
-            } else {
-                Err("disconnected".to_owned())
-            }
-        })
+        Box::pin(async move { if connected { Ok(()) } else { Err("disconnected".to_owned()) } })
     });
-    Readiness::new()
-        .with("postgres", pg)
-        .with("redis", redis)
-        .with("rabbitmq", amqp)
+    Readiness::new().with("postgres", pg).with("redis", redis).with("rabbitmq", amqp)
 }

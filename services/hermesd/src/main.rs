@@ -1,9 +1,6 @@
 //! `hermesd`: runs any set of Hermes Cloud roles in one process (`hermesd all` on one
 //! machine; one role per pod in a cluster), or applies migrations (`hermesd migrate`).
-#![allow(
-    clippy::print_stdout,
-    reason = "--dump-config prints the configuration"
-)]
+#![allow(clippy::print_stdout, reason = "--dump-config prints the configuration")]
 
 mod cli;
 mod compose;
@@ -24,9 +21,7 @@ fn main() -> anyhow::Result<()> {
     hermes_telemetry::init(&config.telemetry)?;
     // One TLS provider for every client (Postgres, RabbitMQ, providers).
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
         let shutdown = signals::shutdown_token();
         compose::run(config, roles, shutdown).await

@@ -28,10 +28,7 @@ pub async fn reap_once(ctx: &SchedulerContext) -> Result<usize, hermes_store::St
     let backoff = Duration::from_secs(cfg.worker.lease_seconds);
     let stranded = ctx.store.reap_stranded_turns(grace, backoff, 500).await?;
     for turn in &stranded {
-        let work = SessionWork {
-            tenant_id: turn.tenant_id,
-            session_id: turn.session_id,
-        };
+        let work = SessionWork { tenant_id: turn.tenant_id, session_id: turn.session_id };
         match ctx.broker.publish_work(&work).await {
             Ok(()) => {
                 tracing::info!(tenant.id = %turn.tenant_id, session.id = %turn.session_id, turn.id = %turn.turn_id, "republished stranded turn")
@@ -50,10 +47,7 @@ pub async fn run(ctx: SchedulerContext, shutdown: CancellationToken) {
     let every = Duration::from_millis(ctx.config.scheduler.reaper_interval_millis.max(100));
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tracing::info!(
-        interval_ms = every.as_millis() as u64,
-        "scheduler running (lease reaper)"
-    );
+    tracing::info!(interval_ms = every.as_millis() as u64, "scheduler running (lease reaper)");
     loop {
         tokio::select! {
             () = shutdown.cancelled() => break,

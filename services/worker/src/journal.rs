@@ -27,18 +27,7 @@ impl TurnJournal for StoreJournal {
             self.final_answer = Some((step, message.clone()));
             return Ok(());
         }
-        match self
-            .store
-            .append_message(
-                self.tenant,
-                self.session,
-                self.fence,
-                self.turn,
-                step,
-                message,
-            )
-            .await
-        {
+        match self.store.append_message(self.tenant, self.session, self.fence, self.turn, step, message).await {
             Ok(_) => Ok(()),
             Err(StoreError::Fenced) => Err(JournalError::Fenced),
             Err(e) => Err(JournalError::Storage(e.to_string())),
@@ -54,22 +43,11 @@ pub(crate) struct EventPublisher {
 }
 
 impl EventPublisher {
-    pub fn start(
-        broker: Broker,
-        tenant: TenantId,
-        session: SessionId,
-        turn: TurnId,
-        hub: Option<String>,
-    ) -> Self {
+    pub fn start(broker: Broker, tenant: TenantId, session: SessionId, turn: TurnId, hub: Option<String>) -> Self {
         let (tx, mut rx) = mpsc::unbounded_channel::<TurnEventKind>();
         let task = tokio::spawn(async move {
             while let Some(kind) = rx.recv().await {
-                let event = TurnEvent {
-                    tenant_id: tenant,
-                    session_id: session,
-                    turn_id: turn,
-                    kind,
-                };
+                let event = TurnEvent { tenant_id: tenant, session_id: session, turn_id: turn, kind };
                 if let Err(e) = broker.publish_event(&event, hub.as_deref()).await {
                     tracing::warn!(error = %e, "cannot publish a turn event; waiters fall back to Postgres");
                 }

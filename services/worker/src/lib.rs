@@ -62,11 +62,7 @@ pub fn default_worker_id() -> String {
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "worker".into());
     let nonce = uuid::Uuid::now_v7().simple().to_string();
-    format!(
-        "{host}-{}-{}",
-        std::process::id(),
-        &nonce[nonce.len() - 6..]
-    )
+    format!("{host}-{}-{}", std::process::id(), &nonce[nonce.len() - 6..])
 }
 
 /// Runs the worker until `shutdown`, then drains: running turns get `worker.drain_seconds` to
@@ -74,12 +70,8 @@ pub fn default_worker_id() -> String {
 pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), WorkerError> {
     let cfg = ctx.config.clone();
     let worker_id = cfg.worker.id.clone().unwrap_or_else(default_worker_id);
-    let tools =
-        hermes_toolbox::builtin_registry(ctx.sandboxes.clone(), cfg.sandbox.exec_timeout_seconds);
-    let mut consumer = ctx
-        .broker
-        .consume_work(cfg.worker.max_concurrent_turns, &worker_id)
-        .await?;
+    let tools = hermes_toolbox::builtin_registry(ctx.sandboxes.clone(), cfg.sandbox.exec_timeout_seconds);
+    let mut consumer = ctx.broker.consume_work(cfg.worker.max_concurrent_turns, &worker_id).await?;
     let rt = Arc::new(Runtime {
         ctx,
         worker_id: worker_id.clone(),
@@ -128,18 +120,10 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
     }
     consumer.cancel().await;
     let drain = Duration::from_secs(cfg.worker.drain_seconds);
-    tracing::info!(
-        running = tasks.len(),
-        drain_seconds = drain.as_secs(),
-        "worker draining"
-    );
-    let drained =
-        tokio::time::timeout(drain, async { while tasks.join_next().await.is_some() {} }).await;
+    tracing::info!(running = tasks.len(), drain_seconds = drain.as_secs(), "worker draining");
+    let drained = tokio::time::timeout(drain, async { while tasks.join_next().await.is_some() {} }).await;
     if drained.is_err() {
-        tracing::warn!(
-            running = tasks.len(),
-            "drain timeout: handing running turns back"
-        );
+        tracing::warn!(running = tasks.len(), "drain timeout: handing running turns back");
         rt.abandon.cancel();
         while tasks.join_next().await.is_some() {}
     }

@@ -11,8 +11,7 @@ use crate::turn::run_claimed_turn;
 
 pub(crate) async fn handle_delivery(rt: Arc<Runtime>, delivery: WorkDelivery) {
     let work = delivery.work;
-    let span =
-        tracing::info_span!("session", tenant.id = %work.tenant_id, session.id = %work.session_id);
+    let span = tracing::info_span!("session", tenant.id = %work.tenant_id, session.id = %work.session_id);
     let lease = Duration::from_secs(rt.ctx.config.worker.lease_seconds);
     let locks = rt.ctx.cache.session_locks();
     let store = &rt.ctx.store;
@@ -52,13 +51,9 @@ pub(crate) async fn handle_delivery(rt: Arc<Runtime>, delivery: WorkDelivery) {
             // critical path.
             tokio::spawn(async move { d.ack().await });
         }
-        let claimed = store
-            .claim_next_turn(work.tenant_id, work.session_id, &owner, lease, guard.token)
-            .await;
+        let claimed = store.claim_next_turn(work.tenant_id, work.session_id, &owner, lease, guard.token).await;
         let keep_going = match claimed {
-            Ok(Some(turn)) => {
-                run_claimed_turn(&rt, work.tenant_id, &owner, turn, &guard, &span).await
-            }
+            Ok(Some(turn)) => run_claimed_turn(&rt, work.tenant_id, &owner, turn, &guard, &span).await,
             Ok(None) => true,
             Err(e) => {
                 tracing::warn!(parent: &span, error = %e, "cannot claim a turn");
@@ -71,10 +66,7 @@ pub(crate) async fn handle_delivery(rt: Arc<Runtime>, delivery: WorkDelivery) {
         if !keep_going || rt.abandon.is_cancelled() {
             return;
         }
-        match store
-            .has_claimable_turn(work.tenant_id, work.session_id)
-            .await
-        {
+        match store.has_claimable_turn(work.tenant_id, work.session_id).await {
             Ok(true) => continue,
             Ok(false) => return,
             Err(e) => {

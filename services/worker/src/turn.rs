@@ -8,9 +8,7 @@ use tracing::Instrument;
 use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
 use hermes_agent::{EventSink, TurnEnd, TurnLimits, TurnStart, run_turn};
 use hermes_cache::LockGuard;
-use hermes_core::{
-    ChatMessage, FinishReason, Role, SessionId, TenantId, TurnEventKind, TurnId, TurnOutcome, Usage,
-};
+use hermes_core::{ChatMessage, FinishReason, Role, SessionId, TenantId, TurnEventKind, TurnId, TurnOutcome, Usage};
 use hermes_llm::{OpenAiCompatible, OpenAiOptions, RetryPolicy};
 use hermes_queue::SessionWork;
 use hermes_store::{ClaimedTurn, LeaseState, StoreError, TurnStatus};
@@ -88,10 +86,7 @@ async fn hand_back(
     match rt.ctx.store.release_turn(tenant, turn_id, owner).await {
         Ok(_) => {
             tracing::info!(parent: span, "turn handed back for another worker to resume");
-            let work = SessionWork {
-                tenant_id: tenant,
-                session_id,
-            };
+            let work = SessionWork { tenant_id: tenant, session_id };
             if let Err(e) = rt.ctx.broker.publish_work(&work).await {
                 tracing::warn!(parent: span, error = %e, "cannot republish; the reaper will");
             }
@@ -114,16 +109,9 @@ fn failed(code: &str, message: impl Into<String>) -> TurnOutcome {
 
 async fn execute(rt: &Runtime, tenant: TenantId, owner: &str, turn: ClaimedTurn) -> Ran {
     let started = Instant::now();
-    let events = EventPublisher::start(
-        rt.ctx.broker.clone(),
-        tenant,
-        turn.session_id,
-        turn.turn_id,
-        turn.notify_hub.clone(),
-    );
-    events.emit(TurnEventKind::Started {
-        attempt: u32::try_from(turn.attempt).unwrap_or(0),
-    });
+    let events =
+        EventPublisher::start(rt.ctx.broker.clone(), tenant, turn.session_id, turn.turn_id, turn.notify_hub.clone());
+    events.emit(TurnEventKind::Started { attempt: u32::try_from(turn.attempt).unwrap_or(0) });
     let mut journal = StoreJournal {
         store: rt.ctx.store.clone(),
         tenant,
@@ -142,19 +130,14 @@ async fn execute(rt: &Runtime, tenant: TenantId, owner: &str, turn: ClaimedTurn)
         match serde_json::from_value::<ChatMessage>(turn.input.clone()) {
             Err(e) => {
                 tracing::error!(error = %e, "stored turn input is not a message");
-                TurnEnd::Finished(failed(
-                    "invalid_input",
-                    "The stored input of this turn cannot be read.",
-                ))
+                TurnEnd::Finished(failed("invalid_input", "The stored input of this turn cannot be read."))
             }
-            Ok(input) => {
-                match prepare_and_run(rt, tenant, &turn, input, &events, &mut journal).await {
-                    Ok(end) => end,
-                    Err(PrepareError::Fenced) => TurnEnd::Superseded,
-                    Err(PrepareError::Transient(e)) => TurnEnd::Suspended(e),
-                    Err(PrepareError::Fail(outcome)) => TurnEnd::Finished(outcome),
-                }
-            }
+            Ok(input) => match prepare_and_run(rt, tenant, &turn, input, &events, &mut journal).await {
+                Ok(end) => end,
+                Err(PrepareError::Fenced) => TurnEnd::Superseded,
+                Err(PrepareError::Transient(e)) => TurnEnd::Suspended(e),
+                Err(PrepareError::Fail(outcome)) => TurnEnd::Finished(outcome),
+            },
         }
     };
     let outcome = match end {
@@ -164,46 +147,19 @@ async fn execute(rt: &Runtime, tenant: TenantId, owner: &str, turn: ClaimedTurn)
             return Ran::Stop;
         }
         TurnEnd::Suspended(reason) => {
-            tracing::warn!(
-                reason,
-                "storage failed; handing the turn back to be resumed"
-            );
+            tracing::warn!(reason, "storage failed; handing the turn back to be resumed");
             events.finish(None).await;
-            hand_back(
-                rt,
-                tenant,
-                turn.session_id,
-                turn.turn_id,
-                owner,
-                &tracing::Span::current(),
-            )
-            .await;
+            hand_back(rt, tenant, turn.session_id, turn.turn_id, owner, &tracing::Span::current()).await;
             return Ran::Stop;
         }
         TurnEnd::Finished(outcome) => outcome,
     };
-    let status = if outcome.finish_reason == FinishReason::Error {
-        TurnStatus::Failed
-    } else {
-        TurnStatus::Completed
-    };
-    let answer = journal
-        .final_answer
-        .as_ref()
-        .map(|(step, message)| (*step, message));
+    let status = if outcome.finish_reason == FinishReason::Error { TurnStatus::Failed } else { TurnStatus::Completed };
+    let answer = journal.final_answer.as_ref().map(|(step, message)| (*step, message));
     let stored = rt
         .ctx
         .store
-        .finish_turn(
-            tenant,
-            turn.session_id,
-            turn.turn_id,
-            owner,
-            turn.fence,
-            status,
-            &outcome,
-            answer,
-        )
+        .finish_turn(tenant, turn.session_id, turn.turn_id, owner, turn.fence, status, &outcome, answer)
         .await;
     match stored {
         Ok(()) => {}
@@ -219,22 +175,11 @@ async fn execute(rt: &Runtime, tenant: TenantId, owner: &str, turn: ClaimedTurn)
             return Ran::Stop;
         }
     }
-    let label = if status == TurnStatus::Completed {
-        "completed"
-    } else {
-        "failed"
-    };
+    let label = if status == TurnStatus::Completed { "completed" } else { "failed" };
     metrics::counter!("hermes_turns_total", "status" => label).increment(1);
-    metrics::histogram!("hermes_turn_seconds", "status" => label)
-        .record(started.elapsed().as_secs_f64());
-    tracing::info!(
-        status = label,
-        elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
-        "turn finished"
-    );
-    events
-        .finish(Some(TurnEventKind::Finished { outcome }))
-        .await;
+    metrics::histogram!("hermes_turn_seconds", "status" => label).record(started.elapsed().as_secs_f64());
+    tracing::info!(status = label, elapsed_ms = started.elapsed().as_secs_f64() * 1000.0, "turn finished");
+    events.finish(Some(TurnEventKind::Finished { outcome })).await;
     Ran::Done
 }
 
@@ -268,25 +213,16 @@ async fn prepare_and_run(
 ) -> Result<TurnEnd, PrepareError> {
     let store = &rt.ctx.store;
     // Two independent reads, in parallel.
-    let (agent, stored) = tokio::try_join!(
-        store.agent(tenant, turn.agent_id),
-        store.session_messages(tenant, turn.session_id)
-    )?;
+    let (agent, stored) =
+        tokio::try_join!(store.agent(tenant, turn.agent_id), store.session_messages(tenant, turn.session_id))?;
     let api_key = agent.provider_key(rt.ctx.secrets.as_ref()).map_err(|e| {
         tracing::error!(error = %e, "cannot open the agent's provider key");
-        PrepareError::Fail(failed(
-            "provider_key_unavailable",
-            "The agent's provider key cannot be read.",
-        ))
+        PrepareError::Fail(failed("provider_key_unavailable", "The agent's provider key cannot be read."))
     })?;
     let tools = rt.tools.restricted_to(&agent.toolsets);
     let resumed = stored.iter().any(|m| m.turn_id == Some(turn.turn_id));
-    let completed_steps = stored
-        .iter()
-        .filter(|m| m.turn_id == Some(turn.turn_id))
-        .filter_map(|m| m.turn_step)
-        .max()
-        .unwrap_or(0);
+    let completed_steps =
+        stored.iter().filter(|m| m.turn_id == Some(turn.turn_id)).filter_map(|m| m.turn_step).max().unwrap_or(0);
     let mut history: Vec<ChatMessage> = stored.into_iter().map(|m| m.message).collect();
 
     let prompt = match (&turn.system_prompt, resumed) {
@@ -303,16 +239,7 @@ async fn prepare_and_run(
                 }),
             };
             input.role = Role::User;
-            let frozen = store
-                .begin_turn(
-                    tenant,
-                    turn.session_id,
-                    turn.fence,
-                    turn.turn_id,
-                    &input,
-                    &rendered,
-                )
-                .await?;
+            let frozen = store.begin_turn(tenant, turn.session_id, turn.fence, turn.turn_id, &input, &rendered).await?;
             history.push(input);
             frozen
         }
@@ -343,23 +270,7 @@ async fn prepare_and_run(
         turn_id: turn.turn_id,
         call_id: String::new(),
     };
-    let limits = TurnLimits {
-        max_iterations: rt.ctx.config.worker.max_iterations,
-        stream_deltas: turn.stream,
-    };
-    let start = TurnStart {
-        messages,
-        completed_steps,
-    };
-    Ok(run_turn(
-        &model,
-        &agent.model,
-        &tools,
-        &tool_ctx,
-        journal,
-        events,
-        &limits,
-        start,
-    )
-    .await)
+    let limits = TurnLimits { max_iterations: rt.ctx.config.worker.max_iterations, stream_deltas: turn.stream };
+    let start = TurnStart { messages, completed_steps };
+    Ok(run_turn(&model, &agent.model, &tools, &tool_ctx, journal, events, &limits, start).await)
 }
