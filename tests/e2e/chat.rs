@@ -111,3 +111,29 @@ async fn streaming_turn_sends_chunks_then_finish_usage_and_done() {
     assert_eq!(reasoning.as_deref(), Some("thinking quietly"));
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_seeded_history_with_a_dangling_tool_call_is_repaired_before_the_model_sees_it() {
+    let env = TestEnv::start().await;
+    let (_, _, key) = env.tenant("acme", "helper").await;
+    env.llm.push(ScriptedReply::text("all good"));
+    let resp = env
+        .chat(
+            &key,
+            json!({"model": "helper", "messages": [
+                {"role": "user", "content": "earlier question"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "c9", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}]},
+                {"role": "user", "content": "and now?"}
+            ]}),
+        )
+        .await;
+    assert_eq!(resp.status(), 200);
+    let sent = env.llm.requests()[0].messages();
+    let roles: Vec<&str> = sent.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool", "user"]);
+    assert_eq!(sent[3]["tool_call_id"], "c9");
+    // The stored history is what the client sent (3 seeded/input messages plus the answer).
+    assert_eq!(env.count("SELECT count(*) FROM messages").await, 4);
+    env.stop().await;
+}

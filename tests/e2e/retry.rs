@@ -37,7 +37,25 @@ async fn a_provider_that_keeps_failing_gives_a_502_agent_incomplete_and_a_failed
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["error"]["code"], "agent_incomplete");
     assert!(body["error"]["message"].as_str().unwrap().contains("credentials"), "{body}");
+    assert_eq!(body["error"]["hermes"]["error_code"], "provider_auth_failed", "{body}");
     assert_eq!(env.llm.requests().len(), 1, "an auth failure is not retried");
     assert_eq!(env.count("SELECT count(*) FROM turns WHERE status = 'failed'").await, 1);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_failed_streaming_turn_ends_with_an_error_chunk_then_done() {
+    let env = TestEnv::start().await;
+    let (_, _, key) = env.tenant("acme", "helper").await;
+    env.llm.push(ScriptedReply::error(403));
+    let resp = env
+        .chat(&key, json!({"model": "helper", "stream": true, "messages": [{"role": "user", "content": "hi"}]}))
+        .await;
+    assert_eq!(resp.status(), 200, "the stream had started");
+    let events = crate::harness::sse_events(&resp.text().await.unwrap());
+    assert_eq!(events.last().unwrap().1, "[DONE]");
+    let last: Value = serde_json::from_str(&events[events.len() - 2].1).unwrap();
+    assert_eq!(last["choices"][0]["finish_reason"], "error");
+    assert_eq!(last["error"]["code"], "provider_auth_failed", "SDKs raise this as an API error: {last}");
     env.stop().await;
 }

@@ -68,6 +68,9 @@ async fn terminal_runs_in_the_tenants_hardened_container_and_the_model_sees_the_
         .collect();
     assert_eq!(progress.len(), 2, "running then completed: {progress:?}");
     assert_eq!(progress[0]["status"], "running");
+    // The progress data is also a valid empty chunk, so the official SDKs parse it harmlessly.
+    assert_eq!(progress[0]["object"], "chat.completion.chunk");
+    assert_eq!(progress[0]["choices"][0]["delta"], json!({}));
     assert_eq!(progress[0]["tool"], "terminal");
     assert_eq!(progress[1]["status"], "completed");
     let out = env.llm.requests()[3].messages();

@@ -72,6 +72,10 @@ pub struct TurnEvent {
     pub tenant_id: TenantId,
     pub session_id: SessionId,
     pub turn_id: TurnId,
+    /// The attempt (1 on the first run of the turn) that produced the event; listeners drop
+    /// events of attempts older than the newest they saw.
+    #[serde(default)]
+    pub attempt: u32,
     #[serde(flatten)]
     pub kind: TurnEventKind,
 }

@@ -15,11 +15,13 @@ pub struct ApiError {
     pub param: Option<&'static str>,
     /// Seconds for a `Retry-After` header.
     pub retry_after: Option<u64>,
+    /// Hermes-specific details, sent as `error.hermes` (clients that do not know it ignore it).
+    pub hermes: Option<serde_json::Value>,
 }
 
 impl ApiError {
     pub fn new(status: StatusCode, kind: &'static str, code: Option<&'static str>, message: impl Into<String>) -> Self {
-        Self { status, message: message.into(), kind, code, param: None, retry_after: None }
+        Self { status, message: message.into(), kind, code, param: None, retry_after: None, hermes: None }
     }
 
     /// 400 `invalid_request_error`.
@@ -69,9 +71,11 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({
-            "error": { "message": self.message, "type": self.kind, "param": self.param, "code": self.code }
-        });
+        let mut error = json!({ "message": self.message, "type": self.kind, "param": self.param, "code": self.code });
+        if let (Some(hermes), Some(obj)) = (self.hermes, error.as_object_mut()) {
+            obj.insert("hermes".into(), hermes);
+        }
+        let body = json!({ "error": error });
         let mut resp = (self.status, Json(body)).into_response();
         if let Some(secs) = self.retry_after
             && let Ok(v) = secs.to_string().parse()

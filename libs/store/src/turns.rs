@@ -107,6 +107,50 @@ pub struct ClaimedTurn {
     pub system_prompt: Option<String>,
 }
 
+/// Inserts a new session's seeded history in one statement (sequence numbers 1..=n).
+async fn insert_history(
+    conn: &mut sqlx::PgConnection,
+    tenant: TenantId,
+    session: SessionId,
+    history: &[ChatMessage],
+) -> Result<()> {
+    let mut seqs = Vec::with_capacity(history.len());
+    let mut roles = Vec::with_capacity(history.len());
+    let mut contents = Vec::with_capacity(history.len());
+    let mut calls = Vec::with_capacity(history.len());
+    let mut call_ids = Vec::with_capacity(history.len());
+    let mut names = Vec::with_capacity(history.len());
+    let mut reasonings = Vec::with_capacity(history.len());
+    for (i, msg) in history.iter().enumerate() {
+        let c = columns(msg)?;
+        seqs.push(i32::try_from(i + 1).map_err(|_| StoreError::Invalid("history too long".into()))?);
+        roles.push(c.role.to_owned());
+        contents.push(c.content);
+        calls.push(c.tool_calls);
+        call_ids.push(c.tool_call_id);
+        names.push(c.name);
+        reasonings.push(c.reasoning);
+    }
+    sqlx::query(
+        "INSERT INTO messages (tenant_id, session_id, seq, role, content, tool_calls, tool_call_id, name, reasoning)
+         SELECT $1, $2, m.seq, m.role, m.content, m.tool_calls, m.tool_call_id, m.name, m.reasoning
+         FROM UNNEST($3::int[], $4::text[], $5::jsonb[], $6::jsonb[], $7::text[], $8::text[], $9::text[])
+              AS m(seq, role, content, tool_calls, tool_call_id, name, reasoning)",
+    )
+    .bind(tenant.as_uuid())
+    .bind(session.as_uuid())
+    .bind(seqs)
+    .bind(roles)
+    .bind(contents)
+    .bind(calls)
+    .bind(call_ids)
+    .bind(names)
+    .bind(reasonings)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 impl Store {
     /// Writes a turn (and, for a new session, the session and its seeded history) in one
     /// transaction. An `Existing` session of another tenant or agent is `NotFound`.
@@ -140,16 +184,8 @@ impl Store {
                 .bind(i32::try_from(history.len() + 1).map_err(|_| StoreError::Invalid("history too long".into()))?)
                 .execute(&mut *tx)
                 .await?;
-                for (i, msg) in history.iter().enumerate() {
-                    let query = sqlx::query(
-                        "INSERT INTO messages (tenant_id, session_id, seq, role, content, tool_calls,
-                                               tool_call_id, name, reasoning)
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                    )
-                    .bind(tenant.as_uuid())
-                    .bind(id.as_uuid())
-                    .bind(i32::try_from(i + 1).map_err(|_| StoreError::Invalid("history too long".into()))?);
-                    columns(msg)?.bind_to(query).execute(&mut *tx).await?;
+                if !history.is_empty() {
+                    insert_history(&mut tx, tenant, id, history).await?;
                 }
                 id
             }

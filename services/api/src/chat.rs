@@ -1,18 +1,14 @@
 //! `POST /v1/chat/completions`.
 
-use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::Json;
 use axum::extract::State;
 use axum::extract::rejection::JsonRejection;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures_util::Stream;
-use serde_json::{Value, json};
 
-use hermes_core::{FinishReason, SessionId, TurnEventKind, TurnId, TurnOutcome};
+use hermes_core::SessionId;
 use hermes_http::ApiError;
 use hermes_queue::SessionWork;
 use hermes_store::{Agent, KeyAuth, NewTurn, StoreError, TurnTarget};
@@ -20,7 +16,8 @@ use hermes_store::{Agent, KeyAuth, NewTurn, StoreError, TurnTarget};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::chat_wire::{ChatCompletionRequest, ParsedChat};
-use crate::wait::{self, Next};
+use crate::completion::Completion;
+use crate::wait::Waiter;
 
 pub(crate) const SESSION_HEADER: &str = "x-hermes-session-id";
 
@@ -120,179 +117,31 @@ pub(crate) async fn chat_completions(
     span.record("turn.id", tracing::field::display(turn_id));
     // Subscribe before signalling, so no event can be missed.
     let sub = state.events.subscribe(turn_id);
-    if let Err(e) = state.broker.publish_work(&SessionWork { tenant_id: auth.tenant_id, session_id }).await {
-        // The turn is stored; the reaper republishes it, so the request still completes.
-        tracing::warn!(error = %e, "cannot publish work; the reaper will pick the turn up");
+    // The turn is stored: if the broker is slow or down, the reaper republishes it and the
+    // request still completes.
+    let work = SessionWork { tenant_id: auth.tenant_id, session_id };
+    match tokio::time::timeout(Duration::from_secs(5), state.broker.publish_work(&work)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(error = %e, "cannot publish work; the reaper will pick the turn up"),
+        Err(_) => tracing::warn!("publishing work timed out; the reaper will pick the turn up"),
     }
     metrics::counter!("hermes_api_turns_total", "stream" => parsed.stream.to_string()).increment(1);
-    let ctx = TurnWait { state, tenant: auth.tenant_id, turn: turn_id, sub, model: agent.name };
-    let mut resp = if parsed.stream { ctx.stream(parsed.include_usage).into_response() } else { ctx.collect().await? };
+    let api = &state.config.api;
+    let recheck = Duration::from_secs(api.recheck_seconds.max(1));
+    let completion = Completion {
+        waiter: Waiter::new(sub, state.store.clone(), auth.tenant_id, turn_id, recheck),
+        turn: turn_id,
+        model: agent.name,
+        timeout: Duration::from_secs(api.turn_timeout_seconds),
+        keepalive: Duration::from_secs(api.keepalive_seconds.max(1)),
+    };
+    let mut resp = if parsed.stream {
+        completion.stream(parsed.include_usage).into_response()
+    } else {
+        completion.collect().await?
+    };
     if let Ok(v) = HeaderValue::from_str(&session_id.to_string()) {
         resp.headers_mut().insert(SESSION_HEADER, v);
     }
     Ok(resp)
-}
-
-struct TurnWait {
-    state: AppState,
-    tenant: hermes_core::TenantId,
-    turn: TurnId,
-    sub: hermes_queue::EventSubscription,
-    model: String,
-}
-
-fn completion_id(turn: TurnId) -> String {
-    format!("chatcmpl-{}", turn.as_uuid().simple())
-}
-
-fn finish_reason(r: FinishReason) -> &'static str {
-    match r {
-        FinishReason::Stop => "stop",
-        FinishReason::Length => "length",
-        FinishReason::Error => "error",
-    }
-}
-
-fn usage_json(o: &TurnOutcome) -> Value {
-    json!({
-        "prompt_tokens": o.usage.prompt_tokens,
-        "completion_tokens": o.usage.completion_tokens,
-        "total_tokens": o.usage.total_tokens,
-        "prompt_tokens_details": { "cached_tokens": o.usage.cached_tokens }
-    })
-}
-
-fn incomplete(outcome: &TurnOutcome) -> ApiError {
-    let msg = outcome.error.clone().unwrap_or_else(|| "the agent produced no answer".into());
-    ApiError::new(StatusCode::BAD_GATEWAY, "server_error", Some("agent_incomplete"), msg)
-}
-
-impl TurnWait {
-    fn recheck(&self) -> Duration {
-        Duration::from_secs(self.state.config.api.recheck_seconds.max(1))
-    }
-
-    async fn collect(mut self) -> Result<Response, ApiError> {
-        let timeout = Duration::from_secs(self.state.config.api.turn_timeout_seconds);
-        let recheck = self.recheck();
-        let wait = async {
-            loop {
-                match wait::next(&mut self.sub, &self.state.store, self.tenant, self.turn, recheck).await {
-                    Next::Event(TurnEventKind::Finished { outcome }) | Next::FinishedInStore(outcome) => {
-                        return Some(outcome);
-                    }
-                    Next::Event(_) => {}
-                    Next::Closed => return None,
-                }
-            }
-        };
-        let outcome = match tokio::time::timeout(timeout, wait).await {
-            Ok(Some(o)) => o,
-            Ok(None) => {
-                return Err(ApiError::unavailable("event bus closed; retry with X-Hermes-Session-Id"));
-            }
-            Err(_) => {
-                return Err(ApiError::new(
-                    StatusCode::GATEWAY_TIMEOUT,
-                    "server_error",
-                    Some("turn_timeout"),
-                    "the turn is still running; continue the session later with X-Hermes-Session-Id",
-                ));
-            }
-        };
-        if outcome.finish_reason == FinishReason::Error && outcome.content.is_empty() {
-            return Err(incomplete(&outcome));
-        }
-        let body = json!({
-            "id": completion_id(self.turn),
-            "object": "chat.completion",
-            "created": chrono::Utc::now().timestamp(),
-            "model": self.model,
-            "choices": [{
-                "index": 0,
-                "message": { "role": "assistant", "content": outcome.content },
-                "finish_reason": finish_reason(outcome.finish_reason),
-            }],
-            "usage": usage_json(&outcome),
-        });
-        Ok(Json(body).into_response())
-    }
-
-    fn stream(mut self, include_usage: bool) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-        let keepalive = Duration::from_secs(self.state.config.api.keepalive_seconds.max(1));
-        let id = completion_id(self.turn);
-        let created = chrono::Utc::now().timestamp();
-        let model = std::mem::take(&mut self.model);
-        let chunk = move |delta: Value, finish: Option<&str>| {
-            json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
-                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-        };
-        let stream = async_stream(move |tx| async move {
-            let recheck = self.recheck();
-            let send = |e: Event| tx.send(Ok(e));
-            if send(Event::default().data(chunk(json!({"role": "assistant", "content": ""}), None).to_string()))
-                .await
-                .is_err()
-            {
-                return;
-            }
-            let mut streamed = String::new();
-            let outcome = loop {
-                let event = match wait::next(&mut self.sub, &self.state.store, self.tenant, self.turn, recheck).await {
-                    Next::Event(TurnEventKind::Finished { outcome }) | Next::FinishedInStore(outcome) => break Some(outcome),
-                    Next::Event(TurnEventKind::Delta { text }) => {
-                        streamed.push_str(&text);
-                        Event::default().data(chunk(json!({ "content": text }), None).to_string())
-                    }
-                    Next::Event(TurnEventKind::ToolStarted { call_id, tool, preview }) => Event::default()
-                        .event("hermes.tool.progress")
-                        .data(json!({"tool": tool, "toolCallId": call_id, "label": preview, "status": "running"}).to_string()),
-                    Next::Event(TurnEventKind::ToolCompleted { call_id, tool, ok, duration_ms }) => Event::default()
-                        .event("hermes.tool.progress")
-                        .data(json!({"tool": tool, "toolCallId": call_id, "status": "completed", "ok": ok, "duration_ms": duration_ms}).to_string()),
-                    Next::Event(_) => continue,
-                    Next::Closed => break None,
-                };
-                if send(event).await.is_err() {
-                    return;
-                }
-            };
-            let outcome = outcome.unwrap_or_else(|| TurnOutcome {
-                content: String::new(),
-                finish_reason: FinishReason::Error,
-                usage: Default::default(),
-                error: Some("event bus closed".into()),
-                error_code: Some("service_unavailable".into()),
-            });
-            // Text the events did not carry (a lost event, or a non-streaming worker path).
-            if let Some(rest) = outcome.content.strip_prefix(streamed.as_str()).filter(|r| !r.is_empty()) {
-                let _ = send(Event::default().data(chunk(json!({ "content": rest }), None).to_string())).await;
-            }
-            let _ =
-                send(Event::default().data(chunk(json!({}), Some(finish_reason(outcome.finish_reason))).to_string()))
-                    .await;
-            if include_usage {
-                let usage = json!({"id": completion_id(self.turn), "object": "chat.completion.chunk", "created": created,
-                                   "model": "", "choices": [], "usage": usage_json(&outcome)});
-                let _ = send(Event::default().data(usage.to_string())).await;
-            }
-            let _ = send(Event::default().data("[DONE]")).await;
-        });
-        Sse::new(stream).keep_alive(KeepAlive::new().interval(keepalive).text("keepalive"))
-    }
-}
-
-/// A stream fed by a task through a bounded channel; the task ends when the client leaves.
-fn async_stream<F, Fut>(f: F) -> impl Stream<Item = Result<Event, Infallible>>
-where
-    F: FnOnce(tokio::sync::mpsc::Sender<Result<Event, Infallible>>) -> Fut,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    let (tx, rx) = tokio::sync::mpsc::channel(64);
-    tokio::spawn(f(tx));
-    tokio_stream_from(rx)
-}
-
-fn tokio_stream_from<T: Send + 'static>(mut rx: tokio::sync::mpsc::Receiver<T>) -> impl Stream<Item = T> {
-    futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }

@@ -11,6 +11,8 @@ use hermes_http::ApiError;
 /// Longest text of one message or part (upstream's cap).
 pub(crate) const MAX_TEXT_CHARS: usize = 65_536;
 const MAX_PARTS: usize = 1_000;
+/// Most messages one request may carry (a new session's seeded history included).
+pub(crate) const MAX_MESSAGES: usize = 1_000;
 
 /// The fields we use; all other OpenAI fields are accepted and ignored, as OpenAI does.
 #[derive(Debug, Deserialize)]
@@ -58,6 +60,10 @@ impl ChatCompletionRequest {
             .ok_or_else(|| bad("missing_required_parameter", "messages is required").with_param("messages"))?;
         if raw.is_empty() {
             return Err(bad("empty_messages", "messages must contain at least one message").with_param("messages"));
+        }
+        if raw.len() > MAX_MESSAGES {
+            return Err(bad("too_many_messages", format!("messages may hold at most {MAX_MESSAGES} messages"))
+                .with_param("messages"));
         }
         let mut instructions = Vec::new();
         let mut convo = Vec::new();
@@ -141,6 +147,11 @@ fn check_len(i: usize, text: &str) -> Result<(), ApiError> {
     if text.chars().count() > MAX_TEXT_CHARS {
         return Err(bad("content_too_long", format!("messages[{i}]: text is longer than {MAX_TEXT_CHARS} characters"))
             .with_param("messages"));
+    }
+    if text.contains('\0') {
+        return Err(
+            bad("invalid_content", format!("messages[{i}]: text contains a NUL character")).with_param("messages")
+        );
     }
     Ok(())
 }
@@ -230,6 +241,8 @@ mod tests {
             ),
             (json!({"messages": [{"role": "user", "content": "x".repeat(MAX_TEXT_CHARS + 1)}]}), "content_too_long"),
             (json!({"stream": 3, "messages": [{"role": "user", "content": "x"}]}), "invalid_type"),
+            (json!({"messages": [{"role": "user", "content": "a\u{0}b"}]}), "invalid_content"),
+            (json!({"messages": vec![json!({"role": "user", "content": "x"}); MAX_MESSAGES + 1]}), "too_many_messages"),
         ];
         for (body, code) in cases {
             let err = req(body.clone()).parse().unwrap_err();

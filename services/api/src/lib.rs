@@ -5,6 +5,7 @@
 mod auth;
 mod chat;
 mod chat_wire;
+mod completion;
 mod models;
 mod wait;
 

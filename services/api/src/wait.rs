@@ -1,5 +1,6 @@
 //! Waiting for a turn: events from RabbitMQ, with Postgres as the fallback truth when an
-//! event is lost (a broker restart, a worker killed between storing and publishing).
+//! event is lost (a broker restart, a worker killed between storing and publishing), and
+//! events of a superseded attempt (a zombie worker still streaming) ignored.
 
 use std::time::Duration;
 
@@ -10,34 +11,50 @@ use hermes_store::Store;
 /// What the waiter saw next.
 pub(crate) enum Next {
     Event(TurnEventKind),
-    /// The turn ended and its outcome was read from Postgres (its final event never came).
-    FinishedInStore(TurnOutcome),
+    /// The turn ended; from its final event or, if that never came, from Postgres.
+    Finished(TurnOutcome),
     /// The event hub stopped.
     Closed,
 }
 
-/// The next thing to happen to `turn`: an event, or (after `recheck` of silence) the outcome
-/// Postgres holds once the turn has ended.
-pub(crate) async fn next(
-    sub: &mut EventSubscription,
-    store: &Store,
-    tenant: TenantId,
-    turn: TurnId,
-    recheck: Duration,
-) -> Next {
-    loop {
-        tokio::select! {
-            event = sub.next() => {
-                return match event {
-                    Some(e) => Next::Event(e.kind),
-                    None => Next::Closed,
-                };
-            }
-            () = tokio::time::sleep(recheck) => {
-                match store.turn_state(tenant, turn).await {
-                    Ok((status, Some(outcome))) if status.is_final() => return Next::FinishedInStore(outcome),
-                    Ok(_) => {}
-                    Err(e) => tracing::warn!(error = %e, "cannot re-read the turn while waiting"),
+/// Follows one turn.
+pub(crate) struct Waiter {
+    pub sub: EventSubscription,
+    pub store: Store,
+    pub tenant: TenantId,
+    pub turn: TurnId,
+    /// Re-read Postgres after this much silence.
+    pub recheck: Duration,
+    /// The newest attempt seen; events of older attempts come from a worker that lost the turn.
+    attempt: u32,
+}
+
+impl Waiter {
+    pub fn new(sub: EventSubscription, store: Store, tenant: TenantId, turn: TurnId, recheck: Duration) -> Self {
+        Self { sub, store, tenant, turn, recheck, attempt: 0 }
+    }
+
+    /// The next thing to happen to the turn.
+    pub async fn next(&mut self) -> Next {
+        loop {
+            tokio::select! {
+                event = self.sub.next() => {
+                    let Some(event) = event else { return Next::Closed };
+                    if event.attempt < self.attempt {
+                        continue;
+                    }
+                    self.attempt = event.attempt;
+                    return match event.kind {
+                        TurnEventKind::Finished { outcome } => Next::Finished(outcome),
+                        kind => Next::Event(kind),
+                    };
+                }
+                () = tokio::time::sleep(self.recheck) => {
+                    match self.store.turn_state(self.tenant, self.turn).await {
+                        Ok((status, Some(outcome))) if status.is_final() => return Next::Finished(outcome),
+                        Ok(_) => {}
+                        Err(e) => tracing::warn!(error = %e, "cannot re-read the turn while waiting"),
+                    }
                 }
             }
         }

@@ -43,11 +43,18 @@ pub(crate) struct EventPublisher {
 }
 
 impl EventPublisher {
-    pub fn start(broker: Broker, tenant: TenantId, session: SessionId, turn: TurnId, hub: Option<String>) -> Self {
+    pub fn start(
+        broker: Broker,
+        tenant: TenantId,
+        session: SessionId,
+        turn: TurnId,
+        attempt: u32,
+        hub: Option<String>,
+    ) -> Self {
         let (tx, mut rx) = mpsc::unbounded_channel::<TurnEventKind>();
         let task = tokio::spawn(async move {
             while let Some(kind) = rx.recv().await {
-                let event = TurnEvent { tenant_id: tenant, session_id: session, turn_id: turn, kind };
+                let event = TurnEvent { tenant_id: tenant, session_id: session, turn_id: turn, attempt, kind };
                 if let Err(e) = broker.publish_event(&event, hub.as_deref()).await {
                     tracing::warn!(error = %e, "cannot publish a turn event; waiters fall back to Postgres");
                 }

@@ -109,9 +109,16 @@ fn failed(code: &str, message: impl Into<String>) -> TurnOutcome {
 
 async fn execute(rt: &Runtime, tenant: TenantId, owner: &str, turn: ClaimedTurn) -> Ran {
     let started = Instant::now();
-    let events =
-        EventPublisher::start(rt.ctx.broker.clone(), tenant, turn.session_id, turn.turn_id, turn.notify_hub.clone());
-    events.emit(TurnEventKind::Started { attempt: u32::try_from(turn.attempt).unwrap_or(0) });
+    let attempt = u32::try_from(turn.attempt).unwrap_or(0);
+    let events = EventPublisher::start(
+        rt.ctx.broker.clone(),
+        tenant,
+        turn.session_id,
+        turn.turn_id,
+        attempt,
+        turn.notify_hub.clone(),
+    );
+    events.emit(TurnEventKind::Started { attempt });
     let mut journal = StoreJournal {
         store: rt.ctx.store.clone(),
         tenant,

@@ -1,0 +1,218 @@
+//! Answering a chat completion from a turn's events: one `chat.completion` JSON, or an SSE
+//! stream of `chat.completion.chunk`s ending with `data: [DONE]`.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::Stream;
+use serde_json::{Value, json};
+
+use hermes_core::{FinishReason, TurnEventKind, TurnId, TurnOutcome};
+use hermes_http::ApiError;
+
+use crate::wait::{Next, Waiter};
+
+fn finish_reason(r: FinishReason) -> &'static str {
+    match r {
+        FinishReason::Stop => "stop",
+        FinishReason::Length => "length",
+        FinishReason::Error => "error",
+    }
+}
+
+fn usage_json(o: &TurnOutcome) -> Value {
+    json!({
+        "prompt_tokens": o.usage.prompt_tokens,
+        "completion_tokens": o.usage.completion_tokens,
+        "total_tokens": o.usage.total_tokens,
+        "prompt_tokens_details": { "cached_tokens": o.usage.cached_tokens }
+    })
+}
+
+fn incomplete(outcome: &TurnOutcome) -> ApiError {
+    let msg = outcome.error.clone().unwrap_or_else(|| "the agent produced no answer".into());
+    let mut err = ApiError::new(StatusCode::BAD_GATEWAY, "server_error", Some("agent_incomplete"), msg);
+    err.hermes = Some(json!({ "completed": false, "failed": true, "error_code": outcome.error_code }));
+    err
+}
+
+fn timed_out() -> ApiError {
+    ApiError::new(
+        StatusCode::GATEWAY_TIMEOUT,
+        "server_error",
+        Some("turn_timeout"),
+        "the turn is still running; continue the session later with X-Hermes-Session-Id",
+    )
+}
+
+/// Builds chunks of one completion.
+#[derive(Clone)]
+struct Chunks {
+    id: String,
+    created: i64,
+    model: String,
+}
+
+impl Chunks {
+    fn base(&self, choices: Value) -> Value {
+        json!({"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+               "choices": choices})
+    }
+
+    fn delta(&self, delta: Value, finish: Option<&str>) -> Event {
+        Event::default().data(self.base(json!([{"index": 0, "delta": delta, "finish_reason": finish}])).to_string())
+    }
+
+    /// Tool progress as upstream Hermes names it (`event: hermes.tool.progress`), with a data
+    /// object that is also a valid, empty chunk: the official SDKs hand every named event to
+    /// their chunk parser, and an empty delta keeps them working.
+    fn tool_progress(&self, fields: Value) -> Event {
+        let mut data = self.base(json!([{"index": 0, "delta": {}, "finish_reason": null}]));
+        if let (Some(obj), Value::Object(extra)) = (data.as_object_mut(), fields) {
+            obj.extend(extra);
+        }
+        Event::default().event("hermes.tool.progress").data(data.to_string())
+    }
+}
+
+/// A turn's answer, for one request.
+pub(crate) struct Completion {
+    pub waiter: Waiter,
+    pub turn: TurnId,
+    pub model: String,
+    pub timeout: Duration,
+    pub keepalive: Duration,
+}
+
+impl Completion {
+    fn chunks(&self) -> Chunks {
+        Chunks {
+            id: format!("chatcmpl-{}", self.turn.as_uuid().simple()),
+            created: chrono::Utc::now().timestamp(),
+            model: self.model.clone(),
+        }
+    }
+
+    /// Waits for the turn and answers with one `chat.completion`.
+    pub async fn collect(mut self) -> Result<Response, ApiError> {
+        let wait = async {
+            loop {
+                match self.waiter.next().await {
+                    Next::Finished(outcome) => return Some(outcome),
+                    Next::Event(_) => {}
+                    Next::Closed => return None,
+                }
+            }
+        };
+        let outcome = match tokio::time::timeout(self.timeout, wait).await {
+            Ok(Some(o)) => o,
+            Ok(None) => return Err(ApiError::unavailable("event bus closed; retry with X-Hermes-Session-Id")),
+            Err(_) => return Err(timed_out()),
+        };
+        if outcome.finish_reason == FinishReason::Error && outcome.content.is_empty() {
+            return Err(incomplete(&outcome));
+        }
+        let c = self.chunks();
+        Ok(Json(json!({
+            "id": c.id,
+            "object": "chat.completion",
+            "created": c.created,
+            "model": c.model,
+            "choices": [{
+                "index": 0,
+                "message": { "role": "assistant", "content": outcome.content, "refusal": null },
+                "logprobs": null,
+                "finish_reason": finish_reason(outcome.finish_reason),
+            }],
+            "usage": usage_json(&outcome),
+        }))
+        .into_response())
+    }
+
+    /// Streams the turn as SSE chunks. The task behind the stream ends when the turn does,
+    /// when the client goes away, or after the turn timeout.
+    pub fn stream(self, include_usage: bool) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+        let keepalive = self.keepalive;
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<Event, Infallible>>(64);
+        tokio::spawn(async move {
+            let closed = tx.clone();
+            tokio::select! {
+                () = closed.closed() => tracing::info!("client left the stream; the turn goes on"),
+                r = tokio::time::timeout(self.timeout, self.pump(tx, include_usage)) => {
+                    if r.is_err() {
+                        tracing::warn!("stream reached the turn timeout");
+                    }
+                }
+            }
+        });
+        let stream = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
+        Sse::new(stream).keep_alive(KeepAlive::new().interval(keepalive).text("keepalive"))
+    }
+
+    async fn pump(mut self, tx: tokio::sync::mpsc::Sender<Result<Event, Infallible>>, include_usage: bool) {
+        let chunks = self.chunks();
+        let send = |e: Event| tx.send(Ok(e));
+        if send(chunks.delta(json!({"role": "assistant", "content": ""}), None)).await.is_err() {
+            return;
+        }
+        let mut streamed = String::new();
+        let outcome = loop {
+            let event = match self.waiter.next().await {
+                Next::Finished(outcome) => break outcome,
+                Next::Closed => break closed_outcome(),
+                Next::Event(TurnEventKind::Delta { text }) => {
+                    streamed.push_str(&text);
+                    chunks.delta(json!({ "content": text }), None)
+                }
+                Next::Event(TurnEventKind::ToolStarted { call_id, tool, preview }) => chunks
+                    .tool_progress(json!({"tool": tool, "toolCallId": call_id, "label": preview, "status": "running"})),
+                Next::Event(TurnEventKind::ToolCompleted { call_id, tool, ok, duration_ms }) => chunks.tool_progress(
+                    json!({"tool": tool, "toolCallId": call_id, "status": "completed", "ok": ok, "duration_ms": duration_ms}),
+                ),
+                Next::Event(_) => continue,
+            };
+            if send(event).await.is_err() {
+                return;
+            }
+        };
+        // Text the events did not carry (a lost event, or a resumed attempt).
+        if let Some(rest) = outcome.content.strip_prefix(streamed.as_str()).filter(|r| !r.is_empty()) {
+            let _ = send(chunks.delta(json!({ "content": rest }), None)).await;
+        }
+        let mut finish =
+            chunks.base(json!([{"index": 0, "delta": {}, "finish_reason": finish_reason(outcome.finish_reason)}]));
+        if outcome.finish_reason == FinishReason::Error
+            && let Some(obj) = finish.as_object_mut()
+        {
+            // SDKs raise an `error` object in a chunk as an API error.
+            obj.insert(
+                "error".into(),
+                json!({"message": outcome.error.clone().unwrap_or_else(|| "the turn failed".into()),
+                       "type": "server_error", "code": outcome.error_code}),
+            );
+        }
+        let _ = send(Event::default().data(finish.to_string())).await;
+        if include_usage {
+            let mut usage = chunks.base(json!([]));
+            if let Some(obj) = usage.as_object_mut() {
+                obj.insert("usage".into(), usage_json(&outcome));
+            }
+            let _ = send(Event::default().data(usage.to_string())).await;
+        }
+        let _ = send(Event::default().data("[DONE]")).await;
+    }
+}
+
+fn closed_outcome() -> TurnOutcome {
+    TurnOutcome {
+        content: String::new(),
+        finish_reason: FinishReason::Error,
+        usage: Default::default(),
+        error: Some("event bus closed; continue the session with X-Hermes-Session-Id".into()),
+        error_code: Some("service_unavailable".into()),
+    }
+}
