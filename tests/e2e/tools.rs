@@ -109,3 +109,34 @@ async fn a_failing_command_is_reported_to_the_model_with_its_exit_code_and_tenan
     assert!(text.contains("nothing-here") && !text.contains("secret-a"), "tenant B must not see A's workspace: {text}");
     env.stop().await;
 }
+
+#[tokio::test]
+async fn the_idle_reaper_never_removes_a_sandbox_while_a_command_runs_in_it() {
+    let env = crate::harness::TestEnv::start_with(crate::harness::Roles { worker: false, scheduler: false }, |c| {
+        c.sandbox.idle_seconds = 0
+    })
+    .await;
+    let (tenant, agent, _) = env.tenant("acme", "ops").await;
+    let sandboxes =
+        std::sync::Arc::new(hermes_sandbox::docker::DockerSandboxes::connect(&env.config.sandbox).await.unwrap());
+    let key = SandboxKey { tenant, agent: agent.id };
+    let running = {
+        let sandboxes = sandboxes.clone();
+        tokio::spawn(async move {
+            use hermes_sandbox::Sandboxes;
+            let request = hermes_sandbox::ExecRequest {
+                command: "sleep 2; echo survived".into(),
+                workdir: None,
+                timeout: std::time::Duration::from_secs(30),
+            };
+            sandboxes.exec(key, request).await.unwrap()
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    assert_eq!(sandboxes.reap_idle().await.unwrap(), 0, "busy sandboxes stay");
+    let out = running.await.unwrap();
+    assert_eq!(out.exit_code, Some(0));
+    assert!(out.output.contains("survived"), "{}", out.output);
+    assert_eq!(sandboxes.reap_idle().await.unwrap(), 1, "idle once the command ended");
+    env.stop().await;
+}

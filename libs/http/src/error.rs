@@ -16,7 +16,7 @@ pub struct ApiError {
     /// Seconds for a `Retry-After` header.
     pub retry_after: Option<u64>,
     /// Hermes-specific details, sent as `error.hermes` (clients that do not know it ignore it).
-    pub hermes: Option<serde_json::Value>,
+    pub hermes: Option<Box<serde_json::Value>>,
 }
 
 impl ApiError {
@@ -73,7 +73,7 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut error = json!({ "message": self.message, "type": self.kind, "param": self.param, "code": self.code });
         if let (Some(hermes), Some(obj)) = (self.hermes, error.as_object_mut()) {
-            obj.insert("hermes".into(), hermes);
+            obj.insert("hermes".into(), *hermes);
         }
         let body = json!({ "error": error });
         let mut resp = (self.status, Json(body)).into_response();

@@ -8,6 +8,7 @@ use lapin::BasicProperties;
 use lapin::options::{BasicConsumeOptions, BasicPublishOptions, QueueBindOptions, QueueDeclareOptions};
 use lapin::types::FieldTable;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use hermes_core::{TurnEvent, TurnId};
 
@@ -73,6 +74,8 @@ impl Broker {
             .await?;
         let routes: Routes = Arc::default();
         let dispatch_routes = routes.clone();
+        let ended = CancellationToken::new();
+        let ended_signal = ended.clone();
         tokio::spawn(async move {
             // Keep the channel open as long as the consumer runs.
             let _channel = channel;
@@ -87,9 +90,10 @@ impl Broker {
                     let _ = sender.send(event);
                 }
             }
-            tracing::info!("event hub consumer ended");
+            tracing::error!("event hub consumer ended (RabbitMQ connection lost)");
+            ended_signal.cancel();
         });
-        Ok(EventHub { inner: Arc::new(HubInner { id, routes }) })
+        Ok(EventHub { inner: Arc::new(HubInner { id, routes, ended }) })
     }
 }
 
@@ -102,6 +106,8 @@ pub struct EventHub {
 struct HubInner {
     id: String,
     routes: Routes,
+    /// Cancelled when the hub's consumer stops for good.
+    ended: CancellationToken,
 }
 
 /// Events of one turn, in publish order. Unsubscribes when dropped.
@@ -115,6 +121,11 @@ impl EventHub {
     /// The name workers put in the routing key to reach this pod; store it with the turn.
     pub fn id(&self) -> &str {
         &self.inner.id
+    }
+
+    /// Resolves when the hub stopped receiving events for good (its pod must restart).
+    pub async fn ended(&self) {
+        self.inner.ended.cancelled().await;
     }
 
     /// Subscribes to the events of `turn`. Subscribe before publishing the work so no event

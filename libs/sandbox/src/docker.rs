@@ -28,6 +28,19 @@ const LABEL_TENANT: &str = "io.hermes.tenant";
 const LABEL_AGENT: &str = "io.hermes.agent";
 const LOCK_STRIPES: usize = 64;
 
+/// What this process knows of one container's use.
+#[derive(Debug, Clone, Copy)]
+struct Usage {
+    last: Instant,
+    in_flight: u32,
+}
+
+impl Usage {
+    fn now() -> Self {
+        Self { last: Instant::now(), in_flight: 0 }
+    }
+}
+
 /// Docker sandboxes of this worker's Docker engine.
 #[derive(Clone)]
 pub struct DockerSandboxes {
@@ -37,8 +50,9 @@ pub struct DockerSandboxes {
 struct Inner {
     docker: Docker,
     cfg: SandboxConfig,
-    /// Containers this process has seen in use, and when they were last used.
-    last_used: StdMutex<HashMap<String, Instant>>,
+    /// Containers this process has seen: when they were last used and how many commands run
+    /// in them now (a container with a running command is never idle).
+    usage: StdMutex<HashMap<String, Usage>>,
     /// Serialises create/start per sandbox (striped, so the map never grows).
     create_locks: Vec<Mutex<()>>,
 }
@@ -69,7 +83,7 @@ impl DockerSandboxes {
             inner: Arc::new(Inner {
                 docker,
                 cfg: cfg.clone(),
-                last_used: StdMutex::new(HashMap::new()),
+                usage: StdMutex::new(HashMap::new()),
                 create_locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             }),
         })
@@ -84,20 +98,42 @@ impl DockerSandboxes {
         format!("{}-ws-{}-{}", self.inner.cfg.docker.name_prefix, key.tenant, key.agent)
     }
 
+    fn with_usage<T>(&self, f: impl FnOnce(&mut HashMap<String, Usage>) -> T) -> Option<T> {
+        self.inner.usage.lock().ok().map(|mut map| f(&mut map))
+    }
+
     fn touch(&self, name: &str) {
-        if let Ok(mut map) = self.inner.last_used.lock() {
-            map.insert(name.to_owned(), Instant::now());
-        }
+        self.with_usage(|m| m.entry(name.to_owned()).or_insert_with(Usage::now).last = Instant::now());
+    }
+
+    fn begin_use(&self, name: &str) {
+        self.with_usage(|m| {
+            let u = m.entry(name.to_owned()).or_insert_with(Usage::now);
+            u.last = Instant::now();
+            u.in_flight += 1;
+        });
+    }
+
+    fn end_use(&self, name: &str) {
+        self.with_usage(|m| {
+            if let Some(u) = m.get_mut(name) {
+                u.last = Instant::now();
+                u.in_flight = u.in_flight.saturating_sub(1);
+            }
+        });
     }
 
     fn known(&self, name: &str) -> bool {
-        self.inner.last_used.lock().map(|m| m.contains_key(name)).unwrap_or(false)
+        self.with_usage(|m| m.contains_key(name)).unwrap_or(false)
     }
 
     fn forget(&self, name: &str) {
-        if let Ok(mut map) = self.inner.last_used.lock() {
-            map.remove(name);
-        }
+        self.with_usage(|m| {
+            // Keep the in-flight count of commands still running; only the "known running" mark goes.
+            if m.get(name).is_some_and(|u| u.in_flight == 0) {
+                m.remove(name);
+            }
+        });
     }
 
     /// Makes sure `key`'s container exists and runs; returns its name.
@@ -203,10 +239,11 @@ impl DockerSandboxes {
         self.forget(name);
     }
 
-    async fn run(&self, name: &str, request: &ExecRequest) -> std::result::Result<ExecOutput, DockerError> {
-        let docker = &self.inner.docker;
+    async fn create_exec(&self, name: &str, request: &ExecRequest) -> std::result::Result<String, DockerError> {
         let secs = request.timeout.as_secs().max(1).to_string();
-        let exec = docker
+        let exec = self
+            .inner
+            .docker
             .create_exec(
                 name,
                 CreateExecOptions {
@@ -220,34 +257,48 @@ impl DockerSandboxes {
                 },
             )
             .await?;
+        Ok(exec.id)
+    }
+
+    /// Starts a created exec and collects its output. Never retried: the command may have run.
+    async fn start_and_collect(&self, name: &str, exec_id: &str, request: &ExecRequest) -> Result<ExecOutput> {
+        let docker = &self.inner.docker;
         let started = Instant::now();
         let mut output = Vec::new();
         let mut truncated = false;
-        if let StartExecResults::Attached { output: mut stream, .. } = docker.start_exec(&exec.id, None).await? {
+        let mut broken = None;
+        if let StartExecResults::Attached { output: mut stream, .. } =
+            docker.start_exec(exec_id, None).await.map_err(docker_err)?
+        {
             let deadline = request.timeout + Duration::from_secs(5);
             let collect = async {
                 while let Some(chunk) = stream.next().await {
-                    let bytes = chunk?.into_bytes();
-                    if output.len() + bytes.len() > RAW_OUTPUT_CAP {
-                        truncated = true;
-                        let room = RAW_OUTPUT_CAP.saturating_sub(output.len());
-                        output.extend_from_slice(&bytes[..room.min(bytes.len())]);
-                    } else {
-                        output.extend_from_slice(&bytes);
-                    }
+                    let bytes = match chunk {
+                        Ok(c) => c.into_bytes(),
+                        Err(e) => {
+                            broken = Some(e.to_string());
+                            break;
+                        }
+                    };
+                    let room = RAW_OUTPUT_CAP.saturating_sub(output.len());
+                    truncated |= bytes.len() > room;
+                    output.extend_from_slice(&bytes[..room.min(bytes.len())]);
                 }
-                Ok::<(), DockerError>(())
             };
             if tokio::time::timeout(deadline, collect).await.is_err() {
                 tracing::warn!(container = %name, "exec output did not end after its timeout");
+                broken = Some("no end of output after the timeout".into());
             }
         }
         let duration = started.elapsed();
-        let exit_code = docker.inspect_exec(&exec.id).await?.exit_code;
+        let exit_code = docker.inspect_exec(exec_id).await.map_err(docker_err)?.exit_code;
         let timed_out = exit_code == Some(137) && duration + Duration::from_millis(200) >= request.timeout;
         let mut text = String::from_utf8_lossy(&output).into_owned();
         if truncated {
             text.push_str("\n[output truncated]");
+        }
+        if let Some(why) = broken {
+            text.push_str(&format!("\n[output incomplete: {why}]"));
         }
         Ok(ExecOutput { exit_code: if timed_out { None } else { exit_code }, output: text, timed_out, duration })
     }
@@ -265,9 +316,13 @@ impl DockerSandboxes {
             let Some(name) = c.names.and_then(|n| n.first().map(|s| s.trim_start_matches('/').to_owned())) else {
                 continue;
             };
-            let last =
-                self.inner.last_used.lock().ok().map(|mut m| *m.entry(name.clone()).or_insert_with(Instant::now));
-            if last.is_some_and(|t| t.elapsed() >= idle) {
+            let idle_now = self
+                .with_usage(|m| {
+                    let u = m.entry(name.clone()).or_insert_with(Usage::now);
+                    u.in_flight == 0 && u.last.elapsed() >= idle
+                })
+                .unwrap_or(false);
+            if idle_now {
                 tracing::info!(container = %name, "removing idle sandbox");
                 self.remove(&name).await;
                 removed += 1;
@@ -299,19 +354,27 @@ impl Sandboxes for DockerSandboxes {
             if !self.known(&name) {
                 self.ensure_running(key).await?;
             }
-            let first = self.run(&name, &request).await;
-            let out = match first {
-                Ok(out) => out,
-                // 404: the container is gone; 409: it is not running. Recreate once.
+            self.begin_use(&name);
+            let exec_id = match self.create_exec(&name, &request).await {
+                Ok(id) => Ok(id),
+                // 404: the container is gone; 409: it is not running. Nothing ran yet, so
+                // recreating it and trying once more is safe.
                 Err(e) if matches!(status_of(&e), Some(404 | 409)) => {
                     tracing::info!(container = %name, error = %e, "sandbox vanished; recreating it");
                     self.forget(&name);
-                    self.ensure_running(key).await?;
-                    self.run(&name, &request).await.map_err(docker_err)?
+                    match self.ensure_running(key).await {
+                        Ok(_) => self.create_exec(&name, &request).await.map_err(docker_err),
+                        Err(e) => Err(e),
+                    }
                 }
-                Err(e) => return Err(docker_err(e)),
+                Err(e) => Err(docker_err(e)),
             };
-            self.touch(&name);
+            let out = match exec_id {
+                Ok(id) => self.start_and_collect(&name, &id, &request).await,
+                Err(e) => Err(e),
+            };
+            self.end_use(&name);
+            let out = out?;
             metrics::histogram!("hermes_sandbox_exec_seconds", "backend" => "docker")
                 .record(out.duration.as_secs_f64());
             Ok(out)

@@ -36,7 +36,7 @@ fn usage_json(o: &TurnOutcome) -> Value {
 fn incomplete(outcome: &TurnOutcome) -> ApiError {
     let msg = outcome.error.clone().unwrap_or_else(|| "the agent produced no answer".into());
     let mut err = ApiError::new(StatusCode::BAD_GATEWAY, "server_error", Some("agent_incomplete"), msg);
-    err.hermes = Some(json!({ "completed": false, "failed": true, "error_code": outcome.error_code }));
+    err.hermes = Some(Box::new(json!({ "completed": false, "failed": true, "error_code": outcome.error_code })));
     err
 }
 

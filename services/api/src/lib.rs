@@ -42,6 +42,10 @@ pub(crate) struct AppState {
 /// The API's router (also used by tests that drive it in-process).
 pub async fn router(ctx: ApiContext) -> Result<Router, hermes_queue::QueueError> {
     let events = ctx.broker.event_hub().await?;
+    Ok(router_with(ctx, events))
+}
+
+fn router_with(ctx: ApiContext, events: EventHub) -> Router {
     let state = AppState { config: ctx.config.clone(), store: ctx.store, broker: ctx.broker, events };
     let v1 = Router::new()
         .route("/v1/chat/completions", post(chat::chat_completions))
@@ -57,13 +61,18 @@ pub async fn router(ctx: ApiContext) -> Result<Router, hermes_queue::QueueError>
         })
         .layer(DefaultBodyLimit::max(ctx.config.http.max_body_bytes))
         .with_state(state);
-    Ok(v1.merge(ops_router(ctx.readiness)).layer(axum::middleware::from_fn(hermes_http::request_span)))
+    v1.merge(ops_router(ctx.readiness)).layer(axum::middleware::from_fn(hermes_http::request_span))
 }
 
 /// Serves the API on `http.bind` until `shutdown`.
 pub async fn run(ctx: ApiContext, shutdown: CancellationToken) -> std::io::Result<()> {
     let listener = TcpListener::bind(&ctx.config.http.bind).await?;
     tracing::info!(addr = %listener.local_addr()?, "api listening");
-    let app = router(ctx).await.map_err(std::io::Error::other)?;
-    hermes_http::serve(listener, app, shutdown).await
+    let events = ctx.broker.event_hub().await.map_err(std::io::Error::other)?;
+    let app = router_with(ctx, events.clone());
+    tokio::select! {
+        served = hermes_http::serve(listener, app, shutdown) => served,
+        // Without its event hub the API cannot answer turns: fail so the process restarts.
+        () = events.ended() => Err(std::io::Error::other("the API's event hub stopped (RabbitMQ connection lost)")),
+    }
 }
