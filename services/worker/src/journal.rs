@@ -69,7 +69,10 @@ impl EventPublisher {
             let _ = self.tx.send(kind);
         }
         drop(self.tx);
-        let _ = self.task.await;
+        // A stalled broker must not hold the session: waiters fall back to Postgres.
+        if tokio::time::timeout(std::time::Duration::from_secs(10), self.task).await.is_err() {
+            tracing::warn!("publishing the turn's events timed out");
+        }
     }
 }
 
