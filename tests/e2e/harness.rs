@@ -81,6 +81,8 @@ impl TestEnv {
         config.database.max_connections = 16;
         config.redis.key_prefix = format!("hermes-test:{name}");
         config.rabbitmq.prefix = format!("hermes-test.{name}");
+        // A test's queue disappears shortly after the test, even one that failed mid-way.
+        config.rabbitmq.queue_expires_seconds = 60;
         config.sandbox.docker.image = SANDBOX_TEST_IMAGE.into();
         config.sandbox.docker.name_prefix = format!("htest-{name}");
         config.sandbox.docker.memory_mb = 256;
@@ -201,6 +203,7 @@ impl TestEnv {
             .env("HERMES__DATABASE__URL", &c.database.url)
             .env("HERMES__REDIS__KEY_PREFIX", &c.redis.key_prefix)
             .env("HERMES__RABBITMQ__PREFIX", &c.rabbitmq.prefix)
+            .env("HERMES__RABBITMQ__QUEUE_EXPIRES_SECONDS", c.rabbitmq.queue_expires_seconds.to_string())
             .env("HERMES__SANDBOX__DOCKER__IMAGE", &c.sandbox.docker.image)
             .env("HERMES__SANDBOX__DOCKER__NAME_PREFIX", &c.sandbox.docker.name_prefix)
             .env("HERMES__WORKER__ID", worker_id)
@@ -219,6 +222,10 @@ impl TestEnv {
         self.shutdown.cancel();
         for t in self.tasks.drain(..) {
             let _ = tokio::time::timeout(Duration::from_secs(15), t).await;
+        }
+        if let Ok(broker) = Broker::connect(&self.config.rabbitmq, "test-cleanup").await {
+            let _ = broker.delete_topology().await;
+            broker.close().await;
         }
     }
 }

@@ -51,6 +51,7 @@ async fn hermesd_is_ready_only_with_its_dependencies_and_logs_json_with_request_
         .env("HERMES__DATABASE__URL", &c.database.url)
         .env("HERMES__REDIS__KEY_PREFIX", &c.redis.key_prefix)
         .env("HERMES__RABBITMQ__PREFIX", &c.rabbitmq.prefix)
+        .env("HERMES__RABBITMQ__QUEUE_EXPIRES_SECONDS", c.rabbitmq.queue_expires_seconds.to_string())
         .env("HERMES__HTTP__BIND", format!("127.0.0.1:{api_port}"))
         .env("HERMES__OPS__BIND", format!("127.0.0.1:{ops_port}"))
         .env("HERMES__TELEMETRY__LOG_FORMAT", "json")

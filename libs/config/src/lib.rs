@@ -101,11 +101,14 @@ pub struct RabbitMqConfig {
     pub url: String,
     /// Prefix of exchange and queue names.
     pub prefix: String,
+    /// Delete the work queue after it has had no consumer for this long (0 = never). Only for
+    /// throw-away installations such as test runs; a real installation keeps its queue.
+    pub queue_expires_seconds: u64,
 }
 
 impl Default for RabbitMqConfig {
     fn default() -> Self {
-        Self { url: "amqp://guest:guest@127.0.0.1:5672/%2f".into(), prefix: "hermes".into() }
+        Self { url: "amqp://guest:guest@127.0.0.1:5672/%2f".into(), prefix: "hermes".into(), queue_expires_seconds: 0 }
     }
 }
 

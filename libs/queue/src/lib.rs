@@ -71,6 +71,10 @@ impl Broker {
         let setup = conn.create_channel().await?;
         let mut args = FieldTable::default();
         args.insert("x-queue-type".into(), AMQPValue::LongString("quorum".into()));
+        if cfg.queue_expires_seconds > 0 {
+            let ms = i64::try_from(cfg.queue_expires_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
+            args.insert("x-expires".into(), AMQPValue::LongLongInt(ms));
+        }
         setup
             .queue_declare(
                 names.work_queue.as_str().into(),
@@ -117,6 +121,14 @@ impl Broker {
 
     pub(crate) fn event_channel(&self) -> &Channel {
         &self.inner.event_channel
+    }
+
+    /// Deletes this installation's work queue and events exchange (test clean-up).
+    pub async fn delete_topology(&self) -> Result<()> {
+        let ch = self.new_channel().await?;
+        ch.queue_delete(self.names().work_queue.as_str().into(), Default::default()).await?;
+        ch.exchange_delete(self.names().events_exchange.as_str().into(), Default::default()).await?;
+        Ok(())
     }
 
     /// Closes the connection (on shutdown).
