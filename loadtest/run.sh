@@ -20,7 +20,9 @@ export HERMES__DATABASE__URL="postgres://postgres@127.0.0.1:5432/$db${PGSSL:+?ss
 export HERMES__HTTP__BIND=127.0.0.1:18080
 export HERMES__OPS__BIND=127.0.0.1:19090
 export HERMES__GATEWAY__BIND=127.0.0.1:18081
-export HERMES__RABBITMQ__PREFIX=hermes-loadtest
+# A fresh queue per run (it expires after the run), so runs are comparable.
+export HERMES__RABBITMQ__PREFIX=hermes-loadtest-$$
+export HERMES__RABBITMQ__QUEUE_EXPIRES_SECONDS=60
 export HERMES__REDIS__KEY_PREFIX=hermes-loadtest
 export HERMES__SANDBOX__DOCKER__IMAGE=hermes-sandbox:test
 export HERMES__TELEMETRY__LOG_FILTER=${HERMES__TELEMETRY__LOG_FILTER:-warn}
