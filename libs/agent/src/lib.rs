@@ -2,18 +2,33 @@
 //! until it answers in plain text. Persistence and events are injected ([`TurnJournal`],
 //! [`EventSink`]) so this crate knows no database, queue or sandbox.
 //!
+//! Rules (Hermes's): an iteration budget (90 for a main agent, 50 for a child) and an API-call
+//! budget, then one grace call without tools to summarise; empty answers retried; answers cut
+//! off by `max_tokens` continued; tool calls of one answer run concurrently unless a tool must
+//! run alone; guardrails against tool loops; the transcript normalised before every call.
+//!
 //! A turn can resume: given the messages already stored for it, the loop continues from the
-//! last checkpoint and never re-runs a tool call that already has a stored result.
+//! last checkpoint and never re-runs a tool call that already has a stored result. Dropping
+//! the future interrupts the turn at any await point; only complete messages are ever stored.
 
+pub mod guardrails;
+mod model_call;
 pub mod normalize;
 pub mod prompt;
+mod tool_step;
 
 use std::future::Future;
-use std::time::Instant;
 
 use hermes_core::{ChatMessage, FinishReason, ToolCall, TurnEventKind, TurnOutcome, Usage};
-use hermes_llm::{ChatModel, ChatRequest, DeltaSink};
+use hermes_llm::{ChatModel, DeltaSink};
 use hermes_tools::{ToolCtx, ToolRegistry};
+
+use crate::guardrails::{GuardrailLimits, Guardrails};
+use crate::model_call::{ModelStep, Spent, StepError};
+use crate::tool_step::{StepResult, ToolStep};
+
+pub use model_call::CONTINUE_PROMPT;
+pub use tool_step::NOT_RUN;
 
 /// Where the loop checkpoints messages.
 pub trait TurnJournal: Send {
@@ -40,10 +55,39 @@ pub trait EventSink: Send + Sync {
 /// Limits of one turn.
 #[derive(Debug, Clone)]
 pub struct TurnLimits {
-    /// Model calls allowed in the turn (90 for a main agent).
+    /// Model steps allowed in the turn (90 for a main agent, 50 for a child).
     pub max_iterations: u32,
+    /// HTTP requests to the model allowed in the turn (retries and continuations count).
+    pub max_api_calls: u32,
     /// Whether text deltas are wanted (a streaming client is listening).
     pub stream_deltas: bool,
+    /// Tool calls of one answer running at once.
+    pub max_parallel_tools: usize,
+    /// Retries of an empty answer.
+    pub empty_retries: u32,
+    /// Continuations of an answer cut off by `max_tokens`.
+    pub length_continuations: u32,
+    pub guardrails: GuardrailLimits,
+}
+
+impl TurnLimits {
+    /// A main agent's limits with `max_iterations` steps.
+    pub fn main(max_iterations: u32) -> Self {
+        Self {
+            max_iterations,
+            max_api_calls: max_iterations.saturating_mul(2),
+            stream_deltas: false,
+            max_parallel_tools: 8,
+            empty_retries: 3,
+            length_continuations: 3,
+            guardrails: GuardrailLimits::default(),
+        }
+    }
+
+    /// A delegated child's limits (50 steps).
+    pub fn child() -> Self {
+        Self::main(50)
+    }
 }
 
 /// The state a turn starts (or resumes) from.
@@ -66,6 +110,10 @@ pub enum TurnEnd {
     /// last checkpoint, so the turn can be handed back and resumed.
     Suspended(String),
 }
+
+/// Said to the model for the grace call after the budget is spent.
+pub const GRACE_PROMPT: &str = "[You have used this turn's step budget. Do not call tools. In a few sentences, tell \
+the user what you did, what is still open, and what they can ask you to do next.]";
 
 struct Deltas<'a> {
     sink: &'a dyn EventSink,
@@ -104,91 +152,7 @@ fn failure(code: &str, message: String, usage: Usage) -> TurnOutcome {
     }
 }
 
-/// Runs (or resumes) one turn to its end.
-#[expect(clippy::too_many_arguments, reason = "the loop's collaborators are explicit on purpose")]
-pub async fn run_turn<M: ChatModel, J: TurnJournal>(
-    model: &M,
-    model_name: &str,
-    tools: &ToolRegistry,
-    tool_ctx: &ToolCtx,
-    journal: &mut J,
-    events: &dyn EventSink,
-    limits: &TurnLimits,
-    start: TurnStart,
-) -> TurnEnd {
-    let TurnStart { mut messages, completed_steps } = start;
-    let mut step = completed_steps;
-    let mut usage = Usage::default();
-    let schemas = tools.schemas();
-
-    // A resumed turn may stop between an assistant message and its tool results.
-    let pending = pending_tool_calls(&messages);
-    if step > 0 && !pending.is_empty() {
-        match run_tools(tools, tool_ctx, journal, events, step, &pending, &mut messages).await {
-            Ok(()) => {}
-            Err(end) => return end,
-        }
-    }
-
-    loop {
-        if u32::try_from(step).unwrap_or(u32::MAX) >= limits.max_iterations {
-            let text = format!(
-                "I stopped after {} steps without finishing. Tell me to continue if you want me to go on.",
-                limits.max_iterations
-            );
-            return TurnEnd::Finished(TurnOutcome {
-                content: text,
-                finish_reason: FinishReason::Length,
-                usage,
-                error: Some("iteration budget exhausted".into()),
-                error_code: Some("iteration_budget_exhausted".into()),
-            });
-        }
-        step += 1;
-        let request = ChatRequest {
-            model: model_name.to_owned(),
-            messages: normalize::normalize(&messages),
-            tools: schemas.clone(),
-            max_tokens: None,
-        };
-        let mut deltas = Deltas { sink: events, enabled: limits.stream_deltas };
-        let response = match model.complete(&request, &mut deltas).await {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::warn!(error = %e, step, "model call failed");
-                return TurnEnd::Finished(failure(e.code(), format!("The model provider failed: {e}"), usage));
-            }
-        };
-        usage.add(&response.usage);
-        let message = response.message;
-        if message.tool_calls.is_empty() && message.text().trim().is_empty() {
-            return TurnEnd::Finished(failure(
-                "agent_incomplete",
-                "The model returned an empty response.".into(),
-                usage,
-            ));
-        }
-        if let Err(end) = record(journal, step, &message).await {
-            return end;
-        }
-        let calls = message.tool_calls.clone();
-        let content = message.text();
-        messages.push(message);
-        if calls.is_empty() {
-            let finish_reason = if response.finish_reason.as_deref() == Some("length") {
-                FinishReason::Length
-            } else {
-                FinishReason::Stop
-            };
-            return TurnEnd::Finished(TurnOutcome { content, finish_reason, usage, error: None, error_code: None });
-        }
-        if let Err(end) = run_tools(tools, tool_ctx, journal, events, step, &calls, &mut messages).await {
-            return end;
-        }
-    }
-}
-
-async fn record<J: TurnJournal>(journal: &mut J, step: i32, message: &ChatMessage) -> Result<(), TurnEnd> {
+pub(crate) async fn record<J: TurnJournal>(journal: &mut J, step: i32, message: &ChatMessage) -> Result<(), TurnEnd> {
     match journal.record(step, message).await {
         Ok(()) => Ok(()),
         Err(JournalError::Fenced) => Err(TurnEnd::Superseded),
@@ -199,34 +163,147 @@ async fn record<J: TurnJournal>(journal: &mut J, step: i32, message: &ChatMessag
     }
 }
 
-/// Runs tool calls in order, checkpointing each result.
-async fn run_tools<J: TurnJournal>(
-    tools: &ToolRegistry,
-    base_ctx: &ToolCtx,
+/// One turn's collaborators.
+pub struct Turn<'a, M, J> {
+    pub model: &'a M,
+    /// The provider's model id.
+    pub model_name: &'a str,
+    pub tools: &'a ToolRegistry,
+    /// Tenant, agent, session and turn, for the tools (never shown to the model).
+    pub tool_ctx: &'a ToolCtx,
+    pub journal: &'a mut J,
+    pub events: &'a dyn EventSink,
+    pub limits: &'a TurnLimits,
+}
+
+impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
+    /// Runs (or resumes) the turn to its end.
+    pub async fn run(self, start: TurnStart) -> TurnEnd {
+        let TurnStart { mut messages, completed_steps } = start;
+        let Turn { model, model_name, tools, tool_ctx, journal, events, limits } = self;
+        let mut step = completed_steps;
+        let mut usage = Usage::default();
+        let mut spent = Spent { api_calls: 0, iterations: u32::try_from(completed_steps).unwrap_or(0) };
+        let mut guardrails = Guardrails::new(limits.guardrails);
+        let schemas = tools.schemas();
+        let caller = ModelStep { model, model_name, limits };
+        let mut tool_step = ToolStep {
+            tools,
+            base_ctx: tool_ctx,
+            journal,
+            events,
+            guardrails: &mut guardrails,
+            max_parallel: limits.max_parallel_tools,
+        };
+
+        // A resumed turn may stop between an assistant message and its tool results.
+        let pending = pending_tool_calls(&messages);
+        if step > 0 && !pending.is_empty() {
+            match tool_step.run(step, &pending, &mut messages).await {
+                Ok(StepResult::Continue { .. }) => {}
+                Ok(StepResult::Halt(why)) => return halt(tool_step.journal, step, why, usage).await,
+                Err(end) => return end,
+            }
+        }
+
+        loop {
+            let budget_left = spent.iterations < limits.max_iterations && spent.api_calls < limits.max_api_calls;
+            if !budget_left {
+                return grace(&caller, tool_step.journal, events, limits, step + 1, messages, usage).await;
+            }
+            step += 1;
+            let mut deltas = Deltas { sink: events, enabled: limits.stream_deltas };
+            let reply = match caller.run(&messages, &schemas, &mut spent, &mut usage, &mut deltas).await {
+                Ok(r) => r,
+                Err(StepError::BudgetSpent) => {
+                    return grace(&caller, tool_step.journal, events, limits, step, messages, usage).await;
+                }
+                Err(StepError::Empty) => {
+                    let msg = format!("The model returned only empty answers ({} tries).", limits.empty_retries + 1);
+                    return TurnEnd::Finished(failure("agent_incomplete", msg, usage));
+                }
+                Err(StepError::Llm(e)) => {
+                    tracing::warn!(error = %e, step, "model call failed");
+                    return TurnEnd::Finished(failure(e.code(), format!("The model provider failed: {e}"), usage));
+                }
+            };
+            let message = reply.message;
+            if let Err(end) = record(tool_step.journal, step, &message).await {
+                return end;
+            }
+            let calls = message.tool_calls.clone();
+            let content = message.text();
+            messages.push(message);
+            if calls.is_empty() {
+                let finish_reason = if reply.truncated { FinishReason::Length } else { FinishReason::Stop };
+                return TurnEnd::Finished(TurnOutcome { content, finish_reason, usage, error: None, error_code: None });
+            }
+            match tool_step.run(step, &calls, &mut messages).await {
+                Ok(StepResult::Continue { refunded }) => {
+                    if !refunded {
+                        spent.iterations += 1;
+                    }
+                }
+                Ok(StepResult::Halt(why)) => return halt(tool_step.journal, step + 1, why, usage).await,
+                Err(end) => return end,
+            }
+        }
+    }
+}
+
+/// A guardrail stopped the turn: the user is told why, as the turn's answer.
+async fn halt<J: TurnJournal>(journal: &mut J, step: i32, why: String, usage: Usage) -> TurnEnd {
+    let answer = ChatMessage::assistant(why.clone());
+    if let Err(end) = record(journal, step, &answer).await {
+        return end;
+    }
+    TurnEnd::Finished(TurnOutcome {
+        content: why,
+        finish_reason: FinishReason::Stop,
+        usage,
+        error: Some("a guardrail stopped the turn".into()),
+        error_code: Some("guardrail_halt".into()),
+    })
+}
+
+/// The budget is spent: one call without tools to summarise, then stop honestly.
+async fn grace<M: ChatModel, J: TurnJournal>(
+    caller: &ModelStep<'_, M>,
     journal: &mut J,
     events: &dyn EventSink,
+    limits: &TurnLimits,
     step: i32,
-    calls: &[ToolCall],
-    messages: &mut Vec<ChatMessage>,
-) -> Result<(), TurnEnd> {
-    for call in calls {
-        let ctx = ToolCtx { call_id: call.id.clone(), ..base_ctx.clone() };
-        let preview: String = call.function.arguments.chars().take(200).collect();
-        events.emit(TurnEventKind::ToolStarted { call_id: call.id.clone(), tool: call.function.name.clone(), preview });
-        let started = Instant::now();
-        let outcome = tools.dispatch(&ctx, call).await;
-        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        metrics::histogram!("hermes_tool_seconds", "tool" => call.function.name.clone(), "ok" => outcome.ok.to_string())
-            .record(started.elapsed().as_secs_f64());
-        let result = ChatMessage::tool_result(&call.id, &call.function.name, outcome.text);
-        record(journal, step, &result).await?;
-        messages.push(result);
-        events.emit(TurnEventKind::ToolCompleted {
-            call_id: call.id.clone(),
-            tool: call.function.name.clone(),
-            ok: outcome.ok,
-            duration_ms,
-        });
+    mut messages: Vec<ChatMessage>,
+    mut usage: Usage,
+) -> TurnEnd {
+    messages.push(ChatMessage::user(GRACE_PROMPT));
+    // The grace call is allowed past the API-call budget: it is the one extra call.
+    let mut spent = Spent::default();
+    let mut deltas = Deltas { sink: events, enabled: limits.stream_deltas };
+    let summary = match caller.run(&messages, &[], &mut spent, &mut usage, &mut deltas).await {
+        Ok(reply) if reply.message.tool_calls.is_empty() => reply.message.text(),
+        Ok(_) | Err(_) => String::new(),
+    };
+    let content = if summary.trim().is_empty() {
+        format!(
+            "I stopped after {} steps without finishing. Tell me to continue if you want me to go on.",
+            limits.max_iterations
+        )
+    } else {
+        summary
+    };
+    let answer = ChatMessage::assistant(content.clone());
+    if let Err(end) = record(journal, step, &answer).await {
+        return end;
     }
-    Ok(())
+    TurnEnd::Finished(TurnOutcome {
+        content,
+        finish_reason: FinishReason::Length,
+        usage,
+        error: Some("step budget exhausted".into()),
+        error_code: Some("iteration_budget_exhausted".into()),
+    })
 }
+
+#[cfg(test)]
+mod loop_tests;

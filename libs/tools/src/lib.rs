@@ -42,8 +42,26 @@ pub trait Tool: Send + Sync {
     fn schema(&self) -> Value;
     /// Whether it only reads (guardrails treat read-only tools differently).
     fn read_only(&self) -> bool;
+    /// Whether it must run alone, in order (agent-level and interactive tools: todo, memory,
+    /// clarify, delegate_task, session_search), instead of beside other calls of its response.
+    fn sequential(&self) -> bool {
+        false
+    }
+    /// Whether a step that only calls this tool is not counted against the iteration budget
+    /// (`execute_code`, whose scripted tool calls are the work itself).
+    fn refunds_iteration(&self) -> bool {
+        false
+    }
     /// Runs the tool with the model's parsed arguments.
     fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>>;
+}
+
+/// What the loop needs to know about a tool besides running it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolTraits {
+    pub read_only: bool,
+    pub sequential: bool,
+    pub refunds_iteration: bool,
 }
 
 /// The result of one dispatched call, ready to become a `tool` message.
@@ -86,6 +104,18 @@ impl ToolRegistry {
 
     pub fn names(&self) -> Vec<&'static str> {
         self.tools.keys().copied().collect()
+    }
+
+    /// The traits of `name`; an unknown tool counts as mutating and parallel (its call fails
+    /// at once with an explanation anyway).
+    pub fn traits(&self, name: &str) -> ToolTraits {
+        self.tools.get(name).map_or(ToolTraits { read_only: false, sequential: false, refunds_iteration: false }, |t| {
+            ToolTraits {
+                read_only: t.read_only(),
+                sequential: t.sequential(),
+                refunds_iteration: t.refunds_iteration(),
+            }
+        })
     }
 
     /// The schemas in OpenAI `tools` form.

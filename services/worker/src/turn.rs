@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 
 use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
-use hermes_agent::{EventSink, TurnEnd, TurnLimits, TurnStart, run_turn};
+use hermes_agent::{EventSink, Turn, TurnEnd, TurnLimits, TurnStart};
 use hermes_cache::LockGuard;
 use hermes_core::{ChatMessage, FinishReason, Role, SessionId, TenantId, TurnEventKind, TurnId, TurnOutcome, Usage};
 use hermes_llm::{OpenAiCompatible, OpenAiOptions, RetryPolicy};
@@ -277,7 +277,16 @@ async fn prepare_and_run(
         turn_id: turn.turn_id,
         call_id: String::new(),
     };
-    let limits = TurnLimits { max_iterations: rt.ctx.config.worker.max_iterations, stream_deltas: turn.stream };
+    let limits = TurnLimits { stream_deltas: turn.stream, ..TurnLimits::main(rt.ctx.config.worker.max_iterations) };
     let start = TurnStart { messages, completed_steps };
-    Ok(run_turn(&model, &agent.model, &tools, &tool_ctx, journal, events, &limits, start).await)
+    let run = Turn {
+        model: &model,
+        model_name: &agent.model,
+        tools: &tools,
+        tool_ctx: &tool_ctx,
+        journal,
+        events,
+        limits: &limits,
+    };
+    Ok(run.run(start).await)
 }

@@ -1,0 +1,410 @@
+//! The loop's rules against an in-process scripted model, journal and tools.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+
+use hermes_core::{AgentId, ChatMessage, Role, SessionId, TenantId, ToolCall, ToolCallFunction, TurnEventKind, TurnId};
+use hermes_llm::{ChatModel, ChatRequest, ChatResponse, DeltaSink, LlmError};
+use hermes_tools::{Tool, ToolCtx, ToolError, ToolRegistry};
+
+use super::*;
+
+// ---------- fakes ----------
+
+#[derive(Default)]
+struct Script {
+    replies: Mutex<VecDeque<ChatResponse>>,
+    requests: Mutex<Vec<ChatRequest>>,
+    latency: Option<Duration>,
+}
+
+fn text(t: &str) -> ChatResponse {
+    ChatResponse { message: ChatMessage::assistant(t), finish_reason: Some("stop".into()), usage: Default::default() }
+}
+
+fn cut(t: &str) -> ChatResponse {
+    ChatResponse { finish_reason: Some("length".into()), ..text(t) }
+}
+
+fn empty() -> ChatResponse {
+    ChatResponse { message: ChatMessage { content: None, ..ChatMessage::assistant("") }, ..text("") }
+}
+
+fn calls(list: &[(&str, Value)]) -> ChatResponse {
+    let tool_calls = list
+        .iter()
+        .enumerate()
+        .map(|(i, (name, args))| ToolCall {
+            id: format!("c{}_{i}", uuid::Uuid::now_v7().simple()),
+            kind: "function".into(),
+            function: ToolCallFunction { name: (*name).into(), arguments: args.to_string() },
+        })
+        .collect();
+    ChatResponse {
+        message: ChatMessage { content: None, tool_calls, ..ChatMessage::assistant("") },
+        finish_reason: Some("tool_calls".into()),
+        usage: Default::default(),
+    }
+}
+
+impl Script {
+    fn new(replies: Vec<ChatResponse>) -> Self {
+        Self { replies: Mutex::new(replies.into()), ..Default::default() }
+    }
+    fn requests(&self) -> Vec<ChatRequest> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+impl ChatModel for Script {
+    async fn complete(&self, request: &ChatRequest, _sink: &mut dyn DeltaSink) -> Result<ChatResponse, LlmError> {
+        self.requests.lock().unwrap().push(request.clone());
+        if let Some(latency) = self.latency {
+            tokio::time::sleep(latency).await;
+        }
+        Ok(self.replies.lock().unwrap().pop_front().unwrap_or_else(|| text("done")))
+    }
+}
+
+#[derive(Default)]
+struct Journal(Vec<(i32, ChatMessage)>);
+
+impl TurnJournal for Journal {
+    async fn record(&mut self, step: i32, message: &ChatMessage) -> Result<(), JournalError> {
+        self.0.push((step, message.clone()));
+        Ok(())
+    }
+}
+
+#[derive(Default)]
+struct Events(Mutex<Vec<TurnEventKind>>);
+
+impl EventSink for Events {
+    fn emit(&self, event: TurnEventKind) {
+        self.0.lock().unwrap().push(event);
+    }
+}
+
+/// A configurable tool that records how many of its calls run at once.
+struct Probe {
+    name: &'static str,
+    read_only: bool,
+    sequential: bool,
+    refunds: bool,
+    fail: bool,
+    running: Arc<AtomicUsize>,
+    max_running: Arc<AtomicUsize>,
+    calls: Arc<AtomicUsize>,
+}
+
+impl Probe {
+    fn new(name: &'static str) -> Self {
+        Self {
+            name,
+            read_only: false,
+            sequential: false,
+            refunds: false,
+            fail: false,
+            running: Arc::default(),
+            max_running: Arc::default(),
+            calls: Arc::default(),
+        }
+    }
+}
+
+impl Tool for Probe {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn toolset(&self) -> &'static str {
+        "test"
+    }
+    fn schema(&self) -> Value {
+        json!({"name": self.name, "description": "probe", "parameters": {"type": "object"}})
+    }
+    fn read_only(&self) -> bool {
+        self.read_only
+    }
+    fn sequential(&self) -> bool {
+        self.sequential
+    }
+    fn refunds_iteration(&self) -> bool {
+        self.refunds
+    }
+    fn call<'a>(&'a self, _: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(async move {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+            self.max_running.fetch_max(now, Ordering::SeqCst);
+            let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(0);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            self.running.fetch_sub(1, Ordering::SeqCst);
+            if self.fail {
+                return Err(ToolError::RespondToModel("it broke".into()));
+            }
+            Ok(format!("{} result {}", self.name, args.get("n").cloned().unwrap_or(Value::Null)))
+        })
+    }
+}
+
+fn ctx() -> ToolCtx {
+    #[expect(clippy::disallowed_methods, reason = "test fixture")]
+    let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
+    ToolCtx {
+        tenant_id: tenant,
+        agent_id: AgentId::new(),
+        session_id: SessionId::new(),
+        turn_id: TurnId::new(),
+        call_id: String::new(),
+    }
+}
+
+fn start() -> TurnStart {
+    TurnStart { messages: vec![ChatMessage::system("sys"), ChatMessage::user("go")], completed_steps: 0 }
+}
+
+async fn run(model: &Script, tools: &ToolRegistry, limits: &TurnLimits, journal: &mut Journal) -> TurnOutcome {
+    run_from(model, tools, limits, journal, start()).await
+}
+
+async fn run_from(
+    model: &Script,
+    tools: &ToolRegistry,
+    limits: &TurnLimits,
+    journal: &mut Journal,
+    start: TurnStart,
+) -> TurnOutcome {
+    let events = Events::default();
+    let ctx = ctx();
+    let turn = Turn { model, model_name: "m", tools, tool_ctx: &ctx, journal, events: &events, limits };
+    match turn.run(start).await {
+        TurnEnd::Finished(o) => o,
+        other => panic!("unexpected end {other:?}"),
+    }
+}
+
+fn registry(tools: Vec<Probe>) -> ToolRegistry {
+    let mut r = ToolRegistry::new();
+    for t in tools {
+        r.register(Arc::new(t));
+    }
+    r
+}
+
+// ---------- budgets ----------
+
+#[tokio::test]
+async fn a_spent_iteration_budget_ends_with_one_grace_call_without_tools() {
+    let step = || calls(&[("probe", json!({}))]);
+    let model = Script::new(vec![step(), step(), step(), text("Summary: did 3 steps")]);
+    let limits = TurnLimits::main(3);
+    let mut journal = Journal::default();
+    let out = run(&model, &registry(vec![Probe::new("probe")]), &limits, &mut journal).await;
+    assert_eq!(out.finish_reason, FinishReason::Length);
+    assert_eq!(out.error_code.as_deref(), Some("iteration_budget_exhausted"));
+    assert_eq!(out.content, "Summary: did 3 steps");
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 4, "three steps and one grace call");
+    let grace = reqs.last().unwrap();
+    assert!(grace.tools.is_empty(), "no tools in the grace call");
+    assert_eq!(grace.messages.last().unwrap().text(), GRACE_PROMPT);
+    assert!(!journal.0.iter().any(|(_, m)| m.text() == GRACE_PROMPT), "the grace prompt is not stored");
+    assert_eq!(journal.0.last().unwrap().1.text(), "Summary: did 3 steps");
+}
+
+#[tokio::test]
+async fn a_spent_api_call_budget_also_ends_the_loop_and_an_empty_grace_answer_is_replaced_honestly() {
+    let model = Script::new(vec![
+        empty(),
+        calls(&[("probe", json!({}))]),
+        empty(),
+        empty(),
+        empty(),
+        empty(),
+        empty(),
+        empty(),
+    ]);
+    let limits = TurnLimits { max_api_calls: 3, ..TurnLimits::main(10) };
+    let mut journal = Journal::default();
+    let out = run(&model, &registry(vec![Probe::new("probe")]), &limits, &mut journal).await;
+    assert_eq!(out.error_code.as_deref(), Some("iteration_budget_exhausted"));
+    assert!(out.content.contains("without finishing"), "{}", out.content);
+}
+
+#[tokio::test]
+async fn steps_that_only_run_execute_code_are_refunded() {
+    let mut replies: Vec<ChatResponse> = (0..4).map(|_| calls(&[("execute_code", json!({}))])).collect();
+    replies.push(text("finished"));
+    let model = Script::new(replies);
+    let mut exec = Probe::new("execute_code");
+    exec.refunds = true;
+    // The iteration budget is refunded; the API-call budget still counts every call.
+    let limits = TurnLimits { max_api_calls: 10, ..TurnLimits::main(2) };
+    let out = run(&model, &registry(vec![exec]), &limits, &mut Journal::default()).await;
+    assert_eq!(out.content, "finished");
+    assert_eq!(out.error_code, None);
+}
+
+// ---------- empty answers and length ----------
+
+#[tokio::test]
+async fn empty_answers_are_retried_three_times_then_the_turn_fails() {
+    let model = Script::new(vec![empty(), empty(), text("third time")]);
+    let mut journal = Journal::default();
+    let out = run(&model, &ToolRegistry::new(), &TurnLimits::main(90), &mut journal).await;
+    assert_eq!(out.content, "third time");
+    assert_eq!(journal.0.len(), 1, "empty answers are never stored");
+
+    let model = Script::new(vec![empty(), empty(), empty(), empty(), text("too late")]);
+    let out = run(&model, &ToolRegistry::new(), &TurnLimits::main(90), &mut Journal::default()).await;
+    assert_eq!(out.error_code.as_deref(), Some("agent_incomplete"));
+    assert_eq!(model.requests().len(), 4, "one call and three retries");
+}
+
+#[tokio::test]
+async fn a_cut_off_answer_is_continued_with_a_rising_max_tokens() {
+    let model = Script::new(vec![cut("Hel"), cut("lo wo"), text("rld")]);
+    let mut journal = Journal::default();
+    let out = run(&model, &ToolRegistry::new(), &TurnLimits::main(90), &mut journal).await;
+    assert_eq!(out.content, "Hello world");
+    assert_eq!(out.finish_reason, FinishReason::Stop);
+    let reqs = model.requests();
+    assert_eq!(reqs[0].max_tokens, None);
+    assert_eq!(reqs[1].max_tokens, Some(8192));
+    assert_eq!(reqs[2].max_tokens, Some(16384));
+    assert_eq!(reqs[2].messages.last().unwrap().text(), CONTINUE_PROMPT);
+    assert_eq!(reqs[2].messages[reqs[2].messages.len() - 2].text(), "Hello wo");
+    assert_eq!(journal.0.len(), 1, "one stored answer");
+    assert_eq!(journal.0[0].1.text(), "Hello world");
+
+    let model = Script::new(vec![cut("a"), cut("b"), cut("c"), cut("d"), text("never")]);
+    let out = run(&model, &ToolRegistry::new(), &TurnLimits::main(90), &mut Journal::default()).await;
+    assert_eq!(out.content, "abcd");
+    assert_eq!(out.finish_reason, FinishReason::Length, "still cut off after three continuations");
+    assert_eq!(model.requests()[3].max_tokens, Some(32768));
+}
+
+// ---------- tools ----------
+
+#[tokio::test]
+async fn calls_of_one_answer_run_concurrently_at_most_eight_and_results_keep_call_order() {
+    let many: Vec<(&str, Value)> = (0..10).map(|n| ("probe", json!({"ms": 200 - n * 15, "n": n}))).collect();
+    let model = Script::new(vec![calls(&many), text("ok")]);
+    let probe = Probe::new("probe");
+    let max = probe.max_running.clone();
+    let started = std::time::Instant::now();
+    let out = run(&model, &registry(vec![probe]), &TurnLimits::main(90), &mut Journal::default()).await;
+    assert_eq!(out.content, "ok");
+    assert_eq!(max.load(Ordering::SeqCst), 8, "never more than eight at once");
+    assert!(started.elapsed() < Duration::from_millis(1000), "not one after another: {:?}", started.elapsed());
+    let second = &model.requests()[1].messages;
+    let results: Vec<String> = second.iter().filter(|m| m.role == Role::Tool).map(ChatMessage::text).collect();
+    let expected: Vec<String> = (0..10).map(|n| format!("probe result {n}")).collect();
+    assert_eq!(results, expected, "in call order although the later ones finished first");
+}
+
+#[tokio::test]
+async fn sequential_tools_run_alone_in_order() {
+    let model = Script::new(vec![
+        calls(&[("memory", json!({"ms": 30, "n": 1})), ("memory", json!({"ms": 1, "n": 2}))]),
+        text("ok"),
+    ]);
+    let mut memory = Probe::new("memory");
+    memory.sequential = true;
+    let max = memory.max_running.clone();
+    run(&model, &registry(vec![memory]), &TurnLimits::main(90), &mut Journal::default()).await;
+    assert_eq!(max.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn the_same_failing_call_is_warned_about_then_blocked() {
+    let same = || calls(&[("flaky", json!({"x": 1}))]);
+    let model = Script::new(vec![same(), same(), same(), same(), same(), text("giving up")]);
+    let mut flaky = Probe::new("flaky");
+    flaky.fail = true;
+    let ran = flaky.calls.clone();
+    let limits = TurnLimits {
+        guardrails: GuardrailLimits { tool_failure_halt: 100, ..Default::default() },
+        ..TurnLimits::main(90)
+    };
+    let mut journal = Journal::default();
+    let out = run(&model, &registry(vec![flaky]), &limits, &mut journal).await;
+    assert_eq!(out.content, "giving up");
+    assert_eq!(ran.load(Ordering::SeqCst), 4, "the fifth identical call is not executed");
+    let results: Vec<String> = journal.0.iter().filter(|(_, m)| m.role == Role::Tool).map(|(_, m)| m.text()).collect();
+    assert!(!results[0].contains("Guidance") && results[1].contains("Guidance"), "{results:?}");
+    assert!(results[4].starts_with("Blocked"), "{results:?}");
+}
+
+#[tokio::test]
+async fn a_tool_failing_eight_times_in_a_row_halts_the_turn_and_the_user_is_told() {
+    let replies: Vec<ChatResponse> = (0..10).map(|n| calls(&[("flaky", json!({"n": n}))])).collect();
+    let model = Script::new(replies);
+    let mut flaky = Probe::new("flaky");
+    flaky.fail = true;
+    let mut journal = Journal::default();
+    let out = run(&model, &registry(vec![flaky]), &TurnLimits::main(90), &mut journal).await;
+    assert_eq!(out.error_code.as_deref(), Some("guardrail_halt"));
+    assert!(out.content.contains("flaky") && out.content.contains('8'), "{}", out.content);
+    assert_eq!(model.requests().len(), 8, "no model call after the halt");
+    assert_eq!(journal.0.last().unwrap().1.role, Role::Assistant, "the halt message is the stored answer");
+}
+
+// ---------- interrupt and resume ----------
+
+#[tokio::test]
+async fn an_interrupted_turn_stores_no_partial_answer() {
+    let model = Script { latency: Some(Duration::from_secs(5)), ..Script::new(vec![text("too slow")]) };
+    let mut journal = Journal::default();
+    let events = Events::default();
+    let ctx = ctx();
+    let tools = ToolRegistry::new();
+    let limits = TurnLimits::main(90);
+    let turn = Turn {
+        model: &model,
+        model_name: "m",
+        tools: &tools,
+        tool_ctx: &ctx,
+        journal: &mut journal,
+        events: &events,
+        limits: &limits,
+    };
+    let interrupted = tokio::time::timeout(Duration::from_millis(100), turn.run(start())).await;
+    assert!(interrupted.is_err());
+    assert!(journal.0.is_empty());
+}
+
+#[tokio::test]
+async fn a_resumed_turn_runs_only_the_calls_without_results_then_asks_the_model() {
+    let call = |id: &str| ToolCall {
+        id: id.into(),
+        kind: "function".into(),
+        function: ToolCallFunction { name: "probe".into(), arguments: "{}".into() },
+    };
+    let assistant = ChatMessage { tool_calls: vec![call("a"), call("b")], content: None, ..ChatMessage::assistant("") };
+    let mut messages = start().messages;
+    messages.push(assistant);
+    messages.push(ChatMessage::tool_result("a", "probe", "already done"));
+    let probe = Probe::new("probe");
+    let ran = probe.calls.clone();
+    let model = Script::new(vec![text("resumed")]);
+    let mut journal = Journal::default();
+    let out = run_from(
+        &model,
+        &registry(vec![probe]),
+        &TurnLimits::main(90),
+        &mut journal,
+        TurnStart { messages, completed_steps: 1 },
+    )
+    .await;
+    assert_eq!(out.content, "resumed");
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "only b ran");
+    assert_eq!(journal.0[0].1.tool_call_id.as_deref(), Some("b"));
+    let texts: Vec<String> = model.requests()[0].messages.iter().map(ChatMessage::text).collect();
+    assert!(texts.contains(&"already done".to_owned()));
+}

@@ -1,0 +1,139 @@
+//! Running the tool calls of one model response: guardrails first, then consecutive calls
+//! that may run side by side run concurrently (at most `max_parallel`), while sequential
+//! tools (agent-level and interactive ones) run alone in order. Each result is checkpointed as
+//! it completes; the model sees the results in the original call order.
+
+use std::time::Instant;
+
+use futures_util::StreamExt;
+
+use hermes_core::{ChatMessage, ToolCall, TurnEventKind};
+use hermes_tools::{ToolCtx, ToolRegistry};
+
+use crate::guardrails::{Decision, Guardrails};
+use crate::{EventSink, TurnEnd, TurnJournal, record};
+
+/// Result text of a call that was not run because the turn was halted before it.
+pub const NOT_RUN: &str = "[not run: the turn was stopped before this call]";
+
+/// What the step did.
+pub(crate) enum StepResult {
+    /// Go on; `refunded` when the step only used tools that refund the iteration.
+    Continue { refunded: bool },
+    /// A guardrail ended the turn; tell the user this.
+    Halt(String),
+}
+
+pub(crate) struct ToolStep<'a, J> {
+    pub tools: &'a ToolRegistry,
+    pub base_ctx: &'a ToolCtx,
+    pub journal: &'a mut J,
+    pub events: &'a dyn EventSink,
+    pub guardrails: &'a mut Guardrails,
+    pub max_parallel: usize,
+}
+
+/// Consecutive runs of calls: each group runs concurrently; a sequential tool is its own group.
+fn groups(tools: &ToolRegistry, calls: &[ToolCall]) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    for (i, call) in calls.iter().enumerate() {
+        let sequential = tools.traits(&call.function.name).sequential;
+        match out.last_mut() {
+            Some(group) if !sequential && !group.iter().any(|&j| tools.traits(&calls[j].function.name).sequential) => {
+                group.push(i)
+            }
+            _ => out.push(vec![i]),
+        }
+    }
+    out
+}
+
+impl<J: TurnJournal> ToolStep<'_, J> {
+    /// Runs `calls` (of step `step`) and appends their results to `messages` in call order.
+    pub async fn run(
+        &mut self,
+        step: i32,
+        calls: &[ToolCall],
+        messages: &mut Vec<ChatMessage>,
+    ) -> Result<StepResult, TurnEnd> {
+        let mut results: Vec<Option<ChatMessage>> = vec![None; calls.len()];
+        let mut halt = None;
+        let (tools, base_ctx, events) = (self.tools, self.base_ctx, self.events);
+        for group in groups(tools, calls) {
+            if halt.is_some() {
+                break;
+            }
+            let mut runnable = Vec::with_capacity(group.len());
+            for idx in group {
+                let call = &calls[idx];
+                match self.guardrails.before(&call.function.name, &call.function.arguments) {
+                    Decision::Block(text) => {
+                        let result = ChatMessage::tool_result(&call.id, &call.function.name, text);
+                        record(self.journal, step, &result).await?;
+                        results[idx] = Some(result);
+                    }
+                    _ => runnable.push(idx),
+                }
+            }
+            for &idx in &runnable {
+                let call = &calls[idx];
+                events.emit(TurnEventKind::ToolStarted {
+                    call_id: call.id.clone(),
+                    tool: call.function.name.clone(),
+                    preview: call.function.arguments.chars().take(200).collect(),
+                });
+            }
+            let mut running = futures_util::stream::iter(runnable)
+                .map(|idx| {
+                    let call = &calls[idx];
+                    let ctx = ToolCtx { call_id: call.id.clone(), ..base_ctx.clone() };
+                    async move {
+                        let started = Instant::now();
+                        let outcome = tools.dispatch(&ctx, call).await;
+                        (idx, outcome, started.elapsed())
+                    }
+                })
+                .buffer_unordered(self.max_parallel.max(1));
+            while let Some((idx, outcome, elapsed)) = running.next().await {
+                let call = &calls[idx];
+                let name = &call.function.name;
+                metrics::histogram!("hermes_tool_seconds", "tool" => name.clone(), "ok" => outcome.ok.to_string())
+                    .record(elapsed.as_secs_f64());
+                let read_only = tools.traits(name).read_only;
+                let mut text = outcome.text;
+                match self.guardrails.after(name, &call.function.arguments, read_only, outcome.ok, &text) {
+                    Decision::Warn(guidance) => {
+                        text.push_str("\n\n");
+                        text.push_str(&guidance);
+                    }
+                    Decision::Halt(why) => halt = Some(why),
+                    Decision::Allow | Decision::Block(_) => {}
+                }
+                let result = ChatMessage::tool_result(&call.id, name, text);
+                record(self.journal, step, &result).await?;
+                results[idx] = Some(result);
+                events.emit(TurnEventKind::ToolCompleted {
+                    call_id: call.id.clone(),
+                    tool: name.clone(),
+                    ok: outcome.ok,
+                    duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+                });
+            }
+        }
+        for (idx, slot) in results.iter_mut().enumerate() {
+            if slot.is_none() {
+                // Only after a halt: the transcript still gets one result per call.
+                let call = &calls[idx];
+                let result = ChatMessage::tool_result(&call.id, &call.function.name, NOT_RUN);
+                record(self.journal, step, &result).await?;
+                *slot = Some(result);
+            }
+        }
+        messages.extend(results.into_iter().flatten());
+        if let Some(why) = halt {
+            return Ok(StepResult::Halt(why));
+        }
+        let refunded = !calls.is_empty() && calls.iter().all(|c| tools.traits(&c.function.name).refunds_iteration);
+        Ok(StepResult::Continue { refunded })
+    }
+}
