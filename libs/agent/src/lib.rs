@@ -11,10 +11,12 @@
 //! last checkpoint and never re-runs a tool call that already has a stored result. Dropping
 //! the future interrupts the turn at any await point; only complete messages are ever stored.
 
+pub mod context_files;
 pub mod guardrails;
 mod model_call;
 pub mod normalize;
 pub mod prompt;
+pub mod threats;
 mod tool_step;
 
 use std::future::Future;
