@@ -17,6 +17,8 @@ CREATE TABLE agents (
     -- AES-256-GCM: 12-byte nonce || ciphertext+tag, key from secrets.master_key
     provider_secret   bytea,
     soul              text,
+    -- the agent's standing instructions, a layer of the stable prompt
+    system_message    text,
     toolsets          text[] NOT NULL DEFAULT ARRAY['terminal'],
     created_at        timestamptz NOT NULL DEFAULT now(),
     updated_at        timestamptz NOT NULL DEFAULT now(),

@@ -137,3 +137,38 @@ async fn a_seeded_history_with_a_dangling_tool_call_is_repaired_before_the_model
     assert_eq!(env.count("SELECT count(*) FROM messages").await, 4);
     env.stop().await;
 }
+
+#[tokio::test]
+async fn two_workers_send_a_byte_identical_prefix_for_consecutive_turns() {
+    let env = TestEnv::start_with(crate::harness::Roles { worker: false, scheduler: true }, |_| {}).await;
+    let (_, _, key) = env.tenant("acme", "helper").await;
+    env.llm.push(ScriptedReply::text("first answer"));
+    env.llm.push(ScriptedReply::text("second answer"));
+    let mut worker_a = env.spawn_hermesd(&["worker"], "worker-a");
+    let resp = env
+        .chat(&key, json!({"model": "helper", "messages": [{"role": "system", "content": "per-request note"}, {"role": "user", "content": "one"}]}))
+        .await;
+    assert_eq!(resp.status(), 200);
+    let session = resp.headers()["x-hermes-session-id"].to_str().unwrap().to_owned();
+    worker_a.kill().unwrap();
+    worker_a.wait().unwrap();
+
+    let mut worker_b = env.spawn_hermesd(&["worker"], "worker-b");
+    let resp = env
+        .chat_with(&key, json!({"model": "helper", "messages": [{"role": "user", "content": "two"}]}), Some(&session))
+        .await;
+    assert_eq!(resp.status(), 200);
+    let first = env.llm.requests()[0].body.clone();
+    let second = env.llm.requests()[1].body.clone();
+    let (a, b) = (first["messages"].as_array().unwrap(), second["messages"].as_array().unwrap());
+    // Same stable prompt, byte for byte; the first turn's per-request system note is not kept.
+    assert_eq!(a[0].to_string(), b[0].to_string());
+    assert_eq!(a[1]["content"], "per-request note");
+    assert_eq!(b[1]["content"], "one");
+    // Everything before the new input is the first request's conversation plus its answer.
+    assert_eq!(b[2]["content"], "first answer");
+    assert_eq!(first["tools"].to_string(), second["tools"].to_string(), "tool schemas are stable too");
+    worker_b.kill().unwrap();
+    worker_b.wait().unwrap();
+    env.stop().await;
+}

@@ -159,6 +159,7 @@ impl TestEnv {
                     provider_base_url: self.llm.base_url(),
                     provider_key: None,
                     soul: None,
+                    system_message: None,
                     toolsets: vec!["terminal".into()],
                 },
                 None,

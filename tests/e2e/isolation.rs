@@ -69,6 +69,7 @@ async fn a_key_restricted_to_one_agent_cannot_use_another() {
                 provider_base_url: env.llm.base_url(),
                 provider_key: None,
                 soul: None,
+                system_message: None,
                 toolsets: vec![],
             },
             None,

@@ -215,7 +215,16 @@ impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
             }
             step += 1;
             let mut deltas = Deltas { sink: events, enabled: limits.stream_deltas };
-            let reply = match caller.run(&messages, &schemas, &mut spent, &mut usage, &mut deltas).await {
+            // Budget warnings go with this call only: never stored, never in the cached prefix.
+            let with_note;
+            let view: &[ChatMessage] = match budget_note(spent, limits) {
+                Some(note) => {
+                    with_note = [messages.as_slice(), &[note]].concat();
+                    &with_note
+                }
+                None => &messages,
+            };
+            let reply = match caller.run(view, &schemas, &mut spent, &mut usage, &mut deltas).await {
                 Ok(r) => r,
                 Err(StepError::BudgetSpent) => {
                     return grace(&caller, tool_step.journal, events, limits, step, messages, usage).await;
@@ -251,6 +260,19 @@ impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
             }
         }
     }
+}
+
+/// The per-call warning once 70 % (then 90 %) of the step budget is used.
+fn budget_note(spent: Spent, limits: &TurnLimits) -> Option<ChatMessage> {
+    let (used, max) = (spent.iterations, limits.max_iterations.max(1));
+    let text = if used * 10 >= max * 9 {
+        format!("[System note: {used} of {max} steps of this turn are used. Finish now: give the user your answer.]")
+    } else if used * 10 >= max * 7 {
+        format!("[System note: {used} of {max} steps of this turn are used. Prioritise finishing the task.]")
+    } else {
+        return None;
+    };
+    Some(ChatMessage::user(text))
 }
 
 /// A guardrail stopped the turn: the user is told why, as the turn's answer.

@@ -237,6 +237,26 @@ async fn a_spent_api_call_budget_also_ends_the_loop_and_an_empty_grace_answer_is
 }
 
 #[tokio::test]
+async fn budget_warnings_ride_along_with_late_calls_and_are_never_stored() {
+    let mut replies: Vec<ChatResponse> = (0..9).map(|_| calls(&[("probe", json!({}))])).collect();
+    replies.push(text("done in time"));
+    let model = Script::new(replies);
+    let mut journal = Journal::default();
+    let out = run(&model, &registry(vec![Probe::new("probe")]), &TurnLimits::main(10), &mut journal).await;
+    assert_eq!(out.content, "done in time");
+    let notes: Vec<String> = model
+        .requests()
+        .iter()
+        .map(|r| r.messages.last().unwrap().text())
+        .map(|t| if t.starts_with("[System note") { t } else { String::new() })
+        .collect();
+    assert!(notes[..7].iter().all(String::is_empty), "no note before 70 %: {notes:?}");
+    assert!(notes[7].contains("7 of 10") && notes[7].contains("Prioritise"), "{notes:?}");
+    assert!(notes[9].contains("9 of 10") && notes[9].contains("Finish now"), "{notes:?}");
+    assert!(!journal.0.iter().any(|(_, m)| m.text().starts_with("[System note")));
+}
+
+#[tokio::test]
 async fn steps_that_only_run_execute_code_are_refunded() {
     let mut replies: Vec<ChatResponse> = (0..4).map(|_| calls(&[("execute_code", json!({}))])).collect();
     replies.push(text("finished"));

@@ -1,52 +1,168 @@
 //! The stable system prompt: rendered once per session, stored on the session row and reused
-//! byte for byte by every later turn (so provider prefix caches hit). Per-request layers go
-//! in separate messages and are never stored in it.
+//! byte for byte by every later turn (so provider prefix caches hit). Its layers, in Hermes's
+//! order: identity (SOUL or the default), tool guidance (with tool-use enforcement for
+//! GPT/Codex models), the agent's custom system message, the frozen MEMORY and USER snapshots,
+//! the skills index, the project context file, the date (day precision, so the prefix holds
+//! all day), and a platform hint. Per-call layers (budget warnings) are never part of it.
+//!
+//! Every byte here is paid on every call, so each layer says what it must and no more.
 
 use chrono::NaiveDate;
+
+use crate::context_files::{ContextFile, MAX_CONTEXT_CHARS, truncate_head_tail};
+use crate::threats;
 
 /// Identity used when the agent has no SOUL of its own.
 pub const DEFAULT_IDENTITY: &str = "You are Hermes, an autonomous assistant hosted by Hermes Cloud for a team. \
 You are helpful, direct and honest: you say what you did and what you could not do.";
 
-const TOOL_GUIDANCE: &str = "You can call tools. Use them when they help you answer correctly instead of guessing; \
-when a tool fails, read its error and try a corrected call. When you are done, answer in plain text.";
+const TOOL_GUIDANCE: &str = "Use your tools when they help you get things right instead of guessing. When a tool \
+fails, read the error and change your approach rather than repeating the call. When you are done, answer in plain text.";
+
+/// Added for model families that tend to describe actions instead of taking them.
+pub const TOOL_ENFORCEMENT: &str =
+    "You MUST use your tools to take action: do not describe what you would do or plan to do without doing it.";
+
+/// One line per capability, included only when its tool is enabled.
+const CAPABILITY_GUIDANCE: &[(&str, &str)] = &[
+    (
+        "terminal",
+        "`terminal` runs shell commands in your own Linux sandbox; files in /workspace persist between sessions.",
+    ),
+    (
+        "memory",
+        "You have persistent memory across sessions: save durable facts (user preferences, environment details, \
+stable conventions) with `memory`, compactly; it is shown to you at the start of every session.",
+    ),
+    (
+        "session_search",
+        "When the user refers to an earlier conversation, use `session_search` to recall it before \
+asking them to repeat themselves.",
+    ),
+    (
+        "skill_view",
+        "Before replying, check the skills index below; if a skill clearly matches the task, load it with \
+`skill_view` and follow it.",
+    ),
+];
+
+/// A skill in the index (name and description only: the body is loaded on demand).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillEntry {
+    pub category: String,
+    pub name: String,
+    pub description: String,
+}
 
 /// What goes into the stable prompt.
 #[derive(Debug, Clone)]
 pub struct PromptInputs<'a> {
     pub soul: Option<&'a str>,
+    /// The provider's model id (selects model-family guidance).
+    pub model: &'a str,
     pub tool_names: &'a [&'a str],
+    /// The agent's own standing instructions.
+    pub custom_system: Option<&'a str>,
+    /// Frozen at session start.
+    pub memory: Option<&'a str>,
+    /// Frozen at session start.
+    pub user_profile: Option<&'a str>,
+    pub skills: &'a [SkillEntry],
+    pub context_file: Option<&'a ContextFile>,
     pub today: NaiveDate,
+    /// Where the conversation happens: `api`, `telegram`, `slack`, `wecom`, `cron`.
+    pub platform: &'a str,
+}
+
+/// Model families that need the tool-use enforcement line.
+pub fn needs_tool_enforcement(model: &str) -> bool {
+    let m = model.to_ascii_lowercase();
+    let name = m.rsplit('/').next().unwrap_or(&m);
+    name.starts_with("gpt")
+        || name.contains("codex")
+        || name.starts_with("o1")
+        || name.starts_with("o3")
+        || name.starts_with("o4")
+}
+
+fn platform_hint(platform: &str) -> Option<&'static str> {
+    match platform {
+        "telegram" => {
+            Some("You are chatting on Telegram: keep replies short; use simple Markdown (bold, italics, code).")
+        }
+        "slack" => Some("You are chatting in Slack: keep replies short; use Slack's mrkdwn (*bold*, `code`)."),
+        "wecom" => Some("You are chatting in WeCom: keep replies short and use plain text."),
+        "cron" => Some("You are running a scheduled job with no one to ask: do the task and report the result."),
+        _ => None,
+    }
+}
+
+fn section(out: &mut String, text: &str) {
+    let text = text.trim();
+    if !text.is_empty() {
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+        out.push_str(text);
+    }
 }
 
 /// Renders the stable prompt.
 pub fn render_stable_prompt(inputs: &PromptInputs<'_>) -> String {
     let mut out = String::new();
-    out.push_str(inputs.soul.map(str::trim).filter(|s| !s.is_empty()).unwrap_or(DEFAULT_IDENTITY));
+    let soul = inputs.soul.map(|s| threats::sanitize(&truncate_head_tail(s.trim(), MAX_CONTEXT_CHARS)).0);
+    section(&mut out, soul.as_deref().filter(|s| !s.is_empty()).unwrap_or(DEFAULT_IDENTITY));
     if !inputs.tool_names.is_empty() {
-        out.push_str("\n\n");
-        out.push_str(TOOL_GUIDANCE);
-        out.push_str(" Available tools: ");
-        out.push_str(&inputs.tool_names.join(", "));
-        out.push('.');
+        let mut guidance = String::from(TOOL_GUIDANCE);
+        for (tool, line) in CAPABILITY_GUIDANCE {
+            if inputs.tool_names.contains(tool) {
+                guidance.push(' ');
+                guidance.push_str(line);
+            }
+        }
+        if needs_tool_enforcement(inputs.model) {
+            guidance.push(' ');
+            guidance.push_str(TOOL_ENFORCEMENT);
+        }
+        section(&mut out, &guidance);
     }
-    out.push_str(&format!("\n\nToday's date: {}.", inputs.today.format("%Y-%m-%d")));
+    if let Some(custom) = inputs.custom_system {
+        section(&mut out, custom);
+    }
+    if let Some(memory) = inputs.memory.filter(|m| !m.trim().is_empty()) {
+        section(&mut out, &format!("## Persistent Memory\n{}", memory.trim()));
+    }
+    if let Some(profile) = inputs.user_profile.filter(|m| !m.trim().is_empty()) {
+        section(&mut out, &format!("## User Profile\n{}", profile.trim()));
+    }
+    if !inputs.skills.is_empty() {
+        let mut index = String::from("## Skills\n<available_skills>\n");
+        let mut skills: Vec<&SkillEntry> = inputs.skills.iter().collect();
+        skills.sort_by(|a, b| (&a.category, &a.name).cmp(&(&b.category, &b.name)));
+        let mut current = None;
+        for s in skills {
+            if current != Some(&s.category) {
+                index.push_str(&format!("{}:\n", s.category));
+                current = Some(&s.category);
+            }
+            index.push_str(&format!("  - {}: {}\n", s.name, s.description));
+        }
+        index.push_str("</available_skills>");
+        section(&mut out, &index);
+    }
+    if let Some(file) = inputs.context_file {
+        section(
+            &mut out,
+            &format!("# Project Context\nFollow this project context file.\n\n## {}\n{}", file.name, file.content),
+        );
+    }
+    section(&mut out, &format!("Current date: {}.", inputs.today.format("%Y-%m-%d")));
+    if let Some(hint) = platform_hint(inputs.platform) {
+        section(&mut out, hint);
+    }
     out
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn soul_replaces_the_default_identity_and_date_has_day_precision() {
-        let today = NaiveDate::from_ymd_opt(2026, 11, 30).unwrap();
-        let p = render_stable_prompt(&PromptInputs { soul: Some("You are Ada."), tool_names: &["terminal"], today });
-        assert!(p.starts_with("You are Ada."));
-        assert!(p.contains("Available tools: terminal."));
-        assert!(p.ends_with("Today's date: 2026-11-30."));
-        let p2 = render_stable_prompt(&PromptInputs { soul: None, tool_names: &[], today });
-        assert!(p2.starts_with(DEFAULT_IDENTITY));
-        assert!(!p2.contains("Available tools"));
-    }
-}
+#[path = "prompt_tests.rs"]
+mod tests;

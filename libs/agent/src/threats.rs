@@ -97,7 +97,8 @@ mod tests {
 
     #[test]
     fn benign_project_notes_pass_untouched() {
-        let text = "# Build\nRun `cargo test` before pushing.\nNever commit secrets; keep them in .env (ignored by git).";
+        let text =
+            "# Build\nRun `cargo test` before pushing.\nNever commit secrets; keep them in .env (ignored by git).";
         let (out, findings) = sanitize(text);
         assert!(findings.is_empty(), "{findings:?}");
         assert_eq!(out, text);

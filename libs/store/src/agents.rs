@@ -20,6 +20,7 @@ pub struct Agent {
     pub provider_secret: Option<Vec<u8>>,
     pub has_provider_key: bool,
     pub soul: Option<String>,
+    pub system_message: Option<String>,
     pub toolsets: Vec<String>,
     pub created_at: DateTime<Utc>,
 }
@@ -33,6 +34,7 @@ pub struct NewAgent {
     /// The provider API key in clear; sealed before it is stored.
     pub provider_key: Option<String>,
     pub soul: Option<String>,
+    pub system_message: Option<String>,
     pub toolsets: Vec<String>,
 }
 
@@ -52,6 +54,7 @@ impl Agent {
             has_provider_key: secret.is_some(),
             provider_secret: secret,
             soul: row.try_get("soul")?,
+            system_message: row.try_get("system_message")?,
             toolsets: row.try_get("toolsets")?,
             created_at: row.try_get("created_at")?,
         })
@@ -72,7 +75,7 @@ impl Agent {
 
 macro_rules! agent_columns {
     () => {
-        "id, name, model, provider_base_url, provider_secret, soul, toolsets, created_at"
+        "id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets, created_at"
     };
 }
 
@@ -92,8 +95,8 @@ impl Store {
             None => None,
         };
         let sql = concat!(
-            "INSERT INTO agents (id, tenant_id, name, model, provider_base_url, provider_secret, soul, toolsets)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ",
+            "INSERT INTO agents (id, tenant_id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ",
             agent_columns!()
         );
         let row = sqlx::query(sql)
@@ -104,6 +107,7 @@ impl Store {
             .bind(&new.provider_base_url)
             .bind(sealed)
             .bind(&new.soul)
+            .bind(&new.system_message)
             .bind(&new.toolsets)
             .fetch_one(self.pool())
             .await

@@ -105,6 +105,8 @@ pub struct ClaimedTurn {
     pub stream: bool,
     pub notify_hub: Option<String>,
     pub system_prompt: Option<String>,
+    /// Where the session lives (`api`, `telegram`, ...): the prompt's platform hint.
+    pub session_source: String,
 }
 
 /// Inserts a new session's seeded history in one statement (sequence numbers 1..=n).
@@ -232,7 +234,7 @@ impl Store {
              ), s AS (
                 UPDATE sessions SET fence = GREATEST(fence + 1, $4)
                 WHERE tenant_id = $1 AND id = $2 AND EXISTS (SELECT 1 FROM claimable)
-                RETURNING fence, agent_id, system_prompt
+                RETURNING fence, agent_id, system_prompt, source
              ), t AS (
                 UPDATE turns SET status = 'running', lease_owner = $3,
                        lease_expires_at = now() + make_interval(secs => $5), attempts = attempts + 1,
@@ -261,6 +263,7 @@ impl Store {
             stream: row.try_get("stream")?,
             notify_hub: row.try_get("notify_hub")?,
             system_prompt: row.try_get("system_prompt")?,
+            session_source: row.try_get("source")?,
         }))
     }
 

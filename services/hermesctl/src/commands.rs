@@ -71,6 +71,9 @@ pub struct AgentCreate {
     /// A file with the agent's SOUL (identity prompt).
     #[arg(long)]
     soul_file: Option<PathBuf>,
+    /// Standing instructions added to the agent's system prompt.
+    #[arg(long)]
+    system_message: Option<String>,
     /// Enabled toolsets.
     #[arg(long, value_delimiter = ',', default_value = "terminal")]
     toolsets: Vec<String>,
@@ -144,6 +147,7 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
                 provider_base_url: a.base_url,
                 provider_key,
                 soul,
+                system_message: a.system_message,
                 toolsets: a.toolsets,
             };
             let agent = store.create_agent(t.id, new, secrets.as_ref()).await?;

@@ -241,8 +241,16 @@ async fn prepare_and_run(
                 Some(p) => p.clone(),
                 None => render_stable_prompt(&PromptInputs {
                     soul: agent.soul.as_deref(),
+                    model: &agent.model,
                     tool_names: &tools.names(),
+                    custom_system: agent.system_message.as_deref(),
+                    // Memory, user profile, skills and context files arrive with their issues.
+                    memory: None,
+                    user_profile: None,
+                    skills: &[],
+                    context_file: None,
                     today: chrono::Utc::now().date_naive(),
+                    platform: &turn.session_source,
                 }),
             };
             input.role = Role::User;
