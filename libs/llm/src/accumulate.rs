@@ -115,7 +115,7 @@ impl StreamAccumulator {
     /// Feeds one SSE `data:` payload.
     pub fn push(&mut self, data: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
         let chunk: Chunk =
-            serde_json::from_str(data).map_err(|e| LlmError::Protocol(format!("bad stream chunk: {e}")))?;
+            serde_json::from_str(data).map_err(|e| LlmError::malformed(format!("bad stream chunk: {e}")))?;
         if let Some(err) = chunk.error {
             return Err(LlmError::from_stream_error(&err));
         }
@@ -152,7 +152,7 @@ impl StreamAccumulator {
                     },
                 };
                 if index >= MAX_TOOL_CALLS {
-                    return Err(LlmError::Protocol(format!("tool call index {index} is out of range")));
+                    return Err(LlmError::malformed(format!("tool call index {index} is out of range")));
                 }
                 while self.calls.len() <= index {
                     self.calls.push(PartialCall::default());
@@ -178,7 +178,7 @@ impl StreamAccumulator {
     fn count(&mut self, n: usize) -> Result<(), LlmError> {
         self.bytes += n;
         if self.bytes > MAX_RESPONSE_BYTES {
-            return Err(LlmError::Protocol(format!("response is larger than {MAX_RESPONSE_BYTES} bytes")));
+            return Err(LlmError::malformed(format!("response is larger than {MAX_RESPONSE_BYTES} bytes")));
         }
         Ok(())
     }
@@ -295,7 +295,7 @@ mod tests {
                 &mut NoDeltas,
             )
             .unwrap_err();
-        assert!(matches!(err, LlmError::Protocol(_)));
+        assert_eq!(err.class, crate::ErrorClass::Malformed);
         let mut acc = StreamAccumulator::default();
         let big = "x".repeat(1024 * 1024);
         let chunk = serde_json::json!({"choices":[{"delta":{"content": big}}]}).to_string();
@@ -306,7 +306,7 @@ mod tests {
                 break;
             }
         }
-        assert!(matches!(result, Err(LlmError::Protocol(_))));
+        assert_eq!(result.unwrap_err().class, crate::ErrorClass::Malformed);
     }
 
     #[test]
@@ -331,8 +331,8 @@ mod tests {
         let err = acc
             .push(r#"{"error":{"message":"too long","code":"context_length_exceeded"}}"#, &mut NoDeltas)
             .unwrap_err();
-        assert!(matches!(err, LlmError::ContextOverflow { .. }), "{err}");
+        assert_eq!(err.class, crate::ErrorClass::ContextOverflow, "{err}");
         let err = acc.push("not json", &mut NoDeltas).unwrap_err();
-        assert!(matches!(err, LlmError::Protocol(_)));
+        assert_eq!(err.class, crate::ErrorClass::Malformed);
     }
 }

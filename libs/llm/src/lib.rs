@@ -13,7 +13,7 @@ use serde_json::Value;
 use hermes_core::{ChatMessage, Usage};
 
 pub use accumulate::StreamAccumulator;
-pub use error::LlmError;
+pub use error::{ErrorClass, LlmError, Recovery};
 pub use openai::{OpenAiCompatible, OpenAiOptions, http_client};
 pub use retry::RetryPolicy;
 

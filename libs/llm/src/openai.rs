@@ -45,7 +45,7 @@ pub fn http_client(connect_timeout: Duration, request_timeout: Duration) -> Resu
         .pool_max_idle_per_host(64)
         .user_agent(concat!("hermes-cloud/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|e| LlmError::Transport(e.to_string()))
+        .map_err(|e| LlmError::network(e.to_string()))
 }
 
 /// The message as providers accept it: reasoning stays with us.
@@ -133,7 +133,7 @@ impl OpenAiCompatible {
         let mut done = false;
         while let Some(event) = events.next().await {
             let event = event.map_err(|e| Attempt {
-                error: LlmError::Transport(format!("stream broke: {e}")),
+                error: LlmError::network(format!("stream broke: {e}")),
                 emitted: acc.has_emitted(),
             })?;
             if event.data.trim() == "[DONE]" {
@@ -146,10 +146,7 @@ impl OpenAiCompatible {
             acc.push(&event.data, sink).map_err(|error| Attempt { error, emitted: acc.has_emitted() })?;
         }
         if !done && !acc.has_finish_reason() {
-            return Err(Attempt {
-                error: LlmError::Transport("stream ended before [DONE]".into()),
-                emitted: acc.has_emitted(),
-            });
+            return Err(Attempt { error: LlmError::network("stream ended before [DONE]"), emitted: acc.has_emitted() });
         }
         Ok(acc.finish())
     }
@@ -182,7 +179,7 @@ async fn read_capped(response: reqwest::Response, limit: usize) -> String {
 }
 
 fn transport_error(e: &reqwest::Error) -> LlmError {
-    if e.is_timeout() { LlmError::Timeout } else { LlmError::Transport(e.to_string()) }
+    if e.is_timeout() { LlmError::timeout() } else { LlmError::network(e.to_string()) }
 }
 
 impl ChatModel for OpenAiCompatible {

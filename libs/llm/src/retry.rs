@@ -28,9 +28,10 @@ impl RetryPolicy {
         let exp = self.base.saturating_mul(2u32.saturating_pow(retry.saturating_sub(1)));
         // +-25 % jitter so many workers hit by one outage do not retry in lockstep.
         let jittered = exp.mul_f64(rand::random_range(0.75..1.25));
-        let wanted = match error {
-            LlmError::RateLimited { retry_after: Some(after) } => jittered.max(*after),
-            _ => jittered,
+        // A provider's Retry-After wins when it asks for longer.
+        let wanted = match error.retry_after {
+            Some(after) => jittered.max(after),
+            None => jittered,
         };
         wanted.min(self.max_delay)
     }
@@ -43,12 +44,12 @@ mod tests {
     #[test]
     fn delays_grow_and_respect_retry_after_and_the_cap() {
         let p = RetryPolicy { max_retries: 5, base: Duration::from_millis(100), max_delay: Duration::from_secs(2) };
-        let e = LlmError::Timeout;
+        let e = LlmError::timeout();
         let d1 = p.delay(1, &e);
         let d3 = p.delay(3, &e);
         assert!(d1 >= Duration::from_millis(75) && d1 <= Duration::from_millis(125));
         assert!(d3 >= Duration::from_millis(300) && d3 <= Duration::from_millis(500));
-        let rl = LlmError::RateLimited { retry_after: Some(Duration::from_secs(1)) };
+        let rl = LlmError::from_status(429, "", Some(Duration::from_secs(1)));
         assert!(p.delay(1, &rl) >= Duration::from_secs(1));
         assert_eq!(p.delay(20, &e), Duration::from_secs(2));
     }
