@@ -19,11 +19,40 @@ CREATE TABLE agents (
     soul              text,
     -- the agent's standing instructions, a layer of the stable prompt
     system_message    text,
+    -- hosts the agent's own provider key may be sent to (bound when the key is set)
+    provider_key_hosts text[] NOT NULL DEFAULT '{}',
+    -- ordered fallback models: [{"base_url": ..., "model": ...}], keys from the tenant's pools
+    fallbacks         jsonb NOT NULL DEFAULT '[]',
     toolsets          text[] NOT NULL DEFAULT ARRAY['terminal'],
     created_at        timestamptz NOT NULL DEFAULT now(),
     updated_at        timestamptz NOT NULL DEFAULT now(),
     UNIQUE (tenant_id, name),
     UNIQUE (tenant_id, id)
+);
+
+-- a tenant's provider keys, pooled per provider and shared by every worker (state in Redis)
+CREATE TABLE provider_credentials (
+    id            uuid PRIMARY KEY,
+    tenant_id     uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+    -- pool name: openai, openrouter, anthropic, ..., or custom:<host>
+    provider      text NOT NULL,
+    label         text NOT NULL,
+    -- AES-256-GCM sealed like agents.provider_secret
+    secret        bytea NOT NULL,
+    -- lower comes first for fill_first
+    priority      integer NOT NULL DEFAULT 0,
+    -- the only hosts this key is ever sent to
+    allowed_hosts text[] NOT NULL CHECK (cardinality(allowed_hosts) > 0),
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (tenant_id, provider, label)
+);
+
+CREATE TABLE provider_pools (
+    tenant_id uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+    provider  text NOT NULL,
+    strategy  text NOT NULL DEFAULT 'fill_first'
+              CHECK (strategy IN ('fill_first', 'round_robin', 'random', 'least_used')),
+    PRIMARY KEY (tenant_id, provider)
 );
 
 CREATE TABLE api_keys (

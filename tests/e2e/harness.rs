@@ -130,7 +130,7 @@ impl TestEnv {
                 cache: cache.clone(),
                 broker: broker.clone(),
                 sandboxes: Arc::new(sandboxes),
-                secrets: None,
+                secrets: hermes_store::SecretBox::from_config(config.secrets.master_key.as_deref()).unwrap(),
                 http: hermes_llm::http_client(Duration::from_secs(5), Duration::from_secs(60)).unwrap(),
             };
             let token = shutdown.clone();
@@ -160,6 +160,8 @@ impl TestEnv {
                     provider_key: None,
                     soul: None,
                     system_message: None,
+                    provider_key_hosts: vec![],
+                    fallbacks: vec![],
                     toolsets: vec!["terminal".into()],
                 },
                 None,

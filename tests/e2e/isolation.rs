@@ -70,6 +70,8 @@ async fn a_key_restricted_to_one_agent_cannot_use_another() {
                 provider_key: None,
                 soul: None,
                 system_message: None,
+                provider_key_hosts: vec![],
+                fallbacks: vec![],
                 toolsets: vec![],
             },
             None,

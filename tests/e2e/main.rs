@@ -16,5 +16,6 @@ mod fencing;
 mod harness;
 mod isolation;
 mod ops;
+mod providers;
 mod retry;
 mod tools;

@@ -1,8 +1,10 @@
 //! Redis: short-lived coordination state that may be lost and rebuilt (a flush costs a retry,
 //! never a message). Now: the per-session lock with fencing tokens.
 
+pub mod key_pool;
 pub mod session_lock;
 
+pub use key_pool::KeyPools;
 pub use session_lock::{LockGuard, SessionLocks};
 
 use redis::aio::ConnectionManager;
@@ -49,6 +51,11 @@ impl Cache {
 
     pub(crate) fn conn(&self) -> ConnectionManager {
         self.conn.clone()
+    }
+
+    /// The shared state of the tenants' provider-key pools.
+    pub fn key_pools(&self) -> KeyPools {
+        KeyPools::new(self.clone())
     }
 
     /// The session locks of this installation.

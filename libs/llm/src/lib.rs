@@ -3,8 +3,11 @@
 
 mod accumulate;
 mod error;
+pub mod keys;
 mod openai;
+mod resilient;
 mod retry;
+pub mod transport;
 
 use std::future::Future;
 
@@ -14,8 +17,11 @@ use hermes_core::{ChatMessage, Usage};
 
 pub use accumulate::StreamAccumulator;
 pub use error::{ErrorClass, LlmError, Recovery};
-pub use openai::{OpenAiCompatible, OpenAiOptions, http_client};
+pub use keys::{Credential, KeySource, StaticKeys};
+pub use openai::{OpenAiChat, http_client};
+pub use resilient::{PRIMARY_COOLDOWN, ResilientModel};
 pub use retry::RetryPolicy;
+pub use transport::{Endpoint, SendError, Transport};
 
 /// One model call.
 #[derive(Debug, Clone)]

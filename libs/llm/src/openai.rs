@@ -1,7 +1,7 @@
 //! Any OpenAI-compatible `/chat/completions` endpoint (OpenAI, OpenRouter, vLLM, Ollama,
 //! llama.cpp, LiteLLM, ...), always streaming.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
@@ -10,30 +10,14 @@ use serde_json::Value;
 
 use hermes_core::{ChatMessage, Content, Role, ToolCall};
 
-use crate::{ChatModel, ChatRequest, ChatResponse, DeltaSink, LlmError, RetryPolicy, StreamAccumulator};
+use crate::transport::{Endpoint, SendError, Transport};
+use crate::{ChatRequest, ChatResponse, DeltaSink, LlmError, StreamAccumulator};
 
-/// How to reach one provider.
-#[derive(Debug, Clone)]
-pub struct OpenAiOptions {
-    /// Base URL up to and including the version segment, e.g. `https://api.openai.com/v1`.
-    pub base_url: String,
-    pub api_key: Option<String>,
-    pub retry: RetryPolicy,
-}
-
-/// A client for one OpenAI-compatible provider. Cheap to clone; shares the HTTP pool.
-#[derive(Clone)]
-pub struct OpenAiCompatible {
+/// The `chat_completions` transport: any OpenAI-compatible server. Cheap to clone; shares
+/// the HTTP connection pool.
+#[derive(Clone, Debug)]
+pub struct OpenAiChat {
     http: reqwest::Client,
-    endpoint: String,
-    api_key: Option<String>,
-    retry: RetryPolicy,
-}
-
-impl std::fmt::Debug for OpenAiCompatible {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiCompatible").field("endpoint", &self.endpoint).finish_non_exhaustive()
-    }
 }
 
 /// Builds the shared HTTP client for providers.
@@ -86,26 +70,34 @@ struct WireRequest<'a> {
     max_tokens: Option<u32>,
 }
 
-impl OpenAiCompatible {
-    pub fn new(http: reqwest::Client, options: OpenAiOptions) -> Self {
-        let endpoint = format!("{}/chat/completions", options.base_url.trim_end_matches('/'));
-        Self { http, endpoint, api_key: options.api_key, retry: options.retry }
+impl OpenAiChat {
+    pub fn new(http: reqwest::Client) -> Self {
+        Self { http }
     }
+}
 
-    async fn attempt(&self, request: &ChatRequest, sink: &mut dyn DeltaSink) -> Result<ChatResponse, Attempt> {
+impl Transport for OpenAiChat {
+    async fn send(
+        &self,
+        endpoint: &Endpoint,
+        key: Option<&str>,
+        request: &ChatRequest,
+        sink: &mut dyn DeltaSink,
+    ) -> Result<ChatResponse, SendError> {
+        let url = format!("{}/chat/completions", endpoint.base_url.trim_end_matches('/'));
         let body = WireRequest {
-            model: &request.model,
+            model: &endpoint.model,
             messages: request.messages.iter().map(WireMessage::from).collect(),
             tools: &request.tools,
             stream: true,
             stream_options: serde_json::json!({ "include_usage": true }),
             max_tokens: request.max_tokens,
         };
-        let mut builder = self.http.post(&self.endpoint).json(&body);
-        if let Some(key) = &self.api_key {
+        let mut builder = self.http.post(&url).json(&body);
+        if let Some(key) = key {
             builder = builder.bearer_auth(key);
         }
-        let response = builder.send().await.map_err(|e| Attempt::fresh(transport_error(&e)))?;
+        let response = builder.send().await.map_err(|e| SendError::fresh(transport_error(&e)))?;
         let status = response.status();
         if !status.is_success() {
             let retry_after = response
@@ -115,7 +107,7 @@ impl OpenAiCompatible {
                 .and_then(|v| v.trim().parse::<u64>().ok())
                 .map(Duration::from_secs);
             let text = read_capped(response, 64 * 1024).await;
-            return Err(Attempt::fresh(LlmError::from_status(status.as_u16(), &text, retry_after)));
+            return Err(SendError::fresh(LlmError::from_status(status.as_u16(), &text, retry_after)));
         }
         let is_sse = response
             .headers()
@@ -125,14 +117,14 @@ impl OpenAiCompatible {
         let mut acc = StreamAccumulator::default();
         if !is_sse {
             // A server that ignores `stream: true` answers with one JSON body.
-            let text = response.text().await.map_err(|e| Attempt::fresh(transport_error(&e)))?;
-            acc.push(&text, sink).map_err(Attempt::fresh)?;
+            let text = response.text().await.map_err(|e| SendError::fresh(transport_error(&e)))?;
+            acc.push(&text, sink).map_err(SendError::fresh)?;
             return Ok(acc.finish());
         }
         let mut events = response.bytes_stream().eventsource();
         let mut done = false;
         while let Some(event) = events.next().await {
-            let event = event.map_err(|e| Attempt {
+            let event = event.map_err(|e| SendError {
                 error: LlmError::network(format!("stream broke: {e}")),
                 emitted: acc.has_emitted(),
             })?;
@@ -143,24 +135,15 @@ impl OpenAiCompatible {
             if event.data.trim().is_empty() {
                 continue;
             }
-            acc.push(&event.data, sink).map_err(|error| Attempt { error, emitted: acc.has_emitted() })?;
+            acc.push(&event.data, sink).map_err(|error| SendError { error, emitted: acc.has_emitted() })?;
         }
         if !done && !acc.has_finish_reason() {
-            return Err(Attempt { error: LlmError::network("stream ended before [DONE]"), emitted: acc.has_emitted() });
+            return Err(SendError {
+                error: LlmError::network("stream ended before [DONE]"),
+                emitted: acc.has_emitted(),
+            });
         }
         Ok(acc.finish())
-    }
-}
-
-struct Attempt {
-    error: LlmError,
-    /// Output already reached the sink: retrying would duplicate it.
-    emitted: bool,
-}
-
-impl Attempt {
-    fn fresh(error: LlmError) -> Self {
-        Self { error, emitted: false }
     }
 }
 
@@ -180,31 +163,4 @@ async fn read_capped(response: reqwest::Response, limit: usize) -> String {
 
 fn transport_error(e: &reqwest::Error) -> LlmError {
     if e.is_timeout() { LlmError::timeout() } else { LlmError::network(e.to_string()) }
-}
-
-impl ChatModel for OpenAiCompatible {
-    async fn complete(&self, request: &ChatRequest, sink: &mut dyn DeltaSink) -> Result<ChatResponse, LlmError> {
-        let mut retry = 0;
-        loop {
-            let started = Instant::now();
-            let result = self.attempt(request, sink).await;
-            let elapsed = started.elapsed().as_secs_f64();
-            match result {
-                Ok(resp) => {
-                    metrics::histogram!("hermes_llm_call_seconds", "outcome" => "ok").record(elapsed);
-                    return Ok(resp);
-                }
-                Err(Attempt { error, emitted }) => {
-                    metrics::histogram!("hermes_llm_call_seconds", "outcome" => error.code()).record(elapsed);
-                    if emitted || !error.is_retryable() || retry >= self.retry.max_retries {
-                        return Err(error);
-                    }
-                    retry += 1;
-                    let delay = self.retry.delay(retry, &error);
-                    tracing::warn!(error = %error, retry, delay_ms = delay.as_millis() as u64, "retrying provider call");
-                    tokio::time::sleep(delay).await;
-                }
-            }
-        }
-    }
 }

@@ -22,7 +22,18 @@ pub struct Agent {
     pub soul: Option<String>,
     pub system_message: Option<String>,
     pub toolsets: Vec<String>,
+    /// Hosts the agent's own provider key may be sent to.
+    pub provider_key_hosts: Vec<String>,
+    /// Models to fall back to, in order.
+    pub fallbacks: Vec<FallbackModel>,
     pub created_at: DateTime<Utc>,
+}
+
+/// A fallback model: its keys come from the tenant's pool for its provider.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FallbackModel {
+    pub base_url: String,
+    pub model: String,
 }
 
 /// What it takes to create an agent.
@@ -36,6 +47,9 @@ pub struct NewAgent {
     pub soul: Option<String>,
     pub system_message: Option<String>,
     pub toolsets: Vec<String>,
+    /// Hosts the provider key may be sent to (required with a key).
+    pub provider_key_hosts: Vec<String>,
+    pub fallbacks: Vec<FallbackModel>,
 }
 
 fn secret_context(tenant: TenantId, agent: AgentId) -> String {
@@ -55,6 +69,9 @@ impl Agent {
             provider_secret: secret,
             soul: row.try_get("soul")?,
             system_message: row.try_get("system_message")?,
+            provider_key_hosts: row.try_get("provider_key_hosts")?,
+            fallbacks: serde_json::from_value(row.try_get("fallbacks")?)
+                .map_err(|e| StoreError::Corrupt(e.to_string()))?,
             toolsets: row.try_get("toolsets")?,
             created_at: row.try_get("created_at")?,
         })
@@ -75,7 +92,7 @@ impl Agent {
 
 macro_rules! agent_columns {
     () => {
-        "id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets, created_at"
+        "id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets, provider_key_hosts, fallbacks, created_at"
     };
 }
 
@@ -83,6 +100,9 @@ impl Store {
     /// Creates an agent in `tenant`; the provider key is sealed with `secrets`.
     pub async fn create_agent(&self, tenant: TenantId, new: NewAgent, secrets: Option<&SecretBox>) -> Result<Agent> {
         let id = AgentId::new();
+        if new.provider_key.is_some() && new.provider_key_hosts.is_empty() {
+            return Err(StoreError::Invalid("a provider key needs the hosts it may be sent to".into()));
+        }
         let sealed = match &new.provider_key {
             Some(key) => {
                 let secrets = secrets.ok_or_else(|| {
@@ -95,8 +115,9 @@ impl Store {
             None => None,
         };
         let sql = concat!(
-            "INSERT INTO agents (id, tenant_id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ",
+            "INSERT INTO agents (id, tenant_id, name, model, provider_base_url, provider_secret, soul, system_message,
+                                 toolsets, provider_key_hosts, fallbacks)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ",
             agent_columns!()
         );
         let row = sqlx::query(sql)
@@ -109,6 +130,8 @@ impl Store {
             .bind(&new.soul)
             .bind(&new.system_message)
             .bind(&new.toolsets)
+            .bind(&new.provider_key_hosts)
+            .bind(serde_json::to_value(&new.fallbacks).map_err(|e| StoreError::Invalid(e.to_string()))?)
             .fetch_one(self.pool())
             .await
             .map_err(|e| match &e {

@@ -5,6 +5,7 @@
 
 pub mod agents;
 pub mod api_keys;
+pub mod credentials;
 pub mod messages;
 pub mod secrets;
 pub mod sessions;
@@ -17,8 +18,9 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, PgPool};
 
-pub use agents::{Agent, NewAgent};
+pub use agents::{Agent, FallbackModel, NewAgent};
 pub use api_keys::{ApiKey, KeyAuth};
+pub use credentials::{NewCredential, PooledCredential};
 pub use messages::{Appended, StoredMessage};
 pub use secrets::SecretBox;
 pub use sessions::Session;

@@ -8,7 +8,8 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 
 use hermes_config::HermesConfig;
-use hermes_store::{NewAgent, SecretBox, Store, StoreError};
+use hermes_llm::keys::{provider_for_url, provider_hosts};
+use hermes_store::{FallbackModel, NewAgent, NewCredential, SecretBox, Store, StoreError};
 
 #[derive(Parser)]
 #[command(name = "hermesctl", version, about = "Administer Hermes Cloud tenants, agents and API keys")]
@@ -34,6 +35,47 @@ pub enum Command {
     /// API keys of a tenant.
     #[command(subcommand)]
     Key(KeyCmd),
+    /// Provider keys of a tenant, pooled per provider.
+    #[command(subcommand)]
+    Credential(CredentialCmd),
+    /// How a provider's key pool picks a key.
+    #[command(subcommand)]
+    Pool(PoolCmd),
+}
+
+#[derive(Subcommand)]
+pub enum CredentialCmd {
+    /// Add a provider key to the tenant's pool for that provider.
+    Add {
+        #[arg(long)]
+        tenant: String,
+        /// Pool name: openai, openrouter, anthropic, ..., or custom:<host>.
+        #[arg(long)]
+        provider: String,
+        #[arg(long)]
+        label: String,
+        /// Name of an environment variable holding the key.
+        #[arg(long)]
+        key_env: String,
+        /// Lower is used first with the fill_first strategy.
+        #[arg(long, default_value_t = 0)]
+        priority: i32,
+        /// Hosts the key may be sent to (default: the provider's own hosts).
+        #[arg(long = "host")]
+        hosts: Vec<String>,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum PoolCmd {
+    /// Set the strategy: fill_first, round_robin, random or least_used.
+    Strategy {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        provider: String,
+        strategy: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -45,7 +87,7 @@ pub enum TenantCmd {
 #[derive(Subcommand)]
 pub enum AgentCmd {
     /// Create an agent; its name is the `model` clients ask for.
-    Create(AgentCreate),
+    Create(Box<AgentCreate>),
     /// List a tenant's agents.
     List {
         #[arg(long)]
@@ -77,6 +119,23 @@ pub struct AgentCreate {
     /// Enabled toolsets.
     #[arg(long, value_delimiter = ',', default_value = "terminal")]
     toolsets: Vec<String>,
+    /// A model to fall back to, as MODEL@BASE_URL; repeat for a chain (keys come from the
+    /// tenant's pool for that provider).
+    #[arg(long = "fallback")]
+    fallbacks: Vec<String>,
+    /// Hosts the agent's key may be sent to (default: the provider's hosts, or the base URL's).
+    #[arg(long = "key-host")]
+    key_hosts: Vec<String>,
+}
+
+/// The hosts a key for `base_url` may go to by default.
+fn default_hosts(base_url: &str) -> anyhow::Result<Vec<String>> {
+    let provider = provider_for_url(base_url);
+    if let Some(hosts) = provider_hosts(&provider) {
+        return Ok(hosts.iter().map(|h| (*h).to_owned()).collect());
+    }
+    let url = reqwest::Url::parse(base_url).with_context(|| format!("{base_url:?} is not a URL"))?;
+    Ok(vec![url.host_str().context("the base URL has no host")?.to_ascii_lowercase()])
 }
 
 #[derive(Subcommand)]
@@ -141,7 +200,18 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
                 None => None,
             };
             let secrets = SecretBox::from_config(config.secrets.master_key.as_deref())?;
+            let fallbacks = a
+                .fallbacks
+                .iter()
+                .map(|f| {
+                    let (model, base_url) = f.split_once('@').context("--fallback takes MODEL@BASE_URL")?;
+                    Ok(FallbackModel { model: model.to_owned(), base_url: base_url.to_owned() })
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let provider_key_hosts = if a.key_hosts.is_empty() { default_hosts(&a.base_url)? } else { a.key_hosts };
             let new = NewAgent {
+                fallbacks,
+                provider_key_hosts,
                 name: a.name,
                 model: a.model,
                 provider_base_url: a.base_url,
@@ -190,6 +260,43 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
                     "created API key {} for tenant {}\n\n    {secret}\n\nStore it now: it is not shown again.",
                     key.id, t.name
                 ),
+            );
+        }
+        Command::Credential(CredentialCmd::Add { tenant: name, provider, label, key_env, priority, hosts }) => {
+            let t = tenant(store, &name).await?;
+            let secret =
+                std::env::var(&key_env).with_context(|| format!("environment variable {key_env} is not set"))?;
+            let allowed_hosts = if hosts.is_empty() {
+                provider_hosts(&provider)
+                    .map(|h| h.iter().map(|s| (*s).to_owned()).collect())
+                    .context("a custom provider needs --host for the hosts its key may be sent to")?
+            } else {
+                hosts
+            };
+            let secrets = SecretBox::from_config(config.secrets.master_key.as_deref())?
+                .context("storing a provider key needs secrets.master_key (HERMES__SECRETS__MASTER_KEY)")?;
+            let cred = store
+                .add_credential(t.id, NewCredential { provider, label, secret, priority, allowed_hosts }, &secrets)
+                .await?;
+            print(
+                json_mode,
+                json!(cred),
+                format!(
+                    "added key {:?} to the {} pool of tenant {} (hosts: {})",
+                    cred.label,
+                    cred.provider,
+                    t.name,
+                    cred.allowed_hosts.join(", ")
+                ),
+            );
+        }
+        Command::Pool(PoolCmd::Strategy { tenant: name, provider, strategy }) => {
+            let t = tenant(store, &name).await?;
+            store.set_pool_strategy(t.id, &provider, &strategy).await?;
+            print(
+                json_mode,
+                json!({"provider": provider, "strategy": strategy}),
+                format!("{provider} pool uses {strategy}"),
             );
         }
         Command::Key(KeyCmd::Revoke { tenant: name, id }) => {

@@ -4,6 +4,7 @@
 //! the next worker resumes from the last checkpoint.
 
 mod journal;
+mod keys;
 mod session;
 mod turn;
 

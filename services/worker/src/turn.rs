@@ -9,13 +9,15 @@ use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
 use hermes_agent::{EventSink, Turn, TurnEnd, TurnLimits, TurnStart};
 use hermes_cache::LockGuard;
 use hermes_core::{ChatMessage, FinishReason, Role, SessionId, TenantId, TurnEventKind, TurnId, TurnOutcome, Usage};
-use hermes_llm::{OpenAiCompatible, OpenAiOptions, RetryPolicy};
+use hermes_llm::keys::provider_for_url;
+use hermes_llm::{Credential, Endpoint, OpenAiChat, ResilientModel, RetryPolicy};
 use hermes_queue::SessionWork;
 use hermes_store::{ClaimedTurn, LeaseState, StoreError, TurnStatus};
 use hermes_tools::ToolCtx;
 
 use crate::Runtime;
 use crate::journal::{EventPublisher, StoreJournal};
+use crate::keys::TenantKeys;
 
 /// Attempts after which a turn that keeps killing its workers is failed instead of resumed.
 const MAX_ATTEMPTS: i32 = 5;
@@ -266,18 +268,34 @@ async fn prepare_and_run(
     }
     messages.extend(history);
 
-    let model = OpenAiCompatible::new(
-        rt.ctx.http.clone(),
-        OpenAiOptions {
-            base_url: agent.provider_base_url.clone(),
-            api_key,
-            retry: RetryPolicy {
-                max_retries: rt.ctx.config.llm.max_retries,
-                base: Duration::from_millis(rt.ctx.config.llm.retry_base_millis),
-                max_delay: Duration::from_secs(60),
-            },
-        },
-    );
+    let primary = Endpoint {
+        provider: provider_for_url(&agent.provider_base_url),
+        base_url: agent.provider_base_url.clone(),
+        model: agent.model.clone(),
+    };
+    let mut chain = vec![primary.clone()];
+    chain.extend(agent.fallbacks.iter().map(|f| Endpoint {
+        provider: provider_for_url(&f.base_url),
+        base_url: f.base_url.clone(),
+        model: f.model.clone(),
+    }));
+    let keys = TenantKeys {
+        store: store.clone(),
+        pools: rt.ctx.cache.key_pools(),
+        secrets: rt.ctx.secrets.clone(),
+        tenant,
+        agent_key: api_key.map(|secret| {
+            let id = format!("agent:{}", agent.id);
+            (primary.provider.clone(), Credential { id, secret, allowed_hosts: agent.provider_key_hosts.clone() })
+        }),
+        loaded: Default::default(),
+    };
+    let retry = RetryPolicy {
+        max_retries: rt.ctx.config.llm.max_retries,
+        base: Duration::from_millis(rt.ctx.config.llm.retry_base_millis),
+        max_delay: Duration::from_secs(120),
+    };
+    let model = ResilientModel::new(OpenAiChat::new(rt.ctx.http.clone()), keys, chain, retry);
     let tool_ctx = ToolCtx {
         tenant_id: tenant,
         agent_id: agent.id,

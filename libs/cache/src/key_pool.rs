@@ -1,0 +1,120 @@
+//! Live state of the tenants' provider-key pools, shared by every worker: which keys are
+//! cooling down or dead, how often each was used, the round-robin position. Selection is one
+//! atomic script, so two workers never disagree about a key's state.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use redis::Script;
+
+use hermes_core::TenantId;
+
+use crate::{Cache, Result};
+
+const SELECT: &str = r#"
+local now = tonumber(ARGV[2])
+local avail = {}
+for i = 4, #ARGV do
+  local id = ARGV[i]
+  local state = redis.call('HGET', KEYS[1], id .. ':state')
+  local until_ms = tonumber(redis.call('HGET', KEYS[1], id .. ':until') or '0')
+  if state ~= 'dead' and until_ms <= now then
+    table.insert(avail, id)
+  end
+end
+if #avail == 0 then
+  return false
+end
+local pick = avail[1]
+local strategy = ARGV[1]
+if strategy == 'round_robin' then
+  local n = redis.call('HINCRBY', KEYS[1], '_rr', 1)
+  pick = avail[((n - 1) % #avail) + 1]
+elseif strategy == 'random' then
+  pick = avail[(tonumber(ARGV[3]) % #avail) + 1]
+elseif strategy == 'least_used' then
+  local best = nil
+  for _, id in ipairs(avail) do
+    local uses = tonumber(redis.call('HGET', KEYS[1], id .. ':uses') or '0')
+    if best == nil or uses < best then
+      best = uses
+      pick = id
+    end
+  end
+end
+redis.call('HINCRBY', KEYS[1], pick .. ':uses', 1)
+return pick
+"#;
+
+/// The shared state of key pools.
+#[derive(Clone)]
+pub struct KeyPools {
+    cache: Cache,
+    select: Script,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)).unwrap_or(0)
+}
+
+impl KeyPools {
+    pub(crate) fn new(cache: Cache) -> Self {
+        Self { cache, select: Script::new(SELECT) }
+    }
+
+    fn key(&self, tenant: TenantId, provider: &str) -> String {
+        self.cache.key(&["pool", &tenant.to_string(), provider])
+    }
+
+    /// Picks one of `candidates` (in priority order) by `strategy`, skipping keys that are
+    /// cooling down or dead, and counts the use. `None` when none is usable.
+    pub async fn select(
+        &self,
+        tenant: TenantId,
+        provider: &str,
+        strategy: &str,
+        candidates: &[String],
+    ) -> Result<Option<String>> {
+        if candidates.is_empty() {
+            return Ok(None);
+        }
+        let mut call = self.select.key(self.key(tenant, provider));
+        call.arg(strategy).arg(now_ms()).arg(rand::random::<u32>());
+        for id in candidates {
+            call.arg(id);
+        }
+        let picked: Option<String> = call.invoke_async(&mut self.cache.conn()).await?;
+        Ok(picked)
+    }
+
+    /// Takes `key_id` out of rotation for `cooldown`, or for good when `None`.
+    pub async fn report(
+        &self,
+        tenant: TenantId,
+        provider: &str,
+        key_id: &str,
+        cooldown: Option<Duration>,
+    ) -> Result<()> {
+        let key = self.key(tenant, provider);
+        let mut conn = self.cache.conn();
+        match cooldown {
+            Some(d) => {
+                let until = now_ms().saturating_add(u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+                let _: () = redis::cmd("HSET")
+                    .arg(&key)
+                    .arg(format!("{key_id}:until"))
+                    .arg(until)
+                    .query_async(&mut conn)
+                    .await?;
+            }
+            None => {
+                let _: () = redis::cmd("HSET")
+                    .arg(&key)
+                    .arg(format!("{key_id}:state"))
+                    .arg("dead")
+                    .query_async(&mut conn)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,192 @@
+//! A model that recovers the way Hermes does: each failure's class picks the next step of its
+//! ladder — retry with jittered backoff, rotate to another key of the pool (cooling the failed
+//! one down, or retiring it), or move to the next model of the fallback chain, which keeps the
+//! turn going. The primary is tried again once it has rested for `primary_cooldown`.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::keys::{Credential, KeySource};
+use crate::transport::{Endpoint, SendError, Transport};
+use crate::{ChatModel, ChatRequest, ChatResponse, DeltaSink, ErrorClass, LlmError, Recovery, RetryPolicy};
+
+/// How long a failed primary rests before it is tried again.
+pub const PRIMARY_COOLDOWN: Duration = Duration::from_secs(60);
+
+/// The primary endpoint first, then the fallbacks, each with its transport.
+pub struct ResilientModel<T, K> {
+    transport: T,
+    keys: K,
+    chain: Vec<Endpoint>,
+    retry: RetryPolicy,
+    primary_cooldown: Duration,
+    /// When the primary last failed over (it rests until `primary_cooldown` has passed).
+    primary_failed_at: Mutex<Option<Instant>>,
+}
+
+enum EndpointFailure {
+    /// Go on with the next endpoint of the chain.
+    Fallback(LlmError),
+    /// No step left: the call fails.
+    Final(LlmError),
+}
+
+impl<T: Transport, K: KeySource> ResilientModel<T, K> {
+    /// `chain[0]` is the primary; duplicate (provider, base URL, model) entries are dropped.
+    pub fn new(transport: T, keys: K, chain: Vec<Endpoint>, retry: RetryPolicy) -> Self {
+        let mut unique: Vec<Endpoint> = Vec::with_capacity(chain.len());
+        for ep in chain {
+            if !unique.contains(&ep) {
+                unique.push(ep);
+            }
+        }
+        Self {
+            transport,
+            keys,
+            chain: unique,
+            retry,
+            primary_cooldown: PRIMARY_COOLDOWN,
+            primary_failed_at: Mutex::new(None),
+        }
+    }
+
+    /// Overrides how long a failed primary rests (tests).
+    pub fn with_primary_cooldown(mut self, cooldown: Duration) -> Self {
+        self.primary_cooldown = cooldown;
+        self
+    }
+
+    fn first_endpoint(&self) -> usize {
+        let failed = self.primary_failed_at.lock().ok().and_then(|g| *g);
+        match failed {
+            Some(at) if at.elapsed() < self.primary_cooldown && self.chain.len() > 1 => 1,
+            _ => 0,
+        }
+    }
+
+    fn set_primary_failed(&self, at: Option<Instant>) {
+        if let Ok(mut g) = self.primary_failed_at.lock() {
+            *g = at;
+        }
+    }
+
+    async fn on_endpoint(
+        &self,
+        index: usize,
+        request: &ChatRequest,
+        sink: &mut dyn DeltaSink,
+    ) -> Result<ChatResponse, EndpointFailure> {
+        let endpoint = &self.chain[index];
+        let has_next = index + 1 < self.chain.len();
+        let mut tried: Vec<String> = Vec::new();
+        let mut key = match self.keys.acquire(&endpoint.provider, &tried).await {
+            Ok(k) => k,
+            Err(e) => return Err(if has_next { EndpointFailure::Fallback(e) } else { EndpointFailure::Final(e) }),
+        };
+        let mut retries = 0;
+        loop {
+            if let Some(k) = &key
+                && !endpoint.host().is_some_and(|h| k.allows(&h))
+            {
+                // Never send a key to a host it was not issued for, whatever the configuration says.
+                let e = LlmError::new(
+                    ErrorClass::KeyNotAllowed,
+                    format!("key {} may not be sent to {}", k.id, endpoint.host().unwrap_or_default()),
+                );
+                return Err(EndpointFailure::Final(e));
+            }
+            let started = Instant::now();
+            let sent = self.transport.send(endpoint, key.as_ref().map(|k| k.secret.as_str()), request, sink).await;
+            let outcome = match &sent {
+                Ok(_) => "ok",
+                Err(e) => e.error.code(),
+            };
+            metrics::histogram!("hermes_llm_call_seconds", "outcome" => outcome)
+                .record(started.elapsed().as_secs_f64());
+            let SendError { error, emitted } = match sent {
+                Ok(response) => return Ok(response),
+                Err(e) => e,
+            };
+            if emitted {
+                // Part of the answer already streamed: repeating the call would repeat it.
+                return Err(EndpointFailure::Final(error));
+            }
+            match self.next_step(&error, retries, &key, has_next) {
+                Some(Recovery::Retry) => {
+                    retries += 1;
+                    let delay = self.retry.delay(retries, &error);
+                    tracing::warn!(error = %error, retries, delay_ms = delay.as_millis() as u64, "retrying the model call");
+                    tokio::time::sleep(delay).await;
+                }
+                Some(Recovery::RotateKey { cooldown }) => {
+                    let Some(failed) = key.take() else { return Err(EndpointFailure::Final(error)) };
+                    tried.push(failed.id.clone());
+                    match self.keys.acquire(&endpoint.provider, &tried).await {
+                        Ok(Some(other)) => {
+                            tracing::warn!(error = %error, key = %failed.id, next = %other.id, "rotating to another key");
+                            self.keys.report(&endpoint.provider, &failed.id, cooldown).await;
+                            key = Some(other);
+                            retries = 0;
+                        }
+                        _ => {
+                            // A lone key is not cooled for a passing failure (it would take the
+                            // agent down for an hour); a revoked one is retired anyway.
+                            if cooldown.is_none() {
+                                self.keys.report(&endpoint.provider, &failed.id, None).await;
+                            }
+                            return Err(if has_next {
+                                EndpointFailure::Fallback(error)
+                            } else {
+                                EndpointFailure::Final(error)
+                            });
+                        }
+                    }
+                }
+                Some(Recovery::Fallback) => return Err(EndpointFailure::Fallback(error)),
+                Some(Recovery::Compress | Recovery::StripReasoning) | None => {
+                    return Err(EndpointFailure::Final(error));
+                }
+            }
+        }
+    }
+
+    /// The first step of the error's ladder that can still be taken.
+    fn next_step(&self, error: &LlmError, retries: u32, key: &Option<Credential>, has_next: bool) -> Option<Recovery> {
+        error.class.recovery().iter().copied().find(|step| match step {
+            Recovery::Retry => retries < self.retry.max_retries,
+            Recovery::RotateKey { .. } => key.is_some(),
+            Recovery::Fallback => has_next,
+            Recovery::Compress | Recovery::StripReasoning => true,
+        })
+    }
+}
+
+impl<T: Transport, K: KeySource> ChatModel for ResilientModel<T, K> {
+    async fn complete(&self, request: &ChatRequest, sink: &mut dyn DeltaSink) -> Result<ChatResponse, LlmError> {
+        let mut index = self.first_endpoint();
+        loop {
+            match self.on_endpoint(index, request, sink).await {
+                Ok(response) => {
+                    if index == 0 {
+                        self.set_primary_failed(None);
+                    }
+                    return Ok(response);
+                }
+                Err(EndpointFailure::Fallback(error)) => {
+                    if index == 0 {
+                        self.set_primary_failed(Some(Instant::now()));
+                    }
+                    let next = &self.chain[index + 1];
+                    tracing::warn!(error = %error, model = %next.model, provider = %next.provider, "falling back to the next model");
+                    metrics::counter!("hermes_llm_fallbacks_total", "class" => error.code()).increment(1);
+                    index += 1;
+                }
+                Err(EndpointFailure::Final(error)) => return Err(error),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "resilient_tests.rs"]
+mod tests;

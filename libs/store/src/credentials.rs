@@ -1,0 +1,136 @@
+//! A tenant's provider keys, pooled per provider. Postgres holds the sealed keys and the
+//! pool's strategy; the live state (cooldowns, usage counts) is in Redis so that every worker
+//! shares it.
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+use uuid::Uuid;
+
+use hermes_core::TenantId;
+
+use crate::{Result, SecretBox, Store, StoreError};
+
+/// A pooled key as stored (sealed).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PooledCredential {
+    pub id: Uuid,
+    pub provider: String,
+    pub label: String,
+    #[serde(skip)]
+    pub sealed: Vec<u8>,
+    pub priority: i32,
+    pub allowed_hosts: Vec<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// What it takes to add a key to a pool.
+#[derive(Debug, Clone)]
+pub struct NewCredential {
+    pub provider: String,
+    pub label: String,
+    pub secret: String,
+    pub priority: i32,
+    pub allowed_hosts: Vec<String>,
+}
+
+fn context(tenant: TenantId, id: Uuid) -> String {
+    format!("provider-credential:{tenant}:{id}")
+}
+
+impl PooledCredential {
+    /// The key in clear.
+    pub fn open(&self, tenant: TenantId, secrets: &SecretBox) -> Result<String> {
+        let plain = secrets.open(&context(tenant, self.id), &self.sealed)?;
+        String::from_utf8(plain).map_err(|_| StoreError::Corrupt("provider key is not UTF-8".into()))
+    }
+}
+
+/// The selection strategies of a pool.
+pub const STRATEGIES: [&str; 4] = ["fill_first", "round_robin", "random", "least_used"];
+
+impl Store {
+    /// Adds a key to the tenant's pool for its provider.
+    pub async fn add_credential(
+        &self,
+        tenant: TenantId,
+        new: NewCredential,
+        secrets: &SecretBox,
+    ) -> Result<PooledCredential> {
+        if new.allowed_hosts.is_empty() {
+            return Err(StoreError::Invalid("a provider key needs the hosts it may be sent to".into()));
+        }
+        let id = Uuid::now_v7();
+        let sealed = secrets.seal(&context(tenant, id), new.secret.as_bytes())?;
+        let row = sqlx::query(
+            "INSERT INTO provider_credentials (id, tenant_id, provider, label, secret, priority, allowed_hosts)
+             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at",
+        )
+        .bind(id)
+        .bind(tenant.as_uuid())
+        .bind(&new.provider)
+        .bind(&new.label)
+        .bind(&sealed)
+        .bind(new.priority)
+        .bind(&new.allowed_hosts)
+        .fetch_one(self.pool())
+        .await
+        .map_err(|e| StoreError::conflict_on_unique(e, &format!("credential {:?} of {}", new.label, new.provider)))?;
+        Ok(PooledCredential {
+            id,
+            provider: new.provider,
+            label: new.label,
+            sealed,
+            priority: new.priority,
+            allowed_hosts: new.allowed_hosts,
+            created_at: row.try_get("created_at")?,
+        })
+    }
+
+    /// The pool of `provider`, in priority order, and its strategy.
+    pub async fn credential_pool(&self, tenant: TenantId, provider: &str) -> Result<(Vec<PooledCredential>, String)> {
+        let rows = sqlx::query(
+            "SELECT c.id, c.label, c.secret, c.priority, c.allowed_hosts, c.created_at,
+                    COALESCE(p.strategy, 'fill_first') AS strategy
+             FROM provider_credentials c
+             LEFT JOIN provider_pools p ON p.tenant_id = c.tenant_id AND p.provider = c.provider
+             WHERE c.tenant_id = $1 AND c.provider = $2
+             ORDER BY c.priority, c.created_at",
+        )
+        .bind(tenant.as_uuid())
+        .bind(provider)
+        .fetch_all(self.pool())
+        .await?;
+        let mut strategy = "fill_first".to_owned();
+        let mut creds = Vec::with_capacity(rows.len());
+        for row in &rows {
+            strategy = row.try_get("strategy")?;
+            creds.push(PooledCredential {
+                id: row.try_get("id")?,
+                provider: provider.to_owned(),
+                label: row.try_get("label")?,
+                sealed: row.try_get("secret")?,
+                priority: row.try_get("priority")?,
+                allowed_hosts: row.try_get("allowed_hosts")?,
+                created_at: row.try_get("created_at")?,
+            });
+        }
+        Ok((creds, strategy))
+    }
+
+    /// Sets how the pool of `provider` picks a key.
+    pub async fn set_pool_strategy(&self, tenant: TenantId, provider: &str, strategy: &str) -> Result<()> {
+        if !STRATEGIES.contains(&strategy) {
+            return Err(StoreError::Invalid(format!("strategy must be one of {}", STRATEGIES.join(", "))));
+        }
+        sqlx::query(
+            "INSERT INTO provider_pools (tenant_id, provider, strategy) VALUES ($1, $2, $3)
+             ON CONFLICT (tenant_id, provider) DO UPDATE SET strategy = EXCLUDED.strategy",
+        )
+        .bind(tenant.as_uuid())
+        .bind(provider)
+        .bind(strategy)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+}

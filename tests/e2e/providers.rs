@@ -1,0 +1,149 @@
+//! Provider keys and fallbacks end to end: pools shared by workers through a real Redis, a
+//! fallback chain that keeps the turn going, and keys that never reach a foreign host.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use hermes_cache::Cache;
+use hermes_store::{FallbackModel, NewAgent, NewCredential, SecretBox};
+use hermes_testkit::{ScriptedLlm, ScriptedReply};
+
+use crate::harness::{TestEnv, answer_text};
+
+#[tokio::test]
+async fn key_pools_share_strategy_and_cooldowns_across_workers() {
+    let env = TestEnv::start_with(crate::harness::Roles { worker: false, scheduler: false }, |_| {}).await;
+    let (tenant, _, _) = env.tenant("acme", "a").await;
+    let worker_1 = Cache::connect(&env.config.redis.url, &env.config.redis.key_prefix).await.unwrap().key_pools();
+    let worker_2 = Cache::connect(&env.config.redis.url, &env.config.redis.key_prefix).await.unwrap().key_pools();
+    let keys: Vec<String> = ["k1", "k2", "k3"].iter().map(|s| (*s).to_owned()).collect();
+
+    // fill_first: the first usable key, on every worker; a cooled key is skipped by both.
+    assert_eq!(worker_1.select(tenant, "openai", "fill_first", &keys).await.unwrap().as_deref(), Some("k1"));
+    worker_1.report(tenant, "openai", "k1", Some(Duration::from_millis(400))).await.unwrap();
+    assert_eq!(worker_2.select(tenant, "openai", "fill_first", &keys).await.unwrap().as_deref(), Some("k2"));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        worker_2.select(tenant, "openai", "fill_first", &keys).await.unwrap().as_deref(),
+        Some("k1"),
+        "cooldown over"
+    );
+
+    // round_robin: one position for the whole cluster.
+    let mut seen = Vec::new();
+    for i in 0..6 {
+        let w = if i % 2 == 0 { &worker_1 } else { &worker_2 };
+        seen.push(w.select(tenant, "openrouter", "round_robin", &keys).await.unwrap().unwrap());
+    }
+    assert_eq!(seen, ["k1", "k2", "k3", "k1", "k2", "k3"]);
+
+    // least_used balances; a dead key is never chosen again.
+    worker_1.report(tenant, "groq", "k3", None).await.unwrap();
+    let mut counts = std::collections::HashMap::new();
+    for i in 0..10 {
+        let w = if i % 2 == 0 { &worker_1 } else { &worker_2 };
+        *counts.entry(w.select(tenant, "groq", "least_used", &keys).await.unwrap().unwrap()).or_insert(0) += 1;
+    }
+    assert_eq!(counts.get("k1"), Some(&5));
+    assert_eq!(counts.get("k2"), Some(&5));
+    assert_eq!(counts.get("k3"), None);
+
+    // random stays within the usable keys; a pool with none usable answers None.
+    for _ in 0..10 {
+        let k = worker_2.select(tenant, "groq", "random", &keys).await.unwrap().unwrap();
+        assert_ne!(k, "k3");
+    }
+    worker_1.report(tenant, "groq", "k1", None).await.unwrap();
+    worker_1.report(tenant, "groq", "k2", Some(Duration::from_secs(60))).await.unwrap();
+    assert_eq!(worker_2.select(tenant, "groq", "fill_first", &keys).await.unwrap(), None);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_failing_primary_falls_back_to_the_next_model_with_a_pooled_key() {
+    let env = TestEnv::start_with(crate::harness::Roles::default(), |c| c.llm.max_retries = 1).await;
+    let backup = ScriptedLlm::start().await.unwrap();
+    let tenant = env.store.create_tenant("acme").await.unwrap();
+    let secrets = SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap().unwrap();
+    env.store
+        .create_agent(
+            tenant.id,
+            NewAgent {
+                name: "resilient".into(),
+                model: "primary-model".into(),
+                provider_base_url: env.llm.base_url(),
+                provider_key: None,
+                soul: None,
+                system_message: None,
+                toolsets: vec![],
+                provider_key_hosts: vec![],
+                fallbacks: vec![FallbackModel { base_url: backup.base_url(), model: "backup-model".into() }],
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    // Both scripted servers are on 127.0.0.1: the pool of that host gets a key.
+    env.store
+        .add_credential(
+            tenant.id,
+            NewCredential {
+                provider: "custom:127.0.0.1".into(),
+                label: "shared".into(),
+                secret: "pool-secret".into(),
+                priority: 0,
+                allowed_hosts: vec!["127.0.0.1".into()],
+            },
+            &secrets,
+        )
+        .await
+        .unwrap();
+    let (_, key) = env.store.create_api_key(tenant.id, None, "t", None).await.unwrap();
+    env.llm.push(ScriptedReply::error(503));
+    env.llm.push(ScriptedReply::error(503));
+    backup.push(ScriptedReply::text("the backup answered"));
+
+    let resp = env.chat(&key, json!({"model": "resilient", "messages": [{"role": "user", "content": "hi"}]})).await;
+    assert_eq!(resp.status(), 200);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(answer_text(&body), "the backup answered");
+    assert_eq!(env.llm.requests().len(), 2, "one try and one retry on the primary");
+    let sent = &backup.requests()[0];
+    assert_eq!(sent.body["model"], "backup-model");
+    assert_eq!(sent.authorization.as_deref(), Some("Bearer pool-secret"));
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn an_agent_key_is_never_sent_to_a_host_it_was_not_bound_to() {
+    let env = TestEnv::start().await;
+    let tenant = env.store.create_tenant("acme").await.unwrap();
+    let secrets = SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap().unwrap();
+    // An OpenAI key, but the base URL points elsewhere (a typo, or an attacker's host).
+    env.store
+        .create_agent(
+            tenant.id,
+            NewAgent {
+                name: "misconfigured".into(),
+                model: "gpt-4o-mini".into(),
+                provider_base_url: env.llm.base_url(),
+                provider_key: Some("sk-real-openai-key".into()),
+                soul: None,
+                system_message: None,
+                toolsets: vec![],
+                provider_key_hosts: vec!["api.openai.com".into()],
+                fallbacks: vec![],
+            },
+            Some(&secrets),
+        )
+        .await
+        .unwrap();
+    let (_, key) = env.store.create_api_key(tenant.id, None, "t", None).await.unwrap();
+    let resp = env.chat(&key, json!({"model": "misconfigured", "messages": [{"role": "user", "content": "hi"}]})).await;
+    assert_eq!(resp.status(), 502);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["hermes"]["error_code"], "provider_key_not_allowed", "{body}");
+    assert!(env.llm.requests().is_empty(), "the foreign host received nothing, so never the key");
+    env.stop().await;
+}
