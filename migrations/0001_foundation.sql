@@ -21,8 +21,10 @@ CREATE TABLE agents (
     system_message    text,
     -- hosts the agent's own provider key may be sent to (bound when the key is set)
     provider_key_hosts text[] NOT NULL DEFAULT '{}',
-    -- ordered fallback models: [{"base_url": ..., "model": ...}], keys from the tenant's pools
+    -- ordered fallback models: [{"base_url": ..., "model": ..., "api_mode": ...}], keys from the tenant's pools
     fallbacks         jsonb NOT NULL DEFAULT '[]',
+    -- provider API; NULL = decided from the provider and base URL
+    api_mode          text CHECK (api_mode IN ('chat_completions', 'anthropic_messages')),
     toolsets          text[] NOT NULL DEFAULT ARRAY['terminal'],
     created_at        timestamptz NOT NULL DEFAULT now(),
     updated_at        timestamptz NOT NULL DEFAULT now(),

@@ -162,6 +162,7 @@ impl TestEnv {
                     system_message: None,
                     provider_key_hosts: vec![],
                     fallbacks: vec![],
+                    api_mode: None,
                     toolsets: vec!["terminal".into()],
                 },
                 None,

@@ -72,6 +72,7 @@ async fn a_key_restricted_to_one_agent_cannot_use_another() {
                 system_message: None,
                 provider_key_hosts: vec![],
                 fallbacks: vec![],
+                api_mode: None,
                 toolsets: vec![],
             },
             None,

@@ -78,7 +78,12 @@ async fn a_failing_primary_falls_back_to_the_next_model_with_a_pooled_key() {
                 system_message: None,
                 toolsets: vec![],
                 provider_key_hosts: vec![],
-                fallbacks: vec![FallbackModel { base_url: backup.base_url(), model: "backup-model".into() }],
+                fallbacks: vec![FallbackModel {
+                    base_url: backup.base_url(),
+                    model: "backup-model".into(),
+                    api_mode: None,
+                }],
+                api_mode: None,
             },
             None,
         )
@@ -134,6 +139,7 @@ async fn an_agent_key_is_never_sent_to_a_host_it_was_not_bound_to() {
                 toolsets: vec![],
                 provider_key_hosts: vec!["api.openai.com".into()],
                 fallbacks: vec![],
+                api_mode: None,
             },
             Some(&secrets),
         )
@@ -145,5 +151,60 @@ async fn an_agent_key_is_never_sent_to_a_host_it_was_not_bound_to() {
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["error"]["hermes"]["error_code"], "provider_key_not_allowed", "{body}");
     assert!(env.llm.requests().is_empty(), "the foreign host received nothing, so never the key");
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn an_anthropic_agent_speaks_the_native_api_with_cache_breakpoints_and_tools() {
+    let env = TestEnv::start().await;
+    let tenant = env.store.create_tenant("acme").await.unwrap();
+    let secrets = SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap().unwrap();
+    env.store
+        .create_agent(
+            tenant.id,
+            NewAgent {
+                name: "claude".into(),
+                model: "claude-sonnet-4-5".into(),
+                provider_base_url: env.llm.base_url(),
+                provider_key: Some("sk-ant-test".into()),
+                soul: None,
+                system_message: None,
+                toolsets: vec!["terminal".into()],
+                provider_key_hosts: vec!["127.0.0.1".into()],
+                fallbacks: vec![],
+                api_mode: Some("anthropic_messages".into()),
+            },
+            Some(&secrets),
+        )
+        .await
+        .unwrap();
+    let (_, key) = env.store.create_api_key(tenant.id, None, "t", None).await.unwrap();
+    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "echo from-claude"})));
+    env.llm.push(ScriptedReply::text("Claude ran it.").with_reasoning("thinking about it"));
+    let resp = env.chat(&key, json!({"model": "claude", "messages": [{"role": "user", "content": "run it"}]})).await;
+    assert_eq!(resp.status(), 200);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(answer_text(&body), "Claude ran it.");
+
+    let first = &env.llm.requests()[0];
+    assert_eq!(first.api_key.as_deref(), Some("sk-ant-test"), "x-api-key, not a bearer token");
+    assert_eq!(first.body["model"], "claude-sonnet-4-5");
+    assert!(first.body["system"][0]["cache_control"].is_object(), "the stable prompt is a cache breakpoint");
+    assert_eq!(first.body["tools"][0]["name"], "terminal");
+    // The tool result goes back as a user tool_result block for the tool_use id.
+    let second = &env.llm.requests()[1].body;
+    let msgs = second["messages"].as_array().unwrap();
+    let tool_use = &msgs[1]["content"][0];
+    assert_eq!(tool_use["type"], "tool_use");
+    let result = &msgs[2]["content"][0];
+    assert_eq!(result["type"], "tool_result");
+    assert_eq!(result["tool_use_id"], tool_use["id"]);
+    assert!(result["content"].as_str().unwrap().contains("from-claude"));
+    let stored: Option<String> =
+        sqlx::query_scalar("SELECT reasoning FROM messages WHERE role = 'assistant' AND tool_calls IS NULL")
+            .fetch_one(env.store.pool())
+            .await
+            .unwrap();
+    assert_eq!(stored.as_deref(), Some("thinking about it"));
     env.stop().await;
 }

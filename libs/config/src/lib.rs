@@ -241,13 +241,21 @@ pub struct LlmConfig {
     pub connect_timeout_seconds: u64,
     /// Retries of a retryable provider error (5xx, 429, transport) before the turn fails.
     pub max_retries: u32,
-    /// First backoff delay; doubles each retry, with jitter.
+    /// First backoff delay; doubles each retry (up to 120 s), with jitter.
     pub retry_base_millis: u64,
+    /// How long Anthropic keeps cached prompt prefixes: `5m` or `1h` (costs more to write).
+    pub anthropic_cache_ttl: String,
 }
 
 impl Default for LlmConfig {
     fn default() -> Self {
-        Self { request_timeout_seconds: 600, connect_timeout_seconds: 15, max_retries: 3, retry_base_millis: 1000 }
+        Self {
+            request_timeout_seconds: 600,
+            connect_timeout_seconds: 15,
+            max_retries: 3,
+            retry_base_millis: 5000,
+            anthropic_cache_ttl: "5m".into(),
+        }
     }
 }
 
@@ -302,6 +310,9 @@ impl HermesConfig {
         }
         if !matches!(self.telemetry.log_format.as_str(), "json" | "text") {
             return Err(ConfigError::Invalid("telemetry.log_format must be json or text".into()));
+        }
+        if !matches!(self.llm.anthropic_cache_ttl.as_str(), "5m" | "1h") {
+            return Err(ConfigError::Invalid("llm.anthropic_cache_ttl must be 5m or 1h".into()));
         }
         if self.database.max_connections == 0 {
             return Err(ConfigError::Invalid("database.max_connections must be at least 1".into()));

@@ -2,6 +2,7 @@
 //! OpenAI-form [`ChatMessage`], and classifies its errors so callers can choose a recovery.
 
 mod accumulate;
+pub mod anthropic;
 mod error;
 pub mod keys;
 mod openai;
@@ -21,7 +22,7 @@ pub use keys::{Credential, KeySource, StaticKeys};
 pub use openai::{OpenAiChat, http_client};
 pub use resilient::{PRIMARY_COOLDOWN, ResilientModel};
 pub use retry::RetryPolicy;
-pub use transport::{Endpoint, SendError, Transport};
+pub use transport::{AnyTransport, ApiMode, Endpoint, SendError, Transport};
 
 /// One model call.
 #[derive(Debug, Clone)]

@@ -148,7 +148,7 @@ impl Transport for OpenAiChat {
 }
 
 /// Reads at most `limit` bytes of an error body (a misbehaving server may send megabytes).
-async fn read_capped(response: reqwest::Response, limit: usize) -> String {
+pub(crate) async fn read_capped(response: reqwest::Response, limit: usize) -> String {
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
     while let Some(Ok(chunk)) = stream.next().await {
@@ -161,6 +161,6 @@ async fn read_capped(response: reqwest::Response, limit: usize) -> String {
     String::from_utf8_lossy(&body).into_owned()
 }
 
-fn transport_error(e: &reqwest::Error) -> LlmError {
+pub(crate) fn transport_error(e: &reqwest::Error) -> LlmError {
     if e.is_timeout() { LlmError::timeout() } else { LlmError::network(e.to_string()) }
 }

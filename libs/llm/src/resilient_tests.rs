@@ -6,7 +6,7 @@ use hermes_core::ChatMessage;
 
 use super::*;
 use crate::keys::Credential;
-use crate::{ChatRequest, ChatResponse, NoDeltas, SendError, StaticKeys};
+use crate::{ApiMode, ChatRequest, ChatResponse, NoDeltas, SendError, StaticKeys};
 
 /// A scripted send: an answer, or (HTTP status, body, whether output had streamed).
 type Scripted = Result<&'static str, (u16, &'static str, bool)>;
@@ -95,7 +95,12 @@ impl KeySource for Pool {
 }
 
 fn ep(model: &str) -> Endpoint {
-    Endpoint { provider: "p".into(), base_url: "https://api.example.com/v1".into(), model: model.into() }
+    Endpoint {
+        provider: "p".into(),
+        base_url: "https://api.example.com/v1".into(),
+        model: model.into(),
+        api_mode: ApiMode::default(),
+    }
 }
 
 fn fast() -> RetryPolicy {
@@ -201,8 +206,12 @@ async fn an_unknown_model_falls_back_at_once_and_a_content_refusal_is_final() {
 #[tokio::test]
 async fn a_key_is_never_sent_to_a_host_it_was_not_issued_for() {
     let key = Credential { id: "k".into(), secret: "sk-openai".into(), allowed_hosts: vec!["api.openai.com".into()] };
-    let misconfigured =
-        Endpoint { provider: "openai".into(), base_url: "https://evil.example/v1".into(), model: "gpt".into() };
+    let misconfigured = Endpoint {
+        provider: "openai".into(),
+        base_url: "https://evil.example/v1".into(),
+        model: "gpt".into(),
+        api_mode: ApiMode::default(),
+    };
     let t = FakeTransport::default();
     let m = ResilientModel::new(t, StaticKeys(Some(key)), vec![misconfigured], fast());
     let err = ask(&m).await.unwrap_err();

@@ -5,6 +5,44 @@ use std::future::Future;
 
 use crate::{ChatRequest, ChatResponse, DeltaSink, LlmError};
 
+/// Which provider API an endpoint speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApiMode {
+    /// OpenAI-compatible `/chat/completions` (OpenAI, OpenRouter, vLLM, Ollama, ...).
+    #[default]
+    ChatCompletions,
+    /// Anthropic's native `/messages`, with prompt caching.
+    AnthropicMessages,
+}
+
+impl ApiMode {
+    /// Parses a configured mode name.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "chat_completions" => Some(Self::ChatCompletions),
+            "anthropic_messages" => Some(Self::AnthropicMessages),
+            _ => None,
+        }
+    }
+
+    /// Hermes's precedence: an explicit setting, then the provider, then the base URL, then
+    /// `chat_completions`.
+    pub fn resolve(explicit: Option<ApiMode>, provider: &str, base_url: &str) -> Self {
+        if let Some(mode) = explicit {
+            return mode;
+        }
+        if provider == "anthropic" {
+            return Self::AnthropicMessages;
+        }
+        let host = reqwest::Url::parse(base_url).ok().and_then(|u| u.host_str().map(str::to_ascii_lowercase));
+        if host.is_some_and(|h| h == "api.anthropic.com" || h.ends_with(".anthropic.com")) {
+            return Self::AnthropicMessages;
+        }
+        Self::ChatCompletions
+    }
+}
+
 /// One model at one provider.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
@@ -14,6 +52,7 @@ pub struct Endpoint {
     pub base_url: String,
     /// The provider's model id.
     pub model: String,
+    pub api_mode: ApiMode,
 }
 
 impl Endpoint {
@@ -46,4 +85,52 @@ pub trait Transport: Send + Sync {
         request: &ChatRequest,
         sink: &mut dyn DeltaSink,
     ) -> impl Future<Output = Result<ChatResponse, SendError>> + Send;
+}
+
+/// Every transport, chosen per endpoint by its API mode.
+#[derive(Clone, Debug)]
+pub struct AnyTransport {
+    pub chat: crate::OpenAiChat,
+    pub anthropic: crate::anthropic::AnthropicMessages,
+}
+
+impl AnyTransport {
+    /// The transports over one shared HTTP client.
+    pub fn new(http: reqwest::Client, cache_ttl: crate::anthropic::CacheTtl) -> Self {
+        Self {
+            chat: crate::OpenAiChat::new(http.clone()),
+            anthropic: crate::anthropic::AnthropicMessages::new(http, cache_ttl),
+        }
+    }
+}
+
+impl Transport for AnyTransport {
+    async fn send(
+        &self,
+        endpoint: &Endpoint,
+        key: Option<&str>,
+        request: &ChatRequest,
+        sink: &mut dyn DeltaSink,
+    ) -> Result<ChatResponse, SendError> {
+        match endpoint.api_mode {
+            ApiMode::ChatCompletions => self.chat.send(endpoint, key, request, sink).await,
+            ApiMode::AnthropicMessages => self.anthropic.send(endpoint, key, request, sink).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_mode_follows_hermes_precedence() {
+        assert_eq!(
+            ApiMode::resolve(Some(ApiMode::ChatCompletions), "anthropic", "https://api.anthropic.com/v1"),
+            ApiMode::ChatCompletions
+        );
+        assert_eq!(ApiMode::resolve(None, "anthropic", "https://proxy.example/v1"), ApiMode::AnthropicMessages);
+        assert_eq!(ApiMode::resolve(None, "custom:x", "https://api.anthropic.com/v1"), ApiMode::AnthropicMessages);
+        assert_eq!(ApiMode::resolve(None, "openrouter", "https://openrouter.ai/api/v1"), ApiMode::ChatCompletions);
+    }
 }

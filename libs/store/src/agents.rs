@@ -26,6 +26,8 @@ pub struct Agent {
     pub provider_key_hosts: Vec<String>,
     /// Models to fall back to, in order.
     pub fallbacks: Vec<FallbackModel>,
+    /// The provider API, when set explicitly (`chat_completions`, `anthropic_messages`).
+    pub api_mode: Option<String>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -34,6 +36,8 @@ pub struct Agent {
 pub struct FallbackModel {
     pub base_url: String,
     pub model: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_mode: Option<String>,
 }
 
 /// What it takes to create an agent.
@@ -50,6 +54,7 @@ pub struct NewAgent {
     /// Hosts the provider key may be sent to (required with a key).
     pub provider_key_hosts: Vec<String>,
     pub fallbacks: Vec<FallbackModel>,
+    pub api_mode: Option<String>,
 }
 
 fn secret_context(tenant: TenantId, agent: AgentId) -> String {
@@ -73,6 +78,7 @@ impl Agent {
             fallbacks: serde_json::from_value(row.try_get("fallbacks")?)
                 .map_err(|e| StoreError::Corrupt(e.to_string()))?,
             toolsets: row.try_get("toolsets")?,
+            api_mode: row.try_get("api_mode")?,
             created_at: row.try_get("created_at")?,
         })
     }
@@ -92,7 +98,7 @@ impl Agent {
 
 macro_rules! agent_columns {
     () => {
-        "id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets, provider_key_hosts, fallbacks, created_at"
+        "id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets, provider_key_hosts, fallbacks, api_mode, created_at"
     };
 }
 
@@ -116,8 +122,8 @@ impl Store {
         };
         let sql = concat!(
             "INSERT INTO agents (id, tenant_id, name, model, provider_base_url, provider_secret, soul, system_message,
-                                 toolsets, provider_key_hosts, fallbacks)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ",
+                                 toolsets, provider_key_hosts, fallbacks, api_mode)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ",
             agent_columns!()
         );
         let row = sqlx::query(sql)
@@ -132,9 +138,13 @@ impl Store {
             .bind(&new.toolsets)
             .bind(&new.provider_key_hosts)
             .bind(serde_json::to_value(&new.fallbacks).map_err(|e| StoreError::Invalid(e.to_string()))?)
+            .bind(&new.api_mode)
             .fetch_one(self.pool())
             .await
             .map_err(|e| match &e {
+                sqlx::Error::Database(db) if db.constraint().is_some_and(|c| c.contains("api_mode")) => {
+                    StoreError::Invalid("api_mode must be chat_completions or anthropic_messages".into())
+                }
                 sqlx::Error::Database(db) if db.is_check_violation() => StoreError::Invalid(format!(
                     "agent name {:?} must start with a letter or digit and use letters, digits, '.', '_', ':', '/' or '-'",
                     new.name

@@ -3,6 +3,7 @@
 //! empty script it answers by itself (echo, or a `terminal` call for messages starting with
 //! `$ `), which makes it a usable demo model and a load-test backend (`hermes-mock-llm`).
 
+mod anthropic;
 mod reply;
 mod server;
 

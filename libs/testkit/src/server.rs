@@ -22,7 +22,10 @@ use crate::ScriptedReply;
 #[derive(Debug, Clone)]
 pub struct RecordedRequest {
     pub body: Value,
+    /// The `Authorization` header (OpenAI-style servers).
     pub authorization: Option<String>,
+    /// The `x-api-key` header (Anthropic).
+    pub api_key: Option<String>,
 }
 
 impl RecordedRequest {
@@ -33,11 +36,11 @@ impl RecordedRequest {
 }
 
 #[derive(Default)]
-struct Shared {
-    script: Mutex<VecDeque<ScriptedReply>>,
-    requests: Mutex<Vec<RecordedRequest>>,
-    arrived: Notify,
-    default_latency: Mutex<Duration>,
+pub(crate) struct Shared {
+    pub(crate) script: Mutex<VecDeque<ScriptedReply>>,
+    pub(crate) requests: Mutex<Vec<RecordedRequest>>,
+    pub(crate) arrived: Notify,
+    pub(crate) default_latency: Mutex<Duration>,
 }
 
 /// A running scripted model server; stops when dropped.
@@ -66,6 +69,7 @@ impl ScriptedLlm {
         let shared = Arc::new(Shared::default());
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
+            .route("/v1/messages", post(crate::anthropic::messages))
             .route("/v1/models", get(models))
             .route("/__script", post(push_script))
             .with_state(shared.clone());
@@ -156,14 +160,14 @@ fn default_reply(body: &Value, latency: Duration) -> ScriptedReply {
     reply.after(latency)
 }
 
-fn estimate_tokens(text: &str) -> u64 {
+pub(crate) fn estimate_tokens(text: &str) -> u64 {
     (text.len() as u64).div_ceil(4).max(1)
 }
 
 async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
     let authorization = headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
     if let Ok(mut r) = shared.requests.lock() {
-        r.push(RecordedRequest { body: body.clone(), authorization });
+        r.push(RecordedRequest { body: body.clone(), authorization, api_key: None });
     }
     shared.arrived.notify_waiters();
     let scripted = shared.script.lock().ok().and_then(|mut s| s.pop_front());
@@ -225,7 +229,7 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body):
     }
 }
 
-fn uuid_like() -> String {
+pub(crate) fn uuid_like() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(1);
     format!("{:08x}", NEXT.fetch_add(1, Ordering::Relaxed))
@@ -235,7 +239,7 @@ fn usage_json(prompt: u64, completion: u64) -> Value {
     json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
 }
 
-fn split_words(text: &str) -> Vec<String> {
+pub(crate) fn split_words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
     for ch in text.chars() {

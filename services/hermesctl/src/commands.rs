@@ -126,6 +126,9 @@ pub struct AgentCreate {
     /// Hosts the agent's key may be sent to (default: the provider's hosts, or the base URL's).
     #[arg(long = "key-host")]
     key_hosts: Vec<String>,
+    /// The provider API: chat_completions or anthropic_messages (default: from the provider).
+    #[arg(long)]
+    api_mode: Option<String>,
 }
 
 /// The hosts a key for `base_url` may go to by default.
@@ -205,11 +208,12 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
                 .iter()
                 .map(|f| {
                     let (model, base_url) = f.split_once('@').context("--fallback takes MODEL@BASE_URL")?;
-                    Ok(FallbackModel { model: model.to_owned(), base_url: base_url.to_owned() })
+                    Ok(FallbackModel { model: model.to_owned(), base_url: base_url.to_owned(), api_mode: None })
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
             let provider_key_hosts = if a.key_hosts.is_empty() { default_hosts(&a.base_url)? } else { a.key_hosts };
             let new = NewAgent {
+                api_mode: a.api_mode,
                 fallbacks,
                 provider_key_hosts,
                 name: a.name,

@@ -9,8 +9,9 @@ use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
 use hermes_agent::{EventSink, Turn, TurnEnd, TurnLimits, TurnStart};
 use hermes_cache::LockGuard;
 use hermes_core::{ChatMessage, FinishReason, Role, SessionId, TenantId, TurnEventKind, TurnId, TurnOutcome, Usage};
+use hermes_llm::anthropic::CacheTtl;
 use hermes_llm::keys::provider_for_url;
-use hermes_llm::{Credential, Endpoint, OpenAiChat, ResilientModel, RetryPolicy};
+use hermes_llm::{AnyTransport, ApiMode, Credential, Endpoint, ResilientModel, RetryPolicy};
 use hermes_queue::SessionWork;
 use hermes_store::{ClaimedTurn, LeaseState, StoreError, TurnStatus};
 use hermes_tools::ToolCtx;
@@ -268,17 +269,14 @@ async fn prepare_and_run(
     }
     messages.extend(history);
 
-    let primary = Endpoint {
-        provider: provider_for_url(&agent.provider_base_url),
-        base_url: agent.provider_base_url.clone(),
-        model: agent.model.clone(),
+    let endpoint = |base_url: &str, model: &str, mode: Option<&str>| {
+        let provider = provider_for_url(base_url);
+        let api_mode = ApiMode::resolve(mode.and_then(ApiMode::parse), &provider, base_url);
+        Endpoint { provider, base_url: base_url.to_owned(), model: model.to_owned(), api_mode }
     };
+    let primary = endpoint(&agent.provider_base_url, &agent.model, agent.api_mode.as_deref());
     let mut chain = vec![primary.clone()];
-    chain.extend(agent.fallbacks.iter().map(|f| Endpoint {
-        provider: provider_for_url(&f.base_url),
-        base_url: f.base_url.clone(),
-        model: f.model.clone(),
-    }));
+    chain.extend(agent.fallbacks.iter().map(|f| endpoint(&f.base_url, &f.model, f.api_mode.as_deref())));
     let keys = TenantKeys {
         store: store.clone(),
         pools: rt.ctx.cache.key_pools(),
@@ -295,7 +293,9 @@ async fn prepare_and_run(
         base: Duration::from_millis(rt.ctx.config.llm.retry_base_millis),
         max_delay: Duration::from_secs(120),
     };
-    let model = ResilientModel::new(OpenAiChat::new(rt.ctx.http.clone()), keys, chain, retry);
+    let ttl = if rt.ctx.config.llm.anthropic_cache_ttl == "1h" { CacheTtl::OneHour } else { CacheTtl::FiveMinutes };
+    let transport = AnyTransport::new(rt.ctx.http.clone(), ttl);
+    let model = ResilientModel::new(transport, keys, chain, retry);
     let tool_ctx = ToolCtx {
         tenant_id: tenant,
         agent_id: agent.id,

@@ -1,0 +1,191 @@
+//! Folds Anthropic stream events into one assistant message.
+
+use serde_json::Value;
+
+use hermes_core::{ChatMessage, Content, Role, ToolCall, ToolCallFunction, Usage};
+
+use crate::accumulate::{MAX_RESPONSE_BYTES, MAX_TOOL_CALLS};
+use crate::{ChatResponse, DeltaSink, LlmError};
+
+#[derive(Debug)]
+enum Block {
+    Text,
+    Thinking,
+    ToolUse { id: String, name: String, json: String },
+    Other,
+}
+
+/// Accumulates `message_start` .. `message_stop`.
+#[derive(Debug, Default)]
+pub struct AnthropicAccumulator {
+    blocks: Vec<Block>,
+    text: String,
+    reasoning: String,
+    stop_reason: Option<String>,
+    usage: Usage,
+    emitted: bool,
+    done: bool,
+    bytes: usize,
+}
+
+impl AnthropicAccumulator {
+    /// Feeds one event's `data` (the event name is also in its `type`).
+    pub fn push(&mut self, data: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
+        let event: Value =
+            serde_json::from_str(data).map_err(|e| LlmError::malformed(format!("bad stream event: {e}")))?;
+        match event["type"].as_str().unwrap_or_default() {
+            "message_start" => {
+                let u = &event["message"]["usage"];
+                let input = u["input_tokens"].as_u64().unwrap_or(0);
+                let read = u["cache_read_input_tokens"].as_u64().unwrap_or(0);
+                let written = u["cache_creation_input_tokens"].as_u64().unwrap_or(0);
+                self.usage.prompt_tokens = input + read + written;
+                self.usage.cached_tokens = read;
+                self.usage.completion_tokens = u["output_tokens"].as_u64().unwrap_or(0);
+            }
+            "content_block_start" => {
+                let index = event["index"].as_u64().unwrap_or(0) as usize;
+                if index >= MAX_TOOL_CALLS * 4 {
+                    return Err(LlmError::malformed(format!("content block index {index} is out of range")));
+                }
+                let b = &event["content_block"];
+                let block = match b["type"].as_str().unwrap_or_default() {
+                    "text" => Block::Text,
+                    "thinking" => Block::Thinking,
+                    "tool_use" => Block::ToolUse {
+                        id: b["id"].as_str().unwrap_or_default().to_owned(),
+                        name: b["name"].as_str().unwrap_or_default().to_owned(),
+                        json: String::new(),
+                    },
+                    _ => Block::Other,
+                };
+                while self.blocks.len() < index {
+                    self.blocks.push(Block::Other);
+                }
+                if self.blocks.len() == index {
+                    self.blocks.push(block);
+                } else {
+                    self.blocks[index] = block;
+                }
+            }
+            "content_block_delta" => {
+                let index = event["index"].as_u64().unwrap_or(0) as usize;
+                let delta = &event["delta"];
+                match (delta["type"].as_str().unwrap_or_default(), self.blocks.get_mut(index)) {
+                    ("text_delta", _) => {
+                        let t = delta["text"].as_str().unwrap_or_default();
+                        self.count(t.len())?;
+                        sink.text(t);
+                        self.emitted = true;
+                        self.text.push_str(t);
+                    }
+                    ("thinking_delta", _) => {
+                        let t = delta["thinking"].as_str().unwrap_or_default();
+                        self.count(t.len())?;
+                        sink.reasoning(t);
+                        self.emitted = true;
+                        self.reasoning.push_str(t);
+                    }
+                    ("input_json_delta", Some(Block::ToolUse { json, .. })) => {
+                        let part = delta["partial_json"].as_str().unwrap_or_default();
+                        self.bytes += part.len();
+                        if self.bytes > MAX_RESPONSE_BYTES {
+                            return Err(LlmError::malformed("response is too large"));
+                        }
+                        json.push_str(part);
+                    }
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = event["delta"]["stop_reason"].as_str() {
+                    self.stop_reason = Some(reason.to_owned());
+                }
+                if let Some(out) = event["usage"]["output_tokens"].as_u64() {
+                    self.usage.completion_tokens = out;
+                }
+            }
+            "message_stop" => self.done = true,
+            "error" => {
+                let err = &event["error"];
+                let status = match err["type"].as_str().unwrap_or_default() {
+                    "overloaded_error" => 529,
+                    "rate_limit_error" => 429,
+                    "authentication_error" => 401,
+                    "permission_error" => 403,
+                    "not_found_error" => 404,
+                    "request_too_large" => 413,
+                    "invalid_request_error" => 400,
+                    _ => 500,
+                };
+                return Err(LlmError::from_status(status, &serde_json::json!({ "error": err }).to_string(), None));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn count(&mut self, n: usize) -> Result<(), LlmError> {
+        self.bytes += n;
+        if self.bytes > MAX_RESPONSE_BYTES {
+            return Err(LlmError::malformed("response is too large"));
+        }
+        Ok(())
+    }
+
+    pub fn has_emitted(&self) -> bool {
+        self.emitted
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// The finished response, with Anthropic's stop reasons in OpenAI's words.
+    pub fn finish(mut self) -> ChatResponse {
+        self.usage.total_tokens = self.usage.prompt_tokens + self.usage.completion_tokens;
+        let tool_calls: Vec<ToolCall> = self
+            .blocks
+            .into_iter()
+            .filter_map(|b| match b {
+                Block::ToolUse { id, name, json } => Some(ToolCall {
+                    id,
+                    kind: "function".into(),
+                    function: ToolCallFunction {
+                        name,
+                        arguments: if json.trim().is_empty() { "{}".into() } else { json },
+                    },
+                }),
+                _ => None,
+            })
+            .collect();
+        let finish_reason = self.stop_reason.map(|r| {
+            match r.as_str() {
+                "end_turn" | "stop_sequence" => "stop",
+                "max_tokens" => "length",
+                "tool_use" => "tool_calls",
+                "refusal" => "content_filter",
+                other => other,
+            }
+            .to_owned()
+        });
+        let content =
+            if self.text.is_empty() && !tool_calls.is_empty() { None } else { Some(Content::Text(self.text)) };
+        ChatResponse {
+            message: ChatMessage {
+                role: Role::Assistant,
+                content,
+                tool_calls,
+                tool_call_id: None,
+                name: None,
+                reasoning: (!self.reasoning.is_empty()).then_some(self.reasoning),
+            },
+            finish_reason,
+            usage: self.usage,
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "stream_tests.rs"]
+mod tests;

@@ -1,0 +1,53 @@
+use super::*;
+use crate::NoDeltas;
+
+struct Collect(String);
+impl DeltaSink for Collect {
+    fn text(&mut self, t: &str) {
+        self.0.push_str(t);
+    }
+    fn reasoning(&mut self, _: &str) {}
+}
+
+#[test]
+fn an_anthropic_stream_folds_into_text_reasoning_tool_calls_and_usage() {
+    let events = [
+        r#"{"type":"message_start","message":{"usage":{"input_tokens":10,"cache_read_input_tokens":90,"cache_creation_input_tokens":0,"output_tokens":1}}}"#,
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"let me see"}}"#,
+        r#"{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}"#,
+        r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Listing "}}"#,
+        r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"files."}}"#,
+        r#"{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_1","name":"terminal","input":{}}}"#,
+        r#"{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"command\":"}}"#,
+        r#"{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"\"ls\"}"}}"#,
+        r#"{"type":"content_block_stop","index":2}"#,
+        r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":30}}"#,
+        r#"{"type":"message_stop"}"#,
+    ];
+    let mut acc = AnthropicAccumulator::default();
+    let mut sink = Collect(String::new());
+    for e in events {
+        acc.push(e, &mut sink).unwrap();
+    }
+    assert!(acc.is_done() && acc.has_emitted());
+    let r = acc.finish();
+    assert_eq!(sink.0, "Listing files.");
+    assert_eq!(r.message.text(), "Listing files.");
+    assert_eq!(r.message.reasoning.as_deref(), Some("let me see"));
+    assert_eq!(r.message.tool_calls[0].id, "toolu_1");
+    assert_eq!(r.message.tool_calls[0].function.arguments, r#"{"command":"ls"}"#);
+    assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
+    assert_eq!((r.usage.prompt_tokens, r.usage.cached_tokens, r.usage.completion_tokens), (100, 90, 30));
+}
+
+#[test]
+fn stop_reasons_map_and_errors_are_classified() {
+    let mut acc = AnthropicAccumulator::default();
+    acc.push(r#"{"type":"message_delta","delta":{"stop_reason":"max_tokens"}}"#, &mut NoDeltas).unwrap();
+    assert_eq!(acc.finish().finish_reason.as_deref(), Some("length"));
+    let err = AnthropicAccumulator::default()
+        .push(r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#, &mut NoDeltas)
+        .unwrap_err();
+    assert_eq!(err.class, crate::ErrorClass::Overloaded);
+}
