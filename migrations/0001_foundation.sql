@@ -111,6 +111,8 @@ CREATE TABLE turns (
     lease_expires_at timestamptz,
     attempts         integer NOT NULL DEFAULT 0,
     republished_at   timestamptz,
+    -- set when the client asked to stop (disconnect, /stop); the running worker stops the turn
+    cancel_requested_at timestamptz,
     outcome          jsonb,
     created_at       timestamptz NOT NULL DEFAULT now(),
     started_at       timestamptz,

@@ -112,6 +112,7 @@ impl TestEnv {
             config: shared.clone(),
             store: store.clone(),
             broker: broker.clone(),
+            cache: cache.clone(),
             readiness: Readiness::new(),
         })
         .await

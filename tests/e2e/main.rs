@@ -14,6 +14,7 @@ mod chat;
 mod crash;
 mod fencing;
 mod harness;
+mod interrupt;
 mod isolation;
 mod ops;
 mod providers;

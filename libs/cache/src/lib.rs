@@ -1,9 +1,11 @@
 //! Redis: short-lived coordination state that may be lost and rebuilt (a flush costs a retry,
 //! never a message). Now: the per-session lock with fencing tokens.
 
+pub mod cancel;
 pub mod key_pool;
 pub mod session_lock;
 
+pub use cancel::CancelBus;
 pub use key_pool::KeyPools;
 pub use session_lock::{LockGuard, SessionLocks};
 
@@ -21,6 +23,7 @@ pub type Result<T, E = CacheError> = std::result::Result<T, E>;
 /// A shared, auto-reconnecting Redis connection plus the installation's key prefix.
 #[derive(Clone)]
 pub struct Cache {
+    client: redis::Client,
     conn: ConnectionManager,
     prefix: String,
 }
@@ -30,7 +33,7 @@ impl Cache {
     pub async fn connect(url: &str, prefix: &str) -> Result<Self> {
         let client = redis::Client::open(url)?;
         let conn = client.get_connection_manager().await?;
-        Ok(Self { conn, prefix: prefix.to_owned() })
+        Ok(Self { client, conn, prefix: prefix.to_owned() })
     }
 
     /// Answers when Redis answers.
@@ -56,6 +59,15 @@ impl Cache {
     /// The shared state of the tenants' provider-key pools.
     pub fn key_pools(&self) -> KeyPools {
         KeyPools::new(self.clone())
+    }
+
+    /// Turn cancellations, broadcast to every worker.
+    pub fn cancel_bus(&self) -> CancelBus {
+        CancelBus::new(self.clone())
+    }
+
+    pub(crate) fn client(&self) -> &redis::Client {
+        &self.client
     }
 
     /// The session locks of this installation.

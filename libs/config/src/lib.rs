@@ -121,11 +121,14 @@ pub struct ApiConfig {
     pub recheck_seconds: u64,
     /// SSE keepalive comment interval.
     pub keepalive_seconds: u64,
+    /// When a client goes away mid-turn: `interrupt` (stop the turn, as upstream Hermes does)
+    /// or `finish` (let it finish in the background; the answer stays in the session).
+    pub on_disconnect: String,
 }
 
 impl Default for ApiConfig {
     fn default() -> Self {
-        Self { turn_timeout_seconds: 900, recheck_seconds: 5, keepalive_seconds: 15 }
+        Self { turn_timeout_seconds: 900, recheck_seconds: 5, keepalive_seconds: 15, on_disconnect: "interrupt".into() }
     }
 }
 
@@ -310,6 +313,9 @@ impl HermesConfig {
         }
         if !matches!(self.telemetry.log_format.as_str(), "json" | "text") {
             return Err(ConfigError::Invalid("telemetry.log_format must be json or text".into()));
+        }
+        if !matches!(self.api.on_disconnect.as_str(), "interrupt" | "finish") {
+            return Err(ConfigError::Invalid("api.on_disconnect must be interrupt or finish".into()));
         }
         if !matches!(self.llm.anthropic_cache_ttl.as_str(), "5m" | "1h") {
             return Err(ConfigError::Invalid("llm.anthropic_cache_ttl must be 5m or 1h".into()));

@@ -48,6 +48,19 @@ pub struct TurnOutcome {
     pub error_code: Option<String>,
 }
 
+impl TurnOutcome {
+    /// The outcome of a turn stopped at the user's request.
+    pub fn cancelled() -> Self {
+        Self {
+            content: String::new(),
+            finish_reason: FinishReason::Stop,
+            usage: Usage::default(),
+            error: Some("the turn was stopped before it finished".into()),
+            error_code: Some("cancelled".into()),
+        }
+    }
+}
+
 /// What happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

@@ -65,6 +65,8 @@ pub enum LeaseState {
     Ended,
     /// Another worker owns the turn now, or it was handed back.
     Lost,
+    /// Still ours, but the client asked to stop it.
+    CancelRequested,
 }
 
 /// Where a new turn goes.
@@ -300,7 +302,8 @@ impl Store {
                 RETURNING 1
              )
              SELECT (SELECT count(*) FROM upd) AS extended,
-                    (SELECT status::text FROM turns WHERE tenant_id = $1 AND id = $2) AS status",
+                    (SELECT status::text FROM turns WHERE tenant_id = $1 AND id = $2) AS status,
+                    (SELECT cancel_requested_at IS NOT NULL FROM turns WHERE tenant_id = $1 AND id = $2) AS cancel",
         )
         .bind(tenant.as_uuid())
         .bind(turn.as_uuid())
@@ -310,7 +313,9 @@ impl Store {
         .await?;
         let extended: i64 = row.try_get("extended")?;
         let status: Option<String> = row.try_get("status")?;
+        let cancel: Option<bool> = row.try_get("cancel")?;
         Ok(match (extended, status.as_deref().map(TurnStatus::parse).transpose()?) {
+            (1.., _) if cancel == Some(true) => LeaseState::CancelRequested,
             (1.., _) => LeaseState::Held,
             (_, Some(s)) if s.is_final() => LeaseState::Ended,
             _ => LeaseState::Lost,
@@ -390,6 +395,34 @@ impl Store {
         .execute(self.pool())
         .await?;
         Ok(done.rows_affected() == 1)
+    }
+
+    /// Asks to stop a turn: a queued turn is cancelled at once; a running one is flagged for
+    /// its worker (which also hears it on the cancel channel). Returns the status it had.
+    pub async fn request_cancel(
+        &self,
+        tenant: TenantId,
+        turn: TurnId,
+        outcome: &TurnOutcome,
+    ) -> Result<Option<TurnStatus>> {
+        let outcome = crate::messages::storable_json(outcome)?;
+        let row = sqlx::query(
+            "WITH before AS (
+                SELECT status FROM turns WHERE tenant_id = $1 AND id = $2 AND status IN ('queued', 'running') FOR UPDATE
+             )
+             UPDATE turns t SET cancel_requested_at = now(),
+                    status = CASE WHEN b.status = 'queued' THEN 'cancelled'::turn_status ELSE t.status END,
+                    outcome = CASE WHEN b.status = 'queued' THEN $3 ELSE t.outcome END,
+                    finished_at = CASE WHEN b.status = 'queued' THEN now() ELSE t.finished_at END
+             FROM before b WHERE t.tenant_id = $1 AND t.id = $2
+             RETURNING b.status::text AS was",
+        )
+        .bind(tenant.as_uuid())
+        .bind(turn.as_uuid())
+        .bind(outcome)
+        .fetch_optional(self.pool())
+        .await?;
+        row.map(|r| TurnStatus::parse(&r.try_get::<String, _>("was")?)).transpose()
     }
 
     /// A turn's status and, once it has ended, its outcome.

@@ -16,7 +16,7 @@ use hermes_store::{Agent, KeyAuth, NewTurn, StoreError, TurnTarget};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::chat_wire::{ChatCompletionRequest, ParsedChat};
-use crate::completion::Completion;
+use crate::completion::{Completion, DisconnectGuard};
 use crate::wait::Waiter;
 
 pub(crate) const SESSION_HEADER: &str = "x-hermes-session-id";
@@ -134,6 +134,13 @@ pub(crate) async fn chat_completions(
         model: agent.name,
         timeout: Duration::from_secs(api.turn_timeout_seconds),
         keepalive: Duration::from_secs(api.keepalive_seconds.max(1)),
+        guard: DisconnectGuard {
+            store: state.store.clone(),
+            cancels: state.cancels.clone(),
+            tenant: auth.tenant_id,
+            turn: turn_id,
+            armed: api.on_disconnect == "interrupt",
+        },
     };
     let mut resp = if parsed.stream {
         completion.stream(parsed.include_usage).into_response()

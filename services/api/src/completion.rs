@@ -79,6 +79,39 @@ impl Chunks {
     }
 }
 
+/// Stops the turn if the request goes away before its answer (the client disconnected),
+/// unless the installation lets turns finish in the background.
+pub(crate) struct DisconnectGuard {
+    pub store: hermes_store::Store,
+    pub cancels: hermes_cache::CancelBus,
+    pub tenant: hermes_core::TenantId,
+    pub turn: TurnId,
+    pub armed: bool,
+}
+
+impl Drop for DisconnectGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (store, cancels, tenant, turn) = (self.store.clone(), self.cancels.clone(), self.tenant, self.turn);
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                tracing::info!(turn.id = %turn, "client disconnected; stopping the turn");
+                match store.request_cancel(tenant, turn, &TurnOutcome::cancelled()).await {
+                    Ok(Some(hermes_store::TurnStatus::Running)) => {
+                        if let Err(e) = cancels.publish(turn).await {
+                            tracing::warn!(error = %e, "cannot broadcast the cancellation; the worker's heartbeat will see it");
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "cannot cancel the turn"),
+                }
+            });
+        }
+    }
+}
+
 /// A turn's answer, for one request.
 pub(crate) struct Completion {
     pub waiter: Waiter,
@@ -86,6 +119,7 @@ pub(crate) struct Completion {
     pub model: String,
     pub timeout: Duration,
     pub keepalive: Duration,
+    pub guard: DisconnectGuard,
 }
 
 impl Completion {
@@ -109,9 +143,16 @@ impl Completion {
             }
         };
         let outcome = match tokio::time::timeout(self.timeout, wait).await {
-            Ok(Some(o)) => o,
+            Ok(Some(o)) => {
+                self.guard.armed = false;
+                o
+            }
             Ok(None) => return Err(ApiError::unavailable("event bus closed; retry with X-Hermes-Session-Id")),
-            Err(_) => return Err(timed_out()),
+            Err(_) => {
+                // The turn goes on: the client may continue the session later.
+                self.guard.armed = false;
+                return Err(timed_out());
+            }
         };
         if outcome.finish_reason == FinishReason::Error && outcome.content.is_empty() {
             return Err(incomplete(&outcome));
@@ -162,7 +203,10 @@ impl Completion {
         let mut streamed = String::new();
         let outcome = loop {
             let event = match self.waiter.next().await {
-                Next::Finished(outcome) => break outcome,
+                Next::Finished(outcome) => {
+                    self.guard.armed = false;
+                    break outcome;
+                }
                 Next::Closed => break closed_outcome(),
                 Next::Event(TurnEventKind::Delta { text }) => {
                     streamed.push_str(&text);

@@ -17,6 +17,7 @@ use axum::routing::{get, post};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use hermes_cache::{Cache, CancelBus};
 use hermes_config::HermesConfig;
 use hermes_http::{Readiness, ops_router};
 use hermes_queue::{Broker, EventHub};
@@ -28,6 +29,7 @@ pub struct ApiContext {
     pub config: Arc<HermesConfig>,
     pub store: Store,
     pub broker: Broker,
+    pub cache: Cache,
     pub readiness: Readiness,
 }
 
@@ -36,6 +38,7 @@ pub(crate) struct AppState {
     pub config: Arc<HermesConfig>,
     pub store: Store,
     pub broker: Broker,
+    pub cancels: CancelBus,
     pub events: EventHub,
 }
 
@@ -46,7 +49,8 @@ pub async fn router(ctx: ApiContext) -> Result<Router, hermes_queue::QueueError>
 }
 
 fn router_with(ctx: ApiContext, events: EventHub) -> Router {
-    let state = AppState { config: ctx.config.clone(), store: ctx.store, broker: ctx.broker, events };
+    let cancels = ctx.cache.cancel_bus();
+    let state = AppState { config: ctx.config.clone(), store: ctx.store, broker: ctx.broker, cancels, events };
     let v1 = Router::new()
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/models", get(models::list_models))

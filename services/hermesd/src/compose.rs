@@ -68,6 +68,7 @@ pub async fn run(config: HermesConfig, roles: Roles, shutdown: CancellationToken
             config: config.clone(),
             store: store.clone(),
             broker: broker.clone(),
+            cache: cache.clone(),
             readiness: readiness.clone(),
         };
         let token = shutdown.clone();

@@ -53,6 +53,8 @@ pub(crate) struct Runtime {
     pub draining: CancellationToken,
     /// Cancelled when draining took too long: running turns hand their lease back.
     pub abandon: CancellationToken,
+    /// Turns running here, by id, so a cancellation reaches the one it names.
+    pub running: std::sync::Mutex<std::collections::HashMap<hermes_core::TurnId, CancellationToken>>,
 }
 
 /// A name for this worker process in leases and logs.
@@ -79,6 +81,18 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
         tools,
         draining: shutdown.clone(),
         abandon: CancellationToken::new(),
+        running: Default::default(),
+    });
+    let mut cancels = rt.ctx.cache.cancel_bus().subscribe(shutdown.clone());
+    let listener = rt.clone();
+    tokio::spawn(async move {
+        while let Some(turn) = cancels.recv().await {
+            let token = listener.running.lock().ok().and_then(|m| m.get(&turn).cloned());
+            if let Some(token) = token {
+                tracing::info!(turn.id = %turn, "cancellation received");
+                token.cancel();
+            }
+        }
     });
     // Deliveries are acked as soon as the session lock is taken, so RabbitMQ's prefetch does
     // not bound the work in progress: this semaphore does.

@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
@@ -47,15 +48,29 @@ pub(crate) async fn run_claimed_turn(
     // First beat one period from now (an immediate first tick would wait for the timer wheel).
     let period = Duration::from_millis(rt.ctx.config.worker.heartbeat_millis);
     let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-    let (turn_id, session_id) = (turn.turn_id, turn.session_id);
+    let (turn_id, session_id, fence) = (turn.turn_id, turn.session_id, turn.fence);
+    let hub = turn.notify_hub.clone();
+    let attempt = u32::try_from(turn.attempt).unwrap_or(0);
+    let cancel = CancellationToken::new();
+    if let Ok(mut running) = rt.running.lock() {
+        running.insert(turn_id, cancel.clone());
+    }
+    let _registered = Registered { rt, turn: turn_id };
     let work = execute(rt, tenant, owner, turn).instrument(span.clone());
     tokio::pin!(work);
     loop {
         tokio::select! {
             ran = &mut work => return matches!(ran, Ran::Done),
+            () = cancel.cancelled() => {
+                // Dropping `work` stops the model call or tool at once; nothing partial is stored.
+                let ids = (session_id, turn_id, fence, hub.clone(), attempt);
+                stop_cancelled(rt, tenant, owner, ids, &span).await;
+                return true;
+            }
             _ = heartbeat.tick() => {
                 match rt.ctx.store.extend_lease(tenant, turn_id, owner, lease).await {
                     Ok(LeaseState::Held | LeaseState::Ended) => {}
+                    Ok(LeaseState::CancelRequested) => cancel.cancel(),
                     Ok(LeaseState::Lost) => {
                         // Another worker may run this turn now: stop at once (dropping `work`
                         // interrupts model calls and tools) instead of working beside it.
@@ -74,6 +89,45 @@ pub(crate) async fn run_claimed_turn(
                 return false;
             }
         }
+    }
+}
+
+/// Removes a turn from the running registry when its run ends, however it ends.
+struct Registered<'a> {
+    rt: &'a Runtime,
+    turn: TurnId,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut running) = self.rt.running.lock() {
+            running.remove(&self.turn);
+        }
+    }
+}
+
+/// Ends a turn the user stopped: stored as cancelled, announced to whoever waits.
+async fn stop_cancelled(
+    rt: &Runtime,
+    tenant: TenantId,
+    owner: &str,
+    (session_id, turn_id, fence, hub, attempt): (SessionId, TurnId, i64, Option<String>, u32),
+    span: &tracing::Span,
+) {
+    let outcome = TurnOutcome::cancelled();
+    match rt
+        .ctx
+        .store
+        .finish_turn(tenant, session_id, turn_id, owner, fence, TurnStatus::Cancelled, &outcome, None)
+        .await
+    {
+        Ok(()) => {
+            tracing::info!(parent: span, "turn cancelled");
+            metrics::counter!("hermes_turns_total", "status" => "cancelled").increment(1);
+            let events = EventPublisher::start(rt.ctx.broker.clone(), tenant, session_id, turn_id, attempt, hub);
+            events.finish(Some(TurnEventKind::Finished { outcome })).await;
+        }
+        Err(e) => tracing::warn!(parent: span, error = %e, "cannot store the cancellation"),
     }
 }
 

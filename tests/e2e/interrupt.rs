@@ -1,0 +1,104 @@
+//! A client that goes away stops its turn (upstream's behaviour), or lets it finish when the
+//! installation says so; nothing partial is ever stored.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use hermes_testkit::ScriptedReply;
+
+use crate::harness::{Roles, TestEnv};
+
+async fn turn_status(env: &TestEnv) -> String {
+    sqlx::query_scalar::<_, String>("SELECT status::text FROM turns ORDER BY created_at DESC LIMIT 1")
+        .fetch_one(env.store.pool())
+        .await
+        .unwrap()
+}
+
+async fn wait_for_status(env: &TestEnv, want: &str) -> String {
+    for _ in 0..100 {
+        let s = turn_status(env).await;
+        if s == want {
+            return s;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    turn_status(env).await
+}
+
+#[tokio::test]
+async fn a_client_that_disconnects_stops_its_turn_and_nothing_partial_is_stored() {
+    let env = TestEnv::start().await;
+    let (_, _, key) = env.tenant("acme", "helper").await;
+    env.llm.push(ScriptedReply::text("too late").after(Duration::from_secs(20)));
+    let impatient = reqwest::Client::builder().timeout(Duration::from_millis(700)).build().unwrap();
+    let gone = impatient
+        .post(format!("{}/v1/chat/completions", env.api_url))
+        .bearer_auth(&key)
+        .json(&json!({"model": "helper", "messages": [{"role": "user", "content": "take forever"}]}))
+        .send()
+        .await;
+    assert!(gone.is_err(), "the client gave up");
+    assert_eq!(wait_for_status(&env, "cancelled").await, "cancelled", "the worker stopped the turn");
+    let roles = sqlx::query_scalar::<_, String>("SELECT role FROM messages ORDER BY seq")
+        .fetch_all(env.store.pool())
+        .await
+        .unwrap();
+    assert_eq!(roles, ["user"], "no partial answer");
+    assert_eq!(env.llm.requests().len(), 1);
+
+    // The session is still usable: the next turn runs normally.
+    env.llm.push(ScriptedReply::text("back again"));
+    let session: String =
+        sqlx::query_scalar("SELECT id::text FROM sessions").fetch_one(env.store.pool()).await.unwrap();
+    let resp = env
+        .chat_with(
+            &key,
+            json!({"model": "helper", "messages": [{"role": "user", "content": "hello?"}]}),
+            Some(&session),
+        )
+        .await;
+    assert_eq!(resp.status(), 200);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_streaming_client_that_leaves_stops_the_turn() {
+    let env = TestEnv::start().await;
+    let (_, _, key) = env.tenant("acme", "helper").await;
+    env.llm.push(ScriptedReply::text("never streamed").after(Duration::from_secs(20)));
+    let mut resp = env
+        .chat(
+            &key,
+            json!({"model": "helper", "stream": true, "messages": [{"role": "user", "content": "stream slowly"}]}),
+        )
+        .await;
+    assert_eq!(resp.status(), 200);
+    let first = resp.chunk().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("\"role\":\"assistant\""));
+    drop(resp);
+    assert_eq!(wait_for_status(&env, "cancelled").await, "cancelled");
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn with_on_disconnect_finish_the_turn_completes_in_the_background() {
+    let env = TestEnv::start_with(Roles::default(), |c| c.api.on_disconnect = "finish".into()).await;
+    let (_, _, key) = env.tenant("acme", "helper").await;
+    env.llm.push(ScriptedReply::text("finished anyway").after(Duration::from_millis(1500)));
+    let impatient = reqwest::Client::builder().timeout(Duration::from_millis(300)).build().unwrap();
+    let _ = impatient
+        .post(format!("{}/v1/chat/completions", env.api_url))
+        .bearer_auth(&key)
+        .json(&json!({"model": "helper", "messages": [{"role": "user", "content": "go on without me"}]}))
+        .send()
+        .await;
+    assert_eq!(wait_for_status(&env, "completed").await, "completed");
+    let answer: String = sqlx::query_scalar("SELECT content #>> '{}' FROM messages WHERE role = 'assistant'")
+        .fetch_one(env.store.pool())
+        .await
+        .unwrap();
+    assert_eq!(answer, "finished anyway");
+    env.stop().await;
+}
