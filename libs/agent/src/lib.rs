@@ -11,6 +11,7 @@
 //! last checkpoint and never re-runs a tool call that already has a stored result. Dropping
 //! the future interrupts the turn at any await point; only complete messages are ever stored.
 
+pub mod compress;
 pub mod context_files;
 pub mod guardrails;
 mod model_call;
