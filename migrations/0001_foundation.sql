@@ -23,6 +23,10 @@ CREATE TABLE agents (
     provider_key_hosts text[] NOT NULL DEFAULT '{}',
     -- ordered fallback models: [{"base_url": ..., "model": ..., "api_mode": ...}], keys from the tenant's pools
     fallbacks         jsonb NOT NULL DEFAULT '[]',
+    -- the auxiliary model for side tasks (compaction summaries): {"base_url", "model", "api_mode"}
+    auxiliary         jsonb,
+    -- the model's context window in tokens; NULL = from the model's name
+    context_window    integer CHECK (context_window > 0),
     -- provider API; NULL = decided from the provider and base URL
     api_mode          text CHECK (api_mode IN ('chat_completions', 'anthropic_messages')),
     toolsets          text[] NOT NULL DEFAULT ARRAY['terminal'],
@@ -86,6 +90,9 @@ CREATE TABLE sessions (
     fence         bigint NOT NULL DEFAULT 0,
     -- next message sequence number
     next_seq      integer NOT NULL DEFAULT 1,
+    -- lineage: the session this one continues (compaction) or branches from (fork, sub-agent)
+    parent_session_id uuid,
+    lineage       text CHECK (lineage IN ('compaction', 'fork', 'subagent')),
     created_at    timestamptz NOT NULL DEFAULT now(),
     updated_at    timestamptz NOT NULL DEFAULT now(),
     UNIQUE (tenant_id, id),
@@ -141,10 +148,10 @@ CREATE TABLE messages (
     FOREIGN KEY (tenant_id, session_id) REFERENCES sessions (tenant_id, id) ON DELETE CASCADE
 );
 -- idempotency of a resumed turn: one input, one assistant message per step, one result per call
-CREATE UNIQUE INDEX messages_one_per_step ON messages (turn_id, turn_step)
+CREATE UNIQUE INDEX messages_one_per_step ON messages (session_id, turn_id, turn_step)
     WHERE role IN ('user', 'assistant') AND turn_id IS NOT NULL;
 -- (call ids are only unique within one model response, so the step is part of the key)
-CREATE UNIQUE INDEX messages_one_result_per_call ON messages (turn_id, turn_step, tool_call_id)
+CREATE UNIQUE INDEX messages_one_result_per_call ON messages (session_id, turn_id, turn_step, tool_call_id)
     WHERE role = 'tool' AND turn_id IS NOT NULL;
 
 -- chat-platform updates, written before the platform is answered (dedupe by the platform's id)

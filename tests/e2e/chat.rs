@@ -172,3 +172,85 @@ async fn two_workers_send_a_byte_identical_prefix_for_consecutive_turns() {
     worker_b.wait().unwrap();
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_conversation_that_outgrows_the_window_continues_in_a_compacted_child_session() {
+    let env = TestEnv::start().await;
+    let tenant = env.store.create_tenant("acme").await.unwrap();
+    env.store
+        .create_agent(
+            tenant.id,
+            hermes_store::NewAgent {
+                name: "small".into(),
+                model: "tiny-model".into(),
+                provider_base_url: env.llm.base_url(),
+                provider_key: None,
+                soul: None,
+                system_message: None,
+                toolsets: vec![],
+                provider_key_hosts: vec![],
+                fallbacks: vec![],
+                api_mode: None,
+                auxiliary: None,
+                // Floored at 64K: compaction at 32K tokens.
+                context_window: Some(1),
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    let (_, key) = env.store.create_api_key(tenant.id, None, "t", None).await.unwrap();
+    let mut messages: Vec<Value> = (0..15)
+        .flat_map(|i| {
+            [
+                json!({"role": "user", "content": format!("question {i}: {}", "q".repeat(5_000))}),
+                json!({"role": "assistant", "content": format!("answer {i}: {}", "a".repeat(5_000))}),
+            ]
+        })
+        .collect();
+    messages.push(json!({"role": "user", "content": "so, what now?"}));
+    env.llm.push(ScriptedReply::text("## Goal\nAnswer many questions"));
+    env.llm.push(ScriptedReply::text("compacted and answered"));
+    let resp = env.chat(&key, json!({"model": "small", "messages": messages})).await;
+    assert_eq!(resp.status(), 200);
+    let child = resp.headers()["x-hermes-session-id"].to_str().unwrap().to_owned();
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(answer_text(&body), "compacted and answered");
+
+    // The summary request came first; the turn's request carried the summary, not the history.
+    let summary_req = env.llm.requests()[0].messages();
+    assert!(summary_req[0]["content"].as_str().unwrap().contains("## Goal"));
+    let turn_req = env.llm.requests()[1].messages();
+    assert!(turn_req.iter().any(|m| m["content"].as_str().is_some_and(|c| c.contains("Answer many questions"))));
+    assert!(turn_req.len() < 31, "{}", turn_req.len());
+
+    // Lineage: the child continues the parent, holds the running turn and the answer.
+    let (parent, lineage): (Option<String>, Option<String>) =
+        sqlx::query_as("SELECT parent_session_id::text, lineage FROM sessions WHERE id::text = $1")
+            .bind(&child)
+            .fetch_one(env.store.pool())
+            .await
+            .unwrap();
+    assert_eq!(lineage.as_deref(), Some("compaction"));
+    let parent = parent.expect("a parent");
+    assert_ne!(parent, child);
+    let turn_session: String =
+        sqlx::query_scalar("SELECT session_id::text FROM turns").fetch_one(env.store.pool()).await.unwrap();
+    assert_eq!(turn_session, child);
+    let last: String = sqlx::query_scalar(
+        "SELECT content #>> '{}' FROM messages WHERE session_id::text = $1 ORDER BY seq DESC LIMIT 1",
+    )
+    .bind(&child)
+    .fetch_one(env.store.pool())
+    .await
+    .unwrap();
+    assert_eq!(last, "compacted and answered");
+
+    // The client continues with the child session.
+    env.llm.push(ScriptedReply::text("still here"));
+    let resp = env
+        .chat_with(&key, json!({"model": "small", "messages": [{"role": "user", "content": "next"}]}), Some(&child))
+        .await;
+    assert_eq!(resp.status(), 200);
+    env.stop().await;
+}

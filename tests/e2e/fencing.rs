@@ -59,6 +59,7 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
         usage: Default::default(),
         error: None,
         error_code: None,
+        session_id: None,
     };
     let finish = env
         .store

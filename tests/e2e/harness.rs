@@ -164,6 +164,8 @@ impl TestEnv {
                     provider_key_hosts: vec![],
                     fallbacks: vec![],
                     api_mode: None,
+                    auxiliary: None,
+                    context_window: None,
                     toolsets: vec!["terminal".into()],
                 },
                 None,

@@ -73,6 +73,8 @@ async fn a_key_restricted_to_one_agent_cannot_use_another() {
                 provider_key_hosts: vec![],
                 fallbacks: vec![],
                 api_mode: None,
+                auxiliary: None,
+                context_window: None,
                 toolsets: vec![],
             },
             None,

@@ -84,6 +84,8 @@ async fn a_failing_primary_falls_back_to_the_next_model_with_a_pooled_key() {
                     api_mode: None,
                 }],
                 api_mode: None,
+                auxiliary: None,
+                context_window: None,
             },
             None,
         )
@@ -140,6 +142,8 @@ async fn an_agent_key_is_never_sent_to_a_host_it_was_not_bound_to() {
                 provider_key_hosts: vec!["api.openai.com".into()],
                 fallbacks: vec![],
                 api_mode: None,
+                auxiliary: None,
+                context_window: None,
             },
             Some(&secrets),
         )
@@ -173,6 +177,8 @@ async fn an_anthropic_agent_speaks_the_native_api_with_cache_breakpoints_and_too
                 provider_key_hosts: vec!["127.0.0.1".into()],
                 fallbacks: vec![],
                 api_mode: Some("anthropic_messages".into()),
+                auxiliary: None,
+                context_window: None,
             },
             Some(&secrets),
         )

@@ -47,7 +47,15 @@ pub struct CompressionConfig {
 
 impl CompressionConfig {
     pub fn for_window(context_window: u64) -> Self {
-        Self { enabled: true, threshold: 0.5, target_ratio: 0.2, protect_first_n: 3, protect_last_n: 20, min_tail: 8, context_window }
+        Self {
+            enabled: true,
+            threshold: 0.5,
+            target_ratio: 0.2,
+            protect_first_n: 3,
+            protect_last_n: 20,
+            min_tail: 8,
+            context_window,
+        }
     }
 
     /// Prompt tokens that trigger compaction.
@@ -81,7 +89,11 @@ pub fn estimate_tokens(messages: &[ChatMessage]) -> u64 {
 /// Writes the structured summary.
 pub trait Summarizer: Send + Sync {
     /// Answers `prompt` with at most `max_tokens`; an error lets the compressor try the next.
-    fn summarize(&self, prompt: Vec<ChatMessage>, max_tokens: u32) -> impl Future<Output = Result<String, String>> + Send;
+    fn summarize(
+        &self,
+        prompt: Vec<ChatMessage>,
+        max_tokens: u32,
+    ) -> impl Future<Output = Result<String, String>> + Send;
 }
 
 /// The result of a compaction.
@@ -205,7 +217,8 @@ Never include secrets: write [REDACTED]. Write finished actions as past-tense fa
 fn static_digest(middle: &[ChatMessage]) -> String {
     let mut out = String::from("## Progress\n(Automatic digest: the summariser was unavailable.)\n");
     for m in middle {
-        let line = format!("- {}: {}\n", m.role.as_str(), clip(&m.text().replace('\n', " "), STATIC_PER_MESSAGE_CHARS, 0));
+        let line =
+            format!("- {}: {}\n", m.role.as_str(), clip(&m.text().replace('\n', " "), STATIC_PER_MESSAGE_CHARS, 0));
         if out.len() + line.len() > STATIC_SUMMARY_CHARS {
             break;
         }

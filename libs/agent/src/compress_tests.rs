@@ -29,7 +29,11 @@ impl Summarizer for Scribe {
 }
 
 fn call(id: &str) -> ToolCall {
-    ToolCall { id: id.into(), kind: "function".into(), function: ToolCallFunction { name: "terminal".into(), arguments: "{}".into() } }
+    ToolCall {
+        id: id.into(),
+        kind: "function".into(),
+        function: ToolCallFunction { name: "terminal".into(), arguments: "{}".into() },
+    }
 }
 
 /// `n` exchanges of user, assistant-with-call, tool result, assistant text.

@@ -12,6 +12,7 @@
 //! the future interrupts the turn at any await point; only complete messages are ever stored.
 
 pub mod compress;
+mod context;
 pub mod context_files;
 pub mod guardrails;
 mod model_call;
@@ -26,10 +27,12 @@ use hermes_core::{ChatMessage, FinishReason, ToolCall, TurnEventKind, TurnOutcom
 use hermes_llm::{ChatModel, DeltaSink};
 use hermes_tools::{ToolCtx, ToolRegistry};
 
+use crate::context::compact;
 use crate::guardrails::{GuardrailLimits, Guardrails};
 use crate::model_call::{ModelStep, Spent, StepError};
 use crate::tool_step::{StepResult, ToolStep};
 
+pub use context::{ContextEngine, DefaultEngine, ModelSummarizer};
 pub use model_call::CONTINUE_PROMPT;
 pub use tool_step::NOT_RUN;
 
@@ -38,6 +41,16 @@ pub trait TurnJournal: Send {
     /// Stores `message` as part of step `step` of the turn before the loop goes on.
     /// An error stops the turn (e.g. another worker took the session over).
     fn record(&mut self, step: i32, message: &ChatMessage) -> impl Future<Output = Result<(), JournalError>> + Send;
+
+    /// The conversation was compacted: continue it in a child session with this stable prompt
+    /// and this history (messages of the running turn carry their step). Later records go there.
+    fn compacted(
+        &mut self,
+        _prompt: &str,
+        _body: &[(Option<i32>, ChatMessage)],
+    ) -> impl Future<Output = Result<(), JournalError>> + Send {
+        async { Ok(()) }
+    }
 }
 
 /// A journal failure: the turn must stop without writing more.
@@ -46,8 +59,12 @@ pub enum JournalError {
     /// Another worker owns the session now; this one must stop quietly.
     #[error("another worker owns the session")]
     Fenced,
+    /// Storage failed for a moment (the turn is handed back and resumed).
     #[error("cannot store the message: {0}")]
     Storage(String),
+    /// Storage refused the message for good (the turn fails).
+    #[error("the message cannot be stored: {0}")]
+    Rejected(String),
 }
 
 /// Where the loop reports progress (text deltas, tool start/end). Never blocks.
@@ -100,6 +117,9 @@ pub struct TurnStart {
     pub messages: Vec<ChatMessage>,
     /// Steps of this turn already stored (0 when fresh: only the user input is stored).
     pub completed_steps: i32,
+    /// Index in `messages` of this turn's first message (its user input, or the first one
+    /// left after a compaction).
+    pub turn_start: usize,
 }
 
 /// How the turn ended.
@@ -145,13 +165,14 @@ pub fn pending_tool_calls(messages: &[ChatMessage]) -> Vec<ToolCall> {
     messages[pos].tool_calls.iter().filter(|c| !answered.contains(&c.id.as_str())).cloned().collect()
 }
 
-fn failure(code: &str, message: String, usage: Usage) -> TurnOutcome {
+pub(crate) fn failure(code: &str, message: String, usage: Usage) -> TurnOutcome {
     TurnOutcome {
         content: String::new(),
         finish_reason: FinishReason::Error,
         usage,
         error: Some(message),
         error_code: Some(code.to_owned()),
+        session_id: None,
     }
 }
 
@@ -162,6 +183,10 @@ pub(crate) async fn record<J: TurnJournal>(journal: &mut J, step: i32, message: 
         Err(JournalError::Storage(e)) => {
             tracing::warn!(error = %e, step, "cannot checkpoint the turn; suspending it");
             Err(TurnEnd::Suspended(e))
+        }
+        Err(JournalError::Rejected(e)) => {
+            tracing::error!(error = %e, step, "the turn's message was refused by storage");
+            Err(TurnEnd::Finished(failure("storage_error", "The turn could not be saved.".into(), Usage::default())))
         }
     }
 }
@@ -177,13 +202,17 @@ pub struct Turn<'a, M, J> {
     pub journal: &'a mut J,
     pub events: &'a dyn EventSink,
     pub limits: &'a TurnLimits,
+    /// Compacts the conversation when it grows too large; `None` never compacts.
+    pub context: Option<&'a dyn ContextEngine>,
 }
 
 impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
     /// Runs (or resumes) the turn to its end.
     pub async fn run(self, start: TurnStart) -> TurnEnd {
-        let TurnStart { mut messages, completed_steps } = start;
-        let Turn { model, model_name, tools, tool_ctx, journal, events, limits } = self;
+        let TurnStart { mut messages, completed_steps, mut turn_start } = start;
+        let Turn { model, model_name, tools, tool_ctx, journal, events, limits, context } = self;
+        let mut prompt_tokens: Option<u64> = None;
+        let mut forced_compactions = 0;
         let mut step = completed_steps;
         let mut usage = Usage::default();
         let mut spent = Spent { api_calls: 0, iterations: u32::try_from(completed_steps).unwrap_or(0) };
@@ -214,6 +243,14 @@ impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
             if !budget_left {
                 return grace(&caller, tool_step.journal, events, limits, step + 1, messages, usage).await;
             }
+            if let Some(engine) = context {
+                let tokens = prompt_tokens.unwrap_or_else(|| compress::estimate_tokens(&messages));
+                if engine.should_compress(tokens)
+                    && let Err(end) = compact(engine, tool_step.journal, &mut messages, &mut turn_start, step).await
+                {
+                    return end;
+                }
+            }
             step += 1;
             let mut deltas = Deltas { sink: events, enabled: limits.stream_deltas };
             // Budget warnings go with this call only: never stored, never in the cached prefix.
@@ -234,11 +271,36 @@ impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
                     let msg = format!("The model returned only empty answers ({} tries).", limits.empty_retries + 1);
                     return TurnEnd::Finished(failure("agent_incomplete", msg, usage));
                 }
+                Err(StepError::Llm(e))
+                    if e.class == hermes_llm::ErrorClass::ContextOverflow && forced_compactions < 2 =>
+                {
+                    // The provider says it does not fit: compact now and take the step again.
+                    let Some(engine) = context else {
+                        return TurnEnd::Finished(failure(e.code(), format!("The model provider failed: {e}"), usage));
+                    };
+                    forced_compactions += 1;
+                    step -= 1;
+                    match compact(engine, tool_step.journal, &mut messages, &mut turn_start, step).await {
+                        Ok(true) => {
+                            prompt_tokens = None;
+                            continue;
+                        }
+                        Ok(false) => {
+                            return TurnEnd::Finished(failure(
+                                e.code(),
+                                format!("The model provider failed: {e}"),
+                                usage,
+                            ));
+                        }
+                        Err(end) => return end,
+                    }
+                }
                 Err(StepError::Llm(e)) => {
                     tracing::warn!(error = %e, step, "model call failed");
                     return TurnEnd::Finished(failure(e.code(), format!("The model provider failed: {e}"), usage));
                 }
             };
+            prompt_tokens = Some(reply.prompt_tokens).filter(|t| *t > 0);
             let message = reply.message;
             if let Err(end) = record(tool_step.journal, step, &message).await {
                 return end;
@@ -248,7 +310,14 @@ impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
             messages.push(message);
             if calls.is_empty() {
                 let finish_reason = if reply.truncated { FinishReason::Length } else { FinishReason::Stop };
-                return TurnEnd::Finished(TurnOutcome { content, finish_reason, usage, error: None, error_code: None });
+                return TurnEnd::Finished(TurnOutcome {
+                    content,
+                    finish_reason,
+                    usage,
+                    error: None,
+                    error_code: None,
+                    session_id: None,
+                });
             }
             match tool_step.run(step, &calls, &mut messages).await {
                 Ok(StepResult::Continue { refunded }) => {
@@ -288,6 +357,7 @@ async fn halt<J: TurnJournal>(journal: &mut J, step: i32, why: String, usage: Us
         usage,
         error: Some("a guardrail stopped the turn".into()),
         error_code: Some("guardrail_halt".into()),
+        session_id: None,
     })
 }
 
@@ -327,6 +397,7 @@ async fn grace<M: ChatModel, J: TurnJournal>(
         usage,
         error: Some("step budget exhausted".into()),
         error_code: Some("iteration_budget_exhausted".into()),
+        session_id: None,
     })
 }
 

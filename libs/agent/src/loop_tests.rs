@@ -18,7 +18,7 @@ use super::*;
 
 #[derive(Default)]
 struct Script {
-    replies: Mutex<VecDeque<ChatResponse>>,
+    replies: Mutex<VecDeque<Result<ChatResponse, LlmError>>>,
     requests: Mutex<Vec<ChatRequest>>,
     latency: Option<Duration>,
 }
@@ -54,6 +54,9 @@ fn calls(list: &[(&str, Value)]) -> ChatResponse {
 
 impl Script {
     fn new(replies: Vec<ChatResponse>) -> Self {
+        Self::with(replies.into_iter().map(Ok).collect())
+    }
+    fn with(replies: Vec<Result<ChatResponse, LlmError>>) -> Self {
         Self { replies: Mutex::new(replies.into()), ..Default::default() }
     }
     fn requests(&self) -> Vec<ChatRequest> {
@@ -67,16 +70,23 @@ impl ChatModel for Script {
         if let Some(latency) = self.latency {
             tokio::time::sleep(latency).await;
         }
-        Ok(self.replies.lock().unwrap().pop_front().unwrap_or_else(|| text("done")))
+        self.replies.lock().unwrap().pop_front().unwrap_or_else(|| Ok(text("done")))
     }
 }
 
+/// A compaction the journal was told about: the new prompt and the marked body.
+type Compacted = (String, Vec<(Option<i32>, ChatMessage)>);
+
 #[derive(Default)]
-struct Journal(Vec<(i32, ChatMessage)>);
+struct Journal(Vec<(i32, ChatMessage)>, Vec<Compacted>);
 
 impl TurnJournal for Journal {
     async fn record(&mut self, step: i32, message: &ChatMessage) -> Result<(), JournalError> {
         self.0.push((step, message.clone()));
+        Ok(())
+    }
+    async fn compacted(&mut self, prompt: &str, body: &[(Option<i32>, ChatMessage)]) -> Result<(), JournalError> {
+        self.1.push((prompt.to_owned(), body.to_vec()));
         Ok(())
     }
 }
@@ -165,7 +175,7 @@ fn ctx() -> ToolCtx {
 }
 
 fn start() -> TurnStart {
-    TurnStart { messages: vec![ChatMessage::system("sys"), ChatMessage::user("go")], completed_steps: 0 }
+    TurnStart { messages: vec![ChatMessage::system("sys"), ChatMessage::user("go")], completed_steps: 0, turn_start: 1 }
 }
 
 async fn run(model: &Script, tools: &ToolRegistry, limits: &TurnLimits, journal: &mut Journal) -> TurnOutcome {
@@ -181,7 +191,7 @@ async fn run_from(
 ) -> TurnOutcome {
     let events = Events::default();
     let ctx = ctx();
-    let turn = Turn { model, model_name: "m", tools, tool_ctx: &ctx, journal, events: &events, limits };
+    let turn = Turn { model, model_name: "m", tools, tool_ctx: &ctx, journal, events: &events, limits, context: None };
     match turn.run(start).await {
         TurnEnd::Finished(o) => o,
         other => panic!("unexpected end {other:?}"),
@@ -393,6 +403,7 @@ async fn an_interrupted_turn_stores_no_partial_answer() {
         journal: &mut journal,
         events: &events,
         limits: &limits,
+        context: None,
     };
     let interrupted = tokio::time::timeout(Duration::from_millis(100), turn.run(start())).await;
     assert!(interrupted.is_err());
@@ -419,7 +430,7 @@ async fn a_resumed_turn_runs_only_the_calls_without_results_then_asks_the_model(
         &registry(vec![probe]),
         &TurnLimits::main(90),
         &mut journal,
-        TurnStart { messages, completed_steps: 1 },
+        TurnStart { messages, completed_steps: 1, turn_start: 1 },
     )
     .await;
     assert_eq!(out.content, "resumed");
@@ -427,4 +438,91 @@ async fn a_resumed_turn_runs_only_the_calls_without_results_then_asks_the_model(
     assert_eq!(journal.0[0].1.tool_call_id.as_deref(), Some("b"));
     let texts: Vec<String> = model.requests()[0].messages.iter().map(ChatMessage::text).collect();
     assert!(texts.contains(&"already done".to_owned()));
+}
+
+// ---------- compaction ----------
+
+fn long_history(n: usize) -> Vec<ChatMessage> {
+    let mut out = vec![ChatMessage::system("sys")];
+    for i in 0..n {
+        out.push(ChatMessage::user(format!("earlier question {i} {}", "x".repeat(100))));
+        out.push(ChatMessage::assistant(format!("earlier answer {i}")));
+    }
+    out
+}
+
+fn engine(summary: &str) -> DefaultEngine<ModelSummarizer<Script>> {
+    let cfg = compress::CompressionConfig::for_window(128_000);
+    DefaultEngine {
+        compressor: compress::Compressor::new(cfg),
+        summarizers: vec![ModelSummarizer { model: Script::new(vec![text(summary)]), model_name: "aux".into() }],
+    }
+}
+
+async fn run_with_engine(
+    model: &Script,
+    engine: &dyn ContextEngine,
+    start: TurnStart,
+    journal: &mut Journal,
+) -> TurnOutcome {
+    let events = Events::default();
+    let ctx = ctx();
+    let tools = registry(vec![Probe::new("probe")]);
+    let limits = TurnLimits::main(90);
+    let turn = Turn {
+        model,
+        model_name: "m",
+        tools: &tools,
+        tool_ctx: &ctx,
+        journal,
+        events: &events,
+        limits: &limits,
+        context: Some(engine),
+    };
+    match turn.run(start).await {
+        TurnEnd::Finished(o) => o,
+        other => panic!("unexpected end {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_prompt_over_half_the_window_is_compacted_before_the_next_call() {
+    let mut messages = long_history(30);
+    messages.push(ChatMessage::user("the current question"));
+    let turn_start = messages.len() - 1;
+    let mut big = calls(&[("probe", json!({}))]);
+    big.usage.prompt_tokens = 70_000;
+    let model = Script::new(vec![big, text("final answer")]);
+    let engine = engine("SUMMARY OF EARLIER TURNS");
+    let mut journal = Journal::default();
+    let out =
+        run_with_engine(&model, &engine, TurnStart { messages, completed_steps: 0, turn_start }, &mut journal).await;
+    assert_eq!(out.content, "final answer");
+    assert_eq!(journal.1.len(), 1, "one compaction");
+    let (prompt, body) = &journal.1[0];
+    assert!(prompt.starts_with("sys") && prompt.contains(compress::COMPACTION_NOTE));
+    assert!(body.iter().any(|(_, m)| m.text().contains("SUMMARY OF EARLIER TURNS")));
+    // The running turn's messages keep their steps: input 0, the tool call and result 1.
+    let marked: Vec<(i32, Role)> = body.iter().filter_map(|(s, m)| s.map(|s| (s, m.role))).collect();
+    assert_eq!(marked, [(0, Role::User), (1, Role::Assistant), (1, Role::Tool)]);
+    let second = &model.requests()[1].messages;
+    assert!(second[0].text().contains(compress::COMPACTION_NOTE));
+    assert!(second.iter().any(|m| m.text().starts_with(compress::SUMMARY_PREFIX)));
+    assert!(second.len() < 40, "the history shrank: {}", second.len());
+}
+
+#[tokio::test]
+async fn a_context_overflow_from_the_provider_compacts_and_retries_the_step() {
+    let mut messages = long_history(30);
+    messages.push(ChatMessage::user("now"));
+    let turn_start = messages.len() - 1;
+    let overflow = LlmError::from_status(400, "This model's maximum context length is 8192 tokens", None);
+    let model = Script::with(vec![Err(overflow), Ok(text("fits now"))]);
+    let engine = engine("S");
+    let mut journal = Journal::default();
+    let out =
+        run_with_engine(&model, &engine, TurnStart { messages, completed_steps: 0, turn_start }, &mut journal).await;
+    assert_eq!(out.content, "fits now");
+    assert_eq!(journal.1.len(), 1);
+    assert_eq!(journal.0.last().unwrap().0, 1, "the retried step keeps its number");
 }

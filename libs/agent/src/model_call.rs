@@ -23,6 +23,8 @@ pub(crate) struct StepReply {
     pub message: ChatMessage,
     /// Still cut off after every continuation.
     pub truncated: bool,
+    /// The prompt size the provider reported for the first call of the step.
+    pub prompt_tokens: u64,
 }
 
 /// Why a step produced no answer.
@@ -94,6 +96,7 @@ impl<M: ChatModel> ModelStep<'_, M> {
                 return Err(StepError::Empty);
             }
         };
+        let prompt_tokens = response.usage.prompt_tokens;
         let mut text = response.message.text();
         let mut continuations = 0;
         while response.finish_reason.as_deref() == Some("length") && continuations < self.limits.length_continuations {
@@ -127,6 +130,6 @@ impl<M: ChatModel> ModelStep<'_, M> {
             };
         }
         let truncated = response.finish_reason.as_deref() == Some("length");
-        Ok(StepReply { message: response.message, truncated })
+        Ok(StepReply { message: response.message, truncated, prompt_tokens })
     }
 }

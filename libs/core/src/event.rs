@@ -46,6 +46,9 @@ pub struct TurnOutcome {
     /// Machine-readable error code (`agent_incomplete`, `provider_error`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_code: Option<String>,
+    /// The session the conversation continues in, when the turn compacted it into a new one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<crate::SessionId>,
 }
 
 impl TurnOutcome {
@@ -57,6 +60,7 @@ impl TurnOutcome {
             usage: Usage::default(),
             error: Some("the turn was stopped before it finished".into()),
             error_code: Some("cancelled".into()),
+            session_id: None,
         }
     }
 }
@@ -65,8 +69,8 @@ impl TurnOutcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum TurnEventKind {
-    /// A worker started (or resumed) the turn.
-    Started { attempt: u32 },
+    /// A worker started (or resumed) the turn; the envelope's `attempt` says which run.
+    Started,
     /// A piece of the answer text.
     Delta { text: String },
     /// A piece of reasoning text; never part of the answer.
@@ -91,4 +95,28 @@ pub struct TurnEvent {
     pub attempt: u32,
     #[serde(flatten)]
     pub kind: TurnEventKind,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_event_round_trips_through_json() {
+        #[expect(clippy::disallowed_methods, reason = "test fixture")]
+        let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
+        let kinds = [
+            TurnEventKind::Started,
+            TurnEventKind::Delta { text: "hi".into() },
+            TurnEventKind::ToolCompleted { call_id: "c".into(), tool: "t".into(), ok: true, duration_ms: 3 },
+            TurnEventKind::Finished { outcome: TurnOutcome::cancelled() },
+        ];
+        for kind in kinds {
+            let event =
+                TurnEvent { tenant_id: tenant, session_id: SessionId::new(), turn_id: TurnId::new(), attempt: 2, kind };
+            let json = serde_json::to_string(&event).unwrap();
+            let back: TurnEvent = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{json}: {e}"));
+            assert_eq!(back, event);
+        }
+    }
 }

@@ -5,6 +5,7 @@ mod accumulate;
 pub mod anthropic;
 mod error;
 pub mod keys;
+pub mod models;
 mod openai;
 mod resilient;
 mod retry;

@@ -28,6 +28,10 @@ pub struct Agent {
     pub fallbacks: Vec<FallbackModel>,
     /// The provider API, when set explicitly (`chat_completions`, `anthropic_messages`).
     pub api_mode: Option<String>,
+    /// The model for side tasks (compaction summaries); the main model when unset.
+    pub auxiliary: Option<FallbackModel>,
+    /// The context window in tokens, when set explicitly.
+    pub context_window: Option<i32>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -55,6 +59,8 @@ pub struct NewAgent {
     pub provider_key_hosts: Vec<String>,
     pub fallbacks: Vec<FallbackModel>,
     pub api_mode: Option<String>,
+    pub auxiliary: Option<FallbackModel>,
+    pub context_window: Option<i32>,
 }
 
 fn secret_context(tenant: TenantId, agent: AgentId) -> String {
@@ -79,6 +85,12 @@ impl Agent {
                 .map_err(|e| StoreError::Corrupt(e.to_string()))?,
             toolsets: row.try_get("toolsets")?,
             api_mode: row.try_get("api_mode")?,
+            auxiliary: row
+                .try_get::<Option<serde_json::Value>, _>("auxiliary")?
+                .map(serde_json::from_value)
+                .transpose()
+                .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            context_window: row.try_get("context_window")?,
             created_at: row.try_get("created_at")?,
         })
     }
@@ -98,7 +110,7 @@ impl Agent {
 
 macro_rules! agent_columns {
     () => {
-        "id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets, provider_key_hosts, fallbacks, api_mode, created_at"
+        "id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets, provider_key_hosts, fallbacks, api_mode, auxiliary, context_window, created_at"
     };
 }
 
@@ -122,8 +134,8 @@ impl Store {
         };
         let sql = concat!(
             "INSERT INTO agents (id, tenant_id, name, model, provider_base_url, provider_secret, soul, system_message,
-                                 toolsets, provider_key_hosts, fallbacks, api_mode)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ",
+                                 toolsets, provider_key_hosts, fallbacks, api_mode, auxiliary, context_window)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING ",
             agent_columns!()
         );
         let row = sqlx::query(sql)
@@ -139,6 +151,8 @@ impl Store {
             .bind(&new.provider_key_hosts)
             .bind(serde_json::to_value(&new.fallbacks).map_err(|e| StoreError::Invalid(e.to_string()))?)
             .bind(&new.api_mode)
+            .bind(new.auxiliary.as_ref().map(serde_json::to_value).transpose().map_err(|e| StoreError::Invalid(e.to_string()))?)
+            .bind(new.context_window)
             .fetch_one(self.pool())
             .await
             .map_err(|e| match &e {

@@ -54,6 +54,20 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Whether trying again later may succeed (a lost connection, a full pool, a deadlock), as
+    /// opposed to a request that will fail the same way every time (a violated constraint).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            StoreError::Database(sqlx::Error::Database(db)) => {
+                let code = db.code().unwrap_or_default();
+                // 08: connection, 40: serialization/deadlock, 53: resources, 57: shutdown.
+                ["08", "40", "53", "57"].iter().any(|class| code.starts_with(class))
+            }
+            StoreError::Database(_) => true,
+            _ => false,
+        }
+    }
+
     /// Maps a unique-violation into `Conflict(what)`, leaving other errors alone.
     pub(crate) fn conflict_on_unique(err: sqlx::Error, what: &str) -> StoreError {
         match &err {

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
-use hermes_core::{AgentId, SessionId, TenantId};
+use hermes_core::{AgentId, ChatMessage, SessionId, TenantId, TurnId};
 
 use crate::{Result, Store, StoreError};
 
@@ -44,5 +44,83 @@ impl Store {
             created_at: row.try_get("created_at")?,
             updated_at: row.try_get("updated_at")?,
         })
+    }
+}
+
+impl Store {
+    /// Continues `parent` in a new child session after a compaction: the child gets the new
+    /// stable prompt, the compacted history (messages of the running turn keep their step) and
+    /// the running turn, all in one transaction, if `fence` still owns the parent.
+    pub async fn fork_compacted(
+        &self,
+        tenant: TenantId,
+        parent: SessionId,
+        fence: i64,
+        turn: TurnId,
+        prompt: &str,
+        body: &[(Option<i32>, ChatMessage)],
+    ) -> Result<SessionId> {
+        let mut tx = self.pool().begin().await?;
+        let row = sqlx::query(
+            "SELECT agent_id, source, title FROM sessions WHERE tenant_id = $1 AND id = $2 AND fence = $3 FOR UPDATE",
+        )
+        .bind(tenant.as_uuid())
+        .bind(parent.as_uuid())
+        .bind(fence)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(StoreError::Fenced)?;
+        let child = SessionId::new();
+        let next_seq = i32::try_from(body.len() + 1).map_err(|_| StoreError::Invalid("history too long".into()))?;
+        sqlx::query(
+            "INSERT INTO sessions (id, tenant_id, agent_id, source, title, system_prompt, fence, next_seq,
+                                   parent_session_id, lineage)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'compaction')",
+        )
+        .bind(child.as_uuid())
+        .bind(tenant.as_uuid())
+        .bind(row.try_get::<uuid::Uuid, _>("agent_id")?)
+        .bind(row.try_get::<String, _>("source")?)
+        .bind(row.try_get::<Option<String>, _>("title")?)
+        .bind(crate::messages::without_nul(prompt))
+        .bind(fence)
+        .bind(next_seq)
+        .bind(parent.as_uuid())
+        .execute(&mut *tx)
+        .await?;
+        for (i, (step, msg)) in body.iter().enumerate() {
+            let query = sqlx::query(
+                "INSERT INTO messages (tenant_id, session_id, seq, turn_id, turn_step, role, content, tool_calls,
+                                       tool_call_id, name, reasoning)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            )
+            .bind(tenant.as_uuid())
+            .bind(child.as_uuid())
+            .bind(i32::try_from(i + 1).map_err(|_| StoreError::Invalid("history too long".into()))?)
+            .bind(step.map(|_| turn.as_uuid()))
+            .bind(step);
+            crate::messages::columns(msg)?.bind_to(query).execute(&mut *tx).await?;
+        }
+        sqlx::query("UPDATE turns SET session_id = $3 WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_uuid())
+            .bind(turn.as_uuid())
+            .bind(child.as_uuid())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(child)
+    }
+
+    /// The session `id` continues from, if it was compacted or forked from another.
+    pub async fn session_parent(&self, tenant: TenantId, id: SessionId) -> Result<Option<(SessionId, String)>> {
+        let row = sqlx::query("SELECT parent_session_id, lineage FROM sessions WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_uuid())
+            .bind(id.as_uuid())
+            .fetch_optional(self.pool())
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        let parent: Option<uuid::Uuid> = row.try_get("parent_session_id")?;
+        let lineage: Option<String> = row.try_get("lineage")?;
+        Ok(parent.map(|p| (SessionId::from_uuid(p), lineage.unwrap_or_default())))
     }
 }

@@ -147,7 +147,9 @@ pub(crate) async fn chat_completions(
     } else {
         completion.collect().await?
     };
-    if let Ok(v) = HeaderValue::from_str(&session_id.to_string()) {
+    if !resp.headers().contains_key(SESSION_HEADER)
+        && let Ok(v) = HeaderValue::from_str(&session_id.to_string())
+    {
         resp.headers_mut().insert(SESSION_HEADER, v);
     }
     Ok(resp)

@@ -158,7 +158,7 @@ impl Completion {
             return Err(incomplete(&outcome));
         }
         let c = self.chunks();
-        Ok(Json(json!({
+        let mut resp = Json(json!({
             "id": c.id,
             "object": "chat.completion",
             "created": c.created,
@@ -171,7 +171,12 @@ impl Completion {
             }],
             "usage": usage_json(&outcome),
         }))
-        .into_response())
+        .into_response();
+        if let Some(v) = outcome.session_id.and_then(|id| axum::http::HeaderValue::from_str(&id.to_string()).ok()) {
+            // Compaction moved the conversation to a new session: continue with that one.
+            resp.headers_mut().insert(crate::chat::SESSION_HEADER, v);
+        }
+        Ok(resp)
     }
 
     /// Streams the turn as SSE chunks. The task behind the stream ends when the turn does,
@@ -239,6 +244,10 @@ impl Completion {
                        "type": "server_error", "code": outcome.error_code}),
             );
         }
+        if let (Some(id), Some(obj)) = (outcome.session_id, finish.as_object_mut()) {
+            // Compaction moved the conversation to a new session: continue with that one.
+            obj.insert("hermes".into(), json!({ "session_id": id }));
+        }
         let _ = send(Event::default().data(finish.to_string())).await;
         if include_usage {
             let mut usage = chunks.base(json!([]));
@@ -258,5 +267,6 @@ fn closed_outcome() -> TurnOutcome {
         usage: Default::default(),
         error: Some("event bus closed; continue the session with X-Hermes-Session-Id".into()),
         error_code: Some("service_unavailable".into()),
+        session_id: None,
     }
 }

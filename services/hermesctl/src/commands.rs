@@ -129,6 +129,17 @@ pub struct AgentCreate {
     /// The provider API: chat_completions or anthropic_messages (default: from the provider).
     #[arg(long)]
     api_mode: Option<String>,
+    /// A cheaper model for side tasks such as compaction summaries, as MODEL@BASE_URL.
+    #[arg(long)]
+    aux_model: Option<String>,
+    /// The model's context window in tokens (default: known from the model's name).
+    #[arg(long)]
+    context_window: Option<i32>,
+}
+
+fn model_at(spec: &str) -> anyhow::Result<FallbackModel> {
+    let (model, base_url) = spec.split_once('@').context("expected MODEL@BASE_URL")?;
+    Ok(FallbackModel { model: model.to_owned(), base_url: base_url.to_owned(), api_mode: None })
 }
 
 /// The hosts a key for `base_url` may go to by default.
@@ -206,13 +217,14 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
             let fallbacks = a
                 .fallbacks
                 .iter()
-                .map(|f| {
-                    let (model, base_url) = f.split_once('@').context("--fallback takes MODEL@BASE_URL")?;
-                    Ok(FallbackModel { model: model.to_owned(), base_url: base_url.to_owned(), api_mode: None })
-                })
+                .map(|f| model_at(f).context("--fallback takes MODEL@BASE_URL"))
                 .collect::<anyhow::Result<Vec<_>>>()?;
+            let auxiliary =
+                a.aux_model.as_deref().map(model_at).transpose().context("--aux-model takes MODEL@BASE_URL")?;
             let provider_key_hosts = if a.key_hosts.is_empty() { default_hosts(&a.base_url)? } else { a.key_hosts };
             let new = NewAgent {
+                auxiliary,
+                context_window: a.context_window,
                 api_mode: a.api_mode,
                 fallbacks,
                 provider_key_hosts,

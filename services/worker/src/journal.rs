@@ -19,6 +19,8 @@ pub(crate) struct StoreJournal {
     pub turn: TurnId,
     pub fence: i64,
     pub final_answer: Option<(i32, ChatMessage)>,
+    /// Set when the turn compacted the conversation into a child session (now `session`).
+    pub compacted: bool,
 }
 
 impl TurnJournal for StoreJournal {
@@ -29,9 +31,28 @@ impl TurnJournal for StoreJournal {
         }
         match self.store.append_message(self.tenant, self.session, self.fence, self.turn, step, message).await {
             Ok(_) => Ok(()),
-            Err(StoreError::Fenced) => Err(JournalError::Fenced),
-            Err(e) => Err(JournalError::Storage(e.to_string())),
+            Err(e) => Err(journal_error(e)),
         }
+    }
+
+    async fn compacted(&mut self, prompt: &str, body: &[(Option<i32>, ChatMessage)]) -> Result<(), JournalError> {
+        match self.store.fork_compacted(self.tenant, self.session, self.fence, self.turn, prompt, body).await {
+            Ok(child) => {
+                tracing::info!(parent = %self.session, child = %child, "conversation continues in a compacted session");
+                self.session = child;
+                self.compacted = true;
+                Ok(())
+            }
+            Err(e) => Err(journal_error(e)),
+        }
+    }
+}
+
+fn journal_error(e: StoreError) -> JournalError {
+    match e {
+        StoreError::Fenced => JournalError::Fenced,
+        e if e.is_transient() => JournalError::Storage(e.to_string()),
+        e => JournalError::Rejected(e.to_string()),
     }
 }
 

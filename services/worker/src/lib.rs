@@ -5,6 +5,7 @@
 
 mod journal;
 mod keys;
+mod models;
 mod session;
 mod turn;
 
@@ -53,6 +54,8 @@ pub(crate) struct Runtime {
     pub draining: CancellationToken,
     /// Cancelled when draining took too long: running turns hand their lease back.
     pub abandon: CancellationToken,
+    /// When each agent's auxiliary model last failed (it rests before the next summary).
+    pub aux_failed_at: std::sync::Mutex<std::collections::HashMap<hermes_core::AgentId, std::time::Instant>>,
     /// Turns running here, by id, so a cancellation reaches the one it names.
     pub running: std::sync::Mutex<std::collections::HashMap<hermes_core::TurnId, CancellationToken>>,
 }
@@ -82,6 +85,7 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
         draining: shutdown.clone(),
         abandon: CancellationToken::new(),
         running: Default::default(),
+        aux_failed_at: Default::default(),
     });
     let mut cancels = rt.ctx.cache.cancel_bus().subscribe(shutdown.clone());
     let listener = rt.clone();

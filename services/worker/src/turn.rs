@@ -10,16 +10,13 @@ use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
 use hermes_agent::{EventSink, Turn, TurnEnd, TurnLimits, TurnStart};
 use hermes_cache::LockGuard;
 use hermes_core::{ChatMessage, FinishReason, Role, SessionId, TenantId, TurnEventKind, TurnId, TurnOutcome, Usage};
-use hermes_llm::anthropic::CacheTtl;
-use hermes_llm::keys::provider_for_url;
-use hermes_llm::{AnyTransport, ApiMode, Credential, Endpoint, ResilientModel, RetryPolicy};
 use hermes_queue::SessionWork;
 use hermes_store::{ClaimedTurn, LeaseState, StoreError, TurnStatus};
 use hermes_tools::ToolCtx;
 
 use crate::Runtime;
 use crate::journal::{EventPublisher, StoreJournal};
-use crate::keys::TenantKeys;
+use crate::models::Models;
 
 /// Attempts after which a turn that keeps killing its workers is failed instead of resumed.
 const MAX_ATTEMPTS: i32 = 5;
@@ -161,6 +158,7 @@ fn failed(code: &str, message: impl Into<String>) -> TurnOutcome {
         usage: Usage::default(),
         error: Some(message.into()),
         error_code: Some(code.into()),
+        session_id: None,
     }
 }
 
@@ -175,7 +173,7 @@ async fn execute(rt: &Runtime, tenant: TenantId, owner: &str, turn: ClaimedTurn)
         attempt,
         turn.notify_hub.clone(),
     );
-    events.emit(TurnEventKind::Started { attempt });
+    events.emit(TurnEventKind::Started);
     let mut journal = StoreJournal {
         store: rt.ctx.store.clone(),
         tenant,
@@ -183,6 +181,7 @@ async fn execute(rt: &Runtime, tenant: TenantId, owner: &str, turn: ClaimedTurn)
         turn: turn.turn_id,
         fence: turn.fence,
         final_answer: None,
+        compacted: false,
     };
     let end = if turn.attempt > MAX_ATTEMPTS {
         tracing::error!("turn failed on {MAX_ATTEMPTS} workers; giving up");
@@ -216,15 +215,19 @@ async fn execute(rt: &Runtime, tenant: TenantId, owner: &str, turn: ClaimedTurn)
             hand_back(rt, tenant, turn.session_id, turn.turn_id, owner, &tracing::Span::current()).await;
             return Ran::Stop;
         }
-        TurnEnd::Finished(outcome) => outcome,
+        TurnEnd::Finished(mut outcome) => {
+            if journal.compacted {
+                // The conversation goes on in the compacted child session.
+                outcome.session_id = Some(journal.session);
+            }
+            outcome
+        }
     };
+    let session_id = journal.session;
     let status = if outcome.finish_reason == FinishReason::Error { TurnStatus::Failed } else { TurnStatus::Completed };
     let answer = journal.final_answer.as_ref().map(|(step, message)| (*step, message));
-    let stored = rt
-        .ctx
-        .store
-        .finish_turn(tenant, turn.session_id, turn.turn_id, owner, turn.fence, status, &outcome, answer)
-        .await;
+    let stored =
+        rt.ctx.store.finish_turn(tenant, session_id, turn.turn_id, owner, turn.fence, status, &outcome, answer).await;
     match stored {
         Ok(()) => {}
         Err(StoreError::Fenced) => {
@@ -258,7 +261,7 @@ impl From<StoreError> for PrepareError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::Fenced => PrepareError::Fenced,
-            StoreError::Database(e) => PrepareError::Transient(e.to_string()),
+            e if e.is_transient() => PrepareError::Transient(e.to_string()),
             other => {
                 tracing::error!(error = %other, "cannot load the turn");
                 PrepareError::Fail(failed("storage_error", "The turn could not be loaded."))
@@ -285,6 +288,8 @@ async fn prepare_and_run(
     })?;
     let tools = rt.tools.restricted_to(&agent.toolsets);
     let resumed = stored.iter().any(|m| m.turn_id == Some(turn.turn_id));
+    // Where this turn's messages begin (after the history of earlier turns).
+    let first_of_turn = stored.iter().position(|m| m.turn_id == Some(turn.turn_id)).unwrap_or(stored.len());
     let completed_steps =
         stored.iter().filter(|m| m.turn_id == Some(turn.turn_id)).filter_map(|m| m.turn_step).max().unwrap_or(0);
     let mut history: Vec<ChatMessage> = stored.into_iter().map(|m| m.message).collect();
@@ -321,35 +326,11 @@ async fn prepare_and_run(
     if let Some(instructions) = &turn.instructions {
         messages.push(ChatMessage::system(instructions.clone()));
     }
+    let turn_start = messages.len() + first_of_turn;
     messages.extend(history);
 
-    let endpoint = |base_url: &str, model: &str, mode: Option<&str>| {
-        let provider = provider_for_url(base_url);
-        let api_mode = ApiMode::resolve(mode.and_then(ApiMode::parse), &provider, base_url);
-        Endpoint { provider, base_url: base_url.to_owned(), model: model.to_owned(), api_mode }
-    };
-    let primary = endpoint(&agent.provider_base_url, &agent.model, agent.api_mode.as_deref());
-    let mut chain = vec![primary.clone()];
-    chain.extend(agent.fallbacks.iter().map(|f| endpoint(&f.base_url, &f.model, f.api_mode.as_deref())));
-    let keys = TenantKeys {
-        store: store.clone(),
-        pools: rt.ctx.cache.key_pools(),
-        secrets: rt.ctx.secrets.clone(),
-        tenant,
-        agent_key: api_key.map(|secret| {
-            let id = format!("agent:{}", agent.id);
-            (primary.provider.clone(), Credential { id, secret, allowed_hosts: agent.provider_key_hosts.clone() })
-        }),
-        loaded: Default::default(),
-    };
-    let retry = RetryPolicy {
-        max_retries: rt.ctx.config.llm.max_retries,
-        base: Duration::from_millis(rt.ctx.config.llm.retry_base_millis),
-        max_delay: Duration::from_secs(120),
-    };
-    let ttl = if rt.ctx.config.llm.anthropic_cache_ttl == "1h" { CacheTtl::OneHour } else { CacheTtl::FiveMinutes };
-    let transport = AnyTransport::new(rt.ctx.http.clone(), ttl);
-    let model = ResilientModel::new(transport, keys, chain, retry);
+    let models = Models { rt, tenant, agent: &agent, api_key };
+    let model = models.main();
     let tool_ctx = ToolCtx {
         tenant_id: tenant,
         agent_id: agent.id,
@@ -358,7 +339,8 @@ async fn prepare_and_run(
         call_id: String::new(),
     };
     let limits = TurnLimits { stream_deltas: turn.stream, ..TurnLimits::main(rt.ctx.config.worker.max_iterations) };
-    let start = TurnStart { messages, completed_steps };
+    let engine = models.context_engine();
+    let start = TurnStart { messages, completed_steps, turn_start };
     let run = Turn {
         model: &model,
         model_name: &agent.model,
@@ -367,6 +349,7 @@ async fn prepare_and_run(
         journal,
         events,
         limits: &limits,
+        context: Some(&engine),
     };
     Ok(run.run(start).await)
 }

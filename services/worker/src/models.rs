@@ -1,0 +1,124 @@
+//! The models of one turn: the main model with its fallback chain, and the context engine
+//! whose summaries come from the agent's auxiliary model (resting 600 s after a failure), then
+//! the main model, then a static digest.
+
+use std::time::{Duration, Instant};
+
+use hermes_agent::compress::{CompressionConfig, Compressor, Summarizer};
+use hermes_agent::{DefaultEngine, ModelSummarizer};
+use hermes_core::{AgentId, ChatMessage, TenantId};
+use hermes_llm::anthropic::CacheTtl;
+use hermes_llm::keys::provider_for_url;
+use hermes_llm::{AnyTransport, ApiMode, Credential, Endpoint, ResilientModel, RetryPolicy};
+use hermes_store::Agent;
+
+use crate::Runtime;
+use crate::keys::TenantKeys;
+
+/// How long a failed auxiliary model is left out of summaries.
+pub(crate) const AUX_COOLDOWN: Duration = Duration::from_secs(600);
+
+pub(crate) type TurnModel = ResilientModel<AnyTransport, TenantKeys>;
+
+pub(crate) struct Models<'a> {
+    pub rt: &'a Runtime,
+    pub tenant: TenantId,
+    pub agent: &'a Agent,
+    pub api_key: Option<String>,
+}
+
+fn endpoint(base_url: &str, model: &str, mode: Option<&str>) -> Endpoint {
+    let provider = provider_for_url(base_url);
+    let api_mode = ApiMode::resolve(mode.and_then(ApiMode::parse), &provider, base_url);
+    Endpoint { provider, base_url: base_url.to_owned(), model: model.to_owned(), api_mode }
+}
+
+impl Models<'_> {
+    fn primary(&self) -> Endpoint {
+        endpoint(&self.agent.provider_base_url, &self.agent.model, self.agent.api_mode.as_deref())
+    }
+
+    fn keys(&self) -> TenantKeys {
+        let primary = self.primary();
+        TenantKeys {
+            store: self.rt.ctx.store.clone(),
+            pools: self.rt.ctx.cache.key_pools(),
+            secrets: self.rt.ctx.secrets.clone(),
+            tenant: self.tenant,
+            agent_key: self.api_key.clone().map(|secret| {
+                let id = format!("agent:{}", self.agent.id);
+                (primary.provider, Credential { id, secret, allowed_hosts: self.agent.provider_key_hosts.clone() })
+            }),
+            loaded: Default::default(),
+        }
+    }
+
+    fn build(&self, chain: Vec<Endpoint>) -> TurnModel {
+        let cfg = &self.rt.ctx.config.llm;
+        let retry = RetryPolicy {
+            max_retries: cfg.max_retries,
+            base: Duration::from_millis(cfg.retry_base_millis),
+            max_delay: Duration::from_secs(120),
+        };
+        let ttl = if cfg.anthropic_cache_ttl == "1h" { CacheTtl::OneHour } else { CacheTtl::FiveMinutes };
+        ResilientModel::new(AnyTransport::new(self.rt.ctx.http.clone(), ttl), self.keys(), chain, retry)
+    }
+
+    /// The main model and its fallback chain.
+    pub fn main(&self) -> TurnModel {
+        let mut chain = vec![self.primary()];
+        chain.extend(self.agent.fallbacks.iter().map(|f| endpoint(&f.base_url, &f.model, f.api_mode.as_deref())));
+        self.build(chain)
+    }
+
+    /// The context engine: the agent's window, and its summarizers in order.
+    pub fn context_engine(&self) -> DefaultEngine<Summaries<'_>> {
+        let window = self
+            .agent
+            .context_window
+            .and_then(|w| u64::try_from(w).ok())
+            .unwrap_or_else(|| hermes_llm::models::context_window(&self.agent.model));
+        let mut summarizers = Vec::new();
+        let resting = self
+            .rt
+            .aux_failed_at
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&self.agent.id).copied())
+            .is_some_and(|at| at.elapsed() < AUX_COOLDOWN);
+        if let Some(aux) = &self.agent.auxiliary
+            && !resting
+        {
+            let model = self.build(vec![endpoint(&aux.base_url, &aux.model, aux.api_mode.as_deref())]);
+            summarizers.push(Summaries {
+                inner: ModelSummarizer { model, model_name: aux.model.clone() },
+                on_failure: Some((self.rt, self.agent.id)),
+            });
+        }
+        let main = self.build(vec![self.primary()]);
+        summarizers.push(Summaries {
+            inner: ModelSummarizer { model: main, model_name: self.agent.model.clone() },
+            on_failure: None,
+        });
+        DefaultEngine { compressor: Compressor::new(CompressionConfig::for_window(window)), summarizers }
+    }
+}
+
+/// A summarizer that, for the auxiliary model, records its failure so it rests a while.
+pub(crate) struct Summaries<'a> {
+    inner: ModelSummarizer<TurnModel>,
+    on_failure: Option<(&'a Runtime, AgentId)>,
+}
+
+impl Summarizer for Summaries<'_> {
+    async fn summarize(&self, prompt: Vec<ChatMessage>, max_tokens: u32) -> Result<String, String> {
+        let result = self.inner.summarize(prompt, max_tokens).await;
+        if result.is_err()
+            && let Some((rt, agent)) = self.on_failure
+            && let Ok(mut failed) = rt.aux_failed_at.lock()
+        {
+            failed.insert(agent, Instant::now());
+        }
+        result
+    }
+}
