@@ -12,6 +12,7 @@ mod architecture;
 mod bad_input;
 mod chat;
 mod crash;
+mod delegation;
 mod fencing;
 mod harness;
 mod interrupt;

@@ -40,6 +40,11 @@ stable conventions) with `memory`, compactly; it is shown to you at the start of
 asking them to repeat themselves.",
     ),
     (
+        "delegate_task",
+        "For independent sub-tasks, `delegate_task` runs up to three sub-agents in parallel; give each all the \
+context it needs, since it cannot see this conversation.",
+    ),
+    (
         "skill_view",
         "Before replying, check the skills index below; if a skill clearly matches the task, load it with \
 `skill_view` and follow it.",

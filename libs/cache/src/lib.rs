@@ -2,10 +2,12 @@
 //! never a message). Now: the per-session lock with fencing tokens.
 
 pub mod cancel;
+pub mod child_slots;
 pub mod key_pool;
 pub mod session_lock;
 
 pub use cancel::CancelBus;
+pub use child_slots::ChildSlots;
 pub use key_pool::KeyPools;
 pub use session_lock::{LockGuard, SessionLocks};
 
@@ -59,6 +61,11 @@ impl Cache {
     /// The shared state of the tenants' provider-key pools.
     pub fn key_pools(&self) -> KeyPools {
         KeyPools::new(self.clone())
+    }
+
+    /// The per-tenant slots of delegated children.
+    pub fn child_slots(&self) -> ChildSlots {
+        ChildSlots::new(self.clone())
     }
 
     /// Turn cancellations, broadcast to every worker.

@@ -147,6 +147,10 @@ pub struct WorkerConfig {
     pub drain_seconds: u64,
     /// Iteration budget of a main agent.
     pub max_iterations: u32,
+    /// How deep `delegate_task` may nest (1: children cannot delegate; at most 3).
+    pub delegation_max_depth: u32,
+    /// Delegated children one tenant may run at once across all workers.
+    pub max_children_per_tenant: u32,
 }
 
 impl Default for WorkerConfig {
@@ -158,6 +162,8 @@ impl Default for WorkerConfig {
             heartbeat_millis: 10_000,
             drain_seconds: 30,
             max_iterations: 90,
+            delegation_max_depth: 1,
+            max_children_per_tenant: 8,
         }
     }
 }
@@ -313,6 +319,9 @@ impl HermesConfig {
         }
         if !matches!(self.telemetry.log_format.as_str(), "json" | "text") {
             return Err(ConfigError::Invalid("telemetry.log_format must be json or text".into()));
+        }
+        if !(1..=3).contains(&w.delegation_max_depth) {
+            return Err(ConfigError::Invalid("worker.delegation_max_depth must be 1, 2 or 3".into()));
         }
         if !matches!(self.api.on_disconnect.as_str(), "interrupt" | "finish") {
             return Err(ConfigError::Invalid("api.on_disconnect must be interrupt or finish".into()));

@@ -111,6 +111,25 @@ impl Store {
         Ok(child)
     }
 
+    /// A session for a delegated child of `parent`'s turn (lineage `subagent`).
+    pub async fn create_child_session(&self, tenant: TenantId, parent: SessionId, title: &str) -> Result<SessionId> {
+        let child = SessionId::new();
+        let done = sqlx::query(
+            "INSERT INTO sessions (id, tenant_id, agent_id, source, title, parent_session_id, lineage)
+             SELECT $3, tenant_id, agent_id, 'subagent', $4, id, 'subagent' FROM sessions WHERE tenant_id = $1 AND id = $2",
+        )
+        .bind(tenant.as_uuid())
+        .bind(parent.as_uuid())
+        .bind(child.as_uuid())
+        .bind(title.chars().take(200).collect::<String>())
+        .execute(self.pool())
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(child)
+    }
+
     /// The session `id` continues from, if it was compacted or forked from another.
     pub async fn session_parent(&self, tenant: TenantId, id: SessionId) -> Result<Option<(SessionId, String)>> {
         let row = sqlx::query("SELECT parent_session_id, lineage FROM sessions WHERE tenant_id = $1 AND id = $2")

@@ -98,6 +98,12 @@ impl ToolRegistry {
         Self { tools }
     }
 
+    /// All tools but those named.
+    pub fn without(&self, names: &[&str]) -> Self {
+        let tools = self.tools.iter().filter(|(n, _)| !names.contains(n)).map(|(n, t)| (*n, t.clone())).collect();
+        Self { tools }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()
     }

@@ -2,6 +2,7 @@
 //! whose summaries come from the agent's auxiliary model (resting 600 s after a failure), then
 //! the main model, then a static digest.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hermes_agent::compress::{CompressionConfig, Compressor, Summarizer};
@@ -20,10 +21,12 @@ pub(crate) const AUX_COOLDOWN: Duration = Duration::from_secs(600);
 
 pub(crate) type TurnModel = ResilientModel<AnyTransport, TenantKeys>;
 
-pub(crate) struct Models<'a> {
-    pub rt: &'a Runtime,
+/// Builds the models of one agent's turns (owned, so a delegated child can build its own).
+#[derive(Clone)]
+pub(crate) struct Models {
+    pub rt: Arc<Runtime>,
     pub tenant: TenantId,
-    pub agent: &'a Agent,
+    pub agent: Agent,
     pub api_key: Option<String>,
 }
 
@@ -33,7 +36,7 @@ fn endpoint(base_url: &str, model: &str, mode: Option<&str>) -> Endpoint {
     Endpoint { provider, base_url: base_url.to_owned(), model: model.to_owned(), api_mode }
 }
 
-impl Models<'_> {
+impl Models {
     fn primary(&self) -> Endpoint {
         endpoint(&self.agent.provider_base_url, &self.agent.model, self.agent.api_mode.as_deref())
     }
@@ -92,7 +95,7 @@ impl Models<'_> {
             let model = self.build(vec![endpoint(&aux.base_url, &aux.model, aux.api_mode.as_deref())]);
             summarizers.push(Summaries {
                 inner: ModelSummarizer { model, model_name: aux.model.clone() },
-                on_failure: Some((self.rt, self.agent.id)),
+                on_failure: Some((&self.rt, self.agent.id)),
             });
         }
         let main = self.build(vec![self.primary()]);

@@ -1,6 +1,7 @@
 //! Running one claimed turn: build the model's view from Postgres, run the loop with a
 //! heartbeat on the lease and the session lock, store the outcome, then announce it.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
@@ -15,6 +16,7 @@ use hermes_store::{ClaimedTurn, LeaseState, StoreError, TurnStatus};
 use hermes_tools::ToolCtx;
 
 use crate::Runtime;
+use crate::delegate::DelegateTool;
 use crate::journal::{EventPublisher, StoreJournal};
 use crate::models::Models;
 
@@ -32,7 +34,7 @@ enum Ran {
 /// Runs a claimed turn with heartbeats. Returns `false` when the worker should stop working
 /// on this session (draining, the lease was lost, or the session was taken over).
 pub(crate) async fn run_claimed_turn(
-    rt: &Runtime,
+    rt: &Arc<Runtime>,
     tenant: TenantId,
     owner: &str,
     turn: ClaimedTurn,
@@ -162,7 +164,7 @@ fn failed(code: &str, message: impl Into<String>) -> TurnOutcome {
     }
 }
 
-async fn execute(rt: &Runtime, tenant: TenantId, owner: &str, turn: ClaimedTurn) -> Ran {
+async fn execute(rt: &Arc<Runtime>, tenant: TenantId, owner: &str, turn: ClaimedTurn) -> Ran {
     let started = Instant::now();
     let attempt = u32::try_from(turn.attempt).unwrap_or(0);
     let events = EventPublisher::start(
@@ -271,7 +273,7 @@ impl From<StoreError> for PrepareError {
 }
 
 async fn prepare_and_run(
-    rt: &Runtime,
+    rt: &Arc<Runtime>,
     tenant: TenantId,
     turn: &ClaimedTurn,
     mut input: ChatMessage,
@@ -287,6 +289,18 @@ async fn prepare_and_run(
         PrepareError::Fail(failed("provider_key_unavailable", "The agent's provider key cannot be read."))
     })?;
     let tools = rt.tools.restricted_to(&agent.toolsets);
+    let models = Models { rt: rt.clone(), tenant, agent: agent.clone(), api_key };
+    let model = models.main();
+    let child_usage = Arc::new(std::sync::Mutex::new(Usage::default()));
+    let mut tools = tools;
+    if agent.toolsets.iter().any(|t| t == "delegation") {
+        tools.register(Arc::new(DelegateTool {
+            models: models.clone(),
+            tools: tools.clone(),
+            depth: 0,
+            usage: child_usage.clone(),
+        }));
+    }
     let resumed = stored.iter().any(|m| m.turn_id == Some(turn.turn_id));
     // Where this turn's messages begin (after the history of earlier turns).
     let first_of_turn = stored.iter().position(|m| m.turn_id == Some(turn.turn_id)).unwrap_or(stored.len());
@@ -329,8 +343,6 @@ async fn prepare_and_run(
     let turn_start = messages.len() + first_of_turn;
     messages.extend(history);
 
-    let models = Models { rt, tenant, agent: &agent, api_key };
-    let model = models.main();
     let tool_ctx = ToolCtx {
         tenant_id: tenant,
         agent_id: agent.id,
@@ -351,5 +363,12 @@ async fn prepare_and_run(
         limits: &limits,
         context: Some(&engine),
     };
-    Ok(run.run(start).await)
+    let mut end = run.run(start).await;
+    if let TurnEnd::Finished(outcome) = &mut end
+        && let Ok(children) = child_usage.lock()
+    {
+        // Delegated children's usage counts toward the turn.
+        outcome.usage.add(&children);
+    }
+    Ok(end)
 }
