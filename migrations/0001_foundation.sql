@@ -28,7 +28,7 @@ CREATE TABLE agents (
     -- the model's context window in tokens; NULL = from the model's name
     context_window    integer CHECK (context_window > 0),
     -- provider API; NULL = decided from the provider and base URL
-    api_mode          text CHECK (api_mode IN ('chat_completions', 'anthropic_messages')),
+    api_mode          text CHECK (api_mode IN ('chat_completions', 'anthropic_messages', 'responses')),
     toolsets          text[] NOT NULL DEFAULT ARRAY['terminal'],
     created_at        timestamptz NOT NULL DEFAULT now(),
     updated_at        timestamptz NOT NULL DEFAULT now(),

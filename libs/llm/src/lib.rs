@@ -8,6 +8,7 @@ pub mod keys;
 pub mod models;
 mod openai;
 mod resilient;
+pub mod responses;
 mod retry;
 pub mod transport;
 

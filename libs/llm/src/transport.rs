@@ -14,6 +14,8 @@ pub enum ApiMode {
     ChatCompletions,
     /// Anthropic's native `/messages`, with prompt caching.
     AnthropicMessages,
+    /// OpenAI's Responses API (`/responses`).
+    Responses,
 }
 
 impl ApiMode {
@@ -22,6 +24,7 @@ impl ApiMode {
         match s {
             "chat_completions" => Some(Self::ChatCompletions),
             "anthropic_messages" => Some(Self::AnthropicMessages),
+            "responses" => Some(Self::Responses),
             _ => None,
         }
     }
@@ -92,6 +95,7 @@ pub trait Transport: Send + Sync {
 pub struct AnyTransport {
     pub chat: crate::OpenAiChat,
     pub anthropic: crate::anthropic::AnthropicMessages,
+    pub responses: crate::responses::OpenAiResponses,
 }
 
 impl AnyTransport {
@@ -99,7 +103,8 @@ impl AnyTransport {
     pub fn new(http: reqwest::Client, cache_ttl: crate::anthropic::CacheTtl) -> Self {
         Self {
             chat: crate::OpenAiChat::new(http.clone()),
-            anthropic: crate::anthropic::AnthropicMessages::new(http, cache_ttl),
+            anthropic: crate::anthropic::AnthropicMessages::new(http.clone(), cache_ttl),
+            responses: crate::responses::OpenAiResponses::new(http),
         }
     }
 }
@@ -115,6 +120,7 @@ impl Transport for AnyTransport {
         match endpoint.api_mode {
             ApiMode::ChatCompletions => self.chat.send(endpoint, key, request, sink).await,
             ApiMode::AnthropicMessages => self.anthropic.send(endpoint, key, request, sink).await,
+            ApiMode::Responses => self.responses.send(endpoint, key, request, sink).await,
         }
     }
 }

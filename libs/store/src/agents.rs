@@ -157,7 +157,7 @@ impl Store {
             .await
             .map_err(|e| match &e {
                 sqlx::Error::Database(db) if db.constraint().is_some_and(|c| c.contains("api_mode")) => {
-                    StoreError::Invalid("api_mode must be chat_completions or anthropic_messages".into())
+                    StoreError::Invalid("api_mode must be chat_completions, anthropic_messages or responses".into())
                 }
                 sqlx::Error::Database(db) if db.is_check_violation() => StoreError::Invalid(format!(
                     "agent name {:?} must start with a letter or digit and use letters, digits, '.', '_', ':', '/' or '-'",

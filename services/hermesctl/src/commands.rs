@@ -126,7 +126,7 @@ pub struct AgentCreate {
     /// Hosts the agent's key may be sent to (default: the provider's hosts, or the base URL's).
     #[arg(long = "key-host")]
     key_hosts: Vec<String>,
-    /// The provider API: chat_completions or anthropic_messages (default: from the provider).
+    /// The provider API: chat_completions, anthropic_messages or responses (default: from the provider).
     #[arg(long)]
     api_mode: Option<String>,
     /// A cheaper model for side tasks such as compaction summaries, as MODEL@BASE_URL.

@@ -1,0 +1,68 @@
+//! OpenAI-form messages to a Responses API request.
+
+use serde_json::{Value, json};
+
+use hermes_core::{Content, ContentPart, Role};
+
+use crate::ChatRequest;
+
+fn parts(content: &Option<Content>, role: Role) -> Value {
+    let text_type = if role == Role::Assistant { "output_text" } else { "input_text" };
+    match content {
+        None => json!([]),
+        Some(Content::Text(t)) => json!([{ "type": text_type, "text": t }]),
+        Some(Content::Parts(parts)) => Value::Array(
+            parts
+                .iter()
+                .map(|p| match p {
+                    ContentPart::Text { text } => json!({ "type": text_type, "text": text }),
+                    ContentPart::ImageUrl { image_url } => json!({ "type": "input_image", "image_url": image_url.url }),
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// Builds the request body (streaming, not stored at the provider: Postgres is our store).
+pub fn build_request(model: &str, request: &ChatRequest) -> Value {
+    let mut instructions: Vec<String> = Vec::new();
+    let mut input: Vec<Value> = Vec::new();
+    for m in &request.messages {
+        match m.role {
+            Role::System => instructions.push(m.text()),
+            Role::User => input.push(json!({ "role": "user", "content": parts(&m.content, Role::User) })),
+            Role::Assistant => {
+                if !m.text().is_empty() {
+                    input.push(json!({ "role": "assistant", "content": parts(&m.content, Role::Assistant) }));
+                }
+                for c in &m.tool_calls {
+                    input.push(json!({ "type": "function_call", "call_id": c.id, "name": c.function.name,
+                                       "arguments": c.function.arguments }));
+                }
+            }
+            Role::Tool => input.push(json!({
+                "type": "function_call_output",
+                "call_id": m.tool_call_id.clone().unwrap_or_default(),
+                "output": m.text(),
+            })),
+        }
+    }
+    let tools: Vec<Value> = request
+        .tools
+        .iter()
+        .filter_map(|t| t.get("function"))
+        .map(|f| json!({ "type": "function", "name": f["name"], "description": f.get("description").cloned().unwrap_or(json!("")),
+                         "parameters": f.get("parameters").cloned().unwrap_or(json!({"type": "object"})) }))
+        .collect();
+    let mut body = json!({ "model": model, "input": input, "stream": true, "store": false });
+    if !instructions.is_empty() {
+        body["instructions"] = json!(instructions.join("\n\n"));
+    }
+    if !tools.is_empty() {
+        body["tools"] = Value::Array(tools);
+    }
+    if let Some(max) = request.max_tokens {
+        body["max_output_tokens"] = json!(max);
+    }
+    body
+}

@@ -1,0 +1,160 @@
+//! Folds Responses API stream events into one assistant message.
+
+use serde_json::Value;
+
+use hermes_core::{ChatMessage, Content, Role, ToolCall, ToolCallFunction, Usage};
+
+use crate::accumulate::{MAX_RESPONSE_BYTES, MAX_TOOL_CALLS};
+use crate::{ChatResponse, DeltaSink, LlmError};
+
+#[derive(Debug, Default)]
+struct Call {
+    item_id: String,
+    call_id: String,
+    name: String,
+    arguments: String,
+}
+
+/// Accumulates `response.*` events.
+#[derive(Debug, Default)]
+pub struct ResponsesAccumulator {
+    text: String,
+    reasoning: String,
+    calls: Vec<Call>,
+    usage: Usage,
+    finish: Option<String>,
+    emitted: bool,
+    done: bool,
+    bytes: usize,
+}
+
+impl ResponsesAccumulator {
+    fn count(&mut self, n: usize) -> Result<(), LlmError> {
+        self.bytes += n;
+        if self.bytes > MAX_RESPONSE_BYTES {
+            return Err(LlmError::malformed("response is too large"));
+        }
+        Ok(())
+    }
+
+    /// Feeds one event's `data`.
+    pub fn push(&mut self, data: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
+        let event: Value =
+            serde_json::from_str(data).map_err(|e| LlmError::malformed(format!("bad stream event: {e}")))?;
+        match event["type"].as_str().unwrap_or_default() {
+            "response.output_text.delta" => {
+                let d = event["delta"].as_str().unwrap_or_default();
+                self.count(d.len())?;
+                sink.text(d);
+                self.emitted = true;
+                self.text.push_str(d);
+            }
+            "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => {
+                let d = event["delta"].as_str().unwrap_or_default();
+                self.count(d.len())?;
+                sink.reasoning(d);
+                self.emitted = true;
+                self.reasoning.push_str(d);
+            }
+            "response.output_item.added" if event["item"]["type"] == "function_call" => {
+                if self.calls.len() >= MAX_TOOL_CALLS {
+                    return Err(LlmError::malformed("too many tool calls"));
+                }
+                let item = &event["item"];
+                self.calls.push(Call {
+                    item_id: item["id"].as_str().unwrap_or_default().to_owned(),
+                    call_id: item["call_id"].as_str().unwrap_or_default().to_owned(),
+                    name: item["name"].as_str().unwrap_or_default().to_owned(),
+                    arguments: item["arguments"].as_str().unwrap_or_default().to_owned(),
+                });
+            }
+            "response.function_call_arguments.delta" => {
+                let d = event["delta"].as_str().unwrap_or_default().to_owned();
+                self.count(d.len())?;
+                let id = event["item_id"].as_str().unwrap_or_default();
+                let index = self.calls.iter().position(|c| c.item_id == id).or_else(|| {
+                    // Without an item id, the arguments belong to the latest call.
+                    if id.is_empty() { self.calls.len().checked_sub(1) } else { None }
+                });
+                if let Some(c) = index.and_then(|i| self.calls.get_mut(i)) {
+                    c.arguments.push_str(&d);
+                }
+            }
+            "response.output_item.done" if event["item"]["type"] == "function_call" => {
+                // The final item carries the complete arguments.
+                let item = &event["item"];
+                let id = item["id"].as_str().unwrap_or_default();
+                if let Some(c) = self.calls.iter_mut().find(|c| c.item_id == id)
+                    && let Some(args) = item["arguments"].as_str()
+                {
+                    c.arguments = args.to_owned();
+                }
+            }
+            "response.completed" | "response.incomplete" => {
+                let r = &event["response"];
+                let u = &r["usage"];
+                self.usage = Usage {
+                    prompt_tokens: u["input_tokens"].as_u64().unwrap_or(0),
+                    completion_tokens: u["output_tokens"].as_u64().unwrap_or(0),
+                    total_tokens: u["total_tokens"].as_u64().unwrap_or(0),
+                    cached_tokens: u["input_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0),
+                };
+                self.finish = Some(match r["incomplete_details"]["reason"].as_str() {
+                    Some("max_output_tokens") => "length".into(),
+                    Some("content_filter") => "content_filter".into(),
+                    _ if !self.calls.is_empty() => "tool_calls".into(),
+                    _ => "stop".into(),
+                });
+                self.done = true;
+            }
+            "response.failed" => {
+                let err = &event["response"]["error"];
+                return Err(LlmError::from_stream_error(err));
+            }
+            "error" => return Err(LlmError::from_stream_error(&event)),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    pub fn has_emitted(&self) -> bool {
+        self.emitted
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    pub fn finish(self) -> ChatResponse {
+        let tool_calls: Vec<ToolCall> = self
+            .calls
+            .into_iter()
+            .map(|c| ToolCall {
+                id: if c.call_id.is_empty() { c.item_id } else { c.call_id },
+                kind: "function".into(),
+                function: ToolCallFunction {
+                    name: c.name,
+                    arguments: if c.arguments.is_empty() { "{}".into() } else { c.arguments },
+                },
+            })
+            .collect();
+        let content =
+            if self.text.is_empty() && !tool_calls.is_empty() { None } else { Some(Content::Text(self.text)) };
+        ChatResponse {
+            message: ChatMessage {
+                role: Role::Assistant,
+                content,
+                tool_calls,
+                tool_call_id: None,
+                name: None,
+                reasoning: (!self.reasoning.is_empty()).then_some(self.reasoning),
+            },
+            finish_reason: self.finish,
+            usage: self.usage,
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "stream_tests.rs"]
+mod tests;
