@@ -62,6 +62,10 @@ async fn non_streaming_turn_answers_like_openai_and_stores_the_transcript() {
         ["hi", "Hello from Hermes", "again"],
         "history then the new input; old instructions not kept"
     );
+    // Every byte of a plain turn is paid on every call: stay within 70 % of upstream's
+    // 58,473 characters (system prompt plus tool schemas).
+    let size = env.llm.requests()[0].body.to_string().len();
+    assert!(size < 40_931, "a plain turn's request is {size} characters");
     // The stored prompt is reused byte for byte.
     assert_eq!(env.llm.requests()[0].messages()[0], sent[0]);
     env.stop().await;

@@ -72,6 +72,7 @@ impl ScriptedLlm {
             .route("/v1/messages", post(crate::anthropic::messages))
             .route("/v1/models", get(models))
             .route("/__script", post(push_script))
+            .route("/__requests", get(list_requests))
             .with_state(shared.clone());
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -124,6 +125,13 @@ impl ScriptedLlm {
 
 async fn models() -> Json<Value> {
     Json(json!({"object": "list", "data": [{"id": "scripted", "object": "model", "owned_by": "hermes-testkit"}]}))
+}
+
+/// Every request received so far (bodies only), for demos and measurements.
+async fn list_requests(State(shared): State<Arc<Shared>>) -> Json<Value> {
+    let bodies: Vec<Value> =
+        shared.requests.lock().map(|r| r.iter().map(|q| q.body.clone()).collect()).unwrap_or_default();
+    Json(Value::Array(bodies))
 }
 
 async fn push_script(State(shared): State<Arc<Shared>>, Json(replies): Json<Vec<ScriptedReply>>) -> StatusCode {
