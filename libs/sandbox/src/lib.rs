@@ -69,4 +69,11 @@ pub trait Sandboxes: Send + Sync {
 
     /// Answers when the backend is reachable.
     fn ping(&self) -> BoxFuture<'_, Result<()>>;
+
+    /// A workspace file's text (at most `max` bytes), if the sandbox is running and the file
+    /// exists. Never creates a sandbox.
+    fn read_file<'a>(&'a self, key: SandboxKey, path: &'a str, max: usize) -> BoxFuture<'a, Result<Option<String>>>;
+
+    /// The names in a workspace directory; empty when it or the sandbox does not exist.
+    fn list_dir<'a>(&'a self, key: SandboxKey, path: &'a str) -> BoxFuture<'a, Result<Vec<String>>>;
 }

@@ -9,6 +9,7 @@ mod keys;
 mod models;
 mod session;
 mod turn;
+mod workspace;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -12,6 +12,7 @@ use hermes_agent::{EventSink, Turn, TurnEnd, TurnLimits, TurnStart};
 use hermes_cache::LockGuard;
 use hermes_core::{ChatMessage, FinishReason, Role, SessionId, TenantId, TurnEventKind, TurnId, TurnOutcome, Usage};
 use hermes_queue::SessionWork;
+use hermes_sandbox::SandboxKey;
 use hermes_store::{ClaimedTurn, LeaseState, StoreError, TurnStatus};
 use hermes_tools::ToolCtx;
 
@@ -19,6 +20,7 @@ use crate::Runtime;
 use crate::delegate::DelegateTool;
 use crate::journal::{EventPublisher, StoreJournal};
 use crate::models::Models;
+use crate::workspace::SandboxFiles;
 
 /// Attempts after which a turn that keeps killing its workers is failed instead of resumed.
 const MAX_ATTEMPTS: i32 = 5;
@@ -313,6 +315,23 @@ async fn prepare_and_run(
         _ => {
             // First run of this turn: store the input, freezing the prompt if the session
             // has none yet (the stored one wins, so every turn sees the same bytes).
+            let context_file = match (&turn.system_prompt, agent.toolsets.iter().any(|t| t == "terminal")) {
+                // Project context comes from the agent's workspace, when it has one running.
+                (None, true) => {
+                    let files = SandboxFiles {
+                        sandboxes: rt.ctx.sandboxes.clone(),
+                        key: SandboxKey { tenant, agent: agent.id },
+                    };
+                    let found = hermes_agent::context_files::discover(&files, "").await;
+                    if let Some(f) = &found
+                        && !f.blocked.is_empty()
+                    {
+                        tracing::warn!(file = %f.name, blocked = ?f.blocked, "context file had injections; blocked them");
+                    }
+                    found
+                }
+                _ => None,
+            };
             let rendered = match &turn.system_prompt {
                 Some(p) => p.clone(),
                 None => render_stable_prompt(&PromptInputs {
@@ -320,11 +339,11 @@ async fn prepare_and_run(
                     model: &agent.model,
                     tool_names: &tools.names(),
                     custom_system: agent.system_message.as_deref(),
-                    // Memory, user profile, skills and context files arrive with their issues.
+                    // Memory, user profile and skills arrive with their issue.
                     memory: None,
                     user_profile: None,
                     skills: &[],
-                    context_file: None,
+                    context_file: context_file.as_ref(),
                     today: chrono::Utc::now().date_naive(),
                     platform: &turn.session_source,
                 }),

@@ -21,6 +21,8 @@ use tokio_util::sync::CancellationToken;
 
 use hermes_config::SandboxConfig;
 
+mod files;
+
 use crate::{ExecOutput, ExecRequest, RAW_OUTPUT_CAP, Result, SandboxError, SandboxKey, Sandboxes, WORKSPACE};
 
 const LABEL_OWNER: &str = "io.hermes.sandbox.owner";
@@ -379,6 +381,14 @@ impl Sandboxes for DockerSandboxes {
                 .record(out.duration.as_secs_f64());
             Ok(out)
         })
+    }
+
+    fn read_file<'a>(&'a self, key: SandboxKey, path: &'a str, max: usize) -> BoxFuture<'a, Result<Option<String>>> {
+        Box::pin(self.read_workspace_file(key, path, max))
+    }
+
+    fn list_dir<'a>(&'a self, key: SandboxKey, path: &'a str) -> BoxFuture<'a, Result<Vec<String>>> {
+        Box::pin(self.list_workspace_dir(key, path))
     }
 
     fn ping(&self) -> BoxFuture<'_, Result<()>> {
