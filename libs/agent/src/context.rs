@@ -12,6 +12,10 @@ use crate::{JournalError, TurnEnd, TurnJournal, failure};
 /// Decides when to compact the conversation and does it (`compress::Compressor` by default).
 pub trait ContextEngine: Send + Sync {
     fn should_compress(&self, prompt_tokens: u64) -> bool;
+    /// The model's context window, for context-pressure warnings.
+    fn context_window(&self) -> Option<u64> {
+        None
+    }
     /// Compacts the body (the messages after the system prompt); `None` if nothing to compact.
     fn compress<'a>(&'a self, body: &'a [ChatMessage]) -> BoxFuture<'a, Option<Compaction>>;
 }
@@ -26,6 +30,10 @@ pub struct DefaultEngine<S> {
 impl<S: Summarizer> ContextEngine for DefaultEngine<S> {
     fn should_compress(&self, prompt_tokens: u64) -> bool {
         self.compressor.should_compress(prompt_tokens)
+    }
+
+    fn context_window(&self) -> Option<u64> {
+        Some(self.compressor.config.context_window.max(compress::MIN_CONTEXT_WINDOW))
     }
 
     fn compress<'a>(&'a self, body: &'a [ChatMessage]) -> BoxFuture<'a, Option<Compaction>> {

@@ -255,12 +255,13 @@ impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
             let mut deltas = Deltas { sink: events, enabled: limits.stream_deltas };
             // Budget warnings go with this call only: never stored, never in the cached prefix.
             let with_note;
-            let view: &[ChatMessage] = match budget_note(spent, limits) {
-                Some(note) => {
-                    with_note = [messages.as_slice(), &[note]].concat();
-                    &with_note
-                }
-                None => &messages,
+            let pressure = context.and_then(|c| pressure_note(prompt_tokens?, c.context_window()?));
+            let notes: Vec<ChatMessage> = budget_note(spent, limits).into_iter().chain(pressure).collect();
+            let view: &[ChatMessage] = if notes.is_empty() {
+                &messages
+            } else {
+                with_note = [messages.as_slice(), notes.as_slice()].concat();
+                &with_note
             };
             let reply = match caller.run(view, &schemas, &mut spent, &mut usage, &mut deltas).await {
                 Ok(r) => r,
@@ -343,6 +344,18 @@ fn budget_note(spent: Spent, limits: &TurnLimits) -> Option<ChatMessage> {
         return None;
     };
     Some(ChatMessage::user(text))
+}
+
+/// The per-call warning when the prompt fills 70 % of the context window (compaction could not
+/// bring it down).
+fn pressure_note(prompt_tokens: u64, window: u64) -> Option<ChatMessage> {
+    let percent = prompt_tokens.saturating_mul(100) / window.max(1);
+    (percent >= 70).then(|| {
+        ChatMessage::user(format!(
+            "[System note: this conversation fills about {percent}% of the context window. Keep answers and tool \
+             output short.]"
+        ))
+    })
 }
 
 /// A guardrail stopped the turn: the user is told why, as the turn's answer.

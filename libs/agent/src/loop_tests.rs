@@ -526,3 +526,22 @@ async fn a_context_overflow_from_the_provider_compacts_and_retries_the_step() {
     assert_eq!(journal.1.len(), 1);
     assert_eq!(journal.0.last().unwrap().0, 1, "the retried step keeps its number");
 }
+
+#[tokio::test]
+async fn a_full_context_adds_a_pressure_note_to_the_next_call_only() {
+    let mut messages = long_history(2);
+    messages.push(ChatMessage::user("go"));
+    let turn_start = messages.len() - 1;
+    let mut big = calls(&[("probe", json!({}))]);
+    big.usage.prompt_tokens = 100_000;
+    let model = Script::new(vec![big, text("done")]);
+    // Compaction is on but has nothing to compact in so short a history.
+    let engine = engine("S");
+    let mut journal = Journal::default();
+    let out =
+        run_with_engine(&model, &engine, TurnStart { messages, completed_steps: 0, turn_start }, &mut journal).await;
+    assert_eq!(out.content, "done");
+    let last = model.requests()[1].messages.last().unwrap().text();
+    assert!(last.contains("78% of the context window"), "{last}");
+    assert!(!journal.0.iter().any(|(_, m)| m.text().contains("context window")));
+}

@@ -104,6 +104,10 @@ impl<T: Transport, K: KeySource> ResilientModel<T, K> {
             metrics::histogram!("hermes_llm_call_seconds", "outcome" => outcome)
                 .record(started.elapsed().as_secs_f64());
             let SendError { error, emitted } = match sent {
+                Ok(response) if response.message.tool_calls.is_empty() && response.message.text().trim().is_empty() => {
+                    // An empty answer: retried like a malformed one, then the next model.
+                    SendError::fresh(LlmError::malformed("the model returned an empty answer"))
+                }
                 Ok(response) => return Ok(response),
                 Err(e) => e,
             };

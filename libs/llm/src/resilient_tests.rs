@@ -227,3 +227,12 @@ async fn nothing_is_retried_once_output_has_streamed_and_duplicate_chain_entries
     assert_eq!(ask(&m).await.unwrap_err().class, ErrorClass::Server);
     assert_eq!(m.transport.sent().len(), 1);
 }
+
+#[tokio::test]
+async fn empty_answers_are_retried_then_the_next_model_answers() {
+    let t = FakeTransport::default().with("a", vec![Ok(""), Ok(""), Ok("")]).with("b", vec![Ok("b answers")]);
+    let m = ResilientModel::new(t, StaticKeys(None), vec![ep("a"), ep("b")], fast());
+    assert_eq!(ask(&m).await.unwrap(), "b answers");
+    let to_a = m.transport.sent().iter().filter(|(e, _)| e == "a").count();
+    assert_eq!(to_a, 3, "one try and two retries (max_retries = 2) before the fallback");
+}
