@@ -155,6 +155,27 @@ CREATE UNIQUE INDEX messages_one_result_per_call ON messages (session_id, turn_i
     WHERE role = 'tool' AND turn_id IS NOT NULL;
 
 -- chat-platform updates, written before the platform is answered (dedupe by the platform's id)
+-- One answered model call (usage per call, cache reads and writes included). Kept when its
+-- session is deleted: it is what the tenant was billed for.
+CREATE TABLE model_calls (
+    id                 bigserial PRIMARY KEY,
+    tenant_id          uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+    session_id         uuid NOT NULL,
+    turn_id            uuid NOT NULL,
+    -- main, auxiliary (summaries) or subagent
+    purpose            text NOT NULL,
+    provider           text NOT NULL,
+    model              text NOT NULL,
+    key_id             text,
+    prompt_tokens      bigint NOT NULL,
+    completion_tokens  bigint NOT NULL,
+    cached_tokens      bigint NOT NULL,
+    cache_write_tokens bigint NOT NULL,
+    created_at         timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX model_calls_by_tenant ON model_calls (tenant_id, created_at);
+CREATE INDEX model_calls_by_turn ON model_calls (tenant_id, turn_id);
+
 CREATE TABLE inbound (
     id           uuid PRIMARY KEY,
     tenant_id    uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,

@@ -93,6 +93,14 @@ async fn children_work_in_parallel_with_fewer_tools_and_only_their_summaries_ret
     .unwrap();
     assert_eq!(children.len(), 2);
     assert!(children.iter().all(|(p, n)| *p == parent && *n == 2), "{children:?}");
+    // Every call is metered on the parent's turn: two by the parent, one by each child.
+    let purposes: Vec<String> = sqlx::query_scalar("SELECT purpose FROM model_calls ORDER BY purpose")
+        .fetch_all(env.store.pool())
+        .await
+        .unwrap();
+    assert_eq!(purposes, ["main", "main", "subagent", "subagent"]);
+    let turns = env.count("SELECT count(DISTINCT turn_id) FROM model_calls").await;
+    assert_eq!(turns, 1);
     env.stop().await;
 }
 

@@ -61,6 +61,19 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
         error_code: None,
         session_id: None,
     };
+    let paid = hermes_store::ModelCall {
+        purpose: "main".into(),
+        provider: "openai".into(),
+        model: "gpt-4o-mini".into(),
+        key_id: Some("k1".into()),
+        usage: hermes_core::Usage {
+            prompt_tokens: 12,
+            completion_tokens: 3,
+            total_tokens: 15,
+            cached_tokens: 8,
+            cache_write_tokens: 0,
+        },
+    };
     let finish = env
         .store
         .finish_turn(
@@ -72,9 +85,12 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
             TurnStatus::Completed,
             &outcome,
             Some((1, &ChatMessage::assistant("late"))),
+            std::slice::from_ref(&paid),
         )
         .await;
     assert!(matches!(finish, Err(StoreError::Fenced)), "{finish:?}");
+    // A's model call was paid for: it is metered even though A's answer is refused.
+    assert_eq!(env.store.turn_model_calls(tenant, turn).await.unwrap(), vec![paid]);
     assert_eq!(env.store.extend_lease(tenant, turn, "worker-a", short).await.unwrap(), hermes_store::LeaseState::Lost);
     // A's stale finish stored nothing: not the answer, not the outcome.
     assert_eq!(env.store.session_messages(tenant, session).await.unwrap().len(), 1, "only the user input so far");
@@ -85,7 +101,7 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
     let again = env.store.append_message(tenant, session, b.fence, turn, 1, &answer).await.unwrap();
     assert_eq!(again, hermes_store::Appended::AlreadyStored);
     env.store
-        .finish_turn(tenant, session, turn, "worker-b", b.fence, TurnStatus::Completed, &outcome, None)
+        .finish_turn(tenant, session, turn, "worker-b", b.fence, TurnStatus::Completed, &outcome, None, &[])
         .await
         .unwrap();
     let texts: Vec<String> =

@@ -119,6 +119,18 @@ async fn a_failing_primary_falls_back_to_the_next_model_with_a_pooled_key() {
     let sent = &backup.requests()[0];
     assert_eq!(sent.body["model"], "backup-model");
     assert_eq!(sent.authorization.as_deref(), Some("Bearer pool-secret"));
+    // Usage is recorded per answered call, under the model and key that served it.
+    let calls: Vec<(String, String, Option<String>, i64, i64)> =
+        sqlx::query_as("SELECT purpose, model, key_id, prompt_tokens, completion_tokens FROM model_calls ORDER BY id")
+            .fetch_all(env.store.pool())
+            .await
+            .unwrap();
+    assert_eq!(calls.len(), 1, "the failed calls were not answered: {calls:?}");
+    let (purpose, model, key_id, prompt, completion) = &calls[0];
+    assert_eq!((purpose.as_str(), model.as_str()), ("main", "backup-model"));
+    assert!(key_id.is_some());
+    assert_eq!(*prompt as u64, body["usage"]["prompt_tokens"].as_u64().unwrap());
+    assert_eq!(*completion as u64, body["usage"]["completion_tokens"].as_u64().unwrap());
     env.stop().await;
 }
 

@@ -11,8 +11,12 @@ pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub total_tokens: u64,
+    /// Prompt tokens read from the provider's cache (billed at a discount).
     #[serde(default)]
     pub cached_tokens: u64,
+    /// Prompt tokens written to the provider's cache (Anthropic bills them at a premium).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
 }
 
 impl Usage {
@@ -22,6 +26,7 @@ impl Usage {
         self.completion_tokens += other.completion_tokens;
         self.total_tokens += other.total_tokens;
         self.cached_tokens += other.cached_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
     }
 }
 

@@ -72,6 +72,9 @@ pub(crate) struct WireUsage {
 struct PromptDetails {
     #[serde(default)]
     cached_tokens: u64,
+    /// Reported by gateways that proxy caching providers (OpenRouter, LiteLLM).
+    #[serde(default)]
+    cache_write_tokens: u64,
 }
 
 impl From<WireUsage> for Usage {
@@ -80,7 +83,8 @@ impl From<WireUsage> for Usage {
             prompt_tokens: u.prompt_tokens,
             completion_tokens: u.completion_tokens,
             total_tokens: if u.total_tokens > 0 { u.total_tokens } else { u.prompt_tokens + u.completion_tokens },
-            cached_tokens: u.prompt_tokens_details.map(|d| d.cached_tokens).unwrap_or(0),
+            cached_tokens: u.prompt_tokens_details.as_ref().map_or(0, |d| d.cached_tokens),
+            cache_write_tokens: u.prompt_tokens_details.as_ref().map_or(0, |d| d.cache_write_tokens),
         }
     }
 }

@@ -3,10 +3,11 @@
 //! one down, or retiring it), or move to the next model of the fallback chain, which keeps the
 //! turn going. The primary is tried again once it has rested for `primary_cooldown`.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::keys::{Credential, KeySource};
+use crate::meter::{CallMeter, CallRecord};
 use crate::transport::{Endpoint, SendError, Transport};
 use crate::{ChatModel, ChatRequest, ChatResponse, DeltaSink, ErrorClass, LlmError, Recovery, RetryPolicy};
 
@@ -22,6 +23,8 @@ pub struct ResilientModel<T, K> {
     primary_cooldown: Duration,
     /// When the primary last failed over (it rests until `primary_cooldown` has passed).
     primary_failed_at: Mutex<Option<Instant>>,
+    /// Where answered calls are reported, and under which purpose.
+    meter: Option<(Arc<dyn CallMeter>, &'static str)>,
 }
 
 enum EndpointFailure {
@@ -47,7 +50,14 @@ impl<T: Transport, K: KeySource> ResilientModel<T, K> {
             retry,
             primary_cooldown: PRIMARY_COOLDOWN,
             primary_failed_at: Mutex::new(None),
+            meter: None,
         }
+    }
+
+    /// Reports every answered call to `meter` as made for `purpose`.
+    pub fn with_meter(mut self, meter: Arc<dyn CallMeter>, purpose: &'static str) -> Self {
+        self.meter = Some((meter, purpose));
+        self
     }
 
     /// Overrides how long a failed primary rests (tests).
@@ -103,6 +113,16 @@ impl<T: Transport, K: KeySource> ResilientModel<T, K> {
             };
             metrics::histogram!("hermes_llm_call_seconds", "outcome" => outcome)
                 .record(started.elapsed().as_secs_f64());
+            if let (Ok(response), Some((meter, purpose))) = (&sent, &self.meter) {
+                // Every answer is paid for, an empty one included.
+                meter.record(CallRecord {
+                    purpose,
+                    provider: endpoint.provider.clone(),
+                    model: endpoint.model.clone(),
+                    key_id: key.as_ref().map(|k| k.id.clone()),
+                    usage: response.usage,
+                });
+            }
             let SendError { error, emitted } = match sent {
                 Ok(response) if response.message.tool_calls.is_empty() && response.message.text().trim().is_empty() => {
                     // An empty answer: retried like a malformed one, then the next model.

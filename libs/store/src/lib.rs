@@ -12,6 +12,7 @@ pub mod sessions;
 pub mod system;
 pub mod tenants;
 pub mod turns;
+pub mod usage;
 
 use std::time::Duration;
 
@@ -27,6 +28,7 @@ pub use sessions::Session;
 pub use system::StrandedTurn;
 pub use tenants::Tenant;
 pub use turns::{ClaimedTurn, LeaseState, NewTurn, TurnStatus, TurnTarget};
+pub use usage::ModelCall;
 
 /// The migrations in the repository's top-level `migrations/` folder.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");

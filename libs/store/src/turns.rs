@@ -13,6 +13,7 @@ use sqlx::Row;
 use hermes_core::{AgentId, ChatMessage, SessionId, TenantId, TurnId, TurnOutcome};
 
 use crate::messages::{MessageColumns, columns};
+use crate::usage::{CallColumns, ModelCall, insert_model_calls};
 use crate::{Result, Store, StoreError};
 
 /// A turn's state.
@@ -324,7 +325,8 @@ impl Store {
 
     /// Ends a running turn with `status` and `outcome`, if `owner` still holds its lease and
     /// `fence` still owns the session (the turn row is locked first, as in a claim), storing the turn's final assistant message (step `final_message.0`) in the same
-    /// statement, so an answer is either stored with its outcome or not at all.
+    /// statement, so an answer is either stored with its outcome or not at all. The turn's last
+    /// answered model `calls` are recorded by the same statement, even when the turn is fenced.
     #[expect(clippy::too_many_arguments, reason = "one fenced statement with all its inputs")]
     pub async fn finish_turn(
         &self,
@@ -336,6 +338,7 @@ impl Store {
         status: TurnStatus,
         outcome: &TurnOutcome,
         final_message: Option<(i32, &ChatMessage)>,
+        calls: &[ModelCall],
     ) -> Result<()> {
         let outcome = crate::messages::storable_json(outcome)?;
         let (step, columns) = match final_message {
@@ -343,8 +346,10 @@ impl Store {
             // Nothing to insert: the `ins` step is skipped, the values are never read.
             None => (None, MessageColumns::empty_assistant()),
         };
-        let query = sqlx::query(
-            "WITH mine AS (
+        let sql = concat!(
+            "WITH calls AS (",
+            insert_model_calls!("$15", "$16", "$17", "$18", "$19", "$20", "$21", "$22"),
+            "), mine AS (
                 SELECT id FROM turns
                 WHERE tenant_id = $1 AND id = $3 AND status = 'running' AND lease_owner = $14
                 FOR UPDATE
@@ -365,14 +370,12 @@ impl Store {
                 WHERE tenant_id = $1 AND id = $3 AND status = 'running' AND EXISTS (SELECT 1 FROM s)
                 RETURNING 1
              )
-             SELECT (SELECT count(*) FROM t) AS finished",
-        )
-        .bind(tenant.as_uuid())
-        .bind(session.as_uuid())
-        .bind(turn.as_uuid())
-        .bind(fence)
-        .bind(step);
-        let row = columns.bind_to(query).bind(status.as_str()).bind(outcome).bind(owner).fetch_one(self.pool()).await?;
+             SELECT (SELECT count(*) FROM t) AS finished"
+        );
+        let query =
+            sqlx::query(sql).bind(tenant.as_uuid()).bind(session.as_uuid()).bind(turn.as_uuid()).bind(fence).bind(step);
+        let query = columns.bind_to(query).bind(status.as_str()).bind(outcome).bind(owner);
+        let row = CallColumns::of(calls).bind_to(query).fetch_one(self.pool()).await?;
         let finished: i64 = row.try_get("finished")?;
         if finished == 0 {
             return Err(StoreError::Fenced);

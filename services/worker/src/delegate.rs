@@ -182,7 +182,8 @@ impl DelegateTool {
         let mut journal = ChildJournal { store: store.clone(), tenant: ctx.tenant_id, session, turn };
         let input = ChatMessage::user(input);
         journal.record(0, &input).await.map_err(|e| e.to_string())?;
-        let model = self.models.main();
+        // The child's calls are metered with the parent turn's, as sub-agent work.
+        let model = Models { purpose: "subagent", ..self.models.clone() }.main();
         let tool_ctx = ToolCtx { session_id: session, turn_id: turn, ..ctx.clone() };
         let limits = TurnLimits { max_iterations, ..TurnLimits::child() };
         let start = TurnStart { messages: vec![ChatMessage::system(prompt), input], completed_steps: 0, turn_start: 1 };

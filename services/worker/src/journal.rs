@@ -1,13 +1,16 @@
 //! The worker's side of the agent's seams: a fenced Postgres journal and an ordered event
 //! publisher.
 
+use std::sync::Arc;
+
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use hermes_agent::{EventSink, JournalError, TurnJournal};
 use hermes_core::{ChatMessage, SessionId, TenantId, TurnEvent, TurnEventKind, TurnId};
+use hermes_llm::{CallBuffer, CallMeter, CallRecord};
 use hermes_queue::Broker;
-use hermes_store::{Store, StoreError};
+use hermes_store::{ModelCall, Store, StoreError};
 
 /// Checkpoints a turn's messages, fenced by the session's token. The final answer (an
 /// assistant message without tool calls) is held back and stored together with the turn's
@@ -21,6 +24,35 @@ pub(crate) struct StoreJournal {
     pub final_answer: Option<(i32, ChatMessage)>,
     /// Set when the turn compacted the conversation into a child session (now `session`).
     pub compacted: bool,
+    /// Model calls answered since the last checkpoint, stored with the next one.
+    pub calls: Arc<CallBuffer>,
+}
+
+impl StoreJournal {
+    /// Takes the calls not stored yet (to be stored with the turn's outcome).
+    pub fn take_calls(&self) -> Vec<ModelCall> {
+        self.calls.drain().into_iter().map(model_call).collect()
+    }
+
+    /// Stores the calls not stored yet. On failure they wait for the next checkpoint; a turn
+    /// that stops without one loses them (with a warning).
+    pub async fn store_calls(&self) {
+        let calls = self.calls.drain();
+        if calls.is_empty() {
+            return;
+        }
+        let rows: Vec<ModelCall> = calls.iter().cloned().map(model_call).collect();
+        if let Err(e) = self.store.record_model_calls(self.tenant, self.session, self.turn, &rows).await {
+            tracing::warn!(error = %e, calls = rows.len(), "cannot record model calls yet");
+            for call in calls {
+                self.calls.record(call);
+            }
+        }
+    }
+}
+
+fn model_call(c: CallRecord) -> ModelCall {
+    ModelCall { purpose: c.purpose.to_owned(), provider: c.provider, model: c.model, key_id: c.key_id, usage: c.usage }
 }
 
 impl TurnJournal for StoreJournal {
@@ -29,6 +61,7 @@ impl TurnJournal for StoreJournal {
             self.final_answer = Some((step, message.clone()));
             return Ok(());
         }
+        self.store_calls().await;
         match self.store.append_message(self.tenant, self.session, self.fence, self.turn, step, message).await {
             Ok(_) => Ok(()),
             Err(e) => Err(journal_error(e)),

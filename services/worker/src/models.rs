@@ -10,7 +10,7 @@ use hermes_agent::{DefaultEngine, ModelSummarizer};
 use hermes_core::{AgentId, ChatMessage, TenantId};
 use hermes_llm::anthropic::CacheTtl;
 use hermes_llm::keys::provider_for_url;
-use hermes_llm::{AnyTransport, ApiMode, Credential, Endpoint, ResilientModel, RetryPolicy};
+use hermes_llm::{AnyTransport, ApiMode, CallBuffer, Credential, Endpoint, ResilientModel, RetryPolicy};
 use hermes_store::Agent;
 
 use crate::Runtime;
@@ -28,6 +28,10 @@ pub(crate) struct Models {
     pub tenant: TenantId,
     pub agent: Agent,
     pub api_key: Option<String>,
+    /// Where every answered call is reported (stored with the turn's checkpoints).
+    pub meter: Arc<CallBuffer>,
+    /// What the main model's calls are for (`main`, or `subagent` in a delegated child).
+    pub purpose: &'static str,
 }
 
 fn endpoint(base_url: &str, model: &str, mode: Option<&str>) -> Endpoint {
@@ -56,7 +60,7 @@ impl Models {
         }
     }
 
-    fn build(&self, chain: Vec<Endpoint>) -> TurnModel {
+    fn build(&self, chain: Vec<Endpoint>, purpose: &'static str) -> TurnModel {
         let cfg = &self.rt.ctx.config.llm;
         let retry = RetryPolicy {
             max_retries: cfg.max_retries,
@@ -65,13 +69,14 @@ impl Models {
         };
         let ttl = if cfg.anthropic_cache_ttl == "1h" { CacheTtl::OneHour } else { CacheTtl::FiveMinutes };
         ResilientModel::new(AnyTransport::new(self.rt.ctx.http.clone(), ttl), self.keys(), chain, retry)
+            .with_meter(self.meter.clone(), purpose)
     }
 
     /// The main model and its fallback chain.
     pub fn main(&self) -> TurnModel {
         let mut chain = vec![self.primary()];
         chain.extend(self.agent.fallbacks.iter().map(|f| endpoint(&f.base_url, &f.model, f.api_mode.as_deref())));
-        self.build(chain)
+        self.build(chain, self.purpose)
     }
 
     /// The context engine: the agent's window, and its summarizers in order.
@@ -92,13 +97,14 @@ impl Models {
         if let Some(aux) = &self.agent.auxiliary
             && !resting
         {
-            let model = self.build(vec![endpoint(&aux.base_url, &aux.model, aux.api_mode.as_deref())]);
+            let model = self.build(vec![endpoint(&aux.base_url, &aux.model, aux.api_mode.as_deref())], "auxiliary");
             summarizers.push(Summaries {
                 inner: ModelSummarizer { model, model_name: aux.model.clone() },
                 on_failure: Some((&self.rt, self.agent.id)),
             });
         }
-        let main = self.build(vec![self.primary()]);
+        // A summary is auxiliary work, whichever model writes it.
+        let main = self.build(vec![self.primary()], "auxiliary");
         summarizers.push(Summaries {
             inner: ModelSummarizer { model: main, model_name: self.agent.model.clone() },
             on_failure: None,

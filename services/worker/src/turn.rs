@@ -119,7 +119,7 @@ async fn stop_cancelled(
     match rt
         .ctx
         .store
-        .finish_turn(tenant, session_id, turn_id, owner, fence, TurnStatus::Cancelled, &outcome, None)
+        .finish_turn(tenant, session_id, turn_id, owner, fence, TurnStatus::Cancelled, &outcome, None, &[])
         .await
     {
         Ok(()) => {
@@ -186,6 +186,7 @@ async fn execute(rt: &Arc<Runtime>, tenant: TenantId, owner: &str, turn: Claimed
         fence: turn.fence,
         final_answer: None,
         compacted: false,
+        calls: Arc::default(),
     };
     let end = if turn.attempt > MAX_ATTEMPTS {
         tracing::error!("turn failed on {MAX_ATTEMPTS} workers; giving up");
@@ -210,11 +211,13 @@ async fn execute(rt: &Arc<Runtime>, tenant: TenantId, owner: &str, turn: Claimed
     let outcome = match end {
         TurnEnd::Superseded => {
             tracing::warn!("another worker took the session over; stopping quietly");
+            journal.store_calls().await;
             events.finish(None).await;
             return Ran::Stop;
         }
         TurnEnd::Suspended(reason) => {
             tracing::warn!(reason, "storage failed; handing the turn back to be resumed");
+            journal.store_calls().await;
             events.finish(None).await;
             hand_back(rt, tenant, turn.session_id, turn.turn_id, owner, &tracing::Span::current()).await;
             return Ran::Stop;
@@ -230,8 +233,12 @@ async fn execute(rt: &Arc<Runtime>, tenant: TenantId, owner: &str, turn: Claimed
     let session_id = journal.session;
     let status = if outcome.finish_reason == FinishReason::Error { TurnStatus::Failed } else { TurnStatus::Completed };
     let answer = journal.final_answer.as_ref().map(|(step, message)| (*step, message));
-    let stored =
-        rt.ctx.store.finish_turn(tenant, session_id, turn.turn_id, owner, turn.fence, status, &outcome, answer).await;
+    let calls = journal.take_calls();
+    let stored = rt
+        .ctx
+        .store
+        .finish_turn(tenant, session_id, turn.turn_id, owner, turn.fence, status, &outcome, answer, &calls)
+        .await;
     match stored {
         Ok(()) => {}
         Err(StoreError::Fenced) => {
@@ -291,7 +298,8 @@ async fn prepare_and_run(
         PrepareError::Fail(failed("provider_key_unavailable", "The agent's provider key cannot be read."))
     })?;
     let tools = rt.tools.restricted_to(&agent.toolsets);
-    let models = Models { rt: rt.clone(), tenant, agent: agent.clone(), api_key };
+    let models =
+        Models { rt: rt.clone(), tenant, agent: agent.clone(), api_key, meter: journal.calls.clone(), purpose: "main" };
     let model = models.main();
     let child_usage = Arc::new(std::sync::Mutex::new(Usage::default()));
     let mut tools = tools;

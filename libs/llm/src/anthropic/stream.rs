@@ -41,6 +41,7 @@ impl AnthropicAccumulator {
                 let written = u["cache_creation_input_tokens"].as_u64().unwrap_or(0);
                 self.usage.prompt_tokens = input + read + written;
                 self.usage.cached_tokens = read;
+                self.usage.cache_write_tokens = written;
                 self.usage.completion_tokens = u["output_tokens"].as_u64().unwrap_or(0);
             }
             "content_block_start" => {

@@ -12,7 +12,7 @@ impl DeltaSink for Collect {
 #[test]
 fn an_anthropic_stream_folds_into_text_reasoning_tool_calls_and_usage() {
     let events = [
-        r#"{"type":"message_start","message":{"usage":{"input_tokens":10,"cache_read_input_tokens":90,"cache_creation_input_tokens":0,"output_tokens":1}}}"#,
+        r#"{"type":"message_start","message":{"usage":{"input_tokens":10,"cache_read_input_tokens":90,"cache_creation_input_tokens":25,"output_tokens":1}}}"#,
         r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}"#,
         r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"let me see"}}"#,
         r#"{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}"#,
@@ -38,7 +38,8 @@ fn an_anthropic_stream_folds_into_text_reasoning_tool_calls_and_usage() {
     assert_eq!(r.message.tool_calls[0].id, "toolu_1");
     assert_eq!(r.message.tool_calls[0].function.arguments, r#"{"command":"ls"}"#);
     assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
-    assert_eq!((r.usage.prompt_tokens, r.usage.cached_tokens, r.usage.completion_tokens), (100, 90, 30));
+    let u = r.usage;
+    assert_eq!((u.prompt_tokens, u.cached_tokens, u.cache_write_tokens, u.completion_tokens), (125, 90, 25, 30));
 }
 
 #[test]

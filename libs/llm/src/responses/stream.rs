@@ -98,6 +98,7 @@ impl ResponsesAccumulator {
                     completion_tokens: u["output_tokens"].as_u64().unwrap_or(0),
                     total_tokens: u["total_tokens"].as_u64().unwrap_or(0),
                     cached_tokens: u["input_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0),
+                    cache_write_tokens: 0,
                 };
                 self.finish = Some(match r["incomplete_details"]["reason"].as_str() {
                     Some("max_output_tokens") => "length".into(),

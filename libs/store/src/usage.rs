@@ -1,0 +1,152 @@
+//! The per-call usage ledger: one row per answered model call, written with the turn's
+//! checkpoints (never in a statement of its own on the plain-turn path).
+
+use sqlx::Row;
+use sqlx::postgres::PgArguments;
+use sqlx::query::Query;
+
+use hermes_core::{SessionId, TenantId, TurnId, Usage};
+
+use crate::{Result, Store};
+
+/// One answered model call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelCall {
+    /// `main`, `auxiliary` or `subagent`.
+    pub purpose: String,
+    pub provider: String,
+    pub model: String,
+    pub key_id: Option<String>,
+    pub usage: Usage,
+}
+
+/// The calls as column arrays, for one `unnest` insert.
+#[derive(Debug, Default)]
+pub(crate) struct CallColumns {
+    purpose: Vec<String>,
+    provider: Vec<String>,
+    model: Vec<String>,
+    key_id: Vec<Option<String>>,
+    prompt: Vec<i64>,
+    completion: Vec<i64>,
+    cached: Vec<i64>,
+    cache_write: Vec<i64>,
+}
+
+fn tokens(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+impl CallColumns {
+    pub(crate) fn of(calls: &[ModelCall]) -> Self {
+        let mut c = Self::default();
+        for call in calls {
+            c.purpose.push(call.purpose.clone());
+            c.provider.push(call.provider.clone());
+            c.model.push(call.model.clone());
+            c.key_id.push(call.key_id.clone());
+            c.prompt.push(tokens(call.usage.prompt_tokens));
+            c.completion.push(tokens(call.usage.completion_tokens));
+            c.cached.push(tokens(call.usage.cached_tokens));
+            c.cache_write.push(tokens(call.usage.cache_write_tokens));
+        }
+        c
+    }
+
+    /// Binds the eight arrays in the order of `insert_model_calls!`.
+    pub(crate) fn bind_to(
+        self,
+        query: Query<'_, sqlx::Postgres, PgArguments>,
+    ) -> Query<'_, sqlx::Postgres, PgArguments> {
+        query
+            .bind(self.purpose)
+            .bind(self.provider)
+            .bind(self.model)
+            .bind(self.key_id)
+            .bind(self.prompt)
+            .bind(self.completion)
+            .bind(self.cached)
+            .bind(self.cache_write)
+    }
+}
+
+/// The insert of a call batch (a static string, so no SQL is ever built at run time), with
+/// tenant, session and turn at `$1 $2 $3` and the eight arrays of [`CallColumns`] at the given
+/// placeholders.
+macro_rules! insert_model_calls {
+    ($a:literal, $b:literal, $c:literal, $d:literal, $e:literal, $f:literal, $g:literal, $h:literal) => {
+        concat!(
+            "INSERT INTO model_calls (tenant_id, session_id, turn_id, purpose, provider, model, key_id,
+                                      prompt_tokens, completion_tokens, cached_tokens, cache_write_tokens)
+             SELECT $1, $2, $3, c.* FROM unnest(",
+            $a,
+            "::text[], ",
+            $b,
+            "::text[], ",
+            $c,
+            "::text[], ",
+            $d,
+            "::text[], ",
+            $e,
+            "::bigint[], ",
+            $f,
+            "::bigint[], ",
+            $g,
+            "::bigint[], ",
+            $h,
+            "::bigint[]) AS c"
+        )
+    };
+}
+pub(crate) use insert_model_calls;
+
+impl Store {
+    /// Records answered calls of `turn` (whatever happens to the turn: they were paid for).
+    pub async fn record_model_calls(
+        &self,
+        tenant: TenantId,
+        session: SessionId,
+        turn: TurnId,
+        calls: &[ModelCall],
+    ) -> Result<()> {
+        if calls.is_empty() {
+            return Ok(());
+        }
+        let sql = insert_model_calls!("$4", "$5", "$6", "$7", "$8", "$9", "$10", "$11");
+        let query = sqlx::query(sql).bind(tenant.as_uuid()).bind(session.as_uuid()).bind(turn.as_uuid());
+        CallColumns::of(calls).bind_to(query).execute(self.pool()).await?;
+        Ok(())
+    }
+
+    /// The calls recorded for `turn`, oldest first.
+    pub async fn turn_model_calls(&self, tenant: TenantId, turn: TurnId) -> Result<Vec<ModelCall>> {
+        let rows = sqlx::query(
+            "SELECT purpose, provider, model, key_id, prompt_tokens, completion_tokens, cached_tokens,
+                    cache_write_tokens
+             FROM model_calls WHERE tenant_id = $1 AND turn_id = $2 ORDER BY id",
+        )
+        .bind(tenant.as_uuid())
+        .bind(turn.as_uuid())
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let n = |c: &str| -> Result<u64> { Ok(u64::try_from(r.try_get::<i64, _>(c)?).unwrap_or(0)) };
+                let (prompt, completion) = (n("prompt_tokens")?, n("completion_tokens")?);
+                Ok(ModelCall {
+                    purpose: r.try_get("purpose")?,
+                    provider: r.try_get("provider")?,
+                    model: r.try_get("model")?,
+                    key_id: r.try_get("key_id")?,
+                    usage: Usage {
+                        prompt_tokens: prompt,
+                        completion_tokens: completion,
+                        total_tokens: prompt + completion,
+                        cached_tokens: n("cached_tokens")?,
+                        cache_write_tokens: n("cache_write_tokens")?,
+                    },
+                })
+            })
+            .collect()
+    }
+}
