@@ -10,10 +10,26 @@ use crate::threats;
 /// Longest context file kept in the prompt.
 pub const MAX_CONTEXT_CHARS: usize = 20_000;
 
-/// Reads files of the agent's workspace (implemented over the sandbox by the worker).
+/// Reads files of the agent's workspace (implemented over the sandbox by the worker, where
+/// every call is a round trip: discovery makes as few as it can).
 pub trait WorkspaceFiles: Send + Sync {
+    /// Whether there is a workspace to look at (a sandbox that is not running has none).
+    fn available(&self) -> impl Future<Output = bool> + Send {
+        async { true }
+    }
     /// The content of `path` (relative to the workspace root), if it is a readable file.
     fn read(&self, path: &str) -> impl Future<Output = Option<String>> + Send;
+    /// The first of `paths` that is a readable file, with its content.
+    fn read_first(&self, paths: &[String]) -> impl Future<Output = Option<(String, String)>> + Send {
+        async move {
+            for path in paths {
+                if let Some(text) = self.read(path).await {
+                    return Some((path.clone(), text));
+                }
+            }
+            None
+        }
+    }
     /// File names in directory `dir` (relative), if it exists.
     fn list(&self, dir: &str) -> impl Future<Output = Vec<String>> + Send;
 }
@@ -34,8 +50,8 @@ async fn up_to_git_root<F: WorkspaceFiles>(files: &F, cwd: &str) -> Vec<String> 
     let mut dir = cwd.trim_matches('/').to_owned();
     loop {
         dirs.push(dir.clone());
-        let has_git = files.list(&dir).await.iter().any(|n| n == ".git");
-        if has_git || dir.is_empty() {
+        // The workspace root is the top either way: no need to look for `.git` there.
+        if dir.is_empty() || files.list(&dir).await.iter().any(|n| n == ".git") {
             return dirs;
         }
         dir = match dir.rfind('/') {
@@ -84,20 +100,21 @@ fn finish(name: String, raw: &str) -> ContextFile {
 
 /// Finds the context file for a workspace whose working directory is `cwd`.
 pub async fn discover<F: WorkspaceFiles>(files: &F, cwd: &str) -> Option<ContextFile> {
-    let cwd = cwd.trim_matches('/');
-    for dir in up_to_git_root(files, cwd).await {
-        for name in [".hermes.md", "HERMES.md"] {
-            let path = join(&dir, name);
-            if let Some(text) = files.read(&path).await {
-                return Some(finish(path, strip_front_matter(&text)));
-            }
-        }
+    if !files.available().await {
+        return None;
     }
-    for name in ["AGENTS.md", "CLAUDE.md", ".cursorrules"] {
-        let path = join(cwd, name);
-        if let Some(text) = files.read(&path).await {
-            return Some(finish(path, &text));
-        }
+    let cwd = cwd.trim_matches('/');
+    // Every candidate in priority order, asked for in one read: the first that exists wins.
+    let mut candidates: Vec<String> = Vec::new();
+    for dir in up_to_git_root(files, cwd).await {
+        candidates.extend([".hermes.md", "HERMES.md"].map(|name| join(&dir, name)));
+    }
+    let hermes_kinds = candidates.len();
+    candidates.extend(["AGENTS.md", "CLAUDE.md", ".cursorrules"].map(|name| join(cwd, name)));
+    if let Some((path, text)) = files.read_first(&candidates).await {
+        let is_hermes = candidates.iter().position(|c| *c == path).is_some_and(|i| i < hermes_kinds);
+        let text = if is_hermes { strip_front_matter(&text) } else { &text };
+        return Some(finish(path, text));
     }
     let rules_dir = join(cwd, ".cursor/rules");
     let mut rules: Vec<String> = files.list(&rules_dir).await.into_iter().filter(|n| n.ends_with(".mdc")).collect();

@@ -74,3 +74,27 @@ async fn injections_in_context_files_are_blocked() {
     assert_eq!(found.content, "Style: short.\n[BLOCKED: instruction override]");
     assert_eq!(found.blocked, ["instruction override"]);
 }
+
+/// A workspace that is not there: discovery must not ask it for anything else.
+struct Stopped(std::sync::atomic::AtomicUsize);
+
+impl WorkspaceFiles for Stopped {
+    async fn available(&self) -> bool {
+        false
+    }
+    async fn read(&self, _: &str) -> Option<String> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some("never read".into())
+    }
+    async fn list(&self, _: &str) -> Vec<String> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        vec![".git".into()]
+    }
+}
+
+#[tokio::test]
+async fn a_workspace_that_is_not_running_costs_one_question() {
+    let stopped = Stopped(Default::default());
+    assert_eq!(discover(&stopped, "app").await, None);
+    assert_eq!(stopped.0.load(std::sync::atomic::Ordering::Relaxed), 0, "no read or listing");
+}

@@ -70,9 +70,18 @@ pub trait Sandboxes: Send + Sync {
     /// Answers when the backend is reachable.
     fn ping(&self) -> BoxFuture<'_, Result<()>>;
 
-    /// A workspace file's text (at most `max` bytes), if the sandbox is running and the file
-    /// exists. Never creates a sandbox.
-    fn read_file<'a>(&'a self, key: SandboxKey, path: &'a str, max: usize) -> BoxFuture<'a, Result<Option<String>>>;
+    /// Whether `key`'s sandbox exists and runs (reads never create one).
+    fn is_running(&self, key: SandboxKey) -> BoxFuture<'_, Result<bool>>;
+
+    /// The first of `paths` that is a workspace file, with its text (at most `max` bytes), in
+    /// one round trip; `None` when none is, or the sandbox is not running. Never creates a
+    /// sandbox.
+    fn read_first_file<'a>(
+        &'a self,
+        key: SandboxKey,
+        paths: &'a [String],
+        max: usize,
+    ) -> BoxFuture<'a, Result<Option<(String, String)>>>;
 
     /// The names in a workspace directory; empty when it or the sandbox does not exist.
     fn list_dir<'a>(&'a self, key: SandboxKey, path: &'a str) -> BoxFuture<'a, Result<Vec<String>>>;

@@ -14,11 +14,25 @@ pub(crate) struct SandboxFiles {
 }
 
 impl WorkspaceFiles for SandboxFiles {
-    async fn read(&self, path: &str) -> Option<String> {
-        match self.sandboxes.read_file(self.key, path, READ_LIMIT).await {
-            Ok(text) => text,
+    async fn available(&self) -> bool {
+        match self.sandboxes.is_running(self.key).await {
+            Ok(running) => running,
             Err(e) => {
-                tracing::warn!(error = %e, path, "cannot read a context file");
+                tracing::warn!(error = %e, "cannot tell whether the workspace runs; no context file");
+                false
+            }
+        }
+    }
+
+    async fn read(&self, path: &str) -> Option<String> {
+        self.read_first(&[path.to_owned()]).await.map(|(_, text)| text)
+    }
+
+    async fn read_first(&self, paths: &[String]) -> Option<(String, String)> {
+        match self.sandboxes.read_first_file(self.key, paths, READ_LIMIT).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read context files");
                 None
             }
         }

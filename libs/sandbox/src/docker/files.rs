@@ -1,6 +1,11 @@
-//! Reading the workspace (for context files) with argv-only execs: no shell, so no content
-//! or path is ever interpreted. Only a sandbox that already runs is read; none is created
-//! just to look for files.
+//! Reading the workspace (for context files). Paths are only ever passed as arguments (to
+//! `ls`, or to a constant script), never spliced into a command, so no path or content is
+//! interpreted. Only a sandbox that already runs is read; none is created just to look for
+//! files.
+
+/// Prints the first readable file of its arguments: its path on one line, then at most `$1`
+/// bytes of it. Exits 3 when there is none.
+const READ_FIRST_SCRIPT: &str = r#"max=$1; shift; for f in "$@"; do if [ -f "$f" ] && [ -r "$f" ]; then printf '%s\n' "$f"; exec head -c "$max" -- "$f"; fi; done; exit 3"#;
 
 use bollard::exec::{CreateExecOptions, StartExecResults};
 use futures_util::StreamExt;
@@ -22,7 +27,7 @@ pub(crate) fn safe_relative(path: &str) -> Option<String> {
 
 impl DockerSandboxes {
     /// Whether `key`'s sandbox exists and runs.
-    pub async fn is_running(&self, key: SandboxKey) -> Result<bool> {
+    pub async fn container_running(&self, key: SandboxKey) -> Result<bool> {
         match self.inner.docker.inspect_container(&self.container_name(key), None).await {
             Ok(info) => Ok(info.state.and_then(|s| s.running).unwrap_or(false)),
             Err(e) if status_of(&e) == Some(404) => Ok(false),
@@ -30,8 +35,9 @@ impl DockerSandboxes {
         }
     }
 
-    /// Runs `argv` (no shell) and returns its exit code and stdout, at most `max` bytes.
-    async fn run_argv(&self, key: SandboxKey, argv: Vec<&str>, max: usize) -> Result<(Option<i64>, Vec<u8>)> {
+    /// Runs `argv` and returns its exit code and stdout, at most `max` bytes; `None` when the
+    /// sandbox is gone or stopped (nothing is created to run it).
+    async fn run_argv(&self, key: SandboxKey, argv: Vec<&str>, max: usize) -> Result<Option<(Option<i64>, Vec<u8>)>> {
         let docker = &self.inner.docker;
         let name = self.container_name(key);
         let exec = docker
@@ -44,8 +50,12 @@ impl DockerSandboxes {
                     ..Default::default()
                 },
             )
-            .await
-            .map_err(docker_err)?;
+            .await;
+        let exec = match exec {
+            Ok(exec) => exec,
+            Err(e) if matches!(status_of(&e), Some(404 | 409)) => return Ok(None),
+            Err(e) => return Err(docker_err(e)),
+        };
         let mut out = Vec::new();
         if let StartExecResults::Attached { output: mut stream, .. } =
             docker.start_exec(&exec.id, None).await.map_err(docker_err)?
@@ -57,26 +67,41 @@ impl DockerSandboxes {
             }
         }
         let code = docker.inspect_exec(&exec.id).await.map_err(docker_err)?.exit_code;
-        Ok((code, out))
+        Ok(Some((code, out)))
     }
 
-    /// The text of a workspace file, if the sandbox runs and the file exists (at most `max` bytes).
-    pub async fn read_workspace_file(&self, key: SandboxKey, path: &str, max: usize) -> Result<Option<String>> {
-        let Some(abs) = safe_relative(path) else { return Ok(None) };
-        if !self.is_running(key).await? {
+    /// The first of `paths` (workspace-relative) that is a readable file, with its text (at
+    /// most `max` bytes), in one exec.
+    pub async fn read_first_workspace_file(
+        &self,
+        key: SandboxKey,
+        paths: &[String],
+        max: usize,
+    ) -> Result<Option<(String, String)>> {
+        // Paths that would leave the workspace are not asked for at all.
+        let asked: Vec<(&String, String)> =
+            paths.iter().filter_map(|p| safe_relative(p).filter(|abs| abs != WORKSPACE).map(|abs| (p, abs))).collect();
+        if asked.is_empty() {
             return Ok(None);
         }
-        let (code, out) = self.run_argv(key, vec!["cat", "--", &abs], max).await?;
-        Ok((code == Some(0)).then(|| String::from_utf8_lossy(&out).into_owned()))
+        let max_arg = max.to_string();
+        let mut argv = vec!["sh", "-c", READ_FIRST_SCRIPT, "sh", max_arg.as_str()];
+        argv.extend(asked.iter().map(|(_, abs)| abs.as_str()));
+        let Some((code, out)) = self.run_argv(key, argv, max + 4096).await? else { return Ok(None) };
+        if code != Some(0) {
+            return Ok(None);
+        }
+        let text = String::from_utf8_lossy(&out);
+        let Some((found, content)) = text.split_once('\n') else { return Ok(None) };
+        Ok(asked.iter().find(|(_, abs)| abs == found).map(|(rel, _)| ((*rel).clone(), content.to_owned())))
     }
 
     /// The names in a workspace directory (empty if it or the sandbox does not exist).
     pub async fn list_workspace_dir(&self, key: SandboxKey, path: &str) -> Result<Vec<String>> {
         let Some(abs) = safe_relative(path) else { return Ok(Vec::new()) };
-        if !self.is_running(key).await? {
+        let Some((code, out)) = self.run_argv(key, vec!["ls", "-1a", "--", &abs], 256 * 1024).await? else {
             return Ok(Vec::new());
-        }
-        let (code, out) = self.run_argv(key, vec!["ls", "-1a", "--", &abs], 256 * 1024).await?;
+        };
         if code != Some(0) {
             return Ok(Vec::new());
         }

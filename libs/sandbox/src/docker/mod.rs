@@ -383,8 +383,17 @@ impl Sandboxes for DockerSandboxes {
         })
     }
 
-    fn read_file<'a>(&'a self, key: SandboxKey, path: &'a str, max: usize) -> BoxFuture<'a, Result<Option<String>>> {
-        Box::pin(self.read_workspace_file(key, path, max))
+    fn is_running(&self, key: SandboxKey) -> BoxFuture<'_, Result<bool>> {
+        Box::pin(self.container_running(key))
+    }
+
+    fn read_first_file<'a>(
+        &'a self,
+        key: SandboxKey,
+        paths: &'a [String],
+        max: usize,
+    ) -> BoxFuture<'a, Result<Option<(String, String)>>> {
+        Box::pin(self.read_first_workspace_file(key, paths, max))
     }
 
     fn list_dir<'a>(&'a self, key: SandboxKey, path: &'a str) -> BoxFuture<'a, Result<Vec<String>>> {
