@@ -43,6 +43,10 @@ pub struct CompressionConfig {
     pub min_tail: usize,
     /// The model's context window in tokens.
     pub context_window: u64,
+    /// Fraction of the window at which the turn-start hygiene check compacts regardless.
+    pub hygiene_threshold: f64,
+    /// Messages at which the turn-start hygiene check compacts regardless of tokens.
+    pub hygiene_max_messages: usize,
 }
 
 impl CompressionConfig {
@@ -55,6 +59,8 @@ impl CompressionConfig {
             protect_last_n: 20,
             min_tail: 8,
             context_window,
+            hygiene_threshold: 0.85,
+            hygiene_max_messages: 400,
         }
     }
 
@@ -233,6 +239,15 @@ impl Compressor {
     }
 
     /// Whether a call with `prompt_tokens` should compact first.
+    /// The turn-start safety net for a session that bloated between turns (Hermes's gateway
+    /// hygiene): 85 % of the window or 400 messages, with at least 4, even while compaction
+    /// is paused for saving too little.
+    pub fn needs_hygiene(&self, prompt_tokens: u64, messages: usize) -> bool {
+        let window = self.config.context_window.max(MIN_CONTEXT_WINDOW) as f64;
+        let full = prompt_tokens as f64 >= window * self.config.hygiene_threshold;
+        self.config.enabled && messages >= 4 && (full || messages >= self.config.hygiene_max_messages)
+    }
+
     pub fn should_compress(&self, prompt_tokens: u64) -> bool {
         let paused = self.state.lock().map(|s| s.ineffective >= 2).unwrap_or(false);
         self.config.enabled && !paused && prompt_tokens >= self.config.threshold_tokens()

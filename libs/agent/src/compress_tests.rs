@@ -130,6 +130,19 @@ async fn two_compactions_that_save_little_stop_further_attempts() {
     assert!(compressor.should_compress(1_000_000), "one miss is allowed");
     compressor.compress(&body, &[&bloated]).await.unwrap();
     assert!(!compressor.should_compress(1_000_000), "paused after two misses");
+    assert!(compressor.needs_hygiene(1_000_000, 30), "the turn-start safety net still fires");
+}
+
+#[test]
+fn the_turn_start_hygiene_check_fires_at_85_percent_or_400_messages() {
+    let compressor = Compressor::new(CompressionConfig::for_window(100_000));
+    assert!(!compressor.needs_hygiene(84_999, 50), "the 50 % rule is the loop's, not hygiene's");
+    assert!(compressor.needs_hygiene(85_000, 50));
+    assert!(compressor.needs_hygiene(1_000, 400), "a long chat of short messages");
+    assert!(!compressor.needs_hygiene(1_000, 399));
+    assert!(!compressor.needs_hygiene(90_000, 3), "fewer than 4 messages are left alone");
+    let off = Compressor::new(CompressionConfig { enabled: false, ..CompressionConfig::for_window(100_000) });
+    assert!(!off.needs_hygiene(90_000, 500));
 }
 
 #[tokio::test]

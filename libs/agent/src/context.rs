@@ -12,6 +12,11 @@ use crate::{JournalError, TurnEnd, TurnJournal, failure};
 /// Decides when to compact the conversation and does it (`compress::Compressor` by default).
 pub trait ContextEngine: Send + Sync {
     fn should_compress(&self, prompt_tokens: u64) -> bool;
+    /// The check at the start of a turn, over the stored conversation (`messages` after the
+    /// system prompt), that compacts even when [`Self::should_compress`] would not.
+    fn needs_hygiene(&self, _prompt_tokens: u64, _messages: usize) -> bool {
+        false
+    }
     /// The model's context window, for context-pressure warnings.
     fn context_window(&self) -> Option<u64> {
         None
@@ -30,6 +35,10 @@ pub struct DefaultEngine<S> {
 impl<S: Summarizer> ContextEngine for DefaultEngine<S> {
     fn should_compress(&self, prompt_tokens: u64) -> bool {
         self.compressor.should_compress(prompt_tokens)
+    }
+
+    fn needs_hygiene(&self, prompt_tokens: u64, messages: usize) -> bool {
+        self.compressor.needs_hygiene(prompt_tokens, messages)
     }
 
     fn context_window(&self) -> Option<u64> {

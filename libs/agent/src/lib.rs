@@ -245,7 +245,9 @@ impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
             }
             if let Some(engine) = context {
                 let tokens = prompt_tokens.unwrap_or_else(|| compress::estimate_tokens(&messages));
-                if engine.should_compress(tokens)
+                let at_turn_start = spent.api_calls == 0;
+                let body_len = messages.iter().filter(|m| m.role != hermes_core::Role::System).count();
+                if (engine.should_compress(tokens) || (at_turn_start && engine.needs_hygiene(tokens, body_len)))
                     && let Err(end) = compact(engine, tool_step.journal, &mut messages, &mut turn_start, step).await
                 {
                     return end;

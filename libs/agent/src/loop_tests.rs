@@ -512,6 +512,22 @@ async fn a_prompt_over_half_the_window_is_compacted_before_the_next_call() {
 }
 
 #[tokio::test]
+async fn a_session_of_400_short_messages_is_compacted_at_turn_start_only() {
+    let mut messages = long_history(200);
+    messages.push(ChatMessage::user("the current question"));
+    let turn_start = messages.len() - 1;
+    // Far under half the window: only the hygiene rule (400 messages) applies, and only once.
+    let model = Script::new(vec![calls(&[("probe", json!({}))]), text("answer")]);
+    let engine = engine("SUMMARY");
+    let mut journal = Journal::default();
+    let out =
+        run_with_engine(&model, &engine, TurnStart { messages, completed_steps: 0, turn_start }, &mut journal).await;
+    assert_eq!(out.content, "answer");
+    assert_eq!(journal.1.len(), 1, "compacted before the first call, not again after it");
+    assert!(model.requests()[0].messages.len() < 40, "the first call already sees the compacted history");
+}
+
+#[tokio::test]
 async fn a_context_overflow_from_the_provider_compacts_and_retries_the_step() {
     let mut messages = long_history(30);
     messages.push(ChatMessage::user("now"));
