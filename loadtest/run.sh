@@ -51,6 +51,12 @@ peak=0
 pids+=($!)
 
 "$bin/hermes-loadtest" --url http://127.0.0.1:18080 --key "$key" --model bench "$@"
+# The worker's own view: a turn's time in the worker against the model call's (medians over
+# the recent window), so the orchestration overhead shows without the HTTP and queue hops.
+curl -fs http://127.0.0.1:19090/metrics | awk '
+  /^hermes_turn_seconds\{.*status="completed".*quantile="0.5"\}/ { turn = $2 }
+  /^hermes_llm_call_seconds\{.*outcome="ok".*quantile="0.5"\}/ { call = $2 }
+  END { if (turn != "") printf "worker: turn median %.2f ms, model call median %.2f ms\n", turn * 1000, call * 1000 }'
 peak=$(sort -n /tmp/hermes-loadtest-rss.txt | tail -1)
 hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$hermesd_pid/status")
 echo "hermesd all: RSS peak sampled ${peak} KiB ($((peak / 1024)) MiB), VmHWM $((hwm / 1024)) MiB"

@@ -45,6 +45,9 @@ impl PooledCredential {
     }
 }
 
+/// A tenant's pools by provider: the keys in priority order and the strategy.
+pub type CredentialPools = std::collections::HashMap<String, (Vec<PooledCredential>, String)>;
+
 /// The selection strategies of a pool.
 pub const STRATEGIES: [&str; 4] = ["fill_first", "round_robin", "random", "least_used"];
 
@@ -86,27 +89,28 @@ impl Store {
         })
     }
 
-    /// The pool of `provider`, in priority order, and its strategy.
-    pub async fn credential_pool(&self, tenant: TenantId, provider: &str) -> Result<(Vec<PooledCredential>, String)> {
+    /// Every pool of the tenant, by provider: its keys in priority order and its strategy.
+    /// Read once at the start of a turn, alongside the turn's other reads.
+    pub async fn credential_pools(&self, tenant: TenantId) -> Result<CredentialPools> {
         let rows = sqlx::query(
-            "SELECT c.id, c.label, c.secret, c.priority, c.allowed_hosts, c.created_at,
+            "SELECT c.id, c.provider, c.label, c.secret, c.priority, c.allowed_hosts, c.created_at,
                     COALESCE(p.strategy, 'fill_first') AS strategy
              FROM provider_credentials c
              LEFT JOIN provider_pools p ON p.tenant_id = c.tenant_id AND p.provider = c.provider
-             WHERE c.tenant_id = $1 AND c.provider = $2
-             ORDER BY c.priority, c.created_at",
+             WHERE c.tenant_id = $1
+             ORDER BY c.provider, c.priority, c.created_at",
         )
         .bind(tenant.as_uuid())
-        .bind(provider)
         .fetch_all(self.pool())
         .await?;
-        let mut strategy = "fill_first".to_owned();
-        let mut creds = Vec::with_capacity(rows.len());
+        let mut pools = CredentialPools::new();
         for row in &rows {
-            strategy = row.try_get("strategy")?;
-            creds.push(PooledCredential {
+            let provider: String = row.try_get("provider")?;
+            let strategy: String = row.try_get("strategy")?;
+            let entry = pools.entry(provider.clone()).or_insert_with(|| (Vec::new(), strategy));
+            entry.0.push(PooledCredential {
                 id: row.try_get("id")?,
-                provider: provider.to_owned(),
+                provider,
                 label: row.try_get("label")?,
                 sealed: row.try_get("secret")?,
                 priority: row.try_get("priority")?,
@@ -114,7 +118,7 @@ impl Store {
                 created_at: row.try_get("created_at")?,
             });
         }
-        Ok((creds, strategy))
+        Ok(pools)
     }
 
     /// Sets how the pool of `provider` picks a key.

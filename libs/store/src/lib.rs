@@ -21,7 +21,7 @@ use sqlx::{ConnectOptions, PgPool};
 
 pub use agents::{Agent, FallbackModel, NewAgent};
 pub use api_keys::{ApiKey, KeyAuth};
-pub use credentials::{NewCredential, PooledCredential};
+pub use credentials::{CredentialPools, NewCredential, PooledCredential};
 pub use messages::{Appended, StoredMessage};
 pub use secrets::SecretBox;
 pub use sessions::Session;

@@ -1,42 +1,25 @@
 //! The worker's key source: a tenant's pools from Postgres (sealed keys, strategy) with their
 //! live state in Redis, plus the agent's own key as the first member of its provider's pool.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
-
-use tokio::sync::Mutex;
 
 use hermes_cache::KeyPools;
 use hermes_core::TenantId;
 use hermes_llm::{Credential, ErrorClass, KeySource, LlmError};
-use hermes_store::{PooledCredential, SecretBox, Store};
+use hermes_store::{CredentialPools, PooledCredential, SecretBox};
 
 pub(crate) struct TenantKeys {
-    pub store: Store,
     pub pools: KeyPools,
     pub secrets: Option<SecretBox>,
     pub tenant: TenantId,
     /// The agent's own key and the pool it belongs to.
     pub agent_key: Option<(String, Credential)>,
-    /// Pools read during this turn.
-    pub loaded: Mutex<HashMap<String, (Vec<PooledCredential>, String)>>,
+    /// The tenant's pools, read with the turn (a provider missing here has no keys).
+    pub stored: Arc<CredentialPools>,
 }
 
 impl TenantKeys {
-    async fn pool(&self, provider: &str) -> Result<(Vec<PooledCredential>, String), LlmError> {
-        let mut loaded = self.loaded.lock().await;
-        if let Some(p) = loaded.get(provider) {
-            return Ok(p.clone());
-        }
-        let pool = self
-            .store
-            .credential_pool(self.tenant, provider)
-            .await
-            .map_err(|e| LlmError::network(format!("cannot read the key pool: {e}")))?;
-        loaded.insert(provider.to_owned(), pool.clone());
-        Ok(pool)
-    }
-
     fn open(&self, cred: &PooledCredential) -> Result<Credential, LlmError> {
         let secrets = self
             .secrets
@@ -51,7 +34,8 @@ impl TenantKeys {
 
 impl KeySource for TenantKeys {
     async fn acquire(&self, provider: &str, exclude: &[String]) -> Result<Option<Credential>, LlmError> {
-        let (creds, strategy) = self.pool(provider).await?;
+        let (creds, strategy) =
+            self.stored.get(provider).map(|(c, s)| (c.as_slice(), s.as_str())).unwrap_or((&[], "fill_first"));
         let own = self.agent_key.as_ref().filter(|(p, _)| p == provider).map(|(_, k)| k);
         let mut candidates: Vec<String> = own.iter().map(|k| k.id.clone()).collect();
         candidates.extend(creds.iter().map(|c| c.id.to_string()));
@@ -65,7 +49,7 @@ impl KeySource for TenantKeys {
         if candidates.is_empty() {
             return Err(exhausted());
         }
-        let picked = match self.pools.select(self.tenant, provider, &strategy, &candidates).await {
+        let picked = match self.pools.select(self.tenant, provider, strategy, &candidates).await {
             Ok(Some(id)) => id,
             Ok(None) => return Err(exhausted()),
             Err(e) => {

@@ -11,7 +11,7 @@ use hermes_core::{AgentId, ChatMessage, TenantId};
 use hermes_llm::anthropic::CacheTtl;
 use hermes_llm::keys::provider_for_url;
 use hermes_llm::{AnyTransport, ApiMode, CallBuffer, Credential, Endpoint, ResilientModel, RetryPolicy};
-use hermes_store::Agent;
+use hermes_store::{Agent, CredentialPools};
 
 use crate::Runtime;
 use crate::keys::TenantKeys;
@@ -32,6 +32,8 @@ pub(crate) struct Models {
     pub meter: Arc<CallBuffer>,
     /// What the main model's calls are for (`main`, or `subagent` in a delegated child).
     pub purpose: &'static str,
+    /// The tenant's key pools, read with the turn.
+    pub pools: Arc<CredentialPools>,
 }
 
 fn endpoint(base_url: &str, model: &str, mode: Option<&str>) -> Endpoint {
@@ -48,7 +50,6 @@ impl Models {
     fn keys(&self) -> TenantKeys {
         let primary = self.primary();
         TenantKeys {
-            store: self.rt.ctx.store.clone(),
             pools: self.rt.ctx.cache.key_pools(),
             secrets: self.rt.ctx.secrets.clone(),
             tenant: self.tenant,
@@ -56,7 +57,7 @@ impl Models {
                 let id = format!("agent:{}", self.agent.id);
                 (primary.provider, Credential { id, secret, allowed_hosts: self.agent.provider_key_hosts.clone() })
             }),
-            loaded: Default::default(),
+            stored: self.pools.clone(),
         }
     }
 

@@ -290,16 +290,26 @@ async fn prepare_and_run(
     journal: &mut StoreJournal,
 ) -> Result<TurnEnd, PrepareError> {
     let store = &rt.ctx.store;
-    // Two independent reads, in parallel.
-    let (agent, stored) =
-        tokio::try_join!(store.agent(tenant, turn.agent_id), store.session_messages(tenant, turn.session_id))?;
+    // Independent reads, in parallel.
+    let (agent, stored, pools) = tokio::try_join!(
+        store.agent(tenant, turn.agent_id),
+        store.session_messages(tenant, turn.session_id),
+        store.credential_pools(tenant)
+    )?;
     let api_key = agent.provider_key(rt.ctx.secrets.as_ref()).map_err(|e| {
         tracing::error!(error = %e, "cannot open the agent's provider key");
         PrepareError::Fail(failed("provider_key_unavailable", "The agent's provider key cannot be read."))
     })?;
     let tools = rt.tools.restricted_to(&agent.toolsets);
-    let models =
-        Models { rt: rt.clone(), tenant, agent: agent.clone(), api_key, meter: journal.calls.clone(), purpose: "main" };
+    let models = Models {
+        rt: rt.clone(),
+        tenant,
+        agent: agent.clone(),
+        api_key,
+        meter: journal.calls.clone(),
+        purpose: "main",
+        pools: Arc::new(pools),
+    };
     let model = models.main();
     let child_usage = Arc::new(std::sync::Mutex::new(Usage::default()));
     let mut tools = tools;
