@@ -143,6 +143,11 @@ impl<T: Transport, K: KeySource> ResilientModel<T, K> {
                     tokio::time::sleep(delay).await;
                 }
                 Some(Recovery::RotateKey { cooldown }) => {
+                    // A rate limit whose reset the provider announced lasts until then, not an hour.
+                    let cooldown = match (error.class, error.retry_after, cooldown) {
+                        (ErrorClass::RateLimit, Some(reset), Some(_)) => Some(reset),
+                        _ => cooldown,
+                    };
                     let Some(failed) = key.take() else { return Err(EndpointFailure::Final(error)) };
                     tried.push(failed.id.clone());
                     match self.keys.acquire(&endpoint.provider, &tried).await {
@@ -177,7 +182,10 @@ impl<T: Transport, K: KeySource> ResilientModel<T, K> {
     /// The first step of the error's ladder that can still be taken.
     fn next_step(&self, error: &LlmError, retries: u32, key: &Option<Credential>, has_next: bool) -> Option<Recovery> {
         error.class.recovery().iter().copied().find(|step| match step {
-            Recovery::Retry => retries < self.retry.max_retries,
+            // Waiting is pointless when the provider says the limit lasts longer than a retry may wait.
+            Recovery::Retry => {
+                retries < self.retry.max_retries && error.retry_after.is_none_or(|after| after <= self.retry.max_delay)
+            }
             Recovery::RotateKey { .. } => key.is_some(),
             Recovery::Fallback => has_next,
             Recovery::Compress | Recovery::StripReasoning => true,

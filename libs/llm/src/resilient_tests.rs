@@ -16,6 +16,8 @@ type Scripted = Result<&'static str, (u16, &'static str, bool)>;
 struct FakeTransport {
     script: Mutex<HashMap<String, VecDeque<Scripted>>>,
     sent: Mutex<Vec<(String, Option<String>)>>,
+    /// The `Retry-After` every scripted error carries.
+    retry_after: Option<Duration>,
 }
 
 impl FakeTransport {
@@ -52,7 +54,7 @@ impl Transport for FakeTransport {
                 },
             }),
             Err((status, body, emitted)) => {
-                Err(SendError { error: LlmError::from_status(status, body, None), emitted })
+                Err(SendError { error: LlmError::from_status(status, body, self.retry_after), emitted })
             }
         }
     }
@@ -143,6 +145,17 @@ async fn a_rate_limited_key_is_cooled_for_an_hour_and_the_next_key_is_used() {
         [Some("secret-k1".into()), Some("secret-k1".into()), Some("secret-k1".into()), Some("secret-k2".into())]
     );
     assert_eq!(m.keys.reports().get("k1"), Some(&Some(Duration::from_secs(3600))));
+}
+
+#[tokio::test]
+async fn a_rate_limit_with_a_far_reset_rotates_at_once_and_cools_the_key_until_the_reset() {
+    let reset = Duration::from_secs(20 * 60);
+    let t = FakeTransport { retry_after: Some(reset), ..Default::default() }
+        .with("a", vec![Err((429, "slow", false)), Ok("k2 works")]);
+    let m = ResilientModel::new(t, Pool::of(&["k1", "k2"]), vec![ep("a")], fast());
+    assert_eq!(ask(&m).await.unwrap(), "k2 works");
+    assert_eq!(m.transport.sent().len(), 2, "no waiting on a key that resets in 20 minutes");
+    assert_eq!(m.keys.reports().get("k1"), Some(&Some(reset)));
 }
 
 #[tokio::test]
