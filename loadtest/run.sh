@@ -10,9 +10,9 @@ root=$(pwd)
 source deploy/dev/toolchain.sh
 ensure_pinned_toolchain
 deploy/dev/ensure-services.sh
-deploy/sandbox/build-test-image.sh >/dev/null
 cargo build --release --locked --bins
 bin="${CARGO_TARGET_DIR:-$root/target}/release"
+HERMES_SANDBOXD_BIN="$bin/hermes-sandboxd" deploy/sandbox/build-test-image.sh >/dev/null
 
 db=hermes_loadtest
 psql -q -h 127.0.0.1 -U postgres -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db"

@@ -10,6 +10,8 @@ source deploy/dev/toolchain.sh
 ensure_pinned_toolchain
 
 deploy/dev/ensure-services.sh
+echo "== sandboxd and the sandbox test image"
+cargo build -p hermes-sandboxd --locked
 deploy/sandbox/build-test-image.sh >/dev/null
 
 echo "== cargo fmt --check"

@@ -20,12 +20,12 @@ api_port=${HERMES_PORT:-8080}
 
 echo "== services"
 deploy/dev/ensure-services.sh
-echo "== sandbox image (first build takes about a minute)"
-deploy/sandbox/build-image.sh >/dev/null
-
 echo "== release build (first build takes several minutes on 2 cores)"
 cargo build --release --locked --bins
 bin="${CARGO_TARGET_DIR:-$root/target}/release"
+
+echo "== sandbox image with sandboxd (first build takes about a minute)"
+HERMES_SANDBOXD_BIN="$bin/hermes-sandboxd" deploy/sandbox/build-image.sh >/dev/null
 
 # Tenant secrets are encrypted with this key; keep it (losing it loses stored provider keys).
 if [[ ! -s "$state/master.key" ]]; then

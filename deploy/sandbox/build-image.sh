@@ -5,8 +5,10 @@
 #
 # The rootfs comes from debootstrap against the machine's own Debian mirror and
 # is cached as a tarball under /var/cache/hermes-sandbox/, keyed by the sha256
-# of this script, so rebuilding the image later takes seconds. The image is
-# labelled with that hash too; when it is current nothing is done at all.
+# of this script, so rebuilding the image later takes seconds. sandboxd (the
+# daemon the worker talks to) is added from $HERMES_SANDBOXD_BIN, else the
+# workspace's release build. The image is labelled with the hash of both; when it
+# is current nothing is done at all.
 #
 # Usage: deploy/sandbox/build-image.sh [--force] [--refresh] [--verify] [--mirror URL]
 #   --force       re-import the image even if it is up to date (uses the cache)
@@ -55,18 +57,23 @@ while (($#)); do
 done
 
 self=$(readlink -f "${BASH_SOURCE[0]}")
+repo=$(cd "$(dirname "$self")/../.." && pwd)
+sandboxd=${HERMES_SANDBOXD_BIN:-${CARGO_TARGET_DIR:-$repo/target}/release/hermes-sandboxd}
+[[ -x $sandboxd ]] || die "sandboxd not found at $sandboxd (run: cargo build --release -p hermes-sandboxd)"
+sandboxd=$(readlink -f "$sandboxd")
 # debootstrap, chroot and docker all need root: re-run the whole script via sudo.
 if [[ $EUID -ne 0 ]]; then
   command -v sudo >/dev/null 2>&1 || die "must run as root (sudo not available)"
-  exec sudo -- env "HERMES_DEBIAN_MIRROR=$mirror" "$self" "$@"
+  exec sudo -- env "HERMES_DEBIAN_MIRROR=$mirror" "HERMES_SANDBOXD_BIN=$sandboxd" "$self" "$@"
 fi
 PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 
 command -v docker >/dev/null 2>&1 || die "docker client not found (run deploy/dev/ensure-services.sh)"
 docker info >/dev/null 2>&1 || die "docker engine not answering (run deploy/dev/ensure-services.sh)"
 
-recipe=$(sha256sum "$self" | cut -d' ' -f1)
-cache="$CACHE_DIR/rootfs-$SUITE-${recipe:0:16}.tar"
+rootfs_recipe=$(sha256sum "$self" | cut -d' ' -f1)
+recipe=$(cat "$self" "$sandboxd" | sha256sum | cut -d' ' -f1)
+cache="$CACHE_DIR/rootfs-$SUITE-${rootfs_recipe:0:16}.tar"
 
 smoke_test() {
   # Same restrictions the worker applies to real sandboxes.
@@ -76,7 +83,8 @@ smoke_test() {
     --tmpfs /tmp --tmpfs /run --pids-limit 256 --network none -u 1000:1000 \
     -v "$SELFTEST_VOLUME":/workspace "$IMAGE" \
     bash -c 'id && python3 -c "print(\"python ok\")" && git --version &&
-      curl --version | head -n 1 && echo ok > /workspace/x && cat /workspace/x' >&2 || rc=$?
+      curl --version | head -n 1 && echo ok > /workspace/x && cat /workspace/x &&
+      /opt/hermes/bin/hermes-sandboxd --help >/dev/null' >&2 || rc=$?
   docker volume rm -f "$SELFTEST_VOLUME" >/dev/null 2>&1 || true
   ((rc == 0)) || die "smoke test of $IMAGE failed (exit $rc)"
 }
@@ -195,8 +203,17 @@ docker import \
   -c 'ENV PATH=/usr/local/bin:/usr/bin:/bin' \
   -c 'WORKDIR /workspace' \
   -c 'LABEL io.hermes.sandbox=full' \
-  -c "LABEL io.hermes.recipe=$recipe" \
-  "$cache" "$IMAGE" >/dev/null
+  "$cache" "$IMAGE-base" >/dev/null
+# Add sandboxd (and the socket mount point) on top of the cached rootfs.
+stage=$(mktemp -d -t hermes-sandboxd.XXXXXX)
+install -D -m 0755 "$sandboxd" "$stage/opt/hermes/bin/hermes-sandboxd"
+mkdir -p "$stage/hermes/ipc"
+cid=$(docker create "$IMAGE-base" /bin/true)
+docker cp "$stage/opt" "$cid:/" && docker cp "$stage/hermes" "$cid:/"
+docker commit -c "LABEL io.hermes.recipe=$recipe" -c 'CMD ["bash"]' "$cid" "$IMAGE" >/dev/null
+docker rm -f "$cid" >/dev/null
+rm -rf -- "$stage"
+docker image rm "$IMAGE-base" >/dev/null 2>&1 || true
 new_id=$(docker image inspect -f '{{.Id}}' "$IMAGE")
 # Drop the superseded image so rebuilds do not pile up dangling layers; this
 # fails harmlessly if a container or another tag still uses it.

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Build the tiny local sandbox image hermes-sandbox:test, fully offline (no
-# registry, no pulls), from Debian's static busybox. Used by tests that need a
-# real container but not a real toolchain.
+# registry, no pulls), from Debian's static busybox plus sandboxd (the daemon the
+# worker talks to) and the few shared libraries it needs. Used by tests that need
+# a real container but not a real toolchain.
 #
-# The image is labelled with the sha256 of this script; when an image with the
-# same label already exists nothing is rebuilt, so repeated runs are free.
+# sandboxd comes from $HERMES_SANDBOXD_BIN, else the workspace's debug build
+# (cargo build -p hermes-sandboxd). The image is labelled with the sha256 of this
+# script and of that binary; when an image with the same label already exists
+# nothing is rebuilt, so repeated runs are free.
 #
 # Usage: deploy/sandbox/build-test-image.sh [--force] [--verify]
 #   --force   rebuild even if the image is up to date
@@ -32,16 +35,20 @@ for arg in "$@"; do
 done
 
 self=$(readlink -f "${BASH_SOURCE[0]}")
+repo=$(cd "$(dirname "$self")/../.." && pwd)
+sandboxd=${HERMES_SANDBOXD_BIN:-${CARGO_TARGET_DIR:-$repo/target}/debug/hermes-sandboxd}
+[[ -x $sandboxd ]] || die "sandboxd not found at $sandboxd (run: cargo build -p hermes-sandboxd)"
+sandboxd=$(readlink -f "$sandboxd")
 # Packages, chown and docker all need root: re-run the whole script via sudo.
 if [[ $EUID -ne 0 ]]; then
   command -v sudo >/dev/null 2>&1 || die "must run as root (sudo not available)"
-  exec sudo -- "$self" "$@"
+  exec sudo -- env "HERMES_SANDBOXD_BIN=$sandboxd" "$self" "$@"
 fi
 
 command -v docker >/dev/null 2>&1 || die "docker client not found (run deploy/dev/ensure-services.sh)"
 docker info >/dev/null 2>&1 || die "docker engine not answering (run deploy/dev/ensure-services.sh)"
 
-recipe=$(sha256sum "$self" | cut -d' ' -f1)
+recipe=$(cat "$self" "$sandboxd" | sha256sum | cut -d' ' -f1)
 
 smoke_test() {
   # Same restrictions the worker applies to real sandboxes.
@@ -50,7 +57,7 @@ smoke_test() {
   docker run --rm --cap-drop ALL --security-opt no-new-privileges --read-only \
     --tmpfs /tmp --pids-limit 256 --network none -u 1000:1000 \
     -v "$SELFTEST_VOLUME":/workspace "$IMAGE" \
-    sh -c 'id && echo ok > /workspace/x && cat /workspace/x' >&2 || rc=$?
+    sh -c 'id && echo ok > /workspace/x && cat /workspace/x && /opt/hermes/bin/hermes-sandboxd --help >/dev/null' >&2 || rc=$?
   docker volume rm -f "$SELFTEST_VOLUME" >/dev/null 2>&1 || true
   ((rc == 0)) || die "smoke test of $IMAGE failed (exit $rc)"
 }
@@ -91,7 +98,15 @@ fi
 root=$(mktemp -d -t hermes-sandbox-test.XXXXXX)
 trap 'rm -rf -- "$root"' EXIT
 
-mkdir -p "$root"/{bin,etc,root,run,tmp,workspace,usr/bin,usr/local/bin,proc,sys,dev}
+mkdir -p "$root"/{bin,etc,root,run,tmp,workspace,usr/bin,usr/local/bin,proc,sys,dev,opt/hermes/bin,hermes/ipc}
+install -m 0755 "$sandboxd" "$root/opt/hermes/bin/hermes-sandboxd"
+# The shared libraries sandboxd links against (glibc from this machine), at the
+# same paths, so the dynamic loader finds them.
+while read -r lib; do
+  [[ -f $lib ]] || continue
+  mkdir -p "$root$(dirname "$lib")"
+  cp -L "$lib" "$root$lib"
+done < <(ldd "$sandboxd" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i }')
 install -m 0755 /bin/busybox "$root/bin/busybox"
 # One symlink per applet; "busybox" itself is in the list and must not
 # replace the binary.

@@ -86,9 +86,16 @@ fn crate_dependencies_point_the_way_the_design_says() {
     }
 
     for adapter in ADAPTERS {
-        let bad: Vec<_> =
-            g.workspace_deps(adapter).into_iter().filter(|d| d != "hermes-core" && d != "hermes-config").collect();
-        assert!(bad.is_empty(), "{adapter} may depend only on core and config, not {bad:?}");
+        // The sandbox adapter speaks sandboxd's protocol, which lives in its own crate.
+        let allowed = |d: &String| d == "hermes-core" || d == "hermes-config" || d == "hermes-sandbox-proto";
+        let bad: Vec<_> = g.workspace_deps(adapter).into_iter().filter(|d| !allowed(d)).collect();
+        assert!(bad.is_empty(), "{adapter} may depend only on core, config and its protocol, not {bad:?}");
+    }
+    // sandboxd runs inside every sandbox: it knows the protocol and nothing else of ours.
+    let sandboxd: Vec<_> = g.workspace_deps("hermes-sandboxd").into_iter().collect();
+    assert_eq!(sandboxd, ["hermes-sandbox-proto"], "sandboxd must stay small");
+    for heavy in ["sqlx", "lapin", "redis", "bollard", "reqwest"] {
+        assert!(!g.transitive("hermes-sandboxd").contains(heavy), "sandboxd must not link {heavy}");
     }
 
     for role in ROLES {

@@ -67,7 +67,7 @@ async fn children_work_in_parallel_with_fewer_tools_and_only_their_summaries_ret
         assert!(system.contains("delegated by another agent"));
         let tools: Vec<&str> =
             child.body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
-        assert_eq!(tools, ["terminal"], "no delegation below depth 1");
+        assert_eq!(tools, ["process", "terminal"], "no delegation below depth 1");
         let task = msgs[1]["content"].as_str().unwrap();
         assert!(task.starts_with("check service") && task.contains("we run on k8s"), "{task}");
     }

@@ -45,7 +45,7 @@ pub struct TestEnv {
     db_name: String,
 }
 
-fn unique(prefix: &str) -> String {
+pub fn unique(prefix: &str) -> String {
     let id = uuid::Uuid::now_v7().simple().to_string();
     format!("{prefix}{}", &id[id.len() - 12..])
 }
@@ -85,6 +85,7 @@ impl TestEnv {
         config.rabbitmq.queue_expires_seconds = 60;
         config.sandbox.docker.image = SANDBOX_TEST_IMAGE.into();
         config.sandbox.docker.name_prefix = format!("htest-{name}");
+        config.sandbox.docker.ipc_dir = format!("/tmp/htest-ipc/{name}");
         config.sandbox.docker.memory_mb = 256;
         config.worker.lease_seconds = 3;
         config.worker.heartbeat_millis = 500;
@@ -213,6 +214,7 @@ impl TestEnv {
             .env("HERMES__RABBITMQ__QUEUE_EXPIRES_SECONDS", c.rabbitmq.queue_expires_seconds.to_string())
             .env("HERMES__SANDBOX__DOCKER__IMAGE", &c.sandbox.docker.image)
             .env("HERMES__SANDBOX__DOCKER__NAME_PREFIX", &c.sandbox.docker.name_prefix)
+            .env("HERMES__SANDBOX__DOCKER__IPC_DIR", &c.sandbox.docker.ipc_dir)
             .env("HERMES__WORKER__ID", worker_id)
             .env("HERMES__WORKER__LEASE_SECONDS", c.worker.lease_seconds.to_string())
             .env("HERMES__WORKER__HEARTBEAT_MILLIS", c.worker.heartbeat_millis.to_string())
@@ -241,11 +243,13 @@ impl Drop for TestEnv {
     fn drop(&mut self) {
         self.shutdown.cancel();
         let prefix = &self.config.sandbox.docker.name_prefix;
+        let ipc = &self.config.sandbox.docker.ipc_dir;
         let _ = Command::new("sh")
             .arg("-c")
             .arg(format!(
                 "docker ps -aq --filter label=io.hermes.sandbox.owner={prefix} | xargs -r docker rm -f >/dev/null 2>&1; \
                  docker volume ls -q --filter name={prefix}-ws- | xargs -r docker volume rm >/dev/null 2>&1; \
+                 rm -rf {ipc}; \
                  psql -q -h 127.0.0.1 -U postgres -d postgres -c 'DROP DATABASE IF EXISTS {} WITH (FORCE)' >/dev/null 2>&1",
                 self.db_name
             ))

@@ -20,4 +20,5 @@ mod isolation;
 mod ops;
 mod providers;
 mod retry;
+mod sandbox;
 mod tools;

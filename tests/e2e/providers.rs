@@ -208,7 +208,9 @@ async fn an_anthropic_agent_speaks_the_native_api_with_cache_breakpoints_and_too
     assert_eq!(first.api_key.as_deref(), Some("sk-ant-test"), "x-api-key, not a bearer token");
     assert_eq!(first.body["model"], "claude-sonnet-4-5");
     assert!(first.body["system"][0]["cache_control"].is_object(), "the stable prompt is a cache breakpoint");
-    assert_eq!(first.body["tools"][0]["name"], "terminal");
+    let names: Vec<&str> =
+        first.body["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["process", "terminal"], "tools in Anthropic's form");
     // The tool result goes back as a user tool_result block for the tool_use id.
     let second = &env.llm.requests()[1].body;
     let msgs = second["messages"].as_array().unwrap();

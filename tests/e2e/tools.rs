@@ -123,13 +123,13 @@ async fn the_idle_reaper_never_removes_a_sandbox_while_a_command_runs_in_it() {
     let running = {
         let sandboxes = sandboxes.clone();
         tokio::spawn(async move {
-            use hermes_sandbox::Sandboxes;
             let request = hermes_sandbox::ExecRequest {
                 command: "sleep 2; echo survived".into(),
                 workdir: None,
                 timeout: std::time::Duration::from_secs(30),
+                env: Default::default(),
             };
-            sandboxes.exec(key, request).await.unwrap()
+            hermes_sandbox::exec(&*sandboxes, key, request, &mut |_| {}).await.unwrap()
         })
     };
     tokio::time::sleep(std::time::Duration::from_millis(800)).await;

@@ -30,6 +30,11 @@ const CAPABILITY_GUIDANCE: &[(&str, &str)] = &[
         "`terminal` runs shell commands in your own Linux sandbox; files in /workspace persist between sessions.",
     ),
     (
+        "read_file",
+        "Prefer the file tools over shell commands for files: `read_file` to read, `patch` for edits (exact text), \
+`write_file` for new files, `search_files` to find code.",
+    ),
+    (
         "memory",
         "You have persistent memory across sessions: save durable facts (user preferences, environment details, \
 stable conventions) with `memory`, compactly; it is shown to you at the start of every session.",

@@ -225,6 +225,10 @@ pub struct DockerSandboxConfig {
     pub tmpfs_mb: u64,
     /// Prefix of container and volume names.
     pub name_prefix: String,
+    /// sandboxd's path inside the image.
+    pub sandboxd_path: String,
+    /// Host directory holding one socket directory per sandbox (bind-mounted into it).
+    pub ipc_dir: String,
 }
 
 impl Default for DockerSandboxConfig {
@@ -237,6 +241,8 @@ impl Default for DockerSandboxConfig {
             pids_limit: 256,
             tmpfs_mb: 256,
             name_prefix: "hermes".into(),
+            sandboxd_path: "/opt/hermes/bin/hermes-sandboxd".into(),
+            ipc_dir: "/tmp/hermes-sandboxes".into(),
         }
     }
 }

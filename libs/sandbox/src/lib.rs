@@ -1,18 +1,24 @@
 //! Sandboxes: where an agent's shell and file tools run. One sandbox per tenant-agent,
-//! created on first use, reused by later turns, removed when idle; its workspace volume stays.
+//! created on first use, reused by later turns and sessions, removed when idle; its
+//! workspace stays.
 //!
-//! Backends implement [`Sandboxes`]; the Docker backend ([`docker::DockerSandboxes`]) is
-//! the first. Kubernetes and local (bubblewrap) backends and the in-sandbox daemon follow.
+//! Every sandbox runs sandboxd (`services/sandboxd`), and the worker talks to it through a
+//! [`SandboxClient`]. Backends ([`Sandboxes`]) only decide where the sandbox lives and how to
+//! reach its daemon: Docker ([`docker::DockerSandboxes`]) so far.
 
+pub mod client;
 pub mod docker;
 mod output;
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
 use hermes_core::{AgentId, TenantId};
 
+pub use client::{Address, SandboxClient, status_error};
+pub use hermes_sandbox_proto::v1 as proto;
 pub use output::cap_middle;
 
 /// Which sandbox: never shared between tenants or agents.
@@ -30,6 +36,8 @@ pub struct ExecRequest {
     /// Working directory inside the sandbox; the workspace when `None`.
     pub workdir: Option<String>,
     pub timeout: Duration,
+    /// Added to the sandbox's environment for this command.
+    pub env: BTreeMap<String, String>,
 }
 
 /// What a command did.
@@ -58,31 +66,46 @@ pub enum SandboxError {
     ImageMissing(String),
     #[error("sandbox error: {0}")]
     Backend(String),
+    /// The daemon refused the request (a missing file, a path outside the workspace, ...):
+    /// the model can correct it.
+    #[error("{0}")]
+    Refused(String),
 }
 
 pub type Result<T, E = SandboxError> = std::result::Result<T, E>;
 
 /// A sandbox backend.
 pub trait Sandboxes: Send + Sync {
-    /// Runs a command in `key`'s sandbox, creating or recreating the sandbox as needed.
-    fn exec<'a>(&'a self, key: SandboxKey, request: ExecRequest) -> BoxFuture<'a, Result<ExecOutput>>;
+    /// A client for `key`'s sandbox, creating, starting or recreating the sandbox as needed
+    /// and waiting until its daemon answers.
+    fn open(&self, key: SandboxKey) -> BoxFuture<'_, Result<SandboxClient>>;
+
+    /// A client for `key`'s sandbox only if it runs already (context files are never a
+    /// reason to start one).
+    fn running(&self, key: SandboxKey) -> BoxFuture<'_, Result<Option<SandboxClient>>>;
+
+    /// Forgets a client whose connection failed, so the next `open` checks the sandbox.
+    fn invalidate(&self, key: SandboxKey);
 
     /// Answers when the backend is reachable.
     fn ping(&self) -> BoxFuture<'_, Result<()>>;
+}
 
-    /// Whether `key`'s sandbox exists and runs (reads never create one).
-    fn is_running(&self, key: SandboxKey) -> BoxFuture<'_, Result<bool>>;
-
-    /// The first of `paths` that is a workspace file, with its text (at most `max` bytes), in
-    /// one round trip; `None` when none is, or the sandbox is not running. Never creates a
-    /// sandbox.
-    fn read_first_file<'a>(
-        &'a self,
-        key: SandboxKey,
-        paths: &'a [String],
-        max: usize,
-    ) -> BoxFuture<'a, Result<Option<(String, String)>>>;
-
-    /// The names in a workspace directory; empty when it or the sandbox does not exist.
-    fn list_dir<'a>(&'a self, key: SandboxKey, path: &'a str) -> BoxFuture<'a, Result<Vec<String>>>;
+/// Runs a command in `key`'s sandbox. A daemon that cannot be reached before the command
+/// started is looked for once more (the sandbox may have been removed or restarted).
+pub async fn exec(
+    sandboxes: &dyn Sandboxes,
+    key: SandboxKey,
+    request: ExecRequest,
+    on_output: &mut (dyn FnMut(&[u8]) + Send),
+) -> Result<ExecOutput> {
+    let client = sandboxes.open(key).await?;
+    match client.exec(request.clone(), on_output).await {
+        Err(SandboxError::Unavailable(why)) => {
+            tracing::info!(error = %why, "sandbox unreachable before the command started; reopening it");
+            sandboxes.invalidate(key);
+            sandboxes.open(key).await?.exec(request, on_output).await
+        }
+        other => other,
+    }
 }

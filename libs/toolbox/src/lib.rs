@@ -1,17 +1,36 @@
 //! Built-in tool implementations. Only the worker links this crate.
 
+mod files;
+mod process;
 mod terminal;
+pub mod text;
 
 use std::sync::Arc;
 
-use hermes_sandbox::Sandboxes;
-use hermes_tools::ToolRegistry;
+use hermes_sandbox::{SandboxError, Sandboxes};
+use hermes_tools::{ToolError, ToolRegistry};
 
+pub use files::{FileTools, Patch, ReadFile, SearchFiles, WriteFile};
+pub use process::ProcessTool;
 pub use terminal::{MAX_OUTPUT_CHARS, TerminalTool};
 
 /// Every built-in tool, before an agent's toolsets narrow it down.
 pub fn builtin_registry(sandboxes: Arc<dyn Sandboxes>, default_timeout_secs: u64) -> ToolRegistry {
     let mut registry = ToolRegistry::new();
-    registry.register(Arc::new(TerminalTool::new(sandboxes, default_timeout_secs)));
+    registry.register(Arc::new(TerminalTool::new(sandboxes.clone(), default_timeout_secs)));
+    registry.register(Arc::new(ProcessTool::new(sandboxes.clone())));
+    let files = FileTools::new(sandboxes);
+    registry.register(Arc::new(ReadFile(files.clone())));
+    registry.register(Arc::new(WriteFile(files.clone())));
+    registry.register(Arc::new(Patch(files.clone())));
+    registry.register(Arc::new(SearchFiles(files)));
     registry
+}
+
+/// A sandbox failure as the model sees it: a refusal it can fix, or an outage.
+pub(crate) fn sandbox_error(e: SandboxError) -> ToolError {
+    match e {
+        SandboxError::Refused(msg) => ToolError::RespondToModel(msg),
+        other => ToolError::Unavailable(other.to_string()),
+    }
 }

@@ -1,4 +1,6 @@
-//! `terminal`: run a shell command in the agent's sandbox.
+//! `terminal`: run a shell command in the agent's sandbox, in the foreground (to its end or
+//! its timeout, the whole process group killed then) or in the background (managed with
+//! `process`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -6,12 +8,17 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
-use hermes_sandbox::{ExecRequest, SandboxKey, Sandboxes, cap_middle};
+use hermes_sandbox::proto::StartProcessRequest;
+use hermes_sandbox::{ExecRequest, SandboxKey, Sandboxes, status_error};
 use hermes_tools::{Tool, ToolCtx, ToolError, required_str};
 
-/// Output beyond this many characters is cut in the middle (upstream's cap).
+use crate::sandbox_error;
+use crate::text::for_model;
+
+/// Output beyond this many characters is cut in the middle (40 % head, 60 % tail).
 pub const MAX_OUTPUT_CHARS: usize = 50_000;
-const MAX_TIMEOUT_SECS: u64 = 3600;
+/// Longest foreground timeout a call may ask for.
+pub const MAX_TIMEOUT_SECS: u64 = 600;
 
 /// Runs commands in the tenant-agent's sandbox.
 pub struct TerminalTool {
@@ -22,6 +29,24 @@ pub struct TerminalTool {
 impl TerminalTool {
     pub fn new(sandboxes: Arc<dyn Sandboxes>, default_timeout_secs: u64) -> Self {
         Self { sandboxes, default_timeout_secs }
+    }
+
+    async fn background(&self, ctx: &ToolCtx, command: &str, workdir: Option<String>) -> Result<String, ToolError> {
+        let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id };
+        let client = self.sandboxes.open(key).await.map_err(sandbox_error)?;
+        let request = StartProcessRequest {
+            command: command.to_owned(),
+            workdir: workdir.unwrap_or_default(),
+            owner: ctx.session_id.to_string(),
+            env: Default::default(),
+        };
+        let started =
+            client.grpc().start_process(request).await.map_err(|s| sandbox_error(status_error(s)))?.into_inner();
+        Ok(format!(
+            "Started in the background as {id}. Check it with process(action=\"poll\", session_id=\"{id}\"); \
+             wait, log, write and kill work the same way.",
+            id = started.id
+        ))
     }
 }
 
@@ -37,16 +62,16 @@ impl Tool for TerminalTool {
     fn schema(&self) -> Value {
         json!({
             "name": "terminal",
-            "description": "Run a shell command (/bin/sh -c) in your persistent Linux sandbox. The working \
-                directory defaults to /workspace, which persists between turns and sessions. There is no \
-                network access unless your operator enabled it. Output over 50,000 characters is cut in \
-                the middle.",
+            "description": "Run a shell command (/bin/sh -c) in your persistent Linux sandbox. /workspace persists \
+                between turns and sessions. No network unless your operator enabled it. Output over 50,000 \
+                characters is cut in the middle. Use background for servers and long jobs, then the process tool.",
             "parameters": {
                 "type": "object",
                 "properties": {
-                    "command": { "type": "string", "description": "The command to run." },
-                    "timeout": { "type": "integer", "description": "Seconds before the command is killed (default 180)." },
-                    "workdir": { "type": "string", "description": "Working directory (default /workspace)." }
+                    "command": { "type": "string" },
+                    "background": { "type": "boolean", "description": "Run detached; returns a process id." },
+                    "timeout": { "type": "integer", "description": "Seconds before it is killed (default 180, max 600)." },
+                    "workdir": { "type": "string", "description": "Default /workspace." }
                 },
                 "required": ["command"]
             }
@@ -63,24 +88,34 @@ impl Tool for TerminalTool {
             if command.trim().is_empty() {
                 return Err(ToolError::RespondToModel("command is empty".into()));
             }
+            let workdir = args.get("workdir").and_then(Value::as_str).map(str::to_owned);
+            if args.get("background").and_then(Value::as_bool).unwrap_or(false) {
+                return self.background(ctx, command, workdir).await;
+            }
             let timeout = match args.get("timeout") {
                 None | Some(Value::Null) => self.default_timeout_secs,
                 Some(v) => v.as_u64().filter(|t| (1..=MAX_TIMEOUT_SECS).contains(t)).ok_or_else(|| {
-                    ToolError::RespondToModel(format!("timeout must be 1..={MAX_TIMEOUT_SECS} seconds"))
+                    ToolError::RespondToModel(format!(
+                        "timeout must be 1..={MAX_TIMEOUT_SECS} seconds; use background for longer jobs"
+                    ))
                 })?,
             };
-            let workdir = args.get("workdir").and_then(Value::as_str).map(str::to_owned);
-            let request = ExecRequest { command: command.to_owned(), workdir, timeout: Duration::from_secs(timeout) };
+            let request = ExecRequest {
+                command: command.to_owned(),
+                workdir,
+                timeout: Duration::from_secs(timeout),
+                env: Default::default(),
+            };
             let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id };
-            let out = self.sandboxes.exec(key, request).await.map_err(|e| ToolError::Unavailable(e.to_string()))?;
-            let body = cap_middle(&out.output, MAX_OUTPUT_CHARS);
+            let out = hermes_sandbox::exec(&*self.sandboxes, key, request, &mut |_| {}).await.map_err(sandbox_error)?;
+            let body = for_model(&out.output, MAX_OUTPUT_CHARS);
             let status = match (out.timed_out, out.exit_code) {
-                (true, _) => format!("[command timed out after {timeout}s and was killed]"),
+                (true, _) => format!("[command timed out after {timeout}s and was killed with its child processes]"),
                 (false, Some(0)) => String::new(),
                 (false, Some(code)) => format!("[exit code {code}]"),
-                (false, None) => "[command was killed]".into(),
+                (false, None) => "[command was killed by a signal]".into(),
             };
-            Ok(match (body.is_empty(), status.is_empty()) {
+            Ok(match (body.trim().is_empty(), status.is_empty()) {
                 (true, true) => "(no output)".into(),
                 (true, false) => status,
                 (false, true) => body,

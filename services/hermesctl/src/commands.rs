@@ -117,7 +117,7 @@ pub struct AgentCreate {
     #[arg(long)]
     system_message: Option<String>,
     /// Enabled toolsets.
-    #[arg(long, value_delimiter = ',', default_value = "terminal,delegation")]
+    #[arg(long, value_delimiter = ',', default_value = "terminal,file,delegation")]
     toolsets: Vec<String>,
     /// A model to fall back to, as MODEL@BASE_URL; repeat for a chain (keys come from the
     /// tenant's pool for that provider).

@@ -336,10 +336,7 @@ async fn prepare_and_run(
             let context_file = match (&turn.system_prompt, agent.toolsets.iter().any(|t| t == "terminal")) {
                 // Project context comes from the agent's workspace, when it has one running.
                 (None, true) => {
-                    let files = SandboxFiles {
-                        sandboxes: rt.ctx.sandboxes.clone(),
-                        key: SandboxKey { tenant, agent: agent.id },
-                    };
+                    let files = SandboxFiles::new(rt.ctx.sandboxes.clone(), SandboxKey { tenant, agent: agent.id });
                     let found = hermes_agent::context_files::discover(&files, "").await;
                     if let Some(f) = &found
                         && !f.blocked.is_empty()

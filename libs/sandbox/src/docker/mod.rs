@@ -1,47 +1,41 @@
-//! Docker backend (bollard): one hardened container per tenant-agent.
+//! Docker backend (bollard): one hardened container per tenant-agent, running sandboxd.
 //!
 //! Hardening: all capabilities dropped, `no-new-privileges`, read-only root, tmpfs `/tmp`
 //! and `/run`, PID limit, memory and CPU limits, no network, non-root user, an init process
 //! reaping zombies, and a named volume as the only persistent writable path (`/workspace`).
+//! The daemon's socket is in a per-sandbox directory of `sandbox.docker.ipc_dir`, bind-mounted
+//! at `/hermes/ipc`; only the worker's user can reach that directory on the host.
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex as StdMutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bollard::Docker;
 use bollard::errors::Error as DockerError;
-use bollard::exec::{CreateExecOptions, StartExecResults};
-use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType};
+use bollard::models::{ContainerCreateBody, ContainerSummaryStateEnum, HostConfig, Mount, MountType};
 use bollard::query_parameters::{CreateContainerOptions, ListContainersOptions, RemoveContainerOptions};
-use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
+use sha2::{Digest, Sha256};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use hermes_config::SandboxConfig;
 
-mod files;
-
-use crate::{ExecOutput, ExecRequest, RAW_OUTPUT_CAP, Result, SandboxError, SandboxKey, Sandboxes, WORKSPACE};
+use crate::client::{Address, SandboxClient};
+use crate::{Result, SandboxError, SandboxKey, Sandboxes, WORKSPACE};
 
 const LABEL_OWNER: &str = "io.hermes.sandbox.owner";
 const LABEL_TENANT: &str = "io.hermes.tenant";
 const LABEL_AGENT: &str = "io.hermes.agent";
 const LOCK_STRIPES: usize = 64;
-
-/// What this process knows of one container's use.
-#[derive(Debug, Clone, Copy)]
-struct Usage {
-    last: Instant,
-    in_flight: u32,
-}
-
-impl Usage {
-    fn now() -> Self {
-        Self { last: Instant::now(), in_flight: 0 }
-    }
-}
+/// Where the socket directory is mounted inside the sandbox.
+const IPC_MOUNT: &str = "/hermes/ipc";
+const SOCKET: &str = "sandboxd.sock";
+/// How long a new sandbox's daemon may take to answer.
+const START_WAIT: Duration = Duration::from_secs(20);
 
 /// Docker sandboxes of this worker's Docker engine.
 #[derive(Clone)]
@@ -52,9 +46,8 @@ pub struct DockerSandboxes {
 struct Inner {
     docker: Docker,
     cfg: SandboxConfig,
-    /// Containers this process has seen: when they were last used and how many commands run
-    /// in them now (a container with a running command is never idle).
-    usage: StdMutex<HashMap<String, Usage>>,
+    /// Connected daemons, by container name.
+    clients: StdMutex<HashMap<String, SandboxClient>>,
     /// Serialises create/start per sandbox (striped, so the map never grows).
     create_locks: Vec<Mutex<()>>,
 }
@@ -85,7 +78,7 @@ impl DockerSandboxes {
             inner: Arc::new(Inner {
                 docker,
                 cfg: cfg.clone(),
-                usage: StdMutex::new(HashMap::new()),
+                clients: StdMutex::new(HashMap::new()),
                 create_locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             }),
         })
@@ -100,42 +93,31 @@ impl DockerSandboxes {
         format!("{}-ws-{}-{}", self.inner.cfg.docker.name_prefix, key.tenant, key.agent)
     }
 
-    fn with_usage<T>(&self, f: impl FnOnce(&mut HashMap<String, Usage>) -> T) -> Option<T> {
-        self.inner.usage.lock().ok().map(|mut map| f(&mut map))
+    /// The socket directory of container `name`: a short stable digest of the name, because a
+    /// unix socket's path must stay under 108 bytes.
+    fn ipc_dir(&self, name: &str) -> PathBuf {
+        let digest = Sha256::digest(name.as_bytes());
+        let short: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        PathBuf::from(&self.inner.cfg.docker.ipc_dir).join(short)
     }
 
-    fn touch(&self, name: &str) {
-        self.with_usage(|m| m.entry(name.to_owned()).or_insert_with(Usage::now).last = Instant::now());
-    }
-
-    fn begin_use(&self, name: &str) {
-        self.with_usage(|m| {
-            let u = m.entry(name.to_owned()).or_insert_with(Usage::now);
-            u.last = Instant::now();
-            u.in_flight += 1;
-        });
-    }
-
-    fn end_use(&self, name: &str) {
-        self.with_usage(|m| {
-            if let Some(u) = m.get_mut(name) {
-                u.last = Instant::now();
-                u.in_flight = u.in_flight.saturating_sub(1);
-            }
-        });
-    }
-
-    fn known(&self, name: &str) -> bool {
-        self.with_usage(|m| m.contains_key(name)).unwrap_or(false)
+    fn cached(&self, name: &str) -> Option<SandboxClient> {
+        self.inner.clients.lock().ok()?.get(name).cloned()
     }
 
     fn forget(&self, name: &str) {
-        self.with_usage(|m| {
-            // Keep the in-flight count of commands still running; only the "known running" mark goes.
-            if m.get(name).is_some_and(|u| u.in_flight == 0) {
-                m.remove(name);
-            }
-        });
+        if let Ok(mut clients) = self.inner.clients.lock() {
+            clients.remove(name);
+        }
+    }
+
+    /// Whether `name` exists and runs.
+    async fn is_running(&self, name: &str) -> Result<bool> {
+        match self.inner.docker.inspect_container(name, None).await {
+            Ok(info) => Ok(info.state.and_then(|s| s.running).unwrap_or(false)),
+            Err(e) if status_of(&e) == Some(404) => Ok(false),
+            Err(e) => Err(docker_err(e)),
+        }
     }
 
     /// Makes sure `key`'s container exists and runs; returns its name.
@@ -158,12 +140,27 @@ impl DockerSandboxes {
             Err(e) if status_of(&e) == Some(404) => self.create(key, &name).await?,
             Err(e) => return Err(docker_err(e)),
         }
-        self.touch(&name);
         Ok(name)
+    }
+
+    /// The host directory holding the daemon's socket: reachable by the sandbox user inside,
+    /// and on the host only through the worker's own `ipc_dir`.
+    fn prepare_ipc_dir(&self, name: &str) -> Result<PathBuf> {
+        let root = PathBuf::from(&self.inner.cfg.docker.ipc_dir);
+        let dir = self.ipc_dir(name);
+        let io = |e: std::io::Error| SandboxError::Backend(format!("cannot prepare {}: {e}", dir.display()));
+        std::fs::create_dir_all(&dir).map_err(io)?;
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o711)).map_err(io)?;
+        // The sandbox user (uid 1000) must create its socket here.
+        if std::os::unix::fs::chown(&dir, Some(1000), Some(1000)).is_err() {
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).map_err(io)?;
+        }
+        Ok(dir)
     }
 
     async fn create(&self, key: SandboxKey, name: &str) -> Result<()> {
         let cfg = &self.inner.cfg.docker;
+        let ipc = self.prepare_ipc_dir(name)?;
         let labels = HashMap::from([
             (LABEL_OWNER.to_owned(), cfg.name_prefix.clone()),
             (LABEL_TENANT.to_owned(), key.tenant.to_string()),
@@ -185,26 +182,39 @@ impl DockerSandboxes {
             nano_cpus: Some((cfg.cpus * 1e9) as i64),
             network_mode: Some("none".into()),
             init: Some(true),
-            mounts: Some(vec![Mount {
-                target: Some(WORKSPACE.into()),
-                source: Some(self.volume_name(key)),
-                typ: Some(MountType::VOLUME),
-                read_only: Some(false),
-                ..Default::default()
-            }]),
+            mounts: Some(vec![
+                Mount {
+                    target: Some(WORKSPACE.into()),
+                    source: Some(self.volume_name(key)),
+                    typ: Some(MountType::VOLUME),
+                    read_only: Some(false),
+                    ..Default::default()
+                },
+                Mount {
+                    target: Some(IPC_MOUNT.into()),
+                    source: Some(ipc.display().to_string()),
+                    typ: Some(MountType::BIND),
+                    read_only: Some(false),
+                    ..Default::default()
+                },
+            ]),
             ..Default::default()
         };
+        let timeout = self.inner.cfg.exec_timeout_seconds.to_string();
         let body = ContainerCreateBody {
             image: Some(cfg.image.clone()),
-            // A shell loop that sleeps and exits at once on SIGTERM, so stops are instant.
             cmd: Some(vec![
-                "/bin/sh".into(),
-                "-c".into(),
-                "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done".into(),
+                cfg.sandboxd_path.clone(),
+                "--listen".into(),
+                format!("unix:{IPC_MOUNT}/{SOCKET}"),
+                "--workspace".into(),
+                WORKSPACE.into(),
+                "--default-timeout".into(),
+                timeout,
             ]),
             user: Some("1000:1000".into()),
             working_dir: Some(WORKSPACE.into()),
-            env: Some(vec![format!("HOME={WORKSPACE}"), "LANG=C.UTF-8".into()]),
+            env: Some(vec![format!("HOME={WORKSPACE}"), "LANG=C.UTF-8".into(), "SANDBOXD_LOG=warn".into()]),
             labels: Some(labels),
             network_disabled: Some(true),
             host_config: Some(host),
@@ -232,83 +242,36 @@ impl DockerSandboxes {
     }
 
     async fn remove(&self, name: &str) {
+        self.forget(name);
         let options = RemoveContainerOptions { force: true, ..Default::default() };
         if let Err(e) = self.inner.docker.remove_container(name, Some(options)).await
             && status_of(&e) != Some(404)
         {
             tracing::warn!(container = %name, error = %e, "cannot remove sandbox");
         }
-        self.forget(name);
+        let _ = std::fs::remove_dir_all(self.ipc_dir(name));
     }
 
-    async fn create_exec(&self, name: &str, request: &ExecRequest) -> std::result::Result<String, DockerError> {
-        let secs = request.timeout.as_secs().max(1).to_string();
-        let exec = self
-            .inner
-            .docker
-            .create_exec(
-                name,
-                CreateExecOptions {
-                    // `timeout` kills the command when it overruns; the daemon that replaces
-                    // docker exec will kill the whole process group instead.
-                    cmd: Some(vec!["timeout", "-s", "KILL", &secs, "/bin/sh", "-c", &request.command]),
-                    attach_stdout: Some(true),
-                    attach_stderr: Some(true),
-                    working_dir: Some(request.workdir.as_deref().unwrap_or(WORKSPACE)),
-                    ..Default::default()
-                },
-            )
-            .await?;
-        Ok(exec.id)
+    async fn connect_daemon(&self, name: &str, wait: Duration) -> Result<SandboxClient> {
+        let address = Address::Unix(self.ipc_dir(name).join(SOCKET));
+        let client = SandboxClient::connect_within(&address, wait).await.map_err(|e| {
+            SandboxError::Unavailable(format!(
+                "sandboxd in {name} does not answer ({e}); the image must have {}",
+                self.inner.cfg.docker.sandboxd_path
+            ))
+        })?;
+        if let Ok(mut clients) = self.inner.clients.lock() {
+            clients.insert(name.to_owned(), client.clone());
+        }
+        Ok(client)
     }
 
-    /// Starts a created exec and collects its output. Never retried: the command may have run.
-    async fn start_and_collect(&self, name: &str, exec_id: &str, request: &ExecRequest) -> Result<ExecOutput> {
-        let docker = &self.inner.docker;
-        let started = Instant::now();
-        let mut output = Vec::new();
-        let mut truncated = false;
-        let mut broken = None;
-        if let StartExecResults::Attached { output: mut stream, .. } =
-            docker.start_exec(exec_id, None).await.map_err(docker_err)?
-        {
-            let deadline = request.timeout + Duration::from_secs(5);
-            let collect = async {
-                while let Some(chunk) = stream.next().await {
-                    let bytes = match chunk {
-                        Ok(c) => c.into_bytes(),
-                        Err(e) => {
-                            broken = Some(e.to_string());
-                            break;
-                        }
-                    };
-                    let room = RAW_OUTPUT_CAP.saturating_sub(output.len());
-                    truncated |= bytes.len() > room;
-                    output.extend_from_slice(&bytes[..room.min(bytes.len())]);
-                }
-            };
-            if tokio::time::timeout(deadline, collect).await.is_err() {
-                tracing::warn!(container = %name, "exec output did not end after its timeout");
-                broken = Some("no end of output after the timeout".into());
-            }
-        }
-        let duration = started.elapsed();
-        let exit_code = docker.inspect_exec(exec_id).await.map_err(docker_err)?.exit_code;
-        let timed_out = exit_code == Some(137) && duration + Duration::from_millis(200) >= request.timeout;
-        let mut text = String::from_utf8_lossy(&output).into_owned();
-        if truncated {
-            text.push_str("\n[output truncated]");
-        }
-        if let Some(why) = broken {
-            text.push_str(&format!("\n[output incomplete: {why}]"));
-        }
-        Ok(ExecOutput { exit_code: if timed_out { None } else { exit_code }, output: text, timed_out, duration })
-    }
-
-    /// Removes sandboxes of this engine idle for longer than `sandbox.idle_seconds`.
-    /// Containers this process has not used yet count as used now.
+    /// Removes sandboxes whose daemon reports no request for `sandbox.idle_seconds` and no
+    /// running command (whatever worker used them last). Background processes keep a sandbox
+    /// up to four times that; a sandbox whose daemon does not answer is removed too (the next
+    /// use recreates it, workspace intact).
     pub async fn reap_idle(&self) -> Result<usize> {
-        let idle = Duration::from_secs(self.inner.cfg.idle_seconds);
+        let idle = self.inner.cfg.idle_seconds;
         let filters =
             HashMap::from([("label".to_owned(), vec![format!("{LABEL_OWNER}={}", self.inner.cfg.docker.name_prefix)])]);
         let options = ListContainersOptions { all: true, filters: Some(filters), ..Default::default() };
@@ -318,14 +281,24 @@ impl DockerSandboxes {
             let Some(name) = c.names.and_then(|n| n.first().map(|s| s.trim_start_matches('/').to_owned())) else {
                 continue;
             };
-            let idle_now = self
-                .with_usage(|m| {
-                    let u = m.entry(name.clone()).or_insert_with(Usage::now);
-                    u.in_flight == 0 && u.last.elapsed() >= idle
-                })
-                .unwrap_or(false);
-            if idle_now {
-                tracing::info!(container = %name, "removing idle sandbox");
+            let running = c.state == Some(ContainerSummaryStateEnum::RUNNING);
+            let client = match self.cached(&name) {
+                Some(c) => Ok(c),
+                None if running => self.connect_daemon(&name, Duration::from_secs(2)).await,
+                None => Err(SandboxError::Unavailable("not running".into())),
+            };
+            let reap = match client {
+                Ok(client) => match client.status().await {
+                    Ok(s) => {
+                        s.running_execs == 0
+                            && ((s.running_processes == 0 && s.idle_secs >= idle) || s.idle_secs >= idle * 4)
+                    }
+                    Err(_) => true,
+                },
+                Err(_) => true,
+            };
+            if reap {
+                tracing::info!(container = %name, "removing idle or broken sandbox");
                 self.remove(&name).await;
                 removed += 1;
             }
@@ -350,54 +323,33 @@ impl DockerSandboxes {
 }
 
 impl Sandboxes for DockerSandboxes {
-    fn exec<'a>(&'a self, key: SandboxKey, request: ExecRequest) -> BoxFuture<'a, Result<ExecOutput>> {
+    fn open(&self, key: SandboxKey) -> BoxFuture<'_, Result<SandboxClient>> {
         Box::pin(async move {
             let name = self.container_name(key);
-            if !self.known(&name) {
-                self.ensure_running(key).await?;
+            if let Some(client) = self.cached(&name) {
+                return Ok(client);
             }
-            self.begin_use(&name);
-            let exec_id = match self.create_exec(&name, &request).await {
-                Ok(id) => Ok(id),
-                // 404: the container is gone; 409: it is not running. Nothing ran yet, so
-                // recreating it and trying once more is safe.
-                Err(e) if matches!(status_of(&e), Some(404 | 409)) => {
-                    tracing::info!(container = %name, error = %e, "sandbox vanished; recreating it");
-                    self.forget(&name);
-                    match self.ensure_running(key).await {
-                        Ok(_) => self.create_exec(&name, &request).await.map_err(docker_err),
-                        Err(e) => Err(e),
-                    }
-                }
-                Err(e) => Err(docker_err(e)),
-            };
-            let out = match exec_id {
-                Ok(id) => self.start_and_collect(&name, &id, &request).await,
-                Err(e) => Err(e),
-            };
-            self.end_use(&name);
-            let out = out?;
-            metrics::histogram!("hermes_sandbox_exec_seconds", "backend" => "docker")
-                .record(out.duration.as_secs_f64());
-            Ok(out)
+            self.ensure_running(key).await?;
+            self.connect_daemon(&name, START_WAIT).await
         })
     }
 
-    fn is_running(&self, key: SandboxKey) -> BoxFuture<'_, Result<bool>> {
-        Box::pin(self.container_running(key))
+    fn running(&self, key: SandboxKey) -> BoxFuture<'_, Result<Option<SandboxClient>>> {
+        Box::pin(async move {
+            let name = self.container_name(key);
+            if !self.is_running(&name).await? {
+                self.forget(&name);
+                return Ok(None);
+            }
+            match self.cached(&name) {
+                Some(c) => Ok(Some(c)),
+                None => self.connect_daemon(&name, Duration::from_secs(2)).await.map(Some),
+            }
+        })
     }
 
-    fn read_first_file<'a>(
-        &'a self,
-        key: SandboxKey,
-        paths: &'a [String],
-        max: usize,
-    ) -> BoxFuture<'a, Result<Option<(String, String)>>> {
-        Box::pin(self.read_first_workspace_file(key, paths, max))
-    }
-
-    fn list_dir<'a>(&'a self, key: SandboxKey, path: &'a str) -> BoxFuture<'a, Result<Vec<String>>> {
-        Box::pin(self.list_workspace_dir(key, path))
+    fn invalidate(&self, key: SandboxKey) {
+        self.forget(&self.container_name(key));
     }
 
     fn ping(&self) -> BoxFuture<'_, Result<()>> {

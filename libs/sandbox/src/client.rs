@@ -1,0 +1,186 @@
+//! The worker's side of the sandbox protocol: a gRPC client to one sandbox's daemon, over a
+//! unix socket (Docker, local) or TCP with the sandbox's token (Kubernetes).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use hermes_sandbox_proto::TOKEN_HEADER;
+use hermes_sandbox_proto::v1::sandbox_client::SandboxClient as Grpc;
+use hermes_sandbox_proto::v1::{ExecRequest as WireExec, StatusRequest, StatusResponse, exec_event};
+use hyper_util::rt::TokioIo;
+use tonic::metadata::AsciiMetadataValue;
+use tonic::service::Interceptor;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Channel, Endpoint, Uri};
+use tonic::{Code, Request, Status};
+
+use crate::{ExecOutput, ExecRequest, RAW_OUTPUT_CAP, Result, SandboxError};
+
+/// Adds the sandbox's token to every call (when it has one).
+#[derive(Clone)]
+pub struct TokenAuth(Option<AsciiMetadataValue>);
+
+impl Interceptor for TokenAuth {
+    fn call(&mut self, mut request: Request<()>) -> std::result::Result<Request<()>, Status> {
+        if let Some(token) = &self.0 {
+            request.metadata_mut().insert(TOKEN_HEADER, token.clone());
+        }
+        Ok(request)
+    }
+}
+
+/// The generated client with the token interceptor: every protocol call is on it.
+pub type ProtocolClient = Grpc<InterceptedService<Channel, TokenAuth>>;
+
+/// Where a sandbox's daemon listens.
+#[derive(Debug, Clone)]
+pub enum Address {
+    Unix(PathBuf),
+    Tcp { url: String, token: String },
+}
+
+/// A connection to one sandbox's daemon (cheap to clone; calls share one HTTP/2 connection).
+#[derive(Clone)]
+pub struct SandboxClient {
+    grpc: ProtocolClient,
+}
+
+const MAX_MESSAGE: usize = 64 * 1024 * 1024;
+
+/// Maps a daemon's answer to the error the tools report.
+pub fn status_error(status: Status) -> SandboxError {
+    match status.code() {
+        Code::InvalidArgument
+        | Code::NotFound
+        | Code::FailedPrecondition
+        | Code::PermissionDenied
+        | Code::OutOfRange
+        | Code::ResourceExhausted
+        | Code::AlreadyExists => SandboxError::Refused(status.message().to_owned()),
+        Code::Unavailable | Code::Cancelled | Code::DeadlineExceeded => {
+            SandboxError::Unavailable(status.message().to_owned())
+        }
+        _ => SandboxError::Backend(format!("{}: {}", status.code(), status.message())),
+    }
+}
+
+impl SandboxClient {
+    /// Connects to a daemon (once; the caller retries while a sandbox starts).
+    pub async fn connect(address: &Address) -> Result<Self> {
+        let unavailable = |e: tonic::transport::Error| SandboxError::Unavailable(format!("cannot reach sandboxd: {e}"));
+        let (channel, token) = match address {
+            Address::Unix(path) => {
+                let path = path.clone();
+                let channel =
+                    Endpoint::from_static("http://sandboxd.local")
+                        .connect_timeout(Duration::from_secs(5))
+                        .connect_with_connector(tower::service_fn(move |_: Uri| {
+                            let path = path.clone();
+                            async move {
+                                Ok::<_, std::io::Error>(TokioIo::new(tokio::net::UnixStream::connect(path).await?))
+                            }
+                        }))
+                        .await
+                        .map_err(unavailable)?;
+                (channel, None)
+            }
+            Address::Tcp { url, token } => {
+                let endpoint = Endpoint::from_shared(url.clone())
+                    .map_err(|e| SandboxError::Backend(format!("bad sandbox address {url}: {e}")))?
+                    .connect_timeout(Duration::from_secs(5));
+                let token = AsciiMetadataValue::try_from(token.as_str())
+                    .map_err(|_| SandboxError::Backend("the sandbox token is not ASCII".into()))?;
+                (endpoint.connect().await.map_err(unavailable)?, Some(token))
+            }
+        };
+        let grpc = Grpc::with_interceptor(channel, TokenAuth(token))
+            .max_decoding_message_size(MAX_MESSAGE)
+            .max_encoding_message_size(MAX_MESSAGE);
+        Ok(Self { grpc })
+    }
+
+    /// Connects, retrying until `wait` has passed (a daemon that is starting).
+    pub async fn connect_within(address: &Address, wait: Duration) -> Result<Self> {
+        let started = Instant::now();
+        loop {
+            match Self::connect(address).await {
+                Ok(c) => match c.status().await {
+                    Ok(_) => return Ok(c),
+                    Err(e) if started.elapsed() >= wait => return Err(e),
+                    Err(_) => {}
+                },
+                Err(e) if started.elapsed() >= wait => return Err(e),
+                Err(_) => {}
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    /// The raw protocol client, for calls without a helper here.
+    pub fn grpc(&self) -> ProtocolClient {
+        self.grpc.clone()
+    }
+
+    pub async fn status(&self) -> Result<StatusResponse> {
+        Ok(self.grpc().status(StatusRequest {}).await.map_err(status_error)?.into_inner())
+    }
+
+    /// Runs a command to its end, handing each piece of output to `on_output` as it comes.
+    /// Dropping the future closes the stream, and the daemon kills the command's process group.
+    pub async fn exec(&self, request: ExecRequest, on_output: &mut (dyn FnMut(&[u8]) + Send)) -> Result<ExecOutput> {
+        let started = Instant::now();
+        let wire = WireExec {
+            command: request.command,
+            workdir: request.workdir.unwrap_or_default(),
+            timeout_secs: u32::try_from(request.timeout.as_secs().max(1)).unwrap_or(u32::MAX),
+            max_output_bytes: RAW_OUTPUT_CAP as u64,
+            env: request.env.into_iter().collect(),
+        };
+        let mut stream = self.grpc().exec(wire).await.map_err(status_error)?.into_inner();
+        let mut output = Vec::new();
+        loop {
+            let event = match stream.message().await {
+                Ok(Some(e)) => e,
+                Ok(None) => {
+                    return Err(SandboxError::Backend("the sandbox ended the command without an exit status".into()));
+                }
+                // The daemon's own answer (the command could not start, ...).
+                Err(status) if !matches!(status.code(), Code::Unavailable | Code::Unknown | Code::Internal) => {
+                    return Err(status_error(status));
+                }
+                // The command may have run: never report this as retryable.
+                Err(status) => {
+                    return Err(SandboxError::Backend(format!(
+                        "the connection to the sandbox broke while the command ran: {}",
+                        status.message()
+                    )));
+                }
+            };
+            match event.event {
+                Some(exec_event::Event::Output(bytes)) => {
+                    on_output(&bytes);
+                    output.extend_from_slice(&bytes);
+                }
+                Some(exec_event::Event::Exit(exit)) => {
+                    let mut text = String::from_utf8_lossy(&output).into_owned();
+                    if exit.truncated {
+                        text.push_str("\n[output truncated]");
+                    }
+                    if exit.stopped_leftovers {
+                        text.push_str(
+                            "\n[processes the command left running were stopped; use terminal with background=true \
+                             for servers and long jobs]",
+                        );
+                    }
+                    return Ok(ExecOutput {
+                        exit_code: exit.exit_code.map(i64::from),
+                        output: text,
+                        timed_out: exit.timed_out,
+                        duration: started.elapsed(),
+                    });
+                }
+                None => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! `process`: the background processes of this session (started by `terminal` with
+//! `background`), on whichever worker runs the turn: their state lives in the sandbox.
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+
+use hermes_sandbox::proto::{
+    ListProcessesRequest, PollProcessRequest, ProcessRef, ProcessStatus, WaitProcessRequest, WriteProcessRequest,
+};
+use hermes_sandbox::{SandboxKey, Sandboxes, status_error};
+use hermes_tools::{Tool, ToolCtx, ToolError, required_str};
+
+use crate::sandbox_error;
+use crate::terminal::MAX_OUTPUT_CHARS;
+use crate::text::for_model;
+
+/// Lines `log` shows when the call does not say.
+const DEFAULT_LOG_LINES: usize = 200;
+
+pub struct ProcessTool {
+    sandboxes: Arc<dyn Sandboxes>,
+}
+
+impl ProcessTool {
+    pub fn new(sandboxes: Arc<dyn Sandboxes>) -> Self {
+        Self { sandboxes }
+    }
+}
+
+fn headline(p: &ProcessStatus) -> String {
+    let state = match (p.running, p.exit_code) {
+        (true, _) => "running".to_owned(),
+        (false, Some(code)) => format!("exited with code {code}"),
+        (false, None) => format!("killed by signal {}", p.signal),
+    };
+    format!("{} [{state}] {} ({} bytes of output)", p.id, p.command, p.output_bytes)
+}
+
+fn with_output(p: &ProcessStatus, output: &str) -> String {
+    let mut out = headline(p);
+    if p.output_dropped {
+        out.push_str("\n[older output is no longer kept]");
+    }
+    let text = for_model(output, MAX_OUTPUT_CHARS);
+    if text.trim().is_empty() {
+        out.push_str("\n(no new output)");
+    } else {
+        out.push('\n');
+        out.push_str(&text);
+    }
+    out
+}
+
+impl Tool for ProcessTool {
+    fn name(&self) -> &'static str {
+        "process"
+    }
+
+    fn toolset(&self) -> &'static str {
+        "terminal"
+    }
+
+    fn schema(&self) -> Value {
+        json!({
+            "name": "process",
+            "description": "Manage background processes started with terminal(background=true): list; poll (new \
+                output since the last poll); log (last lines); wait (until it ends or timeout); kill (with its \
+                children); write / submit (send input; submit adds a newline); close (end its input).",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "action": { "type": "string", "enum": ["list", "poll", "log", "wait", "kill", "write", "submit", "close"] },
+                    "session_id": { "type": "string", "description": "The process id from terminal." },
+                    "data": { "type": "string", "description": "Input for write/submit." },
+                    "timeout": { "type": "integer", "description": "Seconds to wait (default 180, max 600)." },
+                    "limit": { "type": "integer", "description": "Lines for log (default 200)." }
+                },
+                "required": ["action"]
+            }
+        })
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(async move {
+            let action = required_str(&args, "action")?;
+            let owner = ctx.session_id.to_string();
+            let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id };
+            let mut grpc = self.sandboxes.open(key).await.map_err(sandbox_error)?.grpc();
+            let fail = |s| sandbox_error(status_error(s));
+            if action == "list" {
+                let list = grpc.list_processes(ListProcessesRequest { owner }).await.map_err(fail)?.into_inner();
+                if list.processes.is_empty() {
+                    return Ok("No background processes in this session.".into());
+                }
+                return Ok(list.processes.iter().map(headline).collect::<Vec<_>>().join("\n"));
+            }
+            let id = args
+                .get("session_id")
+                .or_else(|| args.get("process_id"))
+                .and_then(Value::as_str)
+                .ok_or_else(|| ToolError::RespondToModel(format!("{action} needs session_id (the process id)")))?
+                .to_owned();
+            let status = match action {
+                "poll" => {
+                    let r = PollProcessRequest { id, owner, offset: 0, limit: 0, since_last_poll: true };
+                    let p = grpc.poll_process(r).await.map_err(fail)?.into_inner();
+                    return Ok(with_output(&p, &String::from_utf8_lossy(&p.output)));
+                }
+                "log" => {
+                    let lines = args.get("limit").and_then(Value::as_u64).map_or(DEFAULT_LOG_LINES, |l| l as usize);
+                    let r = PollProcessRequest { id, owner, offset: 0, limit: 0, since_last_poll: false };
+                    let p = grpc.poll_process(r).await.map_err(fail)?.into_inner();
+                    let text = String::from_utf8_lossy(&p.output);
+                    let all: Vec<&str> = text.lines().collect();
+                    let tail = all[all.len().saturating_sub(lines.max(1))..].join("\n");
+                    return Ok(with_output(&p, &tail));
+                }
+                "wait" => {
+                    let secs = args.get("timeout").and_then(Value::as_u64).unwrap_or(180).clamp(1, 600);
+                    let r = WaitProcessRequest { id, owner, timeout_secs: secs as u32 };
+                    let p = grpc.wait_process(r).await.map_err(fail)?.into_inner();
+                    let mut out = with_output(&p, &String::from_utf8_lossy(&p.output));
+                    if p.running {
+                        out.push_str(&format!("\n[still running after {secs}s]"));
+                    }
+                    return Ok(out);
+                }
+                "kill" => grpc.kill_process(ProcessRef { id, owner }).await.map_err(fail)?.into_inner(),
+                "write" | "submit" | "close" => {
+                    let mut data = args.get("data").and_then(Value::as_str).unwrap_or_default().to_owned();
+                    if action == "submit" {
+                        data.push('\n');
+                    }
+                    let r = WriteProcessRequest { id, owner, data: data.into_bytes(), close_stdin: action == "close" };
+                    grpc.write_process(r).await.map_err(fail)?.into_inner()
+                }
+                other => {
+                    return Err(ToolError::RespondToModel(format!(
+                        "unknown action {other:?}; use list, poll, log, wait, kill, write, submit or close"
+                    )));
+                }
+            };
+            Ok(headline(&status))
+        })
+    }
+}

@@ -1,0 +1,327 @@
+//! Background processes: started by one turn, polled, waited for, fed and killed by later
+//! ones (on any worker: the state is here, in the sandbox). Each keeps the last 200,000 bytes
+//! of its output; finished ones are written to the state directory, so they survive a
+//! restart of the sandbox, and kept for 7 days, 64 at most. Only the session that started a
+//! process sees it.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hermes_sandbox_proto::v1::{ProcessStatus, StartProcessRequest};
+use nix::sys::signal::Signal;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::ChildStdin;
+use tokio::sync::watch;
+use tonic::Status;
+
+use crate::exec::{Spawned, kill_group, spawn_error, spawn_shell};
+use crate::now_ms;
+
+/// Output bytes kept per process.
+pub const KEPT_OUTPUT: usize = 200_000;
+/// Processes kept per sandbox, running or finished.
+pub const MAX_PROCESSES: usize = 64;
+/// How long a finished process stays readable.
+pub const RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// A process's record, as kept and as persisted once it ends.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Record {
+    id: String,
+    owner: String,
+    command: String,
+    started_at_ms: i64,
+    finished_at_ms: i64,
+    exit_code: Option<i32>,
+    signal: i32,
+    /// Bytes produced in all.
+    total: u64,
+    /// The kept tail (lossy UTF-8 when persisted).
+    #[serde(with = "tail_text")]
+    tail: VecDeque<u8>,
+}
+
+mod tail_text {
+    use std::collections::VecDeque;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(tail: &VecDeque<u8>, s: S) -> Result<S::Ok, S::Error> {
+        let bytes: Vec<u8> = tail.iter().copied().collect();
+        s.serialize_str(&String::from_utf8_lossy(&bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<VecDeque<u8>, D::Error> {
+        Ok(String::deserialize(d)?.into_bytes().into())
+    }
+}
+
+struct Entry {
+    record: Record,
+    running: bool,
+    pid: Option<u32>,
+    stdin: Option<ChildStdin>,
+    done: watch::Receiver<bool>,
+    /// Where the last poll stopped.
+    polled: u64,
+}
+
+/// The sandbox's background processes.
+pub struct Processes {
+    dir: PathBuf,
+    workspace: PathBuf,
+    entries: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Entry>>>>,
+}
+
+fn not_found() -> Status {
+    Status::not_found("no such process in this session")
+}
+
+impl Processes {
+    /// Loads the finished processes kept in `state_dir/processes`.
+    pub fn load(state_dir: &Path, workspace: &Path) -> Self {
+        let dir = state_dir.join("processes");
+        let mut entries = HashMap::new();
+        if let Ok(files) = std::fs::read_dir(&dir) {
+            for file in files.flatten() {
+                let record =
+                    std::fs::read(file.path()).ok().and_then(|bytes| serde_json::from_slice::<Record>(&bytes).ok());
+                match record {
+                    Some(r) if !expired(&r) => {
+                        let (_, done) = watch::channel(true);
+                        let entry = Entry { record: r, running: false, pid: None, stdin: None, done, polled: 0 };
+                        entries.insert(entry.record.id.clone(), Arc::new(tokio::sync::Mutex::new(entry)));
+                    }
+                    _ => {
+                        let _ = std::fs::remove_file(file.path());
+                    }
+                }
+            }
+        }
+        Self { dir, workspace: workspace.to_path_buf(), entries: Mutex::new(entries) }
+    }
+
+    fn get(&self, id: &str) -> Option<Arc<tokio::sync::Mutex<Entry>>> {
+        self.entries.lock().ok()?.get(id).cloned()
+    }
+
+    /// Running processes, for the idle reaper.
+    pub async fn running(&self) -> u32 {
+        let all: Vec<_> = self.entries.lock().map(|m| m.values().cloned().collect()).unwrap_or_default();
+        let mut n = 0;
+        for e in all {
+            if e.lock().await.running {
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Makes room for one more: drops expired and then the oldest finished processes.
+    async fn make_room(&self) -> Result<(), Status> {
+        let all: Vec<_> = self.entries.lock().map(|m| m.values().cloned().collect()).unwrap_or_default();
+        let mut finished = Vec::new();
+        for e in &all {
+            let e = e.lock().await;
+            if !e.running {
+                finished.push((e.record.finished_at_ms, e.record.id.clone(), expired(&e.record)));
+            }
+        }
+        finished.sort();
+        let mut count = all.len();
+        for (_, id, is_expired) in finished {
+            if count < MAX_PROCESSES && !is_expired {
+                continue;
+            }
+            if let Ok(mut m) = self.entries.lock() {
+                m.remove(&id);
+            }
+            let _ = std::fs::remove_file(self.dir.join(format!("{id}.json")));
+            count -= 1;
+        }
+        if count >= MAX_PROCESSES {
+            return Err(Status::resource_exhausted(format!("{MAX_PROCESSES} background processes are running")));
+        }
+        Ok(())
+    }
+
+    /// Starts a background process.
+    pub async fn start(self: &Arc<Self>, req: StartProcessRequest) -> Result<ProcessStatus, Status> {
+        self.make_room().await?;
+        let workdir = if req.workdir.is_empty() { self.workspace.clone() } else { self.workspace.join(&req.workdir) };
+        let Spawned { mut child, mut output } =
+            spawn_shell(&req.command, &workdir, &req.env, Stdio::piped()).map_err(|e| spawn_error(&e))?;
+        let id = format!("proc_{:x}", now_ms()).chars().chain(random_suffix().chars()).collect::<String>();
+        let (done_tx, done) = watch::channel(false);
+        let entry = Entry {
+            record: Record {
+                id: id.clone(),
+                owner: req.owner,
+                command: req.command,
+                started_at_ms: now_ms(),
+                finished_at_ms: 0,
+                exit_code: None,
+                signal: 0,
+                total: 0,
+                tail: VecDeque::new(),
+            },
+            running: true,
+            pid: child.id(),
+            stdin: child.stdin.take(),
+            done,
+            polled: 0,
+        };
+        let status = to_status(&entry, 0, 0);
+        let entry = Arc::new(tokio::sync::Mutex::new(entry));
+        if let Ok(mut m) = self.entries.lock() {
+            m.insert(id, entry.clone());
+        }
+        let me = self.clone();
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 16 * 1024];
+            loop {
+                match output.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        let mut e = entry.lock().await;
+                        e.record.total += n as u64;
+                        e.record.tail.extend(&buf[..n]);
+                        let excess = e.record.tail.len().saturating_sub(KEPT_OUTPUT);
+                        e.record.tail.drain(..excess);
+                    }
+                }
+            }
+            let status = child.wait().await.ok();
+            let mut e = entry.lock().await;
+            use std::os::unix::process::ExitStatusExt;
+            e.record.exit_code = status.and_then(|s| s.code());
+            e.record.signal = status.and_then(|s| s.signal()).unwrap_or(0);
+            e.record.finished_at_ms = now_ms();
+            e.running = false;
+            e.stdin = None;
+            me.persist(&e.record);
+            let _ = done_tx.send(true);
+        });
+        Ok(status)
+    }
+
+    fn persist(&self, record: &Record) {
+        let write = std::fs::create_dir_all(&self.dir).and_then(|()| {
+            let json = serde_json::to_vec(record).map_err(std::io::Error::other)?;
+            let tmp = self.dir.join(format!(".{}.tmp", record.id));
+            std::fs::write(&tmp, json)?;
+            std::fs::rename(&tmp, self.dir.join(format!("{}.json", record.id)))
+        });
+        if let Err(e) = write {
+            tracing::warn!(error = %e, id = %record.id, "cannot keep the finished process");
+        }
+    }
+
+    async fn owned(&self, id: &str, owner: &str) -> Result<Arc<tokio::sync::Mutex<Entry>>, Status> {
+        let entry = self.get(id).ok_or_else(not_found)?;
+        if entry.lock().await.record.owner != owner {
+            return Err(not_found());
+        }
+        Ok(entry)
+    }
+
+    /// The session's processes, newest first, without output.
+    pub async fn list(&self, owner: &str) -> Vec<ProcessStatus> {
+        let all: Vec<_> = self.entries.lock().map(|m| m.values().cloned().collect()).unwrap_or_default();
+        let mut out = Vec::new();
+        for e in all {
+            let e = e.lock().await;
+            if e.record.owner == owner {
+                out.push(to_status(&e, e.record.total, 0));
+            }
+        }
+        out.sort_by_key(|p| std::cmp::Reverse(p.started_at_ms));
+        out
+    }
+
+    /// Status and the output after `offset`, or after the previous poll (at most `limit`
+    /// bytes; 0 = all kept).
+    pub async fn poll(&self, id: &str, owner: &str, offset: Option<u64>, limit: u64) -> Result<ProcessStatus, Status> {
+        let entry = self.owned(id, owner).await?;
+        let mut e = entry.lock().await;
+        let status = to_status(&e, offset.unwrap_or(e.polled), limit);
+        e.polled = status.offset + status.output.len() as u64;
+        Ok(status)
+    }
+
+    /// Waits until the process ends or `timeout` passes; then its status and kept output.
+    pub async fn wait(&self, id: &str, owner: &str, timeout: Duration) -> Result<ProcessStatus, Status> {
+        let entry = self.owned(id, owner).await?;
+        let mut done = entry.lock().await.done.clone();
+        let _ = tokio::time::timeout(timeout, done.wait_for(|d| *d)).await;
+        let e = entry.lock().await;
+        Ok(to_status(&e, 0, 0))
+    }
+
+    /// Kills the process's whole group.
+    pub async fn kill(&self, id: &str, owner: &str) -> Result<ProcessStatus, Status> {
+        let entry = self.owned(id, owner).await?;
+        let (pid, mut done) = {
+            let e = entry.lock().await;
+            (e.running.then_some(e.pid).flatten(), e.done.clone())
+        };
+        if pid.is_some() {
+            kill_group(pid, Signal::SIGKILL);
+            let _ = tokio::time::timeout(Duration::from_secs(5), done.wait_for(|d| *d)).await;
+        }
+        let e = entry.lock().await;
+        Ok(to_status(&e, e.record.total, 0))
+    }
+
+    /// Writes to the process's stdin (and closes it when asked).
+    pub async fn write(&self, id: &str, owner: &str, data: &[u8], close: bool) -> Result<ProcessStatus, Status> {
+        let entry = self.owned(id, owner).await?;
+        let mut e = entry.lock().await;
+        let Some(stdin) = e.stdin.as_mut() else {
+            return Err(Status::failed_precondition("the process has ended or its input is closed"));
+        };
+        stdin.write_all(data).await.map_err(|err| Status::failed_precondition(format!("cannot write: {err}")))?;
+        stdin.flush().await.map_err(|err| Status::failed_precondition(format!("cannot write: {err}")))?;
+        if close {
+            e.stdin = None;
+        }
+        Ok(to_status(&e, e.record.total, 0))
+    }
+}
+
+fn expired(r: &Record) -> bool {
+    r.finished_at_ms > 0 && now_ms() - r.finished_at_ms > RETENTION.as_millis() as i64
+}
+
+fn random_suffix() -> String {
+    use std::hash::{BuildHasher, RandomState};
+    format!("{:04x}", RandomState::new().hash_one(now_ms()) & 0xffff)
+}
+
+fn to_status(e: &Entry, offset: u64, limit: u64) -> ProcessStatus {
+    let r = &e.record;
+    let kept_from = r.total.saturating_sub(r.tail.len() as u64);
+    let start = offset.max(kept_from);
+    let skip = usize::try_from(start - kept_from).unwrap_or(usize::MAX);
+    let mut output: Vec<u8> = r.tail.iter().skip(skip).copied().collect();
+    if limit > 0 {
+        output.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    }
+    ProcessStatus {
+        id: r.id.clone(),
+        command: r.command.clone(),
+        running: e.running,
+        exit_code: r.exit_code,
+        signal: r.signal,
+        started_at_ms: r.started_at_ms,
+        finished_at_ms: r.finished_at_ms,
+        output_bytes: r.total,
+        offset: start,
+        output,
+        output_dropped: offset < kept_from,
+    }
+}

@@ -1,0 +1,231 @@
+//! The gRPC service: each call touches the activity clock, then runs in the module that owns
+//! it (file and checkpoint work on the blocking pool).
+
+use std::future::Future;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hermes_sandbox_proto::TOKEN_HEADER;
+use hermes_sandbox_proto::v1::sandbox_server::{Sandbox, SandboxServer};
+use hermes_sandbox_proto::v1::{
+    CheckpointInfo, CheckpointList, CheckpointRequest, EditFileRequest, EditResponse, ExecEvent, ExecRequest,
+    ListCheckpointsRequest, ListDirRequest, ListDirResponse, ListProcessesRequest, PollProcessRequest, ProcessList,
+    ProcessRef, ProcessStatus, ReadFileRequest, ReadFileResponse, ReadFirstRequest, ReadFirstResponse, RestoreRequest,
+    RestoreResponse, SearchRequest, SearchResponse, StartProcessRequest, StatusRequest, StatusResponse,
+    WaitProcessRequest, WriteFileRequest, WriteProcessRequest, edit_file_request,
+};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream, UnixListenerStream};
+use tonic::{Request, Response, Status};
+
+use crate::checkpoints::Checkpoints;
+use crate::files::{self, Paths};
+use crate::procs::Processes;
+use crate::{Activity, Config, exec, search};
+
+/// The daemon's state, shared by all calls.
+#[derive(Clone)]
+pub struct Daemon {
+    cfg: Arc<Config>,
+    paths: Paths,
+    activity: Arc<Activity>,
+    processes: Arc<Processes>,
+    checkpoints: Arc<Checkpoints>,
+}
+
+impl Daemon {
+    pub fn new(cfg: Config) -> Self {
+        let paths = Paths {
+            workspace: cfg.workspace.clone(),
+            writable: cfg.writable.clone(),
+            state_dir: cfg.state_dir.clone(),
+        };
+        let processes = Arc::new(Processes::load(&cfg.state_dir, &cfg.workspace));
+        let checkpoints = Arc::new(Checkpoints::new(&cfg.workspace, &cfg.state_dir));
+        Self { cfg: Arc::new(cfg), paths, activity: Arc::new(Activity::default()), processes, checkpoints }
+    }
+
+    fn server(self) -> SandboxServer<Self> {
+        SandboxServer::new(self).max_decoding_message_size(64 * 1024 * 1024).max_encoding_message_size(64 * 1024 * 1024)
+    }
+}
+
+/// Runs blocking file work off the async threads.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, Status> + Send + 'static) -> Result<T, Status> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| Status::internal(format!("the operation failed: {e}")))?
+}
+
+type Reply<T> = Result<Response<T>, Status>;
+
+#[tonic::async_trait]
+impl Sandbox for Daemon {
+    type ExecStream = ReceiverStream<Result<ExecEvent, Status>>;
+
+    async fn exec(&self, request: Request<ExecRequest>) -> Reply<Self::ExecStream> {
+        self.activity.touch();
+        let req = request.into_inner();
+        if req.command.trim().is_empty() {
+            return Err(Status::invalid_argument("command is empty"));
+        }
+        let (tx, rx) = mpsc::channel(64);
+        let (workspace, timeout, activity) =
+            (self.cfg.workspace.clone(), self.cfg.default_timeout, self.activity.clone());
+        tokio::spawn(async move { exec::run(req, &workspace, timeout, activity, tx).await });
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
+
+    async fn start_process(&self, request: Request<StartProcessRequest>) -> Reply<ProcessStatus> {
+        self.activity.touch();
+        Ok(Response::new(self.processes.start(request.into_inner()).await?))
+    }
+
+    async fn list_processes(&self, request: Request<ListProcessesRequest>) -> Reply<ProcessList> {
+        self.activity.touch();
+        Ok(Response::new(ProcessList { processes: self.processes.list(&request.into_inner().owner).await }))
+    }
+
+    async fn poll_process(&self, request: Request<PollProcessRequest>) -> Reply<ProcessStatus> {
+        self.activity.touch();
+        let r = request.into_inner();
+        let offset = (!r.since_last_poll).then_some(r.offset);
+        Ok(Response::new(self.processes.poll(&r.id, &r.owner, offset, r.limit).await?))
+    }
+
+    async fn wait_process(&self, request: Request<WaitProcessRequest>) -> Reply<ProcessStatus> {
+        let _running = self.activity.begin();
+        let r = request.into_inner();
+        let timeout = Duration::from_secs(u64::from(r.timeout_secs.clamp(1, 3600)));
+        Ok(Response::new(self.processes.wait(&r.id, &r.owner, timeout).await?))
+    }
+
+    async fn kill_process(&self, request: Request<ProcessRef>) -> Reply<ProcessStatus> {
+        self.activity.touch();
+        let r = request.into_inner();
+        Ok(Response::new(self.processes.kill(&r.id, &r.owner).await?))
+    }
+
+    async fn write_process(&self, request: Request<WriteProcessRequest>) -> Reply<ProcessStatus> {
+        self.activity.touch();
+        let r = request.into_inner();
+        Ok(Response::new(self.processes.write(&r.id, &r.owner, &r.data, r.close_stdin).await?))
+    }
+
+    async fn read_file(&self, request: Request<ReadFileRequest>) -> Reply<ReadFileResponse> {
+        self.activity.touch();
+        let r = request.into_inner();
+        let path = self.paths.readable(&r.path)?;
+        Ok(Response::new(blocking(move || files::read_lines(&path, r.offset, r.limit)).await?))
+    }
+
+    async fn read_first(&self, request: Request<ReadFirstRequest>) -> Reply<ReadFirstResponse> {
+        let r = request.into_inner();
+        let workspace = self.cfg.workspace.clone();
+        let (path, content) = blocking(move || Ok(files::read_first(&workspace, &r.paths, r.max_bytes))).await?;
+        Ok(Response::new(ReadFirstResponse { path, content }))
+    }
+
+    async fn list_dir(&self, request: Request<ListDirRequest>) -> Reply<ListDirResponse> {
+        let path = self.paths.readable(&request.into_inner().path).unwrap_or_else(|_| self.cfg.workspace.clone());
+        Ok(Response::new(ListDirResponse { names: blocking(move || Ok(files::list_dir(&path))).await? }))
+    }
+
+    async fn write_file(&self, request: Request<WriteFileRequest>) -> Reply<EditResponse> {
+        self.activity.touch();
+        let r = request.into_inner();
+        let path = self.paths.writable(&r.path)?;
+        Ok(Response::new(blocking(move || files::write_file(&path, &r.content)).await?))
+    }
+
+    async fn edit_file(&self, request: Request<EditFileRequest>) -> Reply<EditResponse> {
+        self.activity.touch();
+        let r = request.into_inner();
+        let path = self.paths.writable(&r.path)?;
+        let edit = r.edit.ok_or_else(|| Status::invalid_argument("say what to change"))?;
+        Ok(Response::new(
+            blocking(move || match edit {
+                edit_file_request::Edit::Replace(replace) => files::replace(&path, &replace),
+                edit_file_request::Edit::UnifiedDiff(diff) => files::apply_unified(&path, &diff),
+            })
+            .await?,
+        ))
+    }
+
+    async fn search(&self, request: Request<SearchRequest>) -> Reply<SearchResponse> {
+        self.activity.touch();
+        let r = request.into_inner();
+        let root = if r.path.is_empty() { self.cfg.workspace.clone() } else { self.paths.readable(&r.path)? };
+        let state = self.cfg.state_dir.clone();
+        Ok(Response::new(blocking(move || search::search(&r, &root, &state)).await?))
+    }
+
+    async fn checkpoint(&self, request: Request<CheckpointRequest>) -> Reply<CheckpointInfo> {
+        self.activity.touch();
+        let (cps, reason) = (self.checkpoints.clone(), request.into_inner().reason);
+        Ok(Response::new(blocking(move || cps.create(&reason)).await?))
+    }
+
+    async fn list_checkpoints(&self, _: Request<ListCheckpointsRequest>) -> Reply<CheckpointList> {
+        let cps = self.checkpoints.clone();
+        Ok(Response::new(CheckpointList { checkpoints: blocking(move || Ok(cps.list())).await? }))
+    }
+
+    async fn restore(&self, request: Request<RestoreRequest>) -> Reply<RestoreResponse> {
+        self.activity.touch();
+        let (cps, id) = (self.checkpoints.clone(), request.into_inner().id);
+        Ok(Response::new(blocking(move || cps.restore(&id)).await?))
+    }
+
+    async fn status(&self, _: Request<StatusRequest>) -> Reply<StatusResponse> {
+        Ok(Response::new(StatusResponse {
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            idle_secs: self.activity.idle_secs(),
+            running_execs: self.activity.running(),
+            running_processes: self.processes.running().await,
+        }))
+    }
+}
+
+/// Serves on a unix socket at `path` (replacing a stale one) until `shutdown`.
+pub async fn serve_unix(daemon: Daemon, path: &Path, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+    let _ = std::fs::remove_file(path);
+    let listener = tokio::net::UnixListener::bind(path)?;
+    // The socket's directory is what guards it; the worker may run as another user.
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666))?;
+    tracing::info!(socket = %path.display(), "sandboxd listening");
+    tonic::transport::Server::builder()
+        .add_service(daemon.server())
+        .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown)
+        .await?;
+    Ok(())
+}
+
+/// Serves on TCP, every call carrying the sandbox's token, until `shutdown`.
+pub async fn serve_tcp(
+    daemon: Daemon,
+    addr: std::net::SocketAddr,
+    token: String,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    tracing::info!(%addr, "sandboxd listening");
+    let check = move |req: Request<()>| -> Result<Request<()>, Status> {
+        let presented = req.metadata().get(TOKEN_HEADER).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        if constant_time_eq(presented.as_bytes(), token.as_bytes()) {
+            Ok(req)
+        } else {
+            Err(Status::unauthenticated("wrong sandbox token"))
+        }
+    };
+    let service = tonic::service::interceptor::InterceptedService::new(daemon.server(), check);
+    tonic::transport::Server::builder()
+        .add_service(service)
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        .await?;
+    Ok(())
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

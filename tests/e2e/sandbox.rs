@@ -1,0 +1,373 @@
+//! The sandbox backend suite: every backend must pass these, through sandboxd's protocol
+//! (exec, process groups, limits, files, search, background processes, checkpoints).
+//! Run here against Docker.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hermes_core::{AgentId, TenantId};
+use hermes_sandbox::proto::{
+    CheckpointRequest, EditFileRequest, ListProcessesRequest, PollProcessRequest, ProcessRef, ReadFileRequest, Replace,
+    RestoreRequest, SearchRequest, StartProcessRequest, WaitProcessRequest, WriteFileRequest, WriteProcessRequest,
+    edit_file_request,
+};
+use hermes_sandbox::{ExecOutput, ExecRequest, SandboxError, SandboxKey, Sandboxes};
+
+use crate::harness::{SANDBOX_TEST_IMAGE, unique};
+
+/// A Docker backend with its own names and socket directory, cleaned up on drop.
+pub struct DockerFixture {
+    pub sandboxes: Arc<hermes_sandbox::docker::DockerSandboxes>,
+    pub config: hermes_config::SandboxConfig,
+}
+
+impl DockerFixture {
+    pub async fn new() -> Self {
+        let name = unique("s");
+        let mut config = hermes_config::SandboxConfig::default();
+        config.docker.image = SANDBOX_TEST_IMAGE.into();
+        config.docker.name_prefix = format!("htest-{name}");
+        config.docker.ipc_dir = format!("/tmp/htest-ipc/{name}");
+        config.docker.memory_mb = 256;
+        let sandboxes = Arc::new(hermes_sandbox::docker::DockerSandboxes::connect(&config).await.unwrap());
+        Self { sandboxes, config }
+    }
+}
+
+impl Drop for DockerFixture {
+    fn drop(&mut self) {
+        let prefix = &self.config.docker.name_prefix;
+        let _ = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "docker ps -aq --filter label=io.hermes.sandbox.owner={prefix} | xargs -r docker rm -f >/dev/null 2>&1; \
+                 docker volume ls -q --filter name={prefix}-ws- | xargs -r docker volume rm >/dev/null 2>&1; \
+                 rm -rf {}",
+                self.config.docker.ipc_dir
+            ))
+            .status();
+    }
+}
+
+pub fn new_key() -> SandboxKey {
+    #[expect(clippy::disallowed_methods, reason = "a test tenant, not from a request")]
+    let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
+    SandboxKey { tenant, agent: AgentId::new() }
+}
+
+pub async fn run(s: &dyn Sandboxes, key: SandboxKey, command: &str, timeout_secs: u64) -> ExecOutput {
+    let request = ExecRequest {
+        command: command.into(),
+        workdir: None,
+        timeout: Duration::from_secs(timeout_secs),
+        env: Default::default(),
+    };
+    hermes_sandbox::exec(s, key, request, &mut |_| {}).await.unwrap()
+}
+
+async fn exec_streams_output_in_order_with_exit_codes_env_and_workdir(s: &dyn Sandboxes) {
+    let key = new_key();
+    let mut chunks = Vec::new();
+    let request = ExecRequest {
+        command: "echo out; echo err >&2; echo \"$GREETING\"; pwd; exit 7".into(),
+        workdir: Some("sub".into()),
+        timeout: Duration::from_secs(20),
+        env: [("GREETING".to_owned(), "hi there".to_owned())].into(),
+    };
+    // The workdir must exist first.
+    run(s, key, "mkdir -p /workspace/sub", 20).await;
+    let out = hermes_sandbox::exec(s, key, request, &mut |b| chunks.push(b.to_vec())).await.unwrap();
+    assert_eq!(out.exit_code, Some(7));
+    assert_eq!(out.output, "out\nerr\nhi there\n/workspace/sub\n");
+    assert!(!chunks.is_empty(), "output was streamed");
+    assert!(!out.timed_out);
+}
+
+async fn a_timeout_kills_the_whole_process_group(s: &dyn Sandboxes) {
+    let key = new_key();
+    let started = std::time::Instant::now();
+    let out = run(s, key, "sleep 300 & sleep 301 & echo started; wait", 2).await;
+    assert!(out.timed_out, "{out:?}");
+    assert_eq!(out.exit_code, None);
+    assert!(out.output.contains("started"));
+    assert!(started.elapsed() < Duration::from_secs(10), "answered soon after the timeout");
+    let ps = run(s, key, "ps -o pid,args | grep 'sleep 30[01]'", 20).await;
+    assert_eq!(ps.output.trim(), "", "no child survived the timeout");
+}
+
+async fn a_fork_bomb_is_contained_and_the_sandbox_stays_usable(s: &dyn Sandboxes) {
+    let key = new_key();
+    let out = run(s, key, "bomb() { bomb | bomb & }; bomb", 5).await;
+    assert!(out.timed_out || out.exit_code.is_some(), "{out:?}");
+    // Whatever it left is killed with its group; the sandbox answers again.
+    let after = run(s, key, "echo alive", 20).await;
+    assert_eq!(after.output.trim(), "alive");
+}
+
+async fn files_stay_inside_the_workspace(s: &dyn Sandboxes) {
+    let key = new_key();
+    let mut grpc = s.open(key).await.unwrap().grpc();
+    let write = |path: &str| WriteFileRequest { path: path.into(), content: "x".into() };
+    let written = grpc.write_file(write("notes/a.txt")).await.unwrap().into_inner();
+    assert_eq!(written.path, "/workspace/notes/a.txt");
+    assert!(written.created);
+    for outside in ["/etc/evil", "../etc/evil", "/workspace/../etc/evil", "/workspace/.hermes/x"] {
+        let err = grpc.write_file(write(outside)).await.unwrap_err();
+        assert_eq!(err.code(), tonic::Code::PermissionDenied, "{outside}: {err:?}");
+    }
+    // A symlink cannot carry a write out of the workspace.
+    run(s, key, "ln -s /etc /workspace/etc-link", 20).await;
+    let err = grpc.write_file(write("etc-link/evil")).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::PermissionDenied);
+    // The shell cannot write outside either: the root file system is read-only.
+    let out = run(s, key, "touch /etc/evil 2>&1; echo code=$?", 20).await;
+    assert!(out.output.contains("code=1"), "{}", out.output);
+    // /tmp is writable scratch space.
+    assert!(grpc.write_file(write("/tmp/scratch")).await.is_ok());
+}
+
+async fn reads_page_with_line_numbers_and_edits_are_exact(s: &dyn Sandboxes) {
+    let key = new_key();
+    let mut grpc = s.open(key).await.unwrap().grpc();
+    let text: String = (1..=30).map(|i| format!("line {i}\n")).collect();
+    grpc.write_file(WriteFileRequest { path: "f.txt".into(), content: text }).await.unwrap();
+    let page =
+        grpc.read_file(ReadFileRequest { path: "f.txt".into(), offset: 10, limit: 3 }).await.unwrap().into_inner();
+    assert_eq!(page.content, "10|line 10\n11|line 11\n12|line 12\n");
+    assert_eq!((page.first_line, page.last_line, page.total_lines), (10, 12, 30));
+    let missing = grpc.read_file(ReadFileRequest { path: "nope".into(), offset: 0, limit: 0 }).await.unwrap_err();
+    assert_eq!(missing.code(), tonic::Code::NotFound);
+    run(s, key, "printf 'a\\000b' > /workspace/bin.dat", 20).await;
+    let binary = grpc.read_file(ReadFileRequest { path: "bin.dat".into(), offset: 0, limit: 0 }).await.unwrap_err();
+    assert!(binary.message().contains("binary"), "{binary:?}");
+
+    let replace = |old: &str, new: &str, all: bool| EditFileRequest {
+        path: "f.txt".into(),
+        edit: Some(edit_file_request::Edit::Replace(Replace {
+            old_string: old.into(),
+            new_string: new.into(),
+            replace_all: all,
+        })),
+    };
+    let ambiguous = grpc.edit_file(replace("line 1", "x", false)).await.unwrap_err();
+    assert!(ambiguous.message().contains("found 11 times"), "{ambiguous:?}");
+    let edited = grpc.edit_file(replace("line 30\n", "line thirty\n", false)).await.unwrap().into_inner();
+    assert!(edited.diff.contains("-line 30") && edited.diff.contains("+line thirty"), "{}", edited.diff);
+    let absent = grpc.edit_file(replace("no such text", "x", false)).await.unwrap_err();
+    assert_eq!(absent.code(), tonic::Code::NotFound);
+    let diff = "--- f.txt\n+++ f.txt\n@@ -1,2 +1,2 @@\n-line 1\n+line one\n line 2\n";
+    let patched =
+        EditFileRequest { path: "f.txt".into(), edit: Some(edit_file_request::Edit::UnifiedDiff(diff.into())) };
+    grpc.edit_file(patched).await.unwrap();
+    let head = run(s, key, "head -n 2 /workspace/f.txt; tail -n 1 /workspace/f.txt", 20).await;
+    assert_eq!(head.output, "line one\nline 2\nline thirty\n");
+}
+
+async fn search_finds_content_and_names_and_honours_gitignore(s: &dyn Sandboxes) {
+    let key = new_key();
+    run(
+        s,
+        key,
+        "mkdir -p src build && printf 'fn main() {}\\nfn helper() {}\\n' > src/main.rs && \
+         printf 'fn main() {}\\n' > build/gen.rs && echo build/ > .gitignore && echo 'fn x' > .hidden.rs",
+        20,
+    )
+    .await;
+    let mut grpc = s.open(key).await.unwrap().grpc();
+    let content = |pattern: &str| SearchRequest { pattern: pattern.into(), ..Default::default() };
+    let found = grpc.search(content(r"fn \w+\(")).await.unwrap().into_inner();
+    let hits: Vec<(String, u32)> = found.hits.iter().map(|h| (h.path.clone(), h.line)).collect();
+    assert_eq!(
+        hits,
+        [("src/main.rs".to_owned(), 1), ("src/main.rs".to_owned(), 2)],
+        "ignored and hidden files skipped"
+    );
+    let files = grpc
+        .search(SearchRequest { pattern: "*.rs".into(), files: true, ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(files.hits.iter().map(|h| h.path.as_str()).collect::<Vec<_>>(), ["src/main.rs"]);
+    let bad = grpc.search(content("(")).await.unwrap_err();
+    assert_eq!(bad.code(), tonic::Code::InvalidArgument);
+}
+
+async fn background_processes_belong_to_their_session_and_outlive_the_request(s: &dyn Sandboxes) {
+    let key = new_key();
+    let mut grpc = s.open(key).await.unwrap().grpc();
+    let start =
+        |cmd: &str| StartProcessRequest { command: cmd.into(), owner: "session-a".into(), ..Default::default() };
+    let echo = grpc.start_process(start("while read l; do echo got:$l; done")).await.unwrap().into_inner();
+    assert!(echo.running);
+    let feed = WriteProcessRequest {
+        id: echo.id.clone(),
+        owner: "session-a".into(),
+        data: b"ping\n".to_vec(),
+        close_stdin: true,
+    };
+    grpc.write_process(feed).await.unwrap();
+    let wait = WaitProcessRequest { id: echo.id.clone(), owner: "session-a".into(), timeout_secs: 20 };
+    let done = grpc.wait_process(wait).await.unwrap().into_inner();
+    assert!(!done.running);
+    assert_eq!(done.exit_code, Some(0));
+    assert_eq!(String::from_utf8_lossy(&done.output), "got:ping\n");
+
+    // Another session does not see it.
+    let other = PollProcessRequest { id: echo.id.clone(), owner: "session-b".into(), ..Default::default() };
+    assert_eq!(grpc.poll_process(other).await.unwrap_err().code(), tonic::Code::NotFound);
+    let listed = grpc.list_processes(ListProcessesRequest { owner: "session-b".into() }).await.unwrap().into_inner();
+    assert!(listed.processes.is_empty());
+
+    // Polls continue where the last one stopped; kill takes the whole group.
+    let ticker = grpc
+        .start_process(start("sh -c 'i=0; while :; do i=$((i+1)); echo tick$i; sleep 0.2; done' & wait"))
+        .await
+        .unwrap()
+        .into_inner();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let poll = || PollProcessRequest {
+        id: ticker.id.clone(),
+        owner: "session-a".into(),
+        since_last_poll: true,
+        ..Default::default()
+    };
+    let first = grpc.poll_process(poll()).await.unwrap().into_inner();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let second = grpc.poll_process(poll()).await.unwrap().into_inner();
+    assert!(String::from_utf8_lossy(&first.output).starts_with("tick1\n"));
+    assert!(!String::from_utf8_lossy(&second.output).contains("tick1\n"), "only new output");
+    assert_eq!(second.offset, first.offset + first.output.len() as u64);
+    let killed =
+        grpc.kill_process(ProcessRef { id: ticker.id.clone(), owner: "session-a".into() }).await.unwrap().into_inner();
+    assert!(!killed.running);
+    let ps = run(s, key, "ps -o pid,args | grep 'tic[k]'", 20).await;
+    assert_eq!(ps.output.trim(), "", "the group is gone");
+}
+
+async fn checkpoints_restore_the_workspace(s: &dyn Sandboxes) {
+    let key = new_key();
+    run(s, key, "mkdir -p d && echo one > d/a && echo keep > b && ln -s b link", 20).await;
+    let mut grpc = s.open(key).await.unwrap().grpc();
+    let cp = grpc.checkpoint(CheckpointRequest { reason: "before".into() }).await.unwrap().into_inner();
+    assert_eq!(cp.files, 2);
+    run(s, key, "echo two > d/a && rm b && echo new > c && mkdir e && echo x > e/y", 20).await;
+    let restored = grpc.restore(RestoreRequest { id: String::new() }).await.unwrap().into_inner();
+    assert_eq!(restored.checkpoint.unwrap().id, cp.id);
+    let state = run(s, key, "cat d/a b; readlink link; ls", 20).await;
+    assert_eq!(state.output, "one\nkeep\nb\nb\nd\nlink\n", "files back, additions gone");
+    let err = grpc.restore(RestoreRequest { id: "cp_nope".into() }).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::NotFound);
+}
+
+async fn there_is_no_network_by_default(s: &dyn Sandboxes) {
+    let key = new_key();
+    let out = run(s, key, "wget -q -T 2 -O- http://169.254.169.254/latest/meta-data/ 2>&1; echo code=$?", 20).await;
+    assert!(out.output.contains("code=1"), "{}", out.output);
+    let out = run(s, key, "ip -o link 2>/dev/null | grep -v ' lo:' | wc -l", 20).await;
+    assert_eq!(out.output.trim(), "0", "only loopback");
+}
+
+async fn dropping_a_command_kills_it(s: &dyn Sandboxes) {
+    let key = new_key();
+    let request = ExecRequest {
+        command: "echo begun; sleep 300".into(),
+        workdir: None,
+        timeout: Duration::from_secs(600),
+        env: Default::default(),
+    };
+    let client = s.open(key).await.unwrap();
+    let interrupted = tokio::time::timeout(Duration::from_secs(2), client.exec(request, &mut |_| {})).await;
+    assert!(interrupted.is_err(), "still running when dropped");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let ps = run(s, key, "ps -o pid,args | grep 'sleep 30[0]'", 20).await;
+    assert_eq!(ps.output.trim(), "", "the interrupted command was killed");
+}
+
+async fn a_sandbox_that_died_is_recreated_with_its_workspace(s: &dyn Sandboxes, kill: impl AsyncFnOnce(SandboxKey)) {
+    let key = new_key();
+    run(s, key, "echo kept > /workspace/k", 20).await;
+    kill(key).await;
+    let out = run(s, key, "cat /workspace/k", 20).await;
+    assert_eq!(out.output, "kept\n");
+    let refused = s
+        .open(key)
+        .await
+        .unwrap()
+        .grpc()
+        .read_file(ReadFileRequest { path: "/nope".into(), offset: 0, limit: 0 })
+        .await;
+    assert!(matches!(hermes_sandbox::status_error(refused.unwrap_err()), SandboxError::Refused(_)));
+}
+
+#[tokio::test]
+async fn docker_exec_streams_output_in_order_with_exit_codes_env_and_workdir() {
+    let f = DockerFixture::new().await;
+    exec_streams_output_in_order_with_exit_codes_env_and_workdir(&*f.sandboxes).await;
+}
+
+#[tokio::test]
+async fn docker_a_timeout_kills_the_whole_process_group() {
+    let f = DockerFixture::new().await;
+    a_timeout_kills_the_whole_process_group(&*f.sandboxes).await;
+}
+
+#[tokio::test]
+async fn docker_a_fork_bomb_is_contained_and_the_sandbox_stays_usable() {
+    let f = DockerFixture::new().await;
+    a_fork_bomb_is_contained_and_the_sandbox_stays_usable(&*f.sandboxes).await;
+}
+
+#[tokio::test]
+async fn docker_files_stay_inside_the_workspace() {
+    let f = DockerFixture::new().await;
+    files_stay_inside_the_workspace(&*f.sandboxes).await;
+}
+
+#[tokio::test]
+async fn docker_reads_page_with_line_numbers_and_edits_are_exact() {
+    let f = DockerFixture::new().await;
+    reads_page_with_line_numbers_and_edits_are_exact(&*f.sandboxes).await;
+}
+
+#[tokio::test]
+async fn docker_search_finds_content_and_names_and_honours_gitignore() {
+    let f = DockerFixture::new().await;
+    search_finds_content_and_names_and_honours_gitignore(&*f.sandboxes).await;
+}
+
+#[tokio::test]
+async fn docker_background_processes_belong_to_their_session_and_outlive_the_request() {
+    let f = DockerFixture::new().await;
+    background_processes_belong_to_their_session_and_outlive_the_request(&*f.sandboxes).await;
+}
+
+#[tokio::test]
+async fn docker_checkpoints_restore_the_workspace() {
+    let f = DockerFixture::new().await;
+    checkpoints_restore_the_workspace(&*f.sandboxes).await;
+}
+
+#[tokio::test]
+async fn docker_there_is_no_network_by_default() {
+    let f = DockerFixture::new().await;
+    there_is_no_network_by_default(&*f.sandboxes).await;
+}
+
+#[tokio::test]
+async fn docker_dropping_a_command_kills_it() {
+    let f = DockerFixture::new().await;
+    dropping_a_command_kills_it(&*f.sandboxes).await;
+}
+
+#[tokio::test]
+async fn docker_a_sandbox_that_died_is_recreated_with_its_workspace() {
+    let f = DockerFixture::new().await;
+    let docker = bollard::Docker::connect_with_local_defaults().unwrap();
+    let sandboxes = f.sandboxes.clone();
+    a_sandbox_that_died_is_recreated_with_its_workspace(&*f.sandboxes, async |key| {
+        let name = sandboxes.container_name(key);
+        let opts = bollard::query_parameters::RemoveContainerOptions { force: true, ..Default::default() };
+        docker.remove_container(&name, Some(opts)).await.unwrap();
+    })
+    .await;
+}
