@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Make sure the local services Hermes Cloud needs for development and tests are up:
 #   PostgreSQL 127.0.0.1:5432 (trust auth, role "postgres"), Redis 127.0.0.1:6379,
-#   RabbitMQ 127.0.0.1:5672 (guest/guest) and a Docker engine.
+#   RabbitMQ 127.0.0.1:5672 (guest/guest), bubblewrap (the local sandbox backend) and a
+#   Docker engine.
 # Each service is probed first; only a service that does not answer is installed
 # (when its binary is missing) and started. Safe to run any number of times.
 # Prints one line per service: "<name>: running" or "<name>: started".
@@ -211,9 +212,21 @@ ensure_docker() {
   echo "docker: started"
 }
 
+# The local sandbox backend runs sandboxes with bubblewrap (and prlimit, from util-linux).
+ensure_bubblewrap() {
+  if command -v bwrap >/dev/null 2>&1; then
+    echo "bubblewrap: present"
+    return
+  fi
+  apt_install bubblewrap
+  command -v bwrap >/dev/null 2>&1 || die "bubblewrap: bwrap still missing after installing it"
+  echo "bubblewrap: installed"
+}
+
 ensure_postgres
 ensure_redis
 ensure_rabbitmq
+ensure_bubblewrap
 if ((with_docker)); then
   ensure_docker
 fi

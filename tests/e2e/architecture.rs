@@ -17,8 +17,14 @@ impl Graph {
     fn load() -> Self {
         let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        // Only this platform's dependencies: a fresh machine has not downloaded the others
+        // (Android's, Windows'), and offline metadata would fail on them.
+        let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+        let version = Command::new(rustc).arg("-vV").output().expect("rustc runs");
+        let version = String::from_utf8_lossy(&version.stdout).into_owned();
+        let host = version.lines().find_map(|l| l.strip_prefix("host: ")).expect("rustc names its host").to_owned();
         let out = Command::new(cargo)
-            .args(["metadata", "--format-version", "1", "--offline", "--locked"])
+            .args(["metadata", "--format-version", "1", "--offline", "--locked", "--filter-platform", &host])
             .current_dir(root)
             .output()
             .expect("cargo metadata runs");

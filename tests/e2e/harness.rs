@@ -45,6 +45,17 @@ pub struct TestEnv {
     db_name: String,
 }
 
+/// sandboxd as the tests run it on the host (local backend): `$HERMES_SANDBOXD_BIN`, else the
+/// debug build beside this test binary (`.ci/run` builds it first).
+pub fn sandboxd_bin() -> String {
+    if let Ok(path) = std::env::var("HERMES_SANDBOXD_BIN") {
+        return path;
+    }
+    let exe = std::env::current_exe().unwrap();
+    // target/debug/deps/e2e-<hash> -> target/debug/hermes-sandboxd
+    exe.parent().and_then(|deps| deps.parent()).unwrap().join("hermes-sandboxd").display().to_string()
+}
+
 pub fn unique(prefix: &str) -> String {
     let id = uuid::Uuid::now_v7().simple().to_string();
     format!("{prefix}{}", &id[id.len() - 12..])

@@ -11,6 +11,7 @@
 mod architecture;
 mod bad_input;
 mod chat;
+mod code;
 mod crash;
 mod delegation;
 mod fencing;

@@ -1,6 +1,6 @@
 //! The sandbox backend suite: every backend must pass these, through sandboxd's protocol
 //! (exec, process groups, limits, files, search, background processes, checkpoints).
-//! Run here against Docker.
+//! Run here against Docker and bubblewrap.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -262,7 +262,7 @@ async fn checkpoints_restore_the_workspace(s: &dyn Sandboxes) {
 async fn there_is_no_network_by_default(s: &dyn Sandboxes) {
     let key = new_key();
     let out = run(s, key, "wget -q -T 2 -O- http://169.254.169.254/latest/meta-data/ 2>&1; echo code=$?", 20).await;
-    assert!(out.output.contains("code=1"), "{}", out.output);
+    assert!(out.output.contains("code=") && !out.output.contains("code=0"), "{}", out.output);
     let out = run(s, key, "ip -o link 2>/dev/null | grep -v ' lo:' | wc -l", 20).await;
     assert_eq!(out.output.trim(), "0", "only loopback");
 }
@@ -283,6 +283,17 @@ async fn dropping_a_command_kills_it(s: &dyn Sandboxes) {
     assert_eq!(ps.output.trim(), "", "the interrupted command was killed");
 }
 
+async fn agents_cannot_see_each_others_workspaces(s: &dyn Sandboxes) {
+    let (a, b) = (new_key(), new_key());
+    run(s, a, "echo secret-of-a > /workspace/private.txt", 20).await;
+    let out = run(s, b, "cat /workspace/private.txt 2>&1; ls -a /workspace", 20).await;
+    assert!(!out.output.contains("secret-of-a"), "{}", out.output);
+    assert!(out.output.contains("No such file"), "{}", out.output);
+    let mut grpc = s.open(b).await.unwrap().grpc();
+    let request = ReadFileRequest { path: "/workspace/private.txt".into(), offset: 0, limit: 0 };
+    assert_eq!(grpc.read_file(request).await.unwrap_err().code(), tonic::Code::NotFound);
+}
+
 async fn a_sandbox_that_died_is_recreated_with_its_workspace(s: &dyn Sandboxes, kill: impl AsyncFnOnce(SandboxKey)) {
     let key = new_key();
     run(s, key, "echo kept > /workspace/k", 20).await;
@@ -299,75 +310,123 @@ async fn a_sandbox_that_died_is_recreated_with_its_workspace(s: &dyn Sandboxes, 
     assert!(matches!(hermes_sandbox::status_error(refused.unwrap_err()), SandboxError::Refused(_)));
 }
 
-#[tokio::test]
-async fn docker_exec_streams_output_in_order_with_exit_codes_env_and_workdir() {
-    let f = DockerFixture::new().await;
-    exec_streams_output_in_order_with_exit_codes_env_and_workdir(&*f.sandboxes).await;
+/// A backend under test, cleaned up on drop.
+pub trait Fixture: Sized {
+    async fn new() -> Self;
+    fn sandboxes(&self) -> &dyn Sandboxes;
+    /// Kills `key`'s sandbox behind the backend's back.
+    async fn kill(&self, key: SandboxKey);
 }
 
-#[tokio::test]
-async fn docker_a_timeout_kills_the_whole_process_group() {
-    let f = DockerFixture::new().await;
-    a_timeout_kills_the_whole_process_group(&*f.sandboxes).await;
-}
-
-#[tokio::test]
-async fn docker_a_fork_bomb_is_contained_and_the_sandbox_stays_usable() {
-    let f = DockerFixture::new().await;
-    a_fork_bomb_is_contained_and_the_sandbox_stays_usable(&*f.sandboxes).await;
-}
-
-#[tokio::test]
-async fn docker_files_stay_inside_the_workspace() {
-    let f = DockerFixture::new().await;
-    files_stay_inside_the_workspace(&*f.sandboxes).await;
-}
-
-#[tokio::test]
-async fn docker_reads_page_with_line_numbers_and_edits_are_exact() {
-    let f = DockerFixture::new().await;
-    reads_page_with_line_numbers_and_edits_are_exact(&*f.sandboxes).await;
-}
-
-#[tokio::test]
-async fn docker_search_finds_content_and_names_and_honours_gitignore() {
-    let f = DockerFixture::new().await;
-    search_finds_content_and_names_and_honours_gitignore(&*f.sandboxes).await;
-}
-
-#[tokio::test]
-async fn docker_background_processes_belong_to_their_session_and_outlive_the_request() {
-    let f = DockerFixture::new().await;
-    background_processes_belong_to_their_session_and_outlive_the_request(&*f.sandboxes).await;
-}
-
-#[tokio::test]
-async fn docker_checkpoints_restore_the_workspace() {
-    let f = DockerFixture::new().await;
-    checkpoints_restore_the_workspace(&*f.sandboxes).await;
-}
-
-#[tokio::test]
-async fn docker_there_is_no_network_by_default() {
-    let f = DockerFixture::new().await;
-    there_is_no_network_by_default(&*f.sandboxes).await;
-}
-
-#[tokio::test]
-async fn docker_dropping_a_command_kills_it() {
-    let f = DockerFixture::new().await;
-    dropping_a_command_kills_it(&*f.sandboxes).await;
-}
-
-#[tokio::test]
-async fn docker_a_sandbox_that_died_is_recreated_with_its_workspace() {
-    let f = DockerFixture::new().await;
-    let docker = bollard::Docker::connect_with_local_defaults().unwrap();
-    let sandboxes = f.sandboxes.clone();
-    a_sandbox_that_died_is_recreated_with_its_workspace(&*f.sandboxes, async |key| {
-        let name = sandboxes.container_name(key);
+impl Fixture for DockerFixture {
+    async fn new() -> Self {
+        DockerFixture::new().await
+    }
+    fn sandboxes(&self) -> &dyn Sandboxes {
+        &*self.sandboxes
+    }
+    async fn kill(&self, key: SandboxKey) {
+        let docker = bollard::Docker::connect_with_local_defaults().unwrap();
         let opts = bollard::query_parameters::RemoveContainerOptions { force: true, ..Default::default() };
-        docker.remove_container(&name, Some(opts)).await.unwrap();
-    })
-    .await;
+        docker.remove_container(&self.sandboxes.container_name(key), Some(opts)).await.unwrap();
+    }
+}
+
+/// A bubblewrap backend with its own directories and cgroups.
+pub struct LocalFixture {
+    sandboxes: Option<Arc<hermes_sandbox::local::LocalSandboxes>>,
+    config: hermes_config::SandboxConfig,
+}
+
+impl Fixture for LocalFixture {
+    async fn new() -> Self {
+        let name = unique("l");
+        let mut config = hermes_config::SandboxConfig { backend: "local".into(), ..Default::default() };
+        config.local.name_prefix = format!("htest-{name}");
+        config.local.workspaces_dir = format!("/tmp/htest-local/{name}");
+        config.local.ipc_dir = format!("/tmp/htest-ipc/{name}");
+        config.local.memory_mb = 256;
+        config.local.sandboxd_path = crate::harness::sandboxd_bin();
+        let sandboxes = hermes_sandbox::local::LocalSandboxes::new(&config).unwrap();
+        Self { sandboxes: Some(Arc::new(sandboxes)), config }
+    }
+    fn sandboxes(&self) -> &dyn Sandboxes {
+        &**self.sandboxes.as_ref().unwrap()
+    }
+    async fn kill(&self, key: SandboxKey) {
+        let workspace = self.sandboxes.as_ref().unwrap().workspace_dir(key);
+        let status = std::process::Command::new("pkill").arg("-9").arg("-f").arg(workspace).status().unwrap();
+        assert!(status.success(), "the sandbox was running");
+    }
+}
+
+impl LocalFixture {
+    /// The backend, shared (for tools).
+    pub fn shared(&self) -> Arc<dyn Sandboxes> {
+        self.sandboxes.clone().unwrap()
+    }
+}
+
+impl Drop for LocalFixture {
+    fn drop(&mut self) {
+        // Dropping the backend kills its sandboxes; then their directories and cgroups go.
+        drop(self.sandboxes.take());
+        std::thread::sleep(Duration::from_millis(200));
+        let local = &self.config.local;
+        let _ = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "rm -rf {} {}; for d in /sys/fs/cgroup/*/{p}-sandboxes /sys/fs/cgroup/{p}-sandboxes; do \
+                 [ -d $d ] && rmdir $d/* $d 2>/dev/null; done; true",
+                local.workspaces_dir,
+                local.ipc_dir,
+                p = local.name_prefix
+            ))
+            .status();
+    }
+}
+
+/// The suite's tests for one backend.
+macro_rules! backend_suite {
+    ($fixture:ty) => {
+        use super::*;
+
+        backend_suite!(@tests $fixture;
+            exec_streams_output_in_order_with_exit_codes_env_and_workdir,
+            a_timeout_kills_the_whole_process_group,
+            a_fork_bomb_is_contained_and_the_sandbox_stays_usable,
+            files_stay_inside_the_workspace,
+            reads_page_with_line_numbers_and_edits_are_exact,
+            search_finds_content_and_names_and_honours_gitignore,
+            background_processes_belong_to_their_session_and_outlive_the_request,
+            checkpoints_restore_the_workspace,
+            there_is_no_network_by_default,
+            dropping_a_command_kills_it,
+            agents_cannot_see_each_others_workspaces
+        );
+
+        #[tokio::test]
+        async fn a_sandbox_that_died_is_recreated_with_its_workspace() {
+            let f = <$fixture as Fixture>::new().await;
+            super::a_sandbox_that_died_is_recreated_with_its_workspace(f.sandboxes(), async |key| f.kill(key).await)
+                .await;
+        }
+    };
+    (@tests $fixture:ty; $($test:ident),*) => {
+        $(
+            #[tokio::test]
+            async fn $test() {
+                let f = <$fixture as Fixture>::new().await;
+                super::$test(f.sandboxes()).await;
+            }
+        )*
+    };
+}
+
+mod docker {
+    backend_suite!(DockerFixture);
+}
+
+mod local {
+    backend_suite!(LocalFixture);
 }

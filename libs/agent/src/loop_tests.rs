@@ -157,7 +157,9 @@ impl Tool for Probe {
             if self.fail {
                 return Err(ToolError::RespondToModel("it broke".into()));
             }
-            Ok(format!("{} result {}", self.name, args.get("n").cloned().unwrap_or(Value::Null)))
+            let pad = args.get("pad").and_then(Value::as_u64).unwrap_or(0);
+            let pad = "x".repeat(usize::try_from(pad).unwrap_or(0));
+            Ok(format!("{} result {}{pad}", self.name, args.get("n").cloned().unwrap_or(Value::Null)))
         })
     }
 }
@@ -320,6 +322,39 @@ async fn a_cut_off_answer_is_continued_with_a_rising_max_tokens() {
 }
 
 // ---------- tools ----------
+
+/// Saves results in memory, as the sandbox would in `/tmp/hermes-results`.
+#[derive(Default)]
+struct Spill(Mutex<Vec<String>>);
+
+impl hermes_tools::ResultSpill for Spill {
+    fn save<'a>(&'a self, ctx: &'a ToolCtx, _: &'a str) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(async move {
+            self.0.lock().unwrap().push(ctx.call_id.clone());
+            Ok(format!("/tmp/hermes-results/{}.txt", ctx.call_id))
+        })
+    }
+}
+
+#[tokio::test]
+async fn the_results_of_one_answer_share_a_budget_and_the_overflow_is_saved_to_a_file() {
+    // Three results of 90,000 characters finish in order; the third crosses 200,000.
+    let many: Vec<(&str, Value)> =
+        (0..3).map(|n| ("probe", json!({"ms": 10 + n * 60, "n": n, "pad": 90_000}))).collect();
+    let model = Script::new(vec![calls(&many), text("ok")]);
+    let spill = Arc::new(Spill::default());
+    let mut tools = registry(vec![Probe::new("probe")]);
+    tools.set_spill(spill.clone());
+    let mut journal = Journal::default();
+    let out = run(&model, &tools, &TurnLimits::main(10), &mut journal).await;
+    assert_eq!(out.content, "ok");
+    let results: Vec<&ChatMessage> = journal.0.iter().map(|(_, m)| m).filter(|m| m.role == Role::Tool).collect();
+    assert_eq!(results.len(), 3);
+    assert!(results[0].text().len() > 90_000 && results[1].text().len() > 90_000, "under budget: whole");
+    assert!(results[2].text().starts_with(hermes_tools::PERSISTED_TAG), "over budget: saved");
+    assert!(results[2].text().len() < 2_000);
+    assert_eq!(spill.0.lock().unwrap().len(), 1);
+}
 
 #[tokio::test]
 async fn calls_of_one_answer_run_concurrently_at_most_eight_and_results_keep_call_order() {

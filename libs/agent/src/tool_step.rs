@@ -8,7 +8,7 @@ use std::time::Instant;
 use futures_util::StreamExt;
 
 use hermes_core::{ChatMessage, ToolCall, TurnEventKind};
-use hermes_tools::{ToolCtx, ToolRegistry};
+use hermes_tools::{PERSISTED_TAG, STEP_RESULT_BUDGET_CHARS, ToolCtx, ToolRegistry};
 
 use crate::guardrails::{Decision, Guardrails};
 use crate::{EventSink, TurnEnd, TurnJournal, record};
@@ -58,6 +58,10 @@ impl<J: TurnJournal> ToolStep<'_, J> {
     ) -> Result<StepResult, TurnEnd> {
         let mut results: Vec<Option<ChatMessage>> = vec![None; calls.len()];
         let mut halt = None;
+        // The results of one response share a budget. Each result is journaled as it
+        // completes (so a crash never re-runs a finished call), so the one that crosses the
+        // budget is saved to a file, not the largest as upstream does after the fact.
+        let mut step_chars = 0usize;
         let (tools, base_ctx, events) = (self.tools, self.base_ctx, self.events);
         for group in groups(tools, calls) {
             if halt.is_some() {
@@ -109,6 +113,13 @@ impl<J: TurnJournal> ToolStep<'_, J> {
                     Decision::Halt(why) => halt = Some(why),
                     Decision::Allow | Decision::Block(_) => {}
                 }
+                let mut chars = text.chars().count();
+                if step_chars + chars > STEP_RESULT_BUDGET_CHARS && !text.contains(PERSISTED_TAG) {
+                    let ctx = ToolCtx { call_id: call.id.clone(), ..base_ctx.clone() };
+                    text = tools.persist(&ctx, text).await;
+                    chars = text.chars().count();
+                }
+                step_chars += chars;
                 let result = ChatMessage::tool_result(&call.id, name, text);
                 record(self.journal, step, &result).await?;
                 results[idx] = Some(result);

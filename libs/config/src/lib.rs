@@ -200,7 +200,10 @@ impl Default for GatewayConfig {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct SandboxConfig {
+    /// `docker` (a container per tenant-agent) or `local` (bubblewrap on the worker's machine).
+    pub backend: String,
     pub docker: DockerSandboxConfig,
+    pub local: LocalSandboxConfig,
     /// A sandbox unused this long is removed (its workspace volume stays).
     pub idle_seconds: u64,
     /// Default timeout of a terminal command.
@@ -209,7 +212,13 @@ pub struct SandboxConfig {
 
 impl Default for SandboxConfig {
     fn default() -> Self {
-        Self { docker: DockerSandboxConfig::default(), idle_seconds: 1800, exec_timeout_seconds: 180 }
+        Self {
+            backend: "docker".into(),
+            docker: DockerSandboxConfig::default(),
+            local: LocalSandboxConfig::default(),
+            idle_seconds: 1800,
+            exec_timeout_seconds: 180,
+        }
     }
 }
 
@@ -243,6 +252,49 @@ impl Default for DockerSandboxConfig {
             name_prefix: "hermes".into(),
             sandboxd_path: "/opt/hermes/bin/hermes-sandboxd".into(),
             ipc_dir: "/tmp/hermes-sandboxes".into(),
+        }
+    }
+}
+
+/// The bubblewrap backend: sandboxes as namespaces on the worker's own machine, for one
+/// machine without Docker. They live as long as the worker that started them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct LocalSandboxConfig {
+    pub bwrap_path: String,
+    /// sandboxd on the host; empty means `hermes-sandboxd` beside the running executable.
+    pub sandboxd_path: String,
+    /// One workspace directory per tenant-agent under here.
+    pub workspaces_dir: String,
+    /// Host directory holding one socket directory per sandbox.
+    pub ipc_dir: String,
+    /// The user sandboxes run as when the worker runs as root (else the worker's own).
+    pub uid: u32,
+    pub gid: u32,
+    pub pids_limit: i64,
+    pub memory_mb: u64,
+    pub tmpfs_mb: u64,
+    /// Parent cgroup for per-sandbox limits: `auto` (`/sys/fs/cgroup`, v2 or v1), a path, or
+    /// `off` (then only an RLIMIT_NPROC for the sandbox user bounds processes).
+    pub cgroup: String,
+    /// Prefix of sandbox and cgroup names.
+    pub name_prefix: String,
+}
+
+impl Default for LocalSandboxConfig {
+    fn default() -> Self {
+        Self {
+            bwrap_path: "bwrap".into(),
+            sandboxd_path: String::new(),
+            workspaces_dir: "/var/lib/hermes/workspaces".into(),
+            ipc_dir: "/tmp/hermes-local-sandboxes".into(),
+            uid: 1000,
+            gid: 1000,
+            pids_limit: 256,
+            memory_mb: 1024,
+            tmpfs_mb: 256,
+            cgroup: "auto".into(),
+            name_prefix: "hermes".into(),
         }
     }
 }

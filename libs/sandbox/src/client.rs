@@ -47,8 +47,42 @@ pub struct SandboxClient {
 
 const MAX_MESSAGE: usize = 64 * 1024 * 1024;
 
+/// Whether a failed call never reached a daemon: the connection to it could not be made
+/// (nothing listens on the socket any more, or the socket is gone), or the daemon was gone
+/// before the request could be written (a cached connection to a sandbox that died).
+fn never_delivered(status: &Status) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
+    while let Some(e) = source {
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound | std::io::ErrorKind::BrokenPipe
+            )
+        {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}
+
+/// Whether a call failed on the connection (not with the daemon's own answer).
+fn connection_failed(status: &Status) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
+    while let Some(e) = source {
+        if e.downcast_ref::<std::io::Error>().is_some() {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}
+
 /// Maps a daemon's answer to the error the tools report.
 pub fn status_error(status: Status) -> SandboxError {
+    if never_delivered(&status) {
+        return SandboxError::Unavailable(format!("cannot reach sandboxd: {}", status.message()));
+    }
     match status.code() {
         Code::InvalidArgument
         | Code::NotFound
@@ -136,7 +170,15 @@ impl SandboxClient {
             max_output_bytes: RAW_OUTPUT_CAP as u64,
             env: request.env.into_iter().collect(),
         };
-        let mut stream = self.grpc().exec(wire).await.map_err(status_error)?.into_inner();
+        // A connection that fails before the daemon answered: the daemon went away (a command it
+        // had received dies with its stream), so the caller may look for the sandbox again.
+        let mut stream = match self.grpc().exec(wire).await {
+            Ok(response) => response.into_inner(),
+            Err(status) if connection_failed(&status) => {
+                return Err(SandboxError::Unavailable(format!("the connection to sandboxd failed: {status}")));
+            }
+            Err(status) => return Err(status_error(status)),
+        };
         let mut output = Vec::new();
         loop {
             let event = match stream.message().await {

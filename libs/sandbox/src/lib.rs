@@ -4,16 +4,21 @@
 //!
 //! Every sandbox runs sandboxd (`services/sandboxd`), and the worker talks to it through a
 //! [`SandboxClient`]. Backends ([`Sandboxes`]) only decide where the sandbox lives and how to
-//! reach its daemon: Docker ([`docker::DockerSandboxes`]) so far.
+//! reach its daemon: Docker ([`docker::DockerSandboxes`]) and bubblewrap on the worker's own
+//! machine ([`local::LocalSandboxes`]).
 
 pub mod client;
+mod common;
 pub mod docker;
+pub mod local;
 mod output;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
 
 use hermes_core::{AgentId, TenantId};
 
@@ -87,8 +92,36 @@ pub trait Sandboxes: Send + Sync {
     /// Forgets a client whose connection failed, so the next `open` checks the sandbox.
     fn invalidate(&self, key: SandboxKey);
 
+    /// Removes this worker's view of sandboxes idle for `sandbox.idle_seconds` (see each
+    /// backend); returns how many went.
+    fn reap_idle(&self) -> BoxFuture<'_, Result<usize>>;
+
     /// Answers when the backend is reachable.
     fn ping(&self) -> BoxFuture<'_, Result<()>>;
+}
+
+/// The configured backend (`sandbox.backend`).
+pub async fn connect(cfg: &hermes_config::SandboxConfig) -> Result<Arc<dyn Sandboxes>> {
+    match cfg.backend.as_str() {
+        "docker" => Ok(Arc::new(docker::DockerSandboxes::connect(cfg).await?)),
+        "local" => Ok(Arc::new(local::LocalSandboxes::new(cfg)?)),
+        other => Err(SandboxError::Unavailable(format!("unknown sandbox.backend {other:?}; use docker or local"))),
+    }
+}
+
+/// Runs [`Sandboxes::reap_idle`] every `every` until `cancel`.
+pub async fn run_reaper(sandboxes: Arc<dyn Sandboxes>, every: Duration, cancel: CancellationToken) {
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            _ = tick.tick() => {
+                if let Err(e) = sandboxes.reap_idle().await {
+                    tracing::warn!(error = %e, "sandbox reaper failed");
+                }
+            }
+        }
+    }
 }
 
 /// Runs a command in `key`'s sandbox. A daemon that cannot be reached before the command

@@ -107,6 +107,16 @@ impl Store {
             .bind(child.as_uuid())
             .execute(&mut *tx)
             .await?;
+        // The task list goes on with the conversation.
+        sqlx::query(
+            "INSERT INTO session_todos (tenant_id, session_id, items)
+             SELECT tenant_id, $3, items FROM session_todos WHERE tenant_id = $1 AND session_id = $2",
+        )
+        .bind(tenant.as_uuid())
+        .bind(parent.as_uuid())
+        .bind(child.as_uuid())
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         Ok(child)
     }
@@ -141,5 +151,32 @@ impl Store {
         let parent: Option<uuid::Uuid> = row.try_get("parent_session_id")?;
         let lineage: Option<String> = row.try_get("lineage")?;
         Ok(parent.map(|p| (SessionId::from_uuid(p), lineage.unwrap_or_default())))
+    }
+}
+
+impl Store {
+    /// The session's task list (empty when it has none).
+    pub async fn todos(&self, tenant: TenantId, session: SessionId) -> Result<serde_json::Value> {
+        let items: Option<serde_json::Value> =
+            sqlx::query_scalar("SELECT items FROM session_todos WHERE tenant_id = $1 AND session_id = $2")
+                .bind(tenant.as_uuid())
+                .bind(session.as_uuid())
+                .fetch_optional(self.pool())
+                .await?;
+        Ok(items.unwrap_or_else(|| serde_json::Value::Array(Vec::new())))
+    }
+
+    /// Replaces the session's task list.
+    pub async fn set_todos(&self, tenant: TenantId, session: SessionId, items: &serde_json::Value) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO session_todos (tenant_id, session_id, items) VALUES ($1, $2, $3)
+             ON CONFLICT (tenant_id, session_id) DO UPDATE SET items = EXCLUDED.items, updated_at = now()",
+        )
+        .bind(tenant.as_uuid())
+        .bind(session.as_uuid())
+        .bind(items)
+        .execute(self.pool())
+        .await?;
+        Ok(())
     }
 }

@@ -109,6 +109,10 @@ impl Tool for ReadFile {
     fn read_only(&self) -> bool {
         true
     }
+    fn max_result_chars(&self) -> Option<usize> {
+        // Reading a saved result must not save it again; the daemon caps a read at 100K.
+        None
+    }
     fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
         Box::pin(async move {
             let path = required_str(&args, "path")?.to_owned();

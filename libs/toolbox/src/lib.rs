@@ -1,7 +1,9 @@
 //! Built-in tool implementations. Only the worker links this crate.
 
+mod code;
 mod files;
 mod process;
+mod spill;
 mod terminal;
 pub mod text;
 
@@ -10,13 +12,16 @@ use std::sync::Arc;
 use hermes_sandbox::{SandboxError, Sandboxes};
 use hermes_tools::{ToolError, ToolRegistry};
 
+pub use code::{CODE_TOOLS, ExecuteCode, module_source};
 pub use files::{FileTools, Patch, ReadFile, SearchFiles, WriteFile};
 pub use process::ProcessTool;
-pub use terminal::{MAX_OUTPUT_CHARS, TerminalTool};
+pub use spill::{RESULTS_DIR, SandboxSpill};
+pub use terminal::{Foreground, MAX_OUTPUT_CHARS, TerminalTool};
 
 /// Every built-in tool, before an agent's toolsets narrow it down.
 pub fn builtin_registry(sandboxes: Arc<dyn Sandboxes>, default_timeout_secs: u64) -> ToolRegistry {
     let mut registry = ToolRegistry::new();
+    registry.set_spill(Arc::new(SandboxSpill::new(sandboxes.clone())));
     registry.register(Arc::new(TerminalTool::new(sandboxes.clone(), default_timeout_secs)));
     registry.register(Arc::new(ProcessTool::new(sandboxes.clone())));
     let files = FileTools::new(sandboxes);

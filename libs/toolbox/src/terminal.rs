@@ -50,6 +50,51 @@ impl TerminalTool {
     }
 }
 
+/// A foreground command's result, its output already shortened and redacted for the model.
+pub struct Foreground {
+    pub output: String,
+    pub exit_code: Option<i64>,
+    pub timed_out: bool,
+    pub timeout_secs: u64,
+}
+
+impl TerminalTool {
+    /// Runs `command` to its end or its timeout (`timeout`: the model's argument, if any).
+    pub async fn foreground(
+        &self,
+        ctx: &ToolCtx,
+        command: &str,
+        workdir: Option<String>,
+        timeout: Option<&Value>,
+    ) -> Result<Foreground, ToolError> {
+        if command.trim().is_empty() {
+            return Err(ToolError::RespondToModel("command is empty".into()));
+        }
+        let timeout_secs = match timeout {
+            None | Some(Value::Null) => self.default_timeout_secs,
+            Some(v) => v.as_u64().filter(|t| (1..=MAX_TIMEOUT_SECS).contains(t)).ok_or_else(|| {
+                ToolError::RespondToModel(format!(
+                    "timeout must be 1..={MAX_TIMEOUT_SECS} seconds; use background for longer jobs"
+                ))
+            })?,
+        };
+        let request = ExecRequest {
+            command: command.to_owned(),
+            workdir,
+            timeout: Duration::from_secs(timeout_secs),
+            env: Default::default(),
+        };
+        let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id };
+        let out = hermes_sandbox::exec(&*self.sandboxes, key, request, &mut |_| {}).await.map_err(sandbox_error)?;
+        Ok(Foreground {
+            output: for_model(&out.output, MAX_OUTPUT_CHARS),
+            exit_code: out.exit_code,
+            timed_out: out.timed_out,
+            timeout_secs,
+        })
+    }
+}
+
 impl Tool for TerminalTool {
     fn name(&self) -> &'static str {
         "terminal"
@@ -92,25 +137,12 @@ impl Tool for TerminalTool {
             if args.get("background").and_then(Value::as_bool).unwrap_or(false) {
                 return self.background(ctx, command, workdir).await;
             }
-            let timeout = match args.get("timeout") {
-                None | Some(Value::Null) => self.default_timeout_secs,
-                Some(v) => v.as_u64().filter(|t| (1..=MAX_TIMEOUT_SECS).contains(t)).ok_or_else(|| {
-                    ToolError::RespondToModel(format!(
-                        "timeout must be 1..={MAX_TIMEOUT_SECS} seconds; use background for longer jobs"
-                    ))
-                })?,
-            };
-            let request = ExecRequest {
-                command: command.to_owned(),
-                workdir,
-                timeout: Duration::from_secs(timeout),
-                env: Default::default(),
-            };
-            let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id };
-            let out = hermes_sandbox::exec(&*self.sandboxes, key, request, &mut |_| {}).await.map_err(sandbox_error)?;
-            let body = for_model(&out.output, MAX_OUTPUT_CHARS);
-            let status = match (out.timed_out, out.exit_code) {
-                (true, _) => format!("[command timed out after {timeout}s and was killed with its child processes]"),
+            let run = self.foreground(ctx, command, workdir, args.get("timeout")).await?;
+            let body = run.output;
+            let status = match (run.timed_out, run.exit_code) {
+                (true, _) => {
+                    format!("[command timed out after {}s and was killed with its child processes]", run.timeout_secs)
+                }
                 (false, Some(0)) => String::new(),
                 (false, Some(code)) => format!("[exit code {code}]"),
                 (false, None) => "[command was killed by a signal]".into(),

@@ -52,8 +52,50 @@ pub trait Tool: Send + Sync {
     fn refunds_iteration(&self) -> bool {
         false
     }
+    /// Results longer than this (in characters) are saved to a file and replaced by a
+    /// preview; `None` never (`read_file`, whose pages are the way to read a saved result).
+    fn max_result_chars(&self) -> Option<usize> {
+        Some(MAX_RESULT_CHARS)
+    }
     /// Runs the tool with the model's parsed arguments.
     fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>>;
+}
+
+/// Default ceiling of one tool result before it is saved to a file.
+pub const MAX_RESULT_CHARS: usize = 100_000;
+/// Ceiling of the results of one model response together; the rest are saved to files.
+pub const STEP_RESULT_BUDGET_CHARS: usize = 200_000;
+/// How much of a saved result the model sees inline.
+pub const PREVIEW_CHARS: usize = 1_500;
+/// Marks a result that was saved to a file (never saved again).
+pub const PERSISTED_TAG: &str = "<persisted-output>";
+
+/// Where oversized results go: a file the agent's own file tools can read.
+pub trait ResultSpill: Send + Sync {
+    /// Saves `text` as the result of `ctx.call_id`; returns the file's path.
+    fn save<'a>(&'a self, ctx: &'a ToolCtx, text: &'a str) -> BoxFuture<'a, Result<String, ToolError>>;
+}
+
+/// The first `max` characters of `text`, cut after its last newline when it has one there;
+/// and whether anything was left out.
+fn preview(text: &str, max: usize) -> (&str, bool) {
+    let Some((end, _)) = text.char_indices().nth(max) else {
+        return (text, false);
+    };
+    let head = &text[..end];
+    (head.rfind('\n').map_or(head, |nl| &head[..=nl]), true)
+}
+
+/// What the model sees instead of a result saved to `path`.
+fn persisted_message(text: &str, chars: usize, path: &str) -> String {
+    let (head, more) = preview(text, PREVIEW_CHARS);
+    format!(
+        "{PERSISTED_TAG}\nThis tool result was too large ({chars} characters).\nFull output saved to: {path}\n\
+         Use the read_file tool with offset and limit to read specific sections of it.\n\n\
+         Preview (first {} chars):\n{head}{}\n</persisted-output>",
+        head.chars().count(),
+        if more { "\n..." } else { "" }
+    )
 }
 
 /// What the loop needs to know about a tool besides running it.
@@ -75,11 +117,38 @@ pub struct ToolOutcome {
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<&'static str, Arc<dyn Tool>>,
+    spill: Option<Arc<dyn ResultSpill>>,
 }
 
 impl ToolRegistry {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Where oversized results are saved (without one they are cut to a preview).
+    pub fn set_spill(&mut self, spill: Arc<dyn ResultSpill>) {
+        self.spill = Some(spill);
+    }
+
+    /// `text` saved to a file and replaced by a preview with the file's path; when saving
+    /// fails, the preview with a note that the rest is lost.
+    pub async fn persist(&self, ctx: &ToolCtx, text: String) -> String {
+        if text.contains(PERSISTED_TAG) {
+            return text;
+        }
+        let chars = text.chars().count();
+        let saved = match &self.spill {
+            Some(spill) => spill.save(ctx, &text).await,
+            None => Err(ToolError::Unavailable("no place to save results".into())),
+        };
+        match saved {
+            Ok(path) => persisted_message(&text, chars, &path),
+            Err(e) => {
+                tracing::warn!(error = %e, call_id = %ctx.call_id, "cannot save a large tool result; cutting it");
+                let (head, _) = preview(&text, PREVIEW_CHARS);
+                format!("{head}\n\n[Truncated: the result was {chars} characters and could not be saved.]")
+            }
+        }
     }
 
     /// Adds a tool (a later one with the same name replaces it).
@@ -95,13 +164,19 @@ impl ToolRegistry {
             .filter(|(_, t)| enabled.iter().any(|e| e == t.toolset()))
             .map(|(n, t)| (*n, t.clone()))
             .collect();
-        Self { tools }
+        Self { tools, spill: self.spill.clone() }
+    }
+
+    /// Only the tools named (those of them it has).
+    pub fn only(&self, names: &[&str]) -> Self {
+        let tools = self.tools.iter().filter(|(n, _)| names.contains(n)).map(|(n, t)| (*n, t.clone())).collect();
+        Self { tools, spill: self.spill.clone() }
     }
 
     /// All tools but those named.
     pub fn without(&self, names: &[&str]) -> Self {
         let tools = self.tools.iter().filter(|(n, _)| !names.contains(n)).map(|(n, t)| (*n, t.clone())).collect();
-        Self { tools }
+        Self { tools, spill: self.spill.clone() }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -150,6 +225,10 @@ impl ToolRegistry {
             }
         };
         match tool.call(ctx, args).await {
+            // Bytes bound characters from above: only a long text needs counting.
+            Ok(text) if tool.max_result_chars().is_some_and(|max| text.len() > max && text.chars().count() > max) => {
+                ToolOutcome { text: self.persist(ctx, text).await, ok: true }
+            }
             Ok(text) => ToolOutcome { text, ok: true },
             Err(ToolError::RespondToModel(msg)) => error_outcome(msg),
             Err(ToolError::Unavailable(msg)) => {
@@ -230,5 +309,84 @@ mod tests {
         assert!(!missing.ok && missing.text.contains("\"text\""));
         assert!(reg.restricted_to(&["terminal".into()]).is_empty());
         assert_eq!(reg.restricted_to(&["debug".into()]).names(), vec!["echo"]);
+    }
+
+    /// Returns `len` characters of numbered lines; `pinned` ones are never saved to files.
+    struct Big {
+        len: usize,
+        pinned: bool,
+    }
+    impl Tool for Big {
+        fn name(&self) -> &'static str {
+            if self.pinned { "pinned" } else { "big" }
+        }
+        fn toolset(&self) -> &'static str {
+            "debug"
+        }
+        fn schema(&self) -> Value {
+            serde_json::json!({"name": self.name(), "parameters": {"type": "object"}})
+        }
+        fn read_only(&self) -> bool {
+            true
+        }
+        fn max_result_chars(&self) -> Option<usize> {
+            if self.pinned { None } else { Some(MAX_RESULT_CHARS) }
+        }
+        fn call<'a>(&'a self, _: &'a ToolCtx, _: Value) -> BoxFuture<'a, Result<String, ToolError>> {
+            // Lines of 13 characters, cut to exactly `len` characters.
+            let text: String = (0..self.len / 13 + 1)
+                .map(|i| format!("line {i:05} é\n"))
+                .collect::<String>()
+                .chars()
+                .take(self.len)
+                .collect();
+            Box::pin(async move { Ok(text) })
+        }
+    }
+
+    struct Saved(std::sync::Mutex<Vec<(String, usize)>>, bool);
+    impl ResultSpill for Saved {
+        fn save<'a>(&'a self, ctx: &'a ToolCtx, text: &'a str) -> BoxFuture<'a, Result<String, ToolError>> {
+            Box::pin(async move {
+                if !self.1 {
+                    return Err(ToolError::Unavailable("sandbox down".into()));
+                }
+                self.0.lock().unwrap().push((ctx.call_id.clone(), text.chars().count()));
+                Ok(format!("/tmp/hermes-results/{}.txt", ctx.call_id))
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn oversized_results_are_saved_whole_and_the_model_gets_a_preview_and_the_path() {
+        let saved = Arc::new(Saved(Default::default(), true));
+        let mut reg = ToolRegistry::new();
+        reg.register(Arc::new(Big { len: 150_000, pinned: false }));
+        reg.register(Arc::new(Big { len: 150_000, pinned: true }));
+        reg.set_spill(saved.clone());
+
+        let out = reg.dispatch(&ctx(), &call("big", "{}")).await;
+        assert!(out.ok);
+        assert!(out.text.starts_with(PERSISTED_TAG), "{}", &out.text[..200]);
+        assert!(out.text.contains("150000 characters") && out.text.contains("/tmp/hermes-results/c1.txt"));
+        assert!(out.text.len() < 2_000, "only a preview stays in the context: {}", out.text.len());
+        assert!(out.text.contains("line 00000 é\n") && out.text.contains("\n..."), "preview cut at a line end");
+        assert_eq!(*saved.0.lock().unwrap(), vec![("c1".to_owned(), 150_000)], "saved whole");
+
+        let pinned = reg.dispatch(&ctx(), &call("pinned", "{}")).await;
+        assert_eq!(pinned.text.chars().count(), 150_000, "read_file-like tools are never saved");
+
+        let saved_again = reg.persist(&ctx(), out.text.clone()).await;
+        assert_eq!(saved_again, out.text, "a saved result is not saved twice");
+    }
+
+    #[tokio::test]
+    async fn a_result_that_cannot_be_saved_is_cut_with_a_note() {
+        let mut reg = ToolRegistry::new();
+        reg.register(Arc::new(Big { len: 120_000, pinned: false }));
+        reg.set_spill(Arc::new(Saved(Default::default(), false)));
+        let out = reg.dispatch(&ctx(), &call("big", "{}")).await;
+        assert!(out.text.contains("[Truncated: the result was 120000 characters and could not be saved.]"));
+        assert!(out.text.len() < 2_000);
     }
 }

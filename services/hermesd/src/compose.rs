@@ -75,11 +75,11 @@ pub async fn run(config: HermesConfig, roles: Roles, shutdown: CancellationToken
         tasks.spawn(async move { Ok(hermes_api::run(ctx, token).await?) });
     }
     if roles.worker {
-        let sandboxes = hermes_sandbox::docker::DockerSandboxes::connect(&config.sandbox)
+        let sandboxes = hermes_sandbox::connect(&config.sandbox)
             .await
-            .context("the worker needs a Docker engine for sandboxes")?;
+            .with_context(|| format!("the worker cannot use its sandbox backend ({:?})", config.sandbox.backend))?;
         let reaper_token = shutdown.clone();
-        tokio::spawn(sandboxes.clone().run_reaper(Duration::from_secs(60), reaper_token));
+        tokio::spawn(hermes_sandbox::run_reaper(sandboxes.clone(), Duration::from_secs(60), reaper_token));
         let http = hermes_llm::http_client(
             Duration::from_secs(config.llm.connect_timeout_seconds),
             Duration::from_secs(config.llm.request_timeout_seconds),
@@ -89,7 +89,7 @@ pub async fn run(config: HermesConfig, roles: Roles, shutdown: CancellationToken
             store: store.clone(),
             cache: cache.clone(),
             broker: broker.clone(),
-            sandboxes: Arc::new(sandboxes),
+            sandboxes,
             secrets: secrets.clone(),
             http,
         };

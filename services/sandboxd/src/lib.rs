@@ -5,6 +5,7 @@
 //! workspace checkpoints. The worker never builds shell strings to move file contents.
 
 pub mod checkpoints;
+pub mod code;
 pub mod exec;
 pub mod files;
 pub mod procs;

@@ -10,20 +10,20 @@ use std::time::Duration;
 use hermes_sandbox_proto::TOKEN_HEADER;
 use hermes_sandbox_proto::v1::sandbox_server::{Sandbox, SandboxServer};
 use hermes_sandbox_proto::v1::{
-    CheckpointInfo, CheckpointList, CheckpointRequest, EditFileRequest, EditResponse, ExecEvent, ExecRequest,
-    ListCheckpointsRequest, ListDirRequest, ListDirResponse, ListProcessesRequest, PollProcessRequest, ProcessList,
-    ProcessRef, ProcessStatus, ReadFileRequest, ReadFileResponse, ReadFirstRequest, ReadFirstResponse, RestoreRequest,
-    RestoreResponse, SearchRequest, SearchResponse, StartProcessRequest, StatusRequest, StatusResponse,
+    CheckpointInfo, CheckpointList, CheckpointRequest, CodeInput, CodeOutput, EditFileRequest, EditResponse, ExecEvent,
+    ExecRequest, ListCheckpointsRequest, ListDirRequest, ListDirResponse, ListProcessesRequest, PollProcessRequest,
+    ProcessList, ProcessRef, ProcessStatus, ReadFileRequest, ReadFileResponse, ReadFirstRequest, ReadFirstResponse,
+    RestoreRequest, RestoreResponse, SearchRequest, SearchResponse, StartProcessRequest, StatusRequest, StatusResponse,
     WaitProcessRequest, WriteFileRequest, WriteProcessRequest, edit_file_request,
 };
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream, UnixListenerStream};
-use tonic::{Request, Response, Status};
+use tonic::{Request, Response, Status, Streaming};
 
 use crate::checkpoints::Checkpoints;
 use crate::files::{self, Paths};
 use crate::procs::Processes;
-use crate::{Activity, Config, exec, search};
+use crate::{Activity, Config, code, exec, search};
 
 /// The daemon's state, shared by all calls.
 #[derive(Clone)]
@@ -73,6 +73,16 @@ impl Sandbox for Daemon {
         let (workspace, timeout, activity) =
             (self.cfg.workspace.clone(), self.cfg.default_timeout, self.activity.clone());
         tokio::spawn(async move { exec::run(req, &workspace, timeout, activity, tx).await });
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
+
+    type RunCodeStream = ReceiverStream<Result<CodeOutput, Status>>;
+
+    async fn run_code(&self, request: Request<Streaming<CodeInput>>) -> Reply<Self::RunCodeStream> {
+        self.activity.touch();
+        let (tx, rx) = mpsc::channel(16);
+        let (workspace, activity) = (self.cfg.workspace.clone(), self.activity.clone());
+        tokio::spawn(async move { code::run(request.into_inner(), workspace, activity, tx).await });
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 

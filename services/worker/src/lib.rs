@@ -8,6 +8,7 @@ mod journal;
 mod keys;
 mod models;
 mod session;
+mod todo;
 mod turn;
 mod workspace;
 

@@ -321,6 +321,15 @@ async fn prepare_and_run(
             usage: child_usage.clone(),
         }));
     }
+    if agent.toolsets.iter().any(|t| t == "todo") {
+        tools.register(Arc::new(crate::todo::TodoTool { store: store.clone() }));
+    }
+    if agent.toolsets.iter().any(|t| t == "code_execution") {
+        let sandboxes = rt.ctx.sandboxes.clone();
+        let terminal =
+            Arc::new(hermes_toolbox::TerminalTool::new(sandboxes.clone(), rt.ctx.config.sandbox.exec_timeout_seconds));
+        tools.register(Arc::new(hermes_toolbox::ExecuteCode::new(sandboxes, &tools, Some(terminal))));
+    }
     let resumed = stored.iter().any(|m| m.turn_id == Some(turn.turn_id));
     // Where this turn's messages begin (after the history of earlier turns).
     let first_of_turn = stored.iter().position(|m| m.turn_id == Some(turn.turn_id)).unwrap_or(stored.len());

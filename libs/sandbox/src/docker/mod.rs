@@ -7,10 +7,7 @@
 //! at `/hermes/ipc`; only the worker's user can reach that directory on the host.
 
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
-use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex as StdMutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bollard::Docker;
@@ -18,24 +15,16 @@ use bollard::errors::Error as DockerError;
 use bollard::models::{ContainerCreateBody, ContainerSummaryStateEnum, HostConfig, Mount, MountType};
 use bollard::query_parameters::{CreateContainerOptions, ListContainersOptions, RemoveContainerOptions};
 use futures_util::future::BoxFuture;
-use sha2::{Digest, Sha256};
-use tokio::sync::Mutex;
-use tokio_util::sync::CancellationToken;
 
 use hermes_config::SandboxConfig;
 
-use crate::client::{Address, SandboxClient};
+use crate::client::SandboxClient;
+use crate::common::{self, Daemons, IPC_MOUNT, SOCKET, START_WAIT};
 use crate::{Result, SandboxError, SandboxKey, Sandboxes, WORKSPACE};
 
 const LABEL_OWNER: &str = "io.hermes.sandbox.owner";
 const LABEL_TENANT: &str = "io.hermes.tenant";
 const LABEL_AGENT: &str = "io.hermes.agent";
-const LOCK_STRIPES: usize = 64;
-/// Where the socket directory is mounted inside the sandbox.
-const IPC_MOUNT: &str = "/hermes/ipc";
-const SOCKET: &str = "sandboxd.sock";
-/// How long a new sandbox's daemon may take to answer.
-const START_WAIT: Duration = Duration::from_secs(20);
 
 /// Docker sandboxes of this worker's Docker engine.
 #[derive(Clone)]
@@ -46,10 +35,7 @@ pub struct DockerSandboxes {
 struct Inner {
     docker: Docker,
     cfg: SandboxConfig,
-    /// Connected daemons, by container name.
-    clients: StdMutex<HashMap<String, SandboxClient>>,
-    /// Serialises create/start per sandbox (striped, so the map never grows).
-    create_locks: Vec<Mutex<()>>,
+    daemons: Daemons,
 }
 
 fn docker_err(e: DockerError) -> SandboxError {
@@ -74,14 +60,7 @@ impl DockerSandboxes {
         }
         .map_err(|e| SandboxError::Unavailable(e.to_string()))?;
         let docker = docker.negotiate_version().await.map_err(|e| SandboxError::Unavailable(e.to_string()))?;
-        Ok(Self {
-            inner: Arc::new(Inner {
-                docker,
-                cfg: cfg.clone(),
-                clients: StdMutex::new(HashMap::new()),
-                create_locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
-            }),
-        })
+        Ok(Self { inner: Arc::new(Inner { docker, cfg: cfg.clone(), daemons: Daemons::new() }) })
     }
 
     /// The container name of `key`'s sandbox.
@@ -93,22 +72,8 @@ impl DockerSandboxes {
         format!("{}-ws-{}-{}", self.inner.cfg.docker.name_prefix, key.tenant, key.agent)
     }
 
-    /// The socket directory of container `name`: a short stable digest of the name, because a
-    /// unix socket's path must stay under 108 bytes.
-    fn ipc_dir(&self, name: &str) -> PathBuf {
-        let digest = Sha256::digest(name.as_bytes());
-        let short: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
-        PathBuf::from(&self.inner.cfg.docker.ipc_dir).join(short)
-    }
-
-    fn cached(&self, name: &str) -> Option<SandboxClient> {
-        self.inner.clients.lock().ok()?.get(name).cloned()
-    }
-
-    fn forget(&self, name: &str) {
-        if let Ok(mut clients) = self.inner.clients.lock() {
-            clients.remove(name);
-        }
+    fn ipc_dir(&self, name: &str) -> std::path::PathBuf {
+        common::ipc_dir(&self.inner.cfg.docker.ipc_dir, name)
     }
 
     /// Whether `name` exists and runs.
@@ -123,10 +88,7 @@ impl DockerSandboxes {
     /// Makes sure `key`'s container exists and runs; returns its name.
     async fn ensure_running(&self, key: SandboxKey) -> Result<String> {
         let name = self.container_name(key);
-        let mut hasher = DefaultHasher::new();
-        key.hash(&mut hasher);
-        let stripe = usize::try_from(hasher.finish() % LOCK_STRIPES as u64).unwrap_or(0);
-        let _guard = self.inner.create_locks[stripe].lock().await;
+        let _guard = self.inner.daemons.start_lock(&name).await;
         let docker = &self.inner.docker;
         match docker.inspect_container(&name, None).await {
             Ok(info) => {
@@ -143,24 +105,10 @@ impl DockerSandboxes {
         Ok(name)
     }
 
-    /// The host directory holding the daemon's socket: reachable by the sandbox user inside,
-    /// and on the host only through the worker's own `ipc_dir`.
-    fn prepare_ipc_dir(&self, name: &str) -> Result<PathBuf> {
-        let root = PathBuf::from(&self.inner.cfg.docker.ipc_dir);
-        let dir = self.ipc_dir(name);
-        let io = |e: std::io::Error| SandboxError::Backend(format!("cannot prepare {}: {e}", dir.display()));
-        std::fs::create_dir_all(&dir).map_err(io)?;
-        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o711)).map_err(io)?;
-        // The sandbox user (uid 1000) must create its socket here.
-        if std::os::unix::fs::chown(&dir, Some(1000), Some(1000)).is_err() {
-            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).map_err(io)?;
-        }
-        Ok(dir)
-    }
-
     async fn create(&self, key: SandboxKey, name: &str) -> Result<()> {
         let cfg = &self.inner.cfg.docker;
-        let ipc = self.prepare_ipc_dir(name)?;
+        // The sandbox user is uid 1000.
+        let ipc = common::prepare_ipc_dir(&cfg.ipc_dir, name, 1000, 1000)?;
         let labels = HashMap::from([
             (LABEL_OWNER.to_owned(), cfg.name_prefix.clone()),
             (LABEL_TENANT.to_owned(), key.tenant.to_string()),
@@ -242,7 +190,7 @@ impl DockerSandboxes {
     }
 
     async fn remove(&self, name: &str) {
-        self.forget(name);
+        self.inner.daemons.forget(name);
         let options = RemoveContainerOptions { force: true, ..Default::default() };
         if let Err(e) = self.inner.docker.remove_container(name, Some(options)).await
             && status_of(&e) != Some(404)
@@ -253,17 +201,8 @@ impl DockerSandboxes {
     }
 
     async fn connect_daemon(&self, name: &str, wait: Duration) -> Result<SandboxClient> {
-        let address = Address::Unix(self.ipc_dir(name).join(SOCKET));
-        let client = SandboxClient::connect_within(&address, wait).await.map_err(|e| {
-            SandboxError::Unavailable(format!(
-                "sandboxd in {name} does not answer ({e}); the image must have {}",
-                self.inner.cfg.docker.sandboxd_path
-            ))
-        })?;
-        if let Ok(mut clients) = self.inner.clients.lock() {
-            clients.insert(name.to_owned(), client.clone());
-        }
-        Ok(client)
+        let hint = format!("the image must have {}", self.inner.cfg.docker.sandboxd_path);
+        self.inner.daemons.connect(name, &self.ipc_dir(name), wait, &hint).await
     }
 
     /// Removes sandboxes whose daemon reports no request for `sandbox.idle_seconds` and no
@@ -282,19 +221,13 @@ impl DockerSandboxes {
                 continue;
             };
             let running = c.state == Some(ContainerSummaryStateEnum::RUNNING);
-            let client = match self.cached(&name) {
+            let client = match self.inner.daemons.cached(&name) {
                 Some(c) => Ok(c),
                 None if running => self.connect_daemon(&name, Duration::from_secs(2)).await,
                 None => Err(SandboxError::Unavailable("not running".into())),
             };
             let reap = match client {
-                Ok(client) => match client.status().await {
-                    Ok(s) => {
-                        s.running_execs == 0
-                            && ((s.running_processes == 0 && s.idle_secs >= idle) || s.idle_secs >= idle * 4)
-                    }
-                    Err(_) => true,
-                },
+                Ok(client) => client.status().await.map_or(true, |s| common::is_idle(&s, idle)),
                 Err(_) => true,
             };
             if reap {
@@ -305,28 +238,13 @@ impl DockerSandboxes {
         }
         Ok(removed)
     }
-
-    /// Runs [`reap_idle`](Self::reap_idle) every `every` until `cancel`.
-    pub async fn run_reaper(self, every: Duration, cancel: CancellationToken) {
-        let mut tick = tokio::time::interval(every);
-        loop {
-            tokio::select! {
-                () = cancel.cancelled() => return,
-                _ = tick.tick() => {
-                    if let Err(e) = self.reap_idle().await {
-                        tracing::warn!(error = %e, "sandbox reaper failed");
-                    }
-                }
-            }
-        }
-    }
 }
 
 impl Sandboxes for DockerSandboxes {
     fn open(&self, key: SandboxKey) -> BoxFuture<'_, Result<SandboxClient>> {
         Box::pin(async move {
             let name = self.container_name(key);
-            if let Some(client) = self.cached(&name) {
+            if let Some(client) = self.inner.daemons.cached(&name) {
                 return Ok(client);
             }
             self.ensure_running(key).await?;
@@ -338,10 +256,10 @@ impl Sandboxes for DockerSandboxes {
         Box::pin(async move {
             let name = self.container_name(key);
             if !self.is_running(&name).await? {
-                self.forget(&name);
+                self.inner.daemons.forget(&name);
                 return Ok(None);
             }
-            match self.cached(&name) {
+            match self.inner.daemons.cached(&name) {
                 Some(c) => Ok(Some(c)),
                 None => self.connect_daemon(&name, Duration::from_secs(2)).await.map(Some),
             }
@@ -349,7 +267,11 @@ impl Sandboxes for DockerSandboxes {
     }
 
     fn invalidate(&self, key: SandboxKey) {
-        self.forget(&self.container_name(key));
+        self.inner.daemons.forget(&self.container_name(key));
+    }
+
+    fn reap_idle(&self) -> BoxFuture<'_, Result<usize>> {
+        Box::pin(DockerSandboxes::reap_idle(self))
     }
 
     fn ping(&self) -> BoxFuture<'_, Result<()>> {

@@ -1,0 +1,142 @@
+//! What every backend shares: the per-worker cache of connected daemons, per-sandbox start
+//! locks, the socket directory naming, and the idle rule the reapers apply.
+
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex as StdMutex;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use tokio::sync::{Mutex, MutexGuard};
+
+use crate::client::{Address, SandboxClient};
+use crate::proto::StatusResponse;
+use crate::{Result, SandboxError};
+
+/// The daemon's socket file name inside a sandbox's socket directory.
+pub(crate) const SOCKET: &str = "sandboxd.sock";
+/// Where the socket directory is mounted inside the sandbox.
+pub(crate) const IPC_MOUNT: &str = "/hermes/ipc";
+/// How long a new sandbox's daemon may take to answer.
+pub(crate) const START_WAIT: Duration = Duration::from_secs(20);
+const LOCK_STRIPES: usize = 64;
+
+/// Connected daemons by sandbox name, and the locks serialising a sandbox's start.
+pub(crate) struct Daemons {
+    clients: StdMutex<HashMap<String, SandboxClient>>,
+    /// Striped, so the set never grows with the number of sandboxes.
+    start_locks: Vec<Mutex<()>>,
+}
+
+impl Daemons {
+    pub fn new() -> Self {
+        Self {
+            clients: StdMutex::new(HashMap::new()),
+            start_locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+        }
+    }
+
+    pub fn cached(&self, name: &str) -> Option<SandboxClient> {
+        self.clients.lock().ok()?.get(name).cloned()
+    }
+
+    pub fn remember(&self, name: &str, client: SandboxClient) {
+        if let Ok(mut clients) = self.clients.lock() {
+            clients.insert(name.to_owned(), client);
+        }
+    }
+
+    pub fn forget(&self, name: &str) {
+        if let Ok(mut clients) = self.clients.lock() {
+            clients.remove(name);
+        }
+    }
+
+    /// The start lock of `name` (held while checking, creating and starting it).
+    pub async fn start_lock(&self, name: &str) -> MutexGuard<'_, ()> {
+        let mut hasher = DefaultHasher::new();
+        name.hash(&mut hasher);
+        let stripe = usize::try_from(hasher.finish() % LOCK_STRIPES as u64).unwrap_or(0);
+        self.start_locks[stripe].lock().await
+    }
+
+    /// Connects to the daemon listening in `ipc_dir`, waiting up to `wait` for it to answer.
+    pub async fn connect(&self, name: &str, ipc_dir: &Path, wait: Duration, hint: &str) -> Result<SandboxClient> {
+        let address = Address::Unix(ipc_dir.join(SOCKET));
+        let client = SandboxClient::connect_within(&address, wait)
+            .await
+            .map_err(|e| SandboxError::Unavailable(format!("sandboxd in {name} does not answer ({e}); {hint}")))?;
+        self.remember(name, client.clone());
+        Ok(client)
+    }
+}
+
+/// The socket directory of sandbox `name` under `root`: a short stable digest of the name,
+/// because a unix socket's path must stay under 108 bytes.
+pub(crate) fn ipc_dir(root: &str, name: &str) -> PathBuf {
+    let digest = Sha256::digest(name.as_bytes());
+    let short: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    PathBuf::from(root).join(short)
+}
+
+/// Creates `name`'s socket directory: the sandbox user must create its socket there, and on
+/// the host only the worker's user can reach it (the root is 0711, so it cannot be listed).
+pub(crate) fn prepare_ipc_dir(root: &str, name: &str, uid: u32, gid: u32) -> Result<PathBuf> {
+    let dir = ipc_dir(root, name);
+    let io = |e: std::io::Error| SandboxError::Backend(format!("cannot prepare {}: {e}", dir.display()));
+    std::fs::create_dir_all(&dir).map_err(io)?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o711)).map_err(io)?;
+    if std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).is_err() {
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).map_err(io)?;
+    }
+    // A socket left by a dead daemon would make the next one fail to bind.
+    match std::fs::remove_file(dir.join(SOCKET)) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io(e)),
+    }
+    Ok(dir)
+}
+
+/// Whether a sandbox whose daemon reports `status` may be removed: no running command, and
+/// idle for `idle_secs`; background processes keep it up to four times that.
+pub(crate) fn is_idle(status: &StatusResponse, idle_secs: u64) -> bool {
+    status.running_execs == 0
+        && ((status.running_processes == 0 && status.idle_secs >= idle_secs) || status.idle_secs >= idle_secs * 4)
+}
+
+/// The effective uid and gid of this process (the owner of `/proc/self`).
+pub(crate) fn current_ids() -> (u32, u32) {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").map_or((u32::MAX, u32::MAX), |m| (m.uid(), m.gid()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn socket_paths_stay_short_and_distinct() {
+        let a = ipc_dir("/tmp/hermes-sandboxes", &"x".repeat(200));
+        let b = ipc_dir("/tmp/hermes-sandboxes", &"y".repeat(200));
+        assert_ne!(a, b);
+        assert!(a.join(SOCKET).as_os_str().len() < 108);
+    }
+
+    #[test]
+    fn background_processes_keep_a_sandbox_only_up_to_four_idle_periods() {
+        let status = |execs, procs, idle| StatusResponse {
+            running_execs: execs,
+            running_processes: procs,
+            idle_secs: idle,
+            ..Default::default()
+        };
+        assert!(is_idle(&status(0, 0, 60), 60));
+        assert!(!is_idle(&status(1, 0, 600), 60), "a running command is never reaped");
+        assert!(!is_idle(&status(0, 1, 200), 60));
+        assert!(is_idle(&status(0, 1, 240), 60));
+        assert!(!is_idle(&status(0, 0, 59), 60));
+    }
+}

@@ -1,0 +1,338 @@
+//! Local backend (bubblewrap): a sandbox is a set of fresh namespaces on the worker's own
+//! machine, for one machine without Docker.
+//!
+//! Each sandbox runs sandboxd under `bwrap` with every namespace unshared (so no network
+//! but loopback, its own PID tree, no host IPC), all capabilities dropped, a new session,
+//! the host's `/usr` read-only and only a short list of `/etc` files (never the worker's
+//! config), tmpfs `/tmp` and `/run`, and the tenant-agent's workspace directory as the only
+//! persistent writable path. A per-sandbox cgroup bounds processes and memory when the
+//! machine lets the worker write one; otherwise an RLIMIT_NPROC on the sandbox user does.
+//!
+//! Sandboxes live as long as the worker that started them (`--die-with-parent`); their
+//! workspaces stay. Other workers on the same machine reach a running one through its
+//! socket, and a file lock keeps two of them from starting the same sandbox twice.
+
+mod cgroup;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use tokio::io::AsyncWriteExt;
+use tokio::process::{Child, Command};
+
+use hermes_config::SandboxConfig;
+
+use crate::client::SandboxClient;
+use crate::common::{self, Daemons, IPC_MOUNT, SOCKET, START_WAIT};
+use crate::{Result, SandboxError, SandboxKey, Sandboxes, WORKSPACE};
+use cgroup::{CgroupParent, SandboxCgroup};
+
+/// Where sandboxd is mounted inside the sandbox.
+const SANDBOXD_MOUNT: &str = "/hermes/bin/hermes-sandboxd";
+/// Host directories shown read-only (or recreated as the same symlink).
+const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"];
+/// The only host `/etc` entries a sandbox sees: enough for users, DNS, TLS and the
+/// dynamic linker, and nothing that could hold the worker's configuration.
+const ETC_ENTRIES: &[&str] = &[
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/hosts",
+    "/etc/nsswitch.conf",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/alternatives",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/localtime",
+    "/etc/mime.types",
+];
+
+/// bubblewrap sandboxes on this machine.
+#[derive(Clone)]
+pub struct LocalSandboxes {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    cfg: SandboxConfig,
+    daemons: Daemons,
+    sandboxd: PathBuf,
+    cgroups: Option<CgroupParent>,
+    /// The user sandboxes run as, when the worker is root and can switch to it.
+    run_as: Option<(u32, u32)>,
+    /// The sandboxes this worker started.
+    started: StdMutex<HashMap<String, Started>>,
+}
+
+struct Started {
+    child: Child,
+    cgroup: Option<SandboxCgroup>,
+}
+
+fn io_err(what: &str, path: &Path, e: std::io::Error) -> SandboxError {
+    SandboxError::Backend(format!("{what} {}: {e}", path.display()))
+}
+
+impl LocalSandboxes {
+    /// Checks sandboxd is where the config says and finds the cgroup hierarchy to use.
+    pub fn new(cfg: &SandboxConfig) -> Result<Self> {
+        let local = &cfg.local;
+        let sandboxd = if local.sandboxd_path.is_empty() {
+            let exe = std::env::current_exe().map_err(|e| SandboxError::Unavailable(e.to_string()))?;
+            exe.with_file_name("hermes-sandboxd")
+        } else {
+            PathBuf::from(&local.sandboxd_path)
+        };
+        if !sandboxd.is_file() {
+            return Err(SandboxError::Unavailable(format!(
+                "sandboxd not found at {}; build it (cargo build -p hermes-sandboxd) or set sandbox.local.sandboxd_path",
+                sandboxd.display()
+            )));
+        }
+        let run_as = (common::current_ids().0 == 0).then_some((local.uid, local.gid));
+        let cgroups = CgroupParent::detect(&local.cgroup, &format!("{}-sandboxes", local.name_prefix));
+        Ok(Self {
+            inner: Arc::new(Inner {
+                cfg: cfg.clone(),
+                daemons: Daemons::new(),
+                sandboxd,
+                cgroups,
+                run_as,
+                started: StdMutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// The sandbox name of `key` (cgroup and socket directory names derive from it).
+    pub fn sandbox_name(&self, key: SandboxKey) -> String {
+        format!("{}-sbx-{}-{}", self.inner.cfg.local.name_prefix, key.tenant, key.agent)
+    }
+
+    /// `key`'s workspace on the host.
+    pub fn workspace_dir(&self, key: SandboxKey) -> PathBuf {
+        Path::new(&self.inner.cfg.local.workspaces_dir).join(key.tenant.to_string()).join(key.agent.to_string())
+    }
+
+    fn ipc_dir(&self, name: &str) -> PathBuf {
+        common::ipc_dir(&self.inner.cfg.local.ipc_dir, name)
+    }
+
+    /// Connects to `key`'s daemon, starting the sandbox when none answers.
+    async fn open_uncached(&self, key: SandboxKey, name: &str) -> Result<SandboxClient> {
+        let _guard = self.inner.daemons.start_lock(name).await;
+        if let Some(client) = self.inner.daemons.cached(name) {
+            return Ok(client);
+        }
+        let ipc = self.ipc_dir(name);
+        let _machine_lock = machine_lock(&self.inner.cfg.local.ipc_dir, &ipc).await?;
+        if ipc.join(SOCKET).exists()
+            && let Ok(client) = self.inner.daemons.connect(name, &ipc, Duration::from_millis(300), "").await
+        {
+            return Ok(client);
+        }
+        self.start(key, name).await?;
+        let hint = format!("see the worker's log for sandboxd's own ({})", self.inner.sandboxd.display());
+        self.inner.daemons.connect(name, &ipc, START_WAIT, &hint).await
+    }
+
+    async fn start(&self, key: SandboxKey, name: &str) -> Result<()> {
+        let local = &self.inner.cfg.local;
+        let (uid, gid) = self.inner.run_as.unwrap_or_else(common::current_ids);
+        let workspace = self.workspace_dir(key);
+        std::fs::create_dir_all(&workspace).map_err(|e| io_err("cannot create", &workspace, e))?;
+        if self.inner.run_as.is_some() {
+            std::os::unix::fs::chown(&workspace, Some(uid), Some(gid))
+                .map_err(|e| io_err("cannot hand over", &workspace, e))?;
+        }
+        let ipc = common::prepare_ipc_dir(&local.ipc_dir, name, uid, gid)?;
+        self.stop(name).await;
+        let cgroup = match &self.inner.cgroups {
+            Some(parent) => Some(parent.create(name, local.pids_limit, local.memory_mb.saturating_mul(1024 * 1024))?),
+            None => None,
+        };
+        let mut command = self.command(&workspace, &ipc, cgroup.is_some());
+        if let Some((uid, gid)) = self.inner.run_as {
+            command.uid(uid).gid(gid);
+        }
+        let mut child = command.spawn().map_err(|e| {
+            SandboxError::Unavailable(format!("cannot run {} (is bubblewrap installed?): {e}", local.bwrap_path))
+        })?;
+        if let Some(cgroup) = &cgroup {
+            // The child waits on its stdin until it is in the cgroup, so nothing it starts
+            // escapes the limits.
+            let attached = child.id().ok_or_else(|| SandboxError::Backend("sandbox exited at once".into()));
+            if let Err(e) = attached.and_then(|pid| cgroup.attach(pid)) {
+                let _ = child.start_kill();
+                return Err(e);
+            }
+            if let Some(mut stdin) = child.stdin.take() {
+                stdin.write_all(b"go\n").await.map_err(|e| SandboxError::Backend(e.to_string()))?;
+            }
+        }
+        if let Ok(mut started) = self.inner.started.lock() {
+            started.insert(name.to_owned(), Started { child, cgroup });
+        }
+        tracing::info!(sandbox = %name, tenant.id = %key.tenant, agent.id = %key.agent, "sandbox created");
+        metrics::counter!("hermes_sandbox_created_total", "backend" => "local").increment(1);
+        Ok(())
+    }
+
+    fn command(&self, workspace: &Path, ipc: &Path, wait_for_cgroup: bool) -> Command {
+        let local = &self.inner.cfg.local;
+        let mut args: Vec<String> = Vec::new();
+        let mut arg = |parts: &[&str]| args.extend(parts.iter().map(|p| (*p).to_owned()));
+        arg(&["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox"]);
+        arg(&["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", WORKSPACE]);
+        arg(&["--setenv", "LANG", "C.UTF-8", "--setenv", "SANDBOXD_LOG", "warn"]);
+        for dir in SYSTEM_DIRS.iter().chain(ETC_ENTRIES) {
+            let path = Path::new(dir);
+            match std::fs::read_link(path) {
+                Ok(target) => arg(&["--symlink", &target.to_string_lossy(), dir]),
+                Err(_) if path.exists() => arg(&["--ro-bind", dir, dir]),
+                Err(_) => {}
+            }
+        }
+        let tmp_bytes = local.tmpfs_mb.saturating_mul(1024 * 1024).to_string();
+        arg(&["--proc", "/proc", "--dev", "/dev", "--size", &tmp_bytes, "--tmpfs", "/tmp"]);
+        arg(&["--size", "16777216", "--tmpfs", "/run"]);
+        arg(&["--bind", &workspace.to_string_lossy(), WORKSPACE, "--bind", &ipc.to_string_lossy(), IPC_MOUNT]);
+        arg(&["--ro-bind", &self.inner.sandboxd.to_string_lossy(), SANDBOXD_MOUNT, "--chdir", WORKSPACE]);
+        // Everything but the mounts above is read-only, as in a container.
+        arg(&["--remount-ro", "/"]);
+        let timeout = self.inner.cfg.exec_timeout_seconds.to_string();
+        let listen = format!("unix:{IPC_MOUNT}/{SOCKET}");
+        arg(&[SANDBOXD_MOUNT, "--listen", &listen, "--workspace", WORKSPACE, "--default-timeout", &timeout]);
+
+        let mut command = if wait_for_cgroup {
+            let mut c = Command::new("/bin/sh");
+            c.args(["-c", "read -r _ && exec \"$@\"", "hermes-sandbox", &local.bwrap_path]).stdin(Stdio::piped());
+            c
+        } else {
+            // Without a cgroup, the sandbox user's process count is the only fork-bomb bound.
+            let mut c = Command::new("prlimit");
+            c.arg(format!("--nproc={0}:{0}", local.pids_limit)).arg("--").arg(&local.bwrap_path).stdin(Stdio::null());
+            c
+        };
+        command
+            .args(args)
+            .env_clear()
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .process_group(0)
+            .kill_on_drop(true);
+        command
+    }
+
+    /// Kills sandbox `name` if this worker started it, and removes its cgroup.
+    async fn stop(&self, name: &str) {
+        self.inner.daemons.forget(name);
+        let started = self.inner.started.lock().ok().and_then(|mut s| s.remove(name));
+        if let Some(mut started) = started {
+            let _ = started.child.kill().await;
+            if let Some(cgroup) = started.cgroup.take() {
+                cgroup.remove().await;
+            }
+        }
+    }
+
+    /// Removes this worker's sandboxes that exited, or whose daemon reports them idle (see
+    /// [`common::is_idle`]) or does not answer. Each worker reaps the ones it started.
+    pub async fn reap_idle(&self) -> Result<usize> {
+        let names: Vec<(String, bool)> = match self.inner.started.lock() {
+            Ok(mut started) => {
+                started.iter_mut().map(|(name, s)| (name.clone(), matches!(s.child.try_wait(), Ok(Some(_))))).collect()
+            }
+            Err(_) => return Ok(0),
+        };
+        let mut removed = 0;
+        for (name, exited) in names {
+            let reap = exited || {
+                let client = match self.inner.daemons.cached(&name) {
+                    Some(c) => Ok(c),
+                    None => self.inner.daemons.connect(&name, &self.ipc_dir(&name), Duration::from_secs(2), "").await,
+                };
+                match client {
+                    Ok(client) => {
+                        client.status().await.map_or(true, |s| common::is_idle(&s, self.inner.cfg.idle_seconds))
+                    }
+                    Err(_) => true,
+                }
+            };
+            if reap {
+                tracing::info!(sandbox = %name, "removing idle or exited sandbox");
+                self.stop(&name).await;
+                let _ = std::fs::remove_dir_all(self.ipc_dir(&name));
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+}
+
+/// An exclusive lock on `ipc`'s start, shared by every worker on this machine (released
+/// when dropped).
+async fn machine_lock(root: &str, ipc: &Path) -> Result<std::fs::File> {
+    std::fs::create_dir_all(root).map_err(|e| io_err("cannot create", Path::new(root), e))?;
+    let path = ipc.with_extension("lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| io_err("cannot open", &path, e))?;
+    tokio::task::spawn_blocking(move || file.lock().map(|()| file))
+        .await
+        .map_err(|e| SandboxError::Backend(e.to_string()))?
+        .map_err(|e| io_err("cannot lock", &path, e))
+}
+
+impl Sandboxes for LocalSandboxes {
+    fn open(&self, key: SandboxKey) -> BoxFuture<'_, Result<SandboxClient>> {
+        Box::pin(async move {
+            let name = self.sandbox_name(key);
+            match self.inner.daemons.cached(&name) {
+                Some(client) => Ok(client),
+                None => self.open_uncached(key, &name).await,
+            }
+        })
+    }
+
+    fn running(&self, key: SandboxKey) -> BoxFuture<'_, Result<Option<SandboxClient>>> {
+        Box::pin(async move {
+            let name = self.sandbox_name(key);
+            if let Some(client) = self.inner.daemons.cached(&name) {
+                return Ok(Some(client));
+            }
+            let ipc = self.ipc_dir(&name);
+            if !ipc.join(SOCKET).exists() {
+                return Ok(None);
+            }
+            Ok(self.inner.daemons.connect(&name, &ipc, Duration::from_millis(300), "").await.ok())
+        })
+    }
+
+    fn invalidate(&self, key: SandboxKey) {
+        self.inner.daemons.forget(&self.sandbox_name(key));
+    }
+
+    fn reap_idle(&self) -> BoxFuture<'_, Result<usize>> {
+        Box::pin(LocalSandboxes::reap_idle(self))
+    }
+
+    fn ping(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            let bwrap = &self.inner.cfg.local.bwrap_path;
+            let out = Command::new(bwrap).arg("--version").stdin(Stdio::null()).output().await;
+            match out {
+                Ok(o) if o.status.success() => Ok(()),
+                Ok(o) => Err(SandboxError::Unavailable(format!("{bwrap} --version failed: {}", o.status))),
+                Err(e) => Err(SandboxError::Unavailable(format!("cannot run {bwrap}: {e}"))),
+            }
+        })
+    }
+}
