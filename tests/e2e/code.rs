@@ -20,6 +20,7 @@ fn ctx() -> ToolCtx {
         session_id: SessionId::new(),
         turn_id: TurnId::new(),
         call_id: "call_code".into(),
+        interaction: Default::default(),
     }
 }
 

@@ -31,6 +31,7 @@ use crate::context::compact;
 use crate::guardrails::{GuardrailLimits, Guardrails};
 use crate::model_call::{ModelStep, Spent, StepError};
 use crate::tool_step::{StepResult, ToolStep};
+pub use crate::tool_step::Parked;
 
 pub use context::{ContextEngine, DefaultEngine, ModelSummarizer};
 pub use model_call::CONTINUE_PROMPT;
@@ -132,6 +133,8 @@ pub enum TurnEnd {
     /// Stopped because storage failed for a moment; nothing partial was stored beyond the
     /// last checkpoint, so the turn can be handed back and resumed.
     Suspended(String),
+    /// A call needs the user's answer; the turn waits for it and resumes from the journal.
+    Parked(Parked),
 }
 
 /// Said to the model for the grace call after the budget is spent.
@@ -234,6 +237,7 @@ impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
             match tool_step.run(step, &pending, &mut messages).await {
                 Ok(StepResult::Continue { .. }) => {}
                 Ok(StepResult::Halt(why)) => return halt(tool_step.journal, step, why, usage).await,
+                Ok(StepResult::Park(parked)) => return TurnEnd::Parked(parked),
                 Err(end) => return end,
             }
         }
@@ -329,6 +333,7 @@ impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
                     }
                 }
                 Ok(StepResult::Halt(why)) => return halt(tool_step.journal, step + 1, why, usage).await,
+                Ok(StepResult::Park(parked)) => return TurnEnd::Parked(parked),
                 Err(end) => return end,
             }
         }

@@ -173,6 +173,7 @@ fn ctx() -> ToolCtx {
         session_id: SessionId::new(),
         turn_id: TurnId::new(),
         call_id: String::new(),
+        interaction: Default::default(),
     }
 }
 
@@ -595,4 +596,68 @@ async fn a_full_context_adds_a_pressure_note_to_the_next_call_only() {
     let last = model.requests()[1].messages.last().unwrap().text();
     assert!(last.contains("78% of the context window"), "{last}");
     assert!(!journal.0.iter().any(|(_, m)| m.text().contains("context window")));
+}
+
+// ---------- parking ----------
+
+/// Needs the user's answer before it can say anything.
+struct AskUser;
+
+impl Tool for AskUser {
+    fn name(&self) -> &'static str {
+        "ask"
+    }
+    fn toolset(&self) -> &'static str {
+        "test"
+    }
+    fn schema(&self) -> Value {
+        json!({"name": "ask", "parameters": {"type": "object"}})
+    }
+    fn read_only(&self) -> bool {
+        true
+    }
+    fn call<'a>(&'a self, ctx: &'a ToolCtx, _: Value) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(async move {
+            match ctx.interaction.answer_for(&ctx.call_id) {
+                Some(r) => Ok(format!("user said {}", r.answer["text"].as_str().unwrap_or_default())),
+                None => Err(ToolError::Park(hermes_tools::Interaction { kind: "clarify", prompt: json!({"question": "?"}) })),
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_call_that_needs_the_user_parks_the_turn_and_resumes_with_the_answer() {
+    let mut tools = registry(vec![Probe::new("probe")]);
+    tools.register(Arc::new(AskUser));
+    let step = calls(&[("probe", json!({"n": 1})), ("ask", json!({})), ("probe", json!({"n": 2}))]);
+    let model = Script::new(vec![step, text("thanks, done")]);
+    let limits = TurnLimits::main(10);
+    let events = Events::default();
+    let mut journal = Journal::default();
+    let mut ctx = ctx();
+    ctx.interaction.enabled = true;
+
+    let turn = Turn { model: &model, model_name: "m", tools: &tools, tool_ctx: &ctx, journal: &mut journal, events: &events, limits: &limits, context: None };
+    let TurnEnd::Parked(parked) = turn.run(start()).await else { panic!("expected a park") };
+    assert_eq!(parked.tool, "ask");
+    assert_eq!(parked.interaction.kind, "clarify");
+    let stored: Vec<String> = journal.0.iter().filter(|(_, m)| m.role == Role::Tool).map(|(_, m)| m.text()).collect();
+    assert!(!stored.iter().any(|t| t.contains("user said")), "no result for the parked call: {stored:?}");
+
+    // Resume from the journal with the answer: the parked call (and any left) run, then the model.
+    let mut messages = start().messages;
+    messages.extend(journal.0.iter().map(|(_, m)| m.clone()));
+    let resumed = TurnStart { messages, completed_steps: 1, turn_start: 1 };
+    ctx.interaction.resolution =
+        Some(Arc::new(hermes_tools::Resolution { call_id: parked.call_id.clone(), answer: json!({"text": "blue"}) }));
+    let mut journal2 = Journal::default();
+    let turn = Turn { model: &model, model_name: "m", tools: &tools, tool_ctx: &ctx, journal: &mut journal2, events: &events, limits: &limits, context: None };
+    let TurnEnd::Finished(out) = turn.run(resumed).await else { panic!("expected an answer") };
+    assert_eq!(out.content, "thanks, done");
+    let results: Vec<String> = journal2.0.iter().filter(|(_, m)| m.role == Role::Tool).map(|(_, m)| m.text()).collect();
+    assert!(results.iter().any(|t| t == "user said blue"), "{results:?}");
+    let last_request = model.requests().pop().unwrap();
+    let tool_results = last_request.messages.iter().filter(|m| m.role == Role::Tool).count();
+    assert_eq!(tool_results, 3, "every call of the step has exactly one result");
 }

@@ -22,6 +22,17 @@ pub(crate) enum StepResult {
     Continue { refunded: bool },
     /// A guardrail ended the turn; tell the user this.
     Halt(String),
+    /// A call needs the user: the turn waits (that call, and calls after it, have no result
+    /// yet; they run when the turn resumes).
+    Park(Parked),
+}
+
+/// The call a turn is parked on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parked {
+    pub call_id: String,
+    pub tool: String,
+    pub interaction: hermes_tools::Interaction,
 }
 
 pub(crate) struct ToolStep<'a, J> {
@@ -62,9 +73,10 @@ impl<J: TurnJournal> ToolStep<'_, J> {
         // completes (so a crash never re-runs a finished call), so the one that crosses the
         // budget is saved to a file, not the largest as upstream does after the fact.
         let mut step_chars = 0usize;
+        let mut parked: Option<Parked> = None;
         let (tools, base_ctx, events) = (self.tools, self.base_ctx, self.events);
         for group in groups(tools, calls) {
-            if halt.is_some() {
+            if halt.is_some() || parked.is_some() {
                 break;
             }
             let mut runnable = Vec::with_capacity(group.len());
@@ -101,6 +113,14 @@ impl<J: TurnJournal> ToolStep<'_, J> {
             while let Some((idx, outcome, elapsed)) = running.next().await {
                 let call = &calls[idx];
                 let name = &call.function.name;
+                if let Some(interaction) = outcome.park {
+                    // No result: the call runs again, with the user's answer, on resume. A
+                    // second call of the group that also needs the user asks after that.
+                    if parked.is_none() {
+                        parked = Some(Parked { call_id: call.id.clone(), tool: name.clone(), interaction });
+                    }
+                    continue;
+                }
                 metrics::histogram!("hermes_tool_seconds", "tool" => name.clone(), "ok" => outcome.ok.to_string())
                     .record(elapsed.as_secs_f64());
                 let read_only = tools.traits(name).read_only;
@@ -130,6 +150,11 @@ impl<J: TurnJournal> ToolStep<'_, J> {
                     duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
                 });
             }
+        }
+        if let Some(parked) = parked {
+            // What ran is stored; the rest waits for the answer.
+            messages.extend(results.into_iter().flatten());
+            return Ok(StepResult::Park(parked));
         }
         for (idx, slot) in results.iter_mut().enumerate() {
             if slot.is_none() {

@@ -149,6 +149,10 @@ pub struct WorkerConfig {
     pub max_iterations: u32,
     /// How deep `delegate_task` may nest (1: children cannot delegate; at most 3).
     pub delegation_max_depth: u32,
+    /// How long a dangerous-command approval waits for the user before it counts as denied.
+    pub approval_timeout_seconds: u64,
+    /// How long a `clarify` question waits for the user before the turn goes on without.
+    pub clarify_timeout_seconds: u64,
     /// Delegated children one tenant may run at once across all workers.
     pub max_children_per_tenant: u32,
 }
@@ -163,6 +167,8 @@ impl Default for WorkerConfig {
             drain_seconds: 30,
             max_iterations: 90,
             delegation_max_depth: 1,
+            approval_timeout_seconds: 300,
+            clarify_timeout_seconds: 600,
             max_children_per_tenant: 8,
         }
     }

@@ -86,6 +86,22 @@ pub enum TurnEventKind {
     ToolCompleted { call_id: String, tool: String, ok: bool, duration_ms: u64 },
     /// The turn ended (successfully or not); always the last event.
     Finished { outcome: TurnOutcome },
+    /// The turn waits for the user (an approval or a question); the last event of this run.
+    /// Answering it (`POST /v1/interactions/{id}`) resumes the turn.
+    Waiting { interaction: PendingInteraction },
+}
+
+/// A question a parked turn waits on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingInteraction {
+    pub id: uuid::Uuid,
+    /// `approval` or `clarify`.
+    pub kind: String,
+    /// Approval: `command`, `pattern_keys`, `description`, `choices`. Clarify: `question`,
+    /// `choices`.
+    pub prompt: serde_json::Value,
+    /// Unanswered by then, it counts as "deny" (approval) or "no answer" (clarify).
+    pub expires_at: chrono::DateTime<chrono::Utc>,
 }
 
 /// An event with its addressing.

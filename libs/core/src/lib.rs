@@ -5,6 +5,6 @@ pub mod event;
 pub mod ids;
 pub mod message;
 
-pub use event::{FinishReason, TurnEvent, TurnEventKind, TurnOutcome, Usage};
+pub use event::{FinishReason, PendingInteraction, TurnEvent, TurnEventKind, TurnOutcome, Usage};
 pub use ids::{AgentId, ApiKeyId, IdParseError, SessionId, TenantId, TurnId};
 pub use message::{ChatMessage, Content, ContentPart, Role, ToolCall, ToolCallFunction};

@@ -32,6 +32,8 @@ pub struct Agent {
     pub auxiliary: Option<FallbackModel>,
     /// The context window in tokens, when set explicitly.
     pub context_window: Option<i32>,
+    /// How dangerous commands are approved: `off`, `manual` or `smart`.
+    pub approval_mode: String,
     pub created_at: DateTime<Utc>,
 }
 
@@ -91,6 +93,7 @@ impl Agent {
                 .transpose()
                 .map_err(|e| StoreError::Corrupt(e.to_string()))?,
             context_window: row.try_get("context_window")?,
+            approval_mode: row.try_get("approval_mode")?,
             created_at: row.try_get("created_at")?,
         })
     }
@@ -110,7 +113,7 @@ impl Agent {
 
 macro_rules! agent_columns {
     () => {
-        "id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets, provider_key_hosts, fallbacks, api_mode, auxiliary, context_window, created_at"
+        "id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets, provider_key_hosts, fallbacks, api_mode, auxiliary, context_window, approval_mode, created_at"
     };
 }
 

@@ -6,6 +6,7 @@
 pub mod agents;
 pub mod api_keys;
 pub mod credentials;
+pub mod interactions;
 pub mod messages;
 pub mod secrets;
 pub mod sessions;
@@ -22,6 +23,7 @@ use sqlx::{ConnectOptions, PgPool};
 pub use agents::{Agent, FallbackModel, NewAgent};
 pub use api_keys::{ApiKey, KeyAuth};
 pub use credentials::{CredentialPools, NewCredential, PooledCredential};
+pub use interactions::{Answered, Park};
 pub use messages::{Appended, StoredMessage};
 pub use secrets::SecretBox;
 pub use sessions::Session;

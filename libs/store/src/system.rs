@@ -59,4 +59,37 @@ impl Store {
             })
             .collect()
     }
+
+    /// Expires interactions nobody answered in time (an approval counts as denied, a question
+    /// as unanswered) and queues their turns again; returns the turns to publish. Safe with
+    /// many schedulers (`FOR UPDATE SKIP LOCKED`).
+    pub async fn expire_interactions(&self, limit: i64) -> Result<Vec<StrandedTurn>> {
+        let rows = sqlx::query(
+            "WITH due AS (
+                SELECT id FROM interactions WHERE status = 'pending' AND expires_at < now()
+                ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED
+             ), expired AS (
+                UPDATE interactions i SET status = 'expired', answer = '{\"expired\": true}', answered_at = now()
+                FROM due WHERE i.id = due.id
+                RETURNING i.tenant_id, i.turn_id
+             )
+             UPDATE turns t SET status = 'queued'
+             FROM expired e WHERE t.tenant_id = e.tenant_id AND t.id = e.turn_id AND t.status = 'waiting'
+             RETURNING t.tenant_id, t.session_id, t.id",
+        )
+        .bind(limit)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let tenant: Uuid = r.try_get("tenant_id")?;
+                Ok(StrandedTurn {
+                    #[expect(clippy::disallowed_methods, reason = "a row this cluster wrote for that tenant")]
+                    tenant_id: TenantId::from_authenticated(tenant),
+                    session_id: SessionId::from_uuid(r.try_get("session_id")?),
+                    turn_id: TurnId::from_uuid(r.try_get("id")?),
+                })
+            })
+            .collect()
+    }
 }

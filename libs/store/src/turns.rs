@@ -22,6 +22,8 @@ use crate::{Result, Store, StoreError};
 pub enum TurnStatus {
     Queued,
     Running,
+    /// Parked until the user answers an interaction (or it expires).
+    Waiting,
     Completed,
     Failed,
     Cancelled,
@@ -32,6 +34,7 @@ impl TurnStatus {
         Ok(match s {
             "queued" => Self::Queued,
             "running" => Self::Running,
+            "waiting" => Self::Waiting,
             "completed" => Self::Completed,
             "failed" => Self::Failed,
             "cancelled" => Self::Cancelled,
@@ -45,6 +48,7 @@ impl TurnStatus {
         match self {
             Self::Queued => "queued",
             Self::Running => "running",
+            Self::Waiting => "waiting",
             Self::Completed => "completed",
             Self::Failed => "failed",
             Self::Cancelled => "cancelled",
@@ -229,7 +233,7 @@ impl Store {
         let row = sqlx::query(
             "WITH next AS (
                 SELECT id, status, lease_expires_at FROM turns
-                WHERE tenant_id = $1 AND session_id = $2 AND status IN ('queued', 'running')
+                WHERE tenant_id = $1 AND session_id = $2 AND status IN ('queued', 'running', 'waiting')
                 ORDER BY created_at, id LIMIT 1
                 FOR UPDATE
              ), claimable AS (
@@ -275,7 +279,7 @@ impl Store {
     pub async fn has_claimable_turn(&self, tenant: TenantId, session: SessionId) -> Result<bool> {
         let row = sqlx::query(
             "SELECT (status = 'queued' OR lease_expires_at < now()) AS claimable
-             FROM turns WHERE tenant_id = $1 AND session_id = $2 AND status IN ('queued', 'running')
+             FROM turns WHERE tenant_id = $1 AND session_id = $2 AND status IN ('queued', 'running', 'waiting')
              ORDER BY created_at LIMIT 1",
         )
         .bind(tenant.as_uuid())
@@ -411,12 +415,13 @@ impl Store {
         let outcome = crate::messages::storable_json(outcome)?;
         let row = sqlx::query(
             "WITH before AS (
-                SELECT status FROM turns WHERE tenant_id = $1 AND id = $2 AND status IN ('queued', 'running') FOR UPDATE
+                SELECT status FROM turns WHERE tenant_id = $1 AND id = $2 AND status IN ('queued', 'running', 'waiting')
+                FOR UPDATE
              )
              UPDATE turns t SET cancel_requested_at = now(),
-                    status = CASE WHEN b.status = 'queued' THEN 'cancelled'::turn_status ELSE t.status END,
-                    outcome = CASE WHEN b.status = 'queued' THEN $3 ELSE t.outcome END,
-                    finished_at = CASE WHEN b.status = 'queued' THEN now() ELSE t.finished_at END
+                    status = CASE WHEN b.status <> 'running' THEN 'cancelled'::turn_status ELSE t.status END,
+                    outcome = CASE WHEN b.status <> 'running' THEN $3 ELSE t.outcome END,
+                    finished_at = CASE WHEN b.status <> 'running' THEN now() ELSE t.finished_at END
              FROM before b WHERE t.tenant_id = $1 AND t.id = $2
              RETURNING b.status::text AS was",
         )

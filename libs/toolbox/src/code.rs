@@ -158,7 +158,9 @@ impl ExecuteCode {
 
     /// Runs one call a script made; the text goes back to the script.
     async fn call_tool(&self, ctx: &ToolCtx, n: u64, tool: &str, args_json: String) -> (String, bool) {
-        let ctx = ToolCtx { call_id: format!("{}.{n}", ctx.call_id), ..ctx.clone() };
+        // A script cannot wait for the user: what needs them is refused inside it.
+        let interaction = hermes_tools::Interactive { enabled: false, resolution: None, ..ctx.interaction.clone() };
+        let ctx = ToolCtx { call_id: format!("{}.{n}", ctx.call_id), interaction, ..ctx.clone() };
         if tool == "terminal"
             && let Some(terminal) = &self.terminal
         {

@@ -1,6 +1,9 @@
 //! Built-in tool implementations. Only the worker links this crate.
 
+pub mod approval;
+mod clarify;
 mod code;
+pub mod danger;
 mod files;
 mod process;
 mod spill;
@@ -12,6 +15,7 @@ use std::sync::Arc;
 use hermes_sandbox::{SandboxError, Sandboxes};
 use hermes_tools::{ToolError, ToolRegistry};
 
+pub use clarify::ClarifyTool;
 pub use code::{CODE_TOOLS, ExecuteCode, module_source};
 pub use files::{FileTools, Patch, ReadFile, SearchFiles, WriteFile};
 pub use process::ProcessTool;
@@ -24,6 +28,7 @@ pub fn builtin_registry(sandboxes: Arc<dyn Sandboxes>, default_timeout_secs: u64
     registry.set_spill(Arc::new(SandboxSpill::new(sandboxes.clone())));
     registry.register(Arc::new(TerminalTool::new(sandboxes.clone(), default_timeout_secs)));
     registry.register(Arc::new(ProcessTool::new(sandboxes.clone())));
+    registry.register(Arc::new(ClarifyTool));
     let files = FileTools::new(sandboxes);
     registry.register(Arc::new(ReadFile(files.clone())));
     registry.register(Arc::new(WriteFile(files.clone())));

@@ -2,7 +2,7 @@
 //! side information, never as model-visible arguments), and a registry that dispatches a
 //! model's tool calls and turns every failure into text the model can act on.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
@@ -19,6 +19,78 @@ pub struct ToolCtx {
     pub turn_id: TurnId,
     /// The model's id for this call; with the turn, the idempotency key of its effects.
     pub call_id: String,
+    /// What the tool may ask the user, and what the user already answered.
+    pub interaction: Interactive,
+}
+
+/// How dangerous commands are approved for an agent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ApprovalMode {
+    /// Never ask (hard-blocked commands stay blocked).
+    Off,
+    /// Park the turn and ask the user.
+    #[default]
+    Manual,
+    /// Ask the auxiliary model first; it may approve, deny or escalate to the user.
+    Smart,
+}
+
+impl ApprovalMode {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "off" => Some(Self::Off),
+            "manual" => Some(Self::Manual),
+            "smart" => Some(Self::Smart),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Manual => "manual",
+            Self::Smart => "smart",
+        }
+    }
+}
+
+/// The interactive side of a call.
+#[derive(Debug, Clone, Default)]
+pub struct Interactive {
+    /// Whether a tool may park the turn to ask the user (not inside scripts or sub-agents:
+    /// there a question that needs the user is answered "no").
+    pub enabled: bool,
+    pub approval_mode: ApprovalMode,
+    /// Dangerous-command pattern keys the user allowed for the agent ("always") or this
+    /// session ("session").
+    pub allowed: Arc<BTreeSet<String>>,
+    /// The user's answer to the question the turn was parked on.
+    pub resolution: Option<Arc<Resolution>>,
+}
+
+impl Interactive {
+    /// The answer for `call_id`, if the turn was parked on that call and answered.
+    pub fn answer_for(&self, call_id: &str) -> Option<&Resolution> {
+        self.resolution.as_deref().filter(|r| r.call_id == call_id)
+    }
+}
+
+/// The user's answer to a parked call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolution {
+    pub call_id: String,
+    /// `{"choice": "once|session|always|deny"}` for an approval, `{"text": ...}` for a
+    /// question; `{"expired": true}` when nobody answered in time.
+    pub answer: Value,
+}
+
+/// A question for the user: the turn is parked until it is answered or expires.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interaction {
+    /// `approval` or `clarify`.
+    pub kind: &'static str,
+    /// What the user is shown (command and reasons, or question and choices).
+    pub prompt: Value,
 }
 
 /// A tool failure.
@@ -30,6 +102,9 @@ pub enum ToolError {
     /// Infrastructure failed (sandbox down): the model is told, operators see a warning.
     #[error("{0}")]
     Unavailable(String),
+    /// The call needs the user: park the turn until they answer, then call again.
+    #[error("waiting for the user ({})", .0.kind)]
+    Park(Interaction),
 }
 
 /// A tool the agent can call.
@@ -111,6 +186,8 @@ pub struct ToolTraits {
 pub struct ToolOutcome {
     pub text: String,
     pub ok: bool,
+    /// Set when the call parks the turn (no result yet).
+    pub park: Option<Interaction>,
 }
 
 /// The tools available to one agent.
@@ -209,10 +286,7 @@ impl ToolRegistry {
     pub async fn dispatch(&self, ctx: &ToolCtx, call: &ToolCall) -> ToolOutcome {
         let name = call.function.name.as_str();
         let Some(tool) = self.tools.get(name) else {
-            return ToolOutcome {
-                text: format!("Error: unknown tool {name:?}. Available tools: {}.", self.names().join(", ")),
-                ok: false,
-            };
+            return error_outcome(format!("unknown tool {name:?}. Available tools: {}.", self.names().join(", ")));
         };
         let raw = call.function.arguments.trim();
         let args =
@@ -227,9 +301,16 @@ impl ToolRegistry {
         match tool.call(ctx, args).await {
             // Bytes bound characters from above: only a long text needs counting.
             Ok(text) if tool.max_result_chars().is_some_and(|max| text.len() > max && text.chars().count() > max) => {
-                ToolOutcome { text: self.persist(ctx, text).await, ok: true }
+                ToolOutcome { text: self.persist(ctx, text).await, ok: true, park: None }
             }
-            Ok(text) => ToolOutcome { text, ok: true },
+            Ok(text) => ToolOutcome { text, ok: true, park: None },
+            Err(ToolError::Park(interaction)) if ctx.interaction.enabled => {
+                ToolOutcome { text: String::new(), ok: false, park: Some(interaction) }
+            }
+            Err(ToolError::Park(interaction)) => error_outcome(format!(
+                "this needs the user's {} and cannot ask from here; it was not done",
+                interaction.kind
+            )),
             Err(ToolError::RespondToModel(msg)) => error_outcome(msg),
             Err(ToolError::Unavailable(msg)) => {
                 tracing::warn!(tool = name, error = %msg, "tool infrastructure unavailable");
@@ -240,7 +321,7 @@ impl ToolRegistry {
 }
 
 fn error_outcome(msg: String) -> ToolOutcome {
-    ToolOutcome { text: format!("Error: {msg}"), ok: false }
+    ToolOutcome { text: format!("Error: {msg}"), ok: false, park: None }
 }
 
 /// Reads a required string argument.
@@ -291,6 +372,7 @@ mod tests {
             session_id: SessionId::new(),
             turn_id: TurnId::new(),
             call_id: "c1".into(),
+            interaction: Interactive::default(),
         }
     }
 

@@ -1,6 +1,7 @@
 //! The `scheduler` role: periodic work claimed from Postgres with `FOR UPDATE SKIP LOCKED`,
 //! so any number of replicas run without a leader. Now: the lease reaper, which republishes
-//! turns whose worker vanished or whose work message was lost. Cron, session resets and
+//! turns whose worker vanished or whose work message was lost, and the expiry of questions
+//! parked turns wait on. Cron, session resets and
 //! pruning join it in later issues.
 
 use std::sync::Arc;
@@ -26,7 +27,14 @@ pub async fn reap_once(ctx: &SchedulerContext) -> Result<usize, hermes_store::St
     let grace = Duration::from_secs(cfg.scheduler.queued_grace_seconds);
     // Do not republish the same turn more often than a lease lasts.
     let backoff = Duration::from_secs(cfg.worker.lease_seconds);
-    let stranded = ctx.store.reap_stranded_turns(grace, backoff, 500).await?;
+    let mut stranded = ctx.store.reap_stranded_turns(grace, backoff, 500).await?;
+    // Turns whose question nobody answered in time go on without the answer.
+    let expired = ctx.store.expire_interactions(500).await?;
+    if !expired.is_empty() {
+        tracing::info!(count = expired.len(), "interactions expired; their turns resume");
+        metrics::counter!("hermes_interactions_expired_total").increment(expired.len() as u64);
+    }
+    stranded.extend(expired);
     for turn in &stranded {
         let work = SessionWork { tenant_id: turn.tenant_id, session_id: turn.session_id };
         match ctx.broker.publish_work(&work).await {

@@ -184,7 +184,9 @@ impl DelegateTool {
         journal.record(0, &input).await.map_err(|e| e.to_string())?;
         // The child's calls are metered with the parent turn's, as sub-agent work.
         let model = Models { purpose: "subagent", ..self.models.clone() }.main();
-        let tool_ctx = ToolCtx { session_id: session, turn_id: turn, ..ctx.clone() };
+        // Children never wait for the user: what needs an answer is refused.
+        let interaction = hermes_tools::Interactive { enabled: false, resolution: None, ..ctx.interaction.clone() };
+        let tool_ctx = ToolCtx { session_id: session, turn_id: turn, interaction, ..ctx.clone() };
         let limits = TurnLimits { max_iterations, ..TurnLimits::child() };
         let start = TurnStart { messages: vec![ChatMessage::system(prompt), input], completed_steps: 0, turn_start: 1 };
         let run = Turn {
@@ -210,6 +212,8 @@ impl DelegateTool {
             }
             TurnEnd::Superseded => Err("the task was stopped".into()),
             TurnEnd::Suspended(e) => Err(format!("the task could not be saved: {e}")),
+            // Children cannot ask the user (their context is not interactive); kept exhaustive.
+            TurnEnd::Parked(p) => Err(format!("the task needed the user's answer ({})", p.interaction.kind)),
         }
     }
 }

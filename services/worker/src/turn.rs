@@ -14,7 +14,7 @@ use hermes_core::{ChatMessage, FinishReason, Role, SessionId, TenantId, TurnEven
 use hermes_queue::SessionWork;
 use hermes_sandbox::SandboxKey;
 use hermes_store::{ClaimedTurn, LeaseState, StoreError, TurnStatus};
-use hermes_tools::ToolCtx;
+use hermes_tools::{ApprovalMode, Interactive, Resolution, ToolCtx};
 
 use crate::Runtime;
 use crate::delegate::DelegateTool;
@@ -222,6 +222,11 @@ async fn execute(rt: &Arc<Runtime>, tenant: TenantId, owner: &str, turn: Claimed
             hand_back(rt, tenant, turn.session_id, turn.turn_id, owner, &tracing::Span::current()).await;
             return Ran::Stop;
         }
+        TurnEnd::Parked(parked) => {
+            journal.store_calls().await;
+            park(rt, tenant, &turn, owner, &journal, parked, events).await;
+            return Ran::Done;
+        }
         TurnEnd::Finished(mut outcome) => {
             if journal.compacted {
                 // The conversation goes on in the compacted child session.
@@ -261,6 +266,44 @@ async fn execute(rt: &Arc<Runtime>, tenant: TenantId, owner: &str, turn: Claimed
     Ran::Done
 }
 
+/// Parks the turn on the call that needs the user, and tells whoever waits for the turn.
+async fn park(
+    rt: &Arc<Runtime>,
+    tenant: TenantId,
+    turn: &ClaimedTurn,
+    owner: &str,
+    journal: &StoreJournal,
+    parked: hermes_agent::Parked,
+    events: EventPublisher,
+) {
+    let cfg = &rt.ctx.config.worker;
+    let timeout = if parked.interaction.kind == "approval" {
+        cfg.approval_timeout_seconds
+    } else {
+        cfg.clarify_timeout_seconds
+    };
+    let request = hermes_store::Park {
+        agent: turn.agent_id,
+        call_id: &parked.call_id,
+        kind: parked.interaction.kind,
+        prompt: &parked.interaction.prompt,
+        timeout: std::time::Duration::from_secs(timeout),
+    };
+    match rt.ctx.store.park_turn(tenant, journal.session, turn.turn_id, owner, turn.fence, &request).await {
+        Ok(interaction) => {
+            tracing::info!(interaction.id = %interaction.id, kind = %interaction.kind, tool = %parked.tool, "turn waits for the user");
+            metrics::counter!("hermes_turns_parked_total", "kind" => parked.interaction.kind).increment(1);
+            events.finish(Some(TurnEventKind::Waiting { interaction })).await;
+        }
+        Err(e) => {
+            // Fenced: another worker owns it. Otherwise the lease expires and the turn resumes
+            // elsewhere, asking again.
+            tracing::warn!(error = %e, "cannot park the turn");
+            events.finish(None).await;
+        }
+    }
+}
+
 enum PrepareError {
     Fenced,
     /// Storage failed for a moment: hand the turn back rather than fail it.
@@ -291,10 +334,12 @@ async fn prepare_and_run(
 ) -> Result<TurnEnd, PrepareError> {
     let store = &rt.ctx.store;
     // Independent reads, in parallel.
-    let (agent, stored, pools) = tokio::try_join!(
+    let (agent, stored, pools, resolution, allowed) = tokio::try_join!(
         store.agent(tenant, turn.agent_id),
         store.session_messages(tenant, turn.session_id),
-        store.credential_pools(tenant)
+        store.credential_pools(tenant),
+        store.turn_resolution(tenant, turn.turn_id),
+        store.approval_grants(tenant, turn.agent_id, turn.session_id)
     )?;
     let api_key = agent.provider_key(rt.ctx.secrets.as_ref()).map_err(|e| {
         tracing::error!(error = %e, "cannot open the agent's provider key");
@@ -392,6 +437,12 @@ async fn prepare_and_run(
         session_id: turn.session_id,
         turn_id: turn.turn_id,
         call_id: String::new(),
+        interaction: Interactive {
+            enabled: true,
+            approval_mode: ApprovalMode::parse(&agent.approval_mode).unwrap_or_default(),
+            allowed: Arc::new(allowed),
+            resolution: resolution.map(|(call_id, answer)| Arc::new(Resolution { call_id, answer })),
+        },
     };
     let limits = TurnLimits { stream_deltas: turn.stream, ..TurnLimits::main(rt.ctx.config.worker.max_iterations) };
     let engine = models.context_engine();

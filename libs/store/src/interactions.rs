@@ -1,0 +1,246 @@
+//! Interactions: the questions a parked turn waits on (dangerous-command approvals,
+//! clarifying questions), their answers, and the command patterns the user allowed.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::Row;
+
+use hermes_core::{AgentId, PendingInteraction, SessionId, TenantId, TurnId};
+
+use crate::{Result, Store, StoreError};
+
+/// The call a turn parks on.
+#[derive(Debug, Clone)]
+pub struct Park<'a> {
+    pub agent: AgentId,
+    pub call_id: &'a str,
+    pub kind: &'a str,
+    pub prompt: &'a Value,
+    /// How long the user has to answer.
+    pub timeout: Duration,
+}
+
+/// An answered interaction: the turn to resume.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answered {
+    pub turn_id: TurnId,
+    pub session_id: SessionId,
+}
+
+impl Store {
+    /// Parks `owner`'s running turn on a new interaction, if `fence` still owns the session;
+    /// the turn leaves its lease and waits.
+    pub async fn park_turn(
+        &self,
+        tenant: TenantId,
+        session: SessionId,
+        turn: TurnId,
+        owner: &str,
+        fence: i64,
+        park: &Park<'_>,
+    ) -> Result<PendingInteraction> {
+        let id = uuid::Uuid::now_v7();
+        let row = sqlx::query(
+            "WITH s AS (
+                SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2 AND fence = $5
+             ), t AS (
+                UPDATE turns SET status = 'waiting', lease_owner = NULL, lease_expires_at = NULL
+                WHERE tenant_id = $1 AND id = $3 AND status = 'running' AND lease_owner = $4
+                  AND EXISTS (SELECT 1 FROM s)
+                RETURNING id
+             )
+             INSERT INTO interactions (id, tenant_id, turn_id, session_id, agent_id, call_id, kind, prompt, expires_at)
+             SELECT $6, $1, $3, $2, $7, $8, $9, $10, now() + make_interval(secs => $11) FROM t
+             RETURNING expires_at",
+        )
+        .bind(tenant.as_uuid())
+        .bind(session.as_uuid())
+        .bind(turn.as_uuid())
+        .bind(owner)
+        .bind(fence)
+        .bind(id)
+        .bind(park.agent.as_uuid())
+        .bind(park.call_id)
+        .bind(park.kind)
+        .bind(crate::messages::storable_json(park.prompt)?)
+        .bind(park.timeout.as_secs_f64())
+        .fetch_optional(self.pool())
+        .await?
+        .ok_or(StoreError::Fenced)?;
+        Ok(PendingInteraction {
+            id,
+            kind: park.kind.to_owned(),
+            prompt: park.prompt.clone(),
+            expires_at: row.try_get("expires_at")?,
+        })
+    }
+
+    /// The tenant's interaction `id` while it waits for an answer; `NotFound` otherwise.
+    pub async fn pending_interaction(&self, tenant: TenantId, id: uuid::Uuid) -> Result<PendingInteraction> {
+        let row = sqlx::query(
+            "SELECT kind, prompt, expires_at FROM interactions WHERE tenant_id = $1 AND id = $2 AND status = 'pending'",
+        )
+        .bind(tenant.as_uuid())
+        .bind(id)
+        .fetch_optional(self.pool())
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        Ok(PendingInteraction {
+            id,
+            kind: row.try_get("kind")?,
+            prompt: row.try_get("prompt")?,
+            expires_at: row.try_get("expires_at")?,
+        })
+    }
+
+    /// The interaction a waiting turn waits on.
+    pub async fn turn_pending_interaction(&self, tenant: TenantId, turn: TurnId) -> Result<Option<PendingInteraction>> {
+        let row = sqlx::query(
+            "SELECT id, kind, prompt, expires_at FROM interactions
+             WHERE tenant_id = $1 AND turn_id = $2 AND status = 'pending' ORDER BY created_at DESC LIMIT 1",
+        )
+        .bind(tenant.as_uuid())
+        .bind(turn.as_uuid())
+        .fetch_optional(self.pool())
+        .await?;
+        row.map(|row| {
+            Ok(PendingInteraction {
+                id: row.try_get("id")?,
+                kind: row.try_get("kind")?,
+                prompt: row.try_get("prompt")?,
+                expires_at: row.try_get::<DateTime<Utc>, _>("expires_at")?,
+            })
+        })
+        .transpose()
+    }
+
+    /// Answers the tenant's pending interaction `id` and queues its turn again (its events to
+    /// `hub`, the pod that will wait for them). An approval answered `session` or `always`
+    /// remembers its command patterns for the session or the agent. `Conflict` when it was
+    /// answered, expired or its turn stopped meanwhile.
+    pub async fn answer_interaction(
+        &self,
+        tenant: TenantId,
+        id: uuid::Uuid,
+        answer: &Value,
+        hub: Option<&str>,
+    ) -> Result<Answered> {
+        let mut tx = self.pool().begin().await?;
+        let row = sqlx::query(
+            "SELECT i.turn_id, i.session_id, i.agent_id, i.kind, i.prompt, i.status, t.status::text AS turn_status
+             FROM interactions i JOIN turns t ON t.tenant_id = i.tenant_id AND t.id = i.turn_id
+             WHERE i.tenant_id = $1 AND i.id = $2 FOR UPDATE OF i, t",
+        )
+        .bind(tenant.as_uuid())
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        let status: String = row.try_get("status")?;
+        let turn_status: String = row.try_get("turn_status")?;
+        if status != "pending" || turn_status != "waiting" {
+            return Err(StoreError::Conflict(format!("an answer to this {status} question")));
+        }
+        let turn = TurnId::from_uuid(row.try_get("turn_id")?);
+        let session = SessionId::from_uuid(row.try_get("session_id")?);
+        let agent: uuid::Uuid = row.try_get("agent_id")?;
+        sqlx::query("UPDATE interactions SET status = 'answered', answer = $3, answered_at = now() WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_uuid())
+            .bind(id)
+            .bind(crate::messages::storable_json(answer)?)
+            .execute(&mut *tx)
+            .await?;
+        let kind: String = row.try_get("kind")?;
+        let scope = match answer.get("choice").and_then(Value::as_str) {
+            Some("session") => Some(Some(session.as_uuid())),
+            Some("always") => Some(None),
+            _ => None,
+        };
+        if let (true, Some(scope)) = (kind == "approval", scope) {
+            let prompt: Value = row.try_get("prompt")?;
+            let keys: Vec<String> = prompt["pattern_keys"]
+                .as_array()
+                .map(|keys| keys.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                .unwrap_or_default();
+            sqlx::query(
+                "INSERT INTO approval_grants (tenant_id, agent_id, session_id, pattern_key)
+                 SELECT $1, $2, $3, unnest($4::text[]) ON CONFLICT DO NOTHING",
+            )
+            .bind(tenant.as_uuid())
+            .bind(agent)
+            .bind(scope)
+            .bind(&keys)
+            .execute(&mut *tx)
+            .await?;
+        }
+        sqlx::query(
+            "UPDATE turns SET status = 'queued', notify_hub = COALESCE($3, notify_hub)
+             WHERE tenant_id = $1 AND id = $2 AND status = 'waiting'",
+        )
+        .bind(tenant.as_uuid())
+        .bind(turn.as_uuid())
+        .bind(hub)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Answered { turn_id: turn, session_id: session })
+    }
+
+    /// The latest answer (or expiry) of the turn's interactions: the call it belongs to runs
+    /// again with it when the turn resumes.
+    pub async fn turn_resolution(&self, tenant: TenantId, turn: TurnId) -> Result<Option<(String, Value)>> {
+        let row = sqlx::query(
+            "SELECT call_id, answer FROM interactions
+             WHERE tenant_id = $1 AND turn_id = $2 AND status <> 'pending'
+             ORDER BY created_at DESC LIMIT 1",
+        )
+        .bind(tenant.as_uuid())
+        .bind(turn.as_uuid())
+        .fetch_optional(self.pool())
+        .await?;
+        row.map(|row| Ok((row.try_get("call_id")?, row.try_get::<Option<Value>, _>("answer")?.unwrap_or(Value::Null))))
+            .transpose()
+    }
+
+    /// Command patterns allowed for the agent, and for this session.
+    pub async fn approval_grants(
+        &self,
+        tenant: TenantId,
+        agent: AgentId,
+        session: SessionId,
+    ) -> Result<BTreeSet<String>> {
+        let keys: Vec<String> = sqlx::query_scalar(
+            "SELECT pattern_key FROM approval_grants
+             WHERE tenant_id = $1 AND agent_id = $2 AND (session_id IS NULL OR session_id = $3)",
+        )
+        .bind(tenant.as_uuid())
+        .bind(agent.as_uuid())
+        .bind(session.as_uuid())
+        .fetch_all(self.pool())
+        .await?;
+        Ok(keys.into_iter().collect())
+    }
+
+    /// Sets how the agent's dangerous commands are approved (`off`, `manual`, `smart`).
+    pub async fn set_approval_mode(&self, tenant: TenantId, agent: AgentId, mode: &str) -> Result<()> {
+        let done = sqlx::query("UPDATE agents SET approval_mode = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_uuid())
+            .bind(agent.as_uuid())
+            .bind(mode)
+            .execute(self.pool())
+            .await
+            .map_err(|e| match &e {
+                sqlx::Error::Database(db) if db.constraint().is_some() => {
+                    StoreError::Invalid("approval mode must be off, manual or smart".into())
+                }
+                _ => StoreError::from(e),
+            })?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+}
