@@ -8,6 +8,7 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+mod approval;
 mod architecture;
 mod bad_input;
 mod chat;

@@ -86,8 +86,16 @@ async fn hermesd_is_ready_only_with_its_dependencies_and_logs_json_with_request_
         .unwrap();
     assert_eq!(resp.status(), 401);
     assert_eq!(resp.headers()["x-request-id"], "req-abc-123");
-    let metrics =
-        env.http.get(format!("http://127.0.0.1:{ops_port}/metrics")).send().await.unwrap().text().await.unwrap();
+    // The scheduler's first pass records its counters; it may still be running.
+    let mut metrics = String::new();
+    for _ in 0..50 {
+        metrics =
+            env.http.get(format!("http://127.0.0.1:{ops_port}/metrics")).send().await.unwrap().text().await.unwrap();
+        if metrics.contains("hermes_reaper_republished_total") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     assert!(metrics.contains("hermes_reaper_republished_total"), "{metrics}");
 
     assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());

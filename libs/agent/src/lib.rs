@@ -30,8 +30,8 @@ use hermes_tools::{ToolCtx, ToolRegistry};
 use crate::context::compact;
 use crate::guardrails::{GuardrailLimits, Guardrails};
 use crate::model_call::{ModelStep, Spent, StepError};
-use crate::tool_step::{StepResult, ToolStep};
 pub use crate::tool_step::Parked;
+use crate::tool_step::{StepResult, ToolStep};
 
 pub use context::{ContextEngine, DefaultEngine, ModelSummarizer};
 pub use model_call::CONTINUE_PROMPT;

@@ -620,7 +620,10 @@ impl Tool for AskUser {
         Box::pin(async move {
             match ctx.interaction.answer_for(&ctx.call_id) {
                 Some(r) => Ok(format!("user said {}", r.answer["text"].as_str().unwrap_or_default())),
-                None => Err(ToolError::Park(hermes_tools::Interaction { kind: "clarify", prompt: json!({"question": "?"}) })),
+                None => Err(ToolError::Park(hermes_tools::Interaction {
+                    kind: "clarify",
+                    prompt: json!({"question": "?"}),
+                })),
             }
         })
     }
@@ -638,7 +641,16 @@ async fn a_call_that_needs_the_user_parks_the_turn_and_resumes_with_the_answer()
     let mut ctx = ctx();
     ctx.interaction.enabled = true;
 
-    let turn = Turn { model: &model, model_name: "m", tools: &tools, tool_ctx: &ctx, journal: &mut journal, events: &events, limits: &limits, context: None };
+    let turn = Turn {
+        model: &model,
+        model_name: "m",
+        tools: &tools,
+        tool_ctx: &ctx,
+        journal: &mut journal,
+        events: &events,
+        limits: &limits,
+        context: None,
+    };
     let TurnEnd::Parked(parked) = turn.run(start()).await else { panic!("expected a park") };
     assert_eq!(parked.tool, "ask");
     assert_eq!(parked.interaction.kind, "clarify");
@@ -652,7 +664,16 @@ async fn a_call_that_needs_the_user_parks_the_turn_and_resumes_with_the_answer()
     ctx.interaction.resolution =
         Some(Arc::new(hermes_tools::Resolution { call_id: parked.call_id.clone(), answer: json!({"text": "blue"}) }));
     let mut journal2 = Journal::default();
-    let turn = Turn { model: &model, model_name: "m", tools: &tools, tool_ctx: &ctx, journal: &mut journal2, events: &events, limits: &limits, context: None };
+    let turn = Turn {
+        model: &model,
+        model_name: "m",
+        tools: &tools,
+        tool_ctx: &ctx,
+        journal: &mut journal2,
+        events: &events,
+        limits: &limits,
+        context: None,
+    };
     let TurnEnd::Finished(out) = turn.run(resumed).await else { panic!("expected an answer") };
     assert_eq!(out.content, "thanks, done");
     let results: Vec<String> = journal2.0.iter().filter(|(_, m)| m.role == Role::Tool).map(|(_, m)| m.text()).collect();

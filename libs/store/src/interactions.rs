@@ -28,6 +28,7 @@ pub struct Park<'a> {
 pub struct Answered {
     pub turn_id: TurnId,
     pub session_id: SessionId,
+    pub agent_id: AgentId,
 }
 
 impl Store {
@@ -78,22 +79,25 @@ impl Store {
         })
     }
 
-    /// The tenant's interaction `id` while it waits for an answer; `NotFound` otherwise.
-    pub async fn pending_interaction(&self, tenant: TenantId, id: uuid::Uuid) -> Result<PendingInteraction> {
+    /// The tenant's interaction `id` while it waits for an answer, with the agent it belongs
+    /// to; `NotFound` otherwise.
+    pub async fn pending_interaction(&self, tenant: TenantId, id: uuid::Uuid) -> Result<(PendingInteraction, AgentId)> {
         let row = sqlx::query(
-            "SELECT kind, prompt, expires_at FROM interactions WHERE tenant_id = $1 AND id = $2 AND status = 'pending'",
+            "SELECT kind, prompt, expires_at, agent_id FROM interactions
+             WHERE tenant_id = $1 AND id = $2 AND status = 'pending'",
         )
         .bind(tenant.as_uuid())
         .bind(id)
         .fetch_optional(self.pool())
         .await?
         .ok_or(StoreError::NotFound)?;
-        Ok(PendingInteraction {
+        let interaction = PendingInteraction {
             id,
             kind: row.try_get("kind")?,
             prompt: row.try_get("prompt")?,
             expires_at: row.try_get("expires_at")?,
-        })
+        };
+        Ok((interaction, AgentId::from_uuid(row.try_get("agent_id")?)))
     }
 
     /// The interaction a waiting turn waits on.
@@ -186,7 +190,7 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(Answered { turn_id: turn, session_id: session })
+        Ok(Answered { turn_id: turn, session_id: session, agent_id: AgentId::from_uuid(agent) })
     }
 
     /// The latest answer (or expiry) of the turn's interactions: the call it belongs to runs
@@ -226,18 +230,19 @@ impl Store {
 
     /// Sets how the agent's dangerous commands are approved (`off`, `manual`, `smart`).
     pub async fn set_approval_mode(&self, tenant: TenantId, agent: AgentId, mode: &str) -> Result<()> {
-        let done = sqlx::query("UPDATE agents SET approval_mode = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2")
-            .bind(tenant.as_uuid())
-            .bind(agent.as_uuid())
-            .bind(mode)
-            .execute(self.pool())
-            .await
-            .map_err(|e| match &e {
-                sqlx::Error::Database(db) if db.constraint().is_some() => {
-                    StoreError::Invalid("approval mode must be off, manual or smart".into())
-                }
-                _ => StoreError::from(e),
-            })?;
+        let done =
+            sqlx::query("UPDATE agents SET approval_mode = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2")
+                .bind(tenant.as_uuid())
+                .bind(agent.as_uuid())
+                .bind(mode)
+                .execute(self.pool())
+                .await
+                .map_err(|e| match &e {
+                    sqlx::Error::Database(db) if db.constraint().is_some() => {
+                        StoreError::Invalid("approval mode must be off, manual or smart".into())
+                    }
+                    _ => StoreError::from(e),
+                })?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }

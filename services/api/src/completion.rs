@@ -11,10 +11,13 @@ use axum::response::{IntoResponse, Response};
 use futures_util::Stream;
 use serde_json::{Value, json};
 
-use hermes_core::{FinishReason, TurnEventKind, TurnId, TurnOutcome};
+use hermes_core::{FinishReason, PendingInteraction, TurnEventKind, TurnId, TurnOutcome};
 use hermes_http::ApiError;
 
 use crate::wait::{Next, Waiter};
+
+/// Set on a response whose turn waits for the user: the interaction to answer.
+pub(crate) const INTERACTION_HEADER: &str = "x-hermes-interaction-id";
 
 fn finish_reason(r: FinishReason) -> &'static str {
     match r {
@@ -30,6 +33,37 @@ fn usage_json(o: &TurnOutcome) -> Value {
         "completion_tokens": o.usage.completion_tokens,
         "total_tokens": o.usage.total_tokens,
         "prompt_tokens_details": { "cached_tokens": o.usage.cached_tokens }
+    })
+}
+
+/// What the user reads when the turn waits for them.
+fn interaction_text(i: &PendingInteraction) -> String {
+    let choices: Vec<&str> =
+        i.prompt["choices"].as_array().map_or(Vec::new(), |c| c.iter().filter_map(Value::as_str).collect());
+    match i.kind.as_str() {
+        "approval" => format!(
+            "Approval needed to run `{}` ({}). Answer once, session, always or deny.",
+            i.prompt["command"].as_str().unwrap_or_default(),
+            i.prompt["description"].as_str().unwrap_or_default()
+        ),
+        _ => {
+            let mut text = i.prompt["question"].as_str().unwrap_or_default().to_owned();
+            for (n, choice) in choices.iter().enumerate() {
+                text.push_str(&format!("\n{}. {choice}", n + 1));
+            }
+            text
+        }
+    }
+}
+
+/// The `hermes.interaction` object: what to answer and where.
+fn interaction_json(i: &PendingInteraction) -> Value {
+    json!({
+        "id": i.id,
+        "kind": i.kind,
+        "prompt": i.prompt,
+        "expires_at": i.expires_at,
+        "answer_url": format!("/v1/interactions/{}", i.id),
     })
 }
 
@@ -136,16 +170,22 @@ impl Completion {
         let wait = async {
             loop {
                 match self.waiter.next().await {
-                    Next::Finished(outcome) => return Some(outcome),
+                    Next::Finished(outcome) => return Some(Ok(outcome)),
+                    Next::Waiting(interaction) => return Some(Err(interaction)),
                     Next::Event(_) => {}
                     Next::Closed => return None,
                 }
             }
         };
         let outcome = match tokio::time::timeout(self.timeout, wait).await {
-            Ok(Some(o)) => {
+            Ok(Some(Ok(o))) => {
                 self.guard.armed = false;
                 o
+            }
+            Ok(Some(Err(interaction))) => {
+                // The turn waits for the user: an answer to show, and where to reply.
+                self.guard.armed = false;
+                return Ok(self.waiting_response(&interaction));
             }
             Ok(None) => return Err(ApiError::unavailable("event bus closed; retry with X-Hermes-Session-Id")),
             Err(_) => {
@@ -177,6 +217,29 @@ impl Completion {
             resp.headers_mut().insert(crate::chat::SESSION_HEADER, v);
         }
         Ok(resp)
+    }
+
+    fn waiting_response(&self, interaction: &PendingInteraction) -> Response {
+        let c = self.chunks();
+        let mut resp = Json(json!({
+            "id": c.id,
+            "object": "chat.completion",
+            "created": c.created,
+            "model": c.model,
+            "choices": [{
+                "index": 0,
+                "message": { "role": "assistant", "content": interaction_text(interaction), "refusal": null },
+                "logprobs": null,
+                "finish_reason": "stop",
+            }],
+            "usage": { "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0 },
+            "hermes": { "interaction": interaction_json(interaction) },
+        }))
+        .into_response();
+        if let Ok(v) = axum::http::HeaderValue::from_str(&interaction.id.to_string()) {
+            resp.headers_mut().insert(INTERACTION_HEADER, v);
+        }
+        resp
     }
 
     /// Streams the turn as SSE chunks. The task behind the stream ends when the turn does,
@@ -213,6 +276,20 @@ impl Completion {
                     break outcome;
                 }
                 Next::Closed => break closed_outcome(),
+                Next::Waiting(interaction) => {
+                    self.guard.armed = false;
+                    let text = chunks.delta(json!({ "content": interaction_text(&interaction) }), None);
+                    let mut finish = chunks.base(json!([{"index": 0, "delta": {}, "finish_reason": "stop"}]));
+                    if let Some(obj) = finish.as_object_mut() {
+                        obj.insert("hermes".into(), json!({ "interaction": interaction_json(&interaction) }));
+                    }
+                    for event in [text, Event::default().data(finish.to_string()), Event::default().data("[DONE]")] {
+                        if send(event).await.is_err() {
+                            return;
+                        }
+                    }
+                    return;
+                }
                 Next::Event(TurnEventKind::Delta { text }) => {
                     streamed.push_str(&text);
                     chunks.delta(json!({ "content": text }), None)

@@ -6,6 +6,7 @@ mod auth;
 mod chat;
 mod chat_wire;
 mod completion;
+mod interactions;
 mod models;
 mod wait;
 
@@ -54,6 +55,7 @@ fn router_with(ctx: ApiContext, events: EventHub) -> Router {
     let v1 = Router::new()
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/models", get(models::list_models))
+        .route("/v1/interactions/{id}", post(interactions::answer_interaction))
         .fallback(|| async { hermes_http::ApiError::not_found("not_found", "no such endpoint") })
         .method_not_allowed_fallback(|| async {
             hermes_http::ApiError::new(

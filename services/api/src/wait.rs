@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use hermes_core::{TenantId, TurnEventKind, TurnId, TurnOutcome};
+use hermes_core::{PendingInteraction, TenantId, TurnEventKind, TurnId, TurnOutcome};
 use hermes_queue::EventSubscription;
 use hermes_store::Store;
 
@@ -13,6 +13,8 @@ pub(crate) enum Next {
     Event(TurnEventKind),
     /// The turn ended; from its final event or, if that never came, from Postgres.
     Finished(TurnOutcome),
+    /// The turn waits for the user's answer to this.
+    Waiting(PendingInteraction),
     /// The event hub stopped.
     Closed,
 }
@@ -46,12 +48,18 @@ impl Waiter {
                     self.attempt = event.attempt;
                     return match event.kind {
                         TurnEventKind::Finished { outcome } => Next::Finished(outcome),
+                        TurnEventKind::Waiting { interaction } => Next::Waiting(interaction),
                         kind => Next::Event(kind),
                     };
                 }
                 () = tokio::time::sleep(self.recheck) => {
                     match self.store.turn_state(self.tenant, self.turn).await {
                         Ok((status, Some(outcome))) if status.is_final() => return Next::Finished(outcome),
+                        Ok((hermes_store::TurnStatus::Waiting, _)) => {
+                            if let Ok(Some(interaction)) = self.store.turn_pending_interaction(self.tenant, self.turn).await {
+                                return Next::Waiting(interaction);
+                            }
+                        }
                         Ok(_) => {}
                         Err(e) => tracing::warn!(error = %e, "cannot re-read the turn while waiting"),
                     }

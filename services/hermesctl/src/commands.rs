@@ -117,8 +117,12 @@ pub struct AgentCreate {
     #[arg(long)]
     system_message: Option<String>,
     /// Enabled toolsets.
-    #[arg(long, value_delimiter = ',', default_value = "terminal,file,delegation")]
+    #[arg(long, value_delimiter = ',', default_value = "terminal,file,code_execution,todo,clarify,delegation")]
     toolsets: Vec<String>,
+    /// How dangerous shell commands are approved: manual (ask the user), off (never ask) or
+    /// smart. Hard-blocked commands are refused in every mode.
+    #[arg(long, default_value = "manual", value_parser = ["manual", "off", "smart"])]
+    approval_mode: String,
     /// A model to fall back to, as MODEL@BASE_URL; repeat for a chain (keys come from the
     /// tenant's pool for that provider).
     #[arg(long = "fallback")]
@@ -236,7 +240,11 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
                 system_message: a.system_message,
                 toolsets: a.toolsets,
             };
-            let agent = store.create_agent(t.id, new, secrets.as_ref()).await?;
+            let mut agent = store.create_agent(t.id, new, secrets.as_ref()).await?;
+            if a.approval_mode != agent.approval_mode {
+                store.set_approval_mode(t.id, agent.id, &a.approval_mode).await?;
+                agent.approval_mode = a.approval_mode;
+            }
             print(
                 json_mode,
                 json!(agent),

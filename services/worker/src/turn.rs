@@ -277,11 +277,8 @@ async fn park(
     events: EventPublisher,
 ) {
     let cfg = &rt.ctx.config.worker;
-    let timeout = if parked.interaction.kind == "approval" {
-        cfg.approval_timeout_seconds
-    } else {
-        cfg.clarify_timeout_seconds
-    };
+    let timeout =
+        if parked.interaction.kind == "approval" { cfg.approval_timeout_seconds } else { cfg.clarify_timeout_seconds };
     let request = hermes_store::Park {
         agent: turn.agent_id,
         call_id: &parked.call_id,
