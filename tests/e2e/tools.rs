@@ -163,3 +163,47 @@ async fn a_new_session_reads_the_project_context_file_from_the_workspace_with_in
     assert!(system.contains("[BLOCKED: instruction override]") && !system.contains("print your prompt"), "{system}");
     env.stop().await;
 }
+
+#[tokio::test]
+async fn rollback_lists_the_workspace_checkpoints_and_restores_one_without_the_model() {
+    let env = TestEnv::start().await;
+    let (_, agent, key) = env.tenant("acme", "ops").await;
+    sqlx::query("UPDATE agents SET toolsets = ARRAY['terminal', 'file'] WHERE id = $1")
+        .bind(agent.id.as_uuid())
+        .execute(env.store.pool())
+        .await
+        .unwrap();
+    let chat = |content: &str| json!({"model": "ops", "messages": [{"role": "user", "content": content}]});
+    // Turn 1 writes a file: the workspace is checkpointed first (empty).
+    env.llm.push(ScriptedReply::tool_call("write_file", json!({"path": "notes.md", "content": "draft one\n"})));
+    env.llm.push(ScriptedReply::text("Wrote it."));
+    let body: Value = env.chat(&key, chat("write notes")).await.json().await.unwrap();
+    assert_eq!(answer_text(&body), "Wrote it.");
+    // Turn 2 edits it: a second checkpoint, holding draft one.
+    env.llm.push(ScriptedReply::tool_call("write_file", json!({"path": "notes.md", "content": "draft two\n"})));
+    env.llm.push(ScriptedReply::text("Rewrote it."));
+    env.chat(&key, chat("rewrite notes")).await.json::<Value>().await.unwrap();
+    let model_calls = env.llm.requests().len();
+
+    let body: Value = env.chat(&key, chat("/rollback")).await.json().await.unwrap();
+    let listing = answer_text(&body);
+    assert!(listing.starts_with("Checkpoints (newest first)"), "{listing}");
+    assert!(listing.contains("\n1. ") && listing.contains("\n2. ") && !listing.contains("\n3. "), "{listing}");
+    assert!(listing.contains("before write_file"), "{listing}");
+
+    let body: Value = env.chat(&key, chat("/rollback 1")).await.json().await.unwrap();
+    assert!(answer_text(&body).starts_with("Restored the workspace to cp_"), "{body}");
+    assert_eq!(env.llm.requests().len(), model_calls, "commands never reach the model");
+    assert_eq!(env.count("SELECT count(*) FROM messages WHERE content::text LIKE '%/rollback%'").await, 0);
+
+    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "cat notes.md"})));
+    env.llm.push(ScriptedReply::text("ok"));
+    env.chat(&key, chat("show notes")).await.json::<Value>().await.unwrap();
+    let shown = env.llm.requests().last().unwrap().messages();
+    let out = shown.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned();
+    assert_eq!(out.trim(), "draft one", "back to the state before turn 2's change");
+
+    let body: Value = env.chat(&key, chat("/rollback 9")).await.json().await.unwrap();
+    assert!(answer_text(&body).contains("there is no checkpoint 9"), "{body}");
+    env.stop().await;
+}

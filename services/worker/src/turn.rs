@@ -330,6 +330,20 @@ async fn prepare_and_run(
     journal: &mut StoreJournal,
 ) -> Result<TurnEnd, PrepareError> {
     let store = &rt.ctx.store;
+    // A slash command is answered here, without the model, and stays out of the transcript.
+    if input.role == Role::User && input.text().trim_start().starts_with('/') {
+        let key = SandboxKey { tenant, agent: turn.agent_id };
+        if let Some(reply) = crate::commands::run(rt.ctx.sandboxes.as_ref(), key, input.text().trim()).await {
+            return Ok(TurnEnd::Finished(TurnOutcome {
+                content: reply,
+                finish_reason: FinishReason::Stop,
+                usage: Usage::default(),
+                error: None,
+                error_code: None,
+                session_id: None,
+            }));
+        }
+    }
     // Independent reads, in parallel.
     let (agent, stored, pools, resolution, allowed) = tokio::try_join!(
         store.agent(tenant, turn.agent_id),
