@@ -190,3 +190,39 @@ async fn clarify_asks_the_user_and_the_turn_resumes_with_the_answer() {
     assert_eq!(last_tool_result(&env), "The user answered: blue");
     env.stop().await;
 }
+
+#[tokio::test]
+async fn smart_mode_asks_the_model_first_and_the_user_only_when_it_is_unsure() {
+    let env = TestEnv::start().await;
+    let (tenant, agent, key) = env.tenant("acme", "ops").await;
+    env.store.set_approval_mode(tenant, agent.id, "smart").await.unwrap();
+    // The review approves: the command runs without asking anyone.
+    env.llm
+        .push(ScriptedReply::tool_call("terminal", json!({"command": "mkdir -p build && rm -rf build && echo gone"})));
+    env.llm.push(ScriptedReply::text("APPROVE"));
+    env.llm.push(ScriptedReply::text("Removed the build directory."));
+    let body: Value = env
+        .chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "clean"}]}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answer_text(&body), "Removed the build directory.");
+    let review = env.llm.requests()[1].messages();
+    assert!(review[0]["content"].as_str().unwrap().contains("Answer with exactly one word"));
+    assert!(review[1]["content"].as_str().unwrap().contains("rm -rf build"));
+    assert_eq!(last_tool_result(&env).trim(), "gone");
+    assert_eq!(env.count("SELECT count(*) FROM approval_grants WHERE session_id IS NOT NULL").await, 1);
+
+    // The review is unsure: the user is asked.
+    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "git init -q; git push --force origin main"})));
+    env.llm.push(ScriptedReply::text("ESCALATE"));
+    let body: Value = env
+        .chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "push"}]}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(interaction(&body)["prompt"]["pattern_keys"], json!(["git_destructive"]));
+    env.stop().await;
+}

@@ -228,6 +228,27 @@ impl Store {
         Ok(keys.into_iter().collect())
     }
 
+    /// Remembers command patterns as allowed for the rest of `session`.
+    pub async fn grant_session_patterns(
+        &self,
+        tenant: TenantId,
+        agent: AgentId,
+        session: SessionId,
+        keys: &[String],
+    ) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO approval_grants (tenant_id, agent_id, session_id, pattern_key)
+             SELECT $1, $2, $3, unnest($4::text[]) ON CONFLICT DO NOTHING",
+        )
+        .bind(tenant.as_uuid())
+        .bind(agent.as_uuid())
+        .bind(session.as_uuid())
+        .bind(keys)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
     /// Sets how the agent's dangerous commands are approved (`off`, `manual`, `smart`).
     pub async fn set_approval_mode(&self, tenant: TenantId, agent: AgentId, mode: &str) -> Result<()> {
         let done =

@@ -32,7 +32,7 @@ impl TerminalTool {
     }
 
     async fn background(&self, ctx: &ToolCtx, command: &str, workdir: Option<String>) -> Result<String, ToolError> {
-        crate::approval::check(ctx, command)?;
+        crate::approval::check(ctx, command).await?;
         let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id };
         let client = self.sandboxes.open(key).await.map_err(sandbox_error)?;
         let request = StartProcessRequest {
@@ -71,7 +71,7 @@ impl TerminalTool {
         if command.trim().is_empty() {
             return Err(ToolError::RespondToModel("command is empty".into()));
         }
-        crate::approval::check(ctx, command)?;
+        crate::approval::check(ctx, command).await?;
         let timeout_secs = match timeout {
             None | Some(Value::Null) => self.default_timeout_secs,
             Some(v) => v.as_u64().filter(|t| (1..=MAX_TIMEOUT_SECS).contains(t)).ok_or_else(|| {

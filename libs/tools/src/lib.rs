@@ -66,6 +66,33 @@ pub struct Interactive {
     pub allowed: Arc<BTreeSet<String>>,
     /// The user's answer to the question the turn was parked on.
     pub resolution: Option<Arc<Resolution>>,
+    /// Reviews dangerous commands first in `smart` mode.
+    pub judge: Option<Judge>,
+}
+
+/// What a reviewer says about a dangerous command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Approve,
+    Deny,
+    /// Unsure: ask the user.
+    Escalate,
+}
+
+/// Reviews a flagged command before the user is asked (`smart` approval mode).
+pub trait ApprovalJudge: Send + Sync {
+    /// `reasons`: why the catalogue flagged it; `keys`: its pattern keys.
+    fn judge<'a>(&'a self, command: &'a str, reasons: &'a str, keys: &'a [&'static str]) -> BoxFuture<'a, Verdict>;
+}
+
+/// A shared [`ApprovalJudge`].
+#[derive(Clone)]
+pub struct Judge(pub Arc<dyn ApprovalJudge>);
+
+impl std::fmt::Debug for Judge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Judge")
+    }
 }
 
 impl Interactive {

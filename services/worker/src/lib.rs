@@ -6,6 +6,7 @@
 mod commands;
 mod delegate;
 mod journal;
+mod judge;
 mod keys;
 mod models;
 mod session;

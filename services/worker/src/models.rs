@@ -80,6 +80,17 @@ impl Models {
         self.build(chain, self.purpose)
     }
 
+    /// The model for side tasks (reviews): the auxiliary model, else the main one; and its name.
+    pub fn auxiliary(&self) -> (TurnModel, String) {
+        match &self.agent.auxiliary {
+            Some(aux) => (
+                self.build(vec![endpoint(&aux.base_url, &aux.model, aux.api_mode.as_deref())], "auxiliary"),
+                aux.model.clone(),
+            ),
+            None => (self.build(vec![self.primary()], "auxiliary"), self.agent.model.clone()),
+        }
+    }
+
     /// The context engine: the agent's window, and its summarizers in order.
     pub fn context_engine(&self) -> DefaultEngine<Summaries<'_>> {
         let window = self

@@ -14,7 +14,7 @@ use hermes_core::{ChatMessage, FinishReason, Role, SessionId, TenantId, TurnEven
 use hermes_queue::SessionWork;
 use hermes_sandbox::SandboxKey;
 use hermes_store::{ClaimedTurn, LeaseState, StoreError, TurnStatus};
-use hermes_tools::{ApprovalMode, Interactive, Resolution, ToolCtx};
+use hermes_tools::{ApprovalMode, Interactive, Judge, Resolution, ToolCtx};
 
 use crate::Runtime;
 use crate::delegate::DelegateTool;
@@ -453,6 +453,17 @@ async fn prepare_and_run(
             approval_mode: ApprovalMode::parse(&agent.approval_mode).unwrap_or_default(),
             allowed: Arc::new(allowed),
             resolution: resolution.map(|(call_id, answer)| Arc::new(Resolution { call_id, answer })),
+            judge: (agent.approval_mode == "smart").then(|| {
+                let (model, model_name) = models.auxiliary();
+                Judge(Arc::new(crate::judge::SmartJudge {
+                    model,
+                    model_name,
+                    store: store.clone(),
+                    tenant,
+                    agent: agent.id,
+                    session: turn.session_id,
+                }))
+            }),
         },
     };
     let limits = TurnLimits { stream_deltas: turn.stream, ..TurnLimits::main(rt.ctx.config.worker.max_iterations) };
