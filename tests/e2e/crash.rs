@@ -109,3 +109,44 @@ async fn a_turn_that_outlasts_the_drain_is_handed_back_and_finished_by_another_w
     worker_b.wait().unwrap();
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_background_process_started_in_one_turn_is_waited_for_in_the_next_by_another_worker() {
+    let env = TestEnv::start_with(Roles { worker: false, scheduler: true }, |_| {}).await;
+    let (_, _, key) = env.tenant("acme", "ops").await;
+    env.llm.push(ScriptedReply::tool_call(
+        "terminal",
+        json!({"command": "sleep 2; echo built > /workspace/artifact; echo build-finished", "background": true}),
+    ));
+    env.llm.push(ScriptedReply::text("Started the build."));
+    let mut worker_a = env.spawn_hermesd(&["worker"], "worker-a");
+    let resp = env.chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "build it"}]})).await;
+    let session = resp.headers()["x-hermes-session-id"].to_str().unwrap().to_owned();
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(answer_text(&body), "Started the build.");
+    let started = env.llm.requests()[1].messages();
+    let result = started.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned();
+    let id = result.split_whitespace().find(|w| w.starts_with("proc_")).unwrap().trim_end_matches('.').to_owned();
+    worker_a.kill().unwrap();
+    worker_a.wait().unwrap();
+
+    // The next turn of the session runs on another worker and waits for the same process.
+    let mut worker_b = env.spawn_hermesd(&["worker"], "worker-b");
+    env.llm.push(ScriptedReply::tool_call("process", json!({"action": "wait", "session_id": id, "timeout": 30})));
+    env.llm.push(ScriptedReply::text("The build finished."));
+    let resp = env
+        .chat_with(
+            &key,
+            json!({"model": "ops", "messages": [{"role": "user", "content": "is it done?"}]}),
+            Some(&session),
+        )
+        .await;
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(answer_text(&body), "The build finished.");
+    let waited = env.llm.requests().last().unwrap().messages();
+    let out = waited.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(out.contains("build-finished") && out.contains("[exited with code 0]"), "{out}");
+    worker_b.kill().unwrap();
+    worker_b.wait().unwrap();
+    env.stop().await;
+}

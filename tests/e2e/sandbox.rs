@@ -294,6 +294,18 @@ async fn agents_cannot_see_each_others_workspaces(s: &dyn Sandboxes) {
     assert_eq!(grpc.read_file(request).await.unwrap_err().code(), tonic::Code::NotFound);
 }
 
+async fn the_workers_environment_never_reaches_the_sandbox(s: &dyn Sandboxes) {
+    let key = new_key();
+    let env = run(s, key, "env; cat /proc/1/environ 2>/dev/null | tr '\\0' '\\n'", 20).await.output;
+    let ordinary = ["PATH", "HOME", "LANG", "PWD", "TERM", "SHLVL", "HOSTNAME", "USER", "_"];
+    for (name, value) in std::env::vars() {
+        if value.len() < 8 || ordinary.contains(&name.as_str()) {
+            continue;
+        }
+        assert!(!env.contains(&value), "{name} of the worker's environment is visible in the sandbox:\n{env}");
+    }
+}
+
 async fn a_sandbox_that_died_is_recreated_with_its_workspace(s: &dyn Sandboxes, kill: impl AsyncFnOnce(SandboxKey)) {
     let key = new_key();
     run(s, key, "echo kept > /workspace/k", 20).await;
@@ -402,7 +414,8 @@ macro_rules! backend_suite {
             checkpoints_restore_the_workspace,
             there_is_no_network_by_default,
             dropping_a_command_kills_it,
-            agents_cannot_see_each_others_workspaces
+            agents_cannot_see_each_others_workspaces,
+            the_workers_environment_never_reaches_the_sandbox
         );
 
         #[tokio::test]
@@ -425,6 +438,33 @@ macro_rules! backend_suite {
 
 mod docker {
     backend_suite!(DockerFixture);
+
+    #[tokio::test]
+    async fn a_workspace_quota_applies_where_the_storage_supports_it_and_is_skipped_elsewhere() {
+        let name = unique("q");
+        let mut config = hermes_config::SandboxConfig::default();
+        config.docker.image = crate::harness::SANDBOX_TEST_IMAGE.into();
+        config.docker.name_prefix = format!("htest-{name}");
+        config.docker.ipc_dir = format!("/tmp/htest-ipc/{name}");
+        config.docker.workspace_quota_mb = 64;
+        let f = DockerFixture {
+            sandboxes: Arc::new(hermes_sandbox::docker::DockerSandboxes::connect(&config).await.unwrap()),
+            config,
+        };
+        let key = new_key();
+        assert_eq!(run(&*f.sandboxes, key, "echo ok > /workspace/f && cat /workspace/f", 20).await.output, "ok\n");
+        let docker = bollard::Docker::connect_with_local_defaults().unwrap();
+        let backing = docker.info().await.unwrap().driver_status.unwrap_or_default();
+        let xfs = backing.iter().any(|kv| kv.len() == 2 && kv[0] == "Backing Filesystem" && kv[1] == "xfs");
+        let volume =
+            docker.inspect_volume(&format!("{}-ws-{}-{}", f.config.docker.name_prefix, key.tenant, key.agent)).await;
+        let size = volume.ok().and_then(|v| v.options.get("size").cloned());
+        if xfs {
+            assert_eq!(size.as_deref(), Some("64m"), "xfs with quotas: the workspace is limited");
+        } else {
+            assert_eq!(size, None, "no quota support here: the workspace works without one");
+        }
+    }
 }
 
 mod local {

@@ -244,6 +244,9 @@ pub struct DockerSandboxConfig {
     pub sandboxd_path: String,
     /// Host directory holding one socket directory per sandbox (bind-mounted into it).
     pub ipc_dir: String,
+    /// Size limit of each workspace volume in MiB (0: none). Docker enforces it only where
+    /// its storage allows (xfs with project quotas); elsewhere it is skipped with a warning.
+    pub workspace_quota_mb: u64,
 }
 
 impl Default for DockerSandboxConfig {
@@ -258,6 +261,7 @@ impl Default for DockerSandboxConfig {
             name_prefix: "hermes".into(),
             sandboxd_path: "/opt/hermes/bin/hermes-sandboxd".into(),
             ipc_dir: "/tmp/hermes-sandboxes".into(),
+            workspace_quota_mb: 0,
         }
     }
 }

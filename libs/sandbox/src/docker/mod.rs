@@ -8,11 +8,14 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bollard::Docker;
 use bollard::errors::Error as DockerError;
-use bollard::models::{ContainerCreateBody, ContainerSummaryStateEnum, HostConfig, Mount, MountType};
+use bollard::models::{
+    ContainerCreateBody, ContainerSummaryStateEnum, HostConfig, Mount, MountType, VolumeCreateRequest,
+};
 use bollard::query_parameters::{CreateContainerOptions, ListContainersOptions, RemoveContainerOptions};
 use futures_util::future::BoxFuture;
 
@@ -36,6 +39,8 @@ struct Inner {
     docker: Docker,
     cfg: SandboxConfig,
     daemons: Daemons,
+    /// Set once the engine refused a volume size: quotas are not tried again.
+    no_quota_support: AtomicBool,
 }
 
 fn docker_err(e: DockerError) -> SandboxError {
@@ -60,7 +65,8 @@ impl DockerSandboxes {
         }
         .map_err(|e| SandboxError::Unavailable(e.to_string()))?;
         let docker = docker.negotiate_version().await.map_err(|e| SandboxError::Unavailable(e.to_string()))?;
-        Ok(Self { inner: Arc::new(Inner { docker, cfg: cfg.clone(), daemons: Daemons::new() }) })
+        let no_quota_support = AtomicBool::new(false);
+        Ok(Self { inner: Arc::new(Inner { docker, cfg: cfg.clone(), daemons: Daemons::new(), no_quota_support }) })
     }
 
     /// The container name of `key`'s sandbox.
@@ -105,6 +111,31 @@ impl DockerSandboxes {
         Ok(name)
     }
 
+    /// Creates the workspace volume with its size limit, when one is configured and the
+    /// engine's storage supports it (otherwise the container's mount creates it plainly).
+    async fn create_workspace_volume(&self, key: SandboxKey, labels: &HashMap<String, String>) -> Result<()> {
+        let quota = self.inner.cfg.docker.workspace_quota_mb;
+        if quota == 0 || self.inner.no_quota_support.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let request = VolumeCreateRequest {
+            name: Some(self.volume_name(key)),
+            driver_opts: Some(HashMap::from([("size".to_owned(), format!("{quota}m"))])),
+            labels: Some(labels.clone()),
+            ..Default::default()
+        };
+        match self.inner.docker.create_volume(request).await {
+            Ok(_) => Ok(()),
+            Err(e) if status_of(&e) == Some(409) || e.to_string().contains("already exists") => Ok(()),
+            Err(e) if e.to_string().contains("quota") => {
+                tracing::warn!(error = %e, "this Docker storage cannot limit volume sizes; workspaces have no quota");
+                self.inner.no_quota_support.store(true, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(e) => Err(docker_err(e)),
+        }
+    }
+
     async fn create(&self, key: SandboxKey, name: &str) -> Result<()> {
         let cfg = &self.inner.cfg.docker;
         // The sandbox user is uid 1000.
@@ -114,6 +145,7 @@ impl DockerSandboxes {
             (LABEL_TENANT.to_owned(), key.tenant.to_string()),
             (LABEL_AGENT.to_owned(), key.agent.to_string()),
         ]);
+        self.create_workspace_volume(key, &labels).await?;
         let tmpfs = HashMap::from([
             ("/tmp".to_owned(), format!("rw,nosuid,nodev,size={}m", cfg.tmpfs_mb)),
             ("/run".to_owned(), "rw,nosuid,nodev,noexec,size=16m".to_owned()),

@@ -218,9 +218,12 @@ impl LocalSandboxes {
             c.arg(format!("--nproc={0}:{0}", local.pids_limit)).arg("--").arg(&local.bwrap_path).stdin(Stdio::null());
             c
         };
+        // Nothing of the worker's environment or working directory reaches the sandbox (the
+        // namespace's init keeps the environment bwrap started with).
         command
             .args(args)
             .env_clear()
+            .current_dir("/")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .process_group(0)
