@@ -4,6 +4,8 @@
 //!
 //! Usage: hermes-sandbox-bench --backend docker|local [--sandboxes N] [--execs M]
 
+#![allow(clippy::print_stdout, reason = "a report on stdout is the point")]
+
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
