@@ -85,9 +85,18 @@ fn crate_dependencies_point_the_way_the_design_says() {
     assert!(g.workspace_deps("hermes-core").is_empty(), "core is a leaf: {:?}", g.workspace_deps("hermes-core"));
 
     let agent = g.transitive("hermes-agent");
-    for banned in
-        ["hermes-store", "hermes-queue", "hermes-cache", "hermes-sandbox", "sqlx", "lapin", "redis", "bollard"]
-    {
+    for banned in [
+        "hermes-store",
+        "hermes-queue",
+        "hermes-cache",
+        "hermes-sandbox",
+        "hermes-sandbox-kube",
+        "sqlx",
+        "lapin",
+        "redis",
+        "bollard",
+        "kube",
+    ] {
         assert!(!agent.contains(banned), "hermes-agent must not depend on {banned}");
     }
 
@@ -97,6 +106,9 @@ fn crate_dependencies_point_the_way_the_design_says() {
         let bad: Vec<_> = g.workspace_deps(adapter).into_iter().filter(|d| !allowed(d)).collect();
         assert!(bad.is_empty(), "{adapter} may depend only on core, config and its protocol, not {bad:?}");
     }
+    // The Kubernetes backend builds on the sandbox adapter's client and trait, and no more.
+    let kube: Vec<_> = g.workspace_deps("hermes-sandbox-kube").into_iter().collect();
+    assert_eq!(kube, ["hermes-config", "hermes-core", "hermes-sandbox"], "hermes-sandbox-kube's dependencies");
     // sandboxd runs inside every sandbox: it knows the protocol and nothing else of ours.
     let sandboxd: Vec<_> = g.workspace_deps("hermes-sandboxd").into_iter().collect();
     assert_eq!(sandboxd, ["hermes-sandbox-proto"], "sandboxd must stay small");
@@ -124,9 +136,14 @@ fn crate_dependencies_point_the_way_the_design_says() {
         );
     }
     // Each heavy stack crate lives in one lib.
-    for (krate, home) in
-        [("sqlx", "hermes-store"), ("lapin", "hermes-queue"), ("redis", "hermes-cache"), ("bollard", "hermes-sandbox")]
-    {
+    for (krate, home) in [
+        ("sqlx", "hermes-store"),
+        ("lapin", "hermes-queue"),
+        ("redis", "hermes-cache"),
+        ("bollard", "hermes-sandbox"),
+        ("kube", "hermes-sandbox-kube"),
+        ("k8s-openapi", "hermes-sandbox-kube"),
+    ] {
         let users: Vec<_> = g.workspace.iter().filter(|p| g.direct[*p].contains(krate)).cloned().collect();
         assert_eq!(users, [home], "{krate} belongs in {home} only");
     }

@@ -19,6 +19,7 @@ mod fencing;
 mod harness;
 mod interrupt;
 mod isolation;
+mod kubernetes;
 mod ops;
 mod providers;
 mod retry;

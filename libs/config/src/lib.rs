@@ -210,6 +210,7 @@ pub struct SandboxConfig {
     pub backend: String,
     pub docker: DockerSandboxConfig,
     pub local: LocalSandboxConfig,
+    pub kubernetes: KubernetesSandboxConfig,
     /// A sandbox unused this long is removed (its workspace volume stays).
     pub idle_seconds: u64,
     /// Default timeout of a terminal command.
@@ -222,6 +223,7 @@ impl Default for SandboxConfig {
             backend: "docker".into(),
             docker: DockerSandboxConfig::default(),
             local: LocalSandboxConfig::default(),
+            kubernetes: KubernetesSandboxConfig::default(),
             idle_seconds: 1800,
             exec_timeout_seconds: 180,
         }
@@ -262,6 +264,55 @@ impl Default for DockerSandboxConfig {
             sandboxd_path: "/opt/hermes/bin/hermes-sandboxd".into(),
             ipc_dir: "/tmp/hermes-sandboxes".into(),
             workspace_quota_mb: 0,
+        }
+    }
+}
+
+/// The Kubernetes backend: a pod per tenant-agent with a PVC workspace, reached on the pod's
+/// IP with a per-sandbox token; a NetworkPolicy lets only the workers in.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct KubernetesSandboxConfig {
+    /// Namespace of the sandboxes; empty: the worker's own (from the service account).
+    pub namespace: String,
+    pub image: String,
+    /// sandboxd's path inside the image.
+    pub sandboxd_path: String,
+    /// The port sandboxd listens on in the pod.
+    pub port: u16,
+    /// gVisor, Kata, ...: the pods' RuntimeClass; empty for the cluster's default.
+    pub runtime_class: String,
+    /// The PVC's storage class; empty for the cluster's default.
+    pub storage_class: String,
+    pub workspace_gb: u64,
+    pub memory_mb: u64,
+    /// CPU limit in millicores.
+    pub cpu_millis: u64,
+    pub tmpfs_mb: u64,
+    /// Labels of the worker pods: the only pods the NetworkPolicy lets reach a sandbox.
+    pub worker_labels: std::collections::BTreeMap<String, String>,
+    /// Prefix of the objects' names.
+    pub name_prefix: String,
+    /// How long a new pod may take to be scheduled, pulled and answer.
+    pub start_timeout_seconds: u64,
+}
+
+impl Default for KubernetesSandboxConfig {
+    fn default() -> Self {
+        Self {
+            namespace: String::new(),
+            image: "hermes-sandbox:latest".into(),
+            sandboxd_path: "/opt/hermes/bin/hermes-sandboxd".into(),
+            port: 7070,
+            runtime_class: String::new(),
+            storage_class: String::new(),
+            workspace_gb: 5,
+            memory_mb: 1024,
+            cpu_millis: 1000,
+            tmpfs_mb: 256,
+            worker_labels: [("app.kubernetes.io/component".to_owned(), "worker".to_owned())].into(),
+            name_prefix: "hermes".into(),
+            start_timeout_seconds: 120,
         }
     }
 }

@@ -102,7 +102,7 @@ pub(crate) fn prepare_ipc_dir(root: &str, name: &str, uid: u32, gid: u32) -> Res
 
 /// Whether a sandbox whose daemon reports `status` may be removed: no running command, and
 /// idle for `idle_secs`; background processes keep it up to four times that.
-pub(crate) fn is_idle(status: &StatusResponse, idle_secs: u64) -> bool {
+pub fn is_idle(status: &StatusResponse, idle_secs: u64) -> bool {
     status.running_execs == 0
         && ((status.running_processes == 0 && status.idle_secs >= idle_secs) || status.idle_secs >= idle_secs * 4)
 }

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use hermes_core::{AgentId, TenantId};
 
 pub use client::{Address, SandboxClient, status_error};
+pub use common::is_idle;
 pub use hermes_sandbox_proto::v1 as proto;
 pub use output::cap_middle;
 

@@ -75,9 +75,11 @@ pub async fn run(config: HermesConfig, roles: Roles, shutdown: CancellationToken
         tasks.spawn(async move { Ok(hermes_api::run(ctx, token).await?) });
     }
     if roles.worker {
-        let sandboxes = hermes_sandbox::connect(&config.sandbox)
-            .await
-            .with_context(|| format!("the worker cannot use its sandbox backend ({:?})", config.sandbox.backend))?;
+        let sandboxes: Arc<dyn hermes_sandbox::Sandboxes> = match config.sandbox.backend.as_str() {
+            "kubernetes" => Arc::new(hermes_sandbox_kube::KubeSandboxes::connect(&config.sandbox).await?),
+            _ => hermes_sandbox::connect(&config.sandbox).await?,
+        };
+        tracing::info!(backend = %config.sandbox.backend, "sandbox backend ready");
         let reaper_token = shutdown.clone();
         tokio::spawn(hermes_sandbox::run_reaper(sandboxes.clone(), Duration::from_secs(60), reaper_token));
         let http = hermes_llm::http_client(

@@ -1,0 +1,312 @@
+//! Kubernetes sandboxes: one pod per tenant-agent in a configured namespace, its workspace a
+//! PVC that outlives the pod, hardened like the Docker container (non-root, read-only root,
+//! all capabilities dropped, no privilege escalation, seccomp RuntimeDefault, resource
+//! limits, an optional RuntimeClass such as gVisor or Kata), and a NetworkPolicy that admits
+//! only the workers. sandboxd listens on the pod's port and checks a per-sandbox token kept
+//! in a Secret; the worker connects to the pod's IP.
+//!
+//! Objects are created on first use; an idle pod is deleted (PVC and Secret stay); a pod that
+//! failed is replaced. Any worker can attach to a running pod.
+
+pub mod manifests;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::{Duration, Instant};
+
+use futures_util::future::BoxFuture;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::{Client, Resource};
+use rand::Rng;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::Mutex;
+
+use hermes_config::SandboxConfig;
+use hermes_sandbox::{Address, Result, SandboxClient, SandboxError, SandboxKey, Sandboxes};
+
+use manifests::{LABEL_OWNER, Names};
+
+/// Sandboxes in one namespace of one cluster.
+#[derive(Clone)]
+pub struct KubeSandboxes {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: Client,
+    namespace: String,
+    cfg: SandboxConfig,
+    clients: StdMutex<HashMap<String, SandboxClient>>,
+    start: Mutex<()>,
+}
+
+fn api_err(e: kube::Error) -> SandboxError {
+    SandboxError::Backend(format!("kubernetes: {e}"))
+}
+
+/// The HTTP status of an API error, if it is one.
+fn status(e: &kube::Error) -> Option<u16> {
+    match e {
+        kube::Error::Api(s) => Some(s.code),
+        _ => None,
+    }
+}
+
+impl KubeSandboxes {
+    /// Uses the in-cluster configuration (or the local kubeconfig).
+    pub async fn connect(cfg: &SandboxConfig) -> Result<Self> {
+        let client = Client::try_default().await.map_err(|e| SandboxError::Unavailable(e.to_string()))?;
+        Ok(Self::with_client(client, cfg))
+    }
+
+    /// Uses `client` (tests pass one over a scripted API).
+    pub fn with_client(client: Client, cfg: &SandboxConfig) -> Self {
+        let namespace = if cfg.kubernetes.namespace.is_empty() {
+            client.default_namespace().to_owned()
+        } else {
+            cfg.kubernetes.namespace.clone()
+        };
+        Self {
+            inner: Arc::new(Inner {
+                client,
+                namespace,
+                cfg: cfg.clone(),
+                clients: StdMutex::new(HashMap::new()),
+                start: Mutex::new(()),
+            }),
+        }
+    }
+
+    pub fn names(&self, key: SandboxKey) -> Names {
+        Names::of(&self.inner.cfg.kubernetes.name_prefix, key)
+    }
+
+    fn api<K>(&self) -> Api<K>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        <K as Resource>::DynamicType: Default,
+    {
+        Api::namespaced(self.inner.client.clone(), &self.inner.namespace)
+    }
+
+    fn cached(&self, pod: &str) -> Option<SandboxClient> {
+        self.inner.clients.lock().ok()?.get(pod).cloned()
+    }
+
+    fn forget(&self, pod: &str) {
+        if let Ok(mut clients) = self.inner.clients.lock() {
+            clients.remove(pod);
+        }
+    }
+
+    /// Creates `object` unless it exists.
+    async fn ensure<K>(&self, object: &K) -> Result<()>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + Serialize
+            + std::fmt::Debug,
+        <K as Resource>::DynamicType: Default,
+    {
+        match self.api::<K>().create(&PostParams::default(), object).await {
+            Ok(_) => Ok(()),
+            Err(e) if status(&e) == Some(409) => Ok(()),
+            Err(e) => Err(api_err(e)),
+        }
+    }
+
+    /// The sandbox's token (created with its Secret on first use).
+    async fn token(&self, key: SandboxKey, names: &Names) -> Result<String> {
+        if let Some(existing) = self.api::<Secret>().get_opt(&names.secret).await.map_err(api_err)? {
+            let token = existing.data.and_then(|d| d.get("token").cloned()).map(|ByteString(b)| b);
+            if let Some(token) = token.and_then(|b| String::from_utf8(b).ok()) {
+                return Ok(token);
+            }
+        }
+        let token: String = rand::rng().sample_iter(rand::distr::Alphanumeric).take(40).map(char::from).collect();
+        let secret = manifests::secret(&self.inner.cfg.kubernetes, key, names, &token);
+        match self.api::<Secret>().create(&PostParams::default(), &secret).await {
+            Ok(_) => Ok(token),
+            // Another worker created it first: use theirs.
+            Err(e) if status(&e) == Some(409) => Box::pin(self.token(key, names)).await,
+            Err(e) => Err(api_err(e)),
+        }
+    }
+
+    /// Makes sure the pod exists and runs; returns its IP.
+    async fn ensure_pod(&self, key: SandboxKey, names: &Names) -> Result<String> {
+        let cfg = &self.inner.cfg;
+        let pods = self.api::<Pod>();
+        let deadline = Instant::now() + Duration::from_secs(cfg.kubernetes.start_timeout_seconds);
+        loop {
+            match pods.get_opt(&names.pod).await.map_err(api_err)? {
+                None => {
+                    // The token first: the pod mounts it.
+                    self.token(key, names).await?;
+                    self.ensure(&manifests::pvc(&cfg.kubernetes, key, names)).await?;
+                    self.ensure(&manifests::network_policy(&cfg.kubernetes, key, names)).await?;
+                    let pod = manifests::pod(&cfg.kubernetes, key, names, cfg.exec_timeout_seconds);
+                    self.ensure(&pod).await?;
+                    tracing::info!(pod = %names.pod, tenant.id = %key.tenant, agent.id = %key.agent, "sandbox pod created");
+                    metrics::counter!("hermes_sandbox_created_total", "backend" => "kubernetes").increment(1);
+                }
+                Some(pod) => {
+                    let status = pod.status.unwrap_or_default();
+                    match status.phase.as_deref() {
+                        Some("Running") => {
+                            if let Some(ip) = status.pod_ip.filter(|ip| !ip.is_empty()) {
+                                return Ok(ip);
+                            }
+                        }
+                        Some("Failed" | "Succeeded") => {
+                            tracing::warn!(pod = %names.pod, "sandbox pod ended; replacing it");
+                            let _ = pods.delete(&names.pod, &DeleteParams::default()).await;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(SandboxError::Unavailable(format!("sandbox pod {} did not start in time", names.pod)));
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    async fn connect_pod(&self, key: SandboxKey, names: &Names, ip: &str, wait: Duration) -> Result<SandboxClient> {
+        let token = self.token(key, names).await?;
+        let url = format!("http://{ip}:{}", self.inner.cfg.kubernetes.port);
+        let client = SandboxClient::connect_within(&Address::Tcp { url, token }, wait).await?;
+        if let Ok(mut clients) = self.inner.clients.lock() {
+            clients.insert(names.pod.clone(), client.clone());
+        }
+        Ok(client)
+    }
+
+    /// Deletes pods whose daemon reports them idle (see `hermes_sandbox::is_idle`) or does not
+    /// answer; their PVCs and Secrets stay for the next use.
+    pub async fn reap_idle(&self) -> Result<usize> {
+        let cfg = &self.inner.cfg;
+        let selector = format!("{LABEL_OWNER}={}", cfg.kubernetes.name_prefix);
+        let pods = self.api::<Pod>().list(&ListParams::default().labels(&selector)).await.map_err(api_err)?;
+        let mut removed = 0;
+        for pod in pods.items {
+            let Some(name) = pod.metadata.name.clone() else { continue };
+            let labels = pod.metadata.labels.clone().unwrap_or_default();
+            let key = match (labels.get(manifests::LABEL_TENANT), labels.get(manifests::LABEL_AGENT)) {
+                (Some(t), Some(a)) => parse_key(t, a),
+                _ => None,
+            };
+            let ip = pod.status.and_then(|s| s.pod_ip).unwrap_or_default();
+            let idle = match (key, self.cached(&name)) {
+                (_, Some(client)) => {
+                    client.status().await.map_or(true, |s| hermes_sandbox::is_idle(&s, cfg.idle_seconds))
+                }
+                (Some(key), None) if !ip.is_empty() => {
+                    match self.connect_pod(key, &self.names(key), &ip, Duration::from_secs(2)).await {
+                        Ok(client) => {
+                            client.status().await.map_or(true, |s| hermes_sandbox::is_idle(&s, cfg.idle_seconds))
+                        }
+                        Err(_) => true,
+                    }
+                }
+                _ => true,
+            };
+            if idle {
+                tracing::info!(pod = %name, "removing idle or broken sandbox pod");
+                self.forget(&name);
+                if let Err(e) = self.api::<Pod>().delete(&name, &DeleteParams::default()).await
+                    && status(&e) != Some(404)
+                {
+                    tracing::warn!(pod = %name, error = %e, "cannot delete the sandbox pod");
+                    continue;
+                }
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+}
+
+fn parse_key(tenant: &str, agent: &str) -> Option<SandboxKey> {
+    let tenant = tenant.parse::<uuid::Uuid>().ok()?;
+    let agent = agent.parse::<uuid::Uuid>().ok()?;
+    #[expect(clippy::disallowed_methods, reason = "labels this backend wrote for that tenant's sandbox")]
+    let tenant = hermes_core::TenantId::from_authenticated(tenant);
+    Some(SandboxKey { tenant, agent: hermes_core::AgentId::from_uuid(agent) })
+}
+
+impl Sandboxes for KubeSandboxes {
+    fn open(&self, key: SandboxKey) -> BoxFuture<'_, Result<SandboxClient>> {
+        Box::pin(async move {
+            let names = self.names(key);
+            if let Some(client) = self.cached(&names.pod) {
+                return Ok(client);
+            }
+            let _guard = self.inner.start.lock().await;
+            if let Some(client) = self.cached(&names.pod) {
+                return Ok(client);
+            }
+            let ip = self.ensure_pod(key, &names).await?;
+            let wait = Duration::from_secs(self.inner.cfg.kubernetes.start_timeout_seconds.min(60));
+            self.connect_pod(key, &names, &ip, wait).await
+        })
+    }
+
+    fn running(&self, key: SandboxKey) -> BoxFuture<'_, Result<Option<SandboxClient>>> {
+        Box::pin(async move {
+            let names = self.names(key);
+            if let Some(client) = self.cached(&names.pod) {
+                return Ok(Some(client));
+            }
+            let Some(pod) = self.api::<Pod>().get_opt(&names.pod).await.map_err(api_err)? else { return Ok(None) };
+            let status = pod.status.unwrap_or_default();
+            match (status.phase.as_deref(), status.pod_ip) {
+                (Some("Running"), Some(ip)) if !ip.is_empty() => {
+                    Ok(self.connect_pod(key, &names, &ip, Duration::from_secs(2)).await.ok())
+                }
+                _ => Ok(None),
+            }
+        })
+    }
+
+    fn invalidate(&self, key: SandboxKey) {
+        self.forget(&self.names(key).pod);
+    }
+
+    fn reap_idle(&self) -> BoxFuture<'_, Result<usize>> {
+        Box::pin(KubeSandboxes::reap_idle(self))
+    }
+
+    fn ping(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(
+            async move { self.api::<Pod>().list(&ListParams::default().limit(1)).await.map(|_| ()).map_err(api_err) },
+        )
+    }
+}
+
+/// The manifests of `key`'s sandbox, for operators and offline validation.
+pub fn manifests_of(cfg: &SandboxConfig, key: SandboxKey) -> Vec<serde_json::Value> {
+    let names = Names::of(&cfg.kubernetes.name_prefix, key);
+    let k = &cfg.kubernetes;
+    vec![
+        with_kind(manifests::secret(k, key, &names, "<token>")),
+        with_kind(manifests::pvc(k, key, &names)),
+        with_kind(manifests::pod(k, key, &names, cfg.exec_timeout_seconds)),
+        with_kind(manifests::network_policy(k, key, &names)),
+    ]
+}
+
+/// An object as `kubectl apply` reads it (typed objects carry apiVersion and kind on the wire).
+fn with_kind<K: Resource<DynamicType = ()> + Serialize>(object: K) -> serde_json::Value {
+    let mut value = serde_json::to_value(&object).unwrap_or_default();
+    if let Some(map) = value.as_object_mut() {
+        map.insert("apiVersion".into(), K::api_version(&()).into());
+        map.insert("kind".into(), K::kind(&()).into());
+    }
+    value
+}

@@ -1,0 +1,238 @@
+//! The objects of one sandbox, as typed Kubernetes API objects: a token Secret, a workspace
+//! PVC, the pod (hardened like the Docker backend's container) and a NetworkPolicy that lets
+//! only the workers in and nothing out.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    Capabilities, Container, ContainerPort, EmptyDirVolumeSource, PersistentVolumeClaim, PersistentVolumeClaimSpec,
+    PersistentVolumeClaimVolumeSource, Pod, PodSecurityContext, PodSpec, ResourceRequirements, SeccompProfile, Secret,
+    SecretVolumeSource, SecurityContext, Volume, VolumeMount, VolumeResourceRequirements,
+};
+use k8s_openapi::api::networking::v1::{
+    NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicySpec,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use hermes_config::KubernetesSandboxConfig;
+use hermes_sandbox::{SandboxKey, WORKSPACE};
+
+pub const LABEL_OWNER: &str = "hermes.io/sandbox-owner";
+pub const LABEL_SANDBOX: &str = "hermes.io/sandbox";
+pub const LABEL_TENANT: &str = "hermes.io/tenant";
+pub const LABEL_AGENT: &str = "hermes.io/agent";
+/// Where the token Secret is mounted; sandboxd reads it with `--token-file`.
+const TOKEN_DIR: &str = "/hermes/token";
+const SANDBOX_UID: i64 = 1000;
+
+/// The names of one sandbox's objects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Names {
+    /// The pod and the NetworkPolicy (DNS-1123, at most 63 characters).
+    pub pod: String,
+    pub secret: String,
+    pub pvc: String,
+}
+
+impl Names {
+    /// Short and stable per tenant-agent: the ids themselves go in labels.
+    pub fn of(prefix: &str, key: SandboxKey) -> Self {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(format!("{}:{}", key.tenant, key.agent));
+        let short: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        let pod = format!("{prefix}-sbx-{short}");
+        Self { secret: format!("{pod}-token"), pvc: format!("{pod}-ws"), pod }
+    }
+}
+
+fn labels(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (LABEL_OWNER.to_owned(), cfg.name_prefix.clone()),
+        (LABEL_SANDBOX.to_owned(), names.pod.clone()),
+        (LABEL_TENANT.to_owned(), key.tenant.to_string()),
+        (LABEL_AGENT.to_owned(), key.agent.to_string()),
+    ])
+}
+
+fn meta(name: &str, labels: &BTreeMap<String, String>) -> ObjectMeta {
+    ObjectMeta { name: Some(name.to_owned()), labels: Some(labels.clone()), ..Default::default() }
+}
+
+pub fn secret(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names, token: &str) -> Secret {
+    Secret {
+        metadata: meta(&names.secret, &labels(cfg, key, names)),
+        string_data: Some(BTreeMap::from([("token".to_owned(), token.to_owned())])),
+        type_: Some("Opaque".into()),
+        ..Default::default()
+    }
+}
+
+pub fn pvc(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names) -> PersistentVolumeClaim {
+    PersistentVolumeClaim {
+        metadata: meta(&names.pvc, &labels(cfg, key, names)),
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            storage_class_name: Some(cfg.storage_class.clone()).filter(|s| !s.is_empty()),
+            resources: Some(VolumeResourceRequirements {
+                requests: Some(BTreeMap::from([("storage".to_owned(), Quantity(format!("{}Gi", cfg.workspace_gb)))])),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
+    VolumeMount { name: name.into(), mount_path: path.into(), read_only: Some(read_only), ..Default::default() }
+}
+
+fn scratch(name: &str, mb: u64) -> Volume {
+    Volume {
+        name: name.into(),
+        empty_dir: Some(EmptyDirVolumeSource {
+            medium: Some("Memory".into()),
+            size_limit: Some(Quantity(format!("{mb}Mi"))),
+        }),
+        ..Default::default()
+    }
+}
+
+pub fn pod(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names, exec_timeout_secs: u64) -> Pod {
+    let limits = BTreeMap::from([
+        ("memory".to_owned(), Quantity(format!("{}Mi", cfg.memory_mb))),
+        ("cpu".to_owned(), Quantity(format!("{}m", cfg.cpu_millis))),
+        ("ephemeral-storage".to_owned(), Quantity(format!("{}Mi", cfg.tmpfs_mb))),
+    ]);
+    let container = Container {
+        name: "sandbox".into(),
+        image: Some(cfg.image.clone()),
+        command: Some(vec![
+            cfg.sandboxd_path.clone(),
+            "--listen".into(),
+            format!("tcp:0.0.0.0:{}", cfg.port),
+            "--token-file".into(),
+            format!("{TOKEN_DIR}/token"),
+            "--workspace".into(),
+            WORKSPACE.into(),
+            "--default-timeout".into(),
+            exec_timeout_secs.to_string(),
+        ]),
+        ports: Some(vec![ContainerPort {
+            container_port: i32::from(cfg.port),
+            name: Some("sandboxd".into()),
+            ..Default::default()
+        }]),
+        working_dir: Some(WORKSPACE.into()),
+        env: Some(vec![
+            k8s_openapi::api::core::v1::EnvVar {
+                name: "HOME".into(),
+                value: Some(WORKSPACE.into()),
+                ..Default::default()
+            },
+            k8s_openapi::api::core::v1::EnvVar {
+                name: "LANG".into(),
+                value: Some("C.UTF-8".into()),
+                ..Default::default()
+            },
+        ]),
+        resources: Some(ResourceRequirements {
+            limits: Some(limits.clone()),
+            requests: Some(limits),
+            ..Default::default()
+        }),
+        security_context: Some(SecurityContext {
+            run_as_non_root: Some(true),
+            run_as_user: Some(SANDBOX_UID),
+            run_as_group: Some(SANDBOX_UID),
+            read_only_root_filesystem: Some(true),
+            allow_privilege_escalation: Some(false),
+            privileged: Some(false),
+            capabilities: Some(Capabilities { drop: Some(vec!["ALL".into()]), add: None }),
+            seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".into(), localhost_profile: None }),
+            ..Default::default()
+        }),
+        volume_mounts: Some(vec![
+            mount("workspace", WORKSPACE, false),
+            mount("tmp", "/tmp", false),
+            mount("run", "/run", false),
+            mount("token", TOKEN_DIR, true),
+        ]),
+        ..Default::default()
+    };
+    Pod {
+        metadata: meta(&names.pod, &labels(cfg, key, names)),
+        spec: Some(PodSpec {
+            containers: vec![container],
+            runtime_class_name: Some(cfg.runtime_class.clone()).filter(|s| !s.is_empty()),
+            automount_service_account_token: Some(false),
+            enable_service_links: Some(false),
+            host_network: Some(false),
+            host_pid: Some(false),
+            host_ipc: Some(false),
+            restart_policy: Some("Always".into()),
+            security_context: Some(PodSecurityContext {
+                run_as_non_root: Some(true),
+                run_as_user: Some(SANDBOX_UID),
+                run_as_group: Some(SANDBOX_UID),
+                fs_group: Some(SANDBOX_UID),
+                seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".into(), localhost_profile: None }),
+                ..Default::default()
+            }),
+            volumes: Some(vec![
+                Volume {
+                    name: "workspace".into(),
+                    persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                        claim_name: names.pvc.clone(),
+                        read_only: Some(false),
+                    }),
+                    ..Default::default()
+                },
+                scratch("tmp", cfg.tmpfs_mb),
+                scratch("run", 16),
+                Volume {
+                    name: "token".into(),
+                    secret: Some(SecretVolumeSource {
+                        secret_name: Some(names.secret.clone()),
+                        default_mode: Some(0o440),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+            ]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+pub fn network_policy(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names) -> NetworkPolicy {
+    NetworkPolicy {
+        metadata: meta(&names.pod, &labels(cfg, key, names)),
+        spec: Some(NetworkPolicySpec {
+            pod_selector: Some(LabelSelector {
+                match_labels: Some(BTreeMap::from([(LABEL_SANDBOX.to_owned(), names.pod.clone())])),
+                ..Default::default()
+            }),
+            // Both directions are governed: only the workers come in, nothing goes out.
+            policy_types: Some(vec!["Ingress".into(), "Egress".into()]),
+            ingress: Some(vec![NetworkPolicyIngressRule {
+                from: Some(vec![NetworkPolicyPeer {
+                    pod_selector: Some(LabelSelector {
+                        match_labels: Some(cfg.worker_labels.clone()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }]),
+                ports: Some(vec![NetworkPolicyPort {
+                    port: Some(IntOrString::Int(i32::from(cfg.port))),
+                    protocol: Some("TCP".into()),
+                    ..Default::default()
+                }]),
+            }]),
+            egress: Some(vec![]),
+        }),
+    }
+}
