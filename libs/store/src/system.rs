@@ -18,6 +18,21 @@ pub struct StrandedTurn {
     pub turn_id: TurnId,
 }
 
+/// Turns from rows with `tenant_id`, `session_id` and `id`.
+fn stranded(rows: &[sqlx::postgres::PgRow]) -> Result<Vec<StrandedTurn>> {
+    rows.iter()
+        .map(|r| {
+            let tenant: Uuid = r.try_get("tenant_id")?;
+            Ok(StrandedTurn {
+                #[expect(clippy::disallowed_methods, reason = "a row this cluster wrote for that tenant")]
+                tenant_id: TenantId::from_authenticated(tenant),
+                session_id: SessionId::from_uuid(r.try_get("session_id")?),
+                turn_id: TurnId::from_uuid(r.try_get("id")?),
+            })
+        })
+        .collect()
+}
+
 impl Store {
     /// Finds turns whose worker vanished (running, lease expired) or whose queue message was
     /// lost (queued longer than `queued_grace`), marks them republished, and returns them.
@@ -47,17 +62,7 @@ impl Store {
         .bind(limit)
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(|r| {
-                let tenant: Uuid = r.try_get("tenant_id")?;
-                Ok(StrandedTurn {
-                    #[expect(clippy::disallowed_methods, reason = "a row this cluster wrote for that tenant")]
-                    tenant_id: TenantId::from_authenticated(tenant),
-                    session_id: SessionId::from_uuid(r.try_get("session_id")?),
-                    turn_id: TurnId::from_uuid(r.try_get("id")?),
-                })
-            })
-            .collect()
+        stranded(&rows)
     }
 
     /// Expires interactions nobody answered in time (an approval counts as denied, a question
@@ -80,16 +85,6 @@ impl Store {
         .bind(limit)
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(|r| {
-                let tenant: Uuid = r.try_get("tenant_id")?;
-                Ok(StrandedTurn {
-                    #[expect(clippy::disallowed_methods, reason = "a row this cluster wrote for that tenant")]
-                    tenant_id: TenantId::from_authenticated(tenant),
-                    session_id: SessionId::from_uuid(r.try_get("session_id")?),
-                    turn_id: TurnId::from_uuid(r.try_get("id")?),
-                })
-            })
-            .collect()
+        stranded(&rows)
     }
 }

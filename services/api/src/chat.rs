@@ -21,6 +21,42 @@ use crate::wait::Waiter;
 
 pub(crate) const SESSION_HEADER: &str = "x-hermes-session-id";
 
+/// Tells the workers a session has work. The turn is stored already: if the broker is slow
+/// or down, the reaper republishes it and the request still completes.
+pub(crate) async fn signal_work(state: &AppState, work: SessionWork) {
+    match tokio::time::timeout(Duration::from_secs(5), state.broker.publish_work(&work)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(error = %e, "cannot publish work; the reaper will pick the turn up"),
+        Err(_) => tracing::warn!("publishing work timed out; the reaper will pick the turn up"),
+    }
+}
+
+/// The answer to a request that follows `turn` (its events subscribed as `sub`).
+pub(crate) fn completion(
+    state: &AppState,
+    tenant: hermes_core::TenantId,
+    turn: hermes_core::TurnId,
+    sub: hermes_queue::EventSubscription,
+    model: String,
+) -> Completion {
+    let api = &state.config.api;
+    let recheck = Duration::from_secs(api.recheck_seconds.max(1));
+    Completion {
+        waiter: Waiter::new(sub, state.store.clone(), tenant, turn, recheck),
+        turn,
+        model,
+        timeout: Duration::from_secs(api.turn_timeout_seconds),
+        keepalive: Duration::from_secs(api.keepalive_seconds.max(1)),
+        guard: DisconnectGuard {
+            store: state.store.clone(),
+            cancels: state.cancels.clone(),
+            tenant,
+            turn,
+            armed: api.on_disconnect == "interrupt",
+        },
+    }
+}
+
 /// Maps axum's JSON rejections to OpenAI-style errors (413 for oversized bodies).
 fn json_error(rejection: JsonRejection, limit: usize) -> ApiError {
     if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
@@ -119,29 +155,9 @@ pub(crate) async fn chat_completions(
     let sub = state.events.subscribe(turn_id);
     // The turn is stored: if the broker is slow or down, the reaper republishes it and the
     // request still completes.
-    let work = SessionWork { tenant_id: auth.tenant_id, session_id };
-    match tokio::time::timeout(Duration::from_secs(5), state.broker.publish_work(&work)).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::warn!(error = %e, "cannot publish work; the reaper will pick the turn up"),
-        Err(_) => tracing::warn!("publishing work timed out; the reaper will pick the turn up"),
-    }
+    signal_work(&state, SessionWork { tenant_id: auth.tenant_id, session_id }).await;
     metrics::counter!("hermes_api_turns_total", "stream" => parsed.stream.to_string()).increment(1);
-    let api = &state.config.api;
-    let recheck = Duration::from_secs(api.recheck_seconds.max(1));
-    let completion = Completion {
-        waiter: Waiter::new(sub, state.store.clone(), auth.tenant_id, turn_id, recheck),
-        turn: turn_id,
-        model: agent.name,
-        timeout: Duration::from_secs(api.turn_timeout_seconds),
-        keepalive: Duration::from_secs(api.keepalive_seconds.max(1)),
-        guard: DisconnectGuard {
-            store: state.store.clone(),
-            cancels: state.cancels.clone(),
-            tenant: auth.tenant_id,
-            turn: turn_id,
-            armed: api.on_disconnect == "interrupt",
-        },
-    };
+    let completion = completion(&state, auth.tenant_id, turn_id, sub, agent.name);
     let mut resp = if parsed.stream {
         completion.stream(parsed.include_usage).into_response()
     } else {

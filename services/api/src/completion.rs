@@ -197,21 +197,8 @@ impl Completion {
         if outcome.finish_reason == FinishReason::Error && outcome.content.is_empty() {
             return Err(incomplete(&outcome));
         }
-        let c = self.chunks();
-        let mut resp = Json(json!({
-            "id": c.id,
-            "object": "chat.completion",
-            "created": c.created,
-            "model": c.model,
-            "choices": [{
-                "index": 0,
-                "message": { "role": "assistant", "content": outcome.content, "refusal": null },
-                "logprobs": null,
-                "finish_reason": finish_reason(outcome.finish_reason),
-            }],
-            "usage": usage_json(&outcome),
-        }))
-        .into_response();
+        let body = self.completion_json(&outcome.content, finish_reason(outcome.finish_reason), usage_json(&outcome));
+        let mut resp = Json(body).into_response();
         if let Some(v) = outcome.session_id.and_then(|id| axum::http::HeaderValue::from_str(&id.to_string()).ok()) {
             // Compaction moved the conversation to a new session: continue with that one.
             resp.headers_mut().insert(crate::chat::SESSION_HEADER, v);
@@ -219,23 +206,29 @@ impl Completion {
         Ok(resp)
     }
 
-    fn waiting_response(&self, interaction: &PendingInteraction) -> Response {
+    /// A `chat.completion` object with one assistant message.
+    fn completion_json(&self, content: &str, finish: &str, usage: Value) -> Value {
         let c = self.chunks();
-        let mut resp = Json(json!({
+        json!({
             "id": c.id,
             "object": "chat.completion",
             "created": c.created,
             "model": c.model,
             "choices": [{
                 "index": 0,
-                "message": { "role": "assistant", "content": interaction_text(interaction), "refusal": null },
+                "message": { "role": "assistant", "content": content, "refusal": null },
                 "logprobs": null,
-                "finish_reason": "stop",
+                "finish_reason": finish,
             }],
-            "usage": { "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0 },
-            "hermes": { "interaction": interaction_json(interaction) },
-        }))
-        .into_response();
+            "usage": usage,
+        })
+    }
+
+    fn waiting_response(&self, interaction: &PendingInteraction) -> Response {
+        let usage = json!({ "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0 });
+        let mut body = self.completion_json(&interaction_text(interaction), "stop", usage);
+        body["hermes"] = json!({ "interaction": interaction_json(interaction) });
+        let mut resp = Json(body).into_response();
         if let Ok(v) = axum::http::HeaderValue::from_str(&interaction.id.to_string()) {
             resp.headers_mut().insert(INTERACTION_HEADER, v);
         }

@@ -3,8 +3,6 @@
 //! is its continuation, as `chat/completions` would answer (`"stream": true` streams it),
 //! which may itself wait for another answer.
 
-use std::time::Duration;
-
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
@@ -19,9 +17,7 @@ use hermes_store::StoreError;
 
 use crate::AppState;
 use crate::auth::Caller;
-use crate::chat::SESSION_HEADER;
-use crate::completion::{Completion, DisconnectGuard};
-use crate::wait::Waiter;
+use crate::chat::{SESSION_HEADER, completion, signal_work};
 
 /// Longest free-text answer to a question.
 const MAX_ANSWER_CHARS: usize = 4_000;
@@ -100,34 +96,9 @@ pub(crate) async fn answer_interaction(
         Err(e) => return Err(ApiError::internal(e)),
     };
     let sub = state.events.subscribe(answered.turn_id);
-    let work = SessionWork { tenant_id: auth.tenant_id, session_id: answered.session_id };
-    match tokio::time::timeout(Duration::from_secs(5), state.broker.publish_work(&work)).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::warn!(error = %e, "cannot publish work; the reaper will pick the turn up"),
-        Err(_) => tracing::warn!("publishing work timed out; the reaper will pick the turn up"),
-    }
+    signal_work(&state, SessionWork { tenant_id: auth.tenant_id, session_id: answered.session_id }).await;
     let model = state.store.agent(auth.tenant_id, answered.agent_id).await.map(|a| a.name).unwrap_or_default();
-    let api = &state.config.api;
-    let completion = Completion {
-        waiter: Waiter::new(
-            sub,
-            state.store.clone(),
-            auth.tenant_id,
-            answered.turn_id,
-            Duration::from_secs(api.recheck_seconds.max(1)),
-        ),
-        turn: answered.turn_id,
-        model,
-        timeout: Duration::from_secs(api.turn_timeout_seconds),
-        keepalive: Duration::from_secs(api.keepalive_seconds.max(1)),
-        guard: DisconnectGuard {
-            store: state.store.clone(),
-            cancels: state.cancels.clone(),
-            tenant: auth.tenant_id,
-            turn: answered.turn_id,
-            armed: api.on_disconnect == "interrupt",
-        },
-    };
+    let completion = completion(&state, auth.tenant_id, answered.turn_id, sub, model);
     let mut resp = if request.stream { completion.stream(false).into_response() } else { completion.collect().await? };
     if let Ok(v) = HeaderValue::from_str(&answered.session_id.to_string()) {
         resp.headers_mut().entry(SESSION_HEADER).or_insert(v);
