@@ -15,6 +15,7 @@ mod chat;
 mod code;
 mod crash;
 mod delegation;
+mod egress;
 mod fencing;
 mod harness;
 mod interrupt;

@@ -215,6 +215,9 @@ pub struct SandboxConfig {
     pub idle_seconds: u64,
     /// Default timeout of a terminal command.
     pub exec_timeout_seconds: u64,
+    /// Address ranges sandboxes with internet access may reach although they are not public
+    /// (an internal package mirror), as `a.b.c.d/n`.
+    pub egress_allow_cidrs: Vec<String>,
 }
 
 impl Default for SandboxConfig {
@@ -226,6 +229,7 @@ impl Default for SandboxConfig {
             kubernetes: KubernetesSandboxConfig::default(),
             idle_seconds: 1800,
             exec_timeout_seconds: 180,
+            egress_allow_cidrs: Vec::new(),
         }
     }
 }

@@ -16,6 +16,8 @@ use crate::{Result, SandboxError};
 
 /// The daemon's socket file name inside a sandbox's socket directory.
 pub(crate) const SOCKET: &str = "sandboxd.sock";
+/// The worker's egress socket in the same directory (sandboxd relays to it).
+pub(crate) const EGRESS_SOCKET: &str = "egress.sock";
 /// Where the socket directory is mounted inside the sandbox.
 pub(crate) const IPC_MOUNT: &str = "/hermes/ipc";
 /// How long a new sandbox's daemon may take to answer.
@@ -69,6 +71,53 @@ impl Daemons {
             .map_err(|e| SandboxError::Unavailable(format!("sandboxd in {name} does not answer ({e}); {hint}")))?;
         self.remember(name, client.clone());
         Ok(client)
+    }
+}
+
+/// The egress listeners this worker holds, one per sandbox it opened.
+#[derive(Default)]
+pub(crate) struct EgressListeners {
+    handler: std::sync::OnceLock<std::sync::Arc<dyn crate::EgressHandler>>,
+    listening: StdMutex<HashMap<String, tokio::task::JoinHandle<()>>>,
+}
+
+impl EgressListeners {
+    pub fn set_handler(&self, handler: std::sync::Arc<dyn crate::EgressHandler>) {
+        let _ = self.handler.set(handler);
+    }
+
+    /// Listens on `name`'s egress socket unless this worker already does. Another worker may
+    /// have listened before: the newest listener takes the path over, so either serves.
+    pub fn ensure(&self, name: &str, key: crate::SandboxKey, ipc_dir: &Path) {
+        let Some(handler) = self.handler.get().cloned() else { return };
+        let Ok(mut listening) = self.listening.lock() else { return };
+        if listening.get(name).is_some_and(|task| !task.is_finished()) {
+            return;
+        }
+        let path = ipc_dir.join(EGRESS_SOCKET);
+        let _ = std::fs::remove_file(&path);
+        let listener = match tokio::net::UnixListener::bind(&path) {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!(error = %e, path = %path.display(), "cannot listen for the sandbox's egress");
+                return;
+            }
+        };
+        use std::os::unix::fs::PermissionsExt;
+        // The sandbox user connects; the directory is what guards the socket.
+        let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666));
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(handler.serve(key, stream));
+            }
+        });
+        listening.insert(name.to_owned(), task);
+    }
+
+    pub fn stop(&self, name: &str) {
+        if let Some(task) = self.listening.lock().ok().and_then(|mut l| l.remove(name)) {
+            task.abort();
+        }
     }
 }
 

@@ -93,6 +93,10 @@ pub trait Sandboxes: Send + Sync {
     /// Forgets a client whose connection failed, so the next `open` checks the sandbox.
     fn invalidate(&self, key: SandboxKey);
 
+    /// Serves the sandboxes' egress through `handler` (see [`EgressHandler`]); without one,
+    /// a sandbox's proxy answers 503. Backends without egress support ignore it.
+    fn set_egress(&self, _handler: Arc<dyn EgressHandler>) {}
+
     /// Removes this worker's view of sandboxes idle for `sandbox.idle_seconds` (see each
     /// backend); returns how many went.
     fn reap_idle(&self) -> BoxFuture<'_, Result<usize>>;
@@ -100,6 +104,24 @@ pub trait Sandboxes: Send + Sync {
     /// Answers when the backend is reachable.
     fn ping(&self) -> BoxFuture<'_, Result<()>>;
 }
+
+/// The worker's side of sandbox egress. Programs in a sandbox use `HTTP(S)_PROXY`
+/// (sandboxd's relay on the sandbox's loopback), and each connection arrives here, on a unix
+/// socket in the sandbox's socket directory, tagged with the sandbox it came from.
+pub trait EgressHandler: Send + Sync {
+    fn serve(&self, key: SandboxKey, stream: tokio::net::UnixStream) -> BoxFuture<'static, ()>;
+}
+
+/// What every sandbox's environment says about egress: sandboxd's relay is the proxy, and
+/// the sandbox's own loopback is reached directly.
+pub const PROXY_ENV: [(&str, &str); 6] = [
+    ("HTTP_PROXY", "http://127.0.0.1:3128"),
+    ("HTTPS_PROXY", "http://127.0.0.1:3128"),
+    ("http_proxy", "http://127.0.0.1:3128"),
+    ("https_proxy", "http://127.0.0.1:3128"),
+    ("NO_PROXY", "localhost,127.0.0.1,::1"),
+    ("no_proxy", "localhost,127.0.0.1,::1"),
+];
 
 /// The configured backend (`sandbox.backend`).
 pub async fn connect(cfg: &hermes_config::SandboxConfig) -> Result<Arc<dyn Sandboxes>> {

@@ -34,6 +34,8 @@ pub struct Agent {
     pub context_window: Option<i32>,
     /// How dangerous commands are approved: `off`, `manual` or `smart`.
     pub approval_mode: String,
+    /// Whether its sandbox may reach the public internet.
+    pub egress: bool,
     pub created_at: DateTime<Utc>,
 }
 
@@ -94,6 +96,7 @@ impl Agent {
                 .map_err(|e| StoreError::Corrupt(e.to_string()))?,
             context_window: row.try_get("context_window")?,
             approval_mode: row.try_get("approval_mode")?,
+            egress: row.try_get("egress")?,
             created_at: row.try_get("created_at")?,
         })
     }
@@ -113,7 +116,7 @@ impl Agent {
 
 macro_rules! agent_columns {
     () => {
-        "id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets, provider_key_hosts, fallbacks, api_mode, auxiliary, context_window, approval_mode, created_at"
+        "id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets, provider_key_hosts, fallbacks, api_mode, auxiliary, context_window, approval_mode, egress, created_at"
     };
 }
 

@@ -249,6 +249,20 @@ impl Store {
         Ok(())
     }
 
+    /// Lets the agent's sandbox reach the public internet, or not.
+    pub async fn set_egress(&self, tenant: TenantId, agent: AgentId, enabled: bool) -> Result<()> {
+        let done = sqlx::query("UPDATE agents SET egress = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_uuid())
+            .bind(agent.as_uuid())
+            .bind(enabled)
+            .execute(self.pool())
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
     /// Sets how the agent's dangerous commands are approved (`off`, `manual`, `smart`).
     pub async fn set_approval_mode(&self, tenant: TenantId, agent: AgentId, mode: &str) -> Result<()> {
         let done =

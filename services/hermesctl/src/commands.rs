@@ -123,6 +123,10 @@ pub struct AgentCreate {
     /// smart. Hard-blocked commands are refused in every mode.
     #[arg(long, default_value = "manual", value_parser = ["manual", "off", "smart"])]
     approval_mode: String,
+    /// Let the agent's sandbox reach the public internet (private, loopback, link-local and
+    /// metadata addresses stay unreachable).
+    #[arg(long)]
+    egress: bool,
     /// A model to fall back to, as MODEL@BASE_URL; repeat for a chain (keys come from the
     /// tenant's pool for that provider).
     #[arg(long = "fallback")]
@@ -244,6 +248,10 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
             if a.approval_mode != agent.approval_mode {
                 store.set_approval_mode(t.id, agent.id, &a.approval_mode).await?;
                 agent.approval_mode = a.approval_mode;
+            }
+            if a.egress {
+                store.set_egress(t.id, agent.id, true).await?;
+                agent.egress = true;
             }
             print(
                 json_mode,

@@ -9,6 +9,7 @@ pub mod code;
 pub mod exec;
 pub mod files;
 pub mod procs;
+pub mod relay;
 pub mod search;
 mod service;
 

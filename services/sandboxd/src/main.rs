@@ -22,6 +22,11 @@ struct Args {
     /// Seconds a command may run when the request gives no timeout.
     #[arg(long, default_value_t = 180)]
     default_timeout: u64,
+    /// The worker's egress proxy (a unix socket); programs reach it through `--egress-listen`.
+    #[arg(long)]
+    egress_socket: Option<PathBuf>,
+    #[arg(long, default_value = "127.0.0.1:3128")]
+    egress_listen: std::net::SocketAddr,
 }
 
 #[tokio::main]
@@ -30,6 +35,14 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let mut cfg = Config::for_workspace(args.workspace);
     cfg.default_timeout = Duration::from_secs(args.default_timeout);
+    if let Some(to) = args.egress_socket.clone() {
+        let listen = args.egress_listen;
+        tokio::spawn(async move {
+            if let Err(e) = hermes_sandboxd::relay::run(listen, to).await {
+                tracing::warn!(error = %e, "the egress relay stopped");
+            }
+        });
+    }
     let shutdown = async {
         let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             Ok(s) => s,

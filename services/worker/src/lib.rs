@@ -5,6 +5,7 @@
 
 mod commands;
 mod delegate;
+mod egress;
 mod journal;
 mod judge;
 mod keys;
@@ -82,6 +83,7 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
     let cfg = ctx.config.clone();
     let worker_id = cfg.worker.id.clone().unwrap_or_else(default_worker_id);
     let tools = hermes_toolbox::builtin_registry(ctx.sandboxes.clone(), cfg.sandbox.exec_timeout_seconds);
+    ctx.sandboxes.set_egress(Arc::new(egress::EgressProxy::new(ctx.store.clone(), &cfg.sandbox.egress_allow_cidrs)));
     let mut consumer = ctx.broker.consume_work(cfg.worker.max_concurrent_turns, &worker_id).await?;
     let rt = Arc::new(Runtime {
         ctx,

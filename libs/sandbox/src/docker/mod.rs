@@ -22,7 +22,7 @@ use futures_util::future::BoxFuture;
 use hermes_config::SandboxConfig;
 
 use crate::client::SandboxClient;
-use crate::common::{self, Daemons, IPC_MOUNT, SOCKET, START_WAIT};
+use crate::common::{self, Daemons, EGRESS_SOCKET, EgressListeners, IPC_MOUNT, SOCKET, START_WAIT};
 use crate::{Result, SandboxError, SandboxKey, Sandboxes, WORKSPACE};
 
 const LABEL_OWNER: &str = "io.hermes.sandbox.owner";
@@ -41,6 +41,7 @@ struct Inner {
     daemons: Daemons,
     /// Set once the engine refused a volume size: quotas are not tried again.
     no_quota_support: AtomicBool,
+    egress: EgressListeners,
 }
 
 fn docker_err(e: DockerError) -> SandboxError {
@@ -66,7 +67,15 @@ impl DockerSandboxes {
         .map_err(|e| SandboxError::Unavailable(e.to_string()))?;
         let docker = docker.negotiate_version().await.map_err(|e| SandboxError::Unavailable(e.to_string()))?;
         let no_quota_support = AtomicBool::new(false);
-        Ok(Self { inner: Arc::new(Inner { docker, cfg: cfg.clone(), daemons: Daemons::new(), no_quota_support }) })
+        Ok(Self {
+            inner: Arc::new(Inner {
+                docker,
+                cfg: cfg.clone(),
+                daemons: Daemons::new(),
+                no_quota_support,
+                egress: EgressListeners::default(),
+            }),
+        })
     }
 
     /// The container name of `key`'s sandbox.
@@ -191,10 +200,17 @@ impl DockerSandboxes {
                 WORKSPACE.into(),
                 "--default-timeout".into(),
                 timeout,
+                "--egress-socket".into(),
+                format!("{IPC_MOUNT}/{EGRESS_SOCKET}"),
             ]),
             user: Some("1000:1000".into()),
             working_dir: Some(WORKSPACE.into()),
-            env: Some(vec![format!("HOME={WORKSPACE}"), "LANG=C.UTF-8".into(), "SANDBOXD_LOG=warn".into()]),
+            env: Some(
+                [format!("HOME={WORKSPACE}"), "LANG=C.UTF-8".into(), "SANDBOXD_LOG=warn".into()]
+                    .into_iter()
+                    .chain(crate::PROXY_ENV.iter().map(|(k, v)| format!("{k}={v}")))
+                    .collect(),
+            ),
             labels: Some(labels),
             network_disabled: Some(true),
             host_config: Some(host),
@@ -223,6 +239,7 @@ impl DockerSandboxes {
 
     async fn remove(&self, name: &str) {
         self.inner.daemons.forget(name);
+        self.inner.egress.stop(name);
         let options = RemoveContainerOptions { force: true, ..Default::default() };
         if let Err(e) = self.inner.docker.remove_container(name, Some(options)).await
             && status_of(&e) != Some(404)
@@ -280,7 +297,9 @@ impl Sandboxes for DockerSandboxes {
                 return Ok(client);
             }
             self.ensure_running(key).await?;
-            self.connect_daemon(&name, START_WAIT).await
+            let client = self.connect_daemon(&name, START_WAIT).await?;
+            self.inner.egress.ensure(&name, key, &self.ipc_dir(&name));
+            Ok(client)
         })
     }
 
@@ -304,6 +323,10 @@ impl Sandboxes for DockerSandboxes {
 
     fn reap_idle(&self) -> BoxFuture<'_, Result<usize>> {
         Box::pin(DockerSandboxes::reap_idle(self))
+    }
+
+    fn set_egress(&self, handler: Arc<dyn crate::EgressHandler>) {
+        self.inner.egress.set_handler(handler);
     }
 
     fn ping(&self) -> BoxFuture<'_, Result<()>> {

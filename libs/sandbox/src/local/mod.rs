@@ -27,7 +27,7 @@ use tokio::process::{Child, Command};
 use hermes_config::SandboxConfig;
 
 use crate::client::SandboxClient;
-use crate::common::{self, Daemons, IPC_MOUNT, SOCKET, START_WAIT};
+use crate::common::{self, Daemons, EGRESS_SOCKET, EgressListeners, IPC_MOUNT, SOCKET, START_WAIT};
 use crate::{Result, SandboxError, SandboxKey, Sandboxes, WORKSPACE};
 use cgroup::{CgroupParent, SandboxCgroup};
 
@@ -67,6 +67,7 @@ struct Inner {
     run_as: Option<(u32, u32)>,
     /// The sandboxes this worker started.
     started: StdMutex<HashMap<String, Started>>,
+    egress: EgressListeners,
 }
 
 struct Started {
@@ -104,6 +105,7 @@ impl LocalSandboxes {
                 cgroups,
                 run_as,
                 started: StdMutex::new(HashMap::new()),
+                egress: EgressListeners::default(),
             }),
         })
     }
@@ -189,6 +191,9 @@ impl LocalSandboxes {
         arg(&["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox"]);
         arg(&["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", WORKSPACE]);
         arg(&["--setenv", "LANG", "C.UTF-8", "--setenv", "SANDBOXD_LOG", "warn"]);
+        for (name, value) in crate::PROXY_ENV {
+            arg(&["--setenv", name, value]);
+        }
         for dir in SYSTEM_DIRS.iter().chain(ETC_ENTRIES) {
             let path = Path::new(dir);
             match std::fs::read_link(path) {
@@ -207,6 +212,7 @@ impl LocalSandboxes {
         let timeout = self.inner.cfg.exec_timeout_seconds.to_string();
         let listen = format!("unix:{IPC_MOUNT}/{SOCKET}");
         arg(&[SANDBOXD_MOUNT, "--listen", &listen, "--workspace", WORKSPACE, "--default-timeout", &timeout]);
+        arg(&["--egress-socket", &format!("{IPC_MOUNT}/{EGRESS_SOCKET}")]);
 
         let mut command = if wait_for_cgroup {
             let mut c = Command::new("/bin/sh");
@@ -234,6 +240,7 @@ impl LocalSandboxes {
     /// Kills sandbox `name` if this worker started it, and removes its cgroup.
     async fn stop(&self, name: &str) {
         self.inner.daemons.forget(name);
+        self.inner.egress.stop(name);
         let started = self.inner.started.lock().ok().and_then(|mut s| s.remove(name));
         if let Some(mut started) = started {
             let _ = started.child.kill().await;
@@ -300,7 +307,11 @@ impl Sandboxes for LocalSandboxes {
             let name = self.sandbox_name(key);
             match self.inner.daemons.cached(&name) {
                 Some(client) => Ok(client),
-                None => self.open_uncached(key, &name).await,
+                None => {
+                    let client = self.open_uncached(key, &name).await?;
+                    self.inner.egress.ensure(&name, key, &self.ipc_dir(&name));
+                    Ok(client)
+                }
             }
         })
     }
@@ -325,6 +336,10 @@ impl Sandboxes for LocalSandboxes {
 
     fn reap_idle(&self) -> BoxFuture<'_, Result<usize>> {
         Box::pin(LocalSandboxes::reap_idle(self))
+    }
+
+    fn set_egress(&self, handler: Arc<dyn crate::EgressHandler>) {
+        self.inner.egress.set_handler(handler);
     }
 
     fn ping(&self) -> BoxFuture<'_, Result<()>> {
