@@ -183,15 +183,22 @@ async fn rollback_lists_the_workspace_checkpoints_and_restores_one_without_the_m
     env.llm.push(ScriptedReply::tool_call("write_file", json!({"path": "notes.md", "content": "draft two\n"})));
     env.llm.push(ScriptedReply::text("Rewrote it."));
     env.chat(&key, chat("rewrite notes")).await.json::<Value>().await.unwrap();
+    // Turn 3 changes it from the shell: a shell command that writes files is checkpointed too.
+    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "echo draft three > notes.md"})));
+    env.llm.push(ScriptedReply::text("Rewrote it again."));
+    env.chat(&key, chat("rewrite from the shell")).await.json::<Value>().await.unwrap();
     let model_calls = env.llm.requests().len();
 
     let body: Value = env.chat(&key, chat("/rollback")).await.json().await.unwrap();
     let listing = answer_text(&body);
     assert!(listing.starts_with("Checkpoints (newest first)"), "{listing}");
-    assert!(listing.contains("\n1. ") && listing.contains("\n2. ") && !listing.contains("\n3. "), "{listing}");
-    assert!(listing.contains("before write_file"), "{listing}");
+    assert!(listing.contains("\n3. ") && !listing.contains("\n4. "), "{listing}");
+    assert!(
+        listing.contains("before write_file") && listing.contains("\n1. ") && listing.contains("before terminal"),
+        "{listing}"
+    );
 
-    let body: Value = env.chat(&key, chat("/rollback 1")).await.json().await.unwrap();
+    let body: Value = env.chat(&key, chat("/rollback 2")).await.json().await.unwrap();
     assert!(answer_text(&body).starts_with("Restored the workspace to cp_"), "{body}");
     assert_eq!(env.llm.requests().len(), model_calls, "commands never reach the model");
     assert_eq!(env.count("SELECT count(*) FROM messages WHERE content::text LIKE '%/rollback%'").await, 0);

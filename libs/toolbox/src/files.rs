@@ -40,6 +40,12 @@ impl FileTools {
     }
 
     /// Takes the turn's checkpoint before its first change (once per turn and worker).
+    /// Takes the turn's checkpoint before `what` changes files (once per turn and worker).
+    pub(crate) async fn checkpoint_before(&self, ctx: &ToolCtx, what: &str) -> Result<(), ToolError> {
+        let client = self.client(ctx).await?;
+        self.checkpoint_once(ctx, &client, what).await
+    }
+
     async fn checkpoint_once(&self, ctx: &ToolCtx, client: &SandboxClient, what: &str) -> Result<(), ToolError> {
         let first = self.checkpointed.lock().map(|mut s| {
             if s.len() > 10_000 {

@@ -26,10 +26,12 @@ pub use terminal::{Foreground, MAX_OUTPUT_CHARS, TerminalTool};
 pub fn builtin_registry(sandboxes: Arc<dyn Sandboxes>, default_timeout_secs: u64) -> ToolRegistry {
     let mut registry = ToolRegistry::new();
     registry.set_spill(Arc::new(SandboxSpill::new(sandboxes.clone())));
-    registry.register(Arc::new(TerminalTool::new(sandboxes.clone(), default_timeout_secs)));
+
     registry.register(Arc::new(ProcessTool::new(sandboxes.clone())));
     registry.register(Arc::new(ClarifyTool));
-    let files = FileTools::new(sandboxes);
+    let files = FileTools::new(sandboxes.clone());
+    let terminal = TerminalTool::new(sandboxes, default_timeout_secs).with_checkpoints(files.clone());
+    registry.register(Arc::new(terminal));
     registry.register(Arc::new(ReadFile(files.clone())));
     registry.register(Arc::new(WriteFile(files.clone())));
     registry.register(Arc::new(Patch(files.clone())));

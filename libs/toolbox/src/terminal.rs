@@ -24,15 +24,48 @@ pub const MAX_TIMEOUT_SECS: u64 = 600;
 pub struct TerminalTool {
     sandboxes: Arc<dyn Sandboxes>,
     default_timeout_secs: u64,
+    /// Checkpoints the workspace before the turn's first command that changes files.
+    checkpoints: Option<crate::FileTools>,
+}
+
+/// Commands that change files (upstream's list): deletes, copies and moves, in-place edits,
+/// truncation, raw copies, output redirection, and git's resets, cleans and checkouts.
+static MUTATING: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r"(?:^|[;&|(\s])(?:rm|rmdir|cp|mv|install|truncate|dd|shred|unlink)\s|\bsed\s+(?:\S+\s+)*-i|>\s*[^&\s>]|\bgit\s+(?:reset|clean|checkout|restore)\b",
+    )
+    .ok()
+});
+
+/// Whether `command` looks like it changes files.
+pub(crate) fn changes_files(command: &str) -> bool {
+    MUTATING.as_ref().is_some_and(|re| re.is_match(command))
 }
 
 impl TerminalTool {
     pub fn new(sandboxes: Arc<dyn Sandboxes>, default_timeout_secs: u64) -> Self {
-        Self { sandboxes, default_timeout_secs }
+        Self { sandboxes, default_timeout_secs, checkpoints: None }
+    }
+
+    /// Takes the turn's checkpoint (shared with the file tools) before a command that changes
+    /// files, so `/rollback` can undo it.
+    pub fn with_checkpoints(mut self, files: crate::FileTools) -> Self {
+        self.checkpoints = Some(files);
+        self
+    }
+
+    async fn checkpoint_if_changing(&self, ctx: &ToolCtx, command: &str) -> Result<(), ToolError> {
+        if let Some(files) = &self.checkpoints
+            && changes_files(command)
+        {
+            files.checkpoint_before(ctx, "terminal").await?;
+        }
+        Ok(())
     }
 
     async fn background(&self, ctx: &ToolCtx, command: &str, workdir: Option<String>) -> Result<String, ToolError> {
         crate::approval::check(ctx, command).await?;
+        self.checkpoint_if_changing(ctx, command).await?;
         let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id };
         let client = self.sandboxes.open(key).await.map_err(sandbox_error)?;
         let request = StartProcessRequest {
@@ -72,6 +105,7 @@ impl TerminalTool {
             return Err(ToolError::RespondToModel("command is empty".into()));
         }
         crate::approval::check(ctx, command).await?;
+        self.checkpoint_if_changing(ctx, command).await?;
         let timeout_secs = match timeout {
             None | Some(Value::Null) => self.default_timeout_secs,
             Some(v) => v.as_u64().filter(|t| (1..=MAX_TIMEOUT_SECS).contains(t)).ok_or_else(|| {
@@ -156,5 +190,22 @@ impl Tool for TerminalTool {
                 (false, false) => format!("{body}\n{status}"),
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::changes_files;
+
+    #[test]
+    fn commands_that_change_files_are_recognised() {
+        for cmd in
+            ["rm -f a", "cd x && mv a b", "echo hi > notes.md", "sed -i s/a/b/ f", "git checkout -- .", "cp -r a b"]
+        {
+            assert!(changes_files(cmd), "{cmd}");
+        }
+        for cmd in ["ls -la", "cat a | grep b", "make 2>&1", "git status", "echo rmdir", "python3 -m pytest"] {
+            assert!(!changes_files(cmd), "{cmd}");
+        }
     }
 }
