@@ -10,6 +10,11 @@ source deploy/dev/toolchain.sh
 ensure_pinned_toolchain
 
 deploy/dev/ensure-services.sh
+# The official Kubernetes schemas, to validate generated manifests offline.
+if ! python3 -c 'import kubernetes_validate' >/dev/null 2>&1; then
+  echo "== installing kubernetes-validate (PyPI)"
+  python3 -m pip install --quiet --disable-pip-version-check kubernetes-validate==1.37.0
+fi
 echo "== sandboxd and the sandbox test image"
 cargo build -p hermes-sandboxd --locked
 deploy/sandbox/build-test-image.sh >/dev/null

@@ -320,3 +320,28 @@ fn the_manifests_are_complete_kubernetes_objects() {
     assert_eq!(manifests[1]["spec"]["storageClassName"], "fast");
     assert_eq!(manifests[3]["apiVersion"], "networking.k8s.io/v1");
 }
+
+#[test]
+fn the_manifests_validate_against_the_kubernetes_schemas_offline() {
+    let mut cfg = hermes_config::SandboxConfig::default();
+    cfg.kubernetes.runtime_class = "gvisor".into();
+    cfg.kubernetes.storage_class = "fast".into();
+    let dir = format!("/tmp/htest-kube/{}", unique("m"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut files = Vec::new();
+    for (i, manifest) in hermes_sandbox_kube::manifests_of(&cfg, new_key()).iter().enumerate() {
+        let path = format!("{dir}/{i}.json");
+        std::fs::write(&path, serde_json::to_vec_pretty(manifest).unwrap()).unwrap();
+        files.push(path);
+    }
+    // kubernetes-validate carries the official schemas; deploy/dev/test.sh installs it.
+    let out = Command::new("python3")
+        .args(["-m", "kubernetes_validate", "--strict", "--kubernetes-version", "1.33.0"])
+        .args(&files)
+        .output()
+        .expect("kubernetes-validate is installed (deploy/dev/test.sh installs it)");
+    let report = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "{report}");
+    assert_eq!(report.matches("INFO").count(), files.len(), "every manifest was checked: {report}");
+}
