@@ -49,28 +49,7 @@ async fn sandboxes_reach_only_public_addresses_and_only_when_the_agent_opted_in(
         TestEnv::start_with(Roles::default(), |c| c.sandbox.egress_allow_cidrs = vec!["127.0.0.3/32".into()]).await;
     let port = web_server().await;
     let (tenant, _, key) = env.tenant("acme", "closed").await;
-    let open = env
-        .store
-        .create_agent(
-            tenant,
-            hermes_store::NewAgent {
-                name: "open".into(),
-                model: "scripted-model".into(),
-                provider_base_url: env.llm.base_url(),
-                provider_key: None,
-                soul: None,
-                system_message: None,
-                provider_key_hosts: vec![],
-                fallbacks: vec![],
-                api_mode: None,
-                auxiliary: None,
-                context_window: None,
-                toolsets: vec!["terminal".into()],
-            },
-            None,
-        )
-        .await
-        .unwrap();
+    let open = env.agent(tenant, "open").await;
     env.store.set_egress(tenant, open.id, true).await.unwrap();
     // What any HTTP client does with HTTP_PROXY (the test image's busybox wget crashes with a
     // proxy set, so the request is written by hand).

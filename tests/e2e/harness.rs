@@ -162,30 +162,28 @@ impl TestEnv {
     /// A tenant with one agent on the scripted model and an API key for it.
     pub async fn tenant(&self, tenant: &str, agent: &str) -> (TenantId, Agent, String) {
         let t = self.store.create_tenant(tenant).await.unwrap();
-        let a = self
-            .store
-            .create_agent(
-                t.id,
-                NewAgent {
-                    name: agent.into(),
-                    model: "scripted-model".into(),
-                    provider_base_url: self.llm.base_url(),
-                    provider_key: None,
-                    soul: None,
-                    system_message: None,
-                    provider_key_hosts: vec![],
-                    fallbacks: vec![],
-                    api_mode: None,
-                    auxiliary: None,
-                    context_window: None,
-                    toolsets: vec!["terminal".into()],
-                },
-                None,
-            )
-            .await
-            .unwrap();
+        let a = self.agent(t.id, agent).await;
         let (_, key) = self.store.create_api_key(t.id, None, "test", None).await.unwrap();
         (t.id, a, key)
+    }
+
+    /// Another agent of `tenant` on the scripted model, with the terminal toolset.
+    pub async fn agent(&self, tenant: TenantId, name: &str) -> Agent {
+        let new = NewAgent {
+            name: name.into(),
+            model: "scripted-model".into(),
+            provider_base_url: self.llm.base_url(),
+            provider_key: None,
+            soul: None,
+            system_message: None,
+            provider_key_hosts: vec![],
+            fallbacks: vec![],
+            api_mode: None,
+            auxiliary: None,
+            context_window: None,
+            toolsets: vec!["terminal".into()],
+        };
+        self.store.create_agent(tenant, new, None).await.unwrap()
     }
 
     /// POSTs a chat completion.

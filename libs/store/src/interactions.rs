@@ -31,6 +31,27 @@ pub struct Answered {
     pub agent_id: AgentId,
 }
 
+/// Remembers command patterns as allowed for the agent (`session` None) or one session.
+async fn insert_grants(
+    db: impl sqlx::PgExecutor<'_>,
+    tenant: TenantId,
+    agent: uuid::Uuid,
+    session: Option<uuid::Uuid>,
+    keys: &[String],
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO approval_grants (tenant_id, agent_id, session_id, pattern_key)
+         SELECT $1, $2, $3, unnest($4::text[]) ON CONFLICT DO NOTHING",
+    )
+    .bind(tenant.as_uuid())
+    .bind(agent)
+    .bind(session)
+    .bind(keys)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
 impl Store {
     /// Parks `owner`'s running turn on a new interaction, if `fence` still owns the session;
     /// the turn leaves its lease and waits.
@@ -169,16 +190,7 @@ impl Store {
                 .as_array()
                 .map(|keys| keys.iter().filter_map(Value::as_str).map(str::to_owned).collect())
                 .unwrap_or_default();
-            sqlx::query(
-                "INSERT INTO approval_grants (tenant_id, agent_id, session_id, pattern_key)
-                 SELECT $1, $2, $3, unnest($4::text[]) ON CONFLICT DO NOTHING",
-            )
-            .bind(tenant.as_uuid())
-            .bind(agent)
-            .bind(scope)
-            .bind(&keys)
-            .execute(&mut *tx)
-            .await?;
+            insert_grants(&mut *tx, tenant, agent, scope, &keys).await?;
         }
         sqlx::query(
             "UPDATE turns SET status = 'queued', notify_hub = COALESCE($3, notify_hub)
@@ -236,17 +248,7 @@ impl Store {
         session: SessionId,
         keys: &[String],
     ) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO approval_grants (tenant_id, agent_id, session_id, pattern_key)
-             SELECT $1, $2, $3, unnest($4::text[]) ON CONFLICT DO NOTHING",
-        )
-        .bind(tenant.as_uuid())
-        .bind(agent.as_uuid())
-        .bind(session.as_uuid())
-        .bind(keys)
-        .execute(self.pool())
-        .await?;
-        Ok(())
+        insert_grants(self.pool(), tenant, agent.as_uuid(), Some(session.as_uuid()), keys).await
     }
 
     /// Lets the agent's sandbox reach the public internet, or not.
