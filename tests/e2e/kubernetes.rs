@@ -105,6 +105,13 @@ impl Cluster {
                 }
                 (201, object)
             }
+            // Server-side apply: create or replace (the backend applies whole NetworkPolicies).
+            ("PATCH", Some(name)) => {
+                assert!(query.contains("fieldManager="), "server-side apply names its field manager");
+                let object: Value = serde_json::from_slice(body).unwrap();
+                self.objects.lock().unwrap().insert((resource, name), object.clone());
+                (200, object)
+            }
             ("GET", Some(name)) => match self.objects.lock().unwrap().get(&(resource, name)) {
                 Some(object) => (200, object.clone()),
                 None => status(404, "NotFound"),
@@ -299,11 +306,63 @@ async fn an_idle_pod_is_deleted_and_recreated_with_its_workspace_and_a_failed_on
     assert!(cluster.calls.lock().unwrap().iter().any(|c| c.starts_with("DELETE") && c.ends_with(&names.pod)));
 }
 
+/// An agent's egress setting, switchable by the test.
+struct Toggle(std::sync::atomic::AtomicBool);
+
+impl hermes_sandbox::EgressHandler for Toggle {
+    fn serve(&self, _: SandboxKey, _: tokio::net::UnixStream) -> futures_util::future::BoxFuture<'static, ()> {
+        Box::pin(async {})
+    }
+
+    fn enabled(&self, _: SandboxKey) -> futures_util::future::BoxFuture<'static, bool> {
+        let on = self.0.load(std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async move { on })
+    }
+}
+
+#[tokio::test]
+async fn internet_access_opens_the_network_policy_to_public_addresses_only_and_follows_the_setting() {
+    let cluster = cluster();
+    let sandboxes = backend(&cluster, |c| c.egress_allow_cidrs = vec!["10.20.0.0/16".into()]);
+    let toggle = Arc::new(Toggle(false.into()));
+    sandboxes.set_egress(toggle.clone());
+    let key = new_key();
+    run(&sandboxes, key, "true", 20).await;
+    let names = sandboxes.names(key);
+    let egress = || cluster.object("networkpolicies", &names.pod).unwrap()["spec"]["egress"].clone();
+    assert_eq!(egress(), json!([]), "no way out by default");
+
+    // The agent opts in: the reaper's pass over live pods opens the policy.
+    toggle.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(sandboxes.reap_idle().await.unwrap(), 0, "a busy pod stays");
+    let rules = egress();
+    let dns = &rules[0];
+    assert_eq!(dns["to"][0]["podSelector"]["matchLabels"]["k8s-app"], "kube-dns");
+    assert_eq!(dns["ports"], json!([{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]));
+    let peers = rules[1]["to"].as_array().unwrap();
+    assert!(rules[1]["ports"].is_null(), "any port");
+    assert_eq!(peers[0]["ipBlock"]["cidr"], "0.0.0.0/0");
+    let except_v4: Vec<&str> = peers[0]["ipBlock"]["except"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    for private in ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "127.0.0.0/8", "100.64.0.0/10"] {
+        assert!(except_v4.contains(&private), "{private} refused");
+    }
+    assert_eq!(peers[1]["ipBlock"]["cidr"], "::/0");
+    assert!(peers[1]["ipBlock"]["except"].as_array().unwrap().contains(&json!("fc00::/7")));
+    assert_eq!(peers[2]["ipBlock"], json!({"cidr": "10.20.0.0/16"}), "the operator's allowed range");
+
+    // Another worker attaching applies the current setting too; switching off closes it again.
+    toggle.0.store(false, std::sync::atomic::Ordering::SeqCst);
+    let other = backend(&cluster, |_| {});
+    other.set_egress(toggle.clone());
+    run(&other, key, "true", 20).await;
+    assert_eq!(egress(), json!([]), "closed again");
+}
+
 #[test]
 fn the_manifests_are_complete_kubernetes_objects() {
     let mut cfg = hermes_config::SandboxConfig::default();
     cfg.kubernetes.storage_class = "fast".into();
-    let manifests = hermes_sandbox_kube::manifests_of(&cfg, new_key());
+    let manifests = hermes_sandbox_kube::manifests_of(&cfg, new_key(), false);
     let kinds: Vec<&str> = manifests.iter().map(|m| m["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["Secret", "PersistentVolumeClaim", "Pod", "NetworkPolicy"]);
     for m in &manifests {
@@ -326,10 +385,15 @@ fn the_manifests_validate_against_the_kubernetes_schemas_offline() {
     let mut cfg = hermes_config::SandboxConfig::default();
     cfg.kubernetes.runtime_class = "gvisor".into();
     cfg.kubernetes.storage_class = "fast".into();
+    cfg.egress_allow_cidrs = vec!["10.20.0.0/16".into()];
+    let key = new_key();
+    let mut manifests = hermes_sandbox_kube::manifests_of(&cfg, key, false);
+    // The policy of an agent with internet access too.
+    manifests.extend(hermes_sandbox_kube::manifests_of(&cfg, key, true).pop());
     let dir = format!("/tmp/htest-kube/{}", unique("m"));
     std::fs::create_dir_all(&dir).unwrap();
     let mut files = Vec::new();
-    for (i, manifest) in hermes_sandbox_kube::manifests_of(&cfg, new_key()).iter().enumerate() {
+    for (i, manifest) in manifests.iter().enumerate() {
         let path = format!("{dir}/{i}.json");
         std::fs::write(&path, serde_json::to_vec_pretty(manifest).unwrap()).unwrap();
         files.push(path);

@@ -295,6 +295,9 @@ pub struct KubernetesSandboxConfig {
     pub tmpfs_mb: u64,
     /// Labels of the worker pods: the only pods the NetworkPolicy lets reach a sandbox.
     pub worker_labels: std::collections::BTreeMap<String, String>,
+    /// Labels of the cluster's DNS pods, which a sandbox with internet access may query
+    /// (port 53, any namespace).
+    pub dns_labels: std::collections::BTreeMap<String, String>,
     /// Prefix of the objects' names.
     pub name_prefix: String,
     /// How long a new pod may take to be scheduled, pulled and answer.
@@ -315,6 +318,7 @@ impl Default for KubernetesSandboxConfig {
             cpu_millis: 1000,
             tmpfs_mb: 256,
             worker_labels: [("app.kubernetes.io/component".to_owned(), "worker".to_owned())].into(),
+            dns_labels: [("k8s-app".to_owned(), "kube-dns".to_owned())].into(),
             name_prefix: "hermes".into(),
             start_timeout_seconds: 120,
         }

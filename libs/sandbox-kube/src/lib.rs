@@ -7,6 +7,10 @@
 //!
 //! Objects are created on first use; an idle pod is deleted (PVC and Secret stay); a pod that
 //! failed is replaced. Any worker can attach to a running pod.
+//!
+//! Egress: the pod cannot reach the workers' egress proxy, so an agent's opt-in opens its
+//! NetworkPolicy instead, to public addresses only (see `manifests::network_policy`). The
+//! policy follows the agent's setting when a worker attaches and at every reaper pass.
 
 pub mod manifests;
 
@@ -17,7 +21,8 @@ use std::time::{Duration, Instant};
 use futures_util::future::BoxFuture;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Pod, Secret};
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, Resource};
 use rand::Rng;
 use serde::Serialize;
@@ -25,7 +30,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::Mutex;
 
 use hermes_config::SandboxConfig;
-use hermes_sandbox::{Address, Result, SandboxClient, SandboxError, SandboxKey, Sandboxes};
+use hermes_sandbox::{Address, EgressHandler, Result, SandboxClient, SandboxError, SandboxKey, Sandboxes};
 
 use manifests::{LABEL_OWNER, Names};
 
@@ -41,6 +46,9 @@ struct Inner {
     cfg: SandboxConfig,
     clients: StdMutex<HashMap<String, SandboxClient>>,
     start: Mutex<()>,
+    egress: StdMutex<Option<Arc<dyn EgressHandler>>>,
+    /// Whether each pod's NetworkPolicy, as this worker last applied it, lets it out.
+    applied_egress: StdMutex<HashMap<String, bool>>,
 }
 
 fn api_err(e: kube::Error) -> SandboxError {
@@ -76,6 +84,8 @@ impl KubeSandboxes {
                 cfg: cfg.clone(),
                 clients: StdMutex::new(HashMap::new()),
                 start: Mutex::new(()),
+                egress: StdMutex::new(None),
+                applied_egress: StdMutex::new(HashMap::new()),
             }),
         }
     }
@@ -137,6 +147,35 @@ impl KubeSandboxes {
         }
     }
 
+    /// Whether `key`'s agent may reach the internet (never without an egress handler).
+    async fn egress_enabled(&self, key: SandboxKey) -> bool {
+        let handler = self.inner.egress.lock().ok().and_then(|h| h.clone());
+        match handler {
+            Some(handler) => handler.enabled(key).await,
+            None => false,
+        }
+    }
+
+    /// Applies the sandbox's NetworkPolicy (server-side apply, so every worker converges on the
+    /// same object) unless this worker already applied it with the same egress setting.
+    async fn ensure_policy(&self, key: SandboxKey, names: &Names) -> Result<()> {
+        let egress = self.egress_enabled(key).await;
+        let applied = self.inner.applied_egress.lock().ok().and_then(|a| a.get(&names.pod).copied());
+        if applied == Some(egress) {
+            return Ok(());
+        }
+        let cfg = &self.inner.cfg;
+        let allow = egress.then_some(cfg.egress_allow_cidrs.as_slice());
+        let policy = manifests::network_policy(&cfg.kubernetes, key, names, allow);
+        let params = PatchParams::apply("hermes-worker").force();
+        self.api::<NetworkPolicy>().patch(&names.pod, &params, &Patch::Apply(&policy)).await.map_err(api_err)?;
+        tracing::info!(pod = %names.pod, egress, "sandbox network policy applied");
+        if let Ok(mut applied) = self.inner.applied_egress.lock() {
+            applied.insert(names.pod.clone(), egress);
+        }
+        Ok(())
+    }
+
     /// Makes sure the pod exists and runs; returns its IP.
     async fn ensure_pod(&self, key: SandboxKey, names: &Names) -> Result<String> {
         let cfg = &self.inner.cfg;
@@ -148,7 +187,7 @@ impl KubeSandboxes {
                     // The token first: the pod mounts it.
                     self.token(key, names).await?;
                     self.ensure(&manifests::pvc(&cfg.kubernetes, key, names)).await?;
-                    self.ensure(&manifests::network_policy(&cfg.kubernetes, key, names)).await?;
+                    self.ensure_policy(key, names).await?;
                     let pod = manifests::pod(&cfg.kubernetes, key, names, cfg.exec_timeout_seconds);
                     self.ensure(&pod).await?;
                     tracing::info!(pod = %names.pod, tenant.id = %key.tenant, agent.id = %key.agent, "sandbox pod created");
@@ -226,6 +265,11 @@ impl KubeSandboxes {
                     continue;
                 }
                 removed += 1;
+            } else if let Some(key) = key
+                && let Err(e) = self.ensure_policy(key, &self.names(key)).await
+            {
+                // Keeps a live pod's egress in step with its agent's setting.
+                tracing::warn!(pod = %name, error = %e, "cannot update the sandbox's network policy");
             }
         }
         Ok(removed)
@@ -252,6 +296,8 @@ impl Sandboxes for KubeSandboxes {
                 return Ok(client);
             }
             let ip = self.ensure_pod(key, &names).await?;
+            // A pod another worker started may carry an older egress setting.
+            self.ensure_policy(key, &names).await?;
             let wait = Duration::from_secs(self.inner.cfg.kubernetes.start_timeout_seconds.min(60));
             self.connect_pod(key, &names, &ip, wait).await
         })
@@ -278,6 +324,12 @@ impl Sandboxes for KubeSandboxes {
         self.forget(&self.names(key).pod);
     }
 
+    fn set_egress(&self, handler: Arc<dyn EgressHandler>) {
+        if let Ok(mut egress) = self.inner.egress.lock() {
+            *egress = Some(handler);
+        }
+    }
+
     fn reap_idle(&self) -> BoxFuture<'_, Result<usize>> {
         Box::pin(KubeSandboxes::reap_idle(self))
     }
@@ -289,15 +341,16 @@ impl Sandboxes for KubeSandboxes {
     }
 }
 
-/// The manifests of `key`'s sandbox, for operators and offline validation.
-pub fn manifests_of(cfg: &SandboxConfig, key: SandboxKey) -> Vec<serde_json::Value> {
+/// The manifests of `key`'s sandbox, for operators and offline validation; `egress` as if the
+/// agent had opted in to the internet.
+pub fn manifests_of(cfg: &SandboxConfig, key: SandboxKey, egress: bool) -> Vec<serde_json::Value> {
     let names = Names::of(&cfg.kubernetes.name_prefix, key);
     let k = &cfg.kubernetes;
     vec![
         with_kind(manifests::secret(k, key, &names, "<token>")),
         with_kind(manifests::pvc(k, key, &names)),
         with_kind(manifests::pod(k, key, &names, cfg.exec_timeout_seconds)),
-        with_kind(manifests::network_policy(k, key, &names)),
+        with_kind(manifests::network_policy(k, key, &names, egress.then_some(cfg.egress_allow_cidrs.as_slice()))),
     ]
 }
 

@@ -1,6 +1,6 @@
 //! The objects of one sandbox, as typed Kubernetes API objects: a token Secret, a workspace
 //! PVC, the pod (hardened like the Docker backend's container) and a NetworkPolicy that lets
-//! only the workers in and nothing out.
+//! only the workers in and, unless the agent opted in to the internet, nothing out.
 
 use std::collections::BTreeMap;
 
@@ -10,13 +10,15 @@ use k8s_openapi::api::core::v1::{
     SecretVolumeSource, SecurityContext, Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::api::networking::v1::{
-    NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicySpec,
+    IPBlock, NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
+    NetworkPolicySpec,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use hermes_config::KubernetesSandboxConfig;
+use hermes_sandbox::network::{Cidr, NON_PUBLIC_V4, NON_PUBLIC_V6};
 use hermes_sandbox::{SandboxKey, WORKSPACE};
 
 pub const LABEL_OWNER: &str = "hermes.io/sandbox-owner";
@@ -208,7 +210,16 @@ pub fn pod(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names, exec_t
     }
 }
 
-pub fn network_policy(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names) -> NetworkPolicy {
+/// The sandbox's NetworkPolicy: only the workers come in; with `egress` (the agent's opt-in,
+/// plus the operator's `sandbox.egress_allow_cidrs`) the pod may query the cluster's DNS and
+/// reach public addresses, never private, loopback, link-local or metadata ranges (the same
+/// list the workers' egress proxy refuses); without it nothing goes out.
+pub fn network_policy(
+    cfg: &KubernetesSandboxConfig,
+    key: SandboxKey,
+    names: &Names,
+    egress: Option<&[String]>,
+) -> NetworkPolicy {
     NetworkPolicy {
         metadata: meta(&names.pod, &labels(cfg, key, names)),
         spec: Some(NetworkPolicySpec {
@@ -216,7 +227,7 @@ pub fn network_policy(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Na
                 match_labels: Some(BTreeMap::from([(LABEL_SANDBOX.to_owned(), names.pod.clone())])),
                 ..Default::default()
             }),
-            // Both directions are governed: only the workers come in, nothing goes out.
+            // Both directions are governed, so an empty egress list means no way out.
             policy_types: Some(vec!["Ingress".into(), "Egress".into()]),
             ingress: Some(vec![NetworkPolicyIngressRule {
                 from: Some(vec![NetworkPolicyPeer {
@@ -226,13 +237,38 @@ pub fn network_policy(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Na
                     }),
                     ..Default::default()
                 }]),
-                ports: Some(vec![NetworkPolicyPort {
-                    port: Some(IntOrString::Int(i32::from(cfg.port))),
-                    protocol: Some("TCP".into()),
-                    ..Default::default()
-                }]),
+                ports: Some(vec![port(cfg.port, "TCP")]),
             }]),
-            egress: Some(vec![]),
+            egress: Some(egress.map(|allow| internet_rules(cfg, allow)).unwrap_or_default()),
         }),
     }
+}
+
+fn port(number: u16, protocol: &str) -> NetworkPolicyPort {
+    NetworkPolicyPort {
+        port: Some(IntOrString::Int(i32::from(number))),
+        protocol: Some(protocol.into()),
+        ..Default::default()
+    }
+}
+
+fn internet_rules(cfg: &KubernetesSandboxConfig, allow: &[String]) -> Vec<NetworkPolicyEgressRule> {
+    let dns = NetworkPolicyEgressRule {
+        to: Some(vec![NetworkPolicyPeer {
+            namespace_selector: Some(LabelSelector::default()),
+            pod_selector: Some(LabelSelector { match_labels: Some(cfg.dns_labels.clone()), ..Default::default() }),
+            ..Default::default()
+        }]),
+        ports: Some(vec![port(53, "UDP"), port(53, "TCP")]),
+    };
+    let block = |cidr: &str, except: &[&str]| NetworkPolicyPeer {
+        ip_block: Some(IPBlock {
+            cidr: cidr.to_owned(),
+            except: Some(except.iter().map(|r| (*r).to_owned()).collect()).filter(|e: &Vec<String>| !e.is_empty()),
+        }),
+        ..Default::default()
+    };
+    let mut peers = vec![block("0.0.0.0/0", &NON_PUBLIC_V4), block("::/0", &NON_PUBLIC_V6)];
+    peers.extend(allow.iter().filter(|c| Cidr::parse(c).is_some()).map(|c| block(c, &[])));
+    vec![dns, NetworkPolicyEgressRule { to: Some(peers), ports: None }]
 }

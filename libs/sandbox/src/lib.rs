@@ -11,6 +11,7 @@ pub mod client;
 mod common;
 pub mod docker;
 pub mod local;
+pub mod network;
 mod output;
 
 use std::collections::BTreeMap;
@@ -94,7 +95,7 @@ pub trait Sandboxes: Send + Sync {
     fn invalidate(&self, key: SandboxKey);
 
     /// Serves the sandboxes' egress through `handler` (see [`EgressHandler`]); without one,
-    /// a sandbox's proxy answers 503. Backends without egress support ignore it.
+    /// a sandbox has no way out.
     fn set_egress(&self, _handler: Arc<dyn EgressHandler>) {}
 
     /// Removes this worker's view of sandboxes idle for `sandbox.idle_seconds` (see each
@@ -108,8 +109,14 @@ pub trait Sandboxes: Send + Sync {
 /// The worker's side of sandbox egress. Programs in a sandbox use `HTTP(S)_PROXY`
 /// (sandboxd's relay on the sandbox's loopback), and each connection arrives here, on a unix
 /// socket in the sandbox's socket directory, tagged with the sandbox it came from.
+///
+/// Backends that cannot route through the worker (Kubernetes: the pod is elsewhere) ask
+/// [`EgressHandler::enabled`] instead and open the pod's NetworkPolicy to public addresses.
 pub trait EgressHandler: Send + Sync {
     fn serve(&self, key: SandboxKey, stream: tokio::net::UnixStream) -> BoxFuture<'static, ()>;
+
+    /// Whether `key`'s agent may reach the internet now.
+    fn enabled(&self, key: SandboxKey) -> BoxFuture<'static, bool>;
 }
 
 /// What every sandbox's environment says about egress: sandboxd's relay is the proxy, and

@@ -14,6 +14,7 @@ use futures_util::future::BoxFuture;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
 
+use hermes_sandbox::network::{Cidr, is_public};
 use hermes_sandbox::{EgressHandler, SandboxKey};
 use hermes_store::Store;
 
@@ -21,65 +22,6 @@ const MAX_HEAD: usize = 16 * 1024;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long an agent's egress setting is trusted before it is read again.
 const SETTING_TTL: Duration = Duration::from_secs(10);
-
-/// An address range written `a.b.c.d/n` or `x::y/n`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Cidr {
-    base: IpAddr,
-    prefix: u8,
-}
-
-impl Cidr {
-    pub fn parse(s: &str) -> Option<Self> {
-        let (addr, prefix) = s.split_once('/').unwrap_or((s, ""));
-        let base: IpAddr = addr.trim().parse().ok()?;
-        let max = if base.is_ipv4() { 32 } else { 128 };
-        let prefix = if prefix.is_empty() { max } else { prefix.trim().parse().ok().filter(|p| *p <= max)? };
-        Some(Self { base, prefix })
-    }
-
-    pub fn contains(&self, ip: IpAddr) -> bool {
-        let bits = |ip: IpAddr| match ip {
-            IpAddr::V4(v4) => (u128::from(u32::from(v4)), 32u32),
-            IpAddr::V6(v6) => (u128::from(v6), 128u32),
-        };
-        let ((base, width), (addr, addr_width)) = (bits(self.base), bits(ip));
-        if width != addr_width {
-            return false;
-        }
-        let shift = width - u32::from(self.prefix);
-        shift >= width || (base >> shift) == (addr >> shift)
-    }
-}
-
-/// Whether `ip` is on the public internet.
-pub(crate) fn is_public(ip: IpAddr) -> bool {
-    let never = |s: &str| Cidr::parse(s).is_some_and(|c| c.contains(ip));
-    match ip {
-        IpAddr::V4(v4) => {
-            !(v4.is_private()
-                || v4.is_loopback()
-                || v4.is_link_local()
-                || v4.is_broadcast()
-                || v4.is_documentation()
-                || v4.is_unspecified()
-                || v4.is_multicast()
-                || ["0.0.0.0/8", "100.64.0.0/10", "192.0.0.0/24", "198.18.0.0/15", "240.0.0.0/4"]
-                    .into_iter()
-                    .any(never))
-        }
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => is_public(IpAddr::V4(v4)),
-            None => {
-                !(v6.is_loopback()
-                    || v6.is_unspecified()
-                    || v6.is_multicast()
-                    // unique local, link-local, documentation, NAT64 (it can wrap a private v4)
-                    || ["fc00::/7", "fe80::/10", "2001:db8::/32", "64:ff9b::/96"].into_iter().any(never))
-            }
-        },
-    }
-}
 
 /// What the client asked for.
 #[derive(Debug, PartialEq)]
@@ -260,48 +202,16 @@ impl EgressHandler for EgressProxy {
             }
         })
     }
+
+    fn enabled(&self, key: SandboxKey) -> BoxFuture<'static, bool> {
+        let inner = self.inner.clone();
+        Box::pin(async move { inner.enabled(key).await })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_public_addresses_pass() {
-        for ip in ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8"] {
-            assert!(is_public(ip.parse().unwrap()), "{ip}");
-        }
-        for ip in [
-            "169.254.169.254",
-            "127.0.0.1",
-            "10.1.2.3",
-            "172.16.0.1",
-            "192.168.1.1",
-            "100.64.0.1",
-            "0.0.0.0",
-            "255.255.255.255",
-            "::1",
-            "fe80::1",
-            "fd00::1",
-            "::ffff:10.0.0.1",
-            "::ffff:169.254.169.254",
-            "64:ff9b::a00:1",
-            "224.0.0.1",
-        ] {
-            assert!(!is_public(ip.parse().unwrap()), "{ip}");
-        }
-    }
-
-    #[test]
-    fn ranges_parse_and_match() {
-        let c = Cidr::parse("10.20.0.0/16").unwrap();
-        assert!(c.contains("10.20.3.4".parse().unwrap()));
-        assert!(!c.contains("10.21.0.1".parse().unwrap()));
-        assert!(Cidr::parse("192.168.1.7").unwrap().contains("192.168.1.7".parse().unwrap()));
-        assert!(Cidr::parse("0.0.0.0/0").unwrap().contains("8.8.8.8".parse().unwrap()));
-        assert!(Cidr::parse("10.0.0.0/33").is_none());
-        assert!(!c.contains("::1".parse().unwrap()));
-    }
 
     #[test]
     fn requests_parse_to_a_checked_destination() {
