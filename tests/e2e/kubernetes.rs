@@ -342,7 +342,8 @@ async fn internet_access_opens_the_network_policy_to_public_addresses_only_and_f
     let peers = rules[1]["to"].as_array().unwrap();
     assert!(rules[1]["ports"].is_null(), "any port");
     assert_eq!(peers[0]["ipBlock"]["cidr"], "0.0.0.0/0");
-    let except_v4: Vec<&str> = peers[0]["ipBlock"]["except"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let except_v4: Vec<&str> =
+        peers[0]["ipBlock"]["except"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     for private in ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "127.0.0.0/8", "100.64.0.0/10"] {
         assert!(except_v4.contains(&private), "{private} refused");
     }

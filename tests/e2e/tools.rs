@@ -214,3 +214,44 @@ async fn rollback_lists_the_workspace_checkpoints_and_restores_one_without_the_m
     assert!(answer_text(&body).contains("there is no checkpoint 9"), "{body}");
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_turn_starts_the_agents_sandbox_while_the_model_thinks_but_only_for_agents_with_sandbox_tools() {
+    use std::time::{Duration, Instant};
+    let env = TestEnv::start_with(crate::harness::Roles::default(), |c| c.sandbox.prewarm = true).await;
+    let (tenant, agent, key) = env.tenant("acme", "ops").await;
+    let docker = Docker::connect_with_local_defaults().unwrap().negotiate_version().await.unwrap();
+    let sandboxes = hermes_sandbox::docker::DockerSandboxes::connect(&env.config.sandbox).await.unwrap();
+    let running = async |name: &str| {
+        docker.inspect_container(name, None).await.ok().and_then(|i| i.state).and_then(|s| s.running) == Some(true)
+    };
+
+    let name = sandboxes.container_name(SandboxKey { tenant, agent: agent.id });
+    env.llm.push(ScriptedReply::text("Hello.").after(Duration::from_secs(3)));
+    let chat = env.spawn_chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "hi"}]}));
+    let deadline = Instant::now() + Duration::from_millis(2500);
+    while !running(&name).await {
+        assert!(Instant::now() < deadline && !chat.is_finished(), "the sandbox runs before the model has answered");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(chat.await.unwrap().status(), 200);
+    assert_eq!(env.llm.requests().len(), 1, "no tool was called: the turn alone started it");
+
+    // An agent whose tools need no sandbox never gets one.
+    let writer = env.agent(tenant, "writer").await;
+    sqlx::query("UPDATE agents SET toolsets = ARRAY['todo'] WHERE id = $1")
+        .bind(writer.id.as_uuid())
+        .execute(env.store.pool())
+        .await
+        .unwrap();
+    env.llm.push(ScriptedReply::text("Noted."));
+    let resp = env.chat(&key, json!({"model": "writer", "messages": [{"role": "user", "content": "note"}]})).await;
+    assert_eq!(resp.status(), 200);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let writer_name = sandboxes.container_name(SandboxKey { tenant, agent: writer.id });
+    assert!(
+        docker.inspect_container(&writer_name, None).await.is_err(),
+        "no container for an agent without sandbox tools"
+    );
+    env.stop().await;
+}

@@ -218,6 +218,9 @@ pub struct SandboxConfig {
     /// Address ranges sandboxes with internet access may reach although they are not public
     /// (an internal package mirror), as `a.b.c.d/n`.
     pub egress_allow_cidrs: Vec<String>,
+    /// Start an agent's sandbox when its turn starts, alongside the first model call, rather
+    /// than when the first tool asks for it.
+    pub prewarm: bool,
 }
 
 impl Default for SandboxConfig {
@@ -230,6 +233,7 @@ impl Default for SandboxConfig {
             idle_seconds: 1800,
             exec_timeout_seconds: 180,
             egress_allow_cidrs: Vec::new(),
+            prewarm: true,
         }
     }
 }

@@ -12,7 +12,7 @@ pub mod text;
 
 use std::sync::Arc;
 
-use hermes_sandbox::{SandboxError, Sandboxes};
+use hermes_sandbox::{SandboxError, SandboxKey, Sandboxes};
 use hermes_tools::{ToolError, ToolRegistry};
 
 pub use clarify::ClarifyTool;
@@ -37,6 +37,23 @@ pub fn builtin_registry(sandboxes: Arc<dyn Sandboxes>, default_timeout_secs: u64
     registry.register(Arc::new(Patch(files.clone())));
     registry.register(Arc::new(SearchFiles(files)));
     registry
+}
+
+/// Toolsets whose tools run in the agent's sandbox.
+pub const SANDBOX_TOOLSETS: [&str; 3] = ["terminal", "file", "code_execution"];
+
+/// Starts `key`'s sandbox in the background when the agent's toolsets will want it, so a cold
+/// start (150 ms on Docker, seconds for a Kubernetes pod) overlaps the model's first answer
+/// instead of delaying the first tool call. A failure is left for that call to meet and report.
+pub fn prewarm(sandboxes: Arc<dyn Sandboxes>, key: SandboxKey, toolsets: &[String]) {
+    if !toolsets.iter().any(|t| SANDBOX_TOOLSETS.contains(&t.as_str())) {
+        return;
+    }
+    tokio::spawn(async move {
+        if let Err(e) = sandboxes.open(key).await {
+            tracing::debug!(error = %e, "sandbox prewarm failed; the first tool call will try again");
+        }
+    });
 }
 
 /// A sandbox failure as the model sees it: a refusal it can fix, or an outage.

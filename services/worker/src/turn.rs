@@ -356,6 +356,9 @@ async fn prepare_and_run(
         tracing::error!(error = %e, "cannot open the agent's provider key");
         PrepareError::Fail(failed("provider_key_unavailable", "The agent's provider key cannot be read."))
     })?;
+    if rt.ctx.config.sandbox.prewarm {
+        hermes_toolbox::prewarm(rt.ctx.sandboxes.clone(), SandboxKey { tenant, agent: agent.id }, &agent.toolsets);
+    }
     let tools = rt.tools.restricted_to(&agent.toolsets);
     let models = Models {
         rt: rt.clone(),
