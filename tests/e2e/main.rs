@@ -21,6 +21,7 @@ mod harness;
 mod interrupt;
 mod isolation;
 mod kubernetes;
+mod memory;
 mod ops;
 mod providers;
 mod retry;

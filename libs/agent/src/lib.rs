@@ -15,6 +15,7 @@ pub mod compress;
 mod context;
 pub mod context_files;
 pub mod guardrails;
+pub mod memory;
 mod model_call;
 pub mod normalize;
 pub mod prompt;

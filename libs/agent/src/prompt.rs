@@ -73,9 +73,9 @@ pub struct PromptInputs<'a> {
     pub tool_names: &'a [&'a str],
     /// The agent's own standing instructions.
     pub custom_system: Option<&'a str>,
-    /// Frozen at session start.
+    /// The MEMORY block (`memory::render_block`), frozen at session start.
     pub memory: Option<&'a str>,
-    /// Frozen at session start.
+    /// The USER PROFILE block, frozen at session start.
     pub user_profile: Option<&'a str>,
     pub skills: &'a [SkillEntry],
     pub context_file: Option<&'a ContextFile>,
@@ -139,11 +139,9 @@ pub fn render_stable_prompt(inputs: &PromptInputs<'_>) -> String {
     if let Some(custom) = inputs.custom_system {
         section(&mut out, custom);
     }
-    if let Some(memory) = inputs.memory.filter(|m| !m.trim().is_empty()) {
-        section(&mut out, &format!("## Persistent Memory\n{}", memory.trim()));
-    }
-    if let Some(profile) = inputs.user_profile.filter(|m| !m.trim().is_empty()) {
-        section(&mut out, &format!("## User Profile\n{}", profile.trim()));
+    // Rendered blocks with their own headers (`memory::render_block`).
+    for block in [inputs.memory, inputs.user_profile].into_iter().flatten() {
+        section(&mut out, block);
     }
     if !inputs.skills.is_empty() {
         let mut index = String::from("## Skills\n<available_skills>\n");

@@ -62,7 +62,8 @@ impl Store {
     ) -> Result<SessionId> {
         let mut tx = self.pool().begin().await?;
         let row = sqlx::query(
-            "SELECT agent_id, source, title FROM sessions WHERE tenant_id = $1 AND id = $2 AND fence = $3 FOR UPDATE",
+            "SELECT agent_id, source, title, user_key FROM sessions
+             WHERE tenant_id = $1 AND id = $2 AND fence = $3 FOR UPDATE",
         )
         .bind(tenant.as_uuid())
         .bind(parent.as_uuid())
@@ -74,8 +75,8 @@ impl Store {
         let next_seq = i32::try_from(body.len() + 1).map_err(|_| StoreError::Invalid("history too long".into()))?;
         sqlx::query(
             "INSERT INTO sessions (id, tenant_id, agent_id, source, title, system_prompt, fence, next_seq,
-                                   parent_session_id, lineage)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'compaction')",
+                                   parent_session_id, lineage, user_key)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'compaction', $10)",
         )
         .bind(child.as_uuid())
         .bind(tenant.as_uuid())
@@ -86,6 +87,7 @@ impl Store {
         .bind(fence)
         .bind(next_seq)
         .bind(parent.as_uuid())
+        .bind(row.try_get::<String, _>("user_key")?)
         .execute(&mut *tx)
         .await?;
         for (i, (step, msg)) in body.iter().enumerate() {
@@ -125,8 +127,9 @@ impl Store {
     pub async fn create_child_session(&self, tenant: TenantId, parent: SessionId, title: &str) -> Result<SessionId> {
         let child = SessionId::new();
         let done = sqlx::query(
-            "INSERT INTO sessions (id, tenant_id, agent_id, source, title, parent_session_id, lineage)
-             SELECT $3, tenant_id, agent_id, 'subagent', $4, id, 'subagent' FROM sessions WHERE tenant_id = $1 AND id = $2",
+            "INSERT INTO sessions (id, tenant_id, agent_id, source, title, parent_session_id, lineage, user_key)
+             SELECT $3, tenant_id, agent_id, 'subagent', $4, id, 'subagent', user_key
+             FROM sessions WHERE tenant_id = $1 AND id = $2",
         )
         .bind(tenant.as_uuid())
         .bind(parent.as_uuid())

@@ -80,7 +80,8 @@ pub enum TurnTarget {
     /// Continue this existing session of `agent`.
     Existing(SessionId),
     /// Start a new session, seeded with earlier messages the client sent.
-    New { source: String, history: Vec<ChatMessage> },
+    /// `user_key` names the end user (their USER memory profile; see migration 0005).
+    New { source: String, user_key: String, history: Vec<ChatMessage> },
 }
 
 /// A turn to enqueue.
@@ -114,6 +115,8 @@ pub struct ClaimedTurn {
     pub system_prompt: Option<String>,
     /// Where the session lives (`api`, `telegram`, ...): the prompt's platform hint.
     pub session_source: String,
+    /// The session's end user (see [`TurnTarget::New`]).
+    pub session_user_key: String,
 }
 
 /// Inserts a new session's seeded history in one statement (sequence numbers 1..=n).
@@ -181,16 +184,18 @@ impl Store {
                 }
                 *id
             }
-            TurnTarget::New { source, history } => {
+            TurnTarget::New { source, user_key, history } => {
                 let id = SessionId::new();
                 sqlx::query(
-                    "INSERT INTO sessions (id, tenant_id, agent_id, source, next_seq) VALUES ($1, $2, $3, $4, $5)",
+                    "INSERT INTO sessions (id, tenant_id, agent_id, source, next_seq, user_key)
+                     VALUES ($1, $2, $3, $4, $5, $6)",
                 )
                 .bind(id.as_uuid())
                 .bind(tenant.as_uuid())
                 .bind(new.agent_id.as_uuid())
                 .bind(source)
                 .bind(i32::try_from(history.len() + 1).map_err(|_| StoreError::Invalid("history too long".into()))?)
+                .bind(crate::messages::without_nul(user_key))
                 .execute(&mut *tx)
                 .await?;
                 if !history.is_empty() {
@@ -241,7 +246,7 @@ impl Store {
              ), s AS (
                 UPDATE sessions SET fence = GREATEST(fence + 1, $4)
                 WHERE tenant_id = $1 AND id = $2 AND EXISTS (SELECT 1 FROM claimable)
-                RETURNING fence, agent_id, system_prompt, source
+                RETURNING fence, agent_id, system_prompt, source, user_key
              ), t AS (
                 UPDATE turns SET status = 'running', lease_owner = $3,
                        lease_expires_at = now() + make_interval(secs => $5), attempts = attempts + 1,
@@ -271,6 +276,7 @@ impl Store {
             notify_hub: row.try_get("notify_hub")?,
             system_prompt: row.try_get("system_prompt")?,
             session_source: row.try_get("source")?,
+            session_user_key: row.try_get("user_key")?,
         }))
     }
 

@@ -20,6 +20,10 @@ use crate::completion::{Completion, DisconnectGuard};
 use crate::wait::Waiter;
 
 pub(crate) const SESSION_HEADER: &str = "x-hermes-session-id";
+/// Names the end user behind an API key (a chat channel, a person in the caller's product),
+/// so each gets their own USER memory profile; without it the API key is the user.
+pub(crate) const SESSION_KEY_HEADER: &str = "x-hermes-session-key";
+const MAX_SESSION_KEY_CHARS: usize = 256;
 
 /// Tells the workers a session has work. The turn is stored already: if the broker is slow
 /// or down, the reaper republishes it and the request still completes.
@@ -120,6 +124,24 @@ fn session_header(headers: &HeaderMap) -> Result<Option<SessionId>, ApiError> {
     text.trim().parse::<SessionId>().map(Some).map_err(|_| ApiError::not_found("session_not_found", "no such session"))
 }
 
+/// Who the end user of a new session is (see [`SESSION_KEY_HEADER`]).
+fn user_key(headers: &HeaderMap, auth: &hermes_store::KeyAuth) -> Result<String, ApiError> {
+    let Some(raw) = headers.get(SESSION_KEY_HEADER) else {
+        return Ok(format!("api-key:{}", auth.key_id));
+    };
+    let invalid = || {
+        ApiError::invalid_request(
+            "invalid_session_key",
+            "X-Hermes-Session-Key must be 1 to 256 characters of text without control characters",
+        )
+    };
+    let text = raw.to_str().map_err(|_| invalid())?.trim();
+    if text.is_empty() || text.chars().count() > MAX_SESSION_KEY_CHARS || text.chars().any(char::is_control) {
+        return Err(invalid());
+    }
+    Ok(format!("session-key:{text}"))
+}
+
 pub(crate) async fn chat_completions(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -131,7 +153,7 @@ pub(crate) async fn chat_completions(
     let agent = resolve_agent(&state, &auth, parsed.model.as_deref()).await?;
     let target = match session_header(&headers)? {
         Some(id) => TurnTarget::Existing(id),
-        None => TurnTarget::New { source: "api".into(), history: parsed.history },
+        None => TurnTarget::New { source: "api".into(), user_key: user_key(&headers, &auth)?, history: parsed.history },
     };
     let new = NewTurn {
         agent_id: agent.id,

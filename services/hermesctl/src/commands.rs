@@ -117,7 +117,7 @@ pub struct AgentCreate {
     #[arg(long)]
     system_message: Option<String>,
     /// Enabled toolsets.
-    #[arg(long, value_delimiter = ',', default_value = "terminal,file,code_execution,todo,clarify,delegation")]
+    #[arg(long, value_delimiter = ',', default_value = "terminal,file,code_execution,todo,memory,clarify,delegation")]
     toolsets: Vec<String>,
     /// How dangerous shell commands are approved: manual (ask the user), off (never ask) or
     /// smart. Hard-blocked commands are refused in every mode.

@@ -9,10 +9,12 @@ mod egress;
 mod journal;
 mod judge;
 mod keys;
+mod memory_tool;
 mod models;
 mod session;
 mod todo;
 mod turn;
+mod turn_setup;
 mod workspace;
 
 use std::sync::Arc;

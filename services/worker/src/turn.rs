@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
 use hermes_agent::{EventSink, Turn, TurnEnd, TurnLimits, TurnStart};
 use hermes_cache::LockGuard;
 use hermes_core::{ChatMessage, FinishReason, Role, SessionId, TenantId, TurnEventKind, TurnId, TurnOutcome, Usage};
@@ -17,10 +16,8 @@ use hermes_store::{ClaimedTurn, LeaseState, StoreError, TurnStatus};
 use hermes_tools::{ApprovalMode, Interactive, Judge, Resolution, ToolCtx};
 
 use crate::Runtime;
-use crate::delegate::DelegateTool;
 use crate::journal::{EventPublisher, StoreJournal};
 use crate::models::Models;
-use crate::workspace::SandboxFiles;
 
 /// Attempts after which a turn that keeps killing its workers is failed instead of resumed.
 const MAX_ATTEMPTS: i32 = 5;
@@ -356,10 +353,6 @@ async fn prepare_and_run(
         tracing::error!(error = %e, "cannot open the agent's provider key");
         PrepareError::Fail(failed("provider_key_unavailable", "The agent's provider key cannot be read."))
     })?;
-    if rt.ctx.config.sandbox.prewarm {
-        hermes_toolbox::prewarm(rt.ctx.sandboxes.clone(), SandboxKey { tenant, agent: agent.id }, &agent.toolsets);
-    }
-    let tools = rt.tools.restricted_to(&agent.toolsets);
     let models = Models {
         rt: rt.clone(),
         tenant,
@@ -371,24 +364,8 @@ async fn prepare_and_run(
     };
     let model = models.main();
     let child_usage = Arc::new(std::sync::Mutex::new(Usage::default()));
-    let mut tools = tools;
-    if agent.toolsets.iter().any(|t| t == "delegation") {
-        tools.register(Arc::new(DelegateTool {
-            models: models.clone(),
-            tools: tools.clone(),
-            depth: 0,
-            usage: child_usage.clone(),
-        }));
-    }
-    if agent.toolsets.iter().any(|t| t == "todo") {
-        tools.register(Arc::new(crate::todo::TodoTool { store: store.clone() }));
-    }
-    if agent.toolsets.iter().any(|t| t == "code_execution") {
-        let sandboxes = rt.ctx.sandboxes.clone();
-        let terminal =
-            Arc::new(hermes_toolbox::TerminalTool::new(sandboxes.clone(), rt.ctx.config.sandbox.exec_timeout_seconds));
-        tools.register(Arc::new(hermes_toolbox::ExecuteCode::new(sandboxes, &tools, Some(terminal))));
-    }
+    let tools =
+        crate::turn_setup::tools_for_turn(rt, tenant, &agent, &models, &turn.session_user_key, child_usage.clone());
     let resumed = stored.iter().any(|m| m.turn_id == Some(turn.turn_id));
     // Where this turn's messages begin (after the history of earlier turns).
     let first_of_turn = stored.iter().position(|m| m.turn_id == Some(turn.turn_id)).unwrap_or(stored.len());
@@ -401,35 +378,9 @@ async fn prepare_and_run(
         _ => {
             // First run of this turn: store the input, freezing the prompt if the session
             // has none yet (the stored one wins, so every turn sees the same bytes).
-            let context_file = match (&turn.system_prompt, agent.toolsets.iter().any(|t| t == "terminal")) {
-                // Project context comes from the agent's workspace, when it has one running.
-                (None, true) => {
-                    let files = SandboxFiles::new(rt.ctx.sandboxes.clone(), SandboxKey { tenant, agent: agent.id });
-                    let found = hermes_agent::context_files::discover(&files, "").await;
-                    if let Some(f) = &found
-                        && !f.blocked.is_empty()
-                    {
-                        tracing::warn!(file = %f.name, blocked = ?f.blocked, "context file had injections; blocked them");
-                    }
-                    found
-                }
-                _ => None,
-            };
             let rendered = match &turn.system_prompt {
                 Some(p) => p.clone(),
-                None => render_stable_prompt(&PromptInputs {
-                    soul: agent.soul.as_deref(),
-                    model: &agent.model,
-                    tool_names: &tools.names(),
-                    custom_system: agent.system_message.as_deref(),
-                    // Memory, user profile and skills arrive with their issue.
-                    memory: None,
-                    user_profile: None,
-                    skills: &[],
-                    context_file: context_file.as_ref(),
-                    today: chrono::Utc::now().date_naive(),
-                    platform: &turn.session_source,
-                }),
+                None => crate::turn_setup::render_prompt(rt, tenant, &agent, turn, &tools).await?,
             };
             input.role = Role::User;
             let frozen = store.begin_turn(tenant, turn.session_id, turn.fence, turn.turn_id, &input, &rendered).await?;
@@ -444,6 +395,7 @@ async fn prepare_and_run(
     }
     let turn_start = messages.len() + first_of_turn;
     messages.extend(history);
+    crate::turn_setup::nudge_memory(rt, &tools, &mut messages, turn_start);
 
     let tool_ctx = ToolCtx {
         tenant_id: tenant,

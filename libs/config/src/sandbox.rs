@@ -1,0 +1,173 @@
+//! Sandbox backends' settings (`[sandbox]`).
+
+use serde::{Deserialize, Serialize};
+
+/// Where tools that touch a shell or files run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// `docker` (a container per tenant-agent) or `local` (bubblewrap on the worker's machine).
+    pub backend: String,
+    pub docker: DockerSandboxConfig,
+    pub local: LocalSandboxConfig,
+    pub kubernetes: KubernetesSandboxConfig,
+    /// A sandbox unused this long is removed (its workspace volume stays).
+    pub idle_seconds: u64,
+    /// Default timeout of a terminal command.
+    pub exec_timeout_seconds: u64,
+    /// Address ranges sandboxes with internet access may reach although they are not public
+    /// (an internal package mirror), as `a.b.c.d/n`.
+    pub egress_allow_cidrs: Vec<String>,
+    /// Start an agent's sandbox when its turn starts, alongside the first model call, rather
+    /// than when the first tool asks for it.
+    pub prewarm: bool,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self {
+            backend: "docker".into(),
+            docker: DockerSandboxConfig::default(),
+            local: LocalSandboxConfig::default(),
+            kubernetes: KubernetesSandboxConfig::default(),
+            idle_seconds: 1800,
+            exec_timeout_seconds: 180,
+            egress_allow_cidrs: Vec::new(),
+            prewarm: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct DockerSandboxConfig {
+    /// Docker socket; empty uses `DOCKER_HOST` or the default socket.
+    pub socket: String,
+    pub image: String,
+    pub memory_mb: u64,
+    pub cpus: f64,
+    pub pids_limit: i64,
+    pub tmpfs_mb: u64,
+    /// Prefix of container and volume names.
+    pub name_prefix: String,
+    /// sandboxd's path inside the image.
+    pub sandboxd_path: String,
+    /// Host directory holding one socket directory per sandbox (bind-mounted into it).
+    pub ipc_dir: String,
+    /// Size limit of each workspace volume in MiB (0: none). Docker enforces it only where
+    /// its storage allows (xfs with project quotas); elsewhere it is skipped with a warning.
+    pub workspace_quota_mb: u64,
+}
+
+impl Default for DockerSandboxConfig {
+    fn default() -> Self {
+        Self {
+            socket: String::new(),
+            image: "hermes-sandbox:latest".into(),
+            memory_mb: 1024,
+            cpus: 1.0,
+            pids_limit: 256,
+            tmpfs_mb: 256,
+            name_prefix: "hermes".into(),
+            sandboxd_path: "/opt/hermes/bin/hermes-sandboxd".into(),
+            ipc_dir: "/tmp/hermes-sandboxes".into(),
+            workspace_quota_mb: 0,
+        }
+    }
+}
+
+/// The Kubernetes backend: a pod per tenant-agent with a PVC workspace, reached on the pod's
+/// IP with a per-sandbox token; a NetworkPolicy lets only the workers in.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct KubernetesSandboxConfig {
+    /// Namespace of the sandboxes; empty: the worker's own (from the service account).
+    pub namespace: String,
+    pub image: String,
+    /// sandboxd's path inside the image.
+    pub sandboxd_path: String,
+    /// The port sandboxd listens on in the pod.
+    pub port: u16,
+    /// gVisor, Kata, ...: the pods' RuntimeClass; empty for the cluster's default.
+    pub runtime_class: String,
+    /// The PVC's storage class; empty for the cluster's default.
+    pub storage_class: String,
+    pub workspace_gb: u64,
+    pub memory_mb: u64,
+    /// CPU limit in millicores.
+    pub cpu_millis: u64,
+    pub tmpfs_mb: u64,
+    /// Labels of the worker pods: the only pods the NetworkPolicy lets reach a sandbox.
+    pub worker_labels: std::collections::BTreeMap<String, String>,
+    /// Labels of the cluster's DNS pods, which a sandbox with internet access may query
+    /// (port 53, any namespace).
+    pub dns_labels: std::collections::BTreeMap<String, String>,
+    /// Prefix of the objects' names.
+    pub name_prefix: String,
+    /// How long a new pod may take to be scheduled, pulled and answer.
+    pub start_timeout_seconds: u64,
+}
+
+impl Default for KubernetesSandboxConfig {
+    fn default() -> Self {
+        Self {
+            namespace: String::new(),
+            image: "hermes-sandbox:latest".into(),
+            sandboxd_path: "/opt/hermes/bin/hermes-sandboxd".into(),
+            port: 7070,
+            runtime_class: String::new(),
+            storage_class: String::new(),
+            workspace_gb: 5,
+            memory_mb: 1024,
+            cpu_millis: 1000,
+            tmpfs_mb: 256,
+            worker_labels: [("app.kubernetes.io/component".to_owned(), "worker".to_owned())].into(),
+            dns_labels: [("k8s-app".to_owned(), "kube-dns".to_owned())].into(),
+            name_prefix: "hermes".into(),
+            start_timeout_seconds: 120,
+        }
+    }
+}
+
+/// The bubblewrap backend: sandboxes as namespaces on the worker's own machine, for one
+/// machine without Docker. They live as long as the worker that started them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct LocalSandboxConfig {
+    pub bwrap_path: String,
+    /// sandboxd on the host; empty means `hermes-sandboxd` beside the running executable.
+    pub sandboxd_path: String,
+    /// One workspace directory per tenant-agent under here.
+    pub workspaces_dir: String,
+    /// Host directory holding one socket directory per sandbox.
+    pub ipc_dir: String,
+    /// The user sandboxes run as when the worker runs as root (else the worker's own).
+    pub uid: u32,
+    pub gid: u32,
+    pub pids_limit: i64,
+    pub memory_mb: u64,
+    pub tmpfs_mb: u64,
+    /// Parent cgroup for per-sandbox limits: `auto` (`/sys/fs/cgroup`, v2 or v1), a path, or
+    /// `off` (then only an RLIMIT_NPROC for the sandbox user bounds processes).
+    pub cgroup: String,
+    /// Prefix of sandbox and cgroup names.
+    pub name_prefix: String,
+}
+
+impl Default for LocalSandboxConfig {
+    fn default() -> Self {
+        Self {
+            bwrap_path: "bwrap".into(),
+            sandboxd_path: String::new(),
+            workspaces_dir: "/var/lib/hermes/workspaces".into(),
+            ipc_dir: "/tmp/hermes-local-sandboxes".into(),
+            uid: 1000,
+            gid: 1000,
+            pids_limit: 256,
+            memory_mb: 1024,
+            tmpfs_mb: 256,
+            cgroup: "auto".into(),
+            name_prefix: "hermes".into(),
+        }
+    }
+}

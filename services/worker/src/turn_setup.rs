@@ -1,0 +1,138 @@
+//! What a turn is given before its loop runs: the agent's tools for this turn, the stable
+//! prompt on a session's first turn (with its frozen memory snapshot and project context), and
+//! the per-call memory nudge.
+
+use std::sync::{Arc, Mutex};
+
+use hermes_agent::memory::{self, Document};
+use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
+use hermes_core::{ChatMessage, Content, ContentPart, Role, TenantId, Usage};
+use hermes_sandbox::SandboxKey;
+use hermes_store::{Agent, ClaimedTurn, StoreError};
+use hermes_tools::ToolRegistry;
+
+use crate::Runtime;
+use crate::delegate::DelegateTool;
+use crate::models::Models;
+use crate::workspace::SandboxFiles;
+
+/// Said to the model, for one call only, every `memory.nudge_interval` user turns.
+pub(crate) const MEMORY_NUDGE: &str = "[System note: if this conversation taught you something durable (a preference, \
+a fact about the user or their environment, a convention, a lesson), save it now with the memory tool.]";
+
+fn has(agent: &Agent, toolset: &str) -> bool {
+    agent.toolsets.iter().any(|t| t == toolset)
+}
+
+/// The tools of this turn: the built-ins the agent's toolsets enable, plus those bound to the
+/// turn (delegation, todo, memory for this session's user, execute_code over the rest).
+pub(crate) fn tools_for_turn(
+    rt: &Arc<Runtime>,
+    tenant: TenantId,
+    agent: &Agent,
+    models: &Models,
+    user_key: &str,
+    child_usage: Arc<Mutex<Usage>>,
+) -> ToolRegistry {
+    let config = &rt.ctx.config;
+    if config.sandbox.prewarm {
+        hermes_toolbox::prewarm(rt.ctx.sandboxes.clone(), SandboxKey { tenant, agent: agent.id }, &agent.toolsets);
+    }
+    let mut tools = rt.tools.restricted_to(&agent.toolsets);
+    if has(agent, "delegation") {
+        tools.register(Arc::new(DelegateTool {
+            models: models.clone(),
+            tools: tools.clone(),
+            depth: 0,
+            usage: child_usage,
+        }));
+    }
+    if has(agent, "todo") {
+        tools.register(Arc::new(crate::todo::TodoTool { store: rt.ctx.store.clone() }));
+    }
+    if has(agent, "memory") {
+        tools.register(Arc::new(crate::memory_tool::MemoryTool {
+            store: rt.ctx.store.clone(),
+            user_key: user_key.to_owned(),
+            memory_chars: config.memory.memory_char_limit,
+            user_chars: config.memory.user_char_limit,
+        }));
+    }
+    if has(agent, "code_execution") {
+        let sandboxes = rt.ctx.sandboxes.clone();
+        let terminal =
+            Arc::new(hermes_toolbox::TerminalTool::new(sandboxes.clone(), config.sandbox.exec_timeout_seconds));
+        tools.register(Arc::new(hermes_toolbox::ExecuteCode::new(sandboxes, &tools, Some(terminal))));
+    }
+    tools
+}
+
+/// The stable prompt of a session's first turn. MEMORY and USER are read now and frozen with
+/// it, so later writes show in the next session while this one's prompt stays byte-stable.
+pub(crate) async fn render_prompt(
+    rt: &Arc<Runtime>,
+    tenant: TenantId,
+    agent: &Agent,
+    turn: &ClaimedTurn,
+    tools: &ToolRegistry,
+) -> Result<String, StoreError> {
+    // Project context comes from the agent's workspace, when it has one running.
+    let context_file = if has(agent, "terminal") {
+        let files = SandboxFiles::new(rt.ctx.sandboxes.clone(), SandboxKey { tenant, agent: agent.id });
+        let found = hermes_agent::context_files::discover(&files, "").await;
+        if let Some(f) = &found
+            && !f.blocked.is_empty()
+        {
+            tracing::warn!(file = %f.name, blocked = ?f.blocked, "context file had injections; blocked them");
+        }
+        found
+    } else {
+        None
+    };
+    let limits = &rt.ctx.config.memory;
+    let (memory, user_profile) = if has(agent, "memory") {
+        let snapshot = rt.ctx.store.memory_snapshot(tenant, agent.id, &turn.session_user_key).await?;
+        (
+            memory::render_block(Document::Memory, &snapshot.memory, limits.memory_char_limit),
+            memory::render_block(Document::User, &snapshot.user, limits.user_char_limit),
+        )
+    } else {
+        (None, None)
+    };
+    Ok(render_stable_prompt(&PromptInputs {
+        soul: agent.soul.as_deref(),
+        model: &agent.model,
+        tool_names: &tools.names(),
+        custom_system: agent.system_message.as_deref(),
+        memory: memory.as_deref(),
+        user_profile: user_profile.as_deref(),
+        // The skills index arrives with skills.
+        skills: &[],
+        context_file: context_file.as_ref(),
+        today: chrono::Utc::now().date_naive(),
+        platform: &turn.session_source,
+    }))
+}
+
+/// Adds the memory nudge to this turn's user message, in the model's view only (never stored,
+/// so the transcript and later prompts stay as they were), every `memory.nudge_interval`
+/// user turns of the session.
+pub(crate) fn nudge_memory(rt: &Runtime, tools: &ToolRegistry, messages: &mut [ChatMessage], turn_start: usize) {
+    let interval = rt.ctx.config.memory.nudge_interval;
+    if interval == 0 || !tools.names().contains(&"memory") {
+        return;
+    }
+    let user_turns = messages.iter().take(turn_start + 1).filter(|m| m.role == Role::User).count();
+    if user_turns == 0 || !user_turns.is_multiple_of(interval) {
+        return;
+    }
+    let Some(input) = messages.get_mut(turn_start).filter(|m| m.role == Role::User) else { return };
+    input.content = Some(match input.content.take() {
+        Some(Content::Text(text)) => Content::Text(format!("{text}\n\n{MEMORY_NUDGE}")),
+        Some(Content::Parts(mut parts)) => {
+            parts.push(ContentPart::Text { text: MEMORY_NUDGE.to_owned() });
+            Content::Parts(parts)
+        }
+        None => Content::Text(MEMORY_NUDGE.to_owned()),
+    });
+}
