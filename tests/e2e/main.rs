@@ -26,4 +26,5 @@ mod ops;
 mod providers;
 mod retry;
 mod sandbox;
+mod search;
 mod tools;

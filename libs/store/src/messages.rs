@@ -38,12 +38,22 @@ pub(crate) struct MessageColumns {
     pub tool_call_id: Option<String>,
     pub name: Option<String>,
     pub reasoning: Option<String>,
+    /// What `session_search` finds the message by (a tsvector literal; see `search_text`).
+    pub search: Option<String>,
 }
 
 impl MessageColumns {
     /// Placeholder values for a statement that inserts no message.
     pub(crate) fn empty_assistant() -> Self {
-        Self { role: "assistant", content: None, tool_calls: None, tool_call_id: None, name: None, reasoning: None }
+        Self {
+            role: "assistant",
+            content: None,
+            tool_calls: None,
+            tool_call_id: None,
+            name: None,
+            reasoning: None,
+            search: None,
+        }
     }
 
     /// Binds role, content, tool_calls, tool_call_id, name and reasoning, in that order.
@@ -83,10 +93,27 @@ pub(crate) fn storable_json<T: serde::Serialize>(value: &T) -> Result<Value> {
     Ok(json)
 }
 
+/// The words of a user or assistant message (its text and the tools it called with their
+/// arguments); tool results and system text are not searched.
+fn searchable_text(msg: &ChatMessage) -> Option<String> {
+    if !matches!(msg.role, Role::User | Role::Assistant) {
+        return None;
+    }
+    let mut text = msg.text();
+    for call in &msg.tool_calls {
+        text.push('\n');
+        text.push_str(&call.function.name);
+        text.push(' ');
+        text.push_str(&call.function.arguments);
+    }
+    Some(text)
+}
+
 pub(crate) fn columns(msg: &ChatMessage) -> Result<MessageColumns> {
     let content = msg.content.as_ref().map(storable_json).transpose()?;
     let tool_calls = if msg.tool_calls.is_empty() { None } else { Some(storable_json(&msg.tool_calls)?) };
     Ok(MessageColumns {
+        search: searchable_text(msg).map(|t| crate::search_text::index_vector(&t)).filter(|v| !v.is_empty()),
         role: msg.role.as_str(),
         content,
         tool_calls,
@@ -138,6 +165,7 @@ pub(crate) async fn append_in(
     freeze_prompt: Option<&str>,
 ) -> Result<(Appended, Option<String>)> {
     let c = columns(msg)?;
+    let search = c.search.clone();
     let query = sqlx::query(
         "WITH s AS (
             UPDATE sessions SET next_seq = next_seq + 1, updated_at = now(),
@@ -146,8 +174,8 @@ pub(crate) async fn append_in(
             RETURNING next_seq - 1 AS seq, system_prompt
          ), ins AS (
             INSERT INTO messages (tenant_id, session_id, seq, turn_id, turn_step, role, content,
-                                  tool_calls, tool_call_id, name, reasoning)
-            SELECT $1, $2, s.seq, $4, $5, $6, $7, $8, $9, $10, $11 FROM s
+                                  tool_calls, tool_call_id, name, reasoning, search)
+            SELECT $1, $2, s.seq, $4, $5, $6, $7, $8, $9, $10, $11, $13::tsvector FROM s
             ON CONFLICT DO NOTHING
             RETURNING seq
          )
@@ -159,7 +187,7 @@ pub(crate) async fn append_in(
     .bind(fence)
     .bind(turn.as_uuid())
     .bind(step);
-    let row = c.bind_to(query).bind(freeze_prompt).fetch_one(conn).await?;
+    let row = c.bind_to(query).bind(freeze_prompt).bind(search).fetch_one(conn).await?;
     let owned: i64 = row.try_get("owned")?;
     if owned == 0 {
         return Err(StoreError::Fenced);

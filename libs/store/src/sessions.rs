@@ -93,15 +93,17 @@ impl Store {
         for (i, (step, msg)) in body.iter().enumerate() {
             let query = sqlx::query(
                 "INSERT INTO messages (tenant_id, session_id, seq, turn_id, turn_step, role, content, tool_calls,
-                                       tool_call_id, name, reasoning)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                                       tool_call_id, name, reasoning, search)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::tsvector)",
             )
             .bind(tenant.as_uuid())
             .bind(child.as_uuid())
             .bind(i32::try_from(i + 1).map_err(|_| StoreError::Invalid("history too long".into()))?)
             .bind(step.map(|_| turn.as_uuid()))
             .bind(step);
-            crate::messages::columns(msg)?.bind_to(query).execute(&mut *tx).await?;
+            let columns = crate::messages::columns(msg)?;
+            let search = columns.search.clone();
+            columns.bind_to(query).bind(search).execute(&mut *tx).await?;
         }
         sqlx::query("UPDATE turns SET session_id = $3 WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_uuid())

@@ -133,6 +133,7 @@ async fn insert_history(
     let mut call_ids = Vec::with_capacity(history.len());
     let mut names = Vec::with_capacity(history.len());
     let mut reasonings = Vec::with_capacity(history.len());
+    let mut searches = Vec::with_capacity(history.len());
     for (i, msg) in history.iter().enumerate() {
         let c = columns(msg)?;
         seqs.push(i32::try_from(i + 1).map_err(|_| StoreError::Invalid("history too long".into()))?);
@@ -142,12 +143,14 @@ async fn insert_history(
         call_ids.push(c.tool_call_id);
         names.push(c.name);
         reasonings.push(c.reasoning);
+        searches.push(c.search);
     }
     sqlx::query(
-        "INSERT INTO messages (tenant_id, session_id, seq, role, content, tool_calls, tool_call_id, name, reasoning)
-         SELECT $1, $2, m.seq, m.role, m.content, m.tool_calls, m.tool_call_id, m.name, m.reasoning
-         FROM UNNEST($3::int[], $4::text[], $5::jsonb[], $6::jsonb[], $7::text[], $8::text[], $9::text[])
-              AS m(seq, role, content, tool_calls, tool_call_id, name, reasoning)",
+        "INSERT INTO messages (tenant_id, session_id, seq, role, content, tool_calls, tool_call_id, name, reasoning,
+                               search)
+         SELECT $1, $2, m.seq, m.role, m.content, m.tool_calls, m.tool_call_id, m.name, m.reasoning, m.search::tsvector
+         FROM UNNEST($3::int[], $4::text[], $5::jsonb[], $6::jsonb[], $7::text[], $8::text[], $9::text[], $10::text[])
+              AS m(seq, role, content, tool_calls, tool_call_id, name, reasoning, search)",
     )
     .bind(tenant.as_uuid())
     .bind(session.as_uuid())
@@ -158,6 +161,7 @@ async fn insert_history(
     .bind(call_ids)
     .bind(names)
     .bind(reasonings)
+    .bind(searches)
     .execute(conn)
     .await?;
     Ok(())
@@ -370,8 +374,9 @@ impl Store {
                 RETURNING next_seq - 1 AS seq
              ), ins AS (
                 INSERT INTO messages (tenant_id, session_id, seq, turn_id, turn_step, role, content,
-                                      tool_calls, tool_call_id, name, reasoning)
-                SELECT $1, $2, s.seq, $3, $5, $6, $7, $8, $9, $10, $11 FROM s WHERE $5::int IS NOT NULL
+                                      tool_calls, tool_call_id, name, reasoning, search)
+                SELECT $1, $2, s.seq, $3, $5, $6, $7, $8, $9, $10, $11, $23::tsvector FROM s
+                WHERE $5::int IS NOT NULL
                 ON CONFLICT DO NOTHING
                 RETURNING seq
              ), t AS (
@@ -384,8 +389,9 @@ impl Store {
         );
         let query =
             sqlx::query(sql).bind(tenant.as_uuid()).bind(session.as_uuid()).bind(turn.as_uuid()).bind(fence).bind(step);
+        let search = columns.search.clone();
         let query = columns.bind_to(query).bind(status.as_str()).bind(outcome).bind(owner);
-        let row = CallColumns::of(calls).bind_to(query).fetch_one(self.pool()).await?;
+        let row = CallColumns::of(calls).bind_to(query).bind(search).fetch_one(self.pool()).await?;
         let finished: i64 = row.try_get("finished")?;
         if finished == 0 {
             return Err(StoreError::Fenced);

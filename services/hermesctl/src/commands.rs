@@ -117,7 +117,11 @@ pub struct AgentCreate {
     #[arg(long)]
     system_message: Option<String>,
     /// Enabled toolsets.
-    #[arg(long, value_delimiter = ',', default_value = "terminal,file,code_execution,todo,memory,clarify,delegation")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "terminal,file,code_execution,todo,memory,session_search,clarify,delegation"
+    )]
     toolsets: Vec<String>,
     /// How dangerous shell commands are approved: manual (ask the user), off (never ask) or
     /// smart. Hard-blocked commands are refused in every mode.

@@ -11,6 +11,7 @@ mod judge;
 mod keys;
 mod memory_tool;
 mod models;
+mod search_tool;
 mod session;
 mod todo;
 mod turn;

@@ -58,6 +58,12 @@ pub(crate) fn tools_for_turn(
             user_chars: config.memory.user_char_limit,
         }));
     }
+    if has(agent, "session_search") {
+        tools.register(Arc::new(crate::search_tool::SessionSearchTool {
+            store: rt.ctx.store.clone(),
+            user_key: user_key.to_owned(),
+        }));
+    }
     if has(agent, "code_execution") {
         let sandboxes = rt.ctx.sandboxes.clone();
         let terminal =

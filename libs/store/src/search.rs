@@ -1,0 +1,357 @@
+//! Finding earlier conversations for `session_search`: discovery by full-text query, scrolling
+//! around a message, and browsing recent sessions. Every query is scoped to one tenant, agent
+//! and end user (`sessions.user_key`), so a team bot's users never find each other's
+//! conversations. Compacted continuations count as one conversation (their lineage root);
+//! delegated children's sessions are internal and never returned.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+use uuid::Uuid;
+
+use hermes_core::{AgentId, Content, SessionId, TenantId};
+
+use crate::{Result, Store, StoreError};
+
+/// Whose conversations are searched.
+#[derive(Debug, Clone)]
+pub struct SearchScope {
+    pub tenant: TenantId,
+    pub agent: AgentId,
+    pub user_key: String,
+    /// The conversation the search is made from: it and its compacted ancestors are left out.
+    pub current: Option<SessionId>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SearchOrder {
+    Relevance,
+    Newest,
+    Oldest,
+}
+
+/// A session as listed.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionSummary {
+    pub session_id: SessionId,
+    /// The session's title, or the start of its first user message.
+    pub title: String,
+    pub source: String,
+    pub started_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// One message, shortened for a listing.
+#[derive(Debug, Clone, Serialize)]
+pub struct FoundMessage {
+    pub message_id: i32,
+    pub role: String,
+    pub text: String,
+    pub at: DateTime<Utc>,
+    /// The message the query matched.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub anchor: bool,
+}
+
+/// A conversation the query matched, with the best match in context.
+#[derive(Debug, Clone, Serialize)]
+pub struct FoundSession {
+    #[serde(flatten)]
+    pub session: SessionSummary,
+    pub match_message_id: i32,
+    pub snippet: String,
+    pub bookend_start: Vec<FoundMessage>,
+    pub window: Vec<FoundMessage>,
+    pub bookend_end: Vec<FoundMessage>,
+}
+
+/// Characters of a message's text shown in results.
+const MESSAGE_CHARS: usize = 600;
+const TITLE_CHARS: usize = 80;
+const SNIPPET_CHARS: usize = 200;
+/// Matching messages considered before grouping them into conversations.
+const MAX_HITS: i64 = 200;
+const BOOKEND: i64 = 3;
+
+fn text_of(content: Option<Value>) -> String {
+    content.and_then(|c| serde_json::from_value::<Content>(c).ok()).map(|c| c.text()).unwrap_or_default()
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    let text = text.trim();
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    format!("{}…", text.chars().take(max).collect::<String>())
+}
+
+fn found(row: &PgRow, anchor: Option<i32>) -> Result<FoundMessage> {
+    let seq: i32 = row.try_get("seq")?;
+    Ok(FoundMessage {
+        message_id: seq,
+        role: row.try_get("role")?,
+        text: shorten(&text_of(row.try_get("content")?), MESSAGE_CHARS),
+        at: row.try_get("created_at")?,
+        anchor: anchor == Some(seq),
+    })
+}
+
+fn summary(row: &PgRow) -> Result<SessionSummary> {
+    let title: Option<String> = row.try_get("title")?;
+    let first: Option<Value> = row.try_get("first_user")?;
+    let title = title.filter(|t| !t.trim().is_empty()).unwrap_or_else(|| shorten(&text_of(first), TITLE_CHARS));
+    Ok(SessionSummary {
+        session_id: SessionId::from_uuid(row.try_get("id")?),
+        title,
+        source: row.try_get("source")?,
+        started_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+/// Columns of a session summary from `sessions s` (a macro, so statements stay static strings).
+macro_rules! summary_columns {
+    () => {
+        "s.id, s.title, s.source, s.created_at, s.updated_at,
+         (SELECT content FROM messages f WHERE f.tenant_id = s.tenant_id AND f.session_id = s.id AND f.role = 'user'
+          ORDER BY f.seq LIMIT 1) AS first_user"
+    };
+}
+
+impl Store {
+    /// `session` and the sessions it continues (compaction parents), newest first.
+    pub async fn compaction_ancestors(&self, tenant: TenantId, session: SessionId) -> Result<Vec<SessionId>> {
+        let rows = sqlx::query(
+            "WITH RECURSIVE up AS (
+                SELECT id, parent_session_id, lineage, 0 AS depth FROM sessions WHERE tenant_id = $1 AND id = $2
+                UNION ALL
+                SELECT p.id, p.parent_session_id, p.lineage, up.depth + 1
+                FROM up JOIN sessions p ON p.tenant_id = $1 AND p.id = up.parent_session_id
+                WHERE up.lineage = 'compaction' AND up.depth < 1000
+             )
+             SELECT id FROM up ORDER BY depth",
+        )
+        .bind(tenant.as_uuid())
+        .bind(session.as_uuid())
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(|r| Ok(SessionId::from_uuid(r.try_get("id")?))).collect()
+    }
+
+    async fn excluded(&self, scope: &SearchScope) -> Result<Vec<Uuid>> {
+        match scope.current {
+            Some(current) => {
+                Ok(self.compaction_ancestors(scope.tenant, current).await?.iter().map(SessionId::as_uuid).collect())
+            }
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Conversations matching `tsquery` (from `search_text::parse_query`) in messages of
+    /// `roles`, best first (or by date), `limit` of them after skipping `offset`.
+    pub async fn search_sessions(
+        &self,
+        scope: &SearchScope,
+        tsquery: &str,
+        roles: &[String],
+        order: SearchOrder,
+        limit: usize,
+        offset: usize,
+    ) -> Result<Vec<FoundSession>> {
+        let excluded = self.excluded(scope).await?;
+        let rows = sqlx::query(
+            "WITH RECURSIVE hits AS (
+                SELECT m.session_id, m.seq, m.content, s.updated_at, ts_rank_cd(m.search, $4::tsquery) AS rank
+                FROM messages m JOIN sessions s ON s.tenant_id = m.tenant_id AND s.id = m.session_id
+                WHERE m.tenant_id = $1 AND s.agent_id = $2 AND s.user_key = $3
+                  AND s.lineage IS DISTINCT FROM 'subagent' AND s.id <> ALL($6)
+                  AND m.search @@ $4::tsquery AND m.role = ANY($5)
+                ORDER BY rank DESC, m.created_at DESC
+                LIMIT $7
+             ), up AS (
+                SELECT h.session_id AS start, s.id, s.parent_session_id, s.lineage, 0 AS depth
+                FROM (SELECT DISTINCT session_id FROM hits) h
+                JOIN sessions s ON s.tenant_id = $1 AND s.id = h.session_id
+                UNION ALL
+                SELECT up.start, p.id, p.parent_session_id, p.lineage, up.depth + 1
+                FROM up JOIN sessions p ON p.tenant_id = $1 AND p.id = up.parent_session_id
+                WHERE up.lineage = 'compaction' AND up.depth < 1000
+             ), roots AS (
+                SELECT DISTINCT ON (start) start, id AS root FROM up ORDER BY start, depth DESC
+             )
+             SELECT hits.*, roots.root FROM hits JOIN roots ON roots.start = hits.session_id
+             ORDER BY hits.rank DESC, hits.seq DESC",
+        )
+        .bind(scope.tenant.as_uuid())
+        .bind(scope.agent.as_uuid())
+        .bind(&scope.user_key)
+        .bind(tsquery)
+        .bind(roles)
+        .bind(&excluded)
+        .bind(MAX_HITS)
+        .fetch_all(self.pool())
+        .await
+        .map_err(bad_query)?;
+        // The best hit of each conversation, in rank order.
+        let mut best: Vec<(Uuid, Uuid, i32, String, DateTime<Utc>)> = Vec::new();
+        for row in &rows {
+            let root: Uuid = row.try_get("root")?;
+            if best.iter().all(|(r, ..)| *r != root) {
+                let text = text_of(row.try_get("content")?);
+                best.push((root, row.try_get("session_id")?, row.try_get("seq")?, text, row.try_get("updated_at")?));
+            }
+        }
+        match order {
+            SearchOrder::Relevance => {}
+            SearchOrder::Newest => best.sort_by_key(|b| std::cmp::Reverse(b.4)),
+            SearchOrder::Oldest => best.sort_by_key(|b| b.4),
+        }
+        let mut out = Vec::new();
+        for (_, session, seq, text, _) in best.into_iter().skip(offset).take(limit) {
+            let snippet = crate::search_text::snippet(&text, tsquery, SNIPPET_CHARS);
+            out.push(self.in_context(scope, session, seq, roles, snippet).await?);
+        }
+        Ok(out)
+    }
+
+    /// A matched message with the start and end of its session and five messages either side.
+    async fn in_context(
+        &self,
+        scope: &SearchScope,
+        session: Uuid,
+        seq: i32,
+        roles: &[String],
+        snippet: String,
+    ) -> Result<FoundSession> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            summary_columns!(),
+            " FROM sessions s WHERE s.tenant_id = $1 AND s.id = $2"
+        ))
+        .bind(scope.tenant.as_uuid())
+        .bind(session)
+        .fetch_one(self.pool())
+        .await?;
+        let summary = summary(&row)?;
+        let rows = sqlx::query(
+            "(SELECT 'start' AS part, seq, role, content, created_at FROM messages
+              WHERE tenant_id = $1 AND session_id = $2 AND role IN ('user', 'assistant') ORDER BY seq LIMIT $5)
+             UNION ALL
+             (SELECT 'end', seq, role, content, created_at FROM messages
+              WHERE tenant_id = $1 AND session_id = $2 AND role IN ('user', 'assistant') ORDER BY seq DESC LIMIT $5)
+             UNION ALL
+             (SELECT 'window', seq, role, content, created_at FROM messages
+              WHERE tenant_id = $1 AND session_id = $2 AND seq BETWEEN $3 - 5 AND $3 + 5 AND role = ANY($4)
+              ORDER BY seq)",
+        )
+        .bind(scope.tenant.as_uuid())
+        .bind(session)
+        .bind(seq)
+        .bind(roles)
+        .bind(BOOKEND)
+        .fetch_all(self.pool())
+        .await?;
+        let (mut start, mut window, mut end) = (Vec::new(), Vec::new(), Vec::new());
+        for row in &rows {
+            let part: String = row.try_get("part")?;
+            match part.as_str() {
+                "start" => start.push(found(row, None)?),
+                "end" => end.push(found(row, None)?),
+                _ => window.push(found(row, Some(seq))?),
+            }
+        }
+        end.reverse();
+        // Bookends that the window already shows are left out.
+        let shown: Vec<i32> = window.iter().map(|m| m.message_id).collect();
+        start.retain(|m| !shown.contains(&m.message_id));
+        end.retain(|m| !shown.contains(&m.message_id) && start.iter().all(|s| s.message_id != m.message_id));
+        Ok(FoundSession {
+            session: summary,
+            match_message_id: seq,
+            snippet,
+            bookend_start: start,
+            window,
+            bookend_end: end,
+        })
+    }
+
+    /// Messages of `session` within `window` of `around`, if the session is in `scope`.
+    pub async fn scroll_session(
+        &self,
+        scope: &SearchScope,
+        session: SessionId,
+        around: i32,
+        window: i32,
+        roles: &[String],
+    ) -> Result<(SessionSummary, Vec<FoundMessage>)> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            summary_columns!(),
+            " FROM sessions s WHERE s.tenant_id = $1 AND s.id = $2 AND s.agent_id = $3 AND s.user_key = $4"
+        ))
+        .bind(scope.tenant.as_uuid())
+        .bind(session.as_uuid())
+        .bind(scope.agent.as_uuid())
+        .bind(&scope.user_key)
+        .fetch_optional(self.pool())
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        let rows = sqlx::query(
+            "SELECT seq, role, content, created_at FROM messages
+             WHERE tenant_id = $1 AND session_id = $2 AND seq BETWEEN $3 - $4 AND $3 + $4 AND role = ANY($5)
+             ORDER BY seq",
+        )
+        .bind(scope.tenant.as_uuid())
+        .bind(session.as_uuid())
+        .bind(around)
+        .bind(window)
+        .bind(roles)
+        .fetch_all(self.pool())
+        .await?;
+        let messages = rows.iter().map(|r| found(r, Some(around))).collect::<Result<_>>()?;
+        Ok((summary(&row)?, messages))
+    }
+
+    /// The scope's conversations, most recently active first (a compacted one once, as its
+    /// latest session).
+    pub async fn recent_sessions(
+        &self,
+        scope: &SearchScope,
+        limit: usize,
+        offset: usize,
+    ) -> Result<Vec<SessionSummary>> {
+        let excluded = self.excluded(scope).await?;
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            summary_columns!(),
+            " FROM sessions s
+             WHERE s.tenant_id = $1 AND s.agent_id = $2 AND s.user_key = $3 AND s.lineage IS DISTINCT FROM 'subagent'
+               AND s.id <> ALL($4)
+               AND NOT EXISTS (SELECT 1 FROM sessions c WHERE c.tenant_id = s.tenant_id AND c.parent_session_id = s.id
+                               AND c.lineage = 'compaction')
+               AND EXISTS (SELECT 1 FROM messages m WHERE m.tenant_id = s.tenant_id AND m.session_id = s.id)
+             ORDER BY s.updated_at DESC LIMIT $5 OFFSET $6"
+        ))
+        .bind(scope.tenant.as_uuid())
+        .bind(scope.agent.as_uuid())
+        .bind(&scope.user_key)
+        .bind(&excluded)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .bind(i64::try_from(offset).unwrap_or(i64::MAX))
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(summary).collect()
+    }
+}
+
+/// A tsquery Postgres could not read is the caller's mistake, not a storage failure.
+fn bad_query(e: sqlx::Error) -> StoreError {
+    match &e {
+        sqlx::Error::Database(db) if db.code().as_deref() == Some("42601") => {
+            StoreError::Invalid(format!("unreadable search query: {}", db.message()))
+        }
+        _ => StoreError::Database(e),
+    }
+}
