@@ -26,7 +26,7 @@ fn ctx() -> ToolCtx {
 
 fn tool(f: &LocalFixture, timeout_secs: u32, max_calls: u32) -> ExecuteCode {
     let sandboxes = f.shared();
-    let registry = builtin_registry(sandboxes.clone(), 30);
+    let registry = builtin_registry(sandboxes.clone(), 30, None);
     let terminal = Arc::new(TerminalTool::new(sandboxes.clone(), 30));
     ExecuteCode::new(sandboxes, &registry, Some(terminal)).with_limits(timeout_secs, max_calls)
 }

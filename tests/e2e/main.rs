@@ -27,4 +27,5 @@ mod providers;
 mod retry;
 mod sandbox;
 mod search;
+mod sessions;
 mod tools;

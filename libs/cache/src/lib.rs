@@ -1,11 +1,13 @@
 //! Redis: short-lived coordination state that may be lost and rebuilt (a flush costs a retry,
 //! never a message). Now: the per-session lock with fencing tokens.
 
+pub mod background;
 pub mod cancel;
 pub mod child_slots;
 pub mod key_pool;
 pub mod session_lock;
 
+pub use background::BackgroundMarks;
 pub use cancel::CancelBus;
 pub use child_slots::ChildSlots;
 pub use key_pool::KeyPools;
@@ -75,6 +77,11 @@ impl Cache {
 
     pub(crate) fn client(&self) -> &redis::Client {
         &self.client
+    }
+
+    /// Sessions whose background processes may still run.
+    pub fn background_marks(&self) -> BackgroundMarks {
+        BackgroundMarks::new(self.clone())
     }
 
     /// The session locks of this installation.

@@ -188,11 +188,13 @@ pub struct SchedulerConfig {
     pub reaper_interval_millis: u64,
     /// A queued turn nobody claimed for this long is published again (its queue message was lost).
     pub queued_grace_seconds: u64,
+    /// How often sessions past their tenant's retention are deleted.
+    pub prune_interval_seconds: u64,
 }
 
 impl Default for SchedulerConfig {
     fn default() -> Self {
-        Self { reaper_interval_millis: 5_000, queued_grace_seconds: 20 }
+        Self { reaper_interval_millis: 5_000, queued_grace_seconds: 20, prune_interval_seconds: 3_600 }
     }
 }
 

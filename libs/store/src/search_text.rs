@@ -22,6 +22,16 @@ const MAX_INDEXED_CHARS: usize = 100_000;
 const MAX_POSITION: usize = 16_383;
 /// Postgres keeps at most this many positions per lexeme.
 const MAX_POSITIONS_PER_LEXEME: usize = 256;
+/// Longer "words" (base64, minified code) are not searchable, and Postgres refuses lexemes
+/// over 2,047 bytes.
+const MAX_WORD_BYTES: usize = 128;
+
+fn push_word(word: &mut String, out: &mut Vec<String>) {
+    let word = std::mem::take(word);
+    if !word.is_empty() && word.len() <= MAX_WORD_BYTES {
+        out.push(word);
+    }
+}
 
 fn is_cjk(c: char) -> bool {
     matches!(c as u32,
@@ -54,24 +64,20 @@ pub(crate) fn tokens(text: &str, for_query: bool) -> Vec<String> {
     let mut run: Vec<char> = Vec::new();
     for c in text.chars().take(MAX_INDEXED_CHARS) {
         if is_cjk(c) {
-            if !word.is_empty() {
-                out.push(std::mem::take(&mut word));
-            }
+            push_word(&mut word, &mut out);
             run.push(c);
         } else {
             push_cjk_run(&run, for_query, &mut out);
             run.clear();
             if c.is_alphanumeric() {
                 word.extend(c.to_lowercase());
-            } else if !word.is_empty() {
-                out.push(std::mem::take(&mut word));
+            } else {
+                push_word(&mut word, &mut out);
             }
         }
     }
     push_cjk_run(&run, for_query, &mut out);
-    if !word.is_empty() {
-        out.push(word);
-    }
+    push_word(&mut word, &mut out);
     out
 }
 

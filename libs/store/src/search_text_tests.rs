@@ -7,6 +7,13 @@ fn words_are_lowercased_and_split_on_punctuation() {
 }
 
 #[test]
+fn overlong_words_are_left_out_so_postgres_never_refuses_the_vector() {
+    let text = format!("before {} after", "x".repeat(5_000));
+    assert_eq!(tokens(&text, false), ["before", "after"]);
+    assert_eq!(index_vector(&text), "'after':2 'before':1");
+}
+
+#[test]
 fn cjk_runs_become_bigrams_plus_their_last_character() {
     assert_eq!(tokens("数据库", false), ["数据", "据库", "库"]);
     assert_eq!(tokens("使用Rust写代码", false), ["使用", "用", "rust", "写代", "代码", "码"]);

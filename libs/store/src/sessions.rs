@@ -22,7 +22,47 @@ pub struct Session {
     pub updated_at: DateTime<Utc>,
 }
 
+/// Longest automatic title, in characters.
+const TITLE_CHARS: usize = 60;
+
+/// A title from the conversation's first user message: its first line, cut at a word
+/// boundary (anywhere for text without spaces) with an ellipsis. `None` when it has no text.
+pub(crate) fn auto_title(input: &ChatMessage, history: &[ChatMessage]) -> Option<String> {
+    let first = history.iter().find(|m| m.role == hermes_core::Role::User).unwrap_or(input);
+    let text = first.text();
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let line: String = line.split_whitespace().collect::<Vec<_>>().join(" ");
+    let line = crate::messages::without_nul(&line);
+    if line.chars().count() <= TITLE_CHARS {
+        return Some(line);
+    }
+    let cut: String = line.chars().take(TITLE_CHARS).collect();
+    let cut = match cut.rfind(' ') {
+        Some(space) if space > TITLE_CHARS / 2 => cut[..space].to_owned(),
+        _ => cut,
+    };
+    Some(format!("{}…", cut.trim_end()))
+}
+
 impl Store {
+    /// Renames a session; `None` clears the title. Another tenant's session is `NotFound`.
+    pub async fn set_session_title(&self, tenant: TenantId, id: SessionId, title: Option<&str>) -> Result<()> {
+        let title = title.map(str::trim).filter(|t| !t.is_empty()).map(crate::messages::without_nul);
+        if title.as_ref().is_some_and(|t| t.chars().count() > 200) {
+            return Err(StoreError::Invalid("a title is at most 200 characters".into()));
+        }
+        let done = sqlx::query("UPDATE sessions SET title = $3 WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_uuid())
+            .bind(id.as_uuid())
+            .bind(title)
+            .execute(self.pool())
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
     /// The tenant's session `id`; another tenant's session is `NotFound`.
     pub async fn session(&self, tenant: TenantId, id: SessionId) -> Result<Session> {
         let row = sqlx::query(

@@ -82,6 +82,9 @@ pub enum TurnTarget {
     /// Start a new session, seeded with earlier messages the client sent.
     /// `user_key` names the end user (their USER memory profile; see migration 0005).
     New { source: String, user_key: String, history: Vec<ChatMessage> },
+    /// A chat's current session, or a new one for it (`fresh`: there is none, or the reset
+    /// policy ended `replaces`). Built by [`Store::route_target`].
+    Route { route: crate::routes::Route, fresh: bool, replaces: Option<SessionId> },
 }
 
 /// A turn to enqueue.
@@ -188,11 +191,19 @@ impl Store {
                 }
                 *id
             }
+            TurnTarget::Route { route, fresh, replaces } => {
+                if route.agent != new.agent_id {
+                    return Err(StoreError::Invalid("the route belongs to another agent".into()));
+                }
+                let title = crate::sessions::auto_title(&new.input, &[]);
+                crate::routes::session_for_route(&mut tx, tenant, route, *fresh, *replaces, title.as_deref()).await?
+            }
             TurnTarget::New { source, user_key, history } => {
                 let id = SessionId::new();
+                let title = crate::sessions::auto_title(&new.input, history);
                 sqlx::query(
-                    "INSERT INTO sessions (id, tenant_id, agent_id, source, next_seq, user_key)
-                     VALUES ($1, $2, $3, $4, $5, $6)",
+                    "INSERT INTO sessions (id, tenant_id, agent_id, source, next_seq, user_key, title)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
                 )
                 .bind(id.as_uuid())
                 .bind(tenant.as_uuid())
@@ -200,6 +211,7 @@ impl Store {
                 .bind(source)
                 .bind(i32::try_from(history.len() + 1).map_err(|_| StoreError::Invalid("history too long".into()))?)
                 .bind(crate::messages::without_nul(user_key))
+                .bind(title)
                 .execute(&mut *tx)
                 .await?;
                 if !history.is_empty() {

@@ -13,7 +13,7 @@ pub mod text;
 use std::sync::Arc;
 
 use hermes_sandbox::{SandboxError, SandboxKey, Sandboxes};
-use hermes_tools::{ToolError, ToolRegistry};
+use hermes_tools::{ToolCtx, ToolError, ToolRegistry};
 
 pub use clarify::ClarifyTool;
 pub use code::{CODE_TOOLS, ExecuteCode, module_source};
@@ -22,15 +22,28 @@ pub use process::ProcessTool;
 pub use spill::{RESULTS_DIR, SandboxSpill};
 pub use terminal::{Foreground, MAX_OUTPUT_CHARS, TerminalTool};
 
+/// Told when a session's background processes start and when they have all finished, so
+/// processes the sandbox keeps are visible outside it (the worker marks them in Redis for the
+/// session reset rule).
+pub trait BackgroundActivity: Send + Sync {
+    fn started(&self, ctx: &ToolCtx) -> futures_util::future::BoxFuture<'static, ()>;
+    fn all_finished(&self, ctx: &ToolCtx) -> futures_util::future::BoxFuture<'static, ()>;
+}
+
 /// Every built-in tool, before an agent's toolsets narrow it down.
-pub fn builtin_registry(sandboxes: Arc<dyn Sandboxes>, default_timeout_secs: u64) -> ToolRegistry {
+pub fn builtin_registry(
+    sandboxes: Arc<dyn Sandboxes>,
+    default_timeout_secs: u64,
+    activity: Option<Arc<dyn BackgroundActivity>>,
+) -> ToolRegistry {
     let mut registry = ToolRegistry::new();
     registry.set_spill(Arc::new(SandboxSpill::new(sandboxes.clone())));
 
-    registry.register(Arc::new(ProcessTool::new(sandboxes.clone())));
+    registry.register(Arc::new(ProcessTool::new(sandboxes.clone()).with_activity(activity.clone())));
     registry.register(Arc::new(ClarifyTool));
     let files = FileTools::new(sandboxes.clone());
-    let terminal = TerminalTool::new(sandboxes, default_timeout_secs).with_checkpoints(files.clone());
+    let terminal =
+        TerminalTool::new(sandboxes, default_timeout_secs).with_checkpoints(files.clone()).with_activity(activity);
     registry.register(Arc::new(terminal));
     registry.register(Arc::new(ReadFile(files.clone())));
     registry.register(Arc::new(WriteFile(files.clone())));

@@ -21,11 +21,18 @@ const DEFAULT_LOG_LINES: usize = 200;
 
 pub struct ProcessTool {
     sandboxes: Arc<dyn Sandboxes>,
+    activity: Option<Arc<dyn crate::BackgroundActivity>>,
 }
 
 impl ProcessTool {
     pub fn new(sandboxes: Arc<dyn Sandboxes>) -> Self {
-        Self { sandboxes }
+        Self { sandboxes, activity: None }
+    }
+
+    /// Reports when the session's processes have all finished.
+    pub fn with_activity(mut self, activity: Option<Arc<dyn crate::BackgroundActivity>>) -> Self {
+        self.activity = activity;
+        self
     }
 }
 
@@ -88,6 +95,31 @@ impl Tool for ProcessTool {
 
     fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
         Box::pin(async move {
+            let answer = self.act(ctx, args).await;
+            if let Some(activity) = &self.activity
+                && !self.any_running(ctx).await
+            {
+                activity.all_finished(ctx).await;
+            }
+            answer
+        })
+    }
+}
+
+impl ProcessTool {
+    /// Whether a process of the session still runs (when unsure, yes).
+    async fn any_running(&self, ctx: &ToolCtx) -> bool {
+        let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id };
+        let Ok(Some(client)) = self.sandboxes.running(key).await else { return false };
+        let owner = ctx.session_id.to_string();
+        match client.grpc().list_processes(ListProcessesRequest { owner }).await {
+            Ok(list) => list.into_inner().processes.iter().any(|p| p.running),
+            Err(_) => true,
+        }
+    }
+
+    async fn act(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
+        {
             let action = required_str(&args, "action")?;
             let owner = ctx.session_id.to_string();
             let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id };
@@ -147,6 +179,6 @@ impl Tool for ProcessTool {
                 }
             };
             Ok(headline(&status))
-        })
+        }
     }
 }

@@ -26,6 +26,7 @@ pub struct TerminalTool {
     default_timeout_secs: u64,
     /// Checkpoints the workspace before the turn's first command that changes files.
     checkpoints: Option<crate::FileTools>,
+    activity: Option<Arc<dyn crate::BackgroundActivity>>,
 }
 
 /// Commands that change files (upstream's list): deletes, copies and moves, in-place edits,
@@ -44,7 +45,13 @@ pub(crate) fn changes_files(command: &str) -> bool {
 
 impl TerminalTool {
     pub fn new(sandboxes: Arc<dyn Sandboxes>, default_timeout_secs: u64) -> Self {
-        Self { sandboxes, default_timeout_secs, checkpoints: None }
+        Self { sandboxes, default_timeout_secs, checkpoints: None, activity: None }
+    }
+
+    /// Reports background processes it starts.
+    pub fn with_activity(mut self, activity: Option<Arc<dyn crate::BackgroundActivity>>) -> Self {
+        self.activity = activity;
+        self
     }
 
     /// Takes the turn's checkpoint (shared with the file tools) before a command that changes
@@ -76,6 +83,9 @@ impl TerminalTool {
         };
         let started =
             client.grpc().start_process(request).await.map_err(|s| sandbox_error(status_error(s)))?.into_inner();
+        if let Some(activity) = &self.activity {
+            activity.started(ctx).await;
+        }
         Ok(format!(
             "Started in the background as {id}. Check it with process(action=\"poll\", session_id=\"{id}\"); \
              wait, log, write and kill work the same way.",

@@ -38,6 +38,9 @@ pub enum Command {
     /// Provider keys of a tenant, pooled per provider.
     #[command(subcommand)]
     Credential(CredentialCmd),
+    /// A tenant's sessions: export, lineage, titles.
+    #[command(subcommand)]
+    Session(crate::sessions::SessionCmd),
     /// How a provider's key pool picks a key.
     #[command(subcommand)]
     Pool(PoolCmd),
@@ -82,6 +85,8 @@ pub enum PoolCmd {
 pub enum TenantCmd {
     /// Create a tenant.
     Create { name: String },
+    /// Show or change the tenant's session policy (time zone, resets, retention).
+    Policy(crate::sessions::PolicyArgs),
 }
 
 #[derive(Subcommand)]
@@ -185,7 +190,7 @@ pub enum KeyCmd {
     },
 }
 
-fn print(json_mode: bool, value: serde_json::Value, human: String) {
+pub(crate) fn print(json_mode: bool, value: serde_json::Value, human: String) {
     if json_mode {
         println!("{value}");
     } else {
@@ -193,7 +198,7 @@ fn print(json_mode: bool, value: serde_json::Value, human: String) {
     }
 }
 
-async fn tenant(store: &Store, name: &str) -> anyhow::Result<hermes_store::Tenant> {
+pub(crate) async fn tenant(store: &Store, name: &str) -> anyhow::Result<hermes_store::Tenant> {
     match store.tenant_by_name(name).await {
         Ok(t) => Ok(t),
         Err(StoreError::NotFound) => {
@@ -210,6 +215,8 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
             let t = store.create_tenant(&name).await?;
             print(json_mode, json!(t), format!("created tenant {} ({})", t.name, t.id));
         }
+        Command::Tenant(TenantCmd::Policy(args)) => crate::sessions::run_policy(json_mode, store, args).await?,
+        Command::Session(cmd) => crate::sessions::run_session(json_mode, store, cmd).await?,
         Command::Agent(AgentCmd::Create(a)) => {
             let t = tenant(store, &a.tenant).await?;
             let provider_key = match &a.api_key_env {

@@ -1,8 +1,8 @@
 //! The `scheduler` role: periodic work claimed from Postgres with `FOR UPDATE SKIP LOCKED`,
 //! so any number of replicas run without a leader. Now: the lease reaper, which republishes
 //! turns whose worker vanished or whose work message was lost, and the expiry of questions
-//! parked turns wait on. Cron, session resets and
-//! pruning join it in later issues.
+//! parked turns wait on; and the retention sweep, which deletes sessions past their tenant's
+//! retention period. Cron joins it in a later issue.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,11 +50,33 @@ pub async fn reap_once(ctx: &SchedulerContext) -> Result<usize, hermes_store::St
     Ok(stranded.len())
 }
 
-/// Runs the reaper every `scheduler.reaper_interval_millis` until `shutdown`.
+/// One retention sweep: deletes expired sessions in batches until none are left; returns how
+/// many went.
+pub async fn prune_once(ctx: &SchedulerContext) -> Result<u64, hermes_store::StoreError> {
+    const BATCH: i64 = 500;
+    let mut total = 0;
+    loop {
+        let removed = ctx.store.prune_sessions(chrono::Utc::now(), BATCH).await?;
+        total += removed;
+        if removed < BATCH as u64 {
+            break;
+        }
+    }
+    if total > 0 {
+        tracing::info!(sessions = total, "pruned sessions past their tenant's retention");
+        metrics::counter!("hermes_sessions_pruned_total").increment(total);
+    }
+    Ok(total)
+}
+
+/// Runs the reaper every `scheduler.reaper_interval_millis` and the retention sweep every
+/// `scheduler.prune_interval_seconds` until `shutdown`.
 pub async fn run(ctx: SchedulerContext, shutdown: CancellationToken) {
     let every = Duration::from_millis(ctx.config.scheduler.reaper_interval_millis.max(100));
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut prune = tokio::time::interval(Duration::from_secs(ctx.config.scheduler.prune_interval_seconds.max(1)));
+    prune.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tracing::info!(interval_ms = every.as_millis() as u64, "scheduler running (lease reaper)");
     loop {
         tokio::select! {
@@ -62,6 +84,11 @@ pub async fn run(ctx: SchedulerContext, shutdown: CancellationToken) {
             _ = tick.tick() => {
                 if let Err(e) = reap_once(&ctx).await {
                     tracing::warn!(error = %e, "lease reaper pass failed");
+                }
+            }
+            _ = prune.tick() => {
+                if let Err(e) = prune_once(&ctx).await {
+                    tracing::warn!(error = %e, "retention sweep failed");
                 }
             }
         }

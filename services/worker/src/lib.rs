@@ -3,6 +3,7 @@
 //! events. Any worker may die at any point: the lease expires, the reaper republishes, and
 //! the next worker resumes from the last checkpoint.
 
+mod background;
 mod commands;
 mod delegate;
 mod egress;
@@ -85,7 +86,15 @@ pub fn default_worker_id() -> String {
 pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), WorkerError> {
     let cfg = ctx.config.clone();
     let worker_id = cfg.worker.id.clone().unwrap_or_else(default_worker_id);
-    let tools = hermes_toolbox::builtin_registry(ctx.sandboxes.clone(), cfg.sandbox.exec_timeout_seconds);
+    let activity = background::RedisBackgroundActivity {
+        marks: ctx.cache.background_marks(),
+        lifetime: Duration::from_secs(cfg.sandbox.idle_seconds.saturating_mul(4).max(60)),
+    };
+    let tools = hermes_toolbox::builtin_registry(
+        ctx.sandboxes.clone(),
+        cfg.sandbox.exec_timeout_seconds,
+        Some(Arc::new(activity)),
+    );
     ctx.sandboxes.set_egress(Arc::new(egress::EgressProxy::new(ctx.store.clone(), &cfg.sandbox.egress_allow_cidrs)));
     let mut consumer = ctx.broker.consume_work(cfg.worker.max_concurrent_turns, &worker_id).await?;
     let rt = Arc::new(Runtime {

@@ -1,0 +1,118 @@
+//! Which session a chat's next message belongs to. A chat (a platform conversation, or any key
+//! a caller chooses) has a current session in `session_routes`; its messages go there until the
+//! tenant's policy says the conversation is over (`session_policy.rs`), and then a fresh
+//! session starts, with a fresh prompt and memory snapshot. A session with a background
+//! process still running is never reset.
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+
+use hermes_core::{AgentId, SessionId, TenantId};
+
+use crate::session_policy::ResetReason;
+use crate::turns::TurnTarget;
+use crate::{Result, Store};
+
+/// A chat, as the gateway names it.
+#[derive(Debug, Clone)]
+pub struct Route {
+    pub agent: AgentId,
+    /// e.g. `telegram:chat:42`, `slack:T1:C2:thread`.
+    pub key: String,
+    /// Where new sessions come from (`telegram`, `slack`, ...).
+    pub source: String,
+    /// The end user of new sessions (their USER profile, their search scope).
+    pub user_key: String,
+}
+
+impl Store {
+    /// The chat's current session and when it was last active.
+    pub async fn route_state(&self, tenant: TenantId, route: &Route) -> Result<Option<(SessionId, DateTime<Utc>)>> {
+        let row = sqlx::query(
+            "SELECT s.id, s.updated_at FROM session_routes r
+             JOIN sessions s ON s.tenant_id = r.tenant_id AND s.id = r.session_id
+             WHERE r.tenant_id = $1 AND r.agent_id = $2 AND r.route_key = $3",
+        )
+        .bind(tenant.as_uuid())
+        .bind(route.agent.as_uuid())
+        .bind(&route.key)
+        .fetch_optional(self.pool())
+        .await?;
+        row.map(|r| Ok((SessionId::from_uuid(r.try_get("id")?), r.try_get("updated_at")?))).transpose()
+    }
+
+    /// Where the chat's next message goes at `now`: its current session, or a new one when
+    /// there is none or the tenant's policy resets it and `busy` (a background process of
+    /// that session still runs) says no.
+    pub async fn route_target(
+        &self,
+        tenant: TenantId,
+        route: &Route,
+        now: DateTime<Utc>,
+        busy: impl AsyncFnOnce(SessionId) -> bool,
+    ) -> Result<(TurnTarget, Option<ResetReason>)> {
+        let current = self.route_state(tenant, route).await?;
+        let reset = match current {
+            Some((session, last_activity)) => match self.session_policy(tenant).await?.reset_due(last_activity, now) {
+                Some(reason) if !busy(session).await => Some(reason),
+                _ => None,
+            },
+            None => None,
+        };
+        let replaces = match (current, reset) {
+            (Some((session, _)), Some(_)) => Some(session),
+            _ => None,
+        };
+        Ok((TurnTarget::Route { route: route.clone(), fresh: current.is_none() || reset.is_some(), replaces }, reset))
+    }
+}
+
+/// The session a `TurnTarget::Route` turn goes to, inside the enqueue transaction: the route's
+/// current session, or a new one (also when another message already reset the route, its new
+/// session is used rather than starting a second).
+pub(crate) async fn session_for_route(
+    tx: &mut sqlx::PgConnection,
+    tenant: TenantId,
+    route: &Route,
+    fresh: bool,
+    replaces: Option<SessionId>,
+    title: Option<&str>,
+) -> Result<SessionId> {
+    let current: Option<uuid::Uuid> = sqlx::query_scalar(
+        "SELECT session_id FROM session_routes WHERE tenant_id = $1 AND agent_id = $2 AND route_key = $3 FOR UPDATE",
+    )
+    .bind(tenant.as_uuid())
+    .bind(route.agent.as_uuid())
+    .bind(&route.key)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if let Some(current) = current {
+        let already_reset = replaces.is_some_and(|old| old.as_uuid() != current);
+        if !fresh || already_reset {
+            return Ok(SessionId::from_uuid(current));
+        }
+    }
+    let session = SessionId::new();
+    sqlx::query(
+        "INSERT INTO sessions (id, tenant_id, agent_id, source, user_key, title) VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(session.as_uuid())
+    .bind(tenant.as_uuid())
+    .bind(route.agent.as_uuid())
+    .bind(&route.source)
+    .bind(crate::messages::without_nul(&route.user_key))
+    .bind(title)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "INSERT INTO session_routes (tenant_id, agent_id, route_key, session_id) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (tenant_id, agent_id, route_key) DO UPDATE SET session_id = EXCLUDED.session_id",
+    )
+    .bind(tenant.as_uuid())
+    .bind(route.agent.as_uuid())
+    .bind(crate::messages::without_nul(&route.key))
+    .bind(session.as_uuid())
+    .execute(&mut *tx)
+    .await?;
+    Ok(session)
+}
