@@ -101,6 +101,9 @@ impl TestEnv {
         // Nearly every test agent has the terminal toolset but most never run a command: no
         // container per turn unless a test asks for prewarming.
         config.sandbox.prewarm = false;
+        // Background reviews would take scripted replies meant for the test's own turns; the
+        // tests of the learning loop turn them on.
+        config.learning.review_enabled = false;
         config.worker.lease_seconds = 3;
         config.worker.heartbeat_millis = 500;
         config.worker.drain_seconds = 10;
@@ -228,6 +231,7 @@ impl TestEnv {
             .env("HERMES__SANDBOX__DOCKER__NAME_PREFIX", &c.sandbox.docker.name_prefix)
             .env("HERMES__SANDBOX__DOCKER__IPC_DIR", &c.sandbox.docker.ipc_dir)
             .env("HERMES__SANDBOX__PREWARM", c.sandbox.prewarm.to_string())
+            .env("HERMES__LEARNING__REVIEW_ENABLED", c.learning.review_enabled.to_string())
             .env("HERMES__WORKER__ID", worker_id)
             .env("HERMES__WORKER__LEASE_SECONDS", c.worker.lease_seconds.to_string())
             .env("HERMES__WORKER__HEARTBEAT_MILLIS", c.worker.heartbeat_millis.to_string())

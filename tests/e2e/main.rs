@@ -28,4 +28,5 @@ mod retry;
 mod sandbox;
 mod search;
 mod sessions;
+mod skills;
 mod tools;

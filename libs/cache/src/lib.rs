@@ -6,12 +6,14 @@ pub mod cancel;
 pub mod child_slots;
 pub mod key_pool;
 pub mod session_lock;
+pub mod window;
 
 pub use background::BackgroundMarks;
 pub use cancel::CancelBus;
 pub use child_slots::ChildSlots;
 pub use key_pool::KeyPools;
 pub use session_lock::{LockGuard, SessionLocks};
+pub use window::WindowCounters;
 
 use redis::aio::ConnectionManager;
 
@@ -82,6 +84,11 @@ impl Cache {
     /// Sessions whose background processes may still run.
     pub fn background_marks(&self) -> BackgroundMarks {
         BackgroundMarks::new(self.clone())
+    }
+
+    /// Counters over fixed time windows.
+    pub fn window_counters(&self) -> WindowCounters {
+        WindowCounters::new(self.clone())
     }
 
     /// The session locks of this installation.

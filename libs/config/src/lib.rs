@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 mod memory;
 mod sandbox;
 
-pub use memory::MemoryConfig;
+pub use memory::{LearningConfig, MemoryConfig, SkillsConfig};
 pub use sandbox::{DockerSandboxConfig, KubernetesSandboxConfig, LocalSandboxConfig, SandboxConfig};
 
 /// Configuration could not be loaded or is invalid.
@@ -37,6 +37,8 @@ pub struct HermesConfig {
     pub gateway: GatewayConfig,
     pub sandbox: SandboxConfig,
     pub memory: MemoryConfig,
+    pub skills: SkillsConfig,
+    pub learning: LearningConfig,
     pub llm: LlmConfig,
     pub secrets: SecretsConfig,
     pub telemetry: TelemetryConfig,

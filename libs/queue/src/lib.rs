@@ -1,4 +1,5 @@
-//! RabbitMQ: the "session has work" queue and the turn-event exchange.
+//! RabbitMQ: the "session has work" queue, the background-review queue and the turn-event
+//! exchange.
 //!
 //! Work messages carry only `(tenant, session)`: Postgres holds the work itself, so a
 //! redelivered or duplicated message is harmless and a lost one is found by the reaper.
@@ -19,7 +20,7 @@ use lapin::{Channel, Connection, ConnectionProperties, ExchangeKind};
 use hermes_config::RabbitMqConfig;
 
 pub use events::{EventHub, EventSubscription};
-pub use work::{SessionWork, WorkConsumer, WorkDelivery};
+pub use work::{Delivery, JobConsumer, ReviewJob, SessionWork, WorkConsumer, WorkDelivery};
 
 /// A queue failure.
 #[derive(Debug, thiserror::Error)]
@@ -38,12 +39,17 @@ pub type Result<T, E = QueueError> = std::result::Result<T, E>;
 #[derive(Debug, Clone)]
 pub(crate) struct Names {
     pub work_queue: String,
+    pub review_queue: String,
     pub events_exchange: String,
 }
 
 impl Names {
     fn new(prefix: &str) -> Self {
-        Self { work_queue: format!("{prefix}.work"), events_exchange: format!("{prefix}.events") }
+        Self {
+            work_queue: format!("{prefix}.work"),
+            review_queue: format!("{prefix}.review"),
+            events_exchange: format!("{prefix}.events"),
+        }
     }
 }
 
@@ -75,13 +81,15 @@ impl Broker {
             let ms = i64::try_from(cfg.queue_expires_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
             args.insert("x-expires".into(), AMQPValue::LongLongInt(ms));
         }
-        setup
-            .queue_declare(
-                names.work_queue.as_str().into(),
-                QueueDeclareOptions { durable: true, ..Default::default() },
-                args,
-            )
-            .await?;
+        for queue in [&names.work_queue, &names.review_queue] {
+            setup
+                .queue_declare(
+                    queue.as_str().into(),
+                    QueueDeclareOptions { durable: true, ..Default::default() },
+                    args.clone(),
+                )
+                .await?;
+        }
         setup
             .exchange_declare(
                 names.events_exchange.as_str().into(),
@@ -127,6 +135,7 @@ impl Broker {
     pub async fn delete_topology(&self) -> Result<()> {
         let ch = self.new_channel().await?;
         ch.queue_delete(self.names().work_queue.as_str().into(), Default::default()).await?;
+        ch.queue_delete(self.names().review_queue.as_str().into(), Default::default()).await?;
         ch.exchange_delete(self.names().events_exchange.as_str().into(), Default::default()).await?;
         Ok(())
     }

@@ -1,12 +1,14 @@
-//! The work queue: "session S of tenant T has work".
+//! Durable job queues: "session S of tenant T has work" (`work`), and turns to review in the
+//! background (`review`, low priority: its own queue, consumed one at a time per worker).
 
 use futures_util::StreamExt;
 use lapin::options::{BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicNackOptions, BasicPublishOptions};
 use lapin::types::FieldTable;
 use lapin::{BasicProperties, Channel};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use hermes_core::{SessionId, TenantId};
+use hermes_core::{AgentId, SessionId, TenantId, TurnId};
 
 use crate::{Broker, QueueError, Result};
 
@@ -17,15 +19,23 @@ pub struct SessionWork {
     pub session_id: SessionId,
 }
 
+/// A finished turn whose lessons a restricted agent should save (memory, skills).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewJob {
+    pub tenant_id: TenantId,
+    pub agent_id: AgentId,
+    pub session_id: SessionId,
+    pub turn_id: TurnId,
+}
+
 impl Broker {
-    /// Publishes a work message and waits for RabbitMQ to confirm it is stored.
-    pub async fn publish_work(&self, work: &SessionWork) -> Result<()> {
-        let body = serde_json::to_vec(work)?;
+    async fn publish_json(&self, queue: &str, body: &impl Serialize) -> Result<()> {
+        let body = serde_json::to_vec(body)?;
         let confirm = self
             .work_channel()
             .basic_publish(
                 "".into(),
-                self.names().work_queue.as_str().into(),
+                queue.into(),
                 BasicPublishOptions::default(),
                 &body,
                 BasicProperties::default().with_delivery_mode(2).with_content_type("application/json".into()),
@@ -38,77 +48,100 @@ impl Broker {
         Ok(())
     }
 
-    /// Starts consuming work with at most `prefetch` unacknowledged messages.
-    pub async fn consume_work(&self, prefetch: u16, consumer_tag: &str) -> Result<WorkConsumer> {
+    async fn consume<T>(&self, queue: &str, prefetch: u16, consumer_tag: &str) -> Result<JobConsumer<T>> {
         let channel = self.channel_with_prefetch(prefetch).await?;
         let consumer = channel
-            .basic_consume(
-                self.names().work_queue.as_str().into(),
-                consumer_tag.into(),
-                BasicConsumeOptions::default(),
-                FieldTable::default(),
-            )
+            .basic_consume(queue.into(), consumer_tag.into(), BasicConsumeOptions::default(), FieldTable::default())
             .await?;
-        Ok(WorkConsumer { channel, consumer, tag: consumer_tag.to_owned() })
+        Ok(JobConsumer { channel, consumer, tag: consumer_tag.to_owned(), kind: std::marker::PhantomData })
+    }
+
+    /// Publishes a work message and waits for RabbitMQ to confirm it is stored.
+    pub async fn publish_work(&self, work: &SessionWork) -> Result<()> {
+        self.publish_json(&self.names().work_queue, work).await
+    }
+
+    /// Starts consuming work with at most `prefetch` unacknowledged messages.
+    pub async fn consume_work(&self, prefetch: u16, consumer_tag: &str) -> Result<WorkConsumer> {
+        self.consume(&self.names().work_queue, prefetch, consumer_tag).await
+    }
+
+    /// Queues a turn for background review.
+    pub async fn publish_review(&self, job: &ReviewJob) -> Result<()> {
+        self.publish_json(&self.names().review_queue, job).await
+    }
+
+    /// Starts consuming review jobs, `prefetch` at a time.
+    pub async fn consume_reviews(&self, prefetch: u16, consumer_tag: &str) -> Result<JobConsumer<ReviewJob>> {
+        self.consume(&self.names().review_queue, prefetch, consumer_tag).await
     }
 }
 
-/// A stream of work deliveries.
-pub struct WorkConsumer {
+/// A stream of job deliveries of type `T`.
+pub struct JobConsumer<T> {
     channel: Channel,
     consumer: lapin::Consumer,
     tag: String,
+    kind: std::marker::PhantomData<fn() -> T>,
 }
 
-/// One delivery; acknowledge it once the turn's lease is recorded in Postgres.
-pub struct WorkDelivery {
-    pub work: SessionWork,
+/// The work queue's consumer.
+pub type WorkConsumer = JobConsumer<SessionWork>;
+/// A work delivery.
+pub type WorkDelivery = Delivery<SessionWork>;
+
+/// One delivery; acknowledge it once what it asks for is recorded in Postgres (work) or done
+/// (review).
+pub struct Delivery<T> {
+    pub work: T,
     acker: lapin::Acker,
     pub redelivered: bool,
 }
 
-impl WorkDelivery {
+impl<T> Delivery<T> {
     /// Acknowledges the delivery. Errors are logged, not returned: an unacknowledged
     /// delivery is redelivered, which the worker handles anyway.
     pub async fn ack(&self) {
         if let Err(e) = self.acker.ack(BasicAckOptions::default()).await {
-            tracing::warn!(error = %e, "cannot ack work delivery");
+            tracing::warn!(error = %e, "cannot ack a delivery");
         }
     }
 
     /// Returns the delivery to the queue for another try.
     pub async fn requeue(&self) {
         if let Err(e) = self.acker.nack(BasicNackOptions { requeue: true, ..Default::default() }).await {
-            tracing::warn!(error = %e, "cannot requeue work delivery");
+            tracing::warn!(error = %e, "cannot requeue a delivery");
         }
     }
 }
 
-impl WorkConsumer {
+impl<T: DeserializeOwned> JobConsumer<T> {
     /// The next delivery; `None` when the consumer was cancelled or the connection closed.
     /// Malformed messages are acknowledged and skipped.
-    pub async fn next(&mut self) -> Option<Result<WorkDelivery>> {
+    pub async fn next(&mut self) -> Option<Result<Delivery<T>>> {
         loop {
             let delivery = match self.consumer.next().await? {
                 Ok(d) => d,
                 Err(e) => return Some(Err(e.into())),
             };
-            match serde_json::from_slice::<SessionWork>(&delivery.data) {
+            match serde_json::from_slice::<T>(&delivery.data) {
                 Ok(work) => {
-                    return Some(Ok(WorkDelivery { work, redelivered: delivery.redelivered, acker: delivery.acker }));
+                    return Some(Ok(Delivery { work, redelivered: delivery.redelivered, acker: delivery.acker }));
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, "dropping malformed work message");
+                    tracing::warn!(error = %e, "dropping a malformed message");
                     let _ = delivery.acker.ack(BasicAckOptions::default()).await;
                 }
             }
         }
     }
+}
 
+impl<T> JobConsumer<T> {
     /// Stops receiving new deliveries; unacknowledged ones go back to the queue.
     pub async fn cancel(&self) {
         if let Err(e) = self.channel.basic_cancel(self.tag.as_str().into(), BasicCancelOptions::default()).await {
-            tracing::warn!(error = %e, "cannot cancel work consumer");
+            tracing::warn!(error = %e, "cannot cancel a consumer");
         }
     }
 }

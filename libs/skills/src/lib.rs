@@ -42,3 +42,49 @@ pub fn content_hash(skill_md: &str, files: &[(String, String)]) -> String {
     }
     hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// A skill that passed parsing, the file rules and the security scan, ready to store.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    pub skill: Skill,
+    pub skill_md: String,
+    pub files: Vec<(String, String)>,
+    pub content_hash: String,
+}
+
+/// Why a skill cannot be stored.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CheckError {
+    #[error("{0}")]
+    Invalid(#[from] SkillError),
+    #[error("{0}")]
+    File(String),
+    #[error("refused by the security scan: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Unsafe(Vec<Finding>),
+}
+
+/// Parses `skill_md`, checks the supporting files' paths and sizes, and scans everything.
+pub fn check(skill_md: &str, files: Vec<(String, String)>, category: Option<&str>) -> Result<Checked, CheckError> {
+    let skill = parse(skill_md, category)?;
+    if files.len() > MAX_FILES {
+        return Err(CheckError::File(format!("a skill has at most {MAX_FILES} supporting files")));
+    }
+    let mut findings = scan_file("SKILL.md", skill_md);
+    for (path, content) in &files {
+        if !valid_file_path(path) {
+            return Err(CheckError::File(format!(
+                "{path:?}: supporting files live in {} (e.g. references/notes.md), without '..' or hidden names",
+                FILE_DIRS.join("/, ")
+            )));
+        }
+        if content.len() > MAX_FILE_BYTES {
+            return Err(CheckError::File(format!("{path}: over {MAX_FILE_BYTES} bytes")));
+        }
+        findings.extend(scan_file(path, content));
+    }
+    if !findings.is_empty() {
+        return Err(CheckError::Unsafe(findings));
+    }
+    let content_hash = content_hash(skill_md, &files);
+    Ok(Checked { skill, skill_md: skill_md.to_owned(), files, content_hash })
+}

@@ -88,8 +88,8 @@ struct Frontmatter {
     conditions: Conditions,
 }
 
-/// A parsed, valid skill.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// A parsed, valid skill (stored as JSON without its body, for filtering).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Skill {
     pub name: String,
     pub description: String,
@@ -105,7 +105,7 @@ pub struct Skill {
     pub config: Vec<ConfigEntry>,
     pub required_environment_variables: Vec<EnvVar>,
     /// The Markdown after the frontmatter.
-    #[serde(skip)]
+    #[serde(skip, default)]
     pub body: String,
 }
 

@@ -36,6 +36,8 @@ pub struct Agent {
     pub approval_mode: String,
     /// Whether its sandbox may reach the public internet.
     pub egress: bool,
+    /// Skills this agent never sees.
+    pub disabled_skills: Vec<String>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -97,6 +99,7 @@ impl Agent {
             context_window: row.try_get("context_window")?,
             approval_mode: row.try_get("approval_mode")?,
             egress: row.try_get("egress")?,
+            disabled_skills: row.try_get("disabled_skills")?,
             created_at: row.try_get("created_at")?,
         })
     }
@@ -116,7 +119,7 @@ impl Agent {
 
 macro_rules! agent_columns {
     () => {
-        "id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets, provider_key_hosts, fallbacks, api_mode, auxiliary, context_window, approval_mode, egress, created_at"
+        "id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets, provider_key_hosts, fallbacks, api_mode, auxiliary, context_window, approval_mode, egress, disabled_skills, created_at"
     };
 }
 

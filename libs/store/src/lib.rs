@@ -16,6 +16,8 @@ pub mod search_text;
 pub mod secrets;
 pub mod session_policy;
 pub mod sessions;
+pub mod skill_usage;
+pub mod skills;
 pub mod system;
 pub mod tenants;
 pub mod turns;
@@ -38,6 +40,8 @@ pub use search::{FoundMessage, FoundSession, SearchOrder, SearchScope, SessionSu
 pub use secrets::SecretBox;
 pub use session_policy::{ResetReason, SessionPolicy};
 pub use sessions::Session;
+pub use skill_usage::{CuratorChange, CuratorRules, SkillEvent, SkillUse};
+pub use skills::{NewSkill, SkillRecord, SkillScope, SyncReport, VisibleSkill};
 pub use system::StrandedTurn;
 pub use tenants::Tenant;
 pub use turns::{ClaimedTurn, LeaseState, NewTurn, TurnStatus, TurnTarget};

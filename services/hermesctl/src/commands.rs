@@ -41,6 +41,9 @@ pub enum Command {
     /// A tenant's sessions: export, lineage, titles.
     #[command(subcommand)]
     Session(crate::sessions::SessionCmd),
+    /// Tenant-wide skills, pins and skill logs.
+    #[command(subcommand)]
+    Skill(crate::skills::SkillCmd),
     /// How a provider's key pool picks a key.
     #[command(subcommand)]
     Pool(PoolCmd),
@@ -125,7 +128,7 @@ pub struct AgentCreate {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "terminal,file,code_execution,todo,memory,session_search,clarify,delegation"
+        default_value = "terminal,file,code_execution,todo,memory,session_search,skills,clarify,delegation"
     )]
     toolsets: Vec<String>,
     /// How dangerous shell commands are approved: manual (ask the user), off (never ask) or
@@ -217,6 +220,7 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
         }
         Command::Tenant(TenantCmd::Policy(args)) => crate::sessions::run_policy(json_mode, store, args).await?,
         Command::Session(cmd) => crate::sessions::run_session(json_mode, store, cmd).await?,
+        Command::Skill(cmd) => crate::skills::run_skill(json_mode, store, cmd).await?,
         Command::Agent(AgentCmd::Create(a)) => {
             let t = tenant(store, &a.tenant).await?;
             let provider_key = match &a.api_key_env {

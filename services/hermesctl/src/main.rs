@@ -4,6 +4,7 @@
 
 mod commands;
 mod sessions;
+mod skills;
 
 use clap::Parser;
 

@@ -1,8 +1,8 @@
 //! The `scheduler` role: periodic work claimed from Postgres with `FOR UPDATE SKIP LOCKED`,
 //! so any number of replicas run without a leader. Now: the lease reaper, which republishes
 //! turns whose worker vanished or whose work message was lost, and the expiry of questions
-//! parked turns wait on; and the retention sweep, which deletes sessions past their tenant's
-//! retention period. Cron joins it in a later issue.
+//! parked turns wait on; the retention sweep, which deletes sessions past their tenant's
+//! retention period; and the skills curator. Cron joins it in a later issue.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -69,6 +69,47 @@ pub async fn prune_once(ctx: &SchedulerContext) -> Result<u64, hermes_store::Sto
     Ok(total)
 }
 
+/// One curator pass at `now`: visits agents idle for `learning.curator_idle_minutes` whose
+/// last visit is older than `learning.curator_every_days`, and marks the skills they wrote stale
+/// or archived by how long they went unused (see `Store::curate_agent_skills`). Returns how
+/// many skills changed.
+pub async fn curate_once(
+    ctx: &SchedulerContext,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<usize, hermes_store::StoreError> {
+    let learning = &ctx.config.learning;
+    let minutes = |m: u64| chrono::Duration::minutes(i64::try_from(m).unwrap_or(i64::MAX / 60_000));
+    let days = |d: u64| chrono::Duration::days(i64::try_from(d).unwrap_or(100_000).min(100_000));
+    let rules = hermes_store::CuratorRules {
+        stale_after: days(learning.stale_after_days),
+        archive_after: days(learning.archive_after_days),
+    };
+    let mut changed = 0;
+    loop {
+        let agents = ctx
+            .store
+            .claim_agents_for_curation(
+                now,
+                minutes(learning.curator_idle_minutes),
+                days(learning.curator_every_days),
+                50,
+            )
+            .await?;
+        for (tenant, agent) in &agents {
+            let changes = ctx.store.curate_agent_skills(*tenant, *agent, now, rules).await?;
+            for c in &changes {
+                tracing::info!(tenant.id = %tenant, agent.id = %agent, skill = %c.name, from = %c.from, to = %c.to, "curator changed a skill");
+            }
+            changed += changes.len();
+        }
+        if agents.len() < 50 {
+            break;
+        }
+    }
+    metrics::counter!("hermes_curator_changes_total").increment(changed as u64);
+    Ok(changed)
+}
+
 /// Runs the reaper every `scheduler.reaper_interval_millis` and the retention sweep every
 /// `scheduler.prune_interval_seconds` until `shutdown`.
 pub async fn run(ctx: SchedulerContext, shutdown: CancellationToken) {
@@ -89,6 +130,9 @@ pub async fn run(ctx: SchedulerContext, shutdown: CancellationToken) {
             _ = prune.tick() => {
                 if let Err(e) = prune_once(&ctx).await {
                     tracing::warn!(error = %e, "retention sweep failed");
+                }
+                if let Err(e) = curate_once(&ctx, chrono::Utc::now()).await {
+                    tracing::warn!(error = %e, "curator pass failed");
                 }
             }
         }

@@ -51,7 +51,7 @@ impl StoreJournal {
     }
 }
 
-fn model_call(c: CallRecord) -> ModelCall {
+pub(crate) fn model_call(c: CallRecord) -> ModelCall {
     ModelCall { purpose: c.purpose.to_owned(), provider: c.provider, model: c.model, key_id: c.key_id, usage: c.usage }
 }
 

@@ -12,8 +12,10 @@ mod judge;
 mod keys;
 mod memory_tool;
 mod models;
+mod review;
 mod search_tool;
 mod session;
+mod skills;
 mod todo;
 mod turn;
 mod turn_setup;
@@ -68,6 +70,8 @@ pub(crate) struct Runtime {
     pub aux_failed_at: std::sync::Mutex<std::collections::HashMap<hermes_core::AgentId, std::time::Instant>>,
     /// Turns running here, by id, so a cancellation reaches the one it names.
     pub running: std::sync::Mutex<std::collections::HashMap<hermes_core::TurnId, CancellationToken>>,
+    /// Each agent's skills, cached by index version.
+    pub skills: Arc<skills::SkillCatalog>,
 }
 
 /// A name for this worker process in leases and logs.
@@ -96,6 +100,7 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
         Some(Arc::new(activity)),
     );
     ctx.sandboxes.set_egress(Arc::new(egress::EgressProxy::new(ctx.store.clone(), &cfg.sandbox.egress_allow_cidrs)));
+    sync_bundled_skills(&ctx.store).await;
     let mut consumer = ctx.broker.consume_work(cfg.worker.max_concurrent_turns, &worker_id).await?;
     let rt = Arc::new(Runtime {
         ctx,
@@ -105,6 +110,7 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
         abandon: CancellationToken::new(),
         running: Default::default(),
         aux_failed_at: Default::default(),
+        skills: Default::default(),
     });
     let mut cancels = rt.ctx.cache.cancel_bus().subscribe(shutdown.clone());
     let listener = rt.clone();
@@ -117,6 +123,8 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
             }
         }
     });
+    // Background reviews, one at a time beside the turns.
+    tokio::spawn(review::run_reviews(rt.clone(), shutdown.clone()));
     // Deliveries are acked as soon as the session lock is taken, so RabbitMQ's prefetch does
     // not bound the work in progress: this semaphore does.
     let slots = Arc::new(Semaphore::new(usize::from(cfg.worker.max_concurrent_turns)));
@@ -167,4 +175,40 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
     }
     tracing::info!("worker stopped");
     outcome
+}
+
+/// Brings the bundled skills compiled into this binary into Postgres (every worker may; one
+/// does the work at a time). A failure is logged: the previous catalogue stays in use.
+async fn sync_bundled_skills(store: &hermes_store::Store) {
+    let catalogue = match hermes_skills::bundled::catalogue() {
+        Ok(c) => c,
+        Err((path, e)) => {
+            tracing::error!(path, error = %e, "a bundled skill is invalid; the catalogue is not synced");
+            return;
+        }
+    };
+    let skills: Vec<hermes_store::NewSkill> = catalogue
+        .into_iter()
+        .map(|b| hermes_store::NewSkill {
+            name: b.skill.name.clone(),
+            category: b.skill.category.clone(),
+            description: b.skill.description.clone(),
+            meta: serde_json::to_value(&b.skill).unwrap_or(serde_json::Value::Null),
+            content_hash: hermes_skills::content_hash(&b.skill_md, &b.files),
+            skill_md: b.skill_md,
+            files: b.files,
+        })
+        .collect();
+    match store.sync_bundled_skills(&skills).await {
+        Ok(report) if report != hermes_store::SyncReport::default() => {
+            tracing::info!(
+                added = report.added,
+                updated = report.updated,
+                removed = report.removed,
+                "bundled skills synced"
+            );
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "cannot sync the bundled skills"),
+    }
 }

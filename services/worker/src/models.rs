@@ -82,12 +82,14 @@ impl Models {
 
     /// The model for side tasks (reviews): the auxiliary model, else the main one; and its name.
     pub fn auxiliary(&self) -> (TurnModel, String) {
+        // Metered as `auxiliary` from a turn; a background task keeps its own purpose.
+        let purpose = if self.purpose == "main" { "auxiliary" } else { self.purpose };
         match &self.agent.auxiliary {
             Some(aux) => (
-                self.build(vec![endpoint(&aux.base_url, &aux.model, aux.api_mode.as_deref())], "auxiliary"),
+                self.build(vec![endpoint(&aux.base_url, &aux.model, aux.api_mode.as_deref())], purpose),
                 aux.model.clone(),
             ),
-            None => (self.build(vec![self.primary()], "auxiliary"), self.agent.model.clone()),
+            None => (self.build(vec![self.primary()], purpose), self.agent.model.clone()),
         }
     }
 

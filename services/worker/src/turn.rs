@@ -260,6 +260,11 @@ async fn execute(rt: &Arc<Runtime>, tenant: TenantId, owner: &str, turn: Claimed
     metrics::histogram!("hermes_turn_seconds", "status" => label).record(started.elapsed().as_secs_f64());
     tracing::info!(status = label, elapsed_ms = started.elapsed().as_secs_f64() * 1000.0, "turn finished");
     events.finish(Some(TurnEventKind::Finished { outcome })).await;
+    if status == TurnStatus::Completed {
+        let job =
+            hermes_queue::ReviewJob { tenant_id: tenant, agent_id: turn.agent_id, session_id, turn_id: turn.turn_id };
+        crate::review::maybe_queue(rt, job).await;
+    }
     Ran::Done
 }
 
@@ -382,6 +387,15 @@ async fn prepare_and_run(
                 Some(p) => p.clone(),
                 None => crate::turn_setup::render_prompt(rt, tenant, &agent, turn, &tools).await?,
             };
+            // `/skill-name request` loads the skill into the message before it is stored.
+            if !resumed
+                && agent.toolsets.iter().any(|t| t == "skills")
+                && input.text().trim_start().starts_with('/')
+                && let Some(expanded) =
+                    crate::skills::expand_slash(store, &rt.skills, &agent, &tools.names(), &input.text()).await
+            {
+                input = expanded;
+            }
             input.role = Role::User;
             let frozen = store.begin_turn(tenant, turn.session_id, turn.fence, turn.turn_id, &input, &rendered).await?;
             history.push(input);
@@ -395,7 +409,7 @@ async fn prepare_and_run(
     }
     let turn_start = messages.len() + first_of_turn;
     messages.extend(history);
-    crate::turn_setup::nudge_memory(rt, &tools, &mut messages, turn_start);
+    crate::turn_setup::nudge(rt, &tools, &mut messages, turn_start);
 
     let tool_ctx = ToolCtx {
         tenant_id: tenant,

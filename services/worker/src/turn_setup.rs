@@ -20,6 +20,10 @@ use crate::workspace::SandboxFiles;
 pub(crate) const MEMORY_NUDGE: &str = "[System note: if this conversation taught you something durable (a preference, \
 a fact about the user or their environment, a convention, a lesson), save it now with the memory tool.]";
 
+/// Said every `skills.nudge_interval` user turns.
+pub(crate) const SKILLS_NUDGE: &str = "[System note: if you just completed a non-trivial task or found a workflow \
+that works, save it as a skill with skill_manage so you can reuse it.]";
+
 fn has(agent: &Agent, toolset: &str) -> bool {
     agent.toolsets.iter().any(|t| t == toolset)
 }
@@ -64,6 +68,21 @@ pub(crate) fn tools_for_turn(
             user_key: user_key.to_owned(),
         }));
     }
+    if has(agent, "skills") {
+        let ctx = crate::skills::SkillsContext {
+            store: rt.ctx.store.clone(),
+            catalog: rt.skills.clone(),
+            agent: agent.clone(),
+            tool_names: Vec::new(),
+            sandboxes: rt.ctx.sandboxes.clone(),
+        };
+        let mut names = tools.names();
+        names.extend(["skills_list", "skill_view", "skill_manage"]);
+        let ctx = crate::skills::SkillsContext { tool_names: names, ..ctx };
+        tools.register(Arc::new(crate::skills::SkillsListTool(ctx.clone())));
+        tools.register(Arc::new(crate::skills::SkillViewTool(ctx.clone())));
+        tools.register(Arc::new(crate::skills::SkillManageTool { ctx, actor: "agent" }));
+    }
     if has(agent, "code_execution") {
         let sandboxes = rt.ctx.sandboxes.clone();
         let terminal =
@@ -95,6 +114,12 @@ pub(crate) async fn render_prompt(
     } else {
         None
     };
+    let skills = if has(agent, "skills") {
+        let visible = rt.skills.visible(&rt.ctx.store, agent, &tools.names()).await?;
+        crate::skills::prompt_entries(&visible)
+    } else {
+        Vec::new()
+    };
     let limits = &rt.ctx.config.memory;
     let (memory, user_profile) = if has(agent, "memory") {
         let snapshot = rt.ctx.store.memory_snapshot(tenant, agent.id, &turn.session_user_key).await?;
@@ -112,33 +137,41 @@ pub(crate) async fn render_prompt(
         custom_system: agent.system_message.as_deref(),
         memory: memory.as_deref(),
         user_profile: user_profile.as_deref(),
-        // The skills index arrives with skills.
-        skills: &[],
+        skills: &skills,
         context_file: context_file.as_ref(),
         today: chrono::Utc::now().date_naive(),
         platform: &turn.session_source,
     }))
 }
 
-/// Adds the memory nudge to this turn's user message, in the model's view only (never stored,
-/// so the transcript and later prompts stay as they were), every `memory.nudge_interval`
-/// user turns of the session.
-pub(crate) fn nudge_memory(rt: &Runtime, tools: &ToolRegistry, messages: &mut [ChatMessage], turn_start: usize) {
-    let interval = rt.ctx.config.memory.nudge_interval;
-    if interval == 0 || !tools.names().contains(&"memory") {
-        return;
-    }
+/// Adds the memory and skills nudges to this turn's user message, in the model's view only
+/// (never stored, so the transcript and later prompts stay as they were), every
+/// `memory.nudge_interval` / `skills.nudge_interval` user turns of the session.
+pub(crate) fn nudge(rt: &Runtime, tools: &ToolRegistry, messages: &mut [ChatMessage], turn_start: usize) {
     let user_turns = messages.iter().take(turn_start + 1).filter(|m| m.role == Role::User).count();
-    if user_turns == 0 || !user_turns.is_multiple_of(interval) {
+    let names = tools.names();
+    let config = &rt.ctx.config;
+    let due = |interval: usize, tool: &str| {
+        interval > 0 && user_turns > 0 && user_turns.is_multiple_of(interval) && names.contains(&tool)
+    };
+    let notes: Vec<&str> = [
+        due(config.memory.nudge_interval, "memory").then_some(MEMORY_NUDGE),
+        due(config.skills.nudge_interval, "skill_manage").then_some(SKILLS_NUDGE),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if notes.is_empty() {
         return;
     }
     let Some(input) = messages.get_mut(turn_start).filter(|m| m.role == Role::User) else { return };
+    let note = notes.join("\n");
     input.content = Some(match input.content.take() {
-        Some(Content::Text(text)) => Content::Text(format!("{text}\n\n{MEMORY_NUDGE}")),
+        Some(Content::Text(text)) => Content::Text(format!("{text}\n\n{note}")),
         Some(Content::Parts(mut parts)) => {
-            parts.push(ContentPart::Text { text: MEMORY_NUDGE.to_owned() });
+            parts.push(ContentPart::Text { text: note });
             Content::Parts(parts)
         }
-        None => Content::Text(MEMORY_NUDGE.to_owned()),
+        None => Content::Text(note),
     });
 }

@@ -1,0 +1,264 @@
+//! How an agent uses its skills (views, uses, pins) and the curator that tidies the skills an
+//! agent wrote itself: unused for 30 days they are marked stale, for 90 archived (hidden from
+//! the index); pinned ones are exempt; a stale or archived skill that is used again is active.
+//! Every change is logged in `skill_events`.
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::{Value, json};
+use sqlx::Row;
+
+use hermes_core::{AgentId, TenantId};
+
+use crate::{Result, Store, StoreError};
+
+/// What happened to a skill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkillUse {
+    /// Its text was read (`skill_view`).
+    Viewed,
+    /// It was loaded for a task (`/skill-name`).
+    Used,
+}
+
+/// The curator's thresholds.
+#[derive(Debug, Clone, Copy)]
+pub struct CuratorRules {
+    pub stale_after: Duration,
+    pub archive_after: Duration,
+}
+
+impl Default for CuratorRules {
+    fn default() -> Self {
+        Self { stale_after: Duration::days(30), archive_after: Duration::days(90) }
+    }
+}
+
+/// One change the curator made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CuratorChange {
+    pub name: String,
+    pub from: String,
+    pub to: String,
+}
+
+/// An entry of the skill log.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SkillEvent {
+    pub name: String,
+    pub action: String,
+    pub actor: String,
+    pub detail: Value,
+    pub created_at: DateTime<Utc>,
+}
+
+pub(crate) async fn log_event(
+    conn: &mut sqlx::PgConnection,
+    tenant: TenantId,
+    agent: Option<AgentId>,
+    name: &str,
+    action: &str,
+    actor: &str,
+    detail: &Value,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO skill_events (tenant_id, agent_id, name, action, actor, detail) VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(tenant.as_uuid())
+    .bind(agent.map(|a| a.as_uuid()))
+    .bind(name)
+    .bind(action)
+    .bind(actor)
+    .bind(detail)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+impl Store {
+    /// Counts a view or a use of `name` by `agent` at `now`; a stale or archived skill becomes
+    /// active again.
+    pub async fn record_skill_use(
+        &self,
+        tenant: TenantId,
+        agent: AgentId,
+        name: &str,
+        kind: SkillUse,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
+        let (views, uses) = match kind {
+            SkillUse::Viewed => (1, 0),
+            SkillUse::Used => (0, 1),
+        };
+        let mut tx = self.pool().begin().await?;
+        let revived: Option<String> = sqlx::query_scalar(
+            "WITH before AS (
+                SELECT state FROM skill_usage WHERE tenant_id = $1 AND agent_id = $2 AND name = $3 FOR UPDATE
+             ), upsert AS (
+                INSERT INTO skill_usage (tenant_id, agent_id, name, view_count, use_count, last_used_at)
+                VALUES ($1, $2, $3, $4, $5, $6)
+                ON CONFLICT (tenant_id, agent_id, name) DO UPDATE SET
+                    view_count = skill_usage.view_count + $4, use_count = skill_usage.use_count + $5,
+                    last_used_at = $6, state = 'active',
+                    state_changed_at = CASE WHEN skill_usage.state <> 'active' THEN $6 ELSE skill_usage.state_changed_at END
+             )
+             SELECT state FROM before WHERE state <> 'active'",
+        )
+        .bind(tenant.as_uuid())
+        .bind(agent.as_uuid())
+        .bind(name)
+        .bind(views)
+        .bind(uses)
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some(from) = revived {
+            log_event(&mut tx, tenant, Some(agent), name, "revive", "usage", &json!({"from": from})).await?;
+            crate::skills::bump_version(&mut tx, tenant.as_uuid()).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Pins (exempts from the curator) or unpins a skill for `agent`.
+    pub async fn set_skill_pinned(&self, tenant: TenantId, agent: AgentId, name: &str, pinned: bool) -> Result<()> {
+        let mut tx = self.pool().begin().await?;
+        sqlx::query(
+            "INSERT INTO skill_usage (tenant_id, agent_id, name, pinned) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (tenant_id, agent_id, name) DO UPDATE SET pinned = $4",
+        )
+        .bind(tenant.as_uuid())
+        .bind(agent.as_uuid())
+        .bind(name)
+        .bind(pinned)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::NotFound,
+            _ => StoreError::Database(e),
+        })?;
+        let action = if pinned { "pin" } else { "unpin" };
+        log_event(&mut tx, tenant, Some(agent), name, action, "operator", &Value::Null).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The agent's skill log, newest first.
+    pub async fn skill_events(&self, tenant: TenantId, agent: AgentId, limit: i64) -> Result<Vec<SkillEvent>> {
+        let rows = sqlx::query(
+            "SELECT name, action, actor, detail, created_at FROM skill_events
+             WHERE tenant_id = $1 AND agent_id = $2 ORDER BY id DESC LIMIT $3",
+        )
+        .bind(tenant.as_uuid())
+        .bind(agent.as_uuid())
+        .bind(limit)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(SkillEvent {
+                    name: r.try_get("name")?,
+                    action: r.try_get("action")?,
+                    actor: r.try_get("actor")?,
+                    detail: r.try_get("detail")?,
+                    created_at: r.try_get("created_at")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Agents the curator should visit at `now`: idle for `idle` (no session activity) and not
+    /// curated within `every`. Claims them by setting `curated_at`, so replicas never overlap.
+    pub async fn claim_agents_for_curation(
+        &self,
+        now: DateTime<Utc>,
+        idle: Duration,
+        every: Duration,
+        limit: i64,
+    ) -> Result<Vec<(TenantId, AgentId)>> {
+        let rows = sqlx::query(
+            "UPDATE agents SET curated_at = $1 WHERE id IN (
+                SELECT a.id FROM agents a
+                WHERE (a.curated_at IS NULL OR a.curated_at < $1 - make_interval(secs => $3))
+                  AND EXISTS (SELECT 1 FROM skills s WHERE s.tenant_id = a.tenant_id AND s.agent_id = a.id)
+                  AND NOT EXISTS (SELECT 1 FROM sessions x WHERE x.tenant_id = a.tenant_id AND x.agent_id = a.id
+                                  AND x.updated_at > $1 - make_interval(secs => $2))
+                ORDER BY a.curated_at NULLS FIRST LIMIT $4
+                FOR UPDATE SKIP LOCKED
+             ) RETURNING tenant_id, id",
+        )
+        .bind(now)
+        .bind(idle.num_seconds() as f64)
+        .bind(every.num_seconds() as f64)
+        .bind(limit)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                #[expect(clippy::disallowed_methods, reason = "tenant of a row the scheduler claimed")]
+                let tenant = TenantId::from_authenticated(r.try_get("tenant_id")?);
+                Ok((tenant, AgentId::from_uuid(r.try_get("id")?)))
+            })
+            .collect()
+    }
+
+    /// One curator pass over the skills `agent` wrote: unused (no use, view or change) for
+    /// `rules.stale_after` become stale, for `rules.archive_after` archived; pinned are exempt.
+    pub async fn curate_agent_skills(
+        &self,
+        tenant: TenantId,
+        agent: AgentId,
+        now: DateTime<Utc>,
+        rules: CuratorRules,
+    ) -> Result<Vec<CuratorChange>> {
+        let mut tx = self.pool().begin().await?;
+        let rows = sqlx::query(
+            "SELECT s.name, COALESCE(u.state, 'active') AS state, COALESCE(u.pinned, false) AS pinned,
+                    GREATEST(COALESCE(u.last_used_at, s.updated_at), s.updated_at) AS last_touched
+             FROM skills s
+             LEFT JOIN skill_usage u ON u.tenant_id = s.tenant_id AND u.agent_id = s.agent_id AND u.name = s.name
+             WHERE s.tenant_id = $1 AND s.agent_id = $2
+             FOR UPDATE OF s",
+        )
+        .bind(tenant.as_uuid())
+        .bind(agent.as_uuid())
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut changes = Vec::new();
+        for row in rows {
+            let (name, state, pinned): (String, String, bool) =
+                (row.try_get("name")?, row.try_get("state")?, row.try_get("pinned")?);
+            let idle = now - row.try_get::<DateTime<Utc>, _>("last_touched")?;
+            let verdict = if pinned {
+                "active"
+            } else if idle >= rules.archive_after {
+                "archived"
+            } else if idle >= rules.stale_after {
+                "stale"
+            } else {
+                "active"
+            };
+            if verdict == state || (pinned && state == "active") {
+                continue;
+            }
+            sqlx::query(
+                "INSERT INTO skill_usage (tenant_id, agent_id, name, state, state_changed_at) VALUES ($1, $2, $3, $4, $5)
+                 ON CONFLICT (tenant_id, agent_id, name) DO UPDATE SET state = $4, state_changed_at = $5",
+            )
+            .bind(tenant.as_uuid())
+            .bind(agent.as_uuid())
+            .bind(&name)
+            .bind(verdict)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            let detail = json!({"from": state, "to": verdict, "idle_days": idle.num_days()});
+            log_event(&mut tx, tenant, Some(agent), &name, verdict, "curator", &detail).await?;
+            changes.push(CuratorChange { name, from: state, to: verdict.to_owned() });
+        }
+        if !changes.is_empty() {
+            crate::skills::bump_version(&mut tx, tenant.as_uuid()).await?;
+        }
+        tx.commit().await?;
+        Ok(changes)
+    }
+}

@@ -1,0 +1,381 @@
+//! Skills in Postgres (migration 0008): the bundled catalogue, tenant-wide skills and each
+//! agent's own, with their supporting files. A name in a narrower scope shadows the wider one
+//! (agent > tenant > bundled). Parsing and the security scan happen before anything reaches
+//! here (`hermes_skills`); this module stores what it is given, keeps the index version that
+//! workers cache by, and logs every change to an agent's skills.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+use uuid::Uuid;
+
+use hermes_core::{AgentId, TenantId};
+
+use crate::{Result, Store, StoreError};
+
+/// Where a skill comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SkillScope {
+    Bundled,
+    Tenant,
+    Agent,
+}
+
+/// A stored skill (without its files).
+#[derive(Debug, Clone)]
+pub struct SkillRecord {
+    pub id: Uuid,
+    pub scope: SkillScope,
+    pub name: String,
+    pub category: String,
+    pub description: String,
+    pub skill_md: String,
+    /// The parsed frontmatter (`hermes_skills::Skill` as JSON).
+    pub meta: Value,
+    pub content_hash: String,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A skill as an agent sees it in its index.
+#[derive(Debug, Clone)]
+pub struct VisibleSkill {
+    pub skill: SkillRecord,
+    pub pinned: bool,
+    /// `active`, `stale` or `archived` (the curator's verdict for this agent).
+    pub state: String,
+    pub view_count: i64,
+    pub use_count: i64,
+    pub last_used_at: Option<DateTime<Utc>>,
+}
+
+/// A skill to store.
+#[derive(Debug, Clone)]
+pub struct NewSkill {
+    pub name: String,
+    pub category: String,
+    pub description: String,
+    pub skill_md: String,
+    pub meta: Value,
+    pub content_hash: String,
+    pub files: Vec<(String, String)>,
+}
+
+/// What a sync of the bundled catalogue changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SyncReport {
+    pub added: usize,
+    pub updated: usize,
+    pub removed: usize,
+}
+
+const BUNDLED_SCOPE: Uuid = Uuid::nil();
+
+macro_rules! skill_columns {
+    () => {
+        "s.id, s.tenant_id, s.agent_id, s.name, s.category, s.description, s.skill_md, s.meta, s.content_hash, s.updated_at"
+    };
+}
+
+fn record(row: &PgRow) -> Result<SkillRecord> {
+    let tenant: Option<Uuid> = row.try_get("tenant_id")?;
+    let agent: Option<Uuid> = row.try_get("agent_id")?;
+    Ok(SkillRecord {
+        id: row.try_get("id")?,
+        scope: match (tenant, agent) {
+            (None, _) => SkillScope::Bundled,
+            (Some(_), None) => SkillScope::Tenant,
+            (Some(_), Some(_)) => SkillScope::Agent,
+        },
+        name: row.try_get("name")?,
+        category: row.try_get("category")?,
+        description: row.try_get("description")?,
+        skill_md: row.try_get("skill_md")?,
+        meta: row.try_get("meta")?,
+        content_hash: row.try_get("content_hash")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+pub(crate) async fn bump_version(conn: &mut sqlx::PgConnection, scope: Uuid) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO skill_versions (scope, version) VALUES ($1, 1)
+         ON CONFLICT (scope) DO UPDATE SET version = skill_versions.version + 1",
+    )
+    .bind(scope)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+async fn insert_files(conn: &mut sqlx::PgConnection, skill: Uuid, files: &[(String, String)]) -> Result<()> {
+    sqlx::query("DELETE FROM skill_files WHERE skill_id = $1").bind(skill).execute(&mut *conn).await?;
+    let (paths, contents): (Vec<&str>, Vec<&str>) = files.iter().map(|(p, c)| (p.as_str(), c.as_str())).unzip();
+    sqlx::query("INSERT INTO skill_files (skill_id, path, content) SELECT $1, p, c FROM UNNEST($2::text[], $3::text[]) AS f(p, c)")
+        .bind(skill)
+        .bind(&paths)
+        .bind(&contents)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+impl Store {
+    /// Makes the bundled catalogue in Postgres equal to `catalogue` (added, changed and
+    /// removed skills), in one transaction; every pod may run it at start-up.
+    pub async fn sync_bundled_skills(&self, catalogue: &[NewSkill]) -> Result<SyncReport> {
+        let mut tx = self.pool().begin().await?;
+        // One syncing pod at a time; the others then find nothing to do.
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtext('hermes-bundled-skills'))").execute(&mut *tx).await?;
+        let existing: Vec<(String, String)> =
+            sqlx::query_as("SELECT name, content_hash FROM skills WHERE tenant_id IS NULL").fetch_all(&mut *tx).await?;
+        let mut report = SyncReport::default();
+        for skill in catalogue {
+            let known = existing.iter().find(|(name, _)| *name == skill.name);
+            if known.is_some_and(|(_, hash)| *hash == skill.content_hash) {
+                continue;
+            }
+            let id: Uuid = sqlx::query_scalar(
+                "INSERT INTO skills (id, name, category, description, skill_md, meta, content_hash)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                 ON CONFLICT (name) WHERE tenant_id IS NULL DO UPDATE SET category = EXCLUDED.category,
+                    description = EXCLUDED.description, skill_md = EXCLUDED.skill_md, meta = EXCLUDED.meta,
+                    content_hash = EXCLUDED.content_hash, updated_at = now()
+                 RETURNING id",
+            )
+            .bind(Uuid::now_v7())
+            .bind(&skill.name)
+            .bind(&skill.category)
+            .bind(&skill.description)
+            .bind(&skill.skill_md)
+            .bind(&skill.meta)
+            .bind(&skill.content_hash)
+            .fetch_one(&mut *tx)
+            .await?;
+            insert_files(&mut tx, id, &skill.files).await?;
+            if known.is_some() {
+                report.updated += 1;
+            } else {
+                report.added += 1;
+            }
+        }
+        let names: Vec<&str> = catalogue.iter().map(|s| s.name.as_str()).collect();
+        report.removed = usize::try_from(
+            sqlx::query("DELETE FROM skills WHERE tenant_id IS NULL AND name <> ALL($1)")
+                .bind(&names)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected(),
+        )
+        .unwrap_or(0);
+        if report != SyncReport::default() {
+            bump_version(&mut tx, BUNDLED_SCOPE).await?;
+        }
+        tx.commit().await?;
+        Ok(report)
+    }
+
+    /// The version of what `tenant`'s skills indexes show: (bundled, tenant). Workers rebuild
+    /// a cached index only when it changes.
+    pub async fn skill_index_version(&self, tenant: TenantId) -> Result<(i64, i64)> {
+        let rows: Vec<(Uuid, i64)> = sqlx::query_as("SELECT scope, version FROM skill_versions WHERE scope = ANY($1)")
+            .bind([BUNDLED_SCOPE, tenant.as_uuid()])
+            .fetch_all(self.pool())
+            .await?;
+        let of = |scope: Uuid| rows.iter().find(|(s, _)| *s == scope).map_or(0, |(_, v)| *v);
+        Ok((of(BUNDLED_SCOPE), of(tenant.as_uuid())))
+    }
+
+    /// Every skill `agent` can see after shadowing (agent over tenant over bundled), with its
+    /// usage; archived and disabled ones included (the caller filters).
+    pub async fn visible_skills(&self, tenant: TenantId, agent: AgentId) -> Result<Vec<VisibleSkill>> {
+        let rows = sqlx::query(concat!(
+            "SELECT DISTINCT ON (s.name) ",
+            skill_columns!(),
+            ", COALESCE(u.pinned, false) AS pinned, COALESCE(u.state, 'active') AS state,
+               COALESCE(u.view_count, 0) AS view_count, COALESCE(u.use_count, 0) AS use_count, u.last_used_at
+             FROM skills s
+             LEFT JOIN skill_usage u ON u.tenant_id = $1 AND u.agent_id = $2 AND u.name = s.name
+             WHERE s.tenant_id IS NULL OR (s.tenant_id = $1 AND (s.agent_id IS NULL OR s.agent_id = $2))
+             ORDER BY s.name, (s.agent_id IS NOT NULL) DESC, (s.tenant_id IS NOT NULL) DESC"
+        ))
+        .bind(tenant.as_uuid())
+        .bind(agent.as_uuid())
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(VisibleSkill {
+                    skill: record(r)?,
+                    pinned: r.try_get("pinned")?,
+                    state: r.try_get("state")?,
+                    view_count: r.try_get("view_count")?,
+                    use_count: r.try_get("use_count")?,
+                    last_used_at: r.try_get("last_used_at")?,
+                })
+            })
+            .collect()
+    }
+
+    /// The skill `name` as `agent` sees it (its own, else the tenant's, else the bundled one).
+    pub async fn find_skill(&self, tenant: TenantId, agent: AgentId, name: &str) -> Result<Option<SkillRecord>> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            skill_columns!(),
+            " FROM skills s
+             WHERE s.name = $3 AND (s.tenant_id IS NULL OR (s.tenant_id = $1 AND (s.agent_id IS NULL OR s.agent_id = $2)))
+             ORDER BY (s.agent_id IS NOT NULL) DESC, (s.tenant_id IS NOT NULL) DESC LIMIT 1"
+        ))
+        .bind(tenant.as_uuid())
+        .bind(agent.as_uuid())
+        .bind(name)
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(record).transpose()
+    }
+
+    /// A skill's supporting files, by path.
+    pub async fn skill_files(&self, skill: Uuid) -> Result<Vec<(String, String)>> {
+        Ok(sqlx::query_as("SELECT path, content FROM skill_files WHERE skill_id = $1 ORDER BY path")
+            .bind(skill)
+            .fetch_all(self.pool())
+            .await?)
+    }
+
+    /// Writes `agent`'s own copy of a skill (creating or replacing it) with these files, logs
+    /// the change and bumps the tenant's index version.
+    pub async fn save_agent_skill(
+        &self,
+        tenant: TenantId,
+        agent: AgentId,
+        skill: &NewSkill,
+        action: &str,
+        actor: &str,
+    ) -> Result<()> {
+        let mut tx = self.pool().begin().await?;
+        let id: Uuid = sqlx::query_scalar(
+            "INSERT INTO skills (id, tenant_id, agent_id, name, category, description, skill_md, meta, content_hash)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+             ON CONFLICT (tenant_id, agent_id, name) WHERE agent_id IS NOT NULL DO UPDATE SET
+                category = EXCLUDED.category, description = EXCLUDED.description, skill_md = EXCLUDED.skill_md,
+                meta = EXCLUDED.meta, content_hash = EXCLUDED.content_hash, updated_at = now()
+             RETURNING id",
+        )
+        .bind(Uuid::now_v7())
+        .bind(tenant.as_uuid())
+        .bind(agent.as_uuid())
+        .bind(&skill.name)
+        .bind(&skill.category)
+        .bind(&skill.description)
+        .bind(&skill.skill_md)
+        .bind(&skill.meta)
+        .bind(&skill.content_hash)
+        .fetch_one(&mut *tx)
+        .await?;
+        insert_files(&mut tx, id, &skill.files).await?;
+        // A changed skill is a used skill: the curator starts counting again.
+        sqlx::query(
+            "INSERT INTO skill_usage (tenant_id, agent_id, name, last_used_at, state) VALUES ($1, $2, $3, now(), 'active')
+             ON CONFLICT (tenant_id, agent_id, name) DO UPDATE SET last_used_at = now(), state = 'active',
+                state_changed_at = CASE WHEN skill_usage.state <> 'active' THEN now() ELSE skill_usage.state_changed_at END",
+        )
+        .bind(tenant.as_uuid())
+        .bind(agent.as_uuid())
+        .bind(&skill.name)
+        .execute(&mut *tx)
+        .await?;
+        crate::skill_usage::log_event(
+            &mut tx,
+            tenant,
+            Some(agent),
+            &skill.name,
+            action,
+            actor,
+            &serde_json::json!({"content_hash": skill.content_hash}),
+        )
+        .await?;
+        bump_version(&mut tx, tenant.as_uuid()).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Deletes `agent`'s own skill `name`; `false` when it has none (a shared skill is hidden
+    /// with [`Store::disable_skill`] instead).
+    pub async fn delete_agent_skill(&self, tenant: TenantId, agent: AgentId, name: &str, actor: &str) -> Result<bool> {
+        let mut tx = self.pool().begin().await?;
+        let done = sqlx::query("DELETE FROM skills WHERE tenant_id = $1 AND agent_id = $2 AND name = $3")
+            .bind(tenant.as_uuid())
+            .bind(agent.as_uuid())
+            .bind(name)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        crate::skill_usage::log_event(&mut tx, tenant, Some(agent), name, "delete", actor, &Value::Null).await?;
+        bump_version(&mut tx, tenant.as_uuid()).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Hides a shared skill from `agent` (or shows it again).
+    pub async fn disable_skill(
+        &self,
+        tenant: TenantId,
+        agent: AgentId,
+        name: &str,
+        disabled: bool,
+        actor: &str,
+    ) -> Result<()> {
+        let mut tx = self.pool().begin().await?;
+        let done = sqlx::query(
+            "UPDATE agents SET disabled_skills = CASE WHEN $4
+                 THEN (SELECT array_agg(DISTINCT n) FROM unnest(array_append(disabled_skills, $3)) AS n)
+                 ELSE array_remove(disabled_skills, $3) END
+             WHERE tenant_id = $1 AND id = $2",
+        )
+        .bind(tenant.as_uuid())
+        .bind(agent.as_uuid())
+        .bind(name)
+        .bind(disabled)
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        let action = if disabled { "disable" } else { "enable" };
+        crate::skill_usage::log_event(&mut tx, tenant, Some(agent), name, action, actor, &Value::Null).await?;
+        bump_version(&mut tx, tenant.as_uuid()).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Writes a tenant-wide skill (an administrator's import).
+    pub async fn save_tenant_skill(&self, tenant: TenantId, skill: &NewSkill, actor: &str) -> Result<()> {
+        let mut tx = self.pool().begin().await?;
+        let id: Uuid = sqlx::query_scalar(
+            "INSERT INTO skills (id, tenant_id, name, category, description, skill_md, meta, content_hash)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+             ON CONFLICT (tenant_id, name) WHERE tenant_id IS NOT NULL AND agent_id IS NULL DO UPDATE SET
+                category = EXCLUDED.category, description = EXCLUDED.description, skill_md = EXCLUDED.skill_md,
+                meta = EXCLUDED.meta, content_hash = EXCLUDED.content_hash, updated_at = now()
+             RETURNING id",
+        )
+        .bind(Uuid::now_v7())
+        .bind(tenant.as_uuid())
+        .bind(&skill.name)
+        .bind(&skill.category)
+        .bind(&skill.description)
+        .bind(&skill.skill_md)
+        .bind(&skill.meta)
+        .bind(&skill.content_hash)
+        .fetch_one(&mut *tx)
+        .await?;
+        insert_files(&mut tx, id, &skill.files).await?;
+        crate::skill_usage::log_event(&mut tx, tenant, None, &skill.name, "import", actor, &Value::Null).await?;
+        bump_version(&mut tx, tenant.as_uuid()).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}

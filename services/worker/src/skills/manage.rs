@@ -1,0 +1,223 @@
+//! `skill_manage`: the agent's procedural memory. It creates skills, patches or rewrites them,
+//! and adds or removes their files; everything passes `hermes_skills::check` (format, file
+//! rules, security scan) before it is stored. A bundled or tenant skill is never changed in
+//! place: the first change makes the agent's own copy, which shadows it. Deleting a shared
+//! skill hides it from this agent.
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+
+use hermes_skills::CheckError;
+use hermes_store::{NewSkill, SkillScope, StoreError};
+use hermes_tools::{Tool, ToolCtx, ToolError};
+
+use super::tools::SkillsContext;
+
+pub(crate) struct SkillManageTool {
+    pub ctx: SkillsContext,
+    /// Who the change is logged as: `agent`, or `review` for the background reviewer.
+    pub actor: &'static str,
+}
+
+fn arg<'a>(args: &'a Value, key: &str) -> Result<&'a str, ToolError> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| ToolError::RespondToModel(format!("`{key}` is required for this action")))
+}
+
+fn refused(e: CheckError) -> ToolError {
+    ToolError::RespondToModel(e.to_string())
+}
+
+fn unavailable(e: StoreError) -> ToolError {
+    ToolError::Unavailable(format!("skills cannot be saved right now: {e}"))
+}
+
+fn to_new(checked: hermes_skills::Checked) -> NewSkill {
+    NewSkill {
+        name: checked.skill.name.clone(),
+        category: checked.skill.category.clone(),
+        description: checked.skill.description.clone(),
+        meta: serde_json::to_value(&checked.skill).unwrap_or(Value::Null),
+        skill_md: checked.skill_md,
+        content_hash: checked.content_hash,
+        files: checked.files,
+    }
+}
+
+/// Replaces the one occurrence of `old` in `text` (or every one with `all`).
+fn patch_text(text: &str, old: &str, new: &str, all: bool) -> Result<String, ToolError> {
+    if old.is_empty() {
+        return Err(ToolError::RespondToModel("`old_string` is empty".into()));
+    }
+    match text.matches(old).count() {
+        0 => Err(ToolError::RespondToModel("`old_string` was not found; copy it exactly from skill_view".into())),
+        1 => Ok(text.replacen(old, new, 1)),
+        _ if all => Ok(text.replace(old, new)),
+        n => Err(ToolError::RespondToModel(format!(
+            "`old_string` occurs {n} times; include more context so it is unique, or set replace_all"
+        ))),
+    }
+}
+
+impl SkillManageTool {
+    /// The skill as it stands for this agent: its SKILL.md, files, category and scope.
+    async fn current(&self, name: &str) -> Result<(String, Vec<(String, String)>, String, SkillScope), ToolError> {
+        let store = &self.ctx.store;
+        let agent = &self.ctx.agent;
+        let record = store
+            .find_skill(agent.tenant_id, agent.id, name)
+            .await
+            .map_err(unavailable)?
+            .ok_or_else(|| ToolError::RespondToModel(format!("no skill named {name:?}; create it first")))?;
+        let files = store.skill_files(record.id).await.map_err(unavailable)?;
+        Ok((record.skill_md, files, record.category, record.scope))
+    }
+
+    async fn save(&self, checked: hermes_skills::Checked, action: &str) -> Result<Value, ToolError> {
+        let agent = &self.ctx.agent;
+        let new = to_new(checked);
+        self.ctx
+            .store
+            .save_agent_skill(agent.tenant_id, agent.id, &new, action, self.actor)
+            .await
+            .map_err(unavailable)?;
+        tracing::info!(tenant.id = %agent.tenant_id, agent.id = %agent.id, skill = %new.name, action, actor = self.actor, "skill saved");
+        metrics::counter!("hermes_skill_changes_total", "action" => action.to_owned()).increment(1);
+        Ok(
+            json!({"success": true, "name": new.name, "action": action, "files": new.files.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>()}),
+        )
+    }
+
+    async fn act(&self, args: &Value) -> Result<Value, ToolError> {
+        let action = arg(args, "action")?;
+        let name = arg(args, "name")?.trim().to_owned();
+        let store = &self.ctx.store;
+        let agent = &self.ctx.agent;
+        match action {
+            "create" => {
+                let content = arg(args, "content")?;
+                let category = args.get("category").and_then(Value::as_str);
+                let checked = hermes_skills::check(content, Vec::new(), category).map_err(refused)?;
+                if checked.skill.name != name {
+                    return Err(ToolError::RespondToModel(format!(
+                        "the frontmatter names the skill {:?} but `name` is {name:?}; make them equal",
+                        checked.skill.name
+                    )));
+                }
+                if let Some(existing) = store.find_skill(agent.tenant_id, agent.id, &name).await.map_err(unavailable)? {
+                    let whose = match existing.scope {
+                        SkillScope::Agent => "you already have",
+                        SkillScope::Tenant => "your team has",
+                        SkillScope::Bundled => "Hermes ships",
+                    };
+                    return Err(ToolError::RespondToModel(format!(
+                        "{whose} a skill named {name:?}: use patch or edit to change it, or pick another name"
+                    )));
+                }
+                self.save(checked, "create").await
+            }
+            "patch" => {
+                let (skill_md, mut files, category, _) = self.current(&name).await?;
+                let (old, new) = (arg(args, "old_string")?, arg(args, "new_string")?);
+                let all = args.get("replace_all").and_then(Value::as_bool).unwrap_or(false);
+                let skill_md = match args.get("file_path").and_then(Value::as_str).filter(|p| *p != "SKILL.md") {
+                    Some(path) => {
+                        let file = files
+                            .iter_mut()
+                            .find(|(p, _)| p == path)
+                            .ok_or_else(|| ToolError::RespondToModel(format!("{name} has no file {path:?}")))?;
+                        file.1 = patch_text(&file.1, old, new, all)?;
+                        skill_md
+                    }
+                    None => patch_text(&skill_md, old, new, all)?,
+                };
+                let checked = hermes_skills::check(&skill_md, files, Some(&category)).map_err(refused)?;
+                self.save(checked, "patch").await
+            }
+            "edit" => {
+                let (_, files, category, _) = self.current(&name).await?;
+                let checked = hermes_skills::check(arg(args, "content")?, files, Some(&category)).map_err(refused)?;
+                if checked.skill.name != name {
+                    return Err(ToolError::RespondToModel(
+                        "edit cannot rename a skill; create a new one instead".into(),
+                    ));
+                }
+                self.save(checked, "edit").await
+            }
+            "write_file" | "remove_file" => {
+                let (skill_md, mut files, category, _) = self.current(&name).await?;
+                let path = arg(args, "file_path")?.trim().to_owned();
+                files.retain(|(p, _)| *p != path);
+                if action == "write_file" {
+                    files.push((path, arg(args, "file_content")?.to_owned()));
+                }
+                let checked = hermes_skills::check(&skill_md, files, Some(&category)).map_err(refused)?;
+                self.save(checked, action).await
+            }
+            "delete" => {
+                if store.delete_agent_skill(agent.tenant_id, agent.id, &name, self.actor).await.map_err(unavailable)? {
+                    return Ok(json!({"success": true, "name": name, "action": "delete"}));
+                }
+                self.current(&name).await?;
+                store.disable_skill(agent.tenant_id, agent.id, &name, true, self.actor).await.map_err(unavailable)?;
+                Ok(json!({"success": true, "name": name, "action": "disable",
+                          "message": "It is a shared skill: it is now hidden from you instead of deleted."}))
+            }
+            other => Err(ToolError::RespondToModel(format!(
+                "unknown action {other:?}; use create, patch, edit, delete, write_file or remove_file"
+            ))),
+        }
+    }
+}
+
+impl Tool for SkillManageTool {
+    fn name(&self) -> &'static str {
+        "skill_manage"
+    }
+
+    fn toolset(&self) -> &'static str {
+        "skills"
+    }
+
+    fn schema(&self) -> Value {
+        json!({
+            "name": "skill_manage",
+            "description": "Save procedures that worked as skills you can load later (your procedural memory). \
+                Create one after a complex task succeeded (5+ tool calls), after working past errors, when the \
+                user corrected your approach, or when you found a non-trivial workflow. `create` takes a whole \
+                SKILL.md: YAML frontmatter (name, description saying what it does and when to use it, version, \
+                metadata.hermes.category/tags) then sections When to Use, Procedure, Pitfalls, Verification. \
+                Prefer `patch` (exact old_string -> new_string) for fixes; `edit` rewrites SKILL.md; \
+                `write_file`/`remove_file` manage references/, templates/, scripts/. Changing a shared skill \
+                makes your own copy.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "action": { "type": "string", "enum": ["create", "patch", "edit", "delete", "write_file", "remove_file"] },
+                    "name": { "type": "string", "description": "The skill's name (lowercase-with-hyphens)." },
+                    "content": { "type": "string", "description": "The whole SKILL.md (create, edit)." },
+                    "category": { "type": "string" },
+                    "old_string": { "type": "string" },
+                    "new_string": { "type": "string" },
+                    "replace_all": { "type": "boolean" },
+                    "file_path": { "type": "string", "description": "e.g. references/notes.md (patch, write_file, remove_file)." },
+                    "file_content": { "type": "string" }
+                },
+                "required": ["action", "name"]
+            }
+        })
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    fn sequential(&self) -> bool {
+        true
+    }
+
+    fn call<'a>(&'a self, _ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(async move { self.act(&args).await.map(|v| v.to_string()) })
+    }
+}

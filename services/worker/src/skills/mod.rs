@@ -1,0 +1,117 @@
+//! Skills as the worker serves them: a per-worker cache of each agent's visible skills, kept
+//! until the tenant's skill index version changes (one cheap read per turn, no scanning), the
+//! index in the stable prompt, `/skill-name` in chat, and the tools (`tools.rs`,
+//! `manage.rs`).
+
+mod manage;
+mod tools;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use hermes_agent::prompt::SkillEntry;
+use hermes_core::{AgentId, ChatMessage, TenantId};
+use hermes_skills::{Skill, Visibility};
+use hermes_store::{Agent, SkillRecord, SkillUse, Store, StoreError};
+
+pub(crate) use manage::SkillManageTool;
+pub(crate) use tools::{SkillViewTool, SkillsContext, SkillsListTool};
+
+/// Where a skill's supporting files are written in the sandbox when it is viewed.
+pub(crate) const SANDBOX_SKILLS_DIR: &str = "/tmp/hermes-skills";
+
+/// One skill an agent may see, parsed once per index version.
+#[derive(Debug, Clone)]
+pub(crate) struct Indexed {
+    pub record: SkillRecord,
+    pub skill: Skill,
+    pub state: String,
+    pub pinned: bool,
+}
+
+type Versions = (i64, i64);
+/// An agent's skills as of an index version.
+type CachedIndex = (Versions, Arc<Vec<Indexed>>);
+
+/// Each agent's skills, cached per worker by index version.
+#[derive(Default)]
+pub(crate) struct SkillCatalog {
+    cache: Mutex<HashMap<(TenantId, AgentId), CachedIndex>>,
+}
+
+impl SkillCatalog {
+    /// Every skill `agent` can see (before filtering), from the cache while the version holds.
+    pub async fn all(&self, store: &Store, tenant: TenantId, agent: AgentId) -> Result<Arc<Vec<Indexed>>, StoreError> {
+        let versions = store.skill_index_version(tenant).await?;
+        if let Ok(cache) = self.cache.lock()
+            && let Some((at, entries)) = cache.get(&(tenant, agent))
+            && *at == versions
+        {
+            return Ok(entries.clone());
+        }
+        let mut entries = Vec::new();
+        for visible in store.visible_skills(tenant, agent).await? {
+            match serde_json::from_value::<Skill>(visible.skill.meta.clone()) {
+                Ok(skill) => {
+                    entries.push(Indexed { record: visible.skill, skill, state: visible.state, pinned: visible.pinned })
+                }
+                Err(e) => {
+                    tracing::warn!(skill = %visible.skill.name, error = %e, "stored skill metadata is unreadable")
+                }
+            }
+        }
+        let entries = Arc::new(entries);
+        if let Ok(mut cache) = self.cache.lock() {
+            cache.insert((tenant, agent), (versions, entries.clone()));
+        }
+        Ok(entries)
+    }
+
+    /// The skills `agent` sees now: for its toolsets and tools, not disabled, not archived.
+    pub async fn visible(&self, store: &Store, agent: &Agent, tool_names: &[&str]) -> Result<Vec<Indexed>, StoreError> {
+        let all = self.all(store, agent.tenant_id, agent.id).await?;
+        let rules = Visibility { toolsets: &agent.toolsets, tools: tool_names, disabled: &agent.disabled_skills };
+        Ok(all.iter().filter(|s| s.state != "archived" && rules.shows(&s.skill)).cloned().collect())
+    }
+}
+
+/// The skills index of the stable prompt.
+pub(crate) fn prompt_entries(visible: &[Indexed]) -> Vec<SkillEntry> {
+    visible
+        .iter()
+        .map(|s| SkillEntry {
+            category: s.record.category.clone(),
+            name: s.record.name.clone(),
+            description: s.record.description.clone(),
+        })
+        .collect()
+}
+
+/// `/skill-name rest` loads a visible skill into the user's message for this turn (and the
+/// transcript): the model gets the skill's instructions and the request. `None` when the
+/// command names no skill the agent sees.
+pub(crate) async fn expand_slash(
+    store: &Store,
+    catalog: &SkillCatalog,
+    agent: &Agent,
+    tool_names: &[&str],
+    text: &str,
+) -> Option<ChatMessage> {
+    let rest = text.trim().strip_prefix('/')?;
+    let (name, request) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    let visible = catalog.visible(store, agent, tool_names).await.ok()?;
+    let found = visible.into_iter().find(|s| s.record.name == name)?;
+    if let Err(e) = store.record_skill_use(agent.tenant_id, agent.id, name, SkillUse::Used, chrono::Utc::now()).await {
+        tracing::warn!(error = %e, "cannot count the skill's use");
+    }
+    let request = request.trim();
+    let ask = if request.is_empty() {
+        "The user loaded this skill without saying more: ask what they need.".to_owned()
+    } else {
+        format!("The user's request: {request}")
+    };
+    Some(ChatMessage::user(format!(
+        "[The user loaded the skill \"{name}\". Follow it for this task.]\n\n{}\n\n{ask}",
+        found.record.skill_md.trim()
+    )))
+}
