@@ -173,9 +173,18 @@ async fn refused_writes_explain_why_and_store_nothing() {
 
 #[tokio::test]
 async fn the_nudge_reaches_the_model_every_n_turns_and_is_never_stored() {
-    let env = TestEnv::start_with(Roles::default(), |c| c.memory.nudge_interval = 2).await;
+    let env = TestEnv::start_with(Roles::default(), |c| {
+        c.memory.nudge_interval = 2;
+        c.skills.nudge_interval = 3;
+    })
+    .await;
     let (tenant, agent, key) = env.tenant("acme", "ops").await;
-    with_memory(&env, tenant, agent.id).await;
+    sqlx::query("UPDATE agents SET toolsets = ARRAY['memory', 'skills'] WHERE id = $1")
+        .bind(agent.id.as_uuid())
+        .execute(env.store.pool())
+        .await
+        .unwrap();
+    let _ = tenant;
     let mut session = None;
     for i in 1..=3 {
         env.llm.push(ScriptedReply::text("ok"));
@@ -189,10 +198,14 @@ async fn the_nudge_reaches_the_model_every_n_turns_and_is_never_stored() {
     };
     assert_eq!(last_user(0), "message 1");
     assert!(last_user(1).starts_with("message 2\n\n[System note:") && last_user(1).contains("memory tool"));
-    assert_eq!(last_user(2), "message 3");
+    assert!(!last_user(1).contains("skill_manage"), "the skills nudge has its own interval");
+    assert!(last_user(2).starts_with("message 3\n\n[System note:") && last_user(2).contains("skill_manage"));
+    // Earlier turns come back from the transcript without their nudges.
     let history = env.llm.requests()[2].messages();
+    let earlier = &history[..history.len() - 1];
+    assert!(earlier.iter().any(|m| m["content"] == "message 2"));
     assert!(
-        history.iter().all(|m| !m["content"].as_str().unwrap_or_default().contains("[System note")),
+        earlier.iter().all(|m| !m["content"].as_str().unwrap_or_default().contains("[System note")),
         "never stored"
     );
     env.stop().await;

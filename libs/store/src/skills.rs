@@ -121,6 +121,49 @@ async fn insert_files(conn: &mut sqlx::PgConnection, skill: Uuid, files: &[(Stri
     Ok(())
 }
 
+macro_rules! upsert_skill_sql {
+    ($conflict:literal) => {
+        concat!(
+            "INSERT INTO skills (id, tenant_id, agent_id, name, category, description, skill_md, meta, content_hash)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT ",
+            $conflict,
+            " DO UPDATE SET category = EXCLUDED.category, description = EXCLUDED.description,
+                skill_md = EXCLUDED.skill_md, meta = EXCLUDED.meta, content_hash = EXCLUDED.content_hash,
+                updated_at = now()
+             RETURNING id"
+        )
+    };
+}
+
+/// Creates or replaces a skill in its scope (bundled: no tenant; tenant-wide: no agent), with
+/// its files; returns its id.
+async fn upsert_skill(
+    conn: &mut sqlx::PgConnection,
+    tenant: Option<TenantId>,
+    agent: Option<AgentId>,
+    skill: &NewSkill,
+) -> Result<Uuid> {
+    let sql = match (tenant, agent) {
+        (None, _) => upsert_skill_sql!("(name) WHERE tenant_id IS NULL"),
+        (Some(_), None) => upsert_skill_sql!("(tenant_id, name) WHERE tenant_id IS NOT NULL AND agent_id IS NULL"),
+        (Some(_), Some(_)) => upsert_skill_sql!("(tenant_id, agent_id, name) WHERE agent_id IS NOT NULL"),
+    };
+    let id: Uuid = sqlx::query_scalar(sql)
+        .bind(Uuid::now_v7())
+        .bind(tenant.map(|t| t.as_uuid()))
+        .bind(agent.filter(|_| tenant.is_some()).map(|a| a.as_uuid()))
+        .bind(&skill.name)
+        .bind(&skill.category)
+        .bind(&skill.description)
+        .bind(&skill.skill_md)
+        .bind(&skill.meta)
+        .bind(&skill.content_hash)
+        .fetch_one(&mut *conn)
+        .await?;
+    insert_files(conn, id, &skill.files).await?;
+    Ok(id)
+}
+
 impl Store {
     /// Makes the bundled catalogue in Postgres equal to `catalogue` (added, changed and
     /// removed skills), in one transaction; every pod may run it at start-up.
@@ -136,24 +179,7 @@ impl Store {
             if known.is_some_and(|(_, hash)| *hash == skill.content_hash) {
                 continue;
             }
-            let id: Uuid = sqlx::query_scalar(
-                "INSERT INTO skills (id, name, category, description, skill_md, meta, content_hash)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)
-                 ON CONFLICT (name) WHERE tenant_id IS NULL DO UPDATE SET category = EXCLUDED.category,
-                    description = EXCLUDED.description, skill_md = EXCLUDED.skill_md, meta = EXCLUDED.meta,
-                    content_hash = EXCLUDED.content_hash, updated_at = now()
-                 RETURNING id",
-            )
-            .bind(Uuid::now_v7())
-            .bind(&skill.name)
-            .bind(&skill.category)
-            .bind(&skill.description)
-            .bind(&skill.skill_md)
-            .bind(&skill.meta)
-            .bind(&skill.content_hash)
-            .fetch_one(&mut *tx)
-            .await?;
-            insert_files(&mut tx, id, &skill.files).await?;
+            upsert_skill(&mut tx, None, None, skill).await?;
             if known.is_some() {
                 report.updated += 1;
             } else {
@@ -254,26 +280,7 @@ impl Store {
         actor: &str,
     ) -> Result<()> {
         let mut tx = self.pool().begin().await?;
-        let id: Uuid = sqlx::query_scalar(
-            "INSERT INTO skills (id, tenant_id, agent_id, name, category, description, skill_md, meta, content_hash)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-             ON CONFLICT (tenant_id, agent_id, name) WHERE agent_id IS NOT NULL DO UPDATE SET
-                category = EXCLUDED.category, description = EXCLUDED.description, skill_md = EXCLUDED.skill_md,
-                meta = EXCLUDED.meta, content_hash = EXCLUDED.content_hash, updated_at = now()
-             RETURNING id",
-        )
-        .bind(Uuid::now_v7())
-        .bind(tenant.as_uuid())
-        .bind(agent.as_uuid())
-        .bind(&skill.name)
-        .bind(&skill.category)
-        .bind(&skill.description)
-        .bind(&skill.skill_md)
-        .bind(&skill.meta)
-        .bind(&skill.content_hash)
-        .fetch_one(&mut *tx)
-        .await?;
-        insert_files(&mut tx, id, &skill.files).await?;
+        upsert_skill(&mut tx, Some(tenant), Some(agent), skill).await?;
         // A changed skill is a used skill: the curator starts counting again.
         sqlx::query(
             "INSERT INTO skill_usage (tenant_id, agent_id, name, last_used_at, state) VALUES ($1, $2, $3, now(), 'active')
@@ -354,25 +361,7 @@ impl Store {
     /// Writes a tenant-wide skill (an administrator's import).
     pub async fn save_tenant_skill(&self, tenant: TenantId, skill: &NewSkill, actor: &str) -> Result<()> {
         let mut tx = self.pool().begin().await?;
-        let id: Uuid = sqlx::query_scalar(
-            "INSERT INTO skills (id, tenant_id, name, category, description, skill_md, meta, content_hash)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-             ON CONFLICT (tenant_id, name) WHERE tenant_id IS NOT NULL AND agent_id IS NULL DO UPDATE SET
-                category = EXCLUDED.category, description = EXCLUDED.description, skill_md = EXCLUDED.skill_md,
-                meta = EXCLUDED.meta, content_hash = EXCLUDED.content_hash, updated_at = now()
-             RETURNING id",
-        )
-        .bind(Uuid::now_v7())
-        .bind(tenant.as_uuid())
-        .bind(&skill.name)
-        .bind(&skill.category)
-        .bind(&skill.description)
-        .bind(&skill.skill_md)
-        .bind(&skill.meta)
-        .bind(&skill.content_hash)
-        .fetch_one(&mut *tx)
-        .await?;
-        insert_files(&mut tx, id, &skill.files).await?;
+        upsert_skill(&mut tx, Some(tenant), None, skill).await?;
         crate::skill_usage::log_event(&mut tx, tenant, None, &skill.name, "import", actor, &Value::Null).await?;
         bump_version(&mut tx, tenant.as_uuid()).await?;
         tx.commit().await?;

@@ -100,7 +100,8 @@ impl TurnJournal for ChildJournal {
     }
 }
 
-struct Quiet;
+/// Emits nothing: children and reviews have no one listening.
+pub(crate) struct Quiet;
 
 impl EventSink for Quiet {
     fn emit(&self, _: TurnEventKind) {}

@@ -11,13 +11,14 @@ use std::time::Duration;
 
 use hermes_agent::memory::{self, Document};
 use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
-use hermes_agent::{EventSink, JournalError, Turn, TurnJournal, TurnLimits, TurnStart};
-use hermes_core::{ChatMessage, Role, TurnEventKind};
+use hermes_agent::{JournalError, Turn, TurnJournal, TurnLimits, TurnStart};
+use hermes_core::{ChatMessage, Role};
 use hermes_queue::ReviewJob;
 use hermes_store::Agent;
 use hermes_tools::{Interactive, ToolCtx, ToolRegistry};
 
 use crate::Runtime;
+use crate::delegate::Quiet;
 use crate::models::Models;
 
 const REVIEW_INSTRUCTIONS: &str = "You are reviewing a conversation that just ended, to make this agent better \
@@ -107,12 +108,6 @@ impl TurnJournal for Unrecorded {
     async fn record(&mut self, _: i32, _: &ChatMessage) -> Result<(), JournalError> {
         Ok(())
     }
-}
-
-struct Quiet;
-
-impl EventSink for Quiet {
-    fn emit(&self, _: TurnEventKind) {}
 }
 
 fn transcript(messages: &[ChatMessage]) -> String {
