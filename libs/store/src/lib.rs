@@ -128,6 +128,13 @@ impl Store {
         Ok(())
     }
 
+    /// Refreshes the planner's statistics of the transcript tables (after a bulk load, such as
+    /// an import or a benchmark fill, before autovacuum gets to it).
+    pub async fn analyze(&self) -> Result<()> {
+        sqlx::query("ANALYZE sessions, messages").execute(&self.pool).await?;
+        Ok(())
+    }
+
     /// Answers when Postgres answers.
     pub async fn ping(&self) -> Result<()> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
