@@ -28,5 +28,6 @@ mod retry;
 mod sandbox;
 mod search;
 mod sessions;
+mod sessions_api;
 mod skills;
 mod tools;

@@ -14,6 +14,7 @@ pub mod routes;
 pub mod search;
 pub mod search_text;
 pub mod secrets;
+pub mod session_admin;
 pub mod session_policy;
 pub mod sessions;
 pub mod skill_usage;
@@ -38,6 +39,7 @@ pub use messages::{Appended, StoredMessage};
 pub use routes::Route;
 pub use search::{FoundMessage, FoundSession, SearchOrder, SearchScope, SessionSummary};
 pub use secrets::SecretBox;
+pub use session_admin::SessionInfo;
 pub use session_policy::{ResetReason, SessionPolicy};
 pub use sessions::Session;
 pub use skill_usage::{CuratorChange, CuratorRules, SkillEvent, SkillUse};
@@ -62,6 +64,9 @@ pub enum StoreError {
     Fenced,
     #[error("invalid input: {0}")]
     Invalid(String),
+    /// The object is in use and cannot change now (a session with a running turn).
+    #[error("{0}")]
+    Busy(String),
     #[error("secret error: {0}")]
     Secret(String),
     #[error("database error: {0}")]

@@ -62,7 +62,7 @@ pub(crate) fn completion(
 }
 
 /// Maps axum's JSON rejections to OpenAI-style errors (413 for oversized bodies).
-fn json_error(rejection: JsonRejection, limit: usize) -> ApiError {
+pub(crate) fn json_error(rejection: JsonRejection, limit: usize) -> ApiError {
     if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
         return ApiError::body_too_large(limit);
     }
@@ -77,7 +77,7 @@ fn json_error(rejection: JsonRejection, limit: usize) -> ApiError {
     }
 }
 
-async fn resolve_agent(state: &AppState, auth: &KeyAuth, model: Option<&str>) -> Result<Agent, ApiError> {
+pub(crate) async fn resolve_agent(state: &AppState, auth: &KeyAuth, model: Option<&str>) -> Result<Agent, ApiError> {
     let not_found = |name: &str| {
         ApiError::not_found(
             "model_not_found",
@@ -125,7 +125,7 @@ fn session_header(headers: &HeaderMap) -> Result<Option<SessionId>, ApiError> {
 }
 
 /// Who the end user of a new session is (see [`SESSION_KEY_HEADER`]).
-fn user_key(headers: &HeaderMap, auth: &hermes_store::KeyAuth) -> Result<String, ApiError> {
+pub(crate) fn user_key(headers: &HeaderMap, auth: &hermes_store::KeyAuth) -> Result<String, ApiError> {
     let Some(raw) = headers.get(SESSION_KEY_HEADER) else {
         return Ok(format!("api-key:{}", auth.key_id));
     };

@@ -8,6 +8,7 @@ mod chat_wire;
 mod completion;
 mod interactions;
 mod models;
+mod sessions;
 mod wait;
 
 use std::sync::Arc;
@@ -56,6 +57,11 @@ fn router_with(ctx: ApiContext, events: EventHub) -> Router {
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/models", get(models::list_models))
         .route("/v1/interactions/{id}", post(interactions::answer_interaction))
+        .route("/api/sessions", get(sessions::list).post(sessions::create))
+        .route("/api/sessions/{id}", get(sessions::get).patch(sessions::rename).delete(sessions::delete))
+        .route("/api/sessions/{id}/messages", get(sessions::messages))
+        .route("/api/sessions/{id}/fork", post(sessions::fork))
+        .route("/api/sessions/{id}/export", get(sessions::export))
         .fallback(|| async { hermes_http::ApiError::not_found("not_found", "no such endpoint") })
         .method_not_allowed_fallback(|| async {
             hermes_http::ApiError::new(

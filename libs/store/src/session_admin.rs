@@ -1,0 +1,208 @@
+//! Sessions as resources of the HTTP API (`/api/sessions`): listing, an empty session to
+//! start, paging through messages, forking and deleting. Everything is scoped to the tenant,
+//! and optionally to the one agent an API key is restricted to.
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+
+use hermes_core::{AgentId, SessionId, TenantId};
+
+use crate::messages::StoredMessage;
+use crate::{Result, Store, StoreError};
+
+/// A session as listed.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SessionInfo {
+    pub id: SessionId,
+    pub agent_id: AgentId,
+    /// The agent's name: the `model` clients use.
+    pub model: String,
+    pub title: Option<String>,
+    pub source: String,
+    pub parent_session_id: Option<SessionId>,
+    pub lineage: Option<String>,
+    pub message_count: i64,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+macro_rules! info_select {
+    () => {
+        "SELECT s.id, s.agent_id, a.name AS model, s.title, s.source, s.parent_session_id, s.lineage,
+                s.created_at, s.updated_at,
+                (SELECT count(*) FROM messages m WHERE m.tenant_id = s.tenant_id AND m.session_id = s.id) AS message_count
+         FROM sessions s JOIN agents a ON a.tenant_id = s.tenant_id AND a.id = s.agent_id"
+    };
+}
+
+fn info(row: &PgRow) -> Result<SessionInfo> {
+    Ok(SessionInfo {
+        id: SessionId::from_uuid(row.try_get("id")?),
+        agent_id: AgentId::from_uuid(row.try_get("agent_id")?),
+        model: row.try_get("model")?,
+        title: row.try_get("title")?,
+        source: row.try_get("source")?,
+        parent_session_id: row.try_get::<Option<uuid::Uuid>, _>("parent_session_id")?.map(SessionId::from_uuid),
+        lineage: row.try_get("lineage")?,
+        message_count: row.try_get("message_count")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+impl Store {
+    /// The tenant's sessions (of `agent` only, when given), most recently active first.
+    pub async fn list_sessions(
+        &self,
+        tenant: TenantId,
+        agent: Option<AgentId>,
+        limit: i64,
+        offset: i64,
+    ) -> Result<Vec<SessionInfo>> {
+        let rows = sqlx::query(concat!(
+            info_select!(),
+            " WHERE s.tenant_id = $1 AND ($2::uuid IS NULL OR s.agent_id = $2) AND s.lineage IS DISTINCT FROM 'subagent'
+              ORDER BY s.updated_at DESC, s.id LIMIT $3 OFFSET $4"
+        ))
+        .bind(tenant.as_uuid())
+        .bind(agent.map(|a| a.as_uuid()))
+        .bind(limit)
+        .bind(offset)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(info).collect()
+    }
+
+    /// One session of the tenant (of `agent` only, when given).
+    pub async fn session_info(&self, tenant: TenantId, agent: Option<AgentId>, id: SessionId) -> Result<SessionInfo> {
+        let row = sqlx::query(concat!(
+            info_select!(),
+            " WHERE s.tenant_id = $1 AND s.id = $2 AND ($3::uuid IS NULL OR s.agent_id = $3)"
+        ))
+        .bind(tenant.as_uuid())
+        .bind(id.as_uuid())
+        .bind(agent.map(|a| a.as_uuid()))
+        .fetch_optional(self.pool())
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        info(&row)
+    }
+
+    /// An empty session of `agent`, to send turns to later.
+    pub async fn create_session(
+        &self,
+        tenant: TenantId,
+        agent: AgentId,
+        source: &str,
+        user_key: &str,
+        title: Option<&str>,
+    ) -> Result<SessionId> {
+        let id = SessionId::new();
+        sqlx::query(
+            "INSERT INTO sessions (id, tenant_id, agent_id, source, user_key, title) VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(id.as_uuid())
+        .bind(tenant.as_uuid())
+        .bind(agent.as_uuid())
+        .bind(source)
+        .bind(crate::messages::without_nul(user_key))
+        .bind(title.map(crate::messages::without_nul))
+        .execute(self.pool())
+        .await?;
+        Ok(id)
+    }
+
+    /// Messages of a session after `after_seq`, at most `limit`.
+    pub async fn message_page(
+        &self,
+        tenant: TenantId,
+        id: SessionId,
+        after_seq: i32,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        let all = self.session_messages(tenant, id).await?;
+        Ok(all.into_iter().filter(|m| m.seq > after_seq).take(limit).collect())
+    }
+
+    /// A new session continuing `id`'s conversation up to message `up_to` (all of it when
+    /// `None`), linked to it as a fork; the same agent and end user. Returns its id.
+    pub async fn fork_session(
+        &self,
+        tenant: TenantId,
+        id: SessionId,
+        up_to: Option<i32>,
+        title: Option<&str>,
+    ) -> Result<SessionId> {
+        let child = SessionId::new();
+        let mut tx = self.pool().begin().await?;
+        let created = sqlx::query(
+            "INSERT INTO sessions (id, tenant_id, agent_id, source, title, user_key, parent_session_id, lineage, next_seq)
+             SELECT $3, tenant_id, agent_id, source, COALESCE($4, title), user_key, id, 'fork',
+                    (SELECT COALESCE(max(seq), 0) + 1 FROM messages
+                     WHERE tenant_id = $1 AND session_id = $2 AND ($5::int IS NULL OR seq <= $5))
+             FROM sessions WHERE tenant_id = $1 AND id = $2",
+        )
+        .bind(tenant.as_uuid())
+        .bind(id.as_uuid())
+        .bind(child.as_uuid())
+        .bind(title.map(crate::messages::without_nul))
+        .bind(up_to)
+        .execute(&mut *tx)
+        .await?;
+        if created.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        // The copied history keeps its order and search vectors; it belongs to no turn here.
+        sqlx::query(
+            "INSERT INTO messages (tenant_id, session_id, seq, role, content, tool_calls, tool_call_id, name, reasoning,
+                                   search, created_at)
+             SELECT tenant_id, $3, seq, role, content, tool_calls, tool_call_id, name, reasoning, search, created_at
+             FROM messages WHERE tenant_id = $1 AND session_id = $2 AND ($4::int IS NULL OR seq <= $4)",
+        )
+        .bind(tenant.as_uuid())
+        .bind(id.as_uuid())
+        .bind(child.as_uuid())
+        .bind(up_to)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(child)
+    }
+
+    /// Deletes a session with its messages and turns; refused while a turn of it is open. The
+    /// session row is locked first, so a turn being enqueued either finishes first (and is seen)
+    /// or fails on the missing session: none is dropped silently.
+    pub async fn delete_session(&self, tenant: TenantId, agent: Option<AgentId>, id: SessionId) -> Result<()> {
+        let mut tx = self.pool().begin().await?;
+        let found = sqlx::query(
+            "SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2 AND ($3::uuid IS NULL OR agent_id = $3) FOR UPDATE",
+        )
+        .bind(tenant.as_uuid())
+        .bind(id.as_uuid())
+        .bind(agent.map(|a| a.as_uuid()))
+        .fetch_optional(&mut *tx)
+        .await?;
+        if found.is_none() {
+            return Err(StoreError::NotFound);
+        }
+        let busy: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM turns WHERE tenant_id = $1 AND session_id = $2
+                            AND status IN ('queued', 'running', 'waiting'))",
+        )
+        .bind(tenant.as_uuid())
+        .bind(id.as_uuid())
+        .fetch_one(&mut *tx)
+        .await?;
+        if busy {
+            return Err(StoreError::Busy("a turn of this session is still open; stop it or wait for it first".into()));
+        }
+        sqlx::query("DELETE FROM sessions WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_uuid())
+            .bind(id.as_uuid())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,215 @@
+//! `/api/sessions`: the tenant's conversations as resources, as upstream's API server has them:
+//! list, create, get (with lineage), rename, delete, messages, fork, and export (JSON or
+//! ShareGPT). A key restricted to one agent sees only that agent's sessions; another tenant's
+//! session, or one of an agent the key may not use, is a 404 like a missing one.
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use hermes_core::SessionId;
+use hermes_http::ApiError;
+use hermes_store::{KeyAuth, StoreError};
+
+use crate::AppState;
+use crate::auth::Caller;
+use crate::chat::{json_error, resolve_agent, user_key};
+
+const DEFAULT_PAGE: i64 = 20;
+const MAX_PAGE: i64 = 100;
+
+fn not_found() -> ApiError {
+    ApiError::not_found("session_not_found", "no such session")
+}
+
+fn parse_id(id: &str) -> Result<SessionId, ApiError> {
+    id.parse().map_err(|_| not_found())
+}
+
+fn store_error(e: StoreError) -> ApiError {
+    match e {
+        StoreError::NotFound => not_found(),
+        StoreError::Busy(why) => {
+            ApiError::new(StatusCode::CONFLICT, "invalid_request_error", Some("session_busy"), why)
+        }
+        StoreError::Invalid(why) => ApiError::invalid_request("invalid_value", why),
+        other => ApiError::internal(other),
+    }
+}
+
+/// The session, if this caller may see it.
+async fn visible(state: &AppState, auth: &KeyAuth, id: &str) -> Result<hermes_store::SessionInfo, ApiError> {
+    let id = parse_id(id)?;
+    state.store.session_info(auth.tenant_id, auth.agent_id, id).await.map_err(store_error)
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct Page {
+    limit: Option<i64>,
+    offset: Option<i64>,
+    /// Only this agent's sessions.
+    model: Option<String>,
+}
+
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Query(page): Query<Page>,
+) -> Result<Json<Value>, ApiError> {
+    let limit = page.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
+    let offset = page.offset.unwrap_or(0).max(0);
+    let agent = match page.model.as_deref() {
+        Some(name) => Some(resolve_agent(&state, &auth, Some(name)).await?.id),
+        None => auth.agent_id,
+    };
+    let sessions =
+        state.store.list_sessions(auth.tenant_id, agent, limit + 1, offset).await.map_err(ApiError::internal)?;
+    let has_more = sessions.len() as i64 > limit;
+    let data: Vec<&hermes_store::SessionInfo> = sessions.iter().take(limit as usize).collect();
+    Ok(Json(json!({"object": "list", "data": data, "has_more": has_more})))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreateSession {
+    model: Option<String>,
+    title: Option<String>,
+}
+
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    headers: HeaderMap,
+    body: Result<Json<CreateSession>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let Json(body) = body.map_err(|r| json_error(r, state.config.http.max_body_bytes))?;
+    let agent = resolve_agent(&state, &auth, body.model.as_deref()).await?;
+    let user = user_key(&headers, &auth)?;
+    let title = body.title.as_deref().map(str::trim).filter(|t| !t.is_empty());
+    let id = state.store.create_session(auth.tenant_id, agent.id, "api", &user, title).await.map_err(store_error)?;
+    let info = state.store.session_info(auth.tenant_id, auth.agent_id, id).await.map_err(store_error)?;
+    Ok((StatusCode::CREATED, Json(info)).into_response())
+}
+
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let info = visible(&state, &auth, &id).await?;
+    let lineage = state.store.session_lineage(auth.tenant_id, info.id).await.map_err(store_error)?;
+    let mut value = json!(info);
+    value["lineage"] = json!(lineage);
+    Ok(Json(value))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Rename {
+    title: Option<String>,
+}
+
+pub(crate) async fn rename(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+    body: Result<Json<Rename>, JsonRejection>,
+) -> Result<Json<hermes_store::SessionInfo>, ApiError> {
+    let Json(body) = body.map_err(|r| json_error(r, state.config.http.max_body_bytes))?;
+    let info = visible(&state, &auth, &id).await?;
+    state.store.set_session_title(auth.tenant_id, info.id, body.title.as_deref()).await.map_err(store_error)?;
+    Ok(Json(state.store.session_info(auth.tenant_id, auth.agent_id, info.id).await.map_err(store_error)?))
+}
+
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = parse_id(&id)?;
+    state.store.delete_session(auth.tenant_id, auth.agent_id, id).await.map_err(store_error)?;
+    Ok(Json(json!({"id": id, "object": "session.deleted", "deleted": true})))
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct MessagePage {
+    /// Messages after this sequence number.
+    after: Option<i32>,
+    limit: Option<i64>,
+}
+
+pub(crate) async fn messages(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+    Query(page): Query<MessagePage>,
+) -> Result<Json<Value>, ApiError> {
+    let info = visible(&state, &auth, &id).await?;
+    let limit = page.limit.unwrap_or(100).clamp(1, 1_000) as usize;
+    let after = page.after.unwrap_or(0);
+    let page = state.store.message_page(auth.tenant_id, info.id, after, limit + 1).await.map_err(store_error)?;
+    let has_more = page.len() > limit;
+    let data: Vec<Value> = page
+        .iter()
+        .take(limit)
+        .map(|m| {
+            let mut v = json!(m.message);
+            v["seq"] = json!(m.seq);
+            v
+        })
+        .collect();
+    Ok(Json(json!({"object": "list", "data": data, "has_more": has_more})))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Fork {
+    /// Copy the conversation up to this message (`seq`); all of it when absent.
+    up_to: Option<i32>,
+    title: Option<String>,
+}
+
+pub(crate) async fn fork(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+    body: Option<Json<Fork>>,
+) -> Result<Response, ApiError> {
+    let info = visible(&state, &auth, &id).await?;
+    let body = body.map(|Json(b)| b).unwrap_or(Fork { up_to: None, title: None });
+    if body.up_to.is_some_and(|n| n < 1) {
+        return Err(ApiError::invalid_request("invalid_value", "up_to is a message sequence number, from 1")
+            .with_param("up_to"));
+    }
+    let child = state
+        .store
+        .fork_session(auth.tenant_id, info.id, body.up_to, body.title.as_deref())
+        .await
+        .map_err(store_error)?;
+    let created = state.store.session_info(auth.tenant_id, auth.agent_id, child).await.map_err(store_error)?;
+    Ok((StatusCode::CREATED, Json(created)).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ExportQuery {
+    format: Option<String>,
+}
+
+pub(crate) async fn export(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+    Query(q): Query<ExportQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let info = visible(&state, &auth, &id).await?;
+    let export = state.store.export_session(auth.tenant_id, info.id).await.map_err(store_error)?;
+    match q.format.as_deref().unwrap_or("json") {
+        "json" => Ok(Json(json!(export))),
+        "sharegpt" => Ok(Json(export.to_sharegpt())),
+        _ => Err(ApiError::invalid_request("invalid_value", "format is json or sharegpt").with_param("format")),
+    }
+}
