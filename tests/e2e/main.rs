@@ -18,6 +18,7 @@ mod delegation;
 mod egress;
 mod fencing;
 mod harness;
+mod idempotency;
 mod interrupt;
 mod isolation;
 mod kubernetes;

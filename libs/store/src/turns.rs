@@ -174,69 +174,81 @@ impl Store {
     /// Writes a turn (and, for a new session, the session and its seeded history) in one
     /// transaction. An `Existing` session of another tenant or agent is `NotFound`.
     pub async fn enqueue_turn(&self, tenant: TenantId, new: NewTurn) -> Result<(SessionId, TurnId)> {
-        let turn_id = TurnId::new();
-        let input = crate::messages::storable_json(&new.input)?;
-        let instructions = new.instructions.as_deref().map(crate::messages::without_nul);
         let mut tx = self.pool().begin().await?;
-        let session_id = match &new.target {
-            TurnTarget::Existing(id) => {
-                let found = sqlx::query("SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2 AND agent_id = $3")
-                    .bind(tenant.as_uuid())
-                    .bind(id.as_uuid())
-                    .bind(new.agent_id.as_uuid())
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                if found.is_none() {
-                    return Err(StoreError::NotFound);
-                }
-                *id
-            }
-            TurnTarget::Route { route, fresh, replaces } => {
-                if route.agent != new.agent_id {
-                    return Err(StoreError::Invalid("the route belongs to another agent".into()));
-                }
-                let title = crate::sessions::auto_title(&new.input, &[]);
-                crate::routes::session_for_route(&mut tx, tenant, route, *fresh, *replaces, title.as_deref()).await?
-            }
-            TurnTarget::New { source, user_key, history } => {
-                let id = SessionId::new();
-                let title = crate::sessions::auto_title(&new.input, history);
-                sqlx::query(
-                    "INSERT INTO sessions (id, tenant_id, agent_id, source, next_seq, user_key, title)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                )
-                .bind(id.as_uuid())
-                .bind(tenant.as_uuid())
-                .bind(new.agent_id.as_uuid())
-                .bind(source)
-                .bind(i32::try_from(history.len() + 1).map_err(|_| StoreError::Invalid("history too long".into()))?)
-                .bind(crate::messages::without_nul(user_key))
-                .bind(title)
-                .execute(&mut *tx)
-                .await?;
-                if !history.is_empty() {
-                    insert_history(&mut tx, tenant, id, history).await?;
-                }
-                id
-            }
-        };
-        sqlx::query(
-            "INSERT INTO turns (id, tenant_id, session_id, input, instructions, stream, notify_hub)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
-        .bind(turn_id.as_uuid())
-        .bind(tenant.as_uuid())
-        .bind(session_id.as_uuid())
-        .bind(input)
-        .bind(instructions)
-        .bind(new.stream)
-        .bind(&new.notify_hub)
-        .execute(&mut *tx)
-        .await?;
+        let ids = enqueue_in(&mut tx, tenant, &new).await?;
         tx.commit().await?;
-        Ok((session_id, turn_id))
+        Ok(ids)
     }
+}
 
+/// The writes of [`Store::enqueue_turn`], inside the caller's transaction.
+pub(crate) async fn enqueue_in(
+    tx: &mut sqlx::PgConnection,
+    tenant: TenantId,
+    new: &NewTurn,
+) -> Result<(SessionId, TurnId)> {
+    let turn_id = TurnId::new();
+    let input = crate::messages::storable_json(&new.input)?;
+    let instructions = new.instructions.as_deref().map(crate::messages::without_nul);
+    let session_id = match &new.target {
+        TurnTarget::Existing(id) => {
+            let found = sqlx::query("SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2 AND agent_id = $3")
+                .bind(tenant.as_uuid())
+                .bind(id.as_uuid())
+                .bind(new.agent_id.as_uuid())
+                .fetch_optional(&mut *tx)
+                .await?;
+            if found.is_none() {
+                return Err(StoreError::NotFound);
+            }
+            *id
+        }
+        TurnTarget::Route { route, fresh, replaces } => {
+            if route.agent != new.agent_id {
+                return Err(StoreError::Invalid("the route belongs to another agent".into()));
+            }
+            let title = crate::sessions::auto_title(&new.input, &[]);
+            crate::routes::session_for_route(&mut *tx, tenant, route, *fresh, *replaces, title.as_deref()).await?
+        }
+        TurnTarget::New { source, user_key, history } => {
+            let id = SessionId::new();
+            let title = crate::sessions::auto_title(&new.input, history);
+            sqlx::query(
+                "INSERT INTO sessions (id, tenant_id, agent_id, source, next_seq, user_key, title)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
+            .bind(id.as_uuid())
+            .bind(tenant.as_uuid())
+            .bind(new.agent_id.as_uuid())
+            .bind(source)
+            .bind(i32::try_from(history.len() + 1).map_err(|_| StoreError::Invalid("history too long".into()))?)
+            .bind(crate::messages::without_nul(user_key))
+            .bind(title)
+            .execute(&mut *tx)
+            .await?;
+            if !history.is_empty() {
+                insert_history(&mut *tx, tenant, id, history).await?;
+            }
+            id
+        }
+    };
+    sqlx::query(
+        "INSERT INTO turns (id, tenant_id, session_id, input, instructions, stream, notify_hub)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(turn_id.as_uuid())
+    .bind(tenant.as_uuid())
+    .bind(session_id.as_uuid())
+    .bind(input)
+    .bind(instructions)
+    .bind(new.stream)
+    .bind(&new.notify_hub)
+    .execute(&mut *tx)
+    .await?;
+    Ok((session_id, turn_id))
+}
+
+impl Store {
     /// Claims the session's oldest open turn for `owner` (unique per claim) if it is queued
     /// or abandoned (lease expired), and bumps the session's fence past `token`, in one
     /// statement. `None` when there is nothing to run or another live worker has it.

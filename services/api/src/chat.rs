@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use hermes_core::SessionId;
 use hermes_http::ApiError;
 use hermes_queue::SessionWork;
-use hermes_store::{Agent, KeyAuth, NewTurn, StoreError, TurnTarget};
+use hermes_store::{Agent, Enqueued, KeyAuth, NewTurn, StoreError, TurnTarget};
 
 use crate::AppState;
 use crate::auth::Caller;
@@ -149,6 +149,8 @@ pub(crate) async fn chat_completions(
     body: Result<Json<ChatCompletionRequest>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let Json(body) = body.map_err(|r| json_error(r, state.config.http.max_body_bytes))?;
+    let session_text = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::trim);
+    let idempotency = crate::idempotency::idempotency(&headers, &auth, &body, session_text)?;
     let parsed: ParsedChat = body.parse()?;
     let agent = resolve_agent(&state, &auth, parsed.model.as_deref()).await?;
     let target = match session_header(&headers)? {
@@ -163,11 +165,19 @@ pub(crate) async fn chat_completions(
         stream: parsed.stream,
         notify_hub: Some(state.events.id().to_owned()),
     };
-    let (session_id, turn_id) = match state.store.enqueue_turn(auth.tenant_id, new).await {
-        Ok(ids) => ids,
+    let enqueued = match &idempotency {
+        Some(idem) => state.store.enqueue_turn_once(auth.tenant_id, new, idem).await,
+        None => {
+            state.store.enqueue_turn(auth.tenant_id, new).await.map(|(session, turn)| Enqueued::New { session, turn })
+        }
+    };
+    let (session_id, turn_id, replay) = match enqueued {
+        Ok(Enqueued::New { session, turn }) => (session, turn, false),
+        Ok(Enqueued::Replay { session, turn }) => (session, turn, true),
         Err(StoreError::NotFound) => {
             return Err(ApiError::not_found("session_not_found", "no such session for this model"));
         }
+        Err(StoreError::Invalid(_)) if idempotency.is_some() => return Err(crate::idempotency::reused()),
         Err(e) => return Err(ApiError::internal(e)),
     };
     let span = tracing::Span::current();
@@ -179,7 +189,12 @@ pub(crate) async fn chat_completions(
     // request still completes.
     signal_work(&state, SessionWork { tenant_id: auth.tenant_id, session_id }).await;
     metrics::counter!("hermes_api_turns_total", "stream" => parsed.stream.to_string()).increment(1);
-    let completion = completion(&state, auth.tenant_id, turn_id, sub, agent.name);
+    let mut completion = completion(&state, auth.tenant_id, turn_id, sub, agent.name);
+    if replay {
+        // The first request's turn: it may be over, and its events go to the pod that took it.
+        metrics::counter!("hermes_api_idempotent_replays_total").increment(1);
+        completion.waiter = completion.waiter.checking_first();
+    }
     let mut resp = if parsed.stream {
         completion.stream(parsed.include_usage).into_response()
     } else {

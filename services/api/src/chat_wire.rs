@@ -15,7 +15,7 @@ const MAX_PARTS: usize = 1_000;
 pub(crate) const MAX_MESSAGES: usize = 1_000;
 
 /// The fields we use; all other OpenAI fields are accepted and ignored, as OpenAI does.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, serde::Serialize)]
 pub(crate) struct ChatCompletionRequest {
     #[serde(default)]
     pub model: Option<String>,

@@ -6,6 +6,7 @@ mod auth;
 mod chat;
 mod chat_wire;
 mod completion;
+mod idempotency;
 mod interactions;
 mod models;
 mod sessions;

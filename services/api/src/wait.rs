@@ -29,15 +29,47 @@ pub(crate) struct Waiter {
     pub recheck: Duration,
     /// The newest attempt seen; events of older attempts come from a worker that lost the turn.
     attempt: u32,
+    /// Read Postgres before waiting for events (a turn that may have ended already).
+    check_first: bool,
 }
 
 impl Waiter {
     pub fn new(sub: EventSubscription, store: Store, tenant: TenantId, turn: TurnId, recheck: Duration) -> Self {
-        Self { sub, store, tenant, turn, recheck, attempt: 0 }
+        Self { sub, store, tenant, turn, recheck, attempt: 0, check_first: false }
+    }
+
+    /// Looks at Postgres before waiting: for a turn started by an earlier request (a retry with
+    /// the same Idempotency-Key), which may be over, and whose events go to another pod.
+    pub fn checking_first(mut self) -> Self {
+        self.check_first = true;
+        self
+    }
+
+    /// The turn's end or question as Postgres has it, if it has one.
+    async fn from_store(&self) -> Option<Next> {
+        match self.store.turn_state(self.tenant, self.turn).await {
+            Ok((status, Some(outcome))) if status.is_final() => Some(Next::Finished(outcome)),
+            Ok((hermes_store::TurnStatus::Waiting, _)) => {
+                match self.store.turn_pending_interaction(self.tenant, self.turn).await {
+                    Ok(Some(interaction)) => Some(Next::Waiting(interaction)),
+                    _ => None,
+                }
+            }
+            Ok(_) => None,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot re-read the turn while waiting");
+                None
+            }
+        }
     }
 
     /// The next thing to happen to the turn.
     pub async fn next(&mut self) -> Next {
+        if std::mem::take(&mut self.check_first)
+            && let Some(next) = self.from_store().await
+        {
+            return next;
+        }
         loop {
             tokio::select! {
                 event = self.sub.next() => {
@@ -53,15 +85,8 @@ impl Waiter {
                     };
                 }
                 () = tokio::time::sleep(self.recheck) => {
-                    match self.store.turn_state(self.tenant, self.turn).await {
-                        Ok((status, Some(outcome))) if status.is_final() => return Next::Finished(outcome),
-                        Ok((hermes_store::TurnStatus::Waiting, _)) => {
-                            if let Ok(Some(interaction)) = self.store.turn_pending_interaction(self.tenant, self.turn).await {
-                                return Next::Waiting(interaction);
-                            }
-                        }
-                        Ok(_) => {}
-                        Err(e) => tracing::warn!(error = %e, "cannot re-read the turn while waiting"),
+                    if let Some(next) = self.from_store().await {
+                        return next;
                     }
                 }
             }

@@ -62,6 +62,10 @@ pub async fn prune_once(ctx: &SchedulerContext) -> Result<u64, hermes_store::Sto
             break;
         }
     }
+    let keys = ctx.store.prune_idempotency_keys().await?;
+    if keys > 0 {
+        tracing::debug!(keys, "forgot day-old idempotency keys");
+    }
     if total > 0 {
         tracing::info!(sessions = total, "pruned sessions past their tenant's retention");
         metrics::counter!("hermes_sessions_pruned_total").increment(total);
