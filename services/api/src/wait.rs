@@ -46,7 +46,7 @@ impl Waiter {
     }
 
     /// The turn's end or question as Postgres has it, if it has one.
-    async fn from_store(&self) -> Option<Next> {
+    async fn stored_state(&self) -> Option<Next> {
         match self.store.turn_state(self.tenant, self.turn).await {
             Ok((status, Some(outcome))) if status.is_final() => Some(Next::Finished(outcome)),
             Ok((hermes_store::TurnStatus::Waiting, _)) => {
@@ -66,7 +66,7 @@ impl Waiter {
     /// The next thing to happen to the turn.
     pub async fn next(&mut self) -> Next {
         if std::mem::take(&mut self.check_first)
-            && let Some(next) = self.from_store().await
+            && let Some(next) = self.stored_state().await
         {
             return next;
         }
@@ -85,7 +85,7 @@ impl Waiter {
                     };
                 }
                 () = tokio::time::sleep(self.recheck) => {
-                    if let Some(next) = self.from_store().await {
+                    if let Some(next) = self.stored_state().await {
                         return next;
                     }
                 }
