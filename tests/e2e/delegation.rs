@@ -126,6 +126,8 @@ async fn the_tenant_cap_on_children_is_shared_by_workers_and_slots_of_dead_worke
     let env = TestEnv::start_with(crate::harness::Roles { worker: false, scheduler: false }, |_| {}).await;
     let (tenant, _, _) = env.tenant("acme", "a").await;
     let (other, _, _) = env.tenant("beta", "b").await;
+    let (tenant, other) = (tenant.to_string(), other.to_string());
+    let (tenant, other) = (tenant.as_str(), other.as_str());
     let connect = || hermes_cache::Cache::connect(&env.config.redis.url, &env.config.redis.key_prefix);
     let worker_1 = connect().await.unwrap().child_slots();
     let worker_2 = connect().await.unwrap().child_slots();

@@ -12,7 +12,7 @@ use hermes_testkit::ScriptedReply;
 use crate::harness::TestEnv;
 
 /// A second API pod on the same Postgres, Redis and RabbitMQ: its own event hub and port.
-async fn second_api(env: &TestEnv) -> String {
+pub(crate) async fn second_api(env: &TestEnv) -> String {
     let config = Arc::new(env.config.clone());
     let broker = hermes_queue::Broker::connect(&config.rabbitmq, "second-api").await.unwrap();
     let cache = hermes_cache::Cache::connect(&config.redis.url, &config.redis.key_prefix).await.unwrap();

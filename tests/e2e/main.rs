@@ -22,6 +22,7 @@ mod idempotency;
 mod interrupt;
 mod isolation;
 mod kubernetes;
+mod limits;
 mod memory;
 mod ops;
 mod providers;

@@ -1,12 +1,10 @@
-//! A per-tenant cap on delegated children running at once, across every worker, so one
-//! tenant's fan-out cannot take all the capacity. Each running child holds a slot that
-//! expires on its own if its worker dies.
+//! Caps on things running at once across every pod, such as a tenant's delegated children or a
+//! tenant's and an API key's turns, so one tenant's fan-out cannot take all the capacity. Each
+//! running thing holds a slot in a sorted set that expires on its own if its holder dies.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use redis::Script;
-
-use hermes_core::TenantId;
 
 use crate::{Cache, Result};
 
@@ -20,10 +18,11 @@ end
 return 0
 "#;
 
-/// Slots for delegated children.
+/// Slots of one kind (`children`, `turns`), counted per scope (a tenant, an API key).
 #[derive(Clone)]
-pub struct ChildSlots {
+pub struct Slots {
     cache: Cache,
+    kind: &'static str,
     acquire: Script,
 }
 
@@ -31,22 +30,22 @@ fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)).unwrap_or(0)
 }
 
-impl ChildSlots {
-    pub(crate) fn new(cache: Cache) -> Self {
-        Self { cache, acquire: Script::new(ACQUIRE) }
+impl Slots {
+    pub(crate) fn new(cache: Cache, kind: &'static str) -> Self {
+        Self { cache, kind, acquire: Script::new(ACQUIRE) }
     }
 
-    fn key(&self, tenant: TenantId) -> String {
-        self.cache.key(&["children", &tenant.to_string()])
+    fn key(&self, scope: &str) -> String {
+        self.cache.key(&[self.kind, scope])
     }
 
-    /// Takes slot `id` if fewer than `cap` are held; the slot lapses after `ttl`.
-    pub async fn try_acquire(&self, tenant: TenantId, id: &str, cap: u32, ttl: Duration) -> Result<bool> {
+    /// Takes slot `id` in `scope` if fewer than `cap` are held; the slot lapses after `ttl`.
+    pub async fn try_acquire(&self, scope: &str, id: &str, cap: u32, ttl: Duration) -> Result<bool> {
         let now = now_ms();
         let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
         let got: i64 = self
             .acquire
-            .key(self.key(tenant))
+            .key(self.key(scope))
             .arg(now)
             .arg(cap)
             .arg(now.saturating_add(ttl_ms))
@@ -57,9 +56,9 @@ impl ChildSlots {
         Ok(got == 1)
     }
 
-    /// Gives slot `id` back.
-    pub async fn release(&self, tenant: TenantId, id: &str) -> Result<()> {
-        let _: i64 = redis::cmd("ZREM").arg(self.key(tenant)).arg(id).query_async(&mut self.cache.conn()).await?;
+    /// Gives slot `id` of `scope` back.
+    pub async fn release(&self, scope: &str, id: &str) -> Result<()> {
+        let _: i64 = redis::cmd("ZREM").arg(self.key(scope)).arg(id).query_async(&mut self.cache.conn()).await?;
         Ok(())
     }
 }

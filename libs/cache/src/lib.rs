@@ -5,13 +5,15 @@ pub mod background;
 pub mod cancel;
 pub mod child_slots;
 pub mod key_pool;
+pub mod rate;
 pub mod session_lock;
 pub mod window;
 
 pub use background::BackgroundMarks;
 pub use cancel::CancelBus;
-pub use child_slots::ChildSlots;
+pub use child_slots::Slots;
 pub use key_pool::KeyPools;
+pub use rate::{RateDecision, RateLimiter};
 pub use session_lock::{LockGuard, SessionLocks};
 pub use window::WindowCounters;
 
@@ -68,8 +70,18 @@ impl Cache {
     }
 
     /// The per-tenant slots of delegated children.
-    pub fn child_slots(&self) -> ChildSlots {
-        ChildSlots::new(self.clone())
+    pub fn child_slots(&self) -> Slots {
+        Slots::new(self.clone(), "children")
+    }
+
+    /// Turns in flight, per tenant and per API key.
+    pub fn turn_slots(&self) -> Slots {
+        Slots::new(self.clone(), "turns")
+    }
+
+    /// Request rates, per tenant and per API key.
+    pub fn rate_limiter(&self) -> RateLimiter {
+        RateLimiter::new(self.clone())
     }
 
     /// Turn cancellations, broadcast to every worker.

@@ -133,11 +133,26 @@ pub struct ApiConfig {
     /// When a client goes away mid-turn: `interrupt` (stop the turn, as upstream Hermes does)
     /// or `finish` (let it finish in the background; the answer stays in the session).
     pub on_disconnect: String,
+    /// Default limits; tenants and keys may have their own (0: unlimited). Requests per
+    /// minute count every authenticated request; turns are those in flight.
+    pub tenant_requests_per_minute: u32,
+    pub key_requests_per_minute: u32,
+    pub tenant_concurrent_turns: u32,
+    pub key_concurrent_turns: u32,
 }
 
 impl Default for ApiConfig {
     fn default() -> Self {
-        Self { turn_timeout_seconds: 900, recheck_seconds: 5, keepalive_seconds: 15, on_disconnect: "interrupt".into() }
+        Self {
+            turn_timeout_seconds: 900,
+            recheck_seconds: 5,
+            keepalive_seconds: 15,
+            on_disconnect: "interrupt".into(),
+            tenant_requests_per_minute: 1_200,
+            key_requests_per_minute: 600,
+            tenant_concurrent_turns: 64,
+            key_concurrent_turns: 32,
+        }
     }
 }
 

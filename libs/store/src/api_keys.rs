@@ -32,6 +32,59 @@ pub struct KeyAuth {
     pub key_id: ApiKeyId,
     /// When set, the key may use only this agent.
     pub agent_id: Option<AgentId>,
+    /// The limits set on this key and its tenant (`None`: the installation's default).
+    pub limits: Limits,
+}
+
+/// Rate limits stored on a key and its tenant; 0 is unlimited.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    pub key_requests_per_minute: Option<u32>,
+    pub key_concurrent_turns: Option<u32>,
+    pub tenant_requests_per_minute: Option<u32>,
+    pub tenant_concurrent_turns: Option<u32>,
+}
+
+fn limit(row: &sqlx::postgres::PgRow, column: &str) -> Result<Option<u32>> {
+    Ok(row.try_get::<Option<i32>, _>(column)?.map(|v| u32::try_from(v).unwrap_or(0)))
+}
+
+impl Store {
+    /// Sets a tenant's limits (`None`: the installation's default; 0: unlimited).
+    pub async fn set_tenant_limits(&self, tenant: TenantId, per_minute: Option<u32>, turns: Option<u32>) -> Result<()> {
+        let as_i32 = |v: Option<u32>| v.map(|n| i32::try_from(n).unwrap_or(i32::MAX));
+        sqlx::query("UPDATE tenants SET requests_per_minute = $2, concurrent_turns = $3 WHERE id = $1")
+            .bind(tenant.as_uuid())
+            .bind(as_i32(per_minute))
+            .bind(as_i32(turns))
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// Sets an API key's limits.
+    pub async fn set_key_limits(
+        &self,
+        tenant: TenantId,
+        key: ApiKeyId,
+        per_minute: Option<u32>,
+        turns: Option<u32>,
+    ) -> Result<()> {
+        let as_i32 = |v: Option<u32>| v.map(|n| i32::try_from(n).unwrap_or(i32::MAX));
+        let done = sqlx::query(
+            "UPDATE api_keys SET requests_per_minute = $3, concurrent_turns = $4 WHERE tenant_id = $1 AND id = $2",
+        )
+        .bind(tenant.as_uuid())
+        .bind(key.as_uuid())
+        .bind(as_i32(per_minute))
+        .bind(as_i32(turns))
+        .execute(self.pool())
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
 }
 
 fn hash_key(key: &str) -> Vec<u8> {
@@ -94,8 +147,10 @@ impl Store {
             return Ok(None);
         }
         let row = sqlx::query(
-            "SELECT id, tenant_id, agent_id FROM api_keys
-             WHERE hash = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())",
+            "SELECT k.id, k.tenant_id, k.agent_id, k.requests_per_minute AS key_rpm, k.concurrent_turns AS key_turns,
+                    t.requests_per_minute AS tenant_rpm, t.concurrent_turns AS tenant_turns
+             FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
+             WHERE k.hash = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())",
         )
         .bind(hash_key(presented))
         .fetch_optional(self.pool())
@@ -108,6 +163,12 @@ impl Store {
             tenant_id: TenantId::from_authenticated(tenant),
             key_id: ApiKeyId::from_uuid(row.try_get("id")?),
             agent_id: agent.map(AgentId::from_uuid),
+            limits: Limits {
+                key_requests_per_minute: limit(&row, "key_rpm")?,
+                key_concurrent_turns: limit(&row, "key_turns")?,
+                tenant_requests_per_minute: limit(&row, "tenant_rpm")?,
+                tenant_concurrent_turns: limit(&row, "tenant_turns")?,
+            },
         }))
     }
 

@@ -31,7 +31,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, PgPool};
 
 pub use agents::{Agent, FallbackModel, NewAgent};
-pub use api_keys::{ApiKey, KeyAuth};
+pub use api_keys::{ApiKey, KeyAuth, Limits};
 pub use credentials::{CredentialPools, NewCredential, PooledCredential};
 pub use export::{ExportedMessage, LineageNode, SessionExport};
 pub use idempotency::{Enqueued, Idempotency};

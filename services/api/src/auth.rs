@@ -1,4 +1,5 @@
-//! API-key authentication: the only way a handler obtains a tenant.
+//! API-key authentication: the only way a handler obtains a tenant. Every authenticated
+//! request is also counted against its key's and tenant's rate limits here.
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -28,6 +29,7 @@ impl FromRequestParts<AppState> for Caller {
         match state.store.authenticate_api_key(key).await {
             Ok(Some(auth)) => {
                 tracing::Span::current().record("tenant.id", tracing::field::display(auth.tenant_id));
+                crate::limits::check_rate(state, &auth).await?;
                 Ok(Caller(auth))
             }
             Ok(None) => Err(ApiError::unauthorized("invalid API key")),

@@ -58,6 +58,7 @@ pub(crate) fn completion(
             turn,
             armed: api.on_disconnect == "interrupt",
         },
+        permit: None,
     }
 }
 
@@ -153,6 +154,7 @@ pub(crate) async fn chat_completions(
     let idempotency = crate::idempotency::idempotency(&headers, &auth, &body, session_text)?;
     let parsed: ParsedChat = body.parse()?;
     let agent = resolve_agent(&state, &auth, parsed.model.as_deref()).await?;
+    let permit = crate::limits::start_turn(&state, &auth).await?;
     let target = match session_header(&headers)? {
         Some(id) => TurnTarget::Existing(id),
         None => TurnTarget::New { source: "api".into(), user_key: user_key(&headers, &auth)?, history: parsed.history },
@@ -190,6 +192,7 @@ pub(crate) async fn chat_completions(
     signal_work(&state, SessionWork { tenant_id: auth.tenant_id, session_id }).await;
     metrics::counter!("hermes_api_turns_total", "stream" => parsed.stream.to_string()).increment(1);
     let mut completion = completion(&state, auth.tenant_id, turn_id, sub, agent.name);
+    completion.permit = Some(permit);
     if replay {
         // The first request's turn: it may be over, and its events go to the pod that took it.
         metrics::counter!("hermes_api_idempotent_replays_total").increment(1);

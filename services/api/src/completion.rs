@@ -154,6 +154,8 @@ pub(crate) struct Completion {
     pub timeout: Duration,
     pub keepalive: Duration,
     pub guard: DisconnectGuard,
+    /// The turn's slot in the rate limits, given back when the answer is done.
+    pub permit: Option<crate::limits::TurnPermit>,
 }
 
 impl Completion {

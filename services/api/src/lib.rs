@@ -8,6 +8,7 @@ mod chat_wire;
 mod completion;
 mod idempotency;
 mod interactions;
+mod limits;
 mod models;
 mod sessions;
 mod wait;
@@ -43,6 +44,8 @@ pub(crate) struct AppState {
     pub broker: Broker,
     pub cancels: CancelBus,
     pub events: EventHub,
+    pub limiter: hermes_cache::RateLimiter,
+    pub turn_slots: hermes_cache::Slots,
 }
 
 /// The API's router (also used by tests that drive it in-process).
@@ -53,7 +56,15 @@ pub async fn router(ctx: ApiContext) -> Result<Router, hermes_queue::QueueError>
 
 fn router_with(ctx: ApiContext, events: EventHub) -> Router {
     let cancels = ctx.cache.cancel_bus();
-    let state = AppState { config: ctx.config.clone(), store: ctx.store, broker: ctx.broker, cancels, events };
+    let state = AppState {
+        config: ctx.config.clone(),
+        store: ctx.store,
+        broker: ctx.broker,
+        cancels,
+        events,
+        limiter: ctx.cache.rate_limiter(),
+        turn_slots: ctx.cache.turn_slots(),
+    };
     let v1 = Router::new()
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/models", get(models::list_models))

@@ -90,6 +90,15 @@ pub enum TenantCmd {
     Create { name: String },
     /// Show or change the tenant's session policy (time zone, resets, retention).
     Policy(crate::sessions::PolicyArgs),
+    /// Set the tenant's rate limits (omitted: the installation's default; 0: unlimited).
+    Limits {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        requests_per_minute: Option<u32>,
+        #[arg(long)]
+        concurrent_turns: Option<u32>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -190,6 +199,16 @@ pub enum KeyCmd {
         #[arg(long)]
         tenant: String,
         id: String,
+    },
+    /// Set an API key's rate limits (omitted: the installation's default; 0: unlimited).
+    Limits {
+        #[arg(long)]
+        tenant: String,
+        id: String,
+        #[arg(long)]
+        requests_per_minute: Option<u32>,
+        #[arg(long)]
+        concurrent_turns: Option<u32>,
     },
 }
 
@@ -345,6 +364,19 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
                 json!({"provider": provider, "strategy": strategy}),
                 format!("{provider} pool uses {strategy}"),
             );
+        }
+        Command::Tenant(TenantCmd::Limits { tenant: name, requests_per_minute, concurrent_turns }) => {
+            let t = tenant(store, &name).await?;
+            store.set_tenant_limits(t.id, requests_per_minute, concurrent_turns).await?;
+            let value = json!({"requests_per_minute": requests_per_minute, "concurrent_turns": concurrent_turns});
+            print(json_mode, value.clone(), format!("limits of {}: {value}", t.name));
+        }
+        Command::Key(KeyCmd::Limits { tenant: name, id, requests_per_minute, concurrent_turns }) => {
+            let t = tenant(store, &name).await?;
+            let id = id.parse().context("not an API key id")?;
+            store.set_key_limits(t.id, id, requests_per_minute, concurrent_turns).await?;
+            let value = json!({"requests_per_minute": requests_per_minute, "concurrent_turns": concurrent_turns});
+            print(json_mode, value.clone(), format!("limits of key {id}: {value}"));
         }
         Command::Key(KeyCmd::Revoke { tenant: name, id }) => {
             let t = tenant(store, &name).await?;

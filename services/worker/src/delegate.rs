@@ -130,7 +130,7 @@ impl DelegateTool {
         let cap = rt.ctx.config.worker.max_children_per_tenant;
         let waited = tokio::time::timeout(SLOT_WAIT, async {
             loop {
-                match slots.try_acquire(tenant, &slot, cap, Duration::from_secs(3600)).await {
+                match slots.try_acquire(&tenant.to_string(), &slot, cap, Duration::from_secs(3600)).await {
                     Ok(true) => return true,
                     Ok(false) => tokio::time::sleep(Duration::from_millis(250)).await,
                     // Without Redis there is no shared cap: run rather than fail.
@@ -146,7 +146,7 @@ impl DelegateTool {
             return Err("too many delegated tasks are running for this team; try again later".into());
         }
         let result = self.run_child_in_slot(ctx, task, max_iterations).await;
-        if let Err(e) = slots.release(tenant, &slot).await {
+        if let Err(e) = slots.release(&tenant.to_string(), &slot).await {
             tracing::warn!(error = %e, "cannot release a child slot (it will lapse)");
         }
         result

@@ -1,0 +1,68 @@
+//! Request rates shared by every API pod: a GCRA limiter (the generic cell rate algorithm, as
+//! redis-cell and most API gateways use) in one Lua script, so a limit of N per minute allows
+//! bursts of up to N and then one request every 60/N seconds, with an exact Retry-After.
+//! Redis's own clock is used, so pods with skewed clocks agree.
+
+use redis::Script;
+
+use crate::{Cache, Result};
+
+/// GCRA over a "theoretical arrival time" per key. ARGV: emission interval (ms), burst.
+/// Returns {allowed, retry_after_ms, remaining}.
+const GCRA: &str = r#"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local interval = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local tat = tonumber(redis.call('GET', KEYS[1]) or now)
+if tat < now then tat = now end
+local new_tat = tat + interval
+local allow_at = new_tat - burst * interval
+if allow_at > now then
+  return {0, allow_at - now, 0}
+end
+redis.call('SET', KEYS[1], new_tat, 'PX', math.max(1, new_tat - now))
+return {1, 0, math.floor((now + burst * interval - new_tat) / interval)}
+"#;
+
+/// Whether one more request may go now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateDecision {
+    pub allowed: bool,
+    /// When refused: how long until one more request is allowed.
+    pub retry_after_ms: u64,
+    /// When allowed: how many more may follow right away.
+    pub remaining: u64,
+}
+
+#[derive(Clone)]
+pub struct RateLimiter {
+    cache: Cache,
+    script: Script,
+}
+
+impl RateLimiter {
+    pub(crate) fn new(cache: Cache) -> Self {
+        Self { cache, script: Script::new(GCRA) }
+    }
+
+    /// Counts one request of `scope` against `per_minute` (0: unlimited).
+    pub async fn check(&self, scope: &str, per_minute: u32) -> Result<RateDecision> {
+        if per_minute == 0 {
+            return Ok(RateDecision { allowed: true, retry_after_ms: 0, remaining: u64::MAX });
+        }
+        let interval_ms = (60_000 / u64::from(per_minute)).max(1);
+        let (allowed, retry_after_ms, remaining): (i64, i64, i64) = self
+            .script
+            .key(self.cache.key(&["rate", scope]))
+            .arg(interval_ms)
+            .arg(per_minute)
+            .invoke_async(&mut self.cache.conn())
+            .await?;
+        Ok(RateDecision {
+            allowed: allowed == 1,
+            retry_after_ms: u64::try_from(retry_after_ms).unwrap_or(0),
+            remaining: u64::try_from(remaining).unwrap_or(0),
+        })
+    }
+}
