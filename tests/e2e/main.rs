@@ -15,6 +15,7 @@ mod chat;
 mod code;
 mod crash;
 mod delegation;
+mod discovery;
 mod egress;
 mod fencing;
 mod harness;

@@ -4,6 +4,7 @@
 pub mod event;
 pub mod ids;
 pub mod message;
+pub mod toolsets;
 
 pub use event::{FinishReason, PendingInteraction, TurnEvent, TurnEventKind, TurnOutcome, Usage};
 pub use ids::{AgentId, ApiKeyId, IdParseError, SessionId, TenantId, TurnId};

@@ -6,6 +6,7 @@ mod auth;
 mod chat;
 mod chat_wire;
 mod completion;
+mod discovery;
 mod idempotency;
 mod interactions;
 mod limits;
@@ -68,6 +69,9 @@ fn router_with(ctx: ApiContext, events: EventHub) -> Router {
     let v1 = Router::new()
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/models", get(models::list_models))
+        .route("/v1/capabilities", get(discovery::capabilities))
+        .route("/v1/toolsets", get(discovery::toolsets))
+        .route("/v1/skills", get(discovery::skills))
         .route("/v1/interactions/{id}", post(interactions::answer_interaction))
         .route("/api/sessions", get(sessions::list).post(sessions::create))
         .route("/api/sessions/{id}", get(sessions::get).patch(sessions::rename).delete(sessions::delete))

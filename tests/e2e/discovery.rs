@@ -1,0 +1,76 @@
+//! Discovery endpoints: `/v1/capabilities`, `/v1/toolsets` (which must list exactly the tools
+//! an agent with those toolsets is given) and `/v1/skills`.
+
+use serde_json::{Value, json};
+
+use hermes_core::toolsets::TOOLSETS;
+use hermes_testkit::ScriptedReply;
+
+use crate::harness::TestEnv;
+
+async fn get(env: &TestEnv, key: &str, path: &str) -> (u16, Value) {
+    let resp = env.http.get(format!("{}{path}", env.api_url)).bearer_auth(key).send().await.unwrap();
+    (resp.status().as_u16(), resp.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn toolsets_match_the_tools_agents_get_and_skills_follow_the_agents_view() {
+    let env = TestEnv::start().await;
+    let (_, agent, key) = env.tenant("acme", "ops").await;
+    let all: Vec<&str> = TOOLSETS.iter().map(|t| t.name).collect();
+    sqlx::query("UPDATE agents SET toolsets = $2 WHERE id = $1")
+        .bind(agent.id.as_uuid())
+        .bind(&all)
+        .execute(env.store.pool())
+        .await
+        .unwrap();
+    env.llm.push(ScriptedReply::text("hi"));
+    assert_eq!(
+        env.chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "hi"}]})).await.status(),
+        200
+    );
+    let mut given: Vec<String> = env.llm.requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    given.sort();
+    let mut listed: Vec<String> = TOOLSETS.iter().flat_map(|t| t.tools.iter().map(|s| (*s).to_owned())).collect();
+    listed.sort();
+    assert_eq!(given, listed, "the catalogue is exactly what an agent with every toolset gets");
+
+    let (status, toolsets) = get(&env, &key, "/v1/toolsets?model=ops").await;
+    assert_eq!(status, 200);
+    assert!(toolsets["data"].as_array().unwrap().iter().all(|t| t["enabled"] == true));
+
+    sqlx::query("UPDATE agents SET toolsets = ARRAY['skills'] WHERE id = $1")
+        .bind(agent.id.as_uuid())
+        .execute(env.store.pool())
+        .await
+        .unwrap();
+    let (_, toolsets) = get(&env, &key, "/v1/toolsets").await;
+    let enabled: Vec<&str> = toolsets["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["enabled"] == true)
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(enabled, ["skills"]);
+    let (_, skills) = get(&env, &key, "/v1/skills").await;
+    let names: Vec<&str> = skills["data"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert!(
+        names.contains(&"code-review") && !names.contains(&"git-workflow"),
+        "terminal-only skills hidden: {names:?}"
+    );
+    assert_eq!(skills["data"][0]["source"], "bundled");
+
+    let (status, caps) = get(&env, &key, "/v1/capabilities").await;
+    assert_eq!(status, 200);
+    assert_eq!(caps["object"], "hermes.api_server.capabilities");
+    assert_eq!(caps["features"]["idempotency_key"], true);
+    let (status, _) = get(&env, "hk_not_a_key", "/v1/capabilities").await;
+    assert_eq!(status, 401);
+    env.stop().await;
+}
