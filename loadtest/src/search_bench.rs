@@ -117,6 +117,7 @@ async fn fill(store: &Store, tenant_name: &str, user: &str, sessions: usize, mes
             instructions: None,
             stream: false,
             notify_hub: None,
+            api_key: None,
         };
         store.enqueue_turn(tenant.id, turn).await?;
     }

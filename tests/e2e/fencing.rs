@@ -22,6 +22,7 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
         instructions: None,
         stream: false,
         notify_hub: None,
+        api_key: None,
     };
     let (session, turn) = env.store.enqueue_turn(tenant, new).await.unwrap();
 
@@ -120,6 +121,7 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
                 instructions: None,
                 stream: false,
                 notify_hub: None,
+                api_key: None,
             },
         )
         .await

@@ -34,3 +34,4 @@ mod sessions;
 mod sessions_api;
 mod skills;
 mod tools;
+mod usage;

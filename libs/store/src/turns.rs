@@ -97,6 +97,8 @@ pub struct NewTurn {
     pub stream: bool,
     /// The event hub of the pod waiting for this turn's events.
     pub notify_hub: Option<String>,
+    /// The API key the turn came in with (its usage is reported under it).
+    pub api_key: Option<hermes_core::ApiKeyId>,
 }
 
 /// A turn a worker has claimed.
@@ -233,8 +235,8 @@ pub(crate) async fn enqueue_in(
         }
     };
     sqlx::query(
-        "INSERT INTO turns (id, tenant_id, session_id, input, instructions, stream, notify_hub)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        "INSERT INTO turns (id, tenant_id, session_id, input, instructions, stream, notify_hub, api_key_id)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(turn_id.as_uuid())
     .bind(tenant.as_uuid())
@@ -243,6 +245,7 @@ pub(crate) async fn enqueue_in(
     .bind(instructions)
     .bind(new.stream)
     .bind(&new.notify_hub)
+    .bind(new.api_key.map(|k| k.as_uuid()))
     .execute(&mut *tx)
     .await?;
     Ok((session_id, turn_id))

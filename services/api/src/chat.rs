@@ -166,6 +166,7 @@ pub(crate) async fn chat_completions(
         instructions: parsed.instructions,
         stream: parsed.stream,
         notify_hub: Some(state.events.id().to_owned()),
+        api_key: Some(auth.key_id),
     };
     let enqueued = match &idempotency {
         Some(idem) => state.store.enqueue_turn_once(auth.tenant_id, new, idem).await,

@@ -12,6 +12,7 @@ mod interactions;
 mod limits;
 mod models;
 mod sessions;
+mod usage;
 mod wait;
 
 use std::sync::Arc;
@@ -72,6 +73,7 @@ fn router_with(ctx: ApiContext, events: EventHub) -> Router {
         .route("/v1/capabilities", get(discovery::capabilities))
         .route("/v1/toolsets", get(discovery::toolsets))
         .route("/v1/skills", get(discovery::skills))
+        .route("/v1/usage", get(usage::usage))
         .route("/v1/interactions/{id}", post(interactions::answer_interaction))
         .route("/api/sessions", get(sessions::list).post(sessions::create))
         .route("/api/sessions/{id}", get(sessions::get).patch(sessions::rename).delete(sessions::delete))

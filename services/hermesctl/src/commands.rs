@@ -44,6 +44,9 @@ pub enum Command {
     /// Tenant-wide skills, pins and skill logs.
     #[command(subcommand)]
     Skill(crate::skills::SkillCmd),
+    /// Model prices for usage costs.
+    #[command(subcommand)]
+    Price(crate::prices::PriceCmd),
     /// How a provider's key pool picks a key.
     #[command(subcommand)]
     Pool(PoolCmd),
@@ -240,6 +243,7 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
         Command::Tenant(TenantCmd::Policy(args)) => crate::sessions::run_policy(json_mode, store, args).await?,
         Command::Session(cmd) => crate::sessions::run_session(json_mode, store, cmd).await?,
         Command::Skill(cmd) => crate::skills::run_skill(json_mode, store, cmd).await?,
+        Command::Price(cmd) => crate::prices::run_price(json_mode, store, cmd).await?,
         Command::Agent(AgentCmd::Create(a)) => {
             let t = tenant(store, &a.tenant).await?;
             let provider_key = match &a.api_key_env {

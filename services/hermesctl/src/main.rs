@@ -3,6 +3,7 @@
 #![allow(clippy::print_stdout, reason = "a CLI prints its results")]
 
 mod commands;
+mod prices;
 mod sessions;
 mod skills;
 

@@ -1,0 +1,151 @@
+//! Prices and the usage report (migration 0012). Calls are priced as they are recorded, by a
+//! trigger, from `model_prices`; the report sums them per day (in the tenant's time zone),
+//! agent or API key.
+
+use chrono::NaiveDate;
+use serde::Serialize;
+use sqlx::Row;
+
+use hermes_core::{AgentId, TenantId};
+
+use crate::{Result, Store, StoreError};
+
+/// A model's price, in US dollars per million tokens.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelPrice {
+    /// A model id, or a prefix ending in `*` (`gpt-4o*`).
+    pub model: String,
+    pub input: f64,
+    pub output: f64,
+    /// Cache reads; billed like other input when `None`.
+    pub cached_input: Option<f64>,
+    /// Cache writes; billed like other input when `None`.
+    pub cache_write: Option<f64>,
+}
+
+/// How the report groups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsageGroup {
+    Day,
+    Agent,
+    Key,
+}
+
+/// One line of the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct UsageLine {
+    /// The day (`2026-11-30`), the agent's name, or the API key's prefix (`-` for none).
+    pub group: String,
+    pub calls: i64,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+    pub cached_tokens: i64,
+    /// Of the priced calls.
+    pub cost_usd: f64,
+    /// Calls whose model had no price when they were made.
+    pub unpriced_calls: i64,
+}
+
+impl Store {
+    /// Sets (or replaces) a model's price; later calls use it.
+    pub async fn set_model_price(&self, price: &ModelPrice) -> Result<()> {
+        let finite = [Some(price.input), Some(price.output), price.cached_input, price.cache_write];
+        if finite.iter().flatten().any(|p| !p.is_finite() || *p < 0.0) || price.model.trim().is_empty() {
+            return Err(StoreError::Invalid("prices are non-negative numbers per million tokens".into()));
+        }
+        sqlx::query(
+            "INSERT INTO model_prices (model, input_usd_per_mtok, output_usd_per_mtok, cached_input_usd_per_mtok,
+                                       cache_write_usd_per_mtok)
+             VALUES ($1, $2::float8::numeric, $3::float8::numeric, $4::float8::numeric, $5::float8::numeric)
+             ON CONFLICT (model) DO UPDATE SET input_usd_per_mtok = EXCLUDED.input_usd_per_mtok,
+                output_usd_per_mtok = EXCLUDED.output_usd_per_mtok,
+                cached_input_usd_per_mtok = EXCLUDED.cached_input_usd_per_mtok,
+                cache_write_usd_per_mtok = EXCLUDED.cache_write_usd_per_mtok, updated_at = now()",
+        )
+        .bind(price.model.trim())
+        .bind(price.input)
+        .bind(price.output)
+        .bind(price.cached_input)
+        .bind(price.cache_write)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    pub async fn model_prices(&self) -> Result<Vec<ModelPrice>> {
+        let rows = sqlx::query(
+            "SELECT model, input_usd_per_mtok::float8 AS input, output_usd_per_mtok::float8 AS output,
+                    cached_input_usd_per_mtok::float8 AS cached, cache_write_usd_per_mtok::float8 AS write
+             FROM model_prices ORDER BY model",
+        )
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(ModelPrice {
+                    model: r.try_get("model")?,
+                    input: r.try_get("input")?,
+                    output: r.try_get("output")?,
+                    cached_input: r.try_get("cached")?,
+                    cache_write: r.try_get("write")?,
+                })
+            })
+            .collect()
+    }
+
+    /// The tenant's usage from `from` to `to` (days, inclusive, in the tenant's time zone),
+    /// of one agent when given.
+    pub async fn usage_report(
+        &self,
+        tenant: TenantId,
+        agent: Option<AgentId>,
+        group: UsageGroup,
+        from: NaiveDate,
+        to: NaiveDate,
+    ) -> Result<Vec<UsageLine>> {
+        let zone = self.session_policy(tenant).await?.timezone;
+        let rows = sqlx::query(
+            "WITH calls AS (
+                SELECT c.*, (c.created_at AT TIME ZONE $5)::date AS day FROM model_calls c
+                WHERE c.tenant_id = $1 AND ($2::uuid IS NULL OR c.agent_id = $2)
+                  AND c.created_at >= ($3::date::timestamp AT TIME ZONE $5)
+                  AND c.created_at < (($4::date + 1)::timestamp AT TIME ZONE $5)
+             )
+             SELECT CASE $6 WHEN 'day' THEN calls.day::text
+                            WHEN 'agent' THEN COALESCE(a.name, '-')
+                            ELSE COALESCE(k.prefix, '-') END AS grp,
+                    count(*) AS calls, sum(prompt_tokens)::int8 AS prompt, sum(completion_tokens)::int8 AS completion,
+                    sum(cached_tokens)::int8 AS cached, COALESCE(sum(cost_usd), 0)::float8 AS cost,
+                    count(*) FILTER (WHERE cost_usd IS NULL) AS unpriced
+             FROM calls
+             LEFT JOIN agents a ON a.tenant_id = calls.tenant_id AND a.id = calls.agent_id
+             LEFT JOIN api_keys k ON k.tenant_id = calls.tenant_id AND k.id = calls.api_key_id
+             GROUP BY 1 ORDER BY 1",
+        )
+        .bind(tenant.as_uuid())
+        .bind(agent.map(|a| a.as_uuid()))
+        .bind(from)
+        .bind(to)
+        .bind(zone.name())
+        .bind(match group {
+            UsageGroup::Day => "day",
+            UsageGroup::Agent => "agent",
+            UsageGroup::Key => "key",
+        })
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(UsageLine {
+                    group: r.try_get("grp")?,
+                    calls: r.try_get("calls")?,
+                    prompt_tokens: r.try_get("prompt")?,
+                    completion_tokens: r.try_get("completion")?,
+                    cached_tokens: r.try_get("cached")?,
+                    cost_usd: r.try_get("cost")?,
+                    unpriced_calls: r.try_get("unpriced")?,
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,91 @@
+//! `GET /v1/usage`: the tenant's model calls in tokens and dollars, per day (in the tenant's
+//! time zone), agent or API key. A key restricted to one agent sees that agent's usage only.
+//! Calls of models without a price are counted as `unpriced_calls`, never as free.
+
+use axum::Json;
+use axum::extract::{Query, State};
+use chrono::{Duration, NaiveDate, Utc};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use hermes_http::ApiError;
+use hermes_store::UsageGroup;
+
+use crate::AppState;
+use crate::auth::Caller;
+use crate::chat::resolve_agent;
+
+/// The longest period one report covers.
+const MAX_DAYS: i64 = 366;
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct UsageQuery {
+    group_by: Option<String>,
+    /// First day, `YYYY-MM-DD` (default: 29 days before `end`).
+    start: Option<String>,
+    /// Last day, inclusive (default: today).
+    end: Option<String>,
+    /// Only this agent.
+    model: Option<String>,
+}
+
+fn day(param: &'static str, text: Option<&str>) -> Result<Option<NaiveDate>, ApiError> {
+    text.map(|t| {
+        NaiveDate::parse_from_str(t.trim(), "%Y-%m-%d").map_err(|_| {
+            ApiError::invalid_request("invalid_value", format!("{param} is a date: YYYY-MM-DD")).with_param(param)
+        })
+    })
+    .transpose()
+}
+
+pub(crate) async fn usage(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Query(q): Query<UsageQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let group = match q.group_by.as_deref().unwrap_or("day") {
+        "day" => UsageGroup::Day,
+        "agent" | "model" => UsageGroup::Agent,
+        "key" | "api_key" => UsageGroup::Key,
+        _ => {
+            return Err(
+                ApiError::invalid_request("invalid_value", "group_by is day, agent or key").with_param("group_by")
+            );
+        }
+    };
+    let end = day("end", q.end.as_deref())?.unwrap_or_else(|| Utc::now().date_naive());
+    let start = day("start", q.start.as_deref())?.unwrap_or(end - Duration::days(29));
+    if start > end || end - start > Duration::days(MAX_DAYS) {
+        return Err(ApiError::invalid_request(
+            "invalid_value",
+            format!("start must be before end, at most {MAX_DAYS} days apart"),
+        )
+        .with_param("start"));
+    }
+    let agent = match q.model.as_deref() {
+        Some(name) => Some(resolve_agent(&state, &auth, Some(name)).await?.id),
+        None => auth.agent_id,
+    };
+    let lines = state.store.usage_report(auth.tenant_id, agent, group, start, end).await.map_err(ApiError::internal)?;
+    let total = json!({
+        "calls": lines.iter().map(|l| l.calls).sum::<i64>(),
+        "prompt_tokens": lines.iter().map(|l| l.prompt_tokens).sum::<i64>(),
+        "completion_tokens": lines.iter().map(|l| l.completion_tokens).sum::<i64>(),
+        "cached_tokens": lines.iter().map(|l| l.cached_tokens).sum::<i64>(),
+        "cost_usd": lines.iter().map(|l| l.cost_usd).sum::<f64>(),
+        "unpriced_calls": lines.iter().map(|l| l.unpriced_calls).sum::<i64>(),
+    });
+    let group_by = match group {
+        UsageGroup::Day => "day",
+        UsageGroup::Agent => "agent",
+        UsageGroup::Key => "key",
+    };
+    Ok(Json(json!({
+        "object": "list",
+        "group_by": group_by,
+        "start": start.to_string(),
+        "end": end.to_string(),
+        "data": lines,
+        "total": total,
+    })))
+}

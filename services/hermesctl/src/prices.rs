@@ -1,0 +1,49 @@
+//! `hermesctl price ...`: the model price table that usage is costed with (US dollars per
+//! million tokens). A price applies to calls made after it is set.
+
+use clap::Subcommand;
+use serde_json::json;
+
+use hermes_store::{ModelPrice, Store};
+
+use crate::commands::print;
+
+#[derive(Subcommand)]
+pub enum PriceCmd {
+    /// Set a model's price; `--model` is a model id, or a prefix ending in '*' (gpt-4o*).
+    Set {
+        #[arg(long)]
+        model: String,
+        /// Input tokens, USD per million.
+        #[arg(long)]
+        input: f64,
+        /// Output tokens, USD per million.
+        #[arg(long)]
+        output: f64,
+        /// Cache reads (default: the input price).
+        #[arg(long)]
+        cached_input: Option<f64>,
+        /// Cache writes (default: the input price).
+        #[arg(long)]
+        cache_write: Option<f64>,
+    },
+    /// List the prices.
+    List,
+}
+
+pub async fn run_price(json_mode: bool, store: &Store, cmd: PriceCmd) -> anyhow::Result<()> {
+    match cmd {
+        PriceCmd::Set { model, input, output, cached_input, cache_write } => {
+            let price = ModelPrice { model, input, output, cached_input, cache_write };
+            store.set_model_price(&price).await?;
+            print(json_mode, json!(price), format!("{}: ${input}/M in, ${output}/M out", price.model));
+        }
+        PriceCmd::List => {
+            let prices = store.model_prices().await?;
+            let human: Vec<String> =
+                prices.iter().map(|p| format!("{:<32} in ${:<8} out ${}", p.model, p.input, p.output)).collect();
+            print(json_mode, json!(prices), human.join("\n"));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,78 @@
+//! Usage in tokens and dollars: calls are priced from the operator's table when they are
+//! recorded, attributed to agent and API key, and reported per day, agent or key; calls of a
+//! model without a price are counted as unpriced, and a later price change leaves them be.
+
+use serde_json::{Value, json};
+
+use hermes_store::ModelPrice;
+use hermes_testkit::ScriptedReply;
+
+use crate::harness::TestEnv;
+
+async fn usage(env: &TestEnv, key: &str, query: &str) -> (u16, Value) {
+    let resp = env.http.get(format!("{}/v1/usage?{query}", env.api_url)).bearer_auth(key).send().await.unwrap();
+    (resp.status().as_u16(), resp.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn calls_are_priced_when_recorded_and_reported_per_day_agent_and_key() {
+    let env = TestEnv::start().await;
+    let (tenant, _, key) = env.tenant("acme", "ops").await;
+    let (_, second_key) = env.store.create_api_key(tenant, None, "ci", None).await.unwrap();
+    // The scripted model is "scripted-model": priced by prefix.
+    let price =
+        ModelPrice { model: "scripted*".into(), input: 2.0, output: 8.0, cached_input: None, cache_write: None };
+    env.store.set_model_price(&price).await.unwrap();
+    for k in [&key, &key, &second_key] {
+        env.llm.push(ScriptedReply::text("an answer of a few tokens"));
+        let resp = env.chat(k, json!({"model": "ops", "messages": [{"role": "user", "content": "hello there"}]})).await;
+        assert_eq!(resp.status(), 200);
+    }
+    let (prompt, completion): (i64, i64) =
+        sqlx::query_as("SELECT sum(prompt_tokens)::int8, sum(completion_tokens)::int8 FROM model_calls")
+            .fetch_one(env.store.pool())
+            .await
+            .unwrap();
+    let expected = (prompt as f64 * 2.0 + completion as f64 * 8.0) / 1e6;
+
+    let (status, by_day) = usage(&env, &key, "").await;
+    assert_eq!(status, 200, "{by_day}");
+    assert_eq!(by_day["data"].as_array().unwrap().len(), 1, "one day");
+    assert_eq!(by_day["total"]["calls"], 3);
+    let cost = by_day["total"]["cost_usd"].as_f64().unwrap();
+    assert!((cost - expected).abs() < 1e-9, "{cost} vs {expected}");
+    assert_eq!(by_day["total"]["unpriced_calls"], 0);
+
+    let (_, by_key) = usage(&env, &key, "group_by=key").await;
+    let calls: Vec<i64> = by_key["data"].as_array().unwrap().iter().map(|l| l["calls"].as_i64().unwrap()).collect();
+    let mut sorted = calls.clone();
+    sorted.sort();
+    assert_eq!(sorted, [1, 2], "two keys: {by_key}");
+    let (_, by_agent) = usage(&env, &key, "group_by=agent").await;
+    assert_eq!(by_agent["data"][0]["group"], "ops");
+
+    // A price change applies to later calls only; a model without a price is unpriced, not free.
+    let dearer = ModelPrice {
+        model: "scripted-model".into(),
+        input: 100.0,
+        output: 100.0,
+        cached_input: None,
+        cache_write: None,
+    };
+    env.store.set_model_price(&dearer).await.unwrap();
+    let (_, again) = usage(&env, &key, "").await;
+    assert!((again["total"]["cost_usd"].as_f64().unwrap() - expected).abs() < 1e-9, "history is not rewritten");
+    sqlx::query("DELETE FROM model_prices").execute(env.store.pool()).await.unwrap();
+    env.llm.push(ScriptedReply::text("unpriced"));
+    env.chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "one more"}]})).await;
+    let (_, last) = usage(&env, &key, "").await;
+    assert_eq!((last["total"]["calls"].as_i64(), last["total"]["unpriced_calls"].as_i64()), (Some(4), Some(1)));
+
+    // Bad parameters are clear errors; another tenant sees nothing of this.
+    assert_eq!(usage(&env, &key, "group_by=week").await.0, 400);
+    assert_eq!(usage(&env, &key, "start=2026-13-01").await.0, 400);
+    let (_, _, stranger) = env.tenant("globex", "ops").await;
+    let (_, theirs) = usage(&env, &stranger, "").await;
+    assert_eq!(theirs["total"]["calls"], 0);
+    env.stop().await;
+}
