@@ -76,3 +76,50 @@ async fn calls_are_priced_when_recorded_and_reported_per_day_agent_and_key() {
     assert_eq!(theirs["total"]["calls"], 0);
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_reached_hard_cap_stops_turns_before_any_model_call_with_402() {
+    let env = TestEnv::start().await;
+    let (tenant, agent, key) = env.tenant("acme", "ops").await;
+    env.agent(tenant, "billing").await;
+    let price = ModelPrice {
+        model: "scripted-model".into(),
+        input: 1_000.0,
+        output: 1_000.0,
+        cached_input: None,
+        cache_write: None,
+    };
+    env.store.set_model_price(&price).await.unwrap();
+    // The agent may spend a cent a day; the first turn passes it.
+    let cap =
+        hermes_store::Budget { agent_id: Some(agent.id), period: "day".into(), hard_usd: Some(0.01), soft_usd: None };
+    env.store.set_budget(tenant, &cap).await.unwrap();
+    env.llm.push(ScriptedReply::text("an answer that costs more than a cent"));
+    let ask = |model: &str| json!({"model": model, "messages": [{"role": "user", "content": "hello"}]});
+    assert_eq!(env.chat(&key, ask("ops")).await.status(), 200);
+    let spent = env.store.budget_states(tenant, agent.id, chrono::Utc::now()).await.unwrap();
+    assert!(spent[0].hard_reached(), "{spent:?}");
+
+    let resp = env.chat(&key, ask("ops")).await;
+    assert_eq!(resp.status(), 402);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "insufficient_quota");
+    assert_eq!(body["error"]["type"], "insufficient_quota");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("This agent's daily spending cap ($0.01) is reached"),
+        "{body}"
+    );
+    assert_eq!(env.llm.requests().len(), 1, "no model call was made for the refused turn");
+
+    // The cap is the agent's: another agent of the team goes on, until the team's own cap.
+    env.llm.push(ScriptedReply::text("fine"));
+    assert_eq!(env.chat(&key, ask("billing")).await.status(), 200);
+    let team = hermes_store::Budget { agent_id: None, period: "month".into(), hard_usd: Some(0.0), soft_usd: None };
+    env.store.set_budget(tenant, &team).await.unwrap();
+    let resp = env.chat(&key, ask("billing")).await;
+    assert_eq!(resp.status(), 402);
+    let body: Value = resp.json().await.unwrap();
+    assert!(body["error"]["message"].as_str().unwrap().starts_with("Your team's monthly spending cap"), "{body}");
+    assert_eq!(env.llm.requests().len(), 2);
+    env.stop().await;
+}

@@ -303,6 +303,10 @@ impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
                         Err(end) => return end,
                     }
                 }
+                Err(StepError::Llm(e)) if e.class == hermes_llm::ErrorClass::SpendCap => {
+                    // Not the provider's failure: the team's budget stops the turn before the call.
+                    return TurnEnd::Finished(failure(e.code(), e.message.clone(), usage));
+                }
                 Err(StepError::Llm(e)) => {
                     tracing::warn!(error = %e, step, "model call failed");
                     return TurnEnd::Finished(failure(e.code(), format!("The model provider failed: {e}"), usage));

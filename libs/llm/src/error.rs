@@ -10,6 +10,8 @@ pub enum ErrorClass {
     RateLimit,
     /// 402, or a quota/billing 429: this key has no money or quota left.
     Billing,
+    /// Our own spending cap (a tenant's or agent's budget) is reached: no call is made.
+    SpendCap,
     /// 401/403 that may pass (an expired token, a permission not yet granted).
     AuthTransient,
     /// 401 for a key that is invalid or revoked: it will never work again.
@@ -73,7 +75,7 @@ impl ErrorClass {
             Self::ThinkingSignature => &[StripReasoning],
             Self::Overloaded | Self::Server | Self::Timeout | Self::Network => &[Retry, Fallback],
             Self::Malformed => &[Retry, Fallback],
-            Self::ContentFilter | Self::BadRequest | Self::KeyNotAllowed => &[],
+            Self::ContentFilter | Self::BadRequest | Self::KeyNotAllowed | Self::SpendCap => &[],
         }
     }
 
@@ -82,6 +84,7 @@ impl ErrorClass {
         match self {
             Self::RateLimit => "provider_rate_limited",
             Self::Billing => "provider_quota_exhausted",
+            Self::SpendCap => "insufficient_quota",
             Self::AuthTransient | Self::AuthRevoked => "provider_auth_failed",
             Self::ContextOverflow => "context_length_exceeded",
             Self::PayloadTooLarge => "provider_payload_too_large",
@@ -102,6 +105,7 @@ impl ErrorClass {
         match self {
             Self::RateLimit => "provider rate limit",
             Self::Billing => "provider quota or billing limit reached",
+            Self::SpendCap => "spending cap reached",
             Self::AuthTransient => "provider rejected the credentials",
             Self::AuthRevoked => "provider rejected the credentials (invalid or revoked key)",
             Self::ContextOverflow => "context window exceeded",

@@ -5,6 +5,7 @@
 
 pub mod agents;
 pub mod api_keys;
+pub mod budgets;
 pub mod credentials;
 pub mod export;
 pub mod idempotency;
@@ -33,6 +34,7 @@ use sqlx::{ConnectOptions, PgPool};
 
 pub use agents::{Agent, FallbackModel, NewAgent};
 pub use api_keys::{ApiKey, KeyAuth, Limits};
+pub use budgets::{Budget, BudgetState};
 pub use credentials::{CredentialPools, NewCredential, PooledCredential};
 pub use export::{ExportedMessage, LineageNode, SessionExport};
 pub use idempotency::{Enqueued, Idempotency};

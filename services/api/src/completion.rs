@@ -69,6 +69,10 @@ fn interaction_json(i: &PendingInteraction) -> Value {
 
 fn incomplete(outcome: &TurnOutcome) -> ApiError {
     let msg = outcome.error.clone().unwrap_or_else(|| "the agent produced no answer".into());
+    if outcome.error_code.as_deref() == Some("insufficient_quota") {
+        // A spending cap stopped the turn before a model call: OpenAI's 402.
+        return ApiError::new(StatusCode::PAYMENT_REQUIRED, "insufficient_quota", Some("insufficient_quota"), msg);
+    }
     let mut err = ApiError::new(StatusCode::BAD_GATEWAY, "server_error", Some("agent_incomplete"), msg);
     err.hermes = Some(Box::new(json!({ "completed": false, "failed": true, "error_code": outcome.error_code })));
     err

@@ -47,6 +47,9 @@ pub enum Command {
     /// Model prices for usage costs.
     #[command(subcommand)]
     Price(crate::prices::PriceCmd),
+    /// Spending caps per tenant or agent.
+    #[command(subcommand)]
+    Budget(crate::prices::BudgetCmd),
     /// How a provider's key pool picks a key.
     #[command(subcommand)]
     Pool(PoolCmd),
@@ -244,6 +247,7 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
         Command::Session(cmd) => crate::sessions::run_session(json_mode, store, cmd).await?,
         Command::Skill(cmd) => crate::skills::run_skill(json_mode, store, cmd).await?,
         Command::Price(cmd) => crate::prices::run_price(json_mode, store, cmd).await?,
+        Command::Budget(cmd) => crate::prices::run_budget(json_mode, store, cmd).await?,
         Command::Agent(AgentCmd::Create(a)) => {
             let t = tenant(store, &a.tenant).await?;
             let provider_key = match &a.api_key_env {

@@ -47,3 +47,36 @@ pub async fn run_price(json_mode: bool, store: &Store, cmd: PriceCmd) -> anyhow:
     }
     Ok(())
 }
+
+#[derive(Subcommand)]
+pub enum BudgetCmd {
+    /// Set a spending cap for the tenant, or one agent (replaces the same scope and period).
+    Set {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        agent: Option<String>,
+        #[arg(long, value_parser = ["day", "month"])]
+        period: String,
+        /// No model call once this much (USD) is spent in the period.
+        #[arg(long)]
+        hard: Option<f64>,
+        /// Warn (logs, metrics) once this much is spent.
+        #[arg(long)]
+        soft: Option<f64>,
+    },
+}
+
+pub async fn run_budget(json_mode: bool, store: &Store, cmd: BudgetCmd) -> anyhow::Result<()> {
+    let BudgetCmd::Set { tenant: name, agent, period, hard, soft } = cmd;
+    let t = crate::commands::tenant(store, &name).await?;
+    let agent_id = match &agent {
+        Some(a) => Some(store.agent_by_name(t.id, a).await.map_err(|_| anyhow::anyhow!("no agent {a:?}"))?.id),
+        None => None,
+    };
+    let budget = hermes_store::Budget { agent_id, period, hard_usd: hard, soft_usd: soft };
+    store.set_budget(t.id, &budget).await?;
+    let scope = agent.unwrap_or_else(|| t.name.clone());
+    print(json_mode, json!(budget), format!("{} budget of {scope}: hard {hard:?}, soft {soft:?} USD", budget.period));
+    Ok(())
+}

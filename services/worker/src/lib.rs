@@ -4,6 +4,7 @@
 //! the next worker resumes from the last checkpoint.
 
 mod background;
+mod budget;
 mod commands;
 mod delegate;
 mod egress;

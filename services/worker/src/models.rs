@@ -19,7 +19,8 @@ use crate::keys::TenantKeys;
 /// How long a failed auxiliary model is left out of summaries.
 pub(crate) const AUX_COOLDOWN: Duration = Duration::from_secs(600);
 
-pub(crate) type TurnModel = ResilientModel<AnyTransport, TenantKeys>;
+/// Every model a turn uses: resilient (retries, key rotation, fallbacks) and within budget.
+pub(crate) type TurnModel = crate::budget::Budgeted<ResilientModel<AnyTransport, TenantKeys>>;
 
 /// Builds the models of one agent's turns (owned, so a delegated child can build its own).
 #[derive(Clone)]
@@ -69,8 +70,9 @@ impl Models {
             max_delay: Duration::from_secs(120),
         };
         let ttl = if cfg.anthropic_cache_ttl == "1h" { CacheTtl::OneHour } else { CacheTtl::FiveMinutes };
-        ResilientModel::new(AnyTransport::new(self.rt.ctx.http.clone(), ttl), self.keys(), chain, retry)
-            .with_meter(self.meter.clone(), purpose)
+        let inner = ResilientModel::new(AnyTransport::new(self.rt.ctx.http.clone(), ttl), self.keys(), chain, retry)
+            .with_meter(self.meter.clone(), purpose);
+        crate::budget::Budgeted { inner, store: self.rt.ctx.store.clone(), tenant: self.tenant, agent: self.agent.id }
     }
 
     /// The main model and its fallback chain.

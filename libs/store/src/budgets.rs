@@ -1,0 +1,146 @@
+//! Spending caps (migration 0013): per tenant or agent, per day or month in the tenant's time
+//! zone, over the priced model calls (`pricing.rs`). The worker asks before every model call;
+//! a reached hard cap stops the turn before the call, so spend never passes a cap by more than
+//! the calls already in flight.
+
+use chrono::{DateTime, Datelike, NaiveDate, TimeZone, Utc};
+use serde::Serialize;
+use sqlx::Row;
+
+use hermes_core::{AgentId, TenantId};
+
+use crate::{Result, Store, StoreError};
+
+/// A cap as set.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Budget {
+    /// `None`: the whole tenant.
+    pub agent_id: Option<AgentId>,
+    /// `day` or `month`.
+    pub period: String,
+    pub hard_usd: Option<f64>,
+    pub soft_usd: Option<f64>,
+}
+
+/// Where a scope stands against its caps.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BudgetState {
+    pub budget: Budget,
+    pub spent_usd: f64,
+}
+
+impl BudgetState {
+    pub fn hard_reached(&self) -> bool {
+        self.budget.hard_usd.is_some_and(|cap| self.spent_usd >= cap)
+    }
+
+    pub fn soft_reached(&self) -> bool {
+        self.budget.soft_usd.is_some_and(|cap| self.spent_usd >= cap)
+    }
+}
+
+/// The start of the day and of the month containing `now`, in `zone`, as UTC instants.
+fn period_starts(zone: chrono_tz::Tz, now: DateTime<Utc>) -> (DateTime<Utc>, DateTime<Utc>) {
+    let local = now.with_timezone(&zone).date_naive();
+    let midnight = |d: NaiveDate| {
+        d.and_hms_opt(0, 0, 0)
+            .and_then(|t| zone.from_local_datetime(&t).earliest())
+            .map_or(now, |t| t.with_timezone(&Utc))
+    };
+    let first = NaiveDate::from_ymd_opt(local.year(), local.month(), 1).unwrap_or(local);
+    (midnight(local), midnight(first))
+}
+
+impl Store {
+    /// Sets a cap (replacing the one of the same scope and period).
+    pub async fn set_budget(&self, tenant: TenantId, budget: &Budget) -> Result<()> {
+        if !matches!(budget.period.as_str(), "day" | "month") {
+            return Err(StoreError::Invalid("a budget's period is day or month".into()));
+        }
+        let valid = |v: Option<f64>| v.is_none_or(|x| x.is_finite() && x >= 0.0);
+        if !valid(budget.hard_usd) || !valid(budget.soft_usd) {
+            return Err(StoreError::Invalid("caps are non-negative amounts in US dollars".into()));
+        }
+        let mut tx = self.pool().begin().await?;
+        sqlx::query("DELETE FROM budgets WHERE tenant_id = $1 AND agent_id IS NOT DISTINCT FROM $2 AND period = $3")
+            .bind(tenant.as_uuid())
+            .bind(budget.agent_id.map(|a| a.as_uuid()))
+            .bind(&budget.period)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO budgets (tenant_id, agent_id, period, hard_usd, soft_usd)
+             VALUES ($1, $2, $3, $4::float8::numeric, $5::float8::numeric)",
+        )
+        .bind(tenant.as_uuid())
+        .bind(budget.agent_id.map(|a| a.as_uuid()))
+        .bind(&budget.period)
+        .bind(budget.hard_usd)
+        .bind(budget.soft_usd)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::NotFound,
+            _ => StoreError::Database(e),
+        })?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The caps that apply to `agent` (its own and its tenant's) with what was spent in their
+    /// current periods at `now`.
+    pub async fn budget_states(
+        &self,
+        tenant: TenantId,
+        agent: AgentId,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<BudgetState>> {
+        let zone = self.session_policy(tenant).await?.timezone;
+        let (day, month) = period_starts(zone, now);
+        let rows = sqlx::query(
+            "SELECT b.agent_id, b.period, b.hard_usd::float8 AS hard, b.soft_usd::float8 AS soft,
+                    (SELECT COALESCE(sum(c.cost_usd), 0)::float8 FROM model_calls c
+                     WHERE c.tenant_id = b.tenant_id AND (b.agent_id IS NULL OR c.agent_id = b.agent_id)
+                       AND c.created_at >= CASE b.period WHEN 'day' THEN $3 ELSE $4 END) AS spent
+             FROM budgets b WHERE b.tenant_id = $1 AND (b.agent_id IS NULL OR b.agent_id = $2)",
+        )
+        .bind(tenant.as_uuid())
+        .bind(agent.as_uuid())
+        .bind(day)
+        .bind(month)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(BudgetState {
+                    budget: Budget {
+                        agent_id: r.try_get::<Option<uuid::Uuid>, _>("agent_id")?.map(AgentId::from_uuid),
+                        period: r.try_get("period")?,
+                        hard_usd: r.try_get("hard")?,
+                        soft_usd: r.try_get("soft")?,
+                    },
+                    spent_usd: r.try_get("spent")?,
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn periods_start_at_local_midnight_and_the_first_of_the_month() {
+        let now = DateTime::parse_from_rfc3339("2026-11-30T20:30:00Z").unwrap().with_timezone(&Utc);
+        let (day, month) = period_starts(chrono_tz::Tz::Asia__Shanghai, now);
+        // 04:30 on 1 December in Shanghai: the day began at 16:00 UTC on 30 November.
+        assert_eq!(day.to_rfc3339(), "2026-11-30T16:00:00+00:00");
+        assert_eq!(month.to_rfc3339(), "2026-11-30T16:00:00+00:00");
+        let (day, month) = period_starts(chrono_tz::Tz::UTC, now);
+        assert_eq!(
+            (day.to_rfc3339().as_str(), month.to_rfc3339().as_str()),
+            ("2026-11-30T00:00:00+00:00", "2026-11-01T00:00:00+00:00")
+        );
+    }
+}

@@ -1,0 +1,55 @@
+//! Spending caps before every model call (`hermes_store::budgets`): a reached hard cap refuses
+//! the call with `insufficient_quota`, which ends the turn with a clear message (402 on the
+//! API); a reached soft cap is logged and counted. If the caps cannot be read the call goes
+//! ahead: an outage of the ledger should not stop every team's work.
+
+use hermes_core::{AgentId, TenantId};
+use hermes_llm::{ChatModel, ChatRequest, ChatResponse, DeltaSink, ErrorClass, LlmError};
+use hermes_store::Store;
+
+pub(crate) struct Budgeted<M> {
+    pub inner: M,
+    pub store: Store,
+    pub tenant: TenantId,
+    pub agent: AgentId,
+}
+
+impl<M> Budgeted<M> {
+    /// The refusal for the first reached hard cap, if any.
+    async fn refusal(&self) -> Option<LlmError> {
+        let states = match self.store.budget_states(self.tenant, self.agent, chrono::Utc::now()).await {
+            Ok(states) => states,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the spending caps; the call goes ahead");
+                return None;
+            }
+        };
+        for state in states.iter().filter(|s| s.soft_reached() && !s.hard_reached()) {
+            tracing::warn!(tenant.id = %self.tenant, period = %state.budget.period, spent = state.spent_usd, "soft spending cap reached");
+            metrics::counter!("hermes_budget_soft_reached_total").increment(1);
+        }
+        let state = states.iter().find(|s| s.hard_reached())?;
+        let whose = if state.budget.agent_id.is_some() { "This agent's" } else { "Your team's" };
+        let (period, until) =
+            if state.budget.period == "day" { ("daily", "tomorrow") } else { ("monthly", "next month") };
+        metrics::counter!("hermes_budget_refusals_total").increment(1);
+        Some(LlmError::new(
+            ErrorClass::SpendCap,
+            format!(
+                "{whose} {period} spending cap (${:.2}) is reached (${:.2} spent), so no more model calls are made \
+                 until {until} or until an administrator raises the cap.",
+                state.budget.hard_usd.unwrap_or_default(),
+                state.spent_usd
+            ),
+        ))
+    }
+}
+
+impl<M: ChatModel> ChatModel for Budgeted<M> {
+    async fn complete(&self, request: &ChatRequest, sink: &mut dyn DeltaSink) -> Result<ChatResponse, LlmError> {
+        if let Some(refusal) = self.refusal().await {
+            return Err(refusal);
+        }
+        self.inner.complete(request, sink).await
+    }
+}
