@@ -15,6 +15,7 @@ mod chat;
 mod code;
 mod crash;
 mod delegation;
+mod derived;
 mod discovery;
 mod egress;
 mod fencing;

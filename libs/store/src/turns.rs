@@ -82,6 +82,10 @@ pub enum TurnTarget {
     /// Start a new session, seeded with earlier messages the client sent.
     /// `user_key` names the end user (their USER memory profile; see migration 0005).
     New { source: String, user_key: String, history: Vec<ChatMessage> },
+    /// The session with this id (derived by the caller from the conversation's start), created
+    /// with `history` if it does not exist yet, else continued from its latest compaction
+    /// (the history sent with the request is then ignored: the server has it).
+    Derived { id: SessionId, source: String, user_key: String, history: Vec<ChatMessage> },
     /// A chat's current session, or a new one for it (`fresh`: there is none, or the reset
     /// policy ended `replaces`). Built by [`Store::route_target`].
     Route { route: crate::routes::Route, fresh: bool, replaces: Option<SessionId> },
@@ -183,6 +187,57 @@ impl Store {
     }
 }
 
+/// A `TurnTarget::Derived` session: created with its history, or found (it must be this
+/// tenant's and agent's) and followed to its latest compacted continuation.
+async fn derived_session(
+    tx: &mut sqlx::PgConnection,
+    tenant: TenantId,
+    new: &NewTurn,
+    id: SessionId,
+    source: &str,
+    user_key: &str,
+    history: &[ChatMessage],
+) -> Result<SessionId> {
+    let title = crate::sessions::auto_title(&new.input, history);
+    let next_seq = i32::try_from(history.len() + 1).map_err(|_| StoreError::Invalid("history too long".into()))?;
+    let created = sqlx::query(
+        "INSERT INTO sessions (id, tenant_id, agent_id, source, next_seq, user_key, title)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(id.as_uuid())
+    .bind(tenant.as_uuid())
+    .bind(new.agent_id.as_uuid())
+    .bind(source)
+    .bind(next_seq)
+    .bind(crate::messages::without_nul(user_key))
+    .bind(title)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if created == 1 {
+        if !history.is_empty() {
+            insert_history(&mut *tx, tenant, id, history).await?;
+        }
+        return Ok(id);
+    }
+    let latest: Option<uuid::Uuid> = sqlx::query_scalar(
+        "WITH RECURSIVE down AS (
+            SELECT id, 0 AS depth FROM sessions WHERE tenant_id = $1 AND id = $2 AND agent_id = $3
+            UNION ALL
+            SELECT c.id, down.depth + 1 FROM down
+            JOIN sessions c ON c.tenant_id = $1 AND c.parent_session_id = down.id AND c.lineage = 'compaction'
+            WHERE down.depth < 1000
+         )
+         SELECT id FROM down ORDER BY depth DESC LIMIT 1",
+    )
+    .bind(tenant.as_uuid())
+    .bind(id.as_uuid())
+    .bind(new.agent_id.as_uuid())
+    .fetch_optional(&mut *tx)
+    .await?;
+    latest.map(SessionId::from_uuid).ok_or(StoreError::NotFound)
+}
+
 /// The writes of [`Store::enqueue_turn`], inside the caller's transaction.
 pub(crate) async fn enqueue_in(
     tx: &mut sqlx::PgConnection,
@@ -211,6 +266,9 @@ pub(crate) async fn enqueue_in(
             }
             let title = crate::sessions::auto_title(&new.input, &[]);
             crate::routes::session_for_route(&mut *tx, tenant, route, *fresh, *replaces, title.as_deref()).await?
+        }
+        TurnTarget::Derived { id, source, user_key, history } => {
+            derived_session(&mut *tx, tenant, new, *id, source, user_key, history).await?
         }
         TurnTarget::New { source, user_key, history } => {
             let id = SessionId::new();

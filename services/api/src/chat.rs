@@ -143,6 +143,34 @@ pub(crate) fn user_key(headers: &HeaderMap, auth: &hermes_store::KeyAuth) -> Res
     Ok(format!("session-key:{text}"))
 }
 
+/// The session of a request without `X-Hermes-Session-Id`, as upstream derives it: from the
+/// conversation's start (system text and first user message), so clients that resend the
+/// whole history each time (Open WebUI, LibreChat) stay in one session. Tenant, agent and end
+/// user are part of it, so nobody else's conversation is ever continued.
+fn derived_session_id(auth: &KeyAuth, agent: hermes_core::AgentId, user: &str, parsed: &ParsedChat) -> SessionId {
+    use sha2::{Digest, Sha256};
+    let first = parsed.history.iter().find(|m| m.role == hermes_core::Role::User).unwrap_or(&parsed.input);
+    let mut hasher = Sha256::new();
+    for part in [
+        "hermes-derived-session",
+        &auth.tenant_id.to_string(),
+        &agent.to_string(),
+        user,
+        parsed.instructions.as_deref().unwrap_or_default(),
+        &first.text(),
+    ] {
+        hasher.update(part.as_bytes());
+        hasher.update([0]);
+    }
+    let digest = hasher.finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    // A version 8 (custom) UUID, so it never collides with generated v7 ids.
+    bytes[6] = (bytes[6] & 0x0f) | 0x80;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    SessionId::from_uuid(uuid::Uuid::from_bytes(bytes))
+}
+
 pub(crate) async fn chat_completions(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -157,7 +185,11 @@ pub(crate) async fn chat_completions(
     let permit = crate::limits::start_turn(&state, &auth).await?;
     let target = match session_header(&headers)? {
         Some(id) => TurnTarget::Existing(id),
-        None => TurnTarget::New { source: "api".into(), user_key: user_key(&headers, &auth)?, history: parsed.history },
+        None => {
+            let user = user_key(&headers, &auth)?;
+            let id = derived_session_id(&auth, agent.id, &user, &parsed);
+            TurnTarget::Derived { id, source: "api".into(), user_key: user, history: parsed.history }
+        }
     };
     let new = NewTurn {
         agent_id: agent.id,
