@@ -50,6 +50,7 @@ async fn calls_are_priced_when_recorded_and_reported_per_day_agent_and_key() {
     assert_eq!(sorted, [1, 2], "two keys: {by_key}");
     let (_, by_agent) = usage(&env, &key, "group_by=agent").await;
     assert_eq!(by_agent["data"][0]["group"], "ops");
+    assert!(by_agent["data"][0]["avg_latency_ms"].as_f64().is_some(), "calls carry their duration: {by_agent}");
 
     // A price change applies to later calls only; a model without a price is unpriced, not free.
     let dearer = ModelPrice {

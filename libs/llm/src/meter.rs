@@ -15,6 +15,8 @@ pub struct CallRecord {
     /// The pooled key's id, when a key was used.
     pub key_id: Option<String>,
     pub usage: Usage,
+    /// From the request to the answer's last byte, retries of this endpoint included.
+    pub latency_ms: u64,
 }
 
 /// Receives each answered call. Never blocks (the call is on the turn's path).

@@ -121,6 +121,7 @@ impl<T: Transport, K: KeySource> ResilientModel<T, K> {
                     model: endpoint.model.clone(),
                     key_id: key.as_ref().map(|k| k.id.clone()),
                     usage: response.usage,
+                    latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
                 });
             }
             let SendError { error, emitted } = match sent {

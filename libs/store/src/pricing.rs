@@ -44,6 +44,8 @@ pub struct UsageLine {
     pub cost_usd: f64,
     /// Calls whose model had no price when they were made.
     pub unpriced_calls: i64,
+    /// Mean duration of a call (calls recorded before durations were kept are left out).
+    pub avg_latency_ms: Option<f64>,
 }
 
 impl Store {
@@ -116,7 +118,7 @@ impl Store {
                             ELSE COALESCE(k.prefix, '-') END AS grp,
                     count(*) AS calls, sum(prompt_tokens)::int8 AS prompt, sum(completion_tokens)::int8 AS completion,
                     sum(cached_tokens)::int8 AS cached, COALESCE(sum(cost_usd), 0)::float8 AS cost,
-                    count(*) FILTER (WHERE cost_usd IS NULL) AS unpriced
+                    count(*) FILTER (WHERE cost_usd IS NULL) AS unpriced, avg(latency_ms)::float8 AS latency
              FROM calls
              LEFT JOIN agents a ON a.tenant_id = calls.tenant_id AND a.id = calls.agent_id
              LEFT JOIN api_keys k ON k.tenant_id = calls.tenant_id AND k.id = calls.api_key_id
@@ -144,6 +146,7 @@ impl Store {
                     cached_tokens: r.try_get("cached")?,
                     cost_usd: r.try_get("cost")?,
                     unpriced_calls: r.try_get("unpriced")?,
+                    avg_latency_ms: r.try_get("latency")?,
                 })
             })
             .collect()

@@ -447,7 +447,7 @@ impl Store {
         };
         let sql = concat!(
             "WITH calls AS (",
-            insert_model_calls!("$15", "$16", "$17", "$18", "$19", "$20", "$21", "$22"),
+            insert_model_calls!("$15", "$16", "$17", "$18", "$19", "$20", "$21", "$22", "$23"),
             "), mine AS (
                 SELECT id FROM turns
                 WHERE tenant_id = $1 AND id = $3 AND status = 'running' AND lease_owner = $14
@@ -460,7 +460,7 @@ impl Store {
              ), ins AS (
                 INSERT INTO messages (tenant_id, session_id, seq, turn_id, turn_step, role, content,
                                       tool_calls, tool_call_id, name, reasoning, search)
-                SELECT $1, $2, s.seq, $3, $5, $6, $7, $8, $9, $10, $11, $23::tsvector FROM s
+                SELECT $1, $2, s.seq, $3, $5, $6, $7, $8, $9, $10, $11, $24::tsvector FROM s
                 WHERE $5::int IS NOT NULL
                 ON CONFLICT DO NOTHING
                 RETURNING seq

@@ -18,6 +18,8 @@ pub struct ModelCall {
     pub model: String,
     pub key_id: Option<String>,
     pub usage: Usage,
+    /// How long the call took.
+    pub latency_ms: u64,
 }
 
 /// The calls as column arrays, for one `unnest` insert.
@@ -31,6 +33,7 @@ pub(crate) struct CallColumns {
     completion: Vec<i64>,
     cached: Vec<i64>,
     cache_write: Vec<i64>,
+    latency: Vec<i64>,
 }
 
 fn tokens(n: u64) -> i64 {
@@ -49,11 +52,12 @@ impl CallColumns {
             c.completion.push(tokens(call.usage.completion_tokens));
             c.cached.push(tokens(call.usage.cached_tokens));
             c.cache_write.push(tokens(call.usage.cache_write_tokens));
+            c.latency.push(tokens(call.latency_ms));
         }
         c
     }
 
-    /// Binds the eight arrays in the order of `insert_model_calls!`.
+    /// Binds the nine arrays in the order of `insert_model_calls!`.
     pub(crate) fn bind_to(
         self,
         query: Query<'_, sqlx::Postgres, PgArguments>,
@@ -67,17 +71,19 @@ impl CallColumns {
             .bind(self.completion)
             .bind(self.cached)
             .bind(self.cache_write)
+            .bind(self.latency)
     }
 }
 
 /// The insert of a call batch (a static string, so no SQL is ever built at run time), with
-/// tenant, session and turn at `$1 $2 $3` and the eight arrays of [`CallColumns`] at the given
+/// tenant, session and turn at `$1 $2 $3` and the nine arrays of [`CallColumns`] at the given
 /// placeholders.
 macro_rules! insert_model_calls {
-    ($a:literal, $b:literal, $c:literal, $d:literal, $e:literal, $f:literal, $g:literal, $h:literal) => {
+    ($a:literal, $b:literal, $c:literal, $d:literal, $e:literal, $f:literal, $g:literal, $h:literal, $i:literal) => {
         concat!(
             "INSERT INTO model_calls (tenant_id, session_id, turn_id, purpose, provider, model, key_id,
-                                      prompt_tokens, completion_tokens, cached_tokens, cache_write_tokens)
+                                      prompt_tokens, completion_tokens, cached_tokens, cache_write_tokens,
+                                      latency_ms)
              SELECT $1, $2, $3, c.* FROM unnest(",
             $a,
             "::text[], ",
@@ -94,6 +100,8 @@ macro_rules! insert_model_calls {
             $g,
             "::bigint[], ",
             $h,
+            "::bigint[], ",
+            $i,
             "::bigint[]) AS c"
         )
     };
@@ -112,7 +120,7 @@ impl Store {
         if calls.is_empty() {
             return Ok(());
         }
-        let sql = insert_model_calls!("$4", "$5", "$6", "$7", "$8", "$9", "$10", "$11");
+        let sql = insert_model_calls!("$4", "$5", "$6", "$7", "$8", "$9", "$10", "$11", "$12");
         let query = sqlx::query(sql).bind(tenant.as_uuid()).bind(session.as_uuid()).bind(turn.as_uuid());
         CallColumns::of(calls).bind_to(query).execute(self.pool()).await?;
         Ok(())
@@ -122,7 +130,7 @@ impl Store {
     pub async fn turn_model_calls(&self, tenant: TenantId, turn: TurnId) -> Result<Vec<ModelCall>> {
         let rows = sqlx::query(
             "SELECT purpose, provider, model, key_id, prompt_tokens, completion_tokens, cached_tokens,
-                    cache_write_tokens
+                    cache_write_tokens, latency_ms
              FROM model_calls WHERE tenant_id = $1 AND turn_id = $2 ORDER BY id",
         )
         .bind(tenant.as_uuid())
@@ -145,6 +153,9 @@ impl Store {
                         cached_tokens: n("cached_tokens")?,
                         cache_write_tokens: n("cache_write_tokens")?,
                     },
+                    latency_ms: r
+                        .try_get::<Option<i32>, _>("latency_ms")?
+                        .map_or(0, |ms| u64::try_from(ms).unwrap_or(0)),
                 })
             })
             .collect()

@@ -52,7 +52,14 @@ impl StoreJournal {
 }
 
 pub(crate) fn model_call(c: CallRecord) -> ModelCall {
-    ModelCall { purpose: c.purpose.to_owned(), provider: c.provider, model: c.model, key_id: c.key_id, usage: c.usage }
+    ModelCall {
+        purpose: c.purpose.to_owned(),
+        provider: c.provider,
+        model: c.model,
+        key_id: c.key_id,
+        usage: c.usage,
+        latency_ms: c.latency_ms,
+    }
 }
 
 impl TurnJournal for StoreJournal {
