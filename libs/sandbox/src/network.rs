@@ -60,6 +60,11 @@ impl Cidr {
     }
 }
 
+/// The non-public ranges, parsed once (the proxy asks for every connection).
+static NON_PUBLIC: std::sync::LazyLock<Vec<Cidr>> = std::sync::LazyLock::new(|| {
+    NON_PUBLIC_V4.iter().chain(NON_PUBLIC_V6.iter()).filter_map(|r| Cidr::parse(r)).collect()
+});
+
 /// Whether `ip` is on the public internet.
 pub fn is_public(ip: IpAddr) -> bool {
     if let IpAddr::V6(v6) = ip
@@ -67,8 +72,8 @@ pub fn is_public(ip: IpAddr) -> bool {
     {
         return is_public(IpAddr::V4(v4));
     }
-    let ranges: &[&str] = if ip.is_ipv4() { &NON_PUBLIC_V4 } else { &NON_PUBLIC_V6 };
-    !ranges.iter().filter_map(|r| Cidr::parse(r)).any(|c| c.contains(ip))
+    // `contains` is false across address families, so one list serves both.
+    !NON_PUBLIC.iter().any(|c| c.contains(ip))
 }
 
 #[cfg(test)]

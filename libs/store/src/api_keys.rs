@@ -45,6 +45,11 @@ pub struct Limits {
     pub tenant_concurrent_turns: Option<u32>,
 }
 
+/// A limit as stored (`integer`): larger ones are as good as unlimited anyway.
+fn stored_limit(v: Option<u32>) -> Option<i32> {
+    v.map(|n| i32::try_from(n).unwrap_or(i32::MAX))
+}
+
 fn limit(row: &sqlx::postgres::PgRow, column: &str) -> Result<Option<u32>> {
     Ok(row.try_get::<Option<i32>, _>(column)?.map(|v| u32::try_from(v).unwrap_or(0)))
 }
@@ -52,11 +57,10 @@ fn limit(row: &sqlx::postgres::PgRow, column: &str) -> Result<Option<u32>> {
 impl Store {
     /// Sets a tenant's limits (`None`: the installation's default; 0: unlimited).
     pub async fn set_tenant_limits(&self, tenant: TenantId, per_minute: Option<u32>, turns: Option<u32>) -> Result<()> {
-        let as_i32 = |v: Option<u32>| v.map(|n| i32::try_from(n).unwrap_or(i32::MAX));
         sqlx::query("UPDATE tenants SET requests_per_minute = $2, concurrent_turns = $3 WHERE id = $1")
             .bind(tenant.as_uuid())
-            .bind(as_i32(per_minute))
-            .bind(as_i32(turns))
+            .bind(stored_limit(per_minute))
+            .bind(stored_limit(turns))
             .execute(self.pool())
             .await?;
         Ok(())
@@ -70,14 +74,13 @@ impl Store {
         per_minute: Option<u32>,
         turns: Option<u32>,
     ) -> Result<()> {
-        let as_i32 = |v: Option<u32>| v.map(|n| i32::try_from(n).unwrap_or(i32::MAX));
         let done = sqlx::query(
             "UPDATE api_keys SET requests_per_minute = $3, concurrent_turns = $4 WHERE tenant_id = $1 AND id = $2",
         )
         .bind(tenant.as_uuid())
         .bind(key.as_uuid())
-        .bind(as_i32(per_minute))
-        .bind(as_i32(turns))
+        .bind(stored_limit(per_minute))
+        .bind(stored_limit(turns))
         .execute(self.pool())
         .await?;
         if done.rows_affected() == 0 {

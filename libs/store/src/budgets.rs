@@ -88,41 +88,48 @@ impl Store {
     }
 
     /// The caps that apply to `agent` (its own and its tenant's) with what was spent in their
-    /// current periods at `now`.
+    /// current periods at `now`. Asked before every model call: a tenant without caps costs one
+    /// indexed read.
     pub async fn budget_states(
         &self,
         tenant: TenantId,
         agent: AgentId,
         now: DateTime<Utc>,
     ) -> Result<Vec<BudgetState>> {
-        let zone = self.session_policy(tenant).await?.timezone;
-        let (day, month) = period_starts(zone, now);
-        let rows = sqlx::query(
-            "SELECT b.agent_id, b.period, b.hard_usd::float8 AS hard, b.soft_usd::float8 AS soft,
-                    (SELECT COALESCE(sum(c.cost_usd), 0)::float8 FROM model_calls c
-                     WHERE c.tenant_id = b.tenant_id AND (b.agent_id IS NULL OR c.agent_id = b.agent_id)
-                       AND c.created_at >= CASE b.period WHEN 'day' THEN $3 ELSE $4 END) AS spent
-             FROM budgets b WHERE b.tenant_id = $1 AND (b.agent_id IS NULL OR b.agent_id = $2)",
+        let caps = sqlx::query(
+            "SELECT b.agent_id, b.period, b.hard_usd::float8 AS hard, b.soft_usd::float8 AS soft, t.timezone
+             FROM budgets b JOIN tenants t ON t.id = b.tenant_id
+             WHERE b.tenant_id = $1 AND (b.agent_id IS NULL OR b.agent_id = $2)",
         )
         .bind(tenant.as_uuid())
         .bind(agent.as_uuid())
-        .bind(day)
-        .bind(month)
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(BudgetState {
-                    budget: Budget {
-                        agent_id: r.try_get::<Option<uuid::Uuid>, _>("agent_id")?.map(AgentId::from_uuid),
-                        period: r.try_get("period")?,
-                        hard_usd: r.try_get("hard")?,
-                        soft_usd: r.try_get("soft")?,
-                    },
-                    spent_usd: r.try_get("spent")?,
-                })
-            })
-            .collect()
+        let Some(first) = caps.first() else { return Ok(Vec::new()) };
+        let zone: String = first.try_get("timezone")?;
+        let zone = zone.parse::<chrono_tz::Tz>().map_err(|_| StoreError::Corrupt(format!("time zone {zone:?}")))?;
+        let (day, month) = period_starts(zone, now);
+        let mut states = Vec::with_capacity(caps.len());
+        for cap in &caps {
+            let budget = Budget {
+                agent_id: cap.try_get::<Option<uuid::Uuid>, _>("agent_id")?.map(AgentId::from_uuid),
+                period: cap.try_get("period")?,
+                hard_usd: cap.try_get("hard")?,
+                soft_usd: cap.try_get("soft")?,
+            };
+            let since = if budget.period == "day" { day } else { month };
+            let spent_usd: f64 = sqlx::query_scalar(
+                "SELECT COALESCE(sum(cost_usd), 0)::float8 FROM model_calls
+                 WHERE tenant_id = $1 AND ($2::uuid IS NULL OR agent_id = $2) AND created_at >= $3",
+            )
+            .bind(tenant.as_uuid())
+            .bind(budget.agent_id.map(|a| a.as_uuid()))
+            .bind(since)
+            .fetch_one(self.pool())
+            .await?;
+            states.push(BudgetState { budget, spent_usd });
+        }
+        Ok(states)
     }
 }
 

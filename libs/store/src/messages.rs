@@ -231,14 +231,42 @@ impl Store {
 
     /// The session's messages in order.
     pub async fn session_messages(&self, tenant: TenantId, session: SessionId) -> Result<Vec<StoredMessage>> {
+        self.messages_after(tenant, session, 0, None).await
+    }
+
+    /// Messages of a session after sequence number `after_seq`, in order, at most `limit` (all
+    /// when `None`): a page of the transcript.
+    pub async fn messages_after(
+        &self,
+        tenant: TenantId,
+        session: SessionId,
+        after_seq: i32,
+        limit: Option<i64>,
+    ) -> Result<Vec<StoredMessage>> {
         let rows = sqlx::query(
             "SELECT seq, turn_id, turn_step, role, content, tool_calls, tool_call_id, name, reasoning
-             FROM messages WHERE tenant_id = $1 AND session_id = $2 ORDER BY seq",
+             FROM messages WHERE tenant_id = $1 AND session_id = $2 AND seq > $3 ORDER BY seq LIMIT $4",
         )
         .bind(tenant.as_uuid())
         .bind(session.as_uuid())
+        .bind(after_seq)
+        .bind(limit)
         .fetch_all(self.pool())
         .await?;
         rows.iter().map(from_row).collect()
+    }
+
+    /// The messages a turn stored, in order (in whichever session the turn ended up).
+    pub async fn turn_messages(&self, tenant: TenantId, turn: TurnId) -> Result<Vec<ChatMessage>> {
+        let rows = sqlx::query(
+            "SELECT m.seq, m.turn_id, m.turn_step, m.role, m.content, m.tool_calls, m.tool_call_id, m.name, m.reasoning
+             FROM turns t JOIN messages m ON m.tenant_id = t.tenant_id AND m.session_id = t.session_id
+             WHERE t.tenant_id = $1 AND t.id = $2 AND m.turn_id = $2 ORDER BY m.seq",
+        )
+        .bind(tenant.as_uuid())
+        .bind(turn.as_uuid())
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(|r| from_row(r).map(|m| m.message)).collect()
     }
 }

@@ -8,7 +8,6 @@ use sqlx::postgres::PgRow;
 
 use hermes_core::{AgentId, SessionId, TenantId};
 
-use crate::messages::StoredMessage;
 use crate::{Result, Store, StoreError};
 
 /// A session as listed.
@@ -111,18 +110,6 @@ impl Store {
         .execute(self.pool())
         .await?;
         Ok(id)
-    }
-
-    /// Messages of a session after `after_seq`, at most `limit`.
-    pub async fn message_page(
-        &self,
-        tenant: TenantId,
-        id: SessionId,
-        after_seq: i32,
-        limit: usize,
-    ) -> Result<Vec<StoredMessage>> {
-        let all = self.session_messages(tenant, id).await?;
-        Ok(all.into_iter().filter(|m| m.seq > after_seq).take(limit).collect())
     }
 
     /// A new session continuing `id`'s conversation up to message `up_to` (all of it when

@@ -73,19 +73,6 @@ impl Store {
             .ok_or(StoreError::NotFound)
     }
 
-    /// The messages a turn stored, in order (in whichever session the turn ended up).
-    pub async fn turn_messages(&self, tenant: TenantId, turn: TurnId) -> Result<Vec<ChatMessage>> {
-        let session: Option<uuid::Uuid> =
-            sqlx::query_scalar("SELECT session_id FROM turns WHERE tenant_id = $1 AND id = $2")
-                .bind(tenant.as_uuid())
-                .bind(turn.as_uuid())
-                .fetch_optional(self.pool())
-                .await?;
-        let Some(session) = session else { return Err(StoreError::NotFound) };
-        let stored = self.session_messages(tenant, SessionId::from_uuid(session)).await?;
-        Ok(stored.into_iter().filter(|m| m.turn_id == Some(turn)).map(|m| m.message).collect())
-    }
-
     /// The tenant's session `id`; another tenant's session is `NotFound`.
     pub async fn session(&self, tenant: TenantId, id: SessionId) -> Result<Session> {
         let row = sqlx::query(

@@ -21,21 +21,22 @@ fn too_many(message: String, retry_after_secs: u64) -> ApiError {
     e
 }
 
+/// The key's and the tenant's scope with their limit: their own if set, else the default.
+fn scopes(auth: &KeyAuth, key: (Option<u32>, u32), tenant: (Option<u32>, u32)) -> [(&'static str, String, u32); 2] {
+    [
+        ("API key", format!("key:{}", auth.key_id), key.0.unwrap_or(key.1)),
+        ("team", format!("tenant:{}", auth.tenant_id), tenant.0.unwrap_or(tenant.1)),
+    ]
+}
+
 /// Counts one request against the key's and the tenant's per-minute limits.
 pub(crate) async fn check_rate(state: &AppState, auth: &KeyAuth) -> Result<(), ApiError> {
-    let cfg = &state.config.api;
-    let checks = [
-        (
-            "API key",
-            format!("key:{}", auth.key_id),
-            auth.limits.key_requests_per_minute.unwrap_or(cfg.key_requests_per_minute),
-        ),
-        (
-            "team",
-            format!("tenant:{}", auth.tenant_id),
-            auth.limits.tenant_requests_per_minute.unwrap_or(cfg.tenant_requests_per_minute),
-        ),
-    ];
+    let (cfg, own) = (&state.config.api, &auth.limits);
+    let checks = scopes(
+        auth,
+        (own.key_requests_per_minute, cfg.key_requests_per_minute),
+        (own.tenant_requests_per_minute, cfg.tenant_requests_per_minute),
+    );
     for (whose, scope, limit) in checks {
         match state.limiter.check(&scope, limit).await {
             Ok(d) if d.allowed => {}
@@ -82,18 +83,12 @@ pub(crate) async fn start_turn(state: &AppState, auth: &KeyAuth) -> Result<TurnP
         TurnPermit { slots: state.turn_slots.clone(), held: Vec::new(), id: uuid::Uuid::now_v7().to_string() };
     // A slot outlives a request only if its pod died; it lapses after the longest wait.
     let ttl = Duration::from_secs(cfg.turn_timeout_seconds + 60);
-    let checks = [
-        (
-            "API key",
-            format!("key:{}", auth.key_id),
-            auth.limits.key_concurrent_turns.unwrap_or(cfg.key_concurrent_turns),
-        ),
-        (
-            "team",
-            format!("tenant:{}", auth.tenant_id),
-            auth.limits.tenant_concurrent_turns.unwrap_or(cfg.tenant_concurrent_turns),
-        ),
-    ];
+    let own = &auth.limits;
+    let checks = scopes(
+        auth,
+        (own.key_concurrent_turns, cfg.key_concurrent_turns),
+        (own.tenant_concurrent_turns, cfg.tenant_concurrent_turns),
+    );
     for (whose, scope, limit) in checks {
         if limit == 0 {
             continue;

@@ -151,7 +151,11 @@ pub(crate) async fn messages(
     let info = visible(&state, &auth, &id).await?;
     let limit = page.limit.unwrap_or(100).clamp(1, 1_000) as usize;
     let after = page.after.unwrap_or(0);
-    let page = state.store.message_page(auth.tenant_id, info.id, after, limit + 1).await.map_err(store_error)?;
+    let page = state
+        .store
+        .messages_after(auth.tenant_id, info.id, after, Some(limit as i64 + 1))
+        .await
+        .map_err(store_error)?;
     let has_more = page.len() > limit;
     let data: Vec<Value> = page
         .iter()

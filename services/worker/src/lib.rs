@@ -188,18 +188,18 @@ async fn sync_bundled_skills(store: &hermes_store::Store) {
             return;
         }
     };
-    let skills: Vec<hermes_store::NewSkill> = catalogue
-        .into_iter()
-        .map(|b| hermes_store::NewSkill {
-            name: b.skill.name.clone(),
-            category: b.skill.category.clone(),
-            description: b.skill.description.clone(),
-            meta: serde_json::to_value(&b.skill).unwrap_or(serde_json::Value::Null),
-            content_hash: hermes_skills::content_hash(&b.skill_md, &b.files),
-            skill_md: b.skill_md,
-            files: b.files,
-        })
-        .collect();
+    // The same check as every other way in (the catalogue test keeps it passing).
+    let mut skills = Vec::with_capacity(catalogue.len());
+    for bundled in catalogue {
+        let category = bundled.skill.category.clone();
+        match hermes_skills::check(&bundled.skill_md, bundled.files, Some(&category)) {
+            Ok(checked) => skills.push(skills::new_skill(checked)),
+            Err(e) => {
+                tracing::error!(skill = %bundled.skill.name, error = %e, "a bundled skill fails its check; the catalogue is not synced");
+                return;
+            }
+        }
+    }
     match store.sync_bundled_skills(&skills).await {
         Ok(report) if report != hermes_store::SyncReport::default() => {
             tracing::info!(

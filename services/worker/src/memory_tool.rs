@@ -19,6 +19,19 @@ pub(crate) struct MemoryTool {
     pub user_chars: usize,
 }
 
+impl MemoryTool {
+    /// The tool for `user_key`'s session, with the configured caps.
+    pub fn for_user(rt: &crate::Runtime, user_key: &str) -> Self {
+        let limits = &rt.ctx.config.memory;
+        Self {
+            store: rt.ctx.store.clone(),
+            user_key: user_key.to_owned(),
+            memory_chars: limits.memory_char_limit,
+            user_chars: limits.user_char_limit,
+        }
+    }
+}
+
 fn text(args: &Value, key: &str) -> Option<String> {
     args.get(key).and_then(Value::as_str).map(str::to_owned)
 }

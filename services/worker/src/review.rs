@@ -135,27 +135,13 @@ fn transcript(messages: &[ChatMessage]) -> String {
 
 /// The reviewer's tools: the agent's memory and skills tools, nothing else.
 fn reviewer_tools(rt: &Arc<Runtime>, agent: &Agent, user_key: &str) -> ToolRegistry {
-    let config = &rt.ctx.config;
     let mut tools = ToolRegistry::new();
     if agent.toolsets.iter().any(|t| t == "memory") {
-        tools.register(Arc::new(crate::memory_tool::MemoryTool {
-            store: rt.ctx.store.clone(),
-            user_key: user_key.to_owned(),
-            memory_chars: config.memory.memory_char_limit,
-            user_chars: config.memory.user_char_limit,
-        }));
+        tools.register(Arc::new(crate::memory_tool::MemoryTool::for_user(rt, user_key)));
     }
     if agent.toolsets.iter().any(|t| t == "skills") {
-        let ctx = crate::skills::SkillsContext {
-            store: rt.ctx.store.clone(),
-            catalog: rt.skills.clone(),
-            agent: agent.clone(),
-            tool_names: vec!["memory", "skills_list", "skill_view", "skill_manage"],
-            sandboxes: rt.ctx.sandboxes.clone(),
-        };
-        tools.register(Arc::new(crate::skills::SkillsListTool(ctx.clone())));
-        tools.register(Arc::new(crate::skills::SkillViewTool(ctx.clone())));
-        tools.register(Arc::new(crate::skills::SkillManageTool { ctx, actor: "review" }));
+        let names = tools.names();
+        crate::skills::register_tools(rt, &mut tools, agent, names, "review");
     }
     tools
 }

@@ -55,12 +55,7 @@ pub(crate) fn tools_for_turn(
         tools.register(Arc::new(crate::todo::TodoTool { store: rt.ctx.store.clone() }));
     }
     if has(agent, "memory") {
-        tools.register(Arc::new(crate::memory_tool::MemoryTool {
-            store: rt.ctx.store.clone(),
-            user_key: user_key.to_owned(),
-            memory_chars: config.memory.memory_char_limit,
-            user_chars: config.memory.user_char_limit,
-        }));
+        tools.register(Arc::new(crate::memory_tool::MemoryTool::for_user(rt, user_key)));
     }
     if has(agent, "session_search") {
         tools.register(Arc::new(crate::search_tool::SessionSearchTool {
@@ -69,19 +64,8 @@ pub(crate) fn tools_for_turn(
         }));
     }
     if has(agent, "skills") {
-        let ctx = crate::skills::SkillsContext {
-            store: rt.ctx.store.clone(),
-            catalog: rt.skills.clone(),
-            agent: agent.clone(),
-            tool_names: Vec::new(),
-            sandboxes: rt.ctx.sandboxes.clone(),
-        };
-        let mut names = tools.names();
-        names.extend(["skills_list", "skill_view", "skill_manage"]);
-        let ctx = crate::skills::SkillsContext { tool_names: names, ..ctx };
-        tools.register(Arc::new(crate::skills::SkillsListTool(ctx.clone())));
-        tools.register(Arc::new(crate::skills::SkillViewTool(ctx.clone())));
-        tools.register(Arc::new(crate::skills::SkillManageTool { ctx, actor: "agent" }));
+        let names = tools.names();
+        crate::skills::register_tools(rt, &mut tools, agent, names, "agent");
     }
     if has(agent, "code_execution") {
         let sandboxes = rt.ctx.sandboxes.clone();

@@ -8,7 +8,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use hermes_skills::CheckError;
-use hermes_store::{NewSkill, SkillScope, StoreError};
+use hermes_store::{SkillScope, StoreError};
 use hermes_tools::{Tool, ToolCtx, ToolError};
 
 use super::tools::SkillsContext;
@@ -31,18 +31,6 @@ fn refused(e: CheckError) -> ToolError {
 
 fn unavailable(e: StoreError) -> ToolError {
     ToolError::Unavailable(format!("skills cannot be saved right now: {e}"))
-}
-
-fn to_new(checked: hermes_skills::Checked) -> NewSkill {
-    NewSkill {
-        name: checked.skill.name.clone(),
-        category: checked.skill.category.clone(),
-        description: checked.skill.description.clone(),
-        meta: serde_json::to_value(&checked.skill).unwrap_or(Value::Null),
-        skill_md: checked.skill_md,
-        content_hash: checked.content_hash,
-        files: checked.files,
-    }
 }
 
 /// Replaces the one occurrence of `old` in `text` (or every one with `all`).
@@ -76,7 +64,7 @@ impl SkillManageTool {
 
     async fn save(&self, checked: hermes_skills::Checked, action: &str) -> Result<Value, ToolError> {
         let agent = &self.ctx.agent;
-        let new = to_new(checked);
+        let new = super::new_skill(checked);
         self.ctx
             .store
             .save_agent_skill(agent.tenant_id, agent.id, &new, action, self.actor)

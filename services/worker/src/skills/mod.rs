@@ -14,8 +14,8 @@ use hermes_core::{AgentId, ChatMessage, TenantId};
 use hermes_skills::{Skill, Visibility};
 use hermes_store::{Agent, SkillRecord, SkillUse, Store, StoreError};
 
-pub(crate) use manage::SkillManageTool;
-pub(crate) use tools::{SkillViewTool, SkillsContext, SkillsListTool};
+use manage::SkillManageTool;
+use tools::{SkillViewTool, SkillsContext, SkillsListTool};
 
 /// Where a skill's supporting files are written in the sandbox when it is viewed.
 pub(crate) const SANDBOX_SKILLS_DIR: &str = "/tmp/hermes-skills";
@@ -72,6 +72,41 @@ impl SkillCatalog {
         let all = self.all(store, agent.tenant_id, agent.id).await?;
         let rules = Visibility { toolsets: &agent.toolsets, tools: tool_names, disabled: &agent.disabled_skills };
         Ok(all.iter().filter(|s| s.state != "archived" && rules.shows(&s.skill)).cloned().collect())
+    }
+}
+
+/// Registers `skills_list`, `skill_view` and `skill_manage` for `agent`; `tool_names` are the
+/// other tools beside them (for `requires_tools` and fallbacks); changes are logged as `actor`.
+pub(crate) fn register_tools(
+    rt: &crate::Runtime,
+    tools: &mut hermes_tools::ToolRegistry,
+    agent: &Agent,
+    mut tool_names: Vec<&'static str>,
+    actor: &'static str,
+) {
+    tool_names.extend(["skills_list", "skill_view", "skill_manage"]);
+    let ctx = SkillsContext {
+        store: rt.ctx.store.clone(),
+        catalog: rt.skills.clone(),
+        agent: agent.clone(),
+        tool_names,
+        sandboxes: rt.ctx.sandboxes.clone(),
+    };
+    tools.register(Arc::new(SkillsListTool(ctx.clone())));
+    tools.register(Arc::new(SkillViewTool(ctx.clone())));
+    tools.register(Arc::new(SkillManageTool { ctx, actor }));
+}
+
+/// A checked skill as the store keeps it.
+pub(crate) fn new_skill(checked: hermes_skills::Checked) -> hermes_store::NewSkill {
+    hermes_store::NewSkill {
+        name: checked.skill.name.clone(),
+        category: checked.skill.category.clone(),
+        description: checked.skill.description.clone(),
+        meta: serde_json::to_value(&checked.skill).unwrap_or(serde_json::Value::Null),
+        skill_md: checked.skill_md,
+        content_hash: checked.content_hash,
+        files: checked.files,
     }
 }
 
