@@ -118,6 +118,7 @@ async fn fill(store: &Store, tenant_name: &str, user: &str, sessions: usize, mes
             stream: false,
             notify_hub: None,
             api_key: None,
+            response: None,
         };
         store.enqueue_turn(tenant.id, turn).await?;
     }

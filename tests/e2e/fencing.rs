@@ -23,6 +23,7 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
         stream: false,
         notify_hub: None,
         api_key: None,
+        response: None,
     };
     let (session, turn) = env.store.enqueue_turn(tenant, new).await.unwrap();
 
@@ -123,6 +124,7 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
                 stream: false,
                 notify_hub: None,
                 api_key: None,
+                response: None,
             },
         )
         .await

@@ -28,6 +28,7 @@ mod limits;
 mod memory;
 mod ops;
 mod providers;
+mod responses;
 mod retry;
 mod sandbox;
 mod search;

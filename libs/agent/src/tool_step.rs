@@ -97,6 +97,7 @@ impl<J: TurnJournal> ToolStep<'_, J> {
                     call_id: call.id.clone(),
                     tool: call.function.name.clone(),
                     preview: call.function.arguments.chars().take(200).collect(),
+                    arguments: hermes_core::event_text(&call.function.arguments),
                 });
             }
             let mut running = futures_util::stream::iter(runnable)
@@ -140,6 +141,7 @@ impl<J: TurnJournal> ToolStep<'_, J> {
                     chars = text.chars().count();
                 }
                 step_chars += chars;
+                let output = hermes_core::event_text(&text);
                 let result = ChatMessage::tool_result(&call.id, name, text);
                 record(self.journal, step, &result).await?;
                 results[idx] = Some(result);
@@ -148,6 +150,7 @@ impl<J: TurnJournal> ToolStep<'_, J> {
                     tool: name.clone(),
                     ok: outcome.ok,
                     duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+                    output,
                 });
             }
         }

@@ -70,6 +70,21 @@ impl TurnOutcome {
     }
 }
 
+/// Most characters of tool arguments or output an event carries: events are for live
+/// display, the full text is in the session's messages.
+pub const EVENT_TEXT_CHARS: usize = 8_000;
+
+/// `text` cut to [`EVENT_TEXT_CHARS`], saying how much was left out.
+pub fn event_text(text: &str) -> String {
+    let total = text.chars().count();
+    if total <= EVENT_TEXT_CHARS {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(EVENT_TEXT_CHARS).collect();
+    cut.push_str(&format!("…[{} more characters]", total - EVENT_TEXT_CHARS));
+    cut
+}
+
 /// What happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -80,10 +95,24 @@ pub enum TurnEventKind {
     Delta { text: String },
     /// A piece of reasoning text; never part of the answer.
     Reasoning { text: String },
-    /// A tool call began.
-    ToolStarted { call_id: String, tool: String, preview: String },
-    /// A tool call ended.
-    ToolCompleted { call_id: String, tool: String, ok: bool, duration_ms: u64 },
+    /// A tool call began. `preview` is a short excerpt of the arguments for progress lines;
+    /// `arguments` holds them up to [`EVENT_TEXT_CHARS`] (Responses API `function_call` items).
+    ToolStarted {
+        call_id: String,
+        tool: String,
+        preview: String,
+        #[serde(default)]
+        arguments: String,
+    },
+    /// A tool call ended; `output` is its result up to [`EVENT_TEXT_CHARS`].
+    ToolCompleted {
+        call_id: String,
+        tool: String,
+        ok: bool,
+        duration_ms: u64,
+        #[serde(default)]
+        output: String,
+    },
     /// The turn ended (successfully or not); always the last event.
     Finished { outcome: TurnOutcome },
     /// The turn waits for the user (an approval or a question); the last event of this run.
@@ -129,7 +158,13 @@ mod tests {
         let kinds = [
             TurnEventKind::Started,
             TurnEventKind::Delta { text: "hi".into() },
-            TurnEventKind::ToolCompleted { call_id: "c".into(), tool: "t".into(), ok: true, duration_ms: 3 },
+            TurnEventKind::ToolCompleted {
+                call_id: "c".into(),
+                tool: "t".into(),
+                ok: true,
+                duration_ms: 3,
+                output: "done".into(),
+            },
             TurnEventKind::Finished { outcome: TurnOutcome::cancelled() },
         ];
         for kind in kinds {

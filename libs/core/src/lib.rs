@@ -6,6 +6,8 @@ pub mod ids;
 pub mod message;
 pub mod toolsets;
 
-pub use event::{FinishReason, PendingInteraction, TurnEvent, TurnEventKind, TurnOutcome, Usage};
+pub use event::{
+    EVENT_TEXT_CHARS, FinishReason, PendingInteraction, TurnEvent, TurnEventKind, TurnOutcome, Usage, event_text,
+};
 pub use ids::{AgentId, ApiKeyId, IdParseError, SessionId, TenantId, TurnId};
 pub use message::{ChatMessage, Content, ContentPart, Role, ToolCall, ToolCallFunction};

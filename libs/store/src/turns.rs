@@ -30,7 +30,7 @@ pub enum TurnStatus {
 }
 
 impl TurnStatus {
-    fn parse(s: &str) -> Result<Self> {
+    pub(crate) fn parse(s: &str) -> Result<Self> {
         Ok(match s {
             "queued" => Self::Queued,
             "running" => Self::Running,
@@ -103,6 +103,8 @@ pub struct NewTurn {
     pub notify_hub: Option<String>,
     /// The API key the turn came in with (its usage is reported under it).
     pub api_key: Option<hermes_core::ApiKeyId>,
+    /// Set for a stored Responses API request: recorded with the turn.
+    pub response: Option<crate::responses::NewResponse>,
 }
 
 /// A turn a worker has claimed.
@@ -306,6 +308,9 @@ pub(crate) async fn enqueue_in(
     .bind(new.api_key.map(|k| k.as_uuid()))
     .execute(&mut *tx)
     .await?;
+    if let Some(response) = &new.response {
+        crate::responses::record_in(&mut *tx, tenant, turn_id, response).await?;
+    }
     Ok((session_id, turn_id))
 }
 

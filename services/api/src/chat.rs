@@ -199,6 +199,7 @@ pub(crate) async fn chat_completions(
         stream: parsed.stream,
         notify_hub: Some(state.events.id().to_owned()),
         api_key: Some(auth.key_id),
+        response: None,
     };
     let enqueued = match &idempotency {
         Some(idem) => state.store.enqueue_turn_once(auth.tenant_id, new, idem).await,

@@ -11,6 +11,8 @@ use hermes_http::ApiError;
 /// Longest text of one message or part (upstream's cap).
 pub(crate) const MAX_TEXT_CHARS: usize = 65_536;
 const MAX_PARTS: usize = 1_000;
+/// Deepest nesting of one message's JSON (upstream's cap).
+const MAX_DEPTH: usize = 10;
 /// Most messages one request may carry (a new session's seeded history included).
 pub(crate) const MAX_MESSAGES: usize = 1_000;
 
@@ -38,21 +40,24 @@ pub(crate) struct ParsedChat {
     pub input: ChatMessage,
 }
 
-fn bad(code: &'static str, msg: impl Into<String>) -> ApiError {
+/// A boolean request field; like upstream, the strings "true" and "false" count too.
+pub(crate) fn request_bool(value: Option<Value>, param: &'static str, default: bool) -> Result<bool, ApiError> {
+    match value {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::Bool(b)) => Ok(b),
+        Some(Value::String(s)) if s.eq_ignore_ascii_case("true") => Ok(true),
+        Some(Value::String(s)) if s.eq_ignore_ascii_case("false") => Ok(false),
+        Some(_) => Err(bad("invalid_type", format!("{param} must be a boolean")).with_param(param)),
+    }
+}
+
+pub(crate) fn bad(code: &'static str, msg: impl Into<String>) -> ApiError {
     ApiError::invalid_request(code, msg)
 }
 
 impl ChatCompletionRequest {
     pub(crate) fn parse(self) -> Result<ParsedChat, ApiError> {
-        let stream = match self.stream {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(b)) => b,
-            Some(Value::String(s)) if s.eq_ignore_ascii_case("true") => true,
-            Some(Value::String(s)) if s.eq_ignore_ascii_case("false") => false,
-            Some(_) => {
-                return Err(bad("invalid_type", "stream must be a boolean").with_param("stream"));
-            }
-        };
+        let stream = request_bool(self.stream, "stream", false)?;
         let include_usage =
             self.stream_options.as_ref().and_then(|o| o.get("include_usage")).and_then(Value::as_bool).unwrap_or(false);
         let raw = self
@@ -68,7 +73,7 @@ impl ChatCompletionRequest {
         let mut instructions = Vec::new();
         let mut convo = Vec::new();
         for (i, value) in raw.into_iter().enumerate() {
-            let msg = parse_message(i, value)?;
+            let msg = parse_message("messages", i, value)?;
             if msg.role == Role::System {
                 let text = msg.text();
                 if !text.trim().is_empty() {
@@ -98,40 +103,51 @@ impl ChatCompletionRequest {
     }
 }
 
-fn parse_message(i: usize, value: Value) -> Result<ChatMessage, ApiError> {
-    let at = |what: &str| format!("messages[{i}]: {what}");
+/// How deeply `value` nests (a scalar is 1).
+fn depth(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        Value::Object(fields) => 1 + fields.values().map(depth).max().unwrap_or(0),
+        _ => 1,
+    }
+}
+
+/// One OpenAI-style message (`param[i]` of the request), checked against upstream's limits.
+pub(crate) fn parse_message(param: &'static str, i: usize, value: Value) -> Result<ChatMessage, ApiError> {
+    let at = |what: &str| format!("{param}[{i}]: {what}");
+    if depth(&value) > MAX_DEPTH {
+        return Err(bad("content_too_deep", at(&format!("nests deeper than {MAX_DEPTH} levels"))).with_param(param));
+    }
     let Value::Object(obj) = value else {
-        return Err(bad("invalid_messages", at("must be an object")).with_param("messages"));
+        return Err(bad("invalid_messages", at("must be an object")).with_param(param));
     };
     let role_str = obj.get("role").and_then(Value::as_str).unwrap_or_default();
     let role = Role::parse(role_str).ok_or_else(|| {
         bad("invalid_messages", at(&format!("unknown role {role_str:?} (use system, user, assistant or tool)")))
-            .with_param("messages")
+            .with_param(param)
     })?;
     let content = match obj.get("content") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => {
-            check_len(i, s)?;
+            check_len(param, i, s)?;
             Some(Content::Text(s.clone()))
         }
-        Some(Value::Array(parts)) => Some(Content::Parts(parse_parts(i, parts)?)),
+        Some(Value::Array(parts)) => Some(Content::Parts(parse_parts(param, i, parts)?)),
         Some(_) => {
-            return Err(
-                bad("invalid_messages", at("content must be a string or an array of parts")).with_param("messages")
-            );
+            return Err(bad("invalid_messages", at("content must be a string or an array of parts")).with_param(param));
         }
     };
     let tool_calls: Vec<ToolCall> = match obj.get("tool_calls") {
         None | Some(Value::Null) => Vec::new(),
         Some(v) => serde_json::from_value(v.clone())
-            .map_err(|e| bad("invalid_messages", at(&format!("invalid tool_calls: {e}"))).with_param("messages"))?,
+            .map_err(|e| bad("invalid_messages", at(&format!("invalid tool_calls: {e}"))).with_param(param))?,
     };
     let tool_call_id = obj.get("tool_call_id").and_then(Value::as_str).map(str::to_owned);
     if role == Role::Tool && tool_call_id.is_none() {
-        return Err(bad("invalid_messages", at("a tool message needs tool_call_id")).with_param("messages"));
+        return Err(bad("invalid_messages", at("a tool message needs tool_call_id")).with_param(param));
     }
     if role == Role::User && content.as_ref().is_none_or(|c| matches!(c, Content::Parts(p) if p.is_empty())) {
-        return Err(bad("invalid_messages", at("a user message needs content")).with_param("messages"));
+        return Err(bad("invalid_messages", at("a user message needs content")).with_param(param));
     }
     Ok(ChatMessage {
         role,
@@ -143,22 +159,20 @@ fn parse_message(i: usize, value: Value) -> Result<ChatMessage, ApiError> {
     })
 }
 
-fn check_len(i: usize, text: &str) -> Result<(), ApiError> {
+fn check_len(param: &'static str, i: usize, text: &str) -> Result<(), ApiError> {
     if text.chars().count() > MAX_TEXT_CHARS {
-        return Err(bad("content_too_long", format!("messages[{i}]: text is longer than {MAX_TEXT_CHARS} characters"))
-            .with_param("messages"));
+        return Err(bad("content_too_long", format!("{param}[{i}]: text is longer than {MAX_TEXT_CHARS} characters"))
+            .with_param(param));
     }
     if text.contains('\0') {
-        return Err(
-            bad("invalid_content", format!("messages[{i}]: text contains a NUL character")).with_param("messages")
-        );
+        return Err(bad("invalid_content", format!("{param}[{i}]: text contains a NUL character")).with_param(param));
     }
     Ok(())
 }
 
-fn parse_parts(i: usize, parts: &[Value]) -> Result<Vec<ContentPart>, ApiError> {
+fn parse_parts(param: &'static str, i: usize, parts: &[Value]) -> Result<Vec<ContentPart>, ApiError> {
     if parts.len() > MAX_PARTS {
-        return Err(bad("invalid_messages", format!("messages[{i}]: more than {MAX_PARTS} content parts")));
+        return Err(bad("invalid_messages", format!("{param}[{i}]: more than {MAX_PARTS} content parts")));
     }
     let mut out = Vec::with_capacity(parts.len());
     for part in parts {
@@ -166,7 +180,7 @@ fn parse_parts(i: usize, parts: &[Value]) -> Result<Vec<ContentPart>, ApiError> 
         match kind {
             "text" | "input_text" | "output_text" => {
                 let text = part.get("text").and_then(Value::as_str).unwrap_or_default();
-                check_len(i, text)?;
+                check_len(param, i, text)?;
                 out.push(ContentPart::Text { text: text.to_owned() });
             }
             "image_url" | "input_image" => {
@@ -177,7 +191,7 @@ fn parse_parts(i: usize, parts: &[Value]) -> Result<Vec<ContentPart>, ApiError> 
                 if !(url.starts_with("https://") || url.starts_with("http://") || url.starts_with("data:image/")) {
                     return Err(bad(
                         "invalid_image_url",
-                        format!("messages[{i}]: image URLs must be http(s) or data:image/..."),
+                        format!("{param}[{i}]: image URLs must be http(s) or data:image/..."),
                     ));
                 }
                 let detail = part.pointer("/image_url/detail").and_then(Value::as_str).map(str::to_owned);
@@ -188,7 +202,7 @@ fn parse_parts(i: usize, parts: &[Value]) -> Result<Vec<ContentPart>, ApiError> 
             other => {
                 return Err(bad(
                     "unsupported_content_type",
-                    format!("messages[{i}]: content part type {other:?} is not supported (use text or image_url)"),
+                    format!("{param}[{i}]: content part type {other:?} is not supported (use text or image_url)"),
                 ));
             }
         }
@@ -242,6 +256,11 @@ mod tests {
             (json!({"messages": [{"role": "user", "content": "x".repeat(MAX_TEXT_CHARS + 1)}]}), "content_too_long"),
             (json!({"stream": 3, "messages": [{"role": "user", "content": "x"}]}), "invalid_type"),
             (json!({"messages": [{"role": "user", "content": "a\u{0}b"}]}), "invalid_content"),
+            (
+                json!({"messages": [{"role": "user", "content": [{"type": "text", "text": "x",
+                    "deep": [[[[[[[[[["too deep"]]]]]]]]]]}]}]}),
+                "content_too_deep",
+            ),
             (json!({"messages": vec![json!({"role": "user", "content": "x"}); MAX_MESSAGES + 1]}), "too_many_messages"),
         ];
         for (body, code) in cases {

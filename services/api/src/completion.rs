@@ -37,7 +37,7 @@ fn usage_json(o: &TurnOutcome) -> Value {
 }
 
 /// What the user reads when the turn waits for them.
-fn interaction_text(i: &PendingInteraction) -> String {
+pub(crate) fn interaction_text(i: &PendingInteraction) -> String {
     let choices: Vec<&str> =
         i.prompt["choices"].as_array().map_or(Vec::new(), |c| c.iter().filter_map(Value::as_str).collect());
     match i.kind.as_str() {
@@ -57,7 +57,7 @@ fn interaction_text(i: &PendingInteraction) -> String {
 }
 
 /// The `hermes.interaction` object: what to answer and where.
-fn interaction_json(i: &PendingInteraction) -> Value {
+pub(crate) fn interaction_json(i: &PendingInteraction) -> Value {
     json!({
         "id": i.id,
         "kind": i.kind,
@@ -67,7 +67,7 @@ fn interaction_json(i: &PendingInteraction) -> Value {
     })
 }
 
-fn incomplete(outcome: &TurnOutcome) -> ApiError {
+pub(crate) fn incomplete(outcome: &TurnOutcome) -> ApiError {
     let msg = outcome.error.clone().unwrap_or_else(|| "the agent produced no answer".into());
     if outcome.error_code.as_deref() == Some("insufficient_quota") {
         // A spending cap stopped the turn before a model call: OpenAI's 402.
@@ -78,7 +78,7 @@ fn incomplete(outcome: &TurnOutcome) -> ApiError {
     err
 }
 
-fn timed_out() -> ApiError {
+pub(crate) fn timed_out() -> ApiError {
     ApiError::new(
         StatusCode::GATEWAY_TIMEOUT,
         "server_error",
@@ -293,9 +293,9 @@ impl Completion {
                     streamed.push_str(&text);
                     chunks.delta(json!({ "content": text }), None)
                 }
-                Next::Event(TurnEventKind::ToolStarted { call_id, tool, preview }) => chunks
+                Next::Event(TurnEventKind::ToolStarted { call_id, tool, preview, .. }) => chunks
                     .tool_progress(json!({"tool": tool, "toolCallId": call_id, "label": preview, "status": "running"})),
-                Next::Event(TurnEventKind::ToolCompleted { call_id, tool, ok, duration_ms }) => chunks.tool_progress(
+                Next::Event(TurnEventKind::ToolCompleted { call_id, tool, ok, duration_ms, .. }) => chunks.tool_progress(
                     json!({"tool": tool, "toolCallId": call_id, "status": "completed", "ok": ok, "duration_ms": duration_ms}),
                 ),
                 Next::Event(_) => continue,

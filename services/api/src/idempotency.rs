@@ -1,4 +1,4 @@
-//! `Idempotency-Key` on `POST /v1/chat/completions`: a client that retries a request (a
+//! `Idempotency-Key` on `POST /v1/chat/completions` and `POST /v1/responses`: a client that retries a request (a
 //! timeout, a dropped connection) with the same key gets the same turn's answer instead of
 //! starting the work again, on whichever API pod the retry lands. Keys are per API key and
 //! last a day. Reusing a key for a different request is refused with 422, as the IETF
@@ -10,8 +10,6 @@ use sha2::{Digest, Sha256};
 use hermes_http::ApiError;
 use hermes_store::{Idempotency, KeyAuth};
 
-use crate::chat_wire::ChatCompletionRequest;
-
 pub(crate) const IDEMPOTENCY_HEADER: &str = "idempotency-key";
 const MAX_KEY_CHARS: usize = 255;
 
@@ -19,7 +17,7 @@ const MAX_KEY_CHARS: usize = 255;
 pub(crate) fn idempotency(
     headers: &HeaderMap,
     auth: &KeyAuth,
-    body: &ChatCompletionRequest,
+    body: &impl serde::Serialize,
     session: Option<&str>,
 ) -> Result<Option<Idempotency>, ApiError> {
     let Some(raw) = headers.get(IDEMPOTENCY_HEADER) else { return Ok(None) };

@@ -11,6 +11,9 @@ mod idempotency;
 mod interactions;
 mod limits;
 mod models;
+mod responses;
+mod responses_stream;
+mod responses_wire;
 mod sessions;
 mod usage;
 mod wait;
@@ -69,6 +72,8 @@ fn router_with(ctx: ApiContext, events: EventHub) -> Router {
     };
     let v1 = Router::new()
         .route("/v1/chat/completions", post(chat::chat_completions))
+        .route("/v1/responses", post(responses::create))
+        .route("/v1/responses/{id}", get(responses::get).delete(responses::delete))
         .route("/v1/models", get(models::list_models))
         .route("/v1/capabilities", get(discovery::capabilities))
         .route("/v1/toolsets", get(discovery::toolsets))

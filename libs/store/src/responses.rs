@@ -1,0 +1,190 @@
+//! Stored responses of the Responses API (migration 0015). A response is a turn: its status,
+//! outcome and messages are the turn's; the `responses` row adds what the request asked for
+//! and makes it readable and continuable (`previous_response_id`, named conversations).
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::Row;
+
+use hermes_core::{AgentId, SessionId, TenantId, TurnId, TurnOutcome};
+
+use crate::turns::TurnStatus;
+use crate::{Result, Store, StoreError};
+
+/// What a Responses request records with its turn (only when the client stores it).
+#[derive(Debug, Clone)]
+pub struct NewResponse {
+    /// The model name the client sent (echoed back in the response object).
+    pub model: String,
+    pub previous: Option<TurnId>,
+    /// The conversation this response becomes the latest of.
+    pub conversation: Option<String>,
+    /// `auto` or `disabled`, as the client asked.
+    pub truncation: String,
+}
+
+/// A stored response, read back.
+#[derive(Debug, Clone)]
+pub struct StoredResponse {
+    pub turn_id: TurnId,
+    pub session_id: SessionId,
+    pub agent_id: AgentId,
+    pub status: TurnStatus,
+    pub outcome: Option<TurnOutcome>,
+    pub instructions: Option<String>,
+    pub model: String,
+    pub previous: Option<TurnId>,
+    pub conversation: Option<String>,
+    pub truncation: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Where a response that continues `previous` runs.
+#[derive(Debug, Clone)]
+pub struct ResponseChain {
+    pub agent_id: AgentId,
+    /// The session to continue (or, with `fork_up_to`, to fork).
+    pub session_id: SessionId,
+    pub instructions: Option<String>,
+    /// Set when later turns followed `previous` in its session: continuing it branches, so
+    /// the caller forks the session up to this message first.
+    pub fork_up_to: Option<i32>,
+}
+
+/// Records a response in the transaction that enqueues its turn.
+pub(crate) async fn record_in(
+    tx: &mut sqlx::PgConnection,
+    tenant: TenantId,
+    turn: TurnId,
+    response: &NewResponse,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO responses (tenant_id, turn_id, model, previous_turn_id, conversation, truncation)
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(tenant.as_uuid())
+    .bind(turn.as_uuid())
+    .bind(crate::messages::without_nul(&response.model))
+    .bind(response.previous.map(|p| p.as_uuid()))
+    .bind(response.conversation.as_deref().map(crate::messages::without_nul))
+    .bind(&response.truncation)
+    .execute(&mut *tx)
+    .await?;
+    if let Some(name) = &response.conversation {
+        sqlx::query(
+            "INSERT INTO response_conversations (tenant_id, name, turn_id) VALUES ($1, $2, $3)
+             ON CONFLICT (tenant_id, name) DO UPDATE SET turn_id = EXCLUDED.turn_id, updated_at = now()",
+        )
+        .bind(tenant.as_uuid())
+        .bind(crate::messages::without_nul(name))
+        .bind(turn.as_uuid())
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok(())
+}
+
+impl Store {
+    /// A stored response of this tenant (`NotFound` for unknown, unstored or deleted ones).
+    pub async fn stored_response(&self, tenant: TenantId, turn: TurnId) -> Result<StoredResponse> {
+        let row = sqlx::query(
+            "SELECT t.session_id, s.agent_id, t.status::text AS status, t.outcome, t.instructions,
+                    r.model, r.previous_turn_id, r.conversation, r.truncation, r.created_at
+             FROM responses r
+             JOIN turns t ON t.tenant_id = r.tenant_id AND t.id = r.turn_id
+             JOIN sessions s ON s.tenant_id = t.tenant_id AND s.id = t.session_id
+             WHERE r.tenant_id = $1 AND r.turn_id = $2",
+        )
+        .bind(tenant.as_uuid())
+        .bind(turn.as_uuid())
+        .fetch_optional(self.pool())
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        let outcome: Option<Value> = row.try_get("outcome")?;
+        Ok(StoredResponse {
+            turn_id: turn,
+            session_id: SessionId::from_uuid(row.try_get("session_id")?),
+            agent_id: AgentId::from_uuid(row.try_get("agent_id")?),
+            status: TurnStatus::parse(&row.try_get::<String, _>("status")?)?,
+            outcome: outcome.map(serde_json::from_value).transpose().map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            instructions: row.try_get("instructions")?,
+            model: row.try_get("model")?,
+            previous: row.try_get::<Option<uuid::Uuid>, _>("previous_turn_id")?.map(TurnId::from_uuid),
+            conversation: row.try_get("conversation")?,
+            truncation: row.try_get("truncation")?,
+            created_at: row.try_get("created_at")?,
+        })
+    }
+
+    /// Forgets a stored response (its conversation turns stay in the session); `false` when
+    /// there was none.
+    pub async fn delete_response(&self, tenant: TenantId, turn: TurnId) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM responses WHERE tenant_id = $1 AND turn_id = $2")
+            .bind(tenant.as_uuid())
+            .bind(turn.as_uuid())
+            .execute(self.pool())
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// The latest stored response of a named conversation.
+    pub async fn conversation_head(&self, tenant: TenantId, name: &str) -> Result<Option<TurnId>> {
+        let row: Option<(uuid::Uuid,)> =
+            sqlx::query_as("SELECT turn_id FROM response_conversations WHERE tenant_id = $1 AND name = $2")
+                .bind(tenant.as_uuid())
+                .bind(crate::messages::without_nul(name))
+                .fetch_optional(self.pool())
+                .await?;
+        Ok(row.map(|(id,)| TurnId::from_uuid(id)))
+    }
+
+    /// How to continue the stored response `previous`: its session, carried instructions, and
+    /// whether the conversation branches there.
+    pub async fn response_chain(&self, tenant: TenantId, previous: TurnId) -> Result<ResponseChain> {
+        // Compaction may have moved the conversation on to continuation sessions: the
+        // response continues in the latest, and it branches if any later turn exists in the
+        // whole chain.
+        let row = sqlx::query(
+            "WITH RECURSIVE prev AS (
+                SELECT t.id, t.session_id, t.created_at, t.instructions, s.agent_id
+                FROM responses r
+                JOIN turns t ON t.tenant_id = r.tenant_id AND t.id = r.turn_id
+                JOIN sessions s ON s.tenant_id = t.tenant_id AND s.id = t.session_id
+                WHERE r.tenant_id = $1 AND r.turn_id = $2
+             ), chain AS (
+                SELECT session_id AS id, 0 AS depth FROM prev
+                UNION ALL
+                SELECT c.id, chain.depth + 1 FROM chain
+                JOIN sessions c ON c.tenant_id = $1 AND c.parent_session_id = chain.id AND c.lineage = 'compaction'
+                WHERE chain.depth < 1000
+             )
+             SELECT prev.session_id, prev.agent_id, prev.instructions,
+                    (SELECT id FROM chain ORDER BY depth DESC LIMIT 1) AS latest,
+                    EXISTS (SELECT 1 FROM turns later WHERE later.tenant_id = $1
+                              AND later.session_id IN (SELECT id FROM chain)
+                              AND later.created_at > prev.created_at) AS branched,
+                    (SELECT max(m.seq) FROM messages m WHERE m.tenant_id = $1
+                       AND m.session_id = prev.session_id AND m.turn_id = prev.id) AS last_seq
+             FROM prev",
+        )
+        .bind(tenant.as_uuid())
+        .bind(previous.as_uuid())
+        .fetch_optional(self.pool())
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        let branched: bool = row.try_get("branched")?;
+        let last_seq: Option<i32> = row.try_get("last_seq")?;
+        let (own, latest): (uuid::Uuid, Option<uuid::Uuid>) = (row.try_get("session_id")?, row.try_get("latest")?);
+        // Branching forks the response's own session; otherwise it goes on where it is now.
+        let (session, fork_up_to) = match (branched, last_seq) {
+            (true, Some(seq)) => (own, Some(seq)),
+            _ => (latest.unwrap_or(own), None),
+        };
+        Ok(ResponseChain {
+            agent_id: AgentId::from_uuid(row.try_get("agent_id")?),
+            session_id: SessionId::from_uuid(session),
+            instructions: row.try_get("instructions")?,
+            fork_up_to,
+        })
+    }
+}

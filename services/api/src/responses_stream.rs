@@ -1,0 +1,242 @@
+//! Streaming a response (`"stream": true` on `POST /v1/responses`) as the Responses API's
+//! server-sent events, in upstream Hermes' order with OpenAI's content-part events added so the
+//! official SDKs' stream accumulators work: `response.created`, `response.in_progress`, the
+//! message item (`output_item.added`, `content_part.added`, `output_text.delta`...), each tool
+//! call as a `function_call` item and its `function_call_output`, then `output_text.done`,
+//! `content_part.done`, `output_item.done` and the terminal `response.completed` (or
+//! `response.failed` / `response.incomplete`) with the full object. Every event carries a
+//! `sequence_number` counting from 0.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::Stream;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use hermes_core::{TurnEventKind, TurnOutcome};
+use hermes_store::{Store, TurnStatus};
+
+use crate::completion::{Completion, interaction_text};
+use crate::responses::{
+    ResponseMeta, function_call_item, function_output_item, internal_tool, message_item, response_object,
+};
+use crate::wait::Next;
+
+/// Writes numbered events; `false` once the client has gone.
+struct Emitter {
+    tx: mpsc::Sender<Result<Event, Infallible>>,
+    sequence: u64,
+}
+
+impl Emitter {
+    async fn send(&mut self, kind: &str, mut data: Value) -> bool {
+        if let Some(obj) = data.as_object_mut() {
+            obj.insert("type".into(), json!(kind));
+            obj.insert("sequence_number".into(), json!(self.sequence));
+        }
+        self.sequence += 1;
+        self.tx.send(Ok(Event::default().event(kind).data(data.to_string()))).await.is_ok()
+    }
+}
+
+/// The output items as they open and close.
+struct Items {
+    next_index: usize,
+    /// The assistant message's output index, once its first text arrived.
+    message: Option<usize>,
+    text: String,
+    /// Open function calls: output index, name, arguments.
+    calls: HashMap<String, (usize, String, String)>,
+}
+
+impl Items {
+    fn claim_index(&mut self) -> usize {
+        self.next_index += 1;
+        self.next_index - 1
+    }
+}
+
+pub(crate) fn stream(
+    completion: Completion,
+    meta: ResponseMeta,
+    store: Store,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let keepalive = completion.keepalive;
+    let (tx, mut rx) = mpsc::channel::<Result<Event, Infallible>>(64);
+    tokio::spawn(async move {
+        let closed = tx.clone();
+        let timeout = completion.timeout;
+        tokio::select! {
+            () = closed.closed() => tracing::info!("client left the response stream"),
+            r = tokio::time::timeout(timeout, pump(completion, meta, store, Emitter { tx, sequence: 0 })) => {
+                if r.is_err() {
+                    tracing::warn!("response stream reached the turn timeout");
+                }
+            }
+        }
+    });
+    let stream = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(keepalive).text("keepalive"))
+}
+
+async fn text_delta(out: &mut Emitter, items: &mut Items, meta: &ResponseMeta, delta: &str) -> bool {
+    let index = match items.message {
+        Some(i) => i,
+        None => {
+            let i = items.claim_index();
+            items.message = Some(i);
+            let mut item = message_item(meta.turn, "", "in_progress");
+            item["content"] = json!([]);
+            let part = json!({ "type": "output_text", "text": "", "annotations": [] });
+            if !out.send("response.output_item.added", json!({ "output_index": i, "item": item })).await
+                || !out
+                    .send(
+                        "response.content_part.added",
+                        json!({ "item_id": item["id"], "output_index": i,
+                        "content_index": 0, "part": part }),
+                    )
+                    .await
+            {
+                return false;
+            }
+            i
+        }
+    };
+    items.text.push_str(delta);
+    let id = format!("msg_{}", meta.turn.as_uuid().simple());
+    out.send(
+        "response.output_text.delta",
+        json!({ "item_id": id, "output_index": index, "content_index": 0,
+            "delta": delta, "logprobs": [] }),
+    )
+    .await
+}
+
+/// Closes the message item, if one was opened.
+async fn close_message(out: &mut Emitter, items: &Items, meta: &ResponseMeta) -> bool {
+    let Some(index) = items.message else { return true };
+    let item = message_item(meta.turn, &items.text, "completed");
+    let id = item["id"].clone();
+    out.send(
+        "response.output_text.done",
+        json!({ "item_id": id, "output_index": index, "content_index": 0,
+            "text": items.text, "logprobs": [] }),
+    )
+    .await
+        && out
+            .send(
+                "response.content_part.done",
+                json!({ "item_id": id, "output_index": index, "content_index": 0,
+                "part": item["content"][0] }),
+            )
+            .await
+        && out.send("response.output_item.done", json!({ "output_index": index, "item": item })).await
+}
+
+async fn pump(mut completion: Completion, meta: ResponseMeta, store: Store, mut out: Emitter) {
+    let created = response_object(&meta, TurnStatus::Running, None, &[], None);
+    if !out.send("response.created", json!({ "response": created })).await
+        || !out.send("response.in_progress", json!({ "response": created })).await
+    {
+        return;
+    }
+    let mut items = Items { next_index: 0, message: None, text: String::new(), calls: HashMap::new() };
+    let ended = loop {
+        let sent = match completion.waiter.next().await {
+            Next::Finished(outcome) => break Ok(outcome),
+            Next::Waiting(interaction) => break Err(Some(interaction)),
+            Next::Closed => break Err(None),
+            Next::Event(TurnEventKind::Delta { text }) => text_delta(&mut out, &mut items, &meta, &text).await,
+            Next::Event(TurnEventKind::ToolStarted { call_id, tool, arguments, .. }) if !internal_tool(&tool) => {
+                let index = items.claim_index();
+                let item = function_call_item(&call_id, &tool, &arguments, "in_progress");
+                items.calls.insert(call_id, (index, tool, arguments));
+                out.send("response.output_item.added", json!({ "output_index": index, "item": item })).await
+            }
+            Next::Event(TurnEventKind::ToolCompleted { call_id, output, .. }) => {
+                // A completion without its start (an internal tool, a lost event) is dropped.
+                let Some((index, name, arguments)) = items.calls.remove(&call_id) else { continue };
+                let done = function_call_item(&call_id, &name, &arguments, "completed");
+                let result = function_output_item(&call_id, &output);
+                let result_index = items.claim_index();
+                out.send("response.output_item.done", json!({ "output_index": index, "item": done })).await
+                    && out
+                        .send("response.output_item.added", json!({ "output_index": result_index, "item": result }))
+                        .await
+                    && out
+                        .send("response.output_item.done", json!({ "output_index": result_index, "item": result }))
+                        .await
+            }
+            Next::Event(_) => continue,
+        };
+        if !sent {
+            return;
+        }
+    };
+    completion.guard.armed = false;
+    let tenant = completion.guard.tenant;
+    let (status, outcome, interaction) = match ended {
+        Ok(outcome) => {
+            // Text the events did not carry (a lost event, or a resumed attempt).
+            let rest = match outcome.content.strip_prefix(items.text.as_str()) {
+                Some(rest) => rest.to_owned(),
+                None if items.text.is_empty() => outcome.content.clone(),
+                None => String::new(),
+            };
+            let rest = if rest.is_empty() && items.message.is_none() {
+                outcome.error.clone().unwrap_or_default()
+            } else {
+                rest
+            };
+            if !rest.is_empty() && !text_delta(&mut out, &mut items, &meta, &rest).await {
+                return;
+            }
+            let status = if outcome.error_code.as_deref() == Some("cancelled") {
+                TurnStatus::Cancelled
+            } else {
+                TurnStatus::Completed
+            };
+            (status, Some(outcome), None)
+        }
+        Err(Some(interaction)) => {
+            if !text_delta(&mut out, &mut items, &meta, &interaction_text(&interaction)).await {
+                return;
+            }
+            (TurnStatus::Waiting, None, Some(interaction))
+        }
+        Err(None) => (TurnStatus::Completed, Some(closed_outcome()), None),
+    };
+    if !close_message(&mut out, &items, &meta).await {
+        return;
+    }
+    let messages = store.turn_messages(tenant, meta.turn).await.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "cannot read the turn's tool calls for the final response");
+        Vec::new()
+    });
+    let mut object = response_object(&meta, status, outcome.as_ref(), &messages, interaction.as_ref());
+    let kind = match object["status"].as_str() {
+        Some("completed") => "response.completed",
+        Some("incomplete") => "response.incomplete",
+        Some("in_progress") => {
+            // The turn waits for the user: this stream ends here; answering resumes the turn.
+            object["status"] = json!("incomplete");
+            object["incomplete_details"] = json!({ "reason": "interaction_required" });
+            "response.incomplete"
+        }
+        _ => "response.failed",
+    };
+    let _ = out.send(kind, json!({ "response": object })).await;
+}
+
+fn closed_outcome() -> TurnOutcome {
+    TurnOutcome {
+        content: String::new(),
+        finish_reason: hermes_core::FinishReason::Error,
+        usage: Default::default(),
+        error: Some("event bus closed; read the response later with GET /v1/responses/{id}".into()),
+        error_code: Some("service_unavailable".into()),
+        session_id: None,
+    }
+}
