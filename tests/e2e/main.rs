@@ -30,6 +30,7 @@ mod ops;
 mod providers;
 mod responses;
 mod retry;
+mod runs;
 mod sandbox;
 mod search;
 mod sessions;

@@ -142,8 +142,7 @@ async fn unstored_responses_cannot_be_read_or_continued_and_other_tenants_see_no
 async fn streamed_responses_send_the_events_in_order_with_tool_calls_and_sequence_numbers() {
     let env = TestEnv::start().await;
     let (_, _, key) = env.tenant("acme", "helper").await;
-    env.llm
-        .push(ScriptedReply::tool_call("memory", json!({"action": "add", "target": "memory", "content": "likes tea"})));
+    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "echo likes tea"})));
     env.llm.push(ScriptedReply::text("Saved that you like tea."));
     let resp = env
         .http
@@ -194,11 +193,11 @@ async fn streamed_responses_send_the_events_in_order_with_tool_calls_and_sequenc
     );
     let call = &events.iter().find(|(n, d)| n == "response.output_item.done" && d["item"]["type"] == "function_call");
     let call = &call.unwrap().1["item"];
-    assert_eq!(call["name"], "memory");
+    assert_eq!(call["name"], "terminal");
     assert!(call["arguments"].as_str().unwrap().contains("likes tea"));
     let result = &events.iter().find(|(_, d)| d["item"]["type"] == "function_call_output").unwrap().1["item"];
     assert_eq!(result["call_id"], call["call_id"]);
-    assert!(!result["output"].as_str().unwrap().is_empty());
+    assert!(result["output"].as_str().unwrap().contains("likes tea"), "{result}");
     let deltas: String = events
         .iter()
         .filter(|(n, _)| n == "response.output_text.delta")

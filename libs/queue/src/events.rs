@@ -1,6 +1,7 @@
 //! Turn events: workers publish, the API/gateway pod that holds the client receives.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 
 use futures_util::StreamExt;
@@ -10,7 +11,7 @@ use lapin::types::FieldTable;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use hermes_core::{TurnEvent, TurnId};
+use hermes_core::{SessionId, TenantId, TurnEvent, TurnId};
 
 use crate::{Broker, Result};
 
@@ -20,7 +21,8 @@ fn routing_key(event: &TurnEvent, hub: Option<&str>) -> String {
     format!("t.{}.s.{}.p.{}", event.tenant_id, event.session_id, hub.unwrap_or("-"))
 }
 
-type Routes = Arc<StdMutex<HashMap<TurnId, mpsc::UnboundedSender<TurnEvent>>>>;
+/// Each turn's local subscribers, by subscription number.
+type Routes = Arc<StdMutex<HashMap<TurnId, Vec<(u64, mpsc::UnboundedSender<TurnEvent>)>>>>;
 
 impl Broker {
     /// Publishes a turn event (fire and forget: a lost event is recovered from Postgres).
@@ -76,24 +78,33 @@ impl Broker {
         let dispatch_routes = routes.clone();
         let ended = CancellationToken::new();
         let ended_signal = ended.clone();
+        let channel = Arc::new(channel);
+        let consumer_channel = channel.clone();
         tokio::spawn(async move {
             // Keep the channel open as long as the consumer runs.
-            let _channel = channel;
+            let _channel = consumer_channel;
             while let Some(delivery) = consumer.next().await {
                 let Ok(delivery) = delivery else { continue };
                 let Ok(event) = serde_json::from_slice::<TurnEvent>(&delivery.data) else {
                     tracing::warn!("dropping malformed turn event");
                     continue;
                 };
-                let sender = dispatch_routes.lock().ok().and_then(|r| r.get(&event.turn_id).cloned());
-                if let Some(sender) = sender {
-                    let _ = sender.send(event);
+                let senders = dispatch_routes.lock().ok().and_then(|r| r.get(&event.turn_id).cloned());
+                for (_, sender) in senders.unwrap_or_default() {
+                    let _ = sender.send(event.clone());
                 }
             }
             tracing::error!("event hub consumer ended (RabbitMQ connection lost)");
             ended_signal.cancel();
         });
-        Ok(EventHub { inner: Arc::new(HubInner { id, routes, ended }) })
+        let watches = Watches {
+            channel,
+            queue: queue_name,
+            exchange: self.names().events_exchange.clone(),
+            counts: StdMutex::default(),
+            binding: tokio::sync::Mutex::new(()),
+        };
+        Ok(EventHub { inner: Arc::new(HubInner { id, routes, ended, next_subscription: AtomicU64::new(0), watches }) })
     }
 }
 
@@ -108,13 +119,44 @@ struct HubInner {
     routes: Routes,
     /// Cancelled when the hub's consumer stops for good.
     ended: CancellationToken,
+    next_subscription: AtomicU64,
+    watches: Watches,
+}
+
+/// Extra bindings of the hub's queue to sessions whose turns another pod started (a run's
+/// event stream opened on any pod), counted so the last watcher removes the binding.
+struct Watches {
+    channel: Arc<lapin::Channel>,
+    queue: String,
+    exchange: String,
+    counts: StdMutex<HashMap<(TenantId, SessionId), usize>>,
+    /// Serialises bind and unbind so an unbind never races a new watcher's bind.
+    binding: tokio::sync::Mutex<()>,
+}
+
+impl Watches {
+    fn pattern(tenant: TenantId, session: SessionId) -> String {
+        format!("t.{tenant}.s.{session}.p.*")
+    }
+
+    fn count(&self, key: (TenantId, SessionId)) -> usize {
+        self.counts.lock().map(|c| c.get(&key).copied().unwrap_or(0)).unwrap_or(0)
+    }
 }
 
 /// Events of one turn, in publish order. Unsubscribes when dropped.
 pub struct EventSubscription {
     hub: EventHub,
     turn: TurnId,
+    number: u64,
     receiver: mpsc::UnboundedReceiver<TurnEvent>,
+}
+
+/// While held, this pod receives the events of every turn of one session, whichever pod
+/// the turn's request came through. Dropping the last watch of a session unbinds it.
+pub struct SessionWatch {
+    hub: EventHub,
+    key: (TenantId, SessionId),
 }
 
 impl EventHub {
@@ -130,12 +172,86 @@ impl EventHub {
 
     /// Subscribes to the events of `turn`. Subscribe before publishing the work so no event
     /// can be missed; the turn must carry this hub's [`id`](Self::id).
+    /// Several subscribers of one turn on one pod each get every event.
     pub fn subscribe(&self, turn: TurnId) -> EventSubscription {
         let (tx, receiver) = mpsc::unbounded_channel();
+        let number = self.inner.next_subscription.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut routes) = self.inner.routes.lock() {
-            routes.insert(turn, tx);
+            routes.entry(turn).or_default().push((number, tx));
         }
-        EventSubscription { hub: self.clone(), turn, receiver }
+        EventSubscription { hub: self.clone(), turn, number, receiver }
+    }
+
+    /// Receives the events of `session`'s turns on this pod until the watch is dropped
+    /// (combine with [`subscribe`](Self::subscribe) for the turn of interest).
+    pub async fn watch_session(&self, tenant: TenantId, session: SessionId) -> Result<SessionWatch> {
+        let w = &self.inner.watches;
+        let key = (tenant, session);
+        let first = match w.counts.lock() {
+            Ok(mut counts) => {
+                let n = counts.entry(key).or_insert(0);
+                *n += 1;
+                *n == 1
+            }
+            Err(_) => false,
+        };
+        let watch = SessionWatch { hub: self.clone(), key };
+        if first {
+            let _serial = w.binding.lock().await;
+            w.channel
+                .queue_bind(
+                    w.queue.as_str().into(),
+                    w.exchange.as_str().into(),
+                    Watches::pattern(tenant, session).as_str().into(),
+                    QueueBindOptions::default(),
+                    FieldTable::default(),
+                )
+                .await?;
+        }
+        Ok(watch)
+    }
+}
+
+impl Drop for SessionWatch {
+    fn drop(&mut self) {
+        let last = match self.hub.inner.watches.counts.lock() {
+            Ok(mut counts) => {
+                let n = counts.entry(self.key).or_insert(1);
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    counts.remove(&self.key);
+                    true
+                } else {
+                    false
+                }
+            }
+            Err(_) => false,
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        if !last {
+            return;
+        }
+        let (hub, key) = (self.hub.clone(), self.key);
+        runtime.spawn(async move {
+            let w = &hub.inner.watches;
+            let _serial = w.binding.lock().await;
+            // A watcher that came back meanwhile keeps the binding.
+            if w.count(key) > 0 {
+                return;
+            }
+            let unbound = w
+                .channel
+                .queue_unbind(
+                    w.queue.as_str().into(),
+                    w.exchange.as_str().into(),
+                    Watches::pattern(key.0, key.1).as_str().into(),
+                    FieldTable::default(),
+                )
+                .await;
+            if let Err(e) = unbound {
+                tracing::warn!(error = %e, "cannot unbind a session watch");
+            }
+        });
     }
 }
 
@@ -148,8 +264,13 @@ impl EventSubscription {
 
 impl Drop for EventSubscription {
     fn drop(&mut self) {
-        if let Ok(mut routes) = self.hub.inner.routes.lock() {
-            routes.remove(&self.turn);
+        if let Ok(mut routes) = self.hub.inner.routes.lock()
+            && let Some(subscribers) = routes.get_mut(&self.turn)
+        {
+            subscribers.retain(|(n, _)| *n != self.number);
+            if subscribers.is_empty() {
+                routes.remove(&self.turn);
+            }
         }
     }
 }

@@ -19,7 +19,7 @@ use lapin::{Channel, Connection, ConnectionProperties, ExchangeKind};
 
 use hermes_config::RabbitMqConfig;
 
-pub use events::{EventHub, EventSubscription};
+pub use events::{EventHub, EventSubscription, SessionWatch};
 pub use work::{Delivery, JobConsumer, ReviewJob, SessionWork, WorkConsumer, WorkDelivery};
 
 /// A queue failure.

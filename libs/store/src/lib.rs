@@ -43,7 +43,7 @@ pub use interactions::{Answered, Park};
 pub use memory::{MemorySnapshot, MemoryTarget};
 pub use messages::{Appended, StoredMessage};
 pub use pricing::{ModelPrice, UsageGroup, UsageLine};
-pub use responses::{NewResponse, ResponseChain, StoredResponse};
+pub use responses::{NewResponse, ResponseChain, StoredResponse, TurnOverview};
 pub use routes::Route;
 pub use search::{FoundMessage, FoundSession, SearchOrder, SearchScope, SessionSummary};
 pub use secrets::SecretBox;

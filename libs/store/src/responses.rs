@@ -188,3 +188,40 @@ impl Store {
         })
     }
 }
+
+/// A turn seen from outside (the Runs API's status object).
+#[derive(Debug, Clone)]
+pub struct TurnOverview {
+    pub session_id: SessionId,
+    pub agent_id: AgentId,
+    pub status: TurnStatus,
+    pub outcome: Option<TurnOutcome>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Store {
+    /// A turn of this tenant, with its agent.
+    pub async fn turn_overview(&self, tenant: TenantId, turn: TurnId) -> Result<TurnOverview> {
+        let row = sqlx::query(
+            "SELECT t.session_id, s.agent_id, t.status::text AS status, t.outcome, t.created_at,
+                    GREATEST(t.created_at, t.started_at, t.finished_at) AS updated_at
+             FROM turns t JOIN sessions s ON s.tenant_id = t.tenant_id AND s.id = t.session_id
+             WHERE t.tenant_id = $1 AND t.id = $2",
+        )
+        .bind(tenant.as_uuid())
+        .bind(turn.as_uuid())
+        .fetch_optional(self.pool())
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        let outcome: Option<Value> = row.try_get("outcome")?;
+        Ok(TurnOverview {
+            session_id: SessionId::from_uuid(row.try_get("session_id")?),
+            agent_id: AgentId::from_uuid(row.try_get("agent_id")?),
+            status: TurnStatus::parse(&row.try_get::<String, _>("status")?)?,
+            outcome: outcome.map(serde_json::from_value).transpose().map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            created_at: row.try_get("created_at")?,
+            updated_at: row.try_get("updated_at")?,
+        })
+    }
+}

@@ -136,17 +136,28 @@ impl Drop for DisconnectGuard {
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
                 tracing::info!(turn.id = %turn, "client disconnected; stopping the turn");
-                match store.request_cancel(tenant, turn, &TurnOutcome::cancelled()).await {
-                    Ok(Some(hermes_store::TurnStatus::Running)) => {
-                        if let Err(e) = cancels.publish(turn).await {
-                            tracing::warn!(error = %e, "cannot broadcast the cancellation; the worker's heartbeat will see it");
-                        }
-                    }
-                    Ok(_) => {}
-                    Err(e) => tracing::warn!(error = %e, "cannot cancel the turn"),
-                }
+                cancel_turn(&store, &cancels, tenant, turn).await;
             });
         }
+    }
+}
+
+/// Stops a turn: a queued or waiting one at once, a running one through its worker (told on
+/// the cancel channel, or by its heartbeat if that message is lost).
+pub(crate) async fn cancel_turn(
+    store: &hermes_store::Store,
+    cancels: &hermes_cache::CancelBus,
+    tenant: hermes_core::TenantId,
+    turn: TurnId,
+) {
+    match store.request_cancel(tenant, turn, &TurnOutcome::cancelled()).await {
+        Ok(Some(hermes_store::TurnStatus::Running)) => {
+            if let Err(e) = cancels.publish(turn).await {
+                tracing::warn!(error = %e, "cannot broadcast the cancellation; the worker's heartbeat will see it");
+            }
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "cannot cancel the turn"),
     }
 }
 

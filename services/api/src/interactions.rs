@@ -26,15 +26,15 @@ const MAX_ANSWER_CHARS: usize = 4_000;
 #[serde(deny_unknown_fields)]
 pub(crate) struct AnswerRequest {
     /// Approval: once, session, always or deny (approve/allow/yes mean once, no/reject deny).
-    choice: Option<String>,
+    pub choice: Option<String>,
     /// Question: the user's answer.
-    answer: Option<String>,
+    pub answer: Option<String>,
     #[serde(default)]
-    stream: bool,
+    pub stream: bool,
 }
 
 /// The stored answer for an interaction of `kind`, or why the request is wrong.
-fn answer_for(kind: &str, request: &AnswerRequest) -> Result<Value, ApiError> {
+pub(crate) fn answer_for(kind: &str, request: &AnswerRequest) -> Result<Value, ApiError> {
     let invalid =
         |param: &'static str, msg: &'static str| ApiError::invalid_request("invalid_value", msg).with_param(param);
     match kind {

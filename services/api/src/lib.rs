@@ -14,6 +14,8 @@ mod models;
 mod responses;
 mod responses_stream;
 mod responses_wire;
+mod run_events;
+mod runs;
 mod sessions;
 mod usage;
 mod wait;
@@ -74,6 +76,11 @@ fn router_with(ctx: ApiContext, events: EventHub) -> Router {
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/responses", post(responses::create))
         .route("/v1/responses/{id}", get(responses::get).delete(responses::delete))
+        .route("/v1/runs", post(runs::create))
+        .route("/v1/runs/{id}", get(runs::get))
+        .route("/v1/runs/{id}/events", get(run_events::events))
+        .route("/v1/runs/{id}/approval", post(runs::approval))
+        .route("/v1/runs/{id}/stop", post(runs::stop))
         .route("/v1/models", get(models::list_models))
         .route("/v1/capabilities", get(discovery::capabilities))
         .route("/v1/toolsets", get(discovery::toolsets))

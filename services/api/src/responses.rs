@@ -173,7 +173,7 @@ pub(crate) fn response_object(
 }
 
 /// Where the new response's turn runs, and the instructions it carries.
-async fn target_of(
+pub(crate) async fn target_of(
     state: &AppState,
     auth: &KeyAuth,
     headers: &HeaderMap,

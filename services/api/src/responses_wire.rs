@@ -120,7 +120,9 @@ fn input_messages(input: Value) -> Result<Vec<ChatMessage>, ApiError> {
                 Value::Object(obj)
             }
             _ => {
-                return Err(bad("invalid_type", format!("input[{i}] must be a string or an object")).with_param("input"));
+                return Err(
+                    bad("invalid_type", format!("input[{i}] must be a string or an object")).with_param("input")
+                );
             }
         };
         out.push(parse_message("input", i, item)?);

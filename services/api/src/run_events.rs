@@ -1,0 +1,137 @@
+//! `GET /v1/runs/{id}/events`: a run's lifecycle as server-sent events, upstream's way:
+//! `data:`-only JSON lines whose `event` is `message.delta`, `reasoning.available`,
+//! `tool.started`, `tool.completed`, `approval.request` (or `clarify.request`),
+//! `approval.responded`, then one of `run.completed`, `run.failed`, `run.cancelled`, and the
+//! comment `: stream closed`. Any API pod can serve it: the pod binds its event queue to the
+//! run's session while the stream is open, and Postgres fills in what events cannot (a run
+//! that ended before the stream opened, a lost event).
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::Stream;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use hermes_core::{TurnEventKind, TurnId, TurnOutcome};
+use hermes_http::ApiError;
+use hermes_store::{Store, TurnStatus};
+
+use crate::AppState;
+use crate::auth::Caller;
+use crate::runs::{run_id, run_status, usage_json, visible_run};
+use crate::wait::{Next, Waiter};
+
+fn line(run: &str, event: &str, fields: Value) -> Event {
+    let mut data =
+        json!({ "event": event, "run_id": run, "timestamp": chrono::Utc::now().timestamp_millis() as f64 / 1000.0 });
+    if let (Some(obj), Value::Object(extra)) = (data.as_object_mut(), fields) {
+        obj.extend(extra);
+    }
+    Event::default().data(data.to_string())
+}
+
+/// The event that ends the stream.
+fn terminal(run: &str, outcome: &TurnOutcome) -> Event {
+    let cancelled = outcome.error_code.as_deref() == Some("cancelled");
+    match run_status(TurnStatus::Completed, Some(outcome), None) {
+        _ if cancelled => line(run, "run.cancelled", json!({})),
+        "failed" => line(run, "run.failed", json!({ "error": outcome.error, "code": outcome.error_code })),
+        _ => line(run, "run.completed", json!({ "output": outcome.content, "usage": usage_json(outcome) })),
+    }
+}
+
+pub(crate) async fn events(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let (turn, run) = visible_run(&state, &auth, &id).await?;
+    // Bind before subscribing and before reading Postgres, so nothing falls in between.
+    let watch = state
+        .events
+        .watch_session(auth.tenant_id, run.session_id)
+        .await
+        .map_err(|e| ApiError::unavailable(format!("cannot follow the run: {e}")))?;
+    let sub = state.events.subscribe(turn);
+    let recheck = Duration::from_secs(state.config.api.recheck_seconds.max(1));
+    let waiter = Waiter::new(sub, state.store.clone(), auth.tenant_id, turn, recheck).checking_first();
+    let limit = Duration::from_secs(state.config.api.turn_timeout_seconds);
+    let (tx, mut rx) = mpsc::channel::<Result<Event, Infallible>>(64);
+    let store = state.store.clone();
+    tokio::spawn(async move {
+        let _watch = watch;
+        let closed = tx.clone();
+        tokio::select! {
+            () = closed.closed() => {}
+            _ = tokio::time::timeout(limit, pump(waiter, store, turn, tx)) => {}
+        }
+    });
+    let stream = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
+    let keepalive = Duration::from_secs(state.config.api.keepalive_seconds.max(1));
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(keepalive).text("keepalive")))
+}
+
+async fn pump(mut waiter: Waiter, store: Store, turn: TurnId, tx: mpsc::Sender<Result<Event, Infallible>>) {
+    let run = run_id(turn);
+    let tenant = waiter.tenant;
+    // The interaction the run waits on, once announced: a recheck repeats it, and the next
+    // event after it means it was answered.
+    let mut waiting_on: Option<uuid::Uuid> = None;
+    loop {
+        let next = waiter.next().await;
+        if let (Some(_), Next::Event(_) | Next::Finished(_)) = (&waiting_on, &next) {
+            waiting_on = None;
+            if let Ok(Some((_, answer))) = store.turn_resolution(tenant, turn).await {
+                let fields = match answer.get("choice") {
+                    Some(choice) => json!({ "choice": choice }),
+                    None => json!({ "answer": answer }),
+                };
+                if tx.send(Ok(line(&run, "approval.responded", fields))).await.is_err() {
+                    return;
+                }
+            }
+        }
+        let event = match next {
+            Next::Finished(outcome) => {
+                let _ = tx.send(Ok(terminal(&run, &outcome))).await;
+                let _ = tx.send(Ok(Event::default().comment("stream closed"))).await;
+                return;
+            }
+            Next::Closed => {
+                let _ =
+                    tx.send(Ok(line(&run, "run.failed", json!({ "error": "event bus closed; poll the run" })))).await;
+                return;
+            }
+            Next::Waiting(interaction) if waiting_on == Some(interaction.id) => continue,
+            Next::Waiting(interaction) => {
+                waiting_on = Some(interaction.id);
+                let mut fields = interaction.prompt.clone();
+                if let Some(obj) = fields.as_object_mut() {
+                    obj.insert("interaction_id".into(), json!(interaction.id));
+                    obj.insert("expires_at".into(), json!(interaction.expires_at));
+                }
+                let name = if interaction.kind == "approval" { "approval.request" } else { "clarify.request" };
+                line(&run, name, fields)
+            }
+            Next::Event(TurnEventKind::Delta { text }) => line(&run, "message.delta", json!({ "delta": text })),
+            Next::Event(TurnEventKind::Reasoning { text }) => {
+                line(&run, "reasoning.available", json!({ "text": text }))
+            }
+            Next::Event(TurnEventKind::ToolStarted { call_id, tool, preview, .. }) => {
+                line(&run, "tool.started", json!({ "tool": tool, "preview": preview, "call_id": call_id }))
+            }
+            Next::Event(TurnEventKind::ToolCompleted { call_id, tool, ok, duration_ms, .. }) => line(
+                &run,
+                "tool.completed",
+                json!({ "tool": tool, "duration": duration_ms as f64 / 1000.0, "error": !ok, "call_id": call_id }),
+            ),
+            Next::Event(_) => continue,
+        };
+        if tx.send(Ok(event)).await.is_err() {
+            return;
+        }
+    }
+}
