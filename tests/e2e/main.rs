@@ -26,6 +26,7 @@ mod isolation;
 mod kubernetes;
 mod limits;
 mod memory;
+mod openapi;
 mod ops;
 mod providers;
 mod responses;

@@ -68,7 +68,7 @@ async fn a_conversation_is_a_resource_to_create_list_read_rename_fork_export_and
 
     let (_, detail) = call(&env, &key, Method::GET, &format!("/api/sessions/{fork_id}"), None).await;
     let lineage: Vec<&str> =
-        detail["lineage"].as_array().unwrap().iter().map(|n| n["session_id"].as_str().unwrap()).collect();
+        detail["lineage_tree"].as_array().unwrap().iter().map(|n| n["session_id"].as_str().unwrap()).collect();
     assert_eq!(lineage, [id.as_str(), fork_id.as_str()]);
     let (_, share) = call(&env, &key, Method::GET, &format!("/api/sessions/{id}/export?format=sharegpt"), None).await;
     let from: Vec<&str> =

@@ -171,6 +171,14 @@ fn derived_session_id(auth: &KeyAuth, agent: hermes_core::AgentId, user: &str, p
     SessionId::from_uuid(uuid::Uuid::from_bytes(bytes))
 }
 
+#[utoipa::path(post, path = "/v1/chat/completions", tag = "openai",
+    request_body = crate::openapi::ChatCompletionRequest,
+    params(("X-Hermes-Session-Id" = Option<String>, Header, description = "Continue this session"),
+           ("X-Hermes-Session-Key" = Option<String>, Header, description = "The end user (long-term memory scope)"),
+           ("Idempotency-Key" = Option<String>, Header, description = "Retries with the same key share one turn")),
+    responses((status = 200, description = "A chat.completion, or an SSE stream of chunks with stream: true", body = crate::openapi::ChatCompletion),
+              (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody), (status = 402, description = "A spending cap is reached", body = crate::openapi::ErrorBody), (status = 429, description = "Rate limit reached", body = crate::openapi::ErrorBody),
+              (status = 502, description = "The agent produced nothing", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn chat_completions(
     State(state): State<AppState>,
     Caller(auth): Caller,

@@ -14,6 +14,8 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::chat::resolve_agent;
 
+#[utoipa::path(get, path = "/v1/capabilities", tag = "hermes",
+    responses((status = 200, description = "What this server supports", body = crate::openapi::Capabilities), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn capabilities(Caller(_): Caller) -> Json<Value> {
     Json(json!({
         "object": "hermes.api_server.capabilities",
@@ -29,11 +31,17 @@ pub(crate) async fn capabilities(Caller(_): Caller) -> Json<Value> {
             "idempotency_key": true,
             "interactions": true,
             "rate_limits": true,
-            "responses_api": false,
-            "runs_api": false
+            "responses_api": true,
+            "runs_api": true,
+            "usage": true,
+            "budgets": true
         },
         "endpoints": {
             "chat_completions": "/v1/chat/completions",
+            "responses": "/v1/responses",
+            "runs": "/v1/runs",
+            "usage": "/v1/usage",
+            "openapi": "/openapi.json",
             "models": "/v1/models",
             "interactions": "/v1/interactions/{id}",
             "sessions": "/api/sessions",
@@ -48,6 +56,8 @@ pub(crate) struct ForAgent {
     model: Option<String>,
 }
 
+#[utoipa::path(get, path = "/v1/toolsets", tag = "hermes", params(("model" = Option<String>, Query, description = "The agent")),
+    responses((status = 200, description = "Toolsets and whether the agent has them", body = crate::openapi::ObjectList), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn toolsets(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -68,6 +78,8 @@ pub(crate) async fn toolsets(
     Ok(Json(json!({"object": "list", "model": agent.name, "data": data})))
 }
 
+#[utoipa::path(get, path = "/v1/skills", tag = "hermes", params(("model" = Option<String>, Query, description = "The agent")),
+    responses((status = 200, description = "The skills the agent sees", body = crate::openapi::ObjectList), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn skills(
     State(state): State<AppState>,
     Caller(auth): Caller,

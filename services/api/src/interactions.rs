@@ -62,6 +62,9 @@ pub(crate) fn answer_for(kind: &str, request: &AnswerRequest) -> Result<Value, A
     }
 }
 
+#[utoipa::path(post, path = "/v1/interactions/{id}", tag = "hermes", params(("id" = String, Path, description = "The object's id")),
+    responses((status = 200, description = "The resumed turn's answer, as chat/completions answers", body = crate::openapi::ChatCompletion), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody),
+              (status = 409, description = "Already answered or expired", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn answer_interaction(
     State(state): State<AppState>,
     Caller(auth): Caller,

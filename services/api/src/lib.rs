@@ -11,6 +11,7 @@ mod idempotency;
 mod interactions;
 mod limits;
 mod models;
+mod openapi;
 mod responses;
 mod responses_stream;
 mod responses_wire;
@@ -73,6 +74,7 @@ fn router_with(ctx: ApiContext, events: EventHub) -> Router {
         turn_slots: ctx.cache.turn_slots(),
     };
     let v1 = Router::new()
+        .route("/openapi.json", get(openapi::document))
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/responses", post(responses::create))
         .route("/v1/responses/{id}", get(responses::get).delete(responses::delete))

@@ -9,6 +9,8 @@ use hermes_http::ApiError;
 use crate::AppState;
 use crate::auth::Caller;
 
+#[utoipa::path(get, path = "/v1/models", tag = "openai",
+    responses((status = 200, description = "The tenant's agents, as models", body = crate::openapi::ModelList), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn list_models(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>, ApiError> {
     let agents = state.store.list_agents(auth.tenant_id).await.map_err(ApiError::internal)?;
     let data: Vec<Value> = agents

@@ -236,6 +236,10 @@ pub(crate) async fn target_of(
     Ok((agent, TurnTarget::Existing(session), Some(previous)))
 }
 
+#[utoipa::path(post, path = "/v1/responses", tag = "openai",
+    request_body = crate::openapi::ResponsesRequest,
+    responses((status = 200, description = "A response, or an SSE stream of response.* events with stream: true", body = crate::openapi::ResponseObject),
+              (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody), (status = 402, description = "A spending cap is reached", body = crate::openapi::ErrorBody), (status = 429, description = "Rate limit reached", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -376,6 +380,8 @@ async fn stored(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Value, Api
     Ok(response_object(&meta, r.status, r.outcome.as_ref(), &messages, interaction.as_ref()))
 }
 
+#[utoipa::path(get, path = "/v1/responses/{id}", tag = "openai", params(("id" = String, Path, description = "The object's id")),
+    responses((status = 200, description = "A stored response", body = crate::openapi::ResponseObject), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -384,6 +390,8 @@ pub(crate) async fn get(
     stored(&state, &auth, &id).await.map(Json)
 }
 
+#[utoipa::path(delete, path = "/v1/responses/{id}", tag = "openai", params(("id" = String, Path, description = "The object's id")),
+    responses((status = 200, description = "Forgotten (the session keeps the conversation)", body = crate::openapi::Deleted), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
     Caller(auth): Caller,

@@ -134,6 +134,9 @@ async fn named_session(
     Ok((agent, TurnTarget::Existing(session)))
 }
 
+#[utoipa::path(post, path = "/v1/runs", tag = "hermes",
+    request_body = crate::openapi::RunRequest,
+    responses((status = 202, description = "The run started", body = crate::openapi::RunStarted), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody), (status = 429, description = "Rate limit reached", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -189,6 +192,8 @@ pub(crate) async fn create(
     Ok((StatusCode::ACCEPTED, Json(body)).into_response())
 }
 
+#[utoipa::path(get, path = "/v1/runs/{id}", tag = "hermes", params(("id" = String, Path, description = "The object's id")),
+    responses((status = 200, description = "The run's state", body = crate::openapi::Run), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -216,6 +221,10 @@ pub(crate) struct ApprovalRequest {
     _resolve_all: Option<Value>,
 }
 
+#[utoipa::path(post, path = "/v1/runs/{id}/approval", tag = "hermes", params(("id" = String, Path, description = "The object's id")),
+    request_body = crate::openapi::RunApproval,
+    responses((status = 200, description = "Answered; the run resumes", body = crate::openapi::RunApprovalResponse), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody),
+              (status = 409, description = "No approval is pending", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn approval(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -256,6 +265,9 @@ pub(crate) async fn approval(
                     "resolved": 1 })))
 }
 
+#[utoipa::path(post, path = "/v1/runs/{id}/stop", tag = "hermes", params(("id" = String, Path, description = "The object's id")),
+    responses((status = 200, description = "Stopped, or stopping", body = crate::openapi::RunStopped), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody),
+              (status = 409, description = "The run already ended", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn stop(
     State(state): State<AppState>,
     Caller(auth): Caller,

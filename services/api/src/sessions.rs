@@ -55,6 +55,8 @@ pub(crate) struct Page {
     model: Option<String>,
 }
 
+#[utoipa::path(get, path = "/api/sessions", tag = "sessions",
+    responses((status = 200, description = "Sessions, newest first", body = crate::openapi::ObjectList), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -80,6 +82,8 @@ pub(crate) struct CreateSession {
     title: Option<String>,
 }
 
+#[utoipa::path(post, path = "/api/sessions", tag = "sessions",
+    responses((status = 201, description = "A new, empty session", body = crate::openapi::Session), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -95,6 +99,8 @@ pub(crate) async fn create(
     Ok((StatusCode::CREATED, Json(info)).into_response())
 }
 
+#[utoipa::path(get, path = "/api/sessions/{id}", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
+    responses((status = 200, description = "The session and its lineage", body = crate::openapi::Session), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -103,7 +109,8 @@ pub(crate) async fn get(
     let info = visible(&state, &auth, &id).await?;
     let lineage = state.store.session_lineage(auth.tenant_id, info.id).await.map_err(store_error)?;
     let mut value = json!(info);
-    value["lineage"] = json!(lineage);
+    // `lineage` says how this session began (fork, compaction, subagent); the tree is apart.
+    value["lineage_tree"] = json!(lineage);
     Ok(Json(value))
 }
 
@@ -113,6 +120,8 @@ pub(crate) struct Rename {
     title: Option<String>,
 }
 
+#[utoipa::path(patch, path = "/api/sessions/{id}", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
+    responses((status = 200, description = "Renamed", body = crate::openapi::Session), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn rename(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -125,6 +134,9 @@ pub(crate) async fn rename(
     Ok(Json(state.store.session_info(auth.tenant_id, auth.agent_id, info.id).await.map_err(store_error)?))
 }
 
+#[utoipa::path(delete, path = "/api/sessions/{id}", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
+    responses((status = 200, description = "Deleted", body = crate::openapi::Deleted), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody),
+              (status = 409, description = "A turn is running in it", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -142,6 +154,8 @@ pub(crate) struct MessagePage {
     limit: Option<i64>,
 }
 
+#[utoipa::path(get, path = "/api/sessions/{id}/messages", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
+    responses((status = 200, description = "A page of messages", body = crate::openapi::ObjectList), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn messages(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -177,6 +191,8 @@ pub(crate) struct Fork {
     title: Option<String>,
 }
 
+#[utoipa::path(post, path = "/api/sessions/{id}/fork", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
+    responses((status = 201, description = "The fork", body = crate::openapi::Session), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn fork(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -203,6 +219,10 @@ pub(crate) struct ExportQuery {
     format: Option<String>,
 }
 
+#[utoipa::path(get, path = "/api/sessions/{id}/export", tag = "sessions",
+    params(("id" = String, Path, description = "The object's id"),
+           ("format" = Option<String>, Query, description = "json (default) or sharegpt")),
+    responses((status = 200, description = "The whole session with its lineage", body = serde_json::Value), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn export(
     State(state): State<AppState>,
     Caller(auth): Caller,

@@ -38,6 +38,12 @@ fn day(param: &'static str, text: Option<&str>) -> Result<Option<NaiveDate>, Api
     .transpose()
 }
 
+#[utoipa::path(get, path = "/v1/usage", tag = "hermes",
+    params(("group_by" = Option<String>, Query, description = "day (default), agent or key"),
+           ("start" = Option<String>, Query, description = "First day (YYYY-MM-DD)"),
+           ("end" = Option<String>, Query, description = "Last day (YYYY-MM-DD)"),
+           ("model" = Option<String>, Query, description = "Only this agent")),
+    responses((status = 200, description = "Tokens and dollars per group, with totals", body = crate::openapi::ObjectList), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn usage(
     State(state): State<AppState>,
     Caller(auth): Caller,

@@ -1,0 +1,155 @@
+//! `/openapi.json` describes the API that is really served: every documented route exists,
+//! and real responses of every endpoint (successes and errors) validate against the
+//! document's schemas.
+
+use serde_json::{Value, json};
+
+use hermes_testkit::ScriptedReply;
+
+use crate::harness::TestEnv;
+
+struct Spec {
+    doc: Value,
+}
+
+impl Spec {
+    /// Checks `body`, the answer to `method path` with `status`, against the document.
+    fn check(&self, method: &str, path: &str, status: u16, body: &Value) {
+        let schema = self
+            .doc
+            .pointer(&format!(
+                "/paths/{}/{method}/responses/{status}/content/application~1json/schema",
+                path.replace('~', "~0").replace('/', "~1")
+            ))
+            .unwrap_or_else(|| panic!("{method} {path} documents no JSON answer for {status}"));
+        let root = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "components": self.doc["components"],
+            "allOf": [schema],
+        });
+        let validator = jsonschema::validator_for(&root).unwrap();
+        let errors: Vec<String> =
+            validator.iter_errors(body).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+        assert!(errors.is_empty(), "{method} {path} {status} does not match the document: {errors:?}\n{body}");
+    }
+}
+
+async fn call(env: &TestEnv, key: &str, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    let url = format!("{}{path}", env.api_url);
+    let req = match method {
+        "get" => env.http.get(url),
+        "post" => env.http.post(url),
+        "patch" => env.http.patch(url),
+        "delete" => env.http.delete(url),
+        other => panic!("{other}"),
+    };
+    let req = req.bearer_auth(key);
+    let req = match body {
+        Some(b) => req.json(&b),
+        None => req,
+    };
+    let resp = req.send().await.unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+#[tokio::test]
+async fn the_openapi_document_matches_the_routes_and_the_responses() {
+    let env = TestEnv::start().await;
+    let (_, _, key) = env.tenant("acme", "helper").await;
+    let doc: Value = env.http.get(format!("{}/openapi.json", env.api_url)).send().await.unwrap().json().await.unwrap();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"), "{}", doc["openapi"]);
+    let spec = Spec { doc: doc.clone() };
+
+    // Every documented route is served (an unknown id is fine; an unknown route is not).
+    let paths = doc["paths"].as_object().unwrap();
+    let operations: usize = paths.values().map(|m| m.as_object().unwrap().len()).sum();
+    assert_eq!(operations, 23, "every endpoint is documented");
+    for (path, methods) in paths {
+        let concrete = path.replace("{id}", "00000000-0000-0000-0000-000000000000");
+        for method in methods.as_object().unwrap().keys() {
+            let (status, body) = call(&env, &key, method, &concrete, Some(json!({}))).await;
+            assert_ne!(status, 405, "{method} {path} is documented but not routed");
+            assert_ne!(body["error"]["message"], "no such endpoint", "{method} {path} is documented but not routed");
+        }
+    }
+
+    let check = |method: &'static str, path: &'static str, status: u16, body: &Value| {
+        spec.check(method, path, status, body);
+    };
+    // The OpenAI-compatible core.
+    env.llm.push(ScriptedReply::text("Hi there."));
+    let (s, chat) = call(
+        &env,
+        &key,
+        "post",
+        "/v1/chat/completions",
+        Some(json!({"messages": [{"role": "user", "content": "hi"}]})),
+    )
+    .await;
+    check("post", "/v1/chat/completions", s, &chat);
+    let (s, err) = call(&env, &key, "post", "/v1/chat/completions", Some(json!({"messages": []}))).await;
+    assert_eq!(s, 400);
+    check("post", "/v1/chat/completions", s, &err);
+    let (s, err) = call(&env, "wrong-key", "get", "/v1/models", None).await;
+    assert_eq!(s, 401);
+    check("get", "/v1/models", s, &err);
+    let (s, models) = call(&env, &key, "get", "/v1/models", None).await;
+    check("get", "/v1/models", s, &models);
+
+    env.llm.push(ScriptedReply::text("Hello."));
+    let (s, response) = call(&env, &key, "post", "/v1/responses", Some(json!({"input": "hello"}))).await;
+    check("post", "/v1/responses", s, &response);
+    let id = response["id"].as_str().unwrap();
+    let (s, got) = call(&env, &key, "get", &format!("/v1/responses/{id}"), None).await;
+    check("get", "/v1/responses/{id}", s, &got);
+    let (s, deleted) = call(&env, &key, "delete", &format!("/v1/responses/{id}"), None).await;
+    check("delete", "/v1/responses/{id}", s, &deleted);
+    let (s, gone) = call(&env, &key, "get", &format!("/v1/responses/{id}"), None).await;
+    assert_eq!(s, 404);
+    check("get", "/v1/responses/{id}", s, &gone);
+
+    // Runs.
+    env.llm.push(ScriptedReply::text("Done."));
+    let (s, started) = call(&env, &key, "post", "/v1/runs", Some(json!({"input": "go"}))).await;
+    assert_eq!(s, 202);
+    check("post", "/v1/runs", s, &started);
+    let run = started["run_id"].as_str().unwrap();
+    let (s, state) = call(&env, &key, "get", &format!("/v1/runs/{run}"), None).await;
+    check("get", "/v1/runs/{id}", s, &state);
+    let (s, conflict) =
+        call(&env, &key, "post", &format!("/v1/runs/{run}/approval"), Some(json!({"choice": "once"}))).await;
+    assert_eq!(s, 409);
+    check("post", "/v1/runs/{id}/approval", s, &conflict);
+
+    // Discovery, usage, sessions.
+    for path in ["/v1/capabilities", "/v1/toolsets", "/v1/skills", "/v1/usage", "/api/sessions"] {
+        let (s, body) = call(&env, &key, "get", path, None).await;
+        assert_eq!(s, 200, "{path}: {body}");
+        check("get", path, s, &body);
+    }
+    let session = chat_session(&env, &key).await;
+    let (s, info) = call(&env, &key, "get", &format!("/api/sessions/{session}"), None).await;
+    check("get", "/api/sessions/{id}", s, &info);
+    let (s, renamed) =
+        call(&env, &key, "patch", &format!("/api/sessions/{session}"), Some(json!({"title": "Greeting"}))).await;
+    check("patch", "/api/sessions/{id}", s, &renamed);
+    let (s, page) = call(&env, &key, "get", &format!("/api/sessions/{session}/messages"), None).await;
+    check("get", "/api/sessions/{id}/messages", s, &page);
+    let (s, fork) = call(&env, &key, "post", &format!("/api/sessions/{session}/fork"), Some(json!({}))).await;
+    assert_eq!(s, 201);
+    check("post", "/api/sessions/{id}/fork", s, &fork);
+    let (s, export) = call(&env, &key, "get", &format!("/api/sessions/{session}/export"), None).await;
+    check("get", "/api/sessions/{id}/export", s, &export);
+    let (s, deleted) =
+        call(&env, &key, "delete", &format!("/api/sessions/{}", fork["id"].as_str().unwrap()), None).await;
+    check("delete", "/api/sessions/{id}", s, &deleted);
+    env.stop().await;
+}
+
+/// The session of the test's first chat turn.
+async fn chat_session(env: &TestEnv, key: &str) -> String {
+    let (_, list) = call(env, key, "get", "/api/sessions", None).await;
+    list["data"].as_array().unwrap().last().unwrap()["id"].as_str().unwrap().to_owned()
+}
