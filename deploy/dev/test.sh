@@ -15,6 +15,21 @@ if ! python3 -c 'import kubernetes_validate' >/dev/null 2>&1; then
   echo "== installing kubernetes-validate (PyPI)"
   python3 -m pip install --quiet --disable-pip-version-check kubernetes-validate==1.37.0
 fi
+# The official OpenAI SDKs, which tests/e2e/sdk.rs runs unmodified against the service.
+if ! python3 -c 'import openai, sys; sys.exit(openai.__version__ != "3.57.0")' >/dev/null 2>&1; then
+  echo "== installing the OpenAI Python SDK (PyPI)"
+  python3 -m pip install --quiet --disable-pip-version-check -r tests/sdk/requirements.txt
+fi
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  echo "== installing Node.js (Debian)"
+  if [[ $EUID -eq 0 ]]; then as_root=(); else as_root=(sudo); fi
+  "${as_root[@]}" apt-get update -q >/dev/null
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nodejs npm >/dev/null
+fi
+if [[ "$(node -p 'require("./tests/sdk/node/node_modules/openai/package.json").version' 2>/dev/null)" != 7.59.0 ]]; then
+  echo "== installing the OpenAI Node SDK (npm)"
+  npm ci --prefix tests/sdk/node --no-audit --no-fund --loglevel=error
+fi
 echo "== sandboxd and the sandbox test image"
 cargo build -p hermes-sandboxd --locked
 deploy/sandbox/build-test-image.sh >/dev/null

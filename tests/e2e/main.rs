@@ -33,6 +33,7 @@ mod responses;
 mod retry;
 mod runs;
 mod sandbox;
+mod sdk;
 mod search;
 mod sessions;
 mod sessions_api;
