@@ -124,3 +124,37 @@ async fn a_reached_hard_cap_stops_turns_before_any_model_call_with_402() {
     assert_eq!(env.llm.requests().len(), 2);
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_reached_soft_cap_warns_once_in_the_stream_and_the_turn_goes_on() {
+    let env = TestEnv::start().await;
+    let (tenant, _, key) = env.tenant("acme", "ops").await;
+    // A soft cap of zero is reached from the start; there is no hard cap.
+    let team = hermes_store::Budget { agent_id: None, period: "month".into(), hard_usd: None, soft_usd: Some(0.0) };
+    env.store.set_budget(tenant, &team).await.unwrap();
+    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "echo checked"})));
+    env.llm.push(ScriptedReply::text("All checked."));
+    let resp = env
+        .chat(&key, json!({"model": "ops", "stream": true, "messages": [{"role": "user", "content": "check"}]}))
+        .await;
+    assert_eq!(resp.status(), 200);
+    let events = crate::harness::sse_events(&resp.text().await.unwrap());
+    let notices: Vec<Value> = events
+        .iter()
+        .filter(|(name, _)| name.as_deref() == Some("hermes.notice"))
+        .map(|(_, data)| serde_json::from_str(data).unwrap())
+        .collect();
+    assert_eq!(notices.len(), 1, "one warning for a turn of two model calls: {events:?}");
+    assert_eq!(notices[0]["code"], "soft_cap_reached");
+    assert!(notices[0]["message"].as_str().unwrap().starts_with("Your team's monthly spending warning level"));
+    assert_eq!(notices[0]["object"], "chat.completion.chunk", "SDKs can parse it as a chunk");
+    assert_eq!(env.llm.requests().len(), 2, "a soft cap stops nothing");
+    let content: String = events
+        .iter()
+        .filter(|(name, data)| name.is_none() && data != "[DONE]")
+        .filter_map(|(_, d)| serde_json::from_str::<Value>(d).ok())
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(content, "All checked.");
+    env.stop().await;
+}

@@ -158,6 +158,9 @@ impl DeltaSink for Deltas<'_> {
             self.sink.emit(TurnEventKind::Reasoning { text: text.to_owned() });
         }
     }
+    fn notice(&mut self, code: &str, message: &str) {
+        self.sink.emit(TurnEventKind::Notice { code: code.to_owned(), message: message.to_owned() });
+    }
 }
 
 /// Tool calls of the last assistant message that have no result yet (a resumed turn).

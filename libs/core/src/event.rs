@@ -113,6 +113,8 @@ pub enum TurnEventKind {
         #[serde(default)]
         output: String,
     },
+    /// Something the user should know that is not part of the answer: `soft_cap_reached`.
+    Notice { code: String, message: String },
     /// The turn ended (successfully or not); always the last event.
     Finished { outcome: TurnOutcome },
     /// The turn waits for the user (an approval or a question); the last event of this run.

@@ -52,6 +52,9 @@ pub struct ChatResponse {
 pub trait DeltaSink: Send {
     fn text(&mut self, text: &str);
     fn reasoning(&mut self, text: &str);
+    /// Something the user should know about the turn that is not part of the answer (a soft
+    /// spending cap reached). Dropped by sinks that show nothing.
+    fn notice(&mut self, _code: &str, _message: &str) {}
 }
 
 /// A sink that drops everything (non-streaming callers).

@@ -109,11 +109,16 @@ impl Chunks {
     /// object that is also a valid, empty chunk: the official SDKs hand every named event to
     /// their chunk parser, and an empty delta keeps them working.
     fn tool_progress(&self, fields: Value) -> Event {
+        self.named("hermes.tool.progress", fields)
+    }
+
+    /// A named Hermes event (`hermes.tool.progress`, `hermes.notice`), chunk-shaped as above.
+    fn named(&self, name: &str, fields: Value) -> Event {
         let mut data = self.base(json!([{"index": 0, "delta": {}, "finish_reason": null}]));
         if let (Some(obj), Value::Object(extra)) = (data.as_object_mut(), fields) {
             obj.extend(extra);
         }
-        Event::default().event("hermes.tool.progress").data(data.to_string())
+        Event::default().event(name).data(data.to_string())
     }
 }
 
@@ -309,6 +314,9 @@ impl Completion {
                 Next::Event(TurnEventKind::ToolCompleted { call_id, tool, ok, duration_ms, .. }) => chunks.tool_progress(
                     json!({"tool": tool, "toolCallId": call_id, "status": "completed", "ok": ok, "duration_ms": duration_ms}),
                 ),
+                Next::Event(TurnEventKind::Notice { code, message }) => {
+                chunks.named("hermes.notice", json!({"code": code, "message": message}))
+                }
                 Next::Event(_) => continue,
             };
             if send(event).await.is_err() {

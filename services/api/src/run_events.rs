@@ -130,6 +130,9 @@ async fn pump(mut waiter: Waiter, store: Store, turn: TurnId, tx: mpsc::Sender<R
                 "tool.completed",
                 json!({ "tool": tool, "duration": duration_ms as f64 / 1000.0, "error": !ok, "call_id": call_id }),
             ),
+            Next::Event(TurnEventKind::Notice { code, message }) => {
+                line(&run, "notice", json!({ "code": code, "message": message }))
+            }
             Next::Event(_) => continue,
         };
         if tx.send(Ok(event)).await.is_err() {

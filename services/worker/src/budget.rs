@@ -12,11 +12,13 @@ pub(crate) struct Budgeted<M> {
     pub store: Store,
     pub tenant: TenantId,
     pub agent: AgentId,
+    /// The turn was told a soft cap is reached (once per turn is enough).
+    pub warned: std::sync::atomic::AtomicBool,
 }
 
 impl<M> Budgeted<M> {
-    /// The refusal for the first reached hard cap, if any.
-    async fn refusal(&self) -> Option<LlmError> {
+    /// The refusal for the first reached hard cap, if any; a reached soft cap is said once.
+    async fn refusal(&self, sink: &mut dyn DeltaSink) -> Option<LlmError> {
         let states = match self.store.budget_states(self.tenant, self.agent, chrono::Utc::now()).await {
             Ok(states) => states,
             Err(e) => {
@@ -27,6 +29,18 @@ impl<M> Budgeted<M> {
         for state in states.iter().filter(|s| s.soft_reached() && !s.hard_reached()) {
             tracing::warn!(tenant.id = %self.tenant, period = %state.budget.period, spent = state.spent_usd, "soft spending cap reached");
             metrics::counter!("hermes_budget_soft_reached_total").increment(1);
+            if !self.warned.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                let whose = if state.budget.agent_id.is_some() { "This agent's" } else { "Your team's" };
+                let period = if state.budget.period == "day" { "daily" } else { "monthly" };
+                sink.notice(
+                    "soft_cap_reached",
+                    &format!(
+                        "{whose} {period} spending warning level (${:.2}) is reached: ${:.2} spent so far.",
+                        state.budget.soft_usd.unwrap_or_default(),
+                        state.spent_usd
+                    ),
+                );
+            }
         }
         let state = states.iter().find(|s| s.hard_reached())?;
         let whose = if state.budget.agent_id.is_some() { "This agent's" } else { "Your team's" };
@@ -47,7 +61,7 @@ impl<M> Budgeted<M> {
 
 impl<M: ChatModel> ChatModel for Budgeted<M> {
     async fn complete(&self, request: &ChatRequest, sink: &mut dyn DeltaSink) -> Result<ChatResponse, LlmError> {
-        if let Some(refusal) = self.refusal().await {
+        if let Some(refusal) = self.refusal(sink).await {
             return Err(refusal);
         }
         self.inner.complete(request, sink).await

@@ -72,7 +72,13 @@ impl Models {
         let ttl = if cfg.anthropic_cache_ttl == "1h" { CacheTtl::OneHour } else { CacheTtl::FiveMinutes };
         let inner = ResilientModel::new(AnyTransport::new(self.rt.ctx.http.clone(), ttl), self.keys(), chain, retry)
             .with_meter(self.meter.clone(), purpose);
-        crate::budget::Budgeted { inner, store: self.rt.ctx.store.clone(), tenant: self.tenant, agent: self.agent.id }
+        crate::budget::Budgeted {
+            inner,
+            store: self.rt.ctx.store.clone(),
+            tenant: self.tenant,
+            agent: self.agent.id,
+            warned: Default::default(),
+        }
     }
 
     /// The main model and its fallback chain.
