@@ -126,7 +126,7 @@ async fn a_reached_hard_cap_stops_turns_before_any_model_call_with_402() {
 }
 
 #[tokio::test]
-async fn a_reached_soft_cap_warns_once_in_the_stream_and_the_turn_goes_on() {
+async fn a_reached_soft_cap_warns_once_the_turn_goes_on_and_its_tool_and_sandbox_time_are_metered() {
     let env = TestEnv::start().await;
     let (tenant, _, key) = env.tenant("acme", "ops").await;
     // A soft cap of zero is reached from the start; there is no hard cap.
@@ -156,5 +156,14 @@ async fn a_reached_soft_cap_warns_once_in_the_stream_and_the_turn_goes_on() {
         .filter_map(|c| c["choices"][0]["delta"]["content"].as_str().map(str::to_owned))
         .collect();
     assert_eq!(content, "All checked.");
+
+    // The turn's tool time is metered too; the terminal ran in the sandbox.
+    let (status, report) = usage(&env, &key, "").await;
+    assert_eq!(status, 200);
+    let total = &report["total"];
+    assert_eq!(total["turns"], 1, "{report}");
+    let tool_ms = total["tool_ms"].as_i64().unwrap();
+    assert!(tool_ms > 0, "{report}");
+    assert_eq!(total["sandbox_ms"].as_i64(), Some(tool_ms), "all of it in the sandbox: {report}");
     env.stop().await;
 }

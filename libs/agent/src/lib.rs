@@ -53,6 +53,12 @@ pub trait TurnJournal: Send {
     ) -> impl Future<Output = Result<(), JournalError>> + Send {
         async { Ok(()) }
     }
+
+    /// A tool call took `elapsed`, in the sandbox if `sandboxed` (the turn's metering). Losing
+    /// it costs only a figure, so it cannot fail the turn.
+    fn tool_time(&mut self, _elapsed: std::time::Duration, _sandboxed: bool) -> impl Future<Output = ()> + Send {
+        async {}
+    }
 }
 
 /// A journal failure: the turn must stop without writing more.

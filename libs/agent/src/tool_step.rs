@@ -124,7 +124,9 @@ impl<J: TurnJournal> ToolStep<'_, J> {
                 }
                 metrics::histogram!("hermes_tool_seconds", "tool" => name.clone(), "ok" => outcome.ok.to_string())
                     .record(elapsed.as_secs_f64());
-                let read_only = tools.traits(name).read_only;
+                let traits = tools.traits(name);
+                let read_only = traits.read_only;
+                self.journal.tool_time(elapsed, traits.sandboxed).await;
                 let mut text = outcome.text;
                 match self.guardrails.after(name, &call.function.arguments, read_only, outcome.ok, &text) {
                     Decision::Warn(guidance) => {

@@ -46,9 +46,34 @@ pub struct UsageLine {
     pub unpriced_calls: i64,
     /// Mean duration of a call (calls recorded before durations were kept are left out).
     pub avg_latency_ms: Option<f64>,
+    /// Turns started in the group, and the time their tool calls took (of it, in sandboxes).
+    pub turns: i64,
+    pub tool_ms: i64,
+    pub sandbox_ms: i64,
 }
 
 impl Store {
+    /// Adds a tool call's duration to its turn's metering.
+    pub async fn add_tool_time(
+        &self,
+        tenant: TenantId,
+        turn: hermes_core::TurnId,
+        ms: i64,
+        sandboxed: bool,
+    ) -> Result<()> {
+        sqlx::query(
+            "UPDATE turns SET tool_ms = tool_ms + $3, sandbox_ms = sandbox_ms + CASE WHEN $4 THEN $3 ELSE 0 END
+             WHERE tenant_id = $1 AND id = $2",
+        )
+        .bind(tenant.as_uuid())
+        .bind(turn.as_uuid())
+        .bind(ms)
+        .bind(sandboxed)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
     /// Sets (or replaces) a model's price; later calls use it.
     pub async fn set_model_price(&self, price: &ModelPrice) -> Result<()> {
         let finite = [Some(price.input), Some(price.output), price.cached_input, price.cache_write];
@@ -106,23 +131,46 @@ impl Store {
         to: NaiveDate,
     ) -> Result<Vec<UsageLine>> {
         let zone = self.session_policy(tenant).await?.timezone;
+        // Model calls and turns are grouped alike, then joined by group: a day (or agent, or
+        // key) may have tool time without calls or calls without tool time.
         let rows = sqlx::query(
             "WITH calls AS (
                 SELECT c.*, (c.created_at AT TIME ZONE $5)::date AS day FROM model_calls c
                 WHERE c.tenant_id = $1 AND ($2::uuid IS NULL OR c.agent_id = $2)
                   AND c.created_at >= ($3::date::timestamp AT TIME ZONE $5)
                   AND c.created_at < (($4::date + 1)::timestamp AT TIME ZONE $5)
+             ), call_lines AS (
+                SELECT CASE $6 WHEN 'day' THEN calls.day::text
+                               WHEN 'agent' THEN COALESCE(a.name, '-')
+                               ELSE COALESCE(k.prefix, '-') END AS grp,
+                       count(*) AS calls, sum(prompt_tokens)::int8 AS prompt, sum(completion_tokens)::int8 AS completion,
+                       sum(cached_tokens)::int8 AS cached, COALESCE(sum(cost_usd), 0)::float8 AS cost,
+                       count(*) FILTER (WHERE cost_usd IS NULL) AS unpriced, avg(latency_ms)::float8 AS latency
+                FROM calls
+                LEFT JOIN agents a ON a.tenant_id = calls.tenant_id AND a.id = calls.agent_id
+                LEFT JOIN api_keys k ON k.tenant_id = calls.tenant_id AND k.id = calls.api_key_id
+                GROUP BY 1
+             ), turn_lines AS (
+                SELECT CASE $6 WHEN 'day' THEN (t.created_at AT TIME ZONE $5)::date::text
+                               WHEN 'agent' THEN COALESCE(a.name, '-')
+                               ELSE COALESCE(k.prefix, '-') END AS grp,
+                       count(*) AS turns, sum(t.tool_ms)::int8 AS tool_ms, sum(t.sandbox_ms)::int8 AS sandbox_ms
+                FROM turns t
+                JOIN sessions s ON s.tenant_id = t.tenant_id AND s.id = t.session_id
+                LEFT JOIN agents a ON a.tenant_id = s.tenant_id AND a.id = s.agent_id
+                LEFT JOIN api_keys k ON k.tenant_id = t.tenant_id AND k.id = t.api_key_id
+                WHERE t.tenant_id = $1 AND ($2::uuid IS NULL OR s.agent_id = $2)
+                  AND t.created_at >= ($3::date::timestamp AT TIME ZONE $5)
+                  AND t.created_at < (($4::date + 1)::timestamp AT TIME ZONE $5)
+                GROUP BY 1
              )
-             SELECT CASE $6 WHEN 'day' THEN calls.day::text
-                            WHEN 'agent' THEN COALESCE(a.name, '-')
-                            ELSE COALESCE(k.prefix, '-') END AS grp,
-                    count(*) AS calls, sum(prompt_tokens)::int8 AS prompt, sum(completion_tokens)::int8 AS completion,
-                    sum(cached_tokens)::int8 AS cached, COALESCE(sum(cost_usd), 0)::float8 AS cost,
-                    count(*) FILTER (WHERE cost_usd IS NULL) AS unpriced, avg(latency_ms)::float8 AS latency
-             FROM calls
-             LEFT JOIN agents a ON a.tenant_id = calls.tenant_id AND a.id = calls.agent_id
-             LEFT JOIN api_keys k ON k.tenant_id = calls.tenant_id AND k.id = calls.api_key_id
-             GROUP BY 1 ORDER BY 1",
+             SELECT COALESCE(c.grp, t.grp) AS grp, COALESCE(c.calls, 0) AS calls, COALESCE(c.prompt, 0) AS prompt,
+                    COALESCE(c.completion, 0) AS completion, COALESCE(c.cached, 0) AS cached,
+                    COALESCE(c.cost, 0) AS cost, COALESCE(c.unpriced, 0) AS unpriced, c.latency,
+                    COALESCE(t.turns, 0) AS turns, COALESCE(t.tool_ms, 0) AS tool_ms,
+                    COALESCE(t.sandbox_ms, 0) AS sandbox_ms
+             FROM call_lines c FULL OUTER JOIN turn_lines t ON t.grp = c.grp
+             ORDER BY 1",
         )
         .bind(tenant.as_uuid())
         .bind(agent.map(|a| a.as_uuid()))
@@ -147,6 +195,9 @@ impl Store {
                     cost_usd: r.try_get("cost")?,
                     unpriced_calls: r.try_get("unpriced")?,
                     avg_latency_ms: r.try_get("latency")?,
+                    turns: r.try_get("turns")?,
+                    tool_ms: r.try_get("tool_ms")?,
+                    sandbox_ms: r.try_get("sandbox_ms")?,
                 })
             })
             .collect()

@@ -260,6 +260,9 @@ impl Tool for ExecuteCode {
     fn read_only(&self) -> bool {
         false
     }
+    fn sandboxed(&self) -> bool {
+        true
+    }
 
     fn refunds_iteration(&self) -> bool {
         true

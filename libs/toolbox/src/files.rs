@@ -115,6 +115,9 @@ impl Tool for ReadFile {
     fn read_only(&self) -> bool {
         true
     }
+    fn sandboxed(&self) -> bool {
+        true
+    }
     fn max_result_chars(&self) -> Option<usize> {
         // Reading a saved result must not save it again; the daemon caps a read at 100K.
         None
@@ -169,6 +172,9 @@ impl Tool for WriteFile {
     fn read_only(&self) -> bool {
         false
     }
+    fn sandboxed(&self) -> bool {
+        true
+    }
     fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
         Box::pin(async move {
             let path = required_str(&args, "path")?.to_owned();
@@ -212,6 +218,9 @@ impl Tool for Patch {
     }
     fn read_only(&self) -> bool {
         false
+    }
+    fn sandboxed(&self) -> bool {
+        true
     }
     fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
         Box::pin(async move {
@@ -266,6 +275,9 @@ impl Tool for SearchFiles {
         })
     }
     fn read_only(&self) -> bool {
+        true
+    }
+    fn sandboxed(&self) -> bool {
         true
     }
     fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {

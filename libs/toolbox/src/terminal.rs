@@ -172,6 +172,9 @@ impl Tool for TerminalTool {
     fn read_only(&self) -> bool {
         false
     }
+    fn sandboxed(&self) -> bool {
+        true
+    }
 
     fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
         Box::pin(async move {

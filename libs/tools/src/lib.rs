@@ -154,6 +154,10 @@ pub trait Tool: Send + Sync {
     fn refunds_iteration(&self) -> bool {
         false
     }
+    /// Whether it works in the agent's sandbox (its time counts as the turn's sandbox time).
+    fn sandboxed(&self) -> bool {
+        false
+    }
     /// Results longer than this (in characters) are saved to a file and replaced by a
     /// preview; `None` never (`read_file`, whose pages are the way to read a saved result).
     fn max_result_chars(&self) -> Option<usize> {
@@ -206,6 +210,7 @@ pub struct ToolTraits {
     pub read_only: bool,
     pub sequential: bool,
     pub refunds_iteration: bool,
+    pub sandboxed: bool,
 }
 
 /// The result of one dispatched call, ready to become a `tool` message.
@@ -294,12 +299,12 @@ impl ToolRegistry {
     /// The traits of `name`; an unknown tool counts as mutating and parallel (its call fails
     /// at once with an explanation anyway).
     pub fn traits(&self, name: &str) -> ToolTraits {
-        self.tools.get(name).map_or(ToolTraits { read_only: false, sequential: false, refunds_iteration: false }, |t| {
-            ToolTraits {
-                read_only: t.read_only(),
-                sequential: t.sequential(),
-                refunds_iteration: t.refunds_iteration(),
-            }
+        let unknown = ToolTraits { read_only: false, sequential: false, refunds_iteration: false, sandboxed: false };
+        self.tools.get(name).map_or(unknown, |t| ToolTraits {
+            read_only: t.read_only(),
+            sequential: t.sequential(),
+            refunds_iteration: t.refunds_iteration(),
+            sandboxed: t.sandboxed(),
         })
     }
 

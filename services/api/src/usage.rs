@@ -80,6 +80,9 @@ pub(crate) async fn usage(
         "cached_tokens": lines.iter().map(|l| l.cached_tokens).sum::<i64>(),
         "cost_usd": lines.iter().map(|l| l.cost_usd).sum::<f64>(),
         "unpriced_calls": lines.iter().map(|l| l.unpriced_calls).sum::<i64>(),
+        "turns": lines.iter().map(|l| l.turns).sum::<i64>(),
+        "tool_ms": lines.iter().map(|l| l.tool_ms).sum::<i64>(),
+        "sandbox_ms": lines.iter().map(|l| l.sandbox_ms).sum::<i64>(),
     });
     let group_by = match group {
         UsageGroup::Day => "day",

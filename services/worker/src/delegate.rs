@@ -84,6 +84,8 @@ struct ChildJournal {
     tenant: hermes_core::TenantId,
     session: SessionId,
     turn: TurnId,
+    /// The delegating turn, which the child's tool time is metered with.
+    parent_turn: TurnId,
 }
 
 impl TurnJournal for ChildJournal {
@@ -97,6 +99,14 @@ impl TurnJournal for ChildJournal {
                 }
             },
         )
+    }
+
+    /// A child's tool time is its parent turn's.
+    async fn tool_time(&mut self, elapsed: std::time::Duration, sandboxed: bool) {
+        let ms = i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX);
+        if let Err(e) = self.store.add_tool_time(self.tenant, self.parent_turn, ms, sandboxed).await {
+            tracing::warn!(error = %e, "cannot record a tool call's time");
+        }
     }
 }
 
@@ -180,7 +190,8 @@ impl DelegateTool {
             None => task.goal.clone(),
         };
         let turn = TurnId::new();
-        let mut journal = ChildJournal { store: store.clone(), tenant: ctx.tenant_id, session, turn };
+        let mut journal =
+            ChildJournal { store: store.clone(), tenant: ctx.tenant_id, session, turn, parent_turn: ctx.turn_id };
         let input = ChatMessage::user(input);
         journal.record(0, &input).await.map_err(|e| e.to_string())?;
         // The child's calls are metered with the parent turn's, as sub-agent work.

@@ -75,6 +75,13 @@ impl TurnJournal for StoreJournal {
         }
     }
 
+    async fn tool_time(&mut self, elapsed: std::time::Duration, sandboxed: bool) {
+        let ms = i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX);
+        if let Err(e) = self.store.add_tool_time(self.tenant, self.turn, ms, sandboxed).await {
+            tracing::warn!(error = %e, "cannot record a tool call's time");
+        }
+    }
+
     async fn compacted(&mut self, prompt: &str, body: &[(Option<i32>, ChatMessage)]) -> Result<(), JournalError> {
         match self.store.fork_compacted(self.tenant, self.session, self.fence, self.turn, prompt, body).await {
             Ok(child) => {
