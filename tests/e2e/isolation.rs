@@ -92,3 +92,91 @@ async fn a_key_restricted_to_one_agent_cannot_use_another() {
     assert_eq!(body["model"], "first");
     env.stop().await;
 }
+
+/// Every documented route that names an object, called by another tenant with this tenant's
+/// ids: all answer 404 and change nothing; the lists show nothing of theirs.
+#[tokio::test]
+async fn every_endpoint_answers_404_for_another_tenants_objects() {
+    let env = TestEnv::start().await;
+    let (_, _, owner) = env.tenant("alpha", "ops").await;
+    let (_, _, stranger) = env.tenant("beta", "ops").await;
+    let send = |key: &str, method: &str, path: &str, body: Value| {
+        let url = format!("{}{path}", env.api_url);
+        let req = match method {
+            "get" => env.http.get(url),
+            "post" => env.http.post(url),
+            "patch" => env.http.patch(url),
+            "delete" => env.http.delete(url),
+            other => panic!("{other}"),
+        };
+        req.bearer_auth(key).json(&body).send()
+    };
+    // The owner has a response, a session, and a run waiting for an approval.
+    env.llm.push(ScriptedReply::text("Stored."));
+    let response: Value =
+        send(&owner, "post", "/v1/responses", json!({"input": "keep this"})).await.unwrap().json().await.unwrap();
+    let response_id = response["id"].as_str().unwrap().to_owned();
+    let session = response["hermes"]["session_id"].as_str().unwrap().to_owned();
+    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "rm -rf /workspace/cache"})));
+    let run: Value = send(&owner, "post", "/v1/runs", json!({"input": "clean"})).await.unwrap().json().await.unwrap();
+    let run_id = run["run_id"].as_str().unwrap().to_owned();
+    let mut interaction = String::new();
+    for _ in 0..200 {
+        let state: Value =
+            send(&owner, "get", &format!("/v1/runs/{run_id}"), json!({})).await.unwrap().json().await.unwrap();
+        if let Some(id) = state["pending"]["id"].as_str() {
+            interaction = id.to_owned();
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(!interaction.is_empty(), "the run waits for approval");
+
+    let doc: Value = env.http.get(format!("{}/openapi.json", env.api_url)).send().await.unwrap().json().await.unwrap();
+    let mut checked = 0;
+    for (path, methods) in doc["paths"].as_object().unwrap() {
+        let id = match path.as_str() {
+            p if !p.contains("{id}") => continue,
+            p if p.starts_with("/v1/responses/") => &response_id,
+            p if p.starts_with("/v1/runs/") => &run_id,
+            p if p.starts_with("/v1/interactions/") => &interaction,
+            p if p.starts_with("/api/sessions/") => &session,
+            other => panic!("no object for {other}: extend this test"),
+        };
+        let concrete = path.replace("{id}", id);
+        for method in methods.as_object().unwrap().keys() {
+            // A valid body for each route, so only ownership decides the answer.
+            let body = match (method.as_str(), path.as_str()) {
+                ("patch", _) => json!({"title": "mine now"}),
+                (_, p) if p.ends_with("/approval") || p.starts_with("/v1/interactions/") => json!({"choice": "once"}),
+                _ => json!({}),
+            };
+            let resp = send(&stranger, method, &concrete, body).await.unwrap();
+            assert_eq!(resp.status(), 404, "{method} {path} by another tenant");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 13, "every route that names an object");
+    // Chaining onto the owner's objects is refused the same way.
+    for body in
+        [json!({"input": "x", "previous_response_id": response_id}), json!({"input": "x", "session_id": session})]
+    {
+        let path = if body.get("session_id").is_some() { "/v1/runs" } else { "/v1/responses" };
+        assert_eq!(send(&stranger, "post", path, body).await.unwrap().status(), 404, "{path}");
+    }
+    // The lists show nothing of the owner's.
+    let sessions: Value = send(&stranger, "get", "/api/sessions", json!({})).await.unwrap().json().await.unwrap();
+    assert_eq!(sessions["data"], json!([]));
+    let usage: Value = send(&stranger, "get", "/v1/usage", json!({})).await.unwrap().json().await.unwrap();
+    assert_eq!(usage["total"]["calls"], 0);
+    // And nothing of the owner's changed.
+    let state: Value =
+        send(&owner, "get", &format!("/v1/runs/{run_id}"), json!({})).await.unwrap().json().await.unwrap();
+    assert_eq!(state["status"], "waiting_for_approval");
+    let kept = send(&owner, "get", &format!("/v1/responses/{response_id}"), json!({})).await.unwrap();
+    assert_eq!(kept.status(), 200);
+    let info: Value =
+        send(&owner, "get", &format!("/api/sessions/{session}"), json!({})).await.unwrap().json().await.unwrap();
+    assert_ne!(info["title"], "mine now");
+    env.stop().await;
+}
