@@ -167,3 +167,43 @@ async fn a_reached_soft_cap_warns_once_the_turn_goes_on_and_its_tool_and_sandbox
     assert_eq!(total["sandbox_ms"].as_i64(), Some(tool_ms), "all of it in the sandbox: {report}");
     env.stop().await;
 }
+
+#[tokio::test]
+async fn concurrent_turns_never_spend_beyond_the_calls_already_in_flight() {
+    let env = TestEnv::start().await;
+    let (tenant, _, key) = env.tenant("acme", "ops").await;
+    let price = ModelPrice {
+        model: "scripted-model".into(),
+        input: 1_000.0,
+        output: 1_000.0,
+        cached_input: None,
+        cache_write: None,
+    };
+    env.store.set_model_price(&price).await.unwrap();
+    // Any one call costs more than the cap, but all four first calls start before any ends.
+    let team = hermes_store::Budget { agent_id: None, period: "day".into(), hard_usd: Some(0.001), soft_usd: None };
+    env.store.set_budget(tenant, &team).await.unwrap();
+    for n in 0..4 {
+        env.llm.push(
+            ScriptedReply::tool_call("terminal", json!({"command": format!("echo {n}")}))
+                .after(std::time::Duration::from_millis(600)),
+        );
+    }
+    let turns: Vec<_> = (0..4)
+        .map(|n| {
+            env.spawn_chat(
+                &key,
+                json!({"model": "ops", "messages": [{"role": "user", "content": format!("task {n}")}]}),
+            )
+        })
+        .collect();
+    for turn in turns {
+        let resp = turn.await.unwrap();
+        assert_eq!(resp.status(), 402, "each turn stops at its next call");
+    }
+    assert_eq!(env.llm.requests().len(), 4, "only the calls already in flight were made, none after the cap");
+    let spent = env.store.budget_states(tenant, hermes_core::AgentId::new(), chrono::Utc::now()).await.unwrap();
+    let team_state = spent.iter().find(|s| s.budget.agent_id.is_none()).unwrap();
+    assert!(team_state.hard_reached(), "{spent:?}");
+    env.stop().await;
+}
