@@ -101,29 +101,20 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
     let (_, _, owner) = env.tenant("alpha", "ops").await;
     let (_, _, stranger) = env.tenant("beta", "ops").await;
     let send = |key: &str, method: &str, path: &str, body: Value| {
-        let url = format!("{}{path}", env.api_url);
-        let req = match method {
-            "get" => env.http.get(url),
-            "post" => env.http.post(url),
-            "patch" => env.http.patch(url),
-            "delete" => env.http.delete(url),
-            other => panic!("{other}"),
-        };
-        req.bearer_auth(key).json(&body).send()
+        let (env, key, method, path) = (&env, key.to_owned(), method.to_owned(), path.to_owned());
+        async move { crate::openapi::call(env, &key, &method, &path, Some(body)).await }
     };
     // The owner has a response, a session, and a run waiting for an approval.
     env.llm.push(ScriptedReply::text("Stored."));
-    let response: Value =
-        send(&owner, "post", "/v1/responses", json!({"input": "keep this"})).await.unwrap().json().await.unwrap();
+    let (_, response) = send(&owner, "post", "/v1/responses", json!({"input": "keep this"})).await;
     let response_id = response["id"].as_str().unwrap().to_owned();
     let session = response["hermes"]["session_id"].as_str().unwrap().to_owned();
     env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "rm -rf /workspace/cache"})));
-    let run: Value = send(&owner, "post", "/v1/runs", json!({"input": "clean"})).await.unwrap().json().await.unwrap();
+    let (_, run) = send(&owner, "post", "/v1/runs", json!({"input": "clean"})).await;
     let run_id = run["run_id"].as_str().unwrap().to_owned();
     let mut interaction = String::new();
     for _ in 0..200 {
-        let state: Value =
-            send(&owner, "get", &format!("/v1/runs/{run_id}"), json!({})).await.unwrap().json().await.unwrap();
+        let (_, state) = send(&owner, "get", &format!("/v1/runs/{run_id}"), json!({})).await;
         if let Some(id) = state["pending"]["id"].as_str() {
             interaction = id.to_owned();
             break;
@@ -151,8 +142,8 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
                 (_, p) if p.ends_with("/approval") || p.starts_with("/v1/interactions/") => json!({"choice": "once"}),
                 _ => json!({}),
             };
-            let resp = send(&stranger, method, &concrete, body).await.unwrap();
-            assert_eq!(resp.status(), 404, "{method} {path} by another tenant");
+            let (status, _) = send(&stranger, method, &concrete, body).await;
+            assert_eq!(status, 404, "{method} {path} by another tenant");
             checked += 1;
         }
     }
@@ -162,21 +153,18 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
         [json!({"input": "x", "previous_response_id": response_id}), json!({"input": "x", "session_id": session})]
     {
         let path = if body.get("session_id").is_some() { "/v1/runs" } else { "/v1/responses" };
-        assert_eq!(send(&stranger, "post", path, body).await.unwrap().status(), 404, "{path}");
+        assert_eq!(send(&stranger, "post", path, body).await.0, 404, "{path}");
     }
     // The lists show nothing of the owner's.
-    let sessions: Value = send(&stranger, "get", "/api/sessions", json!({})).await.unwrap().json().await.unwrap();
+    let (_, sessions) = send(&stranger, "get", "/api/sessions", json!({})).await;
     assert_eq!(sessions["data"], json!([]));
-    let usage: Value = send(&stranger, "get", "/v1/usage", json!({})).await.unwrap().json().await.unwrap();
+    let (_, usage) = send(&stranger, "get", "/v1/usage", json!({})).await;
     assert_eq!(usage["total"]["calls"], 0);
     // And nothing of the owner's changed.
-    let state: Value =
-        send(&owner, "get", &format!("/v1/runs/{run_id}"), json!({})).await.unwrap().json().await.unwrap();
+    let (_, state) = send(&owner, "get", &format!("/v1/runs/{run_id}"), json!({})).await;
     assert_eq!(state["status"], "waiting_for_approval");
-    let kept = send(&owner, "get", &format!("/v1/responses/{response_id}"), json!({})).await.unwrap();
-    assert_eq!(kept.status(), 200);
-    let info: Value =
-        send(&owner, "get", &format!("/api/sessions/{session}"), json!({})).await.unwrap().json().await.unwrap();
+    assert_eq!(send(&owner, "get", &format!("/v1/responses/{response_id}"), json!({})).await.0, 200);
+    let (_, info) = send(&owner, "get", &format!("/api/sessions/{session}"), json!({})).await;
     assert_ne!(info["title"], "mine now");
     env.stop().await;
 }

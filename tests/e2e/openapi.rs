@@ -34,7 +34,8 @@ impl Spec {
     }
 }
 
-async fn call(env: &TestEnv, key: &str, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+/// Calls the API as `key`; the status and the JSON body (or the text, if not JSON).
+pub(crate) async fn call(env: &TestEnv, key: &str, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
     let url = format!("{}{path}", env.api_url);
     let req = match method {
         "get" => env.http.get(url),

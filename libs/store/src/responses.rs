@@ -51,6 +51,17 @@ pub struct ResponseChain {
     pub fork_up_to: Option<i32>,
 }
 
+/// The `session_id`, `agent_id`, `status` and `outcome` columns of a turn row.
+fn turn_columns(row: &sqlx::postgres::PgRow) -> Result<(SessionId, AgentId, TurnStatus, Option<TurnOutcome>)> {
+    let outcome: Option<Value> = row.try_get("outcome")?;
+    Ok((
+        SessionId::from_uuid(row.try_get("session_id")?),
+        AgentId::from_uuid(row.try_get("agent_id")?),
+        TurnStatus::parse(&row.try_get::<String, _>("status")?)?,
+        outcome.map(serde_json::from_value).transpose().map_err(|e| StoreError::Corrupt(e.to_string()))?,
+    ))
+}
+
 /// Records a response in the transaction that enqueues its turn.
 pub(crate) async fn record_in(
     tx: &mut sqlx::PgConnection,
@@ -100,13 +111,13 @@ impl Store {
         .fetch_optional(self.pool())
         .await?
         .ok_or(StoreError::NotFound)?;
-        let outcome: Option<Value> = row.try_get("outcome")?;
+        let (session_id, agent_id, status, outcome) = turn_columns(&row)?;
         Ok(StoredResponse {
             turn_id: turn,
-            session_id: SessionId::from_uuid(row.try_get("session_id")?),
-            agent_id: AgentId::from_uuid(row.try_get("agent_id")?),
-            status: TurnStatus::parse(&row.try_get::<String, _>("status")?)?,
-            outcome: outcome.map(serde_json::from_value).transpose().map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            session_id,
+            agent_id,
+            status,
+            outcome,
             instructions: row.try_get("instructions")?,
             model: row.try_get("model")?,
             previous: row.try_get::<Option<uuid::Uuid>, _>("previous_turn_id")?.map(TurnId::from_uuid),
@@ -214,12 +225,12 @@ impl Store {
         .fetch_optional(self.pool())
         .await?
         .ok_or(StoreError::NotFound)?;
-        let outcome: Option<Value> = row.try_get("outcome")?;
+        let (session_id, agent_id, status, outcome) = turn_columns(&row)?;
         Ok(TurnOverview {
-            session_id: SessionId::from_uuid(row.try_get("session_id")?),
-            agent_id: AgentId::from_uuid(row.try_get("agent_id")?),
-            status: TurnStatus::parse(&row.try_get::<String, _>("status")?)?,
-            outcome: outcome.map(serde_json::from_value).transpose().map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            session_id,
+            agent_id,
+            status,
+            outcome,
             created_at: row.try_get("created_at")?,
             updated_at: row.try_get("updated_at")?,
         })

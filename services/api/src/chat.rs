@@ -171,6 +171,29 @@ fn derived_session_id(auth: &KeyAuth, agent: hermes_core::AgentId, user: &str, p
     SessionId::from_uuid(uuid::Uuid::from_bytes(bytes))
 }
 
+/// Stores a turn (once per `Idempotency-Key`, if the request has one): its session, the turn,
+/// and whether it is an earlier request's turn.
+pub(crate) async fn enqueue(
+    state: &AppState,
+    auth: &KeyAuth,
+    new: NewTurn,
+    idempotency: Option<&hermes_store::Idempotency>,
+) -> Result<(SessionId, hermes_core::TurnId, bool), ApiError> {
+    let enqueued = match idempotency {
+        Some(idem) => state.store.enqueue_turn_once(auth.tenant_id, new, idem).await,
+        None => {
+            state.store.enqueue_turn(auth.tenant_id, new).await.map(|(session, turn)| Enqueued::New { session, turn })
+        }
+    };
+    match enqueued {
+        Ok(Enqueued::New { session, turn }) => Ok((session, turn, false)),
+        Ok(Enqueued::Replay { session, turn }) => Ok((session, turn, true)),
+        Err(StoreError::NotFound) => Err(ApiError::not_found("session_not_found", "no such session for this model")),
+        Err(StoreError::Invalid(_)) if idempotency.is_some() => Err(crate::idempotency::reused()),
+        Err(e) => Err(ApiError::internal(e)),
+    }
+}
+
 #[utoipa::path(post, path = "/v1/chat/completions", tag = "openai",
     request_body = crate::openapi::ChatCompletionRequest,
     params(("X-Hermes-Session-Id" = Option<String>, Header, description = "Continue this session"),
@@ -209,21 +232,7 @@ pub(crate) async fn chat_completions(
         api_key: Some(auth.key_id),
         response: None,
     };
-    let enqueued = match &idempotency {
-        Some(idem) => state.store.enqueue_turn_once(auth.tenant_id, new, idem).await,
-        None => {
-            state.store.enqueue_turn(auth.tenant_id, new).await.map(|(session, turn)| Enqueued::New { session, turn })
-        }
-    };
-    let (session_id, turn_id, replay) = match enqueued {
-        Ok(Enqueued::New { session, turn }) => (session, turn, false),
-        Ok(Enqueued::Replay { session, turn }) => (session, turn, true),
-        Err(StoreError::NotFound) => {
-            return Err(ApiError::not_found("session_not_found", "no such session for this model"));
-        }
-        Err(StoreError::Invalid(_)) if idempotency.is_some() => return Err(crate::idempotency::reused()),
-        Err(e) => return Err(ApiError::internal(e)),
-    };
+    let (session_id, turn_id, replay) = enqueue(&state, &auth, new, idempotency.as_ref()).await?;
     let span = tracing::Span::current();
     span.record("session.id", tracing::field::display(session_id));
     span.record("turn.id", tracing::field::display(turn_id));

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use hermes_core::{ChatMessage, FinishReason, PendingInteraction, Role, TurnId, TurnOutcome};
 use hermes_http::ApiError;
 use hermes_queue::SessionWork;
-use hermes_store::{Enqueued, KeyAuth, NewResponse, NewTurn, StoreError, TurnStatus, TurnTarget};
+use hermes_store::{KeyAuth, NewResponse, NewTurn, StoreError, TurnStatus, TurnTarget};
 
 use crate::AppState;
 use crate::auth::Caller;
@@ -272,18 +272,11 @@ pub(crate) async fn create(
             truncation: truncation.clone(),
         }),
     };
-    let enqueued = match &idempotency {
-        Some(idem) => state.store.enqueue_turn_once(auth.tenant_id, new, idem).await,
-        None => {
-            state.store.enqueue_turn(auth.tenant_id, new).await.map(|(session, turn)| Enqueued::New { session, turn })
+    let (session, turn, replay) = match crate::chat::enqueue(&state, &auth, new, idempotency.as_ref()).await {
+        Err(e) if e.code == Some("session_not_found") => {
+            return Err(ApiError::not_found("session_not_found", "the conversation is gone"));
         }
-    };
-    let (session, turn, replay) = match enqueued {
-        Ok(Enqueued::New { session, turn }) => (session, turn, false),
-        Ok(Enqueued::Replay { session, turn }) => (session, turn, true),
-        Err(StoreError::NotFound) => return Err(ApiError::not_found("session_not_found", "the conversation is gone")),
-        Err(StoreError::Invalid(_)) if idempotency.is_some() => return Err(crate::idempotency::reused()),
-        Err(e) => return Err(ApiError::internal(e)),
+        other => other?,
     };
     tracing::Span::current().record("turn.id", tracing::field::display(turn));
     let sub = state.events.subscribe(turn);

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use hermes_core::{PendingInteraction, SessionId, TurnId, TurnOutcome};
 use hermes_http::ApiError;
 use hermes_queue::SessionWork;
-use hermes_store::{Enqueued, KeyAuth, NewTurn, StoreError, TurnOverview, TurnStatus, TurnTarget};
+use hermes_store::{KeyAuth, NewTurn, StoreError, TurnOverview, TurnStatus, TurnTarget};
 
 use crate::AppState;
 use crate::auth::Caller;
@@ -164,18 +164,7 @@ pub(crate) async fn create(
         api_key: Some(auth.key_id),
         response: None,
     };
-    let enqueued = match &idempotency {
-        Some(idem) => state.store.enqueue_turn_once(auth.tenant_id, new, idem).await,
-        None => {
-            state.store.enqueue_turn(auth.tenant_id, new).await.map(|(session, turn)| Enqueued::New { session, turn })
-        }
-    };
-    let (session, turn) = match enqueued {
-        Ok(Enqueued::New { session, turn } | Enqueued::Replay { session, turn }) => (session, turn),
-        Err(StoreError::NotFound) => return Err(ApiError::not_found("session_not_found", "no such session")),
-        Err(StoreError::Invalid(_)) if idempotency.is_some() => return Err(crate::idempotency::reused()),
-        Err(e) => return Err(ApiError::internal(e)),
-    };
+    let (session, turn, _) = crate::chat::enqueue(&state, &auth, new, idempotency.as_ref()).await?;
     tracing::Span::current().record("turn.id", tracing::field::display(turn));
     let sub = state.events.subscribe(turn);
     signal_work(&state, SessionWork { tenant_id: auth.tenant_id, session_id: session }).await;
