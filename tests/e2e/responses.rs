@@ -72,16 +72,9 @@ async fn responses_chain_by_id_and_by_conversation_and_branch_from_earlier_ones(
     assert_eq!(env.count("SELECT count(*) FROM sessions WHERE lineage = 'fork'").await, 1);
 
     // GET returns the stored object; DELETE forgets it, and it can no longer be continued.
-    let got: Value = env
-        .http
-        .get(format!("{}/v1/responses/{}", env.api_url, second["id"].as_str().unwrap()))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, got) =
+        crate::openapi::call(&env, &key, "get", &format!("/v1/responses/{}", second["id"].as_str().unwrap()), None)
+            .await;
     assert_eq!(got["id"], second["id"]);
     assert_eq!(output_text(&got), "About 2.1 million.");
     assert_eq!(got["previous_response_id"], first_id);
@@ -211,16 +204,9 @@ async fn streamed_responses_send_the_events_in_order_with_tool_calls_and_sequenc
     assert!(done["usage"]["output_tokens"].as_u64().unwrap() > 0);
 
     // The stored response reads back the same way.
-    let got: Value = env
-        .http
-        .get(format!("{}/v1/responses/{}", env.api_url, done["id"].as_str().unwrap()))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (status, got) =
+        crate::openapi::call(&env, &key, "get", &format!("/v1/responses/{}", done["id"].as_str().unwrap()), None).await;
+    assert_eq!(status, 200);
     assert_eq!(got["output"], done["output"]);
     assert_eq!(got["status"], "completed");
     env.stop().await;
