@@ -119,6 +119,7 @@ async fn fill(store: &Store, tenant_name: &str, user: &str, sessions: usize, mes
             notify_hub: None,
             api_key: None,
             response: None,
+            reply_to: None,
         };
         store.enqueue_turn(tenant.id, turn).await?;
     }

@@ -24,6 +24,7 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
         notify_hub: None,
         api_key: None,
         response: None,
+        reply_to: None,
     };
     let (session, turn) = env.store.enqueue_turn(tenant, new).await.unwrap();
 
@@ -125,6 +126,7 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
                 notify_hub: None,
                 api_key: None,
                 response: None,
+                reply_to: None,
             },
         )
         .await

@@ -211,6 +211,13 @@ impl TestEnv {
         tokio::spawn(async move { http.post(url).bearer_auth(key).json(&body).send().await.unwrap() })
     }
 
+    /// Tells the workers a session has work (what the API and gateway do after storing a turn).
+    pub async fn signal_work(&self, tenant: TenantId, session: hermes_core::SessionId) {
+        let broker = Broker::connect(&self.config.rabbitmq, "test-signal").await.unwrap();
+        broker.publish_work(&hermes_queue::SessionWork { tenant_id: tenant, session_id: session }).await.unwrap();
+        broker.close().await;
+    }
+
     /// Runs one SQL count against the test database.
     pub async fn count(&self, sql: &str) -> i64 {
         sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql.to_owned())).fetch_one(self.store.pool()).await.unwrap()

@@ -19,6 +19,7 @@ mod derived;
 mod discovery;
 mod egress;
 mod fencing;
+mod gateway;
 mod harness;
 mod idempotency;
 mod interrupt;

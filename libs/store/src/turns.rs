@@ -105,6 +105,9 @@ pub struct NewTurn {
     pub api_key: Option<hermes_core::ApiKeyId>,
     /// Set for a stored Responses API request: recorded with the turn.
     pub response: Option<crate::responses::NewResponse>,
+    /// Set for a chat message: where the answer goes (`channel_id`, `chat_id`, ...); the turn's
+    /// end puts the answer in the outbox (migration 0017).
+    pub reply_to: Option<serde_json::Value>,
 }
 
 /// A turn a worker has claimed.
@@ -295,8 +298,8 @@ pub(crate) async fn enqueue_in(
         }
     };
     sqlx::query(
-        "INSERT INTO turns (id, tenant_id, session_id, input, instructions, stream, notify_hub, api_key_id)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        "INSERT INTO turns (id, tenant_id, session_id, input, instructions, stream, notify_hub, api_key_id, reply_to)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(turn_id.as_uuid())
     .bind(tenant.as_uuid())
@@ -306,6 +309,7 @@ pub(crate) async fn enqueue_in(
     .bind(new.stream)
     .bind(&new.notify_hub)
     .bind(new.api_key.map(|k| k.as_uuid()))
+    .bind(&new.reply_to)
     .execute(&mut *tx)
     .await?;
     if let Some(response) = &new.response {

@@ -231,6 +231,7 @@ pub(crate) async fn chat_completions(
         notify_hub: Some(state.events.id().to_owned()),
         api_key: Some(auth.key_id),
         response: None,
+        reply_to: None,
     };
     let (session_id, turn_id, replay) = enqueue(&state, &auth, new, idempotency.as_ref()).await?;
     let span = tracing::Span::current();

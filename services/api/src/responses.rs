@@ -271,6 +271,7 @@ pub(crate) async fn create(
             conversation,
             truncation: truncation.clone(),
         }),
+        reply_to: None,
     };
     let (session, turn, replay) = match crate::chat::enqueue(&state, &auth, new, idempotency.as_ref()).await {
         Err(e) if e.code == Some("session_not_found") => {

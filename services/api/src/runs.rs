@@ -163,6 +163,7 @@ pub(crate) async fn create(
         notify_hub: Some(state.events.id().to_owned()),
         api_key: Some(auth.key_id),
         response: None,
+        reply_to: None,
     };
     let (session, turn, _) = crate::chat::enqueue(&state, &auth, new, idempotency.as_ref()).await?;
     tracing::Span::current().record("turn.id", tracing::field::display(turn));

@@ -1,0 +1,222 @@
+//! Channels (migration 0017): an agent bound to a bot on a chat platform. The bot's
+//! credentials are sealed at rest; a bot can be bound once in the whole installation.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+
+use hermes_core::{AgentId, TenantId};
+
+use crate::{Result, SecretBox, Store, StoreError};
+
+/// A channel to create.
+#[derive(Debug, Clone)]
+pub struct NewChannel {
+    pub agent_id: AgentId,
+    /// `telegram`, `slack` or `wecom`.
+    pub platform: String,
+    /// `webhook`, `poll`, `socket` or `websocket`.
+    pub mode: String,
+    pub api_base: String,
+    /// Platform credentials (`{"token": ...}` for Telegram), sealed before they are stored.
+    pub credentials: Value,
+    /// What identifies the bot on its platform (a Telegram token, a Slack app id): bound once.
+    pub bot_identity: String,
+    pub dm_policy: String,
+    pub group_policy: String,
+    pub allow_users: Vec<String>,
+    pub allow_chats: Vec<String>,
+    pub admins: Vec<String>,
+}
+
+/// A stored channel.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Channel {
+    pub id: uuid::Uuid,
+    #[serde(skip)]
+    pub tenant_id: TenantId,
+    pub agent_id: AgentId,
+    pub platform: String,
+    pub mode: String,
+    pub api_base: String,
+    #[serde(skip)]
+    pub sealed_credentials: Vec<u8>,
+    pub bot_username: Option<String>,
+    #[serde(skip)]
+    pub webhook_secret: String,
+    pub dm_policy: String,
+    pub group_policy: String,
+    pub allow_users: Vec<String>,
+    pub allow_chats: Vec<String>,
+    pub admins: Vec<String>,
+    pub status: String,
+    pub status_reason: Option<String>,
+    #[serde(skip)]
+    pub poll_offset: i64,
+    pub created_at: DateTime<Utc>,
+}
+
+fn context(id: uuid::Uuid) -> String {
+    format!("channel:{id}")
+}
+
+impl Channel {
+    /// The platform credentials in clear.
+    pub fn credentials(&self, secrets: Option<&SecretBox>) -> Result<Value> {
+        let secrets = secrets.ok_or_else(|| StoreError::Secret("channels need secrets.master_key".into()))?;
+        let plain = secrets.open(&context(self.id), &self.sealed_credentials)?;
+        serde_json::from_slice(&plain).map_err(|e| StoreError::Corrupt(format!("channel credentials: {e}")))
+    }
+
+    pub(crate) fn from_row(row: &PgRow) -> Result<Self> {
+        let tenant: uuid::Uuid = row.try_get("tenant_id")?;
+        Ok(Channel {
+            id: row.try_get("id")?,
+            #[expect(clippy::disallowed_methods, reason = "the row's own tenant, read with the row")]
+            tenant_id: TenantId::from_authenticated(tenant),
+            agent_id: AgentId::from_uuid(row.try_get("agent_id")?),
+            platform: row.try_get("platform")?,
+            mode: row.try_get("mode")?,
+            api_base: row.try_get("api_base")?,
+            sealed_credentials: row.try_get("credentials")?,
+            bot_username: row.try_get("bot_username")?,
+            webhook_secret: row.try_get("webhook_secret")?,
+            dm_policy: row.try_get("dm_policy")?,
+            group_policy: row.try_get("group_policy")?,
+            allow_users: row.try_get("allow_users")?,
+            allow_chats: row.try_get("allow_chats")?,
+            admins: row.try_get("admins")?,
+            status: row.try_get("status")?,
+            status_reason: row.try_get("status_reason")?,
+            poll_offset: row.try_get("poll_offset")?,
+            created_at: row.try_get("created_at")?,
+        })
+    }
+}
+
+/// A random secret of URL- and header-safe characters (Telegram allows `A-Za-z0-9_-`).
+fn webhook_secret() -> String {
+    use rand::Rng;
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rng();
+    (0..40).map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())])).collect()
+}
+
+impl Store {
+    /// Binds a bot to an agent. `Conflict` when the bot is bound already (by anyone).
+    pub async fn create_channel(
+        &self,
+        tenant: TenantId,
+        new: NewChannel,
+        secrets: Option<&SecretBox>,
+    ) -> Result<Channel> {
+        use sha2::Digest;
+        let secrets = secrets.ok_or_else(|| {
+            StoreError::Secret("storing bot credentials needs secrets.master_key (HERMES__SECRETS__MASTER_KEY)".into())
+        })?;
+        let id = uuid::Uuid::now_v7();
+        let sealed = secrets.seal(&context(id), new.credentials.to_string().as_bytes())?;
+        let digest = sha2::Sha256::digest(format!("{}:{}", new.platform, new.bot_identity).as_bytes());
+        let fingerprint: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        let row = sqlx::query(
+            "INSERT INTO channels (id, tenant_id, agent_id, platform, mode, api_base, credentials, bot_fingerprint,
+                                   webhook_secret, dm_policy, group_policy, allow_users, allow_chats, admins)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING *",
+        )
+        .bind(id)
+        .bind(tenant.as_uuid())
+        .bind(new.agent_id.as_uuid())
+        .bind(&new.platform)
+        .bind(&new.mode)
+        .bind(&new.api_base)
+        .bind(sealed)
+        .bind(fingerprint)
+        .bind(webhook_secret())
+        .bind(&new.dm_policy)
+        .bind(&new.group_policy)
+        .bind(&new.allow_users)
+        .bind(&new.allow_chats)
+        .bind(&new.admins)
+        .fetch_one(self.pool())
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::NotFound,
+            sqlx::Error::Database(db) if db.is_check_violation() => {
+                StoreError::Invalid("unknown platform, mode or policy".into())
+            }
+            _ => StoreError::conflict_on_unique(e, "this bot is already bound to an agent; delete that channel first"),
+        })?;
+        Channel::from_row(&row)
+    }
+
+    pub async fn list_channels(&self, tenant: TenantId) -> Result<Vec<Channel>> {
+        let rows = sqlx::query("SELECT * FROM channels WHERE tenant_id = $1 ORDER BY created_at")
+            .bind(tenant.as_uuid())
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter().map(Channel::from_row).collect()
+    }
+
+    pub async fn channel(&self, tenant: TenantId, id: uuid::Uuid) -> Result<Channel> {
+        let row = sqlx::query("SELECT * FROM channels WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_uuid())
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        Channel::from_row(&row)
+    }
+
+    /// Unbinds a bot; `false` when there was no such channel.
+    pub async fn delete_channel(&self, tenant: TenantId, id: uuid::Uuid) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM channels WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_uuid())
+            .bind(id)
+            .execute(self.pool())
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Records what the platform says the bot is called.
+    pub async fn set_bot_username(&self, tenant: TenantId, id: uuid::Uuid, name: &str) -> Result<()> {
+        sqlx::query("UPDATE channels SET bot_username = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_uuid())
+            .bind(id)
+            .bind(crate::messages::without_nul(name))
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// Marks why a channel stopped delivering (`blocked`), or `active` again.
+    pub async fn set_channel_status(
+        &self,
+        tenant: TenantId,
+        id: uuid::Uuid,
+        status: &str,
+        reason: Option<&str>,
+    ) -> Result<()> {
+        sqlx::query(
+            "UPDATE channels SET status = $3, status_reason = $4, updated_at = now() WHERE tenant_id = $1 AND id = $2",
+        )
+        .bind(tenant.as_uuid())
+        .bind(id)
+        .bind(status)
+        .bind(reason.map(crate::messages::without_nul))
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Moves a long-poll position forward (never back: a slower pod cannot rewind it).
+    pub async fn advance_poll_offset(&self, tenant: TenantId, id: uuid::Uuid, offset: i64) -> Result<()> {
+        sqlx::query("UPDATE channels SET poll_offset = GREATEST(poll_offset, $3) WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_uuid())
+            .bind(id)
+            .bind(offset)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,220 @@
+//! What the chat gateway needs across tenants: finding the channel a platform calls about
+//! (authenticated then by the platform's own secret, not an API key), the channels to poll,
+//! taking chat messages in exactly once, and delivering replies from the outbox. Nothing
+//! reachable from a tenant's API request uses these.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use sqlx::Row;
+
+use hermes_core::{SessionId, TenantId, TurnId};
+
+use crate::channels::Channel;
+use crate::turns::{NewTurn, enqueue_in};
+use crate::{Result, Store, StoreError};
+
+/// A reply to deliver, claimed by one gateway pod for a while.
+#[derive(Debug, Clone)]
+pub struct OutboxItem {
+    pub id: uuid::Uuid,
+    pub tenant_id: TenantId,
+    pub channel_id: Option<uuid::Uuid>,
+    pub turn_id: Option<TurnId>,
+    pub destination: Value,
+    pub payload: Value,
+    pub attempts: i32,
+    /// Parts of the reply already delivered, and their platform message ids.
+    pub sent_parts: i32,
+    pub message_ids: Vec<String>,
+}
+
+/// What taking a chat message in did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accepted {
+    /// Seen before (a platform retry, a re-polled update): nothing was done again.
+    Duplicate,
+    /// Stored; no turn (a command, an ignored message).
+    Stored,
+    /// Stored with the turn it started.
+    Turn { session: SessionId, turn: TurnId },
+}
+
+impl Store {
+    /// The channel with this id, whoever owns it (the caller then checks the platform's secret).
+    pub async fn gateway_channel(&self, id: uuid::Uuid) -> Result<Channel> {
+        let row = sqlx::query("SELECT * FROM channels WHERE id = $1")
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        Channel::from_row(&row)
+    }
+
+    /// Active channels of `platform` that receive in `mode` (the ones a gateway must poll).
+    pub async fn gateway_channels(&self, platform: &str, mode: &str) -> Result<Vec<Channel>> {
+        let rows = sqlx::query(
+            "SELECT * FROM channels WHERE platform = $1 AND mode = $2 AND status = 'active' ORDER BY created_at",
+        )
+        .bind(platform)
+        .bind(mode)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(Channel::from_row).collect()
+    }
+
+    /// Takes a chat message in once: its `inbound` row (unique per channel and platform message)
+    /// and, when given, the turn it starts, in one transaction.
+    pub async fn accept_inbound(
+        &self,
+        tenant: TenantId,
+        source: &str,
+        dedupe_key: &str,
+        payload: &Value,
+        turn: Option<NewTurn>,
+    ) -> Result<Accepted> {
+        let mut tx = self.pool().begin().await?;
+        let id = uuid::Uuid::now_v7();
+        let inserted = sqlx::query(
+            "INSERT INTO inbound (id, tenant_id, source, dedupe_key, payload) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (tenant_id, source, dedupe_key) DO NOTHING",
+        )
+        .bind(id)
+        .bind(tenant.as_uuid())
+        .bind(source)
+        .bind(crate::messages::without_nul(dedupe_key))
+        .bind(crate::messages::storable_json(payload)?)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if inserted == 0 {
+            return Ok(Accepted::Duplicate);
+        }
+        let accepted = match turn {
+            Some(new) => {
+                let (session, turn) = enqueue_in(&mut tx, tenant, &new).await?;
+                sqlx::query("UPDATE inbound SET turn_id = $2, processed_at = now() WHERE id = $1")
+                    .bind(id)
+                    .bind(turn.as_uuid())
+                    .execute(&mut *tx)
+                    .await?;
+                Accepted::Turn { session, turn }
+            }
+            None => {
+                sqlx::query("UPDATE inbound SET processed_at = now() WHERE id = $1").bind(id).execute(&mut *tx).await?;
+                Accepted::Stored
+            }
+        };
+        tx.commit().await?;
+        Ok(accepted)
+    }
+
+    /// Puts a gateway message (a command's answer, a notice) in the outbox, once per key.
+    pub async fn enqueue_outbox(
+        &self,
+        tenant: TenantId,
+        channel: uuid::Uuid,
+        destination: &Value,
+        dedupe_key: &str,
+        payload: &Value,
+    ) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO outbox (id, tenant_id, channel_id, destination, dedupe_key, payload)
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, dedupe_key) DO NOTHING",
+        )
+        .bind(uuid::Uuid::now_v7())
+        .bind(tenant.as_uuid())
+        .bind(channel)
+        .bind(destination)
+        .bind(crate::messages::without_nul(dedupe_key))
+        .bind(crate::messages::storable_json(payload)?)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Claims up to `limit` due replies for `lease` (oldest first; `SKIP LOCKED`, so any number
+    /// of gateway pods share the work). A claim that is not settled in time is due again.
+    pub async fn claim_outbox(&self, limit: i64, lease: Duration) -> Result<Vec<OutboxItem>> {
+        let rows = sqlx::query(
+            "UPDATE outbox o SET lease_until = now() + make_interval(secs => $2), attempts = o.attempts + 1
+             FROM (SELECT id FROM outbox
+                   WHERE status = 'pending' AND next_attempt_at <= now()
+                     AND (lease_until IS NULL OR lease_until < now())
+                   ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
+             WHERE o.id = due.id
+             RETURNING o.id, o.tenant_id, o.channel_id, o.turn_id, o.destination, o.payload, o.attempts,
+                       o.sent_parts, o.platform_message_id",
+        )
+        .bind(limit)
+        .bind(lease.as_secs_f64())
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let tenant: uuid::Uuid = r.try_get("tenant_id")?;
+                Ok(OutboxItem {
+                    id: r.try_get("id")?,
+                    #[expect(clippy::disallowed_methods, reason = "the row's own tenant, read with the row")]
+                    tenant_id: TenantId::from_authenticated(tenant),
+                    channel_id: r.try_get("channel_id")?,
+                    turn_id: r.try_get::<Option<uuid::Uuid>, _>("turn_id")?.map(TurnId::from_uuid),
+                    destination: r.try_get("destination")?,
+                    payload: r.try_get("payload")?,
+                    attempts: r.try_get("attempts")?,
+                    sent_parts: r.try_get("sent_parts")?,
+                    message_ids: r
+                        .try_get::<Option<String>, _>("platform_message_id")?
+                        .map(|ids| ids.split(',').filter(|s| !s.is_empty()).map(str::to_owned).collect())
+                        .unwrap_or_default(),
+                })
+            })
+            .collect()
+    }
+
+    /// One more part of a reply went out (recorded before the next is sent, so a retry after
+    /// a crash sends only what is missing).
+    pub async fn outbox_part_sent(&self, id: uuid::Uuid, parts: i32, message_ids: &[String]) -> Result<()> {
+        sqlx::query("UPDATE outbox SET sent_parts = $2, platform_message_id = $3 WHERE id = $1")
+            .bind(id)
+            .bind(parts)
+            .bind(message_ids.join(","))
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// The whole reply went out.
+    pub async fn outbox_sent(&self, id: uuid::Uuid) -> Result<()> {
+        sqlx::query("UPDATE outbox SET status = 'sent', sent_at = now(), lease_until = NULL WHERE id = $1")
+            .bind(id)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// A delivery failed for now: try again after `delay`.
+    pub async fn outbox_retry(&self, id: uuid::Uuid, delay: Duration, error: &str) -> Result<()> {
+        sqlx::query(
+            "UPDATE outbox SET next_attempt_at = now() + make_interval(secs => $2), lease_until = NULL,
+                    last_error = $3
+             WHERE id = $1",
+        )
+        .bind(id)
+        .bind(delay.as_secs_f64())
+        .bind(crate::messages::without_nul(error))
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// A delivery that will never succeed (the bot was blocked, the chat is gone).
+    pub async fn outbox_failed(&self, id: uuid::Uuid, error: &str) -> Result<()> {
+        sqlx::query("UPDATE outbox SET status = 'failed', lease_until = NULL, last_error = $2 WHERE id = $1")
+            .bind(id)
+            .bind(crate::messages::without_nul(error))
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+}

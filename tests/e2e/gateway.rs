@@ -1,0 +1,66 @@
+//! The chat gateway's storage path: a chat message is taken in once with its turn, and the
+//! turn's answer lands in the outbox exactly once, to be claimed by one gateway pod at a time.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use hermes_core::ChatMessage;
+use hermes_store::{Accepted, NewTurn, Route, TurnTarget};
+use hermes_testkit::ScriptedReply;
+
+use crate::harness::TestEnv;
+
+#[tokio::test]
+async fn a_chat_message_is_taken_in_once_and_its_answer_is_queued_for_delivery_once() {
+    let env = TestEnv::start().await;
+    let (tenant, agent, _) = env.tenant("acme", "helper").await;
+    env.llm.push(ScriptedReply::text("Hello from the bot."));
+    let route = Route {
+        agent: agent.id,
+        key: "telegram:bot:chat:42".into(),
+        source: "telegram".into(),
+        user_key: "telegram:7".into(),
+    };
+    let turn = || NewTurn {
+        agent_id: agent.id,
+        target: TurnTarget::Route { route: route.clone(), fresh: true, replaces: None },
+        input: ChatMessage::user("hi"),
+        instructions: None,
+        stream: false,
+        notify_hub: None,
+        api_key: None,
+        response: None,
+        reply_to: Some(json!({"channel_id": null, "chat_id": "42"})),
+    };
+    let update = json!({"update_id": 1001, "message": {"text": "hi"}});
+    let first = env.store.accept_inbound(tenant, "telegram:bot", "1001", &update, Some(turn())).await.unwrap();
+    let Accepted::Turn { session, .. } = first else { panic!("{first:?}") };
+    // The platform delivers the same update again: nothing more happens.
+    let again = env.store.accept_inbound(tenant, "telegram:bot", "1001", &update, Some(turn())).await.unwrap();
+    assert_eq!(again, Accepted::Duplicate);
+    assert_eq!(env.count("SELECT count(*) FROM turns").await, 1);
+    env.signal_work(tenant, session).await;
+
+    let mut claimed = Vec::new();
+    for _ in 0..200 {
+        claimed = env.store.claim_outbox(10, Duration::from_secs(30)).await.unwrap();
+        if !claimed.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(claimed.len(), 1, "one answer for one turn");
+    let item = &claimed[0];
+    assert_eq!(item.destination["chat_id"], "42");
+    assert_eq!(item.payload["outcome"]["content"], "Hello from the bot.");
+    assert_eq!(item.payload["status"], "completed");
+    // Claimed: another pod does not get it while the lease runs.
+    assert!(env.store.claim_outbox(10, Duration::from_secs(30)).await.unwrap().is_empty());
+    env.store.outbox_part_sent(item.id, 1, &["555".to_owned()]).await.unwrap();
+    env.store.outbox_sent(item.id).await.unwrap();
+    let (status, ids): (String, String) =
+        sqlx::query_as("SELECT status, platform_message_id FROM outbox").fetch_one(env.store.pool()).await.unwrap();
+    assert_eq!((status.as_str(), ids.as_str()), ("sent", "555"));
+    env.stop().await;
+}
