@@ -225,6 +225,11 @@ impl TestEnv {
 
     /// A `hermesd` child process running `roles` against this environment.
     pub fn spawn_hermesd(&self, roles: &[&str], worker_id: &str) -> Child {
+        self.spawn_hermesd_with(roles, worker_id, &[])
+    }
+
+    /// [`spawn_hermesd`](Self::spawn_hermesd) with more `HERMES__...` settings.
+    pub fn spawn_hermesd_with(&self, roles: &[&str], worker_id: &str, settings: &[(&str, String)]) -> Child {
         let c = &self.config;
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermesd"));
         cmd.args(roles)
@@ -248,6 +253,9 @@ impl TestEnv {
             .env("HERMES__TELEMETRY__LOG_FORMAT", "json")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit());
+        for (key, value) in settings {
+            cmd.env(key, value);
+        }
         cmd.spawn().expect("hermesd starts")
     }
 

@@ -39,5 +39,6 @@ mod search;
 mod sessions;
 mod sessions_api;
 mod skills;
+mod telegram;
 mod tools;
 mod usage;

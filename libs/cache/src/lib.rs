@@ -5,6 +5,7 @@ pub mod background;
 pub mod cancel;
 pub mod child_slots;
 pub mod key_pool;
+pub mod lease;
 pub mod rate;
 pub mod session_lock;
 pub mod window;
@@ -13,6 +14,7 @@ pub use background::BackgroundMarks;
 pub use cancel::CancelBus;
 pub use child_slots::Slots;
 pub use key_pool::KeyPools;
+pub use lease::{Lease, Leases};
 pub use rate::{RateDecision, RateLimiter};
 pub use session_lock::{LockGuard, SessionLocks};
 pub use window::WindowCounters;
@@ -101,6 +103,11 @@ impl Cache {
     /// Counters over fixed time windows.
     pub fn window_counters(&self) -> WindowCounters {
         WindowCounters::new(self.clone())
+    }
+
+    /// Leases on connections only one pod may hold.
+    pub fn leases(&self) -> Leases {
+        Leases::new(self.clone())
     }
 
     /// The session locks of this installation.

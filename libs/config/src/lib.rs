@@ -220,11 +220,31 @@ impl Default for SchedulerConfig {
 pub struct GatewayConfig {
     /// Address of the chat-platform webhook listener.
     pub bind: String,
+    /// Long-poll wait of one `getUpdates` call.
+    pub poll_timeout_seconds: u64,
+    /// How long a pod's hold on a bot's connection lasts without renewal (renewed every third).
+    pub lease_seconds: u64,
+    /// How often the gateway looks for bots to poll that no pod holds.
+    pub rebalance_seconds: u64,
+    /// How often the outbox is checked for replies to send.
+    pub outbox_poll_millis: u64,
+    /// How long a pod may take to deliver a claimed reply before another pod may.
+    pub outbox_lease_seconds: u64,
+    /// Deliveries of a reply before it is given up (platform errors that may pass).
+    pub outbox_max_attempts: i32,
 }
 
 impl Default for GatewayConfig {
     fn default() -> Self {
-        Self { bind: "127.0.0.1:8081".into() }
+        Self {
+            bind: "127.0.0.1:8081".into(),
+            poll_timeout_seconds: 25,
+            lease_seconds: 15,
+            rebalance_seconds: 5,
+            outbox_poll_millis: 200,
+            outbox_lease_seconds: 60,
+            outbox_max_attempts: 8,
+        }
     }
 }
 

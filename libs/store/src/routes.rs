@@ -41,6 +41,17 @@ impl Store {
         row.map(|r| Ok((SessionId::from_uuid(r.try_get("id")?), r.try_get("updated_at")?))).transpose()
     }
 
+    /// Ends the chat's current conversation (`/new`): its next message starts a fresh session.
+    pub async fn end_route(&self, tenant: TenantId, route: &Route) -> Result<()> {
+        sqlx::query("DELETE FROM session_routes WHERE tenant_id = $1 AND agent_id = $2 AND route_key = $3")
+            .bind(tenant.as_uuid())
+            .bind(route.agent.as_uuid())
+            .bind(&route.key)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
     /// Where the chat's next message goes at `now`: its current session, or a new one when
     /// there is none or the tenant's policy resets it and `busy` (a background process of
     /// that session still runs) says no.

@@ -1,32 +1,95 @@
-//! The `gateway` role: chat-platform ingress and egress (Telegram, Slack, WeCom).
-//!
-//! This release serves only its HTTP listener with the ops endpoints; platform adapters,
-//! channel bindings and pairing arrive with the chat-gateway issue. The role exists now so
-//! deployments and probes have their final shape.
+//! The `gateway` role: chat platforms in and out. Telegram bots arrive by webhook
+//! (`POST /telegram/{channel}`) or by long-poll (one pod per bot, leased in Redis); each
+//! message is authorised, stored with the turn it starts and signalled to the workers; the
+//! turn's answer comes back through the outbox, which any gateway pod delivers.
+
+pub mod access;
+pub mod incoming;
+pub mod ingest;
+pub mod outbox;
+pub mod split;
+pub mod telegram;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
+use axum::routing::post;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use hermes_cache::Cache;
 use hermes_config::HermesConfig;
 use hermes_http::{Readiness, ops_router};
+use hermes_queue::Broker;
+use hermes_store::{SecretBox, Store};
 
-/// What the gateway role needs.
+/// What the gateway role needs, built by the composition root.
 #[derive(Clone)]
 pub struct GatewayContext {
     pub config: Arc<HermesConfig>,
+    pub store: Store,
+    pub broker: Broker,
+    pub cache: Cache,
+    pub secrets: Option<SecretBox>,
     pub readiness: Readiness,
 }
 
-/// Serves the gateway listener on `gateway.bind` until `shutdown`.
+/// The running gateway, shared by its tasks and handlers.
+pub struct Gateway {
+    pub config: Arc<HermesConfig>,
+    pub store: Store,
+    pub broker: Broker,
+    pub cache: Cache,
+    pub secrets: Option<SecretBox>,
+    pub http: reqwest::Client,
+    /// Names this pod in leases.
+    pub owner: String,
+}
+
+impl Gateway {
+    pub fn new(ctx: &GatewayContext) -> Result<Self, reqwest::Error> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .user_agent(concat!("hermes-cloud/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(Self {
+            config: ctx.config.clone(),
+            store: ctx.store.clone(),
+            broker: ctx.broker.clone(),
+            cache: ctx.cache.clone(),
+            secrets: ctx.secrets.clone(),
+            http,
+            owner: format!("gateway-{}", uuid::Uuid::now_v7().simple()),
+        })
+    }
+
+    fn lease_ttl(&self) -> Duration {
+        Duration::from_secs(self.config.gateway.lease_seconds.max(3))
+    }
+}
+
+/// The gateway's HTTP routes (platform webhooks).
+pub fn router(gw: Arc<Gateway>) -> Router {
+    Router::new().route("/telegram/{channel}", post(telegram::webhook::receive)).with_state(gw)
+}
+
+/// Serves webhooks on `gateway.bind`, polls bots and delivers replies until `shutdown`.
 pub async fn run(ctx: GatewayContext, shutdown: CancellationToken) -> std::io::Result<()> {
     let listener = TcpListener::bind(&ctx.config.gateway.bind).await?;
-    tracing::info!(addr = %listener.local_addr()?, "gateway listening (no chat platforms are bound yet)");
-    let app = Router::new()
+    tracing::info!(addr = %listener.local_addr()?, "gateway listening");
+    let gw = Arc::new(Gateway::new(&ctx).map_err(std::io::Error::other)?);
+    let tasks = [
+        tokio::spawn(telegram::poller::run(gw.clone(), shutdown.clone())),
+        tokio::spawn(outbox::run(gw.clone(), shutdown.clone())),
+    ];
+    let app = router(gw)
         .merge(ops_router(ctx.readiness))
         .fallback(|| async { hermes_http::ApiError::not_found("not_found", "no chat platform is bound to this path") })
         .layer(axum::middleware::from_fn(hermes_http::request_span));
-    hermes_http::serve(listener, app, shutdown).await
+    let served = hermes_http::serve(listener, app, shutdown).await;
+    for task in tasks {
+        let _ = task.await;
+    }
+    served
 }

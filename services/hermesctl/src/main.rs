@@ -2,6 +2,7 @@
 //! admin console); naming `--tenant` is how the operator says whom they act for.
 #![allow(clippy::print_stdout, reason = "a CLI prints its results")]
 
+mod channels;
 mod commands;
 mod prices;
 mod sessions;

@@ -99,7 +99,14 @@ pub async fn run(config: HermesConfig, roles: Roles, shutdown: CancellationToken
         tasks.spawn(async move { Ok(hermes_worker::run(ctx, token).await?) });
     }
     if roles.gateway {
-        let ctx = hermes_gateway::GatewayContext { config: config.clone(), readiness: readiness.clone() };
+        let ctx = hermes_gateway::GatewayContext {
+            config: config.clone(),
+            store: store.clone(),
+            broker: broker.clone(),
+            cache: cache.clone(),
+            secrets: secrets.clone(),
+            readiness: readiness.clone(),
+        };
         let token = shutdown.clone();
         tasks.spawn(async move { Ok(hermes_gateway::run(ctx, token).await?) });
     }

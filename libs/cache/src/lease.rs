@@ -1,0 +1,78 @@
+//! `lease:{name}`: one holder at a time across every pod, for as long as it renews. Used for
+//! connections a platform allows only once per bot (Telegram long-poll, Slack Socket Mode, the
+//! WeCom bot socket): the holder renews every third of the lease, and when it dies another
+//! pod takes over once the lease runs out.
+
+use std::time::Duration;
+
+use redis::Script;
+
+use crate::{Cache, Result};
+
+const EXTEND: &str = r#"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"#;
+
+const RELEASE: &str = r#"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"#;
+
+/// Takes, renews and gives back leases.
+#[derive(Clone)]
+pub struct Leases {
+    cache: Cache,
+    extend: Script,
+    release: Script,
+}
+
+/// A held lease (it lapses by itself if its holder stops renewing it).
+#[derive(Debug, Clone)]
+pub struct Lease {
+    key: String,
+    value: String,
+}
+
+impl Leases {
+    pub(crate) fn new(cache: Cache) -> Self {
+        Self { cache, extend: Script::new(EXTEND), release: Script::new(RELEASE) }
+    }
+
+    /// Takes `name` for `ttl` as `owner`; `None` while someone else holds it.
+    pub async fn try_acquire(&self, name: &str, owner: &str, ttl: Duration) -> Result<Option<Lease>> {
+        let key = self.cache.key(&["lease", name]);
+        // Unique per acquisition, so a holder whose lease lapsed cannot renew the next one's.
+        let value = format!("{owner}/{}", uuid::Uuid::now_v7());
+        let set: Option<String> = redis::cmd("SET")
+            .arg(&key)
+            .arg(&value)
+            .arg("NX")
+            .arg("PX")
+            .arg(millis(ttl))
+            .query_async(&mut self.cache.conn())
+            .await?;
+        Ok(set.map(|_| Lease { key, value }))
+    }
+
+    /// Renews a held lease; `false` when it was lost.
+    pub async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<bool> {
+        let done: i64 =
+            self.extend.key(&lease.key).arg(&lease.value).arg(millis(ttl)).invoke_async(&mut self.cache.conn()).await?;
+        Ok(done == 1)
+    }
+
+    /// Gives a lease back so another pod can take it at once.
+    pub async fn release(&self, lease: &Lease) -> Result<()> {
+        let _: i64 = self.release.key(&lease.key).arg(&lease.value).invoke_async(&mut self.cache.conn()).await?;
+        Ok(())
+    }
+}
+
+fn millis(ttl: Duration) -> u64 {
+    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1)
+}

@@ -1,0 +1,320 @@
+//! A Telegram Bot API emulator on loopback: the methods Hermes uses, with Telegram's envelope
+//! (`{ok, result}` / `{ok: false, error_code, description, parameters}`), long-polled
+//! `getUpdates` with offset confirmation, per-chat message ids, edits, and failures a test
+//! can inject (429 with `retry_after`, 5xx, "bot was blocked"). Tests play users by
+//! queueing updates and read what the bot sent.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Json;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+/// A message the bot sent (or edited).
+#[derive(Debug, Clone)]
+pub struct SentMessage {
+    pub chat_id: String,
+    pub message_id: i64,
+    pub text: String,
+    pub parse_mode: Option<String>,
+    pub reply_to: Option<i64>,
+    pub reply_markup: Option<Value>,
+    /// How many times it was edited.
+    pub edits: u32,
+}
+
+#[derive(Default)]
+struct Bot {
+    username: String,
+    next_update: i64,
+    /// Updates not yet confirmed by an offset past them.
+    updates: VecDeque<Value>,
+    sent: Vec<SentMessage>,
+    next_message: HashMap<String, i64>,
+    /// Injected failures, by method: (HTTP status, description, retry_after).
+    failures: HashMap<String, VecDeque<(u16, String, Option<u64>)>>,
+    calls: Vec<(String, Value)>,
+    webhook: Option<(String, String)>,
+}
+
+#[derive(Default)]
+struct Inner {
+    bots: Mutex<HashMap<String, Bot>>,
+    arrived: Notify,
+}
+
+/// The emulator; it serves until dropped.
+#[derive(Clone)]
+pub struct TelegramEmulator {
+    inner: Arc<Inner>,
+    addr: SocketAddr,
+}
+
+fn ok(result: Value) -> Response {
+    Json(json!({ "ok": true, "result": result })).into_response()
+}
+
+fn fail(status: u16, description: &str, retry_after: Option<u64>) -> Response {
+    let mut body = json!({ "ok": false, "error_code": status, "description": description });
+    if let Some(secs) = retry_after {
+        body["parameters"] = json!({ "retry_after": secs });
+    }
+    (StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST), Json(body)).into_response()
+}
+
+fn text_of(v: &Value, key: &str) -> Option<String> {
+    match v.get(key)? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+impl TelegramEmulator {
+    pub async fn start() -> std::io::Result<Self> {
+        let inner = Arc::new(Inner::default());
+        let app = Router::new().route("/{bot}/{method}", any(handle)).with_state(inner.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(Self { inner, addr })
+    }
+
+    /// What a channel's `--api-base` is set to.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Registers a bot; its token is `token`.
+    pub fn add_bot(&self, token: &str, username: &str) {
+        let mut bots = self.inner.bots.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let bot = bots.entry(token.to_owned()).or_default();
+        bot.username = username.to_owned();
+        bot.next_update = 10_000;
+    }
+
+    fn with_bot<T>(&self, token: &str, f: impl FnOnce(&mut Bot) -> T) -> T {
+        let mut bots = self.inner.bots.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(bots.entry(token.to_owned()).or_default())
+    }
+
+    /// Queues a raw update (its `update_id` is assigned) and returns its id.
+    pub fn push_update(&self, token: &str, mut update: Value) -> i64 {
+        let id = self.with_bot(token, |bot| {
+            bot.next_update += 1;
+            update["update_id"] = json!(bot.next_update);
+            bot.updates.push_back(update);
+            bot.next_update
+        });
+        self.inner.arrived.notify_waiters();
+        id
+    }
+
+    /// Queues an update again with the id it already has (Telegram redelivering it).
+    pub fn redeliver(&self, token: &str, update: Value) {
+        self.with_bot(token, |bot| bot.updates.push_back(update));
+        self.inner.arrived.notify_waiters();
+    }
+
+    /// A user writes `text` to the bot in a private chat (chat id = user id).
+    pub fn user_says(&self, token: &str, user: i64, text: &str) -> i64 {
+        self.push_update(token, message_update(user, "private", user, text, None))
+    }
+
+    /// A user writes in a group chat, optionally replying to one of the bot's messages.
+    pub fn group_says(&self, token: &str, chat: i64, user: i64, text: &str, reply_to_bot: Option<i64>) -> i64 {
+        let username = self.with_bot(token, |bot| bot.username.clone());
+        let mut update = message_update(chat, "supergroup", user, text, None);
+        if let Some(id) = reply_to_bot {
+            update["message"]["reply_to_message"] =
+                json!({ "message_id": id, "from": { "id": 1, "is_bot": true, "username": username } });
+        }
+        self.push_update(token, update)
+    }
+
+    /// Makes the next `count` calls of `method` fail with `status` and `description`.
+    pub fn fail_next(
+        &self,
+        token: &str,
+        method: &str,
+        count: usize,
+        status: u16,
+        description: &str,
+        retry_after: Option<u64>,
+    ) {
+        self.with_bot(token, |bot| {
+            let queue = bot.failures.entry(method.to_owned()).or_default();
+            for _ in 0..count {
+                queue.push_back((status, description.to_owned(), retry_after));
+            }
+        });
+    }
+
+    /// The messages the bot has in each chat, in the order sent.
+    pub fn sent(&self, token: &str) -> Vec<SentMessage> {
+        self.with_bot(token, |bot| bot.sent.clone())
+    }
+
+    /// Every call the bot made: method and parameters.
+    pub fn calls(&self, token: &str) -> Vec<(String, Value)> {
+        self.with_bot(token, |bot| bot.calls.clone())
+    }
+
+    /// Updates Telegram still holds (not confirmed by an offset).
+    pub fn unconfirmed(&self, token: &str) -> usize {
+        self.with_bot(token, |bot| bot.updates.len())
+    }
+
+    /// The webhook URL and secret the bot set, if any.
+    pub fn webhook(&self, token: &str) -> Option<(String, String)> {
+        self.with_bot(token, |bot| bot.webhook.clone())
+    }
+}
+
+/// A `message` update.
+pub fn message_update(chat: i64, chat_type: &str, user: i64, text: &str, thread: Option<i64>) -> Value {
+    let mut message = json!({
+        "message_id": chat.unsigned_abs() as i64 % 1000 + 1,
+        "date": 1_764_500_000,
+        "chat": { "id": chat, "type": chat_type },
+        "from": { "id": user, "is_bot": false, "first_name": format!("User {user}"), "username": format!("user{user}") },
+        "text": text,
+    });
+    if let Some(t) = thread {
+        message["message_thread_id"] = json!(t);
+        message["is_topic_message"] = json!(true);
+    }
+    json!({ "message": message })
+}
+
+async fn handle(
+    State(inner): State<Arc<Inner>>,
+    Path((bot, method)): Path<(String, String)>,
+    Query(query): Query<HashMap<String, String>>,
+    body: Bytes,
+) -> Response {
+    let Some(token) = bot.strip_prefix("bot").map(str::to_owned) else {
+        return fail(404, "Not Found", None);
+    };
+    let mut params: Value = serde_json::from_slice(&body).unwrap_or_else(|_| json!({}));
+    if let Value::Object(obj) = &mut params {
+        for (k, v) in query {
+            obj.entry(k).or_insert(Value::String(v));
+        }
+    }
+    {
+        let mut bots = inner.bots.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(b) = bots.get_mut(&token) else {
+            return fail(401, "Unauthorized", None);
+        };
+        b.calls.push((method.clone(), params.clone()));
+        if let Some((status, description, retry)) = b.failures.get_mut(&method).and_then(VecDeque::pop_front) {
+            return fail(status, &description, retry);
+        }
+    }
+    match method.as_str() {
+        "getUpdates" => get_updates(&inner, &token, &params).await,
+        _ => {
+            let mut bots = inner.bots.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let Some(b) = bots.get_mut(&token) else { return fail(401, "Unauthorized", None) };
+            call(b, &method, &params)
+        }
+    }
+}
+
+fn call(bot: &mut Bot, method: &str, params: &Value) -> Response {
+    match method {
+        "getMe" => ok(json!({ "id": 1, "is_bot": true, "first_name": "Hermes", "username": bot.username })),
+        "setWebhook" => {
+            bot.webhook =
+                Some((text_of(params, "url").unwrap_or_default(), text_of(params, "secret_token").unwrap_or_default()));
+            ok(json!(true))
+        }
+        "deleteWebhook" => {
+            bot.webhook = None;
+            ok(json!(true))
+        }
+        "setMyCommands" | "sendChatAction" | "answerCallbackQuery" => ok(json!(true)),
+        "sendMessage" => {
+            let Some(chat) = text_of(params, "chat_id") else {
+                return fail(400, "Bad Request: chat_id is empty", None);
+            };
+            let text = text_of(params, "text").unwrap_or_default();
+            if text.is_empty() {
+                return fail(400, "Bad Request: message text is empty", None);
+            }
+            if text.chars().count() > 4096 {
+                return fail(400, "Bad Request: message is too long", None);
+            }
+            let next = bot.next_message.entry(chat.clone()).or_insert(100);
+            *next += 1;
+            let message = SentMessage {
+                chat_id: chat.clone(),
+                message_id: *next,
+                text: text.clone(),
+                parse_mode: text_of(params, "parse_mode"),
+                reply_to: params.pointer("/reply_parameters/message_id").and_then(Value::as_i64),
+                reply_markup: params.get("reply_markup").cloned(),
+                edits: 0,
+            };
+            bot.sent.push(message);
+            ok(json!({ "message_id": *next, "chat": { "id": chat }, "text": text }))
+        }
+        "editMessageText" => {
+            let chat = text_of(params, "chat_id").unwrap_or_default();
+            let id = params.get("message_id").and_then(Value::as_i64).unwrap_or_default();
+            let text = text_of(params, "text").unwrap_or_default();
+            let Some(message) = bot.sent.iter_mut().find(|m| m.chat_id == chat && m.message_id == id) else {
+                return fail(400, "Bad Request: message to edit not found", None);
+            };
+            if message.text == text {
+                return fail(
+                    400,
+                    "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message",
+                    None,
+                );
+            }
+            message.text = text;
+            message.edits += 1;
+            ok(json!({ "message_id": id }))
+        }
+        _ => fail(404, "Not Found: method not found", None),
+    }
+}
+
+async fn get_updates(inner: &Arc<Inner>, token: &str, params: &Value) -> Response {
+    let offset = params.get("offset").and_then(|v| v.as_i64().or_else(|| v.as_str()?.parse().ok())).unwrap_or(0);
+    let timeout = params.get("timeout").and_then(|v| v.as_u64().or_else(|| v.as_str()?.parse().ok())).unwrap_or(0);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout.min(50));
+    loop {
+        let arrived = inner.arrived.notified();
+        {
+            let mut bots = inner.bots.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let Some(bot) = bots.get_mut(token) else { return fail(401, "Unauthorized", None) };
+            if bot.webhook.is_some() {
+                return fail(409, "Conflict: can't use getUpdates method while webhook is active", None);
+            }
+            // An offset confirms every update before it.
+            if offset > 0 {
+                bot.updates.retain(|u| u["update_id"].as_i64().unwrap_or_default() >= offset);
+            }
+            if !bot.updates.is_empty() {
+                return ok(Value::Array(bot.updates.iter().take(100).cloned().collect()));
+            }
+        }
+        if tokio::time::timeout_at(deadline, arrived).await.is_err() {
+            return ok(json!([]));
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! Taking a chat message in: access first, then a few gateway commands answered at once,
+//! then the message becomes a turn in the chat's current session (per channel and chat, and
+//! per thread), stored with its inbound row in one transaction and signalled to the workers.
+//! The answer comes back through the outbox (see [`crate::outbox`]).
+
+use serde_json::{Value, json};
+
+use hermes_core::ChatMessage;
+use hermes_queue::SessionWork;
+use hermes_store::{Accepted, Channel, NewTurn, Route};
+
+use crate::Gateway;
+use crate::access::{Verdict, decide};
+use crate::incoming::{ChatKind, Incoming};
+
+/// The longest text taken from one chat message (upstream's per-text cap).
+const MAX_TEXT_CHARS: usize = 65_536;
+
+/// Why a message could not be taken in now (the platform should deliver it again).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot take the message in: {0}")]
+pub struct IngestError(String);
+
+/// The conversation a message belongs to: per person in a direct chat, per group chat, and
+/// per thread (forum topic) within either.
+pub fn route_for(channel: &Channel, msg: &Incoming) -> Route {
+    let base = match msg.kind {
+        ChatKind::Direct => format!("{}:{}:dm:{}", channel.platform, channel.id, msg.user_id),
+        ChatKind::Group => format!("{}:{}:group:{}", channel.platform, channel.id, msg.chat_id),
+    };
+    let key = match &msg.thread {
+        Some(t) => format!("{base}:thread:{t}"),
+        None => base,
+    };
+    let user_key = match msg.kind {
+        ChatKind::Direct => format!("{}:user:{}", channel.platform, msg.user_id),
+        ChatKind::Group => format!("{}:chat:{}", channel.platform, msg.chat_id),
+    };
+    Route { agent: channel.agent_id, key, source: channel.platform.clone(), user_key }
+}
+
+/// Where replies to `msg` go.
+pub fn destination(channel: &Channel, msg: &Incoming) -> Value {
+    json!({ "platform": channel.platform, "channel_id": channel.id, "chat_id": msg.chat_id,
+            "thread": msg.thread, "reply_to": msg.message_id })
+}
+
+impl Gateway {
+    /// Takes one message in, exactly once per platform message.
+    pub async fn take_in(&self, channel: &Channel, msg: Incoming, raw: &Value) -> Result<(), IngestError> {
+        let tenant = channel.tenant_id;
+        let source = format!("{}:{}", channel.platform, channel.id);
+        let store_err = |e: hermes_store::StoreError| IngestError(e.to_string());
+        let reply = |text: String| {
+            let payload = json!({ "kind": "text", "text": text });
+            (payload, format!("{source}:{}:reply", msg.dedupe_key))
+        };
+        let refusal = match decide(channel, &msg) {
+            Verdict::Ignore => return Ok(()),
+            Verdict::Refuse(text) => Some(text),
+            Verdict::Allow => None,
+        };
+        if refusal.is_some() || is_command(&msg.text) {
+            // Stored first, so a redelivered message is answered (and acted on) once.
+            let accepted =
+                self.store.accept_inbound(tenant, &source, &msg.dedupe_key, raw, None).await.map_err(store_err)?;
+            if accepted == Accepted::Duplicate {
+                return Ok(());
+            }
+            let text = match refusal {
+                Some(text) => text,
+                None => self.command(channel, &msg).await?,
+            };
+            let (payload, key) = reply(text);
+            self.store
+                .enqueue_outbox(tenant, channel.id, &destination(channel, &msg), &key, &payload)
+                .await
+                .map_err(store_err)?;
+            return Ok(());
+        }
+        let text: String = msg.text.chars().take(MAX_TEXT_CHARS).collect();
+        if text.trim().is_empty() {
+            return Ok(());
+        }
+        let route = route_for(channel, &msg);
+        let marks = self.cache.background_marks();
+        let (target, _) = self
+            .store
+            .route_target(tenant, &route, chrono::Utc::now(), async |session| {
+                marks.is_marked(tenant, session).await.unwrap_or(true)
+            })
+            .await
+            .map_err(store_err)?;
+        let turn = NewTurn {
+            agent_id: channel.agent_id,
+            target,
+            input: ChatMessage::user(text),
+            instructions: None,
+            stream: false,
+            notify_hub: None,
+            api_key: None,
+            response: None,
+            reply_to: Some(destination(channel, &msg)),
+        };
+        match self.store.accept_inbound(tenant, &source, &msg.dedupe_key, raw, Some(turn)).await.map_err(store_err)? {
+            Accepted::Turn { session, turn } => {
+                tracing::info!(channel.id = %channel.id, turn.id = %turn, "chat message became a turn");
+                metrics::counter!("hermes_gateway_turns_total", "platform" => channel.platform.clone()).increment(1);
+                // The turn is stored: a lost signal is found again by the reaper.
+                if let Err(e) = self.broker.publish_work(&SessionWork { tenant_id: tenant, session_id: session }).await
+                {
+                    tracing::warn!(error = %e, "cannot signal the work; the reaper will pick the turn up");
+                }
+                self.typing(channel, &msg.chat_id).await;
+            }
+            Accepted::Duplicate => {
+                metrics::counter!("hermes_gateway_duplicates_total", "platform" => channel.platform.clone())
+                    .increment(1);
+            }
+            Accepted::Stored => {}
+        }
+        Ok(())
+    }
+
+    /// Answers a gateway command (see [`is_command`]).
+    async fn command(&self, channel: &Channel, msg: &Incoming) -> Result<String, IngestError> {
+        let word = msg.text.split_whitespace().next().unwrap_or_default();
+        Ok(match word {
+            "/whoami" => format!("Your user id is {} and this chat's id is {}.", msg.user_id, msg.chat_id),
+            "/new" | "/reset" => {
+                let route = route_for(channel, msg);
+                self.store.end_route(channel.tenant_id, &route).await.map_err(|e| IngestError(e.to_string()))?;
+                "Started a fresh conversation.".to_owned()
+            }
+            _ => format!(
+                "Hi! I'm your team's assistant. Just write to me{}.\nCommands: /new starts a fresh conversation, \
+                 /whoami shows your ids, /help shows this.",
+                if msg.kind == ChatKind::Group { " and mention me" } else { "" }
+            ),
+        })
+    }
+}
+
+/// Commands the gateway answers itself; everything else goes to the agent.
+fn is_command(text: &str) -> bool {
+    matches!(text.split_whitespace().next(), Some("/start" | "/help" | "/whoami" | "/new" | "/reset"))
+}

@@ -1,0 +1,200 @@
+//! Delivering replies from the outbox. Any gateway pod claims due replies with a lease
+//! (`SKIP LOCKED`), renders them, splits them to the platform's limit and sends the parts in
+//! order, recording each part before the next, so a pod that dies mid-reply leaves only the
+//! missing parts to send. Flood control waits as the platform says; other passing failures
+//! back off; a bot that was blocked or removed marks its channel and stops retrying.
+//!
+//! The one window left is a part that the platform accepted just before the pod died, before
+//! it was recorded: it is sent again. Telegram offers no idempotency key to close it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use hermes_store::{Channel, OutboxItem};
+
+use crate::Gateway;
+use crate::telegram::{MAX_MESSAGE_UTF16, TelegramApi, TelegramError};
+
+/// The text a reply shows the user.
+pub fn render(payload: &Value) -> String {
+    if payload["kind"] == "text" {
+        return payload["text"].as_str().unwrap_or_default().to_owned();
+    }
+    let outcome = &payload["outcome"];
+    let content = outcome["content"].as_str().unwrap_or_default();
+    if !content.trim().is_empty() {
+        return content.to_owned();
+    }
+    match (outcome["error_code"].as_str(), outcome["error"].as_str()) {
+        // The spending cap's own message names the cap and when it resets.
+        (Some("insufficient_quota"), Some(msg)) => msg.to_owned(),
+        (_, Some(msg)) => format!("Sorry, I could not finish that: {msg}"),
+        _ => "Sorry, I could not finish that. Please try again.".to_owned(),
+    }
+}
+
+/// Sends claimed replies until `shutdown`.
+pub async fn run(gw: Arc<Gateway>, shutdown: CancellationToken) {
+    let cfg = &gw.config.gateway;
+    let idle = Duration::from_millis(cfg.outbox_poll_millis.max(20));
+    let lease = Duration::from_secs(cfg.outbox_lease_seconds.max(5));
+    loop {
+        let claimed = match gw.store.claim_outbox(16, lease).await {
+            Ok(items) => items,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the outbox");
+                Vec::new()
+            }
+        };
+        let busy = !claimed.is_empty();
+        for item in claimed {
+            gw.deliver(item).await;
+        }
+        if !busy {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep(idle) => {}
+            }
+        } else if shutdown.is_cancelled() {
+            return;
+        }
+    }
+}
+
+/// The delay before attempt `attempts + 1` of a reply that failed for a passing reason.
+fn backoff(attempts: i32) -> Duration {
+    Duration::from_secs(2u64.saturating_pow(u32::try_from(attempts).unwrap_or(0)).min(300))
+}
+
+impl Gateway {
+    async fn deliver(&self, item: OutboxItem) {
+        let Some(channel_id) = item.channel_id else {
+            let _ = self.store.outbox_failed(item.id, "no channel").await;
+            return;
+        };
+        let channel = match self.store.gateway_channel(channel_id).await {
+            Ok(c) => c,
+            Err(hermes_store::StoreError::NotFound) => {
+                let _ = self.store.outbox_failed(item.id, "the channel was deleted").await;
+                return;
+            }
+            Err(e) => {
+                let _ = self.store.outbox_retry(item.id, backoff(item.attempts), &e.to_string()).await;
+                return;
+            }
+        };
+        let result = match channel.platform.as_str() {
+            "telegram" => self.deliver_telegram(&channel, &item).await,
+            other => Err(Failure::Permanent(format!("no adapter for {other}"))),
+        };
+        let settled = match result {
+            Ok(()) => self.store.outbox_sent(item.id).await,
+            Err(Failure::Wait(delay, why)) => self.store.outbox_retry(item.id, delay, &why).await,
+            Err(Failure::Passing(why)) if item.attempts < self.config.gateway.outbox_max_attempts => {
+                self.store.outbox_retry(item.id, backoff(item.attempts), &why).await
+            }
+            Err(Failure::Passing(why) | Failure::Permanent(why)) => {
+                tracing::warn!(outbox.id = %item.id, error = %why, "giving up on a reply");
+                self.store.outbox_failed(item.id, &why).await
+            }
+            Err(Failure::Blocked(why)) => {
+                tracing::warn!(channel.id = %channel.id, error = %why, "the platform refuses the bot; channel marked");
+                let _ = self.store.set_channel_status(channel.tenant_id, channel.id, "blocked", Some(&why)).await;
+                self.store.outbox_failed(item.id, &why).await
+            }
+        };
+        if let Err(e) = settled {
+            tracing::warn!(error = %e, "cannot record a delivery; its lease will lapse and it is tried again");
+        }
+    }
+
+    async fn deliver_telegram(&self, channel: &Channel, item: &OutboxItem) -> Result<(), Failure> {
+        let api = self.telegram(channel).map_err(Failure::Permanent)?;
+        let text = render(&item.payload);
+        let parts = crate::split::split(&text, MAX_MESSAGE_UTF16);
+        let dest = &item.destination;
+        let chat = dest["chat_id"].as_str().unwrap_or_default();
+        let mut ids = item.message_ids.clone();
+        let done = usize::try_from(item.sent_parts).unwrap_or(0);
+        for (i, part) in parts.iter().enumerate().skip(done) {
+            let mut params = json!({ "chat_id": chat, "text": part });
+            if let Some(thread) = dest["thread"].as_str().and_then(|t| t.parse::<i64>().ok()) {
+                params["message_thread_id"] = json!(thread);
+            }
+            if i == 0
+                && let Some(reply_to) = dest["reply_to"].as_i64()
+            {
+                params["reply_parameters"] = json!({ "message_id": reply_to, "allow_sending_without_reply": true });
+            }
+            let id = api.send_message(&params).await.map_err(Failure::from)?;
+            ids.push(id.to_string());
+            let sent = i32::try_from(i + 1).unwrap_or(i32::MAX);
+            if let Err(e) = self.store.outbox_part_sent(item.id, sent, &ids).await {
+                // The part is out but unrecorded: stop here rather than risk more doubles.
+                return Err(Failure::Passing(format!("cannot record a sent part: {e}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The Bot API of a Telegram channel.
+    pub fn telegram(&self, channel: &Channel) -> Result<TelegramApi, String> {
+        let creds = channel.credentials(self.secrets.as_ref()).map_err(|e| e.to_string())?;
+        let token = creds["token"].as_str().ok_or("the channel has no bot token")?;
+        Ok(TelegramApi::new(self.http.clone(), &channel.api_base, token))
+    }
+
+    /// Shows "typing…" while the agent works (best effort).
+    pub async fn typing(&self, channel: &Channel, chat: &str) {
+        if channel.platform == "telegram"
+            && let Ok(api) = self.telegram(channel)
+            && let Err(e) = api.send_typing(chat).await
+        {
+            tracing::debug!(error = %e, "cannot show typing");
+        }
+    }
+}
+
+/// Why a delivery did not complete.
+enum Failure {
+    /// The platform asked us to wait this long.
+    Wait(Duration, String),
+    /// May pass: retry with backoff, up to the attempt limit.
+    Passing(String),
+    /// The platform refuses the bot (blocked, kicked, token revoked).
+    Blocked(String),
+    /// Will never work (no adapter, no token).
+    Permanent(String),
+}
+
+impl From<TelegramError> for Failure {
+    fn from(e: TelegramError) -> Self {
+        match e.retry_after() {
+            Some(delay) => Failure::Wait(delay, e.to_string()),
+            None if e.is_permanent() => Failure::Blocked(e.to_string()),
+            None => Failure::Passing(e.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_show_the_answer_or_a_polite_error() {
+        let ok = json!({"kind": "answer", "outcome": {"content": "Done.", "finish_reason": "stop"}});
+        assert_eq!(render(&ok), "Done.");
+        let cap = json!({"kind": "answer", "outcome": {"content": "", "error_code": "insufficient_quota",
+            "error": "Your team's daily spending cap ($5.00) is reached."}});
+        assert_eq!(render(&cap), "Your team's daily spending cap ($5.00) is reached.");
+        let failed = json!({"kind": "answer", "outcome": {"content": "", "error": "the provider is down"}});
+        assert!(render(&failed).starts_with("Sorry, I could not finish that"));
+        assert_eq!(render(&json!({"kind": "text", "text": "hi"})), "hi");
+        assert_eq!(backoff(1), Duration::from_secs(2));
+        assert_eq!(backoff(20), Duration::from_secs(300));
+    }
+}

@@ -1,0 +1,128 @@
+//! The Telegram Bot API methods the gateway calls, with Telegram's error envelope turned into
+//! [`TelegramError`] (flood control's `retry_after`, a blocked bot, "message is not modified").
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// A failed call.
+#[derive(Debug, thiserror::Error)]
+pub enum TelegramError {
+    #[error("Telegram answered {code}: {description}")]
+    Api { code: i64, description: String, retry_after: Option<u64> },
+    #[error("cannot reach Telegram: {0}")]
+    Transport(String),
+}
+
+impl TelegramError {
+    /// How long Telegram asks us to wait (flood control).
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::Api { retry_after: Some(secs), .. } => Some(Duration::from_secs(*secs)),
+            Self::Api { code: 429, description, .. } => {
+                // Very old answers carry the wait only in the text: "retry after N".
+                let secs = description.rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(5);
+                Some(Duration::from_secs(secs))
+            }
+            _ => None,
+        }
+    }
+
+    /// The bot can never deliver to this chat (blocked, kicked, chat gone, bad token).
+    pub fn is_permanent(&self) -> bool {
+        match self {
+            Self::Api { code: 401 | 403, .. } => true,
+            Self::Api { code: 400, description, .. } => {
+                let d = description.to_ascii_lowercase();
+                d.contains("chat not found") || d.contains("bot was kicked") || d.contains("user is deactivated")
+            }
+            _ => false,
+        }
+    }
+
+    /// Telegram refused the Markdown (bad entities): send the text plain instead.
+    pub fn is_bad_markup(&self) -> bool {
+        matches!(self, Self::Api { code: 400, description, .. } if description.contains("can't parse entities"))
+    }
+
+    /// An edit that changes nothing: a success.
+    pub fn is_not_modified(&self) -> bool {
+        matches!(self, Self::Api { description, .. } if description.contains("message is not modified"))
+    }
+}
+
+/// One bot's API.
+#[derive(Clone)]
+pub struct TelegramApi {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl TelegramApi {
+    pub fn new(http: reqwest::Client, base: &str, token: &str) -> Self {
+        Self { http, base: base.trim_end_matches('/').to_owned(), token: token.to_owned() }
+    }
+
+    /// Calls `method`; `wait` bounds the call (a long poll waits longer than a send).
+    async fn call(&self, method: &str, params: &Value, wait: Duration) -> Result<Value, TelegramError> {
+        let url = format!("{}/bot{}/{method}", self.base, self.token);
+        let resp = self
+            .http
+            .post(url)
+            .json(params)
+            .timeout(wait)
+            .send()
+            .await
+            // Never log the URL: it holds the token.
+            .map_err(|e| TelegramError::Transport(e.without_url().to_string()))?;
+        let status = resp.status().as_u16();
+        let body: Value = resp.json().await.map_err(|e| TelegramError::Transport(e.without_url().to_string()))?;
+        if body["ok"].as_bool() == Some(true) {
+            return Ok(body["result"].clone());
+        }
+        Err(TelegramError::Api {
+            code: body["error_code"].as_i64().unwrap_or(i64::from(status)),
+            description: body["description"].as_str().unwrap_or("unknown error").to_owned(),
+            retry_after: body.pointer("/parameters/retry_after").and_then(Value::as_u64),
+        })
+    }
+
+    /// The bot's user name (also proves the token works).
+    pub async fn get_me(&self) -> Result<String, TelegramError> {
+        let me = self.call("getMe", &json!({}), Duration::from_secs(15)).await?;
+        Ok(me["username"].as_str().unwrap_or_default().to_owned())
+    }
+
+    /// Updates from `offset` on, waiting up to `timeout` for the first.
+    pub async fn get_updates(&self, offset: i64, timeout: Duration) -> Result<Vec<Value>, TelegramError> {
+        let params = json!({ "offset": offset, "timeout": timeout.as_secs(), "limit": 100,
+                             "allowed_updates": ["message", "edited_message", "callback_query"] });
+        let got = self.call("getUpdates", &params, timeout + Duration::from_secs(10)).await?;
+        Ok(got.as_array().cloned().unwrap_or_default())
+    }
+
+    /// Sends a message; its id.
+    pub async fn send_message(&self, params: &Value) -> Result<i64, TelegramError> {
+        let sent = self.call("sendMessage", params, Duration::from_secs(30)).await?;
+        Ok(sent["message_id"].as_i64().unwrap_or_default())
+    }
+
+    pub async fn send_typing(&self, chat_id: &str) -> Result<(), TelegramError> {
+        self.call("sendChatAction", &json!({ "chat_id": chat_id, "action": "typing" }), Duration::from_secs(10))
+            .await?;
+        Ok(())
+    }
+
+    pub async fn set_webhook(&self, url: &str, secret: &str) -> Result<(), TelegramError> {
+        let params = json!({ "url": url, "secret_token": secret,
+                             "allowed_updates": ["message", "edited_message", "callback_query"] });
+        self.call("setWebhook", &params, Duration::from_secs(15)).await?;
+        Ok(())
+    }
+
+    pub async fn delete_webhook(&self) -> Result<(), TelegramError> {
+        self.call("deleteWebhook", &json!({}), Duration::from_secs(15)).await?;
+        Ok(())
+    }
+}

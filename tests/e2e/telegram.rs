@@ -1,0 +1,254 @@
+//! Telegram bots end to end against a local Bot API emulator: long-poll with one pod per bot
+//! and takeover when it dies, the webhook with its secret, access rules, gateway commands,
+//! the same update twice, long answers split, flood control and a blocked bot.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use hermes_gateway::{Gateway, GatewayContext};
+use hermes_store::{Channel, NewChannel, SecretBox};
+use hermes_testkit::ScriptedReply;
+use hermes_testkit::telegram::{SentMessage, TelegramEmulator, message_update};
+
+use crate::harness::TestEnv;
+
+const TOKEN: &str = "123456:test-token";
+
+/// One gateway pod: its pollers, its outbox sender and its webhook listener.
+struct Pod {
+    gw: Arc<Gateway>,
+    stop: CancellationToken,
+    url: String,
+}
+
+impl Pod {
+    async fn start(env: &TestEnv) -> Pod {
+        let mut config = env.config.clone();
+        config.gateway.poll_timeout_seconds = 1;
+        config.gateway.lease_seconds = 3;
+        config.gateway.rebalance_seconds = 1;
+        config.gateway.outbox_poll_millis = 50;
+        let ctx = GatewayContext {
+            store: env.store.clone(),
+            broker: hermes_queue::Broker::connect(&config.rabbitmq, "test-gateway").await.unwrap(),
+            cache: hermes_cache::Cache::connect(&config.redis.url, &config.redis.key_prefix).await.unwrap(),
+            secrets: SecretBox::from_config(config.secrets.master_key.as_deref()).unwrap(),
+            readiness: hermes_http::Readiness::new(),
+            config: Arc::new(config),
+        };
+        let gw = Arc::new(Gateway::new(&ctx).unwrap());
+        let stop = CancellationToken::new();
+        tokio::spawn(hermes_gateway::telegram::poller::run(gw.clone(), stop.clone()));
+        tokio::spawn(hermes_gateway::outbox::run(gw.clone(), stop.clone()));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let app = hermes_gateway::router(gw.clone());
+        let token = stop.clone();
+        tokio::spawn(async move {
+            let _ = hermes_http::serve(listener, app, token).await;
+        });
+        Pod { gw, stop, url }
+    }
+}
+
+async fn bind(env: &TestEnv, tg: &TelegramEmulator, mode: &str, dm_policy: &str, allow: &[&str]) -> Channel {
+    let (tenant, agent, _) = env.tenant("acme", "helper").await;
+    tg.add_bot(TOKEN, "HermesTestBot");
+    let new = NewChannel {
+        agent_id: agent.id,
+        platform: "telegram".into(),
+        mode: mode.into(),
+        api_base: tg.base_url(),
+        credentials: json!({ "token": TOKEN }),
+        bot_identity: "123456".into(),
+        dm_policy: dm_policy.into(),
+        group_policy: "mention".into(),
+        allow_users: allow.iter().map(|s| (*s).to_owned()).collect(),
+        allow_chats: vec![],
+        admins: vec![],
+    };
+    let secrets = SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap();
+    let channel = env.store.create_channel(tenant, new, secrets.as_ref()).await.unwrap();
+    env.store.set_bot_username(tenant, channel.id, "HermesTestBot").await.unwrap();
+    env.store.channel(tenant, channel.id).await.unwrap()
+}
+
+/// Waits until the bot has sent `n` messages.
+async fn sent(tg: &TelegramEmulator, n: usize) -> Vec<SentMessage> {
+    for _ in 0..300 {
+        let sent = tg.sent(TOKEN);
+        if sent.len() >= n {
+            return sent;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the bot sent {:?}, expected {n} messages", tg.sent(TOKEN).iter().map(|m| &m.text).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn a_polled_bot_answers_once_per_update_and_another_pod_takes_over_when_its_pod_dies() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    bind(&env, &tg, "poll", "open", &[]).await;
+    // Pod A is a real gateway process, so it can die without a goodbye.
+    let settings = [
+        ("HERMES__SECRETS__MASTER_KEY", env.config.secrets.master_key.clone().unwrap()),
+        ("HERMES__GATEWAY__BIND", "127.0.0.1:0".to_owned()),
+        ("HERMES__GATEWAY__POLL_TIMEOUT_SECONDS", "1".to_owned()),
+        ("HERMES__GATEWAY__LEASE_SECONDS", "3".to_owned()),
+        ("HERMES__GATEWAY__REBALANCE_SECONDS", "1".to_owned()),
+        ("HERMES__GATEWAY__OUTBOX_POLL_MILLIS", "50".to_owned()),
+    ];
+    let mut pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &settings);
+    env.llm.push(ScriptedReply::text("Hello Ann!"));
+    tg.user_says(TOKEN, 42, "hi there");
+    let answers = sent(&tg, 1).await;
+    assert_eq!(answers[0].text, "Hello Ann!");
+    assert_eq!(answers[0].chat_id, "42");
+    assert!(answers[0].reply_to.is_some(), "answers quote the message they answer");
+    assert_eq!(env.count("SELECT count(*) FROM sessions WHERE source = 'telegram'").await, 1);
+
+    // Pod B starts while A holds the bot: it does not poll it too.
+    let pod_b = Pod::start(&env).await;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert!(
+        pod_b
+            .gw
+            .cache
+            .leases()
+            .try_acquire(&format!("telegram:{}", env_channel(&env).await), "probe", Duration::from_secs(1))
+            .await
+            .unwrap()
+            .is_none(),
+        "A still holds the bot"
+    );
+
+    env.llm.push(ScriptedReply::text("Once."));
+    let first = tg.push_update(TOKEN, message_update(42, "private", 42, "once please", None));
+    sent(&tg, 2).await;
+
+    // A dies (SIGKILL, no lease given back) as if before its last position was recorded and
+    // confirmed: Telegram hands B that update again. B takes the bot over when the lease
+    // lapses, recognises the update, and answers only the new message.
+    pod_a.kill().unwrap();
+    pod_a.wait().unwrap();
+    sqlx::query("UPDATE channels SET poll_offset = $1").bind(first).execute(env.store.pool()).await.unwrap();
+    let mut again = message_update(42, "private", 42, "once please", None);
+    again["update_id"] = json!(first);
+    tg.redeliver(TOKEN, again);
+    env.llm.push(ScriptedReply::text("Still here."));
+    tg.user_says(TOKEN, 42, "are you there?");
+    let answers = sent(&tg, 3).await;
+    assert_eq!(answers[2].text, "Still here.");
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let texts: Vec<String> = tg.sent(TOKEN).iter().map(|m| m.text.clone()).collect();
+    assert_eq!(texts, ["Hello Ann!", "Once.", "Still here."], "each update answered exactly once");
+    assert_eq!(env.count("SELECT count(*) FROM turns").await, 3);
+    assert_eq!(tg.unconfirmed(TOKEN), 0, "every update was confirmed");
+    pod_b.stop.cancel();
+    env.stop().await;
+}
+
+async fn env_channel(env: &TestEnv) -> uuid::Uuid {
+    sqlx::query_scalar("SELECT id FROM channels").fetch_one(env.store.pool()).await.unwrap()
+}
+
+#[tokio::test]
+async fn the_webhook_needs_the_secret_and_strangers_commands_and_long_answers_are_handled() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    let channel = bind(&env, &tg, "webhook", "allowlist", &["42"]).await;
+    let pod = Pod::start(&env).await;
+    let hook = format!("{}/telegram/{}", pod.url, channel.id);
+    let post = |secret: &str, update: Value| {
+        env.http.post(&hook).header("X-Telegram-Bot-Api-Secret-Token", secret).json(&update).send()
+    };
+    let mut update = message_update(42, "private", 42, "hello", None);
+    update["update_id"] = json!(500);
+
+    // A forged call: refused, nothing stored.
+    assert_eq!(post("wrong", update.clone()).await.unwrap().status(), 401);
+    assert_eq!(env.http.post(&hook).json(&update).send().await.unwrap().status(), 401);
+    assert_eq!(env.count("SELECT count(*) FROM inbound").await, 0);
+
+    // An allowed user gets a long answer, split within Telegram's limit.
+    let long = "All good on my side. ".repeat(500); // 10,500 characters
+    env.llm.push(ScriptedReply::text(long.trim_end()));
+    assert_eq!(post(&channel.webhook_secret, update.clone()).await.unwrap().status(), 200);
+    // Telegram retries the same update: taken once.
+    assert_eq!(post(&channel.webhook_secret, update.clone()).await.unwrap().status(), 200);
+    let parts = sent(&tg, 3).await;
+    assert_eq!(parts.len(), 3);
+    for (i, part) in parts.iter().enumerate() {
+        assert!(part.text.encode_utf16().count() <= 4096);
+        assert!(part.text.ends_with(&format!("({}/3)", i + 1)), "{}", &part.text[part.text.len() - 10..]);
+    }
+    assert_eq!(env.count("SELECT count(*) FROM turns").await, 1);
+
+    // A stranger is told why not; a group message without a mention is ignored.
+    let mut stranger = message_update(77, "private", 77, "let me in", None);
+    stranger["update_id"] = json!(501);
+    post(&channel.webhook_secret, stranger).await.unwrap();
+    let mut chatter = message_update(-100, "supergroup", 42, "talking among ourselves", None);
+    chatter["update_id"] = json!(502);
+    post(&channel.webhook_secret, chatter).await.unwrap();
+    let got = sent(&tg, 4).await;
+    assert!(got[3].text.contains("77"), "{}", got[3].text);
+    assert_eq!(got[3].chat_id, "77");
+
+    // Commands are answered by the gateway: /whoami, and /new starts a fresh session.
+    let mut whoami = message_update(42, "private", 42, "/whoami", None);
+    whoami["update_id"] = json!(503);
+    post(&channel.webhook_secret, whoami).await.unwrap();
+    let got = sent(&tg, 5).await;
+    assert!(got[4].text.contains("user id is 42"), "{}", got[4].text);
+    let mut new = message_update(42, "private", 42, "/new", None);
+    new["update_id"] = json!(504);
+    post(&channel.webhook_secret, new).await.unwrap();
+    sent(&tg, 6).await;
+    env.llm.push(ScriptedReply::text("Fresh start."));
+    let mut next = message_update(42, "private", 42, "hello again", None);
+    next["update_id"] = json!(505);
+    post(&channel.webhook_secret, next).await.unwrap();
+    let got = sent(&tg, 7).await;
+    assert_eq!(got[6].text, "Fresh start.");
+    assert_eq!(env.count("SELECT count(*) FROM sessions WHERE source = 'telegram'").await, 2, "/new started another");
+    assert_eq!(env.count("SELECT count(*) FROM turns").await, 2, "commands and strangers start no turn");
+    pod.stop.cancel();
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn flood_control_is_waited_out_and_a_blocked_bot_marks_its_channel() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    let channel = bind(&env, &tg, "poll", "open", &[]).await;
+    let pod = Pod::start(&env).await;
+    tg.fail_next(TOKEN, "sendMessage", 1, 429, "Too Many Requests: retry after 1", Some(1));
+    env.llm.push(ScriptedReply::text("After the flood."));
+    tg.user_says(TOKEN, 42, "hi");
+    let got = sent(&tg, 1).await;
+    assert_eq!(got[0].text, "After the flood.");
+    let attempts = tg.calls(TOKEN).iter().filter(|(m, _)| m == "sendMessage").count();
+    assert_eq!(attempts, 2, "one refused, one delivered");
+
+    tg.fail_next(TOKEN, "sendMessage", 1, 403, "Forbidden: bot was blocked by the user", None);
+    env.llm.push(ScriptedReply::text("You will not see this."));
+    tg.user_says(TOKEN, 43, "hi");
+    let mut status = String::new();
+    for _ in 0..200 {
+        status = env.store.channel(channel.tenant_id, channel.id).await.unwrap().status;
+        if status == "blocked" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(status, "blocked");
+    let failed: i64 = env.count("SELECT count(*) FROM outbox WHERE status = 'failed'").await;
+    assert_eq!(failed, 1, "no endless retries");
+    pod.stop.cancel();
+    env.stop().await;
+}
