@@ -233,11 +233,23 @@ async fn flood_control_is_waited_out_and_a_blocked_bot_marks_its_channel() {
     let got = sent(&tg, 1).await;
     assert_eq!(got[0].text, "After the flood.");
     let attempts = tg.calls(TOKEN).iter().filter(|(m, _)| m == "sendMessage").count();
-    assert_eq!(attempts, 2, "one refused, one delivered");
+    assert_eq!(attempts, 2, "one refused with 429, one delivered after the wait");
+
+    // Access changes apply to the running poller at once.
+    let access = hermes_store::ChannelAccess {
+        dm_policy: Some("allowlist".into()),
+        allow_users: Some(vec!["42".into()]),
+        ..Default::default()
+    };
+    env.store.update_channel_access(channel.tenant_id, channel.id, &access).await.unwrap();
+    tg.user_says(TOKEN, 44, "hi");
+    let got = sent(&tg, 2).await;
+    assert!(got[1].text.contains("user id 44"), "{}", got[1].text);
+    assert_eq!(env.count("SELECT count(*) FROM turns").await, 1, "a refused stranger starts no turn");
 
     tg.fail_next(TOKEN, "sendMessage", 1, 403, "Forbidden: bot was blocked by the user", None);
     env.llm.push(ScriptedReply::text("You will not see this."));
-    tg.user_says(TOKEN, 43, "hi");
+    tg.user_says(TOKEN, 42, "hi again");
     let mut status = String::new();
     for _ in 0..200 {
         status = env.store.channel(channel.tenant_id, channel.id).await.unwrap().status;

@@ -30,6 +30,16 @@ pub struct NewChannel {
     pub admins: Vec<String>,
 }
 
+/// Changes to a channel's access rules (`None`: unchanged).
+#[derive(Debug, Clone, Default)]
+pub struct ChannelAccess {
+    pub dm_policy: Option<String>,
+    pub group_policy: Option<String>,
+    pub allow_users: Option<Vec<String>>,
+    pub allow_chats: Option<Vec<String>>,
+    pub admins: Option<Vec<String>>,
+}
+
 /// A stored channel.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Channel {
@@ -176,6 +186,36 @@ impl Store {
             .execute(self.pool())
             .await?;
         Ok(done.rows_affected() == 1)
+    }
+
+    /// Changes who may talk to the bot; `None` leaves a setting as it is.
+    pub async fn update_channel_access(
+        &self,
+        tenant: TenantId,
+        id: uuid::Uuid,
+        access: &ChannelAccess,
+    ) -> Result<Channel> {
+        let row = sqlx::query(
+            "UPDATE channels SET dm_policy = COALESCE($3, dm_policy), group_policy = COALESCE($4, group_policy),
+                    allow_users = COALESCE($5, allow_users), allow_chats = COALESCE($6, allow_chats),
+                    admins = COALESCE($7, admins), updated_at = now()
+             WHERE tenant_id = $1 AND id = $2 RETURNING *",
+        )
+        .bind(tenant.as_uuid())
+        .bind(id)
+        .bind(&access.dm_policy)
+        .bind(&access.group_policy)
+        .bind(&access.allow_users)
+        .bind(&access.allow_chats)
+        .bind(&access.admins)
+        .fetch_optional(self.pool())
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(db) if db.is_check_violation() => StoreError::Invalid("unknown policy".into()),
+            _ => StoreError::Database(e),
+        })?
+        .ok_or(StoreError::NotFound)?;
+        Channel::from_row(&row)
     }
 
     /// Records what the platform says the bot is called.

@@ -38,7 +38,7 @@ use sqlx::{ConnectOptions, PgPool};
 pub use agents::{Agent, FallbackModel, NewAgent};
 pub use api_keys::{ApiKey, KeyAuth, Limits};
 pub use budgets::{Budget, BudgetState};
-pub use channels::{Channel, NewChannel};
+pub use channels::{Channel, ChannelAccess, NewChannel};
 pub use credentials::{CredentialPools, NewCredential, PooledCredential};
 pub use export::{ExportedMessage, LineageNode, SessionExport};
 pub use gateway::{Accepted, OutboxItem};

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use hermes_config::HermesConfig;
 use hermes_gateway::telegram::TelegramApi;
-use hermes_store::{NewChannel, SecretBox, Store, StoreError};
+use hermes_store::{ChannelAccess, NewChannel, SecretBox, Store, StoreError};
 
 use crate::commands::{print, tenant};
 
@@ -20,6 +20,22 @@ pub enum ChannelCmd {
     List {
         #[arg(long)]
         tenant: String,
+    },
+    /// Change who may talk to a bot (lists given replace the old ones).
+    Update {
+        #[arg(long)]
+        tenant: String,
+        id: uuid::Uuid,
+        #[arg(long)]
+        dm_policy: Option<String>,
+        #[arg(long)]
+        group_policy: Option<String>,
+        #[arg(long = "allow")]
+        allow: Vec<String>,
+        #[arg(long = "allow-chat")]
+        allow_chats: Vec<String>,
+        #[arg(long = "admin")]
+        admins: Vec<String>,
     },
     /// Unbind a bot.
     Delete {
@@ -92,6 +108,23 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
                 .collect::<Vec<_>>()
                 .join("\n");
             print(json_mode, json!(channels), human);
+        }
+        ChannelCmd::Update { tenant: name, id, dm_policy, group_policy, allow, allow_chats, admins } => {
+            let t = tenant(store, &name).await?;
+            let some = |v: Vec<String>| (!v.is_empty()).then_some(v);
+            let access = ChannelAccess {
+                dm_policy,
+                group_policy,
+                allow_users: some(allow),
+                allow_chats: some(allow_chats),
+                admins: some(admins),
+            };
+            let channel = match store.update_channel_access(t.id, id, &access).await {
+                Ok(c) => c,
+                Err(StoreError::NotFound) => bail!("tenant {name:?} has no channel {id}"),
+                Err(e) => return Err(e.into()),
+            };
+            print(json_mode, json!(channel), format!("updated channel {id}"));
         }
         ChannelCmd::Delete { tenant: name, id } => {
             let t = tenant(store, &name).await?;

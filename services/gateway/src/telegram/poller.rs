@@ -98,8 +98,6 @@ async fn poll_loop(gw: &Gateway, channel: &Channel, shutdown: &CancellationToken
     let mut offset = channel.poll_offset;
     let mut failures = 0u32;
     while !shutdown.is_cancelled() {
-        // Re-read the channel's policies and status now and then is left to a rebind; the
-        // offset is ours while we hold the lease.
         let updates = tokio::select! {
             () = shutdown.cancelled() => return,
             got = api.get_updates(offset, wait) => got,
@@ -124,10 +122,22 @@ async fn poll_loop(gw: &Gateway, channel: &Channel, shutdown: &CancellationToken
                 continue;
             }
         };
+        // Each batch is handled with the channel as it is now: changed policies apply at once,
+        // and a deleted or blocked channel stops being polled. The offset is ours while we
+        // hold the lease.
+        let channel = match gw.store.gateway_channel(channel.id).await {
+            Ok(c) if c.status == "active" && c.mode == "poll" => c,
+            Ok(_) | Err(hermes_store::StoreError::NotFound) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the channel; reading the batch again");
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                continue;
+            }
+        };
         for update in &updates {
             let Some(id) = update["update_id"].as_i64() else { continue };
             if let Some(msg) = super::update::parse(update, channel.bot_username.as_deref())
-                && let Err(e) = gw.take_in(channel, msg, update).await
+                && let Err(e) = gw.take_in(&channel, msg, update).await
             {
                 // Not stored: stop before the offset passes it; it is read again.
                 tracing::warn!(error = %e, "cannot take an update in; reading it again");
