@@ -264,3 +264,72 @@ async fn flood_control_is_waited_out_and_a_blocked_bot_marks_its_channel() {
     pod.stop.cancel();
     env.stop().await;
 }
+
+/// The callback data of the button labelled `label` under `message`.
+fn button(message: &SentMessage, label: &str) -> String {
+    let rows = message.reply_markup.as_ref().and_then(|m| m["inline_keyboard"].as_array()).cloned().unwrap_or_default();
+    rows.iter()
+        .flat_map(|r| r.as_array().cloned().unwrap_or_default())
+        .find(|b| b["text"] == label)
+        .and_then(|b| b["callback_data"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| panic!("no button {label:?} under {:?}", message.text))
+}
+
+#[tokio::test]
+async fn approvals_and_questions_are_asked_in_the_chat_and_answered_with_buttons_or_commands() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    bind(&env, &tg, "poll", "open", &[]).await;
+    sqlx::query("UPDATE agents SET toolsets = ARRAY['terminal', 'clarify']").execute(env.store.pool()).await.unwrap();
+    let pod = Pod::start(&env).await;
+
+    // A dangerous command: the question comes with buttons; a press resumes the turn.
+    env.llm
+        .push(ScriptedReply::tool_call("terminal", json!({"command": "mkdir -p build && rm -rf build && echo gone"})));
+    env.llm.push(ScriptedReply::text("Build directory removed."));
+    tg.user_says(TOKEN, 42, "clean the build");
+    let asked = sent(&tg, 1).await;
+    assert!(asked[0].text.contains("rm -rf build"), "{}", asked[0].text);
+    let data = button(&asked[0], "Allow once");
+    tg.press_button(TOKEN, 42, 42, asked[0].message_id, &data);
+    let got = sent(&tg, 2).await;
+    assert_eq!(got[1].text, "Build directory removed.");
+    let question = &tg.sent(TOKEN)[0];
+    assert!(question.text.starts_with("✅ Allowed once."), "the question shows its answer: {}", question.text);
+    assert!(tg.calls(TOKEN).iter().any(|(m, _)| m == "answerCallbackQuery"));
+    // Pressing again changes nothing.
+    tg.press_button(TOKEN, 42, 42, asked[0].message_id, &data);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(tg.sent(TOKEN).len(), 2);
+
+    // Another approval, answered with /deny.
+    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "rm -rf /workspace/cache"})));
+    env.llm.push(ScriptedReply::text("Understood, I left it."));
+    tg.user_says(TOKEN, 42, "clear the cache");
+    sent(&tg, 3).await;
+    tg.user_says(TOKEN, 42, "/deny");
+    let got = sent(&tg, 5).await;
+    let texts: Vec<&str> = got[3..].iter().map(|m| m.text.as_str()).collect();
+    assert!(texts.contains(&"🚫 Denied."), "{texts:?}");
+    assert!(texts.contains(&"Understood, I left it."), "{texts:?}");
+
+    // A clarifying question is answered by the next plain message.
+    env.llm.push(ScriptedReply::tool_call("clarify", json!({"question": "Which environment?"})));
+    env.llm.push(ScriptedReply::text("Deploying to staging."));
+    tg.user_says(TOKEN, 42, "deploy it");
+    let got = sent(&tg, 6).await;
+    assert!(got[5].text.contains("Which environment?"), "{}", got[5].text);
+    tg.user_says(TOKEN, 42, "staging");
+    let got = sent(&tg, 8).await;
+    assert!(
+        got[6..].iter().any(|m| m.text == "Deploying to staging."),
+        "{:?}",
+        got.iter().map(|m| &m.text).collect::<Vec<_>>()
+    );
+    let last_tool = env.llm.requests().last().unwrap().messages();
+    let answer = last_tool.iter().rev().find(|m| m["role"] == "tool").unwrap();
+    assert!(answer["content"].as_str().unwrap().contains("staging"), "{answer}");
+    assert_eq!(env.count("SELECT count(*) FROM turns").await, 3, "answers resume turns, they start none");
+    pod.stop.cancel();
+    env.stop().await;
+}

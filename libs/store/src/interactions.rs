@@ -121,6 +121,32 @@ impl Store {
         Ok((interaction, AgentId::from_uuid(row.try_get("agent_id")?)))
     }
 
+    /// The question a session's waiting turn asks, if one does (what a chat's `/approve` or
+    /// plain reply answers).
+    pub async fn session_pending_interaction(
+        &self,
+        tenant: TenantId,
+        session: SessionId,
+    ) -> Result<Option<PendingInteraction>> {
+        let row = sqlx::query(
+            "SELECT id, kind, prompt, expires_at FROM interactions
+             WHERE tenant_id = $1 AND session_id = $2 AND status = 'pending' ORDER BY created_at DESC LIMIT 1",
+        )
+        .bind(tenant.as_uuid())
+        .bind(session.as_uuid())
+        .fetch_optional(self.pool())
+        .await?;
+        row.map(|row| {
+            Ok(PendingInteraction {
+                id: row.try_get("id")?,
+                kind: row.try_get("kind")?,
+                prompt: row.try_get("prompt")?,
+                expires_at: row.try_get("expires_at")?,
+            })
+        })
+        .transpose()
+    }
+
     /// The interaction a waiting turn waits on.
     pub async fn turn_pending_interaction(&self, tenant: TenantId, turn: TurnId) -> Result<Option<PendingInteraction>> {
         let row = sqlx::query(

@@ -143,6 +143,17 @@ impl TelegramEmulator {
         self.push_update(token, update)
     }
 
+    /// A user presses a button (its `callback_data`) under the bot's message `message_id`.
+    pub fn press_button(&self, token: &str, chat: i64, user: i64, message_id: i64, data: &str) -> i64 {
+        let update = json!({ "callback_query": {
+            "id": format!("cb{chat}{message_id}{user}{}", data.len()),
+            "from": { "id": user, "is_bot": false, "username": format!("user{user}") },
+            "message": { "message_id": message_id, "chat": { "id": chat, "type": if chat > 0 { "private" } else { "supergroup" } } },
+            "data": data,
+        }});
+        self.push_update(token, update)
+    }
+
     /// Makes the next `count` calls of `method` fail with `status` and `description`.
     pub fn fail_next(
         &self,
@@ -286,6 +297,7 @@ fn call(bot: &mut Bot, method: &str, params: &Value) -> Response {
                 );
             }
             message.text = text;
+            message.reply_markup = params.get("reply_markup").cloned();
             message.edits += 1;
             ok(json!({ "message_id": id }))
         }

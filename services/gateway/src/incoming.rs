@@ -24,3 +24,38 @@ pub struct Incoming {
     /// Meant for the bot: a direct message, or a group message that mentions or replies to it.
     pub addressed: bool,
 }
+
+/// A person pressed one of the bot's buttons (an approval, a clarify choice).
+#[derive(Debug, Clone)]
+pub struct ButtonPress {
+    /// Unique per channel: the platform's id of the press.
+    pub dedupe_key: String,
+    /// What the platform needs to stop the button's spinner.
+    pub callback_id: String,
+    pub chat_id: String,
+    pub kind: ChatKind,
+    pub thread: Option<String>,
+    pub user_id: String,
+    pub user_name: Option<String>,
+    /// The bot's message that carries the button.
+    pub message_id: Option<i64>,
+    /// The button's data, as the gateway set it.
+    pub data: String,
+}
+
+impl ButtonPress {
+    /// The press as a message from its author, for access rules and routing.
+    pub fn as_incoming(&self) -> Incoming {
+        Incoming {
+            dedupe_key: self.dedupe_key.clone(),
+            chat_id: self.chat_id.clone(),
+            kind: self.kind,
+            thread: self.thread.clone(),
+            user_id: self.user_id.clone(),
+            user_name: self.user_name.clone(),
+            message_id: self.message_id,
+            text: String::new(),
+            addressed: true,
+        }
+    }
+}

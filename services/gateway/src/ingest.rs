@@ -21,6 +21,12 @@ const MAX_TEXT_CHARS: usize = 65_536;
 #[error("cannot take the message in: {0}")]
 pub struct IngestError(String);
 
+impl IngestError {
+    pub(crate) fn new(why: String) -> Self {
+        Self(why)
+    }
+}
+
 /// The conversation a message belongs to: per person in a direct chat, per group chat, and
 /// per thread (forum topic) within either.
 pub fn route_for(channel: &Channel, msg: &Incoming) -> Route {
@@ -60,7 +66,11 @@ impl Gateway {
             Verdict::Refuse(text) => Some(text),
             Verdict::Allow => None,
         };
-        if refusal.is_some() || is_command(&msg.text) {
+        let clarified = match refusal {
+            None if !is_command(&msg.text) => self.clarify_reply_ready(channel, &msg).await?,
+            _ => false,
+        };
+        if refusal.is_some() || is_command(&msg.text) || clarified {
             // Stored first, so a redelivered message is answered (and acted on) once.
             let accepted =
                 self.store.accept_inbound(tenant, &source, &msg.dedupe_key, raw, None).await.map_err(store_err)?;
@@ -69,8 +79,12 @@ impl Gateway {
             }
             let text = match refusal {
                 Some(text) => text,
+                None if clarified => self.clarify_reply(channel, &msg).await?.unwrap_or_default(),
                 None => self.command(channel, &msg).await?,
             };
+            if text.is_empty() {
+                return Ok(());
+            }
             let (payload, key) = reply(text);
             self.store
                 .enqueue_outbox(tenant, channel.id, &destination(channel, &msg), &key, &payload)
@@ -125,6 +139,9 @@ impl Gateway {
     /// Answers a gateway command (see [`is_command`]).
     async fn command(&self, channel: &Channel, msg: &Incoming) -> Result<String, IngestError> {
         let word = msg.text.split_whitespace().next().unwrap_or_default();
+        if crate::interact::is_approval_command(&msg.text) {
+            return self.approval_reply(channel, msg).await;
+        }
         Ok(match word {
             "/whoami" => format!("Your user id is {} and this chat's id is {}.", msg.user_id, msg.chat_id),
             "/new" | "/reset" => {
@@ -143,5 +160,8 @@ impl Gateway {
 
 /// Commands the gateway answers itself; everything else goes to the agent.
 fn is_command(text: &str) -> bool {
-    matches!(text.split_whitespace().next(), Some("/start" | "/help" | "/whoami" | "/new" | "/reset"))
+    matches!(
+        text.split_whitespace().next(),
+        Some("/start" | "/help" | "/whoami" | "/new" | "/reset" | "/approve" | "/deny")
+    )
 }

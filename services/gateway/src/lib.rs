@@ -6,6 +6,7 @@
 pub mod access;
 pub mod incoming;
 pub mod ingest;
+pub mod interact;
 pub mod outbox;
 pub mod split;
 pub mod telegram;

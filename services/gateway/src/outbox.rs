@@ -18,11 +18,17 @@ use hermes_store::{Channel, OutboxItem};
 use crate::Gateway;
 use crate::telegram::{MAX_MESSAGE_UTF16, TelegramApi, TelegramError};
 
-/// The text a reply shows the user.
-pub fn render(payload: &Value) -> String {
-    if payload["kind"] == "text" {
-        return payload["text"].as_str().unwrap_or_default().to_owned();
+/// The text a reply shows the user, and the buttons under it.
+pub fn render(payload: &Value) -> (String, crate::interact::Buttons) {
+    match payload["kind"].as_str() {
+        Some("text") => (payload["text"].as_str().unwrap_or_default().to_owned(), Vec::new()),
+        Some("interaction") => crate::interact::question(&payload["interaction"]),
+        _ => (answer_text(payload), Vec::new()),
     }
+}
+
+/// The text of a turn's answer: the answer, or a polite word on why there is none.
+fn answer_text(payload: &Value) -> String {
     let outcome = &payload["outcome"];
     let content = outcome["content"].as_str().unwrap_or_default();
     if !content.trim().is_empty() {
@@ -113,7 +119,7 @@ impl Gateway {
 
     async fn deliver_telegram(&self, channel: &Channel, item: &OutboxItem) -> Result<(), Failure> {
         let api = self.telegram(channel).map_err(Failure::Permanent)?;
-        let text = render(&item.payload);
+        let (text, buttons) = render(&item.payload);
         let parts = crate::split::split(&text, MAX_MESSAGE_UTF16);
         let dest = &item.destination;
         let chat = dest["chat_id"].as_str().unwrap_or_default();
@@ -128,6 +134,15 @@ impl Gateway {
                 && let Some(reply_to) = dest["reply_to"].as_i64()
             {
                 params["reply_parameters"] = json!({ "message_id": reply_to, "allow_sending_without_reply": true });
+            }
+            if i + 1 == parts.len() && !buttons.is_empty() {
+                let keyboard: Vec<Vec<Value>> = buttons
+                    .iter()
+                    .map(|row| {
+                        row.iter().map(|(label, data)| json!({ "text": label, "callback_data": data })).collect()
+                    })
+                    .collect();
+                params["reply_markup"] = json!({ "inline_keyboard": keyboard });
             }
             let id = api.send_message(&params).await.map_err(Failure::from)?;
             ids.push(id.to_string());
@@ -187,6 +202,7 @@ mod tests {
     #[test]
     fn replies_show_the_answer_or_a_polite_error() {
         let ok = json!({"kind": "answer", "outcome": {"content": "Done.", "finish_reason": "stop"}});
+        let render = |p: &Value| super::render(p).0;
         assert_eq!(render(&ok), "Done.");
         let cap = json!({"kind": "answer", "outcome": {"content": "", "error_code": "insufficient_quota",
             "error": "Your team's daily spending cap ($5.00) is reached."}});

@@ -108,6 +108,23 @@ impl TelegramApi {
         Ok(sent["message_id"].as_i64().unwrap_or_default())
     }
 
+    /// Stops a pressed button's spinner, showing `text` briefly.
+    pub async fn answer_callback(&self, callback_id: &str, text: &str) -> Result<(), TelegramError> {
+        let params = json!({ "callback_query_id": callback_id, "text": text });
+        self.call("answerCallbackQuery", &params, Duration::from_secs(10)).await?;
+        Ok(())
+    }
+
+    /// Replaces a message's text (and removes its buttons); an unchanged text is a success.
+    pub async fn edit_text(&self, chat_id: &str, message_id: i64, text: &str) -> Result<(), TelegramError> {
+        let params = json!({ "chat_id": chat_id, "message_id": message_id, "text": text,
+                             "reply_markup": { "inline_keyboard": [] } });
+        match self.call("editMessageText", &params, Duration::from_secs(15)).await {
+            Err(e) if e.is_not_modified() => Ok(()),
+            other => other.map(|_| ()),
+        }
+    }
+
     pub async fn send_typing(&self, chat_id: &str) -> Result<(), TelegramError> {
         self.call("sendChatAction", &json!({ "chat_id": chat_id, "action": "typing" }), Duration::from_secs(10))
             .await?;

@@ -136,9 +136,14 @@ async fn poll_loop(gw: &Gateway, channel: &Channel, shutdown: &CancellationToken
         };
         for update in &updates {
             let Some(id) = update["update_id"].as_i64() else { continue };
-            if let Some(msg) = super::update::parse(update, channel.bot_username.as_deref())
-                && let Err(e) = gw.take_in(&channel, msg, update).await
-            {
+            let taken = if let Some(press) = super::update::parse_button(update) {
+                gw.press(&channel, press, update).await
+            } else if let Some(msg) = super::update::parse(update, channel.bot_username.as_deref()) {
+                gw.take_in(&channel, msg, update).await
+            } else {
+                Ok(())
+            };
+            if let Err(e) = taken {
                 // Not stored: stop before the offset passes it; it is read again.
                 tracing::warn!(error = %e, "cannot take an update in; reading it again");
                 tokio::time::sleep(Duration::from_secs(1)).await;

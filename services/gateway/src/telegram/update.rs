@@ -2,7 +2,30 @@
 
 use serde_json::Value;
 
-use crate::incoming::{ChatKind, Incoming};
+use crate::incoming::{ButtonPress, ChatKind, Incoming};
+
+/// A button press in an update (`callback_query`).
+pub fn parse_button(update: &Value) -> Option<ButtonPress> {
+    let query = update.get("callback_query")?;
+    let message = query.get("message")?;
+    let chat = &message["chat"];
+    let kind = match chat["type"].as_str() {
+        Some("private") => ChatKind::Direct,
+        Some("group" | "supergroup") => ChatKind::Group,
+        _ => return None,
+    };
+    Some(ButtonPress {
+        dedupe_key: format!("cb:{}", query["id"].as_str()?),
+        callback_id: query["id"].as_str()?.to_owned(),
+        chat_id: id_text(&chat["id"])?,
+        kind,
+        thread: message["message_thread_id"].as_i64().map(|t| t.to_string()),
+        user_id: id_text(&query["from"]["id"])?,
+        user_name: query["from"]["username"].as_str().map(str::to_owned),
+        message_id: message["message_id"].as_i64(),
+        data: query["data"].as_str()?.to_owned(),
+    })
+}
 
 /// The message in an update, if it is one a person wrote to the bot (text or a caption).
 pub fn parse(update: &Value, bot_username: Option<&str>) -> Option<Incoming> {

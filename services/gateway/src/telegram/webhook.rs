@@ -45,10 +45,14 @@ pub async fn receive(
         // Telegram never sends this; answering 200 stops a broken update from being repeated.
         return (StatusCode::OK, Json(json!({ "ok": true })));
     };
-    let Some(msg) = super::update::parse(&update, channel.bot_username.as_deref()) else {
-        return (StatusCode::OK, Json(json!({ "ok": true })));
+    let taken = if let Some(press) = super::update::parse_button(&update) {
+        gw.press(&channel, press, &update).await
+    } else if let Some(msg) = super::update::parse(&update, channel.bot_username.as_deref()) {
+        gw.take_in(&channel, msg, &update).await
+    } else {
+        Ok(())
     };
-    match gw.take_in(&channel, msg, &update).await {
+    match taken {
         Ok(()) => (StatusCode::OK, Json(json!({ "ok": true }))),
         Err(e) => {
             tracing::warn!(error = %e, "cannot take a Telegram update in; Telegram will send it again");
