@@ -40,6 +40,12 @@ async fn a_chat_message_is_taken_in_once_and_its_answer_is_queued_for_delivery_o
     let again = env.store.accept_inbound(tenant, "telegram:bot", "1001", &update, Some(turn())).await.unwrap();
     assert_eq!(again, Accepted::Duplicate);
     assert_eq!(env.count("SELECT count(*) FROM turns").await, 1);
+    // A second part of the message, before the turn started, joins it.
+    let mut part = turn();
+    part.input = ChatMessage::user("and the rest");
+    let merged = env.store.accept_inbound(tenant, "telegram:bot", "1002", &update, Some(part)).await.unwrap();
+    assert!(matches!(merged, Accepted::Merged { session: s, .. } if s == session), "{merged:?}");
+    assert_eq!(env.count("SELECT count(*) FROM turns").await, 1);
     env.signal_work(tenant, session).await;
 
     let mut claimed = Vec::new();
@@ -55,6 +61,8 @@ async fn a_chat_message_is_taken_in_once_and_its_answer_is_queued_for_delivery_o
     assert_eq!(item.destination["chat_id"], "42");
     assert_eq!(item.payload["outcome"]["content"], "Hello from the bot.");
     assert_eq!(item.payload["status"], "completed");
+    let seen = env.llm.requests()[0].messages();
+    assert_eq!(seen.last().unwrap()["content"], "hi\nand the rest", "the model saw both parts as one message");
     // Claimed: another pod does not get it while the lease runs.
     assert!(env.store.claim_outbox(10, Duration::from_secs(30)).await.unwrap().is_empty());
     env.store.outbox_part_sent(item.id, 1, &["555".to_owned()]).await.unwrap();

@@ -333,3 +333,78 @@ async fn approvals_and_questions_are_asked_in_the_chat_and_answered_with_buttons
     pod.stop.cancel();
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_new_message_interrupts_the_turn_the_agent_is_working_on() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    bind(&env, &tg, "poll", "open", &[]).await;
+    let pod = Pod::start(&env).await;
+    env.llm.push(ScriptedReply::text("A slow answer nobody waits for.").after(Duration::from_secs(5)));
+    tg.user_says(TOKEN, 42, "first question");
+    // Wait until the agent is thinking about the first message (its model call is out).
+    for _ in 0..200 {
+        if env.llm.requests().len() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    env.llm.push(ScriptedReply::text("Answer to the second."));
+    tg.user_says(TOKEN, 42, "actually, second question");
+    let got = sent(&tg, 1).await;
+    assert_eq!(got[0].text, "Answer to the second.");
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(tg.sent(TOKEN).len(), 1, "the interrupted turn sends nothing");
+    let statuses: Vec<String> = sqlx::query_scalar("SELECT status::text FROM turns ORDER BY created_at")
+        .fetch_all(env.store.pool())
+        .await
+        .unwrap();
+    assert_eq!(statuses, ["cancelled", "completed"]);
+    let seen = env.llm.requests().last().unwrap().messages();
+    // Stopped before it began, the first message is answered with the second; stopped later,
+    // it is already in the conversation. Either way the model sees it.
+    assert!(
+        seen.iter().any(|m| m["content"].as_str().is_some_and(|c| c.contains("first question"))),
+        "the first message is not lost: {seen:?}"
+    );
+    pod.stop.cancel();
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_stranger_pairs_with_a_code_an_admin_approves_in_chat() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    let channel = bind(&env, &tg, "poll", "pairing", &[]).await;
+    let admins = hermes_store::ChannelAccess { admins: Some(vec!["1".into()]), ..Default::default() };
+    env.store.update_channel_access(channel.tenant_id, channel.id, &admins).await.unwrap();
+    let pod = Pod::start(&env).await;
+
+    tg.user_says(TOKEN, 42, "hello?");
+    let got = sent(&tg, 1).await;
+    let code =
+        got[0].text.lines().find(|l| l.len() == 8 && l.chars().all(|c| c.is_ascii_alphanumeric())).unwrap().to_owned();
+    // Asking again within ten minutes gives the same code.
+    tg.user_says(TOKEN, 42, "hello??");
+    let got = sent(&tg, 2).await;
+    assert!(got[1].text.contains(&code));
+    assert_eq!(env.count("SELECT count(*) FROM turns").await, 0, "nothing reaches the agent");
+
+    // Only an admin approves; a wrong code is refused.
+    tg.user_says(TOKEN, 7, &format!("/pair approve {code}"));
+    tg.user_says(TOKEN, 1, "/pair approve ZZZZZZZZ");
+    tg.user_says(TOKEN, 1, &format!("/pair approve {}", code.to_lowercase()));
+    let got = sent(&tg, 6).await;
+    let texts: Vec<&str> = got.iter().map(|m| m.text.as_str()).collect();
+    assert!(texts.iter().any(|t| t.starts_with("Hi! I don't know you yet")), "user 7 is a stranger too: {texts:?}");
+    assert!(texts.contains(&"No such code is waiting (it may have expired)."), "{texts:?}");
+    assert!(texts.contains(&"Approved: user 42 can talk to me now."), "{texts:?}");
+    assert!(got.iter().any(|m| m.chat_id == "42" && m.text.starts_with("You're in!")), "{texts:?}");
+
+    env.llm.push(ScriptedReply::text("Nice to meet you."));
+    tg.user_says(TOKEN, 42, "hi, I'm in");
+    let got = sent(&tg, 7).await;
+    assert_eq!(got[6].text, "Nice to meet you.");
+    pod.stop.cancel();
+    env.stop().await;
+}

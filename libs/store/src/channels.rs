@@ -38,6 +38,7 @@ pub struct ChannelAccess {
     pub allow_users: Option<Vec<String>>,
     pub allow_chats: Option<Vec<String>>,
     pub admins: Option<Vec<String>>,
+    pub busy_mode: Option<String>,
 }
 
 /// A stored channel.
@@ -60,6 +61,8 @@ pub struct Channel {
     pub allow_users: Vec<String>,
     pub allow_chats: Vec<String>,
     pub admins: Vec<String>,
+    /// `interrupt` or `queue` (migration 0019).
+    pub busy_mode: String,
     pub status: String,
     pub status_reason: Option<String>,
     #[serde(skip)]
@@ -97,6 +100,7 @@ impl Channel {
             allow_users: row.try_get("allow_users")?,
             allow_chats: row.try_get("allow_chats")?,
             admins: row.try_get("admins")?,
+            busy_mode: row.try_get("busy_mode")?,
             status: row.try_get("status")?,
             status_reason: row.try_get("status_reason")?,
             poll_offset: row.try_get("poll_offset")?,
@@ -198,7 +202,7 @@ impl Store {
         let row = sqlx::query(
             "UPDATE channels SET dm_policy = COALESCE($3, dm_policy), group_policy = COALESCE($4, group_policy),
                     allow_users = COALESCE($5, allow_users), allow_chats = COALESCE($6, allow_chats),
-                    admins = COALESCE($7, admins), updated_at = now()
+                    admins = COALESCE($7, admins), busy_mode = COALESCE($8, busy_mode), updated_at = now()
              WHERE tenant_id = $1 AND id = $2 RETURNING *",
         )
         .bind(tenant.as_uuid())
@@ -208,6 +212,7 @@ impl Store {
         .bind(&access.allow_users)
         .bind(&access.allow_chats)
         .bind(&access.admins)
+        .bind(&access.busy_mode)
         .fetch_optional(self.pool())
         .await
         .map_err(|e| match &e {

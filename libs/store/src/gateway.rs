@@ -29,6 +29,16 @@ pub struct OutboxItem {
     pub message_ids: Vec<String>,
 }
 
+/// A turn a chat's new message may interrupt.
+#[derive(Debug, Clone)]
+pub struct BusyTurn {
+    pub id: TurnId,
+    /// Its input is in the conversation already (the worker stored it when it began).
+    pub begun: bool,
+    /// Its input's text.
+    pub input: String,
+}
+
 /// What taking a chat message in did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Accepted {
@@ -38,9 +48,95 @@ pub enum Accepted {
     Stored,
     /// Stored with the turn it started.
     Turn { session: SessionId, turn: TurnId },
+    /// Added to the conversation's turn that had not started yet (a message split in parts).
+    Merged { session: SessionId, turn: TurnId },
+}
+
+/// Appends a chat message to its conversation's turn that is still queued (a worker claims
+/// turns with `FOR UPDATE`, so a turn is either merged into or started, never both).
+async fn merge_into_queued(
+    tx: &mut sqlx::PgConnection,
+    tenant: TenantId,
+    new: &NewTurn,
+) -> Result<Option<(SessionId, TurnId)>> {
+    let crate::turns::TurnTarget::Route { route, .. } = &new.target else { return Ok(None) };
+    let row = sqlx::query(
+        "SELECT t.id, t.session_id, t.input FROM session_routes r
+         JOIN turns t ON t.tenant_id = r.tenant_id AND t.session_id = r.session_id
+         WHERE r.tenant_id = $1 AND r.agent_id = $2 AND r.route_key = $3 AND t.status = 'queued'
+         ORDER BY t.created_at DESC LIMIT 1 FOR UPDATE OF t",
+    )
+    .bind(tenant.as_uuid())
+    .bind(route.agent.as_uuid())
+    .bind(&route.key)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(row) = row else { return Ok(None) };
+    let mut input: hermes_core::ChatMessage =
+        serde_json::from_value(row.try_get("input")?).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let addition = new.input.text();
+    input.content = Some(match input.content.take() {
+        Some(hermes_core::Content::Parts(mut parts)) => {
+            parts.push(hermes_core::ContentPart::Text { text: addition });
+            hermes_core::Content::Parts(parts)
+        }
+        Some(hermes_core::Content::Text(text)) => hermes_core::Content::Text(format!("{text}\n{addition}")),
+        None => hermes_core::Content::Text(addition),
+    });
+    let turn: uuid::Uuid = row.try_get("id")?;
+    sqlx::query("UPDATE turns SET input = $3 WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.as_uuid())
+        .bind(turn)
+        .bind(crate::messages::storable_json(&input)?)
+        .execute(&mut *tx)
+        .await?;
+    Ok(Some((SessionId::from_uuid(row.try_get("session_id")?), TurnId::from_uuid(turn))))
 }
 
 impl Store {
+    /// The running or waiting turns of a chat's current conversation (what a new message
+    /// interrupts), and how many turns are open in it.
+    pub async fn route_busy_turns(&self, tenant: TenantId, route: &crate::Route) -> Result<(Vec<BusyTurn>, i64)> {
+        let rows = sqlx::query(
+            "SELECT t.id, t.status::text AS status, t.input,
+                    EXISTS (SELECT 1 FROM messages m WHERE m.tenant_id = t.tenant_id AND m.session_id = t.session_id
+                              AND m.turn_id = t.id AND m.turn_step = 0) AS begun
+             FROM session_routes r
+             JOIN turns t ON t.tenant_id = r.tenant_id AND t.session_id = r.session_id
+             WHERE r.tenant_id = $1 AND r.agent_id = $2 AND r.route_key = $3
+               AND t.status IN ('queued', 'running', 'waiting')",
+        )
+        .bind(tenant.as_uuid())
+        .bind(route.agent.as_uuid())
+        .bind(&route.key)
+        .fetch_all(self.pool())
+        .await?;
+        let open = i64::try_from(rows.len()).unwrap_or(i64::MAX);
+        let mut busy = Vec::new();
+        for row in rows.iter().filter(|r| r.try_get::<String, _>("status").is_ok_and(|s| s != "queued")) {
+            let input: hermes_core::ChatMessage =
+                serde_json::from_value(row.try_get("input")?).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            busy.push(BusyTurn {
+                id: TurnId::from_uuid(row.try_get("id")?),
+                begun: row.try_get("begun")?,
+                input: input.text(),
+            });
+        }
+        Ok((busy, open))
+    }
+
+    /// Whether a chat message was taken in already (checked before acting on it).
+    pub async fn inbound_seen(&self, tenant: TenantId, source: &str, dedupe_key: &str) -> Result<bool> {
+        let seen: Option<i32> =
+            sqlx::query_scalar("SELECT 1 FROM inbound WHERE tenant_id = $1 AND source = $2 AND dedupe_key = $3")
+                .bind(tenant.as_uuid())
+                .bind(source)
+                .bind(crate::messages::without_nul(dedupe_key))
+                .fetch_optional(self.pool())
+                .await?;
+        Ok(seen.is_some())
+    }
+
     /// The channel with this id, whoever owns it (the caller then checks the platform's secret).
     pub async fn gateway_channel(&self, id: uuid::Uuid) -> Result<Channel> {
         let row = sqlx::query("SELECT * FROM channels WHERE id = $1")
@@ -92,6 +188,15 @@ impl Store {
         }
         let accepted = match turn {
             Some(new) => {
+                if let Some((session, turn)) = merge_into_queued(&mut tx, tenant, &new).await? {
+                    sqlx::query("UPDATE inbound SET turn_id = $2, processed_at = now() WHERE id = $1")
+                        .bind(id)
+                        .bind(turn.as_uuid())
+                        .execute(&mut *tx)
+                        .await?;
+                    tx.commit().await?;
+                    return Ok(Accepted::Merged { session, turn });
+                }
                 let (session, turn) = enqueue_in(&mut tx, tenant, &new).await?;
                 sqlx::query("UPDATE inbound SET turn_id = $2, processed_at = now() WHERE id = $1")
                     .bind(id)

@@ -1,7 +1,7 @@
 //! Who may talk to a channel's agent, decided before anything reaches it: the DM policy
 //! (open, allowlist, pairing, disabled), the group policy (mention or reply required by
 //! default), and the channel's allowlists of users and group chats. Unknown users in groups are
-//! ignored silently; in a direct chat they are told why.
+//! ignored silently; in a direct chat they are told why, or given a pairing code.
 
 use hermes_store::Channel;
 
@@ -15,6 +15,8 @@ pub enum Verdict {
     Ignore,
     /// Tell the sender why not.
     Refuse(String),
+    /// An unknown person in a direct chat of a `pairing` channel: give them a code.
+    Pair,
 }
 
 fn listed(list: &[String], id: &str) -> bool {
@@ -28,8 +30,8 @@ pub fn decide(channel: &Channel, msg: &Incoming) -> Verdict {
         ChatKind::Direct => match channel.dm_policy.as_str() {
             "open" => Verdict::Allow,
             "disabled" => Verdict::Ignore,
-            // `pairing` without an approved pairing is refused the same way for now.
             _ if allowed_user => Verdict::Allow,
+            "pairing" => Verdict::Pair,
             _ => Verdict::Refuse(format!(
                 "Sorry, this assistant only talks to people its team has allowed. Ask your admin to allow \
                  your user id {}.",
@@ -70,6 +72,7 @@ mod tests {
             allow_users: users.iter().map(|s| (*s).to_owned()).collect(),
             allow_chats: chats.iter().map(|s| (*s).to_owned()).collect(),
             admins: vec!["9".into()],
+            busy_mode: "interrupt".into(),
             status: "active".into(),
             status_reason: None,
             poll_offset: 0,

@@ -15,6 +15,15 @@ use crate::incoming::{ChatKind, Incoming};
 
 /// The longest text taken from one chat message (upstream's per-text cap).
 const MAX_TEXT_CHARS: usize = 65_536;
+/// Turns that may wait in one conversation in `queue` mode (upstream's cap).
+const MAX_QUEUED: i64 = 32;
+
+/// What the busy mode decided.
+enum Room {
+    /// Go ahead, answering these interrupted messages too.
+    Made(Vec<String>),
+    Refused(String),
+}
 
 /// Why a message could not be taken in now (the platform should deliver it again).
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +73,7 @@ impl Gateway {
         let refusal = match decide(channel, &msg) {
             Verdict::Ignore => return Ok(()),
             Verdict::Refuse(text) => Some(text),
+            Verdict::Pair => Some(String::new()),
             Verdict::Allow => None,
         };
         let clarified = match refusal {
@@ -78,6 +88,7 @@ impl Gateway {
                 return Ok(());
             }
             let text = match refusal {
+                Some(text) if text.is_empty() => self.pairing_reply(channel, &msg).await?,
                 Some(text) => text,
                 None if clarified => self.clarify_reply(channel, &msg).await?.unwrap_or_default(),
                 None => self.command(channel, &msg).await?,
@@ -97,6 +108,24 @@ impl Gateway {
             return Ok(());
         }
         let route = route_for(channel, &msg);
+        // A redelivered message must not interrupt anything.
+        if self.store.inbound_seen(tenant, &source, &msg.dedupe_key).await.map_err(store_err)? {
+            return Ok(());
+        }
+        let carried = match self.make_room(channel, &route).await? {
+            Room::Made(carried) => carried,
+            Room::Refused(refusal) => {
+                let accepted =
+                    self.store.accept_inbound(tenant, &source, &msg.dedupe_key, raw, None).await.map_err(store_err)?;
+                if accepted != Accepted::Duplicate {
+                    let (payload, key) = reply(refusal);
+                    let dest = destination(channel, &msg);
+                    self.store.enqueue_outbox(tenant, channel.id, &dest, &key, &payload).await.map_err(store_err)?;
+                }
+                return Ok(());
+            }
+        };
+        let text = if carried.is_empty() { text } else { format!("{}\n{text}", carried.join("\n")) };
         let marks = self.cache.background_marks();
         let (target, _) = self
             .store
@@ -127,6 +156,9 @@ impl Gateway {
                 }
                 self.typing(channel, &msg.chat_id).await;
             }
+            Accepted::Merged { turn, .. } => {
+                tracing::info!(channel.id = %channel.id, turn.id = %turn, "chat message joined the turn it follows");
+            }
             Accepted::Duplicate => {
                 metrics::counter!("hermes_gateway_duplicates_total", "platform" => channel.platform.clone())
                     .increment(1);
@@ -136,11 +168,49 @@ impl Gateway {
         Ok(())
     }
 
+    /// What the chat's busy mode does before a new message. `interrupt` stops the turn the
+    /// agent is working on; a stopped turn that had not even begun hands its message on, to
+    /// be answered with the new one. `queue` lets the new message wait, unless too many do.
+    async fn make_room(&self, channel: &Channel, route: &Route) -> Result<Room, IngestError> {
+        let (busy, open) =
+            self.store.route_busy_turns(channel.tenant_id, route).await.map_err(|e| IngestError(e.to_string()))?;
+        if channel.busy_mode == "queue" {
+            if open >= MAX_QUEUED {
+                return Ok(Room::Refused(format!(
+                    "I'm still working on your earlier messages ({open} waiting). Please wait for my answers, or \
+                     send /new to start over."
+                )));
+            }
+            return Ok(Room::Made(Vec::new()));
+        }
+        let mut carried = Vec::new();
+        for turn in busy {
+            match self.store.request_cancel(channel.tenant_id, turn.id, &hermes_core::TurnOutcome::cancelled()).await {
+                Ok(Some(status)) => {
+                    if status == hermes_store::TurnStatus::Running
+                        && let Err(e) = self.cache.cancel_bus().publish(turn.id).await
+                    {
+                        tracing::warn!(error = %e, "cannot broadcast the interruption; the worker's heartbeat sees it");
+                    }
+                    if !turn.begun {
+                        carried.push(turn.input);
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "cannot interrupt the running turn"),
+            }
+        }
+        Ok(Room::Made(carried))
+    }
+
     /// Answers a gateway command (see [`is_command`]).
     async fn command(&self, channel: &Channel, msg: &Incoming) -> Result<String, IngestError> {
         let word = msg.text.split_whitespace().next().unwrap_or_default();
         if crate::interact::is_approval_command(&msg.text) {
             return self.approval_reply(channel, msg).await;
+        }
+        if word == "/pair" {
+            return self.pair_command(channel, msg).await;
         }
         Ok(match word {
             "/whoami" => format!("Your user id is {} and this chat's id is {}.", msg.user_id, msg.chat_id),
@@ -162,6 +232,6 @@ impl Gateway {
 fn is_command(text: &str) -> bool {
     matches!(
         text.split_whitespace().next(),
-        Some("/start" | "/help" | "/whoami" | "/new" | "/reset" | "/approve" | "/deny")
+        Some("/start" | "/help" | "/whoami" | "/new" | "/reset" | "/approve" | "/deny" | "/pair")
     )
 }

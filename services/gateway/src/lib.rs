@@ -8,7 +8,7 @@ pub mod incoming;
 pub mod ingest;
 pub mod interact;
 pub mod outbox;
-pub mod split;
+pub mod pairing;
 pub mod telegram;
 
 use std::sync::Arc;

@@ -120,7 +120,7 @@ impl Gateway {
     async fn deliver_telegram(&self, channel: &Channel, item: &OutboxItem) -> Result<(), Failure> {
         let api = self.telegram(channel).map_err(Failure::Permanent)?;
         let (text, buttons) = render(&item.payload);
-        let parts = crate::split::split(&text, MAX_MESSAGE_UTF16);
+        let parts = hermes_chat::split::split(&text, MAX_MESSAGE_UTF16);
         let dest = &item.destination;
         let chat = dest["chat_id"].as_str().unwrap_or_default();
         let mut ids = item.message_ids.clone();

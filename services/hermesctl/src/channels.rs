@@ -6,9 +6,9 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
+use hermes_chat::telegram::TelegramApi;
 use hermes_config::HermesConfig;
-use hermes_gateway::telegram::TelegramApi;
-use hermes_store::{ChannelAccess, NewChannel, SecretBox, Store, StoreError};
+use hermes_store::{ChannelAccess, NewChannel, PairingApproval, SecretBox, Store, StoreError};
 
 use crate::commands::{print, tenant};
 
@@ -36,12 +36,35 @@ pub enum ChannelCmd {
         allow_chats: Vec<String>,
         #[arg(long = "admin")]
         admins: Vec<String>,
+        /// What a message does while the agent still works: interrupt or queue.
+        #[arg(long)]
+        busy_mode: Option<String>,
     },
+    /// Pairing codes people got from the bot.
+    #[command(subcommand)]
+    Pair(PairCmd),
     /// Unbind a bot.
     Delete {
         #[arg(long)]
         tenant: String,
         id: uuid::Uuid,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum PairCmd {
+    /// The codes waiting for an admin.
+    List {
+        #[arg(long)]
+        tenant: String,
+        channel: uuid::Uuid,
+    },
+    /// Let the person with this code talk to the bot.
+    Approve {
+        #[arg(long)]
+        tenant: String,
+        channel: uuid::Uuid,
+        code: String,
     },
 }
 
@@ -109,7 +132,7 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
                 .join("\n");
             print(json_mode, json!(channels), human);
         }
-        ChannelCmd::Update { tenant: name, id, dm_policy, group_policy, allow, allow_chats, admins } => {
+        ChannelCmd::Update { tenant: name, id, dm_policy, group_policy, allow, allow_chats, admins, busy_mode } => {
             let t = tenant(store, &name).await?;
             let some = |v: Vec<String>| (!v.is_empty()).then_some(v);
             let access = ChannelAccess {
@@ -118,6 +141,7 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
                 allow_users: some(allow),
                 allow_chats: some(allow_chats),
                 admins: some(admins),
+                busy_mode,
             };
             let channel = match store.update_channel_access(t.id, id, &access).await {
                 Ok(c) => c,
@@ -125,6 +149,39 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
                 Err(e) => return Err(e.into()),
             };
             print(json_mode, json!(channel), format!("updated channel {id}"));
+        }
+        ChannelCmd::Pair(PairCmd::List { tenant: name, channel }) => {
+            let t = tenant(store, &name).await?;
+            let waiting = store.pending_pairings(t.id, channel).await?;
+            let human = waiting
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{}\t{}\t{}\texpires {}",
+                        p.code,
+                        p.user_id,
+                        p.user_name.as_deref().unwrap_or("-"),
+                        p.expires_at
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            print(json_mode, json!(waiting), human);
+        }
+        ChannelCmd::Pair(PairCmd::Approve { tenant: name, channel, code }) => {
+            let t = tenant(store, &name).await?;
+            let bound = store.channel(t.id, channel).await?;
+            let approval = store.approve_pairing(t.id, channel, &code).await?;
+            hermes_chat::announce_pairing(store, &bound, &approval).await?;
+            match approval {
+                PairingApproval::Approved { user_id, .. } => print(
+                    json_mode,
+                    json!({ "approved": true, "user_id": user_id }),
+                    format!("approved user {user_id}"),
+                ),
+                PairingApproval::WrongCode => bail!("no such code is waiting (it may have expired)"),
+                PairingApproval::Locked { until } => bail!("too many wrong codes: approvals are locked until {until}"),
+            }
         }
         ChannelCmd::Delete { tenant: name, id } => {
             let t = tenant(store, &name).await?;
@@ -187,6 +244,7 @@ async fn create(json_mode: bool, config: &HermesConfig, store: &Store, c: Create
         }
         _ => api.delete_webhook().await.context("cannot switch the bot to long-poll")?,
     }
+    api.set_commands(&hermes_chat::COMMAND_MENU).await.context("cannot register the command menu")?;
     print(
         json_mode,
         json!(channel),

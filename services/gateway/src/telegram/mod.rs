@@ -1,11 +1,8 @@
-//! Telegram: the Bot API client, updates, the webhook and the leased long-poll.
+//! Telegram: updates, the webhook and the leased long-poll (the Bot API client is in
+//! `hermes-chat`).
 
-pub mod api;
 pub mod poller;
 pub mod update;
 pub mod webhook;
 
-pub use api::{TelegramApi, TelegramError};
-
-/// Telegram's limit on one message's text.
-pub const MAX_MESSAGE_UTF16: usize = 4096;
+pub use hermes_chat::telegram::{MAX_MESSAGE_UTF16, TelegramApi, TelegramError};

@@ -1,7 +1,10 @@
-//! The Telegram Bot API methods the gateway calls, with Telegram's error envelope turned into
+//! The Telegram Bot API methods Hermes calls, with Telegram's error envelope turned into
 //! [`TelegramError`] (flood control's `retry_after`, a blocked bot, "message is not modified").
 
 use std::time::Duration;
+
+/// Telegram's limit on one message's text.
+pub const MAX_MESSAGE_UTF16: usize = 4096;
 
 use serde_json::{Value, json};
 
@@ -135,6 +138,14 @@ impl TelegramApi {
         let params = json!({ "url": url, "secret_token": secret,
                              "allowed_updates": ["message", "edited_message", "callback_query"] });
         self.call("setWebhook", &params, Duration::from_secs(15)).await?;
+        Ok(())
+    }
+
+    /// Registers the bot's command menu.
+    pub async fn set_commands(&self, commands: &[(&str, &str)]) -> Result<(), TelegramError> {
+        let list: Vec<Value> =
+            commands.iter().map(|(name, about)| json!({ "command": name, "description": about })).collect();
+        self.call("setMyCommands", &json!({ "commands": list }), Duration::from_secs(15)).await?;
         Ok(())
     }
 

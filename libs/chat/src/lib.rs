@@ -1,0 +1,29 @@
+//! Chat platforms as both the gateway and `hermesctl` use them: the platforms' API clients,
+//! splitting long replies to a platform's limit, the gateway's command menu, and telling a
+//! paired person they are in.
+
+pub mod split;
+pub mod telegram;
+
+use serde_json::json;
+
+use hermes_store::{Channel, PairingApproval, Store, StoreError};
+
+/// The chat command menu a bot registers (the gateway's own commands).
+pub const COMMAND_MENU: [(&str, &str); 6] = [
+    ("new", "Start a fresh conversation"),
+    ("approve", "Allow the command I asked about (once, session, always)"),
+    ("deny", "Refuse the command I asked about"),
+    ("whoami", "Show your user and chat ids"),
+    ("pair", "Admins: approve a pairing code"),
+    ("help", "What I can do"),
+];
+
+/// Tells an approved person they are in (through the outbox, so it is delivered once).
+pub async fn announce_pairing(store: &Store, channel: &Channel, approval: &PairingApproval) -> Result<(), StoreError> {
+    let PairingApproval::Approved { user_id, chat_id } = approval else { return Ok(()) };
+    let destination = json!({ "platform": channel.platform, "channel_id": channel.id, "chat_id": chat_id });
+    let payload = json!({ "kind": "text", "text": "You're in! An admin approved you. How can I help?" });
+    let key = format!("pairing:{}:{user_id}:{}", channel.id, uuid::Uuid::now_v7());
+    store.enqueue_outbox(channel.tenant_id, channel.id, &destination, &key, &payload).await
+}
