@@ -408,3 +408,24 @@ async fn a_stranger_pairs_with_a_code_an_admin_approves_in_chat() {
     pod.stop.cancel();
     env.stop().await;
 }
+
+#[tokio::test]
+async fn answers_are_formatted_and_fall_back_to_plain_text_when_telegram_refuses_the_markup() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    bind(&env, &tg, "poll", "open", &[]).await;
+    let pod = Pod::start(&env).await;
+    env.llm.push(ScriptedReply::text("**Done**: ran `ls <dir>` for you."));
+    tg.user_says(TOKEN, 42, "list it");
+    let got = sent(&tg, 1).await;
+    assert_eq!(got[0].text, "<b>Done</b>: ran <code>ls &lt;dir&gt;</code> for you.");
+    assert_eq!(got[0].parse_mode.as_deref(), Some("HTML"));
+
+    tg.fail_next(TOKEN, "sendMessage", 1, 400, "Bad Request: can't parse entities: Unsupported start tag", None);
+    env.llm.push(ScriptedReply::text("**Again**"));
+    tg.user_says(TOKEN, 42, "again");
+    let got = sent(&tg, 2).await;
+    assert_eq!((got[1].text.as_str(), got[1].parse_mode.as_deref()), ("**Again**", None), "plain text, once");
+    pod.stop.cancel();
+    env.stop().await;
+}

@@ -2,6 +2,7 @@
 //! splitting long replies to a platform's limit, the gateway's command menu, and telling a
 //! paired person they are in.
 
+pub mod markdown;
 pub mod split;
 pub mod telegram;
 

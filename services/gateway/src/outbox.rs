@@ -125,8 +125,14 @@ impl Gateway {
         let chat = dest["chat_id"].as_str().unwrap_or_default();
         let mut ids = item.message_ids.clone();
         let done = usize::try_from(item.sent_parts).unwrap_or(0);
+        // Answers are Markdown: sent as Telegram HTML, or as plain text if Telegram refuses it.
+        let rich = item.payload["kind"] != "interaction";
         for (i, part) in parts.iter().enumerate().skip(done) {
-            let mut params = json!({ "chat_id": chat, "text": part });
+            let mut params = if rich {
+                json!({ "chat_id": chat, "text": hermes_chat::markdown::telegram_html(part), "parse_mode": "HTML" })
+            } else {
+                json!({ "chat_id": chat, "text": part })
+            };
             if let Some(thread) = dest["thread"].as_str().and_then(|t| t.parse::<i64>().ok()) {
                 params["message_thread_id"] = json!(thread);
             }
@@ -144,7 +150,17 @@ impl Gateway {
                     .collect();
                 params["reply_markup"] = json!({ "inline_keyboard": keyboard });
             }
-            let id = api.send_message(&params).await.map_err(Failure::from)?;
+            let id = match api.send_message(&params).await {
+                Err(e) if e.is_bad_markup() => {
+                    tracing::info!(error = %e, "Telegram refused the formatting; sending plain text");
+                    params["text"] = json!(part);
+                    if let Some(obj) = params.as_object_mut() {
+                        obj.remove("parse_mode");
+                    }
+                    api.send_message(&params).await.map_err(Failure::from)?
+                }
+                sent => sent.map_err(Failure::from)?,
+            };
             ids.push(id.to_string());
             let sent = i32::try_from(i + 1).unwrap_or(i32::MAX);
             if let Err(e) = self.store.outbox_part_sent(item.id, sent, &ids).await {
