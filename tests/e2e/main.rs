@@ -39,6 +39,7 @@ mod search;
 mod sessions;
 mod sessions_api;
 mod skills;
+mod slack;
 mod telegram;
 mod tools;
 mod usage;

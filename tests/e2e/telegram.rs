@@ -18,14 +18,14 @@ use crate::harness::TestEnv;
 const TOKEN: &str = "123456:test-token";
 
 /// One gateway pod: its pollers, its outbox sender and its webhook listener.
-struct Pod {
-    gw: Arc<Gateway>,
-    stop: CancellationToken,
-    url: String,
+pub(crate) struct Pod {
+    pub gw: Arc<Gateway>,
+    pub stop: CancellationToken,
+    pub url: String,
 }
 
 impl Pod {
-    async fn start(env: &TestEnv) -> Pod {
+    pub(crate) async fn start(env: &TestEnv) -> Pod {
         let mut config = env.config.clone();
         config.gateway.poll_timeout_seconds = 1;
         config.gateway.lease_seconds = 3;

@@ -3,6 +3,7 @@
 //! paired person they are in.
 
 pub mod markdown;
+pub mod slack;
 pub mod split;
 pub mod telegram;
 

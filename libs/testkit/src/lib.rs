@@ -6,6 +6,7 @@
 mod anthropic;
 mod reply;
 mod server;
+pub mod slack;
 pub mod telegram;
 
 pub use reply::ScriptedReply;

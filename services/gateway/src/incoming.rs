@@ -37,8 +37,8 @@ pub struct ButtonPress {
     pub thread: Option<String>,
     pub user_id: String,
     pub user_name: Option<String>,
-    /// The bot's message that carries the button.
-    pub message_id: Option<i64>,
+    /// The bot's message that carries the button (a Telegram message id, a Slack `ts`).
+    pub message_ref: Option<String>,
     /// The button's data, as the gateway set it.
     pub data: String,
 }
@@ -53,7 +53,7 @@ impl ButtonPress {
             thread: self.thread.clone(),
             user_id: self.user_id.clone(),
             user_name: self.user_name.clone(),
-            message_id: self.message_id,
+            message_id: None,
             text: String::new(),
             addressed: true,
         }

@@ -167,20 +167,36 @@ impl Gateway {
             }
             _ => "This button is no longer valid.".to_owned(),
         };
-        if channel.platform == "telegram"
-            && let Ok(api) = self.telegram(channel)
-        {
-            if let Err(e) = api.answer_callback(&press.callback_id, &shown).await {
-                tracing::debug!(error = %e, "cannot acknowledge a button press");
-            }
-            if let Some(message_id) = press.message_id {
-                let who = press.user_name.as_deref().map(|u| format!(" (@{u})")).unwrap_or_default();
-                if let Err(e) = api.edit_text(&press.chat_id, message_id, &format!("{shown}{who}")).await {
+        self.acknowledge(channel, &press, &shown).await;
+        Ok(())
+    }
+
+    /// Shows a press's outcome: the question's message now says what was answered, and by whom.
+    async fn acknowledge(&self, channel: &Channel, press: &ButtonPress, shown: &str) {
+        let who = press.user_name.as_deref().map(|u| format!(" (@{u})")).unwrap_or_default();
+        let text = format!("{shown}{who}");
+        match channel.platform.as_str() {
+            "telegram" => {
+                let Ok(api) = self.telegram(channel) else { return };
+                if let Err(e) = api.answer_callback(&press.callback_id, shown).await {
+                    tracing::debug!(error = %e, "cannot acknowledge a button press");
+                }
+                if let Some(id) = press.message_ref.as_deref().and_then(|m| m.parse::<i64>().ok())
+                    && let Err(e) = api.edit_text(&press.chat_id, id, &text).await
+                {
                     tracing::debug!(error = %e, "cannot update the question's message");
                 }
             }
+            "slack" => {
+                let Ok(api) = self.slack(channel) else { return };
+                if let Some(ts) = press.message_ref.as_deref()
+                    && let Err(e) = api.update_message(&press.chat_id, ts, &text).await
+                {
+                    tracing::debug!(error = %e, "cannot update the question's message");
+                }
+            }
+            _ => {}
         }
-        Ok(())
     }
 
     /// The text of choice `n` of a pending question.

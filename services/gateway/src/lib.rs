@@ -1,5 +1,6 @@
 //! The `gateway` role: chat platforms in and out. Telegram bots arrive by webhook
-//! (`POST /telegram/{channel}`) or by long-poll (one pod per bot, leased in Redis); each
+//! (`POST /telegram/{channel}`) or by long-poll (one pod per bot, leased in Redis), Slack apps
+//! by the Events API (`POST /slack/{channel}/events`, `/interactive`); each
 //! message is authorised, stored with the turn it starts and signalled to the workers; the
 //! turn's answer comes back through the outbox, which any gateway pod delivers.
 
@@ -9,6 +10,7 @@ pub mod ingest;
 pub mod interact;
 pub mod outbox;
 pub mod pairing;
+pub mod slack;
 pub mod telegram;
 
 use std::sync::Arc;
@@ -72,7 +74,11 @@ impl Gateway {
 
 /// The gateway's HTTP routes (platform webhooks).
 pub fn router(gw: Arc<Gateway>) -> Router {
-    Router::new().route("/telegram/{channel}", post(telegram::webhook::receive)).with_state(gw)
+    Router::new()
+        .route("/telegram/{channel}", post(telegram::webhook::receive))
+        .route("/slack/{channel}/events", post(slack::http::events))
+        .route("/slack/{channel}/interactive", post(slack::http::interactive))
+        .with_state(gw)
 }
 
 /// Serves webhooks on `gateway.bind`, polls bots and delivers replies until `shutdown`.

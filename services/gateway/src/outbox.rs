@@ -10,13 +10,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use hermes_store::{Channel, OutboxItem};
 
 use crate::Gateway;
-use crate::telegram::{MAX_MESSAGE_UTF16, TelegramApi, TelegramError};
+use crate::telegram::{TelegramApi, TelegramError};
 
 /// The text a reply shows the user, and the buttons under it.
 pub fn render(payload: &Value) -> (String, crate::interact::Buttons) {
@@ -94,6 +94,7 @@ impl Gateway {
         };
         let result = match channel.platform.as_str() {
             "telegram" => self.deliver_telegram(&channel, &item).await,
+            "slack" => self.deliver_slack(&channel, &item).await,
             other => Err(Failure::Permanent(format!("no adapter for {other}"))),
         };
         let settled = match result {
@@ -117,65 +118,18 @@ impl Gateway {
         }
     }
 
-    async fn deliver_telegram(&self, channel: &Channel, item: &OutboxItem) -> Result<(), Failure> {
-        let api = self.telegram(channel).map_err(Failure::Permanent)?;
-        let (text, buttons) = render(&item.payload);
-        let parts = hermes_chat::split::split(&text, MAX_MESSAGE_UTF16);
-        let dest = &item.destination;
-        let chat = dest["chat_id"].as_str().unwrap_or_default();
-        let mut ids = item.message_ids.clone();
-        let done = usize::try_from(item.sent_parts).unwrap_or(0);
-        // Answers are Markdown: sent as Telegram HTML, or as plain text if Telegram refuses it.
-        let rich = item.payload["kind"] != "interaction";
-        for (i, part) in parts.iter().enumerate().skip(done) {
-            let mut params = if rich {
-                json!({ "chat_id": chat, "text": hermes_chat::markdown::telegram_html(part), "parse_mode": "HTML" })
-            } else {
-                json!({ "chat_id": chat, "text": part })
-            };
-            if let Some(thread) = dest["thread"].as_str().and_then(|t| t.parse::<i64>().ok()) {
-                params["message_thread_id"] = json!(thread);
-            }
-            if i == 0
-                && let Some(reply_to) = dest["reply_to"].as_i64()
-            {
-                params["reply_parameters"] = json!({ "message_id": reply_to, "allow_sending_without_reply": true });
-            }
-            if i + 1 == parts.len() && !buttons.is_empty() {
-                let keyboard: Vec<Vec<Value>> = buttons
-                    .iter()
-                    .map(|row| {
-                        row.iter().map(|(label, data)| json!({ "text": label, "callback_data": data })).collect()
-                    })
-                    .collect();
-                params["reply_markup"] = json!({ "inline_keyboard": keyboard });
-            }
-            let id = match api.send_message(&params).await {
-                Err(e) if e.is_bad_markup() => {
-                    tracing::info!(error = %e, "Telegram refused the formatting; sending plain text");
-                    params["text"] = json!(part);
-                    if let Some(obj) = params.as_object_mut() {
-                        obj.remove("parse_mode");
-                    }
-                    api.send_message(&params).await.map_err(Failure::from)?
-                }
-                sent => sent.map_err(Failure::from)?,
-            };
-            ids.push(id.to_string());
-            let sent = i32::try_from(i + 1).unwrap_or(i32::MAX);
-            if let Err(e) = self.store.outbox_part_sent(item.id, sent, &ids).await {
-                // The part is out but unrecorded: stop here rather than risk more doubles.
-                return Err(Failure::Passing(format!("cannot record a sent part: {e}")));
-            }
-        }
-        Ok(())
-    }
-
     /// The Bot API of a Telegram channel.
     pub fn telegram(&self, channel: &Channel) -> Result<TelegramApi, String> {
         let creds = channel.credentials(self.secrets.as_ref()).map_err(|e| e.to_string())?;
         let token = creds["token"].as_str().ok_or("the channel has no bot token")?;
         Ok(TelegramApi::new(self.http.clone(), &channel.api_base, token))
+    }
+
+    /// The Web API of a Slack channel.
+    pub fn slack(&self, channel: &Channel) -> Result<hermes_chat::slack::SlackApi, String> {
+        let creds = channel.credentials(self.secrets.as_ref()).map_err(|e| e.to_string())?;
+        let token = creds["token"].as_str().ok_or("the channel has no bot token")?;
+        Ok(hermes_chat::slack::SlackApi::new(self.http.clone(), &channel.api_base, token))
     }
 
     /// Shows "typing…" while the agent works (best effort).
@@ -190,7 +144,7 @@ impl Gateway {
 }
 
 /// Why a delivery did not complete.
-enum Failure {
+pub(crate) enum Failure {
     /// The platform asked us to wait this long.
     Wait(Duration, String),
     /// May pass: retry with backoff, up to the attempt limit.
@@ -199,6 +153,17 @@ enum Failure {
     Blocked(String),
     /// Will never work (no adapter, no token).
     Permanent(String),
+}
+
+impl From<hermes_chat::slack::SlackError> for Failure {
+    fn from(e: hermes_chat::slack::SlackError) -> Self {
+        use hermes_chat::slack::SlackError;
+        match e {
+            SlackError::RateLimited(secs) => Failure::Wait(Duration::from_secs(secs), e.to_string()),
+            e if e.is_permanent() => Failure::Blocked(e.to_string()),
+            e => Failure::Passing(e.to_string()),
+        }
+    }
 }
 
 impl From<TelegramError> for Failure {
@@ -214,6 +179,7 @@ impl From<TelegramError> for Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn replies_show_the_answer_or_a_polite_error() {

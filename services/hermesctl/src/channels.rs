@@ -6,6 +6,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
+use hermes_chat::slack::SlackApi;
 use hermes_chat::telegram::TelegramApi;
 use hermes_config::HermesConfig;
 use hermes_store::{ChannelAccess, NewChannel, PairingApproval, SecretBox, Store, StoreError};
@@ -75,7 +76,7 @@ pub struct CreateChannel {
     /// The agent's name.
     #[arg(long)]
     agent: String,
-    /// telegram (slack and wecom are not available yet).
+    /// telegram or slack (wecom is not available yet).
     #[arg(long)]
     platform: String,
     /// The bot token (prefer --token-env: a command line is visible to other users).
@@ -84,9 +85,14 @@ pub struct CreateChannel {
     /// An environment variable holding the bot token.
     #[arg(long)]
     token_env: Option<String>,
-    /// How updates arrive: poll (long-poll, the default) or webhook.
-    #[arg(long, default_value = "poll")]
-    mode: String,
+    /// Slack: the app's signing secret (or --signing-secret-env).
+    #[arg(long)]
+    signing_secret: Option<String>,
+    #[arg(long)]
+    signing_secret_env: Option<String>,
+    /// How updates arrive: Telegram poll (the default) or webhook; Slack webhook (Events API).
+    #[arg(long)]
+    mode: Option<String>,
     /// The platform API host (a self-hosted Bot API server, a test emulator).
     #[arg(long)]
     api_base: Option<String>,
@@ -194,36 +200,58 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
     Ok(())
 }
 
+/// A value given directly or through an environment variable.
+fn given(value: &Option<String>, env: &Option<String>, what: &str) -> anyhow::Result<String> {
+    match (value, env) {
+        (Some(v), _) => Ok(v.clone()),
+        (None, Some(var)) => std::env::var(var).with_context(|| format!("{var} (the {what}) is not set")),
+        (None, None) => bail!("give the {what}"),
+    }
+}
+
 async fn create(json_mode: bool, config: &HermesConfig, store: &Store, c: CreateChannel) -> anyhow::Result<()> {
-    if c.platform != "telegram" {
-        bail!("platform {:?} is not available yet (telegram is)", c.platform);
-    }
-    if !matches!(c.mode.as_str(), "poll" | "webhook") {
-        bail!("a Telegram channel's --mode is poll or webhook");
-    }
     let t = tenant(store, &c.tenant).await?;
     let agent = match store.agent_by_name(t.id, &c.agent).await {
         Ok(a) => a,
         Err(StoreError::NotFound) => bail!("tenant {:?} has no agent named {:?}", c.tenant, c.agent),
         Err(e) => return Err(e.into()),
     };
-    let token = match (&c.token, &c.token_env) {
-        (Some(t), _) => t.clone(),
-        (None, Some(var)) => std::env::var(var).with_context(|| format!("{var} (from --token-env) is not set"))?,
-        (None, None) => bail!("give the bot token with --token-env VAR (or --token)"),
-    };
-    let api_base = c.api_base.clone().unwrap_or_else(|| "https://api.telegram.org".into());
+    let token = given(&c.token, &c.token_env, "bot token (--token-env VAR or --token)")?;
     let http = reqwest::Client::builder().build()?;
-    let api = TelegramApi::new(http, &api_base, &token);
-    let username = api.get_me().await.context("Telegram refused the bot token (getMe)")?;
+    let mode = c.mode.clone().unwrap_or_else(|| if c.platform == "telegram" { "poll" } else { "webhook" }.into());
+    let (api_base, credentials, identity, username) = match c.platform.as_str() {
+        "telegram" => {
+            if !matches!(mode.as_str(), "poll" | "webhook") {
+                bail!("a Telegram channel's --mode is poll or webhook");
+            }
+            let base = c.api_base.clone().unwrap_or_else(|| "https://api.telegram.org".into());
+            let api = TelegramApi::new(http.clone(), &base, &token);
+            let name = api.get_me().await.context("Telegram refused the bot token (getMe)")?;
+            let identity = token.split(':').next().unwrap_or_default().to_owned();
+            (base, json!({ "token": token }), identity, name)
+        }
+        "slack" => {
+            if mode != "webhook" {
+                bail!(
+                    "a Slack channel receives through the Events API: --mode webhook (Socket Mode is not available yet)"
+                );
+            }
+            let secret = given(&c.signing_secret, &c.signing_secret_env, "signing secret (--signing-secret-env VAR)")?;
+            let base = c.api_base.clone().unwrap_or_else(|| "https://slack.com/api".into());
+            let api = SlackApi::new(http.clone(), &base, &token);
+            let (bot_user, team) = api.auth_test().await.context("Slack refused the bot token (auth.test)")?;
+            (base, json!({ "token": token, "signing_secret": secret }), format!("{team}:{bot_user}"), bot_user)
+        }
+        other => bail!("platform {other:?} is not available yet (telegram and slack are)"),
+    };
     let secrets = SecretBox::from_config(config.secrets.master_key.as_deref())?;
     let new = NewChannel {
         agent_id: agent.id,
         platform: c.platform.clone(),
-        mode: c.mode.clone(),
-        api_base,
-        credentials: json!({ "token": token }),
-        bot_identity: token.split(':').next().unwrap_or_default().to_owned(),
+        mode: mode.clone(),
+        api_base: api_base.clone(),
+        credentials,
+        bot_identity: identity,
         dm_policy: c.dm_policy,
         group_policy: c.group_policy,
         allow_users: c.allow,
@@ -233,22 +261,33 @@ async fn create(json_mode: bool, config: &HermesConfig, store: &Store, c: Create
     let mut channel = store.create_channel(t.id, new, secrets.as_ref()).await?;
     store.set_bot_username(t.id, channel.id, &username).await?;
     channel.bot_username = Some(username.clone());
-    match c.mode.as_str() {
-        "webhook" => {
-            let Some(public) = c.public_url else {
+    let public = c.public_url.as_deref().map(|p| p.trim_end_matches('/').to_owned());
+    let mut hint = String::new();
+    if c.platform == "telegram" {
+        let api = TelegramApi::new(http, &api_base, &token);
+        if mode == "webhook" {
+            let Some(public) = &public else {
                 store.delete_channel(t.id, channel.id).await?;
                 bail!("webhook mode needs --public-url (where Telegram can reach the gateway)");
             };
-            let url = format!("{}/telegram/{}", public.trim_end_matches('/'), channel.id);
+            let url = format!("{public}/telegram/{}", channel.id);
             api.set_webhook(&url, &channel.webhook_secret).await.context("Telegram refused the webhook")?;
+        } else {
+            api.delete_webhook().await.context("cannot switch the bot to long-poll")?;
         }
-        _ => api.delete_webhook().await.context("cannot switch the bot to long-poll")?,
+        api.set_commands(&hermes_chat::COMMAND_MENU).await.context("cannot register the command menu")?;
+    } else {
+        let base = public.unwrap_or_else(|| "https://<gateway host>".into());
+        hint = format!(
+            "\nIn the Slack app's settings, set the Event Subscriptions request URL to {base}/slack/{id}/events \
+             (events: app_mention, message.im) and the Interactivity request URL to {base}/slack/{id}/interactive.",
+            id = channel.id
+        );
     }
-    api.set_commands(&hermes_chat::COMMAND_MENU).await.context("cannot register the command menu")?;
     print(
         json_mode,
         json!(channel),
-        format!("bound @{username} ({}) to agent {} as channel {}", c.platform, agent.name, channel.id),
+        format!("bound {username} ({}) to agent {} as channel {}{hint}", c.platform, agent.name, channel.id),
     );
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! `hermes-chat`).
 
 pub mod poller;
+pub mod send;
 pub mod update;
 pub mod webhook;
 

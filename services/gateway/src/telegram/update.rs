@@ -22,7 +22,7 @@ pub fn parse_button(update: &Value) -> Option<ButtonPress> {
         thread: message["message_thread_id"].as_i64().map(|t| t.to_string()),
         user_id: id_text(&query["from"]["id"])?,
         user_name: query["from"]["username"].as_str().map(str::to_owned),
-        message_id: message["message_id"].as_i64(),
+        message_ref: message["message_id"].as_i64().map(|id| id.to_string()),
         data: query["data"].as_str()?.to_owned(),
     })
 }

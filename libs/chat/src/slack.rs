@@ -1,0 +1,200 @@
+//! The Slack Web API methods Hermes calls (bot token in `Authorization: Bearer`), Slack's
+//! request signing (`v0=` HMAC-SHA256 over `v0:{timestamp}:{body}`, five-minute replay
+//! window), and Markdown in Slack's own `mrkdwn`.
+
+use std::time::Duration;
+
+use hmac::{Hmac, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+
+/// Slack's limit on one message's text is 40,000 characters; parts stay under it with room.
+pub const MAX_MESSAGE_CHARS: usize = 39_000;
+/// How old a signed request may be (Slack's replay rule).
+pub const MAX_SIGNATURE_AGE_SECONDS: i64 = 300;
+
+/// A failed call.
+#[derive(Debug, thiserror::Error)]
+pub enum SlackError {
+    #[error("Slack answered {0}")]
+    Api(String),
+    #[error("Slack asks to wait {0} s")]
+    RateLimited(u64),
+    #[error("cannot reach Slack: {0}")]
+    Transport(String),
+}
+
+impl SlackError {
+    /// The bot can never post here (removed, token revoked, channel gone).
+    pub fn is_permanent(&self) -> bool {
+        matches!(self, Self::Api(e) if matches!(e.as_str(),
+            "channel_not_found" | "not_in_channel" | "is_archived" | "account_inactive" | "invalid_auth"
+            | "token_revoked" | "not_authed"))
+    }
+}
+
+/// `v0=` signature of a request body.
+pub fn signature(secret: &str, timestamp: &str, body: &[u8]) -> String {
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret.as_bytes()) else { return String::new() };
+    mac.update(b"v0:");
+    mac.update(timestamp.as_bytes());
+    mac.update(b":");
+    mac.update(body);
+    let digest = mac.finalize().into_bytes();
+    format!("v0={}", digest.iter().map(|b| format!("{b:02x}")).collect::<String>())
+}
+
+/// Whether a request is Slack's: the signature matches (in constant time) and the timestamp
+/// is within five minutes of `now`.
+pub fn verify(secret: &str, timestamp: &str, given: &str, body: &[u8], now: i64) -> bool {
+    let Ok(ts) = timestamp.parse::<i64>() else { return false };
+    if (now - ts).abs() > MAX_SIGNATURE_AGE_SECONDS {
+        return false;
+    }
+    let expected = signature(secret, timestamp, body);
+    let (a, b) = (expected.as_bytes(), given.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// One bot's Web API.
+#[derive(Clone)]
+pub struct SlackApi {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl SlackApi {
+    pub fn new(http: reqwest::Client, base: &str, token: &str) -> Self {
+        Self { http, base: base.trim_end_matches('/').to_owned(), token: token.to_owned() }
+    }
+
+    async fn call(&self, method: &str, params: &Value) -> Result<Value, SlackError> {
+        let resp = self
+            .http
+            .post(format!("{}/{method}", self.base))
+            .bearer_auth(&self.token)
+            .json(params)
+            .timeout(Duration::from_secs(30))
+            .send()
+            .await
+            .map_err(|e| SlackError::Transport(e.without_url().to_string()))?;
+        if resp.status().as_u16() == 429 {
+            let wait = resp.headers().get("retry-after").and_then(|v| v.to_str().ok()?.parse().ok()).unwrap_or(5);
+            return Err(SlackError::RateLimited(wait));
+        }
+        if resp.status().is_server_error() {
+            return Err(SlackError::Transport(format!("HTTP {}", resp.status())));
+        }
+        let body: Value = resp.json().await.map_err(|e| SlackError::Transport(e.without_url().to_string()))?;
+        if body["ok"].as_bool() == Some(true) {
+            Ok(body)
+        } else {
+            Err(SlackError::Api(body["error"].as_str().unwrap_or("unknown_error").to_owned()))
+        }
+    }
+
+    /// The bot's user id (how messages mention it) and its team.
+    pub async fn auth_test(&self) -> Result<(String, String), SlackError> {
+        let me = self.call("auth.test", &json!({})).await?;
+        Ok((
+            me["user_id"].as_str().unwrap_or_default().to_owned(),
+            me["team_id"].as_str().unwrap_or_default().to_owned(),
+        ))
+    }
+
+    /// Posts a message; its `ts` (Slack's message id).
+    pub async fn post_message(&self, params: &Value) -> Result<String, SlackError> {
+        let sent = self.call("chat.postMessage", params).await?;
+        Ok(sent["ts"].as_str().unwrap_or_default().to_owned())
+    }
+
+    /// Replaces a message's text and blocks.
+    pub async fn update_message(&self, channel: &str, ts: &str, text: &str) -> Result<(), SlackError> {
+        self.call("chat.update", &json!({ "channel": channel, "ts": ts, "text": text, "blocks": [] })).await?;
+        Ok(())
+    }
+}
+
+/// The Markdown agents write, as Slack `mrkdwn`: `**bold**` is `*bold*`, links are
+/// `<url|text>`, and `&`, `<`, `>` are escaped as Slack asks (code stays as it is).
+pub fn mrkdwn(md: &str) -> String {
+    let mut out = String::with_capacity(md.len());
+    let mut in_block = false;
+    for (i, line) in md.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        if line.trim_start().starts_with("```") {
+            in_block = !in_block;
+            out.push_str("```");
+            continue;
+        }
+        let escaped = line.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+        if in_block {
+            out.push_str(&escaped);
+            continue;
+        }
+        out.push_str(&links(&escaped.replace("**", "*").replace("__", "_")));
+    }
+    out
+}
+
+/// `[text](http...)` as `<url|text>`.
+fn links(line: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(open) = rest.find('[') {
+        let after = &rest[open + 1..];
+        let parsed = after.find("](").and_then(|close| {
+            let url_part = &after[close + 2..];
+            let end = url_part.find(')')?;
+            let url = &url_part[..end];
+            (url.starts_with("https://") || url.starts_with("http://")).then_some((close, end, url))
+        });
+        match parsed {
+            Some((close, end, url)) => {
+                out.push_str(&rest[..open]);
+                out.push_str(&format!("<{url}|{}>", &after[..close]));
+                rest = &after[close + 2 + end + 1..];
+            }
+            None => {
+                out.push_str(&rest[..=open]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BODY: &str = "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c";
+    const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
+
+    #[test]
+    fn slacks_documented_signature_vector_verifies_and_replays_do_not() {
+        let expected = "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503";
+        assert_eq!(BODY.len(), 362);
+        assert_eq!(signature(SECRET, "1531420618", BODY.as_bytes()), expected);
+        assert!(verify(SECRET, "1531420618", expected, BODY.as_bytes(), 1_531_420_618 + 60));
+        // Another timestamp, a changed body, or an old request: refused.
+        assert_eq!(
+            signature(SECRET, "1531420619", BODY.as_bytes()),
+            "v0=ffbf8ca586db401fa71716579fba59aea718787d68572406a7236da28a871144"
+        );
+        assert!(!verify(SECRET, "1531420619", expected, BODY.as_bytes(), 1_531_420_619));
+        assert!(!verify(SECRET, "1531420618", expected, b"token=changed", 1_531_420_618));
+        assert!(!verify(SECRET, "1531420618", expected, BODY.as_bytes(), 1_531_420_618 + 301));
+    }
+
+    #[test]
+    fn markdown_becomes_mrkdwn() {
+        assert_eq!(mrkdwn("**bold** & <tag> [docs](https://x.dev)"), "*bold* &amp; &lt;tag&gt; <https://x.dev|docs>");
+        assert_eq!(mrkdwn("```\na<b\n```"), "```\na&lt;b\n```");
+        assert_eq!(mrkdwn("[x](javascript:1) [y]"), "[x](javascript:1) [y]");
+    }
+}

@@ -1,0 +1,149 @@
+//! A Slack Web API emulator on loopback (`auth.test`, `chat.postMessage`, `chat.update`) with
+//! Slack's envelope (`{ok: true, ...}` / `{ok: false, error}`), 429s with `Retry-After`, and
+//! failures a test can inject. Tests play Slack's side of the Events API themselves.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use axum::Json;
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+
+/// A message the bot posted.
+#[derive(Debug, Clone)]
+pub struct Posted {
+    pub channel: String,
+    pub ts: String,
+    pub text: String,
+    pub thread_ts: Option<String>,
+    pub blocks: Option<Value>,
+    pub updates: u32,
+}
+
+#[derive(Default)]
+struct Inner {
+    token: String,
+    bot_user: String,
+    posted: Vec<Posted>,
+    next_ts: u64,
+    /// Injected failures by method: a Slack error name, or "429:<seconds>".
+    failures: HashMap<String, VecDeque<String>>,
+}
+
+/// The emulator; it serves until dropped.
+#[derive(Clone)]
+pub struct SlackEmulator {
+    inner: Arc<Mutex<Inner>>,
+    addr: SocketAddr,
+}
+
+impl SlackEmulator {
+    /// A workspace whose bot has token `token` and user id `bot_user`.
+    pub async fn start(token: &str, bot_user: &str) -> std::io::Result<Self> {
+        let inner = Arc::new(Mutex::new(Inner {
+            token: token.to_owned(),
+            bot_user: bot_user.to_owned(),
+            next_ts: 1_700_000_000,
+            ..Default::default()
+        }));
+        let app = Router::new().route("/api/{method}", post(handle)).with_state(inner.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(Self { inner, addr })
+    }
+
+    /// What a channel's `--api-base` is set to.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/api", self.addr)
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
+        f(&mut self.inner.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Everything the bot posted, in order (with later updates applied).
+    pub fn posted(&self) -> Vec<Posted> {
+        self.with(|i| i.posted.clone())
+    }
+
+    /// Makes the next `count` calls of `method` fail with Slack error `error` (or `429:<secs>`).
+    pub fn fail_next(&self, method: &str, count: usize, error: &str) {
+        self.with(|i| {
+            let q = i.failures.entry(method.to_owned()).or_default();
+            for _ in 0..count {
+                q.push_back(error.to_owned());
+            }
+        });
+    }
+}
+
+async fn handle(
+    State(inner): State<Arc<Mutex<Inner>>>,
+    Path(method): Path<String>,
+    headers: HeaderMap,
+    Json(params): Json<Value>,
+) -> Response {
+    let mut i = inner.lock().unwrap_or_else(PoisonError::into_inner);
+    let auth = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    if auth != format!("Bearer {}", i.token) {
+        return Json(json!({ "ok": false, "error": "invalid_auth" })).into_response();
+    }
+    if let Some(fail) = i.failures.get_mut(&method).and_then(VecDeque::pop_front) {
+        if let Some(secs) = fail.strip_prefix("429:") {
+            let mut resp =
+                (StatusCode::TOO_MANY_REQUESTS, Json(json!({ "ok": false, "error": "ratelimited" }))).into_response();
+            if let Ok(v) = secs.parse() {
+                resp.headers_mut().insert("retry-after", v);
+            }
+            return resp;
+        }
+        return Json(json!({ "ok": false, "error": fail })).into_response();
+    }
+    let text = |p: &Value, k: &str| p[k].as_str().map(str::to_owned);
+    match method.as_str() {
+        "auth.test" => {
+            Json(json!({ "ok": true, "user_id": i.bot_user, "team_id": "T0TEST", "bot_id": "B0TEST" })).into_response()
+        }
+        "chat.postMessage" => {
+            let (Some(channel), Some(body)) = (text(&params, "channel"), text(&params, "text")) else {
+                return Json(json!({ "ok": false, "error": "invalid_arguments" })).into_response();
+            };
+            if body.chars().count() > 40_000 {
+                return Json(json!({ "ok": false, "error": "msg_too_long" })).into_response();
+            }
+            i.next_ts += 1;
+            let ts = format!("{}.000100", i.next_ts);
+            let posted = Posted {
+                channel: channel.clone(),
+                ts: ts.clone(),
+                text: body,
+                thread_ts: text(&params, "thread_ts"),
+                blocks: params.get("blocks").cloned(),
+                updates: 0,
+            };
+            i.posted.push(posted);
+            Json(json!({ "ok": true, "channel": channel, "ts": ts })).into_response()
+        }
+        "chat.update" => {
+            let (channel, ts) = (text(&params, "channel").unwrap_or_default(), text(&params, "ts").unwrap_or_default());
+            match i.posted.iter_mut().find(|p| p.channel == channel && p.ts == ts) {
+                Some(p) => {
+                    p.text = text(&params, "text").unwrap_or_default();
+                    p.blocks = params.get("blocks").cloned();
+                    p.updates += 1;
+                    Json(json!({ "ok": true, "channel": channel, "ts": ts })).into_response()
+                }
+                None => Json(json!({ "ok": false, "error": "message_not_found" })).into_response(),
+            }
+        }
+        _ => Json(json!({ "ok": false, "error": "unknown_method" })).into_response(),
+    }
+}

@@ -1,0 +1,100 @@
+//! Slack's calls to us. A request counts only with a valid signature made in the last five
+//! minutes; anything else is refused and nothing is stored. `url_verification` is answered
+//! with its challenge. Slack expects an answer within 3 seconds and retries otherwise; a
+//! retried event has the same `event_id` and is taken once.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use serde_json::{Value, json};
+
+use hermes_chat::slack::verify;
+use hermes_store::Channel;
+
+use crate::Gateway;
+
+type Answer = (StatusCode, Json<Value>);
+
+fn refuse(status: StatusCode, why: &str) -> Answer {
+    (status, Json(json!({ "ok": false, "error": why })))
+}
+
+/// The channel, if the request is Slack's for it.
+async fn verified(gw: &Gateway, id: &str, headers: &HeaderMap, body: &[u8]) -> Result<Channel, Answer> {
+    let id = uuid::Uuid::parse_str(id).map_err(|_| refuse(StatusCode::NOT_FOUND, "no such channel"))?;
+    let channel = match gw.store.gateway_channel(id).await {
+        Ok(c) if c.platform == "slack" => c,
+        Ok(_) | Err(hermes_store::StoreError::NotFound) => {
+            return Err(refuse(StatusCode::NOT_FOUND, "no such channel"));
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the channel");
+            return Err(refuse(StatusCode::INTERNAL_SERVER_ERROR, "try again"));
+        }
+    };
+    let secret = channel
+        .credentials(gw.secrets.as_ref())
+        .ok()
+        .and_then(|c| c["signing_secret"].as_str().map(str::to_owned))
+        .unwrap_or_default();
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    let (ts, sig) = (header("x-slack-request-timestamp"), header("x-slack-signature"));
+    if secret.is_empty() || !verify(&secret, &ts, &sig, body, chrono::Utc::now().timestamp()) {
+        metrics::counter!("hermes_gateway_rejected_total", "platform" => "slack").increment(1);
+        return Err(refuse(StatusCode::UNAUTHORIZED, "bad signature"));
+    }
+    Ok(channel)
+}
+
+pub async fn events(State(gw): State<Arc<Gateway>>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Answer {
+    let channel = match verified(&gw, &id, &headers, &body).await {
+        Ok(c) => c,
+        Err(answer) => return answer,
+    };
+    let Ok(envelope) = serde_json::from_slice::<Value>(&body) else {
+        return refuse(StatusCode::BAD_REQUEST, "not JSON");
+    };
+    if envelope["type"] == "url_verification" {
+        return (StatusCode::OK, Json(json!({ "challenge": envelope["challenge"] })));
+    }
+    let Some(msg) = super::event::parse(&envelope, channel.bot_username.as_deref()) else {
+        return (StatusCode::OK, Json(json!({ "ok": true })));
+    };
+    match gw.take_in(&channel, msg, &envelope).await {
+        Ok(()) => (StatusCode::OK, Json(json!({ "ok": true }))),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot take a Slack event in; Slack will send it again");
+            refuse(StatusCode::INTERNAL_SERVER_ERROR, "try again")
+        }
+    }
+}
+
+pub async fn interactive(
+    State(gw): State<Arc<Gateway>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer {
+    let channel = match verified(&gw, &id, &headers, &body).await {
+        Ok(c) => c,
+        Err(answer) => return answer,
+    };
+    // The body is `payload=<url-encoded JSON>`.
+    let payload = form_urlencoded::parse(&body)
+        .find(|(k, _)| k == "payload")
+        .and_then(|(_, v)| serde_json::from_str::<Value>(&v).ok());
+    let Some(payload) = payload else { return refuse(StatusCode::BAD_REQUEST, "no payload") };
+    let Some(press) = super::event::parse_press(&payload) else {
+        return (StatusCode::OK, Json(json!({ "ok": true })));
+    };
+    match gw.press(&channel, press, &payload).await {
+        Ok(()) => (StatusCode::OK, Json(json!({ "ok": true }))),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot take a Slack button press in");
+            refuse(StatusCode::INTERNAL_SERVER_ERROR, "try again")
+        }
+    }
+}

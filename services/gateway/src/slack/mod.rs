@@ -1,0 +1,8 @@
+//! Slack over the Events API: `POST /slack/{channel}/events` for messages and
+//! `POST /slack/{channel}/interactive` for button presses, both signed with the app's signing
+//! secret. Direct messages are one conversation per person; in channels the bot answers when
+//! mentioned, and each thread is its own conversation. Socket Mode is not built yet.
+
+pub mod event;
+pub mod http;
+pub mod send;

@@ -1,0 +1,200 @@
+//! Slack apps end to end over the Events API against a local Web API emulator: signatures and
+//! the replay window, URL verification, retried events taken once, DMs and threads as
+//! conversations, mrkdwn, Block Kit approval buttons, and a long answer in one message.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use hermes_store::{Channel, NewChannel, SecretBox};
+use hermes_testkit::ScriptedReply;
+use hermes_testkit::slack::{Posted, SlackEmulator};
+
+use crate::harness::TestEnv;
+use crate::telegram::Pod;
+
+const TOKEN: &str = "xoxb-test-token";
+const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
+
+async fn bind(env: &TestEnv, slack: &SlackEmulator) -> Channel {
+    let (tenant, agent, _) = env.tenant("acme", "helper").await;
+    let new = NewChannel {
+        agent_id: agent.id,
+        platform: "slack".into(),
+        mode: "webhook".into(),
+        api_base: slack.base_url(),
+        credentials: json!({ "token": TOKEN, "signing_secret": SECRET }),
+        bot_identity: "T0TEST:UBOT".into(),
+        dm_policy: "open".into(),
+        group_policy: "mention".into(),
+        allow_users: vec![],
+        allow_chats: vec![],
+        admins: vec![],
+    };
+    let secrets = SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap();
+    let channel = env.store.create_channel(tenant, new, secrets.as_ref()).await.unwrap();
+    env.store.set_bot_username(tenant, channel.id, "UBOT").await.unwrap();
+    channel
+}
+
+/// Posts `body` as Slack would, signed at `ts` (now when `None`).
+async fn signed(env: &TestEnv, url: &str, body: &str, form: bool, ts: Option<i64>) -> (u16, Value) {
+    let ts = ts.unwrap_or_else(|| chrono::Utc::now().timestamp()).to_string();
+    let sig = hermes_chat::slack::signature(SECRET, &ts, body.as_bytes());
+    let kind = if form { "application/x-www-form-urlencoded" } else { "application/json" };
+    let resp = env
+        .http
+        .post(url)
+        .header("X-Slack-Request-Timestamp", ts)
+        .header("X-Slack-Signature", sig)
+        .header("content-type", kind)
+        .body(body.to_owned())
+        .send()
+        .await
+        .unwrap();
+    (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
+}
+
+fn event(id: &str, event: Value) -> String {
+    json!({ "type": "event_callback", "team_id": "T0TEST", "event_id": id, "event": event }).to_string()
+}
+
+async fn posted(slack: &SlackEmulator, n: usize) -> Vec<Posted> {
+    for _ in 0..300 {
+        let p = slack.posted();
+        if p.len() >= n {
+            return p;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the bot posted {:?}, expected {n}", slack.posted().iter().map(|p| &p.text).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn slack_events_are_verified_taken_once_and_answered_in_their_dm_or_thread() {
+    let env = TestEnv::start().await;
+    let slack = SlackEmulator::start(TOKEN, "UBOT").await.unwrap();
+    let channel = bind(&env, &slack).await;
+    let pod = Pod::start(&env).await;
+    let url = format!("{}/slack/{}/events", pod.url, channel.id);
+
+    let challenge = json!({"type": "url_verification", "challenge": "3eZbrw1aBm2rZgRN", "token": "x"}).to_string();
+    let (status, body) = signed(&env, &url, &challenge, false, None).await;
+    assert_eq!((status, body["challenge"].as_str()), (200, Some("3eZbrw1aBm2rZgRN")));
+
+    // Forged, or replayed after five minutes: refused, nothing stored.
+    let dm = event(
+        "Ev1",
+        json!({"type": "message", "channel_type": "im", "user": "U1", "channel": "D1",
+        "ts": "1700000001.000100", "text": "hi"}),
+    );
+    let forged = env
+        .http
+        .post(&url)
+        .header("X-Slack-Request-Timestamp", chrono::Utc::now().timestamp().to_string())
+        .header("X-Slack-Signature", "v0=00")
+        .body(dm.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 401);
+    let (status, _) = signed(&env, &url, &dm, false, Some(chrono::Utc::now().timestamp() - 400)).await;
+    assert_eq!(status, 401);
+    assert_eq!(env.count("SELECT count(*) FROM inbound").await, 0);
+
+    // A DM, delivered twice (Slack retries): one turn, one answer, in mrkdwn.
+    env.llm.push(ScriptedReply::text("**Hello** there"));
+    assert_eq!(signed(&env, &url, &dm, false, None).await.0, 200);
+    assert_eq!(signed(&env, &url, &dm, false, None).await.0, 200);
+    let got = posted(&slack, 1).await;
+    assert_eq!((got[0].channel.as_str(), got[0].text.as_str()), ("D1", "*Hello* there"));
+    assert_eq!(got[0].thread_ts, None);
+
+    // Mentions in a channel: each top-level mention is a thread and a conversation.
+    env.llm.push(ScriptedReply::text("Thread one."));
+    let mention = event(
+        "Ev2",
+        json!({"type": "app_mention", "user": "U1", "channel": "C1",
+        "ts": "1700000002.000100", "text": "<@UBOT> first"}),
+    );
+    signed(&env, &url, &mention, false, None).await;
+    let got = posted(&slack, 2).await;
+    assert_eq!((got[1].channel.as_str(), got[1].thread_ts.as_deref()), ("C1", Some("1700000002.000100")));
+    env.llm.push(ScriptedReply::text("Still thread one."));
+    let reply = event(
+        "Ev3",
+        json!({"type": "app_mention", "user": "U2", "channel": "C1",
+        "ts": "1700000003.000100", "thread_ts": "1700000002.000100", "text": "<@UBOT> and more"}),
+    );
+    signed(&env, &url, &reply, false, None).await;
+    posted(&slack, 3).await;
+    let seen = env.llm.requests().last().unwrap().messages();
+    assert!(seen.iter().any(|m| m["content"] == "first"), "the thread's history: {seen:?}");
+    // A long answer fits in one Slack message.
+    env.llm.push(ScriptedReply::text("word ".repeat(2_000).trim_end()));
+    let other = event(
+        "Ev4",
+        json!({"type": "app_mention", "user": "U1", "channel": "C1",
+        "ts": "1700000004.000100", "text": "<@UBOT> second topic"}),
+    );
+    signed(&env, &url, &other, false, None).await;
+    let got = posted(&slack, 4).await;
+    assert_eq!(got[3].text.len(), 9_999);
+    assert_eq!(
+        env.count("SELECT count(*) FROM sessions WHERE source = 'slack'").await,
+        3,
+        "DM, thread one, thread two"
+    );
+    assert_eq!(env.count("SELECT count(*) FROM turns").await, 4);
+    pod.stop.cancel();
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_slack_approval_is_answered_with_a_block_kit_button() {
+    let env = TestEnv::start().await;
+    let slack = SlackEmulator::start(TOKEN, "UBOT").await.unwrap();
+    let channel = bind(&env, &slack).await;
+    let pod = Pod::start(&env).await;
+    let events = format!("{}/slack/{}/events", pod.url, channel.id);
+    let interactive = format!("{}/slack/{}/interactive", pod.url, channel.id);
+
+    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "mkdir -p b && rm -rf b && echo ok"})));
+    env.llm.push(ScriptedReply::text("Removed."));
+    let dm = event(
+        "Ev9",
+        json!({"type": "message", "channel_type": "im", "user": "U1", "channel": "D1",
+        "ts": "1700000009.000100", "text": "clean up"}),
+    );
+    signed(&env, &events, &dm, false, None).await;
+    let got = posted(&slack, 1).await;
+    let blocks = got[0].blocks.clone().expect("buttons under the question");
+    let value =
+        blocks[1]["elements"].as_array().unwrap().iter().find(|b| b["text"]["text"] == "Allow once").unwrap()["value"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    let payload = json!({"type": "block_actions", "trigger_id": "t1", "user": {"id": "U1", "username": "ann"},
+        "channel": {"id": "D1"}, "message": {"ts": got[0].ts},
+        "actions": [{"action_id": value, "value": value, "action_ts": "1700000010.1"}]});
+    let form: String = form_body(&payload.to_string());
+    let (status, _) = signed(&env, &interactive, &form, true, None).await;
+    assert_eq!(status, 200);
+    let got = posted(&slack, 2).await;
+    assert_eq!(got[1].text, "Removed.");
+    assert!(got[0].text.starts_with("✅ Allowed once."), "the question shows its answer: {}", got[0].text);
+    pod.stop.cancel();
+    env.stop().await;
+}
+
+/// `payload=<json>` as a form body.
+fn form_body(json: &str) -> String {
+    let encoded: String = json
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    format!("payload={encoded}")
+}
