@@ -43,3 +43,4 @@ mod slack;
 mod telegram;
 mod tools;
 mod usage;
+mod wecom;

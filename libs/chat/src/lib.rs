@@ -6,6 +6,7 @@ pub mod markdown;
 pub mod slack;
 pub mod split;
 pub mod telegram;
+pub mod wecom;
 
 use serde_json::json;
 

@@ -8,6 +8,7 @@ mod reply;
 mod server;
 pub mod slack;
 pub mod telegram;
+pub mod wecom;
 
 pub use reply::ScriptedReply;
 pub use server::{RecordedRequest, ScriptedLlm};

@@ -1,6 +1,7 @@
 //! The `gateway` role: chat platforms in and out. Telegram bots arrive by webhook
 //! (`POST /telegram/{channel}`) or by long-poll (one pod per bot, leased in Redis), Slack apps
-//! by the Events API (`POST /slack/{channel}/events`, `/interactive`); each
+//! by the Events API (`POST /slack/{channel}/events`, `/interactive`), WeCom apps by their
+//! encrypted callback (`/wecom/{channel}`); each
 //! message is authorised, stored with the turn it starts and signalled to the workers; the
 //! turn's answer comes back through the outbox, which any gateway pod delivers.
 
@@ -12,12 +13,13 @@ pub mod outbox;
 pub mod pairing;
 pub mod slack;
 pub mod telegram;
+pub mod wecom;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::routing::post;
+use axum::routing::{get, post};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -48,6 +50,8 @@ pub struct Gateway {
     pub http: reqwest::Client,
     /// Names this pod in leases.
     pub owner: String,
+    /// WeCom API clients by channel (each caches its access token).
+    pub wecom_clients: std::sync::Mutex<std::collections::HashMap<uuid::Uuid, hermes_chat::wecom::WecomApi>>,
 }
 
 impl Gateway {
@@ -64,6 +68,7 @@ impl Gateway {
             secrets: ctx.secrets.clone(),
             http,
             owner: format!("gateway-{}", uuid::Uuid::now_v7().simple()),
+            wecom_clients: Default::default(),
         })
     }
 
@@ -78,6 +83,7 @@ pub fn router(gw: Arc<Gateway>) -> Router {
         .route("/telegram/{channel}", post(telegram::webhook::receive))
         .route("/slack/{channel}/events", post(slack::http::events))
         .route("/slack/{channel}/interactive", post(slack::http::interactive))
+        .route("/wecom/{channel}", get(wecom::http::verify).post(wecom::http::receive))
         .with_state(gw)
 }
 

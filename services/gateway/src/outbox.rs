@@ -95,6 +95,7 @@ impl Gateway {
         let result = match channel.platform.as_str() {
             "telegram" => self.deliver_telegram(&channel, &item).await,
             "slack" => self.deliver_slack(&channel, &item).await,
+            "wecom" => self.deliver_wecom(&channel, &item).await,
             other => Err(Failure::Permanent(format!("no adapter for {other}"))),
         };
         let settled = match result {
@@ -144,7 +145,7 @@ impl Gateway {
 }
 
 /// Why a delivery did not complete.
-pub(crate) enum Failure {
+pub enum Failure {
     /// The platform asked us to wait this long.
     Wait(Duration, String),
     /// May pass: retry with backoff, up to the attempt limit.

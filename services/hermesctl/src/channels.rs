@@ -76,7 +76,7 @@ pub struct CreateChannel {
     /// The agent's name.
     #[arg(long)]
     agent: String,
-    /// telegram or slack (wecom is not available yet).
+    /// telegram, slack or wecom.
     #[arg(long)]
     platform: String,
     /// The bot token (prefer --token-env: a command line is visible to other users).
@@ -85,6 +85,18 @@ pub struct CreateChannel {
     /// An environment variable holding the bot token.
     #[arg(long)]
     token_env: Option<String>,
+    /// WeCom: the company id, the app's agent id, its secret (or --secret-env) and the
+    /// callback's EncodingAESKey; the callback Token goes in --token.
+    #[arg(long)]
+    corp_id: Option<String>,
+    #[arg(long)]
+    agent_id: Option<i64>,
+    #[arg(long)]
+    secret: Option<String>,
+    #[arg(long)]
+    secret_env: Option<String>,
+    #[arg(long)]
+    aes_key: Option<String>,
     /// Slack: the app's signing secret (or --signing-secret-env).
     #[arg(long)]
     signing_secret: Option<String>,
@@ -242,7 +254,26 @@ async fn create(json_mode: bool, config: &HermesConfig, store: &Store, c: Create
             let (bot_user, team) = api.auth_test().await.context("Slack refused the bot token (auth.test)")?;
             (base, json!({ "token": token, "signing_secret": secret }), format!("{team}:{bot_user}"), bot_user)
         }
-        other => bail!("platform {other:?} is not available yet (telegram and slack are)"),
+        "wecom" => {
+            if mode != "webhook" {
+                bail!(
+                    "a WeCom channel receives through its callback: --mode webhook (the AI-bot socket is not available yet)"
+                );
+            }
+            let corp = c.corp_id.clone().context("give --corp-id")?;
+            let agent_id = c.agent_id.context("give --agent-id (the app's AgentId)")?;
+            let secret = given(&c.secret, &c.secret_env, "app secret (--secret-env VAR)")?;
+            let aes_key = c.aes_key.clone().context("give --aes-key (the callback's EncodingAESKey)")?;
+            hermes_chat::wecom::WecomCrypt::new(&token, &aes_key, &corp)
+                .map_err(|e| anyhow::anyhow!("the callback keys are not usable: {e}"))?;
+            let base = c.api_base.clone().unwrap_or_else(|| "https://qyapi.weixin.qq.com".into());
+            let api = hermes_chat::wecom::WecomApi::new(http.clone(), &base, &corp, &secret, agent_id);
+            api.check().await.context("WeCom refused the company id or secret (gettoken)")?;
+            let credentials = json!({ "corp_id": corp, "agent_id": agent_id, "secret": secret, "token": token,
+                                      "aes_key": aes_key });
+            (base, credentials, format!("{corp}:{agent_id}"), agent_id.to_string())
+        }
+        other => bail!("platform {other:?} is not available (telegram, slack and wecom are)"),
     };
     let secrets = SecretBox::from_config(config.secrets.master_key.as_deref())?;
     let new = NewChannel {
@@ -276,6 +307,9 @@ async fn create(json_mode: bool, config: &HermesConfig, store: &Store, c: Create
             api.delete_webhook().await.context("cannot switch the bot to long-poll")?;
         }
         api.set_commands(&hermes_chat::COMMAND_MENU).await.context("cannot register the command menu")?;
+    } else if c.platform == "wecom" {
+        let base = public.unwrap_or_else(|| "https://<gateway host>".into());
+        hint = format!("\nIn the WeCom app's API receiving settings, set the URL to {base}/wecom/{}.", channel.id);
     } else {
         let base = public.unwrap_or_else(|| "https://<gateway host>".into());
         hint = format!(

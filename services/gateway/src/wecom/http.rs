@@ -1,0 +1,147 @@
+//! WeCom's calls to us. Every one is signed (`msg_signature` over token, timestamp, nonce and
+//! the ciphertext) and encrypted; anything that does not open is refused and nothing is stored.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+
+use hermes_chat::wecom::{WecomCrypt, xml_field};
+use hermes_store::Channel;
+
+use crate::Gateway;
+use crate::incoming::{ChatKind, Incoming};
+
+/// The query's parameters, percent-decoded once. WeCom's base64 values may hold a literal
+/// `+`, which a form decoder would wrongly turn into a space.
+fn query(raw: Option<&str>) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    for pair in raw.unwrap_or_default().split('&') {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        out.insert(k.to_owned(), percent_decode(v));
+    }
+    out
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| char::from(b).to_digit(16);
+        match (bytes[i], bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(h), Some(l)) => {
+                out.push(u8::try_from(h * 16 + l).unwrap_or(b'?'));
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The channel and its callback keys.
+async fn keys(gw: &Gateway, id: &str) -> Result<(Channel, WecomCrypt), StatusCode> {
+    let id = uuid::Uuid::parse_str(id).map_err(|_| StatusCode::NOT_FOUND)?;
+    let channel = match gw.store.gateway_channel(id).await {
+        Ok(c) if c.platform == "wecom" => c,
+        Ok(_) | Err(hermes_store::StoreError::NotFound) => return Err(StatusCode::NOT_FOUND),
+        Err(_) => return Err(StatusCode::INTERNAL_SERVER_ERROR),
+    };
+    let creds = channel.credentials(gw.secrets.as_ref()).map_err(|_| StatusCode::INTERNAL_SERVER_ERROR)?;
+    let text = |k: &str| creds[k].as_str().unwrap_or_default().to_owned();
+    let crypt = WecomCrypt::new(&text("token"), &text("aes_key"), &text("corp_id"))
+        .map_err(|_| StatusCode::INTERNAL_SERVER_ERROR)?;
+    Ok((channel, crypt))
+}
+
+fn rejected() -> (StatusCode, String) {
+    metrics::counter!("hermes_gateway_rejected_total", "platform" => "wecom").increment(1);
+    (StatusCode::UNAUTHORIZED, String::new())
+}
+
+/// URL verification: the decrypted `echostr`, and nothing else, as the body.
+pub async fn verify(
+    State(gw): State<Arc<Gateway>>,
+    Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> (StatusCode, String) {
+    let (_, crypt) = match keys(&gw, &id).await {
+        Ok(k) => k,
+        Err(status) => return (status, String::new()),
+    };
+    let q = query(raw.as_deref());
+    let get = |k: &str| q.get(k).map(String::as_str).unwrap_or_default();
+    match crypt.open(get("timestamp"), get("nonce"), get("echostr"), get("msg_signature")) {
+        Ok(plain) => (StatusCode::OK, plain),
+        Err(_) => rejected(),
+    }
+}
+
+/// A message: taken in once (by `MsgId`), answered later through the message API.
+pub async fn receive(
+    State(gw): State<Arc<Gateway>>,
+    Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
+    body: Bytes,
+) -> (StatusCode, String) {
+    let (channel, crypt) = match keys(&gw, &id).await {
+        Ok(k) => k,
+        Err(status) => return (status, String::new()),
+    };
+    let q = query(raw.as_deref());
+    let get = |k: &str| q.get(k).map(String::as_str).unwrap_or_default();
+    let outer = String::from_utf8_lossy(&body);
+    let Some(encrypted) = xml_field(&outer, "Encrypt") else { return rejected() };
+    let Ok(inner) = crypt.open(get("timestamp"), get("nonce"), encrypted, get("msg_signature")) else {
+        return rejected();
+    };
+    let Some(msg) = parse(&inner) else {
+        // Events and media are not conversations (yet): accepted so WeCom does not resend them.
+        return (StatusCode::OK, String::new());
+    };
+    let raw = serde_json::json!({ "xml": inner });
+    match gw.take_in(&channel, msg, &raw).await {
+        Ok(()) => (StatusCode::OK, String::new()),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot take a WeCom message in; WeCom will send it again");
+            (StatusCode::INTERNAL_SERVER_ERROR, String::new())
+        }
+    }
+}
+
+/// A text message from a person.
+fn parse(xml: &str) -> Option<Incoming> {
+    if xml_field(xml, "MsgType")? != "text" {
+        return None;
+    }
+    let from = xml_field(xml, "FromUserName")?.to_owned();
+    let key = xml_field(xml, "MsgId")
+        .map_or_else(|| format!("{from}:{}", xml_field(xml, "CreateTime").unwrap_or("")), str::to_owned);
+    Some(Incoming {
+        dedupe_key: key,
+        chat_id: from.clone(),
+        kind: ChatKind::Direct,
+        thread: None,
+        user_id: from,
+        user_name: None,
+        message_id: None,
+        text: xml_field(xml, "Content")?.trim().to_owned(),
+        addressed: true,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn query_values_are_decoded_once_and_a_plus_stays_a_plus() {
+        let q = super::query(Some("echostr=P9nA%2FqY%2B4R%3D%3D&nonce=1+2"));
+        assert_eq!(q["echostr"], "P9nA/qY+4R==");
+        assert_eq!(q["nonce"], "1+2");
+    }
+}

@@ -1,0 +1,55 @@
+//! Delivering one outbox reply to a WeCom user (see [`crate::outbox`]): plain text in parts of
+//! at most 2,048 characters. WeCom has no message editing and no buttons for app messages, so
+//! questions list the commands that answer them.
+
+use hermes_chat::wecom::{MAX_MESSAGE_CHARS, WecomApi, WecomError};
+use hermes_store::{Channel, OutboxItem};
+
+use crate::Gateway;
+use crate::outbox::{Failure, render};
+
+impl Gateway {
+    pub(crate) async fn deliver_wecom(&self, channel: &Channel, item: &OutboxItem) -> Result<(), Failure> {
+        let api = self.wecom(channel).map_err(Failure::Permanent)?;
+        let (text, _) = render(&item.payload);
+        let parts = hermes_chat::split::split(&text, MAX_MESSAGE_CHARS);
+        let to = item.destination["chat_id"].as_str().unwrap_or_default();
+        let mut ids = item.message_ids.clone();
+        let done = usize::try_from(item.sent_parts).unwrap_or(0);
+        for (i, part) in parts.iter().enumerate().skip(done) {
+            let id = api.send_text(to, part).await.map_err(Failure::from)?;
+            ids.push(id);
+            let sent = i32::try_from(i + 1).unwrap_or(i32::MAX);
+            if let Err(e) = self.store.outbox_part_sent(item.id, sent, &ids).await {
+                return Err(Failure::Passing(format!("cannot record a sent part: {e}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The message API of a WeCom channel; one client per channel, so its token is reused.
+    pub fn wecom(&self, channel: &Channel) -> Result<WecomApi, String> {
+        let mut clients = self.wecom_clients.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(api) = clients.get(&channel.id) {
+            return Ok(api.clone());
+        }
+        let creds = channel.credentials(self.secrets.as_ref()).map_err(|e| e.to_string())?;
+        let text = |k: &str| creds[k].as_str().unwrap_or_default().to_owned();
+        let agent = creds["agent_id"].as_i64().ok_or("the channel has no agent id")?;
+        let api = WecomApi::new(self.http.clone(), &channel.api_base, &text("corp_id"), &text("secret"), agent);
+        clients.insert(channel.id, api.clone());
+        Ok(api)
+    }
+}
+
+impl From<WecomError> for Failure {
+    fn from(e: WecomError) -> Self {
+        if e.is_rate_limit() {
+            Failure::Wait(std::time::Duration::from_secs(60), e.to_string())
+        } else if e.is_permanent() {
+            Failure::Blocked(e.to_string())
+        } else {
+            Failure::Passing(e.to_string())
+        }
+    }
+}

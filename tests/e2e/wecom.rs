@@ -1,0 +1,116 @@
+//! WeCom self-built apps end to end: the published URL-verification vector, encrypted and
+//! signed messages (Chinese text end to end), forged ones refused, retries taken once, the
+//! access token refreshed when it expires, and a long answer in parts of 2,048 characters.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use hermes_chat::wecom::WecomCrypt;
+use hermes_store::{Channel, NewChannel, SecretBox};
+use hermes_testkit::ScriptedReply;
+use hermes_testkit::wecom::{Sent, WecomEmulator};
+
+use crate::harness::TestEnv;
+use crate::telegram::Pod;
+
+// WeCom's published sample keys (doc 91144, set A).
+const TOKEN: &str = "QDG6eK";
+const AES_KEY: &str = "jWmYm7qr5nMoAUwZRjGtBxmz3KA1tkAj3ykkR6q2B2C";
+const CORP: &str = "wx5823bf96d3bd56c7";
+const SECRET: &str = "app-secret";
+
+async fn bind(env: &TestEnv, wecom: &WecomEmulator) -> Channel {
+    let (tenant, agent, _) = env.tenant("acme", "helper").await;
+    let new = NewChannel {
+        agent_id: agent.id,
+        platform: "wecom".into(),
+        mode: "webhook".into(),
+        api_base: wecom.base_url(),
+        credentials: json!({ "corp_id": CORP, "agent_id": 1_000_002, "secret": SECRET, "token": TOKEN, "aes_key": AES_KEY }),
+        bot_identity: format!("{CORP}:1000002"),
+        dm_policy: "open".into(),
+        group_policy: "mention".into(),
+        allow_users: vec![],
+        allow_chats: vec![],
+        admins: vec![],
+    };
+    let secrets = SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap();
+    env.store.create_channel(tenant, new, secrets.as_ref()).await.unwrap()
+}
+
+/// WeCom's POST for a text message from `user`, encrypted and signed.
+fn callback(user: &str, msg_id: &str, text: &str) -> (String, String) {
+    let crypt = WecomCrypt::new(TOKEN, AES_KEY, CORP).unwrap();
+    let inner = format!(
+        "<xml><ToUserName><![CDATA[{CORP}]]></ToUserName><FromUserName><![CDATA[{user}]]></FromUserName>\
+         <CreateTime>1700000000</CreateTime><MsgType><![CDATA[text]]></MsgType><Content><![CDATA[{text}]]></Content>\
+         <MsgId>{msg_id}</MsgId><AgentID>1000002</AgentID></xml>"
+    );
+    let encrypted = crypt.encrypt(&inner, b"abcdefghijklmnop");
+    let sig = crypt.signature("1700000000", "nonce42", &encrypted);
+    let body =
+        format!("<xml><ToUserName><![CDATA[{CORP}]]></ToUserName><Encrypt><![CDATA[{encrypted}]]></Encrypt></xml>");
+    (format!("?msg_signature={sig}&timestamp=1700000000&nonce=nonce42"), body)
+}
+
+async fn sent(wecom: &WecomEmulator, n: usize) -> Vec<Sent> {
+    for _ in 0..300 {
+        let s = wecom.sent();
+        if s.len() >= n {
+            return s;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the app sent {:?}, expected {n}", wecom.sent());
+}
+
+#[tokio::test]
+async fn a_wecom_app_verifies_its_url_and_answers_encrypted_chinese_messages_once() {
+    let env = TestEnv::start().await;
+    let wecom = WecomEmulator::start(CORP, SECRET).await.unwrap();
+    let channel = bind(&env, &wecom).await;
+    let pod = Pod::start(&env).await;
+    let url = format!("{}/wecom/{}", pod.url, channel.id);
+
+    // The published URL-verification vector: the body is the plaintext, nothing else.
+    let verify = format!(
+        "{url}?msg_signature=5c45ff5e21c57e6ad56bac8758b79b1d9ac89fd3&timestamp=1409659589&nonce=263014780\
+         &echostr=P9nAzCzyDtyTWESHep1vC5X9xho%2FqYX3Zpb4yKa9SKld1DsH3Iyt3tP3zNdtp%2B4RPcs8TgAE7OaBO%2BFZXvnaqQ%3D%3D"
+    );
+    let resp = env.http.get(&verify).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.text().await.unwrap(), "1616140317555161061");
+
+    // A forged message (bad signature): refused, nothing stored.
+    let (query, body) = callback("zhangsan", "9001", "你好");
+    let forged = query.replace("msg_signature=", "msg_signature=0");
+    assert_eq!(env.http.post(format!("{url}{forged}")).body(body.clone()).send().await.unwrap().status(), 401);
+    assert_eq!(env.count("SELECT count(*) FROM inbound").await, 0);
+
+    // Chinese end to end, and WeCom's retry of the same MsgId is taken once.
+    env.llm.push(ScriptedReply::text("你好！我来帮你看看。"));
+    for _ in 0..2 {
+        let resp = env.http.post(format!("{url}{query}")).body(body.clone()).send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+    }
+    let got = sent(&wecom, 1).await;
+    assert_eq!((got[0].to_user.as_str(), got[0].content.as_str()), ("zhangsan", "你好！我来帮你看看。"));
+    let seen = env.llm.requests()[0].messages();
+    assert_eq!(seen.last().unwrap()["content"], "你好");
+    assert_eq!(env.count("SELECT count(*) FROM turns").await, 1);
+
+    // The token expires: a new one is fetched and the answer still goes out, in 2,048-character parts.
+    wecom.expire_tokens();
+    env.llm.push(ScriptedReply::text("长".repeat(5_000)));
+    let (query, body) = callback("zhangsan", "9002", "写长一点");
+    env.http.post(format!("{url}{query}")).body(body).send().await.unwrap();
+    let got = sent(&wecom, 4).await;
+    assert_eq!(got.len(), 4, "5,000 characters in three parts after the first answer");
+    assert!(got[1..].iter().all(|m| m.content.chars().count() <= 2048));
+    assert!(got[3].content.ends_with("(3/3)"));
+    assert_eq!(got[1..].iter().map(|m| m.content.matches('长').count()).sum::<usize>(), 5_000);
+    assert_eq!(wecom.tokens_issued(), 2, "one refresh after the expiry");
+    pod.stop.cancel();
+    env.stop().await;
+}
