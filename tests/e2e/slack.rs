@@ -6,35 +6,28 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use hermes_store::{Channel, NewChannel, SecretBox};
+use hermes_store::Channel;
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::slack::{Posted, SlackEmulator};
 
 use crate::harness::TestEnv;
-use crate::telegram::Pod;
+use crate::telegram::{Binding, Pod, bind_channel};
 
 const TOKEN: &str = "xoxb-test-token";
 const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
 
 async fn bind(env: &TestEnv, slack: &SlackEmulator) -> Channel {
-    let (tenant, agent, _) = env.tenant("acme", "helper").await;
-    let new = NewChannel {
-        agent_id: agent.id,
-        platform: "slack".into(),
-        mode: "webhook".into(),
+    let binding = Binding {
+        platform: "slack",
+        mode: "webhook",
         api_base: slack.base_url(),
         credentials: json!({ "token": TOKEN, "signing_secret": SECRET }),
-        bot_identity: "T0TEST:UBOT".into(),
-        dm_policy: "open".into(),
-        group_policy: "mention".into(),
-        allow_users: vec![],
-        allow_chats: vec![],
-        admins: vec![],
+        identity: "T0TEST:UBOT",
+        username: Some("UBOT"),
+        dm_policy: "open",
+        allow: &[],
     };
-    let secrets = SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap();
-    let channel = env.store.create_channel(tenant, new, secrets.as_ref()).await.unwrap();
-    env.store.set_bot_username(tenant, channel.id, "UBOT").await.unwrap();
-    channel
+    bind_channel(env, binding).await
 }
 
 /// Posts `body` as Slack would, signed at `ts` (now when `None`).

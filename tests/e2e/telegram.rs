@@ -54,26 +54,54 @@ impl Pod {
     }
 }
 
-async fn bind(env: &TestEnv, tg: &TelegramEmulator, mode: &str, dm_policy: &str, allow: &[&str]) -> Channel {
+/// A channel of a new tenant's agent: how each platform's tests bind their bot.
+pub(crate) struct Binding<'a> {
+    pub platform: &'a str,
+    pub mode: &'a str,
+    pub api_base: String,
+    pub credentials: Value,
+    pub identity: &'a str,
+    pub username: Option<&'a str>,
+    pub dm_policy: &'a str,
+    pub allow: &'a [&'a str],
+}
+
+pub(crate) async fn bind_channel(env: &TestEnv, b: Binding<'_>) -> Channel {
     let (tenant, agent, _) = env.tenant("acme", "helper").await;
-    tg.add_bot(TOKEN, "HermesTestBot");
     let new = NewChannel {
         agent_id: agent.id,
-        platform: "telegram".into(),
-        mode: mode.into(),
-        api_base: tg.base_url(),
-        credentials: json!({ "token": TOKEN }),
-        bot_identity: "123456".into(),
-        dm_policy: dm_policy.into(),
+        platform: b.platform.into(),
+        mode: b.mode.into(),
+        api_base: b.api_base,
+        credentials: b.credentials,
+        bot_identity: b.identity.into(),
+        dm_policy: b.dm_policy.into(),
         group_policy: "mention".into(),
-        allow_users: allow.iter().map(|s| (*s).to_owned()).collect(),
+        allow_users: b.allow.iter().map(|s| (*s).to_owned()).collect(),
         allow_chats: vec![],
         admins: vec![],
     };
     let secrets = SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap();
     let channel = env.store.create_channel(tenant, new, secrets.as_ref()).await.unwrap();
-    env.store.set_bot_username(tenant, channel.id, "HermesTestBot").await.unwrap();
+    if let Some(name) = b.username {
+        env.store.set_bot_username(tenant, channel.id, name).await.unwrap();
+    }
     env.store.channel(tenant, channel.id).await.unwrap()
+}
+
+async fn bind(env: &TestEnv, tg: &TelegramEmulator, mode: &str, dm_policy: &str, allow: &[&str]) -> Channel {
+    tg.add_bot(TOKEN, "HermesTestBot");
+    let binding = Binding {
+        platform: "telegram",
+        mode,
+        api_base: tg.base_url(),
+        credentials: json!({ "token": TOKEN }),
+        identity: "123456",
+        username: Some("HermesTestBot"),
+        dm_policy,
+        allow,
+    };
+    bind_channel(env, binding).await
 }
 
 /// Waits until the bot has sent `n` messages.

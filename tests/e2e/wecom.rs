@@ -7,12 +7,12 @@ use std::time::Duration;
 use serde_json::json;
 
 use hermes_chat::wecom::WecomCrypt;
-use hermes_store::{Channel, NewChannel, SecretBox};
+use hermes_store::Channel;
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::wecom::{Sent, WecomEmulator};
 
 use crate::harness::TestEnv;
-use crate::telegram::Pod;
+use crate::telegram::{Binding, Pod, bind_channel};
 
 // WeCom's published sample keys (doc 91144, set A).
 const TOKEN: &str = "QDG6eK";
@@ -21,22 +21,17 @@ const CORP: &str = "wx5823bf96d3bd56c7";
 const SECRET: &str = "app-secret";
 
 async fn bind(env: &TestEnv, wecom: &WecomEmulator) -> Channel {
-    let (tenant, agent, _) = env.tenant("acme", "helper").await;
-    let new = NewChannel {
-        agent_id: agent.id,
-        platform: "wecom".into(),
-        mode: "webhook".into(),
+    let binding = Binding {
+        platform: "wecom",
+        mode: "webhook",
         api_base: wecom.base_url(),
         credentials: json!({ "corp_id": CORP, "agent_id": 1_000_002, "secret": SECRET, "token": TOKEN, "aes_key": AES_KEY }),
-        bot_identity: format!("{CORP}:1000002"),
-        dm_policy: "open".into(),
-        group_policy: "mention".into(),
-        allow_users: vec![],
-        allow_chats: vec![],
-        admins: vec![],
+        identity: "wx5823bf96d3bd56c7:1000002",
+        username: None,
+        dm_policy: "open",
+        allow: &[],
     };
-    let secrets = SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap();
-    env.store.create_channel(tenant, new, secrets.as_ref()).await.unwrap()
+    bind_channel(env, binding).await
 }
 
 /// WeCom's POST for a text message from `user`, encrypted and signed.

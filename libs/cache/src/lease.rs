@@ -9,14 +9,16 @@ use redis::Script;
 
 use crate::{Cache, Result};
 
-const EXTEND: &str = r#"
+/// Renews a key only for the holder whose value it still has (session locks use it too).
+pub(crate) const EXTEND: &str = r#"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 return 0
 "#;
 
-const RELEASE: &str = r#"
+/// Deletes a key only for the holder whose value it still has.
+pub(crate) const RELEASE: &str = r#"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end

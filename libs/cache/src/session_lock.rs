@@ -10,6 +10,7 @@ use redis::Script;
 
 use hermes_core::SessionId;
 
+use crate::lease::{EXTEND, RELEASE};
 use crate::{Cache, Result};
 
 const ACQUIRE: &str = r#"
@@ -17,20 +18,6 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local token = redis.call('INCR', KEYS[2])
   redis.call('PEXPIRE', KEYS[2], 604800000)
   return token
-end
-return 0
-"#;
-
-const EXTEND: &str = r#"
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return 0
-"#;
-
-const RELEASE: &str = r#"
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
 end
 return 0
 "#;

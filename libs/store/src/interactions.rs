@@ -128,33 +128,30 @@ impl Store {
         tenant: TenantId,
         session: SessionId,
     ) -> Result<Option<PendingInteraction>> {
-        let row = sqlx::query(
-            "SELECT id, kind, prompt, expires_at FROM interactions
-             WHERE tenant_id = $1 AND session_id = $2 AND status = 'pending' ORDER BY created_at DESC LIMIT 1",
-        )
-        .bind(tenant.as_uuid())
-        .bind(session.as_uuid())
-        .fetch_optional(self.pool())
-        .await?;
-        row.map(|row| {
-            Ok(PendingInteraction {
-                id: row.try_get("id")?,
-                kind: row.try_get("kind")?,
-                prompt: row.try_get("prompt")?,
-                expires_at: row.try_get("expires_at")?,
-            })
-        })
-        .transpose()
+        self.latest_pending(tenant, None, Some(session.as_uuid())).await
     }
 
     /// The interaction a waiting turn waits on.
     pub async fn turn_pending_interaction(&self, tenant: TenantId, turn: TurnId) -> Result<Option<PendingInteraction>> {
+        self.latest_pending(tenant, Some(turn.as_uuid()), None).await
+    }
+
+    /// The newest pending interaction of a turn, or of a session.
+    async fn latest_pending(
+        &self,
+        tenant: TenantId,
+        turn: Option<uuid::Uuid>,
+        session: Option<uuid::Uuid>,
+    ) -> Result<Option<PendingInteraction>> {
         let row = sqlx::query(
             "SELECT id, kind, prompt, expires_at FROM interactions
-             WHERE tenant_id = $1 AND turn_id = $2 AND status = 'pending' ORDER BY created_at DESC LIMIT 1",
+             WHERE tenant_id = $1 AND ($2::uuid IS NULL OR turn_id = $2) AND ($3::uuid IS NULL OR session_id = $3)
+               AND status = 'pending'
+             ORDER BY created_at DESC LIMIT 1",
         )
         .bind(tenant.as_uuid())
-        .bind(turn.as_uuid())
+        .bind(turn)
+        .bind(session)
         .fetch_optional(self.pool())
         .await?;
         row.map(|row| {

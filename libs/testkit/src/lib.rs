@@ -12,3 +12,13 @@ pub mod wecom;
 
 pub use reply::ScriptedReply;
 pub use server::{RecordedRequest, ScriptedLlm};
+
+/// Serves `app` on a free loopback port until the process ends; its address.
+pub(crate) async fn serve_loopback(app: axum::Router) -> std::io::Result<std::net::SocketAddr> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(addr)
+}

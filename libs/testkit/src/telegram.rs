@@ -83,11 +83,7 @@ impl TelegramEmulator {
     pub async fn start() -> std::io::Result<Self> {
         let inner = Arc::new(Inner::default());
         let app = Router::new().route("/{bot}/{method}", any(handle)).with_state(inner.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let addr = crate::serve_loopback(app).await?;
         Ok(Self { inner, addr })
     }
 

@@ -45,11 +45,7 @@ impl WecomEmulator {
             .route("/cgi-bin/gettoken", get(gettoken))
             .route("/cgi-bin/message/send", post(send))
             .with_state(inner.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let addr = crate::serve_loopback(app).await?;
         Ok(Self { inner, addr })
     }
 
