@@ -457,3 +457,45 @@ async fn answers_are_formatted_and_fall_back_to_plain_text_when_telegram_refuses
     pod.stop.cancel();
     env.stop().await;
 }
+
+#[tokio::test]
+async fn chat_commands_rename_report_retry_and_stop_the_conversation() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    bind(&env, &tg, "poll", "open", &[]).await;
+    let pod = Pod::start(&env).await;
+    env.llm.push(ScriptedReply::text("Hi!"));
+    tg.user_says(TOKEN, 42, "hello");
+    sent(&tg, 1).await;
+
+    tg.user_says(TOKEN, 42, "/title Project X");
+    assert_eq!(sent(&tg, 2).await[1].text, "Renamed to “Project X”.");
+    tg.user_says(TOKEN, 42, "/status");
+    let status = sent(&tg, 3).await[2].text.clone();
+    assert!(status.contains("Project X") && status.contains("2 messages") && status.ends_with("Idle."), "{status}");
+
+    env.llm.push(ScriptedReply::text("Hi again!"));
+    tg.user_says(TOKEN, 42, "/retry");
+    let got = sent(&tg, 5).await;
+    assert!(got[3..].iter().any(|m| m.text == "Asking again…") && got[3..].iter().any(|m| m.text == "Hi again!"));
+    let asked = env.llm.requests().last().unwrap().messages();
+    assert_eq!(asked.last().unwrap()["content"], "hello", "the last message, asked again");
+
+    env.llm.push(ScriptedReply::text("A very late answer.").after(Duration::from_secs(5)));
+    tg.user_says(TOKEN, 42, "a long task");
+    for _ in 0..200 {
+        if env.llm.requests().len() == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    tg.user_says(TOKEN, 42, "/stop");
+    assert_eq!(sent(&tg, 6).await[5].text, "Stopped.");
+    tg.user_says(TOKEN, 42, "/usage");
+    let usage = sent(&tg, 7).await[6].text.clone();
+    assert!(usage.starts_with("Today this assistant made 2 model calls"), "answered calls count: {usage}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(tg.sent(TOKEN).len(), 7, "the stopped task sends nothing");
+    pod.stop.cancel();
+    env.stop().await;
+}

@@ -13,8 +13,12 @@ use serde_json::json;
 use hermes_store::{Channel, PairingApproval, Store, StoreError};
 
 /// The chat command menu a bot registers (the gateway's own commands).
-pub const COMMAND_MENU: [(&str, &str); 6] = [
+pub const COMMAND_MENU: [(&str, &str); 10] = [
     ("new", "Start a fresh conversation"),
+    ("stop", "Stop what I'm doing"),
+    ("retry", "Ask your last message again"),
+    ("status", "About this conversation"),
+    ("title", "Rename this conversation"),
     ("approve", "Allow the command I asked about (once, session, always)"),
     ("deny", "Refuse the command I asked about"),
     ("whoami", "Show your user and chat ids"),

@@ -256,6 +256,19 @@ impl Store {
         rows.iter().map(from_row).collect()
     }
 
+    /// The text of a session's last user message (what `/retry` asks again).
+    pub async fn last_user_text(&self, tenant: TenantId, session: SessionId) -> Result<Option<String>> {
+        let row = sqlx::query(
+            "SELECT seq, turn_id, turn_step, role, content, tool_calls, tool_call_id, name, reasoning
+             FROM messages WHERE tenant_id = $1 AND session_id = $2 AND role = 'user' ORDER BY seq DESC LIMIT 1",
+        )
+        .bind(tenant.as_uuid())
+        .bind(session.as_uuid())
+        .fetch_optional(self.pool())
+        .await?;
+        row.map(|r| from_row(&r).map(|m| m.message.text())).transpose()
+    }
+
     /// The messages a turn stored, in order (in whichever session the turn ended up).
     pub async fn turn_messages(&self, tenant: TenantId, turn: TurnId) -> Result<Vec<ChatMessage>> {
         let rows = sqlx::query(

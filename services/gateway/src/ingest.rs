@@ -77,10 +77,10 @@ impl Gateway {
             Verdict::Allow => None,
         };
         let clarified = match refusal {
-            None if !is_command(&msg.text) => self.clarify_reply_ready(channel, &msg).await?,
+            None if !crate::commands::is_command(&msg.text) => self.clarify_reply_ready(channel, &msg).await?,
             _ => false,
         };
-        if refusal.is_some() || is_command(&msg.text) || clarified {
+        if refusal.is_some() || crate::commands::is_command(&msg.text) || clarified {
             // Stored first, so a redelivered message is answered (and acted on) once.
             let accepted =
                 self.store.accept_inbound(tenant, &source, &msg.dedupe_key, raw, None).await.map_err(store_err)?;
@@ -202,36 +202,4 @@ impl Gateway {
         }
         Ok(Room::Made(carried))
     }
-
-    /// Answers a gateway command (see [`is_command`]).
-    async fn command(&self, channel: &Channel, msg: &Incoming) -> Result<String, IngestError> {
-        let word = msg.text.split_whitespace().next().unwrap_or_default();
-        if crate::interact::is_approval_command(&msg.text) {
-            return self.approval_reply(channel, msg).await;
-        }
-        if word == "/pair" {
-            return self.pair_command(channel, msg).await;
-        }
-        Ok(match word {
-            "/whoami" => format!("Your user id is {} and this chat's id is {}.", msg.user_id, msg.chat_id),
-            "/new" | "/reset" => {
-                let route = route_for(channel, msg);
-                self.store.end_route(channel.tenant_id, &route).await.map_err(|e| IngestError(e.to_string()))?;
-                "Started a fresh conversation.".to_owned()
-            }
-            _ => format!(
-                "Hi! I'm your team's assistant. Just write to me{}.\nCommands: /new starts a fresh conversation, \
-                 /whoami shows your ids, /help shows this.",
-                if msg.kind == ChatKind::Group { " and mention me" } else { "" }
-            ),
-        })
-    }
-}
-
-/// Commands the gateway answers itself; everything else goes to the agent.
-fn is_command(text: &str) -> bool {
-    matches!(
-        text.split_whitespace().next(),
-        Some("/start" | "/help" | "/whoami" | "/new" | "/reset" | "/approve" | "/deny" | "/pair")
-    )
 }

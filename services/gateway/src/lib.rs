@@ -6,6 +6,7 @@
 //! turn's answer comes back through the outbox, which any gateway pod delivers.
 
 pub mod access;
+pub mod commands;
 pub mod incoming;
 pub mod ingest;
 pub mod interact;

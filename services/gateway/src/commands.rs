@@ -1,0 +1,148 @@
+//! Chat commands the gateway answers itself, without the agent: `/help`, `/whoami`, `/new`,
+//! `/stop`, `/retry`, `/status`, `/title`, `/usage`, `/approve`, `/deny`, `/pair`. Other
+//! `/words` go to the agent (the worker answers `/rollback` and runs `/skill-name`). When a
+//! channel names admins, `/usage` and `/pair` are theirs alone.
+
+use hermes_core::ChatMessage;
+use hermes_store::{Channel, NewTurn, UsageGroup};
+
+use crate::Gateway;
+use crate::incoming::{ChatKind, Incoming};
+use crate::ingest::{IngestError, destination, route_for};
+
+const COMMANDS: [&str; 13] = [
+    "/start", "/help", "/whoami", "/new", "/reset", "/stop", "/retry", "/status", "/title", "/usage", "/approve",
+    "/deny", "/pair",
+];
+
+/// Whether the gateway answers `text` itself.
+pub fn is_command(text: &str) -> bool {
+    text.split_whitespace().next().is_some_and(|w| COMMANDS.contains(&w))
+}
+
+fn err(e: hermes_store::StoreError) -> IngestError {
+    IngestError::new(e.to_string())
+}
+
+impl Gateway {
+    /// The reply to a command (see [`is_command`]).
+    pub(crate) async fn command(&self, channel: &Channel, msg: &Incoming) -> Result<String, IngestError> {
+        let mut words = msg.text.split_whitespace();
+        let word = words.next().unwrap_or_default();
+        let admin = channel.admins.is_empty() || channel.admins.iter().any(|a| a == &msg.user_id);
+        if crate::interact::is_approval_command(&msg.text) {
+            return self.approval_reply(channel, msg).await;
+        }
+        let tenant = channel.tenant_id;
+        let route = route_for(channel, msg);
+        Ok(match word {
+            "/pair" => return self.pair_command(channel, msg).await,
+            "/whoami" => format!("Your user id is {} and this chat's id is {}.", msg.user_id, msg.chat_id),
+            "/new" | "/reset" => {
+                self.stop_route(channel, &route).await?;
+                self.store.end_route(tenant, &route).await.map_err(err)?;
+                "Started a fresh conversation.".to_owned()
+            }
+            "/stop" => match self.stop_route(channel, &route).await? {
+                0 => "Nothing is running.".to_owned(),
+                _ => "Stopped.".to_owned(),
+            },
+            "/retry" => return self.retry(channel, msg).await,
+            "/status" => {
+                let Some((session, _)) = self.store.route_state(tenant, &route).await.map_err(err)? else {
+                    return Ok("No conversation yet: just write to me.".into());
+                };
+                let info = self.store.session_info(tenant, None, session).await.map_err(err)?;
+                let (busy, open) = self.store.route_busy_turns(tenant, &route).await.map_err(err)?;
+                format!(
+                    "Conversation “{}”: {} messages since {}. {}",
+                    info.title.as_deref().unwrap_or("untitled"),
+                    info.message_count,
+                    info.created_at.format("%Y-%m-%d %H:%M UTC"),
+                    match (busy.len(), open) {
+                        (0, 0) => "Idle.".to_owned(),
+                        (_, n) => format!("Working ({n} message(s) in progress)."),
+                    }
+                )
+            }
+            "/title" => {
+                let title: String = words.collect::<Vec<_>>().join(" ").chars().take(120).collect();
+                let Some((session, _)) = self.store.route_state(tenant, &route).await.map_err(err)? else {
+                    return Ok("No conversation yet: just write to me.".into());
+                };
+                if title.is_empty() {
+                    return Ok("Use /title followed by the new title.".into());
+                }
+                self.store.set_session_title(tenant, session, Some(&title)).await.map_err(err)?;
+                format!("Renamed to “{title}”.")
+            }
+            "/usage" if !admin => "Only this bot's admins can see usage.".to_owned(),
+            "/usage" => {
+                let today = chrono::Utc::now().date_naive();
+                let lines = self
+                    .store
+                    .usage_report(tenant, Some(channel.agent_id), UsageGroup::Day, today, today)
+                    .await
+                    .map_err(err)?;
+                let (calls, tokens, cost) = lines.iter().fold((0, 0, 0.0), |(c, t, d), l| {
+                    (c + l.calls, t + l.prompt_tokens + l.completion_tokens, d + l.cost_usd)
+                });
+                format!("Today this assistant made {calls} model calls with {tokens} tokens, costing ${cost:.4}.")
+            }
+            _ => format!(
+                "Hi! I'm your team's assistant. Just write to me{}.\n/new starts a fresh conversation, /stop stops my \
+                 current work, /retry asks again, /status shows this conversation, /title renames it, /whoami shows \
+                 your ids.",
+                if msg.kind == ChatKind::Group { " and mention me" } else { "" }
+            ),
+        })
+    }
+
+    /// Stops what the agent is doing in this conversation; how many turns were stopped.
+    async fn stop_route(&self, channel: &Channel, route: &hermes_store::Route) -> Result<usize, IngestError> {
+        let (busy, _) = self.store.route_busy_turns(channel.tenant_id, route).await.map_err(err)?;
+        let mut stopped = 0;
+        for turn in busy {
+            let outcome = hermes_core::TurnOutcome::cancelled();
+            if let Some(status) = self.store.request_cancel(channel.tenant_id, turn.id, &outcome).await.map_err(err)? {
+                stopped += 1;
+                if status == hermes_store::TurnStatus::Running
+                    && let Err(e) = self.cache.cancel_bus().publish(turn.id).await
+                {
+                    tracing::warn!(error = %e, "cannot broadcast the stop; the worker's heartbeat sees it");
+                }
+            }
+        }
+        Ok(stopped)
+    }
+
+    /// `/retry`: the conversation's last message, asked again as a new turn.
+    async fn retry(&self, channel: &Channel, msg: &Incoming) -> Result<String, IngestError> {
+        let tenant = channel.tenant_id;
+        let route = route_for(channel, msg);
+        let Some((session, _)) = self.store.route_state(tenant, &route).await.map_err(err)? else {
+            return Ok("Nothing to retry yet.".into());
+        };
+        let Some(last) = self.store.last_user_text(tenant, session).await.map_err(err)? else {
+            return Ok("Nothing to retry yet.".into());
+        };
+        self.stop_route(channel, &route).await?;
+        let turn = NewTurn {
+            agent_id: channel.agent_id,
+            target: hermes_store::TurnTarget::Existing(session),
+            input: ChatMessage::user(last),
+            instructions: None,
+            stream: false,
+            notify_hub: None,
+            api_key: None,
+            response: None,
+            reply_to: Some(destination(channel, msg)),
+        };
+        let (session, _) = self.store.enqueue_turn(tenant, turn).await.map_err(err)?;
+        let work = hermes_queue::SessionWork { tenant_id: tenant, session_id: session };
+        if let Err(e) = self.broker.publish_work(&work).await {
+            tracing::warn!(error = %e, "cannot signal the retry; the reaper will pick it up");
+        }
+        Ok("Asking again…".into())
+    }
+}
