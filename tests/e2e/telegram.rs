@@ -39,7 +39,9 @@ impl Pod {
             readiness: hermes_http::Readiness::new(),
             config: Arc::new(config),
         };
-        let gw = Arc::new(Gateway::new(&ctx).unwrap());
+        let mut gw = Gateway::new(&ctx).unwrap();
+        gw.events = Some(ctx.broker.event_hub().await.unwrap());
+        let gw = Arc::new(gw);
         let stop = CancellationToken::new();
         tokio::spawn(hermes_gateway::telegram::poller::run(gw.clone(), stop.clone()));
         tokio::spawn(hermes_gateway::outbox::run(gw.clone(), stop.clone()));
@@ -496,6 +498,43 @@ async fn chat_commands_rename_report_retry_and_stop_the_conversation() {
     assert!(usage.starts_with("Today this assistant made 2 model calls"), "answered calls count: {usage}");
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(tg.sent(TOKEN).len(), 7, "the stopped task sends nothing");
+    pod.stop.cancel();
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_streaming_channel_shows_a_live_preview_that_the_answer_replaces() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    let channel = bind(&env, &tg, "poll", "open", &[]).await;
+    let streaming = hermes_store::ChannelAccess { streaming: Some(true), ..Default::default() };
+    env.store.update_channel_access(channel.tenant_id, channel.id, &streaming).await.unwrap();
+    let pod = Pod::start(&env).await;
+    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "sleep 2 && echo built"})));
+    env.llm.push(ScriptedReply::text("The build is done."));
+    tg.user_says(TOKEN, 42, "build it");
+    // While the tool runs, a preview shows what the agent is doing.
+    let mut preview = None;
+    for _ in 0..100 {
+        if let Some(m) = tg.all_sent(TOKEN).into_iter().next() {
+            preview = Some(m);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let preview = preview.expect("a preview while the tool runs");
+    assert!(preview.text.contains("🔧 terminal"), "{}", preview.text);
+    // Then the answer replaces it: the chat ends with the answer alone.
+    let got = sent(&tg, 1).await;
+    for _ in 0..100 {
+        if tg.sent(TOKEN).len() == 1 && tg.sent(TOKEN)[0].text == "The build is done." {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let visible: Vec<String> = tg.sent(TOKEN).iter().map(|m| m.text.clone()).collect();
+    assert_eq!(visible, ["The build is done."], "first seen: {:?}", got.iter().map(|m| &m.text).collect::<Vec<_>>());
+    assert!(tg.all_sent(TOKEN)[0].deleted, "the preview was removed");
     pod.stop.cancel();
     env.stop().await;
 }

@@ -128,6 +128,21 @@ impl TelegramApi {
         }
     }
 
+    /// Shows `text` in place of a message's text (a streaming preview); unchanged is fine.
+    pub async fn edit_plain(&self, chat_id: &str, message_id: i64, text: &str) -> Result<(), TelegramError> {
+        let params = json!({ "chat_id": chat_id, "message_id": message_id, "text": text });
+        match self.call("editMessageText", &params, Duration::from_secs(15)).await {
+            Err(e) if e.is_not_modified() => Ok(()),
+            other => other.map(|_| ()),
+        }
+    }
+
+    /// Removes one of the bot's messages (a preview the final answer replaces).
+    pub async fn delete_message(&self, chat_id: &str, message_id: i64) -> Result<(), TelegramError> {
+        let params = json!({ "chat_id": chat_id, "message_id": message_id });
+        self.call("deleteMessage", &params, Duration::from_secs(15)).await.map(|_| ())
+    }
+
     pub async fn send_typing(&self, chat_id: &str) -> Result<(), TelegramError> {
         self.call("sendChatAction", &json!({ "chat_id": chat_id, "action": "typing" }), Duration::from_secs(10))
             .await?;

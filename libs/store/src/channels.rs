@@ -39,6 +39,7 @@ pub struct ChannelAccess {
     pub allow_chats: Option<Vec<String>>,
     pub admins: Option<Vec<String>>,
     pub busy_mode: Option<String>,
+    pub streaming: Option<bool>,
 }
 
 /// A stored channel.
@@ -63,6 +64,8 @@ pub struct Channel {
     pub admins: Vec<String>,
     /// `interrupt` or `queue` (migration 0019).
     pub busy_mode: String,
+    /// Answers are shown as they are written (migration 0021).
+    pub streaming: bool,
     pub status: String,
     pub status_reason: Option<String>,
     #[serde(skip)]
@@ -101,6 +104,7 @@ impl Channel {
             allow_chats: row.try_get("allow_chats")?,
             admins: row.try_get("admins")?,
             busy_mode: row.try_get("busy_mode")?,
+            streaming: row.try_get("streaming")?,
             status: row.try_get("status")?,
             status_reason: row.try_get("status_reason")?,
             poll_offset: row.try_get("poll_offset")?,
@@ -202,7 +206,8 @@ impl Store {
         let row = sqlx::query(
             "UPDATE channels SET dm_policy = COALESCE($3, dm_policy), group_policy = COALESCE($4, group_policy),
                     allow_users = COALESCE($5, allow_users), allow_chats = COALESCE($6, allow_chats),
-                    admins = COALESCE($7, admins), busy_mode = COALESCE($8, busy_mode), updated_at = now()
+                    admins = COALESCE($7, admins), busy_mode = COALESCE($8, busy_mode),
+                    streaming = COALESCE($9, streaming), updated_at = now()
              WHERE tenant_id = $1 AND id = $2 RETURNING *",
         )
         .bind(tenant.as_uuid())
@@ -213,6 +218,7 @@ impl Store {
         .bind(&access.allow_chats)
         .bind(&access.admins)
         .bind(&access.busy_mode)
+        .bind(access.streaming)
         .fetch_optional(self.pool())
         .await
         .map_err(|e| match &e {

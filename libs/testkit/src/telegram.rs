@@ -30,6 +30,8 @@ pub struct SentMessage {
     pub reply_markup: Option<Value>,
     /// How many times it was edited.
     pub edits: u32,
+    /// The bot deleted it.
+    pub deleted: bool,
 }
 
 #[derive(Default)]
@@ -168,8 +170,13 @@ impl TelegramEmulator {
         });
     }
 
-    /// The messages the bot has in each chat, in the order sent.
+    /// The messages the bot has in each chat (not deleted), in the order sent.
     pub fn sent(&self, token: &str) -> Vec<SentMessage> {
+        self.with_bot(token, |bot| bot.sent.iter().filter(|m| !m.deleted).cloned().collect())
+    }
+
+    /// Every message the bot sent, deleted ones too.
+    pub fn all_sent(&self, token: &str) -> Vec<SentMessage> {
         self.with_bot(token, |bot| bot.sent.clone())
     }
 
@@ -281,15 +288,28 @@ fn call(bot: &mut Bot, method: &str, params: &Value) -> Response {
                 reply_to: params.pointer("/reply_parameters/message_id").and_then(Value::as_i64),
                 reply_markup: params.get("reply_markup").cloned(),
                 edits: 0,
+                deleted: false,
             };
             bot.sent.push(message);
             ok(json!({ "message_id": *next, "chat": { "id": chat }, "text": text }))
+        }
+        "deleteMessage" => {
+            let chat = text_of(params, "chat_id").unwrap_or_default();
+            let id = params.get("message_id").and_then(Value::as_i64).unwrap_or_default();
+            match bot.sent.iter_mut().find(|m| m.chat_id == chat && m.message_id == id && !m.deleted) {
+                Some(m) => {
+                    m.deleted = true;
+                    ok(json!(true))
+                }
+                None => fail(400, "Bad Request: message to delete not found", None),
+            }
         }
         "editMessageText" => {
             let chat = text_of(params, "chat_id").unwrap_or_default();
             let id = params.get("message_id").and_then(Value::as_i64).unwrap_or_default();
             let text = text_of(params, "text").unwrap_or_default();
-            let Some(message) = bot.sent.iter_mut().find(|m| m.chat_id == chat && m.message_id == id) else {
+            let Some(message) = bot.sent.iter_mut().find(|m| m.chat_id == chat && m.message_id == id && !m.deleted)
+            else {
                 return fail(400, "Bad Request: message to edit not found", None);
             };
             if message.text == text {

@@ -73,6 +73,7 @@ mod tests {
             allow_chats: chats.iter().map(|s| (*s).to_owned()).collect(),
             admins: vec!["9".into()],
             busy_mode: "interrupt".into(),
+            streaming: false,
             status: "active".into(),
             status_reason: None,
             poll_offset: 0,

@@ -134,13 +134,15 @@ impl Gateway {
             })
             .await
             .map_err(store_err)?;
+        // A streaming channel's turn reports its events to this pod, which shows them.
+        let hub = self.events.as_ref().filter(|_| channel.streaming && channel.platform == "telegram");
         let turn = NewTurn {
             agent_id: channel.agent_id,
             target,
             input: ChatMessage::user(text),
             instructions: None,
-            stream: false,
-            notify_hub: None,
+            stream: hub.is_some(),
+            notify_hub: hub.map(|h| h.id().to_owned()),
             api_key: None,
             response: None,
             reply_to: Some(destination(channel, &msg)),
@@ -148,6 +150,18 @@ impl Gateway {
         match self.store.accept_inbound(tenant, &source, &msg.dedupe_key, raw, Some(turn)).await.map_err(store_err)? {
             Accepted::Turn { session, turn } => {
                 tracing::info!(channel.id = %channel.id, turn.id = %turn, "chat message became a turn");
+                // Subscribed before the workers hear of the turn, so no event is missed.
+                if let (Some(hub), Ok(api)) = (hub, self.telegram(channel)) {
+                    let preview = crate::stream::Preview {
+                        store: self.store.clone(),
+                        api,
+                        tenant,
+                        turn,
+                        chat: msg.chat_id.clone(),
+                        limit: std::time::Duration::from_secs(self.config.api.turn_timeout_seconds),
+                    };
+                    tokio::spawn(preview.run(hub.subscribe(turn)));
+                }
                 metrics::counter!("hermes_gateway_turns_total", "platform" => channel.platform.clone()).increment(1);
                 // The turn is stored: a lost signal is found again by the reaper.
                 if let Err(e) = self.broker.publish_work(&SessionWork { tenant_id: tenant, session_id: session }).await

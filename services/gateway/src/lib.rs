@@ -13,6 +13,7 @@ pub mod interact;
 pub mod outbox;
 pub mod pairing;
 pub mod slack;
+pub mod stream;
 pub mod telegram;
 pub mod wecom;
 
@@ -51,6 +52,8 @@ pub struct Gateway {
     pub http: reqwest::Client,
     /// Names this pod in leases.
     pub owner: String,
+    /// This pod's turn events, for answers shown as they are written (set by [`run`]).
+    pub events: Option<hermes_queue::EventHub>,
     /// WeCom API clients by channel (each caches its access token).
     pub wecom_clients: std::sync::Mutex<std::collections::HashMap<uuid::Uuid, hermes_chat::wecom::WecomApi>>,
 }
@@ -70,6 +73,7 @@ impl Gateway {
             http,
             owner: format!("gateway-{}", uuid::Uuid::now_v7().simple()),
             wecom_clients: Default::default(),
+            events: None,
         })
     }
 
@@ -92,7 +96,9 @@ pub fn router(gw: Arc<Gateway>) -> Router {
 pub async fn run(ctx: GatewayContext, shutdown: CancellationToken) -> std::io::Result<()> {
     let listener = TcpListener::bind(&ctx.config.gateway.bind).await?;
     tracing::info!(addr = %listener.local_addr()?, "gateway listening");
-    let gw = Arc::new(Gateway::new(&ctx).map_err(std::io::Error::other)?);
+    let mut gw = Gateway::new(&ctx).map_err(std::io::Error::other)?;
+    gw.events = Some(ctx.broker.event_hub().await.map_err(std::io::Error::other)?);
+    let gw = Arc::new(gw);
     let tasks = [
         tokio::spawn(telegram::poller::run(gw.clone(), shutdown.clone())),
         tokio::spawn(outbox::run(gw.clone(), shutdown.clone())),

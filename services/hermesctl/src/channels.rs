@@ -40,6 +40,9 @@ pub enum ChannelCmd {
         /// What a message does while the agent still works: interrupt or queue.
         #[arg(long)]
         busy_mode: Option<String>,
+        /// Show answers as they are written (true or false; Telegram).
+        #[arg(long)]
+        streaming: Option<bool>,
     },
     /// Pairing codes people got from the bot.
     #[command(subcommand)]
@@ -150,7 +153,17 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
                 .join("\n");
             print(json_mode, json!(channels), human);
         }
-        ChannelCmd::Update { tenant: name, id, dm_policy, group_policy, allow, allow_chats, admins, busy_mode } => {
+        ChannelCmd::Update {
+            tenant: name,
+            id,
+            dm_policy,
+            group_policy,
+            allow,
+            allow_chats,
+            admins,
+            busy_mode,
+            streaming,
+        } => {
             let t = tenant(store, &name).await?;
             let some = |v: Vec<String>| (!v.is_empty()).then_some(v);
             let access = ChannelAccess {
@@ -160,6 +173,7 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
                 allow_chats: some(allow_chats),
                 admins: some(admins),
                 busy_mode,
+                streaming,
             };
             let channel = match store.update_channel_access(t.id, id, &access).await {
                 Ok(c) => c,

@@ -15,6 +15,13 @@ impl Gateway {
         let parts = hermes_chat::split::split(&text, MAX_MESSAGE_UTF16);
         let dest = &item.destination;
         let chat = dest["chat_id"].as_str().unwrap_or_default();
+        // A streamed preview stops now and goes once the answer is out.
+        let preview = match (item.payload["kind"].as_str(), item.turn_id) {
+            (Some("answer"), Some(turn)) => {
+                self.store.stream_finalize(item.tenant_id, turn).await.map_err(|e| Failure::Passing(e.to_string()))?
+            }
+            _ => None,
+        };
         let mut ids = item.message_ids.clone();
         let done = usize::try_from(item.sent_parts).unwrap_or(0);
         // Answers are Markdown: sent as Telegram HTML, or as plain text if Telegram refuses it.
@@ -59,6 +66,12 @@ impl Gateway {
                 // The part is out but unrecorded: stop here rather than risk more doubles.
                 return Err(Failure::Passing(format!("cannot record a sent part: {e}")));
             }
+        }
+        if let Some((chat, id)) = preview
+            && let Ok(id) = id.parse::<i64>()
+            && let Err(e) = api.delete_message(&chat, id).await
+        {
+            tracing::debug!(error = %e, "cannot remove the streamed preview");
         }
         Ok(())
     }
