@@ -88,6 +88,7 @@ pub fn router(gw: Arc<Gateway>) -> Router {
         .route("/telegram/{channel}", post(telegram::webhook::receive))
         .route("/slack/{channel}/events", post(slack::http::events))
         .route("/slack/{channel}/interactive", post(slack::http::interactive))
+        .route("/slack/{channel}/commands", post(slack::http::command))
         .route("/wecom/{channel}", get(wecom::http::verify).post(wecom::http::receive))
         .with_state(gw)
 }

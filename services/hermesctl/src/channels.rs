@@ -328,7 +328,8 @@ async fn create(json_mode: bool, config: &HermesConfig, store: &Store, c: Create
         let base = public.unwrap_or_else(|| "https://<gateway host>".into());
         hint = format!(
             "\nIn the Slack app's settings, set the Event Subscriptions request URL to {base}/slack/{id}/events \
-             (events: app_mention, message.im) and the Interactivity request URL to {base}/slack/{id}/interactive.",
+             (events: app_mention, message.im), the Interactivity request URL to {base}/slack/{id}/interactive \
+             and a /hermes slash command to {base}/slack/{id}/commands.",
             id = channel.id
         );
     }

@@ -48,6 +48,25 @@ pub fn parse(envelope: &Value, bot_user: Option<&str>) -> Option<Incoming> {
     })
 }
 
+/// A `/hermes ...` slash command as a message (`/hermes new` is the `/new` command).
+pub fn parse_command(form: &std::collections::HashMap<String, String>) -> Option<Incoming> {
+    let chat = form.get("channel_id")?;
+    let text = form.get("text").map(|t| t.trim()).unwrap_or_default();
+    let first = text.split_whitespace().next().unwrap_or_default();
+    let text = if crate::commands::is_command(&format!("/{first}")) { format!("/{text}") } else { text.to_owned() };
+    Some(Incoming {
+        dedupe_key: format!("cmd:{}", form.get("trigger_id")?),
+        chat_id: chat.clone(),
+        kind: if chat.starts_with('D') { ChatKind::Direct } else { ChatKind::Group },
+        thread: None,
+        user_id: form.get("user_id")?.clone(),
+        user_name: form.get("user_name").cloned(),
+        message_id: None,
+        text: if text.is_empty() { "/help".into() } else { text },
+        addressed: true,
+    })
+}
+
 /// A `block_actions` interaction: a press of one of the bot's buttons.
 pub fn parse_press(payload: &Value) -> Option<ButtonPress> {
     if payload["type"] != "block_actions" {
@@ -93,5 +112,19 @@ mod tests {
         let plain_channel = json!({"event": {"type": "message", "channel_type": "channel", "user": "U1",
             "channel": "C1", "ts": "1", "text": "chatter"}});
         assert!(parse(&plain_channel, Some("UBOT")).is_none());
+    }
+
+    #[test]
+    fn slash_commands_ask_the_agent_or_run_a_gateway_command() {
+        let form = |text: &str| {
+            [("channel_id", "C1"), ("user_id", "U1"), ("trigger_id", "t1"), ("text", text)]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect::<std::collections::HashMap<_, _>>()
+        };
+        assert_eq!(parse_command(&form("what is up")).unwrap().text, "what is up");
+        assert_eq!(parse_command(&form("new")).unwrap().text, "/new");
+        assert_eq!(parse_command(&form("")).unwrap().text, "/help");
+        assert_eq!(parse_command(&form("status")).unwrap().kind, ChatKind::Group);
     }
 }

@@ -98,3 +98,30 @@ pub async fn interactive(
         }
     }
 }
+
+/// The `/hermes` slash command: `/hermes <question>` asks the agent in that conversation and
+/// `/hermes new` (or any gateway command without its slash) runs that command. Slack wants
+/// an answer within 3 seconds, so the reply comes later as a message.
+pub async fn command(
+    State(gw): State<Arc<Gateway>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer {
+    let channel = match verified(&gw, &id, &headers, &body).await {
+        Ok(c) => c,
+        Err(answer) => return answer,
+    };
+    let form: std::collections::HashMap<String, String> = form_urlencoded::parse(&body).into_owned().collect();
+    let Some(msg) = super::event::parse_command(&form) else {
+        return refuse(StatusCode::BAD_REQUEST, "not a slash command");
+    };
+    let raw = json!(form);
+    match gw.take_in(&channel, msg, &raw).await {
+        Ok(()) => (StatusCode::OK, Json(json!({ "response_type": "ephemeral", "text": "On it…" }))),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot take a Slack command in");
+            refuse(StatusCode::INTERNAL_SERVER_ERROR, "try again")
+        }
+    }
+}
