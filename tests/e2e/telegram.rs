@@ -538,3 +538,37 @@ async fn a_streaming_channel_shows_a_live_preview_that_the_answer_replaces() {
     pod.stop.cancel();
     env.stop().await;
 }
+
+#[tokio::test]
+async fn photos_and_text_files_reach_the_agent_and_other_files_are_named() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    bind(&env, &tg, "poll", "open", &[]).await;
+    let pod = Pod::start(&env).await;
+    env.llm.push(ScriptedReply::text("A cat."));
+    tg.user_sends_photo(TOKEN, 42, "photo-1", b"\xff\xd8\xff fake jpeg", Some("what is this?"));
+    assert_eq!(sent(&tg, 1).await[0].text, "A cat.");
+    let parts = env.llm.requests()[0].messages().last().unwrap()["content"].clone();
+    assert_eq!(parts[0], json!({"type": "text", "text": "what is this?"}));
+    assert!(parts[1]["image_url"]["url"].as_str().unwrap().starts_with("data:image/jpeg;base64,/9j/"), "{parts}");
+
+    env.llm.push(ScriptedReply::text("Two lines."));
+    tg.user_sends_document(TOKEN, 42, "doc-1", "notes.txt", "text/plain", "first line\nsecond line".as_bytes());
+    sent(&tg, 2).await;
+    let content = env.llm.requests()[1].messages().last().unwrap()["content"].clone();
+    assert!(
+        content[0]["text"].as_str().unwrap().contains("File notes.txt:\n```\nfirst line\nsecond line"),
+        "{content}"
+    );
+
+    env.llm.push(ScriptedReply::text("I cannot open that."));
+    tg.user_sends_document(TOKEN, 42, "doc-2", "movie.mp4", "video/mp4", b"\x00\x01");
+    sent(&tg, 3).await;
+    let content = env.llm.requests()[2].messages().last().unwrap()["content"].clone();
+    assert!(
+        content[0]["text"].as_str().unwrap().contains("movie.mp4 (video/mp4), a kind of file I cannot read"),
+        "{content}"
+    );
+    pod.stop.cancel();
+    env.stop().await;
+}

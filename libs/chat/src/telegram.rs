@@ -137,6 +137,28 @@ impl TelegramApi {
         }
     }
 
+    /// Downloads a file someone sent the bot, refusing more than `max_bytes`.
+    pub async fn download(&self, file_id: &str, max_bytes: u64) -> Result<Vec<u8>, TelegramError> {
+        let file = self.call("getFile", &json!({ "file_id": file_id }), Duration::from_secs(15)).await?;
+        let path = file["file_path"].as_str().unwrap_or_default();
+        if file["file_size"].as_u64().is_some_and(|n| n > max_bytes) {
+            return Err(TelegramError::Api { code: 413, description: "file too large".into(), retry_after: None });
+        }
+        let url = format!("{}/file/bot{}/{path}", self.base, self.token);
+        let resp = self
+            .http
+            .get(url)
+            .timeout(Duration::from_secs(60))
+            .send()
+            .await
+            .map_err(|e| TelegramError::Transport(e.without_url().to_string()))?;
+        let bytes = resp.bytes().await.map_err(|e| TelegramError::Transport(e.without_url().to_string()))?;
+        if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > max_bytes {
+            return Err(TelegramError::Api { code: 413, description: "file too large".into(), retry_after: None });
+        }
+        Ok(bytes.to_vec())
+    }
+
     /// Removes one of the bot's messages (a preview the final answer replaces).
     pub async fn delete_message(&self, chat_id: &str, message_id: i64) -> Result<(), TelegramError> {
         let params = json!({ "chat_id": chat_id, "message_id": message_id });

@@ -46,6 +46,8 @@ struct Bot {
     failures: HashMap<String, VecDeque<(u16, String, Option<u64>)>>,
     calls: Vec<(String, Value)>,
     webhook: Option<(String, String)>,
+    /// Files users sent: id -> bytes.
+    files: HashMap<String, Vec<u8>>,
 }
 
 #[derive(Default)]
@@ -84,7 +86,10 @@ fn text_of(v: &Value, key: &str) -> Option<String> {
 impl TelegramEmulator {
     pub async fn start() -> std::io::Result<Self> {
         let inner = Arc::new(Inner::default());
-        let app = Router::new().route("/{bot}/{method}", any(handle)).with_state(inner.clone());
+        let app = Router::new()
+            .route("/{bot}/{method}", any(handle))
+            .route("/file/{bot}/files/{id}", axum::routing::get(download))
+            .with_state(inner.clone());
         let addr = crate::serve_loopback(app).await?;
         Ok(Self { inner, addr })
     }
@@ -152,6 +157,44 @@ impl TelegramEmulator {
         self.push_update(token, update)
     }
 
+    /// A user sends a photo (stored under `file_id`) with an optional caption.
+    pub fn user_sends_photo(&self, token: &str, user: i64, file_id: &str, bytes: &[u8], caption: Option<&str>) -> i64 {
+        self.with_bot(token, |bot| bot.files.insert(file_id.to_owned(), bytes.to_vec()));
+        let mut update = message_update(user, "private", user, "", None);
+        let message = &mut update["message"];
+        if let Some(obj) = message.as_object_mut() {
+            obj.remove("text");
+        }
+        message["photo"] = json!([
+            { "file_id": format!("{file_id}-small"), "width": 90, "height": 90, "file_size": 10 },
+            { "file_id": file_id, "width": 800, "height": 600, "file_size": bytes.len() },
+        ]);
+        if let Some(c) = caption {
+            message["caption"] = json!(c);
+        }
+        self.push_update(token, update)
+    }
+
+    /// A user sends a document.
+    pub fn user_sends_document(
+        &self,
+        token: &str,
+        user: i64,
+        file_id: &str,
+        name: &str,
+        mime: &str,
+        bytes: &[u8],
+    ) -> i64 {
+        self.with_bot(token, |bot| bot.files.insert(file_id.to_owned(), bytes.to_vec()));
+        let mut update = message_update(user, "private", user, "", None);
+        if let Some(obj) = update["message"].as_object_mut() {
+            obj.remove("text");
+        }
+        update["message"]["document"] =
+            json!({ "file_id": file_id, "file_name": name, "mime_type": mime, "file_size": bytes.len() });
+        self.push_update(token, update)
+    }
+
     /// Makes the next `count` calls of `method` fail with `status` and `description`.
     pub fn fail_next(
         &self,
@@ -193,6 +236,15 @@ impl TelegramEmulator {
     /// The webhook URL and secret the bot set, if any.
     pub fn webhook(&self, token: &str) -> Option<(String, String)> {
         self.with_bot(token, |bot| bot.webhook.clone())
+    }
+}
+
+async fn download(State(inner): State<Arc<Inner>>, Path((bot, id)): Path<(String, String)>) -> Response {
+    let token = bot.strip_prefix("bot").unwrap_or_default();
+    let bots = inner.bots.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    match bots.get(token).and_then(|b| b.files.get(&id)) {
+        Some(bytes) => bytes.clone().into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
     }
 }
 
@@ -260,6 +312,15 @@ fn call(bot: &mut Bot, method: &str, params: &Value) -> Response {
             ok(json!(true))
         }
         "setMyCommands" | "sendChatAction" | "answerCallbackQuery" => ok(json!(true)),
+        "getFile" => {
+            let id = text_of(params, "file_id").unwrap_or_default();
+            match bot.files.get(&id) {
+                Some(bytes) => {
+                    ok(json!({ "file_id": id, "file_size": bytes.len(), "file_path": format!("files/{id}") }))
+                }
+                None => fail(400, "Bad Request: invalid file_id", None),
+            }
+        }
         "sendMessage" => {
             let Some(chat) = text_of(params, "chat_id") else {
                 return fail(400, "Bad Request: chat_id is empty", None);

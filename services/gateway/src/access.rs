@@ -92,6 +92,7 @@ mod tests {
             message_id: None,
             text: "hi".into(),
             addressed,
+            files: Vec::new(),
         }
     }
 

@@ -23,6 +23,19 @@ pub struct Incoming {
     pub text: String,
     /// Meant for the bot: a direct message, or a group message that mentions or replies to it.
     pub addressed: bool,
+    /// Files that came with the message (fetched when the message becomes a turn).
+    pub files: Vec<IncomingFile>,
+}
+
+/// A file someone sent the bot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IncomingFile {
+    /// The platform's handle to download it.
+    pub file_id: String,
+    pub name: Option<String>,
+    pub mime: String,
+    /// Its size as the platform reports it (checked before downloading).
+    pub size: Option<u64>,
 }
 
 /// A person pressed one of the bot's buttons (an approval, a clarify choice).
@@ -56,6 +69,7 @@ impl ButtonPress {
             message_id: None,
             text: String::new(),
             addressed: true,
+            files: Vec::new(),
         }
     }
 }

@@ -5,7 +5,6 @@
 
 use serde_json::{Value, json};
 
-use hermes_core::ChatMessage;
 use hermes_queue::SessionWork;
 use hermes_store::{Accepted, Channel, NewTurn, Route};
 
@@ -104,7 +103,7 @@ impl Gateway {
             return Ok(());
         }
         let text: String = msg.text.chars().take(MAX_TEXT_CHARS).collect();
-        if text.trim().is_empty() {
+        if text.trim().is_empty() && msg.files.is_empty() {
             return Ok(());
         }
         let route = route_for(channel, &msg);
@@ -139,7 +138,7 @@ impl Gateway {
         let turn = NewTurn {
             agent_id: channel.agent_id,
             target,
-            input: ChatMessage::user(text),
+            input: self.with_files(channel, text, &msg.files).await,
             instructions: None,
             stream: hub.is_some(),
             notify_hub: hub.map(|h| h.id().to_owned()),

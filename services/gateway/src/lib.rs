@@ -7,6 +7,7 @@
 
 pub mod access;
 pub mod commands;
+pub mod files;
 pub mod incoming;
 pub mod ingest;
 pub mod interact;

@@ -45,6 +45,7 @@ pub fn parse(envelope: &Value, bot_user: Option<&str>) -> Option<Incoming> {
         message_id: None,
         text,
         addressed: true,
+        files: Vec::new(),
     })
 }
 
@@ -64,6 +65,7 @@ pub fn parse_command(form: &std::collections::HashMap<String, String>) -> Option
         message_id: None,
         text: if text.is_empty() { "/help".into() } else { text },
         addressed: true,
+        files: Vec::new(),
     })
 }
 

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::incoming::{ButtonPress, ChatKind, Incoming};
+use crate::incoming::{ButtonPress, ChatKind, Incoming, IncomingFile};
 
 /// A button press in an update (`callback_query`).
 pub fn parse_button(update: &Value) -> Option<ButtonPress> {
@@ -35,7 +35,12 @@ pub fn parse(update: &Value, bot_username: Option<&str>) -> Option<Incoming> {
     if from["is_bot"].as_bool() == Some(true) {
         return None;
     }
-    let raw_text = message["text"].as_str().or_else(|| message["caption"].as_str())?;
+    let files = files(message);
+    let raw_text = match message["text"].as_str().or_else(|| message["caption"].as_str()) {
+        Some(t) => t,
+        None if !files.is_empty() => "",
+        None => return None,
+    };
     let chat = &message["chat"];
     let chat_id = id_text(&chat["id"])?;
     let kind = match chat["type"].as_str() {
@@ -61,7 +66,35 @@ pub fn parse(update: &Value, bot_username: Option<&str>) -> Option<Incoming> {
         message_id: message["message_id"].as_i64(),
         text: without_mention(raw_text, bot.as_deref()),
         addressed: kind == ChatKind::Direct || mentioned || replied_to_bot,
+        files,
     })
+}
+
+/// A message's photo (its largest size) or document.
+fn files(message: &Value) -> Vec<IncomingFile> {
+    if let Some(best) = message["photo"].as_array().and_then(|sizes| sizes.last()) {
+        return best["file_id"]
+            .as_str()
+            .map(|id| IncomingFile {
+                file_id: id.to_owned(),
+                name: None,
+                mime: "image/jpeg".into(),
+                size: best["file_size"].as_u64(),
+            })
+            .into_iter()
+            .collect();
+    }
+    let doc = &message["document"];
+    doc["file_id"]
+        .as_str()
+        .map(|id| IncomingFile {
+            file_id: id.to_owned(),
+            name: doc["file_name"].as_str().map(str::to_owned),
+            mime: doc["mime_type"].as_str().unwrap_or("application/octet-stream").to_owned(),
+            size: doc["file_size"].as_u64(),
+        })
+        .into_iter()
+        .collect()
 }
 
 fn id_text(v: &Value) -> Option<String> {

@@ -133,6 +133,7 @@ fn parse(xml: &str) -> Option<Incoming> {
         message_id: None,
         text: xml_field(xml, "Content")?.trim().to_owned(),
         addressed: true,
+        files: Vec::new(),
     })
 }
 

@@ -1,0 +1,68 @@
+//! Files sent to the bot become part of the message the agent reads: images as image parts
+//! (up to 5 MB), text files inline (up to 64 KB of UTF-8). Anything else, or anything larger,
+//! is named in the message so the agent can say it cannot read it. Telegram gives bots files
+//! of up to 20 MB at all.
+
+use base64::Engine;
+
+use hermes_core::{ChatMessage, Content, ContentPart, Role};
+use hermes_store::Channel;
+
+use crate::Gateway;
+use crate::incoming::IncomingFile;
+
+const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
+const MAX_TEXT_BYTES: u64 = 64 * 1024;
+
+fn is_text(mime: &str) -> bool {
+    mime.starts_with("text/") || matches!(mime, "application/json" | "application/xml" | "application/x-yaml")
+}
+
+impl Gateway {
+    /// The message for `text` with its files, as the agent will read it.
+    pub(crate) async fn with_files(&self, channel: &Channel, text: String, files: &[IncomingFile]) -> ChatMessage {
+        if files.is_empty() || channel.platform != "telegram" {
+            return ChatMessage::user(text);
+        }
+        let Ok(api) = self.telegram(channel) else { return ChatMessage::user(text) };
+        let mut parts = Vec::new();
+        if !text.is_empty() {
+            parts.push(ContentPart::Text { text });
+        }
+        for file in files {
+            let name = file.name.clone().unwrap_or_else(|| "photo".into());
+            let limit = if file.mime.starts_with("image/") { MAX_IMAGE_BYTES } else { MAX_TEXT_BYTES };
+            let unreadable =
+                |why: &str| ContentPart::Text { text: format!("[The user sent {name} ({}), {why}.]", file.mime) };
+            if !file.mime.starts_with("image/") && !is_text(&file.mime) {
+                parts.push(unreadable("a kind of file I cannot read"));
+                continue;
+            }
+            if file.size.is_some_and(|n| n > limit) {
+                parts.push(unreadable("which is too large to read"));
+                continue;
+            }
+            match api.download(&file.file_id, limit).await {
+                Ok(bytes) if file.mime.starts_with("image/") => {
+                    let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+                    let url = format!("data:{};base64,{data}", file.mime);
+                    parts.push(ContentPart::ImageUrl {
+                        image_url: hermes_core::message::ImageUrl { url, detail: None },
+                    });
+                }
+                Ok(bytes) => match String::from_utf8(bytes) {
+                    Ok(content) => parts.push(ContentPart::Text { text: format!("File {name}:\n```\n{content}\n```") }),
+                    Err(_) => parts.push(unreadable("which is not UTF-8 text")),
+                },
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot download a file from Telegram");
+                    parts.push(unreadable("which I could not download"));
+                }
+            }
+        }
+        let mut message = ChatMessage::user(String::new());
+        message.role = Role::User;
+        message.content = Some(Content::Parts(parts));
+        message
+    }
+}
