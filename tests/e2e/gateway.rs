@@ -34,16 +34,16 @@ async fn a_chat_message_is_taken_in_once_and_its_answer_is_queued_for_delivery_o
         reply_to: Some(json!({"channel_id": null, "chat_id": "42"})),
     };
     let update = json!({"update_id": 1001, "message": {"text": "hi"}});
-    let first = env.store.accept_inbound(tenant, "telegram:bot", "1001", &update, Some(turn())).await.unwrap();
+    let first = env.store.accept_inbound(tenant, "telegram:bot", "1001", &update, Some(turn()), None).await.unwrap();
     let Accepted::Turn { session, .. } = first else { panic!("{first:?}") };
     // The platform delivers the same update again: nothing more happens.
-    let again = env.store.accept_inbound(tenant, "telegram:bot", "1001", &update, Some(turn())).await.unwrap();
+    let again = env.store.accept_inbound(tenant, "telegram:bot", "1001", &update, Some(turn()), None).await.unwrap();
     assert_eq!(again, Accepted::Duplicate);
     assert_eq!(env.count("SELECT count(*) FROM turns").await, 1);
     // A second part of the message, before the turn started, joins it.
     let mut part = turn();
     part.input = ChatMessage::user("and the rest");
-    let merged = env.store.accept_inbound(tenant, "telegram:bot", "1002", &update, Some(part)).await.unwrap();
+    let merged = env.store.accept_inbound(tenant, "telegram:bot", "1002", &update, Some(part), None).await.unwrap();
     assert!(matches!(merged, Accepted::Merged { session: s, .. } if s == session), "{merged:?}");
     assert_eq!(env.count("SELECT count(*) FROM turns").await, 1);
     env.signal_work(tenant, session).await;

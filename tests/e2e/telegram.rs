@@ -572,3 +572,23 @@ async fn photos_and_text_files_reach_the_agent_and_other_files_are_named() {
     pod.stop.cancel();
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_paste_the_chat_app_split_in_parts_is_answered_as_one_message() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    bind(&env, &tg, "poll", "open", &[]).await;
+    env.llm.push(ScriptedReply::text("Got all of it."));
+    // Both parts arrive within the batching moment, before the turn may start.
+    tg.user_says(TOKEN, 42, "part one of a long paste");
+    tg.user_says(TOKEN, 42, "part two of it");
+    let pod = Pod::start(&env).await;
+    assert_eq!(sent(&tg, 1).await[0].text, "Got all of it.");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(tg.sent(TOKEN).len(), 1);
+    assert_eq!(env.count("SELECT count(*) FROM turns").await, 1);
+    let seen = env.llm.requests()[0].messages();
+    assert_eq!(seen.last().unwrap()["content"], "part one of a long paste\npart two of it");
+    pod.stop.cancel();
+    env.stop().await;
+}

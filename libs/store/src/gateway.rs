@@ -58,6 +58,7 @@ async fn merge_into_queued(
     tx: &mut sqlx::PgConnection,
     tenant: TenantId,
     new: &NewTurn,
+    batch: Option<Duration>,
 ) -> Result<Option<(SessionId, TurnId)>> {
     let crate::turns::TurnTarget::Route { route, .. } = &new.target else { return Ok(None) };
     let row = sqlx::query(
@@ -84,12 +85,17 @@ async fn merge_into_queued(
         None => hermes_core::Content::Text(addition),
     });
     let turn: uuid::Uuid = row.try_get("id")?;
-    sqlx::query("UPDATE turns SET input = $3 WHERE tenant_id = $1 AND id = $2")
-        .bind(tenant.as_uuid())
-        .bind(turn)
-        .bind(crate::messages::storable_json(&input)?)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query(
+        "UPDATE turns SET input = $3,
+                not_before = CASE WHEN $4::float8 IS NULL THEN not_before ELSE now() + make_interval(secs => $4) END
+         WHERE tenant_id = $1 AND id = $2",
+    )
+    .bind(tenant.as_uuid())
+    .bind(turn)
+    .bind(crate::messages::storable_json(&input)?)
+    .bind(batch.map(|b| b.as_secs_f64()))
+    .execute(&mut *tx)
+    .await?;
     Ok(Some((SessionId::from_uuid(row.try_get("session_id")?), TurnId::from_uuid(turn))))
 }
 
@@ -211,6 +217,8 @@ impl Store {
 
     /// Takes a chat message in once: its `inbound` row (unique per channel and platform message)
     /// and, when given, the turn it starts, in one transaction.
+    /// With `batch`, the turn waits that long before it may start, and a message that joins it
+    /// extends the wait (see [`merge_into_queued`]).
     pub async fn accept_inbound(
         &self,
         tenant: TenantId,
@@ -218,6 +226,7 @@ impl Store {
         dedupe_key: &str,
         payload: &Value,
         turn: Option<NewTurn>,
+        batch: Option<Duration>,
     ) -> Result<Accepted> {
         let mut tx = self.pool().begin().await?;
         let id = uuid::Uuid::now_v7();
@@ -238,7 +247,7 @@ impl Store {
         }
         let accepted = match turn {
             Some(new) => {
-                if let Some((session, turn)) = merge_into_queued(&mut tx, tenant, &new).await? {
+                if let Some((session, turn)) = merge_into_queued(&mut tx, tenant, &new, batch).await? {
                     sqlx::query("UPDATE inbound SET turn_id = $2, processed_at = now() WHERE id = $1")
                         .bind(id)
                         .bind(turn.as_uuid())
@@ -248,6 +257,16 @@ impl Store {
                     return Ok(Accepted::Merged { session, turn });
                 }
                 let (session, turn) = enqueue_in(&mut tx, tenant, &new).await?;
+                if let Some(wait) = batch {
+                    sqlx::query(
+                        "UPDATE turns SET not_before = now() + make_interval(secs => $3) WHERE tenant_id = $1 AND id = $2",
+                    )
+                    .bind(tenant.as_uuid())
+                    .bind(turn.as_uuid())
+                    .bind(wait.as_secs_f64())
+                    .execute(&mut *tx)
+                    .await?;
+                }
                 sqlx::query("UPDATE inbound SET turn_id = $2, processed_at = now() WHERE id = $1")
                     .bind(id)
                     .bind(turn.as_uuid())

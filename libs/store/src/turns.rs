@@ -335,12 +335,13 @@ impl Store {
         // on the statement's snapshot.
         let row = sqlx::query(
             "WITH next AS (
-                SELECT id, status, lease_expires_at FROM turns
+                SELECT id, status, lease_expires_at, not_before FROM turns
                 WHERE tenant_id = $1 AND session_id = $2 AND status IN ('queued', 'running', 'waiting')
                 ORDER BY created_at, id LIMIT 1
                 FOR UPDATE
              ), claimable AS (
-                SELECT id FROM next WHERE status = 'queued' OR lease_expires_at < now()
+                SELECT id FROM next
+                WHERE (status = 'queued' AND (not_before IS NULL OR not_before <= now())) OR lease_expires_at < now()
              ), s AS (
                 UPDATE sessions SET fence = GREATEST(fence + 1, $4)
                 WHERE tenant_id = $1 AND id = $2 AND EXISTS (SELECT 1 FROM claimable)

@@ -14,6 +14,8 @@ use crate::incoming::{ChatKind, Incoming};
 
 /// The longest text taken from one chat message (upstream's per-text cap).
 const MAX_TEXT_CHARS: usize = 65_536;
+/// How long a Telegram message waits for the rest of a split paste (upstream's 0.3 s).
+const TEXT_BATCH: std::time::Duration = std::time::Duration::from_millis(300);
 /// Turns that may wait in one conversation in `queue` mode (upstream's cap).
 const MAX_QUEUED: i64 = 32;
 
@@ -81,8 +83,11 @@ impl Gateway {
         };
         if refusal.is_some() || crate::commands::is_command(&msg.text) || clarified {
             // Stored first, so a redelivered message is answered (and acted on) once.
-            let accepted =
-                self.store.accept_inbound(tenant, &source, &msg.dedupe_key, raw, None).await.map_err(store_err)?;
+            let accepted = self
+                .store
+                .accept_inbound(tenant, &source, &msg.dedupe_key, raw, None, None)
+                .await
+                .map_err(store_err)?;
             if accepted == Accepted::Duplicate {
                 return Ok(());
             }
@@ -114,8 +119,11 @@ impl Gateway {
         let carried = match self.make_room(channel, &route).await? {
             Room::Made(carried) => carried,
             Room::Refused(refusal) => {
-                let accepted =
-                    self.store.accept_inbound(tenant, &source, &msg.dedupe_key, raw, None).await.map_err(store_err)?;
+                let accepted = self
+                    .store
+                    .accept_inbound(tenant, &source, &msg.dedupe_key, raw, None, None)
+                    .await
+                    .map_err(store_err)?;
                 if accepted != Accepted::Duplicate {
                     let (payload, key) = reply(refusal);
                     let dest = destination(channel, &msg);
@@ -146,7 +154,14 @@ impl Gateway {
             response: None,
             reply_to: Some(destination(channel, &msg)),
         };
-        match self.store.accept_inbound(tenant, &source, &msg.dedupe_key, raw, Some(turn)).await.map_err(store_err)? {
+        // Telegram apps split a long paste in parts: the turn waits a moment for the rest.
+        let batch = (channel.platform == "telegram").then_some(TEXT_BATCH);
+        let accepted = self
+            .store
+            .accept_inbound(tenant, &source, &msg.dedupe_key, raw, Some(turn), batch)
+            .await
+            .map_err(store_err)?;
+        match accepted {
             Accepted::Turn { session, turn } => {
                 tracing::info!(channel.id = %channel.id, turn.id = %turn, "chat message became a turn");
                 // Subscribed before the workers hear of the turn, so no event is missed.
@@ -162,15 +177,12 @@ impl Gateway {
                     tokio::spawn(preview.run(hub.subscribe(turn)));
                 }
                 metrics::counter!("hermes_gateway_turns_total", "platform" => channel.platform.clone()).increment(1);
-                // The turn is stored: a lost signal is found again by the reaper.
-                if let Err(e) = self.broker.publish_work(&SessionWork { tenant_id: tenant, session_id: session }).await
-                {
-                    tracing::warn!(error = %e, "cannot signal the work; the reaper will pick the turn up");
-                }
+                self.signal_after(tenant, session, batch);
                 self.typing(channel, &msg.chat_id).await;
             }
-            Accepted::Merged { turn, .. } => {
+            Accepted::Merged { session, turn } => {
                 tracing::info!(channel.id = %channel.id, turn.id = %turn, "chat message joined the turn it follows");
+                self.signal_after(tenant, session, batch);
             }
             Accepted::Duplicate => {
                 metrics::counter!("hermes_gateway_duplicates_total", "platform" => channel.platform.clone())
@@ -179,6 +191,25 @@ impl Gateway {
             Accepted::Stored => {}
         }
         Ok(())
+    }
+
+    /// Tells the workers a session has work, once `wait` has passed. The turn is stored: a
+    /// lost signal (a pod that dies meanwhile) is found again by the reaper.
+    fn signal_after(
+        &self,
+        tenant: hermes_core::TenantId,
+        session: hermes_core::SessionId,
+        wait: Option<std::time::Duration>,
+    ) {
+        let broker = self.broker.clone();
+        tokio::spawn(async move {
+            if let Some(wait) = wait {
+                tokio::time::sleep(wait + std::time::Duration::from_millis(20)).await;
+            }
+            if let Err(e) = broker.publish_work(&SessionWork { tenant_id: tenant, session_id: session }).await {
+                tracing::warn!(error = %e, "cannot signal the work; the reaper will pick the turn up");
+            }
+        });
     }
 
     /// What the chat's busy mode does before a new message. `interrupt` stops the turn the

@@ -144,7 +144,7 @@ impl Gateway {
         let source = format!("{}:{}", channel.platform, channel.id);
         let accepted = self
             .store
-            .accept_inbound(channel.tenant_id, &source, &press.dedupe_key, raw, None)
+            .accept_inbound(channel.tenant_id, &source, &press.dedupe_key, raw, None, None)
             .await
             .map_err(|e| IngestError::new(e.to_string()))?;
         if accepted == Accepted::Duplicate {
