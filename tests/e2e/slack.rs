@@ -191,3 +191,45 @@ fn form_body(json: &str) -> String {
         .collect();
     format!("payload={encoded}")
 }
+
+#[tokio::test]
+async fn a_streaming_slack_channel_shows_a_preview_in_the_thread_that_the_answer_replaces() {
+    let env = TestEnv::start().await;
+    let slack = SlackEmulator::start(TOKEN, "UBOT").await.unwrap();
+    let channel = bind(&env, &slack).await;
+    let streaming = hermes_store::ChannelAccess { streaming: Some(true), ..Default::default() };
+    env.store.update_channel_access(channel.tenant_id, channel.id, &streaming).await.unwrap();
+    let pod = Pod::start(&env).await;
+    let url = format!("{}/slack/{}/events", pod.url, channel.id);
+    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "sleep 2 && echo built"})));
+    env.llm.push(ScriptedReply::text("Built."));
+    let mention = event(
+        "Ev20",
+        json!({"type": "app_mention", "user": "U1", "channel": "C1",
+        "ts": "1700000020.000100", "text": "<@UBOT> build"}),
+    );
+    signed(&env, &url, &mention, false, None).await;
+    let mut preview = None;
+    for _ in 0..100 {
+        if let Some(p) = slack.all_posted().into_iter().next() {
+            preview = Some(p);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let preview = preview.expect("a preview while the tool runs");
+    assert!(preview.text.contains("🔧 terminal"), "{}", preview.text);
+    assert_eq!(preview.thread_ts.as_deref(), Some("1700000020.000100"), "in the thread");
+    for _ in 0..100 {
+        let visible = slack.posted();
+        if visible.len() == 1 && visible[0].text == "Built." {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let visible: Vec<String> = slack.posted().iter().map(|p| p.text.clone()).collect();
+    assert_eq!(visible, ["Built."]);
+    assert!(slack.all_posted()[0].deleted);
+    pod.stop.cancel();
+    env.stop().await;
+}

@@ -109,6 +109,11 @@ impl SlackApi {
         Ok(sent["ts"].as_str().unwrap_or_default().to_owned())
     }
 
+    /// Removes one of the bot's messages (a preview the final answer replaces).
+    pub async fn delete_message(&self, channel: &str, ts: &str) -> Result<(), SlackError> {
+        self.call("chat.delete", &json!({ "channel": channel, "ts": ts })).await.map(|_| ())
+    }
+
     /// Replaces a message's text and blocks.
     pub async fn update_message(&self, channel: &str, ts: &str, text: &str) -> Result<(), SlackError> {
         self.call("chat.update", &json!({ "channel": channel, "ts": ts, "text": text, "blocks": [] })).await?;

@@ -23,6 +23,7 @@ pub struct Posted {
     pub thread_ts: Option<String>,
     pub blocks: Option<Value>,
     pub updates: u32,
+    pub deleted: bool,
 }
 
 #[derive(Default)]
@@ -65,8 +66,13 @@ impl SlackEmulator {
         f(&mut self.inner.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
-    /// Everything the bot posted, in order (with later updates applied).
+    /// What the bot posted and did not delete, in order (with later updates applied).
     pub fn posted(&self) -> Vec<Posted> {
+        self.with(|i| i.posted.iter().filter(|p| !p.deleted).cloned().collect())
+    }
+
+    /// Everything the bot posted, deleted messages too.
+    pub fn all_posted(&self) -> Vec<Posted> {
         self.with(|i| i.posted.clone())
     }
 
@@ -124,13 +130,24 @@ async fn handle(
                 thread_ts: text(&params, "thread_ts"),
                 blocks: params.get("blocks").cloned(),
                 updates: 0,
+                deleted: false,
             };
             i.posted.push(posted);
             Json(json!({ "ok": true, "channel": channel, "ts": ts })).into_response()
         }
+        "chat.delete" => {
+            let (channel, ts) = (text(&params, "channel").unwrap_or_default(), text(&params, "ts").unwrap_or_default());
+            match i.posted.iter_mut().find(|p| p.channel == channel && p.ts == ts && !p.deleted) {
+                Some(p) => {
+                    p.deleted = true;
+                    Json(json!({ "ok": true, "channel": channel, "ts": ts })).into_response()
+                }
+                None => Json(json!({ "ok": false, "error": "message_not_found" })).into_response(),
+            }
+        }
         "chat.update" => {
             let (channel, ts) = (text(&params, "channel").unwrap_or_default(), text(&params, "ts").unwrap_or_default());
-            match i.posted.iter_mut().find(|p| p.channel == channel && p.ts == ts) {
+            match i.posted.iter_mut().find(|p| p.channel == channel && p.ts == ts && !p.deleted) {
                 Some(p) => {
                     p.text = text(&params, "text").unwrap_or_default();
                     p.blocks = params.get("blocks").cloned();

@@ -142,7 +142,10 @@ impl Gateway {
             .await
             .map_err(store_err)?;
         // A streaming channel's turn reports its events to this pod, which shows them.
-        let hub = self.events.as_ref().filter(|_| channel.streaming && channel.platform == "telegram");
+        let hub = self
+            .events
+            .as_ref()
+            .filter(|_| channel.streaming && matches!(channel.platform.as_str(), "telegram" | "slack"));
         let turn = NewTurn {
             agent_id: channel.agent_id,
             target,
@@ -165,7 +168,14 @@ impl Gateway {
             Accepted::Turn { session, turn } => {
                 tracing::info!(channel.id = %channel.id, turn.id = %turn, "chat message became a turn");
                 // Subscribed before the workers hear of the turn, so no event is missed.
-                if let (Some(hub), Ok(api)) = (hub, self.telegram(channel)) {
+                let preview_api = match channel.platform.as_str() {
+                    "slack" => self
+                        .slack(channel)
+                        .ok()
+                        .map(|api| crate::stream::PreviewApi::Slack { api, thread: msg.thread.clone() }),
+                    _ => self.telegram(channel).ok().map(crate::stream::PreviewApi::Telegram),
+                };
+                if let (Some(hub), Some(api)) = (hub, preview_api) {
                     let preview = crate::stream::Preview {
                         store: self.store.clone(),
                         api,

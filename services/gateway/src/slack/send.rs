@@ -17,6 +17,13 @@ impl Gateway {
         let parts = hermes_chat::split::split(&text, MAX_MESSAGE_CHARS);
         let dest = &item.destination;
         let chat = dest["chat_id"].as_str().unwrap_or_default();
+        // A streamed preview stops now and goes once the answer is out.
+        let preview = match (item.payload["kind"].as_str(), item.turn_id) {
+            (Some("answer"), Some(turn)) => {
+                self.store.stream_finalize(item.tenant_id, turn).await.map_err(|e| Failure::Passing(e.to_string()))?
+            }
+            _ => None,
+        };
         let mut ids = item.message_ids.clone();
         let done = usize::try_from(item.sent_parts).unwrap_or(0);
         for (i, part) in parts.iter().enumerate().skip(done) {
@@ -45,6 +52,9 @@ impl Gateway {
             if let Err(e) = self.store.outbox_part_sent(item.id, sent, &ids).await {
                 return Err(Failure::Passing(format!("cannot record a sent part: {e}")));
             }
+        }
+        if let Some((chat, ts)) = preview {
+            crate::stream::PreviewApi::Slack { api, thread: None }.delete(&chat, &ts).await;
         }
         Ok(())
     }

@@ -67,11 +67,8 @@ impl Gateway {
                 return Err(Failure::Passing(format!("cannot record a sent part: {e}")));
             }
         }
-        if let Some((chat, id)) = preview
-            && let Ok(id) = id.parse::<i64>()
-            && let Err(e) = api.delete_message(&chat, id).await
-        {
-            tracing::debug!(error = %e, "cannot remove the streamed preview");
+        if let Some((chat, id)) = preview {
+            crate::stream::PreviewApi::Telegram(api).delete(&chat, &id).await;
         }
         Ok(())
     }
