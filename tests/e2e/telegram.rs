@@ -592,3 +592,27 @@ async fn a_paste_the_chat_app_split_in_parts_is_answered_as_one_message() {
     pod.stop.cancel();
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_group_is_one_conversation_or_one_per_person_as_the_channel_says() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    let channel = bind(&env, &tg, "poll", "open", &[]).await;
+    let pod = Pod::start(&env).await;
+    for n in 0..2 {
+        env.llm.push(ScriptedReply::text(format!("shared {n}")));
+        tg.group_says(TOKEN, -500, 40 + n, "@HermesTestBot hi", None);
+        sent(&tg, usize::try_from(n + 1).unwrap()).await;
+    }
+    assert_eq!(env.count("SELECT count(*) FROM sessions").await, 1, "one conversation for the group");
+    let per_user = hermes_store::ChannelAccess { group_sessions: Some("user".into()), ..Default::default() };
+    env.store.update_channel_access(channel.tenant_id, channel.id, &per_user).await.unwrap();
+    for n in 0..2 {
+        env.llm.push(ScriptedReply::text(format!("own {n}")));
+        tg.group_says(TOKEN, -500, 40 + n, "@HermesTestBot again", None);
+        sent(&tg, usize::try_from(n + 3).unwrap()).await;
+    }
+    assert_eq!(env.count("SELECT count(*) FROM sessions").await, 3, "then one per person");
+    pod.stop.cancel();
+    env.stop().await;
+}

@@ -40,6 +40,7 @@ pub struct ChannelAccess {
     pub admins: Option<Vec<String>>,
     pub busy_mode: Option<String>,
     pub streaming: Option<bool>,
+    pub group_sessions: Option<String>,
 }
 
 /// A stored channel.
@@ -66,6 +67,8 @@ pub struct Channel {
     pub busy_mode: String,
     /// Answers are shown as they are written (migration 0021).
     pub streaming: bool,
+    /// A group chat is one conversation (`chat`) or one per person (`user`) (migration 0023).
+    pub group_sessions: String,
     pub status: String,
     pub status_reason: Option<String>,
     #[serde(skip)]
@@ -105,6 +108,7 @@ impl Channel {
             admins: row.try_get("admins")?,
             busy_mode: row.try_get("busy_mode")?,
             streaming: row.try_get("streaming")?,
+            group_sessions: row.try_get("group_sessions")?,
             status: row.try_get("status")?,
             status_reason: row.try_get("status_reason")?,
             poll_offset: row.try_get("poll_offset")?,
@@ -207,7 +211,8 @@ impl Store {
             "UPDATE channels SET dm_policy = COALESCE($3, dm_policy), group_policy = COALESCE($4, group_policy),
                     allow_users = COALESCE($5, allow_users), allow_chats = COALESCE($6, allow_chats),
                     admins = COALESCE($7, admins), busy_mode = COALESCE($8, busy_mode),
-                    streaming = COALESCE($9, streaming), updated_at = now()
+                    streaming = COALESCE($9, streaming), group_sessions = COALESCE($10, group_sessions),
+                    updated_at = now()
              WHERE tenant_id = $1 AND id = $2 RETURNING *",
         )
         .bind(tenant.as_uuid())
@@ -219,6 +224,7 @@ impl Store {
         .bind(&access.admins)
         .bind(&access.busy_mode)
         .bind(access.streaming)
+        .bind(&access.group_sessions)
         .fetch_optional(self.pool())
         .await
         .map_err(|e| match &e {

@@ -74,6 +74,7 @@ mod tests {
             admins: vec!["9".into()],
             busy_mode: "interrupt".into(),
             streaming: false,
+            group_sessions: "chat".into(),
             status: "active".into(),
             status_reason: None,
             poll_offset: 0,

@@ -37,11 +37,15 @@ impl IngestError {
     }
 }
 
-/// The conversation a message belongs to: per person in a direct chat, per group chat, and
-/// per thread (forum topic) within either.
+/// The conversation a message belongs to: per person in a direct chat, per group chat (or per
+/// person in it, if the channel says so), and per thread (forum topic) within either.
 pub fn route_for(channel: &Channel, msg: &Incoming) -> Route {
+    let per_user = msg.kind == ChatKind::Group && channel.group_sessions == "user";
     let base = match msg.kind {
         ChatKind::Direct => format!("{}:{}:dm:{}", channel.platform, channel.id, msg.user_id),
+        ChatKind::Group if per_user => {
+            format!("{}:{}:group:{}:user:{}", channel.platform, channel.id, msg.chat_id, msg.user_id)
+        }
         ChatKind::Group => format!("{}:{}:group:{}", channel.platform, channel.id, msg.chat_id),
     };
     let key = match &msg.thread {
@@ -50,6 +54,7 @@ pub fn route_for(channel: &Channel, msg: &Incoming) -> Route {
     };
     let user_key = match msg.kind {
         ChatKind::Direct => format!("{}:user:{}", channel.platform, msg.user_id),
+        ChatKind::Group if per_user => format!("{}:user:{}", channel.platform, msg.user_id),
         ChatKind::Group => format!("{}:chat:{}", channel.platform, msg.chat_id),
     };
     Route { agent: channel.agent_id, key, source: channel.platform.clone(), user_key }

@@ -40,9 +40,12 @@ pub enum ChannelCmd {
         /// What a message does while the agent still works: interrupt or queue.
         #[arg(long)]
         busy_mode: Option<String>,
-        /// Show answers as they are written (true or false; Telegram).
+        /// Show answers as they are written (true or false; Telegram and Slack).
         #[arg(long)]
         streaming: Option<bool>,
+        /// A group chat is one conversation (chat) or one per person in it (user).
+        #[arg(long)]
+        group_sessions: Option<String>,
     },
     /// Pairing codes people got from the bot.
     #[command(subcommand)]
@@ -163,6 +166,7 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
             admins,
             busy_mode,
             streaming,
+            group_sessions,
         } => {
             let t = tenant(store, &name).await?;
             let some = |v: Vec<String>| (!v.is_empty()).then_some(v);
@@ -174,6 +178,7 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
                 admins: some(admins),
                 busy_mode,
                 streaming,
+                group_sessions,
             };
             let channel = match store.update_channel_access(t.id, id, &access).await {
                 Ok(c) => c,
