@@ -233,3 +233,27 @@ async fn a_streaming_slack_channel_shows_a_preview_in_the_thread_that_the_answer
     pod.stop.cancel();
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_file_shared_with_the_bot_reaches_the_agent() {
+    let env = TestEnv::start().await;
+    let slack = SlackEmulator::start(TOKEN, "UBOT").await.unwrap();
+    let channel = bind(&env, &slack).await;
+    let pod = Pod::start(&env).await;
+    let url = format!("{}/slack/{}/events", pod.url, channel.id);
+    let file = slack.add_file("F1", b"line one\nline two");
+    env.llm.push(ScriptedReply::text("Two lines."));
+    let dm = event(
+        "Ev30",
+        json!({"type": "message", "subtype": "file_share", "channel_type": "im", "user": "U1",
+        "channel": "D1", "ts": "1700000030.000100", "text": "read this",
+        "files": [{"id": "F1", "name": "notes.txt", "mimetype": "text/plain", "size": 17, "url_private_download": file}]}),
+    );
+    assert_eq!(signed(&env, &url, &dm, false, None).await.0, 200);
+    assert_eq!(posted(&slack, 1).await[0].text, "Two lines.");
+    let content = env.llm.requests()[0].messages().last().unwrap()["content"].clone();
+    assert_eq!(content[0]["text"], "read this");
+    assert!(content[1]["text"].as_str().unwrap().contains("File notes.txt:\n```\nline one\nline two"), "{content}");
+    pod.stop.cancel();
+    env.stop().await;
+}

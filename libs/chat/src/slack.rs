@@ -109,6 +109,26 @@ impl SlackApi {
         Ok(sent["ts"].as_str().unwrap_or_default().to_owned())
     }
 
+    /// Downloads a file someone shared (`url_private_download`), refusing more than `max_bytes`.
+    pub async fn download(&self, url: &str, max_bytes: u64) -> Result<Vec<u8>, SlackError> {
+        let resp = self
+            .http
+            .get(url)
+            .bearer_auth(&self.token)
+            .timeout(Duration::from_secs(60))
+            .send()
+            .await
+            .map_err(|e| SlackError::Transport(e.without_url().to_string()))?;
+        if !resp.status().is_success() {
+            return Err(SlackError::Transport(format!("HTTP {}", resp.status())));
+        }
+        let bytes = resp.bytes().await.map_err(|e| SlackError::Transport(e.without_url().to_string()))?;
+        if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > max_bytes {
+            return Err(SlackError::Api("file_too_large".into()));
+        }
+        Ok(bytes.to_vec())
+    }
+
     /// Removes one of the bot's messages (a preview the final answer replaces).
     pub async fn delete_message(&self, channel: &str, ts: &str) -> Result<(), SlackError> {
         self.call("chat.delete", &json!({ "channel": channel, "ts": ts })).await.map(|_| ())

@@ -34,6 +34,8 @@ struct Inner {
     next_ts: u64,
     /// Injected failures by method: a Slack error name, or "429:<seconds>".
     failures: HashMap<String, VecDeque<String>>,
+    /// Shared files: id -> bytes.
+    files: HashMap<String, Vec<u8>>,
 }
 
 /// The emulator; it serves until dropped.
@@ -52,7 +54,10 @@ impl SlackEmulator {
             next_ts: 1_700_000_000,
             ..Default::default()
         }));
-        let app = Router::new().route("/api/{method}", post(handle)).with_state(inner.clone());
+        let app = Router::new()
+            .route("/api/{method}", post(handle))
+            .route("/files/{id}", axum::routing::get(file))
+            .with_state(inner.clone());
         let addr = crate::serve_loopback(app).await?;
         Ok(Self { inner, addr })
     }
@@ -76,6 +81,12 @@ impl SlackEmulator {
         self.with(|i| i.posted.clone())
     }
 
+    /// A file someone shares: its `url_private_download`.
+    pub fn add_file(&self, id: &str, bytes: &[u8]) -> String {
+        self.with(|i| i.files.insert(id.to_owned(), bytes.to_vec()));
+        format!("http://{}/files/{id}", self.addr)
+    }
+
     /// Makes the next `count` calls of `method` fail with Slack error `error` (or `429:<secs>`).
     pub fn fail_next(&self, method: &str, count: usize, error: &str) {
         self.with(|i| {
@@ -84,6 +95,18 @@ impl SlackEmulator {
                 q.push_back(error.to_owned());
             }
         });
+    }
+}
+
+async fn file(State(inner): State<Arc<Mutex<Inner>>>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    let i = inner.lock().unwrap_or_else(PoisonError::into_inner);
+    let auth = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    if auth != format!("Bearer {}", i.token) {
+        return StatusCode::FORBIDDEN.into_response();
+    }
+    match i.files.get(&id) {
+        Some(bytes) => bytes.clone().into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
     }
 }
 

@@ -1,7 +1,8 @@
 //! Files sent to the bot become part of the message the agent reads: images as image parts
 //! (up to 5 MB), text files inline (up to 64 KB of UTF-8). Anything else, or anything larger,
-//! is named in the message so the agent can say it cannot read it. Telegram gives bots files
-//! of up to 20 MB at all.
+//! is named in the message so the agent can say it cannot read it. Telegram (`getFile`) and
+//! Slack (`url_private_download`, with the bot token) files are read; Telegram gives bots
+//! files of up to 20 MB at all.
 
 use base64::Engine;
 
@@ -19,12 +20,20 @@ fn is_text(mime: &str) -> bool {
 }
 
 impl Gateway {
+    /// A file's bytes from the channel's platform, at most `limit`.
+    async fn download(&self, channel: &Channel, file: &str, limit: u64) -> Result<Vec<u8>, String> {
+        match channel.platform.as_str() {
+            "telegram" => self.telegram(channel)?.download(file, limit).await.map_err(|e| e.to_string()),
+            "slack" => self.slack(channel)?.download(file, limit).await.map_err(|e| e.to_string()),
+            other => Err(format!("files from {other} are not read yet")),
+        }
+    }
+
     /// The message for `text` with its files, as the agent will read it.
     pub(crate) async fn with_files(&self, channel: &Channel, text: String, files: &[IncomingFile]) -> ChatMessage {
-        if files.is_empty() || channel.platform != "telegram" {
+        if files.is_empty() {
             return ChatMessage::user(text);
         }
-        let Ok(api) = self.telegram(channel) else { return ChatMessage::user(text) };
         let mut parts = Vec::new();
         if !text.is_empty() {
             parts.push(ContentPart::Text { text });
@@ -42,7 +51,7 @@ impl Gateway {
                 parts.push(unreadable("which is too large to read"));
                 continue;
             }
-            match api.download(&file.file_id, limit).await {
+            match self.download(channel, &file.file_id, limit).await {
                 Ok(bytes) if file.mime.starts_with("image/") => {
                     let data = base64::engine::general_purpose::STANDARD.encode(bytes);
                     let url = format!("data:{};base64,{data}", file.mime);
@@ -55,7 +64,7 @@ impl Gateway {
                     Err(_) => parts.push(unreadable("which is not UTF-8 text")),
                 },
                 Err(e) => {
-                    tracing::warn!(error = %e, "cannot download a file from Telegram");
+                    tracing::warn!(error = %e, "cannot download a file from the chat platform");
                     parts.push(unreadable("which I could not download"));
                 }
             }

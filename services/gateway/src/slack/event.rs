@@ -2,12 +2,13 @@
 
 use serde_json::Value;
 
-use crate::incoming::{ButtonPress, ChatKind, Incoming};
+use crate::incoming::{ButtonPress, ChatKind, Incoming, IncomingFile};
 
 /// The message in an `event_callback`, if it is one a person wrote to the bot.
 pub fn parse(envelope: &Value, bot_user: Option<&str>) -> Option<Incoming> {
     let event = envelope.get("event")?;
-    if event.get("bot_id").is_some() || event.get("subtype").is_some() {
+    // Shared files arrive as `file_share`; other subtypes are edits, joins and bot messages.
+    if event.get("bot_id").is_some() || event.get("subtype").is_some_and(|s| s != "file_share") {
         return None;
     }
     let user = event["user"].as_str()?;
@@ -45,8 +46,22 @@ pub fn parse(envelope: &Value, bot_user: Option<&str>) -> Option<Incoming> {
         message_id: None,
         text,
         addressed: true,
-        files: Vec::new(),
+        files: files(event),
     })
+}
+
+fn files(event: &Value) -> Vec<IncomingFile> {
+    let Some(list) = event["files"].as_array() else { return Vec::new() };
+    list.iter()
+        .filter_map(|f| {
+            Some(IncomingFile {
+                file_id: f["url_private_download"].as_str().or_else(|| f["url_private"].as_str())?.to_owned(),
+                name: f["name"].as_str().map(str::to_owned),
+                mime: f["mimetype"].as_str().unwrap_or("application/octet-stream").to_owned(),
+                size: f["size"].as_u64(),
+            })
+        })
+        .collect()
 }
 
 /// A `/hermes ...` slash command as a message (`/hermes new` is the `/new` command).
