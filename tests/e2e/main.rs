@@ -41,6 +41,7 @@ mod sessions_api;
 mod skills;
 mod slack;
 mod telegram;
+mod telegram_features;
 mod tools;
 mod usage;
 mod wecom;
