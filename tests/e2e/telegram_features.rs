@@ -296,3 +296,34 @@ async fn a_group_is_one_conversation_or_one_per_person_as_the_channel_says() {
     pod.stop.cancel();
     env.stop().await;
 }
+
+#[tokio::test]
+async fn an_earlier_conversation_is_listed_and_resumed() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    bind(&env, &tg, "poll", "open", &[]).await;
+    let pod = Pod::start(&env).await;
+    env.llm.push(ScriptedReply::text("Noted: the code word is heron."));
+    tg.user_says(TOKEN, 42, "the code word is heron");
+    sent(&tg, 1).await;
+    tg.user_says(TOKEN, 42, "/new");
+    sent(&tg, 2).await;
+    env.llm.push(ScriptedReply::text("Hello again."));
+    tg.user_says(TOKEN, 42, "something else");
+    sent(&tg, 3).await;
+
+    tg.user_says(TOKEN, 42, "/sessions");
+    let list = sent(&tg, 4).await[3].text.clone();
+    assert!(list.contains("1. something else") && list.contains("← current"), "{list}");
+    assert!(list.contains("2. the code word is heron"), "{list}");
+    tg.user_says(TOKEN, 42, "/resume 2");
+    assert_eq!(sent(&tg, 5).await[4].text, "Back to “the code word is heron”.");
+    env.llm.push(ScriptedReply::text("Heron."));
+    tg.user_says(TOKEN, 42, "what was the code word?");
+    sent(&tg, 6).await;
+    let seen = env.llm.requests().last().unwrap().messages();
+    assert!(seen.iter().any(|m| m["content"] == "the code word is heron"), "the resumed history: {seen:?}");
+    assert!(!seen.iter().any(|m| m["content"] == "something else"));
+    pod.stop.cancel();
+    env.stop().await;
+}

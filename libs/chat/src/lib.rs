@@ -13,12 +13,14 @@ use serde_json::json;
 use hermes_store::{Channel, PairingApproval, Store, StoreError};
 
 /// The chat command menu a bot registers (the gateway's own commands).
-pub const COMMAND_MENU: [(&str, &str); 10] = [
+pub const COMMAND_MENU: [(&str, &str); 12] = [
     ("new", "Start a fresh conversation"),
     ("stop", "Stop what I'm doing"),
     ("retry", "Ask your last message again"),
     ("status", "About this conversation"),
     ("title", "Rename this conversation"),
+    ("sessions", "Your earlier conversations"),
+    ("resume", "Go back to an earlier conversation"),
     ("approve", "Allow the command I asked about (once, session, always)"),
     ("deny", "Refuse the command I asked about"),
     ("whoami", "Show your user and chat ids"),

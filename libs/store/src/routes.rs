@@ -41,6 +41,52 @@ impl Store {
         row.map(|r| Ok((SessionId::from_uuid(r.try_get("id")?), r.try_get("updated_at")?))).transpose()
     }
 
+    /// The chat's earlier conversations (its person's sessions from this platform and agent),
+    /// most recently active first: what `/sessions` lists and `/resume` picks from.
+    pub async fn route_sessions(&self, tenant: TenantId, route: &Route, limit: i64) -> Result<Vec<crate::SessionInfo>> {
+        let ids: Vec<uuid::Uuid> = sqlx::query_scalar(
+            "SELECT id FROM sessions
+             WHERE tenant_id = $1 AND agent_id = $2 AND source = $3 AND user_key = $4
+               AND lineage IS DISTINCT FROM 'subagent'
+             ORDER BY updated_at DESC, id LIMIT $5",
+        )
+        .bind(tenant.as_uuid())
+        .bind(route.agent.as_uuid())
+        .bind(&route.source)
+        .bind(&route.user_key)
+        .bind(limit)
+        .fetch_all(self.pool())
+        .await?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            out.push(self.session_info(tenant, Some(route.agent), SessionId::from_uuid(id)).await?);
+        }
+        Ok(out)
+    }
+
+    /// Makes `session` the chat's current conversation again (`/resume`); it must be one of
+    /// [`Store::route_sessions`].
+    pub async fn resume_route(&self, tenant: TenantId, route: &Route, session: SessionId) -> Result<()> {
+        let done = sqlx::query(
+            "INSERT INTO session_routes (tenant_id, agent_id, route_key, session_id)
+             SELECT $1, $2, $3, id FROM sessions
+             WHERE tenant_id = $1 AND agent_id = $2 AND id = $4 AND source = $5 AND user_key = $6
+             ON CONFLICT (tenant_id, agent_id, route_key) DO UPDATE SET session_id = EXCLUDED.session_id",
+        )
+        .bind(tenant.as_uuid())
+        .bind(route.agent.as_uuid())
+        .bind(crate::messages::without_nul(&route.key))
+        .bind(session.as_uuid())
+        .bind(&route.source)
+        .bind(&route.user_key)
+        .execute(self.pool())
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(crate::StoreError::NotFound);
+        }
+        Ok(())
+    }
+
     /// Ends the chat's current conversation (`/new`): its next message starts a fresh session.
     pub async fn end_route(&self, tenant: TenantId, route: &Route) -> Result<()> {
         sqlx::query("DELETE FROM session_routes WHERE tenant_id = $1 AND agent_id = $2 AND route_key = $3")

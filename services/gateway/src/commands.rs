@@ -1,5 +1,6 @@
 //! Chat commands the gateway answers itself, without the agent: `/help`, `/whoami`, `/new`,
-//! `/stop`, `/retry`, `/status`, `/title`, `/usage`, `/approve`, `/deny`, `/pair`. Other
+//! `/stop`, `/retry`, `/status`, `/title`, `/sessions`, `/resume N`, `/usage`, `/approve`,
+//! `/deny`, `/pair`. Other
 //! `/words` go to the agent (the worker answers `/rollback` and runs `/skill-name`). When a
 //! channel names admins, `/usage` and `/pair` are theirs alone.
 
@@ -10,10 +11,25 @@ use crate::Gateway;
 use crate::incoming::{ChatKind, Incoming};
 use crate::ingest::{IngestError, destination, route_for};
 
-const COMMANDS: [&str; 13] = [
-    "/start", "/help", "/whoami", "/new", "/reset", "/stop", "/retry", "/status", "/title", "/usage", "/approve",
-    "/deny", "/pair",
+const COMMANDS: [&str; 15] = [
+    "/start",
+    "/help",
+    "/whoami",
+    "/new",
+    "/reset",
+    "/stop",
+    "/retry",
+    "/status",
+    "/title",
+    "/usage",
+    "/approve",
+    "/deny",
+    "/pair",
+    "/sessions",
+    "/resume",
 ];
+/// How many earlier conversations `/sessions` lists.
+const LISTED_SESSIONS: i64 = 5;
 
 /// Whether the gateway answers `text` itself.
 pub fn is_command(text: &str) -> bool {
@@ -76,6 +92,35 @@ impl Gateway {
                 self.store.set_session_title(tenant, session, Some(&title)).await.map_err(err)?;
                 format!("Renamed to “{title}”.")
             }
+            "/sessions" => {
+                let list = self.store.route_sessions(tenant, &route, LISTED_SESSIONS).await.map_err(err)?;
+                if list.is_empty() {
+                    return Ok("No conversations yet: just write to me.".into());
+                }
+                let current = self.store.route_state(tenant, &route).await.map_err(err)?.map(|(s, _)| s);
+                let mut text = String::from("Your recent conversations (continue one with /resume N):");
+                for (n, s) in list.iter().enumerate() {
+                    let mark = if Some(s.id) == current { " ← current" } else { "" };
+                    text.push_str(&format!(
+                        "\n{}. {} ({} messages, {}){mark}",
+                        n + 1,
+                        s.title.as_deref().unwrap_or("untitled"),
+                        s.message_count,
+                        s.updated_at.format("%Y-%m-%d %H:%M UTC")
+                    ));
+                }
+                text
+            }
+            "/resume" => {
+                let list = self.store.route_sessions(tenant, &route, LISTED_SESSIONS).await.map_err(err)?;
+                let pick = words.next().and_then(|n| n.parse::<usize>().ok()).and_then(|n| list.get(n.checked_sub(1)?));
+                let Some(pick) = pick else {
+                    return Ok("Use /resume N with a number from /sessions.".into());
+                };
+                self.stop_route(channel, &route).await?;
+                self.store.resume_route(tenant, &route, pick.id).await.map_err(err)?;
+                format!("Back to “{}”.", pick.title.as_deref().unwrap_or("untitled"))
+            }
             "/usage" if !admin => "Only this bot's admins can see usage.".to_owned(),
             "/usage" => {
                 let today = chrono::Utc::now().date_naive();
@@ -91,8 +136,8 @@ impl Gateway {
             }
             _ => format!(
                 "Hi! I'm your team's assistant. Just write to me{}.\n/new starts a fresh conversation, /stop stops my \
-                 current work, /retry asks again, /status shows this conversation, /title renames it, /whoami shows \
-                 your ids.",
+                 current work, /retry asks again, /status shows this conversation, /title renames it, /sessions and \
+                 /resume N go back to an earlier one, /whoami shows your ids.",
                 if msg.kind == ChatKind::Group { " and mention me" } else { "" }
             ),
         })
