@@ -148,14 +148,8 @@ impl Gateway {
         let (busy, _) = self.store.route_busy_turns(channel.tenant_id, route).await.map_err(err)?;
         let mut stopped = 0;
         for turn in busy {
-            let outcome = hermes_core::TurnOutcome::cancelled();
-            if let Some(status) = self.store.request_cancel(channel.tenant_id, turn.id, &outcome).await.map_err(err)? {
+            if self.stop_turn(channel.tenant_id, turn.id).await.map_err(err)? {
                 stopped += 1;
-                if status == hermes_store::TurnStatus::Running
-                    && let Err(e) = self.cache.cancel_bus().publish(turn.id).await
-                {
-                    tracing::warn!(error = %e, "cannot broadcast the stop; the worker's heartbeat sees it");
-                }
             }
         }
         Ok(stopped)

@@ -244,21 +244,31 @@ impl Gateway {
         }
         let mut carried = Vec::new();
         for turn in busy {
-            match self.store.request_cancel(channel.tenant_id, turn.id, &hermes_core::TurnOutcome::cancelled()).await {
-                Ok(Some(status)) => {
-                    if status == hermes_store::TurnStatus::Running
-                        && let Err(e) = self.cache.cancel_bus().publish(turn.id).await
-                    {
-                        tracing::warn!(error = %e, "cannot broadcast the interruption; the worker's heartbeat sees it");
-                    }
-                    if !turn.begun {
-                        carried.push(turn.input);
-                    }
-                }
-                Ok(None) => {}
+            match self.stop_turn(channel.tenant_id, turn.id).await {
+                Ok(true) if !turn.begun => carried.push(turn.input),
+                Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "cannot interrupt the running turn"),
             }
         }
         Ok(Room::Made(carried))
+    }
+
+    /// Stops a turn: a queued or waiting one at once, a running one through its worker (told
+    /// on the cancel channel, or by its heartbeat if that is lost). `false` if it had ended.
+    pub(crate) async fn stop_turn(
+        &self,
+        tenant: hermes_core::TenantId,
+        turn: hermes_core::TurnId,
+    ) -> Result<bool, hermes_store::StoreError> {
+        let Some(status) = self.store.request_cancel(tenant, turn, &hermes_core::TurnOutcome::cancelled()).await?
+        else {
+            return Ok(false);
+        };
+        if status == hermes_store::TurnStatus::Running
+            && let Err(e) = self.cache.cancel_bus().publish(turn).await
+        {
+            tracing::warn!(error = %e, "cannot broadcast the stop; the worker's heartbeat sees it");
+        }
+        Ok(true)
     }
 }

@@ -126,6 +126,42 @@ impl Gateway {
         Ok(TelegramApi::new(self.http.clone(), &channel.api_base, token))
     }
 
+    /// Sends a reply's parts in order, skipping those a previous attempt sent, and records each
+    /// (with its platform id) before the next, so a retry after a crash sends only the rest.
+    pub(crate) async fn send_parts<F, Fut>(
+        &self,
+        item: &OutboxItem,
+        parts: &[String],
+        mut send: F,
+    ) -> Result<(), Failure>
+    where
+        F: FnMut(usize, &str) -> Fut,
+        Fut: std::future::Future<Output = Result<String, Failure>>,
+    {
+        let mut ids = item.message_ids.clone();
+        let done = usize::try_from(item.sent_parts).unwrap_or(0);
+        for (i, part) in parts.iter().enumerate().skip(done) {
+            ids.push(send(i, part).await?);
+            let sent = i32::try_from(i + 1).unwrap_or(i32::MAX);
+            if let Err(e) = self.store.outbox_part_sent(item.id, sent, &ids).await {
+                // The part is out but unrecorded: stop here rather than risk more doubles.
+                return Err(Failure::Passing(format!("cannot record a sent part: {e}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes a streamed preview of this answer over (it stops now; the caller removes it once
+    /// the answer is out): its chat and message.
+    pub(crate) async fn take_preview(&self, item: &OutboxItem) -> Result<Option<(String, String)>, Failure> {
+        match (item.payload["kind"].as_str(), item.turn_id) {
+            (Some("answer"), Some(turn)) => {
+                self.store.stream_finalize(item.tenant_id, turn).await.map_err(|e| Failure::Passing(e.to_string()))
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// The Web API of a Slack channel.
     pub fn slack(&self, channel: &Channel) -> Result<hermes_chat::slack::SlackApi, String> {
         let creds = channel.credentials(self.secrets.as_ref()).map_err(|e| e.to_string())?;

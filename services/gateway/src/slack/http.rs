@@ -22,6 +22,17 @@ fn refuse(status: StatusCode, why: &str) -> Answer {
     (status, Json(json!({ "ok": false, "error": why })))
 }
 
+/// The answer to Slack once a message or press was taken in (or not: Slack sends it again).
+fn taken(result: Result<(), crate::ingest::IngestError>, what: &str) -> Answer {
+    match result {
+        Ok(()) => (StatusCode::OK, Json(json!({ "ok": true }))),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot take a Slack {what} in");
+            refuse(StatusCode::INTERNAL_SERVER_ERROR, "try again")
+        }
+    }
+}
+
 /// The channel, if the request is Slack's for it.
 async fn verified(gw: &Gateway, id: &str, headers: &HeaderMap, body: &[u8]) -> Result<Channel, Answer> {
     let id = uuid::Uuid::parse_str(id).map_err(|_| refuse(StatusCode::NOT_FOUND, "no such channel"))?;
@@ -63,13 +74,7 @@ pub async fn events(State(gw): State<Arc<Gateway>>, Path(id): Path<String>, head
     let Some(msg) = super::event::parse(&envelope, channel.bot_username.as_deref()) else {
         return (StatusCode::OK, Json(json!({ "ok": true })));
     };
-    match gw.take_in(&channel, msg, &envelope).await {
-        Ok(()) => (StatusCode::OK, Json(json!({ "ok": true }))),
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot take a Slack event in; Slack will send it again");
-            refuse(StatusCode::INTERNAL_SERVER_ERROR, "try again")
-        }
-    }
+    taken(gw.take_in(&channel, msg, &envelope).await, "event")
 }
 
 pub async fn interactive(
@@ -90,13 +95,7 @@ pub async fn interactive(
     let Some(press) = super::event::parse_press(&payload) else {
         return (StatusCode::OK, Json(json!({ "ok": true })));
     };
-    match gw.press(&channel, press, &payload).await {
-        Ok(()) => (StatusCode::OK, Json(json!({ "ok": true }))),
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot take a Slack button press in");
-            refuse(StatusCode::INTERNAL_SERVER_ERROR, "try again")
-        }
-    }
+    taken(gw.press(&channel, press, &payload).await, "button press")
 }
 
 /// The `/hermes` slash command: `/hermes <question>` asks the agent in that conversation and

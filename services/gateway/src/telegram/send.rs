@@ -15,18 +15,11 @@ impl Gateway {
         let parts = hermes_chat::split::split(&text, MAX_MESSAGE_UTF16);
         let dest = &item.destination;
         let chat = dest["chat_id"].as_str().unwrap_or_default();
-        // A streamed preview stops now and goes once the answer is out.
-        let preview = match (item.payload["kind"].as_str(), item.turn_id) {
-            (Some("answer"), Some(turn)) => {
-                self.store.stream_finalize(item.tenant_id, turn).await.map_err(|e| Failure::Passing(e.to_string()))?
-            }
-            _ => None,
-        };
-        let mut ids = item.message_ids.clone();
-        let done = usize::try_from(item.sent_parts).unwrap_or(0);
+        let preview = self.take_preview(item).await?;
         // Answers are Markdown: sent as Telegram HTML, or as plain text if Telegram refuses it.
         let rich = item.payload["kind"] != "interaction";
-        for (i, part) in parts.iter().enumerate().skip(done) {
+        let last = parts.len().saturating_sub(1);
+        self.send_parts(item, &parts, |i, part| {
             let mut params = if rich {
                 json!({ "chat_id": chat, "text": hermes_chat::markdown::telegram_html(part), "parse_mode": "HTML" })
             } else {
@@ -40,7 +33,7 @@ impl Gateway {
             {
                 params["reply_parameters"] = json!({ "message_id": reply_to, "allow_sending_without_reply": true });
             }
-            if i + 1 == parts.len() && !buttons.is_empty() {
+            if i == last && !buttons.is_empty() {
                 let keyboard: Vec<Vec<Value>> = buttons
                     .iter()
                     .map(|row| {
@@ -49,24 +42,23 @@ impl Gateway {
                     .collect();
                 params["reply_markup"] = json!({ "inline_keyboard": keyboard });
             }
-            let id = match api.send_message(&params).await {
-                Err(e) if e.is_bad_markup() => {
-                    tracing::info!(error = %e, "Telegram refused the formatting; sending plain text");
-                    params["text"] = json!(part);
-                    if let Some(obj) = params.as_object_mut() {
-                        obj.remove("parse_mode");
+            let (api, plain) = (&api, part.to_owned());
+            async move {
+                let id = match api.send_message(&params).await {
+                    Err(e) if e.is_bad_markup() => {
+                        tracing::info!(error = %e, "Telegram refused the formatting; sending plain text");
+                        params["text"] = json!(plain);
+                        if let Some(obj) = params.as_object_mut() {
+                            obj.remove("parse_mode");
+                        }
+                        api.send_message(&params).await.map_err(Failure::from)?
                     }
-                    api.send_message(&params).await.map_err(Failure::from)?
-                }
-                sent => sent.map_err(Failure::from)?,
-            };
-            ids.push(id.to_string());
-            let sent = i32::try_from(i + 1).unwrap_or(i32::MAX);
-            if let Err(e) = self.store.outbox_part_sent(item.id, sent, &ids).await {
-                // The part is out but unrecorded: stop here rather than risk more doubles.
-                return Err(Failure::Passing(format!("cannot record a sent part: {e}")));
+                    sent => sent.map_err(Failure::from)?,
+                };
+                Ok(id.to_string())
             }
-        }
+        })
+        .await?;
         if let Some((chat, id)) = preview {
             crate::stream::PreviewApi::Telegram(api).delete(&chat, &id).await;
         }

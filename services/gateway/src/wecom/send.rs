@@ -14,17 +14,12 @@ impl Gateway {
         let (text, _) = render(&item.payload);
         let parts = hermes_chat::split::split(&text, MAX_MESSAGE_CHARS);
         let to = item.destination["chat_id"].as_str().unwrap_or_default();
-        let mut ids = item.message_ids.clone();
-        let done = usize::try_from(item.sent_parts).unwrap_or(0);
-        for (i, part) in parts.iter().enumerate().skip(done) {
-            let id = api.send_text(to, part).await.map_err(Failure::from)?;
-            ids.push(id);
-            let sent = i32::try_from(i + 1).unwrap_or(i32::MAX);
-            if let Err(e) = self.store.outbox_part_sent(item.id, sent, &ids).await {
-                return Err(Failure::Passing(format!("cannot record a sent part: {e}")));
-            }
-        }
-        Ok(())
+        let api = &api;
+        self.send_parts(item, &parts, |_, part| {
+            let part = part.to_owned();
+            async move { api.send_text(to, &part).await.map_err(Failure::from) }
+        })
+        .await
     }
 
     /// The message API of a WeCom channel; one client per channel, so its token is reused.
