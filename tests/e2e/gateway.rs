@@ -50,7 +50,7 @@ async fn a_chat_message_is_taken_in_once_and_its_answer_is_queued_for_delivery_o
 
     let mut claimed = Vec::new();
     for _ in 0..200 {
-        claimed = env.store.claim_outbox(10, Duration::from_secs(30)).await.unwrap();
+        claimed = env.store.claim_outbox(10, Duration::from_secs(30), None).await.unwrap();
         if !claimed.is_empty() {
             break;
         }
@@ -64,7 +64,7 @@ async fn a_chat_message_is_taken_in_once_and_its_answer_is_queued_for_delivery_o
     let seen = env.llm.requests()[0].messages();
     assert_eq!(seen.last().unwrap()["content"], "hi\nand the rest", "the model saw both parts as one message");
     // Claimed: another pod does not get it while the lease runs.
-    assert!(env.store.claim_outbox(10, Duration::from_secs(30)).await.unwrap().is_empty());
+    assert!(env.store.claim_outbox(10, Duration::from_secs(30), None).await.unwrap().is_empty());
     env.store.outbox_part_sent(item.id, 1, &["555".to_owned()]).await.unwrap();
     env.store.outbox_sent(item.id).await.unwrap();
     let (status, ids): (String, String) =

@@ -2,11 +2,13 @@
 //! splitting long replies to a platform's limit, the gateway's command menu, and telling a
 //! paired person they are in.
 
+pub mod binding;
 pub mod markdown;
 pub mod slack;
 pub mod split;
 pub mod telegram;
 pub mod wecom;
+pub mod wecom_bot;
 
 use serde_json::json;
 

@@ -94,6 +94,13 @@ impl SlackApi {
         }
     }
 
+    /// A Socket Mode address to connect to (called with the app-level token, once per
+    /// connection).
+    pub async fn open_socket(&self) -> Result<String, SlackError> {
+        let opened = self.call("apps.connections.open", &json!({})).await?;
+        opened["url"].as_str().map(str::to_owned).ok_or_else(|| SlackError::Api("no_socket_url".into()))
+    }
+
     /// The bot's user id (how messages mention it) and its team.
     pub async fn auth_test(&self) -> Result<(String, String), SlackError> {
         let me = self.call("auth.test", &json!({})).await?;

@@ -40,7 +40,7 @@ pub struct WecomCrypt {
 }
 
 /// Base64 that accepts the non-zero trailing bits every real EncodingAESKey has.
-fn lenient() -> GeneralPurpose {
+pub(crate) fn lenient() -> GeneralPurpose {
     GeneralPurpose::new(
         &base64::alphabet::STANDARD,
         GeneralPurposeConfig::new()

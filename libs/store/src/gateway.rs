@@ -309,12 +309,18 @@ impl Store {
 
     /// Claims up to `limit` due replies for `lease` (oldest first; `SKIP LOCKED`, so any number
     /// of gateway pods share the work). A claim that is not settled in time is due again.
-    pub async fn claim_outbox(&self, limit: i64, lease: Duration) -> Result<Vec<OutboxItem>> {
+    /// Replies to bots reached through a socket go only through the pod holding it: those are
+    /// claimed with `only` set to their channel, and never without.
+    pub async fn claim_outbox(&self, limit: i64, lease: Duration, only: Option<uuid::Uuid>) -> Result<Vec<OutboxItem>> {
         let rows = sqlx::query(
             "UPDATE outbox o SET lease_until = now() + make_interval(secs => $2), attempts = o.attempts + 1
              FROM (SELECT id FROM outbox
                    WHERE status = 'pending' AND next_attempt_at <= now()
                      AND (lease_until IS NULL OR lease_until < now())
+                     AND CASE WHEN $3::uuid IS NULL
+                              THEN NOT EXISTS (SELECT 1 FROM channels c
+                                               WHERE c.id = outbox.channel_id AND c.mode = 'websocket')
+                              ELSE channel_id = $3 END
                    ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
              WHERE o.id = due.id
              RETURNING o.id, o.tenant_id, o.channel_id, o.turn_id, o.destination, o.payload, o.attempts,
@@ -322,6 +328,7 @@ impl Store {
         )
         .bind(limit)
         .bind(lease.as_secs_f64())
+        .bind(only)
         .fetch_all(self.pool())
         .await?;
         rows.iter()

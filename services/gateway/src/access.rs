@@ -94,6 +94,7 @@ mod tests {
             text: "hi".into(),
             addressed,
             files: Vec::new(),
+            reply_token: None,
         }
     }
 

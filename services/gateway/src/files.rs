@@ -1,8 +1,9 @@
 //! Files sent to the bot become part of the message the agent reads: images as image parts
 //! (up to 5 MB), text files inline (up to 64 KB of UTF-8). Anything else, or anything larger,
 //! is named in the message so the agent can say it cannot read it. Telegram (`getFile`) and
-//! Slack (`url_private_download`, with the bot token) files are read; Telegram gives bots
-//! files of up to 20 MB at all.
+//! Slack (`url_private_download`, with the bot token) files are read, and a WeCom AI bot's
+//! media, decrypted with the key that came with it; Telegram gives bots files of up to 20 MB
+//! at all.
 
 use base64::Engine;
 
@@ -19,12 +20,50 @@ fn is_text(mime: &str) -> bool {
     mime.starts_with("text/") || matches!(mime, "application/json" | "application/xml" | "application/x-yaml")
 }
 
+/// An image's type from its first bytes (a platform that does not say, or says wrong).
+fn sniff_image(bytes: &[u8]) -> Option<&'static str> {
+    match bytes {
+        [0x89, b'P', b'N', b'G', ..] => Some("image/png"),
+        [0xFF, 0xD8, 0xFF, ..] => Some("image/jpeg"),
+        [b'G', b'I', b'F', b'8', ..] => Some("image/gif"),
+        [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => Some("image/webp"),
+        _ => None,
+    }
+}
+
 impl Gateway {
+    /// A plain download of at most `limit` bytes.
+    async fn fetch_limited(&self, url: &str, limit: u64) -> Result<Vec<u8>, String> {
+        let mut resp = self
+            .http
+            .get(url)
+            .timeout(std::time::Duration::from_secs(60))
+            .send()
+            .await
+            .and_then(reqwest::Response::error_for_status)
+            .map_err(|e| e.without_url().to_string())?;
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(|e| e.without_url().to_string())? {
+            body.extend_from_slice(&chunk);
+            if u64::try_from(body.len()).unwrap_or(u64::MAX) > limit {
+                return Err("the file is too large".into());
+            }
+        }
+        Ok(body)
+    }
+
     /// A file's bytes from the channel's platform, at most `limit`.
-    async fn download(&self, channel: &Channel, file: &str, limit: u64) -> Result<Vec<u8>, String> {
+    async fn download(&self, channel: &Channel, file: &IncomingFile, limit: u64) -> Result<Vec<u8>, String> {
+        let id = file.file_id.as_str();
         match channel.platform.as_str() {
-            "telegram" => self.telegram(channel)?.download(file, limit).await.map_err(|e| e.to_string()),
-            "slack" => self.slack(channel)?.download(file, limit).await.map_err(|e| e.to_string()),
+            "telegram" => self.telegram(channel)?.download(id, limit).await.map_err(|e| e.to_string()),
+            "slack" => self.slack(channel)?.download(id, limit).await.map_err(|e| e.to_string()),
+            "wecom" if channel.mode == "websocket" => {
+                let key = file.key.as_deref().ok_or("the file came without its key")?;
+                // The encrypted file is up to 32 bytes longer than the file.
+                let sealed = self.fetch_limited(id, limit + 32).await?;
+                hermes_chat::wecom_bot::decrypt_media(key, sealed).map_err(|e| e.to_string())
+            }
             other => Err(format!("files from {other} are not read yet")),
         }
     }
@@ -51,10 +90,11 @@ impl Gateway {
                 parts.push(unreadable("which is too large to read"));
                 continue;
             }
-            match self.download(channel, &file.file_id, limit).await {
+            match self.download(channel, file, limit).await {
                 Ok(bytes) if file.mime.starts_with("image/") => {
+                    let mime = sniff_image(&bytes).unwrap_or(&file.mime);
                     let data = base64::engine::general_purpose::STANDARD.encode(bytes);
-                    let url = format!("data:{};base64,{data}", file.mime);
+                    let url = format!("data:{mime};base64,{data}");
                     parts.push(ContentPart::ImageUrl {
                         image_url: hermes_core::message::ImageUrl { url, detail: None },
                     });

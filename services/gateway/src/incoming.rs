@@ -25,6 +25,8 @@ pub struct Incoming {
     pub addressed: bool,
     /// Files that came with the message (fetched when the message becomes a turn).
     pub files: Vec<IncomingFile>,
+    /// What the platform needs to answer this very message (a WeCom AI bot's `req_id`).
+    pub reply_token: Option<String>,
 }
 
 /// A file someone sent the bot.
@@ -36,6 +38,8 @@ pub struct IncomingFile {
     pub mime: String,
     /// Its size as the platform reports it (checked before downloading).
     pub size: Option<u64>,
+    /// The key the platform encrypted it with (WeCom AI bots).
+    pub key: Option<String>,
 }
 
 /// A person pressed one of the bot's buttons (an approval, a clarify choice).
@@ -70,6 +74,7 @@ impl ButtonPress {
             text: String::new(),
             addressed: true,
             files: Vec::new(),
+            reply_token: None,
         }
     }
 }

@@ -63,7 +63,7 @@ pub fn route_for(channel: &Channel, msg: &Incoming) -> Route {
 /// Where replies to `msg` go.
 pub fn destination(channel: &Channel, msg: &Incoming) -> Value {
     json!({ "platform": channel.platform, "channel_id": channel.id, "chat_id": msg.chat_id,
-            "thread": msg.thread, "reply_to": msg.message_id })
+            "thread": msg.thread, "reply_to": msg.message_id, "reply_token": msg.reply_token })
 }
 
 impl Gateway {

@@ -1,7 +1,9 @@
 //! The `gateway` role: chat platforms in and out. Telegram bots arrive by webhook
-//! (`POST /telegram/{channel}`) or by long-poll (one pod per bot, leased in Redis), Slack apps
-//! by the Events API (`POST /slack/{channel}/events`, `/interactive`), WeCom apps by their
-//! encrypted callback (`/wecom/{channel}`); each
+//! (`POST /telegram/{channel}`) or by long-poll, Slack apps by the Events API
+//! (`POST /slack/{channel}/events`, `/interactive`) or Socket Mode, WeCom apps by their
+//! encrypted callback (`/wecom/{channel}`) and WeCom AI bots by their long connection; a bot
+//! that is polled or reached through a socket is served by one pod at a time
+//! ([`leased`]); each
 //! message is authorised, stored with the turn it starts and signalled to the workers; the
 //! turn's answer comes back through the outbox, which any gateway pod delivers.
 
@@ -11,6 +13,7 @@ pub mod files;
 pub mod incoming;
 pub mod ingest;
 pub mod interact;
+pub mod leased;
 pub mod outbox;
 pub mod pairing;
 pub mod slack;
@@ -57,6 +60,8 @@ pub struct Gateway {
     pub events: Option<hermes_queue::EventHub>,
     /// WeCom API clients by channel (each caches its access token).
     pub wecom_clients: std::sync::Mutex<std::collections::HashMap<uuid::Uuid, hermes_chat::wecom::WecomApi>>,
+    /// The WeCom AI-bot sockets this pod holds, by channel.
+    pub bot_links: std::sync::Mutex<std::collections::HashMap<uuid::Uuid, wecom::socket::BotLink>>,
 }
 
 impl Gateway {
@@ -74,6 +79,7 @@ impl Gateway {
             http,
             owner: format!("gateway-{}", uuid::Uuid::now_v7().simple()),
             wecom_clients: Default::default(),
+            bot_links: Default::default(),
             events: None,
         })
     }
@@ -103,6 +109,8 @@ pub async fn run(ctx: GatewayContext, shutdown: CancellationToken) -> std::io::R
     let gw = Arc::new(gw);
     let tasks = [
         tokio::spawn(telegram::poller::run(gw.clone(), shutdown.clone())),
+        tokio::spawn(slack::socket::run(gw.clone(), shutdown.clone())),
+        tokio::spawn(wecom::socket::run(gw.clone(), shutdown.clone())),
         tokio::spawn(outbox::run(gw.clone(), shutdown.clone())),
     ];
     let app = router(gw)

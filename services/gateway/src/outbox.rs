@@ -44,11 +44,17 @@ fn answer_text(payload: &Value) -> String {
 
 /// Sends claimed replies until `shutdown`.
 pub async fn run(gw: Arc<Gateway>, shutdown: CancellationToken) {
+    deliver_claimed(&gw, &shutdown, None).await;
+}
+
+/// Sends claimed replies (all of them, or only those of the socket channel `only` this pod
+/// holds) until `shutdown`.
+pub async fn deliver_claimed(gw: &Gateway, shutdown: &CancellationToken, only: Option<uuid::Uuid>) {
     let cfg = &gw.config.gateway;
     let idle = Duration::from_millis(cfg.outbox_poll_millis.max(20));
     let lease = Duration::from_secs(cfg.outbox_lease_seconds.max(5));
     loop {
-        let claimed = match gw.store.claim_outbox(16, lease).await {
+        let claimed = match gw.store.claim_outbox(16, lease, only).await {
             Ok(items) => items,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the outbox");
@@ -95,6 +101,7 @@ impl Gateway {
         let result = match channel.platform.as_str() {
             "telegram" => self.deliver_telegram(&channel, &item).await,
             "slack" => self.deliver_slack(&channel, &item).await,
+            "wecom" if channel.mode == "websocket" => self.deliver_wecom_bot(&channel, &item).await,
             "wecom" => self.deliver_wecom(&channel, &item).await,
             other => Err(Failure::Permanent(format!("no adapter for {other}"))),
         };

@@ -1,13 +1,12 @@
-//! `hermesctl channel ...`: bind an agent to a chat bot. Creating a Telegram channel checks the
-//! token with Telegram (`getMe`, which also gives the bot's name) and points the bot at us:
-//! `setWebhook` with a fresh secret for webhook mode, `deleteWebhook` for long-poll mode.
+//! `hermesctl channel ...`: bind an agent to a chat bot. Creating one checks the credentials
+//! with the platform and points a Telegram bot at us ([`hermes_chat::binding`], shared with
+//! the admin API).
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use hermes_chat::slack::SlackApi;
-use hermes_chat::telegram::TelegramApi;
+use hermes_chat::binding::{self, BindRequest};
 use hermes_config::HermesConfig;
 use hermes_store::{ChannelAccess, NewChannel, PairingApproval, SecretBox, Store, StoreError};
 
@@ -103,12 +102,22 @@ pub struct CreateChannel {
     secret_env: Option<String>,
     #[arg(long)]
     aes_key: Option<String>,
+    /// Slack Socket Mode: the app-level token (xapp-…, or --app-token-env).
+    #[arg(long)]
+    app_token: Option<String>,
+    #[arg(long)]
+    app_token_env: Option<String>,
+    /// WeCom AI bot (--mode websocket): its BotID; its secret goes in --secret.
+    #[arg(long)]
+    bot_id: Option<String>,
     /// Slack: the app's signing secret (or --signing-secret-env).
     #[arg(long)]
     signing_secret: Option<String>,
     #[arg(long)]
     signing_secret_env: Option<String>,
-    /// How updates arrive: Telegram poll (the default) or webhook; Slack webhook (Events API).
+    /// How updates arrive: Telegram poll (the default) or webhook; Slack webhook (Events API,
+    /// the default) or socket (Socket Mode); WeCom webhook (an app's callback, the default) or
+    /// websocket (an AI bot's long connection).
     #[arg(long)]
     mode: Option<String>,
     /// The platform API host (a self-hosted Bot API server, a test emulator).
@@ -247,61 +256,32 @@ async fn create(json_mode: bool, config: &HermesConfig, store: &Store, c: Create
         Err(StoreError::NotFound) => bail!("tenant {:?} has no agent named {:?}", c.tenant, c.agent),
         Err(e) => return Err(e.into()),
     };
-    let token = given(&c.token, &c.token_env, "bot token (--token-env VAR or --token)")?;
-    let http = reqwest::Client::builder().build()?;
-    let mode = c.mode.clone().unwrap_or_else(|| if c.platform == "telegram" { "poll" } else { "webhook" }.into());
-    let (api_base, credentials, identity, username) = match c.platform.as_str() {
-        "telegram" => {
-            if !matches!(mode.as_str(), "poll" | "webhook") {
-                bail!("a Telegram channel's --mode is poll or webhook");
-            }
-            let base = c.api_base.clone().unwrap_or_else(|| "https://api.telegram.org".into());
-            let api = TelegramApi::new(http.clone(), &base, &token);
-            let name = api.get_me().await.context("Telegram refused the bot token (getMe)")?;
-            let identity = token.split(':').next().unwrap_or_default().to_owned();
-            (base, json!({ "token": token }), identity, name)
-        }
-        "slack" => {
-            if mode != "webhook" {
-                bail!(
-                    "a Slack channel receives through the Events API: --mode webhook (Socket Mode is not available yet)"
-                );
-            }
-            let secret = given(&c.signing_secret, &c.signing_secret_env, "signing secret (--signing-secret-env VAR)")?;
-            let base = c.api_base.clone().unwrap_or_else(|| "https://slack.com/api".into());
-            let api = SlackApi::new(http.clone(), &base, &token);
-            let (bot_user, team) = api.auth_test().await.context("Slack refused the bot token (auth.test)")?;
-            (base, json!({ "token": token, "signing_secret": secret }), format!("{team}:{bot_user}"), bot_user)
-        }
-        "wecom" => {
-            if mode != "webhook" {
-                bail!(
-                    "a WeCom channel receives through its callback: --mode webhook (the AI-bot socket is not available yet)"
-                );
-            }
-            let corp = c.corp_id.clone().context("give --corp-id")?;
-            let agent_id = c.agent_id.context("give --agent-id (the app's AgentId)")?;
-            let secret = given(&c.secret, &c.secret_env, "app secret (--secret-env VAR)")?;
-            let aes_key = c.aes_key.clone().context("give --aes-key (the callback's EncodingAESKey)")?;
-            hermes_chat::wecom::WecomCrypt::new(&token, &aes_key, &corp)
-                .map_err(|e| anyhow::anyhow!("the callback keys are not usable: {e}"))?;
-            let base = c.api_base.clone().unwrap_or_else(|| "https://qyapi.weixin.qq.com".into());
-            let api = hermes_chat::wecom::WecomApi::new(http.clone(), &base, &corp, &secret, agent_id);
-            api.check().await.context("WeCom refused the company id or secret (gettoken)")?;
-            let credentials = json!({ "corp_id": corp, "agent_id": agent_id, "secret": secret, "token": token,
-                                      "aes_key": aes_key });
-            (base, credentials, format!("{corp}:{agent_id}"), agent_id.to_string())
-        }
-        other => bail!("platform {other:?} is not available (telegram, slack and wecom are)"),
+    let optional = |value: &Option<String>, env: &Option<String>, what: &str| -> anyhow::Result<Option<String>> {
+        Ok(if value.is_some() || env.is_some() { Some(given(value, env, what)?) } else { None })
     };
+    let request = BindRequest {
+        platform: c.platform.clone(),
+        mode: c.mode.clone(),
+        token: optional(&c.token, &c.token_env, "bot token")?,
+        signing_secret: optional(&c.signing_secret, &c.signing_secret_env, "signing secret")?,
+        app_token: optional(&c.app_token, &c.app_token_env, "app-level token")?,
+        corp_id: c.corp_id.clone(),
+        agent_id: c.agent_id,
+        secret: optional(&c.secret, &c.secret_env, "secret")?,
+        aes_key: c.aes_key.clone(),
+        bot_id: c.bot_id.clone(),
+        api_base: c.api_base.clone(),
+    };
+    let http = reqwest::Client::builder().build()?;
+    let prepared = binding::prepare(&http, &request).await?;
     let secrets = SecretBox::from_config(config.secrets.master_key.as_deref())?;
     let new = NewChannel {
         agent_id: agent.id,
-        platform: c.platform.clone(),
-        mode: mode.clone(),
-        api_base: api_base.clone(),
-        credentials,
-        bot_identity: identity,
+        platform: prepared.platform.clone(),
+        mode: prepared.mode.clone(),
+        api_base: prepared.api_base.clone(),
+        credentials: prepared.credentials.clone(),
+        bot_identity: prepared.identity.clone(),
         dm_policy: c.dm_policy,
         group_policy: c.group_policy,
         allow_users: c.allow,
@@ -309,35 +289,18 @@ async fn create(json_mode: bool, config: &HermesConfig, store: &Store, c: Create
         admins: c.admins,
     };
     let mut channel = store.create_channel(t.id, new, secrets.as_ref()).await?;
+    let username = prepared.username.clone();
     store.set_bot_username(t.id, channel.id, &username).await?;
     channel.bot_username = Some(username.clone());
-    let public = c.public_url.as_deref().map(|p| p.trim_end_matches('/').to_owned());
-    let mut hint = String::new();
-    if c.platform == "telegram" {
-        let api = TelegramApi::new(http, &api_base, &token);
-        if mode == "webhook" {
-            let Some(public) = &public else {
+    let hint =
+        match binding::activate(&http, &prepared, channel.id, &channel.webhook_secret, c.public_url.as_deref()).await {
+            Ok(hint) if hint.is_empty() => hint,
+            Ok(hint) => format!("\n{hint}"),
+            Err(e) => {
                 store.delete_channel(t.id, channel.id).await?;
-                bail!("webhook mode needs --public-url (where Telegram can reach the gateway)");
-            };
-            let url = format!("{public}/telegram/{}", channel.id);
-            api.set_webhook(&url, &channel.webhook_secret).await.context("Telegram refused the webhook")?;
-        } else {
-            api.delete_webhook().await.context("cannot switch the bot to long-poll")?;
-        }
-        api.set_commands(&hermes_chat::COMMAND_MENU).await.context("cannot register the command menu")?;
-    } else if c.platform == "wecom" {
-        let base = public.unwrap_or_else(|| "https://<gateway host>".into());
-        hint = format!("\nIn the WeCom app's API receiving settings, set the URL to {base}/wecom/{}.", channel.id);
-    } else {
-        let base = public.unwrap_or_else(|| "https://<gateway host>".into());
-        hint = format!(
-            "\nIn the Slack app's settings, set the Event Subscriptions request URL to {base}/slack/{id}/events \
-             (events: app_mention, message.im), the Interactivity request URL to {base}/slack/{id}/interactive \
-             and a /hermes slash command to {base}/slack/{id}/commands.",
-            id = channel.id
-        );
-    }
+                return Err(e.into());
+            }
+        };
     print(
         json_mode,
         json!(channel),

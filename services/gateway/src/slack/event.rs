@@ -47,6 +47,7 @@ pub fn parse(envelope: &Value, bot_user: Option<&str>) -> Option<Incoming> {
         text,
         addressed: true,
         files: files(event),
+        reply_token: None,
     })
 }
 
@@ -59,6 +60,7 @@ fn files(event: &Value) -> Vec<IncomingFile> {
                 name: f["name"].as_str().map(str::to_owned),
                 mime: f["mimetype"].as_str().unwrap_or("application/octet-stream").to_owned(),
                 size: f["size"].as_u64(),
+                key: None,
             })
         })
         .collect()
@@ -81,6 +83,7 @@ pub fn parse_command(form: &std::collections::HashMap<String, String>) -> Option
         text: if text.is_empty() { "/help".into() } else { text },
         addressed: true,
         files: Vec::new(),
+        reply_token: None,
     })
 }
 

@@ -1,89 +1,22 @@
-//! Telegram long-poll, one pod per bot: a pod polls a bot only while it holds the bot's lease
-//! in Redis (renewed every third of `gateway.lease_seconds`); when it dies, another pod takes
-//! the bot over once the lease lapses. Each update is taken in (stored with its turn, unique
+//! Telegram long-poll, one pod per bot (see [`crate::leased`]). Each update is taken in (stored with its turn, unique
 //! per update id) before the offset moves past it, so a takeover re-reads at most the last
 //! batch and the duplicates are recognised.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use hermes_store::Channel;
 
 use crate::Gateway;
 
-/// Starts and stops pollers as bots are bound, and takes over bots whose pod went away.
+/// Polls every long-poll bot this pod holds the lease of, until `shutdown`.
 pub async fn run(gw: Arc<Gateway>, shutdown: CancellationToken) {
-    let every = Duration::from_secs(gw.config.gateway.rebalance_seconds.max(1));
-    let mut running: HashMap<uuid::Uuid, JoinHandle<()>> = HashMap::new();
-    loop {
-        running.retain(|_, task| !task.is_finished());
-        match gw.store.gateway_channels("telegram", "poll").await {
-            Ok(channels) => {
-                for channel in channels {
-                    if running.contains_key(&channel.id) {
-                        continue;
-                    }
-                    let lease_name = format!("telegram:{}", channel.id);
-                    let lease = gw.cache.leases().try_acquire(&lease_name, &gw.owner, gw.lease_ttl()).await;
-                    match lease {
-                        Ok(Some(lease)) => {
-                            let (gw, stop) = (gw.clone(), shutdown.clone());
-                            let id = channel.id;
-                            running.insert(id, tokio::spawn(async move { poll(gw, channel, lease, stop).await }));
-                        }
-                        Ok(None) => {}
-                        Err(e) => tracing::warn!(error = %e, "cannot take a bot's lease"),
-                    }
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "cannot list the bots to poll"),
-        }
-        tokio::select! {
-            () = shutdown.cancelled() => break,
-            () = tokio::time::sleep(every) => {}
-        }
-    }
-    for (_, task) in running {
-        let _ = task.await;
-    }
-}
-
-/// Polls one bot while the lease holds.
-async fn poll(gw: Arc<Gateway>, channel: Channel, lease: hermes_cache::Lease, shutdown: CancellationToken) {
-    let leases = gw.cache.leases();
-    let lost = CancellationToken::new();
-    let renewer = {
-        let (leases, lease, lost, ttl) = (leases.clone(), lease.clone(), lost.clone(), gw.lease_ttl());
-        let stop = shutdown.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    () = stop.cancelled() => return,
-                    () = tokio::time::sleep(ttl / 3) => {}
-                }
-                if !matches!(leases.renew(&lease, ttl).await, Ok(true)) {
-                    lost.cancel();
-                    return;
-                }
-            }
-        })
-    };
-    tracing::info!(channel.id = %channel.id, pod = %gw.owner, "polling a Telegram bot");
-    let work = poll_loop(&gw, &channel, &shutdown);
-    tokio::select! {
-        () = work => {}
-        () = lost.cancelled() => tracing::warn!(channel.id = %channel.id, "lost the bot's lease; another pod polls it"),
-    }
-    renewer.abort();
-    if !lost.is_cancelled()
-        && let Err(e) = leases.release(&lease).await
-    {
-        tracing::debug!(error = %e, "cannot give the lease back; it lapses");
-    }
+    crate::leased::run(gw, shutdown, "telegram", "poll", |gw, channel, stop| async move {
+        poll_loop(&gw, &channel, &stop).await;
+    })
+    .await;
 }
 
 async fn poll_loop(gw: &Gateway, channel: &Channel, shutdown: &CancellationToken) {

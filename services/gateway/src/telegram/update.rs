@@ -67,6 +67,7 @@ pub fn parse(update: &Value, bot_username: Option<&str>) -> Option<Incoming> {
         text: without_mention(raw_text, bot.as_deref()),
         addressed: kind == ChatKind::Direct || mentioned || replied_to_bot,
         files,
+        reply_token: None,
     })
 }
 
@@ -80,6 +81,7 @@ fn files(message: &Value) -> Vec<IncomingFile> {
                 name: None,
                 mime: "image/jpeg".into(),
                 size: best["file_size"].as_u64(),
+                key: None,
             })
             .into_iter()
             .collect();
@@ -92,6 +94,7 @@ fn files(message: &Value) -> Vec<IncomingFile> {
             name: doc["file_name"].as_str().map(str::to_owned),
             mime: doc["mime_type"].as_str().unwrap_or("application/octet-stream").to_owned(),
             size: doc["file_size"].as_u64(),
+            key: None,
         })
         .into_iter()
         .collect()

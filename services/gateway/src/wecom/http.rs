@@ -134,6 +134,7 @@ fn parse(xml: &str) -> Option<Incoming> {
         text: xml_field(xml, "Content")?.trim().to_owned(),
         addressed: true,
         files: Vec::new(),
+        reply_token: None,
     })
 }
 
