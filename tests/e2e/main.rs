@@ -40,6 +40,7 @@ mod sessions;
 mod sessions_api;
 mod skills;
 mod slack;
+mod sockets;
 mod telegram;
 mod telegram_features;
 mod tools;

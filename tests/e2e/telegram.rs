@@ -19,7 +19,7 @@ use crate::harness::TestEnv;
 
 pub(crate) const TOKEN: &str = "123456:test-token";
 
-/// One gateway pod: its pollers, its outbox sender and its webhook listener.
+/// One gateway pod: its pollers and sockets, its outbox sender and its webhook listener.
 pub(crate) struct Pod {
     pub gw: Arc<Gateway>,
     pub stop: CancellationToken,
@@ -45,8 +45,7 @@ impl Pod {
         gw.events = Some(ctx.broker.event_hub().await.unwrap());
         let gw = Arc::new(gw);
         let stop = CancellationToken::new();
-        tokio::spawn(hermes_gateway::telegram::poller::run(gw.clone(), stop.clone()));
-        tokio::spawn(hermes_gateway::outbox::run(gw.clone(), stop.clone()));
+        hermes_gateway::spawn_tasks(&gw, &stop);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let app = hermes_gateway::router(gw.clone());

@@ -7,8 +7,10 @@ mod anthropic;
 mod reply;
 mod server;
 pub mod slack;
+pub mod slack_socket;
 pub mod telegram;
 pub mod wecom;
+pub mod wecom_bot;
 
 pub use reply::ScriptedReply;
 pub use server::{RecordedRequest, ScriptedLlm};

@@ -1,6 +1,7 @@
 //! A Slack Web API emulator on loopback (`auth.test`, `chat.postMessage`, `chat.update`) with
 //! Slack's envelope (`{ok: true, ...}` / `{ok: false, error}`), 429s with `Retry-After`, and
-//! failures a test can inject. Tests play Slack's side of the Events API themselves.
+//! failures a test can inject. Tests play Slack's side of the Events API themselves; Socket
+//! Mode is in [`crate::slack_socket`].
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -36,6 +37,9 @@ struct Inner {
     failures: HashMap<String, VecDeque<String>>,
     /// Shared files: id -> bytes.
     files: HashMap<String, Vec<u8>>,
+    /// Socket Mode: the app-level token, and the connections.
+    app_token: String,
+    socket: Arc<crate::slack_socket::SocketHub>,
 }
 
 /// The emulator; it serves until dropped.
@@ -57,6 +61,7 @@ impl SlackEmulator {
         let app = Router::new()
             .route("/api/{method}", post(handle))
             .route("/files/{id}", axum::routing::get(file))
+            .route("/link", axum::routing::get(link))
             .with_state(inner.clone());
         let addr = crate::serve_loopback(app).await?;
         Ok(Self { inner, addr })
@@ -87,6 +92,14 @@ impl SlackEmulator {
         format!("http://{}/files/{id}", self.addr)
     }
 
+    /// Lets the app connect in Socket Mode with `app_token`; the hub plays Slack's side.
+    pub fn socket_mode(&self, app_token: &str) -> Arc<crate::slack_socket::SocketHub> {
+        self.with(|i| {
+            i.app_token = app_token.to_owned();
+            i.socket.clone()
+        })
+    }
+
     /// Makes the next `count` calls of `method` fail with Slack error `error` (or `429:<secs>`).
     pub fn fail_next(&self, method: &str, count: usize, error: &str) {
         self.with(|i| {
@@ -110,6 +123,11 @@ async fn file(State(inner): State<Arc<Mutex<Inner>>>, Path(id): Path<String>, he
     }
 }
 
+async fn link(State(inner): State<Arc<Mutex<Inner>>>, upgrade: axum::extract::WebSocketUpgrade) -> Response {
+    let hub = inner.lock().unwrap_or_else(PoisonError::into_inner).socket.clone();
+    upgrade.on_upgrade(move |socket| hub.serve(socket))
+}
+
 async fn handle(
     State(inner): State<Arc<Mutex<Inner>>>,
     Path(method): Path<String>,
@@ -118,6 +136,13 @@ async fn handle(
 ) -> Response {
     let mut i = inner.lock().unwrap_or_else(PoisonError::into_inner);
     let auth = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    if method == "apps.connections.open" {
+        if i.app_token.is_empty() || auth != format!("Bearer {}", i.app_token) {
+            return Json(json!({ "ok": false, "error": "invalid_auth" })).into_response();
+        }
+        let host = headers.get("host").and_then(|v| v.to_str().ok()).unwrap_or_default();
+        return Json(json!({ "ok": true, "url": format!("ws://{host}/link?ticket=t{}", i.next_ts) })).into_response();
+    }
     if auth != format!("Bearer {}", i.token) {
         return Json(json!({ "ok": false, "error": "invalid_auth" })).into_response();
     }

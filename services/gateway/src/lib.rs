@@ -100,6 +100,16 @@ pub fn router(gw: Arc<Gateway>) -> Router {
         .with_state(gw)
 }
 
+/// The gateway's own work: long-polled bots, kept sockets and the outbox, until `shutdown`.
+pub fn spawn_tasks(gw: &Arc<Gateway>, shutdown: &CancellationToken) -> [tokio::task::JoinHandle<()>; 4] {
+    [
+        tokio::spawn(telegram::poller::run(gw.clone(), shutdown.clone())),
+        tokio::spawn(slack::socket::run(gw.clone(), shutdown.clone())),
+        tokio::spawn(wecom::socket::run(gw.clone(), shutdown.clone())),
+        tokio::spawn(outbox::run(gw.clone(), shutdown.clone())),
+    ]
+}
+
 /// Serves webhooks on `gateway.bind`, polls bots and delivers replies until `shutdown`.
 pub async fn run(ctx: GatewayContext, shutdown: CancellationToken) -> std::io::Result<()> {
     let listener = TcpListener::bind(&ctx.config.gateway.bind).await?;
@@ -107,12 +117,7 @@ pub async fn run(ctx: GatewayContext, shutdown: CancellationToken) -> std::io::R
     let mut gw = Gateway::new(&ctx).map_err(std::io::Error::other)?;
     gw.events = Some(ctx.broker.event_hub().await.map_err(std::io::Error::other)?);
     let gw = Arc::new(gw);
-    let tasks = [
-        tokio::spawn(telegram::poller::run(gw.clone(), shutdown.clone())),
-        tokio::spawn(slack::socket::run(gw.clone(), shutdown.clone())),
-        tokio::spawn(wecom::socket::run(gw.clone(), shutdown.clone())),
-        tokio::spawn(outbox::run(gw.clone(), shutdown.clone())),
-    ];
+    let tasks = spawn_tasks(&gw, &shutdown);
     let app = router(gw)
         .merge(ops_router(ctx.readiness))
         .fallback(|| async { hermes_http::ApiError::not_found("not_found", "no chat platform is bound to this path") })

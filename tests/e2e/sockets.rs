@@ -1,0 +1,201 @@
+//! Bots reached through a socket we keep, end to end against local emulators: a Slack app in
+//! Socket Mode (envelopes acknowledged once stored, redelivered ones taken once, the slash
+//! command, Slack's reconnect request, and another pod taking the app over when the pod
+//! holding it is killed) and a WeCom AI bot on its long connection (subscription, Chinese
+//! answered under the message's `req_id`, a long answer in 4,000-character parts, groups,
+//! encrypted media, reconnecting after the socket drops, and a refused secret).
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use hermes_store::Channel;
+use hermes_testkit::ScriptedReply;
+use hermes_testkit::slack::SlackEmulator;
+use hermes_testkit::wecom_bot::{BotReply, WecomBotEmulator};
+
+use crate::harness::TestEnv;
+use crate::telegram::{Binding, Pod, bind_channel};
+
+async fn until<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    for _ in 0..400 {
+        if let Some(v) = check() {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn dm_event(id: &str, ts: &str, text: &str) -> serde_json::Value {
+    json!({ "type": "event_callback", "team_id": "T0TEST", "event_id": id,
+            "event": { "type": "message", "channel_type": "im", "user": "U1", "channel": "D1", "ts": ts, "text": text } })
+}
+
+#[tokio::test]
+async fn a_slack_app_in_socket_mode_answers_once_and_another_pod_takes_it_over_when_its_pod_is_killed() {
+    let env = TestEnv::start().await;
+    let slack = SlackEmulator::start("xoxb-sock", "UBOT").await.unwrap();
+    let hub = slack.socket_mode("xapp-sock");
+    let binding = Binding {
+        platform: "slack",
+        mode: "socket",
+        api_base: slack.base_url(),
+        credentials: json!({ "token": "xoxb-sock", "app_token": "xapp-sock" }),
+        identity: "T0TEST:UBOT",
+        username: Some("UBOT"),
+        dm_policy: "open",
+        allow: &[],
+    };
+    bind_channel(&env, binding).await;
+    // Pod A is a real gateway process, so it can die without a goodbye.
+    let settings = [
+        ("HERMES__SECRETS__MASTER_KEY", env.config.secrets.master_key.clone().unwrap()),
+        ("HERMES__GATEWAY__BIND", "127.0.0.1:0".to_owned()),
+        ("HERMES__GATEWAY__LEASE_SECONDS", "3".to_owned()),
+        ("HERMES__GATEWAY__REBALANCE_SECONDS", "1".to_owned()),
+        ("HERMES__GATEWAY__OUTBOX_POLL_MILLIS", "50".to_owned()),
+    ];
+    let mut pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &settings);
+    until("pod A's socket", || (hub.connections().1 == 1).then_some(())).await;
+
+    // A message: answered once; the envelope is acknowledged. The same event again (Slack's
+    // retry in a new envelope) is acknowledged and not answered twice.
+    env.llm.push(ScriptedReply::text("Hello over the socket."));
+    let first = hub.push("events_api", dm_event("Ev1", "1700000001.000100", "hi"));
+    until("the answer", || (slack.posted().len() == 1).then_some(())).await;
+    assert_eq!(slack.posted()[0].text, "Hello over the socket.");
+    until("the ack", || hub.ack(&first)).await;
+    let again = hub.push("events_api", dm_event("Ev1", "1700000001.000100", "hi"));
+    until("the second ack", || hub.ack(&again)).await;
+
+    // The slash command is acknowledged with Slack's immediate answer and then runs.
+    let form = json!({ "command": "/hermes", "text": "whoami", "user_id": "U1", "user_name": "ann",
+                       "channel_id": "D1", "channel_name": "directmessage", "trigger_id": "t1" });
+    let command = hub.push("slash_commands", form);
+    let ack = until("the command's ack", || hub.ack(&command)).await;
+    assert_eq!(ack["payload"]["text"], "On it…");
+    until("the command's answer", || (slack.posted().len() == 2).then_some(())).await;
+    assert!(slack.posted()[1].text.contains("U1"), "{:?}", slack.posted()[1].text);
+
+    // Slack asks for a fresh connection: the app reconnects at once.
+    hub.disconnect("refresh_requested");
+    until("a fresh socket", || (hub.connections().0 >= 2 && hub.connections().1 == 1).then_some(())).await;
+
+    // A dies holding the app. What Slack sends meanwhile is not lost: B takes the app over once
+    // the lease lapses and gets it.
+    let pod_b = Pod::start(&env).await;
+    pod_a.kill().unwrap();
+    pod_a.wait().unwrap();
+    env.llm.push(ScriptedReply::text("Still here."));
+    let during = hub.push("events_api", dm_event("Ev2", "1700000002.000100", "are you there?"));
+    until("pod B's answer", || (slack.posted().len() == 3).then_some(())).await;
+    assert_eq!(slack.posted()[2].text, "Still here.");
+    until("B's ack", || hub.ack(&during)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(slack.posted().len(), 3, "each message answered exactly once");
+    assert_eq!(env.count("SELECT count(*) FROM turns").await, 2);
+    pod_b.stop.cancel();
+    env.stop().await;
+}
+
+async fn bind_bot(env: &TestEnv, bot: &WecomBotEmulator, secret: &str) -> Channel {
+    let binding = Binding {
+        platform: "wecom",
+        mode: "websocket",
+        api_base: bot.url(),
+        credentials: json!({ "bot_id": "aib-1", "secret": secret }),
+        identity: "aibot:aib-1",
+        username: Some("aib-1"),
+        dm_policy: "open",
+        allow: &[],
+    };
+    bind_channel(env, binding).await
+}
+
+async fn replies(bot: &WecomBotEmulator, n: usize) -> Vec<BotReply> {
+    until(&format!("{n} replies"), || {
+        let r = bot.replies();
+        (r.len() >= n).then_some(r)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_wecom_ai_bot_answers_chinese_under_the_messages_req_id_and_reconnects_when_the_socket_drops() {
+    let env = TestEnv::start().await;
+    let bot = WecomBotEmulator::start("aib-1", "s3cret").await.unwrap();
+    bind_bot(&env, &bot, "s3cret").await;
+    let pod = Pod::start(&env).await;
+    until("the subscription", || (bot.subscriptions() == (1, true)).then_some(())).await;
+
+    // Chinese in and out, the answer under the message's own req_id.
+    env.llm.push(ScriptedReply::text("你好！我是你的助手。"));
+    bot.user_says("zhangsan", None, "你好，介绍一下你自己").unwrap();
+    let got = replies(&bot, 1).await;
+    assert_eq!((got[0].cmd.as_str(), got[0].content().as_str()), ("aibot_respond_msg", "你好！我是你的助手。"));
+    assert_eq!(got[0].req_id, "req1");
+    assert_eq!(got[0].body["stream"]["finish"], true);
+    assert_eq!(env.llm.requests()[0].messages().last().unwrap()["content"], "你好，介绍一下你自己");
+
+    // 10,000 characters: the first part answers the message, the rest are pushed to the chat.
+    env.llm.push(ScriptedReply::text("长".repeat(10_000)));
+    bot.user_says("zhangsan", None, "写长一点").unwrap();
+    let got = replies(&bot, 4).await;
+    let parts = &got[1..];
+    assert_eq!(parts.len(), 3);
+    assert_eq!(parts[0].cmd, "aibot_respond_msg");
+    assert!(parts[1..].iter().all(|p| p.cmd == "aibot_send_msg" && p.body["chatid"] == "zhangsan"));
+    assert!(parts.iter().all(|p| p.content().chars().count() <= 4_000));
+    assert_eq!(parts.iter().map(|p| p.content().matches('长').count()).sum::<usize>(), 10_000);
+    assert!(parts[2].content().ends_with("(3/3)"));
+
+    // A group: the mention is dropped; the conversation is the group's.
+    env.llm.push(ScriptedReply::text("收到。"));
+    bot.user_says("lisi", Some("grp-9"), "@小助手 今天的安排").unwrap();
+    let got = replies(&bot, 5).await;
+    assert_eq!(got[4].content(), "收到。");
+    assert_eq!(env.llm.requests()[2].messages().last().unwrap()["content"], "今天的安排");
+    assert_eq!(env.count("SELECT count(*) FROM session_routes WHERE route_key LIKE '%:group:grp-9'").await, 1);
+
+    // An encrypted image reaches the agent decrypted.
+    let key = "kWxPEV2UEDyxWpmPdKC3F4dgPDmOvfKX1HGnEUDS1aQ";
+    let png = [&[0x89, b'P', b'N', b'G'][..], &[7u8; 60][..]].concat();
+    let url = bot.add_media("img1", hermes_chat::wecom_bot::encrypt_media(key, &png).unwrap());
+    env.llm.push(ScriptedReply::text("一张图片。"));
+    bot.deliver("zhangsan", false, json!({ "msgtype": "image", "image": { "url": url, "aeskey": key } })).unwrap();
+    replies(&bot, 6).await;
+    let content = env.llm.requests()[3].messages().last().unwrap()["content"].clone();
+    let data_url = content[0]["image_url"]["url"].as_str().unwrap().to_owned();
+    assert!(data_url.starts_with("data:image/png;base64,"), "{content}");
+
+    // The socket drops: the bot subscribes again (after 2 s) and keeps answering.
+    bot.kick();
+    until("a new subscription", || (bot.subscriptions() == (2, true)).then_some(())).await;
+    env.llm.push(ScriptedReply::text("我回来了。"));
+    bot.user_says("zhangsan", None, "还在吗").unwrap();
+    assert_eq!(replies(&bot, 7).await[6].content(), "我回来了。");
+    assert!(bot.pings() <= 1, "heartbeats every 30 s, not more");
+    pod.stop.cancel();
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_wecom_ai_bot_with_a_wrong_secret_is_marked_and_not_retried() {
+    let env = TestEnv::start().await;
+    let bot = WecomBotEmulator::start("aib-1", "s3cret").await.unwrap();
+    let channel = bind_bot(&env, &bot, "wrong").await;
+    let pod = Pod::start(&env).await;
+    for _ in 0..100 {
+        let c = env.store.gateway_channel(channel.id).await.unwrap();
+        if c.status == "blocked" {
+            assert!(c.status_reason.as_deref().unwrap_or_default().contains("853000"), "{:?}", c.status_reason);
+            assert_eq!(bot.subscriptions().0, 0);
+            pod.stop.cancel();
+            env.stop().await;
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the channel was not marked");
+}
