@@ -132,6 +132,7 @@ impl TestEnv {
             broker: broker.clone(),
             cache: cache.clone(),
             readiness: Readiness::new(),
+            secrets: hermes_store::SecretBox::from_config(config.secrets.master_key.as_deref()).unwrap(),
         })
         .await
         .unwrap();

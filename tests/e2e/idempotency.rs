@@ -22,6 +22,7 @@ pub(crate) async fn second_api(env: &TestEnv) -> String {
         broker,
         cache,
         readiness: hermes_http::Readiness::new(),
+        secrets: None,
     };
     let app = hermes_api::router(ctx).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -123,6 +123,25 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
     }
     assert!(!interaction.is_empty(), "the run waits for approval");
 
+    // ...and a chat bot.
+    let owner_tenant = env.store.tenant_by_name("alpha").await.unwrap().id;
+    let owner_agent = env.store.agent_by_name(owner_tenant, "ops").await.unwrap();
+    let new = hermes_store::NewChannel {
+        agent_id: owner_agent.id,
+        platform: "telegram".into(),
+        mode: "poll".into(),
+        api_base: "http://127.0.0.1:9".into(),
+        credentials: json!({"token": "1:x"}),
+        bot_identity: "1".into(),
+        dm_policy: "open".into(),
+        group_policy: "mention".into(),
+        allow_users: vec![],
+        allow_chats: vec![],
+        admins: vec![],
+    };
+    let secrets = hermes_store::SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap();
+    let channel = env.store.create_channel(owner_tenant, new, secrets.as_ref()).await.unwrap().id.to_string();
+
     let doc: Value = env.http.get(format!("{}/openapi.json", env.api_url)).send().await.unwrap().json().await.unwrap();
     let mut checked = 0;
     for (path, methods) in doc["paths"].as_object().unwrap() {
@@ -132,6 +151,7 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
             p if p.starts_with("/v1/runs/") => &run_id,
             p if p.starts_with("/v1/interactions/") => &interaction,
             p if p.starts_with("/api/sessions/") => &session,
+            p if p.starts_with("/v1/channels/") => &channel,
             other => panic!("no object for {other}: extend this test"),
         };
         let concrete = path.replace("{id}", id);
@@ -147,7 +167,7 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 13, "every route that names an object");
+    assert_eq!(checked, 18, "every route that names an object");
     // Chaining onto the owner's objects is refused the same way.
     for body in
         [json!({"input": "x", "previous_response_id": response_id}), json!({"input": "x", "session_id": session})]
@@ -158,6 +178,8 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
     // The lists show nothing of the owner's.
     let (_, sessions) = send(&stranger, "get", "/api/sessions", json!({})).await;
     assert_eq!(sessions["data"], json!([]));
+    let (_, channels) = send(&stranger, "get", "/v1/channels", json!({})).await;
+    assert_eq!(channels["data"], json!([]));
     let (_, usage) = send(&stranger, "get", "/v1/usage", json!({})).await;
     assert_eq!(usage["total"]["calls"], 0);
     // And nothing of the owner's changed.

@@ -11,6 +11,7 @@
 mod approval;
 mod architecture;
 mod bad_input;
+mod channels_api;
 mod chat;
 mod code;
 mod crash;

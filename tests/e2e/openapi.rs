@@ -66,7 +66,7 @@ async fn the_openapi_document_matches_the_routes_and_the_responses() {
     // Every documented route is served (an unknown id is fine; an unknown route is not).
     let paths = doc["paths"].as_object().unwrap();
     let operations: usize = paths.values().map(|m| m.as_object().unwrap().len()).sum();
-    assert_eq!(operations, 23, "every endpoint is documented");
+    assert_eq!(operations, 30, "every endpoint is documented");
     for (path, methods) in paths {
         let concrete = path.replace("{id}", "00000000-0000-0000-0000-000000000000");
         for method in methods.as_object().unwrap().keys() {
@@ -146,6 +146,30 @@ async fn the_openapi_document_matches_the_routes_and_the_responses() {
     let (s, deleted) =
         call(&env, &key, "delete", &format!("/api/sessions/{}", fork["id"].as_str().unwrap()), None).await;
     check("delete", "/api/sessions/{id}", s, &deleted);
+
+    // Channels.
+    let tg = hermes_testkit::telegram::TelegramEmulator::start().await.unwrap();
+    tg.add_bot("777:spec", "SpecBot");
+    let bind = json!({"agent": "helper", "platform": "telegram", "token": "777:spec", "api_base": tg.base_url()});
+    let (s, channel) = call(&env, &key, "post", "/v1/channels", Some(bind)).await;
+    assert_eq!(s, 201, "{channel}");
+    check("post", "/v1/channels", s, &channel);
+    let id = channel["id"].as_str().unwrap();
+    let (s, list) = call(&env, &key, "get", "/v1/channels", None).await;
+    check("get", "/v1/channels", s, &list);
+    let (s, got) = call(&env, &key, "get", &format!("/v1/channels/{id}"), None).await;
+    check("get", "/v1/channels/{id}", s, &got);
+    let (s, changed) =
+        call(&env, &key, "patch", &format!("/v1/channels/{id}"), Some(json!({"streaming": false}))).await;
+    check("patch", "/v1/channels/{id}", s, &changed);
+    let (s, waiting) = call(&env, &key, "get", &format!("/v1/channels/{id}/pairings"), None).await;
+    check("get", "/v1/channels/{id}/pairings", s, &waiting);
+    let approve = format!("/v1/channels/{id}/pairings/approve");
+    let (s, wrong) = call(&env, &key, "post", &approve, Some(json!({"code": "ABCDEFGH"}))).await;
+    assert_eq!(s, 400);
+    check("post", "/v1/channels/{id}/pairings/approve", s, &wrong);
+    let (s, deleted) = call(&env, &key, "delete", &format!("/v1/channels/{id}"), None).await;
+    check("delete", "/v1/channels/{id}", s, &deleted);
     env.stop().await;
 }
 

@@ -3,6 +3,7 @@
 //! worker's events back to the client.
 
 mod auth;
+mod channels;
 mod chat;
 mod chat_wire;
 mod completion;
@@ -43,6 +44,8 @@ pub struct ApiContext {
     pub broker: Broker,
     pub cache: Cache,
     pub readiness: Readiness,
+    /// Seals bot credentials (`None` without `secrets.master_key`: binding bots is refused).
+    pub secrets: Option<hermes_store::SecretBox>,
 }
 
 #[derive(Clone)]
@@ -54,6 +57,9 @@ pub(crate) struct AppState {
     pub events: EventHub,
     pub limiter: hermes_cache::RateLimiter,
     pub turn_slots: hermes_cache::Slots,
+    pub secrets: Option<hermes_store::SecretBox>,
+    /// For checking bots with their platforms.
+    pub http: reqwest::Client,
 }
 
 /// The API's router (also used by tests that drive it in-process).
@@ -72,6 +78,12 @@ fn router_with(ctx: ApiContext, events: EventHub) -> Router {
         events,
         limiter: ctx.cache.rate_limiter(),
         turn_slots: ctx.cache.turn_slots(),
+        secrets: ctx.secrets,
+        http: reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(10))
+            .timeout(std::time::Duration::from_secs(30))
+            .build()
+            .unwrap_or_default(),
     };
     let v1 = Router::new()
         .route("/openapi.json", get(openapi::document))
@@ -89,6 +101,10 @@ fn router_with(ctx: ApiContext, events: EventHub) -> Router {
         .route("/v1/skills", get(discovery::skills))
         .route("/v1/usage", get(usage::usage))
         .route("/v1/interactions/{id}", post(interactions::answer_interaction))
+        .route("/v1/channels", get(channels::list).post(channels::create))
+        .route("/v1/channels/{id}", get(channels::get).patch(channels::update).delete(channels::delete))
+        .route("/v1/channels/{id}/pairings", get(channels::pairings))
+        .route("/v1/channels/{id}/pairings/approve", post(channels::approve))
         .route("/api/sessions", get(sessions::list).post(sessions::create))
         .route("/api/sessions/{id}", get(sessions::get).patch(sessions::rename).delete(sessions::delete))
         .route("/api/sessions/{id}/messages", get(sessions::messages))

@@ -249,6 +249,67 @@ pub(crate) struct Session {
     updated_at: String,
 }
 
+/// A chat bot bound to an agent (credentials are never shown).
+#[derive(ToSchema)]
+pub(crate) struct Channel {
+    id: String,
+    agent_id: String,
+    /// `telegram`, `slack` or `wecom`.
+    platform: String,
+    /// `webhook`, `poll` (Telegram), `socket` (Slack Socket Mode) or `websocket` (WeCom AI bot).
+    mode: String,
+    api_base: String,
+    bot_username: Option<String>,
+    /// `open`, `allowlist`, `pairing` or `disabled`.
+    dm_policy: String,
+    /// `mention`, `open` or `disabled`.
+    group_policy: String,
+    allow_users: Vec<String>,
+    allow_chats: Vec<String>,
+    admins: Vec<String>,
+    /// `interrupt` or `queue`.
+    busy_mode: String,
+    streaming: bool,
+    /// `chat` or `user`.
+    group_sessions: String,
+    /// `active`, or `blocked` when the platform refuses the bot.
+    status: String,
+    status_reason: Option<String>,
+    created_at: String,
+    /// On creation: what is left to set up on the platform's side.
+    setup: Option<String>,
+}
+
+/// `POST /v1/channels`: the agent, the platform's credentials for the mode, and who may talk.
+#[derive(ToSchema)]
+pub(crate) struct ChannelRequest {
+    agent: String,
+    platform: String,
+    mode: Option<String>,
+    /// Telegram or Slack bot token; WeCom callback Token.
+    token: Option<String>,
+    signing_secret: Option<String>,
+    app_token: Option<String>,
+    corp_id: Option<String>,
+    wecom_agent_id: Option<i64>,
+    secret: Option<String>,
+    aes_key: Option<String>,
+    bot_id: Option<String>,
+    api_base: Option<String>,
+    public_url: Option<String>,
+    dm_policy: Option<String>,
+    group_policy: Option<String>,
+    allow_users: Option<Vec<String>>,
+    allow_chats: Option<Vec<String>>,
+    admins: Option<Vec<String>>,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct PairingApproved {
+    approved: bool,
+    user_id: String,
+}
+
 #[derive(ToSchema)]
 pub(crate) struct Capabilities {
     object: String,
@@ -300,6 +361,13 @@ impl Modify for BearerKey {
         crate::sessions::messages,
         crate::sessions::fork,
         crate::sessions::export,
+        crate::channels::list,
+        crate::channels::create,
+        crate::channels::get,
+        crate::channels::update,
+        crate::channels::delete,
+        crate::channels::pairings,
+        crate::channels::approve,
     )
 )]
 pub(crate) struct ApiDoc;

@@ -70,6 +70,7 @@ pub async fn run(config: HermesConfig, roles: Roles, shutdown: CancellationToken
             broker: broker.clone(),
             cache: cache.clone(),
             readiness: readiness.clone(),
+            secrets: secrets.clone(),
         };
         let token = shutdown.clone();
         tasks.spawn(async move { Ok(hermes_api::run(ctx, token).await?) });

@@ -1,0 +1,261 @@
+//! `/v1/channels`: a tenant's chat bots, as `hermesctl channel` manages them. Creating one
+//! checks the bot with its platform ([`hermes_chat::binding`]) before anything is stored;
+//! credentials are sealed at rest and never shown again. Pairing codes people got from a bot
+//! are listed and approved here too. Only a tenant-wide key manages channels; another
+//! tenant's channel is a 404 like a missing one.
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use hermes_chat::binding::{self, BindError, BindRequest};
+use hermes_http::ApiError;
+use hermes_store::{Channel, ChannelAccess, KeyAuth, NewChannel, PairingApproval, StoreError};
+
+use crate::AppState;
+use crate::auth::Caller;
+use crate::chat::{json_error, resolve_agent};
+
+fn not_found() -> ApiError {
+    ApiError::not_found("channel_not_found", "no such channel")
+}
+
+fn store_error(e: StoreError) -> ApiError {
+    match e {
+        StoreError::NotFound => not_found(),
+        StoreError::Conflict(why) => {
+            ApiError::new(StatusCode::CONFLICT, "invalid_request_error", Some("channel_exists"), why)
+        }
+        StoreError::Invalid(why) => ApiError::invalid_request("invalid_value", why),
+        other => ApiError::internal(other),
+    }
+}
+
+/// Channels are the tenant's, not one agent's: a key restricted to an agent may not manage them.
+fn tenant_wide(auth: &KeyAuth) -> Result<(), ApiError> {
+    match auth.agent_id {
+        None => Ok(()),
+        Some(_) => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "permission_error",
+            Some("key_restricted"),
+            "this key may use only one agent; managing channels needs a tenant-wide key",
+        )),
+    }
+}
+
+/// The caller's channel `id`.
+async fn owned(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Channel, ApiError> {
+    tenant_wide(auth)?;
+    let id = uuid::Uuid::parse_str(id).map_err(|_| not_found())?;
+    state.store.channel(auth.tenant_id, id).await.map_err(store_error)
+}
+
+#[utoipa::path(get, path = "/v1/channels", tag = "channels",
+    responses((status = 200, description = "The tenant's channels", body = crate::openapi::ObjectList), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 403, description = "The key is restricted to one agent", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>, ApiError> {
+    tenant_wide(&auth)?;
+    let channels = state.store.list_channels(auth.tenant_id).await.map_err(ApiError::internal)?;
+    Ok(Json(json!({ "object": "list", "data": channels, "has_more": false })))
+}
+
+/// A bot to bind: the platform's credentials for its mode, and who may talk to it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreateChannel {
+    /// The agent's name.
+    agent: String,
+    platform: String,
+    mode: Option<String>,
+    token: Option<String>,
+    signing_secret: Option<String>,
+    app_token: Option<String>,
+    corp_id: Option<String>,
+    wecom_agent_id: Option<i64>,
+    secret: Option<String>,
+    aes_key: Option<String>,
+    bot_id: Option<String>,
+    api_base: Option<String>,
+    /// Webhook modes: where the platform reaches the gateway.
+    public_url: Option<String>,
+    dm_policy: Option<String>,
+    group_policy: Option<String>,
+    #[serde(default)]
+    allow_users: Vec<String>,
+    #[serde(default)]
+    allow_chats: Vec<String>,
+    #[serde(default)]
+    admins: Vec<String>,
+}
+
+fn bind_error(e: BindError) -> ApiError {
+    match e {
+        BindError::Invalid(why) => ApiError::invalid_request("invalid_value", why),
+        BindError::Platform(why) => ApiError::invalid_request("platform_refused", why),
+    }
+}
+
+#[utoipa::path(post, path = "/v1/channels", tag = "channels", request_body = crate::openapi::ChannelRequest,
+    responses((status = 201, description = "The bot is bound; `setup` says what is left to do on the platform", body = crate::openapi::Channel), (status = 400, description = "Invalid request, or the platform refused the credentials", body = crate::openapi::ErrorBody), (status = 409, description = "The bot is bound already", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    body: Result<Json<CreateChannel>, JsonRejection>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    tenant_wide(&auth)?;
+    let Json(c) = body.map_err(|e| json_error(e, state.config.http.max_body_bytes))?;
+    let agent = resolve_agent(&state, &auth, Some(&c.agent)).await?;
+    let request = BindRequest {
+        platform: c.platform,
+        mode: c.mode,
+        token: c.token,
+        signing_secret: c.signing_secret,
+        app_token: c.app_token,
+        corp_id: c.corp_id,
+        agent_id: c.wecom_agent_id,
+        secret: c.secret,
+        aes_key: c.aes_key,
+        bot_id: c.bot_id,
+        api_base: c.api_base,
+    };
+    let prepared = binding::prepare(&state.http, &request).await.map_err(bind_error)?;
+    let new = NewChannel {
+        agent_id: agent.id,
+        platform: prepared.platform.clone(),
+        mode: prepared.mode.clone(),
+        api_base: prepared.api_base.clone(),
+        credentials: prepared.credentials.clone(),
+        bot_identity: prepared.identity.clone(),
+        dm_policy: c.dm_policy.unwrap_or_else(|| "pairing".into()),
+        group_policy: c.group_policy.unwrap_or_else(|| "mention".into()),
+        allow_users: c.allow_users,
+        allow_chats: c.allow_chats,
+        admins: c.admins,
+    };
+    let store = &state.store;
+    let mut channel = store.create_channel(auth.tenant_id, new, state.secrets.as_ref()).await.map_err(store_error)?;
+    store.set_bot_username(auth.tenant_id, channel.id, &prepared.username).await.map_err(ApiError::internal)?;
+    channel.bot_username = Some(prepared.username.clone());
+    let webhook = &channel.webhook_secret;
+    match binding::activate(&state.http, &prepared, channel.id, webhook, c.public_url.as_deref()).await {
+        Ok(setup) => {
+            let mut body = json!(channel);
+            body["setup"] = json!(setup);
+            Ok((StatusCode::CREATED, Json(body)))
+        }
+        Err(e) => {
+            // Not usable: take it back, so the bot can be bound again.
+            let _ = store.delete_channel(auth.tenant_id, channel.id).await;
+            Err(bind_error(e))
+        }
+    }
+}
+
+#[utoipa::path(get, path = "/v1/channels/{id}", tag = "channels", params(("id" = String, Path, description = "Channel id")),
+    responses((status = 200, description = "The channel", body = crate::openapi::Channel), (status = 404, description = "No such channel", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Channel>, ApiError> {
+    Ok(Json(owned(&state, &auth, &id).await?))
+}
+
+/// Changes to who may talk to the bot and how it behaves (absent fields stay as they are).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UpdateChannel {
+    dm_policy: Option<String>,
+    group_policy: Option<String>,
+    allow_users: Option<Vec<String>>,
+    allow_chats: Option<Vec<String>>,
+    admins: Option<Vec<String>>,
+    busy_mode: Option<String>,
+    streaming: Option<bool>,
+    group_sessions: Option<String>,
+}
+
+#[utoipa::path(patch, path = "/v1/channels/{id}", tag = "channels", params(("id" = String, Path, description = "Channel id")),
+    responses((status = 200, description = "The changed channel", body = crate::openapi::Channel), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 404, description = "No such channel", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn update(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+    body: Result<Json<UpdateChannel>, JsonRejection>,
+) -> Result<Json<Channel>, ApiError> {
+    let channel = owned(&state, &auth, &id).await?;
+    let Json(u) = body.map_err(|e| json_error(e, state.config.http.max_body_bytes))?;
+    let access = ChannelAccess {
+        dm_policy: u.dm_policy,
+        group_policy: u.group_policy,
+        allow_users: u.allow_users,
+        allow_chats: u.allow_chats,
+        admins: u.admins,
+        busy_mode: u.busy_mode,
+        streaming: u.streaming,
+        group_sessions: u.group_sessions,
+    };
+    let changed = state.store.update_channel_access(auth.tenant_id, channel.id, &access).await.map_err(store_error)?;
+    Ok(Json(changed))
+}
+
+#[utoipa::path(delete, path = "/v1/channels/{id}", tag = "channels", params(("id" = String, Path, description = "Channel id")),
+    responses((status = 200, description = "Unbound", body = crate::openapi::Deleted), (status = 404, description = "No such channel", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let channel = owned(&state, &auth, &id).await?;
+    if !state.store.delete_channel(auth.tenant_id, channel.id).await.map_err(ApiError::internal)? {
+        return Err(not_found());
+    }
+    Ok(Json(json!({ "id": channel.id, "object": "channel.deleted", "deleted": true })))
+}
+
+#[utoipa::path(get, path = "/v1/channels/{id}/pairings", tag = "channels", params(("id" = String, Path, description = "Channel id")),
+    responses((status = 200, description = "Codes waiting for an admin", body = crate::openapi::ObjectList), (status = 404, description = "No such channel", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn pairings(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let channel = owned(&state, &auth, &id).await?;
+    let waiting = state.store.pending_pairings(auth.tenant_id, channel.id).await.map_err(ApiError::internal)?;
+    Ok(Json(json!({ "object": "list", "data": waiting, "has_more": false })))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Approve {
+    code: String,
+}
+
+#[utoipa::path(post, path = "/v1/channels/{id}/pairings/approve", tag = "channels", params(("id" = String, Path, description = "Channel id")),
+    responses((status = 200, description = "The person may talk to the bot now (and is told so)", body = crate::openapi::PairingApproved), (status = 400, description = "No such code is waiting", body = crate::openapi::ErrorBody), (status = 404, description = "No such channel", body = crate::openapi::ErrorBody), (status = 429, description = "Too many wrong codes: approvals are locked for a while", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn approve(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+    body: Result<Json<Approve>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let channel = owned(&state, &auth, &id).await?;
+    let Json(a) = body.map_err(|e| json_error(e, state.config.http.max_body_bytes))?;
+    let approval = state.store.approve_pairing(auth.tenant_id, channel.id, &a.code).await.map_err(store_error)?;
+    hermes_chat::announce_pairing(&state.store, &channel, &approval).await.map_err(ApiError::internal)?;
+    match approval {
+        PairingApproval::Approved { user_id, .. } => Ok(Json(json!({ "approved": true, "user_id": user_id }))),
+        PairingApproval::WrongCode => {
+            Err(ApiError::invalid_request("wrong_code", "no such code is waiting (it may have expired)"))
+        }
+        PairingApproval::Locked { until } => Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_error",
+            Some("pairing_locked"),
+            format!("too many wrong codes: approvals are locked until {until}"),
+        )),
+    }
+}
