@@ -13,6 +13,7 @@ mod architecture;
 mod bad_input;
 mod channels_api;
 mod chat;
+mod chat_commands;
 mod code;
 mod crash;
 mod delegation;

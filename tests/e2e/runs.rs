@@ -22,11 +22,12 @@ async fn run_state(env: &TestEnv, base: &str, key: &str, run: &str) -> (u16, Val
 }
 
 /// Reads a run's event stream to its end in the background.
-fn follow(env: &TestEnv, base: &str, key: &str, run: &str) -> tokio::task::JoinHandle<(Vec<Value>, String)> {
-    let request = env.http.get(format!("{base}/v1/runs/{run}/events")).bearer_auth(key);
+/// Opens the run's event stream (the API is listening once this returns) and reads it to
+/// the end in the background.
+async fn follow(env: &TestEnv, base: &str, key: &str, run: &str) -> tokio::task::JoinHandle<(Vec<Value>, String)> {
+    let resp = env.http.get(format!("{base}/v1/runs/{run}/events")).bearer_auth(key).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
     tokio::spawn(async move {
-        let resp = request.send().await.unwrap();
-        assert_eq!(resp.status(), 200);
         let text = resp.text().await.unwrap();
         let events = sse_events(&text)
             .into_iter()
@@ -79,7 +80,7 @@ async fn a_run_starts_at_once_and_another_api_pod_streams_its_events_and_status(
     let run = started["run_id"].as_str().unwrap().to_owned();
     assert!(run.starts_with("run_") && run.len() == 36, "{run}");
     // The events are followed on the other pod, not the one the run started on.
-    let (events, text) = follow(&env, &other_pod, &key, &run).await.unwrap();
+    let (events, text) = follow(&env, &other_pod, &key, &run).await.await.unwrap();
     assert_eq!(names(&events), ["tool.started", "tool.completed", "message.delta", "run.completed"], "{events:?}");
     assert!(events.iter().all(|e| e["run_id"] == run.as_str() && e["timestamp"].is_f64()));
     assert_eq!(events[0]["tool"], "terminal");
@@ -104,7 +105,7 @@ async fn a_run_starts_at_once_and_another_api_pod_streams_its_events_and_status(
     assert_eq!(state["session_id"], started["session_id"]);
 
     // A stream opened after the run ended still tells how it ended.
-    let (late, _) = follow(&env, &env.api_url, &key, &run).await.unwrap();
+    let (late, _) = follow(&env, &env.api_url, &key, &run).await.await.unwrap();
     assert_eq!(names(&late), ["run.completed"]);
 
     // Another run continues the same session by id.
@@ -113,7 +114,7 @@ async fn a_run_starts_at_once_and_another_api_pod_streams_its_events_and_status(
         start_run(&env, &other_pod, &key, json!({"input": "When do we ship?", "session_id": started["session_id"]}))
             .await;
     assert_eq!(status, 202, "{second}");
-    let (events, _) = follow(&env, &env.api_url, &key, second["run_id"].as_str().unwrap()).await.unwrap();
+    let (events, _) = follow(&env, &env.api_url, &key, second["run_id"].as_str().unwrap()).await.await.unwrap();
     assert_eq!(names(&events).last().unwrap(), "run.completed");
     let seen = env.llm.requests().last().unwrap().messages();
     assert!(seen.iter().any(|m| m["content"] == "We ship on Fridays."), "history from the session");
@@ -125,14 +126,15 @@ async fn a_run_waits_for_approval_resumes_when_approved_and_stops_on_request() {
     let env = TestEnv::start().await;
     let (_, _, key) = env.tenant("acme", "ops").await;
     let (_, _, stranger) = env.tenant("globex", "ops").await;
-    env.llm.push(ScriptedReply::tool_call(
-        "terminal",
-        json!({"command": "mkdir -p build && rm -rf build && echo cleaned"}),
-    ));
+    // The first call takes a moment, so the stream below is open before the run asks.
+    env.llm.push(
+        ScriptedReply::tool_call("terminal", json!({"command": "mkdir -p build && rm -rf build && echo cleaned"}))
+            .after(std::time::Duration::from_millis(500)),
+    );
     env.llm.push(ScriptedReply::text("Build directory removed."));
     let (_, started) = start_run(&env, &env.api_url, &key, json!({"input": "clean the build"})).await;
     let run = started["run_id"].as_str().unwrap().to_owned();
-    let stream = follow(&env, &env.api_url, &key, &run);
+    let stream = follow(&env, &env.api_url, &key, &run).await;
 
     let waiting = wait_for_status(&env, &key, &run, "waiting_for_approval").await;
     assert_eq!(waiting["pending"]["kind"], "approval");
@@ -192,7 +194,7 @@ async fn a_run_waits_for_approval_resumes_when_approved_and_stops_on_request() {
     env.llm.push(ScriptedReply::text("too late").after(Duration::from_secs(20)));
     let (_, slow) = start_run(&env, base, &key, json!({"input": "take your time"})).await;
     let slow = slow["run_id"].as_str().unwrap().to_owned();
-    let stream = follow(&env, base, &key, &slow);
+    let stream = follow(&env, base, &key, &slow).await;
     wait_for_status(&env, &key, &slow, "running").await;
     let stop = |run: String| env.http.post(format!("{base}/v1/runs/{run}/stop")).bearer_auth(&key).send();
     let stopped: Value = stop(slow.clone()).await.unwrap().json().await.unwrap();

@@ -59,6 +59,13 @@ pub trait TurnJournal: Send {
     fn tool_time(&mut self, _elapsed: std::time::Duration, _sandboxed: bool) -> impl Future<Output = ()> + Send {
         async {}
     }
+
+    /// Messages the person sent while the turn ran (busy mode `steer`), taken before each model
+    /// call; the loop shows them to the model for the rest of the turn. Losing them costs
+    /// nothing: untaken, they run as turns of their own.
+    fn steering(&mut self) -> impl Future<Output = Vec<ChatMessage>> + Send {
+        async { Vec::new() }
+    }
 }
 
 /// A journal failure: the turn must stop without writing more.
@@ -252,6 +259,8 @@ impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
             }
         }
 
+        // Steering messages stay in view for the rest of the turn, never in the stored transcript.
+        let mut steering: Vec<ChatMessage> = Vec::new();
         loop {
             let budget_left = spent.iterations < limits.max_iterations && spent.api_calls < limits.max_api_calls;
             if !budget_left {
@@ -272,7 +281,11 @@ impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
             // Budget warnings go with this call only: never stored, never in the cached prefix.
             let with_note;
             let pressure = context.and_then(|c| pressure_note(prompt_tokens?, c.context_window()?));
-            let notes: Vec<ChatMessage> = budget_note(spent, limits).into_iter().chain(pressure).collect();
+            for steer in tool_step.journal.steering().await {
+                steering.push(ChatMessage::user(format!("[While you were working, the user added: {}]", steer.text())));
+            }
+            let notes: Vec<ChatMessage> =
+                steering.iter().cloned().chain(budget_note(spent, limits)).chain(pressure).collect();
             let view: &[ChatMessage] = if notes.is_empty() {
                 &messages
             } else {

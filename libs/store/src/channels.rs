@@ -41,6 +41,7 @@ pub struct ChannelAccess {
     pub busy_mode: Option<String>,
     pub streaming: Option<bool>,
     pub group_sessions: Option<String>,
+    pub admin_commands: Option<Vec<String>>,
 }
 
 /// A stored channel.
@@ -69,6 +70,8 @@ pub struct Channel {
     pub streaming: bool,
     /// A group chat is one conversation (`chat`) or one per person (`user`) (migration 0023).
     pub group_sessions: String,
+    /// Chat commands (without the slash) only the admins may use (migration 0024).
+    pub admin_commands: Vec<String>,
     pub status: String,
     pub status_reason: Option<String>,
     #[serde(skip)]
@@ -109,6 +112,7 @@ impl Channel {
             busy_mode: row.try_get("busy_mode")?,
             streaming: row.try_get("streaming")?,
             group_sessions: row.try_get("group_sessions")?,
+            admin_commands: row.try_get("admin_commands")?,
             status: row.try_get("status")?,
             status_reason: row.try_get("status_reason")?,
             poll_offset: row.try_get("poll_offset")?,
@@ -212,6 +216,7 @@ impl Store {
                     allow_users = COALESCE($5, allow_users), allow_chats = COALESCE($6, allow_chats),
                     admins = COALESCE($7, admins), busy_mode = COALESCE($8, busy_mode),
                     streaming = COALESCE($9, streaming), group_sessions = COALESCE($10, group_sessions),
+                    admin_commands = COALESCE($11, admin_commands),
                     updated_at = now()
              WHERE tenant_id = $1 AND id = $2 RETURNING *",
         )
@@ -225,6 +230,7 @@ impl Store {
         .bind(&access.busy_mode)
         .bind(access.streaming)
         .bind(&access.group_sessions)
+        .bind(&access.admin_commands)
         .fetch_optional(self.pool())
         .await
         .map_err(|e| match &e {

@@ -176,6 +176,7 @@ pub(crate) struct UpdateChannel {
     busy_mode: Option<String>,
     streaming: Option<bool>,
     group_sessions: Option<String>,
+    admin_commands: Option<Vec<String>>,
 }
 
 #[utoipa::path(patch, path = "/v1/channels/{id}", tag = "channels", params(("id" = String, Path, description = "Channel id")),
@@ -197,6 +198,9 @@ pub(crate) async fn update(
         busy_mode: u.busy_mode,
         streaming: u.streaming,
         group_sessions: u.group_sessions,
+        admin_commands: u
+            .admin_commands
+            .map(|list| list.iter().map(|c| c.trim_start_matches('/').to_owned()).collect()),
     };
     let changed = state.store.update_channel_access(auth.tenant_id, channel.id, &access).await.map_err(store_error)?;
     Ok(Json(changed))

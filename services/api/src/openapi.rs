@@ -267,11 +267,13 @@ pub(crate) struct Channel {
     allow_users: Vec<String>,
     allow_chats: Vec<String>,
     admins: Vec<String>,
-    /// `interrupt` or `queue`.
+    /// `interrupt`, `queue` or `steer`.
     busy_mode: String,
     streaming: bool,
     /// `chat` or `user`.
     group_sessions: String,
+    /// Chat commands only the channel's admins may use.
+    admin_commands: Vec<String>,
     /// `active`, or `blocked` when the platform refuses the bot.
     status: String,
     status_reason: Option<String>,

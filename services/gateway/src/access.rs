@@ -75,6 +75,7 @@ mod tests {
             busy_mode: "interrupt".into(),
             streaming: false,
             group_sessions: "chat".into(),
+            admin_commands: vec![],
             status: "active".into(),
             status_reason: None,
             poll_offset: 0,

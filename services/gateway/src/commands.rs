@@ -1,8 +1,9 @@
 //! Chat commands the gateway answers itself, without the agent: `/help`, `/whoami`, `/new`,
-//! `/stop`, `/retry`, `/status`, `/title`, `/sessions`, `/resume N`, `/usage`, `/approve`,
-//! `/deny`, `/pair`. Other
-//! `/words` go to the agent (the worker answers `/rollback` and runs `/skill-name`). When a
-//! channel names admins, `/usage` and `/pair` are theirs alone.
+//! `/stop`, `/retry`, `/undo`, `/status`, `/title`, `/sessions`, `/resume N`, `/usage`,
+//! `/model`, `/memory`, `/skills`, `/approve`, `/deny`, `/pair` (and `/steer`, `/queue` without
+//! a message: how to use them). Other `/words` go to the agent (the worker answers `/rollback`
+//! and runs `/skill-name`). When a channel names admins, the commands in its `admin_commands`
+//! are theirs alone; `/help` and `/whoami` are everyone's.
 
 use hermes_core::ChatMessage;
 use hermes_store::{Channel, NewTurn, UsageGroup};
@@ -11,8 +12,13 @@ use crate::Gateway;
 use crate::incoming::{ChatKind, Incoming};
 use crate::ingest::{IngestError, destination, route_for};
 
-const COMMANDS: [&str; 15] = [
+const COMMANDS: [&str; 20] = [
     "/start",
+    "/undo",
+    "/model",
+    "/memory",
+    "/skills",
+    "/compress",
     "/help",
     "/whoami",
     "/new",
@@ -33,7 +39,13 @@ const LISTED_SESSIONS: i64 = 5;
 
 /// Whether the gateway answers `text` itself.
 pub fn is_command(text: &str) -> bool {
-    text.split_whitespace().next().is_some_and(|w| COMMANDS.contains(&w))
+    let mut words = text.split_whitespace();
+    match words.next() {
+        Some(w) if COMMANDS.contains(&w) => true,
+        // With a message they choose the busy mode for it (see `ingest`).
+        Some("/steer" | "/queue" | "/q") => words.next().is_none(),
+        _ => false,
+    }
 }
 
 fn err(e: hermes_store::StoreError) -> IngestError {
@@ -49,9 +61,25 @@ impl Gateway {
         if crate::interact::is_approval_command(&msg.text) {
             return self.approval_reply(channel, msg).await;
         }
+        let name = word.trim_start_matches('/');
+        if !admin && !matches!(name, "help" | "start" | "whoami") && channel.admin_commands.iter().any(|c| c == name) {
+            return Ok(format!("Only this bot's admins can use /{name}."));
+        }
         let tenant = channel.tenant_id;
         let route = route_for(channel, msg);
         Ok(match word {
+            "/steer" | "/queue" | "/q" => {
+                "Write /steer and a message to guide what I'm doing right now, or /queue and \
+                                           a message to have it answered after I finish."
+                    .to_owned()
+            }
+            "/undo" => return self.undo(channel, &route).await,
+            "/model" => return self.model_command(channel, words.next()).await,
+            "/memory" => return self.memory_command(channel, &route).await,
+            "/skills" => return self.skills_command(channel).await,
+            "/compress" => "Long conversations are compacted automatically when they fill half of the model's \
+                            context; /new starts a fresh one."
+                .to_owned(),
             "/pair" => return self.pair_command(channel, msg).await,
             "/whoami" => format!("Your user id is {} and this chat's id is {}.", msg.user_id, msg.chat_id),
             "/new" | "/reset" => {
@@ -121,7 +149,6 @@ impl Gateway {
                 self.store.resume_route(tenant, &route, pick.id).await.map_err(err)?;
                 format!("Back to “{}”.", pick.title.as_deref().unwrap_or("untitled"))
             }
-            "/usage" if !admin => "Only this bot's admins can see usage.".to_owned(),
             "/usage" => {
                 let today = chrono::Utc::now().date_naive();
                 let lines = self
@@ -136,8 +163,10 @@ impl Gateway {
             }
             _ => format!(
                 "Hi! I'm your team's assistant. Just write to me{}.\n/new starts a fresh conversation, /stop stops my \
-                 current work, /retry asks again, /status shows this conversation, /title renames it, /sessions and \
-                 /resume N go back to an earlier one, /whoami shows your ids.",
+                 current work, /retry asks again, /undo takes your last message back, /steer or /queue add to what \
+                 I'm doing, /status shows this conversation, /title renames it, /sessions and /resume N go back to \
+                 an earlier one, /skills lists what I know how to do, /memory shows what I remember, /model shows \
+                 my model, /whoami shows your ids.",
                 if msg.kind == ChatKind::Group { " and mention me" } else { "" }
             ),
         })

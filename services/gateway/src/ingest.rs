@@ -23,7 +23,20 @@ const MAX_QUEUED: i64 = 32;
 enum Room {
     /// Go ahead, answering these interrupted messages too.
     Made(Vec<String>),
+    /// The agent is at work: the message steers that turn (or runs after it).
+    Steer,
     Refused(String),
+}
+
+/// `/steer TEXT` and `/queue TEXT` choose the busy mode for one message.
+fn busy_override(text: &str) -> Option<(&'static str, &str)> {
+    let (word, rest) = text.trim_start().split_once(char::is_whitespace)?;
+    let mode = match word {
+        "/steer" => "steer",
+        "/queue" | "/q" => "queue",
+        _ => return None,
+    };
+    Some((mode, rest.trim())).filter(|(_, rest)| !rest.is_empty())
 }
 
 /// Why a message could not be taken in now (the platform should deliver it again).
@@ -112,7 +125,11 @@ impl Gateway {
                 .map_err(store_err)?;
             return Ok(());
         }
-        let text: String = msg.text.chars().take(MAX_TEXT_CHARS).collect();
+        let (busy_mode, text) = match busy_override(&msg.text) {
+            Some((mode, rest)) => (mode, rest),
+            None => (channel.busy_mode.as_str(), msg.text.as_str()),
+        };
+        let text: String = text.chars().take(MAX_TEXT_CHARS).collect();
         if text.trim().is_empty() && msg.files.is_empty() {
             return Ok(());
         }
@@ -121,8 +138,9 @@ impl Gateway {
         if self.store.inbound_seen(tenant, &source, &msg.dedupe_key).await.map_err(store_err)? {
             return Ok(());
         }
-        let carried = match self.make_room(channel, &route).await? {
-            Room::Made(carried) => carried,
+        let (carried, steer) = match self.make_room(channel, &route, busy_mode).await? {
+            Room::Made(carried) => (carried, false),
+            Room::Steer => (Vec::new(), true),
             Room::Refused(refusal) => {
                 let accepted = self
                     .store
@@ -170,6 +188,12 @@ impl Gateway {
             .await
             .map_err(store_err)?;
         match accepted {
+            Accepted::Turn { session, turn } if steer => {
+                // Not marked (a crash in between): it runs after the current turn, as in `queue`.
+                self.store.mark_steer(tenant, turn).await.map_err(store_err)?;
+                tracing::info!(channel.id = %channel.id, turn.id = %turn, "chat message steers the running turn");
+                self.signal_after(tenant, session, None);
+            }
             Accepted::Turn { session, turn } => {
                 tracing::info!(channel.id = %channel.id, turn.id = %turn, "chat message became a turn");
                 // Subscribed before the workers hear of the turn, so no event is missed.
@@ -227,13 +251,17 @@ impl Gateway {
         });
     }
 
-    /// What the chat's busy mode does before a new message. `interrupt` stops the turn the
-    /// agent is working on; a stopped turn that had not even begun hands its message on, to
-    /// be answered with the new one. `queue` lets the new message wait, unless too many do.
-    async fn make_room(&self, channel: &Channel, route: &Route) -> Result<Room, IngestError> {
+    /// What the busy mode does before a new message. `interrupt` stops the turn the agent is
+    /// working on; a stopped turn that had not even begun hands its message on, to be
+    /// answered with the new one. `queue` lets the new message wait, unless too many do.
+    /// `steer` hands the message to the running turn (it waits like `queue` otherwise).
+    async fn make_room(&self, channel: &Channel, route: &Route, mode: &str) -> Result<Room, IngestError> {
         let (busy, open) =
             self.store.route_busy_turns(channel.tenant_id, route).await.map_err(|e| IngestError(e.to_string()))?;
-        if channel.busy_mode == "queue" {
+        if mode == "steer" && busy.iter().any(|t| t.begun) && open < MAX_QUEUED {
+            return Ok(Room::Steer);
+        }
+        if mode != "interrupt" {
             if open >= MAX_QUEUED {
                 return Ok(Room::Refused(format!(
                     "I'm still working on your earlier messages ({open} waiting). Please wait for my answers, or \

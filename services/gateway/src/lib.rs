@@ -8,6 +8,7 @@
 //! turn's answer comes back through the outbox, which any gateway pod delivers.
 
 pub mod access;
+pub mod agent_commands;
 pub mod commands;
 pub mod files;
 pub mod incoming;

@@ -98,6 +98,13 @@ impl Gateway {
                 return;
             }
         };
+        // A steering message absorbed by the turn it steered has no answer of its own.
+        if item.payload["outcome"]["error_code"] == hermes_store::steer::STEERED {
+            if let Err(e) = self.store.outbox_sent(item.id).await {
+                tracing::warn!(error = %e, "cannot settle a steered message's empty reply");
+            }
+            return;
+        }
         let result = match channel.platform.as_str() {
             "telegram" => self.deliver_telegram(&channel, &item).await,
             "slack" => self.deliver_slack(&channel, &item).await,

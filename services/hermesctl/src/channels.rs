@@ -36,7 +36,7 @@ pub enum ChannelCmd {
         allow_chats: Vec<String>,
         #[arg(long = "admin")]
         admins: Vec<String>,
-        /// What a message does while the agent still works: interrupt or queue.
+        /// What a message does while the agent still works: interrupt, queue or steer.
         #[arg(long)]
         busy_mode: Option<String>,
         /// Show answers as they are written (true or false; Telegram and Slack).
@@ -45,6 +45,9 @@ pub enum ChannelCmd {
         /// A group chat is one conversation (chat) or one per person in it (user).
         #[arg(long)]
         group_sessions: Option<String>,
+        /// A command (without the slash) only the admins may use; repeat (replaces the list).
+        #[arg(long = "admin-command")]
+        admin_commands: Vec<String>,
     },
     /// Pairing codes people got from the bot.
     #[command(subcommand)]
@@ -176,6 +179,7 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
             busy_mode,
             streaming,
             group_sessions,
+            admin_commands,
         } => {
             let t = tenant(store, &name).await?;
             let some = |v: Vec<String>| (!v.is_empty()).then_some(v);
@@ -188,6 +192,7 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
                 busy_mode,
                 streaming,
                 group_sessions,
+                admin_commands: some(admin_commands),
             };
             let channel = match store.update_channel_access(t.id, id, &access).await {
                 Ok(c) => c,

@@ -75,6 +75,16 @@ impl TurnJournal for StoreJournal {
         }
     }
 
+    async fn steering(&mut self) -> Vec<ChatMessage> {
+        match self.store.absorb_steers(self.tenant, self.turn).await {
+            Ok(taken) => taken,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read steering messages; they run as turns of their own");
+                Vec::new()
+            }
+        }
+    }
+
     async fn tool_time(&mut self, elapsed: std::time::Duration, sandboxed: bool) {
         let ms = i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX);
         if let Err(e) = self.store.add_tool_time(self.tenant, self.turn, ms, sandboxed).await {

@@ -1,0 +1,66 @@
+//! Busy mode `steer` (migration 0024): a chat message sent while the agent works is queued as
+//! a turn marked `steer`; the running turn of that session absorbs it before its next model
+//! call (the message becomes guidance for the rest of that turn, and the absorbed turn ends as
+//! `steered`, with nothing to send). If the running turn ends first, the message simply runs
+//! as a turn of its own, so it is never lost.
+
+use sqlx::Row;
+
+use hermes_core::{ChatMessage, FinishReason, TenantId, TurnId, TurnOutcome, Usage};
+
+use crate::{Result, Store, StoreError};
+
+/// The error code of a turn absorbed by the turn it steered.
+pub const STEERED: &str = "steered";
+
+impl Store {
+    /// Marks a queued turn as steering the session's running turn.
+    pub async fn mark_steer(&self, tenant: TenantId, turn: TurnId) -> Result<()> {
+        sqlx::query("UPDATE turns SET steer = true WHERE tenant_id = $1 AND id = $2 AND status = 'queued'")
+            .bind(tenant.as_uuid())
+            .bind(turn.as_uuid())
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// Takes the steering messages that arrived for `running` (queued after it in its session),
+    /// oldest first, ending their turns as absorbed.
+    pub async fn absorb_steers(&self, tenant: TenantId, running: TurnId) -> Result<Vec<ChatMessage>> {
+        let outcome = TurnOutcome {
+            content: String::new(),
+            finish_reason: FinishReason::Stop,
+            usage: Usage::default(),
+            error: None,
+            error_code: Some(STEERED.into()),
+            session_id: None,
+        };
+        let outcome = crate::messages::storable_json(&outcome)?;
+        let rows = sqlx::query(
+            "WITH host AS (SELECT session_id, created_at FROM turns WHERE tenant_id = $1 AND id = $2),
+                  taken AS (
+                    SELECT t.id FROM turns t, host h
+                    WHERE t.tenant_id = $1 AND t.session_id = h.session_id AND t.status = 'queued' AND t.steer
+                      AND t.id <> $2 AND t.created_at >= h.created_at
+                    FOR UPDATE OF t SKIP LOCKED)
+             UPDATE turns t SET status = 'completed', outcome = $3, finished_at = now()
+             FROM taken WHERE t.id = taken.id
+             RETURNING t.input, t.created_at",
+        )
+        .bind(tenant.as_uuid())
+        .bind(running.as_uuid())
+        .bind(outcome)
+        .fetch_all(self.pool())
+        .await?;
+        let mut taken: Vec<(chrono::DateTime<chrono::Utc>, ChatMessage)> = rows
+            .iter()
+            .map(|r| {
+                let input: serde_json::Value = r.try_get("input")?;
+                let message = serde_json::from_value(input).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                Ok((r.try_get("created_at")?, message))
+            })
+            .collect::<Result<_>>()?;
+        taken.sort_by_key(|(at, _)| *at);
+        Ok(taken.into_iter().map(|(_, m)| m).collect())
+    }
+}

@@ -1,0 +1,123 @@
+//! Busy mode `steer` and the chat commands about history and the agent, against the Telegram
+//! emulator: a message sent while the agent works reaches the running turn before its next
+//! model call (and is not answered twice), one that comes too late runs on its own, `/steer`
+//! and `/queue` choose the mode per message, `/undo` takes an exchange back, `/model` shows and
+//! switches the model, and admin-only commands are refused to others.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use hermes_store::ChannelAccess;
+use hermes_testkit::ScriptedReply;
+use hermes_testkit::telegram::TelegramEmulator;
+
+use crate::harness::TestEnv;
+use crate::telegram::{Pod, TOKEN, bind, sent};
+
+#[tokio::test]
+async fn a_message_sent_while_the_agent_works_steers_the_running_turn() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    let channel = bind(&env, &tg, "poll", "open", &[]).await;
+    let steer = ChannelAccess { busy_mode: Some("steer".into()), ..Default::default() };
+    env.store.update_channel_access(channel.tenant_id, channel.id, &steer).await.unwrap();
+    let pod = Pod::start(&env).await;
+
+    // The first model call is slow and asks for a tool; the person adds a word meanwhile.
+    env.llm.push(ScriptedReply::tool_call("no_such_tool", json!({})).after(Duration::from_millis(1_500)));
+    env.llm.push(ScriptedReply::text("Voilà, en français."));
+    tg.user_says(TOKEN, 42, "summarise the plan");
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    tg.user_says(TOKEN, 42, "in French please");
+    let got = sent(&tg, 1).await;
+    assert_eq!(got[0].text, "Voilà, en français.");
+    let second = env.llm.requests()[1].messages();
+    let notes: Vec<String> = second.iter().filter_map(|m| m["content"].as_str().map(str::to_owned)).collect();
+    assert!(notes.iter().any(|t| t == "[While you were working, the user added: in French please]"), "{notes:?}");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(tg.sent(TOKEN).len(), 1, "the steering message has no answer of its own");
+    assert_eq!(env.llm.requests().len(), 2, "and starts no turn");
+    let steered = env.count("SELECT count(*) FROM turns WHERE steer AND outcome->>'error_code' = 'steered'").await;
+    assert_eq!(steered, 1);
+
+    // Too late to steer (the turn has made its last call): it runs on its own afterwards.
+    env.llm.push(ScriptedReply::text("First.").after(Duration::from_millis(1_000)));
+    env.llm.push(ScriptedReply::text("Second."));
+    tg.user_says(TOKEN, 42, "one");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    tg.user_says(TOKEN, 42, "two");
+    let texts: Vec<String> = sent(&tg, 3).await.iter().map(|m| m.text.clone()).collect();
+    assert_eq!(texts[1..], ["First.", "Second."]);
+
+    // Per message: /queue waits its turn even in steer mode; /steer alone explains itself.
+    tg.user_says(TOKEN, 42, "/steer");
+    let got = sent(&tg, 4).await;
+    assert!(got[3].text.starts_with("Write /steer and a message"), "{}", got[3].text);
+    env.llm.push(ScriptedReply::text("A.").after(Duration::from_millis(800)));
+    env.llm.push(ScriptedReply::text("B."));
+    tg.user_says(TOKEN, 42, "a");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    tg.user_says(TOKEN, 42, "/queue b");
+    let texts: Vec<String> = sent(&tg, 6).await.iter().map(|m| m.text.clone()).collect();
+    assert_eq!(texts[4..], ["A.", "B."]);
+    assert_eq!(env.llm.requests().last().unwrap().messages().last().unwrap()["content"], "b");
+    pod.stop.cancel();
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn undo_takes_an_exchange_back_and_model_is_for_admins() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    let channel = bind(&env, &tg, "poll", "open", &[]).await;
+    let admins = ChannelAccess { admins: Some(vec!["1".into()]), ..Default::default() };
+    env.store.update_channel_access(channel.tenant_id, channel.id, &admins).await.unwrap();
+    let pod = Pod::start(&env).await;
+
+    env.llm.push(ScriptedReply::text("Paris."));
+    tg.user_says(TOKEN, 42, "capital of France?");
+    sent(&tg, 1).await;
+    env.llm.push(ScriptedReply::text("Berlin."));
+    tg.user_says(TOKEN, 42, "and Germany?");
+    sent(&tg, 2).await;
+    tg.user_says(TOKEN, 42, "/undo");
+    let got = sent(&tg, 3).await;
+    assert!(got[2].text.starts_with("Took back your last message"), "{}", got[2].text);
+    // The next turn sees only the first exchange.
+    env.llm.push(ScriptedReply::text("Rome."));
+    tg.user_says(TOKEN, 42, "and Italy?");
+    sent(&tg, 4).await;
+    let seen: Vec<String> = env
+        .llm
+        .requests()
+        .last()
+        .unwrap()
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(seen, ["capital of France?", "and Italy?"]);
+
+    // /model: shown to everyone? No: it is an admin command by default; user 1 is the admin.
+    tg.user_says(TOKEN, 42, "/model gpt-x");
+    let got = sent(&tg, 5).await;
+    assert_eq!(got[4].text, "Only this bot's admins can use /model.");
+    tg.user_says(TOKEN, 1, "/model");
+    let got = sent(&tg, 6).await;
+    assert!(got[5].text.starts_with("I'm using "), "{}", got[5].text);
+    tg.user_says(TOKEN, 1, "/model tiny-model");
+    let got = sent(&tg, 7).await;
+    assert!(got[6].text.ends_with("to tiny-model. The next message uses it."), "{}", got[6].text);
+    env.llm.push(ScriptedReply::text("Small but quick."));
+    tg.user_says(TOKEN, 1, "hello");
+    sent(&tg, 8).await;
+    assert_eq!(env.llm.requests().last().unwrap().body["model"], "tiny-model");
+    // Everyone may list skills and ask for help.
+    tg.user_says(TOKEN, 42, "/skills");
+    let got = sent(&tg, 9).await;
+    assert!(got[8].text.starts_with("I have"), "{}", got[8].text);
+    pod.stop.cancel();
+    env.stop().await;
+}
