@@ -121,3 +121,34 @@ async fn undo_takes_an_exchange_back_and_model_is_for_admins() {
     pod.stop.cancel();
     env.stop().await;
 }
+
+#[tokio::test]
+async fn compress_summarises_a_long_conversation_now_and_it_goes_on_from_the_summary() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    bind(&env, &tg, "poll", "open", &[]).await;
+    let pod = Pod::start(&env).await;
+    tg.user_says(TOKEN, 42, "/compress");
+    assert_eq!(sent(&tg, 1).await[0].text, "Nothing to compress yet.");
+    for i in 1..=16 {
+        env.llm.push(ScriptedReply::text(format!("Noted fact number {i}.")));
+        tg.user_says(TOKEN, 42, &format!("Remember fact number {i}: the {i}th server is in rack {i}."));
+        sent(&tg, 1 + i).await;
+    }
+    let calls = env.llm.requests().len();
+    env.llm.push(ScriptedReply::text("The user listed sixteen servers and their racks."));
+    tg.user_says(TOKEN, 42, "/compress");
+    let got = sent(&tg, 18).await;
+    assert!(got[17].text.starts_with("Compressed the conversation: 32 messages became"), "{}", got[17].text);
+    assert_eq!(env.llm.requests().len(), calls + 1, "one summarising call, no answer from the model");
+
+    env.llm.push(ScriptedReply::text("Rack 16."));
+    tg.user_says(TOKEN, 42, "where is the 16th server?");
+    assert_eq!(sent(&tg, 19).await[18].text, "Rack 16.");
+    let seen = env.llm.requests().last().unwrap().messages();
+    let text: Vec<String> = seen.iter().map(|m| m["content"].as_str().unwrap_or_default().to_owned()).collect();
+    assert!(text.iter().any(|t| t.contains("The user listed sixteen servers")), "{text:?}");
+    assert!(seen.len() < 32, "the next turn starts from the summary ({} messages)", seen.len());
+    pod.stop.cancel();
+    env.stop().await;
+}

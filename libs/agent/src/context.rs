@@ -140,3 +140,15 @@ pub(crate) async fn compact<J: TurnJournal>(
     *messages = next;
     Ok(true)
 }
+
+/// Compacts the conversation now, between turns (the `/compress` command): `messages` is the
+/// session's prompt and history. Whether anything changed (a short conversation has nothing
+/// to compact).
+pub async fn compact_now<J: TurnJournal>(
+    engine: &dyn ContextEngine,
+    journal: &mut J,
+    messages: &mut Vec<ChatMessage>,
+) -> Result<bool, TurnEnd> {
+    let mut turn_start = messages.len();
+    compact(engine, journal, messages, &mut turn_start, 0).await
+}

@@ -34,7 +34,7 @@ use crate::model_call::{ModelStep, Spent, StepError};
 pub use crate::tool_step::Parked;
 use crate::tool_step::{StepResult, ToolStep};
 
-pub use context::{ContextEngine, DefaultEngine, ModelSummarizer};
+pub use context::{ContextEngine, DefaultEngine, ModelSummarizer, compact_now};
 pub use model_call::CONTINUE_PROMPT;
 pub use tool_step::NOT_RUN;
 

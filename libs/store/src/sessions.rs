@@ -161,6 +161,19 @@ impl Store {
             .bind(child.as_uuid())
             .execute(&mut *tx)
             .await?;
+        // Chats that were in the parent go on in the child, and so do their waiting messages.
+        sqlx::query("UPDATE session_routes SET session_id = $3 WHERE tenant_id = $1 AND session_id = $2")
+            .bind(tenant.as_uuid())
+            .bind(parent.as_uuid())
+            .bind(child.as_uuid())
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("UPDATE turns SET session_id = $3 WHERE tenant_id = $1 AND session_id = $2 AND status = 'queued'")
+            .bind(tenant.as_uuid())
+            .bind(parent.as_uuid())
+            .bind(child.as_uuid())
+            .execute(&mut *tx)
+            .await?;
         // The task list goes on with the conversation.
         sqlx::query(
             "INSERT INTO session_todos (tenant_id, session_id, items)

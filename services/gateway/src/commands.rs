@@ -12,13 +12,12 @@ use crate::Gateway;
 use crate::incoming::{ChatKind, Incoming};
 use crate::ingest::{IngestError, destination, route_for};
 
-const COMMANDS: [&str; 20] = [
+const COMMANDS: [&str; 19] = [
     "/start",
     "/undo",
     "/model",
     "/memory",
     "/skills",
-    "/compress",
     "/help",
     "/whoami",
     "/new",
@@ -36,6 +35,16 @@ const COMMANDS: [&str; 20] = [
 ];
 /// How many earlier conversations `/sessions` lists.
 const LISTED_SESSIONS: i64 = 5;
+
+/// The refusal of a command (the gateway's or the worker's, like `/compress`) that this
+/// channel keeps for its admins, when someone else sends it.
+pub fn gated(channel: &Channel, msg: &Incoming) -> Option<String> {
+    let name = msg.text.split_whitespace().next()?.strip_prefix('/')?;
+    let admin = channel.admins.is_empty() || channel.admins.iter().any(|a| a == &msg.user_id);
+    let refused =
+        !admin && !matches!(name, "help" | "start" | "whoami") && channel.admin_commands.iter().any(|c| c == name);
+    refused.then(|| format!("Only this bot's admins can use /{name}."))
+}
 
 /// Whether the gateway answers `text` itself.
 pub fn is_command(text: &str) -> bool {
@@ -57,13 +66,8 @@ impl Gateway {
     pub(crate) async fn command(&self, channel: &Channel, msg: &Incoming) -> Result<String, IngestError> {
         let mut words = msg.text.split_whitespace();
         let word = words.next().unwrap_or_default();
-        let admin = channel.admins.is_empty() || channel.admins.iter().any(|a| a == &msg.user_id);
         if crate::interact::is_approval_command(&msg.text) {
             return self.approval_reply(channel, msg).await;
-        }
-        let name = word.trim_start_matches('/');
-        if !admin && !matches!(name, "help" | "start" | "whoami") && channel.admin_commands.iter().any(|c| c == name) {
-            return Ok(format!("Only this bot's admins can use /{name}."));
         }
         let tenant = channel.tenant_id;
         let route = route_for(channel, msg);
@@ -77,9 +81,6 @@ impl Gateway {
             "/model" => return self.model_command(channel, words.next()).await,
             "/memory" => return self.memory_command(channel, &route).await,
             "/skills" => return self.skills_command(channel).await,
-            "/compress" => "Long conversations are compacted automatically when they fill half of the model's \
-                            context; /new starts a fresh one."
-                .to_owned(),
             "/pair" => return self.pair_command(channel, msg).await,
             "/whoami" => format!("Your user id is {} and this chat's id is {}.", msg.user_id, msg.chat_id),
             "/new" | "/reset" => {

@@ -93,7 +93,7 @@ impl Gateway {
             Verdict::Ignore => return Ok(()),
             Verdict::Refuse(text) => Some(text),
             Verdict::Pair => Some(String::new()),
-            Verdict::Allow => None,
+            Verdict::Allow => crate::commands::gated(channel, &msg),
         };
         let clarified = match refusal {
             None if !crate::commands::is_command(&msg.text) => self.clarify_reply_ready(channel, &msg).await?,

@@ -1,6 +1,7 @@
 //! Slash commands a user sends instead of a message, answered by the worker without the
 //! model and kept out of the transcript: `/rollback` lists the workspace's checkpoints,
-//! `/rollback <N>` (1 = newest) or `/rollback <checkpoint id>` restores one.
+//! `/rollback <N>` (1 = newest) or `/rollback <checkpoint id>` restores one; `/compress`
+//! summarises the conversation now.
 
 use chrono::{TimeZone, Utc};
 
@@ -65,4 +66,40 @@ async fn rollback(sandboxes: &dyn Sandboxes, key: SandboxKey, arg: Option<&str>)
         done.restored,
         done.removed
     ))
+}
+
+/// `/compress`: the conversation so far is summarised now, as it would be when it fills the
+/// context, and goes on in the compacted child session.
+pub(crate) async fn compress(
+    models: &crate::models::Models,
+    prompt: Option<String>,
+    history: &[hermes_core::ChatMessage],
+    journal: &mut crate::journal::StoreJournal,
+) -> hermes_agent::TurnEnd {
+    let reply = |text: String| {
+        hermes_agent::TurnEnd::Finished(hermes_core::TurnOutcome {
+            content: text,
+            finish_reason: hermes_core::FinishReason::Stop,
+            usage: hermes_core::Usage::default(),
+            error: None,
+            error_code: None,
+            session_id: None,
+        })
+    };
+    let Some(prompt) = prompt.filter(|_| !history.is_empty()) else {
+        return reply("Nothing to compress yet.".into());
+    };
+    let mut messages = Vec::with_capacity(history.len() + 1);
+    messages.push(hermes_core::ChatMessage::system(prompt));
+    messages.extend(history.iter().cloned());
+    let before = history.len();
+    let engine = models.context_engine();
+    match hermes_agent::compact_now(&engine, journal, &mut messages).await {
+        Ok(true) => reply(format!(
+            "Compressed the conversation: {before} messages became {}. We go on from the summary.",
+            messages.len().saturating_sub(1)
+        )),
+        Ok(false) => reply("Nothing to compress yet: the conversation is still short.".into()),
+        Err(end) => end,
+    }
 }

@@ -260,6 +260,13 @@ async fn execute(rt: &Arc<Runtime>, tenant: TenantId, owner: &str, turn: Claimed
     metrics::histogram!("hermes_turn_seconds", "status" => label).record(started.elapsed().as_secs_f64());
     tracing::info!(status = label, elapsed_ms = started.elapsed().as_secs_f64() * 1000.0, "turn finished");
     events.finish(Some(TurnEventKind::Finished { outcome })).await;
+    if journal.compacted {
+        // Messages that waited in the parent moved to the child with the conversation.
+        let work = SessionWork { tenant_id: tenant, session_id };
+        if let Err(e) = rt.ctx.broker.publish_work(&work).await {
+            tracing::warn!(error = %e, "cannot signal the compacted session; the reaper will");
+        }
+    }
     if status == TurnStatus::Completed {
         let job =
             hermes_queue::ReviewJob { tenant_id: tenant, agent_id: turn.agent_id, session_id, turn_id: turn.turn_id };
@@ -377,6 +384,9 @@ async fn prepare_and_run(
     let completed_steps =
         stored.iter().filter(|m| m.turn_id == Some(turn.turn_id)).filter_map(|m| m.turn_step).max().unwrap_or(0);
     let mut history: Vec<ChatMessage> = stored.into_iter().map(|m| m.message).collect();
+    if !resumed && input.role == Role::User && input.text().trim() == "/compress" {
+        return Ok(crate::commands::compress(&models, turn.system_prompt.clone(), &history, journal).await);
+    }
 
     let prompt = match (&turn.system_prompt, resumed) {
         (Some(prompt), true) => prompt.clone(),
