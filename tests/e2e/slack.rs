@@ -218,7 +218,7 @@ async fn a_streaming_slack_channel_shows_a_preview_in_the_thread_that_the_answer
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let preview = preview.expect("a preview while the tool runs");
-    assert!(preview.text.contains("🔧 terminal"), "{}", preview.text);
+    assert!(preview.text.contains("⏳ terminal: sleep 2"), "{}", preview.text);
     assert_eq!(preview.thread_ts.as_deref(), Some("1700000020.000100"), "in the thread");
     for _ in 0..100 {
         let visible = slack.posted();

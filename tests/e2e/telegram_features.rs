@@ -203,7 +203,7 @@ async fn a_streaming_channel_shows_a_live_preview_that_the_answer_replaces() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let preview = preview.expect("a preview while the tool runs");
-    assert!(preview.text.contains("🔧 terminal"), "{}", preview.text);
+    assert!(preview.text.contains("⏳ terminal: sleep 2"), "{}", preview.text);
     // Then the answer replaces it: the chat ends with the answer alone.
     let got = sent(&tg, 1).await;
     for _ in 0..100 {
@@ -215,6 +215,48 @@ async fn a_streaming_channel_shows_a_live_preview_that_the_answer_replaces() {
     let visible: Vec<String> = tg.sent(TOKEN).iter().map(|m| m.text.clone()).collect();
     assert_eq!(visible, ["The build is done."], "first seen: {:?}", got.iter().map(|m| &m.text).collect::<Vec<_>>());
     assert!(tg.all_sent(TOKEN)[0].deleted, "the preview was removed");
+    pod.stop.cancel();
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn tools_at_work_show_in_one_message_without_streaming_unless_turned_off() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    let channel = bind(&env, &tg, "poll", "open", &[]).await;
+    let pod = Pod::start(&env).await;
+    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "sleep 2 && echo built"})));
+    env.llm.push(ScriptedReply::text("Built."));
+    tg.user_says(TOKEN, 42, "build it");
+    let mut progress = None;
+    for _ in 0..100 {
+        if let Some(m) = tg.all_sent(TOKEN).into_iter().next() {
+            progress = Some(m);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let progress = progress.expect("the tool at work is shown");
+    assert!(progress.text.starts_with("⏳ terminal: sleep 2"), "{}", progress.text);
+    assert!(!progress.text.contains('▉'), "no answer text without streaming: {}", progress.text);
+    sent(&tg, 1).await;
+    for _ in 0..100 {
+        if tg.sent(TOKEN).len() == 1 && tg.sent(TOKEN)[0].text == "Built." {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(tg.sent(TOKEN).iter().map(|m| m.text.clone()).collect::<Vec<_>>(), ["Built."]);
+    assert!(tg.all_sent(TOKEN)[0].deleted, "the progress message goes when the answer comes");
+
+    // Turned off: only the answer.
+    let off = hermes_store::ChannelAccess { tool_progress: Some(false), ..Default::default() };
+    env.store.update_channel_access(channel.tenant_id, channel.id, &off).await.unwrap();
+    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "sleep 2 && echo again"})));
+    env.llm.push(ScriptedReply::text("Again."));
+    tg.user_says(TOKEN, 42, "once more");
+    sent(&tg, 2).await;
+    assert_eq!(tg.all_sent(TOKEN).len(), 3, "no second progress message: {:?}", tg.all_sent(TOKEN));
     pod.stop.cancel();
     env.stop().await;
 }

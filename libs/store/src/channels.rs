@@ -42,6 +42,7 @@ pub struct ChannelAccess {
     pub streaming: Option<bool>,
     pub group_sessions: Option<String>,
     pub admin_commands: Option<Vec<String>>,
+    pub tool_progress: Option<bool>,
 }
 
 /// A stored channel.
@@ -72,6 +73,8 @@ pub struct Channel {
     pub group_sessions: String,
     /// Chat commands (without the slash) only the admins may use (migration 0024).
     pub admin_commands: Vec<String>,
+    /// Tools at work are shown in one edited message (migration 0025).
+    pub tool_progress: bool,
     pub status: String,
     pub status_reason: Option<String>,
     #[serde(skip)]
@@ -113,6 +116,7 @@ impl Channel {
             streaming: row.try_get("streaming")?,
             group_sessions: row.try_get("group_sessions")?,
             admin_commands: row.try_get("admin_commands")?,
+            tool_progress: row.try_get("tool_progress")?,
             status: row.try_get("status")?,
             status_reason: row.try_get("status_reason")?,
             poll_offset: row.try_get("poll_offset")?,
@@ -216,7 +220,7 @@ impl Store {
                     allow_users = COALESCE($5, allow_users), allow_chats = COALESCE($6, allow_chats),
                     admins = COALESCE($7, admins), busy_mode = COALESCE($8, busy_mode),
                     streaming = COALESCE($9, streaming), group_sessions = COALESCE($10, group_sessions),
-                    admin_commands = COALESCE($11, admin_commands),
+                    admin_commands = COALESCE($11, admin_commands), tool_progress = COALESCE($12, tool_progress),
                     updated_at = now()
              WHERE tenant_id = $1 AND id = $2 RETURNING *",
         )
@@ -231,6 +235,7 @@ impl Store {
         .bind(access.streaming)
         .bind(&access.group_sessions)
         .bind(&access.admin_commands)
+        .bind(access.tool_progress)
         .fetch_optional(self.pool())
         .await
         .map_err(|e| match &e {

@@ -177,6 +177,7 @@ pub(crate) struct UpdateChannel {
     streaming: Option<bool>,
     group_sessions: Option<String>,
     admin_commands: Option<Vec<String>>,
+    tool_progress: Option<bool>,
 }
 
 #[utoipa::path(patch, path = "/v1/channels/{id}", tag = "channels", params(("id" = String, Path, description = "Channel id")),
@@ -198,6 +199,7 @@ pub(crate) async fn update(
         busy_mode: u.busy_mode,
         streaming: u.streaming,
         group_sessions: u.group_sessions,
+        tool_progress: u.tool_progress,
         admin_commands: u
             .admin_commands
             .map(|list| list.iter().map(|c| c.trim_start_matches('/').to_owned()).collect()),

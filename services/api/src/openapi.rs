@@ -274,6 +274,8 @@ pub(crate) struct Channel {
     group_sessions: String,
     /// Chat commands only the channel's admins may use.
     admin_commands: Vec<String>,
+    /// Tools at work are shown in one edited message (Telegram, Slack).
+    tool_progress: bool,
     /// `active`, or `blocked` when the platform refuses the bot.
     status: String,
     status_reason: Option<String>,

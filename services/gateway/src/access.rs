@@ -76,6 +76,7 @@ mod tests {
             streaming: false,
             group_sessions: "chat".into(),
             admin_commands: vec![],
+            tool_progress: true,
             status: "active".into(),
             status_reason: None,
             poll_offset: 0,

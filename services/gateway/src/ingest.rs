@@ -164,17 +164,17 @@ impl Gateway {
             })
             .await
             .map_err(store_err)?;
-        // A streaming channel's turn reports its events to this pod, which shows them.
-        let hub = self
-            .events
-            .as_ref()
-            .filter(|_| channel.streaming && matches!(channel.platform.as_str(), "telegram" | "slack"));
+        // A turn that shows its answer as it is written, or its tools at work, reports its
+        // events to this pod, which shows them (where messages can be edited).
+        let hub = self.events.as_ref().filter(|_| {
+            (channel.streaming || channel.tool_progress) && matches!(channel.platform.as_str(), "telegram" | "slack")
+        });
         let turn = NewTurn {
             agent_id: channel.agent_id,
             target,
             input: self.with_files(channel, text, &msg.files).await,
             instructions: None,
-            stream: hub.is_some(),
+            stream: hub.is_some() && channel.streaming,
             notify_hub: hub.map(|h| h.id().to_owned()),
             api_key: None,
             response: None,
@@ -212,6 +212,7 @@ impl Gateway {
                         turn,
                         chat: msg.chat_id.clone(),
                         limit: std::time::Duration::from_secs(self.config.api.turn_timeout_seconds),
+                        text: channel.streaming,
                     };
                     tokio::spawn(preview.run(hub.subscribe(turn)));
                 }

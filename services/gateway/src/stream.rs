@@ -1,7 +1,9 @@
-//! Showing a chat answer as it is written (channels with `streaming`; Telegram and Slack): the pod that
-//! took the message in follows the turn's events and keeps one preview message up to date,
-//! edited at most every 0.8 s, with a cursor and the tool at work, and it stops after three
-//! flood-control refusals. The answer itself still comes through the outbox, which takes the
+//! Showing a chat answer as it is written (channels with `streaming`) and the tools at work
+//! (channels with `tool_progress`), on Telegram and Slack: the pod that took the message in
+//! follows the turn's events and keeps one preview message up to date, edited at most every
+//! 0.8 s, with a cursor and the last tools (the running one marked), and it stops after three
+//! flood-control refusals. Without streaming the preview shows only the tools, and only once
+//! one runs for a moment. The answer itself still comes through the outbox, which takes the
 //! preview over (`chat_streams.finalized`) and removes it once the answer is sent, so the chat
 //! ends with exactly the answer whatever pod delivers it. A stopped turn or a question removes
 //! the preview here.
@@ -88,15 +90,75 @@ pub struct Preview {
     pub turn: TurnId,
     pub chat: String,
     pub limit: Duration,
+    /// Show the answer's text too (`streaming`), not only the tools.
+    pub text: bool,
 }
 
-fn render(text: &str, tool: Option<&str>) -> String {
-    let count = text.chars().count();
-    let tail: String = text.chars().skip(count.saturating_sub(PREVIEW_CHARS)).collect();
-    let mut out = if count > PREVIEW_CHARS { format!("…{tail}") } else { tail };
-    out.push_str(CURSOR);
-    if let Some(tool) = tool {
-        out.push_str(&format!("\n\n🔧 {tool}"));
+/// Tools shown in the preview at most.
+const SHOWN_TOOLS: usize = 5;
+
+/// The tools of the turn so far, newest last: the call, its line, and whether it still runs.
+#[derive(Default)]
+struct ToolLog(Vec<(String, String, bool)>);
+
+impl ToolLog {
+    fn started(&mut self, call: String, line: String) {
+        self.0.push((call, line, true));
+    }
+
+    fn finished(&mut self, call: &str) {
+        for entry in self.0.iter_mut().filter(|(c, _, _)| c == call) {
+            entry.2 = false;
+        }
+    }
+
+    fn running(&self) -> bool {
+        self.0.iter().any(|(_, _, running)| *running)
+    }
+
+    fn lines(&self) -> String {
+        let skip = self.0.len().saturating_sub(SHOWN_TOOLS);
+        let lines: Vec<String> = self.0[skip..]
+            .iter()
+            .map(|(_, line, running)| format!("{} {line}", if *running { "⏳" } else { "✓" }))
+            .collect();
+        lines.join("\n")
+    }
+}
+
+/// What a tool call is about, in a few words: its command, query, path or first text
+/// argument (the arguments arrive as JSON).
+fn gist(arguments: &str) -> String {
+    const KEYS: [&str; 6] = ["command", "query", "path", "url", "code", "name"];
+    let parsed: Option<serde_json::Value> = serde_json::from_str(arguments).ok();
+    let text = parsed
+        .as_ref()
+        .and_then(|v| {
+            let obj = v.as_object()?;
+            KEYS.iter().find_map(|k| obj.get(*k)?.as_str()).or_else(|| obj.values().find_map(|v| v.as_str()))
+        })
+        .unwrap_or(arguments);
+    let line = text.lines().next().unwrap_or_default();
+    let mut short: String = line.chars().take(60).collect();
+    if line.chars().count() > 60 || text.lines().count() > 1 {
+        short.push('…');
+    }
+    short
+}
+
+fn render(text: Option<&str>, tools: &ToolLog) -> String {
+    let mut out = String::new();
+    if let Some(text) = text {
+        let count = text.chars().count();
+        let tail: String = text.chars().skip(count.saturating_sub(PREVIEW_CHARS)).collect();
+        out = if count > PREVIEW_CHARS { format!("…{tail}") } else { tail };
+        out.push_str(CURSOR);
+    }
+    if !tools.0.is_empty() {
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+        out.push_str(&tools.lines());
     }
     out
 }
@@ -109,17 +171,17 @@ impl Preview {
             _ => return,
         }
         let deadline = Instant::now() + self.limit;
-        let (mut text, mut tool) = (String::new(), None::<String>);
+        let (mut text, mut tools) = (String::new(), ToolLog::default());
         let (mut shown, mut message, mut last_edit, mut strikes) = (String::new(), None::<String>, Instant::now(), 0);
         let mut tick = tokio::time::interval(Duration::from_millis(200));
         let ended_normally = loop {
             tokio::select! {
                 event = sub.next() => match event.map(|e| e.kind) {
                     Some(TurnEventKind::Delta { text: t }) => text.push_str(&t),
-                    Some(TurnEventKind::ToolStarted { tool: name, preview, .. }) if !name.starts_with('_') => {
-                        tool = Some(format!("{name}: {}", preview.chars().take(60).collect::<String>()));
+                    Some(TurnEventKind::ToolStarted { call_id, tool: name, preview, .. }) if !name.starts_with('_') => {
+                        tools.started(call_id, format!("{name}: {}", gist(&preview)));
                     }
-                    Some(TurnEventKind::ToolCompleted { .. }) => tool = None,
+                    Some(TurnEventKind::ToolCompleted { call_id, .. }) => tools.finished(&call_id),
                     Some(TurnEventKind::Finished { outcome }) => break outcome.error_code.as_deref() != Some("cancelled"),
                     Some(TurnEventKind::Waiting { .. }) | None => break false,
                     Some(_) => {}
@@ -128,9 +190,11 @@ impl Preview {
                     if Instant::now() > deadline {
                         break true;
                     }
-                    let view = render(&text, tool.as_deref());
+                    let view = render(self.text.then_some(text.as_str()), &tools);
                     let due = last_edit.elapsed() >= EDIT_EVERY && view != shown;
-                    let worth = message.is_some() || text.chars().count() >= FIRST_CHARS || tool.is_some();
+                    let worth = message.is_some()
+                        || (self.text && text.chars().count() >= FIRST_CHARS)
+                        || tools.running();
                     if !due || !worth || strikes >= MAX_FLOOD_STRIKES {
                         continue;
                     }
@@ -171,5 +235,24 @@ impl Preview {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_lines_say_what_the_call_is_about() {
+        assert_eq!(gist(r#"{"command":"sleep 2 && echo built"}"#), "sleep 2 && echo built");
+        assert_eq!(gist(r#"{"limit":5,"query":"rust async"}"#), "rust async");
+        assert_eq!(gist(r#"{"code":"import os\nprint(1)"}"#), "import os…");
+        assert_eq!(gist("not json"), "not json");
+        let mut log = ToolLog::default();
+        log.started("a".into(), "terminal: ls".into());
+        log.started("b".into(), "read_file: x".into());
+        log.finished("a");
+        assert!(log.running());
+        assert_eq!(render(None, &log), "✓ terminal: ls\n⏳ read_file: x");
     }
 }

@@ -48,6 +48,9 @@ pub enum ChannelCmd {
         /// A command (without the slash) only the admins may use; repeat (replaces the list).
         #[arg(long = "admin-command")]
         admin_commands: Vec<String>,
+        /// Show the tools at work in one edited message (true or false; Telegram and Slack).
+        #[arg(long)]
+        tool_progress: Option<bool>,
     },
     /// Pairing codes people got from the bot.
     #[command(subcommand)]
@@ -180,6 +183,7 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
             streaming,
             group_sessions,
             admin_commands,
+            tool_progress,
         } => {
             let t = tenant(store, &name).await?;
             let some = |v: Vec<String>| (!v.is_empty()).then_some(v);
@@ -193,6 +197,7 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
                 streaming,
                 group_sessions,
                 admin_commands: some(admin_commands),
+                tool_progress,
             };
             let channel = match store.update_channel_access(t.id, id, &access).await {
                 Ok(c) => c,
