@@ -14,6 +14,7 @@ mod bad_input;
 mod channels_api;
 mod chat;
 mod chat_commands;
+mod chat_files;
 mod code;
 mod crash;
 mod delegation;

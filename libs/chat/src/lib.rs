@@ -14,6 +14,13 @@ use serde_json::json;
 
 use hermes_store::{Channel, PairingApproval, Store, StoreError};
 
+/// A file to send to a chat.
+pub struct OutFile<'a> {
+    pub name: &'a str,
+    pub mime: &'a str,
+    pub data: &'a [u8],
+}
+
 /// The chat command menu a bot registers (the gateway's own commands).
 pub const COMMAND_MENU: [(&str, &str); 12] = [
     ("new", "Start a fresh conversation"),

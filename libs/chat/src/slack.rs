@@ -70,11 +70,14 @@ impl SlackApi {
     }
 
     async fn call(&self, method: &str, params: &Value) -> Result<Value, SlackError> {
-        let resp = self
-            .http
-            .post(format!("{}/{method}", self.base))
+        let request = self.http.post(format!("{}/{method}", self.base)).json(params);
+        self.checked(request).await
+    }
+
+    /// Sends `request` with the token; Slack's answer, or the error it describes.
+    async fn checked(&self, request: reqwest::RequestBuilder) -> Result<Value, SlackError> {
+        let resp = request
             .bearer_auth(&self.token)
-            .json(params)
             .timeout(Duration::from_secs(30))
             .send()
             .await
@@ -92,6 +95,41 @@ impl SlackApi {
         } else {
             Err(SlackError::Api(body["error"].as_str().unwrap_or("unknown_error").to_owned()))
         }
+    }
+
+    /// Shares a file in a conversation (in `thread` if given): an upload address, the bytes,
+    /// then the share. Slack's file id.
+    pub async fn upload_file(
+        &self,
+        channel: &str,
+        thread: Option<&str>,
+        file: &crate::OutFile<'_>,
+    ) -> Result<String, SlackError> {
+        // This method takes form fields, not JSON.
+        let length = file.data.len().to_string();
+        let form = [("filename", file.name), ("length", length.as_str())];
+        let request = self.http.post(format!("{}/files.getUploadURLExternal", self.base)).form(&form);
+        let got = self.checked(request).await?;
+        let (Some(url), Some(id)) = (got["upload_url"].as_str(), got["file_id"].as_str()) else {
+            return Err(SlackError::Api("no_upload_url".into()));
+        };
+        let sent = self
+            .http
+            .post(url)
+            .body(file.data.to_vec())
+            .timeout(Duration::from_secs(120))
+            .send()
+            .await
+            .map_err(|e| SlackError::Transport(e.without_url().to_string()))?;
+        if !sent.status().is_success() {
+            return Err(SlackError::Transport(format!("the upload answered HTTP {}", sent.status())));
+        }
+        let mut share = json!({ "files": [{ "id": id, "title": file.name }], "channel_id": channel });
+        if let Some(thread) = thread {
+            share["thread_ts"] = json!(thread);
+        }
+        self.call("files.completeUploadExternal", &share).await?;
+        Ok(id.to_owned())
     }
 
     /// A Socket Mode address to connect to (called with the app-level token, once per

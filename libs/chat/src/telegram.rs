@@ -8,6 +8,8 @@ pub const MAX_MESSAGE_UTF16: usize = 4096;
 
 use serde_json::{Value, json};
 
+use crate::OutFile;
+
 /// A failed call.
 #[derive(Debug, thiserror::Error)]
 pub enum TelegramError {
@@ -54,6 +56,20 @@ impl TelegramError {
     }
 }
 
+/// Telegram's answer: the result, or the error it describes.
+async fn envelope(resp: reqwest::Response) -> Result<Value, TelegramError> {
+    let status = resp.status().as_u16();
+    let body: Value = resp.json().await.map_err(|e| TelegramError::Transport(e.without_url().to_string()))?;
+    if body["ok"].as_bool() == Some(true) {
+        return Ok(body["result"].clone());
+    }
+    Err(TelegramError::Api {
+        code: body["error_code"].as_i64().unwrap_or(i64::from(status)),
+        description: body["description"].as_str().unwrap_or("unknown error").to_owned(),
+        retry_after: body.pointer("/parameters/retry_after").and_then(Value::as_u64),
+    })
+}
+
 /// One bot's API.
 #[derive(Clone)]
 pub struct TelegramApi {
@@ -79,16 +95,33 @@ impl TelegramApi {
             .await
             // Never log the URL: it holds the token.
             .map_err(|e| TelegramError::Transport(e.without_url().to_string()))?;
-        let status = resp.status().as_u16();
-        let body: Value = resp.json().await.map_err(|e| TelegramError::Transport(e.without_url().to_string()))?;
-        if body["ok"].as_bool() == Some(true) {
-            return Ok(body["result"].clone());
+        envelope(resp).await
+    }
+
+    /// Sends a file (a photo Telegram shows inline, or a document); its message id.
+    pub async fn send_file(&self, chat: &str, thread: Option<i64>, file: &OutFile<'_>) -> Result<i64, TelegramError> {
+        // Telegram shows photos up to 10 MB; anything else goes as a document.
+        let photo = matches!(file.mime, "image/png" | "image/jpeg" | "image/webp") && file.data.len() <= 10 << 20;
+        let (method, field) = if photo { ("sendPhoto", "photo") } else { ("sendDocument", "document") };
+        let part = reqwest::multipart::Part::bytes(file.data.to_vec())
+            .file_name(file.name.to_owned())
+            .mime_str(file.mime)
+            .map_err(|e| TelegramError::Transport(e.to_string()))?;
+        let mut form = reqwest::multipart::Form::new().text("chat_id", chat.to_owned()).part(field, part);
+        if let Some(thread) = thread {
+            form = form.text("message_thread_id", thread.to_string());
         }
-        Err(TelegramError::Api {
-            code: body["error_code"].as_i64().unwrap_or(i64::from(status)),
-            description: body["description"].as_str().unwrap_or("unknown error").to_owned(),
-            retry_after: body.pointer("/parameters/retry_after").and_then(Value::as_u64),
-        })
+        let url = format!("{}/bot{}/{method}", self.base, self.token);
+        let resp = self
+            .http
+            .post(url)
+            .multipart(form)
+            .timeout(Duration::from_secs(120))
+            .send()
+            .await
+            .map_err(|e| TelegramError::Transport(e.without_url().to_string()))?;
+        let sent = envelope(resp).await?;
+        Ok(sent["message_id"].as_i64().unwrap_or_default())
     }
 
     /// The bot's user name (also proves the token works).

@@ -3,6 +3,7 @@
 
 pub mod event;
 pub mod ids;
+pub mod media;
 pub mod message;
 pub mod toolsets;
 

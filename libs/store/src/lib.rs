@@ -30,6 +30,7 @@ pub mod skills;
 pub mod steer;
 pub mod system;
 pub mod tenants;
+pub mod turn_files;
 pub mod turns;
 pub mod usage;
 

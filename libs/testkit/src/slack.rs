@@ -27,6 +27,15 @@ pub struct Posted {
     pub deleted: bool,
 }
 
+/// A file the bot shared.
+#[derive(Debug, Clone)]
+pub struct SharedFile {
+    pub channel: String,
+    pub thread_ts: Option<String>,
+    pub title: String,
+    pub data: Vec<u8>,
+}
+
 #[derive(Default)]
 struct Inner {
     token: String,
@@ -37,6 +46,9 @@ struct Inner {
     failures: HashMap<String, VecDeque<String>>,
     /// Shared files: id -> bytes.
     files: HashMap<String, Vec<u8>>,
+    /// Uploads: file id -> (name, announced length, bytes once sent); then the shared files.
+    uploads: HashMap<String, (String, usize, Option<Vec<u8>>)>,
+    shared: Vec<SharedFile>,
     /// Socket Mode: the app-level token, and the connections.
     app_token: String,
     socket: Arc<crate::slack_socket::SocketHub>,
@@ -62,6 +74,7 @@ impl SlackEmulator {
             .route("/api/{method}", post(handle))
             .route("/files/{id}", axum::routing::get(file))
             .route("/link", axum::routing::get(link))
+            .route("/upload/{id}", post(upload))
             .with_state(inner.clone());
         let addr = crate::serve_loopback(app).await?;
         Ok(Self { inner, addr })
@@ -90,6 +103,11 @@ impl SlackEmulator {
     pub fn add_file(&self, id: &str, bytes: &[u8]) -> String {
         self.with(|i| i.files.insert(id.to_owned(), bytes.to_vec()));
         format!("http://{}/files/{id}", self.addr)
+    }
+
+    /// The files the bot shared, in order.
+    pub fn shared_files(&self) -> Vec<SharedFile> {
+        self.with(|i| i.shared.clone())
     }
 
     /// Lets the app connect in Socket Mode with `app_token`; the hub plays Slack's side.
@@ -128,12 +146,36 @@ async fn link(State(inner): State<Arc<Mutex<Inner>>>, upgrade: axum::extract::We
     upgrade.on_upgrade(move |socket| hub.serve(socket))
 }
 
+async fn upload(State(inner): State<Arc<Mutex<Inner>>>, Path(id): Path<String>, body: axum::body::Bytes) -> Response {
+    let mut i = inner.lock().unwrap_or_else(PoisonError::into_inner);
+    match i.uploads.get_mut(&id) {
+        Some((_, length, data)) if *length == body.len() => {
+            *data = Some(body.to_vec());
+            StatusCode::OK.into_response()
+        }
+        Some(_) => (StatusCode::BAD_REQUEST, "length mismatch").into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
 async fn handle(
     State(inner): State<Arc<Mutex<Inner>>>,
     Path(method): Path<String>,
     headers: HeaderMap,
-    Json(params): Json<Value>,
+    body: axum::body::Bytes,
 ) -> Response {
+    // Most methods take JSON; some (the upload address) only form fields.
+    let form = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let params: Value = if form.starts_with("application/x-www-form-urlencoded") {
+        let fields: serde_json::Map<String, Value> =
+            form_urlencoded::parse(&body).into_owned().map(|(k, v)| (k, Value::String(v))).collect();
+        Value::Object(fields)
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(v) => v,
+            Err(_) => return Json(json!({ "ok": false, "error": "invalid_json" })).into_response(),
+        }
+    };
     let mut i = inner.lock().unwrap_or_else(PoisonError::into_inner);
     let auth = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default();
     if method == "apps.connections.open" {
@@ -182,6 +224,36 @@ async fn handle(
             };
             i.posted.push(posted);
             Json(json!({ "ok": true, "channel": channel, "ts": ts })).into_response()
+        }
+        "files.getUploadURLExternal" => {
+            if form.starts_with("application/json") {
+                return Json(json!({ "ok": false, "error": "invalid_form_data" })).into_response();
+            }
+            let (Some(name), Some(length)) =
+                (text(&params, "filename"), text(&params, "length").and_then(|l| l.parse::<usize>().ok()))
+            else {
+                return Json(json!({ "ok": false, "error": "invalid_arguments" })).into_response();
+            };
+            i.next_ts += 1;
+            let id = format!("F{}", i.next_ts);
+            i.uploads.insert(id.clone(), (name, length, None));
+            let host = headers.get("host").and_then(|v| v.to_str().ok()).unwrap_or_default();
+            Json(json!({ "ok": true, "upload_url": format!("http://{host}/upload/{id}"), "file_id": id }))
+                .into_response()
+        }
+        "files.completeUploadExternal" => {
+            let channel = text(&params, "channel_id").unwrap_or_default();
+            let mut done = Vec::new();
+            for f in params["files"].as_array().cloned().unwrap_or_default() {
+                let id = f["id"].as_str().unwrap_or_default();
+                let Some((name, _, Some(data))) = i.uploads.remove(id) else {
+                    return Json(json!({ "ok": false, "error": "file_not_found" })).into_response();
+                };
+                let title = f["title"].as_str().map(str::to_owned).unwrap_or(name);
+                done.push(SharedFile { channel: channel.clone(), thread_ts: text(&params, "thread_ts"), title, data });
+            }
+            i.shared.extend(done);
+            Json(json!({ "ok": true, "files": params["files"] })).into_response()
         }
         "chat.delete" => {
             let (channel, ts) = (text(&params, "channel").unwrap_or_default(), text(&params, "ts").unwrap_or_default());

@@ -34,6 +34,16 @@ pub struct SentMessage {
     pub deleted: bool,
 }
 
+/// A file the bot sent (`sendPhoto`, `sendDocument`).
+#[derive(Debug, Clone)]
+pub struct Upload {
+    pub chat_id: String,
+    pub method: String,
+    pub name: String,
+    pub mime: String,
+    pub data: Vec<u8>,
+}
+
 #[derive(Default)]
 struct Bot {
     username: String,
@@ -48,6 +58,7 @@ struct Bot {
     webhook: Option<(String, String)>,
     /// Files users sent: id -> bytes.
     files: HashMap<String, Vec<u8>>,
+    uploads: Vec<Upload>,
 }
 
 #[derive(Default)]
@@ -228,6 +239,11 @@ impl TelegramEmulator {
         self.with_bot(token, |bot| bot.calls.clone())
     }
 
+    /// The files the bot sent, in order.
+    pub fn uploads(&self, token: &str) -> Vec<Upload> {
+        self.with_bot(token, |bot| bot.uploads.clone())
+    }
+
     /// Updates Telegram still holds (not confirmed by an offset).
     pub fn unconfirmed(&self, token: &str) -> usize {
         self.with_bot(token, |bot| bot.updates.len())
@@ -268,12 +284,18 @@ async fn handle(
     State(inner): State<Arc<Inner>>,
     Path((bot, method)): Path<(String, String)>,
     Query(query): Query<HashMap<String, String>>,
+    headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Response {
     let Some(token) = bot.strip_prefix("bot").map(str::to_owned) else {
         return fail(404, "Not Found", None);
     };
-    let mut params: Value = serde_json::from_slice(&body).unwrap_or_else(|_| json!({}));
+    let content_type = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let mut params: Value = if content_type.starts_with("multipart/form-data") {
+        form_params(content_type, &body)
+    } else {
+        serde_json::from_slice(&body).unwrap_or_else(|_| json!({}))
+    };
     if let Value::Object(obj) = &mut params {
         for (k, v) in query {
             obj.entry(k).or_insert(Value::String(v));
@@ -299,8 +321,42 @@ async fn handle(
     }
 }
 
+/// A multipart form as parameters; its file as `__file` (name, type, bytes as a list).
+fn form_params(content_type: &str, body: &[u8]) -> Value {
+    let mut params = json!({});
+    for part in crate::multipart::parse(content_type, body).unwrap_or_default() {
+        match &part.filename {
+            Some(name) => {
+                params["__file"] = json!({ "field": part.name, "name": name,
+                    "mime": part.content_type.unwrap_or_default(), "data": part.data });
+            }
+            None => params[part.name.as_str()] = json!(String::from_utf8_lossy(&part.data)),
+        }
+    }
+    params
+}
+
 fn call(bot: &mut Bot, method: &str, params: &Value) -> Response {
     match method {
+        "sendPhoto" | "sendDocument" => {
+            let (Some(chat), Some(file)) = (text_of(params, "chat_id"), params.get("__file")) else {
+                return fail(400, "Bad Request: there is no file in the request", None);
+            };
+            let data: Vec<u8> = serde_json::from_value(file["data"].clone()).unwrap_or_default();
+            if method == "sendPhoto" && data.len() > 10 << 20 {
+                return fail(400, "Bad Request: PHOTO_INVALID_DIMENSIONS", None);
+            }
+            let next = bot.next_message.entry(chat.clone()).or_insert(100);
+            *next += 1;
+            bot.uploads.push(Upload {
+                chat_id: chat.clone(),
+                method: method.to_owned(),
+                name: file["name"].as_str().unwrap_or_default().to_owned(),
+                mime: file["mime"].as_str().unwrap_or_default().to_owned(),
+                data,
+            });
+            ok(json!({ "message_id": *next, "chat": { "id": chat } }))
+        }
         "getMe" => ok(json!({ "id": 1, "is_bot": true, "first_name": "Hermes", "username": bot.username })),
         "setWebhook" => {
             bot.webhook =

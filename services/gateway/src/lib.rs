@@ -9,6 +9,7 @@
 
 pub mod access;
 pub mod agent_commands;
+pub mod attachments;
 pub mod commands;
 pub mod files;
 pub mod incoming;

@@ -142,14 +142,9 @@ impl Gateway {
 
     /// Sends a reply's parts in order, skipping those a previous attempt sent, and records each
     /// (with its platform id) before the next, so a retry after a crash sends only the rest.
-    pub(crate) async fn send_parts<F, Fut>(
-        &self,
-        item: &OutboxItem,
-        parts: &[String],
-        mut send: F,
-    ) -> Result<(), Failure>
+    pub(crate) async fn send_parts<P, F, Fut>(&self, item: &OutboxItem, parts: &[P], mut send: F) -> Result<(), Failure>
     where
-        F: FnMut(usize, &str) -> Fut,
+        F: FnMut(usize, &P) -> Fut,
         Fut: std::future::Future<Output = Result<String, Failure>>,
     {
         let mut ids = item.message_ids.clone();

@@ -112,6 +112,22 @@ pub fn read_text(path: &Path) -> Result<String, Status> {
 }
 
 /// Lines `offset..offset+limit` (1-based) as `LINE|TEXT`.
+/// A whole file, if it is at most `max_bytes`.
+pub fn read_bytes(path: &Path, max_bytes: u64) -> Result<Vec<u8>, Status> {
+    let meta = std::fs::metadata(path).map_err(|e| io_status(path, &e))?;
+    if !meta.is_file() {
+        return Err(Status::invalid_argument(format!("{} is not a file", path.display())));
+    }
+    if meta.len() > max_bytes {
+        return Err(Status::out_of_range(format!(
+            "{} is {} bytes; at most {max_bytes} can be sent",
+            path.display(),
+            meta.len()
+        )));
+    }
+    std::fs::read(path).map_err(|e| io_status(path, &e))
+}
+
 pub fn read_lines(path: &Path, offset: u32, limit: u32) -> Result<ReadFileResponse, Status> {
     let text = read_text(path)?;
     let size_bytes = text.len() as u64;

@@ -12,9 +12,10 @@ use hermes_sandbox_proto::v1::sandbox_server::{Sandbox, SandboxServer};
 use hermes_sandbox_proto::v1::{
     CheckpointInfo, CheckpointList, CheckpointRequest, CodeInput, CodeOutput, EditFileRequest, EditResponse, ExecEvent,
     ExecRequest, ListCheckpointsRequest, ListDirRequest, ListDirResponse, ListProcessesRequest, PollProcessRequest,
-    ProcessList, ProcessRef, ProcessStatus, ReadFileRequest, ReadFileResponse, ReadFirstRequest, ReadFirstResponse,
-    RestoreRequest, RestoreResponse, SearchRequest, SearchResponse, StartProcessRequest, StatusRequest, StatusResponse,
-    WaitProcessRequest, WriteFileRequest, WriteProcessRequest, edit_file_request,
+    ProcessList, ProcessRef, ProcessStatus, ReadBytesRequest, ReadBytesResponse, ReadFileRequest, ReadFileResponse,
+    ReadFirstRequest, ReadFirstResponse, RestoreRequest, RestoreResponse, SearchRequest, SearchResponse,
+    StartProcessRequest, StatusRequest, StatusResponse, WaitProcessRequest, WriteFileRequest, WriteProcessRequest,
+    edit_file_request,
 };
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream, UnixListenerStream};
@@ -127,6 +128,13 @@ impl Sandbox for Daemon {
         let r = request.into_inner();
         let path = self.paths.readable(&r.path)?;
         Ok(Response::new(blocking(move || files::read_lines(&path, r.offset, r.limit)).await?))
+    }
+
+    async fn read_bytes(&self, request: Request<ReadBytesRequest>) -> Reply<ReadBytesResponse> {
+        let r = request.into_inner();
+        let path = self.paths.readable(&r.path)?;
+        let data = blocking(move || files::read_bytes(&path, r.max_bytes)).await?;
+        Ok(Response::new(ReadBytesResponse { data }))
     }
 
     async fn read_first(&self, request: Request<ReadFirstRequest>) -> Reply<ReadFirstResponse> {

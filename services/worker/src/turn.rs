@@ -225,6 +225,9 @@ async fn execute(rt: &Arc<Runtime>, tenant: TenantId, owner: &str, turn: Claimed
             return Ran::Done;
         }
         TurnEnd::Finished(mut outcome) => {
+            if crate::attachments::is_chat(&turn.session_source) {
+                crate::attachments::collect(rt, tenant, &turn, &outcome.content).await;
+            }
             if journal.compacted {
                 // The conversation goes on in the compacted child session.
                 outcome.session_id = Some(journal.session);

@@ -1,31 +1,43 @@
 //! Delivering one outbox reply to a Slack conversation (see [`crate::outbox`]): parts of at
 //! most 39,000 characters in Slack's `mrkdwn`, in the thread the message came from, with
-//! Block Kit buttons under a question.
+//! Block Kit buttons under a question, then the files the answer hands over.
 
 use serde_json::{Value, json};
 
 use hermes_chat::slack::{MAX_MESSAGE_CHARS, mrkdwn};
 use hermes_store::{Channel, OutboxItem};
 
+use hermes_chat::OutFile;
+
 use crate::Gateway;
+use crate::attachments::{Part, parts};
 use crate::outbox::{Failure, render};
 
 impl Gateway {
     pub(crate) async fn deliver_slack(&self, channel: &Channel, item: &OutboxItem) -> Result<(), Failure> {
         let api = self.slack(channel).map_err(Failure::Permanent)?;
         let (text, buttons) = render(&item.payload);
-        let parts = hermes_chat::split::split(&text, MAX_MESSAGE_CHARS);
+        let (text, files) = self.attachments(item, text).await?;
+        let parts = parts(&text, files, |t| hermes_chat::split::split(t, MAX_MESSAGE_CHARS));
         let dest = &item.destination;
         let chat = dest["chat_id"].as_str().unwrap_or_default();
+        let thread = dest["thread"].as_str();
         let preview = self.take_preview(item).await?;
-        let last = parts.len().saturating_sub(1);
-        self.send_parts(item, &parts, |i, part| {
-            let body = mrkdwn(part);
+        let last_text = parts.iter().rposition(|p| matches!(p, Part::Text(_)));
+        let all = &parts;
+        self.send_parts(item, &parts, |i, _| {
+            let api = &api;
+            // Borrowed from the list, not the argument: the send outlives the call.
+            let (text, file) = match &all[i] {
+                Part::Text(t) => (Some(t.clone()), None),
+                Part::File(f) => (Part::note(f), f.data.as_ref().ok().map(|data| (f, data))),
+            };
+            let body = mrkdwn(text.as_deref().unwrap_or_default());
             let mut params = json!({ "channel": chat, "text": body });
-            if let Some(thread) = dest["thread"].as_str() {
+            if let Some(thread) = thread {
                 params["thread_ts"] = json!(thread);
             }
-            if i == last && !buttons.is_empty() {
+            if Some(i) == last_text && !buttons.is_empty() {
                 let elements: Vec<Value> = buttons
                     .iter()
                     .flatten()
@@ -39,8 +51,15 @@ impl Gateway {
                     { "type": "actions", "elements": elements },
                 ]);
             }
-            let api = &api;
-            async move { api.post_message(&params).await.map_err(Failure::from) }
+            async move {
+                match file {
+                    Some((f, data)) => {
+                        let out = OutFile { name: &f.name, mime: &f.mime, data };
+                        api.upload_file(chat, thread, &out).await.map_err(Failure::from)
+                    }
+                    None => api.post_message(&params).await.map_err(Failure::from),
+                }
+            }
         })
         .await?;
         if let Some((chat, ts)) = preview {

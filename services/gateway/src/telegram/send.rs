@@ -1,10 +1,14 @@
-//! Delivering one outbox reply to a Telegram chat (see [`crate::outbox`]).
+//! Delivering one outbox reply to a Telegram chat (see [`crate::outbox`]): its text in parts,
+//! then the files the answer hands over (photos inline, anything else as a document).
 
 use serde_json::{Value, json};
 
 use hermes_store::{Channel, OutboxItem};
 
+use hermes_chat::OutFile;
+
 use crate::Gateway;
+use crate::attachments::{Part, parts};
 use crate::outbox::{Failure, render};
 use crate::telegram::MAX_MESSAGE_UTF16;
 
@@ -12,20 +16,30 @@ impl Gateway {
     pub(crate) async fn deliver_telegram(&self, channel: &Channel, item: &OutboxItem) -> Result<(), Failure> {
         let api = self.telegram(channel).map_err(Failure::Permanent)?;
         let (text, buttons) = render(&item.payload);
-        let parts = hermes_chat::split::split(&text, MAX_MESSAGE_UTF16);
+        let (text, files) = self.attachments(item, text).await?;
+        let parts = parts(&text, files, |t| hermes_chat::split::split(t, MAX_MESSAGE_UTF16));
         let dest = &item.destination;
         let chat = dest["chat_id"].as_str().unwrap_or_default();
+        let thread = dest["thread"].as_str().and_then(|t| t.parse::<i64>().ok());
         let preview = self.take_preview(item).await?;
         // Answers are Markdown: sent as Telegram HTML, or as plain text if Telegram refuses it.
         let rich = item.payload["kind"] != "interaction";
-        let last = parts.len().saturating_sub(1);
-        self.send_parts(item, &parts, |i, part| {
-            let mut params = if rich {
-                json!({ "chat_id": chat, "text": hermes_chat::markdown::telegram_html(part), "parse_mode": "HTML" })
-            } else {
-                json!({ "chat_id": chat, "text": part })
+        let last_text = parts.iter().rposition(|p| matches!(p, Part::Text(_)));
+        let all = &parts;
+        self.send_parts(item, &parts, |i, _| {
+            let api = &api;
+            // Borrowed from the list, not the argument: the send outlives the call.
+            let (text, file) = match &all[i] {
+                Part::Text(t) => (Some(t.clone()), None),
+                Part::File(f) => (Part::note(f), f.data.as_ref().ok().map(|data| (f, data))),
             };
-            if let Some(thread) = dest["thread"].as_str().and_then(|t| t.parse::<i64>().ok()) {
+            let mut params = match &text {
+                Some(t) if rich => {
+                    json!({ "chat_id": chat, "text": hermes_chat::markdown::telegram_html(t), "parse_mode": "HTML" })
+                }
+                _ => json!({ "chat_id": chat, "text": text.clone().unwrap_or_default() }),
+            };
+            if let Some(thread) = thread {
                 params["message_thread_id"] = json!(thread);
             }
             if i == 0
@@ -33,7 +47,7 @@ impl Gateway {
             {
                 params["reply_parameters"] = json!({ "message_id": reply_to, "allow_sending_without_reply": true });
             }
-            if i == last && !buttons.is_empty() {
+            if Some(i) == last_text && !buttons.is_empty() {
                 let keyboard: Vec<Vec<Value>> = buttons
                     .iter()
                     .map(|row| {
@@ -42,12 +56,15 @@ impl Gateway {
                     .collect();
                 params["reply_markup"] = json!({ "inline_keyboard": keyboard });
             }
-            let (api, plain) = (&api, part.to_owned());
             async move {
+                if let Some((f, data)) = file {
+                    let out = OutFile { name: &f.name, mime: &f.mime, data };
+                    return api.send_file(chat, thread, &out).await.map(|id| id.to_string()).map_err(Failure::from);
+                }
                 let id = match api.send_message(&params).await {
                     Err(e) if e.is_bad_markup() => {
                         tracing::info!(error = %e, "Telegram refused the formatting; sending plain text");
-                        params["text"] = json!(plain);
+                        params["text"] = json!(text.unwrap_or_default());
                         if let Some(obj) = params.as_object_mut() {
                             obj.remove("parse_mode");
                         }

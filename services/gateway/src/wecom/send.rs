@@ -15,6 +15,7 @@ impl Gateway {
     pub(crate) async fn deliver_wecom(&self, channel: &Channel, item: &OutboxItem) -> Result<(), Failure> {
         let api = self.wecom(channel).map_err(Failure::Permanent)?;
         let (text, _) = render(&item.payload);
+        let text = self.without_files(item, text).await?;
         let parts = hermes_chat::split::split(&text, MAX_MESSAGE_CHARS);
         let to = item.destination["chat_id"].as_str().unwrap_or_default();
         let api = &api;
@@ -34,6 +35,7 @@ impl Gateway {
             return Err(Failure::Wait(std::time::Duration::from_secs(2), "the bot's socket is reconnecting".into()));
         };
         let (text, _) = render(&item.payload);
+        let text = self.without_files(item, text).await?;
         let parts = hermes_chat::split::split(&text, hermes_chat::wecom_bot::MAX_MESSAGE_CHARS);
         let chat = item.destination["chat_id"].as_str().unwrap_or_default();
         let answering = item.destination["reply_token"].as_str();
@@ -66,6 +68,15 @@ impl Gateway {
             }
         })
         .await
+    }
+
+    /// WeCom gets no files from the agent yet: the answer says which it made.
+    async fn without_files(&self, item: &OutboxItem, text: String) -> Result<String, Failure> {
+        let (mut text, files) = self.attachments(item, text).await?;
+        for file in files {
+            text.push_str(&format!("\n(I made {}, but I cannot send files on WeCom yet.)", file.name));
+        }
+        Ok(text)
     }
 
     /// The message API of a WeCom channel; one client per channel, so its token is reused.

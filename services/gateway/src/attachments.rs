@@ -1,0 +1,82 @@
+//! Files a chat answer hands over: its `MEDIA:<path>` lines (`hermes_core::media`) are taken
+//! out of the text, and the files the worker kept for the turn are sent after it, as parts of
+//! the same outbox reply (so a retry sends only what is missing). A file that could not be
+//! read is replaced by a note saying so; a link stays in the text.
+
+use hermes_core::media::split_media;
+use hermes_store::OutboxItem;
+use hermes_store::turn_files::TurnFile;
+
+use crate::Gateway;
+use crate::outbox::Failure;
+
+/// One part of a reply.
+pub(crate) enum Part {
+    Text(String),
+    File(TurnFile),
+}
+
+impl Part {
+    /// A file that could not be read becomes a note.
+    pub(crate) fn note(file: &TurnFile) -> Option<String> {
+        file.data.as_ref().err().map(|why| format!("(I could not attach {}: {why})", file.name))
+    }
+}
+
+/// The reply's parts: its text cut by `split`, then its files.
+pub(crate) fn parts(text: &str, files: Vec<TurnFile>, split: impl Fn(&str) -> Vec<String>) -> Vec<Part> {
+    let mut out: Vec<Part> = Vec::new();
+    if !text.trim().is_empty() || files.is_empty() {
+        out.extend(split(text).into_iter().map(Part::Text));
+    }
+    out.extend(files.into_iter().map(Part::File));
+    out
+}
+
+impl Gateway {
+    /// The reply's text without its `MEDIA:` lines, and the files they name.
+    pub(crate) async fn attachments(
+        &self,
+        item: &OutboxItem,
+        text: String,
+    ) -> Result<(String, Vec<TurnFile>), Failure> {
+        let (Some(turn), Some("answer")) = (item.turn_id, item.payload["kind"].as_str()) else {
+            return Ok((text, Vec::new()));
+        };
+        let (mut body, targets) = split_media(&text);
+        if targets.is_empty() {
+            return Ok((text, Vec::new()));
+        }
+        let kept = self.store.turn_files(item.tenant_id, turn).await.map_err(|e| Failure::Passing(e.to_string()))?;
+        let mut files = Vec::new();
+        for target in targets {
+            match kept.iter().find(|f| f.target == target) {
+                Some(file) => files.push(file.clone()),
+                // A link, or a file the worker could not keep: named in the text.
+                None => body = format!("{body}\n{target}").trim().to_owned(),
+            }
+        }
+        Ok((body, files))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(name: &str, data: Result<Vec<u8>, String>) -> TurnFile {
+        TurnFile { target: format!("/workspace/{name}"), name: name.into(), mime: "image/png".into(), data }
+    }
+
+    #[test]
+    fn files_follow_the_text_and_unreadable_ones_become_notes() {
+        let split = |t: &str| vec![t.to_owned()];
+        let got = parts("Here.", vec![file("a.png", Ok(vec![1])), file("b.png", Err("too big".into()))], split);
+        assert_eq!(got.len(), 3);
+        assert!(matches!(&got[0], Part::Text(t) if t == "Here."));
+        let Part::File(b) = &got[2] else { panic!("a file part") };
+        assert_eq!(Part::note(b).as_deref(), Some("(I could not attach b.png: too big)"));
+        // Only files: no empty text part.
+        assert_eq!(parts("", vec![file("a.png", Ok(vec![1]))], split).len(), 1);
+    }
+}
