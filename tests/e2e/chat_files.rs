@@ -85,3 +85,78 @@ async fn files_the_agent_names_are_shared_in_the_slack_thread() {
     pod.stop.cancel();
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_wecom_app_reads_pictures_people_send_and_sends_the_agents_files() {
+    let env = TestEnv::start().await;
+    let wecom = hermes_testkit::wecom::WecomEmulator::start(crate::wecom::CORP, crate::wecom::SECRET).await.unwrap();
+    let channel = crate::wecom::bind(&env, &wecom).await;
+    let pod = Pod::start(&env).await;
+    let url = format!("{}/wecom/{}", pod.url, channel.id);
+
+    // A picture in: fetched with its MediaId and shown to the agent.
+    wecom.add_media("m-1", b"\xff\xd8\xff fake jpeg");
+    env.llm.push(ScriptedReply::text("一只猫。"));
+    let (query, body) = crate::wecom::image_callback("zhangsan", "7001", "m-1");
+    assert_eq!(env.http.post(format!("{url}{query}")).body(body).send().await.unwrap().status(), 200);
+    let content =
+        wait_for(|| env.llm.requests().first().map(|r| r.messages().last().unwrap()["content"].clone())).await;
+    assert!(content[0]["image_url"]["url"].as_str().unwrap().starts_with("data:image/jpeg;base64,"), "{content}");
+
+    // Files out: uploaded as media and sent after the text; an unreadable one is a note.
+    env.llm.push(ScriptedReply::tool_call("terminal", json!({ "command": MAKE_FILES })));
+    env.llm.push(ScriptedReply::text(ANSWER));
+    let (query, body) = crate::wecom::callback("zhangsan", "7002", "画个图");
+    env.http.post(format!("{url}{query}")).body(body).send().await.unwrap();
+    let got = wait_for(|| Some(wecom.sent()).filter(|s| s.len() >= 5)).await;
+    let shown: Vec<&str> = got[1..].iter().map(|s| s.content.as_str()).collect();
+    assert_eq!(shown[..3], ["Here is the chart.\nhttps://example.com/x.png", "[image]", "[file]"]);
+    assert!(shown[3].starts_with("(I could not attach missing.png"), "{shown:?}");
+    assert_eq!(got[2].media, Some(("chart.png".to_owned(), b"PNGDATA".to_vec())));
+    assert_eq!(got[3].media.as_ref().map(|m| m.0.as_str()), Some("data.csv"));
+    pod.stop.cancel();
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_wecom_ai_bot_answers_with_the_agents_images_attached() {
+    let env = TestEnv::start().await;
+    let bot = hermes_testkit::wecom_bot::WecomBotEmulator::start("aib-f", "s").await.unwrap();
+    let binding = Binding {
+        platform: "wecom",
+        mode: "websocket",
+        api_base: bot.url(),
+        credentials: json!({ "bot_id": "aib-f", "secret": "s" }),
+        identity: "aibot:aib-f",
+        username: Some("aib-f"),
+        dm_policy: "open",
+        allow: &[],
+    };
+    bind_channel(&env, binding).await;
+    let pod = Pod::start(&env).await;
+    wait_for(|| bot.subscriptions().1.then_some(())).await;
+    env.llm.push(ScriptedReply::tool_call("terminal", json!({ "command": MAKE_FILES })));
+    env.llm.push(ScriptedReply::text(ANSWER));
+    bot.user_says("lisi", None, "画个图").unwrap();
+    let replies = wait_for(|| Some(bot.replies()).filter(|r| !r.is_empty())).await;
+    let stream = &replies[0].body["stream"];
+    assert_eq!(replies[0].cmd, "aibot_respond_msg");
+    let images = stream["msg_item"].as_array().unwrap();
+    assert_eq!(images.len(), 1, "the PNG rides on the answer (the emulator checked its MD5)");
+    let content = stream["content"].as_str().unwrap();
+    assert!(content.starts_with("Here is the chart.\nhttps://example.com/x.png"), "{content}");
+    assert!(content.contains("(I made data.csv, but I cannot send it on WeCom.)"), "{content}");
+    assert!(content.contains("(I could not attach missing.png"), "{content}");
+    pod.stop.cancel();
+    env.stop().await;
+}
+
+async fn wait_for<T>(mut check: impl FnMut() -> Option<T>) -> T {
+    for _ in 0..300 {
+        if let Some(v) = check() {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out");
+}

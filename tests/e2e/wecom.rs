@@ -17,10 +17,10 @@ use crate::telegram::{Binding, Pod, bind_channel};
 // WeCom's published sample keys (doc 91144, set A).
 const TOKEN: &str = "QDG6eK";
 const AES_KEY: &str = "jWmYm7qr5nMoAUwZRjGtBxmz3KA1tkAj3ykkR6q2B2C";
-const CORP: &str = "wx5823bf96d3bd56c7";
-const SECRET: &str = "app-secret";
+pub(crate) const CORP: &str = "wx5823bf96d3bd56c7";
+pub(crate) const SECRET: &str = "app-secret";
 
-async fn bind(env: &TestEnv, wecom: &WecomEmulator) -> Channel {
+pub(crate) async fn bind(env: &TestEnv, wecom: &WecomEmulator) -> Channel {
     let binding = Binding {
         platform: "wecom",
         mode: "webhook",
@@ -35,13 +35,28 @@ async fn bind(env: &TestEnv, wecom: &WecomEmulator) -> Channel {
 }
 
 /// WeCom's POST for a text message from `user`, encrypted and signed.
-fn callback(user: &str, msg_id: &str, text: &str) -> (String, String) {
-    let crypt = WecomCrypt::new(TOKEN, AES_KEY, CORP).unwrap();
-    let inner = format!(
+pub(crate) fn callback(user: &str, msg_id: &str, text: &str) -> (String, String) {
+    signed(&format!(
         "<xml><ToUserName><![CDATA[{CORP}]]></ToUserName><FromUserName><![CDATA[{user}]]></FromUserName>\
          <CreateTime>1700000000</CreateTime><MsgType><![CDATA[text]]></MsgType><Content><![CDATA[{text}]]></Content>\
          <MsgId>{msg_id}</MsgId><AgentID>1000002</AgentID></xml>"
-    );
+    ))
+}
+
+/// WeCom's POST for an image message from `user` (its `MediaId`), encrypted and signed.
+pub(crate) fn image_callback(user: &str, msg_id: &str, media_id: &str) -> (String, String) {
+    signed(&format!(
+        "<xml><ToUserName><![CDATA[{CORP}]]></ToUserName><FromUserName><![CDATA[{user}]]></FromUserName>\
+         <CreateTime>1700000000</CreateTime><MsgType><![CDATA[image]]></MsgType>\
+         <PicUrl><![CDATA[http://example.invalid/p.jpg]]></PicUrl><MediaId><![CDATA[{media_id}]]></MediaId>\
+         <MsgId>{msg_id}</MsgId><AgentID>1000002</AgentID></xml>"
+    ))
+}
+
+/// A message's query string and body as WeCom posts it.
+fn signed(inner: &str) -> (String, String) {
+    let crypt = WecomCrypt::new(TOKEN, AES_KEY, CORP).unwrap();
+    let inner = inner.to_owned();
     let encrypted = crypt.encrypt(&inner, b"abcdefghijklmnop");
     let sig = crypt.signature("1700000000", "nonce42", &encrypted);
     let body =

@@ -219,24 +219,102 @@ impl WecomApi {
 
     /// Sends a text message to one person (their WeCom user id).
     pub async fn send_text(&self, to_user: &str, text: &str) -> Result<String, WecomError> {
-        let body =
-            json!({ "touser": to_user, "msgtype": "text", "agentid": self.agent_id, "text": { "content": text } });
+        self.send(
+            json!({ "touser": to_user, "msgtype": "text", "agentid": self.agent_id, "text": { "content": text } }),
+        )
+        .await
+    }
+
+    /// Sends uploaded media (`image` or `file`) to one person.
+    pub async fn send_media(&self, to_user: &str, kind: &str, media_id: &str) -> Result<String, WecomError> {
+        let mut body = json!({ "touser": to_user, "msgtype": kind, "agentid": self.agent_id });
+        body[kind] = json!({ "media_id": media_id });
+        self.send(body).await
+    }
+
+    async fn send(&self, body: Value) -> Result<String, WecomError> {
+        let url = |token: &str| format!("{}/cgi-bin/message/send?access_token={token}", self.base);
+        let sent = self.call(|token| self.http.post(url(token)).json(&body), 0).await?.json()?;
+        Ok(sent["msgid"].as_str().unwrap_or_default().to_owned())
+    }
+
+    /// Uploads a file as temporary media (`image` or `file`, valid three days); its media id.
+    pub async fn upload_media(&self, kind: &str, file: &crate::OutFile<'_>) -> Result<String, WecomError> {
+        let url = |token: &str| format!("{}/cgi-bin/media/upload?access_token={token}&type={kind}", self.base);
+        let form = || -> Result<reqwest::multipart::Form, WecomError> {
+            let part = reqwest::multipart::Part::bytes(file.data.to_vec())
+                .file_name(file.name.to_owned())
+                .mime_str(file.mime)
+                .map_err(|e| WecomError::Transport(e.to_string()))?;
+            Ok(reqwest::multipart::Form::new().part("media", part))
+        };
+        form()?;
+        let uploaded = self
+            .call(
+                |token| {
+                    self.http.post(url(token)).multipart(form().unwrap_or_else(|_| reqwest::multipart::Form::new()))
+                },
+                0,
+            )
+            .await?
+            .json()?;
+        uploaded["media_id"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| WecomError::Transport("WeCom gave no media id".into()))
+    }
+
+    /// A file someone sent the app (its `MediaId`), at most `max_bytes`.
+    pub async fn download_media(&self, media_id: &str, max_bytes: u64) -> Result<Vec<u8>, WecomError> {
+        let url = |token: &str| format!("{}/cgi-bin/media/get?access_token={token}&media_id={media_id}", self.base);
+        match self.call(|token| self.http.get(url(token)), max_bytes).await? {
+            Answer::Bytes(bytes) => Ok(bytes),
+            Answer::Json(_) => Err(WecomError::Transport("WeCom answered without the file".into())),
+        }
+    }
+
+    /// Calls WeCom with a token (`make` builds the request for it), fetching a new token once
+    /// when WeCom says it expired. A JSON answer is checked; anything else is a file of at
+    /// most `max_bytes`.
+    async fn call(&self, make: impl Fn(&str) -> reqwest::RequestBuilder, max_bytes: u64) -> Result<Answer, WecomError> {
+        let transport = |e: reqwest::Error| WecomError::Transport(e.without_url().to_string());
         let mut fresh = false;
         loop {
             let token = self.access_token(fresh).await?;
-            let url = format!("{}/cgi-bin/message/send?access_token={token}", self.base);
-            let resp = self.http.post(url).json(&body).timeout(Duration::from_secs(15)).send().await;
-            let answer: Value = resp
-                .map_err(|e| WecomError::Transport(e.without_url().to_string()))?
-                .json()
-                .await
-                .map_err(|e| WecomError::Transport(e.without_url().to_string()))?;
-            match checked(answer) {
+            let mut resp = make(&token).timeout(Duration::from_secs(60)).send().await.map_err(transport)?;
+            let kind = resp.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+            if !kind.contains("json") && !kind.starts_with("text/plain") {
+                let mut bytes = Vec::new();
+                while let Some(chunk) = resp.chunk().await.map_err(transport)? {
+                    bytes.extend_from_slice(&chunk);
+                    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > max_bytes {
+                        return Err(WecomError::Transport("the file is too large".into()));
+                    }
+                }
+                return Ok(Answer::Bytes(bytes));
+            }
+            let body: Value = resp.json().await.map_err(transport)?;
+            match checked(body) {
                 // An expired or revoked token: fetch a new one, once.
                 Err(WecomError::Api { code: 40014 | 42001, .. }) if !fresh => fresh = true,
-                Ok(sent) => return Ok(sent["msgid"].as_str().unwrap_or_default().to_owned()),
+                Ok(v) => return Ok(Answer::Json(v)),
                 Err(e) => return Err(e),
             }
+        }
+    }
+}
+
+/// What WeCom answered: JSON, or a file's bytes.
+enum Answer {
+    Json(Value),
+    Bytes(Vec<u8>),
+}
+
+impl Answer {
+    fn json(self) -> Result<Value, WecomError> {
+        match self {
+            Self::Json(v) => Ok(v),
+            Self::Bytes(_) => Err(WecomError::Transport("WeCom answered with a file, not JSON".into())),
         }
     }
 }

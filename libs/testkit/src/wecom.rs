@@ -10,14 +10,17 @@ use std::sync::{Arc, Mutex, PoisonError};
 use axum::Json;
 use axum::Router;
 use axum::extract::{Query, State};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 
-/// A message the app sent.
+/// A message the app sent: text, or uploaded media (`content` is then `[image]` or `[file]`).
 #[derive(Debug, Clone)]
 pub struct Sent {
     pub to_user: String,
     pub content: String,
+    /// The media's file name and bytes.
+    pub media: Option<(String, Vec<u8>)>,
 }
 
 #[derive(Default)]
@@ -28,6 +31,8 @@ struct Inner {
     tokens_issued: u32,
     sent: Vec<Sent>,
     failures: VecDeque<i64>,
+    /// Media: id -> (file name, bytes), both what people sent and what the app uploaded.
+    media: HashMap<String, (String, Vec<u8>)>,
 }
 
 /// The emulator; it serves until dropped.
@@ -44,6 +49,8 @@ impl WecomEmulator {
         let app = Router::new()
             .route("/cgi-bin/gettoken", get(gettoken))
             .route("/cgi-bin/message/send", post(send))
+            .route("/cgi-bin/media/get", get(media_get))
+            .route("/cgi-bin/media/upload", post(media_upload))
             .with_state(inner.clone());
         let addr = crate::serve_loopback(app).await?;
         Ok(Self { inner, addr })
@@ -72,6 +79,11 @@ impl WecomEmulator {
     }
 
     /// The next `message/send` calls fail with these error codes.
+    /// A picture someone sends the app: its `MediaId`.
+    pub fn add_media(&self, id: &str, bytes: &[u8]) {
+        self.with(|i| i.media.insert(id.to_owned(), ("photo.jpg".into(), bytes.to_vec())));
+    }
+
     pub fn fail_next(&self, codes: &[i64]) {
         self.with(|i| i.failures.extend(codes));
     }
@@ -101,11 +113,51 @@ async fn send(
     if let Some(code) = i.failures.pop_front() {
         return Json(json!({ "errcode": code, "errmsg": "injected" }));
     }
+    let to_user = body["touser"].as_str().unwrap_or_default().to_owned();
+    let kind = body["msgtype"].as_str().unwrap_or_default().to_owned();
+    if kind == "image" || kind == "file" {
+        let id = body.pointer(&format!("/{kind}/media_id")).and_then(Value::as_str).unwrap_or_default();
+        let Some(media) = i.media.get(id).cloned() else {
+            return Json(json!({ "errcode": 40007, "errmsg": "invalid media_id" }));
+        };
+        i.sent.push(Sent { to_user, content: format!("[{kind}]"), media: Some(media) });
+        return Json(json!({ "errcode": 0, "errmsg": "ok", "msgid": format!("msg{}", i.sent.len()) }));
+    }
     let content = body.pointer("/text/content").and_then(Value::as_str).unwrap_or_default().to_owned();
     if content.chars().count() > 2048 {
         return Json(json!({ "errcode": 44004, "errmsg": "content too long" }));
     }
-    let to_user = body["touser"].as_str().unwrap_or_default().to_owned();
-    i.sent.push(Sent { to_user, content });
+    i.sent.push(Sent { to_user, content, media: None });
     Json(json!({ "errcode": 0, "errmsg": "ok", "msgid": format!("msg{}", i.sent.len()) }))
+}
+
+async fn media_get(State(inner): State<Arc<Mutex<Inner>>>, Query(q): Query<HashMap<String, String>>) -> Response {
+    let i = inner.lock().unwrap_or_else(PoisonError::into_inner);
+    if !i.valid_tokens.contains(q.get("access_token").unwrap_or(&String::new())) {
+        return Json(json!({ "errcode": 42001, "errmsg": "access_token expired" })).into_response();
+    }
+    match q.get("media_id").and_then(|id| i.media.get(id)) {
+        Some((_, bytes)) => ([(axum::http::header::CONTENT_TYPE, "image/jpeg")], bytes.clone()).into_response(),
+        None => Json(json!({ "errcode": 40007, "errmsg": "invalid media_id" })).into_response(),
+    }
+}
+
+async fn media_upload(
+    State(inner): State<Arc<Mutex<Inner>>>,
+    Query(q): Query<HashMap<String, String>>,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Bytes,
+) -> Json<Value> {
+    let mut i = inner.lock().unwrap_or_else(PoisonError::into_inner);
+    if !i.valid_tokens.contains(q.get("access_token").unwrap_or(&String::new())) {
+        return Json(json!({ "errcode": 42001, "errmsg": "access_token expired" }));
+    }
+    let content_type = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let form = crate::multipart::parse(content_type, &body).unwrap_or_default();
+    let Some(file) = form.into_iter().find(|p| p.name == "media" && p.filename.is_some()) else {
+        return Json(json!({ "errcode": 41005, "errmsg": "media data missing" }));
+    };
+    let id = format!("media-{}", i.media.len() + 1);
+    i.media.insert(id.clone(), (file.filename.unwrap_or_default(), file.data));
+    Json(json!({ "errcode": 0, "errmsg": "ok", "type": q.get("type"), "media_id": id }))
 }

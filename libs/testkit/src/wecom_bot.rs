@@ -231,6 +231,20 @@ fn reply(i: &mut Inner, cmd: &str, req: &Value, body: &Value) -> Message {
     if content.len() > 20_480 {
         return ack(req, 40_058, "content too long");
     }
+    // Images ride on a finished stream, each with the MD5 of its bytes.
+    for item in body["stream"]["msg_item"].as_array().into_iter().flatten() {
+        use base64::Engine;
+        use md5::Digest;
+        if body["stream"]["finish"] != true {
+            return ack(req, 40_058, "msg_item only with finish");
+        }
+        let data =
+            base64::engine::general_purpose::STANDARD.decode(item["image"]["base64"].as_str().unwrap_or_default());
+        let md5: Option<String> = data.ok().map(|d| md5::Md5::digest(d).iter().map(|b| format!("{b:02x}")).collect());
+        if md5.as_deref() != item["image"]["md5"].as_str() {
+            return ack(req, 40_058, "image md5 mismatch");
+        }
+    }
     if cmd == "aibot_respond_msg" {
         if !i.open_requests.contains(&req_id) {
             return ack(req, 846_608, "req_id expired or already answered");

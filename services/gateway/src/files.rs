@@ -1,8 +1,8 @@
 //! Files sent to the bot become part of the message the agent reads: images as image parts
 //! (up to 5 MB), text files inline (up to 64 KB of UTF-8). Anything else, or anything larger,
 //! is named in the message so the agent can say it cannot read it. Telegram (`getFile`) and
-//! Slack (`url_private_download`, with the bot token) files are read, and a WeCom AI bot's
-//! media, decrypted with the key that came with it; Telegram gives bots files of up to 20 MB
+//! Slack (`url_private_download`, with the bot token) files are read, a WeCom app's images
+//! (`media/get`) and a WeCom AI bot's media, decrypted with the key that came with it; Telegram gives bots files of up to 20 MB
 //! at all.
 
 use base64::Engine;
@@ -58,6 +58,9 @@ impl Gateway {
         match channel.platform.as_str() {
             "telegram" => self.telegram(channel)?.download(id, limit).await.map_err(|e| e.to_string()),
             "slack" => self.slack(channel)?.download(id, limit).await.map_err(|e| e.to_string()),
+            "wecom" if channel.mode == "webhook" => {
+                self.wecom(channel)?.download_media(id, limit).await.map_err(|e| e.to_string())
+            }
             "wecom" if channel.mode == "websocket" => {
                 let key = file.key.as_deref().ok_or("the file came without its key")?;
                 // The encrypted file is up to 32 bytes longer than the file.

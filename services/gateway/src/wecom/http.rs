@@ -12,7 +12,7 @@ use hermes_chat::wecom::{WecomCrypt, xml_field};
 use hermes_store::Channel;
 
 use crate::Gateway;
-use crate::incoming::{ChatKind, Incoming};
+use crate::incoming::{ChatKind, Incoming, IncomingFile};
 
 /// The query's parameters, percent-decoded once. WeCom's base64 values may hold a literal
 /// `+`, which a form decoder would wrongly turn into a space.
@@ -115,11 +115,22 @@ pub async fn receive(
     }
 }
 
-/// A text message from a person.
+/// A text or image message from a person (images are fetched with their `MediaId`).
 fn parse(xml: &str) -> Option<Incoming> {
-    if xml_field(xml, "MsgType")? != "text" {
-        return None;
-    }
+    let (text, files) = match xml_field(xml, "MsgType")? {
+        "text" => (xml_field(xml, "Content")?.trim().to_owned(), Vec::new()),
+        "image" => {
+            let image = IncomingFile {
+                file_id: xml_field(xml, "MediaId")?.to_owned(),
+                name: None,
+                mime: "image/jpeg".into(),
+                size: None,
+                key: None,
+            };
+            (String::new(), vec![image])
+        }
+        _ => return None,
+    };
     let from = xml_field(xml, "FromUserName")?.to_owned();
     let key = xml_field(xml, "MsgId")
         .map_or_else(|| format!("{from}:{}", xml_field(xml, "CreateTime").unwrap_or("")), str::to_owned);
@@ -131,9 +142,9 @@ fn parse(xml: &str) -> Option<Incoming> {
         user_id: from,
         user_name: None,
         message_id: None,
-        text: xml_field(xml, "Content")?.trim().to_owned(),
+        text,
         addressed: true,
-        files: Vec::new(),
+        files,
         reply_token: None,
     })
 }

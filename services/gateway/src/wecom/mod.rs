@@ -4,6 +4,7 @@
 //! conversation. AI bots come over their long connection instead ([`socket`]).
 
 pub mod bot_event;
+pub mod bot_send;
 pub mod http;
 pub mod send;
 pub mod socket;

@@ -1,82 +1,41 @@
-//! Delivering one outbox reply to a WeCom user (see [`crate::outbox`]): plain text in parts of
-//! at most 2,048 characters through an app's message API, or Markdown in parts of at most 4,000
-//! on an AI bot's socket. WeCom has no message editing and no buttons for app messages, so
-//! questions list the commands that answer them.
+//! Delivering one outbox reply to a WeCom user through an app's message API (see
+//! [`crate::outbox`]): plain text in parts of at most 2,048 characters, then the files the answer
+//! hands over (uploaded as temporary media). WeCom has no message editing and no buttons for app
+//! messages, so questions list the commands that answer them. AI bots: [`super::bot_send`].
 
+use hermes_chat::OutFile;
 use hermes_chat::wecom::{MAX_MESSAGE_CHARS, WecomApi, WecomError};
-use hermes_chat::wecom_bot::BotError;
 use hermes_store::{Channel, OutboxItem};
-use serde_json::json;
 
 use crate::Gateway;
+use crate::attachments::{Part, parts};
 use crate::outbox::{Failure, render};
 
 impl Gateway {
     pub(crate) async fn deliver_wecom(&self, channel: &Channel, item: &OutboxItem) -> Result<(), Failure> {
         let api = self.wecom(channel).map_err(Failure::Permanent)?;
         let (text, _) = render(&item.payload);
-        let text = self.without_files(item, text).await?;
-        let parts = hermes_chat::split::split(&text, MAX_MESSAGE_CHARS);
+        let (text, files) = self.attachments(item, text).await?;
+        let parts = parts(&text, files, |t| hermes_chat::split::split(t, MAX_MESSAGE_CHARS));
         let to = item.destination["chat_id"].as_str().unwrap_or_default();
-        let api = &api;
-        self.send_parts(item, &parts, |_, part| {
-            let part = part.to_owned();
-            async move { api.send_text(to, &part).await.map_err(Failure::from) }
-        })
-        .await
-    }
-
-    /// Sends a reply on an AI bot's socket: the first part answers the person's message under
-    /// its `req_id` (a finished stream); later parts, and replies to no message, are pushed
-    /// to the chat. A socket that is reconnecting means waiting a little.
-    pub(crate) async fn deliver_wecom_bot(&self, channel: &Channel, item: &OutboxItem) -> Result<(), Failure> {
-        let link = self.bot_links.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&channel.id).cloned();
-        let Some(link) = link else {
-            return Err(Failure::Wait(std::time::Duration::from_secs(2), "the bot's socket is reconnecting".into()));
-        };
-        let (text, _) = render(&item.payload);
-        let text = self.without_files(item, text).await?;
-        let parts = hermes_chat::split::split(&text, hermes_chat::wecom_bot::MAX_MESSAGE_CHARS);
-        let chat = item.destination["chat_id"].as_str().unwrap_or_default();
-        let answering = item.destination["reply_token"].as_str();
-        let link = &link;
-        self.send_parts(item, &parts, |i, part| {
-            let part = part.to_owned();
-            async move {
-                if i == 0
-                    && let Some(req) = answering
-                {
-                    let stream =
-                        json!({ "id": uuid::Uuid::now_v7().simple().to_string(), "finish": true, "content": part });
-                    let body = json!({ "msgtype": "stream", "stream": stream });
-                    match link.request("aibot_respond_msg", req, body).await {
-                        Ok(()) => return Ok(req.to_owned()),
-                        // Too late to answer the message itself (or answered already): push it.
-                        Err(BotError::Refused { code, message }) => {
-                            tracing::debug!(code, message, "cannot answer under the message's req_id; pushing");
-                        }
-                        Err(e) => return Err(Failure::Passing(e.to_string())),
+        let (api, all) = (&api, &parts);
+        self.send_parts(item, &parts, |i, _| async move {
+            match &all[i] {
+                Part::Text(text) => api.send_text(to, text).await.map_err(Failure::from),
+                Part::File(file) => match &file.data {
+                    Ok(data) => {
+                        // WeCom shows JPG and PNG images of up to 10 MB; anything else is a file.
+                        let image = matches!(file.mime.as_str(), "image/png" | "image/jpeg") && data.len() <= 10 << 20;
+                        let kind = if image { "image" } else { "file" };
+                        let out = OutFile { name: &file.name, mime: &file.mime, data };
+                        let media = api.upload_media(kind, &out).await.map_err(Failure::from)?;
+                        api.send_media(to, kind, &media).await.map_err(Failure::from)
                     }
-                }
-                let id = hermes_chat::wecom_bot::req_id("aibot_send_msg");
-                let body = json!({ "chatid": chat, "msgtype": "markdown", "markdown": { "content": part } });
-                match link.request("aibot_send_msg", &id, body).await {
-                    Ok(()) => Ok(id),
-                    Err(e @ BotError::Refused { .. }) => Err(Failure::Permanent(e.to_string())),
-                    Err(e) => Err(Failure::Passing(e.to_string())),
-                }
+                    Err(_) => api.send_text(to, &Part::note(file).unwrap_or_default()).await.map_err(Failure::from),
+                },
             }
         })
         .await
-    }
-
-    /// WeCom gets no files from the agent yet: the answer says which it made.
-    async fn without_files(&self, item: &OutboxItem, text: String) -> Result<String, Failure> {
-        let (mut text, files) = self.attachments(item, text).await?;
-        for file in files {
-            text.push_str(&format!("\n(I made {}, but I cannot send files on WeCom yet.)", file.name));
-        }
-        Ok(text)
     }
 
     /// The message API of a WeCom channel; one client per channel, so its token is reused.
