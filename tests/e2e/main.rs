@@ -32,6 +32,7 @@ mod limits;
 mod memory;
 mod openapi;
 mod ops;
+mod outbox_crash;
 mod providers;
 mod responses;
 mod retry;

@@ -97,6 +97,37 @@ impl SlackApi {
         }
     }
 
+    /// Looks for a message the bot posted but did not record (its sender died): the one in the
+    /// conversation (or `thread`) since `oldest` whose metadata carries `part_key`. Needs the
+    /// `*:history` scopes; without them nothing is found.
+    pub async fn find_by_metadata(
+        &self,
+        channel: &str,
+        thread: Option<&str>,
+        oldest: i64,
+        part_key: &str,
+    ) -> Option<String> {
+        let mut params = json!({ "channel": channel, "oldest": oldest.to_string(), "limit": 100,
+                                 "include_all_metadata": true });
+        let method = match thread {
+            Some(ts) => {
+                params["ts"] = json!(ts);
+                "conversations.replies"
+            }
+            None => "conversations.history",
+        };
+        let found = match self.call(method, &params).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::info!(error = %e, "cannot read the conversation to look for a part in doubt");
+                return None;
+            }
+        };
+        found["messages"].as_array()?.iter().find_map(|m| {
+            (m["metadata"]["event_payload"]["part_key"] == part_key).then(|| m["ts"].as_str().map(str::to_owned))?
+        })
+    }
+
     /// Shares a file in a conversation (in `thread` if given): an upload address, the bytes,
     /// then the share. Slack's file id.
     pub async fn upload_file(

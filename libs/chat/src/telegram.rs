@@ -161,6 +161,29 @@ impl TelegramApi {
         }
     }
 
+    /// Looks for a message the bot sent but did not record (its sender died): among the
+    /// `window` message ids after `after` in the chat (skipping `known` ones), the one whose text
+    /// is exactly `text`. Telegram is asked to set that same text; only that message answers
+    /// "not modified" (another person's message cannot be edited, a missing one is not found).
+    pub async fn find_sent(&self, chat: &str, after: i64, known: &[i64], text: &Value, window: i64) -> Option<i64> {
+        for id in (after + 1..=after + window).filter(|id| !known.contains(id)) {
+            let mut params = text.clone();
+            params["chat_id"] = json!(chat);
+            params["message_id"] = json!(id);
+            match self.call("editMessageText", &params, Duration::from_secs(15)).await {
+                Err(e) if e.is_not_modified() => return Some(id),
+                Ok(_) => {
+                    // One of our own messages that we did not know of, now showing this text.
+                    tracing::warn!(message_id = id, "a probe changed an unrecorded message of the bot");
+                    return Some(id);
+                }
+                Err(e) if e.retry_after().is_some() => return None,
+                Err(_) => {}
+            }
+        }
+        None
+    }
+
     /// Shows `text` in place of a message's text (a streaming preview); unchanged is fine.
     pub async fn edit_plain(&self, chat_id: &str, message_id: i64, text: &str) -> Result<(), TelegramError> {
         let params = json!({ "chat_id": chat_id, "message_id": message_id, "text": text });

@@ -27,6 +27,8 @@ pub struct OutboxItem {
     /// Parts of the reply already delivered, and their platform message ids.
     pub sent_parts: i32,
     pub message_ids: Vec<String>,
+    /// A part whose send began but was never recorded (the sender died), and since when.
+    pub doubt: Option<(i32, chrono::DateTime<chrono::Utc>)>,
 }
 
 /// A turn a chat's new message may interrupt.
@@ -324,7 +326,7 @@ impl Store {
                    ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
              WHERE o.id = due.id
              RETURNING o.id, o.tenant_id, o.channel_id, o.turn_id, o.destination, o.payload, o.attempts,
-                       o.sent_parts, o.platform_message_id",
+                       o.sent_parts, o.platform_message_id, o.doubt_part, o.doubt_since",
         )
         .bind(limit)
         .bind(lease.as_secs_f64())
@@ -348,6 +350,10 @@ impl Store {
                         .try_get::<Option<String>, _>("platform_message_id")?
                         .map(|ids| ids.split(',').filter(|s| !s.is_empty()).map(str::to_owned).collect())
                         .unwrap_or_default(),
+                    doubt: match (r.try_get::<Option<i32>, _>("doubt_part")?, r.try_get("doubt_since")?) {
+                        (Some(part), Some(since)) => Some((part, since)),
+                        _ => None,
+                    },
                 })
             })
             .collect()
@@ -356,10 +362,36 @@ impl Store {
     /// One more part of a reply went out (recorded before the next is sent, so a retry after
     /// a crash sends only what is missing).
     pub async fn outbox_part_sent(&self, id: uuid::Uuid, parts: i32, message_ids: &[String]) -> Result<()> {
-        sqlx::query("UPDATE outbox SET sent_parts = $2, platform_message_id = $3 WHERE id = $1")
+        sqlx::query(
+            "UPDATE outbox SET sent_parts = $2, platform_message_id = $3, doubt_part = NULL, doubt_since = NULL
+             WHERE id = $1",
+        )
+        .bind(id)
+        .bind(parts)
+        .bind(message_ids.join(","))
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Part `part` is about to be sent (in doubt until [`Self::outbox_part_sent`]).
+    pub async fn outbox_part_sending(&self, id: uuid::Uuid, part: i32) -> Result<()> {
+        sqlx::query(
+            "UPDATE outbox SET doubt_part = $2,
+                    doubt_since = CASE WHEN doubt_part = $2 THEN doubt_since ELSE now() END
+             WHERE id = $1",
+        )
+        .bind(id)
+        .bind(part)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// The platform refused the part on its way: it is not in doubt.
+    pub async fn outbox_part_refused(&self, id: uuid::Uuid) -> Result<()> {
+        sqlx::query("UPDATE outbox SET doubt_part = NULL, doubt_since = NULL WHERE id = $1")
             .bind(id)
-            .bind(parts)
-            .bind(message_ids.join(","))
             .execute(self.pool())
             .await?;
         Ok(())

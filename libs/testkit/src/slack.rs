@@ -25,6 +25,7 @@ pub struct Posted {
     pub blocks: Option<Value>,
     pub updates: u32,
     pub deleted: bool,
+    pub metadata: Option<Value>,
 }
 
 /// A file the bot shared.
@@ -49,6 +50,8 @@ struct Inner {
     /// Uploads: file id -> (name, announced length, bytes once sent); then the shared files.
     uploads: HashMap<String, (String, usize, Option<Vec<u8>>)>,
     shared: Vec<SharedFile>,
+    /// Methods whose next call is carried out but never answered.
+    holds: std::collections::HashSet<String>,
     /// Socket Mode: the app-level token, and the connections.
     app_token: String,
     socket: Arc<crate::slack_socket::SocketHub>,
@@ -108,6 +111,12 @@ impl SlackEmulator {
     /// The files the bot shared, in order.
     pub fn shared_files(&self) -> Vec<SharedFile> {
         self.with(|i| i.shared.clone())
+    }
+
+    /// Carries out the next call of `method` but never answers it, as if the network failed
+    /// after Slack acted.
+    pub fn hold_next(&self, method: &str) {
+        self.with(|i| i.holds.insert(method.to_owned()));
     }
 
     /// Lets the app connect in Socket Mode with `app_token`; the hub plays Slack's side.
@@ -176,7 +185,21 @@ async fn handle(
             Err(_) => return Json(json!({ "ok": false, "error": "invalid_json" })).into_response(),
         }
     };
+    let (answer, hold) = respond(&inner, &method, &headers, form, &params);
+    if hold {
+        std::future::pending::<()>().await;
+    }
+    answer
+}
+
+/// Slack's answer to a call, and whether to withhold it.
+fn respond(inner: &Mutex<Inner>, method: &str, headers: &HeaderMap, form: &str, params: &Value) -> (Response, bool) {
     let mut i = inner.lock().unwrap_or_else(PoisonError::into_inner);
+    let hold = i.holds.remove(method);
+    (answer(&mut i, method, headers, form, params), hold)
+}
+
+fn answer(i: &mut Inner, method: &str, headers: &HeaderMap, form: &str, params: &Value) -> Response {
     let auth = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default();
     if method == "apps.connections.open" {
         if i.app_token.is_empty() || auth != format!("Bearer {}", i.app_token) {
@@ -188,7 +211,7 @@ async fn handle(
     if auth != format!("Bearer {}", i.token) {
         return Json(json!({ "ok": false, "error": "invalid_auth" })).into_response();
     }
-    if let Some(fail) = i.failures.get_mut(&method).and_then(VecDeque::pop_front) {
+    if let Some(fail) = i.failures.get_mut(method).and_then(VecDeque::pop_front) {
         if let Some(secs) = fail.strip_prefix("429:") {
             let mut resp =
                 (StatusCode::TOO_MANY_REQUESTS, Json(json!({ "ok": false, "error": "ratelimited" }))).into_response();
@@ -200,12 +223,12 @@ async fn handle(
         return Json(json!({ "ok": false, "error": fail })).into_response();
     }
     let text = |p: &Value, k: &str| p[k].as_str().map(str::to_owned);
-    match method.as_str() {
+    match method {
         "auth.test" => {
             Json(json!({ "ok": true, "user_id": i.bot_user, "team_id": "T0TEST", "bot_id": "B0TEST" })).into_response()
         }
         "chat.postMessage" => {
-            let (Some(channel), Some(body)) = (text(&params, "channel"), text(&params, "text")) else {
+            let (Some(channel), Some(body)) = (text(params, "channel"), text(params, "text")) else {
                 return Json(json!({ "ok": false, "error": "invalid_arguments" })).into_response();
             };
             if body.chars().count() > 40_000 {
@@ -217,20 +240,42 @@ async fn handle(
                 channel: channel.clone(),
                 ts: ts.clone(),
                 text: body,
-                thread_ts: text(&params, "thread_ts"),
+                thread_ts: text(params, "thread_ts"),
                 blocks: params.get("blocks").cloned(),
                 updates: 0,
                 deleted: false,
+                metadata: params.get("metadata").cloned(),
             };
             i.posted.push(posted);
             Json(json!({ "ok": true, "channel": channel, "ts": ts })).into_response()
+        }
+        "conversations.history" | "conversations.replies" => {
+            let channel = text(params, "channel").unwrap_or_default();
+            let thread = text(params, "ts");
+            let with_metadata = params["include_all_metadata"] == true;
+            let messages: Vec<Value> = i
+                .posted
+                .iter()
+                .filter(|p| p.channel == channel && !p.deleted)
+                .filter(|p| {
+                    method == "conversations.history" || p.thread_ts == thread || Some(&p.ts) == thread.as_ref()
+                })
+                .map(|p| {
+                    let mut m = json!({ "type": "message", "ts": p.ts, "text": p.text, "bot_id": "B0TEST" });
+                    if let (true, Some(meta)) = (with_metadata, &p.metadata) {
+                        m["metadata"] = meta.clone();
+                    }
+                    m
+                })
+                .collect();
+            Json(json!({ "ok": true, "messages": messages, "has_more": false })).into_response()
         }
         "files.getUploadURLExternal" => {
             if form.starts_with("application/json") {
                 return Json(json!({ "ok": false, "error": "invalid_form_data" })).into_response();
             }
             let (Some(name), Some(length)) =
-                (text(&params, "filename"), text(&params, "length").and_then(|l| l.parse::<usize>().ok()))
+                (text(params, "filename"), text(params, "length").and_then(|l| l.parse::<usize>().ok()))
             else {
                 return Json(json!({ "ok": false, "error": "invalid_arguments" })).into_response();
             };
@@ -242,7 +287,7 @@ async fn handle(
                 .into_response()
         }
         "files.completeUploadExternal" => {
-            let channel = text(&params, "channel_id").unwrap_or_default();
+            let channel = text(params, "channel_id").unwrap_or_default();
             let mut done = Vec::new();
             for f in params["files"].as_array().cloned().unwrap_or_default() {
                 let id = f["id"].as_str().unwrap_or_default();
@@ -250,13 +295,13 @@ async fn handle(
                     return Json(json!({ "ok": false, "error": "file_not_found" })).into_response();
                 };
                 let title = f["title"].as_str().map(str::to_owned).unwrap_or(name);
-                done.push(SharedFile { channel: channel.clone(), thread_ts: text(&params, "thread_ts"), title, data });
+                done.push(SharedFile { channel: channel.clone(), thread_ts: text(params, "thread_ts"), title, data });
             }
             i.shared.extend(done);
             Json(json!({ "ok": true, "files": params["files"] })).into_response()
         }
         "chat.delete" => {
-            let (channel, ts) = (text(&params, "channel").unwrap_or_default(), text(&params, "ts").unwrap_or_default());
+            let (channel, ts) = (text(params, "channel").unwrap_or_default(), text(params, "ts").unwrap_or_default());
             match i.posted.iter_mut().find(|p| p.channel == channel && p.ts == ts && !p.deleted) {
                 Some(p) => {
                     p.deleted = true;
@@ -266,10 +311,10 @@ async fn handle(
             }
         }
         "chat.update" => {
-            let (channel, ts) = (text(&params, "channel").unwrap_or_default(), text(&params, "ts").unwrap_or_default());
+            let (channel, ts) = (text(params, "channel").unwrap_or_default(), text(params, "ts").unwrap_or_default());
             match i.posted.iter_mut().find(|p| p.channel == channel && p.ts == ts && !p.deleted) {
                 Some(p) => {
-                    p.text = text(&params, "text").unwrap_or_default();
+                    p.text = text(params, "text").unwrap_or_default();
                     p.blocks = params.get("blocks").cloned();
                     p.updates += 1;
                     Json(json!({ "ok": true, "channel": channel, "ts": ts })).into_response()

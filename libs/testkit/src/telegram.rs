@@ -59,6 +59,8 @@ struct Bot {
     /// Files users sent: id -> bytes.
     files: HashMap<String, Vec<u8>>,
     uploads: Vec<Upload>,
+    /// Methods whose next call is carried out but never answered (the caller dies waiting).
+    holds: std::collections::HashSet<String>,
 }
 
 #[derive(Default)]
@@ -123,11 +125,23 @@ impl TelegramEmulator {
         f(bots.entry(token.to_owned()).or_default())
     }
 
-    /// Queues a raw update (its `update_id` is assigned) and returns its id.
+    /// Carries out the next call of `method` but never answers it, as if the network failed
+    /// after Telegram acted (the caller cannot know whether it did).
+    pub fn hold_next(&self, token: &str, method: &str) {
+        self.with_bot(token, |bot| bot.holds.insert(method.to_owned()));
+    }
+
+    /// Queues a raw update (its `update_id` is assigned) and returns its id. A message gets the
+    /// next id of its chat, which people and the bot share, as in Telegram.
     pub fn push_update(&self, token: &str, mut update: Value) -> i64 {
         let id = self.with_bot(token, |bot| {
             bot.next_update += 1;
             update["update_id"] = json!(bot.next_update);
+            if let Some(chat) = update.pointer("/message/chat/id").map(|c| c.to_string()) {
+                let next = bot.next_message.entry(chat).or_insert(100);
+                *next += 1;
+                update["message"]["message_id"] = json!(*next);
+            }
             bot.updates.push_back(update);
             bot.next_update
         });
@@ -314,9 +328,15 @@ async fn handle(
     match method.as_str() {
         "getUpdates" => get_updates(&inner, &token, &params).await,
         _ => {
-            let mut bots = inner.bots.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let Some(b) = bots.get_mut(&token) else { return fail(401, "Unauthorized", None) };
-            call(b, &method, &params)
+            let (answer, hold) = {
+                let mut bots = inner.bots.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let Some(b) = bots.get_mut(&token) else { return fail(401, "Unauthorized", None) };
+                (call(b, &method, &params), b.holds.remove(&method))
+            };
+            if hold {
+                std::future::pending::<()>().await;
+            }
+            answer
         }
     }
 }

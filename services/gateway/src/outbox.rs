@@ -4,8 +4,11 @@
 //! missing parts to send. Flood control waits as the platform says; other passing failures
 //! back off; a bot that was blocked or removed marks its channel and stops retrying.
 //!
-//! The one window left is a part that the platform accepted just before the pod died, before
-//! it was recorded: it is sent again. Telegram offers no idempotency key to close it.
+//! A part is marked as on its way before it is sent. If the pod dies after the platform took
+//! the part but before it was recorded, the next pod asks the platform first: Telegram by
+//! setting the same text on the few message ids after the last one known (only the part itself
+//! answers "not modified"), Slack by the part's message metadata in the conversation's history.
+//! WeCom cannot be asked, so there such a part is sent again.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -142,15 +145,61 @@ impl Gateway {
 
     /// Sends a reply's parts in order, skipping those a previous attempt sent, and records each
     /// (with its platform id) before the next, so a retry after a crash sends only the rest.
-    pub(crate) async fn send_parts<P, F, Fut>(&self, item: &OutboxItem, parts: &[P], mut send: F) -> Result<(), Failure>
+    pub(crate) async fn send_parts<P, F, Fut>(&self, item: &OutboxItem, parts: &[P], send: F) -> Result<(), Failure>
     where
         F: FnMut(usize, &P) -> Fut,
         Fut: std::future::Future<Output = Result<String, Failure>>,
     {
+        self.send_parts_recovering(item, parts, send, |_, _| async { None }).await
+    }
+
+    /// [`Self::send_parts`], where a part left in doubt by a sender that died between sending
+    /// and recording it is first looked for with `recover` (the platform's answer to "did it
+    /// arrive?"); only a part not found is sent again.
+    pub(crate) async fn send_parts_recovering<P, F, Fut, R, RFut>(
+        &self,
+        item: &OutboxItem,
+        parts: &[P],
+        mut send: F,
+        mut recover: R,
+    ) -> Result<(), Failure>
+    where
+        F: FnMut(usize, &P) -> Fut,
+        Fut: std::future::Future<Output = Result<String, Failure>>,
+        R: FnMut(usize, &P) -> RFut,
+        RFut: std::future::Future<Output = Option<String>>,
+    {
         let mut ids = item.message_ids.clone();
         let done = usize::try_from(item.sent_parts).unwrap_or(0);
         for (i, part) in parts.iter().enumerate().skip(done) {
-            ids.push(send(i, part).await?);
+            let index = i32::try_from(i).unwrap_or(i32::MAX);
+            let found = match item.doubt {
+                Some((doubted, _)) if doubted == index => recover(i, part).await,
+                _ => None,
+            };
+            let id = match found {
+                Some(id) => {
+                    tracing::info!(outbox.id = %item.id, part = i, "a part in doubt had arrived; not sent again");
+                    metrics::counter!("hermes_gateway_parts_recovered_total").increment(1);
+                    id
+                }
+                None => {
+                    let marked = self.store.outbox_part_sending(item.id, index).await;
+                    marked.map_err(|e| Failure::Passing(format!("cannot mark a part as on its way: {e}")))?;
+                    match send(i, part).await {
+                        Ok(id) => id,
+                        Err(refused @ (Failure::Wait(..) | Failure::Blocked(_) | Failure::Permanent(_))) => {
+                            // The platform answered no: nothing is in doubt.
+                            if let Err(e) = self.store.outbox_part_refused(item.id).await {
+                                tracing::debug!(error = %e, "cannot clear the part's doubt");
+                            }
+                            return Err(refused);
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+            };
+            ids.push(id);
             let sent = i32::try_from(i + 1).unwrap_or(i32::MAX);
             if let Err(e) = self.store.outbox_part_sent(item.id, sent, &ids).await {
                 // The part is out but unrecorded: stop here rather than risk more doubles.

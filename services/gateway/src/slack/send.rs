@@ -13,6 +13,11 @@ use crate::Gateway;
 use crate::attachments::{Part, parts};
 use crate::outbox::{Failure, render};
 
+/// What identifies one part of one reply.
+fn part_key(item: &OutboxItem, part: usize) -> String {
+    format!("{}:{part}", item.id)
+}
+
 impl Gateway {
     pub(crate) async fn deliver_slack(&self, channel: &Channel, item: &OutboxItem) -> Result<(), Failure> {
         let api = self.slack(channel).map_err(Failure::Permanent)?;
@@ -25,42 +30,58 @@ impl Gateway {
         let preview = self.take_preview(item).await?;
         let last_text = parts.iter().rposition(|p| matches!(p, Part::Text(_)));
         let all = &parts;
-        self.send_parts(item, &parts, |i, _| {
+        let recover = |i: usize, _: &Part| {
             let api = &api;
-            // Borrowed from the list, not the argument: the send outlives the call.
-            let (text, file) = match &all[i] {
-                Part::Text(t) => (Some(t.clone()), None),
-                Part::File(f) => (Part::note(f), f.data.as_ref().ok().map(|data| (f, data))),
-            };
-            let body = mrkdwn(text.as_deref().unwrap_or_default());
-            let mut params = json!({ "channel": chat, "text": body });
-            if let Some(thread) = thread {
-                params["thread_ts"] = json!(thread);
-            }
-            if Some(i) == last_text && !buttons.is_empty() {
-                let elements: Vec<Value> = buttons
-                    .iter()
-                    .flatten()
-                    .map(|(label, data)| {
-                        json!({ "type": "button", "text": { "type": "plain_text", "text": label },
-                                "value": data, "action_id": data })
-                    })
-                    .collect();
-                params["blocks"] = json!([
-                    { "type": "section", "text": { "type": "mrkdwn", "text": body } },
-                    { "type": "actions", "elements": elements },
-                ]);
-            }
             async move {
-                match file {
-                    Some((f, data)) => {
-                        let out = OutFile { name: &f.name, mime: &f.mime, data };
-                        api.upload_file(chat, thread, &out).await.map_err(Failure::from)
-                    }
-                    None => api.post_message(&params).await.map_err(Failure::from),
-                }
+                let (Part::Text(_), Some((_, since))) = (&all[i], item.doubt) else { return None };
+                let oldest = since.timestamp() - 60;
+                api.find_by_metadata(chat, thread, oldest, &part_key(item, i)).await
             }
-        })
+        };
+        self.send_parts_recovering(
+            item,
+            &parts,
+            |i, _| {
+                let api = &api;
+                // Borrowed from the list, not the argument: the send outlives the call.
+                let (text, file) = match &all[i] {
+                    Part::Text(t) => (Some(t.clone()), None),
+                    Part::File(f) => (Part::note(f), f.data.as_ref().ok().map(|data| (f, data))),
+                };
+                let body = mrkdwn(text.as_deref().unwrap_or_default());
+                // The part's key rides along, so a part in doubt can be found again.
+                let metadata =
+                    json!({ "event_type": "hermes_reply", "event_payload": { "part_key": part_key(item, i) } });
+                let mut params = json!({ "channel": chat, "text": body, "metadata": metadata });
+                if let Some(thread) = thread {
+                    params["thread_ts"] = json!(thread);
+                }
+                if Some(i) == last_text && !buttons.is_empty() {
+                    let elements: Vec<Value> = buttons
+                        .iter()
+                        .flatten()
+                        .map(|(label, data)| {
+                            json!({ "type": "button", "text": { "type": "plain_text", "text": label },
+                                "value": data, "action_id": data })
+                        })
+                        .collect();
+                    params["blocks"] = json!([
+                        { "type": "section", "text": { "type": "mrkdwn", "text": body } },
+                        { "type": "actions", "elements": elements },
+                    ]);
+                }
+                async move {
+                    match file {
+                        Some((f, data)) => {
+                            let out = OutFile { name: &f.name, mime: &f.mime, data };
+                            api.upload_file(chat, thread, &out).await.map_err(Failure::from)
+                        }
+                        None => api.post_message(&params).await.map_err(Failure::from),
+                    }
+                }
+            },
+            recover,
+        )
         .await?;
         if let Some((chat, ts)) = preview {
             crate::stream::PreviewApi::Slack { api, thread: None }.delete(&chat, &ts).await;

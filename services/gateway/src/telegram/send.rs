@@ -12,6 +12,9 @@ use crate::attachments::{Part, parts};
 use crate::outbox::{Failure, render};
 use crate::telegram::MAX_MESSAGE_UTF16;
 
+/// How many message ids after the last known one a part in doubt is looked for.
+const PROBE_WINDOW: i64 = 8;
+
 impl Gateway {
     pub(crate) async fn deliver_telegram(&self, channel: &Channel, item: &OutboxItem) -> Result<(), Failure> {
         let api = self.telegram(channel).map_err(Failure::Permanent)?;
@@ -26,7 +29,27 @@ impl Gateway {
         let rich = item.payload["kind"] != "interaction";
         let last_text = parts.iter().rposition(|p| matches!(p, Part::Text(_)));
         let all = &parts;
-        self.send_parts(item, &parts, |i, _| {
+        // A part left in doubt is looked for after the last message we know in this chat.
+        let known: Vec<i64> = item.message_ids.iter().filter_map(|id| id.parse().ok()).collect();
+        let anchor = known.last().copied().or_else(|| dest["reply_to"].as_i64());
+        let recover = |i: usize, _: &Part| {
+            let (api, known) = (&api, &known);
+            async move {
+                let (Part::Text(text), Some(anchor)) = (&all[i], anchor) else { return None };
+                let mut looks = Vec::new();
+                if rich {
+                    looks.push(json!({ "text": hermes_chat::markdown::telegram_html(text), "parse_mode": "HTML" }));
+                }
+                looks.push(json!({ "text": text }));
+                for look in &looks {
+                    if let Some(id) = api.find_sent(chat, anchor, known, look, PROBE_WINDOW).await {
+                        return Some(id.to_string());
+                    }
+                }
+                None
+            }
+        };
+        self.send_parts_recovering(item, &parts, |i, _| {
             let api = &api;
             // Borrowed from the list, not the argument: the send outlives the call.
             let (text, file) = match &all[i] {
@@ -74,7 +97,7 @@ impl Gateway {
                 };
                 Ok(id.to_string())
             }
-        })
+        }, recover)
         .await?;
         if let Some((chat, id)) = preview {
             crate::stream::PreviewApi::Telegram(api).delete(&chat, &id).await;

@@ -1,0 +1,112 @@
+//! A gateway pod killed between sending a reply and recording it: the platform has the part,
+//! the outbox does not know. The next pod asks the platform before sending again, so the chat
+//! shows each part exactly once: Telegram (the part found by its text among the next message
+//! ids) and Slack (found by the metadata it was posted with).
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use hermes_testkit::ScriptedReply;
+use hermes_testkit::slack::SlackEmulator;
+use hermes_testkit::telegram::TelegramEmulator;
+
+use crate::harness::TestEnv;
+use crate::telegram::{Binding, Pod, TOKEN, bind, bind_channel, sent};
+
+fn settings(env: &TestEnv) -> Vec<(&'static str, String)> {
+    vec![
+        ("HERMES__SECRETS__MASTER_KEY", env.config.secrets.master_key.clone().unwrap()),
+        ("HERMES__GATEWAY__BIND", "127.0.0.1:0".to_owned()),
+        ("HERMES__GATEWAY__POLL_TIMEOUT_SECONDS", "1".to_owned()),
+        ("HERMES__GATEWAY__LEASE_SECONDS", "3".to_owned()),
+        ("HERMES__GATEWAY__REBALANCE_SECONDS", "1".to_owned()),
+        ("HERMES__GATEWAY__OUTBOX_POLL_MILLIS", "50".to_owned()),
+        ("HERMES__GATEWAY__OUTBOX_LEASE_SECONDS", "5".to_owned()),
+    ]
+}
+
+async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..400 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[tokio::test]
+async fn a_telegram_part_sent_by_a_pod_that_died_before_recording_it_is_not_sent_again() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    bind(&env, &tg, "poll", "open", &[]).await;
+    let mut pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &settings(&env));
+    // A two-part answer; Telegram carries out the first send but the answer never comes back.
+    let long = format!("{}\n{}", "first half ".repeat(300), "second half ".repeat(300));
+    env.llm.push(ScriptedReply::text(long));
+    tg.hold_next(TOKEN, "sendMessage");
+    tg.user_says(TOKEN, 42, "tell me everything");
+    until("the first part at Telegram", || tg.sent(TOKEN).len() == 1).await;
+    // Pod A dies with the part sent and unrecorded.
+    pod_a.kill().unwrap();
+    pod_a.wait().unwrap();
+    let doubt = env.count("SELECT count(*) FROM outbox WHERE doubt_part = 0 AND sent_parts = 0").await;
+    assert_eq!(doubt, 1, "the outbox knows the first part was on its way");
+
+    // Pod B claims the reply once A's claim lapses, finds the part at Telegram, sends the rest.
+    let pod_b = Pod::start(&env).await;
+    let got = sent(&tg, 2).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let texts: Vec<String> = tg.sent(TOKEN).iter().map(|m| m.text.clone()).collect();
+    assert_eq!(texts.len(), 2, "each part exactly once: {texts:?}");
+    assert!(got[0].text.contains("first half") && got[0].text.ends_with("(1/2)"), "{}", got[0].text);
+    assert!(got[1].text.contains("second half") && got[1].text.ends_with("(2/2)"), "{}", got[1].text);
+    let probes = tg.calls(TOKEN).iter().filter(|(m, _)| m == "editMessageText").count();
+    assert!(probes >= 1, "the part was looked for before anything was sent again");
+    assert_eq!(env.count("SELECT count(*) FROM outbox WHERE status = 'sent' AND sent_parts = 2").await, 1);
+    pod_b.stop.cancel();
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_slack_reply_posted_by_a_pod_that_died_before_recording_it_is_not_posted_again() {
+    let env = TestEnv::start().await;
+    let slack = SlackEmulator::start("xoxb-crash", "UBOT").await.unwrap();
+    let hub = slack.socket_mode("xapp-crash");
+    let binding = Binding {
+        platform: "slack",
+        mode: "socket",
+        api_base: slack.base_url(),
+        credentials: json!({ "token": "xoxb-crash", "app_token": "xapp-crash" }),
+        identity: "T0TEST:UBOT",
+        username: Some("UBOT"),
+        dm_policy: "open",
+        allow: &[],
+    };
+    bind_channel(&env, binding).await;
+    let mut pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &settings(&env));
+    until("pod A's socket", || hub.connections().1 == 1).await;
+    env.llm.push(ScriptedReply::text("Posted once."));
+    slack.hold_next("chat.postMessage");
+    let dm = json!({ "type": "event_callback", "team_id": "T0TEST", "event_id": "EvC1",
+        "event": { "type": "message", "channel_type": "im", "user": "U1", "channel": "D1",
+                   "ts": "1700000070.000100", "text": "hello" } });
+    hub.push("events_api", dm);
+    until("the reply at Slack", || slack.posted().len() == 1).await;
+    pod_a.kill().unwrap();
+    pod_a.wait().unwrap();
+
+    let pod_b = Pod::start(&env).await;
+    for _ in 0..300 {
+        if env.count("SELECT count(*) FROM outbox WHERE status = 'sent'").await == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(env.count("SELECT count(*) FROM outbox WHERE status = 'sent'").await, 1, "the reply is settled");
+    let texts: Vec<String> = slack.posted().iter().map(|p| p.text.clone()).collect();
+    assert_eq!(texts, ["Posted once."], "posted exactly once");
+    pod_b.stop.cancel();
+    env.stop().await;
+}
