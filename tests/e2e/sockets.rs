@@ -175,7 +175,29 @@ async fn a_wecom_ai_bot_answers_chinese_under_the_messages_req_id_and_reconnects
     env.llm.push(ScriptedReply::text("我回来了。"));
     bot.user_says("zhangsan", None, "还在吗").unwrap();
     assert_eq!(replies(&bot, 7).await[6].content(), "我回来了。");
-    assert!(bot.pings() <= 1, "heartbeats every 30 s, not more");
+    pod.stop.cancel();
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_wecom_ai_bot_whose_heartbeats_go_unanswered_reconnects() {
+    let env = TestEnv::start().await;
+    let bot = WecomBotEmulator::start("aib-1", "s3cret").await.unwrap();
+    bind_bot(&env, &bot, "s3cret").await;
+    // The test pod pings every second.
+    let pod = Pod::start(&env).await;
+    until("the subscription", || (bot.subscriptions() == (1, true)).then_some(())).await;
+    until("a heartbeat", || (bot.pings() >= 1).then_some(())).await;
+    assert_eq!(bot.subscriptions().0, 1, "answered heartbeats keep the socket");
+    // The socket dies silently: two pings go unanswered, then the bot subscribes again.
+    bot.mute_pings(true);
+    let before = bot.pings();
+    until("a new subscription", || (bot.subscriptions().0 >= 2).then_some(())).await;
+    assert!(bot.pings() >= before + 2, "two unanswered pings first");
+    bot.mute_pings(false);
+    env.llm.push(ScriptedReply::text("又连上了。"));
+    until("a live socket", || bot.user_says("zhangsan", None, "在吗").map(|_| ())).await;
+    assert_eq!(replies(&bot, 1).await[0].content(), "又连上了。");
     pod.stop.cancel();
     env.stop().await;
 }

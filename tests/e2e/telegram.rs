@@ -33,6 +33,7 @@ impl Pod {
         config.gateway.lease_seconds = 3;
         config.gateway.rebalance_seconds = 1;
         config.gateway.outbox_poll_millis = 50;
+        config.gateway.socket_heartbeat_seconds = 1;
         let ctx = GatewayContext {
             store: env.store.clone(),
             broker: hermes_queue::Broker::connect(&config.rabbitmq, "test-gateway").await.unwrap(),

@@ -112,14 +112,14 @@ async fn a_wecom_app_verifies_its_url_and_answers_encrypted_chinese_messages_onc
 
     // The token expires: a new one is fetched and the answer still goes out, in 2,048-character parts.
     wecom.expire_tokens();
-    env.llm.push(ScriptedReply::text("长".repeat(5_000)));
+    env.llm.push(ScriptedReply::text("长".repeat(10_000)));
     let (query, body) = callback("zhangsan", "9002", "写长一点");
     env.http.post(format!("{url}{query}")).body(body).send().await.unwrap();
-    let got = sent(&wecom, 4).await;
-    assert_eq!(got.len(), 4, "5,000 characters in three parts after the first answer");
+    let got = sent(&wecom, 6).await;
+    assert_eq!(got.len(), 6, "10,000 characters in five parts after the first answer");
     assert!(got[1..].iter().all(|m| m.content.chars().count() <= 2048));
-    assert!(got[3].content.ends_with("(3/3)"));
-    assert_eq!(got[1..].iter().map(|m| m.content.matches('长').count()).sum::<usize>(), 5_000);
+    assert!(got[5].content.ends_with("(5/5)"));
+    assert_eq!(got[1..].iter().map(|m| m.content.matches('长').count()).sum::<usize>(), 10_000);
     assert_eq!(wecom.tokens_issued(), 2, "one refresh after the expiry");
     pod.stop.cancel();
     env.stop().await;

@@ -22,14 +22,23 @@ pub struct OutFile<'a> {
 }
 
 /// The chat command menu a bot registers (the gateway's own commands).
-pub const COMMAND_MENU: [(&str, &str); 12] = [
+pub const COMMAND_MENU: [(&str, &str); 21] = [
     ("new", "Start a fresh conversation"),
     ("stop", "Stop what I'm doing"),
     ("retry", "Ask your last message again"),
+    ("undo", "Take your last message back"),
+    ("steer", "Add to what I'm doing now: /steer text"),
+    ("queue", "Ask after I finish: /queue text"),
     ("status", "About this conversation"),
     ("title", "Rename this conversation"),
     ("sessions", "Your earlier conversations"),
     ("resume", "Go back to an earlier conversation"),
+    ("compress", "Summarise this conversation now"),
+    ("rollback", "Restore my workspace to a checkpoint"),
+    ("skills", "What I know how to do"),
+    ("memory", "What I remember"),
+    ("model", "Show or switch my model"),
+    ("usage", "Today's usage"),
     ("approve", "Allow the command I asked about (once, session, always)"),
     ("deny", "Refuse the command I asked about"),
     ("whoami", "Show your user and chat ids"),

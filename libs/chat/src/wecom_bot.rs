@@ -15,8 +15,6 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 pub const DEFAULT_URL: &str = "wss://openws.work.weixin.qq.com";
 /// Longest text in one message (Markdown content).
 pub const MAX_MESSAGE_CHARS: usize = 4_000;
-/// How often the bot says it is alive; two pings without an answer mean the socket is dead.
-pub const HEARTBEAT: Duration = Duration::from_secs(30);
 /// How long WeCom has to acknowledge a request.
 pub const ACK_TIMEOUT: Duration = Duration::from_secs(5);
 

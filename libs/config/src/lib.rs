@@ -232,6 +232,9 @@ pub struct GatewayConfig {
     pub outbox_lease_seconds: u64,
     /// Deliveries of a reply before it is given up (platform errors that may pass).
     pub outbox_max_attempts: i32,
+    /// How often a kept socket (Slack Socket Mode, a WeCom AI bot) is pinged; WeCom's SDK pings
+    /// every 30 s and calls the socket dead after two unanswered pings.
+    pub socket_heartbeat_seconds: u64,
 }
 
 impl Default for GatewayConfig {
@@ -244,6 +247,7 @@ impl Default for GatewayConfig {
             outbox_poll_millis: 200,
             outbox_lease_seconds: 60,
             outbox_max_attempts: 8,
+            socket_heartbeat_seconds: 30,
         }
     }
 }

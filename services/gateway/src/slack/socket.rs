@@ -21,10 +21,6 @@ use hermes_store::Channel;
 use crate::Gateway;
 use crate::leased::{End, keep_connected};
 
-/// A connection that hears nothing for this long (not even Slack's pings) is dead.
-const SILENCE: Duration = Duration::from_secs(90);
-const PING_EVERY: Duration = Duration::from_secs(30);
-
 /// Keeps the sockets of the Slack apps this pod holds the lease of, until `shutdown`.
 pub async fn run(gw: Arc<Gateway>, shutdown: CancellationToken) {
     crate::leased::run(gw, shutdown, "slack", "socket", |gw, channel, stop| async move {
@@ -63,8 +59,10 @@ async fn connected(gw: &Gateway, channel: &Channel, stop: &CancellationToken, op
             Ok(Err(e)) => return End::Failed(e.to_string()),
             Err(_) => return End::Failed("connecting timed out".into()),
         };
+    // A connection that hears nothing for three pings (not even Slack's own) is dead.
+    let every = Duration::from_secs(gw.config.gateway.socket_heartbeat_seconds.max(1));
     let mut heard = Instant::now();
-    let mut ping = tokio::time::interval(PING_EVERY);
+    let mut ping = tokio::time::interval(every);
     loop {
         let frame = tokio::select! {
             () = stop.cancelled() => {
@@ -72,7 +70,7 @@ async fn connected(gw: &Gateway, channel: &Channel, stop: &CancellationToken, op
                 return End::Again;
             }
             _ = ping.tick() => {
-                if heard.elapsed() > SILENCE {
+                if heard.elapsed() > every * 3 {
                     return End::Failed("Slack went silent".into());
                 }
                 if let Err(e) = ws.send(Message::Ping(Vec::new().into())).await {

@@ -1,6 +1,6 @@
 //! WeCom AI bots over their long connection ([`hermes_chat::wecom_bot`]): one pod per bot
-//! holds the socket ([`crate::leased`]), subscribes, pings every 30 s (two pings unanswered
-//! mean the socket is dead) and reconnects after 2, 5, 10, 30, then 60 s. Messages are taken in
+//! holds the socket ([`crate::leased`]), subscribes, pings every 30 s
+//! (`gateway.socket_heartbeat_seconds`; two pings unanswered mean the socket is dead) and reconnects after 2, 5, 10, 30, then 60 s. Messages are taken in
 //! as on any platform. Replies can only go out on the socket, so the pod holding it also
 //! delivers the bot's outbox ([`crate::outbox::deliver_claimed`] for this channel alone),
 //! handing each request to the socket and waiting for WeCom's acknowledgement under the
@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
-use hermes_chat::wecom_bot::{ACK_TIMEOUT, BotError, BotSocket, HEARTBEAT, Ws, ack_result, frame, req_id};
+use hermes_chat::wecom_bot::{ACK_TIMEOUT, BotError, BotSocket, Ws, ack_result, frame, req_id};
 use hermes_store::Channel;
 
 use crate::Gateway;
@@ -94,7 +94,8 @@ async fn pump(
 ) -> End {
     let mut waiting: HashMap<String, oneshot::Sender<Result<(), BotError>>> = HashMap::new();
     let mut pings: HashSet<String> = HashSet::new();
-    let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
+    let every = Duration::from_secs(gw.config.gateway.socket_heartbeat_seconds.max(1));
+    let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     loop {
         tokio::select! {
             () = stop.cancelled() => {
