@@ -8,7 +8,6 @@ use std::time::Duration;
 use serde_json::json;
 
 use hermes_testkit::ScriptedReply;
-use hermes_testkit::slack::SlackEmulator;
 use hermes_testkit::telegram::TelegramEmulator;
 
 use crate::harness::TestEnv;
@@ -48,19 +47,7 @@ async fn files_the_agent_names_reach_a_telegram_chat_after_the_text() {
 #[tokio::test]
 async fn files_the_agent_names_are_shared_in_the_slack_thread() {
     let env = TestEnv::start().await;
-    let slack = SlackEmulator::start("xoxb-files", "UBOT").await.unwrap();
-    let hub = slack.socket_mode("xapp-files");
-    let binding = Binding {
-        platform: "slack",
-        mode: "socket",
-        api_base: slack.base_url(),
-        credentials: json!({ "token": "xoxb-files", "app_token": "xapp-files" }),
-        identity: "T0TEST:UBOT",
-        username: Some("UBOT"),
-        dm_policy: "open",
-        allow: &[],
-    };
-    bind_channel(&env, binding).await;
+    let (slack, hub) = crate::sockets::slack_app(&env).await;
     let pod = Pod::start(&env).await;
     env.llm.push(ScriptedReply::tool_call("terminal", json!({ "command": MAKE_FILES })));
     env.llm.push(ScriptedReply::text(ANSWER));

@@ -8,23 +8,10 @@ use std::time::Duration;
 use serde_json::json;
 
 use hermes_testkit::ScriptedReply;
-use hermes_testkit::slack::SlackEmulator;
 use hermes_testkit::telegram::TelegramEmulator;
 
 use crate::harness::TestEnv;
-use crate::telegram::{Binding, Pod, TOKEN, bind, bind_channel, sent};
-
-fn settings(env: &TestEnv) -> Vec<(&'static str, String)> {
-    vec![
-        ("HERMES__SECRETS__MASTER_KEY", env.config.secrets.master_key.clone().unwrap()),
-        ("HERMES__GATEWAY__BIND", "127.0.0.1:0".to_owned()),
-        ("HERMES__GATEWAY__POLL_TIMEOUT_SECONDS", "1".to_owned()),
-        ("HERMES__GATEWAY__LEASE_SECONDS", "3".to_owned()),
-        ("HERMES__GATEWAY__REBALANCE_SECONDS", "1".to_owned()),
-        ("HERMES__GATEWAY__OUTBOX_POLL_MILLIS", "50".to_owned()),
-        ("HERMES__GATEWAY__OUTBOX_LEASE_SECONDS", "5".to_owned()),
-    ]
-}
+use crate::telegram::{Pod, TOKEN, bind, process_settings, sent};
 
 async fn until(what: &str, mut done: impl FnMut() -> bool) {
     for _ in 0..400 {
@@ -41,7 +28,7 @@ async fn a_telegram_part_sent_by_a_pod_that_died_before_recording_it_is_not_sent
     let env = TestEnv::start().await;
     let tg = TelegramEmulator::start().await.unwrap();
     bind(&env, &tg, "poll", "open", &[]).await;
-    let mut pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &settings(&env));
+    let mut pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &process_settings(&env));
     // A two-part answer; Telegram carries out the first send but the answer never comes back.
     let long = format!("{}\n{}", "first half ".repeat(300), "second half ".repeat(300));
     env.llm.push(ScriptedReply::text(long));
@@ -72,20 +59,8 @@ async fn a_telegram_part_sent_by_a_pod_that_died_before_recording_it_is_not_sent
 #[tokio::test]
 async fn a_slack_reply_posted_by_a_pod_that_died_before_recording_it_is_not_posted_again() {
     let env = TestEnv::start().await;
-    let slack = SlackEmulator::start("xoxb-crash", "UBOT").await.unwrap();
-    let hub = slack.socket_mode("xapp-crash");
-    let binding = Binding {
-        platform: "slack",
-        mode: "socket",
-        api_base: slack.base_url(),
-        credentials: json!({ "token": "xoxb-crash", "app_token": "xapp-crash" }),
-        identity: "T0TEST:UBOT",
-        username: Some("UBOT"),
-        dm_policy: "open",
-        allow: &[],
-    };
-    bind_channel(&env, binding).await;
-    let mut pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &settings(&env));
+    let (slack, hub) = crate::sockets::slack_app(&env).await;
+    let mut pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &process_settings(&env));
     until("pod A's socket", || hub.connections().1 == 1).await;
     env.llm.push(ScriptedReply::text("Posted once."));
     slack.hold_next("chat.postMessage");

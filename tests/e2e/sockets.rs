@@ -12,6 +12,7 @@ use serde_json::json;
 use hermes_store::Channel;
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::slack::SlackEmulator;
+use hermes_testkit::slack_socket::SocketHub;
 use hermes_testkit::wecom_bot::{BotReply, WecomBotEmulator};
 
 use crate::harness::TestEnv;
@@ -27,14 +28,9 @@ async fn until<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
     panic!("timed out waiting for {what}");
 }
 
-fn dm_event(id: &str, ts: &str, text: &str) -> serde_json::Value {
-    json!({ "type": "event_callback", "team_id": "T0TEST", "event_id": id,
-            "event": { "type": "message", "channel_type": "im", "user": "U1", "channel": "D1", "ts": ts, "text": text } })
-}
-
-#[tokio::test]
-async fn a_slack_app_in_socket_mode_answers_once_and_another_pod_takes_it_over_when_its_pod_is_killed() {
-    let env = TestEnv::start().await;
+/// A Slack app in Socket Mode (bot token `xoxb-sock`, app token `xapp-sock`), bound to a new
+/// tenant's agent: its Web API and its socket hub.
+pub(crate) async fn slack_app(env: &TestEnv) -> (SlackEmulator, std::sync::Arc<SocketHub>) {
     let slack = SlackEmulator::start("xoxb-sock", "UBOT").await.unwrap();
     let hub = slack.socket_mode("xapp-sock");
     let binding = Binding {
@@ -47,16 +43,21 @@ async fn a_slack_app_in_socket_mode_answers_once_and_another_pod_takes_it_over_w
         dm_policy: "open",
         allow: &[],
     };
-    bind_channel(&env, binding).await;
+    bind_channel(env, binding).await;
+    (slack, hub)
+}
+
+fn dm_event(id: &str, ts: &str, text: &str) -> serde_json::Value {
+    json!({ "type": "event_callback", "team_id": "T0TEST", "event_id": id,
+            "event": { "type": "message", "channel_type": "im", "user": "U1", "channel": "D1", "ts": ts, "text": text } })
+}
+
+#[tokio::test]
+async fn a_slack_app_in_socket_mode_answers_once_and_another_pod_takes_it_over_when_its_pod_is_killed() {
+    let env = TestEnv::start().await;
+    let (slack, hub) = slack_app(&env).await;
     // Pod A is a real gateway process, so it can die without a goodbye.
-    let settings = [
-        ("HERMES__SECRETS__MASTER_KEY", env.config.secrets.master_key.clone().unwrap()),
-        ("HERMES__GATEWAY__BIND", "127.0.0.1:0".to_owned()),
-        ("HERMES__GATEWAY__LEASE_SECONDS", "3".to_owned()),
-        ("HERMES__GATEWAY__REBALANCE_SECONDS", "1".to_owned()),
-        ("HERMES__GATEWAY__OUTBOX_POLL_MILLIS", "50".to_owned()),
-    ];
-    let mut pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &settings);
+    let mut pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &crate::telegram::process_settings(&env));
     until("pod A's socket", || (hub.connections().1 == 1).then_some(())).await;
 
     // A message: answered once; the envelope is acknowledged. The same event again (Slack's

@@ -58,6 +58,20 @@ impl Pod {
     }
 }
 
+/// Settings of a gateway pod run as its own process (so a test can kill it): the test pod's
+/// quick timings, an outbox claim of 5 s.
+pub(crate) fn process_settings(env: &TestEnv) -> Vec<(&'static str, String)> {
+    vec![
+        ("HERMES__SECRETS__MASTER_KEY", env.config.secrets.master_key.clone().unwrap()),
+        ("HERMES__GATEWAY__BIND", "127.0.0.1:0".to_owned()),
+        ("HERMES__GATEWAY__POLL_TIMEOUT_SECONDS", "1".to_owned()),
+        ("HERMES__GATEWAY__LEASE_SECONDS", "3".to_owned()),
+        ("HERMES__GATEWAY__REBALANCE_SECONDS", "1".to_owned()),
+        ("HERMES__GATEWAY__OUTBOX_POLL_MILLIS", "50".to_owned()),
+        ("HERMES__GATEWAY__OUTBOX_LEASE_SECONDS", "5".to_owned()),
+    ]
+}
+
 /// A channel of a new tenant's agent: how each platform's tests bind their bot.
 pub(crate) struct Binding<'a> {
     pub platform: &'a str,
@@ -126,15 +140,7 @@ async fn a_polled_bot_answers_once_per_update_and_another_pod_takes_over_when_it
     let tg = TelegramEmulator::start().await.unwrap();
     bind(&env, &tg, "poll", "open", &[]).await;
     // Pod A is a real gateway process, so it can die without a goodbye.
-    let settings = [
-        ("HERMES__SECRETS__MASTER_KEY", env.config.secrets.master_key.clone().unwrap()),
-        ("HERMES__GATEWAY__BIND", "127.0.0.1:0".to_owned()),
-        ("HERMES__GATEWAY__POLL_TIMEOUT_SECONDS", "1".to_owned()),
-        ("HERMES__GATEWAY__LEASE_SECONDS", "3".to_owned()),
-        ("HERMES__GATEWAY__REBALANCE_SECONDS", "1".to_owned()),
-        ("HERMES__GATEWAY__OUTBOX_POLL_MILLIS", "50".to_owned()),
-    ];
-    let mut pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &settings);
+    let mut pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &process_settings(&env));
     env.llm.push(ScriptedReply::text("Hello Ann!"));
     tg.user_says(TOKEN, 42, "hi there");
     let answers = sent(&tg, 1).await;

@@ -10,6 +10,7 @@ mod server;
 pub mod slack;
 pub mod slack_socket;
 pub mod telegram;
+mod telegram_html;
 pub mod wecom;
 pub mod wecom_bot;
 
