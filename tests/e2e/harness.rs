@@ -109,6 +109,7 @@ impl TestEnv {
         config.worker.drain_seconds = 10;
         config.scheduler.reaper_interval_millis = 300;
         config.scheduler.queued_grace_seconds = 5;
+        config.scheduler.cron_interval_millis = 200;
         config.api.recheck_seconds = 1;
         config.api.turn_timeout_seconds = 60;
         config.llm.retry_base_millis = 50;

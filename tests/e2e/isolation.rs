@@ -141,6 +141,9 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
     };
     let secrets = hermes_store::SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap();
     let channel = env.store.create_channel(owner_tenant, new, secrets.as_ref()).await.unwrap().id.to_string();
+    // ...and a cron job.
+    let (_, job) = send(&owner, "post", "/v1/cron/jobs", json!({"prompt": "brief", "schedule": "every 1d"})).await;
+    let job = job["id"].as_str().unwrap().to_owned();
 
     let doc: Value = env.http.get(format!("{}/openapi.json", env.api_url)).send().await.unwrap().json().await.unwrap();
     let mut checked = 0;
@@ -152,6 +155,7 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
             p if p.starts_with("/v1/interactions/") => &interaction,
             p if p.starts_with("/api/sessions/") => &session,
             p if p.starts_with("/v1/channels/") => &channel,
+            p if p.starts_with("/v1/cron/jobs/") => &job,
             other => panic!("no object for {other}: extend this test"),
         };
         let concrete = path.replace("{id}", id);
@@ -167,7 +171,7 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 18, "every route that names an object");
+    assert_eq!(checked, 24, "every route that names an object");
     // Chaining onto the owner's objects is refused the same way.
     for body in
         [json!({"input": "x", "previous_response_id": response_id}), json!({"input": "x", "session_id": session})]
@@ -180,6 +184,8 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
     assert_eq!(sessions["data"], json!([]));
     let (_, channels) = send(&stranger, "get", "/v1/channels", json!({})).await;
     assert_eq!(channels["data"], json!([]));
+    let (_, jobs) = send(&stranger, "get", "/v1/cron/jobs", json!({})).await;
+    assert_eq!(jobs["data"], json!([]));
     let (_, usage) = send(&stranger, "get", "/v1/usage", json!({})).await;
     assert_eq!(usage["total"]["calls"], 0);
     // And nothing of the owner's changed.

@@ -17,6 +17,7 @@ mod chat_commands;
 mod chat_files;
 mod code;
 mod crash;
+mod cron;
 mod delegation;
 mod derived;
 mod discovery;

@@ -66,7 +66,7 @@ async fn the_openapi_document_matches_the_routes_and_the_responses() {
     // Every documented route is served (an unknown id is fine; an unknown route is not).
     let paths = doc["paths"].as_object().unwrap();
     let operations: usize = paths.values().map(|m| m.as_object().unwrap().len()).sum();
-    assert_eq!(operations, 30, "every endpoint is documented");
+    assert_eq!(operations, 38, "every endpoint is documented");
     for (path, methods) in paths {
         let concrete = path.replace("{id}", "00000000-0000-0000-0000-000000000000");
         for method in methods.as_object().unwrap().keys() {
@@ -170,6 +170,28 @@ async fn the_openapi_document_matches_the_routes_and_the_responses() {
     check("post", "/v1/channels/{id}/pairings/approve", s, &wrong);
     let (s, deleted) = call(&env, &key, "delete", &format!("/v1/channels/{id}"), None).await;
     check("delete", "/v1/channels/{id}", s, &deleted);
+
+    // Cron.
+    let job = json!({"prompt": "Summarise the news.", "schedule": "every 2h", "name": "news"});
+    let (s, created) = call(&env, &key, "post", "/v1/cron/jobs", Some(job)).await;
+    assert_eq!(s, 201, "{created}");
+    check("post", "/v1/cron/jobs", s, &created);
+    let (s, bad) = call(&env, &key, "post", "/v1/cron/jobs", Some(json!({"prompt": "x", "schedule": "soon"}))).await;
+    assert_eq!(s, 400);
+    check("post", "/v1/cron/jobs", s, &bad);
+    let id = created["id"].as_str().unwrap();
+    let (s, list) = call(&env, &key, "get", "/v1/cron/jobs", None).await;
+    check("get", "/v1/cron/jobs", s, &list);
+    let (s, got) = call(&env, &key, "get", &format!("/v1/cron/jobs/{id}"), None).await;
+    check("get", "/v1/cron/jobs/{id}", s, &got);
+    let (s, paused) = call(&env, &key, "post", &format!("/v1/cron/jobs/{id}/pause"), Some(json!({}))).await;
+    check("post", "/v1/cron/jobs/{id}/pause", s, &paused);
+    let (s, resumed) = call(&env, &key, "post", &format!("/v1/cron/jobs/{id}/resume"), None).await;
+    check("post", "/v1/cron/jobs/{id}/resume", s, &resumed);
+    let (s, runs) = call(&env, &key, "get", &format!("/v1/cron/jobs/{id}/runs"), None).await;
+    check("get", "/v1/cron/jobs/{id}/runs", s, &runs);
+    let (s, gone) = call(&env, &key, "delete", &format!("/v1/cron/jobs/{id}"), None).await;
+    check("delete", "/v1/cron/jobs/{id}", s, &gone);
     env.stop().await;
 }
 

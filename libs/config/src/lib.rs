@@ -207,11 +207,23 @@ pub struct SchedulerConfig {
     pub queued_grace_seconds: u64,
     /// How often sessions past their tenant's retention are deleted.
     pub prune_interval_seconds: u64,
+    /// How often due cron jobs are looked for.
+    pub cron_interval_millis: u64,
+    /// Cron runs open at once across the installation, and per tenant.
+    pub cron_max_parallel: u32,
+    pub cron_max_parallel_per_tenant: u32,
 }
 
 impl Default for SchedulerConfig {
     fn default() -> Self {
-        Self { reaper_interval_millis: 5_000, queued_grace_seconds: 20, prune_interval_seconds: 3_600 }
+        Self {
+            reaper_interval_millis: 5_000,
+            queued_grace_seconds: 20,
+            prune_interval_seconds: 3_600,
+            cron_interval_millis: 1_000,
+            cron_max_parallel: 64,
+            cron_max_parallel_per_tenant: 8,
+        }
     }
 }
 

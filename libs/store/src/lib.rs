@@ -9,6 +9,7 @@ pub mod budgets;
 pub mod channels;
 pub mod chat_admin;
 pub mod credentials;
+pub mod cron;
 pub mod export;
 pub mod gateway;
 pub mod idempotency;

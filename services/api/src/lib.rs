@@ -7,6 +7,7 @@ mod channels;
 mod chat;
 mod chat_wire;
 mod completion;
+mod cron;
 mod discovery;
 mod idempotency;
 mod interactions;
@@ -105,6 +106,12 @@ fn router_with(ctx: ApiContext, events: EventHub) -> Router {
         .route("/v1/channels/{id}", get(channels::get).patch(channels::update).delete(channels::delete))
         .route("/v1/channels/{id}/pairings", get(channels::pairings))
         .route("/v1/channels/{id}/pairings/approve", post(channels::approve))
+        .route("/v1/cron/jobs", get(cron::list).post(cron::create))
+        .route("/v1/cron/jobs/{id}", get(cron::get).delete(cron::delete))
+        .route("/v1/cron/jobs/{id}/pause", post(cron::pause))
+        .route("/v1/cron/jobs/{id}/resume", post(cron::resume))
+        .route("/v1/cron/jobs/{id}/run", post(cron::run))
+        .route("/v1/cron/jobs/{id}/runs", get(cron::runs))
         .route("/api/sessions", get(sessions::list).post(sessions::create))
         .route("/api/sessions/{id}", get(sessions::get).patch(sessions::rename).delete(sessions::delete))
         .route("/api/sessions/{id}/messages", get(sessions::messages))

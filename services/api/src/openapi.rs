@@ -308,6 +308,53 @@ pub(crate) struct ChannelRequest {
     admins: Option<Vec<String>>,
 }
 
+/// A scheduled agent run.
+#[derive(ToSchema)]
+pub(crate) struct CronJob {
+    id: String,
+    agent_id: String,
+    name: String,
+    prompt: String,
+    skills: Vec<String>,
+    /// As stored: `every 30m`, a cron expression, or an RFC 3339 instant.
+    schedule: String,
+    /// `interval`, `cron` or `once`.
+    schedule_kind: String,
+    schedule_display: String,
+    timezone: String,
+    repeat_times: Option<i32>,
+    repeat_completed: i32,
+    /// `scheduled`, `paused`, `completed` or `error`.
+    state: String,
+    paused_reason: Option<String>,
+    next_run_at: Option<String>,
+    last_run_at: Option<String>,
+    /// `ok` or `error`.
+    last_status: Option<String>,
+    last_error: Option<String>,
+    last_delivery_error: Option<String>,
+    deliver: String,
+    origin: Option<Value>,
+    created_at: String,
+}
+
+/// `POST /v1/cron/jobs`.
+#[derive(ToSchema)]
+pub(crate) struct CronJobRequest {
+    prompt: String,
+    /// `every 30m|2h|1d`, a 5- or 6-field cron expression, an ISO time, or a delay like `30m`.
+    schedule: String,
+    name: Option<String>,
+    /// The agent's name.
+    model: Option<String>,
+    /// An IANA time zone; the tenant's by default.
+    timezone: Option<String>,
+    repeat: Option<i32>,
+    /// `local` (default), `origin`, or `platform:chat[:thread]`.
+    deliver: Option<String>,
+    skills: Option<Vec<String>>,
+}
+
 #[derive(ToSchema)]
 pub(crate) struct PairingApproved {
     approved: bool,
@@ -372,6 +419,14 @@ impl Modify for BearerKey {
         crate::channels::delete,
         crate::channels::pairings,
         crate::channels::approve,
+        crate::cron::list,
+        crate::cron::create,
+        crate::cron::get,
+        crate::cron::delete,
+        crate::cron::pause,
+        crate::cron::resume,
+        crate::cron::run,
+        crate::cron::runs,
     )
 )]
 pub(crate) struct ApiDoc;

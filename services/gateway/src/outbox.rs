@@ -30,6 +30,22 @@ pub fn render(payload: &Value) -> (String, crate::interact::Buttons) {
     }
 }
 
+/// The text of a reply and its buttons; a cron job's answer says which job it is.
+pub fn render_reply(item: &OutboxItem) -> (String, crate::interact::Buttons) {
+    let (text, buttons) = render(&item.payload);
+    match item.destination["cron"]["name"].as_str() {
+        Some(job) => (format!("⏰ Cron job “{job}”\n\n{text}"), buttons),
+        None => (text, buttons),
+    }
+}
+
+/// A cron job's answer that asks to stay silent (`[SILENT]`, after a successful run).
+fn silent(item: &OutboxItem) -> bool {
+    item.destination.get("cron").is_some()
+        && item.payload["status"] == "completed"
+        && item.payload["outcome"]["content"].as_str().is_some_and(|c| c.trim_start().starts_with("[SILENT]"))
+}
+
 /// The text of a turn's answer: the answer, or a polite word on why there is none.
 fn answer_text(payload: &Value) -> String {
     let outcome = &payload["outcome"];
@@ -101,8 +117,9 @@ impl Gateway {
                 return;
             }
         };
-        // A steering message absorbed by the turn it steered has no answer of its own.
-        if item.payload["outcome"]["error_code"] == hermes_store::steer::STEERED {
+        // A steering message absorbed by the turn it steered has no answer of its own, and a
+        // cron job may have nothing to report.
+        if item.payload["outcome"]["error_code"] == hermes_store::steer::STEERED || silent(&item) {
             if let Err(e) = self.store.outbox_sent(item.id).await {
                 tracing::warn!(error = %e, "cannot settle a steered message's empty reply");
             }

@@ -2,7 +2,9 @@
 //! so any number of replicas run without a leader. Now: the lease reaper, which republishes
 //! turns whose worker vanished or whose work message was lost, and the expiry of questions
 //! parked turns wait on; the retention sweep, which deletes sessions past their tenant's
-//! retention period; and the skills curator. Cron joins it in a later issue.
+//! retention period; the skills curator; and cron ([`cron`]).
+
+pub mod cron;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -114,7 +116,8 @@ pub async fn curate_once(
     Ok(changed)
 }
 
-/// Runs the reaper every `scheduler.reaper_interval_millis` and the retention sweep every
+/// Runs the reaper every `scheduler.reaper_interval_millis`, cron every
+/// `scheduler.cron_interval_millis` and the retention sweep every
 /// `scheduler.prune_interval_seconds` until `shutdown`.
 pub async fn run(ctx: SchedulerContext, shutdown: CancellationToken) {
     let every = Duration::from_millis(ctx.config.scheduler.reaper_interval_millis.max(100));
@@ -122,10 +125,18 @@ pub async fn run(ctx: SchedulerContext, shutdown: CancellationToken) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut prune = tokio::time::interval(Duration::from_secs(ctx.config.scheduler.prune_interval_seconds.max(1)));
     prune.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tracing::info!(interval_ms = every.as_millis() as u64, "scheduler running (lease reaper)");
+    let mut cron = tokio::time::interval(Duration::from_millis(ctx.config.scheduler.cron_interval_millis.max(100)));
+    cron.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let owner = format!("scheduler-{}", uuid::Uuid::now_v7().simple());
+    tracing::info!(interval_ms = every.as_millis() as u64, "scheduler running (lease reaper, cron)");
     loop {
         tokio::select! {
             () = shutdown.cancelled() => break,
+            _ = cron.tick() => {
+                if let Err(e) = cron::cron_once(&ctx, &owner, chrono::Utc::now()).await {
+                    tracing::warn!(error = %e, "cron pass failed");
+                }
+            }
             _ = tick.tick() => {
                 if let Err(e) = reap_once(&ctx).await {
                     tracing::warn!(error = %e, "lease reaper pass failed");

@@ -152,6 +152,9 @@ async fn hand_back(
     }
 }
 
+/// The iterations of an unattended cron run.
+const CRON_MAX_ITERATIONS: u32 = 90;
+
 fn failed(code: &str, message: impl Into<String>) -> TurnOutcome {
     TurnOutcome {
         content: String::new(),
@@ -431,7 +434,8 @@ async fn prepare_and_run(
         turn_id: turn.turn_id,
         call_id: String::new(),
         interaction: Interactive {
-            enabled: true,
+            // A cron run has nobody to ask: no questions, no approvals that wait.
+            enabled: turn.session_source != "cron",
             approval_mode: ApprovalMode::parse(&agent.approval_mode).unwrap_or_default(),
             allowed: Arc::new(allowed),
             resolution: resolution.map(|(call_id, answer)| Arc::new(Resolution { call_id, answer })),
@@ -448,7 +452,12 @@ async fn prepare_and_run(
             }),
         },
     };
-    let limits = TurnLimits { stream_deltas: turn.stream, ..TurnLimits::main(rt.ctx.config.worker.max_iterations) };
+    // Cron runs stop at 90 iterations (upstream's cap for unattended runs).
+    let max_iterations = match turn.session_source.as_str() {
+        "cron" => rt.ctx.config.worker.max_iterations.min(CRON_MAX_ITERATIONS),
+        _ => rt.ctx.config.worker.max_iterations,
+    };
+    let limits = TurnLimits { stream_deltas: turn.stream, ..TurnLimits::main(max_iterations) };
     let engine = models.context_engine();
     let start = TurnStart { messages, completed_steps, turn_start };
     let run = Turn {

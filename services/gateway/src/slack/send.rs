@@ -11,7 +11,7 @@ use hermes_chat::OutFile;
 
 use crate::Gateway;
 use crate::attachments::{Part, parts};
-use crate::outbox::{Failure, render};
+use crate::outbox::{Failure, render_reply};
 
 /// What identifies one part of one reply.
 fn part_key(item: &OutboxItem, part: usize) -> String {
@@ -21,7 +21,7 @@ fn part_key(item: &OutboxItem, part: usize) -> String {
 impl Gateway {
     pub(crate) async fn deliver_slack(&self, channel: &Channel, item: &OutboxItem) -> Result<(), Failure> {
         let api = self.slack(channel).map_err(Failure::Permanent)?;
-        let (text, buttons) = render(&item.payload);
+        let (text, buttons) = render_reply(item);
         let (text, files) = self.attachments(item, text).await?;
         let parts = parts(&text, files, |t| hermes_chat::split::split(t, MAX_MESSAGE_CHARS));
         let dest = &item.destination;

@@ -9,7 +9,7 @@ use hermes_chat::OutFile;
 
 use crate::Gateway;
 use crate::attachments::{Part, parts};
-use crate::outbox::{Failure, render};
+use crate::outbox::{Failure, render_reply};
 use crate::telegram::MAX_MESSAGE_UTF16;
 
 /// How many message ids after the last known one a part in doubt is looked for.
@@ -18,7 +18,7 @@ const PROBE_WINDOW: i64 = 8;
 impl Gateway {
     pub(crate) async fn deliver_telegram(&self, channel: &Channel, item: &OutboxItem) -> Result<(), Failure> {
         let api = self.telegram(channel).map_err(Failure::Permanent)?;
-        let (text, buttons) = render(&item.payload);
+        let (text, buttons) = render_reply(item);
         let (text, files) = self.attachments(item, text).await?;
         let parts = parts(&text, files, |t| hermes_chat::split::split(t, MAX_MESSAGE_UTF16));
         let dest = &item.destination;

@@ -14,7 +14,7 @@ use hermes_store::{Channel, OutboxItem};
 
 use crate::Gateway;
 use crate::attachments::Part;
-use crate::outbox::{Failure, render};
+use crate::outbox::{Failure, render_reply};
 
 const MAX_IMAGES: usize = 10;
 
@@ -36,7 +36,7 @@ impl Gateway {
         let Some(link) = link else {
             return Err(Failure::Wait(std::time::Duration::from_secs(2), "the bot's socket is reconnecting".into()));
         };
-        let (text, _) = render(&item.payload);
+        let (text, _) = render_reply(item);
         let (mut text, files) = self.attachments(item, text).await?;
         let answering = item.destination["reply_token"].as_str();
         let mut images = Vec::new();

@@ -9,12 +9,12 @@ use hermes_store::{Channel, OutboxItem};
 
 use crate::Gateway;
 use crate::attachments::{Part, parts};
-use crate::outbox::{Failure, render};
+use crate::outbox::{Failure, render_reply};
 
 impl Gateway {
     pub(crate) async fn deliver_wecom(&self, channel: &Channel, item: &OutboxItem) -> Result<(), Failure> {
         let api = self.wecom(channel).map_err(Failure::Permanent)?;
-        let (text, _) = render(&item.payload);
+        let (text, _) = render_reply(item);
         let (text, files) = self.attachments(item, text).await?;
         let parts = parts(&text, files, |t| hermes_chat::split::split(t, MAX_MESSAGE_CHARS));
         let to = item.destination["chat_id"].as_str().unwrap_or_default();

@@ -1,0 +1,365 @@
+//! Cron jobs and their runs (migration 0028). Jobs are the tenant's; the scheduler claims due
+//! ones across tenants ([`Store::claim_due_jobs`]), deciding each job's next run with the
+//! schedule rules of `hermes-schedule` inside the claiming transaction.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+
+use hermes_core::{AgentId, SessionId, TenantId, TurnId};
+
+use crate::{Result, Store, StoreError};
+
+/// A job to create.
+#[derive(Debug, Clone)]
+pub struct NewJob {
+    pub agent_id: AgentId,
+    pub name: String,
+    pub prompt: String,
+    pub skills: Vec<String>,
+    pub model: Option<String>,
+    pub schedule: String,
+    pub schedule_kind: String,
+    pub schedule_display: String,
+    pub timezone: String,
+    pub repeat_times: Option<i32>,
+    pub next_run_at: DateTime<Utc>,
+    pub deliver: String,
+    pub origin: Option<Value>,
+}
+
+/// A stored job.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Job {
+    pub id: uuid::Uuid,
+    #[serde(skip)]
+    pub tenant_id: TenantId,
+    pub agent_id: AgentId,
+    pub name: String,
+    pub prompt: String,
+    pub skills: Vec<String>,
+    pub model: Option<String>,
+    pub schedule: String,
+    pub schedule_kind: String,
+    pub schedule_display: String,
+    pub timezone: String,
+    pub repeat_times: Option<i32>,
+    pub repeat_completed: i32,
+    pub state: String,
+    pub paused_reason: Option<String>,
+    pub next_run_at: Option<DateTime<Utc>>,
+    pub last_run_at: Option<DateTime<Utc>>,
+    pub last_status: Option<String>,
+    pub last_error: Option<String>,
+    pub last_delivery_error: Option<String>,
+    pub deliver: String,
+    pub origin: Option<Value>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl Job {
+    fn from_row(row: &PgRow) -> Result<Self> {
+        let tenant: uuid::Uuid = row.try_get("tenant_id")?;
+        Ok(Self {
+            id: row.try_get("id")?,
+            #[expect(clippy::disallowed_methods, reason = "the row's own tenant, read with the row")]
+            tenant_id: TenantId::from_authenticated(tenant),
+            agent_id: AgentId::from_uuid(row.try_get("agent_id")?),
+            name: row.try_get("name")?,
+            prompt: row.try_get("prompt")?,
+            skills: row.try_get("skills")?,
+            model: row.try_get("model")?,
+            schedule: row.try_get("schedule")?,
+            schedule_kind: row.try_get("schedule_kind")?,
+            schedule_display: row.try_get("schedule_display")?,
+            timezone: row.try_get("timezone")?,
+            repeat_times: row.try_get("repeat_times")?,
+            repeat_completed: row.try_get("repeat_completed")?,
+            state: row.try_get("state")?,
+            paused_reason: row.try_get("paused_reason")?,
+            next_run_at: row.try_get("next_run_at")?,
+            last_run_at: row.try_get("last_run_at")?,
+            last_status: row.try_get("last_status")?,
+            last_error: row.try_get("last_error")?,
+            last_delivery_error: row.try_get("last_delivery_error")?,
+            deliver: row.try_get("deliver")?,
+            origin: row.try_get("origin")?,
+            created_at: row.try_get("created_at")?,
+        })
+    }
+}
+
+/// What the scheduler decided for a due job.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Run it now (false: the slot is skipped).
+    pub run: bool,
+    /// Its next run (none: no more runs for now).
+    pub next_run_at: Option<DateTime<Utc>>,
+    /// `scheduled`, `completed` (a missed one-shot) or `error` (no next run can be computed).
+    pub state: &'static str,
+    pub error: Option<String>,
+}
+
+/// A run the scheduler claimed: start it.
+#[derive(Debug, Clone)]
+pub struct ClaimedRun {
+    pub run_id: uuid::Uuid,
+    pub job: Job,
+    pub scheduled_for: DateTime<Utc>,
+}
+
+/// A run that ended (its turn finished, or it was declared unknown).
+#[derive(Debug, Clone)]
+pub struct SettledRun {
+    pub run_id: uuid::Uuid,
+    pub tenant_id: TenantId,
+    pub job_id: uuid::Uuid,
+    pub status: String,
+}
+
+impl Store {
+    /// Creates a job; `Conflict` when the agent has a job of that name.
+    pub async fn create_job(&self, tenant: TenantId, new: &NewJob) -> Result<Job> {
+        let row = sqlx::query(
+            "INSERT INTO cron_jobs (id, tenant_id, agent_id, name, prompt, skills, model, schedule, schedule_kind,
+                                    schedule_display, timezone, repeat_times, next_run_at, deliver, origin)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING *",
+        )
+        .bind(uuid::Uuid::now_v7())
+        .bind(tenant.as_uuid())
+        .bind(new.agent_id.as_uuid())
+        .bind(crate::messages::without_nul(&new.name))
+        .bind(crate::messages::without_nul(&new.prompt))
+        .bind(&new.skills)
+        .bind(&new.model)
+        .bind(&new.schedule)
+        .bind(&new.schedule_kind)
+        .bind(&new.schedule_display)
+        .bind(&new.timezone)
+        .bind(new.repeat_times)
+        .bind(new.next_run_at)
+        .bind(&new.deliver)
+        .bind(&new.origin)
+        .fetch_one(self.pool())
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::NotFound,
+            _ => StoreError::conflict_on_unique(e, "this agent already has a job with that name"),
+        })?;
+        Job::from_row(&row)
+    }
+
+    /// The tenant's jobs (of one agent, if given), by name.
+    pub async fn list_jobs(&self, tenant: TenantId, agent: Option<AgentId>) -> Result<Vec<Job>> {
+        let rows = sqlx::query(
+            "SELECT * FROM cron_jobs WHERE tenant_id = $1 AND ($2::uuid IS NULL OR agent_id = $2)
+             ORDER BY lower(name)",
+        )
+        .bind(tenant.as_uuid())
+        .bind(agent.map(|a| a.as_uuid()))
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(Job::from_row).collect()
+    }
+
+    /// A job by id, or by name (case-insensitive) within the agent.
+    pub async fn find_job(&self, tenant: TenantId, agent: Option<AgentId>, reference: &str) -> Result<Job> {
+        let id = uuid::Uuid::parse_str(reference.trim()).ok();
+        let row = sqlx::query(
+            "SELECT * FROM cron_jobs WHERE tenant_id = $1 AND ($2::uuid IS NULL OR agent_id = $2)
+               AND (id = $3 OR lower(name) = lower($4))
+             ORDER BY (id = $3) DESC LIMIT 1",
+        )
+        .bind(tenant.as_uuid())
+        .bind(agent.map(|a| a.as_uuid()))
+        .bind(id)
+        .bind(reference.trim())
+        .fetch_optional(self.pool())
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        Job::from_row(&row)
+    }
+
+    /// Deletes a job and its runs; `false` when there was none.
+    pub async fn delete_job(&self, tenant: TenantId, id: uuid::Uuid) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM cron_jobs WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_uuid())
+            .bind(id)
+            .execute(self.pool())
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Pauses a job (with a reason) or schedules it again from `next_run_at`.
+    pub async fn set_job_state(
+        &self,
+        tenant: TenantId,
+        id: uuid::Uuid,
+        paused_reason: Option<&str>,
+        next_run_at: Option<DateTime<Utc>>,
+    ) -> Result<Job> {
+        let row = sqlx::query(
+            "UPDATE cron_jobs SET state = CASE WHEN $3::text IS NULL THEN 'scheduled' ELSE 'paused' END,
+                    paused_reason = $3, next_run_at = COALESCE($4, next_run_at), last_error = NULL,
+                    updated_at = now()
+             WHERE tenant_id = $1 AND id = $2 RETURNING *",
+        )
+        .bind(tenant.as_uuid())
+        .bind(id)
+        .bind(paused_reason)
+        .bind(next_run_at)
+        .fetch_optional(self.pool())
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        Job::from_row(&row)
+    }
+
+    /// Claims up to `limit` due jobs (`FOR UPDATE SKIP LOCKED`, so replicas never claim the same
+    /// slot), moving each on as `plan` says in the same transaction, and records a run for each
+    /// that runs now. A tenant with `tenant_cap` runs open gets no more until one ends.
+    pub async fn claim_due_jobs(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        limit: i64,
+        tenant_cap: i64,
+        plan: impl Fn(&Job) -> Plan,
+    ) -> Result<Vec<ClaimedRun>> {
+        let mut tx = self.pool().begin().await?;
+        let rows = sqlx::query(
+            "SELECT * FROM cron_jobs j
+             WHERE state = 'scheduled' AND next_run_at <= $1
+               AND (SELECT count(*) FROM cron_runs r
+                    WHERE r.tenant_id = j.tenant_id AND r.status IN ('claimed', 'running')) < $3
+             ORDER BY next_run_at LIMIT $2 FOR UPDATE SKIP LOCKED",
+        )
+        .bind(now)
+        .bind(limit)
+        .bind(tenant_cap)
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut claimed = Vec::new();
+        for row in &rows {
+            let job = Job::from_row(row)?;
+            let due = job.next_run_at.unwrap_or(now);
+            let decision = plan(&job);
+            sqlx::query(
+                "UPDATE cron_jobs SET next_run_at = $2, state = $3, last_error = COALESCE($4, last_error),
+                        updated_at = now()
+                 WHERE id = $1",
+            )
+            .bind(job.id)
+            .bind(decision.next_run_at)
+            .bind(decision.state)
+            .bind(&decision.error)
+            .execute(&mut *tx)
+            .await?;
+            if !decision.run {
+                continue;
+            }
+            let run_id: Option<uuid::Uuid> = sqlx::query_scalar(
+                "INSERT INTO cron_runs (id, tenant_id, job_id, scheduled_for, claimed_by)
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (job_id, scheduled_for) DO NOTHING RETURNING id",
+            )
+            .bind(uuid::Uuid::now_v7())
+            .bind(job.tenant_id.as_uuid())
+            .bind(job.id)
+            .bind(due)
+            .bind(owner)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if let Some(run_id) = run_id {
+                claimed.push(ClaimedRun { run_id, job, scheduled_for: due });
+            }
+        }
+        tx.commit().await?;
+        Ok(claimed)
+    }
+
+    /// Cron runs open across the installation (claimed or running).
+    pub async fn open_cron_runs(&self) -> Result<i64> {
+        Ok(sqlx::query_scalar("SELECT count(*) FROM cron_runs WHERE status IN ('claimed', 'running')")
+            .fetch_one(self.pool())
+            .await?)
+    }
+
+    /// The run's turn is queued: the run is running.
+    pub async fn start_run(&self, run: uuid::Uuid, turn: TurnId, session: SessionId) -> Result<()> {
+        sqlx::query(
+            "UPDATE cron_runs SET status = 'running', turn_id = $2, session_id = $3 WHERE id = $1 AND status = 'claimed'",
+        )
+        .bind(run)
+        .bind(turn.as_uuid())
+        .bind(session.as_uuid())
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Ends the runs whose turns ended (their outputs kept) and runs claimed more than `stale`
+    /// ago that never got a turn (`unknown`: what claimed them vanished); updates their jobs.
+    pub async fn settle_runs(&self, stale: std::time::Duration) -> Result<Vec<SettledRun>> {
+        let rows = sqlx::query(
+            "WITH ended AS (
+                UPDATE cron_runs r SET
+                    status = CASE WHEN t.status = 'completed' THEN 'completed' ELSE 'failed' END,
+                    output = t.outcome ->> 'content', error = t.outcome ->> 'error',
+                    finished_at = COALESCE(t.finished_at, now())
+                FROM turns t
+                WHERE r.status = 'running' AND t.id = r.turn_id AND t.status IN ('completed', 'failed', 'cancelled')
+                RETURNING r.id, r.tenant_id, r.job_id, r.status, r.error
+             ), vanished AS (
+                UPDATE cron_runs r SET status = 'unknown', finished_at = now(),
+                    error = 'the scheduler that claimed this run vanished before starting it; not run again'
+                WHERE r.status = 'claimed' AND r.created_at < now() - make_interval(secs => $1)
+                RETURNING r.id, r.tenant_id, r.job_id, r.status, r.error
+             ), settled AS (SELECT * FROM ended UNION ALL SELECT * FROM vanished),
+             jobs AS (
+                UPDATE cron_jobs j SET last_run_at = now(),
+                    last_status = CASE WHEN s.status = 'completed' THEN 'ok' ELSE 'error' END,
+                    last_error = CASE WHEN s.status = 'completed' THEN NULL ELSE s.error END,
+                    repeat_completed = j.repeat_completed + 1,
+                    state = CASE WHEN j.repeat_times IS NOT NULL AND j.repeat_completed + 1 >= j.repeat_times
+                                 THEN 'completed' ELSE j.state END,
+                    next_run_at = CASE WHEN j.repeat_times IS NOT NULL AND j.repeat_completed + 1 >= j.repeat_times
+                                       THEN NULL ELSE j.next_run_at END,
+                    updated_at = now()
+                FROM settled s WHERE j.id = s.job_id
+             )
+             SELECT id, tenant_id, job_id, status FROM settled",
+        )
+        .bind(stale.as_secs_f64())
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let tenant: uuid::Uuid = r.try_get("tenant_id")?;
+                Ok(SettledRun {
+                    run_id: r.try_get("id")?,
+                    #[expect(clippy::disallowed_methods, reason = "the row's own tenant, read with the row")]
+                    tenant_id: TenantId::from_authenticated(tenant),
+                    job_id: r.try_get("job_id")?,
+                    status: r.try_get("status")?,
+                })
+            })
+            .collect()
+    }
+
+    /// A job's latest runs, newest first.
+    pub async fn job_runs(&self, tenant: TenantId, job: uuid::Uuid, limit: i64) -> Result<Vec<Value>> {
+        let rows = sqlx::query(
+            "SELECT jsonb_build_object('id', id, 'scheduled_for', scheduled_for, 'status', status,
+                        'turn_id', turn_id, 'session_id', session_id, 'output', output, 'error', error,
+                        'created_at', created_at, 'finished_at', finished_at) AS run
+             FROM cron_runs WHERE tenant_id = $1 AND job_id = $2 ORDER BY created_at DESC LIMIT $3",
+        )
+        .bind(tenant.as_uuid())
+        .bind(job)
+        .bind(limit)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(|r| Ok(r.try_get("run")?)).collect()
+    }
+}

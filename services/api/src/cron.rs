@@ -1,0 +1,204 @@
+//! `/v1/cron/jobs`: scheduled agent runs, as upstream's `/api/jobs`. A job has a prompt, a
+//! schedule (`every 30m`, a cron expression, a time, or a delay; in the job's time zone, by
+//! default the tenant's) and a delivery target; its runs are browsable. Prompts are scanned
+//! for injection and exfiltration patterns on create. A key restricted to one agent sees only
+//! that agent's jobs; another tenant's job is a 404 like a missing one.
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use hermes_http::ApiError;
+use hermes_schedule::{Schedule, time_zone};
+use hermes_store::cron::{Job, NewJob};
+use hermes_store::{KeyAuth, StoreError};
+
+use crate::AppState;
+use crate::auth::Caller;
+use crate::chat::{json_error, resolve_agent};
+
+fn not_found() -> ApiError {
+    ApiError::not_found("job_not_found", "no such cron job")
+}
+
+fn store_error(e: StoreError) -> ApiError {
+    match e {
+        StoreError::NotFound => not_found(),
+        StoreError::Conflict(why) => {
+            ApiError::new(StatusCode::CONFLICT, "invalid_request_error", Some("job_exists"), why)
+        }
+        StoreError::Invalid(why) => ApiError::invalid_request("invalid_value", why),
+        other => ApiError::internal(other),
+    }
+}
+
+/// The caller's job `id` (or name).
+async fn visible(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Job, ApiError> {
+    state.store.find_job(auth.tenant_id, auth.agent_id, id).await.map_err(store_error)
+}
+
+#[utoipa::path(get, path = "/v1/cron/jobs", tag = "cron",
+    responses((status = 200, description = "The tenant's cron jobs", body = crate::openapi::ObjectList), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>, ApiError> {
+    let jobs = state.store.list_jobs(auth.tenant_id, auth.agent_id).await.map_err(ApiError::internal)?;
+    Ok(Json(json!({ "object": "list", "data": jobs, "has_more": false })))
+}
+
+/// A job to create.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreateJob {
+    prompt: String,
+    schedule: String,
+    /// Default: the first 50 characters of the prompt.
+    name: Option<String>,
+    /// The agent (by name); the key's agent or the tenant's only agent when absent.
+    model: Option<String>,
+    timezone: Option<String>,
+    /// Runs to make (default: 1 for a one-shot, forever otherwise).
+    repeat: Option<i32>,
+    /// `local` (the default from the API), `origin`, or `platform:chat[:thread]`.
+    deliver: Option<String>,
+    #[serde(default)]
+    skills: Vec<String>,
+}
+
+#[utoipa::path(post, path = "/v1/cron/jobs", tag = "cron", request_body = crate::openapi::CronJobRequest,
+    responses((status = 201, description = "The job, with its first run", body = crate::openapi::CronJob), (status = 400, description = "Invalid request (a schedule that cannot be read says why)", body = crate::openapi::ErrorBody), (status = 409, description = "The agent has a job of that name", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    body: Result<Json<CreateJob>, JsonRejection>,
+) -> Result<(StatusCode, Json<Job>), ApiError> {
+    let Json(c) = body.map_err(|e| json_error(e, state.config.http.max_body_bytes))?;
+    let agent = resolve_agent(&state, &auth, c.model.as_deref()).await?;
+    let invalid = |code: &'static str, why: String| ApiError::invalid_request(code, why);
+    let prompt = c.prompt.trim().to_owned();
+    if prompt.is_empty() {
+        return Err(invalid("invalid_value", "give the job a prompt".into()));
+    }
+    if let Some(finding) = hermes_agent::threats::scan_strict(&prompt).first() {
+        let why = format!("the prompt looks like an injection or exfiltration attempt ({})", finding.reason);
+        return Err(invalid("prompt_refused", why));
+    }
+    let tz_name = match c.timezone {
+        Some(tz) => tz,
+        None => {
+            state.store.session_policy(auth.tenant_id).await.map_err(ApiError::internal)?.timezone.name().to_owned()
+        }
+    };
+    let tz = time_zone(&tz_name).map_err(|e| invalid("invalid_timezone", e.to_string()))?;
+    let now = chrono::Utc::now();
+    let schedule = Schedule::parse(&c.schedule, now, tz).map_err(|e| invalid("invalid_schedule", e.to_string()))?;
+    let first = schedule.first_run(now, tz).map_err(|e| invalid("invalid_schedule", e.to_string()))?;
+    let repeat = match (c.repeat, schedule.is_recurring()) {
+        (Some(n), _) if n > 0 => Some(n),
+        (_, false) => Some(1),
+        _ => None,
+    };
+    let deliver = c.deliver.unwrap_or_else(|| "local".into());
+    let name = c.name.unwrap_or_else(|| prompt.chars().take(50).collect());
+    let new = NewJob {
+        agent_id: agent.id,
+        name: name.trim().to_owned(),
+        prompt,
+        skills: c.skills,
+        model: None,
+        schedule: schedule.spec(),
+        schedule_kind: schedule.kind().to_owned(),
+        schedule_display: schedule.display(tz),
+        timezone: tz_name,
+        repeat_times: repeat,
+        next_run_at: first,
+        deliver,
+        origin: None,
+    };
+    let job = state.store.create_job(auth.tenant_id, &new).await.map_err(store_error)?;
+    Ok((StatusCode::CREATED, Json(job)))
+}
+
+#[utoipa::path(get, path = "/v1/cron/jobs/{id}", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
+    responses((status = 200, description = "The job", body = crate::openapi::CronJob), (status = 404, description = "No such job", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Job>, ApiError> {
+    Ok(Json(visible(&state, &auth, &id).await?))
+}
+
+#[utoipa::path(delete, path = "/v1/cron/jobs/{id}", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
+    responses((status = 200, description = "Removed", body = crate::openapi::Deleted), (status = 404, description = "No such job", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let job = visible(&state, &auth, &id).await?;
+    if !state.store.delete_job(auth.tenant_id, job.id).await.map_err(ApiError::internal)? {
+        return Err(not_found());
+    }
+    Ok(Json(json!({ "id": job.id, "object": "cron.job.deleted", "deleted": true })))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Pause {
+    reason: Option<String>,
+}
+
+#[utoipa::path(post, path = "/v1/cron/jobs/{id}/pause", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
+    responses((status = 200, description = "Paused", body = crate::openapi::CronJob), (status = 404, description = "No such job", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn pause(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+    body: Option<Json<Pause>>,
+) -> Result<Json<Job>, ApiError> {
+    let job = visible(&state, &auth, &id).await?;
+    let reason = body.and_then(|Json(p)| p.reason).unwrap_or_else(|| "paused through the API".into());
+    Ok(Json(state.store.set_job_state(auth.tenant_id, job.id, Some(&reason), None).await.map_err(store_error)?))
+}
+
+#[utoipa::path(post, path = "/v1/cron/jobs/{id}/resume", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
+    responses((status = 200, description = "Scheduled again, from its next slot", body = crate::openapi::CronJob), (status = 404, description = "No such job", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn resume(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Job>, ApiError> {
+    let job = visible(&state, &auth, &id).await?;
+    let tz = time_zone(&job.timezone).unwrap_or(chrono_tz::UTC);
+    let now = chrono::Utc::now();
+    let next = Schedule::parse(&job.schedule, now, tz)
+        .and_then(|s| s.first_run(now, tz))
+        .map_err(|e| ApiError::invalid_request("invalid_schedule", e.to_string()))?;
+    Ok(Json(state.store.set_job_state(auth.tenant_id, job.id, None, Some(next)).await.map_err(store_error)?))
+}
+
+#[utoipa::path(post, path = "/v1/cron/jobs/{id}/run", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
+    responses((status = 202, description = "Due now: the scheduler starts it within a second", body = crate::openapi::CronJob), (status = 404, description = "No such job", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn run(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<Job>), ApiError> {
+    let job = visible(&state, &auth, &id).await?;
+    let due = state.store.set_job_state(auth.tenant_id, job.id, None, Some(chrono::Utc::now())).await;
+    Ok((StatusCode::ACCEPTED, Json(due.map_err(store_error)?)))
+}
+
+#[utoipa::path(get, path = "/v1/cron/jobs/{id}/runs", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
+    responses((status = 200, description = "The job's latest runs with their outputs, newest first", body = crate::openapi::ObjectList), (status = 404, description = "No such job", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn runs(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let job = visible(&state, &auth, &id).await?;
+    let runs = state.store.job_runs(auth.tenant_id, job.id, 50).await.map_err(ApiError::internal)?;
+    Ok(Json(json!({ "object": "list", "data": runs, "has_more": false })))
+}

@@ -1,0 +1,212 @@
+//! Cron in the scheduler role: each pass claims due jobs (any number of replicas; a slot is
+//! claimed once, see `Store::claim_due_jobs`), decides each job's next run with the rules of
+//! `hermes-schedule` (catch-up after downtime, repeats, `error` when no next run can be
+//! computed), and starts every claimed run as a turn in a fresh session (`source = cron`)
+//! whose answer goes where the job delivers, through the outbox. Then it settles runs whose
+//! turns ended, and declares `unknown` the runs whose claimer vanished before starting them.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+
+use hermes_core::ChatMessage;
+use hermes_queue::SessionWork;
+use hermes_schedule::{Catchup, Schedule, time_zone};
+use hermes_store::cron::{ClaimedRun, Job, Plan};
+use hermes_store::{NewTurn, StoreError, TurnTarget};
+
+use crate::SchedulerContext;
+
+/// Jobs one pass claims at most.
+const CLAIM_BATCH: i64 = 100;
+/// A claimed run with no turn after this long was lost with its claimer.
+const STALE_CLAIM: std::time::Duration = std::time::Duration::from_secs(120);
+/// Slots skipped at most when fast-forwarding a late job.
+const MAX_SKIPPED_SLOTS: usize = 100_000;
+
+/// What to do with `job`, due and seen at `now`.
+pub fn plan(job: &Job, now: DateTime<Utc>) -> Plan {
+    let fail = |why: String| Plan { run: false, next_run_at: None, state: "error", error: Some(why) };
+    let tz = match time_zone(&job.timezone) {
+        Ok(tz) => tz,
+        Err(e) => return fail(e.to_string()),
+    };
+    let schedule = match Schedule::parse(&job.schedule, now, tz) {
+        Ok(s) => s,
+        Err(e) => return fail(e.to_string()),
+    };
+    let due = job.next_run_at.unwrap_or(now);
+    let run = schedule.catch_up(due, now, tz) == Catchup::Run;
+    if !schedule.is_recurring() {
+        return if run {
+            Plan { run, next_run_at: None, state: "scheduled", error: None }
+        } else {
+            let why = format!("missed: it was due at {due} and the scheduler saw it only at {now}");
+            Plan { run, next_run_at: None, state: "completed", error: Some(why) }
+        };
+    }
+    let last = run && job.repeat_times.is_some_and(|times| job.repeat_completed + 1 >= times);
+    // The next slot after now: missed slots are skipped, not run one after another.
+    let mut next = schedule.next_after(due, tz);
+    for _ in 0..MAX_SKIPPED_SLOTS {
+        match next {
+            Ok(Some(t)) if t <= now => next = schedule.next_after(t, tz),
+            _ => break,
+        }
+    }
+    match next {
+        Ok(Some(t)) if t > now => Plan { run, next_run_at: (!last).then_some(t), state: "scheduled", error: None },
+        Ok(_) => fail("the schedule has no next run".into()),
+        Err(e) => fail(format!("the next run cannot be computed: {e}")),
+    }
+}
+
+/// Where a job's answer goes: a chat destination (with the job named, for the header), or
+/// none (`local`: stored only).
+async fn destination(ctx: &SchedulerContext, job: &Job) -> Result<Option<Value>, StoreError> {
+    let target = job.deliver.split(',').map(str::trim).find(|t| !t.is_empty()).unwrap_or("local");
+    let mut dest = match target {
+        "local" => return Ok(None),
+        "origin" => match &job.origin {
+            Some(origin) => origin.clone(),
+            None => return Ok(None),
+        },
+        other => {
+            let mut parts = other.splitn(3, ':');
+            let platform = parts.next().unwrap_or_default();
+            let (Some(chat), thread) = (parts.next(), parts.next()) else { return Ok(None) };
+            let channels = ctx.store.list_channels(job.tenant_id).await?;
+            let Some(channel) = channels
+                .iter()
+                .find(|c| c.platform == platform && c.agent_id == job.agent_id && c.status == "active")
+                .or_else(|| channels.iter().find(|c| c.platform == platform && c.status == "active"))
+            else {
+                return Ok(None);
+            };
+            json!({ "platform": platform, "channel_id": channel.id, "chat_id": chat, "thread": thread })
+        }
+    };
+    dest["cron"] = json!({ "job_id": job.id, "name": job.name });
+    Ok(Some(dest))
+}
+
+/// Starts a claimed run: its turn, in a fresh session of the job's agent.
+async fn start(ctx: &SchedulerContext, run: &ClaimedRun) -> Result<(), StoreError> {
+    let job = &run.job;
+    let reply_to = destination(ctx, job).await?;
+    let hint = format!(
+        "You are running the scheduled job \"{}\" on your own: nobody is in this conversation to answer \
+         questions. Do the task and reply with the result, which is delivered for you. Reply exactly \
+         [SILENT] if there is nothing worth reporting.",
+        job.name
+    );
+    let turn = NewTurn {
+        agent_id: job.agent_id,
+        target: TurnTarget::New { source: "cron".into(), user_key: format!("cron:{}", job.id), history: Vec::new() },
+        input: ChatMessage::user(job.prompt.clone()),
+        instructions: Some(hint),
+        stream: false,
+        notify_hub: None,
+        api_key: None,
+        response: None,
+        reply_to,
+    };
+    let (session, turn_id) = ctx.store.enqueue_turn(job.tenant_id, turn).await?;
+    ctx.store.start_run(run.run_id, turn_id, session).await?;
+    let work = SessionWork { tenant_id: job.tenant_id, session_id: session };
+    if let Err(e) = ctx.broker.publish_work(&work).await {
+        tracing::warn!(error = %e, "cannot signal the cron run; the reaper will pick it up");
+    }
+    tracing::info!(tenant.id = %job.tenant_id, job.id = %job.id, run.id = %run.run_id, "cron run started");
+    Ok(())
+}
+
+/// One cron pass at `now`: claim, start, settle. Returns the runs started.
+pub async fn cron_once(ctx: &SchedulerContext, owner: &str, now: DateTime<Utc>) -> Result<usize, StoreError> {
+    let cfg = &ctx.config.scheduler;
+    let running = ctx.store.open_cron_runs().await?;
+    let room = i64::from(cfg.cron_max_parallel).saturating_sub(running).clamp(0, CLAIM_BATCH);
+    let mut started = 0;
+    if room > 0 {
+        let tenant_cap = i64::from(cfg.cron_max_parallel_per_tenant);
+        let claimed = ctx.store.claim_due_jobs(owner, now, room, tenant_cap, |job| plan(job, now)).await?;
+        for run in &claimed {
+            match start(ctx, run).await {
+                Ok(()) => started += 1,
+                // Left `claimed`: the settle pass declares it unknown rather than run it twice.
+                Err(e) => tracing::warn!(error = %e, run.id = %run.run_id, "cannot start a cron run"),
+            }
+        }
+    }
+    for settled in ctx.store.settle_runs(STALE_CLAIM).await? {
+        tracing::info!(tenant.id = %settled.tenant_id, job.id = %settled.job_id, run.id = %settled.run_id,
+                       status = %settled.status, "cron run ended");
+        metrics::counter!("hermes_cron_runs_total", "status" => settled.status).increment(1);
+    }
+    Ok(started)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Duration;
+
+    fn job(schedule: &str, next: DateTime<Utc>) -> Job {
+        Job {
+            id: uuid::Uuid::nil(),
+            #[expect(clippy::disallowed_methods, reason = "test fixture")]
+            tenant_id: hermes_core::TenantId::from_authenticated(uuid::Uuid::nil()),
+            agent_id: hermes_core::AgentId::new(),
+            name: "brief".into(),
+            prompt: "news".into(),
+            skills: vec![],
+            model: None,
+            schedule: schedule.into(),
+            schedule_kind: "interval".into(),
+            schedule_display: schedule.into(),
+            timezone: "UTC".into(),
+            repeat_times: None,
+            repeat_completed: 0,
+            state: "scheduled".into(),
+            paused_reason: None,
+            next_run_at: Some(next),
+            last_run_at: None,
+            last_status: None,
+            last_error: None,
+            last_delivery_error: None,
+            deliver: "local".into(),
+            origin: None,
+            created_at: next,
+        }
+    }
+
+    #[test]
+    fn a_job_runs_on_time_and_moves_to_its_next_slot_without_drift() {
+        let due = DateTime::parse_from_rfc3339("2026-11-30T08:00:00Z").unwrap().with_timezone(&Utc);
+        let p = plan(&job("every 1h", due), due + Duration::seconds(3));
+        assert!(p.run);
+        assert_eq!(p.next_run_at, Some(due + Duration::hours(1)), "from the slot, not from when it was seen");
+    }
+
+    #[test]
+    fn after_downtime_a_recurring_job_runs_once_or_skips_and_a_one_shot_is_missed() {
+        let due = DateTime::parse_from_rfc3339("2026-11-30T08:00:00Z").unwrap().with_timezone(&Utc);
+        // Hourly, 20 minutes late: run once, next at 09:00.
+        let p = plan(&job("every 1h", due), due + Duration::minutes(20));
+        assert!(p.run && p.next_run_at == Some(due + Duration::hours(1)));
+        // Hourly, 5 h 40 late: skip to 14:00, run nothing now.
+        let p = plan(&job("every 1h", due), due + Duration::minutes(340));
+        assert!(!p.run);
+        assert_eq!(p.next_run_at, Some(due + Duration::hours(6)));
+        // A one-shot 3 minutes late is missed and completes, saying why.
+        let p = plan(&job(&due.to_rfc3339(), due), due + Duration::minutes(3));
+        assert!(!p.run && p.state == "completed" && p.error.as_deref().is_some_and(|e| e.starts_with("missed")));
+        // The last of N repeats leaves no next run.
+        let mut last = job("every 1h", due);
+        last.repeat_times = Some(3);
+        last.repeat_completed = 2;
+        assert_eq!(plan(&last, due).next_run_at, None);
+        // A schedule that cannot be read puts the job in error, never silently off.
+        let p = plan(&job("every fortnight", due), due);
+        assert!(!p.run && p.state == "error");
+    }
+}
