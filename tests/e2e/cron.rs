@@ -187,3 +187,39 @@ async fn a_job_made_through_the_api_runs_and_delivers_to_a_chat() {
     pod.stop.cancel();
     env.stop().await;
 }
+
+#[tokio::test]
+async fn jobs_are_made_and_managed_from_a_chat_and_deliver_back_to_it() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    bind(&env, &tg, "poll", "open", &[]).await;
+    let pod = Pod::start(&env).await;
+    tg.user_says(TOKEN, 42, "/cron add 30m \"Remind me to stretch\"");
+    let got = sent(&tg, 1).await;
+    assert!(got[0].text.starts_with("Scheduled “Remind me to stretch” (once at "), "{}", got[0].text);
+    tg.user_says(TOKEN, 42, "/cron add \"every fortnight\" water the plants");
+    assert!(sent(&tg, 2).await[1].text.starts_with("I cannot read that schedule"), "{}", tg.sent(TOKEN)[1].text);
+    tg.user_says(TOKEN, 42, "/cron add \"0 9 * * 1-5\" standup notes --name standup");
+    assert!(sent(&tg, 3).await[2].text.starts_with("Scheduled “standup” (0 9 * * 1-5)"), "{}", tg.sent(TOKEN)[2].text);
+    tg.user_says(TOKEN, 42, "/cron list");
+    let list = sent(&tg, 4).await[3].text.clone();
+    assert!(
+        list.contains("• Remind me to stretch (once at") && list.contains("• standup (0 9 * * 1-5, scheduled)"),
+        "{list}"
+    );
+
+    // Run now by name (any case): the answer comes back to this chat, under the job's name.
+    env.llm.push(ScriptedReply::text("Time to stretch!"));
+    tg.user_says(TOKEN, 42, "/cron run remind ME to stretch");
+    let got = sent(&tg, 6).await;
+    let texts: Vec<&str> = got.iter().map(|m| m.text.as_str()).collect();
+    assert!(texts.contains(&"Running “Remind me to stretch” now."), "{texts:?}");
+    assert!(texts.contains(&"⏰ Cron job “Remind me to stretch”\n\nTime to stretch!"), "{texts:?}");
+    tg.user_says(TOKEN, 42, "/cron pause standup");
+    assert_eq!(sent(&tg, 7).await[6].text, "Paused “standup”.");
+    tg.user_says(TOKEN, 42, "/cron remove standup");
+    assert_eq!(sent(&tg, 8).await[7].text, "Removed “standup”.");
+    assert_eq!(env.count("SELECT count(*) FROM cron_jobs WHERE name = 'standup'").await, 0);
+    pod.stop.cancel();
+    env.stop().await;
+}

@@ -188,6 +188,32 @@ impl Schedule {
     }
 }
 
+/// When a new (or re-scheduled) job runs: its schedule in its zone, its first run, and how
+/// many runs it makes (a one-shot one, a recurring job forever unless `repeat` says).
+#[derive(Debug, Clone)]
+pub struct Timing {
+    pub schedule: Schedule,
+    pub tz: Tz,
+    pub first_run: DateTime<Utc>,
+    pub repeat: Option<i32>,
+}
+
+/// The timing of a job written as `schedule` in the zone `tz_name`, at `now`.
+pub fn timing(schedule: &str, tz_name: &str, repeat: Option<i32>, now: DateTime<Utc>) -> Result<Timing, ScheduleError> {
+    let tz = time_zone(tz_name)?;
+    let schedule = Schedule::parse(schedule, now, tz)?;
+    let first_run = schedule.first_run(now, tz)?;
+    if !schedule.is_recurring() && first_run < now - ONE_SHOT_GRACE {
+        return Err(bad(format!("{} is in the past", schedule.display(tz))));
+    }
+    let repeat = match (repeat, schedule.is_recurring()) {
+        (Some(n), _) if n > 0 => Some(n),
+        (_, false) => Some(1),
+        _ => None,
+    };
+    Ok(Timing { schedule, tz, first_run, repeat })
+}
+
 /// Half a period, clamped to 120 s – 2 h (upstream's catch-up grace).
 fn half_period(period: Duration) -> Duration {
     (period / 2).clamp(Duration::seconds(120), Duration::hours(2))

@@ -164,22 +164,31 @@ impl Store {
         rows.iter().map(Job::from_row).collect()
     }
 
-    /// A job by id, or by name (case-insensitive) within the agent.
+    /// A job by id, or by name (case-insensitive) within the agent. An id wins over a name; a
+    /// name several agents' jobs share is refused with their ids.
     pub async fn find_job(&self, tenant: TenantId, agent: Option<AgentId>, reference: &str) -> Result<Job> {
         let id = uuid::Uuid::parse_str(reference.trim()).ok();
-        let row = sqlx::query(
+        let rows = sqlx::query(
             "SELECT * FROM cron_jobs WHERE tenant_id = $1 AND ($2::uuid IS NULL OR agent_id = $2)
                AND (id = $3 OR lower(name) = lower($4))
-             ORDER BY (id = $3) DESC LIMIT 1",
+             ORDER BY (id = $3) DESC NULLS LAST, created_at LIMIT 5",
         )
         .bind(tenant.as_uuid())
         .bind(agent.map(|a| a.as_uuid()))
         .bind(id)
         .bind(reference.trim())
-        .fetch_optional(self.pool())
-        .await?
-        .ok_or(StoreError::NotFound)?;
-        Job::from_row(&row)
+        .fetch_all(self.pool())
+        .await?;
+        let jobs: Vec<Job> = rows.iter().map(Job::from_row).collect::<Result<_>>()?;
+        match jobs.as_slice() {
+            [] => Err(StoreError::NotFound),
+            [first, ..] if Some(first.id) == id => Ok(first.clone()),
+            [only] => Ok(only.clone()),
+            several => {
+                let ids: Vec<String> = several.iter().map(|j| j.id.to_string()).collect();
+                Err(StoreError::Invalid(format!("several jobs are named {reference:?}; use an id: {}", ids.join(", "))))
+            }
+        }
     }
 
     /// Deletes a job and its runs; `false` when there was none.

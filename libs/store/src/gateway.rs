@@ -230,6 +230,33 @@ impl Store {
         turn: Option<NewTurn>,
         batch: Option<Duration>,
     ) -> Result<Accepted> {
+        self.accept_inbound_as(tenant, source, dedupe_key, payload, turn, batch, true).await
+    }
+
+    /// [`Self::accept_inbound`] for a message that is its own turn whatever waits (`/queue`,
+    /// `/steer`): never merged into a queued turn.
+    pub async fn accept_inbound_alone(
+        &self,
+        tenant: TenantId,
+        source: &str,
+        dedupe_key: &str,
+        payload: &Value,
+        turn: NewTurn,
+    ) -> Result<Accepted> {
+        self.accept_inbound_as(tenant, source, dedupe_key, payload, Some(turn), None, false).await
+    }
+
+    #[expect(clippy::too_many_arguments, reason = "the two public forms above name the cases")]
+    async fn accept_inbound_as(
+        &self,
+        tenant: TenantId,
+        source: &str,
+        dedupe_key: &str,
+        payload: &Value,
+        turn: Option<NewTurn>,
+        batch: Option<Duration>,
+        merge: bool,
+    ) -> Result<Accepted> {
         let mut tx = self.pool().begin().await?;
         let id = uuid::Uuid::now_v7();
         let inserted = sqlx::query(
@@ -249,7 +276,8 @@ impl Store {
         }
         let accepted = match turn {
             Some(new) => {
-                if let Some((session, turn)) = merge_into_queued(&mut tx, tenant, &new, batch).await? {
+                let merged = if merge { merge_into_queued(&mut tx, tenant, &new, batch).await? } else { None };
+                if let Some((session, turn)) = merged {
                     sqlx::query("UPDATE inbound SET turn_id = $2, processed_at = now() WHERE id = $1")
                         .bind(id)
                         .bind(turn.as_uuid())

@@ -90,15 +90,9 @@ pub(crate) async fn create(
             state.store.session_policy(auth.tenant_id).await.map_err(ApiError::internal)?.timezone.name().to_owned()
         }
     };
-    let tz = time_zone(&tz_name).map_err(|e| invalid("invalid_timezone", e.to_string()))?;
-    let now = chrono::Utc::now();
-    let schedule = Schedule::parse(&c.schedule, now, tz).map_err(|e| invalid("invalid_schedule", e.to_string()))?;
-    let first = schedule.first_run(now, tz).map_err(|e| invalid("invalid_schedule", e.to_string()))?;
-    let repeat = match (c.repeat, schedule.is_recurring()) {
-        (Some(n), _) if n > 0 => Some(n),
-        (_, false) => Some(1),
-        _ => None,
-    };
+    time_zone(&tz_name).map_err(|e| invalid("invalid_timezone", e.to_string()))?;
+    let timing = hermes_schedule::timing(&c.schedule, &tz_name, c.repeat, chrono::Utc::now())
+        .map_err(|e| invalid("invalid_schedule", e.to_string()))?;
     let deliver = c.deliver.unwrap_or_else(|| "local".into());
     let name = c.name.unwrap_or_else(|| prompt.chars().take(50).collect());
     let new = NewJob {
@@ -107,12 +101,12 @@ pub(crate) async fn create(
         prompt,
         skills: c.skills,
         model: None,
-        schedule: schedule.spec(),
-        schedule_kind: schedule.kind().to_owned(),
-        schedule_display: schedule.display(tz),
+        schedule: timing.schedule.spec(),
+        schedule_kind: timing.schedule.kind().to_owned(),
+        schedule_display: timing.schedule.display(timing.tz),
         timezone: tz_name,
-        repeat_times: repeat,
-        next_run_at: first,
+        repeat_times: timing.repeat,
+        next_run_at: timing.first_run,
         deliver,
         origin: None,
     };

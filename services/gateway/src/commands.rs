@@ -12,8 +12,9 @@ use crate::Gateway;
 use crate::incoming::{ChatKind, Incoming};
 use crate::ingest::{IngestError, destination, route_for};
 
-const COMMANDS: [&str; 19] = [
+const COMMANDS: [&str; 20] = [
     "/start",
+    "/cron",
     "/undo",
     "/model",
     "/memory",
@@ -78,6 +79,7 @@ impl Gateway {
                     .to_owned()
             }
             "/undo" => return self.undo(channel, &route).await,
+            "/cron" => return self.cron_command(channel, msg).await,
             "/model" => return self.model_command(channel, words.next()).await,
             "/memory" => return self.memory_command(channel, &route).await,
             "/skills" => return self.skills_command(channel).await,

@@ -125,7 +125,8 @@ impl Gateway {
                 .map_err(store_err)?;
             return Ok(());
         }
-        let (busy_mode, text) = match busy_override(&msg.text) {
+        let chosen = busy_override(&msg.text);
+        let (busy_mode, text) = match chosen {
             Some((mode, rest)) => (mode, rest),
             None => (channel.busy_mode.as_str(), msg.text.as_str()),
         };
@@ -181,12 +182,13 @@ impl Gateway {
             reply_to: Some(destination(channel, &msg)),
         };
         // Telegram apps split a long paste in parts: the turn waits a moment for the rest.
-        let batch = (channel.platform == "telegram").then_some(TEXT_BATCH);
-        let accepted = self
-            .store
-            .accept_inbound(tenant, &source, &msg.dedupe_key, raw, Some(turn), batch)
-            .await
-            .map_err(store_err)?;
+        // An explicit `/queue` or `/steer` message is a turn of its own, never part of a paste.
+        let batch = (channel.platform == "telegram" && chosen.is_none()).then_some(TEXT_BATCH);
+        let accepted = match chosen {
+            Some(_) => self.store.accept_inbound_alone(tenant, &source, &msg.dedupe_key, raw, turn).await,
+            None => self.store.accept_inbound(tenant, &source, &msg.dedupe_key, raw, Some(turn), batch).await,
+        }
+        .map_err(store_err)?;
         match accepted {
             Accepted::Turn { session, turn } if steer => {
                 // Not marked (a crash in between): it runs after the current turn, as in `queue`.

@@ -1,0 +1,139 @@
+//! `/cron` in chat: `add <schedule> <prompt> [--name N] [--skill S]... [--deliver T]`, `list`,
+//! `pause|resume|run|remove <id or name>`. A schedule of several words is quoted
+//! (`/cron add "every 2h" check the build`). A job made in a chat delivers to that chat by
+//! default (`origin`). The same rules as the API apply: the schedule is read in the tenant's
+//! time zone and the prompt is scanned for injection.
+
+use hermes_schedule::{Schedule, time_zone};
+use hermes_store::cron::NewJob;
+use hermes_store::{Channel, StoreError};
+
+use crate::Gateway;
+use crate::incoming::Incoming;
+use crate::ingest::{IngestError, destination};
+
+const USAGE: &str = "Use /cron add <schedule> <what to do> (a schedule is 30m, \"every 2h\", \"0 8 * * *\" or a \
+                     time; quote it when it has spaces), /cron list, or /cron pause|resume|run|remove <job>.";
+
+fn err(e: StoreError) -> IngestError {
+    IngestError::new(e.to_string())
+}
+
+impl Gateway {
+    /// The reply to a `/cron` command.
+    pub(crate) async fn cron_command(&self, channel: &Channel, msg: &Incoming) -> Result<String, IngestError> {
+        let rest = msg.text.trim_start().strip_prefix("/cron").unwrap_or_default();
+        let Some(words) = shlex::split(rest) else {
+            return Ok(format!("A quote is not closed. {USAGE}"));
+        };
+        let tenant = channel.tenant_id;
+        let agent = Some(channel.agent_id);
+        match words.first().map(String::as_str) {
+            Some("add") => self.cron_add(channel, msg, &words[1..]).await,
+            Some("list") | None => {
+                let jobs = self.store.list_jobs(tenant, agent).await.map_err(err)?;
+                if jobs.is_empty() {
+                    return Ok("No cron jobs yet. /cron add 30m \"what to do\" makes one.".into());
+                }
+                let lines: Vec<String> = jobs
+                    .iter()
+                    .map(|j| {
+                        let next = j
+                            .next_run_at
+                            .map_or_else(|| "-".to_owned(), |t| t.format("%Y-%m-%d %H:%M UTC").to_string());
+                        format!("• {} ({}, {}): next {next}", j.name, j.schedule_display, j.state)
+                    })
+                    .collect();
+                Ok(format!("Cron jobs:\n{}", lines.join("\n")))
+            }
+            Some(action @ ("pause" | "resume" | "run" | "remove")) => {
+                let Some(reference) = words.get(1..).map(|w| w.join(" ")).filter(|r| !r.is_empty()) else {
+                    return Ok(format!("Say which job: /cron {action} <id or name>."));
+                };
+                let job = match self.store.find_job(tenant, agent, &reference).await {
+                    Ok(job) => job,
+                    Err(StoreError::NotFound) => return Ok(format!("No job {reference:?}. /cron list shows them.")),
+                    Err(StoreError::Invalid(why)) => return Ok(why),
+                    Err(e) => return Err(err(e)),
+                };
+                let now = chrono::Utc::now();
+                match action {
+                    "pause" => {
+                        self.store.set_job_state(tenant, job.id, Some("paused from chat"), None).await.map_err(err)?;
+                        Ok(format!("Paused “{}”.", job.name))
+                    }
+                    "resume" => {
+                        let tz = time_zone(&job.timezone).unwrap_or(chrono_tz::UTC);
+                        let next = match Schedule::parse(&job.schedule, now, tz).and_then(|s| s.first_run(now, tz)) {
+                            Ok(next) => next,
+                            Err(e) => return Ok(format!("Cannot resume “{}”: {e}.", job.name)),
+                        };
+                        self.store.set_job_state(tenant, job.id, None, Some(next)).await.map_err(err)?;
+                        Ok(format!("Resumed “{}”; next run {}.", job.name, next.format("%Y-%m-%d %H:%M UTC")))
+                    }
+                    "run" => {
+                        self.store.set_job_state(tenant, job.id, None, Some(now)).await.map_err(err)?;
+                        Ok(format!("Running “{}” now.", job.name))
+                    }
+                    _ => {
+                        self.store.delete_job(tenant, job.id).await.map_err(err)?;
+                        Ok(format!("Removed “{}”.", job.name))
+                    }
+                }
+            }
+            _ => Ok(USAGE.into()),
+        }
+    }
+
+    async fn cron_add(&self, channel: &Channel, msg: &Incoming, words: &[String]) -> Result<String, IngestError> {
+        let Some((schedule, rest)) = words.split_first() else { return Ok(USAGE.into()) };
+        let (mut name, mut deliver, mut skills, mut prompt) = (None, None, Vec::new(), Vec::new());
+        let mut args = rest.iter();
+        while let Some(word) = args.next() {
+            match word.as_str() {
+                "--name" => name = args.next().cloned(),
+                "--deliver" => deliver = args.next().cloned(),
+                "--skill" => skills.extend(args.next().cloned()),
+                _ => prompt.push(word.as_str()),
+            }
+        }
+        let prompt = prompt.join(" ");
+        if prompt.trim().is_empty() {
+            return Ok(format!("Say what the job should do. {USAGE}"));
+        }
+        if let Some(finding) = hermes_agent::threats::scan_strict(&prompt).first() {
+            return Ok(format!("I won't schedule that: it looks like {}.", finding.reason));
+        }
+        let tenant = channel.tenant_id;
+        let tz = self.store.session_policy(tenant).await.map_err(err)?.timezone;
+        let timing = match hermes_schedule::timing(schedule, tz.name(), None, chrono::Utc::now()) {
+            Ok(t) => t,
+            Err(e) => return Ok(format!("I cannot read that schedule: {e}.")),
+        };
+        let new = NewJob {
+            agent_id: channel.agent_id,
+            name: name.unwrap_or_else(|| prompt.chars().take(50).collect()),
+            prompt,
+            skills,
+            model: None,
+            schedule: timing.schedule.spec(),
+            schedule_kind: timing.schedule.kind().to_owned(),
+            schedule_display: timing.schedule.display(timing.tz),
+            timezone: tz.name().to_owned(),
+            repeat_times: timing.repeat,
+            next_run_at: timing.first_run,
+            deliver: deliver.unwrap_or_else(|| "origin".into()),
+            origin: Some(destination(channel, msg)),
+        };
+        match self.store.create_job(tenant, &new).await {
+            Ok(job) => Ok(format!(
+                "Scheduled “{}” ({}); first run {}.",
+                job.name,
+                job.schedule_display,
+                timing.first_run.with_timezone(&timing.tz).format("%Y-%m-%d %H:%M %Z")
+            )),
+            Err(StoreError::Conflict(why)) => Ok(format!("{why}.")),
+            Err(e) => Err(err(e)),
+        }
+    }
+}
