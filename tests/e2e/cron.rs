@@ -24,12 +24,14 @@ fn job(agent: hermes_core::AgentId, name: &str) -> NewJob {
         prompt: "say hi".into(),
         skills: vec![],
         model: None,
-        schedule: "every 1h".into(),
-        schedule_kind: "interval".into(),
-        schedule_display: "every 1h".into(),
-        timezone: "UTC".into(),
-        repeat_times: None,
-        next_run_at: Utc::now() - chrono::Duration::seconds(1),
+        timing: hermes_store::cron::JobTiming {
+            schedule: "every 1h".into(),
+            schedule_kind: "interval".into(),
+            schedule_display: "every 1h".into(),
+            timezone: "UTC".into(),
+            repeat_times: None,
+            next_run_at: Utc::now() - chrono::Duration::seconds(1),
+        },
         deliver: "local".into(),
         origin: None,
     }
@@ -220,6 +222,46 @@ async fn jobs_are_made_and_managed_from_a_chat_and_deliver_back_to_it() {
     tg.user_says(TOKEN, 42, "/cron remove standup");
     assert_eq!(sent(&tg, 8).await[7].text, "Removed “standup”.");
     assert_eq!(env.count("SELECT count(*) FROM cron_jobs WHERE name = 'standup'").await, 0);
+    pod.stop.cancel();
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn the_agent_schedules_a_job_with_its_tool_and_cron_runs_cannot_schedule_more() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    bind(&env, &tg, "poll", "open", &[]).await;
+    sqlx::query("UPDATE agents SET toolsets = array_append(toolsets, 'cronjob')")
+        .execute(env.store.pool())
+        .await
+        .unwrap();
+    let pod = Pod::start(&env).await;
+    let create = json!({"action": "create", "prompt": "Check whether the nightly build passed.", "schedule": "every 1d",
+                        "name": "build check"});
+    env.llm.push(ScriptedReply::tool_call("cronjob", create));
+    env.llm.push(ScriptedReply::text("Done: I'll check every day."));
+    tg.user_says(TOKEN, 42, "check the build every day");
+    assert_eq!(sent(&tg, 1).await[0].text, "Done: I'll check every day.");
+    let tool_result = env.llm.requests()[1].messages().last().unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(tool_result.contains("\"success\":true") && tool_result.contains("every 1d"), "{tool_result}");
+    let (deliver, kind): (String, String) =
+        sqlx::query_as("SELECT deliver, schedule_kind FROM cron_jobs WHERE name = 'build check'")
+            .fetch_one(env.store.pool())
+            .await
+            .unwrap();
+    assert_eq!((deliver.as_str(), kind.as_str()), ("origin", "interval"), "made in a chat: delivers to it");
+
+    // Its run comes back to this chat, and has no cronjob tool.
+    sqlx::query("UPDATE cron_jobs SET next_run_at = now()").execute(env.store.pool()).await.unwrap();
+    env.llm.push(ScriptedReply::text("The nightly build passed."));
+    let got = sent(&tg, 2).await;
+    assert_eq!(got[1].text, "⏰ Cron job “build check”\n\nThe nightly build passed.");
+    let run = env.llm.requests().last().unwrap().body.clone();
+    let tools: Vec<&str> = run["tools"]
+        .as_array()
+        .map(|t| t.iter().filter_map(|t| t["function"]["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(!tools.contains(&"cronjob") && !tools.contains(&"clarify"), "{tools:?}");
     pod.stop.cancel();
     env.stop().await;
 }

@@ -48,4 +48,9 @@ pub const TOOLSETS: &[Toolset] = &[
         description: "Hand self-contained tasks to sub-agents that work in parallel.",
         tools: &["delegate_task"],
     },
+    Toolset {
+        name: "cronjob",
+        description: "Schedule runs of the agent (never available inside a cron run).",
+        tools: &["cronjob"],
+    },
 ];

@@ -11,6 +11,30 @@ use hermes_core::{AgentId, SessionId, TenantId, TurnId};
 
 use crate::{Result, Store, StoreError};
 
+/// When a job runs, as stored: from a [`hermes_schedule::Timing`] in the zone `timezone`.
+#[derive(Debug, Clone)]
+pub struct JobTiming {
+    pub schedule: String,
+    pub schedule_kind: String,
+    pub schedule_display: String,
+    pub timezone: String,
+    pub repeat_times: Option<i32>,
+    pub next_run_at: DateTime<Utc>,
+}
+
+impl From<&hermes_schedule::Timing> for JobTiming {
+    fn from(t: &hermes_schedule::Timing) -> Self {
+        Self {
+            schedule: t.schedule.spec(),
+            schedule_kind: t.schedule.kind().to_owned(),
+            schedule_display: t.schedule.display(t.tz),
+            timezone: t.tz.name().to_owned(),
+            repeat_times: t.repeat,
+            next_run_at: t.first_run,
+        }
+    }
+}
+
 /// A job to create.
 #[derive(Debug, Clone)]
 pub struct NewJob {
@@ -19,14 +43,19 @@ pub struct NewJob {
     pub prompt: String,
     pub skills: Vec<String>,
     pub model: Option<String>,
-    pub schedule: String,
-    pub schedule_kind: String,
-    pub schedule_display: String,
-    pub timezone: String,
-    pub repeat_times: Option<i32>,
-    pub next_run_at: DateTime<Utc>,
+    pub timing: JobTiming,
     pub deliver: String,
     pub origin: Option<Value>,
+}
+
+/// Changes to a job (`None`: unchanged); a new timing schedules it again.
+#[derive(Debug, Clone, Default)]
+pub struct JobChanges {
+    pub name: Option<String>,
+    pub prompt: Option<String>,
+    pub skills: Option<Vec<String>>,
+    pub deliver: Option<String>,
+    pub timing: Option<JobTiming>,
 }
 
 /// A stored job.
@@ -134,12 +163,12 @@ impl Store {
         .bind(crate::messages::without_nul(&new.prompt))
         .bind(&new.skills)
         .bind(&new.model)
-        .bind(&new.schedule)
-        .bind(&new.schedule_kind)
-        .bind(&new.schedule_display)
-        .bind(&new.timezone)
-        .bind(new.repeat_times)
-        .bind(new.next_run_at)
+        .bind(&new.timing.schedule)
+        .bind(&new.timing.schedule_kind)
+        .bind(&new.timing.schedule_display)
+        .bind(&new.timing.timezone)
+        .bind(new.timing.repeat_times)
+        .bind(new.timing.next_run_at)
         .bind(&new.deliver)
         .bind(&new.origin)
         .fetch_one(self.pool())
@@ -189,6 +218,40 @@ impl Store {
                 Err(StoreError::Invalid(format!("several jobs are named {reference:?}; use an id: {}", ids.join(", "))))
             }
         }
+    }
+
+    /// Changes a job; a new timing restarts its schedule (and its repeat count).
+    pub async fn update_job(&self, tenant: TenantId, id: uuid::Uuid, changes: &JobChanges) -> Result<Job> {
+        let t = changes.timing.as_ref();
+        let row = sqlx::query(
+            "UPDATE cron_jobs SET name = COALESCE($3, name), prompt = COALESCE($4, prompt),
+                    skills = COALESCE($5, skills), deliver = COALESCE($6, deliver),
+                    schedule = COALESCE($7, schedule), schedule_kind = COALESCE($8, schedule_kind),
+                    schedule_display = COALESCE($9, schedule_display), timezone = COALESCE($10, timezone),
+                    repeat_times = CASE WHEN $7::text IS NULL THEN repeat_times ELSE $11 END,
+                    repeat_completed = CASE WHEN $7::text IS NULL THEN repeat_completed ELSE 0 END,
+                    next_run_at = COALESCE($12, next_run_at),
+                    state = CASE WHEN $7::text IS NULL OR state = 'paused' THEN state ELSE 'scheduled' END,
+                    updated_at = now()
+             WHERE tenant_id = $1 AND id = $2 RETURNING *",
+        )
+        .bind(tenant.as_uuid())
+        .bind(id)
+        .bind(changes.name.as_deref())
+        .bind(changes.prompt.as_deref())
+        .bind(changes.skills.as_ref())
+        .bind(changes.deliver.as_deref())
+        .bind(t.map(|t| t.schedule.as_str()))
+        .bind(t.map(|t| t.schedule_kind.as_str()))
+        .bind(t.map(|t| t.schedule_display.as_str()))
+        .bind(t.map(|t| t.timezone.as_str()))
+        .bind(t.and_then(|t| t.repeat_times))
+        .bind(t.map(|t| t.next_run_at))
+        .fetch_optional(self.pool())
+        .await
+        .map_err(|e| StoreError::conflict_on_unique(e, "this agent already has a job with that name"))?
+        .ok_or(StoreError::NotFound)?;
+        Job::from_row(&row)
     }
 
     /// Deletes a job and its runs; `false` when there was none.
@@ -285,6 +348,17 @@ impl Store {
         }
         tx.commit().await?;
         Ok(claimed)
+    }
+
+    /// The chat a turn answers (its `reply_to`), where jobs made in it deliver.
+    pub async fn turn_reply_to(&self, tenant: TenantId, turn: TurnId) -> Result<Option<Value>> {
+        let found: Option<Option<Value>> =
+            sqlx::query_scalar("SELECT reply_to FROM turns WHERE tenant_id = $1 AND id = $2")
+                .bind(tenant.as_uuid())
+                .bind(turn.as_uuid())
+                .fetch_optional(self.pool())
+                .await?;
+        Ok(found.flatten())
     }
 
     /// Cron runs open across the installation (claimed or running).

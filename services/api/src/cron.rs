@@ -101,12 +101,7 @@ pub(crate) async fn create(
         prompt,
         skills: c.skills,
         model: None,
-        schedule: timing.schedule.spec(),
-        schedule_kind: timing.schedule.kind().to_owned(),
-        schedule_display: timing.schedule.display(timing.tz),
-        timezone: tz_name,
-        repeat_times: timing.repeat,
-        next_run_at: timing.first_run,
+        timing: (&timing).into(),
         deliver,
         origin: None,
     };

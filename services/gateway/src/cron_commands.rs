@@ -116,12 +116,7 @@ impl Gateway {
             prompt,
             skills,
             model: None,
-            schedule: timing.schedule.spec(),
-            schedule_kind: timing.schedule.kind().to_owned(),
-            schedule_display: timing.schedule.display(timing.tz),
-            timezone: tz.name().to_owned(),
-            repeat_times: timing.repeat,
-            next_run_at: timing.first_run,
+            timing: (&timing).into(),
             deliver: deliver.unwrap_or_else(|| "origin".into()),
             origin: Some(destination(channel, msg)),
         };

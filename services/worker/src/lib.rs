@@ -7,6 +7,7 @@ mod attachments;
 mod background;
 mod budget;
 mod commands;
+mod cron_tool;
 mod delegate;
 mod egress;
 mod journal;

@@ -367,6 +367,11 @@ async fn prepare_and_run(
         store.turn_resolution(tenant, turn.turn_id),
         store.approval_grants(tenant, turn.agent_id, turn.session_id)
     )?;
+    // Unattended cron runs cannot ask, schedule more runs or message elsewhere.
+    let mut agent = agent;
+    if turn.session_source == "cron" {
+        agent.toolsets.retain(|t| !matches!(t.as_str(), "clarify" | "cronjob" | "messaging"));
+    }
     let api_key = agent.provider_key(rt.ctx.secrets.as_ref()).map_err(|e| {
         tracing::error!(error = %e, "cannot open the agent's provider key");
         PrepareError::Fail(failed("provider_key_unavailable", "The agent's provider key cannot be read."))
@@ -382,8 +387,12 @@ async fn prepare_and_run(
     };
     let model = models.main();
     let child_usage = Arc::new(std::sync::Mutex::new(Usage::default()));
-    let tools =
+    let mut tools =
         crate::turn_setup::tools_for_turn(rt, tenant, &agent, &models, &turn.session_user_key, child_usage.clone());
+    if agent.toolsets.iter().any(|t| t == "cronjob") {
+        let origin = store.turn_reply_to(tenant, turn.turn_id).await?;
+        tools.register(Arc::new(crate::cron_tool::CronjobTool { store: store.clone(), origin }));
+    }
     let resumed = stored.iter().any(|m| m.turn_id == Some(turn.turn_id));
     // Where this turn's messages begin (after the history of earlier turns).
     let first_of_turn = stored.iter().position(|m| m.turn_id == Some(turn.turn_id)).unwrap_or(stored.len());

@@ -1,0 +1,188 @@
+//! `cronjob`: the agent schedules its own runs (upstream's one tool with actions: create, list,
+//! update, pause, resume, run, remove; jobs named by id or case-insensitive name). The rules are
+//! those of the API and chat: schedules read by `hermes_schedule::timing` in the tenant's zone,
+//! prompts scanned for injection. A job made from a chat delivers back to that chat. Cron runs
+//! never get this tool (a job cannot make more jobs).
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+
+use hermes_store::cron::{Job, JobChanges, NewJob};
+use hermes_store::{Store, StoreError};
+use hermes_tools::{Tool, ToolCtx, ToolError};
+
+pub(crate) struct CronjobTool {
+    pub store: Store,
+    /// The chat this session talks to, where its jobs deliver by default.
+    pub origin: Option<Value>,
+}
+
+fn text(args: &Value, key: &str) -> Option<String> {
+    args.get(key).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned)
+}
+
+fn summary(job: &Job) -> Value {
+    json!({ "job_id": job.id, "name": job.name, "schedule": job.schedule_display, "state": job.state,
+            "next_run_at": job.next_run_at, "last_status": job.last_status, "deliver": job.deliver })
+}
+
+fn refuse(why: impl Into<String>) -> ToolError {
+    ToolError::RespondToModel(why.into())
+}
+
+fn storage(e: StoreError) -> ToolError {
+    match e {
+        StoreError::NotFound => refuse("no such job (use action=list to see the jobs)"),
+        StoreError::Conflict(why) | StoreError::Invalid(why) => refuse(why),
+        other => ToolError::Unavailable(format!("jobs cannot be changed right now: {other}")),
+    }
+}
+
+fn scanned(prompt: &str) -> Result<(), ToolError> {
+    match hermes_agent::threats::scan_strict(prompt).first() {
+        Some(finding) => Err(refuse(format!("the prompt was refused: it looks like {}", finding.reason))),
+        None => Ok(()),
+    }
+}
+
+impl CronjobTool {
+    async fn timing(
+        &self,
+        ctx: &ToolCtx,
+        schedule: &str,
+        repeat: Option<i32>,
+    ) -> Result<hermes_schedule::Timing, ToolError> {
+        let tz = self.store.session_policy(ctx.tenant_id).await.map_err(storage)?.timezone;
+        hermes_schedule::timing(schedule, tz.name(), repeat, chrono::Utc::now()).map_err(|e| refuse(e.to_string()))
+    }
+
+    async fn create(&self, ctx: &ToolCtx, args: &Value) -> Result<Value, ToolError> {
+        let prompt = text(args, "prompt").ok_or_else(|| refuse("`prompt` is required: what the job should do"))?;
+        let schedule = text(args, "schedule")
+            .ok_or_else(|| refuse("`schedule` is required (every 2h, 0 8 * * *, 30m, a time)"))?;
+        scanned(&prompt)?;
+        let repeat = args.get("repeat").and_then(Value::as_i64).and_then(|n| i32::try_from(n).ok());
+        let timing = self.timing(ctx, &schedule, repeat).await?;
+        let default_deliver = if self.origin.is_some() { "origin" } else { "local" };
+        let new = NewJob {
+            agent_id: ctx.agent_id,
+            name: text(args, "name").unwrap_or_else(|| prompt.chars().take(50).collect()),
+            prompt,
+            skills: skills(args).unwrap_or_default(),
+            model: None,
+            timing: (&timing).into(),
+            deliver: text(args, "deliver").unwrap_or_else(|| default_deliver.into()),
+            origin: self.origin.clone(),
+        };
+        let job = self.store.create_job(ctx.tenant_id, &new).await.map_err(storage)?;
+        Ok(json!({ "success": true, "job": summary(&job) }))
+    }
+
+    async fn change(&self, ctx: &ToolCtx, action: &str, args: &Value) -> Result<Value, ToolError> {
+        let reference = text(args, "job_id").ok_or_else(|| refuse("`job_id` (an id or a name) is required"))?;
+        let tenant = ctx.tenant_id;
+        let job = self.store.find_job(tenant, Some(ctx.agent_id), &reference).await.map_err(storage)?;
+        let now = chrono::Utc::now();
+        let changed = match action {
+            "pause" => Some(self.store.set_job_state(tenant, job.id, Some("paused by the agent"), None).await),
+            "resume" => {
+                let timing = self.timing(ctx, &job.schedule, job.repeat_times).await?;
+                Some(self.store.set_job_state(tenant, job.id, None, Some(timing.first_run)).await)
+            }
+            "run" => Some(self.store.set_job_state(tenant, job.id, None, Some(now)).await),
+            "remove" => {
+                self.store.delete_job(tenant, job.id).await.map_err(storage)?;
+                None
+            }
+            _ => {
+                let prompt = text(args, "prompt");
+                if let Some(p) = &prompt {
+                    scanned(p)?;
+                }
+                let timing = match text(args, "schedule") {
+                    Some(s) => Some((&self.timing(ctx, &s, None).await?).into()),
+                    None => None,
+                };
+                let changes = JobChanges {
+                    name: text(args, "name"),
+                    prompt,
+                    skills: skills(args),
+                    deliver: text(args, "deliver"),
+                    timing,
+                };
+                Some(self.store.update_job(tenant, job.id, &changes).await)
+            }
+        };
+        match changed {
+            Some(job) => Ok(json!({ "success": true, "job": summary(&job.map_err(storage)?) })),
+            None => Ok(json!({ "success": true, "removed": job.name })),
+        }
+    }
+}
+
+fn skills(args: &Value) -> Option<Vec<String>> {
+    args.get("skills")
+        .and_then(Value::as_array)
+        .map(|list| list.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+}
+
+impl Tool for CronjobTool {
+    fn name(&self) -> &'static str {
+        "cronjob"
+    }
+
+    fn toolset(&self) -> &'static str {
+        "cronjob"
+    }
+
+    fn schema(&self) -> Value {
+        json!({
+            "name": "cronjob",
+            "description": "Schedule tasks you will run on your own later, repeatedly or once: a daily brief, a \
+                reminder, a weekly check. Each run starts fresh (no conversation history) with the job's prompt, \
+                so write the prompt as a complete instruction. Schedules: `every 30m|2h|1d`, a cron expression \
+                like `0 8 * * 1-5` (in the team's time zone), an ISO time, or a delay like `30m` (once). Jobs \
+                made here deliver their answer to this chat unless `deliver` says otherwise (`local` stores \
+                it only, `telegram:<chat id>` sends it elsewhere). Refer to jobs by id or name.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "action": { "type": "string", "enum": ["create", "list", "update", "pause", "resume", "run", "remove"] },
+                    "job_id": { "type": "string", "description": "The job's id or name (all but create and list)." },
+                    "prompt": { "type": "string", "description": "What each run does (create, update)." },
+                    "schedule": { "type": "string", "description": "When it runs (create, update)." },
+                    "name": { "type": "string" },
+                    "repeat": { "type": "integer", "description": "How many runs (default: one for a one-shot, forever otherwise)." },
+                    "deliver": { "type": "string" },
+                    "skills": { "type": "array", "items": { "type": "string" } }
+                },
+                "required": ["action"]
+            }
+        })
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    fn sequential(&self) -> bool {
+        true
+    }
+
+    fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(async move {
+            let answer = match args.get("action").and_then(Value::as_str) {
+                Some("create") => self.create(ctx, &args).await?,
+                Some("list") => {
+                    let jobs = self.store.list_jobs(ctx.tenant_id, Some(ctx.agent_id)).await.map_err(storage)?;
+                    json!({ "success": true, "jobs": jobs.iter().map(summary).collect::<Vec<_>>() })
+                }
+                Some(action @ ("update" | "pause" | "resume" | "run" | "remove")) => {
+                    self.change(ctx, action, &args).await?
+                }
+                _ => return Err(refuse("`action` must be create, list, update, pause, resume, run or remove")),
+            };
+            Ok(answer.to_string())
+        })
+    }
+}
