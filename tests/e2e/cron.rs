@@ -217,10 +217,24 @@ async fn jobs_are_made_and_managed_from_a_chat_and_deliver_back_to_it() {
     let texts: Vec<&str> = got.iter().map(|m| m.text.as_str()).collect();
     assert!(texts.contains(&"Running “Remind me to stretch” now."), "{texts:?}");
     assert!(texts.contains(&"⏰ Cron job “Remind me to stretch”\n\nTime to stretch!"), "{texts:?}");
+    tg.user_says(TOKEN, 42, "/cron edit standup --schedule \"every 3h\" --prompt \"standup notes, short\"");
+    assert_eq!(sent(&tg, 7).await[6].text, "Updated “standup” (every 3h).");
+    // A run whose claimer vanished before starting it: the chat is told, nothing runs again.
+    sqlx::query(
+        "INSERT INTO cron_runs (id, tenant_id, job_id, scheduled_for, claimed_by, created_at)
+         SELECT gen_random_uuid(), tenant_id, id, now() - interval '5 minutes', 'gone', now() - interval '5 minutes'
+         FROM cron_jobs WHERE name = 'standup'",
+    )
+    .execute(env.store.pool())
+    .await
+    .unwrap();
+    let got = sent(&tg, 8).await;
+    assert!(got[7].text.starts_with("⏰ Cron job “standup”\n\nA run was lost"), "{}", got[7].text);
+    assert_eq!(env.count("SELECT count(*) FROM cron_runs WHERE status = 'unknown'").await, 1);
     tg.user_says(TOKEN, 42, "/cron pause standup");
-    assert_eq!(sent(&tg, 7).await[6].text, "Paused “standup”.");
+    assert_eq!(sent(&tg, 9).await[8].text, "Paused “standup”.");
     tg.user_says(TOKEN, 42, "/cron remove standup");
-    assert_eq!(sent(&tg, 8).await[7].text, "Removed “standup”.");
+    assert_eq!(sent(&tg, 10).await[9].text, "Removed “standup”.");
     assert_eq!(env.count("SELECT count(*) FROM cron_jobs WHERE name = 'standup'").await, 0);
     pod.stop.cancel();
     env.stop().await;

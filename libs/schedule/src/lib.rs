@@ -214,6 +214,19 @@ pub fn timing(schedule: &str, tz_name: &str, repeat: Option<i32>, now: DateTime<
     Ok(Timing { schedule, tz, first_run, repeat })
 }
 
+impl From<&Timing> for hermes_core::cron::JobTiming {
+    fn from(t: &Timing) -> Self {
+        Self {
+            schedule: t.schedule.spec(),
+            schedule_kind: t.schedule.kind().to_owned(),
+            schedule_display: t.schedule.display(t.tz),
+            timezone: t.tz.name().to_owned(),
+            repeat_times: t.repeat,
+            next_run_at: t.first_run,
+        }
+    }
+}
+
 /// Half a period, clamped to 120 s – 2 h (upstream's catch-up grace).
 fn half_period(period: Duration) -> Duration {
     (period / 2).clamp(Duration::seconds(120), Duration::hours(2))

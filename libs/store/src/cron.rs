@@ -7,33 +7,10 @@ use serde_json::Value;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
+pub use hermes_core::cron::JobTiming;
 use hermes_core::{AgentId, SessionId, TenantId, TurnId};
 
 use crate::{Result, Store, StoreError};
-
-/// When a job runs, as stored: from a [`hermes_schedule::Timing`] in the zone `timezone`.
-#[derive(Debug, Clone)]
-pub struct JobTiming {
-    pub schedule: String,
-    pub schedule_kind: String,
-    pub schedule_display: String,
-    pub timezone: String,
-    pub repeat_times: Option<i32>,
-    pub next_run_at: DateTime<Utc>,
-}
-
-impl From<&hermes_schedule::Timing> for JobTiming {
-    fn from(t: &hermes_schedule::Timing) -> Self {
-        Self {
-            schedule: t.schedule.spec(),
-            schedule_kind: t.schedule.kind().to_owned(),
-            schedule_display: t.schedule.display(t.tz),
-            timezone: t.tz.name().to_owned(),
-            repeat_times: t.repeat,
-            next_run_at: t.first_run,
-        }
-    }
-}
 
 /// A job to create.
 #[derive(Debug, Clone)]

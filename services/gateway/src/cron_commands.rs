@@ -1,11 +1,12 @@
 //! `/cron` in chat: `add <schedule> <prompt> [--name N] [--skill S]... [--deliver T]`, `list`,
+//! `edit <job> [--schedule S] [--prompt P] [--name N] [--skill S]... [--deliver T]`,
 //! `pause|resume|run|remove <id or name>`. A schedule of several words is quoted
 //! (`/cron add "every 2h" check the build`). A job made in a chat delivers to that chat by
 //! default (`origin`). The same rules as the API apply: the schedule is read in the tenant's
 //! time zone and the prompt is scanned for injection.
 
 use hermes_schedule::{Schedule, time_zone};
-use hermes_store::cron::NewJob;
+use hermes_store::cron::{JobChanges, NewJob};
 use hermes_store::{Channel, StoreError};
 
 use crate::Gateway;
@@ -13,7 +14,8 @@ use crate::incoming::Incoming;
 use crate::ingest::{IngestError, destination};
 
 const USAGE: &str = "Use /cron add <schedule> <what to do> (a schedule is 30m, \"every 2h\", \"0 8 * * *\" or a \
-                     time; quote it when it has spaces), /cron list, or /cron pause|resume|run|remove <job>.";
+                     time; quote it when it has spaces), /cron list, /cron edit <job> --schedule ... --prompt ..., \
+                     or /cron pause|resume|run|remove <job>.";
 
 fn err(e: StoreError) -> IngestError {
     IngestError::new(e.to_string())
@@ -46,6 +48,7 @@ impl Gateway {
                     .collect();
                 Ok(format!("Cron jobs:\n{}", lines.join("\n")))
             }
+            Some("edit") => self.cron_edit(channel, &words[1..]).await,
             Some(action @ ("pause" | "resume" | "run" | "remove")) => {
                 let Some(reference) = words.get(1..).map(|w| w.join(" ")).filter(|r| !r.is_empty()) else {
                     return Ok(format!("Say which job: /cron {action} <id or name>."));
@@ -82,6 +85,53 @@ impl Gateway {
                 }
             }
             _ => Ok(USAGE.into()),
+        }
+    }
+
+    /// `/cron edit <job> [--schedule S] [--prompt P] [--name N] [--skill S]... [--deliver T]`.
+    async fn cron_edit(&self, channel: &Channel, words: &[String]) -> Result<String, IngestError> {
+        let Some((reference, rest)) = words.split_first() else {
+            return Ok("Use /cron edit <job> --schedule \"every 2h\" --prompt \"...\" (any of them).".into());
+        };
+        let tenant = channel.tenant_id;
+        let job = match self.store.find_job(tenant, Some(channel.agent_id), reference).await {
+            Ok(job) => job,
+            Err(StoreError::NotFound) => return Ok(format!("No job {reference:?}. /cron list shows them.")),
+            Err(StoreError::Invalid(why)) => return Ok(why),
+            Err(e) => return Err(err(e)),
+        };
+        let mut changes = JobChanges::default();
+        let mut args = rest.iter();
+        while let Some(flag) = args.next() {
+            let value = args.next().cloned();
+            match (flag.as_str(), value) {
+                ("--schedule", Some(v)) => {
+                    let tz = self.store.session_policy(tenant).await.map_err(err)?.timezone;
+                    match hermes_schedule::timing(&v, tz.name(), None, chrono::Utc::now()) {
+                        Ok(t) => changes.timing = Some((&t).into()),
+                        Err(e) => return Ok(format!("I cannot read that schedule: {e}.")),
+                    }
+                }
+                ("--prompt", Some(v)) => {
+                    if let Some(finding) = hermes_agent::threats::scan_strict(&v).first() {
+                        return Ok(format!("I won't schedule that: it looks like {}.", finding.reason));
+                    }
+                    changes.prompt = Some(v);
+                }
+                ("--name", Some(v)) => changes.name = Some(v),
+                ("--deliver", Some(v)) => changes.deliver = Some(v),
+                ("--skill", Some(v)) => changes.skills.get_or_insert_with(Vec::new).push(v),
+                (other, _) => {
+                    return Ok(format!(
+                        "I don't know {other:?} (or it has no value); use --schedule, --prompt, --name, --skill or --deliver."
+                    ));
+                }
+            }
+        }
+        match self.store.update_job(tenant, job.id, &changes).await {
+            Ok(job) => Ok(format!("Updated “{}” ({}).", job.name, job.schedule_display)),
+            Err(StoreError::Conflict(why)) => Ok(format!("{why}.")),
+            Err(e) => Err(err(e)),
         }
     }
 

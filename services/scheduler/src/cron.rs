@@ -120,6 +120,22 @@ async fn start(ctx: &SchedulerContext, run: &ClaimedRun) -> Result<(), StoreErro
     Ok(())
 }
 
+/// Tells the job's chat that a run was lost (claimed, never started) and not run again.
+async fn tell_unknown(ctx: &SchedulerContext, settled: &hermes_store::cron::SettledRun) -> Result<(), StoreError> {
+    let job = ctx.store.find_job(settled.tenant_id, None, &settled.job_id.to_string()).await?;
+    let Some(dest) = destination(ctx, &job).await? else { return Ok(()) };
+    let Some(channel) = dest["channel_id"].as_str().and_then(|c| uuid::Uuid::parse_str(c).ok()) else { return Ok(()) };
+    // The chat shows the job's name above it (see the gateway's `render_reply`).
+    let text = format!(
+        "A run was lost (what started it stopped before it ran) and was not run again. The next run is as \
+         scheduled; /cron run {} runs it now.",
+        job.name
+    );
+    let payload = json!({ "kind": "text", "text": text });
+    let key = format!("cron:{}:unknown", settled.run_id);
+    ctx.store.enqueue_outbox(settled.tenant_id, channel, &dest, &key, &payload).await
+}
+
 /// One cron pass at `now`: claim, start, settle. Returns the runs started.
 pub async fn cron_once(ctx: &SchedulerContext, owner: &str, now: DateTime<Utc>) -> Result<usize, StoreError> {
     let cfg = &ctx.config.scheduler;
@@ -140,6 +156,11 @@ pub async fn cron_once(ctx: &SchedulerContext, owner: &str, now: DateTime<Utc>) 
     for settled in ctx.store.settle_runs(STALE_CLAIM).await? {
         tracing::info!(tenant.id = %settled.tenant_id, job.id = %settled.job_id, run.id = %settled.run_id,
                        status = %settled.status, "cron run ended");
+        if settled.status == "unknown"
+            && let Err(e) = tell_unknown(ctx, &settled).await
+        {
+            tracing::warn!(error = %e, run.id = %settled.run_id, "cannot tell the owner of a lost cron run");
+        }
         metrics::counter!("hermes_cron_runs_total", "status" => settled.status).increment(1);
     }
     Ok(started)
