@@ -53,9 +53,12 @@ pub enum Command {
     /// How a provider's key pool picks a key.
     #[command(subcommand)]
     Pool(PoolCmd),
-    /// Chat bots bound to agents (Telegram).
+    /// Chat bots bound to agents (Telegram, Slack, WeCom).
     #[command(subcommand)]
     Channel(crate::channels::ChannelCmd),
+    /// Scheduled agent runs.
+    #[command(subcommand)]
+    Cron(crate::cron::CronCmd),
 }
 
 #[derive(Subcommand)]
@@ -252,6 +255,7 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
         Command::Price(cmd) => crate::prices::run_price(json_mode, store, cmd).await?,
         Command::Budget(cmd) => crate::prices::run_budget(json_mode, store, cmd).await?,
         Command::Channel(cmd) => crate::channels::run_channel(json_mode, config, store, cmd).await?,
+        Command::Cron(cmd) => crate::cron::run_cron(json_mode, store, cmd).await?,
         Command::Agent(AgentCmd::Create(a)) => {
             let t = tenant(store, &a.tenant).await?;
             let provider_key = match &a.api_key_env {

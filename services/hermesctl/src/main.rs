@@ -4,6 +4,7 @@
 
 mod channels;
 mod commands;
+mod cron;
 mod prices;
 mod sessions;
 mod skills;
