@@ -279,3 +279,27 @@ async fn the_agent_schedules_a_job_with_its_tool_and_cron_runs_cannot_schedule_m
     pod.stop.cancel();
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_job_delivers_once_to_each_chat_of_its_comma_list() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    bind(&env, &tg, "poll", "open", &[]).await;
+    let key =
+        env.store.create_api_key(env.store.tenant_by_name("acme").await.unwrap().id, None, "k", None).await.unwrap().1;
+    let pod = Pod::start(&env).await;
+    let body = json!({"name": "digest", "prompt": "Digest.", "schedule": "every 1d",
+                      "deliver": "telegram:42, telegram:7, local, telegram:42, slack:C1"});
+    let (status, job) = call(&env, &key, "post", "/v1/cron/jobs", Some(body)).await;
+    assert_eq!(status, 201, "{job}");
+    env.llm.push(ScriptedReply::text("Today: all quiet."));
+    call(&env, &key, "post", "/v1/cron/jobs/digest/run", None).await;
+    let got = sent(&tg, 2).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut chats: Vec<String> = tg.sent(TOKEN).iter().map(|m| m.chat_id.clone()).collect();
+    chats.sort();
+    assert_eq!(chats, ["42", "7"], "each chat once; no Slack app is bound, so no Slack target");
+    assert!(got.iter().all(|m| m.text == "⏰ Cron job “digest”\n\nToday: all quiet."));
+    pod.stop.cancel();
+    env.stop().await;
+}

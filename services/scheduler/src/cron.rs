@@ -60,33 +60,56 @@ pub fn plan(job: &Job, now: DateTime<Utc>) -> Plan {
     }
 }
 
-/// Where a job's answer goes: a chat destination (with the job named, for the header), or
-/// none (`local`: stored only).
+/// Where a job's answer goes: the chats of its `deliver` list (`origin`, `platform:chat[:thread]`;
+/// `local` and unknown targets add none), each once, with the job named for the header. The
+/// first is the turn's `reply_to`, the others ride in its `also` (migration 0029).
 async fn destination(ctx: &SchedulerContext, job: &Job) -> Result<Option<Value>, StoreError> {
-    let target = job.deliver.split(',').map(str::trim).find(|t| !t.is_empty()).unwrap_or("local");
-    let mut dest = match target {
-        "local" => return Ok(None),
-        "origin" => match &job.origin {
-            Some(origin) => origin.clone(),
-            None => return Ok(None),
-        },
-        other => {
-            let mut parts = other.splitn(3, ':');
-            let platform = parts.next().unwrap_or_default();
-            let (Some(chat), thread) = (parts.next(), parts.next()) else { return Ok(None) };
-            let channels = ctx.store.list_channels(job.tenant_id).await?;
-            let Some(channel) = channels
-                .iter()
-                .find(|c| c.platform == platform && c.agent_id == job.agent_id && c.status == "active")
-                .or_else(|| channels.iter().find(|c| c.platform == platform && c.status == "active"))
-            else {
-                return Ok(None);
-            };
-            json!({ "platform": platform, "channel_id": channel.id, "chat_id": chat, "thread": thread })
+    let mut chats: Vec<Value> = Vec::new();
+    let mut channels = None;
+    for target in job.deliver.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        let dest = match target {
+            "local" => continue,
+            "origin" => match &job.origin {
+                Some(origin) => origin.clone(),
+                None => continue,
+            },
+            other => {
+                let mut parts = other.splitn(3, ':');
+                let platform = parts.next().unwrap_or_default();
+                let (Some(chat), thread) = (parts.next(), parts.next()) else { continue };
+                if channels.is_none() {
+                    channels = Some(ctx.store.list_channels(job.tenant_id).await?);
+                }
+                let all = channels.as_deref().unwrap_or_default();
+                let Some(channel) = all
+                    .iter()
+                    .find(|c| c.platform == platform && c.agent_id == job.agent_id && c.status == "active")
+                    .or_else(|| all.iter().find(|c| c.platform == platform && c.status == "active"))
+                else {
+                    tracing::warn!(job.id = %job.id, target = other, "no active channel for a cron target");
+                    continue;
+                };
+                json!({ "platform": platform, "channel_id": channel.id, "chat_id": chat, "thread": thread })
+            }
+        };
+        let same = |d: &Value| {
+            d["channel_id"] == dest["channel_id"] && d["chat_id"] == dest["chat_id"] && d["thread"] == dest["thread"]
+        };
+        if !chats.iter().any(same) {
+            chats.push(dest);
         }
-    };
-    dest["cron"] = json!({ "job_id": job.id, "name": job.name });
-    Ok(Some(dest))
+    }
+    let named = json!({ "job_id": job.id, "name": job.name });
+    let mut chats = chats.into_iter().map(|mut d| {
+        d["cron"] = named.clone();
+        d
+    });
+    let Some(mut first) = chats.next() else { return Ok(None) };
+    let also: Vec<Value> = chats.collect();
+    if !also.is_empty() {
+        first["also"] = json!(also);
+    }
+    Ok(Some(first))
 }
 
 /// Starts a claimed run: its turn, in a fresh session of the job's agent.
