@@ -49,6 +49,11 @@ pub const TOOLSETS: &[Toolset] = &[
         tools: &["delegate_task"],
     },
     Toolset {
+        name: "messaging",
+        description: "Post to other chats through the team's bots (never inside a cron run).",
+        tools: &["send_message"],
+    },
+    Toolset {
         name: "cronjob",
         description: "Schedule runs of the agent (never available inside a cron run).",
         tools: &["cronjob"],

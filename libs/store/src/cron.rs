@@ -358,6 +358,32 @@ impl Store {
         Ok(())
     }
 
+    /// A run refused before it started (its prompt failed the run-time scan): failed, and its
+    /// job says why.
+    pub async fn fail_run(&self, run: uuid::Uuid, error: &str) -> Result<()> {
+        let mut tx = self.pool().begin().await?;
+        let job: Option<uuid::Uuid> = sqlx::query_scalar(
+            "UPDATE cron_runs SET status = 'failed', error = $2, finished_at = now()
+             WHERE id = $1 AND status = 'claimed' RETURNING job_id",
+        )
+        .bind(run)
+        .bind(crate::messages::without_nul(error))
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some(job) = job {
+            sqlx::query(
+                "UPDATE cron_jobs SET last_run_at = now(), last_status = 'error', last_error = $2, updated_at = now()
+                 WHERE id = $1",
+            )
+            .bind(job)
+            .bind(crate::messages::without_nul(error))
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// Ends the runs whose turns ended (their outputs kept) and runs claimed more than `stale`
     /// ago that never got a turn (`unknown`: what claimed them vanished); updates their jobs.
     pub async fn settle_runs(&self, stale: std::time::Duration) -> Result<Vec<SettledRun>> {

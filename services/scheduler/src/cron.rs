@@ -112,10 +112,25 @@ async fn destination(ctx: &SchedulerContext, job: &Job) -> Result<Option<Value>,
     Ok(Some(first))
 }
 
-/// Starts a claimed run: its turn, in a fresh session of the job's agent.
+/// Starts a claimed run: its turn, in a fresh session of the job's agent. The prompt is scanned
+/// again first (the patterns may have grown since the job was made); a refused run fails and
+/// its chat is told.
 async fn start(ctx: &SchedulerContext, run: &ClaimedRun) -> Result<(), StoreError> {
     let job = &run.job;
     let reply_to = destination(ctx, job).await?;
+    if let Some(finding) = hermes_agent::threats::scan_strict(&job.prompt).first() {
+        let why = format!("the prompt was refused at run time: it looks like {}", finding.reason);
+        ctx.store.fail_run(run.run_id, &why).await?;
+        if let Some(dest) = reply_to
+            && let Some(channel) = dest["channel_id"].as_str().and_then(|c| uuid::Uuid::parse_str(c).ok())
+        {
+            let payload = json!({ "kind": "text", "text": format!("This run did not start: {why}.") });
+            let key = format!("cron:{}:refused", run.run_id);
+            ctx.store.enqueue_outbox(job.tenant_id, channel, &dest, &key, &payload).await?;
+        }
+        tracing::warn!(job.id = %job.id, run.id = %run.run_id, "cron run refused by the prompt scan");
+        return Ok(());
+    }
     let hint = format!(
         "You are running the scheduled job \"{}\" on your own: nobody is in this conversation to answer \
          questions. Do the task and reply with the result, which is delivered for you. Reply exactly \

@@ -17,6 +17,7 @@ mod memory_tool;
 mod models;
 mod review;
 mod search_tool;
+mod send_message;
 mod session;
 mod skills;
 mod todo;

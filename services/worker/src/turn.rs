@@ -389,6 +389,9 @@ async fn prepare_and_run(
     let child_usage = Arc::new(std::sync::Mutex::new(Usage::default()));
     let mut tools =
         crate::turn_setup::tools_for_turn(rt, tenant, &agent, &models, &turn.session_user_key, child_usage.clone());
+    if agent.toolsets.iter().any(|t| t == "messaging") {
+        tools.register(Arc::new(crate::send_message::SendMessageTool { store: store.clone() }));
+    }
     if agent.toolsets.iter().any(|t| t == "cronjob") {
         let origin = store.turn_reply_to(tenant, turn.turn_id).await?;
         tools.register(Arc::new(crate::cron_tool::CronjobTool { store: store.clone(), origin }));

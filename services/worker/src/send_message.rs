@@ -1,0 +1,114 @@
+//! `send_message`: the agent posts to a chat through one of its tenant's bound bots
+//! (`platform:chat_id[:thread]`), or lists the bots it can use. The message goes through the
+//! outbox like any reply, once per tool call (its call id is the key), so a resumed turn does
+//! not post twice. Not given to cron runs or delegated children.
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+
+use hermes_store::Store;
+use hermes_tools::{Tool, ToolCtx, ToolError};
+
+pub(crate) struct SendMessageTool {
+    pub store: Store,
+}
+
+/// The longest message one call posts (the gateway splits it for the platform).
+const MAX_CHARS: usize = 20_000;
+
+fn refuse(why: impl Into<String>) -> ToolError {
+    ToolError::RespondToModel(why.into())
+}
+
+impl SendMessageTool {
+    async fn send(&self, ctx: &ToolCtx, args: &Value) -> Result<Value, ToolError> {
+        let target = args.get("target").and_then(Value::as_str).unwrap_or_default().trim();
+        let message = args.get("message").and_then(Value::as_str).unwrap_or_default().trim();
+        if message.is_empty() {
+            return Err(refuse("`message` is required"));
+        }
+        if message.chars().count() > MAX_CHARS {
+            return Err(refuse(format!("the message is longer than {MAX_CHARS} characters")));
+        }
+        let mut parts = target.splitn(3, ':');
+        let platform = parts.next().unwrap_or_default();
+        let (Some(chat), thread) = (parts.next().filter(|c| !c.is_empty()), parts.next()) else {
+            return Err(refuse("`target` is platform:chat_id or platform:chat_id:thread (e.g. telegram:123456)"));
+        };
+        let unavailable = |e: hermes_store::StoreError| ToolError::Unavailable(format!("cannot send right now: {e}"));
+        let channels = self.store.list_channels(ctx.tenant_id).await.map_err(unavailable)?;
+        let channel = channels
+            .iter()
+            .find(|c| c.platform == platform && c.agent_id == ctx.agent_id && c.status == "active")
+            .or_else(|| channels.iter().find(|c| c.platform == platform && c.status == "active"))
+            .ok_or_else(|| refuse(format!("no {platform} bot is bound for this team (action=list shows the bots)")))?;
+        let destination = json!({ "platform": platform, "channel_id": channel.id, "chat_id": chat, "thread": thread });
+        let payload = json!({ "kind": "text", "text": message });
+        let key = format!("send:{}:{}", ctx.turn_id, ctx.call_id);
+        self.store
+            .enqueue_outbox(ctx.tenant_id, channel.id, &destination, &key, &payload)
+            .await
+            .map_err(unavailable)?;
+        Ok(json!({ "success": true, "queued": true, "target": target }))
+    }
+}
+
+impl Tool for SendMessageTool {
+    fn name(&self) -> &'static str {
+        "send_message"
+    }
+
+    fn toolset(&self) -> &'static str {
+        "messaging"
+    }
+
+    fn schema(&self) -> Value {
+        json!({
+            "name": "send_message",
+            "description": "Post a message to a chat through one of your team's bots, e.g. to tell a group that a \
+                task finished. `target` is platform:chat_id or platform:chat_id:thread (telegram:123456, \
+                slack:C0123:1700000000.000100, wecom:zhangsan). Your answer in this conversation needs no tool: \
+                use this only for other chats. action=list shows the bots you can use.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "action": { "type": "string", "enum": ["send", "list"] },
+                    "target": { "type": "string" },
+                    "message": { "type": "string" }
+                },
+                "required": ["action"]
+            }
+        })
+    }
+
+    fn read_only(&self) -> bool {
+        false
+    }
+
+    fn sequential(&self) -> bool {
+        true
+    }
+
+    fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(async move {
+            let answer = match args.get("action").and_then(Value::as_str) {
+                Some("send") => self.send(ctx, &args).await?,
+                Some("list") => {
+                    let channels = self
+                        .store
+                        .list_channels(ctx.tenant_id)
+                        .await
+                        .map_err(|e| ToolError::Unavailable(format!("cannot list the bots right now: {e}")))?;
+                    let bots: Vec<Value> = channels
+                        .iter()
+                        .filter(|c| c.status == "active")
+                        .map(|c| json!({ "platform": c.platform, "bot": c.bot_username, "yours": c.agent_id == ctx.agent_id }))
+                        .collect();
+                    json!({ "bots": bots })
+                }
+                _ => return Err(refuse("`action` must be send or list")),
+            };
+            Ok(answer.to_string())
+        })
+    }
+}
