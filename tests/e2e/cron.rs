@@ -360,3 +360,31 @@ async fn the_agent_posts_to_another_chat_with_send_message_once_per_call() {
     pod.stop.cancel();
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_jobs_skills_are_loaded_into_its_runs_in_order() {
+    let env = TestEnv::start().await;
+    let (_, agent, key) = env.tenant("acme", "helper").await;
+    sqlx::query("UPDATE agents SET toolsets = ARRAY['skills'] WHERE id = $1")
+        .bind(agent.id.as_uuid())
+        .execute(env.store.pool())
+        .await
+        .unwrap();
+    let body = json!({"name": "brief", "prompt": "Brief in Chinese.", "schedule": "every 1d",
+                      "skills": ["daily-news-briefing", "translation"]});
+    assert_eq!(call(&env, &key, "post", "/v1/cron/jobs", Some(body)).await.0, 201);
+    env.llm.push(ScriptedReply::text("简报。"));
+    call(&env, &key, "post", "/v1/cron/jobs/brief/run", None).await;
+    for _ in 0..100 {
+        if !env.llm.requests().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let messages = env.llm.requests()[0].messages();
+    let user = messages.iter().rev().find(|m| m["role"] == "user").unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(user.starts_with("[The user loaded the skill \"daily-news-briefing\""), "{user}");
+    let second = user.find("[The user loaded the skill \"translation\"").expect("both skills");
+    assert!(second > 0 && user.ends_with("The user's request: Brief in Chinese."), "{user}");
+    env.stop().await;
+}

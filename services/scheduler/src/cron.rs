@@ -140,7 +140,8 @@ async fn start(ctx: &SchedulerContext, run: &ClaimedRun) -> Result<(), StoreErro
     let turn = NewTurn {
         agent_id: job.agent_id,
         target: TurnTarget::New { source: "cron".into(), user_key: format!("cron:{}", job.id), history: Vec::new() },
-        input: ChatMessage::user(job.prompt.clone()),
+        // The job's skills load as leading `/skill` names (the worker expands them).
+        input: ChatMessage::user(job.skills.iter().map(|s| format!("/{s} ")).collect::<String>() + &job.prompt),
         instructions: Some(hint),
         stream: false,
         notify_hub: None,

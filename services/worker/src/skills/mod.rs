@@ -123,8 +123,9 @@ pub(crate) fn prompt_entries(visible: &[Indexed]) -> Vec<SkillEntry> {
 }
 
 /// `/skill-name rest` loads a visible skill into the user's message for this turn (and the
-/// transcript): the model gets the skill's instructions and the request. `None` when the
-/// command names no skill the agent sees.
+/// transcript): the model gets the skill's instructions and the request. Several leading
+/// `/names` load several skills in order (a cron job's skills arrive this way). `None` when the
+/// first word names no skill the agent sees.
 pub(crate) async fn expand_slash(
     store: &Store,
     catalog: &SkillCatalog,
@@ -132,21 +133,33 @@ pub(crate) async fn expand_slash(
     tool_names: &[&str],
     text: &str,
 ) -> Option<ChatMessage> {
-    let rest = text.trim().strip_prefix('/')?;
-    let (name, request) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    let mut rest = text.trim();
+    rest.strip_prefix('/')?;
     let visible = catalog.visible(store, agent, tool_names).await.ok()?;
-    let found = visible.into_iter().find(|s| s.record.name == name)?;
-    if let Err(e) = store.record_skill_use(agent.tenant_id, agent.id, name, SkillUse::Used, chrono::Utc::now()).await {
-        tracing::warn!(error = %e, "cannot count the skill's use");
+    let mut loaded = Vec::new();
+    while let Some(after) = rest.strip_prefix('/') {
+        let (name, tail) = after.split_once(char::is_whitespace).unwrap_or((after, ""));
+        let Some(found) = visible.iter().find(|s| s.record.name == name) else { break };
+        if let Err(e) =
+            store.record_skill_use(agent.tenant_id, agent.id, name, SkillUse::Used, chrono::Utc::now()).await
+        {
+            tracing::warn!(error = %e, "cannot count the skill's use");
+        }
+        loaded.push((name.to_owned(), found.record.skill_md.trim().to_owned()));
+        rest = tail.trim_start();
     }
-    let request = request.trim();
+    if loaded.is_empty() {
+        return None;
+    }
+    let request = rest.trim();
     let ask = if request.is_empty() {
         "The user loaded this skill without saying more: ask what they need.".to_owned()
     } else {
         format!("The user's request: {request}")
     };
-    Some(ChatMessage::user(format!(
-        "[The user loaded the skill \"{name}\". Follow it for this task.]\n\n{}\n\n{ask}",
-        found.record.skill_md.trim()
-    )))
+    let skills: Vec<String> = loaded
+        .iter()
+        .map(|(name, md)| format!("[The user loaded the skill \"{name}\". Follow it for this task.]\n\n{md}"))
+        .collect();
+    Some(ChatMessage::user(format!("{}\n\n{ask}", skills.join("\n\n"))))
 }
