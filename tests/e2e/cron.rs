@@ -288,18 +288,23 @@ async fn a_job_delivers_once_to_each_chat_of_its_comma_list() {
     let key =
         env.store.create_api_key(env.store.tenant_by_name("acme").await.unwrap().id, None, "k", None).await.unwrap().1;
     let pod = Pod::start(&env).await;
+    // Chat 7 becomes the bot's home: `telegram` alone means it.
+    tg.user_says(TOKEN, 7, "/sethome");
+    assert_eq!(sent(&tg, 1).await[0].text, "This chat is now home: deliveries to telegram come here.");
     let body = json!({"name": "digest", "prompt": "Digest.", "schedule": "every 1d",
-                      "deliver": "telegram:42, telegram:7, local, telegram:42, slack:C1"});
+                      "deliver": "telegram:42, telegram, local, telegram:42, slack:C1"});
     let (status, job) = call(&env, &key, "post", "/v1/cron/jobs", Some(body)).await;
     assert_eq!(status, 201, "{job}");
     env.llm.push(ScriptedReply::text("Today: all quiet."));
     call(&env, &key, "post", "/v1/cron/jobs/digest/run", None).await;
-    let got = sent(&tg, 2).await;
+    sent(&tg, 3).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let mut chats: Vec<String> = tg.sent(TOKEN).iter().map(|m| m.chat_id.clone()).collect();
+    let digests: Vec<_> =
+        tg.sent(TOKEN).into_iter().filter(|m| m.text == "⏰ Cron job “digest”\n\nToday: all quiet.").collect();
+    let mut chats: Vec<String> = digests.iter().map(|m| m.chat_id.clone()).collect();
     chats.sort();
     assert_eq!(chats, ["42", "7"], "each chat once; no Slack app is bound, so no Slack target");
-    assert!(got.iter().all(|m| m.text == "⏰ Cron job “digest”\n\nToday: all quiet."));
+    assert_eq!(tg.sent(TOKEN).len(), 3);
     pod.stop.cancel();
     env.stop().await;
 }

@@ -43,6 +43,8 @@ pub struct ChannelAccess {
     pub group_sessions: Option<String>,
     pub admin_commands: Option<Vec<String>>,
     pub tool_progress: Option<bool>,
+    /// `chat` or `chat:thread`; an empty string clears it.
+    pub home_chat: Option<String>,
 }
 
 /// A stored channel.
@@ -75,6 +77,8 @@ pub struct Channel {
     pub admin_commands: Vec<String>,
     /// Tools at work are shown in one edited message (migration 0025).
     pub tool_progress: bool,
+    /// Where deliveries to the bare platform go: `chat` or `chat:thread` (migration 0030).
+    pub home_chat: Option<String>,
     pub status: String,
     pub status_reason: Option<String>,
     #[serde(skip)]
@@ -117,6 +121,7 @@ impl Channel {
             group_sessions: row.try_get("group_sessions")?,
             admin_commands: row.try_get("admin_commands")?,
             tool_progress: row.try_get("tool_progress")?,
+            home_chat: row.try_get("home_chat")?,
             status: row.try_get("status")?,
             status_reason: row.try_get("status_reason")?,
             poll_offset: row.try_get("poll_offset")?,
@@ -221,6 +226,7 @@ impl Store {
                     admins = COALESCE($7, admins), busy_mode = COALESCE($8, busy_mode),
                     streaming = COALESCE($9, streaming), group_sessions = COALESCE($10, group_sessions),
                     admin_commands = COALESCE($11, admin_commands), tool_progress = COALESCE($12, tool_progress),
+                    home_chat = CASE WHEN $13::text IS NULL THEN home_chat ELSE NULLIF($13, '') END,
                     updated_at = now()
              WHERE tenant_id = $1 AND id = $2 RETURNING *",
         )
@@ -236,6 +242,7 @@ impl Store {
         .bind(&access.group_sessions)
         .bind(&access.admin_commands)
         .bind(access.tool_progress)
+        .bind(access.home_chat.as_deref())
         .fetch_optional(self.pool())
         .await
         .map_err(|e| match &e {

@@ -178,6 +178,8 @@ pub(crate) struct UpdateChannel {
     group_sessions: Option<String>,
     admin_commands: Option<Vec<String>>,
     tool_progress: Option<bool>,
+    /// `chat` or `chat:thread` where deliveries to the bare platform go; "" clears it.
+    home_chat: Option<String>,
 }
 
 #[utoipa::path(patch, path = "/v1/channels/{id}", tag = "channels", params(("id" = String, Path, description = "Channel id")),
@@ -200,6 +202,7 @@ pub(crate) async fn update(
         streaming: u.streaming,
         group_sessions: u.group_sessions,
         tool_progress: u.tool_progress,
+        home_chat: u.home_chat,
         admin_commands: u
             .admin_commands
             .map(|list| list.iter().map(|c| c.trim_start_matches('/').to_owned()).collect()),

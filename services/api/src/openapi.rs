@@ -276,6 +276,8 @@ pub(crate) struct Channel {
     admin_commands: Vec<String>,
     /// Tools at work are shown in one edited message (Telegram, Slack).
     tool_progress: bool,
+    /// Where deliveries to the bare platform go (`chat` or `chat:thread`).
+    home_chat: Option<String>,
     /// `active`, or `blocked` when the platform refuses the bot.
     status: String,
     status_reason: Option<String>,

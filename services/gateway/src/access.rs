@@ -77,6 +77,7 @@ mod tests {
             group_sessions: "chat".into(),
             admin_commands: vec![],
             tool_progress: true,
+            home_chat: None,
             status: "active".into(),
             status_reason: None,
             poll_offset: 0,

@@ -12,8 +12,9 @@ use crate::Gateway;
 use crate::incoming::{ChatKind, Incoming};
 use crate::ingest::{IngestError, destination, route_for};
 
-const COMMANDS: [&str; 20] = [
+const COMMANDS: [&str; 21] = [
     "/start",
+    "/sethome",
     "/cron",
     "/undo",
     "/model",
@@ -80,6 +81,15 @@ impl Gateway {
             }
             "/undo" => return self.undo(channel, &route).await,
             "/cron" => return self.cron_command(channel, msg).await,
+            "/sethome" => {
+                let home = match &msg.thread {
+                    Some(thread) => format!("{}:{thread}", msg.chat_id),
+                    None => msg.chat_id.clone(),
+                };
+                let access = hermes_store::ChannelAccess { home_chat: Some(home), ..Default::default() };
+                self.store.update_channel_access(tenant, channel.id, &access).await.map_err(err)?;
+                format!("This chat is now home: deliveries to {} come here.", channel.platform)
+            }
             "/model" => return self.model_command(channel, words.next()).await,
             "/memory" => return self.memory_command(channel, &route).await,
             "/skills" => return self.skills_command(channel).await,

@@ -51,6 +51,9 @@ pub enum ChannelCmd {
         /// Show the tools at work in one edited message (true or false; Telegram and Slack).
         #[arg(long)]
         tool_progress: Option<bool>,
+        /// The chat (chat or chat:thread) deliveries to the bare platform go to; "" clears it.
+        #[arg(long)]
+        home_chat: Option<String>,
     },
     /// Pairing codes people got from the bot.
     #[command(subcommand)]
@@ -184,6 +187,7 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
             group_sessions,
             admin_commands,
             tool_progress,
+            home_chat,
         } => {
             let t = tenant(store, &name).await?;
             let some = |v: Vec<String>| (!v.is_empty()).then_some(v);
@@ -198,6 +202,7 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
                 group_sessions,
                 admin_commands: some(admin_commands),
                 tool_progress,
+                home_chat,
             };
             let channel = match store.update_channel_access(t.id, id, &access).await {
                 Ok(c) => c,

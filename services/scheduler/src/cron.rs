@@ -76,19 +76,28 @@ async fn destination(ctx: &SchedulerContext, job: &Job) -> Result<Option<Value>,
             other => {
                 let mut parts = other.splitn(3, ':');
                 let platform = parts.next().unwrap_or_default();
-                let (Some(chat), thread) = (parts.next(), parts.next()) else { continue };
+                let (mut chat, mut thread) = (parts.next().map(str::to_owned), parts.next().map(str::to_owned));
                 if channels.is_none() {
                     channels = Some(ctx.store.list_channels(job.tenant_id).await?);
                 }
                 let all = channels.as_deref().unwrap_or_default();
-                let Some(channel) = all
-                    .iter()
-                    .find(|c| c.platform == platform && c.agent_id == job.agent_id && c.status == "active")
-                    .or_else(|| all.iter().find(|c| c.platform == platform && c.status == "active"))
+                // A bare platform means its home chat (/sethome).
+                let usable = |c: &&hermes_store::Channel| {
+                    c.platform == platform && c.status == "active" && (chat.is_some() || c.home_chat.is_some())
+                };
+                let Some(channel) =
+                    all.iter().filter(usable).find(|c| c.agent_id == job.agent_id).or_else(|| all.iter().find(usable))
                 else {
-                    tracing::warn!(job.id = %job.id, target = other, "no active channel for a cron target");
+                    tracing::warn!(job.id = %job.id, target = other, "no active channel (or home chat) for a cron target");
                     continue;
                 };
+                if chat.is_none()
+                    && let Some(home) = &channel.home_chat
+                {
+                    let mut home = home.splitn(2, ':');
+                    chat = home.next().map(str::to_owned);
+                    thread = home.next().map(str::to_owned);
+                }
                 json!({ "platform": platform, "channel_id": channel.id, "chat_id": chat, "thread": thread })
             }
         };
