@@ -10,7 +10,7 @@ use serde_json::json;
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::TelegramEmulator;
 
-use crate::harness::TestEnv;
+use crate::harness::{TestEnv, until};
 use crate::telegram::{Binding, Pod, TOKEN, bind, bind_channel, sent};
 
 const MAKE_FILES: &str = "printf 'PNGDATA' > /workspace/chart.png && printf 'a,b\\n1,2\\n' > /workspace/data.csv";
@@ -86,8 +86,10 @@ async fn a_wecom_app_reads_pictures_people_send_and_sends_the_agents_files() {
     env.llm.push(ScriptedReply::text("一只猫。"));
     let (query, body) = crate::wecom::image_callback("zhangsan", "7001", "m-1");
     assert_eq!(env.http.post(format!("{url}{query}")).body(body).send().await.unwrap().status(), 200);
-    let content =
-        wait_for(|| env.llm.requests().first().map(|r| r.messages().last().unwrap()["content"].clone())).await;
+    let content = until("the picture at the model", || {
+        env.llm.requests().first().map(|r| r.messages().last().unwrap()["content"].clone())
+    })
+    .await;
     assert!(content[0]["image_url"]["url"].as_str().unwrap().starts_with("data:image/jpeg;base64,"), "{content}");
 
     // Files out: uploaded as media and sent after the text; an unreadable one is a note.
@@ -95,7 +97,7 @@ async fn a_wecom_app_reads_pictures_people_send_and_sends_the_agents_files() {
     env.llm.push(ScriptedReply::text(ANSWER));
     let (query, body) = crate::wecom::callback("zhangsan", "7002", "画个图");
     env.http.post(format!("{url}{query}")).body(body).send().await.unwrap();
-    let got = wait_for(|| Some(wecom.sent()).filter(|s| s.len() >= 5)).await;
+    let got = until("five messages at WeCom", || Some(wecom.sent()).filter(|s| s.len() >= 5)).await;
     let shown: Vec<&str> = got[1..].iter().map(|s| s.content.as_str()).collect();
     assert_eq!(shown[..3], ["Here is the chart.\nhttps://example.com/x.png", "[image]", "[file]"]);
     assert!(shown[3].starts_with("(I could not attach missing.png"), "{shown:?}");
@@ -121,11 +123,11 @@ async fn a_wecom_ai_bot_answers_with_the_agents_images_attached() {
     };
     bind_channel(&env, binding).await;
     let pod = Pod::start(&env).await;
-    wait_for(|| bot.subscriptions().1.then_some(())).await;
+    until("the bot's subscription", || bot.subscriptions().1.then_some(())).await;
     env.llm.push(ScriptedReply::tool_call("terminal", json!({ "command": MAKE_FILES })));
     env.llm.push(ScriptedReply::text(ANSWER));
     bot.user_says("lisi", None, "画个图").unwrap();
-    let replies = wait_for(|| Some(bot.replies()).filter(|r| !r.is_empty())).await;
+    let replies = until("the bot's answer", || Some(bot.replies()).filter(|r| !r.is_empty())).await;
     let stream = &replies[0].body["stream"];
     assert_eq!(replies[0].cmd, "aibot_respond_msg");
     let images = stream["msg_item"].as_array().unwrap();
@@ -136,14 +138,4 @@ async fn a_wecom_ai_bot_answers_with_the_agents_images_attached() {
     assert!(content.contains("(I could not attach missing.png"), "{content}");
     pod.stop.cancel();
     env.stop().await;
-}
-
-async fn wait_for<T>(mut check: impl FnMut() -> Option<T>) -> T {
-    for _ in 0..300 {
-        if let Some(v) = check() {
-            return v;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out");
 }

@@ -243,13 +243,7 @@ async fn jobs_are_made_and_managed_from_a_chat_and_deliver_back_to_it() {
 #[tokio::test]
 async fn the_agent_schedules_a_job_with_its_tool_and_cron_runs_cannot_schedule_more() {
     let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
-    sqlx::query("UPDATE agents SET toolsets = array_append(toolsets, 'cronjob')")
-        .execute(env.store.pool())
-        .await
-        .unwrap();
-    let pod = Pod::start(&env).await;
+    let (tg, pod) = telegram_agent_with(&env, "cronjob").await;
     let create = json!({"action": "create", "prompt": "Check whether the nightly build passed.", "schedule": "every 1d",
                         "name": "build check"});
     env.llm.push(ScriptedReply::tool_call("cronjob", create));
@@ -336,13 +330,7 @@ async fn a_prompt_that_fails_the_scan_at_run_time_does_not_run_and_the_chat_is_t
 #[tokio::test]
 async fn the_agent_posts_to_another_chat_with_send_message_once_per_call() {
     let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
-    sqlx::query("UPDATE agents SET toolsets = array_append(toolsets, 'messaging')")
-        .execute(env.store.pool())
-        .await
-        .unwrap();
-    let pod = Pod::start(&env).await;
+    let (tg, pod) = telegram_agent_with(&env, "messaging").await;
     env.llm.push(ScriptedReply::tool_call(
         "send_message",
         json!({"action": "send", "target": "telegram:7", "message": "The build finished."}),
@@ -392,4 +380,16 @@ async fn a_jobs_skills_are_loaded_into_its_runs_in_order() {
     let second = user.find("[The user loaded the skill \"translation\"").expect("both skills");
     assert!(second > 0 && user.ends_with("The user's request: Brief in Chinese."), "{user}");
     env.stop().await;
+}
+
+/// A Telegram bot bound to an agent that also has `toolset`, and a gateway pod.
+async fn telegram_agent_with(env: &TestEnv, toolset: &str) -> (TelegramEmulator, Pod) {
+    let tg = TelegramEmulator::start().await.unwrap();
+    bind(env, &tg, "poll", "open", &[]).await;
+    sqlx::query("UPDATE agents SET toolsets = array_append(toolsets, $1)")
+        .bind(toolset)
+        .execute(env.store.pool())
+        .await
+        .unwrap();
+    (tg, Pod::start(env).await)
 }

@@ -315,3 +315,14 @@ pub fn sse_events(text: &str) -> Vec<(Option<String>, String)> {
     }
     out
 }
+
+/// Polls `check` every 50 ms until it gives a value (20 s at most), for `what` happens.
+pub(crate) async fn until<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    for _ in 0..400 {
+        if let Some(v) = check() {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for {what}");
+}

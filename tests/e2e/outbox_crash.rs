@@ -10,18 +10,8 @@ use serde_json::json;
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::TelegramEmulator;
 
-use crate::harness::TestEnv;
+use crate::harness::{TestEnv, until};
 use crate::telegram::{Pod, TOKEN, bind, process_settings, sent};
-
-async fn until(what: &str, mut done: impl FnMut() -> bool) {
-    for _ in 0..400 {
-        if done() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
 
 #[tokio::test]
 async fn a_telegram_part_sent_by_a_pod_that_died_before_recording_it_is_not_sent_again() {
@@ -34,7 +24,7 @@ async fn a_telegram_part_sent_by_a_pod_that_died_before_recording_it_is_not_sent
     env.llm.push(ScriptedReply::text(long));
     tg.hold_next(TOKEN, "sendMessage");
     tg.user_says(TOKEN, 42, "tell me everything");
-    until("the first part at Telegram", || tg.sent(TOKEN).len() == 1).await;
+    until("the first part at Telegram", || (tg.sent(TOKEN).len() == 1).then_some(())).await;
     // Pod A dies with the part sent and unrecorded.
     pod_a.kill().unwrap();
     pod_a.wait().unwrap();
@@ -61,14 +51,14 @@ async fn a_slack_reply_posted_by_a_pod_that_died_before_recording_it_is_not_post
     let env = TestEnv::start().await;
     let (slack, hub) = crate::sockets::slack_app(&env).await;
     let mut pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &process_settings(&env));
-    until("pod A's socket", || hub.connections().1 == 1).await;
+    until("pod A's socket", || (hub.connections().1 == 1).then_some(())).await;
     env.llm.push(ScriptedReply::text("Posted once."));
     slack.hold_next("chat.postMessage");
     let dm = json!({ "type": "event_callback", "team_id": "T0TEST", "event_id": "EvC1",
         "event": { "type": "message", "channel_type": "im", "user": "U1", "channel": "D1",
                    "ts": "1700000070.000100", "text": "hello" } });
     hub.push("events_api", dm);
-    until("the reply at Slack", || slack.posted().len() == 1).await;
+    until("the reply at Slack", || (slack.posted().len() == 1).then_some(())).await;
     pod_a.kill().unwrap();
     pod_a.wait().unwrap();
 

@@ -15,18 +15,8 @@ use hermes_testkit::slack::SlackEmulator;
 use hermes_testkit::slack_socket::SocketHub;
 use hermes_testkit::wecom_bot::{BotReply, WecomBotEmulator};
 
-use crate::harness::TestEnv;
+use crate::harness::{TestEnv, until};
 use crate::telegram::{Binding, Pod, bind_channel};
-
-async fn until<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    for _ in 0..400 {
-        if let Some(v) = check() {
-            return v;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
 
 /// A Slack app in Socket Mode (bot token `xoxb-sock`, app token `xapp-sock`), bound to a new
 /// tenant's agent: its Web API and its socket hub.

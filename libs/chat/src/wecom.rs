@@ -241,23 +241,12 @@ impl WecomApi {
     /// Uploads a file as temporary media (`image` or `file`, valid three days); its media id.
     pub async fn upload_media(&self, kind: &str, file: &crate::OutFile<'_>) -> Result<String, WecomError> {
         let url = |token: &str| format!("{}/cgi-bin/media/upload?access_token={token}&type={kind}", self.base);
-        let form = || -> Result<reqwest::multipart::Form, WecomError> {
-            let part = reqwest::multipart::Part::bytes(file.data.to_vec())
-                .file_name(file.name.to_owned())
-                .mime_str(file.mime)
-                .map_err(|e| WecomError::Transport(e.to_string()))?;
-            Ok(reqwest::multipart::Form::new().part("media", part))
-        };
-        form()?;
-        let uploaded = self
-            .call(
-                |token| {
-                    self.http.post(url(token)).multipart(form().unwrap_or_else(|_| reqwest::multipart::Form::new()))
-                },
-                0,
-            )
-            .await?
-            .json()?;
+        // Built again for a retry with a fresh token (a form is read once); an unusable type
+        // goes as bytes without one.
+        let part = || reqwest::multipart::Part::bytes(file.data.to_vec()).file_name(file.name.to_owned());
+        let form =
+            || reqwest::multipart::Form::new().part("media", part().mime_str(file.mime).unwrap_or_else(|_| part()));
+        let uploaded = self.call(|token| self.http.post(url(token)).multipart(form()), 0).await?.json()?;
         uploaded["media_id"]
             .as_str()
             .map(str::to_owned)

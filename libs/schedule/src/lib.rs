@@ -214,6 +214,13 @@ pub fn timing(schedule: &str, tz_name: &str, repeat: Option<i32>, now: DateTime<
     Ok(Timing { schedule, tz, first_run, repeat })
 }
 
+/// When a paused job resumes: its next slot after `now` (a one-shot: its own time), with the
+/// stored schedule read in the job's zone.
+pub fn resume_at(spec: &str, tz_name: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, ScheduleError> {
+    let tz = time_zone(tz_name)?;
+    Schedule::parse(spec, now, tz)?.first_run(now, tz)
+}
+
 impl From<&Timing> for hermes_core::cron::JobTiming {
     fn from(t: &Timing) -> Self {
         Self {

@@ -86,6 +86,19 @@ pub struct Channel {
     pub created_at: DateTime<Utc>,
 }
 
+/// Among a tenant's `channels`, its active bot on `platform`: `agent`'s own first, else another
+/// agent's. With `needs_home`, only a bot that has a home chat.
+pub fn pick_channel<'a>(
+    channels: &'a [Channel],
+    platform: &str,
+    agent: AgentId,
+    needs_home: bool,
+) -> Option<&'a Channel> {
+    let usable =
+        |c: &&Channel| c.platform == platform && c.status == "active" && (!needs_home || c.home_chat.is_some());
+    channels.iter().filter(usable).find(|c| c.agent_id == agent).or_else(|| channels.iter().find(usable))
+}
+
 fn context(id: uuid::Uuid) -> String {
     format!("channel:{id}")
 }

@@ -63,7 +63,7 @@ pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) ->
 }
 
 /// A bot to bind: the platform's credentials for its mode, and who may talk to it.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CreateChannel {
     /// The agent's name.
@@ -98,7 +98,7 @@ fn bind_error(e: BindError) -> ApiError {
     }
 }
 
-#[utoipa::path(post, path = "/v1/channels", tag = "channels", request_body = crate::openapi::ChannelRequest,
+#[utoipa::path(post, path = "/v1/channels", tag = "channels", request_body = CreateChannel,
     responses((status = 201, description = "The bot is bound; `setup` says what is left to do on the platform", body = crate::openapi::Channel), (status = 400, description = "Invalid request, or the platform refused the credentials", body = crate::openapi::ErrorBody), (status = 409, description = "The bot is bound already", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use hermes_http::ApiError;
-use hermes_schedule::{Schedule, time_zone};
+use hermes_schedule::time_zone;
 use hermes_store::cron::{Job, NewJob};
 use hermes_store::{KeyAuth, StoreError};
 
@@ -48,15 +48,17 @@ pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) ->
 }
 
 /// A job to create.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CreateJob {
     prompt: String,
+    /// `every 30m|2h|1d`, a 5- or 6-field cron expression, an ISO time, or a delay like `30m`.
     schedule: String,
     /// Default: the first 50 characters of the prompt.
     name: Option<String>,
     /// The agent (by name); the key's agent or the tenant's only agent when absent.
     model: Option<String>,
+    /// An IANA time zone; the tenant's by default.
     timezone: Option<String>,
     /// Runs to make (default: 1 for a one-shot, forever otherwise).
     repeat: Option<i32>,
@@ -66,7 +68,7 @@ pub(crate) struct CreateJob {
     skills: Vec<String>,
 }
 
-#[utoipa::path(post, path = "/v1/cron/jobs", tag = "cron", request_body = crate::openapi::CronJobRequest,
+#[utoipa::path(post, path = "/v1/cron/jobs", tag = "cron", request_body = CreateJob,
     responses((status = 201, description = "The job, with its first run", body = crate::openapi::CronJob), (status = 400, description = "Invalid request (a schedule that cannot be read says why)", body = crate::openapi::ErrorBody), (status = 409, description = "The agent has a job of that name", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
@@ -160,10 +162,7 @@ pub(crate) async fn resume(
     Path(id): Path<String>,
 ) -> Result<Json<Job>, ApiError> {
     let job = visible(&state, &auth, &id).await?;
-    let tz = time_zone(&job.timezone).unwrap_or(chrono_tz::UTC);
-    let now = chrono::Utc::now();
-    let next = Schedule::parse(&job.schedule, now, tz)
-        .and_then(|s| s.first_run(now, tz))
+    let next = hermes_schedule::resume_at(&job.schedule, &job.timezone, chrono::Utc::now())
         .map_err(|e| ApiError::invalid_request("invalid_schedule", e.to_string()))?;
     Ok(Json(state.store.set_job_state(auth.tenant_id, job.id, None, Some(next)).await.map_err(store_error)?))
 }

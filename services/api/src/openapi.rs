@@ -286,30 +286,6 @@ pub(crate) struct Channel {
     setup: Option<String>,
 }
 
-/// `POST /v1/channels`: the agent, the platform's credentials for the mode, and who may talk.
-#[derive(ToSchema)]
-pub(crate) struct ChannelRequest {
-    agent: String,
-    platform: String,
-    mode: Option<String>,
-    /// Telegram or Slack bot token; WeCom callback Token.
-    token: Option<String>,
-    signing_secret: Option<String>,
-    app_token: Option<String>,
-    corp_id: Option<String>,
-    wecom_agent_id: Option<i64>,
-    secret: Option<String>,
-    aes_key: Option<String>,
-    bot_id: Option<String>,
-    api_base: Option<String>,
-    public_url: Option<String>,
-    dm_policy: Option<String>,
-    group_policy: Option<String>,
-    allow_users: Option<Vec<String>>,
-    allow_chats: Option<Vec<String>>,
-    admins: Option<Vec<String>>,
-}
-
 /// A scheduled agent run.
 #[derive(ToSchema)]
 pub(crate) struct CronJob {
@@ -338,23 +314,6 @@ pub(crate) struct CronJob {
     deliver: String,
     origin: Option<Value>,
     created_at: String,
-}
-
-/// `POST /v1/cron/jobs`.
-#[derive(ToSchema)]
-pub(crate) struct CronJobRequest {
-    prompt: String,
-    /// `every 30m|2h|1d`, a 5- or 6-field cron expression, an ISO time, or a delay like `30m`.
-    schedule: String,
-    name: Option<String>,
-    /// The agent's name.
-    model: Option<String>,
-    /// An IANA time zone; the tenant's by default.
-    timezone: Option<String>,
-    repeat: Option<i32>,
-    /// `local` (default), `origin`, or `platform:chat[:thread]`.
-    deliver: Option<String>,
-    skills: Option<Vec<String>>,
 }
 
 #[derive(ToSchema)]

@@ -5,7 +5,6 @@
 //! default (`origin`). The same rules as the API apply: the schedule is read in the tenant's
 //! time zone and the prompt is scanned for injection.
 
-use hermes_schedule::{Schedule, time_zone};
 use hermes_store::cron::{JobChanges, NewJob};
 use hermes_store::{Channel, StoreError};
 
@@ -66,8 +65,7 @@ impl Gateway {
                         Ok(format!("Paused “{}”.", job.name))
                     }
                     "resume" => {
-                        let tz = time_zone(&job.timezone).unwrap_or(chrono_tz::UTC);
-                        let next = match Schedule::parse(&job.schedule, now, tz).and_then(|s| s.first_run(now, tz)) {
+                        let next = match hermes_schedule::resume_at(&job.schedule, &job.timezone, now) {
                             Ok(next) => next,
                             Err(e) => return Ok(format!("Cannot resume “{}”: {e}.", job.name)),
                         };

@@ -130,8 +130,8 @@ pub async fn run_cron(json_mode: bool, store: &Store, cmd: CronCmd) -> anyhow::R
         CronCmd::Resume { tenant: name, job: reference } => {
             let t = tenant(store, &name).await?;
             let j = job(store, t.id, &reference).await?;
-            let timing = hermes_schedule::timing(&j.schedule, &j.timezone, j.repeat_times, now)?;
-            let j = store.set_job_state(t.id, j.id, None, Some(timing.first_run)).await?;
+            let next = hermes_schedule::resume_at(&j.schedule, &j.timezone, now)?;
+            let j = store.set_job_state(t.id, j.id, None, Some(next)).await?;
             print(json_mode, json!(j), format!("resumed {}; next run {:?}", j.name, j.next_run_at));
         }
         CronCmd::Run { tenant: name, job: reference } => {

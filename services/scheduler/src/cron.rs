@@ -82,11 +82,7 @@ async fn destination(ctx: &SchedulerContext, job: &Job) -> Result<Option<Value>,
                 }
                 let all = channels.as_deref().unwrap_or_default();
                 // A bare platform means its home chat (/sethome).
-                let usable = |c: &&hermes_store::Channel| {
-                    c.platform == platform && c.status == "active" && (chat.is_some() || c.home_chat.is_some())
-                };
-                let Some(channel) =
-                    all.iter().filter(usable).find(|c| c.agent_id == job.agent_id).or_else(|| all.iter().find(usable))
+                let Some(channel) = hermes_store::channels::pick_channel(all, platform, job.agent_id, chat.is_none())
                 else {
                     tracing::warn!(job.id = %job.id, target = other, "no active channel (or home chat) for a cron target");
                     continue;

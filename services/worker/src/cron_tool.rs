@@ -86,8 +86,9 @@ impl CronjobTool {
         let changed = match action {
             "pause" => Some(self.store.set_job_state(tenant, job.id, Some("paused by the agent"), None).await),
             "resume" => {
-                let timing = self.timing(ctx, &job.schedule, job.repeat_times).await?;
-                Some(self.store.set_job_state(tenant, job.id, None, Some(timing.first_run)).await)
+                let next =
+                    hermes_schedule::resume_at(&job.schedule, &job.timezone, now).map_err(|e| refuse(e.to_string()))?;
+                Some(self.store.set_job_state(tenant, job.id, None, Some(next)).await)
             }
             "run" => Some(self.store.set_job_state(tenant, job.id, None, Some(now)).await),
             "remove" => {

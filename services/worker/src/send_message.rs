@@ -37,10 +37,7 @@ impl SendMessageTool {
         };
         let unavailable = |e: hermes_store::StoreError| ToolError::Unavailable(format!("cannot send right now: {e}"));
         let channels = self.store.list_channels(ctx.tenant_id).await.map_err(unavailable)?;
-        let channel = channels
-            .iter()
-            .find(|c| c.platform == platform && c.agent_id == ctx.agent_id && c.status == "active")
-            .or_else(|| channels.iter().find(|c| c.platform == platform && c.status == "active"))
+        let channel = hermes_store::channels::pick_channel(&channels, platform, ctx.agent_id, false)
             .ok_or_else(|| refuse(format!("no {platform} bot is bound for this team (action=list shows the bots)")))?;
         let destination = json!({ "platform": platform, "channel_id": channel.id, "chat_id": chat, "thread": thread });
         let payload = json!({ "kind": "text", "text": message });
