@@ -17,7 +17,7 @@ use crate::harness::{Roles, TestEnv};
 use crate::openapi::call;
 use crate::telegram::{Pod, TOKEN, bind, sent};
 
-fn job(agent: hermes_core::AgentId, name: &str) -> NewJob {
+pub(crate) fn job(agent: hermes_core::AgentId, name: &str) -> NewJob {
     NewJob {
         agent_id: agent,
         name: name.into(),

@@ -18,6 +18,7 @@ mod chat_files;
 mod code;
 mod crash;
 mod cron;
+mod cron_limits;
 mod delegation;
 mod derived;
 mod discovery;

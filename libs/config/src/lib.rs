@@ -179,6 +179,8 @@ pub struct WorkerConfig {
     pub clarify_timeout_seconds: u64,
     /// Delegated children one tenant may run at once across all workers.
     pub max_children_per_tenant: u32,
+    /// A cron run that shows no activity (tokens, tool calls) for this long is ended as failed.
+    pub cron_inactivity_seconds: u64,
 }
 
 impl Default for WorkerConfig {
@@ -194,6 +196,7 @@ impl Default for WorkerConfig {
             approval_timeout_seconds: 300,
             clarify_timeout_seconds: 600,
             max_children_per_tenant: 8,
+            cron_inactivity_seconds: 600,
         }
     }
 }

@@ -2,6 +2,8 @@
 //! publisher.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -118,6 +120,40 @@ fn journal_error(e: StoreError) -> JournalError {
 pub(crate) struct EventPublisher {
     tx: mpsc::UnboundedSender<TurnEventKind>,
     task: JoinHandle<()>,
+    activity: Activity,
+}
+
+/// When a turn last showed a sign of life: a streamed token, a tool starting or ending.
+/// Unattended runs end after too long without one (see [`until_inactive`]).
+pub(crate) struct Activity {
+    since: Instant,
+    last_ms: AtomicU64,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Self { since: Instant::now(), last_ms: AtomicU64::new(0) }
+    }
+
+    fn touch(&self) {
+        let now = u64::try_from(self.since.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_ms.store(now, Ordering::Relaxed);
+    }
+
+    fn idle(&self) -> Duration {
+        self.since.elapsed().saturating_sub(Duration::from_millis(self.last_ms.load(Ordering::Relaxed)))
+    }
+}
+
+/// Resolves once the turn has shown no activity for `limit`.
+pub(crate) async fn until_inactive(events: &EventPublisher, limit: Duration) {
+    loop {
+        let idle = events.activity.idle();
+        if idle >= limit {
+            return;
+        }
+        tokio::time::sleep(limit - idle).await;
+    }
 }
 
 impl EventPublisher {
@@ -138,7 +174,7 @@ impl EventPublisher {
                 }
             }
         });
-        Self { tx, task }
+        Self { tx, task, activity: Activity::new() }
     }
 
     /// Publishes the last event and waits until everything queued has been handed to the broker.
@@ -156,6 +192,7 @@ impl EventPublisher {
 
 impl EventSink for EventPublisher {
     fn emit(&self, event: TurnEventKind) {
+        self.activity.touch();
         let _ = self.tx.send(event);
     }
 }

@@ -22,6 +22,7 @@ mod session;
 mod skills;
 mod todo;
 mod turn;
+mod turn_end;
 mod turn_setup;
 mod workspace;
 

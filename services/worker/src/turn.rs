@@ -9,7 +9,7 @@ use tracing::Instrument;
 
 use hermes_agent::{EventSink, Turn, TurnEnd, TurnLimits, TurnStart};
 use hermes_cache::LockGuard;
-use hermes_core::{ChatMessage, FinishReason, Role, SessionId, TenantId, TurnEventKind, TurnId, TurnOutcome, Usage};
+use hermes_core::{ChatMessage, FinishReason, Role, TenantId, TurnEventKind, TurnId, TurnOutcome, Usage};
 use hermes_queue::SessionWork;
 use hermes_sandbox::SandboxKey;
 use hermes_store::{ClaimedTurn, LeaseState, StoreError, TurnStatus};
@@ -18,6 +18,7 @@ use hermes_tools::{ApprovalMode, Interactive, Judge, Resolution, ToolCtx};
 use crate::Runtime;
 use crate::journal::{EventPublisher, StoreJournal};
 use crate::models::Models;
+use crate::turn_end::{failed, hand_back, park, stop_cancelled};
 
 /// Attempts after which a turn that keeps killing its workers is failed instead of resumed.
 const MAX_ATTEMPTS: i32 = 5;
@@ -104,67 +105,8 @@ impl Drop for Registered<'_> {
     }
 }
 
-/// Ends a turn the user stopped: stored as cancelled, announced to whoever waits.
-async fn stop_cancelled(
-    rt: &Runtime,
-    tenant: TenantId,
-    owner: &str,
-    (session_id, turn_id, fence, hub, attempt): (SessionId, TurnId, i64, Option<String>, u32),
-    span: &tracing::Span,
-) {
-    let outcome = TurnOutcome::cancelled();
-    match rt
-        .ctx
-        .store
-        .finish_turn(tenant, session_id, turn_id, owner, fence, TurnStatus::Cancelled, &outcome, None, &[])
-        .await
-    {
-        Ok(()) => {
-            tracing::info!(parent: span, "turn cancelled");
-            metrics::counter!("hermes_turns_total", "status" => "cancelled").increment(1);
-            let events = EventPublisher::start(rt.ctx.broker.clone(), tenant, session_id, turn_id, attempt, hub);
-            events.finish(Some(TurnEventKind::Finished { outcome })).await;
-        }
-        Err(e) => tracing::warn!(parent: span, error = %e, "cannot store the cancellation"),
-    }
-}
-
-/// Returns a running turn to the queue and tells the other workers at once.
-async fn hand_back(
-    rt: &Runtime,
-    tenant: TenantId,
-    session_id: SessionId,
-    turn_id: TurnId,
-    owner: &str,
-    span: &tracing::Span,
-) {
-    match rt.ctx.store.release_turn(tenant, turn_id, owner).await {
-        Ok(_) => {
-            tracing::info!(parent: span, "turn handed back for another worker to resume");
-            let work = SessionWork { tenant_id: tenant, session_id };
-            if let Err(e) = rt.ctx.broker.publish_work(&work).await {
-                tracing::warn!(parent: span, error = %e, "cannot republish; the reaper will");
-            }
-        }
-        Err(e) => {
-            tracing::warn!(parent: span, error = %e, "cannot hand the turn back; its lease will expire")
-        }
-    }
-}
-
 /// The iterations of an unattended cron run.
 const CRON_MAX_ITERATIONS: u32 = 90;
-
-fn failed(code: &str, message: impl Into<String>) -> TurnOutcome {
-    TurnOutcome {
-        content: String::new(),
-        finish_reason: FinishReason::Error,
-        usage: Usage::default(),
-        error: Some(message.into()),
-        error_code: Some(code.into()),
-        session_id: None,
-    }
-}
 
 async fn execute(rt: &Arc<Runtime>, tenant: TenantId, owner: &str, turn: ClaimedTurn) -> Ran {
     let started = Instant::now();
@@ -279,41 +221,6 @@ async fn execute(rt: &Arc<Runtime>, tenant: TenantId, owner: &str, turn: Claimed
         crate::review::maybe_queue(rt, job).await;
     }
     Ran::Done
-}
-
-/// Parks the turn on the call that needs the user, and tells whoever waits for the turn.
-async fn park(
-    rt: &Arc<Runtime>,
-    tenant: TenantId,
-    turn: &ClaimedTurn,
-    owner: &str,
-    journal: &StoreJournal,
-    parked: hermes_agent::Parked,
-    events: EventPublisher,
-) {
-    let cfg = &rt.ctx.config.worker;
-    let timeout =
-        if parked.interaction.kind == "approval" { cfg.approval_timeout_seconds } else { cfg.clarify_timeout_seconds };
-    let request = hermes_store::Park {
-        agent: turn.agent_id,
-        call_id: &parked.call_id,
-        kind: parked.interaction.kind,
-        prompt: &parked.interaction.prompt,
-        timeout: std::time::Duration::from_secs(timeout),
-    };
-    match rt.ctx.store.park_turn(tenant, journal.session, turn.turn_id, owner, turn.fence, &request).await {
-        Ok(interaction) => {
-            tracing::info!(interaction.id = %interaction.id, kind = %interaction.kind, tool = %parked.tool, "turn waits for the user");
-            metrics::counter!("hermes_turns_parked_total", "kind" => parked.interaction.kind).increment(1);
-            events.finish(Some(TurnEventKind::Waiting { interaction })).await;
-        }
-        Err(e) => {
-            // Fenced: another worker owns it. Otherwise the lease expires and the turn resumes
-            // elsewhere, asking again.
-            tracing::warn!(error = %e, "cannot park the turn");
-            events.finish(None).await;
-        }
-    }
 }
 
 enum PrepareError {
@@ -482,7 +389,23 @@ async fn prepare_and_run(
         limits: &limits,
         context: Some(&engine),
     };
-    let mut end = run.run(start).await;
+    // Unattended runs end after a stretch without activity (a hung call must not hold the slot).
+    let mut end = match turn.session_source.as_str() {
+        "cron" => {
+            let limit = Duration::from_secs(rt.ctx.config.worker.cron_inactivity_seconds);
+            tokio::select! {
+                end = run.run(start) => end,
+                () = crate::journal::until_inactive(events, limit) => {
+                    tracing::warn!(limit_s = limit.as_secs(), "cron run inactive; stopping it");
+                    TurnEnd::Finished(failed(
+                        "inactivity_timeout",
+                        format!("The run stopped after {} s without activity.", limit.as_secs()),
+                    ))
+                }
+            }
+        }
+        _ => run.run(start).await,
+    };
     if let TurnEnd::Finished(outcome) = &mut end
         && let Ok(children) = child_usage.lock()
     {
