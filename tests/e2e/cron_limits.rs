@@ -13,7 +13,7 @@ use crate::telegram::{Pod, bind, sent};
 
 #[tokio::test]
 async fn a_cron_run_silent_past_the_inactivity_limit_fails_but_a_busy_one_runs_on() {
-    let env = TestEnv::start_with(Roles::default(), |c| c.worker.cron_inactivity_seconds = 2).await;
+    let env = TestEnv::start_with(Roles::default(), |c| c.worker.unattended_inactivity_seconds = 2).await;
     let tg = TelegramEmulator::start().await.unwrap();
     let channel = bind(&env, &tg, "poll", "open", &[]).await;
     sqlx::query("UPDATE agents SET toolsets = array_append(toolsets, 'todo')").execute(env.store.pool()).await.unwrap();

@@ -144,6 +144,9 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
     // ...and a cron job.
     let (_, job) = send(&owner, "post", "/v1/cron/jobs", json!({"prompt": "brief", "schedule": "every 1d"})).await;
     let job = job["id"].as_str().unwrap().to_owned();
+    // ...and a webhook.
+    let (_, hook) = send(&owner, "post", "/v1/webhooks", json!({"name": "ci"})).await;
+    let hook = hook["id"].as_str().unwrap().to_owned();
 
     let doc: Value = env.http.get(format!("{}/openapi.json", env.api_url)).send().await.unwrap().json().await.unwrap();
     let mut checked = 0;
@@ -156,6 +159,7 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
             p if p.starts_with("/api/sessions/") => &session,
             p if p.starts_with("/v1/channels/") => &channel,
             p if p.starts_with("/v1/cron/jobs/") => &job,
+            p if p.starts_with("/v1/webhooks/") => &hook,
             other => panic!("no object for {other}: extend this test"),
         };
         let concrete = path.replace("{id}", id);
@@ -171,7 +175,7 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 24, "every route that names an object");
+    assert_eq!(checked, 28, "every route that names an object");
     // Chaining onto the owner's objects is refused the same way.
     for body in
         [json!({"input": "x", "previous_response_id": response_id}), json!({"input": "x", "session_id": session})]
@@ -186,6 +190,8 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
     assert_eq!(channels["data"], json!([]));
     let (_, jobs) = send(&stranger, "get", "/v1/cron/jobs", json!({})).await;
     assert_eq!(jobs["data"], json!([]));
+    let (_, hooks) = send(&stranger, "get", "/v1/webhooks", json!({})).await;
+    assert_eq!(hooks["data"], json!([]));
     let (_, usage) = send(&stranger, "get", "/v1/usage", json!({})).await;
     assert_eq!(usage["total"]["calls"], 0);
     // And nothing of the owner's changed.
@@ -194,5 +200,7 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
     assert_eq!(send(&owner, "get", &format!("/v1/responses/{response_id}"), json!({})).await.0, 200);
     let (_, info) = send(&owner, "get", &format!("/api/sessions/{session}"), json!({})).await;
     assert_ne!(info["title"], "mine now");
+    let (_, still) = send(&owner, "get", &format!("/v1/webhooks/{hook}"), json!({})).await;
+    assert_eq!((still["name"].as_str(), still["enabled"].as_bool()), (Some("ci"), Some(true)));
     env.stop().await;
 }

@@ -51,4 +51,5 @@ mod telegram;
 mod telegram_features;
 mod tools;
 mod usage;
+mod webhooks;
 mod wecom;

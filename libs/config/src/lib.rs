@@ -179,8 +179,8 @@ pub struct WorkerConfig {
     pub clarify_timeout_seconds: u64,
     /// Delegated children one tenant may run at once across all workers.
     pub max_children_per_tenant: u32,
-    /// A cron run that shows no activity (tokens, tool calls) for this long is ended as failed.
-    pub cron_inactivity_seconds: u64,
+    /// An unattended run (cron, webhook) with no activity (tokens, tool calls) this long fails.
+    pub unattended_inactivity_seconds: u64,
 }
 
 impl Default for WorkerConfig {
@@ -196,7 +196,7 @@ impl Default for WorkerConfig {
             approval_timeout_seconds: 300,
             clarify_timeout_seconds: 600,
             max_children_per_tenant: 8,
-            cron_inactivity_seconds: 600,
+            unattended_inactivity_seconds: 600,
         }
     }
 }
@@ -250,6 +250,9 @@ pub struct GatewayConfig {
     /// How often a kept socket (Slack Socket Mode, a WeCom AI bot) is pinged; WeCom's SDK pings
     /// every 30 s and calls the socket dead after two unanswered pings.
     pub socket_heartbeat_seconds: u64,
+    /// The gateway's address as senders on the internet reach it (`https://hooks.example.com`),
+    /// shown in webhook URLs.
+    pub public_url: Option<String>,
 }
 
 impl Default for GatewayConfig {
@@ -263,6 +266,7 @@ impl Default for GatewayConfig {
             outbox_lease_seconds: 60,
             outbox_max_attempts: 8,
             socket_heartbeat_seconds: 30,
+            public_url: None,
         }
     }
 }

@@ -65,7 +65,7 @@ pub struct Job {
 }
 
 impl Job {
-    fn from_row(row: &PgRow) -> Result<Self> {
+    pub(crate) fn from_row(row: &PgRow) -> Result<Self> {
         let tenant: uuid::Uuid = row.try_get("tenant_id")?;
         Ok(Self {
             id: row.try_get("id")?,
@@ -114,6 +114,8 @@ pub struct ClaimedRun {
     pub run_id: uuid::Uuid,
     pub job: Job,
     pub scheduled_for: DateTime<Utc>,
+    /// Shown to the run above the job's prompt (what fired it, for a fired run).
+    pub context: Option<String>,
 }
 
 /// A run that ended (its turn finished, or it was declared unknown).
@@ -267,7 +269,7 @@ impl Store {
 
     /// Claims up to `limit` due jobs (`FOR UPDATE SKIP LOCKED`, so replicas never claim the same
     /// slot), moving each on as `plan` says in the same transaction, and records a run for each
-    /// that runs now. A tenant with `tenant_cap` runs open gets no more until one ends.
+    /// that runs now, then the runs fired by webhooks. A tenant with `tenant_cap` runs open gets no more until one ends.
     pub async fn claim_due_jobs(
         &self,
         owner: &str,
@@ -320,9 +322,11 @@ impl Store {
             .fetch_optional(&mut *tx)
             .await?;
             if let Some(run_id) = run_id {
-                claimed.push(ClaimedRun { run_id, job, scheduled_for: due });
+                claimed.push(ClaimedRun { run_id, job, scheduled_for: due, context: None });
             }
         }
+        let room = limit - i64::try_from(claimed.len()).unwrap_or(limit);
+        claimed.extend(crate::cron_fires::claim_fires(&mut tx, owner, room).await?);
         tx.commit().await?;
         Ok(claimed)
     }

@@ -10,6 +10,8 @@ pub mod channels;
 pub mod chat_admin;
 pub mod credentials;
 pub mod cron;
+pub mod cron_fires;
+pub mod deliveries;
 pub mod export;
 pub mod gateway;
 pub mod idempotency;
@@ -34,6 +36,7 @@ pub mod tenants;
 pub mod turn_files;
 pub mod turns;
 pub mod usage;
+pub mod webhooks;
 
 use std::time::Duration;
 

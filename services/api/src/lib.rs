@@ -22,6 +22,7 @@ mod runs;
 mod sessions;
 mod usage;
 mod wait;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -112,6 +113,9 @@ fn router_with(ctx: ApiContext, events: EventHub) -> Router {
         .route("/v1/cron/jobs/{id}/resume", post(cron::resume))
         .route("/v1/cron/jobs/{id}/run", post(cron::run))
         .route("/v1/cron/jobs/{id}/runs", get(cron::runs))
+        .route("/v1/webhooks", get(webhooks::list).post(webhooks::create))
+        .route("/v1/webhooks/{id}", get(webhooks::get).patch(webhooks::update).delete(webhooks::delete))
+        .route("/v1/webhooks/{id}/rotate-secret", post(webhooks::rotate_secret))
         .route("/api/sessions", get(sessions::list).post(sessions::create))
         .route("/api/sessions/{id}", get(sessions::get).patch(sessions::rename).delete(sessions::delete))
         .route("/api/sessions/{id}/messages", get(sessions::messages))

@@ -316,6 +316,30 @@ pub(crate) struct CronJob {
     created_at: String,
 }
 
+/// A webhook trigger.
+#[derive(ToSchema)]
+pub(crate) struct WebhookObject {
+    id: String,
+    object: String,
+    agent_id: String,
+    name: String,
+    events: Vec<String>,
+    prompt: String,
+    skills: Vec<String>,
+    deliver: String,
+    cron_job_id: Option<String>,
+    enabled: bool,
+    rate_limit_per_minute: i32,
+    last_received_at: Option<String>,
+    created_at: String,
+    /// Where senders POST, on the gateway.
+    path: String,
+    /// `path` under `gateway.public_url`, when that is set.
+    url: Option<String>,
+    /// The signing secret: on creation and rotation only.
+    secret: Option<String>,
+}
+
 #[derive(ToSchema)]
 pub(crate) struct PairingApproved {
     approved: bool,
@@ -388,6 +412,12 @@ impl Modify for BearerKey {
         crate::cron::resume,
         crate::cron::run,
         crate::cron::runs,
+        crate::webhooks::list,
+        crate::webhooks::create,
+        crate::webhooks::get,
+        crate::webhooks::update,
+        crate::webhooks::rotate_secret,
+        crate::webhooks::delete,
     )
 )]
 pub(crate) struct ApiDoc;

@@ -13,6 +13,7 @@ pub mod attachments;
 pub mod commands;
 pub mod cron_commands;
 pub mod files;
+pub mod hooks;
 pub mod incoming;
 pub mod ingest;
 pub mod interact;
@@ -95,6 +96,7 @@ impl Gateway {
 /// The gateway's HTTP routes (platform webhooks).
 pub fn router(gw: Arc<Gateway>) -> Router {
     Router::new()
+        .route("/hooks/{id}", post(hooks::receive))
         .route("/telegram/{channel}", post(telegram::webhook::receive))
         .route("/slack/{channel}/events", post(slack::http::events))
         .route("/slack/{channel}/interactive", post(slack::http::interactive))

@@ -33,15 +33,18 @@ pub fn render(payload: &Value) -> (String, crate::interact::Buttons) {
 /// The text of a reply and its buttons; a cron job's answer says which job it is.
 pub fn render_reply(item: &OutboxItem) -> (String, crate::interact::Buttons) {
     let (text, buttons) = render(&item.payload);
-    match item.destination["cron"]["name"].as_str() {
-        Some(job) => (format!("⏰ Cron job “{job}”\n\n{text}"), buttons),
-        None => (text, buttons),
+    let d = &item.destination;
+    match (d["cron"]["name"].as_str(), d["webhook"]["name"].as_str()) {
+        (Some(job), _) => (format!("⏰ Cron job “{job}”\n\n{text}"), buttons),
+        (None, Some(hook)) => (format!("⚡ Webhook “{hook}”\n\n{text}"), buttons),
+        (None, None) => (text, buttons),
     }
 }
 
-/// A cron job's answer that asks to stay silent (`[SILENT]`, after a successful run).
+/// An unattended run's answer (a cron job's, a webhook's) that asks to stay silent
+/// (`[SILENT]`, after a successful run).
 fn silent(item: &OutboxItem) -> bool {
-    item.destination.get("cron").is_some()
+    (item.destination.get("cron").is_some() || item.destination.get("webhook").is_some())
         && item.payload["status"] == "completed"
         && item.payload["outcome"]["content"].as_str().is_some_and(|c| c.trim_start().starts_with("[SILENT]"))
 }

@@ -60,61 +60,10 @@ pub fn plan(job: &Job, now: DateTime<Utc>) -> Plan {
     }
 }
 
-/// Where a job's answer goes: the chats of its `deliver` list (`origin`, `platform:chat[:thread]`;
-/// `local` and unknown targets add none), each once, with the job named for the header. The
-/// first is the turn's `reply_to`, the others ride in its `also` (migration 0029).
+/// Where a job's answer goes, labelled with the job (see `Store::delivery_targets`).
 async fn destination(ctx: &SchedulerContext, job: &Job) -> Result<Option<Value>, StoreError> {
-    let mut chats: Vec<Value> = Vec::new();
-    let mut channels = None;
-    for target in job.deliver.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-        let dest = match target {
-            "local" => continue,
-            "origin" => match &job.origin {
-                Some(origin) => origin.clone(),
-                None => continue,
-            },
-            other => {
-                let mut parts = other.splitn(3, ':');
-                let platform = parts.next().unwrap_or_default();
-                let (mut chat, mut thread) = (parts.next().map(str::to_owned), parts.next().map(str::to_owned));
-                if channels.is_none() {
-                    channels = Some(ctx.store.list_channels(job.tenant_id).await?);
-                }
-                let all = channels.as_deref().unwrap_or_default();
-                // A bare platform means its home chat (/sethome).
-                let Some(channel) = hermes_store::channels::pick_channel(all, platform, job.agent_id, chat.is_none())
-                else {
-                    tracing::warn!(job.id = %job.id, target = other, "no active channel (or home chat) for a cron target");
-                    continue;
-                };
-                if chat.is_none()
-                    && let Some(home) = &channel.home_chat
-                {
-                    let mut home = home.splitn(2, ':');
-                    chat = home.next().map(str::to_owned);
-                    thread = home.next().map(str::to_owned);
-                }
-                json!({ "platform": platform, "channel_id": channel.id, "chat_id": chat, "thread": thread })
-            }
-        };
-        let same = |d: &Value| {
-            d["channel_id"] == dest["channel_id"] && d["chat_id"] == dest["chat_id"] && d["thread"] == dest["thread"]
-        };
-        if !chats.iter().any(same) {
-            chats.push(dest);
-        }
-    }
-    let named = json!({ "job_id": job.id, "name": job.name });
-    let mut chats = chats.into_iter().map(|mut d| {
-        d["cron"] = named.clone();
-        d
-    });
-    let Some(mut first) = chats.next() else { return Ok(None) };
-    let also: Vec<Value> = chats.collect();
-    if !also.is_empty() {
-        first["also"] = json!(also);
-    }
-    Ok(Some(first))
+    let label = ("cron", json!({ "job_id": job.id, "name": job.name }));
+    ctx.store.delivery_targets(job.tenant_id, job.agent_id, &job.deliver, job.origin.as_ref(), label).await
 }
 
 /// Starts a claimed run: its turn, in a fresh session of the job's agent. The prompt is scanned
@@ -136,6 +85,11 @@ async fn start(ctx: &SchedulerContext, run: &ClaimedRun) -> Result<(), StoreErro
         tracing::warn!(job.id = %job.id, run.id = %run.run_id, "cron run refused by the prompt scan");
         return Ok(());
     }
+    // A fired run sees what fired it above the job's own prompt.
+    let prompt = match &run.context {
+        Some(context) => format!("{context}\n\n{}", job.prompt),
+        None => job.prompt.clone(),
+    };
     let hint = format!(
         "You are running the scheduled job \"{}\" on your own: nobody is in this conversation to answer \
          questions. Do the task and reply with the result, which is delivered for you. Reply exactly \
@@ -146,7 +100,7 @@ async fn start(ctx: &SchedulerContext, run: &ClaimedRun) -> Result<(), StoreErro
         agent_id: job.agent_id,
         target: TurnTarget::New { source: "cron".into(), user_key: format!("cron:{}", job.id), history: Vec::new() },
         // The job's skills load as leading `/skill` names (the worker expands them).
-        input: ChatMessage::user(job.skills.iter().map(|s| format!("/{s} ")).collect::<String>() + &job.prompt),
+        input: ChatMessage::user(job.skills.iter().map(|s| format!("/{s} ")).collect::<String>() + &prompt),
         instructions: Some(hint),
         stream: false,
         notify_hub: None,

@@ -105,8 +105,8 @@ impl Drop for Registered<'_> {
     }
 }
 
-/// The iterations of an unattended cron run.
-const CRON_MAX_ITERATIONS: u32 = 90;
+/// The iterations of an unattended run (cron, webhook).
+const UNATTENDED_MAX_ITERATIONS: u32 = 90;
 
 async fn execute(rt: &Arc<Runtime>, tenant: TenantId, owner: &str, turn: ClaimedTurn) -> Ran {
     let started = Instant::now();
@@ -274,11 +274,10 @@ async fn prepare_and_run(
         store.turn_resolution(tenant, turn.turn_id),
         store.approval_grants(tenant, turn.agent_id, turn.session_id)
     )?;
-    // Unattended cron runs cannot ask, schedule more runs or message elsewhere.
     let mut agent = agent;
-    if turn.session_source == "cron" {
-        agent.toolsets.retain(|t| !matches!(t.as_str(), "clarify" | "cronjob" | "messaging"));
-    }
+    // Skills named at the start of the input load even where the skills tools are off.
+    let loads_skills = agent.toolsets.iter().any(|t| t == "skills");
+    let unattended = crate::turn_setup::restrict_unattended(&turn.session_source, &mut agent.toolsets);
     let api_key = agent.provider_key(rt.ctx.secrets.as_ref()).map_err(|e| {
         tracing::error!(error = %e, "cannot open the agent's provider key");
         PrepareError::Fail(failed("provider_key_unavailable", "The agent's provider key cannot be read."))
@@ -324,7 +323,7 @@ async fn prepare_and_run(
             };
             // `/skill-name request` loads the skill into the message before it is stored.
             if !resumed
-                && agent.toolsets.iter().any(|t| t == "skills")
+                && loads_skills
                 && input.text().trim_start().starts_with('/')
                 && let Some(expanded) =
                     crate::skills::expand_slash(store, &rt.skills, &agent, &tools.names(), &input.text()).await
@@ -353,8 +352,8 @@ async fn prepare_and_run(
         turn_id: turn.turn_id,
         call_id: String::new(),
         interaction: Interactive {
-            // A cron run has nobody to ask: no questions, no approvals that wait.
-            enabled: turn.session_source != "cron",
+            // An unattended run has nobody to ask: no questions, no approvals that wait.
+            enabled: !unattended,
             approval_mode: ApprovalMode::parse(&agent.approval_mode).unwrap_or_default(),
             allowed: Arc::new(allowed),
             resolution: resolution.map(|(call_id, answer)| Arc::new(Resolution { call_id, answer })),
@@ -371,10 +370,11 @@ async fn prepare_and_run(
             }),
         },
     };
-    // Cron runs stop at 90 iterations (upstream's cap for unattended runs).
-    let max_iterations = match turn.session_source.as_str() {
-        "cron" => rt.ctx.config.worker.max_iterations.min(CRON_MAX_ITERATIONS),
-        _ => rt.ctx.config.worker.max_iterations,
+    // Unattended runs stop at 90 iterations (upstream's cap for cron runs).
+    let max_iterations = if unattended {
+        rt.ctx.config.worker.max_iterations.min(UNATTENDED_MAX_ITERATIONS)
+    } else {
+        rt.ctx.config.worker.max_iterations
     };
     let limits = TurnLimits { stream_deltas: turn.stream, ..TurnLimits::main(max_iterations) };
     let engine = models.context_engine();
@@ -390,21 +390,20 @@ async fn prepare_and_run(
         context: Some(&engine),
     };
     // Unattended runs end after a stretch without activity (a hung call must not hold the slot).
-    let mut end = match turn.session_source.as_str() {
-        "cron" => {
-            let limit = Duration::from_secs(rt.ctx.config.worker.cron_inactivity_seconds);
-            tokio::select! {
-                end = run.run(start) => end,
-                () = crate::journal::until_inactive(events, limit) => {
-                    tracing::warn!(limit_s = limit.as_secs(), "cron run inactive; stopping it");
-                    TurnEnd::Finished(failed(
-                        "inactivity_timeout",
-                        format!("The run stopped after {} s without activity.", limit.as_secs()),
-                    ))
-                }
+    let mut end = if unattended {
+        let limit = Duration::from_secs(rt.ctx.config.worker.unattended_inactivity_seconds);
+        tokio::select! {
+            end = run.run(start) => end,
+            () = crate::journal::until_inactive(events, limit) => {
+                tracing::warn!(limit_s = limit.as_secs(), "unattended run inactive; stopping it");
+                TurnEnd::Finished(failed(
+                    "inactivity_timeout",
+                    format!("The run stopped after {} s without activity.", limit.as_secs()),
+                ))
             }
         }
-        _ => run.run(start).await,
+    } else {
+        run.run(start).await
     };
     if let TurnEnd::Finished(outcome) = &mut end
         && let Ok(children) = child_usage.lock()

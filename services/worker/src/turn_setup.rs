@@ -159,3 +159,24 @@ pub(crate) fn nudge(rt: &Runtime, tools: &ToolRegistry, messages: &mut [ChatMess
         None => Content::Text(note),
     });
 }
+
+/// Toolsets a webhook-started turn may use: upstream's `hermes-webhook` set (web and vision;
+/// its `clarify` has nobody to answer here), because the event it reads is a stranger's text.
+const WEBHOOK_TOOLSETS: &[&str] = &["web", "vision"];
+
+/// Narrows an unattended run's toolsets; `true` when the session is unattended (a cron run or a
+/// webhook's turn): nobody to ask, so no `clarify`; a cron run cannot schedule more runs or
+/// message elsewhere; a webhook's turn keeps only [`WEBHOOK_TOOLSETS`].
+pub(crate) fn restrict_unattended(source: &str, toolsets: &mut Vec<String>) -> bool {
+    match source {
+        "cron" => {
+            toolsets.retain(|t| !matches!(t.as_str(), "clarify" | "cronjob" | "messaging"));
+            true
+        }
+        "webhook" => {
+            toolsets.retain(|t| WEBHOOK_TOOLSETS.contains(&t.as_str()));
+            true
+        }
+        _ => false,
+    }
+}

@@ -1,0 +1,77 @@
+//! Where an unattended run's answer goes (a cron job's or a webhook's `deliver`): the chats of
+//! its list (`origin`, `platform[:chat[:thread]]`, a bare platform meaning its home chat;
+//! `local` and targets with no active channel add none), each once, labelled with what ran
+//! (the chat shows the label's name above the answer). The first chat is the turn's
+//! `reply_to`; the others ride in its `also` (migration 0029).
+
+use serde_json::{Value, json};
+
+use hermes_core::{AgentId, TenantId};
+
+use crate::{Result, Store};
+
+impl Store {
+    /// The `reply_to` of a run delivering to `deliver`; `None` when it delivers to no chat.
+    /// `label` is `(kind, {"name": ..})`, e.g. `("cron", {job_id, name})`.
+    pub async fn delivery_targets(
+        &self,
+        tenant: TenantId,
+        agent: AgentId,
+        deliver: &str,
+        origin: Option<&Value>,
+        label: (&str, Value),
+    ) -> Result<Option<Value>> {
+        let mut chats: Vec<Value> = Vec::new();
+        let mut channels = None;
+        for target in deliver.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            let dest = match target {
+                "local" => continue,
+                "origin" => match origin {
+                    Some(origin) => origin.clone(),
+                    None => continue,
+                },
+                other => {
+                    let mut parts = other.splitn(3, ':');
+                    let platform = parts.next().unwrap_or_default();
+                    let (mut chat, mut thread) = (parts.next().map(str::to_owned), parts.next().map(str::to_owned));
+                    if channels.is_none() {
+                        channels = Some(self.list_channels(tenant).await?);
+                    }
+                    let all = channels.as_deref().unwrap_or_default();
+                    // A bare platform means its home chat (/sethome).
+                    let Some(channel) = crate::channels::pick_channel(all, platform, agent, chat.is_none()) else {
+                        tracing::warn!(target = other, "no active channel (or home chat) for a delivery target");
+                        continue;
+                    };
+                    if chat.is_none()
+                        && let Some(home) = &channel.home_chat
+                    {
+                        let mut home = home.splitn(2, ':');
+                        chat = home.next().map(str::to_owned);
+                        thread = home.next().map(str::to_owned);
+                    }
+                    json!({ "platform": platform, "channel_id": channel.id, "chat_id": chat, "thread": thread })
+                }
+            };
+            let same = |d: &Value| {
+                d["channel_id"] == dest["channel_id"]
+                    && d["chat_id"] == dest["chat_id"]
+                    && d["thread"] == dest["thread"]
+            };
+            if !chats.iter().any(same) {
+                chats.push(dest);
+            }
+        }
+        let (kind, named) = label;
+        let mut chats = chats.into_iter().map(|mut d| {
+            d[kind] = named.clone();
+            d
+        });
+        let Some(mut first) = chats.next() else { return Ok(None) };
+        let also: Vec<Value> = chats.collect();
+        if !also.is_empty() {
+            first["also"] = json!(also);
+        }
+        Ok(Some(first))
+    }
+}

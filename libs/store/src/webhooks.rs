@@ -1,0 +1,284 @@
+//! Webhook triggers (migration 0031): a hook belongs to one agent; third parties POST events
+//! to the gateway's `/hooks/{id}`, signed with the hook's secret, which is sealed at rest and
+//! shown once (on creation and on rotation).
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+
+use hermes_core::{AgentId, SessionId, TenantId, TurnId};
+
+use crate::{NewTurn, Result, SecretBox, Store, StoreError};
+
+/// A hook to create.
+#[derive(Debug, Clone)]
+pub struct NewWebhook {
+    pub agent_id: AgentId,
+    pub name: String,
+    pub events: Vec<String>,
+    pub prompt: String,
+    pub skills: Vec<String>,
+    pub deliver: String,
+    pub cron_job_id: Option<uuid::Uuid>,
+    pub rate_limit_per_minute: i32,
+}
+
+/// Changes to a hook (`None`: unchanged; `cron_job_id: Some(None)` unlinks the job).
+#[derive(Debug, Clone, Default)]
+pub struct WebhookChanges {
+    pub name: Option<String>,
+    pub events: Option<Vec<String>>,
+    pub prompt: Option<String>,
+    pub skills: Option<Vec<String>>,
+    pub deliver: Option<String>,
+    pub cron_job_id: Option<Option<uuid::Uuid>>,
+    pub enabled: Option<bool>,
+    pub rate_limit_per_minute: Option<i32>,
+}
+
+/// A stored hook (its secret is never part of it).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Webhook {
+    pub id: uuid::Uuid,
+    #[serde(skip)]
+    pub tenant_id: TenantId,
+    pub agent_id: AgentId,
+    pub name: String,
+    pub events: Vec<String>,
+    pub prompt: String,
+    pub skills: Vec<String>,
+    pub deliver: String,
+    pub cron_job_id: Option<uuid::Uuid>,
+    pub enabled: bool,
+    pub rate_limit_per_minute: i32,
+    pub last_received_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    #[serde(skip)]
+    sealed_secret: Vec<u8>,
+}
+
+fn context(id: uuid::Uuid) -> String {
+    format!("webhook:{id}")
+}
+
+fn need(secrets: Option<&SecretBox>) -> Result<&SecretBox> {
+    secrets.ok_or_else(|| {
+        StoreError::Secret("webhook secrets need secrets.master_key (HERMES__SECRETS__MASTER_KEY)".into())
+    })
+}
+
+impl Webhook {
+    fn from_row(row: &PgRow) -> Result<Self> {
+        let tenant: uuid::Uuid = row.try_get("tenant_id")?;
+        Ok(Self {
+            id: row.try_get("id")?,
+            #[expect(clippy::disallowed_methods, reason = "the row's own tenant, read with the row")]
+            tenant_id: TenantId::from_authenticated(tenant),
+            agent_id: AgentId::from_uuid(row.try_get("agent_id")?),
+            name: row.try_get("name")?,
+            events: row.try_get("events")?,
+            prompt: row.try_get("prompt")?,
+            skills: row.try_get("skills")?,
+            deliver: row.try_get("deliver")?,
+            cron_job_id: row.try_get("cron_job_id")?,
+            enabled: row.try_get("enabled")?,
+            rate_limit_per_minute: row.try_get("rate_limit_per_minute")?,
+            last_received_at: row.try_get("last_received_at")?,
+            created_at: row.try_get("created_at")?,
+            sealed_secret: row.try_get("secret")?,
+        })
+    }
+
+    /// The signing secret in clear.
+    pub fn secret(&self, secrets: Option<&SecretBox>) -> Result<Vec<u8>> {
+        need(secrets)?.open(&context(self.id), &self.sealed_secret)
+    }
+}
+
+const NAME_TAKEN: &str = "this agent already has a webhook with that name";
+
+impl Store {
+    /// Creates a hook; returns it with its secret (shown this once). `Conflict` on a name the
+    /// agent uses already.
+    pub async fn create_webhook(
+        &self,
+        tenant: TenantId,
+        new: &NewWebhook,
+        secrets: Option<&SecretBox>,
+    ) -> Result<(Webhook, String)> {
+        let id = uuid::Uuid::now_v7();
+        let secret = crate::channels::webhook_secret();
+        let sealed = need(secrets)?.seal(&context(id), secret.as_bytes())?;
+        let row = sqlx::query(
+            "INSERT INTO webhooks (id, tenant_id, agent_id, name, secret, events, prompt, skills, deliver,
+                                   cron_job_id, rate_limit_per_minute)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *",
+        )
+        .bind(id)
+        .bind(tenant.as_uuid())
+        .bind(new.agent_id.as_uuid())
+        .bind(&new.name)
+        .bind(sealed)
+        .bind(&new.events)
+        .bind(crate::messages::without_nul(&new.prompt))
+        .bind(&new.skills)
+        .bind(&new.deliver)
+        .bind(new.cron_job_id)
+        .bind(new.rate_limit_per_minute)
+        .fetch_one(self.pool())
+        .await
+        .map_err(|e| StoreError::conflict_on_unique(e, NAME_TAKEN))?;
+        Ok((Webhook::from_row(&row)?, secret))
+    }
+
+    /// The tenant's hooks, oldest first.
+    pub async fn list_webhooks(&self, tenant: TenantId) -> Result<Vec<Webhook>> {
+        let rows = sqlx::query("SELECT * FROM webhooks WHERE tenant_id = $1 ORDER BY created_at, id")
+            .bind(tenant.as_uuid())
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter().map(Webhook::from_row).collect()
+    }
+
+    /// One of the tenant's hooks.
+    pub async fn webhook(&self, tenant: TenantId, id: uuid::Uuid) -> Result<Webhook> {
+        let row = sqlx::query("SELECT * FROM webhooks WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_uuid())
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        Webhook::from_row(&row)
+    }
+
+    /// The hook a POST names, whoever's it is: the gateway knows no tenant until the request's
+    /// signature, checked with this hook's secret, proves the sender holds it.
+    pub async fn gateway_webhook(&self, id: uuid::Uuid) -> Result<Webhook> {
+        let row = sqlx::query("SELECT * FROM webhooks WHERE id = $1")
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        Webhook::from_row(&row)
+    }
+
+    pub async fn update_webhook(&self, tenant: TenantId, id: uuid::Uuid, changes: &WebhookChanges) -> Result<Webhook> {
+        let row = sqlx::query(
+            "UPDATE webhooks SET name = COALESCE($3, name), events = COALESCE($4, events),
+                    prompt = COALESCE($5, prompt), skills = COALESCE($6, skills), deliver = COALESCE($7, deliver),
+                    cron_job_id = CASE WHEN $8 THEN $9 ELSE cron_job_id END, enabled = COALESCE($10, enabled),
+                    rate_limit_per_minute = COALESCE($11, rate_limit_per_minute), updated_at = now()
+             WHERE tenant_id = $1 AND id = $2 RETURNING *",
+        )
+        .bind(tenant.as_uuid())
+        .bind(id)
+        .bind(changes.name.as_deref())
+        .bind(changes.events.as_ref())
+        .bind(changes.prompt.as_deref().map(crate::messages::without_nul))
+        .bind(changes.skills.as_ref())
+        .bind(changes.deliver.as_deref())
+        .bind(changes.cron_job_id.is_some())
+        .bind(changes.cron_job_id.flatten())
+        .bind(changes.enabled)
+        .bind(changes.rate_limit_per_minute)
+        .fetch_optional(self.pool())
+        .await
+        .map_err(|e| StoreError::conflict_on_unique(e, NAME_TAKEN))?
+        .ok_or(StoreError::NotFound)?;
+        Webhook::from_row(&row)
+    }
+
+    /// Gives the hook a new secret (the old one stops working at once) and returns it.
+    pub async fn rotate_webhook_secret(
+        &self,
+        tenant: TenantId,
+        id: uuid::Uuid,
+        secrets: Option<&SecretBox>,
+    ) -> Result<String> {
+        let secret = crate::channels::webhook_secret();
+        let sealed = need(secrets)?.seal(&context(id), secret.as_bytes())?;
+        let done = sqlx::query("UPDATE webhooks SET secret = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_uuid())
+            .bind(id)
+            .bind(sealed)
+            .execute(self.pool())
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(secret)
+    }
+
+    /// Deletes a hook; `false` when there was none.
+    pub async fn delete_webhook(&self, tenant: TenantId, id: uuid::Uuid) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM webhooks WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_uuid())
+            .bind(id)
+            .execute(self.pool())
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Takes a delivery in: records its id and starts what it asks for, in one transaction
+    /// (a pod dying in between leaves neither, and the sender's retry starts it once). `None`
+    /// when the hook saw this delivery id in the last day (a retry): nothing starts twice.
+    /// Records older than a day are dropped as it goes.
+    pub async fn accept_webhook(
+        &self,
+        hook: &Webhook,
+        delivery_id: &str,
+        event: &str,
+        start: WebhookStart,
+    ) -> Result<Option<Started>> {
+        let mut tx = self.pool().begin().await?;
+        sqlx::query("DELETE FROM webhook_deliveries WHERE webhook_id = $1 AND received_at < now() - interval '1 day'")
+            .bind(hook.id)
+            .execute(&mut *tx)
+            .await?;
+        let fresh = sqlx::query(
+            "INSERT INTO webhook_deliveries (webhook_id, delivery_id, event) VALUES ($1, $2, $3)
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(hook.id)
+        .bind(crate::messages::without_nul(delivery_id))
+        .bind(crate::messages::without_nul(event))
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            > 0;
+        if !fresh {
+            return Ok(None);
+        }
+        sqlx::query("UPDATE webhooks SET last_received_at = now() WHERE id = $1")
+            .bind(hook.id)
+            .execute(&mut *tx)
+            .await?;
+        let started = match start {
+            WebhookStart::Turn(turn) => {
+                let (session, turn) = crate::turns::enqueue_in(&mut tx, hook.tenant_id, &turn).await?;
+                Started::Turn { session, turn }
+            }
+            WebhookStart::FireJob { job, context } => {
+                crate::cron_fires::fire_in(&mut tx, hook.tenant_id, job, &context).await?;
+                Started::Job(job)
+            }
+        };
+        tx.commit().await?;
+        Ok(Some(started))
+    }
+}
+
+/// What a delivery starts.
+pub enum WebhookStart {
+    /// A turn of the hook's agent.
+    Turn(Box<NewTurn>),
+    /// A run of the cron job now, with `context` above its prompt.
+    FireJob { job: uuid::Uuid, context: String },
+}
+
+/// What a delivery started.
+#[derive(Debug, Clone, Copy)]
+pub enum Started {
+    Turn { session: SessionId, turn: TurnId },
+    Job(uuid::Uuid),
+}

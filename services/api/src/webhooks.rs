@@ -1,0 +1,273 @@
+//! `/v1/webhooks`: webhook triggers. A hook gives one agent a signed endpoint on the gateway
+//! (`POST /hooks/{id}`) that turns a third party's event into a turn, or fires one of the
+//! agent's cron jobs now. The secret is shown on creation and on rotation only. A key
+//! restricted to one agent sees only that agent's hooks; another tenant's is a 404.
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use hermes_http::ApiError;
+use hermes_store::webhooks::{NewWebhook, Webhook, WebhookChanges};
+use hermes_store::{KeyAuth, StoreError};
+
+use crate::AppState;
+use crate::auth::Caller;
+use crate::chat::{json_error, resolve_agent};
+
+const PLATFORMS: &[&str] = &["telegram", "slack", "wecom"];
+
+fn not_found() -> ApiError {
+    ApiError::not_found("webhook_not_found", "no such webhook")
+}
+
+fn store_error(e: StoreError) -> ApiError {
+    match e {
+        StoreError::NotFound => not_found(),
+        StoreError::Conflict(why) => {
+            ApiError::new(StatusCode::CONFLICT, "invalid_request_error", Some("webhook_exists"), why)
+        }
+        StoreError::Invalid(why) | StoreError::Secret(why) => ApiError::invalid_request("invalid_value", why),
+        other => ApiError::internal(other),
+    }
+}
+
+/// The caller's hook `id`.
+async fn visible(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Webhook, ApiError> {
+    let id = uuid::Uuid::parse_str(id).map_err(|_| not_found())?;
+    let hook = state.store.webhook(auth.tenant_id, id).await.map_err(store_error)?;
+    match auth.agent_id {
+        Some(agent) if agent != hook.agent_id => Err(not_found()),
+        _ => Ok(hook),
+    }
+}
+
+/// The hook as shown: with where senders post (`url` when `gateway.public_url` is set).
+fn shown(state: &AppState, hook: &Webhook, secret: Option<String>) -> Value {
+    let mut body = json!(hook);
+    let path = format!("/hooks/{}", hook.id);
+    if let Some(base) = &state.config.gateway.public_url {
+        body["url"] = json!(format!("{}{path}", base.trim_end_matches('/')));
+    }
+    body["path"] = json!(path);
+    body["object"] = json!("webhook");
+    if let Some(secret) = secret {
+        body["secret"] = json!(secret);
+    }
+    body
+}
+
+fn invalid(why: impl Into<String>) -> ApiError {
+    ApiError::invalid_request("invalid_value", why.into())
+}
+
+/// `local`, or chat targets `platform[:chat[:thread]]`, comma-separated.
+fn check_deliver(deliver: &str) -> Result<(), ApiError> {
+    for target in deliver.split(',').map(str::trim) {
+        let platform = target.split(':').next().unwrap_or_default();
+        if target != "local" && !PLATFORMS.contains(&platform) {
+            return Err(invalid(format!(
+                "cannot deliver to `{target}`: use local, or telegram|slack|wecom[:chat[:thread]] (comma-separated)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn check_prompt(prompt: &str) -> Result<(), ApiError> {
+    if let Some(finding) = hermes_agent::threats::scan_strict(prompt).first() {
+        let why = format!("the prompt looks like an injection or exfiltration attempt ({})", finding.reason);
+        return Err(ApiError::invalid_request("prompt_refused", why));
+    }
+    Ok(())
+}
+
+fn check_rate(rate: i32) -> Result<(), ApiError> {
+    if (1..=600).contains(&rate) { Ok(()) } else { Err(invalid("rate_limit_per_minute must be 1 to 600")) }
+}
+
+/// The caller's cron job `reference` (id or name), which must be the hook's agent's.
+async fn job_of(
+    state: &AppState,
+    auth: &KeyAuth,
+    agent: hermes_core::AgentId,
+    reference: &str,
+) -> Result<uuid::Uuid, ApiError> {
+    let job = state.store.find_job(auth.tenant_id, Some(agent), reference).await.map_err(|e| match e {
+        StoreError::NotFound => invalid(format!("the hook's agent has no cron job `{reference}`")),
+        other => store_error(other),
+    })?;
+    Ok(job.id)
+}
+
+#[utoipa::path(get, path = "/v1/webhooks", tag = "webhooks",
+    responses((status = 200, description = "The tenant's webhooks (without secrets)", body = crate::openapi::ObjectList), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>, ApiError> {
+    let hooks = state.store.list_webhooks(auth.tenant_id).await.map_err(ApiError::internal)?;
+    let data: Vec<Value> = hooks
+        .iter()
+        .filter(|h| auth.agent_id.is_none_or(|a| a == h.agent_id))
+        .map(|h| shown(&state, h, None))
+        .collect();
+    Ok(Json(json!({ "object": "list", "data": data, "has_more": false })))
+}
+
+/// A webhook to create.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreateWebhook {
+    /// Unique per agent, ignoring case.
+    name: String,
+    /// The agent (by name); the key's agent or the tenant's only agent when absent.
+    model: Option<String>,
+    /// Event types taken (`X-GitHub-Event`, `X-GitLab-Event`, the payload's `event_type` or
+    /// `type`); others are answered 200 `ignored`. Empty: all.
+    #[serde(default)]
+    events: Vec<String>,
+    /// What the agent is asked, with `{dotted.path}` placeholders filled from the payload
+    /// (`{event_type}`, `{__raw__}`); empty: the event and its payload.
+    #[serde(default)]
+    prompt: String,
+    #[serde(default)]
+    skills: Vec<String>,
+    /// `local` (the default) or `platform[:chat[:thread]]`, comma-separated.
+    deliver: Option<String>,
+    /// Fire this cron job (id or name) with the event as context, instead of a turn.
+    cron_job: Option<String>,
+    /// Deliveries taken per minute (default 30).
+    rate_limit_per_minute: Option<i32>,
+}
+
+#[utoipa::path(post, path = "/v1/webhooks", tag = "webhooks", request_body = CreateWebhook,
+    responses((status = 201, description = "The webhook with its secret (shown this once) and path", body = crate::openapi::WebhookObject), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 409, description = "The agent has a webhook of that name", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    body: Result<Json<CreateWebhook>, JsonRejection>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let Json(c) = body.map_err(|e| json_error(e, state.config.http.max_body_bytes))?;
+    let agent = resolve_agent(&state, &auth, c.model.as_deref()).await?;
+    let name = c.name.trim().to_owned();
+    if name.is_empty() || name.chars().count() > 100 {
+        return Err(invalid("give the webhook a name of 1 to 100 characters"));
+    }
+    check_prompt(&c.prompt)?;
+    let deliver = c.deliver.unwrap_or_else(|| "local".into());
+    check_deliver(&deliver)?;
+    let rate = c.rate_limit_per_minute.unwrap_or(30);
+    check_rate(rate)?;
+    let cron_job_id = match &c.cron_job {
+        Some(reference) => Some(job_of(&state, &auth, agent.id, reference).await?),
+        None => None,
+    };
+    let new = NewWebhook {
+        agent_id: agent.id,
+        name,
+        events: c.events,
+        prompt: c.prompt,
+        skills: c.skills,
+        deliver,
+        cron_job_id,
+        rate_limit_per_minute: rate,
+    };
+    let (hook, secret) =
+        state.store.create_webhook(auth.tenant_id, &new, state.secrets.as_ref()).await.map_err(store_error)?;
+    Ok((StatusCode::CREATED, Json(shown(&state, &hook, Some(secret)))))
+}
+
+#[utoipa::path(get, path = "/v1/webhooks/{id}", tag = "webhooks", params(("id" = String, Path, description = "Webhook id")),
+    responses((status = 200, description = "The webhook (without its secret)", body = crate::openapi::WebhookObject), (status = 404, description = "No such webhook", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(shown(&state, &visible(&state, &auth, &id).await?, None)))
+}
+
+/// Changes to a webhook (absent fields stay as they are).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UpdateWebhook {
+    name: Option<String>,
+    events: Option<Vec<String>>,
+    prompt: Option<String>,
+    skills: Option<Vec<String>>,
+    deliver: Option<String>,
+    /// A cron job (id or name) to fire; "" unlinks it (deliveries start turns again).
+    cron_job: Option<String>,
+    enabled: Option<bool>,
+    rate_limit_per_minute: Option<i32>,
+}
+
+#[utoipa::path(patch, path = "/v1/webhooks/{id}", tag = "webhooks", params(("id" = String, Path, description = "Webhook id")), request_body = UpdateWebhook,
+    responses((status = 200, description = "The changed webhook", body = crate::openapi::WebhookObject), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 404, description = "No such webhook", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn update(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+    body: Result<Json<UpdateWebhook>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    // Whose it is first: another tenant's hook is a 404 whatever the body.
+    let hook = visible(&state, &auth, &id).await?;
+    let Json(u) = body.map_err(|e| json_error(e, state.config.http.max_body_bytes))?;
+    if let Some(prompt) = &u.prompt {
+        check_prompt(prompt)?;
+    }
+    if let Some(deliver) = &u.deliver {
+        check_deliver(deliver)?;
+    }
+    if let Some(rate) = u.rate_limit_per_minute {
+        check_rate(rate)?;
+    }
+    let cron_job_id = match u.cron_job.as_deref().map(str::trim) {
+        None => None,
+        Some("") => Some(None),
+        Some(reference) => Some(Some(job_of(&state, &auth, hook.agent_id, reference).await?)),
+    };
+    let changes = WebhookChanges {
+        name: u.name.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()),
+        events: u.events,
+        prompt: u.prompt,
+        skills: u.skills,
+        deliver: u.deliver,
+        cron_job_id,
+        enabled: u.enabled,
+        rate_limit_per_minute: u.rate_limit_per_minute,
+    };
+    let hook = state.store.update_webhook(auth.tenant_id, hook.id, &changes).await.map_err(store_error)?;
+    Ok(Json(shown(&state, &hook, None)))
+}
+
+#[utoipa::path(post, path = "/v1/webhooks/{id}/rotate-secret", tag = "webhooks", params(("id" = String, Path, description = "Webhook id")),
+    responses((status = 200, description = "The webhook with its new secret; the old one stops working at once", body = crate::openapi::WebhookObject), (status = 404, description = "No such webhook", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn rotate_secret(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let hook = visible(&state, &auth, &id).await?;
+    let secret = state
+        .store
+        .rotate_webhook_secret(auth.tenant_id, hook.id, state.secrets.as_ref())
+        .await
+        .map_err(store_error)?;
+    Ok(Json(shown(&state, &hook, Some(secret))))
+}
+
+#[utoipa::path(delete, path = "/v1/webhooks/{id}", tag = "webhooks", params(("id" = String, Path, description = "Webhook id")),
+    responses((status = 200, description = "Removed; its endpoint answers 404 from now on", body = crate::openapi::Deleted), (status = 404, description = "No such webhook", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let hook = visible(&state, &auth, &id).await?;
+    if !state.store.delete_webhook(auth.tenant_id, hook.id).await.map_err(ApiError::internal)? {
+        return Err(not_found());
+    }
+    Ok(Json(json!({ "id": hook.id, "object": "webhook.deleted", "deleted": true })))
+}
