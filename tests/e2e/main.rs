@@ -25,6 +25,7 @@ mod discovery;
 mod egress;
 mod fencing;
 mod gateway;
+mod goals;
 mod harness;
 mod idempotency;
 mod interrupt;

@@ -22,7 +22,7 @@ pub struct OutFile<'a> {
 }
 
 /// The chat command menu a bot registers (the gateway's own commands).
-pub const COMMAND_MENU: [(&str, &str); 21] = [
+pub const COMMAND_MENU: [(&str, &str); 23] = [
     ("new", "Start a fresh conversation"),
     ("stop", "Stop what I'm doing"),
     ("retry", "Ask your last message again"),
@@ -33,6 +33,8 @@ pub const COMMAND_MENU: [(&str, &str); 21] = [
     ("title", "Rename this conversation"),
     ("sessions", "Your earlier conversations"),
     ("resume", "Go back to an earlier conversation"),
+    ("goal", "Keep working toward a goal: /goal text (status, pause, resume, clear)"),
+    ("cron", "Scheduled jobs: /cron add|list|edit|pause|resume|run|remove"),
     ("compress", "Summarise this conversation now"),
     ("rollback", "Restore my workspace to a checkpoint"),
     ("skills", "What I know how to do"),

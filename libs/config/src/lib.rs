@@ -181,6 +181,8 @@ pub struct WorkerConfig {
     pub max_children_per_tenant: u32,
     /// An unattended run (cron, webhook) with no activity (tokens, tool calls) this long fails.
     pub unattended_inactivity_seconds: u64,
+    /// Turns a standing goal (`/goal`) may take before it pauses.
+    pub goal_max_turns: u32,
 }
 
 impl Default for WorkerConfig {
@@ -197,6 +199,7 @@ impl Default for WorkerConfig {
             clarify_timeout_seconds: 600,
             max_children_per_tenant: 8,
             unattended_inactivity_seconds: 600,
+            goal_max_turns: 20,
         }
     }
 }

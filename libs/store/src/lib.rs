@@ -14,6 +14,7 @@ pub mod cron_fires;
 pub mod deliveries;
 pub mod export;
 pub mod gateway;
+pub mod goals;
 pub mod idempotency;
 pub mod interactions;
 pub mod memory;

@@ -184,6 +184,13 @@ impl Store {
         .bind(child.as_uuid())
         .execute(&mut *tx)
         .await?;
+        // So does a standing goal (`/goal`).
+        sqlx::query("UPDATE session_goals SET session_id = $3 WHERE tenant_id = $1 AND session_id = $2")
+            .bind(tenant.as_uuid())
+            .bind(parent.as_uuid())
+            .bind(child.as_uuid())
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         Ok(child)
     }

@@ -1,6 +1,7 @@
 //! Chat commands the gateway answers itself, without the agent: `/help`, `/whoami`, `/new`,
 //! `/stop`, `/retry`, `/undo`, `/status`, `/title`, `/sessions`, `/resume N`, `/usage`,
-//! `/model`, `/memory`, `/skills`, `/approve`, `/deny`, `/pair` (and `/steer`, `/queue` without
+//! `/model`, `/memory`, `/skills`, `/approve`, `/deny`, `/pair`, `/cron`, `/goal` (its
+//! controls; see `goal_commands`) (and `/steer`, `/queue` without
 //! a message: how to use them). Other `/words` go to the agent (the worker answers `/rollback`
 //! and runs `/skill-name`). When a channel names admins, the commands in its `admin_commands`
 //! are theirs alone; `/help` and `/whoami` are everyone's.
@@ -55,6 +56,7 @@ pub fn is_command(text: &str) -> bool {
         Some(w) if COMMANDS.contains(&w) => true,
         // With a message they choose the busy mode for it (see `ingest`).
         Some("/steer" | "/queue" | "/q") => words.next().is_none(),
+        Some("/goal") => crate::goal_commands::is_goal_command(text),
         _ => false,
     }
 }
@@ -81,6 +83,7 @@ impl Gateway {
             }
             "/undo" => return self.undo(channel, &route).await,
             "/cron" => return self.cron_command(channel, msg).await,
+            "/goal" => return self.goal_command(channel, msg).await,
             "/sethome" => {
                 let home = match &msg.thread {
                     Some(thread) => format!("{}:{thread}", msg.chat_id),

@@ -13,6 +13,7 @@ pub mod attachments;
 pub mod commands;
 pub mod cron_commands;
 pub mod files;
+pub mod goal_commands;
 pub mod hooks;
 pub mod incoming;
 pub mod ingest;

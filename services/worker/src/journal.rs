@@ -28,6 +28,8 @@ pub(crate) struct StoreJournal {
     pub compacted: bool,
     /// Model calls answered since the last checkpoint, stored with the next one.
     pub calls: Arc<CallBuffer>,
+    /// The goal judge's verdict on this turn, applied once its outcome is stored.
+    pub goal: Option<crate::goals::Verdict>,
 }
 
 impl StoreJournal {

@@ -10,6 +10,7 @@ mod commands;
 mod cron_tool;
 mod delegate;
 mod egress;
+mod goals;
 mod journal;
 mod judge;
 mod keys;

@@ -129,6 +129,7 @@ async fn execute(rt: &Arc<Runtime>, tenant: TenantId, owner: &str, turn: Claimed
         final_answer: None,
         compacted: false,
         calls: Arc::default(),
+        goal: None,
     };
     let end = if turn.attempt > MAX_ATTEMPTS {
         tracing::error!("turn failed on {MAX_ATTEMPTS} workers; giving up");
@@ -214,6 +215,11 @@ async fn execute(rt: &Arc<Runtime>, tenant: TenantId, owner: &str, turn: Claimed
         if let Err(e) = rt.ctx.broker.publish_work(&work).await {
             tracing::warn!(error = %e, "cannot signal the compacted session; the reaper will");
         }
+    }
+    if status == TurnStatus::Completed
+        && let Some(verdict) = journal.goal.take()
+    {
+        crate::goals::advance(rt, tenant, &turn, session_id, verdict).await;
     }
     if status == TurnStatus::Completed {
         let job =
@@ -321,6 +327,11 @@ async fn prepare_and_run(
                 Some(p) => p.clone(),
                 None => crate::turn_setup::render_prompt(rt, tenant, &agent, turn, &tools).await?,
             };
+            // `/goal TEXT` sets the session's goal and runs TEXT as the first turn toward it.
+            if !resumed && let Some(goal) = crate::goals::goal_in(&input.text()).map(str::to_owned) {
+                crate::goals::set_from_turn(rt, tenant, turn, &goal).await;
+                input = ChatMessage::user(goal);
+            }
             // `/skill-name request` loads the skill into the message before it is stored.
             if !resumed
                 && loads_skills
@@ -410,6 +421,14 @@ async fn prepare_and_run(
     {
         // Delegated children's usage counts toward the turn.
         outcome.usage.add(&children);
+    }
+    if let TurnEnd::Finished(outcome) = &end
+        && outcome.finish_reason != FinishReason::Error
+        && !outcome.content.trim().is_empty()
+        && !unattended
+        && let Some(goal) = crate::goals::to_judge(rt, tenant, journal.session).await
+    {
+        journal.goal = Some(crate::goals::judge(&models, &goal.goal, &outcome.content).await);
     }
     Ok(end)
 }

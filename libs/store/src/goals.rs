@@ -1,0 +1,235 @@
+//! Standing goals (`/goal`, migration 0032): one per session. The worker judges each finished
+//! turn of a session with an active goal and takes the next step in one transaction
+//! ([`Store::goal_step`]): the goal's counters, the continuation turn and the chat's notice.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+
+use hermes_core::{AgentId, ChatMessage, SessionId, TenantId, TurnId};
+
+use crate::{NewTurn, Result, Store, TurnTarget};
+
+/// A session's goal.
+#[derive(Debug, Clone)]
+pub struct Goal {
+    pub goal: String,
+    /// `active`, `paused` or `done`.
+    pub state: String,
+    pub turns_used: i32,
+    pub max_turns: i32,
+    pub judge_failures: i32,
+    pub last_reason: Option<String>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Goal {
+    fn from_row(row: &PgRow) -> Result<Self> {
+        Ok(Self {
+            goal: row.try_get("goal")?,
+            state: row.try_get("state")?,
+            turns_used: row.try_get("turns_used")?,
+            max_turns: row.try_get("max_turns")?,
+            judge_failures: row.try_get("judge_failures")?,
+            last_reason: row.try_get("last_reason")?,
+            updated_at: row.try_get("updated_at")?,
+        })
+    }
+}
+
+/// What the judge's verdict does to a goal.
+#[derive(Debug, Clone)]
+pub struct GoalStep {
+    pub state: &'static str,
+    pub turns_used: i32,
+    pub judge_failures: i32,
+    pub reason: String,
+    /// Told to the chat the turn answered.
+    pub notice: Option<String>,
+    /// The next turn's input, when the goal goes on.
+    pub continuation: Option<String>,
+}
+
+/// Queued turns whose input is a goal's continuation start with this.
+pub const CONTINUATION_MARKER: &str = "[Continuing toward your standing goal]";
+
+/// The input of the next turn toward `goal`.
+pub fn continuation(goal: &str) -> String {
+    format!(
+        "{CONTINUATION_MARKER}\nGoal: {goal}\n\nTake the next concrete step toward this goal. If it is done, say so \
+         plainly and stop; if you are blocked or need me, say what is missing and stop."
+    )
+}
+
+impl Store {
+    /// Sets (or replaces) the session's goal, active with a fresh budget.
+    pub async fn set_goal(&self, tenant: TenantId, session: SessionId, goal: &str, max_turns: i32) -> Result<Goal> {
+        let row = sqlx::query(
+            "INSERT INTO session_goals (tenant_id, session_id, goal, max_turns) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (tenant_id, session_id) DO UPDATE SET goal = $3, max_turns = $4, state = 'active',
+                 turns_used = 0, judge_failures = 0, last_reason = NULL, updated_at = now()
+             RETURNING *",
+        )
+        .bind(tenant.as_uuid())
+        .bind(session.as_uuid())
+        .bind(crate::messages::without_nul(goal))
+        .bind(max_turns)
+        .fetch_one(self.pool())
+        .await?;
+        Goal::from_row(&row)
+    }
+
+    pub async fn goal(&self, tenant: TenantId, session: SessionId) -> Result<Option<Goal>> {
+        let row = sqlx::query("SELECT * FROM session_goals WHERE tenant_id = $1 AND session_id = $2")
+            .bind(tenant.as_uuid())
+            .bind(session.as_uuid())
+            .fetch_optional(self.pool())
+            .await?;
+        row.as_ref().map(Goal::from_row).transpose()
+    }
+
+    /// Pauses (`active: false`) or resumes the goal; resuming gives it a fresh budget. A pause
+    /// also drops a continuation still waiting in the queue.
+    pub async fn set_goal_active(&self, tenant: TenantId, session: SessionId, active: bool) -> Result<Option<Goal>> {
+        let mut tx = self.pool().begin().await?;
+        let row = sqlx::query(
+            "UPDATE session_goals SET state = CASE WHEN $3 THEN 'active' ELSE 'paused' END,
+                    turns_used = CASE WHEN $3 THEN 0 ELSE turns_used END, judge_failures = 0, updated_at = now()
+             WHERE tenant_id = $1 AND session_id = $2 RETURNING *",
+        )
+        .bind(tenant.as_uuid())
+        .bind(session.as_uuid())
+        .bind(active)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if !active {
+            drop_continuations(&mut tx, tenant, session).await?;
+        }
+        tx.commit().await?;
+        row.as_ref().map(Goal::from_row).transpose()
+    }
+
+    /// Removes the goal (and a continuation still waiting); `false` when there was none.
+    pub async fn clear_goal(&self, tenant: TenantId, session: SessionId) -> Result<bool> {
+        let mut tx = self.pool().begin().await?;
+        let done = sqlx::query("DELETE FROM session_goals WHERE tenant_id = $1 AND session_id = $2")
+            .bind(tenant.as_uuid())
+            .bind(session.as_uuid())
+            .execute(&mut *tx)
+            .await?;
+        drop_continuations(&mut tx, tenant, session).await?;
+        tx.commit().await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Whether the session has turns waiting (a person's message goes before a continuation).
+    pub async fn has_queued_turns(&self, tenant: TenantId, session: SessionId) -> Result<bool> {
+        Ok(sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM turns WHERE tenant_id = $1 AND session_id = $2 AND status = 'queued')",
+        )
+        .bind(tenant.as_uuid())
+        .bind(session.as_uuid())
+        .fetch_one(self.pool())
+        .await?)
+    }
+
+    /// Applies the judge's verdict on `turn` to the session's active goal (`decide` maps the
+    /// goal to its next step), once per turn: the goal's counters, the continuation turn (not
+    /// when the session has turns waiting already: they run first and are judged in turn), and
+    /// the notice to the chat in `reply_to`. Returns whether a continuation was queued.
+    pub async fn goal_step(
+        &self,
+        tenant: TenantId,
+        (agent, session, turn): (AgentId, SessionId, TurnId),
+        reply_to: Option<&Value>,
+        decide: impl FnOnce(&Goal) -> GoalStep,
+    ) -> Result<bool> {
+        let mut tx = self.pool().begin().await?;
+        let row = sqlx::query(
+            "SELECT * FROM session_goals WHERE tenant_id = $1 AND session_id = $2 AND state = 'active'
+               AND last_judged_turn IS DISTINCT FROM $3 FOR UPDATE",
+        )
+        .bind(tenant.as_uuid())
+        .bind(session.as_uuid())
+        .bind(turn.as_uuid())
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(row) = row else { return Ok(false) };
+        let step = decide(&Goal::from_row(&row)?);
+        sqlx::query(
+            "UPDATE session_goals SET state = $3, turns_used = $4, judge_failures = $5, last_reason = $6,
+                    last_judged_turn = $7, updated_at = now()
+             WHERE tenant_id = $1 AND session_id = $2",
+        )
+        .bind(tenant.as_uuid())
+        .bind(session.as_uuid())
+        .bind(step.state)
+        .bind(step.turns_used)
+        .bind(step.judge_failures)
+        .bind(crate::messages::without_nul(&step.reason))
+        .bind(turn.as_uuid())
+        .execute(&mut *tx)
+        .await?;
+        let waiting: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM turns WHERE tenant_id = $1 AND session_id = $2 AND status = 'queued')",
+        )
+        .bind(tenant.as_uuid())
+        .bind(session.as_uuid())
+        .fetch_one(&mut *tx)
+        .await?;
+        let mut queued = false;
+        if let Some(text) = step.continuation.filter(|_| !waiting) {
+            let next = NewTurn {
+                agent_id: agent,
+                target: TurnTarget::Existing(session),
+                input: ChatMessage::user(text),
+                instructions: None,
+                stream: false,
+                notify_hub: None,
+                api_key: None,
+                response: None,
+                reply_to: reply_to.cloned(),
+            };
+            crate::turns::enqueue_in(&mut tx, tenant, &next).await?;
+            queued = true;
+        }
+        let channel = reply_to.and_then(|d| d["channel_id"].as_str()).and_then(|c| uuid::Uuid::parse_str(c).ok());
+        if let (Some(notice), Some(channel), Some(dest)) = (step.notice, channel, reply_to) {
+            // Only the chat itself: the `also` chats of a delivery do not follow the goal.
+            let mut dest = dest.clone();
+            if let Some(map) = dest.as_object_mut() {
+                map.remove("also");
+            }
+            sqlx::query(
+                "INSERT INTO outbox (id, tenant_id, channel_id, destination, dedupe_key, payload)
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, dedupe_key) DO NOTHING",
+            )
+            .bind(uuid::Uuid::now_v7())
+            .bind(tenant.as_uuid())
+            .bind(channel)
+            .bind(&dest)
+            .bind(format!("goal:{turn}"))
+            .bind(json!({ "kind": "text", "text": crate::messages::without_nul(&notice) }))
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(queued)
+    }
+}
+
+/// Drops continuations still queued (the goal was paused or cleared).
+async fn drop_continuations(tx: &mut sqlx::PgConnection, tenant: TenantId, session: SessionId) -> Result<()> {
+    sqlx::query(
+        "UPDATE turns SET status = 'cancelled', outcome = $4, finished_at = now()
+         WHERE tenant_id = $1 AND session_id = $2 AND status = 'queued' AND input ->> 'content' LIKE $3",
+    )
+    .bind(tenant.as_uuid())
+    .bind(session.as_uuid())
+    .bind(format!("{CONTINUATION_MARKER}%"))
+    .bind(crate::messages::storable_json(&hermes_core::TurnOutcome::cancelled())?)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,105 @@
+//! Standing goals (`/goal`) from a chat: the agent keeps working, one continuation turn after
+//! another, until the judge says the goal is done (an unreadable judge answer counts as "not
+//! yet"); a goal stops at its turn budget; `/goal status|pause|resume|clear` answer at once.
+
+use serde_json::json;
+
+use hermes_testkit::ScriptedReply;
+use hermes_testkit::telegram::TelegramEmulator;
+
+use crate::harness::{Roles, TestEnv};
+use crate::telegram::{Pod, TOKEN, bind, sent};
+
+fn texts(tg: &TelegramEmulator) -> Vec<String> {
+    tg.sent(TOKEN).into_iter().map(|m| m.text).collect()
+}
+
+#[tokio::test]
+async fn a_goal_keeps_the_agent_going_until_the_judge_says_it_is_done() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    bind(&env, &tg, "poll", "open", &[]).await;
+    sqlx::query("UPDATE channels SET streaming = false, tool_progress = false")
+        .execute(env.store.pool())
+        .await
+        .unwrap();
+    let pod = Pod::start(&env).await;
+    for reply in [
+        ScriptedReply::text("Step 1 done."),
+        ScriptedReply::text(r#"{"done": false, "reason": "Two steps are left."}"#),
+        ScriptedReply::text("Step 2 done."),
+        ScriptedReply::text("I think it is going well"),
+        ScriptedReply::text("All done: the release is shipped."),
+        ScriptedReply::text("```json\n{\"done\": true, \"reason\": \"It says the release is shipped.\"}\n```"),
+    ] {
+        env.llm.push(reply);
+    }
+    tg.user_says(TOKEN, 42, "/goal ship the release");
+    sent(&tg, 7).await;
+    assert_eq!(
+        texts(&tg),
+        [
+            "⊙ Goal set (20-turn budget): ship the release",
+            "Step 1 done.",
+            "↻ Continuing toward goal (1/20): Two steps are left.",
+            "Step 2 done.",
+            "↻ Continuing toward goal (2/20): the judge's answer could not be read",
+            "All done: the release is shipped.",
+            "✓ Goal achieved: It says the release is shipped.",
+        ]
+    );
+    let requests = env.llm.requests();
+    assert_eq!(requests.len(), 6, "three turns, three judgements, nothing more");
+    let first = requests[0].messages();
+    assert_eq!(first.last().unwrap()["content"], "ship the release", "the goal is the first turn's message");
+    let judge = requests[1].messages();
+    assert!(judge[0]["content"].as_str().unwrap().contains("strict judge"));
+    let asked = judge[1]["content"].as_str().unwrap();
+    assert!(asked.starts_with("Goal:\nship the release") && asked.contains("Step 1 done."), "{asked}");
+    let next = requests[2].messages();
+    let continuation = next.last().unwrap()["content"].as_str().unwrap();
+    assert!(continuation.starts_with("[Continuing toward your standing goal]\nGoal: ship the release"));
+    assert!(next.iter().any(|m| m["content"] == "Step 1 done."), "the same conversation goes on");
+    tg.user_says(TOKEN, 42, "/goal status");
+    assert_eq!(
+        sent(&tg, 8).await[7].text,
+        "⊙ Goal (done, 3/20 turns used): ship the release\nLast check: It says the release is shipped."
+    );
+    pod.stop.cancel();
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_goal_pauses_at_its_budget_and_resumes_and_clears_from_the_chat() {
+    let env = TestEnv::start_with(Roles::default(), |c| c.worker.goal_max_turns = 2).await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    bind(&env, &tg, "poll", "open", &[]).await;
+    sqlx::query("UPDATE channels SET streaming = false, tool_progress = false")
+        .execute(env.store.pool())
+        .await
+        .unwrap();
+    let pod = Pod::start(&env).await;
+    let not_yet = || ScriptedReply::text(json!({"done": false, "reason": "More sheep."}).to_string());
+    for reply in [ScriptedReply::text("1 sheep"), not_yet(), ScriptedReply::text("2 sheep"), not_yet()] {
+        env.llm.push(reply);
+    }
+    tg.user_says(TOKEN, 42, "/goal count sheep");
+    let got = sent(&tg, 5).await;
+    assert_eq!(got[4].text, "⏸ Goal paused — 2/2 turns used. Use /goal resume to keep going, or /goal clear to stop.");
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(env.llm.requests().len(), 4, "no turn after the budget");
+
+    env.llm.push(ScriptedReply::text("3 sheep"));
+    env.llm.push(ScriptedReply::text(json!({"done": true, "reason": "Enough sheep."}).to_string()));
+    tg.user_says(TOKEN, 42, "/goal resume");
+    sent(&tg, 8).await;
+    let all = texts(&tg);
+    assert_eq!(all[5], "▶ Goal resumed (0/2 turns used): count sheep");
+    assert_eq!(&all[6..], ["3 sheep", "✓ Goal achieved: Enough sheep."]);
+    tg.user_says(TOKEN, 42, "/goal clear");
+    assert_eq!(sent(&tg, 9).await[8].text, "Goal cleared.");
+    tg.user_says(TOKEN, 42, "/goal");
+    assert!(sent(&tg, 10).await[9].text.starts_with("No goal set."));
+    pod.stop.cancel();
+    env.stop().await;
+}
