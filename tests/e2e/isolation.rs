@@ -147,6 +147,9 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
     // ...and a webhook.
     let (_, hook) = send(&owner, "post", "/v1/webhooks", json!({"name": "ci"})).await;
     let hook = hook["id"].as_str().unwrap().to_owned();
+    // ...and an event endpoint.
+    let (_, events) = send(&owner, "post", "/v1/event-hooks", json!({"url": "https://hooks.example.com/x"})).await;
+    let events = events["id"].as_str().unwrap().to_owned();
 
     let doc: Value = env.http.get(format!("{}/openapi.json", env.api_url)).send().await.unwrap().json().await.unwrap();
     let mut checked = 0;
@@ -160,6 +163,7 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
             p if p.starts_with("/v1/channels/") => &channel,
             p if p.starts_with("/v1/cron/jobs/") => &job,
             p if p.starts_with("/v1/webhooks/") => &hook,
+            p if p.starts_with("/v1/event-hooks/") => &events,
             other => panic!("no object for {other}: extend this test"),
         };
         let concrete = path.replace("{id}", id);
@@ -175,7 +179,7 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 28, "every route that names an object");
+    assert_eq!(checked, 33, "every route that names an object");
     // Chaining onto the owner's objects is refused the same way.
     for body in
         [json!({"input": "x", "previous_response_id": response_id}), json!({"input": "x", "session_id": session})]
@@ -192,6 +196,8 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
     assert_eq!(jobs["data"], json!([]));
     let (_, hooks) = send(&stranger, "get", "/v1/webhooks", json!({})).await;
     assert_eq!(hooks["data"], json!([]));
+    let (_, endpoints) = send(&stranger, "get", "/v1/event-hooks", json!({})).await;
+    assert_eq!(endpoints["data"], json!([]));
     let (_, usage) = send(&stranger, "get", "/v1/usage", json!({})).await;
     assert_eq!(usage["total"]["calls"], 0);
     // And nothing of the owner's changed.

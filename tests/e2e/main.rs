@@ -23,6 +23,7 @@ mod delegation;
 mod derived;
 mod discovery;
 mod egress;
+mod event_hooks;
 mod fencing;
 mod gateway;
 mod goals;

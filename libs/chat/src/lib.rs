@@ -4,6 +4,7 @@
 
 pub mod binding;
 pub mod markdown;
+pub mod outbound;
 pub mod slack;
 pub mod split;
 pub mod telegram;

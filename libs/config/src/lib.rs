@@ -256,6 +256,10 @@ pub struct GatewayConfig {
     /// The gateway's address as senders on the internet reach it (`https://hooks.example.com`),
     /// shown in webhook URLs.
     pub public_url: Option<String>,
+    /// First retry delay of an outbound event; later ones are 3, 12, 60, 180, 360, 1080 times it.
+    pub events_retry_base_millis: u64,
+    /// Let event endpoints be private addresses (a receiver inside the cluster); off: public only.
+    pub events_allow_private_targets: bool,
 }
 
 impl Default for GatewayConfig {
@@ -270,6 +274,8 @@ impl Default for GatewayConfig {
             outbox_max_attempts: 8,
             socket_heartbeat_seconds: 30,
             public_url: None,
+            events_retry_base_millis: 10_000,
+            events_allow_private_targets: false,
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod credentials;
 pub mod cron;
 pub mod cron_fires;
 pub mod deliveries;
+pub mod event_hooks;
 pub mod export;
 pub mod gateway;
 pub mod goals;

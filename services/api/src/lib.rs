@@ -9,6 +9,7 @@ mod chat_wire;
 mod completion;
 mod cron;
 mod discovery;
+mod event_hooks;
 mod idempotency;
 mod interactions;
 mod limits;
@@ -116,6 +117,10 @@ fn router_with(ctx: ApiContext, events: EventHub) -> Router {
         .route("/v1/webhooks", get(webhooks::list).post(webhooks::create))
         .route("/v1/webhooks/{id}", get(webhooks::get).patch(webhooks::update).delete(webhooks::delete))
         .route("/v1/webhooks/{id}/rotate-secret", post(webhooks::rotate_secret))
+        .route("/v1/event-hooks", get(event_hooks::list).post(event_hooks::create))
+        .route("/v1/event-hooks/{id}", get(event_hooks::get).patch(event_hooks::update).delete(event_hooks::delete))
+        .route("/v1/event-hooks/{id}/ping", post(event_hooks::ping))
+        .route("/v1/event-hooks/{id}/deliveries", get(event_hooks::deliveries))
         .route("/api/sessions", get(sessions::list).post(sessions::create))
         .route("/api/sessions/{id}", get(sessions::get).patch(sessions::rename).delete(sessions::delete))
         .route("/api/sessions/{id}/messages", get(sessions::messages))

@@ -340,6 +340,32 @@ pub(crate) struct WebhookObject {
     secret: Option<String>,
 }
 
+/// An outbound event endpoint.
+#[derive(ToSchema)]
+pub(crate) struct EventHookObject {
+    id: String,
+    object: String,
+    url: String,
+    events: Vec<String>,
+    description: String,
+    enabled: bool,
+    last_delivery_at: Option<String>,
+    /// The receiver's last HTTP status.
+    last_status: Option<i32>,
+    last_error: Option<String>,
+    created_at: String,
+    /// `whsec_…`, to verify `webhook-signature`: on creation only.
+    secret: Option<String>,
+}
+
+/// A queued `ping` event.
+#[derive(ToSchema)]
+pub(crate) struct EventPing {
+    id: String,
+    object: String,
+    event: String,
+}
+
 #[derive(ToSchema)]
 pub(crate) struct PairingApproved {
     approved: bool,
@@ -418,6 +444,13 @@ impl Modify for BearerKey {
         crate::webhooks::update,
         crate::webhooks::rotate_secret,
         crate::webhooks::delete,
+        crate::event_hooks::list,
+        crate::event_hooks::create,
+        crate::event_hooks::get,
+        crate::event_hooks::update,
+        crate::event_hooks::delete,
+        crate::event_hooks::ping,
+        crate::event_hooks::deliveries,
     )
 )]
 pub(crate) struct ApiDoc;

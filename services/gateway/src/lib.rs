@@ -12,6 +12,7 @@ pub mod agent_commands;
 pub mod attachments;
 pub mod commands;
 pub mod cron_commands;
+pub mod events;
 pub mod files;
 pub mod goal_commands;
 pub mod hooks;
@@ -107,12 +108,13 @@ pub fn router(gw: Arc<Gateway>) -> Router {
 }
 
 /// The gateway's own work: long-polled bots, kept sockets and the outbox, until `shutdown`.
-pub fn spawn_tasks(gw: &Arc<Gateway>, shutdown: &CancellationToken) -> [tokio::task::JoinHandle<()>; 4] {
+pub fn spawn_tasks(gw: &Arc<Gateway>, shutdown: &CancellationToken) -> [tokio::task::JoinHandle<()>; 5] {
     [
         tokio::spawn(telegram::poller::run(gw.clone(), shutdown.clone())),
         tokio::spawn(slack::socket::run(gw.clone(), shutdown.clone())),
         tokio::spawn(wecom::socket::run(gw.clone(), shutdown.clone())),
         tokio::spawn(outbox::run(gw.clone(), shutdown.clone())),
+        tokio::spawn(events::run(gw.clone(), shutdown.clone())),
     ]
 }
 

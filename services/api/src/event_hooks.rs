@@ -1,0 +1,187 @@
+//! `/v1/event-hooks`: the tenant's outbound event webhooks. An endpoint is told of the events
+//! it takes (`turn.finished`, `cron.run.finished`, `cron.run.failed`, `approval.requested`;
+//! none listed: all), signed the Standard Webhooks way with its `whsec_` secret (shown on
+//! creation only); deliveries are retried and browsable. They span all the tenant's agents,
+//! so a key restricted to one agent may not manage them (403).
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use hermes_http::ApiError;
+use hermes_store::event_hooks::{EVENTS, EventHook, EventHookChanges};
+use hermes_store::{KeyAuth, StoreError};
+
+use crate::AppState;
+use crate::auth::Caller;
+use crate::chat::json_error;
+
+fn not_found() -> ApiError {
+    ApiError::not_found("event_hook_not_found", "no such event hook")
+}
+
+fn store_error(e: StoreError) -> ApiError {
+    match e {
+        StoreError::NotFound => not_found(),
+        StoreError::Invalid(why) | StoreError::Secret(why) => ApiError::invalid_request("invalid_value", why),
+        other => ApiError::internal(other),
+    }
+}
+
+fn tenant_wide(auth: &KeyAuth) -> Result<(), ApiError> {
+    match auth.agent_id {
+        None => Ok(()),
+        Some(_) => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "permission_error",
+            Some("key_restricted"),
+            "this key may use only one agent; event hooks need a tenant-wide key",
+        )),
+    }
+}
+
+async fn owned(state: &AppState, auth: &KeyAuth, id: &str) -> Result<EventHook, ApiError> {
+    tenant_wide(auth)?;
+    let id = uuid::Uuid::parse_str(id).map_err(|_| not_found())?;
+    state.store.event_hook(auth.tenant_id, id).await.map_err(store_error)
+}
+
+fn shown(hook: &EventHook, secret: Option<String>) -> Value {
+    let mut body = json!(hook);
+    body["object"] = json!("event_hook");
+    if let Some(secret) = secret {
+        body["secret"] = json!(secret);
+    }
+    body
+}
+
+fn check(state: &AppState, url: Option<&str>, events: Option<&[String]>) -> Result<(), ApiError> {
+    if let Some(url) = url
+        && let Some(why) = hermes_chat::outbound::refuse_url(url, state.config.gateway.events_allow_private_targets)
+    {
+        return Err(ApiError::invalid_request("invalid_url", why));
+    }
+    if let Some(unknown) = events.unwrap_or_default().iter().find(|e| !EVENTS.contains(&e.as_str())) {
+        let why = format!("no event `{unknown}`: the events are {}", EVENTS.join(", "));
+        return Err(ApiError::invalid_request("invalid_value", why));
+    }
+    Ok(())
+}
+
+#[utoipa::path(get, path = "/v1/event-hooks", tag = "event-hooks",
+    responses((status = 200, description = "The tenant's event hooks (without secrets)", body = crate::openapi::ObjectList), (status = 403, description = "The key is restricted to one agent", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>, ApiError> {
+    tenant_wide(&auth)?;
+    let hooks = state.store.list_event_hooks(auth.tenant_id).await.map_err(ApiError::internal)?;
+    let data: Vec<Value> = hooks.iter().map(|h| shown(h, None)).collect();
+    Ok(Json(json!({ "object": "list", "data": data, "has_more": false })))
+}
+
+/// An endpoint to add.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreateEventHook {
+    /// Where events are posted (a public http(s) address).
+    url: String,
+    /// The events sent (`turn.finished`, `cron.run.finished`, `cron.run.failed`,
+    /// `approval.requested`); empty: all.
+    #[serde(default)]
+    events: Vec<String>,
+    #[serde(default)]
+    description: String,
+}
+
+#[utoipa::path(post, path = "/v1/event-hooks", tag = "event-hooks", request_body = CreateEventHook,
+    responses((status = 201, description = "The endpoint with its signing secret (shown this once)", body = crate::openapi::EventHookObject), (status = 400, description = "Invalid request (a private address or an unknown event says so)", body = crate::openapi::ErrorBody), (status = 403, description = "The key is restricted to one agent", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    body: Result<Json<CreateEventHook>, JsonRejection>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    tenant_wide(&auth)?;
+    let Json(c) = body.map_err(|e| json_error(e, state.config.http.max_body_bytes))?;
+    check(&state, Some(&c.url), Some(&c.events))?;
+    let (hook, secret) = state
+        .store
+        .create_event_hook(auth.tenant_id, &c.url, &c.events, &c.description, state.secrets.as_ref())
+        .await
+        .map_err(store_error)?;
+    Ok((StatusCode::CREATED, Json(shown(&hook, Some(secret)))))
+}
+
+#[utoipa::path(get, path = "/v1/event-hooks/{id}", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")),
+    responses((status = 200, description = "The endpoint, with how its last delivery went", body = crate::openapi::EventHookObject), (status = 404, description = "No such event hook", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(shown(&owned(&state, &auth, &id).await?, None)))
+}
+
+/// Changes to an endpoint (absent fields stay as they are).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UpdateEventHook {
+    url: Option<String>,
+    events: Option<Vec<String>>,
+    description: Option<String>,
+    enabled: Option<bool>,
+}
+
+#[utoipa::path(patch, path = "/v1/event-hooks/{id}", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")), request_body = UpdateEventHook,
+    responses((status = 200, description = "The changed endpoint", body = crate::openapi::EventHookObject), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 404, description = "No such event hook", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn update(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+    body: Result<Json<UpdateEventHook>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let hook = owned(&state, &auth, &id).await?;
+    let Json(u) = body.map_err(|e| json_error(e, state.config.http.max_body_bytes))?;
+    check(&state, u.url.as_deref(), u.events.as_deref())?;
+    let changes = EventHookChanges { url: u.url, events: u.events, description: u.description, enabled: u.enabled };
+    let hook = state.store.update_event_hook(auth.tenant_id, hook.id, &changes).await.map_err(store_error)?;
+    Ok(Json(shown(&hook, None)))
+}
+
+#[utoipa::path(delete, path = "/v1/event-hooks/{id}", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")),
+    responses((status = 200, description = "Removed, with the events still waiting for it", body = crate::openapi::Deleted), (status = 404, description = "No such event hook", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let hook = owned(&state, &auth, &id).await?;
+    if !state.store.delete_event_hook(auth.tenant_id, hook.id).await.map_err(ApiError::internal)? {
+        return Err(not_found());
+    }
+    Ok(Json(json!({ "id": hook.id, "object": "event_hook.deleted", "deleted": true })))
+}
+
+#[utoipa::path(post, path = "/v1/event-hooks/{id}/ping", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")),
+    responses((status = 202, description = "A `ping` event is on its way; see the deliveries", body = crate::openapi::EventPing), (status = 404, description = "No such event hook", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn ping(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let hook = owned(&state, &auth, &id).await?;
+    let event = state.store.ping_event_hook(auth.tenant_id, hook.id).await.map_err(store_error)?;
+    Ok((StatusCode::ACCEPTED, Json(json!({ "id": event, "object": "event_hook.ping", "event": "ping" }))))
+}
+
+#[utoipa::path(get, path = "/v1/event-hooks/{id}/deliveries", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")),
+    responses((status = 200, description = "The endpoint's latest 100 events: pending, delivered or failed, with attempts and errors", body = crate::openapi::ObjectList), (status = 404, description = "No such event hook", body = crate::openapi::ErrorBody)))]
+pub(crate) async fn deliveries(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let hook = owned(&state, &auth, &id).await?;
+    let data = state.store.event_deliveries(auth.tenant_id, hook.id, 100).await.map_err(ApiError::internal)?;
+    Ok(Json(json!({ "object": "list", "data": data, "has_more": false })))
+}

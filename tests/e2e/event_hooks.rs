@@ -1,0 +1,127 @@
+//! Outbound event webhooks end to end: a tenant's endpoint is told, signed the Standard
+//! Webhooks way, when a turn finishes, an approval is asked for and a cron run fails; a
+//! receiver that fails is retried until it answers; one that refuses (4xx) is given up on;
+//! private addresses are refused when the operator has not allowed them.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use hermes_gateway::hooks::verify::standard_signature;
+use hermes_testkit::ScriptedReply;
+use hermes_testkit::receiver::{Received, Receiver};
+
+use crate::harness::{Roles, TestEnv};
+use crate::openapi::call;
+use crate::telegram::Pod;
+
+async fn received(rx: &Receiver, n: usize) -> Vec<Received> {
+    for _ in 0..200 {
+        let got = rx.received();
+        if got.len() >= n {
+            return got;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the receiver got {} requests, expected {n}", rx.received().len());
+}
+
+/// The event, after checking its signature with `secret` (`whsec_<base64 key>`).
+fn verified(r: &Received, secret: &str) -> Value {
+    use base64::Engine;
+    let key = base64::engine::general_purpose::STANDARD.decode(secret.trim_start_matches("whsec_")).unwrap();
+    let (id, ts) = (&r.headers["webhook-id"], r.headers["webhook-timestamp"].parse::<i64>().unwrap());
+    assert_eq!(r.headers["webhook-signature"], standard_signature(&key, id, ts, &r.body), "signed with the key");
+    assert!((chrono::Utc::now().timestamp() - ts).abs() < 60);
+    let event: Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(r.headers["x-hermes-event"], event["type"].as_str().unwrap());
+    event
+}
+
+#[tokio::test]
+async fn a_tenants_endpoint_is_told_signed_events_and_a_failing_one_is_retried() {
+    let env = TestEnv::start_with(Roles::default(), |c| {
+        c.gateway.events_allow_private_targets = true;
+        c.gateway.events_retry_base_millis = 200;
+    })
+    .await;
+    let (_, _, key) = env.tenant("acme", "ops").await;
+    let pod = Pod::start(&env).await;
+    let rx = Receiver::start().await.unwrap();
+
+    let (status, err) =
+        call(&env, &key, "post", "/v1/event-hooks", Some(json!({"url": rx.url("/h"), "events": ["turn.done"]}))).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (400, Some("invalid_value")), "{err}");
+    let body = json!({"url": rx.url("/hermes"), "events": ["turn.finished", "approval.requested", "cron.run.failed"]});
+    let (status, hook) = call(&env, &key, "post", "/v1/event-hooks", Some(body)).await;
+    assert_eq!(status, 201, "{hook}");
+    let secret = hook["secret"].as_str().unwrap().to_owned();
+    assert!(secret.starts_with("whsec_"));
+    let id = hook["id"].as_str().unwrap().to_owned();
+
+    // A turn finishes: the first two attempts fail (503, 500), the third is taken.
+    rx.answer(&[503, 500]);
+    env.llm.push(ScriptedReply::text("Done."));
+    let resp = env.chat(&key, json!({"messages": [{"role": "user", "content": "hi"}]})).await;
+    assert_eq!(resp.status(), 200);
+    let got = received(&rx, 3).await;
+    assert_eq!(got[0].headers["webhook-id"], got[2].headers["webhook-id"], "a retry is the same event");
+    let event = verified(&got[2], &secret);
+    assert_eq!(event["type"], "turn.finished");
+    assert_eq!(
+        (event["data"]["status"].as_str(), event["data"]["output"].as_str()),
+        (Some("completed"), Some("Done."))
+    );
+    let (_, deliveries) = call(&env, &key, "get", &format!("/v1/event-hooks/{id}/deliveries"), None).await;
+    let first = &deliveries["data"][0];
+    assert_eq!((first["status"].as_str(), first["attempts"].as_i64()), (Some("delivered"), Some(3)), "{first}");
+
+    // From now on only approvals and failed cron runs: nothing else reaches the endpoint.
+    let events = json!({"events": ["approval.requested", "cron.run.failed"]});
+    assert_eq!(call(&env, &key, "patch", &format!("/v1/event-hooks/{id}"), Some(events)).await.0, 200);
+    // An approval is asked for.
+    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "rm -rf /workspace/build"})));
+    let run = call(&env, &key, "post", "/v1/runs", Some(json!({"input": "clean the build"}))).await.1;
+    assert!(run["run_id"].is_string(), "{run}");
+    let got = received(&rx, 4).await;
+    let event = verified(&got[3], &secret);
+    assert_eq!(event["type"], "approval.requested");
+    assert!(event["data"]["prompt"].to_string().contains("rm -rf"), "{event}");
+
+    // A cron run fails: told. A 4xx answer is not retried.
+    rx.answer(&[410]);
+    for _ in 0..8 {
+        env.llm.push(ScriptedReply::error(500));
+    }
+    let job = json!({"name": "nightly", "prompt": "report", "schedule": "every 1d"});
+    assert_eq!(call(&env, &key, "post", "/v1/cron/jobs", Some(job)).await.0, 201);
+    call(&env, &key, "post", "/v1/cron/jobs/nightly/run", None).await;
+    let got = received(&rx, 5).await;
+    let event = verified(&got[4], &secret);
+    assert_eq!(
+        (event["type"].as_str(), event["data"]["job_name"].as_str()),
+        (Some("cron.run.failed"), Some("nightly"))
+    );
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(rx.received().len(), 5, "a 410 is given up on");
+    let (_, shown) = call(&env, &key, "get", &format!("/v1/event-hooks/{id}"), None).await;
+    assert_eq!((shown["last_status"].as_i64(), shown.get("secret")), (Some(410), None), "{shown}");
+    pod.stop.cancel();
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn endpoints_on_private_addresses_are_refused_unless_allowed() {
+    let env = TestEnv::start().await;
+    let (_, _, key) = env.tenant("acme", "ops").await;
+    for url in
+        ["http://127.0.0.1:8080/x", "http://169.254.169.254/latest/meta-data", "http://[::1]/x", "ftp://example.com"]
+    {
+        let (status, err) = call(&env, &key, "post", "/v1/event-hooks", Some(json!({"url": url}))).await;
+        assert_eq!((status, err["error"]["code"].as_str()), (400, Some("invalid_url")), "{url}: {err}");
+    }
+    let (status, _) =
+        call(&env, &key, "post", "/v1/event-hooks", Some(json!({"url": "https://hooks.example.com/x"}))).await;
+    assert_eq!(status, 201);
+    env.stop().await;
+}
