@@ -19,6 +19,7 @@ mod code;
 mod crash;
 mod cron;
 mod cron_limits;
+mod cron_replicas;
 mod delegation;
 mod derived;
 mod discovery;

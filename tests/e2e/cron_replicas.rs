@@ -1,0 +1,150 @@
+//! Cron across scheduler processes and downtime: a scheduler SIGKILLed while it claims and
+//! starts runs leaves every due slot run at most once (what it claimed and never started is
+//! declared `unknown`, not run again; what it had not committed, another replica takes); and
+//! after downtime each kind of job catches up by the rules (fake clock: the pass's `now`).
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use hermes_scheduler::SchedulerContext;
+use hermes_store::cron::JobTiming;
+
+use crate::harness::{Roles, TestEnv};
+
+fn settings() -> Vec<(&'static str, String)> {
+    vec![
+        ("HERMES__SCHEDULER__CRON_INTERVAL_MILLIS", "100".into()),
+        ("HERMES__SCHEDULER__CRON_MAX_PARALLEL", "10000".into()),
+        ("HERMES__SCHEDULER__CRON_MAX_PARALLEL_PER_TENANT", "10000".into()),
+    ]
+}
+
+#[tokio::test]
+async fn a_scheduler_killed_while_claiming_leaves_each_slot_run_at_most_once() {
+    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let (tenant, agent, _) = env.tenant("acme", "helper").await;
+    const JOBS: i64 = 400;
+    for i in 0..JOBS {
+        env.store.create_job(tenant, &super::cron::job(agent.id, &format!("job {i}"))).await.unwrap();
+    }
+    let mut a = env.spawn_hermesd_with(&["scheduler"], "sched-a", &settings());
+    let mut b = env.spawn_hermesd_with(&["scheduler"], "sched-b", &settings());
+    // Kill one as soon as both are making runs.
+    for _ in 0..400 {
+        if env.count("SELECT count(DISTINCT claimed_by) FROM cron_runs").await >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    a.kill().unwrap();
+    a.wait().unwrap();
+    for _ in 0..400 {
+        if env.count("SELECT count(*) FROM cron_runs").await == JOBS {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(env.count("SELECT count(*) FROM cron_runs").await, JOBS, "every due slot claimed once");
+    assert_eq!(env.count("SELECT count(DISTINCT job_id) FROM cron_runs").await, JOBS);
+    let started = env.count("SELECT count(*) FROM cron_runs WHERE status = 'running'").await;
+    let turns = env.count("SELECT count(*) FROM turns").await;
+    assert_eq!(turns, started, "one turn per started run, none for a run that was not started");
+    let owners = env.count("SELECT count(DISTINCT claimed_by) FROM cron_runs").await;
+    assert_eq!(owners, 2, "both replicas claimed some");
+    // Claimed by the dead one and never started: declared unknown once stale, never re-run.
+    let stranded = env.count("SELECT count(*) FROM cron_runs WHERE status = 'claimed'").await;
+    let settled = env.store.settle_runs(Duration::ZERO).await.unwrap();
+    assert_eq!(settled.iter().filter(|s| s.status == "unknown").count() as i64, stranded);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(env.count("SELECT count(*) FROM cron_runs").await, JOBS, "nothing ran again");
+    b.kill().unwrap();
+    b.wait().unwrap();
+    env.stop().await;
+}
+
+fn timing(schedule: &str, kind: &str, due: DateTime<Utc>) -> JobTiming {
+    JobTiming {
+        schedule: schedule.into(),
+        schedule_kind: kind.into(),
+        schedule_display: schedule.into(),
+        timezone: "UTC".into(),
+        repeat_times: (kind == "once").then_some(1),
+        next_run_at: due,
+    }
+}
+
+#[tokio::test]
+async fn after_downtime_each_job_runs_once_or_skips_to_its_next_slot() {
+    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let (tenant, agent, _) = env.tenant("acme", "helper").await;
+    // The scheduler comes back at 12:00 (its clock is the pass's `now`).
+    let now = DateTime::parse_from_rfc3339("2026-11-30T12:00:00Z").unwrap().with_timezone(&Utc);
+    let at = |spec: &str| DateTime::parse_from_rfc3339(spec).unwrap().with_timezone(&Utc);
+    let cases = [
+        // name, timing, runs now, next run afterwards
+        (
+            "hourly, 20 min late",
+            timing("every 1h", "interval", at("2026-11-30T11:40:00Z")),
+            true,
+            Some("2026-11-30T12:40:00Z"),
+        ),
+        (
+            "hourly, 5 h late",
+            timing("every 1h", "interval", at("2026-11-30T06:20:00Z")),
+            false,
+            Some("2026-11-30T12:20:00Z"),
+        ),
+        (
+            "10-minutely, 4 min late",
+            timing("every 10m", "interval", at("2026-11-30T11:56:00Z")),
+            true,
+            Some("2026-11-30T12:06:00Z"),
+        ),
+        (
+            "daily, 3 h late",
+            timing("0 9 * * *", "cron", at("2026-11-30T09:00:00Z")),
+            false,
+            Some("2026-12-01T09:00:00Z"),
+        ),
+        (
+            "daily, 90 min late",
+            timing("30 10 * * *", "cron", at("2026-11-30T10:30:00Z")),
+            true,
+            Some("2026-12-01T10:30:00Z"),
+        ),
+        ("one-shot, 90 s late", timing("2026-11-30T11:58:30Z", "once", at("2026-11-30T11:58:30Z")), true, None),
+        ("one-shot, 3 min late", timing("2026-11-30T11:57:00Z", "once", at("2026-11-30T11:57:00Z")), false, None),
+    ];
+    for (name, timing, _, _) in &cases {
+        let mut new = super::cron::job(agent.id, name);
+        new.timing = timing.clone();
+        env.store.create_job(tenant, &new).await.unwrap();
+    }
+    let ctx = SchedulerContext {
+        config: std::sync::Arc::new(env.config.clone()),
+        store: env.store.clone(),
+        broker: hermes_queue::Broker::connect(&env.config.rabbitmq, "catch-up").await.unwrap(),
+    };
+    let started = hermes_scheduler::cron::cron_once(&ctx, "back", now).await.unwrap();
+    assert_eq!(started, cases.iter().filter(|c| c.2).count());
+    for (name, _, runs, next) in cases {
+        let (count, next_run, state): (i64, Option<DateTime<Utc>>, String) = sqlx::query_as(
+            "SELECT (SELECT count(*) FROM cron_runs r WHERE r.job_id = j.id), j.next_run_at, j.state
+             FROM cron_jobs j WHERE j.name = $1",
+        )
+        .bind(name)
+        .fetch_one(env.store.pool())
+        .await
+        .unwrap();
+        assert_eq!(count, i64::from(runs), "{name}: runs now");
+        assert_eq!(next_run, next.map(at), "{name}: next run");
+        if name == "one-shot, 3 min late" {
+            assert_eq!(state, "completed", "a missed one-shot is over, and says why");
+        }
+    }
+    // Nothing is due again at the same instant: a second pass starts nothing.
+    assert_eq!(hermes_scheduler::cron::cron_once(&ctx, "back", now).await.unwrap(), 0);
+    env.stop().await;
+}
