@@ -1,5 +1,6 @@
 //! Limits of unattended cron runs: a run that shows no sign of life for the inactivity limit is
-//! ended as failed (and the chat told), while a long run that keeps working is not.
+//! ended as failed (and the chat told), while a long run that keeps working is not. And one
+//! job managed by all three hands (API, chat command, the agent's tool) under the same rules.
 
 use std::time::Duration;
 
@@ -9,7 +10,8 @@ use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::TelegramEmulator;
 
 use crate::harness::{Roles, TestEnv};
-use crate::telegram::{Pod, bind, sent};
+use crate::openapi::call;
+use crate::telegram::{Pod, TOKEN, bind, sent};
 
 #[tokio::test]
 async fn a_cron_run_silent_past_the_inactivity_limit_fails_but_a_busy_one_runs_on() {
@@ -53,6 +55,49 @@ async fn a_cron_run_silent_past_the_inactivity_limit_fails_but_a_busy_one_runs_o
     let error: String = error.expect("the hung run is settled as failed");
     assert!(error.contains("2 s without activity"), "{error}");
     assert_eq!(env.count("SELECT count(*) FROM cron_runs WHERE status = 'completed'").await, 1);
+    pod.stop.cancel();
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn one_job_is_managed_by_the_api_a_chat_command_and_the_agents_tool_alike() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    bind(&env, &tg, "poll", "open", &[]).await;
+    sqlx::query("UPDATE agents SET toolsets = array_append(toolsets, 'cronjob')")
+        .execute(env.store.pool())
+        .await
+        .unwrap();
+    let tenant = env.store.tenant_by_name("acme").await.unwrap().id;
+    let key = env.store.create_api_key(tenant, None, "k", None).await.unwrap().1;
+    let pod = Pod::start(&env).await;
+
+    // Made through the API...
+    let body = json!({"name": "Standup digest", "prompt": "Summarise yesterday.", "schedule": "every 1d",
+                      "deliver": "telegram:42"});
+    let (status, job) = call(&env, &key, "post", "/v1/cron/jobs", Some(body)).await;
+    assert_eq!(status, 201, "{job}");
+    let id = job["id"].as_str().unwrap().to_owned();
+    // ...edited from the chat, by name in any case...
+    tg.user_says(TOKEN, 42, "/cron edit \"standup DIGEST\" --schedule \"every 2h\"");
+    assert_eq!(sent(&tg, 1).await[0].text, "Updated “Standup digest” (every 2h).");
+    // ...paused by the agent's tool...
+    env.llm.push(ScriptedReply::tool_call("cronjob", json!({"action": "pause", "job_id": "standup digest"})));
+    env.llm.push(ScriptedReply::text("Paused it."));
+    tg.user_says(TOKEN, 42, "pause the standup digest");
+    assert_eq!(sent(&tg, 2).await[1].text, "Paused it.");
+    let (_, seen) = call(&env, &key, "get", &format!("/v1/cron/jobs/{id}"), None).await;
+    assert_eq!((seen["state"].as_str(), seen["schedule"].as_str()), (Some("paused"), Some("every 2h")), "{seen}");
+    // ...resumed from the chat, and removed through the API: gone for the tool too.
+    tg.user_says(TOKEN, 42, "/cron resume \"standup digest\"");
+    assert!(sent(&tg, 3).await[2].text.starts_with("Resumed “Standup digest”; next run "));
+    assert_eq!(call(&env, &key, "delete", &format!("/v1/cron/jobs/{id}"), None).await.0, 200);
+    env.llm.push(ScriptedReply::tool_call("cronjob", json!({"action": "run", "job_id": "Standup digest"})));
+    env.llm.push(ScriptedReply::text("It is gone."));
+    tg.user_says(TOKEN, 42, "run the standup digest");
+    assert_eq!(sent(&tg, 4).await[3].text, "It is gone.");
+    let result = env.llm.requests().last().unwrap().messages().last().unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(result.contains("no such job"), "the tool says there is no such job: {result}");
     pod.stop.cancel();
     env.stop().await;
 }
