@@ -349,17 +349,31 @@ impl Store {
             .await?)
     }
 
-    /// The run's turn is queued: the run is running.
-    pub async fn start_run(&self, run: uuid::Uuid, turn: TurnId, session: SessionId) -> Result<()> {
-        sqlx::query(
+    /// Starts a claimed run: queues its turn and marks it running, in one transaction (a
+    /// scheduler dying in between leaves neither: the run is then declared `unknown`, and no
+    /// turn runs behind the ledger's back). `None` when the run is no longer `claimed`.
+    pub async fn start_run(
+        &self,
+        run: uuid::Uuid,
+        tenant: TenantId,
+        turn: &crate::NewTurn,
+    ) -> Result<Option<SessionId>> {
+        let mut tx = self.pool().begin().await?;
+        let (session, turn_id) = crate::turns::enqueue_in(&mut tx, tenant, turn).await?;
+        let started = sqlx::query(
             "UPDATE cron_runs SET status = 'running', turn_id = $2, session_id = $3 WHERE id = $1 AND status = 'claimed'",
         )
         .bind(run)
-        .bind(turn.as_uuid())
+        .bind(turn_id.as_uuid())
         .bind(session.as_uuid())
-        .execute(self.pool())
-        .await?;
-        Ok(())
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if started == 0 {
+            return Ok(None);
+        }
+        tx.commit().await?;
+        Ok(Some(session))
     }
 
     /// A run refused before it started (its prompt failed the run-time scan): failed, and its

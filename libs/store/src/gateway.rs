@@ -322,19 +322,8 @@ impl Store {
         dedupe_key: &str,
         payload: &Value,
     ) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO outbox (id, tenant_id, channel_id, destination, dedupe_key, payload)
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, dedupe_key) DO NOTHING",
-        )
-        .bind(uuid::Uuid::now_v7())
-        .bind(tenant.as_uuid())
-        .bind(channel)
-        .bind(destination)
-        .bind(crate::messages::without_nul(dedupe_key))
-        .bind(crate::messages::storable_json(payload)?)
-        .execute(self.pool())
-        .await?;
-        Ok(())
+        let mut conn = self.pool().acquire().await?;
+        enqueue_outbox_in(&mut conn, tenant, channel, destination, dedupe_key, payload).await
     }
 
     /// Claims up to `limit` due replies for `lease` (oldest first; `SKIP LOCKED`, so any number
@@ -458,4 +447,28 @@ impl Store {
             .await?;
         Ok(())
     }
+}
+
+/// `Store::enqueue_outbox` inside the caller's transaction.
+pub(crate) async fn enqueue_outbox_in(
+    db: &mut sqlx::PgConnection,
+    tenant: TenantId,
+    channel: uuid::Uuid,
+    destination: &Value,
+    dedupe_key: &str,
+    payload: &Value,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO outbox (id, tenant_id, channel_id, destination, dedupe_key, payload)
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, dedupe_key) DO NOTHING",
+    )
+    .bind(uuid::Uuid::now_v7())
+    .bind(tenant.as_uuid())
+    .bind(channel)
+    .bind(destination)
+    .bind(crate::messages::without_nul(dedupe_key))
+    .bind(crate::messages::storable_json(payload)?)
+    .execute(db)
+    .await?;
+    Ok(())
 }

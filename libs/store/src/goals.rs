@@ -201,18 +201,9 @@ impl Store {
             if let Some(map) = dest.as_object_mut() {
                 map.remove("also");
             }
-            sqlx::query(
-                "INSERT INTO outbox (id, tenant_id, channel_id, destination, dedupe_key, payload)
-                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, dedupe_key) DO NOTHING",
-            )
-            .bind(uuid::Uuid::now_v7())
-            .bind(tenant.as_uuid())
-            .bind(channel)
-            .bind(&dest)
-            .bind(format!("goal:{turn}"))
-            .bind(json!({ "kind": "text", "text": crate::messages::without_nul(&notice) }))
-            .execute(&mut *tx)
-            .await?;
+            let payload = json!({ "kind": "text", "text": notice });
+            crate::gateway::enqueue_outbox_in(&mut tx, tenant, channel, &dest, &format!("goal:{turn}"), &payload)
+                .await?;
         }
         tx.commit().await?;
         Ok(queued)

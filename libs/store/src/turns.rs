@@ -205,9 +205,11 @@ async fn derived_session(
 ) -> Result<SessionId> {
     let title = crate::sessions::auto_title(&new.input, history);
     let next_seq = i32::try_from(history.len() + 1).map_err(|_| StoreError::Invalid("history too long".into()))?;
+    // No conflict target: two pods creating the same session at once may collide on the id or
+    // on (tenant_id, id), and either way the second finds the first's session.
     let created = sqlx::query(
         "INSERT INTO sessions (id, tenant_id, agent_id, source, next_seq, user_key, title)
-         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
     )
     .bind(id.as_uuid())
     .bind(tenant.as_uuid())

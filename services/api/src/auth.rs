@@ -12,6 +12,20 @@ use crate::AppState;
 /// The authenticated caller.
 pub(crate) struct Caller(pub KeyAuth);
 
+/// Refuses a key restricted to one agent (403) for what spans the tenant's agents (`what`:
+/// "managing channels", "event hooks", ...).
+pub(crate) fn tenant_wide(auth: &KeyAuth, what: &str) -> Result<(), ApiError> {
+    match auth.agent_id {
+        None => Ok(()),
+        Some(_) => Err(ApiError::new(
+            axum::http::StatusCode::FORBIDDEN,
+            "permission_error",
+            Some("key_restricted"),
+            format!("this key may use only one agent; {what} needs a tenant-wide key"),
+        )),
+    }
+}
+
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 

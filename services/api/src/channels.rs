@@ -16,7 +16,7 @@ use hermes_http::ApiError;
 use hermes_store::{Channel, ChannelAccess, KeyAuth, NewChannel, PairingApproval, StoreError};
 
 use crate::AppState;
-use crate::auth::Caller;
+use crate::auth::{Caller, tenant_wide};
 use crate::chat::{json_error, resolve_agent};
 
 fn not_found() -> ApiError {
@@ -34,22 +34,9 @@ fn store_error(e: StoreError) -> ApiError {
     }
 }
 
-/// Channels are the tenant's, not one agent's: a key restricted to an agent may not manage them.
-fn tenant_wide(auth: &KeyAuth) -> Result<(), ApiError> {
-    match auth.agent_id {
-        None => Ok(()),
-        Some(_) => Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "permission_error",
-            Some("key_restricted"),
-            "this key may use only one agent; managing channels needs a tenant-wide key",
-        )),
-    }
-}
-
 /// The caller's channel `id`.
 async fn owned(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Channel, ApiError> {
-    tenant_wide(auth)?;
+    tenant_wide(auth, "managing channels")?;
     let id = uuid::Uuid::parse_str(id).map_err(|_| not_found())?;
     state.store.channel(auth.tenant_id, id).await.map_err(store_error)
 }
@@ -57,7 +44,7 @@ async fn owned(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Channel, Ap
 #[utoipa::path(get, path = "/v1/channels", tag = "channels",
     responses((status = 200, description = "The tenant's channels", body = crate::openapi::ObjectList), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 403, description = "The key is restricted to one agent", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>, ApiError> {
-    tenant_wide(&auth)?;
+    tenant_wide(&auth, "managing channels")?;
     let channels = state.store.list_channels(auth.tenant_id).await.map_err(ApiError::internal)?;
     Ok(Json(json!({ "object": "list", "data": channels, "has_more": false })))
 }
@@ -105,7 +92,7 @@ pub(crate) async fn create(
     Caller(auth): Caller,
     body: Result<Json<CreateChannel>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    tenant_wide(&auth)?;
+    tenant_wide(&auth, "managing channels")?;
     let Json(c) = body.map_err(|e| json_error(e, state.config.http.max_body_bytes))?;
     let agent = resolve_agent(&state, &auth, Some(&c.agent)).await?;
     let request = BindRequest {

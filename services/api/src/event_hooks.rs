@@ -16,7 +16,7 @@ use hermes_store::event_hooks::{EVENTS, EventHook, EventHookChanges};
 use hermes_store::{KeyAuth, StoreError};
 
 use crate::AppState;
-use crate::auth::Caller;
+use crate::auth::{Caller, tenant_wide};
 use crate::chat::json_error;
 
 fn not_found() -> ApiError {
@@ -31,20 +31,8 @@ fn store_error(e: StoreError) -> ApiError {
     }
 }
 
-fn tenant_wide(auth: &KeyAuth) -> Result<(), ApiError> {
-    match auth.agent_id {
-        None => Ok(()),
-        Some(_) => Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "permission_error",
-            Some("key_restricted"),
-            "this key may use only one agent; event hooks need a tenant-wide key",
-        )),
-    }
-}
-
 async fn owned(state: &AppState, auth: &KeyAuth, id: &str) -> Result<EventHook, ApiError> {
-    tenant_wide(auth)?;
+    tenant_wide(auth, "managing event hooks")?;
     let id = uuid::Uuid::parse_str(id).map_err(|_| not_found())?;
     state.store.event_hook(auth.tenant_id, id).await.map_err(store_error)
 }
@@ -74,7 +62,7 @@ fn check(state: &AppState, url: Option<&str>, events: Option<&[String]>) -> Resu
 #[utoipa::path(get, path = "/v1/event-hooks", tag = "event-hooks",
     responses((status = 200, description = "The tenant's event hooks (without secrets)", body = crate::openapi::ObjectList), (status = 403, description = "The key is restricted to one agent", body = crate::openapi::ErrorBody)))]
 pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>, ApiError> {
-    tenant_wide(&auth)?;
+    tenant_wide(&auth, "managing event hooks")?;
     let hooks = state.store.list_event_hooks(auth.tenant_id).await.map_err(ApiError::internal)?;
     let data: Vec<Value> = hooks.iter().map(|h| shown(h, None)).collect();
     Ok(Json(json!({ "object": "list", "data": data, "has_more": false })))
@@ -101,7 +89,7 @@ pub(crate) async fn create(
     Caller(auth): Caller,
     body: Result<Json<CreateEventHook>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    tenant_wide(&auth)?;
+    tenant_wide(&auth, "managing event hooks")?;
     let Json(c) = body.map_err(|e| json_error(e, state.config.http.max_body_bytes))?;
     check(&state, Some(&c.url), Some(&c.events))?;
     let (hook, secret) = state

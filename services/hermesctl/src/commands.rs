@@ -59,6 +59,12 @@ pub enum Command {
     /// Scheduled agent runs.
     #[command(subcommand)]
     Cron(crate::cron::CronCmd),
+    /// Webhook triggers: third parties start an agent.
+    #[command(subcommand)]
+    Webhook(crate::hooks::WebhookCmd),
+    /// Outbound event webhooks: the tenant's endpoints told what happened.
+    #[command(subcommand)]
+    EventHook(crate::hooks::EventHookCmd),
 }
 
 #[derive(Subcommand)]
@@ -256,6 +262,8 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
         Command::Budget(cmd) => crate::prices::run_budget(json_mode, store, cmd).await?,
         Command::Channel(cmd) => crate::channels::run_channel(json_mode, config, store, cmd).await?,
         Command::Cron(cmd) => crate::cron::run_cron(json_mode, store, cmd).await?,
+        Command::Webhook(cmd) => crate::hooks::run_webhook(json_mode, config, store, cmd).await?,
+        Command::EventHook(cmd) => crate::hooks::run_event_hook(json_mode, config, store, cmd).await?,
         Command::Agent(AgentCmd::Create(a)) => {
             let t = tenant(store, &a.tenant).await?;
             let provider_key = match &a.api_key_env {

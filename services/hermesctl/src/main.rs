@@ -5,6 +5,7 @@
 mod channels;
 mod commands;
 mod cron;
+mod hooks;
 mod prices;
 mod sessions;
 mod skills;

@@ -108,8 +108,10 @@ async fn start(ctx: &SchedulerContext, run: &ClaimedRun) -> Result<(), StoreErro
         response: None,
         reply_to,
     };
-    let (session, turn_id) = ctx.store.enqueue_turn(job.tenant_id, turn).await?;
-    ctx.store.start_run(run.run_id, turn_id, session).await?;
+    let Some(session) = ctx.store.start_run(run.run_id, job.tenant_id, &turn).await? else {
+        tracing::warn!(run.id = %run.run_id, "the run was settled before it started; not starting it");
+        return Ok(());
+    };
     let work = SessionWork { tenant_id: job.tenant_id, session_id: session };
     if let Err(e) = ctx.broker.publish_work(&work).await {
         tracing::warn!(error = %e, "cannot signal the cron run; the reaper will pick it up");

@@ -1,0 +1,189 @@
+//! `hermesctl webhook ...` (webhook triggers: third parties start an agent) and `hermesctl
+//! event-hook ...` (a tenant's endpoints told what happened). Secrets are printed once, on
+//! creation and rotation; the API's `/v1/webhooks` and `/v1/event-hooks` do the same.
+
+use anyhow::{Context, bail};
+use clap::Subcommand;
+use serde_json::json;
+
+use hermes_config::HermesConfig;
+use hermes_store::event_hooks::EVENTS;
+use hermes_store::webhooks::NewWebhook;
+use hermes_store::{SecretBox, Store};
+
+use crate::commands::{print, tenant};
+
+#[derive(Subcommand)]
+pub enum WebhookCmd {
+    /// The tenant's webhooks.
+    List {
+        #[arg(long)]
+        tenant: String,
+    },
+    /// A signed endpoint on the gateway (`/hooks/<id>`) that starts a turn of the agent.
+    Create {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        agent: String,
+        #[arg(long)]
+        name: String,
+        /// Event types taken (X-GitHub-Event, ...); repeat for several; none: all.
+        #[arg(long = "event")]
+        events: Vec<String>,
+        /// The prompt, with {payload.path} placeholders.
+        #[arg(long, default_value = "")]
+        prompt: String,
+        /// local (default), or platform:chat[:thread], comma-separated.
+        #[arg(long, default_value = "local")]
+        deliver: String,
+        /// Fire this cron job (id or name) instead of starting a turn.
+        #[arg(long)]
+        cron_job: Option<String>,
+    },
+    /// A new secret; the old one stops working at once.
+    Rotate {
+        #[arg(long)]
+        tenant: String,
+        id: uuid::Uuid,
+    },
+    Remove {
+        #[arg(long)]
+        tenant: String,
+        id: uuid::Uuid,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum EventHookCmd {
+    /// The tenant's endpoints, with how their last delivery went.
+    List {
+        #[arg(long)]
+        tenant: String,
+    },
+    /// Send the tenant's events to a URL, signed as Standard Webhooks.
+    Create {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        url: String,
+        /// turn.finished, cron.run.finished, cron.run.failed, approval.requested; none: all.
+        #[arg(long = "event")]
+        events: Vec<String>,
+    },
+    Remove {
+        #[arg(long)]
+        tenant: String,
+        id: uuid::Uuid,
+    },
+}
+
+fn secrets(config: &HermesConfig) -> anyhow::Result<Option<SecretBox>> {
+    SecretBox::from_config(config.secrets.master_key.as_deref()).context("secrets.master_key")
+}
+
+pub async fn run_webhook(json_mode: bool, config: &HermesConfig, store: &Store, cmd: WebhookCmd) -> anyhow::Result<()> {
+    match cmd {
+        WebhookCmd::List { tenant: name } => {
+            let t = tenant(store, &name).await?;
+            let hooks = store.list_webhooks(t.id).await?;
+            let human = hooks
+                .iter()
+                .map(|h| format!("{}\t{}\t/hooks/{}\tdeliver {}\tenabled {}", h.id, h.name, h.id, h.deliver, h.enabled))
+                .collect::<Vec<_>>()
+                .join("\n");
+            print(json_mode, json!(hooks), human);
+        }
+        WebhookCmd::Create { tenant: name, agent, name: hook_name, events, prompt, deliver, cron_job } => {
+            let t = tenant(store, &name).await?;
+            let agent = store.agent_by_name(t.id, &agent).await.context("no such agent")?;
+            if let Some(finding) = hermes_agent::threats::scan_strict(&prompt).first() {
+                bail!("the prompt was refused: it looks like {}", finding.reason);
+            }
+            let cron_job_id = match cron_job {
+                Some(reference) => {
+                    Some(store.find_job(t.id, Some(agent.id), &reference).await.context("no such job")?.id)
+                }
+                None => None,
+            };
+            let new = NewWebhook {
+                agent_id: agent.id,
+                name: hook_name,
+                events,
+                prompt,
+                skills: Vec::new(),
+                deliver,
+                cron_job_id,
+                rate_limit_per_minute: 30,
+            };
+            let (hook, secret) = store.create_webhook(t.id, &new, secrets(config)?.as_ref()).await?;
+            let human = format!(
+                "webhook {}: POST to the gateway's /hooks/{}\nsecret (shown once): {secret}",
+                hook.name, hook.id
+            );
+            print(json_mode, json!({ "webhook": hook, "secret": secret }), human);
+        }
+        WebhookCmd::Rotate { tenant: name, id } => {
+            let t = tenant(store, &name).await?;
+            let secret = store.rotate_webhook_secret(t.id, id, secrets(config)?.as_ref()).await?;
+            print(json_mode, json!({ "id": id, "secret": secret }), format!("new secret (shown once): {secret}"));
+        }
+        WebhookCmd::Remove { tenant: name, id } => {
+            let t = tenant(store, &name).await?;
+            if !store.delete_webhook(t.id, id).await? {
+                bail!("no webhook {id}");
+            }
+            print(json_mode, json!({ "id": id, "deleted": true }), format!("removed {id}"));
+        }
+    }
+    Ok(())
+}
+
+pub async fn run_event_hook(
+    json_mode: bool,
+    config: &HermesConfig,
+    store: &Store,
+    cmd: EventHookCmd,
+) -> anyhow::Result<()> {
+    match cmd {
+        EventHookCmd::List { tenant: name } => {
+            let t = tenant(store, &name).await?;
+            let hooks = store.list_event_hooks(t.id).await?;
+            let human = hooks
+                .iter()
+                .map(|h| {
+                    format!(
+                        "{}\t{}\t{:?}\tlast {:?} {}",
+                        h.id,
+                        h.url,
+                        h.events,
+                        h.last_status,
+                        h.last_error.as_deref().unwrap_or("")
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            print(json_mode, json!(hooks), human);
+        }
+        EventHookCmd::Create { tenant: name, url, events } => {
+            let t = tenant(store, &name).await?;
+            if let Some(why) = hermes_chat::outbound::refuse_url(&url, config.gateway.events_allow_private_targets) {
+                bail!("{why}");
+            }
+            if let Some(unknown) = events.iter().find(|e| !EVENTS.contains(&e.as_str())) {
+                bail!("no event {unknown:?}: the events are {}", EVENTS.join(", "));
+            }
+            let (hook, secret) = store.create_event_hook(t.id, &url, &events, "", secrets(config)?.as_ref()).await?;
+            let human = format!("events go to {}\nsecret (shown once): {secret}", hook.url);
+            print(json_mode, json!({ "event_hook": hook, "secret": secret }), human);
+        }
+        EventHookCmd::Remove { tenant: name, id } => {
+            let t = tenant(store, &name).await?;
+            if !store.delete_event_hook(t.id, id).await? {
+                bail!("no event hook {id}");
+            }
+            print(json_mode, json!({ "id": id, "deleted": true }), format!("removed {id}"));
+        }
+    }
+    Ok(())
+}
