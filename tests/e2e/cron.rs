@@ -24,6 +24,7 @@ pub(crate) fn job(agent: hermes_core::AgentId, name: &str) -> NewJob {
         prompt: "say hi".into(),
         skills: vec![],
         model: None,
+        toolsets: None,
         timing: hermes_store::cron::JobTiming {
             schedule: "every 1h".into(),
             schedule_kind: "interval".into(),

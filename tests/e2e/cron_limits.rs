@@ -101,3 +101,31 @@ async fn one_job_is_managed_by_the_api_a_chat_command_and_the_agents_tool_alike(
     pod.stop.cancel();
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_jobs_runs_use_its_model_and_only_its_toolsets() {
+    let env = TestEnv::start().await;
+    let (_, _, key) = env.tenant("acme", "ops").await;
+    sqlx::query("UPDATE agents SET toolsets = ARRAY['terminal', 'todo', 'memory']")
+        .execute(env.store.pool())
+        .await
+        .unwrap();
+    let bad = json!({"prompt": "x", "schedule": "every 1d", "enabled_toolsets": ["teleport"]});
+    let (status, err) = call(&env, &key, "post", "/v1/cron/jobs", Some(bad)).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (400, Some("invalid_value")), "{err}");
+    let body = json!({"name": "tidy", "prompt": "Tidy the task list.", "schedule": "every 1d",
+                      "run_model": "small-model", "enabled_toolsets": ["todo", "file"]});
+    let (status, job) = call(&env, &key, "post", "/v1/cron/jobs", Some(body)).await;
+    assert_eq!((status, job["model"].as_str()), (201, Some("small-model")), "{job}");
+    env.llm.push(ScriptedReply::text("Tidied."));
+    call(&env, &key, "post", "/v1/cron/jobs/tidy/run", None).await;
+    assert!(env.llm.wait_for_requests(1, Duration::from_secs(20)).await);
+    let request = env.llm.requests()[0].body.clone();
+    assert_eq!(request["model"], "small-model");
+    let tools: Vec<&str> = request["tools"]
+        .as_array()
+        .map(|t| t.iter().filter_map(|t| t["function"]["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(tools, ["todo"], "the job's toolsets that the agent has");
+    env.stop().await;
+}

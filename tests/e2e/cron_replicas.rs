@@ -45,7 +45,9 @@ async fn a_scheduler_killed_while_claiming_leaves_each_slot_run_at_most_once() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Both stopped, the ledger is still: every due slot claimed once, a turn for each started run.
+    b.kill().unwrap();
+    b.wait().unwrap();
     assert_eq!(env.count("SELECT count(*) FROM cron_runs").await, JOBS, "every due slot claimed once");
     assert_eq!(env.count("SELECT count(DISTINCT job_id) FROM cron_runs").await, JOBS);
     let started = env.count("SELECT count(*) FROM cron_runs WHERE status = 'running'").await;
@@ -53,14 +55,16 @@ async fn a_scheduler_killed_while_claiming_leaves_each_slot_run_at_most_once() {
     assert_eq!(turns, started, "one turn per started run, none for a run that was not started");
     let owners = env.count("SELECT count(DISTINCT claimed_by) FROM cron_runs").await;
     assert_eq!(owners, 2, "both replicas claimed some");
-    // Claimed by the dead one and never started: declared unknown once stale, never re-run.
+    // Claimed and never started: declared unknown once stale, and never run again.
     let stranded = env.count("SELECT count(*) FROM cron_runs WHERE status = 'claimed'").await;
     let settled = env.store.settle_runs(Duration::ZERO).await.unwrap();
     assert_eq!(settled.iter().filter(|s| s.status == "unknown").count() as i64, stranded);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut c = env.spawn_hermesd_with(&["scheduler"], "sched-c", &settings());
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(env.count("SELECT count(*) FROM cron_runs").await, JOBS, "nothing ran again");
-    b.kill().unwrap();
-    b.wait().unwrap();
+    assert_eq!(env.count("SELECT count(*) FROM turns").await, turns);
+    c.kill().unwrap();
+    c.wait().unwrap();
     env.stop().await;
 }
 

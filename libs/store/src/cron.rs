@@ -20,6 +20,8 @@ pub struct NewJob {
     pub prompt: String,
     pub skills: Vec<String>,
     pub model: Option<String>,
+    /// The toolsets its runs may use (of the agent's); `None`: all the agent's.
+    pub toolsets: Option<Vec<String>>,
     pub timing: JobTiming,
     pub deliver: String,
     pub origin: Option<Value>,
@@ -61,6 +63,7 @@ pub struct Job {
     pub last_delivery_error: Option<String>,
     pub deliver: String,
     pub origin: Option<Value>,
+    pub toolsets: Option<Vec<String>>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -91,6 +94,7 @@ impl Job {
             last_delivery_error: row.try_get("last_delivery_error")?,
             deliver: row.try_get("deliver")?,
             origin: row.try_get("origin")?,
+            toolsets: row.try_get("toolsets")?,
             created_at: row.try_get("created_at")?,
         })
     }
@@ -132,8 +136,8 @@ impl Store {
     pub async fn create_job(&self, tenant: TenantId, new: &NewJob) -> Result<Job> {
         let row = sqlx::query(
             "INSERT INTO cron_jobs (id, tenant_id, agent_id, name, prompt, skills, model, schedule, schedule_kind,
-                                    schedule_display, timezone, repeat_times, next_run_at, deliver, origin)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING *",
+                                    schedule_display, timezone, repeat_times, next_run_at, deliver, origin, toolsets)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING *",
         )
         .bind(uuid::Uuid::now_v7())
         .bind(tenant.as_uuid())
@@ -150,6 +154,7 @@ impl Store {
         .bind(new.timing.next_run_at)
         .bind(&new.deliver)
         .bind(&new.origin)
+        .bind(&new.toolsets)
         .fetch_one(self.pool())
         .await
         .map_err(|e| match &e {
@@ -329,6 +334,23 @@ impl Store {
         claimed.extend(crate::cron_fires::claim_fires(&mut tx, owner, room).await?);
         tx.commit().await?;
         Ok(claimed)
+    }
+
+    /// The model and toolsets of the job whose run `turn` is, if it is one and sets them.
+    pub async fn cron_run_settings(
+        &self,
+        tenant: TenantId,
+        turn: TurnId,
+    ) -> Result<Option<(Option<String>, Option<Vec<String>>)>> {
+        let row = sqlx::query(
+            "SELECT j.model, j.toolsets FROM cron_runs r JOIN cron_jobs j ON j.id = r.job_id
+             WHERE r.tenant_id = $1 AND r.turn_id = $2",
+        )
+        .bind(tenant.as_uuid())
+        .bind(turn.as_uuid())
+        .fetch_optional(self.pool())
+        .await?;
+        row.map(|r| Ok((r.try_get("model")?, r.try_get("toolsets")?))).transpose()
     }
 
     /// The chat a turn answers (its `reply_to`), where jobs made in it deliver.

@@ -66,6 +66,10 @@ pub(crate) struct CreateJob {
     deliver: Option<String>,
     #[serde(default)]
     skills: Vec<String>,
+    /// Another model for the runs, on the agent's provider (upstream's job `model`).
+    run_model: Option<String>,
+    /// Only these of the agent's toolsets in the runs (upstream's `enabled_toolsets`).
+    enabled_toolsets: Option<Vec<String>>,
 }
 
 #[utoipa::path(post, path = "/v1/cron/jobs", tag = "cron", request_body = CreateJob,
@@ -97,12 +101,21 @@ pub(crate) async fn create(
         .map_err(|e| invalid("invalid_schedule", e.to_string()))?;
     let deliver = c.deliver.unwrap_or_else(|| "local".into());
     let name = c.name.unwrap_or_else(|| prompt.chars().take(50).collect());
+    if let Some(unknown) = c
+        .enabled_toolsets
+        .iter()
+        .flatten()
+        .find(|t| !hermes_core::toolsets::TOOLSETS.iter().any(|known| known.name == t.as_str()))
+    {
+        return Err(invalid("invalid_value", format!("no toolset `{unknown}` (GET /v1/toolsets lists them)")));
+    }
     let new = NewJob {
         agent_id: agent.id,
         name: name.trim().to_owned(),
         prompt,
         skills: c.skills,
-        model: None,
+        model: c.run_model.filter(|m| !m.trim().is_empty()),
+        toolsets: c.enabled_toolsets,
         timing: (&timing).into(),
         deliver,
         origin: None,

@@ -294,6 +294,8 @@ pub(crate) struct CronJob {
     name: String,
     prompt: String,
     skills: Vec<String>,
+    /// The runs' model, when not the agent's.
+    model: Option<String>,
     /// As stored: `every 30m`, a cron expression, or an RFC 3339 instant.
     schedule: String,
     /// `interval`, `cron` or `once`.

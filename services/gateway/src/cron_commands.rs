@@ -164,6 +164,7 @@ impl Gateway {
             prompt,
             skills,
             model: None,
+            toolsets: None,
             timing: (&timing).into(),
             deliver: deliver.unwrap_or_else(|| "origin".into()),
             origin: Some(destination(channel, msg)),

@@ -109,6 +109,7 @@ pub async fn run_cron(json_mode: bool, store: &Store, cmd: CronCmd) -> anyhow::R
                 prompt,
                 skills: Vec::new(),
                 model: None,
+                toolsets: None,
                 timing: (&timing).into(),
                 deliver,
                 origin: None,

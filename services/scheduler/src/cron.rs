@@ -196,6 +196,7 @@ mod tests {
             last_delivery_error: None,
             deliver: "local".into(),
             origin: None,
+            toolsets: None,
             created_at: next,
         }
     }

@@ -69,7 +69,12 @@ impl CronjobTool {
             name: text(args, "name").unwrap_or_else(|| prompt.chars().take(50).collect()),
             prompt,
             skills: skills(args).unwrap_or_default(),
-            model: None,
+            // Upstream passes `{provider, model}`; the job's runs use the agent's provider.
+            model: args.get("model").and_then(|m| m.as_str().or_else(|| m["model"].as_str())).map(str::to_owned),
+            toolsets: args
+                .get("enabled_toolsets")
+                .and_then(Value::as_array)
+                .map(|list| list.iter().filter_map(Value::as_str).map(str::to_owned).collect()),
             timing: (&timing).into(),
             deliver: text(args, "deliver").unwrap_or_else(|| default_deliver.into()),
             origin: self.origin.clone(),
@@ -155,7 +160,10 @@ impl Tool for CronjobTool {
                     "name": { "type": "string" },
                     "repeat": { "type": "integer", "description": "How many runs (default: one for a one-shot, forever otherwise)." },
                     "deliver": { "type": "string" },
-                    "skills": { "type": "array", "items": { "type": "string" } }
+                    "skills": { "type": "array", "items": { "type": "string" } },
+                    "model": { "type": "string", "description": "Another model for the runs (create; on your provider)." },
+                    "enabled_toolsets": { "type": "array", "items": { "type": "string" },
+                                          "description": "Only these of your toolsets in the runs (create)." }
                 },
                 "required": ["action"]
             }

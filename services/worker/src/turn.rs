@@ -281,6 +281,9 @@ async fn prepare_and_run(
         store.approval_grants(tenant, turn.agent_id, turn.session_id)
     )?;
     let mut agent = agent;
+    if turn.session_source == "cron" {
+        crate::turn_setup::apply_job_settings(store, tenant, turn.turn_id, &mut agent).await?;
+    }
     // Skills named at the start of the input load even where the skills tools are off.
     let loads_skills = agent.toolsets.iter().any(|t| t == "skills");
     let unattended = crate::turn_setup::restrict_unattended(&turn.session_source, &mut agent.toolsets);

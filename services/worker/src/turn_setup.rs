@@ -180,3 +180,22 @@ pub(crate) fn restrict_unattended(source: &str, toolsets: &mut Vec<String>) -> b
         _ => false,
     }
 }
+
+/// A cron run takes its job's model (on the agent's provider) and keeps only the job's
+/// toolsets of the agent's, when the job sets them.
+pub(crate) async fn apply_job_settings(
+    store: &hermes_store::Store,
+    tenant: hermes_core::TenantId,
+    turn: hermes_core::TurnId,
+    agent: &mut hermes_store::Agent,
+) -> Result<(), hermes_store::StoreError> {
+    if let Some((model, toolsets)) = store.cron_run_settings(tenant, turn).await? {
+        if let Some(model) = model {
+            agent.model = model;
+        }
+        if let Some(only) = toolsets {
+            agent.toolsets.retain(|t| only.contains(t));
+        }
+    }
+    Ok(())
+}
