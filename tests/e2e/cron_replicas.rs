@@ -12,6 +12,28 @@ use hermes_store::cron::JobTiming;
 
 use crate::harness::{Roles, TestEnv};
 
+/// A scheduler process, killed when the test ends however it ends (a failed assertion must
+/// not leave it running).
+struct Scheduler(std::process::Child);
+
+impl Scheduler {
+    fn start(env: &TestEnv, id: &str) -> Self {
+        Self(env.spawn_hermesd_with(&["scheduler"], id, &settings()))
+    }
+
+    /// SIGKILL, and wait for it to be gone.
+    fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
 fn settings() -> Vec<(&'static str, String)> {
     vec![
         ("HERMES__SCHEDULER__CRON_INTERVAL_MILLIS", "100".into()),
@@ -28,8 +50,8 @@ async fn a_scheduler_killed_while_claiming_leaves_each_slot_run_at_most_once() {
     for i in 0..JOBS {
         env.store.create_job(tenant, &super::cron::job(agent.id, &format!("job {i}"))).await.unwrap();
     }
-    let mut a = env.spawn_hermesd_with(&["scheduler"], "sched-a", &settings());
-    let mut b = env.spawn_hermesd_with(&["scheduler"], "sched-b", &settings());
+    let mut a = Scheduler::start(&env, "sched-a");
+    let mut b = Scheduler::start(&env, "sched-b");
     // Kill one as soon as both are making runs.
     for _ in 0..400 {
         if env.count("SELECT count(DISTINCT claimed_by) FROM cron_runs").await >= 2 {
@@ -37,8 +59,7 @@ async fn a_scheduler_killed_while_claiming_leaves_each_slot_run_at_most_once() {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    a.kill().unwrap();
-    a.wait().unwrap();
+    a.kill();
     for _ in 0..400 {
         if env.count("SELECT count(*) FROM cron_runs").await == JOBS {
             break;
@@ -46,8 +67,7 @@ async fn a_scheduler_killed_while_claiming_leaves_each_slot_run_at_most_once() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // Both stopped, the ledger is still: every due slot claimed once, a turn for each started run.
-    b.kill().unwrap();
-    b.wait().unwrap();
+    b.kill();
     assert_eq!(env.count("SELECT count(*) FROM cron_runs").await, JOBS, "every due slot claimed once");
     assert_eq!(env.count("SELECT count(DISTINCT job_id) FROM cron_runs").await, JOBS);
     let started = env.count("SELECT count(*) FROM cron_runs WHERE status = 'running'").await;
@@ -59,12 +79,11 @@ async fn a_scheduler_killed_while_claiming_leaves_each_slot_run_at_most_once() {
     let stranded = env.count("SELECT count(*) FROM cron_runs WHERE status = 'claimed'").await;
     let settled = env.store.settle_runs(Duration::ZERO).await.unwrap();
     assert_eq!(settled.iter().filter(|s| s.status == "unknown").count() as i64, stranded);
-    let mut c = env.spawn_hermesd_with(&["scheduler"], "sched-c", &settings());
+    let mut c = Scheduler::start(&env, "sched-c");
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(env.count("SELECT count(*) FROM cron_runs").await, JOBS, "nothing ran again");
     assert_eq!(env.count("SELECT count(*) FROM turns").await, turns);
-    c.kill().unwrap();
-    c.wait().unwrap();
+    c.kill();
     env.stop().await;
 }
 
