@@ -1,6 +1,7 @@
 //! Standing goals (`/goal`) from a chat: the agent keeps working, one continuation turn after
 //! another, until the judge says the goal is done (an unreadable judge answer counts as "not
-//! yet"); a goal stops at its turn budget; `/goal status|pause|resume|clear` answer at once.
+//! yet"); a goal stops at its turn budget; `/goal status|pause|resume|clear` answer at once;
+//! `/subgoal` criteria reach both the judge and the next turn.
 
 use serde_json::json;
 
@@ -100,6 +101,42 @@ async fn a_goal_pauses_at_its_budget_and_resumes_and_clears_from_the_chat() {
     assert_eq!(sent(&tg, 9).await[8].text, "Goal cleared.");
     tg.user_says(TOKEN, 42, "/goal");
     assert!(sent(&tg, 10).await[9].text.starts_with("No goal set."));
+    pod.stop.cancel();
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn subgoals_are_criteria_the_judge_and_the_next_turn_both_see() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    bind(&env, &tg, "poll", "open", &[]).await;
+    sqlx::query("UPDATE channels SET streaming = false, tool_progress = false")
+        .execute(env.store.pool())
+        .await
+        .unwrap();
+    let pod = Pod::start(&env).await;
+    tg.user_says(TOKEN, 42, "/subgoal with tests");
+    assert_eq!(sent(&tg, 1).await[0].text, "Set a goal first: /goal and what you want done.");
+    // The first turn is held until the criteria are in, so its judgement sees them.
+    env.llm.push(ScriptedReply::text("Parser written.").after(std::time::Duration::from_millis(1_500)));
+    env.llm.push(ScriptedReply::text(json!({"done": false, "reason": "No tests yet."}).to_string()));
+    env.llm.push(ScriptedReply::text("Parser and tests written."));
+    env.llm.push(ScriptedReply::text(json!({"done": true, "reason": "Both are there."}).to_string()));
+    tg.user_says(TOKEN, 42, "/goal write the parser");
+    sent(&tg, 2).await;
+    tg.user_says(TOKEN, 42, "/subgoal with unit tests");
+    tg.user_says(TOKEN, 42, "/subgoal in one file");
+    tg.user_says(TOKEN, 42, "/subgoal remove 2");
+    sent(&tg, 5).await;
+    assert_eq!(texts(&tg)[4], "⊙ Goal: write the parser\nAlso required:\n  1. with unit tests");
+    sent(&tg, 9).await;
+    let requests = env.llm.requests();
+    let judged = requests[1].messages()[1]["content"].as_str().unwrap().to_owned();
+    assert!(judged.contains("every one of these is also met") && judged.contains("1. with unit tests"), "{judged}");
+    assert!(!judged.contains("in one file"), "a removed criterion is gone: {judged}");
+    let next = requests[2].messages().last().unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(next.contains("Also required (added along the way):\n1. with unit tests"), "{next}");
+    assert_eq!(texts(&tg)[8], "✓ Goal achieved: Both are there.");
     pod.stop.cancel();
     env.stop().await;
 }

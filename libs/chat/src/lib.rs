@@ -23,7 +23,7 @@ pub struct OutFile<'a> {
 }
 
 /// The chat command menu a bot registers (the gateway's own commands).
-pub const COMMAND_MENU: [(&str, &str); 23] = [
+pub const COMMAND_MENU: [(&str, &str); 24] = [
     ("new", "Start a fresh conversation"),
     ("stop", "Stop what I'm doing"),
     ("retry", "Ask your last message again"),
@@ -35,6 +35,7 @@ pub const COMMAND_MENU: [(&str, &str); 23] = [
     ("sessions", "Your earlier conversations"),
     ("resume", "Go back to an earlier conversation"),
     ("goal", "Keep working toward a goal: /goal text (status, pause, resume, clear)"),
+    ("subgoal", "Add a criterion to the goal: /subgoal text (remove N, clear)"),
     ("cron", "Scheduled jobs: /cron add|list|edit|pause|resume|run|remove"),
     ("compress", "Summarise this conversation now"),
     ("rollback", "Restore my workspace to a checkpoint"),

@@ -15,6 +15,8 @@ use crate::{NewTurn, Result, Store, TurnTarget};
 #[derive(Debug, Clone)]
 pub struct Goal {
     pub goal: String,
+    /// Criteria added with `/subgoal`, in order.
+    pub subgoals: Vec<String>,
     /// `active`, `paused` or `done`.
     pub state: String,
     pub turns_used: i32,
@@ -28,6 +30,7 @@ impl Goal {
     fn from_row(row: &PgRow) -> Result<Self> {
         Ok(Self {
             goal: row.try_get("goal")?,
+            subgoals: row.try_get("subgoals")?,
             state: row.try_get("state")?,
             turns_used: row.try_get("turns_used")?,
             max_turns: row.try_get("max_turns")?,
@@ -54,12 +57,20 @@ pub struct GoalStep {
 /// Queued turns whose input is a goal's continuation start with this.
 pub const CONTINUATION_MARKER: &str = "[Continuing toward your standing goal]";
 
-/// The input of the next turn toward `goal`.
-pub fn continuation(goal: &str) -> String {
-    format!(
-        "{CONTINUATION_MARKER}\nGoal: {goal}\n\nTake the next concrete step toward this goal. If it is done, say so \
-         plainly and stop; if you are blocked or need me, say what is missing and stop."
-    )
+/// The input of the next turn toward `goal` (and its `/subgoal` criteria).
+pub fn continuation(goal: &str, subgoals: &[String]) -> String {
+    let mut text = format!("{CONTINUATION_MARKER}\nGoal: {goal}\n");
+    if !subgoals.is_empty() {
+        text.push_str("Also required (added along the way):\n");
+        for (i, sub) in subgoals.iter().enumerate() {
+            text.push_str(&format!("{}. {sub}\n", i + 1));
+        }
+    }
+    text.push_str(
+        "\nTake the next concrete step toward this goal. If it is done, say so plainly and stop; if you are \
+         blocked or need me, say what is missing and stop.",
+    );
+    text
 }
 
 impl Store {
@@ -68,7 +79,7 @@ impl Store {
         let row = sqlx::query(
             "INSERT INTO session_goals (tenant_id, session_id, goal, max_turns) VALUES ($1, $2, $3, $4)
              ON CONFLICT (tenant_id, session_id) DO UPDATE SET goal = $3, max_turns = $4, state = 'active',
-                 turns_used = 0, judge_failures = 0, last_reason = NULL, updated_at = now()
+                 subgoals = '{}', turns_used = 0, judge_failures = 0, last_reason = NULL, updated_at = now()
              RETURNING *",
         )
         .bind(tenant.as_uuid())
@@ -121,6 +132,39 @@ impl Store {
         drop_continuations(&mut tx, tenant, session).await?;
         tx.commit().await?;
         Ok(done.rows_affected() > 0)
+    }
+
+    /// Changes the goal's `/subgoal` criteria (`change` edits the list), unless the goal is
+    /// done; `None` when there is no goal still going.
+    pub async fn edit_subgoals(
+        &self,
+        tenant: TenantId,
+        session: SessionId,
+        change: impl FnOnce(&mut Vec<String>),
+    ) -> Result<Option<Goal>> {
+        let mut tx = self.pool().begin().await?;
+        let row = sqlx::query(
+            "SELECT * FROM session_goals WHERE tenant_id = $1 AND session_id = $2 AND state <> 'done' FOR UPDATE",
+        )
+        .bind(tenant.as_uuid())
+        .bind(session.as_uuid())
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let mut subgoals: Vec<String> = row.try_get("subgoals")?;
+        change(&mut subgoals);
+        let subgoals: Vec<String> = subgoals.iter().map(|s| crate::messages::without_nul(s)).collect();
+        let row = sqlx::query(
+            "UPDATE session_goals SET subgoals = $3, updated_at = now()
+             WHERE tenant_id = $1 AND session_id = $2 RETURNING *",
+        )
+        .bind(tenant.as_uuid())
+        .bind(session.as_uuid())
+        .bind(&subgoals)
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Goal::from_row(&row).map(Some)
     }
 
     /// Whether the session has turns waiting (a person's message goes before a continuation).

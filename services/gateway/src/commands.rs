@@ -13,8 +13,9 @@ use crate::Gateway;
 use crate::incoming::{ChatKind, Incoming};
 use crate::ingest::{IngestError, destination, route_for};
 
-const COMMANDS: [&str; 21] = [
+const COMMANDS: [&str; 22] = [
     "/start",
+    "/subgoal",
     "/sethome",
     "/cron",
     "/undo",
@@ -84,6 +85,7 @@ impl Gateway {
             "/undo" => return self.undo(channel, &route).await,
             "/cron" => return self.cron_command(channel, msg).await,
             "/goal" => return self.goal_command(channel, msg).await,
+            "/subgoal" => return self.subgoal_command(channel, msg).await,
             "/sethome" => {
                 let home = match &msg.thread {
                     Some(thread) => format!("{}:{thread}", msg.chat_id),

@@ -3,6 +3,8 @@
 //! starts it again with a fresh budget, `/goal clear` (or `stop`, `done`) drops it. They are
 //! safe while the agent works: they change the goal, not the running turn. `/goal TEXT` is a
 //! message like any other: the worker sets the goal when it runs it (see `worker/src/goals.rs`).
+//! `/subgoal TEXT` adds a criterion the goal must also meet, `/subgoal` lists them,
+//! `/subgoal remove N` and `/subgoal clear` take them back (a new goal starts with none).
 
 use serde_json::json;
 
@@ -44,7 +46,7 @@ impl Gateway {
                 let (_, open) = self.store.route_busy_turns(tenant, &route).await.map_err(err)?;
                 if open == 0 {
                     let mut next = msg.clone();
-                    next.text = hermes_store::goals::continuation(&goal.goal);
+                    next.text = hermes_store::goals::continuation(&goal.goal, &goal.subgoals);
                     next.dedupe_key = format!("{}:goal-resume", msg.dedupe_key);
                     next.files.clear();
                     Box::pin(self.take_in(channel, next, &json!({}))).await?;
@@ -62,12 +64,62 @@ impl Gateway {
                         "⊙ Goal ({}, {}/{} turns used): {}",
                         goal.state, goal.turns_used, goal.max_turns, goal.goal
                     );
+                    text.push_str(&numbered(&goal.subgoals));
                     if let Some(reason) = goal.last_reason {
                         text.push_str(&format!("\nLast check: {reason}"));
                     }
                     text
                 }
             },
+        })
+    }
+}
+
+/// The criteria, numbered, on lines of their own (nothing when there are none).
+fn numbered(subgoals: &[String]) -> String {
+    subgoals.iter().enumerate().map(|(i, s)| format!("\n  {}. {s}", i + 1)).collect()
+}
+
+const NO_GOAL_FOR_SUBGOAL: &str = "Set a goal first: /goal and what you want done.";
+
+impl Gateway {
+    /// `/subgoal [TEXT | remove N | clear]`.
+    pub(crate) async fn subgoal_command(&self, channel: &Channel, msg: &Incoming) -> Result<String, IngestError> {
+        let err = |e: hermes_store::StoreError| IngestError::new(e.to_string());
+        let tenant = channel.tenant_id;
+        let route = route_for(channel, msg);
+        let Some((session, _)) = self.store.route_state(tenant, &route).await.map_err(err)? else {
+            return Ok(NO_GOAL_FOR_SUBGOAL.into());
+        };
+        let rest = msg.text.trim_start().strip_prefix("/subgoal").unwrap_or_default().trim();
+        let mut words = rest.split_whitespace();
+        let mut refusal = None;
+        let edited = match (words.next(), words.next(), words.next()) {
+            (None, _, _) => self.store.goal(tenant, session).await.map_err(err)?.filter(|g| g.state != "done"),
+            (Some("clear"), None, _) => self.store.edit_subgoals(tenant, session, Vec::clear).await.map_err(err)?,
+            (Some("remove"), Some(n), None) => {
+                let index = n.parse::<usize>().ok().filter(|&n| n > 0);
+                let change = |list: &mut Vec<String>| match index {
+                    Some(n) if n <= list.len() => {
+                        list.remove(n - 1);
+                    }
+                    _ => refusal = Some(format!("There is no criterion {n}: /subgoal lists them.")),
+                };
+                self.store.edit_subgoals(tenant, session, change).await.map_err(err)?
+            }
+            _ => {
+                let criterion: String = rest.chars().take(500).collect();
+                self.store.edit_subgoals(tenant, session, |list| list.push(criterion)).await.map_err(err)?
+            }
+        };
+        let Some(goal) = edited else { return Ok(NO_GOAL_FOR_SUBGOAL.into()) };
+        if let Some(refusal) = refusal {
+            return Ok(refusal);
+        }
+        Ok(if goal.subgoals.is_empty() {
+            format!("⊙ Goal: {} (no extra criteria).", goal.goal)
+        } else {
+            format!("⊙ Goal: {}\nAlso required:{}", goal.goal, numbered(&goal.subgoals))
         })
     }
 }

@@ -71,15 +71,22 @@ pub(crate) fn parse_verdict(answer: &str) -> Option<(bool, String)> {
 
 /// Asks the judge about the turn's `answer`. Never fails: a judge that cannot be reached or
 /// read says "not done".
-pub(crate) async fn judge(models: &Models, goal: &str, answer: &str) -> Verdict {
+pub(crate) async fn judge(models: &Models, goal: &Goal, answer: &str) -> Verdict {
     let (model, model_name) = models.auxiliary();
+    let mut asked = format!("Goal:\n{}\n", tail(&goal.goal, GOAL_CHARS));
+    if !goal.subgoals.is_empty() {
+        // Upstream's subgoal rule: done only when the goal and every criterion are met.
+        asked.push_str("\nIt is done only if every one of these is also met, with evidence in the reply:\n");
+        for (i, sub) in goal.subgoals.iter().enumerate() {
+            asked.push_str(&format!("{}. {sub}\n", i + 1));
+        }
+    }
     let request = ChatRequest {
         model: model_name,
         messages: vec![
             ChatMessage::system(JUDGE_PROMPT),
             ChatMessage::user(format!(
-                "Goal:\n{}\n\nThe agent's latest reply (its end):\n{}\n\nIs the goal done?",
-                tail(goal, GOAL_CHARS),
+                "{asked}\nThe agent's latest reply (its end):\n{}\n\nIs the goal done?",
                 tail(answer, ANSWER_CHARS)
             )),
         ],
@@ -127,7 +134,7 @@ pub(crate) fn next_step(goal: &Goal, verdict: &Verdict) -> GoalStep {
         step("paused", why, None)
     } else {
         let notice = format!("↻ Continuing toward goal ({used}/{}): {}", goal.max_turns, verdict.reason);
-        step("active", notice, Some(continuation(&goal.goal)))
+        step("active", notice, Some(continuation(&goal.goal, &goal.subgoals)))
     }
 }
 
@@ -186,6 +193,7 @@ mod tests {
     fn goal(used: i32, failures: i32) -> Goal {
         Goal {
             goal: "ship it".into(),
+            subgoals: vec![],
             state: "active".into(),
             turns_used: used,
             max_turns: 20,

@@ -431,7 +431,7 @@ async fn prepare_and_run(
         && !unattended
         && let Some(goal) = crate::goals::to_judge(rt, tenant, journal.session).await
     {
-        journal.goal = Some(crate::goals::judge(&models, &goal.goal, &outcome.content).await);
+        journal.goal = Some(crate::goals::judge(&models, &goal, &outcome.content).await);
     }
     Ok(end)
 }
