@@ -1,7 +1,7 @@
 //! Outbound event webhooks end to end: a tenant's endpoint is told, signed the Standard
 //! Webhooks way, when a turn finishes, an approval is asked for and a cron run fails; a
-//! receiver that fails is retried until it answers; one that refuses (4xx) is given up on;
-//! private addresses are refused when the operator has not allowed them.
+//! receiver that fails is retried until it answers; one that refuses (4xx) is given up on; a
+//! disabled endpoint's events wait for it; private addresses are refused unless allowed.
 
 use std::time::Duration;
 
@@ -106,6 +106,14 @@ async fn a_tenants_endpoint_is_told_signed_events_and_a_failing_one_is_retried()
     assert_eq!(rx.received().len(), 5, "a 410 is given up on");
     let (_, shown) = call(&env, &key, "get", &format!("/v1/event-hooks/{id}"), None).await;
     assert_eq!((shown["last_status"].as_i64(), shown.get("secret")), (Some(410), None), "{shown}");
+    // Disabled: events wait; enabled again: they go.
+    call(&env, &key, "patch", &format!("/v1/event-hooks/{id}"), Some(json!({"enabled": false}))).await;
+    assert_eq!(call(&env, &key, "post", &format!("/v1/event-hooks/{id}/ping"), None).await.0, 202);
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert_eq!(rx.received().len(), 5, "nothing goes to a disabled endpoint");
+    call(&env, &key, "patch", &format!("/v1/event-hooks/{id}"), Some(json!({"enabled": true}))).await;
+    let got = received(&rx, 6).await;
+    assert_eq!(verified(&got[5], &secret)["type"], "ping");
     pod.stop.cancel();
     env.stop().await;
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use hermes_gateway::hooks::verify::{github_signature, standard_signature};
+use hermes_gateway::hooks::verify::{github_signature, standard_key, standard_signature};
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::TelegramEmulator;
 
@@ -147,7 +147,7 @@ async fn a_hook_fires_its_cron_job_now_with_the_event_as_marked_context() {
         vec![
             ("webhook-id", "msg_1".to_owned()),
             ("webhook-timestamp", at.to_string()),
-            ("webhook-signature", standard_signature(secret.as_bytes(), "msg_1", at, &body)),
+            ("webhook-signature", standard_signature(&standard_key(secret.as_bytes()), "msg_1", at, &body)),
         ]
     };
     assert_eq!(post(&pod, path, &signed(now - 3600), &body).await.0, 401, "an hour-old signature is a replay");
@@ -164,6 +164,9 @@ async fn a_hook_fires_its_cron_job_now_with_the_event_as_marked_context() {
         user.contains("billing ok: Ignore all") && user.ends_with("Summarise the deployment for the team."),
         "{user}"
     );
+    let run = &env.llm.requests()[0].body;
+    let no_tools = run.get("tools").is_none_or(|t| t.as_array().is_some_and(Vec::is_empty));
+    assert!(no_tools, "a fired run reads a stranger's event: no tools: {run}");
     for _ in 0..100 {
         if env.count("SELECT count(*) FROM cron_runs WHERE status = 'completed' AND context IS NOT NULL").await == 1 {
             break;
@@ -171,8 +174,15 @@ async fn a_hook_fires_its_cron_job_now_with_the_event_as_marked_context() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(env.count("SELECT count(*) FROM cron_runs WHERE status = 'completed' AND context IS NOT NULL").await, 1);
+    let (_, job) = call(&env, &key, "get", "/v1/cron/jobs/deploy report", None).await;
+    assert_eq!(job["repeat_completed"], 0, "a fired run is not one of the job's scheduled runs");
     let (status, _) = post(&pod, path, &signed(now), &body).await;
     assert_eq!(status, 200, "the same delivery id again is a duplicate");
+    let mut replay = signed(now);
+    replay.push(("x-github-delivery", "looks-new".to_owned()));
+    let (status, dup) = post(&pod, path, &replay, &body).await;
+    assert_eq!((status, dup["status"].as_str()), (200, Some("duplicate")), "the signed id decides, not other headers");
+    assert!(secret.starts_with("whsec_"), "Standard Webhooks libraries read the secret as it is given");
     pod.stop.cancel();
     env.stop().await;
 }

@@ -144,7 +144,7 @@ impl Channel {
 }
 
 /// A random secret of URL- and header-safe characters (Telegram allows `A-Za-z0-9_-`).
-pub(crate) fn webhook_secret() -> String {
+fn webhook_secret() -> String {
     use rand::Rng;
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     let mut rng = rand::rng();

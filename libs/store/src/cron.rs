@@ -122,6 +122,17 @@ pub struct ClaimedRun {
     pub context: Option<String>,
 }
 
+/// What a job sets for its runs.
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    /// Another model than the agent's.
+    pub model: Option<String>,
+    /// Only these of the agent's toolsets.
+    pub toolsets: Option<Vec<String>>,
+    /// Fired by a webhook (its run reads a stranger's event).
+    pub fired: bool,
+}
+
 /// A run that ended (its turn finished, or it was declared unknown).
 #[derive(Debug, Clone)]
 pub struct SettledRun {
@@ -331,26 +342,26 @@ impl Store {
             }
         }
         let room = limit - i64::try_from(claimed.len()).unwrap_or(limit);
-        claimed.extend(crate::cron_fires::claim_fires(&mut tx, owner, room).await?);
+        claimed.extend(crate::cron_fires::claim_fires(&mut tx, owner, room, tenant_cap).await?);
         tx.commit().await?;
         Ok(claimed)
     }
 
-    /// The model and toolsets of the job whose run `turn` is, if it is one and sets them.
-    pub async fn cron_run_settings(
-        &self,
-        tenant: TenantId,
-        turn: TurnId,
-    ) -> Result<Option<(Option<String>, Option<Vec<String>>)>> {
+    /// What the job whose run `turn` is sets for its runs, if `turn` is a cron run.
+    pub async fn cron_run_settings(&self, tenant: TenantId, turn: TurnId) -> Result<Option<RunSettings>> {
         let row = sqlx::query(
-            "SELECT j.model, j.toolsets FROM cron_runs r JOIN cron_jobs j ON j.id = r.job_id
+            "SELECT j.model, j.toolsets, r.context IS NOT NULL AS fired FROM cron_runs r
+             JOIN cron_jobs j ON j.id = r.job_id
              WHERE r.tenant_id = $1 AND r.turn_id = $2",
         )
         .bind(tenant.as_uuid())
         .bind(turn.as_uuid())
         .fetch_optional(self.pool())
         .await?;
-        row.map(|r| Ok((r.try_get("model")?, r.try_get("toolsets")?))).transpose()
+        row.map(|r| {
+            Ok(RunSettings { model: r.try_get("model")?, toolsets: r.try_get("toolsets")?, fired: r.try_get("fired")? })
+        })
+        .transpose()
     }
 
     /// The chat a turn answers (its `reply_to`), where jobs made in it deliver.
@@ -435,21 +446,25 @@ impl Store {
                     finished_at = COALESCE(t.finished_at, now())
                 FROM turns t
                 WHERE r.status = 'running' AND t.id = r.turn_id AND t.status IN ('completed', 'failed', 'cancelled')
-                RETURNING r.id, r.tenant_id, r.job_id, r.status, r.error
+                RETURNING r.id, r.tenant_id, r.job_id, r.status, r.error, r.context IS NOT NULL AS fired
              ), vanished AS (
                 UPDATE cron_runs r SET status = 'unknown', finished_at = now(),
                     error = 'the scheduler that claimed this run vanished before starting it; not run again'
                 WHERE r.status = 'claimed' AND r.created_at < now() - make_interval(secs => $1)
-                RETURNING r.id, r.tenant_id, r.job_id, r.status, r.error
-             ), settled AS (SELECT * FROM ended UNION ALL SELECT * FROM vanished),
+                RETURNING r.id, r.tenant_id, r.job_id, r.status, r.error, r.context IS NOT NULL AS fired
+             ), settled AS (
+                -- A run a webhook fired does not count toward the job's repeats.
+                SELECT *, CASE WHEN fired THEN 0 ELSE 1 END AS counts FROM ended
+                UNION ALL SELECT *, CASE WHEN fired THEN 0 ELSE 1 END FROM vanished
+             ),
              jobs AS (
                 UPDATE cron_jobs j SET last_run_at = now(),
                     last_status = CASE WHEN s.status = 'completed' THEN 'ok' ELSE 'error' END,
                     last_error = CASE WHEN s.status = 'completed' THEN NULL ELSE s.error END,
-                    repeat_completed = j.repeat_completed + 1,
-                    state = CASE WHEN j.repeat_times IS NOT NULL AND j.repeat_completed + 1 >= j.repeat_times
+                    repeat_completed = j.repeat_completed + s.counts,
+                    state = CASE WHEN j.repeat_times IS NOT NULL AND j.repeat_completed + s.counts >= j.repeat_times
                                  THEN 'completed' ELSE j.state END,
-                    next_run_at = CASE WHEN j.repeat_times IS NOT NULL AND j.repeat_completed + 1 >= j.repeat_times
+                    next_run_at = CASE WHEN j.repeat_times IS NOT NULL AND j.repeat_completed + s.counts >= j.repeat_times
                                        THEN NULL ELSE j.next_run_at END,
                     updated_at = now()
                 FROM settled s WHERE j.id = s.job_id

@@ -44,16 +44,27 @@ pub(crate) async fn fire_in(
 }
 
 /// Claims up to `limit` fired runs inside the scheduler's claiming transaction.
-pub(crate) async fn claim_fires(tx: &mut sqlx::PgConnection, owner: &str, limit: i64) -> Result<Vec<ClaimedRun>> {
+pub(crate) async fn claim_fires(
+    tx: &mut sqlx::PgConnection,
+    owner: &str,
+    limit: i64,
+    tenant_cap: i64,
+) -> Result<Vec<ClaimedRun>> {
     if limit <= 0 {
         return Ok(Vec::new());
     }
+    // A tenant at its cap of open runs waits, as for scheduled runs; a paused job's fires are
+    // dropped (pausing a job stops it, whatever calls it).
     let fires = sqlx::query(
         "DELETE FROM cron_fires WHERE id IN
-            (SELECT id FROM cron_fires ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+            (SELECT f.id FROM cron_fires f
+             WHERE (SELECT count(*) FROM cron_runs r
+                    WHERE r.tenant_id = f.tenant_id AND r.status IN ('claimed', 'running')) < $2
+             ORDER BY f.created_at LIMIT $1 FOR UPDATE SKIP LOCKED)
          RETURNING job_id, context, created_at",
     )
     .bind(limit)
+    .bind(tenant_cap)
     .fetch_all(&mut *tx)
     .await?;
     let mut claimed = Vec::new();
@@ -67,6 +78,10 @@ pub(crate) async fn claim_fires(tx: &mut sqlx::PgConnection, owner: &str, limit:
             continue;
         };
         let job = Job::from_row(&row)?;
+        if job.state == "paused" {
+            tracing::info!(job.id = %job.id, "a webhook fired a paused job; not run");
+            continue;
+        }
         let run_id: Option<uuid::Uuid> = sqlx::query_scalar(
             "INSERT INTO cron_runs (id, tenant_id, job_id, scheduled_for, claimed_by, context)
              VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (job_id, scheduled_for) DO NOTHING RETURNING id",

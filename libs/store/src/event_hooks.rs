@@ -231,14 +231,15 @@ impl Store {
         rows.iter().map(|r| Ok(r.try_get("delivery")?)).collect()
     }
 
-    /// Claims up to `limit` due events for `lease` (oldest first, `SKIP LOCKED`: any number of
-    /// gateway pods share them); an event not settled in time is due again.
+    /// Claims up to `limit` due events of enabled endpoints for `lease` (oldest first,
+    /// `SKIP LOCKED`: any number of gateway pods share them); an event not settled in time is
+    /// due again. A disabled endpoint's events wait until it is enabled again.
     pub async fn claim_events(&self, limit: i64, lease: Duration) -> Result<Vec<DueEvent>> {
         let rows = sqlx::query(
             "WITH due AS (
-                SELECT d.id FROM event_deliveries d
+                SELECT d.id FROM event_deliveries d JOIN event_hooks h ON h.id = d.hook_id AND h.enabled
                 WHERE d.status = 'pending' AND d.next_attempt_at <= now()
-                ORDER BY d.next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED
+                ORDER BY d.next_attempt_at LIMIT $1 FOR UPDATE OF d SKIP LOCKED
              ), claimed AS (
                 UPDATE event_deliveries d SET next_attempt_at = now() + make_interval(secs => $2),
                        attempts = d.attempts + 1

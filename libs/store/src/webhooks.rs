@@ -61,6 +61,17 @@ fn context(id: uuid::Uuid) -> String {
     format!("webhook:{id}")
 }
 
+/// A new signing secret, `whsec_<base64 of 24 random bytes>`: senders that use it as is
+/// (GitHub, GitLab) and Standard Webhooks libraries (which sign with the decoded bytes) both
+/// work with it.
+fn new_secret() -> String {
+    use base64::Engine;
+    use rand::Rng;
+    let mut rng = rand::rng();
+    let key: Vec<u8> = (0..24).map(|_| rng.random::<u8>()).collect();
+    format!("whsec_{}", base64::engine::general_purpose::STANDARD.encode(key))
+}
+
 fn need(secrets: Option<&SecretBox>) -> Result<&SecretBox> {
     secrets.ok_or_else(|| {
         StoreError::Secret("webhook secrets need secrets.master_key (HERMES__SECRETS__MASTER_KEY)".into())
@@ -107,7 +118,7 @@ impl Store {
         secrets: Option<&SecretBox>,
     ) -> Result<(Webhook, String)> {
         let id = uuid::Uuid::now_v7();
-        let secret = crate::channels::webhook_secret();
+        let secret = new_secret();
         let sealed = need(secrets)?.seal(&context(id), secret.as_bytes())?;
         let row = sqlx::query(
             "INSERT INTO webhooks (id, tenant_id, agent_id, name, secret, events, prompt, skills, deliver,
@@ -195,7 +206,7 @@ impl Store {
         id: uuid::Uuid,
         secrets: Option<&SecretBox>,
     ) -> Result<String> {
-        let secret = crate::channels::webhook_secret();
+        let secret = new_secret();
         let sealed = need(secrets)?.seal(&context(id), secret.as_bytes())?;
         let done = sqlx::query("UPDATE webhooks SET secret = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_uuid())

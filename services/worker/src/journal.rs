@@ -2,7 +2,7 @@
 //! publisher.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
@@ -126,23 +126,38 @@ pub(crate) struct EventPublisher {
 }
 
 /// When a turn last showed a sign of life: a streamed token, a tool starting or ending.
-/// Unattended runs end after too long without one (see [`until_inactive`]).
+/// While a tool runs the turn counts as active (each tool has its own time limit, and a
+/// delegated child works out of sight); unattended runs end after too long without a sign
+/// of life otherwise (see [`until_inactive`]): a model call that hangs.
 pub(crate) struct Activity {
     since: Instant,
     last_ms: AtomicU64,
+    tools_running: AtomicI64,
 }
 
 impl Activity {
     fn new() -> Self {
-        Self { since: Instant::now(), last_ms: AtomicU64::new(0) }
+        Self { since: Instant::now(), last_ms: AtomicU64::new(0), tools_running: AtomicI64::new(0) }
     }
 
-    fn touch(&self) {
+    fn touch(&self, event: &TurnEventKind) {
         let now = u64::try_from(self.since.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.last_ms.store(now, Ordering::Relaxed);
+        match event {
+            TurnEventKind::ToolStarted { .. } => {
+                self.tools_running.fetch_add(1, Ordering::Relaxed);
+            }
+            TurnEventKind::ToolCompleted { .. } => {
+                let _ = self.tools_running.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| Some((n - 1).max(0)));
+            }
+            _ => {}
+        }
     }
 
     fn idle(&self) -> Duration {
+        if self.tools_running.load(Ordering::Relaxed) > 0 {
+            return Duration::ZERO;
+        }
         self.since.elapsed().saturating_sub(Duration::from_millis(self.last_ms.load(Ordering::Relaxed)))
     }
 }
@@ -154,7 +169,8 @@ pub(crate) async fn until_inactive(events: &EventPublisher, limit: Duration) {
         if idle >= limit {
             return;
         }
-        tokio::time::sleep(limit - idle).await;
+        // Looked at again at least every second (a tool may end, and the wait start, meanwhile).
+        tokio::time::sleep((limit - idle).min(Duration::from_secs(1))).await;
     }
 }
 
@@ -194,7 +210,39 @@ impl EventPublisher {
 
 impl EventSink for EventPublisher {
     fn emit(&self, event: TurnEventKind) {
-        self.activity.touch();
+        self.activity.touch(&event);
         let _ = self.tx.send(event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_running_tool_is_activity_and_a_silent_model_call_is_not() {
+        let activity = Activity::new();
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(activity.idle() >= Duration::from_millis(30), "nothing happened yet");
+        let started = TurnEventKind::ToolStarted {
+            call_id: "c".into(),
+            tool: "delegate_task".into(),
+            preview: String::new(),
+            arguments: String::new(),
+        };
+        activity.touch(&started);
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(activity.idle(), Duration::ZERO, "a tool (a delegated child) is at work");
+        let done = TurnEventKind::ToolCompleted {
+            call_id: "c".into(),
+            tool: "delegate_task".into(),
+            ok: true,
+            duration_ms: 30,
+            output: String::new(),
+        };
+        activity.touch(&done);
+        activity.touch(&done);
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(activity.idle() >= Duration::from_millis(30), "waiting on the model again");
     }
 }

@@ -182,19 +182,23 @@ pub(crate) fn restrict_unattended(source: &str, toolsets: &mut Vec<String>) -> b
 }
 
 /// A cron run takes its job's model (on the agent's provider) and keeps only the job's
-/// toolsets of the agent's, when the job sets them.
+/// toolsets of the agent's, when the job sets them; a run a webhook fired reads a stranger's
+/// event, so it keeps only the webhook toolsets, as a webhook's own turn does.
 pub(crate) async fn apply_job_settings(
     store: &hermes_store::Store,
     tenant: hermes_core::TenantId,
     turn: hermes_core::TurnId,
     agent: &mut hermes_store::Agent,
 ) -> Result<(), hermes_store::StoreError> {
-    if let Some((model, toolsets)) = store.cron_run_settings(tenant, turn).await? {
-        if let Some(model) = model {
+    if let Some(settings) = store.cron_run_settings(tenant, turn).await? {
+        if let Some(model) = settings.model {
             agent.model = model;
         }
-        if let Some(only) = toolsets {
+        if let Some(only) = settings.toolsets {
             agent.toolsets.retain(|t| only.contains(t));
+        }
+        if settings.fired {
+            agent.toolsets.retain(|t| WEBHOOK_TOOLSETS.contains(&t.as_str()));
         }
     }
     Ok(())

@@ -32,6 +32,17 @@ fn answer(status: StatusCode, body: Value) -> Response {
     (status, Json(body)).into_response()
 }
 
+fn refusal(why: &verify::Refused) -> &'static str {
+    match why {
+        verify::Refused::Unsigned => {
+            "the request is not signed (X-Hub-Signature-256, webhook-signature, \
+                                     X-Gitlab-Token or X-Webhook-Signature)"
+        }
+        verify::Refused::BadSignature => "the signature does not match this webhook's secret",
+        verify::Refused::Stale => "the signed timestamp is more than five minutes away from now",
+    }
+}
+
 fn refuse(status: StatusCode, message: &str) -> Response {
     answer(status, json!({ "error": { "message": message } }))
 }
@@ -64,18 +75,13 @@ pub async fn receive(
             return refuse(StatusCode::SERVICE_UNAVAILABLE, "try again");
         }
     };
-    if let Err(why) = verify::verify(&headers, &body, &secret, chrono::Utc::now().timestamp()) {
-        metrics::counter!("hermes_gateway_rejected_total", "platform" => "webhook").increment(1);
-        let message = match why {
-            verify::Refused::Unsigned => {
-                "the request is not signed (X-Hub-Signature-256, webhook-signature, \
-                                          X-Gitlab-Token or X-Webhook-Signature)"
-            }
-            verify::Refused::BadSignature => "the signature does not match this webhook's secret",
-            verify::Refused::Stale => "the signed timestamp is more than five minutes away from now",
-        };
-        return refuse(StatusCode::UNAUTHORIZED, message);
-    }
+    let signed = match verify::verify(&headers, &body, &secret, chrono::Utc::now().timestamp()) {
+        Ok(signed) => signed,
+        Err(why) => {
+            metrics::counter!("hermes_gateway_rejected_total", "platform" => "webhook").increment(1);
+            return refuse(StatusCode::UNAUTHORIZED, refusal(&why));
+        }
+    };
     // Counted after the signature, so strangers cannot use up the sender's rate.
     let per_minute = u32::try_from(hook.rate_limit_per_minute).unwrap_or(30);
     match gw.cache.rate_limiter().check(&format!("webhook:{}", hook.id), per_minute).await {
@@ -98,7 +104,11 @@ pub async fn receive(
     if !hook.events.is_empty() && !hook.events.iter().any(|e| e == &event) {
         return answer(StatusCode::OK, json!({ "status": "ignored", "event": event }));
     }
-    let delivery = render::delivery_id(&headers).unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+    // A signed message id is the delivery (unsigned headers could make a replay look new).
+    let delivery = match signed {
+        verify::Signed::Standard { id } => id,
+        verify::Signed::Body => render::delivery_id(&headers).unwrap_or_else(|| uuid::Uuid::now_v7().to_string()),
+    };
     let start = match what_to_start(&gw, &hook, &payload, &event, &delivery).await {
         Ok(start) => start,
         Err(e) => {

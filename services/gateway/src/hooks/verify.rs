@@ -2,7 +2,8 @@
 //! present wins (a request naming none is refused):
 //! - GitHub, Gitea, Forgejo: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the body>`;
 //! - Standard Webhooks / Svix: `webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64>`
-//!   (or the `svix-` names) over `id.timestamp.body`, the timestamp within five minutes;
+//!   (or the `svix-` names) over `id.timestamp.body` with the key a `whsec_` secret encodes, the
+//!   timestamp within five minutes (the signed id then dedupes retries);
 //! - GitLab: `X-Gitlab-Token: <the secret itself>`;
 //! - anything else: `X-Webhook-Signature: <hex HMAC-SHA256 of the body>`.
 
@@ -12,7 +13,16 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 /// How far a signed timestamp may be from now.
-const TOLERANCE_SECONDS: i64 = 300;
+const TOLERANCE_SECONDS: u64 = 300;
+
+/// How a request proved it holds the secret.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Signed {
+    /// Standard Webhooks / Svix: the signed message id (what dedupes its retries).
+    Standard { id: String },
+    /// A scheme that signs the body only (GitHub, GitLab, generic).
+    Body,
+}
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Refused {
@@ -52,21 +62,30 @@ fn hex_hmac_matches(secret: &[u8], body: &[u8], claimed_hex: &str) -> bool {
     m.verify_slice(&claimed).is_ok()
 }
 
+/// The HMAC key Standard Webhooks libraries derive from a `whsec_<base64>` secret (the
+/// secret's own bytes when it is not base64).
+pub fn standard_key(secret: &[u8]) -> Vec<u8> {
+    let text = std::str::from_utf8(secret).unwrap_or_default();
+    let encoded = text.strip_prefix("whsec_").unwrap_or(text);
+    base64::engine::general_purpose::STANDARD.decode(encoded).unwrap_or_else(|_| secret.to_vec())
+}
+
 /// Checks the request against `secret`, as of `now` (Unix seconds).
-pub fn verify(headers: &HeaderMap, body: &[u8], secret: &[u8], now: i64) -> Result<(), Refused> {
+pub fn verify(headers: &HeaderMap, body: &[u8], secret: &[u8], now: i64) -> Result<Signed, Refused> {
+    let body_only = |ok: bool| if ok { Ok(Signed::Body) } else { Err(Refused::BadSignature) };
     if let Some(sig) = header(headers, "x-hub-signature-256") {
         let hex = sig.strip_prefix("sha256=").ok_or(Refused::BadSignature)?;
-        return if hex_hmac_matches(secret, body, hex) { Ok(()) } else { Err(Refused::BadSignature) };
+        return body_only(hex_hmac_matches(secret, body, hex));
     }
     for prefix in ["webhook", "svix"] {
         if let Some(signatures) = header(headers, &format!("{prefix}-signature")) {
             let id = header(headers, &format!("{prefix}-id")).ok_or(Refused::BadSignature)?;
             let ts = header(headers, &format!("{prefix}-timestamp")).ok_or(Refused::BadSignature)?;
             let at: i64 = ts.parse().map_err(|_| Refused::BadSignature)?;
-            if (now - at).abs() > TOLERANCE_SECONDS {
+            if now.abs_diff(at) > TOLERANCE_SECONDS {
                 return Err(Refused::Stale);
             }
-            let mut m = mac(secret);
+            let mut m = mac(&standard_key(secret));
             m.update(format!("{id}.{ts}.").as_bytes());
             m.update(body);
             let expected = m.finalize().into_bytes();
@@ -74,14 +93,14 @@ pub fn verify(headers: &HeaderMap, body: &[u8], secret: &[u8], now: i64) -> Resu
             let matched = signatures.split_whitespace().filter_map(|s| s.strip_prefix("v1,")).any(|b64| {
                 base64::engine::general_purpose::STANDARD.decode(b64).is_ok_and(|claimed| same(&claimed, &expected))
             });
-            return if matched { Ok(()) } else { Err(Refused::BadSignature) };
+            return if matched { Ok(Signed::Standard { id: id.to_owned() }) } else { Err(Refused::BadSignature) };
         }
     }
     if let Some(token) = header(headers, "x-gitlab-token") {
-        return if same(token.as_bytes(), secret) { Ok(()) } else { Err(Refused::BadSignature) };
+        return body_only(same(token.as_bytes(), secret));
     }
     if let Some(hex) = header(headers, "x-webhook-signature") {
-        return if hex_hmac_matches(secret, body, hex) { Ok(()) } else { Err(Refused::BadSignature) };
+        return body_only(hex_hmac_matches(secret, body, hex));
     }
     Err(Refused::Unsigned)
 }
@@ -124,7 +143,7 @@ mod tests {
         let sig = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
         assert_eq!(github_signature(SECRET, b"Hello, World!"), sig);
         let h = with(&[("x-hub-signature-256", sig.into())]);
-        assert_eq!(verify(&h, b"Hello, World!", SECRET, NOW), Ok(()));
+        assert_eq!(verify(&h, b"Hello, World!", SECRET, NOW), Ok(Signed::Body));
         assert_eq!(verify(&h, b"Hello, World?", SECRET, NOW), Err(Refused::BadSignature));
         assert_eq!(verify(&h, b"Hello, World!", b"other", NOW), Err(Refused::BadSignature));
         let bare = with(&[("x-hub-signature-256", sig.trim_start_matches("sha256=").into())]);
@@ -133,23 +152,27 @@ mod tests {
 
     #[test]
     fn standard_webhooks_check_the_signature_over_id_time_and_body_and_the_clock() {
-        let good = standard_signature(SECRET, "msg_1", NOW, b"{}");
+        // The example secret format of the Standard Webhooks spec: signed with the decoded key.
+        let secret = b"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+        let good = standard_signature(&standard_key(secret), "msg_1", NOW, b"{}");
         let h = |sig: String, ts: i64| {
             with(&[("webhook-id", "msg_1".into()), ("webhook-timestamp", ts.to_string()), ("webhook-signature", sig)])
         };
-        assert_eq!(verify(&h(good.clone(), NOW), b"{}", SECRET, NOW + 10), Ok(()));
-        assert_eq!(verify(&h(format!("v1,bm9wZQ== {good}"), NOW), b"{}", SECRET, NOW), Ok(()), "any of several");
-        assert_eq!(verify(&h(good.clone(), NOW), b"{ }", SECRET, NOW), Err(Refused::BadSignature));
-        assert_eq!(verify(&h(good.clone(), NOW), b"{}", SECRET, NOW + 301), Err(Refused::Stale));
+        let signed = Ok(Signed::Standard { id: "msg_1".into() });
+        assert_eq!(verify(&h(good.clone(), NOW), b"{}", secret, NOW + 10), signed);
+        assert_eq!(verify(&h(format!("v1,bm9wZQ== {good}"), NOW), b"{}", secret, NOW), signed, "any of several");
+        assert_eq!(verify(&h(good.clone(), NOW), b"{ }", secret, NOW), Err(Refused::BadSignature));
+        assert_eq!(verify(&h(good.clone(), NOW), b"{}", secret, NOW + 301), Err(Refused::Stale));
+        assert_eq!(verify(&h(good.clone(), i64::MIN), b"{}", secret, NOW), Err(Refused::Stale), "no overflow");
     }
 
     #[test]
     fn gitlab_tokens_and_generic_signatures_and_unsigned_requests() {
         let token = with(&[("x-gitlab-token", String::from_utf8(SECRET.to_vec()).unwrap())]);
-        assert_eq!(verify(&token, b"x", SECRET, NOW), Ok(()));
+        assert_eq!(verify(&token, b"x", SECRET, NOW), Ok(Signed::Body));
         assert_eq!(verify(&token, b"x", b"It's a Secret to Everybody!", NOW), Err(Refused::BadSignature));
         let hex = github_signature(SECRET, b"x").trim_start_matches("sha256=").to_owned();
-        assert_eq!(verify(&with(&[("x-webhook-signature", hex)]), b"x", SECRET, NOW), Ok(()));
+        assert_eq!(verify(&with(&[("x-webhook-signature", hex)]), b"x", SECRET, NOW), Ok(Signed::Body));
         assert_eq!(
             verify(&with(&[("x-webhook-signature", "zz".into())]), b"x", SECRET, NOW),
             Err(Refused::BadSignature)
