@@ -11,6 +11,17 @@ use hermes_testkit::telegram::TelegramEmulator;
 use crate::harness::{Roles, TestEnv};
 use crate::telegram::{Pod, TOKEN, bind, sent};
 
+/// A Telegram bot of the agent that sends each answer whole (no previews), and a gateway pod.
+async fn bot(env: &TestEnv) -> (TelegramEmulator, Pod) {
+    let tg = TelegramEmulator::start().await.unwrap();
+    bind(env, &tg, "poll", "open", &[]).await;
+    sqlx::query("UPDATE channels SET streaming = false, tool_progress = false")
+        .execute(env.store.pool())
+        .await
+        .unwrap();
+    (tg, Pod::start(env).await)
+}
+
 fn texts(tg: &TelegramEmulator) -> Vec<String> {
     tg.sent(TOKEN).into_iter().map(|m| m.text).collect()
 }
@@ -18,13 +29,7 @@ fn texts(tg: &TelegramEmulator) -> Vec<String> {
 #[tokio::test]
 async fn a_goal_keeps_the_agent_going_until_the_judge_says_it_is_done() {
     let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
-    sqlx::query("UPDATE channels SET streaming = false, tool_progress = false")
-        .execute(env.store.pool())
-        .await
-        .unwrap();
-    let pod = Pod::start(&env).await;
+    let (tg, pod) = bot(&env).await;
     for reply in [
         ScriptedReply::text("Step 1 done."),
         ScriptedReply::text(r#"{"done": false, "reason": "Two steps are left."}"#),
@@ -73,13 +78,7 @@ async fn a_goal_keeps_the_agent_going_until_the_judge_says_it_is_done() {
 #[tokio::test]
 async fn a_goal_pauses_at_its_budget_and_resumes_and_clears_from_the_chat() {
     let env = TestEnv::start_with(Roles::default(), |c| c.worker.goal_max_turns = 2).await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
-    sqlx::query("UPDATE channels SET streaming = false, tool_progress = false")
-        .execute(env.store.pool())
-        .await
-        .unwrap();
-    let pod = Pod::start(&env).await;
+    let (tg, pod) = bot(&env).await;
     let not_yet = || ScriptedReply::text(json!({"done": false, "reason": "More sheep."}).to_string());
     for reply in [ScriptedReply::text("1 sheep"), not_yet(), ScriptedReply::text("2 sheep"), not_yet()] {
         env.llm.push(reply);
@@ -108,13 +107,7 @@ async fn a_goal_pauses_at_its_budget_and_resumes_and_clears_from_the_chat() {
 #[tokio::test]
 async fn subgoals_are_criteria_the_judge_and_the_next_turn_both_see() {
     let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
-    sqlx::query("UPDATE channels SET streaming = false, tool_progress = false")
-        .execute(env.store.pool())
-        .await
-        .unwrap();
-    let pod = Pod::start(&env).await;
+    let (tg, pod) = bot(&env).await;
     tg.user_says(TOKEN, 42, "/subgoal with tests");
     assert_eq!(sent(&tg, 1).await[0].text, "Set a goal first: /goal and what you want done.");
     // The first turn is held until the criteria are in, so its judgement sees them.
