@@ -144,12 +144,7 @@ async fn a_job_made_through_the_api_runs_and_delivers_to_a_chat() {
     // Nothing to report: silent. A failure is always reported.
     env.llm.push(ScriptedReply::text("[SILENT]"));
     call(&env, &key, "post", "/v1/cron/jobs/Morning brief/run", None).await;
-    for _ in 0..100 {
-        if env.count("SELECT count(*) FROM cron_runs WHERE status = 'completed'").await == 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    env.wait_for_count("SELECT count(*) FROM cron_runs WHERE status = 'completed'", 2).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(tg.sent(TOKEN).len(), 1, "[SILENT] is not delivered");
     let id = job["id"].as_str().unwrap();
@@ -170,12 +165,7 @@ async fn a_job_made_through_the_api_runs_and_delivers_to_a_chat() {
         "{}",
         got[1].text
     );
-    for _ in 0..100 {
-        if env.count("SELECT count(*) FROM cron_jobs WHERE last_status = 'error'").await == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    env.wait_for_count("SELECT count(*) FROM cron_jobs WHERE last_status = 'error'", 1).await;
     assert_eq!(env.count("SELECT count(*) FROM cron_runs WHERE status = 'failed'").await, 1);
 
     // Paused: running on demand still works (as upstream's `run`), the schedule waits.

@@ -53,19 +53,9 @@ async fn a_scheduler_killed_while_claiming_leaves_each_slot_run_at_most_once() {
     let mut a = Scheduler::start(&env, "sched-a");
     let mut b = Scheduler::start(&env, "sched-b");
     // Kill one as soon as both are making runs.
-    for _ in 0..400 {
-        if env.count("SELECT count(DISTINCT claimed_by) FROM cron_runs").await >= 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    env.wait_for_count("SELECT count(DISTINCT claimed_by) FROM cron_runs", 2).await;
     a.kill();
-    for _ in 0..400 {
-        if env.count("SELECT count(*) FROM cron_runs").await == JOBS {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    env.wait_for_count("SELECT count(*) FROM cron_runs", JOBS).await;
     // Both stopped, the ledger is still: every due slot claimed once, a turn for each started run.
     b.kill();
     assert_eq!(env.count("SELECT count(*) FROM cron_runs").await, JOBS, "every due slot claimed once");

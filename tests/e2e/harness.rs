@@ -225,6 +225,16 @@ impl TestEnv {
         sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql.to_owned())).fetch_one(self.store.pool()).await.unwrap()
     }
 
+    /// Polls a SQL count until it reaches `at_least` (20 s at most; the caller asserts).
+    pub async fn wait_for_count(&self, sql: &str, at_least: i64) {
+        for _ in 0..400 {
+            if self.count(sql).await >= at_least {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// A `hermesd` child process running `roles` against this environment.
     pub fn spawn_hermesd(&self, roles: &[&str], worker_id: &str) -> Child {
         self.spawn_hermesd_with(roles, worker_id, &[])

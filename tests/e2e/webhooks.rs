@@ -3,8 +3,6 @@
 //! hook's chat; unsigned, badly signed, stale, filtered, repeated, over-rate and disabled
 //! deliveries start nothing; a hook bound to a cron job fires a run of it with the event.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
 use hermes_gateway::hooks::verify::{github_signature, standard_key, standard_signature};
@@ -167,12 +165,7 @@ async fn a_hook_fires_its_cron_job_now_with_the_event_as_marked_context() {
     let run = &env.llm.requests()[0].body;
     let no_tools = run.get("tools").is_none_or(|t| t.as_array().is_some_and(Vec::is_empty));
     assert!(no_tools, "a fired run reads a stranger's event: no tools: {run}");
-    for _ in 0..100 {
-        if env.count("SELECT count(*) FROM cron_runs WHERE status = 'completed' AND context IS NOT NULL").await == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    env.wait_for_count("SELECT count(*) FROM cron_runs WHERE status = 'completed' AND context IS NOT NULL", 1).await;
     assert_eq!(env.count("SELECT count(*) FROM cron_runs WHERE status = 'completed' AND context IS NOT NULL").await, 1);
     let (_, job) = call(&env, &key, "get", "/v1/cron/jobs/deploy report", None).await;
     assert_eq!(job["repeat_completed"], 0, "a fired run is not one of the job's scheduled runs");

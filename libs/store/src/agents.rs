@@ -132,11 +132,7 @@ impl Store {
         }
         let sealed = match &new.provider_key {
             Some(key) => {
-                let secrets = secrets.ok_or_else(|| {
-                    StoreError::Secret(
-                        "storing a provider key needs secrets.master_key (HERMES__SECRETS__MASTER_KEY)".into(),
-                    )
-                })?;
+                let secrets = SecretBox::required(secrets, "storing a provider key")?;
                 Some(secrets.seal(&secret_context(tenant, id), key.as_bytes())?)
             }
             None => None,

@@ -106,8 +106,8 @@ fn context(id: uuid::Uuid) -> String {
 impl Channel {
     /// The platform credentials in clear.
     pub fn credentials(&self, secrets: Option<&SecretBox>) -> Result<Value> {
-        let secrets = secrets.ok_or_else(|| StoreError::Secret("channels need secrets.master_key".into()))?;
-        let plain = secrets.open(&context(self.id), &self.sealed_credentials)?;
+        let plain = SecretBox::required(secrets, "reading bot credentials")?
+            .open(&context(self.id), &self.sealed_credentials)?;
         serde_json::from_slice(&plain).map_err(|e| StoreError::Corrupt(format!("channel credentials: {e}")))
     }
 
@@ -160,9 +160,7 @@ impl Store {
         secrets: Option<&SecretBox>,
     ) -> Result<Channel> {
         use sha2::Digest;
-        let secrets = secrets.ok_or_else(|| {
-            StoreError::Secret("storing bot credentials needs secrets.master_key (HERMES__SECRETS__MASTER_KEY)".into())
-        })?;
+        let secrets = SecretBox::required(secrets, "storing bot credentials")?;
         let id = uuid::Uuid::now_v7();
         let sealed = secrets.seal(&context(id), new.credentials.to_string().as_bytes())?;
         let digest = sha2::Sha256::digest(format!("{}:{}", new.platform, new.bot_identity).as_bytes());

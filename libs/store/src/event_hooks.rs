@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use base64::Engine;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::Row;
@@ -74,8 +73,7 @@ pub struct DueEvent {
 impl DueEvent {
     /// The signing key (the bytes behind the `whsec_` secret shown to the tenant).
     pub fn key(&self, secrets: Option<&SecretBox>) -> Result<Vec<u8>> {
-        let secrets = secrets.ok_or_else(|| StoreError::Secret("event hooks need secrets.master_key".into()))?;
-        secrets.open(&context(self.hook_id), &self.sealed_secret)
+        SecretBox::required(secrets, "signing events")?.open(&context(self.hook_id), &self.sealed_secret)
     }
 }
 
@@ -102,21 +100,6 @@ fn context(id: uuid::Uuid) -> String {
     format!("event-hook:{id}")
 }
 
-fn new_key() -> Vec<u8> {
-    use rand::Rng;
-    let mut rng = rand::rng();
-    (0..32).map(|_| rng.random::<u8>()).collect()
-}
-
-fn shown_secret(key: &[u8]) -> String {
-    format!("whsec_{}", base64::engine::general_purpose::STANDARD.encode(key))
-}
-
-fn need(secrets: Option<&SecretBox>) -> Result<&SecretBox> {
-    secrets
-        .ok_or_else(|| StoreError::Secret("event hooks need secrets.master_key (HERMES__SECRETS__MASTER_KEY)".into()))
-}
-
 impl Store {
     /// Adds an endpoint; returns it with its secret (`whsec_…`, shown this once).
     pub async fn create_event_hook(
@@ -128,8 +111,8 @@ impl Store {
         secrets: Option<&SecretBox>,
     ) -> Result<(EventHook, String)> {
         let id = uuid::Uuid::now_v7();
-        let key = new_key();
-        let sealed = need(secrets)?.seal(&context(id), &key)?;
+        let (key, shown) = crate::secrets::signing_secret()?;
+        let sealed = SecretBox::required(secrets, "an event hook's secret")?.seal(&context(id), &key)?;
         let row = sqlx::query(
             "INSERT INTO event_hooks (id, tenant_id, url, events, secret, description)
              VALUES ($1, $2, $3, $4, $5, $6) RETURNING *",
@@ -142,7 +125,7 @@ impl Store {
         .bind(crate::messages::without_nul(description))
         .fetch_one(self.pool())
         .await?;
-        Ok((EventHook::from_row(&row)?, shown_secret(&key)))
+        Ok((EventHook::from_row(&row)?, shown))
     }
 
     pub async fn list_event_hooks(&self, tenant: TenantId) -> Result<Vec<EventHook>> {

@@ -167,15 +167,20 @@ impl Store {
         Goal::from_row(&row).map(Some)
     }
 
-    /// Whether the session has turns waiting (a person's message goes before a continuation).
-    pub async fn has_queued_turns(&self, tenant: TenantId, session: SessionId) -> Result<bool> {
-        Ok(sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM turns WHERE tenant_id = $1 AND session_id = $2 AND status = 'queued')",
+    /// The session's goal when a finished turn is to be judged against it: active, and no
+    /// turn waiting (those run first, and the last of them is judged). One query, on the path
+    /// of every turn.
+    pub async fn goal_to_judge(&self, tenant: TenantId, session: SessionId) -> Result<Option<Goal>> {
+        let row = sqlx::query(
+            "SELECT * FROM session_goals g WHERE g.tenant_id = $1 AND g.session_id = $2 AND g.state = 'active'
+               AND NOT EXISTS (SELECT 1 FROM turns t
+                               WHERE t.tenant_id = $1 AND t.session_id = $2 AND t.status = 'queued')",
         )
         .bind(tenant.as_uuid())
         .bind(session.as_uuid())
-        .fetch_one(self.pool())
-        .await?)
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(Goal::from_row).transpose()
     }
 
     /// Applies the judge's verdict on `turn` to the session's active goal (`decide` maps the

@@ -36,6 +36,12 @@ impl SecretBox {
         master_key.map(Self::from_base64).transpose()
     }
 
+    /// The configured box, or an error saying `what` needs `secrets.master_key`.
+    pub fn required<'a>(secrets: Option<&'a SecretBox>, what: &str) -> Result<&'a SecretBox> {
+        secrets
+            .ok_or_else(|| StoreError::Secret(format!("{what} needs secrets.master_key (HERMES__SECRETS__MASTER_KEY)")))
+    }
+
     /// A fresh random master key, base64-encoded (for installers).
     pub fn generate_master_key() -> Result<String> {
         let mut raw = [0u8; 32];
@@ -70,6 +76,16 @@ impl SecretBox {
             .map_err(|_| StoreError::Secret("secret does not decrypt with this master key".into()))?;
         Ok(plain.to_vec())
     }
+}
+
+/// A new HMAC signing secret: 32 random bytes, and how the tenant is shown them,
+/// `whsec_<base64>` (the Standard Webhooks form: its libraries sign with the decoded bytes;
+/// GitHub- and GitLab-style senders use the string as it is).
+pub(crate) fn signing_secret() -> Result<(Vec<u8>, String)> {
+    let mut key = vec![0u8; 32];
+    SystemRandom::new().fill(&mut key).map_err(|_| StoreError::Secret("no system randomness".into()))?;
+    let shown = format!("whsec_{}", base64::engine::general_purpose::STANDARD.encode(&key));
+    Ok((key, shown))
 }
 
 #[cfg(test)]

@@ -61,23 +61,6 @@ fn context(id: uuid::Uuid) -> String {
     format!("webhook:{id}")
 }
 
-/// A new signing secret, `whsec_<base64 of 24 random bytes>`: senders that use it as is
-/// (GitHub, GitLab) and Standard Webhooks libraries (which sign with the decoded bytes) both
-/// work with it.
-fn new_secret() -> String {
-    use base64::Engine;
-    use rand::Rng;
-    let mut rng = rand::rng();
-    let key: Vec<u8> = (0..24).map(|_| rng.random::<u8>()).collect();
-    format!("whsec_{}", base64::engine::general_purpose::STANDARD.encode(key))
-}
-
-fn need(secrets: Option<&SecretBox>) -> Result<&SecretBox> {
-    secrets.ok_or_else(|| {
-        StoreError::Secret("webhook secrets need secrets.master_key (HERMES__SECRETS__MASTER_KEY)".into())
-    })
-}
-
 impl Webhook {
     fn from_row(row: &PgRow) -> Result<Self> {
         let tenant: uuid::Uuid = row.try_get("tenant_id")?;
@@ -102,7 +85,7 @@ impl Webhook {
 
     /// The signing secret in clear.
     pub fn secret(&self, secrets: Option<&SecretBox>) -> Result<Vec<u8>> {
-        need(secrets)?.open(&context(self.id), &self.sealed_secret)
+        SecretBox::required(secrets, "a webhook's secret")?.open(&context(self.id), &self.sealed_secret)
     }
 }
 
@@ -118,8 +101,8 @@ impl Store {
         secrets: Option<&SecretBox>,
     ) -> Result<(Webhook, String)> {
         let id = uuid::Uuid::now_v7();
-        let secret = new_secret();
-        let sealed = need(secrets)?.seal(&context(id), secret.as_bytes())?;
+        let (_, secret) = crate::secrets::signing_secret()?;
+        let sealed = SecretBox::required(secrets, "a webhook's secret")?.seal(&context(id), secret.as_bytes())?;
         let row = sqlx::query(
             "INSERT INTO webhooks (id, tenant_id, agent_id, name, secret, events, prompt, skills, deliver,
                                    cron_job_id, rate_limit_per_minute)
@@ -206,8 +189,8 @@ impl Store {
         id: uuid::Uuid,
         secrets: Option<&SecretBox>,
     ) -> Result<String> {
-        let secret = new_secret();
-        let sealed = need(secrets)?.seal(&context(id), secret.as_bytes())?;
+        let (_, secret) = crate::secrets::signing_secret()?;
+        let sealed = SecretBox::required(secrets, "a webhook's secret")?.seal(&context(id), secret.as_bytes())?;
         let done = sqlx::query("UPDATE webhooks SET secret = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_uuid())
             .bind(id)

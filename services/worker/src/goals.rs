@@ -157,16 +157,6 @@ pub(crate) async fn set_from_turn(rt: &Runtime, tenant: TenantId, turn: &Claimed
     }
 }
 
-/// The session's active goal, when a finished turn should be judged against it now (not when
-/// turns wait: they run first and the last of them is judged).
-pub(crate) async fn to_judge(rt: &Runtime, tenant: TenantId, session: SessionId) -> Option<Goal> {
-    let goal = rt.ctx.store.goal(tenant, session).await.ok().flatten().filter(|g| g.state == "active")?;
-    match rt.ctx.store.has_queued_turns(tenant, session).await {
-        Ok(false) => Some(goal),
-        _ => None,
-    }
-}
-
 /// Applies the judge's verdict after the turn's outcome is stored.
 pub(crate) async fn advance(rt: &Runtime, tenant: TenantId, turn: &ClaimedTurn, session: SessionId, verdict: Verdict) {
     let store = &rt.ctx.store;

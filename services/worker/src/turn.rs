@@ -429,7 +429,7 @@ async fn prepare_and_run(
         && outcome.finish_reason != FinishReason::Error
         && !outcome.content.trim().is_empty()
         && !unattended
-        && let Some(goal) = crate::goals::to_judge(rt, tenant, journal.session).await
+        && let Ok(Some(goal)) = store.goal_to_judge(tenant, journal.session).await
     {
         journal.goal = Some(crate::goals::judge(&models, &goal, &outcome.content).await);
     }
