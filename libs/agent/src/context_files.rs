@@ -5,7 +5,7 @@
 
 use std::future::Future;
 
-use crate::threats;
+use hermes_threats as threats;
 
 /// Longest context file kept in the prompt.
 pub const MAX_CONTEXT_CHARS: usize = 20_000;

@@ -19,7 +19,6 @@ pub mod memory;
 mod model_call;
 pub mod normalize;
 pub mod prompt;
-pub mod threats;
 mod tool_step;
 
 use std::future::Future;

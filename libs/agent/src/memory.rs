@@ -4,7 +4,7 @@
 //! and how a document is shown in the stable prompt. Storage is `hermes_store::memory`; the
 //! tool is the worker's.
 
-use crate::threats;
+use hermes_threats as threats;
 
 /// Entries are separated by this when a document is shown or measured.
 pub const ENTRY_DELIMITER: &str = "\n§\n";

@@ -10,7 +10,7 @@
 use chrono::NaiveDate;
 
 use crate::context_files::{ContextFile, MAX_CONTEXT_CHARS, truncate_head_tail};
-use crate::threats;
+use hermes_threats as threats;
 
 /// Identity used when the agent has no SOUL of its own.
 pub const DEFAULT_IDENTITY: &str = "You are Hermes, an autonomous assistant hosted by Hermes Cloud for a team. \

@@ -4,16 +4,12 @@
 
 pub mod binding;
 pub mod markdown;
-pub mod outbound;
+pub mod pairing;
 pub mod slack;
 pub mod split;
 pub mod telegram;
 pub mod wecom;
 pub mod wecom_bot;
-
-use serde_json::json;
-
-use hermes_store::{Channel, PairingApproval, Store, StoreError};
 
 /// A file to send to a chat.
 pub struct OutFile<'a> {
@@ -49,12 +45,3 @@ pub const COMMAND_MENU: [(&str, &str); 24] = [
     ("pair", "Admins: approve a pairing code"),
     ("help", "What I can do"),
 ];
-
-/// Tells an approved person they are in (through the outbox, so it is delivered once).
-pub async fn announce_pairing(store: &Store, channel: &Channel, approval: &PairingApproval) -> Result<(), StoreError> {
-    let PairingApproval::Approved { user_id, chat_id } = approval else { return Ok(()) };
-    let destination = json!({ "platform": channel.platform, "channel_id": channel.id, "chat_id": chat_id });
-    let payload = json!({ "kind": "text", "text": "You're in! An admin approved you. How can I help?" });
-    let key = format!("pairing:{}:{user_id}:{}", channel.id, uuid::Uuid::now_v7());
-    store.enqueue_outbox(channel.tenant_id, channel.id, &destination, &key, &payload).await
-}

@@ -18,7 +18,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use hermes_config::KubernetesSandboxConfig;
-use hermes_sandbox::network::{Cidr, NON_PUBLIC_V4, NON_PUBLIC_V6};
+use hermes_net_policy::{Cidr, NON_PUBLIC_V4, NON_PUBLIC_V6};
 use hermes_sandbox::{SandboxKey, WORKSPACE};
 
 pub const LABEL_OWNER: &str = "hermes.io/sandbox-owner";

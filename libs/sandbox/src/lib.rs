@@ -11,7 +11,6 @@ pub mod client;
 mod common;
 pub mod docker;
 pub mod local;
-pub mod network;
 mod output;
 
 use std::collections::BTreeMap;

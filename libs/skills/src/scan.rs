@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use hermes_agent::threats;
+use hermes_threats as threats;
 
 /// One reason a skill was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -241,7 +241,11 @@ pub(crate) async fn approve(
     let channel = owned(&state, &auth, &id).await?;
     let Json(a) = body.map_err(|e| json_error(e, state.config.http.max_body_bytes))?;
     let approval = state.store.approve_pairing(auth.tenant_id, channel.id, &a.code).await.map_err(store_error)?;
-    hermes_chat::announce_pairing(&state.store, &channel, &approval).await.map_err(ApiError::internal)?;
+    if let PairingApproval::Approved { user_id, chat_id } = &approval {
+        let note = hermes_chat::pairing::announcement(&channel.platform, channel.id, user_id, chat_id);
+        let (destination, key, payload) = (&note.destination, &note.dedupe_key, &note.payload);
+        state.store.enqueue_outbox(channel.tenant_id, channel.id, destination, key, payload).await.map_err(ApiError::internal)?;
+    }
     match approval {
         PairingApproval::Approved { user_id, .. } => Ok(Json(json!({ "approved": true, "user_id": user_id }))),
         PairingApproval::WrongCode => {

@@ -86,7 +86,7 @@ pub(crate) async fn create(
     if prompt.is_empty() {
         return Err(invalid("invalid_value", "give the job a prompt".into()));
     }
-    if let Some(finding) = hermes_agent::threats::scan_strict(&prompt).first() {
+    if let Some(finding) = hermes_threats::scan_strict(&prompt).first() {
         let why = format!("the prompt looks like an injection or exfiltration attempt ({})", finding.reason);
         return Err(invalid("prompt_refused", why));
     }

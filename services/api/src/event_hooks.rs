@@ -48,7 +48,7 @@ fn shown(hook: &EventHook, secret: Option<String>) -> Value {
 
 fn check(state: &AppState, url: Option<&str>, events: Option<&[String]>) -> Result<(), ApiError> {
     if let Some(url) = url
-        && let Some(why) = hermes_chat::outbound::refuse_url(url, state.config.gateway.events_allow_private_targets)
+        && let Some(why) = hermes_net_policy::outbound::refuse_url(url, state.config.gateway.events_allow_private_targets)
     {
         return Err(ApiError::invalid_request("invalid_url", why));
     }

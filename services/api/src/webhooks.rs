@@ -78,7 +78,7 @@ fn check_deliver(deliver: &str) -> Result<(), ApiError> {
 }
 
 fn check_prompt(prompt: &str) -> Result<(), ApiError> {
-    if let Some(finding) = hermes_agent::threats::scan_strict(prompt).first() {
+    if let Some(finding) = hermes_threats::scan_strict(prompt).first() {
         let why = format!("the prompt looks like an injection or exfiltration attempt ({})", finding.reason);
         return Err(ApiError::invalid_request("prompt_refused", why));
     }

@@ -111,7 +111,7 @@ impl Gateway {
                     }
                 }
                 ("--prompt", Some(v)) => {
-                    if let Some(finding) = hermes_agent::threats::scan_strict(&v).first() {
+                    if let Some(finding) = hermes_threats::scan_strict(&v).first() {
                         return Ok(format!("I won't schedule that: it looks like {}.", finding.reason));
                     }
                     changes.prompt = Some(v);
@@ -149,7 +149,7 @@ impl Gateway {
         if prompt.trim().is_empty() {
             return Ok(format!("Say what the job should do. {USAGE}"));
         }
-        if let Some(finding) = hermes_agent::threats::scan_strict(&prompt).first() {
+        if let Some(finding) = hermes_threats::scan_strict(&prompt).first() {
             return Ok(format!("I won't schedule that: it looks like {}.", finding.reason));
         }
         let tenant = channel.tenant_id;

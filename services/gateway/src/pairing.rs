@@ -41,9 +41,13 @@ impl Gateway {
             .approve_pairing(channel.tenant_id, channel.id, code)
             .await
             .map_err(|e| IngestError::new(e.to_string()))?;
-        hermes_chat::announce_pairing(&self.store, channel, &approval)
-            .await
-            .map_err(|e| IngestError::new(e.to_string()))?;
+        if let PairingApproval::Approved { user_id, chat_id } = &approval {
+            let note = hermes_chat::pairing::announcement(&channel.platform, channel.id, user_id, chat_id);
+            self.store
+                .enqueue_outbox(channel.tenant_id, channel.id, &note.destination, &note.dedupe_key, &note.payload)
+                .await
+                .map_err(|e| IngestError::new(e.to_string()))?;
+        }
         Ok(match approval {
             PairingApproval::Approved { user_id, .. } => format!("Approved: user {user_id} can talk to me now."),
             PairingApproval::WrongCode => "No such code is waiting (it may have expired).".into(),

@@ -95,7 +95,7 @@ pub async fn run_cron(json_mode: bool, store: &Store, cmd: CronCmd) -> anyhow::R
         CronCmd::Create { tenant: name, agent, schedule, prompt, name: job_name, timezone, repeat, deliver } => {
             let t = tenant(store, &name).await?;
             let agent = store.agent_by_name(t.id, &agent).await.context("no such agent")?;
-            if let Some(finding) = hermes_agent::threats::scan_strict(&prompt).first() {
+            if let Some(finding) = hermes_threats::scan_strict(&prompt).first() {
                 bail!("the prompt was refused: it looks like {}", finding.reason);
             }
             let tz = match timezone {

@@ -97,7 +97,7 @@ pub async fn run_webhook(json_mode: bool, config: &HermesConfig, store: &Store, 
         WebhookCmd::Create { tenant: name, agent, name: hook_name, events, prompt, deliver, cron_job } => {
             let t = tenant(store, &name).await?;
             let agent = store.agent_by_name(t.id, &agent).await.context("no such agent")?;
-            if let Some(finding) = hermes_agent::threats::scan_strict(&prompt).first() {
+            if let Some(finding) = hermes_threats::scan_strict(&prompt).first() {
                 bail!("the prompt was refused: it looks like {}", finding.reason);
             }
             let cron_job_id = match cron_job {
@@ -167,7 +167,7 @@ pub async fn run_event_hook(
         }
         EventHookCmd::Create { tenant: name, url, events } => {
             let t = tenant(store, &name).await?;
-            if let Some(why) = hermes_chat::outbound::refuse_url(&url, config.gateway.events_allow_private_targets) {
+            if let Some(why) = hermes_net_policy::outbound::refuse_url(&url, config.gateway.events_allow_private_targets) {
                 bail!("{why}");
             }
             if let Some(unknown) = events.iter().find(|e| !EVENTS.contains(&e.as_str())) {

@@ -72,7 +72,7 @@ async fn destination(ctx: &SchedulerContext, job: &Job) -> Result<Option<Value>,
 async fn start(ctx: &SchedulerContext, run: &ClaimedRun) -> Result<(), StoreError> {
     let job = &run.job;
     let reply_to = destination(ctx, job).await?;
-    if let Some(finding) = hermes_agent::threats::scan_strict(&job.prompt).first() {
+    if let Some(finding) = hermes_threats::scan_strict(&job.prompt).first() {
         let why = format!("the prompt was refused at run time: it looks like {}", finding.reason);
         ctx.store.fail_run(run.run_id, &why).await?;
         if let Some(dest) = reply_to

@@ -39,7 +39,7 @@ fn storage(e: StoreError) -> ToolError {
 }
 
 fn scanned(prompt: &str) -> Result<(), ToolError> {
-    match hermes_agent::threats::scan_strict(prompt).first() {
+    match hermes_threats::scan_strict(prompt).first() {
         Some(finding) => Err(refuse(format!("the prompt was refused: it looks like {}", finding.reason))),
         None => Ok(()),
     }

@@ -14,7 +14,7 @@ use futures_util::future::BoxFuture;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
 
-use hermes_sandbox::network::{Cidr, is_public};
+use hermes_net_policy::{Cidr, is_public};
 use hermes_sandbox::{EgressHandler, SandboxKey};
 use hermes_store::Store;
 

@@ -1,6 +1,6 @@
-//! Which addresses a sandbox with internet access may reach: only public ones. One list,
-//! used by the workers' egress proxy (checked after DNS resolution) and by the Kubernetes
-//! backend's NetworkPolicy (as `ipBlock.except`), so both backends refuse the same ranges.
+//! The address ranges that are not the public internet. One list, used by the workers' egress
+//! proxy (checked after DNS resolution), by the Kubernetes backend's NetworkPolicy (as
+//! `ipBlock.except`) and by [`crate::outbound`], so all of them refuse the same ranges.
 
 use std::net::IpAddr;
 

@@ -6,8 +6,9 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-/// Resolves names to public addresses only.
-struct PublicOnly;
+/// Resolves names to public addresses only (a reqwest resolver: every address a name
+/// resolves to is checked, on every connection).
+pub struct PublicOnly;
 
 impl reqwest::dns::Resolve for PublicOnly {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
@@ -15,7 +16,7 @@ impl reqwest::dns::Resolve for PublicOnly {
         Box::pin(async move {
             let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
                 .await?
-                .filter(|a| hermes_sandbox::network::is_public(a.ip()))
+                .filter(|a| crate::is_public(a.ip()))
                 .collect();
             if addrs.is_empty() {
                 return Err(format!("{host} has no public address").into());
@@ -43,7 +44,7 @@ pub fn refuse_url(url: &str, allow_private: bool) -> Option<String> {
     }
     let host = parsed.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']');
     match host.parse::<IpAddr>() {
-        Ok(ip) if !allow_private && !hermes_sandbox::network::is_public(ip) => {
+        Ok(ip) if !allow_private && !crate::is_public(ip) => {
             Some(format!("{ip} is not a public address"))
         }
         Err(_) if host.is_empty() => Some("the URL has no host".into()),
