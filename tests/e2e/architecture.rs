@@ -1,6 +1,8 @@
 //! The crate dependency direction of docs/ARCHITECTURE.md, checked with `cargo metadata`:
-//! core is a leaf, the agent knows no database/queue/sandbox crate, adapters do not depend on
-//! each other, no role depends on another role, and only `hermesd` composes roles.
+//! core and the small leaves (threats, net-policy) depend on nothing of ours, the agent knows
+//! no database/queue/sandbox crate, adapters build only on the foundations and not on each
+//! other, what only scans text does not link the agent, no role depends on another role, and
+//! only `hermesd` composes roles.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -76,12 +78,38 @@ impl Graph {
 }
 
 const ROLES: [&str; 4] = ["hermes-api", "hermes-worker", "hermes-gateway", "hermes-scheduler"];
-const ADAPTERS: [&str; 6] =
-    ["hermes-store", "hermes-queue", "hermes-cache", "hermes-sandbox", "hermes-llm", "hermes-telemetry"];
+const ADAPTERS: [&str; 9] = [
+    "hermes-store",
+    "hermes-queue",
+    "hermes-cache",
+    "hermes-sandbox",
+    "hermes-llm",
+    "hermes-telemetry",
+    "hermes-skills",
+    "hermes-chat",
+    "hermes-http",
+];
+/// Small crates anyone may use (the injection scanner, the public-address policy): they
+/// depend on no workspace crate but core.
+const LEAVES: [&str; 2] = ["hermes-threats", "hermes-net-policy"];
+/// What every adapter may build on: the domain, the config and the leaves.
+const FOUNDATIONS: [&str; 4] = ["hermes-core", "hermes-config", "hermes-threats", "hermes-net-policy"];
+/// The one more workspace crate an adapter may use: the sandbox adapter speaks sandboxd's
+/// protocol, which lives in its own crate; http serves /metrics from telemetry's recorder.
+const ADAPTER_EXTRAS: [(&str, &str); 2] =
+    [("hermes-sandbox", "hermes-sandbox-proto"), ("hermes-http", "hermes-telemetry")];
+/// Crates that need only the injection scanner of the agent's crates, so they must not link
+/// the agent loop and its tools; hermesctl still uses llm's provider-host table
+/// (`hermes_llm::keys`) to bind API keys, the others not even llm.
+const SCANNER_ONLY: [&str; 5] = ["hermes-api", "hermes-gateway", "hermes-scheduler", "hermes-skills", "hermesctl"];
 
 #[test]
 fn crate_dependencies_point_the_way_the_design_says() {
     let g = Graph::load();
+    // A misspelt name would pass every rule below without checking anything.
+    for name in ROLES.iter().chain(&ADAPTERS).chain(&LEAVES).chain(&SCANNER_ONLY) {
+        assert!(g.workspace.contains(*name), "{name} is not a workspace crate");
+    }
     assert!(g.workspace_deps("hermes-core").is_empty(), "core is a leaf: {:?}", g.workspace_deps("hermes-core"));
 
     let agent = g.transitive("hermes-agent");
@@ -100,15 +128,38 @@ fn crate_dependencies_point_the_way_the_design_says() {
         assert!(!agent.contains(banned), "hermes-agent must not depend on {banned}");
     }
 
-    for adapter in ADAPTERS {
-        // The sandbox adapter speaks sandboxd's protocol, which lives in its own crate.
-        let allowed = |d: &String| d == "hermes-core" || d == "hermes-config" || d == "hermes-sandbox-proto";
-        let bad: Vec<_> = g.workspace_deps(adapter).into_iter().filter(|d| !allowed(d)).collect();
-        assert!(bad.is_empty(), "{adapter} may depend only on core, config and its protocol, not {bad:?}");
+    for leaf in LEAVES {
+        let bad: Vec<_> = g.workspace_deps(leaf).into_iter().filter(|d| d != "hermes-core").collect();
+        assert!(bad.is_empty(), "{leaf} is a leaf: it may depend only on core, not {bad:?}");
     }
-    // The Kubernetes backend builds on the sandbox adapter's client and trait, and no more.
+    for adapter in ADAPTERS {
+        let extra = ADAPTER_EXTRAS.iter().find(|(a, _)| *a == adapter).map(|(_, e)| *e);
+        let allowed = |d: &String| FOUNDATIONS.contains(&d.as_str()) || Some(d.as_str()) == extra;
+        let bad: Vec<_> = g.workspace_deps(adapter).into_iter().filter(|d| !allowed(d)).collect();
+        assert!(bad.is_empty(), "{adapter} may depend only on {FOUNDATIONS:?} (and {extra:?}), not {bad:?}");
+    }
+    for krate in SCANNER_ONLY {
+        let deps = g.transitive(krate);
+        let banned: &[&str] = if krate == "hermesctl" {
+            &["hermes-agent", "hermes-tools"]
+        } else {
+            &["hermes-agent", "hermes-tools", "hermes-llm"]
+        };
+        for heavy in banned {
+            assert!(
+                !deps.contains(*heavy),
+                "{krate} needs only the scanner (hermes-threats), so it must not link {heavy}"
+            );
+        }
+    }
+    // The Kubernetes backend builds on the sandbox adapter's client and trait and on the one
+    // list of non-public ranges (its NetworkPolicy), and no more.
     let kube: Vec<_> = g.workspace_deps("hermes-sandbox-kube").into_iter().collect();
-    assert_eq!(kube, ["hermes-config", "hermes-core", "hermes-sandbox"], "hermes-sandbox-kube's dependencies");
+    assert_eq!(
+        kube,
+        ["hermes-config", "hermes-core", "hermes-net-policy", "hermes-sandbox"],
+        "hermes-sandbox-kube's dependencies"
+    );
     // sandboxd runs inside every sandbox: it knows the protocol and nothing else of ours.
     let sandboxd: Vec<_> = g.workspace_deps("hermes-sandboxd").into_iter().collect();
     assert_eq!(sandboxd, ["hermes-sandbox-proto"], "sandboxd must stay small");

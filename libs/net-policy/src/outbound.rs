@@ -14,10 +14,8 @@ impl reqwest::dns::Resolve for PublicOnly {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
         let host = name.as_str().to_owned();
         Box::pin(async move {
-            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
-                .await?
-                .filter(|a| crate::is_public(a.ip()))
-                .collect();
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.filter(|a| crate::is_public(a.ip())).collect();
             if addrs.is_empty() {
                 return Err(format!("{host} has no public address").into());
             }
@@ -44,9 +42,7 @@ pub fn refuse_url(url: &str, allow_private: bool) -> Option<String> {
     }
     let host = parsed.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']');
     match host.parse::<IpAddr>() {
-        Ok(ip) if !allow_private && !crate::is_public(ip) => {
-            Some(format!("{ip} is not a public address"))
-        }
+        Ok(ip) if !allow_private && !crate::is_public(ip) => Some(format!("{ip} is not a public address")),
         Err(_) if host.is_empty() => Some("the URL has no host".into()),
         _ => None,
     }

@@ -243,8 +243,11 @@ pub(crate) async fn approve(
     let approval = state.store.approve_pairing(auth.tenant_id, channel.id, &a.code).await.map_err(store_error)?;
     if let PairingApproval::Approved { user_id, chat_id } = &approval {
         let note = hermes_chat::pairing::announcement(&channel.platform, channel.id, user_id, chat_id);
-        let (destination, key, payload) = (&note.destination, &note.dedupe_key, &note.payload);
-        state.store.enqueue_outbox(channel.tenant_id, channel.id, destination, key, payload).await.map_err(ApiError::internal)?;
+        state
+            .store
+            .enqueue_outbox(channel.tenant_id, channel.id, &note.destination, &note.dedupe_key, &note.payload)
+            .await
+            .map_err(ApiError::internal)?;
     }
     match approval {
         PairingApproval::Approved { user_id, .. } => Ok(Json(json!({ "approved": true, "user_id": user_id }))),

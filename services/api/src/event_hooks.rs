@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use hermes_http::ApiError;
+use hermes_net_policy::outbound;
 use hermes_store::event_hooks::{EVENTS, EventHook, EventHookChanges};
 use hermes_store::{KeyAuth, StoreError};
 
@@ -48,7 +49,7 @@ fn shown(hook: &EventHook, secret: Option<String>) -> Value {
 
 fn check(state: &AppState, url: Option<&str>, events: Option<&[String]>) -> Result<(), ApiError> {
     if let Some(url) = url
-        && let Some(why) = hermes_net_policy::outbound::refuse_url(url, state.config.gateway.events_allow_private_targets)
+        && let Some(why) = outbound::refuse_url(url, state.config.gateway.events_allow_private_targets)
     {
         return Err(ApiError::invalid_request("invalid_url", why));
     }

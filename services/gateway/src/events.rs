@@ -16,6 +16,7 @@ use futures_util::StreamExt;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use hermes_net_policy::outbound;
 use hermes_store::event_hooks::{Attempt, DueEvent};
 
 use crate::Gateway;
@@ -30,7 +31,7 @@ const IDLE: Duration = Duration::from_millis(500);
 /// Delivers events until `shutdown`.
 pub async fn run(gw: Arc<Gateway>, shutdown: CancellationToken) {
     let cfg = &gw.config.gateway;
-    let Ok(http) = hermes_net_policy::outbound::client(cfg.events_allow_private_targets) else {
+    let Ok(http) = outbound::client(cfg.events_allow_private_targets) else {
         tracing::error!("cannot build the event sender's HTTP client; no events are sent from this pod");
         return;
     };
@@ -84,7 +85,7 @@ async fn send(gw: &Gateway, http: &reqwest::Client, event: &DueEvent) -> Attempt
         Ok(key) => key,
         Err(e) => return give_up(None, format!("cannot open the endpoint's secret: {e}")),
     };
-    if let Some(why) = hermes_net_policy::outbound::refuse_url(&event.url, cfg.events_allow_private_targets) {
+    if let Some(why) = outbound::refuse_url(&event.url, cfg.events_allow_private_targets) {
         return give_up(None, why);
     }
     let body = json!({ "type": event.event, "timestamp": event.created_at, "data": event.data }).to_string();

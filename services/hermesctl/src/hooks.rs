@@ -7,6 +7,7 @@ use clap::Subcommand;
 use serde_json::json;
 
 use hermes_config::HermesConfig;
+use hermes_net_policy::outbound;
 use hermes_store::event_hooks::EVENTS;
 use hermes_store::webhooks::NewWebhook;
 use hermes_store::{SecretBox, Store};
@@ -167,7 +168,7 @@ pub async fn run_event_hook(
         }
         EventHookCmd::Create { tenant: name, url, events } => {
             let t = tenant(store, &name).await?;
-            if let Some(why) = hermes_net_policy::outbound::refuse_url(&url, config.gateway.events_allow_private_targets) {
+            if let Some(why) = outbound::refuse_url(&url, config.gateway.events_allow_private_targets) {
                 bail!("{why}");
             }
             if let Some(unknown) = events.iter().find(|e| !EVENTS.contains(&e.as_str())) {
