@@ -3,8 +3,6 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::Row;
-use sqlx::postgres::PgRow;
 
 use hermes_core::{AgentId, TenantId};
 
@@ -113,7 +111,6 @@ impl Channel {
             .open(&context(self.id), &self.sealed_credentials)?;
         serde_json::from_slice(&plain).map_err(|e| StoreError::Corrupt(format!("channel credentials: {e}")))
     }
-
 }
 
 /// A random secret of URL- and header-safe characters (Telegram allows `A-Za-z0-9_-`).

@@ -5,10 +5,9 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::Row;
-use sqlx::postgres::PgRow;
 
 pub use hermes_core::cron::JobTiming;
-use hermes_core::{AgentId, SessionId, TenantId, TurnId};
+use hermes_core::{AgentId, TenantId, TurnId};
 
 use crate::{Result, Store, StoreError};
 

@@ -2,12 +2,8 @@
 //! They wait in `cron_fires` until a scheduler claims them together with the due jobs, so a
 //! fired run goes through the same ledger (exactly once, lost runs `unknown`) as a scheduled one.
 
-use chrono::{DateTime, Utc};
-use sqlx::Row;
-
 use hermes_core::TenantId;
 
-use crate::cron::{ClaimedRun, Job};
 use crate::{Result, Store, StoreError};
 
 impl Store {

@@ -8,7 +8,6 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::Row;
-use sqlx::postgres::PgRow;
 
 use hermes_core::TenantId;
 
@@ -30,7 +29,6 @@ pub struct EventHook {
     pub last_error: Option<String>,
     pub created_at: DateTime<Utc>,
 }
-
 
 /// Changes to a hook (`None`: unchanged).
 #[derive(Debug, Clone, Default)]
@@ -200,5 +198,4 @@ impl Store {
         .await?;
         rows.iter().map(|r| Ok(r.try_get("delivery")?)).collect()
     }
-
 }

@@ -79,9 +79,7 @@ impl Store {
         if rows.is_empty() {
             return Err(StoreError::NotFound);
         }
-        rows.iter()
-            .map(crate::rows::read::<LineageNode>)
-            .collect()
+        rows.iter().map(crate::rows::read::<LineageNode>).collect()
     }
 
     /// `session` with its lineage and every message.

@@ -5,7 +5,6 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use sqlx::Row;
-use sqlx::postgres::PgRow;
 
 use hermes_core::{AgentId, ChatMessage, SessionId, TenantId, TurnId};
 
@@ -25,7 +24,6 @@ pub struct Goal {
     pub last_reason: Option<String>,
     pub updated_at: DateTime<Utc>,
 }
-
 
 /// What the judge's verdict does to a goal.
 #[derive(Debug, Clone)]

@@ -77,5 +77,4 @@ impl Store {
         }
         Ok(Enqueued::Replay { session: SessionId::from_uuid(session), turn: TurnId::from_uuid(turn) })
     }
-
 }

@@ -199,9 +199,7 @@ impl Store {
         .bind(channel)
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(crate::rows::read::<PairingRequest>)
-            .collect()
+        rows.iter().map(crate::rows::read::<PairingRequest>).collect()
     }
 }
 

@@ -4,7 +4,6 @@
 
 use chrono::NaiveDate;
 use serde::Serialize;
-use sqlx::Row;
 
 use hermes_core::{AgentId, TenantId};
 
@@ -116,9 +115,7 @@ impl Store {
         )
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(crate::rows::read::<ModelPrice>)
-            .collect()
+        rows.iter().map(crate::rows::read::<ModelPrice>).collect()
     }
 
     /// The tenant's usage from `from` to `to` (days, inclusive, in the tenant's time zone),
@@ -185,8 +182,6 @@ impl Store {
         })
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(crate::rows::read::<UsageLine>)
-            .collect()
+        rows.iter().map(crate::rows::read::<UsageLine>).collect()
     }
 }

@@ -5,8 +5,8 @@
 //! made only by decoding a column, so a [`TenantId`] built from it is always a tenant a stored
 //! row names, never one a caller supplied.
 
-use sqlx::{FromRow, Row};
 use sqlx::postgres::PgRow;
+use sqlx::{FromRow, Row};
 use uuid::Uuid;
 
 use hermes_core::{AgentId, ApiKeyId, SessionId, TenantId, TurnId};

@@ -3,8 +3,6 @@
 //! and optionally to the one agent an API key is restricted to.
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
-use sqlx::postgres::PgRow;
 
 use hermes_core::{AgentId, SessionId, TenantId};
 

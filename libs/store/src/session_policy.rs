@@ -120,7 +120,6 @@ impl Store {
         }
         Ok(())
     }
-
 }
 
 #[cfg(test)]

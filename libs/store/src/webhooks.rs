@@ -3,8 +3,6 @@
 //! shown once (on creation and on rotation).
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
-use sqlx::postgres::PgRow;
 
 use hermes_core::{AgentId, SessionId, TenantId, TurnId};
 
@@ -183,7 +181,6 @@ impl Store {
             .await?;
         Ok(done.rows_affected() > 0)
     }
-
 }
 
 /// What a delivery starts.

@@ -35,10 +35,6 @@ impl Store {
         .bind(limit)
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(|r| {
-Ok((crate::rows::tenant_of(r)?, r.try_get::<Id, _>("id")?.into()))
-            })
-            .collect()
+        rows.iter().map(|r| Ok((crate::rows::tenant_of(r)?, r.try_get::<Id, _>("id")?.into()))).collect()
     }
 }
