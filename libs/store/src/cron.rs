@@ -1,6 +1,6 @@
 //! Cron jobs and their runs (migration 0028). Jobs are the tenant's; the scheduler claims due
-//! ones across tenants ([`Store::claim_due_jobs`]), deciding each job's next run with the
-//! schedule rules of `hermes-schedule` inside the claiming transaction.
+//! ones across tenants ([`Store::claim_due_jobs`], in [`crate::system::cron`]), deciding each
+//! job's next run with the schedule rules of `hermes-schedule` inside the claiming transaction.
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;

@@ -1,7 +1,8 @@
 //! Outbound event webhooks (migration 0033): a tenant's endpoints and the events waiting for
 //! them. Triggers write the events with the changes they report; the gateway claims due ones
 //! ([`Store::claim_events`]), posts them signed the Standard Webhooks way, and settles each
-//! ([`Store::settle_event`]): delivered, due again later, or given up.
+//! ([`Store::settle_event`]): delivered, due again later, or given up. Those two span tenants
+//! and live in [`crate::system::event_deliveries`].
 
 use std::time::Duration;
 

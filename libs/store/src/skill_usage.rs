@@ -1,7 +1,8 @@
 //! How an agent uses its skills (views, uses, pins) and the curator that tidies the skills an
 //! agent wrote itself: unused for 30 days they are marked stale, for 90 archived (hidden from
 //! the index); pinned ones are exempt; a stale or archived skill that is used again is active.
-//! Every change is logged in `skill_events`.
+//! Every change is logged in `skill_events`. Picking the agents due a pass spans tenants:
+//! [`crate::system::curator`].
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};

@@ -1,6 +1,7 @@
 //! Webhook triggers (migration 0031): a hook belongs to one agent; third parties POST events
 //! to the gateway's `/hooks/{id}`, signed with the hook's secret, which is sealed at rest and
-//! shown once (on creation and on rotation).
+//! shown once (on creation and on rotation). Finding the hook a POST names and taking the
+//! delivery in happen before any tenant is known: [`crate::system::webhooks`].
 
 use chrono::{DateTime, Utc};
 
