@@ -3,8 +3,6 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::Row;
-use sqlx::postgres::PgRow;
 
 use hermes_core::{AgentId, TenantId};
 
@@ -48,16 +46,19 @@ pub struct ChannelAccess {
 }
 
 /// A stored channel.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
 pub struct Channel {
     pub id: uuid::Uuid,
     #[serde(skip)]
+    #[sqlx(try_from = "crate::rows::Id")]
     pub tenant_id: TenantId,
+    #[sqlx(try_from = "crate::rows::Id")]
     pub agent_id: AgentId,
     pub platform: String,
     pub mode: String,
     pub api_base: String,
     #[serde(skip)]
+    #[sqlx(rename = "credentials")]
     pub sealed_credentials: Vec<u8>,
     pub bot_username: Option<String>,
     #[serde(skip)]
@@ -109,37 +110,6 @@ impl Channel {
         let plain = SecretBox::required(secrets, "reading bot credentials")?
             .open(&context(self.id), &self.sealed_credentials)?;
         serde_json::from_slice(&plain).map_err(|e| StoreError::Corrupt(format!("channel credentials: {e}")))
-    }
-
-    pub(crate) fn from_row(row: &PgRow) -> Result<Self> {
-        let tenant: uuid::Uuid = row.try_get("tenant_id")?;
-        Ok(Channel {
-            id: row.try_get("id")?,
-            #[expect(clippy::disallowed_methods, reason = "the row's own tenant, read with the row")]
-            tenant_id: TenantId::from_authenticated(tenant),
-            agent_id: AgentId::from_uuid(row.try_get("agent_id")?),
-            platform: row.try_get("platform")?,
-            mode: row.try_get("mode")?,
-            api_base: row.try_get("api_base")?,
-            sealed_credentials: row.try_get("credentials")?,
-            bot_username: row.try_get("bot_username")?,
-            webhook_secret: row.try_get("webhook_secret")?,
-            dm_policy: row.try_get("dm_policy")?,
-            group_policy: row.try_get("group_policy")?,
-            allow_users: row.try_get("allow_users")?,
-            allow_chats: row.try_get("allow_chats")?,
-            admins: row.try_get("admins")?,
-            busy_mode: row.try_get("busy_mode")?,
-            streaming: row.try_get("streaming")?,
-            group_sessions: row.try_get("group_sessions")?,
-            admin_commands: row.try_get("admin_commands")?,
-            tool_progress: row.try_get("tool_progress")?,
-            home_chat: row.try_get("home_chat")?,
-            status: row.try_get("status")?,
-            status_reason: row.try_get("status_reason")?,
-            poll_offset: row.try_get("poll_offset")?,
-            created_at: row.try_get("created_at")?,
-        })
     }
 }
 
@@ -193,7 +163,7 @@ impl Store {
             }
             _ => StoreError::conflict_on_unique(e, "this bot is already bound to an agent; delete that channel first"),
         })?;
-        Channel::from_row(&row)
+        crate::rows::read::<Channel>(&row)
     }
 
     pub async fn list_channels(&self, tenant: TenantId) -> Result<Vec<Channel>> {
@@ -201,7 +171,7 @@ impl Store {
             .bind(tenant.as_uuid())
             .fetch_all(self.pool())
             .await?;
-        rows.iter().map(Channel::from_row).collect()
+        rows.iter().map(crate::rows::read::<Channel>).collect()
     }
 
     pub async fn channel(&self, tenant: TenantId, id: uuid::Uuid) -> Result<Channel> {
@@ -211,7 +181,7 @@ impl Store {
             .fetch_optional(self.pool())
             .await?
             .ok_or(StoreError::NotFound)?;
-        Channel::from_row(&row)
+        crate::rows::read::<Channel>(&row)
     }
 
     /// Unbinds a bot; `false` when there was no such channel.
@@ -261,7 +231,7 @@ impl Store {
             _ => StoreError::Database(e),
         })?
         .ok_or(StoreError::NotFound)?;
-        Channel::from_row(&row)
+        crate::rows::read::<Channel>(&row)
     }
 
     /// Records what the platform says the bot is called.

@@ -11,12 +11,13 @@ use hermes_core::TenantId;
 use crate::{Result, SecretBox, Store, StoreError};
 
 /// A pooled key as stored (sealed).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
 pub struct PooledCredential {
     pub id: Uuid,
     pub provider: String,
     pub label: String,
     #[serde(skip)]
+    #[sqlx(rename = "secret")]
     pub sealed: Vec<u8>,
     pub priority: i32,
     pub allowed_hosts: Vec<String>,
@@ -105,18 +106,9 @@ impl Store {
         .await?;
         let mut pools = CredentialPools::new();
         for row in &rows {
-            let provider: String = row.try_get("provider")?;
+            let credential: PooledCredential = crate::rows::read(row)?;
             let strategy: String = row.try_get("strategy")?;
-            let entry = pools.entry(provider.clone()).or_insert_with(|| (Vec::new(), strategy));
-            entry.0.push(PooledCredential {
-                id: row.try_get("id")?,
-                provider,
-                label: row.try_get("label")?,
-                sealed: row.try_get("secret")?,
-                priority: row.try_get("priority")?,
-                allowed_hosts: row.try_get("allowed_hosts")?,
-                created_at: row.try_get("created_at")?,
-            });
+            pools.entry(credential.provider.clone()).or_insert_with(|| (Vec::new(), strategy)).0.push(credential);
         }
         Ok(pools)
     }

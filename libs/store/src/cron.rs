@@ -1,14 +1,13 @@
 //! Cron jobs and their runs (migration 0028). Jobs are the tenant's; the scheduler claims due
-//! ones across tenants ([`Store::claim_due_jobs`]), deciding each job's next run with the
-//! schedule rules of `hermes-schedule` inside the claiming transaction.
+//! ones across tenants ([`Store::claim_due_jobs`], in [`crate::system::cron`]), deciding each
+//! job's next run with the schedule rules of `hermes-schedule` inside the claiming transaction.
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::Row;
-use sqlx::postgres::PgRow;
 
 pub use hermes_core::cron::JobTiming;
-use hermes_core::{AgentId, SessionId, TenantId, TurnId};
+use hermes_core::{AgentId, TenantId, TurnId};
 
 use crate::{Result, Store, StoreError};
 
@@ -38,11 +37,13 @@ pub struct JobChanges {
 }
 
 /// A stored job.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
 pub struct Job {
     pub id: uuid::Uuid,
     #[serde(skip)]
+    #[sqlx(try_from = "crate::rows::Id")]
     pub tenant_id: TenantId,
+    #[sqlx(try_from = "crate::rows::Id")]
     pub agent_id: AgentId,
     pub name: String,
     pub prompt: String,
@@ -65,39 +66,6 @@ pub struct Job {
     pub origin: Option<Value>,
     pub toolsets: Option<Vec<String>>,
     pub created_at: DateTime<Utc>,
-}
-
-impl Job {
-    pub(crate) fn from_row(row: &PgRow) -> Result<Self> {
-        let tenant: uuid::Uuid = row.try_get("tenant_id")?;
-        Ok(Self {
-            id: row.try_get("id")?,
-            #[expect(clippy::disallowed_methods, reason = "the row's own tenant, read with the row")]
-            tenant_id: TenantId::from_authenticated(tenant),
-            agent_id: AgentId::from_uuid(row.try_get("agent_id")?),
-            name: row.try_get("name")?,
-            prompt: row.try_get("prompt")?,
-            skills: row.try_get("skills")?,
-            model: row.try_get("model")?,
-            schedule: row.try_get("schedule")?,
-            schedule_kind: row.try_get("schedule_kind")?,
-            schedule_display: row.try_get("schedule_display")?,
-            timezone: row.try_get("timezone")?,
-            repeat_times: row.try_get("repeat_times")?,
-            repeat_completed: row.try_get("repeat_completed")?,
-            state: row.try_get("state")?,
-            paused_reason: row.try_get("paused_reason")?,
-            next_run_at: row.try_get("next_run_at")?,
-            last_run_at: row.try_get("last_run_at")?,
-            last_status: row.try_get("last_status")?,
-            last_error: row.try_get("last_error")?,
-            last_delivery_error: row.try_get("last_delivery_error")?,
-            deliver: row.try_get("deliver")?,
-            origin: row.try_get("origin")?,
-            toolsets: row.try_get("toolsets")?,
-            created_at: row.try_get("created_at")?,
-        })
-    }
 }
 
 /// What the scheduler decided for a due job.
@@ -134,9 +102,11 @@ pub struct RunSettings {
 }
 
 /// A run that ended (its turn finished, or it was declared unknown).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct SettledRun {
+    #[sqlx(rename = "id")]
     pub run_id: uuid::Uuid,
+    #[sqlx(try_from = "crate::rows::Id")]
     pub tenant_id: TenantId,
     pub job_id: uuid::Uuid,
     pub status: String,
@@ -172,7 +142,7 @@ impl Store {
             sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::NotFound,
             _ => StoreError::conflict_on_unique(e, "this agent already has a job with that name"),
         })?;
-        Job::from_row(&row)
+        crate::rows::read::<Job>(&row)
     }
 
     /// The tenant's jobs (of one agent, if given), by name.
@@ -185,7 +155,7 @@ impl Store {
         .bind(agent.map(|a| a.as_uuid()))
         .fetch_all(self.pool())
         .await?;
-        rows.iter().map(Job::from_row).collect()
+        rows.iter().map(crate::rows::read::<Job>).collect()
     }
 
     /// A job by id, or by name (case-insensitive) within the agent. An id wins over a name; a
@@ -203,7 +173,7 @@ impl Store {
         .bind(reference.trim())
         .fetch_all(self.pool())
         .await?;
-        let jobs: Vec<Job> = rows.iter().map(Job::from_row).collect::<Result<_>>()?;
+        let jobs: Vec<Job> = rows.iter().map(crate::rows::read::<Job>).collect::<Result<_>>()?;
         match jobs.as_slice() {
             [] => Err(StoreError::NotFound),
             [first, ..] if Some(first.id) == id => Ok(first.clone()),
@@ -246,7 +216,7 @@ impl Store {
         .await
         .map_err(|e| StoreError::conflict_on_unique(e, "this agent already has a job with that name"))?
         .ok_or(StoreError::NotFound)?;
-        Job::from_row(&row)
+        crate::rows::read::<Job>(&row)
     }
 
     /// Deletes a job and its runs; `false` when there was none.
@@ -280,71 +250,7 @@ impl Store {
         .fetch_optional(self.pool())
         .await?
         .ok_or(StoreError::NotFound)?;
-        Job::from_row(&row)
-    }
-
-    /// Claims up to `limit` due jobs (`FOR UPDATE SKIP LOCKED`, so replicas never claim the same
-    /// slot), moving each on as `plan` says in the same transaction, and records a run for each
-    /// that runs now, then the runs fired by webhooks. A tenant with `tenant_cap` runs open gets no more until one ends.
-    pub async fn claim_due_jobs(
-        &self,
-        owner: &str,
-        now: DateTime<Utc>,
-        limit: i64,
-        tenant_cap: i64,
-        plan: impl Fn(&Job) -> Plan,
-    ) -> Result<Vec<ClaimedRun>> {
-        let mut tx = self.pool().begin().await?;
-        let rows = sqlx::query(
-            "SELECT * FROM cron_jobs j
-             WHERE state = 'scheduled' AND next_run_at <= $1
-               AND (SELECT count(*) FROM cron_runs r
-                    WHERE r.tenant_id = j.tenant_id AND r.status IN ('claimed', 'running')) < $3
-             ORDER BY next_run_at LIMIT $2 FOR UPDATE SKIP LOCKED",
-        )
-        .bind(now)
-        .bind(limit)
-        .bind(tenant_cap)
-        .fetch_all(&mut *tx)
-        .await?;
-        let mut claimed = Vec::new();
-        for row in &rows {
-            let job = Job::from_row(row)?;
-            let due = job.next_run_at.unwrap_or(now);
-            let decision = plan(&job);
-            sqlx::query(
-                "UPDATE cron_jobs SET next_run_at = $2, state = $3, last_error = COALESCE($4, last_error),
-                        updated_at = now()
-                 WHERE id = $1",
-            )
-            .bind(job.id)
-            .bind(decision.next_run_at)
-            .bind(decision.state)
-            .bind(&decision.error)
-            .execute(&mut *tx)
-            .await?;
-            if !decision.run {
-                continue;
-            }
-            let run_id: Option<uuid::Uuid> = sqlx::query_scalar(
-                "INSERT INTO cron_runs (id, tenant_id, job_id, scheduled_for, claimed_by)
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (job_id, scheduled_for) DO NOTHING RETURNING id",
-            )
-            .bind(uuid::Uuid::now_v7())
-            .bind(job.tenant_id.as_uuid())
-            .bind(job.id)
-            .bind(due)
-            .bind(owner)
-            .fetch_optional(&mut *tx)
-            .await?;
-            if let Some(run_id) = run_id {
-                claimed.push(ClaimedRun { run_id, job, scheduled_for: due, context: None });
-            }
-        }
-        let room = limit - i64::try_from(claimed.len()).unwrap_or(limit);
-        claimed.extend(crate::cron_fires::claim_fires(&mut tx, owner, room, tenant_cap).await?);
-        tx.commit().await?;
-        Ok(claimed)
+        crate::rows::read::<Job>(&row)
     }
 
     /// What the job whose run `turn` is sets for its runs, if `turn` is a cron run.
@@ -373,119 +279,6 @@ impl Store {
                 .fetch_optional(self.pool())
                 .await?;
         Ok(found.flatten())
-    }
-
-    /// Cron runs open across the installation (claimed or running).
-    pub async fn open_cron_runs(&self) -> Result<i64> {
-        Ok(sqlx::query_scalar("SELECT count(*) FROM cron_runs WHERE status IN ('claimed', 'running')")
-            .fetch_one(self.pool())
-            .await?)
-    }
-
-    /// Starts a claimed run: queues its turn and marks it running, in one transaction (a
-    /// scheduler dying in between leaves neither: the run is then declared `unknown`, and no
-    /// turn runs behind the ledger's back). `None` when the run is no longer `claimed`.
-    pub async fn start_run(
-        &self,
-        run: uuid::Uuid,
-        tenant: TenantId,
-        turn: &crate::NewTurn,
-    ) -> Result<Option<SessionId>> {
-        let mut tx = self.pool().begin().await?;
-        let (session, turn_id) = crate::turns::enqueue_in(&mut tx, tenant, turn).await?;
-        let started = sqlx::query(
-            "UPDATE cron_runs SET status = 'running', turn_id = $2, session_id = $3 WHERE id = $1 AND status = 'claimed'",
-        )
-        .bind(run)
-        .bind(turn_id.as_uuid())
-        .bind(session.as_uuid())
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if started == 0 {
-            return Ok(None);
-        }
-        tx.commit().await?;
-        Ok(Some(session))
-    }
-
-    /// A run refused before it started (its prompt failed the run-time scan): failed, and its
-    /// job says why.
-    pub async fn fail_run(&self, run: uuid::Uuid, error: &str) -> Result<()> {
-        let mut tx = self.pool().begin().await?;
-        let job: Option<uuid::Uuid> = sqlx::query_scalar(
-            "UPDATE cron_runs SET status = 'failed', error = $2, finished_at = now()
-             WHERE id = $1 AND status = 'claimed' RETURNING job_id",
-        )
-        .bind(run)
-        .bind(crate::messages::without_nul(error))
-        .fetch_optional(&mut *tx)
-        .await?;
-        if let Some(job) = job {
-            sqlx::query(
-                "UPDATE cron_jobs SET last_run_at = now(), last_status = 'error', last_error = $2, updated_at = now()
-                 WHERE id = $1",
-            )
-            .bind(job)
-            .bind(crate::messages::without_nul(error))
-            .execute(&mut *tx)
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(())
-    }
-
-    /// Ends the runs whose turns ended (their outputs kept) and runs claimed more than `stale`
-    /// ago that never got a turn (`unknown`: what claimed them vanished); updates their jobs.
-    pub async fn settle_runs(&self, stale: std::time::Duration) -> Result<Vec<SettledRun>> {
-        let rows = sqlx::query(
-            "WITH ended AS (
-                UPDATE cron_runs r SET
-                    status = CASE WHEN t.status = 'completed' THEN 'completed' ELSE 'failed' END,
-                    output = t.outcome ->> 'content', error = t.outcome ->> 'error',
-                    finished_at = COALESCE(t.finished_at, now())
-                FROM turns t
-                WHERE r.status = 'running' AND t.id = r.turn_id AND t.status IN ('completed', 'failed', 'cancelled')
-                RETURNING r.id, r.tenant_id, r.job_id, r.status, r.error, r.context IS NOT NULL AS fired
-             ), vanished AS (
-                UPDATE cron_runs r SET status = 'unknown', finished_at = now(),
-                    error = 'the scheduler that claimed this run vanished before starting it; not run again'
-                WHERE r.status = 'claimed' AND r.created_at < now() - make_interval(secs => $1)
-                RETURNING r.id, r.tenant_id, r.job_id, r.status, r.error, r.context IS NOT NULL AS fired
-             ), settled AS (
-                -- A run a webhook fired does not count toward the job's repeats.
-                SELECT *, CASE WHEN fired THEN 0 ELSE 1 END AS counts FROM ended
-                UNION ALL SELECT *, CASE WHEN fired THEN 0 ELSE 1 END FROM vanished
-             ),
-             jobs AS (
-                UPDATE cron_jobs j SET last_run_at = now(),
-                    last_status = CASE WHEN s.status = 'completed' THEN 'ok' ELSE 'error' END,
-                    last_error = CASE WHEN s.status = 'completed' THEN NULL ELSE s.error END,
-                    repeat_completed = j.repeat_completed + s.counts,
-                    state = CASE WHEN j.repeat_times IS NOT NULL AND j.repeat_completed + s.counts >= j.repeat_times
-                                 THEN 'completed' ELSE j.state END,
-                    next_run_at = CASE WHEN j.repeat_times IS NOT NULL AND j.repeat_completed + s.counts >= j.repeat_times
-                                       THEN NULL ELSE j.next_run_at END,
-                    updated_at = now()
-                FROM settled s WHERE j.id = s.job_id
-             )
-             SELECT id, tenant_id, job_id, status FROM settled",
-        )
-        .bind(stale.as_secs_f64())
-        .fetch_all(self.pool())
-        .await?;
-        rows.iter()
-            .map(|r| {
-                let tenant: uuid::Uuid = r.try_get("tenant_id")?;
-                Ok(SettledRun {
-                    run_id: r.try_get("id")?,
-                    #[expect(clippy::disallowed_methods, reason = "the row's own tenant, read with the row")]
-                    tenant_id: TenantId::from_authenticated(tenant),
-                    job_id: r.try_get("job_id")?,
-                    status: r.try_get("status")?,
-                })
-            })
-            .collect()
     }
 
     /// A job's latest runs, newest first.

@@ -1,14 +1,14 @@
 //! Outbound event webhooks (migration 0033): a tenant's endpoints and the events waiting for
 //! them. Triggers write the events with the changes they report; the gateway claims due ones
 //! ([`Store::claim_events`]), posts them signed the Standard Webhooks way, and settles each
-//! ([`Store::settle_event`]): delivered, due again later, or given up.
+//! ([`Store::settle_event`]): delivered, due again later, or given up. Those two span tenants
+//! and live in [`crate::system::event_deliveries`].
 
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::Row;
-use sqlx::postgres::PgRow;
 
 use hermes_core::TenantId;
 
@@ -18,7 +18,7 @@ use crate::{Result, SecretBox, Store, StoreError};
 pub const EVENTS: &[&str] = &["turn.finished", "cron.run.finished", "cron.run.failed", "approval.requested"];
 
 /// A tenant's endpoint (its secret is never part of it).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
 pub struct EventHook {
     pub id: uuid::Uuid,
     pub url: String,
@@ -31,22 +31,6 @@ pub struct EventHook {
     pub created_at: DateTime<Utc>,
 }
 
-impl EventHook {
-    fn from_row(row: &PgRow) -> Result<Self> {
-        Ok(Self {
-            id: row.try_get("id")?,
-            url: row.try_get("url")?,
-            events: row.try_get("events")?,
-            description: row.try_get("description")?,
-            enabled: row.try_get("enabled")?,
-            last_delivery_at: row.try_get("last_delivery_at")?,
-            last_status: row.try_get("last_status")?,
-            last_error: row.try_get("last_error")?,
-            created_at: row.try_get("created_at")?,
-        })
-    }
-}
-
 /// Changes to a hook (`None`: unchanged).
 #[derive(Debug, Clone, Default)]
 pub struct EventHookChanges {
@@ -57,9 +41,10 @@ pub struct EventHookChanges {
 }
 
 /// An event claimed for delivery.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct DueEvent {
     pub id: uuid::Uuid,
+    #[sqlx(try_from = "crate::rows::Id")]
     pub tenant_id: TenantId,
     pub hook_id: uuid::Uuid,
     pub url: String,
@@ -67,6 +52,7 @@ pub struct DueEvent {
     pub data: Value,
     pub attempts: i32,
     pub created_at: DateTime<Utc>,
+    #[sqlx(rename = "secret")]
     sealed_secret: Vec<u8>,
 }
 
@@ -125,7 +111,7 @@ impl Store {
         .bind(crate::messages::without_nul(description))
         .fetch_one(self.pool())
         .await?;
-        Ok((EventHook::from_row(&row)?, shown))
+        Ok((crate::rows::read::<EventHook>(&row)?, shown))
     }
 
     pub async fn list_event_hooks(&self, tenant: TenantId) -> Result<Vec<EventHook>> {
@@ -133,7 +119,7 @@ impl Store {
             .bind(tenant.as_uuid())
             .fetch_all(self.pool())
             .await?;
-        rows.iter().map(EventHook::from_row).collect()
+        rows.iter().map(crate::rows::read::<EventHook>).collect()
     }
 
     pub async fn event_hook(&self, tenant: TenantId, id: uuid::Uuid) -> Result<EventHook> {
@@ -143,7 +129,7 @@ impl Store {
             .fetch_optional(self.pool())
             .await?
             .ok_or(StoreError::NotFound)?;
-        EventHook::from_row(&row)
+        crate::rows::read::<EventHook>(&row)
     }
 
     pub async fn update_event_hook(
@@ -166,7 +152,7 @@ impl Store {
         .fetch_optional(self.pool())
         .await?
         .ok_or(StoreError::NotFound)?;
-        EventHook::from_row(&row)
+        crate::rows::read::<EventHook>(&row)
     }
 
     /// Deletes an endpoint and the events still waiting for it; `false` when there was none.
@@ -212,88 +198,5 @@ impl Store {
         .fetch_all(self.pool())
         .await?;
         rows.iter().map(|r| Ok(r.try_get("delivery")?)).collect()
-    }
-
-    /// Claims up to `limit` due events of enabled endpoints for `lease` (oldest first,
-    /// `SKIP LOCKED`: any number of gateway pods share them); an event not settled in time is
-    /// due again. A disabled endpoint's events wait until it is enabled again.
-    pub async fn claim_events(&self, limit: i64, lease: Duration) -> Result<Vec<DueEvent>> {
-        let rows = sqlx::query(
-            "WITH due AS (
-                SELECT d.id FROM event_deliveries d JOIN event_hooks h ON h.id = d.hook_id AND h.enabled
-                WHERE d.status = 'pending' AND d.next_attempt_at <= now()
-                ORDER BY d.next_attempt_at LIMIT $1 FOR UPDATE OF d SKIP LOCKED
-             ), claimed AS (
-                UPDATE event_deliveries d SET next_attempt_at = now() + make_interval(secs => $2),
-                       attempts = d.attempts + 1
-                FROM due WHERE d.id = due.id
-                RETURNING d.*
-             )
-             SELECT c.id, c.tenant_id, c.hook_id, c.event, c.data, c.attempts, c.created_at, h.url, h.secret
-             FROM claimed c JOIN event_hooks h ON h.id = c.hook_id",
-        )
-        .bind(limit)
-        .bind(lease.as_secs_f64())
-        .fetch_all(self.pool())
-        .await?;
-        rows.iter()
-            .map(|r| {
-                let tenant: uuid::Uuid = r.try_get("tenant_id")?;
-                Ok(DueEvent {
-                    id: r.try_get("id")?,
-                    #[expect(clippy::disallowed_methods, reason = "the row's own tenant, read with the row")]
-                    tenant_id: TenantId::from_authenticated(tenant),
-                    hook_id: r.try_get("hook_id")?,
-                    url: r.try_get("url")?,
-                    event: r.try_get("event")?,
-                    data: r.try_get("data")?,
-                    attempts: r.try_get("attempts")?,
-                    created_at: r.try_get("created_at")?,
-                    sealed_secret: r.try_get("secret")?,
-                })
-            })
-            .collect()
-    }
-
-    /// Records how an attempt ended, on the event and on its endpoint.
-    pub async fn settle_event(&self, event: &DueEvent, attempt: &Attempt) -> Result<()> {
-        let (status, code, error, after) = match attempt {
-            Attempt::Delivered { status } => ("delivered", Some(*status), None, None),
-            Attempt::Retry { status, error, after } => ("pending", *status, Some(error.as_str()), Some(*after)),
-            Attempt::Failed { status, error } => ("failed", *status, Some(error.as_str()), None),
-        };
-        let mut tx = self.pool().begin().await?;
-        sqlx::query(
-            "UPDATE event_deliveries SET status = $2, last_status = $3, last_error = $4,
-                    next_attempt_at = CASE WHEN $5::float8 IS NULL THEN next_attempt_at
-                                           ELSE now() + make_interval(secs => $5) END,
-                    delivered_at = CASE WHEN $2 = 'delivered' THEN now() END
-             WHERE id = $1",
-        )
-        .bind(event.id)
-        .bind(status)
-        .bind(code)
-        .bind(error.map(crate::messages::without_nul))
-        .bind(after.map(|a| a.as_secs_f64()))
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query("UPDATE event_hooks SET last_delivery_at = now(), last_status = $2, last_error = $3 WHERE id = $1")
-            .bind(event.hook_id)
-            .bind(code)
-            .bind(error.map(crate::messages::without_nul))
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
-    /// Forgets events settled more than a week ago.
-    pub async fn prune_events(&self) -> Result<u64> {
-        let done = sqlx::query(
-            "DELETE FROM event_deliveries WHERE status <> 'pending' AND created_at < now() - interval '7 days'",
-        )
-        .execute(self.pool())
-        .await?;
-        Ok(done.rows_affected())
     }
 }

@@ -12,9 +12,11 @@ use hermes_core::{ChatMessage, Role, SessionId, TenantId};
 use crate::{Result, Store, StoreError};
 
 /// One session of a lineage.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct LineageNode {
+    #[sqlx(rename = "id", try_from = "crate::rows::Id")]
     pub session_id: SessionId,
+    #[sqlx(try_from = "crate::rows::MaybeId")]
     pub parent_session_id: Option<SessionId>,
     /// How it continues its parent: `compaction`, `fork` or `subagent`; `None` for the root.
     pub lineage: Option<String>,
@@ -77,20 +79,7 @@ impl Store {
         if rows.is_empty() {
             return Err(StoreError::NotFound);
         }
-        rows.iter()
-            .map(|r| {
-                Ok(LineageNode {
-                    session_id: SessionId::from_uuid(r.try_get("id")?),
-                    parent_session_id: r
-                        .try_get::<Option<uuid::Uuid>, _>("parent_session_id")?
-                        .map(SessionId::from_uuid),
-                    lineage: r.try_get("lineage")?,
-                    title: r.try_get("title")?,
-                    created_at: r.try_get("created_at")?,
-                    depth: r.try_get("depth")?,
-                })
-            })
-            .collect()
+        rows.iter().map(crate::rows::read::<LineageNode>).collect()
     }
 
     /// `session` with its lineage and every message.

@@ -5,14 +5,13 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use sqlx::Row;
-use sqlx::postgres::PgRow;
 
 use hermes_core::{AgentId, ChatMessage, SessionId, TenantId, TurnId};
 
 use crate::{NewTurn, Result, Store, TurnTarget};
 
 /// A session's goal.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Goal {
     pub goal: String,
     /// Criteria added with `/subgoal`, in order.
@@ -24,21 +23,6 @@ pub struct Goal {
     pub judge_failures: i32,
     pub last_reason: Option<String>,
     pub updated_at: DateTime<Utc>,
-}
-
-impl Goal {
-    fn from_row(row: &PgRow) -> Result<Self> {
-        Ok(Self {
-            goal: row.try_get("goal")?,
-            subgoals: row.try_get("subgoals")?,
-            state: row.try_get("state")?,
-            turns_used: row.try_get("turns_used")?,
-            max_turns: row.try_get("max_turns")?,
-            judge_failures: row.try_get("judge_failures")?,
-            last_reason: row.try_get("last_reason")?,
-            updated_at: row.try_get("updated_at")?,
-        })
-    }
 }
 
 /// What the judge's verdict does to a goal.
@@ -88,7 +72,7 @@ impl Store {
         .bind(max_turns)
         .fetch_one(self.pool())
         .await?;
-        Goal::from_row(&row)
+        crate::rows::read::<Goal>(&row)
     }
 
     pub async fn goal(&self, tenant: TenantId, session: SessionId) -> Result<Option<Goal>> {
@@ -97,7 +81,7 @@ impl Store {
             .bind(session.as_uuid())
             .fetch_optional(self.pool())
             .await?;
-        row.as_ref().map(Goal::from_row).transpose()
+        row.as_ref().map(crate::rows::read::<Goal>).transpose()
     }
 
     /// Pauses (`active: false`) or resumes the goal; resuming gives it a fresh budget. A pause
@@ -118,7 +102,7 @@ impl Store {
             drop_continuations(&mut tx, tenant, session).await?;
         }
         tx.commit().await?;
-        row.as_ref().map(Goal::from_row).transpose()
+        row.as_ref().map(crate::rows::read::<Goal>).transpose()
     }
 
     /// Removes the goal (and a continuation still waiting); `false` when there was none.
@@ -164,7 +148,7 @@ impl Store {
         .fetch_one(&mut *tx)
         .await?;
         tx.commit().await?;
-        Goal::from_row(&row).map(Some)
+        crate::rows::read::<Goal>(&row).map(Some)
     }
 
     /// The session's goal when a finished turn is to be judged against it: active, and no
@@ -180,7 +164,7 @@ impl Store {
         .bind(session.as_uuid())
         .fetch_optional(self.pool())
         .await?;
-        row.as_ref().map(Goal::from_row).transpose()
+        row.as_ref().map(crate::rows::read::<Goal>).transpose()
     }
 
     /// Applies the judge's verdict on `turn` to the session's active goal (`decide` maps the
@@ -205,7 +189,7 @@ impl Store {
         .fetch_optional(&mut *tx)
         .await?;
         let Some(row) = row else { return Ok(false) };
-        let step = decide(&Goal::from_row(&row)?);
+        let step = decide(&crate::rows::read::<Goal>(&row)?);
         sqlx::query(
             "UPDATE session_goals SET state = $3, turns_used = $4, judge_failures = $5, last_reason = $6,
                     last_judged_turn = $7, updated_at = now()
@@ -251,7 +235,7 @@ impl Store {
                 map.remove("also");
             }
             let payload = json!({ "kind": "text", "text": notice });
-            crate::gateway::enqueue_outbox_in(&mut tx, tenant, channel, &dest, &format!("goal:{turn}"), &payload)
+            crate::outbox::enqueue_outbox_in(&mut tx, tenant, channel, &dest, &format!("goal:{turn}"), &payload)
                 .await?;
         }
         tx.commit().await?;

@@ -77,13 +77,4 @@ impl Store {
         }
         Ok(Enqueued::Replay { session: SessionId::from_uuid(session), turn: TurnId::from_uuid(turn) })
     }
-
-    /// Forgets keys older than a day; returns how many.
-    pub async fn prune_idempotency_keys(&self) -> Result<u64> {
-        let done = sqlx::query("DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(hours => $1)")
-            .bind(IDEMPOTENCY_HOURS)
-            .execute(self.pool())
-            .await?;
-        Ok(done.rows_affected())
-    }
 }

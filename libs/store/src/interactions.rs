@@ -103,7 +103,7 @@ impl Store {
     /// The tenant's interaction `id` while it waits for an answer, with the agent it belongs
     /// to; `NotFound` otherwise.
     pub async fn pending_interaction(&self, tenant: TenantId, id: uuid::Uuid) -> Result<(PendingInteraction, AgentId)> {
-        let row = sqlx::query(
+        let (kind, prompt, expires_at, agent): (String, Value, DateTime<Utc>, uuid::Uuid) = sqlx::query_as(
             "SELECT kind, prompt, expires_at, agent_id FROM interactions
              WHERE tenant_id = $1 AND id = $2 AND status = 'pending'",
         )
@@ -112,13 +112,7 @@ impl Store {
         .fetch_optional(self.pool())
         .await?
         .ok_or(StoreError::NotFound)?;
-        let interaction = PendingInteraction {
-            id,
-            kind: row.try_get("kind")?,
-            prompt: row.try_get("prompt")?,
-            expires_at: row.try_get("expires_at")?,
-        };
-        Ok((interaction, AgentId::from_uuid(row.try_get("agent_id")?)))
+        Ok((PendingInteraction { id, kind, prompt, expires_at }, AgentId::from_uuid(agent)))
     }
 
     /// The question a session's waiting turn asks, if one does (what a chat's `/approve` or
@@ -143,7 +137,7 @@ impl Store {
         turn: Option<uuid::Uuid>,
         session: Option<uuid::Uuid>,
     ) -> Result<Option<PendingInteraction>> {
-        let row = sqlx::query(
+        let row: Option<(uuid::Uuid, String, Value, DateTime<Utc>)> = sqlx::query_as(
             "SELECT id, kind, prompt, expires_at FROM interactions
              WHERE tenant_id = $1 AND ($2::uuid IS NULL OR turn_id = $2) AND ($3::uuid IS NULL OR session_id = $3)
                AND status = 'pending'
@@ -154,15 +148,7 @@ impl Store {
         .bind(session)
         .fetch_optional(self.pool())
         .await?;
-        row.map(|row| {
-            Ok(PendingInteraction {
-                id: row.try_get("id")?,
-                kind: row.try_get("kind")?,
-                prompt: row.try_get("prompt")?,
-                expires_at: row.try_get::<DateTime<Utc>, _>("expires_at")?,
-            })
-        })
-        .transpose()
+        Ok(row.map(|(id, kind, prompt, expires_at)| PendingInteraction { id, kind, prompt, expires_at }))
     }
 
     /// Answers the tenant's pending interaction `id` and queues its turn again (its events to

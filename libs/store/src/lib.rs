@@ -1,7 +1,28 @@
 //! Postgres repositories. Every function that touches tenant data takes a [`TenantId`], and
-//! every query filters by it, so another tenant's rows are simply not found.
+//! every query filters by it, so another tenant's rows are simply not found. All of them are
+//! methods on [`Store`], in the module of what they store.
 //!
-//! Cross-tenant operator queries (the lease reaper) live in [`system`] and nowhere else.
+//! What is where:
+//! - Tenants and their access: [`tenants`], [`api_keys`] (authentication: where a tenant
+//!   comes from), [`budgets`], [`credentials`] (pooled provider keys), [`secrets`] (sealing at
+//!   rest), [`pricing`] (installation-wide prices, the tenant's usage report), [`usage`].
+//! - Agents and what they know: [`agents`], [`skills`], [`skill_usage`], [`memory`].
+//! - Conversations: [`sessions`], [`session_admin`] (sessions as API resources),
+//!   [`session_policy`], [`routes`] (a chat's current session), [`messages`], [`search`] and
+//!   [`search_text`], [`export`], [`goals`], [`chat_admin`], [`steer`].
+//! - Turns: [`turns`] (enqueue, claim, lease, fenced finish), [`idempotency`],
+//!   [`interactions`] (what a parked turn waits on), [`responses`] (the Responses API),
+//!   [`turn_files`].
+//! - Chat platforms: [`channels`], [`pairing`], [`inbound`] (messages taken in exactly once),
+//!   [`streams`] (answer previews), [`outbox`] (replies queued for delivery).
+//! - Unattended runs: [`cron`] and [`cron_fires`] (jobs, fired runs), [`webhooks`] (inbound
+//!   triggers), [`deliveries`] (where a run's answer goes), [`event_hooks`] (outbound events).
+//! - [`system`]: the queries that span tenants (the reaper, outbox, cron and event claims,
+//!   retention, channel and webhook lookups before a tenant is known), and nowhere else; its
+//!   module docs say why each is cross-tenant.
+//!
+//! Rows map with `sqlx::FromRow` where a row is its struct; a row's typed ids and its tenant
+//! are read through one private module, so no row mapper constructs a [`TenantId`] itself.
 
 pub mod agents;
 pub mod api_keys;
@@ -14,16 +35,18 @@ pub mod cron_fires;
 pub mod deliveries;
 pub mod event_hooks;
 pub mod export;
-pub mod gateway;
 pub mod goals;
 pub mod idempotency;
+pub mod inbound;
 pub mod interactions;
 pub mod memory;
 pub mod messages;
+pub mod outbox;
 pub mod pairing;
 pub mod pricing;
 pub mod responses;
 pub mod routes;
+mod rows;
 pub mod search;
 pub mod search_text;
 pub mod secrets;
@@ -33,6 +56,7 @@ pub mod sessions;
 pub mod skill_usage;
 pub mod skills;
 pub mod steer;
+pub mod streams;
 pub mod system;
 pub mod tenants;
 pub mod turn_files;
@@ -51,8 +75,8 @@ pub use budgets::{Budget, BudgetState};
 pub use channels::{Channel, ChannelAccess, NewChannel};
 pub use credentials::{CredentialPools, NewCredential, PooledCredential};
 pub use export::{ExportedMessage, LineageNode, SessionExport};
-pub use gateway::{Accepted, BusyTurn, OutboxItem};
 pub use idempotency::{Enqueued, Idempotency};
+pub use inbound::{Accepted, BusyTurn};
 pub use interactions::{Answered, Park};
 pub use memory::{MemorySnapshot, MemoryTarget};
 pub use messages::{Appended, StoredMessage};
@@ -67,7 +91,7 @@ pub use session_policy::{ResetReason, SessionPolicy};
 pub use sessions::Session;
 pub use skill_usage::{CuratorChange, CuratorRules, SkillEvent, SkillUse};
 pub use skills::{NewSkill, SkillRecord, SkillScope, SyncReport, VisibleSkill};
-pub use system::StrandedTurn;
+pub use system::{OutboxItem, StrandedTurn};
 pub use tenants::Tenant;
 pub use turns::{ClaimedTurn, LeaseState, NewTurn, TurnStatus, TurnTarget};
 pub use usage::ModelCall;

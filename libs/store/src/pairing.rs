@@ -39,7 +39,7 @@ pub enum PairingApproval {
 }
 
 /// A code waiting for an admin.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
 pub struct PairingRequest {
     pub code: String,
     pub user_id: String,
@@ -199,17 +199,7 @@ impl Store {
         .bind(channel)
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(PairingRequest {
-                    code: r.try_get("code")?,
-                    user_id: r.try_get("user_id")?,
-                    user_name: r.try_get("user_name")?,
-                    created_at: r.try_get("created_at")?,
-                    expires_at: r.try_get("expires_at")?,
-                })
-            })
-            .collect()
+        rows.iter().map(crate::rows::read::<PairingRequest>).collect()
     }
 }
 

@@ -4,22 +4,23 @@
 
 use chrono::NaiveDate;
 use serde::Serialize;
-use sqlx::Row;
 
 use hermes_core::{AgentId, TenantId};
 
 use crate::{Result, Store, StoreError};
 
 /// A model's price, in US dollars per million tokens.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
 pub struct ModelPrice {
     /// A model id, or a prefix ending in `*` (`gpt-4o*`).
     pub model: String,
     pub input: f64,
     pub output: f64,
     /// Cache reads; billed like other input when `None`.
+    #[sqlx(rename = "cached")]
     pub cached_input: Option<f64>,
     /// Cache writes; billed like other input when `None`.
+    #[sqlx(rename = "write")]
     pub cache_write: Option<f64>,
 }
 
@@ -32,19 +33,26 @@ pub enum UsageGroup {
 }
 
 /// One line of the report.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct UsageLine {
     /// The day (`2026-11-30`), the agent's name, or the API key's prefix (`-` for none).
+    #[sqlx(rename = "grp")]
     pub group: String,
     pub calls: i64,
+    #[sqlx(rename = "prompt")]
     pub prompt_tokens: i64,
+    #[sqlx(rename = "completion")]
     pub completion_tokens: i64,
+    #[sqlx(rename = "cached")]
     pub cached_tokens: i64,
     /// Of the priced calls.
+    #[sqlx(rename = "cost")]
     pub cost_usd: f64,
     /// Calls whose model had no price when they were made.
+    #[sqlx(rename = "unpriced")]
     pub unpriced_calls: i64,
     /// Mean duration of a call (calls recorded before durations were kept are left out).
+    #[sqlx(rename = "latency")]
     pub avg_latency_ms: Option<f64>,
     /// Turns started in the group, and the time their tool calls took (of it, in sandboxes).
     pub turns: i64,
@@ -107,17 +115,7 @@ impl Store {
         )
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(ModelPrice {
-                    model: r.try_get("model")?,
-                    input: r.try_get("input")?,
-                    output: r.try_get("output")?,
-                    cached_input: r.try_get("cached")?,
-                    cache_write: r.try_get("write")?,
-                })
-            })
-            .collect()
+        rows.iter().map(crate::rows::read::<ModelPrice>).collect()
     }
 
     /// The tenant's usage from `from` to `to` (days, inclusive, in the tenant's time zone),
@@ -184,22 +182,6 @@ impl Store {
         })
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(UsageLine {
-                    group: r.try_get("grp")?,
-                    calls: r.try_get("calls")?,
-                    prompt_tokens: r.try_get("prompt")?,
-                    completion_tokens: r.try_get("completion")?,
-                    cached_tokens: r.try_get("cached")?,
-                    cost_usd: r.try_get("cost")?,
-                    unpriced_calls: r.try_get("unpriced")?,
-                    avg_latency_ms: r.try_get("latency")?,
-                    turns: r.try_get("turns")?,
-                    tool_ms: r.try_get("tool_ms")?,
-                    sandbox_ms: r.try_get("sandbox_ms")?,
-                })
-            })
-            .collect()
+        rows.iter().map(crate::rows::read::<UsageLine>).collect()
     }
 }

@@ -3,22 +3,23 @@
 //! and optionally to the one agent an API key is restricted to.
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
-use sqlx::postgres::PgRow;
 
 use hermes_core::{AgentId, SessionId, TenantId};
 
 use crate::{Result, Store, StoreError};
 
 /// A session as listed.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
 pub struct SessionInfo {
+    #[sqlx(try_from = "crate::rows::Id")]
     pub id: SessionId,
+    #[sqlx(try_from = "crate::rows::Id")]
     pub agent_id: AgentId,
     /// The agent's name: the `model` clients use.
     pub model: String,
     pub title: Option<String>,
     pub source: String,
+    #[sqlx(try_from = "crate::rows::MaybeId")]
     pub parent_session_id: Option<SessionId>,
     pub lineage: Option<String>,
     pub message_count: i64,
@@ -33,21 +34,6 @@ macro_rules! info_select {
                 (SELECT count(*) FROM messages m WHERE m.tenant_id = s.tenant_id AND m.session_id = s.id) AS message_count
          FROM sessions s JOIN agents a ON a.tenant_id = s.tenant_id AND a.id = s.agent_id"
     };
-}
-
-fn info(row: &PgRow) -> Result<SessionInfo> {
-    Ok(SessionInfo {
-        id: SessionId::from_uuid(row.try_get("id")?),
-        agent_id: AgentId::from_uuid(row.try_get("agent_id")?),
-        model: row.try_get("model")?,
-        title: row.try_get("title")?,
-        source: row.try_get("source")?,
-        parent_session_id: row.try_get::<Option<uuid::Uuid>, _>("parent_session_id")?.map(SessionId::from_uuid),
-        lineage: row.try_get("lineage")?,
-        message_count: row.try_get("message_count")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
-    })
 }
 
 impl Store {
@@ -70,7 +56,7 @@ impl Store {
         .bind(offset)
         .fetch_all(self.pool())
         .await?;
-        rows.iter().map(info).collect()
+        rows.iter().map(crate::rows::read::<SessionInfo>).collect()
     }
 
     /// One session of the tenant (of `agent` only, when given).
@@ -85,7 +71,7 @@ impl Store {
         .fetch_optional(self.pool())
         .await?
         .ok_or(StoreError::NotFound)?;
-        info(&row)
+        crate::rows::read::<SessionInfo>(&row)
     }
 
     /// An empty session of `agent`, to send turns to later.

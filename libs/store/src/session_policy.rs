@@ -120,28 +120,6 @@ impl Store {
         }
         Ok(())
     }
-
-    /// Deletes sessions of tenants with a retention period whose last activity is older than
-    /// it, unless a turn of theirs is still open (the rest of their lineage and their messages
-    /// go with them). At most `batch` per call; returns how many went.
-    pub async fn prune_sessions(&self, now: DateTime<Utc>, batch: i64) -> Result<u64> {
-        let done = sqlx::query(
-            "DELETE FROM sessions WHERE id IN (
-                SELECT s.id FROM sessions s JOIN tenants t ON t.id = s.tenant_id
-                WHERE t.session_retention_days IS NOT NULL
-                  AND s.updated_at < $1 - make_interval(days => t.session_retention_days)
-                  AND NOT EXISTS (SELECT 1 FROM turns u WHERE u.tenant_id = s.tenant_id AND u.session_id = s.id
-                                  AND u.status IN ('queued', 'running', 'waiting'))
-                LIMIT $2
-                FOR UPDATE OF s SKIP LOCKED
-             )",
-        )
-        .bind(now)
-        .bind(batch)
-        .execute(self.pool())
-        .await?;
-        Ok(done.rows_affected())
-    }
 }
 
 #[cfg(test)]

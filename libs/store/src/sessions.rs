@@ -8,10 +8,13 @@ use hermes_core::{AgentId, ChatMessage, SessionId, TenantId, TurnId};
 use crate::{Result, Store, StoreError};
 
 /// A session row.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
 pub struct Session {
+    #[sqlx(try_from = "crate::rows::Id")]
     pub id: SessionId,
+    #[sqlx(try_from = "crate::rows::Id")]
     pub tenant_id: TenantId,
+    #[sqlx(try_from = "crate::rows::Id")]
     pub agent_id: AgentId,
     pub source: String,
     pub title: Option<String>,
@@ -75,25 +78,15 @@ impl Store {
 
     /// The tenant's session `id`; another tenant's session is `NotFound`.
     pub async fn session(&self, tenant: TenantId, id: SessionId) -> Result<Session> {
-        let row = sqlx::query(
-            "SELECT agent_id, source, title, system_prompt, created_at, updated_at
+        sqlx::query_as(
+            "SELECT id, tenant_id, agent_id, source, title, system_prompt, created_at, updated_at
              FROM sessions WHERE tenant_id = $1 AND id = $2",
         )
         .bind(tenant.as_uuid())
         .bind(id.as_uuid())
         .fetch_optional(self.pool())
         .await?
-        .ok_or(StoreError::NotFound)?;
-        Ok(Session {
-            id,
-            tenant_id: tenant,
-            agent_id: AgentId::from_uuid(row.try_get("agent_id")?),
-            source: row.try_get("source")?,
-            title: row.try_get("title")?,
-            system_prompt: row.try_get("system_prompt")?,
-            created_at: row.try_get("created_at")?,
-            updated_at: row.try_get("updated_at")?,
-        })
+        .ok_or(StoreError::NotFound)
     }
 }
 

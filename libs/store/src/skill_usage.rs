@@ -1,7 +1,8 @@
 //! How an agent uses its skills (views, uses, pins) and the curator that tidies the skills an
 //! agent wrote itself: unused for 30 days they are marked stale, for 90 archived (hidden from
 //! the index); pinned ones are exempt; a stale or archived skill that is used again is active.
-//! Every change is logged in `skill_events`.
+//! Every change is logged in `skill_events`. Picking the agents due a pass spans tenants:
+//! [`crate::system::curator`].
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
@@ -162,41 +163,6 @@ impl Store {
                     detail: r.try_get("detail")?,
                     created_at: r.try_get("created_at")?,
                 })
-            })
-            .collect()
-    }
-
-    /// Agents the curator should visit at `now`: idle for `idle` (no session activity) and not
-    /// curated within `every`. Claims them by setting `curated_at`, so replicas never overlap.
-    pub async fn claim_agents_for_curation(
-        &self,
-        now: DateTime<Utc>,
-        idle: Duration,
-        every: Duration,
-        limit: i64,
-    ) -> Result<Vec<(TenantId, AgentId)>> {
-        let rows = sqlx::query(
-            "UPDATE agents SET curated_at = $1 WHERE id IN (
-                SELECT a.id FROM agents a
-                WHERE (a.curated_at IS NULL OR a.curated_at < $1 - make_interval(secs => $3))
-                  AND EXISTS (SELECT 1 FROM skills s WHERE s.tenant_id = a.tenant_id AND s.agent_id = a.id)
-                  AND NOT EXISTS (SELECT 1 FROM sessions x WHERE x.tenant_id = a.tenant_id AND x.agent_id = a.id
-                                  AND x.updated_at > $1 - make_interval(secs => $2))
-                ORDER BY a.curated_at NULLS FIRST LIMIT $4
-                FOR UPDATE SKIP LOCKED
-             ) RETURNING tenant_id, id",
-        )
-        .bind(now)
-        .bind(idle.num_seconds() as f64)
-        .bind(every.num_seconds() as f64)
-        .bind(limit)
-        .fetch_all(self.pool())
-        .await?;
-        rows.iter()
-            .map(|r| {
-                #[expect(clippy::disallowed_methods, reason = "tenant of a row the scheduler claimed")]
-                let tenant = TenantId::from_authenticated(r.try_get("tenant_id")?);
-                Ok((tenant, AgentId::from_uuid(r.try_get("id")?)))
             })
             .collect()
     }

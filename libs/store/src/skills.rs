@@ -6,8 +6,8 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::Row;
 use sqlx::postgres::PgRow;
+use sqlx::{FromRow, Row};
 use uuid::Uuid;
 
 use hermes_core::{AgentId, TenantId};
@@ -24,9 +24,10 @@ pub enum SkillScope {
 }
 
 /// A stored skill (without its files).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct SkillRecord {
     pub id: Uuid,
+    #[sqlx(flatten)]
     pub scope: SkillScope,
     pub name: String,
     pub category: String,
@@ -39,8 +40,9 @@ pub struct SkillRecord {
 }
 
 /// A skill as an agent sees it in its index.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct VisibleSkill {
+    #[sqlx(flatten)]
     pub skill: SkillRecord,
     pub pinned: bool,
     /// `active`, `stale` or `archived` (the curator's verdict for this agent).
@@ -78,24 +80,17 @@ macro_rules! skill_columns {
     };
 }
 
-fn record(row: &PgRow) -> Result<SkillRecord> {
-    let tenant: Option<Uuid> = row.try_get("tenant_id")?;
-    let agent: Option<Uuid> = row.try_get("agent_id")?;
-    Ok(SkillRecord {
-        id: row.try_get("id")?,
-        scope: match (tenant, agent) {
+/// A skill's scope, from its `tenant_id` and `agent_id` columns (bundled skills have neither).
+impl<'r> FromRow<'r, PgRow> for SkillScope {
+    fn from_row(row: &'r PgRow) -> Result<Self, sqlx::Error> {
+        let tenant: Option<Uuid> = row.try_get("tenant_id")?;
+        let agent: Option<Uuid> = row.try_get("agent_id")?;
+        Ok(match (tenant, agent) {
             (None, _) => SkillScope::Bundled,
             (Some(_), None) => SkillScope::Tenant,
             (Some(_), Some(_)) => SkillScope::Agent,
-        },
-        name: row.try_get("name")?,
-        category: row.try_get("category")?,
-        description: row.try_get("description")?,
-        skill_md: row.try_get("skill_md")?,
-        meta: row.try_get("meta")?,
-        content_hash: row.try_get("content_hash")?,
-        updated_at: row.try_get("updated_at")?,
-    })
+        })
+    }
 }
 
 pub(crate) async fn bump_version(conn: &mut sqlx::PgConnection, scope: Uuid) -> Result<()> {
@@ -230,18 +225,7 @@ impl Store {
         .bind(agent.as_uuid())
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(VisibleSkill {
-                    skill: record(r)?,
-                    pinned: r.try_get("pinned")?,
-                    state: r.try_get("state")?,
-                    view_count: r.try_get("view_count")?,
-                    use_count: r.try_get("use_count")?,
-                    last_used_at: r.try_get("last_used_at")?,
-                })
-            })
-            .collect()
+        rows.iter().map(crate::rows::read::<VisibleSkill>).collect()
     }
 
     /// The skill `name` as `agent` sees it (its own, else the tenant's, else the bundled one).
@@ -258,7 +242,7 @@ impl Store {
         .bind(name)
         .fetch_optional(self.pool())
         .await?;
-        row.as_ref().map(record).transpose()
+        row.as_ref().map(crate::rows::read::<SkillRecord>).transpose()
     }
 
     /// A skill's supporting files, by path.

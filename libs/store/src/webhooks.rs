@@ -1,10 +1,9 @@
 //! Webhook triggers (migration 0031): a hook belongs to one agent; third parties POST events
 //! to the gateway's `/hooks/{id}`, signed with the hook's secret, which is sealed at rest and
-//! shown once (on creation and on rotation).
+//! shown once (on creation and on rotation). Finding the hook a POST names and taking the
+//! delivery in happen before any tenant is known: [`crate::system::webhooks`].
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
-use sqlx::postgres::PgRow;
 
 use hermes_core::{AgentId, SessionId, TenantId, TurnId};
 
@@ -37,11 +36,13 @@ pub struct WebhookChanges {
 }
 
 /// A stored hook (its secret is never part of it).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
 pub struct Webhook {
     pub id: uuid::Uuid,
     #[serde(skip)]
+    #[sqlx(try_from = "crate::rows::Id")]
     pub tenant_id: TenantId,
+    #[sqlx(try_from = "crate::rows::Id")]
     pub agent_id: AgentId,
     pub name: String,
     pub events: Vec<String>,
@@ -54,6 +55,7 @@ pub struct Webhook {
     pub last_received_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     #[serde(skip)]
+    #[sqlx(rename = "secret")]
     sealed_secret: Vec<u8>,
 }
 
@@ -62,27 +64,6 @@ fn context(id: uuid::Uuid) -> String {
 }
 
 impl Webhook {
-    fn from_row(row: &PgRow) -> Result<Self> {
-        let tenant: uuid::Uuid = row.try_get("tenant_id")?;
-        Ok(Self {
-            id: row.try_get("id")?,
-            #[expect(clippy::disallowed_methods, reason = "the row's own tenant, read with the row")]
-            tenant_id: TenantId::from_authenticated(tenant),
-            agent_id: AgentId::from_uuid(row.try_get("agent_id")?),
-            name: row.try_get("name")?,
-            events: row.try_get("events")?,
-            prompt: row.try_get("prompt")?,
-            skills: row.try_get("skills")?,
-            deliver: row.try_get("deliver")?,
-            cron_job_id: row.try_get("cron_job_id")?,
-            enabled: row.try_get("enabled")?,
-            rate_limit_per_minute: row.try_get("rate_limit_per_minute")?,
-            last_received_at: row.try_get("last_received_at")?,
-            created_at: row.try_get("created_at")?,
-            sealed_secret: row.try_get("secret")?,
-        })
-    }
-
     /// The signing secret in clear.
     pub fn secret(&self, secrets: Option<&SecretBox>) -> Result<Vec<u8>> {
         SecretBox::required(secrets, "a webhook's secret")?.open(&context(self.id), &self.sealed_secret)
@@ -122,7 +103,7 @@ impl Store {
         .fetch_one(self.pool())
         .await
         .map_err(|e| StoreError::conflict_on_unique(e, NAME_TAKEN))?;
-        Ok((Webhook::from_row(&row)?, secret))
+        Ok((crate::rows::read::<Webhook>(&row)?, secret))
     }
 
     /// The tenant's hooks, oldest first.
@@ -131,7 +112,7 @@ impl Store {
             .bind(tenant.as_uuid())
             .fetch_all(self.pool())
             .await?;
-        rows.iter().map(Webhook::from_row).collect()
+        rows.iter().map(crate::rows::read::<Webhook>).collect()
     }
 
     /// One of the tenant's hooks.
@@ -142,18 +123,7 @@ impl Store {
             .fetch_optional(self.pool())
             .await?
             .ok_or(StoreError::NotFound)?;
-        Webhook::from_row(&row)
-    }
-
-    /// The hook a POST names, whoever's it is: the gateway knows no tenant until the request's
-    /// signature, checked with this hook's secret, proves the sender holds it.
-    pub async fn gateway_webhook(&self, id: uuid::Uuid) -> Result<Webhook> {
-        let row = sqlx::query("SELECT * FROM webhooks WHERE id = $1")
-            .bind(id)
-            .fetch_optional(self.pool())
-            .await?
-            .ok_or(StoreError::NotFound)?;
-        Webhook::from_row(&row)
+        crate::rows::read::<Webhook>(&row)
     }
 
     pub async fn update_webhook(&self, tenant: TenantId, id: uuid::Uuid, changes: &WebhookChanges) -> Result<Webhook> {
@@ -179,7 +149,7 @@ impl Store {
         .await
         .map_err(|e| StoreError::conflict_on_unique(e, NAME_TAKEN))?
         .ok_or(StoreError::NotFound)?;
-        Webhook::from_row(&row)
+        crate::rows::read::<Webhook>(&row)
     }
 
     /// Gives the hook a new secret (the old one stops working at once) and returns it.
@@ -211,54 +181,6 @@ impl Store {
             .execute(self.pool())
             .await?;
         Ok(done.rows_affected() > 0)
-    }
-
-    /// Takes a delivery in: records its id and starts what it asks for, in one transaction
-    /// (a pod dying in between leaves neither, and the sender's retry starts it once). `None`
-    /// when the hook saw this delivery id in the last day (a retry): nothing starts twice.
-    /// Records older than a day are dropped as it goes.
-    pub async fn accept_webhook(
-        &self,
-        hook: &Webhook,
-        delivery_id: &str,
-        event: &str,
-        start: WebhookStart,
-    ) -> Result<Option<Started>> {
-        let mut tx = self.pool().begin().await?;
-        sqlx::query("DELETE FROM webhook_deliveries WHERE webhook_id = $1 AND received_at < now() - interval '1 day'")
-            .bind(hook.id)
-            .execute(&mut *tx)
-            .await?;
-        let fresh = sqlx::query(
-            "INSERT INTO webhook_deliveries (webhook_id, delivery_id, event) VALUES ($1, $2, $3)
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(hook.id)
-        .bind(crate::messages::without_nul(delivery_id))
-        .bind(crate::messages::without_nul(event))
-        .execute(&mut *tx)
-        .await?
-        .rows_affected()
-            > 0;
-        if !fresh {
-            return Ok(None);
-        }
-        sqlx::query("UPDATE webhooks SET last_received_at = now() WHERE id = $1")
-            .bind(hook.id)
-            .execute(&mut *tx)
-            .await?;
-        let started = match start {
-            WebhookStart::Turn(turn) => {
-                let (session, turn) = crate::turns::enqueue_in(&mut tx, hook.tenant_id, &turn).await?;
-                Started::Turn { session, turn }
-            }
-            WebhookStart::FireJob { job, context } => {
-                crate::cron_fires::fire_in(&mut tx, hook.tenant_id, job, &context).await?;
-                Started::Job(job)
-            }
-        };
-        tx.commit().await?;
-        Ok(Some(started))
     }
 }
 

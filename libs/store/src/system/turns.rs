@@ -1,36 +1,21 @@
-//! Operator queries that span tenants. Only the scheduler's lease reaper uses them; nothing
-//! reachable from a tenant's request may.
+//! The lease reaper and interaction expiry: turns of every tenant whose worker vanished, whose
+//! queue message was lost, or whose interaction nobody answered in time.
 
 use std::time::Duration;
-
-use sqlx::Row;
-use uuid::Uuid;
 
 use hermes_core::{SessionId, TenantId, TurnId};
 
 use crate::{Result, Store};
 
 /// A turn whose work message must be published again.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, sqlx::FromRow)]
 pub struct StrandedTurn {
+    #[sqlx(try_from = "crate::rows::Id")]
     pub tenant_id: TenantId,
+    #[sqlx(try_from = "crate::rows::Id")]
     pub session_id: SessionId,
+    #[sqlx(rename = "id", try_from = "crate::rows::Id")]
     pub turn_id: TurnId,
-}
-
-/// Turns from rows with `tenant_id`, `session_id` and `id`.
-fn stranded(rows: &[sqlx::postgres::PgRow]) -> Result<Vec<StrandedTurn>> {
-    rows.iter()
-        .map(|r| {
-            let tenant: Uuid = r.try_get("tenant_id")?;
-            Ok(StrandedTurn {
-                #[expect(clippy::disallowed_methods, reason = "a row this cluster wrote for that tenant")]
-                tenant_id: TenantId::from_authenticated(tenant),
-                session_id: SessionId::from_uuid(r.try_get("session_id")?),
-                turn_id: TurnId::from_uuid(r.try_get("id")?),
-            })
-        })
-        .collect()
 }
 
 impl Store {
@@ -44,7 +29,7 @@ impl Store {
         backoff: Duration,
         limit: i64,
     ) -> Result<Vec<StrandedTurn>> {
-        let rows = sqlx::query(
+        Ok(sqlx::query_as(
             "WITH stale AS (
                 SELECT id FROM turns
                 WHERE ((status = 'running' AND lease_expires_at < now())
@@ -61,15 +46,14 @@ impl Store {
         .bind(backoff.as_secs_f64())
         .bind(limit)
         .fetch_all(self.pool())
-        .await?;
-        stranded(&rows)
+        .await?)
     }
 
     /// Expires interactions nobody answered in time (an approval counts as denied, a question
     /// as unanswered) and queues their turns again; returns the turns to publish. Safe with
     /// many schedulers (`FOR UPDATE SKIP LOCKED`).
     pub async fn expire_interactions(&self, limit: i64) -> Result<Vec<StrandedTurn>> {
-        let rows = sqlx::query(
+        Ok(sqlx::query_as(
             "WITH due AS (
                 SELECT id FROM interactions WHERE status = 'pending' AND expires_at < now()
                 ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED
@@ -84,7 +68,6 @@ impl Store {
         )
         .bind(limit)
         .fetch_all(self.pool())
-        .await?;
-        stranded(&rows)
+        .await?)
     }
 }

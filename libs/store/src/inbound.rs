@@ -1,0 +1,223 @@
+//! Chat messages taken in: each exactly once (its `inbound` row is unique per channel and
+//! platform message), with the turn it starts or joins, and what a new message would interrupt.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use sqlx::Row;
+
+use hermes_core::{SessionId, TenantId, TurnId};
+
+use crate::turns::{NewTurn, enqueue_in};
+use crate::{Result, Store, StoreError};
+
+/// A turn a chat's new message may interrupt.
+#[derive(Debug, Clone)]
+pub struct BusyTurn {
+    pub id: TurnId,
+    /// Its input is in the conversation already (the worker stored it when it began).
+    pub begun: bool,
+    /// Its input's text.
+    pub input: String,
+}
+
+/// What taking a chat message in did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accepted {
+    /// Seen before (a platform retry, a re-polled update): nothing was done again.
+    Duplicate,
+    /// Stored; no turn (a command, an ignored message).
+    Stored,
+    /// Stored with the turn it started.
+    Turn { session: SessionId, turn: TurnId },
+    /// Added to the conversation's turn that had not started yet (a message split in parts).
+    Merged { session: SessionId, turn: TurnId },
+}
+
+/// Appends a chat message to its conversation's turn that is still queued (a worker claims
+/// turns with `FOR UPDATE`, so a turn is either merged into or started, never both).
+async fn merge_into_queued(
+    tx: &mut sqlx::PgConnection,
+    tenant: TenantId,
+    new: &NewTurn,
+    batch: Option<Duration>,
+) -> Result<Option<(SessionId, TurnId)>> {
+    let crate::turns::TurnTarget::Route { route, .. } = &new.target else { return Ok(None) };
+    let row = sqlx::query(
+        "SELECT t.id, t.session_id, t.input FROM session_routes r
+         JOIN turns t ON t.tenant_id = r.tenant_id AND t.session_id = r.session_id
+         WHERE r.tenant_id = $1 AND r.agent_id = $2 AND r.route_key = $3 AND t.status = 'queued'
+         ORDER BY t.created_at DESC LIMIT 1 FOR UPDATE OF t",
+    )
+    .bind(tenant.as_uuid())
+    .bind(route.agent.as_uuid())
+    .bind(&route.key)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(row) = row else { return Ok(None) };
+    let mut input: hermes_core::ChatMessage =
+        serde_json::from_value(row.try_get("input")?).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let addition = new.input.text();
+    input.content = Some(match input.content.take() {
+        Some(hermes_core::Content::Parts(mut parts)) => {
+            parts.push(hermes_core::ContentPart::Text { text: addition });
+            hermes_core::Content::Parts(parts)
+        }
+        Some(hermes_core::Content::Text(text)) => hermes_core::Content::Text(format!("{text}\n{addition}")),
+        None => hermes_core::Content::Text(addition),
+    });
+    let turn: uuid::Uuid = row.try_get("id")?;
+    sqlx::query(
+        "UPDATE turns SET input = $3,
+                not_before = CASE WHEN $4::float8 IS NULL THEN not_before ELSE now() + make_interval(secs => $4) END
+         WHERE tenant_id = $1 AND id = $2",
+    )
+    .bind(tenant.as_uuid())
+    .bind(turn)
+    .bind(crate::messages::storable_json(&input)?)
+    .bind(batch.map(|b| b.as_secs_f64()))
+    .execute(&mut *tx)
+    .await?;
+    Ok(Some((SessionId::from_uuid(row.try_get("session_id")?), TurnId::from_uuid(turn))))
+}
+
+impl Store {
+    /// The running or waiting turns of a chat's current conversation (what a new message
+    /// interrupts), and how many turns are open in it.
+    pub async fn route_busy_turns(&self, tenant: TenantId, route: &crate::Route) -> Result<(Vec<BusyTurn>, i64)> {
+        let rows = sqlx::query(
+            "SELECT t.id, t.status::text AS status, t.input,
+                    EXISTS (SELECT 1 FROM messages m WHERE m.tenant_id = t.tenant_id AND m.session_id = t.session_id
+                              AND m.turn_id = t.id AND m.turn_step = 0) AS begun
+             FROM session_routes r
+             JOIN turns t ON t.tenant_id = r.tenant_id AND t.session_id = r.session_id
+             WHERE r.tenant_id = $1 AND r.agent_id = $2 AND r.route_key = $3
+               AND t.status IN ('queued', 'running', 'waiting')",
+        )
+        .bind(tenant.as_uuid())
+        .bind(route.agent.as_uuid())
+        .bind(&route.key)
+        .fetch_all(self.pool())
+        .await?;
+        let open = i64::try_from(rows.len()).unwrap_or(i64::MAX);
+        let mut busy = Vec::new();
+        for row in rows.iter().filter(|r| r.try_get::<String, _>("status").is_ok_and(|s| s != "queued")) {
+            let input: hermes_core::ChatMessage =
+                serde_json::from_value(row.try_get("input")?).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            busy.push(BusyTurn {
+                id: TurnId::from_uuid(row.try_get("id")?),
+                begun: row.try_get("begun")?,
+                input: input.text(),
+            });
+        }
+        Ok((busy, open))
+    }
+
+    /// Whether a chat message was taken in already (checked before acting on it).
+    pub async fn inbound_seen(&self, tenant: TenantId, source: &str, dedupe_key: &str) -> Result<bool> {
+        let seen: Option<i32> =
+            sqlx::query_scalar("SELECT 1 FROM inbound WHERE tenant_id = $1 AND source = $2 AND dedupe_key = $3")
+                .bind(tenant.as_uuid())
+                .bind(source)
+                .bind(crate::messages::without_nul(dedupe_key))
+                .fetch_optional(self.pool())
+                .await?;
+        Ok(seen.is_some())
+    }
+
+    /// Takes a chat message in once: its `inbound` row (unique per channel and platform message)
+    /// and, when given, the turn it starts, in one transaction.
+    /// With `batch`, the turn waits that long before it may start, and a message that joins it
+    /// extends the wait (see [`merge_into_queued`]).
+    pub async fn accept_inbound(
+        &self,
+        tenant: TenantId,
+        source: &str,
+        dedupe_key: &str,
+        payload: &Value,
+        turn: Option<NewTurn>,
+        batch: Option<Duration>,
+    ) -> Result<Accepted> {
+        self.accept_inbound_as(tenant, source, dedupe_key, payload, turn, batch, true).await
+    }
+
+    /// [`Self::accept_inbound`] for a message that is its own turn whatever waits (`/queue`,
+    /// `/steer`): never merged into a queued turn.
+    pub async fn accept_inbound_alone(
+        &self,
+        tenant: TenantId,
+        source: &str,
+        dedupe_key: &str,
+        payload: &Value,
+        turn: NewTurn,
+    ) -> Result<Accepted> {
+        self.accept_inbound_as(tenant, source, dedupe_key, payload, Some(turn), None, false).await
+    }
+
+    #[expect(clippy::too_many_arguments, reason = "the two public forms above name the cases")]
+    async fn accept_inbound_as(
+        &self,
+        tenant: TenantId,
+        source: &str,
+        dedupe_key: &str,
+        payload: &Value,
+        turn: Option<NewTurn>,
+        batch: Option<Duration>,
+        merge: bool,
+    ) -> Result<Accepted> {
+        let mut tx = self.pool().begin().await?;
+        let id = uuid::Uuid::now_v7();
+        let inserted = sqlx::query(
+            "INSERT INTO inbound (id, tenant_id, source, dedupe_key, payload) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (tenant_id, source, dedupe_key) DO NOTHING",
+        )
+        .bind(id)
+        .bind(tenant.as_uuid())
+        .bind(source)
+        .bind(crate::messages::without_nul(dedupe_key))
+        .bind(crate::messages::storable_json(payload)?)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if inserted == 0 {
+            return Ok(Accepted::Duplicate);
+        }
+        let accepted = match turn {
+            Some(new) => {
+                let merged = if merge { merge_into_queued(&mut tx, tenant, &new, batch).await? } else { None };
+                if let Some((session, turn)) = merged {
+                    sqlx::query("UPDATE inbound SET turn_id = $2, processed_at = now() WHERE id = $1")
+                        .bind(id)
+                        .bind(turn.as_uuid())
+                        .execute(&mut *tx)
+                        .await?;
+                    tx.commit().await?;
+                    return Ok(Accepted::Merged { session, turn });
+                }
+                let (session, turn) = enqueue_in(&mut tx, tenant, &new).await?;
+                if let Some(wait) = batch {
+                    sqlx::query(
+                        "UPDATE turns SET not_before = now() + make_interval(secs => $3) WHERE tenant_id = $1 AND id = $2",
+                    )
+                    .bind(tenant.as_uuid())
+                    .bind(turn.as_uuid())
+                    .bind(wait.as_secs_f64())
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                sqlx::query("UPDATE inbound SET turn_id = $2, processed_at = now() WHERE id = $1")
+                    .bind(id)
+                    .bind(turn.as_uuid())
+                    .execute(&mut *tx)
+                    .await?;
+                Accepted::Turn { session, turn }
+            }
+            None => {
+                sqlx::query("UPDATE inbound SET processed_at = now() WHERE id = $1").bind(id).execute(&mut *tx).await?;
+                Accepted::Stored
+            }
+        };
+        tx.commit().await?;
+        Ok(accepted)
+    }
+}

@@ -1,0 +1,59 @@
+//! Reading rows: the typed ids a uuid column holds, and the one place a row's tenant is read.
+//!
+//! Row types derive [`sqlx::FromRow`] and read a typed id with
+//! `#[sqlx(try_from = "crate::rows::Id")]` (or `MaybeId` for a nullable column). [`Id`] is
+//! made only by decoding a column, so a [`TenantId`] built from it is always a tenant a stored
+//! row names, never one a caller supplied.
+
+use sqlx::postgres::PgRow;
+use sqlx::{FromRow, Row};
+use uuid::Uuid;
+
+use hermes_core::{AgentId, ApiKeyId, SessionId, TenantId, TurnId};
+
+use crate::Result;
+
+/// A non-null uuid column, on its way to a typed id.
+#[derive(sqlx::Type)]
+#[sqlx(transparent)]
+pub(crate) struct Id(Uuid);
+
+/// A nullable uuid column, on its way to an optional typed id.
+#[derive(sqlx::Type)]
+#[sqlx(transparent)]
+pub(crate) struct MaybeId(Option<Uuid>);
+
+macro_rules! open_ids {
+    ($($id:ident),*) => {$(
+        impl From<Id> for $id {
+            fn from(column: Id) -> Self {
+                $id::from_uuid(column.0)
+            }
+        }
+
+        impl From<MaybeId> for Option<$id> {
+            fn from(column: MaybeId) -> Self {
+                column.0.map($id::from_uuid)
+            }
+        }
+    )*};
+}
+
+open_ids!(AgentId, SessionId, TurnId, ApiKeyId);
+
+impl From<Id> for TenantId {
+    fn from(column: Id) -> Self {
+        #[expect(clippy::disallowed_methods, reason = "a stored row's own tenant, read with the row")]
+        TenantId::from_authenticated(column.0)
+    }
+}
+
+/// The tenant a row belongs to (its `tenant_id` column).
+pub(crate) fn tenant_of(row: &PgRow) -> Result<TenantId> {
+    Ok(row.try_get::<Id, _>("tenant_id")?.into())
+}
+
+/// A row read as `T`, with a mapping failure as a [`crate::StoreError`].
+pub(crate) fn read<T: for<'r> FromRow<'r, PgRow>>(row: &PgRow) -> Result<T> {
+    Ok(T::from_row(row)?)
+}

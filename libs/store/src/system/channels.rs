@@ -1,0 +1,29 @@
+//! The channels a platform's call names, before any tenant is known (the platform's own
+//! secret then authenticates it), and the channels a gateway must poll.
+
+use crate::channels::Channel;
+use crate::{Result, Store, StoreError};
+
+impl Store {
+    /// The channel with this id, whoever owns it (the caller then checks the platform's secret).
+    pub async fn gateway_channel(&self, id: uuid::Uuid) -> Result<Channel> {
+        let row = sqlx::query("SELECT * FROM channels WHERE id = $1")
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        crate::rows::read::<Channel>(&row)
+    }
+
+    /// Active channels of `platform` that receive in `mode` (the ones a gateway must poll).
+    pub async fn gateway_channels(&self, platform: &str, mode: &str) -> Result<Vec<Channel>> {
+        let rows = sqlx::query(
+            "SELECT * FROM channels WHERE platform = $1 AND mode = $2 AND status = 'active' ORDER BY created_at",
+        )
+        .bind(platform)
+        .bind(mode)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(crate::rows::read::<Channel>).collect()
+    }
+}

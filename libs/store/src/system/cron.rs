@@ -1,0 +1,235 @@
+//! The scheduler's side of cron: claiming due jobs and fired runs of every tenant, starting
+//! and failing claimed runs by id, and settling runs whose turns ended (or that were lost).
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+
+use hermes_core::{SessionId, TenantId};
+
+use crate::cron::{ClaimedRun, Job, Plan, SettledRun};
+use crate::{Result, Store};
+
+impl Store {
+    /// Claims up to `limit` due jobs (`FOR UPDATE SKIP LOCKED`, so replicas never claim the same
+    /// slot), moving each on as `plan` says in the same transaction, and records a run for each
+    /// that runs now, then the runs fired by webhooks. A tenant with `tenant_cap` runs open gets no more until one ends.
+    pub async fn claim_due_jobs(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        limit: i64,
+        tenant_cap: i64,
+        plan: impl Fn(&Job) -> Plan,
+    ) -> Result<Vec<ClaimedRun>> {
+        let mut tx = self.pool().begin().await?;
+        let rows = sqlx::query(
+            "SELECT * FROM cron_jobs j
+             WHERE state = 'scheduled' AND next_run_at <= $1
+               AND (SELECT count(*) FROM cron_runs r
+                    WHERE r.tenant_id = j.tenant_id AND r.status IN ('claimed', 'running')) < $3
+             ORDER BY next_run_at LIMIT $2 FOR UPDATE SKIP LOCKED",
+        )
+        .bind(now)
+        .bind(limit)
+        .bind(tenant_cap)
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut claimed = Vec::new();
+        for row in &rows {
+            let job = crate::rows::read::<Job>(row)?;
+            let due = job.next_run_at.unwrap_or(now);
+            let decision = plan(&job);
+            sqlx::query(
+                "UPDATE cron_jobs SET next_run_at = $2, state = $3, last_error = COALESCE($4, last_error),
+                        updated_at = now()
+                 WHERE id = $1",
+            )
+            .bind(job.id)
+            .bind(decision.next_run_at)
+            .bind(decision.state)
+            .bind(&decision.error)
+            .execute(&mut *tx)
+            .await?;
+            if !decision.run {
+                continue;
+            }
+            let run_id: Option<uuid::Uuid> = sqlx::query_scalar(
+                "INSERT INTO cron_runs (id, tenant_id, job_id, scheduled_for, claimed_by)
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (job_id, scheduled_for) DO NOTHING RETURNING id",
+            )
+            .bind(uuid::Uuid::now_v7())
+            .bind(job.tenant_id.as_uuid())
+            .bind(job.id)
+            .bind(due)
+            .bind(owner)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if let Some(run_id) = run_id {
+                claimed.push(ClaimedRun { run_id, job, scheduled_for: due, context: None });
+            }
+        }
+        let room = limit - i64::try_from(claimed.len()).unwrap_or(limit);
+        claimed.extend(claim_fires(&mut tx, owner, room, tenant_cap).await?);
+        tx.commit().await?;
+        Ok(claimed)
+    }
+
+    /// Cron runs open across the installation (claimed or running).
+    pub async fn open_cron_runs(&self) -> Result<i64> {
+        Ok(sqlx::query_scalar("SELECT count(*) FROM cron_runs WHERE status IN ('claimed', 'running')")
+            .fetch_one(self.pool())
+            .await?)
+    }
+
+    /// Starts a claimed run: queues its turn and marks it running, in one transaction (a
+    /// scheduler dying in between leaves neither: the run is then declared `unknown`, and no
+    /// turn runs behind the ledger's back). `None` when the run is no longer `claimed`.
+    pub async fn start_run(
+        &self,
+        run: uuid::Uuid,
+        tenant: TenantId,
+        turn: &crate::NewTurn,
+    ) -> Result<Option<SessionId>> {
+        let mut tx = self.pool().begin().await?;
+        let (session, turn_id) = crate::turns::enqueue_in(&mut tx, tenant, turn).await?;
+        let started = sqlx::query(
+            "UPDATE cron_runs SET status = 'running', turn_id = $2, session_id = $3 WHERE id = $1 AND status = 'claimed'",
+        )
+        .bind(run)
+        .bind(turn_id.as_uuid())
+        .bind(session.as_uuid())
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if started == 0 {
+            return Ok(None);
+        }
+        tx.commit().await?;
+        Ok(Some(session))
+    }
+
+    /// A run refused before it started (its prompt failed the run-time scan): failed, and its
+    /// job says why.
+    pub async fn fail_run(&self, run: uuid::Uuid, error: &str) -> Result<()> {
+        let mut tx = self.pool().begin().await?;
+        let job: Option<uuid::Uuid> = sqlx::query_scalar(
+            "UPDATE cron_runs SET status = 'failed', error = $2, finished_at = now()
+             WHERE id = $1 AND status = 'claimed' RETURNING job_id",
+        )
+        .bind(run)
+        .bind(crate::messages::without_nul(error))
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some(job) = job {
+            sqlx::query(
+                "UPDATE cron_jobs SET last_run_at = now(), last_status = 'error', last_error = $2, updated_at = now()
+                 WHERE id = $1",
+            )
+            .bind(job)
+            .bind(crate::messages::without_nul(error))
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Ends the runs whose turns ended (their outputs kept) and runs claimed more than `stale`
+    /// ago that never got a turn (`unknown`: what claimed them vanished); updates their jobs.
+    pub async fn settle_runs(&self, stale: std::time::Duration) -> Result<Vec<SettledRun>> {
+        Ok(sqlx::query_as(
+            "WITH ended AS (
+                UPDATE cron_runs r SET
+                    status = CASE WHEN t.status = 'completed' THEN 'completed' ELSE 'failed' END,
+                    output = t.outcome ->> 'content', error = t.outcome ->> 'error',
+                    finished_at = COALESCE(t.finished_at, now())
+                FROM turns t
+                WHERE r.status = 'running' AND t.id = r.turn_id AND t.status IN ('completed', 'failed', 'cancelled')
+                RETURNING r.id, r.tenant_id, r.job_id, r.status, r.error, r.context IS NOT NULL AS fired
+             ), vanished AS (
+                UPDATE cron_runs r SET status = 'unknown', finished_at = now(),
+                    error = 'the scheduler that claimed this run vanished before starting it; not run again'
+                WHERE r.status = 'claimed' AND r.created_at < now() - make_interval(secs => $1)
+                RETURNING r.id, r.tenant_id, r.job_id, r.status, r.error, r.context IS NOT NULL AS fired
+             ), settled AS (
+                -- A run a webhook fired does not count toward the job's repeats.
+                SELECT *, CASE WHEN fired THEN 0 ELSE 1 END AS counts FROM ended
+                UNION ALL SELECT *, CASE WHEN fired THEN 0 ELSE 1 END FROM vanished
+             ),
+             jobs AS (
+                UPDATE cron_jobs j SET last_run_at = now(),
+                    last_status = CASE WHEN s.status = 'completed' THEN 'ok' ELSE 'error' END,
+                    last_error = CASE WHEN s.status = 'completed' THEN NULL ELSE s.error END,
+                    repeat_completed = j.repeat_completed + s.counts,
+                    state = CASE WHEN j.repeat_times IS NOT NULL AND j.repeat_completed + s.counts >= j.repeat_times
+                                 THEN 'completed' ELSE j.state END,
+                    next_run_at = CASE WHEN j.repeat_times IS NOT NULL AND j.repeat_completed + s.counts >= j.repeat_times
+                                       THEN NULL ELSE j.next_run_at END,
+                    updated_at = now()
+                FROM settled s WHERE j.id = s.job_id
+             )
+             SELECT id, tenant_id, job_id, status FROM settled",
+        )
+        .bind(stale.as_secs_f64())
+        .fetch_all(self.pool())
+        .await?)
+    }
+}
+
+/// Claims up to `limit` fired runs inside the scheduler's claiming transaction.
+pub(crate) async fn claim_fires(
+    tx: &mut sqlx::PgConnection,
+    owner: &str,
+    limit: i64,
+    tenant_cap: i64,
+) -> Result<Vec<ClaimedRun>> {
+    if limit <= 0 {
+        return Ok(Vec::new());
+    }
+    // A tenant at its cap of open runs waits, as for scheduled runs; a paused job's fires are
+    // dropped (pausing a job stops it, whatever calls it).
+    let fires = sqlx::query(
+        "DELETE FROM cron_fires WHERE id IN
+            (SELECT f.id FROM cron_fires f
+             WHERE (SELECT count(*) FROM cron_runs r
+                    WHERE r.tenant_id = f.tenant_id AND r.status IN ('claimed', 'running')) < $2
+             ORDER BY f.created_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+         RETURNING job_id, context, created_at",
+    )
+    .bind(limit)
+    .bind(tenant_cap)
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut claimed = Vec::new();
+    for fire in &fires {
+        let job_id: uuid::Uuid = fire.try_get("job_id")?;
+        let context: String = fire.try_get("context")?;
+        let at: DateTime<Utc> = fire.try_get("created_at")?;
+        let Some(row) =
+            sqlx::query("SELECT * FROM cron_jobs WHERE id = $1").bind(job_id).fetch_optional(&mut *tx).await?
+        else {
+            continue;
+        };
+        let job = crate::rows::read::<Job>(&row)?;
+        if job.state == "paused" {
+            tracing::info!(job.id = %job.id, "a webhook fired a paused job; not run");
+            continue;
+        }
+        let run_id: Option<uuid::Uuid> = sqlx::query_scalar(
+            "INSERT INTO cron_runs (id, tenant_id, job_id, scheduled_for, claimed_by, context)
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (job_id, scheduled_for) DO NOTHING RETURNING id",
+        )
+        .bind(uuid::Uuid::now_v7())
+        .bind(job.tenant_id.as_uuid())
+        .bind(job.id)
+        .bind(at)
+        .bind(owner)
+        .bind(&context)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some(run_id) = run_id {
+            claimed.push(ClaimedRun { run_id, job, scheduled_for: at, context: Some(context) });
+        }
+    }
+    Ok(claimed)
+}

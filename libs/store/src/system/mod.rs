@@ -1,0 +1,64 @@
+//! The queries that span tenants, and nothing else. Everything outside this module takes a
+//! [`TenantId`](hermes_core::TenantId) and filters by it; these cannot, because the role that
+//! calls them works for every tenant at once, or does not know the tenant yet. None is
+//! reachable from a tenant's API request. Each stays a method on [`Store`](crate::Store).
+//!
+//! Why each is cross-tenant:
+//! - [`turns`]: the scheduler's lease reaper ([`reap_stranded_turns`]) and interaction expiry
+//!   ([`expire_interactions`]) look after every tenant's turns; a worker that died did not say
+//!   whose turn it held.
+//! - [`outbox`]: gateway pods deliver every tenant's replies ([`claim_outbox`]) and settle a
+//!   claimed reply by its id (`outbox_part_sent`, `outbox_sent`, `outbox_retry`, ...), the id
+//!   coming from their own claim.
+//! - [`channels`]: a platform's webhook names only a channel id ([`gateway_channel`]); the
+//!   platform's own secret then authenticates it. The gateway polls every tenant's channels of
+//!   a platform and mode ([`gateway_channels`]).
+//! - [`webhooks`]: a third party's POST names only a hook id ([`gateway_webhook`]); its
+//!   signature, checked with that hook's secret, proves the sender. [`accept_webhook`] then
+//!   works by that hook's id, for the tenant its row names.
+//! - [`cron`]: schedulers claim every tenant's due jobs and fired runs ([`claim_due_jobs`]),
+//!   start and fail claimed runs by id ([`start_run`], [`fail_run`]), settle runs whose turns
+//!   ended or whose scheduler vanished ([`settle_runs`]), and count open runs
+//!   ([`open_cron_runs`]) for the installation's gauge.
+//! - [`event_deliveries`]: gateway pods send every tenant's events ([`claim_events`]) and
+//!   record each attempt by the event's and endpoint's ids ([`settle_event`]).
+//! - [`retention`]: pruning idempotency keys, settled events and expired sessions is one sweep
+//!   over all tenants ([`prune_idempotency_keys`], [`prune_events`], [`prune_sessions`]).
+//! - [`curator`]: the scheduler picks idle agents of any tenant for a curator pass
+//!   ([`claim_agents_for_curation`]); the pass itself is tenant-scoped.
+//!
+//! Not here, though they filter by no tenant: authentication, which is where a tenant comes
+//! from (`authenticate_api_key`; `tenant_by_name` and `create_tenant` for the operator's CLI);
+//! installation-wide data that is no tenant's (`model_prices`, the bundled skills); and reads by
+//! an id the caller got from a tenant-scoped read (`skill_files`).
+//!
+//! [`reap_stranded_turns`]: crate::Store::reap_stranded_turns
+//! [`expire_interactions`]: crate::Store::expire_interactions
+//! [`claim_outbox`]: crate::Store::claim_outbox
+//! [`gateway_channel`]: crate::Store::gateway_channel
+//! [`gateway_channels`]: crate::Store::gateway_channels
+//! [`gateway_webhook`]: crate::Store::gateway_webhook
+//! [`accept_webhook`]: crate::Store::accept_webhook
+//! [`claim_due_jobs`]: crate::Store::claim_due_jobs
+//! [`start_run`]: crate::Store::start_run
+//! [`fail_run`]: crate::Store::fail_run
+//! [`settle_runs`]: crate::Store::settle_runs
+//! [`open_cron_runs`]: crate::Store::open_cron_runs
+//! [`claim_events`]: crate::Store::claim_events
+//! [`settle_event`]: crate::Store::settle_event
+//! [`prune_idempotency_keys`]: crate::Store::prune_idempotency_keys
+//! [`prune_events`]: crate::Store::prune_events
+//! [`prune_sessions`]: crate::Store::prune_sessions
+//! [`claim_agents_for_curation`]: crate::Store::claim_agents_for_curation
+
+pub mod channels;
+pub mod cron;
+pub mod curator;
+pub mod event_deliveries;
+pub mod outbox;
+pub mod retention;
+pub mod turns;
+pub mod webhooks;
+
+pub use outbox::OutboxItem;
+pub use turns::StrandedTurn;

@@ -1,0 +1,150 @@
+//! Delivering the outbox: gateway pods claim due replies of every tenant and settle them by id.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use sqlx::Row;
+
+use hermes_core::{TenantId, TurnId};
+
+use crate::rows::MaybeId;
+use crate::{Result, Store};
+
+/// A reply to deliver, claimed by one gateway pod for a while.
+#[derive(Debug, Clone)]
+pub struct OutboxItem {
+    pub id: uuid::Uuid,
+    pub tenant_id: TenantId,
+    pub channel_id: Option<uuid::Uuid>,
+    pub turn_id: Option<TurnId>,
+    pub destination: Value,
+    pub payload: Value,
+    pub attempts: i32,
+    /// Parts of the reply already delivered, and their platform message ids.
+    pub sent_parts: i32,
+    pub message_ids: Vec<String>,
+    /// A part whose send began but was never recorded (the sender died), and since when.
+    pub doubt: Option<(i32, chrono::DateTime<chrono::Utc>)>,
+}
+
+impl Store {
+    /// Claims up to `limit` due replies for `lease` (oldest first; `SKIP LOCKED`, so any number
+    /// of gateway pods share the work). A claim that is not settled in time is due again.
+    /// Replies to bots reached through a socket go only through the pod holding it: those are
+    /// claimed with `only` set to their channel, and never without.
+    pub async fn claim_outbox(&self, limit: i64, lease: Duration, only: Option<uuid::Uuid>) -> Result<Vec<OutboxItem>> {
+        let rows = sqlx::query(
+            "UPDATE outbox o SET lease_until = now() + make_interval(secs => $2), attempts = o.attempts + 1
+             FROM (SELECT id FROM outbox
+                   WHERE status = 'pending' AND next_attempt_at <= now()
+                     AND (lease_until IS NULL OR lease_until < now())
+                     AND CASE WHEN $3::uuid IS NULL
+                              THEN NOT EXISTS (SELECT 1 FROM channels c
+                                               WHERE c.id = outbox.channel_id AND c.mode = 'websocket')
+                              ELSE channel_id = $3 END
+                   ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
+             WHERE o.id = due.id
+             RETURNING o.id, o.tenant_id, o.channel_id, o.turn_id, o.destination, o.payload, o.attempts,
+                       o.sent_parts, o.platform_message_id, o.doubt_part, o.doubt_since",
+        )
+        .bind(limit)
+        .bind(lease.as_secs_f64())
+        .bind(only)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(OutboxItem {
+                    id: r.try_get("id")?,
+                    tenant_id: crate::rows::tenant_of(r)?,
+                    channel_id: r.try_get("channel_id")?,
+                    turn_id: r.try_get::<MaybeId, _>("turn_id")?.into(),
+                    destination: r.try_get("destination")?,
+                    payload: r.try_get("payload")?,
+                    attempts: r.try_get("attempts")?,
+                    sent_parts: r.try_get("sent_parts")?,
+                    message_ids: r
+                        .try_get::<Option<String>, _>("platform_message_id")?
+                        .map(|ids| ids.split(',').filter(|s| !s.is_empty()).map(str::to_owned).collect())
+                        .unwrap_or_default(),
+                    doubt: match (r.try_get::<Option<i32>, _>("doubt_part")?, r.try_get("doubt_since")?) {
+                        (Some(part), Some(since)) => Some((part, since)),
+                        _ => None,
+                    },
+                })
+            })
+            .collect()
+    }
+
+    /// One more part of a reply went out (recorded before the next is sent, so a retry after
+    /// a crash sends only what is missing).
+    pub async fn outbox_part_sent(&self, id: uuid::Uuid, parts: i32, message_ids: &[String]) -> Result<()> {
+        sqlx::query(
+            "UPDATE outbox SET sent_parts = $2, platform_message_id = $3, doubt_part = NULL, doubt_since = NULL
+             WHERE id = $1",
+        )
+        .bind(id)
+        .bind(parts)
+        .bind(message_ids.join(","))
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Part `part` is about to be sent (in doubt until [`Self::outbox_part_sent`]).
+    pub async fn outbox_part_sending(&self, id: uuid::Uuid, part: i32) -> Result<()> {
+        sqlx::query(
+            "UPDATE outbox SET doubt_part = $2,
+                    doubt_since = CASE WHEN doubt_part = $2 THEN doubt_since ELSE now() END
+             WHERE id = $1",
+        )
+        .bind(id)
+        .bind(part)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// The platform refused the part on its way: it is not in doubt.
+    pub async fn outbox_part_refused(&self, id: uuid::Uuid) -> Result<()> {
+        sqlx::query("UPDATE outbox SET doubt_part = NULL, doubt_since = NULL WHERE id = $1")
+            .bind(id)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// The whole reply went out.
+    pub async fn outbox_sent(&self, id: uuid::Uuid) -> Result<()> {
+        sqlx::query("UPDATE outbox SET status = 'sent', sent_at = now(), lease_until = NULL WHERE id = $1")
+            .bind(id)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// A delivery failed for now: try again after `delay`.
+    pub async fn outbox_retry(&self, id: uuid::Uuid, delay: Duration, error: &str) -> Result<()> {
+        sqlx::query(
+            "UPDATE outbox SET next_attempt_at = now() + make_interval(secs => $2), lease_until = NULL,
+                    last_error = $3
+             WHERE id = $1",
+        )
+        .bind(id)
+        .bind(delay.as_secs_f64())
+        .bind(crate::messages::without_nul(error))
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// A delivery that will never succeed (the bot was blocked, the chat is gone).
+    pub async fn outbox_failed(&self, id: uuid::Uuid, error: &str) -> Result<()> {
+        sqlx::query("UPDATE outbox SET status = 'failed', lease_until = NULL, last_error = $2 WHERE id = $1")
+            .bind(id)
+            .bind(crate::messages::without_nul(error))
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+}

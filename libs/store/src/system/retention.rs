@@ -1,0 +1,50 @@
+//! Forgetting what is kept only for a while, in every tenant at once: idempotency keys,
+//! settled events, and sessions past their tenant's retention period.
+
+use chrono::{DateTime, Utc};
+
+use crate::idempotency::IDEMPOTENCY_HOURS;
+use crate::{Result, Store};
+
+impl Store {
+    /// Forgets keys older than a day; returns how many.
+    pub async fn prune_idempotency_keys(&self) -> Result<u64> {
+        let done = sqlx::query("DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(hours => $1)")
+            .bind(IDEMPOTENCY_HOURS)
+            .execute(self.pool())
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// Forgets events settled more than a week ago.
+    pub async fn prune_events(&self) -> Result<u64> {
+        let done = sqlx::query(
+            "DELETE FROM event_deliveries WHERE status <> 'pending' AND created_at < now() - interval '7 days'",
+        )
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// Deletes sessions of tenants with a retention period whose last activity is older than
+    /// it, unless a turn of theirs is still open (the rest of their lineage and their messages
+    /// go with them). At most `batch` per call; returns how many went.
+    pub async fn prune_sessions(&self, now: DateTime<Utc>, batch: i64) -> Result<u64> {
+        let done = sqlx::query(
+            "DELETE FROM sessions WHERE id IN (
+                SELECT s.id FROM sessions s JOIN tenants t ON t.id = s.tenant_id
+                WHERE t.session_retention_days IS NOT NULL
+                  AND s.updated_at < $1 - make_interval(days => t.session_retention_days)
+                  AND NOT EXISTS (SELECT 1 FROM turns u WHERE u.tenant_id = s.tenant_id AND u.session_id = s.id
+                                  AND u.status IN ('queued', 'running', 'waiting'))
+                LIMIT $2
+                FOR UPDATE OF s SKIP LOCKED
+             )",
+        )
+        .bind(now)
+        .bind(batch)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected())
+    }
+}
