@@ -53,9 +53,14 @@ async fn workers_racing_for_a_sessions_turn_never_both_get_it(pool: PgPool) {
     let turn = common::queue(&store, &t, t.session, "hello").await;
     // Hold the turn's row so that every claim is in flight at once, then let them go together.
     let mut blocker = store.pool().begin().await.unwrap();
-    sqlx::query("SELECT 1 FROM turns WHERE id = $1 FOR UPDATE").bind(turn.as_uuid()).execute(&mut *blocker).await.unwrap();
+    sqlx::query("SELECT 1 FROM turns WHERE id = $1 FOR UPDATE")
+        .bind(turn.as_uuid())
+        .execute(&mut *blocker)
+        .await
+        .unwrap();
     let (tenant, session) = (t.id, t.session);
-    let claims: Vec<_> = (0..4)
+    // Three claims, the blocker and the poll use the test pool's five connections.
+    let claims: Vec<_> = (0..3)
         .map(|i| {
             let store = store.clone();
             tokio::spawn(async move {
@@ -63,14 +68,14 @@ async fn workers_racing_for_a_sessions_turn_never_both_get_it(pool: PgPool) {
             })
         })
         .collect();
-    common::until("the four claims wait for the turn's row", || async {
+    common::until("the three claims wait for the turn's row", || async {
         let waiting: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
         )
         .fetch_one(store.pool())
         .await
         .unwrap();
-        waiting >= 4
+        waiting >= 3
     })
     .await;
     blocker.commit().await.unwrap();
@@ -91,7 +96,10 @@ async fn an_outbox_reply_goes_to_one_sender_at_a_time(pool: PgPool) {
     let channel = common::channel(&store, &t, &common::secrets(), "bot-1").await;
     for i in 0..12 {
         let payload = json!({"kind": "text", "text": format!("part {i}")});
-        store.enqueue_outbox(t.id, channel.id, &json!({"chat_id": "42"}), &format!("reply-{i}"), &payload).await.unwrap();
+        store
+            .enqueue_outbox(t.id, channel.id, &json!({"chat_id": "42"}), &format!("reply-{i}"), &payload)
+            .await
+            .unwrap();
     }
     let claims = race(&store, 6, |store, _| async move {
         store.claim_outbox(3, common::LEASE, None).await.unwrap().into_iter().map(|o| o.id).collect::<Vec<_>>()
@@ -101,7 +109,10 @@ async fn an_outbox_reply_goes_to_one_sender_at_a_time(pool: PgPool) {
     let expected: HashSet<_> = claims.iter().chain([&swept]).flatten().copied().collect();
     assert_eq!(expected.len(), 12);
     claimed_once(claims.into_iter().chain([swept]).collect(), &expected);
-    assert!(store.claim_outbox(100, common::LEASE, None).await.unwrap().is_empty(), "claimed replies wait for their lease");
+    assert!(
+        store.claim_outbox(100, common::LEASE, None).await.unwrap().is_empty(),
+        "claimed replies wait for their lease"
+    );
 }
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
@@ -109,8 +120,10 @@ async fn an_event_delivery_goes_to_one_sender_at_a_time(pool: PgPool) {
     let store = common::store(pool);
     let t = common::tenant(&store, "acme").await;
     let events = ["turn.finished".to_owned()];
-    let (hook, _) =
-        store.create_event_hook(t.id, "http://127.0.0.1:9/hook", &events, "ops", Some(&common::secrets())).await.unwrap();
+    let (hook, _) = store
+        .create_event_hook(t.id, "http://127.0.0.1:9/hook", &events, "ops", Some(&common::secrets()))
+        .await
+        .unwrap();
     let mut pings = HashSet::new();
     for _ in 0..10 {
         pings.insert(store.ping_event_hook(t.id, hook.id).await.unwrap());
@@ -134,15 +147,24 @@ async fn a_due_cron_job_is_run_by_one_scheduler(pool: PgPool) {
         jobs.insert(store.create_job(t.id, &common::job(&t, &format!("job-{i}"), due)).await.unwrap().id);
     }
     let now = Utc::now();
-    let next_hour =
-        move |_: &hermes_store::cron::Job| Plan { run: true, next_run_at: Some(now + chrono::Duration::hours(1)), state: "scheduled", error: None };
+    let next_hour = move |_: &hermes_store::cron::Job| Plan {
+        run: true,
+        next_run_at: Some(now + chrono::Duration::hours(1)),
+        state: "scheduled",
+        error: None,
+    };
     let claims = race(&store, 4, move |store, i| async move {
         let runs = store.claim_due_jobs(&format!("scheduler-{i}"), now, 3, 100, next_hour).await.unwrap();
         runs.into_iter().map(|r| r.job.id).collect::<Vec<_>>()
     })
     .await;
-    let swept: Vec<_> =
-        store.claim_due_jobs("sweeper", now, 100, 100, next_hour).await.unwrap().into_iter().map(|r| r.job.id).collect();
+    let swept: Vec<_> = store
+        .claim_due_jobs("sweeper", now, 100, 100, next_hour)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.job.id)
+        .collect();
     claimed_once(claims.into_iter().chain([swept]).collect(), &jobs);
     assert!(store.claim_due_jobs("late", now, 100, 100, next_hour).await.unwrap().is_empty());
 }
@@ -155,7 +177,8 @@ async fn a_cron_slot_runs_once_even_when_its_job_stays_due(pool: PgPool) {
     let t = common::tenant(&store, "acme").await;
     let due = Utc::now() - chrono::Duration::minutes(1);
     let job = store.create_job(t.id, &common::job(&t, "report", due)).await.unwrap();
-    let stay = |j: &hermes_store::cron::Job| Plan { run: true, next_run_at: j.next_run_at, state: "scheduled", error: None };
+    let stay =
+        |j: &hermes_store::cron::Job| Plan { run: true, next_run_at: j.next_run_at, state: "scheduled", error: None };
     let now = Utc::now();
     assert_eq!(store.claim_due_jobs("scheduler-1", now, 10, 100, stay).await.unwrap().len(), 1);
     assert!(store.claim_due_jobs("scheduler-2", now, 10, 100, stay).await.unwrap().is_empty());

@@ -95,10 +95,8 @@ pub async fn claim_for(
 
 /// Waits until the abandoned turn of `session` may be claimed again.
 pub async fn until_claimable(store: &Store, tenant: TenantId, session: SessionId) {
-    until("the abandoned turn is claimable", || async {
-        store.has_claimable_turn(tenant, session).await.unwrap()
-    })
-    .await;
+    until("the abandoned turn is claimable", || async { store.has_claimable_turn(tenant, session).await.unwrap() })
+        .await;
 }
 
 /// Polls `check` until it holds, failing after a generous deadline.

@@ -105,7 +105,17 @@ async fn the_fence_refuses_a_stale_writer_even_under_the_same_owner_name(pool: P
     fenced(
         "finish_turn",
         store
-            .finish_turn(t.id, t.session, turn, "worker", first.fence, TurnStatus::Completed, &outcome, Some((1, &late)), &[])
+            .finish_turn(
+                t.id,
+                t.session,
+                turn,
+                "worker",
+                first.fence,
+                TurnStatus::Completed,
+                &outcome,
+                Some((1, &late)),
+                &[],
+            )
             .await,
     );
     let prompt = json!({"question": "which?"});
@@ -129,7 +139,8 @@ async fn the_fence_only_moves_forward_whatever_token_a_claim_brings(pool: PgPool
     let mut fences = Vec::new();
     // A Redis token far ahead, then stale ones (Redis was flushed and counts from 0 again).
     for token in [100, 5, 0, 1] {
-        let claimed = common::claim_for(&store, t.id, t.session, &format!("worker-{token}"), token, Duration::ZERO).await;
+        let claimed =
+            common::claim_for(&store, t.id, t.session, &format!("worker-{token}"), token, Duration::ZERO).await;
         assert!(claimed.fence >= token, "the fence {} is at least the token {token}", claimed.fence);
         fences.push(claimed.fence);
         common::until_claimable(&store, t.id, t.session).await;

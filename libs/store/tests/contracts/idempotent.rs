@@ -39,7 +39,17 @@ async fn a_resumed_turn_writing_its_steps_again_stores_each_once(pool: PgPool) {
     let answer = ChatMessage::assistant("done");
     assert!(matches!(store.append_message(t.id, s, f, turn, 3, &answer).await.unwrap(), Appended::At(_)));
     store
-        .finish_turn(t.id, s, turn, "worker", f, TurnStatus::Completed, &common::answered("done"), Some((3, &answer)), &[])
+        .finish_turn(
+            t.id,
+            s,
+            turn,
+            "worker",
+            f,
+            TurnStatus::Completed,
+            &common::answered("done"),
+            Some((3, &answer)),
+            &[],
+        )
         .await
         .unwrap();
 
@@ -70,13 +80,27 @@ async fn a_chat_update_sent_twice_is_taken_in_once(pool: PgPool) {
     let t = common::tenant(&store, "acme").await;
     let payload = json!({"update_id": 7, "text": "hi"});
     let first = store
-        .accept_inbound(t.id, "telegram:bot-1", "update-7", &payload, Some(common::turn_in(t.agent, t.session, "hi")), None)
+        .accept_inbound(
+            t.id,
+            "telegram:bot-1",
+            "update-7",
+            &payload,
+            Some(common::turn_in(t.agent, t.session, "hi")),
+            None,
+        )
         .await
         .unwrap();
     assert!(matches!(first, Accepted::Turn { session, .. } if session == t.session), "{first:?}");
     assert!(store.inbound_seen(t.id, "telegram:bot-1", "update-7").await.unwrap());
     let again = store
-        .accept_inbound(t.id, "telegram:bot-1", "update-7", &payload, Some(common::turn_in(t.agent, t.session, "hi")), None)
+        .accept_inbound(
+            t.id,
+            "telegram:bot-1",
+            "update-7",
+            &payload,
+            Some(common::turn_in(t.agent, t.session, "hi")),
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(again, Accepted::Duplicate);
@@ -84,7 +108,10 @@ async fn a_chat_update_sent_twice_is_taken_in_once(pool: PgPool) {
     // The dedupe key is the tenant's: another tenant's update with the same key is new.
     let other = common::tenant(&store, "other").await;
     assert!(!store.inbound_seen(other.id, "telegram:bot-1", "update-7").await.unwrap());
-    assert_eq!(store.accept_inbound(other.id, "telegram:bot-1", "update-7", &payload, None, None).await.unwrap(), Accepted::Stored);
+    assert_eq!(
+        store.accept_inbound(other.id, "telegram:bot-1", "update-7", &payload, None, None).await.unwrap(),
+        Accepted::Stored
+    );
 }
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
@@ -121,8 +148,14 @@ async fn a_webhook_delivery_retried_by_its_sender_starts_once(pool: PgPool) {
     let start = || WebhookStart::Turn(Box::new(common::turn_in(t.agent, t.session, "a push")));
     let first = store.accept_webhook(&hook, "delivery-1", "push", start()).await.unwrap();
     assert!(matches!(first, Some(Started::Turn { session, .. }) if session == t.session), "{first:?}");
-    assert!(store.accept_webhook(&hook, "delivery-1", "push", start()).await.unwrap().is_none(), "a retry starts nothing");
-    assert!(store.accept_webhook(&hook, "delivery-2", "push", start()).await.unwrap().is_some(), "a new delivery starts");
+    assert!(
+        store.accept_webhook(&hook, "delivery-1", "push", start()).await.unwrap().is_none(),
+        "a retry starts nothing"
+    );
+    assert!(
+        store.accept_webhook(&hook, "delivery-2", "push", start()).await.unwrap().is_some(),
+        "a new delivery starts"
+    );
     assert_eq!(common::turns_in(&store, t.session).await, 2);
 }
 

@@ -105,10 +105,14 @@ pub async fn world(store: Store) -> World {
     let event_hook =
         store.create_event_hook(a.id, "http://127.0.0.1:9/hook", &events, "ops", Some(&secrets)).await.unwrap().0.id;
     store.ping_event_hook(a.id, event_hook).await.unwrap();
-    let route = Route { agent: a.agent, key: "telegram:chat:42".into(), source: "telegram".into(), user_key: "tg:42".into() };
+    let route =
+        Route { agent: a.agent, key: "telegram:chat:42".into(), source: "telegram".into(), user_key: "tg:42".into() };
     let target = TurnTarget::Route { route: route.clone(), fresh: true, replaces: None };
-    let route_session =
-        store.enqueue_turn(a.id, hermes_store::NewTurn { target, ..common::turn_in(a.agent, a.session, "hi") }).await.unwrap().0;
+    let route_session = store
+        .enqueue_turn(a.id, hermes_store::NewTurn { target, ..common::turn_in(a.agent, a.session, "hi") })
+        .await
+        .unwrap()
+        .0;
     keepsakes(&store, &a, &secrets).await;
     World {
         store,
@@ -161,7 +165,12 @@ async fn finished_and_waiting(store: &Store, a: &Tenant, channel: uuid::Uuid) ->
     let answer = ChatMessage::assistant("hello to you");
     store.append_message(a.id, s, f, done, 1, &answer).await.unwrap();
     store.add_tool_time(a.id, done, 250, true).await.unwrap();
-    let file = TurnFile { target: FILE_TARGET.into(), name: "report.txt".into(), mime: "text/plain".into(), data: Ok(b"mine".to_vec()) };
+    let file = TurnFile {
+        target: FILE_TARGET.into(),
+        name: "report.txt".into(),
+        mime: "text/plain".into(),
+        data: Ok(b"mine".to_vec()),
+    };
     store.save_turn_file(a.id, done, &file).await.unwrap();
     assert!(store.stream_begin(a.id, done, "42").await.unwrap());
     assert!(store.stream_message(a.id, done, "preview-1").await.unwrap());
@@ -243,7 +252,8 @@ pub async fn rows_of(store: &Store, tenant: TenantId) -> BTreeMap<String, String
     .unwrap();
     let mut rows = BTreeMap::new();
     let mut read = async |name: &str, sql: String| {
-        let text: Option<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(tenant.as_uuid()).fetch_one(store.pool()).await.unwrap();
+        let text: Option<String> =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(tenant.as_uuid()).fetch_one(store.pool()).await.unwrap();
         rows.insert(name.to_owned(), text.unwrap_or_default());
     };
     for table in &tables {
@@ -257,7 +267,10 @@ pub async fn rows_of(store: &Store, tenant: TenantId) -> BTreeMap<String, String
     .await;
     read(
         "webhook_deliveries",
-        format!("SELECT {} FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE w.tenant_id = $1", agg("d")),
+        format!(
+            "SELECT {} FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE w.tenant_id = $1",
+            agg("d")
+        ),
     )
     .await;
     rows

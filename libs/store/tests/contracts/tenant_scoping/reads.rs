@@ -50,7 +50,7 @@ pub(super) async fn check(w: &World, c: &mut Cases) {
     read!(w, c, "messages_after", t => s.messages_after(t, session, 0, None), some);
     read!(w, c, "last_user_text", t => s.last_user_text(t, session), some);
     read!(w, c, "compaction_ancestors", t => s.compaction_ancestors(t, session), some);
-    read!(w, c, "search_sessions", t => s.search_sessions(&scope(w, t), &words, &roles, SearchOrder::Newest, 10), some);
+    read!(w, c, "search_sessions", t => s.search_sessions(&scope(w, t), &words, &roles, SearchOrder::Newest, 10, 0), some);
     read!(w, c, "recent_sessions", t => s.recent_sessions(&scope(w, t), 10, 0), some);
 
     // Turns.

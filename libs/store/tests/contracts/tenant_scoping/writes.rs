@@ -53,7 +53,17 @@ async fn sessions_and_turns(w: &World, c: &mut Cases) {
     c.fenced("begin_turn", s.begin_turn(b, run.session, run.fence, run.turn, &input, "prompt").await);
     let outcome = common::answered("not yours");
     let finish = s
-        .finish_turn(b, run.session, run.turn, &run.owner, run.fence, TurnStatus::Completed, &outcome, Some((1, &msg)), &[])
+        .finish_turn(
+            b,
+            run.session,
+            run.turn,
+            &run.owner,
+            run.fence,
+            TurnStatus::Completed,
+            &outcome,
+            Some((1, &msg)),
+            &[],
+        )
         .await;
     c.fenced("finish_turn", finish);
     let prompt = json!({"question": "?"});
@@ -79,14 +89,15 @@ async fn sessions_and_turns(w: &World, c: &mut Cases) {
         continuation: Some("go on".into()),
     };
     c.nothing("goal_step", s.goal_step(b, (w.a.agent, session, w.done), None, step).await);
-    // The file's key is (turn, target): the other tenant must not replace the owner's file.
+    // The file's key is (turn, target), without the tenant: the other tenant must still not
+    // replace the owner's file.
     let file = TurnFile {
         target: tenant_world::FILE_TARGET.into(),
         name: "x".into(),
         mime: "text/plain".into(),
         data: Ok(b"not yours".to_vec()),
     };
-    c.refused("save_turn_file", s.save_turn_file(b, w.done, &file).await);
+    c.not_found("save_turn_file", s.save_turn_file(b, w.done, &file).await);
     c.refused("stream_begin", s.stream_begin(b, w.done, "42").await);
     c.nothing("stream_message", s.stream_message(b, w.done, "preview-9").await);
     c.nothing("stream_finalize", s.stream_finalize(b, w.done).await);
@@ -108,7 +119,10 @@ async fn agents_and_skills(w: &World, c: &mut Cases) {
     c.refused("save_agent_skill", s.save_agent_skill(b, agent, &skill, "edit", "agent").await);
     c.nothing("delete_agent_skill", s.delete_agent_skill(b, agent, tenant_world::SKILL, "op").await);
     c.not_found("disable_skill", s.disable_skill(b, agent, tenant_world::SKILL, true, "op").await);
-    c.refused("record_skill_use", s.record_skill_use(b, agent, tenant_world::SKILL, SkillUse::Viewed, Utc::now()).await);
+    c.refused(
+        "record_skill_use",
+        s.record_skill_use(b, agent, tenant_world::SKILL, SkillUse::Viewed, Utc::now()).await,
+    );
     c.not_found("set_skill_pinned", s.set_skill_pinned(b, agent, tenant_world::SKILL, true).await);
     // A year on, the owner's unused skill would be archived by its own curator pass.
     let later = Utc::now() + chrono::Duration::days(365);
