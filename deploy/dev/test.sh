@@ -10,6 +10,8 @@ source deploy/dev/toolchain.sh
 ensure_pinned_toolchain
 
 deploy/dev/ensure-services.sh
+# hermes-store's contract tests (#[sqlx::test]) make a database per test on this server.
+export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
 # The official Kubernetes schemas, to validate generated manifests offline.
 if ! python3 -c 'import kubernetes_validate' >/dev/null 2>&1; then
   echo "== installing kubernetes-validate (PyPI)"

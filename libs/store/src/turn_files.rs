@@ -4,7 +4,7 @@ use sqlx::Row;
 
 use hermes_core::{TenantId, TurnId};
 
-use crate::{Result, Store};
+use crate::{Result, Store, StoreError};
 
 /// A file named by an answer: its bytes, or why they could not be read.
 #[derive(Debug, Clone)]
@@ -17,17 +17,19 @@ pub struct TurnFile {
 }
 
 impl Store {
-    /// Records a file of a turn's answer (again: replaced).
+    /// Records a file of a turn's answer (again: replaced). Another tenant's turn is `NotFound`
+    /// (or refused by the foreign key): the key has no tenant, so the update checks it.
     pub async fn save_turn_file(&self, tenant: TenantId, turn: TurnId, file: &TurnFile) -> Result<()> {
         let (data, error) = match &file.data {
             Ok(bytes) => (Some(bytes.as_slice()), None),
             Err(e) => (None, Some(crate::messages::without_nul(e))),
         };
-        sqlx::query(
+        let done = sqlx::query(
             "INSERT INTO turn_files (tenant_id, turn_id, target, name, mime, data, error)
              VALUES ($1, $2, $3, $4, $5, $6, $7)
              ON CONFLICT (turn_id, target) DO UPDATE SET name = EXCLUDED.name, mime = EXCLUDED.mime,
-                 data = EXCLUDED.data, error = EXCLUDED.error",
+                 data = EXCLUDED.data, error = EXCLUDED.error
+             WHERE turn_files.tenant_id = EXCLUDED.tenant_id",
         )
         .bind(tenant.as_uuid())
         .bind(turn.as_uuid())
@@ -38,6 +40,9 @@ impl Store {
         .bind(error)
         .execute(self.pool())
         .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
         Ok(())
     }
 

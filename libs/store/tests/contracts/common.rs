@@ -1,0 +1,194 @@
+//! Fixtures the contract tests share: a tenant with an agent and a session, turns in it, a
+//! worker's claim, and read-only looks at what Postgres holds.
+
+use std::time::{Duration, Instant};
+
+use hermes_core::{AgentId, ChatMessage, SessionId, TenantId, TurnId};
+use hermes_store::{ClaimedTurn, NewAgent, NewTurn, SecretBox, Store, TurnTarget};
+use sqlx::PgPool;
+
+/// A lease long enough that it never runs out during a test.
+pub const LEASE: Duration = Duration::from_secs(600);
+
+/// A tenant with one agent and one empty session.
+pub struct Tenant {
+    pub id: TenantId,
+    pub agent: AgentId,
+    pub session: SessionId,
+}
+
+/// A store on the test's own database.
+pub fn store(pool: PgPool) -> Store {
+    Store::from_pool(pool)
+}
+
+/// A secret box with a fresh master key (channels, hooks and credentials need one).
+pub fn secrets() -> SecretBox {
+    SecretBox::from_base64(&SecretBox::generate_master_key().unwrap()).unwrap()
+}
+
+pub fn new_agent(name: &str) -> NewAgent {
+    NewAgent {
+        name: name.to_owned(),
+        model: "test-model".into(),
+        provider_base_url: "http://127.0.0.1:9/v1".into(),
+        provider_key: None,
+        soul: None,
+        system_message: None,
+        toolsets: Vec::new(),
+        provider_key_hosts: Vec::new(),
+        fallbacks: Vec::new(),
+        api_mode: None,
+        auxiliary: None,
+        context_window: None,
+    }
+}
+
+/// Creates tenant `name` with agent `bot` and an empty session of end user `user-1`.
+pub async fn tenant(store: &Store, name: &str) -> Tenant {
+    let id = store.create_tenant(name).await.unwrap().id;
+    let agent = store.create_agent(id, new_agent("bot"), None).await.unwrap().id;
+    let session = store.create_session(id, agent, "api", "user-1", Some("first")).await.unwrap();
+    Tenant { id, agent, session }
+}
+
+/// A user turn for an existing session.
+pub fn turn_in(agent: AgentId, session: SessionId, text: &str) -> NewTurn {
+    NewTurn {
+        agent_id: agent,
+        target: TurnTarget::Existing(session),
+        input: ChatMessage::user(text),
+        instructions: None,
+        stream: false,
+        notify_hub: None,
+        api_key: None,
+        response: None,
+        reply_to: None,
+    }
+}
+
+/// Queues a turn in `session`.
+pub async fn queue(store: &Store, t: &Tenant, session: SessionId, text: &str) -> TurnId {
+    store.enqueue_turn(t.id, turn_in(t.agent, session, text)).await.unwrap().1
+}
+
+/// Claims the session's next turn for `owner` with a long lease; panics when there is none.
+pub async fn claim(store: &Store, tenant: TenantId, session: SessionId, owner: &str, token: i64) -> ClaimedTurn {
+    claim_for(store, tenant, session, owner, token, LEASE).await
+}
+
+/// Claims with `lease`; a zero lease is abandoned at once (as if its worker had died).
+pub async fn claim_for(
+    store: &Store,
+    tenant: TenantId,
+    session: SessionId,
+    owner: &str,
+    token: i64,
+    lease: Duration,
+) -> ClaimedTurn {
+    store
+        .claim_next_turn(tenant, session, owner, lease, token)
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("{owner} found no turn to claim"))
+}
+
+/// Waits until the abandoned turn of `session` may be claimed again.
+pub async fn until_claimable(store: &Store, tenant: TenantId, session: SessionId) {
+    until("the abandoned turn is claimable", || async { store.has_claimable_turn(tenant, session).await.unwrap() })
+        .await;
+}
+
+/// Polls `check` until it holds, failing after a generous deadline.
+pub async fn until<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A count read straight from Postgres: `sql` takes one uuid parameter.
+pub async fn count(store: &Store, sql: &'static str, id: uuid::Uuid) -> i64 {
+    sqlx::query_scalar(sql).bind(id).fetch_one(store.pool()).await.unwrap()
+}
+
+/// How many messages a session holds.
+pub async fn messages_in(store: &Store, session: SessionId) -> i64 {
+    count(store, "SELECT count(*) FROM messages WHERE session_id = $1", session.as_uuid()).await
+}
+
+/// How many turns a session holds.
+pub async fn turns_in(store: &Store, session: SessionId) -> i64 {
+    count(store, "SELECT count(*) FROM turns WHERE session_id = $1", session.as_uuid()).await
+}
+
+/// A completed turn's outcome.
+pub fn answered(text: &str) -> hermes_core::TurnOutcome {
+    hermes_core::TurnOutcome {
+        content: text.to_owned(),
+        finish_reason: hermes_core::FinishReason::Stop,
+        usage: hermes_core::Usage::default(),
+        error: None,
+        error_code: None,
+        session_id: None,
+    }
+}
+
+/// Binds a Telegram bot (`identity` names it, once per installation) to the tenant's agent.
+pub async fn channel(store: &Store, t: &Tenant, secrets: &SecretBox, identity: &str) -> hermes_store::Channel {
+    let new = hermes_store::NewChannel {
+        agent_id: t.agent,
+        platform: "telegram".into(),
+        mode: "webhook".into(),
+        api_base: "http://127.0.0.1:9".into(),
+        credentials: serde_json::json!({"token": identity}),
+        bot_identity: identity.to_owned(),
+        dm_policy: "pairing".into(),
+        group_policy: "mention".into(),
+        allow_users: Vec::new(),
+        allow_chats: Vec::new(),
+        admins: Vec::new(),
+    };
+    store.create_channel(t.id, new, Some(secrets)).await.unwrap()
+}
+
+/// An hourly job of the tenant's agent, first due at `next_run_at`.
+pub fn job(t: &Tenant, name: &str, next_run_at: chrono::DateTime<chrono::Utc>) -> hermes_store::cron::NewJob {
+    hermes_store::cron::NewJob {
+        agent_id: t.agent,
+        name: name.to_owned(),
+        prompt: "report".into(),
+        skills: Vec::new(),
+        model: None,
+        toolsets: None,
+        timing: hermes_store::cron::JobTiming {
+            schedule: "every 60m".into(),
+            schedule_kind: "interval".into(),
+            schedule_display: "every 60m".into(),
+            timezone: "UTC".into(),
+            repeat_times: None,
+            next_run_at,
+        },
+        deliver: "local".into(),
+        origin: None,
+    }
+}
+
+/// A webhook trigger of the tenant's agent.
+pub fn webhook(t: &Tenant, name: &str) -> hermes_store::webhooks::NewWebhook {
+    hermes_store::webhooks::NewWebhook {
+        agent_id: t.agent,
+        name: name.to_owned(),
+        events: vec!["push".into()],
+        prompt: "look at this".into(),
+        skills: Vec::new(),
+        deliver: "local".into(),
+        cron_job_id: None,
+        rate_limit_per_minute: 30,
+    }
+}

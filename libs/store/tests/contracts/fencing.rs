@@ -1,0 +1,156 @@
+//! A worker that lost its session (paused, then woken up after another worker claimed the
+//! turn) must write nothing: every fenced write carries its fence and is refused once a newer
+//! claim moved the session's fence on, and the fence never moves back.
+
+use std::time::Duration;
+
+use hermes_core::ChatMessage;
+use hermes_store::{Appended, LeaseState, Park, StoreError, TurnStatus};
+use serde_json::json;
+use sqlx::PgPool;
+
+use crate::common;
+
+fn fenced<T: std::fmt::Debug>(what: &str, result: Result<T, StoreError>) {
+    assert!(matches!(result, Err(StoreError::Fenced)), "{what}: want Fenced, got {result:?}");
+}
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn a_worker_fenced_out_by_a_newer_claim_writes_nothing(pool: PgPool) {
+    let store = common::store(pool);
+    let t = common::tenant(&store, "acme").await;
+    let turn = common::queue(&store, &t, t.session, "hello").await;
+    // The first worker's lease runs out at once: it paused, and the turn is up for grabs.
+    let old = common::claim_for(&store, t.id, t.session, "worker-old", 1, Duration::ZERO).await;
+    store.begin_turn(t.id, t.session, old.fence, turn, &ChatMessage::user("hello"), "prompt").await.unwrap();
+    common::until_claimable(&store, t.id, t.session).await;
+    let new = common::claim(&store, t.id, t.session, "worker-new", 1).await;
+    assert_eq!((new.turn_id, new.attempt), (turn, 2));
+    assert!(new.fence > old.fence, "a new claim moves the fence on: {} then {}", old.fence, new.fence);
+    let stored = store.session_messages(t.id, t.session).await.unwrap().len();
+
+    let late = ChatMessage::assistant("a late answer");
+    fenced("append_message", store.append_message(t.id, t.session, old.fence, turn, 1, &late).await);
+    fenced("begin_turn", store.begin_turn(t.id, t.session, old.fence, turn, &ChatMessage::user("hello"), "p").await);
+    let outcome = common::answered("a late answer");
+    fenced(
+        "finish_turn",
+        store
+            .finish_turn(
+                t.id,
+                t.session,
+                turn,
+                "worker-old",
+                old.fence,
+                TurnStatus::Completed,
+                &outcome,
+                Some((1, &late)),
+                &[],
+            )
+            .await,
+    );
+    let prompt = json!({"question": "which?"});
+    let park = Park { agent: t.agent, call_id: "call-1", kind: "clarify", prompt: &prompt, timeout: common::LEASE };
+    fenced("park_turn", store.park_turn(t.id, t.session, turn, "worker-old", old.fence, &park).await);
+    let body = [(None, ChatMessage::user("summary"))];
+    fenced("fork_compacted", store.fork_compacted(t.id, t.session, old.fence, turn, "p", &body).await);
+    assert_eq!(store.extend_lease(t.id, turn, "worker-old", common::LEASE).await.unwrap(), LeaseState::Lost);
+    assert!(!store.release_turn(t.id, turn, "worker-old").await.unwrap(), "the old worker cannot hand the turn back");
+
+    // Nothing of it was stored: the transcript, the turn and the session list are as they were.
+    assert_eq!(store.session_messages(t.id, t.session).await.unwrap().len(), stored);
+    assert_eq!(store.turn_state(t.id, turn).await.unwrap().0, TurnStatus::Running);
+    assert!(store.turn_pending_interaction(t.id, turn).await.unwrap().is_none());
+    assert_eq!(store.list_sessions(t.id, None, 10, 0).await.unwrap().len(), 1, "no compacted child session");
+    assert_eq!(store.extend_lease(t.id, turn, "worker-new", common::LEASE).await.unwrap(), LeaseState::Held);
+
+    // The new owner writes on.
+    let answer = ChatMessage::assistant("the answer");
+    assert!(matches!(
+        store.append_message(t.id, t.session, new.fence, turn, 1, &answer).await.unwrap(),
+        Appended::At(_)
+    ));
+    store
+        .finish_turn(
+            t.id,
+            t.session,
+            turn,
+            "worker-new",
+            new.fence,
+            TurnStatus::Completed,
+            &common::answered("the answer"),
+            None,
+            &[],
+        )
+        .await
+        .unwrap();
+    let (status, outcome) = store.turn_state(t.id, turn).await.unwrap();
+    assert_eq!((status, outcome.map(|o| o.content)), (TurnStatus::Completed, Some("the answer".to_owned())));
+}
+
+/// The fence is checked on its own, not only the lease owner: a claim that reuses an owner
+/// name (a restarted pod, a lock granted twice after Redis lost it) still fences out the old one.
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn the_fence_refuses_a_stale_writer_even_under_the_same_owner_name(pool: PgPool) {
+    let store = common::store(pool);
+    let t = common::tenant(&store, "acme").await;
+    let turn = common::queue(&store, &t, t.session, "hello").await;
+    let first = common::claim_for(&store, t.id, t.session, "worker", 1, Duration::ZERO).await;
+    common::until_claimable(&store, t.id, t.session).await;
+    let second = common::claim(&store, t.id, t.session, "worker", 1).await;
+    assert!(second.fence > first.fence);
+
+    let late = ChatMessage::assistant("late");
+    let outcome = common::answered("late");
+    fenced(
+        "finish_turn",
+        store
+            .finish_turn(
+                t.id,
+                t.session,
+                turn,
+                "worker",
+                first.fence,
+                TurnStatus::Completed,
+                &outcome,
+                Some((1, &late)),
+                &[],
+            )
+            .await,
+    );
+    let prompt = json!({"question": "which?"});
+    let park = Park { agent: t.agent, call_id: "call-1", kind: "clarify", prompt: &prompt, timeout: common::LEASE };
+    fenced("park_turn", store.park_turn(t.id, t.session, turn, "worker", first.fence, &park).await);
+    fenced("append_message", store.append_message(t.id, t.session, first.fence, turn, 1, &late).await);
+    assert_eq!(store.turn_state(t.id, turn).await.unwrap().0, TurnStatus::Running);
+    assert_eq!(common::messages_in(&store, t.session).await, 0);
+
+    // The current fence parks the turn, which leaves its lease.
+    let pending = store.park_turn(t.id, t.session, turn, "worker", second.fence, &park).await.unwrap();
+    assert_eq!(store.turn_state(t.id, turn).await.unwrap().0, TurnStatus::Waiting);
+    assert_eq!(store.turn_pending_interaction(t.id, turn).await.unwrap().map(|p| p.id), Some(pending.id));
+}
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn the_fence_only_moves_forward_whatever_token_a_claim_brings(pool: PgPool) {
+    let store = common::store(pool);
+    let t = common::tenant(&store, "acme").await;
+    let turn = common::queue(&store, &t, t.session, "hello").await;
+    let mut fences = Vec::new();
+    // A Redis token far ahead, then stale ones (Redis was flushed and counts from 0 again).
+    for token in [100, 5, 0, 1] {
+        let claimed =
+            common::claim_for(&store, t.id, t.session, &format!("worker-{token}"), token, Duration::ZERO).await;
+        assert!(claimed.fence >= token, "the fence {} is at least the token {token}", claimed.fence);
+        fences.push(claimed.fence);
+        common::until_claimable(&store, t.id, t.session).await;
+    }
+    assert!(fences.windows(2).all(|w| w[0] < w[1]), "fences only grow: {fences:?}");
+    // Every fence but the last one is refused.
+    let latest = *fences.last().unwrap();
+    for fence in &fences[..fences.len() - 1] {
+        fenced("append_message", store.append_message(t.id, t.session, *fence, turn, 0, &ChatMessage::user("x")).await);
+    }
+    let written = store.append_message(t.id, t.session, latest, turn, 0, &ChatMessage::user("hello")).await.unwrap();
+    assert!(matches!(written, Appended::At(_)));
+}

@@ -1,0 +1,173 @@
+//! What arrives twice is done once: a resumed turn's steps and tool results, a chat update the
+//! platform sends again, a request retried with its Idempotency-Key, a webhook delivery retried
+//! by its sender, an outbox message queued twice.
+
+use hermes_core::{ChatMessage, Role};
+use hermes_store::webhooks::{Started, WebhookStart};
+use hermes_store::{Accepted, Appended, Enqueued, Idempotency, StoreError, TurnStatus};
+use serde_json::json;
+use sqlx::PgPool;
+
+use crate::common;
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn a_resumed_turn_writing_its_steps_again_stores_each_once(pool: PgPool) {
+    let store = common::store(pool);
+    let t = common::tenant(&store, "acme").await;
+    let turn = common::queue(&store, &t, t.session, "hello").await;
+    let w = common::claim(&store, t.id, t.session, "worker", 1).await;
+    let (s, f) = (t.session, w.fence);
+    let input = ChatMessage::user("hello");
+    assert_eq!(store.begin_turn(t.id, s, f, turn, &input, "prompt one").await.unwrap(), "prompt one");
+    // Resumed: the input is not stored again and the first frozen prompt wins.
+    assert_eq!(store.begin_turn(t.id, s, f, turn, &input, "prompt two").await.unwrap(), "prompt one");
+
+    let calling = ChatMessage::assistant("let me look");
+    assert!(matches!(store.append_message(t.id, s, f, turn, 1, &calling).await.unwrap(), Appended::At(_)));
+    assert_eq!(store.append_message(t.id, s, f, turn, 1, &calling).await.unwrap(), Appended::AlreadyStored);
+    let result = ChatMessage::tool_result("call-1", "terminal", "a.txt");
+    assert!(matches!(store.append_message(t.id, s, f, turn, 1, &result).await.unwrap(), Appended::At(_)));
+    assert_eq!(store.append_message(t.id, s, f, turn, 1, &result).await.unwrap(), Appended::AlreadyStored);
+    // Another call of the same model response, and a call id reused by a later response
+    // (ids are unique only within one response), are results of their own.
+    let other = ChatMessage::tool_result("call-2", "terminal", "b.txt");
+    assert!(matches!(store.append_message(t.id, s, f, turn, 1, &other).await.unwrap(), Appended::At(_)));
+    let later = ChatMessage::tool_result("call-1", "terminal", "c.txt");
+    assert!(matches!(store.append_message(t.id, s, f, turn, 2, &later).await.unwrap(), Appended::At(_)));
+
+    // The final answer was stored before a crash; finishing stores it with the outcome once.
+    let answer = ChatMessage::assistant("done");
+    assert!(matches!(store.append_message(t.id, s, f, turn, 3, &answer).await.unwrap(), Appended::At(_)));
+    store
+        .finish_turn(
+            t.id,
+            s,
+            turn,
+            "worker",
+            f,
+            TurnStatus::Completed,
+            &common::answered("done"),
+            Some((3, &answer)),
+            &[],
+        )
+        .await
+        .unwrap();
+
+    let stored: Vec<_> = store
+        .session_messages(t.id, s)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.turn_step, m.message.role, m.message.text()))
+        .collect();
+    assert_eq!(
+        stored,
+        vec![
+            (Some(0), Role::User, "hello".to_owned()),
+            (Some(1), Role::Assistant, "let me look".to_owned()),
+            (Some(1), Role::Tool, "a.txt".to_owned()),
+            (Some(1), Role::Tool, "b.txt".to_owned()),
+            (Some(2), Role::Tool, "c.txt".to_owned()),
+            (Some(3), Role::Assistant, "done".to_owned()),
+        ]
+    );
+    assert_eq!(store.turn_state(t.id, turn).await.unwrap().0, TurnStatus::Completed);
+}
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn a_chat_update_sent_twice_is_taken_in_once(pool: PgPool) {
+    let store = common::store(pool);
+    let t = common::tenant(&store, "acme").await;
+    let payload = json!({"update_id": 7, "text": "hi"});
+    let first = store
+        .accept_inbound(
+            t.id,
+            "telegram:bot-1",
+            "update-7",
+            &payload,
+            Some(common::turn_in(t.agent, t.session, "hi")),
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(matches!(first, Accepted::Turn { session, .. } if session == t.session), "{first:?}");
+    assert!(store.inbound_seen(t.id, "telegram:bot-1", "update-7").await.unwrap());
+    let again = store
+        .accept_inbound(
+            t.id,
+            "telegram:bot-1",
+            "update-7",
+            &payload,
+            Some(common::turn_in(t.agent, t.session, "hi")),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(again, Accepted::Duplicate);
+    assert_eq!(common::turns_in(&store, t.session).await, 1, "one turn for the update");
+    // The dedupe key is the tenant's: another tenant's update with the same key is new.
+    let other = common::tenant(&store, "other").await;
+    assert!(!store.inbound_seen(other.id, "telegram:bot-1", "update-7").await.unwrap());
+    assert_eq!(
+        store.accept_inbound(other.id, "telegram:bot-1", "update-7", &payload, None, None).await.unwrap(),
+        Accepted::Stored
+    );
+}
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn a_request_retried_with_its_idempotency_key_joins_the_first_turn(pool: PgPool) {
+    let store = common::store(pool);
+    let t = common::tenant(&store, "acme").await;
+    let (key, _) = store.create_api_key(t.id, None, "ci", None).await.unwrap();
+    let idem = Idempotency { api_key: key.id, key: "retry-1".into(), fingerprint: "request-a".into() };
+    // Two pods take the same retried request at once.
+    let (a, b) = tokio::join!(
+        store.enqueue_turn_once(t.id, common::turn_in(t.agent, t.session, "hi"), &idem),
+        store.enqueue_turn_once(t.id, common::turn_in(t.agent, t.session, "hi"), &idem),
+    );
+    let ids = |e: Enqueued| match e {
+        Enqueued::New { session, turn } => (true, session, turn),
+        Enqueued::Replay { session, turn } => (false, session, turn),
+    };
+    let (a, b) = (ids(a.unwrap()), ids(b.unwrap()));
+    assert!(a.0 != b.0, "one is new and one joins it: {a:?} {b:?}");
+    assert_eq!((a.1, a.2), (b.1, b.2), "both answer with the same turn");
+    assert_eq!(common::turns_in(&store, t.session).await, 1);
+
+    let reused = Idempotency { fingerprint: "request-b".into(), ..idem.clone() };
+    let refused = store.enqueue_turn_once(t.id, common::turn_in(t.agent, t.session, "other"), &reused).await;
+    assert!(matches!(refused, Err(StoreError::Invalid(_))), "a key reused for another request: {refused:?}");
+    assert_eq!(common::turns_in(&store, t.session).await, 1);
+}
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn a_webhook_delivery_retried_by_its_sender_starts_once(pool: PgPool) {
+    let store = common::store(pool);
+    let t = common::tenant(&store, "acme").await;
+    let (hook, _) = store.create_webhook(t.id, &common::webhook(&t, "github"), Some(&common::secrets())).await.unwrap();
+    let start = || WebhookStart::Turn(Box::new(common::turn_in(t.agent, t.session, "a push")));
+    let first = store.accept_webhook(&hook, "delivery-1", "push", start()).await.unwrap();
+    assert!(matches!(first, Some(Started::Turn { session, .. }) if session == t.session), "{first:?}");
+    assert!(
+        store.accept_webhook(&hook, "delivery-1", "push", start()).await.unwrap().is_none(),
+        "a retry starts nothing"
+    );
+    assert!(
+        store.accept_webhook(&hook, "delivery-2", "push", start()).await.unwrap().is_some(),
+        "a new delivery starts"
+    );
+    assert_eq!(common::turns_in(&store, t.session).await, 2);
+}
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn an_outbox_message_queued_twice_under_one_key_is_sent_once(pool: PgPool) {
+    let store = common::store(pool);
+    let t = common::tenant(&store, "acme").await;
+    let channel = common::channel(&store, &t, &common::secrets(), "bot-1").await;
+    let (dest, payload) = (json!({"chat_id": "42"}), json!({"kind": "text", "text": "paired"}));
+    store.enqueue_outbox(t.id, channel.id, &dest, "pairing:42", &payload).await.unwrap();
+    store.enqueue_outbox(t.id, channel.id, &dest, "pairing:42", &payload).await.unwrap();
+    let claimed = store.claim_outbox(10, common::LEASE, None).await.unwrap();
+    assert_eq!(claimed.len(), 1, "{claimed:?}");
+    assert_eq!(claimed[0].payload, payload);
+}

@@ -1,0 +1,32 @@
+//! The store's contracts on a real Postgres, without the roles: fencing, claim-once, idempotent
+//! steps and tenant scoping. Every test gets a fresh database with the migrations applied
+//! (`#[sqlx::test]`), made on the server `DATABASE_URL` names.
+//!
+//! Run: `DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres cargo nextest run -p hermes-store`
+//! (`deploy/dev/test.sh` sets it when it is not set).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
+mod claim_once;
+mod common;
+mod fencing;
+mod idempotent;
+mod tenant_scoping;
+mod tenant_world;
+
+/// Without `DATABASE_URL` every `#[sqlx::test]` fails with sqlx's terse "DATABASE_URL must be
+/// set"; this one says what to do.
+#[test]
+fn the_store_tests_are_told_which_postgres_to_use() {
+    let url = std::env::var("DATABASE_URL").unwrap_or_default();
+    assert!(
+        url.starts_with("postgres://") || url.starts_with("postgresql://"),
+        "the store's contract tests make a database per test on a Postgres server: set DATABASE_URL, e.g. \
+         DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres cargo nextest run -p hermes-store \
+         (deploy/dev/test.sh sets that when it is unset; deploy/dev/ensure-services.sh starts Postgres); got {url:?}"
+    );
+}
