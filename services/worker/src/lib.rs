@@ -10,6 +10,7 @@ mod commands;
 mod cron_tool;
 mod delegate;
 mod egress;
+mod events;
 mod goals;
 mod journal;
 mod judge;
@@ -23,8 +24,6 @@ mod session;
 mod skills;
 mod todo;
 mod turn;
-mod turn_end;
-mod turn_setup;
 mod workspace;
 
 use std::sync::Arc;
