@@ -1,38 +1,64 @@
-//! The worker's side of the agent's seams: a fenced Postgres journal and an ordered event
-//! publisher.
+//! The worker's side of the agent's journal seam: a turn's checkpoints in Postgres, fenced by
+//! the session's token.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
-
-use hermes_agent::{EventSink, JournalError, TurnJournal};
-use hermes_core::{ChatMessage, SessionId, TenantId, TurnEvent, TurnEventKind, TurnId};
+use hermes_agent::{JournalError, TurnJournal};
+use hermes_core::{ChatMessage, Role, SessionId, TenantId, TurnId};
 use hermes_llm::{CallBuffer, CallMeter, CallRecord};
-use hermes_queue::Broker;
-use hermes_store::{ModelCall, Store, StoreError};
+use hermes_store::{ClaimedTurn, ModelCall, Store, StoreError};
 
 /// Checkpoints a turn's messages, fenced by the session's token. The final answer (an
 /// assistant message without tool calls) is held back and stored together with the turn's
 /// outcome in one transaction.
 pub(crate) struct StoreJournal {
-    pub store: Store,
-    pub tenant: TenantId,
-    pub session: SessionId,
-    pub turn: TurnId,
-    pub fence: i64,
-    pub final_answer: Option<(i32, ChatMessage)>,
+    store: Store,
+    tenant: TenantId,
+    /// Where the turn's messages go: its session, or the child a compaction moved it to.
+    session: SessionId,
+    turn: TurnId,
+    fence: i64,
+    final_answer: Option<(i32, ChatMessage)>,
     /// Set when the turn compacted the conversation into a child session (now `session`).
-    pub compacted: bool,
+    compacted: bool,
     /// Model calls answered since the last checkpoint, stored with the next one.
-    pub calls: Arc<CallBuffer>,
-    /// The goal judge's verdict on this turn, applied once its outcome is stored.
-    pub goal: Option<crate::goals::Verdict>,
+    calls: Arc<CallBuffer>,
 }
 
 impl StoreJournal {
+    pub fn new(store: Store, tenant: TenantId, turn: &ClaimedTurn) -> Self {
+        Self {
+            store,
+            tenant,
+            session: turn.session_id,
+            turn: turn.turn_id,
+            fence: turn.fence,
+            final_answer: None,
+            compacted: false,
+            calls: Arc::default(),
+        }
+    }
+
+    /// Where the turn's model calls are reported, to be stored with its next checkpoint.
+    pub fn meter(&self) -> Arc<CallBuffer> {
+        self.calls.clone()
+    }
+
+    /// The session the turn's messages are in now (a compaction moves them to a child).
+    pub fn session(&self) -> SessionId {
+        self.session
+    }
+
+    /// The child session the conversation goes on in, when the turn compacted it.
+    pub fn compacted_into(&self) -> Option<SessionId> {
+        self.compacted.then_some(self.session)
+    }
+
+    /// The held-back final answer, stored with the turn's outcome.
+    pub fn final_answer(&self) -> Option<(i32, &ChatMessage)> {
+        self.final_answer.as_ref().map(|(step, message)| (*step, message))
+    }
+
     /// Takes the calls not stored yet (to be stored with the turn's outcome).
     pub fn take_calls(&self) -> Vec<ModelCall> {
         self.calls.drain().into_iter().map(model_call).collect()
@@ -68,7 +94,7 @@ pub(crate) fn model_call(c: CallRecord) -> ModelCall {
 
 impl TurnJournal for StoreJournal {
     async fn record(&mut self, step: i32, message: &ChatMessage) -> Result<(), JournalError> {
-        if message.role == hermes_core::Role::Assistant && message.tool_calls.is_empty() {
+        if message.role == Role::Assistant && message.tool_calls.is_empty() {
             self.final_answer = Some((step, message.clone()));
             return Ok(());
         }
@@ -114,135 +140,5 @@ fn journal_error(e: StoreError) -> JournalError {
         StoreError::Fenced => JournalError::Fenced,
         e if e.is_transient() => JournalError::Storage(e.to_string()),
         e => JournalError::Rejected(e.to_string()),
-    }
-}
-
-/// Publishes a turn's events in order from a background task, so the loop never waits on
-/// the broker.
-pub(crate) struct EventPublisher {
-    tx: mpsc::UnboundedSender<TurnEventKind>,
-    task: JoinHandle<()>,
-    activity: Activity,
-}
-
-/// When a turn last showed a sign of life: a streamed token, a tool starting or ending.
-/// While a tool runs the turn counts as active (each tool has its own time limit, and a
-/// delegated child works out of sight); unattended runs end after too long without a sign
-/// of life otherwise (see [`until_inactive`]): a model call that hangs.
-pub(crate) struct Activity {
-    since: Instant,
-    last_ms: AtomicU64,
-    tools_running: AtomicI64,
-}
-
-impl Activity {
-    fn new() -> Self {
-        Self { since: Instant::now(), last_ms: AtomicU64::new(0), tools_running: AtomicI64::new(0) }
-    }
-
-    fn touch(&self, event: &TurnEventKind) {
-        let now = u64::try_from(self.since.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.last_ms.store(now, Ordering::Relaxed);
-        match event {
-            TurnEventKind::ToolStarted { .. } => {
-                self.tools_running.fetch_add(1, Ordering::Relaxed);
-            }
-            TurnEventKind::ToolCompleted { .. } => {
-                let _ = self.tools_running.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| Some((n - 1).max(0)));
-            }
-            _ => {}
-        }
-    }
-
-    fn idle(&self) -> Duration {
-        if self.tools_running.load(Ordering::Relaxed) > 0 {
-            return Duration::ZERO;
-        }
-        self.since.elapsed().saturating_sub(Duration::from_millis(self.last_ms.load(Ordering::Relaxed)))
-    }
-}
-
-/// Resolves once the turn has shown no activity for `limit`.
-pub(crate) async fn until_inactive(events: &EventPublisher, limit: Duration) {
-    loop {
-        let idle = events.activity.idle();
-        if idle >= limit {
-            return;
-        }
-        // Looked at again at least every second (a tool may end, and the wait start, meanwhile).
-        tokio::time::sleep((limit - idle).min(Duration::from_secs(1))).await;
-    }
-}
-
-impl EventPublisher {
-    pub fn start(
-        broker: Broker,
-        tenant: TenantId,
-        session: SessionId,
-        turn: TurnId,
-        attempt: u32,
-        hub: Option<String>,
-    ) -> Self {
-        let (tx, mut rx) = mpsc::unbounded_channel::<TurnEventKind>();
-        let task = tokio::spawn(async move {
-            while let Some(kind) = rx.recv().await {
-                let event = TurnEvent { tenant_id: tenant, session_id: session, turn_id: turn, attempt, kind };
-                if let Err(e) = broker.publish_event(&event, hub.as_deref()).await {
-                    tracing::warn!(error = %e, "cannot publish a turn event; waiters fall back to Postgres");
-                }
-            }
-        });
-        Self { tx, task, activity: Activity::new() }
-    }
-
-    /// Publishes the last event and waits until everything queued has been handed to the broker.
-    pub async fn finish(self, last: Option<TurnEventKind>) {
-        if let Some(kind) = last {
-            let _ = self.tx.send(kind);
-        }
-        drop(self.tx);
-        // A stalled broker must not hold the session: waiters fall back to Postgres.
-        if tokio::time::timeout(std::time::Duration::from_secs(10), self.task).await.is_err() {
-            tracing::warn!("publishing the turn's events timed out");
-        }
-    }
-}
-
-impl EventSink for EventPublisher {
-    fn emit(&self, event: TurnEventKind) {
-        self.activity.touch(&event);
-        let _ = self.tx.send(event);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_running_tool_is_activity_and_a_silent_model_call_is_not() {
-        let activity = Activity::new();
-        std::thread::sleep(Duration::from_millis(30));
-        assert!(activity.idle() >= Duration::from_millis(30), "nothing happened yet");
-        let started = TurnEventKind::ToolStarted {
-            call_id: "c".into(),
-            tool: "delegate_task".into(),
-            preview: String::new(),
-            arguments: String::new(),
-        };
-        activity.touch(&started);
-        std::thread::sleep(Duration::from_millis(30));
-        assert_eq!(activity.idle(), Duration::ZERO, "a tool (a delegated child) is at work");
-        let done = TurnEventKind::ToolCompleted {
-            call_id: "c".into(),
-            tool: "delegate_task".into(),
-            ok: true,
-            duration_ms: 30,
-            output: String::new(),
-        };
-        activity.touch(&done);
-        activity.touch(&done);
-        std::thread::sleep(Duration::from_millis(30));
-        assert!(activity.idle() >= Duration::from_millis(30), "waiting on the model again");
     }
 }

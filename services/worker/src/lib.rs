@@ -10,6 +10,7 @@ mod commands;
 mod cron_tool;
 mod delegate;
 mod egress;
+mod events;
 mod goals;
 mod journal;
 mod judge;
@@ -23,8 +24,6 @@ mod session;
 mod skills;
 mod todo;
 mod turn;
-mod turn_end;
-mod turn_setup;
 mod workspace;
 
 use std::sync::Arc;
@@ -36,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use hermes_cache::Cache;
 use hermes_config::HermesConfig;
-use hermes_queue::{Broker, QueueError};
+use hermes_queue::{Broker, QueueError, WorkConsumer};
 use hermes_sandbox::Sandboxes;
 use hermes_store::{SecretBox, Store};
 use hermes_tools::ToolRegistry;
@@ -96,15 +95,7 @@ pub fn default_worker_id() -> String {
 pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), WorkerError> {
     let cfg = ctx.config.clone();
     let worker_id = cfg.worker.id.clone().unwrap_or_else(default_worker_id);
-    let activity = background::RedisBackgroundActivity {
-        marks: ctx.cache.background_marks(),
-        lifetime: Duration::from_secs(cfg.sandbox.idle_seconds.saturating_mul(4).max(60)),
-    };
-    let tools = hermes_toolbox::builtin_registry(
-        ctx.sandboxes.clone(),
-        cfg.sandbox.exec_timeout_seconds,
-        Some(Arc::new(activity)),
-    );
+    let tools = builtin_tools(&ctx);
     ctx.sandboxes.set_egress(Arc::new(egress::EgressProxy::new(ctx.store.clone(), &cfg.sandbox.egress_allow_cidrs)));
     sync_bundled_skills(&ctx.store).await;
     let mut consumer = ctx.broker.consume_work(cfg.worker.max_concurrent_turns, &worker_id).await?;
@@ -118,6 +109,30 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
         aux_failed_at: Default::default(),
         skills: Default::default(),
     });
+    listen_for_cancellations(&rt, &shutdown);
+    // Background reviews, one at a time beside the turns.
+    tokio::spawn(review::run_reviews(rt.clone(), shutdown.clone()));
+    tracing::info!(worker.id = %worker_id, slots = cfg.worker.max_concurrent_turns, "worker consuming");
+    let mut tasks = JoinSet::new();
+    let outcome = consume(&rt, &mut consumer, &shutdown, &mut tasks).await;
+    consumer.cancel().await;
+    drain(&rt, tasks).await;
+    tracing::info!("worker stopped");
+    outcome
+}
+
+/// The built-in tools every turn chooses from, with background processes marked in Redis.
+fn builtin_tools(ctx: &WorkerContext) -> ToolRegistry {
+    let sandbox = &ctx.config.sandbox;
+    let activity = background::RedisBackgroundActivity {
+        marks: ctx.cache.background_marks(),
+        lifetime: Duration::from_secs(sandbox.idle_seconds.saturating_mul(4).max(60)),
+    };
+    hermes_toolbox::builtin_registry(ctx.sandboxes.clone(), sandbox.exec_timeout_seconds, Some(Arc::new(activity)))
+}
+
+/// Cancels the turn a cancellation names, when it runs here, until `shutdown`.
+fn listen_for_cancellations(rt: &Arc<Runtime>, shutdown: &CancellationToken) {
     let mut cancels = rt.ctx.cache.cancel_bus().subscribe(shutdown.clone());
     let listener = rt.clone();
     tokio::spawn(async move {
@@ -129,25 +144,30 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
             }
         }
     });
-    // Background reviews, one at a time beside the turns.
-    tokio::spawn(review::run_reviews(rt.clone(), shutdown.clone()));
+}
+
+/// Takes deliveries into `tasks`, one per free slot, until `shutdown` or the consumer closes
+/// (then the worker stops with an error, to be restarted).
+async fn consume(
+    rt: &Arc<Runtime>,
+    consumer: &mut WorkConsumer,
+    shutdown: &CancellationToken,
+    tasks: &mut JoinSet<()>,
+) -> Result<(), WorkerError> {
     // Deliveries are acked as soon as the session lock is taken, so RabbitMQ's prefetch does
     // not bound the work in progress: this semaphore does.
-    let slots = Arc::new(Semaphore::new(usize::from(cfg.worker.max_concurrent_turns)));
-    tracing::info!(worker.id = %worker_id, slots = cfg.worker.max_concurrent_turns, "worker consuming");
-    let mut tasks = JoinSet::new();
-    let mut outcome = Ok(());
+    let slots = Arc::new(Semaphore::new(usize::from(rt.ctx.config.worker.max_concurrent_turns)));
     loop {
         while tasks.try_join_next().is_some() {}
         let permit = tokio::select! {
-            () = shutdown.cancelled() => break,
+            () = shutdown.cancelled() => return Ok(()),
             permit = slots.clone().acquire_owned() => match permit {
                 Ok(p) => p,
-                Err(_) => break,
+                Err(_) => return Ok(()),
             },
         };
         let delivery = tokio::select! {
-            () = shutdown.cancelled() => break,
+            () = shutdown.cancelled() => return Ok(()),
             delivery = consumer.next() => delivery,
         };
         match delivery {
@@ -164,14 +184,17 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
             }
             None => {
                 tracing::error!("work consumer closed; stopping the worker");
-                outcome = Err(WorkerError::ConsumerClosed);
                 shutdown.cancel();
-                break;
+                return Err(WorkerError::ConsumerClosed);
             }
         }
     }
-    consumer.cancel().await;
-    let drain = Duration::from_secs(cfg.worker.drain_seconds);
+}
+
+/// Gives running turns `worker.drain_seconds` to finish, then has them hand their leases back
+/// and waits for that.
+async fn drain(rt: &Runtime, mut tasks: JoinSet<()>) {
+    let drain = Duration::from_secs(rt.ctx.config.worker.drain_seconds);
     tracing::info!(running = tasks.len(), drain_seconds = drain.as_secs(), "worker draining");
     let drained = tokio::time::timeout(drain, async { while tasks.join_next().await.is_some() {} }).await;
     if drained.is_err() {
@@ -179,8 +202,6 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
         rt.abandon.cancel();
         while tasks.join_next().await.is_some() {}
     }
-    tracing::info!("worker stopped");
-    outcome
 }
 
 /// Brings the bundled skills compiled into this binary into Postgres (every worker may; one

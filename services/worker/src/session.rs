@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hermes_queue::WorkDelivery;
+use hermes_cache::{LockGuard, SessionLocks};
+use hermes_queue::{SessionWork, WorkDelivery};
 
 use crate::Runtime;
 use crate::turn::run_claimed_turn;
@@ -14,7 +15,6 @@ pub(crate) async fn handle_delivery(rt: Arc<Runtime>, delivery: WorkDelivery) {
     let span = tracing::info_span!("session", tenant.id = %work.tenant_id, session.id = %work.session_id);
     let lease = Duration::from_secs(rt.ctx.config.worker.lease_seconds);
     let locks = rt.ctx.cache.session_locks();
-    let store = &rt.ctx.store;
     // A lease owner unique to this task: two tasks of one process never mistake each other's
     // lease for their own.
     let nonce = uuid::Uuid::now_v7().simple().to_string();
@@ -28,51 +28,76 @@ pub(crate) async fn handle_delivery(rt: Arc<Runtime>, delivery: WorkDelivery) {
             }
             return;
         }
-        let guard = match locks.try_acquire(work.session_id, &owner, lease).await {
-            Ok(Some(g)) => g,
-            Ok(None) => {
-                // Another worker runs this session; it looks for new turns after releasing.
-                if let Some(d) = delivery.take() {
-                    d.ack().await;
-                }
-                return;
-            }
-            Err(e) => {
-                tracing::warn!(parent: &span, error = %e, "cannot take the session lock; requeueing");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                if let Some(d) = delivery.take() {
-                    d.requeue().await;
-                }
-                return;
-            }
-        };
+        let Some(guard) = lock_session(&locks, &work, &owner, lease, &mut delivery, &span).await else { return };
         if let Some(d) = delivery.take() {
             // The work itself is in Postgres; the message has done its job. Ack off the
             // critical path.
             tokio::spawn(async move { d.ack().await });
         }
-        let claimed = store.claim_next_turn(work.tenant_id, work.session_id, &owner, lease, guard.token).await;
-        let keep_going = match claimed {
-            Ok(Some(turn)) => run_claimed_turn(&rt, work.tenant_id, &owner, turn, &guard, &span).await,
-            Ok(None) => true,
-            Err(e) => {
-                tracing::warn!(parent: &span, error = %e, "cannot claim a turn");
-                false
-            }
-        };
+        let keep_going = run_next_turn(&rt, &work, &owner, &guard, &span).await;
         if let Err(e) = locks.release(&guard).await {
             tracing::warn!(parent: &span, error = %e, "cannot release the session lock (it will expire)");
         }
         if !keep_going || rt.abandon.is_cancelled() {
             return;
         }
-        match store.has_claimable_turn(work.tenant_id, work.session_id).await {
+        match rt.ctx.store.has_claimable_turn(work.tenant_id, work.session_id).await {
             Ok(true) => continue,
             Ok(false) => return,
             Err(e) => {
                 tracing::warn!(parent: &span, error = %e, "cannot re-check the session; the reaper will");
                 return;
             }
+        }
+    }
+}
+
+/// Takes the session lock. Without it the delivery (if not settled yet) is settled here:
+/// acked when another worker runs the session (it looks for new turns after releasing),
+/// requeued after a pause when Redis failed.
+async fn lock_session(
+    locks: &SessionLocks,
+    work: &SessionWork,
+    owner: &str,
+    lease: Duration,
+    delivery: &mut Option<WorkDelivery>,
+    span: &tracing::Span,
+) -> Option<LockGuard> {
+    match locks.try_acquire(work.session_id, owner, lease).await {
+        Ok(Some(guard)) => Some(guard),
+        Ok(None) => {
+            if let Some(d) = delivery.take() {
+                d.ack().await;
+            }
+            None
+        }
+        Err(e) => {
+            tracing::warn!(parent: span, error = %e, "cannot take the session lock; requeueing");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if let Some(d) = delivery.take() {
+                d.requeue().await;
+            }
+            None
+        }
+    }
+}
+
+/// Claims the session's next turn and runs it; `false` when the worker should stop working on
+/// this session.
+async fn run_next_turn(
+    rt: &Arc<Runtime>,
+    work: &SessionWork,
+    owner: &str,
+    guard: &LockGuard,
+    span: &tracing::Span,
+) -> bool {
+    let lease = Duration::from_secs(rt.ctx.config.worker.lease_seconds);
+    match rt.ctx.store.claim_next_turn(work.tenant_id, work.session_id, owner, lease, guard.token).await {
+        Ok(Some(turn)) => run_claimed_turn(rt, work.tenant_id, owner, turn, guard, span).await,
+        Ok(None) => true,
+        Err(e) => {
+            tracing::warn!(parent: span, error = %e, "cannot claim a turn");
+            false
         }
     }
 }

@@ -1,14 +1,14 @@
-//! What a turn is given before its loop runs: the agent's tools for this turn, the stable
-//! prompt on a session's first turn (with its frozen memory snapshot and project context), and
-//! the per-call memory nudge.
+//! The pieces a turn's plan is made of: the agent's tools for this turn, the stable prompt on a
+//! session's first turn (with its frozen memory snapshot and project context), the per-call
+//! memory nudge, and the rules for unattended runs.
 
 use std::sync::{Arc, Mutex};
 
 use hermes_agent::memory::{self, Document};
 use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
-use hermes_core::{ChatMessage, Content, ContentPart, Role, TenantId, Usage};
+use hermes_core::{ChatMessage, Content, ContentPart, Role, TenantId, TurnId, Usage};
 use hermes_sandbox::SandboxKey;
-use hermes_store::{Agent, ClaimedTurn, StoreError};
+use hermes_store::{Agent, ClaimedTurn, Store, StoreError};
 use hermes_tools::ToolRegistry;
 
 use crate::Runtime;
@@ -24,7 +24,8 @@ a fact about the user or their environment, a convention, a lesson), save it now
 pub(crate) const SKILLS_NUDGE: &str = "[System note: if you just completed a non-trivial task or found a workflow \
 that works, save it as a skill with skill_manage so you can reuse it.]";
 
-fn has(agent: &Agent, toolset: &str) -> bool {
+/// Whether the agent enables `toolset` (toolsets are text in the store: no enum exists yet).
+pub(crate) fn has(agent: &Agent, toolset: &str) -> bool {
     agent.toolsets.iter().any(|t| t == toolset)
 }
 
@@ -164,20 +165,40 @@ pub(crate) fn nudge(rt: &Runtime, tools: &ToolRegistry, messages: &mut [ChatMess
 /// its `clarify` has nobody to answer here), because the event it reads is a stranger's text.
 const WEBHOOK_TOOLSETS: &[&str] = &["web", "vision"];
 
-/// Narrows an unattended run's toolsets; `true` when the session is unattended (a cron run or a
-/// webhook's turn): nobody to ask, so no `clarify`; a cron run cannot schedule more runs or
-/// message elsewhere; a webhook's turn keeps only [`WEBHOOK_TOOLSETS`].
-pub(crate) fn restrict_unattended(source: &str, toolsets: &mut Vec<String>) -> bool {
-    match source {
-        "cron" => {
-            toolsets.retain(|t| !matches!(t.as_str(), "clarify" | "cronjob" | "messaging"));
-            true
+/// Who started a turn, as far as its setup cares: someone who can answer, or an unattended
+/// run (a cron run or a webhook's turn) that nobody watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    Attended,
+    Cron,
+    Webhook,
+}
+
+impl Origin {
+    /// Reads the session's source (`api`, `telegram`, `cron`, `webhook`, ...). The store
+    /// keeps it as text; this is the one place the worker reads it.
+    pub fn of(session_source: &str) -> Self {
+        match session_source {
+            "cron" => Self::Cron,
+            "webhook" => Self::Webhook,
+            _ => Self::Attended,
         }
-        "webhook" => {
-            toolsets.retain(|t| WEBHOOK_TOOLSETS.contains(&t.as_str()));
-            true
+    }
+
+    /// Nobody to ask: no questions, no approvals that wait, a shorter leash.
+    pub fn is_unattended(self) -> bool {
+        self != Self::Attended
+    }
+
+    /// Narrows an unattended run's toolsets: nobody to ask, so no `clarify`; a cron run
+    /// cannot schedule more runs or message elsewhere; a webhook's turn keeps only
+    /// [`WEBHOOK_TOOLSETS`].
+    pub fn restrict(self, toolsets: &mut Vec<String>) {
+        match self {
+            Self::Attended => {}
+            Self::Cron => toolsets.retain(|t| !matches!(t.as_str(), "clarify" | "cronjob" | "messaging")),
+            Self::Webhook => toolsets.retain(|t| WEBHOOK_TOOLSETS.contains(&t.as_str())),
         }
-        _ => false,
     }
 }
 
@@ -185,11 +206,11 @@ pub(crate) fn restrict_unattended(source: &str, toolsets: &mut Vec<String>) -> b
 /// toolsets of the agent's, when the job sets them; a run a webhook fired reads a stranger's
 /// event, so it keeps only the webhook toolsets, as a webhook's own turn does.
 pub(crate) async fn apply_job_settings(
-    store: &hermes_store::Store,
-    tenant: hermes_core::TenantId,
-    turn: hermes_core::TurnId,
-    agent: &mut hermes_store::Agent,
-) -> Result<(), hermes_store::StoreError> {
+    store: &Store,
+    tenant: TenantId,
+    turn: TurnId,
+    agent: &mut Agent,
+) -> Result<(), StoreError> {
     if let Some(settings) = store.cron_run_settings(tenant, turn).await? {
         if let Some(model) = settings.model {
             agent.model = model;

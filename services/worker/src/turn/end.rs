@@ -1,0 +1,235 @@
+//! How a turn ends: its outcome stored (fenced) and announced, then the session's goal
+//! advanced and a review queued; or stopped by the user, handed back to the queue, parked on a
+//! question, or superseded by another worker.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use hermes_agent::{Parked, TurnEnd};
+use hermes_core::{FinishReason, TenantId, TurnEventKind, TurnOutcome, Usage};
+use hermes_queue::{ReviewJob, SessionWork};
+use hermes_store::{ClaimedTurn, StoreError, TurnStatus};
+
+use super::plan::TurnPlan;
+use super::run::{Claim, Ran};
+use crate::Runtime;
+use crate::events::EventPublisher;
+use crate::goals::Verdict;
+use crate::journal::StoreJournal;
+
+/// How a turn ended, and what follows once its outcome is stored.
+pub(super) struct Ending {
+    pub end: TurnEnd,
+    /// The goal judge's verdict on the answer, applied once the outcome is stored.
+    pub goal: Option<Verdict>,
+}
+
+impl From<TurnEnd> for Ending {
+    fn from(end: TurnEnd) -> Self {
+        Self { end, goal: None }
+    }
+}
+
+/// Right after the loop: delegated children's usage counts toward the turn, and an attended
+/// turn's answer is judged against the session's active goal.
+pub(super) async fn after_loop(
+    rt: &Runtime,
+    tenant: TenantId,
+    plan: &TurnPlan,
+    journal: &StoreJournal,
+    mut end: TurnEnd,
+) -> Ending {
+    if let TurnEnd::Finished(outcome) = &mut end
+        && let Ok(children) = plan.child_usage.lock()
+    {
+        outcome.usage.add(&children);
+    }
+    let mut goal = None;
+    if let TurnEnd::Finished(outcome) = &end
+        && outcome.finish_reason != FinishReason::Error
+        && !outcome.content.trim().is_empty()
+        && !plan.origin.is_unattended()
+        && let Ok(Some(to_judge)) = rt.ctx.store.goal_to_judge(tenant, journal.session()).await
+    {
+        goal = Some(crate::goals::judge(&plan.models, &to_judge, &outcome.content).await);
+    }
+    Ending { end, goal }
+}
+
+/// Stores and announces how the turn ended.
+pub(super) async fn settle(
+    claim: &Claim<'_>,
+    journal: StoreJournal,
+    events: EventPublisher,
+    ending: Ending,
+    started: Instant,
+) -> Ran {
+    let Claim { rt, tenant, owner, turn } = *claim;
+    match ending.end {
+        TurnEnd::Superseded => {
+            tracing::warn!("another worker took the session over; stopping quietly");
+            journal.store_calls().await;
+            events.finish(None).await;
+            Ran::Stop
+        }
+        TurnEnd::Suspended(reason) => {
+            tracing::warn!(reason, "storage failed; handing the turn back to be resumed");
+            journal.store_calls().await;
+            events.finish(None).await;
+            hand_back(rt, tenant, turn, owner, &tracing::Span::current()).await;
+            Ran::Stop
+        }
+        TurnEnd::Parked(parked) => {
+            journal.store_calls().await;
+            park(claim, &journal, parked, events).await;
+            Ran::Done
+        }
+        TurnEnd::Finished(outcome) => {
+            let Some(status) = finish(claim, &journal, events, outcome, started).await else { return Ran::Stop };
+            after_finish(claim, &journal, status, ending.goal).await;
+            Ran::Done
+        }
+    }
+}
+
+/// Stores the outcome with the held-back answer and the unstored model calls, then announces
+/// it. `None` when it could not be stored (taken over, or the lease expires and another worker
+/// resumes from the checkpoints).
+async fn finish(
+    claim: &Claim<'_>,
+    journal: &StoreJournal,
+    events: EventPublisher,
+    mut outcome: TurnOutcome,
+    started: Instant,
+) -> Option<TurnStatus> {
+    let Claim { rt, tenant, owner, turn } = *claim;
+    if crate::attachments::is_chat(&turn.session_source) {
+        crate::attachments::collect(rt, tenant, turn, &outcome.content).await;
+    }
+    if let Some(child) = journal.compacted_into() {
+        // The conversation goes on in the compacted child session.
+        outcome.session_id = Some(child);
+    }
+    let status = if outcome.finish_reason == FinishReason::Error { TurnStatus::Failed } else { TurnStatus::Completed };
+    let (session, answer, calls) = (journal.session(), journal.final_answer(), journal.take_calls());
+    let store = &rt.ctx.store;
+    let stored = store.finish_turn(tenant, session, turn.turn_id, owner, turn.fence, status, &outcome, answer, &calls);
+    if let Err(e) = stored.await {
+        match e {
+            StoreError::Fenced => tracing::warn!("the turn was taken over before its outcome was stored"),
+            e => tracing::error!(error = %e, "cannot store the turn outcome"),
+        }
+        events.finish(None).await;
+        return None;
+    }
+    let label = if status == TurnStatus::Completed { "completed" } else { "failed" };
+    metrics::counter!("hermes_turns_total", "status" => label).increment(1);
+    metrics::histogram!("hermes_turn_seconds", "status" => label).record(started.elapsed().as_secs_f64());
+    tracing::info!(status = label, elapsed_ms = started.elapsed().as_secs_f64() * 1000.0, "turn finished");
+    events.finish(Some(TurnEventKind::Finished { outcome })).await;
+    Some(status)
+}
+
+/// What follows a stored outcome: the compacted session is signalled, and a completed turn
+/// advances the session's goal and may be reviewed.
+async fn after_finish(claim: &Claim<'_>, journal: &StoreJournal, status: TurnStatus, goal: Option<Verdict>) {
+    let Claim { rt, tenant, turn, .. } = *claim;
+    let session_id = journal.session();
+    if journal.compacted_into().is_some() {
+        // Messages that waited in the parent moved to the child with the conversation.
+        let work = SessionWork { tenant_id: tenant, session_id };
+        if let Err(e) = rt.ctx.broker.publish_work(&work).await {
+            tracing::warn!(error = %e, "cannot signal the compacted session; the reaper will");
+        }
+    }
+    if status != TurnStatus::Completed {
+        return;
+    }
+    if let Some(verdict) = goal {
+        crate::goals::advance(rt, tenant, turn, session_id, verdict).await;
+    }
+    let job = ReviewJob { tenant_id: tenant, agent_id: turn.agent_id, session_id, turn_id: turn.turn_id };
+    crate::review::maybe_queue(rt, job).await;
+}
+
+/// Ends a turn the user stopped: stored as cancelled, announced to whoever waits.
+pub(super) async fn stop_cancelled(
+    rt: &Arc<Runtime>,
+    tenant: TenantId,
+    owner: &str,
+    turn: &ClaimedTurn,
+    span: &tracing::Span,
+) {
+    let outcome = TurnOutcome::cancelled();
+    let store = &rt.ctx.store;
+    let (session, fence) = (turn.session_id, turn.fence);
+    match store
+        .finish_turn(tenant, session, turn.turn_id, owner, fence, TurnStatus::Cancelled, &outcome, None, &[])
+        .await
+    {
+        Ok(()) => {
+            tracing::info!(parent: span, "turn cancelled");
+            metrics::counter!("hermes_turns_total", "status" => "cancelled").increment(1);
+            let events = EventPublisher::for_turn(rt.ctx.broker.clone(), tenant, turn);
+            events.finish(Some(TurnEventKind::Finished { outcome })).await;
+        }
+        Err(e) => tracing::warn!(parent: span, error = %e, "cannot store the cancellation"),
+    }
+}
+
+/// Returns a running turn to the queue and tells the other workers at once.
+pub(super) async fn hand_back(rt: &Runtime, tenant: TenantId, turn: &ClaimedTurn, owner: &str, span: &tracing::Span) {
+    match rt.ctx.store.release_turn(tenant, turn.turn_id, owner).await {
+        Ok(_) => {
+            tracing::info!(parent: span, "turn handed back for another worker to resume");
+            let work = SessionWork { tenant_id: tenant, session_id: turn.session_id };
+            if let Err(e) = rt.ctx.broker.publish_work(&work).await {
+                tracing::warn!(parent: span, error = %e, "cannot republish; the reaper will");
+            }
+        }
+        Err(e) => {
+            tracing::warn!(parent: span, error = %e, "cannot hand the turn back; its lease will expire")
+        }
+    }
+}
+
+/// An outcome that failed with `code` (an error code the API reports) and `message`.
+pub(crate) fn failed(code: &str, message: impl Into<String>) -> TurnOutcome {
+    TurnOutcome {
+        content: String::new(),
+        finish_reason: FinishReason::Error,
+        usage: Usage::default(),
+        error: Some(message.into()),
+        error_code: Some(code.into()),
+        session_id: None,
+    }
+}
+
+/// Parks the turn on the call that needs the user, and tells whoever waits for the turn.
+async fn park(claim: &Claim<'_>, journal: &StoreJournal, parked: Parked, events: EventPublisher) {
+    let Claim { rt, tenant, owner, turn } = *claim;
+    let cfg = &rt.ctx.config.worker;
+    // The interaction's kind is text in hermes-tools (`approval` or `clarify`): no enum yet.
+    let timeout =
+        if parked.interaction.kind == "approval" { cfg.approval_timeout_seconds } else { cfg.clarify_timeout_seconds };
+    let request = hermes_store::Park {
+        agent: turn.agent_id,
+        call_id: &parked.call_id,
+        kind: parked.interaction.kind,
+        prompt: &parked.interaction.prompt,
+        timeout: std::time::Duration::from_secs(timeout),
+    };
+    match rt.ctx.store.park_turn(tenant, journal.session(), turn.turn_id, owner, turn.fence, &request).await {
+        Ok(interaction) => {
+            tracing::info!(interaction.id = %interaction.id, kind = %interaction.kind, tool = %parked.tool, "turn waits for the user");
+            metrics::counter!("hermes_turns_parked_total", "kind" => parked.interaction.kind).increment(1);
+            events.finish(Some(TurnEventKind::Waiting { interaction })).await;
+        }
+        Err(e) => {
+            // Fenced: another worker owns it. Otherwise the lease expires and the turn resumes
+            // elsewhere, asking again.
+            tracing::warn!(error = %e, "cannot park the turn");
+            events.finish(None).await;
+        }
+    }
+}

@@ -1,0 +1,364 @@
+//! A turn's plan: everything its loop needs (agent, toolsets, tools, models, prompt, messages,
+//! tool context, limits), read from Postgres and built in one place, [`plan`], before the loop
+//! runs. A slash command the worker answers itself ends the turn here.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use hermes_agent::{TurnEnd, TurnLimits, TurnStart};
+use hermes_core::{ChatMessage, FinishReason, Role, TenantId, TurnOutcome, Usage};
+use hermes_llm::CallBuffer;
+use hermes_sandbox::SandboxKey;
+use hermes_store::{Agent, ClaimedTurn, CredentialPools, StoreError, StoredMessage};
+use hermes_tools::{ApprovalMode, Interactive, Judge, Resolution, ToolCtx, ToolRegistry};
+
+use super::end::failed;
+use super::setup::{self, Origin, has};
+use crate::Runtime;
+use crate::models::{Models, TurnModel};
+
+/// Attempts after which a turn that keeps killing its workers is failed instead of resumed.
+const MAX_ATTEMPTS: i32 = 5;
+
+/// The iterations of an unattended run (cron, webhook): upstream's cap for cron runs.
+const UNATTENDED_MAX_ITERATIONS: u32 = 90;
+
+/// Delegated children's usage, counted toward the turn that delegated.
+pub(crate) type ChildUsage = Arc<Mutex<Usage>>;
+
+/// Everything a turn's loop runs with.
+pub(crate) struct TurnPlan {
+    /// The agent as this turn runs it: a cron job's model and toolsets applied, an unattended
+    /// run's toolsets narrowed.
+    pub agent: Agent,
+    pub origin: Origin,
+    pub models: Models,
+    pub model: TurnModel,
+    pub tools: ToolRegistry,
+    pub tool_ctx: ToolCtx,
+    pub limits: TurnLimits,
+    /// An unattended run ends after this long without activity (a hung call must not hold the
+    /// slot); `None` waits as long as the turn works.
+    pub inactivity_limit: Option<Duration>,
+    /// The model's view (prompt, history, this turn so far) and the steps already stored.
+    pub start: TurnStart,
+    pub child_usage: ChildUsage,
+}
+
+impl TurnPlan {
+    /// The loop's starting state; its messages move into the loop, so this is taken once.
+    pub fn take_start(&mut self) -> TurnStart {
+        TurnStart { messages: std::mem::take(&mut self.start.messages), ..self.start }
+    }
+}
+
+/// What planning a turn came to.
+pub(super) enum Planned {
+    /// The loop runs with this plan.
+    Run(Box<TurnPlan>),
+    /// A slash command answered without the model (kept out of the transcript).
+    Answered(TurnOutcome),
+    /// `/compress`: the conversation so far is summarised now instead of running the loop.
+    Compress { models: Box<Models>, prompt: Option<String>, history: Vec<ChatMessage> },
+}
+
+/// Why a turn could not be planned.
+pub(super) enum PlanError {
+    /// Another worker took the session over.
+    Fenced,
+    /// Storage failed for a moment: hand the turn back rather than fail it.
+    Transient(String),
+    /// The turn cannot run: it ends with this outcome.
+    Fail(Box<TurnOutcome>),
+}
+
+impl PlanError {
+    fn fail(outcome: TurnOutcome) -> Self {
+        Self::Fail(Box::new(outcome))
+    }
+}
+
+impl From<StoreError> for PlanError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Fenced => PlanError::Fenced,
+            e if e.is_transient() => PlanError::Transient(e.to_string()),
+            other => {
+                tracing::error!(error = %other, "cannot load the turn");
+                PlanError::fail(failed("storage_error", "The turn could not be loaded."))
+            }
+        }
+    }
+}
+
+impl From<PlanError> for TurnEnd {
+    fn from(e: PlanError) -> Self {
+        match e {
+            PlanError::Fenced => TurnEnd::Superseded,
+            PlanError::Transient(reason) => TurnEnd::Suspended(reason),
+            PlanError::Fail(outcome) => TurnEnd::Finished(*outcome),
+        }
+    }
+}
+
+/// Reads what `turn` needs and builds its plan; `meter` is the journal's, where every model
+/// call of the turn is reported.
+pub(super) async fn plan(
+    rt: &Arc<Runtime>,
+    tenant: TenantId,
+    turn: &ClaimedTurn,
+    meter: Arc<CallBuffer>,
+) -> Result<Planned, PlanError> {
+    let planner = Planner { rt, tenant, turn };
+    let input = input_of(turn)?;
+    if let Some(reply) = planner.slash_command(&input).await {
+        return Ok(Planned::Answered(reply));
+    }
+    let store = &rt.ctx.store;
+    // Independent reads, in parallel.
+    let (agent, stored, pools, resolution, allowed) = tokio::try_join!(
+        store.agent(tenant, turn.agent_id),
+        store.session_messages(tenant, turn.session_id),
+        store.credential_pools(tenant),
+        store.turn_resolution(tenant, turn.turn_id),
+        store.approval_grants(tenant, turn.agent_id, turn.session_id)
+    )?;
+    let origin = Origin::of(&turn.session_source);
+    let (agent, loads_skills) = planner.agent(agent, origin).await?;
+    let models = planner.models(&agent, meter, pools)?;
+    let model = models.main();
+    let child_usage = ChildUsage::default();
+    let tools = planner.tools(&agent, &models, child_usage.clone()).await?;
+    let mut history = History::of(stored, turn);
+    if !history.resumed && input.role == Role::User && input.text().trim() == "/compress" {
+        let history = history.messages;
+        return Ok(Planned::Compress { models: Box::new(models), prompt: turn.system_prompt.clone(), history });
+    }
+    let prompt = planner.prompt(&agent, &tools, loads_skills, input, &mut history).await?;
+    let start = planner.start(prompt, history, &tools);
+    let tool_ctx = planner.tool_ctx(&agent, &models, origin, resolution, allowed);
+    let (limits, inactivity_limit) = planner.limits(origin);
+    let plan = TurnPlan { agent, origin, models, model, tools, tool_ctx, limits, inactivity_limit, start, child_usage };
+    Ok(Planned::Run(Box::new(plan)))
+}
+
+/// The turn's input message, unless the turn cannot run at all.
+fn input_of(turn: &ClaimedTurn) -> Result<ChatMessage, PlanError> {
+    if turn.attempt > MAX_ATTEMPTS {
+        tracing::error!("turn failed on {MAX_ATTEMPTS} workers; giving up");
+        return Err(PlanError::fail(failed(
+            "turn_retries_exhausted",
+            format!("The turn failed {MAX_ATTEMPTS} times and was stopped."),
+        )));
+    }
+    serde_json::from_value::<ChatMessage>(turn.input.clone()).map_err(|e| {
+        tracing::error!(error = %e, "stored turn input is not a message");
+        PlanError::fail(failed("invalid_input", "The stored input of this turn cannot be read."))
+    })
+}
+
+/// The session's stored messages, seen from this turn.
+struct History {
+    messages: Vec<ChatMessage>,
+    /// This turn ran before (its input is stored): a resumed turn.
+    resumed: bool,
+    /// Where this turn's messages begin (after the history of earlier turns).
+    first_of_turn: usize,
+    /// Steps of this turn already stored.
+    completed_steps: i32,
+}
+
+impl History {
+    fn of(stored: Vec<StoredMessage>, turn: &ClaimedTurn) -> Self {
+        let this_turn = |m: &&StoredMessage| m.turn_id == Some(turn.turn_id);
+        let resumed = stored.iter().any(|m| this_turn(&m));
+        let first_of_turn = stored.iter().position(|m| this_turn(&m)).unwrap_or(stored.len());
+        let completed_steps = stored.iter().filter(this_turn).filter_map(|m| m.turn_step).max().unwrap_or(0);
+        let messages = stored.into_iter().map(|m| m.message).collect();
+        Self { messages, resumed, first_of_turn, completed_steps }
+    }
+}
+
+/// The turn being planned, with what every step of planning reads.
+struct Planner<'a> {
+    rt: &'a Arc<Runtime>,
+    tenant: TenantId,
+    turn: &'a ClaimedTurn,
+}
+
+impl Planner<'_> {
+    /// The reply to a slash command the worker answers without the model.
+    async fn slash_command(&self, input: &ChatMessage) -> Option<TurnOutcome> {
+        if input.role != Role::User || !input.text().trim_start().starts_with('/') {
+            return None;
+        }
+        let key = SandboxKey { tenant: self.tenant, agent: self.turn.agent_id };
+        let reply = crate::commands::run(self.rt.ctx.sandboxes.as_ref(), key, input.text().trim()).await?;
+        Some(TurnOutcome {
+            content: reply,
+            finish_reason: FinishReason::Stop,
+            usage: Usage::default(),
+            error: None,
+            error_code: None,
+            session_id: None,
+        })
+    }
+
+    /// The agent as this turn runs it, and whether skills named at the start of the input
+    /// load (they do wherever the agent has the skills toolset, even where this turn's
+    /// restrictions then take the skills tools away).
+    async fn agent(&self, mut agent: Agent, origin: Origin) -> Result<(Agent, bool), PlanError> {
+        if origin == Origin::Cron {
+            setup::apply_job_settings(&self.rt.ctx.store, self.tenant, self.turn.turn_id, &mut agent).await?;
+        }
+        let loads_skills = has(&agent, "skills");
+        origin.restrict(&mut agent.toolsets);
+        Ok((agent, loads_skills))
+    }
+
+    fn models(&self, agent: &Agent, meter: Arc<CallBuffer>, pools: CredentialPools) -> Result<Models, PlanError> {
+        let api_key = agent.provider_key(self.rt.ctx.secrets.as_ref()).map_err(|e| {
+            tracing::error!(error = %e, "cannot open the agent's provider key");
+            PlanError::fail(failed("provider_key_unavailable", "The agent's provider key cannot be read."))
+        })?;
+        Ok(Models {
+            rt: self.rt.clone(),
+            tenant: self.tenant,
+            agent: agent.clone(),
+            api_key,
+            meter,
+            purpose: "main",
+            pools: Arc::new(pools),
+        })
+    }
+
+    /// The turn's tools: the agent's, plus messaging and scheduling where its toolsets allow.
+    async fn tools(&self, agent: &Agent, models: &Models, child_usage: ChildUsage) -> Result<ToolRegistry, StoreError> {
+        let (rt, turn, store) = (self.rt, self.turn, &self.rt.ctx.store);
+        let mut tools = setup::tools_for_turn(rt, self.tenant, agent, models, &turn.session_user_key, child_usage);
+        if has(agent, "messaging") {
+            tools.register(Arc::new(crate::send_message::SendMessageTool { store: store.clone() }));
+        }
+        if has(agent, "cronjob") {
+            let origin = store.turn_reply_to(self.tenant, turn.turn_id).await?;
+            tools.register(Arc::new(crate::cron_tool::CronjobTool { store: store.clone(), origin }));
+        }
+        Ok(tools)
+    }
+
+    /// The session's frozen system prompt. On the turn's first run its input is stored first
+    /// (with the prompt frozen if the session has none yet: the stored one wins, so every turn
+    /// sees the same bytes) and joins `history`.
+    async fn prompt(
+        &self,
+        agent: &Agent,
+        tools: &ToolRegistry,
+        loads_skills: bool,
+        mut input: ChatMessage,
+        history: &mut History,
+    ) -> Result<String, StoreError> {
+        let (rt, tenant, turn) = (self.rt, self.tenant, self.turn);
+        if let (Some(prompt), true) = (&turn.system_prompt, history.resumed) {
+            return Ok(prompt.clone());
+        }
+        let rendered = match &turn.system_prompt {
+            Some(p) => p.clone(),
+            None => setup::render_prompt(rt, tenant, agent, turn, tools).await?,
+        };
+        if !history.resumed {
+            input = self.expand(agent, tools, loads_skills, input).await;
+        }
+        input.role = Role::User;
+        let store = &rt.ctx.store;
+        let frozen = store.begin_turn(tenant, turn.session_id, turn.fence, turn.turn_id, &input, &rendered).await?;
+        history.messages.push(input);
+        Ok(frozen)
+    }
+
+    /// A fresh input as it is stored: `/goal TEXT` sets the session's goal and runs TEXT as
+    /// the first turn toward it; `/skill-name request` loads the skill into the message.
+    async fn expand(
+        &self,
+        agent: &Agent,
+        tools: &ToolRegistry,
+        loads_skills: bool,
+        mut input: ChatMessage,
+    ) -> ChatMessage {
+        let (rt, store) = (self.rt, &self.rt.ctx.store);
+        if let Some(goal) = crate::goals::goal_in(&input.text()).map(str::to_owned) {
+            crate::goals::set_from_turn(rt, self.tenant, self.turn, &goal).await;
+            input = ChatMessage::user(goal);
+        }
+        if loads_skills
+            && input.text().trim_start().starts_with('/')
+            && let Some(expanded) =
+                crate::skills::expand_slash(store, &rt.skills, agent, &tools.names(), &input.text()).await
+        {
+            input = expanded;
+        }
+        input
+    }
+
+    /// The model's view: the prompt, the turn's instructions, then the history (with this
+    /// turn's messages so far), nudged where due.
+    fn start(&self, prompt: String, history: History, tools: &ToolRegistry) -> TurnStart {
+        let mut messages = Vec::with_capacity(history.messages.len() + 2);
+        messages.push(ChatMessage::system(prompt));
+        if let Some(instructions) = &self.turn.instructions {
+            messages.push(ChatMessage::system(instructions.clone()));
+        }
+        let turn_start = messages.len() + history.first_of_turn;
+        messages.extend(history.messages);
+        setup::nudge(self.rt, tools, &mut messages, turn_start);
+        TurnStart { messages, completed_steps: history.completed_steps, turn_start }
+    }
+
+    /// What the tools are told about the turn, and what they may ask the user.
+    fn tool_ctx(
+        &self,
+        agent: &Agent,
+        models: &Models,
+        origin: Origin,
+        resolution: Option<(String, Value)>,
+        allowed: BTreeSet<String>,
+    ) -> ToolCtx {
+        let (tenant, turn) = (self.tenant, self.turn);
+        let approval_mode = ApprovalMode::parse(&agent.approval_mode).unwrap_or_default();
+        let judge = (approval_mode == ApprovalMode::Smart).then(|| {
+            let (model, model_name) = models.auxiliary();
+            let store = self.rt.ctx.store.clone();
+            let session = turn.session_id;
+            Judge(Arc::new(crate::judge::SmartJudge { model, model_name, store, tenant, agent: agent.id, session }))
+        });
+        ToolCtx {
+            tenant_id: tenant,
+            agent_id: agent.id,
+            session_id: turn.session_id,
+            turn_id: turn.turn_id,
+            call_id: String::new(),
+            interaction: Interactive {
+                // An unattended run has nobody to ask: no questions, no approvals that wait.
+                enabled: !origin.is_unattended(),
+                approval_mode,
+                allowed: Arc::new(allowed),
+                resolution: resolution.map(|(call_id, answer)| Arc::new(Resolution { call_id, answer })),
+                judge,
+            },
+        }
+    }
+
+    /// The loop's limits, and how long an unattended run may go without activity.
+    fn limits(&self, origin: Origin) -> (TurnLimits, Option<Duration>) {
+        let worker = &self.rt.ctx.config.worker;
+        let (max_iterations, inactivity_limit) = if origin.is_unattended() {
+            let inactivity = Duration::from_secs(worker.unattended_inactivity_seconds);
+            (worker.max_iterations.min(UNATTENDED_MAX_ITERATIONS), Some(inactivity))
+        } else {
+            (worker.max_iterations, None)
+        };
+        (TurnLimits { stream_deltas: self.turn.stream, ..TurnLimits::main(max_iterations) }, inactivity_limit)
+    }
+}

@@ -1,0 +1,142 @@
+//! A turn's run: the agent loop over its plan, and around the whole turn a heartbeat that keeps
+//! the lease and the session lock alive and reacts to a cancellation, a drain that took too
+//! long, or (for an unattended run) too long without activity.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use hermes_agent::{Turn, TurnEnd};
+use hermes_cache::LockGuard;
+use hermes_core::{TenantId, TurnId};
+use hermes_store::{ClaimedTurn, LeaseState};
+
+use super::end::{failed, hand_back, stop_cancelled};
+use super::plan::TurnPlan;
+use crate::Runtime;
+use crate::events::{EventPublisher, until_inactive};
+use crate::journal::StoreJournal;
+
+/// How a turn's work ended, for the session loop.
+pub(super) enum Ran {
+    /// The outcome is stored and announced; the session may run its next turn.
+    Done,
+    /// Stop working on this session (taken over, handed back, or lease lost).
+    Stop,
+}
+
+/// The claimed turn being run, and by whom.
+#[derive(Clone, Copy)]
+pub(super) struct Claim<'a> {
+    pub rt: &'a Arc<Runtime>,
+    pub tenant: TenantId,
+    pub owner: &'a str,
+    pub turn: &'a ClaimedTurn,
+}
+
+/// Runs `work` (the whole turn) with heartbeats on the lease and the session lock. Returns
+/// `false` when the worker should stop working on this session (draining, the lease was lost,
+/// or the session was taken over).
+pub(super) async fn supervise(
+    claim: Claim<'_>,
+    guard: &LockGuard,
+    span: &tracing::Span,
+    work: impl Future<Output = Ran>,
+) -> bool {
+    let Claim { rt, tenant, owner, turn } = claim;
+    let lease = Duration::from_secs(rt.ctx.config.worker.lease_seconds);
+    let locks = rt.ctx.cache.session_locks();
+    // First beat one period from now (an immediate first tick would wait for the timer wheel).
+    let period = Duration::from_millis(rt.ctx.config.worker.heartbeat_millis);
+    let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    let cancel = CancellationToken::new();
+    let _registered = Registered::new(rt, turn.turn_id, &cancel);
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            ran = &mut work => return matches!(ran, Ran::Done),
+            () = cancel.cancelled() => {
+                // Dropping `work` stops the model call or tool at once; nothing partial is stored.
+                stop_cancelled(rt, tenant, owner, turn, span).await;
+                return true;
+            }
+            _ = heartbeat.tick() => {
+                match rt.ctx.store.extend_lease(tenant, turn.turn_id, owner, lease).await {
+                    Ok(LeaseState::Held | LeaseState::Ended) => {}
+                    Ok(LeaseState::CancelRequested) => cancel.cancel(),
+                    Ok(LeaseState::Lost) => {
+                        // Another worker may run this turn now: stop at once (dropping `work`
+                        // interrupts model calls and tools) instead of working beside it.
+                        tracing::warn!(parent: span, "turn lease lost; stopping");
+                        return false;
+                    }
+                    Err(e) => tracing::warn!(parent: span, error = %e, "cannot extend the turn lease"),
+                }
+                if let Ok(false) = locks.extend(guard, lease).await {
+                    tracing::warn!(parent: span, "session lock lost; fenced writes will tell");
+                }
+            }
+            () = rt.abandon.cancelled() => {
+                // Dropping `work` interrupts the model call; nothing partial was stored.
+                hand_back(rt, tenant, turn, owner, span).await;
+                return false;
+            }
+        }
+    }
+}
+
+/// Lists a turn in the running registry (so a cancellation reaches it) while its run lasts,
+/// however it ends.
+struct Registered<'a> {
+    rt: &'a Runtime,
+    turn: TurnId,
+}
+
+impl<'a> Registered<'a> {
+    fn new(rt: &'a Runtime, turn: TurnId, cancel: &CancellationToken) -> Self {
+        if let Ok(mut running) = rt.running.lock() {
+            running.insert(turn, cancel.clone());
+        }
+        Self { rt, turn }
+    }
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut running) = self.rt.running.lock() {
+            running.remove(&self.turn);
+        }
+    }
+}
+
+/// Runs the agent loop over `plan`, checkpointing through `journal`; an unattended run stops
+/// after its inactivity limit.
+pub(super) async fn agent_loop(plan: &mut TurnPlan, journal: &mut StoreJournal, events: &EventPublisher) -> TurnEnd {
+    let start = plan.take_start();
+    let engine = plan.models.context_engine();
+    let run = Turn {
+        model: &plan.model,
+        model_name: &plan.agent.model,
+        tools: &plan.tools,
+        tool_ctx: &plan.tool_ctx,
+        journal,
+        events,
+        limits: &plan.limits,
+        context: Some(&engine),
+    };
+    let Some(limit) = plan.inactivity_limit else {
+        return run.run(start).await;
+    };
+    tokio::select! {
+        end = run.run(start) => end,
+        () = until_inactive(events, limit) => {
+            tracing::warn!(limit_s = limit.as_secs(), "unattended run inactive; stopping it");
+            TurnEnd::Finished(failed(
+                "inactivity_timeout",
+                format!("The run stopped after {} s without activity.", limit.as_secs()),
+            ))
+        }
+    }
+}
