@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};

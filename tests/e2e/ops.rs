@@ -2,7 +2,6 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use serde_json::Value;
 
@@ -84,8 +83,9 @@ async fn hermesd_is_ready_only_with_its_dependencies_and_logs_json_with_request_
     assert_eq!(resp.status(), 401);
     assert_eq!(resp.headers()["x-request-id"], "req-abc-123");
     // The scheduler's first pass records its counters; it may still be running.
-    let scrape =
-        async || env.http.get(format!("http://127.0.0.1:{ops_port}/metrics")).send().await.unwrap().text().await.unwrap();
+    let scrape = async || {
+        env.http.get(format!("http://127.0.0.1:{ops_port}/metrics")).send().await.unwrap().text().await.unwrap()
+    };
     poll_until(async || scrape().await.contains("hermes_reaper_republished_total").then_some(())).await;
     let metrics = scrape().await;
     assert!(metrics.contains("hermes_reaper_republished_total"), "{metrics}");

@@ -53,7 +53,8 @@ fn names(events: &[Value]) -> Vec<String> {
 }
 
 async fn wait_for_status(env: &TestEnv, key: &str, run: &str, want: &str) -> Value {
-    let reached = poll_until(async || Some(run_state(env, &env.api_url, key, run).await.1).filter(|s| s["status"] == want));
+    let reached =
+        poll_until(async || Some(run_state(env, &env.api_url, key, run).await.1).filter(|s| s["status"] == want));
     reached.await.unwrap_or_else(|| panic!("run {run} never reached {want}"))
 }
 
