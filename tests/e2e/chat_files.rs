@@ -10,7 +10,7 @@ use serde_json::json;
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::TelegramEmulator;
 
-use crate::harness::{TestEnv, poll_until, wait_until};
+use crate::harness::{TestEnv, is_preview, poll_until, wait_until};
 use crate::telegram::{Binding, Pod, TOKEN, bind, bind_channel, sent};
 
 const MAKE_FILES: &str = "printf 'PNGDATA' > /workspace/chart.png && printf 'a,b\\n1,2\\n' > /workspace/data.csv";
@@ -55,7 +55,11 @@ async fn files_the_agent_names_are_shared_in_the_slack_thread() {
         "event": { "type": "app_mention", "user": "U1", "channel": "C1", "ts": "1700000050.000100",
                    "text": "<@UBOT> chart the data" } });
     hub.push("events_api", mention);
-    poll_until(async || (slack.shared_files().len() == 2 && slack.posted().len() == 2).then_some(())).await;
+    let answered = || {
+        let posted = slack.posted();
+        posted.len() == 2 && !posted.iter().any(|p| is_preview(&p.text))
+    };
+    poll_until(async || (slack.shared_files().len() == 2 && answered()).then_some(())).await;
     let files = slack.shared_files();
     let titles: Vec<&str> = files.iter().map(|f| f.title.as_str()).collect();
     assert_eq!(titles, ["chart.png", "data.csv"]);

@@ -326,6 +326,20 @@ pub fn sse_events(text: &str) -> Vec<(Option<String>, String)> {
 /// that is right; a passing wait returns as soon as its condition holds.
 pub const PATIENCE: Duration = Duration::from_secs(30);
 
+/// Whether a chat message is the gateway's preview (the tools at work, `⏳ name: gist` or
+/// `✓ name: gist` lines, or a streamed answer with its cursor) that the answer replaces and
+/// removes. On a busy machine a tool runs long enough to get one, so a test counting the bot's
+/// messages waits until the preview has gone instead of counting it.
+pub fn is_preview(text: &str) -> bool {
+    let tool_line = |line: &str| {
+        let Some(rest) = line.strip_prefix("⏳ ").or_else(|| line.strip_prefix("✓ ")) else { return false };
+        rest.split_once(':').is_some_and(|(name, _)| {
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+        })
+    };
+    text.contains(" ▉") || (!text.is_empty() && text.lines().all(tool_line))
+}
+
 /// Polls `check` every 50 ms until it gives a value; `None` once [`PATIENCE`] has passed (for a
 /// caller that asserts with its own message).
 pub(crate) async fn poll_until<T>(mut check: impl AsyncFnMut() -> Option<T>) -> Option<T> {

@@ -8,7 +8,7 @@ use hermes_store::Channel;
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::slack::{Posted, SlackEmulator};
 
-use crate::harness::{TestEnv, poll_until};
+use crate::harness::{TestEnv, is_preview, poll_until};
 use crate::telegram::{Binding, Pod, bind_channel};
 
 const TOKEN: &str = "xoxb-test-token";
@@ -51,7 +51,9 @@ fn event(id: &str, event: Value) -> String {
 }
 
 async fn posted(slack: &SlackEmulator, n: usize) -> Vec<Posted> {
-    let posted = poll_until(async || Some(slack.posted()).filter(|p| p.len() >= n)).await;
+    // A preview of the tools at work is not one of them: wait until the answer replaced it.
+    let done = |p: &Vec<Posted>| p.len() >= n && !p.iter().any(|p| is_preview(&p.text));
+    let posted = poll_until(async || Some(slack.posted()).filter(done)).await;
     posted.unwrap_or_else(|| {
         panic!("the bot posted {:?}, expected {n}", slack.posted().iter().map(|p| &p.text).collect::<Vec<_>>())
     })

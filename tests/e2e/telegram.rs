@@ -15,7 +15,7 @@ use hermes_store::{Channel, NewChannel, SecretBox};
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::{SentMessage, TelegramEmulator, message_update};
 
-use crate::harness::{PATIENCE, TestEnv, poll_until};
+use crate::harness::{PATIENCE, TestEnv, is_preview, poll_until};
 
 pub(crate) const TOKEN: &str = "123456:test-token";
 
@@ -122,9 +122,10 @@ pub(crate) async fn bind(env: &TestEnv, tg: &TelegramEmulator, mode: &str, dm_po
     bind_channel(env, binding).await
 }
 
-/// Waits until the bot has sent `n` messages.
+/// Waits until the bot has sent `n` messages (and no preview is showing in their place).
 pub(crate) async fn sent(tg: &TelegramEmulator, n: usize) -> Vec<SentMessage> {
-    let sent = poll_until(async || Some(tg.sent(TOKEN)).filter(|s| s.len() >= n)).await;
+    let done = |s: &Vec<SentMessage>| s.len() >= n && !s.iter().any(|m| is_preview(&m.text));
+    let sent = poll_until(async || Some(tg.sent(TOKEN)).filter(done)).await;
     sent.unwrap_or_else(|| {
         panic!("the bot sent {:?}, expected {n} messages", tg.sent(TOKEN).iter().map(|m| &m.text).collect::<Vec<_>>())
     })
