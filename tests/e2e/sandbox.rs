@@ -283,8 +283,8 @@ async fn dropping_a_command_kills_it(s: &dyn Sandboxes) {
     let interrupted = tokio::time::timeout(Duration::from_secs(2), client.exec(request, &mut |_| {})).await;
     assert!(interrupted.is_err(), "still running when dropped");
     // The kill follows the dropped stream: wait until it is done.
-    let running = async || run(s, key, "ps -o pid,args | grep 'sleep 30[0]'", 20).await.output;
-    poll_until(async || running().await.trim().is_empty().then_some(())).await;
+    let survivors = async || run(s, key, "ps -o pid,args | grep 'sleep 30[0]'", 20).await.output;
+    poll_until(async || survivors().await.trim().is_empty().then_some(())).await;
     let ps = run(s, key, "ps -o pid,args | grep 'sleep 30[0]'", 20).await;
     assert_eq!(ps.output.trim(), "", "the interrupted command was killed");
 }
