@@ -146,12 +146,7 @@ async fn an_unanswered_approval_expires_as_a_denial_and_the_turn_goes_on() {
     assert_eq!(interaction(&body)["kind"], "approval");
     assert!(env.llm.wait_for_requests(2, Duration::from_secs(30)).await, "the turn resumed on its own");
     assert!(last_tool_result(&env).contains("silence is not consent"));
-    for _ in 0..50 {
-        if env.count("SELECT count(*) FROM turns WHERE status = 'completed'").await == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    env.wait_for_count("SELECT count(*) FROM turns WHERE status = 'completed'", 1).await;
     assert_eq!(env.count("SELECT count(*) FROM turns WHERE status = 'completed'").await, 1);
     assert_eq!(env.count("SELECT count(*) FROM interactions WHERE status = 'expired'").await, 1);
     env.stop().await;

@@ -12,7 +12,7 @@ use hermes_store::ChannelAccess;
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::TelegramEmulator;
 
-use crate::harness::TestEnv;
+use crate::harness::{PATIENCE, TestEnv};
 use crate::telegram::{Pod, TOKEN, bind, sent};
 
 #[tokio::test]
@@ -28,13 +28,15 @@ async fn a_message_sent_while_the_agent_works_steers_the_running_turn() {
     env.llm.push(ScriptedReply::tool_call("no_such_tool", json!({})).after(Duration::from_millis(1_500)));
     env.llm.push(ScriptedReply::text("Voilà, en français."));
     tg.user_says(TOKEN, 42, "summarise the plan");
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // The word comes while the first model call is out (it answers 1.5 s after it arrived).
+    assert!(env.llm.wait_for_requests(1, PATIENCE).await, "the first model call");
     tg.user_says(TOKEN, 42, "in French please");
     let got = sent(&tg, 1).await;
     assert_eq!(got[0].text, "Voilà, en français.");
     let second = env.llm.requests()[1].messages();
     let notes: Vec<String> = second.iter().filter_map(|m| m["content"].as_str().map(str::to_owned)).collect();
     assert!(notes.iter().any(|t| t == "[While you were working, the user added: in French please]"), "{notes:?}");
+    // Nothing more may come for a while: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(tg.sent(TOKEN).len(), 1, "the steering message has no answer of its own");
     assert_eq!(env.llm.requests().len(), 2, "and starts no turn");
@@ -44,8 +46,10 @@ async fn a_message_sent_while_the_agent_works_steers_the_running_turn() {
     // Too late to steer (the turn has made its last call): it runs on its own afterwards.
     env.llm.push(ScriptedReply::text("First.").after(Duration::from_millis(1_000)));
     env.llm.push(ScriptedReply::text("Second."));
+    let calls = env.llm.requests().len();
     tg.user_says(TOKEN, 42, "one");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // "two" comes while the turn's last model call is out (it answers 1 s after it arrived).
+    assert!(env.llm.wait_for_requests(calls + 1, PATIENCE).await, "the model call for \"one\"");
     tg.user_says(TOKEN, 42, "two");
     let texts: Vec<String> = sent(&tg, 3).await.iter().map(|m| m.text.clone()).collect();
     assert_eq!(texts[1..], ["First.", "Second."]);
@@ -56,8 +60,10 @@ async fn a_message_sent_while_the_agent_works_steers_the_running_turn() {
     assert!(got[3].text.starts_with("Write /steer and a message"), "{}", got[3].text);
     env.llm.push(ScriptedReply::text("A.").after(Duration::from_millis(800)));
     env.llm.push(ScriptedReply::text("B."));
+    let calls = env.llm.requests().len();
     tg.user_says(TOKEN, 42, "a");
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // "/queue b" comes while the model call for "a" is out (it answers 0.8 s after it arrived).
+    assert!(env.llm.wait_for_requests(calls + 1, PATIENCE).await, "the model call for \"a\"");
     tg.user_says(TOKEN, 42, "/queue b");
     let texts: Vec<String> = sent(&tg, 6).await.iter().map(|m| m.text.clone()).collect();
     assert_eq!(texts[4..], ["A.", "B."]);

@@ -10,7 +10,7 @@ use serde_json::json;
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::TelegramEmulator;
 
-use crate::harness::{TestEnv, until};
+use crate::harness::{TestEnv, is_preview, poll_until, wait_until};
 use crate::telegram::{Binding, Pod, TOKEN, bind, bind_channel, sent};
 
 const MAKE_FILES: &str = "printf 'PNGDATA' > /workspace/chart.png && printf 'a,b\\n1,2\\n' > /workspace/data.csv";
@@ -37,7 +37,7 @@ async fn files_the_agent_names_reach_a_telegram_chat_after_the_text() {
         [("sendPhoto", "chart.png", &b"PNGDATA"[..]), ("sendDocument", "data.csv", &b"a,b\n1,2\n"[..])]
     );
     assert_eq!(uploads[0].chat_id, "42");
-    // Each part once, even after a look some time later.
+    // Each part once, even after a look some time later: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!((tg.sent(TOKEN).len(), tg.uploads(TOKEN).len()), (2, 2));
     pod.stop.cancel();
@@ -55,12 +55,11 @@ async fn files_the_agent_names_are_shared_in_the_slack_thread() {
         "event": { "type": "app_mention", "user": "U1", "channel": "C1", "ts": "1700000050.000100",
                    "text": "<@UBOT> chart the data" } });
     hub.push("events_api", mention);
-    for _ in 0..300 {
-        if slack.shared_files().len() == 2 && slack.posted().len() == 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let answered = || {
+        let posted = slack.posted();
+        posted.len() == 2 && !posted.iter().any(|p| is_preview(&p.text))
+    };
+    poll_until(async || (slack.shared_files().len() == 2 && answered()).then_some(())).await;
     let files = slack.shared_files();
     let titles: Vec<&str> = files.iter().map(|f| f.title.as_str()).collect();
     assert_eq!(titles, ["chart.png", "data.csv"]);
@@ -86,7 +85,7 @@ async fn a_wecom_app_reads_pictures_people_send_and_sends_the_agents_files() {
     env.llm.push(ScriptedReply::text("一只猫。"));
     let (query, body) = crate::wecom::image_callback("zhangsan", "7001", "m-1");
     assert_eq!(env.http.post(format!("{url}{query}")).body(body).send().await.unwrap().status(), 200);
-    let content = until("the picture at the model", || {
+    let content = wait_until("the picture at the model", async || {
         env.llm.requests().first().map(|r| r.messages().last().unwrap()["content"].clone())
     })
     .await;
@@ -97,7 +96,7 @@ async fn a_wecom_app_reads_pictures_people_send_and_sends_the_agents_files() {
     env.llm.push(ScriptedReply::text(ANSWER));
     let (query, body) = crate::wecom::callback("zhangsan", "7002", "画个图");
     env.http.post(format!("{url}{query}")).body(body).send().await.unwrap();
-    let got = until("five messages at WeCom", || Some(wecom.sent()).filter(|s| s.len() >= 5)).await;
+    let got = wait_until("five messages at WeCom", async || Some(wecom.sent()).filter(|s| s.len() >= 5)).await;
     let shown: Vec<&str> = got[1..].iter().map(|s| s.content.as_str()).collect();
     assert_eq!(shown[..3], ["Here is the chart.\nhttps://example.com/x.png", "[image]", "[file]"]);
     assert!(shown[3].starts_with("(I could not attach missing.png"), "{shown:?}");
@@ -123,11 +122,11 @@ async fn a_wecom_ai_bot_answers_with_the_agents_images_attached() {
     };
     bind_channel(&env, binding).await;
     let pod = Pod::start(&env).await;
-    until("the bot's subscription", || bot.subscriptions().1.then_some(())).await;
+    wait_until("the bot's subscription", async || bot.subscriptions().1.then_some(())).await;
     env.llm.push(ScriptedReply::tool_call("terminal", json!({ "command": MAKE_FILES })));
     env.llm.push(ScriptedReply::text(ANSWER));
     bot.user_says("lisi", None, "画个图").unwrap();
-    let replies = until("the bot's answer", || Some(bot.replies()).filter(|r| !r.is_empty())).await;
+    let replies = wait_until("the bot's answer", async || Some(bot.replies()).filter(|r| !r.is_empty())).await;
     let stream = &replies[0].body["stream"];
     assert_eq!(replies[0].cmd, "aibot_respond_msg");
     let images = stream["msg_item"].as_array().unwrap();

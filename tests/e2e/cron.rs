@@ -13,7 +13,7 @@ use hermes_store::cron::{NewJob, Plan};
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::TelegramEmulator;
 
-use crate::harness::{Roles, TestEnv};
+use crate::harness::{PATIENCE, Roles, TestEnv};
 use crate::openapi::call;
 use crate::telegram::{Pod, TOKEN, bind, sent};
 
@@ -145,6 +145,7 @@ async fn a_job_made_through_the_api_runs_and_delivers_to_a_chat() {
     env.llm.push(ScriptedReply::text("[SILENT]"));
     call(&env, &key, "post", "/v1/cron/jobs/Morning brief/run", None).await;
     env.wait_for_count("SELECT count(*) FROM cron_runs WHERE status = 'completed'", 2).await;
+    // Nothing may reach the chat for a while: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(tg.sent(TOKEN).len(), 1, "[SILENT] is not delivered");
     let id = job["id"].as_str().unwrap();
@@ -283,6 +284,7 @@ async fn a_job_delivers_once_to_each_chat_of_its_comma_list() {
     env.llm.push(ScriptedReply::text("Today: all quiet."));
     call(&env, &key, "post", "/v1/cron/jobs/digest/run", None).await;
     sent(&tg, 3).await;
+    // No fourth message may come for a while: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let digests: Vec<_> =
         tg.sent(TOKEN).into_iter().filter(|m| m.text == "⏰ Cron job “digest”\n\nToday: all quiet.").collect();
@@ -333,6 +335,7 @@ async fn the_agent_posts_to_another_chat_with_send_message_once_per_call() {
     env.llm.push(ScriptedReply::text("I told the team."));
     tg.user_says(TOKEN, 42, "tell chat 7 the build finished");
     let got = sent(&tg, 2).await;
+    // No third message may come for a while: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let seen: Vec<(String, String)> = tg.sent(TOKEN).iter().map(|m| (m.chat_id.clone(), m.text.clone())).collect();
     assert!(seen.contains(&("7".into(), "The build finished.".into())), "{seen:?}");
@@ -359,12 +362,7 @@ async fn a_jobs_skills_are_loaded_into_its_runs_in_order() {
     assert_eq!(call(&env, &key, "post", "/v1/cron/jobs", Some(body)).await.0, 201);
     env.llm.push(ScriptedReply::text("简报。"));
     call(&env, &key, "post", "/v1/cron/jobs/brief/run", None).await;
-    for _ in 0..100 {
-        if !env.llm.requests().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    env.llm.wait_for_requests(1, PATIENCE).await;
     let messages = env.llm.requests()[0].messages();
     let user = messages.iter().rev().find(|m| m["role"] == "user").unwrap()["content"].as_str().unwrap().to_owned();
     assert!(user.starts_with("[The user loaded the skill \"daily-news-briefing\""), "{user}");

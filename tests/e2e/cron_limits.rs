@@ -9,7 +9,7 @@ use serde_json::json;
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::TelegramEmulator;
 
-use crate::harness::{Roles, TestEnv};
+use crate::harness::{Roles, TestEnv, poll_until};
 use crate::openapi::call;
 use crate::telegram::{Pod, TOKEN, bind, sent};
 
@@ -40,18 +40,14 @@ async fn a_cron_run_silent_past_the_inactivity_limit_fails_but_a_busy_one_runs_o
     env.store.create_job(channel.tenant_id, &hung).await.unwrap();
     let got = sent(&tg, 2).await;
     assert!(got[1].text.starts_with("⏰ Cron job “hung”\n\n"), "{}", got[1].text);
-    let mut error = None;
-    for _ in 0..100 {
-        error = sqlx::query_scalar("SELECT error FROM cron_runs WHERE status = 'failed'")
+    let error = poll_until(async || -> Option<String> {
+        sqlx::query_scalar("SELECT error FROM cron_runs WHERE status = 'failed'")
             .fetch_optional(env.store.pool())
             .await
             .unwrap()
-            .flatten();
-        if error.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+            .flatten()
+    })
+    .await;
     let error: String = error.expect("the hung run is settled as failed");
     assert!(error.contains("2 s without activity"), "{error}");
     assert_eq!(env.count("SELECT count(*) FROM cron_runs WHERE status = 'completed'").await, 1);

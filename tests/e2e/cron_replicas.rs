@@ -70,6 +70,7 @@ async fn a_scheduler_killed_while_claiming_leaves_each_slot_run_at_most_once() {
     let settled = env.store.settle_runs(Duration::ZERO).await.unwrap();
     assert_eq!(settled.iter().filter(|s| s.status == "unknown").count() as i64, stranded);
     let mut c = Scheduler::start(&env, "sched-c");
+    // Nothing may run again over many of C's passes: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(env.count("SELECT count(*) FROM cron_runs").await, JOBS, "nothing ran again");
     assert_eq!(env.count("SELECT count(*) FROM turns").await, turns);

@@ -141,6 +141,7 @@ async fn the_tenant_cap_on_children_is_shared_by_workers_and_slots_of_dead_worke
     // A slot whose worker died lapses.
     assert!(worker_1.try_acquire(other, "x2", 2, std::time::Duration::from_millis(200)).await.unwrap());
     assert!(!worker_1.try_acquire(other, "x3", 2, long).await.unwrap());
+    // The slot's 200 ms lease must run out: the sleep is the behaviour under test.
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert!(worker_1.try_acquire(other, "x3", 2, long).await.unwrap());
     env.stop().await;

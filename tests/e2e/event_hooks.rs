@@ -11,19 +11,24 @@ use hermes_gateway::hooks::verify::standard_signature;
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::receiver::{Received, Receiver};
 
-use crate::harness::{Roles, TestEnv};
+use crate::harness::{Roles, TestEnv, poll_until, wait_until};
 use crate::openapi::call;
 use crate::telegram::Pod;
 
 async fn received(rx: &Receiver, n: usize) -> Vec<Received> {
-    for _ in 0..200 {
-        let got = rx.received();
-        if got.len() >= n {
-            return got;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the receiver got {} requests, expected {n}", rx.received().len());
+    let got = poll_until(async || Some(rx.received()).filter(|got| got.len() >= n)).await;
+    got.unwrap_or_else(|| panic!("the receiver got {} requests, expected {n}", rx.received().len()))
+}
+
+/// The endpoint's newest delivery once the sender has recorded how its last attempt ended: the
+/// receiver has answered before the sender's COMMIT, so a read right after it may see it pending.
+async fn newest_settled_delivery(env: &TestEnv, key: &str, hook: &str) -> Value {
+    let path = format!("/v1/event-hooks/{hook}/deliveries");
+    wait_until("the newest delivery to be settled", async || {
+        let (_, deliveries) = call(env, key, "get", &path, None).await;
+        Some(deliveries["data"][0].clone()).filter(|d| d["status"].is_string() && d["status"] != "pending")
+    })
+    .await
 }
 
 /// The event, after checking its signature with `secret` (`whsec_<base64 key>`).
@@ -72,8 +77,7 @@ async fn a_tenants_endpoint_is_told_signed_events_and_a_failing_one_is_retried()
         (event["data"]["status"].as_str(), event["data"]["output"].as_str()),
         (Some("completed"), Some("Done."))
     );
-    let (_, deliveries) = call(&env, &key, "get", &format!("/v1/event-hooks/{id}/deliveries"), None).await;
-    let first = &deliveries["data"][0];
+    let first = &newest_settled_delivery(&env, &key, &id).await;
     assert_eq!((first["status"].as_str(), first["attempts"].as_i64()), (Some("delivered"), Some(3)), "{first}");
 
     // From now on only approvals and failed cron runs: nothing else reaches the endpoint.
@@ -102,6 +106,9 @@ async fn a_tenants_endpoint_is_told_signed_events_and_a_failing_one_is_retried()
         (event["type"].as_str(), event["data"]["job_name"].as_str()),
         (Some("cron.run.failed"), Some("nightly"))
     );
+    // The 410 is settled (the endpoint's last_status is written with it), then a while with no
+    // retry: the sleep is the behaviour under test, a retry would come within 200 ms.
+    newest_settled_delivery(&env, &key, &id).await;
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert_eq!(rx.received().len(), 5, "a 410 is given up on");
     let (_, shown) = call(&env, &key, "get", &format!("/v1/event-hooks/{id}"), None).await;
@@ -109,6 +116,7 @@ async fn a_tenants_endpoint_is_told_signed_events_and_a_failing_one_is_retried()
     // Disabled: events wait; enabled again: they go.
     call(&env, &key, "patch", &format!("/v1/event-hooks/{id}"), Some(json!({"enabled": false}))).await;
     assert_eq!(call(&env, &key, "post", &format!("/v1/event-hooks/{id}/ping"), None).await.0, 202);
+    // Nothing may arrive for a while: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(1_000)).await;
     assert_eq!(rx.received().len(), 5, "nothing goes to a disabled endpoint");
     call(&env, &key, "patch", &format!("/v1/event-hooks/{id}"), Some(json!({"enabled": true}))).await;

@@ -34,6 +34,7 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
     assert!(locks.try_acquire(session, "worker-b", short).await.unwrap().is_none(), "one holder at a time");
     let a = env.store.claim_next_turn(tenant, session, "worker-a", short, a_lock.token).await.unwrap().unwrap();
     env.store.append_message(tenant, session, a.fence, turn, 0, &ChatMessage::user("hi")).await.unwrap();
+    // A stalls past its 400 ms lock and lease: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(600)).await;
 
     // Worker B takes over after expiry.

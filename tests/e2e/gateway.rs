@@ -9,7 +9,7 @@ use hermes_core::ChatMessage;
 use hermes_store::{Accepted, NewTurn, Route, TurnTarget};
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::TestEnv;
+use crate::harness::{TestEnv, poll_until};
 
 #[tokio::test]
 async fn a_chat_message_is_taken_in_once_and_its_answer_is_queued_for_delivery_once() {
@@ -48,14 +48,8 @@ async fn a_chat_message_is_taken_in_once_and_its_answer_is_queued_for_delivery_o
     assert_eq!(env.count("SELECT count(*) FROM turns").await, 1);
     env.signal_work(tenant, session).await;
 
-    let mut claimed = Vec::new();
-    for _ in 0..200 {
-        claimed = env.store.claim_outbox(10, Duration::from_secs(30), None).await.unwrap();
-        if !claimed.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let claim = async || env.store.claim_outbox(10, Duration::from_secs(30), None).await.unwrap();
+    let claimed = poll_until(async || Some(claim().await).filter(|c| !c.is_empty())).await.unwrap_or_default();
     assert_eq!(claimed.len(), 1, "one answer for one turn");
     let item = &claimed[0];
     assert_eq!(item.destination["chat_id"], "42");

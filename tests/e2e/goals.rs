@@ -86,6 +86,7 @@ async fn a_goal_pauses_at_its_budget_and_resumes_and_clears_from_the_chat() {
     tg.user_says(TOKEN, 42, "/goal count sheep");
     let got = sent(&tg, 5).await;
     assert_eq!(got[4].text, "⏸ Goal paused — 2/2 turns used. Use /goal resume to keep going, or /goal clear to stop.");
+    // No turn may start for a while: the sleep is the behaviour under test.
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert_eq!(env.llm.requests().len(), 4, "no turn after the budget");
 

@@ -225,14 +225,9 @@ impl TestEnv {
         sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql.to_owned())).fetch_one(self.store.pool()).await.unwrap()
     }
 
-    /// Polls a SQL count until it reaches `at_least` (20 s at most; the caller asserts).
+    /// Polls a SQL count until it reaches `at_least` ([`PATIENCE`] at most; the caller asserts).
     pub async fn wait_for_count(&self, sql: &str, at_least: i64) {
-        for _ in 0..400 {
-            if self.count(sql).await >= at_least {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        poll_until(async || (self.count(sql).await >= at_least).then_some(())).await;
     }
 
     /// A `hermesd` child process running `roles` against this environment.
@@ -326,13 +321,44 @@ pub fn sse_events(text: &str) -> Vec<(Option<String>, String)> {
     out
 }
 
-/// Polls `check` every 50 ms until it gives a value (20 s at most), for `what` happens.
-pub(crate) async fn until<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    for _ in 0..400 {
-        if let Some(v) = check() {
-            return v;
+/// How long a test waits for something that happens on its own: generous, because a busy CI
+/// machine (a COMMIT taking half a second, a container starting in ten) must not fail a test
+/// that is right; a passing wait returns as soon as its condition holds.
+pub const PATIENCE: Duration = Duration::from_secs(30);
+
+/// Whether a chat message is the gateway's preview (the tools at work, `⏳ name: gist` or
+/// `✓ name: gist` lines, or a streamed answer with its cursor) that the answer replaces and
+/// removes. On a busy machine a tool runs long enough to get one, so a test counting the bot's
+/// messages waits until the preview has gone instead of counting it.
+pub fn is_preview(text: &str) -> bool {
+    let tool_line = |line: &str| {
+        let Some(rest) = line.strip_prefix("⏳ ").or_else(|| line.strip_prefix("✓ ")) else { return false };
+        rest.split_once(':').is_some_and(|(name, _)| {
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+        })
+    };
+    text.contains(" ▉") || (!text.is_empty() && text.lines().all(tool_line))
+}
+
+/// Polls `check` every 50 ms until it gives a value; `None` once [`PATIENCE`] has passed (for a
+/// caller that asserts with its own message).
+pub(crate) async fn poll_until<T>(mut check: impl AsyncFnMut() -> Option<T>) -> Option<T> {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        if let Some(v) = check().await {
+            return Some(v);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("timed out waiting for {what}");
+}
+
+/// Polls `check` until it gives a value, for `what` to happen; fails the test after [`PATIENCE`].
+pub(crate) async fn wait_until<T>(what: &str, check: impl AsyncFnMut() -> Option<T>) -> T {
+    match poll_until(check).await {
+        Some(v) => v,
+        None => panic!("timed out after {PATIENCE:?} waiting for {what}"),
+    }
 }

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{Roles, TestEnv};
+use crate::harness::{Roles, TestEnv, poll_until};
 
 async fn turn_status(env: &TestEnv) -> String {
     sqlx::query_scalar::<_, String>("SELECT status::text FROM turns ORDER BY created_at DESC LIMIT 1")
@@ -17,14 +17,10 @@ async fn turn_status(env: &TestEnv) -> String {
 }
 
 async fn wait_for_status(env: &TestEnv, want: &str) -> String {
-    for _ in 0..100 {
-        let s = turn_status(env).await;
-        if s == want {
-            return s;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    match poll_until(async || Some(turn_status(env).await).filter(|s| s == want)).await {
+        Some(reached) => reached,
+        None => turn_status(env).await,
     }
-    turn_status(env).await
 }
 
 #[tokio::test]

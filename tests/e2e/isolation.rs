@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::TestEnv;
+use crate::harness::{TestEnv, poll_until};
 
 #[tokio::test]
 async fn a_tenant_cannot_read_or_continue_another_tenants_session_or_see_its_agents() {
@@ -112,15 +112,12 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
     env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "rm -rf /workspace/cache"})));
     let (_, run) = send(&owner, "post", "/v1/runs", json!({"input": "clean"})).await;
     let run_id = run["run_id"].as_str().unwrap().to_owned();
-    let mut interaction = String::new();
-    for _ in 0..200 {
+    let interaction = poll_until(async || {
         let (_, state) = send(&owner, "get", &format!("/v1/runs/{run_id}"), json!({})).await;
-        if let Some(id) = state["pending"]["id"].as_str() {
-            interaction = id.to_owned();
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+        state["pending"]["id"].as_str().map(str::to_owned)
+    })
+    .await
+    .unwrap_or_default();
     assert!(!interaction.is_empty(), "the run waits for approval");
 
     // ...and a chat bot.

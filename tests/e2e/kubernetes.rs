@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -16,7 +15,7 @@ use serde_json::{Value, json};
 use hermes_sandbox::{SandboxKey, Sandboxes};
 use hermes_sandbox_kube::KubeSandboxes;
 
-use crate::harness::{sandboxd_bin, unique};
+use crate::harness::{poll_until, sandboxd_bin, unique};
 use crate::sandbox::{new_key, run};
 
 /// The fake API's state: objects by (resource, name), the calls it saw, and the "kubelet".
@@ -286,8 +285,9 @@ async fn an_idle_pod_is_deleted_and_recreated_with_its_workspace_and_a_failed_on
     let sandboxes = backend(&cluster, |c| c.idle_seconds = 0);
     let key = new_key();
     run(&sandboxes, key, "echo kept > /workspace/k 2>/dev/null || echo kept > k", 20).await;
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    assert_eq!(sandboxes.reap_idle().await.unwrap(), 1);
+    // Idle once its daemon has counted the command as ended: ask until the pod is reaped.
+    let reaped = poll_until(async || Some(sandboxes.reap_idle().await.unwrap()).filter(|n| *n > 0)).await;
+    assert_eq!(reaped.unwrap_or_default(), 1);
     let names = sandboxes.names(key);
     assert!(cluster.object("pods", &names.pod).is_none(), "the pod is gone");
     assert!(cluster.object("persistentvolumeclaims", &names.pvc).is_some(), "the workspace stays");

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::TestEnv;
+use crate::harness::{PATIENCE, TestEnv, wait_until};
 use crate::idempotency::second_api;
 
 async fn models(env: &TestEnv, base: &str, key: &str) -> (u16, Option<String>, Value) {
@@ -61,7 +61,9 @@ async fn turns_in_flight_are_capped_per_key_and_a_refused_one_writes_nothing() {
     env.llm.push(ScriptedReply::text("slow answer").after(Duration::from_millis(1_500)));
     let body = json!({"model": "ops", "messages": [{"role": "user", "content": "hi"}]});
     let first = env.spawn_chat(&key, body.clone());
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The second comes while the first holds its slot (its model call answers 1.5 s after it
+    // arrived).
+    assert!(env.llm.wait_for_requests(1, PATIENCE).await, "the first turn's model call");
     let resp = env.chat(&key, body.clone()).await;
     assert_eq!(resp.status(), 429);
     assert_eq!(resp.headers()["retry-after"], "1");
@@ -70,8 +72,18 @@ async fn turns_in_flight_are_capped_per_key_and_a_refused_one_writes_nothing() {
     assert_eq!(env.count("SELECT count(*) FROM turns").await, 1, "the refused request wrote nothing");
 
     assert_eq!(first.await.unwrap().status(), 200);
-    // The slot is free again once the answer is out.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The slot is free again once the answer is out: it is given back just after the answer
+    // (when the request's permit drops), so wait until a probe can take it, and give it back.
+    let cache = hermes_cache::Cache::connect(&env.config.redis.url, &env.config.redis.key_prefix).await.unwrap();
+    let (slots, scope) = (cache.turn_slots(), format!("key:{}", auth.key_id));
+    wait_until("the first turn's slot to be given back", async || {
+        let free = slots.try_acquire(&scope, "probe", 1, Duration::from_secs(5)).await.unwrap();
+        if free {
+            slots.release(&scope, "probe").await.unwrap();
+        }
+        free.then_some(())
+    })
+    .await;
     env.llm.push(ScriptedReply::text("next"));
     assert_eq!(env.chat(&key, body).await.status(), 200);
     env.stop().await;

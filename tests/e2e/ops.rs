@@ -2,11 +2,10 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::harness::{Roles, TestEnv};
+use crate::harness::{Roles, TestEnv, poll_until};
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
@@ -62,14 +61,11 @@ async fn hermesd_is_ready_only_with_its_dependencies_and_logs_json_with_request_
     let stdout = child.stdout.take().unwrap();
     let lines = std::thread::spawn(move || BufReader::new(stdout).lines().map_while(Result::ok).collect::<Vec<_>>());
 
-    let mut ready = None;
-    for _ in 0..100 {
-        if let Ok(resp) = env.http.get(format!("http://127.0.0.1:{ops_port}/readyz")).send().await {
-            ready = Some((resp.status(), resp.json::<Value>().await.unwrap()));
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let ready = poll_until(async || {
+        let resp = env.http.get(format!("http://127.0.0.1:{ops_port}/readyz")).send().await.ok()?;
+        Some((resp.status(), resp.json::<Value>().await.unwrap()))
+    })
+    .await;
     let (status, body) = ready.expect("ops listener answers");
     assert_eq!(status, 200, "{body}");
     for dep in ["postgres", "redis", "rabbitmq"] {
@@ -87,15 +83,11 @@ async fn hermesd_is_ready_only_with_its_dependencies_and_logs_json_with_request_
     assert_eq!(resp.status(), 401);
     assert_eq!(resp.headers()["x-request-id"], "req-abc-123");
     // The scheduler's first pass records its counters; it may still be running.
-    let mut metrics = String::new();
-    for _ in 0..50 {
-        metrics =
-            env.http.get(format!("http://127.0.0.1:{ops_port}/metrics")).send().await.unwrap().text().await.unwrap();
-        if metrics.contains("hermes_reaper_republished_total") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let scrape = async || {
+        env.http.get(format!("http://127.0.0.1:{ops_port}/metrics")).send().await.unwrap().text().await.unwrap()
+    };
+    poll_until(async || scrape().await.contains("hermes_reaper_republished_total").then_some(())).await;
+    let metrics = scrape().await;
     assert!(metrics.contains("hermes_reaper_republished_total"), "{metrics}");
 
     assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());

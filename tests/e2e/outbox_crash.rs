@@ -10,7 +10,7 @@ use serde_json::json;
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::TelegramEmulator;
 
-use crate::harness::{TestEnv, until};
+use crate::harness::{TestEnv, wait_until};
 use crate::telegram::{Pod, TOKEN, bind, process_settings, sent};
 
 #[tokio::test]
@@ -24,7 +24,7 @@ async fn a_telegram_part_sent_by_a_pod_that_died_before_recording_it_is_not_sent
     env.llm.push(ScriptedReply::text(long));
     tg.hold_next(TOKEN, "sendMessage");
     tg.user_says(TOKEN, 42, "tell me everything");
-    until("the first part at Telegram", || (tg.sent(TOKEN).len() == 1).then_some(())).await;
+    wait_until("the first part at Telegram", async || (tg.sent(TOKEN).len() == 1).then_some(())).await;
     // Pod A dies with the part sent and unrecorded.
     pod_a.kill().unwrap();
     pod_a.wait().unwrap();
@@ -34,6 +34,7 @@ async fn a_telegram_part_sent_by_a_pod_that_died_before_recording_it_is_not_sent
     // Pod B claims the reply once A's claim lapses, finds the part at Telegram, sends the rest.
     let pod_b = Pod::start(&env).await;
     let got = sent(&tg, 2).await;
+    // No part may be sent again for a while: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(800)).await;
     let texts: Vec<String> = tg.sent(TOKEN).iter().map(|m| m.text.clone()).collect();
     assert_eq!(texts.len(), 2, "each part exactly once: {texts:?}");
@@ -41,6 +42,8 @@ async fn a_telegram_part_sent_by_a_pod_that_died_before_recording_it_is_not_sent
     assert!(got[1].text.contains("second half") && got[1].text.ends_with("(2/2)"), "{}", got[1].text);
     let probes = tg.calls(TOKEN).iter().filter(|(m, _)| m == "editMessageText").count();
     assert!(probes >= 1, "the part was looked for before anything was sent again");
+    // The last part is recorded just after Telegram took it.
+    env.wait_for_count("SELECT count(*) FROM outbox WHERE status = 'sent' AND sent_parts = 2", 1).await;
     assert_eq!(env.count("SELECT count(*) FROM outbox WHERE status = 'sent' AND sent_parts = 2").await, 1);
     pod_b.stop.cancel();
     env.stop().await;
@@ -51,24 +54,19 @@ async fn a_slack_reply_posted_by_a_pod_that_died_before_recording_it_is_not_post
     let env = TestEnv::start().await;
     let (slack, hub) = crate::sockets::slack_app(&env).await;
     let mut pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &process_settings(&env));
-    until("pod A's socket", || (hub.connections().1 == 1).then_some(())).await;
+    wait_until("pod A's socket", async || (hub.connections().1 == 1).then_some(())).await;
     env.llm.push(ScriptedReply::text("Posted once."));
     slack.hold_next("chat.postMessage");
     let dm = json!({ "type": "event_callback", "team_id": "T0TEST", "event_id": "EvC1",
         "event": { "type": "message", "channel_type": "im", "user": "U1", "channel": "D1",
                    "ts": "1700000070.000100", "text": "hello" } });
     hub.push("events_api", dm);
-    until("the reply at Slack", || (slack.posted().len() == 1).then_some(())).await;
+    wait_until("the reply at Slack", async || (slack.posted().len() == 1).then_some(())).await;
     pod_a.kill().unwrap();
     pod_a.wait().unwrap();
 
     let pod_b = Pod::start(&env).await;
-    for _ in 0..300 {
-        if env.count("SELECT count(*) FROM outbox WHERE status = 'sent'").await == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    env.wait_for_count("SELECT count(*) FROM outbox WHERE status = 'sent'", 1).await;
     assert_eq!(env.count("SELECT count(*) FROM outbox WHERE status = 'sent'").await, 1, "the reply is settled");
     let texts: Vec<String> = slack.posted().iter().map(|p| p.text.clone()).collect();
     assert_eq!(texts, ["Posted once."], "posted exactly once");

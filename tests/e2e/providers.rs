@@ -23,6 +23,7 @@ async fn key_pools_share_strategy_and_cooldowns_across_workers() {
     assert_eq!(worker_1.select(tenant, "openai", "fill_first", &keys).await.unwrap().as_deref(), Some("k1"));
     worker_1.report(tenant, "openai", "k1", Some(Duration::from_millis(400))).await.unwrap();
     assert_eq!(worker_2.select(tenant, "openai", "fill_first", &keys).await.unwrap().as_deref(), Some("k2"));
+    // The 400 ms cooldown must run out: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(
         worker_2.select(tenant, "openai", "fill_first", &keys).await.unwrap().as_deref(),

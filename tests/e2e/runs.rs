@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{TestEnv, sse_events};
+use crate::harness::{TestEnv, poll_until, sse_events};
 
 async fn start_run(env: &TestEnv, base: &str, key: &str, body: Value) -> (u16, Value) {
     let resp = env.http.post(format!("{base}/v1/runs")).bearer_auth(key).json(&body).send().await.unwrap();
@@ -53,14 +53,9 @@ fn names(events: &[Value]) -> Vec<String> {
 }
 
 async fn wait_for_status(env: &TestEnv, key: &str, run: &str, want: &str) -> Value {
-    for _ in 0..200 {
-        let (_, state) = run_state(env, &env.api_url, key, run).await;
-        if state["status"] == want {
-            return state;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("run {run} never reached {want}");
+    let reached =
+        poll_until(async || Some(run_state(env, &env.api_url, key, run).await.1).filter(|s| s["status"] == want));
+    reached.await.unwrap_or_else(|| panic!("run {run} never reached {want}"))
 }
 
 #[tokio::test]

@@ -13,7 +13,7 @@ use hermes_sandbox::proto::{
 };
 use hermes_sandbox::{ExecOutput, ExecRequest, SandboxError, SandboxKey, Sandboxes};
 
-use crate::harness::{SANDBOX_TEST_IMAGE, unique};
+use crate::harness::{SANDBOX_TEST_IMAGE, poll_until, unique, wait_until};
 
 /// A Docker backend with its own names and socket directory, cleaned up on drop.
 pub struct DockerFixture {
@@ -224,14 +224,18 @@ async fn background_processes_belong_to_their_session_and_outlive_the_request(s:
         .await
         .unwrap()
         .into_inner();
-    tokio::time::sleep(Duration::from_millis(700)).await;
     let poll = || PollProcessRequest {
         id: ticker.id.clone(),
         owner: "session-a".into(),
         since_last_poll: true,
         ..Default::default()
     };
-    let first = grpc.poll_process(poll()).await.unwrap().into_inner();
+    // The first ticks, once there are any (an empty poll moves nothing on).
+    let first = wait_until("the first tick", async || {
+        Some(grpc.poll_process(poll()).await.unwrap().into_inner()).filter(|p| !p.output.is_empty())
+    })
+    .await;
+    // A few more ticks; the assertions below hold however many came.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let second = grpc.poll_process(poll()).await.unwrap().into_inner();
     assert!(String::from_utf8_lossy(&first.output).starts_with("tick1\n"));
@@ -278,7 +282,9 @@ async fn dropping_a_command_kills_it(s: &dyn Sandboxes) {
     let client = s.open(key).await.unwrap();
     let interrupted = tokio::time::timeout(Duration::from_secs(2), client.exec(request, &mut |_| {})).await;
     assert!(interrupted.is_err(), "still running when dropped");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The kill follows the dropped stream: wait until it is done.
+    let survivors = async || run(s, key, "ps -o pid,args | grep 'sleep 30[0]'", 20).await.output;
+    poll_until(async || survivors().await.trim().is_empty().then_some(())).await;
     let ps = run(s, key, "ps -o pid,args | grep 'sleep 30[0]'", 20).await;
     assert_eq!(ps.output.trim(), "", "the interrupted command was killed");
 }
@@ -383,6 +389,7 @@ impl Drop for LocalFixture {
     fn drop(&mut self) {
         // Dropping the backend kills its sandboxes; then their directories and cgroups go.
         drop(self.sandboxes.take());
+        // Best-effort cleanup after the test (a sync Drop): a moment for the kills to land.
         std::thread::sleep(Duration::from_millis(200));
         let local = &self.config.local;
         let _ = std::process::Command::new("sh")

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{Roles, TestEnv};
+use crate::harness::{Roles, TestEnv, poll_until};
 
 async fn call(env: &TestEnv, key: &str, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
     let mut req = env.http.request(method, format!("{}{path}", env.api_url)).bearer_auth(key);
@@ -89,15 +89,12 @@ async fn a_session_with_an_open_turn_cannot_be_deleted() {
     let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
     let (_, _, key) = env.tenant("acme", "ops").await;
     let waiting = env.spawn_chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "hello"}]}));
-    let mut id = None;
-    for _ in 0..50 {
+    let id = poll_until(async || {
         let (_, list) = call(&env, &key, Method::GET, "/api/sessions", None).await;
-        if let Some(first) = list["data"].as_array().and_then(|d| d.first()) {
-            id = first["id"].as_str().map(str::to_owned);
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+        list["data"].as_array().and_then(|d| d.first()).map(|first| first["id"].as_str().map(str::to_owned))
+    })
+    .await
+    .flatten();
     let id = id.expect("the session exists");
     let (status, body) = call(&env, &key, Method::DELETE, &format!("/api/sessions/{id}"), None).await;
     assert_eq!(status, 409, "{body}");

@@ -3,8 +3,6 @@
 //! its security scan and copy-on-write of shared skills, the learning loop that turns a
 //! multi-step task into a skill the next session sees, and the curator on a fake clock.
 
-use std::time::Duration;
-
 use chrono::Utc;
 use serde_json::{Value, json};
 
@@ -12,7 +10,7 @@ use hermes_core::{AgentId, TenantId};
 use hermes_store::{CuratorRules, SkillUse};
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{Roles, TestEnv};
+use crate::harness::{Roles, TestEnv, poll_until};
 
 async fn set_toolsets(env: &TestEnv, agent: AgentId, toolsets: &[&str]) {
     sqlx::query("UPDATE agents SET toolsets = $2 WHERE id = $1")
@@ -236,14 +234,7 @@ async fn a_multi_step_task_becomes_a_skill_in_the_background_that_the_next_sessi
     env.llm.push(ScriptedReply::text("Saved the deploy-staging skill."));
     assert_eq!(env.chat(&key, ask("deploy my branch to staging")).await.status(), 200);
 
-    let mut found = None;
-    for _ in 0..100 {
-        found = env.store.find_skill(tenant, agent.id, "deploy-staging").await.unwrap();
-        if found.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let found = poll_until(async || env.store.find_skill(tenant, agent.id, "deploy-staging").await.unwrap()).await;
     assert!(found.is_some(), "the review created the skill");
     let review = &env.llm.requests()[6];
     let review_prompt = review.messages()[0]["content"].as_str().unwrap().to_owned();
@@ -253,18 +244,15 @@ async fn a_multi_step_task_becomes_a_skill_in_the_background_that_the_next_sessi
     assert!(tools.contains(&"skill_manage") && tools.contains(&"memory"), "{tools:?}");
     assert!(!tools.contains(&"todo") && !tools.contains(&"terminal"), "no shell, no other tools: {tools:?}");
     // The review is metered once it ends.
-    let mut purposes: Vec<String> = Vec::new();
-    for _ in 0..100 {
-        purposes = sqlx::query_scalar("SELECT purpose FROM model_calls WHERE tenant_id = $1 ORDER BY id")
+    let metered = async || -> Vec<String> {
+        sqlx::query_scalar("SELECT purpose FROM model_calls WHERE tenant_id = $1 ORDER BY id")
             .bind(tenant.as_uuid())
             .fetch_all(env.store.pool())
             .await
-            .unwrap();
-        if purposes.len() == 8 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+            .unwrap()
+    };
+    poll_until(async || (metered().await.len() == 8).then_some(())).await;
+    let purposes = metered().await;
     assert_eq!(purposes.iter().filter(|p| *p == "review").count(), 2, "{purposes:?}");
     let events = env.store.skill_events(tenant, agent.id, 5).await.unwrap();
     assert_eq!((events[0].action.as_str(), events[0].actor.as_str()), ("create", "review"));

@@ -2,15 +2,13 @@
 //! the replay window, URL verification, retried events taken once, DMs and threads as
 //! conversations, mrkdwn, Block Kit approval buttons, and a long answer in one message.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
 use hermes_store::Channel;
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::slack::{Posted, SlackEmulator};
 
-use crate::harness::TestEnv;
+use crate::harness::{TestEnv, is_preview, poll_until};
 use crate::telegram::{Binding, Pod, bind_channel};
 
 const TOKEN: &str = "xoxb-test-token";
@@ -53,14 +51,12 @@ fn event(id: &str, event: Value) -> String {
 }
 
 async fn posted(slack: &SlackEmulator, n: usize) -> Vec<Posted> {
-    for _ in 0..300 {
-        let p = slack.posted();
-        if p.len() >= n {
-            return p;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the bot posted {:?}, expected {n}", slack.posted().iter().map(|p| &p.text).collect::<Vec<_>>());
+    // A preview of the tools at work is not one of them: wait until the answer replaced it.
+    let done = |p: &Vec<Posted>| p.len() >= n && !p.iter().any(|p| is_preview(&p.text));
+    let posted = poll_until(async || Some(slack.posted()).filter(done)).await;
+    posted.unwrap_or_else(|| {
+        panic!("the bot posted {:?}, expected {n}", slack.posted().iter().map(|p| &p.text).collect::<Vec<_>>())
+    })
 }
 
 #[tokio::test]
@@ -209,24 +205,15 @@ async fn a_streaming_slack_channel_shows_a_preview_in_the_thread_that_the_answer
         "ts": "1700000020.000100", "text": "<@UBOT> build"}),
     );
     signed(&env, &url, &mention, false, None).await;
-    let mut preview = None;
-    for _ in 0..100 {
-        if let Some(p) = slack.all_posted().into_iter().next() {
-            preview = Some(p);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let preview = poll_until(async || slack.all_posted().into_iter().next()).await;
     let preview = preview.expect("a preview while the tool runs");
     assert!(preview.text.contains("⏳ terminal: sleep 2"), "{}", preview.text);
     assert_eq!(preview.thread_ts.as_deref(), Some("1700000020.000100"), "in the thread");
-    for _ in 0..100 {
+    poll_until(async || {
         let visible = slack.posted();
-        if visible.len() == 1 && visible[0].text == "Built." {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        (visible.len() == 1 && visible[0].text == "Built.").then_some(())
+    })
+    .await;
     let visible: Vec<String> = slack.posted().iter().map(|p| p.text.clone()).collect();
     assert_eq!(visible, ["Built."]);
     assert!(slack.all_posted()[0].deleted);

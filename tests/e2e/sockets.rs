@@ -15,7 +15,7 @@ use hermes_testkit::slack::SlackEmulator;
 use hermes_testkit::slack_socket::SocketHub;
 use hermes_testkit::wecom_bot::{BotReply, WecomBotEmulator};
 
-use crate::harness::{TestEnv, until};
+use crate::harness::{TestEnv, poll_until, wait_until};
 use crate::telegram::{Binding, Pod, bind_channel};
 
 /// A Slack app in Socket Mode (bot token `xoxb-sock`, app token `xapp-sock`), bound to a new
@@ -48,30 +48,30 @@ async fn a_slack_app_in_socket_mode_answers_once_and_another_pod_takes_it_over_w
     let (slack, hub) = slack_app(&env).await;
     // Pod A is a real gateway process, so it can die without a goodbye.
     let mut pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &crate::telegram::process_settings(&env));
-    until("pod A's socket", || (hub.connections().1 == 1).then_some(())).await;
+    wait_until("pod A's socket", async || (hub.connections().1 == 1).then_some(())).await;
 
     // A message: answered once; the envelope is acknowledged. The same event again (Slack's
     // retry in a new envelope) is acknowledged and not answered twice.
     env.llm.push(ScriptedReply::text("Hello over the socket."));
     let first = hub.push("events_api", dm_event("Ev1", "1700000001.000100", "hi"));
-    until("the answer", || (slack.posted().len() == 1).then_some(())).await;
+    wait_until("the answer", async || (slack.posted().len() == 1).then_some(())).await;
     assert_eq!(slack.posted()[0].text, "Hello over the socket.");
-    until("the ack", || hub.ack(&first)).await;
+    wait_until("the ack", async || hub.ack(&first)).await;
     let again = hub.push("events_api", dm_event("Ev1", "1700000001.000100", "hi"));
-    until("the second ack", || hub.ack(&again)).await;
+    wait_until("the second ack", async || hub.ack(&again)).await;
 
     // The slash command is acknowledged with Slack's immediate answer and then runs.
     let form = json!({ "command": "/hermes", "text": "whoami", "user_id": "U1", "user_name": "ann",
                        "channel_id": "D1", "channel_name": "directmessage", "trigger_id": "t1" });
     let command = hub.push("slash_commands", form);
-    let ack = until("the command's ack", || hub.ack(&command)).await;
+    let ack = wait_until("the command's ack", async || hub.ack(&command)).await;
     assert_eq!(ack["payload"]["text"], "On it…");
-    until("the command's answer", || (slack.posted().len() == 2).then_some(())).await;
+    wait_until("the command's answer", async || (slack.posted().len() == 2).then_some(())).await;
     assert!(slack.posted()[1].text.contains("U1"), "{:?}", slack.posted()[1].text);
 
     // Slack asks for a fresh connection: the app reconnects at once.
     hub.disconnect("refresh_requested");
-    until("a fresh socket", || (hub.connections().0 >= 2 && hub.connections().1 == 1).then_some(())).await;
+    wait_until("a fresh socket", async || (hub.connections().0 >= 2 && hub.connections().1 == 1).then_some(())).await;
 
     // A dies holding the app. What Slack sends meanwhile is not lost: B takes the app over once
     // the lease lapses and gets it.
@@ -80,9 +80,10 @@ async fn a_slack_app_in_socket_mode_answers_once_and_another_pod_takes_it_over_w
     pod_a.wait().unwrap();
     env.llm.push(ScriptedReply::text("Still here."));
     let during = hub.push("events_api", dm_event("Ev2", "1700000002.000100", "are you there?"));
-    until("pod B's answer", || (slack.posted().len() == 3).then_some(())).await;
+    wait_until("pod B's answer", async || (slack.posted().len() == 3).then_some(())).await;
     assert_eq!(slack.posted()[2].text, "Still here.");
-    until("B's ack", || hub.ack(&during)).await;
+    wait_until("B's ack", async || hub.ack(&during)).await;
+    // No second answer may come for a while: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(slack.posted().len(), 3, "each message answered exactly once");
     assert_eq!(env.count("SELECT count(*) FROM turns").await, 2);
@@ -105,7 +106,7 @@ async fn bind_bot(env: &TestEnv, bot: &WecomBotEmulator, secret: &str) -> Channe
 }
 
 async fn replies(bot: &WecomBotEmulator, n: usize) -> Vec<BotReply> {
-    until(&format!("{n} replies"), || {
+    wait_until(&format!("{n} replies"), async || {
         let r = bot.replies();
         (r.len() >= n).then_some(r)
     })
@@ -118,7 +119,7 @@ async fn a_wecom_ai_bot_answers_chinese_under_the_messages_req_id_and_reconnects
     let bot = WecomBotEmulator::start("aib-1", "s3cret").await.unwrap();
     bind_bot(&env, &bot, "s3cret").await;
     let pod = Pod::start(&env).await;
-    until("the subscription", || (bot.subscriptions() == (1, true)).then_some(())).await;
+    wait_until("the subscription", async || (bot.subscriptions() == (1, true)).then_some(())).await;
 
     // Chinese in and out, the answer under the message's own req_id.
     env.llm.push(ScriptedReply::text("你好！我是你的助手。"));
@@ -162,7 +163,7 @@ async fn a_wecom_ai_bot_answers_chinese_under_the_messages_req_id_and_reconnects
 
     // The socket drops: the bot subscribes again (after 2 s) and keeps answering.
     bot.kick();
-    until("a new subscription", || (bot.subscriptions() == (2, true)).then_some(())).await;
+    wait_until("a new subscription", async || (bot.subscriptions() == (2, true)).then_some(())).await;
     env.llm.push(ScriptedReply::text("我回来了。"));
     bot.user_says("zhangsan", None, "还在吗").unwrap();
     assert_eq!(replies(&bot, 7).await[6].content(), "我回来了。");
@@ -177,17 +178,17 @@ async fn a_wecom_ai_bot_whose_heartbeats_go_unanswered_reconnects() {
     bind_bot(&env, &bot, "s3cret").await;
     // The test pod pings every second.
     let pod = Pod::start(&env).await;
-    until("the subscription", || (bot.subscriptions() == (1, true)).then_some(())).await;
-    until("a heartbeat", || (bot.pings() >= 1).then_some(())).await;
+    wait_until("the subscription", async || (bot.subscriptions() == (1, true)).then_some(())).await;
+    wait_until("a heartbeat", async || (bot.pings() >= 1).then_some(())).await;
     assert_eq!(bot.subscriptions().0, 1, "answered heartbeats keep the socket");
     // The socket dies silently: two pings go unanswered, then the bot subscribes again.
     bot.mute_pings(true);
     let before = bot.pings();
-    until("a new subscription", || (bot.subscriptions().0 >= 2).then_some(())).await;
+    wait_until("a new subscription", async || (bot.subscriptions().0 >= 2).then_some(())).await;
     assert!(bot.pings() >= before + 2, "two unanswered pings first");
     bot.mute_pings(false);
     env.llm.push(ScriptedReply::text("又连上了。"));
-    until("a live socket", || bot.user_says("zhangsan", None, "在吗").map(|_| ())).await;
+    wait_until("a live socket", async || bot.user_says("zhangsan", None, "在吗").map(|_| ())).await;
     assert_eq!(replies(&bot, 1).await[0].content(), "又连上了。");
     pod.stop.cancel();
     env.stop().await;
@@ -199,16 +200,12 @@ async fn a_wecom_ai_bot_with_a_wrong_secret_is_marked_and_not_retried() {
     let bot = WecomBotEmulator::start("aib-1", "s3cret").await.unwrap();
     let channel = bind_bot(&env, &bot, "wrong").await;
     let pod = Pod::start(&env).await;
-    for _ in 0..100 {
-        let c = env.store.gateway_channel(channel.id).await.unwrap();
-        if c.status == "blocked" {
-            assert!(c.status_reason.as_deref().unwrap_or_default().contains("853000"), "{:?}", c.status_reason);
-            assert_eq!(bot.subscriptions().0, 0);
-            pod.stop.cancel();
-            env.stop().await;
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the channel was not marked");
+    let marked = poll_until(async || {
+        Some(env.store.gateway_channel(channel.id).await.unwrap()).filter(|c| c.status == "blocked")
+    });
+    let c = marked.await.unwrap_or_else(|| panic!("the channel was not marked"));
+    assert!(c.status_reason.as_deref().unwrap_or_default().contains("853000"), "{:?}", c.status_reason);
+    assert_eq!(bot.subscriptions().0, 0);
+    pod.stop.cancel();
+    env.stop().await;
 }

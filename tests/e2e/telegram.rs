@@ -15,7 +15,7 @@ use hermes_store::{Channel, NewChannel, SecretBox};
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::{SentMessage, TelegramEmulator, message_update};
 
-use crate::harness::TestEnv;
+use crate::harness::{PATIENCE, TestEnv, is_preview, poll_until};
 
 pub(crate) const TOKEN: &str = "123456:test-token";
 
@@ -122,16 +122,13 @@ pub(crate) async fn bind(env: &TestEnv, tg: &TelegramEmulator, mode: &str, dm_po
     bind_channel(env, binding).await
 }
 
-/// Waits until the bot has sent `n` messages.
+/// Waits until the bot has sent `n` messages (and no preview is showing in their place).
 pub(crate) async fn sent(tg: &TelegramEmulator, n: usize) -> Vec<SentMessage> {
-    for _ in 0..300 {
-        let sent = tg.sent(TOKEN);
-        if sent.len() >= n {
-            return sent;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the bot sent {:?}, expected {n} messages", tg.sent(TOKEN).iter().map(|m| &m.text).collect::<Vec<_>>());
+    let done = |s: &Vec<SentMessage>| s.len() >= n && !s.iter().any(|m| is_preview(&m.text));
+    let sent = poll_until(async || Some(tg.sent(TOKEN)).filter(done)).await;
+    sent.unwrap_or_else(|| {
+        panic!("the bot sent {:?}, expected {n} messages", tg.sent(TOKEN).iter().map(|m| &m.text).collect::<Vec<_>>())
+    })
 }
 
 #[tokio::test]
@@ -151,6 +148,8 @@ async fn a_polled_bot_answers_once_per_update_and_another_pod_takes_over_when_it
 
     // Pod B starts while A holds the bot: it does not poll it too.
     let pod_b = Pod::start(&env).await;
+    // B must keep off for a while (several of its lease attempts): the sleep is the behaviour
+    // under test.
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     assert!(
         pod_b
@@ -181,10 +180,13 @@ async fn a_polled_bot_answers_once_per_update_and_another_pod_takes_over_when_it
     tg.user_says(TOKEN, 42, "are you there?");
     let answers = sent(&tg, 3).await;
     assert_eq!(answers[2].text, "Still here.");
+    // No update may be answered twice for a while: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(800)).await;
     let texts: Vec<String> = tg.sent(TOKEN).iter().map(|m| m.text.clone()).collect();
     assert_eq!(texts, ["Hello Ann!", "Once.", "Still here."], "each update answered exactly once");
     assert_eq!(env.count("SELECT count(*) FROM turns").await, 3);
+    // An update is confirmed by the next poll after it.
+    poll_until(async || (tg.unconfirmed(TOKEN) == 0).then_some(())).await;
     assert_eq!(tg.unconfirmed(TOKEN), 0, "every update was confirmed");
     pod_b.stop.cancel();
     env.stop().await;
@@ -288,15 +290,11 @@ async fn flood_control_is_waited_out_and_a_blocked_bot_marks_its_channel() {
     tg.fail_next(TOKEN, "sendMessage", 1, 403, "Forbidden: bot was blocked by the user", None);
     env.llm.push(ScriptedReply::text("You will not see this."));
     tg.user_says(TOKEN, 42, "hi again");
-    let mut status = String::new();
-    for _ in 0..200 {
-        status = env.store.channel(channel.tenant_id, channel.id).await.unwrap().status;
-        if status == "blocked" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(status, "blocked");
+    let status = async || env.store.channel(channel.tenant_id, channel.id).await.unwrap().status;
+    poll_until(async || (status().await == "blocked").then_some(())).await;
+    assert_eq!(status().await, "blocked");
+    // The channel is marked before the reply is settled as failed.
+    env.wait_for_count("SELECT count(*) FROM outbox WHERE status = 'failed'", 1).await;
     let failed: i64 = env.count("SELECT count(*) FROM outbox WHERE status = 'failed'").await;
     assert_eq!(failed, 1, "no endless retries");
     pod.stop.cancel();
@@ -312,16 +310,12 @@ async fn a_new_message_interrupts_the_turn_the_agent_is_working_on() {
     env.llm.push(ScriptedReply::text("A slow answer nobody waits for.").after(Duration::from_secs(5)));
     tg.user_says(TOKEN, 42, "first question");
     // Wait until the agent is thinking about the first message (its model call is out).
-    for _ in 0..200 {
-        if env.llm.requests().len() == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    env.llm.wait_for_requests(1, PATIENCE).await;
     env.llm.push(ScriptedReply::text("Answer to the second."));
     tg.user_says(TOKEN, 42, "actually, second question");
     let got = sent(&tg, 1).await;
     assert_eq!(got[0].text, "Answer to the second.");
+    // Nothing more may come for a while: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert_eq!(tg.sent(TOKEN).len(), 1, "the interrupted turn sends nothing");
     let statuses: Vec<String> = sqlx::query_scalar("SELECT status::text FROM turns ORDER BY created_at")

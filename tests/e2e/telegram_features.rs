@@ -9,7 +9,7 @@ use serde_json::json;
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::{SentMessage, TelegramEmulator};
 
-use crate::harness::TestEnv;
+use crate::harness::{PATIENCE, TestEnv, poll_until};
 use crate::telegram::{Pod, TOKEN, bind, sent};
 
 /// The callback data of the button labelled `label` under `message`.
@@ -46,6 +46,7 @@ async fn approvals_and_questions_are_asked_in_the_chat_and_answered_with_buttons
     assert!(tg.calls(TOKEN).iter().any(|(m, _)| m == "answerCallbackQuery"));
     // Pressing again changes nothing.
     tg.press_button(TOKEN, 42, 42, asked[0].message_id, &data);
+    // Nothing may come for a while: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(tg.sent(TOKEN).len(), 2);
 
@@ -165,17 +166,14 @@ async fn chat_commands_rename_report_retry_and_stop_the_conversation() {
 
     env.llm.push(ScriptedReply::text("A very late answer.").after(Duration::from_secs(5)));
     tg.user_says(TOKEN, 42, "a long task");
-    for _ in 0..200 {
-        if env.llm.requests().len() == 3 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    // Stopped while its model call is out.
+    env.llm.wait_for_requests(3, PATIENCE).await;
     tg.user_says(TOKEN, 42, "/stop");
     assert_eq!(sent(&tg, 6).await[5].text, "Stopped.");
     tg.user_says(TOKEN, 42, "/usage");
     let usage = sent(&tg, 7).await[6].text.clone();
     assert!(usage.starts_with("Today this assistant made 2 model calls"), "answered calls count: {usage}");
+    // Nothing may come for a while: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(tg.sent(TOKEN).len(), 7, "the stopped task sends nothing");
     pod.stop.cancel();
@@ -194,24 +192,12 @@ async fn a_streaming_channel_shows_a_live_preview_that_the_answer_replaces() {
     env.llm.push(ScriptedReply::text("The build is done."));
     tg.user_says(TOKEN, 42, "build it");
     // While the tool runs, a preview shows what the agent is doing.
-    let mut preview = None;
-    for _ in 0..100 {
-        if let Some(m) = tg.all_sent(TOKEN).into_iter().next() {
-            preview = Some(m);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let preview = poll_until(async || tg.all_sent(TOKEN).into_iter().next()).await;
     let preview = preview.expect("a preview while the tool runs");
     assert!(preview.text.contains("⏳ terminal: sleep 2"), "{}", preview.text);
     // Then the answer replaces it: the chat ends with the answer alone.
     let got = sent(&tg, 1).await;
-    for _ in 0..100 {
-        if tg.sent(TOKEN).len() == 1 && tg.sent(TOKEN)[0].text == "The build is done." {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    poll_until(async || only_text(&tg, "The build is done.")).await;
     let visible: Vec<String> = tg.sent(TOKEN).iter().map(|m| m.text.clone()).collect();
     assert_eq!(visible, ["The build is done."], "first seen: {:?}", got.iter().map(|m| &m.text).collect::<Vec<_>>());
     assert!(tg.all_sent(TOKEN)[0].deleted, "the preview was removed");
@@ -228,24 +214,12 @@ async fn tools_at_work_show_in_one_message_without_streaming_unless_turned_off()
     env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "sleep 2 && echo built"})));
     env.llm.push(ScriptedReply::text("Built."));
     tg.user_says(TOKEN, 42, "build it");
-    let mut progress = None;
-    for _ in 0..100 {
-        if let Some(m) = tg.all_sent(TOKEN).into_iter().next() {
-            progress = Some(m);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let progress = poll_until(async || tg.all_sent(TOKEN).into_iter().next()).await;
     let progress = progress.expect("the tool at work is shown");
     assert!(progress.text.starts_with("⏳ terminal: sleep 2"), "{}", progress.text);
     assert!(!progress.text.contains('▉'), "no answer text without streaming: {}", progress.text);
     sent(&tg, 1).await;
-    for _ in 0..100 {
-        if tg.sent(TOKEN).len() == 1 && tg.sent(TOKEN)[0].text == "Built." {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    poll_until(async || only_text(&tg, "Built.")).await;
     assert_eq!(tg.sent(TOKEN).iter().map(|m| m.text.clone()).collect::<Vec<_>>(), ["Built."]);
     assert!(tg.all_sent(TOKEN)[0].deleted, "the progress message goes when the answer comes");
 
@@ -306,6 +280,7 @@ async fn a_paste_the_chat_app_split_in_parts_is_answered_as_one_message() {
     tg.user_says(TOKEN, 42, "part two of it");
     let pod = Pod::start(&env).await;
     assert_eq!(sent(&tg, 1).await[0].text, "Got all of it.");
+    // No second answer may come for a while: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(tg.sent(TOKEN).len(), 1);
     assert_eq!(env.count("SELECT count(*) FROM turns").await, 1);
@@ -368,4 +343,10 @@ async fn an_earlier_conversation_is_listed_and_resumed() {
     assert!(!seen.iter().any(|m| m["content"] == "something else"));
     pod.stop.cancel();
     env.stop().await;
+}
+
+/// `Some` once the chat shows `text` alone (what replaced a preview).
+fn only_text(tg: &TelegramEmulator, text: &str) -> Option<()> {
+    let visible = tg.sent(TOKEN);
+    (visible.len() == 1 && visible[0].text == text).then_some(())
 }

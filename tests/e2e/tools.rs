@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use hermes_sandbox::SandboxKey;
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{TestEnv, answer_text, sse_events};
+use crate::harness::{TestEnv, answer_text, sse_events, wait_until};
 
 #[tokio::test]
 async fn terminal_runs_in_the_tenants_hardened_container_and_the_model_sees_the_output() {
@@ -120,19 +120,23 @@ async fn the_idle_reaper_never_removes_a_sandbox_while_a_command_runs_in_it() {
     let sandboxes =
         std::sync::Arc::new(hermes_sandbox::docker::DockerSandboxes::connect(&env.config.sandbox).await.unwrap());
     let key = SandboxKey { tenant, agent: agent.id };
+    let begun = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let running = {
-        let sandboxes = sandboxes.clone();
+        let (sandboxes, begun) = (sandboxes.clone(), begun.clone());
         tokio::spawn(async move {
+            // It says when it has begun, so the reaper is asked while it runs (not before its
+            // sandbox exists, which a busy machine may take seconds to start).
             let request = hermes_sandbox::ExecRequest {
-                command: "sleep 2; echo survived".into(),
+                command: "echo begun; sleep 2; echo survived".into(),
                 workdir: None,
                 timeout: std::time::Duration::from_secs(30),
                 env: Default::default(),
             };
-            hermes_sandbox::exec(&*sandboxes, key, request, &mut |_| {}).await.unwrap()
+            let mut on_output = |_: &[u8]| begun.store(true, std::sync::atomic::Ordering::SeqCst);
+            hermes_sandbox::exec(&*sandboxes, key, request, &mut on_output).await.unwrap()
         })
     };
-    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    wait_until("the command to begin", async || begun.load(std::sync::atomic::Ordering::SeqCst).then_some(())).await;
     assert_eq!(sandboxes.reap_idle().await.unwrap(), 0, "busy sandboxes stay");
     let out = running.await.unwrap();
     assert_eq!(out.exit_code, Some(0));
@@ -227,9 +231,11 @@ async fn a_turn_starts_the_agents_sandbox_while_the_model_thinks_but_only_for_ag
     };
 
     let name = sandboxes.container_name(SandboxKey { tenant, agent: agent.id });
-    env.llm.push(ScriptedReply::text("Hello.").after(Duration::from_secs(3)));
+    // The model thinks for 6 s; the sandbox must run within 5.5 s of the request (a container
+    // start on a busy machine takes seconds): the window is the behaviour under test.
+    env.llm.push(ScriptedReply::text("Hello.").after(Duration::from_secs(6)));
     let chat = env.spawn_chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "hi"}]}));
-    let deadline = Instant::now() + Duration::from_millis(2500);
+    let deadline = Instant::now() + Duration::from_millis(5500);
     while !running(&name).await {
         assert!(Instant::now() < deadline && !chat.is_finished(), "the sandbox runs before the model has answered");
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -247,6 +253,7 @@ async fn a_turn_starts_the_agents_sandbox_while_the_model_thinks_but_only_for_ag
     env.llm.push(ScriptedReply::text("Noted."));
     let resp = env.chat(&key, json!({"model": "writer", "messages": [{"role": "user", "content": "note"}]})).await;
     assert_eq!(resp.status(), 200);
+    // No container may appear for a while: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let writer_name = sandboxes.container_name(SandboxKey { tenant, agent: writer.id });
     assert!(

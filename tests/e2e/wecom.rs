@@ -2,8 +2,6 @@
 //! signed messages (Chinese text end to end), forged ones refused, retries taken once, the
 //! access token refreshed when it expires, and a long answer in parts of 2,048 characters.
 
-use std::time::Duration;
-
 use serde_json::json;
 
 use hermes_chat::wecom::WecomCrypt;
@@ -11,7 +9,7 @@ use hermes_store::Channel;
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::wecom::{Sent, WecomEmulator};
 
-use crate::harness::TestEnv;
+use crate::harness::{TestEnv, poll_until};
 use crate::telegram::{Binding, Pod, bind_channel};
 
 // WeCom's published sample keys (doc 91144, set A).
@@ -65,14 +63,8 @@ fn signed(inner: &str) -> (String, String) {
 }
 
 async fn sent(wecom: &WecomEmulator, n: usize) -> Vec<Sent> {
-    for _ in 0..300 {
-        let s = wecom.sent();
-        if s.len() >= n {
-            return s;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the app sent {:?}, expected {n}", wecom.sent());
+    let sent = poll_until(async || Some(wecom.sent()).filter(|s| s.len() >= n)).await;
+    sent.unwrap_or_else(|| panic!("the app sent {:?}, expected {n}", wecom.sent()))
 }
 
 #[tokio::test]
