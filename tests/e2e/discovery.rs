@@ -17,7 +17,7 @@ async fn get(env: &TestEnv, key: &str, path: &str) -> (u16, Value) {
 async fn toolsets_match_the_tools_agents_get_and_skills_follow_the_agents_view() {
     let env = TestEnv::start().await;
     let (_, agent, key) = env.tenant("acme", "ops").await;
-    let all: Vec<&str> = TOOLSETS.iter().map(|t| t.name).collect();
+    let all: Vec<&str> = TOOLSETS.iter().map(|t| t.name()).collect();
     sqlx::query("UPDATE agents SET toolsets = $2 WHERE id = $1")
         .bind(agent.id.as_uuid())
         .bind(&all)

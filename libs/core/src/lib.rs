@@ -4,12 +4,19 @@
 pub mod cron;
 pub mod event;
 pub mod ids;
+pub mod kinds;
 pub mod media;
 pub mod message;
+pub mod outbox;
 pub mod toolsets;
 
 pub use event::{
     EVENT_TEXT_CHARS, FinishReason, PendingInteraction, TurnEvent, TurnEventKind, TurnOutcome, Usage, event_text,
 };
 pub use ids::{AgentId, ApiKeyId, IdParseError, SessionId, TenantId, TurnId};
+pub use kinds::{
+    ApprovalMode, BusyMode, ChannelMode, ChannelStatus, GroupSessions, InteractionKind, Platform, SessionSource,
+    UnknownName,
+};
 pub use message::{ChatMessage, Content, ContentPart, Role, ToolCall, ToolCallFunction};
+pub use toolsets::ToolsetName;

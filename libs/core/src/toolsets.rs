@@ -2,60 +2,118 @@
 //! describe. The tools themselves live in `hermes_toolbox` and the worker; a test there keeps
 //! this list in step with them.
 
+use crate::kinds::vocabulary;
+
+vocabulary! {
+    /// A toolset's name, as `agents.toolsets` and cron jobs' `enabled_toolsets` store it.
+    ToolsetName ("toolset") {
+        Terminal = "terminal",
+        File = "file",
+        CodeExecution = "code_execution",
+        Todo = "todo",
+        Memory = "memory",
+        SessionSearch = "session_search",
+        Skills = "skills",
+        Clarify = "clarify",
+        Delegation = "delegation",
+        Messaging = "messaging",
+        Cronjob = "cronjob",
+    }
+}
+
+impl ToolsetName {
+    /// What it gives the agent, and its tools.
+    pub fn toolset(self) -> &'static Toolset {
+        // TOOLSETS has one entry per name, in declaration order (a test checks).
+        &TOOLSETS[self as usize]
+    }
+
+    /// Whether a stored list of toolset names enables this one.
+    pub fn enabled_in<S: AsRef<str>>(self, names: &[S]) -> bool {
+        names.iter().any(|n| n.as_ref() == self.as_str())
+    }
+
+    /// The toolsets that need the agent's sandbox.
+    pub const SANDBOXED: [ToolsetName; 3] = [ToolsetName::Terminal, ToolsetName::File, ToolsetName::CodeExecution];
+}
+
 /// A toolset: its name (in `agents.toolsets`), what it gives the agent, and its tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Toolset {
-    pub name: &'static str,
+    pub id: ToolsetName,
     pub description: &'static str,
     pub tools: &'static [&'static str],
 }
 
+impl Toolset {
+    pub const fn name(&self) -> &'static str {
+        self.id.as_str()
+    }
+}
+
 pub const TOOLSETS: &[Toolset] = &[
     Toolset {
-        name: "terminal",
+        id: ToolsetName::Terminal,
         description: "Shell commands in the agent's own sandbox, in the foreground or as background processes.",
         tools: &["terminal", "process"],
     },
     Toolset {
-        name: "file",
+        id: ToolsetName::File,
         description: "Read, write, patch and search files in the sandbox's workspace.",
         tools: &["read_file", "write_file", "patch", "search_files"],
     },
     Toolset {
-        name: "code_execution",
+        id: ToolsetName::CodeExecution,
         description: "Python scripts in the sandbox that call the agent's tools over a local RPC.",
         tools: &["execute_code"],
     },
-    Toolset { name: "todo", description: "A task list for the session.", tools: &["todo"] },
+    Toolset { id: ToolsetName::Todo, description: "A task list for the session.", tools: &["todo"] },
     Toolset {
-        name: "memory",
+        id: ToolsetName::Memory,
         description: "Curated memory: the agent's notes and each user's profile, shown in every session.",
         tools: &["memory"],
     },
     Toolset {
-        name: "session_search",
+        id: ToolsetName::SessionSearch,
         description: "Full-text search over the user's earlier conversations.",
         tools: &["session_search"],
     },
     Toolset {
-        name: "skills",
+        id: ToolsetName::Skills,
         description: "Load skills (procedures) and write new ones.",
         tools: &["skills_list", "skill_view", "skill_manage"],
     },
-    Toolset { name: "clarify", description: "Ask the user a question and wait for the answer.", tools: &["clarify"] },
     Toolset {
-        name: "delegation",
+        id: ToolsetName::Clarify,
+        description: "Ask the user a question and wait for the answer.",
+        tools: &["clarify"],
+    },
+    Toolset {
+        id: ToolsetName::Delegation,
         description: "Hand self-contained tasks to sub-agents that work in parallel.",
         tools: &["delegate_task"],
     },
     Toolset {
-        name: "messaging",
+        id: ToolsetName::Messaging,
         description: "Post to other chats through the team's bots (never inside a cron run).",
         tools: &["send_message"],
     },
     Toolset {
-        name: "cronjob",
+        id: ToolsetName::Cronjob,
         description: "Schedule runs of the agent (never available inside a cron run).",
         tools: &["cronjob"],
     },
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_toolset_name_has_its_entry_in_order() {
+        assert_eq!(TOOLSETS.len(), ToolsetName::ALL.len());
+        for name in ToolsetName::ALL {
+            assert_eq!(name.toolset().id, *name);
+        }
+    }
+}

@@ -101,11 +101,7 @@ pub(crate) async fn create(
         .map_err(|e| invalid("invalid_schedule", e.to_string()))?;
     let deliver = c.deliver.unwrap_or_else(|| "local".into());
     let name = c.name.unwrap_or_else(|| prompt.chars().take(50).collect());
-    if let Some(unknown) = c
-        .enabled_toolsets
-        .iter()
-        .flatten()
-        .find(|t| !hermes_core::toolsets::TOOLSETS.iter().any(|known| known.name == t.as_str()))
+    if let Some(unknown) = c.enabled_toolsets.iter().flatten().find(|t| t.parse::<hermes_core::ToolsetName>().is_err())
     {
         return Err(invalid("invalid_value", format!("no toolset `{unknown}` (GET /v1/toolsets lists them)")));
     }

@@ -68,10 +68,10 @@ pub(crate) async fn toolsets(
         .iter()
         .map(|t| {
             json!({
-                "name": t.name,
+                "name": t.name(),
                 "description": t.description,
                 "tools": t.tools,
-                "enabled": agent.toolsets.iter().any(|e| e == t.name),
+                "enabled": t.id.enabled_in(&agent.toolsets),
             })
         })
         .collect();
@@ -87,11 +87,8 @@ pub(crate) async fn skills(
 ) -> Result<Json<Value>, ApiError> {
     let agent = resolve_agent(&state, &auth, q.model.as_deref()).await?;
     let visible = state.store.visible_skills(auth.tenant_id, agent.id).await.map_err(ApiError::internal)?;
-    let tools: Vec<&str> = TOOLSETS
-        .iter()
-        .filter(|t| agent.toolsets.iter().any(|e| e == t.name))
-        .flat_map(|t| t.tools.iter().copied())
-        .collect();
+    let tools: Vec<&str> =
+        TOOLSETS.iter().filter(|t| t.id.enabled_in(&agent.toolsets)).flat_map(|t| t.tools.iter().copied()).collect();
     let rules =
         hermes_skills::Visibility { toolsets: &agent.toolsets, tools: &tools, disabled: &agent.disabled_skills };
     let data: Vec<Value> = visible

@@ -1,0 +1,221 @@
+//! The closed vocabularies that travel between processes and live in Postgres as text: chat
+//! platforms and modes, busy modes, interaction kinds, toolsets. Serde and `FromStr`/`Display`
+//! use the same names as the database columns (and their CHECK constraints), so a value read
+//! from a row, a TOML file or a JSON body is one of these or an error naming the allowed ones.
+
+/// A value that is not one of a vocabulary's names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} `{value}` (expected one of: {allowed})")]
+pub struct UnknownName {
+    pub what: &'static str,
+    pub value: String,
+    pub allowed: String,
+}
+
+/// Declares a closed enum whose variants have fixed wire names: serde, `FromStr`, `Display`,
+/// `as_str` and `ALL` all agree, so a name is written in exactly one place.
+macro_rules! vocabulary {
+    ($(#[$meta:meta])* $name:ident ($what:literal) { $($(#[$vmeta:meta])* $variant:ident = $wire:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, ::serde::Serialize, ::serde::Deserialize)]
+        pub enum $name {
+            $($(#[$vmeta])* #[serde(rename = $wire)] $variant,)+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The name stored in Postgres and sent on the wire.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $wire,)+
+                }
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = $crate::kinds::UnknownName;
+
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $($wire => Ok($name::$variant),)+
+                    _ => Err($crate::kinds::UnknownName {
+                        what: $what,
+                        value: s.to_owned(),
+                        allowed: [$($wire),+].join(", "),
+                    }),
+                }
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = $crate::kinds::UnknownName;
+
+            fn try_from(s: String) -> Result<Self, Self::Error> {
+                s.parse()
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(v: $name) -> String {
+                v.as_str().to_owned()
+            }
+        }
+    };
+}
+
+pub(crate) use vocabulary;
+
+vocabulary! {
+    /// A chat platform a channel binds a bot on.
+    Platform ("platform") {
+        Telegram = "telegram",
+        Slack = "slack",
+        Wecom = "wecom",
+    }
+}
+
+vocabulary! {
+    /// How a channel's updates reach the gateway.
+    ChannelMode ("channel mode") {
+        /// The platform posts to the gateway.
+        Webhook = "webhook",
+        /// The gateway long-polls (Telegram).
+        Poll = "poll",
+        /// Slack Socket Mode.
+        Socket = "socket",
+        /// A WeCom AI bot's long connection.
+        Websocket = "websocket",
+    }
+}
+
+vocabulary! {
+    /// Whether a channel delivers.
+    ChannelStatus ("channel status") {
+        Active = "active",
+        /// The platform refused the bot (revoked token, bot blocked); `status_reason` says why.
+        Blocked = "blocked",
+    }
+}
+
+vocabulary! {
+    /// What a message does while the agent is still working on the chat's last one.
+    BusyMode ("busy mode") {
+        /// Stop the running turn and start the new one.
+        Interrupt = "interrupt",
+        /// Wait in order behind it.
+        Queue = "queue",
+        /// Show it to the running turn before its next model call.
+        Steer = "steer",
+    }
+}
+
+vocabulary! {
+    /// Whether a group chat is one conversation or one per person.
+    GroupSessions ("group sessions") {
+        Chat = "chat",
+        User = "user",
+    }
+}
+
+vocabulary! {
+    /// What a parked turn waits for.
+    InteractionKind ("interaction kind") {
+        /// Permission to run a dangerous command.
+        Approval = "approval",
+        /// An answer to the agent's question.
+        Clarify = "clarify",
+    }
+}
+
+vocabulary! {
+    /// Where a session's turns come from: the API, a scheduled run, a webhook trigger, or a chat
+    /// on a platform (stored under the platform's name).
+    SessionSource ("session source") {
+        Api = "api",
+        Cron = "cron",
+        Webhook = "webhook",
+        Telegram = "telegram",
+        Slack = "slack",
+        Wecom = "wecom",
+    }
+}
+
+impl SessionSource {
+    /// The chat platform of a chat session.
+    pub const fn platform(self) -> Option<Platform> {
+        match self {
+            SessionSource::Telegram => Some(Platform::Telegram),
+            SessionSource::Slack => Some(Platform::Slack),
+            SessionSource::Wecom => Some(Platform::Wecom),
+            SessionSource::Api | SessionSource::Cron | SessionSource::Webhook => None,
+        }
+    }
+
+    /// Runs with nobody there to answer a question (cron runs and webhook turns).
+    pub const fn is_unattended(self) -> bool {
+        matches!(self, SessionSource::Cron | SessionSource::Webhook)
+    }
+}
+
+impl From<Platform> for SessionSource {
+    fn from(p: Platform) -> Self {
+        match p {
+            Platform::Telegram => SessionSource::Telegram,
+            Platform::Slack => SessionSource::Slack,
+            Platform::Wecom => SessionSource::Wecom,
+        }
+    }
+}
+
+vocabulary! {
+    /// How an agent treats commands that need approval.
+    ApprovalMode ("approval mode") {
+        /// Ask the user.
+        Manual = "manual",
+        /// The auxiliary model reviews first, and asks the user when unsure.
+        Smart = "smart",
+        /// Never ask.
+        Off = "off",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_through_serde_and_from_str() {
+        for mode in ChannelMode::ALL {
+            let json = serde_json::to_string(mode).unwrap();
+            assert_eq!(json, format!("\"{}\"", mode.as_str()));
+            assert_eq!(serde_json::from_str::<ChannelMode>(&json).unwrap(), *mode);
+            assert_eq!(mode.as_str().parse::<ChannelMode>().unwrap(), *mode);
+        }
+        assert_eq!(BusyMode::Steer.to_string(), "steer");
+    }
+
+    #[test]
+    fn a_chat_session_is_stored_under_its_platform_name() {
+        for p in Platform::ALL {
+            let source = SessionSource::from(*p);
+            assert_eq!(source.as_str(), p.as_str());
+            assert_eq!(source.platform(), Some(*p));
+        }
+        assert!(SessionSource::Cron.is_unattended() && !SessionSource::Api.is_unattended());
+    }
+
+    #[test]
+    fn an_unknown_name_lists_the_allowed_ones() {
+        let err = "signal".parse::<Platform>().unwrap_err();
+        assert_eq!(err.to_string(), "unknown platform `signal` (expected one of: telegram, slack, wecom)");
+        assert!(serde_json::from_str::<Platform>("\"signal\"").is_err());
+    }
+}

@@ -1,0 +1,153 @@
+//! What a reply to a chat is, and where it goes: the one shape of `turns.reply_to`,
+//! `outbox.destination` and `outbox.payload`. The gateway (a chat's message), the scheduler and
+//! webhook triggers (delivery targets) and the worker (notices, `send_message`) write them; the
+//! Postgres triggers of migrations 0018 and 0029 copy them into the outbox; the gateway's
+//! outbox sender reads them back. A store test renders what the triggers write and parses it
+//! with these types.
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::{PendingInteraction, Platform, TurnOutcome};
+
+/// One chat of one channel that a reply goes to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Destination {
+    pub platform: Platform,
+    pub channel_id: uuid::Uuid,
+    /// The platform's chat (Telegram chat id, Slack channel, WeCom user or chat id).
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub chat_id: String,
+    /// A Slack thread, a Telegram topic.
+    #[serde(default)]
+    pub thread: Option<String>,
+    /// The platform message this answers (Telegram quotes it).
+    #[serde(default)]
+    pub reply_to: Option<i64>,
+    /// A WeCom AI bot's request id: the first part of the answer is sent under it.
+    #[serde(default)]
+    pub reply_token: Option<String>,
+    /// The cron job whose run this delivers (its answer is headed with the job's name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cron: Option<CronLabel>,
+    /// The webhook whose turn this delivers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<HookLabel>,
+    /// Further chats the same answer goes to (a comma list of delivery targets); the trigger
+    /// writes one outbox row for each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<Destination>,
+}
+
+impl Destination {
+    /// A chat of a channel, answering nothing in particular.
+    pub fn chat(
+        platform: Platform,
+        channel_id: uuid::Uuid,
+        chat_id: impl Into<String>,
+        thread: Option<String>,
+    ) -> Self {
+        Destination {
+            platform,
+            channel_id,
+            chat_id: chat_id.into(),
+            thread,
+            reply_to: None,
+            reply_token: None,
+            cron: None,
+            webhook: None,
+            also: Vec::new(),
+        }
+    }
+
+    /// Whether two destinations are the same chat (thread included) of the same channel.
+    pub fn same_chat(&self, other: &Destination) -> bool {
+        self.channel_id == other.channel_id && self.chat_id == other.chat_id && self.thread == other.thread
+    }
+
+    /// An automated run's answer (cron or webhook), as opposed to a reply to a person.
+    pub fn is_automated(&self) -> bool {
+        self.cron.is_some() || self.webhook.is_some()
+    }
+}
+
+/// Names the cron job a delivery comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CronLabel {
+    pub job_id: uuid::Uuid,
+    pub name: String,
+}
+
+/// Names the webhook a delivery comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HookLabel {
+    pub id: uuid::Uuid,
+    pub name: String,
+}
+
+/// What an outbox row sends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum OutboxPayload {
+    /// A plain message: a notice, a command's reply, `send_message`.
+    Text { text: String },
+    /// A turn's answer, written by the trigger when the turn ends.
+    Answer {
+        status: AnswerStatus,
+        #[serde(default)]
+        outcome: Option<TurnOutcome>,
+    },
+    /// A question a parked turn waits on, written by the trigger when it parks.
+    Interaction { interaction: PendingInteraction },
+}
+
+impl OutboxPayload {
+    pub fn text(text: impl Into<String>) -> Self {
+        OutboxPayload::Text { text: text.into() }
+    }
+}
+
+/// How the turn whose answer this is ended (the trigger fires only for these two).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerStatus {
+    Completed,
+    Failed,
+}
+
+fn null_as_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_chat_destination_reads_back_as_written() {
+        let id = uuid::Uuid::now_v7();
+        let mut dest = Destination::chat(Platform::Slack, id, "C1", Some("171.5".into()));
+        dest.also.push(Destination::chat(Platform::Telegram, id, "42", None));
+        let back: Destination = serde_json::from_value(serde_json::to_value(&dest).unwrap()).unwrap();
+        assert_eq!(back, dest);
+    }
+
+    #[test]
+    fn a_destination_without_a_chat_reads_as_empty() {
+        let id = uuid::Uuid::now_v7();
+        let dest: Destination =
+            serde_json::from_value(json!({"platform": "telegram", "channel_id": id, "chat_id": null})).unwrap();
+        assert_eq!(dest.chat_id, "");
+        assert!(!dest.is_automated());
+    }
+
+    #[test]
+    fn payload_kinds_use_their_wire_names() {
+        assert_eq!(serde_json::to_value(OutboxPayload::text("hi")).unwrap(), json!({"kind": "text", "text": "hi"}));
+        let failed: OutboxPayload =
+            serde_json::from_value(json!({"kind": "answer", "status": "failed", "outcome": null})).unwrap();
+        assert_eq!(failed, OutboxPayload::Answer { status: AnswerStatus::Failed, outcome: None });
+        assert!(serde_json::from_value::<OutboxPayload>(json!({"kind": "fax"})).is_err());
+    }
+}
