@@ -214,20 +214,31 @@ impl StreamAccumulator {
                 },
             })
             .collect();
-        let content =
-            if self.content.is_empty() && !tool_calls.is_empty() { None } else { Some(Content::Text(self.content)) };
-        ChatResponse {
-            message: ChatMessage {
-                role: Role::Assistant,
-                content,
-                tool_calls,
-                tool_call_id: None,
-                name: None,
-                reasoning: (!self.reasoning.is_empty()).then_some(self.reasoning),
-            },
-            finish_reason: self.finish_reason,
-            usage: self.usage,
-        }
+        answer(self.content, self.reasoning, tool_calls, self.finish_reason, self.usage)
+    }
+}
+
+/// One streamed assistant answer, as every transport returns it: no content beside tool calls
+/// when there was no text, reasoning kept apart.
+pub(crate) fn answer(
+    text: String,
+    reasoning: String,
+    tool_calls: Vec<ToolCall>,
+    finish_reason: Option<String>,
+    usage: Usage,
+) -> ChatResponse {
+    let content = if text.is_empty() && !tool_calls.is_empty() { None } else { Some(Content::Text(text)) };
+    ChatResponse {
+        message: ChatMessage {
+            role: Role::Assistant,
+            content,
+            tool_calls,
+            tool_call_id: None,
+            name: None,
+            reasoning: (!reasoning.is_empty()).then_some(reasoning),
+        },
+        finish_reason,
+        usage,
     }
 }
 

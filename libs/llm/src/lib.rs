@@ -12,6 +12,7 @@ mod resilient;
 pub mod responses;
 mod retry;
 pub mod transport;
+mod wire;
 
 use std::future::Future;
 

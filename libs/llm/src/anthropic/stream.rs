@@ -2,9 +2,10 @@
 
 use serde_json::Value;
 
-use hermes_core::{ChatMessage, Content, Role, ToolCall, ToolCallFunction, Usage};
+use hermes_core::{ToolCall, ToolCallFunction, Usage};
 
-use crate::accumulate::{MAX_RESPONSE_BYTES, MAX_TOOL_CALLS};
+use crate::accumulate::{MAX_RESPONSE_BYTES, MAX_TOOL_CALLS, answer};
+use crate::wire::StreamFold;
 use crate::{ChatResponse, DeltaSink, LlmError};
 
 #[derive(Debug)]
@@ -170,20 +171,27 @@ impl AnthropicAccumulator {
             }
             .to_owned()
         });
-        let content =
-            if self.text.is_empty() && !tool_calls.is_empty() { None } else { Some(Content::Text(self.text)) };
-        ChatResponse {
-            message: ChatMessage {
-                role: Role::Assistant,
-                content,
-                tool_calls,
-                tool_call_id: None,
-                name: None,
-                reasoning: (!self.reasoning.is_empty()).then_some(self.reasoning),
-            },
-            finish_reason,
-            usage: self.usage,
-        }
+        answer(self.text, self.reasoning, tool_calls, finish_reason, self.usage)
+    }
+}
+
+impl StreamFold for AnthropicAccumulator {
+    const END: &'static str = "message_stop";
+
+    fn feed(&mut self, data: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
+        self.push(data, sink)
+    }
+
+    fn emitted(&self) -> bool {
+        self.emitted
+    }
+
+    fn ended(&self) -> bool {
+        self.done
+    }
+
+    fn into_response(self) -> ChatResponse {
+        self.finish()
     }
 }
 
