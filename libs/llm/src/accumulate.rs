@@ -218,6 +218,15 @@ impl StreamAccumulator {
     }
 }
 
+/// Adds `n` bytes to a response's `total`; one over [`MAX_RESPONSE_BYTES`] is a protocol error.
+pub(crate) fn add_bytes(total: &mut usize, n: usize) -> Result<(), LlmError> {
+    *total += n;
+    if *total > MAX_RESPONSE_BYTES {
+        return Err(LlmError::malformed("response is too large"));
+    }
+    Ok(())
+}
+
 /// One streamed assistant answer, as every transport returns it: no content beside tool calls
 /// when there was no text, reasoning kept apart.
 pub(crate) fn answer(

@@ -119,7 +119,7 @@ struct ChatStream {
 impl StreamFold for ChatStream {
     const END: &'static str = "[DONE]";
 
-    fn feed(&mut self, data: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
+    fn push(&mut self, data: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
         if data.trim() == "[DONE]" {
             self.done = true;
             return Ok(());
@@ -127,20 +127,20 @@ impl StreamFold for ChatStream {
         self.acc.push(data, sink)
     }
 
-    fn emitted(&self) -> bool {
+    fn has_emitted(&self) -> bool {
         self.acc.has_emitted()
     }
 
-    fn ended(&self) -> bool {
+    fn is_done(&self) -> bool {
         self.done
     }
 
     /// Some servers close the stream after the finish reason without `[DONE]`.
-    fn complete(&self) -> bool {
+    fn is_complete(&self) -> bool {
         self.done || self.acc.has_finish_reason()
     }
 
-    fn into_response(self) -> ChatResponse {
+    fn finish(self) -> ChatResponse {
         self.acc.finish()
     }
 }

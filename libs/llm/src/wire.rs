@@ -49,20 +49,21 @@ pub(crate) async fn post(
 }
 
 /// Folds one provider's stream events into its answer.
-pub(crate) trait StreamFold {
+pub trait StreamFold {
     /// The event that ends a whole stream, named when the stream closes before it.
     const END: &'static str;
-    /// Feeds one event's `data` (never blank).
-    fn feed(&mut self, data: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError>;
+    /// Feeds one event's `data`.
+    fn push(&mut self, data: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError>;
     /// Whether anything reached the sink (after that, a retry would duplicate output).
-    fn emitted(&self) -> bool;
+    fn has_emitted(&self) -> bool;
     /// Whether the stream has said all it will: reading stops.
-    fn ended(&self) -> bool;
+    fn is_done(&self) -> bool;
     /// Whether what arrived is a whole answer when the stream closes.
-    fn complete(&self) -> bool {
-        self.ended()
+    fn is_complete(&self) -> bool {
+        self.is_done()
     }
-    fn into_response(self) -> ChatResponse;
+    /// The finished response.
+    fn finish(self) -> ChatResponse;
 }
 
 /// Reads `response`'s server-sent events into `fold` until it ends.
@@ -75,23 +76,23 @@ pub(crate) async fn read_events<F: StreamFold>(
     while let Some(event) = events.next().await {
         let event = event.map_err(|e| SendError {
             error: LlmError::network(format!("stream broke: {e}")),
-            emitted: fold.emitted(),
+            emitted: fold.has_emitted(),
         })?;
         if event.data.trim().is_empty() {
             continue;
         }
-        fold.feed(&event.data, sink).map_err(|error| SendError { error, emitted: fold.emitted() })?;
-        if fold.ended() {
+        fold.push(&event.data, sink).map_err(|error| SendError { error, emitted: fold.has_emitted() })?;
+        if fold.is_done() {
             break;
         }
     }
-    if !fold.complete() {
+    if !fold.is_complete() {
         return Err(SendError {
             error: LlmError::network(format!("stream ended before {}", F::END)),
-            emitted: fold.emitted(),
+            emitted: fold.has_emitted(),
         });
     }
-    Ok(fold.into_response())
+    Ok(fold.finish())
 }
 
 /// Reads at most `limit` bytes of an error body.

@@ -10,7 +10,7 @@ use hermes_chat::binding::{self, BindRequest};
 use hermes_config::HermesConfig;
 use hermes_store::{ChannelAccess, NewChannel, PairingApproval, SecretBox, Store, StoreError};
 
-use crate::commands::{print, tenant};
+use crate::cli::{print, print_lines, tenant};
 
 #[derive(Subcommand)]
 pub enum ChannelCmd {
@@ -158,21 +158,10 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
         ChannelCmd::List { tenant: name } => {
             let t = tenant(store, &name).await?;
             let channels = store.list_channels(t.id).await?;
-            let human = channels
-                .iter()
-                .map(|c| {
-                    format!(
-                        "{}\t{}\t{}\t@{}\t{}",
-                        c.id,
-                        c.platform,
-                        c.mode,
-                        c.bot_username.as_deref().unwrap_or("?"),
-                        c.status
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("\n");
-            print(json_mode, json!(channels), human);
+            print_lines(json_mode, &channels, |c| {
+                let bot = c.bot_username.as_deref().unwrap_or("?");
+                format!("{}\t{}\t{}\t@{bot}\t{}", c.id, c.platform, c.mode, c.status)
+            });
         }
         ChannelCmd::Update {
             tenant: name,
@@ -214,20 +203,10 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
         ChannelCmd::Pair(PairCmd::List { tenant: name, channel }) => {
             let t = tenant(store, &name).await?;
             let waiting = store.pending_pairings(t.id, channel).await?;
-            let human = waiting
-                .iter()
-                .map(|p| {
-                    format!(
-                        "{}\t{}\t{}\texpires {}",
-                        p.code,
-                        p.user_id,
-                        p.user_name.as_deref().unwrap_or("-"),
-                        p.expires_at
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("\n");
-            print(json_mode, json!(waiting), human);
+            print_lines(json_mode, &waiting, |p| {
+                let name = p.user_name.as_deref().unwrap_or("-");
+                format!("{}\t{}\t{name}\texpires {}", p.code, p.user_id, p.expires_at)
+            });
         }
         ChannelCmd::Pair(PairCmd::Approve { tenant: name, channel, code }) => {
             let t = tenant(store, &name).await?;

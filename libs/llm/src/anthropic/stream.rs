@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use hermes_core::{ToolCall, ToolCallFunction, Usage};
 
-use crate::accumulate::{MAX_RESPONSE_BYTES, MAX_TOOL_CALLS, answer};
+use crate::accumulate::{MAX_TOOL_CALLS, add_bytes, answer};
 use crate::wire::StreamFold;
 use crate::{ChatResponse, DeltaSink, LlmError};
 
@@ -29,9 +29,11 @@ pub struct AnthropicAccumulator {
     bytes: usize,
 }
 
-impl AnthropicAccumulator {
+impl StreamFold for AnthropicAccumulator {
+    const END: &'static str = "message_stop";
+
     /// Feeds one event's `data` (the event name is also in its `type`).
-    pub fn push(&mut self, data: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
+    fn push(&mut self, data: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
         let event: Value =
             serde_json::from_str(data).map_err(|e| LlmError::malformed(format!("bad stream event: {e}")))?;
         match event["type"].as_str().unwrap_or_default() {
@@ -76,24 +78,21 @@ impl AnthropicAccumulator {
                 match (delta["type"].as_str().unwrap_or_default(), self.blocks.get_mut(index)) {
                     ("text_delta", _) => {
                         let t = delta["text"].as_str().unwrap_or_default();
-                        self.count(t.len())?;
+                        add_bytes(&mut self.bytes, t.len())?;
                         sink.text(t);
                         self.emitted = true;
                         self.text.push_str(t);
                     }
                     ("thinking_delta", _) => {
                         let t = delta["thinking"].as_str().unwrap_or_default();
-                        self.count(t.len())?;
+                        add_bytes(&mut self.bytes, t.len())?;
                         sink.reasoning(t);
                         self.emitted = true;
                         self.reasoning.push_str(t);
                     }
                     ("input_json_delta", Some(Block::ToolUse { json, .. })) => {
                         let part = delta["partial_json"].as_str().unwrap_or_default();
-                        self.bytes += part.len();
-                        if self.bytes > MAX_RESPONSE_BYTES {
-                            return Err(LlmError::malformed("response is too large"));
-                        }
+                        add_bytes(&mut self.bytes, part.len())?;
                         json.push_str(part);
                     }
                     _ => {}
@@ -127,24 +126,16 @@ impl AnthropicAccumulator {
         Ok(())
     }
 
-    fn count(&mut self, n: usize) -> Result<(), LlmError> {
-        self.bytes += n;
-        if self.bytes > MAX_RESPONSE_BYTES {
-            return Err(LlmError::malformed("response is too large"));
-        }
-        Ok(())
-    }
-
-    pub fn has_emitted(&self) -> bool {
+    fn has_emitted(&self) -> bool {
         self.emitted
     }
 
-    pub fn is_done(&self) -> bool {
+    fn is_done(&self) -> bool {
         self.done
     }
 
     /// The finished response, with Anthropic's stop reasons in OpenAI's words.
-    pub fn finish(mut self) -> ChatResponse {
+    fn finish(mut self) -> ChatResponse {
         self.usage.total_tokens = self.usage.prompt_tokens + self.usage.completion_tokens;
         let tool_calls: Vec<ToolCall> = self
             .blocks
@@ -172,26 +163,6 @@ impl AnthropicAccumulator {
             .to_owned()
         });
         answer(self.text, self.reasoning, tool_calls, finish_reason, self.usage)
-    }
-}
-
-impl StreamFold for AnthropicAccumulator {
-    const END: &'static str = "message_stop";
-
-    fn feed(&mut self, data: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
-        self.push(data, sink)
-    }
-
-    fn emitted(&self) -> bool {
-        self.emitted
-    }
-
-    fn ended(&self) -> bool {
-        self.done
-    }
-
-    fn into_response(self) -> ChatResponse {
-        self.finish()
     }
 }
 

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use hermes_core::{ToolCall, ToolCallFunction, Usage};
 
-use crate::accumulate::{MAX_RESPONSE_BYTES, MAX_TOOL_CALLS, answer};
+use crate::accumulate::{MAX_TOOL_CALLS, add_bytes, answer};
 use crate::wire::StreamFold;
 use crate::{ChatResponse, DeltaSink, LlmError};
 
@@ -29,30 +29,28 @@ pub struct ResponsesAccumulator {
     bytes: usize,
 }
 
-impl ResponsesAccumulator {
-    fn count(&mut self, n: usize) -> Result<(), LlmError> {
-        self.bytes += n;
-        if self.bytes > MAX_RESPONSE_BYTES {
-            return Err(LlmError::malformed("response is too large"));
-        }
-        Ok(())
-    }
+impl StreamFold for ResponsesAccumulator {
+    const END: &'static str = "response.completed";
 
     /// Feeds one event's `data`.
-    pub fn push(&mut self, data: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
+    fn push(&mut self, data: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
+        // Some servers end the events with chat completions' marker.
+        if data.trim() == "[DONE]" {
+            return Ok(());
+        }
         let event: Value =
             serde_json::from_str(data).map_err(|e| LlmError::malformed(format!("bad stream event: {e}")))?;
         match event["type"].as_str().unwrap_or_default() {
             "response.output_text.delta" => {
                 let d = event["delta"].as_str().unwrap_or_default();
-                self.count(d.len())?;
+                add_bytes(&mut self.bytes, d.len())?;
                 sink.text(d);
                 self.emitted = true;
                 self.text.push_str(d);
             }
             "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => {
                 let d = event["delta"].as_str().unwrap_or_default();
-                self.count(d.len())?;
+                add_bytes(&mut self.bytes, d.len())?;
                 sink.reasoning(d);
                 self.emitted = true;
                 self.reasoning.push_str(d);
@@ -71,7 +69,7 @@ impl ResponsesAccumulator {
             }
             "response.function_call_arguments.delta" => {
                 let d = event["delta"].as_str().unwrap_or_default().to_owned();
-                self.count(d.len())?;
+                add_bytes(&mut self.bytes, d.len())?;
                 let id = event["item_id"].as_str().unwrap_or_default();
                 let index = self.calls.iter().position(|c| c.item_id == id).or_else(|| {
                     // Without an item id, the arguments belong to the latest call.
@@ -119,15 +117,15 @@ impl ResponsesAccumulator {
         Ok(())
     }
 
-    pub fn has_emitted(&self) -> bool {
+    fn has_emitted(&self) -> bool {
         self.emitted
     }
 
-    pub fn is_done(&self) -> bool {
+    fn is_done(&self) -> bool {
         self.done
     }
 
-    pub fn finish(self) -> ChatResponse {
+    fn finish(self) -> ChatResponse {
         let tool_calls: Vec<ToolCall> = self
             .calls
             .into_iter()
@@ -141,30 +139,6 @@ impl ResponsesAccumulator {
             })
             .collect();
         answer(self.text, self.reasoning, tool_calls, self.finish, self.usage)
-    }
-}
-
-impl StreamFold for ResponsesAccumulator {
-    const END: &'static str = "response.completed";
-
-    fn feed(&mut self, data: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
-        // Some servers end the events with chat completions' marker.
-        if data.trim() == "[DONE]" {
-            return Ok(());
-        }
-        self.push(data, sink)
-    }
-
-    fn emitted(&self) -> bool {
-        self.emitted
-    }
-
-    fn ended(&self) -> bool {
-        self.done
-    }
-
-    fn into_response(self) -> ChatResponse {
-        self.finish()
     }
 }
 
