@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use hermes_core::{ChatMessage, Content, Role, ToolCall};
 
-use crate::transport::{Endpoint, SendError, Transport};
-use crate::wire::{self, KeyHeader, StreamFold};
+use crate::transport::Endpoint;
+use crate::wire::{KeyHeader, StreamFold, WireApi};
 use crate::{ChatRequest, ChatResponse, DeltaSink, LlmError, StreamAccumulator};
 
 /// The `chat_completions` transport: any OpenAI-compatible server. Cheap to clone; shares
@@ -75,14 +75,12 @@ impl OpenAiChat {
     }
 }
 
-impl Transport for OpenAiChat {
-    async fn send(
-        &self,
-        endpoint: &Endpoint,
-        key: Option<&str>,
-        request: &ChatRequest,
-        sink: &mut dyn DeltaSink,
-    ) -> Result<ChatResponse, SendError> {
+impl WireApi for OpenAiChat {
+    type Fold = ChatStream;
+    const KEY: KeyHeader = KeyHeader::Bearer;
+    const TAKES_WHOLE_BODY: bool = true;
+
+    fn request(&self, endpoint: &Endpoint, request: &ChatRequest) -> reqwest::RequestBuilder {
         let body = WireRequest {
             model: &endpoint.model,
             messages: request.messages.iter().map(WireMessage::from).collect(),
@@ -91,27 +89,13 @@ impl Transport for OpenAiChat {
             stream_options: serde_json::json!({ "include_usage": true }),
             max_tokens: request.max_tokens,
         };
-        let request = self.http.post(endpoint.url("chat/completions")).json(&body);
-        let response = wire::post(request, key, KeyHeader::Bearer).await?;
-        let is_sse = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
-        if !is_sse {
-            // A server that ignores `stream: true` answers with one JSON body.
-            let text = response.text().await.map_err(|e| SendError::fresh(wire::transport_error(&e)))?;
-            let mut acc = StreamAccumulator::default();
-            acc.push(&text, sink).map_err(SendError::fresh)?;
-            return Ok(acc.finish());
-        }
-        wire::read_events(response, ChatStream::default(), sink).await
+        self.http.post(endpoint.url("chat/completions")).json(&body)
     }
 }
 
 /// A chat completions stream: chunks until `[DONE]`.
 #[derive(Default)]
-struct ChatStream {
+pub(crate) struct ChatStream {
     acc: StreamAccumulator,
     done: bool,
 }

@@ -1,13 +1,14 @@
 //! What the three transports share on the wire: the POST with its key and the status mapped to
-//! an error class, and the SSE loop that feeds a stream's events to an accumulator.
+//! an error class, and the SSE loop that feeds a stream's events to an accumulator. A transport
+//! says only how its request is made and how its stream folds ([`WireApi`]).
 
 use std::time::Duration;
 
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 
-use crate::transport::SendError;
-use crate::{ChatResponse, DeltaSink, LlmError};
+use crate::transport::{Endpoint, SendError, Transport};
+use crate::{ChatRequest, ChatResponse, DeltaSink, LlmError};
 
 /// Most of an error body that is read (a misbehaving server may send megabytes).
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
@@ -21,9 +22,48 @@ pub(crate) enum KeyHeader {
     Named(&'static str),
 }
 
+/// One provider API: its request and how its stream folds; every such API is a [`Transport`].
+pub(crate) trait WireApi: Send + Sync {
+    type Fold: StreamFold + Default + Send;
+    /// How the key travels.
+    const KEY: KeyHeader;
+    /// Whether an answer that is not an event stream is taken whole (servers that ignore
+    /// `stream: true`).
+    const TAKES_WHOLE_BODY: bool = false;
+    /// The streaming request (URL, headers, body) for `request` at `endpoint`.
+    fn request(&self, endpoint: &Endpoint, request: &ChatRequest) -> reqwest::RequestBuilder;
+}
+
+impl<W: WireApi> Transport for W {
+    async fn send(
+        &self,
+        endpoint: &Endpoint,
+        key: Option<&str>,
+        request: &ChatRequest,
+        sink: &mut dyn DeltaSink,
+    ) -> Result<ChatResponse, SendError> {
+        let response = post(self.request(endpoint, request), key, W::KEY).await?;
+        let mut fold = W::Fold::default();
+        if W::TAKES_WHOLE_BODY && !is_event_stream(&response) {
+            let text = response.text().await.map_err(|e| SendError::fresh(transport_error(&e)))?;
+            fold.push(&text, sink).map_err(SendError::fresh)?;
+            return Ok(fold.finish());
+        }
+        read_events(response, fold, sink).await
+    }
+}
+
+fn is_event_stream(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"))
+}
+
 /// Sends `request` (URL, headers and body already set) with `key`; a failed status becomes its
 /// error class, with the server's `Retry-After` when it sent one.
-pub(crate) async fn post(
+async fn post(
     request: reqwest::RequestBuilder,
     key: Option<&str>,
     header: KeyHeader,
@@ -67,7 +107,7 @@ pub trait StreamFold {
 }
 
 /// Reads `response`'s server-sent events into `fold` until it ends.
-pub(crate) async fn read_events<F: StreamFold>(
+async fn read_events<F: StreamFold>(
     response: reqwest::Response,
     mut fold: F,
     sink: &mut dyn DeltaSink,

@@ -30,12 +30,8 @@ pub enum ChannelCmd {
         dm_policy: Option<String>,
         #[arg(long)]
         group_policy: Option<String>,
-        #[arg(long = "allow")]
-        allow: Vec<String>,
-        #[arg(long = "allow-chat")]
-        allow_chats: Vec<String>,
-        #[arg(long = "admin")]
-        admins: Vec<String>,
+        #[command(flatten)]
+        lists: AccessLists,
         /// What a message does while the agent still works: interrupt, queue or steer.
         #[arg(long)]
         busy_mode: Option<String>,
@@ -141,6 +137,13 @@ pub struct CreateChannel {
     /// mention (the default: answer when mentioned or replied to), open or disabled.
     #[arg(long, default_value = "mention")]
     group_policy: String,
+    #[command(flatten)]
+    lists: AccessLists,
+}
+
+/// Who may talk to a bot and run its admin commands.
+#[derive(Args)]
+pub struct AccessLists {
     /// A user id allowed to talk to the bot (repeat for more).
     #[arg(long = "allow")]
     allow: Vec<String>,
@@ -168,9 +171,7 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
             id,
             dm_policy,
             group_policy,
-            allow,
-            allow_chats,
-            admins,
+            lists: AccessLists { allow, allow_chats, admins },
             busy_mode,
             streaming,
             group_sessions,
@@ -278,9 +279,9 @@ async fn create(json_mode: bool, config: &HermesConfig, store: &Store, c: Create
         bot_identity: prepared.identity.clone(),
         dm_policy: c.dm_policy,
         group_policy: c.group_policy,
-        allow_users: c.allow,
-        allow_chats: c.allow_chats,
-        admins: c.admins,
+        allow_users: c.lists.allow,
+        allow_chats: c.lists.allow_chats,
+        admins: c.lists.admins,
     };
     let mut channel = store.create_channel(t.id, new, secrets.as_ref()).await?;
     let username = prepared.username.clone();

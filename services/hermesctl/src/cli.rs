@@ -22,6 +22,16 @@ impl TenantArg {
     }
 }
 
+/// `--tenant NAME --agent NAME`: what a new thing belongs to.
+#[derive(Args)]
+pub struct TenantAgent {
+    #[arg(long)]
+    pub tenant: String,
+    /// The agent's name.
+    #[arg(long)]
+    pub agent: String,
+}
+
 /// `--tenant NAME ID`: one thing of a tenant, by its id.
 #[derive(Args)]
 pub struct TenantItem {

@@ -8,7 +8,7 @@ use serde_json::json;
 use hermes_store::cron::NewJob;
 use hermes_store::{Store, StoreError};
 
-use crate::cli::{TenantArg, TenantJob, print, print_lines, tenant};
+use crate::cli::{TenantAgent, TenantArg, TenantJob, print, print_lines, tenant};
 
 #[derive(Subcommand)]
 pub enum CronCmd {
@@ -16,11 +16,8 @@ pub enum CronCmd {
     List(TenantArg),
     /// Schedule an agent run: `every 30m|2h|1d`, a cron expression, a time, or a delay like 30m.
     Create {
-        #[arg(long)]
-        tenant: String,
-        /// The agent's name.
-        #[arg(long)]
-        agent: String,
+        #[command(flatten)]
+        owner: TenantAgent,
         #[arg(long)]
         schedule: String,
         #[arg(long)]
@@ -69,7 +66,15 @@ pub async fn run_cron(json_mode: bool, store: &Store, cmd: CronCmd) -> anyhow::R
                 format!("{}\t{}\t{}\t{}\tnext {:?}", j.id, j.name, j.schedule_display, j.state, j.next_run_at)
             });
         }
-        CronCmd::Create { tenant: name, agent, schedule, prompt, name: job_name, timezone, repeat, deliver } => {
+        CronCmd::Create {
+            owner: TenantAgent { tenant: name, agent },
+            schedule,
+            prompt,
+            name: job_name,
+            timezone,
+            repeat,
+            deliver,
+        } => {
             let t = tenant(store, &name).await?;
             let agent = store.agent_by_name(t.id, &agent).await.context("no such agent")?;
             if let Some(finding) = hermes_agent::threats::scan_strict(&prompt).first() {

@@ -11,7 +11,7 @@ use hermes_store::event_hooks::EVENTS;
 use hermes_store::webhooks::NewWebhook;
 use hermes_store::{SecretBox, Store};
 
-use crate::cli::{TenantArg, TenantItem, print, print_lines, tenant};
+use crate::cli::{TenantAgent, TenantArg, TenantItem, print, print_lines, tenant};
 
 #[derive(Subcommand)]
 pub enum WebhookCmd {
@@ -19,10 +19,8 @@ pub enum WebhookCmd {
     List(TenantArg),
     /// A signed endpoint on the gateway (`/hooks/<id>`) that starts a turn of the agent.
     Create {
-        #[arg(long)]
-        tenant: String,
-        #[arg(long)]
-        agent: String,
+        #[command(flatten)]
+        owner: TenantAgent,
         #[arg(long)]
         name: String,
         /// Event types taken (X-GitHub-Event, ...); repeat for several; none: all.
@@ -73,7 +71,14 @@ pub async fn run_webhook(json_mode: bool, config: &HermesConfig, store: &Store, 
                 format!("{}\t{}\t/hooks/{}\tdeliver {}\tenabled {}", h.id, h.name, h.id, h.deliver, h.enabled)
             });
         }
-        WebhookCmd::Create { tenant: name, agent, name: hook_name, events, prompt, deliver, cron_job } => {
+        WebhookCmd::Create {
+            owner: TenantAgent { tenant: name, agent },
+            name: hook_name,
+            events,
+            prompt,
+            deliver,
+            cron_job,
+        } => {
             let t = tenant(store, &name).await?;
             let agent = store.agent_by_name(t.id, &agent).await.context("no such agent")?;
             if let Some(finding) = hermes_agent::threats::scan_strict(&prompt).first() {

@@ -5,9 +5,9 @@
 mod request;
 mod stream;
 
-use crate::transport::{Endpoint, SendError, Transport};
-use crate::wire::{self, KeyHeader};
-use crate::{ChatRequest, ChatResponse, DeltaSink};
+use crate::ChatRequest;
+use crate::transport::Endpoint;
+use crate::wire::{KeyHeader, WireApi};
 
 pub use request::{CacheTtl, build_request};
 pub use stream::AnthropicAccumulator;
@@ -28,17 +28,12 @@ impl AnthropicMessages {
     }
 }
 
-impl Transport for AnthropicMessages {
-    async fn send(
-        &self,
-        endpoint: &Endpoint,
-        key: Option<&str>,
-        request: &ChatRequest,
-        sink: &mut dyn DeltaSink,
-    ) -> Result<ChatResponse, SendError> {
+impl WireApi for AnthropicMessages {
+    type Fold = AnthropicAccumulator;
+    const KEY: KeyHeader = KeyHeader::Named("x-api-key");
+
+    fn request(&self, endpoint: &Endpoint, request: &ChatRequest) -> reqwest::RequestBuilder {
         let body = build_request(&endpoint.model, request, self.cache_ttl);
-        let request = self.http.post(endpoint.url("messages")).header("anthropic-version", API_VERSION).json(&body);
-        let response = wire::post(request, key, KeyHeader::Named("x-api-key")).await?;
-        wire::read_events(response, AnthropicAccumulator::default(), sink).await
+        self.http.post(endpoint.url("messages")).header("anthropic-version", API_VERSION).json(&body)
     }
 }

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use hermes_core::{ToolCall, ToolCallFunction, Usage};
 
-use crate::accumulate::{MAX_TOOL_CALLS, add_bytes, answer};
+use crate::accumulate::{MAX_TOOL_CALLS, Streamed};
 use crate::wire::StreamFold;
 use crate::{ChatResponse, DeltaSink, LlmError};
 
@@ -20,13 +20,9 @@ enum Block {
 #[derive(Debug, Default)]
 pub struct AnthropicAccumulator {
     blocks: Vec<Block>,
-    text: String,
-    reasoning: String,
+    streamed: Streamed,
     stop_reason: Option<String>,
     usage: Usage,
-    emitted: bool,
-    done: bool,
-    bytes: usize,
 }
 
 impl StreamFold for AnthropicAccumulator {
@@ -78,21 +74,15 @@ impl StreamFold for AnthropicAccumulator {
                 match (delta["type"].as_str().unwrap_or_default(), self.blocks.get_mut(index)) {
                     ("text_delta", _) => {
                         let t = delta["text"].as_str().unwrap_or_default();
-                        add_bytes(&mut self.bytes, t.len())?;
-                        sink.text(t);
-                        self.emitted = true;
-                        self.text.push_str(t);
+                        self.streamed.text(t, sink)?;
                     }
                     ("thinking_delta", _) => {
                         let t = delta["thinking"].as_str().unwrap_or_default();
-                        add_bytes(&mut self.bytes, t.len())?;
-                        sink.reasoning(t);
-                        self.emitted = true;
-                        self.reasoning.push_str(t);
+                        self.streamed.reasoning(t, sink)?;
                     }
                     ("input_json_delta", Some(Block::ToolUse { json, .. })) => {
                         let part = delta["partial_json"].as_str().unwrap_or_default();
-                        add_bytes(&mut self.bytes, part.len())?;
+                        self.streamed.add_bytes(part.len())?;
                         json.push_str(part);
                     }
                     _ => {}
@@ -106,7 +96,7 @@ impl StreamFold for AnthropicAccumulator {
                     self.usage.completion_tokens = out;
                 }
             }
-            "message_stop" => self.done = true,
+            "message_stop" => self.streamed.done = true,
             "error" => {
                 let err = &event["error"];
                 let status = match err["type"].as_str().unwrap_or_default() {
@@ -127,11 +117,11 @@ impl StreamFold for AnthropicAccumulator {
     }
 
     fn has_emitted(&self) -> bool {
-        self.emitted
+        self.streamed.emitted
     }
 
     fn is_done(&self) -> bool {
-        self.done
+        self.streamed.done
     }
 
     /// The finished response, with Anthropic's stop reasons in OpenAI's words.
@@ -162,7 +152,7 @@ impl StreamFold for AnthropicAccumulator {
             }
             .to_owned()
         });
-        answer(self.text, self.reasoning, tool_calls, finish_reason, self.usage)
+        self.streamed.answer(tool_calls, finish_reason, self.usage)
     }
 }
 

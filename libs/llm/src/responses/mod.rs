@@ -5,9 +5,9 @@
 mod request;
 mod stream;
 
-use crate::transport::{Endpoint, SendError, Transport};
-use crate::wire::{self, KeyHeader};
-use crate::{ChatRequest, ChatResponse, DeltaSink};
+use crate::ChatRequest;
+use crate::transport::Endpoint;
+use crate::wire::{KeyHeader, WireApi};
 
 pub use request::build_request;
 pub use stream::ResponsesAccumulator;
@@ -24,16 +24,11 @@ impl OpenAiResponses {
     }
 }
 
-impl Transport for OpenAiResponses {
-    async fn send(
-        &self,
-        endpoint: &Endpoint,
-        key: Option<&str>,
-        request: &ChatRequest,
-        sink: &mut dyn DeltaSink,
-    ) -> Result<ChatResponse, SendError> {
-        let request = self.http.post(endpoint.url("responses")).json(&build_request(&endpoint.model, request));
-        let response = wire::post(request, key, KeyHeader::Bearer).await?;
-        wire::read_events(response, ResponsesAccumulator::default(), sink).await
+impl WireApi for OpenAiResponses {
+    type Fold = ResponsesAccumulator;
+    const KEY: KeyHeader = KeyHeader::Bearer;
+
+    fn request(&self, endpoint: &Endpoint, request: &ChatRequest) -> reqwest::RequestBuilder {
+        self.http.post(endpoint.url("responses")).json(&build_request(&endpoint.model, request))
     }
 }

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use hermes_core::{ToolCall, ToolCallFunction, Usage};
 
-use crate::accumulate::{MAX_TOOL_CALLS, add_bytes, answer};
+use crate::accumulate::{MAX_TOOL_CALLS, Streamed};
 use crate::wire::StreamFold;
 use crate::{ChatResponse, DeltaSink, LlmError};
 
@@ -19,14 +19,10 @@ struct Call {
 /// Accumulates `response.*` events.
 #[derive(Debug, Default)]
 pub struct ResponsesAccumulator {
-    text: String,
-    reasoning: String,
+    streamed: Streamed,
     calls: Vec<Call>,
     usage: Usage,
     finish: Option<String>,
-    emitted: bool,
-    done: bool,
-    bytes: usize,
 }
 
 impl StreamFold for ResponsesAccumulator {
@@ -43,17 +39,11 @@ impl StreamFold for ResponsesAccumulator {
         match event["type"].as_str().unwrap_or_default() {
             "response.output_text.delta" => {
                 let d = event["delta"].as_str().unwrap_or_default();
-                add_bytes(&mut self.bytes, d.len())?;
-                sink.text(d);
-                self.emitted = true;
-                self.text.push_str(d);
+                self.streamed.text(d, sink)?;
             }
             "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => {
                 let d = event["delta"].as_str().unwrap_or_default();
-                add_bytes(&mut self.bytes, d.len())?;
-                sink.reasoning(d);
-                self.emitted = true;
-                self.reasoning.push_str(d);
+                self.streamed.reasoning(d, sink)?;
             }
             "response.output_item.added" if event["item"]["type"] == "function_call" => {
                 if self.calls.len() >= MAX_TOOL_CALLS {
@@ -69,7 +59,7 @@ impl StreamFold for ResponsesAccumulator {
             }
             "response.function_call_arguments.delta" => {
                 let d = event["delta"].as_str().unwrap_or_default().to_owned();
-                add_bytes(&mut self.bytes, d.len())?;
+                self.streamed.add_bytes(d.len())?;
                 let id = event["item_id"].as_str().unwrap_or_default();
                 let index = self.calls.iter().position(|c| c.item_id == id).or_else(|| {
                     // Without an item id, the arguments belong to the latest call.
@@ -105,7 +95,7 @@ impl StreamFold for ResponsesAccumulator {
                     _ if !self.calls.is_empty() => "tool_calls".into(),
                     _ => "stop".into(),
                 });
-                self.done = true;
+                self.streamed.done = true;
             }
             "response.failed" => {
                 let err = &event["response"]["error"];
@@ -118,11 +108,11 @@ impl StreamFold for ResponsesAccumulator {
     }
 
     fn has_emitted(&self) -> bool {
-        self.emitted
+        self.streamed.emitted
     }
 
     fn is_done(&self) -> bool {
-        self.done
+        self.streamed.done
     }
 
     fn finish(self) -> ChatResponse {
@@ -138,7 +128,7 @@ impl StreamFold for ResponsesAccumulator {
                 },
             })
             .collect();
-        answer(self.text, self.reasoning, tool_calls, self.finish, self.usage)
+        self.streamed.answer(tool_calls, self.finish, self.usage)
     }
 }
 
