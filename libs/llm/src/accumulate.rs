@@ -214,20 +214,75 @@ impl StreamAccumulator {
                 },
             })
             .collect();
-        let content =
-            if self.content.is_empty() && !tool_calls.is_empty() { None } else { Some(Content::Text(self.content)) };
-        ChatResponse {
-            message: ChatMessage {
-                role: Role::Assistant,
-                content,
-                tool_calls,
-                tool_call_id: None,
-                name: None,
-                reasoning: (!self.reasoning.is_empty()).then_some(self.reasoning),
-            },
-            finish_reason: self.finish_reason,
-            usage: self.usage,
+        answer(self.content, self.reasoning, tool_calls, self.finish_reason, self.usage)
+    }
+}
+
+/// What the Anthropic and Responses accumulators gather besides their tool calls: the text
+/// and reasoning streamed to the sink, the bytes so far (capped), and whether the stream ended.
+#[derive(Debug, Default)]
+pub(crate) struct Streamed {
+    text: String,
+    reasoning: String,
+    /// Whether anything reached the sink (after that, a retry would duplicate output).
+    pub emitted: bool,
+    pub done: bool,
+    bytes: usize,
+}
+
+impl Streamed {
+    /// Counts `n` more bytes; a response over [`MAX_RESPONSE_BYTES`] is a protocol error.
+    pub fn add_bytes(&mut self, n: usize) -> Result<(), LlmError> {
+        self.bytes += n;
+        if self.bytes > MAX_RESPONSE_BYTES {
+            return Err(LlmError::malformed("response is too large"));
         }
+        Ok(())
+    }
+
+    pub fn text(&mut self, text: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
+        self.add_bytes(text.len())?;
+        sink.text(text);
+        self.emitted = true;
+        self.text.push_str(text);
+        Ok(())
+    }
+
+    pub fn reasoning(&mut self, text: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
+        self.add_bytes(text.len())?;
+        sink.reasoning(text);
+        self.emitted = true;
+        self.reasoning.push_str(text);
+        Ok(())
+    }
+
+    /// The answer with these tool calls.
+    pub fn answer(self, tool_calls: Vec<ToolCall>, finish_reason: Option<String>, usage: Usage) -> ChatResponse {
+        answer(self.text, self.reasoning, tool_calls, finish_reason, usage)
+    }
+}
+
+/// One streamed assistant answer, as every transport returns it: no content beside tool calls
+/// when there was no text, reasoning kept apart.
+pub(crate) fn answer(
+    text: String,
+    reasoning: String,
+    tool_calls: Vec<ToolCall>,
+    finish_reason: Option<String>,
+    usage: Usage,
+) -> ChatResponse {
+    let content = if text.is_empty() && !tool_calls.is_empty() { None } else { Some(Content::Text(text)) };
+    ChatResponse {
+        message: ChatMessage {
+            role: Role::Assistant,
+            content,
+            tool_calls,
+            tool_call_id: None,
+            name: None,
+            reasoning: (!reasoning.is_empty()).then_some(reasoning),
+        },
+        finish_reason,
+        usage,
     }
 }
 

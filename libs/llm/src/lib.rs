@@ -12,6 +12,7 @@ mod resilient;
 pub mod responses;
 mod retry;
 pub mod transport;
+mod wire;
 
 use std::future::Future;
 
@@ -27,6 +28,7 @@ pub use openai::{OpenAiChat, http_client};
 pub use resilient::{PRIMARY_COOLDOWN, ResilientModel};
 pub use retry::RetryPolicy;
 pub use transport::{AnyTransport, ApiMode, Endpoint, SendError, Transport};
+pub use wire::StreamFold;
 
 /// One model call.
 #[derive(Debug, Clone)]

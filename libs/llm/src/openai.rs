@@ -3,14 +3,13 @@
 
 use std::time::Duration;
 
-use eventsource_stream::Eventsource;
-use futures_util::StreamExt;
 use serde::Serialize;
 use serde_json::Value;
 
 use hermes_core::{ChatMessage, Content, Role, ToolCall};
 
-use crate::transport::{Endpoint, SendError, Transport};
+use crate::transport::Endpoint;
+use crate::wire::{KeyHeader, StreamFold, WireApi};
 use crate::{ChatRequest, ChatResponse, DeltaSink, LlmError, StreamAccumulator};
 
 /// The `chat_completions` transport: any OpenAI-compatible server. Cheap to clone; shares
@@ -76,15 +75,12 @@ impl OpenAiChat {
     }
 }
 
-impl Transport for OpenAiChat {
-    async fn send(
-        &self,
-        endpoint: &Endpoint,
-        key: Option<&str>,
-        request: &ChatRequest,
-        sink: &mut dyn DeltaSink,
-    ) -> Result<ChatResponse, SendError> {
-        let url = format!("{}/chat/completions", endpoint.base_url.trim_end_matches('/'));
+impl WireApi for OpenAiChat {
+    type Fold = ChatStream;
+    const KEY: KeyHeader = KeyHeader::Bearer;
+    const TAKES_WHOLE_BODY: bool = true;
+
+    fn request(&self, endpoint: &Endpoint, request: &ChatRequest) -> reqwest::RequestBuilder {
         let body = WireRequest {
             model: &endpoint.model,
             messages: request.messages.iter().map(WireMessage::from).collect(),
@@ -93,74 +89,42 @@ impl Transport for OpenAiChat {
             stream_options: serde_json::json!({ "include_usage": true }),
             max_tokens: request.max_tokens,
         };
-        let mut builder = self.http.post(&url).json(&body);
-        if let Some(key) = key {
-            builder = builder.bearer_auth(key);
-        }
-        let response = builder.send().await.map_err(|e| SendError::fresh(transport_error(&e)))?;
-        let status = response.status();
-        if !status.is_success() {
-            let retry_after = response
-                .headers()
-                .get(reqwest::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(Duration::from_secs);
-            let text = read_capped(response, 64 * 1024).await;
-            return Err(SendError::fresh(LlmError::from_status(status.as_u16(), &text, retry_after)));
-        }
-        let is_sse = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
-        let mut acc = StreamAccumulator::default();
-        if !is_sse {
-            // A server that ignores `stream: true` answers with one JSON body.
-            let text = response.text().await.map_err(|e| SendError::fresh(transport_error(&e)))?;
-            acc.push(&text, sink).map_err(SendError::fresh)?;
-            return Ok(acc.finish());
-        }
-        let mut events = response.bytes_stream().eventsource();
-        let mut done = false;
-        while let Some(event) = events.next().await {
-            let event = event.map_err(|e| SendError {
-                error: LlmError::network(format!("stream broke: {e}")),
-                emitted: acc.has_emitted(),
-            })?;
-            if event.data.trim() == "[DONE]" {
-                done = true;
-                break;
-            }
-            if event.data.trim().is_empty() {
-                continue;
-            }
-            acc.push(&event.data, sink).map_err(|error| SendError { error, emitted: acc.has_emitted() })?;
-        }
-        if !done && !acc.has_finish_reason() {
-            return Err(SendError {
-                error: LlmError::network("stream ended before [DONE]"),
-                emitted: acc.has_emitted(),
-            });
-        }
-        Ok(acc.finish())
+        self.http.post(endpoint.url("chat/completions")).json(&body)
     }
 }
 
-/// Reads at most `limit` bytes of an error body (a misbehaving server may send megabytes).
-pub(crate) async fn read_capped(response: reqwest::Response, limit: usize) -> String {
-    let mut body = Vec::new();
-    let mut stream = response.bytes_stream();
-    while let Some(Ok(chunk)) = stream.next().await {
-        let room = limit.saturating_sub(body.len());
-        body.extend_from_slice(&chunk[..room.min(chunk.len())]);
-        if body.len() >= limit {
-            break;
-        }
-    }
-    String::from_utf8_lossy(&body).into_owned()
+/// A chat completions stream: chunks until `[DONE]`.
+#[derive(Default)]
+pub(crate) struct ChatStream {
+    acc: StreamAccumulator,
+    done: bool,
 }
 
-pub(crate) fn transport_error(e: &reqwest::Error) -> LlmError {
-    if e.is_timeout() { LlmError::timeout() } else { LlmError::network(e.to_string()) }
+impl StreamFold for ChatStream {
+    const END: &'static str = "[DONE]";
+
+    fn push(&mut self, data: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
+        if data.trim() == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        self.acc.push(data, sink)
+    }
+
+    fn has_emitted(&self) -> bool {
+        self.acc.has_emitted()
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Some servers close the stream after the finish reason without `[DONE]`.
+    fn is_complete(&self) -> bool {
+        self.done || self.acc.has_finish_reason()
+    }
+
+    fn finish(self) -> ChatResponse {
+        self.acc.finish()
+    }
 }

@@ -63,6 +63,11 @@ impl Endpoint {
     pub fn host(&self) -> Option<String> {
         reqwest::Url::parse(&self.base_url).ok().and_then(|u| u.host_str().map(str::to_ascii_lowercase))
     }
+
+    /// The URL of `path` (no leading slash) below the base URL.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}/{path}", self.base_url.trim_end_matches('/'))
+    }
 }
 
 /// A failed send.

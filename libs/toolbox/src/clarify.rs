@@ -1,77 +1,61 @@
 //! `clarify`: ask the user a question (with up to four suggested answers). The turn is parked
 //! until the answer comes, and resumes with it; nobody answering in time is an answer too.
 
-use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
-use hermes_tools::{Interaction, Tool, ToolCtx, ToolError, required_str};
+use hermes_tools::{Interaction, SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema, required_str};
 
 pub const MAX_CHOICES: usize = 4;
 
 pub struct ClarifyTool;
 
-impl Tool for ClarifyTool {
-    fn name(&self) -> &'static str {
-        "clarify"
-    }
-
-    fn toolset(&self) -> &'static str {
-        "clarify"
-    }
-
-    fn schema(&self) -> Value {
-        json!({
-            "name": "clarify",
-            "description": "Ask the user a question when you cannot go on without their decision or information. \
+impl SimpleTool for ClarifyTool {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "clarify",
+        "clarify",
+        "Ask the user a question when you cannot go on without their decision or information. \
                 The conversation pauses until they answer. Offer up to 4 short choices when the answer is one of a \
                 few options; the user may still answer freely.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "question": { "type": "string" },
-                    "choices": { "type": "array", "items": { "type": "string" }, "maxItems": MAX_CHOICES }
-                },
-                "required": ["question"]
-            }
-        })
+    )
+    .read_only()
+    .sequential();
+
+    fn parameters(&self) -> Value {
+        object_schema(
+            json!({
+                "question": { "type": "string" },
+                "choices": { "type": "array", "items": { "type": "string" }, "maxItems": MAX_CHOICES }
+            }),
+            &["question"],
+        )
     }
 
-    fn read_only(&self) -> bool {
-        true
-    }
-
-    fn sequential(&self) -> bool {
-        true
-    }
-
-    fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
-        Box::pin(async move {
-            let question = required_str(&args, "question")?.trim();
-            if question.is_empty() {
-                return Err(ToolError::RespondToModel("question is empty".into()));
+    async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
+        let question = required_str(&args, "question")?.trim();
+        if question.is_empty() {
+            return Err(ToolError::RespondToModel("question is empty".into()));
+        }
+        let choices: Vec<String> = match args.get("choices") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+            Some(_) => return Err(ToolError::RespondToModel("choices must be an array of strings".into())),
+        };
+        if choices.len() > MAX_CHOICES {
+            return Err(ToolError::RespondToModel(format!("at most {MAX_CHOICES} choices")));
+        }
+        match ctx.interaction.answer_for(&ctx.call_id) {
+            Some(r) if r.answer.get("expired").is_some() => Ok(
+                "[The user did not respond in time. Go on with your best judgement and say which assumption you made.]"
+                    .into(),
+            ),
+            Some(r) => {
+                let text = r.answer.get("text").and_then(Value::as_str).unwrap_or_default();
+                Ok(format!("The user answered: {text}"))
             }
-            let choices: Vec<String> = match args.get("choices") {
-                None | Some(Value::Null) => Vec::new(),
-                Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
-                Some(_) => return Err(ToolError::RespondToModel("choices must be an array of strings".into())),
-            };
-            if choices.len() > MAX_CHOICES {
-                return Err(ToolError::RespondToModel(format!("at most {MAX_CHOICES} choices")));
-            }
-            match ctx.interaction.answer_for(&ctx.call_id) {
-                Some(r) if r.answer.get("expired").is_some() => Ok(
-                    "[The user did not respond in time. Go on with your best judgement and say which assumption you made.]"
-                        .into(),
-                ),
-                Some(r) => {
-                    let text = r.answer.get("text").and_then(Value::as_str).unwrap_or_default();
-                    Ok(format!("The user answered: {text}"))
-                }
-                None => Err(ToolError::Park(Interaction {
-                    kind: "clarify",
-                    prompt: json!({ "question": question, "choices": choices }),
-                })),
-            }
-        })
+            None => Err(ToolError::Park(Interaction {
+                kind: "clarify",
+                prompt: json!({ "question": question, "choices": choices }),
+            })),
+        }
     }
 }

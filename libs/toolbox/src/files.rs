@@ -5,7 +5,6 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use hermes_core::TurnId;
@@ -13,7 +12,7 @@ use hermes_sandbox::proto::{
     CheckpointRequest, EditFileRequest, ReadFileRequest, Replace, SearchRequest, WriteFileRequest, edit_file_request,
 };
 use hermes_sandbox::{SandboxClient, SandboxKey, Sandboxes, status_error};
-use hermes_tools::{Tool, ToolCtx, ToolError, required_str};
+use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema, required_str};
 
 use crate::sandbox_error;
 use crate::text::{for_model, redact};
@@ -89,235 +88,184 @@ pub struct Patch(pub FileTools);
 /// `search_files`.
 pub struct SearchFiles(pub FileTools);
 
-impl Tool for ReadFile {
-    fn name(&self) -> &'static str {
-        "read_file"
-    }
-    fn toolset(&self) -> &'static str {
-        "file"
-    }
-    fn schema(&self) -> Value {
-        json!({
-            "name": "read_file",
-            "description": "Read a text file with line numbers (LINE|TEXT). Relative paths are under /workspace. \
+// Reading a saved result must not save it again; the daemon caps a read at 100K.
+impl SimpleTool for ReadFile {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "read_file",
+        "file",
+        "Read a text file with line numbers (LINE|TEXT). Relative paths are under /workspace. \
                 Pages with offset/limit (default 500 lines, max 2000).",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "path": { "type": "string" },
-                    "offset": { "type": "integer", "description": "First line, from 1." },
-                    "limit": { "type": "integer" }
-                },
-                "required": ["path"]
-            }
-        })
+    )
+    .read_only()
+    .sandboxed()
+    .never_spilled();
+
+    fn parameters(&self) -> Value {
+        object_schema(
+            json!({
+                "path": { "type": "string" },
+                "offset": { "type": "integer", "description": "First line, from 1." },
+                "limit": { "type": "integer" }
+            }),
+            &["path"],
+        )
     }
-    fn read_only(&self) -> bool {
-        true
-    }
-    fn sandboxed(&self) -> bool {
-        true
-    }
-    fn max_result_chars(&self) -> Option<usize> {
-        // Reading a saved result must not save it again; the daemon caps a read at 100K.
-        None
-    }
-    fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
-        Box::pin(async move {
-            let path = required_str(&args, "path")?.to_owned();
-            let client = self.0.client(ctx).await?;
-            let request = ReadFileRequest {
-                path: path.clone(),
-                offset: u32_arg(&args, "offset"),
-                limit: u32_arg(&args, "limit"),
-            };
-            let r = client.grpc().read_file(request).await.map_err(fail)?.into_inner();
-            let mut out = redact(&r.content, &[]);
-            if r.first_line > 1 || r.last_line < r.total_lines {
-                out.push_str(&format!(
-                    "[lines {}-{} of {}; read on with offset={}]",
-                    r.first_line,
-                    r.last_line,
-                    r.total_lines,
-                    r.last_line + 1
-                ));
-            }
-            if out.is_empty() {
-                out = format!("({path} is empty)");
-            }
-            Ok(out)
-        })
+
+    async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
+        let path = required_str(&args, "path")?.to_owned();
+        let client = self.0.client(ctx).await?;
+        let request =
+            ReadFileRequest { path: path.clone(), offset: u32_arg(&args, "offset"), limit: u32_arg(&args, "limit") };
+        let r = client.grpc().read_file(request).await.map_err(fail)?.into_inner();
+        let mut out = redact(&r.content, &[]);
+        if r.first_line > 1 || r.last_line < r.total_lines {
+            out.push_str(&format!(
+                "[lines {}-{} of {}; read on with offset={}]",
+                r.first_line,
+                r.last_line,
+                r.total_lines,
+                r.last_line + 1
+            ));
+        }
+        if out.is_empty() {
+            out = format!("({path} is empty)");
+        }
+        Ok(out)
     }
 }
 
-impl Tool for WriteFile {
-    fn name(&self) -> &'static str {
-        "write_file"
-    }
-    fn toolset(&self) -> &'static str {
-        "file"
-    }
-    fn schema(&self) -> Value {
-        json!({
-            "name": "write_file",
-            "description": "Create or overwrite a file with the full content (parent directories are created). \
+impl SimpleTool for WriteFile {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "write_file",
+        "file",
+        "Create or overwrite a file with the full content (parent directories are created). \
                 For small changes to an existing file use patch.",
-            "parameters": {
-                "type": "object",
-                "properties": { "path": { "type": "string" }, "content": { "type": "string" } },
-                "required": ["path", "content"]
-            }
-        })
+    )
+    .sandboxed();
+
+    fn parameters(&self) -> Value {
+        object_schema(json!({ "path": { "type": "string" }, "content": { "type": "string" } }), &["path", "content"])
     }
-    fn read_only(&self) -> bool {
-        false
-    }
-    fn sandboxed(&self) -> bool {
-        true
-    }
-    fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
-        Box::pin(async move {
-            let path = required_str(&args, "path")?.to_owned();
-            let content = required_str(&args, "content")?.to_owned();
-            let client = self.0.client(ctx).await?;
-            self.0.checkpoint_once(ctx, &client, "write_file").await?;
-            let lines = content.lines().count();
-            let bytes = content.len();
-            let r = client.grpc().write_file(WriteFileRequest { path, content }).await.map_err(fail)?.into_inner();
-            let verb = if r.created { "Created" } else { "Overwrote" };
-            Ok(format!("{verb} {} ({lines} lines, {bytes} bytes).", r.path))
-        })
+
+    async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
+        let path = required_str(&args, "path")?.to_owned();
+        let content = required_str(&args, "content")?.to_owned();
+        let client = self.0.client(ctx).await?;
+        self.0.checkpoint_once(ctx, &client, "write_file").await?;
+        let lines = content.lines().count();
+        let bytes = content.len();
+        let r = client.grpc().write_file(WriteFileRequest { path, content }).await.map_err(fail)?.into_inner();
+        let verb = if r.created { "Created" } else { "Overwrote" };
+        Ok(format!("{verb} {} ({lines} lines, {bytes} bytes).", r.path))
     }
 }
 
-impl Tool for Patch {
-    fn name(&self) -> &'static str {
-        "patch"
-    }
-    fn toolset(&self) -> &'static str {
-        "file"
-    }
-    fn schema(&self) -> Value {
-        json!({
-            "name": "patch",
-            "description": "Edit a file. mode=replace (default): replace old_string, which must match exactly and \
+impl SimpleTool for Patch {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "patch",
+        "file",
+        "Edit a file. mode=replace (default): replace old_string, which must match exactly and \
                 once (or set replace_all). mode=patch: apply a unified diff. Returns the diff.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "mode": { "type": "string", "enum": ["replace", "patch"] },
-                    "path": { "type": "string" },
-                    "old_string": { "type": "string" },
-                    "new_string": { "type": "string" },
-                    "replace_all": { "type": "boolean" },
-                    "patch": { "type": "string", "description": "Unified diff (mode=patch)." }
-                },
-                "required": ["path"]
+    )
+    .sandboxed();
+
+    fn parameters(&self) -> Value {
+        object_schema(
+            json!({
+                "mode": { "type": "string", "enum": ["replace", "patch"] },
+                "path": { "type": "string" },
+                "old_string": { "type": "string" },
+                "new_string": { "type": "string" },
+                "replace_all": { "type": "boolean" },
+                "patch": { "type": "string", "description": "Unified diff (mode=patch)." }
+            }),
+            &["path"],
+        )
+    }
+
+    async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
+        let path = required_str(&args, "path")?.to_owned();
+        let edit = match str_arg(&args, "mode").unwrap_or("replace") {
+            "replace" => edit_file_request::Edit::Replace(Replace {
+                old_string: required_str(&args, "old_string")?.to_owned(),
+                new_string: str_arg(&args, "new_string").unwrap_or_default().to_owned(),
+                replace_all: args.get("replace_all").and_then(Value::as_bool).unwrap_or(false),
+            }),
+            "patch" => edit_file_request::Edit::UnifiedDiff(required_str(&args, "patch")?.to_owned()),
+            other => {
+                return Err(ToolError::RespondToModel(format!("unknown mode {other:?}; use replace or patch")));
             }
-        })
-    }
-    fn read_only(&self) -> bool {
-        false
-    }
-    fn sandboxed(&self) -> bool {
-        true
-    }
-    fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
-        Box::pin(async move {
-            let path = required_str(&args, "path")?.to_owned();
-            let edit = match str_arg(&args, "mode").unwrap_or("replace") {
-                "replace" => edit_file_request::Edit::Replace(Replace {
-                    old_string: required_str(&args, "old_string")?.to_owned(),
-                    new_string: str_arg(&args, "new_string").unwrap_or_default().to_owned(),
-                    replace_all: args.get("replace_all").and_then(Value::as_bool).unwrap_or(false),
-                }),
-                "patch" => edit_file_request::Edit::UnifiedDiff(required_str(&args, "patch")?.to_owned()),
-                other => {
-                    return Err(ToolError::RespondToModel(format!("unknown mode {other:?}; use replace or patch")));
-                }
-            };
-            let client = self.0.client(ctx).await?;
-            self.0.checkpoint_once(ctx, &client, "patch").await?;
-            let r =
-                client.grpc().edit_file(EditFileRequest { path, edit: Some(edit) }).await.map_err(fail)?.into_inner();
-            let what = if r.replacements > 1 { format!(" ({} replacements)", r.replacements) } else { String::new() };
-            Ok(format!("Edited {}{what}.\n{}", r.path, shown_diff(&r.diff)))
-        })
+        };
+        let client = self.0.client(ctx).await?;
+        self.0.checkpoint_once(ctx, &client, "patch").await?;
+        let r = client.grpc().edit_file(EditFileRequest { path, edit: Some(edit) }).await.map_err(fail)?.into_inner();
+        let what = if r.replacements > 1 { format!(" ({} replacements)", r.replacements) } else { String::new() };
+        Ok(format!("Edited {}{what}.\n{}", r.path, shown_diff(&r.diff)))
     }
 }
 
-impl Tool for SearchFiles {
-    fn name(&self) -> &'static str {
-        "search_files"
-    }
-    fn toolset(&self) -> &'static str {
-        "file"
-    }
-    fn schema(&self) -> Value {
-        json!({
-            "name": "search_files",
-            "description": "Search file contents by regular expression (target=content, default) or file names \
+impl SimpleTool for SearchFiles {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "search_files",
+        "file",
+        "Search file contents by regular expression (target=content, default) or file names \
                 by glob (target=files, newest first). Honours .gitignore; skips hidden files.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "pattern": { "type": "string" },
-                    "target": { "type": "string", "enum": ["content", "files"] },
-                    "path": { "type": "string", "description": "Directory (default /workspace)." },
-                    "file_glob": { "type": "string", "description": "Only files matching, e.g. *.py." },
-                    "limit": { "type": "integer", "description": "Default 50." },
-                    "offset": { "type": "integer" },
-                    "output_mode": { "type": "string", "enum": ["content", "files_only", "count"] },
-                    "context": { "type": "integer", "description": "Lines around each match." }
-                },
-                "required": ["pattern"]
-            }
-        })
+    )
+    .read_only()
+    .sandboxed();
+
+    fn parameters(&self) -> Value {
+        object_schema(
+            json!({
+                "pattern": { "type": "string" },
+                "target": { "type": "string", "enum": ["content", "files"] },
+                "path": { "type": "string", "description": "Directory (default /workspace)." },
+                "file_glob": { "type": "string", "description": "Only files matching, e.g. *.py." },
+                "limit": { "type": "integer", "description": "Default 50." },
+                "offset": { "type": "integer" },
+                "output_mode": { "type": "string", "enum": ["content", "files_only", "count"] },
+                "context": { "type": "integer", "description": "Lines around each match." }
+            }),
+            &["pattern"],
+        )
     }
-    fn read_only(&self) -> bool {
-        true
-    }
-    fn sandboxed(&self) -> bool {
-        true
-    }
-    fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
-        Box::pin(async move {
-            let mode = str_arg(&args, "output_mode").unwrap_or("content");
-            let request = SearchRequest {
-                pattern: required_str(&args, "pattern")?.to_owned(),
-                files: str_arg(&args, "target") == Some("files"),
-                path: str_arg(&args, "path").unwrap_or_default().to_owned(),
-                file_glob: str_arg(&args, "file_glob").unwrap_or_default().to_owned(),
-                limit: u32_arg(&args, "limit"),
-                offset: u32_arg(&args, "offset"),
-                context: u32_arg(&args, "context").min(10),
-                count_only: mode == "count",
-                files_only: mode == "files_only",
-            };
-            let client = self.0.client(ctx).await?;
-            let files_mode = request.files;
-            let r = client.grpc().search(request).await.map_err(fail)?.into_inner();
-            if r.hits.is_empty() {
-                return Ok(format!("No matches ({} in all).", r.total));
-            }
-            let lines: Vec<String> = r
-                .hits
-                .iter()
-                .map(|h| match (files_mode, mode) {
-                    (true, _) | (false, "files_only") => h.path.clone(),
-                    (false, "count") => format!("{}: {}", h.path, h.count),
-                    _ if h.text.contains('\n') => format!("{}:\n{}", h.path, h.text),
-                    _ => format!("{}:{}: {}", h.path, h.line, h.text),
-                })
-                .collect();
-            let mut out = for_model(&lines.join("\n"), MAX_SEARCH_CHARS);
-            if (r.hits.len() as u64) < r.total {
-                out.push_str(&format!("\n[{} of {} shown; page with offset]", r.hits.len(), r.total));
-            }
-            if r.truncated {
-                out.push_str("\n[the search stopped at its file limit; narrow the path]");
-            }
-            Ok(out)
-        })
+
+    async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
+        let mode = str_arg(&args, "output_mode").unwrap_or("content");
+        let request = SearchRequest {
+            pattern: required_str(&args, "pattern")?.to_owned(),
+            files: str_arg(&args, "target") == Some("files"),
+            path: str_arg(&args, "path").unwrap_or_default().to_owned(),
+            file_glob: str_arg(&args, "file_glob").unwrap_or_default().to_owned(),
+            limit: u32_arg(&args, "limit"),
+            offset: u32_arg(&args, "offset"),
+            context: u32_arg(&args, "context").min(10),
+            count_only: mode == "count",
+            files_only: mode == "files_only",
+        };
+        let client = self.0.client(ctx).await?;
+        let files_mode = request.files;
+        let r = client.grpc().search(request).await.map_err(fail)?.into_inner();
+        if r.hits.is_empty() {
+            return Ok(format!("No matches ({} in all).", r.total));
+        }
+        let lines: Vec<String> = r
+            .hits
+            .iter()
+            .map(|h| match (files_mode, mode) {
+                (true, _) | (false, "files_only") => h.path.clone(),
+                (false, "count") => format!("{}: {}", h.path, h.count),
+                _ if h.text.contains('\n') => format!("{}:\n{}", h.path, h.text),
+                _ => format!("{}:{}: {}", h.path, h.line, h.text),
+            })
+            .collect();
+        let mut out = for_model(&lines.join("\n"), MAX_SEARCH_CHARS);
+        if (r.hits.len() as u64) < r.total {
+            out.push_str(&format!("\n[{} of {} shown; page with offset]", r.hits.len(), r.total));
+        }
+        if r.truncated {
+            out.push_str("\n[the search stopped at its file limit; narrow the path]");
+        }
+        Ok(out)
     }
 }

@@ -3,18 +3,30 @@
 
 use std::sync::Arc;
 
-use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use hermes_sandbox::proto::{
     ListProcessesRequest, PollProcessRequest, ProcessRef, ProcessStatus, WaitProcessRequest, WriteProcessRequest,
 };
 use hermes_sandbox::{SandboxKey, Sandboxes, status_error};
-use hermes_tools::{Tool, ToolCtx, ToolError, required_str};
+use hermes_tools::{Choice, SimpleTool, ToolCtx, ToolError, ToolSpec, choices, object_schema, required_str};
 
 use crate::sandbox_error;
 use crate::terminal::MAX_OUTPUT_CHARS;
 use crate::text::for_model;
+
+choices! {
+    enum ProcessAction {
+        List = "list",
+        Poll = "poll",
+        Log = "log",
+        Wait = "wait",
+        Kill = "kill",
+        Write = "write",
+        Submit = "submit",
+        Close = "close",
+    }
+}
 
 /// Lines `log` shows when the call does not say.
 const DEFAULT_LOG_LINES: usize = 200;
@@ -60,52 +72,37 @@ fn with_output(p: &ProcessStatus, output: &str) -> String {
     out
 }
 
-impl Tool for ProcessTool {
-    fn name(&self) -> &'static str {
-        "process"
-    }
-
-    fn toolset(&self) -> &'static str {
-        "terminal"
-    }
-
-    fn schema(&self) -> Value {
-        json!({
-            "name": "process",
-            "description": "Manage background processes started with terminal(background=true): list; poll (new \
+impl SimpleTool for ProcessTool {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "process",
+        "terminal",
+        "Manage background processes started with terminal(background=true): list; poll (new \
                 output since the last poll); log (last lines); wait (until it ends or timeout); kill (with its \
                 children); write / submit (send input; submit adds a newline); close (end its input).",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "action": { "type": "string", "enum": ["list", "poll", "log", "wait", "kill", "write", "submit", "close"] },
-                    "session_id": { "type": "string", "description": "The process id from terminal." },
-                    "data": { "type": "string", "description": "Input for write/submit." },
-                    "timeout": { "type": "integer", "description": "Seconds to wait (default 180, max 600)." },
-                    "limit": { "type": "integer", "description": "Lines for log (default 200)." }
-                },
-                "required": ["action"]
-            }
-        })
+    )
+    .sandboxed();
+
+    fn parameters(&self) -> Value {
+        object_schema(
+            json!({
+                "action": ProcessAction::schema(),
+                "session_id": { "type": "string", "description": "The process id from terminal." },
+                "data": { "type": "string", "description": "Input for write/submit." },
+                "timeout": { "type": "integer", "description": "Seconds to wait (default 180, max 600)." },
+                "limit": { "type": "integer", "description": "Lines for log (default 200)." }
+            }),
+            &["action"],
+        )
     }
 
-    fn read_only(&self) -> bool {
-        false
-    }
-    fn sandboxed(&self) -> bool {
-        true
-    }
-
-    fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
-        Box::pin(async move {
-            let answer = self.act(ctx, args).await;
-            if let Some(activity) = &self.activity
-                && !self.any_running(ctx).await
-            {
-                activity.all_finished(ctx).await;
-            }
-            answer
-        })
+    async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
+        let answer = self.act(ctx, args).await;
+        if let Some(activity) = &self.activity
+            && !self.any_running(ctx).await
+        {
+            activity.all_finished(ctx).await;
+        }
+        answer
     }
 }
 
@@ -123,12 +120,13 @@ impl ProcessTool {
 
     async fn act(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
         {
-            let action = required_str(&args, "action")?;
+            let name = required_str(&args, "action")?;
+            let action = ProcessAction::from_name(name);
             let owner = ctx.session_id.to_string();
             let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id };
             let mut grpc = self.sandboxes.open(key).await.map_err(sandbox_error)?.grpc();
             let fail = |s| sandbox_error(status_error(s));
-            if action == "list" {
+            if action == Some(ProcessAction::List) {
                 let list = grpc.list_processes(ListProcessesRequest { owner }).await.map_err(fail)?.into_inner();
                 if list.processes.is_empty() {
                     return Ok("No background processes in this session.".into());
@@ -139,15 +137,15 @@ impl ProcessTool {
                 .get("session_id")
                 .or_else(|| args.get("process_id"))
                 .and_then(Value::as_str)
-                .ok_or_else(|| ToolError::RespondToModel(format!("{action} needs session_id (the process id)")))?
+                .ok_or_else(|| ToolError::RespondToModel(format!("{name} needs session_id (the process id)")))?
                 .to_owned();
             let status = match action {
-                "poll" => {
+                Some(ProcessAction::Poll) => {
                     let r = PollProcessRequest { id, owner, offset: 0, limit: 0, since_last_poll: true };
                     let p = grpc.poll_process(r).await.map_err(fail)?.into_inner();
                     return Ok(with_output(&p, &String::from_utf8_lossy(&p.output)));
                 }
-                "log" => {
+                Some(ProcessAction::Log) => {
                     let lines = args.get("limit").and_then(Value::as_u64).map_or(DEFAULT_LOG_LINES, |l| l as usize);
                     let r = PollProcessRequest { id, owner, offset: 0, limit: 0, since_last_poll: false };
                     let p = grpc.poll_process(r).await.map_err(fail)?.into_inner();
@@ -156,7 +154,7 @@ impl ProcessTool {
                     let tail = all[all.len().saturating_sub(lines.max(1))..].join("\n");
                     return Ok(with_output(&p, &tail));
                 }
-                "wait" => {
+                Some(ProcessAction::Wait) => {
                     let secs = args.get("timeout").and_then(Value::as_u64).unwrap_or(180).clamp(1, 600);
                     let r = WaitProcessRequest { id, owner, timeout_secs: secs as u32 };
                     let p = grpc.wait_process(r).await.map_err(fail)?.into_inner();
@@ -166,18 +164,25 @@ impl ProcessTool {
                     }
                     return Ok(out);
                 }
-                "kill" => grpc.kill_process(ProcessRef { id, owner }).await.map_err(fail)?.into_inner(),
-                "write" | "submit" | "close" => {
+                Some(ProcessAction::Kill) => {
+                    grpc.kill_process(ProcessRef { id, owner }).await.map_err(fail)?.into_inner()
+                }
+                Some(write @ (ProcessAction::Write | ProcessAction::Submit | ProcessAction::Close)) => {
                     let mut data = args.get("data").and_then(Value::as_str).unwrap_or_default().to_owned();
-                    if action == "submit" {
+                    if write == ProcessAction::Submit {
                         data.push('\n');
                     }
-                    let r = WriteProcessRequest { id, owner, data: data.into_bytes(), close_stdin: action == "close" };
+                    let r = WriteProcessRequest {
+                        id,
+                        owner,
+                        data: data.into_bytes(),
+                        close_stdin: write == ProcessAction::Close,
+                    };
                     grpc.write_process(r).await.map_err(fail)?.into_inner()
                 }
-                other => {
+                Some(ProcessAction::List) | None => {
                     return Err(ToolError::RespondToModel(format!(
-                        "unknown action {other:?}; use list, poll, log, wait, kill, write, submit or close"
+                        "unknown action {name:?}; use list, poll, log, wait, kill, write, submit or close"
                     )));
                 }
             };

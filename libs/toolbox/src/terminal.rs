@@ -5,12 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use hermes_sandbox::proto::StartProcessRequest;
 use hermes_sandbox::{ExecRequest, SandboxKey, Sandboxes, status_error};
-use hermes_tools::{Tool, ToolCtx, ToolError, required_str};
+use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema, required_str};
 
 use crate::sandbox_error;
 use crate::text::for_model;
@@ -141,67 +140,52 @@ impl TerminalTool {
     }
 }
 
-impl Tool for TerminalTool {
-    fn name(&self) -> &'static str {
-        "terminal"
-    }
-
-    fn toolset(&self) -> &'static str {
-        "terminal"
-    }
-
-    fn schema(&self) -> Value {
-        json!({
-            "name": "terminal",
-            "description": "Run a shell command (/bin/sh -c) in your persistent Linux sandbox. /workspace persists \
+impl SimpleTool for TerminalTool {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "terminal",
+        "terminal",
+        "Run a shell command (/bin/sh -c) in your persistent Linux sandbox. /workspace persists \
                 between turns and sessions. No network unless your operator enabled it. Output over 50,000 \
                 characters is cut in the middle. Use background for servers and long jobs, then the process tool.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "command": { "type": "string" },
-                    "background": { "type": "boolean", "description": "Run detached; returns a process id." },
-                    "timeout": { "type": "integer", "description": "Seconds before it is killed (default 180, max 600)." },
-                    "workdir": { "type": "string", "description": "Default /workspace." }
-                },
-                "required": ["command"]
-            }
-        })
+    )
+    .sandboxed();
+
+    fn parameters(&self) -> Value {
+        object_schema(
+            json!({
+                "command": { "type": "string" },
+                "background": { "type": "boolean", "description": "Run detached; returns a process id." },
+                "timeout": { "type": "integer", "description": "Seconds before it is killed (default 180, max 600)." },
+                "workdir": { "type": "string", "description": "Default /workspace." }
+            }),
+            &["command"],
+        )
     }
 
-    fn read_only(&self) -> bool {
-        false
-    }
-    fn sandboxed(&self) -> bool {
-        true
-    }
-
-    fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
-        Box::pin(async move {
-            let command = required_str(&args, "command")?;
-            if command.trim().is_empty() {
-                return Err(ToolError::RespondToModel("command is empty".into()));
+    async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
+        let command = required_str(&args, "command")?;
+        if command.trim().is_empty() {
+            return Err(ToolError::RespondToModel("command is empty".into()));
+        }
+        let workdir = args.get("workdir").and_then(Value::as_str).map(str::to_owned);
+        if args.get("background").and_then(Value::as_bool).unwrap_or(false) {
+            return self.background(ctx, command, workdir).await;
+        }
+        let run = self.foreground(ctx, command, workdir, args.get("timeout")).await?;
+        let body = run.output;
+        let status = match (run.timed_out, run.exit_code) {
+            (true, _) => {
+                format!("[command timed out after {}s and was killed with its child processes]", run.timeout_secs)
             }
-            let workdir = args.get("workdir").and_then(Value::as_str).map(str::to_owned);
-            if args.get("background").and_then(Value::as_bool).unwrap_or(false) {
-                return self.background(ctx, command, workdir).await;
-            }
-            let run = self.foreground(ctx, command, workdir, args.get("timeout")).await?;
-            let body = run.output;
-            let status = match (run.timed_out, run.exit_code) {
-                (true, _) => {
-                    format!("[command timed out after {}s and was killed with its child processes]", run.timeout_secs)
-                }
-                (false, Some(0)) => String::new(),
-                (false, Some(code)) => format!("[exit code {code}]"),
-                (false, None) => "[command was killed by a signal]".into(),
-            };
-            Ok(match (body.trim().is_empty(), status.is_empty()) {
-                (true, true) => "(no output)".into(),
-                (true, false) => status,
-                (false, true) => body,
-                (false, false) => format!("{body}\n{status}"),
-            })
+            (false, Some(0)) => String::new(),
+            (false, Some(code)) => format!("[exit code {code}]"),
+            (false, None) => "[command was killed by a signal]".into(),
+        };
+        Ok(match (body.trim().is_empty(), status.is_empty()) {
+            (true, true) => "(no output)".into(),
+            (true, false) => status,
+            (false, true) => body,
+            (false, false) => format!("{body}\n{status}"),
         })
     }
 }

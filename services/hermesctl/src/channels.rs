@@ -10,7 +10,7 @@ use hermes_chat::binding::{self, BindRequest};
 use hermes_config::HermesConfig;
 use hermes_store::{ChannelAccess, NewChannel, PairingApproval, SecretBox, Store, StoreError};
 
-use crate::commands::{print, tenant};
+use crate::cli::{print, print_lines, tenant};
 
 #[derive(Subcommand)]
 pub enum ChannelCmd {
@@ -30,12 +30,8 @@ pub enum ChannelCmd {
         dm_policy: Option<String>,
         #[arg(long)]
         group_policy: Option<String>,
-        #[arg(long = "allow")]
-        allow: Vec<String>,
-        #[arg(long = "allow-chat")]
-        allow_chats: Vec<String>,
-        #[arg(long = "admin")]
-        admins: Vec<String>,
+        #[command(flatten)]
+        lists: AccessLists,
         /// What a message does while the agent still works: interrupt, queue or steer.
         #[arg(long)]
         busy_mode: Option<String>,
@@ -141,6 +137,13 @@ pub struct CreateChannel {
     /// mention (the default: answer when mentioned or replied to), open or disabled.
     #[arg(long, default_value = "mention")]
     group_policy: String,
+    #[command(flatten)]
+    lists: AccessLists,
+}
+
+/// Who may talk to a bot and run its admin commands.
+#[derive(Args)]
+pub struct AccessLists {
     /// A user id allowed to talk to the bot (repeat for more).
     #[arg(long = "allow")]
     allow: Vec<String>,
@@ -158,30 +161,17 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
         ChannelCmd::List { tenant: name } => {
             let t = tenant(store, &name).await?;
             let channels = store.list_channels(t.id).await?;
-            let human = channels
-                .iter()
-                .map(|c| {
-                    format!(
-                        "{}\t{}\t{}\t@{}\t{}",
-                        c.id,
-                        c.platform,
-                        c.mode,
-                        c.bot_username.as_deref().unwrap_or("?"),
-                        c.status
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("\n");
-            print(json_mode, json!(channels), human);
+            print_lines(json_mode, &channels, |c| {
+                let bot = c.bot_username.as_deref().unwrap_or("?");
+                format!("{}\t{}\t{}\t@{bot}\t{}", c.id, c.platform, c.mode, c.status)
+            });
         }
         ChannelCmd::Update {
             tenant: name,
             id,
             dm_policy,
             group_policy,
-            allow,
-            allow_chats,
-            admins,
+            lists: AccessLists { allow, allow_chats, admins },
             busy_mode,
             streaming,
             group_sessions,
@@ -214,20 +204,10 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
         ChannelCmd::Pair(PairCmd::List { tenant: name, channel }) => {
             let t = tenant(store, &name).await?;
             let waiting = store.pending_pairings(t.id, channel).await?;
-            let human = waiting
-                .iter()
-                .map(|p| {
-                    format!(
-                        "{}\t{}\t{}\texpires {}",
-                        p.code,
-                        p.user_id,
-                        p.user_name.as_deref().unwrap_or("-"),
-                        p.expires_at
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("\n");
-            print(json_mode, json!(waiting), human);
+            print_lines(json_mode, &waiting, |p| {
+                let name = p.user_name.as_deref().unwrap_or("-");
+                format!("{}\t{}\t{name}\texpires {}", p.code, p.user_id, p.expires_at)
+            });
         }
         ChannelCmd::Pair(PairCmd::Approve { tenant: name, channel, code }) => {
             let t = tenant(store, &name).await?;
@@ -302,9 +282,9 @@ async fn create(json_mode: bool, config: &HermesConfig, store: &Store, c: Create
         bot_identity: prepared.identity.clone(),
         dm_policy: c.dm_policy,
         group_policy: c.group_policy,
-        allow_users: c.allow,
-        allow_chats: c.allow_chats,
-        admins: c.admins,
+        allow_users: c.lists.allow,
+        allow_chats: c.lists.allow_chats,
+        admins: c.lists.admins,
     };
     let mut channel = store.create_channel(t.id, new, secrets.as_ref()).await?;
     let username = prepared.username.clone();

@@ -11,6 +11,8 @@ use hermes_config::HermesConfig;
 use hermes_llm::keys::{provider_for_url, provider_hosts};
 use hermes_store::{FallbackModel, NewAgent, NewCredential, SecretBox, Store, StoreError};
 
+use crate::cli::{print, print_lines, tenant};
+
 #[derive(Parser)]
 #[command(name = "hermesctl", version, about = "Administer Hermes Cloud tenants, agents and API keys")]
 pub struct Cli {
@@ -230,24 +232,6 @@ pub enum KeyCmd {
     },
 }
 
-pub(crate) fn print(json_mode: bool, value: serde_json::Value, human: String) {
-    if json_mode {
-        println!("{value}");
-    } else {
-        println!("{human}");
-    }
-}
-
-pub(crate) async fn tenant(store: &Store, name: &str) -> anyhow::Result<hermes_store::Tenant> {
-    match store.tenant_by_name(name).await {
-        Ok(t) => Ok(t),
-        Err(StoreError::NotFound) => {
-            bail!("no tenant named {name:?} (create it with `hermesctl tenant create {name}`)")
-        }
-        Err(e) => Err(e.into()),
-    }
-}
-
 pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Result<()> {
     let json_mode = cli.json;
     match cli.command {
@@ -323,12 +307,7 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
         Command::Agent(AgentCmd::List { tenant: name }) => {
             let t = tenant(store, &name).await?;
             let agents = store.list_agents(t.id).await?;
-            let human = agents
-                .iter()
-                .map(|a| format!("{}\t{}\t{}\t{}", a.name, a.id, a.model, a.provider_base_url))
-                .collect::<Vec<_>>()
-                .join("\n");
-            print(json_mode, json!(agents), human);
+            print_lines(json_mode, &agents, |a| format!("{}\t{}\t{}\t{}", a.name, a.id, a.model, a.provider_base_url));
         }
         Command::Key(KeyCmd::Create { tenant: name, agent, name: label }) => {
             let t = tenant(store, &name).await?;

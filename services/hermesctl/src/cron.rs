@@ -8,22 +8,16 @@ use serde_json::json;
 use hermes_store::cron::NewJob;
 use hermes_store::{Store, StoreError};
 
-use crate::commands::{print, tenant};
+use crate::cli::{TenantAgent, TenantArg, TenantJob, print, print_lines, tenant};
 
 #[derive(Subcommand)]
 pub enum CronCmd {
     /// The tenant's jobs.
-    List {
-        #[arg(long)]
-        tenant: String,
-    },
+    List(TenantArg),
     /// Schedule an agent run: `every 30m|2h|1d`, a cron expression, a time, or a delay like 30m.
     Create {
-        #[arg(long)]
-        tenant: String,
-        /// The agent's name.
-        #[arg(long)]
-        agent: String,
+        #[command(flatten)]
+        owner: TenantAgent,
         #[arg(long)]
         schedule: String,
         #[arg(long)]
@@ -40,40 +34,23 @@ pub enum CronCmd {
         deliver: String,
     },
     /// Stop scheduling a job (it is kept).
-    Pause {
-        #[arg(long)]
-        tenant: String,
-        job: String,
-    },
+    Pause(TenantJob),
     /// Schedule a paused job again from its next slot.
-    Resume {
-        #[arg(long)]
-        tenant: String,
-        job: String,
-    },
+    Resume(TenantJob),
     /// Run a job at the scheduler's next pass.
-    Run {
-        #[arg(long)]
-        tenant: String,
-        job: String,
-    },
+    Run(TenantJob),
     /// A job's latest runs and their outputs.
-    Runs {
-        #[arg(long)]
-        tenant: String,
-        job: String,
-    },
+    Runs(TenantJob),
     /// Delete a job.
-    Remove {
-        #[arg(long)]
-        tenant: String,
-        job: String,
-    },
+    Remove(TenantJob),
 }
 
-async fn job(store: &Store, tenant: hermes_core::TenantId, reference: &str) -> anyhow::Result<hermes_store::cron::Job> {
-    match store.find_job(tenant, None, reference).await {
-        Ok(job) => Ok(job),
+/// The tenant and its job that `r` names.
+async fn job(store: &Store, r: &TenantJob) -> anyhow::Result<(hermes_store::Tenant, hermes_store::cron::Job)> {
+    let t = tenant(store, &r.tenant).await?;
+    let reference = &r.job;
+    match store.find_job(t.id, None, reference).await {
+        Ok(job) => Ok((t, job)),
         Err(StoreError::NotFound) => bail!("no job {reference:?} (hermesctl cron list shows them)"),
         Err(e) => Err(e.into()),
     }
@@ -82,17 +59,22 @@ async fn job(store: &Store, tenant: hermes_core::TenantId, reference: &str) -> a
 pub async fn run_cron(json_mode: bool, store: &Store, cmd: CronCmd) -> anyhow::Result<()> {
     let now = chrono::Utc::now();
     match cmd {
-        CronCmd::List { tenant: name } => {
-            let t = tenant(store, &name).await?;
+        CronCmd::List(t) => {
+            let t = t.resolve(store).await?;
             let jobs = store.list_jobs(t.id, None).await?;
-            let human = jobs
-                .iter()
-                .map(|j| format!("{}\t{}\t{}\t{}\tnext {:?}", j.id, j.name, j.schedule_display, j.state, j.next_run_at))
-                .collect::<Vec<_>>()
-                .join("\n");
-            print(json_mode, json!(jobs), human);
+            print_lines(json_mode, &jobs, |j| {
+                format!("{}\t{}\t{}\t{}\tnext {:?}", j.id, j.name, j.schedule_display, j.state, j.next_run_at)
+            });
         }
-        CronCmd::Create { tenant: name, agent, schedule, prompt, name: job_name, timezone, repeat, deliver } => {
+        CronCmd::Create {
+            owner: TenantAgent { tenant: name, agent },
+            schedule,
+            prompt,
+            name: job_name,
+            timezone,
+            repeat,
+            deliver,
+        } => {
             let t = tenant(store, &name).await?;
             let agent = store.agent_by_name(t.id, &agent).await.context("no such agent")?;
             if let Some(finding) = hermes_threats::scan_strict(&prompt).first() {
@@ -122,39 +104,31 @@ pub async fn run_cron(json_mode: bool, store: &Store, cmd: CronCmd) -> anyhow::R
                 format!("scheduled {} ({}); first run {first}", job.name, job.schedule_display),
             );
         }
-        CronCmd::Pause { tenant: name, job: reference } => {
-            let t = tenant(store, &name).await?;
-            let j = job(store, t.id, &reference).await?;
+        CronCmd::Pause(r) => {
+            let (t, j) = job(store, &r).await?;
             let j = store.set_job_state(t.id, j.id, Some("paused by an operator"), None).await?;
             print(json_mode, json!(j), format!("paused {}", j.name));
         }
-        CronCmd::Resume { tenant: name, job: reference } => {
-            let t = tenant(store, &name).await?;
-            let j = job(store, t.id, &reference).await?;
+        CronCmd::Resume(r) => {
+            let (t, j) = job(store, &r).await?;
             let next = hermes_schedule::resume_at(&j.schedule, &j.timezone, now)?;
             let j = store.set_job_state(t.id, j.id, None, Some(next)).await?;
             print(json_mode, json!(j), format!("resumed {}; next run {:?}", j.name, j.next_run_at));
         }
-        CronCmd::Run { tenant: name, job: reference } => {
-            let t = tenant(store, &name).await?;
-            let j = job(store, t.id, &reference).await?;
+        CronCmd::Run(r) => {
+            let (t, j) = job(store, &r).await?;
             let j = store.set_job_state(t.id, j.id, None, Some(now)).await?;
             print(json_mode, json!(j), format!("{} runs at the scheduler's next pass", j.name));
         }
-        CronCmd::Runs { tenant: name, job: reference } => {
-            let t = tenant(store, &name).await?;
-            let j = job(store, t.id, &reference).await?;
+        CronCmd::Runs(r) => {
+            let (t, j) = job(store, &r).await?;
             let runs = store.job_runs(t.id, j.id, 20).await?;
-            let human = runs
-                .iter()
-                .map(|r| format!("{}\t{}\t{}", r["scheduled_for"], r["status"], r["output"].as_str().unwrap_or("")))
-                .collect::<Vec<_>>()
-                .join("\n");
-            print(json_mode, json!(runs), human);
+            print_lines(json_mode, &runs, |r| {
+                format!("{}\t{}\t{}", r["scheduled_for"], r["status"], r["output"].as_str().unwrap_or(""))
+            });
         }
-        CronCmd::Remove { tenant: name, job: reference } => {
-            let t = tenant(store, &name).await?;
-            let j = job(store, t.id, &reference).await?;
+        CronCmd::Remove(r) => {
+            let (t, j) = job(store, &r).await?;
             store.delete_job(t.id, j.id).await?;
             print(json_mode, json!({ "id": j.id, "deleted": true }), format!("removed {}", j.name));
         }

@@ -12,21 +12,16 @@ use hermes_store::event_hooks::EVENTS;
 use hermes_store::webhooks::NewWebhook;
 use hermes_store::{SecretBox, Store};
 
-use crate::commands::{print, tenant};
+use crate::cli::{TenantAgent, TenantArg, TenantItem, print, print_lines, tenant};
 
 #[derive(Subcommand)]
 pub enum WebhookCmd {
     /// The tenant's webhooks.
-    List {
-        #[arg(long)]
-        tenant: String,
-    },
+    List(TenantArg),
     /// A signed endpoint on the gateway (`/hooks/<id>`) that starts a turn of the agent.
     Create {
-        #[arg(long)]
-        tenant: String,
-        #[arg(long)]
-        agent: String,
+        #[command(flatten)]
+        owner: TenantAgent,
         #[arg(long)]
         name: String,
         /// Event types taken (X-GitHub-Event, ...); repeat for several; none: all.
@@ -43,25 +38,14 @@ pub enum WebhookCmd {
         cron_job: Option<String>,
     },
     /// A new secret; the old one stops working at once.
-    Rotate {
-        #[arg(long)]
-        tenant: String,
-        id: uuid::Uuid,
-    },
-    Remove {
-        #[arg(long)]
-        tenant: String,
-        id: uuid::Uuid,
-    },
+    Rotate(TenantItem),
+    Remove(TenantItem),
 }
 
 #[derive(Subcommand)]
 pub enum EventHookCmd {
     /// The tenant's endpoints, with how their last delivery went.
-    List {
-        #[arg(long)]
-        tenant: String,
-    },
+    List(TenantArg),
     /// Send the tenant's events to a URL, signed as Standard Webhooks.
     Create {
         #[arg(long)]
@@ -72,11 +56,7 @@ pub enum EventHookCmd {
         #[arg(long = "event")]
         events: Vec<String>,
     },
-    Remove {
-        #[arg(long)]
-        tenant: String,
-        id: uuid::Uuid,
-    },
+    Remove(TenantItem),
 }
 
 fn secrets(config: &HermesConfig) -> anyhow::Result<Option<SecretBox>> {
@@ -85,17 +65,21 @@ fn secrets(config: &HermesConfig) -> anyhow::Result<Option<SecretBox>> {
 
 pub async fn run_webhook(json_mode: bool, config: &HermesConfig, store: &Store, cmd: WebhookCmd) -> anyhow::Result<()> {
     match cmd {
-        WebhookCmd::List { tenant: name } => {
-            let t = tenant(store, &name).await?;
+        WebhookCmd::List(t) => {
+            let t = t.resolve(store).await?;
             let hooks = store.list_webhooks(t.id).await?;
-            let human = hooks
-                .iter()
-                .map(|h| format!("{}\t{}\t/hooks/{}\tdeliver {}\tenabled {}", h.id, h.name, h.id, h.deliver, h.enabled))
-                .collect::<Vec<_>>()
-                .join("\n");
-            print(json_mode, json!(hooks), human);
+            print_lines(json_mode, &hooks, |h| {
+                format!("{}\t{}\t/hooks/{}\tdeliver {}\tenabled {}", h.id, h.name, h.id, h.deliver, h.enabled)
+            });
         }
-        WebhookCmd::Create { tenant: name, agent, name: hook_name, events, prompt, deliver, cron_job } => {
+        WebhookCmd::Create {
+            owner: TenantAgent { tenant: name, agent },
+            name: hook_name,
+            events,
+            prompt,
+            deliver,
+            cron_job,
+        } => {
             let t = tenant(store, &name).await?;
             let agent = store.agent_by_name(t.id, &agent).await.context("no such agent")?;
             if let Some(finding) = hermes_threats::scan_strict(&prompt).first() {
@@ -124,12 +108,12 @@ pub async fn run_webhook(json_mode: bool, config: &HermesConfig, store: &Store, 
             );
             print(json_mode, json!({ "webhook": hook, "secret": secret }), human);
         }
-        WebhookCmd::Rotate { tenant: name, id } => {
+        WebhookCmd::Rotate(TenantItem { tenant: name, id }) => {
             let t = tenant(store, &name).await?;
             let secret = store.rotate_webhook_secret(t.id, id, secrets(config)?.as_ref()).await?;
             print(json_mode, json!({ "id": id, "secret": secret }), format!("new secret (shown once): {secret}"));
         }
-        WebhookCmd::Remove { tenant: name, id } => {
+        WebhookCmd::Remove(TenantItem { tenant: name, id }) => {
             let t = tenant(store, &name).await?;
             if !store.delete_webhook(t.id, id).await? {
                 bail!("no webhook {id}");
@@ -147,24 +131,13 @@ pub async fn run_event_hook(
     cmd: EventHookCmd,
 ) -> anyhow::Result<()> {
     match cmd {
-        EventHookCmd::List { tenant: name } => {
-            let t = tenant(store, &name).await?;
+        EventHookCmd::List(t) => {
+            let t = t.resolve(store).await?;
             let hooks = store.list_event_hooks(t.id).await?;
-            let human = hooks
-                .iter()
-                .map(|h| {
-                    format!(
-                        "{}\t{}\t{:?}\tlast {:?} {}",
-                        h.id,
-                        h.url,
-                        h.events,
-                        h.last_status,
-                        h.last_error.as_deref().unwrap_or("")
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("\n");
-            print(json_mode, json!(hooks), human);
+            print_lines(json_mode, &hooks, |h| {
+                let error = h.last_error.as_deref().unwrap_or("");
+                format!("{}\t{}\t{:?}\tlast {:?} {error}", h.id, h.url, h.events, h.last_status)
+            });
         }
         EventHookCmd::Create { tenant: name, url, events } => {
             let t = tenant(store, &name).await?;
@@ -178,7 +151,7 @@ pub async fn run_event_hook(
             let human = format!("events go to {}\nsecret (shown once): {secret}", hook.url);
             print(json_mode, json!({ "event_hook": hook, "secret": secret }), human);
         }
-        EventHookCmd::Remove { tenant: name, id } => {
+        EventHookCmd::Remove(TenantItem { tenant: name, id }) => {
             let t = tenant(store, &name).await?;
             if !store.delete_event_hook(t.id, id).await? {
                 bail!("no event hook {id}");

@@ -3,6 +3,7 @@
 #![allow(clippy::print_stdout, reason = "a CLI prints its results")]
 
 mod channels;
+mod cli;
 mod commands;
 mod cron;
 mod hooks;

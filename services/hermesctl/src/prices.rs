@@ -6,7 +6,7 @@ use serde_json::json;
 
 use hermes_store::{ModelPrice, Store};
 
-use crate::commands::print;
+use crate::cli::{print, print_lines};
 
 #[derive(Subcommand)]
 pub enum PriceCmd {
@@ -40,9 +40,7 @@ pub async fn run_price(json_mode: bool, store: &Store, cmd: PriceCmd) -> anyhow:
         }
         PriceCmd::List => {
             let prices = store.model_prices().await?;
-            let human: Vec<String> =
-                prices.iter().map(|p| format!("{:<32} in ${:<8} out ${}", p.model, p.input, p.output)).collect();
-            print(json_mode, json!(prices), human.join("\n"));
+            print_lines(json_mode, &prices, |p| format!("{:<32} in ${:<8} out ${}", p.model, p.input, p.output));
         }
     }
     Ok(())
@@ -69,7 +67,7 @@ pub enum BudgetCmd {
 
 pub async fn run_budget(json_mode: bool, store: &Store, cmd: BudgetCmd) -> anyhow::Result<()> {
     let BudgetCmd::Set { tenant: name, agent, period, hard, soft } = cmd;
-    let t = crate::commands::tenant(store, &name).await?;
+    let t = crate::cli::tenant(store, &name).await?;
     let agent_id = match &agent {
         Some(a) => Some(store.agent_by_name(t.id, a).await.map_err(|_| anyhow::anyhow!("no agent {a:?}"))?.id),
         None => None,

@@ -8,7 +8,7 @@ use serde_json::json;
 use hermes_core::SessionId;
 use hermes_store::{SessionPolicy, Store};
 
-use crate::commands::{print, tenant};
+use crate::cli::{print, print_lines, tenant};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ExportFormat {
@@ -84,19 +84,11 @@ pub async fn run_session(json_mode: bool, store: &Store, cmd: SessionCmd) -> any
         SessionCmd::Lineage { tenant: name, id: session } => {
             let t = tenant(store, &name).await?;
             let nodes = store.session_lineage(t.id, id(&session)?).await?;
-            let human: Vec<String> = nodes
-                .iter()
-                .map(|n| {
-                    format!(
-                        "{}{} {} {}",
-                        "  ".repeat(usize::try_from(n.depth).unwrap_or(0)),
-                        n.session_id,
-                        n.lineage.as_deref().unwrap_or("root"),
-                        n.title.as_deref().unwrap_or("")
-                    )
-                })
-                .collect();
-            print(json_mode, json!(nodes), human.join("\n"));
+            print_lines(json_mode, &nodes, |n| {
+                let indent = "  ".repeat(usize::try_from(n.depth).unwrap_or(0));
+                let lineage = n.lineage.as_deref().unwrap_or("root");
+                format!("{indent}{} {lineage} {}", n.session_id, n.title.as_deref().unwrap_or(""))
+            });
         }
         SessionCmd::Rename { tenant: name, id: session, title } => {
             let t = tenant(store, &name).await?;

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use hermes_store::{NewSkill, Store};
 
-use crate::commands::{print, tenant};
+use crate::cli::{print, print_lines, tenant};
 
 #[derive(Subcommand)]
 pub enum SkillCmd {
@@ -98,11 +98,9 @@ pub async fn run_skill(json_mode: bool, store: &Store, cmd: SkillCmd) -> anyhow:
             let t = tenant(store, &name).await?;
             let a = store.agent_by_name(t.id, &agent).await.with_context(|| format!("no agent {agent:?}"))?;
             let events = store.skill_events(t.id, a.id, 100).await?;
-            let human: Vec<String> = events
-                .iter()
-                .map(|e| format!("{} {} {} by {} {}", e.created_at, e.name, e.action, e.actor, e.detail))
-                .collect();
-            print(json_mode, json!(events), human.join("\n"));
+            print_lines(json_mode, &events, |e| {
+                format!("{} {} {} by {} {}", e.created_at, e.name, e.action, e.actor, e.detail)
+            });
         }
     }
     Ok(())

@@ -4,17 +4,28 @@
 //! prompts scanned for injection. A job made from a chat delivers back to that chat. Cron runs
 //! never get this tool (a job cannot make more jobs).
 
-use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use hermes_store::cron::{Job, JobChanges, NewJob};
 use hermes_store::{Store, StoreError};
-use hermes_tools::{Tool, ToolCtx, ToolError};
+use hermes_tools::{Choice, SimpleTool, ToolCtx, ToolError, ToolSpec, choices, object_schema};
 
 pub(crate) struct CronjobTool {
     pub store: Store,
     /// The chat this session talks to, where its jobs deliver by default.
     pub origin: Option<Value>,
+}
+
+choices! {
+    enum CronAction {
+        Create = "create",
+        List = "list",
+        Update = "update",
+        Pause = "pause",
+        Resume = "resume",
+        Run = "run",
+        Remove = "remove",
+    }
 }
 
 fn text(args: &Value, key: &str) -> Option<String> {
@@ -83,24 +94,26 @@ impl CronjobTool {
         Ok(json!({ "success": true, "job": summary(&job) }))
     }
 
-    async fn change(&self, ctx: &ToolCtx, action: &str, args: &Value) -> Result<Value, ToolError> {
+    async fn change(&self, ctx: &ToolCtx, action: CronAction, args: &Value) -> Result<Value, ToolError> {
         let reference = text(args, "job_id").ok_or_else(|| refuse("`job_id` (an id or a name) is required"))?;
         let tenant = ctx.tenant_id;
         let job = self.store.find_job(tenant, Some(ctx.agent_id), &reference).await.map_err(storage)?;
         let now = chrono::Utc::now();
         let changed = match action {
-            "pause" => Some(self.store.set_job_state(tenant, job.id, Some("paused by the agent"), None).await),
-            "resume" => {
+            CronAction::Pause => {
+                Some(self.store.set_job_state(tenant, job.id, Some("paused by the agent"), None).await)
+            }
+            CronAction::Resume => {
                 let next =
                     hermes_schedule::resume_at(&job.schedule, &job.timezone, now).map_err(|e| refuse(e.to_string()))?;
                 Some(self.store.set_job_state(tenant, job.id, None, Some(next)).await)
             }
-            "run" => Some(self.store.set_job_state(tenant, job.id, None, Some(now)).await),
-            "remove" => {
+            CronAction::Run => Some(self.store.set_job_state(tenant, job.id, None, Some(now)).await),
+            CronAction::Remove => {
                 self.store.delete_job(tenant, job.id).await.map_err(storage)?;
                 None
             }
-            _ => {
+            CronAction::Create | CronAction::List | CronAction::Update => {
                 let prompt = text(args, "prompt");
                 if let Some(p) = &prompt {
                     scanned(p)?;
@@ -132,66 +145,48 @@ fn skills(args: &Value) -> Option<Vec<String>> {
         .map(|list| list.iter().filter_map(Value::as_str).map(str::to_owned).collect())
 }
 
-impl Tool for CronjobTool {
-    fn name(&self) -> &'static str {
-        "cronjob"
-    }
-
-    fn toolset(&self) -> &'static str {
-        "cronjob"
-    }
-
-    fn schema(&self) -> Value {
-        json!({
-            "name": "cronjob",
-            "description": "Schedule tasks you will run on your own later, repeatedly or once: a daily brief, a \
+impl SimpleTool for CronjobTool {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "cronjob",
+        "cronjob",
+        "Schedule tasks you will run on your own later, repeatedly or once: a daily brief, a \
                 reminder, a weekly check. Each run starts fresh (no conversation history) with the job's prompt, \
                 so write the prompt as a complete instruction. Schedules: `every 30m|2h|1d`, a cron expression \
                 like `0 8 * * 1-5` (in the team's time zone), an ISO time, or a delay like `30m` (once). Jobs \
                 made here deliver their answer to this chat unless `deliver` says otherwise (`local` stores \
                 it only, `telegram:<chat id>` sends it elsewhere). Refer to jobs by id or name.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "action": { "type": "string", "enum": ["create", "list", "update", "pause", "resume", "run", "remove"] },
-                    "job_id": { "type": "string", "description": "The job's id or name (all but create and list)." },
-                    "prompt": { "type": "string", "description": "What each run does (create, update)." },
-                    "schedule": { "type": "string", "description": "When it runs (create, update)." },
-                    "name": { "type": "string" },
-                    "repeat": { "type": "integer", "description": "How many runs (default: one for a one-shot, forever otherwise)." },
-                    "deliver": { "type": "string" },
-                    "skills": { "type": "array", "items": { "type": "string" } },
-                    "model": { "type": "string", "description": "Another model for the runs (create; on your provider)." },
-                    "enabled_toolsets": { "type": "array", "items": { "type": "string" },
-                                          "description": "Only these of your toolsets in the runs (create)." }
-                },
-                "required": ["action"]
+    )
+    .sequential();
+
+    fn parameters(&self) -> Value {
+        object_schema(
+            json!({
+                "action": CronAction::schema(),
+                "job_id": { "type": "string", "description": "The job's id or name (all but create and list)." },
+                "prompt": { "type": "string", "description": "What each run does (create, update)." },
+                "schedule": { "type": "string", "description": "When it runs (create, update)." },
+                "name": { "type": "string" },
+                "repeat": { "type": "integer", "description": "How many runs (default: one for a one-shot, forever otherwise)." },
+                "deliver": { "type": "string" },
+                "skills": { "type": "array", "items": { "type": "string" } },
+                "model": { "type": "string", "description": "Another model for the runs (create; on your provider)." },
+                "enabled_toolsets": { "type": "array", "items": { "type": "string" },
+                                      "description": "Only these of your toolsets in the runs (create)." }
+            }),
+            &["action"],
+        )
+    }
+
+    async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
+        let answer = match CronAction::read(&args, "action") {
+            Some(CronAction::Create) => self.create(ctx, &args).await?,
+            Some(CronAction::List) => {
+                let jobs = self.store.list_jobs(ctx.tenant_id, Some(ctx.agent_id)).await.map_err(storage)?;
+                json!({ "success": true, "jobs": jobs.iter().map(summary).collect::<Vec<_>>() })
             }
-        })
-    }
-
-    fn read_only(&self) -> bool {
-        false
-    }
-
-    fn sequential(&self) -> bool {
-        true
-    }
-
-    fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
-        Box::pin(async move {
-            let answer = match args.get("action").and_then(Value::as_str) {
-                Some("create") => self.create(ctx, &args).await?,
-                Some("list") => {
-                    let jobs = self.store.list_jobs(ctx.tenant_id, Some(ctx.agent_id)).await.map_err(storage)?;
-                    json!({ "success": true, "jobs": jobs.iter().map(summary).collect::<Vec<_>>() })
-                }
-                Some(action @ ("update" | "pause" | "resume" | "run" | "remove")) => {
-                    self.change(ctx, action, &args).await?
-                }
-                _ => return Err(refuse("`action` must be create, list, update, pause, resume, run or remove")),
-            };
-            Ok(answer.to_string())
-        })
+            Some(action) => self.change(ctx, action, &args).await?,
+            None => return Err(refuse("`action` must be create, list, update, pause, resume, run or remove")),
+        };
+        Ok(answer.to_string())
     }
 }

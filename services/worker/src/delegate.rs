@@ -9,14 +9,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
 use hermes_agent::{EventSink, JournalError, Turn, TurnEnd, TurnJournal, TurnLimits, TurnStart};
 use hermes_core::{ChatMessage, SessionId, TurnEventKind, TurnId, Usage};
 use hermes_store::Store;
-use hermes_tools::{Tool, ToolCtx, ToolError, ToolRegistry};
+use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolRegistry, ToolSpec, object_schema};
 
 use crate::models::Models;
 
@@ -230,60 +229,45 @@ impl DelegateTool {
     }
 }
 
-impl Tool for DelegateTool {
-    fn name(&self) -> &'static str {
-        "delegate_task"
-    }
-
-    fn toolset(&self) -> &'static str {
-        "delegation"
-    }
-
-    fn schema(&self) -> Value {
-        json!({
-            "name": "delegate_task",
-            "description": "Hand self-contained tasks to sub-agents that work in parallel (at most 3 at once) and \
+impl SimpleTool for DelegateTool {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "delegate_task",
+        "delegation",
+        "Hand self-contained tasks to sub-agents that work in parallel (at most 3 at once) and \
                 return only their summaries. Give each all the context it needs: it cannot see this conversation.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "goal": { "type": "string", "description": "One task." },
-                    "tasks": {
-                        "type": "array",
-                        "maxItems": MAX_CHILDREN,
-                        "items": { "type": "object", "properties": { "goal": { "type": "string" }, "context": { "type": "string" } }, "required": ["goal"] },
-                        "description": "Several tasks to run in parallel."
-                    },
-                    "context": { "type": "string", "description": "Background every task needs." },
-                    "max_iterations": { "type": "integer", "description": "Step budget per task (at most 50)." }
-                }
-            }
-        })
+    )
+    .sequential();
+
+    fn parameters(&self) -> Value {
+        object_schema(
+            json!({
+                "goal": { "type": "string", "description": "One task." },
+                "tasks": {
+                    "type": "array",
+                    "maxItems": MAX_CHILDREN,
+                    "items": { "type": "object", "properties": { "goal": { "type": "string" }, "context": { "type": "string" } }, "required": ["goal"] },
+                    "description": "Several tasks to run in parallel."
+                },
+                "context": { "type": "string", "description": "Background every task needs." },
+                "max_iterations": { "type": "integer", "description": "Step budget per task (at most 50)." }
+            }),
+            &[],
+        )
     }
 
-    fn read_only(&self) -> bool {
-        false
-    }
-
-    fn sequential(&self) -> bool {
-        true
-    }
-
-    fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
-        Box::pin(async move {
-            let (tasks, max_iterations) = parse_tasks(&args)?;
-            let runs = tasks.iter().map(|t| self.run_child(ctx, t, max_iterations));
-            let results = futures_util::future::join_all(runs).await;
-            let mut out = format!("Results of {} delegated task(s):", tasks.len());
-            for (i, (task, result)) in tasks.iter().zip(results).enumerate() {
-                let body = match result {
-                    Ok(summary) => summary,
-                    Err(e) => format!("[failed: {e}]"),
-                };
-                out.push_str(&format!("\n\n### Task {}: {}\n{}", i + 1, task.goal, body));
-            }
-            Ok(out)
-        })
+    async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
+        let (tasks, max_iterations) = parse_tasks(&args)?;
+        let runs = tasks.iter().map(|t| self.run_child(ctx, t, max_iterations));
+        let results = futures_util::future::join_all(runs).await;
+        let mut out = format!("Results of {} delegated task(s):", tasks.len());
+        for (i, (task, result)) in tasks.iter().zip(results).enumerate() {
+            let body = match result {
+                Ok(summary) => summary,
+                Err(e) => format!("[failed: {e}]"),
+            };
+            out.push_str(&format!("\n\n### Task {}: {}\n{}", i + 1, task.goal, body));
+        }
+        Ok(out)
     }
 }
 

@@ -4,12 +4,11 @@
 //! overwrite each other, but the session's prompt keeps the snapshot it started with, so the
 //! answer shows the live entries.
 
-use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use hermes_agent::memory::{self, Action, Applied, Refusal};
 use hermes_store::{MemoryTarget, Store};
-use hermes_tools::{Tool, ToolCtx, ToolError};
+use hermes_tools::{Choice, SimpleTool, ToolCtx, ToolError, ToolSpec, choices, object_schema};
 
 pub(crate) struct MemoryTool {
     pub store: Store,
@@ -32,40 +31,48 @@ impl MemoryTool {
     }
 }
 
+choices! {
+    enum MemoryAction {
+        Add = "add",
+        Replace = "replace",
+        Remove = "remove",
+    }
+}
+
+choices! {
+    /// The `target` argument: `MemoryTarget` as the model names it.
+    enum TargetArg {
+        Memory = "memory",
+        User = "user",
+    }
+}
+
 fn text(args: &Value, key: &str) -> Option<String> {
     args.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
 fn parse(args: &Value) -> Result<(MemoryTarget, Action), String> {
-    let target = match args.get("target").and_then(Value::as_str) {
-        Some("memory") => MemoryTarget::Memory,
-        Some("user") => MemoryTarget::User,
-        _ => return Err("`target` must be \"memory\" or \"user\"".into()),
+    let target = match TargetArg::read(args, "target") {
+        Some(TargetArg::Memory) => MemoryTarget::Memory,
+        Some(TargetArg::User) => MemoryTarget::User,
+        None => return Err("`target` must be \"memory\" or \"user\"".into()),
     };
     let content = || text(args, "content").ok_or("`content` is required for this action");
     let old_text = || text(args, "old_text").ok_or("`old_text` is required for this action");
-    let action = match args.get("action").and_then(Value::as_str) {
-        Some("add") => Action::Add { content: content()? },
-        Some("replace") => Action::Replace { old_text: old_text()?, content: content()? },
-        Some("remove") => Action::Remove { old_text: old_text()? },
-        _ => return Err("`action` must be \"add\", \"replace\" or \"remove\"".into()),
+    let action = match MemoryAction::read(args, "action") {
+        Some(MemoryAction::Add) => Action::Add { content: content()? },
+        Some(MemoryAction::Replace) => Action::Replace { old_text: old_text()?, content: content()? },
+        Some(MemoryAction::Remove) => Action::Remove { old_text: old_text()? },
+        None => return Err("`action` must be \"add\", \"replace\" or \"remove\"".into()),
     };
     Ok((target, action))
 }
 
-impl Tool for MemoryTool {
-    fn name(&self) -> &'static str {
-        "memory"
-    }
-
-    fn toolset(&self) -> &'static str {
-        "memory"
-    }
-
-    fn schema(&self) -> Value {
-        json!({
-            "name": "memory",
-            "description": "Save durable knowledge that should outlive this conversation. It is shown to you at the \
+impl SimpleTool for MemoryTool {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "memory",
+        "memory",
+        "Save durable knowledge that should outlive this conversation. It is shown to you at the \
                 start of every later session. `target: \"user\"` is the profile of the person you are talking to \
                 (name, role, preferences, habits); only they see it. `target: \"memory\"` is your own notes \
                 (environment facts, conventions, lessons, completed work) and is shared by everyone who talks \
@@ -73,83 +80,75 @@ impl Tool for MemoryTool {
                 durable or the user asks you to remember; skip trivia, raw dumps and what is easy to look \
                 up again. Keep entries compact; when a document is over 80% full, consolidate related entries \
                 with `replace`. `replace` and `remove` find the entry by a short unique substring `old_text`.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "action": { "type": "string", "enum": ["add", "replace", "remove"] },
-                    "target": { "type": "string", "enum": ["memory", "user"] },
-                    "content": { "type": "string", "description": "The entry's text (add, replace)." },
-                    "old_text": {
-                        "type": "string",
-                        "description": "A short substring that identifies exactly one existing entry (replace, remove)."
+    )
+    .sequential();
+
+    fn parameters(&self) -> Value {
+        object_schema(
+            json!({
+                "action": MemoryAction::schema(),
+                "target": TargetArg::schema(),
+                "content": { "type": "string", "description": "The entry's text (add, replace)." },
+                "old_text": {
+                    "type": "string",
+                    "description": "A short substring that identifies exactly one existing entry (replace, remove)."
+                }
+            }),
+            &["action", "target"],
+        )
+    }
+
+    async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
+        let (target, action) = parse(&args).map_err(ToolError::RespondToModel)?;
+        let limit = match target {
+            MemoryTarget::Memory => self.memory_chars,
+            MemoryTarget::User => self.user_chars,
+        };
+        let mut outcome = None;
+        let written = self
+            .store
+            .update_memory(ctx.tenant_id, ctx.agent_id, target, &self.user_key, |current| {
+                match memory::apply(current, &action, limit) {
+                    Ok(Applied::Changed { entries, message }) => {
+                        outcome = Some(message);
+                        Ok(Some(entries))
                     }
-                },
-                "required": ["action", "target"]
+                    Ok(Applied::Unchanged { message }) => {
+                        outcome = Some(message);
+                        Ok(None)
+                    }
+                    Err(refusal) => Err((refusal, current.to_vec())),
+                }
+            })
+            .await
+            .map_err(|e| ToolError::Unavailable(format!("memory cannot be saved right now: {e}")))?;
+        let answer = match written {
+            Ok(entries) => {
+                let mut answer = json!({
+                    "success": true,
+                    "target": target.as_str(),
+                    "message": outcome.unwrap_or("Done."),
+                    "entries": entries,
+                    "usage": memory::usage_label(&entries, limit),
+                });
+                if memory::should_consolidate(&entries, limit) {
+                    answer["note"] = json!("Over 80% full: consolidate related entries with replace.");
+                }
+                answer
             }
-        })
-    }
-
-    fn read_only(&self) -> bool {
-        false
-    }
-
-    fn sequential(&self) -> bool {
-        true
-    }
-
-    fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
-        Box::pin(async move {
-            let (target, action) = parse(&args).map_err(ToolError::RespondToModel)?;
-            let limit = match target {
-                MemoryTarget::Memory => self.memory_chars,
-                MemoryTarget::User => self.user_chars,
-            };
-            let mut outcome = None;
-            let written = self
-                .store
-                .update_memory(ctx.tenant_id, ctx.agent_id, target, &self.user_key, |current| {
-                    match memory::apply(current, &action, limit) {
-                        Ok(Applied::Changed { entries, message }) => {
-                            outcome = Some(message);
-                            Ok(Some(entries))
-                        }
-                        Ok(Applied::Unchanged { message }) => {
-                            outcome = Some(message);
-                            Ok(None)
-                        }
-                        Err(refusal) => Err((refusal, current.to_vec())),
-                    }
+            Err((refusal, entries)) => {
+                if let Refusal::Blocked(reason) = &refusal {
+                    tracing::warn!(tenant.id = %ctx.tenant_id, agent.id = %ctx.agent_id, reason, "memory write refused by the scanner");
+                    metrics::counter!("hermes_memory_refused_total", "reason" => *reason).increment(1);
+                }
+                json!({
+                    "success": false,
+                    "error": refusal.to_string(),
+                    "current_entries": entries,
+                    "usage": memory::usage_label(&entries, limit),
                 })
-                .await
-                .map_err(|e| ToolError::Unavailable(format!("memory cannot be saved right now: {e}")))?;
-            let answer = match written {
-                Ok(entries) => {
-                    let mut answer = json!({
-                        "success": true,
-                        "target": target.as_str(),
-                        "message": outcome.unwrap_or("Done."),
-                        "entries": entries,
-                        "usage": memory::usage_label(&entries, limit),
-                    });
-                    if memory::should_consolidate(&entries, limit) {
-                        answer["note"] = json!("Over 80% full: consolidate related entries with replace.");
-                    }
-                    answer
-                }
-                Err((refusal, entries)) => {
-                    if let Refusal::Blocked(reason) = &refusal {
-                        tracing::warn!(tenant.id = %ctx.tenant_id, agent.id = %ctx.agent_id, reason, "memory write refused by the scanner");
-                        metrics::counter!("hermes_memory_refused_total", "reason" => *reason).increment(1);
-                    }
-                    json!({
-                        "success": false,
-                        "error": refusal.to_string(),
-                        "current_entries": entries,
-                        "usage": memory::usage_label(&entries, limit),
-                    })
-                }
-            };
-            Ok(answer.to_string())
-        })
+            }
+        };
+        Ok(answer.to_string())
     }
 }

@@ -4,12 +4,11 @@
 //! `session_id` with `around_message_id` scrolls through one, and no arguments lists recent
 //! ones. The current conversation is never returned.
 
-use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use hermes_core::SessionId;
 use hermes_store::{SearchOrder, SearchScope, Store, StoreError};
-use hermes_tools::{Tool, ToolCtx, ToolError};
+use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema};
 
 const DEFAULT_LIMIT: u64 = 3;
 const MAX_LIMIT: u64 = 10;
@@ -53,116 +52,98 @@ fn store_error(e: StoreError) -> ToolError {
     }
 }
 
-impl Tool for SessionSearchTool {
-    fn name(&self) -> &'static str {
-        "session_search"
-    }
-
-    fn toolset(&self) -> &'static str {
-        "session_search"
-    }
-
-    fn schema(&self) -> Value {
-        json!({
-            "name": "session_search",
-            "description": "Search your earlier conversations with this user. With `query`: full-text search (any \
+impl SimpleTool for SessionSearchTool {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "session_search",
+        "session_search",
+        "Search your earlier conversations with this user. With `query`: full-text search (any \
                 language); words are ANDed, \"quoted phrases\", `a OR b`, `-word` or `NOT word` to exclude, `word*` \
                 for a prefix. Each result is a conversation with a snippet, its first and last messages and a \
                 window around the match (the matching message has anchor: true). With `session_id` and \
                 `around_message_id`: read more of one conversation. With neither: list recent conversations.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "query": { "type": "string", "description": "What to look for." },
-                    "session_id": { "type": "string", "description": "A conversation from an earlier result, to scroll." },
-                    "around_message_id": { "type": "integer", "description": "The message to centre on when scrolling." },
-                    "window": { "type": "integer", "description": "Messages either side when scrolling (1-20, default 5)." },
-                    "limit": { "type": "integer", "description": "Conversations to return (1-10, default 3)." },
-                    "offset": { "type": "integer", "description": "Conversations to skip, for the next page." },
-                    "sort": { "type": "string", "enum": ["relevance", "newest", "oldest"] },
-                    "role_filter": { "type": "string", "description": "Comma-separated: user, assistant (default both)." }
-                }
+    )
+    .read_only()
+    .sequential();
+
+    fn parameters(&self) -> Value {
+        object_schema(
+            json!({
+                "query": { "type": "string", "description": "What to look for." },
+                "session_id": { "type": "string", "description": "A conversation from an earlier result, to scroll." },
+                "around_message_id": { "type": "integer", "description": "The message to centre on when scrolling." },
+                "window": { "type": "integer", "description": "Messages either side when scrolling (1-20, default 5)." },
+                "limit": { "type": "integer", "description": "Conversations to return (1-10, default 3)." },
+                "offset": { "type": "integer", "description": "Conversations to skip, for the next page." },
+                "sort": { "type": "string", "enum": ["relevance", "newest", "oldest"] },
+                "role_filter": { "type": "string", "description": "Comma-separated: user, assistant (default both)." }
+            }),
+            &[],
+        )
+    }
+
+    async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
+        let scope = SearchScope {
+            tenant: ctx.tenant_id,
+            agent: ctx.agent_id,
+            user_key: self.user_key.clone(),
+            current: Some(ctx.session_id),
+        };
+        let roles = roles(&args)?;
+        let limit = number(&args, "limit")?.map_or(DEFAULT_LIMIT, |n| n.clamp(1, MAX_LIMIT as i64) as u64);
+        let offset = number(&args, "offset")?.map_or(0, |n| n.max(0) as u64);
+        let (limit, offset) = (limit as usize, offset as usize);
+        let query = args.get("query").and_then(Value::as_str).map(str::trim).filter(|q| !q.is_empty());
+        let session = args.get("session_id").and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty());
+        let answer = match (query, session) {
+            (_, Some(session)) => {
+                let session: SessionId = session.parse().map_err(|_| {
+                    ToolError::RespondToModel("`session_id` is not a session id from an earlier result".into())
+                })?;
+                let around = number(&args, "around_message_id")?.ok_or_else(|| {
+                    ToolError::RespondToModel("scrolling needs `around_message_id` with `session_id`".into())
+                })?;
+                let around = i32::try_from(around).unwrap_or(i32::MAX);
+                let window = number(&args, "window")?.unwrap_or(DEFAULT_WINDOW).clamp(1, MAX_WINDOW) as i32;
+                let (summary, messages) =
+                    self.store.scroll_session(&scope, session, around, window, &roles).await.map_err(store_error)?;
+                json!({ "mode": "scroll", "session": summary, "messages": messages })
             }
-        })
-    }
-
-    fn read_only(&self) -> bool {
-        true
-    }
-
-    fn sequential(&self) -> bool {
-        true
-    }
-
-    fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
-        Box::pin(async move {
-            let scope = SearchScope {
-                tenant: ctx.tenant_id,
-                agent: ctx.agent_id,
-                user_key: self.user_key.clone(),
-                current: Some(ctx.session_id),
-            };
-            let roles = roles(&args)?;
-            let limit = number(&args, "limit")?.map_or(DEFAULT_LIMIT, |n| n.clamp(1, MAX_LIMIT as i64) as u64);
-            let offset = number(&args, "offset")?.map_or(0, |n| n.max(0) as u64);
-            let (limit, offset) = (limit as usize, offset as usize);
-            let query = args.get("query").and_then(Value::as_str).map(str::trim).filter(|q| !q.is_empty());
-            let session = args.get("session_id").and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty());
-            let answer = match (query, session) {
-                (_, Some(session)) => {
-                    let session: SessionId = session.parse().map_err(|_| {
-                        ToolError::RespondToModel("`session_id` is not a session id from an earlier result".into())
-                    })?;
-                    let around = number(&args, "around_message_id")?.ok_or_else(|| {
-                        ToolError::RespondToModel("scrolling needs `around_message_id` with `session_id`".into())
-                    })?;
-                    let around = i32::try_from(around).unwrap_or(i32::MAX);
-                    let window = number(&args, "window")?.unwrap_or(DEFAULT_WINDOW).clamp(1, MAX_WINDOW) as i32;
-                    let (summary, messages) = self
-                        .store
-                        .scroll_session(&scope, session, around, window, &roles)
-                        .await
-                        .map_err(store_error)?;
-                    json!({ "mode": "scroll", "session": summary, "messages": messages })
+            (Some(query), None) => {
+                let Some(tsquery) = hermes_store::search_text::parse_query(query) else {
+                    return Err(ToolError::RespondToModel(
+                        "the query has no words to look for (only operators or exclusions)".into(),
+                    ));
+                };
+                let order = match args.get("sort").and_then(Value::as_str) {
+                    Some("newest") => SearchOrder::Newest,
+                    Some("oldest") => SearchOrder::Oldest,
+                    _ => SearchOrder::Relevance,
+                };
+                let results = self
+                    .store
+                    .search_sessions(&scope, &tsquery, &roles, order, limit, offset)
+                    .await
+                    .map_err(store_error)?;
+                let mut answer = json!({ "mode": "discover", "query": query, "count": results.len() });
+                if results.len() == limit {
+                    answer["next_offset"] = json!(offset + limit);
                 }
-                (Some(query), None) => {
-                    let Some(tsquery) = hermes_store::search_text::parse_query(query) else {
-                        return Err(ToolError::RespondToModel(
-                            "the query has no words to look for (only operators or exclusions)".into(),
-                        ));
-                    };
-                    let order = match args.get("sort").and_then(Value::as_str) {
-                        Some("newest") => SearchOrder::Newest,
-                        Some("oldest") => SearchOrder::Oldest,
-                        _ => SearchOrder::Relevance,
-                    };
-                    let results = self
-                        .store
-                        .search_sessions(&scope, &tsquery, &roles, order, limit, offset)
-                        .await
-                        .map_err(store_error)?;
-                    let mut answer = json!({ "mode": "discover", "query": query, "count": results.len() });
-                    if results.len() == limit {
-                        answer["next_offset"] = json!(offset + limit);
-                    }
-                    answer["results"] = json!(results);
-                    if results.is_empty() {
-                        answer["message"] =
-                            json!("No earlier conversation matches; try other words or a prefix (word*).");
-                    }
-                    answer
+                answer["results"] = json!(results);
+                if results.is_empty() {
+                    answer["message"] = json!("No earlier conversation matches; try other words or a prefix (word*).");
                 }
-                (None, None) => {
-                    let sessions = self.store.recent_sessions(&scope, limit, offset).await.map_err(store_error)?;
-                    let mut answer = json!({ "mode": "browse", "count": sessions.len() });
-                    if sessions.len() == limit {
-                        answer["next_offset"] = json!(offset + limit);
-                    }
-                    answer["sessions"] = json!(sessions);
-                    answer
+                answer
+            }
+            (None, None) => {
+                let sessions = self.store.recent_sessions(&scope, limit, offset).await.map_err(store_error)?;
+                let mut answer = json!({ "mode": "browse", "count": sessions.len() });
+                if sessions.len() == limit {
+                    answer["next_offset"] = json!(offset + limit);
                 }
-            };
-            Ok(answer.to_string())
-        })
+                answer["sessions"] = json!(sessions);
+                answer
+            }
+        };
+        Ok(answer.to_string())
     }
 }

@@ -3,14 +3,20 @@
 //! outbox like any reply, once per tool call (its call id is the key), so a resumed turn does
 //! not post twice. Not given to cron runs or delegated children.
 
-use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use hermes_store::Store;
-use hermes_tools::{Tool, ToolCtx, ToolError};
+use hermes_tools::{Choice, SimpleTool, ToolCtx, ToolError, ToolSpec, choices, object_schema};
 
 pub(crate) struct SendMessageTool {
     pub store: Store,
+}
+
+choices! {
+    enum SendAction {
+        Send = "send",
+        List = "list",
+    }
 }
 
 /// The longest message one call posts (the gateway splits it for the platform).
@@ -50,62 +56,46 @@ impl SendMessageTool {
     }
 }
 
-impl Tool for SendMessageTool {
-    fn name(&self) -> &'static str {
-        "send_message"
-    }
-
-    fn toolset(&self) -> &'static str {
-        "messaging"
-    }
-
-    fn schema(&self) -> Value {
-        json!({
-            "name": "send_message",
-            "description": "Post a message to a chat through one of your team's bots, e.g. to tell a group that a \
+impl SimpleTool for SendMessageTool {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "send_message",
+        "messaging",
+        "Post a message to a chat through one of your team's bots, e.g. to tell a group that a \
                 task finished. `target` is platform:chat_id or platform:chat_id:thread (telegram:123456, \
                 slack:C0123:1700000000.000100, wecom:zhangsan). Your answer in this conversation needs no tool: \
                 use this only for other chats. action=list shows the bots you can use.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "action": { "type": "string", "enum": ["send", "list"] },
-                    "target": { "type": "string" },
-                    "message": { "type": "string" }
-                },
-                "required": ["action"]
+    )
+    .sequential();
+
+    fn parameters(&self) -> Value {
+        object_schema(
+            json!({
+                "action": SendAction::schema(),
+                "target": { "type": "string" },
+                "message": { "type": "string" }
+            }),
+            &["action"],
+        )
+    }
+
+    async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
+        let answer = match SendAction::read(&args, "action") {
+            Some(SendAction::Send) => self.send(ctx, &args).await?,
+            Some(SendAction::List) => {
+                let channels = self
+                    .store
+                    .list_channels(ctx.tenant_id)
+                    .await
+                    .map_err(|e| ToolError::Unavailable(format!("cannot list the bots right now: {e}")))?;
+                let bots: Vec<Value> = channels
+                    .iter()
+                    .filter(|c| c.status == "active")
+                    .map(|c| json!({ "platform": c.platform, "bot": c.bot_username, "yours": c.agent_id == ctx.agent_id }))
+                    .collect();
+                json!({ "bots": bots })
             }
-        })
-    }
-
-    fn read_only(&self) -> bool {
-        false
-    }
-
-    fn sequential(&self) -> bool {
-        true
-    }
-
-    fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
-        Box::pin(async move {
-            let answer = match args.get("action").and_then(Value::as_str) {
-                Some("send") => self.send(ctx, &args).await?,
-                Some("list") => {
-                    let channels = self
-                        .store
-                        .list_channels(ctx.tenant_id)
-                        .await
-                        .map_err(|e| ToolError::Unavailable(format!("cannot list the bots right now: {e}")))?;
-                    let bots: Vec<Value> = channels
-                        .iter()
-                        .filter(|c| c.status == "active")
-                        .map(|c| json!({ "platform": c.platform, "bot": c.bot_username, "yours": c.agent_id == ctx.agent_id }))
-                        .collect();
-                    json!({ "bots": bots })
-                }
-                _ => return Err(refuse("`action` must be send or list")),
-            };
-            Ok(answer.to_string())
-        })
+            None => return Err(refuse("`action` must be send or list")),
+        };
+        Ok(answer.to_string())
     }
 }

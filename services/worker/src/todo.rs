@@ -3,11 +3,10 @@
 //! with the whole list. Kept in Postgres, so it survives worker restarts and follows the
 //! conversation into a compacted session.
 
-use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use hermes_store::Store;
-use hermes_tools::{Tool, ToolCtx, ToolError};
+use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema};
 
 pub(crate) const MAX_ITEMS: usize = 256;
 pub(crate) const MAX_CONTENT_CHARS: usize = 4_000;
@@ -107,75 +106,57 @@ fn answer(items: &[Value]) -> String {
     .to_string()
 }
 
-impl Tool for TodoTool {
-    fn name(&self) -> &'static str {
-        "todo"
-    }
-
-    fn toolset(&self) -> &'static str {
-        "todo"
-    }
-
-    fn schema(&self) -> Value {
-        json!({
-            "name": "todo",
-            "description": "Manage your task list for this session. Use it for tasks of 3+ steps or when the user \
+impl SimpleTool for TodoTool {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "todo",
+        "todo",
+        "Manage your task list for this session. Use it for tasks of 3+ steps or when the user \
                 gives several tasks. Call with no arguments to read the list. Writing: give `todos` to replace the \
                 list, or `merge: true` to update items by id and add new ones. Keep one item in_progress at a \
                 time and mark items completed as soon as they are done. Every call returns the whole list.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "todos": {
-                        "type": "array",
-                        "description": "Items to write; omit to read.",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "id": { "type": "string" },
-                                "content": { "type": "string" },
-                                "status": { "type": "string", "enum": STATUSES }
-                            },
-                            "required": ["id", "content", "status"]
-                        }
-                    },
-                    "merge": { "type": "boolean", "description": "Update by id instead of replacing (default false)." }
-                }
+    )
+    .sequential();
+
+    fn parameters(&self) -> Value {
+        object_schema(
+            json!({
+                "todos": {
+                    "type": "array",
+                    "description": "Items to write; omit to read.",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "id": { "type": "string" },
+                            "content": { "type": "string" },
+                            "status": { "type": "string", "enum": STATUSES }
+                        },
+                        "required": ["id", "content", "status"]
+                    }
+                },
+                "merge": { "type": "boolean", "description": "Update by id instead of replacing (default false)." }
+            }),
+            &[],
+        )
+    }
+
+    async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
+        let unavailable = |e: hermes_store::StoreError| ToolError::Unavailable(format!("task list: {e}"));
+        let current = self.store.todos(ctx.tenant_id, ctx.session_id).await.map_err(unavailable)?;
+        let current = current.as_array().cloned().unwrap_or_default();
+        let todos = match args.get("todos") {
+            None | Some(Value::Null) => return Ok(answer(&current)),
+            Some(Value::Array(todos)) => todos,
+            Some(_) => {
+                return Err(ToolError::RespondToModel("todos must be an array of {id, content, status}".into()));
             }
-        })
-    }
-
-    fn read_only(&self) -> bool {
-        false
-    }
-
-    fn sequential(&self) -> bool {
-        true
-    }
-
-    fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
-        Box::pin(async move {
-            let unavailable = |e: hermes_store::StoreError| ToolError::Unavailable(format!("task list: {e}"));
-            let current = self.store.todos(ctx.tenant_id, ctx.session_id).await.map_err(unavailable)?;
-            let current = current.as_array().cloned().unwrap_or_default();
-            let todos = match args.get("todos") {
-                None | Some(Value::Null) => return Ok(answer(&current)),
-                Some(Value::Array(todos)) => todos,
-                Some(_) => {
-                    return Err(ToolError::RespondToModel("todos must be an array of {id, content, status}".into()));
-                }
-            };
-            if let Some(bad) = todos.iter().find(|t| !t.is_object()) {
-                return Err(ToolError::RespondToModel(format!("each todo must be an object, not {bad}")));
-            }
-            let merge = args.get("merge").and_then(Value::as_bool).unwrap_or(false);
-            let items = write(&current, todos, merge);
-            self.store
-                .set_todos(ctx.tenant_id, ctx.session_id, &Value::Array(items.clone()))
-                .await
-                .map_err(unavailable)?;
-            Ok(answer(&items))
-        })
+        };
+        if let Some(bad) = todos.iter().find(|t| !t.is_object()) {
+            return Err(ToolError::RespondToModel(format!("each todo must be an object, not {bad}")));
+        }
+        let merge = args.get("merge").and_then(Value::as_bool).unwrap_or(false);
+        let items = write(&current, todos, merge);
+        self.store.set_todos(ctx.tenant_id, ctx.session_id, &Value::Array(items.clone())).await.map_err(unavailable)?;
+        Ok(answer(&items))
     }
 }
 

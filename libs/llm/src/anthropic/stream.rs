@@ -2,9 +2,10 @@
 
 use serde_json::Value;
 
-use hermes_core::{ChatMessage, Content, Role, ToolCall, ToolCallFunction, Usage};
+use hermes_core::{ToolCall, ToolCallFunction, Usage};
 
-use crate::accumulate::{MAX_RESPONSE_BYTES, MAX_TOOL_CALLS};
+use crate::accumulate::{MAX_TOOL_CALLS, Streamed};
+use crate::wire::StreamFold;
 use crate::{ChatResponse, DeltaSink, LlmError};
 
 #[derive(Debug)]
@@ -19,18 +20,16 @@ enum Block {
 #[derive(Debug, Default)]
 pub struct AnthropicAccumulator {
     blocks: Vec<Block>,
-    text: String,
-    reasoning: String,
+    streamed: Streamed,
     stop_reason: Option<String>,
     usage: Usage,
-    emitted: bool,
-    done: bool,
-    bytes: usize,
 }
 
-impl AnthropicAccumulator {
+impl StreamFold for AnthropicAccumulator {
+    const END: &'static str = "message_stop";
+
     /// Feeds one event's `data` (the event name is also in its `type`).
-    pub fn push(&mut self, data: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
+    fn push(&mut self, data: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
         let event: Value =
             serde_json::from_str(data).map_err(|e| LlmError::malformed(format!("bad stream event: {e}")))?;
         match event["type"].as_str().unwrap_or_default() {
@@ -75,24 +74,15 @@ impl AnthropicAccumulator {
                 match (delta["type"].as_str().unwrap_or_default(), self.blocks.get_mut(index)) {
                     ("text_delta", _) => {
                         let t = delta["text"].as_str().unwrap_or_default();
-                        self.count(t.len())?;
-                        sink.text(t);
-                        self.emitted = true;
-                        self.text.push_str(t);
+                        self.streamed.text(t, sink)?;
                     }
                     ("thinking_delta", _) => {
                         let t = delta["thinking"].as_str().unwrap_or_default();
-                        self.count(t.len())?;
-                        sink.reasoning(t);
-                        self.emitted = true;
-                        self.reasoning.push_str(t);
+                        self.streamed.reasoning(t, sink)?;
                     }
                     ("input_json_delta", Some(Block::ToolUse { json, .. })) => {
                         let part = delta["partial_json"].as_str().unwrap_or_default();
-                        self.bytes += part.len();
-                        if self.bytes > MAX_RESPONSE_BYTES {
-                            return Err(LlmError::malformed("response is too large"));
-                        }
+                        self.streamed.add_bytes(part.len())?;
                         json.push_str(part);
                     }
                     _ => {}
@@ -106,7 +96,7 @@ impl AnthropicAccumulator {
                     self.usage.completion_tokens = out;
                 }
             }
-            "message_stop" => self.done = true,
+            "message_stop" => self.streamed.done = true,
             "error" => {
                 let err = &event["error"];
                 let status = match err["type"].as_str().unwrap_or_default() {
@@ -126,24 +116,16 @@ impl AnthropicAccumulator {
         Ok(())
     }
 
-    fn count(&mut self, n: usize) -> Result<(), LlmError> {
-        self.bytes += n;
-        if self.bytes > MAX_RESPONSE_BYTES {
-            return Err(LlmError::malformed("response is too large"));
-        }
-        Ok(())
+    fn has_emitted(&self) -> bool {
+        self.streamed.emitted
     }
 
-    pub fn has_emitted(&self) -> bool {
-        self.emitted
-    }
-
-    pub fn is_done(&self) -> bool {
-        self.done
+    fn is_done(&self) -> bool {
+        self.streamed.done
     }
 
     /// The finished response, with Anthropic's stop reasons in OpenAI's words.
-    pub fn finish(mut self) -> ChatResponse {
+    fn finish(mut self) -> ChatResponse {
         self.usage.total_tokens = self.usage.prompt_tokens + self.usage.completion_tokens;
         let tool_calls: Vec<ToolCall> = self
             .blocks
@@ -170,20 +152,7 @@ impl AnthropicAccumulator {
             }
             .to_owned()
         });
-        let content =
-            if self.text.is_empty() && !tool_calls.is_empty() { None } else { Some(Content::Text(self.text)) };
-        ChatResponse {
-            message: ChatMessage {
-                role: Role::Assistant,
-                content,
-                tool_calls,
-                tool_call_id: None,
-                name: None,
-                reasoning: (!self.reasoning.is_empty()).then_some(self.reasoning),
-            },
-            finish_reason,
-            usage: self.usage,
-        }
+        self.streamed.answer(tool_calls, finish_reason, self.usage)
     }
 }
 

@@ -2,9 +2,10 @@
 
 use serde_json::Value;
 
-use hermes_core::{ChatMessage, Content, Role, ToolCall, ToolCallFunction, Usage};
+use hermes_core::{ToolCall, ToolCallFunction, Usage};
 
-use crate::accumulate::{MAX_RESPONSE_BYTES, MAX_TOOL_CALLS};
+use crate::accumulate::{MAX_TOOL_CALLS, Streamed};
+use crate::wire::StreamFold;
 use crate::{ChatResponse, DeltaSink, LlmError};
 
 #[derive(Debug, Default)]
@@ -18,43 +19,31 @@ struct Call {
 /// Accumulates `response.*` events.
 #[derive(Debug, Default)]
 pub struct ResponsesAccumulator {
-    text: String,
-    reasoning: String,
+    streamed: Streamed,
     calls: Vec<Call>,
     usage: Usage,
     finish: Option<String>,
-    emitted: bool,
-    done: bool,
-    bytes: usize,
 }
 
-impl ResponsesAccumulator {
-    fn count(&mut self, n: usize) -> Result<(), LlmError> {
-        self.bytes += n;
-        if self.bytes > MAX_RESPONSE_BYTES {
-            return Err(LlmError::malformed("response is too large"));
-        }
-        Ok(())
-    }
+impl StreamFold for ResponsesAccumulator {
+    const END: &'static str = "response.completed";
 
     /// Feeds one event's `data`.
-    pub fn push(&mut self, data: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
+    fn push(&mut self, data: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
+        // Some servers end the events with chat completions' marker.
+        if data.trim() == "[DONE]" {
+            return Ok(());
+        }
         let event: Value =
             serde_json::from_str(data).map_err(|e| LlmError::malformed(format!("bad stream event: {e}")))?;
         match event["type"].as_str().unwrap_or_default() {
             "response.output_text.delta" => {
                 let d = event["delta"].as_str().unwrap_or_default();
-                self.count(d.len())?;
-                sink.text(d);
-                self.emitted = true;
-                self.text.push_str(d);
+                self.streamed.text(d, sink)?;
             }
             "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => {
                 let d = event["delta"].as_str().unwrap_or_default();
-                self.count(d.len())?;
-                sink.reasoning(d);
-                self.emitted = true;
-                self.reasoning.push_str(d);
+                self.streamed.reasoning(d, sink)?;
             }
             "response.output_item.added" if event["item"]["type"] == "function_call" => {
                 if self.calls.len() >= MAX_TOOL_CALLS {
@@ -70,7 +59,7 @@ impl ResponsesAccumulator {
             }
             "response.function_call_arguments.delta" => {
                 let d = event["delta"].as_str().unwrap_or_default().to_owned();
-                self.count(d.len())?;
+                self.streamed.add_bytes(d.len())?;
                 let id = event["item_id"].as_str().unwrap_or_default();
                 let index = self.calls.iter().position(|c| c.item_id == id).or_else(|| {
                     // Without an item id, the arguments belong to the latest call.
@@ -106,7 +95,7 @@ impl ResponsesAccumulator {
                     _ if !self.calls.is_empty() => "tool_calls".into(),
                     _ => "stop".into(),
                 });
-                self.done = true;
+                self.streamed.done = true;
             }
             "response.failed" => {
                 let err = &event["response"]["error"];
@@ -118,15 +107,15 @@ impl ResponsesAccumulator {
         Ok(())
     }
 
-    pub fn has_emitted(&self) -> bool {
-        self.emitted
+    fn has_emitted(&self) -> bool {
+        self.streamed.emitted
     }
 
-    pub fn is_done(&self) -> bool {
-        self.done
+    fn is_done(&self) -> bool {
+        self.streamed.done
     }
 
-    pub fn finish(self) -> ChatResponse {
+    fn finish(self) -> ChatResponse {
         let tool_calls: Vec<ToolCall> = self
             .calls
             .into_iter()
@@ -139,20 +128,7 @@ impl ResponsesAccumulator {
                 },
             })
             .collect();
-        let content =
-            if self.text.is_empty() && !tool_calls.is_empty() { None } else { Some(Content::Text(self.text)) };
-        ChatResponse {
-            message: ChatMessage {
-                role: Role::Assistant,
-                content,
-                tool_calls,
-                tool_call_id: None,
-                name: None,
-                reasoning: (!self.reasoning.is_empty()).then_some(self.reasoning),
-            },
-            finish_reason: self.finish,
-            usage: self.usage,
-        }
+        self.streamed.answer(tool_calls, self.finish, self.usage)
     }
 }
 

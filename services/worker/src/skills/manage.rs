@@ -4,12 +4,11 @@
 //! place: the first change makes the agent's own copy, which shadows it. Deleting a shared
 //! skill hides it from this agent.
 
-use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use hermes_skills::CheckError;
 use hermes_store::{SkillScope, StoreError};
-use hermes_tools::{Tool, ToolCtx, ToolError};
+use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema};
 
 use super::tools::SkillsContext;
 
@@ -159,19 +158,11 @@ impl SkillManageTool {
     }
 }
 
-impl Tool for SkillManageTool {
-    fn name(&self) -> &'static str {
-        "skill_manage"
-    }
-
-    fn toolset(&self) -> &'static str {
-        "skills"
-    }
-
-    fn schema(&self) -> Value {
-        json!({
-            "name": "skill_manage",
-            "description": "Save procedures that worked as skills you can load later (your procedural memory). \
+impl SimpleTool for SkillManageTool {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "skill_manage",
+        "skills",
+        "Save procedures that worked as skills you can load later (your procedural memory). \
                 Create one after a complex task succeeded (5+ tool calls), after working past errors, when the \
                 user corrected your approach, or when you found a non-trivial workflow. `create` takes a whole \
                 SKILL.md: YAML frontmatter (name, description saying what it does and when to use it, version, \
@@ -179,33 +170,27 @@ impl Tool for SkillManageTool {
                 Prefer `patch` (exact old_string -> new_string) for fixes; `edit` rewrites SKILL.md; \
                 `write_file`/`remove_file` manage references/, templates/, scripts/. Changing a shared skill \
                 makes your own copy.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "action": { "type": "string", "enum": ["create", "patch", "edit", "delete", "write_file", "remove_file"] },
-                    "name": { "type": "string", "description": "The skill's name (lowercase-with-hyphens)." },
-                    "content": { "type": "string", "description": "The whole SKILL.md (create, edit)." },
-                    "category": { "type": "string" },
-                    "old_string": { "type": "string" },
-                    "new_string": { "type": "string" },
-                    "replace_all": { "type": "boolean" },
-                    "file_path": { "type": "string", "description": "e.g. references/notes.md (patch, write_file, remove_file)." },
-                    "file_content": { "type": "string" }
-                },
-                "required": ["action", "name"]
-            }
-        })
+    )
+    .sequential();
+
+    fn parameters(&self) -> Value {
+        object_schema(
+            json!({
+                "action": { "type": "string", "enum": ["create", "patch", "edit", "delete", "write_file", "remove_file"] },
+                "name": { "type": "string", "description": "The skill's name (lowercase-with-hyphens)." },
+                "content": { "type": "string", "description": "The whole SKILL.md (create, edit)." },
+                "category": { "type": "string" },
+                "old_string": { "type": "string" },
+                "new_string": { "type": "string" },
+                "replace_all": { "type": "boolean" },
+                "file_path": { "type": "string", "description": "e.g. references/notes.md (patch, write_file, remove_file)." },
+                "file_content": { "type": "string" }
+            }),
+            &["action", "name"],
+        )
     }
 
-    fn read_only(&self) -> bool {
-        false
-    }
-
-    fn sequential(&self) -> bool {
-        true
-    }
-
-    fn call<'a>(&'a self, _ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
-        Box::pin(async move { self.act(&args).await.map(|v| v.to_string()) })
+    async fn run(&self, _ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
+        self.act(&args).await.map(|v| v.to_string())
     }
 }

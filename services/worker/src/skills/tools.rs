@@ -4,13 +4,12 @@
 
 use std::sync::Arc;
 
-use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use hermes_sandbox::proto::WriteFileRequest;
 use hermes_sandbox::{SandboxKey, Sandboxes};
 use hermes_store::{Agent, SkillUse, Store};
-use hermes_tools::{Tool, ToolCtx, ToolError};
+use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema};
 
 use super::{Indexed, SANDBOX_SKILLS_DIR, SkillCatalog};
 
@@ -40,46 +39,32 @@ impl SkillsContext {
 
 pub(crate) struct SkillsListTool(pub SkillsContext);
 
-impl Tool for SkillsListTool {
-    fn name(&self) -> &'static str {
-        "skills_list"
+impl SimpleTool for SkillsListTool {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "skills_list",
+        "skills",
+        "List the skills you can load: name, description and category. Load one with skill_view.",
+    )
+    .read_only();
+
+    fn parameters(&self) -> Value {
+        object_schema(json!({ "category": { "type": "string", "description": "Only this category." } }), &[])
     }
 
-    fn toolset(&self) -> &'static str {
-        "skills"
-    }
-
-    fn schema(&self) -> Value {
-        json!({
-            "name": "skills_list",
-            "description": "List the skills you can load: name, description and category. Load one with skill_view.",
-            "parameters": {
-                "type": "object",
-                "properties": { "category": { "type": "string", "description": "Only this category." } }
-            }
-        })
-    }
-
-    fn read_only(&self) -> bool {
-        true
-    }
-
-    fn call<'a>(&'a self, _ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
-        Box::pin(async move {
-            let category = args.get("category").and_then(Value::as_str).map(str::to_lowercase);
-            let mut skills: Vec<Value> = self
-                .0
-                .visible()
-                .await?
-                .iter()
-                .filter(|s| category.as_deref().is_none_or(|c| s.record.category == c))
-                .map(|s| json!({"name": s.record.name, "description": s.record.description, "category": s.record.category}))
-                .collect();
-            skills.sort_by(|a, b| {
-                (a["category"].as_str(), a["name"].as_str()).cmp(&(b["category"].as_str(), b["name"].as_str()))
-            });
-            Ok(json!({"count": skills.len(), "skills": skills}).to_string())
-        })
+    async fn run(&self, _ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
+        let category = args.get("category").and_then(Value::as_str).map(str::to_lowercase);
+        let mut skills: Vec<Value> = self
+            .0
+            .visible()
+            .await?
+            .iter()
+            .filter(|s| category.as_deref().is_none_or(|c| s.record.category == c))
+            .map(|s| json!({"name": s.record.name, "description": s.record.description, "category": s.record.category}))
+            .collect();
+        skills.sort_by(|a, b| {
+            (a["category"].as_str(), a["name"].as_str()).cmp(&(b["category"].as_str(), b["name"].as_str()))
+        });
+        Ok(json!({"count": skills.len(), "skills": skills}).to_string())
     }
 }
 
@@ -105,84 +90,69 @@ impl SkillViewTool {
     }
 }
 
-impl Tool for SkillViewTool {
-    fn name(&self) -> &'static str {
-        "skill_view"
-    }
-
-    fn toolset(&self) -> &'static str {
-        "skills"
-    }
-
-    fn schema(&self) -> Value {
-        json!({
-            "name": "skill_view",
-            "description": "Load a skill's full instructions (and the list of its files), or one of its files with \
+impl SimpleTool for SkillViewTool {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "skill_view",
+        "skills",
+        "Load a skill's full instructions (and the list of its files), or one of its files with \
                 `file_path` (e.g. references/checklist.md).",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "name": { "type": "string" },
-                    "file_path": { "type": "string", "description": "A file of the skill, relative to its folder." }
-                },
-                "required": ["name"]
-            }
-        })
+    )
+    .read_only();
+
+    fn parameters(&self) -> Value {
+        object_schema(
+            json!({
+                "name": { "type": "string" },
+                "file_path": { "type": "string", "description": "A file of the skill, relative to its folder." }
+            }),
+            &["name"],
+        )
     }
 
-    fn read_only(&self) -> bool {
-        true
-    }
-
-    fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
-        Box::pin(async move {
-            let name = args.get("name").and_then(Value::as_str).map(str::trim).unwrap_or_default();
-            let visible = self.0.visible().await?;
-            let Some(found) = visible.iter().find(|s| s.record.name == name) else {
-                let mut names: Vec<&str> = visible.iter().map(|s| s.record.name.as_str()).collect();
-                names.sort_unstable();
-                return Err(ToolError::RespondToModel(format!(
-                    "no skill named {name:?}; available: {}",
-                    names.join(", ")
-                )));
+    async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
+        let name = args.get("name").and_then(Value::as_str).map(str::trim).unwrap_or_default();
+        let visible = self.0.visible().await?;
+        let Some(found) = visible.iter().find(|s| s.record.name == name) else {
+            let mut names: Vec<&str> = visible.iter().map(|s| s.record.name.as_str()).collect();
+            names.sort_unstable();
+            return Err(ToolError::RespondToModel(format!("no skill named {name:?}; available: {}", names.join(", "))));
+        };
+        let store = &self.0.store;
+        let fail =
+            |e: hermes_store::StoreError| ToolError::Unavailable(format!("skills are unavailable right now: {e}"));
+        let files = store.skill_files(found.record.id).await.map_err(fail)?;
+        if let Err(e) =
+            store.record_skill_use(ctx.tenant_id, ctx.agent_id, name, SkillUse::Viewed, chrono::Utc::now()).await
+        {
+            tracing::warn!(error = %e, "cannot count the skill view");
+        }
+        let path = args.get("file_path").or_else(|| args.get("path")).and_then(Value::as_str).map(str::trim);
+        if let Some(path) = path.filter(|p| !p.is_empty() && *p != "SKILL.md") {
+            return match files.iter().find(|(p, _)| p == path) {
+                Some((_, content)) => Ok(json!({"name": name, "file_path": path, "content": content}).to_string()),
+                None => Err(ToolError::RespondToModel(format!(
+                    "{name} has no file {path:?}; its files: {}",
+                    files.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>().join(", ")
+                ))),
             };
-            let store = &self.0.store;
-            let fail =
-                |e: hermes_store::StoreError| ToolError::Unavailable(format!("skills are unavailable right now: {e}"));
-            let files = store.skill_files(found.record.id).await.map_err(fail)?;
-            if let Err(e) =
-                store.record_skill_use(ctx.tenant_id, ctx.agent_id, name, SkillUse::Viewed, chrono::Utc::now()).await
-            {
-                tracing::warn!(error = %e, "cannot count the skill view");
-            }
-            let path = args.get("file_path").or_else(|| args.get("path")).and_then(Value::as_str).map(str::trim);
-            if let Some(path) = path.filter(|p| !p.is_empty() && *p != "SKILL.md") {
-                return match files.iter().find(|(p, _)| p == path) {
-                    Some((_, content)) => Ok(json!({"name": name, "file_path": path, "content": content}).to_string()),
-                    None => Err(ToolError::RespondToModel(format!(
-                        "{name} has no file {path:?}; its files: {}",
-                        files.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>().join(", ")
-                    ))),
-                };
-            }
-            let mut answer = json!({
-                "name": name,
-                "category": found.record.category,
-                "description": found.record.description,
-                "version": found.skill.version,
-                "source": found.record.scope,
-                "state": found.state,
-                "pinned": found.pinned,
-                "content": found.record.skill_md,
-                "files": files.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>(),
-            });
-            if !found.skill.config.is_empty() {
-                answer["config"] = json!(found.skill.config);
-            }
-            if let Some(dir) = self.sync_files(ctx, name, &files).await {
-                answer["files_in_sandbox"] = json!(dir);
-            }
-            Ok(answer.to_string())
-        })
+        }
+        let mut answer = json!({
+            "name": name,
+            "category": found.record.category,
+            "description": found.record.description,
+            "version": found.skill.version,
+            "source": found.record.scope,
+            "state": found.state,
+            "pinned": found.pinned,
+            "content": found.record.skill_md,
+            "files": files.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>(),
+        });
+        if !found.skill.config.is_empty() {
+            answer["config"] = json!(found.skill.config);
+        }
+        if let Some(dir) = self.sync_files(ctx, name, &files).await {
+            answer["files_in_sandbox"] = json!(dir);
+        }
+        Ok(answer.to_string())
     }
 }

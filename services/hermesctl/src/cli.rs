@@ -1,0 +1,75 @@
+//! What the command files share: the tenant a command acts for (named with `--tenant`), the
+//! arguments that name one thing of it, and printing the result for people or, with `--json`,
+//! for machines.
+
+use anyhow::bail;
+use clap::Args;
+use serde::Serialize;
+use serde_json::json;
+
+use hermes_store::{Store, StoreError, Tenant};
+
+/// `--tenant NAME`.
+#[derive(Args)]
+pub struct TenantArg {
+    #[arg(long)]
+    pub tenant: String,
+}
+
+impl TenantArg {
+    pub async fn resolve(&self, store: &Store) -> anyhow::Result<Tenant> {
+        tenant(store, &self.tenant).await
+    }
+}
+
+/// `--tenant NAME --agent NAME`: what a new thing belongs to.
+#[derive(Args)]
+pub struct TenantAgent {
+    #[arg(long)]
+    pub tenant: String,
+    /// The agent's name.
+    #[arg(long)]
+    pub agent: String,
+}
+
+/// `--tenant NAME ID`: one thing of a tenant, by its id.
+#[derive(Args)]
+pub struct TenantItem {
+    #[arg(long)]
+    pub tenant: String,
+    pub id: uuid::Uuid,
+}
+
+/// `--tenant NAME JOB`: one cron job, by id or name.
+#[derive(Args)]
+pub struct TenantJob {
+    #[arg(long)]
+    pub tenant: String,
+    pub job: String,
+}
+
+/// The tenant named `name`, or how to create it.
+pub async fn tenant(store: &Store, name: &str) -> anyhow::Result<Tenant> {
+    match store.tenant_by_name(name).await {
+        Ok(t) => Ok(t),
+        Err(StoreError::NotFound) => {
+            bail!("no tenant named {name:?} (create it with `hermesctl tenant create {name}`)")
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Prints `value` as JSON in `--json` mode, `human` otherwise.
+pub fn print(json_mode: bool, value: serde_json::Value, human: String) {
+    if json_mode {
+        println!("{value}");
+    } else {
+        println!("{human}");
+    }
+}
+
+/// Prints a list: a JSON array in `--json` mode, otherwise one `line` per item.
+pub fn print_lines<T: Serialize>(json_mode: bool, items: &[T], line: impl Fn(&T) -> String) {
+    let human = items.iter().map(line).collect::<Vec<_>>().join("\n");
+    print(json_mode, json!(items), human);
+}
