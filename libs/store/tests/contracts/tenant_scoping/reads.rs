@@ -32,7 +32,8 @@ fn scope(w: &World, tenant: TenantId) -> SearchScope {
 pub(super) async fn check(w: &World, c: &mut Cases) {
     let s = &w.store;
     let (session, agent) = (w.a.session, w.a.agent);
-    let today = Utc::now().date_naive();
+    // A day either side, so a run across midnight still covers the owner's usage.
+    let (from, to) = (Utc::now().date_naive().pred_opt().unwrap(), Utc::now().date_naive().succ_opt().unwrap());
     let roles = ["user".to_owned(), "assistant".to_owned()];
     let words = hermes_store::search_text::parse_query("hello").unwrap();
 
@@ -84,7 +85,7 @@ pub(super) async fn check(w: &World, c: &mut Cases) {
     read!(w, c, "skill_events", t => s.skill_events(t, agent, 10), some);
     read!(w, c, "credential_pools", t => s.credential_pools(t), some);
     read!(w, c, "budget_states", t => s.budget_states(t, agent, Utc::now()), some);
-    read!(w, c, "usage_report", t => s.usage_report(t, Some(agent), UsageGroup::Agent, today, today), some);
+    read!(w, c, "usage_report", t => s.usage_report(t, Some(agent), UsageGroup::Agent, from, to), some);
     read!(w, c, "delivery_targets", t => s.delivery_targets(t, agent, "telegram:42", None, ("cron", json!({"name": "x"}))), some);
     c.answers("skill_index_version", (0, 0), s.skill_index_version(w.b.id).await);
 
