@@ -235,8 +235,13 @@ impl Store {
                 map.remove("also");
             }
             let payload = json!({ "kind": "text", "text": notice });
-            crate::outbox::enqueue_outbox_in(&mut tx, tenant, channel, &dest, &format!("goal:{turn}"), &payload)
-                .await?;
+            // A channel deleted meanwhile has nobody to tell.
+            match crate::outbox::enqueue_outbox_in(&mut tx, tenant, channel, &dest, &format!("goal:{turn}"), &payload)
+                .await
+            {
+                Ok(()) | Err(crate::StoreError::NotFound) => {}
+                Err(e) => return Err(e),
+            }
         }
         tx.commit().await?;
         Ok(queued)

@@ -8,7 +8,9 @@ use hermes_core::TenantId;
 use crate::{Result, Store};
 
 impl Store {
-    /// Puts a gateway message (a command's answer, a notice) in the outbox, once per key.
+    /// Puts a gateway message (a command's answer, a notice) in the outbox, once per key. The
+    /// channel must be the tenant's (`NotFound` otherwise): the gateway sends through the
+    /// channel's bot without asking whose row it is.
     pub async fn enqueue_outbox(
         &self,
         tenant: TenantId,
@@ -31,9 +33,13 @@ pub(crate) async fn enqueue_outbox_in(
     dedupe_key: &str,
     payload: &Value,
 ) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO outbox (id, tenant_id, channel_id, destination, dedupe_key, payload)
-         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, dedupe_key) DO NOTHING",
+    let owned: bool = sqlx::query_scalar(
+        "WITH channel AS (SELECT id FROM channels WHERE tenant_id = $2 AND id = $3),
+              queued AS (
+                INSERT INTO outbox (id, tenant_id, channel_id, destination, dedupe_key, payload)
+                SELECT $1, $2, channel.id, $4, $5, $6 FROM channel
+                ON CONFLICT (tenant_id, dedupe_key) DO NOTHING)
+         SELECT EXISTS (SELECT 1 FROM channel)",
     )
     .bind(uuid::Uuid::now_v7())
     .bind(tenant.as_uuid())
@@ -41,7 +47,7 @@ pub(crate) async fn enqueue_outbox_in(
     .bind(destination)
     .bind(crate::messages::without_nul(dedupe_key))
     .bind(crate::messages::storable_json(payload)?)
-    .execute(db)
+    .fetch_one(db)
     .await?;
-    Ok(())
+    if owned { Ok(()) } else { Err(crate::StoreError::NotFound) }
 }

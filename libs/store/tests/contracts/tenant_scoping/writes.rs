@@ -139,6 +139,10 @@ async fn channels_and_chats(w: &World, c: &mut Cases) {
     c.nothing("set_bot_username", s.set_bot_username(b, channel, "intruder_bot").await);
     c.nothing("set_channel_status", s.set_channel_status(b, channel, "blocked", Some("intruder")).await);
     c.nothing("advance_poll_offset", s.advance_poll_offset(b, channel, 1_000_000).await);
+    // The gateway sends an outbox row through its channel's bot: never another tenant's.
+    let dest = json!({"platform": "telegram", "channel_id": channel, "chat_id": "42"});
+    let payload = json!({"kind": "text", "text": "sent through your bot"});
+    c.not_found("enqueue_outbox", s.enqueue_outbox(b, channel, &dest, "intruder:1", &payload).await);
     let new = NewChannel {
         agent_id: w.a.agent,
         platform: "telegram".into(),
