@@ -10,12 +10,12 @@ use serde_json::{Value, json};
 use hermes_core::toolsets::TOOLSETS;
 use hermes_http::ApiError;
 
-use crate::AppState;
+use crate::agents::resolve_agent;
 use crate::auth::Caller;
-use crate::chat::resolve_agent;
+use crate::state::AppState;
 
 #[utoipa::path(get, path = "/v1/capabilities", tag = "hermes",
-    responses((status = 200, description = "What this server supports", body = crate::openapi::Capabilities), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "What this server supports", body = crate::schemas::Capabilities), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn capabilities(Caller(_): Caller) -> Json<Value> {
     Json(json!({
         "object": "hermes.api_server.capabilities",
@@ -57,7 +57,7 @@ pub(crate) struct ForAgent {
 }
 
 #[utoipa::path(get, path = "/v1/toolsets", tag = "hermes", params(("model" = Option<String>, Query, description = "The agent")),
-    responses((status = 200, description = "Toolsets and whether the agent has them", body = crate::openapi::ObjectList), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "Toolsets and whether the agent has them", body = crate::schemas::ObjectList), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn toolsets(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -79,7 +79,7 @@ pub(crate) async fn toolsets(
 }
 
 #[utoipa::path(get, path = "/v1/skills", tag = "hermes", params(("model" = Option<String>, Query, description = "The agent")),
-    responses((status = 200, description = "The skills the agent sees", body = crate::openapi::ObjectList), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "The skills the agent sees", body = crate::schemas::ObjectList), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn skills(
     State(state): State<AppState>,
     Caller(auth): Caller,

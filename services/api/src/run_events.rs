@@ -19,9 +19,9 @@ use hermes_core::{TurnEventKind, TurnId, TurnOutcome};
 use hermes_http::ApiError;
 use hermes_store::{Store, TurnStatus};
 
-use crate::AppState;
 use crate::auth::Caller;
-use crate::runs::{run_id, run_status, usage_json, visible_run};
+use crate::runs_object::{RunStatus, run_id, usage_json, visible_run};
+use crate::state::AppState;
 use crate::wait::{Next, Waiter};
 
 fn line(run: &str, event: &str, fields: Value) -> Event {
@@ -36,15 +36,15 @@ fn line(run: &str, event: &str, fields: Value) -> Event {
 /// The event that ends the stream.
 fn terminal(run: &str, outcome: &TurnOutcome) -> Event {
     let cancelled = outcome.error_code.as_deref() == Some("cancelled");
-    match run_status(TurnStatus::Completed, Some(outcome), None) {
+    match RunStatus::of(TurnStatus::Completed, Some(outcome), None) {
         _ if cancelled => line(run, "run.cancelled", json!({})),
-        "failed" => line(run, "run.failed", json!({ "error": outcome.error, "code": outcome.error_code })),
+        RunStatus::Failed => line(run, "run.failed", json!({ "error": outcome.error, "code": outcome.error_code })),
         _ => line(run, "run.completed", json!({ "output": outcome.content, "usage": usage_json(outcome) })),
     }
 }
 
 #[utoipa::path(get, path = "/v1/runs/{id}/events", tag = "hermes", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "Server-sent events: data-only JSON lines (message.delta, tool.started, tool.completed, approval.request, approval.responded, run.completed, run.failed, run.cancelled)", content_type = "text/event-stream", body = String), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "Server-sent events: data-only JSON lines (message.delta, tool.started, tool.completed, approval.request, approval.responded, run.completed, run.failed, run.cancelled)", content_type = "text/event-stream", body = String), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn events(
     State(state): State<AppState>,
     Caller(auth): Caller,

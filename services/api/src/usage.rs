@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 use hermes_http::ApiError;
 use hermes_store::UsageGroup;
 
-use crate::AppState;
+use crate::agents::resolve_agent;
 use crate::auth::Caller;
-use crate::chat::resolve_agent;
+use crate::state::AppState;
 
 /// The longest period one report covers.
 const MAX_DAYS: i64 = 366;
@@ -43,7 +43,7 @@ fn day(param: &'static str, text: Option<&str>) -> Result<Option<NaiveDate>, Api
            ("start" = Option<String>, Query, description = "First day (YYYY-MM-DD)"),
            ("end" = Option<String>, Query, description = "Last day (YYYY-MM-DD)"),
            ("model" = Option<String>, Query, description = "Only this agent")),
-    responses((status = 200, description = "Tokens and dollars per group, with totals", body = crate::openapi::ObjectList), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "Tokens and dollars per group, with totals", body = crate::schemas::ObjectList), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn usage(
     State(state): State<AppState>,
     Caller(auth): Caller,
