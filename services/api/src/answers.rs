@@ -4,11 +4,14 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use hermes_core::TurnId;
 use hermes_http::ApiError;
-use hermes_store::{Answered, KeyAuth};
+use hermes_queue::SessionWork;
+use hermes_store::{Answered, KeyAuth, StoreError};
 
 use crate::errors::{Failure, Resource, resource};
 use crate::state::AppState;
+use crate::submit::signal_work;
 
 /// Longest free-text answer to a question.
 const MAX_ANSWER_CHARS: usize = 4_000;
@@ -69,6 +72,35 @@ pub(crate) async fn store_answer(
     let answer = answer_for(&pending.kind, request)?;
     let hub = state.events.id().to_owned();
     Ok(state.store.answer_interaction(auth.tenant_id, id, &answer, Some(&hub)).await?)
+}
+
+/// Stores the caller's choice for the approval the run `turn` waits on, and resumes the run;
+/// the stored answer. `not_pending` answers when it waits on none (or it was just answered).
+pub(crate) async fn answer_run_approval(
+    state: &AppState,
+    auth: &KeyAuth,
+    turn: TurnId,
+    choice: Option<String>,
+    not_pending: impl Fn() -> ApiError,
+) -> Result<Value, ApiError> {
+    let answer = answer_for("approval", &AnswerRequest { choice, answer: None, stream: false }).map_err(|_| {
+        ApiError::invalid_request(
+            "invalid_approval_choice",
+            "Invalid approval choice; expected one of: once, session, always, deny",
+        )
+        .with_param("choice")
+    })?;
+    let pending = state.store.turn_pending_interaction(auth.tenant_id, turn).await.map_err(ApiError::internal)?;
+    let Some(pending) = pending.filter(|p| p.kind == "approval") else { return Err(not_pending()) };
+    let hub = state.events.id().to_owned();
+    let answered =
+        state.store.answer_interaction(auth.tenant_id, pending.id, &answer, Some(&hub)).await.map_err(|e| match e {
+            // Answered, expired or stopped meanwhile: nothing waits any more.
+            StoreError::NotFound | StoreError::Conflict(_) => not_pending(),
+            other => ApiError::internal(other),
+        })?;
+    signal_work(state, SessionWork { tenant_id: auth.tenant_id, session_id: answered.session_id }).await;
+    Ok(answer)
 }
 
 #[cfg(test)]

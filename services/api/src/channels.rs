@@ -87,7 +87,13 @@ pub(crate) async fn create(
     // The key's reach first: a restricted key is refused whatever the body.
     tenant_wide(&auth, "managing channels")?;
     let ApiJson(c) = body?;
-    let agent = resolve_agent(&state, &auth, Some(&c.agent)).await?;
+    Ok((StatusCode::CREATED, Json(bind(&state, &auth, c).await?)))
+}
+
+/// Checks the bot `c` names with its platform, stores it sealed and activates it (webhook or
+/// socket); the channel as shown, with `setup`: what is left to do on the platform.
+async fn bind(state: &AppState, auth: &KeyAuth, c: CreateChannel) -> Result<Value> {
+    let agent = resolve_agent(state, auth, Some(&c.agent)).await?;
     let request = BindRequest {
         platform: c.platform,
         mode: c.mode,
@@ -124,7 +130,7 @@ pub(crate) async fn create(
         Ok(setup) => {
             let mut body = json!(channel);
             body["setup"] = json!(setup);
-            Ok((StatusCode::CREATED, Json(body)))
+            Ok(body)
         }
         Err(e) => {
             // Not usable: take it back, so the bot can be bound again.

@@ -67,7 +67,15 @@ pub(crate) async fn create(
     Caller(auth): Caller,
     ApiJson(c): ApiJson<CreateJob>,
 ) -> Result<(StatusCode, Json<Job>)> {
-    let agent = resolve_agent(&state, &auth, c.model.as_deref()).await?;
+    let new = new_job(&state, &auth, c).await?;
+    let job = state.store.create_job(auth.tenant_id, &new).await?;
+    Ok((StatusCode::CREATED, Json(job)))
+}
+
+/// The job `c` asks for, checked: a prompt that is not an injection attempt, a time zone and
+/// a schedule that can be read, known toolsets.
+async fn new_job(state: &AppState, auth: &KeyAuth, c: CreateJob) -> Result<NewJob> {
+    let agent = resolve_agent(state, auth, c.model.as_deref()).await?;
     let invalid = |code: &'static str, why: String| ApiError::invalid_request(code, why);
     let prompt = c.prompt.trim().to_owned();
     if prompt.is_empty() {
@@ -84,8 +92,6 @@ pub(crate) async fn create(
     time_zone(&tz_name).map_err(|e| invalid("invalid_timezone", e.to_string()))?;
     let timing = hermes_schedule::timing(&c.schedule, &tz_name, c.repeat, chrono::Utc::now())
         .map_err(|e| invalid("invalid_schedule", e.to_string()))?;
-    let deliver = c.deliver.unwrap_or_else(|| "local".into());
-    let name = c.name.unwrap_or_else(|| prompt.chars().take(50).collect());
     if let Some(unknown) = c
         .enabled_toolsets
         .iter()
@@ -94,7 +100,8 @@ pub(crate) async fn create(
     {
         return Err(invalid("invalid_value", format!("no toolset `{unknown}` (GET /v1/toolsets lists them)")).into());
     }
-    let new = NewJob {
+    let name = c.name.unwrap_or_else(|| prompt.chars().take(50).collect());
+    Ok(NewJob {
         agent_id: agent.id,
         name: name.trim().to_owned(),
         prompt,
@@ -102,11 +109,9 @@ pub(crate) async fn create(
         model: c.run_model.filter(|m| !m.trim().is_empty()),
         toolsets: c.enabled_toolsets,
         timing: (&timing).into(),
-        deliver,
+        deliver: c.deliver.unwrap_or_else(|| "local".into()),
         origin: None,
-    };
-    let job = state.store.create_job(auth.tenant_id, &new).await?;
-    Ok((StatusCode::CREATED, Json(job)))
+    })
 }
 
 #[utoipa::path(get, path = "/v1/cron/jobs/{id}", tag = "cron", params(("id" = String, Path, description = "Job id or name")),

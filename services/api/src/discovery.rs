@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use hermes_core::toolsets::TOOLSETS;
 use hermes_http::ApiError;
+use hermes_store::{Agent, VisibleSkill};
 
 use crate::agents::resolve_agent;
 use crate::auth::Caller;
@@ -87,6 +88,11 @@ pub(crate) async fn skills(
 ) -> Result<Json<Value>, ApiError> {
     let agent = resolve_agent(&state, &auth, q.model.as_deref()).await?;
     let visible = state.store.visible_skills(auth.tenant_id, agent.id).await.map_err(ApiError::internal)?;
+    Ok(Json(json!({"object": "list", "model": agent.name, "data": shown_skills(&agent, &visible)})))
+}
+
+/// The skills the agent's toolsets and settings show, as listed (archived ones are not).
+fn shown_skills(agent: &Agent, visible: &[VisibleSkill]) -> Vec<Value> {
     let tools: Vec<&str> = TOOLSETS
         .iter()
         .filter(|t| agent.toolsets.iter().any(|e| e == t.name))
@@ -94,7 +100,7 @@ pub(crate) async fn skills(
         .collect();
     let rules =
         hermes_skills::Visibility { toolsets: &agent.toolsets, tools: &tools, disabled: &agent.disabled_skills };
-    let data: Vec<Value> = visible
+    visible
         .iter()
         .filter(|v| v.state != "archived")
         .filter_map(|v| serde_json::from_value::<hermes_skills::Skill>(v.skill.meta.clone()).ok().map(|s| (v, s)))
@@ -114,6 +120,5 @@ pub(crate) async fn skills(
                 "last_used_at": v.last_used_at,
             })
         })
-        .collect();
-    Ok(Json(json!({"object": "list", "model": agent.name, "data": data})))
+        .collect()
 }

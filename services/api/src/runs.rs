@@ -14,15 +14,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use hermes_http::{ApiError, ApiJson};
-use hermes_queue::SessionWork;
-use hermes_store::{KeyAuth, NewTurn, StoreError, TurnStatus};
+use hermes_store::{KeyAuth, NewTurn, TurnStatus};
 
-use crate::answers::{AnswerRequest, answer_for};
+use crate::answers::answer_run_approval;
 use crate::auth::Caller;
 use crate::responses_wire::ResponsesRequest;
 use crate::runs_object::{RunStatus, run_id, run_object, visible_run};
 use crate::state::AppState;
-use crate::submit::{Entry, Work, signal_work, submit_turn};
+use crate::submit::{Entry, Work, submit_turn};
 use crate::targets::run_target;
 
 /// Longest wait of `POST /v1/runs/{id}/stop` for the run to end (upstream's figure).
@@ -117,33 +116,18 @@ pub(crate) async fn approval(
     // Whose it is first: another tenant's run is a 404 whatever the body.
     let (turn, _) = visible_run(&state, &auth, &id).await?;
     let ApiJson(request) = body?;
-    let not_pending = || {
-        ApiError::new(
-            StatusCode::CONFLICT,
-            "invalid_request_error",
-            Some("approval_not_pending"),
-            format!("Run has no pending approval: {id}"),
-        )
-    };
-    let answer = answer_for("approval", &AnswerRequest { choice: request.choice, answer: None, stream: false })
-        .map_err(|_| {
-            ApiError::invalid_request(
-                "invalid_approval_choice",
-                "Invalid approval choice; expected one of: once, session, always, deny",
-            )
-            .with_param("choice")
-        })?;
-    let pending = state.store.turn_pending_interaction(auth.tenant_id, turn).await.map_err(ApiError::internal)?;
-    let Some(pending) = pending.filter(|p| p.kind == "approval") else { return Err(not_pending()) };
-    let hub = state.events.id().to_owned();
-    let answered = match state.store.answer_interaction(auth.tenant_id, pending.id, &answer, Some(&hub)).await {
-        Ok(a) => a,
-        Err(StoreError::NotFound | StoreError::Conflict(_)) => return Err(not_pending()),
-        Err(e) => return Err(ApiError::internal(e)),
-    };
-    signal_work(&state, SessionWork { tenant_id: auth.tenant_id, session_id: answered.session_id }).await;
+    let answer = answer_run_approval(&state, &auth, turn, request.choice, || not_pending(&id)).await?;
     Ok(Json(json!({ "object": "hermes.run.approval_response", "run_id": run_id(turn), "choice": answer["choice"],
                     "resolved": 1 })))
+}
+
+fn not_pending(id: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "invalid_request_error",
+        Some("approval_not_pending"),
+        format!("Run has no pending approval: {id}"),
+    )
 }
 
 #[utoipa::path(post, path = "/v1/runs/{id}/stop", tag = "hermes", params(("id" = String, Path, description = "The object's id")),

@@ -116,3 +116,22 @@ pub(crate) fn run_object(turn: TurnId, run: &TurnOverview, model: &str, pending:
         "pending": pending.map(crate::completion::interaction_json),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_states_have_upstreams_names_on_the_wire_and_in_messages() {
+        use RunStatus::*;
+        for status in [Queued, Running, WaitingForInput, WaitingForApproval, Cancelled, Failed, Completed] {
+            assert_eq!(serde_json::to_value(status).unwrap(), json!(status.as_str()));
+        }
+        assert_eq!(RunStatus::of(TurnStatus::Waiting, None, Some("clarify")), WaitingForInput);
+        assert_eq!(RunStatus::of(TurnStatus::Waiting, None, Some("approval")), WaitingForApproval);
+        let failed = TurnOutcome { finish_reason: FinishReason::Error, ..TurnOutcome::cancelled() };
+        assert_eq!(RunStatus::of(TurnStatus::Completed, Some(&failed), None), Failed);
+        assert_eq!(Failed.last_event(), Some("run.failed"));
+        assert_eq!(Queued.last_event(), None);
+    }
+}

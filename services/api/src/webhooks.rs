@@ -141,7 +141,14 @@ pub(crate) async fn create(
     Caller(auth): Caller,
     ApiJson(c): ApiJson<CreateWebhook>,
 ) -> Result<(StatusCode, Json<Value>)> {
-    let agent = resolve_agent(&state, &auth, c.model.as_deref()).await?;
+    let new = new_webhook(&state, &auth, c).await?;
+    let (hook, secret) = state.store.create_webhook(auth.tenant_id, &new, state.secrets.as_ref()).await?;
+    Ok((StatusCode::CREATED, Json(shown(&state, &hook, Some(secret)))))
+}
+
+/// The webhook `c` asks for, checked.
+async fn new_webhook(state: &AppState, auth: &KeyAuth, c: CreateWebhook) -> Result<NewWebhook> {
+    let agent = resolve_agent(state, auth, c.model.as_deref()).await?;
     let name = c.name.trim().to_owned();
     if name.is_empty() || name.chars().count() > 100 {
         return Err(invalid("give the webhook a name of 1 to 100 characters").into());
@@ -152,10 +159,10 @@ pub(crate) async fn create(
     let rate = c.rate_limit_per_minute.unwrap_or(30);
     check_rate(rate)?;
     let cron_job_id = match &c.cron_job {
-        Some(reference) => Some(job_of(&state, &auth, agent.id, reference).await?),
+        Some(reference) => Some(job_of(state, auth, agent.id, reference).await?),
         None => None,
     };
-    let new = NewWebhook {
+    Ok(NewWebhook {
         agent_id: agent.id,
         name,
         events: c.events,
@@ -164,9 +171,7 @@ pub(crate) async fn create(
         deliver,
         cron_job_id,
         rate_limit_per_minute: rate,
-    };
-    let (hook, secret) = state.store.create_webhook(auth.tenant_id, &new, state.secrets.as_ref()).await?;
-    Ok((StatusCode::CREATED, Json(shown(&state, &hook, Some(secret)))))
+    })
 }
 
 #[utoipa::path(get, path = "/v1/webhooks/{id}", tag = "webhooks", params(("id" = String, Path, description = "Webhook id")),
@@ -205,6 +210,13 @@ pub(crate) async fn update(
     // Whose it is first: another tenant's hook is a 404 whatever the body.
     let hook = visible(&state, &auth, &id).await?;
     let ApiJson(u) = body?;
+    let changes = changes(&state, &auth, &hook, u).await?;
+    let hook = state.store.update_webhook(auth.tenant_id, hook.id, &changes).await?;
+    Ok(Json(shown(&state, &hook, None)))
+}
+
+/// The changes `u` asks of `hook`, checked.
+async fn changes(state: &AppState, auth: &KeyAuth, hook: &Webhook, u: UpdateWebhook) -> Result<WebhookChanges> {
     if let Some(prompt) = &u.prompt {
         check_prompt(prompt)?;
     }
@@ -217,9 +229,9 @@ pub(crate) async fn update(
     let cron_job_id = match u.cron_job.as_deref().map(str::trim) {
         None => None,
         Some("") => Some(None),
-        Some(reference) => Some(Some(job_of(&state, &auth, hook.agent_id, reference).await?)),
+        Some(reference) => Some(Some(job_of(state, auth, hook.agent_id, reference).await?)),
     };
-    let changes = WebhookChanges {
+    Ok(WebhookChanges {
         name: u.name.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()),
         events: u.events,
         prompt: u.prompt,
@@ -228,9 +240,7 @@ pub(crate) async fn update(
         cron_job_id,
         enabled: u.enabled,
         rate_limit_per_minute: u.rate_limit_per_minute,
-    };
-    let hook = state.store.update_webhook(auth.tenant_id, hook.id, &changes).await?;
-    Ok(Json(shown(&state, &hook, None)))
+    })
 }
 
 #[utoipa::path(post, path = "/v1/webhooks/{id}/rotate-secret", tag = "webhooks", params(("id" = String, Path, description = "Webhook id")),
