@@ -168,6 +168,27 @@ pub(crate) struct UpdateChannel {
     home_chat: Option<String>,
 }
 
+/// The changes as the store takes them (admin commands without their `/`).
+impl From<UpdateChannel> for ChannelAccess {
+    fn from(u: UpdateChannel) -> Self {
+        ChannelAccess {
+            dm_policy: u.dm_policy,
+            group_policy: u.group_policy,
+            allow_users: u.allow_users,
+            allow_chats: u.allow_chats,
+            admins: u.admins,
+            busy_mode: u.busy_mode,
+            streaming: u.streaming,
+            group_sessions: u.group_sessions,
+            tool_progress: u.tool_progress,
+            home_chat: u.home_chat,
+            admin_commands: u
+                .admin_commands
+                .map(|list| list.iter().map(|c| c.trim_start_matches('/').to_owned()).collect()),
+        }
+    }
+}
+
 #[utoipa::path(patch, path = "/v1/channels/{id}", tag = "channels", params(("id" = String, Path, description = "Channel id")),
     responses((status = 200, description = "The changed channel", body = crate::schemas::Channel), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 404, description = "No such channel", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn update(
@@ -179,22 +200,7 @@ pub(crate) async fn update(
     // Whose it is first: another tenant's channel is a 404 whatever the body.
     let channel = owned(&state, &auth, &id).await?;
     let ApiJson(u) = body?;
-    let access = ChannelAccess {
-        dm_policy: u.dm_policy,
-        group_policy: u.group_policy,
-        allow_users: u.allow_users,
-        allow_chats: u.allow_chats,
-        admins: u.admins,
-        busy_mode: u.busy_mode,
-        streaming: u.streaming,
-        group_sessions: u.group_sessions,
-        tool_progress: u.tool_progress,
-        home_chat: u.home_chat,
-        admin_commands: u
-            .admin_commands
-            .map(|list| list.iter().map(|c| c.trim_start_matches('/').to_owned()).collect()),
-    };
-    let changed = state.store.update_channel_access(auth.tenant_id, channel.id, &access).await?;
+    let changed = state.store.update_channel_access(auth.tenant_id, channel.id, &u.into()).await?;
     Ok(Json(changed))
 }
 

@@ -15,7 +15,7 @@ use futures_util::Stream;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use hermes_core::{TurnEventKind, TurnId, TurnOutcome};
+use hermes_core::{SessionId, TenantId, TurnEventKind, TurnId, TurnOutcome};
 use hermes_http::ApiError;
 use hermes_store::{Store, TurnStatus};
 
@@ -51,15 +51,26 @@ pub(crate) async fn events(
     Path(id): Path<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let (turn, run) = visible_run(&state, &auth, &id).await?;
+    follow(&state, auth.tenant_id, turn, run.session_id).await
+}
+
+/// The run's events from now on (and, from Postgres, what happened before), as a stream that
+/// ends with the run, when the client goes away, or after the turn timeout.
+async fn follow(
+    state: &AppState,
+    tenant: TenantId,
+    turn: TurnId,
+    session: SessionId,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>> + use<>>, ApiError> {
     // Bind before subscribing and before reading Postgres, so nothing falls in between.
     let watch = state
         .events
-        .watch_session(auth.tenant_id, run.session_id)
+        .watch_session(tenant, session)
         .await
         .map_err(|e| ApiError::unavailable(format!("cannot follow the run: {e}")))?;
     let sub = state.events.subscribe(turn);
     let recheck = Duration::from_secs(state.config.api.recheck_seconds.max(1));
-    let waiter = Waiter::new(sub, state.store.clone(), auth.tenant_id, turn, recheck).checking_first();
+    let waiter = Waiter::new(sub, state.store.clone(), tenant, turn, recheck).checking_first();
     let limit = Duration::from_secs(state.config.api.turn_timeout_seconds);
     let (tx, mut rx) = mpsc::channel::<Result<Event, Infallible>>(64);
     let store = state.store.clone();

@@ -147,18 +147,22 @@ pub(crate) async fn stop(
             format!("Run already ended ({}): {id}", RunStatus::of(run.status, run.outcome.as_ref(), None).as_str()),
         ));
     }
-    crate::completion::cancel_turn(&state.store, &state.cancels, auth.tenant_id, turn).await;
-    // Wait a little for the worker to stop, as upstream does.
+    let status = stop_run(&state, auth.tenant_id, turn).await;
+    Ok(Json(json!({ "object": "hermes.run", "run_id": run_id(turn), "status": status })))
+}
+
+/// Stops the run's turn and waits a little for the worker to stop, as upstream does:
+/// `cancelled` once it has, else `stopping`.
+async fn stop_run(state: &AppState, tenant: hermes_core::TenantId, turn: hermes_core::TurnId) -> &'static str {
+    crate::completion::cancel_turn(&state.store, &state.cancels, tenant, turn).await;
     let deadline = tokio::time::Instant::now() + STOP_WAIT;
-    let mut status = "stopping";
     while tokio::time::Instant::now() < deadline {
-        if let Ok((s, _)) = state.store.turn_state(auth.tenant_id, turn).await
+        if let Ok((s, _)) = state.store.turn_state(tenant, turn).await
             && s.is_final()
         {
-            status = "cancelled";
-            break;
+            return "cancelled";
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    Ok(Json(json!({ "object": "hermes.run", "run_id": run_id(turn), "status": status })))
+    "stopping"
 }
