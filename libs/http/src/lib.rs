@@ -1,11 +1,14 @@
-//! axum glue shared by the HTTP-serving roles: OpenAI-style errors, request ids in every log
-//! line, and the ops endpoints (`/healthz`, `/readyz`, `/metrics`).
+//! axum glue shared by the HTTP-serving roles: OpenAI-style errors, JSON bodies refused in
+//! that style, request ids in every log line, and the ops endpoints (`/healthz`, `/readyz`,
+//! `/metrics`).
 
 mod error;
+mod json;
 mod ops;
 mod request_id;
 
 pub use error::ApiError;
+pub use json::{ApiJson, BodyLimit, json_rejection};
 pub use ops::{Readiness, ReadinessCheck, ops_router};
 pub use request_id::{REQUEST_ID_HEADER, request_span};
 

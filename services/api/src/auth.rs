@@ -7,7 +7,7 @@ use axum::http::request::Parts;
 use hermes_http::ApiError;
 use hermes_store::KeyAuth;
 
-use crate::AppState;
+use crate::state::AppState;
 
 /// The authenticated caller.
 pub(crate) struct Caller(pub KeyAuth);

@@ -5,47 +5,39 @@
 //! tenant's channel is a 404 like a missing one.
 
 use axum::Json;
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use hermes_chat::binding::{self, BindError, BindRequest};
-use hermes_http::ApiError;
-use hermes_store::{Channel, ChannelAccess, KeyAuth, NewChannel, PairingApproval, StoreError};
+use hermes_http::{ApiError, ApiJson};
+use hermes_store::{Channel, ChannelAccess, KeyAuth, NewChannel, PairingApproval};
 
-use crate::AppState;
+use crate::agents::resolve_agent;
 use crate::auth::{Caller, tenant_wide};
-use crate::chat::{json_error, resolve_agent};
+use crate::errors::{Failure, Resource, resource};
+use crate::state::AppState;
+
+/// This module's handlers' error: a store error is about a channel.
+type Result<T> = std::result::Result<T, Failure<resource::Channel>>;
 
 fn not_found() -> ApiError {
-    ApiError::not_found("channel_not_found", "no such channel")
-}
-
-fn store_error(e: StoreError) -> ApiError {
-    match e {
-        StoreError::NotFound => not_found(),
-        StoreError::Conflict(why) => {
-            ApiError::new(StatusCode::CONFLICT, "invalid_request_error", Some("channel_exists"), why)
-        }
-        StoreError::Invalid(why) => ApiError::invalid_request("invalid_value", why),
-        other => ApiError::internal(other),
-    }
+    resource::Channel::not_found()
 }
 
 /// The caller's channel `id`.
-async fn owned(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Channel, ApiError> {
+async fn owned(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Channel> {
     tenant_wide(auth, "managing channels")?;
     let id = uuid::Uuid::parse_str(id).map_err(|_| not_found())?;
-    state.store.channel(auth.tenant_id, id).await.map_err(store_error)
+    Ok(state.store.channel(auth.tenant_id, id).await?)
 }
 
 #[utoipa::path(get, path = "/v1/channels", tag = "channels",
-    responses((status = 200, description = "The tenant's channels", body = crate::openapi::ObjectList), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 403, description = "The key is restricted to one agent", body = crate::openapi::ErrorBody)))]
-pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>, ApiError> {
+    responses((status = 200, description = "The tenant's channels", body = crate::schemas::ObjectList), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 403, description = "The key is restricted to one agent", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>> {
     tenant_wide(&auth, "managing channels")?;
-    let channels = state.store.list_channels(auth.tenant_id).await.map_err(ApiError::internal)?;
+    let channels = state.store.list_channels(auth.tenant_id).await?;
     Ok(Json(json!({ "object": "list", "data": channels, "has_more": false })))
 }
 
@@ -86,15 +78,22 @@ fn bind_error(e: BindError) -> ApiError {
 }
 
 #[utoipa::path(post, path = "/v1/channels", tag = "channels", request_body = CreateChannel,
-    responses((status = 201, description = "The bot is bound; `setup` says what is left to do on the platform", body = crate::openapi::Channel), (status = 400, description = "Invalid request, or the platform refused the credentials", body = crate::openapi::ErrorBody), (status = 409, description = "The bot is bound already", body = crate::openapi::ErrorBody)))]
+    responses((status = 201, description = "The bot is bound; `setup` says what is left to do on the platform", body = crate::schemas::Channel), (status = 400, description = "Invalid request, or the platform refused the credentials", body = crate::schemas::ErrorBody), (status = 409, description = "The bot is bound already", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
-    body: Result<Json<CreateChannel>, JsonRejection>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+    body: std::result::Result<ApiJson<CreateChannel>, ApiError>,
+) -> Result<(StatusCode, Json<Value>)> {
+    // The key's reach first: a restricted key is refused whatever the body.
     tenant_wide(&auth, "managing channels")?;
-    let Json(c) = body.map_err(|e| json_error(e, state.config.http.max_body_bytes))?;
-    let agent = resolve_agent(&state, &auth, Some(&c.agent)).await?;
+    let ApiJson(c) = body?;
+    Ok((StatusCode::CREATED, Json(bind(&state, &auth, c).await?)))
+}
+
+/// Checks the bot `c` names with its platform, stores it sealed and activates it (webhook or
+/// socket); the channel as shown, with `setup`: what is left to do on the platform.
+async fn bind(state: &AppState, auth: &KeyAuth, c: CreateChannel) -> Result<Value> {
+    let agent = resolve_agent(state, auth, Some(&c.agent)).await?;
     let request = BindRequest {
         platform: c.platform,
         mode: c.mode,
@@ -123,31 +122,31 @@ pub(crate) async fn create(
         admins: c.admins,
     };
     let store = &state.store;
-    let mut channel = store.create_channel(auth.tenant_id, new, state.secrets.as_ref()).await.map_err(store_error)?;
-    store.set_bot_username(auth.tenant_id, channel.id, &prepared.username).await.map_err(ApiError::internal)?;
+    let mut channel = store.create_channel(auth.tenant_id, new, state.secrets.as_ref()).await?;
+    store.set_bot_username(auth.tenant_id, channel.id, &prepared.username).await?;
     channel.bot_username = Some(prepared.username.clone());
     let webhook = &channel.webhook_secret;
     match binding::activate(&state.http, &prepared, channel.id, webhook, c.public_url.as_deref()).await {
         Ok(setup) => {
             let mut body = json!(channel);
             body["setup"] = json!(setup);
-            Ok((StatusCode::CREATED, Json(body)))
+            Ok(body)
         }
         Err(e) => {
             // Not usable: take it back, so the bot can be bound again.
             let _ = store.delete_channel(auth.tenant_id, channel.id).await;
-            Err(bind_error(e))
+            Err(bind_error(e).into())
         }
     }
 }
 
 #[utoipa::path(get, path = "/v1/channels/{id}", tag = "channels", params(("id" = String, Path, description = "Channel id")),
-    responses((status = 200, description = "The channel", body = crate::openapi::Channel), (status = 404, description = "No such channel", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "The channel", body = crate::schemas::Channel), (status = 404, description = "No such channel", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Channel>, ApiError> {
+) -> Result<Json<Channel>> {
     Ok(Json(owned(&state, &auth, &id).await?))
 }
 
@@ -169,58 +168,65 @@ pub(crate) struct UpdateChannel {
     home_chat: Option<String>,
 }
 
+/// The changes as the store takes them (admin commands without their `/`).
+impl From<UpdateChannel> for ChannelAccess {
+    fn from(u: UpdateChannel) -> Self {
+        ChannelAccess {
+            dm_policy: u.dm_policy,
+            group_policy: u.group_policy,
+            allow_users: u.allow_users,
+            allow_chats: u.allow_chats,
+            admins: u.admins,
+            busy_mode: u.busy_mode,
+            streaming: u.streaming,
+            group_sessions: u.group_sessions,
+            tool_progress: u.tool_progress,
+            home_chat: u.home_chat,
+            admin_commands: u
+                .admin_commands
+                .map(|list| list.iter().map(|c| c.trim_start_matches('/').to_owned()).collect()),
+        }
+    }
+}
+
 #[utoipa::path(patch, path = "/v1/channels/{id}", tag = "channels", params(("id" = String, Path, description = "Channel id")),
-    responses((status = 200, description = "The changed channel", body = crate::openapi::Channel), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 404, description = "No such channel", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "The changed channel", body = crate::schemas::Channel), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 404, description = "No such channel", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn update(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-    body: Result<Json<UpdateChannel>, JsonRejection>,
-) -> Result<Json<Channel>, ApiError> {
+    body: std::result::Result<ApiJson<UpdateChannel>, ApiError>,
+) -> Result<Json<Channel>> {
+    // Whose it is first: another tenant's channel is a 404 whatever the body.
     let channel = owned(&state, &auth, &id).await?;
-    let Json(u) = body.map_err(|e| json_error(e, state.config.http.max_body_bytes))?;
-    let access = ChannelAccess {
-        dm_policy: u.dm_policy,
-        group_policy: u.group_policy,
-        allow_users: u.allow_users,
-        allow_chats: u.allow_chats,
-        admins: u.admins,
-        busy_mode: u.busy_mode,
-        streaming: u.streaming,
-        group_sessions: u.group_sessions,
-        tool_progress: u.tool_progress,
-        home_chat: u.home_chat,
-        admin_commands: u
-            .admin_commands
-            .map(|list| list.iter().map(|c| c.trim_start_matches('/').to_owned()).collect()),
-    };
-    let changed = state.store.update_channel_access(auth.tenant_id, channel.id, &access).await.map_err(store_error)?;
+    let ApiJson(u) = body?;
+    let changed = state.store.update_channel_access(auth.tenant_id, channel.id, &u.into()).await?;
     Ok(Json(changed))
 }
 
 #[utoipa::path(delete, path = "/v1/channels/{id}", tag = "channels", params(("id" = String, Path, description = "Channel id")),
-    responses((status = 200, description = "Unbound", body = crate::openapi::Deleted), (status = 404, description = "No such channel", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "Unbound", body = crate::schemas::Deleted), (status = 404, description = "No such channel", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>> {
     let channel = owned(&state, &auth, &id).await?;
-    if !state.store.delete_channel(auth.tenant_id, channel.id).await.map_err(ApiError::internal)? {
-        return Err(not_found());
+    if !state.store.delete_channel(auth.tenant_id, channel.id).await? {
+        return Err(not_found().into());
     }
     Ok(Json(json!({ "id": channel.id, "object": "channel.deleted", "deleted": true })))
 }
 
 #[utoipa::path(get, path = "/v1/channels/{id}/pairings", tag = "channels", params(("id" = String, Path, description = "Channel id")),
-    responses((status = 200, description = "Codes waiting for an admin", body = crate::openapi::ObjectList), (status = 404, description = "No such channel", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "Codes waiting for an admin", body = crate::schemas::ObjectList), (status = 404, description = "No such channel", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn pairings(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>> {
     let channel = owned(&state, &auth, &id).await?;
-    let waiting = state.store.pending_pairings(auth.tenant_id, channel.id).await.map_err(ApiError::internal)?;
+    let waiting = state.store.pending_pairings(auth.tenant_id, channel.id).await?;
     Ok(Json(json!({ "object": "list", "data": waiting, "has_more": false })))
 }
 
@@ -231,16 +237,16 @@ pub(crate) struct Approve {
 }
 
 #[utoipa::path(post, path = "/v1/channels/{id}/pairings/approve", tag = "channels", params(("id" = String, Path, description = "Channel id")),
-    responses((status = 200, description = "The person may talk to the bot now (and is told so)", body = crate::openapi::PairingApproved), (status = 400, description = "No such code is waiting", body = crate::openapi::ErrorBody), (status = 404, description = "No such channel", body = crate::openapi::ErrorBody), (status = 429, description = "Too many wrong codes: approvals are locked for a while", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "The person may talk to the bot now (and is told so)", body = crate::schemas::PairingApproved), (status = 400, description = "No such code is waiting", body = crate::schemas::ErrorBody), (status = 404, description = "No such channel", body = crate::schemas::ErrorBody), (status = 429, description = "Too many wrong codes: approvals are locked for a while", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn approve(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-    body: Result<Json<Approve>, JsonRejection>,
-) -> Result<Json<Value>, ApiError> {
+    body: std::result::Result<ApiJson<Approve>, ApiError>,
+) -> Result<Json<Value>> {
     let channel = owned(&state, &auth, &id).await?;
-    let Json(a) = body.map_err(|e| json_error(e, state.config.http.max_body_bytes))?;
-    let approval = state.store.approve_pairing(auth.tenant_id, channel.id, &a.code).await.map_err(store_error)?;
+    let ApiJson(a) = body?;
+    let approval = state.store.approve_pairing(auth.tenant_id, channel.id, &a.code).await?;
     if let PairingApproval::Approved { user_id, chat_id } = &approval {
         let note = hermes_chat::pairing::announcement(&channel.platform, channel.id, user_id, chat_id);
         state
@@ -252,13 +258,14 @@ pub(crate) async fn approve(
     match approval {
         PairingApproval::Approved { user_id, .. } => Ok(Json(json!({ "approved": true, "user_id": user_id }))),
         PairingApproval::WrongCode => {
-            Err(ApiError::invalid_request("wrong_code", "no such code is waiting (it may have expired)"))
+            Err(ApiError::invalid_request("wrong_code", "no such code is waiting (it may have expired)").into())
         }
         PairingApproval::Locked { until } => Err(ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             "rate_limit_error",
             Some("pairing_locked"),
             format!("too many wrong codes: approvals are locked until {until}"),
-        )),
+        )
+        .into()),
     }
 }

@@ -174,8 +174,8 @@ pub(crate) struct Completion {
     pub timeout: Duration,
     pub keepalive: Duration,
     pub guard: DisconnectGuard,
-    /// The turn's slot in the rate limits, given back when the answer is done.
-    pub permit: Option<crate::limits::TurnPermit>,
+    /// The turn's slot in the rate limits, held (never read) until the answer is done.
+    pub _permit: Option<crate::limits::TurnPermit>,
 }
 
 impl Completion {
@@ -223,7 +223,7 @@ impl Completion {
         let mut resp = Json(body).into_response();
         if let Some(v) = outcome.session_id.and_then(|id| axum::http::HeaderValue::from_str(&id.to_string()).ok()) {
             // Compaction moved the conversation to a new session: continue with that one.
-            resp.headers_mut().insert(crate::chat::SESSION_HEADER, v);
+            resp.headers_mut().insert(crate::headers::SESSION_HEADER, v);
         }
         Ok(resp)
     }

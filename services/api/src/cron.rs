@@ -5,45 +5,33 @@
 //! that agent's jobs; another tenant's job is a 404 like a missing one.
 
 use axum::Json;
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use hermes_http::ApiError;
+use hermes_http::{ApiError, ApiJson};
 use hermes_schedule::time_zone;
+use hermes_store::KeyAuth;
 use hermes_store::cron::{Job, NewJob};
-use hermes_store::{KeyAuth, StoreError};
 
-use crate::AppState;
+use crate::agents::resolve_agent;
 use crate::auth::Caller;
-use crate::chat::{json_error, resolve_agent};
+use crate::errors::{Failure, Resource, resource};
+use crate::state::AppState;
 
-fn not_found() -> ApiError {
-    ApiError::not_found("job_not_found", "no such cron job")
-}
-
-fn store_error(e: StoreError) -> ApiError {
-    match e {
-        StoreError::NotFound => not_found(),
-        StoreError::Conflict(why) => {
-            ApiError::new(StatusCode::CONFLICT, "invalid_request_error", Some("job_exists"), why)
-        }
-        StoreError::Invalid(why) => ApiError::invalid_request("invalid_value", why),
-        other => ApiError::internal(other),
-    }
-}
+/// This module's handlers' error: a store error is about a cron job.
+type Result<T> = std::result::Result<T, Failure<resource::CronJob>>;
 
 /// The caller's job `id` (or name).
-async fn visible(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Job, ApiError> {
-    state.store.find_job(auth.tenant_id, auth.agent_id, id).await.map_err(store_error)
+async fn visible(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Job> {
+    Ok(state.store.find_job(auth.tenant_id, auth.agent_id, id).await?)
 }
 
 #[utoipa::path(get, path = "/v1/cron/jobs", tag = "cron",
-    responses((status = 200, description = "The tenant's cron jobs", body = crate::openapi::ObjectList), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody)))]
-pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>, ApiError> {
-    let jobs = state.store.list_jobs(auth.tenant_id, auth.agent_id).await.map_err(ApiError::internal)?;
+    responses((status = 200, description = "The tenant's cron jobs", body = crate::schemas::ObjectList), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>> {
+    let jobs = state.store.list_jobs(auth.tenant_id, auth.agent_id).await?;
     Ok(Json(json!({ "object": "list", "data": jobs, "has_more": false })))
 }
 
@@ -73,39 +61,43 @@ pub(crate) struct CreateJob {
 }
 
 #[utoipa::path(post, path = "/v1/cron/jobs", tag = "cron", request_body = CreateJob,
-    responses((status = 201, description = "The job, with its first run", body = crate::openapi::CronJob), (status = 400, description = "Invalid request (a schedule that cannot be read says why)", body = crate::openapi::ErrorBody), (status = 409, description = "The agent has a job of that name", body = crate::openapi::ErrorBody)))]
+    responses((status = 201, description = "The job, with its first run", body = crate::schemas::CronJob), (status = 400, description = "Invalid request (a schedule that cannot be read says why)", body = crate::schemas::ErrorBody), (status = 409, description = "The agent has a job of that name", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
-    body: Result<Json<CreateJob>, JsonRejection>,
-) -> Result<(StatusCode, Json<Job>), ApiError> {
-    let Json(c) = body.map_err(|e| json_error(e, state.config.http.max_body_bytes))?;
-    let agent = resolve_agent(&state, &auth, c.model.as_deref()).await?;
+    ApiJson(c): ApiJson<CreateJob>,
+) -> Result<(StatusCode, Json<Job>)> {
+    let new = new_job(&state, &auth, c).await?;
+    let job = state.store.create_job(auth.tenant_id, &new).await?;
+    Ok((StatusCode::CREATED, Json(job)))
+}
+
+/// The job `c` asks for, checked: a prompt that is not an injection attempt, a time zone and
+/// a schedule that can be read, known toolsets.
+async fn new_job(state: &AppState, auth: &KeyAuth, c: CreateJob) -> Result<NewJob> {
+    let agent = resolve_agent(state, auth, c.model.as_deref()).await?;
     let invalid = |code: &'static str, why: String| ApiError::invalid_request(code, why);
     let prompt = c.prompt.trim().to_owned();
     if prompt.is_empty() {
-        return Err(invalid("invalid_value", "give the job a prompt".into()));
+        return Err(invalid("invalid_value", "give the job a prompt".into()).into());
     }
     if let Some(finding) = hermes_threats::scan_strict(&prompt).first() {
         let why = format!("the prompt looks like an injection or exfiltration attempt ({})", finding.reason);
-        return Err(invalid("prompt_refused", why));
+        return Err(invalid("prompt_refused", why).into());
     }
     let tz_name = match c.timezone {
         Some(tz) => tz,
-        None => {
-            state.store.session_policy(auth.tenant_id).await.map_err(ApiError::internal)?.timezone.name().to_owned()
-        }
+        None => state.store.session_policy(auth.tenant_id).await?.timezone.name().to_owned(),
     };
     time_zone(&tz_name).map_err(|e| invalid("invalid_timezone", e.to_string()))?;
     let timing = hermes_schedule::timing(&c.schedule, &tz_name, c.repeat, chrono::Utc::now())
         .map_err(|e| invalid("invalid_schedule", e.to_string()))?;
-    let deliver = c.deliver.unwrap_or_else(|| "local".into());
-    let name = c.name.unwrap_or_else(|| prompt.chars().take(50).collect());
     if let Some(unknown) = c.enabled_toolsets.iter().flatten().find(|t| t.parse::<hermes_core::ToolsetName>().is_err())
     {
-        return Err(invalid("invalid_value", format!("no toolset `{unknown}` (GET /v1/toolsets lists them)")));
+        return Err(invalid("invalid_value", format!("no toolset `{unknown}` (GET /v1/toolsets lists them)")).into());
     }
-    let new = NewJob {
+    let name = c.name.unwrap_or_else(|| prompt.chars().take(50).collect());
+    Ok(NewJob {
         agent_id: agent.id,
         name: name.trim().to_owned(),
         prompt,
@@ -113,33 +105,31 @@ pub(crate) async fn create(
         model: c.run_model.filter(|m| !m.trim().is_empty()),
         toolsets: c.enabled_toolsets,
         timing: (&timing).into(),
-        deliver,
+        deliver: c.deliver.unwrap_or_else(|| "local".into()),
         origin: None,
-    };
-    let job = state.store.create_job(auth.tenant_id, &new).await.map_err(store_error)?;
-    Ok((StatusCode::CREATED, Json(job)))
+    })
 }
 
 #[utoipa::path(get, path = "/v1/cron/jobs/{id}", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
-    responses((status = 200, description = "The job", body = crate::openapi::CronJob), (status = 404, description = "No such job", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "The job", body = crate::schemas::CronJob), (status = 404, description = "No such job", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Job>, ApiError> {
+) -> Result<Json<Job>> {
     Ok(Json(visible(&state, &auth, &id).await?))
 }
 
 #[utoipa::path(delete, path = "/v1/cron/jobs/{id}", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
-    responses((status = 200, description = "Removed", body = crate::openapi::Deleted), (status = 404, description = "No such job", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "Removed", body = crate::schemas::Deleted), (status = 404, description = "No such job", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>> {
     let job = visible(&state, &auth, &id).await?;
-    if !state.store.delete_job(auth.tenant_id, job.id).await.map_err(ApiError::internal)? {
-        return Err(not_found());
+    if !state.store.delete_job(auth.tenant_id, job.id).await? {
+        return Err(resource::CronJob::not_found().into());
     }
     Ok(Json(json!({ "id": job.id, "object": "cron.job.deleted", "deleted": true })))
 }
@@ -151,51 +141,51 @@ pub(crate) struct Pause {
 }
 
 #[utoipa::path(post, path = "/v1/cron/jobs/{id}/pause", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
-    responses((status = 200, description = "Paused", body = crate::openapi::CronJob), (status = 404, description = "No such job", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "Paused", body = crate::schemas::CronJob), (status = 404, description = "No such job", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn pause(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-    body: Option<Json<Pause>>,
-) -> Result<Json<Job>, ApiError> {
+    body: Option<ApiJson<Pause>>,
+) -> Result<Json<Job>> {
     let job = visible(&state, &auth, &id).await?;
-    let reason = body.and_then(|Json(p)| p.reason).unwrap_or_else(|| "paused through the API".into());
-    Ok(Json(state.store.set_job_state(auth.tenant_id, job.id, Some(&reason), None).await.map_err(store_error)?))
+    let reason = body.and_then(|ApiJson(p)| p.reason).unwrap_or_else(|| "paused through the API".into());
+    Ok(Json(state.store.set_job_state(auth.tenant_id, job.id, Some(&reason), None).await?))
 }
 
 #[utoipa::path(post, path = "/v1/cron/jobs/{id}/resume", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
-    responses((status = 200, description = "Scheduled again, from its next slot", body = crate::openapi::CronJob), (status = 404, description = "No such job", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "Scheduled again, from its next slot", body = crate::schemas::CronJob), (status = 404, description = "No such job", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn resume(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Job>, ApiError> {
+) -> Result<Json<Job>> {
     let job = visible(&state, &auth, &id).await?;
     let next = hermes_schedule::resume_at(&job.schedule, &job.timezone, chrono::Utc::now())
         .map_err(|e| ApiError::invalid_request("invalid_schedule", e.to_string()))?;
-    Ok(Json(state.store.set_job_state(auth.tenant_id, job.id, None, Some(next)).await.map_err(store_error)?))
+    Ok(Json(state.store.set_job_state(auth.tenant_id, job.id, None, Some(next)).await?))
 }
 
 #[utoipa::path(post, path = "/v1/cron/jobs/{id}/run", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
-    responses((status = 202, description = "Due now: the scheduler starts it within a second", body = crate::openapi::CronJob), (status = 404, description = "No such job", body = crate::openapi::ErrorBody)))]
+    responses((status = 202, description = "Due now: the scheduler starts it within a second", body = crate::schemas::CronJob), (status = 404, description = "No such job", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn run(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<(StatusCode, Json<Job>), ApiError> {
+) -> Result<(StatusCode, Json<Job>)> {
     let job = visible(&state, &auth, &id).await?;
     let due = state.store.set_job_state(auth.tenant_id, job.id, None, Some(chrono::Utc::now())).await;
-    Ok((StatusCode::ACCEPTED, Json(due.map_err(store_error)?)))
+    Ok((StatusCode::ACCEPTED, Json(due?)))
 }
 
 #[utoipa::path(get, path = "/v1/cron/jobs/{id}/runs", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
-    responses((status = 200, description = "The job's latest runs with their outputs, newest first", body = crate::openapi::ObjectList), (status = 404, description = "No such job", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "The job's latest runs with their outputs, newest first", body = crate::schemas::ObjectList), (status = 404, description = "No such job", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn runs(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>> {
     let job = visible(&state, &auth, &id).await?;
-    let runs = state.store.job_runs(auth.tenant_id, job.id, 50).await.map_err(ApiError::internal)?;
+    let runs = state.store.job_runs(auth.tenant_id, job.id, 50).await?;
     Ok(Json(json!({ "object": "list", "data": runs, "has_more": false })))
 }

@@ -9,13 +9,14 @@ use serde_json::{Value, json};
 
 use hermes_core::toolsets::TOOLSETS;
 use hermes_http::ApiError;
+use hermes_store::{Agent, VisibleSkill};
 
-use crate::AppState;
+use crate::agents::resolve_agent;
 use crate::auth::Caller;
-use crate::chat::resolve_agent;
+use crate::state::AppState;
 
 #[utoipa::path(get, path = "/v1/capabilities", tag = "hermes",
-    responses((status = 200, description = "What this server supports", body = crate::openapi::Capabilities), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "What this server supports", body = crate::schemas::Capabilities), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn capabilities(Caller(_): Caller) -> Json<Value> {
     Json(json!({
         "object": "hermes.api_server.capabilities",
@@ -57,7 +58,7 @@ pub(crate) struct ForAgent {
 }
 
 #[utoipa::path(get, path = "/v1/toolsets", tag = "hermes", params(("model" = Option<String>, Query, description = "The agent")),
-    responses((status = 200, description = "Toolsets and whether the agent has them", body = crate::openapi::ObjectList), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "Toolsets and whether the agent has them", body = crate::schemas::ObjectList), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn toolsets(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -79,7 +80,7 @@ pub(crate) async fn toolsets(
 }
 
 #[utoipa::path(get, path = "/v1/skills", tag = "hermes", params(("model" = Option<String>, Query, description = "The agent")),
-    responses((status = 200, description = "The skills the agent sees", body = crate::openapi::ObjectList), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "The skills the agent sees", body = crate::schemas::ObjectList), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn skills(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -87,11 +88,19 @@ pub(crate) async fn skills(
 ) -> Result<Json<Value>, ApiError> {
     let agent = resolve_agent(&state, &auth, q.model.as_deref()).await?;
     let visible = state.store.visible_skills(auth.tenant_id, agent.id).await.map_err(ApiError::internal)?;
-    let tools: Vec<&str> =
-        TOOLSETS.iter().filter(|t| t.id.enabled_in(&agent.toolsets)).flat_map(|t| t.tools.iter().copied()).collect();
+    Ok(Json(json!({"object": "list", "model": agent.name, "data": shown_skills(&agent, &visible)})))
+}
+
+/// The skills the agent's toolsets and settings show, as listed (archived ones are not).
+fn shown_skills(agent: &Agent, visible: &[VisibleSkill]) -> Vec<Value> {
+    let tools: Vec<&str> = TOOLSETS
+        .iter()
+        .filter(|t| t.id.enabled_in(&agent.toolsets))
+        .flat_map(|t| t.tools.iter().copied())
+        .collect();
     let rules =
         hermes_skills::Visibility { toolsets: &agent.toolsets, tools: &tools, disabled: &agent.disabled_skills };
-    let data: Vec<Value> = visible
+    visible
         .iter()
         .filter(|v| v.state != "archived")
         .filter_map(|v| serde_json::from_value::<hermes_skills::Skill>(v.skill.meta.clone()).ok().map(|s| (v, s)))
@@ -111,6 +120,5 @@ pub(crate) async fn skills(
                 "last_used_at": v.last_used_at,
             })
         })
-        .collect();
-    Ok(Json(json!({"object": "list", "model": agent.name, "data": data})))
+        .collect()
 }

@@ -5,37 +5,32 @@
 //! so a key restricted to one agent may not manage them (403).
 
 use axum::Json;
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use hermes_http::ApiError;
+use hermes_http::{ApiError, ApiJson};
 use hermes_net_policy::outbound;
+use hermes_store::KeyAuth;
 use hermes_store::event_hooks::{EVENTS, EventHook, EventHookChanges};
-use hermes_store::{KeyAuth, StoreError};
 
-use crate::AppState;
 use crate::auth::{Caller, tenant_wide};
-use crate::chat::json_error;
+use crate::errors::{Failure, Resource, resource};
+use crate::state::AppState;
+
+/// This module's handlers' error: a store error is about an event hook.
+type Result<T> = std::result::Result<T, Failure<resource::EventHook>>;
 
 fn not_found() -> ApiError {
-    ApiError::not_found("event_hook_not_found", "no such event hook")
+    resource::EventHook::not_found()
 }
 
-fn store_error(e: StoreError) -> ApiError {
-    match e {
-        StoreError::NotFound => not_found(),
-        StoreError::Invalid(why) | StoreError::Secret(why) => ApiError::invalid_request("invalid_value", why),
-        other => ApiError::internal(other),
-    }
-}
-
-async fn owned(state: &AppState, auth: &KeyAuth, id: &str) -> Result<EventHook, ApiError> {
+/// The caller's event hook `id`.
+async fn owned(state: &AppState, auth: &KeyAuth, id: &str) -> Result<EventHook> {
     tenant_wide(auth, "managing event hooks")?;
     let id = uuid::Uuid::parse_str(id).map_err(|_| not_found())?;
-    state.store.event_hook(auth.tenant_id, id).await.map_err(store_error)
+    Ok(state.store.event_hook(auth.tenant_id, id).await?)
 }
 
 fn shown(hook: &EventHook, secret: Option<String>) -> Value {
@@ -47,7 +42,7 @@ fn shown(hook: &EventHook, secret: Option<String>) -> Value {
     body
 }
 
-fn check(state: &AppState, url: Option<&str>, events: Option<&[String]>) -> Result<(), ApiError> {
+fn check(state: &AppState, url: Option<&str>, events: Option<&[String]>) -> std::result::Result<(), ApiError> {
     if let Some(url) = url
         && let Some(why) = outbound::refuse_url(url, state.config.gateway.events_allow_private_targets)
     {
@@ -61,10 +56,10 @@ fn check(state: &AppState, url: Option<&str>, events: Option<&[String]>) -> Resu
 }
 
 #[utoipa::path(get, path = "/v1/event-hooks", tag = "event-hooks",
-    responses((status = 200, description = "The tenant's event hooks (without secrets)", body = crate::openapi::ObjectList), (status = 403, description = "The key is restricted to one agent", body = crate::openapi::ErrorBody)))]
-pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>, ApiError> {
+    responses((status = 200, description = "The tenant's event hooks (without secrets)", body = crate::schemas::ObjectList), (status = 403, description = "The key is restricted to one agent", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>> {
     tenant_wide(&auth, "managing event hooks")?;
-    let hooks = state.store.list_event_hooks(auth.tenant_id).await.map_err(ApiError::internal)?;
+    let hooks = state.store.list_event_hooks(auth.tenant_id).await?;
     let data: Vec<Value> = hooks.iter().map(|h| shown(h, None)).collect();
     Ok(Json(json!({ "object": "list", "data": data, "has_more": false })))
 }
@@ -84,30 +79,30 @@ pub(crate) struct CreateEventHook {
 }
 
 #[utoipa::path(post, path = "/v1/event-hooks", tag = "event-hooks", request_body = CreateEventHook,
-    responses((status = 201, description = "The endpoint with its signing secret (shown this once)", body = crate::openapi::EventHookObject), (status = 400, description = "Invalid request (a private address or an unknown event says so)", body = crate::openapi::ErrorBody), (status = 403, description = "The key is restricted to one agent", body = crate::openapi::ErrorBody)))]
+    responses((status = 201, description = "The endpoint with its signing secret (shown this once)", body = crate::schemas::EventHookObject), (status = 400, description = "Invalid request (a private address or an unknown event says so)", body = crate::schemas::ErrorBody), (status = 403, description = "The key is restricted to one agent", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
-    body: Result<Json<CreateEventHook>, JsonRejection>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+    body: std::result::Result<ApiJson<CreateEventHook>, ApiError>,
+) -> Result<(StatusCode, Json<Value>)> {
+    // The key's reach first: a restricted key is refused whatever the body.
     tenant_wide(&auth, "managing event hooks")?;
-    let Json(c) = body.map_err(|e| json_error(e, state.config.http.max_body_bytes))?;
+    let ApiJson(c) = body?;
     check(&state, Some(&c.url), Some(&c.events))?;
     let (hook, secret) = state
         .store
         .create_event_hook(auth.tenant_id, &c.url, &c.events, &c.description, state.secrets.as_ref())
-        .await
-        .map_err(store_error)?;
+        .await?;
     Ok((StatusCode::CREATED, Json(shown(&hook, Some(secret)))))
 }
 
 #[utoipa::path(get, path = "/v1/event-hooks/{id}", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")),
-    responses((status = 200, description = "The endpoint, with how its last delivery went", body = crate::openapi::EventHookObject), (status = 404, description = "No such event hook", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "The endpoint, with how its last delivery went", body = crate::schemas::EventHookObject), (status = 404, description = "No such event hook", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>> {
     Ok(Json(shown(&owned(&state, &auth, &id).await?, None)))
 }
 
@@ -122,55 +117,56 @@ pub(crate) struct UpdateEventHook {
 }
 
 #[utoipa::path(patch, path = "/v1/event-hooks/{id}", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")), request_body = UpdateEventHook,
-    responses((status = 200, description = "The changed endpoint", body = crate::openapi::EventHookObject), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 404, description = "No such event hook", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "The changed endpoint", body = crate::schemas::EventHookObject), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 404, description = "No such event hook", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn update(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-    body: Result<Json<UpdateEventHook>, JsonRejection>,
-) -> Result<Json<Value>, ApiError> {
+    body: std::result::Result<ApiJson<UpdateEventHook>, ApiError>,
+) -> Result<Json<Value>> {
+    // Whose it is first: another tenant's endpoint is a 404 whatever the body.
     let hook = owned(&state, &auth, &id).await?;
-    let Json(u) = body.map_err(|e| json_error(e, state.config.http.max_body_bytes))?;
+    let ApiJson(u) = body?;
     check(&state, u.url.as_deref(), u.events.as_deref())?;
     let changes = EventHookChanges { url: u.url, events: u.events, description: u.description, enabled: u.enabled };
-    let hook = state.store.update_event_hook(auth.tenant_id, hook.id, &changes).await.map_err(store_error)?;
+    let hook = state.store.update_event_hook(auth.tenant_id, hook.id, &changes).await?;
     Ok(Json(shown(&hook, None)))
 }
 
 #[utoipa::path(delete, path = "/v1/event-hooks/{id}", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")),
-    responses((status = 200, description = "Removed, with the events still waiting for it", body = crate::openapi::Deleted), (status = 404, description = "No such event hook", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "Removed, with the events still waiting for it", body = crate::schemas::Deleted), (status = 404, description = "No such event hook", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>> {
     let hook = owned(&state, &auth, &id).await?;
-    if !state.store.delete_event_hook(auth.tenant_id, hook.id).await.map_err(ApiError::internal)? {
-        return Err(not_found());
+    if !state.store.delete_event_hook(auth.tenant_id, hook.id).await? {
+        return Err(not_found().into());
     }
     Ok(Json(json!({ "id": hook.id, "object": "event_hook.deleted", "deleted": true })))
 }
 
 #[utoipa::path(post, path = "/v1/event-hooks/{id}/ping", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")),
-    responses((status = 202, description = "A `ping` event is on its way; see the deliveries", body = crate::openapi::EventPing), (status = 404, description = "No such event hook", body = crate::openapi::ErrorBody)))]
+    responses((status = 202, description = "A `ping` event is on its way; see the deliveries", body = crate::schemas::EventPing), (status = 404, description = "No such event hook", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn ping(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<Value>)> {
     let hook = owned(&state, &auth, &id).await?;
-    let event = state.store.ping_event_hook(auth.tenant_id, hook.id).await.map_err(store_error)?;
+    let event = state.store.ping_event_hook(auth.tenant_id, hook.id).await?;
     Ok((StatusCode::ACCEPTED, Json(json!({ "id": event, "object": "event_hook.ping", "event": "ping" }))))
 }
 
 #[utoipa::path(get, path = "/v1/event-hooks/{id}/deliveries", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")),
-    responses((status = 200, description = "The endpoint's latest 100 events: pending, delivered or failed, with attempts and errors", body = crate::openapi::ObjectList), (status = 404, description = "No such event hook", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "The endpoint's latest 100 events: pending, delivered or failed, with attempts and errors", body = crate::schemas::ObjectList), (status = 404, description = "No such event hook", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn deliveries(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>> {
     let hook = owned(&state, &auth, &id).await?;
-    let data = state.store.event_deliveries(auth.tenant_id, hook.id, 100).await.map_err(ApiError::internal)?;
+    let data = state.store.event_deliveries(auth.tenant_id, hook.id, 100).await?;
     Ok(Json(json!({ "object": "list", "data": data, "has_more": false })))
 }

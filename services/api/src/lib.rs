@@ -2,28 +2,41 @@
 //! authenticates, writes the turn to Postgres, signals a worker over RabbitMQ and relays the
 //! worker's events back to the client.
 
-mod auth;
+// Handlers: each one is routed below and imports none of the others.
 mod channels;
 mod chat;
-mod chat_wire;
-mod completion;
 mod cron;
 mod discovery;
 mod event_hooks;
-mod idempotency;
 mod interactions;
-mod limits;
 mod models;
 mod openapi;
 mod responses;
-mod responses_stream;
-mod responses_wire;
 mod run_events;
 mod runs;
 mod sessions;
 mod usage;
-mod wait;
 mod webhooks;
+
+// What the handlers share.
+mod agents;
+mod answers;
+mod auth;
+mod chat_wire;
+mod completion;
+mod errors;
+mod headers;
+mod idempotency;
+mod limits;
+mod responses_object;
+mod responses_stream;
+mod responses_wire;
+mod runs_object;
+mod schemas;
+mod state;
+mod submit;
+mod targets;
+mod wait;
 
 use std::sync::Arc;
 
@@ -33,11 +46,13 @@ use axum::routing::{get, post};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use hermes_cache::{Cache, CancelBus};
+use hermes_cache::Cache;
 use hermes_config::HermesConfig;
 use hermes_http::{Readiness, ops_router};
 use hermes_queue::{Broker, EventHub};
 use hermes_store::Store;
+
+use crate::state::AppState;
 
 /// What the API role needs, built by the composition root.
 #[derive(Clone)]
@@ -49,20 +64,6 @@ pub struct ApiContext {
     pub readiness: Readiness,
     /// Seals bot credentials (`None` without `secrets.master_key`: binding bots is refused).
     pub secrets: Option<hermes_store::SecretBox>,
-}
-
-#[derive(Clone)]
-pub(crate) struct AppState {
-    pub config: Arc<HermesConfig>,
-    pub store: Store,
-    pub broker: Broker,
-    pub cancels: CancelBus,
-    pub events: EventHub,
-    pub limiter: hermes_cache::RateLimiter,
-    pub turn_slots: hermes_cache::Slots,
-    pub secrets: Option<hermes_store::SecretBox>,
-    /// For checking bots with their platforms.
-    pub http: reqwest::Client,
 }
 
 /// The API's router (also used by tests that drive it in-process).

@@ -13,7 +13,7 @@ use hermes_cache::Slots;
 use hermes_http::ApiError;
 use hermes_store::KeyAuth;
 
-use crate::AppState;
+use crate::state::AppState;
 
 fn too_many(message: String, retry_after_secs: u64) -> ApiError {
     let mut e = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "requests", Some("rate_limit_exceeded"), message);

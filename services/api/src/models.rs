@@ -6,11 +6,11 @@ use serde_json::{Value, json};
 
 use hermes_http::ApiError;
 
-use crate::AppState;
 use crate::auth::Caller;
+use crate::state::AppState;
 
 #[utoipa::path(get, path = "/v1/models", tag = "openai",
-    responses((status = 200, description = "The tenant's agents, as models", body = crate::openapi::ModelList), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "The tenant's agents, as models", body = crate::schemas::ModelList), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn list_models(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>, ApiError> {
     let agents = state.store.list_agents(auth.tenant_id).await.map_err(ApiError::internal)?;
     let data: Vec<Value> = agents

@@ -19,8 +19,9 @@ use hermes_core::{TurnEventKind, TurnOutcome};
 use hermes_store::{Store, TurnStatus};
 
 use crate::completion::{Completion, interaction_text};
-use crate::responses::{
-    ResponseMeta, function_call_item, function_output_item, internal_tool, message_item, response_object,
+use crate::responses_object::{
+    ResponseMeta, ResponseStatus, function_call_item, function_output_item, internal_tool, message_item,
+    response_object, response_status,
 };
 use crate::wait::Next;
 
@@ -216,10 +217,10 @@ async fn pump(mut completion: Completion, meta: ResponseMeta, store: Store, mut 
         Vec::new()
     });
     let mut object = response_object(&meta, status, outcome.as_ref(), &messages, interaction.as_ref());
-    let kind = match object["status"].as_str() {
-        Some("completed") => "response.completed",
-        Some("incomplete") => "response.incomplete",
-        Some("in_progress") => {
+    let kind = match response_status(status, outcome.as_ref()) {
+        ResponseStatus::Completed => "response.completed",
+        ResponseStatus::Incomplete => "response.incomplete",
+        ResponseStatus::InProgress => {
             // The turn waits for the user: this stream ends here; answering resumes the turn.
             object["status"] = json!("incomplete");
             object["incomplete_details"] = json!({ "reason": "interaction_required" });

@@ -15,13 +15,13 @@ use futures_util::Stream;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use hermes_core::{TurnEventKind, TurnId, TurnOutcome};
+use hermes_core::{SessionId, TenantId, TurnEventKind, TurnId, TurnOutcome};
 use hermes_http::ApiError;
 use hermes_store::{Store, TurnStatus};
 
-use crate::AppState;
 use crate::auth::Caller;
-use crate::runs::{run_id, run_status, usage_json, visible_run};
+use crate::runs_object::{RunStatus, run_id, usage_json, visible_run};
+use crate::state::AppState;
 use crate::wait::{Next, Waiter};
 
 fn line(run: &str, event: &str, fields: Value) -> Event {
@@ -36,30 +36,41 @@ fn line(run: &str, event: &str, fields: Value) -> Event {
 /// The event that ends the stream.
 fn terminal(run: &str, outcome: &TurnOutcome) -> Event {
     let cancelled = outcome.error_code.as_deref() == Some("cancelled");
-    match run_status(TurnStatus::Completed, Some(outcome), None) {
+    match RunStatus::of(TurnStatus::Completed, Some(outcome), None) {
         _ if cancelled => line(run, "run.cancelled", json!({})),
-        "failed" => line(run, "run.failed", json!({ "error": outcome.error, "code": outcome.error_code })),
+        RunStatus::Failed => line(run, "run.failed", json!({ "error": outcome.error, "code": outcome.error_code })),
         _ => line(run, "run.completed", json!({ "output": outcome.content, "usage": usage_json(outcome) })),
     }
 }
 
 #[utoipa::path(get, path = "/v1/runs/{id}/events", tag = "hermes", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "Server-sent events: data-only JSON lines (message.delta, tool.started, tool.completed, approval.request, approval.responded, run.completed, run.failed, run.cancelled)", content_type = "text/event-stream", body = String), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "Server-sent events: data-only JSON lines (message.delta, tool.started, tool.completed, approval.request, approval.responded, run.completed, run.failed, run.cancelled)", content_type = "text/event-stream", body = String), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn events(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let (turn, run) = visible_run(&state, &auth, &id).await?;
+    follow(&state, auth.tenant_id, turn, run.session_id).await
+}
+
+/// The run's events from now on (and, from Postgres, what happened before), as a stream that
+/// ends with the run, when the client goes away, or after the turn timeout.
+async fn follow(
+    state: &AppState,
+    tenant: TenantId,
+    turn: TurnId,
+    session: SessionId,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>> + use<>>, ApiError> {
     // Bind before subscribing and before reading Postgres, so nothing falls in between.
     let watch = state
         .events
-        .watch_session(auth.tenant_id, run.session_id)
+        .watch_session(tenant, session)
         .await
         .map_err(|e| ApiError::unavailable(format!("cannot follow the run: {e}")))?;
     let sub = state.events.subscribe(turn);
     let recheck = Duration::from_secs(state.config.api.recheck_seconds.max(1));
-    let waiter = Waiter::new(sub, state.store.clone(), auth.tenant_id, turn, recheck).checking_first();
+    let waiter = Waiter::new(sub, state.store.clone(), tenant, turn, recheck).checking_first();
     let limit = Duration::from_secs(state.config.api.turn_timeout_seconds);
     let (tx, mut rx) = mpsc::channel::<Result<Event, Infallible>>(64);
     let store = state.store.clone();

@@ -1,29 +1,28 @@
 //! The Runs API, as upstream Hermes has it: `POST /v1/runs` starts a turn and answers 202 at
 //! once; `GET /v1/runs/{id}` polls it; `GET /v1/runs/{id}/events` follows it as server-sent
 //! events (in [`crate::run_events`]); `POST /v1/runs/{id}/approval` answers its dangerous
-//! command approval; `POST /v1/runs/{id}/stop` stops it. A run is a turn (`run_<turn id>`), so
-//! any API pod can answer for it.
+//! command approval; `POST /v1/runs/{id}/stop` stops it. A run is a turn (`run_<turn id>`, see
+//! [`crate::runs_object`]), so any API pod can answer for it.
 
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use hermes_core::{PendingInteraction, SessionId, TurnId, TurnOutcome};
-use hermes_http::ApiError;
-use hermes_queue::SessionWork;
-use hermes_store::{KeyAuth, NewTurn, StoreError, TurnOverview, TurnStatus, TurnTarget};
+use hermes_http::{ApiError, ApiJson};
+use hermes_store::{KeyAuth, NewTurn, TurnStatus};
 
-use crate::AppState;
+use crate::answers::answer_run_approval;
 use crate::auth::Caller;
-use crate::chat::{json_error, signal_work};
 use crate::responses_wire::ResponsesRequest;
-use crate::wait::{Next, Waiter};
+use crate::runs_object::{RunStatus, run_id, run_object, visible_run};
+use crate::state::AppState;
+use crate::submit::{Entry, Work, submit_turn};
+use crate::targets::run_target;
 
 /// Longest wait of `POST /v1/runs/{id}/stop` for the run to end (upstream's figure).
 const STOP_WAIT: Duration = Duration::from_secs(5);
@@ -37,124 +36,31 @@ pub(crate) struct RunRequest {
     session_id: Option<String>,
 }
 
-pub(crate) fn run_id(turn: TurnId) -> String {
-    format!("run_{}", turn.as_uuid().simple())
-}
-
-fn not_found(id: &str) -> ApiError {
-    ApiError::not_found("run_not_found", format!("Run not found: {id}"))
-}
-
-/// The run `id` names, if this caller may see it.
-pub(crate) async fn visible_run(
-    state: &AppState,
-    auth: &KeyAuth,
-    id: &str,
-) -> Result<(TurnId, TurnOverview), ApiError> {
-    let turn = id
-        .trim()
-        .strip_prefix("run_")
-        .and_then(|hex| uuid::Uuid::try_parse(hex).ok())
-        .map(TurnId::from_uuid)
-        .ok_or_else(|| not_found(id))?;
-    match state.store.turn_overview(auth.tenant_id, turn).await {
-        Ok(run) if auth.agent_id.is_none_or(|only| only == run.agent_id) => Ok((turn, run)),
-        Ok(_) | Err(StoreError::NotFound) => Err(not_found(id)),
-        Err(e) => Err(ApiError::internal(e)),
-    }
-}
-
-/// Upstream's run states (plus `waiting_for_input` for a clarifying question).
-pub(crate) fn run_status(status: TurnStatus, outcome: Option<&TurnOutcome>, waiting_on: Option<&str>) -> &'static str {
-    match status {
-        TurnStatus::Queued => "queued",
-        TurnStatus::Running => "running",
-        TurnStatus::Waiting if waiting_on == Some("clarify") => "waiting_for_input",
-        TurnStatus::Waiting => "waiting_for_approval",
-        TurnStatus::Cancelled => "cancelled",
-        TurnStatus::Failed => "failed",
-        TurnStatus::Completed if outcome.is_some_and(|o| o.finish_reason == hermes_core::FinishReason::Error) => {
-            "failed"
-        }
-        TurnStatus::Completed => "completed",
-    }
-}
-
-pub(crate) fn usage_json(o: &TurnOutcome) -> Value {
-    json!({ "input_tokens": o.usage.prompt_tokens, "output_tokens": o.usage.completion_tokens,
-            "total_tokens": o.usage.total_tokens })
-}
-
-fn run_object(turn: TurnId, run: &TurnOverview, model: &str, pending: Option<&PendingInteraction>) -> Value {
-    let status = run_status(run.status, run.outcome.as_ref(), pending.map(|p| p.kind.as_str()));
-    let last_event = match status {
-        "queued" => Value::Null,
-        "running" => json!("run.started"),
-        "waiting_for_approval" => json!("approval.request"),
-        "waiting_for_input" => json!("clarify.request"),
-        other => json!(format!("run.{other}")),
-    };
-    let outcome = run.outcome.as_ref();
-    json!({
-        "object": "hermes.run",
-        "run_id": run_id(turn),
-        "status": status,
-        "session_id": outcome.and_then(|o| o.session_id).unwrap_or(run.session_id),
-        "model": model,
-        "created_at": run.created_at.timestamp(),
-        "updated_at": run.updated_at.timestamp(),
-        "last_event": last_event,
-        "output": outcome.map(|o| o.content.clone()),
-        "usage": outcome.map(usage_json),
-        "error": outcome.and_then(|o| o.error.as_ref().map(|m| json!({ "message": m, "code": o.error_code }))),
-        "pending": pending.map(crate::completion::interaction_json),
-    })
-}
-
-/// The session a run continues when the client names it.
-async fn named_session(
-    state: &AppState,
-    auth: &KeyAuth,
-    id: &str,
-    model: Option<&str>,
-) -> Result<(hermes_store::Agent, TurnTarget), ApiError> {
-    let missing = || ApiError::not_found("session_not_found", "no such session").with_param("session_id");
-    let session: SessionId = id.trim().parse().map_err(|_| missing())?;
-    let info = match state.store.session_info(auth.tenant_id, auth.agent_id, session).await {
-        Ok(info) => info,
-        Err(StoreError::NotFound) => return Err(missing()),
-        Err(e) => return Err(ApiError::internal(e)),
-    };
-    if model.is_some_and(|m| m != info.model) {
-        return Err(
-            ApiError::invalid_request("model_mismatch", "the session belongs to another model").with_param("model")
-        );
-    }
-    let agent = state.store.agent(auth.tenant_id, info.agent_id).await.map_err(ApiError::internal)?;
-    Ok((agent, TurnTarget::Existing(session)))
-}
-
 #[utoipa::path(post, path = "/v1/runs", tag = "hermes",
-    request_body = crate::openapi::RunRequest,
-    responses((status = 202, description = "The run started", body = crate::openapi::RunStarted), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody), (status = 429, description = "Rate limit reached", body = crate::openapi::ErrorBody)))]
+    request_body = crate::schemas::RunRequest,
+    responses((status = 202, description = "The run started", body = crate::schemas::RunStarted), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody), (status = 429, description = "Rate limit reached", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
     headers: HeaderMap,
-    body: Result<Json<RunRequest>, JsonRejection>,
+    ApiJson(body): ApiJson<RunRequest>,
 ) -> Result<Response, ApiError> {
-    let Json(body) = body.map_err(|r| json_error(r, state.config.http.max_body_bytes))?;
-    let idempotency = crate::idempotency::idempotency(&headers, &auth, &body, None)?;
+    let work = run_turn(&state, &auth, &headers, body).await?;
+    let submitted = submit_turn(&state, &auth, work).await?;
+    let body = json!({ "object": "hermes.run", "run_id": run_id(submitted.turn), "status": "started",
+                       "session_id": submitted.session });
+    // The run counts against the concurrency limits until it ends or waits for the user.
+    submitted.hold_slot_in_background(&state);
+    Ok((StatusCode::ACCEPTED, Json(body)).into_response())
+}
+
+/// The turn a run asks for (checked; nothing is stored yet). Its events are always
+/// published: `GET /v1/runs/{id}/events` may follow it from any pod.
+async fn run_turn(state: &AppState, auth: &KeyAuth, headers: &HeaderMap, body: RunRequest) -> Result<Work, ApiError> {
+    let idempotency = crate::idempotency::idempotency(headers, auth, &body, None)?;
     let mut parsed = body.base.parse()?;
-    let (agent, target) = match body.session_id.as_deref().filter(|s| !s.trim().is_empty()) {
-        Some(id) => named_session(&state, &auth, id, parsed.model.as_deref()).await?,
-        None => {
-            let (agent, target, _) = crate::responses::target_of(&state, &auth, &headers, &mut parsed).await?;
-            (agent, target)
-        }
-    };
-    let permit = crate::limits::start_turn(&state, &auth).await?;
-    let new = NewTurn {
+    let (agent, target) = run_target(state, auth, headers, body.session_id.as_deref(), &mut parsed).await?;
+    let turn = NewTurn {
         agent_id: agent.id,
         target,
         input: parsed.input,
@@ -165,25 +71,11 @@ pub(crate) async fn create(
         response: None,
         reply_to: None,
     };
-    let (session, turn, _) = crate::chat::enqueue(&state, &auth, new, idempotency.as_ref()).await?;
-    tracing::Span::current().record("turn.id", tracing::field::display(turn));
-    let sub = state.events.subscribe(turn);
-    signal_work(&state, SessionWork { tenant_id: auth.tenant_id, session_id: session }).await;
-    metrics::counter!("hermes_api_runs_total").increment(1);
-    // The run counts against the concurrency limits until it ends or waits for the user.
-    let recheck = Duration::from_secs(state.config.api.recheck_seconds.max(1));
-    let mut waiter = Waiter::new(sub, state.store.clone(), auth.tenant_id, turn, recheck);
-    let limit = Duration::from_secs(state.config.api.turn_timeout_seconds);
-    tokio::spawn(async move {
-        let _permit = permit;
-        let _ = tokio::time::timeout(limit, async { while let Next::Event(_) = waiter.next().await {} }).await;
-    });
-    let body = json!({ "object": "hermes.run", "run_id": run_id(turn), "status": "started", "session_id": session });
-    Ok((StatusCode::ACCEPTED, Json(body)).into_response())
+    Ok(Work::New { entry: Entry::Runs, turn: Box::new(turn), idempotency })
 }
 
 #[utoipa::path(get, path = "/v1/runs/{id}", tag = "hermes", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "The run's state", body = crate::openapi::Run), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "The run's state", body = crate::schemas::Run), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -212,52 +104,35 @@ pub(crate) struct ApprovalRequest {
 }
 
 #[utoipa::path(post, path = "/v1/runs/{id}/approval", tag = "hermes", params(("id" = String, Path, description = "The object's id")),
-    request_body = crate::openapi::RunApproval,
-    responses((status = 200, description = "Answered; the run resumes", body = crate::openapi::RunApprovalResponse), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody),
-              (status = 409, description = "No approval is pending", body = crate::openapi::ErrorBody)))]
+    request_body = crate::schemas::RunApproval,
+    responses((status = 200, description = "Answered; the run resumes", body = crate::schemas::RunApprovalResponse), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody),
+              (status = 409, description = "No approval is pending", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn approval(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-    body: Result<Json<ApprovalRequest>, JsonRejection>,
+    body: Result<ApiJson<ApprovalRequest>, ApiError>,
 ) -> Result<Json<Value>, ApiError> {
+    // Whose it is first: another tenant's run is a 404 whatever the body.
     let (turn, _) = visible_run(&state, &auth, &id).await?;
-    let Json(request) = body.map_err(|r| json_error(r, state.config.http.max_body_bytes))?;
-    let not_pending = || {
-        ApiError::new(
-            StatusCode::CONFLICT,
-            "invalid_request_error",
-            Some("approval_not_pending"),
-            format!("Run has no pending approval: {id}"),
-        )
-    };
-    let answer = crate::interactions::answer_for(
-        "approval",
-        &crate::interactions::AnswerRequest { choice: request.choice, answer: None, stream: false },
-    )
-    .map_err(|_| {
-        ApiError::invalid_request(
-            "invalid_approval_choice",
-            "Invalid approval choice; expected one of: once, session, always, deny",
-        )
-        .with_param("choice")
-    })?;
-    let pending = state.store.turn_pending_interaction(auth.tenant_id, turn).await.map_err(ApiError::internal)?;
-    let Some(pending) = pending.filter(|p| p.kind == "approval") else { return Err(not_pending()) };
-    let hub = state.events.id().to_owned();
-    let answered = match state.store.answer_interaction(auth.tenant_id, pending.id, &answer, Some(&hub)).await {
-        Ok(a) => a,
-        Err(StoreError::NotFound | StoreError::Conflict(_)) => return Err(not_pending()),
-        Err(e) => return Err(ApiError::internal(e)),
-    };
-    signal_work(&state, SessionWork { tenant_id: auth.tenant_id, session_id: answered.session_id }).await;
+    let ApiJson(request) = body?;
+    let answer = answer_run_approval(&state, &auth, turn, request.choice, || not_pending(&id)).await?;
     Ok(Json(json!({ "object": "hermes.run.approval_response", "run_id": run_id(turn), "choice": answer["choice"],
                     "resolved": 1 })))
 }
 
+fn not_pending(id: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "invalid_request_error",
+        Some("approval_not_pending"),
+        format!("Run has no pending approval: {id}"),
+    )
+}
+
 #[utoipa::path(post, path = "/v1/runs/{id}/stop", tag = "hermes", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "Stopped, or stopping", body = crate::openapi::RunStopped), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody),
-              (status = 409, description = "The run already ended", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "Stopped, or stopping", body = crate::schemas::RunStopped), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody),
+              (status = 409, description = "The run already ended", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn stop(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -269,21 +144,25 @@ pub(crate) async fn stop(
             StatusCode::CONFLICT,
             "invalid_request_error",
             Some("run_not_active"),
-            format!("Run already ended ({}): {id}", run_status(run.status, run.outcome.as_ref(), None)),
+            format!("Run already ended ({}): {id}", RunStatus::of(run.status, run.outcome.as_ref(), None).as_str()),
         ));
     }
-    crate::completion::cancel_turn(&state.store, &state.cancels, auth.tenant_id, turn).await;
-    // Wait a little for the worker to stop, as upstream does.
+    let status = stop_run(&state, auth.tenant_id, turn).await;
+    Ok(Json(json!({ "object": "hermes.run", "run_id": run_id(turn), "status": status })))
+}
+
+/// Stops the run's turn and waits a little for the worker to stop, as upstream does:
+/// `cancelled` once it has, else `stopping`.
+async fn stop_run(state: &AppState, tenant: hermes_core::TenantId, turn: hermes_core::TurnId) -> &'static str {
+    crate::completion::cancel_turn(&state.store, &state.cancels, tenant, turn).await;
     let deadline = tokio::time::Instant::now() + STOP_WAIT;
-    let mut status = "stopping";
     while tokio::time::Instant::now() < deadline {
-        if let Ok((s, _)) = state.store.turn_state(auth.tenant_id, turn).await
+        if let Ok((s, _)) = state.store.turn_state(tenant, turn).await
             && s.is_final()
         {
-            status = "cancelled";
-            break;
+            return "cancelled";
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    Ok(Json(json!({ "object": "hermes.run", "run_id": run_id(turn), "status": status })))
+    "stopping"
 }

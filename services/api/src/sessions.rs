@@ -4,7 +4,6 @@
 //! session, or one of an agent the key may not use, is a 404 like a missing one.
 
 use axum::Json;
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -12,39 +11,29 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use hermes_core::SessionId;
-use hermes_http::ApiError;
-use hermes_store::{KeyAuth, StoreError};
+use hermes_http::{ApiError, ApiJson};
+use hermes_store::KeyAuth;
 
-use crate::AppState;
+use crate::agents::resolve_agent;
 use crate::auth::Caller;
-use crate::chat::{json_error, resolve_agent, user_key};
+use crate::errors::{Failure, Resource, resource};
+use crate::headers::user_key;
+use crate::state::AppState;
+
+/// This module's handlers' error: a store error is about a session.
+type Result<T> = std::result::Result<T, Failure<resource::Session>>;
 
 const DEFAULT_PAGE: i64 = 20;
 const MAX_PAGE: i64 = 100;
 
-fn not_found() -> ApiError {
-    ApiError::not_found("session_not_found", "no such session")
-}
-
-fn parse_id(id: &str) -> Result<SessionId, ApiError> {
-    id.parse().map_err(|_| not_found())
-}
-
-fn store_error(e: StoreError) -> ApiError {
-    match e {
-        StoreError::NotFound => not_found(),
-        StoreError::Busy(why) => {
-            ApiError::new(StatusCode::CONFLICT, "invalid_request_error", Some("session_busy"), why)
-        }
-        StoreError::Invalid(why) => ApiError::invalid_request("invalid_value", why),
-        other => ApiError::internal(other),
-    }
+fn parse_id(id: &str) -> Result<SessionId> {
+    Ok(id.parse().map_err(|_| resource::Session::not_found())?)
 }
 
 /// The session, if this caller may see it.
-async fn visible(state: &AppState, auth: &KeyAuth, id: &str) -> Result<hermes_store::SessionInfo, ApiError> {
+async fn visible(state: &AppState, auth: &KeyAuth, id: &str) -> Result<hermes_store::SessionInfo> {
     let id = parse_id(id)?;
-    state.store.session_info(auth.tenant_id, auth.agent_id, id).await.map_err(store_error)
+    Ok(state.store.session_info(auth.tenant_id, auth.agent_id, id).await?)
 }
 
 #[derive(Debug, Deserialize)]
@@ -56,20 +45,19 @@ pub(crate) struct Page {
 }
 
 #[utoipa::path(get, path = "/api/sessions", tag = "sessions",
-    responses((status = 200, description = "Sessions, newest first", body = crate::openapi::ObjectList), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "Sessions, newest first", body = crate::schemas::ObjectList), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Query(page): Query<Page>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>> {
     let limit = page.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
     let offset = page.offset.unwrap_or(0).max(0);
     let agent = match page.model.as_deref() {
         Some(name) => Some(resolve_agent(&state, &auth, Some(name)).await?.id),
         None => auth.agent_id,
     };
-    let sessions =
-        state.store.list_sessions(auth.tenant_id, agent, limit + 1, offset).await.map_err(ApiError::internal)?;
+    let sessions = state.store.list_sessions(auth.tenant_id, agent, limit + 1, offset).await?;
     let has_more = sessions.len() as i64 > limit;
     let data: Vec<&hermes_store::SessionInfo> = sessions.iter().take(limit as usize).collect();
     Ok(Json(json!({"object": "list", "data": data, "has_more": has_more})))
@@ -83,31 +71,30 @@ pub(crate) struct CreateSession {
 }
 
 #[utoipa::path(post, path = "/api/sessions", tag = "sessions",
-    responses((status = 201, description = "A new, empty session", body = crate::openapi::Session), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
+    responses((status = 201, description = "A new, empty session", body = crate::schemas::Session), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
     headers: HeaderMap,
-    body: Result<Json<CreateSession>, JsonRejection>,
-) -> Result<Response, ApiError> {
-    let Json(body) = body.map_err(|r| json_error(r, state.config.http.max_body_bytes))?;
+    ApiJson(body): ApiJson<CreateSession>,
+) -> Result<Response> {
     let agent = resolve_agent(&state, &auth, body.model.as_deref()).await?;
     let user = user_key(&headers, &auth)?;
     let title = body.title.as_deref().map(str::trim).filter(|t| !t.is_empty());
-    let id = state.store.create_session(auth.tenant_id, agent.id, "api", &user, title).await.map_err(store_error)?;
-    let info = state.store.session_info(auth.tenant_id, auth.agent_id, id).await.map_err(store_error)?;
+    let id = state.store.create_session(auth.tenant_id, agent.id, "api", &user, title).await?;
+    let info = state.store.session_info(auth.tenant_id, auth.agent_id, id).await?;
     Ok((StatusCode::CREATED, Json(info)).into_response())
 }
 
 #[utoipa::path(get, path = "/api/sessions/{id}", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "The session and its lineage", body = crate::openapi::Session), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "The session and its lineage", body = crate::schemas::Session), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>> {
     let info = visible(&state, &auth, &id).await?;
-    let lineage = state.store.session_lineage(auth.tenant_id, info.id).await.map_err(store_error)?;
+    let lineage = state.store.session_lineage(auth.tenant_id, info.id).await?;
     let mut value = json!(info);
     // `lineage` says how this session began (fork, compaction, subagent); the tree is apart.
     value["lineage_tree"] = json!(lineage);
@@ -121,29 +108,28 @@ pub(crate) struct Rename {
 }
 
 #[utoipa::path(patch, path = "/api/sessions/{id}", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "Renamed", body = crate::openapi::Session), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "Renamed", body = crate::schemas::Session), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn rename(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-    body: Result<Json<Rename>, JsonRejection>,
-) -> Result<Json<hermes_store::SessionInfo>, ApiError> {
-    let Json(body) = body.map_err(|r| json_error(r, state.config.http.max_body_bytes))?;
+    ApiJson(body): ApiJson<Rename>,
+) -> Result<Json<hermes_store::SessionInfo>> {
     let info = visible(&state, &auth, &id).await?;
-    state.store.set_session_title(auth.tenant_id, info.id, body.title.as_deref()).await.map_err(store_error)?;
-    Ok(Json(state.store.session_info(auth.tenant_id, auth.agent_id, info.id).await.map_err(store_error)?))
+    state.store.set_session_title(auth.tenant_id, info.id, body.title.as_deref()).await?;
+    Ok(Json(state.store.session_info(auth.tenant_id, auth.agent_id, info.id).await?))
 }
 
 #[utoipa::path(delete, path = "/api/sessions/{id}", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "Deleted", body = crate::openapi::Deleted), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody),
-              (status = 409, description = "A turn is running in it", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "Deleted", body = crate::schemas::Deleted), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody),
+              (status = 409, description = "A turn is running in it", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>> {
     let id = parse_id(&id)?;
-    state.store.delete_session(auth.tenant_id, auth.agent_id, id).await.map_err(store_error)?;
+    state.store.delete_session(auth.tenant_id, auth.agent_id, id).await?;
     Ok(Json(json!({"id": id, "object": "session.deleted", "deleted": true})))
 }
 
@@ -155,21 +141,17 @@ pub(crate) struct MessagePage {
 }
 
 #[utoipa::path(get, path = "/api/sessions/{id}/messages", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "A page of messages", body = crate::openapi::ObjectList), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "A page of messages", body = crate::schemas::ObjectList), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn messages(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
     Query(page): Query<MessagePage>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>> {
     let info = visible(&state, &auth, &id).await?;
     let limit = page.limit.unwrap_or(100).clamp(1, 1_000) as usize;
     let after = page.after.unwrap_or(0);
-    let page = state
-        .store
-        .messages_after(auth.tenant_id, info.id, after, Some(limit as i64 + 1))
-        .await
-        .map_err(store_error)?;
+    let page = state.store.messages_after(auth.tenant_id, info.id, after, Some(limit as i64 + 1)).await?;
     let has_more = page.len() > limit;
     let data: Vec<Value> = page
         .iter()
@@ -192,25 +174,22 @@ pub(crate) struct Fork {
 }
 
 #[utoipa::path(post, path = "/api/sessions/{id}/fork", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 201, description = "The fork", body = crate::openapi::Session), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
+    responses((status = 201, description = "The fork", body = crate::schemas::Session), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn fork(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-    body: Option<Json<Fork>>,
-) -> Result<Response, ApiError> {
+    body: Option<ApiJson<Fork>>,
+) -> Result<Response> {
     let info = visible(&state, &auth, &id).await?;
-    let body = body.map(|Json(b)| b).unwrap_or(Fork { up_to: None, title: None });
+    let body = body.map(|ApiJson(b)| b).unwrap_or(Fork { up_to: None, title: None });
     if body.up_to.is_some_and(|n| n < 1) {
         return Err(ApiError::invalid_request("invalid_value", "up_to is a message sequence number, from 1")
-            .with_param("up_to"));
+            .with_param("up_to")
+            .into());
     }
-    let child = state
-        .store
-        .fork_session(auth.tenant_id, info.id, body.up_to, body.title.as_deref())
-        .await
-        .map_err(store_error)?;
-    let created = state.store.session_info(auth.tenant_id, auth.agent_id, child).await.map_err(store_error)?;
+    let child = state.store.fork_session(auth.tenant_id, info.id, body.up_to, body.title.as_deref()).await?;
+    let created = state.store.session_info(auth.tenant_id, auth.agent_id, child).await?;
     Ok((StatusCode::CREATED, Json(created)).into_response())
 }
 
@@ -222,18 +201,18 @@ pub(crate) struct ExportQuery {
 #[utoipa::path(get, path = "/api/sessions/{id}/export", tag = "sessions",
     params(("id" = String, Path, description = "The object's id"),
            ("format" = Option<String>, Query, description = "json (default) or sharegpt")),
-    responses((status = 200, description = "The whole session with its lineage", body = serde_json::Value), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "The whole session with its lineage", body = serde_json::Value), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn export(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
     Query(q): Query<ExportQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>> {
     let info = visible(&state, &auth, &id).await?;
-    let export = state.store.export_session(auth.tenant_id, info.id).await.map_err(store_error)?;
+    let export = state.store.export_session(auth.tenant_id, info.id).await?;
     match q.format.as_deref().unwrap_or("json") {
         "json" => Ok(Json(json!(export))),
         "sharegpt" => Ok(Json(export.to_sharegpt())),
-        _ => Err(ApiError::invalid_request("invalid_value", "format is json or sharegpt").with_param("format")),
+        _ => Err(ApiError::invalid_request("invalid_value", "format is json or sharegpt").with_param("format").into()),
     }
 }

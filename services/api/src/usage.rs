@@ -9,11 +9,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use hermes_http::ApiError;
-use hermes_store::UsageGroup;
+use hermes_store::{UsageGroup, UsageLine};
 
-use crate::AppState;
+use crate::agents::resolve_agent;
 use crate::auth::Caller;
-use crate::chat::resolve_agent;
+use crate::state::AppState;
 
 /// The longest period one report covers.
 const MAX_DAYS: i64 = 366;
@@ -43,58 +43,84 @@ fn day(param: &'static str, text: Option<&str>) -> Result<Option<NaiveDate>, Api
            ("start" = Option<String>, Query, description = "First day (YYYY-MM-DD)"),
            ("end" = Option<String>, Query, description = "Last day (YYYY-MM-DD)"),
            ("model" = Option<String>, Query, description = "Only this agent")),
-    responses((status = 200, description = "Tokens and dollars per group, with totals", body = crate::openapi::ObjectList), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "Tokens and dollars per group, with totals", body = crate::schemas::ObjectList), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn usage(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Query(q): Query<UsageQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let group = match q.group_by.as_deref().unwrap_or("day") {
-        "day" => UsageGroup::Day,
-        "agent" | "model" => UsageGroup::Agent,
-        "key" | "api_key" => UsageGroup::Key,
-        _ => {
-            return Err(
-                ApiError::invalid_request("invalid_value", "group_by is day, agent or key").with_param("group_by")
-            );
-        }
-    };
-    let end = day("end", q.end.as_deref())?.unwrap_or_else(|| Utc::now().date_naive());
-    let start = day("start", q.start.as_deref())?.unwrap_or(end - Duration::days(29));
-    if start > end || end - start > Duration::days(MAX_DAYS) {
-        return Err(ApiError::invalid_request(
-            "invalid_value",
-            format!("start must be before end, at most {MAX_DAYS} days apart"),
-        )
-        .with_param("start"));
-    }
+    let period = q.period()?;
     let agent = match q.model.as_deref() {
         Some(name) => Some(resolve_agent(&state, &auth, Some(name)).await?.id),
         None => auth.agent_id,
     };
-    let lines = state.store.usage_report(auth.tenant_id, agent, group, start, end).await.map_err(ApiError::internal)?;
-    let total = json!({
-        "calls": lines.iter().map(|l| l.calls).sum::<i64>(),
-        "prompt_tokens": lines.iter().map(|l| l.prompt_tokens).sum::<i64>(),
-        "completion_tokens": lines.iter().map(|l| l.completion_tokens).sum::<i64>(),
-        "cached_tokens": lines.iter().map(|l| l.cached_tokens).sum::<i64>(),
-        "cost_usd": lines.iter().map(|l| l.cost_usd).sum::<f64>(),
-        "unpriced_calls": lines.iter().map(|l| l.unpriced_calls).sum::<i64>(),
-        "turns": lines.iter().map(|l| l.turns).sum::<i64>(),
-        "tool_ms": lines.iter().map(|l| l.tool_ms).sum::<i64>(),
-        "sandbox_ms": lines.iter().map(|l| l.sandbox_ms).sum::<i64>(),
-    });
-    let group_by = match group {
-        UsageGroup::Day => "day",
-        UsageGroup::Agent => "agent",
-        UsageGroup::Key => "key",
-    };
-    Ok(Json(json!({
-        "object": "list",
-        "group_by": group_by,
-        "start": start.to_string(),
-        "end": end.to_string(),
-        "data": lines,
-        "total": total,
-    })))
+    let lines = state
+        .store
+        .usage_report(auth.tenant_id, agent, period.group, period.start, period.end)
+        .await
+        .map_err(ApiError::internal)?;
+    Ok(Json(period.report(&lines)))
+}
+
+/// What one report covers, and how it groups the calls.
+struct Period {
+    group: UsageGroup,
+    start: NaiveDate,
+    end: NaiveDate,
+}
+
+impl UsageQuery {
+    /// The checked period: by default the 30 days up to today, grouped by day.
+    fn period(&self) -> Result<Period, ApiError> {
+        let group = match self.group_by.as_deref().unwrap_or("day") {
+            "day" => UsageGroup::Day,
+            "agent" | "model" => UsageGroup::Agent,
+            "key" | "api_key" => UsageGroup::Key,
+            _ => {
+                return Err(
+                    ApiError::invalid_request("invalid_value", "group_by is day, agent or key").with_param("group_by")
+                );
+            }
+        };
+        let end = day("end", self.end.as_deref())?.unwrap_or_else(|| Utc::now().date_naive());
+        let start = day("start", self.start.as_deref())?.unwrap_or(end - Duration::days(29));
+        if start > end || end - start > Duration::days(MAX_DAYS) {
+            return Err(ApiError::invalid_request(
+                "invalid_value",
+                format!("start must be before end, at most {MAX_DAYS} days apart"),
+            )
+            .with_param("start"));
+        }
+        Ok(Period { group, start, end })
+    }
+}
+
+impl Period {
+    /// The report: one line per group, with totals.
+    fn report(&self, lines: &[UsageLine]) -> Value {
+        let total = json!({
+            "calls": lines.iter().map(|l| l.calls).sum::<i64>(),
+            "prompt_tokens": lines.iter().map(|l| l.prompt_tokens).sum::<i64>(),
+            "completion_tokens": lines.iter().map(|l| l.completion_tokens).sum::<i64>(),
+            "cached_tokens": lines.iter().map(|l| l.cached_tokens).sum::<i64>(),
+            "cost_usd": lines.iter().map(|l| l.cost_usd).sum::<f64>(),
+            "unpriced_calls": lines.iter().map(|l| l.unpriced_calls).sum::<i64>(),
+            "turns": lines.iter().map(|l| l.turns).sum::<i64>(),
+            "tool_ms": lines.iter().map(|l| l.tool_ms).sum::<i64>(),
+            "sandbox_ms": lines.iter().map(|l| l.sandbox_ms).sum::<i64>(),
+        });
+        let group_by = match self.group {
+            UsageGroup::Day => "day",
+            UsageGroup::Agent => "agent",
+            UsageGroup::Key => "key",
+        };
+        json!({
+            "object": "list",
+            "group_by": group_by,
+            "start": self.start.to_string(),
+            "end": self.end.to_string(),
+            "data": lines,
+            "total": total,
+        })
+    }
 }

@@ -4,43 +4,35 @@
 //! restricted to one agent sees only that agent's hooks; another tenant's is a 404.
 
 use axum::Json;
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use hermes_http::ApiError;
+use hermes_http::{ApiError, ApiJson};
 use hermes_store::webhooks::{NewWebhook, Webhook, WebhookChanges};
 use hermes_store::{KeyAuth, StoreError};
 
-use crate::AppState;
+use crate::agents::resolve_agent;
 use crate::auth::Caller;
-use crate::chat::{json_error, resolve_agent};
+use crate::errors::{Failure, Resource, resource, store_error};
+use crate::state::AppState;
+
+/// This module's handlers' error: a store error is about a webhook.
+type Result<T> = std::result::Result<T, Failure<resource::Webhook>>;
 
 const PLATFORMS: &[&str] = &["telegram", "slack", "wecom"];
 
 fn not_found() -> ApiError {
-    ApiError::not_found("webhook_not_found", "no such webhook")
-}
-
-fn store_error(e: StoreError) -> ApiError {
-    match e {
-        StoreError::NotFound => not_found(),
-        StoreError::Conflict(why) => {
-            ApiError::new(StatusCode::CONFLICT, "invalid_request_error", Some("webhook_exists"), why)
-        }
-        StoreError::Invalid(why) | StoreError::Secret(why) => ApiError::invalid_request("invalid_value", why),
-        other => ApiError::internal(other),
-    }
+    resource::Webhook::not_found()
 }
 
 /// The caller's hook `id`.
-async fn visible(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Webhook, ApiError> {
+async fn visible(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Webhook> {
     let id = uuid::Uuid::parse_str(id).map_err(|_| not_found())?;
-    let hook = state.store.webhook(auth.tenant_id, id).await.map_err(store_error)?;
+    let hook = state.store.webhook(auth.tenant_id, id).await?;
     match auth.agent_id {
-        Some(agent) if agent != hook.agent_id => Err(not_found()),
+        Some(agent) if agent != hook.agent_id => Err(not_found().into()),
         _ => Ok(hook),
     }
 }
@@ -65,7 +57,7 @@ fn invalid(why: impl Into<String>) -> ApiError {
 }
 
 /// `local`, or chat targets `platform[:chat[:thread]]`, comma-separated.
-fn check_deliver(deliver: &str) -> Result<(), ApiError> {
+fn check_deliver(deliver: &str) -> std::result::Result<(), ApiError> {
     for target in deliver.split(',').map(str::trim) {
         let platform = target.split(':').next().unwrap_or_default();
         if target != "local" && !PLATFORMS.contains(&platform) {
@@ -77,7 +69,7 @@ fn check_deliver(deliver: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn check_prompt(prompt: &str) -> Result<(), ApiError> {
+fn check_prompt(prompt: &str) -> std::result::Result<(), ApiError> {
     if let Some(finding) = hermes_threats::scan_strict(prompt).first() {
         let why = format!("the prompt looks like an injection or exfiltration attempt ({})", finding.reason);
         return Err(ApiError::invalid_request("prompt_refused", why));
@@ -85,7 +77,7 @@ fn check_prompt(prompt: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn check_rate(rate: i32) -> Result<(), ApiError> {
+fn check_rate(rate: i32) -> std::result::Result<(), ApiError> {
     if (1..=600).contains(&rate) { Ok(()) } else { Err(invalid("rate_limit_per_minute must be 1 to 600")) }
 }
 
@@ -95,18 +87,19 @@ async fn job_of(
     auth: &KeyAuth,
     agent: hermes_core::AgentId,
     reference: &str,
-) -> Result<uuid::Uuid, ApiError> {
+) -> std::result::Result<uuid::Uuid, ApiError> {
     let job = state.store.find_job(auth.tenant_id, Some(agent), reference).await.map_err(|e| match e {
+        // The job is a field of the hook: naming one that is not there is a bad request.
         StoreError::NotFound => invalid(format!("the hook's agent has no cron job `{reference}`")),
-        other => store_error(other),
+        other => store_error::<resource::Webhook>(other),
     })?;
     Ok(job.id)
 }
 
 #[utoipa::path(get, path = "/v1/webhooks", tag = "webhooks",
-    responses((status = 200, description = "The tenant's webhooks (without secrets)", body = crate::openapi::ObjectList), (status = 401, description = "Missing or invalid API key", body = crate::openapi::ErrorBody)))]
-pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>, ApiError> {
-    let hooks = state.store.list_webhooks(auth.tenant_id).await.map_err(ApiError::internal)?;
+    responses((status = 200, description = "The tenant's webhooks (without secrets)", body = crate::schemas::ObjectList), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>> {
+    let hooks = state.store.list_webhooks(auth.tenant_id).await?;
     let data: Vec<Value> = hooks
         .iter()
         .filter(|h| auth.agent_id.is_none_or(|a| a == h.agent_id))
@@ -142,17 +135,23 @@ pub(crate) struct CreateWebhook {
 }
 
 #[utoipa::path(post, path = "/v1/webhooks", tag = "webhooks", request_body = CreateWebhook,
-    responses((status = 201, description = "The webhook with its secret (shown this once) and path", body = crate::openapi::WebhookObject), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 409, description = "The agent has a webhook of that name", body = crate::openapi::ErrorBody)))]
+    responses((status = 201, description = "The webhook with its secret (shown this once) and path", body = crate::schemas::WebhookObject), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 409, description = "The agent has a webhook of that name", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
-    body: Result<Json<CreateWebhook>, JsonRejection>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let Json(c) = body.map_err(|e| json_error(e, state.config.http.max_body_bytes))?;
-    let agent = resolve_agent(&state, &auth, c.model.as_deref()).await?;
+    ApiJson(c): ApiJson<CreateWebhook>,
+) -> Result<(StatusCode, Json<Value>)> {
+    let new = new_webhook(&state, &auth, c).await?;
+    let (hook, secret) = state.store.create_webhook(auth.tenant_id, &new, state.secrets.as_ref()).await?;
+    Ok((StatusCode::CREATED, Json(shown(&state, &hook, Some(secret)))))
+}
+
+/// The webhook `c` asks for, checked.
+async fn new_webhook(state: &AppState, auth: &KeyAuth, c: CreateWebhook) -> Result<NewWebhook> {
+    let agent = resolve_agent(state, auth, c.model.as_deref()).await?;
     let name = c.name.trim().to_owned();
     if name.is_empty() || name.chars().count() > 100 {
-        return Err(invalid("give the webhook a name of 1 to 100 characters"));
+        return Err(invalid("give the webhook a name of 1 to 100 characters").into());
     }
     check_prompt(&c.prompt)?;
     let deliver = c.deliver.unwrap_or_else(|| "local".into());
@@ -160,10 +159,10 @@ pub(crate) async fn create(
     let rate = c.rate_limit_per_minute.unwrap_or(30);
     check_rate(rate)?;
     let cron_job_id = match &c.cron_job {
-        Some(reference) => Some(job_of(&state, &auth, agent.id, reference).await?),
+        Some(reference) => Some(job_of(state, auth, agent.id, reference).await?),
         None => None,
     };
-    let new = NewWebhook {
+    Ok(NewWebhook {
         agent_id: agent.id,
         name,
         events: c.events,
@@ -172,19 +171,16 @@ pub(crate) async fn create(
         deliver,
         cron_job_id,
         rate_limit_per_minute: rate,
-    };
-    let (hook, secret) =
-        state.store.create_webhook(auth.tenant_id, &new, state.secrets.as_ref()).await.map_err(store_error)?;
-    Ok((StatusCode::CREATED, Json(shown(&state, &hook, Some(secret)))))
+    })
 }
 
 #[utoipa::path(get, path = "/v1/webhooks/{id}", tag = "webhooks", params(("id" = String, Path, description = "Webhook id")),
-    responses((status = 200, description = "The webhook (without its secret)", body = crate::openapi::WebhookObject), (status = 404, description = "No such webhook", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "The webhook (without its secret)", body = crate::schemas::WebhookObject), (status = 404, description = "No such webhook", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>> {
     Ok(Json(shown(&state, &visible(&state, &auth, &id).await?, None)))
 }
 
@@ -204,16 +200,23 @@ pub(crate) struct UpdateWebhook {
 }
 
 #[utoipa::path(patch, path = "/v1/webhooks/{id}", tag = "webhooks", params(("id" = String, Path, description = "Webhook id")), request_body = UpdateWebhook,
-    responses((status = 200, description = "The changed webhook", body = crate::openapi::WebhookObject), (status = 400, description = "Invalid request", body = crate::openapi::ErrorBody), (status = 404, description = "No such webhook", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "The changed webhook", body = crate::schemas::WebhookObject), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 404, description = "No such webhook", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn update(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-    body: Result<Json<UpdateWebhook>, JsonRejection>,
-) -> Result<Json<Value>, ApiError> {
+    body: std::result::Result<ApiJson<UpdateWebhook>, ApiError>,
+) -> Result<Json<Value>> {
     // Whose it is first: another tenant's hook is a 404 whatever the body.
     let hook = visible(&state, &auth, &id).await?;
-    let Json(u) = body.map_err(|e| json_error(e, state.config.http.max_body_bytes))?;
+    let ApiJson(u) = body?;
+    let changes = changes(&state, &auth, &hook, u).await?;
+    let hook = state.store.update_webhook(auth.tenant_id, hook.id, &changes).await?;
+    Ok(Json(shown(&state, &hook, None)))
+}
+
+/// The changes `u` asks of `hook`, checked.
+async fn changes(state: &AppState, auth: &KeyAuth, hook: &Webhook, u: UpdateWebhook) -> Result<WebhookChanges> {
     if let Some(prompt) = &u.prompt {
         check_prompt(prompt)?;
     }
@@ -226,9 +229,9 @@ pub(crate) async fn update(
     let cron_job_id = match u.cron_job.as_deref().map(str::trim) {
         None => None,
         Some("") => Some(None),
-        Some(reference) => Some(Some(job_of(&state, &auth, hook.agent_id, reference).await?)),
+        Some(reference) => Some(Some(job_of(state, auth, hook.agent_id, reference).await?)),
     };
-    let changes = WebhookChanges {
+    Ok(WebhookChanges {
         name: u.name.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()),
         events: u.events,
         prompt: u.prompt,
@@ -237,37 +240,31 @@ pub(crate) async fn update(
         cron_job_id,
         enabled: u.enabled,
         rate_limit_per_minute: u.rate_limit_per_minute,
-    };
-    let hook = state.store.update_webhook(auth.tenant_id, hook.id, &changes).await.map_err(store_error)?;
-    Ok(Json(shown(&state, &hook, None)))
+    })
 }
 
 #[utoipa::path(post, path = "/v1/webhooks/{id}/rotate-secret", tag = "webhooks", params(("id" = String, Path, description = "Webhook id")),
-    responses((status = 200, description = "The webhook with its new secret; the old one stops working at once", body = crate::openapi::WebhookObject), (status = 404, description = "No such webhook", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "The webhook with its new secret; the old one stops working at once", body = crate::schemas::WebhookObject), (status = 404, description = "No such webhook", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn rotate_secret(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>> {
     let hook = visible(&state, &auth, &id).await?;
-    let secret = state
-        .store
-        .rotate_webhook_secret(auth.tenant_id, hook.id, state.secrets.as_ref())
-        .await
-        .map_err(store_error)?;
+    let secret = state.store.rotate_webhook_secret(auth.tenant_id, hook.id, state.secrets.as_ref()).await?;
     Ok(Json(shown(&state, &hook, Some(secret))))
 }
 
 #[utoipa::path(delete, path = "/v1/webhooks/{id}", tag = "webhooks", params(("id" = String, Path, description = "Webhook id")),
-    responses((status = 200, description = "Removed; its endpoint answers 404 from now on", body = crate::openapi::Deleted), (status = 404, description = "No such webhook", body = crate::openapi::ErrorBody)))]
+    responses((status = 200, description = "Removed; its endpoint answers 404 from now on", body = crate::schemas::Deleted), (status = 404, description = "No such webhook", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Value>> {
     let hook = visible(&state, &auth, &id).await?;
-    if !state.store.delete_webhook(auth.tenant_id, hook.id).await.map_err(ApiError::internal)? {
-        return Err(not_found());
+    if !state.store.delete_webhook(auth.tenant_id, hook.id).await? {
+        return Err(not_found().into());
     }
     Ok(Json(json!({ "id": hook.id, "object": "webhook.deleted", "deleted": true })))
 }

@@ -1,0 +1,146 @@
+//! A handler's error: the OpenAI-shaped [`ApiError`], plus what a storage error means for the
+//! resource the handler works on, so `?` works on both. `hermes-http` knows nothing of the store
+//! (and the store nothing of HTTP), so the conversion lives here.
+//!
+//! A handler names its resource in its error type (`Failure<resource::Channel>`): a store
+//! `NotFound` becomes that resource's 404 (`channel_not_found`; another tenant's object looks
+//! the same), `Conflict`/`Busy` its 409, `Invalid`/`Secret` a 400 `invalid_value` with the
+//! store's reason, anything else a logged 500.
+
+use std::marker::PhantomData;
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+use hermes_http::ApiError;
+use hermes_store::StoreError;
+
+/// What a handler works on: its answers when the store says the object is missing or taken.
+pub(crate) trait Resource {
+    /// The 404 of a missing object (or another tenant's).
+    fn not_found() -> ApiError;
+    /// The 409 of an object that exists already or is busy, with the store's reason.
+    fn conflict(why: String) -> ApiError;
+}
+
+/// A 409 `invalid_request_error` with `code`.
+pub(crate) fn conflict(code: &'static str, why: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::CONFLICT, "invalid_request_error", Some(code), why)
+}
+
+/// `e` as an answer about resource `R`.
+pub(crate) fn store_error<R: Resource>(e: StoreError) -> ApiError {
+    match e {
+        StoreError::NotFound => R::not_found(),
+        StoreError::Conflict(why) | StoreError::Busy(why) => R::conflict(why),
+        StoreError::Invalid(why) | StoreError::Secret(why) => ApiError::invalid_request("invalid_value", why),
+        other => ApiError::internal(other),
+    }
+}
+
+/// `e`, where `NotFound` is answered with `missing` (a 404 that names the id asked for) and
+/// anything else is a server error.
+pub(crate) fn missing_or_internal(e: StoreError, missing: impl FnOnce() -> ApiError) -> ApiError {
+    match e {
+        StoreError::NotFound => missing(),
+        other => ApiError::internal(other),
+    }
+}
+
+/// A handler's error about resource `R`.
+#[derive(Debug)]
+pub(crate) struct Failure<R> {
+    error: ApiError,
+    resource: PhantomData<fn() -> R>,
+}
+
+impl<R> From<ApiError> for Failure<R> {
+    fn from(error: ApiError) -> Self {
+        Self { error, resource: PhantomData }
+    }
+}
+
+impl<R: Resource> From<StoreError> for Failure<R> {
+    fn from(e: StoreError) -> Self {
+        store_error::<R>(e).into()
+    }
+}
+
+impl<R> IntoResponse for Failure<R> {
+    fn into_response(self) -> Response {
+        self.error.into_response()
+    }
+}
+
+/// The resources with their own codes, in one place (the e2e tests assert each code).
+pub(crate) mod resource {
+    use hermes_http::ApiError;
+
+    use super::{Resource, conflict};
+
+    macro_rules! resources {
+        ($($(#[$doc:meta])* $name:ident: $not_found:literal, $message:literal, $exists:literal;)*) => {$(
+            $(#[$doc])*
+            pub(crate) enum $name {}
+
+            impl Resource for $name {
+                fn not_found() -> ApiError {
+                    ApiError::not_found($not_found, $message)
+                }
+
+                fn conflict(why: String) -> ApiError {
+                    conflict($exists, why)
+                }
+            }
+        )*};
+    }
+
+    resources! {
+        /// `/api/sessions`: a session with a running turn is busy.
+        Session: "session_not_found", "no such session", "session_busy";
+        /// `/v1/channels`.
+        Channel: "channel_not_found", "no such channel", "channel_exists";
+        /// `/v1/cron/jobs`.
+        CronJob: "job_not_found", "no such cron job", "job_exists";
+        /// `/v1/webhooks`.
+        Webhook: "webhook_not_found", "no such webhook", "webhook_exists";
+        /// `/v1/event-hooks`.
+        EventHook: "event_hook_not_found", "no such event hook", "event_hook_exists";
+    }
+
+    /// `/v1/interactions/{id}`: an answered, expired or stopped one is closed.
+    pub(crate) enum Interaction {}
+
+    impl Resource for Interaction {
+        fn not_found() -> ApiError {
+            ApiError::not_found("interaction_not_found", "no pending question with this id")
+        }
+
+        fn conflict(_why: String) -> ApiError {
+            conflict("interaction_closed", "this question was already answered, expired, or its turn was stopped")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resource::{Channel, EventHook, Interaction, Session};
+    use super::*;
+
+    #[test]
+    fn store_errors_become_the_resources_answers() {
+        let e = store_error::<Channel>(StoreError::NotFound);
+        assert_eq!((e.status, e.code), (StatusCode::NOT_FOUND, Some("channel_not_found")));
+        let e = store_error::<Session>(StoreError::Busy("a turn is running".into()));
+        assert_eq!(
+            (e.status, e.code, e.message.as_str()),
+            (StatusCode::CONFLICT, Some("session_busy"), "a turn is running")
+        );
+        let e = store_error::<EventHook>(StoreError::Secret("needs secrets.master_key".into()));
+        assert_eq!((e.status, e.code), (StatusCode::BAD_REQUEST, Some("invalid_value")));
+        let e = store_error::<Interaction>(StoreError::Conflict("answered".into()));
+        assert_eq!((e.status, e.code), (StatusCode::CONFLICT, Some("interaction_closed")));
+        let e = store_error::<Channel>(StoreError::Fenced);
+        assert_eq!((e.status, e.code), (StatusCode::INTERNAL_SERVER_ERROR, Some("internal_error")));
+    }
+}

@@ -1,0 +1,382 @@
+//! The wire shapes the OpenAPI document describes. The handlers build their bodies with
+//! `serde_json`, so these types describe them (handlers name them in `#[utoipa::path]`); the
+//! end-to-end conformance test checks real responses against the document, which keeps the
+//! two in step.
+
+#![allow(dead_code, reason = "the types exist to be described, never built")]
+
+use serde_json::Value;
+use utoipa::ToSchema;
+
+/// An OpenAI-style error.
+#[derive(ToSchema)]
+pub(crate) struct ErrorBody {
+    error: ErrorDetail,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct ErrorDetail {
+    message: String,
+    /// `invalid_request_error`, `server_error`, `insufficient_quota`, ...
+    r#type: String,
+    param: Option<String>,
+    code: Option<String>,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct ChatMessageOut {
+    /// Always `assistant`.
+    role: String,
+    content: Option<String>,
+    refusal: Option<String>,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct ChatChoice {
+    index: u32,
+    message: ChatMessageOut,
+    /// `stop`, `length` or `error`.
+    finish_reason: String,
+    logprobs: Option<Value>,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct ChatUsage {
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    total_tokens: u64,
+}
+
+/// A `chat.completion` (non-streaming answer).
+#[derive(ToSchema)]
+pub(crate) struct ChatCompletion {
+    /// `chatcmpl-...`
+    id: String,
+    /// Always `chat.completion`.
+    object: String,
+    created: i64,
+    model: String,
+    choices: Vec<ChatChoice>,
+    usage: ChatUsage,
+    /// Hermes extras: the pending interaction when the turn waits for the user.
+    hermes: Option<Value>,
+}
+
+/// The request of `POST /v1/chat/completions` (other OpenAI fields are accepted and ignored).
+#[derive(ToSchema)]
+pub(crate) struct ChatCompletionRequest {
+    /// The agent's name (`GET /v1/models`); optional when the key has one agent.
+    model: Option<String>,
+    /// OpenAI chat messages; text and image parts.
+    messages: Vec<Value>,
+    stream: Option<bool>,
+    stream_options: Option<Value>,
+}
+
+/// One item of a response's `output`: `message`, `function_call` or `function_call_output`.
+#[derive(ToSchema)]
+pub(crate) struct ResponseItem {
+    id: String,
+    r#type: String,
+    status: String,
+    role: Option<String>,
+    content: Option<Vec<Value>>,
+    call_id: Option<String>,
+    name: Option<String>,
+    arguments: Option<String>,
+    output: Option<String>,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct ResponseUsage {
+    input_tokens: u64,
+    output_tokens: u64,
+    total_tokens: u64,
+    input_tokens_details: Value,
+    output_tokens_details: Value,
+}
+
+/// A Responses API `response` object.
+#[derive(ToSchema)]
+pub(crate) struct ResponseObject {
+    /// `resp_` and 32 hex digits.
+    id: String,
+    /// Always `response`.
+    object: String,
+    created_at: i64,
+    /// `queued`, `in_progress`, `completed`, `incomplete`, `failed` or `cancelled`.
+    status: String,
+    model: String,
+    output: Vec<ResponseItem>,
+    instructions: Option<String>,
+    previous_response_id: Option<String>,
+    store: bool,
+    /// `auto` or `disabled`.
+    truncation: String,
+    error: Option<Value>,
+    incomplete_details: Option<Value>,
+    usage: Option<ResponseUsage>,
+    /// Hermes extras: `session_id`, and the pending `interaction` of a waiting turn.
+    hermes: Value,
+}
+
+/// The request of `POST /v1/responses` (other Responses API fields are accepted and ignored).
+#[derive(ToSchema)]
+pub(crate) struct ResponsesRequest {
+    model: Option<String>,
+    /// A string, or message items (`function_call*` and `reasoning` items are skipped).
+    input: Value,
+    instructions: Option<String>,
+    previous_response_id: Option<String>,
+    /// A conversation name (or `{ "id": name }`) continuing from its latest response.
+    conversation: Option<Value>,
+    /// Explicit history; wins over chaining.
+    conversation_history: Option<Vec<Value>>,
+    /// Default true.
+    store: Option<bool>,
+    stream: Option<bool>,
+    /// `auto` keeps the last 100 history messages.
+    truncation: Option<String>,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct Deleted {
+    id: String,
+    object: String,
+    deleted: bool,
+}
+
+/// The request of `POST /v1/runs`: a Responses request plus `session_id`.
+#[derive(ToSchema)]
+pub(crate) struct RunRequest {
+    input: Value,
+    model: Option<String>,
+    instructions: Option<String>,
+    session_id: Option<String>,
+    previous_response_id: Option<String>,
+    conversation_history: Option<Vec<Value>>,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct RunStarted {
+    object: String,
+    /// `run_` and 32 hex digits.
+    run_id: String,
+    /// Always `started`.
+    status: String,
+    session_id: String,
+}
+
+/// A run's state (`hermes.run`).
+#[derive(ToSchema)]
+pub(crate) struct Run {
+    object: String,
+    run_id: String,
+    /// `queued`, `running`, `waiting_for_approval`, `waiting_for_input`, `completed`,
+    /// `failed` or `cancelled`.
+    status: String,
+    session_id: String,
+    model: String,
+    created_at: i64,
+    updated_at: i64,
+    last_event: Option<String>,
+    output: Option<String>,
+    usage: Option<Value>,
+    error: Option<Value>,
+    pending: Option<Value>,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct RunApproval {
+    /// once, session, always or deny (approve/approved/allow mean once).
+    choice: String,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct RunApprovalResponse {
+    object: String,
+    run_id: String,
+    choice: String,
+    resolved: u32,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct RunStopped {
+    object: String,
+    run_id: String,
+    /// `cancelled`, or `stopping` if the worker has not stopped within 5 seconds.
+    status: String,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct Model {
+    /// The agent's name.
+    id: String,
+    object: String,
+    created: i64,
+    owned_by: String,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct ModelList {
+    object: String,
+    data: Vec<Model>,
+}
+
+/// A list of objects (`toolsets`, `skills`, `usage` lines, sessions, messages).
+#[derive(ToSchema)]
+pub(crate) struct ObjectList {
+    object: String,
+    data: Vec<Value>,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct Session {
+    id: String,
+    agent_id: String,
+    model: String,
+    title: Option<String>,
+    source: String,
+    parent_session_id: Option<String>,
+    /// How the session began: `fork`, `compaction` or `subagent` (none for a first session).
+    lineage: Option<String>,
+    /// `GET /api/sessions/{id}` only: the whole family, root first, with depths.
+    lineage_tree: Option<Vec<Value>>,
+    message_count: i64,
+    created_at: String,
+    updated_at: String,
+}
+
+/// A chat bot bound to an agent (credentials are never shown).
+#[derive(ToSchema)]
+pub(crate) struct Channel {
+    id: String,
+    agent_id: String,
+    /// `telegram`, `slack` or `wecom`.
+    platform: String,
+    /// `webhook`, `poll` (Telegram), `socket` (Slack Socket Mode) or `websocket` (WeCom AI bot).
+    mode: String,
+    api_base: String,
+    bot_username: Option<String>,
+    /// `open`, `allowlist`, `pairing` or `disabled`.
+    dm_policy: String,
+    /// `mention`, `open` or `disabled`.
+    group_policy: String,
+    allow_users: Vec<String>,
+    allow_chats: Vec<String>,
+    admins: Vec<String>,
+    /// `interrupt`, `queue` or `steer`.
+    busy_mode: String,
+    streaming: bool,
+    /// `chat` or `user`.
+    group_sessions: String,
+    /// Chat commands only the channel's admins may use.
+    admin_commands: Vec<String>,
+    /// Tools at work are shown in one edited message (Telegram, Slack).
+    tool_progress: bool,
+    /// Where deliveries to the bare platform go (`chat` or `chat:thread`).
+    home_chat: Option<String>,
+    /// `active`, or `blocked` when the platform refuses the bot.
+    status: String,
+    status_reason: Option<String>,
+    created_at: String,
+    /// On creation: what is left to set up on the platform's side.
+    setup: Option<String>,
+}
+
+/// A scheduled agent run.
+#[derive(ToSchema)]
+pub(crate) struct CronJob {
+    id: String,
+    agent_id: String,
+    name: String,
+    prompt: String,
+    skills: Vec<String>,
+    /// The runs' model, when not the agent's.
+    model: Option<String>,
+    /// As stored: `every 30m`, a cron expression, or an RFC 3339 instant.
+    schedule: String,
+    /// `interval`, `cron` or `once`.
+    schedule_kind: String,
+    schedule_display: String,
+    timezone: String,
+    repeat_times: Option<i32>,
+    repeat_completed: i32,
+    /// `scheduled`, `paused`, `completed` or `error`.
+    state: String,
+    paused_reason: Option<String>,
+    next_run_at: Option<String>,
+    last_run_at: Option<String>,
+    /// `ok` or `error`.
+    last_status: Option<String>,
+    last_error: Option<String>,
+    last_delivery_error: Option<String>,
+    deliver: String,
+    origin: Option<Value>,
+    created_at: String,
+}
+
+/// A webhook trigger.
+#[derive(ToSchema)]
+pub(crate) struct WebhookObject {
+    id: String,
+    object: String,
+    agent_id: String,
+    name: String,
+    events: Vec<String>,
+    prompt: String,
+    skills: Vec<String>,
+    deliver: String,
+    cron_job_id: Option<String>,
+    enabled: bool,
+    rate_limit_per_minute: i32,
+    last_received_at: Option<String>,
+    created_at: String,
+    /// Where senders POST, on the gateway.
+    path: String,
+    /// `path` under `gateway.public_url`, when that is set.
+    url: Option<String>,
+    /// The signing secret: on creation and rotation only.
+    secret: Option<String>,
+}
+
+/// An outbound event endpoint.
+#[derive(ToSchema)]
+pub(crate) struct EventHookObject {
+    id: String,
+    object: String,
+    url: String,
+    events: Vec<String>,
+    description: String,
+    enabled: bool,
+    last_delivery_at: Option<String>,
+    /// The receiver's last HTTP status.
+    last_status: Option<i32>,
+    last_error: Option<String>,
+    created_at: String,
+    /// `whsec_…`, to verify `webhook-signature`: on creation only.
+    secret: Option<String>,
+}
+
+/// A queued `ping` event.
+#[derive(ToSchema)]
+pub(crate) struct EventPing {
+    id: String,
+    object: String,
+    event: String,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct PairingApproved {
+    approved: bool,
+    user_id: String,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct Capabilities {
+    object: String,
+    platform: String,
+    version: String,
+    features: Value,
+    endpoints: Value,
+}

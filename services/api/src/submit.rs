@@ -1,0 +1,148 @@
+//! One way to submit a turn, for every API that starts or resumes one (chat completions,
+//! responses, runs, answered interactions): take a slot in the rate limits, store the turn
+//! (once per `Idempotency-Key`), name it in the request's span, subscribe to its events, tell
+//! the workers, and hand back what follows it.
+
+use std::time::Duration;
+
+use hermes_core::{SessionId, TenantId, TurnId};
+use hermes_http::ApiError;
+use hermes_queue::SessionWork;
+use hermes_store::{Enqueued, Idempotency, KeyAuth, NewTurn, StoreError};
+
+use crate::completion::{Completion, DisconnectGuard};
+use crate::limits::TurnPermit;
+use crate::state::AppState;
+use crate::wait::{Next, Waiter};
+
+/// The API a turn came through, as the metrics count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Entry {
+    ChatCompletions,
+    Responses,
+    Runs,
+}
+
+impl Entry {
+    fn count(self, stream: bool) {
+        let stream = stream.to_string();
+        match self {
+            Entry::ChatCompletions => metrics::counter!("hermes_api_turns_total", "stream" => stream).increment(1),
+            Entry::Responses => metrics::counter!("hermes_api_responses_total", "stream" => stream).increment(1),
+            Entry::Runs => metrics::counter!("hermes_api_runs_total").increment(1),
+        }
+    }
+}
+
+/// What to submit.
+pub(crate) enum Work {
+    /// A new turn, counted against the caller's turns in flight.
+    New { entry: Entry, turn: Box<NewTurn>, idempotency: Option<Idempotency> },
+    /// A turn that waited for the user and has its answer stored (it keeps no slot: the
+    /// request that started it held one until it began to wait).
+    Resumed { session: SessionId, turn: TurnId },
+}
+
+/// A submitted turn: its ids, and its events from before the workers were told of it.
+pub(crate) struct Submitted {
+    pub session: SessionId,
+    pub turn: TurnId,
+    tenant: TenantId,
+    waiter: Waiter,
+    permit: Option<TurnPermit>,
+}
+
+/// Submits `work` for the caller.
+pub(crate) async fn submit_turn(state: &AppState, auth: &KeyAuth, work: Work) -> Result<Submitted, ApiError> {
+    let (session, turn, replay, permit) = match work {
+        Work::New { entry, turn, idempotency } => {
+            let permit = crate::limits::start_turn(state, auth).await?;
+            let stream = turn.stream;
+            let (session, turn, replay) = enqueue(state, auth, *turn, idempotency.as_ref()).await?;
+            entry.count(stream);
+            (session, turn, replay, Some(permit))
+        }
+        Work::Resumed { session, turn } => (session, turn, false, None),
+    };
+    let span = tracing::Span::current();
+    span.record("session.id", tracing::field::display(session));
+    span.record("turn.id", tracing::field::display(turn));
+    // Subscribe before signalling, so no event can be missed.
+    let sub = state.events.subscribe(turn);
+    signal_work(state, SessionWork { tenant_id: auth.tenant_id, session_id: session }).await;
+    let recheck = Duration::from_secs(state.config.api.recheck_seconds.max(1));
+    let mut waiter = Waiter::new(sub, state.store.clone(), auth.tenant_id, turn, recheck);
+    if replay {
+        // An earlier request's turn: it may be over, and its events go to the pod that took it.
+        metrics::counter!("hermes_api_idempotent_replays_total").increment(1);
+        waiter = waiter.checking_first();
+    }
+    Ok(Submitted { session, turn, tenant: auth.tenant_id, waiter, permit })
+}
+
+impl Submitted {
+    /// The answer for a client that waits on the turn (stopped if the client goes away, when
+    /// `api.on_disconnect` says so), answered as `model`.
+    pub fn completion(self, state: &AppState, model: String) -> Completion {
+        let api = &state.config.api;
+        Completion {
+            waiter: self.waiter,
+            turn: self.turn,
+            model,
+            timeout: Duration::from_secs(api.turn_timeout_seconds),
+            keepalive: Duration::from_secs(api.keepalive_seconds.max(1)),
+            guard: DisconnectGuard {
+                store: state.store.clone(),
+                cancels: state.cancels.clone(),
+                tenant: self.tenant,
+                turn: self.turn,
+                armed: api.on_disconnect == "interrupt",
+            },
+            _permit: self.permit,
+        }
+    }
+
+    /// Nobody waits (a run answers at once): the turn keeps its slot in the rate limits until
+    /// it ends or waits for the user, at most the turn timeout.
+    pub fn hold_slot_in_background(self, state: &AppState) {
+        let limit = Duration::from_secs(state.config.api.turn_timeout_seconds);
+        let (mut waiter, permit) = (self.waiter, self.permit);
+        tokio::spawn(async move {
+            let _permit = permit;
+            let _ = tokio::time::timeout(limit, async { while let Next::Event(_) = waiter.next().await {} }).await;
+        });
+    }
+}
+
+/// Tells the workers a session has work. The turn is stored already: if the broker is slow
+/// or down, the reaper republishes it and the request still completes.
+pub(crate) async fn signal_work(state: &AppState, work: SessionWork) {
+    match tokio::time::timeout(Duration::from_secs(5), state.broker.publish_work(&work)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(error = %e, "cannot publish work; the reaper will pick the turn up"),
+        Err(_) => tracing::warn!("publishing work timed out; the reaper will pick the turn up"),
+    }
+}
+
+/// Stores a turn (once per `Idempotency-Key`, if the request has one): its session, the turn,
+/// and whether it is an earlier request's turn.
+async fn enqueue(
+    state: &AppState,
+    auth: &KeyAuth,
+    new: NewTurn,
+    idempotency: Option<&Idempotency>,
+) -> Result<(SessionId, TurnId, bool), ApiError> {
+    let enqueued = match idempotency {
+        Some(idem) => state.store.enqueue_turn_once(auth.tenant_id, new, idem).await,
+        None => {
+            state.store.enqueue_turn(auth.tenant_id, new).await.map(|(session, turn)| Enqueued::New { session, turn })
+        }
+    };
+    match enqueued {
+        Ok(Enqueued::New { session, turn }) => Ok((session, turn, false)),
+        Ok(Enqueued::Replay { session, turn }) => Ok((session, turn, true)),
+        Err(StoreError::NotFound) => Err(ApiError::not_found("session_not_found", "no such session for this model")),
+        Err(StoreError::Invalid(_)) if idempotency.is_some() => Err(crate::idempotency::reused()),
+        Err(e) => Err(ApiError::internal(e)),
+    }
+}
