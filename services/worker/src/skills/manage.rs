@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use hermes_skills::CheckError;
 use hermes_store::{SkillScope, StoreError};
-use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema};
+use hermes_tools::{Choice, SimpleTool, ToolCtx, ToolError, ToolSpec, choices, object_schema};
 
 use super::tools::SkillsContext;
 
@@ -16,6 +16,17 @@ pub(crate) struct SkillManageTool {
     pub ctx: SkillsContext,
     /// Who the change is logged as: `agent`, or `review` for the background reviewer.
     pub actor: &'static str,
+}
+
+choices! {
+    enum SkillAction {
+        Create = "create",
+        Patch = "patch",
+        Edit = "edit",
+        Delete = "delete",
+        WriteFile = "write_file",
+        RemoveFile = "remove_file",
+    }
 }
 
 fn arg<'a>(args: &'a Value, key: &str) -> Result<&'a str, ToolError> {
@@ -77,12 +88,13 @@ impl SkillManageTool {
     }
 
     async fn act(&self, args: &Value) -> Result<Value, ToolError> {
-        let action = arg(args, "action")?;
+        let action_name = arg(args, "action")?;
+        let action = SkillAction::from_name(action_name);
         let name = arg(args, "name")?.trim().to_owned();
         let store = &self.ctx.store;
         let agent = &self.ctx.agent;
         match action {
-            "create" => {
+            Some(SkillAction::Create) => {
                 let content = arg(args, "content")?;
                 let category = args.get("category").and_then(Value::as_str);
                 let checked = hermes_skills::check(content, Vec::new(), category).map_err(refused)?;
@@ -104,7 +116,7 @@ impl SkillManageTool {
                 }
                 self.save(checked, "create").await
             }
-            "patch" => {
+            Some(SkillAction::Patch) => {
                 let (skill_md, mut files, category, _) = self.current(&name).await?;
                 let (old, new) = (arg(args, "old_string")?, arg(args, "new_string")?);
                 let all = args.get("replace_all").and_then(Value::as_bool).unwrap_or(false);
@@ -122,7 +134,7 @@ impl SkillManageTool {
                 let checked = hermes_skills::check(&skill_md, files, Some(&category)).map_err(refused)?;
                 self.save(checked, "patch").await
             }
-            "edit" => {
+            Some(SkillAction::Edit) => {
                 let (_, files, category, _) = self.current(&name).await?;
                 let checked = hermes_skills::check(arg(args, "content")?, files, Some(&category)).map_err(refused)?;
                 if checked.skill.name != name {
@@ -132,17 +144,17 @@ impl SkillManageTool {
                 }
                 self.save(checked, "edit").await
             }
-            "write_file" | "remove_file" => {
+            Some(file_action @ (SkillAction::WriteFile | SkillAction::RemoveFile)) => {
                 let (skill_md, mut files, category, _) = self.current(&name).await?;
                 let path = arg(args, "file_path")?.trim().to_owned();
                 files.retain(|(p, _)| *p != path);
-                if action == "write_file" {
+                if file_action == SkillAction::WriteFile {
                     files.push((path, arg(args, "file_content")?.to_owned()));
                 }
                 let checked = hermes_skills::check(&skill_md, files, Some(&category)).map_err(refused)?;
-                self.save(checked, action).await
+                self.save(checked, action_name).await
             }
-            "delete" => {
+            Some(SkillAction::Delete) => {
                 if store.delete_agent_skill(agent.tenant_id, agent.id, &name, self.actor).await.map_err(unavailable)? {
                     return Ok(json!({"success": true, "name": name, "action": "delete"}));
                 }
@@ -151,8 +163,8 @@ impl SkillManageTool {
                 Ok(json!({"success": true, "name": name, "action": "disable",
                           "message": "It is a shared skill: it is now hidden from you instead of deleted."}))
             }
-            other => Err(ToolError::RespondToModel(format!(
-                "unknown action {other:?}; use create, patch, edit, delete, write_file or remove_file"
+            None => Err(ToolError::RespondToModel(format!(
+                "unknown action {action_name:?}; use create, patch, edit, delete, write_file or remove_file"
             ))),
         }
     }
@@ -176,7 +188,7 @@ impl SimpleTool for SkillManageTool {
     fn parameters(&self) -> Value {
         object_schema(
             json!({
-                "action": { "type": "string", "enum": ["create", "patch", "edit", "delete", "write_file", "remove_file"] },
+                "action": SkillAction::schema(),
                 "name": { "type": "string", "description": "The skill's name (lowercase-with-hyphens)." },
                 "content": { "type": "string", "description": "The whole SKILL.md (create, edit)." },
                 "category": { "type": "string" },
