@@ -56,7 +56,7 @@ pub(crate) fn completion(
             cancels: state.cancels.clone(),
             tenant,
             turn,
-            armed: api.on_disconnect == "interrupt",
+            armed: api.on_disconnect == hermes_config::OnDisconnect::Interrupt,
         },
         permit: None,
     }
