@@ -438,7 +438,7 @@ mod tests {
             jail.set_env("HERMES__SANDBOX__BACKEND", "podman");
             let err = HermesConfig::load(None).unwrap_err().to_string();
             assert!(err.contains("podman") && err.contains("docker") && err.contains("kubernetes"), "{err}");
-            assert!(err.contains("backend"), "the key is named: {err}");
+            assert!(err.to_lowercase().contains("sandbox.backend"), "the key is named: {err}");
             jail.clear_env();
             jail.set_env("HERMES__LLM__ANTHROPIC_CACHE_TTL", "2h");
             let err = HermesConfig::load(None).unwrap_err().to_string();

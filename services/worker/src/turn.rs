@@ -317,7 +317,7 @@ async fn prepare_and_run(
     let completed_steps =
         stored.iter().filter(|m| m.turn_id == Some(turn.turn_id)).filter_map(|m| m.turn_step).max().unwrap_or(0);
     let mut history: Vec<ChatMessage> = stored.into_iter().map(|m| m.message).collect();
-    if !resumed && input.role == Role::User && crate::commands::is_compress(input.text()) {
+    if !resumed && input.role == Role::User && crate::commands::is_compress(&input.text()) {
         return Ok(crate::commands::compress(&models, turn.system_prompt.clone(), &history, journal).await);
     }
 
