@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::Parser;
 
+use hermes_config::SandboxBackend;
 use hermes_core::{AgentId, TenantId};
 use hermes_sandbox::proto::ReadFileRequest;
 use hermes_sandbox::{ExecRequest, SandboxKey};
@@ -18,7 +19,7 @@ use hermes_sandbox::{ExecRequest, SandboxKey};
 #[derive(Parser)]
 struct Args {
     #[arg(long, default_value = "docker")]
-    backend: String,
+    backend: SandboxBackend,
     /// Sandboxes to create (cold starts measured).
     #[arg(long, default_value_t = 10)]
     sandboxes: usize,
@@ -40,7 +41,7 @@ fn report(name: &str, mut samples: Vec<Duration>) {
 }
 
 fn config(args: &Args, run: &str) -> hermes_config::SandboxConfig {
-    let mut cfg = hermes_config::SandboxConfig { backend: args.backend.clone(), ..Default::default() };
+    let mut cfg = hermes_config::SandboxConfig { backend: args.backend, ..Default::default() };
     cfg.docker.image = args.image.clone();
     cfg.docker.name_prefix = format!("hbench-{run}");
     cfg.docker.ipc_dir = format!("/tmp/hbench-ipc/{run}");
@@ -89,7 +90,7 @@ async fn main() -> Result<()> {
             read.push(started.elapsed());
         }
     }
-    println!("backend: {}", args.backend);
+    println!("backend: {:?}", args.backend);
     report("cold create (to first answer)", cold);
     report("attach from another worker", attach);
     report("exec round trip (echo)", exec);
@@ -104,7 +105,7 @@ fn request(command: &str) -> ExecRequest {
 }
 
 fn cleanup(args: &Args, run: &str) {
-    let script = if args.backend == "docker" {
+    let script = if args.backend == SandboxBackend::Docker {
         format!(
             "docker ps -aq --filter label=io.hermes.sandbox.owner=hbench-{run} | xargs -r docker rm -f >/dev/null; \
              docker volume ls -q --filter name=hbench-{run}-ws- | xargs -r docker volume rm >/dev/null; \

@@ -181,9 +181,8 @@ pub async fn activate(
             } else {
                 api.delete_webhook().await.map_err(|e| refused("cannot switch the bot to long-poll")(&e))?;
             }
-            api.set_commands(&crate::COMMAND_MENU)
-                .await
-                .map_err(|e| refused("cannot register the command menu")(&e))?;
+            let menu: Vec<_> = hermes_core::commands::menu().collect();
+            api.set_commands(&menu).await.map_err(|e| refused("cannot register the command menu")(&e))?;
             Ok(String::new())
         }
         ("wecom", "websocket") => Ok("The gateway connects to WeCom itself; nothing to set up.".into()),

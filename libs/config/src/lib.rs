@@ -7,9 +7,11 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
+mod choices;
 mod memory;
 mod sandbox;
 
+pub use choices::{AnthropicCacheTtl, LogFormat, OnDisconnect, SandboxBackend};
 pub use memory::{LearningConfig, MemoryConfig, SkillsConfig};
 pub use sandbox::{DockerSandboxConfig, KubernetesSandboxConfig, LocalSandboxConfig, SandboxConfig};
 
@@ -132,7 +134,7 @@ pub struct ApiConfig {
     pub keepalive_seconds: u64,
     /// When a client goes away mid-turn: `interrupt` (stop the turn, as upstream Hermes does)
     /// or `finish` (let it finish in the background; the answer stays in the session).
-    pub on_disconnect: String,
+    pub on_disconnect: OnDisconnect,
     /// Default limits; tenants and keys may have their own (0: unlimited). Requests per
     /// minute count every authenticated request; turns are those in flight.
     pub tenant_requests_per_minute: u32,
@@ -147,7 +149,7 @@ impl Default for ApiConfig {
             turn_timeout_seconds: 900,
             recheck_seconds: 5,
             keepalive_seconds: 15,
-            on_disconnect: "interrupt".into(),
+            on_disconnect: OnDisconnect::Interrupt,
             tenant_requests_per_minute: 1_200,
             key_requests_per_minute: 600,
             tenant_concurrent_turns: 64,
@@ -292,7 +294,7 @@ pub struct LlmConfig {
     /// First backoff delay; doubles each retry (up to 120 s), with jitter.
     pub retry_base_millis: u64,
     /// How long Anthropic keeps cached prompt prefixes: `5m` or `1h` (costs more to write).
-    pub anthropic_cache_ttl: String,
+    pub anthropic_cache_ttl: AnthropicCacheTtl,
 }
 
 impl Default for LlmConfig {
@@ -302,7 +304,7 @@ impl Default for LlmConfig {
             connect_timeout_seconds: 15,
             max_retries: 3,
             retry_base_millis: 5000,
-            anthropic_cache_ttl: "5m".into(),
+            anthropic_cache_ttl: AnthropicCacheTtl::FiveMinutes,
         }
     }
 }
@@ -319,14 +321,14 @@ pub struct SecretsConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct TelemetryConfig {
     /// `json` (one object per line) or `text` (for a terminal).
-    pub log_format: String,
+    pub log_format: LogFormat,
     /// A `tracing` filter such as `info,hermes=debug`; `RUST_LOG` wins when set.
     pub log_filter: String,
 }
 
 impl Default for TelemetryConfig {
     fn default() -> Self {
-        Self { log_format: "json".into(), log_filter: "info".into() }
+        Self { log_format: LogFormat::Json, log_filter: "info".into() }
     }
 }
 
@@ -356,17 +358,8 @@ impl HermesConfig {
                 "worker.heartbeat_millis must be above 0 and below worker.lease_seconds".into(),
             ));
         }
-        if !matches!(self.telemetry.log_format.as_str(), "json" | "text") {
-            return Err(ConfigError::Invalid("telemetry.log_format must be json or text".into()));
-        }
         if !(1..=3).contains(&w.delegation_max_depth) {
             return Err(ConfigError::Invalid("worker.delegation_max_depth must be 1, 2 or 3".into()));
-        }
-        if !matches!(self.api.on_disconnect.as_str(), "interrupt" | "finish") {
-            return Err(ConfigError::Invalid("api.on_disconnect must be interrupt or finish".into()));
-        }
-        if !matches!(self.llm.anthropic_cache_ttl.as_str(), "5m" | "1h") {
-            return Err(ConfigError::Invalid("llm.anthropic_cache_ttl must be 5m or 1h".into()));
         }
         if self.database.max_connections == 0 {
             return Err(ConfigError::Invalid("database.max_connections must be at least 1".into()));
@@ -413,6 +406,43 @@ mod tests {
             jail.set_env("HERMES__WORKER__HEARTBEAT_MILLIS", "999999");
             let err = HermesConfig::load(None).unwrap_err().to_string();
             assert!(err.contains("heartbeat"), "{err}");
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn named_values_load_by_their_names_and_a_bad_one_lists_the_allowed() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file(
+                "named.toml",
+                "[sandbox]\nbackend = \"kubernetes\"\n[llm]\nanthropic_cache_ttl = \"1h\"\n[telemetry]\nlog_format = \"text\"\n",
+            )?;
+            jail.set_env("HERMES__API__ON_DISCONNECT", "finish");
+            let cfg = HermesConfig::load(Some(Path::new("named.toml"))).unwrap();
+            assert_eq!(cfg.sandbox.backend, SandboxBackend::Kubernetes);
+            assert_eq!(cfg.llm.anthropic_cache_ttl, AnthropicCacheTtl::OneHour);
+            assert_eq!(cfg.telemetry.log_format, LogFormat::Text);
+            assert_eq!(cfg.api.on_disconnect, OnDisconnect::Finish);
+            let dumped = cfg.to_toml_redacted();
+            for line in [
+                "backend = \"kubernetes\"",
+                "anthropic_cache_ttl = \"1h\"",
+                "log_format = \"text\"",
+                "on_disconnect = \"finish\"",
+            ] {
+                assert!(dumped.contains(line), "{line} in {dumped}");
+            }
+            let reloaded: HermesConfig = toml::from_str(&dumped).unwrap();
+            assert_eq!(reloaded.sandbox.backend, SandboxBackend::Kubernetes, "the dump loads back");
+
+            jail.set_env("HERMES__SANDBOX__BACKEND", "podman");
+            let err = HermesConfig::load(None).unwrap_err().to_string();
+            assert!(err.contains("podman") && err.contains("docker") && err.contains("kubernetes"), "{err}");
+            assert!(err.to_lowercase().contains("sandbox.backend"), "the key is named: {err}");
+            jail.clear_env();
+            jail.set_env("HERMES__LLM__ANTHROPIC_CACHE_TTL", "2h");
+            let err = HermesConfig::load(None).unwrap_err().to_string();
+            assert!(err.contains("5m") && err.contains("1h"), "{err}");
             Ok(())
         });
     }

@@ -2,12 +2,15 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::SandboxBackend;
+
 /// Where tools that touch a shell or files run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct SandboxConfig {
-    /// `docker` (a container per tenant-agent) or `local` (bubblewrap on the worker's machine).
-    pub backend: String,
+    /// `docker` (a container per tenant-agent), `local` (bubblewrap on the worker's machine)
+    /// or `kubernetes` (a pod per tenant-agent).
+    pub backend: SandboxBackend,
     pub docker: DockerSandboxConfig,
     pub local: LocalSandboxConfig,
     pub kubernetes: KubernetesSandboxConfig,
@@ -26,7 +29,7 @@ pub struct SandboxConfig {
 impl Default for SandboxConfig {
     fn default() -> Self {
         Self {
-            backend: "docker".into(),
+            backend: SandboxBackend::Docker,
             docker: DockerSandboxConfig::default(),
             local: LocalSandboxConfig::default(),
             kubernetes: KubernetesSandboxConfig::default(),

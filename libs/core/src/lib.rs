@@ -1,6 +1,7 @@
 //! Domain types shared by every crate: typed ids, OpenAI-form chat messages, turn events
 //! and usage. No I/O lives here; this crate is the leaf of the workspace.
 
+pub mod commands;
 pub mod cron;
 pub mod event;
 pub mod ids;

@@ -20,6 +20,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
+use hermes_config::SandboxBackend;
 use hermes_core::{AgentId, TenantId};
 
 pub use client::{Address, SandboxClient, status_error};
@@ -129,12 +130,15 @@ pub const PROXY_ENV: [(&str, &str); 6] = [
     ("no_proxy", "localhost,127.0.0.1,::1"),
 ];
 
-/// The configured backend (`sandbox.backend`).
+/// The configured backend (`sandbox.backend`) if it is one of this crate's (docker, local),
+/// for tools such as the sandbox bench; `hermesd` chooses among all three itself.
 pub async fn connect(cfg: &hermes_config::SandboxConfig) -> Result<Arc<dyn Sandboxes>> {
-    match cfg.backend.as_str() {
-        "docker" => Ok(Arc::new(docker::DockerSandboxes::connect(cfg).await?)),
-        "local" => Ok(Arc::new(local::LocalSandboxes::new(cfg)?)),
-        other => Err(SandboxError::Unavailable(format!("unknown sandbox.backend {other:?}; use docker or local"))),
+    match cfg.backend {
+        SandboxBackend::Docker => Ok(Arc::new(docker::DockerSandboxes::connect(cfg).await?)),
+        SandboxBackend::Local => Ok(Arc::new(local::LocalSandboxes::new(cfg)?)),
+        SandboxBackend::Kubernetes => {
+            Err(SandboxError::Unavailable("the kubernetes backend is hermes-sandbox-kube's".into()))
+        }
     }
 }
 

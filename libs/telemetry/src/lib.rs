@@ -11,7 +11,7 @@ use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
-use hermes_config::TelemetryConfig;
+use hermes_config::{LogFormat, TelemetryConfig};
 
 /// Telemetry could not be initialised.
 #[derive(Debug, thiserror::Error)]
@@ -32,10 +32,9 @@ pub fn init(cfg: &TelemetryConfig) -> Result<(), TelemetryError> {
             .map_err(|source| TelemetryError::Filter { filter: cfg.log_filter.clone(), source })?,
     };
     let registry = tracing_subscriber::registry().with(filter);
-    let result = if cfg.log_format == "text" {
-        registry.with(tracing_subscriber::fmt::layer().with_target(false)).try_init()
-    } else {
-        registry
+    let result = match cfg.log_format {
+        LogFormat::Text => registry.with(tracing_subscriber::fmt::layer().with_target(false)).try_init(),
+        LogFormat::Json => registry
             .with(
                 tracing_subscriber::fmt::layer()
                     .json()
@@ -44,7 +43,7 @@ pub fn init(cfg: &TelemetryConfig) -> Result<(), TelemetryError> {
                     .with_span_list(true)
                     .with_target(true),
             )
-            .try_init()
+            .try_init(),
     };
     result.map_err(|e| TelemetryError::Install(e.to_string()))?;
     metrics_handle();

@@ -96,7 +96,7 @@ impl Submitted {
                 cancels: state.cancels.clone(),
                 tenant: self.tenant,
                 turn: self.turn,
-                armed: api.on_disconnect == "interrupt",
+                armed: api.on_disconnect == hermes_config::OnDisconnect::Interrupt,
             },
             _permit: self.permit,
         }

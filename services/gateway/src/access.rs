@@ -52,10 +52,10 @@ pub fn decide(channel: &Channel, msg: &Incoming) -> Verdict {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn channel(dm: &str, group: &str, users: &[&str], chats: &[&str]) -> Channel {
+    pub(crate) fn channel(dm: &str, group: &str, users: &[&str], chats: &[&str]) -> Channel {
         Channel {
             id: uuid::Uuid::nil(),
             #[expect(clippy::disallowed_methods, reason = "test fixture")]
@@ -85,7 +85,7 @@ mod tests {
         }
     }
 
-    fn msg(kind: ChatKind, user: &str, chat: &str, addressed: bool) -> Incoming {
+    pub(crate) fn msg(kind: ChatKind, user: &str, chat: &str, addressed: bool) -> Incoming {
         Incoming {
             dedupe_key: "1".into(),
             chat_id: chat.into(),

@@ -1,65 +1,61 @@
-//! Chat commands the gateway answers itself, without the agent: `/help`, `/whoami`, `/new`,
-//! `/stop`, `/retry`, `/undo`, `/status`, `/title`, `/sessions`, `/resume N`, `/usage`,
-//! `/model`, `/memory`, `/skills`, `/approve`, `/deny`, `/pair`, `/cron`, `/goal` (its
-//! controls; see `goal_commands`) (and `/steer`, `/queue` without
-//! a message: how to use them). Other `/words` go to the agent (the worker answers `/rollback`
-//! and runs `/skill-name`). When a channel names admins, the commands in its `admin_commands`
-//! are theirs alone; `/help` and `/whoami` are everyone's.
+//! Chat commands the gateway answers itself, without the agent: those that
+//! [`hermes_core::commands::COMMANDS`] says run in the gateway (and `/steer`, `/queue`
+//! without a message: how to use them; `/goal` with a control word, see `goal_commands`).
+//! Other `/words` go to the agent (the worker answers `/rollback` and `/compress`, and runs
+//! `/skill-name`). When a channel names admins, the commands in its `admin_commands` are
+//! theirs alone, except those for everyone (`/help`, `/whoami`).
 
 use hermes_core::ChatMessage;
-use hermes_store::{Channel, NewTurn, UsageGroup};
+use hermes_core::commands::{Access, COMMANDS, ChatCommand, RunsIn};
+use hermes_store::{Channel, NewTurn};
 
 use crate::Gateway;
 use crate::incoming::{ChatKind, Incoming};
 use crate::ingest::{IngestError, destination, route_for};
 
-const COMMANDS: [&str; 22] = [
-    "/start",
-    "/subgoal",
-    "/sethome",
-    "/cron",
-    "/undo",
-    "/model",
-    "/memory",
-    "/skills",
-    "/help",
-    "/whoami",
-    "/new",
-    "/reset",
-    "/stop",
-    "/retry",
-    "/status",
-    "/title",
-    "/usage",
-    "/approve",
-    "/deny",
-    "/pair",
-    "/sessions",
-    "/resume",
-];
-/// How many earlier conversations `/sessions` lists.
-const LISTED_SESSIONS: i64 = 5;
+/// `/steer` or `/queue` without a message.
+const BUSY_MODES: &str = "Write /steer and a message to guide what I'm doing right now, or /queue and a message to \
+                          have it answered after I finish.";
 
-/// The refusal of a command (the gateway's or the worker's, like `/compress`) that this
-/// channel keeps for its admins, when someone else sends it.
+/// The refusal of a command (the gateway's or the worker's, like `/compress`, or a skill's)
+/// that this channel keeps for its admins, when someone else sends it. A command is kept by
+/// its name or the alias used; the commands for everyone cannot be kept.
 pub fn gated(channel: &Channel, msg: &Incoming) -> Option<String> {
-    let name = msg.text.split_whitespace().next()?.strip_prefix('/')?;
+    let word = msg.text.split_whitespace().next()?.strip_prefix('/')?;
     let admin = channel.admins.is_empty() || channel.admins.iter().any(|a| a == &msg.user_id);
-    let refused =
-        !admin && !matches!(name, "help" | "start" | "whoami") && channel.admin_commands.iter().any(|c| c == name);
-    refused.then(|| format!("Only this bot's admins can use /{name}."))
+    let spec = hermes_core::commands::named(word);
+    if admin || spec.is_some_and(|s| s.access == Access::Everyone) {
+        return None;
+    }
+    let kept = |name: &str| channel.admin_commands.iter().any(|c| c == name);
+    let refused = kept(word) || spec.is_some_and(|s| kept(s.name));
+    refused.then(|| format!("Only this bot's admins can use /{word}."))
+}
+
+/// The command in `text` if the gateway answers it itself, with the rest of the text.
+pub fn own_command(text: &str) -> Option<(ChatCommand, &str)> {
+    let (spec, rest) = hermes_core::commands::parse(text)?;
+    let answers = match spec.runs_in {
+        RunsIn::Gateway => true,
+        RunsIn::Worker => false,
+        // With a message they choose the busy mode for it (see `ingest`) or set the goal.
+        RunsIn::GatewayWhenBare => {
+            rest.is_empty() || (spec.command == ChatCommand::Goal && crate::goal_commands::is_goal_control(rest))
+        }
+    };
+    answers.then_some((spec.command, rest))
 }
 
 /// Whether the gateway answers `text` itself.
 pub fn is_command(text: &str) -> bool {
-    let mut words = text.split_whitespace();
-    match words.next() {
-        Some(w) if COMMANDS.contains(&w) => true,
-        // With a message they choose the busy mode for it (see `ingest`).
-        Some("/steer" | "/queue" | "/q") => words.next().is_none(),
-        Some("/goal") => crate::goal_commands::is_goal_command(text),
-        _ => false,
-    }
+    own_command(text).is_some()
+}
+
+/// `/help` (and `/start`): the phrases of the commands it names, in the menu's order.
+fn help_text(kind: ChatKind) -> String {
+    let phrases: Vec<&str> = COMMANDS.iter().filter_map(|spec| spec.help).collect();
+    let mention = if kind == ChatKind::Group { " and mention me" } else { "" };
+    format!("Hi! I'm your team's assistant. Just write to me{mention}.\n{}.", phrases.join(", "))
 }
 
 fn err(e: hermes_store::StoreError) -> IngestError {
@@ -67,131 +63,63 @@ fn err(e: hermes_store::StoreError) -> IngestError {
 }
 
 impl Gateway {
-    /// The reply to a command (see [`is_command`]).
+    /// The reply to a command (see [`own_command`]).
     pub(crate) async fn command(&self, channel: &Channel, msg: &Incoming) -> Result<String, IngestError> {
-        let mut words = msg.text.split_whitespace();
-        let word = words.next().unwrap_or_default();
-        if crate::interact::is_approval_command(&msg.text) {
-            return self.approval_reply(channel, msg).await;
-        }
-        let tenant = channel.tenant_id;
+        let Some((command, rest)) = own_command(&msg.text) else { return Ok(help_text(msg.kind)) };
         let route = route_for(channel, msg);
-        Ok(match word {
-            "/steer" | "/queue" | "/q" => {
-                "Write /steer and a message to guide what I'm doing right now, or /queue and \
-                                           a message to have it answered after I finish."
-                    .to_owned()
+        match command {
+            ChatCommand::Steer | ChatCommand::Queue => Ok(BUSY_MODES.to_owned()),
+            ChatCommand::Approve | ChatCommand::Deny => self.approval_reply(channel, msg).await,
+            ChatCommand::Undo => self.undo(channel, &route).await,
+            ChatCommand::Cron => self.cron_command(channel, msg).await,
+            ChatCommand::Goal => self.goal_command(channel, msg).await,
+            ChatCommand::Subgoal => self.subgoal_command(channel, msg).await,
+            ChatCommand::SetHome => self.set_home(channel, msg).await,
+            ChatCommand::Model => self.model_command(channel, rest.split_whitespace().next()).await,
+            ChatCommand::Memory => self.memory_command(channel, &route).await,
+            ChatCommand::Skills => self.skills_command(channel).await,
+            ChatCommand::Pair => self.pair_command(channel, msg).await,
+            ChatCommand::Whoami => {
+                Ok(format!("Your user id is {} and this chat's id is {}.", msg.user_id, msg.chat_id))
             }
-            "/undo" => return self.undo(channel, &route).await,
-            "/cron" => return self.cron_command(channel, msg).await,
-            "/goal" => return self.goal_command(channel, msg).await,
-            "/subgoal" => return self.subgoal_command(channel, msg).await,
-            "/sethome" => {
-                let home = match &msg.thread {
-                    Some(thread) => format!("{}:{thread}", msg.chat_id),
-                    None => msg.chat_id.clone(),
-                };
-                let access = hermes_store::ChannelAccess { home_chat: Some(home), ..Default::default() };
-                self.store.update_channel_access(tenant, channel.id, &access).await.map_err(err)?;
-                format!("This chat is now home: deliveries to {} come here.", channel.platform)
-            }
-            "/model" => return self.model_command(channel, words.next()).await,
-            "/memory" => return self.memory_command(channel, &route).await,
-            "/skills" => return self.skills_command(channel).await,
-            "/pair" => return self.pair_command(channel, msg).await,
-            "/whoami" => format!("Your user id is {} and this chat's id is {}.", msg.user_id, msg.chat_id),
-            "/new" | "/reset" => {
+            ChatCommand::New => {
                 self.stop_route(channel, &route).await?;
-                self.store.end_route(tenant, &route).await.map_err(err)?;
-                "Started a fresh conversation.".to_owned()
+                self.store.end_route(channel.tenant_id, &route).await.map_err(err)?;
+                Ok("Started a fresh conversation.".to_owned())
             }
-            "/stop" => match self.stop_route(channel, &route).await? {
+            ChatCommand::Stop => Ok(match self.stop_route(channel, &route).await? {
                 0 => "Nothing is running.".to_owned(),
                 _ => "Stopped.".to_owned(),
-            },
-            "/retry" => return self.retry(channel, msg).await,
-            "/status" => {
-                let Some((session, _)) = self.store.route_state(tenant, &route).await.map_err(err)? else {
-                    return Ok("No conversation yet: just write to me.".into());
-                };
-                let info = self.store.session_info(tenant, None, session).await.map_err(err)?;
-                let (busy, open) = self.store.route_busy_turns(tenant, &route).await.map_err(err)?;
-                format!(
-                    "Conversation “{}”: {} messages since {}. {}",
-                    info.title.as_deref().unwrap_or("untitled"),
-                    info.message_count,
-                    info.created_at.format("%Y-%m-%d %H:%M UTC"),
-                    match (busy.len(), open) {
-                        (0, 0) => "Idle.".to_owned(),
-                        (_, n) => format!("Working ({n} message(s) in progress)."),
-                    }
-                )
-            }
-            "/title" => {
-                let title: String = words.collect::<Vec<_>>().join(" ").chars().take(120).collect();
-                let Some((session, _)) = self.store.route_state(tenant, &route).await.map_err(err)? else {
-                    return Ok("No conversation yet: just write to me.".into());
-                };
-                if title.is_empty() {
-                    return Ok("Use /title followed by the new title.".into());
-                }
-                self.store.set_session_title(tenant, session, Some(&title)).await.map_err(err)?;
-                format!("Renamed to “{title}”.")
-            }
-            "/sessions" => {
-                let list = self.store.route_sessions(tenant, &route, LISTED_SESSIONS).await.map_err(err)?;
-                if list.is_empty() {
-                    return Ok("No conversations yet: just write to me.".into());
-                }
-                let current = self.store.route_state(tenant, &route).await.map_err(err)?.map(|(s, _)| s);
-                let mut text = String::from("Your recent conversations (continue one with /resume N):");
-                for (n, s) in list.iter().enumerate() {
-                    let mark = if Some(s.id) == current { " ← current" } else { "" };
-                    text.push_str(&format!(
-                        "\n{}. {} ({} messages, {}){mark}",
-                        n + 1,
-                        s.title.as_deref().unwrap_or("untitled"),
-                        s.message_count,
-                        s.updated_at.format("%Y-%m-%d %H:%M UTC")
-                    ));
-                }
-                text
-            }
-            "/resume" => {
-                let list = self.store.route_sessions(tenant, &route, LISTED_SESSIONS).await.map_err(err)?;
-                let pick = words.next().and_then(|n| n.parse::<usize>().ok()).and_then(|n| list.get(n.checked_sub(1)?));
-                let Some(pick) = pick else {
-                    return Ok("Use /resume N with a number from /sessions.".into());
-                };
-                self.stop_route(channel, &route).await?;
-                self.store.resume_route(tenant, &route, pick.id).await.map_err(err)?;
-                format!("Back to “{}”.", pick.title.as_deref().unwrap_or("untitled"))
-            }
-            "/usage" => {
-                let today = chrono::Utc::now().date_naive();
-                let lines = self
-                    .store
-                    .usage_report(tenant, Some(channel.agent_id), UsageGroup::Day, today, today)
-                    .await
-                    .map_err(err)?;
-                let (calls, tokens, cost) = lines.iter().fold((0, 0, 0.0), |(c, t, d), l| {
-                    (c + l.calls, t + l.prompt_tokens + l.completion_tokens, d + l.cost_usd)
-                });
-                format!("Today this assistant made {calls} model calls with {tokens} tokens, costing ${cost:.4}.")
-            }
-            _ => format!(
-                "Hi! I'm your team's assistant. Just write to me{}.\n/new starts a fresh conversation, /stop stops my \
-                 current work, /retry asks again, /undo takes your last message back, /steer or /queue add to what \
-                 I'm doing, /status shows this conversation, /title renames it, /sessions and /resume N go back to \
-                 an earlier one, /skills lists what I know how to do, /memory shows what I remember, /model shows \
-                 my model, /whoami shows your ids.",
-                if msg.kind == ChatKind::Group { " and mention me" } else { "" }
-            ),
-        })
+            }),
+            ChatCommand::Retry => self.retry(channel, msg).await,
+            ChatCommand::Status => self.status(channel, &route).await,
+            ChatCommand::Title => self.title(channel, &route, rest).await,
+            ChatCommand::Sessions => self.sessions(channel, &route).await,
+            ChatCommand::Resume => self.resume(channel, &route, rest.split_whitespace().next()).await,
+            ChatCommand::Usage => self.usage(channel).await,
+            ChatCommand::Help => Ok(help_text(msg.kind)),
+            // The worker answers these; `own_command` never hands them here.
+            ChatCommand::Compress | ChatCommand::Rollback => Ok(help_text(msg.kind)),
+        }
+    }
+
+    /// `/sethome`: deliveries to this channel's platform come to this chat.
+    async fn set_home(&self, channel: &Channel, msg: &Incoming) -> Result<String, IngestError> {
+        let home = match &msg.thread {
+            Some(thread) => format!("{}:{thread}", msg.chat_id),
+            None => msg.chat_id.clone(),
+        };
+        let access = hermes_store::ChannelAccess { home_chat: Some(home), ..Default::default() };
+        self.store.update_channel_access(channel.tenant_id, channel.id, &access).await.map_err(err)?;
+        Ok(format!("This chat is now home: deliveries to {} come here.", channel.platform))
     }
 
     /// Stops what the agent is doing in this conversation; how many turns were stopped.
-    async fn stop_route(&self, channel: &Channel, route: &hermes_store::Route) -> Result<usize, IngestError> {
+    pub(crate) async fn stop_route(
+        &self,
+        channel: &Channel,
+        route: &hermes_store::Route,
+    ) -> Result<usize, IngestError> {
         let (busy, _) = self.store.route_busy_turns(channel.tenant_id, route).await.map_err(err)?;
         let mut stopped = 0;
         for turn in busy {
@@ -230,5 +158,59 @@ impl Gateway {
             tracing::warn!(error = %e, "cannot signal the retry; the reaper will pick it up");
         }
         Ok("Asking again…".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::access::tests::{channel, msg};
+
+    #[test]
+    fn help_names_the_commands_as_it_always_has() {
+        assert_eq!(
+            help_text(ChatKind::Group),
+            "Hi! I'm your team's assistant. Just write to me and mention me.\n/new starts a fresh conversation, \
+             /stop stops my current work, /retry asks again, /undo takes your last message back, /steer or /queue \
+             add to what I'm doing, /status shows this conversation, /title renames it, /sessions and /resume N go \
+             back to an earlier one, /skills lists what I know how to do, /memory shows what I remember, /model \
+             shows my model, /whoami shows your ids."
+        );
+        assert!(help_text(ChatKind::Direct).starts_with("Hi! I'm your team's assistant. Just write to me.\n"));
+    }
+
+    #[test]
+    fn the_gateway_answers_its_commands_and_bare_busy_modes_and_goal_controls() {
+        assert_eq!(own_command("/start"), Some((ChatCommand::Help, "")));
+        assert_eq!(own_command("/reset"), Some((ChatCommand::New, "")));
+        assert_eq!(own_command("/resume 2"), Some((ChatCommand::Resume, "2")));
+        assert_eq!(own_command("/q"), Some((ChatCommand::Queue, "")));
+        assert_eq!(own_command("/steer this way"), None, "a message for the agent");
+        assert_eq!(own_command("/goal pause"), Some((ChatCommand::Goal, "pause")));
+        assert_eq!(own_command("/goal"), Some((ChatCommand::Goal, "")));
+        assert_eq!(own_command("/goal pass the tests"), None, "a goal for the worker");
+        assert_eq!(own_command("/compress"), None, "the worker's");
+        assert_eq!(own_command("/rollback 1"), None, "the worker's");
+        assert_eq!(own_command("/my-skill"), None);
+        assert_eq!(own_command("hello /new"), None);
+    }
+
+    #[test]
+    fn admins_keep_the_listed_commands_but_not_the_ones_for_everyone() {
+        let mut c = channel("open", "mention", &[], &[]);
+        c.admin_commands = vec!["model".into(), "new".into(), "help".into(), "my-skill".into()];
+        let from = |user: &str, text: &str| {
+            let mut m = msg(ChatKind::Direct, user, user, true);
+            m.text = text.into();
+            gated(&c, &m)
+        };
+        assert_eq!(from("5", "/model x").as_deref(), Some("Only this bot's admins can use /model."));
+        assert_eq!(from("9", "/model x"), None, "9 is the admin");
+        assert_eq!(from("5", "/reset").as_deref(), Some("Only this bot's admins can use /reset."), "by its alias");
+        assert_eq!(from("5", "/my-skill go").as_deref(), Some("Only this bot's admins can use /my-skill."));
+        assert_eq!(from("5", "/start"), None, "help is everyone's");
+        assert_eq!(from("5", "/whoami"), None);
+        assert_eq!(from("5", "/status"), None, "not listed");
+        assert_eq!(from("5", "hello"), None);
     }
 }

@@ -14,12 +14,29 @@ use crate::Gateway;
 use crate::incoming::Incoming;
 use crate::ingest::{IngestError, route_for};
 
-/// Whether `text` is one of the `/goal` commands the gateway answers.
-pub fn is_goal_command(text: &str) -> bool {
-    let mut words = text.split_whitespace();
-    words.next() == Some("/goal")
-        && matches!(words.next(), None | Some("status" | "pause" | "resume" | "clear" | "stop" | "done"))
-        && words.next().is_none()
+/// What `/goal` followed by a control word does (anything else after `/goal` is a goal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GoalControl {
+    Status,
+    Pause,
+    Resume,
+    Clear,
+}
+
+/// The control `rest` (the text after `/goal`) names, if it is one.
+fn goal_control(rest: &str) -> Option<GoalControl> {
+    Some(match rest.trim() {
+        "" | "status" => GoalControl::Status,
+        "pause" => GoalControl::Pause,
+        "resume" => GoalControl::Resume,
+        "clear" | "stop" | "done" => GoalControl::Clear,
+        _ => return None,
+    })
+}
+
+/// Whether `rest`, the text after `/goal`, makes it one of the gateway's `/goal` commands.
+pub fn is_goal_control(rest: &str) -> bool {
+    goal_control(rest).is_some()
 }
 
 const NO_GOAL: &str = "No goal set. Write /goal and what you want done, and I'll keep at it until it is.";
@@ -32,13 +49,13 @@ impl Gateway {
         let Some((session, _)) = self.store.route_state(tenant, &route).await.map_err(err)? else {
             return Ok(NO_GOAL.into());
         };
-        let word = msg.text.split_whitespace().nth(1).unwrap_or("status");
-        Ok(match word {
-            "pause" => match self.store.set_goal_active(tenant, session, false).await.map_err(err)? {
+        let rest = hermes_core::commands::parse(&msg.text).map_or("", |(_, rest)| rest);
+        Ok(match goal_control(rest).unwrap_or(GoalControl::Status) {
+            GoalControl::Pause => match self.store.set_goal_active(tenant, session, false).await.map_err(err)? {
                 Some(_) => "⏸ Goal paused. /goal resume to go on, /goal clear to drop it.".into(),
                 None => NO_GOAL.into(),
             },
-            "resume" => {
+            GoalControl::Resume => {
                 let Some(goal) = self.store.set_goal_active(tenant, session, true).await.map_err(err)? else {
                     return Ok(NO_GOAL.into());
                 };
@@ -53,11 +70,11 @@ impl Gateway {
                 }
                 format!("▶ Goal resumed (0/{} turns used): {}", goal.max_turns, goal.goal)
             }
-            "clear" | "stop" | "done" => match self.store.clear_goal(tenant, session).await.map_err(err)? {
+            GoalControl::Clear => match self.store.clear_goal(tenant, session).await.map_err(err)? {
                 true => "Goal cleared.".into(),
                 false => NO_GOAL.into(),
             },
-            _ => match self.store.goal(tenant, session).await.map_err(err)? {
+            GoalControl::Status => match self.store.goal(tenant, session).await.map_err(err)? {
                 None => NO_GOAL.into(),
                 Some(goal) => {
                     let mut text = format!(

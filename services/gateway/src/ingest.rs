@@ -5,6 +5,7 @@
 
 use serde_json::{Value, json};
 
+use hermes_core::commands::ChatCommand;
 use hermes_queue::SessionWork;
 use hermes_store::{Accepted, Channel, NewTurn, Route};
 
@@ -30,13 +31,13 @@ enum Room {
 
 /// `/steer TEXT` and `/queue TEXT` choose the busy mode for one message.
 fn busy_override(text: &str) -> Option<(&'static str, &str)> {
-    let (word, rest) = text.trim_start().split_once(char::is_whitespace)?;
-    let mode = match word {
-        "/steer" => "steer",
-        "/queue" | "/q" => "queue",
+    let (spec, rest) = hermes_core::commands::parse(text)?;
+    let mode = match spec.command {
+        ChatCommand::Steer => "steer",
+        ChatCommand::Queue => "queue",
         _ => return None,
     };
-    Some((mode, rest.trim())).filter(|(_, rest)| !rest.is_empty())
+    Some((mode, rest)).filter(|(_, rest)| !rest.is_empty())
 }
 
 /// Why a message could not be taken in now (the platform should deliver it again).

@@ -11,6 +11,7 @@ pub mod access;
 pub mod agent_commands;
 pub mod attachments;
 pub mod commands;
+mod conversation_commands;
 pub mod cron_commands;
 pub mod events;
 pub mod files;

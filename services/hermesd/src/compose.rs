@@ -9,12 +9,21 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use hermes_cache::Cache;
-use hermes_config::HermesConfig;
+use hermes_config::{HermesConfig, SandboxBackend, SandboxConfig};
 use hermes_http::{Readiness, ReadinessCheck};
 use hermes_queue::Broker;
 use hermes_store::{SecretBox, Store};
 
 use crate::cli::Roles;
+
+/// The one place `sandbox.backend` is dispatched: this crate links every backend.
+async fn sandbox_backend(cfg: &SandboxConfig) -> anyhow::Result<Arc<dyn hermes_sandbox::Sandboxes>> {
+    Ok(match cfg.backend {
+        SandboxBackend::Docker => Arc::new(hermes_sandbox::docker::DockerSandboxes::connect(cfg).await?),
+        SandboxBackend::Local => Arc::new(hermes_sandbox::local::LocalSandboxes::new(cfg)?),
+        SandboxBackend::Kubernetes => Arc::new(hermes_sandbox_kube::KubeSandboxes::connect(cfg).await?),
+    })
+}
 
 /// Retries `connect` for up to a minute: in a cluster, dependencies may start after us.
 async fn with_retry<T, E: std::fmt::Display, F, Fut>(what: &str, mut connect: F) -> anyhow::Result<T>
@@ -76,11 +85,8 @@ pub async fn run(config: HermesConfig, roles: Roles, shutdown: CancellationToken
         tasks.spawn(async move { Ok(hermes_api::run(ctx, token).await?) });
     }
     if roles.worker {
-        let sandboxes: Arc<dyn hermes_sandbox::Sandboxes> = match config.sandbox.backend.as_str() {
-            "kubernetes" => Arc::new(hermes_sandbox_kube::KubeSandboxes::connect(&config.sandbox).await?),
-            _ => hermes_sandbox::connect(&config.sandbox).await?,
-        };
-        tracing::info!(backend = %config.sandbox.backend, "sandbox backend ready");
+        let sandboxes = sandbox_backend(&config.sandbox).await?;
+        tracing::info!(backend = ?config.sandbox.backend, "sandbox backend ready");
         let reaper_token = shutdown.clone();
         tokio::spawn(hermes_sandbox::run_reaper(sandboxes.clone(), Duration::from_secs(60), reaper_token));
         let http = hermes_llm::http_client(

@@ -5,16 +5,26 @@
 
 use chrono::{TimeZone, Utc};
 
+use hermes_core::commands::{ChatCommand, RunsIn};
 use hermes_sandbox::proto::{ListCheckpointsRequest, RestoreRequest};
 use hermes_sandbox::{SandboxKey, Sandboxes, status_error};
 
-/// The reply to `text` if it is a command this worker answers.
+/// The command in `text` if the worker answers it, with the rest of the text.
+fn worker_command(text: &str) -> Option<(ChatCommand, &str)> {
+    let (spec, rest) = hermes_core::commands::parse(text)?;
+    (spec.runs_in == RunsIn::Worker).then_some((spec.command, rest))
+}
+
+/// Whether `text` is `/compress` alone (see [`compress`]).
+pub(crate) fn is_compress(text: &str) -> bool {
+    worker_command(text) == Some((ChatCommand::Compress, ""))
+}
+
+/// The reply to `text` if it is a command this worker answers before the turn is set up
+/// (`/rollback`; `/compress` needs the turn's models, see [`compress`]).
 pub(crate) async fn run(sandboxes: &dyn Sandboxes, key: SandboxKey, text: &str) -> Option<String> {
-    let mut words = text.split_whitespace();
-    if words.next()? != "/rollback" {
-        return None;
-    }
-    let arg = words.next();
+    let (ChatCommand::Rollback, rest) = worker_command(text)? else { return None };
+    let arg = rest.split_whitespace().next();
     Some(match rollback(sandboxes, key, arg).await {
         Ok(reply) => reply,
         Err(e) => format!("Rollback failed: {e}"),
@@ -101,5 +111,19 @@ pub(crate) async fn compress(
         )),
         Ok(false) => reply("Nothing to compress yet: the conversation is still short.".into()),
         Err(end) => end,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_worker_takes_rollback_and_compress_alone() {
+        assert_eq!(worker_command("/rollback 2"), Some((ChatCommand::Rollback, "2")));
+        assert!(is_compress(" /compress "));
+        assert!(!is_compress("/compress the middle part"), "a message for the model");
+        assert_eq!(worker_command("/new"), None, "the gateway's");
+        assert_eq!(worker_command("/my-skill"), None);
     }
 }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use hermes_agent::compress::{CompressionConfig, Compressor, Summarizer};
 use hermes_agent::{DefaultEngine, ModelSummarizer};
+use hermes_config::AnthropicCacheTtl;
 use hermes_core::{AgentId, ChatMessage, TenantId};
 use hermes_llm::anthropic::CacheTtl;
 use hermes_llm::keys::provider_for_url;
@@ -69,7 +70,10 @@ impl Models {
             base: Duration::from_millis(cfg.retry_base_millis),
             max_delay: Duration::from_secs(120),
         };
-        let ttl = if cfg.anthropic_cache_ttl == "1h" { CacheTtl::OneHour } else { CacheTtl::FiveMinutes };
+        let ttl = match cfg.anthropic_cache_ttl {
+            AnthropicCacheTtl::FiveMinutes => CacheTtl::FiveMinutes,
+            AnthropicCacheTtl::OneHour => CacheTtl::OneHour,
+        };
         let inner = ResilientModel::new(AnyTransport::new(self.rt.ctx.http.clone(), ttl), self.keys(), chain, retry)
             .with_meter(self.meter.clone(), purpose);
         crate::budget::Budgeted {

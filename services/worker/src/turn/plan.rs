@@ -133,7 +133,7 @@ pub(super) async fn plan(
     let child_usage = ChildUsage::default();
     let tools = planner.tools(&agent, &models, child_usage.clone()).await?;
     let mut history = History::of(stored, turn);
-    if !history.resumed && input.role == Role::User && input.text().trim() == "/compress" {
+    if !history.resumed && input.role == Role::User && crate::commands::is_compress(&input.text()) {
         let history = history.messages;
         return Ok(Planned::Compress { models: Box::new(models), prompt: turn.system_prompt.clone(), history });
     }
