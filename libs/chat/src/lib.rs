@@ -17,4 +17,3 @@ pub struct OutFile<'a> {
     pub mime: &'a str,
     pub data: &'a [u8],
 }
-

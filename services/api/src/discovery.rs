@@ -93,11 +93,8 @@ pub(crate) async fn skills(
 
 /// The skills the agent's toolsets and settings show, as listed (archived ones are not).
 fn shown_skills(agent: &Agent, visible: &[VisibleSkill]) -> Vec<Value> {
-    let tools: Vec<&str> = TOOLSETS
-        .iter()
-        .filter(|t| t.id.enabled_in(&agent.toolsets))
-        .flat_map(|t| t.tools.iter().copied())
-        .collect();
+    let tools: Vec<&str> =
+        TOOLSETS.iter().filter(|t| t.id.enabled_in(&agent.toolsets)).flat_map(|t| t.tools.iter().copied()).collect();
     let rules =
         hermes_skills::Visibility { toolsets: &agent.toolsets, tools: &tools, disabled: &agent.disabled_skills };
     visible
