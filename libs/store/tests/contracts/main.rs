@@ -15,6 +15,7 @@ mod claim_once;
 mod common;
 mod fencing;
 mod idempotent;
+mod outbox_shapes;
 mod tenant_scoping;
 mod tenant_world;
 
