@@ -114,7 +114,7 @@ impl TestEnv {
         config.api.turn_timeout_seconds = 60;
         config.llm.retry_base_millis = 50;
         config.secrets.master_key = Some(hermes_store::SecretBox::generate_master_key().unwrap());
-        config.telemetry.log_format = "text".into();
+        config.telemetry.log_format = hermes_config::LogFormat::Text;
         tweak(&mut config);
         let config = config.validated().unwrap();
 

@@ -80,7 +80,8 @@ async fn a_streaming_client_that_leaves_stops_the_turn() {
 
 #[tokio::test]
 async fn with_on_disconnect_finish_the_turn_completes_in_the_background() {
-    let env = TestEnv::start_with(Roles::default(), |c| c.api.on_disconnect = "finish".into()).await;
+    let env =
+        TestEnv::start_with(Roles::default(), |c| c.api.on_disconnect = hermes_config::OnDisconnect::Finish).await;
     let (_, _, key) = env.tenant("acme", "helper").await;
     env.llm.push(ScriptedReply::text("finished anyway").after(Duration::from_millis(1500)));
     let impatient = reqwest::Client::builder().timeout(Duration::from_millis(300)).build().unwrap();

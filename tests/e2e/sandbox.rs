@@ -359,7 +359,8 @@ pub struct LocalFixture {
 impl Fixture for LocalFixture {
     async fn new() -> Self {
         let name = unique("l");
-        let mut config = hermes_config::SandboxConfig { backend: "local".into(), ..Default::default() };
+        let mut config =
+            hermes_config::SandboxConfig { backend: hermes_config::SandboxBackend::Local, ..Default::default() };
         config.local.name_prefix = format!("htest-{name}");
         config.local.workspaces_dir = format!("/tmp/htest-local/{name}");
         config.local.ipc_dir = format!("/tmp/htest-ipc/{name}");

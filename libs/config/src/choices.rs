@@ -59,22 +59,14 @@ fn by_name<'de, T: Deserialize<'de>>(name: &'de str) -> Result<T, ValueError> {
     T::deserialize(name)
 }
 
-/// `FromStr` for command-line flags; `From<&str>` lets code that sets a value by its wire name
-/// (`config.api.on_disconnect = "finish".into()`, as the end-to-end tests do) keep doing so,
-/// an unknown name giving the default. Loading never goes through either: figment refuses an
-/// unknown name.
+/// `FromStr` for command-line flags, with the loader's error. (No `From<&str>`: an unknown
+/// name must be an error, never a quiet default.)
 macro_rules! by_wire_name {
     ($($choice:ty),+) => {$(
         impl std::str::FromStr for $choice {
             type Err = ValueError;
             fn from_str(name: &str) -> Result<Self, ValueError> {
                 by_name(name)
-            }
-        }
-
-        impl From<&str> for $choice {
-            fn from(name: &str) -> Self {
-                by_name(name).unwrap_or_default()
             }
         }
     )+};
@@ -88,13 +80,13 @@ mod tests {
 
     #[test]
     fn wire_names_are_the_names_the_config_has_always_used() {
-        assert_eq!(SandboxBackend::from("kubernetes"), SandboxBackend::Kubernetes);
-        assert_eq!(SandboxBackend::from("local"), SandboxBackend::Local);
-        assert_eq!(OnDisconnect::from("finish"), OnDisconnect::Finish);
-        assert_eq!(LogFormat::from("text"), LogFormat::Text);
-        assert_eq!(AnthropicCacheTtl::from("1h"), AnthropicCacheTtl::OneHour);
-        assert_eq!(AnthropicCacheTtl::from("5m"), AnthropicCacheTtl::FiveMinutes);
-        assert_eq!(OnDisconnect::from("nonsense"), OnDisconnect::Interrupt, "unknown: the default");
+        assert_eq!("kubernetes".parse::<SandboxBackend>().unwrap(), SandboxBackend::Kubernetes);
+        assert_eq!("local".parse::<SandboxBackend>().unwrap(), SandboxBackend::Local);
+        assert_eq!("finish".parse::<OnDisconnect>().unwrap(), OnDisconnect::Finish);
+        assert_eq!("text".parse::<LogFormat>().unwrap(), LogFormat::Text);
+        assert_eq!("1h".parse::<AnthropicCacheTtl>().unwrap(), AnthropicCacheTtl::OneHour);
+        assert_eq!("5m".parse::<AnthropicCacheTtl>().unwrap(), AnthropicCacheTtl::FiveMinutes);
+        assert!("nonsense".parse::<OnDisconnect>().is_err(), "an unknown name is an error, not the default");
         let err = "podman".parse::<SandboxBackend>().unwrap_err().to_string();
         assert!(err.contains("podman") && err.contains("`docker`, `local`, `kubernetes`"), "{err}");
     }
