@@ -92,12 +92,7 @@ pub struct Channel {
 
 /// Among a tenant's `channels`, its active bot on `platform`: `agent`'s own first, else another
 /// agent's. With `needs_home`, only a bot that has a home chat.
-pub fn pick_channel<'a>(
-    channels: &'a [Channel],
-    platform: Platform,
-    agent: AgentId,
-    needs_home: bool,
-) -> Option<&'a Channel> {
+pub fn pick_channel(channels: &[Channel], platform: Platform, agent: AgentId, needs_home: bool) -> Option<&Channel> {
     let usable = |c: &&Channel| {
         c.platform == platform && c.status == ChannelStatus::Active && (!needs_home || c.home_chat.is_some())
     };
