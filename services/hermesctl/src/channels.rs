@@ -307,3 +307,28 @@ async fn create(json_mode: bool, config: &HermesConfig, store: &Store, c: Create
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::commands::{Cli, Command};
+
+    fn create(args: &[&str]) -> Result<CreateChannel, clap::Error> {
+        let base = ["hermesctl", "channel", "create", "--tenant", "acme", "--agent", "helper"];
+        match Cli::try_parse_from(base.iter().chain(args))?.command {
+            Command::Channel(ChannelCmd::Create(c)) => Ok(*c),
+            _ => panic!("not a channel create"),
+        }
+    }
+
+    #[test]
+    fn the_platform_and_mode_are_parsed_by_name_and_an_unknown_one_is_refused() {
+        let c = create(&["--platform", "slack", "--mode", "socket"]).unwrap();
+        assert_eq!((c.platform, c.mode), (Platform::Slack, Some(ChannelMode::Socket)));
+        let err = create(&["--platform", "signal"]).err().unwrap().to_string();
+        assert!(err.contains("unknown platform `signal` (expected one of: telegram, slack, wecom)"), "{err}");
+        assert!(create(&["--platform", "telegram", "--mode", "carrier-pigeon"]).is_err());
+    }
+}
