@@ -44,6 +44,9 @@ async fn an_admin_binds_bots_through_the_api_and_approves_a_stranger() {
     assert!(err["error"]["message"].as_str().unwrap().contains("app-level token"), "{err}");
     let odd = json!({ "agent": "helper", "platform": "telegram", "mode": "socket", "token": TOKEN });
     assert_eq!(call(&env, &key, "post", "/v1/channels", Some(odd)).await.0, 400);
+    let unknown = json!({ "agent": "helper", "platform": "signal", "token": TOKEN });
+    let (status, err) = call(&env, &key, "post", "/v1/channels", Some(unknown)).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (400, Some("invalid_value")), "{err}");
 
     // A key restricted to one agent may not manage channels.
     let (_, narrow) = env.store.create_api_key(tenant, Some(agent.id), "narrow", None).await.unwrap();
@@ -77,6 +80,8 @@ async fn an_admin_binds_bots_through_the_api_and_approves_a_stranger() {
     assert_eq!((status, changed["busy_mode"].as_str()), (200, Some("queue")));
     let (status, err) = call(&env, &key, "patch", &path, Some(json!({ "dm_policy": "everyone" }))).await;
     assert_eq!(status, 400, "{err}");
+    let (status, err) = call(&env, &key, "patch", &path, Some(json!({ "busy_mode": "sometimes" }))).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (400, Some("invalid_value")), "{err}");
 
     // A stranger gets a code from the bot; the admin approves it through the API.
     let pod = Pod::start(&env).await;

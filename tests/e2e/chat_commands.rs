@@ -20,7 +20,7 @@ async fn a_message_sent_while_the_agent_works_steers_the_running_turn() {
     let env = TestEnv::start().await;
     let tg = TelegramEmulator::start().await.unwrap();
     let channel = bind(&env, &tg, "poll", "open", &[]).await;
-    let steer = ChannelAccess { busy_mode: Some("steer".into()), ..Default::default() };
+    let steer = ChannelAccess { busy_mode: Some(hermes_core::BusyMode::Steer), ..Default::default() };
     env.store.update_channel_access(channel.tenant_id, channel.id, &steer).await.unwrap();
     let pod = Pod::start(&env).await;
 

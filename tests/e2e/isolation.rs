@@ -125,8 +125,8 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
     let owner_agent = env.store.agent_by_name(owner_tenant, "ops").await.unwrap();
     let new = hermes_store::NewChannel {
         agent_id: owner_agent.id,
-        platform: "telegram".into(),
-        mode: "poll".into(),
+        platform: hermes_core::Platform::Telegram,
+        mode: hermes_core::ChannelMode::Poll,
         api_base: "http://127.0.0.1:9".into(),
         credentials: json!({"token": "1:x"}),
         bot_identity: "1".into(),

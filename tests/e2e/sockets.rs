@@ -201,7 +201,8 @@ async fn a_wecom_ai_bot_with_a_wrong_secret_is_marked_and_not_retried() {
     let channel = bind_bot(&env, &bot, "wrong").await;
     let pod = Pod::start(&env).await;
     let marked = poll_until(async || {
-        Some(env.store.gateway_channel(channel.id).await.unwrap()).filter(|c| c.status == "blocked")
+        Some(env.store.gateway_channel(channel.id).await.unwrap())
+            .filter(|c| c.status == hermes_core::ChannelStatus::Blocked)
     });
     let c = marked.await.unwrap_or_else(|| panic!("the channel was not marked"));
     assert!(c.status_reason.as_deref().unwrap_or_default().contains("853000"), "{:?}", c.status_reason);

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use hermes_core::ChannelStatus;
 use hermes_gateway::{Gateway, GatewayContext};
 use hermes_store::{Channel, NewChannel, SecretBox};
 use hermes_testkit::ScriptedReply;
@@ -88,8 +89,8 @@ pub(crate) async fn bind_channel(env: &TestEnv, b: Binding<'_>) -> Channel {
     let (tenant, agent, _) = env.tenant("acme", "helper").await;
     let new = NewChannel {
         agent_id: agent.id,
-        platform: b.platform.into(),
-        mode: b.mode.into(),
+        platform: b.platform.parse().expect("a platform"),
+        mode: b.mode.parse().expect("a channel mode"),
         api_base: b.api_base,
         credentials: b.credentials,
         bot_identity: b.identity.into(),
@@ -291,8 +292,8 @@ async fn flood_control_is_waited_out_and_a_blocked_bot_marks_its_channel() {
     env.llm.push(ScriptedReply::text("You will not see this."));
     tg.user_says(TOKEN, 42, "hi again");
     let status = async || env.store.channel(channel.tenant_id, channel.id).await.unwrap().status;
-    poll_until(async || (status().await == "blocked").then_some(())).await;
-    assert_eq!(status().await, "blocked");
+    poll_until(async || (status().await == ChannelStatus::Blocked).then_some(())).await;
+    assert_eq!(status().await, ChannelStatus::Blocked);
     // The channel is marked before the reply is settled as failed.
     env.wait_for_count("SELECT count(*) FROM outbox WHERE status = 'failed'", 1).await;
     let failed: i64 = env.count("SELECT count(*) FROM outbox WHERE status = 'failed'").await;

@@ -302,7 +302,8 @@ async fn a_group_is_one_conversation_or_one_per_person_as_the_channel_says() {
         sent(&tg, usize::try_from(n + 1).unwrap()).await;
     }
     assert_eq!(env.count("SELECT count(*) FROM sessions").await, 1, "one conversation for the group");
-    let per_user = hermes_store::ChannelAccess { group_sessions: Some("user".into()), ..Default::default() };
+    let per_user =
+        hermes_store::ChannelAccess { group_sessions: Some(hermes_core::GroupSessions::User), ..Default::default() };
     env.store.update_channel_access(channel.tenant_id, channel.id, &per_user).await.unwrap();
     for n in 0..2 {
         env.llm.push(ScriptedReply::text(format!("own {n}")));

@@ -3,17 +3,18 @@
 //! `getMe`, Slack `auth.test` and `apps.connections.open`, WeCom `gettoken` or the AI-bot
 //! subscription), which also gives the bot's name; once stored, a Telegram bot is pointed at us.
 
+use hermes_core::{ChannelMode, Platform};
 use serde_json::{Value, json};
 
 use crate::slack::SlackApi;
 use crate::telegram::TelegramApi;
 
 /// What the admin gives to bind a bot.
-#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Deserialize)]
 pub struct BindRequest {
-    pub platform: String,
-    /// webhook | poll | socket | websocket (each platform has its default).
-    pub mode: Option<String>,
+    pub platform: Platform,
+    /// Each platform has its default (Telegram long-polls, the others take webhooks).
+    pub mode: Option<ChannelMode>,
     /// The bot token (Telegram, Slack `xoxb-`), or the WeCom callback Token.
     pub token: Option<String>,
     pub signing_secret: Option<String>,
@@ -32,8 +33,8 @@ pub struct BindRequest {
 /// A bot the platform accepted, ready to be stored.
 #[derive(Debug, Clone)]
 pub struct Prepared {
-    pub platform: String,
-    pub mode: String,
+    pub platform: Platform,
+    pub mode: ChannelMode,
     pub api_base: String,
     pub credentials: Value,
     /// What makes the bot unique in the installation.
@@ -61,30 +62,27 @@ fn refused(what: &str) -> impl Fn(&dyn std::fmt::Display) -> BindError + '_ {
 
 /// Checks a bot with its platform.
 pub async fn prepare(http: &reqwest::Client, req: &BindRequest) -> Result<Prepared, BindError> {
-    let default_mode = if req.platform == "telegram" { "poll" } else { "webhook" };
-    let mode = req.mode.clone().unwrap_or_else(|| default_mode.to_owned());
+    let platform = req.platform;
+    let default_mode = match platform {
+        Platform::Telegram => ChannelMode::Poll,
+        Platform::Slack | Platform::Wecom => ChannelMode::Webhook,
+    };
+    let mode = req.mode.unwrap_or(default_mode);
     let base = |default: &str| req.api_base.clone().unwrap_or_else(|| default.to_owned());
-    match (req.platform.as_str(), mode.as_str()) {
-        ("telegram", "poll" | "webhook") => {
+    match (platform, mode) {
+        (Platform::Telegram, ChannelMode::Poll | ChannelMode::Webhook) => {
             let token = need(&req.token, "bot token")?;
             let api_base = base("https://api.telegram.org");
             let api = TelegramApi::new(http.clone(), &api_base, &token);
             let username = api.get_me().await.map_err(|e| refused("Telegram refused the bot token (getMe)")(&e))?;
             let identity = token.split(':').next().unwrap_or_default().to_owned();
-            Ok(Prepared {
-                platform: req.platform.clone(),
-                mode,
-                api_base,
-                credentials: json!({ "token": token }),
-                identity,
-                username,
-            })
+            Ok(Prepared { platform, mode, api_base, credentials: json!({ "token": token }), identity, username })
         }
-        ("slack", "webhook" | "socket") => {
+        (Platform::Slack, ChannelMode::Webhook | ChannelMode::Socket) => {
             let token = need(&req.token, "bot token (xoxb-…)")?;
             let api_base = base("https://slack.com/api");
             let mut credentials = json!({ "token": token });
-            if mode == "webhook" {
+            if mode == ChannelMode::Webhook {
                 credentials["signing_secret"] = json!(need(&req.signing_secret, "signing secret")?);
             } else {
                 let app_token = need(&req.app_token, "app-level token (xapp-…, scope connections:write)")?;
@@ -98,7 +96,7 @@ pub async fn prepare(http: &reqwest::Client, req: &BindRequest) -> Result<Prepar
             let (bot_user, team) =
                 api.auth_test().await.map_err(|e| refused("Slack refused the bot token (auth.test)")(&e))?;
             Ok(Prepared {
-                platform: req.platform.clone(),
+                platform,
                 mode,
                 api_base,
                 credentials,
@@ -106,7 +104,7 @@ pub async fn prepare(http: &reqwest::Client, req: &BindRequest) -> Result<Prepar
                 username: bot_user,
             })
         }
-        ("wecom", "webhook") => {
+        (Platform::Wecom, ChannelMode::Webhook) => {
             let corp = need(&req.corp_id, "company id (corp_id)")?;
             let agent_id = req.agent_id.ok_or_else(|| BindError::Invalid("give the app's agent_id".into()))?;
             let secret = need(&req.secret, "app secret")?;
@@ -120,7 +118,7 @@ pub async fn prepare(http: &reqwest::Client, req: &BindRequest) -> Result<Prepar
             let credentials =
                 json!({ "corp_id": corp, "agent_id": agent_id, "secret": secret, "token": token, "aes_key": aes_key });
             Ok(Prepared {
-                platform: req.platform.clone(),
+                platform,
                 mode,
                 api_base,
                 credentials,
@@ -128,7 +126,7 @@ pub async fn prepare(http: &reqwest::Client, req: &BindRequest) -> Result<Prepar
                 username: agent_id.to_string(),
             })
         }
-        ("wecom", "websocket") => {
+        (Platform::Wecom, ChannelMode::Websocket) => {
             let bot_id = need(&req.bot_id, "AI bot's BotID")?;
             let secret = need(&req.secret, "AI bot's secret")?;
             let api_base = base(crate::wecom_bot::DEFAULT_URL);
@@ -138,7 +136,7 @@ pub async fn prepare(http: &reqwest::Client, req: &BindRequest) -> Result<Prepar
             socket.close().await;
             let credentials = json!({ "bot_id": bot_id, "secret": secret });
             Ok(Prepared {
-                platform: req.platform.clone(),
+                platform,
                 mode,
                 api_base,
                 credentials,
@@ -146,13 +144,9 @@ pub async fn prepare(http: &reqwest::Client, req: &BindRequest) -> Result<Prepar
                 username: bot_id,
             })
         }
-        ("telegram" | "slack" | "wecom", _) => Err(BindError::Invalid(format!(
-            "{} has no {mode:?} mode (telegram: poll|webhook, slack: webhook|socket, wecom: webhook|websocket)",
-            req.platform
+        (_, mode) => Err(BindError::Invalid(format!(
+            "{platform} has no \"{mode}\" mode (telegram: poll|webhook, slack: webhook|socket, wecom: webhook|websocket)"
         ))),
-        (other, _) => {
-            Err(BindError::Invalid(format!("platform {other:?} is not available (telegram, slack and wecom are)")))
-        }
     }
 }
 
@@ -168,11 +162,11 @@ pub async fn activate(
 ) -> Result<String, BindError> {
     let public = public_url.map(|p| p.trim_end_matches('/').to_owned());
     let shown = public.clone().unwrap_or_else(|| "https://<gateway host>".into());
-    match (prepared.platform.as_str(), prepared.mode.as_str()) {
-        ("telegram", mode) => {
+    match (prepared.platform, prepared.mode) {
+        (Platform::Telegram, mode) => {
             let token = prepared.credentials["token"].as_str().unwrap_or_default();
             let api = TelegramApi::new(http.clone(), &prepared.api_base, token);
-            if mode == "webhook" {
+            if mode == ChannelMode::Webhook {
                 let public = public.ok_or_else(|| {
                     BindError::Invalid("webhook mode needs a public URL (where Telegram can reach the gateway)".into())
                 })?;
@@ -185,16 +179,18 @@ pub async fn activate(
             api.set_commands(&menu).await.map_err(|e| refused("cannot register the command menu")(&e))?;
             Ok(String::new())
         }
-        ("wecom", "websocket") => Ok("The gateway connects to WeCom itself; nothing to set up.".into()),
-        ("wecom", _) => {
+        (Platform::Wecom, ChannelMode::Websocket) => {
+            Ok("The gateway connects to WeCom itself; nothing to set up.".into())
+        }
+        (Platform::Wecom, _) => {
             Ok(format!("In the WeCom app's API receiving settings, set the URL to {shown}/wecom/{channel_id}."))
         }
-        (_, "socket") => {
+        (Platform::Slack, ChannelMode::Socket) => {
             Ok("The gateway connects to Slack itself (Socket Mode): subscribe the app to app_mention and message.im, \
              and add a /hermes slash command."
                 .into())
         }
-        _ => Ok(format!(
+        (Platform::Slack, _) => Ok(format!(
             "In the Slack app's settings, set the Event Subscriptions request URL to {shown}/slack/{channel_id}/events \
              (events: app_mention, message.im), the Interactivity request URL to {shown}/slack/{channel_id}/interactive \
              and a /hermes slash command to {shown}/slack/{channel_id}/commands."

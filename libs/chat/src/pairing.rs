@@ -1,6 +1,7 @@
 //! Telling an approved person they are in. The message goes through the gateway's outbox, so
 //! it is delivered once; the caller enqueues it (this crate knows no database).
 
+use hermes_core::Platform;
 use serde_json::{Value, json};
 
 /// What to put in the outbox: where it goes, the key that delivers it once, what it says.
@@ -13,7 +14,7 @@ pub struct OutboxEntry {
 
 /// The outbox entry that tells `user_id`, in `chat_id` of the bot `channel_id` on `platform`,
 /// that an admin approved them.
-pub fn announcement(platform: &str, channel_id: uuid::Uuid, user_id: &str, chat_id: &str) -> OutboxEntry {
+pub fn announcement(platform: Platform, channel_id: uuid::Uuid, user_id: &str, chat_id: &str) -> OutboxEntry {
     OutboxEntry {
         destination: json!({ "platform": platform, "channel_id": channel_id, "chat_id": chat_id }),
         dedupe_key: format!("pairing:{channel_id}:{user_id}:{}", uuid::Uuid::now_v7()),
@@ -28,11 +29,11 @@ mod tests {
     #[test]
     fn the_announcement_goes_to_the_approved_persons_chat_once_per_approval() {
         let channel = uuid::Uuid::now_v7();
-        let first = announcement("telegram", channel, "42", "4242");
+        let first = announcement(Platform::Telegram, channel, "42", "4242");
         assert_eq!(first.destination, json!({ "platform": "telegram", "channel_id": channel, "chat_id": "4242" }));
         assert_eq!(first.payload["kind"], "text");
         assert!(first.dedupe_key.starts_with(&format!("pairing:{channel}:42:")), "{}", first.dedupe_key);
         // A later approval of the same person is a new message, not a duplicate of this one.
-        assert_ne!(announcement("telegram", channel, "42", "4242").dedupe_key, first.dedupe_key);
+        assert_ne!(announcement(Platform::Telegram, channel, "42", "4242").dedupe_key, first.dedupe_key);
     }
 }

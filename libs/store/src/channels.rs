@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use hermes_core::{AgentId, TenantId};
+use hermes_core::{AgentId, BusyMode, ChannelMode, ChannelStatus, GroupSessions, Platform, TenantId};
 
 use crate::{Result, SecretBox, Store, StoreError};
 
@@ -12,10 +12,8 @@ use crate::{Result, SecretBox, Store, StoreError};
 #[derive(Debug, Clone)]
 pub struct NewChannel {
     pub agent_id: AgentId,
-    /// `telegram`, `slack` or `wecom`.
-    pub platform: String,
-    /// `webhook`, `poll`, `socket` or `websocket`.
-    pub mode: String,
+    pub platform: Platform,
+    pub mode: ChannelMode,
     pub api_base: String,
     /// Platform credentials (`{"token": ...}` for Telegram), sealed before they are stored.
     pub credentials: Value,
@@ -36,9 +34,9 @@ pub struct ChannelAccess {
     pub allow_users: Option<Vec<String>>,
     pub allow_chats: Option<Vec<String>>,
     pub admins: Option<Vec<String>>,
-    pub busy_mode: Option<String>,
+    pub busy_mode: Option<BusyMode>,
     pub streaming: Option<bool>,
-    pub group_sessions: Option<String>,
+    pub group_sessions: Option<GroupSessions>,
     pub admin_commands: Option<Vec<String>>,
     pub tool_progress: Option<bool>,
     /// `chat` or `chat:thread`; an empty string clears it.
@@ -54,8 +52,10 @@ pub struct Channel {
     pub tenant_id: TenantId,
     #[sqlx(try_from = "crate::rows::Id")]
     pub agent_id: AgentId,
-    pub platform: String,
-    pub mode: String,
+    #[sqlx(try_from = "String")]
+    pub platform: Platform,
+    #[sqlx(try_from = "String")]
+    pub mode: ChannelMode,
     pub api_base: String,
     #[serde(skip)]
     #[sqlx(rename = "credentials")]
@@ -68,19 +68,22 @@ pub struct Channel {
     pub allow_users: Vec<String>,
     pub allow_chats: Vec<String>,
     pub admins: Vec<String>,
-    /// `interrupt` or `queue` (migration 0019).
-    pub busy_mode: String,
+    /// What a message does while the agent is busy (migration 0019).
+    #[sqlx(try_from = "String")]
+    pub busy_mode: BusyMode,
     /// Answers are shown as they are written (migration 0021).
     pub streaming: bool,
     /// A group chat is one conversation (`chat`) or one per person (`user`) (migration 0023).
-    pub group_sessions: String,
+    #[sqlx(try_from = "String")]
+    pub group_sessions: GroupSessions,
     /// Chat commands (without the slash) only the admins may use (migration 0024).
     pub admin_commands: Vec<String>,
     /// Tools at work are shown in one edited message (migration 0025).
     pub tool_progress: bool,
     /// Where deliveries to the bare platform go: `chat` or `chat:thread` (migration 0030).
     pub home_chat: Option<String>,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: ChannelStatus,
     pub status_reason: Option<String>,
     #[serde(skip)]
     pub poll_offset: i64,
@@ -89,14 +92,10 @@ pub struct Channel {
 
 /// Among a tenant's `channels`, its active bot on `platform`: `agent`'s own first, else another
 /// agent's. With `needs_home`, only a bot that has a home chat.
-pub fn pick_channel<'a>(
-    channels: &'a [Channel],
-    platform: &str,
-    agent: AgentId,
-    needs_home: bool,
-) -> Option<&'a Channel> {
-    let usable =
-        |c: &&Channel| c.platform == platform && c.status == "active" && (!needs_home || c.home_chat.is_some());
+pub fn pick_channel(channels: &[Channel], platform: Platform, agent: AgentId, needs_home: bool) -> Option<&Channel> {
+    let usable = |c: &&Channel| {
+        c.platform == platform && c.status == ChannelStatus::Active && (!needs_home || c.home_chat.is_some())
+    };
     channels.iter().filter(usable).find(|c| c.agent_id == agent).or_else(|| channels.iter().find(usable))
 }
 
@@ -143,8 +142,8 @@ impl Store {
         .bind(id)
         .bind(tenant.as_uuid())
         .bind(new.agent_id.as_uuid())
-        .bind(&new.platform)
-        .bind(&new.mode)
+        .bind(new.platform.as_str())
+        .bind(new.mode.as_str())
         .bind(&new.api_base)
         .bind(sealed)
         .bind(fingerprint)
@@ -218,9 +217,9 @@ impl Store {
         .bind(&access.allow_users)
         .bind(&access.allow_chats)
         .bind(&access.admins)
-        .bind(&access.busy_mode)
+        .bind(access.busy_mode.map(BusyMode::as_str))
         .bind(access.streaming)
-        .bind(&access.group_sessions)
+        .bind(access.group_sessions.map(GroupSessions::as_str))
         .bind(&access.admin_commands)
         .bind(access.tool_progress)
         .bind(access.home_chat.as_deref())
@@ -250,7 +249,7 @@ impl Store {
         &self,
         tenant: TenantId,
         id: uuid::Uuid,
-        status: &str,
+        status: ChannelStatus,
         reason: Option<&str>,
     ) -> Result<()> {
         sqlx::query(
@@ -258,7 +257,7 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .bind(id)
-        .bind(status)
+        .bind(status.as_str())
         .bind(reason.map(crate::messages::without_nul))
         .execute(self.pool())
         .await?;

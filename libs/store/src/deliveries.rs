@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use hermes_core::{AgentId, TenantId};
+use hermes_core::{AgentId, Platform, TenantId};
 
 use crate::{Result, Store};
 
@@ -38,8 +38,11 @@ impl Store {
                         channels = Some(self.list_channels(tenant).await?);
                     }
                     let all = channels.as_deref().unwrap_or_default();
-                    // A bare platform means its home chat (/sethome).
-                    let Some(channel) = crate::channels::pick_channel(all, platform, agent, chat.is_none()) else {
+                    // A bare platform means its home chat (/sethome); an unknown platform has no channel.
+                    let picked = platform.parse::<Platform>().ok().and_then(|platform| {
+                        crate::channels::pick_channel(all, platform, agent, chat.is_none()).map(|c| (platform, c))
+                    });
+                    let Some((platform, channel)) = picked else {
                         tracing::warn!(target = other, "no active channel (or home chat) for a delivery target");
                         continue;
                     };

@@ -53,7 +53,12 @@ pub(crate) fn tenant_of(row: &PgRow) -> Result<TenantId> {
     Ok(row.try_get::<Id, _>("tenant_id")?.into())
 }
 
-/// A row read as `T`, with a mapping failure as a [`crate::StoreError`].
+/// A row read as `T`, with a mapping failure as a [`crate::StoreError`]: a column whose text is
+/// not one of its vocabulary's names (decoded with `#[sqlx(try_from = "String")]`) is
+/// [`crate::StoreError::Corrupt`], since the database held something no writer should have put there.
 pub(crate) fn read<T: for<'r> FromRow<'r, PgRow>>(row: &PgRow) -> Result<T> {
-    Ok(T::from_row(row)?)
+    T::from_row(row).map_err(|e| match e {
+        sqlx::Error::ColumnDecode { index, source } => crate::StoreError::Corrupt(format!("column {index}: {source}")),
+        other => other.into(),
+    })
 }

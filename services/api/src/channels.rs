@@ -11,6 +11,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use hermes_chat::binding::{self, BindError, BindRequest};
+use hermes_core::kinds::UnknownName;
+use hermes_core::{BusyMode, GroupSessions};
 use hermes_http::{ApiError, ApiJson};
 use hermes_store::{Channel, ChannelAccess, KeyAuth, NewChannel, PairingApproval};
 
@@ -70,6 +72,12 @@ pub(crate) struct CreateChannel {
     admins: Vec<String>,
 }
 
+/// A vocabulary value from a request body: an unknown name is a 400 `invalid_value` naming the
+/// allowed ones (the code an unknown platform or busy mode always had).
+fn parse<T: std::str::FromStr<Err = UnknownName>>(value: &str) -> std::result::Result<T, ApiError> {
+    value.parse().map_err(|e: UnknownName| ApiError::invalid_request("invalid_value", e.to_string()))
+}
+
 fn bind_error(e: BindError) -> ApiError {
     match e {
         BindError::Invalid(why) => ApiError::invalid_request("invalid_value", why),
@@ -95,8 +103,8 @@ pub(crate) async fn create(
 async fn bind(state: &AppState, auth: &KeyAuth, c: CreateChannel) -> Result<Value> {
     let agent = resolve_agent(state, auth, Some(&c.agent)).await?;
     let request = BindRequest {
-        platform: c.platform,
-        mode: c.mode,
+        platform: parse(&c.platform)?,
+        mode: c.mode.as_deref().map(parse).transpose()?,
         token: c.token,
         signing_secret: c.signing_secret,
         app_token: c.app_token,
@@ -110,8 +118,8 @@ async fn bind(state: &AppState, auth: &KeyAuth, c: CreateChannel) -> Result<Valu
     let prepared = binding::prepare(&state.http, &request).await.map_err(bind_error)?;
     let new = NewChannel {
         agent_id: agent.id,
-        platform: prepared.platform.clone(),
-        mode: prepared.mode.clone(),
+        platform: prepared.platform,
+        mode: prepared.mode,
         api_base: prepared.api_base.clone(),
         credentials: prepared.credentials.clone(),
         bot_identity: prepared.identity.clone(),
@@ -168,24 +176,27 @@ pub(crate) struct UpdateChannel {
     home_chat: Option<String>,
 }
 
-/// The changes as the store takes them (admin commands without their `/`).
-impl From<UpdateChannel> for ChannelAccess {
-    fn from(u: UpdateChannel) -> Self {
-        ChannelAccess {
+/// The changes as the store takes them (admin commands without their `/`); an unknown busy mode
+/// or group-sessions value is refused here.
+impl TryFrom<UpdateChannel> for ChannelAccess {
+    type Error = ApiError;
+
+    fn try_from(u: UpdateChannel) -> std::result::Result<Self, ApiError> {
+        Ok(ChannelAccess {
             dm_policy: u.dm_policy,
             group_policy: u.group_policy,
             allow_users: u.allow_users,
             allow_chats: u.allow_chats,
             admins: u.admins,
-            busy_mode: u.busy_mode,
+            busy_mode: u.busy_mode.as_deref().map(parse::<BusyMode>).transpose()?,
             streaming: u.streaming,
-            group_sessions: u.group_sessions,
+            group_sessions: u.group_sessions.as_deref().map(parse::<GroupSessions>).transpose()?,
             tool_progress: u.tool_progress,
             home_chat: u.home_chat,
             admin_commands: u
                 .admin_commands
                 .map(|list| list.iter().map(|c| c.trim_start_matches('/').to_owned()).collect()),
-        }
+        })
     }
 }
 
@@ -200,7 +211,8 @@ pub(crate) async fn update(
     // Whose it is first: another tenant's channel is a 404 whatever the body.
     let channel = owned(&state, &auth, &id).await?;
     let ApiJson(u) = body?;
-    let changed = state.store.update_channel_access(auth.tenant_id, channel.id, &u.into()).await?;
+    let access = ChannelAccess::try_from(u)?;
+    let changed = state.store.update_channel_access(auth.tenant_id, channel.id, &access).await?;
     Ok(Json(changed))
 }
 
@@ -248,7 +260,7 @@ pub(crate) async fn approve(
     let ApiJson(a) = body?;
     let approval = state.store.approve_pairing(auth.tenant_id, channel.id, &a.code).await?;
     if let PairingApproval::Approved { user_id, chat_id } = &approval {
-        let note = hermes_chat::pairing::announcement(&channel.platform, channel.id, user_id, chat_id);
+        let note = hermes_chat::pairing::announcement(channel.platform, channel.id, user_id, chat_id);
         state
             .store
             .enqueue_outbox(channel.tenant_id, channel.id, &note.destination, &note.dedupe_key, &note.payload)

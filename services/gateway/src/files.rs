@@ -7,7 +7,7 @@
 
 use base64::Engine;
 
-use hermes_core::{ChatMessage, Content, ContentPart, Role};
+use hermes_core::{ChannelMode, ChatMessage, Content, ContentPart, Platform, Role};
 use hermes_store::Channel;
 
 use crate::Gateway;
@@ -55,19 +55,19 @@ impl Gateway {
     /// A file's bytes from the channel's platform, at most `limit`.
     async fn download(&self, channel: &Channel, file: &IncomingFile, limit: u64) -> Result<Vec<u8>, String> {
         let id = file.file_id.as_str();
-        match channel.platform.as_str() {
-            "telegram" => self.telegram(channel)?.download(id, limit).await.map_err(|e| e.to_string()),
-            "slack" => self.slack(channel)?.download(id, limit).await.map_err(|e| e.to_string()),
-            "wecom" if channel.mode == "webhook" => {
+        match (channel.platform, channel.mode) {
+            (Platform::Telegram, _) => self.telegram(channel)?.download(id, limit).await.map_err(|e| e.to_string()),
+            (Platform::Slack, _) => self.slack(channel)?.download(id, limit).await.map_err(|e| e.to_string()),
+            (Platform::Wecom, ChannelMode::Webhook) => {
                 self.wecom(channel)?.download_media(id, limit).await.map_err(|e| e.to_string())
             }
-            "wecom" if channel.mode == "websocket" => {
+            (Platform::Wecom, ChannelMode::Websocket) => {
                 let key = file.key.as_deref().ok_or("the file came without its key")?;
                 // The encrypted file is up to 32 bytes longer than the file.
                 let sealed = self.fetch_limited(id, limit + 32).await?;
                 hermes_chat::wecom_bot::decrypt_media(key, sealed).map_err(|e| e.to_string())
             }
-            other => Err(format!("files from {other} are not read yet")),
+            (platform, mode) => Err(format!("files from {platform} ({mode}) are not read yet")),
         }
     }
 

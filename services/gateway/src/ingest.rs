@@ -6,6 +6,7 @@
 use serde_json::{Value, json};
 
 use hermes_core::commands::ChatCommand;
+use hermes_core::{BusyMode, GroupSessions, Platform};
 use hermes_queue::SessionWork;
 use hermes_store::{Accepted, Channel, NewTurn, Route};
 
@@ -30,11 +31,11 @@ enum Room {
 }
 
 /// `/steer TEXT` and `/queue TEXT` choose the busy mode for one message.
-fn busy_override(text: &str) -> Option<(&'static str, &str)> {
+fn busy_override(text: &str) -> Option<(BusyMode, &str)> {
     let (spec, rest) = hermes_core::commands::parse(text)?;
     let mode = match spec.command {
-        ChatCommand::Steer => "steer",
-        ChatCommand::Queue => "queue",
+        ChatCommand::Steer => BusyMode::Steer,
+        ChatCommand::Queue => BusyMode::Queue,
         _ => return None,
     };
     Some((mode, rest)).filter(|(_, rest)| !rest.is_empty())
@@ -54,7 +55,7 @@ impl IngestError {
 /// The conversation a message belongs to: per person in a direct chat, per group chat (or per
 /// person in it, if the channel says so), and per thread (forum topic) within either.
 pub fn route_for(channel: &Channel, msg: &Incoming) -> Route {
-    let per_user = msg.kind == ChatKind::Group && channel.group_sessions == "user";
+    let per_user = msg.kind == ChatKind::Group && channel.group_sessions == GroupSessions::User;
     let base = match msg.kind {
         ChatKind::Direct => format!("{}:{}:dm:{}", channel.platform, channel.id, msg.user_id),
         ChatKind::Group if per_user => {
@@ -71,7 +72,7 @@ pub fn route_for(channel: &Channel, msg: &Incoming) -> Route {
         ChatKind::Group if per_user => format!("{}:user:{}", channel.platform, msg.user_id),
         ChatKind::Group => format!("{}:chat:{}", channel.platform, msg.chat_id),
     };
-    Route { agent: channel.agent_id, key, source: channel.platform.clone(), user_key }
+    Route { agent: channel.agent_id, key, source: channel.platform.as_str().to_owned(), user_key }
 }
 
 /// Where replies to `msg` go.
@@ -129,7 +130,7 @@ impl Gateway {
         let chosen = busy_override(&msg.text);
         let (busy_mode, text) = match chosen {
             Some((mode, rest)) => (mode, rest),
-            None => (channel.busy_mode.as_str(), msg.text.as_str()),
+            None => (channel.busy_mode, msg.text.as_str()),
         };
         let text: String = text.chars().take(MAX_TEXT_CHARS).collect();
         if text.trim().is_empty() && msg.files.is_empty() {
@@ -169,7 +170,8 @@ impl Gateway {
         // A turn that shows its answer as it is written, or its tools at work, reports its
         // events to this pod, which shows them (where messages can be edited).
         let hub = self.events.as_ref().filter(|_| {
-            (channel.streaming || channel.tool_progress) && matches!(channel.platform.as_str(), "telegram" | "slack")
+            (channel.streaming || channel.tool_progress)
+                && matches!(channel.platform, Platform::Telegram | Platform::Slack)
         });
         let turn = NewTurn {
             agent_id: channel.agent_id,
@@ -184,7 +186,7 @@ impl Gateway {
         };
         // Telegram apps split a long paste in parts: the turn waits a moment for the rest.
         // An explicit `/queue` or `/steer` message is a turn of its own, never part of a paste.
-        let batch = (channel.platform == "telegram" && chosen.is_none()).then_some(TEXT_BATCH);
+        let batch = (channel.platform == Platform::Telegram && chosen.is_none()).then_some(TEXT_BATCH);
         let accepted = match chosen {
             Some(_) => self.store.accept_inbound_alone(tenant, &source, &msg.dedupe_key, raw, turn).await,
             None => self.store.accept_inbound(tenant, &source, &msg.dedupe_key, raw, Some(turn), batch).await,
@@ -200,8 +202,8 @@ impl Gateway {
             Accepted::Turn { session, turn } => {
                 tracing::info!(channel.id = %channel.id, turn.id = %turn, "chat message became a turn");
                 // Subscribed before the workers hear of the turn, so no event is missed.
-                let preview_api = match channel.platform.as_str() {
-                    "slack" => self
+                let preview_api = match channel.platform {
+                    Platform::Slack => self
                         .slack(channel)
                         .ok()
                         .map(|api| crate::stream::PreviewApi::Slack { api, thread: msg.thread.clone() }),
@@ -219,7 +221,7 @@ impl Gateway {
                     };
                     tokio::spawn(preview.run(hub.subscribe(turn)));
                 }
-                metrics::counter!("hermes_gateway_turns_total", "platform" => channel.platform.clone()).increment(1);
+                metrics::counter!("hermes_gateway_turns_total", "platform" => channel.platform.as_str()).increment(1);
                 self.signal_after(tenant, session, batch);
                 self.typing(channel, &msg.chat_id).await;
             }
@@ -228,7 +230,7 @@ impl Gateway {
                 self.signal_after(tenant, session, batch);
             }
             Accepted::Duplicate => {
-                metrics::counter!("hermes_gateway_duplicates_total", "platform" => channel.platform.clone())
+                metrics::counter!("hermes_gateway_duplicates_total", "platform" => channel.platform.as_str())
                     .increment(1);
             }
             Accepted::Stored => {}
@@ -259,13 +261,13 @@ impl Gateway {
     /// working on; a stopped turn that had not even begun hands its message on, to be
     /// answered with the new one. `queue` lets the new message wait, unless too many do.
     /// `steer` hands the message to the running turn (it waits like `queue` otherwise).
-    async fn make_room(&self, channel: &Channel, route: &Route, mode: &str) -> Result<Room, IngestError> {
+    async fn make_room(&self, channel: &Channel, route: &Route, mode: BusyMode) -> Result<Room, IngestError> {
         let (busy, open) =
             self.store.route_busy_turns(channel.tenant_id, route).await.map_err(|e| IngestError(e.to_string()))?;
-        if mode == "steer" && busy.iter().any(|t| t.begun) && open < MAX_QUEUED {
+        if mode == BusyMode::Steer && busy.iter().any(|t| t.begun) && open < MAX_QUEUED {
             return Ok(Room::Steer);
         }
-        if mode != "interrupt" {
+        if mode != BusyMode::Interrupt {
             if open >= MAX_QUEUED {
                 return Ok(Room::Refused(format!(
                     "I'm still working on your earlier messages ({open} waiting). Please wait for my answers, or \

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use hermes_core::PendingInteraction;
+use hermes_core::{PendingInteraction, Platform};
 use hermes_queue::SessionWork;
 use hermes_store::{Accepted, Channel, StoreError};
 
@@ -175,8 +175,8 @@ impl Gateway {
     async fn acknowledge(&self, channel: &Channel, press: &ButtonPress, shown: &str) {
         let who = press.user_name.as_deref().map(|u| format!(" (@{u})")).unwrap_or_default();
         let text = format!("{shown}{who}");
-        match channel.platform.as_str() {
-            "telegram" => {
+        match channel.platform {
+            Platform::Telegram => {
                 let Ok(api) = self.telegram(channel) else { return };
                 if let Err(e) = api.answer_callback(&press.callback_id, shown).await {
                     tracing::debug!(error = %e, "cannot acknowledge a button press");
@@ -187,7 +187,7 @@ impl Gateway {
                     tracing::debug!(error = %e, "cannot update the question's message");
                 }
             }
-            "slack" => {
+            Platform::Slack => {
                 let Ok(api) = self.slack(channel) else { return };
                 if let Some(ts) = press.message_ref.as_deref()
                     && let Err(e) = api.update_message(&press.chat_id, ts, &text).await
@@ -195,7 +195,7 @@ impl Gateway {
                     tracing::debug!(error = %e, "cannot update the question's message");
                 }
             }
-            _ => {}
+            Platform::Wecom => {}
         }
     }
 

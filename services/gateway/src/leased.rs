@@ -11,6 +11,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use hermes_core::{ChannelMode, ChannelStatus, Platform};
 use hermes_store::Channel;
 
 use crate::Gateway;
@@ -18,13 +19,8 @@ use crate::Gateway;
 /// Serves every bound bot of `platform` in `mode` that no other pod serves, with `work`, until
 /// `shutdown`. `work` gets a token that fires on shutdown or when the lease is lost; it must
 /// return soon after.
-pub async fn run<W, F>(
-    gw: Arc<Gateway>,
-    shutdown: CancellationToken,
-    platform: &'static str,
-    mode: &'static str,
-    work: W,
-) where
+pub async fn run<W, F>(gw: Arc<Gateway>, shutdown: CancellationToken, platform: Platform, mode: ChannelMode, work: W)
+where
     W: Fn(Arc<Gateway>, Channel, CancellationToken) -> F,
     F: Future<Output = ()> + Send + 'static,
 {
@@ -47,11 +43,11 @@ pub async fn run<W, F>(
                             running.insert(id, tokio::spawn(hold(gw.clone(), id, lease, stop, job)));
                         }
                         Ok(None) => {}
-                        Err(e) => tracing::warn!(error = %e, platform, "cannot take a bot's lease"),
+                        Err(e) => tracing::warn!(error = %e, %platform, "cannot take a bot's lease"),
                     }
                 }
             }
-            Err(e) => tracing::warn!(error = %e, platform, "cannot list the bots to serve"),
+            Err(e) => tracing::warn!(error = %e, %platform, "cannot list the bots to serve"),
         }
         tokio::select! {
             () = shutdown.cancelled() => break,
@@ -133,7 +129,10 @@ where
             End::Gone => return,
             End::Refused(why) => {
                 tracing::warn!(channel.id = %channel.id, error = %why, "the platform refuses the bot; channel marked");
-                let _ = gw.store.set_channel_status(channel.tenant_id, channel.id, "blocked", Some(&why)).await;
+                let _ = gw
+                    .store
+                    .set_channel_status(channel.tenant_id, channel.id, ChannelStatus::Blocked, Some(&why))
+                    .await;
                 return;
             }
             End::Failed(why) => {

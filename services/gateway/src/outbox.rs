@@ -16,6 +16,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use hermes_core::{ChannelMode, ChannelStatus, Platform};
 use hermes_store::{Channel, OutboxItem};
 
 use crate::Gateway;
@@ -128,12 +129,11 @@ impl Gateway {
             }
             return;
         }
-        let result = match channel.platform.as_str() {
-            "telegram" => self.deliver_telegram(&channel, &item).await,
-            "slack" => self.deliver_slack(&channel, &item).await,
-            "wecom" if channel.mode == "websocket" => self.deliver_wecom_bot(&channel, &item).await,
-            "wecom" => self.deliver_wecom(&channel, &item).await,
-            other => Err(Failure::Permanent(format!("no adapter for {other}"))),
+        let result = match (channel.platform, channel.mode) {
+            (Platform::Telegram, _) => self.deliver_telegram(&channel, &item).await,
+            (Platform::Slack, _) => self.deliver_slack(&channel, &item).await,
+            (Platform::Wecom, ChannelMode::Websocket) => self.deliver_wecom_bot(&channel, &item).await,
+            (Platform::Wecom, _) => self.deliver_wecom(&channel, &item).await,
         };
         let settled = match result {
             Ok(()) => self.store.outbox_sent(item.id).await,
@@ -147,7 +147,10 @@ impl Gateway {
             }
             Err(Failure::Blocked(why)) => {
                 tracing::warn!(channel.id = %channel.id, error = %why, "the platform refuses the bot; channel marked");
-                let _ = self.store.set_channel_status(channel.tenant_id, channel.id, "blocked", Some(&why)).await;
+                let _ = self
+                    .store
+                    .set_channel_status(channel.tenant_id, channel.id, ChannelStatus::Blocked, Some(&why))
+                    .await;
                 self.store.outbox_failed(item.id, &why).await
             }
         };
@@ -249,7 +252,7 @@ impl Gateway {
 
     /// Shows "typing…" while the agent works (best effort).
     pub async fn typing(&self, channel: &Channel, chat: &str) {
-        if channel.platform == "telegram"
+        if channel.platform == Platform::Telegram
             && let Ok(api) = self.telegram(channel)
             && let Err(e) = api.send_typing(chat).await
         {

@@ -8,6 +8,7 @@ use serde_json::json;
 
 use hermes_chat::binding::{self, BindRequest};
 use hermes_config::HermesConfig;
+use hermes_core::{BusyMode, ChannelMode, GroupSessions, Platform};
 use hermes_store::{ChannelAccess, NewChannel, PairingApproval, SecretBox, Store, StoreError};
 
 use crate::cli::{print, print_lines, tenant};
@@ -34,13 +35,13 @@ pub enum ChannelCmd {
         lists: AccessLists,
         /// What a message does while the agent still works: interrupt, queue or steer.
         #[arg(long)]
-        busy_mode: Option<String>,
+        busy_mode: Option<BusyMode>,
         /// Show answers as they are written (true or false; Telegram and Slack).
         #[arg(long)]
         streaming: Option<bool>,
         /// A group chat is one conversation (chat) or one per person in it (user).
         #[arg(long)]
-        group_sessions: Option<String>,
+        group_sessions: Option<GroupSessions>,
         /// A command (without the slash) only the admins may use; repeat (replaces the list).
         #[arg(long = "admin-command")]
         admin_commands: Vec<String>,
@@ -88,7 +89,7 @@ pub struct CreateChannel {
     agent: String,
     /// telegram, slack or wecom.
     #[arg(long)]
-    platform: String,
+    platform: Platform,
     /// The bot token (prefer --token-env: a command line is visible to other users).
     #[arg(long)]
     token: Option<String>,
@@ -124,7 +125,7 @@ pub struct CreateChannel {
     /// the default) or socket (Socket Mode); WeCom webhook (an app's callback, the default) or
     /// websocket (an AI bot's long connection).
     #[arg(long)]
-    mode: Option<String>,
+    mode: Option<ChannelMode>,
     /// The platform API host (a self-hosted Bot API server, a test emulator).
     #[arg(long)]
     api_base: Option<String>,
@@ -214,7 +215,7 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
             let bound = store.channel(t.id, channel).await?;
             let approval = store.approve_pairing(t.id, channel, &code).await?;
             if let PairingApproval::Approved { user_id, chat_id } = &approval {
-                let note = hermes_chat::pairing::announcement(&bound.platform, bound.id, user_id, chat_id);
+                let note = hermes_chat::pairing::announcement(bound.platform, bound.id, user_id, chat_id);
                 store.enqueue_outbox(t.id, bound.id, &note.destination, &note.dedupe_key, &note.payload).await?;
             }
             match approval {
@@ -258,8 +259,8 @@ async fn create(json_mode: bool, config: &HermesConfig, store: &Store, c: Create
         Ok(if value.is_some() || env.is_some() { Some(given(value, env, what)?) } else { None })
     };
     let request = BindRequest {
-        platform: c.platform.clone(),
-        mode: c.mode.clone(),
+        platform: c.platform,
+        mode: c.mode,
         token: optional(&c.token, &c.token_env, "bot token")?,
         signing_secret: optional(&c.signing_secret, &c.signing_secret_env, "signing secret")?,
         app_token: optional(&c.app_token, &c.app_token_env, "app-level token")?,
@@ -275,8 +276,8 @@ async fn create(json_mode: bool, config: &HermesConfig, store: &Store, c: Create
     let secrets = SecretBox::from_config(config.secrets.master_key.as_deref())?;
     let new = NewChannel {
         agent_id: agent.id,
-        platform: prepared.platform.clone(),
-        mode: prepared.mode.clone(),
+        platform: prepared.platform,
+        mode: prepared.mode,
         api_base: prepared.api_base.clone(),
         credentials: prepared.credentials.clone(),
         bot_identity: prepared.identity.clone(),
@@ -305,4 +306,29 @@ async fn create(json_mode: bool, config: &HermesConfig, store: &Store, c: Create
         format!("bound {username} ({}) to agent {} as channel {}{hint}", c.platform, agent.name, channel.id),
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::commands::{Cli, Command};
+
+    fn create(args: &[&str]) -> Result<CreateChannel, clap::Error> {
+        let base = ["hermesctl", "channel", "create", "--tenant", "acme", "--agent", "helper"];
+        match Cli::try_parse_from(base.iter().chain(args))?.command {
+            Command::Channel(ChannelCmd::Create(c)) => Ok(*c),
+            _ => panic!("not a channel create"),
+        }
+    }
+
+    #[test]
+    fn the_platform_and_mode_are_parsed_by_name_and_an_unknown_one_is_refused() {
+        let c = create(&["--platform", "slack", "--mode", "socket"]).unwrap();
+        assert_eq!((c.platform, c.mode), (Platform::Slack, Some(ChannelMode::Socket)));
+        let err = create(&["--platform", "signal"]).err().unwrap().to_string();
+        assert!(err.contains("unknown platform `signal` (expected one of: telegram, slack, wecom)"), "{err}");
+        assert!(create(&["--platform", "telegram", "--mode", "carrier-pigeon"]).is_err());
+    }
 }

@@ -5,6 +5,7 @@
 
 use serde_json::{Value, json};
 
+use hermes_core::{ChannelStatus, Platform};
 use hermes_store::Store;
 use hermes_tools::{Choice, SimpleTool, ToolCtx, ToolError, ToolSpec, choices, object_schema};
 
@@ -43,7 +44,11 @@ impl SendMessageTool {
         };
         let unavailable = |e: hermes_store::StoreError| ToolError::Unavailable(format!("cannot send right now: {e}"));
         let channels = self.store.list_channels(ctx.tenant_id).await.map_err(unavailable)?;
-        let channel = hermes_store::channels::pick_channel(&channels, platform, ctx.agent_id, false)
+        // An unknown platform has no bot either: the same answer as a platform nobody bound.
+        let channel = platform
+            .parse::<Platform>()
+            .ok()
+            .and_then(|p| hermes_store::channels::pick_channel(&channels, p, ctx.agent_id, false))
             .ok_or_else(|| refuse(format!("no {platform} bot is bound for this team (action=list shows the bots)")))?;
         let destination = json!({ "platform": platform, "channel_id": channel.id, "chat_id": chat, "thread": thread });
         let payload = json!({ "kind": "text", "text": message });
@@ -89,7 +94,7 @@ impl SimpleTool for SendMessageTool {
                     .map_err(|e| ToolError::Unavailable(format!("cannot list the bots right now: {e}")))?;
                 let bots: Vec<Value> = channels
                     .iter()
-                    .filter(|c| c.status == "active")
+                    .filter(|c| c.status == ChannelStatus::Active)
                     .map(|c| json!({ "platform": c.platform, "bot": c.bot_username, "yours": c.agent_id == ctx.agent_id }))
                     .collect();
                 json!({ "bots": bots })

@@ -1,6 +1,8 @@
 //! The channels a platform's call names, before any tenant is known (the platform's own
 //! secret then authenticates it), and the channels a gateway must poll.
 
+use hermes_core::{ChannelMode, Platform};
+
 use crate::channels::Channel;
 use crate::{Result, Store, StoreError};
 
@@ -16,12 +18,12 @@ impl Store {
     }
 
     /// Active channels of `platform` that receive in `mode` (the ones a gateway must poll).
-    pub async fn gateway_channels(&self, platform: &str, mode: &str) -> Result<Vec<Channel>> {
+    pub async fn gateway_channels(&self, platform: Platform, mode: ChannelMode) -> Result<Vec<Channel>> {
         let rows = sqlx::query(
             "SELECT * FROM channels WHERE platform = $1 AND mode = $2 AND status = 'active' ORDER BY created_at",
         )
-        .bind(platform)
-        .bind(mode)
+        .bind(platform.as_str())
+        .bind(mode.as_str())
         .fetch_all(self.pool())
         .await?;
         rows.iter().map(crate::rows::read::<Channel>).collect()

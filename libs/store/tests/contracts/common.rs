@@ -143,8 +143,8 @@ pub fn answered(text: &str) -> hermes_core::TurnOutcome {
 pub async fn channel(store: &Store, t: &Tenant, secrets: &SecretBox, identity: &str) -> hermes_store::Channel {
     let new = hermes_store::NewChannel {
         agent_id: t.agent,
-        platform: "telegram".into(),
-        mode: "webhook".into(),
+        platform: hermes_core::Platform::Telegram,
+        mode: hermes_core::ChannelMode::Webhook,
         api_base: "http://127.0.0.1:9".into(),
         credentials: serde_json::json!({"token": identity}),
         bot_identity: identity.to_owned(),

@@ -12,6 +12,7 @@ use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Value, json};
 
 use hermes_chat::slack::verify;
+use hermes_core::Platform;
 use hermes_store::Channel;
 
 use crate::Gateway;
@@ -37,7 +38,7 @@ fn taken(result: Result<(), crate::ingest::IngestError>, what: &str) -> Answer {
 async fn verified(gw: &Gateway, id: &str, headers: &HeaderMap, body: &[u8]) -> Result<Channel, Answer> {
     let id = uuid::Uuid::parse_str(id).map_err(|_| refuse(StatusCode::NOT_FOUND, "no such channel"))?;
     let channel = match gw.store.gateway_channel(id).await {
-        Ok(c) if c.platform == "slack" => c,
+        Ok(c) if c.platform == Platform::Slack => c,
         Ok(_) | Err(hermes_store::StoreError::NotFound) => {
             return Err(refuse(StatusCode::NOT_FOUND, "no such channel"));
         }

@@ -16,6 +16,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
 use hermes_chat::slack::SlackApi;
+use hermes_core::{ChannelMode, ChannelStatus, Platform};
 use hermes_store::Channel;
 
 use crate::Gateway;
@@ -23,7 +24,7 @@ use crate::leased::{End, keep_connected};
 
 /// Keeps the sockets of the Slack apps this pod holds the lease of, until `shutdown`.
 pub async fn run(gw: Arc<Gateway>, shutdown: CancellationToken) {
-    crate::leased::run(gw, shutdown, "slack", "socket", |gw, channel, stop| async move {
+    crate::leased::run(gw, shutdown, Platform::Slack, ChannelMode::Socket, |gw, channel, stop| async move {
         serve(&gw, &channel, &stop).await;
     })
     .await;
@@ -106,7 +107,7 @@ async fn connected(gw: &Gateway, channel: &Channel, stop: &CancellationToken, op
         let Some(envelope_id) = envelope["envelope_id"].as_str() else { continue };
         // The channel as it is now: changed policies apply at once.
         let current = match gw.store.gateway_channel(channel.id).await {
-            Ok(c) if c.status == "active" && c.mode == "socket" => c,
+            Ok(c) if c.status == ChannelStatus::Active && c.mode == ChannelMode::Socket => c,
             Ok(_) | Err(hermes_store::StoreError::NotFound) => return End::Gone,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the channel; Slack will deliver the envelope again");

@@ -7,13 +7,14 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use hermes_core::{ChannelMode, ChannelStatus, Platform};
 use hermes_store::Channel;
 
 use crate::Gateway;
 
 /// Polls every long-poll bot this pod holds the lease of, until `shutdown`.
 pub async fn run(gw: Arc<Gateway>, shutdown: CancellationToken) {
-    crate::leased::run(gw, shutdown, "telegram", "poll", |gw, channel, stop| async move {
+    crate::leased::run(gw, shutdown, Platform::Telegram, ChannelMode::Poll, |gw, channel, stop| async move {
         poll_loop(&gw, &channel, &stop).await;
     })
     .await;
@@ -47,7 +48,7 @@ async fn poll_loop(gw: &Gateway, channel: &Channel, shutdown: &CancellationToken
                 if e.is_permanent() {
                     let _ = gw
                         .store
-                        .set_channel_status(channel.tenant_id, channel.id, "blocked", Some(&e.to_string()))
+                        .set_channel_status(channel.tenant_id, channel.id, ChannelStatus::Blocked, Some(&e.to_string()))
                         .await;
                     return;
                 }
@@ -59,7 +60,7 @@ async fn poll_loop(gw: &Gateway, channel: &Channel, shutdown: &CancellationToken
         // and a deleted or blocked channel stops being polled. The offset is ours while we
         // hold the lease.
         let channel = match gw.store.gateway_channel(channel.id).await {
-            Ok(c) if c.status == "active" && c.mode == "poll" => c,
+            Ok(c) if c.status == ChannelStatus::Active && c.mode == ChannelMode::Poll => c,
             Ok(_) | Err(hermes_store::StoreError::NotFound) => return,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the channel; reading the batch again");

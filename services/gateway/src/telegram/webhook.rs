@@ -11,6 +11,8 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Value, json};
 
+use hermes_core::{ChannelMode, Platform};
+
 use crate::Gateway;
 
 const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
@@ -29,7 +31,7 @@ pub async fn receive(
     let refuse = |status: StatusCode, why: &str| (status, Json(json!({ "ok": false, "description": why })));
     let Ok(id) = uuid::Uuid::parse_str(&id) else { return refuse(StatusCode::NOT_FOUND, "no such channel") };
     let channel = match gw.store.gateway_channel(id).await {
-        Ok(c) if c.platform == "telegram" && c.mode == "webhook" => c,
+        Ok(c) if c.platform == Platform::Telegram && c.mode == ChannelMode::Webhook => c,
         Ok(_) | Err(hermes_store::StoreError::NotFound) => return refuse(StatusCode::NOT_FOUND, "no such channel"),
         Err(e) => {
             tracing::warn!(error = %e, "cannot read the channel");

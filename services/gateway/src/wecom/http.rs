@@ -9,6 +9,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 
 use hermes_chat::wecom::{WecomCrypt, xml_field};
+use hermes_core::Platform;
 use hermes_store::Channel;
 
 use crate::Gateway;
@@ -49,7 +50,7 @@ fn percent_decode(s: &str) -> String {
 async fn keys(gw: &Gateway, id: &str) -> Result<(Channel, WecomCrypt), StatusCode> {
     let id = uuid::Uuid::parse_str(id).map_err(|_| StatusCode::NOT_FOUND)?;
     let channel = match gw.store.gateway_channel(id).await {
-        Ok(c) if c.platform == "wecom" => c,
+        Ok(c) if c.platform == Platform::Wecom => c,
         Ok(_) | Err(hermes_store::StoreError::NotFound) => return Err(StatusCode::NOT_FOUND),
         Err(_) => return Err(StatusCode::INTERNAL_SERVER_ERROR),
     };

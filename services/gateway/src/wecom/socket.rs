@@ -17,6 +17,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
 use hermes_chat::wecom_bot::{ACK_TIMEOUT, BotError, BotSocket, Ws, ack_result, frame, req_id};
+use hermes_core::{ChannelMode, ChannelStatus, Platform};
 use hermes_store::Channel;
 
 use crate::Gateway;
@@ -53,7 +54,7 @@ impl BotLink {
 
 /// Keeps the sockets of the AI bots this pod holds the lease of, until `shutdown`.
 pub async fn run(gw: Arc<Gateway>, shutdown: CancellationToken) {
-    crate::leased::run(gw, shutdown, "wecom", "websocket", |gw, channel, stop| async move {
+    crate::leased::run(gw, shutdown, Platform::Wecom, ChannelMode::Websocket, |gw, channel, stop| async move {
         let outbox = {
             let (gw, stop) = (gw.clone(), stop.clone());
             tokio::spawn(async move { crate::outbox::deliver_claimed(&gw, &stop, Some(channel.id)).await })
@@ -162,7 +163,7 @@ async fn take(gw: &Gateway, channel: &Channel, body: &Value, req_id: &str) -> Op
     let msg = super::bot_event::parse(body, req_id)?;
     for attempt in 1..=3u64 {
         let current = match gw.store.gateway_channel(channel.id).await {
-            Ok(c) if c.status == "active" && c.mode == "websocket" => c,
+            Ok(c) if c.status == ChannelStatus::Active && c.mode == ChannelMode::Websocket => c,
             Ok(_) | Err(hermes_store::StoreError::NotFound) => return Some(End::Gone),
             Err(e) => {
                 tracing::warn!(error = %e, attempt, "cannot read the channel");

@@ -137,7 +137,10 @@ async fn channels_and_chats(w: &World, c: &mut Cases) {
     c.not_found("update_channel_access", s.update_channel_access(b, channel, &access).await);
     c.nothing("delete_channel", s.delete_channel(b, channel).await);
     c.nothing("set_bot_username", s.set_bot_username(b, channel, "intruder_bot").await);
-    c.nothing("set_channel_status", s.set_channel_status(b, channel, "blocked", Some("intruder")).await);
+    c.nothing(
+        "set_channel_status",
+        s.set_channel_status(b, channel, hermes_core::ChannelStatus::Blocked, Some("intruder")).await,
+    );
     c.nothing("advance_poll_offset", s.advance_poll_offset(b, channel, 1_000_000).await);
     // The gateway sends an outbox row through its channel's bot: never another tenant's.
     let dest = json!({"platform": "telegram", "channel_id": channel, "chat_id": "42"});
@@ -145,8 +148,8 @@ async fn channels_and_chats(w: &World, c: &mut Cases) {
     c.not_found("enqueue_outbox", s.enqueue_outbox(b, channel, &dest, "intruder:1", &payload).await);
     let new = NewChannel {
         agent_id: w.a.agent,
-        platform: "telegram".into(),
-        mode: "webhook".into(),
+        platform: hermes_core::Platform::Telegram,
+        mode: hermes_core::ChannelMode::Webhook,
         api_base: "http://127.0.0.1:9".into(),
         credentials: json!({"token": "beta-bot"}),
         bot_identity: "beta-bot".into(),
