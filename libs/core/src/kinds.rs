@@ -165,6 +165,13 @@ impl SessionSource {
     }
 }
 
+/// What a new agent gets (the column's default).
+impl Default for ApprovalMode {
+    fn default() -> Self {
+        ApprovalMode::Manual
+    }
+}
+
 impl From<Platform> for SessionSource {
     fn from(p: Platform) -> Self {
         match p {

@@ -156,7 +156,7 @@ async fn finished_and_waiting(store: &Store, a: &Tenant, channel: uuid::Uuid) ->
     let done = store.enqueue_turn(a.id, new).await.unwrap().1;
     let first = common::claim(store, a.id, a.session, "worker-1", 1).await;
     let prompt = json!({"command": "rm -rf build", "pattern_keys": ["rm"]});
-    let park = Park { agent: a.agent, call_id: "call-1", kind: "approval", prompt: &prompt, timeout: common::LEASE };
+    let park = Park { agent: a.agent, call_id: "call-1", kind: hermes_core::InteractionKind::Approval, prompt: &prompt, timeout: common::LEASE };
     let asked = store.park_turn(a.id, a.session, done, "worker-1", first.fence, &park).await.unwrap();
     store.answer_interaction(a.id, asked.id, &json!({"choice": "always"}), None).await.unwrap();
     let second = common::claim(store, a.id, a.session, "worker-2", 1).await;
@@ -183,7 +183,7 @@ async fn finished_and_waiting(store: &Store, a: &Tenant, channel: uuid::Uuid) ->
     let waiting = common::queue(store, a, a.session, "and then?").await;
     let third = common::claim(store, a.id, a.session, "worker-3", 1).await;
     let question = json!({"question": "which one?"});
-    let park = Park { agent: a.agent, call_id: "call-2", kind: "clarify", prompt: &question, timeout: common::LEASE };
+    let park = Park { agent: a.agent, call_id: "call-2", kind: hermes_core::InteractionKind::Clarify, prompt: &question, timeout: common::LEASE };
     let pending = store.park_turn(a.id, a.session, waiting, "worker-3", third.fence, &park).await.unwrap();
     (done, waiting, pending.id)
 }

@@ -326,7 +326,7 @@ impl Planner<'_> {
         allowed: BTreeSet<String>,
     ) -> ToolCtx {
         let (tenant, turn) = (self.tenant, self.turn);
-        let approval_mode = ApprovalMode::parse(&agent.approval_mode).unwrap_or_default();
+        let approval_mode = agent.approval_mode;
         let judge = (approval_mode == ApprovalMode::Smart).then(|| {
             let (model, model_name) = models.auxiliary();
             let store = self.rt.ctx.store.clone();
