@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
-use hermes_core::{AgentId, ChatMessage, SessionId, TenantId, TurnId};
+use hermes_core::{AgentId, ChatMessage, SessionId, SessionSource, TenantId, TurnId};
 
 use crate::{Result, Store, StoreError};
 
@@ -16,7 +16,8 @@ pub struct Session {
     pub tenant_id: TenantId,
     #[sqlx(try_from = "crate::rows::Id")]
     pub agent_id: AgentId,
-    pub source: String,
+    #[sqlx(try_from = "String")]
+    pub source: SessionSource,
     pub title: Option<String>,
     /// The frozen stable system prompt; `None` until the first turn renders it.
     #[serde(skip)]

@@ -66,7 +66,7 @@ impl Gateway {
     /// The reply to a command (see [`own_command`]).
     pub(crate) async fn command(&self, channel: &Channel, msg: &Incoming) -> Result<String, IngestError> {
         let Some((command, rest)) = own_command(&msg.text) else { return Ok(help_text(msg.kind)) };
-        let route = route_for(channel, msg);
+        let route = route_for(channel, msg)?;
         match command {
             ChatCommand::Steer | ChatCommand::Queue => Ok(BUSY_MODES.to_owned()),
             ChatCommand::Approve | ChatCommand::Deny => self.approval_reply(channel, msg).await,
@@ -133,7 +133,7 @@ impl Gateway {
     /// `/retry`: the conversation's last message, asked again as a new turn.
     async fn retry(&self, channel: &Channel, msg: &Incoming) -> Result<String, IngestError> {
         let tenant = channel.tenant_id;
-        let route = route_for(channel, msg);
+        let route = route_for(channel, msg)?;
         let Some((session, _)) = self.store.route_state(tenant, &route).await.map_err(err)? else {
             return Ok("Nothing to retry yet.".into());
         };

@@ -45,7 +45,7 @@ impl Gateway {
     pub(crate) async fn goal_command(&self, channel: &Channel, msg: &Incoming) -> Result<String, IngestError> {
         let err = |e: hermes_store::StoreError| IngestError::new(e.to_string());
         let tenant = channel.tenant_id;
-        let route = route_for(channel, msg);
+        let route = route_for(channel, msg)?;
         let Some((session, _)) = self.store.route_state(tenant, &route).await.map_err(err)? else {
             return Ok(NO_GOAL.into());
         };
@@ -104,7 +104,7 @@ impl Gateway {
     pub(crate) async fn subgoal_command(&self, channel: &Channel, msg: &Incoming) -> Result<String, IngestError> {
         let err = |e: hermes_store::StoreError| IngestError::new(e.to_string());
         let tenant = channel.tenant_id;
-        let route = route_for(channel, msg);
+        let route = route_for(channel, msg)?;
         let Some((session, _)) = self.store.route_state(tenant, &route).await.map_err(err)? else {
             return Ok(NO_GOAL_FOR_SUBGOAL.into());
         };

@@ -6,6 +6,7 @@
 use serde_json::{Value, json};
 
 use hermes_core::commands::ChatCommand;
+use hermes_core::{Platform, SessionSource, UnknownName};
 use hermes_queue::SessionWork;
 use hermes_store::{Accepted, Channel, NewTurn, Route};
 
@@ -52,8 +53,11 @@ impl IngestError {
 }
 
 /// The conversation a message belongs to: per person in a direct chat, per group chat (or per
-/// person in it, if the channel says so), and per thread (forum topic) within either.
-pub fn route_for(channel: &Channel, msg: &Incoming) -> Route {
+/// person in it, if the channel says so), and per thread (forum topic) within either. Its
+/// sessions are stored under the channel's platform; `Channel.platform` is still text here
+/// (its CHECK constraint names the platforms), so an unknown one is an error, not a guess.
+pub fn route_for(channel: &Channel, msg: &Incoming) -> Result<Route, IngestError> {
+    let platform: Platform = channel.platform.parse().map_err(|e: UnknownName| IngestError::new(e.to_string()))?;
     let per_user = msg.kind == ChatKind::Group && channel.group_sessions == "user";
     let base = match msg.kind {
         ChatKind::Direct => format!("{}:{}:dm:{}", channel.platform, channel.id, msg.user_id),
@@ -71,7 +75,7 @@ pub fn route_for(channel: &Channel, msg: &Incoming) -> Route {
         ChatKind::Group if per_user => format!("{}:user:{}", channel.platform, msg.user_id),
         ChatKind::Group => format!("{}:chat:{}", channel.platform, msg.chat_id),
     };
-    Route { agent: channel.agent_id, key, source: channel.platform.clone(), user_key }
+    Ok(Route { agent: channel.agent_id, key, source: SessionSource::from(platform), user_key })
 }
 
 /// Where replies to `msg` go.
@@ -135,7 +139,7 @@ impl Gateway {
         if text.trim().is_empty() && msg.files.is_empty() {
             return Ok(());
         }
-        let route = route_for(channel, &msg);
+        let route = route_for(channel, &msg)?;
         // A redelivered message must not interrupt anything.
         if self.store.inbound_seen(tenant, &source, &msg.dedupe_key).await.map_err(store_err)? {
             return Ok(());

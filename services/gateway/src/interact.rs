@@ -73,7 +73,7 @@ fn may_answer(channel: &Channel, msg: &Incoming) -> bool {
 impl Gateway {
     /// The question the conversation of `msg` waits on, if any.
     async fn pending(&self, channel: &Channel, msg: &Incoming) -> Result<Option<PendingInteraction>, IngestError> {
-        let route = route_for(channel, msg);
+        let route = route_for(channel, msg)?;
         let err = |e: StoreError| IngestError::new(e.to_string());
         let Some((session, _)) = self.store.route_state(channel.tenant_id, &route).await.map_err(err)? else {
             return Ok(None);

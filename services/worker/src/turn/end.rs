@@ -103,7 +103,7 @@ async fn finish(
     started: Instant,
 ) -> Option<TurnStatus> {
     let Claim { rt, tenant, owner, turn } = *claim;
-    if crate::attachments::is_chat(&turn.session_source) {
+    if crate::attachments::is_chat(turn.session_source) {
         crate::attachments::collect(rt, tenant, turn, &outcome.content).await;
     }
     if let Some(child) = journal.compacted_into() {

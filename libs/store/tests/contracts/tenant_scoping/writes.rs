@@ -28,7 +28,7 @@ async fn sessions_and_turns(w: &World, c: &mut Cases) {
     c.not_found("set_session_title", s.set_session_title(b, session, Some("mine now")).await);
     c.not_found("create_child_session", s.create_child_session(b, session, "child").await);
     c.refused("set_todos", s.set_todos(b, session, &json!([])).await);
-    c.refused("create_session", s.create_session(b, w.a.agent, "api", "user-1", None).await);
+    c.refused("create_session", s.create_session(b, w.a.agent, hermes_core::SessionSource::Api, "user-1", None).await);
     c.not_found("fork_session", s.fork_session(b, session, None, None).await);
     c.not_found("delete_session", s.delete_session(b, None, session).await);
     c.not_found("undo_last_exchange", s.undo_last_exchange(b, session).await);
