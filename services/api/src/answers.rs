@@ -83,13 +83,14 @@ pub(crate) async fn answer_run_approval(
     choice: Option<String>,
     not_pending: impl Fn() -> ApiError,
 ) -> Result<Value, ApiError> {
-    let answer = answer_for(InteractionKind::Approval, &AnswerRequest { choice, answer: None, stream: false }).map_err(|_| {
-        ApiError::invalid_request(
-            "invalid_approval_choice",
-            "Invalid approval choice; expected one of: once, session, always, deny",
-        )
-        .with_param("choice")
-    })?;
+    let answer = answer_for(InteractionKind::Approval, &AnswerRequest { choice, answer: None, stream: false })
+        .map_err(|_| {
+            ApiError::invalid_request(
+                "invalid_approval_choice",
+                "Invalid approval choice; expected one of: once, session, always, deny",
+            )
+            .with_param("choice")
+        })?;
     let pending = state.store.turn_pending_interaction(auth.tenant_id, turn).await.map_err(ApiError::internal)?;
     let Some(pending) = pending.filter(|p| p.kind == InteractionKind::Approval) else { return Err(not_pending()) };
     let hub = state.events.id().to_owned();
@@ -113,8 +114,14 @@ mod tests {
 
     #[test]
     fn approvals_take_a_choice_and_questions_take_text() {
-        assert_eq!(answer_for(InteractionKind::Approval, &req(Some("Approve"), None)).unwrap(), json!({"choice": "once"}));
-        assert_eq!(answer_for(InteractionKind::Approval, &req(Some("always"), None)).unwrap(), json!({"choice": "always"}));
+        assert_eq!(
+            answer_for(InteractionKind::Approval, &req(Some("Approve"), None)).unwrap(),
+            json!({"choice": "once"})
+        );
+        assert_eq!(
+            answer_for(InteractionKind::Approval, &req(Some("always"), None)).unwrap(),
+            json!({"choice": "always"})
+        );
         assert_eq!(answer_for(InteractionKind::Approval, &req(Some("no"), None)).unwrap(), json!({"choice": "deny"}));
         assert!(answer_for(InteractionKind::Approval, &req(Some("maybe"), None)).is_err());
         assert!(answer_for(InteractionKind::Approval, &req(None, Some("yes please"))).is_err());

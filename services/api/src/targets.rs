@@ -27,7 +27,12 @@ pub(crate) fn chat_target(
     }
     let user = user_key(headers, auth)?;
     let id = derived_session_id(auth, agent, &user, parsed);
-    Ok(TurnTarget::Derived { id, source: hermes_core::SessionSource::Api, user_key: user, history: std::mem::take(&mut parsed.history) })
+    Ok(TurnTarget::Derived {
+        id,
+        source: hermes_core::SessionSource::Api,
+        user_key: user,
+        history: std::mem::take(&mut parsed.history),
+    })
 }
 
 /// The session of a request without `X-Hermes-Session-Id`, as upstream derives it: from the

@@ -113,14 +113,18 @@ impl Gateway {
             return Ok("Only this bot's admins can answer approvals here.".into());
         }
         match self.pending(channel, msg).await? {
-            Some(p) if p.kind == InteractionKind::Approval => self.answer(channel, p.id, &json!({ "choice": choice })).await,
+            Some(p) if p.kind == InteractionKind::Approval => {
+                self.answer(channel, p.id, &json!({ "choice": choice })).await
+            }
             _ => Ok("Nothing is waiting for an approval here.".into()),
         }
     }
 
     /// Whether `msg` answers a clarifying question its conversation waits on.
     pub(crate) async fn clarify_reply_ready(&self, channel: &Channel, msg: &Incoming) -> Result<bool, IngestError> {
-        Ok(matches!(self.pending(channel, msg).await?, Some(p) if p.kind == InteractionKind::Clarify && may_answer(channel, msg)))
+        Ok(
+            matches!(self.pending(channel, msg).await?, Some(p) if p.kind == InteractionKind::Clarify && may_answer(channel, msg)),
+        )
     }
 
     /// A plain message that answers a waiting clarifying question: the reply to show, or

@@ -3,8 +3,8 @@
 //! outbox) and kept with the turn for the gateway to send. A file that cannot be read keeps
 //! its reason, which the chat is told. Links (`MEDIA:https://…`) stay links.
 
-use hermes_core::{SessionSource, TenantId};
 use hermes_core::media::{mime_for, split_media};
+use hermes_core::{SessionSource, TenantId};
 use hermes_sandbox::proto::ReadBytesRequest;
 use hermes_sandbox::{SandboxKey, status_error};
 use hermes_store::ClaimedTurn;

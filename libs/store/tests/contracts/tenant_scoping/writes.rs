@@ -67,7 +67,13 @@ async fn sessions_and_turns(w: &World, c: &mut Cases) {
         .await;
     c.fenced("finish_turn", finish);
     let prompt = json!({"question": "?"});
-    let park = Park { agent: w.a.agent, call_id: "call-9", kind: hermes_core::InteractionKind::Clarify, prompt: &prompt, timeout: common::LEASE };
+    let park = Park {
+        agent: w.a.agent,
+        call_id: "call-9",
+        kind: hermes_core::InteractionKind::Clarify,
+        prompt: &prompt,
+        timeout: common::LEASE,
+    };
     c.fenced("park_turn", s.park_turn(b, run.session, run.turn, &run.owner, run.fence, &park).await);
     let body = [(None, ChatMessage::user("summary"))];
     c.fenced("fork_compacted", s.fork_compacted(b, run.session, run.fence, run.turn, "prompt", &body).await);
