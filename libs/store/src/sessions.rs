@@ -194,13 +194,14 @@ impl Store {
         let child = SessionId::new();
         let done = sqlx::query(
             "INSERT INTO sessions (id, tenant_id, agent_id, source, title, parent_session_id, lineage, user_key)
-             SELECT $3, tenant_id, agent_id, 'subagent', $4, id, 'subagent', user_key
+             SELECT $3, tenant_id, agent_id, $5, $4, id, 'subagent', user_key
              FROM sessions WHERE tenant_id = $1 AND id = $2",
         )
         .bind(tenant.as_uuid())
         .bind(parent.as_uuid())
         .bind(child.as_uuid())
         .bind(title.chars().take(200).collect::<String>())
+        .bind(SessionSource::Subagent.as_str())
         .execute(self.pool())
         .await?;
         if done.rows_affected() == 0 {
