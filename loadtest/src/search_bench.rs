@@ -109,7 +109,7 @@ async fn fill(store: &Store, tenant_name: &str, user: &str, sessions: usize, mes
                 if m.is_multiple_of(2) { ChatMessage::user(text) } else { ChatMessage::assistant(text) }
             })
             .collect();
-        let target = TurnTarget::New { source: "api".into(), user_key: user.into(), history };
+        let target = TurnTarget::New { source: hermes_core::SessionSource::Api, user_key: user.into(), history };
         let turn = NewTurn {
             agent_id: agent.id,
             target,

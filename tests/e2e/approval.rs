@@ -190,7 +190,7 @@ async fn clarify_asks_the_user_and_the_turn_resumes_with_the_answer() {
 async fn smart_mode_asks_the_model_first_and_the_user_only_when_it_is_unsure() {
     let env = TestEnv::start().await;
     let (tenant, agent, key) = env.tenant("acme", "ops").await;
-    env.store.set_approval_mode(tenant, agent.id, "smart").await.unwrap();
+    env.store.set_approval_mode(tenant, agent.id, hermes_core::ApprovalMode::Smart).await.unwrap();
     // The review approves: the command runs without asking anyone.
     env.llm
         .push(ScriptedReply::tool_call("terminal", json!({"command": "mkdir -p build && rm -rf build && echo gone"})));

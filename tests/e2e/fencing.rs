@@ -17,7 +17,11 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
     let locks = cache.session_locks();
     let new = NewTurn {
         agent_id: agent.id,
-        target: TurnTarget::New { source: "test".into(), user_key: "test-user".into(), history: vec![] },
+        target: TurnTarget::New {
+            source: hermes_core::SessionSource::Api,
+            user_key: "test-user".into(),
+            history: vec![],
+        },
         input: ChatMessage::user("hi"),
         instructions: None,
         stream: false,

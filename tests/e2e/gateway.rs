@@ -19,7 +19,7 @@ async fn a_chat_message_is_taken_in_once_and_its_answer_is_queued_for_delivery_o
     let route = Route {
         agent: agent.id,
         key: "telegram:bot:chat:42".into(),
-        source: "telegram".into(),
+        source: hermes_core::SessionSource::Telegram,
         user_key: "telegram:7".into(),
     };
     let turn = || NewTurn {

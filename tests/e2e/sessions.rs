@@ -126,7 +126,7 @@ async fn a_chat_keeps_its_session_until_the_reset_rules_say_otherwise_but_never_
     let route = Route {
         agent: agent.id,
         key: "telegram:chat:42".into(),
-        source: "telegram".into(),
+        source: hermes_core::SessionSource::Telegram,
         user_key: "telegram:7".into(),
     };
     let cache = hermes_cache::Cache::connect(&env.config.redis.url, &env.config.redis.key_prefix).await.unwrap();
@@ -162,7 +162,7 @@ async fn a_chat_keeps_its_session_until_the_reset_rules_say_otherwise_but_never_
     let t0 = Utc.with_ymd_and_hms(2026, 11, 30, 2, 0, 0).unwrap();
     let (first, reason) = send("hello", t0).await;
     assert_eq!(reason, None);
-    assert_eq!(env.store.session(tenant, first).await.unwrap().source, "telegram");
+    assert_eq!(env.store.session(tenant, first).await.unwrap().source, hermes_core::SessionSource::Telegram);
     let (same, _) = send("later that day", t0 + Duration::hours(6)).await;
     assert_eq!(same, first, "same day, not idle: the same conversation");
 

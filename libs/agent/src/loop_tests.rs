@@ -621,7 +621,7 @@ impl Tool for AskUser {
             match ctx.interaction.answer_for(&ctx.call_id) {
                 Some(r) => Ok(format!("user said {}", r.answer["text"].as_str().unwrap_or_default())),
                 None => Err(ToolError::Park(hermes_tools::Interaction {
-                    kind: "clarify",
+                    kind: hermes_core::InteractionKind::Clarify,
                     prompt: json!({"question": "?"}),
                 })),
             }
@@ -653,7 +653,7 @@ async fn a_call_that_needs_the_user_parks_the_turn_and_resumes_with_the_answer()
     };
     let TurnEnd::Parked(parked) = turn.run(start()).await else { panic!("expected a park") };
     assert_eq!(parked.tool, "ask");
-    assert_eq!(parked.interaction.kind, "clarify");
+    assert_eq!(parked.interaction.kind, hermes_core::InteractionKind::Clarify);
     let stored: Vec<String> = journal.0.iter().filter(|(_, m)| m.role == Role::Tool).map(|(_, m)| m.text()).collect();
     assert!(!stored.iter().any(|t| t.contains("user said")), "no result for the parked call: {stored:?}");
 

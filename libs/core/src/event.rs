@@ -126,8 +126,7 @@ pub enum TurnEventKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingInteraction {
     pub id: uuid::Uuid,
-    /// `approval` or `clarify`.
-    pub kind: String,
+    pub kind: crate::InteractionKind,
     /// Approval: `command`, `pattern_keys`, `description`, `choices`. Clarify: `question`,
     /// `choices`.
     pub prompt: serde_json::Value,

@@ -136,12 +136,15 @@ vocabulary! {
 }
 
 vocabulary! {
-    /// Where a session's turns come from: the API, a scheduled run, a webhook trigger, or a chat
-    /// on a platform (stored under the platform's name).
+    /// Where a session's turns come from: the API, a scheduled run, a webhook trigger, a
+    /// delegated child's own session, or a chat on a platform (stored under the platform's
+    /// name). Compactions and forks keep their parent's.
     SessionSource ("session source") {
         Api = "api",
         Cron = "cron",
         Webhook = "webhook",
+        /// A delegated sub-agent's session (`Store::create_child_session`).
+        Subagent = "subagent",
         Telegram = "telegram",
         Slack = "slack",
         Wecom = "wecom",
@@ -155,13 +158,20 @@ impl SessionSource {
             SessionSource::Telegram => Some(Platform::Telegram),
             SessionSource::Slack => Some(Platform::Slack),
             SessionSource::Wecom => Some(Platform::Wecom),
-            SessionSource::Api | SessionSource::Cron | SessionSource::Webhook => None,
+            SessionSource::Api | SessionSource::Cron | SessionSource::Webhook | SessionSource::Subagent => None,
         }
     }
 
     /// Runs with nobody there to answer a question (cron runs and webhook turns).
     pub const fn is_unattended(self) -> bool {
         matches!(self, SessionSource::Cron | SessionSource::Webhook)
+    }
+}
+
+/// What a new agent gets (the column's default).
+impl Default for ApprovalMode {
+    fn default() -> Self {
+        ApprovalMode::Manual
     }
 }
 

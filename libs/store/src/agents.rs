@@ -32,8 +32,8 @@ pub struct Agent {
     pub auxiliary: Option<FallbackModel>,
     /// The context window in tokens, when set explicitly.
     pub context_window: Option<i32>,
-    /// How dangerous commands are approved: `off`, `manual` or `smart`.
-    pub approval_mode: String,
+    /// How dangerous commands are approved.
+    pub approval_mode: hermes_core::ApprovalMode,
     /// Whether its sandbox may reach the public internet.
     pub egress: bool,
     /// Skills this agent never sees.
@@ -97,7 +97,7 @@ impl Agent {
                 .transpose()
                 .map_err(|e| StoreError::Corrupt(e.to_string()))?,
             context_window: row.try_get("context_window")?,
-            approval_mode: row.try_get("approval_mode")?,
+            approval_mode: crate::rows::vocab(&row.try_get::<String, _>("approval_mode")?)?,
             egress: row.try_get("egress")?,
             disabled_skills: row.try_get("disabled_skills")?,
             created_at: row.try_get("created_at")?,

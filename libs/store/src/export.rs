@@ -31,7 +31,7 @@ pub struct LineageNode {
 pub struct SessionExport {
     pub session_id: SessionId,
     pub title: Option<String>,
-    pub source: String,
+    pub source: hermes_core::SessionSource,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub system_prompt: Option<String>,

@@ -8,8 +8,9 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::Row;
 
-use hermes_core::{AgentId, PendingInteraction, SessionId, TenantId, TurnId};
+use hermes_core::{AgentId, ApprovalMode, InteractionKind, PendingInteraction, SessionId, TenantId, TurnId};
 
+use crate::rows::vocab;
 use crate::{Result, Store, StoreError};
 
 /// The call a turn parks on.
@@ -17,7 +18,7 @@ use crate::{Result, Store, StoreError};
 pub struct Park<'a> {
     pub agent: AgentId,
     pub call_id: &'a str,
-    pub kind: &'a str,
+    pub kind: InteractionKind,
     pub prompt: &'a Value,
     /// How long the user has to answer.
     pub timeout: Duration,
@@ -86,7 +87,7 @@ impl Store {
         .bind(id)
         .bind(park.agent.as_uuid())
         .bind(park.call_id)
-        .bind(park.kind)
+        .bind(park.kind.as_str())
         .bind(crate::messages::storable_json(park.prompt)?)
         .bind(park.timeout.as_secs_f64())
         .fetch_optional(self.pool())
@@ -94,7 +95,7 @@ impl Store {
         .ok_or(StoreError::Fenced)?;
         Ok(PendingInteraction {
             id,
-            kind: park.kind.to_owned(),
+            kind: park.kind,
             prompt: park.prompt.clone(),
             expires_at: row.try_get("expires_at")?,
         })
@@ -112,7 +113,7 @@ impl Store {
         .fetch_optional(self.pool())
         .await?
         .ok_or(StoreError::NotFound)?;
-        Ok((PendingInteraction { id, kind, prompt, expires_at }, AgentId::from_uuid(agent)))
+        Ok((PendingInteraction { id, kind: vocab(&kind)?, prompt, expires_at }, AgentId::from_uuid(agent)))
     }
 
     /// The question a session's waiting turn asks, if one does (what a chat's `/approve` or
@@ -148,7 +149,8 @@ impl Store {
         .bind(session)
         .fetch_optional(self.pool())
         .await?;
-        Ok(row.map(|(id, kind, prompt, expires_at)| PendingInteraction { id, kind, prompt, expires_at }))
+        row.map(|(id, kind, prompt, expires_at)| Ok(PendingInteraction { id, kind: vocab(&kind)?, prompt, expires_at }))
+            .transpose()
     }
 
     /// Answers the tenant's pending interaction `id` and queues its turn again (its events to
@@ -187,13 +189,13 @@ impl Store {
             .bind(crate::messages::storable_json(answer)?)
             .execute(&mut *tx)
             .await?;
-        let kind: String = row.try_get("kind")?;
+        let kind: InteractionKind = vocab(&row.try_get::<String, _>("kind")?)?;
         let scope = match answer.get("choice").and_then(Value::as_str) {
             Some("session") => Some(Some(session.as_uuid())),
             Some("always") => Some(None),
             _ => None,
         };
-        if let (true, Some(scope)) = (kind == "approval", scope) {
+        if let (true, Some(scope)) = (kind == InteractionKind::Approval, scope) {
             let prompt: Value = row.try_get("prompt")?;
             let keys: Vec<String> = prompt["pattern_keys"]
                 .as_array()
@@ -274,21 +276,15 @@ impl Store {
         Ok(())
     }
 
-    /// Sets how the agent's dangerous commands are approved (`off`, `manual`, `smart`).
-    pub async fn set_approval_mode(&self, tenant: TenantId, agent: AgentId, mode: &str) -> Result<()> {
+    /// Sets how the agent's dangerous commands are approved.
+    pub async fn set_approval_mode(&self, tenant: TenantId, agent: AgentId, mode: ApprovalMode) -> Result<()> {
         let done =
             sqlx::query("UPDATE agents SET approval_mode = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2")
                 .bind(tenant.as_uuid())
                 .bind(agent.as_uuid())
-                .bind(mode)
+                .bind(mode.as_str())
                 .execute(self.pool())
-                .await
-                .map_err(|e| match &e {
-                    sqlx::Error::Database(db) if db.constraint().is_some() => {
-                        StoreError::Invalid("approval mode must be off, manual or smart".into())
-                    }
-                    _ => StoreError::from(e),
-                })?;
+                .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }

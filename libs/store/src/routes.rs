@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
-use hermes_core::{AgentId, SessionId, TenantId};
+use hermes_core::{AgentId, SessionId, SessionSource, TenantId};
 
 use crate::session_policy::ResetReason;
 use crate::turns::TurnTarget;
@@ -19,8 +19,8 @@ pub struct Route {
     pub agent: AgentId,
     /// e.g. `telegram:chat:42`, `slack:T1:C2:thread`.
     pub key: String,
-    /// Where new sessions come from (`telegram`, `slack`, ...).
-    pub source: String,
+    /// Where new sessions come from (the chat's platform).
+    pub source: SessionSource,
     /// The end user of new sessions (their USER profile, their search scope).
     pub user_key: String,
 }
@@ -52,7 +52,7 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .bind(route.agent.as_uuid())
-        .bind(&route.source)
+        .bind(route.source.as_str())
         .bind(&route.user_key)
         .bind(limit)
         .fetch_all(self.pool())
@@ -77,7 +77,7 @@ impl Store {
         .bind(route.agent.as_uuid())
         .bind(crate::messages::without_nul(&route.key))
         .bind(session.as_uuid())
-        .bind(&route.source)
+        .bind(route.source.as_str())
         .bind(&route.user_key)
         .execute(self.pool())
         .await?;
@@ -156,7 +156,7 @@ pub(crate) async fn session_for_route(
     .bind(session.as_uuid())
     .bind(tenant.as_uuid())
     .bind(route.agent.as_uuid())
-    .bind(&route.source)
+    .bind(route.source.as_str())
     .bind(crate::messages::without_nul(&route.user_key))
     .bind(title)
     .execute(&mut *tx)

@@ -62,3 +62,9 @@ pub(crate) fn read<T: for<'r> FromRow<'r, PgRow>>(row: &PgRow) -> Result<T> {
         other => other.into(),
     })
 }
+
+/// A text column read as one of the core vocabularies; a name outside it is `Corrupt` (the
+/// column's CHECK constraint should make that impossible).
+pub(crate) fn vocab<T: std::str::FromStr<Err = hermes_core::UnknownName>>(text: &str) -> Result<T> {
+    text.parse().map_err(|e: hermes_core::UnknownName| crate::StoreError::Corrupt(e.to_string()))
+}

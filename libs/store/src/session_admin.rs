@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
-use hermes_core::{AgentId, SessionId, TenantId};
+use hermes_core::{AgentId, SessionId, SessionSource, TenantId};
 
 use crate::{Result, Store, StoreError};
 
@@ -79,7 +79,7 @@ impl Store {
         &self,
         tenant: TenantId,
         agent: AgentId,
-        source: &str,
+        source: SessionSource,
         user_key: &str,
         title: Option<&str>,
     ) -> Result<SessionId> {
@@ -90,7 +90,7 @@ impl Store {
         .bind(id.as_uuid())
         .bind(tenant.as_uuid())
         .bind(agent.as_uuid())
-        .bind(source)
+        .bind(source.as_str())
         .bind(crate::messages::without_nul(user_key))
         .bind(title.map(crate::messages::without_nul))
         .execute(self.pool())

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
-use hermes_core::{AgentId, ChatMessage, SessionId, TenantId, TurnId};
+use hermes_core::{AgentId, ChatMessage, SessionId, SessionSource, TenantId, TurnId};
 
 use crate::{Result, Store, StoreError};
 
@@ -16,7 +16,8 @@ pub struct Session {
     pub tenant_id: TenantId,
     #[sqlx(try_from = "crate::rows::Id")]
     pub agent_id: AgentId,
-    pub source: String,
+    #[sqlx(try_from = "String")]
+    pub source: SessionSource,
     pub title: Option<String>,
     /// The frozen stable system prompt; `None` until the first turn renders it.
     #[serde(skip)]
@@ -193,13 +194,14 @@ impl Store {
         let child = SessionId::new();
         let done = sqlx::query(
             "INSERT INTO sessions (id, tenant_id, agent_id, source, title, parent_session_id, lineage, user_key)
-             SELECT $3, tenant_id, agent_id, 'subagent', $4, id, 'subagent', user_key
+             SELECT $3, tenant_id, agent_id, $5, $4, id, 'subagent', user_key
              FROM sessions WHERE tenant_id = $1 AND id = $2",
         )
         .bind(tenant.as_uuid())
         .bind(parent.as_uuid())
         .bind(child.as_uuid())
         .bind(title.chars().take(200).collect::<String>())
+        .bind(SessionSource::Subagent.as_str())
         .execute(self.pool())
         .await?;
         if done.rows_affected() == 0 {

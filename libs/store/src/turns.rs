@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 use sqlx::Row;
 
-use hermes_core::{AgentId, ChatMessage, SessionId, TenantId, TurnId, TurnOutcome};
+use hermes_core::{AgentId, ChatMessage, SessionId, SessionSource, TenantId, TurnId, TurnOutcome};
 
 use crate::messages::{MessageColumns, columns};
 use crate::usage::{CallColumns, ModelCall, insert_model_calls};
@@ -85,11 +85,11 @@ pub enum TurnTarget {
     Existing(SessionId),
     /// Start a new session, seeded with earlier messages the client sent.
     /// `user_key` names the end user (their USER memory profile; see migration 0005).
-    New { source: String, user_key: String, history: Vec<ChatMessage> },
+    New { source: SessionSource, user_key: String, history: Vec<ChatMessage> },
     /// The session with this id (derived by the caller from the conversation's start), created
     /// with `history` if it does not exist yet, else continued from its latest compaction
     /// (the history sent with the request is then ignored: the server has it).
-    Derived { id: SessionId, source: String, user_key: String, history: Vec<ChatMessage> },
+    Derived { id: SessionId, source: SessionSource, user_key: String, history: Vec<ChatMessage> },
     /// A chat's current session, or a new one for it (`fresh`: there is none, or the reset
     /// policy ended `replaces`). Built by [`Store::route_target`].
     Route { route: crate::routes::Route, fresh: bool, replaces: Option<SessionId> },
@@ -135,9 +135,9 @@ pub struct ClaimedTurn {
     pub stream: bool,
     pub notify_hub: Option<String>,
     pub system_prompt: Option<String>,
-    /// Where the session lives (`api`, `telegram`, ...): the prompt's platform hint.
-    #[sqlx(rename = "source")]
-    pub session_source: String,
+    /// Where the session lives: the prompt's platform hint.
+    #[sqlx(rename = "source", try_from = "String")]
+    pub session_source: SessionSource,
     /// The session's end user (see [`TurnTarget::New`]).
     #[sqlx(rename = "user_key")]
     pub session_user_key: String,

@@ -6,6 +6,7 @@
 
 use serde_json::{Value, json};
 
+use hermes_core::InteractionKind;
 use hermes_tools::{ApprovalMode, Interaction, ToolCtx, ToolError, Verdict};
 
 use crate::danger::{Danger, assess};
@@ -25,7 +26,7 @@ fn denied(why: &str) -> ToolError {
 fn request(command: &str, dangers: &[&Danger]) -> Interaction {
     let reasons: Vec<&str> = dangers.iter().map(|d| d.description).collect();
     Interaction {
-        kind: "approval",
+        kind: InteractionKind::Approval,
         prompt: json!({
             "command": command,
             "pattern_keys": dangers.iter().map(|d| d.key).collect::<Vec<_>>(),
@@ -107,7 +108,7 @@ mod tests {
     async fn a_dangerous_command_parks_with_its_reasons_and_choices() {
         let err = check(&ctx(ApprovalMode::Manual, &[], None), "git push --force && rm -rf dist").await.unwrap_err();
         let ToolError::Park(interaction) = err else { panic!("{err:?}") };
-        assert_eq!(interaction.kind, "approval");
+        assert_eq!(interaction.kind, InteractionKind::Approval);
         assert_eq!(interaction.prompt["pattern_keys"], json!(["rm_recursive", "git_destructive"]));
         assert_eq!(interaction.prompt["choices"], json!(CHOICES));
         assert!(check(&ctx(ApprovalMode::Manual, &[], None), "ls -la").await.is_ok());

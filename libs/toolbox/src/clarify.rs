@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use hermes_core::InteractionKind;
 use hermes_tools::{Interaction, SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema, required_str};
 
 pub const MAX_CHOICES: usize = 4;
@@ -53,7 +54,7 @@ impl SimpleTool for ClarifyTool {
                 Ok(format!("The user answered: {text}"))
             }
             None => Err(ToolError::Park(Interaction {
-                kind: "clarify",
+                kind: InteractionKind::Clarify,
                 prompt: json!({ "question": question, "choices": choices }),
             })),
         }

@@ -12,6 +12,7 @@ pub mod text;
 
 use std::sync::Arc;
 
+use hermes_core::ToolsetName;
 use hermes_sandbox::{SandboxError, SandboxKey, Sandboxes};
 use hermes_tools::{ToolCtx, ToolError, ToolRegistry};
 
@@ -52,14 +53,11 @@ pub fn builtin_registry(
     registry
 }
 
-/// Toolsets whose tools run in the agent's sandbox.
-pub const SANDBOX_TOOLSETS: [&str; 3] = ["terminal", "file", "code_execution"];
-
 /// Starts `key`'s sandbox in the background when the agent's toolsets will want it, so a cold
 /// start (150 ms on Docker, seconds for a Kubernetes pod) overlaps the model's first answer
 /// instead of delaying the first tool call. A failure is left for that call to meet and report.
 pub fn prewarm(sandboxes: Arc<dyn Sandboxes>, key: SandboxKey, toolsets: &[String]) {
-    if !toolsets.iter().any(|t| SANDBOX_TOOLSETS.contains(&t.as_str())) {
+    if !ToolsetName::SANDBOXED.iter().any(|t| t.enabled_in(toolsets)) {
         return;
     }
     tokio::spawn(async move {

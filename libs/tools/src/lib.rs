@@ -8,7 +8,8 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 
-use hermes_core::{AgentId, SessionId, TenantId, ToolCall, TurnId};
+pub use hermes_core::ApprovalMode;
+use hermes_core::{AgentId, InteractionKind, SessionId, TenantId, ToolCall, TurnId};
 
 mod simple;
 
@@ -25,37 +26,6 @@ pub struct ToolCtx {
     pub call_id: String,
     /// What the tool may ask the user, and what the user already answered.
     pub interaction: Interactive,
-}
-
-/// How dangerous commands are approved for an agent.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ApprovalMode {
-    /// Never ask (hard-blocked commands stay blocked).
-    Off,
-    /// Park the turn and ask the user.
-    #[default]
-    Manual,
-    /// Ask the auxiliary model first; it may approve, deny or escalate to the user.
-    Smart,
-}
-
-impl ApprovalMode {
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "off" => Some(Self::Off),
-            "manual" => Some(Self::Manual),
-            "smart" => Some(Self::Smart),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Off => "off",
-            Self::Manual => "manual",
-            Self::Smart => "smart",
-        }
-    }
 }
 
 /// The interactive side of a call.
@@ -118,8 +88,7 @@ pub struct Resolution {
 /// A question for the user: the turn is parked until it is answered or expires.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Interaction {
-    /// `approval` or `clarify`.
-    pub kind: &'static str,
+    pub kind: InteractionKind,
     /// What the user is shown (command and reasons, or question and choices).
     pub prompt: Value,
 }

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use hermes_core::TurnId;
+use hermes_core::{InteractionKind, TurnId};
 use hermes_http::ApiError;
 use hermes_queue::SessionWork;
 use hermes_store::{Answered, KeyAuth, StoreError};
@@ -28,11 +28,11 @@ pub(crate) struct AnswerRequest {
 }
 
 /// The stored answer for an interaction of `kind`, or why the request is wrong.
-pub(crate) fn answer_for(kind: &str, request: &AnswerRequest) -> Result<Value, ApiError> {
+pub(crate) fn answer_for(kind: InteractionKind, request: &AnswerRequest) -> Result<Value, ApiError> {
     let invalid =
         |param: &'static str, msg: &'static str| ApiError::invalid_request("invalid_value", msg).with_param(param);
     match kind {
-        "approval" => {
+        InteractionKind::Approval => {
             let choice = request.choice.as_deref().map(str::trim).map(str::to_ascii_lowercase);
             let choice = match choice.as_deref() {
                 Some("once" | "approve" | "approved" | "allow" | "yes") => "once",
@@ -43,7 +43,7 @@ pub(crate) fn answer_for(kind: &str, request: &AnswerRequest) -> Result<Value, A
             };
             Ok(json!({ "choice": choice }))
         }
-        _ => {
+        InteractionKind::Clarify => {
             let text = request.answer.as_deref().or(request.choice.as_deref()).map(str::trim).unwrap_or_default();
             if text.is_empty() {
                 return Err(invalid("answer", "answer must be a non-empty string"));
@@ -69,7 +69,7 @@ pub(crate) async fn store_answer(
     if auth.agent_id.is_some_and(|only| only != agent) {
         return Err(resource::Interaction::not_found().into());
     }
-    let answer = answer_for(&pending.kind, request)?;
+    let answer = answer_for(pending.kind, request)?;
     let hub = state.events.id().to_owned();
     Ok(state.store.answer_interaction(auth.tenant_id, id, &answer, Some(&hub)).await?)
 }
@@ -83,15 +83,16 @@ pub(crate) async fn answer_run_approval(
     choice: Option<String>,
     not_pending: impl Fn() -> ApiError,
 ) -> Result<Value, ApiError> {
-    let answer = answer_for("approval", &AnswerRequest { choice, answer: None, stream: false }).map_err(|_| {
-        ApiError::invalid_request(
-            "invalid_approval_choice",
-            "Invalid approval choice; expected one of: once, session, always, deny",
-        )
-        .with_param("choice")
-    })?;
+    let answer = answer_for(InteractionKind::Approval, &AnswerRequest { choice, answer: None, stream: false })
+        .map_err(|_| {
+            ApiError::invalid_request(
+                "invalid_approval_choice",
+                "Invalid approval choice; expected one of: once, session, always, deny",
+            )
+            .with_param("choice")
+        })?;
     let pending = state.store.turn_pending_interaction(auth.tenant_id, turn).await.map_err(ApiError::internal)?;
-    let Some(pending) = pending.filter(|p| p.kind == "approval") else { return Err(not_pending()) };
+    let Some(pending) = pending.filter(|p| p.kind == InteractionKind::Approval) else { return Err(not_pending()) };
     let hub = state.events.id().to_owned();
     let answered =
         state.store.answer_interaction(auth.tenant_id, pending.id, &answer, Some(&hub)).await.map_err(|e| match e {
@@ -113,13 +114,19 @@ mod tests {
 
     #[test]
     fn approvals_take_a_choice_and_questions_take_text() {
-        assert_eq!(answer_for("approval", &req(Some("Approve"), None)).unwrap(), json!({"choice": "once"}));
-        assert_eq!(answer_for("approval", &req(Some("always"), None)).unwrap(), json!({"choice": "always"}));
-        assert_eq!(answer_for("approval", &req(Some("no"), None)).unwrap(), json!({"choice": "deny"}));
-        assert!(answer_for("approval", &req(Some("maybe"), None)).is_err());
-        assert!(answer_for("approval", &req(None, Some("yes please"))).is_err());
-        assert_eq!(answer_for("clarify", &req(None, Some(" blue "))).unwrap(), json!({"text": "blue"}));
-        assert_eq!(answer_for("clarify", &req(Some("red"), None)).unwrap(), json!({"text": "red"}));
-        assert!(answer_for("clarify", &req(None, Some("  "))).is_err());
+        assert_eq!(
+            answer_for(InteractionKind::Approval, &req(Some("Approve"), None)).unwrap(),
+            json!({"choice": "once"})
+        );
+        assert_eq!(
+            answer_for(InteractionKind::Approval, &req(Some("always"), None)).unwrap(),
+            json!({"choice": "always"})
+        );
+        assert_eq!(answer_for(InteractionKind::Approval, &req(Some("no"), None)).unwrap(), json!({"choice": "deny"}));
+        assert!(answer_for(InteractionKind::Approval, &req(Some("maybe"), None)).is_err());
+        assert!(answer_for(InteractionKind::Approval, &req(None, Some("yes please"))).is_err());
+        assert_eq!(answer_for(InteractionKind::Clarify, &req(None, Some(" blue "))).unwrap(), json!({"text": "blue"}));
+        assert_eq!(answer_for(InteractionKind::Clarify, &req(Some("red"), None)).unwrap(), json!({"text": "red"}));
+        assert!(answer_for(InteractionKind::Clarify, &req(None, Some("  "))).is_err());
     }
 }

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::Stream;
 use serde_json::{Value, json};
 
-use hermes_core::{FinishReason, PendingInteraction, TurnEventKind, TurnId, TurnOutcome};
+use hermes_core::{FinishReason, InteractionKind, PendingInteraction, TurnEventKind, TurnId, TurnOutcome};
 use hermes_http::ApiError;
 
 use crate::wait::{Next, Waiter};
@@ -40,13 +40,13 @@ fn usage_json(o: &TurnOutcome) -> Value {
 pub(crate) fn interaction_text(i: &PendingInteraction) -> String {
     let choices: Vec<&str> =
         i.prompt["choices"].as_array().map_or(Vec::new(), |c| c.iter().filter_map(Value::as_str).collect());
-    match i.kind.as_str() {
-        "approval" => format!(
+    match i.kind {
+        InteractionKind::Approval => format!(
             "Approval needed to run `{}` ({}). Answer once, session, always or deny.",
             i.prompt["command"].as_str().unwrap_or_default(),
             i.prompt["description"].as_str().unwrap_or_default()
         ),
-        _ => {
+        InteractionKind::Clarify => {
             let mut text = i.prompt["question"].as_str().unwrap_or_default().to_owned();
             for (n, choice) in choices.iter().enumerate() {
                 text.push_str(&format!("\n{}. {choice}", n + 1));

@@ -15,7 +15,7 @@ use futures_util::Stream;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use hermes_core::{SessionId, TenantId, TurnEventKind, TurnId, TurnOutcome};
+use hermes_core::{InteractionKind, SessionId, TenantId, TurnEventKind, TurnId, TurnOutcome};
 use hermes_http::ApiError;
 use hermes_store::{Store, TurnStatus};
 
@@ -126,7 +126,10 @@ async fn pump(mut waiter: Waiter, store: Store, turn: TurnId, tx: mpsc::Sender<R
                     obj.insert("interaction_id".into(), json!(interaction.id));
                     obj.insert("expires_at".into(), json!(interaction.expires_at));
                 }
-                let name = if interaction.kind == "approval" { "approval.request" } else { "clarify.request" };
+                let name = match interaction.kind {
+                    InteractionKind::Approval => "approval.request",
+                    InteractionKind::Clarify => "clarify.request",
+                };
                 line(&run, name, fields)
             }
             Next::Event(TurnEventKind::Delta { text }) => line(&run, "message.delta", json!({ "delta": text })),

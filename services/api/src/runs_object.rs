@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use hermes_core::{FinishReason, PendingInteraction, TurnId, TurnOutcome};
+use hermes_core::{FinishReason, InteractionKind, PendingInteraction, TurnId, TurnOutcome};
 use hermes_http::ApiError;
 use hermes_store::{KeyAuth, TurnOverview, TurnStatus};
 
@@ -53,11 +53,11 @@ pub(crate) enum RunStatus {
 
 impl RunStatus {
     /// The run's state from its turn's (`waiting_on`: the kind of interaction it waits on).
-    pub fn of(status: TurnStatus, outcome: Option<&TurnOutcome>, waiting_on: Option<&str>) -> Self {
+    pub fn of(status: TurnStatus, outcome: Option<&TurnOutcome>, waiting_on: Option<InteractionKind>) -> Self {
         match status {
             TurnStatus::Queued => Self::Queued,
             TurnStatus::Running => Self::Running,
-            TurnStatus::Waiting if waiting_on == Some("clarify") => Self::WaitingForInput,
+            TurnStatus::Waiting if waiting_on == Some(InteractionKind::Clarify) => Self::WaitingForInput,
             TurnStatus::Waiting => Self::WaitingForApproval,
             TurnStatus::Cancelled => Self::Cancelled,
             TurnStatus::Failed => Self::Failed,
@@ -99,7 +99,7 @@ pub(crate) fn usage_json(o: &TurnOutcome) -> Value {
 }
 
 pub(crate) fn run_object(turn: TurnId, run: &TurnOverview, model: &str, pending: Option<&PendingInteraction>) -> Value {
-    let status = RunStatus::of(run.status, run.outcome.as_ref(), pending.map(|p| p.kind.as_str()));
+    let status = RunStatus::of(run.status, run.outcome.as_ref(), pending.map(|p| p.kind));
     let outcome = run.outcome.as_ref();
     json!({
         "object": "hermes.run",
@@ -127,8 +127,8 @@ mod tests {
         for status in [Queued, Running, WaitingForInput, WaitingForApproval, Cancelled, Failed, Completed] {
             assert_eq!(serde_json::to_value(status).unwrap(), json!(status.as_str()));
         }
-        assert_eq!(RunStatus::of(TurnStatus::Waiting, None, Some("clarify")), WaitingForInput);
-        assert_eq!(RunStatus::of(TurnStatus::Waiting, None, Some("approval")), WaitingForApproval);
+        assert_eq!(RunStatus::of(TurnStatus::Waiting, None, Some(InteractionKind::Clarify)), WaitingForInput);
+        assert_eq!(RunStatus::of(TurnStatus::Waiting, None, Some(InteractionKind::Approval)), WaitingForApproval);
         let failed = TurnOutcome { finish_reason: FinishReason::Error, ..TurnOutcome::cancelled() };
         assert_eq!(RunStatus::of(TurnStatus::Completed, Some(&failed), None), Failed);
         assert_eq!(Failed.last_event(), Some("run.failed"));

@@ -81,7 +81,8 @@ pub(crate) async fn create(
     let agent = resolve_agent(&state, &auth, body.model.as_deref()).await?;
     let user = user_key(&headers, &auth)?;
     let title = body.title.as_deref().map(str::trim).filter(|t| !t.is_empty());
-    let id = state.store.create_session(auth.tenant_id, agent.id, "api", &user, title).await?;
+    let id =
+        state.store.create_session(auth.tenant_id, agent.id, hermes_core::SessionSource::Api, &user, title).await?;
     let info = state.store.session_info(auth.tenant_id, auth.agent_id, id).await?;
     Ok((StatusCode::CREATED, Json(info)).into_response())
 }

@@ -27,7 +27,12 @@ pub(crate) fn chat_target(
     }
     let user = user_key(headers, auth)?;
     let id = derived_session_id(auth, agent, &user, parsed);
-    Ok(TurnTarget::Derived { id, source: "api".into(), user_key: user, history: std::mem::take(&mut parsed.history) })
+    Ok(TurnTarget::Derived {
+        id,
+        source: hermes_core::SessionSource::Api,
+        user_key: user,
+        history: std::mem::take(&mut parsed.history),
+    })
 }
 
 /// The session of a request without `X-Hermes-Session-Id`, as upstream derives it: from the
@@ -82,7 +87,7 @@ pub(crate) async fn response_target(
         let agent = resolve_agent(state, auth, parsed.model.as_deref()).await?;
         let user = user_key(headers, auth)?;
         let history = std::mem::take(&mut parsed.history);
-        return Ok((agent, TurnTarget::New { source: "api".into(), user_key: user, history }, None));
+        return Ok((agent, TurnTarget::New { source: hermes_core::SessionSource::Api, user_key: user, history }, None));
     };
     if !parsed.history.is_empty() {
         return Err(ApiError::invalid_request(

@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use hermes_core::commands::ChatCommand;
-use hermes_core::{BusyMode, GroupSessions, Platform};
+use hermes_core::{BusyMode, GroupSessions, Platform, SessionSource};
 use hermes_queue::SessionWork;
 use hermes_store::{Accepted, Channel, NewTurn, Route};
 
@@ -72,7 +72,7 @@ pub fn route_for(channel: &Channel, msg: &Incoming) -> Route {
         ChatKind::Group if per_user => format!("{}:user:{}", channel.platform, msg.user_id),
         ChatKind::Group => format!("{}:chat:{}", channel.platform, msg.chat_id),
     };
-    Route { agent: channel.agent_id, key, source: channel.platform.as_str().to_owned(), user_key }
+    Route { agent: channel.agent_id, key, source: SessionSource::from(channel.platform), user_key }
 }
 
 /// Where replies to `msg` go.

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use hermes_core::{PendingInteraction, Platform};
+use hermes_core::{InteractionKind, PendingInteraction, Platform};
 use hermes_queue::SessionWork;
 use hermes_store::{Accepted, Channel, StoreError};
 
@@ -24,7 +24,7 @@ const APPROVAL_CHOICES: [(&str, &str); 4] =
 pub fn question(interaction: &Value) -> (String, Buttons) {
     let id = interaction["id"].as_str().unwrap_or_default().replace('-', "");
     let prompt = &interaction["prompt"];
-    if interaction["kind"] == "approval" {
+    if interaction["kind"].as_str().and_then(|k| k.parse().ok()) == Some(InteractionKind::Approval) {
         let text = format!(
             "⚠️ I want to run a command that needs your approval:\n\n{}\n\nReason: {}\n\nAnswer with the buttons, or \
              /approve, /approve session, /approve always or /deny.",
@@ -113,21 +113,25 @@ impl Gateway {
             return Ok("Only this bot's admins can answer approvals here.".into());
         }
         match self.pending(channel, msg).await? {
-            Some(p) if p.kind == "approval" => self.answer(channel, p.id, &json!({ "choice": choice })).await,
+            Some(p) if p.kind == InteractionKind::Approval => {
+                self.answer(channel, p.id, &json!({ "choice": choice })).await
+            }
             _ => Ok("Nothing is waiting for an approval here.".into()),
         }
     }
 
     /// Whether `msg` answers a clarifying question its conversation waits on.
     pub(crate) async fn clarify_reply_ready(&self, channel: &Channel, msg: &Incoming) -> Result<bool, IngestError> {
-        Ok(matches!(self.pending(channel, msg).await?, Some(p) if p.kind != "approval" && may_answer(channel, msg)))
+        Ok(
+            matches!(self.pending(channel, msg).await?, Some(p) if p.kind == InteractionKind::Clarify && may_answer(channel, msg)),
+        )
     }
 
     /// A plain message that answers a waiting clarifying question: the reply to show, or
     /// `None` when nothing waits (the message then goes to the agent).
     pub(crate) async fn clarify_reply(&self, channel: &Channel, msg: &Incoming) -> Result<Option<String>, IngestError> {
         match self.pending(channel, msg).await? {
-            Some(p) if p.kind != "approval" && may_answer(channel, msg) => {
+            Some(p) if p.kind == InteractionKind::Clarify && may_answer(channel, msg) => {
                 let text: String = msg.text.chars().take(4_000).collect();
                 self.answer(channel, p.id, &json!({ "text": text })).await.map(Some)
             }

@@ -162,8 +162,8 @@ pub struct AgentCreate {
     toolsets: Vec<String>,
     /// How dangerous shell commands are approved: manual (ask the user), off (never ask) or
     /// smart. Hard-blocked commands are refused in every mode.
-    #[arg(long, default_value = "manual", value_parser = ["manual", "off", "smart"])]
-    approval_mode: String,
+    #[arg(long, default_value = "manual")]
+    approval_mode: hermes_core::ApprovalMode,
     /// Let the agent's sandbox reach the public internet (private, loopback, link-local and
     /// metadata addresses stay unreachable).
     #[arg(long)]
@@ -288,7 +288,7 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
             };
             let mut agent = store.create_agent(t.id, new, secrets.as_ref()).await?;
             if a.approval_mode != agent.approval_mode {
-                store.set_approval_mode(t.id, agent.id, &a.approval_mode).await?;
+                store.set_approval_mode(t.id, agent.id, a.approval_mode).await?;
                 agent.approval_mode = a.approval_mode;
             }
             if a.egress {

@@ -98,7 +98,11 @@ async fn start(ctx: &SchedulerContext, run: &ClaimedRun) -> Result<(), StoreErro
     );
     let turn = NewTurn {
         agent_id: job.agent_id,
-        target: TurnTarget::New { source: "cron".into(), user_key: format!("cron:{}", job.id), history: Vec::new() },
+        target: TurnTarget::New {
+            source: hermes_core::SessionSource::Cron,
+            user_key: format!("cron:{}", job.id),
+            history: Vec::new(),
+        },
         // The job's skills load as leading `/skill` names (the worker expands them).
         input: ChatMessage::user(job.skills.iter().map(|s| format!("/{s} ")).collect::<String>() + &prompt),
         instructions: Some(hint),

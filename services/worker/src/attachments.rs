@@ -3,8 +3,8 @@
 //! outbox) and kept with the turn for the gateway to send. A file that cannot be read keeps
 //! its reason, which the chat is told. Links (`MEDIA:https://…`) stay links.
 
-use hermes_core::TenantId;
 use hermes_core::media::{mime_for, split_media};
+use hermes_core::{SessionSource, TenantId};
 use hermes_sandbox::proto::ReadBytesRequest;
 use hermes_sandbox::{SandboxKey, status_error};
 use hermes_store::ClaimedTurn;
@@ -16,8 +16,8 @@ use crate::Runtime;
 const MAX_FILE_BYTES: u64 = 20 * 1024 * 1024;
 
 /// Whether a session talks to a chat platform (its answers go through the gateway).
-pub(crate) fn is_chat(source: &str) -> bool {
-    matches!(source, "telegram" | "slack" | "wecom")
+pub(crate) fn is_chat(source: SessionSource) -> bool {
+    source.platform().is_some()
 }
 
 /// Reads and keeps the workspace files `content` names.

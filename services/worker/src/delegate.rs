@@ -182,7 +182,7 @@ impl DelegateTool {
             skills: &[],
             context_file: None,
             today: chrono::Utc::now().date_naive(),
-            platform: "subagent",
+            platform: hermes_core::SessionSource::Subagent.as_str(),
         });
         let input = match &task.context {
             Some(c) => format!("{}\n\nContext:\n{c}", task.goal),

@@ -12,7 +12,7 @@ use std::time::Duration;
 use hermes_agent::memory::{self, Document};
 use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
 use hermes_agent::{JournalError, Turn, TurnJournal, TurnLimits, TurnStart};
-use hermes_core::{ChatMessage, Role};
+use hermes_core::{ChatMessage, Role, ToolsetName};
 use hermes_queue::ReviewJob;
 use hermes_store::Agent;
 use hermes_tools::{Interactive, ToolCtx, ToolRegistry};
@@ -45,7 +45,7 @@ pub(crate) async fn maybe_queue(rt: &Runtime, job: ReviewJob) {
     if tool_calls < learning.review_min_tool_calls {
         return;
     }
-    let learns = |a: &Agent| a.toolsets.iter().any(|t| t == "memory" || t == "skills");
+    let learns = |a: &Agent| [ToolsetName::Memory, ToolsetName::Skills].iter().any(|t| t.enabled_in(&a.toolsets));
     if !rt.ctx.store.agent(job.tenant_id, job.agent_id).await.is_ok_and(|a| learns(&a)) {
         return;
     }
@@ -136,10 +136,10 @@ fn transcript(messages: &[ChatMessage]) -> String {
 /// The reviewer's tools: the agent's memory and skills tools, nothing else.
 fn reviewer_tools(rt: &Arc<Runtime>, agent: &Agent, user_key: &str) -> ToolRegistry {
     let mut tools = ToolRegistry::new();
-    if agent.toolsets.iter().any(|t| t == "memory") {
+    if ToolsetName::Memory.enabled_in(&agent.toolsets) {
         tools.register(Arc::new(crate::memory_tool::MemoryTool::for_user(rt, user_key)));
     }
-    if agent.toolsets.iter().any(|t| t == "skills") {
+    if ToolsetName::Skills.enabled_in(&agent.toolsets) {
         let names = tools.names();
         crate::skills::register_tools(rt, &mut tools, agent, names, "review");
     }

@@ -1,7 +1,7 @@
 //! Writing a new turn: its session (existing, new, derived from the conversation's start, or
 //! a chat's route) and, for a new session, its seeded history, in one transaction.
 
-use hermes_core::{ChatMessage, SessionId, TenantId, TurnId};
+use hermes_core::{ChatMessage, SessionId, SessionSource, TenantId, TurnId};
 
 use super::{NewTurn, TurnTarget};
 use crate::messages::columns;
@@ -73,7 +73,7 @@ async fn derived_session(
     tenant: TenantId,
     new: &NewTurn,
     id: SessionId,
-    source: &str,
+    source: SessionSource,
     user_key: &str,
     history: &[ChatMessage],
 ) -> Result<SessionId> {
@@ -88,7 +88,7 @@ async fn derived_session(
     .bind(id.as_uuid())
     .bind(tenant.as_uuid())
     .bind(new.agent_id.as_uuid())
-    .bind(source)
+    .bind(source.as_str())
     .bind(next_seq)
     .bind(crate::messages::without_nul(user_key))
     .bind(title)
@@ -149,7 +149,7 @@ pub(crate) async fn enqueue_in(
             crate::routes::session_for_route(&mut *tx, tenant, route, *fresh, *replaces, title.as_deref()).await?
         }
         TurnTarget::Derived { id, source, user_key, history } => {
-            derived_session(&mut *tx, tenant, new, *id, source, user_key, history).await?
+            derived_session(&mut *tx, tenant, new, *id, *source, user_key, history).await?
         }
         TurnTarget::New { source, user_key, history } => {
             let id = SessionId::new();
@@ -161,7 +161,7 @@ pub(crate) async fn enqueue_in(
             .bind(id.as_uuid())
             .bind(tenant.as_uuid())
             .bind(new.agent_id.as_uuid())
-            .bind(source)
+            .bind(source.as_str())
             .bind(i32::try_from(history.len() + 1).map_err(|_| StoreError::Invalid("history too long".into()))?)
             .bind(crate::messages::without_nul(user_key))
             .bind(title)

@@ -191,7 +191,8 @@ async fn reapers_never_republish_the_same_stranded_turn_twice(pool: PgPool) {
     let t = common::tenant(&store, "acme").await;
     let mut turns = HashSet::new();
     for i in 0..6 {
-        let session = store.create_session(t.id, t.agent, "api", "user-1", None).await.unwrap();
+        let session =
+            store.create_session(t.id, t.agent, hermes_core::SessionSource::Api, "user-1", None).await.unwrap();
         turns.insert(common::queue(&store, &t, session, &format!("lost message {i}")).await.as_uuid());
     }
     let backoff = Duration::from_secs(3600);

@@ -48,7 +48,8 @@ pub fn new_agent(name: &str) -> NewAgent {
 pub async fn tenant(store: &Store, name: &str) -> Tenant {
     let id = store.create_tenant(name).await.unwrap().id;
     let agent = store.create_agent(id, new_agent("bot"), None).await.unwrap().id;
-    let session = store.create_session(id, agent, "api", "user-1", Some("first")).await.unwrap();
+    let session =
+        store.create_session(id, agent, hermes_core::SessionSource::Api, "user-1", Some("first")).await.unwrap();
     Tenant { id, agent, session }
 }
 

@@ -50,7 +50,13 @@ async fn a_worker_fenced_out_by_a_newer_claim_writes_nothing(pool: PgPool) {
             .await,
     );
     let prompt = json!({"question": "which?"});
-    let park = Park { agent: t.agent, call_id: "call-1", kind: "clarify", prompt: &prompt, timeout: common::LEASE };
+    let park = Park {
+        agent: t.agent,
+        call_id: "call-1",
+        kind: hermes_core::InteractionKind::Clarify,
+        prompt: &prompt,
+        timeout: common::LEASE,
+    };
     fenced("park_turn", store.park_turn(t.id, t.session, turn, "worker-old", old.fence, &park).await);
     let body = [(None, ChatMessage::user("summary"))];
     fenced("fork_compacted", store.fork_compacted(t.id, t.session, old.fence, turn, "p", &body).await);
@@ -119,7 +125,13 @@ async fn the_fence_refuses_a_stale_writer_even_under_the_same_owner_name(pool: P
             .await,
     );
     let prompt = json!({"question": "which?"});
-    let park = Park { agent: t.agent, call_id: "call-1", kind: "clarify", prompt: &prompt, timeout: common::LEASE };
+    let park = Park {
+        agent: t.agent,
+        call_id: "call-1",
+        kind: hermes_core::InteractionKind::Clarify,
+        prompt: &prompt,
+        timeout: common::LEASE,
+    };
     fenced("park_turn", store.park_turn(t.id, t.session, turn, "worker", first.fence, &park).await);
     fenced("append_message", store.append_message(t.id, t.session, first.fence, turn, 1, &late).await);
     assert_eq!(store.turn_state(t.id, turn).await.unwrap().0, TurnStatus::Running);

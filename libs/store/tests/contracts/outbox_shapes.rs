@@ -68,7 +68,13 @@ async fn a_parked_chat_turns_question_is_an_interaction_row(pool: PgPool) {
     let turn = store.enqueue_turn(t.id, new).await.unwrap().1;
     let claimed = common::claim(&store, t.id, t.session, "worker-1", 1).await;
     let prompt = json!({"command": "rm -rf build", "pattern_keys": ["rm"]});
-    let park = Park { agent: t.agent, call_id: "call-1", kind: "approval", prompt: &prompt, timeout: common::LEASE };
+    let park = Park {
+        agent: t.agent,
+        call_id: "call-1",
+        kind: InteractionKind::Approval,
+        prompt: &prompt,
+        timeout: common::LEASE,
+    };
     let asked = store.park_turn(t.id, t.session, turn, "worker-1", claimed.fence, &park).await.unwrap();
 
     let rows = outbox(&pool, t.id).await;

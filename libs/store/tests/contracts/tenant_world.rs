@@ -92,7 +92,8 @@ pub async fn world(store: Store) -> World {
     let running = held(&store, &a).await;
     let steer = common::queue(&store, &a, running.session, "also this").await;
     store.mark_steer(a.id, steer).await.unwrap();
-    let queued_session = store.create_session(a.id, a.agent, "api", "user-1", None).await.unwrap();
+    let queued_session =
+        store.create_session(a.id, a.agent, hermes_core::SessionSource::Api, "user-1", None).await.unwrap();
     let queued = common::queue(&store, &a, queued_session, "later").await;
     let key = store.create_api_key(a.id, Some(a.agent), "ci", None).await.unwrap().0.id;
     let pairing_code = match store.start_pairing(a.id, channel, "u-9", Some("Nine"), "chat-9").await.unwrap() {
@@ -105,8 +106,12 @@ pub async fn world(store: Store) -> World {
     let event_hook =
         store.create_event_hook(a.id, "http://127.0.0.1:9/hook", &events, "ops", Some(&secrets)).await.unwrap().0.id;
     store.ping_event_hook(a.id, event_hook).await.unwrap();
-    let route =
-        Route { agent: a.agent, key: "telegram:chat:42".into(), source: "telegram".into(), user_key: "tg:42".into() };
+    let route = Route {
+        agent: a.agent,
+        key: "telegram:chat:42".into(),
+        source: hermes_core::SessionSource::Telegram,
+        user_key: "tg:42".into(),
+    };
     let target = TurnTarget::Route { route: route.clone(), fresh: true, replaces: None };
     let route_session = store
         .enqueue_turn(a.id, hermes_store::NewTurn { target, ..common::turn_in(a.agent, a.session, "hi") })
@@ -156,7 +161,13 @@ async fn finished_and_waiting(store: &Store, a: &Tenant, channel: uuid::Uuid) ->
     let done = store.enqueue_turn(a.id, new).await.unwrap().1;
     let first = common::claim(store, a.id, a.session, "worker-1", 1).await;
     let prompt = json!({"command": "rm -rf build", "pattern_keys": ["rm"]});
-    let park = Park { agent: a.agent, call_id: "call-1", kind: "approval", prompt: &prompt, timeout: common::LEASE };
+    let park = Park {
+        agent: a.agent,
+        call_id: "call-1",
+        kind: hermes_core::InteractionKind::Approval,
+        prompt: &prompt,
+        timeout: common::LEASE,
+    };
     let asked = store.park_turn(a.id, a.session, done, "worker-1", first.fence, &park).await.unwrap();
     store.answer_interaction(a.id, asked.id, &json!({"choice": "always"}), None).await.unwrap();
     let second = common::claim(store, a.id, a.session, "worker-2", 1).await;
@@ -183,13 +194,19 @@ async fn finished_and_waiting(store: &Store, a: &Tenant, channel: uuid::Uuid) ->
     let waiting = common::queue(store, a, a.session, "and then?").await;
     let third = common::claim(store, a.id, a.session, "worker-3", 1).await;
     let question = json!({"question": "which one?"});
-    let park = Park { agent: a.agent, call_id: "call-2", kind: "clarify", prompt: &question, timeout: common::LEASE };
+    let park = Park {
+        agent: a.agent,
+        call_id: "call-2",
+        kind: hermes_core::InteractionKind::Clarify,
+        prompt: &question,
+        timeout: common::LEASE,
+    };
     let pending = store.park_turn(a.id, a.session, waiting, "worker-3", third.fence, &park).await.unwrap();
     (done, waiting, pending.id)
 }
 
 async fn held(store: &Store, a: &Tenant) -> Held {
-    let session = store.create_session(a.id, a.agent, "api", "user-1", None).await.unwrap();
+    let session = store.create_session(a.id, a.agent, hermes_core::SessionSource::Api, "user-1", None).await.unwrap();
     let turn = common::queue(store, a, session, "work on it").await;
     let claimed = common::claim(store, a.id, session, "worker-run", 1).await;
     Held { session, turn, owner: "worker-run".into(), fence: claimed.fence }
@@ -207,7 +224,7 @@ async fn job_with_a_run(store: &Store, a: &Tenant) -> (hermes_store::cron::Job, 
         error: None,
     };
     let runs = store.claim_due_jobs("scheduler", Utc::now(), 10, 10, plan).await.unwrap();
-    let session = store.create_session(a.id, a.agent, "cron", "user-1", None).await.unwrap();
+    let session = store.create_session(a.id, a.agent, hermes_core::SessionSource::Cron, "user-1", None).await.unwrap();
     store.start_run(runs[0].run_id, a.id, &common::turn_in(a.agent, session, "report")).await.unwrap().unwrap();
     let run = &store.job_runs(a.id, job.id, 1).await.unwrap()[0];
     let turn = TurnId::from_uuid(run["turn_id"].as_str().unwrap().parse().unwrap());

@@ -185,7 +185,11 @@ async fn what_to_start(
     let skills: String = hook.skills.iter().map(|s| format!("/{s} ")).collect();
     Ok(WebhookStart::Turn(Box::new(NewTurn {
         agent_id: hook.agent_id,
-        target: TurnTarget::New { source: "webhook".into(), user_key: format!("webhook:{}", hook.id), history: vec![] },
+        target: TurnTarget::New {
+            source: hermes_core::SessionSource::Webhook,
+            user_key: format!("webhook:{}", hook.id),
+            history: vec![],
+        },
         input: ChatMessage::user(skills + &content),
         instructions: Some(hint),
         stream: false,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use hermes_core::ToolsetName;
 use hermes_sandbox::proto::WriteFileRequest;
 use hermes_sandbox::{SandboxKey, Sandboxes};
 use hermes_store::{Agent, SkillUse, Store};
@@ -33,7 +34,7 @@ impl SkillsContext {
     }
 
     fn has_sandbox(&self) -> bool {
-        self.agent.toolsets.iter().any(|t| hermes_toolbox::SANDBOX_TOOLSETS.contains(&t.as_str()))
+        ToolsetName::SANDBOXED.iter().any(|t| t.enabled_in(&self.agent.toolsets))
     }
 }
 

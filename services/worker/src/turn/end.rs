@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use hermes_agent::{Parked, TurnEnd};
-use hermes_core::{FinishReason, TenantId, TurnEventKind, TurnOutcome, Usage};
+use hermes_core::{FinishReason, InteractionKind, TenantId, TurnEventKind, TurnOutcome, Usage};
 use hermes_queue::{ReviewJob, SessionWork};
 use hermes_store::{ClaimedTurn, StoreError, TurnStatus};
 
@@ -103,7 +103,7 @@ async fn finish(
     started: Instant,
 ) -> Option<TurnStatus> {
     let Claim { rt, tenant, owner, turn } = *claim;
-    if crate::attachments::is_chat(&turn.session_source) {
+    if crate::attachments::is_chat(turn.session_source) {
         crate::attachments::collect(rt, tenant, turn, &outcome.content).await;
     }
     if let Some(child) = journal.compacted_into() {
@@ -209,9 +209,10 @@ pub(crate) fn failed(code: &str, message: impl Into<String>) -> TurnOutcome {
 async fn park(claim: &Claim<'_>, journal: &StoreJournal, parked: Parked, events: EventPublisher) {
     let Claim { rt, tenant, owner, turn } = *claim;
     let cfg = &rt.ctx.config.worker;
-    // The interaction's kind is text in hermes-tools (`approval` or `clarify`): no enum yet.
-    let timeout =
-        if parked.interaction.kind == "approval" { cfg.approval_timeout_seconds } else { cfg.clarify_timeout_seconds };
+    let timeout = match parked.interaction.kind {
+        InteractionKind::Approval => cfg.approval_timeout_seconds,
+        InteractionKind::Clarify => cfg.clarify_timeout_seconds,
+    };
     let request = hermes_store::Park {
         agent: turn.agent_id,
         call_id: &parked.call_id,
@@ -222,7 +223,7 @@ async fn park(claim: &Claim<'_>, journal: &StoreJournal, parked: Parked, events:
     match rt.ctx.store.park_turn(tenant, journal.session(), turn.turn_id, owner, turn.fence, &request).await {
         Ok(interaction) => {
             tracing::info!(interaction.id = %interaction.id, kind = %interaction.kind, tool = %parked.tool, "turn waits for the user");
-            metrics::counter!("hermes_turns_parked_total", "kind" => parked.interaction.kind).increment(1);
+            metrics::counter!("hermes_turns_parked_total", "kind" => parked.interaction.kind.as_str()).increment(1);
             events.finish(Some(TurnEventKind::Waiting { interaction })).await;
         }
         Err(e) => {

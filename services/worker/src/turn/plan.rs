@@ -9,14 +9,14 @@ use std::time::Duration;
 use serde_json::Value;
 
 use hermes_agent::{TurnEnd, TurnLimits, TurnStart};
-use hermes_core::{ChatMessage, FinishReason, Role, TenantId, TurnOutcome, Usage};
+use hermes_core::{ChatMessage, FinishReason, Role, TenantId, ToolsetName, TurnOutcome, Usage};
 use hermes_llm::CallBuffer;
 use hermes_sandbox::SandboxKey;
 use hermes_store::{Agent, ClaimedTurn, CredentialPools, StoreError, StoredMessage};
 use hermes_tools::{ApprovalMode, Interactive, Judge, Resolution, ToolCtx, ToolRegistry};
 
 use super::end::failed;
-use super::setup::{self, Origin, has};
+use super::setup::{self, Origin};
 use crate::Runtime;
 use crate::models::{Models, TurnModel};
 
@@ -126,7 +126,7 @@ pub(super) async fn plan(
         store.turn_resolution(tenant, turn.turn_id),
         store.approval_grants(tenant, turn.agent_id, turn.session_id)
     )?;
-    let origin = Origin::of(&turn.session_source);
+    let origin = Origin::of(turn.session_source);
     let (agent, loads_skills) = planner.agent(agent, origin).await?;
     let models = planner.models(&agent, meter, pools)?;
     let model = models.main();
@@ -214,7 +214,7 @@ impl Planner<'_> {
         if origin == Origin::Cron {
             setup::apply_job_settings(&self.rt.ctx.store, self.tenant, self.turn.turn_id, &mut agent).await?;
         }
-        let loads_skills = has(&agent, "skills");
+        let loads_skills = ToolsetName::Skills.enabled_in(&agent.toolsets);
         origin.restrict(&mut agent.toolsets);
         Ok((agent, loads_skills))
     }
@@ -239,10 +239,10 @@ impl Planner<'_> {
     async fn tools(&self, agent: &Agent, models: &Models, child_usage: ChildUsage) -> Result<ToolRegistry, StoreError> {
         let (rt, turn, store) = (self.rt, self.turn, &self.rt.ctx.store);
         let mut tools = setup::tools_for_turn(rt, self.tenant, agent, models, &turn.session_user_key, child_usage);
-        if has(agent, "messaging") {
+        if ToolsetName::Messaging.enabled_in(&agent.toolsets) {
             tools.register(Arc::new(crate::send_message::SendMessageTool { store: store.clone() }));
         }
-        if has(agent, "cronjob") {
+        if ToolsetName::Cronjob.enabled_in(&agent.toolsets) {
             let origin = store.turn_reply_to(self.tenant, turn.turn_id).await?;
             tools.register(Arc::new(crate::cron_tool::CronjobTool { store: store.clone(), origin }));
         }
@@ -326,7 +326,7 @@ impl Planner<'_> {
         allowed: BTreeSet<String>,
     ) -> ToolCtx {
         let (tenant, turn) = (self.tenant, self.turn);
-        let approval_mode = ApprovalMode::parse(&agent.approval_mode).unwrap_or_default();
+        let approval_mode = agent.approval_mode;
         let judge = (approval_mode == ApprovalMode::Smart).then(|| {
             let (model, model_name) = models.auxiliary();
             let store = self.rt.ctx.store.clone();

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use hermes_agent::memory::{self, Document};
 use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
-use hermes_core::{ChatMessage, Content, ContentPart, Role, TenantId, TurnId, Usage};
+use hermes_core::{ChatMessage, Content, ContentPart, Role, SessionSource, TenantId, ToolsetName, TurnId, Usage};
 use hermes_sandbox::SandboxKey;
 use hermes_store::{Agent, ClaimedTurn, Store, StoreError};
 use hermes_tools::ToolRegistry;
@@ -24,9 +24,10 @@ a fact about the user or their environment, a convention, a lesson), save it now
 pub(crate) const SKILLS_NUDGE: &str = "[System note: if you just completed a non-trivial task or found a workflow \
 that works, save it as a skill with skill_manage so you can reuse it.]";
 
-/// Whether the agent enables `toolset` (toolsets are text in the store: no enum exists yet).
-pub(crate) fn has(agent: &Agent, toolset: &str) -> bool {
-    agent.toolsets.iter().any(|t| t == toolset)
+/// Whether a stored toolset name is one of `set`. The store keeps an agent's toolsets as
+/// unvalidated text, so a name no toolset has is in no set (and is otherwise left alone).
+fn among(name: &str, set: &[ToolsetName]) -> bool {
+    name.parse().is_ok_and(|t| set.contains(&t))
 }
 
 /// The tools of this turn: the built-ins the agent's toolsets enable, plus those bound to the
@@ -44,7 +45,7 @@ pub(crate) fn tools_for_turn(
         hermes_toolbox::prewarm(rt.ctx.sandboxes.clone(), SandboxKey { tenant, agent: agent.id }, &agent.toolsets);
     }
     let mut tools = rt.tools.restricted_to(&agent.toolsets);
-    if has(agent, "delegation") {
+    if ToolsetName::Delegation.enabled_in(&agent.toolsets) {
         tools.register(Arc::new(DelegateTool {
             models: models.clone(),
             tools: tools.clone(),
@@ -52,23 +53,23 @@ pub(crate) fn tools_for_turn(
             usage: child_usage,
         }));
     }
-    if has(agent, "todo") {
+    if ToolsetName::Todo.enabled_in(&agent.toolsets) {
         tools.register(Arc::new(crate::todo::TodoTool { store: rt.ctx.store.clone() }));
     }
-    if has(agent, "memory") {
+    if ToolsetName::Memory.enabled_in(&agent.toolsets) {
         tools.register(Arc::new(crate::memory_tool::MemoryTool::for_user(rt, user_key)));
     }
-    if has(agent, "session_search") {
+    if ToolsetName::SessionSearch.enabled_in(&agent.toolsets) {
         tools.register(Arc::new(crate::search_tool::SessionSearchTool {
             store: rt.ctx.store.clone(),
             user_key: user_key.to_owned(),
         }));
     }
-    if has(agent, "skills") {
+    if ToolsetName::Skills.enabled_in(&agent.toolsets) {
         let names = tools.names();
         crate::skills::register_tools(rt, &mut tools, agent, names, "agent");
     }
-    if has(agent, "code_execution") {
+    if ToolsetName::CodeExecution.enabled_in(&agent.toolsets) {
         let sandboxes = rt.ctx.sandboxes.clone();
         let terminal =
             Arc::new(hermes_toolbox::TerminalTool::new(sandboxes.clone(), config.sandbox.exec_timeout_seconds));
@@ -87,7 +88,7 @@ pub(crate) async fn render_prompt(
     tools: &ToolRegistry,
 ) -> Result<String, StoreError> {
     // Project context comes from the agent's workspace, when it has one running.
-    let context_file = if has(agent, "terminal") {
+    let context_file = if ToolsetName::Terminal.enabled_in(&agent.toolsets) {
         let files = SandboxFiles::new(rt.ctx.sandboxes.clone(), SandboxKey { tenant, agent: agent.id });
         let found = hermes_agent::context_files::discover(&files, "").await;
         if let Some(f) = &found
@@ -99,14 +100,14 @@ pub(crate) async fn render_prompt(
     } else {
         None
     };
-    let skills = if has(agent, "skills") {
+    let skills = if ToolsetName::Skills.enabled_in(&agent.toolsets) {
         let visible = rt.skills.visible(&rt.ctx.store, agent, &tools.names()).await?;
         crate::skills::prompt_entries(&visible)
     } else {
         Vec::new()
     };
     let limits = &rt.ctx.config.memory;
-    let (memory, user_profile) = if has(agent, "memory") {
+    let (memory, user_profile) = if ToolsetName::Memory.enabled_in(&agent.toolsets) {
         let snapshot = rt.ctx.store.memory_snapshot(tenant, agent.id, &turn.session_user_key).await?;
         (
             memory::render_block(Document::Memory, &snapshot.memory, limits.memory_char_limit),
@@ -125,7 +126,7 @@ pub(crate) async fn render_prompt(
         skills: &skills,
         context_file: context_file.as_ref(),
         today: chrono::Utc::now().date_naive(),
-        platform: &turn.session_source,
+        platform: turn.session_source.as_str(),
     }))
 }
 
@@ -161,9 +162,13 @@ pub(crate) fn nudge(rt: &Runtime, tools: &ToolRegistry, messages: &mut [ChatMess
     });
 }
 
-/// Toolsets a webhook-started turn may use: upstream's `hermes-webhook` set (web and vision;
-/// its `clarify` has nobody to answer here), because the event it reads is a stranger's text.
-const WEBHOOK_TOOLSETS: &[&str] = &["web", "vision"];
+/// Toolsets a webhook-started turn may use, because the event it reads is a stranger's text:
+/// upstream's `hermes-webhook` set is web and vision (its `clarify` has nobody to answer
+/// here), and neither toolset exists here yet, so the list is empty until they do.
+const WEBHOOK_TOOLSETS: &[ToolsetName] = &[];
+
+/// Toolsets a cron run never gets: nobody to ask, no scheduling more runs, no messaging elsewhere.
+const CRON_EXCLUDED: [ToolsetName; 3] = [ToolsetName::Clarify, ToolsetName::Cronjob, ToolsetName::Messaging];
 
 /// Who started a turn, as far as its setup cares: someone who can answer, or an unattended
 /// run (a cron run or a webhook's turn) that nobody watches.
@@ -175,13 +180,16 @@ pub(crate) enum Origin {
 }
 
 impl Origin {
-    /// Reads the session's source (`api`, `telegram`, `cron`, `webhook`, ...). The store
-    /// keeps it as text; this is the one place the worker reads it.
-    pub fn of(session_source: &str) -> Self {
-        match session_source {
-            "cron" => Self::Cron,
-            "webhook" => Self::Webhook,
-            _ => Self::Attended,
+    /// Who started a session's turns, from its source.
+    pub fn of(source: SessionSource) -> Self {
+        match source {
+            SessionSource::Cron => Self::Cron,
+            SessionSource::Webhook => Self::Webhook,
+            SessionSource::Api
+            | SessionSource::Subagent
+            | SessionSource::Telegram
+            | SessionSource::Slack
+            | SessionSource::Wecom => Self::Attended,
         }
     }
 
@@ -196,8 +204,8 @@ impl Origin {
     pub fn restrict(self, toolsets: &mut Vec<String>) {
         match self {
             Self::Attended => {}
-            Self::Cron => toolsets.retain(|t| !matches!(t.as_str(), "clarify" | "cronjob" | "messaging")),
-            Self::Webhook => toolsets.retain(|t| WEBHOOK_TOOLSETS.contains(&t.as_str())),
+            Self::Cron => toolsets.retain(|t| !among(t, &CRON_EXCLUDED)),
+            Self::Webhook => toolsets.retain(|t| among(t, WEBHOOK_TOOLSETS)),
         }
     }
 }
@@ -219,7 +227,7 @@ pub(crate) async fn apply_job_settings(
             agent.toolsets.retain(|t| only.contains(t));
         }
         if settings.fired {
-            agent.toolsets.retain(|t| WEBHOOK_TOOLSETS.contains(&t.as_str()));
+            agent.toolsets.retain(|t| among(t, WEBHOOK_TOOLSETS));
         }
     }
     Ok(())

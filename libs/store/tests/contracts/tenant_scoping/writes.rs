@@ -28,7 +28,7 @@ async fn sessions_and_turns(w: &World, c: &mut Cases) {
     c.not_found("set_session_title", s.set_session_title(b, session, Some("mine now")).await);
     c.not_found("create_child_session", s.create_child_session(b, session, "child").await);
     c.refused("set_todos", s.set_todos(b, session, &json!([])).await);
-    c.refused("create_session", s.create_session(b, w.a.agent, "api", "user-1", None).await);
+    c.refused("create_session", s.create_session(b, w.a.agent, hermes_core::SessionSource::Api, "user-1", None).await);
     c.not_found("fork_session", s.fork_session(b, session, None, None).await);
     c.not_found("delete_session", s.delete_session(b, None, session).await);
     c.not_found("undo_last_exchange", s.undo_last_exchange(b, session).await);
@@ -67,7 +67,13 @@ async fn sessions_and_turns(w: &World, c: &mut Cases) {
         .await;
     c.fenced("finish_turn", finish);
     let prompt = json!({"question": "?"});
-    let park = Park { agent: w.a.agent, call_id: "call-9", kind: "clarify", prompt: &prompt, timeout: common::LEASE };
+    let park = Park {
+        agent: w.a.agent,
+        call_id: "call-9",
+        kind: hermes_core::InteractionKind::Clarify,
+        prompt: &prompt,
+        timeout: common::LEASE,
+    };
     c.fenced("park_turn", s.park_turn(b, run.session, run.turn, &run.owner, run.fence, &park).await);
     let body = [(None, ChatMessage::user("summary"))];
     c.fenced("fork_compacted", s.fork_compacted(b, run.session, run.fence, run.turn, "prompt", &body).await);
@@ -106,7 +112,7 @@ async fn sessions_and_turns(w: &World, c: &mut Cases) {
 async fn agents_and_skills(w: &World, c: &mut Cases) {
     let (s, b, agent) = (&w.store, w.b.id, w.a.agent);
     c.not_found("set_egress", s.set_egress(b, agent, true).await);
-    c.not_found("set_approval_mode", s.set_approval_mode(b, agent, "off").await);
+    c.not_found("set_approval_mode", s.set_approval_mode(b, agent, hermes_core::ApprovalMode::Off).await);
     c.not_found("set_agent_model", s.set_agent_model(b, agent, "another-model").await);
     c.not_found("set_key_limits", s.set_key_limits(b, w.key, Some(1), Some(1)).await);
     c.not_found("revoke_api_key", s.revoke_api_key(b, w.key).await);
