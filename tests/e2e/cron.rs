@@ -85,7 +85,11 @@ async fn three_schedulers_claim_500_due_jobs_each_exactly_once() {
         env.store.claim_due_jobs("dead", now, 10, 10_000, |j| hermes_scheduler::cron::plan(j, now)).await.unwrap();
     assert_eq!(lost.len(), 1);
     let settled = env.store.settle_runs(Duration::ZERO).await.unwrap();
-    assert_eq!(settled.iter().filter(|s| s.status == "unknown").count(), 501, "the 500 never started, and this one");
+    assert_eq!(
+        settled.iter().filter(|s| s.status == hermes_core::CronRunStatus::Unknown).count(),
+        501,
+        "the 500 never started, and this one"
+    );
     let (status, error): (String, Option<String>) =
         sqlx::query_as("SELECT last_status, last_error FROM cron_jobs WHERE name = 'job 0'")
             .fetch_one(env.store.pool())
@@ -93,7 +97,12 @@ async fn three_schedulers_claim_500_due_jobs_each_exactly_once() {
             .unwrap();
     assert_eq!(status, "error");
     assert!(error.unwrap_or_default().contains("not run again"));
-    let skip = |_: &hermes_store::cron::Job| Plan { run: false, next_run_at: None, state: "scheduled", error: None };
+    let skip = |_: &hermes_store::cron::Job| Plan {
+        run: false,
+        next_run_at: None,
+        state: hermes_core::JobState::Scheduled,
+        error: None,
+    };
     assert!(env.store.claim_due_jobs("s1", Utc::now(), 10, 10_000, skip).await.unwrap().is_empty());
     env.stop().await;
 }

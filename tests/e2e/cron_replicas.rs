@@ -68,7 +68,7 @@ async fn a_scheduler_killed_while_claiming_leaves_each_slot_run_at_most_once() {
     // Claimed and never started: declared unknown once stale, and never run again.
     let stranded = env.count("SELECT count(*) FROM cron_runs WHERE status = 'claimed'").await;
     let settled = env.store.settle_runs(Duration::ZERO).await.unwrap();
-    assert_eq!(settled.iter().filter(|s| s.status == "unknown").count() as i64, stranded);
+    assert_eq!(settled.iter().filter(|s| s.status == hermes_core::CronRunStatus::Unknown).count() as i64, stranded);
     let mut c = Scheduler::start(&env, "sched-c");
     // Nothing may run again over many of C's passes: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(1500)).await;

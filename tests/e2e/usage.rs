@@ -92,8 +92,12 @@ async fn a_reached_hard_cap_stops_turns_before_any_model_call_with_402() {
     };
     env.store.set_model_price(&price).await.unwrap();
     // The agent may spend a cent a day; the first turn passes it.
-    let cap =
-        hermes_store::Budget { agent_id: Some(agent.id), period: "day".into(), hard_usd: Some(0.01), soft_usd: None };
+    let cap = hermes_store::Budget {
+        agent_id: Some(agent.id),
+        period: hermes_core::BudgetPeriod::Day,
+        hard_usd: Some(0.01),
+        soft_usd: None,
+    };
     env.store.set_budget(tenant, &cap).await.unwrap();
     env.llm.push(ScriptedReply::text("an answer that costs more than a cent"));
     let ask = |model: &str| json!({"model": model, "messages": [{"role": "user", "content": "hello"}]});
@@ -115,7 +119,12 @@ async fn a_reached_hard_cap_stops_turns_before_any_model_call_with_402() {
     // The cap is the agent's: another agent of the team goes on, until the team's own cap.
     env.llm.push(ScriptedReply::text("fine"));
     assert_eq!(env.chat(&key, ask("billing")).await.status(), 200);
-    let team = hermes_store::Budget { agent_id: None, period: "month".into(), hard_usd: Some(0.0), soft_usd: None };
+    let team = hermes_store::Budget {
+        agent_id: None,
+        period: hermes_core::BudgetPeriod::Month,
+        hard_usd: Some(0.0),
+        soft_usd: None,
+    };
     env.store.set_budget(tenant, &team).await.unwrap();
     let resp = env.chat(&key, ask("billing")).await;
     assert_eq!(resp.status(), 402);
@@ -130,7 +139,12 @@ async fn a_reached_soft_cap_warns_once_the_turn_goes_on_and_its_tool_and_sandbox
     let env = TestEnv::start().await;
     let (tenant, _, key) = env.tenant("acme", "ops").await;
     // A soft cap of zero is reached from the start; there is no hard cap.
-    let team = hermes_store::Budget { agent_id: None, period: "month".into(), hard_usd: None, soft_usd: Some(0.0) };
+    let team = hermes_store::Budget {
+        agent_id: None,
+        period: hermes_core::BudgetPeriod::Month,
+        hard_usd: None,
+        soft_usd: Some(0.0),
+    };
     env.store.set_budget(tenant, &team).await.unwrap();
     env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "echo checked"})));
     env.llm.push(ScriptedReply::text("All checked."));
@@ -181,7 +195,12 @@ async fn concurrent_turns_never_spend_beyond_the_calls_already_in_flight() {
     };
     env.store.set_model_price(&price).await.unwrap();
     // Any one call costs more than the cap, but all four first calls start before any ends.
-    let team = hermes_store::Budget { agent_id: None, period: "day".into(), hard_usd: Some(0.001), soft_usd: None };
+    let team = hermes_store::Budget {
+        agent_id: None,
+        period: hermes_core::BudgetPeriod::Day,
+        hard_usd: Some(0.001),
+        soft_usd: None,
+    };
     env.store.set_budget(tenant, &team).await.unwrap();
     for n in 0..4 {
         env.llm.push(

@@ -58,7 +58,7 @@ macro_rules! vocabulary {
         impl TryFrom<String> for $name {
             type Error = $crate::kinds::UnknownName;
 
-            fn try_from(s: String) -> Result<Self, Self::Error> {
+            fn try_from(s: String) -> Result<Self, $crate::kinds::UnknownName> {
                 s.parse()
             }
         }
@@ -194,6 +194,66 @@ vocabulary! {
         Smart = "smart",
         /// Never ask.
         Off = "off",
+    }
+}
+
+vocabulary! {
+    /// Where a cron job stands (migration 0028).
+    JobState ("job state") {
+        /// Runs at its `next_run_at`.
+        Scheduled = "scheduled",
+        /// Stopped by its owner (`paused_reason` says why); webhook fires of it are dropped.
+        Paused = "paused",
+        /// Made all its runs (or a missed one-shot).
+        Completed = "completed",
+        /// No next run could be computed; `last_error` says why.
+        Error = "error",
+    }
+}
+
+vocabulary! {
+    /// A cron run's ledger status: claimed -> running -> completed | failed, or unknown when
+    /// what claimed it vanished before starting it (never re-run blindly).
+    CronRunStatus ("cron run status") {
+        Claimed = "claimed",
+        Running = "running",
+        Completed = "completed",
+        Failed = "failed",
+        Unknown = "unknown",
+    }
+}
+
+vocabulary! {
+    /// How a cron job's latest run ended, as its `last_status` column keeps it.
+    RunOutcome ("run outcome") {
+        Ok = "ok",
+        Error = "error",
+    }
+}
+
+vocabulary! {
+    /// The period a spending cap counts over, in the tenant's time zone (migration 0013).
+    BudgetPeriod ("budget period") {
+        Day = "day",
+        Month = "month",
+    }
+}
+
+vocabulary! {
+    /// Where a skill stands with the curator (migration 0008).
+    SkillState ("skill state") {
+        Active = "active",
+        Stale = "stale",
+        Archived = "archived",
+    }
+}
+
+vocabulary! {
+    /// Where a goal stands (migration 0032).
+    GoalState ("goal state") {
+        Active = "active",
+        Paused = "paused",
+        Done = "done",
     }
 }
 

@@ -16,8 +16,8 @@ pub use event::{
 };
 pub use ids::{AgentId, ApiKeyId, IdParseError, SessionId, TenantId, TurnId};
 pub use kinds::{
-    ApprovalMode, BusyMode, ChannelMode, ChannelStatus, GroupSessions, InteractionKind, Platform, SessionSource,
-    UnknownName,
+    ApprovalMode, BudgetPeriod, BusyMode, ChannelMode, ChannelStatus, CronRunStatus, GoalState, GroupSessions,
+    InteractionKind, JobState, Platform, RunOutcome, SessionSource, SkillState, UnknownName,
 };
 pub use message::{ChatMessage, Content, ContentPart, Role, ToolCall, ToolCallFunction};
 pub use toolsets::ToolsetName;

@@ -7,7 +7,7 @@ use chrono::{DateTime, Datelike, NaiveDate, TimeZone, Utc};
 use serde::Serialize;
 use sqlx::Row;
 
-use hermes_core::{AgentId, TenantId};
+use hermes_core::{AgentId, BudgetPeriod, TenantId};
 
 use crate::{Result, Store, StoreError};
 
@@ -16,8 +16,7 @@ use crate::{Result, Store, StoreError};
 pub struct Budget {
     /// `None`: the whole tenant.
     pub agent_id: Option<AgentId>,
-    /// `day` or `month`.
-    pub period: String,
+    pub period: BudgetPeriod,
     pub hard_usd: Option<f64>,
     pub soft_usd: Option<f64>,
 }
@@ -54,9 +53,6 @@ fn period_starts(zone: chrono_tz::Tz, now: DateTime<Utc>) -> (DateTime<Utc>, Dat
 impl Store {
     /// Sets a cap (replacing the one of the same scope and period).
     pub async fn set_budget(&self, tenant: TenantId, budget: &Budget) -> Result<()> {
-        if !matches!(budget.period.as_str(), "day" | "month") {
-            return Err(StoreError::Invalid("a budget's period is day or month".into()));
-        }
         let valid = |v: Option<f64>| v.is_none_or(|x| x.is_finite() && x >= 0.0);
         if !valid(budget.hard_usd) || !valid(budget.soft_usd) {
             return Err(StoreError::Invalid("caps are non-negative amounts in US dollars".into()));
@@ -65,7 +61,7 @@ impl Store {
         sqlx::query("DELETE FROM budgets WHERE tenant_id = $1 AND agent_id IS NOT DISTINCT FROM $2 AND period = $3")
             .bind(tenant.as_uuid())
             .bind(budget.agent_id.map(|a| a.as_uuid()))
-            .bind(&budget.period)
+            .bind(budget.period.as_str())
             .execute(&mut *tx)
             .await?;
         sqlx::query(
@@ -74,7 +70,7 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .bind(budget.agent_id.map(|a| a.as_uuid()))
-        .bind(&budget.period)
+        .bind(budget.period.as_str())
         .bind(budget.hard_usd)
         .bind(budget.soft_usd)
         .execute(&mut *tx)
@@ -113,11 +109,14 @@ impl Store {
         for cap in &caps {
             let budget = Budget {
                 agent_id: cap.try_get::<Option<uuid::Uuid>, _>("agent_id")?.map(AgentId::from_uuid),
-                period: cap.try_get("period")?,
+                period: crate::rows::vocab(cap.try_get("period")?)?,
                 hard_usd: cap.try_get("hard")?,
                 soft_usd: cap.try_get("soft")?,
             };
-            let since = if budget.period == "day" { day } else { month };
+            let since = match budget.period {
+                BudgetPeriod::Day => day,
+                BudgetPeriod::Month => month,
+            };
             let spent_usd: f64 = sqlx::query_scalar(
                 "SELECT COALESCE(sum(cost_usd), 0)::float8 FROM model_calls
                  WHERE tenant_id = $1 AND ($2::uuid IS NULL OR agent_id = $2) AND created_at >= $3",

@@ -7,7 +7,7 @@ use serde_json::Value;
 use sqlx::Row;
 
 pub use hermes_core::cron::JobTiming;
-use hermes_core::{AgentId, TenantId, TurnId};
+use hermes_core::{AgentId, CronRunStatus, JobState, RunOutcome, TenantId, TurnId};
 
 use crate::{Result, Store, StoreError};
 
@@ -55,11 +55,13 @@ pub struct Job {
     pub timezone: String,
     pub repeat_times: Option<i32>,
     pub repeat_completed: i32,
-    pub state: String,
+    #[sqlx(try_from = "String")]
+    pub state: JobState,
     pub paused_reason: Option<String>,
     pub next_run_at: Option<DateTime<Utc>>,
     pub last_run_at: Option<DateTime<Utc>>,
-    pub last_status: Option<String>,
+    #[sqlx(try_from = "crate::rows::MaybeText")]
+    pub last_status: Option<RunOutcome>,
     pub last_error: Option<String>,
     pub last_delivery_error: Option<String>,
     pub deliver: String,
@@ -75,8 +77,8 @@ pub struct Plan {
     pub run: bool,
     /// Its next run (none: no more runs for now).
     pub next_run_at: Option<DateTime<Utc>>,
-    /// `scheduled`, `completed` (a missed one-shot) or `error` (no next run can be computed).
-    pub state: &'static str,
+    /// `Scheduled`, `Completed` (a missed one-shot) or `Error` (no next run can be computed).
+    pub state: JobState,
     pub error: Option<String>,
 }
 
@@ -109,7 +111,8 @@ pub struct SettledRun {
     #[sqlx(try_from = "crate::rows::Id")]
     pub tenant_id: TenantId,
     pub job_id: uuid::Uuid,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: CronRunStatus,
 }
 
 impl Store {

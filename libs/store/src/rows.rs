@@ -23,6 +23,26 @@ pub(crate) struct Id(Uuid);
 #[sqlx(transparent)]
 pub(crate) struct MaybeId(Option<Uuid>);
 
+/// A nullable text column, on its way to an optional vocabulary value
+/// (`#[sqlx(try_from = "crate::rows::MaybeText")]`).
+#[derive(sqlx::Type)]
+#[sqlx(transparent)]
+pub(crate) struct MaybeText(Option<String>);
+
+macro_rules! optional_vocabularies {
+    ($($vocab:ty),*) => {$(
+        impl TryFrom<MaybeText> for Option<$vocab> {
+            type Error = hermes_core::UnknownName;
+
+            fn try_from(column: MaybeText) -> std::result::Result<Self, Self::Error> {
+                column.0.map(|text| text.parse()).transpose()
+            }
+        }
+    )*};
+}
+
+optional_vocabularies!(hermes_core::RunOutcome);
+
 macro_rules! open_ids {
     ($($id:ident),*) => {$(
         impl From<Id> for $id {

@@ -54,8 +54,9 @@ pub enum BudgetCmd {
         tenant: String,
         #[arg(long)]
         agent: Option<String>,
-        #[arg(long, value_parser = ["day", "month"])]
-        period: String,
+        /// day or month.
+        #[arg(long)]
+        period: hermes_core::BudgetPeriod,
         /// No model call once this much (USD) is spent in the period.
         #[arg(long)]
         hard: Option<f64>,

@@ -8,7 +8,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use hermes_core::ChatMessage;
+use hermes_core::{ChatMessage, CronRunStatus, JobState};
 use hermes_queue::SessionWork;
 use hermes_schedule::{Catchup, Schedule, time_zone};
 use hermes_store::cron::{ClaimedRun, Job, Plan};
@@ -25,7 +25,7 @@ const MAX_SKIPPED_SLOTS: usize = 100_000;
 
 /// What to do with `job`, due and seen at `now`.
 pub fn plan(job: &Job, now: DateTime<Utc>) -> Plan {
-    let fail = |why: String| Plan { run: false, next_run_at: None, state: "error", error: Some(why) };
+    let fail = |why: String| Plan { run: false, next_run_at: None, state: JobState::Error, error: Some(why) };
     let tz = match time_zone(&job.timezone) {
         Ok(tz) => tz,
         Err(e) => return fail(e.to_string()),
@@ -38,10 +38,10 @@ pub fn plan(job: &Job, now: DateTime<Utc>) -> Plan {
     let run = schedule.catch_up(due, now, tz) == Catchup::Run;
     if !schedule.is_recurring() {
         return if run {
-            Plan { run, next_run_at: None, state: "scheduled", error: None }
+            Plan { run, next_run_at: None, state: JobState::Scheduled, error: None }
         } else {
             let why = format!("missed: it was due at {due} and the scheduler saw it only at {now}");
-            Plan { run, next_run_at: None, state: "completed", error: Some(why) }
+            Plan { run, next_run_at: None, state: JobState::Completed, error: Some(why) }
         };
     }
     let last = run && job.repeat_times.is_some_and(|times| job.repeat_completed + 1 >= times);
@@ -54,7 +54,9 @@ pub fn plan(job: &Job, now: DateTime<Utc>) -> Plan {
         }
     }
     match next {
-        Ok(Some(t)) if t > now => Plan { run, next_run_at: (!last).then_some(t), state: "scheduled", error: None },
+        Ok(Some(t)) if t > now => {
+            Plan { run, next_run_at: (!last).then_some(t), state: JobState::Scheduled, error: None }
+        }
         Ok(_) => fail("the schedule has no next run".into()),
         Err(e) => fail(format!("the next run cannot be computed: {e}")),
     }
@@ -160,12 +162,12 @@ pub async fn cron_once(ctx: &SchedulerContext, owner: &str, now: DateTime<Utc>) 
     for settled in ctx.store.settle_runs(STALE_CLAIM).await? {
         tracing::info!(tenant.id = %settled.tenant_id, job.id = %settled.job_id, run.id = %settled.run_id,
                        status = %settled.status, "cron run ended");
-        if settled.status == "unknown"
+        if settled.status == CronRunStatus::Unknown
             && let Err(e) = tell_unknown(ctx, &settled).await
         {
             tracing::warn!(error = %e, run.id = %settled.run_id, "cannot tell the owner of a lost cron run");
         }
-        metrics::counter!("hermes_cron_runs_total", "status" => settled.status).increment(1);
+        metrics::counter!("hermes_cron_runs_total", "status" => settled.status.as_str()).increment(1);
     }
     Ok(started)
 }
@@ -191,7 +193,7 @@ mod tests {
             timezone: "UTC".into(),
             repeat_times: None,
             repeat_completed: 0,
-            state: "scheduled".into(),
+            state: JobState::Scheduled,
             paused_reason: None,
             next_run_at: Some(next),
             last_run_at: None,
@@ -225,7 +227,9 @@ mod tests {
         assert_eq!(p.next_run_at, Some(due + Duration::hours(6)));
         // A one-shot 3 minutes late is missed and completes, saying why.
         let p = plan(&job(&due.to_rfc3339(), due), due + Duration::minutes(3));
-        assert!(!p.run && p.state == "completed" && p.error.as_deref().is_some_and(|e| e.starts_with("missed")));
+        assert!(
+            !p.run && p.state == JobState::Completed && p.error.as_deref().is_some_and(|e| e.starts_with("missed"))
+        );
         // The last of N repeats leaves no next run.
         let mut last = job("every 1h", due);
         last.repeat_times = Some(3);
@@ -233,6 +237,6 @@ mod tests {
         assert_eq!(plan(&last, due).next_run_at, None);
         // A schedule that cannot be read puts the job in error, never silently off.
         let p = plan(&job("every fortnight", due), due);
-        assert!(!p.run && p.state == "error");
+        assert!(!p.run && p.state == JobState::Error);
     }
 }

@@ -3,7 +3,7 @@
 //! API); a reached soft cap is logged and counted. If the caps cannot be read the call goes
 //! ahead: an outage of the ledger should not stop every team's work.
 
-use hermes_core::{AgentId, TenantId};
+use hermes_core::{AgentId, BudgetPeriod, TenantId};
 use hermes_llm::{ChatModel, ChatRequest, ChatResponse, DeltaSink, ErrorClass, LlmError};
 use hermes_store::Store;
 
@@ -31,7 +31,7 @@ impl<M> Budgeted<M> {
             metrics::counter!("hermes_budget_soft_reached_total").increment(1);
             if !self.warned.swap(true, std::sync::atomic::Ordering::Relaxed) {
                 let whose = if state.budget.agent_id.is_some() { "This agent's" } else { "Your team's" };
-                let period = if state.budget.period == "day" { "daily" } else { "monthly" };
+                let (period, _) = wording(state.budget.period);
                 sink.notice(
                     "soft_cap_reached",
                     &format!(
@@ -44,8 +44,7 @@ impl<M> Budgeted<M> {
         }
         let state = states.iter().find(|s| s.hard_reached())?;
         let whose = if state.budget.agent_id.is_some() { "This agent's" } else { "Your team's" };
-        let (period, until) =
-            if state.budget.period == "day" { ("daily", "tomorrow") } else { ("monthly", "next month") };
+        let (period, until) = wording(state.budget.period);
         metrics::counter!("hermes_budget_refusals_total").increment(1);
         Some(LlmError::new(
             ErrorClass::SpendCap,
@@ -56,6 +55,14 @@ impl<M> Budgeted<M> {
                 state.spent_usd
             ),
         ))
+    }
+}
+
+/// How a period reads in a message: its adjective, and when a cap of it lifts.
+fn wording(period: BudgetPeriod) -> (&'static str, &'static str) {
+    match period {
+        BudgetPeriod::Day => ("daily", "tomorrow"),
+        BudgetPeriod::Month => ("monthly", "next month"),
     }
 }
 

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
-use hermes_core::{SessionId, TenantId};
+use hermes_core::{JobState, SessionId, TenantId};
 
 use crate::cron::{ClaimedRun, Job, Plan, SettledRun};
 use crate::{Result, Store};
@@ -46,7 +46,7 @@ impl Store {
             )
             .bind(job.id)
             .bind(decision.next_run_at)
-            .bind(decision.state)
+            .bind(decision.state.as_str())
             .bind(&decision.error)
             .execute(&mut *tx)
             .await?;
@@ -211,7 +211,7 @@ pub(crate) async fn claim_fires(
             continue;
         };
         let job = crate::rows::read::<Job>(&row)?;
-        if job.state == "paused" {
+        if job.state == JobState::Paused {
             tracing::info!(job.id = %job.id, "a webhook fired a paused job; not run");
             continue;
         }

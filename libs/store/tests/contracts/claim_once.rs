@@ -150,7 +150,7 @@ async fn a_due_cron_job_is_run_by_one_scheduler(pool: PgPool) {
     let next_hour = move |_: &hermes_store::cron::Job| Plan {
         run: true,
         next_run_at: Some(now + chrono::Duration::hours(1)),
-        state: "scheduled",
+        state: hermes_core::JobState::Scheduled,
         error: None,
     };
     let claims = race(&store, 4, move |store, i| async move {
@@ -177,8 +177,12 @@ async fn a_cron_slot_runs_once_even_when_its_job_stays_due(pool: PgPool) {
     let t = common::tenant(&store, "acme").await;
     let due = Utc::now() - chrono::Duration::minutes(1);
     let job = store.create_job(t.id, &common::job(&t, "report", due)).await.unwrap();
-    let stay =
-        |j: &hermes_store::cron::Job| Plan { run: true, next_run_at: j.next_run_at, state: "scheduled", error: None };
+    let stay = |j: &hermes_store::cron::Job| Plan {
+        run: true,
+        next_run_at: j.next_run_at,
+        state: hermes_core::JobState::Scheduled,
+        error: None,
+    };
     let now = Utc::now();
     assert_eq!(store.claim_due_jobs("scheduler-1", now, 10, 100, stay).await.unwrap().len(), 1);
     assert!(store.claim_due_jobs("scheduler-2", now, 10, 100, stay).await.unwrap().is_empty());

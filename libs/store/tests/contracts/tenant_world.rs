@@ -220,7 +220,7 @@ async fn job_with_a_run(store: &Store, a: &Tenant) -> (hermes_store::cron::Job, 
     let plan = |_: &hermes_store::cron::Job| hermes_store::cron::Plan {
         run: true,
         next_run_at: Some(next),
-        state: "scheduled",
+        state: hermes_core::JobState::Scheduled,
         error: None,
     };
     let runs = store.claim_due_jobs("scheduler", Utc::now(), 10, 10, plan).await.unwrap();
@@ -251,7 +251,12 @@ async fn keepsakes(store: &Store, a: &Tenant, secrets: &SecretBox) {
     store.record_skill_use(a.id, a.agent, SKILL, SkillUse::Used, Utc::now()).await.unwrap();
     store.set_goal(a.id, a.session, "ship it", 5).await.unwrap();
     store.set_todos(a.id, a.session, &json!([{"content": "write tests", "status": "pending"}])).await.unwrap();
-    let budget = Budget { agent_id: Some(a.agent), period: "day".into(), hard_usd: Some(10.0), soft_usd: Some(5.0) };
+    let budget = Budget {
+        agent_id: Some(a.agent),
+        period: hermes_core::BudgetPeriod::Day,
+        hard_usd: Some(10.0),
+        soft_usd: Some(5.0),
+    };
     store.set_budget(a.id, &budget).await.unwrap();
     store.grant_session_patterns(a.id, a.agent, a.session, &["ls".to_owned()]).await.unwrap();
     store.accept_inbound(a.id, INBOUND_SOURCE, "update-1", &json!({"text": "hi"}), None, None).await.unwrap();

@@ -117,7 +117,8 @@ async fn agents_and_skills(w: &World, c: &mut Cases) {
     c.not_found("set_key_limits", s.set_key_limits(b, w.key, Some(1), Some(1)).await);
     c.not_found("revoke_api_key", s.revoke_api_key(b, w.key).await);
     c.not_found("create_api_key", s.create_api_key(b, Some(agent), "stolen", None).await);
-    let budget = Budget { agent_id: Some(agent), period: "day".into(), hard_usd: Some(0.0), soft_usd: None };
+    let budget =
+        Budget { agent_id: Some(agent), period: hermes_core::BudgetPeriod::Day, hard_usd: Some(0.0), soft_usd: None };
     c.not_found("set_budget", s.set_budget(b, &budget).await);
     let mine = |_: &[String]| Ok::<_, ()>(Some(vec!["mine now".to_owned()]));
     c.refused("update_memory", s.update_memory(b, agent, MemoryTarget::Memory, "", mine).await);
