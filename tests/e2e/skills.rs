@@ -6,7 +6,7 @@
 use chrono::Utc;
 use serde_json::{Value, json};
 
-use hermes_core::{AgentId, TenantId};
+use hermes_core::{AgentId, SkillState, TenantId};
 use hermes_store::{CuratorRules, SkillUse};
 use hermes_testkit::ScriptedReply;
 
@@ -303,16 +303,16 @@ async fn the_curator_marks_unused_skills_stale_then_archived_spares_pinned_ones_
     assert_eq!(moved, [("old-one", "stale")]);
     // After 91 days it is archived, and it leaves the index; pinned stays, fresh goes stale.
     let changes = env.store.curate_agent_skills(tenant, agent.id, now + day * 91, rules).await.unwrap();
-    let mut moved: Vec<(String, String)> = changes.into_iter().map(|c| (c.name, c.to)).collect();
+    let mut moved: Vec<(String, SkillState)> = changes.into_iter().map(|c| (c.name, c.to)).collect();
     moved.sort();
-    assert_eq!(moved, [("fresh-one".to_owned(), "stale".to_owned()), ("old-one".to_owned(), "archived".to_owned())]);
+    assert_eq!(moved, [("fresh-one".to_owned(), SkillState::Stale), ("old-one".to_owned(), SkillState::Archived)]);
     let visible = env.store.visible_skills(tenant, agent.id).await.unwrap();
-    let state = |n: &str| visible.iter().find(|v| v.skill.name == n).unwrap().state.clone();
-    assert_eq!((state("old-one"), state("pinned-one")), ("archived".to_owned(), "active".to_owned()));
+    let state = |n: &str| visible.iter().find(|v| v.skill.name == n).unwrap().state;
+    assert_eq!((state("old-one"), state("pinned-one")), (SkillState::Archived, SkillState::Active));
     // Using an archived skill brings it back.
     env.store.record_skill_use(tenant, agent.id, "old-one", SkillUse::Viewed, now + day * 92).await.unwrap();
     let visible = env.store.visible_skills(tenant, agent.id).await.unwrap();
-    assert_eq!(visible.iter().find(|v| v.skill.name == "old-one").unwrap().state, "active");
+    assert_eq!(visible.iter().find(|v| v.skill.name == "old-one").unwrap().state, SkillState::Active);
     let log: Vec<String> = env
         .store
         .skill_events(tenant, agent.id, 10)

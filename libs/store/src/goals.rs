@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use sqlx::Row;
 
-use hermes_core::{AgentId, ChatMessage, SessionId, TenantId, TurnId};
+use hermes_core::{AgentId, ChatMessage, GoalState, SessionId, TenantId, TurnId};
 
 use crate::{NewTurn, Result, Store, TurnTarget};
 
@@ -16,8 +16,8 @@ pub struct Goal {
     pub goal: String,
     /// Criteria added with `/subgoal`, in order.
     pub subgoals: Vec<String>,
-    /// `active`, `paused` or `done`.
-    pub state: String,
+    #[sqlx(try_from = "String")]
+    pub state: GoalState,
     pub turns_used: i32,
     pub max_turns: i32,
     pub judge_failures: i32,
@@ -28,7 +28,7 @@ pub struct Goal {
 /// What the judge's verdict does to a goal.
 #[derive(Debug, Clone)]
 pub struct GoalStep {
-    pub state: &'static str,
+    pub state: GoalState,
     pub turns_used: i32,
     pub judge_failures: i32,
     pub reason: String,
@@ -197,7 +197,7 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .bind(session.as_uuid())
-        .bind(step.state)
+        .bind(step.state.as_str())
         .bind(step.turns_used)
         .bind(step.judge_failures)
         .bind(crate::messages::without_nul(&step.reason))

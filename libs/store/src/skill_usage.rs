@@ -8,7 +8,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
 use sqlx::Row;
 
-use hermes_core::{AgentId, TenantId};
+use hermes_core::{AgentId, SkillState, TenantId};
 
 use crate::{Result, Store, StoreError};
 
@@ -38,8 +38,8 @@ impl Default for CuratorRules {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CuratorChange {
     pub name: String,
-    pub from: String,
-    pub to: String,
+    pub from: SkillState,
+    pub to: SkillState,
 }
 
 /// An entry of the skill log.
@@ -112,7 +112,7 @@ impl Store {
         .bind(now)
         .fetch_optional(&mut *tx)
         .await?;
-        if let Some(from) = revived {
+        if let Some(from) = revived.as_deref().map(crate::rows::vocab::<SkillState>).transpose()? {
             log_event(&mut tx, tenant, Some(agent), name, "revive", "usage", &json!({"from": from})).await?;
             crate::skills::bump_version(&mut tx, tenant.as_uuid()).await?;
         }
@@ -191,19 +191,19 @@ impl Store {
         .await?;
         let mut changes = Vec::new();
         for row in rows {
-            let (name, state, pinned): (String, String, bool) =
-                (row.try_get("name")?, row.try_get("state")?, row.try_get("pinned")?);
+            let (name, state, pinned): (String, SkillState, bool) =
+                (row.try_get("name")?, crate::rows::vocab(row.try_get("state")?)?, row.try_get("pinned")?);
             let idle = now - row.try_get::<DateTime<Utc>, _>("last_touched")?;
             let verdict = if pinned {
-                "active"
+                SkillState::Active
             } else if idle >= rules.archive_after {
-                "archived"
+                SkillState::Archived
             } else if idle >= rules.stale_after {
-                "stale"
+                SkillState::Stale
             } else {
-                "active"
+                SkillState::Active
             };
-            if verdict == state || (pinned && state == "active") {
+            if verdict == state || (pinned && state == SkillState::Active) {
                 continue;
             }
             sqlx::query(
@@ -213,13 +213,13 @@ impl Store {
             .bind(tenant.as_uuid())
             .bind(agent.as_uuid())
             .bind(&name)
-            .bind(verdict)
+            .bind(verdict.as_str())
             .bind(now)
             .execute(&mut *tx)
             .await?;
             let detail = json!({"from": state, "to": verdict, "idle_days": idle.num_days()});
-            log_event(&mut tx, tenant, Some(agent), &name, verdict, "curator", &detail).await?;
-            changes.push(CuratorChange { name, from: state, to: verdict.to_owned() });
+            log_event(&mut tx, tenant, Some(agent), &name, verdict.as_str(), "curator", &detail).await?;
+            changes.push(CuratorChange { name, from: state, to: verdict });
         }
         if !changes.is_empty() {
             crate::skills::bump_version(&mut tx, tenant.as_uuid()).await?;

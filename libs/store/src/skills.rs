@@ -45,8 +45,9 @@ pub struct VisibleSkill {
     #[sqlx(flatten)]
     pub skill: SkillRecord,
     pub pinned: bool,
-    /// `active`, `stale` or `archived` (the curator's verdict for this agent).
-    pub state: String,
+    /// The curator's verdict for this agent.
+    #[sqlx(try_from = "String")]
+    pub state: hermes_core::SkillState,
     pub view_count: i64,
     pub use_count: i64,
     pub last_used_at: Option<DateTime<Utc>>,

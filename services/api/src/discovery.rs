@@ -99,7 +99,7 @@ fn shown_skills(agent: &Agent, visible: &[VisibleSkill]) -> Vec<Value> {
         hermes_skills::Visibility { toolsets: &agent.toolsets, tools: &tools, disabled: &agent.disabled_skills };
     visible
         .iter()
-        .filter(|v| v.state != "archived")
+        .filter(|v| v.state != hermes_core::SkillState::Archived)
         .filter_map(|v| serde_json::from_value::<hermes_skills::Skill>(v.skill.meta.clone()).ok().map(|s| (v, s)))
         .filter(|(_, s)| rules.shows(s))
         .map(|(v, s)| {

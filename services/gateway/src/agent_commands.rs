@@ -69,7 +69,7 @@ impl Gateway {
     /// `/skills`: the skills the agent can use, each also a command (`/skill-name`).
     pub(crate) async fn skills_command(&self, channel: &Channel) -> Result<String, IngestError> {
         let skills = self.store.visible_skills(channel.tenant_id, channel.agent_id).await.map_err(err)?;
-        let active: Vec<_> = skills.iter().filter(|s| s.state != "archived").collect();
+        let active: Vec<_> = skills.iter().filter(|s| s.state != hermes_core::SkillState::Archived).collect();
         if active.is_empty() {
             return Ok("I have no skills yet.".into());
         }

@@ -112,7 +112,9 @@ impl Gateway {
         let mut words = rest.split_whitespace();
         let mut refusal = None;
         let edited = match (words.next(), words.next(), words.next()) {
-            (None, _, _) => self.store.goal(tenant, session).await.map_err(err)?.filter(|g| g.state != "done"),
+            (None, _, _) => {
+                self.store.goal(tenant, session).await.map_err(err)?.filter(|g| g.state != hermes_core::GoalState::Done)
+            }
             (Some("clear"), None, _) => self.store.edit_subgoals(tenant, session, Vec::clear).await.map_err(err)?,
             (Some("remove"), Some(n), None) => {
                 let index = n.parse::<usize>().ok().filter(|&n| n > 0);

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use hermes_core::{ChatMessage, SessionId, TenantId};
+use hermes_core::{ChatMessage, GoalState, SessionId, TenantId};
 use hermes_llm::{ChatModel, ChatRequest, NoDeltas};
 use hermes_store::ClaimedTurn;
 use hermes_store::goals::{Goal, GoalStep, continuation};
@@ -119,22 +119,22 @@ pub(crate) fn next_step(goal: &Goal, verdict: &Verdict) -> GoalStep {
         continuation,
     };
     if verdict.done {
-        step("done", format!("✓ Goal achieved: {}", verdict.reason), None)
+        step(GoalState::Done, format!("✓ Goal achieved: {}", verdict.reason), None)
     } else if failures >= MAX_JUDGE_FAILURES {
         let why = format!(
             "⏸ Goal paused: the judge's answers could not be read {failures} times in a row. Give the agent an \
              auxiliary model that follows instructions, then /goal resume."
         );
-        step("paused", why, None)
+        step(GoalState::Paused, why, None)
     } else if used >= goal.max_turns {
         let why = format!(
             "⏸ Goal paused — {used}/{} turns used. Use /goal resume to keep going, or /goal clear to stop.",
             goal.max_turns
         );
-        step("paused", why, None)
+        step(GoalState::Paused, why, None)
     } else {
         let notice = format!("↻ Continuing toward goal ({used}/{}): {}", goal.max_turns, verdict.reason);
-        step("active", notice, Some(continuation(&goal.goal, &goal.subgoals)))
+        step(GoalState::Active, notice, Some(continuation(&goal.goal, &goal.subgoals)))
     }
 }
 
@@ -184,7 +184,7 @@ mod tests {
         Goal {
             goal: "ship it".into(),
             subgoals: vec![],
-            state: "active".into(),
+            state: GoalState::Active,
             turns_used: used,
             max_turns: 20,
             judge_failures: failures,
@@ -209,17 +209,17 @@ mod tests {
     fn a_goal_goes_on_until_done_or_out_of_turns_and_an_unreadable_judge_pauses_it_at_three() {
         let going = Verdict { done: false, reason: "tests still fail".into(), readable: true };
         let step = next_step(&goal(0, 0), &going);
-        assert_eq!((step.state, step.turns_used), ("active", 1));
+        assert_eq!((step.state, step.turns_used), (GoalState::Active, 1));
         assert_eq!(step.notice.as_deref(), Some("↻ Continuing toward goal (1/20): tests still fail"));
         assert!(step.continuation.unwrap().starts_with(CONTINUATION_MARKER));
         let last = next_step(&goal(19, 0), &going);
-        assert_eq!((last.state, last.continuation.is_none()), ("paused", true));
+        assert_eq!((last.state, last.continuation.is_none()), (GoalState::Paused, true));
         assert!(last.notice.unwrap().starts_with("⏸ Goal paused — 20/20 turns used."));
         let done = next_step(&goal(3, 0), &Verdict { done: true, reason: "Shipped.".into(), readable: true });
-        assert_eq!((done.state, done.notice.as_deref()), ("done", Some("✓ Goal achieved: Shipped.")));
+        assert_eq!((done.state, done.notice.as_deref()), (GoalState::Done, Some("✓ Goal achieved: Shipped.")));
         let garbled = Verdict { done: false, reason: "unreadable".into(), readable: false };
-        assert_eq!(next_step(&goal(1, 1), &garbled).state, "active");
-        assert_eq!(next_step(&goal(1, 2), &garbled).state, "paused");
+        assert_eq!(next_step(&goal(1, 1), &garbled).state, GoalState::Active);
+        assert_eq!(next_step(&goal(1, 2), &garbled).state, GoalState::Paused);
         assert_eq!(next_step(&goal(1, 2), &going).judge_failures, 0);
     }
 

@@ -25,7 +25,7 @@ pub(crate) const SANDBOX_SKILLS_DIR: &str = "/tmp/hermes-skills";
 pub(crate) struct Indexed {
     pub record: SkillRecord,
     pub skill: Skill,
-    pub state: String,
+    pub state: hermes_core::SkillState,
     pub pinned: bool,
 }
 
@@ -71,7 +71,11 @@ impl SkillCatalog {
     pub async fn visible(&self, store: &Store, agent: &Agent, tool_names: &[&str]) -> Result<Vec<Indexed>, StoreError> {
         let all = self.all(store, agent.tenant_id, agent.id).await?;
         let rules = Visibility { toolsets: &agent.toolsets, tools: tool_names, disabled: &agent.disabled_skills };
-        Ok(all.iter().filter(|s| s.state != "archived" && rules.shows(&s.skill)).cloned().collect())
+        Ok(all
+            .iter()
+            .filter(|s| s.state != hermes_core::SkillState::Archived && rules.shows(&s.skill))
+            .cloned()
+            .collect())
     }
 }
 

@@ -87,7 +87,7 @@ async fn sessions_and_turns(w: &World, c: &mut Cases) {
     c.nothing("edit_subgoals", s.edit_subgoals(b, session, |all| all.push("mine now".into())).await);
     c.nothing("clear_goal", s.clear_goal(b, session).await);
     let step = |_: &hermes_store::goals::Goal| GoalStep {
-        state: "done",
+        state: hermes_core::GoalState::Done,
         turns_used: 1,
         judge_failures: 0,
         reason: "mine now".into(),
