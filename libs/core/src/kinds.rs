@@ -1,5 +1,6 @@
 //! The closed vocabularies that travel between processes and live in Postgres as text: chat
-//! platforms and modes, busy modes, interaction kinds, toolsets. Serde and `FromStr`/`Display`
+//! platforms and modes, busy modes, interaction kinds, cron job and run states, budget periods,
+//! skill and goal states (toolsets live in `toolsets.rs`). Serde and `FromStr`/`Display`
 //! use the same names as the database columns (and their CHECK constraints), so a value read
 //! from a row, a TOML file or a JSON body is one of these or an error naming the allowed ones.
 
@@ -270,6 +271,14 @@ mod tests {
             assert_eq!(mode.as_str().parse::<ChannelMode>().unwrap(), *mode);
         }
         assert_eq!(BusyMode::Steer.to_string(), "steer");
+    }
+
+    #[test]
+    fn a_variant_named_error_or_ok_keeps_its_wire_name() {
+        assert_eq!("error".parse::<JobState>().unwrap(), JobState::Error);
+        assert_eq!(serde_json::to_string(&RunOutcome::Ok).unwrap(), "\"ok\"");
+        assert_eq!(JobState::try_from("paused".to_owned()).unwrap(), JobState::Paused);
+        assert!("weekly".parse::<BudgetPeriod>().is_err());
     }
 
     #[test]
