@@ -22,6 +22,8 @@ async fn a_chat_message_is_taken_in_once_and_its_answer_is_queued_for_delivery_o
         source: hermes_core::SessionSource::Telegram,
         user_key: "telegram:7".into(),
     };
+    // A chat of a bot that is not bound here: the answer is queued all the same.
+    let chat = hermes_core::outbox::Destination::chat(hermes_core::Platform::Telegram, uuid::Uuid::now_v7(), "42", None);
     let turn = || NewTurn {
         agent_id: agent.id,
         target: TurnTarget::Route { route: route.clone(), fresh: true, replaces: None },
@@ -31,7 +33,7 @@ async fn a_chat_message_is_taken_in_once_and_its_answer_is_queued_for_delivery_o
         notify_hub: None,
         api_key: None,
         response: None,
-        reply_to: Some(json!({"channel_id": null, "chat_id": "42"})),
+        reply_to: Some(chat.clone()),
     };
     let update = json!({"update_id": 1001, "message": {"text": "hi"}});
     let first = env.store.accept_inbound(tenant, "telegram:bot", "1001", &update, Some(turn()), None).await.unwrap();
@@ -52,9 +54,12 @@ async fn a_chat_message_is_taken_in_once_and_its_answer_is_queued_for_delivery_o
     let claimed = poll_until(async || Some(claim().await).filter(|c| !c.is_empty())).await.unwrap_or_default();
     assert_eq!(claimed.len(), 1, "one answer for one turn");
     let item = &claimed[0];
-    assert_eq!(item.destination["chat_id"], "42");
-    assert_eq!(item.payload["outcome"]["content"], "Hello from the bot.");
-    assert_eq!(item.payload["status"], "completed");
+    assert_eq!(item.destination.chat_id, "42");
+    let hermes_core::outbox::OutboxPayload::Answer { status, outcome: Some(outcome) } = &item.payload else {
+        panic!("an answer: {:?}", item.payload)
+    };
+    assert_eq!(outcome.content, "Hello from the bot.");
+    assert_eq!(*status, hermes_core::outbox::AnswerStatus::Completed);
     let seen = env.llm.requests()[0].messages();
     assert_eq!(seen.last().unwrap()["content"], "hi\nand the rest", "the model saw both parts as one message");
     // Claimed: another pod does not get it while the lease runs.

@@ -3,7 +3,7 @@
 
 use futures_util::future::BoxFuture;
 
-use hermes_core::{ChatMessage, Role, Usage};
+use hermes_core::{ChatMessage, ErrorCode, Role, Usage};
 use hermes_llm::ChatModel;
 
 use crate::compress::{self, Compaction, Compressor, Summarizer};
@@ -124,8 +124,7 @@ pub(crate) async fn compact<J: TurnJournal>(
         Err(JournalError::Storage(e)) => return Err(TurnEnd::Suspended(e)),
         Err(JournalError::Rejected(e)) => {
             tracing::error!(error = %e, "the compacted session was refused by storage");
-            return Err(TurnEnd::Finished(failure(
-                "storage_error",
+            return Err(TurnEnd::Finished(failure(ErrorCode::StorageError,
                 "The turn could not be saved.".into(),
                 Usage::default(),
             )));

@@ -23,7 +23,7 @@ mod tool_step;
 
 use std::future::Future;
 
-use hermes_core::{ChatMessage, FinishReason, ToolCall, TurnEventKind, TurnOutcome, Usage};
+use hermes_core::{ChatMessage, ErrorCode, FinishReason, ToolCall, TurnEventKind, TurnOutcome, Usage};
 use hermes_llm::{ChatModel, DeltaSink};
 use hermes_tools::{ToolCtx, ToolRegistry};
 
@@ -184,13 +184,13 @@ pub fn pending_tool_calls(messages: &[ChatMessage]) -> Vec<ToolCall> {
     messages[pos].tool_calls.iter().filter(|c| !answered.contains(&c.id.as_str())).cloned().collect()
 }
 
-pub(crate) fn failure(code: &str, message: String, usage: Usage) -> TurnOutcome {
+pub(crate) fn failure(code: ErrorCode, message: String, usage: Usage) -> TurnOutcome {
     TurnOutcome {
         content: String::new(),
         finish_reason: FinishReason::Error,
         usage,
         error: Some(message),
-        error_code: Some(code.to_owned()),
+        error_code: Some(code),
         session_id: None,
     }
 }
@@ -205,7 +205,7 @@ pub(crate) async fn record<J: TurnJournal>(journal: &mut J, step: i32, message: 
         }
         Err(JournalError::Rejected(e)) => {
             tracing::error!(error = %e, step, "the turn's message was refused by storage");
-            Err(TurnEnd::Finished(failure("storage_error", "The turn could not be saved.".into(), Usage::default())))
+            Err(TurnEnd::Finished(failure(ErrorCode::StorageError, "The turn could not be saved.".into(), Usage::default())))
         }
     }
 }
@@ -298,7 +298,7 @@ impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
                 }
                 Err(StepError::Empty) => {
                     let msg = format!("The model returned only empty answers ({} tries).", limits.empty_retries + 1);
-                    return TurnEnd::Finished(failure("agent_incomplete", msg, usage));
+                    return TurnEnd::Finished(failure(ErrorCode::AgentIncomplete, msg, usage));
                 }
                 Err(StepError::Llm(e))
                     if e.class == hermes_llm::ErrorClass::ContextOverflow && forced_compactions < 2 =>
@@ -402,7 +402,7 @@ async fn halt<J: TurnJournal>(journal: &mut J, step: i32, why: String, usage: Us
         finish_reason: FinishReason::Stop,
         usage,
         error: Some("a guardrail stopped the turn".into()),
-        error_code: Some("guardrail_halt".into()),
+        error_code: Some(ErrorCode::GuardrailHalt),
         session_id: None,
     })
 }
@@ -442,7 +442,7 @@ async fn grace<M: ChatModel, J: TurnJournal>(
         finish_reason: FinishReason::Length,
         usage,
         error: Some("step budget exhausted".into()),
-        error_code: Some("iteration_budget_exhausted".into()),
+        error_code: Some(ErrorCode::IterationBudgetExhausted),
         session_id: None,
     })
 }

@@ -219,7 +219,7 @@ async fn a_spent_iteration_budget_ends_with_one_grace_call_without_tools() {
     let mut journal = Journal::default();
     let out = run(&model, &registry(vec![Probe::new("probe")]), &limits, &mut journal).await;
     assert_eq!(out.finish_reason, FinishReason::Length);
-    assert_eq!(out.error_code.as_deref(), Some("iteration_budget_exhausted"));
+    assert_eq!(out.error_code, Some(hermes_core::ErrorCode::IterationBudgetExhausted));
     assert_eq!(out.content, "Summary: did 3 steps");
     let reqs = model.requests();
     assert_eq!(reqs.len(), 4, "three steps and one grace call");
@@ -245,7 +245,7 @@ async fn a_spent_api_call_budget_also_ends_the_loop_and_an_empty_grace_answer_is
     let limits = TurnLimits { max_api_calls: 3, ..TurnLimits::main(10) };
     let mut journal = Journal::default();
     let out = run(&model, &registry(vec![Probe::new("probe")]), &limits, &mut journal).await;
-    assert_eq!(out.error_code.as_deref(), Some("iteration_budget_exhausted"));
+    assert_eq!(out.error_code, Some(hermes_core::ErrorCode::IterationBudgetExhausted));
     assert!(out.content.contains("without finishing"), "{}", out.content);
 }
 
@@ -295,7 +295,7 @@ async fn empty_answers_are_retried_three_times_then_the_turn_fails() {
 
     let model = Script::new(vec![empty(), empty(), empty(), empty(), text("too late")]);
     let out = run(&model, &ToolRegistry::new(), &TurnLimits::main(90), &mut Journal::default()).await;
-    assert_eq!(out.error_code.as_deref(), Some("agent_incomplete"));
+    assert_eq!(out.error_code, Some(hermes_core::ErrorCode::AgentIncomplete));
     assert_eq!(model.requests().len(), 4, "one call and three retries");
 }
 
@@ -415,7 +415,7 @@ async fn a_tool_failing_eight_times_in_a_row_halts_the_turn_and_the_user_is_told
     flaky.fail = true;
     let mut journal = Journal::default();
     let out = run(&model, &registry(vec![flaky]), &TurnLimits::main(90), &mut journal).await;
-    assert_eq!(out.error_code.as_deref(), Some("guardrail_halt"));
+    assert_eq!(out.error_code, Some(hermes_core::ErrorCode::GuardrailHalt));
     assert!(out.content.contains("flaky") && out.content.contains('8'), "{}", out.content);
     assert_eq!(model.requests().len(), 8, "no model call after the halt");
     assert_eq!(journal.0.last().unwrap().1.role, Role::Assistant, "the halt message is the stored answer");

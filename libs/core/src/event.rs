@@ -48,9 +48,9 @@ pub struct TurnOutcome {
     /// Set when the turn failed; a short, user-safe explanation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// Machine-readable error code (`agent_incomplete`, `provider_error`, ...).
+    /// Machine-readable error code (`agent_incomplete`, `provider_timeout`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_code: Option<String>,
+    pub error_code: Option<crate::ErrorCode>,
     /// The session the conversation continues in, when the turn compacted it into a new one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<crate::SessionId>,
@@ -64,7 +64,7 @@ impl TurnOutcome {
             finish_reason: FinishReason::Stop,
             usage: Usage::default(),
             error: Some("the turn was stopped before it finished".into()),
-            error_code: Some("cancelled".into()),
+            error_code: Some(crate::ErrorCode::Cancelled),
             session_id: None,
         }
     }

@@ -3,6 +3,7 @@
 
 pub mod commands;
 pub mod cron;
+pub mod errors;
 pub mod event;
 pub mod ids;
 pub mod kinds;
@@ -14,6 +15,7 @@ pub mod toolsets;
 pub use event::{
     EVENT_TEXT_CHARS, FinishReason, PendingInteraction, TurnEvent, TurnEventKind, TurnOutcome, Usage, event_text,
 };
+pub use errors::ErrorCode;
 pub use ids::{AgentId, ApiKeyId, IdParseError, SessionId, TenantId, TurnId};
 pub use kinds::{
     ApprovalMode, BudgetPeriod, BusyMode, ChannelMode, ChannelStatus, CronRunStatus, GoalState, GroupSessions,

@@ -68,6 +68,27 @@ impl Destination {
     pub fn is_automated(&self) -> bool {
         self.cron.is_some() || self.webhook.is_some()
     }
+
+    /// The same chat, labelled with the run it delivers.
+    pub fn labelled(mut self, label: &RunLabel) -> Self {
+        match label {
+            RunLabel::Cron(cron) => self.cron = Some(cron.clone()),
+            RunLabel::Webhook(hook) => self.webhook = Some(hook.clone()),
+        }
+        self
+    }
+
+    /// This chat only, without the further chats of a delivery.
+    pub fn alone(&self) -> Self {
+        Destination { also: Vec::new(), ..self.clone() }
+    }
+}
+
+/// What an unattended run's answer is headed with.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunLabel {
+    Cron(CronLabel),
+    Webhook(HookLabel),
 }
 
 /// Names the cron job a delivery comes from.

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use hermes_core::ErrorCode;
+
 /// What went wrong, in terms of what helps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorClass {
@@ -80,24 +82,24 @@ impl ErrorClass {
     }
 
     /// A stable code for outcomes and API errors.
-    pub fn code(self) -> &'static str {
+    pub fn code(self) -> ErrorCode {
         match self {
-            Self::RateLimit => "provider_rate_limited",
-            Self::Billing => "provider_quota_exhausted",
-            Self::SpendCap => "insufficient_quota",
-            Self::AuthTransient | Self::AuthRevoked => "provider_auth_failed",
-            Self::ContextOverflow => "context_length_exceeded",
-            Self::PayloadTooLarge => "provider_payload_too_large",
-            Self::ModelNotFound => "provider_model_not_found",
-            Self::ContentFilter => "content_filtered",
-            Self::ThinkingSignature => "provider_thinking_signature",
-            Self::Overloaded => "provider_overloaded",
-            Self::Server => "provider_server_error",
-            Self::Timeout => "provider_timeout",
-            Self::Network => "provider_unreachable",
-            Self::Malformed => "provider_protocol_error",
-            Self::BadRequest => "provider_bad_request",
-            Self::KeyNotAllowed => "provider_key_not_allowed",
+            Self::RateLimit => ErrorCode::ProviderRateLimited,
+            Self::Billing => ErrorCode::ProviderQuotaExhausted,
+            Self::SpendCap => ErrorCode::InsufficientQuota,
+            Self::AuthTransient | Self::AuthRevoked => ErrorCode::ProviderAuthFailed,
+            Self::ContextOverflow => ErrorCode::ContextLengthExceeded,
+            Self::PayloadTooLarge => ErrorCode::ProviderPayloadTooLarge,
+            Self::ModelNotFound => ErrorCode::ProviderModelNotFound,
+            Self::ContentFilter => ErrorCode::ContentFiltered,
+            Self::ThinkingSignature => ErrorCode::ProviderThinkingSignature,
+            Self::Overloaded => ErrorCode::ProviderOverloaded,
+            Self::Server => ErrorCode::ProviderServerError,
+            Self::Timeout => ErrorCode::ProviderTimeout,
+            Self::Network => ErrorCode::ProviderUnreachable,
+            Self::Malformed => ErrorCode::ProviderProtocolError,
+            Self::BadRequest => ErrorCode::ProviderBadRequest,
+            Self::KeyNotAllowed => ErrorCode::ProviderKeyNotAllowed,
         }
     }
 
@@ -158,7 +160,7 @@ impl LlmError {
     }
 
     /// A stable code for outcomes and API errors.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         self.class.code()
     }
 

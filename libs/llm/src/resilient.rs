@@ -109,7 +109,7 @@ impl<T: Transport, K: KeySource> ResilientModel<T, K> {
             let sent = self.transport.send(endpoint, key.as_ref().map(|k| k.secret.as_str()), request, sink).await;
             let outcome = match &sent {
                 Ok(_) => "ok",
-                Err(e) => e.error.code(),
+                Err(e) => e.error.code().as_str(),
             };
             metrics::histogram!("hermes_llm_call_seconds", "outcome" => outcome)
                 .record(started.elapsed().as_secs_f64());
@@ -211,7 +211,7 @@ impl<T: Transport, K: KeySource> ChatModel for ResilientModel<T, K> {
                     }
                     let next = &self.chain[index + 1];
                     tracing::warn!(error = %error, model = %next.model, provider = %next.provider, "falling back to the next model");
-                    metrics::counter!("hermes_llm_fallbacks_total", "class" => error.code()).increment(1);
+                    metrics::counter!("hermes_llm_fallbacks_total", "class" => error.code().as_str()).increment(1);
                     index += 1;
                 }
                 Err(EndpointFailure::Final(error)) => return Err(error),

@@ -7,6 +7,7 @@ use serde_json::Value;
 use sqlx::Row;
 
 pub use hermes_core::cron::JobTiming;
+use hermes_core::outbox::Destination;
 use hermes_core::{AgentId, CronRunStatus, JobState, RunOutcome, TenantId, TurnId};
 
 use crate::{Result, Store, StoreError};
@@ -23,7 +24,7 @@ pub struct NewJob {
     pub toolsets: Option<Vec<String>>,
     pub timing: JobTiming,
     pub deliver: String,
-    pub origin: Option<Value>,
+    pub origin: Option<Destination>,
 }
 
 /// Changes to a job (`None`: unchanged); a new timing schedules it again.
@@ -65,7 +66,8 @@ pub struct Job {
     pub last_error: Option<String>,
     pub last_delivery_error: Option<String>,
     pub deliver: String,
-    pub origin: Option<Value>,
+    #[sqlx(json(nullable))]
+    pub origin: Option<Destination>,
     pub toolsets: Option<Vec<String>>,
     pub created_at: DateTime<Utc>,
 }
@@ -137,7 +139,7 @@ impl Store {
         .bind(new.timing.repeat_times)
         .bind(new.timing.next_run_at)
         .bind(&new.deliver)
-        .bind(&new.origin)
+        .bind(new.origin.as_ref().map(sqlx::types::Json))
         .bind(&new.toolsets)
         .fetch_one(self.pool())
         .await
@@ -274,14 +276,14 @@ impl Store {
     }
 
     /// The chat a turn answers (its `reply_to`), where jobs made in it deliver.
-    pub async fn turn_reply_to(&self, tenant: TenantId, turn: TurnId) -> Result<Option<Value>> {
-        let found: Option<Option<Value>> =
+    pub async fn turn_reply_to(&self, tenant: TenantId, turn: TurnId) -> Result<Option<Destination>> {
+        let found: Option<Option<sqlx::types::Json<Destination>>> =
             sqlx::query_scalar("SELECT reply_to FROM turns WHERE tenant_id = $1 AND id = $2")
                 .bind(tenant.as_uuid())
                 .bind(turn.as_uuid())
                 .fetch_optional(self.pool())
                 .await?;
-        Ok(found.flatten())
+        Ok(found.flatten().map(|d| d.0))
     }
 
     /// A job's latest runs, newest first.

@@ -4,30 +4,28 @@
 //! (the chat shows the label's name above the answer). The first chat is the turn's
 //! `reply_to`; the others ride in its `also` (migration 0029).
 
-use serde_json::{Value, json};
-
+use hermes_core::outbox::{Destination, RunLabel};
 use hermes_core::{AgentId, Platform, TenantId};
 
 use crate::{Result, Store};
 
 impl Store {
     /// The `reply_to` of a run delivering to `deliver`; `None` when it delivers to no chat.
-    /// `label` is `(kind, {"name": ..})`, e.g. `("cron", {job_id, name})`.
     pub async fn delivery_targets(
         &self,
         tenant: TenantId,
         agent: AgentId,
         deliver: &str,
-        origin: Option<&Value>,
-        label: (&str, Value),
-    ) -> Result<Option<Value>> {
-        let mut chats: Vec<Value> = Vec::new();
+        origin: Option<&Destination>,
+        label: &RunLabel,
+    ) -> Result<Option<Destination>> {
+        let mut chats: Vec<Destination> = Vec::new();
         let mut channels = None;
         for target in deliver.split(',').map(str::trim).filter(|t| !t.is_empty()) {
             let dest = match target {
                 "local" => continue,
                 "origin" => match origin {
-                    Some(origin) => origin.clone(),
+                    Some(origin) => origin.alone(),
                     None => continue,
                 },
                 other => {
@@ -53,28 +51,16 @@ impl Store {
                         chat = home.next().map(str::to_owned);
                         thread = home.next().map(str::to_owned);
                     }
-                    json!({ "platform": platform, "channel_id": channel.id, "chat_id": chat, "thread": thread })
+                    Destination::chat(platform, channel.id, chat.unwrap_or_default(), thread)
                 }
             };
-            let same = |d: &Value| {
-                d["channel_id"] == dest["channel_id"]
-                    && d["chat_id"] == dest["chat_id"]
-                    && d["thread"] == dest["thread"]
-            };
-            if !chats.iter().any(same) {
+            if !chats.iter().any(|d| d.same_chat(&dest)) {
                 chats.push(dest);
             }
         }
-        let (kind, named) = label;
-        let mut chats = chats.into_iter().map(|mut d| {
-            d[kind] = named.clone();
-            d
-        });
+        let mut chats = chats.into_iter().map(|d| d.labelled(label));
         let Some(mut first) = chats.next() else { return Ok(None) };
-        let also: Vec<Value> = chats.collect();
-        if !also.is_empty() {
-            first["also"] = json!(also);
-        }
+        first.also = chats.collect();
         Ok(Some(first))
     }
 }

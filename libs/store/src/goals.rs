@@ -3,9 +3,9 @@
 //! ([`Store::goal_step`]): the goal's counters, the continuation turn and the chat's notice.
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
 use sqlx::Row;
 
+use hermes_core::outbox::{Destination, OutboxPayload};
 use hermes_core::{AgentId, ChatMessage, GoalState, SessionId, TenantId, TurnId};
 
 use crate::{NewTurn, Result, Store, TurnTarget};
@@ -175,7 +175,7 @@ impl Store {
         &self,
         tenant: TenantId,
         (agent, session, turn): (AgentId, SessionId, TurnId),
-        reply_to: Option<&Value>,
+        reply_to: Option<&Destination>,
         decide: impl FnOnce(&Goal) -> GoalStep,
     ) -> Result<bool> {
         let mut tx = self.pool().begin().await?;
@@ -227,16 +227,11 @@ impl Store {
             crate::turns::enqueue_in(&mut tx, tenant, &next).await?;
             queued = true;
         }
-        let channel = reply_to.and_then(|d| d["channel_id"].as_str()).and_then(|c| uuid::Uuid::parse_str(c).ok());
-        if let (Some(notice), Some(channel), Some(dest)) = (step.notice, channel, reply_to) {
+        if let (Some(notice), Some(dest)) = (step.notice, reply_to) {
             // Only the chat itself: the `also` chats of a delivery do not follow the goal.
-            let mut dest = dest.clone();
-            if let Some(map) = dest.as_object_mut() {
-                map.remove("also");
-            }
-            let payload = json!({ "kind": "text", "text": notice });
+            let payload = OutboxPayload::text(notice);
             // A channel deleted meanwhile has nobody to tell.
-            match crate::outbox::enqueue_outbox_in(&mut tx, tenant, channel, &dest, &format!("goal:{turn}"), &payload)
+            match crate::outbox::enqueue_outbox_in(&mut tx, tenant, &dest.alone(), &format!("goal:{turn}"), &payload)
                 .await
             {
                 Ok(()) | Err(crate::StoreError::NotFound) => {}

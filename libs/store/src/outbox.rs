@@ -1,26 +1,24 @@
 //! Putting a tenant's gateway messages (a command's answer, a notice) in the outbox. Claiming
 //! and settling deliveries spans tenants: see [`crate::system::outbox`].
 
-use serde_json::Value;
-
 use hermes_core::TenantId;
+use hermes_core::outbox::{Destination, OutboxPayload};
 
 use crate::{Result, Store};
 
 impl Store {
     /// Puts a gateway message (a command's answer, a notice) in the outbox, once per key. The
-    /// channel must be the tenant's (`NotFound` otherwise): the gateway sends through the
-    /// channel's bot without asking whose row it is.
+    /// destination's channel must be the tenant's (`NotFound` otherwise): the gateway sends
+    /// through the channel's bot without asking whose row it is.
     pub async fn enqueue_outbox(
         &self,
         tenant: TenantId,
-        channel: uuid::Uuid,
-        destination: &Value,
+        destination: &Destination,
         dedupe_key: &str,
-        payload: &Value,
+        payload: &OutboxPayload,
     ) -> Result<()> {
         let mut conn = self.pool().acquire().await?;
-        enqueue_outbox_in(&mut conn, tenant, channel, destination, dedupe_key, payload).await
+        enqueue_outbox_in(&mut conn, tenant, destination, dedupe_key, payload).await
     }
 }
 
@@ -28,10 +26,9 @@ impl Store {
 pub(crate) async fn enqueue_outbox_in(
     db: &mut sqlx::PgConnection,
     tenant: TenantId,
-    channel: uuid::Uuid,
-    destination: &Value,
+    destination: &Destination,
     dedupe_key: &str,
-    payload: &Value,
+    payload: &OutboxPayload,
 ) -> Result<()> {
     let owned: bool = sqlx::query_scalar(
         "WITH channel AS (SELECT id FROM channels WHERE tenant_id = $2 AND id = $3),
@@ -43,8 +40,8 @@ pub(crate) async fn enqueue_outbox_in(
     )
     .bind(uuid::Uuid::now_v7())
     .bind(tenant.as_uuid())
-    .bind(channel)
-    .bind(destination)
+    .bind(destination.channel_id)
+    .bind(sqlx::types::Json(destination))
     .bind(crate::messages::without_nul(dedupe_key))
     .bind(crate::messages::storable_json(payload)?)
     .fetch_one(db)

@@ -10,9 +10,6 @@ use hermes_core::{ChatMessage, FinishReason, TenantId, TurnId, TurnOutcome, Usag
 
 use crate::{Result, Store, StoreError};
 
-/// The error code of a turn absorbed by the turn it steered.
-pub const STEERED: &str = "steered";
-
 impl Store {
     /// Marks a queued turn as steering the session's running turn.
     pub async fn mark_steer(&self, tenant: TenantId, turn: TurnId) -> Result<()> {
@@ -32,7 +29,7 @@ impl Store {
             finish_reason: FinishReason::Stop,
             usage: Usage::default(),
             error: None,
-            error_code: Some(STEERED.into()),
+            error_code: Some(hermes_core::ErrorCode::Steered),
             session_id: None,
         };
         let outcome = crate::messages::storable_json(&outcome)?;

@@ -111,7 +111,7 @@ pub struct NewTurn {
     pub response: Option<crate::responses::NewResponse>,
     /// Set for a chat message: where the answer goes (`channel_id`, `chat_id`, ...); the turn's
     /// end puts the answer in the outbox (migration 0017).
-    pub reply_to: Option<serde_json::Value>,
+    pub reply_to: Option<hermes_core::outbox::Destination>,
 }
 
 /// A turn a worker has claimed.

@@ -263,7 +263,7 @@ pub(crate) async fn approve(
         let note = hermes_chat::pairing::announcement(channel.platform, channel.id, user_id, chat_id);
         state
             .store
-            .enqueue_outbox(channel.tenant_id, channel.id, &note.destination, &note.dedupe_key, &note.payload)
+            .enqueue_outbox(channel.tenant_id, &note.destination, &note.dedupe_key, &note.payload)
             .await
             .map_err(ApiError::internal)?;
     }

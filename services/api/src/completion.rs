@@ -69,7 +69,7 @@ pub(crate) fn interaction_json(i: &PendingInteraction) -> Value {
 
 pub(crate) fn incomplete(outcome: &TurnOutcome) -> ApiError {
     let msg = outcome.error.clone().unwrap_or_else(|| "the agent produced no answer".into());
-    if outcome.error_code.as_deref() == Some("insufficient_quota") {
+    if outcome.error_code == Some(hermes_core::ErrorCode::InsufficientQuota) {
         // A spending cap stopped the turn before a model call: OpenAI's 402.
         return ApiError::new(StatusCode::PAYMENT_REQUIRED, "insufficient_quota", Some("insufficient_quota"), msg);
     }
@@ -361,7 +361,7 @@ fn closed_outcome() -> TurnOutcome {
         finish_reason: FinishReason::Error,
         usage: Default::default(),
         error: Some("event bus closed; continue the session with X-Hermes-Session-Id".into()),
-        error_code: Some("service_unavailable".into()),
+        error_code: Some(hermes_core::ErrorCode::ServiceUnavailable),
         session_id: None,
     }
 }

@@ -146,7 +146,7 @@ async fn collect(mut completion: Completion, meta: ResponseMeta, state: &AppStat
     completion.guard.armed = false;
     let (status, outcome, interaction) = match ended {
         Ok(Some(Ok(outcome))) => {
-            let status = if outcome.error_code.as_deref() == Some("cancelled") {
+            let status = if outcome.error_code == Some(hermes_core::ErrorCode::Cancelled) {
                 TurnStatus::Cancelled
             } else {
                 TurnStatus::Completed

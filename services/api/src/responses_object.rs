@@ -105,7 +105,7 @@ pub(crate) fn response_status(status: TurnStatus, outcome: Option<&TurnOutcome>)
 /// `(status, error, incomplete_details)` of a response whose turn is in `status`.
 fn state_of(status: TurnStatus, outcome: Option<&TurnOutcome>) -> (ResponseStatus, Value, Value) {
     let error = |o: &TurnOutcome| {
-        json!({ "code": o.error_code.clone().unwrap_or_else(|| "server_error".into()),
+        json!({ "code": o.error_code.unwrap_or(hermes_core::ErrorCode::ServerError),
                 "message": o.error.clone().unwrap_or_else(|| "the turn failed".into()) })
     };
     match (status, outcome) {

@@ -194,7 +194,7 @@ async fn pump(mut completion: Completion, meta: ResponseMeta, store: Store, mut 
             if !rest.is_empty() && !text_delta(&mut out, &mut items, &meta, &rest).await {
                 return;
             }
-            let status = if outcome.error_code.as_deref() == Some("cancelled") {
+            let status = if outcome.error_code == Some(hermes_core::ErrorCode::Cancelled) {
                 TurnStatus::Cancelled
             } else {
                 TurnStatus::Completed
@@ -237,7 +237,7 @@ fn closed_outcome() -> TurnOutcome {
         finish_reason: hermes_core::FinishReason::Error,
         usage: Default::default(),
         error: Some("event bus closed; read the response later with GET /v1/responses/{id}".into()),
-        error_code: Some("service_unavailable".into()),
+        error_code: Some(hermes_core::ErrorCode::ServiceUnavailable),
         session_id: None,
     }
 }

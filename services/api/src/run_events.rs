@@ -35,7 +35,7 @@ fn line(run: &str, event: &str, fields: Value) -> Event {
 
 /// The event that ends the stream.
 fn terminal(run: &str, outcome: &TurnOutcome) -> Event {
-    let cancelled = outcome.error_code.as_deref() == Some("cancelled");
+    let cancelled = outcome.error_code == Some(hermes_core::ErrorCode::Cancelled);
     match RunStatus::of(TurnStatus::Completed, Some(outcome), None) {
         _ if cancelled => line(run, "run.cancelled", json!({})),
         RunStatus::Failed => line(run, "run.failed", json!({ "error": outcome.error, "code": outcome.error_code })),

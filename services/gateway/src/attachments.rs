@@ -3,6 +3,7 @@
 //! the same outbox reply (so a retry sends only what is missing). A file that could not be
 //! read is replaced by a note saying so; a link stays in the text.
 
+use hermes_core::outbox::OutboxPayload;
 use hermes_core::media::split_media;
 use hermes_store::OutboxItem;
 use hermes_store::turn_files::TurnFile;
@@ -40,7 +41,7 @@ impl Gateway {
         item: &OutboxItem,
         text: String,
     ) -> Result<(String, Vec<TurnFile>), Failure> {
-        let (Some(turn), Some("answer")) = (item.turn_id, item.payload["kind"].as_str()) else {
+        let (Some(turn), OutboxPayload::Answer { .. }) = (item.turn_id, &item.payload) else {
             return Ok((text, Vec::new()));
         };
         let (mut body, targets) = split_media(&text);

@@ -3,9 +3,10 @@
 //! per thread), stored with its inbound row in one transaction and signalled to the workers.
 //! The answer comes back through the outbox (see [`crate::outbox`]).
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use hermes_core::commands::ChatCommand;
+use hermes_core::outbox::{Destination, OutboxPayload};
 use hermes_core::{BusyMode, GroupSessions, Platform, SessionSource};
 use hermes_queue::SessionWork;
 use hermes_store::{Accepted, Channel, NewTurn, Route};
@@ -76,9 +77,12 @@ pub fn route_for(channel: &Channel, msg: &Incoming) -> Route {
 }
 
 /// Where replies to `msg` go.
-pub fn destination(channel: &Channel, msg: &Incoming) -> Value {
-    json!({ "platform": channel.platform, "channel_id": channel.id, "chat_id": msg.chat_id,
-            "thread": msg.thread, "reply_to": msg.message_id, "reply_token": msg.reply_token })
+pub fn destination(channel: &Channel, msg: &Incoming) -> Destination {
+    Destination {
+        reply_to: msg.message_id,
+        reply_token: msg.reply_token.clone(),
+        ..Destination::chat(channel.platform, channel.id, msg.chat_id.clone(), msg.thread.clone())
+    }
 }
 
 impl Gateway {
@@ -88,7 +92,7 @@ impl Gateway {
         let source = format!("{}:{}", channel.platform, channel.id);
         let store_err = |e: hermes_store::StoreError| IngestError(e.to_string());
         let reply = |text: String| {
-            let payload = json!({ "kind": "text", "text": text });
+            let payload = OutboxPayload::text(text);
             (payload, format!("{source}:{}:reply", msg.dedupe_key))
         };
         let refusal = match decide(channel, &msg) {
@@ -122,7 +126,7 @@ impl Gateway {
             }
             let (payload, key) = reply(text);
             self.store
-                .enqueue_outbox(tenant, channel.id, &destination(channel, &msg), &key, &payload)
+                .enqueue_outbox(tenant, &destination(channel, &msg), &key, &payload)
                 .await
                 .map_err(store_err)?;
             return Ok(());
@@ -153,7 +157,7 @@ impl Gateway {
                 if accepted != Accepted::Duplicate {
                     let (payload, key) = reply(refusal);
                     let dest = destination(channel, &msg);
-                    self.store.enqueue_outbox(tenant, channel.id, &dest, &key, &payload).await.map_err(store_err)?;
+                    self.store.enqueue_outbox(tenant, &dest, &key, &payload).await.map_err(store_err)?;
                 }
                 return Ok(());
             }

@@ -21,10 +21,10 @@ const APPROVAL_CHOICES: [(&str, &str); 4] =
     [("Allow once", "once"), ("Allow for this chat", "session"), ("Always allow", "always"), ("Deny", "deny")];
 
 /// What the person reads, and the buttons to answer with.
-pub fn question(interaction: &Value) -> (String, Buttons) {
-    let id = interaction["id"].as_str().unwrap_or_default().replace('-', "");
-    let prompt = &interaction["prompt"];
-    if interaction["kind"].as_str().and_then(|k| k.parse().ok()) == Some(InteractionKind::Approval) {
+pub fn question(interaction: &PendingInteraction) -> (String, Buttons) {
+    let id = interaction.id.simple();
+    let prompt = &interaction.prompt;
+    if interaction.kind == InteractionKind::Approval {
         let text = format!(
             "⚠️ I want to run a command that needs your approval:\n\n{}\n\nReason: {}\n\nAnswer with the buttons, or \
              /approve, /approve session, /approve always or /deny.",
@@ -217,15 +217,16 @@ mod tests {
 
     #[test]
     fn approvals_get_four_buttons_and_questions_one_per_choice() {
-        let approval = json!({"id": "01a22bf1-557b-757a-8e05-1d51814a8f1d", "kind": "approval",
-            "prompt": {"command": "rm -rf build", "description": "recursive delete"}});
+        let pending = |v: Value| -> PendingInteraction { serde_json::from_value(v).unwrap() };
+        let approval = pending(json!({"id": "01a22bf1-557b-757a-8e05-1d51814a8f1d", "kind": "approval",
+            "prompt": {"command": "rm -rf build", "description": "recursive delete"}, "expires_at": "2030-01-01T00:00:00Z"}));
         let (text, buttons) = question(&approval);
         assert!(text.contains("rm -rf build") && text.contains("recursive delete"));
         assert_eq!(buttons.len(), 4);
         assert_eq!(buttons[3][0].1, "ia:01a22bf1557b757a8e051d51814a8f1d:deny");
         assert!(buttons.iter().all(|row| row[0].1.len() <= 64), "Telegram's callback data limit");
-        let clarify = json!({"id": "01a22bf1-557b-757a-8e05-1d51814a8f1d", "kind": "clarify",
-            "prompt": {"question": "Which env?", "choices": ["staging", "prod"]}});
+        let clarify = pending(json!({"id": "01a22bf1-557b-757a-8e05-1d51814a8f1d", "kind": "clarify",
+            "prompt": {"question": "Which env?", "choices": ["staging", "prod"]}, "expires_at": "2030-01-01T00:00:00Z"}));
         let (text, buttons) = question(&clarify);
         assert_eq!(text, "❓ Which env?");
         assert_eq!(buttons[1][0], ("prod".to_owned(), "ic:01a22bf1557b757a8e051d51814a8f1d:1".to_owned()));

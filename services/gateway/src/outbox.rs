@@ -13,21 +13,21 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use hermes_core::{ChannelMode, ChannelStatus, Platform};
+use hermes_core::outbox::{AnswerStatus, OutboxPayload};
+use hermes_core::{ChannelMode, ChannelStatus, ErrorCode, Platform, TurnOutcome};
 use hermes_store::{Channel, OutboxItem};
 
 use crate::Gateway;
 use crate::telegram::{TelegramApi, TelegramError};
 
 /// The text a reply shows the user, and the buttons under it.
-pub fn render(payload: &Value) -> (String, crate::interact::Buttons) {
-    match payload["kind"].as_str() {
-        Some("text") => (payload["text"].as_str().unwrap_or_default().to_owned(), Vec::new()),
-        Some("interaction") => crate::interact::question(&payload["interaction"]),
-        _ => (answer_text(payload), Vec::new()),
+pub fn render(payload: &OutboxPayload) -> (String, crate::interact::Buttons) {
+    match payload {
+        OutboxPayload::Text { text } => (text.clone(), Vec::new()),
+        OutboxPayload::Interaction { interaction } => crate::interact::question(interaction),
+        OutboxPayload::Answer { outcome, .. } => (answer_text(outcome.as_ref()), Vec::new()),
     }
 }
 
@@ -35,31 +35,43 @@ pub fn render(payload: &Value) -> (String, crate::interact::Buttons) {
 pub fn render_reply(item: &OutboxItem) -> (String, crate::interact::Buttons) {
     let (text, buttons) = render(&item.payload);
     let d = &item.destination;
-    match (d["cron"]["name"].as_str(), d["webhook"]["name"].as_str()) {
-        (Some(job), _) => (format!("⏰ Cron job “{job}”\n\n{text}"), buttons),
-        (None, Some(hook)) => (format!("⚡ Webhook “{hook}”\n\n{text}"), buttons),
+    match (&d.cron, &d.webhook) {
+        (Some(job), _) => (format!("⏰ Cron job “{}”\n\n{text}", job.name), buttons),
+        (None, Some(hook)) => (format!("⚡ Webhook “{}”\n\n{text}", hook.name), buttons),
         (None, None) => (text, buttons),
     }
 }
 
-/// An unattended run's answer (a cron job's, a webhook's) that asks to stay silent
+/// The outcome of a turn's answer, when the row is one.
+fn outcome(item: &OutboxItem) -> Option<(AnswerStatus, Option<&TurnOutcome>)> {
+    match &item.payload {
+        OutboxPayload::Answer { status, outcome } => Some((*status, outcome.as_ref())),
+        _ => None,
+    }
+}
+
+/// Sent as nothing: a steering message absorbed by the turn it steered has no answer of its
+/// own, and an unattended run's answer (a cron job's, a webhook's) may ask to stay silent
 /// (`[SILENT]`, after a successful run).
-fn silent(item: &OutboxItem) -> bool {
-    (item.destination.get("cron").is_some() || item.destination.get("webhook").is_some())
-        && item.payload["status"] == "completed"
-        && item.payload["outcome"]["content"].as_str().is_some_and(|c| c.trim_start().starts_with("[SILENT]"))
+fn says_nothing(item: &OutboxItem) -> bool {
+    match outcome(item) {
+        Some((_, Some(o))) if o.error_code == Some(ErrorCode::Steered) => true,
+        Some((AnswerStatus::Completed, Some(o))) => {
+            item.destination.is_automated() && o.content.trim_start().starts_with("[SILENT]")
+        }
+        _ => false,
+    }
 }
 
 /// The text of a turn's answer: the answer, or a polite word on why there is none.
-fn answer_text(payload: &Value) -> String {
-    let outcome = &payload["outcome"];
-    let content = outcome["content"].as_str().unwrap_or_default();
-    if !content.trim().is_empty() {
-        return content.to_owned();
+fn answer_text(outcome: Option<&TurnOutcome>) -> String {
+    let Some(outcome) = outcome else { return "Sorry, I could not finish that. Please try again.".to_owned() };
+    if !outcome.content.trim().is_empty() {
+        return outcome.content.clone();
     }
-    match (outcome["error_code"].as_str(), outcome["error"].as_str()) {
+    match (outcome.error_code, &outcome.error) {
         // The spending cap's own message names the cap and when it resets.
-        (Some("insufficient_quota"), Some(msg)) => msg.to_owned(),
+        (Some(ErrorCode::InsufficientQuota), Some(msg)) => msg.clone(),
         (_, Some(msg)) => format!("Sorry, I could not finish that: {msg}"),
         _ => "Sorry, I could not finish that. Please try again.".to_owned(),
     }
@@ -121,9 +133,7 @@ impl Gateway {
                 return;
             }
         };
-        // A steering message absorbed by the turn it steered has no answer of its own, and a
-        // cron job may have nothing to report.
-        if item.payload["outcome"]["error_code"] == hermes_store::steer::STEERED || silent(&item) {
+        if says_nothing(&item) {
             if let Err(e) = self.store.outbox_sent(item.id).await {
                 tracing::warn!(error = %e, "cannot settle a steered message's empty reply");
             }
@@ -235,8 +245,8 @@ impl Gateway {
     /// Takes a streamed preview of this answer over (it stops now; the caller removes it once
     /// the answer is out): its chat and message.
     pub(crate) async fn take_preview(&self, item: &OutboxItem) -> Result<Option<(String, String)>, Failure> {
-        match (item.payload["kind"].as_str(), item.turn_id) {
-            (Some("answer"), Some(turn)) => {
+        match (&item.payload, item.turn_id) {
+            (OutboxPayload::Answer { .. }, Some(turn)) => {
                 self.store.stream_finalize(item.tenant_id, turn).await.map_err(|e| Failure::Passing(e.to_string()))
             }
             _ => Ok(None),
@@ -297,19 +307,22 @@ impl From<TelegramError> for Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+
+    fn answer(content: &str, code: Option<ErrorCode>, error: Option<&str>) -> OutboxPayload {
+        let mut outcome = TurnOutcome::cancelled();
+        (outcome.content, outcome.error_code, outcome.error) = (content.into(), code, error.map(str::to_owned));
+        OutboxPayload::Answer { status: AnswerStatus::Failed, outcome: Some(outcome) }
+    }
 
     #[test]
     fn replies_show_the_answer_or_a_polite_error() {
-        let ok = json!({"kind": "answer", "outcome": {"content": "Done.", "finish_reason": "stop"}});
-        let render = |p: &Value| super::render(p).0;
-        assert_eq!(render(&ok), "Done.");
-        let cap = json!({"kind": "answer", "outcome": {"content": "", "error_code": "insufficient_quota",
-            "error": "Your team's daily spending cap ($5.00) is reached."}});
-        assert_eq!(render(&cap), "Your team's daily spending cap ($5.00) is reached.");
-        let failed = json!({"kind": "answer", "outcome": {"content": "", "error": "the provider is down"}});
-        assert!(render(&failed).starts_with("Sorry, I could not finish that"));
-        assert_eq!(render(&json!({"kind": "text", "text": "hi"})), "hi");
+        let render = |p: OutboxPayload| super::render(&p).0;
+        assert_eq!(render(answer("Done.", None, None)), "Done.");
+        let cap = "Your team's daily spending cap ($5.00) is reached.";
+        assert_eq!(render(answer("", Some(ErrorCode::InsufficientQuota), Some(cap))), cap);
+        let failed = render(answer("", Some(ErrorCode::ProviderUnreachable), Some("the provider is down")));
+        assert!(failed.starts_with("Sorry, I could not finish that"), "{failed}");
+        assert_eq!(render(OutboxPayload::text("hi")), "hi");
         assert_eq!(backoff(1), Duration::from_secs(2));
         assert_eq!(backoff(20), Duration::from_secs(300));
     }

@@ -44,7 +44,7 @@ impl Gateway {
         if let PairingApproval::Approved { user_id, chat_id } = &approval {
             let note = hermes_chat::pairing::announcement(channel.platform, channel.id, user_id, chat_id);
             self.store
-                .enqueue_outbox(channel.tenant_id, channel.id, &note.destination, &note.dedupe_key, &note.payload)
+                .enqueue_outbox(channel.tenant_id, &note.destination, &note.dedupe_key, &note.payload)
                 .await
                 .map_err(|e| IngestError::new(e.to_string()))?;
         }

@@ -182,7 +182,7 @@ impl Preview {
                         tools.started(call_id, format!("{name}: {}", gist(&preview)));
                     }
                     Some(TurnEventKind::ToolCompleted { call_id, .. }) => tools.finished(&call_id),
-                    Some(TurnEventKind::Finished { outcome }) => break outcome.error_code.as_deref() != Some("cancelled"),
+                    Some(TurnEventKind::Finished { outcome }) => break outcome.error_code != Some(hermes_core::ErrorCode::Cancelled),
                     Some(TurnEventKind::Waiting { .. }) | None => break false,
                     Some(_) => {}
                 },

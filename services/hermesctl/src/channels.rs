@@ -216,7 +216,7 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
             let approval = store.approve_pairing(t.id, channel, &code).await?;
             if let PairingApproval::Approved { user_id, chat_id } = &approval {
                 let note = hermes_chat::pairing::announcement(bound.platform, bound.id, user_id, chat_id);
-                store.enqueue_outbox(t.id, bound.id, &note.destination, &note.dedupe_key, &note.payload).await?;
+                store.enqueue_outbox(t.id, &note.destination, &note.dedupe_key, &note.payload).await?;
             }
             match approval {
                 PairingApproval::Approved { user_id, .. } => print(

@@ -6,8 +6,8 @@
 //! turns ended, and declares `unknown` the runs whose claimer vanished before starting them.
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
 
+use hermes_core::outbox::{CronLabel, Destination, OutboxPayload, RunLabel};
 use hermes_core::{ChatMessage, CronRunStatus, JobState};
 use hermes_queue::SessionWork;
 use hermes_schedule::{Catchup, Schedule, time_zone};
@@ -63,9 +63,9 @@ pub fn plan(job: &Job, now: DateTime<Utc>) -> Plan {
 }
 
 /// Where a job's answer goes, labelled with the job (see `Store::delivery_targets`).
-async fn destination(ctx: &SchedulerContext, job: &Job) -> Result<Option<Value>, StoreError> {
-    let label = ("cron", json!({ "job_id": job.id, "name": job.name }));
-    ctx.store.delivery_targets(job.tenant_id, job.agent_id, &job.deliver, job.origin.as_ref(), label).await
+async fn destination(ctx: &SchedulerContext, job: &Job) -> Result<Option<Destination>, StoreError> {
+    let label = RunLabel::Cron(CronLabel { job_id: job.id, name: job.name.clone() });
+    ctx.store.delivery_targets(job.tenant_id, job.agent_id, &job.deliver, job.origin.as_ref(), &label).await
 }
 
 /// Starts a claimed run: its turn, in a fresh session of the job's agent. The prompt is scanned
@@ -77,12 +77,10 @@ async fn start(ctx: &SchedulerContext, run: &ClaimedRun) -> Result<(), StoreErro
     if let Some(finding) = hermes_threats::scan_strict(&job.prompt).first() {
         let why = format!("the prompt was refused at run time: it looks like {}", finding.reason);
         ctx.store.fail_run(run.run_id, &why).await?;
-        if let Some(dest) = reply_to
-            && let Some(channel) = dest["channel_id"].as_str().and_then(|c| uuid::Uuid::parse_str(c).ok())
-        {
-            let payload = json!({ "kind": "text", "text": format!("This run did not start: {why}.") });
+        if let Some(dest) = reply_to {
+            let payload = OutboxPayload::text(format!("This run did not start: {why}."));
             let key = format!("cron:{}:refused", run.run_id);
-            ctx.store.enqueue_outbox(job.tenant_id, channel, &dest, &key, &payload).await?;
+            ctx.store.enqueue_outbox(job.tenant_id, &dest, &key, &payload).await?;
         }
         tracing::warn!(job.id = %job.id, run.id = %run.run_id, "cron run refused by the prompt scan");
         return Ok(());
@@ -130,16 +128,14 @@ async fn start(ctx: &SchedulerContext, run: &ClaimedRun) -> Result<(), StoreErro
 async fn tell_unknown(ctx: &SchedulerContext, settled: &hermes_store::cron::SettledRun) -> Result<(), StoreError> {
     let job = ctx.store.find_job(settled.tenant_id, None, &settled.job_id.to_string()).await?;
     let Some(dest) = destination(ctx, &job).await? else { return Ok(()) };
-    let Some(channel) = dest["channel_id"].as_str().and_then(|c| uuid::Uuid::parse_str(c).ok()) else { return Ok(()) };
     // The chat shows the job's name above it (see the gateway's `render_reply`).
     let text = format!(
         "A run was lost (what started it stopped before it ran) and was not run again. The next run is as \
          scheduled; /cron run {} runs it now.",
         job.name
     );
-    let payload = json!({ "kind": "text", "text": text });
     let key = format!("cron:{}:unknown", settled.run_id);
-    ctx.store.enqueue_outbox(settled.tenant_id, channel, &dest, &key, &payload).await
+    ctx.store.enqueue_outbox(settled.tenant_id, &dest, &key, &OutboxPayload::text(text)).await
 }
 
 /// One cron pass at `now`: claim, start, settle. Returns the runs started.

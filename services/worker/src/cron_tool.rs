@@ -13,7 +13,7 @@ use hermes_tools::{Choice, SimpleTool, ToolCtx, ToolError, ToolSpec, choices, ob
 pub(crate) struct CronjobTool {
     pub store: Store,
     /// The chat this session talks to, where its jobs deliver by default.
-    pub origin: Option<Value>,
+    pub origin: Option<hermes_core::outbox::Destination>,
 }
 
 choices! {

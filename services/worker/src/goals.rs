@@ -9,11 +9,12 @@
 
 use std::time::Duration;
 
+use hermes_core::outbox::OutboxPayload;
 use hermes_core::{ChatMessage, GoalState, SessionId, TenantId};
 use hermes_llm::{ChatModel, ChatRequest, NoDeltas};
 use hermes_store::ClaimedTurn;
 use hermes_store::goals::{Goal, GoalStep, continuation};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::Runtime;
 use crate::models::Models;
@@ -146,12 +147,9 @@ pub(crate) async fn set_from_turn(rt: &Runtime, tenant: TenantId, turn: &Claimed
         return;
     }
     let notice = format!("⊙ Goal set ({max}-turn budget): {goal}");
-    if let Ok(Some(dest)) = rt.ctx.store.turn_reply_to(tenant, turn.turn_id).await
-        && let Some(channel) = dest["channel_id"].as_str().and_then(|c| uuid::Uuid::parse_str(c).ok())
-    {
-        let payload = json!({ "kind": "text", "text": notice });
+    if let Ok(Some(dest)) = rt.ctx.store.turn_reply_to(tenant, turn.turn_id).await {
         let key = format!("goal-set:{}", turn.turn_id);
-        if let Err(e) = rt.ctx.store.enqueue_outbox(tenant, channel, &dest, &key, &payload).await {
+        if let Err(e) = rt.ctx.store.enqueue_outbox(tenant, &dest, &key, &OutboxPayload::text(notice)).await {
             tracing::warn!(error = %e, "cannot tell the chat the goal is set");
         }
     }

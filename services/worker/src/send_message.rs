@@ -5,6 +5,7 @@
 
 use serde_json::{Value, json};
 
+use hermes_core::outbox::{Destination, OutboxPayload};
 use hermes_core::{ChannelStatus, Platform};
 use hermes_store::Store;
 use hermes_tools::{Choice, SimpleTool, ToolCtx, ToolError, ToolSpec, choices, object_schema};
@@ -50,11 +51,10 @@ impl SendMessageTool {
             .ok()
             .and_then(|p| hermes_store::channels::pick_channel(&channels, p, ctx.agent_id, false))
             .ok_or_else(|| refuse(format!("no {platform} bot is bound for this team (action=list shows the bots)")))?;
-        let destination = json!({ "platform": platform, "channel_id": channel.id, "chat_id": chat, "thread": thread });
-        let payload = json!({ "kind": "text", "text": message });
+        let destination = Destination::chat(channel.platform, channel.id, chat, thread.map(str::to_owned));
         let key = format!("send:{}:{}", ctx.turn_id, ctx.call_id);
         self.store
-            .enqueue_outbox(ctx.tenant_id, channel.id, &destination, &key, &payload)
+            .enqueue_outbox(ctx.tenant_id, &destination, &key, &OutboxPayload::text(message))
             .await
             .map_err(unavailable)?;
         Ok(json!({ "success": true, "queued": true, "target": target }))

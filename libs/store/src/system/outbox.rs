@@ -2,9 +2,10 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
 use sqlx::Row;
+use sqlx::postgres::PgRow;
 
+use hermes_core::outbox::{Destination, OutboxPayload};
 use hermes_core::{TenantId, TurnId};
 
 use crate::rows::MaybeId;
@@ -17,8 +18,8 @@ pub struct OutboxItem {
     pub tenant_id: TenantId,
     pub channel_id: Option<uuid::Uuid>,
     pub turn_id: Option<TurnId>,
-    pub destination: Value,
-    pub payload: Value,
+    pub destination: Destination,
+    pub payload: OutboxPayload,
     pub attempts: i32,
     /// Parts of the reply already delivered, and their platform message ids.
     pub sent_parts: i32,
@@ -52,28 +53,18 @@ impl Store {
         .bind(only)
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(OutboxItem {
-                    id: r.try_get("id")?,
-                    tenant_id: crate::rows::tenant_of(r)?,
-                    channel_id: r.try_get("channel_id")?,
-                    turn_id: r.try_get::<MaybeId, _>("turn_id")?.into(),
-                    destination: r.try_get("destination")?,
-                    payload: r.try_get("payload")?,
-                    attempts: r.try_get("attempts")?,
-                    sent_parts: r.try_get("sent_parts")?,
-                    message_ids: r
-                        .try_get::<Option<String>, _>("platform_message_id")?
-                        .map(|ids| ids.split(',').filter(|s| !s.is_empty()).map(str::to_owned).collect())
-                        .unwrap_or_default(),
-                    doubt: match (r.try_get::<Option<i32>, _>("doubt_part")?, r.try_get("doubt_since")?) {
-                        (Some(part), Some(since)) => Some((part, since)),
-                        _ => None,
-                    },
-                })
-            })
-            .collect()
+        let mut items = Vec::with_capacity(rows.len());
+        for row in &rows {
+            match read_item(row)? {
+                Ok(item) => items.push(item),
+                // A row no sender can read would be claimed again forever: it fails once, named.
+                Err((id, error)) => {
+                    tracing::error!(outbox.id = %id, %error, "an outbox row cannot be read; it is marked failed");
+                    self.outbox_failed(id, &format!("unreadable: {error}")).await?;
+                }
+            }
+        }
+        Ok(items)
     }
 
     /// One more part of a reply went out (recorded before the next is sent, so a retry after
@@ -147,4 +138,33 @@ impl Store {
             .await?;
         Ok(())
     }
+}
+
+/// A claimed row, or (its id, why its destination or payload does not parse).
+fn read_item(r: &PgRow) -> Result<std::result::Result<OutboxItem, (uuid::Uuid, serde_json::Error)>> {
+    let id: uuid::Uuid = r.try_get("id")?;
+    let (destination, payload): (serde_json::Value, serde_json::Value) = (r.try_get("destination")?, r.try_get("payload")?);
+    let parsed = serde_json::from_value(destination).and_then(|d| Ok((d, serde_json::from_value(payload)?)));
+    let (destination, payload) = match parsed {
+        Ok(parts) => parts,
+        Err(e) => return Ok(Err((id, e))),
+    };
+    Ok(Ok(OutboxItem {
+        id,
+        tenant_id: crate::rows::tenant_of(r)?,
+        channel_id: r.try_get("channel_id")?,
+        turn_id: r.try_get::<MaybeId, _>("turn_id")?.into(),
+        destination,
+        payload,
+        attempts: r.try_get("attempts")?,
+        sent_parts: r.try_get("sent_parts")?,
+        message_ids: r
+            .try_get::<Option<String>, _>("platform_message_id")?
+            .map(|ids| ids.split(',').filter(|s| !s.is_empty()).map(str::to_owned).collect())
+            .unwrap_or_default(),
+        doubt: match (r.try_get::<Option<i32>, _>("doubt_part")?, r.try_get("doubt_since")?) {
+            (Some(part), Some(since)) => Some((part, since)),
+            _ => None,
+        },
+    }))
 }

@@ -185,7 +185,7 @@ pub(crate) async fn enqueue_in(
     .bind(new.stream)
     .bind(&new.notify_hub)
     .bind(new.api_key.map(|k| k.as_uuid()))
-    .bind(&new.reply_to)
+    .bind(new.reply_to.as_ref().map(sqlx::types::Json))
     .execute(&mut *tx)
     .await?;
     if let Some(response) = &new.response {

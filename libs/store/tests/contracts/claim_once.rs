@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
+use hermes_core::Platform;
+use hermes_core::outbox::{Destination, OutboxPayload};
 use hermes_store::Store;
 use hermes_store::cron::Plan;
-use serde_json::json;
 use sqlx::PgPool;
 use tokio::sync::Barrier;
 
@@ -95,11 +96,9 @@ async fn an_outbox_reply_goes_to_one_sender_at_a_time(pool: PgPool) {
     let t = common::tenant(&store, "acme").await;
     let channel = common::channel(&store, &t, &common::secrets(), "bot-1").await;
     for i in 0..12 {
-        let payload = json!({"kind": "text", "text": format!("part {i}")});
-        store
-            .enqueue_outbox(t.id, channel.id, &json!({"chat_id": "42"}), &format!("reply-{i}"), &payload)
-            .await
-            .unwrap();
+        let payload = OutboxPayload::text(format!("part {i}"));
+        let dest = Destination::chat(Platform::Telegram, channel.id, "42", None);
+        store.enqueue_outbox(t.id, &dest, &format!("reply-{i}"), &payload).await.unwrap();
     }
     let claims = race(&store, 6, |store, _| async move {
         store.claim_outbox(3, common::LEASE, None).await.unwrap().into_iter().map(|o| o.id).collect::<Vec<_>>()

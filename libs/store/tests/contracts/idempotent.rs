@@ -2,7 +2,8 @@
 //! platform sends again, a request retried with its Idempotency-Key, a webhook delivery retried
 //! by its sender, an outbox message queued twice.
 
-use hermes_core::{ChatMessage, Role};
+use hermes_core::outbox::{Destination, OutboxPayload};
+use hermes_core::{ChatMessage, Platform, Role};
 use hermes_store::webhooks::{Started, WebhookStart};
 use hermes_store::{Accepted, Appended, Enqueued, Idempotency, StoreError, TurnStatus};
 use serde_json::json;
@@ -164,9 +165,10 @@ async fn an_outbox_message_queued_twice_under_one_key_is_sent_once(pool: PgPool)
     let store = common::store(pool);
     let t = common::tenant(&store, "acme").await;
     let channel = common::channel(&store, &t, &common::secrets(), "bot-1").await;
-    let (dest, payload) = (json!({"chat_id": "42"}), json!({"kind": "text", "text": "paired"}));
-    store.enqueue_outbox(t.id, channel.id, &dest, "pairing:42", &payload).await.unwrap();
-    store.enqueue_outbox(t.id, channel.id, &dest, "pairing:42", &payload).await.unwrap();
+    let dest = Destination::chat(Platform::Telegram, channel.id, "42", None);
+    let payload = OutboxPayload::text("paired");
+    store.enqueue_outbox(t.id, &dest, "pairing:42", &payload).await.unwrap();
+    store.enqueue_outbox(t.id, &dest, "pairing:42", &payload).await.unwrap();
     let claimed = store.claim_outbox(10, common::LEASE, None).await.unwrap();
     assert_eq!(claimed.len(), 1, "{claimed:?}");
     assert_eq!(claimed[0].payload, payload);

@@ -34,7 +34,7 @@ async fn an_answer_for_two_chats_is_two_rows_of_the_gateways_shape(pool: PgPool)
     let mut reply_to = Destination::chat(Platform::Telegram, channel, "42", None);
     reply_to.reply_to = Some(7);
     reply_to.also.push(Destination::chat(Platform::Telegram, channel, "43", Some("9".into())));
-    let new = NewTurn { reply_to: Some(json!(reply_to)), ..common::turn_in(t.agent, t.session, "hi") };
+    let new = NewTurn { reply_to: Some(reply_to), ..common::turn_in(t.agent, t.session, "hi") };
     let turn = store.enqueue_turn(t.id, new).await.unwrap().1;
     let claimed = common::claim(&store, t.id, t.session, "worker-1", 1).await;
     store.begin_turn(t.id, t.session, claimed.fence, turn, &ChatMessage::user("hi"), "prompt").await.unwrap();
@@ -64,7 +64,7 @@ async fn a_parked_chat_turns_question_is_an_interaction_row(pool: PgPool) {
     let t = common::tenant(&store, "alpha").await;
     let channel = common::channel(&store, &t, &common::secrets(), "alpha-bot").await.id;
     let reply_to = Destination::chat(Platform::Telegram, channel, "42", None);
-    let new = NewTurn { reply_to: Some(json!(reply_to)), ..common::turn_in(t.agent, t.session, "clean up") };
+    let new = NewTurn { reply_to: Some(reply_to.clone()), ..common::turn_in(t.agent, t.session, "clean up") };
     let turn = store.enqueue_turn(t.id, new).await.unwrap().1;
     let claimed = common::claim(&store, t.id, t.session, "worker-1", 1).await;
     let prompt = json!({"command": "rm -rf build", "pattern_keys": ["rm"]});

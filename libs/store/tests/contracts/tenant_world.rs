@@ -152,7 +152,7 @@ async fn finished_and_waiting(store: &Store, a: &Tenant, channel: uuid::Uuid) ->
         conversation: Some(CONVERSATION.into()),
         truncation: "disabled".into(),
     };
-    let reply_to = json!({"platform": "telegram", "channel_id": channel, "chat_id": "42"});
+    let reply_to = hermes_core::outbox::Destination::chat(hermes_core::Platform::Telegram, channel, "42", None);
     let new = hermes_store::NewTurn {
         response: Some(response),
         reply_to: Some(reply_to),

@@ -25,8 +25,8 @@ impl Gateway {
         let (text, files) = self.attachments(item, text).await?;
         let parts = parts(&text, files, |t| hermes_chat::split::split(t, MAX_MESSAGE_CHARS));
         let dest = &item.destination;
-        let chat = dest["chat_id"].as_str().unwrap_or_default();
-        let thread = dest["thread"].as_str();
+        let chat = dest.chat_id.as_str();
+        let thread = dest.thread.as_deref();
         let preview = self.take_preview(item).await?;
         let last_text = parts.iter().rposition(|p| matches!(p, Part::Text(_)));
         let all = &parts;

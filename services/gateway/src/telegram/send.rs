@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use hermes_core::outbox::OutboxPayload;
 use hermes_store::{Channel, OutboxItem};
 
 use hermes_chat::OutFile;
@@ -22,16 +23,16 @@ impl Gateway {
         let (text, files) = self.attachments(item, text).await?;
         let parts = parts(&text, files, |t| hermes_chat::split::split(t, MAX_MESSAGE_UTF16));
         let dest = &item.destination;
-        let chat = dest["chat_id"].as_str().unwrap_or_default();
-        let thread = dest["thread"].as_str().and_then(|t| t.parse::<i64>().ok());
+        let chat = dest.chat_id.as_str();
+        let thread = dest.thread.as_deref().and_then(|t| t.parse::<i64>().ok());
         let preview = self.take_preview(item).await?;
         // Answers are Markdown: sent as Telegram HTML, or as plain text if Telegram refuses it.
-        let rich = item.payload["kind"] != "interaction";
+        let rich = !matches!(item.payload, OutboxPayload::Interaction { .. });
         let last_text = parts.iter().rposition(|p| matches!(p, Part::Text(_)));
         let all = &parts;
         // A part left in doubt is looked for after the last message we know in this chat.
         let known: Vec<i64> = item.message_ids.iter().filter_map(|id| id.parse().ok()).collect();
-        let anchor = known.last().copied().or_else(|| dest["reply_to"].as_i64());
+        let anchor = known.last().copied().or(dest.reply_to);
         let recover = |i: usize, _: &Part| {
             let (api, known) = (&api, &known);
             async move {
@@ -66,7 +67,7 @@ impl Gateway {
                 params["message_thread_id"] = json!(thread);
             }
             if i == 0
-                && let Some(reply_to) = dest["reply_to"].as_i64()
+                && let Some(reply_to) = dest.reply_to
             {
                 params["reply_parameters"] = json!({ "message_id": reply_to, "allow_sending_without_reply": true });
             }

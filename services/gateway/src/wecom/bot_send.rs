@@ -38,7 +38,7 @@ impl Gateway {
         };
         let (text, _) = render_reply(item);
         let (mut text, files) = self.attachments(item, text).await?;
-        let answering = item.destination["reply_token"].as_str();
+        let answering = item.destination.reply_token.as_deref();
         let mut images = Vec::new();
         for file in &files {
             match image_item(file) {
@@ -51,7 +51,7 @@ impl Gateway {
             }
         }
         let parts = hermes_chat::split::split(&text, MAX_MESSAGE_CHARS);
-        let chat = item.destination["chat_id"].as_str().unwrap_or_default();
+        let chat = item.destination.chat_id.as_str();
         let (link, images) = (&link, &images);
         self.send_parts(item, &parts, |i, part| {
             let part = part.to_owned();

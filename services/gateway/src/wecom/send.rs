@@ -17,7 +17,7 @@ impl Gateway {
         let (text, _) = render_reply(item);
         let (text, files) = self.attachments(item, text).await?;
         let parts = parts(&text, files, |t| hermes_chat::split::split(t, MAX_MESSAGE_CHARS));
-        let to = item.destination["chat_id"].as_str().unwrap_or_default();
+        let to = item.destination.chat_id.as_str();
         let (api, all) = (&api, &parts);
         self.send_parts(item, &parts, |i, _| async move {
             match &all[i] {

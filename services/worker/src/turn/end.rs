@@ -194,13 +194,13 @@ pub(super) async fn hand_back(rt: &Runtime, tenant: TenantId, turn: &ClaimedTurn
 }
 
 /// An outcome that failed with `code` (an error code the API reports) and `message`.
-pub(crate) fn failed(code: &str, message: impl Into<String>) -> TurnOutcome {
+pub(crate) fn failed(code: hermes_core::ErrorCode, message: impl Into<String>) -> TurnOutcome {
     TurnOutcome {
         content: String::new(),
         finish_reason: FinishReason::Error,
         usage: Usage::default(),
         error: Some(message.into()),
-        error_code: Some(code.into()),
+        error_code: Some(code),
         session_id: None,
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use hermes_agent::{TurnEnd, TurnLimits, TurnStart};
-use hermes_core::{ChatMessage, FinishReason, Role, TenantId, ToolsetName, TurnOutcome, Usage};
+use hermes_core::{ChatMessage, ErrorCode, FinishReason, Role, TenantId, ToolsetName, TurnOutcome, Usage};
 use hermes_llm::CallBuffer;
 use hermes_sandbox::SandboxKey;
 use hermes_store::{Agent, ClaimedTurn, CredentialPools, StoreError, StoredMessage};
@@ -88,7 +88,7 @@ impl From<StoreError> for PlanError {
             e if e.is_transient() => PlanError::Transient(e.to_string()),
             other => {
                 tracing::error!(error = %other, "cannot load the turn");
-                PlanError::fail(failed("storage_error", "The turn could not be loaded."))
+                PlanError::fail(failed(ErrorCode::StorageError, "The turn could not be loaded."))
             }
         }
     }
@@ -149,14 +149,13 @@ pub(super) async fn plan(
 fn input_of(turn: &ClaimedTurn) -> Result<ChatMessage, PlanError> {
     if turn.attempt > MAX_ATTEMPTS {
         tracing::error!("turn failed on {MAX_ATTEMPTS} workers; giving up");
-        return Err(PlanError::fail(failed(
-            "turn_retries_exhausted",
+        return Err(PlanError::fail(failed(ErrorCode::TurnRetriesExhausted,
             format!("The turn failed {MAX_ATTEMPTS} times and was stopped."),
         )));
     }
     serde_json::from_value::<ChatMessage>(turn.input.clone()).map_err(|e| {
         tracing::error!(error = %e, "stored turn input is not a message");
-        PlanError::fail(failed("invalid_input", "The stored input of this turn cannot be read."))
+        PlanError::fail(failed(ErrorCode::InvalidInput, "The stored input of this turn cannot be read."))
     })
 }
 
@@ -222,7 +221,7 @@ impl Planner<'_> {
     fn models(&self, agent: &Agent, meter: Arc<CallBuffer>, pools: CredentialPools) -> Result<Models, PlanError> {
         let api_key = agent.provider_key(self.rt.ctx.secrets.as_ref()).map_err(|e| {
             tracing::error!(error = %e, "cannot open the agent's provider key");
-            PlanError::fail(failed("provider_key_unavailable", "The agent's provider key cannot be read."))
+            PlanError::fail(failed(ErrorCode::ProviderKeyUnavailable, "The agent's provider key cannot be read."))
         })?;
         Ok(Models {
             rt: self.rt.clone(),

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use hermes_agent::{Turn, TurnEnd};
 use hermes_cache::LockGuard;
-use hermes_core::{TenantId, TurnId};
+use hermes_core::{ErrorCode, TenantId, TurnId};
 use hermes_store::{ClaimedTurn, LeaseState};
 
 use super::end::{failed, hand_back, stop_cancelled};
@@ -133,8 +133,7 @@ pub(super) async fn agent_loop(plan: &mut TurnPlan, journal: &mut StoreJournal, 
         end = run.run(start) => end,
         () = until_inactive(events, limit) => {
             tracing::warn!(limit_s = limit.as_secs(), "unattended run inactive; stopping it");
-            TurnEnd::Finished(failed(
-                "inactivity_timeout",
+            TurnEnd::Finished(failed(ErrorCode::InactivityTimeout,
                 format!("The run stopped after {} s without activity.", limit.as_secs()),
             ))
         }

@@ -2,8 +2,8 @@
 
 use chrono::Utc;
 use hermes_core::TenantId;
+use hermes_core::outbox::{CronLabel, RunLabel};
 use hermes_store::{SearchOrder, SearchScope, UsageGroup};
-use serde_json::json;
 
 use super::Cases;
 use crate::tenant_world::{self, World};
@@ -86,7 +86,7 @@ pub(super) async fn check(w: &World, c: &mut Cases) {
     read!(w, c, "credential_pools", t => s.credential_pools(t), some);
     read!(w, c, "budget_states", t => s.budget_states(t, agent, Utc::now()), some);
     read!(w, c, "usage_report", t => s.usage_report(t, Some(agent), UsageGroup::Agent, from, to), some);
-    read!(w, c, "delivery_targets", t => s.delivery_targets(t, agent, "telegram:42", None, ("cron", json!({"name": "x"}))), some);
+    read!(w, c, "delivery_targets", t => s.delivery_targets(t, agent, "telegram:42", None, &RunLabel::Cron(CronLabel { job_id: uuid::Uuid::nil(), name: "x".into() })), some);
     c.answers("skill_index_version", (0, 0), s.skill_index_version(w.b.id).await);
 
     // Channels and chats.

@@ -2,6 +2,7 @@
 
 use chrono::Utc;
 use hermes_core::{ChatMessage, TurnOutcome};
+use hermes_core::outbox::{Destination, OutboxPayload};
 use hermes_store::channels::ChannelAccess;
 use hermes_store::cron::JobChanges;
 use hermes_store::event_hooks::EventHookChanges;
@@ -150,9 +151,9 @@ async fn channels_and_chats(w: &World, c: &mut Cases) {
     );
     c.nothing("advance_poll_offset", s.advance_poll_offset(b, channel, 1_000_000).await);
     // The gateway sends an outbox row through its channel's bot: never another tenant's.
-    let dest = json!({"platform": "telegram", "channel_id": channel, "chat_id": "42"});
-    let payload = json!({"kind": "text", "text": "sent through your bot"});
-    c.not_found("enqueue_outbox", s.enqueue_outbox(b, channel, &dest, "intruder:1", &payload).await);
+    let dest = Destination::chat(hermes_core::Platform::Telegram, channel, "42", None);
+    let payload = OutboxPayload::text("sent through your bot");
+    c.not_found("enqueue_outbox", s.enqueue_outbox(b, &dest, "intruder:1", &payload).await);
     let new = NewChannel {
         agent_id: w.a.agent,
         platform: hermes_core::Platform::Telegram,
