@@ -23,7 +23,8 @@ async fn a_chat_message_is_taken_in_once_and_its_answer_is_queued_for_delivery_o
         user_key: "telegram:7".into(),
     };
     // A chat of a bot that is not bound here: the answer is queued all the same.
-    let chat = hermes_core::outbox::Destination::chat(hermes_core::Platform::Telegram, uuid::Uuid::now_v7(), "42", None);
+    let chat =
+        hermes_core::outbox::Destination::chat(hermes_core::Platform::Telegram, uuid::Uuid::now_v7(), "42", None);
     let turn = || NewTurn {
         agent_id: agent.id,
         target: TurnTarget::Route { route: route.clone(), fresh: true, replaces: None },

@@ -124,7 +124,8 @@ pub(crate) async fn compact<J: TurnJournal>(
         Err(JournalError::Storage(e)) => return Err(TurnEnd::Suspended(e)),
         Err(JournalError::Rejected(e)) => {
             tracing::error!(error = %e, "the compacted session was refused by storage");
-            return Err(TurnEnd::Finished(failure(ErrorCode::StorageError,
+            return Err(TurnEnd::Finished(failure(
+                ErrorCode::StorageError,
                 "The turn could not be saved.".into(),
                 Usage::default(),
             )));

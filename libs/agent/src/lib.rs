@@ -205,7 +205,11 @@ pub(crate) async fn record<J: TurnJournal>(journal: &mut J, step: i32, message: 
         }
         Err(JournalError::Rejected(e)) => {
             tracing::error!(error = %e, step, "the turn's message was refused by storage");
-            Err(TurnEnd::Finished(failure(ErrorCode::StorageError, "The turn could not be saved.".into(), Usage::default())))
+            Err(TurnEnd::Finished(failure(
+                ErrorCode::StorageError,
+                "The turn could not be saved.".into(),
+                Usage::default(),
+            )))
         }
     }
 }

@@ -43,16 +43,82 @@ vocabulary! {
         ProviderProtocolError = "provider_protocol_error",
         ProviderBadRequest = "provider_bad_request",
         ProviderKeyNotAllowed = "provider_key_not_allowed",
-        // The API's own.
+        // The API's own: the server, the key, the rate.
         InternalError = "internal_error",
         /// A response that failed with no code of its own (OpenAI's Responses name for it).
         ServerError = "server_error",
         ServiceUnavailable = "service_unavailable",
         InvalidApiKey = "invalid_api_key",
+        KeyRestricted = "key_restricted",
         RateLimitExceeded = "rate_limit_exceeded",
+        MethodNotAllowed = "method_not_allowed",
+        // A request the API cannot take (400).
         BodyTooLarge = "body_too_large",
         InvalidJson = "invalid_json",
+        InvalidContentType = "invalid_content_type",
+        InvalidRequest = "invalid_request",
+        InvalidType = "invalid_type",
         InvalidValue = "invalid_value",
+        MissingRequiredParameter = "missing_required_parameter",
+        EmptyMessages = "empty_messages",
+        InvalidMessages = "invalid_messages",
+        TooManyMessages = "too_many_messages",
+        InvalidContent = "invalid_content",
+        ContentTooDeep = "content_too_deep",
+        ContentTooLong = "content_too_long",
+        InvalidImageUrl = "invalid_image_url",
+        UnsupportedContentType = "unsupported_content_type",
+        UnsupportedInputItem = "unsupported_input_item",
+        InvalidSessionId = "invalid_session_id",
+        InvalidSessionKey = "invalid_session_key",
+        InvalidIdempotencyKey = "invalid_idempotency_key",
+        IdempotencyKeyReused = "idempotency_key_reused",
+        ModelMismatch = "model_mismatch",
+        InvalidSchedule = "invalid_schedule",
+        InvalidTimezone = "invalid_timezone",
+        InvalidUrl = "invalid_url",
+        InvalidApprovalChoice = "invalid_approval_choice",
+        PromptRefused = "prompt_refused",
+        WrongCode = "wrong_code",
+        PlatformRefused = "platform_refused",
+        // An object that is not there (another tenant's looks the same), or not in that state.
         NotFound = "not_found",
+        ModelNotFound = "model_not_found",
+        SessionNotFound = "session_not_found",
+        ChannelNotFound = "channel_not_found",
+        JobNotFound = "job_not_found",
+        WebhookNotFound = "webhook_not_found",
+        EventHookNotFound = "event_hook_not_found",
+        InteractionNotFound = "interaction_not_found",
+        ResponseNotFound = "response_not_found",
+        RunNotFound = "run_not_found",
+        RunNotActive = "run_not_active",
+        ApprovalNotPending = "approval_not_pending",
+        // An object that exists already or is busy (409).
+        SessionBusy = "session_busy",
+        ChannelExists = "channel_exists",
+        JobExists = "job_exists",
+        WebhookExists = "webhook_exists",
+        EventHookExists = "event_hook_exists",
+        InteractionClosed = "interaction_closed",
+        PairingLocked = "pairing_locked",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorCode;
+
+    #[test]
+    fn every_code_has_one_snake_case_name_that_reads_back() {
+        let mut seen = std::collections::HashSet::new();
+        for code in ErrorCode::ALL {
+            let name = code.as_str();
+            assert!(name.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{name}");
+            assert!(seen.insert(name), "{name} twice");
+            assert_eq!(name.parse::<ErrorCode>(), Ok(*code));
+            assert_eq!(serde_json::to_value(code).unwrap(), serde_json::json!(name));
+        }
+        assert!("provider_error".parse::<ErrorCode>().is_err(), "a code is added to the list or not used");
     }
 }

@@ -12,10 +12,10 @@ pub mod message;
 pub mod outbox;
 pub mod toolsets;
 
+pub use errors::ErrorCode;
 pub use event::{
     EVENT_TEXT_CHARS, FinishReason, PendingInteraction, TurnEvent, TurnEventKind, TurnOutcome, Usage, event_text,
 };
-pub use errors::ErrorCode;
 pub use ids::{AgentId, ApiKeyId, IdParseError, SessionId, TenantId, TurnId};
 pub use kinds::{
     ApprovalMode, BudgetPeriod, BusyMode, ChannelMode, ChannelStatus, CronRunStatus, GoalState, GroupSessions,

@@ -5,13 +5,15 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+pub use hermes_core::ErrorCode;
+
 /// An error answer. Internal details are logged, never sent.
 #[derive(Debug, Clone)]
 pub struct ApiError {
     pub status: StatusCode,
     pub message: String,
     pub kind: &'static str,
-    pub code: Option<&'static str>,
+    pub code: Option<ErrorCode>,
     pub param: Option<&'static str>,
     /// Seconds for a `Retry-After` header.
     pub retry_after: Option<u64>,
@@ -20,12 +22,12 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    pub fn new(status: StatusCode, kind: &'static str, code: Option<&'static str>, message: impl Into<String>) -> Self {
+    pub fn new(status: StatusCode, kind: &'static str, code: Option<ErrorCode>, message: impl Into<String>) -> Self {
         Self { status, message: message.into(), kind, code, param: None, retry_after: None, hermes: None }
     }
 
     /// 400 `invalid_request_error`.
-    pub fn invalid_request(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn invalid_request(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "invalid_request_error", Some(code), message)
     }
 
@@ -37,11 +39,11 @@ impl ApiError {
 
     /// 401 `invalid_api_key`.
     pub fn unauthorized(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "invalid_request_error", Some("invalid_api_key"), message)
+        Self::new(StatusCode::UNAUTHORIZED, "invalid_request_error", Some(ErrorCode::InvalidApiKey), message)
     }
 
     /// 404 with a specific code (`model_not_found`, `session_not_found`, ...).
-    pub fn not_found(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn not_found(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, "invalid_request_error", Some(code), message)
     }
 
@@ -50,7 +52,7 @@ impl ApiError {
         Self::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "invalid_request_error",
-            Some("body_too_large"),
+            Some(ErrorCode::BodyTooLarge),
             format!("request body is larger than the limit of {limit} bytes"),
         )
     }
@@ -58,12 +60,18 @@ impl ApiError {
     /// 500; logs `err` with the request's span, sends a generic message.
     pub fn internal(err: impl std::fmt::Display) -> Self {
         tracing::error!(error = %err, "internal error");
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "server_error", Some("internal_error"), "internal server error")
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "server_error",
+            Some(ErrorCode::InternalError),
+            "internal server error",
+        )
     }
 
     /// 503: a dependency is down; the client may retry.
     pub fn unavailable(message: impl Into<String>) -> Self {
-        let mut e = Self::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", Some("service_unavailable"), message);
+        let mut e =
+            Self::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", Some(ErrorCode::ServiceUnavailable), message);
         e.retry_after = Some(1);
         e
     }

@@ -9,6 +9,7 @@ use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
 
 use crate::ApiError;
+use crate::error::ErrorCode;
 
 /// The body limit the router enforces (`DefaultBodyLimit`), named in the 413 answer. A role's
 /// state hands it over with `FromRef`.
@@ -26,12 +27,13 @@ pub fn json_rejection(rejection: JsonRejection, limit: BodyLimit) -> ApiError {
     }
     match rejection {
         JsonRejection::MissingJsonContentType(_) => ApiError::invalid_request(
-            "invalid_content_type",
+            ErrorCode::InvalidContentType,
             "send the body as JSON with Content-Type: application/json",
         ),
-        other => {
-            ApiError::invalid_request("invalid_json", format!("request body is not valid JSON: {}", other.body_text()))
-        }
+        other => ApiError::invalid_request(
+            ErrorCode::InvalidJson,
+            format!("request body is not valid JSON: {}", other.body_text()),
+        ),
     }
 }
 
@@ -110,7 +112,11 @@ mod tests {
             (None, "{\"name\": \"x\"}", StatusCode::BAD_REQUEST, "invalid_content_type"),
         ] {
             let e = refusal(content_type, body).await;
-            assert_eq!((e.status, e.code, e.kind), (status, Some(code), "invalid_request_error"), "{body:?}");
+            assert_eq!(
+                (e.status, e.code.map(ErrorCode::as_str), e.kind),
+                (status, Some(code), "invalid_request_error"),
+                "{body:?}"
+            );
         }
     }
 
@@ -119,7 +125,7 @@ mod tests {
         // Beyond axum's default limit (2 MiB), the one a router without `DefaultBodyLimit` has.
         let huge = format!("{{\"name\": \"{}\"}}", "x".repeat(3 * 1024 * 1024));
         let e = refusal(Some("application/json"), &huge).await;
-        assert_eq!((e.status, e.code), (StatusCode::PAYLOAD_TOO_LARGE, Some("body_too_large")));
+        assert_eq!((e.status, e.code), (StatusCode::PAYLOAD_TOO_LARGE, Some(ErrorCode::BodyTooLarge)));
         assert!(e.message.contains("16 bytes"), "{}", e.message);
     }
 

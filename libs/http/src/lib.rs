@@ -7,7 +7,7 @@ mod json;
 mod ops;
 mod request_id;
 
-pub use error::ApiError;
+pub use error::{ApiError, ErrorCode};
 pub use json::{ApiJson, BodyLimit, json_rejection};
 pub use ops::{Readiness, ReadinessCheck, ops_router};
 pub use request_id::{REQUEST_ID_HEADER, request_span};

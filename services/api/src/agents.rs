@@ -1,6 +1,6 @@
 //! Which agent a request means: the `model` it names, or the only agent its key may use.
 
-use hermes_http::ApiError;
+use hermes_http::{ApiError, ErrorCode};
 use hermes_store::{Agent, KeyAuth};
 
 use crate::errors::missing_or_internal;
@@ -10,7 +10,7 @@ use crate::state::AppState;
 pub(crate) async fn resolve_agent(state: &AppState, auth: &KeyAuth, model: Option<&str>) -> Result<Agent, ApiError> {
     let not_found = |name: &str| {
         ApiError::not_found(
-            "model_not_found",
+            ErrorCode::ModelNotFound,
             format!("The model `{name}` does not exist or you do not have access to it."),
         )
         .with_param("model")
@@ -29,7 +29,7 @@ pub(crate) async fn resolve_agent(state: &AppState, auth: &KeyAuth, model: Optio
                 Ok([only]) => only,
                 Err(_) => {
                     return Err(ApiError::invalid_request(
-                        "missing_required_parameter",
+                        ErrorCode::MissingRequiredParameter,
                         "model is required: name one of your agents (GET /v1/models)",
                     )
                     .with_param("model"));

@@ -1,6 +1,7 @@
 //! The user's answer to a turn that waits for them: a dangerous-command approval's choice or
 //! a clarifying question's text, checked and stored, so the turn can resume.
 
+use hermes_http::ErrorCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -29,8 +30,9 @@ pub(crate) struct AnswerRequest {
 
 /// The stored answer for an interaction of `kind`, or why the request is wrong.
 pub(crate) fn answer_for(kind: InteractionKind, request: &AnswerRequest) -> Result<Value, ApiError> {
-    let invalid =
-        |param: &'static str, msg: &'static str| ApiError::invalid_request("invalid_value", msg).with_param(param);
+    let invalid = |param: &'static str, msg: &'static str| {
+        ApiError::invalid_request(ErrorCode::InvalidValue, msg).with_param(param)
+    };
     match kind {
         InteractionKind::Approval => {
             let choice = request.choice.as_deref().map(str::trim).map(str::to_ascii_lowercase);
@@ -86,7 +88,7 @@ pub(crate) async fn answer_run_approval(
     let answer = answer_for(InteractionKind::Approval, &AnswerRequest { choice, answer: None, stream: false })
         .map_err(|_| {
             ApiError::invalid_request(
-                "invalid_approval_choice",
+                ErrorCode::InvalidApprovalChoice,
                 "Invalid approval choice; expected one of: once, session, always, deny",
             )
             .with_param("choice")

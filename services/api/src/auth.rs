@@ -3,6 +3,7 @@
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
+use hermes_http::ErrorCode;
 
 use hermes_http::ApiError;
 use hermes_store::KeyAuth;
@@ -20,7 +21,7 @@ pub(crate) fn tenant_wide(auth: &KeyAuth, what: &str) -> Result<(), ApiError> {
         Some(_) => Err(ApiError::new(
             axum::http::StatusCode::FORBIDDEN,
             "permission_error",
-            Some("key_restricted"),
+            Some(ErrorCode::KeyRestricted),
             format!("this key may use only one agent; {what} needs a tenant-wide key"),
         )),
     }

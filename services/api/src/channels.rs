@@ -7,6 +7,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use hermes_http::ErrorCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -75,13 +76,13 @@ pub(crate) struct CreateChannel {
 /// A vocabulary value from a request body: an unknown name is a 400 `invalid_value` naming the
 /// allowed ones (the code an unknown platform or busy mode always had).
 fn parse<T: std::str::FromStr<Err = UnknownName>>(value: &str) -> std::result::Result<T, ApiError> {
-    value.parse().map_err(|e: UnknownName| ApiError::invalid_request("invalid_value", e.to_string()))
+    value.parse().map_err(|e: UnknownName| ApiError::invalid_request(ErrorCode::InvalidValue, e.to_string()))
 }
 
 fn bind_error(e: BindError) -> ApiError {
     match e {
-        BindError::Invalid(why) => ApiError::invalid_request("invalid_value", why),
-        BindError::Platform(why) => ApiError::invalid_request("platform_refused", why),
+        BindError::Invalid(why) => ApiError::invalid_request(ErrorCode::InvalidValue, why),
+        BindError::Platform(why) => ApiError::invalid_request(ErrorCode::PlatformRefused, why),
     }
 }
 
@@ -270,12 +271,12 @@ pub(crate) async fn approve(
     match approval {
         PairingApproval::Approved { user_id, .. } => Ok(Json(json!({ "approved": true, "user_id": user_id }))),
         PairingApproval::WrongCode => {
-            Err(ApiError::invalid_request("wrong_code", "no such code is waiting (it may have expired)").into())
+            Err(ApiError::invalid_request(ErrorCode::WrongCode, "no such code is waiting (it may have expired)").into())
         }
         PairingApproval::Locked { until } => Err(ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             "rate_limit_error",
-            Some("pairing_locked"),
+            Some(ErrorCode::PairingLocked),
             format!("too many wrong codes: approvals are locked until {until}"),
         )
         .into()),

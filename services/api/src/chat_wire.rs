@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use hermes_core::{ChatMessage, Content, ContentPart, Role, ToolCall};
-use hermes_http::ApiError;
+use hermes_http::{ApiError, ErrorCode};
 
 /// Longest text of one message or part (upstream's cap).
 pub(crate) const MAX_TEXT_CHARS: usize = 65_536;
@@ -47,11 +47,11 @@ pub(crate) fn request_bool(value: Option<Value>, param: &'static str, default: b
         Some(Value::Bool(b)) => Ok(b),
         Some(Value::String(s)) if s.eq_ignore_ascii_case("true") => Ok(true),
         Some(Value::String(s)) if s.eq_ignore_ascii_case("false") => Ok(false),
-        Some(_) => Err(bad("invalid_type", format!("{param} must be a boolean")).with_param(param)),
+        Some(_) => Err(bad(ErrorCode::InvalidType, format!("{param} must be a boolean")).with_param(param)),
     }
 }
 
-pub(crate) fn bad(code: &'static str, msg: impl Into<String>) -> ApiError {
+pub(crate) fn bad(code: ErrorCode, msg: impl Into<String>) -> ApiError {
     ApiError::invalid_request(code, msg)
 }
 
@@ -62,12 +62,14 @@ impl ChatCompletionRequest {
             self.stream_options.as_ref().and_then(|o| o.get("include_usage")).and_then(Value::as_bool).unwrap_or(false);
         let raw = self
             .messages
-            .ok_or_else(|| bad("missing_required_parameter", "messages is required").with_param("messages"))?;
+            .ok_or_else(|| bad(ErrorCode::MissingRequiredParameter, "messages is required").with_param("messages"))?;
         if raw.is_empty() {
-            return Err(bad("empty_messages", "messages must contain at least one message").with_param("messages"));
+            return Err(
+                bad(ErrorCode::EmptyMessages, "messages must contain at least one message").with_param("messages")
+            );
         }
         if raw.len() > MAX_MESSAGES {
-            return Err(bad("too_many_messages", format!("messages may hold at most {MAX_MESSAGES} messages"))
+            return Err(bad(ErrorCode::TooManyMessages, format!("messages may hold at most {MAX_MESSAGES} messages"))
                 .with_param("messages"));
         }
         let mut instructions = Vec::new();
@@ -86,9 +88,8 @@ impl ChatCompletionRequest {
         let input = match convo.pop() {
             Some(m) if m.role == Role::User => m,
             _ => {
-                return Err(
-                    bad("invalid_messages", "the last non-system message must be from the user").with_param("messages")
-                );
+                return Err(bad(ErrorCode::InvalidMessages, "the last non-system message must be from the user")
+                    .with_param("messages"));
             }
         };
         let model = self.model.map(|m| m.trim().to_owned()).filter(|m| !m.is_empty());
@@ -116,14 +117,16 @@ fn depth(value: &Value) -> usize {
 pub(crate) fn parse_message(param: &'static str, i: usize, value: Value) -> Result<ChatMessage, ApiError> {
     let at = |what: &str| format!("{param}[{i}]: {what}");
     if depth(&value) > MAX_DEPTH {
-        return Err(bad("content_too_deep", at(&format!("nests deeper than {MAX_DEPTH} levels"))).with_param(param));
+        return Err(
+            bad(ErrorCode::ContentTooDeep, at(&format!("nests deeper than {MAX_DEPTH} levels"))).with_param(param)
+        );
     }
     let Value::Object(obj) = value else {
-        return Err(bad("invalid_messages", at("must be an object")).with_param(param));
+        return Err(bad(ErrorCode::InvalidMessages, at("must be an object")).with_param(param));
     };
     let role_str = obj.get("role").and_then(Value::as_str).unwrap_or_default();
     let role = Role::parse(role_str).ok_or_else(|| {
-        bad("invalid_messages", at(&format!("unknown role {role_str:?} (use system, user, assistant or tool)")))
+        bad(ErrorCode::InvalidMessages, at(&format!("unknown role {role_str:?} (use system, user, assistant or tool)")))
             .with_param(param)
     })?;
     let content = match obj.get("content") {
@@ -134,20 +137,22 @@ pub(crate) fn parse_message(param: &'static str, i: usize, value: Value) -> Resu
         }
         Some(Value::Array(parts)) => Some(Content::Parts(parse_parts(param, i, parts)?)),
         Some(_) => {
-            return Err(bad("invalid_messages", at("content must be a string or an array of parts")).with_param(param));
+            return Err(
+                bad(ErrorCode::InvalidMessages, at("content must be a string or an array of parts")).with_param(param)
+            );
         }
     };
     let tool_calls: Vec<ToolCall> = match obj.get("tool_calls") {
         None | Some(Value::Null) => Vec::new(),
         Some(v) => serde_json::from_value(v.clone())
-            .map_err(|e| bad("invalid_messages", at(&format!("invalid tool_calls: {e}"))).with_param(param))?,
+            .map_err(|e| bad(ErrorCode::InvalidMessages, at(&format!("invalid tool_calls: {e}"))).with_param(param))?,
     };
     let tool_call_id = obj.get("tool_call_id").and_then(Value::as_str).map(str::to_owned);
     if role == Role::Tool && tool_call_id.is_none() {
-        return Err(bad("invalid_messages", at("a tool message needs tool_call_id")).with_param(param));
+        return Err(bad(ErrorCode::InvalidMessages, at("a tool message needs tool_call_id")).with_param(param));
     }
     if role == Role::User && content.as_ref().is_none_or(|c| matches!(c, Content::Parts(p) if p.is_empty())) {
-        return Err(bad("invalid_messages", at("a user message needs content")).with_param(param));
+        return Err(bad(ErrorCode::InvalidMessages, at("a user message needs content")).with_param(param));
     }
     Ok(ChatMessage {
         role,
@@ -161,18 +166,23 @@ pub(crate) fn parse_message(param: &'static str, i: usize, value: Value) -> Resu
 
 fn check_len(param: &'static str, i: usize, text: &str) -> Result<(), ApiError> {
     if text.chars().count() > MAX_TEXT_CHARS {
-        return Err(bad("content_too_long", format!("{param}[{i}]: text is longer than {MAX_TEXT_CHARS} characters"))
-            .with_param(param));
+        return Err(bad(
+            ErrorCode::ContentTooLong,
+            format!("{param}[{i}]: text is longer than {MAX_TEXT_CHARS} characters"),
+        )
+        .with_param(param));
     }
     if text.contains('\0') {
-        return Err(bad("invalid_content", format!("{param}[{i}]: text contains a NUL character")).with_param(param));
+        return Err(
+            bad(ErrorCode::InvalidContent, format!("{param}[{i}]: text contains a NUL character")).with_param(param)
+        );
     }
     Ok(())
 }
 
 fn parse_parts(param: &'static str, i: usize, parts: &[Value]) -> Result<Vec<ContentPart>, ApiError> {
     if parts.len() > MAX_PARTS {
-        return Err(bad("invalid_messages", format!("{param}[{i}]: more than {MAX_PARTS} content parts")));
+        return Err(bad(ErrorCode::InvalidMessages, format!("{param}[{i}]: more than {MAX_PARTS} content parts")));
     }
     let mut out = Vec::with_capacity(parts.len());
     for part in parts {
@@ -190,7 +200,7 @@ fn parse_parts(param: &'static str, i: usize, parts: &[Value]) -> Result<Vec<Con
                     .unwrap_or_default();
                 if !(url.starts_with("https://") || url.starts_with("http://") || url.starts_with("data:image/")) {
                     return Err(bad(
-                        "invalid_image_url",
+                        ErrorCode::InvalidImageUrl,
                         format!("{param}[{i}]: image URLs must be http(s) or data:image/..."),
                     ));
                 }
@@ -201,7 +211,7 @@ fn parse_parts(param: &'static str, i: usize, parts: &[Value]) -> Result<Vec<Con
             }
             other => {
                 return Err(bad(
-                    "unsupported_content_type",
+                    ErrorCode::UnsupportedContentType,
                     format!("{param}[{i}]: content part type {other:?} is not supported (use text or image_url)"),
                 ));
             }
@@ -265,7 +275,7 @@ mod tests {
         ];
         for (body, code) in cases {
             let err = req(body.clone()).parse().unwrap_err();
-            assert_eq!(err.code, Some(code), "{body}");
+            assert_eq!(err.code.map(ErrorCode::as_str), Some(code), "{body}");
             assert_eq!(err.status, 400);
         }
     }

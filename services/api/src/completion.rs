@@ -1,6 +1,7 @@
 //! Answering a chat completion from a turn's events: one `chat.completion` JSON, or an SSE
 //! stream of `chat.completion.chunk`s ending with `data: [DONE]`.
 
+use hermes_http::ErrorCode;
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -71,9 +72,14 @@ pub(crate) fn incomplete(outcome: &TurnOutcome) -> ApiError {
     let msg = outcome.error.clone().unwrap_or_else(|| "the agent produced no answer".into());
     if outcome.error_code == Some(hermes_core::ErrorCode::InsufficientQuota) {
         // A spending cap stopped the turn before a model call: OpenAI's 402.
-        return ApiError::new(StatusCode::PAYMENT_REQUIRED, "insufficient_quota", Some("insufficient_quota"), msg);
+        return ApiError::new(
+            StatusCode::PAYMENT_REQUIRED,
+            "insufficient_quota",
+            Some(ErrorCode::InsufficientQuota),
+            msg,
+        );
     }
-    let mut err = ApiError::new(StatusCode::BAD_GATEWAY, "server_error", Some("agent_incomplete"), msg);
+    let mut err = ApiError::new(StatusCode::BAD_GATEWAY, "server_error", Some(ErrorCode::AgentIncomplete), msg);
     err.hermes = Some(Box::new(json!({ "completed": false, "failed": true, "error_code": outcome.error_code })));
     err
 }
@@ -82,7 +88,7 @@ pub(crate) fn timed_out() -> ApiError {
     ApiError::new(
         StatusCode::GATEWAY_TIMEOUT,
         "server_error",
-        Some("turn_timeout"),
+        Some(ErrorCode::TurnTimeout),
         "the turn is still running; continue the session later with X-Hermes-Session-Id",
     )
 }

@@ -7,6 +7,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use hermes_http::ErrorCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -76,25 +77,27 @@ pub(crate) async fn create(
 /// a schedule that can be read, known toolsets.
 async fn new_job(state: &AppState, auth: &KeyAuth, c: CreateJob) -> Result<NewJob> {
     let agent = resolve_agent(state, auth, c.model.as_deref()).await?;
-    let invalid = |code: &'static str, why: String| ApiError::invalid_request(code, why);
+    let invalid = |code: ErrorCode, why: String| ApiError::invalid_request(code, why);
     let prompt = c.prompt.trim().to_owned();
     if prompt.is_empty() {
-        return Err(invalid("invalid_value", "give the job a prompt".into()).into());
+        return Err(invalid(ErrorCode::InvalidValue, "give the job a prompt".into()).into());
     }
     if let Some(finding) = hermes_threats::scan_strict(&prompt).first() {
         let why = format!("the prompt looks like an injection or exfiltration attempt ({})", finding.reason);
-        return Err(invalid("prompt_refused", why).into());
+        return Err(invalid(ErrorCode::PromptRefused, why).into());
     }
     let tz_name = match c.timezone {
         Some(tz) => tz,
         None => state.store.session_policy(auth.tenant_id).await?.timezone.name().to_owned(),
     };
-    time_zone(&tz_name).map_err(|e| invalid("invalid_timezone", e.to_string()))?;
+    time_zone(&tz_name).map_err(|e| invalid(ErrorCode::InvalidTimezone, e.to_string()))?;
     let timing = hermes_schedule::timing(&c.schedule, &tz_name, c.repeat, chrono::Utc::now())
-        .map_err(|e| invalid("invalid_schedule", e.to_string()))?;
+        .map_err(|e| invalid(ErrorCode::InvalidSchedule, e.to_string()))?;
     if let Some(unknown) = c.enabled_toolsets.iter().flatten().find(|t| t.parse::<hermes_core::ToolsetName>().is_err())
     {
-        return Err(invalid("invalid_value", format!("no toolset `{unknown}` (GET /v1/toolsets lists them)")).into());
+        return Err(
+            invalid(ErrorCode::InvalidValue, format!("no toolset `{unknown}` (GET /v1/toolsets lists them)")).into()
+        );
     }
     let name = c.name.unwrap_or_else(|| prompt.chars().take(50).collect());
     Ok(NewJob {
@@ -162,7 +165,7 @@ pub(crate) async fn resume(
 ) -> Result<Json<Job>> {
     let job = visible(&state, &auth, &id).await?;
     let next = hermes_schedule::resume_at(&job.schedule, &job.timezone, chrono::Utc::now())
-        .map_err(|e| ApiError::invalid_request("invalid_schedule", e.to_string()))?;
+        .map_err(|e| ApiError::invalid_request(ErrorCode::InvalidSchedule, e.to_string()))?;
     Ok(Json(state.store.set_job_state(auth.tenant_id, job.id, None, Some(next)).await?))
 }
 

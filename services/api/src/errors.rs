@@ -7,6 +7,7 @@
 //! the same), `Conflict`/`Busy` its 409, `Invalid`/`Secret` a 400 `invalid_value` with the
 //! store's reason, anything else a logged 500.
 
+use hermes_http::ErrorCode;
 use std::marker::PhantomData;
 
 use axum::http::StatusCode;
@@ -24,7 +25,7 @@ pub(crate) trait Resource {
 }
 
 /// A 409 `invalid_request_error` with `code`.
-pub(crate) fn conflict(code: &'static str, why: impl Into<String>) -> ApiError {
+pub(crate) fn conflict(code: ErrorCode, why: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::CONFLICT, "invalid_request_error", Some(code), why)
 }
 
@@ -33,7 +34,7 @@ pub(crate) fn store_error<R: Resource>(e: StoreError) -> ApiError {
     match e {
         StoreError::NotFound => R::not_found(),
         StoreError::Conflict(why) | StoreError::Busy(why) => R::conflict(why),
-        StoreError::Invalid(why) | StoreError::Secret(why) => ApiError::invalid_request("invalid_value", why),
+        StoreError::Invalid(why) | StoreError::Secret(why) => ApiError::invalid_request(ErrorCode::InvalidValue, why),
         other => ApiError::internal(other),
     }
 }
@@ -74,22 +75,22 @@ impl<R> IntoResponse for Failure<R> {
 
 /// The resources with their own codes, in one place (the e2e tests assert each code).
 pub(crate) mod resource {
-    use hermes_http::ApiError;
+    use hermes_http::{ApiError, ErrorCode};
 
     use super::{Resource, conflict};
 
     macro_rules! resources {
-        ($($(#[$doc:meta])* $name:ident: $not_found:literal, $message:literal, $exists:literal;)*) => {$(
+        ($($(#[$doc:meta])* $name:ident: $not_found:ident, $message:literal, $exists:ident;)*) => {$(
             $(#[$doc])*
             pub(crate) enum $name {}
 
             impl Resource for $name {
                 fn not_found() -> ApiError {
-                    ApiError::not_found($not_found, $message)
+                    ApiError::not_found(ErrorCode::$not_found, $message)
                 }
 
                 fn conflict(why: String) -> ApiError {
-                    conflict($exists, why)
+                    conflict(ErrorCode::$exists, why)
                 }
             }
         )*};
@@ -97,15 +98,15 @@ pub(crate) mod resource {
 
     resources! {
         /// `/api/sessions`: a session with a running turn is busy.
-        Session: "session_not_found", "no such session", "session_busy";
+        Session: SessionNotFound, "no such session", SessionBusy;
         /// `/v1/channels`.
-        Channel: "channel_not_found", "no such channel", "channel_exists";
+        Channel: ChannelNotFound, "no such channel", ChannelExists;
         /// `/v1/cron/jobs`.
-        CronJob: "job_not_found", "no such cron job", "job_exists";
+        CronJob: JobNotFound, "no such cron job", JobExists;
         /// `/v1/webhooks`.
-        Webhook: "webhook_not_found", "no such webhook", "webhook_exists";
+        Webhook: WebhookNotFound, "no such webhook", WebhookExists;
         /// `/v1/event-hooks`.
-        EventHook: "event_hook_not_found", "no such event hook", "event_hook_exists";
+        EventHook: EventHookNotFound, "no such event hook", EventHookExists;
     }
 
     /// `/v1/interactions/{id}`: an answered, expired or stopped one is closed.
@@ -113,11 +114,14 @@ pub(crate) mod resource {
 
     impl Resource for Interaction {
         fn not_found() -> ApiError {
-            ApiError::not_found("interaction_not_found", "no pending question with this id")
+            ApiError::not_found(ErrorCode::InteractionNotFound, "no pending question with this id")
         }
 
         fn conflict(_why: String) -> ApiError {
-            conflict("interaction_closed", "this question was already answered, expired, or its turn was stopped")
+            conflict(
+                ErrorCode::InteractionClosed,
+                "this question was already answered, expired, or its turn was stopped",
+            )
         }
     }
 }
@@ -130,17 +134,20 @@ mod tests {
     #[test]
     fn store_errors_become_the_resources_answers() {
         let e = store_error::<Channel>(StoreError::NotFound);
-        assert_eq!((e.status, e.code), (StatusCode::NOT_FOUND, Some("channel_not_found")));
+        assert_eq!((e.status, e.code.map(ErrorCode::as_str)), (StatusCode::NOT_FOUND, Some("channel_not_found")));
         let e = store_error::<Session>(StoreError::Busy("a turn is running".into()));
         assert_eq!(
-            (e.status, e.code, e.message.as_str()),
+            (e.status, e.code.map(ErrorCode::as_str), e.message.as_str()),
             (StatusCode::CONFLICT, Some("session_busy"), "a turn is running")
         );
         let e = store_error::<EventHook>(StoreError::Secret("needs secrets.master_key".into()));
-        assert_eq!((e.status, e.code), (StatusCode::BAD_REQUEST, Some("invalid_value")));
+        assert_eq!((e.status, e.code.map(ErrorCode::as_str)), (StatusCode::BAD_REQUEST, Some("invalid_value")));
         let e = store_error::<Interaction>(StoreError::Conflict("answered".into()));
-        assert_eq!((e.status, e.code), (StatusCode::CONFLICT, Some("interaction_closed")));
+        assert_eq!((e.status, e.code.map(ErrorCode::as_str)), (StatusCode::CONFLICT, Some("interaction_closed")));
         let e = store_error::<Channel>(StoreError::Fenced);
-        assert_eq!((e.status, e.code), (StatusCode::INTERNAL_SERVER_ERROR, Some("internal_error")));
+        assert_eq!(
+            (e.status, e.code.map(ErrorCode::as_str)),
+            (StatusCode::INTERNAL_SERVER_ERROR, Some("internal_error"))
+        );
     }
 }

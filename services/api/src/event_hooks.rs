@@ -7,6 +7,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use hermes_http::ErrorCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -46,11 +47,11 @@ fn check(state: &AppState, url: Option<&str>, events: Option<&[String]>) -> std:
     if let Some(url) = url
         && let Some(why) = outbound::refuse_url(url, state.config.gateway.events_allow_private_targets)
     {
-        return Err(ApiError::invalid_request("invalid_url", why));
+        return Err(ApiError::invalid_request(ErrorCode::InvalidUrl, why));
     }
     if let Some(unknown) = events.unwrap_or_default().iter().find(|e| !EVENTS.contains(&e.as_str())) {
         let why = format!("no event `{unknown}`: the events are {}", EVENTS.join(", "));
-        return Err(ApiError::invalid_request("invalid_value", why));
+        return Err(ApiError::invalid_request(ErrorCode::InvalidValue, why));
     }
     Ok(())
 }

@@ -3,6 +3,7 @@
 
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
+use hermes_http::ErrorCode;
 
 use hermes_core::SessionId;
 use hermes_http::ApiError;
@@ -21,9 +22,12 @@ pub(crate) fn session_header(headers: &HeaderMap) -> Result<Option<SessionId>, A
     };
     let text = raw
         .to_str()
-        .map_err(|_| ApiError::invalid_request("invalid_session_id", "X-Hermes-Session-Id is not valid text"))?;
+        .map_err(|_| ApiError::invalid_request(ErrorCode::InvalidSessionId, "X-Hermes-Session-Id is not valid text"))?;
     // Ids are UUIDs; anything else cannot name a session of this tenant.
-    text.trim().parse::<SessionId>().map(Some).map_err(|_| ApiError::not_found("session_not_found", "no such session"))
+    text.trim()
+        .parse::<SessionId>()
+        .map(Some)
+        .map_err(|_| ApiError::not_found(ErrorCode::SessionNotFound, "no such session"))
 }
 
 /// `X-Hermes-Session-Id` as sent (trimmed), for fingerprinting a request.
@@ -38,7 +42,7 @@ pub(crate) fn user_key(headers: &HeaderMap, auth: &KeyAuth) -> Result<String, Ap
     };
     let invalid = || {
         ApiError::invalid_request(
-            "invalid_session_key",
+            ErrorCode::InvalidSessionKey,
             "X-Hermes-Session-Key must be 1 to 256 characters of text without control characters",
         )
     };

@@ -5,6 +5,7 @@
 //! Idempotency-Key draft says.
 
 use axum::http::{HeaderMap, StatusCode};
+use hermes_http::ErrorCode;
 use sha2::{Digest, Sha256};
 
 use hermes_http::ApiError;
@@ -28,7 +29,7 @@ pub(crate) fn idempotency(
         .filter(|k| !k.is_empty() && k.len() <= MAX_KEY_CHARS && k.bytes().all(|b| b.is_ascii_graphic()));
     let Some(key) = key else {
         return Err(ApiError::invalid_request(
-            "invalid_idempotency_key",
+            ErrorCode::InvalidIdempotencyKey,
             "Idempotency-Key must be 1 to 255 visible ASCII characters",
         ));
     };
@@ -44,7 +45,7 @@ pub(crate) fn reused() -> ApiError {
     ApiError::new(
         StatusCode::UNPROCESSABLE_ENTITY,
         "invalid_request_error",
-        Some("idempotency_key_reused"),
+        Some(ErrorCode::IdempotencyKeyReused),
         "this Idempotency-Key was already used for a different request; use a new key",
     )
 }

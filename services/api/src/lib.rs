@@ -38,6 +38,7 @@ mod submit;
 mod targets;
 mod wait;
 
+use hermes_http::ErrorCode;
 use std::sync::Arc;
 
 use axum::Router;
@@ -127,12 +128,12 @@ fn router_with(ctx: ApiContext, events: EventHub) -> Router {
         .route("/api/sessions/{id}/messages", get(sessions::messages))
         .route("/api/sessions/{id}/fork", post(sessions::fork))
         .route("/api/sessions/{id}/export", get(sessions::export))
-        .fallback(|| async { hermes_http::ApiError::not_found("not_found", "no such endpoint") })
+        .fallback(|| async { hermes_http::ApiError::not_found(ErrorCode::NotFound, "no such endpoint") })
         .method_not_allowed_fallback(|| async {
             hermes_http::ApiError::new(
                 axum::http::StatusCode::METHOD_NOT_ALLOWED,
                 "invalid_request_error",
-                Some("method_not_allowed"),
+                Some(ErrorCode::MethodNotAllowed),
                 "this endpoint does not accept that HTTP method",
             )
         })

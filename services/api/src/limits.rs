@@ -5,6 +5,7 @@
 //! limits are the installation's defaults (`api.*`) unless the tenant or key has its own.
 //! When Redis is down the limits are not enforced: availability wins over strictness.
 
+use hermes_http::ErrorCode;
 use std::time::Duration;
 
 use axum::http::StatusCode;
@@ -16,7 +17,7 @@ use hermes_store::KeyAuth;
 use crate::state::AppState;
 
 fn too_many(message: String, retry_after_secs: u64) -> ApiError {
-    let mut e = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "requests", Some("rate_limit_exceeded"), message);
+    let mut e = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "requests", Some(ErrorCode::RateLimitExceeded), message);
     e.retry_after = Some(retry_after_secs.max(1));
     e
 }

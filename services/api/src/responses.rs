@@ -8,6 +8,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
+use hermes_http::ErrorCode;
 use serde_json::{Value, json};
 
 use hermes_core::FinishReason;
@@ -26,7 +27,7 @@ use crate::targets::response_target;
 use crate::wait::Next;
 
 fn not_found(id: &str) -> ApiError {
-    ApiError::not_found("response_not_found", format!("Response not found: {id}"))
+    ApiError::not_found(ErrorCode::ResponseNotFound, format!("Response not found: {id}"))
 }
 
 #[utoipa::path(post, path = "/v1/responses", tag = "openai",
@@ -54,8 +55,8 @@ pub(crate) async fn create(
 
 /// A chained response whose session was deleted meanwhile.
 fn conversation_gone(e: ApiError) -> ApiError {
-    if e.code == Some("session_not_found") {
-        return ApiError::not_found("session_not_found", "the conversation is gone");
+    if e.code == Some(ErrorCode::SessionNotFound) {
+        return ApiError::not_found(ErrorCode::SessionNotFound, "the conversation is gone");
     }
     e
 }

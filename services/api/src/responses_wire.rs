@@ -2,6 +2,7 @@
 //! chat completions, system and developer items become per-request instructions and the last
 //! user item is the input; the rest seeds a new conversation.
 
+use hermes_http::ErrorCode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -80,7 +81,7 @@ fn text_field(value: Option<Value>, param: &'static str) -> Result<Option<String
     match value {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(bad("invalid_type", format!("{param} must be a string")).with_param(param)),
+        Some(_) => Err(bad(ErrorCode::InvalidType, format!("{param} must be a string")).with_param(param)),
     }
 }
 
@@ -90,11 +91,11 @@ fn input_messages(input: Value) -> Result<Vec<ChatMessage>, ApiError> {
     let items = match input {
         Value::String(text) => vec![Value::String(text)],
         Value::Array(items) => items,
-        _ => return Err(bad("invalid_type", "input must be a string or an array of items").with_param("input")),
+        _ => return Err(bad(ErrorCode::InvalidType, "input must be a string or an array of items").with_param("input")),
     };
     if items.len() > MAX_MESSAGES {
         return Err(
-            bad("too_many_messages", format!("input may hold at most {MAX_MESSAGES} items")).with_param("input")
+            bad(ErrorCode::TooManyMessages, format!("input may hold at most {MAX_MESSAGES} items")).with_param("input")
         );
     }
     let mut out = Vec::with_capacity(items.len());
@@ -107,7 +108,7 @@ fn input_messages(input: Value) -> Result<Vec<ChatMessage>, ApiError> {
                     Some("function_call" | "function_call_output" | "reasoning") => continue,
                     Some(other) => {
                         return Err(bad(
-                            "unsupported_input_item",
+                            ErrorCode::UnsupportedInputItem,
                             format!("input[{i}]: items of type {other:?} are not supported (send messages)"),
                         )
                         .with_param("input"));
@@ -120,9 +121,8 @@ fn input_messages(input: Value) -> Result<Vec<ChatMessage>, ApiError> {
                 Value::Object(obj)
             }
             _ => {
-                return Err(
-                    bad("invalid_type", format!("input[{i}] must be a string or an object")).with_param("input")
-                );
+                return Err(bad(ErrorCode::InvalidType, format!("input[{i}] must be a string or an object"))
+                    .with_param("input"));
             }
         };
         out.push(parse_message("input", i, item)?);
@@ -132,13 +132,15 @@ fn input_messages(input: Value) -> Result<Vec<ChatMessage>, ApiError> {
 
 fn history_messages(value: Value) -> Result<Vec<ChatMessage>, ApiError> {
     let Value::Array(items) = value else {
-        return Err(
-            bad("invalid_type", "conversation_history must be an array of messages").with_param("conversation_history")
-        );
+        return Err(bad(ErrorCode::InvalidType, "conversation_history must be an array of messages")
+            .with_param("conversation_history"));
     };
     if items.len() > MAX_MESSAGES {
-        return Err(bad("too_many_messages", format!("conversation_history may hold at most {MAX_MESSAGES} messages"))
-            .with_param("conversation_history"));
+        return Err(bad(
+            ErrorCode::TooManyMessages,
+            format!("conversation_history may hold at most {MAX_MESSAGES} messages"),
+        )
+        .with_param("conversation_history"));
     }
     items.into_iter().enumerate().map(|(i, m)| parse_message("conversation_history", i, m)).collect()
 }
@@ -152,7 +154,7 @@ fn conversation_name(value: Value) -> Result<String, ApiError> {
     };
     if name.is_empty() || name.chars().count() > MAX_CONVERSATION_CHARS || name.chars().any(char::is_control) {
         return Err(bad(
-            "invalid_value",
+            ErrorCode::InvalidValue,
             "conversation must be a name of 1 to 256 characters without control characters",
         )
         .with_param("conversation"));
@@ -167,17 +169,22 @@ impl ResponsesRequest {
         let auto_truncation = match text_field(self.truncation, "truncation")?.as_deref() {
             None | Some("disabled") => false,
             Some("auto") => true,
-            Some(_) => return Err(bad("invalid_value", "truncation must be auto or disabled").with_param("truncation")),
+            Some(_) => {
+                return Err(bad(ErrorCode::InvalidValue, "truncation must be auto or disabled").with_param("truncation"));
+            }
         };
         let previous = text_field(self.previous_response_id.map(Value::String), "previous_response_id")?;
         let conversation = self.conversation.filter(|v| !v.is_null()).map(conversation_name).transpose()?;
         let continues = match (previous, conversation) {
             (Some(_), Some(_)) => {
-                return Err(bad("invalid_request", "send either previous_response_id or conversation, not both")
-                    .with_param("conversation"));
+                return Err(bad(
+                    ErrorCode::InvalidRequest,
+                    "send either previous_response_id or conversation, not both",
+                )
+                .with_param("conversation"));
             }
             (Some(id), None) => Continues::Response(parse_response_id(&id).ok_or_else(|| {
-                ApiError::not_found("response_not_found", format!("Previous response not found: {id}"))
+                ApiError::not_found(ErrorCode::ResponseNotFound, format!("Previous response not found: {id}"))
                     .with_param("previous_response_id")
             })?),
             (None, Some(name)) => Continues::Conversation(name),
@@ -186,7 +193,7 @@ impl ResponsesRequest {
         let raw_input = self
             .input
             .filter(|v| !v.is_null())
-            .ok_or_else(|| bad("missing_required_parameter", "input is required").with_param("input"))?;
+            .ok_or_else(|| bad(ErrorCode::MissingRequiredParameter, "input is required").with_param("input"))?;
         let mut instructions: Vec<String> =
             text_field(self.instructions, "instructions")?.into_iter().filter(|t| !t.trim().is_empty()).collect();
         let explicit = self.conversation_history.filter(|v| !v.is_null()).map(history_messages).transpose()?;
@@ -201,7 +208,7 @@ impl ResponsesRequest {
         }
         let input = match history.pop() {
             Some(m) if (m.role == Role::User && !m.text().trim().is_empty()) || has_image(&m) => m,
-            _ => return Err(bad("invalid_input", "No user message found in input").with_param("input")),
+            _ => return Err(bad(ErrorCode::InvalidInput, "No user message found in input").with_param("input")),
         };
         if auto_truncation && history.len() > AUTO_TRUNCATION_MESSAGES {
             history.drain(..history.len() - AUTO_TRUNCATION_MESSAGES);
@@ -286,7 +293,7 @@ mod tests {
         ];
         for (body, code) in cases {
             let err = parse(body.clone()).unwrap_err();
-            assert_eq!(err.code, Some(code), "{body}");
+            assert_eq!(err.code.map(hermes_http::ErrorCode::as_str), Some(code), "{body}");
         }
     }
 

@@ -4,6 +4,7 @@
 //! command approval; `POST /v1/runs/{id}/stop` stops it. A run is a turn (`run_<turn id>`, see
 //! [`crate::runs_object`]), so any API pod can answer for it.
 
+use hermes_http::ErrorCode;
 use std::time::Duration;
 
 use axum::Json;
@@ -125,7 +126,7 @@ fn not_pending(id: &str) -> ApiError {
     ApiError::new(
         StatusCode::CONFLICT,
         "invalid_request_error",
-        Some("approval_not_pending"),
+        Some(ErrorCode::ApprovalNotPending),
         format!("Run has no pending approval: {id}"),
     )
 }
@@ -143,7 +144,7 @@ pub(crate) async fn stop(
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             "invalid_request_error",
-            Some("run_not_active"),
+            Some(ErrorCode::RunNotActive),
             format!("Run already ended ({}): {id}", RunStatus::of(run.status, run.outcome.as_ref(), None).as_str()),
         ));
     }

@@ -1,6 +1,7 @@
 //! A run as the Runs API shows it (`run_<turn id>`): which one an id names, its state in
 //! upstream's words, and the `hermes.run` object.
 
+use hermes_http::ErrorCode;
 use serde_json::{Value, json};
 
 use hermes_core::{FinishReason, InteractionKind, PendingInteraction, TurnId, TurnOutcome};
@@ -15,7 +16,7 @@ pub(crate) fn run_id(turn: TurnId) -> String {
 }
 
 pub(crate) fn not_found(id: &str) -> ApiError {
-    ApiError::not_found("run_not_found", format!("Run not found: {id}"))
+    ApiError::not_found(ErrorCode::RunNotFound, format!("Run not found: {id}"))
 }
 
 /// The run `id` names, if this caller may see it.

@@ -7,6 +7,7 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use hermes_http::ErrorCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -185,7 +186,7 @@ pub(crate) async fn fork(
     let info = visible(&state, &auth, &id).await?;
     let body = body.map(|ApiJson(b)| b).unwrap_or(Fork { up_to: None, title: None });
     if body.up_to.is_some_and(|n| n < 1) {
-        return Err(ApiError::invalid_request("invalid_value", "up_to is a message sequence number, from 1")
+        return Err(ApiError::invalid_request(ErrorCode::InvalidValue, "up_to is a message sequence number, from 1")
             .with_param("up_to")
             .into());
     }
@@ -214,6 +215,8 @@ pub(crate) async fn export(
     match q.format.as_deref().unwrap_or("json") {
         "json" => Ok(Json(json!(export))),
         "sharegpt" => Ok(Json(export.to_sharegpt())),
-        _ => Err(ApiError::invalid_request("invalid_value", "format is json or sharegpt").with_param("format").into()),
+        _ => Err(ApiError::invalid_request(ErrorCode::InvalidValue, "format is json or sharegpt")
+            .with_param("format")
+            .into()),
     }
 }

@@ -3,6 +3,7 @@
 //! (once per `Idempotency-Key`), name it in the request's span, subscribe to its events, tell
 //! the workers, and hand back what follows it.
 
+use hermes_http::ErrorCode;
 use std::time::Duration;
 
 use hermes_core::{SessionId, TenantId, TurnId};
@@ -141,7 +142,9 @@ async fn enqueue(
     match enqueued {
         Ok(Enqueued::New { session, turn }) => Ok((session, turn, false)),
         Ok(Enqueued::Replay { session, turn }) => Ok((session, turn, true)),
-        Err(StoreError::NotFound) => Err(ApiError::not_found("session_not_found", "no such session for this model")),
+        Err(StoreError::NotFound) => {
+            Err(ApiError::not_found(ErrorCode::SessionNotFound, "no such session for this model"))
+        }
         Err(StoreError::Invalid(_)) if idempotency.is_some() => Err(crate::idempotency::reused()),
         Err(e) => Err(ApiError::internal(e)),
     }

@@ -2,6 +2,7 @@
 //! completions without a session header) the one its conversation's start derives.
 
 use axum::http::HeaderMap;
+use hermes_http::ErrorCode;
 
 use hermes_core::{AgentId, SessionId, TurnId};
 use hermes_http::ApiError;
@@ -64,7 +65,7 @@ fn derived_session_id(auth: &KeyAuth, agent: AgentId, user: &str, parsed: &Parse
 }
 
 fn response_not_found(id: TurnId) -> ApiError {
-    ApiError::not_found("response_not_found", format!("Response not found: {}", response_id(id)))
+    ApiError::not_found(ErrorCode::ResponseNotFound, format!("Response not found: {}", response_id(id)))
 }
 
 /// Where a new response's turn runs, the response it continues, and (carried forward along a
@@ -91,7 +92,7 @@ pub(crate) async fn response_target(
     };
     if !parsed.history.is_empty() {
         return Err(ApiError::invalid_request(
-            "invalid_input",
+            ErrorCode::InvalidInput,
             "a response that continues another takes only new user input; earlier messages are on the server",
         )
         .with_param("input"));
@@ -107,7 +108,7 @@ pub(crate) async fn response_target(
     let agent = state.store.agent(auth.tenant_id, chain.agent_id).await.map_err(ApiError::internal)?;
     if parsed.model.as_deref().is_some_and(|m| m != agent.name) {
         return Err(ApiError::invalid_request(
-            "model_mismatch",
+            ErrorCode::ModelMismatch,
             format!("the previous response belongs to model `{}`; send that model or none", agent.name),
         )
         .with_param("model"));
@@ -140,7 +141,7 @@ pub(crate) async fn run_target(
         let (agent, target, _) = response_target(state, auth, headers, parsed).await?;
         return Ok((agent, target));
     };
-    let missing = || ApiError::not_found("session_not_found", "no such session").with_param("session_id");
+    let missing = || ApiError::not_found(ErrorCode::SessionNotFound, "no such session").with_param("session_id");
     let session: SessionId = id.trim().parse().map_err(|_| missing())?;
     let info = state
         .store
@@ -148,9 +149,8 @@ pub(crate) async fn run_target(
         .await
         .map_err(|e| missing_or_internal(e, missing))?;
     if parsed.model.as_deref().is_some_and(|m| m != info.model) {
-        return Err(
-            ApiError::invalid_request("model_mismatch", "the session belongs to another model").with_param("model")
-        );
+        return Err(ApiError::invalid_request(ErrorCode::ModelMismatch, "the session belongs to another model")
+            .with_param("model"));
     }
     let agent = state.store.agent(auth.tenant_id, info.agent_id).await.map_err(ApiError::internal)?;
     Ok((agent, TurnTarget::Existing(session)))

@@ -5,6 +5,7 @@
 use axum::Json;
 use axum::extract::{Query, State};
 use chrono::{Duration, NaiveDate, Utc};
+use hermes_http::ErrorCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -32,7 +33,8 @@ pub(crate) struct UsageQuery {
 fn day(param: &'static str, text: Option<&str>) -> Result<Option<NaiveDate>, ApiError> {
     text.map(|t| {
         NaiveDate::parse_from_str(t.trim(), "%Y-%m-%d").map_err(|_| {
-            ApiError::invalid_request("invalid_value", format!("{param} is a date: YYYY-MM-DD")).with_param(param)
+            ApiError::invalid_request(ErrorCode::InvalidValue, format!("{param} is a date: YYYY-MM-DD"))
+                .with_param(param)
         })
     })
     .transpose()
@@ -77,16 +79,15 @@ impl UsageQuery {
             "agent" | "model" => UsageGroup::Agent,
             "key" | "api_key" => UsageGroup::Key,
             _ => {
-                return Err(
-                    ApiError::invalid_request("invalid_value", "group_by is day, agent or key").with_param("group_by")
-                );
+                return Err(ApiError::invalid_request(ErrorCode::InvalidValue, "group_by is day, agent or key")
+                    .with_param("group_by"));
             }
         };
         let end = day("end", self.end.as_deref())?.unwrap_or_else(|| Utc::now().date_naive());
         let start = day("start", self.start.as_deref())?.unwrap_or(end - Duration::days(29));
         if start > end || end - start > Duration::days(MAX_DAYS) {
             return Err(ApiError::invalid_request(
-                "invalid_value",
+                ErrorCode::InvalidValue,
                 format!("start must be before end, at most {MAX_DAYS} days apart"),
             )
             .with_param("start"));

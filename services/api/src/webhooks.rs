@@ -6,6 +6,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use hermes_http::ErrorCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -53,7 +54,7 @@ fn shown(state: &AppState, hook: &Webhook, secret: Option<String>) -> Value {
 }
 
 fn invalid(why: impl Into<String>) -> ApiError {
-    ApiError::invalid_request("invalid_value", why.into())
+    ApiError::invalid_request(ErrorCode::InvalidValue, why.into())
 }
 
 /// `local`, or chat targets `platform[:chat[:thread]]`, comma-separated.
@@ -72,7 +73,7 @@ fn check_deliver(deliver: &str) -> std::result::Result<(), ApiError> {
 fn check_prompt(prompt: &str) -> std::result::Result<(), ApiError> {
     if let Some(finding) = hermes_threats::scan_strict(prompt).first() {
         let why = format!("the prompt looks like an injection or exfiltration attempt ({})", finding.reason);
-        return Err(ApiError::invalid_request("prompt_refused", why));
+        return Err(ApiError::invalid_request(ErrorCode::PromptRefused, why));
     }
     Ok(())
 }

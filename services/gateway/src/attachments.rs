@@ -3,8 +3,8 @@
 //! the same outbox reply (so a retry sends only what is missing). A file that could not be
 //! read is replaced by a note saying so; a link stays in the text.
 
-use hermes_core::outbox::OutboxPayload;
 use hermes_core::media::split_media;
+use hermes_core::outbox::OutboxPayload;
 use hermes_store::OutboxItem;
 use hermes_store::turn_files::TurnFile;
 

@@ -125,10 +125,7 @@ impl Gateway {
                 return Ok(());
             }
             let (payload, key) = reply(text);
-            self.store
-                .enqueue_outbox(tenant, &destination(channel, &msg), &key, &payload)
-                .await
-                .map_err(store_err)?;
+            self.store.enqueue_outbox(tenant, &destination(channel, &msg), &key, &payload).await.map_err(store_err)?;
             return Ok(());
         }
         let chosen = busy_override(&msg.text);

@@ -28,6 +28,7 @@ pub mod stream;
 pub mod telegram;
 pub mod wecom;
 
+use hermes_http::ErrorCode;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -129,7 +130,9 @@ pub async fn run(ctx: GatewayContext, shutdown: CancellationToken) -> std::io::R
     let tasks = spawn_tasks(&gw, &shutdown);
     let app = router(gw)
         .merge(ops_router(ctx.readiness))
-        .fallback(|| async { hermes_http::ApiError::not_found("not_found", "no chat platform is bound to this path") })
+        .fallback(|| async {
+            hermes_http::ApiError::not_found(ErrorCode::NotFound, "no chat platform is bound to this path")
+        })
         .layer(axum::middleware::from_fn(hermes_http::request_span));
     let served = hermes_http::serve(listener, app, shutdown).await;
     for task in tasks {

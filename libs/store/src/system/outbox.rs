@@ -143,7 +143,8 @@ impl Store {
 /// A claimed row, or (its id, why its destination or payload does not parse).
 fn read_item(r: &PgRow) -> Result<std::result::Result<OutboxItem, (uuid::Uuid, serde_json::Error)>> {
     let id: uuid::Uuid = r.try_get("id")?;
-    let (destination, payload): (serde_json::Value, serde_json::Value) = (r.try_get("destination")?, r.try_get("payload")?);
+    let (destination, payload): (serde_json::Value, serde_json::Value) =
+        (r.try_get("destination")?, r.try_get("payload")?);
     let parsed = serde_json::from_value(destination).and_then(|d| Ok((d, serde_json::from_value(payload)?)));
     let (destination, payload) = match parsed {
         Ok(parts) => parts,

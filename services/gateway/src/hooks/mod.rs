@@ -19,8 +19,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use hermes_core::outbox::{HookLabel, RunLabel};
 use hermes_core::ChatMessage;
+use hermes_core::outbox::{HookLabel, RunLabel};
 use hermes_store::webhooks::{Started, Webhook, WebhookStart};
 use hermes_store::{NewTurn, TurnTarget};
 

@@ -149,7 +149,8 @@ pub(super) async fn plan(
 fn input_of(turn: &ClaimedTurn) -> Result<ChatMessage, PlanError> {
     if turn.attempt > MAX_ATTEMPTS {
         tracing::error!("turn failed on {MAX_ATTEMPTS} workers; giving up");
-        return Err(PlanError::fail(failed(ErrorCode::TurnRetriesExhausted,
+        return Err(PlanError::fail(failed(
+            ErrorCode::TurnRetriesExhausted,
             format!("The turn failed {MAX_ATTEMPTS} times and was stopped."),
         )));
     }

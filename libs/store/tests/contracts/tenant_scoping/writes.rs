@@ -1,8 +1,8 @@
 //! The writes: made by the other tenant only (the owner's rows are compared before and after).
 
 use chrono::Utc;
-use hermes_core::{ChatMessage, TurnOutcome};
 use hermes_core::outbox::{Destination, OutboxPayload};
+use hermes_core::{ChatMessage, TurnOutcome};
 use hermes_store::channels::ChannelAccess;
 use hermes_store::cron::JobChanges;
 use hermes_store::event_hooks::EventHookChanges;
