@@ -94,8 +94,8 @@ pub(crate) async fn bind_channel(env: &TestEnv, b: Binding<'_>) -> Channel {
         api_base: b.api_base,
         credentials: b.credentials,
         bot_identity: b.identity.into(),
-        dm_policy: b.dm_policy.into(),
-        group_policy: "mention".into(),
+        dm_policy: b.dm_policy.parse().unwrap(),
+        group_policy: "mention".parse().unwrap(),
         allow_users: b.allow.iter().map(|s| (*s).to_owned()).collect(),
         allow_chats: vec![],
         admins: vec![],
@@ -278,7 +278,7 @@ async fn flood_control_is_waited_out_and_a_blocked_bot_marks_its_channel() {
 
     // Access changes apply to the running poller at once.
     let access = hermes_store::ChannelAccess {
-        dm_policy: Some("allowlist".into()),
+        dm_policy: Some("allowlist".parse().unwrap()),
         allow_users: Some(vec!["42".into()]),
         ..Default::default()
     };

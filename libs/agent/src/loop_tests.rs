@@ -619,7 +619,13 @@ impl Tool for AskUser {
     fn call<'a>(&'a self, ctx: &'a ToolCtx, _: Value) -> BoxFuture<'a, Result<String, ToolError>> {
         Box::pin(async move {
             match ctx.interaction.answer_for(&ctx.call_id) {
-                Some(r) => Ok(format!("user said {}", r.answer["text"].as_str().unwrap_or_default())),
+                Some(r) => Ok(format!(
+                    "user said {}",
+                    match &r.answer {
+                        hermes_core::InteractionAnswer::Text { text } => text.as_str(),
+                        _ => "",
+                    }
+                )),
                 None => Err(ToolError::Park(hermes_tools::Interaction {
                     kind: hermes_core::InteractionKind::Clarify,
                     prompt: json!({"question": "?"}),
@@ -661,8 +667,10 @@ async fn a_call_that_needs_the_user_parks_the_turn_and_resumes_with_the_answer()
     let mut messages = start().messages;
     messages.extend(journal.0.iter().map(|(_, m)| m.clone()));
     let resumed = TurnStart { messages, completed_steps: 1, turn_start: 1 };
-    ctx.interaction.resolution =
-        Some(Arc::new(hermes_tools::Resolution { call_id: parked.call_id.clone(), answer: json!({"text": "blue"}) }));
+    ctx.interaction.resolution = Some(Arc::new(hermes_tools::Resolution {
+        call_id: parked.call_id.clone(),
+        answer: hermes_core::InteractionAnswer::text("blue"),
+    }));
     let mut journal2 = Journal::default();
     let turn = Turn {
         model: &model,

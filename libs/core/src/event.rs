@@ -122,6 +122,24 @@ pub enum TurnEventKind {
     Waiting { interaction: PendingInteraction },
 }
 
+/// The answer a parked call resumes with (`interactions.answer`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum InteractionAnswer {
+    /// An approval's choice.
+    Approval { choice: crate::ApprovalChoice },
+    /// A question's answer (typed, or the text of the button pressed).
+    Text { text: String },
+    /// Nobody answered in time: an approval counts as denied.
+    Expired { expired: bool },
+}
+
+impl InteractionAnswer {
+    pub fn text(text: impl Into<String>) -> Self {
+        InteractionAnswer::Text { text: text.into() }
+    }
+}
+
 /// A question a parked turn waits on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingInteraction {

@@ -137,6 +137,58 @@ vocabulary! {
 }
 
 vocabulary! {
+    /// Where a parked turn's question stands (`interactions.status`).
+    InteractionStatus ("interaction status") {
+        Pending = "pending",
+        Answered = "answered",
+        /// Nobody answered in time.
+        Expired = "expired",
+    }
+}
+
+vocabulary! {
+    /// A person's answer to a dangerous command's approval, as upstream offers them.
+    ApprovalChoice ("approval choice") {
+        /// This call only.
+        Once = "once",
+        /// The command's patterns, for the rest of this session.
+        Session = "session",
+        /// The command's patterns, for the agent from now on.
+        Always = "always",
+        Deny = "deny",
+    }
+}
+
+impl ApprovalChoice {
+    /// Whether the command may run.
+    pub fn allows(self) -> bool {
+        self != ApprovalChoice::Deny
+    }
+}
+
+vocabulary! {
+    /// Who may talk to a channel's bot in a direct chat (`channels.dm_policy`).
+    DmPolicy ("DM policy") {
+        Open = "open",
+        /// Only the channel's allowed users (and admins).
+        Allowlist = "allowlist",
+        /// Allowed users; others get a code an admin approves.
+        Pairing = "pairing",
+        Disabled = "disabled",
+    }
+}
+
+vocabulary! {
+    /// When the bot answers in a group chat (`channels.group_policy`).
+    GroupPolicy ("group policy") {
+        /// Only when mentioned or replied to.
+        Mention = "mention",
+        Open = "open",
+        Disabled = "disabled",
+    }
+}
+
+vocabulary! {
     /// Where a session's turns come from: the API, a scheduled run, a webhook trigger, a
     /// delegated child's own session, or a chat on a platform (stored under the platform's
     /// name). Compactions and forks keep their parent's.

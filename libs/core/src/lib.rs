@@ -14,12 +14,14 @@ pub mod toolsets;
 
 pub use errors::ErrorCode;
 pub use event::{
-    EVENT_TEXT_CHARS, FinishReason, PendingInteraction, TurnEvent, TurnEventKind, TurnOutcome, Usage, event_text,
+    EVENT_TEXT_CHARS, FinishReason, InteractionAnswer, PendingInteraction, TurnEvent, TurnEventKind, TurnOutcome,
+    Usage, event_text,
 };
 pub use ids::{AgentId, ApiKeyId, IdParseError, SessionId, TenantId, TurnId};
 pub use kinds::{
-    ApprovalMode, BudgetPeriod, BusyMode, ChannelMode, ChannelStatus, CronRunStatus, GoalState, GroupSessions,
-    InteractionKind, JobState, Platform, RunOutcome, SessionSource, SkillState, UnknownName,
+    ApprovalChoice, ApprovalMode, BudgetPeriod, BusyMode, ChannelMode, ChannelStatus, CronRunStatus, DmPolicy,
+    GoalState, GroupPolicy, GroupSessions, InteractionKind, InteractionStatus, JobState, Platform, RunOutcome,
+    SessionSource, SkillState, UnknownName,
 };
 pub use message::{ChatMessage, Content, ContentPart, Role, ToolCall, ToolCallFunction};
 pub use toolsets::ToolsetName;

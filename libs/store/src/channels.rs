@@ -4,7 +4,9 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use hermes_core::{AgentId, BusyMode, ChannelMode, ChannelStatus, GroupSessions, Platform, TenantId};
+use hermes_core::{
+    AgentId, BusyMode, ChannelMode, ChannelStatus, DmPolicy, GroupPolicy, GroupSessions, Platform, TenantId,
+};
 
 use crate::{Result, SecretBox, Store, StoreError};
 
@@ -19,8 +21,8 @@ pub struct NewChannel {
     pub credentials: Value,
     /// What identifies the bot on its platform (a Telegram token, a Slack app id): bound once.
     pub bot_identity: String,
-    pub dm_policy: String,
-    pub group_policy: String,
+    pub dm_policy: DmPolicy,
+    pub group_policy: GroupPolicy,
     pub allow_users: Vec<String>,
     pub allow_chats: Vec<String>,
     pub admins: Vec<String>,
@@ -29,8 +31,8 @@ pub struct NewChannel {
 /// Changes to a channel's access rules (`None`: unchanged).
 #[derive(Debug, Clone, Default)]
 pub struct ChannelAccess {
-    pub dm_policy: Option<String>,
-    pub group_policy: Option<String>,
+    pub dm_policy: Option<DmPolicy>,
+    pub group_policy: Option<GroupPolicy>,
     pub allow_users: Option<Vec<String>>,
     pub allow_chats: Option<Vec<String>>,
     pub admins: Option<Vec<String>>,
@@ -63,8 +65,10 @@ pub struct Channel {
     pub bot_username: Option<String>,
     #[serde(skip)]
     pub webhook_secret: String,
-    pub dm_policy: String,
-    pub group_policy: String,
+    #[sqlx(try_from = "String")]
+    pub dm_policy: DmPolicy,
+    #[sqlx(try_from = "String")]
+    pub group_policy: GroupPolicy,
     pub allow_users: Vec<String>,
     pub allow_chats: Vec<String>,
     pub admins: Vec<String>,
@@ -148,8 +152,8 @@ impl Store {
         .bind(sealed)
         .bind(fingerprint)
         .bind(webhook_secret())
-        .bind(&new.dm_policy)
-        .bind(&new.group_policy)
+        .bind(new.dm_policy.as_str())
+        .bind(new.group_policy.as_str())
         .bind(&new.allow_users)
         .bind(&new.allow_chats)
         .bind(&new.admins)
@@ -212,8 +216,8 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .bind(id)
-        .bind(&access.dm_policy)
-        .bind(&access.group_policy)
+        .bind(access.dm_policy.map(DmPolicy::as_str))
+        .bind(access.group_policy.map(GroupPolicy::as_str))
         .bind(&access.allow_users)
         .bind(&access.allow_chats)
         .bind(&access.admins)

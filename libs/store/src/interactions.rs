@@ -8,7 +8,10 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::Row;
 
-use hermes_core::{AgentId, ApprovalMode, InteractionKind, PendingInteraction, SessionId, TenantId, TurnId};
+use hermes_core::{
+    AgentId, ApprovalChoice, ApprovalMode, InteractionAnswer, InteractionKind, InteractionStatus, PendingInteraction,
+    SessionId, TenantId, TurnId,
+};
 
 use crate::rows::vocab;
 use crate::{Result, Store, StoreError};
@@ -161,7 +164,7 @@ impl Store {
         &self,
         tenant: TenantId,
         id: uuid::Uuid,
-        answer: &Value,
+        answer: &InteractionAnswer,
         hub: Option<&str>,
     ) -> Result<Answered> {
         let mut tx = self.pool().begin().await?;
@@ -175,9 +178,9 @@ impl Store {
         .fetch_optional(&mut *tx)
         .await?
         .ok_or(StoreError::NotFound)?;
-        let status: String = row.try_get("status")?;
-        let turn_status: String = row.try_get("turn_status")?;
-        if status != "pending" || turn_status != "waiting" {
+        let status: InteractionStatus = vocab(&row.try_get::<String, _>("status")?)?;
+        let turn_status = crate::TurnStatus::parse(&row.try_get::<String, _>("turn_status")?)?;
+        if status != InteractionStatus::Pending || turn_status != crate::TurnStatus::Waiting {
             return Err(StoreError::Conflict(format!("an answer to this {status} question")));
         }
         let turn = TurnId::from_uuid(row.try_get("turn_id")?);
@@ -190,9 +193,9 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         let kind: InteractionKind = vocab(&row.try_get::<String, _>("kind")?)?;
-        let scope = match answer.get("choice").and_then(Value::as_str) {
-            Some("session") => Some(Some(session.as_uuid())),
-            Some("always") => Some(None),
+        let scope = match answer {
+            InteractionAnswer::Approval { choice: ApprovalChoice::Session } => Some(Some(session.as_uuid())),
+            InteractionAnswer::Approval { choice: ApprovalChoice::Always } => Some(None),
             _ => None,
         };
         if let (true, Some(scope)) = (kind == InteractionKind::Approval, scope) {
@@ -218,7 +221,8 @@ impl Store {
 
     /// The latest answer (or expiry) of the turn's interactions: the call it belongs to runs
     /// again with it when the turn resumes.
-    pub async fn turn_resolution(&self, tenant: TenantId, turn: TurnId) -> Result<Option<(String, Value)>> {
+    /// An answer that cannot be known counts as expired (an approval is then denied).
+    pub async fn turn_resolution(&self, tenant: TenantId, turn: TurnId) -> Result<Option<(String, InteractionAnswer)>> {
         let row = sqlx::query(
             "SELECT call_id, answer FROM interactions
              WHERE tenant_id = $1 AND turn_id = $2 AND status <> 'pending'
@@ -228,8 +232,14 @@ impl Store {
         .bind(turn.as_uuid())
         .fetch_optional(self.pool())
         .await?;
-        row.map(|row| Ok((row.try_get("call_id")?, row.try_get::<Option<Value>, _>("answer")?.unwrap_or(Value::Null))))
-            .transpose()
+        row.map(|row| {
+            let answer = match row.try_get::<Option<Value>, _>("answer")? {
+                Some(answer) => serde_json::from_value(answer).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                None => InteractionAnswer::Expired { expired: true },
+            };
+            Ok((row.try_get("call_id")?, answer))
+        })
+        .transpose()
     }
 
     /// Command patterns allowed for the agent, and for this session.

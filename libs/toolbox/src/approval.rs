@@ -4,15 +4,12 @@
 //! for this session), or the user approved this very call; otherwise the call parks the turn
 //! with an approval request.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use hermes_core::InteractionKind;
+use hermes_core::{ApprovalChoice, InteractionAnswer, InteractionKind};
 use hermes_tools::{ApprovalMode, Interaction, ToolCtx, ToolError, Verdict};
 
 use crate::danger::{Danger, assess};
-
-/// The user's choices, as upstream offers them.
-pub const CHOICES: [&str; 4] = ["once", "session", "always", "deny"];
 
 fn denied(why: &str) -> ToolError {
     ToolError::RespondToModel(format!(
@@ -31,7 +28,7 @@ fn request(command: &str, dangers: &[&Danger]) -> Interaction {
             "command": command,
             "pattern_keys": dangers.iter().map(|d| d.key).collect::<Vec<_>>(),
             "description": reasons.join("; "),
-            "choices": CHOICES,
+            "choices": ApprovalChoice::ALL,
         }),
     }
 }
@@ -52,11 +49,9 @@ pub async fn check(ctx: &ToolCtx, command: &str) -> Result<(), ToolError> {
         return Ok(());
     }
     match interaction.answer_for(&ctx.call_id) {
-        Some(resolution) => match resolution.answer.get("choice").and_then(Value::as_str) {
-            Some("once" | "session" | "always") => Ok(()),
-            _ if resolution.answer.get("expired").is_some() => {
-                Err(denied("nobody approved it in time, and silence is not consent"))
-            }
+        Some(resolution) => match resolution.answer {
+            InteractionAnswer::Approval { choice } if choice.allows() => Ok(()),
+            InteractionAnswer::Expired { .. } => Err(denied("nobody approved it in time, and silence is not consent")),
             _ => Err(denied("the user denied it")),
         },
         None => {
@@ -85,7 +80,7 @@ mod tests {
 
     use super::*;
 
-    fn ctx(mode: ApprovalMode, allowed: &[&str], answer: Option<Value>) -> ToolCtx {
+    fn ctx(mode: ApprovalMode, allowed: &[&str], answer: Option<serde_json::Value>) -> ToolCtx {
         #[expect(clippy::disallowed_methods, reason = "test fixture")]
         let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
         ToolCtx {
@@ -98,7 +93,9 @@ mod tests {
                 enabled: true,
                 approval_mode: mode,
                 allowed: Arc::new(allowed.iter().map(|s| (*s).to_owned()).collect()),
-                resolution: answer.map(|answer| Arc::new(Resolution { call_id: "c1".into(), answer })),
+                resolution: answer.map(|answer| {
+                    Arc::new(Resolution { call_id: "c1".into(), answer: serde_json::from_value(answer).unwrap() })
+                }),
                 judge: None,
             },
         }
@@ -110,7 +107,7 @@ mod tests {
         let ToolError::Park(interaction) = err else { panic!("{err:?}") };
         assert_eq!(interaction.kind, InteractionKind::Approval);
         assert_eq!(interaction.prompt["pattern_keys"], json!(["rm_recursive", "git_destructive"]));
-        assert_eq!(interaction.prompt["choices"], json!(CHOICES));
+        assert_eq!(interaction.prompt["choices"], json!(["once", "session", "always", "deny"]));
         assert!(check(&ctx(ApprovalMode::Manual, &[], None), "ls -la").await.is_ok());
     }
 

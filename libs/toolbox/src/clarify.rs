@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use hermes_core::InteractionKind;
+use hermes_core::{InteractionAnswer, InteractionKind};
 use hermes_tools::{Interaction, SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema, required_str};
 
 pub const MAX_CHOICES: usize = 4;
@@ -45,14 +45,15 @@ impl SimpleTool for ClarifyTool {
             return Err(ToolError::RespondToModel(format!("at most {MAX_CHOICES} choices")));
         }
         match ctx.interaction.answer_for(&ctx.call_id) {
-            Some(r) if r.answer.get("expired").is_some() => Ok(
-                "[The user did not respond in time. Go on with your best judgement and say which assumption you made.]"
-                    .into(),
-            ),
-            Some(r) => {
-                let text = r.answer.get("text").and_then(Value::as_str).unwrap_or_default();
-                Ok(format!("The user answered: {text}"))
-            }
+            Some(r) => match &r.answer {
+                InteractionAnswer::Text { text } => Ok(format!("The user answered: {text}")),
+                // An approval's choice cannot answer a question: as good as no answer.
+                InteractionAnswer::Expired { .. } | InteractionAnswer::Approval { .. } => Ok(
+                    "[The user did not respond in time. Go on with your best judgement and say which assumption you \
+                     made.]"
+                        .into(),
+                ),
+            },
             None => Err(ToolError::Park(Interaction {
                 kind: InteractionKind::Clarify,
                 prompt: json!({ "question": question, "choices": choices }),

@@ -80,9 +80,7 @@ impl Interactive {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resolution {
     pub call_id: String,
-    /// `{"choice": "once|session|always|deny"}` for an approval, `{"text": ...}` for a
-    /// question; `{"expired": true}` when nobody answered in time.
-    pub answer: Value,
+    pub answer: hermes_core::InteractionAnswer,
 }
 
 /// A question for the user: the turn is parked until it is answered or expires.

@@ -1,12 +1,10 @@
 //! The user's answer to a turn that waits for them: a dangerous-command approval's choice or
 //! a clarifying question's text, checked and stored, so the turn can resume.
 
-use hermes_http::ErrorCode;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
-use hermes_core::{InteractionKind, TurnId};
-use hermes_http::ApiError;
+use hermes_core::{ApprovalChoice, InteractionAnswer, InteractionKind, TurnId};
+use hermes_http::{ApiError, ErrorCode};
 use hermes_queue::SessionWork;
 use hermes_store::{Answered, KeyAuth, StoreError};
 
@@ -29,21 +27,23 @@ pub(crate) struct AnswerRequest {
 }
 
 /// The stored answer for an interaction of `kind`, or why the request is wrong.
-pub(crate) fn answer_for(kind: InteractionKind, request: &AnswerRequest) -> Result<Value, ApiError> {
+pub(crate) fn answer_for(kind: InteractionKind, request: &AnswerRequest) -> Result<InteractionAnswer, ApiError> {
     let invalid = |param: &'static str, msg: &'static str| {
         ApiError::invalid_request(ErrorCode::InvalidValue, msg).with_param(param)
     };
     match kind {
         InteractionKind::Approval => {
             let choice = request.choice.as_deref().map(str::trim).map(str::to_ascii_lowercase);
+            // Upstream's names, and the words people use for them.
             let choice = match choice.as_deref() {
-                Some("once" | "approve" | "approved" | "allow" | "yes") => "once",
-                Some("session") => "session",
-                Some("always") => "always",
-                Some("deny" | "denied" | "no" | "reject") => "deny",
-                _ => return Err(invalid("choice", "choice must be once, session, always or deny")),
+                Some("approve" | "approved" | "allow" | "yes") => ApprovalChoice::Once,
+                Some("denied" | "no" | "reject") => ApprovalChoice::Deny,
+                Some(name) => {
+                    name.parse().map_err(|_| invalid("choice", "choice must be once, session, always or deny"))?
+                }
+                None => return Err(invalid("choice", "choice must be once, session, always or deny")),
             };
-            Ok(json!({ "choice": choice }))
+            Ok(InteractionAnswer::Approval { choice })
         }
         InteractionKind::Clarify => {
             let text = request.answer.as_deref().or(request.choice.as_deref()).map(str::trim).unwrap_or_default();
@@ -53,7 +53,7 @@ pub(crate) fn answer_for(kind: InteractionKind, request: &AnswerRequest) -> Resu
             if text.chars().count() > MAX_ANSWER_CHARS {
                 return Err(invalid("answer", "answer is longer than 4000 characters"));
             }
-            Ok(json!({ "text": text }))
+            Ok(InteractionAnswer::text(text))
         }
     }
 }
@@ -84,7 +84,7 @@ pub(crate) async fn answer_run_approval(
     turn: TurnId,
     choice: Option<String>,
     not_pending: impl Fn() -> ApiError,
-) -> Result<Value, ApiError> {
+) -> Result<InteractionAnswer, ApiError> {
     let answer = answer_for(InteractionKind::Approval, &AnswerRequest { choice, answer: None, stream: false })
         .map_err(|_| {
             ApiError::invalid_request(
@@ -108,6 +108,8 @@ pub(crate) async fn answer_run_approval(
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn req(choice: Option<&str>, answer: Option<&str>) -> AnswerRequest {
@@ -117,18 +119,27 @@ mod tests {
     #[test]
     fn approvals_take_a_choice_and_questions_take_text() {
         assert_eq!(
-            answer_for(InteractionKind::Approval, &req(Some("Approve"), None)).unwrap(),
+            json!(answer_for(InteractionKind::Approval, &req(Some("Approve"), None)).unwrap()),
             json!({"choice": "once"})
         );
         assert_eq!(
-            answer_for(InteractionKind::Approval, &req(Some("always"), None)).unwrap(),
+            json!(answer_for(InteractionKind::Approval, &req(Some("always"), None)).unwrap()),
             json!({"choice": "always"})
         );
-        assert_eq!(answer_for(InteractionKind::Approval, &req(Some("no"), None)).unwrap(), json!({"choice": "deny"}));
+        assert_eq!(
+            json!(answer_for(InteractionKind::Approval, &req(Some("no"), None)).unwrap()),
+            json!({"choice": "deny"})
+        );
         assert!(answer_for(InteractionKind::Approval, &req(Some("maybe"), None)).is_err());
         assert!(answer_for(InteractionKind::Approval, &req(None, Some("yes please"))).is_err());
-        assert_eq!(answer_for(InteractionKind::Clarify, &req(None, Some(" blue "))).unwrap(), json!({"text": "blue"}));
-        assert_eq!(answer_for(InteractionKind::Clarify, &req(Some("red"), None)).unwrap(), json!({"text": "red"}));
+        assert_eq!(
+            json!(answer_for(InteractionKind::Clarify, &req(None, Some(" blue "))).unwrap()),
+            json!({"text": "blue"})
+        );
+        assert_eq!(
+            json!(answer_for(InteractionKind::Clarify, &req(Some("red"), None)).unwrap()),
+            json!({"text": "red"})
+        );
         assert!(answer_for(InteractionKind::Clarify, &req(None, Some("  "))).is_err());
     }
 }

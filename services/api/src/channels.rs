@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use hermes_chat::binding::{self, BindError, BindRequest};
 use hermes_core::kinds::UnknownName;
-use hermes_core::{BusyMode, GroupSessions};
+use hermes_core::{BusyMode, DmPolicy, GroupPolicy, GroupSessions};
 use hermes_http::{ApiError, ApiJson};
 use hermes_store::{Channel, ChannelAccess, KeyAuth, NewChannel, PairingApproval};
 
@@ -103,6 +103,9 @@ pub(crate) async fn create(
 /// socket); the channel as shown, with `setup`: what is left to do on the platform.
 async fn bind(state: &AppState, auth: &KeyAuth, c: CreateChannel) -> Result<Value> {
     let agent = resolve_agent(state, auth, Some(&c.agent)).await?;
+    // Checked before the platform is asked anything.
+    let dm_policy = c.dm_policy.as_deref().map(parse::<DmPolicy>).transpose()?.unwrap_or(DmPolicy::Pairing);
+    let group_policy = c.group_policy.as_deref().map(parse::<GroupPolicy>).transpose()?.unwrap_or(GroupPolicy::Mention);
     let request = BindRequest {
         platform: parse(&c.platform)?,
         mode: c.mode.as_deref().map(parse).transpose()?,
@@ -124,8 +127,8 @@ async fn bind(state: &AppState, auth: &KeyAuth, c: CreateChannel) -> Result<Valu
         api_base: prepared.api_base.clone(),
         credentials: prepared.credentials.clone(),
         bot_identity: prepared.identity.clone(),
-        dm_policy: c.dm_policy.unwrap_or_else(|| "pairing".into()),
-        group_policy: c.group_policy.unwrap_or_else(|| "mention".into()),
+        dm_policy,
+        group_policy,
         allow_users: c.allow_users,
         allow_chats: c.allow_chats,
         admins: c.admins,
@@ -184,8 +187,8 @@ impl TryFrom<UpdateChannel> for ChannelAccess {
 
     fn try_from(u: UpdateChannel) -> std::result::Result<Self, ApiError> {
         Ok(ChannelAccess {
-            dm_policy: u.dm_policy,
-            group_policy: u.group_policy,
+            dm_policy: u.dm_policy.as_deref().map(parse::<DmPolicy>).transpose()?,
+            group_policy: u.group_policy.as_deref().map(parse::<GroupPolicy>).transpose()?,
             allow_users: u.allow_users,
             allow_chats: u.allow_chats,
             admins: u.admins,

@@ -170,7 +170,9 @@ impl ResponsesRequest {
             None | Some("disabled") => false,
             Some("auto") => true,
             Some(_) => {
-                return Err(bad(ErrorCode::InvalidValue, "truncation must be auto or disabled").with_param("truncation"));
+                return Err(
+                    bad(ErrorCode::InvalidValue, "truncation must be auto or disabled").with_param("truncation")
+                );
             }
         };
         let previous = text_field(self.previous_response_id.map(Value::String), "previous_response_id")?;

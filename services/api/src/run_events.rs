@@ -98,9 +98,9 @@ async fn pump(mut waiter: Waiter, store: Store, turn: TurnId, tx: mpsc::Sender<R
         if let (Some(_), Next::Event(_) | Next::Finished(_)) = (&waiting_on, &next) {
             waiting_on = None;
             if let Ok(Some((_, answer))) = store.turn_resolution(tenant, turn).await {
-                let fields = match answer.get("choice") {
-                    Some(choice) => json!({ "choice": choice }),
-                    None => json!({ "answer": answer }),
+                let fields = match answer {
+                    hermes_core::InteractionAnswer::Approval { choice } => json!({ "choice": choice }),
+                    other => json!({ "answer": other }),
                 };
                 if tx.send(Ok(line(&run, "approval.responded", fields))).await.is_err() {
                     return;

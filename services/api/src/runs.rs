@@ -118,7 +118,11 @@ pub(crate) async fn approval(
     let (turn, _) = visible_run(&state, &auth, &id).await?;
     let ApiJson(request) = body?;
     let answer = answer_run_approval(&state, &auth, turn, request.choice, || not_pending(&id)).await?;
-    Ok(Json(json!({ "object": "hermes.run.approval_response", "run_id": run_id(turn), "choice": answer["choice"],
+    let choice = match answer {
+        hermes_core::InteractionAnswer::Approval { choice } => Some(choice),
+        _ => None,
+    };
+    Ok(Json(json!({ "object": "hermes.run.approval_response", "run_id": run_id(turn), "choice": choice,
                     "resolved": 1 })))
 }
 

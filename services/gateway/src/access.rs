@@ -3,6 +3,7 @@
 //! default), and the channel's allowlists of users and group chats. Unknown users in groups are
 //! ignored silently; in a direct chat they are told why, or given a pairing code.
 
+use hermes_core::{DmPolicy, GroupPolicy};
 use hermes_store::Channel;
 
 use crate::incoming::{ChatKind, Incoming};
@@ -27,12 +28,12 @@ pub fn decide(channel: &Channel, msg: &Incoming) -> Verdict {
     let admin = listed(&channel.admins, &msg.user_id);
     let allowed_user = admin || listed(&channel.allow_users, &msg.user_id);
     match msg.kind {
-        ChatKind::Direct => match channel.dm_policy.as_str() {
-            "open" => Verdict::Allow,
-            "disabled" => Verdict::Ignore,
+        ChatKind::Direct => match channel.dm_policy {
+            DmPolicy::Open => Verdict::Allow,
+            DmPolicy::Disabled => Verdict::Ignore,
             _ if allowed_user => Verdict::Allow,
-            "pairing" => Verdict::Pair,
-            _ => Verdict::Refuse(format!(
+            DmPolicy::Pairing => Verdict::Pair,
+            DmPolicy::Allowlist => Verdict::Refuse(format!(
                 "Sorry, this assistant only talks to people its team has allowed. Ask your admin to allow \
                  your user id {}.",
                 msg.user_id
@@ -41,10 +42,10 @@ pub fn decide(channel: &Channel, msg: &Incoming) -> Verdict {
         ChatKind::Group => {
             let chat_ok = channel.allow_chats.is_empty() || listed(&channel.allow_chats, &msg.chat_id);
             let user_ok = channel.allow_users.is_empty() || allowed_user;
-            let policy_ok = match channel.group_policy.as_str() {
-                "open" => true,
-                "disabled" => false,
-                _ => msg.addressed,
+            let policy_ok = match channel.group_policy {
+                GroupPolicy::Open => true,
+                GroupPolicy::Disabled => false,
+                GroupPolicy::Mention => msg.addressed,
             };
             if chat_ok && user_ok && policy_ok { Verdict::Allow } else { Verdict::Ignore }
         }
@@ -67,8 +68,8 @@ pub(crate) mod tests {
             sealed_credentials: vec![],
             bot_username: Some("bot".into()),
             webhook_secret: String::new(),
-            dm_policy: dm.into(),
-            group_policy: group.into(),
+            dm_policy: dm.parse().unwrap(),
+            group_policy: group.parse().unwrap(),
             allow_users: users.iter().map(|s| (*s).to_owned()).collect(),
             allow_chats: chats.iter().map(|s| (*s).to_owned()).collect(),
             admins: vec!["9".into()],

@@ -4,9 +4,9 @@
 //! `/approve [session|always]` or `/deny`, or, for a question, as the next plain message in that
 //! conversation; the turn then resumes on any worker.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use hermes_core::{InteractionKind, PendingInteraction, Platform};
+use hermes_core::{ApprovalChoice, InteractionAnswer, InteractionKind, PendingInteraction, Platform};
 use hermes_queue::SessionWork;
 use hermes_store::{Accepted, Channel, StoreError};
 
@@ -17,8 +17,15 @@ use crate::ingest::{IngestError, route_for};
 /// Buttons under a message: rows of (label, data).
 pub type Buttons = Vec<Vec<(String, String)>>;
 
-const APPROVAL_CHOICES: [(&str, &str); 4] =
-    [("Allow once", "once"), ("Allow for this chat", "session"), ("Always allow", "always"), ("Deny", "deny")];
+/// The button of each choice.
+fn label(choice: ApprovalChoice) -> &'static str {
+    match choice {
+        ApprovalChoice::Once => "Allow once",
+        ApprovalChoice::Session => "Allow for this chat",
+        ApprovalChoice::Always => "Always allow",
+        ApprovalChoice::Deny => "Deny",
+    }
+}
 
 /// What the person reads, and the buttons to answer with.
 pub fn question(interaction: &PendingInteraction) -> (String, Buttons) {
@@ -31,9 +38,9 @@ pub fn question(interaction: &PendingInteraction) -> (String, Buttons) {
             prompt["command"].as_str().unwrap_or_default(),
             prompt["description"].as_str().unwrap_or("it may be destructive"),
         );
-        let buttons = APPROVAL_CHOICES
+        let buttons = ApprovalChoice::ALL
             .iter()
-            .map(|(label, choice)| vec![((*label).to_owned(), format!("ia:{id}:{choice}"))])
+            .map(|choice| vec![(label(*choice).to_owned(), format!("ia:{id}:{choice}"))])
             .collect();
         return (text, buttons);
     }
@@ -49,13 +56,12 @@ pub fn question(interaction: &PendingInteraction) -> (String, Buttons) {
 }
 
 /// The approval choice in `/approve`, `/approve session`, `/approve always`, `/deny`.
-fn approval_command(text: &str) -> Option<&'static str> {
+fn approval_command(text: &str) -> Option<ApprovalChoice> {
     let mut words = text.split_whitespace();
     match (words.next()?, words.next()) {
-        ("/approve", None | Some("once")) => Some("once"),
-        ("/approve", Some("session")) => Some("session"),
-        ("/approve", Some("always")) => Some("always"),
-        ("/deny", _) => Some("deny"),
+        ("/approve", None) => Some(ApprovalChoice::Once),
+        ("/approve", Some(choice)) => choice.parse().ok().filter(|c: &ApprovalChoice| c.allows()),
+        ("/deny", _) => Some(ApprovalChoice::Deny),
         _ => None,
     }
 }
@@ -82,20 +88,28 @@ impl Gateway {
     }
 
     /// Stores an answer and resumes the turn; the text to show, or why not.
-    async fn answer(&self, channel: &Channel, id: uuid::Uuid, answer: &Value) -> Result<String, IngestError> {
+    async fn answer(
+        &self,
+        channel: &Channel,
+        id: uuid::Uuid,
+        answer: &InteractionAnswer,
+    ) -> Result<String, IngestError> {
         match self.store.answer_interaction(channel.tenant_id, id, answer, None).await {
             Ok(answered) => {
                 let work = SessionWork { tenant_id: channel.tenant_id, session_id: answered.session_id };
                 if let Err(e) = self.broker.publish_work(&work).await {
                     tracing::warn!(error = %e, "cannot signal the resumed turn; the reaper will pick it up");
                 }
-                Ok(match answer["choice"].as_str() {
-                    Some("deny") => "🚫 Denied.".to_owned(),
-                    Some("session") => "✅ Allowed for this conversation.".to_owned(),
-                    Some("always") => "✅ Always allowed.".to_owned(),
-                    Some(_) => "✅ Allowed once.".to_owned(),
-                    None => "👍 Got it.".to_owned(),
-                })
+                Ok(match answer {
+                    InteractionAnswer::Approval { choice: ApprovalChoice::Deny } => "🚫 Denied.",
+                    InteractionAnswer::Approval { choice: ApprovalChoice::Session } => {
+                        "✅ Allowed for this conversation."
+                    }
+                    InteractionAnswer::Approval { choice: ApprovalChoice::Always } => "✅ Always allowed.",
+                    InteractionAnswer::Approval { choice: ApprovalChoice::Once } => "✅ Allowed once.",
+                    InteractionAnswer::Text { .. } | InteractionAnswer::Expired { .. } => "👍 Got it.",
+                }
+                .to_owned())
             }
             Err(StoreError::NotFound | StoreError::Conflict(_)) => {
                 Ok("That question was already answered or expired.".into())
@@ -114,7 +128,7 @@ impl Gateway {
         }
         match self.pending(channel, msg).await? {
             Some(p) if p.kind == InteractionKind::Approval => {
-                self.answer(channel, p.id, &json!({ "choice": choice })).await
+                self.answer(channel, p.id, &InteractionAnswer::Approval { choice }).await
             }
             _ => Ok("Nothing is waiting for an approval here.".into()),
         }
@@ -133,7 +147,7 @@ impl Gateway {
         match self.pending(channel, msg).await? {
             Some(p) if p.kind == InteractionKind::Clarify && may_answer(channel, msg) => {
                 let text: String = msg.text.chars().take(4_000).collect();
-                self.answer(channel, p.id, &json!({ "text": text })).await.map(Some)
+                self.answer(channel, p.id, &InteractionAnswer::text(text)).await.map(Some)
             }
             _ => Ok(None),
         }
@@ -157,15 +171,16 @@ impl Gateway {
         let mut parts = press.data.splitn(3, ':');
         let (kind, id, value) = (parts.next(), parts.next(), parts.next());
         let id = id.and_then(|hex| uuid::Uuid::try_parse(hex).ok());
-        let shown = match (kind, id, value) {
+        let choice = value.and_then(|v| v.parse::<ApprovalChoice>().ok());
+        let shown = match (kind, id, value, choice) {
             _ if !may_answer(channel, &msg) => "Only this bot's admins can answer approvals here.".to_owned(),
-            (Some("ia"), Some(id), Some(choice @ ("once" | "session" | "always" | "deny"))) => {
-                self.answer(channel, id, &json!({ "choice": choice })).await?
+            (Some("ia"), Some(id), _, Some(choice)) => {
+                self.answer(channel, id, &InteractionAnswer::Approval { choice }).await?
             }
-            (Some("ic"), Some(id), Some(n)) => {
+            (Some("ic"), Some(id), Some(n), _) => {
                 let choice = self.choice_text(channel, id, n).await;
                 match choice {
-                    Some(text) => self.answer(channel, id, &json!({ "text": text })).await?,
+                    Some(text) => self.answer(channel, id, &InteractionAnswer::text(text)).await?,
                     None => "That question was already answered or expired.".to_owned(),
                 }
             }
@@ -213,6 +228,8 @@ impl Gateway {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -234,10 +251,10 @@ mod tests {
 
     #[test]
     fn approval_commands_name_a_choice() {
-        assert_eq!(approval_command("/approve"), Some("once"));
-        assert_eq!(approval_command("/approve session"), Some("session"));
-        assert_eq!(approval_command("/approve always"), Some("always"));
-        assert_eq!(approval_command("/deny"), Some("deny"));
+        assert_eq!(approval_command("/approve"), Some(ApprovalChoice::Once));
+        assert_eq!(approval_command("/approve session"), Some(ApprovalChoice::Session));
+        assert_eq!(approval_command("/approve always"), Some(ApprovalChoice::Always));
+        assert_eq!(approval_command("/deny"), Some(ApprovalChoice::Deny));
         assert_eq!(approval_command("/approve forever"), None);
     }
 }

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use hermes_chat::binding::{self, BindRequest};
 use hermes_config::HermesConfig;
-use hermes_core::{BusyMode, ChannelMode, GroupSessions, Platform};
+use hermes_core::{BusyMode, ChannelMode, DmPolicy, GroupPolicy, GroupSessions, Platform};
 use hermes_store::{ChannelAccess, NewChannel, PairingApproval, SecretBox, Store, StoreError};
 
 use crate::cli::{print, print_lines, tenant};
@@ -27,10 +27,12 @@ pub enum ChannelCmd {
         #[arg(long)]
         tenant: String,
         id: uuid::Uuid,
+        /// open, allowlist, pairing or disabled.
         #[arg(long)]
-        dm_policy: Option<String>,
+        dm_policy: Option<DmPolicy>,
+        /// mention, open or disabled.
         #[arg(long)]
-        group_policy: Option<String>,
+        group_policy: Option<GroupPolicy>,
         #[command(flatten)]
         lists: AccessLists,
         /// What a message does while the agent still works: interrupt, queue or steer.
@@ -134,10 +136,10 @@ pub struct CreateChannel {
     public_url: Option<String>,
     /// open, allowlist, pairing or disabled.
     #[arg(long, default_value = "pairing")]
-    dm_policy: String,
+    dm_policy: DmPolicy,
     /// mention (the default: answer when mentioned or replied to), open or disabled.
     #[arg(long, default_value = "mention")]
-    group_policy: String,
+    group_policy: GroupPolicy,
     #[command(flatten)]
     lists: AccessLists,
 }

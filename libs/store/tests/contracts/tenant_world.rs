@@ -169,7 +169,15 @@ async fn finished_and_waiting(store: &Store, a: &Tenant, channel: uuid::Uuid) ->
         timeout: common::LEASE,
     };
     let asked = store.park_turn(a.id, a.session, done, "worker-1", first.fence, &park).await.unwrap();
-    store.answer_interaction(a.id, asked.id, &json!({"choice": "always"}), None).await.unwrap();
+    store
+        .answer_interaction(
+            a.id,
+            asked.id,
+            &hermes_core::InteractionAnswer::Approval { choice: hermes_core::ApprovalChoice::Always },
+            None,
+        )
+        .await
+        .unwrap();
     let second = common::claim(store, a.id, a.session, "worker-2", 1).await;
     let (s, f) = (a.session, second.fence);
     store.begin_turn(a.id, s, f, done, &ChatMessage::user("hello world"), "prompt").await.unwrap();

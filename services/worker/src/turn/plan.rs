@@ -6,8 +6,6 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::Value;
-
 use hermes_agent::{TurnEnd, TurnLimits, TurnStart};
 use hermes_core::{ChatMessage, ErrorCode, FinishReason, Role, TenantId, ToolsetName, TurnOutcome, Usage};
 use hermes_llm::CallBuffer;
@@ -322,7 +320,7 @@ impl Planner<'_> {
         agent: &Agent,
         models: &Models,
         origin: Origin,
-        resolution: Option<(String, Value)>,
+        resolution: Option<(String, hermes_core::InteractionAnswer)>,
         allowed: BTreeSet<String>,
     ) -> ToolCtx {
         let (tenant, turn) = (self.tenant, self.turn);

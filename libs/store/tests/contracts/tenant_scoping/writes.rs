@@ -81,7 +81,10 @@ async fn sessions_and_turns(w: &World, c: &mut Cases) {
     c.nothing("extend_lease", s.extend_lease(b, run.turn, &run.owner, common::LEASE).await);
     c.nothing("release_turn", s.release_turn(b, run.turn, &run.owner).await);
 
-    c.not_found("answer_interaction", s.answer_interaction(b, w.interaction, &json!({"answer": "x"}), None).await);
+    c.not_found(
+        "answer_interaction",
+        s.answer_interaction(b, w.interaction, &hermes_core::InteractionAnswer::text("x"), None).await,
+    );
     c.refused("grant_session_patterns", s.grant_session_patterns(b, w.a.agent, session, &["rm".to_owned()]).await);
     c.refused("set_goal", s.set_goal(b, session, "mine now", 3).await);
     c.nothing("set_goal_active", s.set_goal_active(b, session, false).await);
@@ -161,8 +164,8 @@ async fn channels_and_chats(w: &World, c: &mut Cases) {
         api_base: "http://127.0.0.1:9".into(),
         credentials: json!({"token": "beta-bot"}),
         bot_identity: "beta-bot".into(),
-        dm_policy: "open".into(),
-        group_policy: "open".into(),
+        dm_policy: "open".parse().unwrap(),
+        group_policy: "open".parse().unwrap(),
         allow_users: Vec::new(),
         allow_chats: Vec::new(),
         admins: Vec::new(),
