@@ -70,7 +70,7 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
         session_id: None,
     };
     let paid = hermes_store::ModelCall {
-        purpose: "main".into(),
+        purpose: hermes_core::CallPurpose::Main,
         provider: "openai".into(),
         model: "gpt-4o-mini".into(),
         key_id: Some("k1".into()),

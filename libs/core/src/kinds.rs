@@ -137,6 +137,20 @@ vocabulary! {
 }
 
 vocabulary! {
+    /// What a model call was made for (`model_calls.purpose`), so usage can be told apart.
+    CallPurpose ("call purpose") {
+        /// The turn's own ReAct loop.
+        Main = "main",
+        /// A side task of the turn (compression, a title, a goal's judge).
+        Auxiliary = "auxiliary",
+        /// The background review that curates memory and skills.
+        Review = "review",
+        /// A delegated child agent.
+        Subagent = "subagent",
+    }
+}
+
+vocabulary! {
     /// Where a parked turn's question stands (`interactions.status`).
     InteractionStatus ("interaction status") {
         Pending = "pending",

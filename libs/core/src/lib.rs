@@ -19,9 +19,9 @@ pub use event::{
 };
 pub use ids::{AgentId, ApiKeyId, IdParseError, SessionId, TenantId, TurnId};
 pub use kinds::{
-    ApprovalChoice, ApprovalMode, BudgetPeriod, BusyMode, ChannelMode, ChannelStatus, CronRunStatus, DmPolicy,
-    GoalState, GroupPolicy, GroupSessions, InteractionKind, InteractionStatus, JobState, Platform, RunOutcome,
-    SessionSource, SkillState, UnknownName,
+    ApprovalChoice, ApprovalMode, BudgetPeriod, BusyMode, CallPurpose, ChannelMode, ChannelStatus, CronRunStatus,
+    DmPolicy, GoalState, GroupPolicy, GroupSessions, InteractionKind, InteractionStatus, JobState, Platform,
+    RunOutcome, SessionSource, SkillState, UnknownName,
 };
 pub use message::{ChatMessage, Content, ContentPart, Role, ToolCall, ToolCallFunction};
 pub use toolsets::ToolsetName;

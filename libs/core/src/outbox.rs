@@ -135,6 +135,45 @@ pub enum AnswerStatus {
     Failed,
 }
 
+/// One target of a `deliver` list (cron jobs, webhooks): `local` (stored only), `origin` (the
+/// chat the job was made in) or `platform[:chat[:thread]]` (a bare platform: its home chat).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeliveryTarget {
+    Local,
+    Origin,
+    Chat { platform: Platform, chat: Option<String>, thread: Option<String> },
+}
+
+/// A `deliver` list names something that is none of the targets.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot deliver to `{0}`: use local, origin, or telegram|slack|wecom[:chat[:thread]] (comma-separated)")]
+pub struct UnknownTarget(pub String);
+
+impl std::str::FromStr for DeliveryTarget {
+    type Err = UnknownTarget;
+
+    fn from_str(target: &str) -> Result<Self, UnknownTarget> {
+        match target {
+            "local" => Ok(DeliveryTarget::Local),
+            "origin" => Ok(DeliveryTarget::Origin),
+            other => {
+                let mut parts = other.splitn(3, ':');
+                let platform = parts.next().unwrap_or_default().parse().map_err(|_| UnknownTarget(other.to_owned()))?;
+                let mut named = || parts.next().filter(|p| !p.is_empty()).map(str::to_owned);
+                let (chat, thread) = (named(), named());
+                Ok(DeliveryTarget::Chat { platform, chat, thread })
+            }
+        }
+    }
+}
+
+impl DeliveryTarget {
+    /// The targets of a comma-separated list (empty items are skipped).
+    pub fn list(deliver: &str) -> Result<Vec<DeliveryTarget>, UnknownTarget> {
+        deliver.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::parse).collect()
+    }
+}
+
 fn null_as_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
 }
@@ -161,6 +200,27 @@ mod tests {
             serde_json::from_value(json!({"platform": "telegram", "channel_id": id, "chat_id": null})).unwrap();
         assert_eq!(dest.chat_id, "");
         assert!(!dest.is_automated());
+    }
+
+    #[test]
+    fn delivery_lists_name_local_origin_or_chats() {
+        let chat = |platform, chat: Option<&str>, thread: Option<&str>| DeliveryTarget::Chat {
+            platform,
+            chat: chat.map(str::to_owned),
+            thread: thread.map(str::to_owned),
+        };
+        assert_eq!(
+            DeliveryTarget::list("local, origin,telegram, slack:C1:171.5,wecom:u1,").unwrap(),
+            [
+                DeliveryTarget::Local,
+                DeliveryTarget::Origin,
+                chat(Platform::Telegram, None, None),
+                chat(Platform::Slack, Some("C1"), Some("171.5")),
+                chat(Platform::Wecom, Some("u1"), None),
+            ]
+        );
+        assert_eq!(DeliveryTarget::list("local,fax:123"), Err(UnknownTarget("fax:123".into())));
+        assert_eq!(DeliveryTarget::list("").unwrap(), []);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use hermes_core::Usage;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallRecord {
     /// Why the call was made: `main`, `auxiliary` (summaries), `subagent`.
-    pub purpose: &'static str,
+    pub purpose: hermes_core::CallPurpose,
     pub provider: String,
     pub model: String,
     /// The pooled key's id, when a key was used.

@@ -24,7 +24,7 @@ pub struct ResilientModel<T, K> {
     /// When the primary last failed over (it rests until `primary_cooldown` has passed).
     primary_failed_at: Mutex<Option<Instant>>,
     /// Where answered calls are reported, and under which purpose.
-    meter: Option<(Arc<dyn CallMeter>, &'static str)>,
+    meter: Option<(Arc<dyn CallMeter>, hermes_core::CallPurpose)>,
 }
 
 enum EndpointFailure {
@@ -55,7 +55,7 @@ impl<T: Transport, K: KeySource> ResilientModel<T, K> {
     }
 
     /// Reports every answered call to `meter` as made for `purpose`.
-    pub fn with_meter(mut self, meter: Arc<dyn CallMeter>, purpose: &'static str) -> Self {
+    pub fn with_meter(mut self, meter: Arc<dyn CallMeter>, purpose: hermes_core::CallPurpose) -> Self {
         self.meter = Some((meter, purpose));
         self
     }
@@ -116,7 +116,7 @@ impl<T: Transport, K: KeySource> ResilientModel<T, K> {
             if let (Ok(response), Some((meter, purpose))) = (&sent, &self.meter) {
                 // Every answer is paid for, an empty one included.
                 meter.record(CallRecord {
-                    purpose,
+                    purpose: *purpose,
                     provider: endpoint.provider.clone(),
                     model: endpoint.model.clone(),
                     key_id: key.as_ref().map(|k| k.id.clone()),

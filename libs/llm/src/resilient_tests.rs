@@ -260,15 +260,16 @@ async fn empty_answers_are_retried_then_the_next_model_answers() {
 async fn every_answered_call_is_metered_under_the_model_and_key_that_served_it() {
     let t = FakeTransport::default().with("a", vec![Ok(""), Err((404, "The model `a` does not exist", false))]);
     let meter = Arc::new(crate::CallBuffer::default());
-    let m = ResilientModel::new(t, Pool::of(&["k1"]), vec![ep("a"), ep("b")], fast()).with_meter(meter.clone(), "main");
+    let m = ResilientModel::new(t, Pool::of(&["k1"]), vec![ep("a"), ep("b")], fast())
+        .with_meter(meter.clone(), hermes_core::CallPurpose::Main);
     assert_eq!(ask(&m).await.unwrap(), "default");
     let calls = meter.drain();
     let served: Vec<(&str, Option<&str>)> = calls.iter().map(|c| (c.model.as_str(), c.key_id.as_deref())).collect();
     // The empty answer was paid for; the failed call was not answered; the fallback answered.
     assert_eq!(served, vec![("a", Some("k1")), ("b", Some("k1"))]);
-    assert!(
-        calls.iter().all(|c| c.purpose == "main" && c.usage.cached_tokens == 60 && c.usage.cache_write_tokens == 40)
-    );
+    assert!(calls.iter().all(|c| c.purpose == hermes_core::CallPurpose::Main
+        && c.usage.cached_tokens == 60
+        && c.usage.cache_write_tokens == 40));
     assert_eq!(calls[1].usage.completion_tokens, "default".len() as u64);
     assert!(meter.drain().is_empty(), "drained once");
 }

@@ -4,8 +4,8 @@
 //! (the chat shows the label's name above the answer). The first chat is the turn's
 //! `reply_to`; the others ride in its `also` (migration 0029).
 
-use hermes_core::outbox::{Destination, RunLabel};
-use hermes_core::{AgentId, Platform, TenantId};
+use hermes_core::outbox::{DeliveryTarget, Destination, RunLabel};
+use hermes_core::{AgentId, TenantId};
 
 use crate::{Result, Store};
 
@@ -21,27 +21,26 @@ impl Store {
     ) -> Result<Option<Destination>> {
         let mut chats: Vec<Destination> = Vec::new();
         let mut channels = None;
-        for target in deliver.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        for item in deliver.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            // Lists are checked when they are written; one stored before that names nothing.
+            let Ok(target) = item.parse::<DeliveryTarget>() else {
+                tracing::warn!(target = item, "an unknown delivery target");
+                continue;
+            };
             let dest = match target {
-                "local" => continue,
-                "origin" => match origin {
+                DeliveryTarget::Local => continue,
+                DeliveryTarget::Origin => match origin {
                     Some(origin) => origin.alone(),
                     None => continue,
                 },
-                other => {
-                    let mut parts = other.splitn(3, ':');
-                    let platform = parts.next().unwrap_or_default();
-                    let (mut chat, mut thread) = (parts.next().map(str::to_owned), parts.next().map(str::to_owned));
+                DeliveryTarget::Chat { platform, mut chat, mut thread } => {
                     if channels.is_none() {
                         channels = Some(self.list_channels(tenant).await?);
                     }
                     let all = channels.as_deref().unwrap_or_default();
-                    // A bare platform means its home chat (/sethome); an unknown platform has no channel.
-                    let picked = platform.parse::<Platform>().ok().and_then(|platform| {
-                        crate::channels::pick_channel(all, platform, agent, chat.is_none()).map(|c| (platform, c))
-                    });
-                    let Some((platform, channel)) = picked else {
-                        tracing::warn!(target = other, "no active channel (or home chat) for a delivery target");
+                    // A bare platform means its home chat (/sethome).
+                    let Some(channel) = crate::channels::pick_channel(all, platform, agent, chat.is_none()) else {
+                        tracing::warn!(target = item, "no active channel (or home chat) for a delivery target");
                         continue;
                     };
                     if chat.is_none()

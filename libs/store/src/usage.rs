@@ -12,8 +12,7 @@ use crate::{Result, Store};
 /// One answered model call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelCall {
-    /// `main`, `auxiliary` or `subagent`.
-    pub purpose: String,
+    pub purpose: hermes_core::CallPurpose,
     pub provider: String,
     pub model: String,
     pub key_id: Option<String>,
@@ -44,7 +43,7 @@ impl CallColumns {
     pub(crate) fn of(calls: &[ModelCall]) -> Self {
         let mut c = Self::default();
         for call in calls {
-            c.purpose.push(call.purpose.clone());
+            c.purpose.push(call.purpose.as_str().to_owned());
             c.provider.push(call.provider.clone());
             c.model.push(call.model.clone());
             c.key_id.push(call.key_id.clone());
@@ -142,7 +141,7 @@ impl Store {
                 let n = |c: &str| -> Result<u64> { Ok(u64::try_from(r.try_get::<i64, _>(c)?).unwrap_or(0)) };
                 let (prompt, completion) = (n("prompt_tokens")?, n("completion_tokens")?);
                 Ok(ModelCall {
-                    purpose: r.try_get("purpose")?,
+                    purpose: crate::rows::vocab(&r.try_get::<String, _>("purpose")?)?,
                     provider: r.try_get("provider")?,
                     model: r.try_get("model")?,
                     key_id: r.try_get("key_id")?,

@@ -3,9 +3,8 @@
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use hermes_http::ErrorCode;
 
-use hermes_http::ApiError;
+use hermes_http::{ApiError, ErrorCode};
 use hermes_store::KeyAuth;
 
 use crate::state::AppState;

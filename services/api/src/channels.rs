@@ -7,14 +7,13 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use hermes_http::ErrorCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use hermes_chat::binding::{self, BindError, BindRequest};
 use hermes_core::kinds::UnknownName;
 use hermes_core::{BusyMode, DmPolicy, GroupPolicy, GroupSessions};
-use hermes_http::{ApiError, ApiJson};
+use hermes_http::{ApiError, ApiJson, ErrorCode};
 use hermes_store::{Channel, ChannelAccess, KeyAuth, NewChannel, PairingApproval};
 
 use crate::agents::resolve_agent;

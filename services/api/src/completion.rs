@@ -1,7 +1,6 @@
 //! Answering a chat completion from a turn's events: one `chat.completion` JSON, or an SSE
 //! stream of `chat.completion.chunk`s ending with `data: [DONE]`.
 
-use hermes_http::ErrorCode;
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -13,7 +12,7 @@ use futures_util::Stream;
 use serde_json::{Value, json};
 
 use hermes_core::{FinishReason, InteractionKind, PendingInteraction, TurnEventKind, TurnId, TurnOutcome};
-use hermes_http::ApiError;
+use hermes_http::{ApiError, ErrorCode};
 
 use crate::wait::{Next, Waiter};
 

@@ -7,11 +7,11 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use hermes_http::ErrorCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use hermes_http::{ApiError, ApiJson};
+use hermes_core::outbox::DeliveryTarget;
+use hermes_http::{ApiError, ApiJson, ErrorCode};
 use hermes_schedule::time_zone;
 use hermes_store::KeyAuth;
 use hermes_store::cron::{Job, NewJob};
@@ -74,7 +74,7 @@ pub(crate) async fn create(
 }
 
 /// The job `c` asks for, checked: a prompt that is not an injection attempt, a time zone and
-/// a schedule that can be read, known toolsets.
+/// a schedule that can be read, known toolsets, delivery targets that exist.
 async fn new_job(state: &AppState, auth: &KeyAuth, c: CreateJob) -> Result<NewJob> {
     let agent = resolve_agent(state, auth, c.model.as_deref()).await?;
     let invalid = |code: ErrorCode, why: String| ApiError::invalid_request(code, why);
@@ -99,6 +99,8 @@ async fn new_job(state: &AppState, auth: &KeyAuth, c: CreateJob) -> Result<NewJo
             invalid(ErrorCode::InvalidValue, format!("no toolset `{unknown}` (GET /v1/toolsets lists them)")).into()
         );
     }
+    let deliver = c.deliver.unwrap_or_else(|| "local".into());
+    DeliveryTarget::list(&deliver).map_err(|e| invalid(ErrorCode::InvalidValue, e.to_string()))?;
     let name = c.name.unwrap_or_else(|| prompt.chars().take(50).collect());
     Ok(NewJob {
         agent_id: agent.id,
@@ -108,7 +110,7 @@ async fn new_job(state: &AppState, auth: &KeyAuth, c: CreateJob) -> Result<NewJo
         model: c.run_model.filter(|m| !m.trim().is_empty()),
         toolsets: c.enabled_toolsets,
         timing: (&timing).into(),
-        deliver: c.deliver.unwrap_or_else(|| "local".into()),
+        deliver,
         origin: None,
     })
 }

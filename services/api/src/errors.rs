@@ -7,13 +7,12 @@
 //! the same), `Conflict`/`Busy` its 409, `Invalid`/`Secret` a 400 `invalid_value` with the
 //! store's reason, anything else a logged 500.
 
-use hermes_http::ErrorCode;
 use std::marker::PhantomData;
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use hermes_http::ApiError;
+use hermes_http::{ApiError, ErrorCode};
 use hermes_store::StoreError;
 
 /// What a handler works on: its answers when the store says the object is missing or taken.

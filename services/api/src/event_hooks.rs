@@ -7,11 +7,10 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use hermes_http::ErrorCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use hermes_http::{ApiError, ApiJson};
+use hermes_http::{ApiError, ApiJson, ErrorCode};
 use hermes_net_policy::outbound;
 use hermes_store::KeyAuth;
 use hermes_store::event_hooks::{EVENTS, EventHook, EventHookChanges};

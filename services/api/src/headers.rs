@@ -3,10 +3,9 @@
 
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
-use hermes_http::ErrorCode;
 
 use hermes_core::SessionId;
-use hermes_http::ApiError;
+use hermes_http::{ApiError, ErrorCode};
 use hermes_store::KeyAuth;
 
 pub(crate) const SESSION_HEADER: &str = "x-hermes-session-id";

@@ -5,10 +5,9 @@
 //! Idempotency-Key draft says.
 
 use axum::http::{HeaderMap, StatusCode};
-use hermes_http::ErrorCode;
 use sha2::{Digest, Sha256};
 
-use hermes_http::ApiError;
+use hermes_http::{ApiError, ErrorCode};
 use hermes_store::{Idempotency, KeyAuth};
 
 pub(crate) const IDEMPOTENCY_HEADER: &str = "idempotency-key";

@@ -38,7 +38,6 @@ mod submit;
 mod targets;
 mod wait;
 
-use hermes_http::ErrorCode;
 use std::sync::Arc;
 
 use axum::Router;
@@ -49,7 +48,7 @@ use tokio_util::sync::CancellationToken;
 
 use hermes_cache::Cache;
 use hermes_config::HermesConfig;
-use hermes_http::{Readiness, ops_router};
+use hermes_http::{ErrorCode, Readiness, ops_router};
 use hermes_queue::{Broker, EventHub};
 use hermes_store::Store;
 

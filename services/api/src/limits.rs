@@ -5,13 +5,12 @@
 //! limits are the installation's defaults (`api.*`) unless the tenant or key has its own.
 //! When Redis is down the limits are not enforced: availability wins over strictness.
 
-use hermes_http::ErrorCode;
 use std::time::Duration;
 
 use axum::http::StatusCode;
 
 use hermes_cache::Slots;
-use hermes_http::ApiError;
+use hermes_http::{ApiError, ErrorCode};
 use hermes_store::KeyAuth;
 
 use crate::state::AppState;

@@ -8,11 +8,10 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use hermes_http::ErrorCode;
 use serde_json::{Value, json};
 
 use hermes_core::FinishReason;
-use hermes_http::{ApiError, ApiJson};
+use hermes_http::{ApiError, ApiJson, ErrorCode};
 use hermes_store::{KeyAuth, NewResponse, NewTurn, TurnStatus};
 
 use crate::auth::Caller;

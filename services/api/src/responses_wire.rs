@@ -2,12 +2,11 @@
 //! chat completions, system and developer items become per-request instructions and the last
 //! user item is the input; the rest seeds a new conversation.
 
-use hermes_http::ErrorCode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use hermes_core::{ChatMessage, Role, TurnId};
-use hermes_http::ApiError;
+use hermes_http::{ApiError, ErrorCode};
 
 use crate::chat_wire::{MAX_MESSAGES, bad, parse_message, request_bool};
 

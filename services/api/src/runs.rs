@@ -4,7 +4,6 @@
 //! command approval; `POST /v1/runs/{id}/stop` stops it. A run is a turn (`run_<turn id>`, see
 //! [`crate::runs_object`]), so any API pod can answer for it.
 
-use hermes_http::ErrorCode;
 use std::time::Duration;
 
 use axum::Json;
@@ -14,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use hermes_http::{ApiError, ApiJson};
+use hermes_http::{ApiError, ApiJson, ErrorCode};
 use hermes_store::{KeyAuth, NewTurn, TurnStatus};
 
 use crate::answers::answer_run_approval;

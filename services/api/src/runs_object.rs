@@ -1,11 +1,10 @@
 //! A run as the Runs API shows it (`run_<turn id>`): which one an id names, its state in
 //! upstream's words, and the `hermes.run` object.
 
-use hermes_http::ErrorCode;
 use serde_json::{Value, json};
 
 use hermes_core::{FinishReason, InteractionKind, PendingInteraction, TurnId, TurnOutcome};
-use hermes_http::ApiError;
+use hermes_http::{ApiError, ErrorCode};
 use hermes_store::{KeyAuth, TurnOverview, TurnStatus};
 
 use crate::errors::missing_or_internal;

@@ -7,12 +7,11 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use hermes_http::ErrorCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use hermes_core::SessionId;
-use hermes_http::{ApiError, ApiJson};
+use hermes_http::{ApiError, ApiJson, ErrorCode};
 use hermes_store::KeyAuth;
 
 use crate::agents::resolve_agent;

@@ -3,11 +3,10 @@
 //! (once per `Idempotency-Key`), name it in the request's span, subscribe to its events, tell
 //! the workers, and hand back what follows it.
 
-use hermes_http::ErrorCode;
 use std::time::Duration;
 
 use hermes_core::{SessionId, TenantId, TurnId};
-use hermes_http::ApiError;
+use hermes_http::{ApiError, ErrorCode};
 use hermes_queue::SessionWork;
 use hermes_store::{Enqueued, Idempotency, KeyAuth, NewTurn, StoreError};
 

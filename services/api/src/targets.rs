@@ -2,10 +2,9 @@
 //! completions without a session header) the one its conversation's start derives.
 
 use axum::http::HeaderMap;
-use hermes_http::ErrorCode;
 
 use hermes_core::{AgentId, SessionId, TurnId};
-use hermes_http::ApiError;
+use hermes_http::{ApiError, ErrorCode};
 use hermes_store::{Agent, KeyAuth, TurnTarget};
 
 use crate::agents::resolve_agent;

@@ -5,11 +5,10 @@
 use axum::Json;
 use axum::extract::{Query, State};
 use chrono::{Duration, NaiveDate, Utc};
-use hermes_http::ErrorCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use hermes_http::ApiError;
+use hermes_http::{ApiError, ErrorCode};
 use hermes_store::{UsageGroup, UsageLine};
 
 use crate::agents::resolve_agent;

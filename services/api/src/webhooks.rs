@@ -6,11 +6,11 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use hermes_http::ErrorCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use hermes_http::{ApiError, ApiJson};
+use hermes_core::outbox::DeliveryTarget;
+use hermes_http::{ApiError, ApiJson, ErrorCode};
 use hermes_store::webhooks::{NewWebhook, Webhook, WebhookChanges};
 use hermes_store::{KeyAuth, StoreError};
 
@@ -21,8 +21,6 @@ use crate::state::AppState;
 
 /// This module's handlers' error: a store error is about a webhook.
 type Result<T> = std::result::Result<T, Failure<resource::Webhook>>;
-
-const PLATFORMS: &[&str] = &["telegram", "slack", "wecom"];
 
 fn not_found() -> ApiError {
     resource::Webhook::not_found()
@@ -57,15 +55,14 @@ fn invalid(why: impl Into<String>) -> ApiError {
     ApiError::invalid_request(ErrorCode::InvalidValue, why.into())
 }
 
-/// `local`, or chat targets `platform[:chat[:thread]]`, comma-separated.
+/// `local`, or chat targets `platform[:chat[:thread]]`, comma-separated (a webhook has no
+/// chat of origin).
 fn check_deliver(deliver: &str) -> std::result::Result<(), ApiError> {
-    for target in deliver.split(',').map(str::trim) {
-        let platform = target.split(':').next().unwrap_or_default();
-        if target != "local" && !PLATFORMS.contains(&platform) {
-            return Err(invalid(format!(
-                "cannot deliver to `{target}`: use local, or telegram|slack|wecom[:chat[:thread]] (comma-separated)"
-            )));
-        }
+    let targets = DeliveryTarget::list(deliver).map_err(|e| invalid(e.to_string()))?;
+    if targets.contains(&DeliveryTarget::Origin) {
+        return Err(invalid(
+            "a webhook has no chat of origin: deliver to local or telegram|slack|wecom[:chat[:thread]]",
+        ));
     }
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! default (`origin`). The same rules as the API apply: the schedule is read in the tenant's
 //! time zone and the prompt is scanned for injection.
 
+use hermes_core::outbox::DeliveryTarget;
 use hermes_store::cron::{JobChanges, NewJob};
 use hermes_store::{Channel, StoreError};
 
@@ -117,7 +118,12 @@ impl Gateway {
                     changes.prompt = Some(v);
                 }
                 ("--name", Some(v)) => changes.name = Some(v),
-                ("--deliver", Some(v)) => changes.deliver = Some(v),
+                ("--deliver", Some(v)) => {
+                    if let Err(e) = DeliveryTarget::list(&v) {
+                        return Ok(format!("{e}."));
+                    }
+                    changes.deliver = Some(v);
+                }
                 ("--skill", Some(v)) => changes.skills.get_or_insert_with(Vec::new).push(v),
                 (other, _) => {
                     return Ok(format!(
@@ -151,6 +157,9 @@ impl Gateway {
         }
         if let Some(finding) = hermes_threats::scan_strict(&prompt).first() {
             return Ok(format!("I won't schedule that: it looks like {}.", finding.reason));
+        }
+        if let Some(Err(e)) = deliver.as_deref().map(DeliveryTarget::list) {
+            return Ok(format!("{e}."));
         }
         let tenant = channel.tenant_id;
         let tz = self.store.session_policy(tenant).await.map_err(err)?.timezone;

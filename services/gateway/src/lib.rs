@@ -28,7 +28,6 @@ pub mod stream;
 pub mod telegram;
 pub mod wecom;
 
-use hermes_http::ErrorCode;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,7 +38,7 @@ use tokio_util::sync::CancellationToken;
 
 use hermes_cache::Cache;
 use hermes_config::HermesConfig;
-use hermes_http::{Readiness, ops_router};
+use hermes_http::{ErrorCode, Readiness, ops_router};
 use hermes_queue::Broker;
 use hermes_store::{SecretBox, Store};
 

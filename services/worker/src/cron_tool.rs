@@ -28,6 +28,14 @@ choices! {
     }
 }
 
+/// A `deliver` list the model wrote, checked before it is stored.
+fn checked_deliver(deliver: Option<String>) -> Result<Option<String>, ToolError> {
+    if let Some(list) = &deliver {
+        hermes_core::outbox::DeliveryTarget::list(list).map_err(|e| refuse(e.to_string()))?;
+    }
+    Ok(deliver)
+}
+
 fn text(args: &Value, key: &str) -> Option<String> {
     args.get(key).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned)
 }
@@ -75,6 +83,7 @@ impl CronjobTool {
         let repeat = args.get("repeat").and_then(Value::as_i64).and_then(|n| i32::try_from(n).ok());
         let timing = self.timing(ctx, &schedule, repeat).await?;
         let default_deliver = if self.origin.is_some() { "origin" } else { "local" };
+        let deliver = checked_deliver(text(args, "deliver"))?.unwrap_or_else(|| default_deliver.into());
         let new = NewJob {
             agent_id: ctx.agent_id,
             name: text(args, "name").unwrap_or_else(|| prompt.chars().take(50).collect()),
@@ -87,7 +96,7 @@ impl CronjobTool {
                 .and_then(Value::as_array)
                 .map(|list| list.iter().filter_map(Value::as_str).map(str::to_owned).collect()),
             timing: (&timing).into(),
-            deliver: text(args, "deliver").unwrap_or_else(|| default_deliver.into()),
+            deliver,
             origin: self.origin.clone(),
         };
         let job = self.store.create_job(ctx.tenant_id, &new).await.map_err(storage)?;
@@ -126,7 +135,7 @@ impl CronjobTool {
                     name: text(args, "name"),
                     prompt,
                     skills: skills(args),
-                    deliver: text(args, "deliver"),
+                    deliver: checked_deliver(text(args, "deliver"))?,
                     timing,
                 };
                 Some(self.store.update_job(tenant, job.id, &changes).await)

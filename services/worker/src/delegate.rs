@@ -194,7 +194,7 @@ impl DelegateTool {
         let input = ChatMessage::user(input);
         journal.record(0, &input).await.map_err(|e| e.to_string())?;
         // The child's calls are metered with the parent turn's, as sub-agent work.
-        let model = Models { purpose: "subagent", ..self.models.clone() }.main();
+        let model = Models { purpose: hermes_core::CallPurpose::Subagent, ..self.models.clone() }.main();
         // Children never wait for the user: what needs an answer is refused.
         let interaction = hermes_tools::Interactive { enabled: false, resolution: None, ..ctx.interaction.clone() };
         let tool_ctx = ToolCtx { session_id: session, turn_id: turn, interaction, ..ctx.clone() };

@@ -83,7 +83,7 @@ impl StoreJournal {
 
 pub(crate) fn model_call(c: CallRecord) -> ModelCall {
     ModelCall {
-        purpose: c.purpose.to_owned(),
+        purpose: c.purpose,
         provider: c.provider,
         model: c.model,
         key_id: c.key_id,

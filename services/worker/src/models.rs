@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use hermes_agent::compress::{CompressionConfig, Compressor, Summarizer};
 use hermes_agent::{DefaultEngine, ModelSummarizer};
 use hermes_config::AnthropicCacheTtl;
-use hermes_core::{AgentId, ChatMessage, TenantId};
+use hermes_core::{AgentId, CallPurpose, ChatMessage, TenantId};
 use hermes_llm::anthropic::CacheTtl;
 use hermes_llm::keys::provider_for_url;
 use hermes_llm::{AnyTransport, ApiMode, CallBuffer, Credential, Endpoint, ResilientModel, RetryPolicy};
@@ -33,7 +33,7 @@ pub(crate) struct Models {
     /// Where every answered call is reported (stored with the turn's checkpoints).
     pub meter: Arc<CallBuffer>,
     /// What the main model's calls are for (`main`, or `subagent` in a delegated child).
-    pub purpose: &'static str,
+    pub purpose: CallPurpose,
     /// The tenant's key pools, read with the turn.
     pub pools: Arc<CredentialPools>,
 }
@@ -63,7 +63,7 @@ impl Models {
         }
     }
 
-    fn build(&self, chain: Vec<Endpoint>, purpose: &'static str) -> TurnModel {
+    fn build(&self, chain: Vec<Endpoint>, purpose: CallPurpose) -> TurnModel {
         let cfg = &self.rt.ctx.config.llm;
         let retry = RetryPolicy {
             max_retries: cfg.max_retries,
@@ -95,7 +95,7 @@ impl Models {
     /// The model for side tasks (reviews): the auxiliary model, else the main one; and its name.
     pub fn auxiliary(&self) -> (TurnModel, String) {
         // Metered as `auxiliary` from a turn; a background task keeps its own purpose.
-        let purpose = if self.purpose == "main" { "auxiliary" } else { self.purpose };
+        let purpose = if self.purpose == CallPurpose::Main { CallPurpose::Auxiliary } else { self.purpose };
         match &self.agent.auxiliary {
             Some(aux) => (
                 self.build(vec![endpoint(&aux.base_url, &aux.model, aux.api_mode.as_deref())], purpose),
@@ -123,14 +123,15 @@ impl Models {
         if let Some(aux) = &self.agent.auxiliary
             && !resting
         {
-            let model = self.build(vec![endpoint(&aux.base_url, &aux.model, aux.api_mode.as_deref())], "auxiliary");
+            let model =
+                self.build(vec![endpoint(&aux.base_url, &aux.model, aux.api_mode.as_deref())], CallPurpose::Auxiliary);
             summarizers.push(Summaries {
                 inner: ModelSummarizer { model, model_name: aux.model.clone() },
                 on_failure: Some((&self.rt, self.agent.id)),
             });
         }
         // A summary is auxiliary work, whichever model writes it.
-        let main = self.build(vec![self.primary()], "auxiliary");
+        let main = self.build(vec![self.primary()], CallPurpose::Auxiliary);
         summarizers.push(Summaries {
             inner: ModelSummarizer { model: main, model_name: self.agent.model.clone() },
             on_failure: None,

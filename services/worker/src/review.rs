@@ -184,7 +184,7 @@ async fn review(rt: &Arc<Runtime>, job: ReviewJob) -> Result<String, String> {
         agent: agent.clone(),
         api_key,
         meter: meter.clone(),
-        purpose: "review",
+        purpose: hermes_core::CallPurpose::Review,
         pools: Arc::new(store.credential_pools(job.tenant_id).await.map_err(text)?),
     };
     let (model, model_name) = models.auxiliary();

@@ -73,7 +73,7 @@ pub fn skill(name: &str, text: &str) -> NewSkill {
 
 pub fn model_call() -> ModelCall {
     ModelCall {
-        purpose: "main".into(),
+        purpose: hermes_core::CallPurpose::Main,
         provider: "openai".into(),
         model: "test-model".into(),
         key_id: None,

@@ -228,7 +228,7 @@ impl Planner<'_> {
             agent: agent.clone(),
             api_key,
             meter,
-            purpose: "main",
+            purpose: hermes_core::CallPurpose::Main,
             pools: Arc::new(pools),
         })
     }
