@@ -42,6 +42,40 @@ fn busy_override(text: &str) -> Option<(BusyMode, &str)> {
     Some((mode, rest)).filter(|(_, rest)| !rest.is_empty())
 }
 
+/// Why the gateway answers a message itself.
+enum Answer {
+    Refusal(Refusal),
+    /// The message answers the question its conversation waits on.
+    Clarified,
+    /// A gateway command (`/new`, `/model`, ...).
+    Command,
+}
+
+/// A message the agent does not get.
+enum Refusal {
+    /// Told this.
+    Told(String),
+    /// An unknown person in a pairing channel: given a code.
+    Pair,
+}
+
+/// When the workers hear of a stored message.
+enum Signal {
+    /// After this batching window (a Telegram paste's other parts may follow).
+    After(Option<std::time::Duration>),
+    /// At once: it steers the running turn.
+    Steer,
+}
+
+/// Where a channel's inbound rows are recorded (`platform:channel`).
+fn source_of(channel: &Channel) -> String {
+    format!("{}:{}", channel.platform, channel.id)
+}
+
+fn store_err(e: hermes_store::StoreError) -> IngestError {
+    IngestError(e.to_string())
+}
+
 /// Why a message could not be taken in now (the platform should deliver it again).
 #[derive(Debug, thiserror::Error)]
 #[error("cannot take the message in: {0}")]
@@ -88,46 +122,62 @@ pub fn destination(channel: &Channel, msg: &Incoming) -> Destination {
 impl Gateway {
     /// Takes one message in, exactly once per platform message.
     pub async fn take_in(&self, channel: &Channel, msg: Incoming, raw: &Value) -> Result<(), IngestError> {
-        let tenant = channel.tenant_id;
-        let source = format!("{}:{}", channel.platform, channel.id);
-        let store_err = |e: hermes_store::StoreError| IngestError(e.to_string());
-        let reply = |text: String| {
-            let payload = OutboxPayload::text(text);
-            (payload, format!("{source}:{}:reply", msg.dedupe_key))
-        };
         let refusal = match decide(channel, &msg) {
             Verdict::Ignore => return Ok(()),
-            Verdict::Refuse(text) => Some(text),
-            Verdict::Pair => Some(String::new()),
-            Verdict::Allow => crate::commands::gated(channel, &msg),
+            Verdict::Refuse(text) => Some(Refusal::Told(text)),
+            Verdict::Pair => Some(Refusal::Pair),
+            Verdict::Allow => crate::commands::gated(channel, &msg).map(Refusal::Told),
         };
-        let clarified = match refusal {
-            None if !crate::commands::is_command(&msg.text) => self.clarify_reply_ready(channel, &msg).await?,
-            _ => false,
-        };
-        if refusal.is_some() || crate::commands::is_command(&msg.text) || clarified {
-            // Stored first, so a redelivered message is answered (and acted on) once.
-            let accepted = self
-                .store
-                .accept_inbound(tenant, &source, &msg.dedupe_key, raw, None, None)
-                .await
-                .map_err(store_err)?;
-            if accepted == Accepted::Duplicate {
-                return Ok(());
-            }
-            let text = match refusal {
-                Some(text) if text.is_empty() => self.pairing_reply(channel, &msg).await?,
-                Some(text) => text,
-                None if clarified => self.clarify_reply(channel, &msg).await?.unwrap_or_default(),
-                None => self.command(channel, &msg).await?,
+        let command = crate::commands::is_command(&msg.text);
+        let clarified = refusal.is_none() && !command && self.clarify_reply_ready(channel, &msg).await?;
+        if refusal.is_some() || command || clarified {
+            let answer = match refusal {
+                Some(refusal) => Answer::Refusal(refusal),
+                None if clarified => Answer::Clarified,
+                None => Answer::Command,
             };
-            if text.is_empty() {
-                return Ok(());
-            }
-            let (payload, key) = reply(text);
-            self.store.enqueue_outbox(tenant, &destination(channel, &msg), &key, &payload).await.map_err(store_err)?;
+            return self.answer_at_once(channel, &msg, raw, answer).await;
+        }
+        self.queue_turn(channel, msg, raw).await
+    }
+
+    /// Answers a message here, without the agent: stored first, so a redelivered message is
+    /// answered (and acted on) once.
+    async fn answer_at_once(
+        &self,
+        channel: &Channel,
+        msg: &Incoming,
+        raw: &Value,
+        answer: Answer,
+    ) -> Result<(), IngestError> {
+        let (tenant, source) = (channel.tenant_id, source_of(channel));
+        let accepted =
+            self.store.accept_inbound(tenant, &source, &msg.dedupe_key, raw, None, None).await.map_err(store_err)?;
+        if accepted == Accepted::Duplicate {
             return Ok(());
         }
+        let text = match answer {
+            Answer::Refusal(Refusal::Pair) => self.pairing_reply(channel, msg).await?,
+            Answer::Refusal(Refusal::Told(text)) => text,
+            Answer::Clarified => self.clarify_reply(channel, msg).await?.unwrap_or_default(),
+            Answer::Command => self.command(channel, msg).await?,
+        };
+        if text.is_empty() {
+            return Ok(());
+        }
+        self.reply(channel, msg, text).await
+    }
+
+    /// Queues the answer `text` to `msg`, once per message.
+    async fn reply(&self, channel: &Channel, msg: &Incoming, text: String) -> Result<(), IngestError> {
+        let key = format!("{}:{}:reply", source_of(channel), msg.dedupe_key);
+        let dest = destination(channel, msg);
+        self.store.enqueue_outbox(channel.tenant_id, &dest, &key, &OutboxPayload::text(text)).await.map_err(store_err)
+    }
+
+    /// Makes the message a turn (or part of one) in its conversation, as the busy mode says.
+    async fn queue_turn(&self, channel: &Channel, msg: Incoming, raw: &Value) -> Result<(), IngestError> {
+        let (tenant, source) = (channel.tenant_id, source_of(channel));
         let chosen = busy_override(&msg.text);
         let (busy_mode, text) = match chosen {
             Some((mode, rest)) => (mode, rest),
@@ -152,9 +202,7 @@ impl Gateway {
                     .await
                     .map_err(store_err)?;
                 if accepted != Accepted::Duplicate {
-                    let (payload, key) = reply(refusal);
-                    let dest = destination(channel, &msg);
-                    self.store.enqueue_outbox(tenant, &dest, &key, &payload).await.map_err(store_err)?;
+                    self.reply(channel, &msg, refusal).await?;
                 }
                 return Ok(());
             }
@@ -193,8 +241,26 @@ impl Gateway {
             None => self.store.accept_inbound(tenant, &source, &msg.dedupe_key, raw, Some(turn), batch).await,
         }
         .map_err(store_err)?;
+        let signal = if steer { Signal::Steer } else { Signal::After(batch) };
+        self.accepted(channel, &msg, accepted, signal, hub).await
+    }
+
+    /// Signals the workers about what was stored, and shows the turn's progress where asked.
+    async fn accepted(
+        &self,
+        channel: &Channel,
+        msg: &Incoming,
+        accepted: Accepted,
+        signal: Signal,
+        hub: Option<&hermes_queue::EventHub>,
+    ) -> Result<(), IngestError> {
+        let tenant = channel.tenant_id;
+        let batch = match signal {
+            Signal::After(batch) => batch,
+            Signal::Steer => None,
+        };
         match accepted {
-            Accepted::Turn { session, turn } if steer => {
+            Accepted::Turn { session, turn } if matches!(signal, Signal::Steer) => {
                 // Not marked (a crash in between): it runs after the current turn, as in `queue`.
                 self.store.mark_steer(tenant, turn).await.map_err(store_err)?;
                 tracing::info!(channel.id = %channel.id, turn.id = %turn, "chat message steers the running turn");
@@ -203,24 +269,8 @@ impl Gateway {
             Accepted::Turn { session, turn } => {
                 tracing::info!(channel.id = %channel.id, turn.id = %turn, "chat message became a turn");
                 // Subscribed before the workers hear of the turn, so no event is missed.
-                let preview_api = match channel.platform {
-                    Platform::Slack => self
-                        .slack(channel)
-                        .ok()
-                        .map(|api| crate::stream::PreviewApi::Slack { api, thread: msg.thread.clone() }),
-                    _ => self.telegram(channel).ok().map(crate::stream::PreviewApi::Telegram),
-                };
-                if let (Some(hub), Some(api)) = (hub, preview_api) {
-                    let preview = crate::stream::Preview {
-                        store: self.store.clone(),
-                        api,
-                        tenant,
-                        turn,
-                        chat: msg.chat_id.clone(),
-                        limit: std::time::Duration::from_secs(self.config.api.turn_timeout_seconds),
-                        text: channel.streaming,
-                    };
-                    tokio::spawn(preview.run(hub.subscribe(turn)));
+                if let Some(hub) = hub {
+                    self.show_progress(channel, msg, turn, hub);
                 }
                 metrics::counter!("hermes_gateway_turns_total", "platform" => channel.platform.as_str()).increment(1);
                 self.signal_after(tenant, session, batch);
@@ -237,6 +287,33 @@ impl Gateway {
             Accepted::Stored => {}
         }
         Ok(())
+    }
+
+    /// Shows the turn's answer as it is written (or its tools at work) in the chat.
+    fn show_progress(
+        &self,
+        channel: &Channel,
+        msg: &Incoming,
+        turn: hermes_core::TurnId,
+        hub: &hermes_queue::EventHub,
+    ) {
+        let api = match channel.platform {
+            Platform::Slack => {
+                self.slack(channel).ok().map(|api| crate::stream::PreviewApi::Slack { api, thread: msg.thread.clone() })
+            }
+            _ => self.telegram(channel).ok().map(crate::stream::PreviewApi::Telegram),
+        };
+        let Some(api) = api else { return };
+        let preview = crate::stream::Preview {
+            store: self.store.clone(),
+            api,
+            tenant: channel.tenant_id,
+            turn,
+            chat: msg.chat_id.clone(),
+            limit: std::time::Duration::from_secs(self.config.api.turn_timeout_seconds),
+            text: channel.streaming,
+        };
+        tokio::spawn(preview.run(hub.subscribe(turn)));
     }
 
     /// Tells the workers a session has work, once `wait` has passed. The turn is stored: a
