@@ -2,11 +2,13 @@
 //! admin console); naming `--tenant` is how the operator says whom they act for.
 #![allow(clippy::print_stdout, reason = "a CLI prints its results")]
 
+mod agents;
 mod channels;
 mod cli;
 mod commands;
 mod cron;
 mod hooks;
+mod keys;
 mod prices;
 mod sessions;
 mod skills;
