@@ -10,6 +10,7 @@
 
 mod approval;
 mod architecture;
+mod attacks;
 mod bad_input;
 mod channels_api;
 mod chat;

@@ -8,6 +8,7 @@
 //! Every byte here is paid on every call, so each layer says what it must and no more.
 
 use chrono::NaiveDate;
+use hermes_core::SessionSource;
 
 use crate::context_files::{ContextFile, MAX_CONTEXT_CHARS, truncate_head_tail};
 use hermes_threats as threats;
@@ -80,8 +81,8 @@ pub struct PromptInputs<'a> {
     pub skills: &'a [SkillEntry],
     pub context_file: Option<&'a ContextFile>,
     pub today: NaiveDate,
-    /// Where the conversation happens: `api`, `telegram`, `slack`, `wecom`, `cron`.
-    pub platform: &'a str,
+    /// Where the conversation happens (`None`: a background task, such as the review).
+    pub source: Option<SessionSource>,
 }
 
 /// Model families that need the tool-use enforcement line.
@@ -95,15 +96,20 @@ pub fn needs_tool_enforcement(model: &str) -> bool {
         || name.starts_with("o4")
 }
 
-fn platform_hint(platform: &str) -> Option<&'static str> {
-    match platform {
-        "telegram" => {
+fn platform_hint(source: SessionSource) -> Option<&'static str> {
+    match source {
+        SessionSource::Telegram => {
             Some("You are chatting on Telegram: keep replies short; use simple Markdown (bold, italics, code).")
         }
-        "slack" => Some("You are chatting in Slack: keep replies short; use Slack's mrkdwn (*bold*, `code`)."),
-        "wecom" => Some("You are chatting in WeCom: keep replies short and use plain text."),
-        "cron" => Some("You are running a scheduled job with no one to ask: do the task and report the result."),
-        _ => None,
+        SessionSource::Slack => {
+            Some("You are chatting in Slack: keep replies short; use Slack's mrkdwn (*bold*, `code`).")
+        }
+        SessionSource::Wecom => Some("You are chatting in WeCom: keep replies short and use plain text."),
+        SessionSource::Cron => {
+            Some("You are running a scheduled job with no one to ask: do the task and report the result.")
+        }
+        // The webhook's own instructions say what to do; API clients and sub-agents set their own tone.
+        SessionSource::Api | SessionSource::Webhook | SessionSource::Subagent => None,
     }
 }
 
@@ -165,7 +171,7 @@ pub fn render_stable_prompt(inputs: &PromptInputs<'_>) -> String {
         );
     }
     section(&mut out, &format!("Current date: {}.", inputs.today.format("%Y-%m-%d")));
-    if let Some(hint) = platform_hint(inputs.platform) {
+    if let Some(hint) = inputs.source.and_then(platform_hint) {
         section(&mut out, hint);
     }
     out

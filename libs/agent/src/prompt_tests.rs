@@ -17,7 +17,7 @@ fn inputs<'a>(tools: &'a [&'a str]) -> PromptInputs<'a> {
         skills: &[],
         context_file: None,
         today: today(),
-        platform: "api",
+        source: Some(hermes_core::SessionSource::Api),
     }
 }
 
@@ -37,7 +37,7 @@ fn layers_come_in_hermes_order() {
         user_profile: Some("USER PROFILE (who the user is)\nPrefers short answers."),
         skills: &skills,
         context_file: Some(&file),
-        platform: "telegram",
+        source: Some(hermes_core::SessionSource::Telegram),
         ..inputs(&["terminal", "memory"])
     });
     let order = [

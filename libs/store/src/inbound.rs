@@ -101,7 +101,10 @@ impl Store {
         .await?;
         let open = i64::try_from(rows.len()).unwrap_or(i64::MAX);
         let mut busy = Vec::new();
-        for row in rows.iter().filter(|r| r.try_get::<String, _>("status").is_ok_and(|s| s != "queued")) {
+        for row in &rows {
+            if crate::TurnStatus::parse(&row.try_get::<String, _>("status")?)? == crate::TurnStatus::Queued {
+                continue;
+            }
             let input: hermes_core::ChatMessage =
                 serde_json::from_value(row.try_get("input")?).map_err(|e| StoreError::Corrupt(e.to_string()))?;
             busy.push(BusyTurn {

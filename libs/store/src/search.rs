@@ -38,7 +38,7 @@ pub struct SessionSummary {
     pub session_id: SessionId,
     /// The session's title, or the start of its first user message.
     pub title: String,
-    pub source: String,
+    pub source: hermes_core::SessionSource,
     pub started_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -105,7 +105,7 @@ fn summary(row: &PgRow) -> Result<SessionSummary> {
     Ok(SessionSummary {
         session_id: SessionId::from_uuid(row.try_get("id")?),
         title,
-        source: row.try_get("source")?,
+        source: crate::rows::vocab(&row.try_get::<String, _>("source")?)?,
         started_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
     })

@@ -18,7 +18,8 @@ pub struct SessionInfo {
     /// The agent's name: the `model` clients use.
     pub model: String,
     pub title: Option<String>,
-    pub source: String,
+    #[sqlx(try_from = "String")]
+    pub source: SessionSource,
     #[sqlx(try_from = "crate::rows::MaybeId")]
     pub parent_session_id: Option<SessionId>,
     pub lineage: Option<String>,

@@ -158,7 +158,7 @@ impl Store {
         // Only the oldest open turn may run, so turns of a session run in order. Claimability
         // is judged on the row version `FOR UPDATE` returns (the latest, after any wait), not
         // on the statement's snapshot.
-        Ok(sqlx::query_as(
+        let row = sqlx::query(
             "WITH next AS (
                 SELECT id, status, lease_expires_at, not_before FROM turns
                 WHERE tenant_id = $1 AND session_id = $2 AND status IN ('queued', 'running', 'waiting')
@@ -186,7 +186,9 @@ impl Store {
         .bind(token)
         .bind(lease.as_secs_f64())
         .fetch_optional(self.pool())
-        .await?)
+        .await?;
+        // A row that does not decode is `Corrupt`, never retried as if the database were down.
+        row.as_ref().map(crate::rows::read::<ClaimedTurn>).transpose()
     }
 
     /// Whether the session's oldest open turn could be claimed now (queued, or abandoned by a

@@ -9,6 +9,19 @@ use hermes_core::{AgentId, SessionId, TenantId, TurnId};
 
 use crate::{NewTurn, Result, SecretBox, Store, StoreError};
 
+/// Longest prompt template a hook may have (its rendered prompt is cut at 64 KB besides).
+pub const MAX_TEMPLATE_CHARS: usize = 8_000;
+
+fn check_template(template: &str) -> Result<()> {
+    let chars = template.chars().count();
+    if chars > MAX_TEMPLATE_CHARS {
+        return Err(StoreError::Invalid(format!(
+            "the prompt template has {chars} characters; at most {MAX_TEMPLATE_CHARS} are allowed"
+        )));
+    }
+    Ok(())
+}
+
 /// A hook to create.
 #[derive(Debug, Clone)]
 pub struct NewWebhook {
@@ -81,6 +94,7 @@ impl Store {
         new: &NewWebhook,
         secrets: Option<&SecretBox>,
     ) -> Result<(Webhook, String)> {
+        check_template(&new.prompt)?;
         let id = uuid::Uuid::now_v7();
         let (_, secret) = crate::secrets::signing_secret()?;
         let sealed = SecretBox::required(secrets, "a webhook's secret")?.seal(&context(id), secret.as_bytes())?;
@@ -127,6 +141,9 @@ impl Store {
     }
 
     pub async fn update_webhook(&self, tenant: TenantId, id: uuid::Uuid, changes: &WebhookChanges) -> Result<Webhook> {
+        if let Some(prompt) = &changes.prompt {
+            check_template(prompt)?;
+        }
         let row = sqlx::query(
             "UPDATE webhooks SET name = COALESCE($3, name), events = COALESCE($4, events),
                     prompt = COALESCE($5, prompt), skills = COALESCE($6, skills), deliver = COALESCE($7, deliver),

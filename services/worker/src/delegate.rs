@@ -182,7 +182,7 @@ impl DelegateTool {
             skills: &[],
             context_file: None,
             today: chrono::Utc::now().date_naive(),
-            platform: hermes_core::SessionSource::Subagent.as_str(),
+            source: Some(hermes_core::SessionSource::Subagent),
         });
         let input = match &task.context {
             Some(c) => format!("{}\n\nContext:\n{c}", task.goal),

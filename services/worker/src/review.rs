@@ -174,7 +174,7 @@ async fn review(rt: &Arc<Runtime>, job: ReviewJob) -> Result<String, String> {
         skills: &[],
         context_file: None,
         today: chrono::Utc::now().date_naive(),
-        platform: "review",
+        source: None,
     });
     let api_key = agent.provider_key(rt.ctx.secrets.as_ref()).map_err(text)?;
     let meter = Arc::new(hermes_llm::CallBuffer::default());

@@ -8,8 +8,12 @@ use serde_json::{Map, Value};
 
 /// Longest text a placeholder that names an object or a list expands to.
 const OBJECT_CHARS: usize = 2_000;
-/// Longest text of the whole payload (`{__raw__}`, or a hook without a prompt).
+/// Longest text of the whole payload (`{__raw__}`, or a hook without a prompt), and of any one
+/// placeholder's value.
 const RAW_CHARS: usize = 4_000;
+/// Longest prompt a delivery renders to, whatever the template and the payload (a template may
+/// name one huge field many times): the rest is cut.
+pub const MAX_RENDERED_BYTES: usize = 64 * 1024;
 
 fn header(headers: &HeaderMap, name: &str) -> Option<String> {
     headers.get(name).and_then(|v| v.to_str().ok()).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
@@ -66,14 +70,32 @@ fn lookup<'a>(payload: &'a Value, path: &str) -> Option<&'a Value> {
 
 /// The hook's prompt with `{a.b.c}` filled from the payload (`{event_type}`, `{__raw__}` the
 /// whole payload); a path the payload lacks stays as written. No prompt: the event and payload.
+/// Each value is cut to [`RAW_CHARS`] and the whole to [`MAX_RENDERED_BYTES`], so the work and
+/// memory of one delivery are bounded by the cap, not by the template times the payload.
 pub fn prompt(template: &str, payload: &Value, event: &str) -> String {
+    let mut out = fill(template, payload, event);
+    if out.len() > MAX_RENDERED_BYTES {
+        let mut at = MAX_RENDERED_BYTES;
+        while !out.is_char_boundary(at) {
+            at -= 1;
+        }
+        out.truncate(at);
+        out.push('…');
+    }
+    out
+}
+
+fn fill(template: &str, payload: &Value, event: &str) -> String {
     let raw = || cut(serde_json::to_string_pretty(payload).unwrap_or_default(), RAW_CHARS);
     if template.trim().is_empty() {
         return format!("Event `{event}`:\n```json\n{}\n```", raw());
     }
-    let mut out = String::with_capacity(template.len());
+    let mut out = String::with_capacity(template.len().min(MAX_RENDERED_BYTES));
     let mut rest = template;
     while let Some(open) = rest.find('{') {
+        if out.len() > MAX_RENDERED_BYTES {
+            return out;
+        }
         out.push_str(&rest[..open]);
         let after = &rest[open + 1..];
         let close = after.find('}');
@@ -86,7 +108,7 @@ pub fn prompt(template: &str, payload: &Value, event: &str) -> String {
                     "__raw__" => Some(raw()),
                     "event_type" => Some(event.to_owned()),
                     path => lookup(payload, path).map(|v| match v {
-                        Value::String(s) => s.clone(),
+                        Value::String(s) => cut(s.clone(), RAW_CHARS),
                         Value::Object(_) | Value::Array(_) => {
                             cut(serde_json::to_string_pretty(v).unwrap_or_default(), OBJECT_CHARS)
                         }
@@ -132,6 +154,19 @@ mod tests {
         let long = json!({"body": "é".repeat(5_000)});
         assert!(prompt("{__raw__}", &long, "x").chars().count() <= RAW_CHARS + 1);
         assert_eq!(prompt("{unclosed", &pr, "x"), "{unclosed");
+    }
+
+    #[test]
+    fn one_huge_field_named_many_times_renders_to_the_cap() {
+        let huge = json!({"a": "x".repeat(900_000)});
+        let template = "{a}".repeat(2_000);
+        let text = prompt(&template, &huge, "x");
+        assert!(text.len() <= MAX_RENDERED_BYTES + '…'.len_utf8(), "{}", text.len());
+        assert!(text.len() > MAX_RENDERED_BYTES / 2, "the cap, not less: {}", text.len());
+        assert!(prompt("{a}", &huge, "x").chars().count() <= RAW_CHARS + 1, "one value is cut too");
+        // A cut never splits a character.
+        let wide = json!({"a": "é".repeat(3_000)});
+        assert!(prompt(&"{a}".repeat(100), &wide, "x").ends_with('…'));
     }
 
     #[test]

@@ -126,7 +126,7 @@ pub(crate) async fn render_prompt(
         skills: &skills,
         context_file: context_file.as_ref(),
         today: chrono::Utc::now().date_naive(),
-        platform: turn.session_source.as_str(),
+        source: Some(turn.session_source),
     }))
 }
 

@@ -1,0 +1,60 @@
+//! Attacks on the running service, one per finding of the security review (issue 17), kept so
+//! that none of them can come back: each attacks the way the scenario says and asserts that
+//! nothing leaks, nothing is fetched and nothing grows without bound.
+
+use serde_json::json;
+
+use hermes_gateway::hooks::verify::github_signature;
+use hermes_testkit::ScriptedReply;
+use hermes_testkit::telegram::TelegramEmulator;
+
+use crate::harness::TestEnv;
+use crate::openapi::call;
+use crate::telegram::{Pod, bind};
+
+/// A tenant admin's webhook whose template names one huge payload field thousands of times:
+/// the template is capped when it is written, and what one delivery renders is capped at 64 KB
+/// (before the fix, `{a}` × 100,000 with a 900 KB field built ~90 GB in one gateway pod).
+#[tokio::test]
+async fn a_webhook_template_cannot_amplify_a_payload_into_the_gateways_memory() {
+    let env = TestEnv::start().await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    bind(&env, &tg, "poll", "open", &[]).await;
+    let tenant = env.store.tenant_by_name("acme").await.unwrap().id;
+    let key = env.store.create_api_key(tenant, None, "admin", None).await.unwrap().1;
+    let pod = Pod::start(&env).await;
+
+    let oversized = json!({"name": "x", "deliver": "local", "prompt": "{a}".repeat(100_000)});
+    let (status, err) = call(&env, &key, "post", "/v1/webhooks", Some(oversized)).await;
+    assert_eq!((status, err["error"]["code"].as_str()), (400, Some("invalid_value")), "{err}");
+    assert!(err["error"]["message"].as_str().unwrap_or_default().contains("at most 8000"), "{err}");
+
+    // Under the template cap, yet each `{a}` would expand to the whole field.
+    let hook = json!({"name": "amplifier", "deliver": "local", "prompt": "{a}".repeat(2_600)});
+    let (status, hook) = call(&env, &key, "post", "/v1/webhooks", Some(hook)).await;
+    assert_eq!(status, 201, "{hook}");
+    let (path, secret) = (hook["path"].as_str().unwrap(), hook["secret"].as_str().unwrap());
+    let id = hook["id"].as_str().unwrap();
+    let (status, _) =
+        call(&env, &key, "patch", &format!("/v1/webhooks/{id}"), Some(json!({"prompt": "{a}".repeat(3_000)}))).await;
+    assert_eq!(status, 400, "a change is held to the same cap");
+
+    env.llm.push(ScriptedReply::text("ok"));
+    let body = serde_json::to_vec(&json!({"a": "x".repeat(900_000)})).unwrap();
+    let resp = reqwest::Client::new()
+        .post(format!("{}{path}", pod.url))
+        .header("x-github-event", "push")
+        .header("x-github-delivery", "amp-1")
+        .header("x-hub-signature-256", github_signature(secret.as_bytes(), &body))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 202);
+    let asked = crate::harness::poll_until(async || env.llm.requests().first().cloned()).await.expect("the turn ran");
+    let user = asked.messages().last().unwrap()["content"].as_str().unwrap().len();
+    assert!(user <= 64 * 1024 + 2_048, "the rendered prompt is capped (plus the untrusted-data wrapper): {user} bytes");
+    pod.stop.cancel();
+    env.stop().await;
+}
