@@ -119,6 +119,7 @@ async fn a_wecom_ai_bot_answers_with_the_agents_images_attached() {
         username: Some("aib-f"),
         dm_policy: "open",
         allow: &[],
+        admins: &["zhangsan"],
     };
     bind_channel(&env, binding).await;
     let pod = Pod::start(&env).await;

@@ -283,7 +283,10 @@ async fn the_agent_schedules_a_job_with_its_tool_and_cron_runs_cannot_schedule_m
 async fn a_job_delivers_once_to_each_chat_of_its_comma_list() {
     let env = TestEnv::start().await;
     let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
+    let channel = bind(&env, &tg, "poll", "open", &[]).await;
+    // User 7 is an admin too: /sethome is an admin command.
+    let admins = hermes_store::ChannelAccess { admins: Some(vec!["42".into(), "7".into()]), ..Default::default() };
+    env.store.update_channel_access(channel.tenant_id, channel.id, &admins).await.unwrap();
     let key =
         env.store.create_api_key(env.store.tenant_by_name("acme").await.unwrap().id, None, "k", None).await.unwrap().1;
     let pod = Pod::start(&env).await;

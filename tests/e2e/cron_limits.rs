@@ -56,7 +56,7 @@ async fn a_cron_run_silent_past_the_inactivity_limit_fails_but_a_busy_one_runs_o
 }
 
 #[tokio::test]
-async fn one_job_is_managed_by_the_api_a_chat_command_and_the_agents_tool_alike() {
+async fn a_chats_job_is_managed_by_the_chat_the_agents_tool_and_the_api_and_nobody_elses_is_reachable() {
     let env = TestEnv::start().await;
     let tg = TelegramEmulator::start().await.unwrap();
     bind(&env, &tg, "poll", "open", &[]).await;
@@ -68,30 +68,53 @@ async fn one_job_is_managed_by_the_api_a_chat_command_and_the_agents_tool_alike(
     let key = env.store.create_api_key(tenant, None, "k", None).await.unwrap().1;
     let pod = Pod::start(&env).await;
 
-    // Made through the API...
-    let body = json!({"name": "Standup digest", "prompt": "Summarise yesterday.", "schedule": "every 1d",
+    // A job the API made is not this chat's: the chat cannot see or change it, nor can the
+    // agent acting for the chat (issue 17: any chat user could edit, run or redirect any job).
+    let body = json!({"name": "Payroll export", "prompt": "Export payroll.", "schedule": "every 1d",
                       "deliver": "telegram:42"});
-    let (status, job) = call(&env, &key, "post", "/v1/cron/jobs", Some(body)).await;
-    assert_eq!(status, 201, "{job}");
-    let id = job["id"].as_str().unwrap().to_owned();
+    let (status, foreign) = call(&env, &key, "post", "/v1/cron/jobs", Some(body)).await;
+    assert_eq!(status, 201, "{foreign}");
+    tg.user_says(TOKEN, 42, "/cron edit \"payroll export\" --deliver telegram:666");
+    assert_eq!(sent(&tg, 1).await[0].text, "There is no job “payroll export” in this chat. /cron list shows them.");
+    env.llm.push(ScriptedReply::tool_call("cronjob", json!({"action": "run", "job_id": "Payroll export"})));
+    env.llm.push(ScriptedReply::text("I cannot reach it."));
+    tg.user_says(TOKEN, 42, "run the payroll export");
+    assert_eq!(sent(&tg, 2).await[1].text, "I cannot reach it.");
+    let result = env.llm.requests().last().unwrap().messages().last().unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(result.contains("no such job"), "the tool does not reach another chat's job: {result}");
+    let (_, seen) = call(&env, &key, "get", &format!("/v1/cron/jobs/{}", foreign["id"].as_str().unwrap()), None).await;
+    assert_eq!((seen["deliver"].as_str(), seen["state"].as_str()), (Some("telegram:42"), Some("scheduled")), "{seen}");
+
+    // Made in the chat...
+    tg.user_says(TOKEN, 42, "/cron add \"every 1d\" Summarise yesterday. --name \"Standup digest\"");
+    assert!(sent(&tg, 3).await[2].text.starts_with("Scheduled “Standup digest”"), "{}", tg.sent(TOKEN)[2].text);
+    let (_, jobs) = call(&env, &key, "get", "/v1/cron/jobs", None).await;
+    let id = jobs["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["name"] == "Standup digest")
+        .and_then(|j| j["id"].as_str())
+        .unwrap()
+        .to_owned();
     // ...edited from the chat, by name in any case...
     tg.user_says(TOKEN, 42, "/cron edit \"standup DIGEST\" --schedule \"every 2h\"");
-    assert_eq!(sent(&tg, 1).await[0].text, "Updated “Standup digest” (every 2h).");
-    // ...paused by the agent's tool...
+    assert_eq!(sent(&tg, 4).await[3].text, "Updated “Standup digest” (every 2h).");
+    // ...paused by the agent's tool in that chat...
     env.llm.push(ScriptedReply::tool_call("cronjob", json!({"action": "pause", "job_id": "standup digest"})));
     env.llm.push(ScriptedReply::text("Paused it."));
     tg.user_says(TOKEN, 42, "pause the standup digest");
-    assert_eq!(sent(&tg, 2).await[1].text, "Paused it.");
+    assert_eq!(sent(&tg, 5).await[4].text, "Paused it.");
     let (_, seen) = call(&env, &key, "get", &format!("/v1/cron/jobs/{id}"), None).await;
     assert_eq!((seen["state"].as_str(), seen["schedule"].as_str()), (Some("paused"), Some("every 2h")), "{seen}");
     // ...resumed from the chat, and removed through the API: gone for the tool too.
     tg.user_says(TOKEN, 42, "/cron resume \"standup digest\"");
-    assert!(sent(&tg, 3).await[2].text.starts_with("Resumed “Standup digest”; next run "));
+    assert!(sent(&tg, 6).await[5].text.starts_with("Resumed “Standup digest”; next run "));
     assert_eq!(call(&env, &key, "delete", &format!("/v1/cron/jobs/{id}"), None).await.0, 200);
     env.llm.push(ScriptedReply::tool_call("cronjob", json!({"action": "run", "job_id": "Standup digest"})));
     env.llm.push(ScriptedReply::text("It is gone."));
     tg.user_says(TOKEN, 42, "run the standup digest");
-    assert_eq!(sent(&tg, 4).await[3].text, "It is gone.");
+    assert_eq!(sent(&tg, 7).await[6].text, "It is gone.");
     let result = env.llm.requests().last().unwrap().messages().last().unwrap()["content"].as_str().unwrap().to_owned();
     assert!(result.contains("no such job"), "the tool says there is no such job: {result}");
     pod.stop.cancel();

@@ -24,6 +24,7 @@ async fn bind(env: &TestEnv, slack: &SlackEmulator) -> Channel {
         username: Some("UBOT"),
         dm_policy: "open",
         allow: &[],
+        admins: &["U1"],
     };
     bind_channel(env, binding).await
 }

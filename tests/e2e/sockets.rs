@@ -32,6 +32,7 @@ pub(crate) async fn slack_app(env: &TestEnv) -> (SlackEmulator, std::sync::Arc<S
         username: Some("UBOT"),
         dm_policy: "open",
         allow: &[],
+        admins: &["U1"],
     };
     bind_channel(env, binding).await;
     (slack, hub)
@@ -101,6 +102,7 @@ async fn bind_bot(env: &TestEnv, bot: &WecomBotEmulator, secret: &str) -> Channe
         username: Some("aib-1"),
         dm_policy: "open",
         allow: &[],
+        admins: &["zhangsan"],
     };
     bind_channel(env, binding).await
 }

@@ -83,6 +83,8 @@ pub(crate) struct Binding<'a> {
     pub username: Option<&'a str>,
     pub dm_policy: &'a str,
     pub allow: &'a [&'a str],
+    /// The team's admins in chat (a channel with none has no admins).
+    pub admins: &'a [&'a str],
 }
 
 pub(crate) async fn bind_channel(env: &TestEnv, b: Binding<'_>) -> Channel {
@@ -97,8 +99,9 @@ pub(crate) async fn bind_channel(env: &TestEnv, b: Binding<'_>) -> Channel {
         dm_policy: b.dm_policy.parse().unwrap(),
         group_policy: "mention".parse().unwrap(),
         allow_users: b.allow.iter().map(|s| (*s).to_owned()).collect(),
-        allow_chats: vec![],
-        admins: vec![],
+        // The team opened its bot to every group (groups are closed by default).
+        allow_chats: vec![hermes_store::channels::ANY_CHAT.to_owned()],
+        admins: b.admins.iter().map(|s| (*s).to_owned()).collect(),
     };
     let secrets = SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap();
     let channel = env.store.create_channel(tenant, new, secrets.as_ref()).await.unwrap();
@@ -119,6 +122,7 @@ pub(crate) async fn bind(env: &TestEnv, tg: &TelegramEmulator, mode: &str, dm_po
         username: Some("HermesTestBot"),
         dm_policy,
         allow,
+        admins: &["42"],
     };
     bind_channel(env, binding).await
 }

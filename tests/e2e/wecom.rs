@@ -28,6 +28,7 @@ pub(crate) async fn bind(env: &TestEnv, wecom: &WecomEmulator) -> Channel {
         username: None,
         dm_policy: "open",
         allow: &[],
+        admins: &["zhangsan"],
     };
     bind_channel(env, binding).await
 }

@@ -132,9 +132,10 @@ pub static COMMANDS: [CommandSpec; 25] = [
         .help("/sessions and /resume N go back to an earlier one"),
     spec(C::Resume, "resume", "Go back to an earlier conversation"),
     spec(C::Goal, "goal", "Keep working toward a goal: /goal text (status, pause, resume, clear)")
+        .access(AdminsByDefault)
         .runs_in(GatewayWhenBare),
-    spec(C::Subgoal, "subgoal", "Add a criterion to the goal: /subgoal text (remove N, clear)"),
-    spec(C::Cron, "cron", "Scheduled jobs: /cron add|list|edit|pause|resume|run|remove"),
+    spec(C::Subgoal, "subgoal", "Add a criterion to the goal: /subgoal text (remove N, clear)").access(AdminsByDefault),
+    spec(C::Cron, "cron", "Scheduled jobs: /cron add|list|edit|pause|resume|run|remove").access(AdminsByDefault),
     spec(C::Compress, "compress", "Summarise this conversation now").access(AdminsByDefault).runs_in(Worker),
     spec(C::Rollback, "rollback", "Restore my workspace to a checkpoint").runs_in(Worker),
     spec(C::Skills, "skills", "What I know how to do").help("/skills lists what I know how to do"),
@@ -212,7 +213,7 @@ mod tests {
     fn admin_commands_by_default_are_the_columns_default() {
         let by_default: Vec<&str> =
             COMMANDS.iter().filter(|s| s.access == Access::AdminsByDefault).map(|s| s.name).collect();
-        let migration = include_str!("../../../migrations/0030_home_chat.sql");
+        let migration = include_str!("../../../migrations/0037_closed_chat_defaults.sql");
         let default = migration
             .lines()
             .find_map(|l| l.split_once("SET DEFAULT ARRAY[")?.1.split_once(']').map(|(list, _)| list))

@@ -107,7 +107,23 @@ fn context(id: uuid::Uuid) -> String {
     format!("channel:{id}")
 }
 
+/// The `allow_chats` entry that admits every group chat: an admin's explicit choice, since
+/// groups are closed until allowed (anyone can add a bot to a group of their own).
+pub const ANY_CHAT: &str = "*";
+
 impl Channel {
+    /// Whether `user` is one of the channel's admins. A channel that names none has no admins
+    /// (admin commands, group approvals and `always` grants are then for nobody in chat).
+    pub fn is_admin(&self, user: &str) -> bool {
+        self.admins.iter().any(|a| a == user)
+    }
+
+    /// Whether the bot talks in group chat `chat`: only the chats its `allow_chats` lists (or
+    /// every chat, with [`ANY_CHAT`]).
+    pub fn admits_group(&self, chat: &str) -> bool {
+        self.allow_chats.iter().any(|c| c == chat || c == ANY_CHAT)
+    }
+
     /// The platform credentials in clear.
     pub fn credentials(&self, secrets: Option<&SecretBox>) -> Result<Value> {
         let plain = SecretBox::required(secrets, "reading bot credentials")?

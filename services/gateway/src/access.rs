@@ -1,7 +1,9 @@
 //! Who may talk to a channel's agent, decided before anything reaches it: the DM policy
 //! (open, allowlist, pairing, disabled), the group policy (mention or reply required by
-//! default), and the channel's allowlists of users and group chats. Unknown users in groups are
-//! ignored silently; in a direct chat they are told why, or given a pairing code.
+//! default), and the channel's allowlists of users and group chats. Groups are closed until an
+//! admin lists them (`allow_chats`, or `*` for every group): anyone can add a bot to a group of
+//! their own. Unknown users in groups are ignored silently; in a direct chat they are told why,
+//! or given a pairing code.
 
 use hermes_core::{DmPolicy, GroupPolicy};
 use hermes_store::Channel;
@@ -25,7 +27,7 @@ fn listed(list: &[String], id: &str) -> bool {
 }
 
 pub fn decide(channel: &Channel, msg: &Incoming) -> Verdict {
-    let admin = listed(&channel.admins, &msg.user_id);
+    let admin = channel.is_admin(&msg.user_id);
     let allowed_user = admin || listed(&channel.allow_users, &msg.user_id);
     match msg.kind {
         ChatKind::Direct => match channel.dm_policy {
@@ -40,7 +42,7 @@ pub fn decide(channel: &Channel, msg: &Incoming) -> Verdict {
             )),
         },
         ChatKind::Group => {
-            let chat_ok = channel.allow_chats.is_empty() || listed(&channel.allow_chats, &msg.chat_id);
+            let chat_ok = channel.admits_group(&msg.chat_id);
             let user_ok = channel.allow_users.is_empty() || allowed_user;
             let policy_ok = match channel.group_policy {
                 GroupPolicy::Open => true,
@@ -120,12 +122,23 @@ pub(crate) mod tests {
 
     #[test]
     fn groups_need_a_mention_and_ignore_strangers_silently() {
-        let c = channel("open", "mention", &[], &[]);
+        let c = channel("open", "mention", &[], &["*"]);
         assert_eq!(decide(&c, &msg(ChatKind::Group, "5", "-1", true)), Verdict::Allow);
         assert_eq!(decide(&c, &msg(ChatKind::Group, "5", "-1", false)), Verdict::Ignore);
         let only = channel("open", "mention", &["5"], &["-1"]);
         assert_eq!(decide(&only, &msg(ChatKind::Group, "6", "-1", true)), Verdict::Ignore);
         assert_eq!(decide(&only, &msg(ChatKind::Group, "5", "-2", true)), Verdict::Ignore);
-        assert_eq!(decide(&channel("open", "open", &[], &[]), &msg(ChatKind::Group, "5", "-1", false)), Verdict::Allow);
+        assert_eq!(
+            decide(&channel("open", "open", &[], &["*"]), &msg(ChatKind::Group, "5", "-1", false)),
+            Verdict::Allow
+        );
+    }
+
+    #[test]
+    fn a_group_nobody_listed_is_closed_even_to_everyone_open() {
+        let c = channel("open", "open", &[], &[]);
+        assert_eq!(decide(&c, &msg(ChatKind::Group, "5", "-1", true)), Verdict::Ignore, "a stranger's own group");
+        assert_eq!(decide(&c, &msg(ChatKind::Group, "9", "-1", true)), Verdict::Ignore, "not even an admin's");
+        assert_eq!(decide(&c, &msg(ChatKind::Direct, "5", "5", true)), Verdict::Allow, "DMs follow the DM policy");
     }
 }

@@ -22,7 +22,7 @@ const BUSY_MODES: &str = "Write /steer and a message to guide what I'm doing rig
 /// its name or the alias used; the commands for everyone cannot be kept.
 pub fn gated(channel: &Channel, msg: &Incoming) -> Option<String> {
     let word = msg.text.split_whitespace().next()?.strip_prefix('/')?;
-    let admin = channel.admins.is_empty() || channel.admins.iter().any(|a| a == &msg.user_id);
+    let admin = channel.is_admin(&msg.user_id);
     let spec = hermes_core::commands::named(word);
     if admin || spec.is_some_and(|s| s.access == Access::Everyone) {
         return None;

@@ -3,7 +3,8 @@
 //! `pause|resume|run|remove <id or name>`. A schedule of several words is quoted
 //! (`/cron add "every 2h" check the build`). A job made in a chat delivers to that chat by
 //! default (`origin`). The same rules as the API apply: the schedule is read in the tenant's
-//! time zone and the prompt is scanned for injection.
+//! time zone and the prompt is scanned for injection. `/cron` is an admin command by default,
+//! and a chat sees and manages only the jobs made in it.
 
 use hermes_core::outbox::DeliveryTarget;
 use hermes_store::cron::{JobChanges, NewJob};
@@ -16,6 +17,12 @@ use crate::ingest::{IngestError, destination};
 const USAGE: &str = "Use /cron add <schedule> <what to do> (a schedule is 30m, \"every 2h\", \"0 8 * * *\" or a \
                      time; quote it when it has spaces), /cron list, /cron edit <job> --schedule ... --prompt ..., \
                      or /cron pause|resume|run|remove <job>.";
+
+/// Whether `job` was made in the chat `here`: a chat sees and manages only its own jobs (not
+/// the API's, the agent's from other chats, or another chat's).
+fn made_in(job: &hermes_store::cron::Job, here: &hermes_core::outbox::Destination) -> bool {
+    job.origin.as_ref().is_some_and(|origin| origin.same_chat(here))
+}
 
 fn err(e: StoreError) -> IngestError {
     IngestError::new(e.to_string())
@@ -33,7 +40,9 @@ impl Gateway {
         match words.first().map(String::as_str) {
             Some("add") => self.cron_add(channel, msg, &words[1..]).await,
             Some("list") | None => {
-                let jobs = self.store.list_jobs(tenant, agent).await.map_err(err)?;
+                let here = destination(channel, msg);
+                let mut jobs = self.store.list_jobs(tenant, agent).await.map_err(err)?;
+                jobs.retain(|job| made_in(job, &here));
                 if jobs.is_empty() {
                     return Ok("No cron jobs yet. /cron add 30m \"what to do\" makes one.".into());
                 }
@@ -48,14 +57,16 @@ impl Gateway {
                     .collect();
                 Ok(format!("Cron jobs:\n{}", lines.join("\n")))
             }
-            Some("edit") => self.cron_edit(channel, &words[1..]).await,
+            Some("edit") => self.cron_edit(channel, msg, &words[1..]).await,
             Some(action @ ("pause" | "resume" | "run" | "remove")) => {
                 let Some(reference) = words.get(1..).map(|w| w.join(" ")).filter(|r| !r.is_empty()) else {
                     return Ok(format!("Say which job: /cron {action} <id or name>."));
                 };
                 let job = match self.store.find_job(tenant, agent, &reference).await {
-                    Ok(job) => job,
-                    Err(StoreError::NotFound) => return Ok(format!("No job {reference:?}. /cron list shows them.")),
+                    Ok(job) if made_in(&job, &destination(channel, msg)) => job,
+                    Ok(_) | Err(StoreError::NotFound) => {
+                        return Ok(format!("There is no job “{reference}” in this chat. /cron list shows them."));
+                    }
                     Err(StoreError::Invalid(why)) => return Ok(why),
                     Err(e) => return Err(err(e)),
                 };
@@ -88,14 +99,16 @@ impl Gateway {
     }
 
     /// `/cron edit <job> [--schedule S] [--prompt P] [--name N] [--skill S]... [--deliver T]`.
-    async fn cron_edit(&self, channel: &Channel, words: &[String]) -> Result<String, IngestError> {
+    async fn cron_edit(&self, channel: &Channel, msg: &Incoming, words: &[String]) -> Result<String, IngestError> {
         let Some((reference, rest)) = words.split_first() else {
             return Ok("Use /cron edit <job> --schedule \"every 2h\" --prompt \"...\" (any of them).".into());
         };
         let tenant = channel.tenant_id;
         let job = match self.store.find_job(tenant, Some(channel.agent_id), reference).await {
-            Ok(job) => job,
-            Err(StoreError::NotFound) => return Ok(format!("No job {reference:?}. /cron list shows them.")),
+            Ok(job) if made_in(&job, &destination(channel, msg)) => job,
+            Ok(_) | Err(StoreError::NotFound) => {
+                return Ok(format!("There is no job “{reference}” in this chat. /cron list shows them."));
+            }
             Err(StoreError::Invalid(why)) => return Ok(why),
             Err(e) => return Err(err(e)),
         };

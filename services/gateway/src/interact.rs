@@ -70,10 +70,17 @@ pub fn is_approval_command(text: &str) -> bool {
     matches!(text.split_whitespace().next(), Some("/approve" | "/deny"))
 }
 
-/// Who may answer: the person in a direct chat; in a group, the channel's admins (anyone
-/// allowed there when it names no admins).
+/// Who may answer: the person in a direct chat; in a group, the channel's admins (nobody,
+/// when it names none).
 fn may_answer(channel: &Channel, msg: &Incoming) -> bool {
-    msg.kind == ChatKind::Direct || channel.admins.is_empty() || channel.admins.iter().any(|a| a == &msg.user_id)
+    msg.kind == ChatKind::Direct || channel.is_admin(&msg.user_id)
+}
+
+/// Why `choice` is refused to the person who chose it: `always` allows the command's patterns
+/// for the whole agent, every chat and every user, so only an admin may grant it.
+fn refused_choice(channel: &Channel, msg: &Incoming, choice: ApprovalChoice) -> Option<&'static str> {
+    (choice == ApprovalChoice::Always && !channel.is_admin(&msg.user_id))
+        .then_some("Only this bot's admins can always allow a command. Use /approve (once) or /approve session.")
 }
 
 impl Gateway {
@@ -126,6 +133,9 @@ impl Gateway {
         if !may_answer(channel, msg) {
             return Ok("Only this bot's admins can answer approvals here.".into());
         }
+        if let Some(why) = refused_choice(channel, msg, choice) {
+            return Ok(why.into());
+        }
         match self.pending(channel, msg).await? {
             Some(p) if p.kind == InteractionKind::Approval => {
                 self.answer(channel, p.id, &InteractionAnswer::Approval { choice }).await
@@ -172,12 +182,14 @@ impl Gateway {
         let (kind, id, value) = (parts.next(), parts.next(), parts.next());
         let id = id.and_then(|hex| uuid::Uuid::try_parse(hex).ok());
         let choice = value.and_then(|v| v.parse::<ApprovalChoice>().ok());
-        let shown = match (kind, id, value, choice) {
+        let refusal = choice.and_then(|c| refused_choice(channel, &msg, c));
+        let shown = match (kind, id, value, choice, refusal) {
             _ if !may_answer(channel, &msg) => "Only this bot's admins can answer approvals here.".to_owned(),
-            (Some("ia"), Some(id), _, Some(choice)) => {
+            (Some("ia"), Some(_), _, _, Some(why)) => why.to_owned(),
+            (Some("ia"), Some(id), _, Some(choice), None) => {
                 self.answer(channel, id, &InteractionAnswer::Approval { choice }).await?
             }
-            (Some("ic"), Some(id), Some(n), _) => {
+            (Some("ic"), Some(id), Some(n), _, _) => {
                 let choice = self.choice_text(channel, id, n).await;
                 match choice {
                     Some(text) => self.answer(channel, id, &InteractionAnswer::text(text)).await?,

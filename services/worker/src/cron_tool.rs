@@ -49,6 +49,17 @@ fn refuse(why: impl Into<String>) -> ToolError {
     ToolError::RespondToModel(why.into())
 }
 
+impl CronjobTool {
+    /// Whether this session may see and change `job`: a chat's session only the jobs made in
+    /// that chat (the model acts for whoever writes in it); an API session every job of the agent.
+    fn reaches(&self, job: &hermes_store::cron::Job) -> bool {
+        match &self.origin {
+            Some(here) => job.origin.as_ref().is_some_and(|origin| origin.same_chat(here)),
+            None => true,
+        }
+    }
+}
+
 fn storage(e: StoreError) -> ToolError {
     match e {
         StoreError::NotFound => refuse("no such job (use action=list to see the jobs)"),
@@ -107,6 +118,9 @@ impl CronjobTool {
         let reference = text(args, "job_id").ok_or_else(|| refuse("`job_id` (an id or a name) is required"))?;
         let tenant = ctx.tenant_id;
         let job = self.store.find_job(tenant, Some(ctx.agent_id), &reference).await.map_err(storage)?;
+        if !self.reaches(&job) {
+            return Err(storage(StoreError::NotFound));
+        }
         let now = chrono::Utc::now();
         let changed = match action {
             CronAction::Pause => {
@@ -190,7 +204,8 @@ impl SimpleTool for CronjobTool {
         let answer = match CronAction::read(&args, "action") {
             Some(CronAction::Create) => self.create(ctx, &args).await?,
             Some(CronAction::List) => {
-                let jobs = self.store.list_jobs(ctx.tenant_id, Some(ctx.agent_id)).await.map_err(storage)?;
+                let mut jobs = self.store.list_jobs(ctx.tenant_id, Some(ctx.agent_id)).await.map_err(storage)?;
+                jobs.retain(|job| self.reaches(job));
                 json!({ "success": true, "jobs": jobs.iter().map(summary).collect::<Vec<_>>() })
             }
             Some(action) => self.change(ctx, action, &args).await?,
