@@ -109,3 +109,60 @@ async fn a_stranger_gets_nothing_from_a_group_they_made_or_an_admin_less_channel
     pod.stop.cancel();
     env.stop().await;
 }
+
+/// A "metadata service" on loopback that counts who asks it and answers with a secret.
+async fn metadata_service() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/latest/meta-data/iam/security-credentials/node", listener.local_addr().unwrap());
+    let counted = hits.clone();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut request = [0u8; 2048];
+            let _ = sock.read(&mut request).await;
+            let body = "AWS_SECRET_ACCESS_KEY=leaked-from-the-cluster";
+            let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len());
+            let _ = sock.write_all(format!("{head}{body}").as_bytes()).await;
+        }
+    });
+    (url, hits)
+}
+
+/// A tenant admin (who holds the Slack signing secret) signs an event whose shared file points
+/// at a cluster-internal service, then reads the conversation back: the gateway never asks it,
+/// and the bot token goes only to Slack's file host (before the fix the body landed in the turn,
+/// readable through `/api/sessions`). Nor may a tenant choose where a bot's token is sent.
+#[tokio::test]
+async fn a_signed_slack_event_cannot_make_the_gateway_fetch_an_internal_address() {
+    let env = TestEnv::start().await;
+    let slack = hermes_testkit::slack::SlackEmulator::start(crate::slack::TOKEN, "UBOT").await.unwrap();
+    let channel = crate::slack::bind(&env, &slack).await;
+    let key = env.store.create_api_key(channel.tenant_id, None, "admin", None).await.unwrap().1;
+    let body =
+        json!({ "agent": "helper", "platform": "telegram", "token": "1:x", "api_base": "http://169.254.169.254" });
+    let (status, err) = call(&env, &key, "post", "/v1/channels", Some(body)).await;
+    assert_eq!(status, 400, "a tenant cannot set the platform's address: {err}");
+    assert!(err["error"]["message"].as_str().unwrap_or_default().contains("api_base"), "{err}");
+    let pod = Pod::start(&env).await;
+    let (internal, hits) = metadata_service().await;
+    env.llm.push(ScriptedReply::text("I could not read it."));
+    let shared = crate::slack::event(
+        "EvAttack1",
+        json!({"type": "message", "subtype": "file_share", "channel_type": "im", "user": "U1",
+        "channel": "D1", "ts": "1700000099.000100", "text": "summarise this",
+        "files": [{"id": "F9", "name": "creds.txt", "mimetype": "text/plain", "size": 40,
+                   "url_private_download": internal}]}),
+    );
+    let events = format!("{}/slack/{}/events", pod.url, channel.id);
+    assert_eq!(crate::slack::signed(&env, &events, &shared, false, None).await.0, 200);
+    assert_eq!(crate::slack::posted(&slack, 1).await[0].text, "I could not read it.");
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0, "the internal address was never asked");
+    let seen = env.llm.requests()[0].messages().last().unwrap()["content"].to_string();
+    assert!(!seen.contains("leaked-from-the-cluster"), "{seen}");
+    let stored = env.count("SELECT count(*) FROM messages WHERE content::text LIKE '%leaked-from-the-cluster%'").await;
+    assert_eq!(stored, 0, "nothing of it is in the session");
+    pod.stop.cancel();
+    env.stop().await;
+}

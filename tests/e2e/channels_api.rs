@@ -15,13 +15,21 @@ use crate::telegram::{Pod, TOKEN, sent};
 
 #[tokio::test]
 async fn an_admin_binds_bots_through_the_api_and_approves_a_stranger() {
-    let env = TestEnv::start().await;
-    let (tenant, agent, key) = env.tenant("acme", "helper").await;
+    // The platforms' API bases are the operator's (here: the emulators), never a tenant's.
     let tg = TelegramEmulator::start().await.unwrap();
+    let slack = SlackEmulator::start("xoxb-1", "UBOT").await.unwrap();
+    let bot = WecomBotEmulator::start("aib-7", "s3cret").await.unwrap();
+    let env = TestEnv::start_with(crate::harness::Roles::default(), |c| {
+        c.platforms.telegram_api_base = tg.base_url();
+        c.platforms.slack_api_base = slack.base_url();
+        c.platforms.wecom_bot_url = bot.url();
+    })
+    .await;
+    let (tenant, agent, key) = env.tenant("acme", "helper").await;
     tg.add_bot(TOKEN, "AcmeBot");
 
     // A Telegram bot: checked with getMe, switched to long-poll, its menu registered.
-    let body = json!({ "agent": "helper", "platform": "telegram", "token": TOKEN, "api_base": tg.base_url(),
+    let body = json!({ "agent": "helper", "platform": "telegram", "token": TOKEN,
                        "dm_policy": "pairing" });
     let (status, channel) = call(&env, &key, "post", "/v1/channels", Some(body.clone())).await;
     assert_eq!(status, 201, "{channel}");
@@ -35,7 +43,7 @@ async fn an_admin_binds_bots_through_the_api_and_approves_a_stranger() {
     // The same bot again, a refused token, a missing field, a mode Telegram has not.
     let (status, err) = call(&env, &key, "post", "/v1/channels", Some(body)).await;
     assert_eq!((status, err["error"]["code"].as_str()), (409, Some("channel_exists")), "{err}");
-    let wrong = json!({ "agent": "helper", "platform": "telegram", "token": "999:nope", "api_base": tg.base_url() });
+    let wrong = json!({ "agent": "helper", "platform": "telegram", "token": "999:nope" });
     let (status, err) = call(&env, &key, "post", "/v1/channels", Some(wrong)).await;
     assert_eq!((status, err["error"]["code"].as_str()), (400, Some("platform_refused")), "{err}");
     let missing = json!({ "agent": "helper", "platform": "slack", "mode": "socket", "token": "xoxb-1" });
@@ -54,21 +62,19 @@ async fn an_admin_binds_bots_through_the_api_and_approves_a_stranger() {
     assert_eq!((status, err["error"]["type"].as_str()), (403, Some("permission_error")));
 
     // A Slack app in Socket Mode and a WeCom AI bot, each checked with its platform.
-    let slack = SlackEmulator::start("xoxb-1", "UBOT").await.unwrap();
     slack.socket_mode("xapp-1");
     let app = json!({ "agent": "helper", "platform": "slack", "mode": "socket", "token": "xoxb-1",
-                      "app_token": "xapp-1", "api_base": slack.base_url() });
+                      "app_token": "xapp-1" });
     let (status, bound) = call(&env, &key, "post", "/v1/channels", Some(app)).await;
     assert_eq!(status, 201, "{bound}");
     assert!(bound["setup"].as_str().unwrap().contains("Socket Mode"));
-    let bot = WecomBotEmulator::start("aib-7", "s3cret").await.unwrap();
     let wrong_secret = json!({ "agent": "helper", "platform": "wecom", "mode": "websocket", "bot_id": "aib-7",
-                               "secret": "nope", "api_base": bot.url() });
+                               "secret": "nope" });
     let (status, err) = call(&env, &key, "post", "/v1/channels", Some(wrong_secret)).await;
     assert_eq!((status, err["error"]["code"].as_str()), (400, Some("platform_refused")), "{err}");
     assert!(err["error"]["message"].as_str().unwrap().contains("853000"), "{err}");
     let good = json!({ "agent": "helper", "platform": "wecom", "mode": "websocket", "bot_id": "aib-7",
-                       "secret": "s3cret", "api_base": bot.url() });
+                       "secret": "s3cret" });
     assert_eq!(call(&env, &key, "post", "/v1/channels", Some(good)).await.0, 201);
     let (_, list) = call(&env, &key, "get", "/v1/channels", None).await;
     let modes: Vec<&str> = list["data"].as_array().unwrap().iter().map(|c| c["mode"].as_str().unwrap()).collect();

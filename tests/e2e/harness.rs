@@ -152,7 +152,8 @@ impl TestEnv {
                 broker: broker.clone(),
                 sandboxes: Arc::new(sandboxes),
                 secrets: hermes_store::SecretBox::from_config(config.secrets.master_key.as_deref()).unwrap(),
-                http: hermes_llm::http_client(Duration::from_secs(5), Duration::from_secs(60)).unwrap(),
+                http: hermes_llm::http_client(Duration::from_secs(5), Duration::from_secs(60), Default::default())
+                    .unwrap(),
             };
             let token = shutdown.clone();
             tasks.push(tokio::spawn(async move {

@@ -57,7 +57,9 @@ pub(crate) async fn call(env: &TestEnv, key: &str, method: &str, path: &str, bod
 
 #[tokio::test]
 async fn the_openapi_document_matches_the_routes_and_the_responses() {
-    let env = TestEnv::start().await;
+    let tg = hermes_testkit::telegram::TelegramEmulator::start().await.unwrap();
+    let base = tg.base_url();
+    let env = TestEnv::start_with(crate::harness::Roles::default(), |c| c.platforms.telegram_api_base = base).await;
     let (_, _, key) = env.tenant("acme", "helper").await;
     let doc: Value = env.http.get(format!("{}/openapi.json", env.api_url)).send().await.unwrap().json().await.unwrap();
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"), "{}", doc["openapi"]);
@@ -148,9 +150,8 @@ async fn the_openapi_document_matches_the_routes_and_the_responses() {
     check("delete", "/api/sessions/{id}", s, &deleted);
 
     // Channels.
-    let tg = hermes_testkit::telegram::TelegramEmulator::start().await.unwrap();
     tg.add_bot("777:spec", "SpecBot");
-    let bind = json!({"agent": "helper", "platform": "telegram", "token": "777:spec", "api_base": tg.base_url()});
+    let bind = json!({"agent": "helper", "platform": "telegram", "token": "777:spec"});
     let (s, channel) = call(&env, &key, "post", "/v1/channels", Some(bind)).await;
     assert_eq!(s, 201, "{channel}");
     check("post", "/v1/channels", s, &channel);

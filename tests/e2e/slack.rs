@@ -11,10 +11,10 @@ use hermes_testkit::slack::{Posted, SlackEmulator};
 use crate::harness::{TestEnv, is_preview, poll_until};
 use crate::telegram::{Binding, Pod, bind_channel};
 
-const TOKEN: &str = "xoxb-test-token";
-const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
+pub(crate) const TOKEN: &str = "xoxb-test-token";
+pub(crate) const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
 
-async fn bind(env: &TestEnv, slack: &SlackEmulator) -> Channel {
+pub(crate) async fn bind(env: &TestEnv, slack: &SlackEmulator) -> Channel {
     let binding = Binding {
         platform: "slack",
         mode: "webhook",
@@ -30,7 +30,7 @@ async fn bind(env: &TestEnv, slack: &SlackEmulator) -> Channel {
 }
 
 /// Posts `body` as Slack would, signed at `ts` (now when `None`).
-async fn signed(env: &TestEnv, url: &str, body: &str, form: bool, ts: Option<i64>) -> (u16, Value) {
+pub(crate) async fn signed(env: &TestEnv, url: &str, body: &str, form: bool, ts: Option<i64>) -> (u16, Value) {
     let ts = ts.unwrap_or_else(|| chrono::Utc::now().timestamp()).to_string();
     let sig = hermes_chat::slack::signature(SECRET, &ts, body.as_bytes());
     let kind = if form { "application/x-www-form-urlencoded" } else { "application/json" };
@@ -47,11 +47,11 @@ async fn signed(env: &TestEnv, url: &str, body: &str, form: bool, ts: Option<i64
     (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
 }
 
-fn event(id: &str, event: Value) -> String {
+pub(crate) fn event(id: &str, event: Value) -> String {
     json!({ "type": "event_callback", "team_id": "T0TEST", "event_id": id, "event": event }).to_string()
 }
 
-async fn posted(slack: &SlackEmulator, n: usize) -> Vec<Posted> {
+pub(crate) async fn posted(slack: &SlackEmulator, n: usize) -> Vec<Posted> {
     // A preview of the tools at work is not one of them: wait until the answer replaced it.
     let done = |p: &Vec<Posted>| p.len() >= n && !p.iter().any(|p| is_preview(&p.text));
     let posted = poll_until(async || Some(slack.posted()).filter(done)).await;

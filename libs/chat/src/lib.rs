@@ -3,6 +3,7 @@
 //! (`hermes_core::commands`), and telling a paired person they are in.
 
 pub mod binding;
+pub mod body;
 pub mod markdown;
 pub mod pairing;
 pub mod slack;

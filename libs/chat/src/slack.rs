@@ -56,6 +56,9 @@ pub fn verify(secret: &str, timestamp: &str, given: &str, body: &[u8], now: i64)
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// Where Slack serves shared files (`url_private_download`).
+const SLACK_FILE_HOSTS: [&str; 1] = ["files.slack.com"];
+
 /// One bot's Web API.
 #[derive(Clone)]
 pub struct SlackApi {
@@ -89,7 +92,7 @@ impl SlackApi {
         if resp.status().is_server_error() {
             return Err(SlackError::Transport(format!("HTTP {}", resp.status())));
         }
-        let body: Value = resp.json().await.map_err(|e| SlackError::Transport(e.without_url().to_string()))?;
+        let body = crate::body::json(resp).await.map_err(SlackError::Transport)?;
         if body["ok"].as_bool() == Some(true) {
             Ok(body)
         } else {
@@ -185,8 +188,22 @@ impl SlackApi {
         Ok(sent["ts"].as_str().unwrap_or_default().to_owned())
     }
 
-    /// Downloads a file someone shared (`url_private_download`), refusing more than `max_bytes`.
+    /// Whether the bot's token may be sent to fetch `url`: Slack's own file host (over https), or
+    /// the API base the operator bound the bot to (a self-hosted gateway, a test emulator). An
+    /// event names the URL, and whoever can sign one (the tenant holds the signing secret) could
+    /// otherwise point it anywhere and read the answer back in the conversation.
+    pub fn may_fetch(&self, url: &str) -> bool {
+        let Ok(url) = reqwest::Url::parse(url) else { return false };
+        let own = reqwest::Url::parse(&self.base).is_ok_and(|base| base.origin() == url.origin());
+        own || (url.scheme() == "https" && url.host_str().is_some_and(|h| SLACK_FILE_HOSTS.contains(&h)))
+    }
+
+    /// Downloads a file someone shared (`url_private_download`, on Slack's file host only),
+    /// refusing more than `max_bytes` as soon as they arrive.
     pub async fn download(&self, url: &str, max_bytes: u64) -> Result<Vec<u8>, SlackError> {
+        if !self.may_fetch(url) {
+            return Err(SlackError::Api("file_host_refused".into()));
+        }
         let resp = self
             .http
             .get(url)
@@ -198,11 +215,10 @@ impl SlackApi {
         if !resp.status().is_success() {
             return Err(SlackError::Transport(format!("HTTP {}", resp.status())));
         }
-        let bytes = resp.bytes().await.map_err(|e| SlackError::Transport(e.without_url().to_string()))?;
-        if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > max_bytes {
-            return Err(SlackError::Api("file_too_large".into()));
-        }
-        Ok(bytes.to_vec())
+        crate::body::bytes(resp, max_bytes).await.map_err(|e| match e {
+            crate::body::ReadError::TooLarge(_) => SlackError::Api("file_too_large".into()),
+            other => SlackError::Transport(other.to_string()),
+        })
     }
 
     /// Removes one of the bot's messages (a preview the final answer replaces).

@@ -59,7 +59,7 @@ impl TelegramError {
 /// Telegram's answer: the result, or the error it describes.
 async fn envelope(resp: reqwest::Response) -> Result<Value, TelegramError> {
     let status = resp.status().as_u16();
-    let body: Value = resp.json().await.map_err(|e| TelegramError::Transport(e.without_url().to_string()))?;
+    let body = crate::body::json(resp).await.map_err(TelegramError::Transport)?;
     if body["ok"].as_bool() == Some(true) {
         return Ok(body["result"].clone());
     }
@@ -208,11 +208,20 @@ impl TelegramApi {
             .send()
             .await
             .map_err(|e| TelegramError::Transport(e.without_url().to_string()))?;
-        let bytes = resp.bytes().await.map_err(|e| TelegramError::Transport(e.without_url().to_string()))?;
-        if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > max_bytes {
-            return Err(TelegramError::Api { code: 413, description: "file too large".into(), retry_after: None });
+        if !resp.status().is_success() {
+            let code = i64::from(resp.status().as_u16());
+            return Err(TelegramError::Api {
+                code,
+                description: "the file could not be fetched".into(),
+                retry_after: None,
+            });
         }
-        Ok(bytes.to_vec())
+        crate::body::bytes(resp, max_bytes).await.map_err(|e| match e {
+            crate::body::ReadError::TooLarge(_) => {
+                TelegramError::Api { code: 413, description: "file too large".into(), retry_after: None }
+            }
+            other => TelegramError::Transport(other.to_string()),
+        })
     }
 
     /// Removes one of the bot's messages (a preview the final answer replaces).

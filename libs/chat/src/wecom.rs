@@ -188,12 +188,8 @@ impl WecomApi {
 
     async fn get(&self, url: String) -> Result<Value, WecomError> {
         let resp = self.http.get(url).timeout(Duration::from_secs(15)).send().await;
-        let body: Value = resp
-            .map_err(|e| WecomError::Transport(e.without_url().to_string()))?
-            .json()
-            .await
-            .map_err(|e| WecomError::Transport(e.without_url().to_string()))?;
-        checked(body)
+        let resp = resp.map_err(|e| WecomError::Transport(e.without_url().to_string()))?;
+        checked(crate::body::json(resp).await.map_err(WecomError::Transport)?)
     }
 
     /// The access token, fetched again five minutes before it expires.
@@ -282,7 +278,7 @@ impl WecomApi {
                 }
                 return Ok(Answer::Bytes(bytes));
             }
-            let body: Value = resp.json().await.map_err(transport)?;
+            let body = crate::body::json(resp).await.map_err(WecomError::Transport)?;
             match checked(body) {
                 // An expired or revoked token: fetch a new one, once.
                 Err(WecomError::Api { code: 40014 | 42001, .. }) if !fresh => fresh = true,

@@ -9,10 +9,12 @@ use serde::{Deserialize, Serialize};
 
 mod choices;
 mod memory;
+mod outbound;
 mod sandbox;
 
 pub use choices::{AnthropicCacheTtl, LogFormat, OnDisconnect, SandboxBackend};
 pub use memory::{LearningConfig, MemoryConfig, SkillsConfig};
+pub use outbound::{OutboundConfig, PlatformsConfig};
 pub use sandbox::{DockerSandboxConfig, KubernetesSandboxConfig, LocalSandboxConfig, SandboxConfig};
 
 /// Configuration could not be loaded or is invalid.
@@ -37,6 +39,10 @@ pub struct HermesConfig {
     pub worker: WorkerConfig,
     pub scheduler: SchedulerConfig,
     pub gateway: GatewayConfig,
+    /// Where requests on someone else's behalf may go.
+    pub outbound: OutboundConfig,
+    /// The chat platforms' API bases (operator settings).
+    pub platforms: PlatformsConfig,
     pub sandbox: SandboxConfig,
     pub memory: MemoryConfig,
     pub skills: SkillsConfig,

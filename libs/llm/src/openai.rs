@@ -19,9 +19,16 @@ pub struct OpenAiChat {
     http: reqwest::Client,
 }
 
-/// Builds the shared HTTP client for providers.
-pub fn http_client(connect_timeout: Duration, request_timeout: Duration) -> Result<reqwest::Client, LlmError> {
-    reqwest::Client::builder()
+/// Builds the shared HTTP client for providers, held to the outbound `policy` (public
+/// addresses or the operator's trusted hosts, no proxy from the environment) and following no
+/// redirect (a redirect would carry the provider key's header to another host).
+pub fn http_client(
+    connect_timeout: Duration,
+    request_timeout: Duration,
+    policy: std::sync::Arc<hermes_net_policy::outbound::Policy>,
+) -> Result<reqwest::Client, LlmError> {
+    hermes_net_policy::outbound::builder(policy)
+        .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(connect_timeout)
         .timeout(request_timeout)
         .read_timeout(request_timeout.min(Duration::from_secs(300)))

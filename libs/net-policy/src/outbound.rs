@@ -1,21 +1,68 @@
-//! HTTP requests to addresses tenants choose (outbound event endpoints): public addresses
-//! only, unless the operator allows private ones, checked on the URL and again on every
-//! connection after DNS resolution (so a name cannot point inside the cluster), with no
-//! redirects followed.
+//! HTTP requests Hermes makes on someone else's behalf (chat platforms, model providers, event
+//! endpoints): public addresses only, checked on every connection after DNS resolution (so a
+//! name cannot point inside the cluster) and on every redirect hop; proxies from the
+//! environment are ignored (a proxy would resolve names where we cannot check them); bodies are
+//! read with a byte cap. The operator may trust named hosts that live on private addresses (an
+//! in-cluster model server, a self-hosted Bot API): [`Policy`].
 
+use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
-/// Resolves names to public addresses only (a reqwest resolver: every address a name
-/// resolves to is checked, on every connection).
-pub struct PublicOnly;
+/// Redirect hops a client follows (each re-checked).
+const MAX_REDIRECTS: usize = 5;
 
-impl reqwest::dns::Resolve for PublicOnly {
+/// Which hosts may be reached although they are not public: the operator's list of `host` or
+/// `host:port` entries. Everything else must be a public address.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    trusted: HashSet<String>,
+}
+
+impl Policy {
+    /// Trusts `hosts` (`name`, `name:port`, `10.0.0.5` or `[fd00::1]:8080`), case-insensitively.
+    pub fn trusting<I: IntoIterator<Item = S>, S: AsRef<str>>(hosts: I) -> Self {
+        let trusted = hosts.into_iter().map(|h| h.as_ref().trim().to_ascii_lowercase()).filter(|h| !h.is_empty());
+        Self { trusted: trusted.collect() }
+    }
+
+    /// Whether the operator trusts `host` (on any port, or on `port`).
+    pub fn trusts(&self, host: &str, port: Option<u16>) -> bool {
+        let host = host.to_ascii_lowercase();
+        self.trusted.contains(&host) || port.is_some_and(|p| self.trusted.contains(&format!("{host}:{p}")))
+    }
+
+    /// Why `url` may not be fetched (`None`: it may, names are checked when connecting): not
+    /// http(s), no host, or an address literal that is neither public nor trusted.
+    pub fn refuse(&self, url: &reqwest::Url) -> Option<String> {
+        if !matches!(url.scheme(), "https" | "http") {
+            return Some(format!("only http(s) URLs are fetched, not {}:", url.scheme()));
+        }
+        let Some(host) = url.host_str().filter(|h| !h.is_empty()) else { return Some("the URL has no host".into()) };
+        if self.trusts(host, url.port_or_known_default()) {
+            return None;
+        }
+        match host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
+            Ok(ip) if !crate::is_public(ip) => Some(format!("{ip} is not a public address")),
+            _ => None,
+        }
+    }
+}
+
+/// Resolves names to public addresses only, unless the operator trusts the name (a reqwest
+/// resolver: every address a name resolves to is checked, on every connection).
+struct Resolver(Arc<Policy>);
+
+impl reqwest::dns::Resolve for Resolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
         let host = name.as_str().to_owned();
+        let trusted = self.0.trusts(&host, None);
         Box::pin(async move {
-            let addrs: Vec<SocketAddr> =
-                tokio::net::lookup_host((host.as_str(), 0)).await?.filter(|a| crate::is_public(a.ip())).collect();
+            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
+                .await?
+                .filter(|a| trusted || crate::is_public(a.ip()))
+                .collect();
             if addrs.is_empty() {
                 return Err(format!("{host} has no public address").into());
             }
@@ -24,14 +71,45 @@ impl reqwest::dns::Resolve for PublicOnly {
     }
 }
 
-/// The HTTP client of the sender: no redirects, short timeouts, public addresses only.
+/// A client builder held to `policy`: names resolve to public (or trusted) addresses, each
+/// redirect hop passes [`Policy::refuse`] (at most five), no proxy from the environment. The
+/// caller adds its timeouts and user agent.
+pub fn builder(policy: Arc<Policy>) -> reqwest::ClientBuilder {
+    let hops = policy.clone();
+    reqwest::Client::builder().no_proxy().dns_resolver(Resolver(policy)).redirect(reqwest::redirect::Policy::custom(
+        move |attempt| {
+            if attempt.previous().len() >= MAX_REDIRECTS {
+                return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
+            }
+            match hops.refuse(attempt.url()) {
+                Some(why) => attempt.error(format!("a redirect to a refused address: {why}")),
+                None => attempt.follow(),
+            }
+        },
+    ))
+}
+
+/// A client for chat platforms' and model providers' APIs under `policy`, with a connect and a
+/// total timeout (a request may set a shorter one).
+pub fn client_for(policy: Arc<Policy>, connect: Duration, total: Duration) -> Result<reqwest::Client, reqwest::Error> {
+    builder(policy)
+        .connect_timeout(connect)
+        .timeout(total)
+        .user_agent(concat!("hermes-cloud/", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
+/// The HTTP client of the event sender: no redirects, short timeouts, public addresses only
+/// (any address when the operator allows private endpoints).
 pub fn client(allow_private: bool) -> Result<reqwest::Client, reqwest::Error> {
-    let builder = reqwest::Client::builder()
+    let builder =
+        if allow_private { reqwest::Client::builder().no_proxy() } else { builder(Arc::new(Policy::default())) };
+    builder
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(Duration::from_secs(5))
         .timeout(Duration::from_secs(10))
-        .user_agent(concat!("Hermes-Cloud-Webhooks/", env!("CARGO_PKG_VERSION")));
-    if allow_private { builder.build() } else { builder.dns_resolver(PublicOnly).build() }
+        .user_agent(concat!("Hermes-Cloud-Webhooks/", env!("CARGO_PKG_VERSION")))
+        .build()
 }
 
 /// Why `url` cannot be an endpoint (`None`: it can). Names are checked when connecting.
@@ -40,17 +118,40 @@ pub fn refuse_url(url: &str, allow_private: bool) -> Option<String> {
     if !matches!(parsed.scheme(), "https" | "http") {
         return Some("endpoints are http:// or https:// URLs".into());
     }
-    let host = parsed.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']');
-    match host.parse::<IpAddr>() {
-        Ok(ip) if !allow_private && !crate::is_public(ip) => Some(format!("{ip} is not a public address")),
-        Err(_) if host.is_empty() => Some("the URL has no host".into()),
-        _ => None,
+    if allow_private {
+        return parsed.host_str().filter(|h| !h.is_empty()).is_none().then(|| "the URL has no host".into());
     }
+    Policy::default().refuse(&parsed)
+}
+
+/// A body that did not come whole.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("the body is larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("the body could not be read: {0}")]
+    Transport(#[from] reqwest::Error),
+}
+
+/// Reads `resp`'s body, at most `max` bytes: a longer one is refused as soon as it passes the
+/// cap (a hostile server cannot make us buffer more), whatever `Content-Length` claims.
+pub async fn read_capped(mut resp: reqwest::Response, max: usize) -> Result<Vec<u8>, ReadError> {
+    if resp.content_length().is_some_and(|n| n > max as u64) {
+        return Err(ReadError::TooLarge(max));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await? {
+        if body.len() + chunk.len() > max {
+            return Err(ReadError::TooLarge(max));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::refuse_url;
+    use super::{Policy, refuse_url};
 
     #[test]
     fn endpoints_must_be_public_http_urls() {
@@ -62,5 +163,45 @@ mod tests {
         assert_eq!(refuse_url("http://127.0.0.1:9/x", true), None);
         assert!(refuse_url("ftp://example.com/", false).is_some());
         assert!(refuse_url("not a url", false).is_some());
+    }
+
+    #[test]
+    fn the_operator_trusts_named_hosts_on_a_port_or_on_all() {
+        let policy = Policy::trusting(["vllm.internal", "127.0.0.1:8080", " Bot-API.local:8081 "]);
+        let refused = |url: &str| policy.refuse(&reqwest::Url::parse(url).unwrap());
+        assert_eq!(refused("http://127.0.0.1:8080/v1"), None);
+        assert!(refused("http://127.0.0.1:8081/v1").is_some(), "another port of a trusted address");
+        assert!(refused("http://169.254.169.254/latest/meta-data").is_some());
+        assert!(refused("http://[fd00::1]/").is_some());
+        assert!(policy.trusts("VLLM.internal", Some(443)) && policy.trusts("bot-api.local", Some(8081)));
+        assert!(!policy.trusts("bot-api.local", Some(80)));
+        assert_eq!(refused("https://files.slack.com/x"), None, "names are checked when connecting");
+        assert!(refused("file:///etc/passwd").is_some());
+    }
+
+    #[tokio::test]
+    async fn a_name_that_resolves_inside_is_refused_and_a_body_over_the_cap_is_cut() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        // `localhost` resolves to loopback: refused unless trusted.
+        let strict = super::builder(std::sync::Arc::new(Policy::default())).build().unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let mut request = [0u8; 1024];
+                let _ = sock.read(&mut request).await;
+                let body = "x".repeat(10_000);
+                let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len());
+                let _ = sock.write_all(format!("{head}{body}").as_bytes()).await;
+            }
+        });
+        let url = format!("http://localhost:{port}/");
+        assert!(strict.get(&url).send().await.is_err(), "localhost is not public");
+        let trusting = super::builder(std::sync::Arc::new(Policy::trusting(["localhost"]))).build().unwrap();
+        let resp = trusting.get(&url).send().await.unwrap();
+        assert!(matches!(super::read_capped(resp, 1_000).await, Err(super::ReadError::TooLarge(1_000))));
+        let resp = trusting.get(&url).send().await.unwrap();
+        assert_eq!(super::read_capped(resp, 20_000).await.unwrap().len(), 10_000);
     }
 }

@@ -59,7 +59,6 @@ pub(crate) struct CreateChannel {
     secret: Option<String>,
     aes_key: Option<String>,
     bot_id: Option<String>,
-    api_base: Option<String>,
     /// Webhook modes: where the platform reaches the gateway.
     public_url: Option<String>,
     dm_policy: Option<String>,
@@ -105,9 +104,10 @@ async fn bind(state: &AppState, auth: &KeyAuth, c: CreateChannel) -> Result<Valu
     // Checked before the platform is asked anything.
     let dm_policy = c.dm_policy.as_deref().map(parse::<DmPolicy>).transpose()?.unwrap_or(DmPolicy::Pairing);
     let group_policy = c.group_policy.as_deref().map(parse::<GroupPolicy>).transpose()?.unwrap_or(GroupPolicy::Mention);
+    let (platform, mode) = (parse(&c.platform)?, c.mode.as_deref().map(parse).transpose()?);
     let request = BindRequest {
-        platform: parse(&c.platform)?,
-        mode: c.mode.as_deref().map(parse).transpose()?,
+        platform,
+        mode,
         token: c.token,
         signing_secret: c.signing_secret,
         app_token: c.app_token,
@@ -116,7 +116,8 @@ async fn bind(state: &AppState, auth: &KeyAuth, c: CreateChannel) -> Result<Valu
         secret: c.secret,
         aes_key: c.aes_key,
         bot_id: c.bot_id,
-        api_base: c.api_base,
+        // The operator's, never the tenant's: the bot's token goes there.
+        api_base: Some(state.config.platforms.base_for(platform, mode).to_owned()),
     };
     let prepared = binding::prepare(&state.http, &request).await.map_err(bind_error)?;
     let new = NewChannel {

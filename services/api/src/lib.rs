@@ -66,13 +66,30 @@ pub struct ApiContext {
     pub secrets: Option<hermes_store::SecretBox>,
 }
 
-/// The API's router (also used by tests that drive it in-process).
-pub async fn router(ctx: ApiContext) -> Result<Router, hermes_queue::QueueError> {
-    let events = ctx.broker.event_hub().await?;
-    Ok(router_with(ctx, events))
+/// Why the API cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Queue(#[from] hermes_queue::QueueError),
+    #[error("cannot build the outbound HTTP client: {0}")]
+    Http(#[from] reqwest::Error),
 }
 
-fn router_with(ctx: ApiContext, events: EventHub) -> Router {
+/// The API's router (also used by tests that drive it in-process).
+pub async fn router(ctx: ApiContext) -> Result<Router, StartError> {
+    let events = ctx.broker.event_hub().await?;
+    let http = platform_client(&ctx.config)?;
+    Ok(router_with(ctx, events, http))
+}
+
+/// Binding a bot asks its platform: held to the outbound policy like the gateway.
+fn platform_client(config: &HermesConfig) -> Result<reqwest::Client, reqwest::Error> {
+    let policy = hermes_net_policy::outbound::Policy::trusting(config.outbound.trusted(&config.platforms));
+    let (connect, total) = (std::time::Duration::from_secs(10), std::time::Duration::from_secs(30));
+    hermes_net_policy::outbound::client_for(std::sync::Arc::new(policy), connect, total)
+}
+
+fn router_with(ctx: ApiContext, events: EventHub, http: reqwest::Client) -> Router {
     let cancels = ctx.cache.cancel_bus();
     let state = AppState {
         config: ctx.config.clone(),
@@ -83,11 +100,7 @@ fn router_with(ctx: ApiContext, events: EventHub) -> Router {
         limiter: ctx.cache.rate_limiter(),
         turn_slots: ctx.cache.turn_slots(),
         secrets: ctx.secrets,
-        http: reqwest::Client::builder()
-            .connect_timeout(std::time::Duration::from_secs(10))
-            .timeout(std::time::Duration::from_secs(30))
-            .build()
-            .unwrap_or_default(),
+        http,
     };
     let v1 = Router::new()
         .route("/openapi.json", get(openapi::document))
@@ -146,7 +159,8 @@ pub async fn run(ctx: ApiContext, shutdown: CancellationToken) -> std::io::Resul
     let listener = TcpListener::bind(&ctx.config.http.bind).await?;
     tracing::info!(addr = %listener.local_addr()?, "api listening");
     let events = ctx.broker.event_hub().await.map_err(std::io::Error::other)?;
-    let app = router_with(ctx, events.clone());
+    let http = platform_client(&ctx.config).map_err(std::io::Error::other)?;
+    let app = router_with(ctx, events.clone(), http);
     tokio::select! {
         served = hermes_http::serve(listener, app, shutdown) => served,
         // Without its event hub the API cannot answer turns: fail so the process restarts.

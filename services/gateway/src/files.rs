@@ -32,9 +32,17 @@ fn sniff_image(bytes: &[u8]) -> Option<&'static str> {
 }
 
 impl Gateway {
-    /// A plain download of at most `limit` bytes.
-    async fn fetch_limited(&self, url: &str, limit: u64) -> Result<Vec<u8>, String> {
-        let mut resp = self
+    /// A plain download of at most `limit` bytes from a URL a platform payload named: a public
+    /// address (or the channel's own, operator-set host), never one inside the cluster.
+    async fn fetch_limited(&self, channel: &Channel, url: &str, limit: u64) -> Result<Vec<u8>, String> {
+        let parsed = reqwest::Url::parse(url).map_err(|_| "the file's URL is not a URL".to_owned())?;
+        let host_port = |u: &reqwest::Url| (u.host_str().map(str::to_owned), u.port_or_known_default());
+        let own = reqwest::Url::parse(&channel.api_base).is_ok_and(|base| host_port(&base) == host_port(&parsed));
+        if let Some(why) = self.outbound.refuse(&parsed).filter(|_| !own) {
+            tracing::warn!(channel.id = %channel.id, %why, "a file URL was refused");
+            return Err(format!("the file's address is refused: {why}"));
+        }
+        let resp = self
             .http
             .get(url)
             .timeout(std::time::Duration::from_secs(60))
@@ -42,14 +50,7 @@ impl Gateway {
             .await
             .and_then(reqwest::Response::error_for_status)
             .map_err(|e| e.without_url().to_string())?;
-        let mut body = Vec::new();
-        while let Some(chunk) = resp.chunk().await.map_err(|e| e.without_url().to_string())? {
-            body.extend_from_slice(&chunk);
-            if u64::try_from(body.len()).unwrap_or(u64::MAX) > limit {
-                return Err("the file is too large".into());
-            }
-        }
-        Ok(body)
+        hermes_chat::body::bytes(resp, limit).await.map_err(|e| e.to_string())
     }
 
     /// A file's bytes from the channel's platform, at most `limit`.
@@ -64,7 +65,7 @@ impl Gateway {
             (Platform::Wecom, ChannelMode::Websocket) => {
                 let key = file.key.as_deref().ok_or("the file came without its key")?;
                 // The encrypted file is up to 32 bytes longer than the file.
-                let sealed = self.fetch_limited(id, limit + 32).await?;
+                let sealed = self.fetch_limited(channel, id, limit + 32).await?;
                 hermes_chat::wecom_bot::decrypt_media(key, sealed).map_err(|e| e.to_string())
             }
             (platform, mode) => Err(format!("files from {platform} ({mode}) are not read yet")),

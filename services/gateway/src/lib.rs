@@ -61,6 +61,8 @@ pub struct Gateway {
     pub cache: Cache,
     pub secrets: Option<SecretBox>,
     pub http: reqwest::Client,
+    /// Which addresses a URL from a platform payload may name.
+    pub outbound: Arc<hermes_net_policy::outbound::Policy>,
     /// Names this pod in leases.
     pub owner: String,
     /// This pod's turn events, for answers shown as they are written (set by [`run`]).
@@ -73,10 +75,12 @@ pub struct Gateway {
 
 impl Gateway {
     pub fn new(ctx: &GatewayContext) -> Result<Self, reqwest::Error> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .user_agent(concat!("hermes-cloud/", env!("CARGO_PKG_VERSION")))
-            .build()?;
+        // Platforms' APIs and files: public addresses (or the operator's trusted hosts) only,
+        // re-checked on redirects, no proxy from the environment, two minutes at the most.
+        let trusted = ctx.config.outbound.trusted(&ctx.config.platforms);
+        let policy = std::sync::Arc::new(hermes_net_policy::outbound::Policy::trusting(trusted));
+        let http =
+            hermes_net_policy::outbound::client_for(policy.clone(), Duration::from_secs(10), Duration::from_secs(120))?;
         Ok(Self {
             config: ctx.config.clone(),
             store: ctx.store.clone(),
@@ -84,6 +88,7 @@ impl Gateway {
             cache: ctx.cache.clone(),
             secrets: ctx.secrets.clone(),
             http,
+            outbound: policy,
             owner: format!("gateway-{}", uuid::Uuid::now_v7().simple()),
             wecom_clients: Default::default(),
             bot_links: Default::default(),

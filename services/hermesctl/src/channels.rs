@@ -128,7 +128,8 @@ pub struct CreateChannel {
     /// websocket (an AI bot's long connection).
     #[arg(long)]
     mode: Option<ChannelMode>,
-    /// The platform API host (a self-hosted Bot API server, a test emulator).
+    /// The platform API host (a self-hosted Bot API server, a test emulator); default: the
+    /// configuration's `platforms.*`. An operator setting: tenants cannot choose it.
     #[arg(long)]
     api_base: Option<String>,
     /// Webhook mode: the public base URL of the gateway (Telegram calls <URL>/telegram/<id>).
@@ -271,9 +272,16 @@ async fn create(json_mode: bool, config: &HermesConfig, store: &Store, c: Create
         secret: optional(&c.secret, &c.secret_env, "secret")?,
         aes_key: c.aes_key.clone(),
         bot_id: c.bot_id.clone(),
-        api_base: c.api_base.clone(),
+        api_base: Some(c.api_base.clone().unwrap_or_else(|| config.platforms.base_for(c.platform, c.mode).to_owned())),
     };
-    let http = reqwest::Client::builder().build()?;
+    // The operator chose this base: it is trusted like the configured ones.
+    let mut trusted = config.outbound.trusted(&config.platforms);
+    trusted.extend(c.api_base.as_deref().and_then(|b| reqwest::Url::parse(b).ok()).and_then(|u| {
+        let host = u.host_str()?.to_owned();
+        Some(u.port().map_or(host.clone(), |p| format!("{host}:{p}")))
+    }));
+    let policy = std::sync::Arc::new(hermes_net_policy::outbound::Policy::trusting(trusted));
+    let http = hermes_net_policy::outbound::builder(policy).timeout(std::time::Duration::from_secs(30)).build()?;
     let prepared = binding::prepare(&http, &request).await?;
     let secrets = SecretBox::from_config(config.secrets.master_key.as_deref())?;
     let new = NewChannel {

@@ -89,9 +89,11 @@ pub async fn run(config: HermesConfig, roles: Roles, shutdown: CancellationToken
         tracing::info!(backend = ?config.sandbox.backend, "sandbox backend ready");
         let reaper_token = shutdown.clone();
         tokio::spawn(hermes_sandbox::run_reaper(sandboxes.clone(), Duration::from_secs(60), reaper_token));
+        let trusted = config.outbound.trusted(&config.platforms);
         let http = hermes_llm::http_client(
             Duration::from_secs(config.llm.connect_timeout_seconds),
             Duration::from_secs(config.llm.request_timeout_seconds),
+            std::sync::Arc::new(hermes_net_policy::outbound::Policy::trusting(trusted)),
         )?;
         let ctx = hermes_worker::WorkerContext {
             config: config.clone(),
