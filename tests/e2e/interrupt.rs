@@ -99,3 +99,38 @@ async fn with_on_disconnect_finish_the_turn_completes_in_the_background() {
     assert_eq!(answer, "finished anyway");
     env.stop().await;
 }
+
+/// A client with an `Idempotency-Key` that times out retries and joins its own turn: the
+/// disconnect must not stop the turn the retry is waiting for (before, the first request's
+/// disconnect cancelled it and the retry got a cancelled answer).
+#[tokio::test]
+async fn a_client_that_retries_with_an_idempotency_key_is_not_stopped_by_its_own_disconnect() {
+    let env = TestEnv::start().await;
+    let (_, _, key) = env.tenant("acme", "helper").await;
+    env.llm.push(ScriptedReply::text("worth the wait").after(Duration::from_secs(2)));
+    let body = json!({"model": "helper", "messages": [{"role": "user", "content": "take a while"}]});
+    let impatient = reqwest::Client::builder().timeout(Duration::from_millis(500)).build().unwrap();
+    let gone = impatient
+        .post(format!("{}/v1/chat/completions", env.api_url))
+        .bearer_auth(&key)
+        .header("Idempotency-Key", "retry-me-1")
+        .json(&body)
+        .send()
+        .await;
+    assert!(gone.is_err(), "the client gave up");
+    let retry = env
+        .http
+        .post(format!("{}/v1/chat/completions", env.api_url))
+        .bearer_auth(&key)
+        .header("Idempotency-Key", "retry-me-1")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(retry.status(), 200);
+    let answer: serde_json::Value = retry.json().await.unwrap();
+    assert_eq!(answer["choices"][0]["message"]["content"], "worth the wait", "{answer}");
+    assert_eq!(turn_status(&env).await, "completed");
+    assert_eq!(env.llm.requests().len(), 1, "one turn for both requests");
+    env.stop().await;
+}

@@ -89,6 +89,9 @@ async fn hermesd_is_ready_only_with_its_dependencies_and_logs_json_with_request_
     poll_until(async || scrape().await.contains("hermes_reaper_republished_total").then_some(())).await;
     let metrics = scrape().await;
     assert!(metrics.contains("hermes_reaper_republished_total"), "{metrics}");
+    // Metrics name tenants' load: only the ops port serves them, never the public one.
+    let public = env.http.get(format!("http://127.0.0.1:{api_port}/metrics")).send().await.unwrap();
+    assert_eq!(public.status(), 404, "no /metrics on the API port");
 
     assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
     let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();

@@ -52,15 +52,21 @@ pub(crate) fn image_callback(user: &str, msg_id: &str, media_id: &str) -> (Strin
     ))
 }
 
-/// A message's query string and body as WeCom posts it.
+/// A message's query string and body as WeCom posts it, signed now.
 fn signed(inner: &str) -> (String, String) {
+    signed_at(inner, chrono::Utc::now().timestamp())
+}
+
+/// The same, signed at `at` (a Unix time).
+fn signed_at(inner: &str, at: i64) -> (String, String) {
     let crypt = WecomCrypt::new(TOKEN, AES_KEY, CORP).unwrap();
     let inner = inner.to_owned();
     let encrypted = crypt.encrypt(&inner, b"abcdefghijklmnop");
-    let sig = crypt.signature("1700000000", "nonce42", &encrypted);
+    let now = at.to_string();
+    let sig = crypt.signature(&now, "nonce42", &encrypted);
     let body =
         format!("<xml><ToUserName><![CDATA[{CORP}]]></ToUserName><Encrypt><![CDATA[{encrypted}]]></Encrypt></xml>");
-    (format!("?msg_signature={sig}&timestamp=1700000000&nonce=nonce42"), body)
+    (format!("?msg_signature={sig}&timestamp={now}&nonce=nonce42"), body)
 }
 
 async fn sent(wecom: &WecomEmulator, n: usize) -> Vec<Sent> {
@@ -89,6 +95,14 @@ async fn a_wecom_app_verifies_its_url_and_answers_encrypted_chinese_messages_onc
     let (query, body) = callback("zhangsan", "9001", "你好");
     let forged = query.replace("msg_signature=", "msg_signature=0");
     assert_eq!(env.http.post(format!("{url}{forged}")).body(body.clone()).send().await.unwrap().status(), 401);
+    // A captured callback replayed an hour later: its signature is good, its timestamp stale.
+    let inner = format!(
+        "<xml><ToUserName><![CDATA[{CORP}]]></ToUserName><FromUserName><![CDATA[zhangsan]]></FromUserName>\
+         <CreateTime>1700000000</CreateTime><MsgType><![CDATA[text]]></MsgType><Content><![CDATA[重放]]></Content>\
+         <MsgId>9002</MsgId><AgentID>1000002</AgentID></xml>"
+    );
+    let (stale, old_body) = signed_at(&inner, chrono::Utc::now().timestamp() - 3_600);
+    assert_eq!(env.http.post(format!("{url}{stale}")).body(old_body).send().await.unwrap().status(), 401);
     assert_eq!(env.count("SELECT count(*) FROM inbound").await, 0);
 
     // Chinese end to end, and WeCom's retry of the same MsgId is taken once.

@@ -122,7 +122,7 @@ impl<J: TurnJournal> ToolStep<'_, J> {
                     }
                     continue;
                 }
-                metrics::histogram!("hermes_tool_seconds", "tool" => name.clone(), "ok" => outcome.ok.to_string())
+                metrics::histogram!("hermes_tool_seconds", "tool" => tools.label(name), "ok" => outcome.ok.to_string())
                     .record(elapsed.as_secs_f64());
                 let traits = tools.traits(name);
                 let read_only = traits.read_only;

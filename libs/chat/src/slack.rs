@@ -48,7 +48,8 @@ pub fn signature(secret: &str, timestamp: &str, body: &[u8]) -> String {
 /// is within five minutes of `now`.
 pub fn verify(secret: &str, timestamp: &str, given: &str, body: &[u8], now: i64) -> bool {
     let Ok(ts) = timestamp.parse::<i64>() else { return false };
-    if (now - ts).abs() > MAX_SIGNATURE_AGE_SECONDS {
+    // `abs_diff`: a timestamp near i64::MIN must not overflow the difference.
+    if now.abs_diff(ts) > MAX_SIGNATURE_AGE_SECONDS.unsigned_abs() {
         return false;
     }
     let expected = signature(secret, timestamp, body);
@@ -306,6 +307,7 @@ mod tests {
         assert!(!verify(SECRET, "1531420619", expected, BODY.as_bytes(), 1_531_420_619));
         assert!(!verify(SECRET, "1531420618", expected, b"token=changed", 1_531_420_618));
         assert!(!verify(SECRET, "1531420618", expected, BODY.as_bytes(), 1_531_420_618 + 301));
+        assert!(!verify(SECRET, "-9223372036854775808", expected, BODY.as_bytes(), 1_531_420_618), "no overflow");
     }
 
     #[test]

@@ -17,6 +17,8 @@ use sha1::{Digest, Sha1};
 /// WeCom's limit on one text message.
 pub const MAX_MESSAGE_CHARS: usize = 2_048;
 const PAD_BLOCK: usize = 32;
+/// How far a callback's signed timestamp may be from now (WeCom retries within seconds).
+pub const MAX_CALLBACK_AGE_SECONDS: i64 = 300;
 
 /// Why a callback could not be read.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -29,6 +31,8 @@ pub enum CryptError {
     BadCiphertext,
     #[error("the message is for another app (receive id)")]
     WrongReceiver,
+    #[error("the signed timestamp is too old or in the future")]
+    Stale,
 }
 
 /// One app's callback keys.
@@ -75,6 +79,23 @@ impl WecomCrypt {
     }
 
     /// The plaintext of a signed callback value (`Encrypt`, or `echostr`).
+    /// Opens a signed callback: the signature must match (in constant time) and the signed
+    /// timestamp be within [`MAX_CALLBACK_AGE_SECONDS`] of `now`, so a captured callback cannot
+    /// be replayed later.
+    pub fn open_fresh(
+        &self,
+        (timestamp, nonce): (&str, &str),
+        encrypted: &str,
+        signature: &str,
+        now: i64,
+    ) -> Result<String, CryptError> {
+        let plain = self.open(timestamp, nonce, encrypted, signature)?;
+        match timestamp.parse::<i64>() {
+            Ok(ts) if now.abs_diff(ts) <= MAX_CALLBACK_AGE_SECONDS.unsigned_abs() => Ok(plain),
+            _ => Err(CryptError::Stale),
+        }
+    }
+
     pub fn open(&self, timestamp: &str, nonce: &str, encrypted: &str, signature: &str) -> Result<String, CryptError> {
         let expected = self.signature(timestamp, nonce, encrypted);
         let same = expected.len() == signature.len()

@@ -9,7 +9,7 @@ mod request_id;
 
 pub use error::{ApiError, ErrorCode};
 pub use json::{ApiJson, BodyLimit, json_rejection};
-pub use ops::{Readiness, ReadinessCheck, ops_router};
+pub use ops::{Readiness, ReadinessCheck, ops_router, probe_router};
 pub use request_id::{REQUEST_ID_HEADER, request_span};
 
 use tokio::net::TcpListener;

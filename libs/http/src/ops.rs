@@ -61,12 +61,16 @@ impl Readiness {
     }
 }
 
-/// The ops routes, to merge into a role's router or serve alone.
+/// The ops routes, served on `ops.bind` (never on a public port: metrics name tenants' load).
 pub fn ops_router(readiness: Readiness) -> Router {
+    probe_router(readiness.clone()).merge(Router::new().route("/metrics", get(metrics)).with_state(readiness))
+}
+
+/// `/healthz` and `/readyz` alone, for a role's public listener (load balancers probe it).
+pub fn probe_router(readiness: Readiness) -> Router {
     Router::new()
         .route("/healthz", get(|| async { axum::Json(json!({"status": "ok"})) }))
         .route("/readyz", get(ready))
-        .route("/metrics", get(metrics))
         .with_state(readiness)
 }
 

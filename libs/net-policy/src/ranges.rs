@@ -24,11 +24,22 @@ pub const NON_PUBLIC_V4: [&str; 14] = [
     "240.0.0.0/4",
 ];
 
-/// IPv6 ranges that are never the public internet: unspecified, loopback, IPv4-mapped (judged
-/// as IPv4 instead), NAT64 (it can wrap a private IPv4), documentation, unique local,
-/// link-local and multicast.
-pub const NON_PUBLIC_V6: [&str; 8] =
-    ["::/128", "::1/128", "::ffff:0:0/96", "64:ff9b::/96", "2001:db8::/32", "fc00::/7", "fe80::/10", "ff00::/8"];
+/// IPv6 ranges that are never the public internet: unspecified, loopback, IPv4-compatible and
+/// IPv4-mapped, NAT64 (well-known and local-use), 6to4 and Teredo (each can wrap a private
+/// IPv4), documentation, unique local, link-local and multicast.
+pub const NON_PUBLIC_V6: [&str; 11] = [
+    "::/96",
+    "::1/128",
+    "::ffff:0:0/96",
+    "64:ff9b::/96",
+    "64:ff9b:1::/48",
+    "2001::/32",
+    "2001:db8::/32",
+    "2002::/16",
+    "fc00::/7",
+    "fe80::/10",
+    "ff00::/8",
+];
 
 /// An address range written `a.b.c.d/n` or `x::y/n` (a bare address is a /32 or /128).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +112,10 @@ mod tests {
             "::ffff:10.0.0.1",
             "::ffff:169.254.169.254",
             "64:ff9b::a00:1",
+            "64:ff9b:1::a00:1",
+            "::a00:1",
+            "2002:a00:1::1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
             "224.0.0.1",
             "ff02::1",
         ] {

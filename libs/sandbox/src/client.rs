@@ -46,6 +46,8 @@ pub struct SandboxClient {
 }
 
 const MAX_MESSAGE: usize = 64 * 1024 * 1024;
+/// How long after a command's own timeout the daemon has to report its end.
+const EXEC_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Whether a failed call never reached a daemon: the connection to it could not be made
 /// (nothing listens on the socket any more, or the socket is gone), or the daemon was gone
@@ -161,7 +163,25 @@ impl SandboxClient {
 
     /// Runs a command to its end, handing each piece of output to `on_output` as it comes.
     /// Dropping the future closes the stream, and the daemon kills the command's process group.
+    /// The daemon is not trusted to keep its limits (code in the sandbox may have replaced it):
+    /// more output than the cap, or no end by the command's timeout and a grace, fails the
+    /// call here, so a hostile daemon can waste one turn but never the worker's memory.
     pub async fn exec(&self, request: ExecRequest, on_output: &mut (dyn FnMut(&[u8]) + Send)) -> Result<ExecOutput> {
+        let deadline = request.timeout + EXEC_GRACE;
+        match tokio::time::timeout(deadline, self.exec_unbounded(request, on_output)).await {
+            Ok(result) => result,
+            Err(_) => Err(SandboxError::Backend(format!(
+                "the sandbox did not end the command within {} s of its timeout",
+                EXEC_GRACE.as_secs()
+            ))),
+        }
+    }
+
+    async fn exec_unbounded(
+        &self,
+        request: ExecRequest,
+        on_output: &mut (dyn FnMut(&[u8]) + Send),
+    ) -> Result<ExecOutput> {
         let started = Instant::now();
         let wire = WireExec {
             command: request.command,
@@ -200,6 +220,12 @@ impl SandboxClient {
             };
             match event.event {
                 Some(exec_event::Event::Output(bytes)) => {
+                    // An honest daemon stops at the cap and says `truncated`.
+                    if output.len() + bytes.len() > RAW_OUTPUT_CAP {
+                        return Err(SandboxError::Backend(format!(
+                            "the sandbox sent more than {RAW_OUTPUT_CAP} bytes of output"
+                        )));
+                    }
                     on_output(&bytes);
                     output.extend_from_slice(&bytes);
                 }

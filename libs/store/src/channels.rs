@@ -94,13 +94,16 @@ pub struct Channel {
     pub created_at: DateTime<Utc>,
 }
 
-/// Among a tenant's `channels`, its active bot on `platform`: `agent`'s own first, else another
-/// agent's. With `needs_home`, only a bot that has a home chat.
+/// Among a tenant's `channels`, `agent`'s own active bot on `platform` (never another agent's:
+/// a key or a job restricted to one agent must not speak through another's bot). With
+/// `needs_home`, only a bot that has a home chat.
 pub fn pick_channel(channels: &[Channel], platform: Platform, agent: AgentId, needs_home: bool) -> Option<&Channel> {
-    let usable = |c: &&Channel| {
-        c.platform == platform && c.status == ChannelStatus::Active && (!needs_home || c.home_chat.is_some())
-    };
-    channels.iter().filter(usable).find(|c| c.agent_id == agent).or_else(|| channels.iter().find(usable))
+    channels.iter().find(|c| {
+        c.agent_id == agent
+            && c.platform == platform
+            && c.status == ChannelStatus::Active
+            && (!needs_home || c.home_chat.is_some())
+    })
 }
 
 fn context(id: uuid::Uuid) -> String {

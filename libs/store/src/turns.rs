@@ -195,7 +195,8 @@ impl Store {
     /// worker whose lease expired) — the same rule as [`claim_next_turn`](Self::claim_next_turn).
     pub async fn has_claimable_turn(&self, tenant: TenantId, session: SessionId) -> Result<bool> {
         let row = sqlx::query(
-            "SELECT (status = 'queued' OR lease_expires_at < now()) AS claimable
+            "SELECT ((status = 'queued' AND (not_before IS NULL OR not_before <= now())) OR lease_expires_at < now())
+                    AS claimable
              FROM turns WHERE tenant_id = $1 AND session_id = $2 AND status IN ('queued', 'running', 'waiting')
              ORDER BY created_at LIMIT 1",
         )

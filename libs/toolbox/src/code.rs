@@ -191,8 +191,10 @@ impl ExecuteCode {
 
 /// The model's view of a finished script (upstream's JSON shape).
 fn report(done: &CodeFinished, timeout_secs: u32) -> String {
-    let stdout = for_model(&done.stdout, usize::MAX);
-    let stderr = for_model(&done.stderr, usize::MAX);
+    // Cut here too (at twice what an honest daemon sends, its own marker included): the daemon
+    // is not trusted to have kept the limits it was given.
+    let stdout = for_model(&done.stdout, 2 * MAX_STDOUT_BYTES as usize);
+    let stderr = for_model(&done.stderr, 2 * MAX_STDERR_BYTES as usize);
     let seconds = (done.duration_ms as f64 / 10.0).round() / 100.0;
     let mut result = json!({
         "status": "success",
@@ -293,14 +295,23 @@ impl Tool for ExecuteCode {
                 .await
                 .map_err(|s| sandbox_error(status_error(s)))?
                 .into_inner();
+            // The whole script, not each message: a daemon that keeps talking cannot keep the turn.
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(u64::from(self.timeout_secs) + 60);
+            let mut calls = 0u32;
             loop {
-                let message =
-                    tokio::time::timeout(Duration::from_secs(u64::from(self.timeout_secs) + 60), outputs.message())
-                        .await
-                        .map_err(|_| ToolError::Unavailable("the sandbox stopped answering during the script".into()))?
-                        .map_err(|s| sandbox_error(status_error(s)))?;
+                let message = tokio::time::timeout_at(deadline, outputs.message())
+                    .await
+                    .map_err(|_| ToolError::Unavailable("the sandbox did not finish the script in time".into()))?
+                    .map_err(|s| sandbox_error(status_error(s)))?;
                 match message.and_then(|m| m.output) {
+                    Some(code_output::Output::Call(_)) if calls >= self.max_tool_calls => {
+                        return Err(ToolError::Unavailable(format!(
+                            "the sandbox asked for more than {} tool calls",
+                            self.max_tool_calls
+                        )));
+                    }
                     Some(code_output::Output::Call(call)) => {
+                        calls += 1;
                         let (output, ok) = self.call_tool(ctx, call.id, &call.tool, call.args_json).await;
                         let result = CodeToolResult { id: call.id, output, ok };
                         input.send(CodeInput { input: Some(code_input::Input::Result(result)) }).await.map_err(lost)?;

@@ -267,6 +267,12 @@ impl ToolRegistry {
         self.tools.keys().copied().collect()
     }
 
+    /// `name` as a metric label: a registered tool's name, else `unknown` (the model chooses
+    /// the names it calls, and a label per invented name would grow without bound).
+    pub fn label(&self, name: &str) -> &'static str {
+        self.tools.get_key_value(name).map_or("unknown", |(known, _)| *known)
+    }
+
     /// The traits of `name`; an unknown tool counts as mutating and parallel (its call fails
     /// at once with an explanation anyway).
     pub fn traits(&self, name: &str) -> ToolTraits {

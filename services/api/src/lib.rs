@@ -48,7 +48,7 @@ use tokio_util::sync::CancellationToken;
 
 use hermes_cache::Cache;
 use hermes_config::HermesConfig;
-use hermes_http::{ErrorCode, Readiness, ops_router};
+use hermes_http::{ErrorCode, Readiness, probe_router};
 use hermes_queue::{Broker, EventHub};
 use hermes_store::Store;
 
@@ -151,7 +151,7 @@ fn router_with(ctx: ApiContext, events: EventHub, http: reqwest::Client) -> Rout
         })
         .layer(DefaultBodyLimit::max(ctx.config.http.max_body_bytes))
         .with_state(state);
-    v1.merge(ops_router(ctx.readiness)).layer(axum::middleware::from_fn(hermes_http::request_span))
+    v1.merge(probe_router(ctx.readiness)).layer(axum::middleware::from_fn(hermes_http::request_span))
 }
 
 /// Serves the API on `http.bind` until `shutdown`.

@@ -50,19 +50,22 @@ pub(crate) struct Submitted {
     tenant: TenantId,
     waiter: Waiter,
     permit: Option<TurnPermit>,
+    /// The request carried an `Idempotency-Key`: its client will retry and join the turn, so a
+    /// disconnect must not stop it.
+    idempotent: bool,
 }
 
 /// Submits `work` for the caller.
 pub(crate) async fn submit_turn(state: &AppState, auth: &KeyAuth, work: Work) -> Result<Submitted, ApiError> {
-    let (session, turn, replay, permit) = match work {
+    let (session, turn, replay, permit, idempotent) = match work {
         Work::New { entry, turn, idempotency } => {
             let permit = crate::limits::start_turn(state, auth).await?;
             let stream = turn.stream;
             let (session, turn, replay) = enqueue(state, auth, *turn, idempotency.as_ref()).await?;
             entry.count(stream);
-            (session, turn, replay, Some(permit))
+            (session, turn, replay, Some(permit), idempotency.is_some())
         }
-        Work::Resumed { session, turn } => (session, turn, false, None),
+        Work::Resumed { session, turn } => (session, turn, false, None, false),
     };
     let span = tracing::Span::current();
     span.record("session.id", tracing::field::display(session));
@@ -77,12 +80,12 @@ pub(crate) async fn submit_turn(state: &AppState, auth: &KeyAuth, work: Work) ->
         metrics::counter!("hermes_api_idempotent_replays_total").increment(1);
         waiter = waiter.checking_first();
     }
-    Ok(Submitted { session, turn, tenant: auth.tenant_id, waiter, permit })
+    Ok(Submitted { session, turn, tenant: auth.tenant_id, waiter, permit, idempotent })
 }
 
 impl Submitted {
     /// The answer for a client that waits on the turn (stopped if the client goes away, when
-    /// `api.on_disconnect` says so), answered as `model`.
+    /// `api.on_disconnect` says so and the request has no `Idempotency-Key`), answered as `model`.
     pub fn completion(self, state: &AppState, model: String) -> Completion {
         let api = &state.config.api;
         Completion {
@@ -96,7 +99,7 @@ impl Submitted {
                 cancels: state.cancels.clone(),
                 tenant: self.tenant,
                 turn: self.turn,
-                armed: api.on_disconnect == hermes_config::OnDisconnect::Interrupt,
+                armed: api.on_disconnect == hermes_config::OnDisconnect::Interrupt && !self.idempotent,
             },
             _permit: self.permit,
         }

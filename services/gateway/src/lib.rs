@@ -38,7 +38,7 @@ use tokio_util::sync::CancellationToken;
 
 use hermes_cache::Cache;
 use hermes_config::HermesConfig;
-use hermes_http::{ErrorCode, Readiness, ops_router};
+use hermes_http::{ErrorCode, Readiness, probe_router};
 use hermes_queue::Broker;
 use hermes_store::{SecretBox, Store};
 
@@ -133,7 +133,7 @@ pub async fn run(ctx: GatewayContext, shutdown: CancellationToken) -> std::io::R
     let gw = Arc::new(gw);
     let tasks = spawn_tasks(&gw, &shutdown);
     let app = router(gw)
-        .merge(ops_router(ctx.readiness))
+        .merge(probe_router(ctx.readiness))
         .fallback(|| async {
             hermes_http::ApiError::not_found(ErrorCode::NotFound, "no chat platform is bound to this path")
         })

@@ -11,6 +11,7 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+mod agent_scoping;
 mod claim_once;
 mod common;
 mod fencing;
