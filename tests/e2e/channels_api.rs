@@ -79,6 +79,13 @@ async fn an_admin_binds_bots_through_the_api_and_approves_a_stranger() {
     let (_, list) = call(&env, &key, "get", "/v1/channels", None).await;
     let modes: Vec<&str> = list["data"].as_array().unwrap().iter().map(|c| c["mode"].as_str().unwrap()).collect();
     assert_eq!(modes, ["poll", "socket", "websocket"]);
+    // A Bot-API-compatible server without `setMyCommands`: the bot is bound all the same.
+    tg.add_bot("2:menuless", "MenulessBot");
+    tg.fail_next("2:menuless", "setMyCommands", 1, 404, "Not Found: method not found", None);
+    let menuless = json!({ "agent": "helper", "platform": "telegram", "token": "2:menuless" });
+    let (status, bound) = call(&env, &key, "post", "/v1/channels", Some(menuless)).await;
+    assert_eq!(status, 201, "{bound}");
+    assert!(bound["setup"].as_str().unwrap_or_default().contains("command menu"), "{bound}");
 
     // Access changes; a bad value is a clear error.
     let path = format!("/v1/channels/{id}");

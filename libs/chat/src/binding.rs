@@ -175,9 +175,16 @@ pub async fn activate(
             } else {
                 api.delete_webhook().await.map_err(|e| refused("cannot switch the bot to long-poll")(&e))?;
             }
+            // The menu is a nicety: a Bot-API-compatible server without `setMyCommands` still
+            // carries the bot, so its refusal is a warning, not a failed binding.
             let menu: Vec<_> = hermes_core::commands::menu().collect();
-            api.set_commands(&menu).await.map_err(|e| refused("cannot register the command menu")(&e))?;
-            Ok(String::new())
+            match api.set_commands(&menu).await {
+                Ok(()) => Ok(String::new()),
+                Err(e) => {
+                    tracing::warn!(error = %e, "the platform refused the command menu; the bot works without it");
+                    Ok(format!("The bot works, but its command menu could not be registered ({e})."))
+                }
+            }
         }
         (Platform::Wecom, ChannelMode::Websocket) => {
             Ok("The gateway connects to WeCom itself; nothing to set up.".into())

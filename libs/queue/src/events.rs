@@ -30,17 +30,16 @@ impl Broker {
     pub async fn publish_event(&self, event: &TurnEvent, hub: Option<&str>) -> Result<()> {
         let body = serde_json::to_vec(event)?;
         // Awaiting the first future only hands the frame to the connection; there is no
-        // confirm on this channel.
-        let _confirm = self
-            .event_channel()
-            .basic_publish(
-                self.names().events_exchange.as_str().into(),
-                routing_key(event, hub).as_str().into(),
-                BasicPublishOptions::default(),
-                &body,
-                BasicProperties::default().with_content_type("application/json".into()),
-            )
-            .await?;
+        // confirm on this channel. A blocked connection (flow control) must not hang the turn.
+        let publish = self.event_channel().basic_publish(
+            self.names().events_exchange.as_str().into(),
+            routing_key(event, hub).as_str().into(),
+            BasicPublishOptions::default(),
+            &body,
+            BasicProperties::default().with_content_type("application/json".into()),
+        );
+        let _confirm =
+            tokio::time::timeout(crate::PUBLISH_TIMEOUT, publish).await.map_err(|_| crate::QueueError::TimedOut)??;
         Ok(())
     }
 

@@ -31,7 +31,12 @@ pub enum QueueError {
     Encode(#[from] serde_json::Error),
     #[error("rabbitmq did not confirm the message")]
     NotConfirmed,
+    #[error("rabbitmq did not take the message within {} s", PUBLISH_TIMEOUT.as_secs())]
+    TimedOut,
 }
+
+/// How long a publish may wait for RabbitMQ (its confirm included).
+pub const PUBLISH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 pub type Result<T, E = QueueError> = std::result::Result<T, E>;
 

@@ -29,15 +29,24 @@ pub struct ReviewJob {
 }
 
 impl Broker {
+    /// Publishes and waits for the confirm, at most [`crate::PUBLISH_TIMEOUT`]: under flow
+    /// control RabbitMQ blocks publishers, and every caller has the work stored already (the
+    /// reaper republishes what was not signalled), so waiting longer only hangs a role.
     async fn publish_json(&self, queue: &str, body: &impl Serialize) -> Result<()> {
         let body = serde_json::to_vec(body)?;
+        tokio::time::timeout(crate::PUBLISH_TIMEOUT, self.publish_bytes(queue, &body))
+            .await
+            .map_err(|_| QueueError::TimedOut)?
+    }
+
+    async fn publish_bytes(&self, queue: &str, body: &[u8]) -> Result<()> {
         let confirm = self
             .work_channel()
             .basic_publish(
                 "".into(),
                 queue.into(),
                 BasicPublishOptions::default(),
-                &body,
+                body,
                 BasicProperties::default().with_delivery_mode(2).with_content_type("application/json".into()),
             )
             .await?
