@@ -65,8 +65,8 @@ async fn a_chat_message_is_taken_in_once_and_its_answer_is_queued_for_delivery_o
     assert_eq!(seen.last().unwrap()["content"], "hi\nand the rest", "the model saw both parts as one message");
     // Claimed: another pod does not get it while the lease runs.
     assert!(env.store.claim_outbox(10, Duration::from_secs(30), None).await.unwrap().is_empty());
-    env.store.outbox_part_sent(item.id, 1, &["555".to_owned()]).await.unwrap();
-    env.store.outbox_sent(item.id).await.unwrap();
+    assert!(env.store.outbox_part_sent(item, 1, &["555".to_owned()]).await.unwrap());
+    assert!(env.store.outbox_sent(item).await.unwrap());
     let (status, ids): (String, String) =
         sqlx::query_as("SELECT status, platform_message_id FROM outbox").fetch_one(env.store.pool()).await.unwrap();
     assert_eq!((status.as_str(), ids.as_str()), ("sent", "555"));

@@ -97,9 +97,18 @@ pub async fn deliver_claimed(gw: &Gateway, shutdown: &CancellationToken, only: O
             }
         };
         let busy = !claimed.is_empty();
+        // Channels at once, each channel's replies in order: one tenant's slow (or hostile)
+        // platform endpoint does not hold up the others' replies.
+        let mut by_channel: std::collections::BTreeMap<Option<uuid::Uuid>, Vec<OutboxItem>> = Default::default();
         for item in claimed {
-            gw.deliver(item).await;
+            by_channel.entry(item.channel_id).or_default().push(item);
         }
+        futures_util::future::join_all(by_channel.into_values().map(|items| async move {
+            for item in items {
+                gw.deliver(item).await;
+            }
+        }))
+        .await;
         if !busy {
             tokio::select! {
                 () = shutdown.cancelled() => return,
@@ -117,24 +126,39 @@ fn backoff(attempts: i32) -> Duration {
 }
 
 impl Gateway {
+    /// How long a claim of one reply lasts without renewal (renewed before each part).
+    pub(crate) fn outbox_lease(&self) -> Duration {
+        Duration::from_secs(self.config.gateway.outbox_lease_seconds.max(5))
+    }
+
     async fn deliver(&self, item: OutboxItem) {
+        // It may have waited behind its channel's other replies: still ours?
+        match self.store.outbox_renew(&item, self.outbox_lease()).await {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot renew a reply's claim; its lease will lapse");
+                return;
+            }
+        }
         let Some(channel_id) = item.channel_id else {
-            let _ = self.store.outbox_failed(item.id, "no channel").await;
+            let _ = self.store.outbox_failed(&item, "no channel").await;
             return;
         };
         let channel = match self.store.gateway_channel(channel_id).await {
-            Ok(c) => c,
-            Err(hermes_store::StoreError::NotFound) => {
-                let _ = self.store.outbox_failed(item.id, "the channel was deleted").await;
+            // The row's channel must be its tenant's (a row naming another's is never sent).
+            Ok(c) if c.tenant_id == item.tenant_id => c,
+            Ok(_) | Err(hermes_store::StoreError::NotFound) => {
+                let _ = self.store.outbox_failed(&item, "the channel was deleted").await;
                 return;
             }
             Err(e) => {
-                let _ = self.store.outbox_retry(item.id, backoff(item.attempts), &e.to_string()).await;
+                let _ = self.store.outbox_retry(&item, backoff(item.attempts), &e.to_string()).await;
                 return;
             }
         };
         if says_nothing(&item) {
-            if let Err(e) = self.store.outbox_sent(item.id).await {
+            if let Err(e) = self.store.outbox_sent(&item).await {
                 tracing::warn!(error = %e, "cannot settle a steered message's empty reply");
             }
             return;
@@ -146,14 +170,18 @@ impl Gateway {
             (Platform::Wecom, _) => self.deliver_wecom(&channel, &item).await,
         };
         let settled = match result {
-            Ok(()) => self.store.outbox_sent(item.id).await,
-            Err(Failure::Wait(delay, why)) => self.store.outbox_retry(item.id, delay, &why).await,
+            Ok(()) => self.store.outbox_sent(&item).await,
+            Err(Failure::Lost) => {
+                tracing::info!(outbox.id = %item.id, "another sender took the reply over; stopping");
+                return;
+            }
+            Err(Failure::Wait(delay, why)) => self.store.outbox_retry(&item, delay, &why).await,
             Err(Failure::Passing(why)) if item.attempts < self.config.gateway.outbox_max_attempts => {
-                self.store.outbox_retry(item.id, backoff(item.attempts), &why).await
+                self.store.outbox_retry(&item, backoff(item.attempts), &why).await
             }
             Err(Failure::Passing(why) | Failure::Permanent(why)) => {
                 tracing::warn!(outbox.id = %item.id, error = %why, "giving up on a reply");
-                self.store.outbox_failed(item.id, &why).await
+                self.store.outbox_failed(&item, &why).await
             }
             Err(Failure::Blocked(why)) => {
                 tracing::warn!(channel.id = %channel.id, error = %why, "the platform refuses the bot; channel marked");
@@ -161,11 +189,15 @@ impl Gateway {
                     .store
                     .set_channel_status(channel.tenant_id, channel.id, ChannelStatus::Blocked, Some(&why))
                     .await;
-                self.store.outbox_failed(item.id, &why).await
+                self.store.outbox_failed(&item, &why).await
             }
         };
-        if let Err(e) = settled {
-            tracing::warn!(error = %e, "cannot record a delivery; its lease will lapse and it is tried again");
+        match settled {
+            Ok(true) => {}
+            Ok(false) => tracing::info!(outbox.id = %item.id, "the reply's claim lapsed before it was settled"),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot record a delivery; its lease will lapse and it is tried again")
+            }
         }
     }
 
@@ -217,13 +249,15 @@ impl Gateway {
                     id
                 }
                 None => {
-                    let marked = self.store.outbox_part_sending(item.id, index).await;
-                    marked.map_err(|e| Failure::Passing(format!("cannot mark a part as on its way: {e}")))?;
+                    let marked = self.store.outbox_part_sending(item, index, self.outbox_lease()).await;
+                    if !marked.map_err(|e| Failure::Passing(format!("cannot mark a part as on its way: {e}")))? {
+                        return Err(Failure::Lost);
+                    }
                     match send(i, part).await {
                         Ok(id) => id,
                         Err(refused @ (Failure::Wait(..) | Failure::Blocked(_) | Failure::Permanent(_))) => {
                             // The platform answered no: nothing is in doubt.
-                            if let Err(e) = self.store.outbox_part_refused(item.id).await {
+                            if let Err(e) = self.store.outbox_part_refused(item).await {
                                 tracing::debug!(error = %e, "cannot clear the part's doubt");
                             }
                             return Err(refused);
@@ -234,9 +268,12 @@ impl Gateway {
             };
             ids.push(id);
             let sent = i32::try_from(i + 1).unwrap_or(i32::MAX);
-            if let Err(e) = self.store.outbox_part_sent(item.id, sent, &ids).await {
+            match self.store.outbox_part_sent(item, sent, &ids).await {
+                Ok(true) => {}
+                // Another sender holds the reply now: it goes on from what it recorded.
+                Ok(false) => return Err(Failure::Lost),
                 // The part is out but unrecorded: stop here rather than risk more doubles.
-                return Err(Failure::Passing(format!("cannot record a sent part: {e}")));
+                Err(e) => return Err(Failure::Passing(format!("cannot record a sent part: {e}"))),
             }
         }
         Ok(())
@@ -281,6 +318,8 @@ pub enum Failure {
     Blocked(String),
     /// Will never work (no adapter, no token).
     Permanent(String),
+    /// The claim lapsed and another sender has the reply: record nothing, stop.
+    Lost,
 }
 
 impl From<hermes_chat::slack::SlackError> for Failure {

@@ -26,16 +26,20 @@ pub struct OutboxItem {
     pub message_ids: Vec<String>,
     /// A part whose send began but was never recorded (the sender died), and since when.
     pub doubt: Option<(i32, chrono::DateTime<chrono::Utc>)>,
+    /// This claim's token: every record of the claim carries it.
+    pub lease: uuid::Uuid,
 }
 
 impl Store {
     /// Claims up to `limit` due replies for `lease` (oldest first; `SKIP LOCKED`, so any number
-    /// of gateway pods share the work). A claim that is not settled in time is due again.
-    /// Replies to bots reached through a socket go only through the pod holding it: those are
-    /// claimed with `only` set to their channel, and never without.
+    /// of gateway pods share the work), each under its own token ([`OutboxItem::lease`]) that
+    /// every later record of the claim must carry. A claim that is not settled (or renewed) in
+    /// time is due again. Replies to bots reached through a socket go only through the pod
+    /// holding it: those are claimed with `only` set to their channel, and never without.
     pub async fn claim_outbox(&self, limit: i64, lease: Duration, only: Option<uuid::Uuid>) -> Result<Vec<OutboxItem>> {
         let rows = sqlx::query(
-            "UPDATE outbox o SET lease_until = now() + make_interval(secs => $2), attempts = o.attempts + 1
+            "UPDATE outbox o SET lease_until = now() + make_interval(secs => $2), attempts = o.attempts + 1,
+                    lease_owner = gen_random_uuid()
              FROM (SELECT id FROM outbox
                    WHERE status = 'pending' AND next_attempt_at <= now()
                      AND (lease_until IS NULL OR lease_until < now())
@@ -46,7 +50,7 @@ impl Store {
                    ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
              WHERE o.id = due.id
              RETURNING o.id, o.tenant_id, o.channel_id, o.turn_id, o.destination, o.payload, o.attempts,
-                       o.sent_parts, o.platform_message_id, o.doubt_part, o.doubt_since",
+                       o.sent_parts, o.platform_message_id, o.doubt_part, o.doubt_since, o.lease_owner",
         )
         .bind(limit)
         .bind(lease.as_secs_f64())
@@ -60,83 +64,121 @@ impl Store {
                 // A row no sender can read would be claimed again forever: it fails once, named.
                 Err((id, error)) => {
                     tracing::error!(outbox.id = %id, %error, "an outbox row cannot be read; it is marked failed");
-                    self.outbox_failed(id, &format!("unreadable: {error}")).await?;
+                    sqlx::query(
+                        "UPDATE outbox SET status = 'failed', lease_until = NULL, last_error = $2 WHERE id = $1",
+                    )
+                    .bind(id)
+                    .bind(crate::messages::without_nul(&format!("unreadable: {error}")))
+                    .execute(self.pool())
+                    .await?;
                 }
             }
         }
         Ok(items)
     }
 
-    /// One more part of a reply went out (recorded before the next is sent, so a retry after
-    /// a crash sends only what is missing).
-    pub async fn outbox_part_sent(&self, id: uuid::Uuid, parts: i32, message_ids: &[String]) -> Result<()> {
-        sqlx::query(
-            "UPDATE outbox SET sent_parts = $2, platform_message_id = $3, doubt_part = NULL, doubt_since = NULL
-             WHERE id = $1",
+    /// Extends the claim of `item` by `lease` (before each part, so a long reply keeps it);
+    /// `false`: the claim lapsed and another sender has the row now.
+    pub async fn outbox_renew(&self, item: &OutboxItem, lease: Duration) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE outbox SET lease_until = now() + make_interval(secs => $3)
+             WHERE id = $1 AND lease_owner = $2 AND status = 'pending'",
         )
-        .bind(id)
+        .bind(item.id)
+        .bind(item.lease)
+        .bind(lease.as_secs_f64())
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// One more part of a reply went out (recorded before the next is sent, so a retry after
+    /// a crash sends only what is missing); never fewer parts than recorded. `false`: the claim
+    /// is another sender's now.
+    pub async fn outbox_part_sent(&self, item: &OutboxItem, parts: i32, message_ids: &[String]) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE outbox SET sent_parts = $3, platform_message_id = $4, doubt_part = NULL, doubt_since = NULL
+             WHERE id = $1 AND lease_owner = $2 AND sent_parts <= $3",
+        )
+        .bind(item.id)
+        .bind(item.lease)
         .bind(parts)
         .bind(message_ids.join(","))
         .execute(self.pool())
         .await?;
-        Ok(())
+        Ok(done.rows_affected() == 1)
     }
 
-    /// Part `part` is about to be sent (in doubt until [`Self::outbox_part_sent`]).
-    pub async fn outbox_part_sending(&self, id: uuid::Uuid, part: i32) -> Result<()> {
-        sqlx::query(
-            "UPDATE outbox SET doubt_part = $2,
-                    doubt_since = CASE WHEN doubt_part = $2 THEN doubt_since ELSE now() END
-             WHERE id = $1",
+    /// Part `part` is about to be sent (in doubt until [`Self::outbox_part_sent`]), and the
+    /// claim is extended by `lease`. `false`: the claim is another sender's now: do not send.
+    pub async fn outbox_part_sending(&self, item: &OutboxItem, part: i32, lease: Duration) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE outbox SET doubt_part = $3,
+                    doubt_since = CASE WHEN doubt_part = $3 THEN doubt_since ELSE now() END,
+                    lease_until = now() + make_interval(secs => $4)
+             WHERE id = $1 AND lease_owner = $2 AND status = 'pending'",
         )
-        .bind(id)
+        .bind(item.id)
+        .bind(item.lease)
         .bind(part)
+        .bind(lease.as_secs_f64())
         .execute(self.pool())
         .await?;
-        Ok(())
+        Ok(done.rows_affected() == 1)
     }
 
     /// The platform refused the part on its way: it is not in doubt.
-    pub async fn outbox_part_refused(&self, id: uuid::Uuid) -> Result<()> {
-        sqlx::query("UPDATE outbox SET doubt_part = NULL, doubt_since = NULL WHERE id = $1")
-            .bind(id)
-            .execute(self.pool())
-            .await?;
-        Ok(())
+    pub async fn outbox_part_refused(&self, item: &OutboxItem) -> Result<bool> {
+        let done =
+            sqlx::query("UPDATE outbox SET doubt_part = NULL, doubt_since = NULL WHERE id = $1 AND lease_owner = $2")
+                .bind(item.id)
+                .bind(item.lease)
+                .execute(self.pool())
+                .await?;
+        Ok(done.rows_affected() == 1)
     }
 
     /// The whole reply went out.
-    pub async fn outbox_sent(&self, id: uuid::Uuid) -> Result<()> {
-        sqlx::query("UPDATE outbox SET status = 'sent', sent_at = now(), lease_until = NULL WHERE id = $1")
-            .bind(id)
-            .execute(self.pool())
-            .await?;
-        Ok(())
+    pub async fn outbox_sent(&self, item: &OutboxItem) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE outbox SET status = 'sent', sent_at = now(), lease_until = NULL
+             WHERE id = $1 AND lease_owner = $2 AND status = 'pending'",
+        )
+        .bind(item.id)
+        .bind(item.lease)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
     }
 
     /// A delivery failed for now: try again after `delay`.
-    pub async fn outbox_retry(&self, id: uuid::Uuid, delay: Duration, error: &str) -> Result<()> {
-        sqlx::query(
-            "UPDATE outbox SET next_attempt_at = now() + make_interval(secs => $2), lease_until = NULL,
-                    last_error = $3
-             WHERE id = $1",
+    pub async fn outbox_retry(&self, item: &OutboxItem, delay: Duration, error: &str) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE outbox SET next_attempt_at = now() + make_interval(secs => $3), lease_until = NULL,
+                    last_error = $4
+             WHERE id = $1 AND lease_owner = $2 AND status = 'pending'",
         )
-        .bind(id)
+        .bind(item.id)
+        .bind(item.lease)
         .bind(delay.as_secs_f64())
         .bind(crate::messages::without_nul(error))
         .execute(self.pool())
         .await?;
-        Ok(())
+        Ok(done.rows_affected() == 1)
     }
 
     /// A delivery that will never succeed (the bot was blocked, the chat is gone).
-    pub async fn outbox_failed(&self, id: uuid::Uuid, error: &str) -> Result<()> {
-        sqlx::query("UPDATE outbox SET status = 'failed', lease_until = NULL, last_error = $2 WHERE id = $1")
-            .bind(id)
-            .bind(crate::messages::without_nul(error))
-            .execute(self.pool())
-            .await?;
-        Ok(())
+    pub async fn outbox_failed(&self, item: &OutboxItem, error: &str) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE outbox SET status = 'failed', lease_until = NULL, last_error = $3
+             WHERE id = $1 AND lease_owner = $2 AND status = 'pending'",
+        )
+        .bind(item.id)
+        .bind(item.lease)
+        .bind(crate::messages::without_nul(error))
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
     }
 }
 
@@ -167,5 +209,6 @@ fn read_item(r: &PgRow) -> Result<std::result::Result<OutboxItem, (uuid::Uuid, s
             (Some(part), Some(since)) => Some((part, since)),
             _ => None,
         },
+        lease: r.try_get("lease_owner")?,
     }))
 }

@@ -166,3 +166,34 @@ async fn the_fence_only_moves_forward_whatever_token_a_claim_brings(pool: PgPool
     let written = store.append_message(t.id, t.session, latest, turn, 0, &ChatMessage::user("hello")).await.unwrap();
     assert!(matches!(written, Appended::At(_)));
 }
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn a_sender_whose_outbox_claim_lapsed_records_nothing_and_parts_never_go_back(pool: PgPool) {
+    use hermes_core::outbox::{Destination, OutboxPayload};
+    let store = common::store(pool);
+    let t = common::tenant(&store, "acme").await;
+    let channel = common::channel(&store, &t, &common::secrets(), "bot-1").await;
+    let dest = Destination::chat(hermes_core::Platform::Telegram, channel.id, "42", None);
+    store.enqueue_outbox(t.id, &dest, "reply-1", &OutboxPayload::text("a long reply")).await.unwrap();
+    let short = Duration::from_millis(200);
+    let slow = store.claim_outbox(1, short, None).await.unwrap().pop().expect("claimed");
+    assert!(store.outbox_part_sent(&slow, 1, &["m1".into()]).await.unwrap(), "its own claim records");
+    // The slow sender's platform holds it past its lease; another pod claims the reply.
+    common::until("the claim lapses", || async {
+        !store.claim_outbox(1, Duration::from_secs(60), None).await.unwrap().is_empty()
+    })
+    .await;
+    let fresh: uuid::Uuid = sqlx::query_scalar("SELECT lease_owner FROM outbox").fetch_one(store.pool()).await.unwrap();
+    assert_ne!(fresh, slow.lease, "a new claim, a new token");
+    let fast = hermes_store::OutboxItem { lease: fresh, sent_parts: 1, ..slow.clone() };
+    assert!(store.outbox_part_sent(&fast, 2, &["m1".into(), "m2".into()]).await.unwrap());
+    // What the slow sender records now is refused: it cannot send more, settle or go back.
+    assert!(!store.outbox_part_sending(&slow, 1, short).await.unwrap(), "not ours to send");
+    assert!(!store.outbox_part_sent(&slow, 1, &["m1".into()]).await.unwrap());
+    assert!(!store.outbox_retry(&slow, short, "late").await.unwrap());
+    assert!(!store.outbox_part_sent(&fast, 1, &["m1".into()]).await.unwrap(), "parts never go backwards");
+    let (parts, status): (i32, String) =
+        sqlx::query_as("SELECT sent_parts, status FROM outbox").fetch_one(store.pool()).await.unwrap();
+    assert_eq!((parts, status.as_str()), (2, "pending"));
+    assert!(store.outbox_sent(&fast).await.unwrap());
+}
