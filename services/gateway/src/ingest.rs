@@ -102,10 +102,11 @@ pub fn route_for(channel: &Channel, msg: &Incoming) -> Route {
         Some(t) => format!("{base}:thread:{t}"),
         None => base,
     };
+    // Per channel: a user id is unique only within one bot's platform account (migration 0039).
     let user_key = match msg.kind {
-        ChatKind::Direct => format!("{}:user:{}", channel.platform, msg.user_id),
-        ChatKind::Group if per_user => format!("{}:user:{}", channel.platform, msg.user_id),
-        ChatKind::Group => format!("{}:chat:{}", channel.platform, msg.chat_id),
+        ChatKind::Direct => format!("{}:{}:user:{}", channel.platform, channel.id, msg.user_id),
+        ChatKind::Group if per_user => format!("{}:{}:user:{}", channel.platform, channel.id, msg.user_id),
+        ChatKind::Group => format!("{}:{}:chat:{}", channel.platform, channel.id, msg.chat_id),
     };
     Route { agent: channel.agent_id, key, source: SessionSource::from(channel.platform), user_key }
 }
@@ -382,5 +383,26 @@ impl Gateway {
             tracing::warn!(error = %e, "cannot broadcast the stop; the worker's heartbeat sees it");
         }
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::access::tests::{channel, msg};
+    use crate::incoming::ChatKind;
+
+    #[test]
+    fn the_same_user_id_on_two_bots_is_two_people() {
+        // Two WeCom companies bound to one agent: each has its own `zhangsan`.
+        let (mut a, mut b) = (channel("open", "mention", &[], &["*"]), channel("open", "mention", &[], &["*"]));
+        (a.id, b.id) = (uuid::Uuid::now_v7(), uuid::Uuid::now_v7());
+        b.agent_id = a.agent_id;
+        let dm = msg(ChatKind::Direct, "zhangsan", "zhangsan", true);
+        let (ra, rb) = (super::route_for(&a, &dm), super::route_for(&b, &dm));
+        assert_ne!(ra.user_key, rb.user_key, "no shared USER profile or search history");
+        assert_ne!(ra.key, rb.key, "nor one conversation");
+        assert_eq!(ra.user_key, format!("telegram:{}:user:zhangsan", a.id));
+        let group = msg(ChatKind::Group, "zhangsan", "room-1", true);
+        assert_ne!(super::route_for(&a, &group).user_key, super::route_for(&b, &group).user_key);
     }
 }
