@@ -171,6 +171,7 @@ impl Store {
         if busy {
             return Err(StoreError::Busy("a turn of this session is still open; stop it or wait for it first".into()));
         }
+        forget_traces(&mut tx, tenant.as_uuid(), id.as_uuid()).await?;
         sqlx::query("DELETE FROM sessions WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_uuid())
             .bind(id.as_uuid())
@@ -179,4 +180,21 @@ impl Store {
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// Deletes what a session leaves outside its own rows (its turns and messages go with it): the
+/// platform updates and replies of its turns, and the event deliveries about it. Deleting a
+/// conversation deletes its text everywhere.
+pub(crate) async fn forget_traces(db: &mut sqlx::PgConnection, tenant: uuid::Uuid, session: uuid::Uuid) -> Result<()> {
+    sqlx::query(
+        "WITH turns_of AS (SELECT id FROM turns WHERE tenant_id = $1 AND session_id = $2),
+              gone_in AS (DELETE FROM inbound WHERE tenant_id = $1 AND turn_id IN (SELECT id FROM turns_of)),
+              gone_out AS (DELETE FROM outbox WHERE tenant_id = $1 AND turn_id IN (SELECT id FROM turns_of))
+         DELETE FROM event_deliveries WHERE tenant_id = $1 AND data ->> 'session_id' = $2::text",
+    )
+    .bind(tenant)
+    .bind(session)
+    .execute(db)
+    .await?;
+    Ok(())
 }

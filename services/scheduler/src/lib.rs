@@ -52,8 +52,9 @@ pub async fn reap_once(ctx: &SchedulerContext) -> Result<usize, hermes_store::St
     Ok(stranded.len())
 }
 
-/// One retention sweep: deletes expired sessions in batches until none are left; returns how
-/// many went.
+/// One retention sweep: deletes expired sessions in batches until none are left (with what
+/// they own), then week-old platform updates and replies (the gateway prunes event
+/// deliveries); returns how many sessions went.
 pub async fn prune_once(ctx: &SchedulerContext) -> Result<u64, hermes_store::StoreError> {
     const BATCH: i64 = 500;
     let mut total = 0;
@@ -67,6 +68,10 @@ pub async fn prune_once(ctx: &SchedulerContext) -> Result<u64, hermes_store::Sto
     let keys = ctx.store.prune_idempotency_keys().await?;
     if keys > 0 {
         tracing::debug!(keys, "forgot day-old idempotency keys");
+    }
+    let traffic = ctx.store.prune_chat_traffic().await?;
+    if traffic > 0 {
+        tracing::debug!(rows = traffic, "forgot week-old platform updates and replies");
     }
     if total > 0 {
         tracing::info!(sessions = total, "pruned sessions past their tenant's retention");

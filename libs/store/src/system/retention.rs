@@ -1,5 +1,6 @@
 //! Forgetting what is kept only for a while, in every tenant at once: idempotency keys,
-//! settled events, and sessions past their tenant's retention period.
+//! settled events and event deliveries nobody took in a week, platform updates and replies
+//! after their week, and sessions past their tenant's retention period (with what they own).
 
 use chrono::{DateTime, Utc};
 
@@ -16,35 +17,50 @@ impl Store {
         Ok(done.rows_affected())
     }
 
-    /// Forgets events settled more than a week ago.
+    /// Forgets event deliveries more than a week old, settled or not (a disabled endpoint's
+    /// events wait for it a week, no longer).
     pub async fn prune_events(&self) -> Result<u64> {
-        let done = sqlx::query(
-            "DELETE FROM event_deliveries WHERE status <> 'pending' AND created_at < now() - interval '7 days'",
-        )
-        .execute(self.pool())
-        .await?;
+        let done = sqlx::query("DELETE FROM event_deliveries WHERE created_at < now() - interval '7 days'")
+            .execute(self.pool())
+            .await?;
         Ok(done.rows_affected())
+    }
+
+    /// Forgets platform updates and replies more than a week old (their text is the users'):
+    /// past a week no platform redelivers an update, and a reply not out by then never goes.
+    pub async fn prune_chat_traffic(&self) -> Result<u64> {
+        let inbound = sqlx::query("DELETE FROM inbound WHERE received_at < now() - interval '7 days'")
+            .execute(self.pool())
+            .await?;
+        let outbox =
+            sqlx::query("DELETE FROM outbox WHERE created_at < now() - interval '7 days'").execute(self.pool()).await?;
+        Ok(inbound.rows_affected() + outbox.rows_affected())
     }
 
     /// Deletes sessions of tenants with a retention period whose last activity is older than
     /// it, unless a turn of theirs is still open (the rest of their lineage and their messages
     /// go with them). At most `batch` per call; returns how many went.
     pub async fn prune_sessions(&self, now: DateTime<Utc>, batch: i64) -> Result<u64> {
-        let done = sqlx::query(
-            "DELETE FROM sessions WHERE id IN (
-                SELECT s.id FROM sessions s JOIN tenants t ON t.id = s.tenant_id
-                WHERE t.session_retention_days IS NOT NULL
-                  AND s.updated_at < $1 - make_interval(days => t.session_retention_days)
-                  AND NOT EXISTS (SELECT 1 FROM turns u WHERE u.tenant_id = s.tenant_id AND u.session_id = s.id
-                                  AND u.status IN ('queued', 'running', 'waiting'))
-                LIMIT $2
-                FOR UPDATE OF s SKIP LOCKED
-             )",
+        let mut tx = self.pool().begin().await?;
+        let doomed: Vec<(uuid::Uuid, uuid::Uuid)> = sqlx::query_as(
+            "SELECT s.tenant_id, s.id FROM sessions s JOIN tenants t ON t.id = s.tenant_id
+             WHERE t.session_retention_days IS NOT NULL
+               AND s.updated_at < $1 - make_interval(days => t.session_retention_days)
+               AND NOT EXISTS (SELECT 1 FROM turns u WHERE u.tenant_id = s.tenant_id AND u.session_id = s.id
+                               AND u.status IN ('queued', 'running', 'waiting'))
+             LIMIT $2
+             FOR UPDATE OF s SKIP LOCKED",
         )
         .bind(now)
         .bind(batch)
-        .execute(self.pool())
+        .fetch_all(&mut *tx)
         .await?;
+        for (tenant, session) in &doomed {
+            crate::session_admin::forget_traces(&mut tx, *tenant, *session).await?;
+        }
+        let ids: Vec<uuid::Uuid> = doomed.iter().map(|(_, id)| *id).collect();
+        let done = sqlx::query("DELETE FROM sessions WHERE id = ANY($1)").bind(&ids).execute(&mut *tx).await?;
+        tx.commit().await?;
         Ok(done.rows_affected())
     }
 }

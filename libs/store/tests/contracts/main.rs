@@ -17,6 +17,7 @@ mod common;
 mod fencing;
 mod idempotent;
 mod outbox_shapes;
+mod retention;
 mod tenant_scoping;
 mod tenant_world;
 
