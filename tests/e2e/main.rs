@@ -21,6 +21,7 @@ mod crash;
 mod cron;
 mod cron_limits;
 mod cron_replicas;
+mod cross_tenant;
 mod delegation;
 mod derived;
 mod discovery;
