@@ -150,3 +150,58 @@ async fn a_background_process_started_in_one_turn_is_waited_for_in_the_next_by_a
     worker_b.wait().unwrap();
     env.stop().await;
 }
+
+/// How soon a turn resumes after its worker is SIGKILLed, with the production defaults
+/// (`worker.lease_seconds` 8, `heartbeat_millis` 2,000, `scheduler.reaper_interval_millis`
+/// 1,000) and a second worker alive: the median of ten kills. By hand (it takes two minutes):
+/// `cargo nextest run -E 'test(resume_after_sigkill)' --run-ignored only --no-capture`.
+#[tokio::test]
+#[ignore = "a measurement (ten kills, about two minutes), run by hand"]
+async fn resume_after_sigkill() {
+    let env = TestEnv::start_with(Roles { worker: false, scheduler: true }, |c| {
+        let defaults = hermes_config::HermesConfig::default();
+        c.worker.lease_seconds = defaults.worker.lease_seconds;
+        c.worker.heartbeat_millis = defaults.worker.heartbeat_millis;
+        c.scheduler.reaper_interval_millis = defaults.scheduler.reaper_interval_millis;
+    })
+    .await;
+    let (_, _, key) = env.tenant("acme", "ops").await;
+    let mut workers = vec![env.spawn_hermesd(&["worker"], "worker-0"), env.spawn_hermesd(&["worker"], "worker-1")];
+    let mut resumed = Vec::new();
+    for round in 0..10 {
+        env.llm.push(ScriptedReply::text("never delivered").after(Duration::from_secs(120)));
+        env.llm.push(ScriptedReply::text("resumed"));
+        let asked = env.llm.requests().len();
+        let client = env.spawn_chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "go"}]}));
+        assert!(env.llm.wait_for_requests(asked + 1, Duration::from_secs(60)).await, "round {round} started");
+        let owner: String = sqlx::query_scalar("SELECT lease_owner FROM turns WHERE status = 'running'")
+            .fetch_one(env.store.pool())
+            .await
+            .unwrap();
+        // `worker-N/<claim>`: the worker that holds the turn.
+        let worker = owner.split('/').next().unwrap_or_default();
+        let victim = worker.rsplit('-').next().and_then(|n| n.parse::<usize>().ok()).expect("a worker-N owner");
+        let killed = std::time::Instant::now();
+        workers[victim].kill().unwrap();
+        workers[victim].wait().unwrap();
+        assert!(env.llm.wait_for_requests(asked + 2, Duration::from_secs(60)).await, "round {round} resumed");
+        resumed.push(killed.elapsed());
+        let resp = tokio::time::timeout(Duration::from_secs(60), client).await.unwrap().unwrap();
+        assert_eq!(answer_text(&resp.json().await.unwrap()), "resumed");
+        workers[victim] = env.spawn_hermesd(&["worker"], &format!("worker-{victim}"));
+    }
+    resumed.sort();
+    let secs: Vec<f64> = resumed.iter().map(Duration::as_secs_f64).collect();
+    eprintln!(
+        "resume after SIGKILL over 10 kills: median {:.1} s, min {:.1} s, max {:.1} s",
+        (secs[4] + secs[5]) / 2.0,
+        secs[0],
+        secs[9]
+    );
+    assert!((secs[4] + secs[5]) / 2.0 < 10.0, "median resume under 10 s: {secs:?}");
+    for mut w in workers {
+        w.kill().ok();
+        w.wait().ok();
+    }
+    env.stop().await;
+}

@@ -171,9 +171,11 @@ pub struct WorkerConfig {
     pub id: Option<String>,
     /// Turns this worker runs at once (also the RabbitMQ prefetch).
     pub max_concurrent_turns: u16,
-    /// A turn's lease and session lock live this long without a heartbeat.
+    /// A turn's lease and session lock live this long without a heartbeat: how soon a dead
+    /// worker's turn is taken over (with the reaper's tick), about 9 s by default.
     pub lease_seconds: u64,
-    /// Heartbeat period; well under `lease_seconds`.
+    /// Heartbeat period; well under `lease_seconds` (four per lease: three may be missed
+    /// before a live worker's turn is taken over, and fencing refuses the slow one's writes).
     pub heartbeat_millis: u64,
     /// On SIGTERM, how long running turns may take to finish before they are handed back.
     pub drain_seconds: u64,
@@ -198,8 +200,8 @@ impl Default for WorkerConfig {
         Self {
             id: None,
             max_concurrent_turns: 64,
-            lease_seconds: 30,
-            heartbeat_millis: 10_000,
+            lease_seconds: 8,
+            heartbeat_millis: 2_000,
             drain_seconds: 30,
             max_iterations: 90,
             delegation_max_depth: 1,
@@ -231,7 +233,7 @@ pub struct SchedulerConfig {
 impl Default for SchedulerConfig {
     fn default() -> Self {
         Self {
-            reaper_interval_millis: 5_000,
+            reaper_interval_millis: 1_000,
             queued_grace_seconds: 20,
             prune_interval_seconds: 3_600,
             cron_interval_millis: 1_000,
