@@ -131,8 +131,8 @@ impl Tool for Probe {
     fn name(&self) -> &'static str {
         self.name
     }
-    fn toolset(&self) -> &'static str {
-        "test"
+    fn toolset(&self) -> hermes_core::ToolsetName {
+        hermes_core::ToolsetName::Todo
     }
     fn schema(&self) -> Value {
         json!({"name": self.name, "description": "probe", "parameters": {"type": "object"}})
@@ -607,8 +607,8 @@ impl Tool for AskUser {
     fn name(&self) -> &'static str {
         "ask"
     }
-    fn toolset(&self) -> &'static str {
-        "test"
+    fn toolset(&self) -> hermes_core::ToolsetName {
+        hermes_core::ToolsetName::Todo
     }
     fn schema(&self) -> Value {
         json!({"name": "ask", "parameters": {"type": "object"}})

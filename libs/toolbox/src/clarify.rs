@@ -1,6 +1,7 @@
 //! `clarify`: ask the user a question (with up to four suggested answers). The turn is parked
 //! until the answer comes, and resumes with it; nobody answering in time is an answer too.
 
+use hermes_core::ToolsetName;
 use serde_json::{Value, json};
 
 use hermes_core::{InteractionAnswer, InteractionKind};
@@ -13,7 +14,7 @@ pub struct ClarifyTool;
 impl SimpleTool for ClarifyTool {
     const SPEC: ToolSpec = ToolSpec::new(
         "clarify",
-        "clarify",
+        ToolsetName::Clarify,
         "Ask the user a question when you cannot go on without their decision or information. \
                 The conversation pauses until they answer. Offer up to 4 short choices when the answer is one of a \
                 few options; the user may still answer freely.",

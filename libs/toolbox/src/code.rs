@@ -223,8 +223,8 @@ impl Tool for ExecuteCode {
         "execute_code"
     }
 
-    fn toolset(&self) -> &'static str {
-        "code_execution"
+    fn toolset(&self) -> hermes_core::ToolsetName {
+        hermes_core::ToolsetName::CodeExecution
     }
 
     fn schema(&self) -> Value {

@@ -2,6 +2,7 @@
 //! does the work (no shell strings carry file contents). Before the first change to files in
 //! a turn, the workspace is checkpointed, so `/rollback` can undo the turn.
 
+use hermes_core::ToolsetName;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
@@ -92,7 +93,7 @@ pub struct SearchFiles(pub FileTools);
 impl SimpleTool for ReadFile {
     const SPEC: ToolSpec = ToolSpec::new(
         "read_file",
-        "file",
+        ToolsetName::File,
         "Read a text file with line numbers (LINE|TEXT). Relative paths are under /workspace. \
                 Pages with offset/limit (default 500 lines, max 2000).",
     )
@@ -137,7 +138,7 @@ impl SimpleTool for ReadFile {
 impl SimpleTool for WriteFile {
     const SPEC: ToolSpec = ToolSpec::new(
         "write_file",
-        "file",
+        ToolsetName::File,
         "Create or overwrite a file with the full content (parent directories are created). \
                 For small changes to an existing file use patch.",
     )
@@ -163,7 +164,7 @@ impl SimpleTool for WriteFile {
 impl SimpleTool for Patch {
     const SPEC: ToolSpec = ToolSpec::new(
         "patch",
-        "file",
+        ToolsetName::File,
         "Edit a file. mode=replace (default): replace old_string, which must match exactly and \
                 once (or set replace_all). mode=patch: apply a unified diff. Returns the diff.",
     )
@@ -207,7 +208,7 @@ impl SimpleTool for Patch {
 impl SimpleTool for SearchFiles {
     const SPEC: ToolSpec = ToolSpec::new(
         "search_files",
-        "file",
+        ToolsetName::File,
         "Search file contents by regular expression (target=content, default) or file names \
                 by glob (target=files, newest first). Honours .gitignore; skips hidden files.",
     )

@@ -1,6 +1,7 @@
 //! `process`: the background processes of this session (started by `terminal` with
 //! `background`), on whichever worker runs the turn: their state lives in the sandbox.
 
+use hermes_core::ToolsetName;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -75,7 +76,7 @@ fn with_output(p: &ProcessStatus, output: &str) -> String {
 impl SimpleTool for ProcessTool {
     const SPEC: ToolSpec = ToolSpec::new(
         "process",
-        "terminal",
+        ToolsetName::Terminal,
         "Manage background processes started with terminal(background=true): list; poll (new \
                 output since the last poll); log (last lines); wait (until it ends or timeout); kill (with its \
                 children); write / submit (send input; submit adds a newline); close (end its input).",

@@ -2,6 +2,7 @@
 //! its timeout, the whole process group killed then) or in the background (managed with
 //! `process`).
 
+use hermes_core::ToolsetName;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -143,7 +144,7 @@ impl TerminalTool {
 impl SimpleTool for TerminalTool {
     const SPEC: ToolSpec = ToolSpec::new(
         "terminal",
-        "terminal",
+        ToolsetName::Terminal,
         "Run a shell command (/bin/sh -c) in your persistent Linux sandbox. /workspace persists \
                 between turns and sessions. No network unless your operator enabled it. Output over 50,000 \
                 characters is cut in the middle. Use background for servers and long jobs, then the process tool.",

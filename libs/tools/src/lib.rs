@@ -110,7 +110,7 @@ pub trait Tool: Send + Sync {
     /// The name the model calls it by.
     fn name(&self) -> &'static str;
     /// The toolset that enables it (an agent's `toolsets` list).
-    fn toolset(&self) -> &'static str;
+    fn toolset(&self) -> hermes_core::ToolsetName;
     /// The OpenAI function schema `{"name", "description", "parameters"}`.
     fn schema(&self) -> Value;
     /// Whether it only reads (guardrails treat read-only tools differently).
@@ -238,12 +238,8 @@ impl ToolRegistry {
 
     /// Only the tools whose toolset is in `enabled`.
     pub fn restricted_to(&self, enabled: &[String]) -> Self {
-        let tools = self
-            .tools
-            .iter()
-            .filter(|(_, t)| enabled.iter().any(|e| e == t.toolset()))
-            .map(|(n, t)| (*n, t.clone()))
-            .collect();
+        let tools =
+            self.tools.iter().filter(|(_, t)| t.toolset().enabled_in(enabled)).map(|(n, t)| (*n, t.clone())).collect();
         Self { tools, spill: self.spill.clone() }
     }
 

@@ -6,8 +6,8 @@ impl Tool for Echo {
     fn name(&self) -> &'static str {
         "echo"
     }
-    fn toolset(&self) -> &'static str {
-        "debug"
+    fn toolset(&self) -> hermes_core::ToolsetName {
+        hermes_core::ToolsetName::Todo
     }
     fn schema(&self) -> Value {
         serde_json::json!({"name":"echo","description":"echo","parameters":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}})
@@ -55,7 +55,7 @@ async fn dispatch_explains_every_failure_to_the_model() {
     let missing = reg.dispatch(&ctx(), &call("echo", "{}")).await;
     assert!(!missing.ok && missing.text.contains("\"text\""));
     assert!(reg.restricted_to(&["terminal".into()]).is_empty());
-    assert_eq!(reg.restricted_to(&["debug".into()]).names(), vec!["echo"]);
+    assert_eq!(reg.restricted_to(&["todo".into()]).names(), vec!["echo"]);
 }
 
 /// Returns `len` characters of numbered lines; `pinned` ones are never saved to files.
@@ -67,8 +67,8 @@ impl Tool for Big {
     fn name(&self) -> &'static str {
         if self.pinned { "pinned" } else { "big" }
     }
-    fn toolset(&self) -> &'static str {
-        "debug"
+    fn toolset(&self) -> hermes_core::ToolsetName {
+        hermes_core::ToolsetName::Todo
     }
     fn schema(&self) -> Value {
         serde_json::json!({"name": self.name(), "parameters": {"type": "object"}})

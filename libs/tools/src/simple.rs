@@ -8,13 +8,15 @@ use std::future::Future;
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
+use hermes_core::ToolsetName;
+
 use crate::{MAX_RESULT_CHARS, Tool, ToolCtx, ToolError, ToolTraits};
 
 /// What a tool is and how the loop treats it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ToolSpec {
     pub name: &'static str,
-    pub toolset: &'static str,
+    pub toolset: ToolsetName,
     /// What the model is told the tool does.
     pub description: &'static str,
     pub traits: ToolTraits,
@@ -24,7 +26,7 @@ pub struct ToolSpec {
 
 impl ToolSpec {
     /// A mutating, parallel tool outside the sandbox whose large results are saved to files.
-    pub const fn new(name: &'static str, toolset: &'static str, description: &'static str) -> Self {
+    pub const fn new(name: &'static str, toolset: ToolsetName, description: &'static str) -> Self {
         Self {
             name,
             toolset,
@@ -70,7 +72,7 @@ impl<T: SimpleTool> Tool for T {
         T::SPEC.name
     }
 
-    fn toolset(&self) -> &'static str {
+    fn toolset(&self) -> ToolsetName {
         T::SPEC.toolset
     }
 

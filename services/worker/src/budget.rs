@@ -1,7 +1,8 @@
 //! Spending caps before every model call (`hermes_store::budgets`): a reached hard cap refuses
 //! the call with `insufficient_quota`, which ends the turn with a clear message (402 on the
-//! API); a reached soft cap is logged and counted. If the caps cannot be read the call goes
-//! ahead: an outage of the ledger should not stop every team's work.
+//! API); a reached soft cap is logged and counted. If the caps cannot be read the call is
+//! refused too (fail closed: a cap that cannot be checked cannot be kept; the same outage stops
+//! the turn's own records anyway).
 
 use hermes_core::{AgentId, BudgetPeriod, TenantId};
 use hermes_llm::{ChatModel, ChatRequest, ChatResponse, DeltaSink, ErrorClass, LlmError};
@@ -22,8 +23,13 @@ impl<M> Budgeted<M> {
         let states = match self.store.budget_states(self.tenant, self.agent, chrono::Utc::now()).await {
             Ok(states) => states,
             Err(e) => {
-                tracing::warn!(error = %e, "cannot read the spending caps; the call goes ahead");
-                return None;
+                tracing::warn!(error = %e, "cannot read the spending caps; the call is refused");
+                metrics::counter!("hermes_budget_unreadable_total").increment(1);
+                return Some(LlmError::new(
+                    ErrorClass::SpendCap,
+                    "The spending caps cannot be checked right now, so no model call is made. Please try again shortly."
+                        .to_owned(),
+                ));
             }
         };
         for state in states.iter().filter(|s| s.soft_reached() && !s.hard_reached()) {
@@ -72,5 +78,46 @@ impl<M: ChatModel> ChatModel for Budgeted<M> {
             return Err(refusal);
         }
         self.inner.complete(request, sink).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A model that must never be called.
+    struct Unreachable;
+
+    impl ChatModel for Unreachable {
+        async fn complete(&self, _: &ChatRequest, _: &mut dyn DeltaSink) -> Result<ChatResponse, LlmError> {
+            panic!("the call went ahead although the caps could not be read")
+        }
+    }
+
+    #[tokio::test]
+    async fn caps_that_cannot_be_read_refuse_the_call() {
+        // A ledger that is not there (nothing listens on port 1).
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .acquire_timeout(std::time::Duration::from_millis(300))
+            .connect_lazy("postgres://hermes@127.0.0.1:1/none")
+            .unwrap();
+        #[expect(clippy::disallowed_methods, reason = "test fixture")]
+        let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
+        let model = Budgeted {
+            inner: Unreachable,
+            store: Store::from_pool(pool),
+            tenant,
+            agent: AgentId::new(),
+            warned: Default::default(),
+        };
+        let request = ChatRequest {
+            model: "m".into(),
+            messages: vec![hermes_core::ChatMessage::user("hi")],
+            tools: Vec::new(),
+            max_tokens: None,
+        };
+        let refused = model.complete(&request, &mut hermes_llm::NoDeltas).await.unwrap_err();
+        assert_eq!(refused.code(), hermes_core::ErrorCode::InsufficientQuota);
+        assert!(refused.to_string().contains("cannot be checked"), "{refused}");
     }
 }

@@ -4,6 +4,7 @@
 //! prompts scanned for injection. A job made from a chat delivers back to that chat. Cron runs
 //! never get this tool (a job cannot make more jobs).
 
+use hermes_core::ToolsetName;
 use serde_json::{Value, json};
 
 use hermes_store::cron::{Job, JobChanges, NewJob};
@@ -171,7 +172,7 @@ fn skills(args: &Value) -> Option<Vec<String>> {
 impl SimpleTool for CronjobTool {
     const SPEC: ToolSpec = ToolSpec::new(
         "cronjob",
-        "cronjob",
+        ToolsetName::Cronjob,
         "Schedule tasks you will run on your own later, repeatedly or once: a daily brief, a \
                 reminder, a weekly check. Each run starts fresh (no conversation history) with the job's prompt, \
                 so write the prompt as a complete instruction. Schedules: `every 30m|2h|1d`, a cron expression \

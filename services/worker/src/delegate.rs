@@ -6,6 +6,7 @@
 //! adds to the parent turn's; cancelling the parent cancels them (they run inside its task).
 //! A per-tenant cap, shared by every worker through Redis, bounds the children running at once.
 
+use hermes_core::ToolsetName;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -232,7 +233,7 @@ impl DelegateTool {
 impl SimpleTool for DelegateTool {
     const SPEC: ToolSpec = ToolSpec::new(
         "delegate_task",
-        "delegation",
+        ToolsetName::Delegation,
         "Hand self-contained tasks to sub-agents that work in parallel (at most 3 at once) and \
                 return only their summaries. Give each all the context it needs: it cannot see this conversation.",
     )

@@ -4,6 +4,7 @@
 //! overwrite each other, but the session's prompt keeps the snapshot it started with, so the
 //! answer shows the live entries.
 
+use hermes_core::ToolsetName;
 use serde_json::{Value, json};
 
 use hermes_agent::memory::{self, Action, Applied, Refusal};
@@ -71,7 +72,7 @@ fn parse(args: &Value) -> Result<(MemoryTarget, Action), String> {
 impl SimpleTool for MemoryTool {
     const SPEC: ToolSpec = ToolSpec::new(
         "memory",
-        "memory",
+        ToolsetName::Memory,
         "Save durable knowledge that should outlive this conversation. It is shown to you at the \
                 start of every later session. `target: \"user\"` is the profile of the person you are talking to \
                 (name, role, preferences, habits); only they see it. `target: \"memory\"` is your own notes \

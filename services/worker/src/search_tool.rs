@@ -4,6 +4,7 @@
 //! `session_id` with `around_message_id` scrolls through one, and no arguments lists recent
 //! ones. The current conversation is never returned.
 
+use hermes_core::ToolsetName;
 use serde_json::{Value, json};
 
 use hermes_core::SessionId;
@@ -55,7 +56,7 @@ fn store_error(e: StoreError) -> ToolError {
 impl SimpleTool for SessionSearchTool {
     const SPEC: ToolSpec = ToolSpec::new(
         "session_search",
-        "session_search",
+        ToolsetName::SessionSearch,
         "Search your earlier conversations with this user. With `query`: full-text search (any \
                 language); words are ANDed, \"quoted phrases\", `a OR b`, `-word` or `NOT word` to exclude, `word*` \
                 for a prefix. Each result is a conversation with a snippet, its first and last messages and a \

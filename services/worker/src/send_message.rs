@@ -3,6 +3,7 @@
 //! outbox like any reply, once per tool call (its call id is the key), so a resumed turn does
 //! not post twice. Not given to cron runs or delegated children.
 
+use hermes_core::ToolsetName;
 use serde_json::{Value, json};
 
 use hermes_core::outbox::{Destination, OutboxPayload};
@@ -64,7 +65,7 @@ impl SendMessageTool {
 impl SimpleTool for SendMessageTool {
     const SPEC: ToolSpec = ToolSpec::new(
         "send_message",
-        "messaging",
+        ToolsetName::Messaging,
         "Post a message to a chat through one of your team's bots, e.g. to tell a group that a \
                 task finished. `target` is platform:chat_id or platform:chat_id:thread (telegram:123456, \
                 slack:C0123:1700000000.000100, wecom:zhangsan). Your answer in this conversation needs no tool: \

@@ -3,6 +3,7 @@
 //! with the whole list. Kept in Postgres, so it survives worker restarts and follows the
 //! conversation into a compacted session.
 
+use hermes_core::ToolsetName;
 use serde_json::{Value, json};
 
 use hermes_store::Store;
@@ -109,7 +110,7 @@ fn answer(items: &[Value]) -> String {
 impl SimpleTool for TodoTool {
     const SPEC: ToolSpec = ToolSpec::new(
         "todo",
-        "todo",
+        ToolsetName::Todo,
         "Manage your task list for this session. Use it for tasks of 3+ steps or when the user \
                 gives several tasks. Call with no arguments to read the list. Writing: give `todos` to replace the \
                 list, or `merge: true` to update items by id and add new ones. Keep one item in_progress at a \

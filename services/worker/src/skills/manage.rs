@@ -4,6 +4,7 @@
 //! place: the first change makes the agent's own copy, which shadows it. Deleting a shared
 //! skill hides it from this agent.
 
+use hermes_core::ToolsetName;
 use serde_json::{Value, json};
 
 use hermes_skills::CheckError;
@@ -173,7 +174,7 @@ impl SkillManageTool {
 impl SimpleTool for SkillManageTool {
     const SPEC: ToolSpec = ToolSpec::new(
         "skill_manage",
-        "skills",
+        ToolsetName::Skills,
         "Save procedures that worked as skills you can load later (your procedural memory). \
                 Create one after a complex task succeeded (5+ tool calls), after working past errors, when the \
                 user corrected your approach, or when you found a non-trivial workflow. `create` takes a whole \

@@ -43,7 +43,7 @@ pub(crate) struct SkillsListTool(pub SkillsContext);
 impl SimpleTool for SkillsListTool {
     const SPEC: ToolSpec = ToolSpec::new(
         "skills_list",
-        "skills",
+        ToolsetName::Skills,
         "List the skills you can load: name, description and category. Load one with skill_view.",
     )
     .read_only();
@@ -94,7 +94,7 @@ impl SkillViewTool {
 impl SimpleTool for SkillViewTool {
     const SPEC: ToolSpec = ToolSpec::new(
         "skill_view",
-        "skills",
+        ToolsetName::Skills,
         "Load a skill's full instructions (and the list of its files), or one of its files with \
                 `file_path` (e.g. references/checklist.md).",
     )
