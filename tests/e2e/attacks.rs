@@ -166,3 +166,28 @@ async fn a_signed_slack_event_cannot_make_the_gateway_fetch_an_internal_address(
     pod.stop.cancel();
     env.stop().await;
 }
+
+/// A flood of one bot's webhook route is cut off before the gateway looks the bot up or checks
+/// a secret: past the route's rate every request is a 429 from Redis alone (before the fix each
+/// one was a database read and a decryption, unauthenticated).
+#[tokio::test]
+async fn a_flood_of_an_unauthenticated_route_is_limited_before_any_lookup() {
+    let env =
+        TestEnv::start_with(crate::harness::Roles::default(), |c| c.gateway.inbound_requests_per_minute = 5).await;
+    let pod = Pod::start(&env).await;
+    let target = format!("{}/telegram/{}", pod.url, uuid::Uuid::now_v7());
+    let mut statuses = Vec::new();
+    for _ in 0..12 {
+        let resp = env.http.post(&target).body("{}").send().await.unwrap();
+        statuses.push((resp.status().as_u16(), resp.headers().contains_key("retry-after")));
+    }
+    let looked_up = statuses.iter().filter(|(s, _)| *s == 404).count();
+    let limited = statuses.iter().filter(|(s, after)| *s == 429 && *after).count();
+    assert!(looked_up <= 6, "at most the rate reaches the lookup: {statuses:?}");
+    assert!(limited >= 6, "the rest is refused with Retry-After: {statuses:?}");
+    // Another bot's route has its own budget.
+    let other = format!("{}/telegram/{}", pod.url, uuid::Uuid::now_v7());
+    assert_eq!(env.http.post(&other).body("{}").send().await.unwrap().status().as_u16(), 404);
+    pod.stop.cancel();
+    env.stop().await;
+}

@@ -270,6 +270,9 @@ pub struct GatewayConfig {
     pub events_retry_base_millis: u64,
     /// Let event endpoints be private addresses (a receiver inside the cluster); off: public only.
     pub events_allow_private_targets: bool,
+    /// Requests per minute one bot's (or webhook's) route takes, counted before it is looked up
+    /// (0: unlimited).
+    pub inbound_requests_per_minute: u32,
 }
 
 impl Default for GatewayConfig {
@@ -286,6 +289,7 @@ impl Default for GatewayConfig {
             public_url: None,
             events_retry_base_millis: 10_000,
             events_allow_private_targets: false,
+            inbound_requests_per_minute: 6_000,
         }
     }
 }

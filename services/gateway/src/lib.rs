@@ -17,6 +17,7 @@ pub mod events;
 pub mod files;
 pub mod goal_commands;
 pub mod hooks;
+mod inbound_limit;
 pub mod incoming;
 pub mod ingest;
 pub mod interact;
@@ -110,6 +111,7 @@ pub fn router(gw: Arc<Gateway>) -> Router {
         .route("/slack/{channel}/interactive", post(slack::http::interactive))
         .route("/slack/{channel}/commands", post(slack::http::command))
         .route("/wecom/{channel}", get(wecom::http::verify).post(wecom::http::receive))
+        .layer(axum::middleware::from_fn_with_state(gw.clone(), inbound_limit::limit))
         .with_state(gw)
 }
 
