@@ -120,10 +120,9 @@ impl Submitted {
 /// Tells the workers a session has work. The turn is stored already: if the broker is slow
 /// or down, the reaper republishes it and the request still completes.
 pub(crate) async fn signal_work(state: &AppState, work: SessionWork) {
-    match tokio::time::timeout(Duration::from_secs(5), state.broker.publish_work(&work)).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::warn!(error = %e, "cannot publish work; the reaper will pick the turn up"),
-        Err(_) => tracing::warn!("publishing work timed out; the reaper will pick the turn up"),
+    // The broker bounds the wait itself (`hermes_queue::PUBLISH_TIMEOUT`).
+    if let Err(e) = state.broker.publish_work(&work).await {
+        tracing::warn!(error = %e, "cannot publish work; the reaper will pick the turn up");
     }
 }
 
