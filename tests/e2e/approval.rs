@@ -57,7 +57,7 @@ async fn a_dangerous_command_waits_for_approval_and_another_worker_resumes_it() 
     assert!(answer_text(&body).starts_with("Approval needed to run `mkdir -p build && rm -rf build"), "{body}");
     // Parked in Postgres: no lease, no worker holds it, and nothing ran.
     let (status, owner): (String, Option<String>) =
-        sqlx::query_as("SELECT status::text, lease_owner FROM turns").fetch_one(env.store.pool()).await.unwrap();
+        sqlx::query_as("SELECT status::text, lease_owner FROM turns").fetch_one(&env.db).await.unwrap();
     assert_eq!((status.as_str(), owner), ("waiting", None));
     assert_eq!(env.count("SELECT count(*) FROM messages WHERE role = 'tool'").await, 0);
 
@@ -70,10 +70,8 @@ async fn a_dangerous_command_waits_for_approval_and_another_worker_resumes_it() 
     let body: Value = resp.json().await.unwrap();
     assert_eq!(answer_text(&body), "Cleaned up.");
     assert_eq!(last_tool_result(&env).trim(), "removed", "ran exactly once, after the approval");
-    let roles = sqlx::query_scalar::<_, String>("SELECT role FROM messages ORDER BY seq")
-        .fetch_all(env.store.pool())
-        .await
-        .unwrap();
+    let roles =
+        sqlx::query_scalar::<_, String>("SELECT role FROM messages ORDER BY seq").fetch_all(&env.db).await.unwrap();
     assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
 
     // An answered question cannot be answered again.
@@ -158,7 +156,7 @@ async fn clarify_asks_the_user_and_the_turn_resumes_with_the_answer() {
     let (_, agent, key) = env.tenant("acme", "helper").await;
     sqlx::query("UPDATE agents SET toolsets = ARRAY['terminal', 'clarify'] WHERE id = $1")
         .bind(agent.id.as_uuid())
-        .execute(env.store.pool())
+        .execute(&env.db)
         .await
         .unwrap();
     env.llm.push(ScriptedReply::tool_call("clarify", json!({"question": "Which colour?", "choices": ["red", "blue"]})));

@@ -39,10 +39,8 @@ async fn non_streaming_turn_answers_like_openai_and_stores_the_transcript() {
     assert_eq!(sent[2]["content"], "hi");
 
     // Postgres holds the user message and the answer, in order; the turn is completed.
-    let roles = sqlx::query_scalar::<_, String>("SELECT role FROM messages ORDER BY seq")
-        .fetch_all(env.store.pool())
-        .await
-        .unwrap();
+    let roles =
+        sqlx::query_scalar::<_, String>("SELECT role FROM messages ORDER BY seq").fetch_all(&env.db).await.unwrap();
     assert_eq!(roles, ["user", "assistant"]);
     assert_eq!(env.count("SELECT count(*) FROM turns WHERE status = 'completed'").await, 1);
 
@@ -108,10 +106,8 @@ async fn streaming_turn_sends_chunks_then_finish_usage_and_done() {
     assert_eq!(usage["choices"].as_array().unwrap().len(), 0);
     assert!(usage["usage"]["total_tokens"].as_u64().unwrap() > 0);
     // Reasoning is kept apart in the stored assistant message.
-    let reasoning: Option<String> = sqlx::query_scalar("SELECT reasoning FROM messages WHERE role = 'assistant'")
-        .fetch_one(env.store.pool())
-        .await
-        .unwrap();
+    let reasoning: Option<String> =
+        sqlx::query_scalar("SELECT reasoning FROM messages WHERE role = 'assistant'").fetch_one(&env.db).await.unwrap();
     assert_eq!(reasoning.as_deref(), Some("thinking quietly"));
     env.stop().await;
 }
@@ -232,20 +228,20 @@ async fn a_conversation_that_outgrows_the_window_continues_in_a_compacted_child_
     let (parent, lineage): (Option<String>, Option<String>) =
         sqlx::query_as("SELECT parent_session_id::text, lineage FROM sessions WHERE id::text = $1")
             .bind(&child)
-            .fetch_one(env.store.pool())
+            .fetch_one(&env.db)
             .await
             .unwrap();
     assert_eq!(lineage.as_deref(), Some("compaction"));
     let parent = parent.expect("a parent");
     assert_ne!(parent, child);
     let turn_session: String =
-        sqlx::query_scalar("SELECT session_id::text FROM turns").fetch_one(env.store.pool()).await.unwrap();
+        sqlx::query_scalar("SELECT session_id::text FROM turns").fetch_one(&env.db).await.unwrap();
     assert_eq!(turn_session, child);
     let last: String = sqlx::query_scalar(
         "SELECT content #>> '{}' FROM messages WHERE session_id::text = $1 ORDER BY seq DESC LIMIT 1",
     )
     .bind(&child)
-    .fetch_one(env.store.pool())
+    .fetch_one(&env.db)
     .await
     .unwrap();
     assert_eq!(last, "compacted and answered");

@@ -34,13 +34,11 @@ async fn a_worker_killed_mid_turn_is_replaced_and_the_client_gets_exactly_one_an
     assert_eq!(answer_text(&body), "finished by worker B");
 
     // One user message, one tool call, one tool result, one answer: nothing duplicated.
-    let roles = sqlx::query_scalar::<_, String>("SELECT role FROM messages ORDER BY seq")
-        .fetch_all(env.store.pool())
-        .await
-        .unwrap();
+    let roles =
+        sqlx::query_scalar::<_, String>("SELECT role FROM messages ORDER BY seq").fetch_all(&env.db).await.unwrap();
     assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
     let (status, attempts): (String, i32) =
-        sqlx::query_as("SELECT status::text, attempts FROM turns").fetch_one(env.store.pool()).await.unwrap();
+        sqlx::query_as("SELECT status::text, attempts FROM turns").fetch_one(&env.db).await.unwrap();
     assert_eq!((status.as_str(), attempts), ("completed", 2));
     // Worker B resumed after the tool result and did not run the command again.
     let b_request = env.llm.requests()[2].messages();
@@ -92,7 +90,7 @@ async fn a_turn_that_outlasts_the_drain_is_handed_back_and_finished_by_another_w
     assert!(status.success(), "{status}");
     assert!(terminated.elapsed() < Duration::from_secs(10), "the drain is bounded: {:?}", terminated.elapsed());
     let (state, owner): (String, Option<String>) =
-        sqlx::query_as("SELECT status::text, lease_owner FROM turns").fetch_one(env.store.pool()).await.unwrap();
+        sqlx::query_as("SELECT status::text, lease_owner FROM turns").fetch_one(&env.db).await.unwrap();
     assert_eq!((state.as_str(), owner), ("queued", None), "handed back, not failed");
 
     let mut worker_b = env.spawn_hermesd(&["worker"], "worker-b");
@@ -100,10 +98,8 @@ async fn a_turn_that_outlasts_the_drain_is_handed_back_and_finished_by_another_w
     assert_eq!(resp.status(), 200);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(answer_text(&body), "finished after the hand-back");
-    let roles = sqlx::query_scalar::<_, String>("SELECT role FROM messages ORDER BY seq")
-        .fetch_all(env.store.pool())
-        .await
-        .unwrap();
+    let roles =
+        sqlx::query_scalar::<_, String>("SELECT role FROM messages ORDER BY seq").fetch_all(&env.db).await.unwrap();
     assert_eq!(roles, ["user", "assistant"], "nothing partial from the first worker");
     worker_b.kill().unwrap();
     worker_b.wait().unwrap();
@@ -175,7 +171,7 @@ async fn resume_after_sigkill() {
         let client = env.spawn_chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "go"}]}));
         assert!(env.llm.wait_for_requests(asked + 1, Duration::from_secs(60)).await, "round {round} started");
         let owner: String = sqlx::query_scalar("SELECT lease_owner FROM turns WHERE status = 'running'")
-            .fetch_one(env.store.pool())
+            .fetch_one(&env.db)
             .await
             .unwrap();
         // `worker-N/<claim>`: the worker that holds the turn.

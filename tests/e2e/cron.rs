@@ -77,7 +77,7 @@ async fn three_schedulers_claim_500_due_jobs_each_exactly_once() {
 
     // A scheduler that claims and vanishes: its runs are declared unknown, never re-run.
     sqlx::query("UPDATE cron_jobs SET next_run_at = now() - interval '1 second' WHERE name = 'job 0'")
-        .execute(env.store.pool())
+        .execute(&env.db)
         .await
         .unwrap();
     let now = Utc::now();
@@ -92,7 +92,7 @@ async fn three_schedulers_claim_500_due_jobs_each_exactly_once() {
     );
     let (status, error): (String, Option<String>) =
         sqlx::query_as("SELECT last_status, last_error FROM cron_jobs WHERE name = 'job 0'")
-            .fetch_one(env.store.pool())
+            .fetch_one(&env.db)
             .await
             .unwrap();
     assert_eq!(status, "error");
@@ -230,7 +230,7 @@ async fn jobs_are_made_and_managed_from_a_chat_and_deliver_back_to_it() {
          SELECT gen_random_uuid(), tenant_id, id, now() - interval '5 minutes', 'gone', now() - interval '5 minutes'
          FROM cron_jobs WHERE name = 'standup'",
     )
-    .execute(env.store.pool())
+    .execute(&env.db)
     .await
     .unwrap();
     let got = sent(&tg, 8).await;
@@ -259,13 +259,13 @@ async fn the_agent_schedules_a_job_with_its_tool_and_cron_runs_cannot_schedule_m
     assert!(tool_result.contains("\"success\":true") && tool_result.contains("every 1d"), "{tool_result}");
     let (deliver, kind): (String, String) =
         sqlx::query_as("SELECT deliver, schedule_kind FROM cron_jobs WHERE name = 'build check'")
-            .fetch_one(env.store.pool())
+            .fetch_one(&env.db)
             .await
             .unwrap();
     assert_eq!((deliver.as_str(), kind.as_str()), ("origin", "interval"), "made in a chat: delivers to it");
 
     // Its run comes back to this chat, and has no cronjob tool.
-    sqlx::query("UPDATE cron_jobs SET next_run_at = now()").execute(env.store.pool()).await.unwrap();
+    sqlx::query("UPDATE cron_jobs SET next_run_at = now()").execute(&env.db).await.unwrap();
     env.llm.push(ScriptedReply::text("The nightly build passed."));
     let got = sent(&tg, 2).await;
     assert_eq!(got[1].text, "⏰ Cron job “build check”\n\nThe nightly build passed.");
@@ -370,7 +370,7 @@ async fn a_jobs_skills_are_loaded_into_its_runs_in_order() {
     let (_, agent, key) = env.tenant("acme", "helper").await;
     sqlx::query("UPDATE agents SET toolsets = ARRAY['skills'] WHERE id = $1")
         .bind(agent.id.as_uuid())
-        .execute(env.store.pool())
+        .execute(&env.db)
         .await
         .unwrap();
     let body = json!({"name": "brief", "prompt": "Brief in Chinese.", "schedule": "every 1d",
@@ -393,7 +393,7 @@ async fn telegram_agent_with(env: &TestEnv, toolset: &str) -> (TelegramEmulator,
     bind(env, &tg, "poll", "open", &[]).await;
     sqlx::query("UPDATE agents SET toolsets = array_append(toolsets, $1)")
         .bind(toolset)
-        .execute(env.store.pool())
+        .execute(&env.db)
         .await
         .unwrap();
     (tg, Pod::start(env).await)

@@ -18,7 +18,7 @@ async fn a_cron_run_silent_past_the_inactivity_limit_fails_but_a_busy_one_runs_o
     let env = TestEnv::start_with(Roles::default(), |c| c.worker.unattended_inactivity_seconds = 2).await;
     let tg = TelegramEmulator::start().await.unwrap();
     let channel = bind(&env, &tg, "poll", "open", &[]).await;
-    sqlx::query("UPDATE agents SET toolsets = array_append(toolsets, 'todo')").execute(env.store.pool()).await.unwrap();
+    sqlx::query("UPDATE agents SET toolsets = array_append(toolsets, 'todo')").execute(&env.db).await.unwrap();
     let pod = Pod::start(&env).await;
 
     // Busy: four steps, each well inside the limit, together well past it.
@@ -42,7 +42,7 @@ async fn a_cron_run_silent_past_the_inactivity_limit_fails_but_a_busy_one_runs_o
     assert!(got[1].text.starts_with("⏰ Cron job “hung”\n\n"), "{}", got[1].text);
     let error = poll_until(async || -> Option<String> {
         sqlx::query_scalar("SELECT error FROM cron_runs WHERE status = 'failed'")
-            .fetch_optional(env.store.pool())
+            .fetch_optional(&env.db)
             .await
             .unwrap()
             .flatten()
@@ -60,10 +60,7 @@ async fn a_chats_job_is_managed_by_the_chat_the_agents_tool_and_the_api_and_nobo
     let env = TestEnv::start().await;
     let tg = TelegramEmulator::start().await.unwrap();
     bind(&env, &tg, "poll", "open", &[]).await;
-    sqlx::query("UPDATE agents SET toolsets = array_append(toolsets, 'cronjob')")
-        .execute(env.store.pool())
-        .await
-        .unwrap();
+    sqlx::query("UPDATE agents SET toolsets = array_append(toolsets, 'cronjob')").execute(&env.db).await.unwrap();
     let tenant = env.store.tenant_by_name("acme").await.unwrap().id;
     let key = env.store.create_api_key(tenant, None, "k", None).await.unwrap().1;
     let pod = Pod::start(&env).await;
@@ -125,10 +122,7 @@ async fn a_chats_job_is_managed_by_the_chat_the_agents_tool_and_the_api_and_nobo
 async fn a_jobs_runs_use_its_model_and_only_its_toolsets() {
     let env = TestEnv::start().await;
     let (_, _, key) = env.tenant("acme", "ops").await;
-    sqlx::query("UPDATE agents SET toolsets = ARRAY['terminal', 'todo', 'memory']")
-        .execute(env.store.pool())
-        .await
-        .unwrap();
+    sqlx::query("UPDATE agents SET toolsets = ARRAY['terminal', 'todo', 'memory']").execute(&env.db).await.unwrap();
     let bad = json!({"prompt": "x", "schedule": "every 1d", "enabled_toolsets": ["teleport"]});
     let (status, err) = call(&env, &key, "post", "/v1/cron/jobs", Some(bad)).await;
     assert_eq!((status, err["error"]["code"].as_str()), (400, Some("invalid_value")), "{err}");

@@ -149,7 +149,7 @@ async fn after_downtime_each_job_runs_once_or_skips_to_its_next_slot() {
              FROM cron_jobs j WHERE j.name = $1",
         )
         .bind(name)
-        .fetch_one(env.store.pool())
+        .fetch_one(&env.db)
         .await
         .unwrap();
         assert_eq!(count, i64::from(runs), "{name}: runs now");

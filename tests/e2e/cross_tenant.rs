@@ -35,11 +35,8 @@ async fn snapshot(env: &TestEnv, tenant: hermes_core::TenantId) -> Vec<(String, 
     let mut all = Vec::new();
     for table in TABLES {
         let sql = format!("SELECT t::text FROM {table} t WHERE tenant_id = $1 ORDER BY 1");
-        let rows: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-            .bind(tenant.as_uuid())
-            .fetch_all(env.store.pool())
-            .await
-            .unwrap();
+        let rows: Vec<String> =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(tenant.as_uuid()).fetch_all(&env.db).await.unwrap();
         all.push((table.to_owned(), rows));
     }
     all
@@ -77,7 +74,7 @@ async fn every_operation_with_a_path_id_answers_404_to_another_tenant_and_writes
     let (_, run) = call(&env, &key, "post", "/v1/runs", Some(json!({"input": "clean up"}))).await;
     let interaction: uuid::Uuid = poll_until(async || {
         sqlx::query_scalar("SELECT id FROM interactions WHERE status = 'pending'")
-            .fetch_optional(env.store.pool())
+            .fetch_optional(&env.db)
             .await
             .unwrap()
     })
@@ -90,7 +87,7 @@ async fn every_operation_with_a_path_id_answers_404_to_another_tenant_and_writes
     let (_, event_hook) = call(&env, &key, "post", "/v1/event-hooks", Some(target)).await;
     let session: String = sqlx::query_scalar("SELECT id::text FROM sessions WHERE tenant_id = $1 LIMIT 1")
         .bind(victim.as_uuid())
-        .fetch_one(env.store.pool())
+        .fetch_one(&env.db)
         .await
         .unwrap();
     let ids = [

@@ -80,24 +80,20 @@ async fn children_work_in_parallel_with_fewer_tools_and_only_their_summaries_ret
     assert!(result.contains("child summary one") && result.contains("child summary two"), "{result}");
 
     // Child transcripts are sessions linked to the parent.
-    let parent: String = sqlx::query_scalar("SELECT id::text FROM sessions WHERE lineage IS NULL")
-        .fetch_one(env.store.pool())
-        .await
-        .unwrap();
+    let parent: String =
+        sqlx::query_scalar("SELECT id::text FROM sessions WHERE lineage IS NULL").fetch_one(&env.db).await.unwrap();
     let children: Vec<(String, i64)> = sqlx::query_as(
         "SELECT s.parent_session_id::text, (SELECT count(*) FROM messages m WHERE m.session_id = s.id)
          FROM sessions s WHERE s.lineage = 'subagent'",
     )
-    .fetch_all(env.store.pool())
+    .fetch_all(&env.db)
     .await
     .unwrap();
     assert_eq!(children.len(), 2);
     assert!(children.iter().all(|(p, n)| *p == parent && *n == 2), "{children:?}");
     // Every call is metered on the parent's turn: two by the parent, one by each child.
-    let purposes: Vec<String> = sqlx::query_scalar("SELECT purpose FROM model_calls ORDER BY purpose")
-        .fetch_all(env.store.pool())
-        .await
-        .unwrap();
+    let purposes: Vec<String> =
+        sqlx::query_scalar("SELECT purpose FROM model_calls ORDER BY purpose").fetch_all(&env.db).await.unwrap();
     assert_eq!(purposes, ["main", "main", "subagent", "subagent"]);
     let turns = env.count("SELECT count(DISTINCT turn_id) FROM model_calls").await;
     assert_eq!(turns, 1);

@@ -21,7 +21,7 @@ async fn toolsets_match_the_tools_agents_get_and_skills_follow_the_agents_view()
     sqlx::query("UPDATE agents SET toolsets = $2 WHERE id = $1")
         .bind(agent.id.as_uuid())
         .bind(&all)
-        .execute(env.store.pool())
+        .execute(&env.db)
         .await
         .unwrap();
     env.llm.push(ScriptedReply::text("hi"));
@@ -46,7 +46,7 @@ async fn toolsets_match_the_tools_agents_get_and_skills_follow_the_agents_view()
 
     sqlx::query("UPDATE agents SET toolsets = ARRAY['skills'] WHERE id = $1")
         .bind(agent.id.as_uuid())
-        .execute(env.store.pool())
+        .execute(&env.db)
         .await
         .unwrap();
     let (_, toolsets) = get(&env, &key, "/v1/toolsets").await;

@@ -45,9 +45,12 @@ async fn shell(env: &TestEnv, key: &str, model: &str, command: &str) -> String {
 #[tokio::test]
 async fn sandboxes_reach_only_public_addresses_and_only_when_the_agent_opted_in() {
     // 127.0.0.3 stands in for a public server: no public internet is reachable from the tests.
-    let env =
-        TestEnv::start_with(Roles::default(), |c| c.sandbox.egress_allow_cidrs = vec!["127.0.0.3/32".into()]).await;
     let port = web_server().await;
+    let env = TestEnv::start_with(Roles::default(), |c| {
+        c.sandbox.egress_allow_cidrs = vec!["127.0.0.3/32".into()];
+        c.sandbox.egress_ports = vec![80, 443, port];
+    })
+    .await;
     let (tenant, _, key) = env.tenant("acme", "closed").await;
     let open = env.agent(tenant, "open").await;
     env.store.set_egress(tenant, open.id, true).await.unwrap();
@@ -80,6 +83,9 @@ async fn sandboxes_reach_only_public_addresses_and_only_when_the_agent_opted_in(
     assert!(tunnel.starts_with("HTTP/1.1 403 Forbidden"), "{tunnel}");
     let tunnel = shell(&env, &key, "open", &connect(&format!("127.0.0.3:{port}"))).await;
     assert!(tunnel.starts_with("HTTP/1.1 200 Connection established"), "{tunnel}");
+    // Only the open ports: no mail relaying from a tenant's code.
+    let smtp = shell(&env, &key, "open", &connect("127.0.0.3:25")).await;
+    assert!(smtp.starts_with("HTTP/1.1 403 Forbidden") && smtp.contains("port 25 is not open"), "{smtp}");
     // Only the proxy leads out: a direct connection has no route.
     let direct = shell(&env, &key, "open", &format!("echo x | nc -w 3 127.0.0.3 {port} 2>&1; echo code=$?")).await;
     assert!(!direct.contains("hello-from-outside") && !direct.contains("code=0"), "{direct}");

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use hermes_core::ChatMessage;
-use hermes_store::{Accepted, NewTurn, Route, TurnTarget};
+use hermes_store::{Accepted, NewChannel, NewTurn, Route, TurnTarget};
 use hermes_testkit::ScriptedReply;
 
 use crate::harness::{TestEnv, poll_until};
@@ -22,9 +22,22 @@ async fn a_chat_message_is_taken_in_once_and_its_answer_is_queued_for_delivery_o
         source: hermes_core::SessionSource::Telegram,
         user_key: "telegram:7".into(),
     };
-    // A chat of a bot that is not bound here: the answer is queued all the same.
-    let chat =
-        hermes_core::outbox::Destination::chat(hermes_core::Platform::Telegram, uuid::Uuid::now_v7(), "42", None);
+    let secrets = hermes_store::SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap();
+    let bot = NewChannel {
+        agent_id: agent.id,
+        platform: hermes_core::Platform::Telegram,
+        mode: hermes_core::ChannelMode::Webhook,
+        api_base: "http://127.0.0.1:9".into(),
+        credentials: json!({"token": "123:abc"}),
+        bot_identity: "bot".into(),
+        dm_policy: "open".parse().unwrap(),
+        group_policy: "mention".parse().unwrap(),
+        allow_users: Vec::new(),
+        allow_chats: Vec::new(),
+        admins: Vec::new(),
+    };
+    let channel = env.store.create_channel(tenant, bot, secrets.as_ref()).await.unwrap();
+    let chat = hermes_core::outbox::Destination::chat(hermes_core::Platform::Telegram, channel.id, "42", None);
     let turn = || NewTurn {
         agent_id: agent.id,
         target: TurnTarget::Route { route: route.clone(), fresh: true, replaces: None },
@@ -68,7 +81,20 @@ async fn a_chat_message_is_taken_in_once_and_its_answer_is_queued_for_delivery_o
     assert!(env.store.outbox_part_sent(item, 1, &["555".to_owned()]).await.unwrap());
     assert!(env.store.outbox_sent(item).await.unwrap());
     let (status, ids): (String, String) =
-        sqlx::query_as("SELECT status, platform_message_id FROM outbox").fetch_one(env.store.pool()).await.unwrap();
+        sqlx::query_as("SELECT status, platform_message_id FROM outbox").fetch_one(&env.db).await.unwrap();
     assert_eq!((status.as_str(), ids.as_str()), ("sent", "555"));
+
+    // An answer addressed to a bot that is not the tenant's is never queued.
+    env.llm.push(ScriptedReply::text("Nobody gets this."));
+    let stranger =
+        hermes_core::outbox::Destination::chat(hermes_core::Platform::Telegram, uuid::Uuid::now_v7(), "42", None);
+    let update = json!({"update_id": 1003, "message": {"text": "again"}});
+    let mut foreign = turn();
+    foreign.reply_to = Some(stranger);
+    foreign.target = TurnTarget::Existing(session);
+    env.store.accept_inbound(tenant, "telegram:bot", "1003", &update, Some(foreign), None).await.unwrap();
+    env.signal_work(tenant, session).await;
+    env.wait_for_count("SELECT count(*) FROM turns WHERE status = 'completed'", 2).await;
+    assert_eq!(env.count("SELECT count(*) FROM outbox").await, 1, "nothing queued for another tenant's bot");
     env.stop().await;
 }

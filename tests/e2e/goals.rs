@@ -15,10 +15,7 @@ use crate::telegram::{Pod, TOKEN, bind, sent};
 async fn bot(env: &TestEnv) -> (TelegramEmulator, Pod) {
     let tg = TelegramEmulator::start().await.unwrap();
     bind(env, &tg, "poll", "open", &[]).await;
-    sqlx::query("UPDATE channels SET streaming = false, tool_progress = false")
-        .execute(env.store.pool())
-        .await
-        .unwrap();
+    sqlx::query("UPDATE channels SET streaming = false, tool_progress = false").execute(&env.db).await.unwrap();
     (tg, Pod::start(env).await)
 }
 

@@ -37,6 +37,9 @@ impl Default for Roles {
 pub struct TestEnv {
     pub config: HermesConfig,
     pub store: Store,
+    /// The test's database as its owner (the tables' owner, not subject to row-level security):
+    /// for looking at and arranging rows directly.
+    pub db: sqlx::PgPool,
     pub llm: ScriptedLlm,
     pub api_url: String,
     pub http: reqwest::Client,
@@ -120,6 +123,7 @@ impl TestEnv {
 
         let store = Store::connect(&config.database.url, config.database.max_connections).await.unwrap();
         store.migrate().await.unwrap();
+        let db = sqlx::postgres::PgPoolOptions::new().max_connections(4).connect(&config.database.url).await.unwrap();
         let cache = Cache::connect(&config.redis.url, &config.redis.key_prefix).await.unwrap();
         let broker = Broker::connect(&config.rabbitmq, &name).await.unwrap();
         let llm = ScriptedLlm::start().await.unwrap();
@@ -165,7 +169,7 @@ impl TestEnv {
             let token = shutdown.clone();
             tasks.push(tokio::spawn(hermes_scheduler::run(ctx, token)));
         }
-        TestEnv { config, store, llm, api_url, http: reqwest::Client::new(), shutdown, tasks, db_name }
+        TestEnv { config, store, db, llm, api_url, http: reqwest::Client::new(), shutdown, tasks, db_name }
     }
 
     /// A tenant with one agent on the scripted model and an API key for it.
@@ -223,7 +227,7 @@ impl TestEnv {
 
     /// Runs one SQL count against the test database.
     pub async fn count(&self, sql: &str) -> i64 {
-        sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql.to_owned())).fetch_one(self.store.pool()).await.unwrap()
+        sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql.to_owned())).fetch_one(&self.db).await.unwrap()
     }
 
     /// Polls a SQL count until it reaches `at_least` ([`PATIENCE`] at most; the caller asserts).

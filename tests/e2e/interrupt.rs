@@ -11,7 +11,7 @@ use crate::harness::{Roles, TestEnv, poll_until};
 
 async fn turn_status(env: &TestEnv) -> String {
     sqlx::query_scalar::<_, String>("SELECT status::text FROM turns ORDER BY created_at DESC LIMIT 1")
-        .fetch_one(env.store.pool())
+        .fetch_one(&env.db)
         .await
         .unwrap()
 }
@@ -37,17 +37,14 @@ async fn a_client_that_disconnects_stops_its_turn_and_nothing_partial_is_stored(
         .await;
     assert!(gone.is_err(), "the client gave up");
     assert_eq!(wait_for_status(&env, "cancelled").await, "cancelled", "the worker stopped the turn");
-    let roles = sqlx::query_scalar::<_, String>("SELECT role FROM messages ORDER BY seq")
-        .fetch_all(env.store.pool())
-        .await
-        .unwrap();
+    let roles =
+        sqlx::query_scalar::<_, String>("SELECT role FROM messages ORDER BY seq").fetch_all(&env.db).await.unwrap();
     assert_eq!(roles, ["user"], "no partial answer");
     assert_eq!(env.llm.requests().len(), 1);
 
     // The session is still usable: the next turn runs normally.
     env.llm.push(ScriptedReply::text("back again"));
-    let session: String =
-        sqlx::query_scalar("SELECT id::text FROM sessions").fetch_one(env.store.pool()).await.unwrap();
+    let session: String = sqlx::query_scalar("SELECT id::text FROM sessions").fetch_one(&env.db).await.unwrap();
     let resp = env
         .chat_with(
             &key,
@@ -93,7 +90,7 @@ async fn with_on_disconnect_finish_the_turn_completes_in_the_background() {
         .await;
     assert_eq!(wait_for_status(&env, "completed").await, "completed");
     let answer: String = sqlx::query_scalar("SELECT content #>> '{}' FROM messages WHERE role = 'assistant'")
-        .fetch_one(env.store.pool())
+        .fetch_one(&env.db)
         .await
         .unwrap();
     assert_eq!(answer, "finished anyway");

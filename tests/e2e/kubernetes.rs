@@ -340,7 +340,11 @@ async fn internet_access_opens_the_network_policy_to_public_addresses_only_and_f
     assert_eq!(dns["to"][0]["podSelector"]["matchLabels"]["k8s-app"], "kube-dns");
     assert_eq!(dns["ports"], json!([{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]));
     let peers = rules[1]["to"].as_array().unwrap();
-    assert!(rules[1]["ports"].is_null(), "any port");
+    assert_eq!(
+        rules[1]["ports"],
+        json!([{"port": 80, "protocol": "TCP"}, {"port": 443, "protocol": "TCP"}]),
+        "web ports only (sandbox.egress_ports)"
+    );
     assert_eq!(peers[0]["ipBlock"]["cidr"], "0.0.0.0/0");
     let except_v4: Vec<&str> =
         peers[0]["ipBlock"]["except"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();

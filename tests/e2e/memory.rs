@@ -14,7 +14,7 @@ async fn with_memory(env: &TestEnv, tenant: hermes_core::TenantId, agent: hermes
     sqlx::query("UPDATE agents SET toolsets = ARRAY['memory'] WHERE tenant_id = $1 AND id = $2")
         .bind(tenant.as_uuid())
         .bind(agent.as_uuid())
-        .execute(env.store.pool())
+        .execute(&env.db)
         .await
         .unwrap();
 }
@@ -181,7 +181,7 @@ async fn the_nudge_reaches_the_model_every_n_turns_and_is_never_stored() {
     let (tenant, agent, key) = env.tenant("acme", "ops").await;
     sqlx::query("UPDATE agents SET toolsets = ARRAY['memory', 'skills'] WHERE id = $1")
         .bind(agent.id.as_uuid())
-        .execute(env.store.pool())
+        .execute(&env.db)
         .await
         .unwrap();
     let _ = tenant;

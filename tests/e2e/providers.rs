@@ -123,7 +123,7 @@ async fn a_failing_primary_falls_back_to_the_next_model_with_a_pooled_key() {
     // Usage is recorded per answered call, under the model and key that served it.
     let calls: Vec<(String, String, Option<String>, i64, i64)> =
         sqlx::query_as("SELECT purpose, model, key_id, prompt_tokens, completion_tokens FROM model_calls ORDER BY id")
-            .fetch_all(env.store.pool())
+            .fetch_all(&env.db)
             .await
             .unwrap();
     assert_eq!(calls.len(), 1, "the failed calls were not answered: {calls:?}");
@@ -223,7 +223,7 @@ async fn an_anthropic_agent_speaks_the_native_api_with_cache_breakpoints_and_too
     assert!(result["content"].as_str().unwrap().contains("from-claude"));
     let stored: Option<String> =
         sqlx::query_scalar("SELECT reasoning FROM messages WHERE role = 'assistant' AND tool_calls IS NULL")
-            .fetch_one(env.store.pool())
+            .fetch_one(&env.db)
             .await
             .unwrap();
     assert_eq!(stored.as_deref(), Some("thinking about it"));

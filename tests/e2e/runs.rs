@@ -80,7 +80,7 @@ async fn a_run_starts_at_once_and_another_api_pod_streams_its_events_and_status(
     assert!(events.iter().all(|e| e["run_id"] == run.as_str() && e["timestamp"].is_f64()));
     assert_eq!(events[0]["tool"], "terminal");
     let tool_result: String = sqlx::query_scalar("SELECT content #>> '{}' FROM messages WHERE role = 'tool'")
-        .fetch_one(env.store.pool())
+        .fetch_one(&env.db)
         .await
         .unwrap();
     assert_eq!(events[1]["error"], false, "{tool_result}");

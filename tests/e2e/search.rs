@@ -11,7 +11,7 @@ use crate::harness::TestEnv;
 async fn enable_search(env: &TestEnv, agent: hermes_core::AgentId) {
     sqlx::query("UPDATE agents SET toolsets = ARRAY['session_search'] WHERE id = $1")
         .bind(agent.as_uuid())
-        .execute(env.store.pool())
+        .execute(&env.db)
         .await
         .unwrap();
 }
@@ -111,7 +111,7 @@ async fn earlier_conversations_are_found_by_every_operator_in_any_language_and_o
     // Scrolling one of the results, then asking for a session that is not Alice's.
     let session = postgres["results"][0]["session_id"].as_str().unwrap().to_owned();
     let bob_session: String = sqlx::query_scalar("SELECT id::text FROM sessions WHERE user_key = 'session-key:bob'")
-        .fetch_one(env.store.pool())
+        .fetch_one(&env.db)
         .await
         .unwrap();
     env.llm.push(ScriptedReply::tool_call(

@@ -21,7 +21,7 @@ async fn sessions_get_titles_lineage_and_exports() {
     let (tenant, agent, key) = env.tenant("acme", "ops").await;
     sqlx::query("UPDATE agents SET toolsets = ARRAY['todo'] WHERE id = $1")
         .bind(agent.id.as_uuid())
-        .execute(env.store.pool())
+        .execute(&env.db)
         .await
         .unwrap();
     env.llm.push(ScriptedReply::tool_call(
@@ -51,7 +51,7 @@ async fn sessions_get_titles_lineage_and_exports() {
     .bind(tenant.as_uuid())
     .bind(agent.id.as_uuid())
     .bind(child.as_uuid())
-    .execute(env.store.pool())
+    .execute(&env.db)
     .await
     .unwrap();
     let lineage = env.store.session_lineage(tenant, grandchild).await.unwrap();
@@ -93,7 +93,7 @@ async fn sessions_past_the_tenants_retention_are_pruned_unless_a_turn_is_open() 
     }
     let now = Utc::now();
     // Keeping forever (the default) prunes nothing, however old.
-    sqlx::query("UPDATE sessions SET updated_at = now() - interval '40 days'").execute(env.store.pool()).await.unwrap();
+    sqlx::query("UPDATE sessions SET updated_at = now() - interval '40 days'").execute(&env.db).await.unwrap();
     assert_eq!(env.store.prune_sessions(now, 100).await.unwrap(), 0);
 
     let policy = SessionPolicy { retention_days: Some(30), ..env.store.session_policy(tenant).await.unwrap() };
@@ -101,12 +101,12 @@ async fn sessions_past_the_tenants_retention_are_pruned_unless_a_turn_is_open() 
     // Session 1 was active recently; session 2 has a queued turn.
     sqlx::query("UPDATE sessions SET updated_at = now() - interval '2 days' WHERE id = $1")
         .bind(sessions[1].as_uuid())
-        .execute(env.store.pool())
+        .execute(&env.db)
         .await
         .unwrap();
     sqlx::query("UPDATE turns SET status = 'queued' WHERE session_id = $1")
         .bind(sessions[2].as_uuid())
-        .execute(env.store.pool())
+        .execute(&env.db)
         .await
         .unwrap();
     assert_eq!(env.store.prune_sessions(now, 100).await.unwrap(), 1);
@@ -153,7 +153,7 @@ async fn a_chat_keeps_its_session_until_the_reset_rules_say_otherwise_but_never_
         sqlx::query("UPDATE sessions SET updated_at = $2 WHERE id = $1")
             .bind(session.as_uuid())
             .bind(now)
-            .execute(env.store.pool())
+            .execute(&env.db)
             .await
             .unwrap();
         (session, reason)
@@ -172,7 +172,7 @@ async fn a_chat_keeps_its_session_until_the_reset_rules_say_otherwise_but_never_
     assert_ne!(second, first);
     let user_key: String = sqlx::query_scalar("SELECT user_key FROM sessions WHERE id = $1")
         .bind(second.as_uuid())
-        .fetch_one(env.store.pool())
+        .fetch_one(&env.db)
         .await
         .unwrap();
     assert_eq!(user_key, "telegram:7");

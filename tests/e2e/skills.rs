@@ -16,7 +16,7 @@ async fn set_toolsets(env: &TestEnv, agent: AgentId, toolsets: &[&str]) {
     sqlx::query("UPDATE agents SET toolsets = $2 WHERE id = $1")
         .bind(agent.as_uuid())
         .bind(toolsets)
-        .execute(env.store.pool())
+        .execute(&env.db)
         .await
         .unwrap();
 }
@@ -68,7 +68,7 @@ async fn bundled_skills_are_listed_viewed_and_filtered_by_toolsets_and_their_fil
     assert!(!file["content"].as_str().unwrap().is_empty());
     assert!(results(&env, 4)[3]["text"].as_str().unwrap().contains("no skill named \"git-workflow\""));
     let views: i64 = sqlx::query_scalar("SELECT view_count FROM skill_usage WHERE name = 'sql-analysis'")
-        .fetch_one(env.store.pool())
+        .fetch_one(&env.db)
         .await
         .unwrap();
     assert_eq!(views, 2);
@@ -110,7 +110,7 @@ async fn a_slash_command_loads_a_skill_into_the_turn() {
     let uses: i64 =
         sqlx::query_scalar("SELECT use_count FROM skill_usage WHERE tenant_id = $1 AND name = 'meeting-notes'")
             .bind(tenant.as_uuid())
-            .fetch_one(env.store.pool())
+            .fetch_one(&env.db)
             .await
             .unwrap();
     assert_eq!(uses, 1);
@@ -247,7 +247,7 @@ async fn a_multi_step_task_becomes_a_skill_in_the_background_that_the_next_sessi
     let metered = async || -> Vec<String> {
         sqlx::query_scalar("SELECT purpose FROM model_calls WHERE tenant_id = $1 ORDER BY id")
             .bind(tenant.as_uuid())
-            .fetch_all(env.store.pool())
+            .fetch_all(&env.db)
             .await
             .unwrap()
     };

@@ -177,7 +177,7 @@ async fn a_polled_bot_answers_once_per_update_and_another_pod_takes_over_when_it
     // lapses, recognises the update, and answers only the new message.
     pod_a.kill().unwrap();
     pod_a.wait().unwrap();
-    sqlx::query("UPDATE channels SET poll_offset = $1").bind(first).execute(env.store.pool()).await.unwrap();
+    sqlx::query("UPDATE channels SET poll_offset = $1").bind(first).execute(&env.db).await.unwrap();
     let mut again = message_update(42, "private", 42, "once please", None);
     again["update_id"] = json!(first);
     tg.redeliver(TOKEN, again);
@@ -198,7 +198,7 @@ async fn a_polled_bot_answers_once_per_update_and_another_pod_takes_over_when_it
 }
 
 async fn env_channel(env: &TestEnv) -> uuid::Uuid {
-    sqlx::query_scalar("SELECT id FROM channels").fetch_one(env.store.pool()).await.unwrap()
+    sqlx::query_scalar("SELECT id FROM channels").fetch_one(&env.db).await.unwrap()
 }
 
 #[tokio::test]
@@ -323,10 +323,8 @@ async fn a_new_message_interrupts_the_turn_the_agent_is_working_on() {
     // Nothing more may come for a while: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert_eq!(tg.sent(TOKEN).len(), 1, "the interrupted turn sends nothing");
-    let statuses: Vec<String> = sqlx::query_scalar("SELECT status::text FROM turns ORDER BY created_at")
-        .fetch_all(env.store.pool())
-        .await
-        .unwrap();
+    let statuses: Vec<String> =
+        sqlx::query_scalar("SELECT status::text FROM turns ORDER BY created_at").fetch_all(&env.db).await.unwrap();
     assert_eq!(statuses, ["cancelled", "completed"]);
     let seen = env.llm.requests().last().unwrap().messages();
     // Stopped before it began, the first message is answered with the second; stopped later,

@@ -27,7 +27,7 @@ async fn approvals_and_questions_are_asked_in_the_chat_and_answered_with_buttons
     let env = TestEnv::start().await;
     let tg = TelegramEmulator::start().await.unwrap();
     bind(&env, &tg, "poll", "open", &[]).await;
-    sqlx::query("UPDATE agents SET toolsets = ARRAY['terminal', 'clarify']").execute(env.store.pool()).await.unwrap();
+    sqlx::query("UPDATE agents SET toolsets = ARRAY['terminal', 'clarify']").execute(&env.db).await.unwrap();
     let pod = Pod::start(&env).await;
 
     // A dangerous command: the question comes with buttons; a press resumes the turn.

@@ -174,7 +174,7 @@ async fn rollback_lists_the_workspace_checkpoints_and_restores_one_without_the_m
     let (_, agent, key) = env.tenant("acme", "ops").await;
     sqlx::query("UPDATE agents SET toolsets = ARRAY['terminal', 'file'] WHERE id = $1")
         .bind(agent.id.as_uuid())
-        .execute(env.store.pool())
+        .execute(&env.db)
         .await
         .unwrap();
     let chat = |content: &str| json!({"model": "ops", "messages": [{"role": "user", "content": content}]});
@@ -247,7 +247,7 @@ async fn a_turn_starts_the_agents_sandbox_while_the_model_thinks_but_only_for_ag
     let writer = env.agent(tenant, "writer").await;
     sqlx::query("UPDATE agents SET toolsets = ARRAY['todo'] WHERE id = $1")
         .bind(writer.id.as_uuid())
-        .execute(env.store.pool())
+        .execute(&env.db)
         .await
         .unwrap();
     env.llm.push(ScriptedReply::text("Noted."));

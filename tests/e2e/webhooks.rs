@@ -48,7 +48,7 @@ async fn a_signed_event_becomes_a_toolless_turn_answered_in_the_chat_and_bad_del
     let tg = TelegramEmulator::start().await.unwrap();
     bind(&env, &tg, "poll", "open", &[]).await;
     sqlx::query("UPDATE agents SET toolsets = ARRAY['terminal', 'file', 'todo', 'memory', 'skills']")
-        .execute(env.store.pool())
+        .execute(&env.db)
         .await
         .unwrap();
     let key = key(&env).await;
@@ -96,6 +96,10 @@ async fn a_signed_event_becomes_a_toolless_turn_answered_in_the_chat_and_bad_del
     // The sender retries the same delivery: nothing starts again.
     let (status, dup) = post(&pod, &path, &github(&secret, "pull_request", "d2", &body), &body).await;
     assert_eq!((status, dup["status"].as_str()), (200, Some("duplicate")));
+    // A captured delivery replayed under a new delivery id (GitHub does not sign that header):
+    // the signed body is the same, so it is the same delivery.
+    let (status, replay) = post(&pod, &path, &github(&secret, "pull_request", "d2-again", &body), &body).await;
+    assert_eq!((status, replay["status"].as_str()), (200, Some("duplicate")), "{replay}");
 
     // Rotated: the old secret stops working at once.
     let (_, rotated) = call(&env, &key, "post", &format!("/v1/webhooks/{id}/rotate-secret"), None).await;

@@ -21,6 +21,13 @@ pub struct SandboxConfig {
     /// Address ranges sandboxes with internet access may reach although they are not public
     /// (an internal package mirror), as `a.b.c.d/n`.
     pub egress_allow_cidrs: Vec<String>,
+    /// The ports sandboxes with internet access may connect to (web only by default: no mail
+    /// relaying, no SSH to strangers).
+    pub egress_ports: Vec<u16>,
+    /// Connections one sandbox may hold open through the egress proxy at once.
+    pub egress_max_connections: usize,
+    /// An egress connection with no bytes either way for this long is closed.
+    pub egress_idle_seconds: u64,
     /// Start an agent's sandbox when its turn starts, alongside the first model call, rather
     /// than when the first tool asks for it.
     pub prewarm: bool,
@@ -36,6 +43,9 @@ impl Default for SandboxConfig {
             idle_seconds: 1800,
             exec_timeout_seconds: 180,
             egress_allow_cidrs: Vec::new(),
+            egress_ports: vec![80, 443],
+            egress_max_connections: 64,
+            egress_idle_seconds: 300,
             prewarm: true,
         }
     }

@@ -165,8 +165,8 @@ impl KubeSandboxes {
             return Ok(());
         }
         let cfg = &self.inner.cfg;
-        let allow = egress.then_some(cfg.egress_allow_cidrs.as_slice());
-        let policy = manifests::network_policy(&cfg.kubernetes, key, names, allow);
+        let internet = egress.then(|| manifests::Internet::of(cfg));
+        let policy = manifests::network_policy(&cfg.kubernetes, key, names, internet);
         let params = PatchParams::apply("hermes-worker").force();
         self.api::<NetworkPolicy>().patch(&names.pod, &params, &Patch::Apply(&policy)).await.map_err(api_err)?;
         tracing::info!(pod = %names.pod, egress, "sandbox network policy applied");
@@ -350,7 +350,7 @@ pub fn manifests_of(cfg: &SandboxConfig, key: SandboxKey, egress: bool) -> Vec<s
         with_kind(manifests::secret(k, key, &names, "<token>")),
         with_kind(manifests::pvc(k, key, &names)),
         with_kind(manifests::pod(k, key, &names, cfg.exec_timeout_seconds)),
-        with_kind(manifests::network_policy(k, key, &names, egress.then_some(cfg.egress_allow_cidrs.as_slice()))),
+        with_kind(manifests::network_policy(k, key, &names, egress.then(|| manifests::Internet::of(cfg)))),
     ]
 }
 

@@ -17,7 +17,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use hermes_config::KubernetesSandboxConfig;
+use hermes_config::{KubernetesSandboxConfig, SandboxConfig};
 use hermes_net_policy::{Cidr, NON_PUBLIC_V4, NON_PUBLIC_V6};
 use hermes_sandbox::{SandboxKey, WORKSPACE};
 
@@ -210,15 +210,29 @@ pub fn pod(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names, exec_t
     }
 }
 
-/// The sandbox's NetworkPolicy: only the workers come in; with `egress` (the agent's opt-in,
-/// plus the operator's `sandbox.egress_allow_cidrs`) the pod may query the cluster's DNS and
-/// reach public addresses, never private, loopback, link-local or metadata ranges (the same
+/// What a sandbox whose agent opted in to the internet may reach besides public addresses:
+/// the operator's `sandbox.egress_allow_cidrs`, on the ports of `sandbox.egress_ports` only.
+#[derive(Debug, Clone, Copy)]
+pub struct Internet<'a> {
+    pub allow: &'a [String],
+    pub ports: &'a [u16],
+}
+
+impl<'a> Internet<'a> {
+    pub fn of(cfg: &'a SandboxConfig) -> Self {
+        Self { allow: &cfg.egress_allow_cidrs, ports: &cfg.egress_ports }
+    }
+}
+
+/// The sandbox's NetworkPolicy: only the workers come in; with `egress` (the agent's opt-in)
+/// the pod may query the cluster's DNS and reach public addresses (and the operator's extra
+/// ranges) on the open ports, never private, loopback, link-local or metadata ranges (the same
 /// list the workers' egress proxy refuses); without it nothing goes out.
 pub fn network_policy(
     cfg: &KubernetesSandboxConfig,
     key: SandboxKey,
     names: &Names,
-    egress: Option<&[String]>,
+    egress: Option<Internet<'_>>,
 ) -> NetworkPolicy {
     NetworkPolicy {
         metadata: meta(&names.pod, &labels(cfg, key, names)),
@@ -252,7 +266,7 @@ fn port(number: u16, protocol: &str) -> NetworkPolicyPort {
     }
 }
 
-fn internet_rules(cfg: &KubernetesSandboxConfig, allow: &[String]) -> Vec<NetworkPolicyEgressRule> {
+fn internet_rules(cfg: &KubernetesSandboxConfig, internet: Internet<'_>) -> Vec<NetworkPolicyEgressRule> {
     let dns = NetworkPolicyEgressRule {
         to: Some(vec![NetworkPolicyPeer {
             namespace_selector: Some(LabelSelector::default()),
@@ -269,6 +283,7 @@ fn internet_rules(cfg: &KubernetesSandboxConfig, allow: &[String]) -> Vec<Networ
         ..Default::default()
     };
     let mut peers = vec![block("0.0.0.0/0", &NON_PUBLIC_V4), block("::/0", &NON_PUBLIC_V6)];
-    peers.extend(allow.iter().filter(|c| Cidr::parse(c).is_some()).map(|c| block(c, &[])));
-    vec![dns, NetworkPolicyEgressRule { to: Some(peers), ports: None }]
+    peers.extend(internet.allow.iter().filter(|c| Cidr::parse(c).is_some()).map(|c| block(c, &[])));
+    let ports = internet.ports.iter().map(|p| port(*p, "TCP")).collect();
+    vec![dns, NetworkPolicyEgressRule { to: Some(peers), ports: Some(ports) }]
 }

@@ -158,7 +158,7 @@ impl Store {
             .bind(&new.api_mode)
             .bind(new.auxiliary.as_ref().map(serde_json::to_value).transpose().map_err(|e| StoreError::Invalid(e.to_string()))?)
             .bind(new.context_window)
-            .fetch_one(self.pool())
+            .fetch_one(&mut *self.as_tenant(tenant).await?)
             .await
             .map_err(|e| match &e {
                 sqlx::Error::Database(db) if db.constraint().is_some_and(|c| c.contains("api_mode")) => {
@@ -179,7 +179,7 @@ impl Store {
         let row = sqlx::query(sql)
             .bind(tenant.as_uuid())
             .bind(name)
-            .fetch_optional(self.pool())
+            .fetch_optional(&mut *self.as_tenant(tenant).await?)
             .await?
             .ok_or(StoreError::NotFound)?;
         Agent::from_row(tenant, &row)
@@ -191,7 +191,7 @@ impl Store {
         let row = sqlx::query(sql)
             .bind(tenant.as_uuid())
             .bind(id.as_uuid())
-            .fetch_optional(self.pool())
+            .fetch_optional(&mut *self.as_tenant(tenant).await?)
             .await?
             .ok_or(StoreError::NotFound)?;
         Agent::from_row(tenant, &row)
@@ -200,7 +200,7 @@ impl Store {
     /// All of the tenant's agents, by name.
     pub async fn list_agents(&self, tenant: TenantId) -> Result<Vec<Agent>> {
         let sql = concat!("SELECT ", agent_columns!(), " FROM agents WHERE tenant_id = $1 ORDER BY name");
-        let rows = sqlx::query(sql).bind(tenant.as_uuid()).fetch_all(self.pool()).await?;
+        let rows = sqlx::query(sql).bind(tenant.as_uuid()).fetch_all(&mut *self.as_tenant(tenant).await?).await?;
         rows.iter().map(|r| Agent::from_row(tenant, r)).collect()
     }
 }

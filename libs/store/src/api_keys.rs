@@ -61,7 +61,7 @@ impl Store {
             .bind(tenant.as_uuid())
             .bind(stored_limit(per_minute))
             .bind(stored_limit(turns))
-            .execute(self.pool())
+            .execute(&mut *self.as_tenant(tenant).await?)
             .await?;
         Ok(())
     }
@@ -81,7 +81,7 @@ impl Store {
         .bind(key.as_uuid())
         .bind(stored_limit(per_minute))
         .bind(stored_limit(turns))
-        .execute(self.pool())
+        .execute(&mut *self.as_tenant(tenant).await?)
         .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
@@ -126,11 +126,11 @@ impl Store {
         .bind(&prefix)
         .bind(hash_key(&key))
         .bind(expires_at)
-        .fetch_one(self.pool())
+        .fetch_one(&mut *self.as_tenant(tenant).await?)
         .await
         .map_err(|e| match &e {
             sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::NotFound,
-            _ => StoreError::Database(e),
+            _ => StoreError::from(e),
         })?;
         let api_key = ApiKey {
             id,
@@ -156,7 +156,7 @@ impl Store {
              WHERE k.hash = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())",
         )
         .bind(hash_key(presented))
-        .fetch_optional(self.pool())
+        .fetch_optional(self.system())
         .await?;
         let Some(row) = row else { return Ok(None) };
         let tenant: Uuid = row.try_get("tenant_id")?;
@@ -182,7 +182,7 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .bind(key.as_uuid())
-        .execute(self.pool())
+        .execute(&mut *self.as_tenant(tenant).await?)
         .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);

@@ -39,7 +39,7 @@ impl BudgetState {
 }
 
 /// The start of the day and of the month containing `now`, in `zone`, as UTC instants.
-fn period_starts(zone: chrono_tz::Tz, now: DateTime<Utc>) -> (DateTime<Utc>, DateTime<Utc>) {
+pub(crate) fn period_starts(zone: chrono_tz::Tz, now: DateTime<Utc>) -> (DateTime<Utc>, DateTime<Utc>) {
     let local = now.with_timezone(&zone).date_naive();
     let midnight = |d: NaiveDate| {
         d.and_hms_opt(0, 0, 0)
@@ -57,7 +57,7 @@ impl Store {
         if !valid(budget.hard_usd) || !valid(budget.soft_usd) {
             return Err(StoreError::Invalid("caps are non-negative amounts in US dollars".into()));
         }
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         sqlx::query("DELETE FROM budgets WHERE tenant_id = $1 AND agent_id IS NOT DISTINCT FROM $2 AND period = $3")
             .bind(tenant.as_uuid())
             .bind(budget.agent_id.map(|a| a.as_uuid()))
@@ -77,7 +77,7 @@ impl Store {
         .await
         .map_err(|e| match &e {
             sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::NotFound,
-            _ => StoreError::Database(e),
+            _ => StoreError::from(e),
         })?;
         tx.commit().await?;
         Ok(())
@@ -92,6 +92,7 @@ impl Store {
         agent: AgentId,
         now: DateTime<Utc>,
     ) -> Result<Vec<BudgetState>> {
+        let mut conn = self.as_tenant(tenant).await?;
         let caps = sqlx::query(
             "SELECT b.agent_id, b.period, b.hard_usd::float8 AS hard, b.soft_usd::float8 AS soft, t.timezone
              FROM budgets b JOIN tenants t ON t.id = b.tenant_id
@@ -99,7 +100,7 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .bind(agent.as_uuid())
-        .fetch_all(self.pool())
+        .fetch_all(&mut *conn)
         .await?;
         let Some(first) = caps.first() else { return Ok(Vec::new()) };
         let zone: String = first.try_get("timezone")?;
@@ -124,7 +125,7 @@ impl Store {
             .bind(tenant.as_uuid())
             .bind(budget.agent_id.map(|a| a.as_uuid()))
             .bind(since)
-            .fetch_one(self.pool())
+            .fetch_one(&mut *conn)
             .await?;
             states.push(BudgetState { budget, spent_usd });
         }

@@ -176,7 +176,7 @@ impl Store {
         .bind(&new.allow_users)
         .bind(&new.allow_chats)
         .bind(&new.admins)
-        .fetch_one(self.pool())
+        .fetch_one(&mut *self.as_tenant(tenant).await?)
         .await
         .map_err(|e| match &e {
             sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::NotFound,
@@ -191,7 +191,7 @@ impl Store {
     pub async fn list_channels(&self, tenant: TenantId) -> Result<Vec<Channel>> {
         let rows = sqlx::query("SELECT * FROM channels WHERE tenant_id = $1 ORDER BY created_at")
             .bind(tenant.as_uuid())
-            .fetch_all(self.pool())
+            .fetch_all(&mut *self.as_tenant(tenant).await?)
             .await?;
         rows.iter().map(crate::rows::read::<Channel>).collect()
     }
@@ -200,7 +200,7 @@ impl Store {
         let row = sqlx::query("SELECT * FROM channels WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_uuid())
             .bind(id)
-            .fetch_optional(self.pool())
+            .fetch_optional(&mut *self.as_tenant(tenant).await?)
             .await?
             .ok_or(StoreError::NotFound)?;
         crate::rows::read::<Channel>(&row)
@@ -211,7 +211,7 @@ impl Store {
         let done = sqlx::query("DELETE FROM channels WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_uuid())
             .bind(id)
-            .execute(self.pool())
+            .execute(&mut *self.as_tenant(tenant).await?)
             .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -246,11 +246,11 @@ impl Store {
         .bind(&access.admin_commands)
         .bind(access.tool_progress)
         .bind(access.home_chat.as_deref())
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await
         .map_err(|e| match &e {
             sqlx::Error::Database(db) if db.is_check_violation() => StoreError::Invalid("unknown policy".into()),
-            _ => StoreError::Database(e),
+            _ => StoreError::from(e),
         })?
         .ok_or(StoreError::NotFound)?;
         crate::rows::read::<Channel>(&row)
@@ -262,7 +262,7 @@ impl Store {
             .bind(tenant.as_uuid())
             .bind(id)
             .bind(crate::messages::without_nul(name))
-            .execute(self.pool())
+            .execute(&mut *self.as_tenant(tenant).await?)
             .await?;
         Ok(())
     }
@@ -282,7 +282,7 @@ impl Store {
         .bind(id)
         .bind(status.as_str())
         .bind(reason.map(crate::messages::without_nul))
-        .execute(self.pool())
+        .execute(&mut *self.as_tenant(tenant).await?)
         .await?;
         Ok(())
     }
@@ -293,7 +293,7 @@ impl Store {
             .bind(tenant.as_uuid())
             .bind(id)
             .bind(offset)
-            .execute(self.pool())
+            .execute(&mut *self.as_tenant(tenant).await?)
             .await?;
         Ok(())
     }

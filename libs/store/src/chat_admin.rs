@@ -9,7 +9,7 @@ impl Store {
     /// Removes the session's last user message and everything after it; how many messages
     /// went (`0` when there was none). Refused (`Busy`) while a turn of the session is open.
     pub async fn undo_last_exchange(&self, tenant: TenantId, session: SessionId) -> Result<u64> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         // The session row is locked so no turn starts meanwhile.
         sqlx::query("SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2 FOR UPDATE")
             .bind(tenant.as_uuid())
@@ -54,7 +54,7 @@ impl Store {
         .bind(tenant.as_uuid())
         .bind(agent.as_uuid())
         .bind(model)
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?;
         old.ok_or(StoreError::NotFound)
     }

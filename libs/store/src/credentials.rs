@@ -76,7 +76,7 @@ impl Store {
         .bind(&sealed)
         .bind(new.priority)
         .bind(&new.allowed_hosts)
-        .fetch_one(self.pool())
+        .fetch_one(&mut *self.as_tenant(tenant).await?)
         .await
         .map_err(|e| StoreError::conflict_on_unique(e, &format!("credential {:?} of {}", new.label, new.provider)))?;
         Ok(PooledCredential {
@@ -102,7 +102,7 @@ impl Store {
              ORDER BY c.provider, c.priority, c.created_at",
         )
         .bind(tenant.as_uuid())
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
         let mut pools = CredentialPools::new();
         for row in &rows {
@@ -125,7 +125,7 @@ impl Store {
         .bind(tenant.as_uuid())
         .bind(provider)
         .bind(strategy)
-        .execute(self.pool())
+        .execute(&mut *self.as_tenant(tenant).await?)
         .await?;
         Ok(())
     }

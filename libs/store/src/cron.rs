@@ -141,7 +141,7 @@ impl Store {
         .bind(&new.deliver)
         .bind(new.origin.as_ref().map(sqlx::types::Json))
         .bind(&new.toolsets)
-        .fetch_one(self.pool())
+        .fetch_one(&mut *self.as_tenant(tenant).await?)
         .await
         .map_err(|e| match &e {
             sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::NotFound,
@@ -158,7 +158,7 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .bind(agent.map(|a| a.as_uuid()))
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
         rows.iter().map(crate::rows::read::<Job>).collect()
     }
@@ -176,7 +176,7 @@ impl Store {
         .bind(agent.map(|a| a.as_uuid()))
         .bind(id)
         .bind(reference.trim())
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
         let jobs: Vec<Job> = rows.iter().map(crate::rows::read::<Job>).collect::<Result<_>>()?;
         match jobs.as_slice() {
@@ -217,7 +217,7 @@ impl Store {
         .bind(t.map(|t| t.timezone.as_str()))
         .bind(t.and_then(|t| t.repeat_times))
         .bind(t.map(|t| t.next_run_at))
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await
         .map_err(|e| StoreError::conflict_on_unique(e, "this agent already has a job with that name"))?
         .ok_or(StoreError::NotFound)?;
@@ -229,7 +229,7 @@ impl Store {
         let done = sqlx::query("DELETE FROM cron_jobs WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_uuid())
             .bind(id)
-            .execute(self.pool())
+            .execute(&mut *self.as_tenant(tenant).await?)
             .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -252,7 +252,7 @@ impl Store {
         .bind(id)
         .bind(paused_reason)
         .bind(next_run_at)
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?
         .ok_or(StoreError::NotFound)?;
         crate::rows::read::<Job>(&row)
@@ -267,7 +267,7 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .bind(turn.as_uuid())
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?;
         row.map(|r| {
             Ok(RunSettings { model: r.try_get("model")?, toolsets: r.try_get("toolsets")?, fired: r.try_get("fired")? })
@@ -281,7 +281,7 @@ impl Store {
             sqlx::query_scalar("SELECT reply_to FROM turns WHERE tenant_id = $1 AND id = $2")
                 .bind(tenant.as_uuid())
                 .bind(turn.as_uuid())
-                .fetch_optional(self.pool())
+                .fetch_optional(&mut *self.as_tenant(tenant).await?)
                 .await?;
         Ok(found.flatten().map(|d| d.0))
     }
@@ -297,7 +297,7 @@ impl Store {
         .bind(tenant.as_uuid())
         .bind(job)
         .bind(limit)
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
         rows.iter().map(|r| Ok(r.try_get("run")?)).collect()
     }

@@ -9,7 +9,7 @@ use crate::{Result, Store, StoreError};
 impl Store {
     /// Asks for a run of the tenant's job `job` now, with `context` shown to it above its prompt.
     pub async fn fire_job(&self, tenant: TenantId, job: uuid::Uuid, context: &str) -> Result<()> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         fire_in(&mut tx, tenant, job, context).await?;
         tx.commit().await?;
         Ok(())

@@ -109,7 +109,7 @@ impl Store {
         .bind(events)
         .bind(sealed)
         .bind(crate::messages::without_nul(description))
-        .fetch_one(self.pool())
+        .fetch_one(&mut *self.as_tenant(tenant).await?)
         .await?;
         Ok((crate::rows::read::<EventHook>(&row)?, shown))
     }
@@ -117,7 +117,7 @@ impl Store {
     pub async fn list_event_hooks(&self, tenant: TenantId) -> Result<Vec<EventHook>> {
         let rows = sqlx::query("SELECT * FROM event_hooks WHERE tenant_id = $1 ORDER BY created_at, id")
             .bind(tenant.as_uuid())
-            .fetch_all(self.pool())
+            .fetch_all(&mut *self.as_tenant(tenant).await?)
             .await?;
         rows.iter().map(crate::rows::read::<EventHook>).collect()
     }
@@ -126,7 +126,7 @@ impl Store {
         let row = sqlx::query("SELECT * FROM event_hooks WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_uuid())
             .bind(id)
-            .fetch_optional(self.pool())
+            .fetch_optional(&mut *self.as_tenant(tenant).await?)
             .await?
             .ok_or(StoreError::NotFound)?;
         crate::rows::read::<EventHook>(&row)
@@ -149,7 +149,7 @@ impl Store {
         .bind(changes.events.as_ref())
         .bind(changes.description.as_deref().map(crate::messages::without_nul))
         .bind(changes.enabled)
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?
         .ok_or(StoreError::NotFound)?;
         crate::rows::read::<EventHook>(&row)
@@ -160,7 +160,7 @@ impl Store {
         let done = sqlx::query("DELETE FROM event_hooks WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_uuid())
             .bind(id)
-            .execute(self.pool())
+            .execute(&mut *self.as_tenant(tenant).await?)
             .await?;
         Ok(done.rows_affected() > 0)
     }
@@ -175,7 +175,7 @@ impl Store {
         .bind(tenant.as_uuid())
         .bind(id)
         .bind(event)
-        .execute(self.pool())
+        .execute(&mut *self.as_tenant(tenant).await?)
         .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
@@ -195,7 +195,7 @@ impl Store {
         .bind(tenant.as_uuid())
         .bind(hook)
         .bind(limit)
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
         rows.iter().map(|r| Ok(r.try_get("delivery")?)).collect()
     }

@@ -74,7 +74,7 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .bind(session.as_uuid())
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
         if rows.is_empty() {
             return Err(StoreError::NotFound);
@@ -91,7 +91,7 @@ impl Store {
             sqlx::query("SELECT seq, created_at FROM messages WHERE tenant_id = $1 AND session_id = $2 ORDER BY seq")
                 .bind(tenant.as_uuid())
                 .bind(session.as_uuid())
-                .fetch_all(self.pool())
+                .fetch_all(&mut *self.as_tenant(tenant).await?)
                 .await?;
         let mut at = std::collections::HashMap::with_capacity(times.len());
         for t in &times {

@@ -70,7 +70,7 @@ impl Store {
         .bind(session.as_uuid())
         .bind(crate::messages::without_nul(goal))
         .bind(max_turns)
-        .fetch_one(self.pool())
+        .fetch_one(&mut *self.as_tenant(tenant).await?)
         .await?;
         crate::rows::read::<Goal>(&row)
     }
@@ -79,7 +79,7 @@ impl Store {
         let row = sqlx::query("SELECT * FROM session_goals WHERE tenant_id = $1 AND session_id = $2")
             .bind(tenant.as_uuid())
             .bind(session.as_uuid())
-            .fetch_optional(self.pool())
+            .fetch_optional(&mut *self.as_tenant(tenant).await?)
             .await?;
         row.as_ref().map(crate::rows::read::<Goal>).transpose()
     }
@@ -87,7 +87,7 @@ impl Store {
     /// Pauses (`active: false`) or resumes the goal; resuming gives it a fresh budget. A pause
     /// also drops a continuation still waiting in the queue.
     pub async fn set_goal_active(&self, tenant: TenantId, session: SessionId, active: bool) -> Result<Option<Goal>> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         let row = sqlx::query(
             "UPDATE session_goals SET state = CASE WHEN $3 THEN 'active' ELSE 'paused' END,
                     turns_used = CASE WHEN $3 THEN 0 ELSE turns_used END, judge_failures = 0, updated_at = now()
@@ -107,7 +107,7 @@ impl Store {
 
     /// Removes the goal (and a continuation still waiting); `false` when there was none.
     pub async fn clear_goal(&self, tenant: TenantId, session: SessionId) -> Result<bool> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         let done = sqlx::query("DELETE FROM session_goals WHERE tenant_id = $1 AND session_id = $2")
             .bind(tenant.as_uuid())
             .bind(session.as_uuid())
@@ -126,7 +126,7 @@ impl Store {
         session: SessionId,
         change: impl FnOnce(&mut Vec<String>),
     ) -> Result<Option<Goal>> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         let row = sqlx::query(
             "SELECT * FROM session_goals WHERE tenant_id = $1 AND session_id = $2 AND state <> 'done' FOR UPDATE",
         )
@@ -162,7 +162,7 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .bind(session.as_uuid())
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?;
         row.as_ref().map(crate::rows::read::<Goal>).transpose()
     }
@@ -178,7 +178,7 @@ impl Store {
         reply_to: Option<&Destination>,
         decide: impl FnOnce(&Goal) -> GoalStep,
     ) -> Result<bool> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         let row = sqlx::query(
             "SELECT * FROM session_goals WHERE tenant_id = $1 AND session_id = $2 AND state = 'active'
                AND last_judged_turn IS DISTINCT FROM $3 FOR UPDATE",

@@ -32,7 +32,7 @@ impl Store {
     /// [`Store::enqueue_turn`], once per key. A key seen within a day with a different
     /// fingerprint is `StoreError::Invalid`.
     pub async fn enqueue_turn_once(&self, tenant: TenantId, new: NewTurn, idem: &Idempotency) -> Result<Enqueued> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         sqlx::query(
             "DELETE FROM idempotency_keys WHERE tenant_id = $1 AND api_key_id = $2 AND key = $3
                AND created_at < now() - make_interval(hours => $4)",
@@ -70,7 +70,7 @@ impl Store {
         .bind(tenant.as_uuid())
         .bind(idem.api_key.as_uuid())
         .bind(&idem.key)
-        .fetch_one(self.pool())
+        .fetch_one(&mut *self.as_tenant(tenant).await?)
         .await?;
         if fingerprint != idem.fingerprint {
             return Err(StoreError::Invalid("this Idempotency-Key was used for a different request".into()));

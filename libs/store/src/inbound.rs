@@ -97,7 +97,7 @@ impl Store {
         .bind(tenant.as_uuid())
         .bind(route.agent.as_uuid())
         .bind(&route.key)
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
         let open = i64::try_from(rows.len()).unwrap_or(i64::MAX);
         let mut busy = Vec::new();
@@ -123,7 +123,7 @@ impl Store {
                 .bind(tenant.as_uuid())
                 .bind(source)
                 .bind(crate::messages::without_nul(dedupe_key))
-                .fetch_optional(self.pool())
+                .fetch_optional(&mut *self.as_tenant(tenant).await?)
                 .await?;
         Ok(seen.is_some())
     }
@@ -168,7 +168,7 @@ impl Store {
         batch: Option<Duration>,
         merge: bool,
     ) -> Result<Accepted> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         let id = uuid::Uuid::now_v7();
         let inserted = sqlx::query(
             "INSERT INTO inbound (id, tenant_id, source, dedupe_key, payload) VALUES ($1, $2, $3, $4, $5)

@@ -93,7 +93,7 @@ impl Store {
         .bind(park.kind.as_str())
         .bind(crate::messages::storable_json(park.prompt)?)
         .bind(park.timeout.as_secs_f64())
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?
         .ok_or(StoreError::Fenced)?;
         Ok(PendingInteraction {
@@ -113,7 +113,7 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .bind(id)
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?
         .ok_or(StoreError::NotFound)?;
         Ok((PendingInteraction { id, kind: vocab(&kind)?, prompt, expires_at }, AgentId::from_uuid(agent)))
@@ -150,7 +150,7 @@ impl Store {
         .bind(tenant.as_uuid())
         .bind(turn)
         .bind(session)
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?;
         row.map(|(id, kind, prompt, expires_at)| Ok(PendingInteraction { id, kind: vocab(&kind)?, prompt, expires_at }))
             .transpose()
@@ -167,7 +167,7 @@ impl Store {
         answer: &InteractionAnswer,
         hub: Option<&str>,
     ) -> Result<Answered> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         let row = sqlx::query(
             "SELECT i.turn_id, i.session_id, i.agent_id, i.kind, i.prompt, i.status, t.status::text AS turn_status
              FROM interactions i JOIN turns t ON t.tenant_id = i.tenant_id AND t.id = i.turn_id
@@ -230,7 +230,7 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .bind(turn.as_uuid())
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?;
         row.map(|row| {
             let answer = match row.try_get::<Option<Value>, _>("answer")? {
@@ -256,7 +256,7 @@ impl Store {
         .bind(tenant.as_uuid())
         .bind(agent.as_uuid())
         .bind(session.as_uuid())
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
         Ok(keys.into_iter().collect())
     }
@@ -269,7 +269,7 @@ impl Store {
         session: SessionId,
         keys: &[String],
     ) -> Result<()> {
-        insert_grants(self.pool(), tenant, agent.as_uuid(), Some(session.as_uuid()), keys).await
+        insert_grants(&mut *self.as_tenant(tenant).await?, tenant, agent.as_uuid(), Some(session.as_uuid()), keys).await
     }
 
     /// Lets the agent's sandbox reach the public internet, or not.
@@ -278,7 +278,7 @@ impl Store {
             .bind(tenant.as_uuid())
             .bind(agent.as_uuid())
             .bind(enabled)
-            .execute(self.pool())
+            .execute(&mut *self.as_tenant(tenant).await?)
             .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
@@ -293,7 +293,7 @@ impl Store {
                 .bind(tenant.as_uuid())
                 .bind(agent.as_uuid())
                 .bind(mode.as_str())
-                .execute(self.pool())
+                .execute(&mut *self.as_tenant(tenant).await?)
                 .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);

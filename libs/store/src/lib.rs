@@ -55,6 +55,7 @@ pub mod session_policy;
 pub mod sessions;
 pub mod skill_usage;
 pub mod skills;
+pub mod spend;
 pub mod steer;
 pub mod streams;
 pub mod system;
@@ -62,12 +63,13 @@ pub mod tenants;
 pub mod turn_files;
 pub mod turns;
 pub mod usage;
+mod walls;
 pub mod webhooks;
 
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{ConnectOptions, PgPool};
+use sqlx::postgres::PgConnectOptions;
+use sqlx::{ConnectOptions, Connection, PgPool};
 
 pub use agents::{Agent, FallbackModel, NewAgent};
 pub use api_keys::{ApiKey, KeyAuth, Limits};
@@ -91,6 +93,7 @@ pub use session_policy::{ResetReason, SessionPolicy};
 pub use sessions::Session;
 pub use skill_usage::{CuratorChange, CuratorRules, SkillEvent, SkillUse};
 pub use skills::{NewSkill, SkillRecord, SkillScope, SyncReport, VisibleSkill};
+pub use spend::{SpendDecision, SpendRequest};
 pub use system::{OutboxItem, StrandedTurn};
 pub use tenants::Tenant;
 pub use turns::{ClaimedTurn, LeaseState, NewTurn, TurnStatus, TurnTarget};
@@ -117,7 +120,7 @@ pub enum StoreError {
     #[error("secret error: {0}")]
     Secret(String),
     #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
+    Database(sqlx::Error),
     #[error("migration error: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("stored data is malformed: {0}")]
@@ -143,57 +146,83 @@ impl StoreError {
     pub(crate) fn conflict_on_unique(err: sqlx::Error, what: &str) -> StoreError {
         match &err {
             sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::Conflict(what.to_owned()),
-            _ => StoreError::Database(err),
+            _ => StoreError::from(err),
         }
+    }
+}
+
+impl From<sqlx::Error> for StoreError {
+    /// A write the row policies refused (migration 0040) touched another tenant's row: to the
+    /// caller that is an object it does not have. The filter in the query should have said so
+    /// first, so the wall's catch is logged.
+    fn from(err: sqlx::Error) -> Self {
+        if let sqlx::Error::Database(db) = &err
+            && db.code().as_deref() == Some("42501")
+            && db.message().contains("row-level security")
+        {
+            tracing::warn!(error = %db, "the row policies refused another tenant's row");
+            return StoreError::NotFound;
+        }
+        StoreError::Database(err)
     }
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
-/// The handle every role uses: a pool plus the secret box for tenant secrets.
+/// How long a query waits for a free connection before it fails.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The handle every role uses: a pool per database role (see [`walls`]).
 #[derive(Clone)]
 pub struct Store {
-    pool: PgPool,
+    pools: walls::Pools,
 }
 
 impl Store {
-    /// Connects a pool to `url`.
+    /// Connects to `url` (its user owns the tables and runs the migrations): the store's
+    /// queries run as the roles of migration 0040, in pools of at most `max_connections`.
+    /// Fails when the server cannot be reached.
     pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
         let options: PgConnectOptions =
             url.parse::<PgConnectOptions>()?.log_slow_statements(log::LevelFilter::Warn, Duration::from_millis(500));
-        let pool = PgPoolOptions::new()
-            .max_connections(max_connections)
-            .acquire_timeout(Duration::from_secs(10))
-            .connect_with(options)
-            .await?;
-        Ok(Self { pool })
+        let store = Self { pools: walls::Pools::lazy(options, max_connections, ACQUIRE_TIMEOUT) };
+        // The roles may not exist before the first migration: prove the server answers as
+        // the owner.
+        store.pools.owner().await?.close().await?;
+        Ok(store)
     }
 
-    /// Wraps an existing pool (tests).
-    pub fn from_pool(pool: PgPool) -> Self {
-        Self { pool }
+    /// A store on the database of an existing pool, whose user owns the tables (tests).
+    pub fn from_pool(pool: &PgPool) -> Self {
+        Self { pools: walls::Pools::lazy((*pool.connect_options()).clone(), 8, ACQUIRE_TIMEOUT) }
     }
 
-    /// Applies pending migrations.
+    /// A store that connects when first used and waits at most `acquire_timeout` for a
+    /// connection (tests of what happens when it cannot).
+    pub fn connect_lazy(url: &str, acquire_timeout: Duration) -> Result<Self> {
+        Ok(Self { pools: walls::Pools::lazy(url.parse::<PgConnectOptions>()?, 2, acquire_timeout) })
+    }
+
+    /// Applies pending migrations, as the owner.
     pub async fn migrate(&self) -> Result<()> {
-        MIGRATOR.run(&self.pool).await?;
+        let mut owner = self.pools.owner().await?;
+        MIGRATOR.run(&mut owner).await?;
+        owner.close().await?;
         Ok(())
     }
 
     /// Refreshes the planner's statistics of the transcript tables (after a bulk load, such as
-    /// an import or a benchmark fill, before autovacuum gets to it).
+    /// an import or a benchmark fill, before autovacuum gets to it). Only the owner may.
     pub async fn analyze(&self) -> Result<()> {
-        sqlx::query("ANALYZE sessions, messages").execute(&self.pool).await?;
+        let mut owner = self.pools.owner().await?;
+        sqlx::query("ANALYZE sessions, messages").execute(&mut owner).await?;
+        owner.close().await?;
         Ok(())
     }
 
     /// Answers when Postgres answers.
     pub async fn ping(&self) -> Result<()> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        sqlx::query("SELECT 1").execute(self.system()).await?;
         Ok(())
-    }
-
-    pub fn pool(&self) -> &PgPool {
-        &self.pool
     }
 }

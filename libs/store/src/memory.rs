@@ -47,7 +47,7 @@ impl Store {
         .bind(tenant.as_uuid())
         .bind(agent.as_uuid())
         .bind(user_key)
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
         let mut snapshot = MemorySnapshot::default();
         for row in rows {
@@ -72,6 +72,7 @@ impl Store {
         user_key: &str,
         mut change: impl FnMut(&[String]) -> std::result::Result<Option<Vec<String>>, E>,
     ) -> Result<std::result::Result<Vec<String>, E>> {
+        let mut conn = self.as_tenant(tenant).await?;
         let user_key = match target {
             MemoryTarget::Memory => "",
             MemoryTarget::User => user_key,
@@ -85,7 +86,7 @@ impl Store {
             .bind(agent.as_uuid())
             .bind(target.as_str())
             .bind(user_key)
-            .fetch_optional(self.pool())
+            .fetch_optional(&mut *conn)
             .await?;
             let (current, version): (Vec<String>, Option<i64>) = match row {
                 Some(row) => (row.try_get("entries")?, Some(row.try_get("version")?)),
@@ -107,7 +108,7 @@ impl Store {
                 .bind(user_key)
                 .bind(&next)
                 .bind(version)
-                .execute(self.pool())
+                .execute(&mut *conn)
                 .await?
                 .rows_affected(),
                 None => sqlx::query(
@@ -119,7 +120,7 @@ impl Store {
                 .bind(target.as_str())
                 .bind(user_key)
                 .bind(&next)
-                .execute(self.pool())
+                .execute(&mut *conn)
                 .await?
                 .rows_affected(),
             };

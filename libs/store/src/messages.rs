@@ -208,7 +208,7 @@ impl Store {
         step: i32,
         msg: &ChatMessage,
     ) -> Result<Appended> {
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.as_tenant(tenant).await?;
         Ok(append_in(&mut conn, tenant, session, fence, turn, step, msg, None).await?.0)
     }
 
@@ -224,7 +224,7 @@ impl Store {
         input: &ChatMessage,
         prompt: &str,
     ) -> Result<String> {
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.as_tenant(tenant).await?;
         let (_, frozen) = append_in(&mut conn, tenant, session, fence, turn, 0, input, Some(prompt)).await?;
         frozen.ok_or_else(|| StoreError::Corrupt("session has no system prompt after freezing".into()))
     }
@@ -251,7 +251,7 @@ impl Store {
         .bind(session.as_uuid())
         .bind(after_seq)
         .bind(limit)
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
         rows.iter().map(from_row).collect()
     }
@@ -264,7 +264,7 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .bind(session.as_uuid())
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?;
         row.map(|r| from_row(&r).map(|m| m.message.text())).transpose()
     }
@@ -278,7 +278,7 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .bind(turn.as_uuid())
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
         rows.iter().map(|r| from_row(r).map(|m| m.message)).collect()
     }

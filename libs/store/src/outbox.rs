@@ -17,7 +17,7 @@ impl Store {
         dedupe_key: &str,
         payload: &OutboxPayload,
     ) -> Result<()> {
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.as_tenant(tenant).await?;
         enqueue_outbox_in(&mut conn, tenant, destination, dedupe_key, payload).await
     }
 }

@@ -69,7 +69,7 @@ impl Store {
         user_name: Option<&str>,
         chat_id: &str,
     ) -> Result<PairingStart> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         // One request at a time per channel keeps the counts right.
         sqlx::query("SELECT 1 FROM channels WHERE tenant_id = $1 AND id = $2 FOR UPDATE")
             .bind(tenant.as_uuid())
@@ -134,7 +134,7 @@ impl Store {
 
     /// Approves a waiting code: its person joins the channel's allowlist.
     pub async fn approve_pairing(&self, tenant: TenantId, channel: uuid::Uuid, code: &str) -> Result<PairingApproval> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         let locked: Option<DateTime<Utc>> =
             sqlx::query_scalar("SELECT pairing_locked_until FROM channels WHERE tenant_id = $1 AND id = $2 FOR UPDATE")
                 .bind(tenant.as_uuid())
@@ -197,7 +197,7 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .bind(channel)
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
         rows.iter().map(crate::rows::read::<PairingRequest>).collect()
     }

@@ -77,7 +77,7 @@ impl Store {
         .bind(turn.as_uuid())
         .bind(ms)
         .bind(sandboxed)
-        .execute(self.pool())
+        .execute(&mut *self.as_tenant(tenant).await?)
         .await?;
         Ok(())
     }
@@ -102,7 +102,7 @@ impl Store {
         .bind(price.output)
         .bind(price.cached_input)
         .bind(price.cache_write)
-        .execute(self.pool())
+        .execute(self.system())
         .await?;
         Ok(())
     }
@@ -113,7 +113,7 @@ impl Store {
                     cached_input_usd_per_mtok::float8 AS cached, cache_write_usd_per_mtok::float8 AS write
              FROM model_prices ORDER BY model",
         )
-        .fetch_all(self.pool())
+        .fetch_all(self.system())
         .await?;
         rows.iter().map(crate::rows::read::<ModelPrice>).collect()
     }
@@ -180,7 +180,7 @@ impl Store {
             UsageGroup::Agent => "agent",
             UsageGroup::Key => "key",
         })
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
         rows.iter().map(crate::rows::read::<UsageLine>).collect()
     }

@@ -108,7 +108,7 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .bind(turn.as_uuid())
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?
         .ok_or(StoreError::NotFound)?;
         let (session_id, agent_id, status, outcome) = turn_columns(&row)?;
@@ -133,7 +133,7 @@ impl Store {
         let done = sqlx::query("DELETE FROM responses WHERE tenant_id = $1 AND turn_id = $2")
             .bind(tenant.as_uuid())
             .bind(turn.as_uuid())
-            .execute(self.pool())
+            .execute(&mut *self.as_tenant(tenant).await?)
             .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -144,7 +144,7 @@ impl Store {
             sqlx::query_as("SELECT turn_id FROM response_conversations WHERE tenant_id = $1 AND name = $2")
                 .bind(tenant.as_uuid())
                 .bind(crate::messages::without_nul(name))
-                .fetch_optional(self.pool())
+                .fetch_optional(&mut *self.as_tenant(tenant).await?)
                 .await?;
         Ok(row.map(|(id,)| TurnId::from_uuid(id)))
     }
@@ -180,7 +180,7 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .bind(previous.as_uuid())
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?
         .ok_or(StoreError::NotFound)?;
         let branched: bool = row.try_get("branched")?;
@@ -222,7 +222,7 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .bind(turn.as_uuid())
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?
         .ok_or(StoreError::NotFound)?;
         let (session_id, agent_id, status, outcome) = turn_columns(&row)?;

@@ -36,7 +36,7 @@ impl Store {
         .bind(tenant.as_uuid())
         .bind(route.agent.as_uuid())
         .bind(&route.key)
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?;
         row.map(|r| Ok((SessionId::from_uuid(r.try_get("id")?), r.try_get("updated_at")?))).transpose()
     }
@@ -55,7 +55,7 @@ impl Store {
         .bind(route.source.as_str())
         .bind(&route.user_key)
         .bind(limit)
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
@@ -79,7 +79,7 @@ impl Store {
         .bind(session.as_uuid())
         .bind(route.source.as_str())
         .bind(&route.user_key)
-        .execute(self.pool())
+        .execute(&mut *self.as_tenant(tenant).await?)
         .await?;
         if done.rows_affected() == 0 {
             return Err(crate::StoreError::NotFound);
@@ -93,7 +93,7 @@ impl Store {
             .bind(tenant.as_uuid())
             .bind(route.agent.as_uuid())
             .bind(&route.key)
-            .execute(self.pool())
+            .execute(&mut *self.as_tenant(tenant).await?)
             .await?;
         Ok(())
     }

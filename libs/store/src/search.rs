@@ -135,7 +135,7 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .bind(session.as_uuid())
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
         rows.iter().map(|r| Ok(SessionId::from_uuid(r.try_get("id")?))).collect()
     }
@@ -161,14 +161,13 @@ impl Store {
         offset: usize,
     ) -> Result<Vec<FoundSession>> {
         let excluded = self.excluded(scope).await?;
-        // The tenant's matches first, in one pass over the (tenant_id, search) GIN index, then
-        // the agent and user filters on the sessions: estimates for tsquery selectivity are
+        // The tenant's matches first, in one pass over the (tenant_id, search) GIN index (in
+        // `hermes_message_matches`: under a row policy Postgres would not use the index for
+        // `@@`, see migration 0040), then the agent and user filters on the sessions: estimates for tsquery selectivity are
         // poor, and a per-session index probe (what the planner otherwise picks) is 80x slower.
         let rows = sqlx::query(
             "WITH RECURSIVE matched AS MATERIALIZED (
-                SELECT m.session_id, m.seq, m.content, m.created_at, ts_rank_cd(m.search, $4::tsquery) AS rank
-                FROM messages m
-                WHERE m.tenant_id = $1 AND m.search @@ $4::tsquery AND m.role = ANY($5)
+                SELECT * FROM hermes_message_matches($4::tsquery, $5)
              ), hits AS (
                 SELECT matched.session_id, matched.seq, matched.content, matched.rank, s.updated_at
                 FROM matched JOIN sessions s ON s.tenant_id = $1 AND s.id = matched.session_id
@@ -200,7 +199,7 @@ impl Store {
         .bind(roles)
         .bind(&excluded)
         .bind(MAX_HITS)
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.as_tenant(scope.tenant).await?)
         .await
         .map_err(bad_query)?;
         // The best hit of each conversation, in rank order.
@@ -234,6 +233,7 @@ impl Store {
         roles: &[String],
         snippet: String,
     ) -> Result<FoundSession> {
+        let mut conn = self.as_tenant(scope.tenant).await?;
         let row = sqlx::query(concat!(
             "SELECT ",
             summary_columns!(),
@@ -241,7 +241,7 @@ impl Store {
         ))
         .bind(scope.tenant.as_uuid())
         .bind(session)
-        .fetch_one(self.pool())
+        .fetch_one(&mut *conn)
         .await?;
         let summary = summary(&row)?;
         let rows = sqlx::query(
@@ -260,7 +260,7 @@ impl Store {
         .bind(seq)
         .bind(roles)
         .bind(BOOKEND)
-        .fetch_all(self.pool())
+        .fetch_all(&mut *conn)
         .await?;
         let (mut start, mut window, mut end) = (Vec::new(), Vec::new(), Vec::new());
         for row in &rows {
@@ -295,6 +295,7 @@ impl Store {
         window: i32,
         roles: &[String],
     ) -> Result<(SessionSummary, Vec<FoundMessage>)> {
+        let mut conn = self.as_tenant(scope.tenant).await?;
         let row = sqlx::query(concat!(
             "SELECT ",
             summary_columns!(),
@@ -304,7 +305,7 @@ impl Store {
         .bind(session.as_uuid())
         .bind(scope.agent.as_uuid())
         .bind(&scope.user_key)
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *conn)
         .await?
         .ok_or(StoreError::NotFound)?;
         let rows = sqlx::query(
@@ -317,7 +318,7 @@ impl Store {
         .bind(around)
         .bind(window)
         .bind(roles)
-        .fetch_all(self.pool())
+        .fetch_all(&mut *conn)
         .await?;
         let messages = rows.iter().map(|r| found(r, Some(around))).collect::<Result<_>>()?;
         Ok((summary(&row)?, messages))
@@ -349,7 +350,7 @@ impl Store {
         .bind(&excluded)
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .bind(i64::try_from(offset).unwrap_or(i64::MAX))
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.as_tenant(scope.tenant).await?)
         .await?;
         rows.iter().map(summary).collect()
     }
@@ -361,6 +362,6 @@ fn bad_query(e: sqlx::Error) -> StoreError {
         sqlx::Error::Database(db) if db.code().as_deref() == Some("42601") => {
             StoreError::Invalid(format!("unreadable search query: {}", db.message()))
         }
-        _ => StoreError::Database(e),
+        _ => StoreError::from(e),
     }
 }

@@ -55,7 +55,7 @@ impl Store {
         .bind(agent.map(|a| a.as_uuid()))
         .bind(limit)
         .bind(offset)
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
         rows.iter().map(crate::rows::read::<SessionInfo>).collect()
     }
@@ -69,7 +69,7 @@ impl Store {
         .bind(tenant.as_uuid())
         .bind(id.as_uuid())
         .bind(agent.map(|a| a.as_uuid()))
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?
         .ok_or(StoreError::NotFound)?;
         crate::rows::read::<SessionInfo>(&row)
@@ -94,7 +94,7 @@ impl Store {
         .bind(source.as_str())
         .bind(crate::messages::without_nul(user_key))
         .bind(title.map(crate::messages::without_nul))
-        .execute(self.pool())
+        .execute(&mut *self.as_tenant(tenant).await?)
         .await?;
         Ok(id)
     }
@@ -109,7 +109,7 @@ impl Store {
         title: Option<&str>,
     ) -> Result<SessionId> {
         let child = SessionId::new();
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         let created = sqlx::query(
             "INSERT INTO sessions (id, tenant_id, agent_id, source, title, user_key, parent_session_id, lineage, next_seq)
              SELECT $3, tenant_id, agent_id, source, COALESCE($4, title), user_key, id, 'fork',
@@ -148,7 +148,7 @@ impl Store {
     /// session row is locked first, so a turn being enqueued either finishes first (and is seen)
     /// or fails on the missing session: none is dropped silently.
     pub async fn delete_session(&self, tenant: TenantId, agent: Option<AgentId>, id: SessionId) -> Result<()> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         let found = sqlx::query(
             "SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2 AND ($3::uuid IS NULL OR agent_id = $3) FOR UPDATE",
         )

@@ -78,7 +78,7 @@ impl Store {
              FROM tenants WHERE id = $1",
         )
         .bind(tenant.as_uuid())
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?
         .ok_or(StoreError::NotFound)?;
         let corrupt = |what: &str| StoreError::Corrupt(format!("tenant {what} out of range"));
@@ -113,7 +113,7 @@ impl Store {
         .bind(i32::try_from(policy.idle_reset_minutes).map_err(|_| out_of_range("idle minutes"))?)
         .bind(policy.daily_reset_hour.map(i16::from))
         .bind(policy.retention_days.map(i32::try_from).transpose().map_err(|_| out_of_range("retention days"))?)
-        .execute(self.pool())
+        .execute(&mut *self.as_tenant(tenant).await?)
         .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);

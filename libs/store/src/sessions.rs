@@ -59,7 +59,7 @@ impl Store {
             .bind(tenant.as_uuid())
             .bind(id.as_uuid())
             .bind(title)
-            .execute(self.pool())
+            .execute(&mut *self.as_tenant(tenant).await?)
             .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
@@ -72,7 +72,7 @@ impl Store {
         sqlx::query_scalar("SELECT user_key FROM sessions WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_uuid())
             .bind(id.as_uuid())
-            .fetch_optional(self.pool())
+            .fetch_optional(&mut *self.as_tenant(tenant).await?)
             .await?
             .ok_or(StoreError::NotFound)
     }
@@ -85,7 +85,7 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .bind(id.as_uuid())
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?
         .ok_or(StoreError::NotFound)
     }
@@ -104,7 +104,7 @@ impl Store {
         prompt: &str,
         body: &[(Option<i32>, ChatMessage)],
     ) -> Result<SessionId> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         let row = sqlx::query(
             "SELECT agent_id, source, title, user_key FROM sessions
              WHERE tenant_id = $1 AND id = $2 AND fence = $3 FOR UPDATE",
@@ -202,7 +202,7 @@ impl Store {
         .bind(child.as_uuid())
         .bind(title.chars().take(200).collect::<String>())
         .bind(SessionSource::Subagent.as_str())
-        .execute(self.pool())
+        .execute(&mut *self.as_tenant(tenant).await?)
         .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
@@ -215,7 +215,7 @@ impl Store {
         let row = sqlx::query("SELECT parent_session_id, lineage FROM sessions WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_uuid())
             .bind(id.as_uuid())
-            .fetch_optional(self.pool())
+            .fetch_optional(&mut *self.as_tenant(tenant).await?)
             .await?
             .ok_or(StoreError::NotFound)?;
         let parent: Option<uuid::Uuid> = row.try_get("parent_session_id")?;
@@ -231,7 +231,7 @@ impl Store {
             sqlx::query_scalar("SELECT items FROM session_todos WHERE tenant_id = $1 AND session_id = $2")
                 .bind(tenant.as_uuid())
                 .bind(session.as_uuid())
-                .fetch_optional(self.pool())
+                .fetch_optional(&mut *self.as_tenant(tenant).await?)
                 .await?;
         Ok(items.unwrap_or_else(|| serde_json::Value::Array(Vec::new())))
     }
@@ -245,7 +245,7 @@ impl Store {
         .bind(tenant.as_uuid())
         .bind(session.as_uuid())
         .bind(items)
-        .execute(self.pool())
+        .execute(&mut *self.as_tenant(tenant).await?)
         .await?;
         Ok(())
     }

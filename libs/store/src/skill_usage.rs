@@ -90,7 +90,7 @@ impl Store {
             SkillUse::Viewed => (1, 0),
             SkillUse::Used => (0, 1),
         };
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         let revived: Option<String> = sqlx::query_scalar(
             "WITH before AS (
                 SELECT state FROM skill_usage WHERE tenant_id = $1 AND agent_id = $2 AND name = $3 FOR UPDATE
@@ -122,7 +122,7 @@ impl Store {
 
     /// Pins (exempts from the curator) or unpins a skill for `agent`.
     pub async fn set_skill_pinned(&self, tenant: TenantId, agent: AgentId, name: &str, pinned: bool) -> Result<()> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         sqlx::query(
             "INSERT INTO skill_usage (tenant_id, agent_id, name, pinned) VALUES ($1, $2, $3, $4)
              ON CONFLICT (tenant_id, agent_id, name) DO UPDATE SET pinned = $4",
@@ -135,7 +135,7 @@ impl Store {
         .await
         .map_err(|e| match &e {
             sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::NotFound,
-            _ => StoreError::Database(e),
+            _ => StoreError::from(e),
         })?;
         let action = if pinned { "pin" } else { "unpin" };
         log_event(&mut tx, tenant, Some(agent), name, action, "operator", &Value::Null).await?;
@@ -152,7 +152,7 @@ impl Store {
         .bind(tenant.as_uuid())
         .bind(agent.as_uuid())
         .bind(limit)
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
         rows.iter()
             .map(|r| {
@@ -176,7 +176,7 @@ impl Store {
         now: DateTime<Utc>,
         rules: CuratorRules,
     ) -> Result<Vec<CuratorChange>> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         let rows = sqlx::query(
             "SELECT s.name, COALESCE(u.state, 'active') AS state, COALESCE(u.pinned, false) AS pinned,
                     GREATEST(COALESCE(u.last_used_at, s.updated_at), s.updated_at) AS last_touched

@@ -164,7 +164,7 @@ impl Store {
     /// Makes the bundled catalogue in Postgres equal to `catalogue` (added, changed and
     /// removed skills), in one transaction; every pod may run it at start-up.
     pub async fn sync_bundled_skills(&self, catalogue: &[NewSkill]) -> Result<SyncReport> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.system().begin().await?;
         // One syncing pod at a time; the others then find nothing to do.
         sqlx::query("SELECT pg_advisory_xact_lock(hashtext('hermes-bundled-skills'))").execute(&mut *tx).await?;
         let existing: Vec<(String, String)> =
@@ -203,7 +203,7 @@ impl Store {
     pub async fn skill_index_version(&self, tenant: TenantId) -> Result<(i64, i64)> {
         let rows: Vec<(Uuid, i64)> = sqlx::query_as("SELECT scope, version FROM skill_versions WHERE scope = ANY($1)")
             .bind([BUNDLED_SCOPE, tenant.as_uuid()])
-            .fetch_all(self.pool())
+            .fetch_all(&mut *self.as_tenant(tenant).await?)
             .await?;
         let of = |scope: Uuid| rows.iter().find(|(s, _)| *s == scope).map_or(0, |(_, v)| *v);
         Ok((of(BUNDLED_SCOPE), of(tenant.as_uuid())))
@@ -224,7 +224,7 @@ impl Store {
         ))
         .bind(tenant.as_uuid())
         .bind(agent.as_uuid())
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
         rows.iter().map(crate::rows::read::<VisibleSkill>).collect()
     }
@@ -241,16 +241,16 @@ impl Store {
         .bind(tenant.as_uuid())
         .bind(agent.as_uuid())
         .bind(name)
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?;
         row.as_ref().map(crate::rows::read::<SkillRecord>).transpose()
     }
 
-    /// A skill's supporting files, by path.
-    pub async fn skill_files(&self, skill: Uuid) -> Result<Vec<(String, String)>> {
+    /// A skill's supporting files, by path (a bundled skill's, or one of `tenant`'s).
+    pub async fn skill_files(&self, tenant: TenantId, skill: Uuid) -> Result<Vec<(String, String)>> {
         Ok(sqlx::query_as("SELECT path, content FROM skill_files WHERE skill_id = $1 ORDER BY path")
             .bind(skill)
-            .fetch_all(self.pool())
+            .fetch_all(&mut *self.as_tenant(tenant).await?)
             .await?)
     }
 
@@ -264,7 +264,7 @@ impl Store {
         action: &str,
         actor: &str,
     ) -> Result<()> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         upsert_skill(&mut tx, Some(tenant), Some(agent), skill).await?;
         // A changed skill is a used skill: the curator starts counting again.
         sqlx::query(
@@ -295,7 +295,7 @@ impl Store {
     /// Deletes `agent`'s own skill `name`; `false` when it has none (a shared skill is hidden
     /// with [`Store::disable_skill`] instead).
     pub async fn delete_agent_skill(&self, tenant: TenantId, agent: AgentId, name: &str, actor: &str) -> Result<bool> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         let done = sqlx::query("DELETE FROM skills WHERE tenant_id = $1 AND agent_id = $2 AND name = $3")
             .bind(tenant.as_uuid())
             .bind(agent.as_uuid())
@@ -320,7 +320,7 @@ impl Store {
         disabled: bool,
         actor: &str,
     ) -> Result<()> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         let done = sqlx::query(
             "UPDATE agents SET disabled_skills = CASE WHEN $4
                  THEN (SELECT array_agg(DISTINCT n) FROM unnest(array_append(disabled_skills, $3)) AS n)
@@ -345,7 +345,7 @@ impl Store {
 
     /// Writes a tenant-wide skill (an administrator's import).
     pub async fn save_tenant_skill(&self, tenant: TenantId, skill: &NewSkill, actor: &str) -> Result<()> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         upsert_skill(&mut tx, Some(tenant), None, skill).await?;
         crate::skill_usage::log_event(&mut tx, tenant, None, &skill.name, "import", actor, &Value::Null).await?;
         bump_version(&mut tx, tenant.as_uuid()).await?;

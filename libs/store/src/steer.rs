@@ -16,7 +16,7 @@ impl Store {
         sqlx::query("UPDATE turns SET steer = true WHERE tenant_id = $1 AND id = $2 AND status = 'queued'")
             .bind(tenant.as_uuid())
             .bind(turn.as_uuid())
-            .execute(self.pool())
+            .execute(&mut *self.as_tenant(tenant).await?)
             .await?;
         Ok(())
     }
@@ -47,7 +47,7 @@ impl Store {
         .bind(tenant.as_uuid())
         .bind(running.as_uuid())
         .bind(outcome)
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
         let mut taken: Vec<(chrono::DateTime<chrono::Utc>, ChatMessage)> = rows
             .iter()

@@ -14,7 +14,7 @@ impl Store {
         .bind(tenant.as_uuid())
         .bind(turn.as_uuid())
         .bind(crate::messages::without_nul(chat))
-        .execute(self.pool())
+        .execute(&mut *self.as_tenant(tenant).await?)
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -27,7 +27,7 @@ impl Store {
         .bind(tenant.as_uuid())
         .bind(turn.as_uuid())
         .bind(message_id)
-        .execute(self.pool())
+        .execute(&mut *self.as_tenant(tenant).await?)
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -38,7 +38,7 @@ impl Store {
             sqlx::query_scalar("SELECT finalized FROM chat_streams WHERE tenant_id = $1 AND turn_id = $2")
                 .bind(tenant.as_uuid())
                 .bind(turn.as_uuid())
-                .fetch_optional(self.pool())
+                .fetch_optional(&mut *self.as_tenant(tenant).await?)
                 .await?;
         Ok(finalized.unwrap_or(true))
     }
@@ -51,7 +51,7 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .bind(turn.as_uuid())
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?;
         Ok(row.and_then(|(chat, message)| message.map(|m| (chat, m))))
     }

@@ -23,7 +23,7 @@ impl Store {
         let row = sqlx::query("INSERT INTO tenants (id, name) VALUES ($1, $2) RETURNING created_at")
             .bind(id.as_uuid())
             .bind(name)
-            .fetch_one(self.pool())
+            .fetch_one(self.system())
             .await
             .map_err(|e| match &e {
                 sqlx::Error::Database(db) if db.is_check_violation() => StoreError::Invalid(format!(
@@ -39,7 +39,7 @@ impl Store {
     pub async fn tenant_by_name(&self, name: &str) -> Result<Tenant> {
         let row = sqlx::query("SELECT id, name, created_at FROM tenants WHERE name = $1")
             .bind(name)
-            .fetch_optional(self.pool())
+            .fetch_optional(self.system())
             .await?
             .ok_or(StoreError::NotFound)?;
         let id: Uuid = row.try_get("id")?;
@@ -49,5 +49,59 @@ impl Store {
             name: row.try_get("name")?,
             created_at: row.try_get("created_at")?,
         })
+    }
+}
+
+/// Every table that holds tenants' rows, each under the row policies of migration 0040; with
+/// how to count one tenant's rows there without naming the tenant (bundled skills are
+/// everyone's, so they are not counted).
+const TENANT_ROWS: &str = "
+    SELECT 'agents' AS t, count(*) FROM agents UNION ALL
+    SELECT 'api_keys', count(*) FROM api_keys UNION ALL
+    SELECT 'approval_grants', count(*) FROM approval_grants UNION ALL
+    SELECT 'budgets', count(*) FROM budgets UNION ALL
+    SELECT 'channels', count(*) FROM channels UNION ALL
+    SELECT 'chat_streams', count(*) FROM chat_streams UNION ALL
+    SELECT 'cron_fires', count(*) FROM cron_fires UNION ALL
+    SELECT 'cron_jobs', count(*) FROM cron_jobs UNION ALL
+    SELECT 'cron_runs', count(*) FROM cron_runs UNION ALL
+    SELECT 'event_deliveries', count(*) FROM event_deliveries UNION ALL
+    SELECT 'event_hooks', count(*) FROM event_hooks UNION ALL
+    SELECT 'idempotency_keys', count(*) FROM idempotency_keys UNION ALL
+    SELECT 'inbound', count(*) FROM inbound UNION ALL
+    SELECT 'interactions', count(*) FROM interactions UNION ALL
+    SELECT 'memories', count(*) FROM memories UNION ALL
+    SELECT 'messages', count(*) FROM messages UNION ALL
+    SELECT 'model_calls', count(*) FROM model_calls UNION ALL
+    SELECT 'outbox', count(*) FROM outbox UNION ALL
+    SELECT 'pairing_requests', count(*) FROM pairing_requests UNION ALL
+    SELECT 'provider_credentials', count(*) FROM provider_credentials UNION ALL
+    SELECT 'provider_pools', count(*) FROM provider_pools UNION ALL
+    SELECT 'response_conversations', count(*) FROM response_conversations UNION ALL
+    SELECT 'responses', count(*) FROM responses UNION ALL
+    SELECT 'session_goals', count(*) FROM session_goals UNION ALL
+    SELECT 'session_routes', count(*) FROM session_routes UNION ALL
+    SELECT 'session_todos', count(*) FROM session_todos UNION ALL
+    SELECT 'sessions', count(*) FROM sessions UNION ALL
+    SELECT 'skill_events', count(*) FROM skill_events UNION ALL
+    SELECT 'skill_files', count(*) FROM skill_files f
+        WHERE EXISTS (SELECT 1 FROM skills s WHERE s.id = f.skill_id AND s.tenant_id IS NOT NULL) UNION ALL
+    SELECT 'skill_usage', count(*) FROM skill_usage UNION ALL
+    SELECT 'skill_versions', count(*) FROM skill_versions WHERE scope <> '00000000-0000-0000-0000-000000000000' UNION ALL
+    SELECT 'skills', count(*) FROM skills WHERE tenant_id IS NOT NULL UNION ALL
+    SELECT 'spend_reservations', count(*) FROM spend_reservations UNION ALL
+    SELECT 'tenants', count(*) FROM tenants UNION ALL
+    SELECT 'turn_files', count(*) FROM turn_files UNION ALL
+    SELECT 'turns', count(*) FROM turns UNION ALL
+    SELECT 'webhook_deliveries', count(*) FROM webhook_deliveries UNION ALL
+    SELECT 'webhooks', count(*) FROM webhooks
+    ORDER BY 1";
+
+impl Store {
+    /// How many rows `tenant` holds, table by table (what deleting it would remove). The
+    /// query names no tenant: it leans on the row policies alone, on purpose, and the contract
+    /// test `second_wall` holds it to the owner's `WHERE tenant_id` count for each table.
+    pub async fn tenant_rows(&self, tenant: TenantId) -> Result<Vec<(String, i64)>> {
+        Ok(sqlx::query_as(TENANT_ROWS).fetch_all(&mut *self.as_tenant(tenant).await?).await?)
     }
 }

@@ -38,7 +38,7 @@ impl Store {
         .bind(&file.mime)
         .bind(data)
         .bind(error)
-        .execute(self.pool())
+        .execute(&mut *self.as_tenant(tenant).await?)
         .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
@@ -52,7 +52,7 @@ impl Store {
             sqlx::query("SELECT target, name, mime, data, error FROM turn_files WHERE tenant_id = $1 AND turn_id = $2")
                 .bind(tenant.as_uuid())
                 .bind(turn.as_uuid())
-                .fetch_all(self.pool())
+                .fetch_all(&mut *self.as_tenant(tenant).await?)
                 .await?;
         rows.iter()
             .map(|r| {

@@ -185,7 +185,7 @@ impl Store {
         .bind(owner)
         .bind(token)
         .bind(lease.as_secs_f64())
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?;
         // A row that does not decode is `Corrupt`, never retried as if the database were down.
         row.as_ref().map(crate::rows::read::<ClaimedTurn>).transpose()
@@ -202,7 +202,7 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .bind(session.as_uuid())
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?;
         match row {
             Some(row) => Ok(row.try_get::<Option<bool>, _>("claimable")?.unwrap_or(false)),
@@ -232,7 +232,7 @@ impl Store {
         .bind(turn.as_uuid())
         .bind(owner)
         .bind(lease.as_secs_f64())
-        .fetch_one(self.pool())
+        .fetch_one(&mut *self.as_tenant(tenant).await?)
         .await?;
         let extended: i64 = row.try_get("extended")?;
         let status: Option<String> = row.try_get("status")?;
@@ -299,7 +299,8 @@ impl Store {
             sqlx::query(sql).bind(tenant.as_uuid()).bind(session.as_uuid()).bind(turn.as_uuid()).bind(fence).bind(step);
         let search = columns.search.clone();
         let query = columns.bind_to(query).bind(status.as_str()).bind(outcome).bind(owner);
-        let row = CallColumns::of(calls).bind_to(query).bind(search).fetch_one(self.pool()).await?;
+        let row =
+            CallColumns::of(calls).bind_to(query).bind(search).fetch_one(&mut *self.as_tenant(tenant).await?).await?;
         let finished: i64 = row.try_get("finished")?;
         if finished == 0 {
             return Err(StoreError::Fenced);
@@ -319,7 +320,7 @@ impl Store {
         .bind(tenant.as_uuid())
         .bind(turn.as_uuid())
         .bind(owner)
-        .execute(self.pool())
+        .execute(&mut *self.as_tenant(tenant).await?)
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -348,7 +349,7 @@ impl Store {
         .bind(tenant.as_uuid())
         .bind(turn.as_uuid())
         .bind(outcome)
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?;
         row.map(|r| TurnStatus::parse(&r.try_get::<String, _>("was")?)).transpose()
     }
@@ -358,7 +359,7 @@ impl Store {
         let row = sqlx::query("SELECT status::text AS status, outcome FROM turns WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_uuid())
             .bind(turn.as_uuid())
-            .fetch_optional(self.pool())
+            .fetch_optional(&mut *self.as_tenant(tenant).await?)
             .await?
             .ok_or(StoreError::NotFound)?;
         let status = TurnStatus::parse(&row.try_get::<String, _>("status")?)?;

@@ -121,7 +121,7 @@ impl Store {
         }
         let sql = insert_model_calls!("$4", "$5", "$6", "$7", "$8", "$9", "$10", "$11", "$12");
         let query = sqlx::query(sql).bind(tenant.as_uuid()).bind(session.as_uuid()).bind(turn.as_uuid());
-        CallColumns::of(calls).bind_to(query).execute(self.pool()).await?;
+        CallColumns::of(calls).bind_to(query).execute(&mut *self.as_tenant(tenant).await?).await?;
         Ok(())
     }
 
@@ -134,7 +134,7 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .bind(turn.as_uuid())
-        .fetch_all(self.pool())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
         rows.iter()
             .map(|r| {

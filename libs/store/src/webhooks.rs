@@ -114,7 +114,7 @@ impl Store {
         .bind(&new.deliver)
         .bind(new.cron_job_id)
         .bind(new.rate_limit_per_minute)
-        .fetch_one(self.pool())
+        .fetch_one(&mut *self.as_tenant(tenant).await?)
         .await
         .map_err(|e| StoreError::conflict_on_unique(e, NAME_TAKEN))?;
         Ok((crate::rows::read::<Webhook>(&row)?, secret))
@@ -124,7 +124,7 @@ impl Store {
     pub async fn list_webhooks(&self, tenant: TenantId) -> Result<Vec<Webhook>> {
         let rows = sqlx::query("SELECT * FROM webhooks WHERE tenant_id = $1 ORDER BY created_at, id")
             .bind(tenant.as_uuid())
-            .fetch_all(self.pool())
+            .fetch_all(&mut *self.as_tenant(tenant).await?)
             .await?;
         rows.iter().map(crate::rows::read::<Webhook>).collect()
     }
@@ -134,7 +134,7 @@ impl Store {
         let row = sqlx::query("SELECT * FROM webhooks WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_uuid())
             .bind(id)
-            .fetch_optional(self.pool())
+            .fetch_optional(&mut *self.as_tenant(tenant).await?)
             .await?
             .ok_or(StoreError::NotFound)?;
         crate::rows::read::<Webhook>(&row)
@@ -162,7 +162,7 @@ impl Store {
         .bind(changes.cron_job_id.flatten())
         .bind(changes.enabled)
         .bind(changes.rate_limit_per_minute)
-        .fetch_optional(self.pool())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await
         .map_err(|e| StoreError::conflict_on_unique(e, NAME_TAKEN))?
         .ok_or(StoreError::NotFound)?;
@@ -182,7 +182,7 @@ impl Store {
             .bind(tenant.as_uuid())
             .bind(id)
             .bind(sealed)
-            .execute(self.pool())
+            .execute(&mut *self.as_tenant(tenant).await?)
             .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
@@ -195,7 +195,7 @@ impl Store {
         let done = sqlx::query("DELETE FROM webhooks WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_uuid())
             .bind(id)
-            .execute(self.pool())
+            .execute(&mut *self.as_tenant(tenant).await?)
             .await?;
         Ok(done.rows_affected() > 0)
     }

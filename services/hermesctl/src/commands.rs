@@ -82,6 +82,11 @@ pub enum TenantCmd {
         #[arg(long)]
         concurrent_turns: Option<u32>,
     },
+    /// What the tenant holds: its rows in each table (what deleting it would remove).
+    Rows {
+        #[arg(long)]
+        tenant: String,
+    },
 }
 
 pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Result<()> {
@@ -109,6 +114,14 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
             store.set_tenant_limits(t.id, requests_per_minute, concurrent_turns).await?;
             let value = json!({"requests_per_minute": requests_per_minute, "concurrent_turns": concurrent_turns});
             print(json_mode, value.clone(), format!("limits of {}: {value}", t.name));
+        }
+        Command::Tenant(TenantCmd::Rows { tenant: name }) => {
+            let t = tenant(store, &name).await?;
+            let rows = store.tenant_rows(t.id).await?;
+            let held: serde_json::Map<String, serde_json::Value> =
+                rows.into_iter().filter(|(_, n)| *n > 0).map(|(table, n)| (table, json!(n))).collect();
+            let human = held.iter().map(|(table, n)| format!("{table:<24} {n}")).collect::<Vec<_>>().join("\n");
+            print(json_mode, json!(held), human);
         }
     }
     Ok(())

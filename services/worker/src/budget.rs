@@ -1,67 +1,110 @@
-//! Spending caps before every model call (`hermes_store::budgets`): a reached hard cap refuses
-//! the call with `insufficient_quota`, which ends the turn with a clear message (402 on the
-//! API); a reached soft cap is logged and counted. If the caps cannot be read the call is
-//! refused too (fail closed: a cap that cannot be checked cannot be kept; the same outage stops
-//! the turn's own records anyway).
+//! Spending caps around every model call (`hermes_store::spend`). Under a cap, the call first
+//! reserves its estimated cost (refused with `insufficient_quota`, which ends the turn with a
+//! clear message and 402 on the API, once spend and other calls' reservations reach a hard
+//! cap), and as soon as it returns its usage is recorded in place of the reservation, so the
+//! next call of any turn sees it. A reached soft cap is said once per turn. If the caps cannot
+//! be read the call is refused too (fail closed: a cap that cannot be checked cannot be kept).
+//! A tenant without caps pays one indexed read per call, and its calls are recorded with the
+//! turn's checkpoints as before.
 
-use hermes_core::{AgentId, BudgetPeriod, TenantId};
-use hermes_llm::{ChatModel, ChatRequest, ChatResponse, DeltaSink, ErrorClass, LlmError};
-use hermes_store::Store;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[cfg(test)]
+use hermes_core::ChatMessage;
+use hermes_core::{AgentId, BudgetPeriod, SessionId, TenantId, TurnId};
+use hermes_llm::{CallBuffer, ChatModel, ChatRequest, ChatResponse, DeltaSink, ErrorClass, LlmError};
+use hermes_store::{BudgetState, SpendDecision, SpendRequest, Store};
+
+/// What an answer is assumed to take when the request sets no limit.
+const OUTPUT_ESTIMATE_TOKENS: u64 = 1024;
+
+/// The turn a model's calls are recorded under.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ledger {
+    pub session: SessionId,
+    pub turn: TurnId,
+}
 
 pub(crate) struct Budgeted<M> {
     pub inner: M,
     pub store: Store,
     pub tenant: TenantId,
     pub agent: AgentId,
+    /// The models the inner model may call (its fallback chain).
+    pub models: Vec<String>,
+    /// Where the inner model reports answered calls.
+    pub meter: Arc<CallBuffer>,
+    pub ledger: Ledger,
+    /// How long a reservation holds if this worker dies before settling it.
+    pub lease: Duration,
     /// The turn was told a soft cap is reached (once per turn is enough).
     pub warned: std::sync::atomic::AtomicBool,
 }
 
+/// The tokens a request sends: its messages and its tool schemas.
+fn input_estimate(request: &ChatRequest) -> u64 {
+    let tools: usize = request.tools.iter().map(|t| t.to_string().len()).sum();
+    hermes_agent::compress::estimate_tokens(&request.messages) + (tools as u64).div_ceil(4)
+}
+
 impl<M> Budgeted<M> {
-    /// The refusal for the first reached hard cap, if any; a reached soft cap is said once.
-    async fn refusal(&self, sink: &mut dyn DeltaSink) -> Option<LlmError> {
-        let states = match self.store.budget_states(self.tenant, self.agent, chrono::Utc::now()).await {
-            Ok(states) => states,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read the spending caps; the call is refused");
-                metrics::counter!("hermes_budget_unreadable_total").increment(1);
-                return Some(LlmError::new(
-                    ErrorClass::SpendCap,
-                    "The spending caps cannot be checked right now, so no model call is made. Please try again shortly."
-                        .to_owned(),
-                ));
-            }
+    async fn decide(&self, request: &ChatRequest) -> Result<SpendDecision, LlmError> {
+        let ask = SpendRequest {
+            agent: self.agent,
+            models: &self.models,
+            input_tokens: input_estimate(request),
+            output_tokens: request.max_tokens.map_or(OUTPUT_ESTIMATE_TOKENS, u64::from),
+            lease: self.lease,
         };
+        self.store.reserve_spend(self.tenant, &ask, chrono::Utc::now()).await.map_err(|e| {
+            tracing::warn!(error = %e, "cannot read the spending caps; the call is refused");
+            metrics::counter!("hermes_budget_unreadable_total").increment(1);
+            LlmError::new(
+                ErrorClass::SpendCap,
+                "The spending caps cannot be checked right now, so no model call is made. Please try again shortly."
+                    .to_owned(),
+            )
+        })
+    }
+
+    /// Says once per turn that a soft cap is reached.
+    fn warn_soft(&self, states: &[BudgetState], sink: &mut dyn DeltaSink) {
         for state in states.iter().filter(|s| s.soft_reached() && !s.hard_reached()) {
             tracing::warn!(tenant.id = %self.tenant, period = %state.budget.period, spent = state.spent_usd, "soft spending cap reached");
             metrics::counter!("hermes_budget_soft_reached_total").increment(1);
             if !self.warned.swap(true, std::sync::atomic::Ordering::Relaxed) {
-                let whose = if state.budget.agent_id.is_some() { "This agent's" } else { "Your team's" };
                 let (period, _) = wording(state.budget.period);
                 sink.notice(
                     "soft_cap_reached",
                     &format!(
-                        "{whose} {period} spending warning level (${:.2}) is reached: ${:.2} spent so far.",
+                        "{} {period} spending warning level (${:.2}) is reached: ${:.2} spent so far.",
+                        whose(state),
                         state.budget.soft_usd.unwrap_or_default(),
                         state.spent_usd
                     ),
                 );
             }
         }
-        let state = states.iter().find(|s| s.hard_reached())?;
-        let whose = if state.budget.agent_id.is_some() { "This agent's" } else { "Your team's" };
-        let (period, until) = wording(state.budget.period);
-        metrics::counter!("hermes_budget_refusals_total").increment(1);
-        Some(LlmError::new(
-            ErrorClass::SpendCap,
-            format!(
-                "{whose} {period} spending cap (${:.2}) is reached (${:.2} spent), so no more model calls are made \
-                 until {until} or until an administrator raises the cap.",
-                state.budget.hard_usd.unwrap_or_default(),
-                state.spent_usd
-            ),
-        ))
     }
+
+    /// Records the calls the inner model answered in place of `reservation`. If that cannot be
+    /// written they wait for the turn's next checkpoint, and the reservation lapses at its lease.
+    async fn settle(&self, reservation: uuid::Uuid) {
+        let records = self.meter.drain();
+        let calls: Vec<_> = records.iter().cloned().map(crate::journal::model_call).collect();
+        let Ledger { session, turn } = self.ledger;
+        if let Err(e) = self.store.settle_spend(self.tenant, reservation, session, turn, &calls).await {
+            tracing::warn!(error = %e, "cannot record a capped call's usage yet");
+            for record in records {
+                hermes_llm::CallMeter::record(self.meter.as_ref(), record);
+            }
+        }
+    }
+}
+
+fn whose(state: &BudgetState) -> &'static str {
+    if state.budget.agent_id.is_some() { "This agent's" } else { "Your team's" }
 }
 
 /// How a period reads in a message: its adjective, and when a cap of it lifts.
@@ -72,18 +115,55 @@ fn wording(period: BudgetPeriod) -> (&'static str, &'static str) {
     }
 }
 
+fn refused(state: &BudgetState) -> LlmError {
+    let (period, until) = wording(state.budget.period);
+    metrics::counter!("hermes_budget_refusals_total").increment(1);
+    LlmError::new(
+        ErrorClass::SpendCap,
+        format!(
+            "{} {period} spending cap (${:.2}) is reached (${:.2} spent or committed to calls in progress), so no \
+             more model calls are made until {until} or until an administrator raises the cap.",
+            whose(state),
+            state.budget.hard_usd.unwrap_or_default(),
+            state.spent_usd
+        ),
+    )
+}
+
+fn unpriced(model: &str) -> LlmError {
+    metrics::counter!("hermes_budget_refusals_total").increment(1);
+    LlmError::new(
+        ErrorClass::SpendCap,
+        format!(
+            "The model {model:?} has no price, so a spending cap in dollars cannot be kept with it and no call is \
+             made. An operator can set its price (`hermesctl price set`)."
+        ),
+    )
+}
+
 impl<M: ChatModel> ChatModel for Budgeted<M> {
     async fn complete(&self, request: &ChatRequest, sink: &mut dyn DeltaSink) -> Result<ChatResponse, LlmError> {
-        if let Some(refusal) = self.refusal(sink).await {
-            return Err(refusal);
+        match self.decide(request).await? {
+            SpendDecision::Uncapped => self.inner.complete(request, sink).await,
+            SpendDecision::Refused { state, .. } => Err(refused(&state)),
+            SpendDecision::Unpriced { model } => Err(unpriced(&model)),
+            SpendDecision::Reserved { reservation, states, .. } => {
+                self.warn_soft(&states, sink);
+                let answer = self.inner.complete(request, sink).await;
+                self.settle(reservation).await;
+                answer
+            }
         }
-        self.inner.complete(request, sink).await
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn request(messages: Vec<ChatMessage>, max_tokens: Option<u32>) -> ChatRequest {
+        ChatRequest { model: "m".into(), messages, tools: Vec::new(), max_tokens }
+    }
 
     /// A model that must never be called.
     struct Unreachable;
@@ -97,27 +177,32 @@ mod tests {
     #[tokio::test]
     async fn caps_that_cannot_be_read_refuse_the_call() {
         // A ledger that is not there (nothing listens on port 1).
-        let pool = sqlx::postgres::PgPoolOptions::new()
-            .acquire_timeout(std::time::Duration::from_millis(300))
-            .connect_lazy("postgres://hermes@127.0.0.1:1/none")
-            .unwrap();
         #[expect(clippy::disallowed_methods, reason = "test fixture")]
         let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
         let model = Budgeted {
             inner: Unreachable,
-            store: Store::from_pool(pool),
+            store: Store::connect_lazy("postgres://hermes@127.0.0.1:1/none", Duration::from_millis(300)).unwrap(),
             tenant,
             agent: AgentId::new(),
+            models: vec!["m".into()],
+            meter: Arc::default(),
+            ledger: Ledger { session: SessionId::new(), turn: TurnId::new() },
+            lease: Duration::from_secs(60),
             warned: Default::default(),
         };
-        let request = ChatRequest {
-            model: "m".into(),
-            messages: vec![hermes_core::ChatMessage::user("hi")],
-            tools: Vec::new(),
-            max_tokens: None,
-        };
-        let refused = model.complete(&request, &mut hermes_llm::NoDeltas).await.unwrap_err();
+        let refused =
+            model.complete(&request(vec![ChatMessage::user("hi")], None), &mut hermes_llm::NoDeltas).await.unwrap_err();
         assert_eq!(refused.code(), hermes_core::ErrorCode::InsufficientQuota);
         assert!(refused.to_string().contains("cannot be checked"), "{refused}");
+    }
+
+    #[test]
+    fn the_estimate_counts_what_is_sent_and_tools_too() {
+        let plain = request(vec![ChatMessage::user("x".repeat(4000))], None);
+        assert!(input_estimate(&plain) >= 1000, "{}", input_estimate(&plain));
+        let mut with_tools = plain.clone();
+        with_tools.tools =
+            vec![serde_json::json!({"type": "function", "function": {"name": "t", "description": "d".repeat(4000)}})];
+        assert!(input_estimate(&with_tools) >= input_estimate(&plain) + 1000, "tool schemas are input too");
     }
 }

@@ -78,18 +78,40 @@ fn parse_tasks(args: &Value) -> Result<(Vec<Task>, u32), ToolError> {
     Ok((tasks, max))
 }
 
-/// A child's transcript goes to its own session.
+/// A child's transcript goes to its own session; its model calls and tool time are its
+/// parent turn's, recorded as the child goes (the parent records nothing while it waits, and a
+/// worker dying mid-delegation must not lose what the children spent).
 struct ChildJournal {
     store: Store,
     tenant: hermes_core::TenantId,
     session: SessionId,
     turn: TurnId,
-    /// The delegating turn, which the child's tool time is metered with.
-    parent_turn: TurnId,
+    /// The delegating turn, which the child's calls and tool time are metered with.
+    parent: crate::budget::Ledger,
+    meter: std::sync::Arc<hermes_llm::CallBuffer>,
+}
+
+impl ChildJournal {
+    /// Stores the calls answered since the last step (on failure they wait for the next).
+    async fn store_calls(&self) {
+        let records = self.meter.drain();
+        if records.is_empty() {
+            return;
+        }
+        let calls: Vec<_> = records.iter().cloned().map(crate::journal::model_call).collect();
+        let crate::budget::Ledger { session, turn } = self.parent;
+        if let Err(e) = self.store.record_model_calls(self.tenant, session, turn, &calls).await {
+            tracing::warn!(error = %e, calls = calls.len(), "cannot record a child's model calls yet");
+            for record in records {
+                hermes_llm::CallMeter::record(self.meter.as_ref(), record);
+            }
+        }
+    }
 }
 
 impl TurnJournal for ChildJournal {
     async fn record(&mut self, step: i32, message: &ChatMessage) -> Result<(), JournalError> {
+        self.store_calls().await;
         self.store.append_message(self.tenant, self.session, 0, self.turn, step, message).await.map(|_| ()).map_err(
             |e| {
                 if e.is_transient() {
@@ -104,7 +126,7 @@ impl TurnJournal for ChildJournal {
     /// A child's tool time is its parent turn's.
     async fn tool_time(&mut self, elapsed: std::time::Duration, sandboxed: bool) {
         let ms = i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX);
-        if let Err(e) = self.store.add_tool_time(self.tenant, self.parent_turn, ms, sandboxed).await {
+        if let Err(e) = self.store.add_tool_time(self.tenant, self.parent.turn, ms, sandboxed).await {
             tracing::warn!(error = %e, "cannot record a tool call's time");
         }
     }
@@ -190,8 +212,14 @@ impl DelegateTool {
             None => task.goal.clone(),
         };
         let turn = TurnId::new();
-        let mut journal =
-            ChildJournal { store: store.clone(), tenant: ctx.tenant_id, session, turn, parent_turn: ctx.turn_id };
+        let mut journal = ChildJournal {
+            store: store.clone(),
+            tenant: ctx.tenant_id,
+            session,
+            turn,
+            parent: self.models.ledger,
+            meter: self.models.meter.clone(),
+        };
         let input = ChatMessage::user(input);
         journal.record(0, &input).await.map_err(|e| e.to_string())?;
         // The child's calls are metered with the parent turn's, as sub-agent work.

@@ -4,15 +4,25 @@
 //! loopback, link-local, shared, reserved or metadata address is refused, so DNS cannot point
 //! a sandbox at the cluster or the cloud's metadata service. HTTPS goes through `CONNECT`;
 //! plain HTTP is forwarded one request per connection, so every request is checked.
+//!
+//! What one sandbox can do with it is bounded: only the ports of `sandbox.egress_ports` (web
+//! by default: no mail relaying from a tenant's code), at most `sandbox.egress_max_connections`
+//! open at once, a request head within 10 seconds, and a connection closed after
+//! `sandbox.egress_idle_seconds` with no byte either way.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
+
+use hermes_config::SandboxConfig;
 
 use hermes_net_policy::{Cidr, is_public};
 use hermes_sandbox::{EgressHandler, SandboxKey};
@@ -20,6 +30,8 @@ use hermes_store::Store;
 
 const MAX_HEAD: usize = 16 * 1024;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a client may take to send its request head.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long an agent's egress setting is trusted before it is read again.
 const SETTING_TTL: Duration = Duration::from_secs(10);
 
@@ -86,12 +98,37 @@ struct Inner {
     store: Store,
     /// Ranges an operator allows although they are not public (an internal package mirror).
     allow: Vec<Cidr>,
+    ports: Vec<u16>,
+    max_connections: usize,
+    idle: Duration,
     settings: Mutex<HashMap<SandboxKey, (Instant, bool)>>,
+    /// Connections each sandbox holds open now.
+    open: Mutex<HashMap<SandboxKey, usize>>,
+}
+
+/// One of a sandbox's open connections; gives its place back when dropped.
+struct Slot {
+    inner: Arc<Inner>,
+    key: SandboxKey,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if let Ok(mut open) = self.inner.open.lock()
+            && let Some(n) = open.get_mut(&self.key)
+        {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                open.remove(&self.key);
+            }
+        }
+    }
 }
 
 impl EgressProxy {
-    pub fn new(store: Store, allow: &[String]) -> Self {
-        let allow = allow
+    pub fn new(store: Store, cfg: &SandboxConfig) -> Self {
+        let allow = cfg
+            .egress_allow_cidrs
             .iter()
             .filter_map(|c| {
                 let parsed = Cidr::parse(c);
@@ -101,11 +138,32 @@ impl EgressProxy {
                 parsed
             })
             .collect();
-        Self { inner: Arc::new(Inner { store, allow, settings: Mutex::default() }) }
+        Self {
+            inner: Arc::new(Inner {
+                store,
+                allow,
+                ports: cfg.egress_ports.clone(),
+                max_connections: cfg.egress_max_connections,
+                idle: Duration::from_secs(cfg.egress_idle_seconds.max(1)),
+                settings: Mutex::default(),
+                open: Mutex::default(),
+            }),
+        }
     }
 }
 
 impl Inner {
+    /// A place for one more of `key`'s connections, unless it holds the most it may.
+    fn slot(self: &Arc<Self>, key: SandboxKey) -> Option<Slot> {
+        let mut open = self.open.lock().ok()?;
+        let n = open.entry(key).or_default();
+        if *n >= self.max_connections {
+            return None;
+        }
+        *n += 1;
+        Some(Slot { inner: self.clone(), key })
+    }
+
     async fn enabled(&self, key: SandboxKey) -> bool {
         let cached = self.settings.lock().ok().and_then(|s| s.get(&key).copied());
         if let Some((at, enabled)) = cached
@@ -124,34 +182,33 @@ impl Inner {
         is_public(ip) || self.allow.iter().any(|c| c.contains(ip))
     }
 
-    async fn handle(&self, key: SandboxKey, mut client: UnixStream) -> std::io::Result<()> {
-        let mut buf = Vec::with_capacity(4096);
-        let head_end = loop {
-            let mut chunk = [0u8; 4096];
-            let n = client.read(&mut chunk).await?;
-            if n == 0 {
-                return Ok(());
-            }
-            buf.extend_from_slice(&chunk[..n]);
-            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break i;
-            }
-            if buf.len() > MAX_HEAD {
-                return reply(&mut client, 431, "request head too large").await;
-            }
+    async fn handle(self: &Arc<Self>, key: SandboxKey, mut client: UnixStream) -> std::io::Result<()> {
+        let Some(_slot) = self.slot(key) else {
+            metrics::counter!("hermes_egress_refused_total").increment(1);
+            return reply(&mut client, 429, "this sandbox has too many connections open").await;
         };
-        let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-        let body = buf[head_end + 4..].to_vec();
+        let (head, body) = match tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut client)).await {
+            Ok(Ok(Some(read))) => read,
+            Ok(Ok(None)) => return Ok(()),
+            Ok(Err(HeadError::TooLarge)) => return reply(&mut client, 431, "request head too large").await,
+            Ok(Err(HeadError::Io(e))) => return Err(e),
+            Err(_) => return reply(&mut client, 408, "the request head did not arrive in time").await,
+        };
         let request = match parse(&head) {
             Ok(r) => r,
             Err(why) => return reply(&mut client, 400, why).await,
         };
-        if !self.enabled(key).await {
-            return reply(&mut client, 403, "internet access is disabled for this agent").await;
-        }
         let (host, port) = match &request {
             Request::Connect { host, port } | Request::Http { host, port, .. } => (host.clone(), *port),
         };
+        if !self.ports.contains(&port) {
+            metrics::counter!("hermes_egress_refused_total").increment(1);
+            let why = format!("port {port} is not open to sandboxes (open: {:?}; sandbox.egress_ports)", self.ports);
+            return reply(&mut client, 403, &why).await;
+        }
+        if !self.enabled(key).await {
+            return reply(&mut client, 403, "internet access is disabled for this agent").await;
+        }
         let resolved: Vec<SocketAddr> = match tokio::net::lookup_host((host.as_str(), port)).await {
             Ok(addrs) => addrs.collect(),
             Err(_) => return reply(&mut client, 502, "cannot resolve the host").await,
@@ -177,7 +234,87 @@ impl Inner {
         }
         upstream.write_all(&body).await?;
         metrics::counter!("hermes_egress_connections_total").increment(1);
-        tokio::io::copy_bidirectional(&mut client, &mut upstream).await.map(|_| ())
+        relay_until_idle(client, upstream, self.idle).await
+    }
+}
+
+enum HeadError {
+    TooLarge,
+    Io(std::io::Error),
+}
+
+/// The request head (without its blank line) and whatever body bytes came with it; `None`
+/// when the client closed before sending one.
+async fn read_head(client: &mut UnixStream) -> Result<Option<(String, Vec<u8>)>, HeadError> {
+    let mut buf = Vec::with_capacity(4096);
+    loop {
+        let mut chunk = [0u8; 4096];
+        let n = client.read(&mut chunk).await.map_err(HeadError::Io)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+            return Ok(Some((head, buf[end + 4..].to_vec())));
+        }
+        if buf.len() > MAX_HEAD {
+            return Err(HeadError::TooLarge);
+        }
+    }
+}
+
+/// Relays both ways until either side closes or nothing moves for `idle`.
+async fn relay_until_idle(client: UnixStream, upstream: TcpStream, idle: Duration) -> std::io::Result<()> {
+    let started = Instant::now();
+    let last = Arc::new(AtomicU64::new(0));
+    let mut client = Touched { inner: client, last: last.clone(), started };
+    let mut upstream = Touched { inner: upstream, last: last.clone(), started };
+    let relay = tokio::io::copy_bidirectional(&mut client, &mut upstream);
+    tokio::pin!(relay);
+    loop {
+        let quiet_for = started.elapsed().saturating_sub(Duration::from_millis(last.load(Ordering::Relaxed)));
+        let Some(left) = idle.checked_sub(quiet_for).filter(|left| !left.is_zero()) else {
+            metrics::counter!("hermes_egress_idle_closed_total").increment(1);
+            return Ok(());
+        };
+        tokio::select! {
+            done = &mut relay => return done.map(|_| ()),
+            () = tokio::time::sleep(left) => {}
+        }
+    }
+}
+
+/// A stream that notes when it last read a byte (milliseconds after `started`).
+struct Touched<S> {
+    inner: S,
+    last: Arc<AtomicU64>,
+    started: Instant,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Touched<S> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            self.last.store(now, Ordering::Relaxed);
+        }
+        polled
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Touched<S> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 
@@ -185,6 +322,8 @@ async fn reply(client: &mut UnixStream, code: u16, why: &str) -> std::io::Result
     let reason = match code {
         400 => "Bad Request",
         403 => "Forbidden",
+        408 => "Request Timeout",
+        429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
         _ => "Bad Gateway",
     };
@@ -212,6 +351,123 @@ impl EgressHandler for EgressProxy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A proxy that lets loopback through (as an operator's allowed range) with these limits,
+    /// for a sandbox whose agent has internet access.
+    fn proxy(ports: Vec<u16>, max_connections: usize, idle_seconds: u64) -> (Arc<Inner>, SandboxKey) {
+        let cfg = SandboxConfig {
+            egress_allow_cidrs: vec!["127.0.0.0/8".into()],
+            egress_ports: ports,
+            egress_max_connections: max_connections,
+            egress_idle_seconds: idle_seconds,
+            ..SandboxConfig::default()
+        };
+        let store = Store::connect_lazy("postgres://nobody@127.0.0.1:1/none", Duration::from_millis(100)).unwrap();
+        let inner = EgressProxy::new(store, &cfg).inner;
+        #[expect(clippy::disallowed_methods, reason = "test fixture")]
+        let key = SandboxKey {
+            tenant: hermes_core::TenantId::from_authenticated(uuid::Uuid::now_v7()),
+            agent: hermes_core::AgentId::new(),
+        };
+        inner.settings.lock().unwrap().insert(key, (Instant::now(), true));
+        (inner, key)
+    }
+
+    /// Opens a tunnel through the proxy to `port` and returns the client's end and the status
+    /// line the proxy answered with.
+    async fn tunnel(inner: &Arc<Inner>, key: SandboxKey, host: &str, port: u16) -> (UnixStream, String) {
+        let (mut client, server) = UnixStream::pair().unwrap();
+        let inner = inner.clone();
+        tokio::spawn(async move { inner.handle(key, server).await });
+        client
+            .write_all(format!("CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        while !answer.ends_with(b"\r\n\r\n") {
+            let mut byte = [0u8; 1];
+            if client.read(&mut byte).await.unwrap() == 0 {
+                break;
+            }
+            answer.push(byte[0]);
+        }
+        let status = String::from_utf8_lossy(&answer).lines().next().unwrap_or_default().to_owned();
+        (client, status)
+    }
+
+    /// A server on loopback that takes connections and never says anything.
+    async fn silent_server() -> (u16, tokio::sync::mpsc::UnboundedReceiver<TcpStream>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let _ = tx.send(stream);
+            }
+        });
+        (port, rx)
+    }
+
+    #[tokio::test]
+    async fn a_port_that_is_not_open_is_refused_before_the_name_is_looked_up() {
+        let (inner, key) = proxy(vec![80, 443], 8, 60);
+        let (_, status) = tunnel(&inner, key, "mail.example.invalid", 25).await;
+        assert!(status.starts_with("HTTP/1.1 403"), "{status}");
+        let (_, status) = tunnel(&inner, key, "mail.example.invalid", 443).await;
+        assert!(status.starts_with("HTTP/1.1 502"), "an open port goes on to the lookup: {status}");
+    }
+
+    #[tokio::test]
+    async fn a_sandbox_holds_at_most_its_share_of_connections() {
+        let (port, mut accepted) = silent_server().await;
+        let (inner, key) = proxy(vec![port], 2, 60);
+        let (_first, status) = tunnel(&inner, key, "127.0.0.1", port).await;
+        assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+        let (second, status) = tunnel(&inner, key, "127.0.0.1", port).await;
+        assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+        let (_, status) = tunnel(&inner, key, "127.0.0.1", port).await;
+        assert!(status.starts_with("HTTP/1.1 429"), "the third while two are open: {status}");
+        let (other, other_key) = proxy(vec![port], 2, 60);
+        let (_, status) = tunnel(&other, other_key, "127.0.0.1", port).await;
+        assert!(status.starts_with("HTTP/1.1 200"), "another sandbox has its own share: {status}");
+
+        // The second connection ends (both sides hang up): its place is free again.
+        let (_first_upstream, second_upstream) = (accepted.recv().await.unwrap(), accepted.recv().await.unwrap());
+        drop((second, second_upstream));
+        let freed = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                let (_client, status) = tunnel(&inner, key, "127.0.0.1", port).await;
+                if status.starts_with("HTTP/1.1 200") {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        assert!(freed.is_ok(), "a closed connection gives its place back");
+    }
+
+    #[tokio::test]
+    async fn a_connection_with_nothing_moving_is_closed_after_the_idle_time() {
+        let (port, mut accepted) = silent_server().await;
+        let (inner, key) = proxy(vec![port], 8, 1);
+        let (mut client, status) = tunnel(&inner, key, "127.0.0.1", port).await;
+        assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+        let mut upstream = accepted.recv().await.unwrap();
+        // Bytes keep it open...
+        for _ in 0..3 {
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            client.write_all(b"ping").await.unwrap();
+            let mut got = [0u8; 4];
+            upstream.read_exact(&mut got).await.unwrap();
+        }
+        // ...silence closes both ends.
+        let mut rest = Vec::new();
+        let closed = tokio::time::timeout(Duration::from_secs(10), client.read_to_end(&mut rest)).await;
+        assert!(matches!(closed, Ok(Ok(0))), "the client's end is closed: {closed:?}");
+        let closed = tokio::time::timeout(Duration::from_secs(10), upstream.read_to_end(&mut rest)).await;
+        assert!(matches!(closed, Ok(Ok(0))), "the host's end is closed: {closed:?}");
+    }
 
     #[test]
     fn requests_parse_to_a_checked_destination() {

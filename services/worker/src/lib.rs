@@ -96,7 +96,7 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
     let cfg = ctx.config.clone();
     let worker_id = cfg.worker.id.clone().unwrap_or_else(default_worker_id);
     let tools = builtin_tools(&ctx);
-    ctx.sandboxes.set_egress(Arc::new(egress::EgressProxy::new(ctx.store.clone(), &cfg.sandbox.egress_allow_cidrs)));
+    ctx.sandboxes.set_egress(Arc::new(egress::EgressProxy::new(ctx.store.clone(), &cfg.sandbox)));
     sync_bundled_skills(&ctx.store).await;
     let mut consumer = ctx.broker.consume_work(cfg.worker.max_concurrent_turns, &worker_id).await?;
     let rt = Arc::new(Runtime {

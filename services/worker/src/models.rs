@@ -36,6 +36,8 @@ pub(crate) struct Models {
     pub purpose: CallPurpose,
     /// The tenant's key pools, read with the turn.
     pub pools: Arc<CredentialPools>,
+    /// The turn the calls are recorded under.
+    pub ledger: crate::budget::Ledger,
 }
 
 fn endpoint(base_url: &str, model: &str, mode: Option<&str>) -> Endpoint {
@@ -74,13 +76,22 @@ impl Models {
             AnthropicCacheTtl::FiveMinutes => CacheTtl::FiveMinutes,
             AnthropicCacheTtl::OneHour => CacheTtl::OneHour,
         };
+        let models = chain.iter().map(|e| e.model.clone()).collect();
         let inner = ResilientModel::new(AnyTransport::new(self.rt.ctx.http.clone(), ttl), self.keys(), chain, retry)
             .with_meter(self.meter.clone(), purpose);
+        // A reservation outlives every attempt the call may make, then lapses.
+        let attempts = u64::from(cfg.max_retries) + 1;
+        let lease =
+            Duration::from_secs(cfg.request_timeout_seconds.saturating_mul(attempts).saturating_add(60).min(3600));
         crate::budget::Budgeted {
             inner,
             store: self.rt.ctx.store.clone(),
             tenant: self.tenant,
             agent: self.agent.id,
+            models,
+            meter: self.meter.clone(),
+            ledger: self.ledger,
+            lease,
             warned: Default::default(),
         }
     }

@@ -186,6 +186,7 @@ async fn review(rt: &Arc<Runtime>, job: ReviewJob) -> Result<String, String> {
         meter: meter.clone(),
         purpose: hermes_core::CallPurpose::Review,
         pools: Arc::new(store.credential_pools(job.tenant_id).await.map_err(text)?),
+        ledger: crate::budget::Ledger { session: job.session_id, turn: job.turn_id },
     };
     let (model, model_name) = models.auxiliary();
     let input = ChatMessage::user(format!("The conversation to review:\n\n{}", transcript(&messages)));

@@ -11,7 +11,7 @@ impl Store {
     pub async fn gateway_channel(&self, id: uuid::Uuid) -> Result<Channel> {
         let row = sqlx::query("SELECT * FROM channels WHERE id = $1")
             .bind(id)
-            .fetch_optional(self.pool())
+            .fetch_optional(self.system())
             .await?
             .ok_or(StoreError::NotFound)?;
         crate::rows::read::<Channel>(&row)
@@ -24,7 +24,7 @@ impl Store {
         )
         .bind(platform.as_str())
         .bind(mode.as_str())
-        .fetch_all(self.pool())
+        .fetch_all(self.system())
         .await?;
         rows.iter().map(crate::rows::read::<Channel>).collect()
     }

@@ -21,7 +21,7 @@ impl Store {
         tenant_cap: i64,
         plan: impl Fn(&Job) -> Plan,
     ) -> Result<Vec<ClaimedRun>> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.system().begin().await?;
         let rows = sqlx::query(
             "SELECT * FROM cron_jobs j
              WHERE state = 'scheduled' AND next_run_at <= $1
@@ -77,7 +77,7 @@ impl Store {
     /// Cron runs open across the installation (claimed or running).
     pub async fn open_cron_runs(&self) -> Result<i64> {
         Ok(sqlx::query_scalar("SELECT count(*) FROM cron_runs WHERE status IN ('claimed', 'running')")
-            .fetch_one(self.pool())
+            .fetch_one(self.system())
             .await?)
     }
 
@@ -90,7 +90,7 @@ impl Store {
         tenant: TenantId,
         turn: &crate::NewTurn,
     ) -> Result<Option<SessionId>> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.system().begin().await?;
         let (session, turn_id) = crate::turns::enqueue_in(&mut tx, tenant, turn).await?;
         let started = sqlx::query(
             "UPDATE cron_runs SET status = 'running', turn_id = $2, session_id = $3 WHERE id = $1 AND status = 'claimed'",
@@ -111,7 +111,7 @@ impl Store {
     /// A run refused before it started (its prompt failed the run-time scan): failed, and its
     /// job says why.
     pub async fn fail_run(&self, run: uuid::Uuid, error: &str) -> Result<()> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.system().begin().await?;
         let job: Option<uuid::Uuid> = sqlx::query_scalar(
             "UPDATE cron_runs SET status = 'failed', error = $2, finished_at = now()
              WHERE id = $1 AND status = 'claimed' RETURNING job_id",
@@ -171,7 +171,7 @@ impl Store {
              SELECT id, tenant_id, job_id, status FROM settled",
         )
         .bind(stale.as_secs_f64())
-        .fetch_all(self.pool())
+        .fetch_all(self.system())
         .await?)
     }
 }

@@ -33,7 +33,7 @@ impl Store {
         .bind(idle.num_seconds() as f64)
         .bind(every.num_seconds() as f64)
         .bind(limit)
-        .fetch_all(self.pool())
+        .fetch_all(self.system())
         .await?;
         rows.iter().map(|r| Ok((crate::rows::tenant_of(r)?, r.try_get::<Id, _>("id")?.into()))).collect()
     }

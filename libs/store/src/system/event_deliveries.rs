@@ -27,7 +27,7 @@ impl Store {
         )
         .bind(limit)
         .bind(lease.as_secs_f64())
-        .fetch_all(self.pool())
+        .fetch_all(self.system())
         .await?)
     }
 
@@ -38,7 +38,7 @@ impl Store {
             Attempt::Retry { status, error, after } => ("pending", *status, Some(error.as_str()), Some(*after)),
             Attempt::Failed { status, error } => ("failed", *status, Some(error.as_str()), None),
         };
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.system().begin().await?;
         sqlx::query(
             "UPDATE event_deliveries SET status = $2, last_status = $3, last_error = $4,
                     next_attempt_at = CASE WHEN $5::float8 IS NULL THEN next_attempt_at

@@ -55,7 +55,7 @@ impl Store {
         .bind(limit)
         .bind(lease.as_secs_f64())
         .bind(only)
-        .fetch_all(self.pool())
+        .fetch_all(self.system())
         .await?;
         let mut items = Vec::with_capacity(rows.len());
         for row in &rows {
@@ -69,7 +69,7 @@ impl Store {
                     )
                     .bind(id)
                     .bind(crate::messages::without_nul(&format!("unreadable: {error}")))
-                    .execute(self.pool())
+                    .execute(self.system())
                     .await?;
                 }
             }
@@ -87,7 +87,7 @@ impl Store {
         .bind(item.id)
         .bind(item.lease)
         .bind(lease.as_secs_f64())
-        .execute(self.pool())
+        .execute(self.system())
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -104,7 +104,7 @@ impl Store {
         .bind(item.lease)
         .bind(parts)
         .bind(message_ids.join(","))
-        .execute(self.pool())
+        .execute(self.system())
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -122,7 +122,7 @@ impl Store {
         .bind(item.lease)
         .bind(part)
         .bind(lease.as_secs_f64())
-        .execute(self.pool())
+        .execute(self.system())
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -133,7 +133,7 @@ impl Store {
             sqlx::query("UPDATE outbox SET doubt_part = NULL, doubt_since = NULL WHERE id = $1 AND lease_owner = $2")
                 .bind(item.id)
                 .bind(item.lease)
-                .execute(self.pool())
+                .execute(self.system())
                 .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -146,7 +146,7 @@ impl Store {
         )
         .bind(item.id)
         .bind(item.lease)
-        .execute(self.pool())
+        .execute(self.system())
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -162,7 +162,7 @@ impl Store {
         .bind(item.lease)
         .bind(delay.as_secs_f64())
         .bind(crate::messages::without_nul(error))
-        .execute(self.pool())
+        .execute(self.system())
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -176,7 +176,7 @@ impl Store {
         .bind(item.id)
         .bind(item.lease)
         .bind(crate::messages::without_nul(error))
-        .execute(self.pool())
+        .execute(self.system())
         .await?;
         Ok(done.rows_affected() == 1)
     }

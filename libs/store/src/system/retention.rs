@@ -12,7 +12,7 @@ impl Store {
     pub async fn prune_idempotency_keys(&self) -> Result<u64> {
         let done = sqlx::query("DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(hours => $1)")
             .bind(IDEMPOTENCY_HOURS)
-            .execute(self.pool())
+            .execute(self.system())
             .await?;
         Ok(done.rows_affected())
     }
@@ -21,7 +21,7 @@ impl Store {
     /// events wait for it a week, no longer).
     pub async fn prune_events(&self) -> Result<u64> {
         let done = sqlx::query("DELETE FROM event_deliveries WHERE created_at < now() - interval '7 days'")
-            .execute(self.pool())
+            .execute(self.system())
             .await?;
         Ok(done.rows_affected())
     }
@@ -30,10 +30,11 @@ impl Store {
     /// past a week no platform redelivers an update, and a reply not out by then never goes.
     pub async fn prune_chat_traffic(&self) -> Result<u64> {
         let inbound = sqlx::query("DELETE FROM inbound WHERE received_at < now() - interval '7 days'")
-            .execute(self.pool())
+            .execute(self.system())
             .await?;
-        let outbox =
-            sqlx::query("DELETE FROM outbox WHERE created_at < now() - interval '7 days'").execute(self.pool()).await?;
+        let outbox = sqlx::query("DELETE FROM outbox WHERE created_at < now() - interval '7 days'")
+            .execute(self.system())
+            .await?;
         Ok(inbound.rows_affected() + outbox.rows_affected())
     }
 
@@ -41,7 +42,7 @@ impl Store {
     /// it, unless a turn of theirs is still open (the rest of their lineage and their messages
     /// go with them). At most `batch` per call; returns how many went.
     pub async fn prune_sessions(&self, now: DateTime<Utc>, batch: i64) -> Result<u64> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.system().begin().await?;
         let doomed: Vec<(uuid::Uuid, uuid::Uuid)> = sqlx::query_as(
             "SELECT s.tenant_id, s.id FROM sessions s JOIN tenants t ON t.id = s.tenant_id
              WHERE t.session_retention_days IS NOT NULL

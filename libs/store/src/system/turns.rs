@@ -45,7 +45,7 @@ impl Store {
         .bind(queued_grace.as_secs_f64())
         .bind(backoff.as_secs_f64())
         .bind(limit)
-        .fetch_all(self.pool())
+        .fetch_all(self.system())
         .await?)
     }
 
@@ -67,7 +67,7 @@ impl Store {
              RETURNING t.tenant_id, t.session_id, t.id",
         )
         .bind(limit)
-        .fetch_all(self.pool())
+        .fetch_all(self.system())
         .await?)
     }
 }

@@ -11,40 +11,42 @@ impl Store {
     pub async fn gateway_webhook(&self, id: uuid::Uuid) -> Result<Webhook> {
         let row = sqlx::query("SELECT * FROM webhooks WHERE id = $1")
             .bind(id)
-            .fetch_optional(self.pool())
+            .fetch_optional(self.system())
             .await?
             .ok_or(StoreError::NotFound)?;
         crate::rows::read::<Webhook>(&row)
     }
 
-    /// Takes a delivery in: records its id and starts what it asks for, in one transaction
-    /// (a pod dying in between leaves neither, and the sender's retry starts it once). `None`
-    /// when the hook saw this delivery id in the last day (a retry): nothing starts twice.
-    /// Records older than a day are dropped as it goes.
+    /// Takes a delivery in: records what identifies it (`seen_as`: its delivery id, and for
+    /// schemes that sign only the body, the body's digest too) and starts what it asks for, in
+    /// one transaction (a pod dying in between leaves neither, and the sender's retry starts it
+    /// once). `None` when the hook saw any of `seen_as` in the last day (a retry, or a replay
+    /// under a new id): nothing starts twice. Records older than a day are dropped as it goes.
     pub async fn accept_webhook(
         &self,
         hook: &Webhook,
-        delivery_id: &str,
+        seen_as: &[String],
         event: &str,
         start: WebhookStart,
     ) -> Result<Option<Started>> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.system().begin().await?;
         sqlx::query("DELETE FROM webhook_deliveries WHERE webhook_id = $1 AND received_at < now() - interval '1 day'")
             .bind(hook.id)
             .execute(&mut *tx)
             .await?;
-        let fresh = sqlx::query(
-            "INSERT INTO webhook_deliveries (webhook_id, delivery_id, event) VALUES ($1, $2, $3)
-             ON CONFLICT DO NOTHING",
+        let seen_as: Vec<String> = seen_as.iter().map(|key| crate::messages::without_nul(key)).collect();
+        let recorded = sqlx::query(
+            "INSERT INTO webhook_deliveries (webhook_id, delivery_id, event)
+             SELECT $1, key, $3 FROM unnest($2::text[]) AS key ON CONFLICT DO NOTHING",
         )
         .bind(hook.id)
-        .bind(crate::messages::without_nul(delivery_id))
+        .bind(&seen_as)
         .bind(crate::messages::without_nul(event))
         .execute(&mut *tx)
         .await?
-        .rows_affected()
-            > 0;
-        if !fresh {
+        .rows_affected();
+        if seen_as.is_empty() || recorded < seen_as.len() as u64 {
+            // Dropping the transaction forgets the keys that were new, too.
             return Ok(None);
         }
         sqlx::query("UPDATE webhooks SET last_received_at = now() WHERE id = $1")

@@ -59,7 +59,7 @@ impl Store {
     /// Writes a turn (and, for a new session, the session and its seeded history) in one
     /// transaction. An `Existing` session of another tenant or agent is `NotFound`.
     pub async fn enqueue_turn(&self, tenant: TenantId, new: NewTurn) -> Result<(SessionId, TurnId)> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         let ids = enqueue_in(&mut tx, tenant, &new).await?;
         tx.commit().await?;
         Ok(ids)

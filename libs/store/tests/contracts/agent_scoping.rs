@@ -9,7 +9,7 @@ use crate::common;
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn a_delivery_goes_only_through_the_agents_own_bot(pool: PgPool) {
-    let store = common::store(pool);
+    let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     let channel = common::channel(&store, &t, &common::secrets(), "bot-1").await;
     store.set_channel_status(t.id, channel.id, ChannelStatus::Active, None).await.unwrap();

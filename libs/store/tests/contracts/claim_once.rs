@@ -49,11 +49,11 @@ fn claimed_once(claims: Vec<Vec<uuid::Uuid>>, expected: &HashSet<uuid::Uuid>) {
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn workers_racing_for_a_sessions_turn_never_both_get_it(pool: PgPool) {
-    let store = common::store(pool);
+    let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     let turn = common::queue(&store, &t, t.session, "hello").await;
     // Hold the turn's row so that every claim is in flight at once, then let them go together.
-    let mut blocker = store.pool().begin().await.unwrap();
+    let mut blocker = pool.begin().await.unwrap();
     sqlx::query("SELECT 1 FROM turns WHERE id = $1 FOR UPDATE")
         .bind(turn.as_uuid())
         .execute(&mut *blocker)
@@ -73,7 +73,7 @@ async fn workers_racing_for_a_sessions_turn_never_both_get_it(pool: PgPool) {
         let waiting: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
         )
-        .fetch_one(store.pool())
+        .fetch_one(&pool)
         .await
         .unwrap();
         waiting >= 3
@@ -92,7 +92,7 @@ async fn workers_racing_for_a_sessions_turn_never_both_get_it(pool: PgPool) {
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn an_outbox_reply_goes_to_one_sender_at_a_time(pool: PgPool) {
-    let store = common::store(pool);
+    let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     let channel = common::channel(&store, &t, &common::secrets(), "bot-1").await;
     for i in 0..12 {
@@ -116,7 +116,7 @@ async fn an_outbox_reply_goes_to_one_sender_at_a_time(pool: PgPool) {
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn an_event_delivery_goes_to_one_sender_at_a_time(pool: PgPool) {
-    let store = common::store(pool);
+    let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     let events = ["turn.finished".to_owned()];
     let (hook, _) = store
@@ -138,7 +138,7 @@ async fn an_event_delivery_goes_to_one_sender_at_a_time(pool: PgPool) {
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn a_due_cron_job_is_run_by_one_scheduler(pool: PgPool) {
-    let store = common::store(pool);
+    let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     let due = Utc::now() - chrono::Duration::minutes(1);
     let mut jobs = HashSet::new();
@@ -172,7 +172,7 @@ async fn a_due_cron_job_is_run_by_one_scheduler(pool: PgPool) {
 /// run once: the run ledger is unique per job and scheduled time.
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn a_cron_slot_runs_once_even_when_its_job_stays_due(pool: PgPool) {
-    let store = common::store(pool);
+    let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     let due = Utc::now() - chrono::Duration::minutes(1);
     let job = store.create_job(t.id, &common::job(&t, "report", due)).await.unwrap();
@@ -190,7 +190,7 @@ async fn a_cron_slot_runs_once_even_when_its_job_stays_due(pool: PgPool) {
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn reapers_never_republish_the_same_stranded_turn_twice(pool: PgPool) {
-    let store = common::store(pool);
+    let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     let mut turns = HashSet::new();
     for i in 0..6 {

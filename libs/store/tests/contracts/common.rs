@@ -18,7 +18,7 @@ pub struct Tenant {
 }
 
 /// A store on the test's own database.
-pub fn store(pool: PgPool) -> Store {
+pub fn store(pool: &PgPool) -> Store {
     Store::from_pool(pool)
 }
 
@@ -114,18 +114,18 @@ where
 }
 
 /// A count read straight from Postgres: `sql` takes one uuid parameter.
-pub async fn count(store: &Store, sql: &'static str, id: uuid::Uuid) -> i64 {
-    sqlx::query_scalar(sql).bind(id).fetch_one(store.pool()).await.unwrap()
+pub async fn count(pool: &PgPool, sql: &'static str, id: uuid::Uuid) -> i64 {
+    sqlx::query_scalar(sql).bind(id).fetch_one(pool).await.unwrap()
 }
 
 /// How many messages a session holds.
-pub async fn messages_in(store: &Store, session: SessionId) -> i64 {
-    count(store, "SELECT count(*) FROM messages WHERE session_id = $1", session.as_uuid()).await
+pub async fn messages_in(pool: &PgPool, session: SessionId) -> i64 {
+    count(pool, "SELECT count(*) FROM messages WHERE session_id = $1", session.as_uuid()).await
 }
 
 /// How many turns a session holds.
-pub async fn turns_in(store: &Store, session: SessionId) -> i64 {
-    count(store, "SELECT count(*) FROM turns WHERE session_id = $1", session.as_uuid()).await
+pub async fn turns_in(pool: &PgPool, session: SessionId) -> i64 {
+    count(pool, "SELECT count(*) FROM turns WHERE session_id = $1", session.as_uuid()).await
 }
 
 /// A completed turn's outcome.

@@ -17,7 +17,7 @@ fn fenced<T: std::fmt::Debug>(what: &str, result: Result<T, StoreError>) {
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn a_worker_fenced_out_by_a_newer_claim_writes_nothing(pool: PgPool) {
-    let store = common::store(pool);
+    let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     let turn = common::queue(&store, &t, t.session, "hello").await;
     // The first worker's lease runs out at once: it paused, and the turn is up for grabs.
@@ -98,7 +98,7 @@ async fn a_worker_fenced_out_by_a_newer_claim_writes_nothing(pool: PgPool) {
 /// name (a restarted pod, a lock granted twice after Redis lost it) still fences out the old one.
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn the_fence_refuses_a_stale_writer_even_under_the_same_owner_name(pool: PgPool) {
-    let store = common::store(pool);
+    let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     let turn = common::queue(&store, &t, t.session, "hello").await;
     let first = common::claim_for(&store, t.id, t.session, "worker", 1, Duration::ZERO).await;
@@ -135,7 +135,7 @@ async fn the_fence_refuses_a_stale_writer_even_under_the_same_owner_name(pool: P
     fenced("park_turn", store.park_turn(t.id, t.session, turn, "worker", first.fence, &park).await);
     fenced("append_message", store.append_message(t.id, t.session, first.fence, turn, 1, &late).await);
     assert_eq!(store.turn_state(t.id, turn).await.unwrap().0, TurnStatus::Running);
-    assert_eq!(common::messages_in(&store, t.session).await, 0);
+    assert_eq!(common::messages_in(&pool, t.session).await, 0);
 
     // The current fence parks the turn, which leaves its lease.
     let pending = store.park_turn(t.id, t.session, turn, "worker", second.fence, &park).await.unwrap();
@@ -145,7 +145,7 @@ async fn the_fence_refuses_a_stale_writer_even_under_the_same_owner_name(pool: P
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn the_fence_only_moves_forward_whatever_token_a_claim_brings(pool: PgPool) {
-    let store = common::store(pool);
+    let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     let turn = common::queue(&store, &t, t.session, "hello").await;
     let mut fences = Vec::new();
@@ -170,7 +170,7 @@ async fn the_fence_only_moves_forward_whatever_token_a_claim_brings(pool: PgPool
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn a_sender_whose_outbox_claim_lapsed_records_nothing_and_parts_never_go_back(pool: PgPool) {
     use hermes_core::outbox::{Destination, OutboxPayload};
-    let store = common::store(pool);
+    let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     let channel = common::channel(&store, &t, &common::secrets(), "bot-1").await;
     let dest = Destination::chat(hermes_core::Platform::Telegram, channel.id, "42", None);
@@ -183,7 +183,7 @@ async fn a_sender_whose_outbox_claim_lapsed_records_nothing_and_parts_never_go_b
         !store.claim_outbox(1, Duration::from_secs(60), None).await.unwrap().is_empty()
     })
     .await;
-    let fresh: uuid::Uuid = sqlx::query_scalar("SELECT lease_owner FROM outbox").fetch_one(store.pool()).await.unwrap();
+    let fresh: uuid::Uuid = sqlx::query_scalar("SELECT lease_owner FROM outbox").fetch_one(&pool).await.unwrap();
     assert_ne!(fresh, slow.lease, "a new claim, a new token");
     let fast = hermes_store::OutboxItem { lease: fresh, sent_parts: 1, ..slow.clone() };
     assert!(store.outbox_part_sent(&fast, 2, &["m1".into(), "m2".into()]).await.unwrap());
@@ -193,7 +193,7 @@ async fn a_sender_whose_outbox_claim_lapsed_records_nothing_and_parts_never_go_b
     assert!(!store.outbox_retry(&slow, short, "late").await.unwrap());
     assert!(!store.outbox_part_sent(&fast, 1, &["m1".into()]).await.unwrap(), "parts never go backwards");
     let (parts, status): (i32, String) =
-        sqlx::query_as("SELECT sent_parts, status FROM outbox").fetch_one(store.pool()).await.unwrap();
+        sqlx::query_as("SELECT sent_parts, status FROM outbox").fetch_one(&pool).await.unwrap();
     assert_eq!((parts, status.as_str()), (2, "pending"));
     assert!(store.outbox_sent(&fast).await.unwrap());
 }

@@ -13,7 +13,7 @@ use crate::common;
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn a_resumed_turn_writing_its_steps_again_stores_each_once(pool: PgPool) {
-    let store = common::store(pool);
+    let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     let turn = common::queue(&store, &t, t.session, "hello").await;
     let w = common::claim(&store, t.id, t.session, "worker", 1).await;
@@ -77,7 +77,7 @@ async fn a_resumed_turn_writing_its_steps_again_stores_each_once(pool: PgPool) {
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn a_chat_update_sent_twice_is_taken_in_once(pool: PgPool) {
-    let store = common::store(pool);
+    let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     let payload = json!({"update_id": 7, "text": "hi"});
     let first = store
@@ -105,7 +105,7 @@ async fn a_chat_update_sent_twice_is_taken_in_once(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(again, Accepted::Duplicate);
-    assert_eq!(common::turns_in(&store, t.session).await, 1, "one turn for the update");
+    assert_eq!(common::turns_in(&pool, t.session).await, 1, "one turn for the update");
     // The dedupe key is the tenant's: another tenant's update with the same key is new.
     let other = common::tenant(&store, "other").await;
     assert!(!store.inbound_seen(other.id, "telegram:bot-1", "update-7").await.unwrap());
@@ -117,7 +117,7 @@ async fn a_chat_update_sent_twice_is_taken_in_once(pool: PgPool) {
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn a_request_retried_with_its_idempotency_key_joins_the_first_turn(pool: PgPool) {
-    let store = common::store(pool);
+    let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     let (key, _) = store.create_api_key(t.id, None, "ci", None).await.unwrap();
     let idem = Idempotency { api_key: key.id, key: "retry-1".into(), fingerprint: "request-a".into() };
@@ -133,36 +133,36 @@ async fn a_request_retried_with_its_idempotency_key_joins_the_first_turn(pool: P
     let (a, b) = (ids(a.unwrap()), ids(b.unwrap()));
     assert!(a.0 != b.0, "one is new and one joins it: {a:?} {b:?}");
     assert_eq!((a.1, a.2), (b.1, b.2), "both answer with the same turn");
-    assert_eq!(common::turns_in(&store, t.session).await, 1);
+    assert_eq!(common::turns_in(&pool, t.session).await, 1);
 
     let reused = Idempotency { fingerprint: "request-b".into(), ..idem.clone() };
     let refused = store.enqueue_turn_once(t.id, common::turn_in(t.agent, t.session, "other"), &reused).await;
     assert!(matches!(refused, Err(StoreError::Invalid(_))), "a key reused for another request: {refused:?}");
-    assert_eq!(common::turns_in(&store, t.session).await, 1);
+    assert_eq!(common::turns_in(&pool, t.session).await, 1);
 }
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn a_webhook_delivery_retried_by_its_sender_starts_once(pool: PgPool) {
-    let store = common::store(pool);
+    let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     let (hook, _) = store.create_webhook(t.id, &common::webhook(&t, "github"), Some(&common::secrets())).await.unwrap();
     let start = || WebhookStart::Turn(Box::new(common::turn_in(t.agent, t.session, "a push")));
-    let first = store.accept_webhook(&hook, "delivery-1", "push", start()).await.unwrap();
+    let first = store.accept_webhook(&hook, &["delivery-1".into()], "push", start()).await.unwrap();
     assert!(matches!(first, Some(Started::Turn { session, .. }) if session == t.session), "{first:?}");
     assert!(
-        store.accept_webhook(&hook, "delivery-1", "push", start()).await.unwrap().is_none(),
+        store.accept_webhook(&hook, &["delivery-1".into()], "push", start()).await.unwrap().is_none(),
         "a retry starts nothing"
     );
     assert!(
-        store.accept_webhook(&hook, "delivery-2", "push", start()).await.unwrap().is_some(),
+        store.accept_webhook(&hook, &["delivery-2".into()], "push", start()).await.unwrap().is_some(),
         "a new delivery starts"
     );
-    assert_eq!(common::turns_in(&store, t.session).await, 2);
+    assert_eq!(common::turns_in(&pool, t.session).await, 2);
 }
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn an_outbox_message_queued_twice_under_one_key_is_sent_once(pool: PgPool) {
-    let store = common::store(pool);
+    let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     let channel = common::channel(&store, &t, &common::secrets(), "bot-1").await;
     let dest = Destination::chat(Platform::Telegram, channel.id, "42", None);

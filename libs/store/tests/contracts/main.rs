@@ -1,5 +1,5 @@
 //! The store's contracts on a real Postgres, without the roles: fencing, claim-once, idempotent
-//! steps and tenant scoping. Every test gets a fresh database with the migrations applied
+//! steps, tenant scoping and the row-level security under it. Every test gets a fresh database with the migrations applied
 //! (`#[sqlx::test]`), made on the server `DATABASE_URL` names.
 //!
 //! Run: `DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres cargo nextest run -p hermes-store`
@@ -18,6 +18,8 @@ mod fencing;
 mod idempotent;
 mod outbox_shapes;
 mod retention;
+mod second_wall;
+mod spend;
 mod tenant_scoping;
 mod tenant_world;
 

@@ -28,7 +28,7 @@ async fn outbox(pool: &PgPool, tenant: hermes_core::TenantId) -> Vec<(Destinatio
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn an_answer_for_two_chats_is_two_rows_of_the_gateways_shape(pool: PgPool) {
-    let store = common::store(pool.clone());
+    let store = common::store(&pool);
     let t = common::tenant(&store, "alpha").await;
     let channel = common::channel(&store, &t, &common::secrets(), "alpha-bot").await.id;
     let mut reply_to = Destination::chat(Platform::Telegram, channel, "42", None);
@@ -60,7 +60,7 @@ async fn an_answer_for_two_chats_is_two_rows_of_the_gateways_shape(pool: PgPool)
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn a_parked_chat_turns_question_is_an_interaction_row(pool: PgPool) {
-    let store = common::store(pool.clone());
+    let store = common::store(&pool);
     let t = common::tenant(&store, "alpha").await;
     let channel = common::channel(&store, &t, &common::secrets(), "alpha-bot").await.id;
     let reply_to = Destination::chat(Platform::Telegram, channel, "42", None);

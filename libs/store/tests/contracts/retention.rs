@@ -34,7 +34,7 @@ async fn answered_chat_turn(
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn a_deleted_session_takes_its_updates_replies_and_events_with_it(pool: PgPool) {
-    let store = common::store(pool.clone());
+    let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     let channel = common::channel(&store, &t, &common::secrets(), "bot-1").await.id;
     let events = ["turn.finished".to_owned()];

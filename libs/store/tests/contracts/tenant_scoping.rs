@@ -206,12 +206,12 @@ fn owner_finds_some<T: Debug + Empty>(method: &str, result: Result<T, StoreError
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn another_tenants_ids_find_nothing_and_change_nothing(pool: sqlx::PgPool) {
-    let w: World = tenant_world::world(crate::common::store(pool)).await;
-    let before = tenant_world::rows_of(&w.store, w.a.id).await;
+    let w: World = tenant_world::world(&pool).await;
+    let before = tenant_world::rows_of(&w.db, w.a.id).await;
     let mut cases = Cases::default();
     reads::check(&w, &mut cases).await;
     writes::check(&w, &mut cases).await;
-    let after = tenant_world::rows_of(&w.store, w.a.id).await;
+    let after = tenant_world::rows_of(&w.db, w.a.id).await;
 
     let changed: Vec<&String> = before.keys().filter(|table| before.get(*table) != after.get(*table)).collect();
     eprintln!("{} cases over {} methods of Store", cases.run, cases.methods.len());

@@ -18,6 +18,8 @@ use crate::common::{self, Tenant};
 /// Tenant `a` owns everything named here; tenant `b` has only an agent and an empty session.
 pub struct World {
     pub store: Store,
+    /// The test database as its owner, for looking at rows.
+    pub db: sqlx::PgPool,
     pub secrets: SecretBox,
     pub a: Tenant,
     pub b: Tenant,
@@ -82,7 +84,8 @@ pub fn model_call() -> ModelCall {
     }
 }
 
-pub async fn world(store: Store) -> World {
+pub async fn world(db: &sqlx::PgPool) -> World {
+    let store = common::store(db);
     let secrets = common::secrets();
     let a = common::tenant(&store, "alpha").await;
     let b = common::tenant(&store, "beta").await;
@@ -121,6 +124,7 @@ pub async fn world(store: Store) -> World {
     keepsakes(&store, &a, &secrets).await;
     World {
         store,
+        db: db.clone(),
         secrets,
         a,
         b,
@@ -272,18 +276,18 @@ async fn keepsakes(store: &Store, a: &Tenant, secrets: &SecretBox) {
 
 /// Every row `tenant` owns, table by table (tables with a `tenant_id`, the tenant's own row,
 /// and the rows hanging off its skills and webhooks), as JSON text.
-pub async fn rows_of(store: &Store, tenant: TenantId) -> BTreeMap<String, String> {
+pub async fn rows_of(pool: &sqlx::PgPool, tenant: TenantId) -> BTreeMap<String, String> {
     let tables: Vec<String> = sqlx::query_scalar(
         "SELECT table_name::text FROM information_schema.columns
          WHERE table_schema = 'public' AND column_name = 'tenant_id' ORDER BY 1",
     )
-    .fetch_all(store.pool())
+    .fetch_all(pool)
     .await
     .unwrap();
     let mut rows = BTreeMap::new();
     let mut read = async |name: &str, sql: String| {
         let text: Option<String> =
-            sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(tenant.as_uuid()).fetch_one(store.pool()).await.unwrap();
+            sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(tenant.as_uuid()).fetch_one(pool).await.unwrap();
         rows.insert(name.to_owned(), text.unwrap_or_default());
     };
     for table in &tables {

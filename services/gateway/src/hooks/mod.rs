@@ -105,10 +105,15 @@ pub async fn receive(
     if !hook.events.is_empty() && !hook.events.iter().any(|e| e == &event) {
         return answer(StatusCode::OK, json!({ "status": "ignored", "event": event }));
     }
-    // A signed message id is the delivery (unsigned headers could make a replay look new).
-    let delivery = match signed {
-        verify::Signed::Standard { id } => id,
-        verify::Signed::Body => render::delivery_id(&headers).unwrap_or_else(|| uuid::Uuid::now_v7().to_string()),
+    // A signed message id is the delivery. Schemes that sign only the body name the delivery in
+    // an unsigned header, which a replay could change: the body's digest identifies it too.
+    let (delivery, seen_as) = match signed {
+        verify::Signed::Standard { id } => (id.clone(), vec![id]),
+        verify::Signed::Body => {
+            let id = render::delivery_id(&headers).unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+            let digest = format!("sha256:{}", hex(&<sha2::Sha256 as sha2::Digest>::digest(&body)));
+            (id.clone(), vec![id, digest])
+        }
     };
     let start = match what_to_start(&gw, &hook, &payload, &event, &delivery).await {
         Ok(start) => start,
@@ -117,7 +122,7 @@ pub async fn receive(
             return refuse(StatusCode::SERVICE_UNAVAILABLE, "try again");
         }
     };
-    match gw.store.accept_webhook(&hook, &delivery, &event, start).await {
+    match gw.store.accept_webhook(&hook, &seen_as, &event, start).await {
         Ok(None) => answer(StatusCode::OK, json!({ "status": "duplicate", "delivery_id": delivery })),
         Ok(Some(started)) => {
             metrics::counter!("hermes_webhook_deliveries_total").increment(1);
@@ -199,4 +204,9 @@ async fn what_to_start(
         response: None,
         reply_to,
     })))
+}
+
+/// Lower-case hex digits of `bytes`.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -69,7 +69,7 @@ impl SkillManageTool {
             .await
             .map_err(unavailable)?
             .ok_or_else(|| ToolError::RespondToModel(format!("no skill named {name:?}; create it first")))?;
-        let files = store.skill_files(record.id).await.map_err(unavailable)?;
+        let files = store.skill_files(agent.tenant_id, record.id).await.map_err(unavailable)?;
         Ok((record.skill_md, files, record.category, record.scope))
     }
 

@@ -121,7 +121,7 @@ impl SimpleTool for SkillViewTool {
         let store = &self.0.store;
         let fail =
             |e: hermes_store::StoreError| ToolError::Unavailable(format!("skills are unavailable right now: {e}"));
-        let files = store.skill_files(found.record.id).await.map_err(fail)?;
+        let files = store.skill_files(ctx.tenant_id, found.record.id).await.map_err(fail)?;
         if let Err(e) =
             store.record_skill_use(ctx.tenant_id, ctx.agent_id, name, SkillUse::Viewed, chrono::Utc::now()).await
         {

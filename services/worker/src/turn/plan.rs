@@ -230,6 +230,7 @@ impl Planner<'_> {
             meter,
             purpose: hermes_core::CallPurpose::Main,
             pools: Arc::new(pools),
+            ledger: crate::budget::Ledger { session: self.turn.session_id, turn: self.turn.turn_id },
         })
     }
 

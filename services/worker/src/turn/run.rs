@@ -39,6 +39,11 @@ pub(super) struct Claim<'a> {
 /// Runs `work` (the whole turn) with heartbeats on the lease and the session lock. Returns
 /// `false` when the worker should stop working on this session (draining, the lease was lost,
 /// or the session was taken over).
+///
+/// The heartbeat is a future polled beside `work`, never a `select!` arm's body: a body runs
+/// alone, and one waiting for a database connection while `work` (suspended) holds another is
+/// a pool deadlock once every turn of a busy worker does it. For the same reason `work` is
+/// dropped before any clean-up touches the database.
 pub(super) async fn supervise(
     claim: Claim<'_>,
     guard: &LockGuard,
@@ -46,43 +51,62 @@ pub(super) async fn supervise(
     work: impl Future<Output = Ran>,
 ) -> bool {
     let Claim { rt, tenant, owner, turn } = claim;
+    let cancel = CancellationToken::new();
+    let _registered = Registered::new(rt, turn.turn_id, &cancel);
+    let mut work = Box::pin(work);
+    let beats = heartbeats(claim, guard, span, &cancel);
+    tokio::pin!(beats);
+    let ended = tokio::select! {
+        ran = &mut work => return matches!(ran, Ran::Done),
+        () = cancel.cancelled() => Ended::Cancelled,
+        () = &mut beats => Ended::LeaseLost,
+        () = rt.abandon.cancelled() => Ended::Abandoned,
+    };
+    // Dropping `work` stops the model call or tool at once; nothing partial is stored.
+    drop(work);
+    match ended {
+        Ended::Cancelled => {
+            stop_cancelled(rt, tenant, owner, turn, span).await;
+            true
+        }
+        // Another worker may run this turn now: stop instead of working beside it.
+        Ended::LeaseLost => false,
+        Ended::Abandoned => {
+            hand_back(rt, tenant, turn, owner, span).await;
+            false
+        }
+    }
+}
+
+/// Why a turn stopped before its work ended.
+enum Ended {
+    Cancelled,
+    LeaseLost,
+    Abandoned,
+}
+
+/// Extends the lease and the session lock every `worker.heartbeat_millis`, and cancels the
+/// turn when someone asked to; returns when the lease is lost.
+async fn heartbeats(claim: Claim<'_>, guard: &LockGuard, span: &tracing::Span, cancel: &CancellationToken) {
+    let Claim { rt, tenant, owner, turn } = claim;
     let lease = Duration::from_secs(rt.ctx.config.worker.lease_seconds);
     let locks = rt.ctx.cache.session_locks();
     // First beat one period from now (an immediate first tick would wait for the timer wheel).
     let period = Duration::from_millis(rt.ctx.config.worker.heartbeat_millis);
     let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-    let cancel = CancellationToken::new();
-    let _registered = Registered::new(rt, turn.turn_id, &cancel);
-    tokio::pin!(work);
     loop {
-        tokio::select! {
-            ran = &mut work => return matches!(ran, Ran::Done),
-            () = cancel.cancelled() => {
-                // Dropping `work` stops the model call or tool at once; nothing partial is stored.
-                stop_cancelled(rt, tenant, owner, turn, span).await;
-                return true;
+        heartbeat.tick().await;
+        match rt.ctx.store.extend_lease(tenant, turn.turn_id, owner, lease).await {
+            Ok(LeaseState::Held | LeaseState::Ended) => {}
+            Ok(LeaseState::CancelRequested) => cancel.cancel(),
+            Ok(LeaseState::Lost) => {
+                tracing::warn!(parent: span, "turn lease lost; stopping");
+                return;
             }
-            _ = heartbeat.tick() => {
-                match rt.ctx.store.extend_lease(tenant, turn.turn_id, owner, lease).await {
-                    Ok(LeaseState::Held | LeaseState::Ended) => {}
-                    Ok(LeaseState::CancelRequested) => cancel.cancel(),
-                    Ok(LeaseState::Lost) => {
-                        // Another worker may run this turn now: stop at once (dropping `work`
-                        // interrupts model calls and tools) instead of working beside it.
-                        tracing::warn!(parent: span, "turn lease lost; stopping");
-                        return false;
-                    }
-                    Err(e) => tracing::warn!(parent: span, error = %e, "cannot extend the turn lease"),
-                }
-                if let Ok(false) = locks.extend(guard, lease).await {
-                    tracing::warn!(parent: span, "session lock lost; fenced writes will tell");
-                }
-            }
-            () = rt.abandon.cancelled() => {
-                // Dropping `work` interrupts the model call; nothing partial was stored.
-                hand_back(rt, tenant, turn, owner, span).await;
-                return false;
-            }
+            Err(e) => tracing::warn!(parent: span, error = %e, "cannot extend the turn lease"),
+        }
+        if let Ok(false) = locks.extend(guard, lease).await {
+            tracing::warn!(parent: span, "session lock lost; fenced writes will tell");
         }
     }
 }

@@ -1,0 +1,113 @@
+//! The second wall: which Postgres role a query runs as (migration 0040).
+//!
+//! Every query of the store filters by the tenant its caller authenticated; row-level security
+//! makes Postgres enforce the same, so a query that forgets its `WHERE tenant_id` finds nothing
+//! of another tenant's. The store holds two pools, each of whose connections runs
+//! `SET ROLE` once when it opens:
+//! - the tenant pool (`hermes_tenant`): [`Store::as_tenant`] and [`Store::tenant_tx`] are the
+//!   only ways to one of its connections, and both name the tenant first (`hermes.tenant_id`,
+//!   which the policies read). A connection is set again each time it is handed out, so what
+//!   a previous user set never carries over.
+//! - the system pool (`hermes_system`, policies `system_paths`): [`Store::system`], for the
+//!   queries that span tenants (`system/`) or come before a tenant is known (authentication,
+//!   the operator's tenant commands, installation-wide prices and bundled skills).
+//!
+//! The owner (the configured database user) runs only migrations and `ANALYZE`.
+//!
+//! The roles are a wall against a forgotten filter, not against SQL injection: a statement that
+//! could run `RESET ROLE` would be the owner again. Every query binds its values.
+
+use std::time::Duration;
+
+use hermes_core::TenantId;
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{AssertSqlSafe, Connection, PgConnection, PgPool, Postgres, Transaction};
+
+use crate::{Result, Store};
+
+/// The two roles of migration 0040.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    Tenant,
+    System,
+}
+
+impl Role {
+    fn set_role(self) -> &'static str {
+        match self {
+            Role::Tenant => "SET ROLE hermes_tenant",
+            Role::System => "SET ROLE hermes_system",
+        }
+    }
+}
+
+/// A connection of the tenant role that sees only one tenant's rows.
+pub(crate) type TenantConn = PoolConnection<Postgres>;
+
+/// The store's pools, one per role, and how to reach the database as its owner.
+#[derive(Clone)]
+pub(crate) struct Pools {
+    tenant: PgPool,
+    system: PgPool,
+    owner: PgConnectOptions,
+}
+
+impl Pools {
+    /// Pools that open connections when first asked (the roles may not exist before the first
+    /// migration). The system pool is a quarter of the tenant pool's size, at least two.
+    pub(crate) fn lazy(owner: PgConnectOptions, max_connections: u32, acquire_timeout: Duration) -> Self {
+        let system_size = (max_connections / 4).max(2);
+        Self {
+            tenant: role_pool(&owner, Role::Tenant, max_connections, acquire_timeout),
+            system: role_pool(&owner, Role::System, system_size, acquire_timeout),
+            owner,
+        }
+    }
+
+    /// One connection as the owner (migrations, `ANALYZE`).
+    pub(crate) async fn owner(&self) -> Result<PgConnection> {
+        Ok(PgConnection::connect_with(&self.owner).await?)
+    }
+}
+
+fn role_pool(owner: &PgConnectOptions, role: Role, size: u32, acquire_timeout: Duration) -> PgPool {
+    PgPoolOptions::new()
+        .max_connections(size)
+        .acquire_timeout(acquire_timeout)
+        .after_connect(move |conn, _| {
+            Box::pin(async move {
+                sqlx::raw_sql(role.set_role()).execute(conn).await?;
+                Ok(())
+            })
+        })
+        .connect_lazy_with(owner.clone())
+}
+
+impl Store {
+    /// A connection that sees and writes only `tenant`'s rows: one round trip to name the
+    /// tenant, then the caller's statements. Take one per method and reuse it for every
+    /// statement of that method.
+    pub(crate) async fn as_tenant(&self, tenant: TenantId) -> Result<TenantConn> {
+        let mut conn = self.pools.tenant.acquire().await?;
+        sqlx::query("SELECT set_config('hermes.tenant_id', $1::uuid::text, false)")
+            .bind(tenant.as_uuid())
+            .execute(&mut *conn)
+            .await?;
+        Ok(conn)
+    }
+
+    /// A transaction that sees and writes only `tenant`'s rows. Naming the tenant rides on the
+    /// `BEGIN` (one round trip, as a plain `begin()`), and lasts until the transaction ends.
+    pub(crate) async fn tenant_tx(&self, tenant: TenantId) -> Result<Transaction<'static, Postgres>> {
+        // A UUID's text form is hex digits and dashes: nothing to escape.
+        let begin = format!("BEGIN; SET LOCAL hermes.tenant_id = '{}'", tenant.as_uuid());
+        Ok(self.pools.tenant.begin_with(AssertSqlSafe(begin)).await?)
+    }
+
+    /// The pool of the named system paths: cross-tenant work, and what comes before a tenant
+    /// is known. Only `system/` and the few callers its module docs list use it.
+    pub(crate) fn system(&self) -> &PgPool {
+        &self.pools.system
+    }
+}
