@@ -26,6 +26,8 @@ export HERMES__RABBITMQ__QUEUE_EXPIRES_SECONDS=60
 export HERMES__REDIS__KEY_PREFIX=hermes-loadtest
 export HERMES__SANDBOX__DOCKER__IMAGE=hermes-sandbox:test
 export HERMES__TELEMETRY__LOG_FILTER=${HERMES__TELEMETRY__LOG_FILTER:-warn}
+# One tenant drives all the load here: let it use every slot (fair shares are for many tenants).
+export HERMES__WORKER__TENANT_SHARE=1
 
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }

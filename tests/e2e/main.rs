@@ -27,6 +27,7 @@ mod derived;
 mod discovery;
 mod egress;
 mod event_hooks;
+mod fairness;
 mod fencing;
 mod gateway;
 mod goals;

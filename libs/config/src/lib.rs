@@ -193,6 +193,12 @@ pub struct WorkerConfig {
     pub unattended_inactivity_seconds: u64,
     /// Turns a standing goal (`/goal`) may take before it pauses.
     pub goal_max_turns: u32,
+    /// The share of this worker's slots one tenant may hold at once (at least one slot), so a
+    /// tenant's flood of chat, webhook or cron turns leaves room for the others. 1.0: no limit.
+    pub tenant_share: f64,
+    /// A delivery of a tenant at its share goes back to the queue after this pause (its turn
+    /// waits in Postgres meanwhile).
+    pub defer_millis: u64,
 }
 
 impl Default for WorkerConfig {
@@ -210,6 +216,8 @@ impl Default for WorkerConfig {
             max_children_per_tenant: 8,
             unattended_inactivity_seconds: 600,
             goal_max_turns: 20,
+            tenant_share: 0.5,
+            defer_millis: 500,
         }
     }
 }
@@ -369,6 +377,9 @@ impl HermesConfig {
             return Err(ConfigError::Invalid(
                 "worker.heartbeat_millis must be above 0 and below worker.lease_seconds".into(),
             ));
+        }
+        if !(w.tenant_share > 0.0 && w.tenant_share <= 1.0) {
+            return Err(ConfigError::Invalid("worker.tenant_share must be above 0 and at most 1".into()));
         }
         if !(1..=3).contains(&w.delegation_max_depth) {
             return Err(ConfigError::Invalid("worker.delegation_max_depth must be 1, 2 or 3".into()));

@@ -73,6 +73,10 @@ pub async fn prune_once(ctx: &SchedulerContext) -> Result<u64, hermes_store::Sto
     if traffic > 0 {
         tracing::debug!(rows = traffic, "forgot week-old platform updates and replies");
     }
+    let lapsed = ctx.store.prune_spend_reservations().await?;
+    if lapsed > 0 {
+        tracing::info!(reservations = lapsed, "forgot spend reservations whose worker never settled them");
+    }
     if total > 0 {
         tracing::info!(sessions = total, "pruned sessions past their tenant's retention");
         metrics::counter!("hermes_sessions_pruned_total").increment(total);

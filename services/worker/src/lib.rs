@@ -21,6 +21,7 @@ mod review;
 mod search_tool;
 mod send_message;
 mod session;
+mod shares;
 mod skills;
 mod todo;
 mod turn;
@@ -155,8 +156,12 @@ async fn consume(
     tasks: &mut JoinSet<()>,
 ) -> Result<(), WorkerError> {
     // Deliveries are acked as soon as the session lock is taken, so RabbitMQ's prefetch does
-    // not bound the work in progress: this semaphore does.
-    let slots = Arc::new(Semaphore::new(usize::from(rt.ctx.config.worker.max_concurrent_turns)));
+    // not bound the work in progress: this semaphore does, and no tenant holds more than its
+    // share of it.
+    let cfg = &rt.ctx.config.worker;
+    let slots = Arc::new(Semaphore::new(usize::from(cfg.max_concurrent_turns)));
+    let shares = shares::Shares::new(usize::from(cfg.max_concurrent_turns), cfg.tenant_share);
+    let pause = Duration::from_millis(cfg.defer_millis);
     loop {
         while tasks.try_join_next().is_some() {}
         let permit = tokio::select! {
@@ -172,10 +177,15 @@ async fn consume(
         };
         match delivery {
             Some(Ok(delivery)) => {
+                let Some(share) = shares.take(delivery.work.tenant_id) else {
+                    drop(permit);
+                    shares::defer(rt.ctx.broker.clone(), delivery, pause);
+                    continue;
+                };
                 let rt = rt.clone();
                 tasks.spawn(async move {
                     session::handle_delivery(rt, delivery).await;
-                    drop(permit);
+                    drop((share, permit));
                 });
             }
             Some(Err(e)) => {

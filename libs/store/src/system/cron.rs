@@ -12,7 +12,14 @@ use crate::{Result, Store};
 impl Store {
     /// Claims up to `limit` due jobs (`FOR UPDATE SKIP LOCKED`, so replicas never claim the same
     /// slot), moving each on as `plan` says in the same transaction, and records a run for each
-    /// that runs now, then the runs fired by webhooks. A tenant with `tenant_cap` runs open gets no more until one ends.
+    /// that runs now, then the runs fired by webhooks.
+    ///
+    /// Fair across tenants: a tenant gets at most `tenant_cap` runs open, counting the ones this
+    /// claim takes, and the batch is filled round-robin (every tenant's most overdue job, then
+    /// every tenant's second, ...), so one tenant with hundreds of due jobs cannot take a batch
+    /// while others wait. Claims of all replicas take turns (a transaction-scoped advisory
+    /// lock): each sees what the previous one took, so caps hold exactly and a replica never
+    /// mistakes jobs another is claiming for no work.
     pub async fn claim_due_jobs(
         &self,
         owner: &str,
@@ -22,12 +29,21 @@ impl Store {
         plan: impl Fn(&Job) -> Plan,
     ) -> Result<Vec<ClaimedRun>> {
         let mut tx = self.system().begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtext('hermes-cron-claim'))").execute(&mut *tx).await?;
         let rows = sqlx::query(
-            "SELECT * FROM cron_jobs j
-             WHERE state = 'scheduled' AND next_run_at <= $1
-               AND (SELECT count(*) FROM cron_runs r
-                    WHERE r.tenant_id = j.tenant_id AND r.status IN ('claimed', 'running')) < $3
-             ORDER BY next_run_at LIMIT $2 FOR UPDATE SKIP LOCKED",
+            "WITH open AS (
+                SELECT tenant_id, count(*) AS n FROM cron_runs WHERE status IN ('claimed', 'running') GROUP BY tenant_id
+             ), due AS (
+                SELECT j.id, j.next_run_at,
+                       COALESCE(o.n, 0) + row_number() OVER (PARTITION BY j.tenant_id ORDER BY j.next_run_at, j.id) AS place
+                FROM cron_jobs j LEFT JOIN open o ON o.tenant_id = j.tenant_id
+                WHERE j.state = 'scheduled' AND j.next_run_at <= $1
+             ), fair AS (
+                SELECT id, place, next_run_at FROM due WHERE place <= $3 ORDER BY place, next_run_at LIMIT $2
+             )
+             SELECT j.* FROM cron_jobs j JOIN fair ON fair.id = j.id
+             ORDER BY fair.place, fair.next_run_at
+             FOR UPDATE OF j SKIP LOCKED",
         )
         .bind(now)
         .bind(limit)
@@ -188,12 +204,18 @@ pub(crate) async fn claim_fires(
     }
     // A tenant at its cap of open runs waits, as for scheduled runs; a paused job's fires are
     // dropped (pausing a job stops it, whatever calls it).
+    // Round-robin across tenants too, counting the runs this claim already took.
     let fires = sqlx::query(
-        "DELETE FROM cron_fires WHERE id IN
-            (SELECT f.id FROM cron_fires f
-             WHERE (SELECT count(*) FROM cron_runs r
-                    WHERE r.tenant_id = f.tenant_id AND r.status IN ('claimed', 'running')) < $2
-             ORDER BY f.created_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+        "WITH open AS (
+            SELECT tenant_id, count(*) AS n FROM cron_runs WHERE status IN ('claimed', 'running') GROUP BY tenant_id
+         ), waiting AS (
+            SELECT f.id, f.created_at,
+                   COALESCE(o.n, 0) + row_number() OVER (PARTITION BY f.tenant_id ORDER BY f.created_at, f.id) AS place
+            FROM cron_fires f LEFT JOIN open o ON o.tenant_id = f.tenant_id
+         ), fair AS (
+            SELECT id FROM waiting WHERE place <= $2 ORDER BY place, created_at LIMIT $1
+         )
+         DELETE FROM cron_fires WHERE id IN (SELECT f.id FROM cron_fires f JOIN fair ON fair.id = f.id FOR UPDATE OF f SKIP LOCKED)
          RETURNING job_id, context, created_at",
     )
     .bind(limit)

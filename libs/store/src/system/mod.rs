@@ -23,7 +23,8 @@
 //! - [`event_deliveries`]: gateway pods send every tenant's events ([`claim_events`]) and
 //!   record each attempt by the event's and endpoint's ids ([`settle_event`]).
 //! - [`retention`]: pruning idempotency keys, settled events and expired sessions is one sweep
-//!   over all tenants ([`prune_idempotency_keys`], [`prune_events`], [`prune_chat_traffic`], [`prune_sessions`]).
+//!   over all tenants ([`prune_idempotency_keys`], [`prune_events`], [`prune_chat_traffic`],
+//!   [`prune_spend_reservations`], [`prune_sessions`]).
 //! - [`curator`]: the scheduler picks idle agents of any tenant for a curator pass
 //!   ([`claim_agents_for_curation`]); the pass itself is tenant-scoped.
 //!
@@ -49,6 +50,7 @@
 //! [`prune_idempotency_keys`]: crate::Store::prune_idempotency_keys
 //! [`prune_events`]: crate::Store::prune_events
 //! [`prune_chat_traffic`]: crate::Store::prune_chat_traffic
+//! [`prune_spend_reservations`]: crate::Store::prune_spend_reservations
 //! [`prune_sessions`]: crate::Store::prune_sessions
 //! [`claim_agents_for_curation`]: crate::Store::claim_agents_for_curation
 

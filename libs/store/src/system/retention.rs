@@ -38,6 +38,15 @@ impl Store {
         Ok(inbound.rows_affected() + outbox.rows_affected())
     }
 
+    /// Forgets spend reservations that lapsed an hour ago (their worker died before settling
+    /// them; the caps stopped counting them when they lapsed).
+    pub async fn prune_spend_reservations(&self) -> Result<u64> {
+        let done = sqlx::query("DELETE FROM spend_reservations WHERE expires_at < now() - interval '1 hour'")
+            .execute(self.system())
+            .await?;
+        Ok(done.rows_affected())
+    }
+
     /// Deletes sessions of tenants with a retention period whose last activity is older than
     /// it, unless a turn of theirs is still open (the rest of their lineage and their messages
     /// go with them). At most `batch` per call; returns how many went.

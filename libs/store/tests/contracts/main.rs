@@ -14,6 +14,7 @@
 mod agent_scoping;
 mod claim_once;
 mod common;
+mod fairness;
 mod fencing;
 mod idempotent;
 mod outbox_shapes;
