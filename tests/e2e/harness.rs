@@ -18,7 +18,24 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub const ADMIN_DB_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+/// Where a test environment's Postgres, Redis and RabbitMQ are: the machine's own (shared by
+/// every test), or a test's private ones (`chaos.rs` restarts them).
+#[derive(Debug, Clone)]
+pub struct Backing {
+    pub postgres_port: u16,
+    pub redis_url: String,
+    pub amqp_url: String,
+}
+
+impl Backing {
+    pub fn shared() -> Self {
+        Self {
+            postgres_port: 5432,
+            redis_url: "redis://127.0.0.1:6379".into(),
+            amqp_url: "amqp://guest:guest@127.0.0.1:5672/%2f".into(),
+        }
+    }
+}
 pub const SANDBOX_TEST_IMAGE: &str = "hermes-sandbox:test";
 
 /// Which roles run inside the test process.
@@ -46,6 +63,7 @@ pub struct TestEnv {
     pub shutdown: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
     db_name: String,
+    db_port: u16,
 }
 
 /// sandboxd as the tests run it on the host (local backend): `$HERMES_SANDBOXD_BIN`, else the
@@ -82,16 +100,25 @@ impl TestEnv {
 
     /// Starts the API (always) and the chosen roles in-process; `tweak` edits the config first.
     pub async fn start_with(roles: Roles, tweak: impl FnOnce(&mut HermesConfig)) -> Self {
+        Self::start_backed(&Backing::shared(), roles, tweak).await
+    }
+
+    /// [`start_with`](Self::start_with) on `backing`'s services.
+    pub async fn start_backed(backing: &Backing, roles: Roles, tweak: impl FnOnce(&mut HermesConfig)) -> Self {
         init_once();
         let name = unique("t");
         let db_name = format!("hermes_{name}");
-        let admin =
-            sqlx::PgPool::connect(ADMIN_DB_URL).await.expect("postgres is running (deploy/dev/ensure-services.sh)");
+        let port = backing.postgres_port;
+        let admin = sqlx::PgPool::connect(&format!("postgres://postgres@127.0.0.1:{port}/postgres"))
+            .await
+            .expect("postgres is running (deploy/dev/ensure-services.sh)");
         sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {db_name}"))).execute(&admin).await.unwrap();
         admin.close().await;
 
         let mut config = HermesConfig::default();
-        config.database.url = format!("postgres://postgres@127.0.0.1:5432/{db_name}");
+        config.database.url = format!("postgres://postgres@127.0.0.1:{port}/{db_name}");
+        config.redis.url = backing.redis_url.clone();
+        config.rabbitmq.url = backing.amqp_url.clone();
         config.database.max_connections = 16;
         config.redis.key_prefix = format!("hermes-test:{name}");
         config.rabbitmq.prefix = format!("hermes-test.{name}");
@@ -169,7 +196,18 @@ impl TestEnv {
             let token = shutdown.clone();
             tasks.push(tokio::spawn(hermes_scheduler::run(ctx, token)));
         }
-        TestEnv { config, store, db, llm, api_url, http: reqwest::Client::new(), shutdown, tasks, db_name }
+        TestEnv {
+            config,
+            store,
+            db,
+            llm,
+            api_url,
+            http: reqwest::Client::new(),
+            shutdown,
+            tasks,
+            db_name,
+            db_port: port,
+        }
     }
 
     /// A tenant with one agent on the scripted model and an API key for it.
@@ -248,7 +286,9 @@ impl TestEnv {
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HERMES__DATABASE__URL", &c.database.url)
+            .env("HERMES__REDIS__URL", &c.redis.url)
             .env("HERMES__REDIS__KEY_PREFIX", &c.redis.key_prefix)
+            .env("HERMES__RABBITMQ__URL", &c.rabbitmq.url)
             .env("HERMES__RABBITMQ__PREFIX", &c.rabbitmq.prefix)
             .env("HERMES__RABBITMQ__QUEUE_EXPIRES_SECONDS", c.rabbitmq.queue_expires_seconds.to_string())
             .env("HERMES__SANDBOX__DOCKER__IMAGE", &c.sandbox.docker.image)
@@ -294,8 +334,8 @@ impl Drop for TestEnv {
                 "docker ps -aq --filter label=io.hermes.sandbox.owner={prefix} | xargs -r docker rm -f >/dev/null 2>&1; \
                  docker volume ls -q --filter name={prefix}-ws- | xargs -r docker volume rm >/dev/null 2>&1; \
                  rm -rf {ipc}; \
-                 psql -q -h 127.0.0.1 -U postgres -d postgres -c 'DROP DATABASE IF EXISTS {} WITH (FORCE)' >/dev/null 2>&1",
-                self.db_name
+                 psql -q -h 127.0.0.1 -p {} -U postgres -d postgres -c 'DROP DATABASE IF EXISTS {} WITH (FORCE)' >/dev/null 2>&1",
+                self.db_port, self.db_name
             ))
             .status();
     }

@@ -13,6 +13,7 @@ mod architecture;
 mod attacks;
 mod bad_input;
 mod channels_api;
+mod chaos;
 mod chat;
 mod chat_commands;
 mod chat_files;

@@ -33,6 +33,10 @@ pub enum QueueError {
     NotConfirmed,
     #[error("rabbitmq did not take the message within {} s", PUBLISH_TIMEOUT.as_secs())]
     TimedOut,
+    #[error("rabbitmq.url is not an AMQP URL: {0}")]
+    BadUrl(String),
+    #[error("rabbitmq cannot be reached: {0}")]
+    Unreachable(String),
 }
 
 /// How long a publish may wait for RabbitMQ (its confirm included).
@@ -75,8 +79,29 @@ struct BrokerInner {
 
 impl Broker {
     /// Connects and declares the work queue (quorum, durable) and the events exchange.
+    ///
+    /// The connection recovers by itself after RabbitMQ restarts or the network drops: it
+    /// reconnects (every few seconds at most, for as long as it takes) and restores its
+    /// channels, queues, bindings and consumers, so no role has to restart. Publishes fail
+    /// fast meanwhile ([`PUBLISH_TIMEOUT`]); the work they announce waits in Postgres for the
+    /// reaper. The first connection fails at once when nothing listens (the caller retries and
+    /// gives up visibly), since the recovering connection itself would wait forever.
     pub async fn connect(cfg: &RabbitMqConfig, connection_name: &str) -> Result<Self> {
-        let props = ConnectionProperties::default().with_connection_name(connection_name.into()).enable_auto_recover();
+        let uri: lapin::uri::AMQPUri = cfg.url.parse().map_err(QueueError::BadUrl)?;
+        let address = (uri.authority.host.as_str(), uri.authority.port);
+        tokio::time::timeout(std::time::Duration::from_secs(10), tokio::net::TcpStream::connect(address))
+            .await
+            .map_err(|_| QueueError::Unreachable("no answer within 10 s".into()))?
+            .map_err(|e| QueueError::Unreachable(e.to_string()))?;
+        let props = ConnectionProperties::default()
+            .with_connection_name(connection_name.into())
+            .enable_auto_recover()
+            .configure_backoff(|b| {
+                b.with_min_delay(std::time::Duration::from_millis(250))
+                    .with_max_delay(std::time::Duration::from_secs(5))
+                    .with_jitter()
+                    .without_max_times()
+            });
         let conn = Connection::connect(&cfg.url, props).await?;
         let names = Names::new(&cfg.prefix);
         let setup = conn.create_channel().await?;

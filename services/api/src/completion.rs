@@ -197,24 +197,22 @@ impl Completion {
         let wait = async {
             loop {
                 match self.waiter.next().await {
-                    Next::Finished(outcome) => return Some(Ok(outcome)),
-                    Next::Waiting(interaction) => return Some(Err(interaction)),
+                    Next::Finished(outcome) => return Ok(outcome),
+                    Next::Waiting(interaction) => return Err(interaction),
                     Next::Event(_) => {}
-                    Next::Closed => return None,
                 }
             }
         };
         let outcome = match tokio::time::timeout(self.timeout, wait).await {
-            Ok(Some(Ok(o))) => {
+            Ok(Ok(o)) => {
                 self.guard.armed = false;
                 o
             }
-            Ok(Some(Err(interaction))) => {
+            Ok(Err(interaction)) => {
                 // The turn waits for the user: an answer to show, and where to reply.
                 self.guard.armed = false;
                 return Ok(self.waiting_response(&interaction));
             }
-            Ok(None) => return Err(ApiError::unavailable("event bus closed; retry with X-Hermes-Session-Id")),
             Err(_) => {
                 // The turn goes on: the client may continue the session later.
                 self.guard.armed = false;
@@ -295,7 +293,6 @@ impl Completion {
                     self.guard.armed = false;
                     break outcome;
                 }
-                Next::Closed => break closed_outcome(),
                 Next::Waiting(interaction) => {
                     self.guard.armed = false;
                     let text = chunks.delta(json!({ "content": interaction_text(&interaction) }), None);
@@ -357,16 +354,5 @@ impl Completion {
             let _ = send(Event::default().data(usage.to_string())).await;
         }
         let _ = send(Event::default().data("[DONE]")).await;
-    }
-}
-
-fn closed_outcome() -> TurnOutcome {
-    TurnOutcome {
-        content: String::new(),
-        finish_reason: FinishReason::Error,
-        usage: Default::default(),
-        error: Some("event bus closed; continue the session with X-Hermes-Session-Id".into()),
-        error_code: Some(hermes_core::ErrorCode::ServiceUnavailable),
-        session_id: None,
     }
 }

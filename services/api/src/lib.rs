@@ -161,9 +161,12 @@ pub async fn run(ctx: ApiContext, shutdown: CancellationToken) -> std::io::Resul
     let events = ctx.broker.event_hub().await.map_err(std::io::Error::other)?;
     let http = platform_client(&ctx.config).map_err(std::io::Error::other)?;
     let app = router_with(ctx, events.clone(), http);
-    tokio::select! {
-        served = hermes_http::serve(listener, app, shutdown) => served,
-        // Without its event hub the API cannot answer turns: fail so the process restarts.
-        () = events.ended() => Err(std::io::Error::other("the API's event hub stopped (RabbitMQ connection lost)")),
-    }
+    // RabbitMQ restarts are ridden out by the connection's own recovery. Should the hub stop for
+    // good, requests still get their answers from Postgres (see `wait.rs`), and `/readyz`
+    // reports the broker, so the API keeps serving rather than dropping every open request.
+    tokio::spawn(async move {
+        events.ended().await;
+        tracing::error!("the API's event hub stopped (RabbitMQ connection lost); turns are followed in Postgres");
+    });
+    hermes_http::serve(listener, app, shutdown).await
 }

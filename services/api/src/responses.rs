@@ -135,17 +135,16 @@ async fn collect(mut completion: Completion, meta: ResponseMeta, state: &AppStat
     let wait = async {
         loop {
             match completion.waiter.next().await {
-                Next::Finished(outcome) => return Some(Ok(outcome)),
-                Next::Waiting(interaction) => return Some(Err(interaction)),
+                Next::Finished(outcome) => return Ok(outcome),
+                Next::Waiting(interaction) => return Err(interaction),
                 Next::Event(_) => {}
-                Next::Closed => return None,
             }
         }
     };
     let ended = tokio::time::timeout(completion.timeout, wait).await;
     completion.guard.armed = false;
     let (status, outcome, interaction) = match ended {
-        Ok(Some(Ok(outcome))) => {
+        Ok(Ok(outcome)) => {
             let status = if outcome.error_code == Some(hermes_core::ErrorCode::Cancelled) {
                 TurnStatus::Cancelled
             } else {
@@ -153,8 +152,7 @@ async fn collect(mut completion: Completion, meta: ResponseMeta, state: &AppStat
             };
             (status, Some(outcome), None)
         }
-        Ok(Some(Err(interaction))) => (TurnStatus::Waiting, None, Some(interaction)),
-        Ok(None) => return Err(ApiError::unavailable("event bus closed; read the response later with GET")),
+        Ok(Err(interaction)) => (TurnStatus::Waiting, None, Some(interaction)),
         Err(_) => return Err(timed_out()),
     };
     if let Some(o) = &outcome

@@ -15,7 +15,7 @@ use futures_util::Stream;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use hermes_core::{TurnEventKind, TurnOutcome};
+use hermes_core::TurnEventKind;
 use hermes_store::{Store, TurnStatus};
 
 use crate::completion::{Completion, interaction_text};
@@ -147,8 +147,7 @@ async fn pump(mut completion: Completion, meta: ResponseMeta, store: Store, mut 
     let ended = loop {
         let sent = match completion.waiter.next().await {
             Next::Finished(outcome) => break Ok(outcome),
-            Next::Waiting(interaction) => break Err(Some(interaction)),
-            Next::Closed => break Err(None),
+            Next::Waiting(interaction) => break Err(interaction),
             Next::Event(TurnEventKind::Delta { text }) => text_delta(&mut out, &mut items, &meta, &text).await,
             Next::Event(TurnEventKind::ToolStarted { call_id, tool, arguments, .. }) if !internal_tool(&tool) => {
                 let index = items.claim_index();
@@ -201,13 +200,12 @@ async fn pump(mut completion: Completion, meta: ResponseMeta, store: Store, mut 
             };
             (status, Some(outcome), None)
         }
-        Err(Some(interaction)) => {
+        Err(interaction) => {
             if !text_delta(&mut out, &mut items, &meta, &interaction_text(&interaction)).await {
                 return;
             }
             (TurnStatus::Waiting, None, Some(interaction))
         }
-        Err(None) => (TurnStatus::Completed, Some(closed_outcome()), None),
     };
     if !close_message(&mut out, &items, &meta).await {
         return;
@@ -229,15 +227,4 @@ async fn pump(mut completion: Completion, meta: ResponseMeta, store: Store, mut 
         _ => "response.failed",
     };
     let _ = out.send(kind, json!({ "response": object })).await;
-}
-
-fn closed_outcome() -> TurnOutcome {
-    TurnOutcome {
-        content: String::new(),
-        finish_reason: hermes_core::FinishReason::Error,
-        usage: Default::default(),
-        error: Some("event bus closed; read the response later with GET /v1/responses/{id}".into()),
-        error_code: Some(hermes_core::ErrorCode::ServiceUnavailable),
-        session_id: None,
-    }
 }

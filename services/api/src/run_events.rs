@@ -113,11 +113,6 @@ async fn pump(mut waiter: Waiter, store: Store, turn: TurnId, tx: mpsc::Sender<R
                 let _ = tx.send(Ok(Event::default().comment("stream closed"))).await;
                 return;
             }
-            Next::Closed => {
-                let _ =
-                    tx.send(Ok(line(&run, "run.failed", json!({ "error": "event bus closed; poll the run" })))).await;
-                return;
-            }
             Next::Waiting(interaction) if waiting_on == Some(interaction.id) => continue,
             Next::Waiting(interaction) => {
                 waiting_on = Some(interaction.id);

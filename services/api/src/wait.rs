@@ -15,8 +15,6 @@ pub(crate) enum Next {
     Finished(TurnOutcome),
     /// The turn waits for the user's answer to this.
     Waiting(PendingInteraction),
-    /// The event hub stopped.
-    Closed,
 }
 
 /// Follows one turn.
@@ -31,11 +29,14 @@ pub(crate) struct Waiter {
     attempt: u32,
     /// Read Postgres before waiting for events (a turn that may have ended already).
     check_first: bool,
+    /// The pod's event hub stopped (its broker connection is gone for good): Postgres, read
+    /// every `recheck`, is then the only source, and the request is still answered.
+    hub_gone: bool,
 }
 
 impl Waiter {
     pub fn new(sub: EventSubscription, store: Store, tenant: TenantId, turn: TurnId, recheck: Duration) -> Self {
-        Self { sub, store, tenant, turn, recheck, attempt: 0, check_first: false }
+        Self { sub, store, tenant, turn, recheck, attempt: 0, check_first: false, hub_gone: false }
     }
 
     /// Looks at Postgres before waiting: for a turn started by an earlier request (a retry with
@@ -71,9 +72,20 @@ impl Waiter {
             return next;
         }
         loop {
+            if self.hub_gone {
+                tokio::time::sleep(self.recheck).await;
+                if let Some(next) = self.stored_state().await {
+                    return next;
+                }
+                continue;
+            }
             tokio::select! {
                 event = self.sub.next() => {
-                    let Some(event) = event else { return Next::Closed };
+                    let Some(event) = event else {
+                        tracing::warn!(turn.id = %self.turn, "the event hub stopped; following the turn in Postgres");
+                        self.hub_gone = true;
+                        continue;
+                    };
                     if event.attempt < self.attempt {
                         continue;
                     }
