@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use hermes_core::{SessionId, TenantId, TurnEvent, TurnId};
 
+use crate::link::Link;
 use crate::{Broker, Result};
 
 /// Routing key of an event: `t.{tenant}.s.{session}.p.{hub}`, where `hub` names the pod
@@ -31,7 +32,8 @@ impl Broker {
         let body = serde_json::to_vec(event)?;
         // Awaiting the first future only hands the frame to the connection; there is no
         // confirm on this channel. A blocked connection (flow control) must not hang the turn.
-        let publish = self.event_channel().basic_publish(
+        let link = self.link();
+        let publish = link.event_channel.basic_publish(
             self.names().events_exchange.as_str().into(),
             routing_key(event, hub).as_str().into(),
             BasicPublishOptions::default(),
@@ -44,66 +46,94 @@ impl Broker {
     }
 
     /// Creates this pod's event hub: one exclusive queue bound once to the events addressed
-    /// to this pod, so waiting on a turn costs no broker round trip.
+    /// to this pod, so waiting on a turn costs no broker round trip. When the connection drops
+    /// the hub declares the same queue on the next one, with its bindings (the pod's own and
+    /// every watched session's), and goes on: turns started before keep their route here.
     pub async fn event_hub(&self) -> Result<EventHub> {
-        let channel = self.new_channel().await?;
         let id = uuid::Uuid::now_v7().simple().to_string();
-        let queue_name = format!("{}.{id}", self.names().events_exchange);
-        channel
-            .queue_declare(
-                queue_name.as_str().into(),
-                QueueDeclareOptions { exclusive: true, auto_delete: true, ..Default::default() },
-                FieldTable::default(),
-            )
-            .await?;
-        channel
-            .queue_bind(
-                queue_name.as_str().into(),
-                self.names().events_exchange.as_str().into(),
-                format!("t.*.s.*.p.{id}").as_str().into(),
-                QueueBindOptions::default(),
-                FieldTable::default(),
-            )
-            .await?;
-        let mut consumer = channel
-            .basic_consume(
-                queue_name.as_str().into(),
-                "".into(),
-                BasicConsumeOptions { no_ack: true, exclusive: true, ..Default::default() },
-                FieldTable::default(),
-            )
-            .await?;
+        let queue = format!("{}.{id}", self.names().events_exchange);
+        let link = self.link();
+        let watches = Arc::new(Watches {
+            channel: StdMutex::new(Arc::new(link.conn.create_channel().await?)),
+            queue,
+            exchange: self.names().events_exchange.clone(),
+            counts: StdMutex::default(),
+            binding: tokio::sync::Mutex::new(()),
+        });
+        let consumer = watches.subscribe(&link, &id).await?;
         let routes: Routes = Arc::default();
-        let dispatch_routes = routes.clone();
         let ended = CancellationToken::new();
-        let ended_signal = ended.clone();
-        let channel = Arc::new(channel);
-        let consumer_channel = channel.clone();
-        tokio::spawn(async move {
-            // Keep the channel open as long as the consumer runs.
-            let _channel = consumer_channel;
-            while let Some(delivery) = consumer.next().await {
-                let Ok(delivery) = delivery else { continue };
+        let pump = Pump {
+            broker: self.clone(),
+            routes: routes.clone(),
+            watches: watches.clone(),
+            id: id.clone(),
+            generation: link.generation,
+        };
+        tokio::spawn(pump.run(consumer, ended.clone()));
+        Ok(EventHub { inner: Arc::new(HubInner { id, routes, ended, next_subscription: AtomicU64::new(0), watches }) })
+    }
+}
+
+/// Hands each event the hub's queue receives to the requests waiting for its turn, across
+/// reconnections.
+struct Pump {
+    broker: Broker,
+    routes: Routes,
+    watches: Arc<Watches>,
+    id: String,
+    /// The connection the queue is on.
+    generation: u64,
+}
+
+impl Pump {
+    async fn run(mut self, mut consumer: lapin::Consumer, ended: CancellationToken) {
+        loop {
+            while let Some(Ok(delivery)) = consumer.next().await {
                 let Ok(event) = serde_json::from_slice::<TurnEvent>(&delivery.data) else {
                     tracing::warn!("dropping malformed turn event");
                     continue;
                 };
-                let senders = dispatch_routes.lock().ok().and_then(|r| r.get(&event.turn_id).cloned());
+                let senders = self.routes.lock().ok().and_then(|r| r.get(&event.turn_id).cloned());
                 for (_, sender) in senders.unwrap_or_default() {
                     let _ = sender.send(event.clone());
                 }
             }
-            tracing::error!("event hub consumer ended (RabbitMQ connection lost)");
-            ended_signal.cancel();
-        });
-        let watches = Watches {
-            channel,
-            queue: queue_name,
-            exchange: self.names().events_exchange.clone(),
-            counts: StdMutex::default(),
-            binding: tokio::sync::Mutex::new(()),
-        };
-        Ok(EventHub { inner: Arc::new(HubInner { id, routes, ended, next_subscription: AtomicU64::new(0), watches }) })
+            if self.broker.closed().is_cancelled() {
+                break;
+            }
+            tracing::warn!("the event hub's consumer stopped; subscribing again (waiters read Postgres meanwhile)");
+            match self.resubscribe().await {
+                Some(next) => consumer = next,
+                None => break,
+            }
+        }
+        ended.cancel();
+    }
+
+    /// The hub's queue again, on the current connection when only the channel failed, else on
+    /// the next one; `None` once the broker is closed.
+    async fn resubscribe(&mut self) -> Option<lapin::Consumer> {
+        let mut links = self.broker.links();
+        loop {
+            let current = self.broker.link();
+            let link = if current.is_connected() && current.generation >= self.generation {
+                if current.generation == self.generation {
+                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                }
+                current
+            } else {
+                crate::link::next_link(&mut links, self.generation, self.broker.closed()).await?
+            };
+            self.generation = link.generation;
+            match self.watches.subscribe(&link, &self.id).await {
+                Ok(consumer) => {
+                    tracing::info!(generation = link.generation, "event hub subscribed again");
+                    return Some(consumer);
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot subscribe the event hub yet"),
+            }
+        }
     }
 }
 
@@ -116,16 +146,17 @@ pub struct EventHub {
 struct HubInner {
     id: String,
     routes: Routes,
-    /// Cancelled when the hub's consumer stops for good.
+    /// Cancelled when the hub's consumer stops for good (the broker was closed).
     ended: CancellationToken,
     next_subscription: AtomicU64,
-    watches: Watches,
+    watches: Arc<Watches>,
 }
 
 /// Extra bindings of the hub's queue to sessions whose turns another pod started (a run's
 /// event stream opened on any pod), counted so the last watcher removes the binding.
 struct Watches {
-    channel: Arc<lapin::Channel>,
+    /// The channel the hub's queue is on now.
+    channel: StdMutex<Arc<lapin::Channel>>,
     queue: String,
     exchange: String,
     counts: StdMutex<HashMap<(TenantId, SessionId), usize>>,
@@ -140,6 +171,53 @@ impl Watches {
 
     fn count(&self, key: (TenantId, SessionId)) -> usize {
         self.counts.lock().map(|c| c.get(&key).copied().unwrap_or(0)).unwrap_or(0)
+    }
+
+    /// The channel the hub's queue is on now.
+    fn channel(&self) -> Option<Arc<lapin::Channel>> {
+        self.channel.lock().ok().map(|c| c.clone())
+    }
+
+    /// Declares the hub's queue on `link` (exclusive: it goes with the connection), binds it to
+    /// the pod's events (`id`) and to every session watched now, and consumes it. Bindings are
+    /// serialised with watchers coming and going, so none is lost in between.
+    async fn subscribe(&self, link: &Link, id: &str) -> Result<lapin::Consumer> {
+        let _serial = self.binding.lock().await;
+        let channel = link.conn.create_channel().await?;
+        channel
+            .queue_declare(
+                self.queue.as_str().into(),
+                QueueDeclareOptions { exclusive: true, auto_delete: true, ..Default::default() },
+                FieldTable::default(),
+            )
+            .await?;
+        let watched: Vec<(TenantId, SessionId)> =
+            self.counts.lock().map(|c| c.keys().copied().collect()).unwrap_or_default();
+        let patterns = std::iter::once(format!("t.*.s.*.p.{id}"))
+            .chain(watched.into_iter().map(|(tenant, session)| Self::pattern(tenant, session)));
+        for pattern in patterns {
+            channel
+                .queue_bind(
+                    self.queue.as_str().into(),
+                    self.exchange.as_str().into(),
+                    pattern.as_str().into(),
+                    QueueBindOptions::default(),
+                    FieldTable::default(),
+                )
+                .await?;
+        }
+        let consumer = channel
+            .basic_consume(
+                self.queue.as_str().into(),
+                "".into(),
+                BasicConsumeOptions { no_ack: true, exclusive: true, ..Default::default() },
+                FieldTable::default(),
+            )
+            .await?;
+        if let Ok(mut current) = self.channel.lock() {
+            *current = Arc::new(channel);
+        }
+        Ok(consumer)
     }
 }
 
@@ -197,7 +275,8 @@ impl EventHub {
         let watch = SessionWatch { hub: self.clone(), key };
         if first {
             let _serial = w.binding.lock().await;
-            w.channel
+            let channel = w.channel().ok_or(crate::QueueError::Unreachable("the event hub has no channel".into()))?;
+            channel
                 .queue_bind(
                     w.queue.as_str().into(),
                     w.exchange.as_str().into(),
@@ -238,8 +317,8 @@ impl Drop for SessionWatch {
             if w.count(key) > 0 {
                 return;
             }
-            let unbound = w
-                .channel
+            let Some(channel) = w.channel() else { return };
+            let unbound = channel
                 .queue_unbind(
                     w.queue.as_str().into(),
                     w.exchange.as_str().into(),

@@ -9,13 +9,13 @@
 //! such as a client re-attaching through another pod, can bind `t.{tenant}.s.{session}.*`.)
 
 mod events;
+mod link;
 mod work;
 
 use std::sync::Arc;
 
-use lapin::options::{BasicQosOptions, ConfirmSelectOptions, ExchangeDeclareOptions, QueueDeclareOptions};
-use lapin::types::{AMQPValue, FieldTable};
-use lapin::{Channel, Connection, ConnectionProperties, ExchangeKind};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 use hermes_config::RabbitMqConfig;
 
@@ -62,108 +62,62 @@ impl Names {
     }
 }
 
-/// A connection with the installation's topology declared.
+/// The installation's RabbitMQ: one connection at a time, replaced when it drops (see
+/// [`link`]).
 #[derive(Clone)]
 pub struct Broker {
     inner: Arc<BrokerInner>,
 }
 
 struct BrokerInner {
-    conn: Connection,
     names: Names,
-    /// Confirmed channel for work messages (they must not be lost silently).
-    work_channel: Channel,
-    /// Unconfirmed channel for events (a lost event is recovered by polling Postgres).
-    event_channel: Channel,
+    links: watch::Receiver<Arc<link::Link>>,
+    /// Cancelled by [`Broker::close`]: consumers and hubs end, the supervisor stops.
+    closed: CancellationToken,
 }
 
 impl Broker {
-    /// Connects and declares the work queue (quorum, durable) and the events exchange.
-    ///
-    /// The connection recovers by itself after RabbitMQ restarts or the network drops: it
-    /// reconnects (every few seconds at most, for as long as it takes) and restores its
-    /// channels, queues, bindings and consumers, so no role has to restart. Publishes fail
-    /// fast meanwhile ([`PUBLISH_TIMEOUT`]); the work they announce waits in Postgres for the
+    /// Connects, declares the work queue (quorum, durable) and the events exchange, and keeps
+    /// the connection: after a RabbitMQ restart or a network cut it reconnects by itself, and
+    /// consumers and event hubs subscribe again, so no role has to restart. Publishes fail fast
+    /// meanwhile ([`PUBLISH_TIMEOUT`]); the work they announce waits in Postgres for the
     /// reaper. The first connection fails at once when nothing listens (the caller retries and
-    /// gives up visibly), since the recovering connection itself would wait forever.
+    /// gives up visibly).
     pub async fn connect(cfg: &RabbitMqConfig, connection_name: &str) -> Result<Self> {
-        let uri: lapin::uri::AMQPUri = cfg.url.parse().map_err(QueueError::BadUrl)?;
-        let address = (uri.authority.host.as_str(), uri.authority.port);
-        tokio::time::timeout(std::time::Duration::from_secs(10), tokio::net::TcpStream::connect(address))
-            .await
-            .map_err(|_| QueueError::Unreachable("no answer within 10 s".into()))?
-            .map_err(|e| QueueError::Unreachable(e.to_string()))?;
-        let props = ConnectionProperties::default()
-            .with_connection_name(connection_name.into())
-            .enable_auto_recover()
-            .configure_backoff(|b| {
-                b.with_min_delay(std::time::Duration::from_millis(250))
-                    .with_max_delay(std::time::Duration::from_secs(5))
-                    .with_jitter()
-                    .without_max_times()
-            });
-        let conn = Connection::connect(&cfg.url, props).await?;
         let names = Names::new(&cfg.prefix);
-        let setup = conn.create_channel().await?;
-        let mut args = FieldTable::default();
-        args.insert("x-queue-type".into(), AMQPValue::LongString("quorum".into()));
-        if cfg.queue_expires_seconds > 0 {
-            let ms = i64::try_from(cfg.queue_expires_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
-            args.insert("x-expires".into(), AMQPValue::LongLongInt(ms));
-        }
-        for queue in [&names.work_queue, &names.review_queue] {
-            setup
-                .queue_declare(
-                    queue.as_str().into(),
-                    QueueDeclareOptions { durable: true, ..Default::default() },
-                    args.clone(),
-                )
-                .await?;
-        }
-        setup
-            .exchange_declare(
-                names.events_exchange.as_str().into(),
-                ExchangeKind::Topic,
-                ExchangeDeclareOptions { durable: true, ..Default::default() },
-                FieldTable::default(),
-            )
-            .await?;
-        let work_channel = conn.create_channel().await?;
-        work_channel.confirm_select(ConfirmSelectOptions::default()).await?;
-        let event_channel = conn.create_channel().await?;
-        Ok(Self { inner: Arc::new(BrokerInner { conn, names, work_channel, event_channel }) })
+        let first = link::open(cfg, &names, connection_name, 0).await?;
+        let (sender, links) = watch::channel(Arc::new(first));
+        let closed = CancellationToken::new();
+        tokio::spawn(link::supervise(cfg.clone(), names.clone(), connection_name.to_owned(), sender, closed.clone()));
+        Ok(Self { inner: Arc::new(BrokerInner { names, links, closed }) })
     }
 
     /// Answers when the connection is up.
     pub fn is_connected(&self) -> bool {
-        self.inner.conn.status().connected()
+        self.link().is_connected()
     }
 
     pub(crate) fn names(&self) -> &Names {
         &self.inner.names
     }
 
-    pub(crate) async fn channel_with_prefetch(&self, prefetch: u16) -> Result<Channel> {
-        let ch = self.inner.conn.create_channel().await?;
-        ch.basic_qos(prefetch, BasicQosOptions::default()).await?;
-        Ok(ch)
+    /// The current connection.
+    pub(crate) fn link(&self) -> Arc<link::Link> {
+        self.inner.links.borrow().clone()
     }
 
-    pub(crate) async fn new_channel(&self) -> Result<Channel> {
-        Ok(self.inner.conn.create_channel().await?)
+    /// The current connection and every later one.
+    pub(crate) fn links(&self) -> link::Links {
+        self.inner.links.clone()
     }
 
-    pub(crate) fn work_channel(&self) -> &Channel {
-        &self.inner.work_channel
-    }
-
-    pub(crate) fn event_channel(&self) -> &Channel {
-        &self.inner.event_channel
+    pub(crate) fn closed(&self) -> &CancellationToken {
+        &self.inner.closed
     }
 
     /// Deletes this installation's work queue and events exchange (test clean-up).
     pub async fn delete_topology(&self) -> Result<()> {
-        let ch = self.new_channel().await?;
+        let ch = self.link().conn.create_channel().await?;
         ch.queue_delete(self.names().work_queue.as_str().into(), Default::default()).await?;
         ch.queue_delete(self.names().review_queue.as_str().into(), Default::default()).await?;
         ch.exchange_delete(self.names().events_exchange.as_str().into(), Default::default()).await?;
@@ -172,6 +126,7 @@ impl Broker {
 
     /// Closes the connection (on shutdown).
     pub async fn close(&self) {
-        let _ = self.inner.conn.close(200, "shutdown".into()).await;
+        self.inner.closed.cancel();
+        let _ = self.link().conn.close(200, "shutdown".into()).await;
     }
 }

@@ -1,8 +1,12 @@
 //! Durable job queues: "session S of tenant T has work" (`work`), and turns to review in the
 //! background (`review`, low priority: its own queue, consumed one at a time per worker).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use futures_util::StreamExt;
-use lapin::options::{BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicNackOptions, BasicPublishOptions};
+use lapin::options::{
+    BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicNackOptions, BasicPublishOptions, BasicQosOptions,
+};
 use lapin::types::FieldTable;
 use lapin::{BasicProperties, Channel};
 use serde::de::DeserializeOwned;
@@ -10,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use hermes_core::{AgentId, SessionId, TenantId, TurnId};
 
+use crate::link::{Link, Links};
 use crate::{Broker, QueueError, Result};
 
 /// The body of a work message.
@@ -41,7 +46,8 @@ impl Broker {
 
     async fn publish_bytes(&self, queue: &str, body: &[u8]) -> Result<()> {
         let confirm = self
-            .work_channel()
+            .link()
+            .work_channel
             .basic_publish(
                 "".into(),
                 queue.into(),
@@ -58,11 +64,20 @@ impl Broker {
     }
 
     async fn consume<T>(&self, queue: &str, prefetch: u16, consumer_tag: &str) -> Result<JobConsumer<T>> {
-        let channel = self.channel_with_prefetch(prefetch).await?;
-        let consumer = channel
-            .basic_consume(queue.into(), consumer_tag.into(), BasicConsumeOptions::default(), FieldTable::default())
-            .await?;
-        Ok(JobConsumer { channel, consumer, tag: consumer_tag.to_owned(), kind: std::marker::PhantomData })
+        let link = self.link();
+        let (channel, consumer) = subscribe(&link, queue, prefetch, consumer_tag).await?;
+        Ok(JobConsumer {
+            broker: self.clone(),
+            links: self.links(),
+            queue: queue.to_owned(),
+            prefetch,
+            tag: consumer_tag.to_owned(),
+            channel,
+            consumer,
+            generation: link.generation,
+            cancelled: AtomicBool::new(false),
+            kind: std::marker::PhantomData,
+        })
     }
 
     /// Publishes a work message and waits for RabbitMQ to confirm it is stored.
@@ -86,11 +101,28 @@ impl Broker {
     }
 }
 
-/// A stream of job deliveries of type `T`.
+/// Opens a channel on `link` and consumes `queue` on it.
+async fn subscribe(link: &Link, queue: &str, prefetch: u16, tag: &str) -> Result<(Channel, lapin::Consumer)> {
+    let channel = link.conn.create_channel().await?;
+    channel.basic_qos(prefetch, BasicQosOptions::default()).await?;
+    let consumer =
+        channel.basic_consume(queue.into(), tag.into(), BasicConsumeOptions::default(), FieldTable::default()).await?;
+    Ok((channel, consumer))
+}
+
+/// A stream of job deliveries of type `T`, which subscribes again on the broker's next
+/// connection when its own drops (deliveries not acknowledged by then come again).
 pub struct JobConsumer<T> {
+    broker: Broker,
+    links: Links,
+    queue: String,
+    prefetch: u16,
+    tag: String,
     channel: Channel,
     consumer: lapin::Consumer,
-    tag: String,
+    /// The connection `consumer` is on.
+    generation: u64,
+    cancelled: AtomicBool,
     kind: std::marker::PhantomData<fn() -> T>,
 }
 
@@ -125,17 +157,28 @@ impl<T> Delivery<T> {
 }
 
 impl<T: DeserializeOwned> JobConsumer<T> {
-    /// The next delivery; `None` when the consumer was cancelled or the connection closed.
-    /// Malformed messages are acknowledged and skipped.
-    pub async fn next(&mut self) -> Option<Result<Delivery<T>>> {
+    /// The next delivery; `None` once the consumer was cancelled or the broker closed. When
+    /// its channel or connection fails it subscribes again (on the next connection, when that
+    /// dropped), so a broker restart costs a pause, not the consumer. Malformed messages are
+    /// acknowledged and skipped.
+    pub async fn next(&mut self) -> Option<Delivery<T>> {
         loop {
-            let delivery = match self.consumer.next().await? {
-                Ok(d) => d,
-                Err(e) => return Some(Err(e.into())),
+            let delivery = match self.consumer.next().await {
+                Some(Ok(d)) => d,
+                other => {
+                    if let Some(Err(e)) = other {
+                        tracing::warn!(error = %e, queue = %self.queue, "consumer error");
+                    }
+                    if self.cancelled.load(Ordering::Relaxed) || self.broker.closed().is_cancelled() {
+                        return None;
+                    }
+                    self.resubscribe().await?;
+                    continue;
+                }
             };
             match serde_json::from_slice::<T>(&delivery.data) {
                 Ok(work) => {
-                    return Some(Ok(Delivery { work, redelivered: delivery.redelivered, acker: delivery.acker }));
+                    return Some(Delivery { work, redelivered: delivery.redelivered, acker: delivery.acker });
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "dropping a malformed message");
@@ -149,8 +192,38 @@ impl<T: DeserializeOwned> JobConsumer<T> {
 impl<T> JobConsumer<T> {
     /// Stops receiving new deliveries; unacknowledged ones go back to the queue.
     pub async fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Relaxed);
         if let Err(e) = self.channel.basic_cancel(self.tag.as_str().into(), BasicCancelOptions::default()).await {
             tracing::warn!(error = %e, "cannot cancel a consumer");
+        }
+    }
+
+    /// Subscribes again: on the same connection when only the channel failed, else on the
+    /// broker's next connection; `None` once the broker is closed.
+    async fn resubscribe(&mut self) -> Option<()> {
+        loop {
+            let current = self.broker.link();
+            let link = if current.is_connected() && current.generation >= self.generation {
+                if current.generation == self.generation {
+                    // The channel failed, not the connection: a fresh one, after a pause.
+                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                }
+                current
+            } else {
+                crate::link::next_link(&mut self.links, self.generation, self.broker.closed()).await?
+            };
+            match subscribe(&link, &self.queue, self.prefetch, &self.tag).await {
+                Ok((channel, consumer)) => {
+                    (self.channel, self.consumer, self.generation) = (channel, consumer, link.generation);
+                    tracing::info!(queue = %self.queue, generation = link.generation, "consuming again after a reconnect");
+                    return Some(());
+                }
+                Err(e) => {
+                    // That connection dropped too: wait for the one after it.
+                    tracing::warn!(error = %e, queue = %self.queue, "cannot consume on the new connection yet");
+                    self.generation = link.generation;
+                }
+            }
         }
     }
 }

@@ -176,7 +176,7 @@ async fn consume(
             delivery = consumer.next() => delivery,
         };
         match delivery {
-            Some(Ok(delivery)) => {
+            Some(delivery) => {
                 let Some(share) = shares.take(delivery.work.tenant_id) else {
                     drop(permit);
                     shares::defer(rt.ctx.broker.clone(), delivery, pause);
@@ -188,11 +188,8 @@ async fn consume(
                     drop((share, permit));
                 });
             }
-            Some(Err(e)) => {
-                tracing::warn!(error = %e, "work consumer error");
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
             None => {
+                // Only when the broker was closed: a lost connection is ridden out inside.
                 tracing::error!("work consumer closed; stopping the worker");
                 shutdown.cancel();
                 return Err(WorkerError::ConsumerClosed);

@@ -80,11 +80,7 @@ pub(crate) async fn run_reviews(rt: Arc<Runtime>, shutdown: tokio_util::sync::Ca
         let delivery = tokio::select! {
             () = shutdown.cancelled() => break,
             next = consumer.next() => match next {
-                Some(Ok(d)) => d,
-                Some(Err(e)) => {
-                    tracing::warn!(error = %e, "review delivery failed");
-                    continue;
-                }
+                Some(d) => d,
                 None => break,
             },
         };
