@@ -45,21 +45,25 @@ fn status(code: u16, reason: &str) -> (u16, Value) {
 }
 
 impl Cluster {
-    /// Starts sandboxd for a created pod, as the kubelet would, with the pod's token and PVC.
+    /// Starts sandboxd for a created pod, as the kubelet would, with the pod's token (in the
+    /// variable the pod names, from its Secret) and PVC.
     fn start_pod(&self, pod: &Value) {
         let objects = self.objects.lock().unwrap();
         let volumes = pod["spec"]["volumes"].as_array().unwrap();
-        let secret = volumes.iter().find_map(|v| v["secret"]["secretName"].as_str()).unwrap();
+        let env = pod["spec"]["containers"][0]["env"].as_array().unwrap();
+        let (variable, secret) = env
+            .iter()
+            .find_map(|e| Some((e["name"].as_str()?, e["valueFrom"]["secretKeyRef"]["name"].as_str()?)))
+            .unwrap();
         let pvc = volumes.iter().find_map(|v| v["persistentVolumeClaim"]["claimName"].as_str()).unwrap();
         let token =
             objects[&("secrets".to_owned(), secret.to_owned())]["stringData"]["token"].as_str().unwrap().to_owned();
         drop(objects);
         let workspace = format!("{}/{pvc}", self.root);
         std::fs::create_dir_all(&workspace).unwrap();
-        let token_file = format!("{}/{secret}", self.root);
-        std::fs::write(&token_file, token).unwrap();
         let child = Command::new(sandboxd_bin())
-            .args(["--listen", &format!("tcp:127.0.0.1:{}", self.port), "--token-file", &token_file])
+            .args(["--listen", &format!("tcp:127.0.0.1:{}", self.port), "--token-env", variable])
+            .env(variable, token)
             .args(["--workspace", &workspace])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -245,16 +249,25 @@ async fn a_sandbox_is_a_hardened_pod_with_a_pvc_reached_over_tcp_with_its_token(
     let spec = &pod["spec"];
     assert_eq!(spec["runtimeClassName"], "gvisor");
     assert_eq!(spec["automountServiceAccountToken"], false);
-    assert_eq!(spec["securityContext"]["runAsNonRoot"], true);
     assert_eq!(spec["securityContext"]["seccompProfile"]["type"], "RuntimeDefault");
+    assert_eq!(spec["securityContext"]["fsGroup"], 1000);
     let container = &spec["containers"][0];
     let security = &container["securityContext"];
     assert_eq!(security["readOnlyRootFilesystem"], true);
     assert_eq!(security["allowPrivilegeEscalation"], false);
+    // sandboxd is root with only what starting and stopping programs as uid 1000 takes.
+    assert_eq!(security["runAsUser"], 0);
     assert_eq!(security["capabilities"]["drop"], json!(["ALL"]));
+    assert_eq!(security["capabilities"]["add"], json!(["SETUID", "SETGID", "KILL"]));
+    let command: Vec<&str> = container["command"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(command.windows(2).any(|w| w == ["--run-as", "1000:1000"]), "{command:?}");
+    assert!(
+        spec["volumes"].as_array().unwrap().iter().all(|v| v["secret"].is_null()),
+        "the token is no file the sandbox's group could read"
+    );
     assert_eq!(container["resources"]["limits"]["memory"], "1024Mi");
     assert_eq!(container["resources"]["limits"]["cpu"], "1000m");
-    assert!(container["command"].as_array().unwrap().iter().any(|a| a == "--token-file"));
+    assert!(container["command"].as_array().unwrap().iter().any(|a| a == "--token-env"));
     let pvc = cluster.object("persistentvolumeclaims", &names.pvc).unwrap();
     assert_eq!(pvc["spec"]["resources"]["requests"]["storage"], "5Gi");
     let policy = cluster.object("networkpolicies", &names.pod).unwrap();

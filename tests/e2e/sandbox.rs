@@ -447,6 +447,33 @@ macro_rules! backend_suite {
 mod docker {
     backend_suite!(DockerFixture);
 
+    /// Untrusted programs run as another user than sandboxd: they cannot stop it, remove or
+    /// replace its socket, and what sandboxd writes for the worker is theirs to use.
+    #[tokio::test]
+    async fn programs_cannot_stop_sandboxd_or_take_its_socket() {
+        let f = DockerFixture::new().await;
+        let (s, key) = (&*f.sandboxes, new_key());
+        let out = run(
+            s,
+            key,
+            "id -u; for p in $(pidof hermes-sandboxd); do kill -9 $p 2>/dev/null && echo killed; done; \
+             rm -f /hermes/ipc/sandboxd.sock 2>/dev/null && echo removed; \
+             mv /hermes/ipc/sandboxd.sock /tmp/s 2>/dev/null && echo moved; \
+             cat /proc/$(pidof hermes-sandboxd | cut -d' ' -f1)/environ >/dev/null 2>&1 && echo read; \
+             echo done",
+            20,
+        )
+        .await;
+        assert_eq!(out.output, "1000\ndone\n", "the program is uid 1000 and reaches nothing of sandboxd's");
+        assert_eq!(run(s, key, "echo still-here", 20).await.output, "still-here\n", "sandboxd kept serving");
+        // A file sandboxd writes for the worker belongs to the sandbox user.
+        let mut grpc = s.open(key).await.unwrap().grpc();
+        grpc.write_file(WriteFileRequest { path: "mine.txt".into(), content: "x".into() }).await.unwrap();
+        let owner =
+            run(s, key, "stat -c %u /workspace/mine.txt && echo more >> /workspace/mine.txt && echo ok", 20).await;
+        assert_eq!(owner.output, "1000\nok\n");
+    }
+
     #[tokio::test]
     async fn a_workspace_quota_applies_where_the_storage_supports_it_and_is_skipped_elsewhere() {
         let name = unique("q");

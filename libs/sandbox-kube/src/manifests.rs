@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EmptyDirVolumeSource, PersistentVolumeClaim, PersistentVolumeClaimSpec,
     PersistentVolumeClaimVolumeSource, Pod, PodSecurityContext, PodSpec, ResourceRequirements, SeccompProfile, Secret,
-    SecretVolumeSource, SecurityContext, Volume, VolumeMount, VolumeResourceRequirements,
+    SecurityContext, Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::api::networking::v1::{
     IPBlock, NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
@@ -25,8 +25,10 @@ pub const LABEL_OWNER: &str = "hermes.io/sandbox-owner";
 pub const LABEL_SANDBOX: &str = "hermes.io/sandbox";
 pub const LABEL_TENANT: &str = "hermes.io/tenant";
 pub const LABEL_AGENT: &str = "hermes.io/agent";
-/// Where the token Secret is mounted; sandboxd reads it with `--token-file`.
-const TOKEN_DIR: &str = "/hermes/token";
+/// The variable sandboxd reads its token from (`--token-env`), filled from the token Secret. An
+/// environment, not a file: with `fsGroup` a Secret's files are readable by the sandbox's group.
+pub const TOKEN_ENV: &str = "HERMES_SANDBOX_TOKEN";
+/// The uid and gid of every program in the sandbox (sandboxd itself is root: see below).
 const SANDBOX_UID: i64 = 1000;
 
 /// The names of one sandbox's objects.
@@ -115,8 +117,10 @@ pub fn pod(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names, exec_t
             cfg.sandboxd_path.clone(),
             "--listen".into(),
             format!("tcp:0.0.0.0:{}", cfg.port),
-            "--token-file".into(),
-            format!("{TOKEN_DIR}/token"),
+            "--token-env".into(),
+            TOKEN_ENV.into(),
+            "--run-as".into(),
+            format!("{SANDBOX_UID}:{SANDBOX_UID}"),
             "--workspace".into(),
             WORKSPACE.into(),
             "--default-timeout".into(),
@@ -139,20 +143,38 @@ pub fn pod(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names, exec_t
                 value: Some("C.UTF-8".into()),
                 ..Default::default()
             },
+            k8s_openapi::api::core::v1::EnvVar {
+                name: TOKEN_ENV.into(),
+                value_from: Some(k8s_openapi::api::core::v1::EnvVarSource {
+                    secret_key_ref: Some(k8s_openapi::api::core::v1::SecretKeySelector {
+                        name: names.secret.clone(),
+                        key: "token".into(),
+                        optional: Some(false),
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
         ]),
         resources: Some(ResourceRequirements {
             limits: Some(limits.clone()),
             requests: Some(limits),
             ..Default::default()
         }),
+        // sandboxd is root with only what starting and stopping the sandbox user's programs
+        // takes; those programs (uid 1000, no capability) cannot stop it, read its token or
+        // take its port. (Pod Security "baseline" allows exactly these capabilities.)
         security_context: Some(SecurityContext {
-            run_as_non_root: Some(true),
-            run_as_user: Some(SANDBOX_UID),
-            run_as_group: Some(SANDBOX_UID),
+            run_as_non_root: Some(false),
+            run_as_user: Some(0),
+            run_as_group: Some(0),
             read_only_root_filesystem: Some(true),
             allow_privilege_escalation: Some(false),
             privileged: Some(false),
-            capabilities: Some(Capabilities { drop: Some(vec!["ALL".into()]), add: None }),
+            capabilities: Some(Capabilities {
+                drop: Some(vec!["ALL".into()]),
+                add: Some(vec!["SETUID".into(), "SETGID".into(), "KILL".into()]),
+            }),
             seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".into(), localhost_profile: None }),
             ..Default::default()
         }),
@@ -160,7 +182,6 @@ pub fn pod(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names, exec_t
             mount("workspace", WORKSPACE, false),
             mount("tmp", "/tmp", false),
             mount("run", "/run", false),
-            mount("token", TOKEN_DIR, true),
         ]),
         ..Default::default()
     };
@@ -176,9 +197,7 @@ pub fn pod(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names, exec_t
             host_ipc: Some(false),
             restart_policy: Some("Always".into()),
             security_context: Some(PodSecurityContext {
-                run_as_non_root: Some(true),
-                run_as_user: Some(SANDBOX_UID),
-                run_as_group: Some(SANDBOX_UID),
+                // The workspace volume is the sandbox group's.
                 fs_group: Some(SANDBOX_UID),
                 seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".into(), localhost_profile: None }),
                 ..Default::default()
@@ -194,15 +213,6 @@ pub fn pod(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names, exec_t
                 },
                 scratch("tmp", cfg.tmpfs_mb),
                 scratch("run", 16),
-                Volume {
-                    name: "token".into(),
-                    secret: Some(SecretVolumeSource {
-                        secret_name: Some(names.secret.clone()),
-                        default_mode: Some(0o440),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                },
             ]),
             ..Default::default()
         }),

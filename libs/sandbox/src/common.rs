@@ -131,14 +131,22 @@ pub(crate) fn ipc_dir(root: &str, name: &str) -> PathBuf {
 
 /// Creates `name`'s socket directory: the sandbox user must create its socket there, and on
 /// the host only the worker's user can reach it (the root is 0711, so it cannot be listed).
-pub(crate) fn prepare_ipc_dir(root: &str, name: &str, uid: u32, gid: u32) -> Result<PathBuf> {
+pub(crate) fn prepare_ipc_dir(root: &str, name: &str, owner: IpcOwner) -> Result<PathBuf> {
     let dir = ipc_dir(root, name);
     let io = |e: std::io::Error| SandboxError::Backend(format!("cannot prepare {}: {e}", dir.display()));
     std::fs::create_dir_all(&dir).map_err(io)?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o711)).map_err(io)?;
-    if std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).is_err() {
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).map_err(io)?;
+    match owner {
+        // The worker keeps the directory; sticky and writable by all, so sandboxd (root in its
+        // container, without CAP_DAC_OVERRIDE) can create its socket and nobody but its owner
+        // can remove or replace an entry: the sandbox user cannot swap sandboxd's socket.
+        IpcOwner::Worker => std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1733)).map_err(io)?,
+        IpcOwner::User { uid, gid } => {
+            if std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).is_err() {
+                std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).map_err(io)?;
+            }
+        }
     }
     // A socket left by a dead daemon would make the next one fail to bind.
     match std::fs::remove_file(dir.join(SOCKET)) {
@@ -147,6 +155,15 @@ pub(crate) fn prepare_ipc_dir(root: &str, name: &str, uid: u32, gid: u32) -> Res
         Err(e) => return Err(io(e)),
     }
     Ok(dir)
+}
+
+/// Who owns a sandbox's socket directory.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum IpcOwner {
+    /// The worker (sandboxd runs as root and starts programs as the sandbox user).
+    Worker,
+    /// The user sandboxd runs as (the local backend: sandboxd and its programs share it).
+    User { uid: u32, gid: u32 },
 }
 
 /// Whether a sandbox whose daemon reports `status` may be removed: no running command, and

@@ -190,8 +190,8 @@ async fn run_in(
     let socket = dir.join("rpc.sock");
     let listener = UnixListener::bind(&socket).map_err(io)?;
 
-    let mut child = Command::new("python3")
-        .arg(dir.join("script.py"))
+    let mut cmd = Command::new("python3");
+    cmd.arg(dir.join("script.py"))
         .current_dir(workspace)
         .env_clear()
         .envs(scrubbed_env())
@@ -203,12 +203,12 @@ async fn run_in(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => Status::failed_precondition("python3 is not installed in this sandbox"),
-            _ => spawn_error(&e),
-        })?;
+        .kill_on_drop(true);
+    crate::identity::apply(&mut cmd);
+    let mut child = cmd.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Status::failed_precondition("python3 is not installed in this sandbox"),
+        _ => spawn_error(&e),
+    })?;
     let pid = child.id();
     let mut stdout = HeadTail::new(or(start.max_stdout_bytes, DEFAULT_MAX_STDOUT) as usize);
     let max_stderr = or(start.max_stderr_bytes, DEFAULT_MAX_STDERR) as usize;

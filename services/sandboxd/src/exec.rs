@@ -50,6 +50,7 @@ pub fn spawn_shell(
         .stderr(writer)
         .process_group(0)
         .kill_on_drop(false);
+    crate::identity::apply(&mut cmd);
     let child = cmd.spawn()?;
     // The parent's copies of the write end go with `cmd`, so EOF comes when the command's do.
     drop(cmd);

@@ -8,6 +8,7 @@ pub mod checkpoints;
 pub mod code;
 pub mod exec;
 pub mod files;
+pub mod identity;
 pub mod procs;
 pub mod relay;
 pub mod search;
@@ -18,7 +19,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-pub use service::{Daemon, serve_tcp, serve_unix};
+pub use service::{Daemon, bind_unix, serve_tcp, serve_unix};
 
 /// Where the daemon works.
 #[derive(Debug, Clone)]

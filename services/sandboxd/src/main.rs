@@ -1,12 +1,13 @@
-//! `hermes-sandboxd serve --listen unix:/hermes/ipc/sandboxd.sock --workspace /workspace`
-//! (or `--listen tcp:0.0.0.0:7070 --token-file /etc/hermes/token` in a Kubernetes pod).
+//! `hermes-sandboxd --listen unix:/hermes/ipc/sandboxd.sock --workspace /workspace --run-as 1000:1000`
+//! (or `--listen tcp:0.0.0.0:7070 --token-env HERMES_SANDBOX_TOKEN` in a Kubernetes pod).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use hermes_sandboxd::{Config, Daemon, serve_tcp, serve_unix};
+use hermes_sandboxd::identity::{self, Launch, RunAs};
+use hermes_sandboxd::{Config, Daemon, bind_unix, serve_tcp, serve_unix};
 
 #[derive(Parser)]
 #[command(name = "hermes-sandboxd", about = "The daemon inside a Hermes sandbox")]
@@ -19,6 +20,14 @@ struct Args {
     /// A file holding the token TCP clients must present.
     #[arg(long)]
     token_file: Option<PathBuf>,
+    /// An environment variable holding the token TCP clients must present (programs in the
+    /// sandbox never see it).
+    #[arg(long)]
+    token_env: Option<String>,
+    /// Run programs, and touch files, as this `UID:GID` (sandboxd itself must be root, with
+    /// CAP_SETUID, CAP_SETGID and CAP_KILL, and stays root: the programs cannot stop it).
+    #[arg(long, value_parser = RunAs::parse)]
+    run_as: Option<RunAs>,
     /// Seconds a command may run when the request gives no timeout.
     #[arg(long, default_value_t = 180)]
     default_timeout: u64,
@@ -29,20 +38,43 @@ struct Args {
     egress_listen: std::net::SocketAddr,
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt().with_env_filter(std::env::var("SANDBOXD_LOG").unwrap_or_else(|_| "info".into())).init();
     let args = Args::parse();
+    if args.run_as.is_some() && !nix::unistd::geteuid().is_root() {
+        bail!("--run-as needs sandboxd to start as root (with CAP_SETUID, CAP_SETGID and CAP_KILL)");
+    }
+    // Read as sandboxd, before any thread takes the sandbox user's file identity.
+    let token = read_token(&args)?;
+    identity::set(Launch { run_as: args.run_as, hidden_env: args.token_env.iter().cloned().collect() });
+    let run_as = args.run_as;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .on_thread_start(move || {
+            if let Some(run_as) = run_as {
+                run_as.on_this_thread();
+            }
+        })
+        .build()?;
+    runtime.block_on(serve(args, token))
+}
+
+fn read_token(args: &Args) -> anyhow::Result<Option<String>> {
+    let raw = match (&args.token_file, &args.token_env) {
+        (Some(path), _) => std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?,
+        (None, Some(name)) => std::env::var(name).with_context(|| format!("{name} is not set"))?,
+        (None, None) => return Ok(None),
+    };
+    let token = raw.trim().to_owned();
+    if token.len() < 16 {
+        bail!("the sandbox token is too short");
+    }
+    Ok(Some(token))
+}
+
+async fn serve(args: Args, token: Option<String>) -> anyhow::Result<()> {
     let mut cfg = Config::for_workspace(args.workspace);
     cfg.default_timeout = Duration::from_secs(args.default_timeout);
-    if let Some(to) = args.egress_socket.clone() {
-        let listen = args.egress_listen;
-        tokio::spawn(async move {
-            if let Err(e) = hermes_sandboxd::relay::run(listen, to).await {
-                tracing::warn!(error = %e, "the egress relay stopped");
-            }
-        });
-    }
     let shutdown = async {
         let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             Ok(s) => s,
@@ -53,15 +85,26 @@ async fn main() -> anyhow::Result<()> {
             _ = tokio::signal::ctrl_c() => {}
         }
     };
-    if let Some(path) = args.listen.strip_prefix("unix:") {
-        serve_unix(Daemon::new(cfg), std::path::Path::new(path), shutdown).await
+    let listener = match args.listen.strip_prefix("unix:") {
+        Some(path) => Some(bind_unix(std::path::Path::new(path))?),
+        None => None,
+    };
+    // From here on this thread, too, touches files as the sandbox user.
+    if let Some(run_as) = args.run_as {
+        run_as.on_this_thread();
+    }
+    if let Some(to) = args.egress_socket.clone() {
+        let listen = args.egress_listen;
+        tokio::spawn(async move {
+            if let Err(e) = hermes_sandboxd::relay::run(listen, to).await {
+                tracing::warn!(error = %e, "the egress relay stopped");
+            }
+        });
+    }
+    if let Some(listener) = listener {
+        serve_unix(Daemon::new(cfg), listener, args.run_as.map(|r| r.uid), shutdown).await
     } else if let Some(addr) = args.listen.strip_prefix("tcp:") {
-        let path = args.token_file.context("--token-file is required with a tcp listener")?;
-        let token = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        let token = token.trim().to_owned();
-        if token.len() < 16 {
-            bail!("the sandbox token is too short");
-        }
+        let token = token.context("--token-file or --token-env is required with a tcp listener")?;
         cfg.token = Some(token.clone());
         serve_tcp(Daemon::new(cfg), addr.parse().context("bad tcp address")?, token, shutdown).await
     } else {

@@ -18,6 +18,7 @@ use hermes_sandbox_proto::v1::{
     edit_file_request,
 };
 use tokio::sync::mpsc;
+use tokio_stream::StreamExt;
 use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream, UnixListenerStream};
 use tonic::{Request, Response, Status, Streaming};
 
@@ -206,15 +207,38 @@ impl Sandbox for Daemon {
 }
 
 /// Serves on a unix socket at `path` (replacing a stale one) until `shutdown`.
-pub async fn serve_unix(daemon: Daemon, path: &Path, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+/// Binds the unix socket (before sandboxd takes the sandbox user's file identity, so the socket
+/// is its own and, in the sticky socket directory, nobody else can remove or replace it). Anyone
+/// may connect (the worker may run as any user) except the sandbox user: see [`serve_unix`].
+pub fn bind_unix(path: &Path) -> anyhow::Result<tokio::net::UnixListener> {
     let _ = std::fs::remove_file(path);
     let listener = tokio::net::UnixListener::bind(path)?;
-    // The socket's directory is what guards it; the worker may run as another user.
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666))?;
-    tracing::info!(socket = %path.display(), "sandboxd listening");
+    Ok(listener)
+}
+
+/// Serves on `listener` until `shutdown`, refusing connections from `sandbox_uid` (the
+/// programs in the sandbox): only the worker drives sandboxd.
+pub async fn serve_unix(
+    daemon: Daemon,
+    listener: tokio::net::UnixListener,
+    sandbox_uid: Option<u32>,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    tracing::info!(socket = ?listener.local_addr().ok(), "sandboxd listening");
+    let incoming = UnixListenerStream::new(listener).filter(move |conn| {
+        let refused = match (conn, sandbox_uid) {
+            (Ok(stream), Some(uid)) => stream.peer_cred().map_or(true, |peer| peer.uid() == uid),
+            _ => false,
+        };
+        if refused {
+            tracing::warn!("refused a connection from the sandbox's own user");
+        }
+        !refused
+    });
     tonic::transport::Server::builder()
         .add_service(daemon.server())
-        .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown)
+        .serve_with_incoming_shutdown(incoming, shutdown)
         .await?;
     Ok(())
 }

@@ -1,10 +1,13 @@
 //! Docker backend (bollard): one hardened container per tenant-agent, running sandboxd.
 //!
-//! Hardening: all capabilities dropped, `no-new-privileges`, read-only root, tmpfs `/tmp`
-//! and `/run`, PID limit, memory and CPU limits, no network, non-root user, an init process
-//! reaping zombies, and a named volume as the only persistent writable path (`/workspace`).
+//! Hardening: `no-new-privileges`, read-only root, tmpfs `/tmp` and `/run`, PID limit, memory
+//! and CPU limits, no network, an init process reaping zombies, and a named volume as the only
+//! persistent writable path (`/workspace`). Every program the agent runs is uid 1000 with no
+//! capability; sandboxd alone is root, with only `CAP_SETUID`, `CAP_SETGID` and `CAP_KILL` (to
+//! start and stop those programs), so they cannot kill it, read it or take its place.
 //! The daemon's socket is in a per-sandbox directory of `sandbox.docker.ipc_dir`, bind-mounted
-//! at `/hermes/ipc`; only the worker's user can reach that directory on the host.
+//! at `/hermes/ipc`: sticky, so the sandbox user cannot remove or replace the socket, and
+//! sandboxd refuses connections from that user.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,6 +28,8 @@ use crate::client::SandboxClient;
 use crate::common::{self, Daemons, EGRESS_SOCKET, EgressListeners, IPC_MOUNT, SOCKET, START_WAIT};
 use crate::{Result, SandboxError, SandboxKey, Sandboxes, WORKSPACE};
 
+/// The uid and gid programs in a sandbox run as (sandboxd itself is root, see `hermes-sandboxd`).
+const SANDBOX_USER: u32 = 1000;
 const LABEL_OWNER: &str = "io.hermes.sandbox.owner";
 const LABEL_TENANT: &str = "io.hermes.tenant";
 const LABEL_AGENT: &str = "io.hermes.agent";
@@ -147,8 +152,7 @@ impl DockerSandboxes {
 
     async fn create(&self, key: SandboxKey, name: &str) -> Result<()> {
         let cfg = &self.inner.cfg.docker;
-        // The sandbox user is uid 1000.
-        let ipc = common::prepare_ipc_dir(&cfg.ipc_dir, name, 1000, 1000)?;
+        let ipc = common::prepare_ipc_dir(&cfg.ipc_dir, name, common::IpcOwner::Worker)?;
         let labels = HashMap::from([
             (LABEL_OWNER.to_owned(), cfg.name_prefix.clone()),
             (LABEL_TENANT.to_owned(), key.tenant.to_string()),
@@ -161,7 +165,10 @@ impl DockerSandboxes {
         ]);
         let memory = i64::try_from(cfg.memory_mb.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX);
         let host = HostConfig {
+            // sandboxd runs as root with just enough to start programs as the sandbox user
+            // (uid 1000) and stop them; they cannot signal it, read it or replace its socket.
             cap_drop: Some(vec!["ALL".into()]),
+            cap_add: Some(vec!["SETUID".into(), "SETGID".into(), "KILL".into()]),
             security_opt: Some(vec!["no-new-privileges".into()]),
             readonly_rootfs: Some(true),
             tmpfs: Some(tmpfs),
@@ -202,8 +209,10 @@ impl DockerSandboxes {
                 timeout,
                 "--egress-socket".into(),
                 format!("{IPC_MOUNT}/{EGRESS_SOCKET}"),
+                "--run-as".into(),
+                format!("{SANDBOX_USER}:{SANDBOX_USER}"),
             ]),
-            user: Some("1000:1000".into()),
+            user: Some("0:0".into()),
             working_dir: Some(WORKSPACE.into()),
             env: Some(
                 [format!("HOME={WORKSPACE}"), "LANG=C.UTF-8".into(), "SANDBOXD_LOG=warn".into()]

@@ -151,7 +151,7 @@ impl LocalSandboxes {
             std::os::unix::fs::chown(&workspace, Some(uid), Some(gid))
                 .map_err(|e| io_err("cannot hand over", &workspace, e))?;
         }
-        let ipc = common::prepare_ipc_dir(&local.ipc_dir, name, uid, gid)?;
+        let ipc = common::prepare_ipc_dir(&local.ipc_dir, name, common::IpcOwner::User { uid, gid })?;
         self.stop(name).await;
         let cgroup = match &self.inner.cgroups {
             Some(parent) => Some(parent.create(name, local.pids_limit, local.memory_mb.saturating_mul(1024 * 1024))?),
