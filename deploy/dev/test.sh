@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: make sure Postgres, Redis, RabbitMQ and Docker are up
 # (installing them when missing), build the offline sandbox test image, then check formatting,
-# lint with warnings as errors, and run every test.
+# lint with warnings as errors, run every test, and fuzz each fuzz target for a few seconds.
 #
 # Usage: deploy/dev/test.sh [extra cargo-nextest/cargo-test arguments]
 set -euo pipefail
@@ -46,3 +46,5 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
   cargo test --workspace --locked --no-fail-fast "$@"
 fi
+# A short pass of every fuzz target (longer by hand: deploy/dev/fuzz.sh --seconds 600).
+deploy/dev/fuzz.sh --seconds "${HERMES_FUZZ_SECONDS:-5}"

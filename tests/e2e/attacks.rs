@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use hermes_gateway::hooks::verify::github_signature;
+use hermes_http::signed::github_signature;
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::TelegramEmulator;
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use hermes_gateway::hooks::verify::standard_signature;
+use hermes_http::signed::standard_signature;
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::receiver::{Received, Receiver};
 

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use hermes_gateway::hooks::verify::{github_signature, standard_key, standard_signature};
+use hermes_http::signed::{github_signature, standard_key, standard_signature};
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::TelegramEmulator;
 

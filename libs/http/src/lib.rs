@@ -1,11 +1,15 @@
 //! axum glue shared by the HTTP-serving roles: OpenAI-style errors, JSON bodies refused in
 //! that style, request ids in every log line, and the ops endpoints (`/healthz`, `/readyz`,
-//! `/metrics`).
+//! `/metrics`). Also the two parsers of what strangers send over HTTP, kept here so they can
+//! be fuzzed without the database stack: the chat-completion request ([`chat_request`]) and
+//! signed webhook deliveries ([`signed`]).
 
+pub mod chat_request;
 mod error;
 mod json;
 mod ops;
 mod request_id;
+pub mod signed;
 
 pub use error::{ApiError, ErrorCode};
 pub use json::{ApiJson, BodyLimit, json_rejection};

@@ -9,11 +9,11 @@ use hermes_store::NewTurn;
 
 use crate::agents::resolve_agent;
 use crate::auth::Caller;
-use crate::chat_wire::{ChatCompletionRequest, ParsedChat};
 use crate::headers::{session_text, with_session};
 use crate::state::AppState;
 use crate::submit::{Entry, Work, submit_turn};
 use crate::targets::chat_target;
+use hermes_http::chat_request::{ChatCompletionRequest, ParsedChat};
 
 #[utoipa::path(post, path = "/v1/chat/completions", tag = "openai",
     request_body = crate::schemas::ChatCompletionRequest,

@@ -22,7 +22,6 @@ mod webhooks;
 mod agents;
 mod answers;
 mod auth;
-mod chat_wire;
 mod completion;
 mod errors;
 mod headers;

@@ -8,7 +8,7 @@ use serde_json::Value;
 use hermes_core::{ChatMessage, Role, TurnId};
 use hermes_http::{ApiError, ErrorCode};
 
-use crate::chat_wire::{MAX_MESSAGES, bad, parse_message, request_bool};
+use hermes_http::chat_request::{MAX_MESSAGES, bad, parse_message, request_bool};
 
 /// History kept by `truncation: "auto"` (upstream's figure).
 const AUTO_TRUNCATION_MESSAGES: usize = 100;

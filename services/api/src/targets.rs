@@ -8,11 +8,11 @@ use hermes_http::{ApiError, ErrorCode};
 use hermes_store::{Agent, KeyAuth, TurnTarget};
 
 use crate::agents::resolve_agent;
-use crate::chat_wire::ParsedChat;
 use crate::errors::missing_or_internal;
 use crate::headers::{session_header, user_key};
 use crate::responses_wire::{Continues, ParsedResponses, response_id};
 use crate::state::AppState;
+use hermes_http::chat_request::ParsedChat;
 
 /// The turn of a chat completion: the session `X-Hermes-Session-Id` names, else the derived
 /// one (seeded with the request's earlier messages when it is new).

@@ -91,7 +91,7 @@ async fn send(gw: &Gateway, http: &reqwest::Client, event: &DueEvent) -> Attempt
     let body = json!({ "type": event.event, "timestamp": event.created_at, "data": event.data }).to_string();
     let id = event.id.to_string();
     let now = chrono::Utc::now().timestamp();
-    let signature = crate::hooks::verify::standard_signature(&key, &id, now, body.as_bytes());
+    let signature = hermes_http::signed::standard_signature(&key, &id, now, body.as_bytes());
     let sent = http
         .post(&event.url)
         .header("content-type", "application/json")

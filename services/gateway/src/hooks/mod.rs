@@ -8,7 +8,6 @@
 //! 401 bad signature, 429 over the rate, 400 unreadable body, 200 ignored or duplicate.
 
 pub mod render;
-pub mod verify;
 
 use std::sync::Arc;
 
@@ -33,14 +32,14 @@ fn answer(status: StatusCode, body: Value) -> Response {
     (status, Json(body)).into_response()
 }
 
-fn refusal(why: &verify::Refused) -> &'static str {
+fn refusal(why: &hermes_http::signed::Refused) -> &'static str {
     match why {
-        verify::Refused::Unsigned => {
+        hermes_http::signed::Refused::Unsigned => {
             "the request is not signed (X-Hub-Signature-256, webhook-signature, \
                                      X-Gitlab-Token or X-Webhook-Signature)"
         }
-        verify::Refused::BadSignature => "the signature does not match this webhook's secret",
-        verify::Refused::Stale => "the signed timestamp is more than five minutes away from now",
+        hermes_http::signed::Refused::BadSignature => "the signature does not match this webhook's secret",
+        hermes_http::signed::Refused::Stale => "the signed timestamp is more than five minutes away from now",
     }
 }
 
@@ -76,7 +75,7 @@ pub async fn receive(
             return refuse(StatusCode::SERVICE_UNAVAILABLE, "try again");
         }
     };
-    let signed = match verify::verify(&headers, &body, &secret, chrono::Utc::now().timestamp()) {
+    let signed = match hermes_http::signed::verify(&headers, &body, &secret, chrono::Utc::now().timestamp()) {
         Ok(signed) => signed,
         Err(why) => {
             metrics::counter!("hermes_gateway_rejected_total", "platform" => "webhook").increment(1);
@@ -108,8 +107,8 @@ pub async fn receive(
     // A signed message id is the delivery. Schemes that sign only the body name the delivery in
     // an unsigned header, which a replay could change: the body's digest identifies it too.
     let (delivery, seen_as) = match signed {
-        verify::Signed::Standard { id } => (id.clone(), vec![id]),
-        verify::Signed::Body => {
+        hermes_http::signed::Signed::Standard { id } => (id.clone(), vec![id]),
+        hermes_http::signed::Signed::Body => {
             let id = render::delivery_id(&headers).unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
             let digest = format!("sha256:{}", hex(&<sha2::Sha256 as sha2::Digest>::digest(&body)));
             (id.clone(), vec![id, digest])

@@ -5,20 +5,20 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::{ApiError, ErrorCode};
 use hermes_core::{ChatMessage, Content, ContentPart, Role, ToolCall};
-use hermes_http::{ApiError, ErrorCode};
 
 /// Longest text of one message or part (upstream's cap).
-pub(crate) const MAX_TEXT_CHARS: usize = 65_536;
+pub const MAX_TEXT_CHARS: usize = 65_536;
 const MAX_PARTS: usize = 1_000;
 /// Deepest nesting of one message's JSON (upstream's cap).
 const MAX_DEPTH: usize = 10;
 /// Most messages one request may carry (a new session's seeded history included).
-pub(crate) const MAX_MESSAGES: usize = 1_000;
+pub const MAX_MESSAGES: usize = 1_000;
 
 /// The fields we use; all other OpenAI fields are accepted and ignored, as OpenAI does.
 #[derive(Debug, Deserialize, serde::Serialize)]
-pub(crate) struct ChatCompletionRequest {
+pub struct ChatCompletionRequest {
     #[serde(default)]
     pub model: Option<String>,
     #[serde(default)]
@@ -31,7 +31,7 @@ pub(crate) struct ChatCompletionRequest {
 
 /// A checked request.
 #[derive(Debug)]
-pub(crate) struct ParsedChat {
+pub struct ParsedChat {
     pub model: Option<String>,
     pub stream: bool,
     pub include_usage: bool,
@@ -41,7 +41,7 @@ pub(crate) struct ParsedChat {
 }
 
 /// A boolean request field; like upstream, the strings "true" and "false" count too.
-pub(crate) fn request_bool(value: Option<Value>, param: &'static str, default: bool) -> Result<bool, ApiError> {
+pub fn request_bool(value: Option<Value>, param: &'static str, default: bool) -> Result<bool, ApiError> {
     match value {
         None | Some(Value::Null) => Ok(default),
         Some(Value::Bool(b)) => Ok(b),
@@ -51,12 +51,12 @@ pub(crate) fn request_bool(value: Option<Value>, param: &'static str, default: b
     }
 }
 
-pub(crate) fn bad(code: ErrorCode, msg: impl Into<String>) -> ApiError {
+pub fn bad(code: ErrorCode, msg: impl Into<String>) -> ApiError {
     ApiError::invalid_request(code, msg)
 }
 
 impl ChatCompletionRequest {
-    pub(crate) fn parse(self) -> Result<ParsedChat, ApiError> {
+    pub fn parse(self) -> Result<ParsedChat, ApiError> {
         let stream = request_bool(self.stream, "stream", false)?;
         let include_usage =
             self.stream_options.as_ref().and_then(|o| o.get("include_usage")).and_then(Value::as_bool).unwrap_or(false);
@@ -114,7 +114,7 @@ fn depth(value: &Value) -> usize {
 }
 
 /// One OpenAI-style message (`param[i]` of the request), checked against upstream's limits.
-pub(crate) fn parse_message(param: &'static str, i: usize, value: Value) -> Result<ChatMessage, ApiError> {
+pub fn parse_message(param: &'static str, i: usize, value: Value) -> Result<ChatMessage, ApiError> {
     let at = |what: &str| format!("{param}[{i}]: {what}");
     if depth(&value) > MAX_DEPTH {
         return Err(
