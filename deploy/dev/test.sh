@@ -22,6 +22,11 @@ if ! python3 -c 'import openai, sys; sys.exit(openai.__version__ != "3.57.0")' >
   echo "== installing the OpenAI Python SDK (PyPI)"
   python3 -m pip install --quiet --disable-pip-version-check -r tests/sdk/requirements.txt
 fi
+# Schemathesis, which tests/e2e/schema_fuzz.rs runs against /openapi.json.
+if [[ "$(schemathesis --version 2>/dev/null || true)" != "schemathesis, version 4.32.5" ]]; then
+  echo "== installing schemathesis (PyPI)"
+  python3 -m pip install --quiet --disable-pip-version-check -r tests/sdk/schemathesis-requirements.txt
+fi
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   echo "== installing Node.js (Debian)"
   if [[ $EUID -eq 0 ]]; then as_root=(); else as_root=(sudo); fi

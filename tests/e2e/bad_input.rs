@@ -101,6 +101,12 @@ async fn bad_requests_get_openai_errors_and_write_nothing() {
     let resp = env.http.post(&runs).bearer_auth(&key).json(&json!({"input": "hi", "session_id": "nope"})).send();
     assert_error(resp.await.unwrap(), 404, "session_not_found").await;
 
+    // Text Postgres cannot hold (a NUL, found by schemathesis) is the client's mistake, not a 500.
+    let body = json!({"name": "hook\u{0}x", "prompt": "p"});
+    let resp =
+        env.http.post(format!("{}/v1/webhooks", env.api_url)).bearer_auth(&key).json(&body).send().await.unwrap();
+    assert_error(resp, 400, "invalid_value").await;
+
     let resp = env.http.get(format!("{}/v1/nothing", env.api_url)).bearer_auth(&key).send().await.unwrap();
     assert_error(resp, 404, "not_found").await;
     let resp = env.http.get(&url).bearer_auth(&key).send().await.unwrap();

@@ -47,6 +47,7 @@ mod responses;
 mod retry;
 mod runs;
 mod sandbox;
+mod schema_fuzz;
 mod sdk;
 mod search;
 mod sessions;

@@ -156,12 +156,18 @@ impl From<sqlx::Error> for StoreError {
     /// caller that is an object it does not have. The filter in the query should have said so
     /// first, so the wall's catch is logged.
     fn from(err: sqlx::Error) -> Self {
-        if let sqlx::Error::Database(db) = &err
-            && db.code().as_deref() == Some("42501")
-            && db.message().contains("row-level security")
-        {
-            tracing::warn!(error = %db, "the row policies refused another tenant's row");
-            return StoreError::NotFound;
+        if let sqlx::Error::Database(db) = &err {
+            match db.code().as_deref() {
+                Some("42501") if db.message().contains("row-level security") => {
+                    tracing::warn!(error = %db, "the row policies refused another tenant's row");
+                    return StoreError::NotFound;
+                }
+                // Text Postgres cannot store: a NUL character (in text or a JSON string).
+                Some("22021" | "22P05") => {
+                    return StoreError::Invalid("text may not contain NUL (\\u0000) characters".into());
+                }
+                _ => {}
+            }
         }
         StoreError::Database(err)
     }
