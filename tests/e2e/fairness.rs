@@ -18,8 +18,7 @@ async fn a_tenants_flood_runs_at_its_share_and_another_tenant_is_served_at_once(
         c.worker.max_concurrent_turns = 4;
         c.worker.tenant_share = 0.5;
         c.worker.defer_millis = 200;
-        c.api.key_concurrent_turns = 0;
-        c.api.tenant_concurrent_turns = 0;
+        crate::harness::no_api_limits(c);
     })
     .await;
     let (_, _, flood) = env.tenant("flood", "ops").await;

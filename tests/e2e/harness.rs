@@ -77,6 +77,14 @@ pub fn sandboxd_bin() -> String {
     exe.parent().and_then(|deps| deps.parent()).unwrap().join("hermes-sandboxd").display().to_string()
 }
 
+/// Lifts the API's per-key and per-tenant limits (tests that send many turns at once).
+pub fn no_api_limits(config: &mut HermesConfig) {
+    config.api.key_requests_per_minute = 0;
+    config.api.tenant_requests_per_minute = 0;
+    config.api.key_concurrent_turns = 0;
+    config.api.tenant_concurrent_turns = 0;
+}
+
 pub fn unique(prefix: &str) -> String {
     let id = uuid::Uuid::now_v7().simple().to_string();
     format!("{prefix}{}", &id[id.len() - 12..])

@@ -10,13 +10,7 @@ use crate::harness::{Roles, TestEnv};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generated_requests_to_every_operation_get_no_server_error() {
-    let env = TestEnv::start_with(Roles::default(), |c| {
-        c.api.key_requests_per_minute = 0;
-        c.api.tenant_requests_per_minute = 0;
-        c.api.key_concurrent_turns = 0;
-        c.api.tenant_concurrent_turns = 0;
-    })
-    .await;
+    let env = TestEnv::start_with(Roles::default(), crate::harness::no_api_limits).await;
     let (_, _, key) = env.tenant("acme", "ops").await;
     let examples = std::env::var("HERMES_SCHEMATHESIS_EXAMPLES").unwrap_or_else(|_| "8".into());
     let report = std::env::temp_dir().join(crate::harness::unique("schemathesis"));

@@ -185,8 +185,7 @@ async fn a_reached_soft_cap_warns_once_the_turn_goes_on_and_its_tool_and_sandbox
 #[tokio::test]
 async fn fifty_concurrent_turns_never_spend_beyond_the_calls_in_flight_when_the_cap_was_reached() {
     let env = TestEnv::start_with(crate::harness::Roles::default(), |c| {
-        c.api.key_concurrent_turns = 0;
-        c.api.tenant_concurrent_turns = 0;
+        crate::harness::no_api_limits(c);
         // Fewer connections than turns: a worker whose every slot is busy must not deadlock
         // its pool (a heartbeat once waited for a connection while its own turn held one).
         c.database.max_connections = 4;

@@ -116,15 +116,7 @@ impl Pump {
     async fn resubscribe(&mut self) -> Option<lapin::Consumer> {
         let mut links = self.broker.links();
         loop {
-            let current = self.broker.link();
-            let link = if current.is_connected() && current.generation >= self.generation {
-                if current.generation == self.generation {
-                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-                }
-                current
-            } else {
-                crate::link::next_link(&mut links, self.generation, self.broker.closed()).await?
-            };
+            let link = crate::link::after_failure(&self.broker, &mut links, self.generation).await?;
             self.generation = link.generation;
             match self.watches.subscribe(&link, &self.id).await {
                 Ok(consumer) => {

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use hermes_config::RabbitMqConfig;
 
-use crate::{Names, QueueError, Result};
+use crate::{Broker, Names, QueueError, Result};
 
 /// How often the supervisor looks at the connection.
 const CHECK_EVERY: Duration = Duration::from_millis(250);
@@ -128,9 +128,23 @@ pub(crate) async fn supervise(
 
 /// Waits for a link newer than `generation` (or the current one, when it is newer and up);
 /// `None` once the broker is closed.
-pub(crate) async fn next_link(links: &mut Links, generation: u64, closed: &CancellationToken) -> Option<Arc<Link>> {
+async fn next_link(links: &mut Links, generation: u64, closed: &CancellationToken) -> Option<Arc<Link>> {
     tokio::select! {
         () = closed.cancelled() => None,
         link = links.wait_for(|l| l.generation > generation && l.is_connected()) => link.ok().map(|l| l.clone()),
     }
+}
+
+/// Where to subscribe again after a subscription on link `generation` failed: the current link
+/// when it is up (after a pause when it is that same link: only a channel failed), else the
+/// next one; `None` once the broker is closed.
+pub(crate) async fn after_failure(broker: &Broker, links: &mut Links, generation: u64) -> Option<Arc<Link>> {
+    let current = broker.link();
+    if current.is_connected() && current.generation >= generation {
+        if current.generation == generation {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        return Some(current);
+    }
+    next_link(links, generation, broker.closed()).await
 }

@@ -202,16 +202,7 @@ impl<T> JobConsumer<T> {
     /// broker's next connection; `None` once the broker is closed.
     async fn resubscribe(&mut self) -> Option<()> {
         loop {
-            let current = self.broker.link();
-            let link = if current.is_connected() && current.generation >= self.generation {
-                if current.generation == self.generation {
-                    // The channel failed, not the connection: a fresh one, after a pause.
-                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-                }
-                current
-            } else {
-                crate::link::next_link(&mut self.links, self.generation, self.broker.closed()).await?
-            };
+            let link = crate::link::after_failure(&self.broker, &mut self.links, self.generation).await?;
             match subscribe(&link, &self.queue, self.prefetch, &self.tag).await {
                 Ok((channel, consumer)) => {
                     (self.channel, self.consumer, self.generation) = (channel, consumer, link.generation);
