@@ -28,10 +28,13 @@
 //! - [`curator`]: the scheduler picks idle agents of any tenant for a curator pass
 //!   ([`claim_agents_for_curation`]); the pass itself is tenant-scoped.
 //!
-//! Not here, though they filter by no tenant: authentication, which is where a tenant comes
-//! from (`authenticate_api_key`; `tenant_by_name` and `create_tenant` for the operator's CLI);
-//! installation-wide data that is no tenant's (`model_prices`, the bundled skills); and reads by
-//! an id the caller got from a tenant-scoped read (`skill_files`).
+//! Everything here runs as the `hermes_system` role (`Store::system`, policies `system_paths`,
+//! migration 0040); everything else as `hermes_tenant`, which sees one tenant's rows.
+//!
+//! Not here, though they too run as the system role: authentication, which is where a tenant
+//! comes from (`authenticate_api_key`; `tenant_by_name` and `create_tenant` for the operator's
+//! CLI), and installation-wide data that is no tenant's (`set_model_price`, `model_prices`,
+//! `sync_bundled_skills`).
 //!
 //! [`reap_stranded_turns`]: crate::Store::reap_stranded_turns
 //! [`expire_interactions`]: crate::Store::expire_interactions
