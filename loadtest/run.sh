@@ -1,21 +1,44 @@
 #!/usr/bin/env bash
 # Load test of the whole path (API -> RabbitMQ -> worker -> scripted model -> Postgres -> API)
-# on this machine: release build, a fresh database, the scripted model at 0 ms, `hermesd all`,
-# then hermes-loadtest (sequential, then N concurrent clients) while sampling hermesd's RSS.
+# on this machine: a fresh database, two scripted models (one at 0 ms, one slow), `hermesd all`
+# with the limits the load needs, then hermes-loadtest: plain, one-tool (Docker sandbox),
+# streamed and continued turns, 16 and 64 clients, thousands of turns in flight. It prints
+# each scenario's median and p99, the worker's split and the peak RSS, and compares every
+# figure with loadtest/baseline.json. Any failed request fails the run; a slower figure is
+# reported, not failed, unless --fail-on-regression is passed through.
 #
-# Usage: loadtest/run.sh [--concurrency N] [--seconds S] [--sequential N]
+# Usage: loadtest/run.sh [--smoke] [hermes-loadtest flags, e.g. --turns 300 --seconds 20]
+#   --smoke   a short run on the dev build (seconds): what .ci/run does; checks only errors.
+#   Write a new baseline with --write-baseline loadtest/baseline.json (on the reference machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 source deploy/dev/toolchain.sh
 ensure_pinned_toolchain
+
+smoke=0
+if [[ "${1:-}" == "--smoke" ]]; then
+  smoke=1
+  shift
+fi
+
 deploy/dev/ensure-services.sh
-cargo build --release --locked --bins
-bin="${CARGO_TARGET_DIR:-$root/target}/release"
+if ((smoke)); then
+  cargo build --locked -p hermesd -p hermesctl -p hermes-sandboxd -p hermes-testkit -p hermes-loadtest --bins
+  bin="${CARGO_TARGET_DIR:-$root/target}/debug"
+  slow_ms=1000
+  flags=(--turns 20 --clients 16,64 --seconds 2 --history 20 --in-flight 200 --warmup 5)
+else
+  cargo build --release --locked --bins
+  bin="${CARGO_TARGET_DIR:-$root/target}/release"
+  slow_ms=10000
+  flags=(--baseline loadtest/baseline.json)
+fi
 HERMES_SANDBOXD_BIN="$bin/hermes-sandboxd" deploy/sandbox/build-test-image.sh >/dev/null
+ulimit -n 65536 2>/dev/null || true
 
 db=hermes_loadtest
-psql -q -h 127.0.0.1 -U postgres -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db"
+psql -q -h 127.0.0.1 -U postgres -d postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db" 2>/dev/null
 export HERMES__DATABASE__URL="postgres://postgres@127.0.0.1:5432/$db${PGSSL:+?sslmode=$PGSSL}"
 export HERMES__HTTP__BIND=127.0.0.1:18080
 export HERMES__OPS__BIND=127.0.0.1:19090
@@ -23,42 +46,47 @@ export HERMES__GATEWAY__BIND=127.0.0.1:18081
 # A fresh queue per run (it expires after the run), so runs are comparable.
 export HERMES__RABBITMQ__PREFIX=hermes-loadtest-$$
 export HERMES__RABBITMQ__QUEUE_EXPIRES_SECONDS=60
-export HERMES__REDIS__KEY_PREFIX=hermes-loadtest
+export HERMES__REDIS__KEY_PREFIX=hermes-loadtest-$$
 export HERMES__SANDBOX__DOCKER__IMAGE=hermes-sandbox:test
 export HERMES__TELEMETRY__LOG_FILTER=${HERMES__TELEMETRY__LOG_FILTER:-warn}
-# One tenant drives all the load here: let it use every slot (fair shares are for many tenants).
+# The limits this load needs: one tenant and one key drive it all, so no per-key or per-tenant
+# rate or turn limit, every worker slot for that tenant (fair shares are for many tenants),
+# and slots for every turn the in-flight scenario holds open.
+export HERMES__API__KEY_REQUESTS_PER_MINUTE=0
+export HERMES__API__TENANT_REQUESTS_PER_MINUTE=0
+export HERMES__API__KEY_CONCURRENT_TURNS=0
+export HERMES__API__TENANT_CONCURRENT_TURNS=0
 export HERMES__WORKER__TENANT_SHARE=1
+export HERMES__WORKER__MAX_CONCURRENT_TURNS=${HERMES__WORKER__MAX_CONCURRENT_TURNS:-2100}
 
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT INT TERM
 
-"$bin/hermes-mock-llm" --bind 127.0.0.1:19999 2>/dev/null &
+"$bin/hermes-mock-llm" --bind 127.0.0.1:19999 --forget-requests 2>/dev/null &
+pids+=($!)
+"$bin/hermes-mock-llm" --bind 127.0.0.1:19998 --latency-ms "$slow_ms" --forget-requests 2>/dev/null &
 pids+=($!)
 "$bin/hermesd" migrate
 "$bin/hermesctl" tenant create load >/dev/null
 "$bin/hermesctl" agent create --tenant load --name bench --model scripted --base-url http://127.0.0.1:19999/v1 >/dev/null
+"$bin/hermesctl" agent create --tenant load --name bench-slow --model scripted --base-url http://127.0.0.1:19998/v1 >/dev/null
 key=$("$bin/hermesctl" key create --tenant load --json | sed -n 's/.*"key":"\([^"]*\)".*/\1/p')
 
-"$bin/hermesd" all >/tmp/hermes-loadtest-hermesd.log 2>&1 &
+log=${TMPDIR:-/tmp}/hermes-loadtest-hermesd.log
+"$bin/hermesd" all >"$log" 2>&1 &
 hermesd_pid=$!
 pids+=($hermesd_pid)
-for _ in $(seq 100); do curl -fs http://127.0.0.1:19090/readyz >/dev/null && break; sleep 0.1; done
+for _ in $(seq 300); do curl -fs http://127.0.0.1:19090/readyz >/dev/null && break; sleep 0.1; done
 
-peak=0
-( while kill -0 "$hermesd_pid" 2>/dev/null; do
-    rss=$(awk '/^VmRSS/ {print $2}' "/proc/$hermesd_pid/status" 2>/dev/null || echo 0)
-    echo "$rss"; sleep 0.2
-  done ) >/tmp/hermes-loadtest-rss.txt &
-pids+=($!)
-
-"$bin/hermes-loadtest" --url http://127.0.0.1:18080 --key "$key" --model bench "$@"
-# The worker's own view: a turn's time in the worker against the model call's (medians over
-# the recent window), so the orchestration overhead shows without the HTTP and queue hops.
-curl -fs http://127.0.0.1:19090/metrics | awk '
-  /^hermes_turn_seconds\{.*status="completed".*quantile="0.5"\}/ { turn = $2 }
-  /^hermes_llm_call_seconds\{.*outcome="ok".*quantile="0.5"\}/ { call = $2 }
-  END { if (turn != "") printf "worker: turn median %.2f ms, model call median %.2f ms\n", turn * 1000, call * 1000 }'
-peak=$(sort -n /tmp/hermes-loadtest-rss.txt | tail -1)
-hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$hermesd_pid/status")
-echo "hermesd all: RSS peak sampled ${peak} KiB ($((peak / 1024)) MiB), VmHWM $((hwm / 1024)) MiB"
+status=0
+"$bin/hermes-loadtest" --url http://127.0.0.1:18080 --key "$key" --model bench --slow-model bench-slow \
+  --ops-url http://127.0.0.1:19090 --pid "$hermesd_pid" "${flags[@]}" "$@" || status=$?
+hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$hermesd_pid/status" 2>/dev/null || echo 0)
+echo "hermesd all: VmHWM $((hwm / 1024)) MiB (log: $log)"
+if ! kill -0 "$hermesd_pid" 2>/dev/null; then
+  echo "hermesd died during the run; its log:" >&2
+  tail -50 "$log" >&2
+  status=1
+fi
+exit "$status"

@@ -1,15 +1,39 @@
-//! `hermes-loadtest`: drives plain non-streaming turns through a running Hermes Cloud and
-//! reports latency percentiles and throughput, first sequentially, then with N concurrent
-//! clients. `loadtest/run.sh` sets up the server, the scripted model and the tenant.
-#![allow(clippy::print_stdout, reason = "a report on stdout is the point")]
+//! `hermes-loadtest`: drives turns through a running Hermes Cloud and reports, for each
+//! scenario, the median and p99, the worker's own split of a turn and the server's peak RSS,
+//! then compares every figure with a committed baseline. Any failed request fails the run;
+//! a timing never does unless asked (`--fail-on-regression`). `loadtest/run.sh` starts the
+//! server, the scripted models and the tenant, and passes the right flags.
+#![allow(clippy::print_stdout, clippy::print_stderr, reason = "a report on stdout is the point")]
 
-use std::time::{Duration, Instant};
+mod load;
 
-use anyhow::{Context, bail};
-use clap::Parser;
-use serde_json::json;
+use std::path::PathBuf;
+use std::process::ExitCode;
 
-#[derive(Parser, Clone)]
+use clap::{Parser, ValueEnum};
+
+use load::report::{Baseline, compare};
+use load::scenarios::Bench;
+use load::server::Rss;
+use load::turns::{Kind, Target};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Scenario {
+    /// Plain turns one after another, each a new conversation.
+    Plain,
+    /// One `terminal` call through the sandbox a turn.
+    Tool,
+    /// Plain turns streamed as SSE.
+    Stream,
+    /// Turns in one conversation that already holds `--history` messages.
+    Continued,
+    /// `--clients` concurrent clients for `--seconds` each.
+    Clients,
+    /// `--in-flight` turns at once against the slow model.
+    InFlight,
+}
+
+#[derive(Parser)]
 #[command(about = "Measure turn latency and throughput of a Hermes Cloud API")]
 struct Args {
     /// API base URL.
@@ -18,114 +42,103 @@ struct Args {
     /// API key.
     #[arg(long, env = "HERMES_API_KEY")]
     key: String,
-    /// Agent name (the `model`).
+    /// Agent whose model answers at once (the request's `model`).
     #[arg(long)]
     model: String,
-    /// Requests sent one after another.
-    #[arg(long, default_value_t = 500)]
-    sequential: usize,
-    /// Concurrent clients in the second phase.
-    #[arg(long, default_value_t = 16)]
-    concurrency: usize,
-    /// Duration of the concurrent phase.
+    /// Agent whose model takes its time (the in-flight scenario).
+    #[arg(long)]
+    slow_model: Option<String>,
+    /// The server's ops address, for the worker's split (`/metrics`).
+    #[arg(long)]
+    ops_url: Option<String>,
+    /// The server's process, for its resident memory.
+    #[arg(long)]
+    pid: Option<u32>,
+    /// Scenarios to run, in order.
+    #[arg(long, value_delimiter = ',', default_value = "plain,tool,stream,continued,clients,in-flight")]
+    scenarios: Vec<Scenario>,
+    /// Turns of each sequential scenario.
+    #[arg(long, default_value_t = 300)]
+    turns: usize,
+    /// Client counts of the concurrent scenario.
+    #[arg(long, value_delimiter = ',', default_values_t = [16, 64])]
+    clients: Vec<usize>,
+    /// Length of each concurrent run.
     #[arg(long, default_value_t = 20)]
     seconds: u64,
-    /// Warm-up requests before measuring.
+    /// Messages already in the conversation of the continued scenario.
+    #[arg(long, default_value_t = 200)]
+    history: usize,
+    /// Turns at once in the in-flight scenario.
+    #[arg(long, default_value_t = 2000)]
+    in_flight: usize,
+    /// Warm-up turns (not measured) before the first scenario.
     #[arg(long, default_value_t = 50)]
     warmup: usize,
-}
-
-async fn one_turn(client: &reqwest::Client, args: &Args, n: usize) -> anyhow::Result<Duration> {
-    let started = Instant::now();
-    let resp = client
-        .post(format!("{}/v1/chat/completions", args.url))
-        .bearer_auth(&args.key)
-        .json(&json!({"model": args.model, "messages": [{"role": "user", "content": format!("ping {n}")}]}))
-        .send()
-        .await?;
-    let status = resp.status();
-    let body = resp.bytes().await?;
-    if !status.is_success() {
-        bail!("HTTP {status}: {}", String::from_utf8_lossy(&body));
-    }
-    Ok(started.elapsed())
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[idx.min(sorted.len() - 1)]
-}
-
-fn report(name: &str, mut samples: Vec<Duration>, wall: Duration, errors: usize) {
-    samples.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    println!(
-        "{name}: n={} errors={errors} median={:.2}ms p90={:.2}ms p99={:.2}ms max={:.2}ms throughput={:.1} turns/s",
-        samples.len(),
-        ms(percentile(&samples, 0.5)),
-        ms(percentile(&samples, 0.9)),
-        ms(percentile(&samples, 0.99)),
-        ms(samples.last().copied().unwrap_or_default()),
-        samples.len() as f64 / wall.as_secs_f64(),
-    );
+    /// Baseline to compare with.
+    #[arg(long)]
+    baseline: Option<PathBuf>,
+    /// Write this run's figures as a new baseline here.
+    #[arg(long)]
+    write_baseline: Option<PathBuf>,
+    /// Tolerance of a new baseline (0.25: a figure may be 25 % worse before it regresses).
+    #[arg(long, default_value_t = 0.25)]
+    tolerance: f64,
+    /// Exit with status 3 when a figure regressed (by default regressions are only reported).
+    #[arg(long)]
+    fail_on_regression: bool,
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> anyhow::Result<ExitCode> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let args = Args::parse();
-    let client = reqwest::Client::builder().pool_max_idle_per_host(256).build()?;
-    for n in 0..args.warmup {
-        one_turn(&client, &args, n).await.context("warm-up request failed")?;
-    }
-
-    let mut samples = Vec::with_capacity(args.sequential);
-    let mut errors = 0;
-    let started = Instant::now();
-    for n in 0..args.sequential {
-        match one_turn(&client, &args, n).await {
-            Ok(d) => samples.push(d),
-            Err(e) => {
-                errors += 1;
-                eprintln!("error: {e}");
+    let target = Target::new(&args.url, &args.key)?;
+    let mut bench =
+        Bench::new(target, args.model.clone(), args.slow_model.clone(), args.ops_url.clone(), Rss::watch(args.pid));
+    bench.warm_up(args.warmup).await;
+    for scenario in &args.scenarios {
+        match scenario {
+            Scenario::Plain => bench.sequential("plain", Kind::Plain, args.turns).await,
+            Scenario::Tool => bench.sequential("tool", Kind::Tool, args.turns).await,
+            Scenario::Stream => bench.sequential("stream", Kind::Stream, args.turns).await,
+            Scenario::Continued => bench.continued("continued", args.history, args.turns.min(100)).await,
+            Scenario::Clients => {
+                for &c in &args.clients {
+                    bench.clients(&format!("clients{c}"), c, args.seconds).await;
+                }
             }
+            Scenario::InFlight => bench.in_flight("in_flight", args.in_flight).await,
         }
     }
-    report("sequential", samples, started.elapsed(), errors);
-
-    let deadline = Instant::now() + Duration::from_secs(args.seconds);
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for c in 0..args.concurrency {
-        let client = client.clone();
-        let args = args.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut samples = Vec::new();
-            let mut errors = 0usize;
-            let mut n = c * 1_000_000;
-            while Instant::now() < deadline {
-                match one_turn(&client, &args, n).await {
-                    Ok(d) => samples.push(d),
-                    Err(e) => {
-                        errors += 1;
-                        eprintln!("error: {e}");
-                    }
-                }
-                n += 1;
-            }
-            (samples, errors)
-        }));
+    let baseline = match &args.baseline {
+        Some(path) if path.exists() => Some(Baseline::read(path)?),
+        _ => None,
+    };
+    let regressed = compare(&bench.figures, baseline.as_ref());
+    if let Some(path) = &args.write_baseline {
+        let note = "loadtest/run.sh on the reference machine kind (2 cores): see docs/PERFORMANCE.md".to_owned();
+        std::fs::write(
+            path,
+            serde_json::to_string_pretty(&Baseline::of(&bench.figures, args.tolerance, note))? + "\n",
+        )?;
+        println!("wrote the baseline to {}", path.display());
     }
-    let mut all = Vec::new();
-    let mut errors = 0;
-    for t in tasks {
-        let (s, e) = t.await?;
-        all.extend(s);
-        errors += e;
+    if !bench.errors.is_empty() {
+        eprintln!("\n{} request(s) FAILED; the first ones:", bench.errors.len());
+        for e in bench.errors.iter().take(10) {
+            eprintln!("  {e}");
+        }
+        return Ok(ExitCode::FAILURE);
     }
-    report(&format!("concurrent({})", args.concurrency), all, started.elapsed(), errors);
-    Ok(())
+    if !regressed.is_empty() {
+        println!("\n{} figure(s) REGRESSED past the tolerance: {}", regressed.len(), regressed.join(", "));
+        if args.fail_on_regression {
+            return Ok(ExitCode::from(3));
+        }
+    } else if baseline.is_some() {
+        println!("\nno figure regressed past the baseline's tolerance");
+    }
+    println!("every request succeeded");
+    Ok(ExitCode::SUCCESS)
 }

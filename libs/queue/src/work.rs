@@ -2,12 +2,13 @@
 //! background (`review`, low priority: its own queue, consumed one at a time per worker).
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures_util::StreamExt;
 use lapin::options::{
     BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicNackOptions, BasicPublishOptions, BasicQosOptions,
 };
-use lapin::types::FieldTable;
+use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Channel};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -53,7 +54,10 @@ impl Broker {
                 queue.into(),
                 BasicPublishOptions::default(),
                 body,
-                BasicProperties::default().with_delivery_mode(2).with_content_type("application/json".into()),
+                BasicProperties::default()
+                    .with_delivery_mode(2)
+                    .with_content_type("application/json".into())
+                    .with_headers(sent_now()),
             )
             .await?
             .await?;
@@ -137,6 +141,26 @@ pub struct Delivery<T> {
     pub work: T,
     acker: lapin::Acker,
     pub redelivered: bool,
+    /// When the message was published (the publisher's clock), for the pickup time.
+    pub sent_at: Option<SystemTime>,
+}
+
+/// The header that carries a message's publish time, in microseconds since the epoch.
+const SENT_HEADER: &str = "x-hermes-sent-us";
+
+fn sent_now() -> FieldTable {
+    let mut headers = FieldTable::default();
+    if let Ok(since) = SystemTime::now().duration_since(UNIX_EPOCH) {
+        let micros = i64::try_from(since.as_micros()).unwrap_or(i64::MAX);
+        headers.insert(SENT_HEADER.into(), AMQPValue::LongLongInt(micros));
+    }
+    headers
+}
+
+fn sent_at(properties: &BasicProperties) -> Option<SystemTime> {
+    let headers = properties.headers().as_ref()?;
+    let AMQPValue::LongLongInt(micros) = headers.inner().get(SENT_HEADER)? else { return None };
+    UNIX_EPOCH.checked_add(Duration::from_micros(u64::try_from(*micros).ok()?))
 }
 
 impl<T> Delivery<T> {
@@ -178,7 +202,8 @@ impl<T: DeserializeOwned> JobConsumer<T> {
             };
             match serde_json::from_slice::<T>(&delivery.data) {
                 Ok(work) => {
-                    return Some(Delivery { work, redelivered: delivery.redelivered, acker: delivery.acker });
+                    let sent_at = sent_at(&delivery.properties);
+                    return Some(Delivery { work, redelivered: delivery.redelivered, acker: delivery.acker, sent_at });
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "dropping a malformed message");

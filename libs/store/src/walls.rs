@@ -71,10 +71,25 @@ impl Pools {
     }
 }
 
+/// A connection idle at least this long is pinged before it is handed out. One in steady use
+/// is not: sqlx's default pings on every checkout, a round trip per query that a busy worker
+/// pays dozens of times a turn. A connection that broke in use never comes back (sqlx closes
+/// it when its release ping fails), so what a ping would catch is one that died while idle.
+const PING_WHEN_IDLE: Duration = Duration::from_secs(1);
+
 fn role_pool(owner: &PgConnectOptions, role: Role, size: u32, acquire_timeout: Duration) -> PgPool {
     PgPoolOptions::new()
         .max_connections(size)
         .acquire_timeout(acquire_timeout)
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= PING_WHEN_IDLE {
+                    conn.ping().await?;
+                }
+                Ok(true)
+            })
+        })
         .after_connect(move |conn, _| {
             Box::pin(async move {
                 sqlx::raw_sql(role.set_role()).execute(conn).await?;

@@ -41,6 +41,8 @@ pub(crate) struct Shared {
     pub(crate) requests: Mutex<Vec<RecordedRequest>>,
     pub(crate) arrived: Notify,
     pub(crate) default_latency: Mutex<Duration>,
+    /// Requests are kept for `requests()` unless a long load test turned that off.
+    pub(crate) forget_requests: std::sync::atomic::AtomicBool,
 }
 
 /// A running scripted model server; stops when dropped.
@@ -101,6 +103,11 @@ impl ScriptedLlm {
         if let Ok(mut l) = self.shared.default_latency.lock() {
             *l = latency;
         }
+    }
+
+    /// Stops keeping requests (a load test's millions would fill the memory).
+    pub fn forget_requests(&self) {
+        self.shared.forget_requests.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Every request received so far.
@@ -174,7 +181,9 @@ pub(crate) fn estimate_tokens(text: &str) -> u64 {
 
 async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
     let authorization = headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
-    if let Ok(mut r) = shared.requests.lock() {
+    if !shared.forget_requests.load(std::sync::atomic::Ordering::Relaxed)
+        && let Ok(mut r) = shared.requests.lock()
+    {
         r.push(RecordedRequest { body: body.clone(), authorization, api_key: None });
     }
     shared.arrived.notify_waiters();

@@ -8,6 +8,8 @@ use hermes_core::{ChatMessage, Role, SessionId, TenantId, TurnId};
 use hermes_llm::{CallBuffer, CallMeter, CallRecord};
 use hermes_store::{ClaimedTurn, ModelCall, Store, StoreError};
 
+use crate::phases::Phase;
+
 /// Checkpoints a turn's messages, fenced by the session's token. The final answer (an
 /// assistant message without tool calls) is held back and stored together with the turn's
 /// outcome in one transaction.
@@ -61,7 +63,9 @@ impl StoreJournal {
 
     /// Takes the calls not stored yet (to be stored with the turn's outcome).
     pub fn take_calls(&self) -> Vec<ModelCall> {
-        self.calls.drain().into_iter().map(model_call).collect()
+        let calls = self.calls.drain();
+        calls.iter().for_each(count_time);
+        calls.into_iter().map(model_call).collect()
     }
 
     /// Stores the calls not stored yet. On failure they wait for the next checkpoint; a turn
@@ -72,13 +76,21 @@ impl StoreJournal {
             return;
         }
         let rows: Vec<ModelCall> = calls.iter().cloned().map(model_call).collect();
-        if let Err(e) = self.store.record_model_calls(self.tenant, self.session, self.turn, &rows).await {
+        let stored = self.store.record_model_calls(self.tenant, self.session, self.turn, &rows).await;
+        if let Err(e) = stored {
             tracing::warn!(error = %e, calls = rows.len(), "cannot record model calls yet");
             for call in calls {
                 self.calls.record(call);
             }
+        } else {
+            calls.iter().for_each(count_time);
         }
     }
+}
+
+/// Counts a model call's time in the turn's split, as the call leaves the buffer for good.
+fn count_time(c: &CallRecord) {
+    Phase::Model.record(std::time::Duration::from_millis(c.latency_ms));
 }
 
 pub(crate) fn model_call(c: CallRecord) -> ModelCall {
@@ -116,6 +128,7 @@ impl TurnJournal for StoreJournal {
     }
 
     async fn tool_time(&mut self, elapsed: std::time::Duration, sandboxed: bool) {
+        Phase::Tools.record(elapsed);
         let ms = i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX);
         if let Err(e) = self.store.add_tool_time(self.tenant, self.turn, ms, sandboxed).await {
             tracing::warn!(error = %e, "cannot record a tool call's time");

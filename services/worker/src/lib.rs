@@ -17,6 +17,7 @@ mod judge;
 mod keys;
 mod memory_tool;
 mod models;
+mod phases;
 mod review;
 mod search_tool;
 mod send_message;

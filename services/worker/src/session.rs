@@ -2,16 +2,20 @@
 //! (a turn that arrived meanwhile found the lock taken and relies on this second look).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hermes_cache::{LockGuard, SessionLocks};
 use hermes_queue::{SessionWork, WorkDelivery};
 
 use crate::Runtime;
+use crate::phases::Phase;
 use crate::turn::run_claimed_turn;
 
 pub(crate) async fn handle_delivery(rt: Arc<Runtime>, delivery: WorkDelivery) {
     let work = delivery.work;
+    if let Some(sent) = delivery.sent_at {
+        Phase::Pickup.record_since(sent);
+    }
     let span = tracing::info_span!("session", tenant.id = %work.tenant_id, session.id = %work.session_id);
     let lease = Duration::from_secs(rt.ctx.config.worker.lease_seconds);
     let locks = rt.ctx.cache.session_locks();
@@ -28,13 +32,14 @@ pub(crate) async fn handle_delivery(rt: Arc<Runtime>, delivery: WorkDelivery) {
             }
             return;
         }
+        let claiming = Instant::now();
         let Some(guard) = lock_session(&locks, &work, &owner, lease, &mut delivery, &span).await else { return };
         if let Some(d) = delivery.take() {
             // The work itself is in Postgres; the message has done its job. Ack off the
             // critical path.
             tokio::spawn(async move { d.ack().await });
         }
-        let keep_going = run_next_turn(&rt, &work, &owner, &guard, &span).await;
+        let keep_going = run_next_turn(&rt, &work, &owner, &guard, claiming, &span).await;
         if let Err(e) = locks.release(&guard).await {
             tracing::warn!(parent: &span, error = %e, "cannot release the session lock (it will expire)");
         }
@@ -89,11 +94,15 @@ async fn run_next_turn(
     work: &SessionWork,
     owner: &str,
     guard: &LockGuard,
+    claiming: Instant,
     span: &tracing::Span,
 ) -> bool {
     let lease = Duration::from_secs(rt.ctx.config.worker.lease_seconds);
     match rt.ctx.store.claim_next_turn(work.tenant_id, work.session_id, owner, lease, guard.token).await {
-        Ok(Some(turn)) => run_claimed_turn(rt, work.tenant_id, owner, turn, guard, span).await,
+        Ok(Some(turn)) => {
+            Phase::Claim.record(claiming.elapsed());
+            run_claimed_turn(rt, work.tenant_id, owner, turn, guard, span).await
+        }
         Ok(None) => true,
         Err(e) => {
             tracing::warn!(parent: span, error = %e, "cannot claim a turn");

@@ -315,14 +315,16 @@ impl Sandboxes for DockerSandboxes {
     fn running(&self, key: SandboxKey) -> BoxFuture<'_, Result<Option<SandboxClient>>> {
         Box::pin(async move {
             let name = self.container_name(key);
+            // A daemon already connected answers for itself (a stale one fails its call, and
+            // its caller goes on without the workspace): asking the engine first cost every
+            // new session a `docker inspect`, serialised on the container by dockerd.
+            if let Some(client) = self.inner.daemons.cached(&name) {
+                return Ok(Some(client));
+            }
             if !self.is_running(&name).await? {
-                self.inner.daemons.forget(&name);
                 return Ok(None);
             }
-            match self.inner.daemons.cached(&name) {
-                Some(c) => Ok(Some(c)),
-                None => self.connect_daemon(&name, Duration::from_secs(2)).await.map(Some),
-            }
+            self.connect_daemon(&name, Duration::from_secs(2)).await.map(Some)
         })
     }
 

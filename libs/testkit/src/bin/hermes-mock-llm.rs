@@ -18,6 +18,9 @@ struct Args {
     /// Delay before every unscripted answer.
     #[arg(long, default_value_t = 0)]
     latency_ms: u64,
+    /// Keep no request (`GET /__requests` stays empty): for load tests.
+    #[arg(long)]
+    forget_requests: bool,
 }
 
 #[tokio::main]
@@ -25,6 +28,9 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let server = ScriptedLlm::start_on(args.bind).await?;
     server.set_default_latency(Duration::from_millis(args.latency_ms));
+    if args.forget_requests {
+        server.forget_requests();
+    }
     eprintln!("hermes-mock-llm listening on {}", server.base_url());
     tokio::signal::ctrl_c().await?;
     Ok(())

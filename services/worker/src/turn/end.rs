@@ -16,6 +16,7 @@ use crate::Runtime;
 use crate::events::EventPublisher;
 use crate::goals::Verdict;
 use crate::journal::StoreJournal;
+use crate::phases::Phase;
 
 /// How a turn ended, and what follows once its outcome is stored.
 pub(super) struct Ending {
@@ -111,6 +112,7 @@ async fn finish(
         outcome.session_id = Some(child);
     }
     let status = if outcome.finish_reason == FinishReason::Error { TurnStatus::Failed } else { TurnStatus::Completed };
+    let finishing = Instant::now();
     let (session, answer, calls) = (journal.session(), journal.final_answer(), journal.take_calls());
     let store = &rt.ctx.store;
     let stored = store.finish_turn(tenant, session, turn.turn_id, owner, turn.fence, status, &outcome, answer, &calls);
@@ -127,6 +129,7 @@ async fn finish(
     metrics::histogram!("hermes_turn_seconds", "status" => label).record(started.elapsed().as_secs_f64());
     tracing::info!(status = label, elapsed_ms = started.elapsed().as_secs_f64() * 1000.0, "turn finished");
     events.finish(Some(TurnEventKind::Finished { outcome })).await;
+    Phase::Finish.record(finishing.elapsed());
     Some(status)
 }
 

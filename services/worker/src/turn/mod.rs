@@ -21,6 +21,7 @@ use hermes_store::ClaimedTurn;
 use crate::Runtime;
 use crate::events::EventPublisher;
 use crate::journal::StoreJournal;
+use crate::phases::Phase;
 use end::Ending;
 use plan::Planned;
 use run::{Claim, Ran};
@@ -48,7 +49,9 @@ async fn execute(claim: Claim<'_>) -> Ran {
     let events = EventPublisher::for_turn(rt.ctx.broker.clone(), tenant, turn);
     events.emit(TurnEventKind::Started);
     let mut journal = StoreJournal::new(rt.ctx.store.clone(), tenant, turn);
-    let ending = match plan::plan(rt, tenant, turn, journal.meter()).await {
+    let planned = plan::plan(rt, tenant, turn, journal.meter()).await;
+    Phase::Prompt.record(started.elapsed());
+    let ending = match planned {
         Ok(Planned::Run(mut plan)) => {
             let end = run::agent_loop(&mut plan, &mut journal, &events).await;
             end::after_loop(rt, tenant, &plan, &journal, end).await

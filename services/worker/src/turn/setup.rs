@@ -4,6 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use hermes_agent::context_files::ContextFile;
 use hermes_agent::memory::{self, Document};
 use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
 use hermes_core::{ChatMessage, Content, ContentPart, Role, SessionSource, TenantId, ToolsetName, TurnId, Usage};
@@ -87,34 +88,31 @@ pub(crate) async fn render_prompt(
     turn: &ClaimedTurn,
     tools: &ToolRegistry,
 ) -> Result<String, StoreError> {
-    // Project context comes from the agent's workspace, when it has one running.
-    let context_file = if ToolsetName::Terminal.enabled_in(&agent.toolsets) {
-        let files = SandboxFiles::new(rt.ctx.sandboxes.clone(), SandboxKey { tenant, agent: agent.id });
-        let found = hermes_agent::context_files::discover(&files, "").await;
-        if let Some(f) = &found
-            && !f.blocked.is_empty()
-        {
-            tracing::warn!(file = %f.name, blocked = ?f.blocked, "context file had injections; blocked them");
-        }
-        found
-    } else {
-        None
-    };
-    let skills = if ToolsetName::Skills.enabled_in(&agent.toolsets) {
-        let visible = rt.skills.visible(&rt.ctx.store, agent, &tools.names()).await?;
-        crate::skills::prompt_entries(&visible)
-    } else {
-        Vec::new()
-    };
+    // The three sources are independent: read them at once.
+    let (context_file, skills, memory) = tokio::join!(
+        context_file(rt, tenant, agent),
+        async {
+            if !ToolsetName::Skills.enabled_in(&agent.toolsets) {
+                return Ok(Vec::new());
+            }
+            let visible = rt.skills.visible(&rt.ctx.store, agent, &tools.names()).await?;
+            Ok::<_, StoreError>(crate::skills::prompt_entries(&visible))
+        },
+        async {
+            if !ToolsetName::Memory.enabled_in(&agent.toolsets) {
+                return Ok(None);
+            }
+            rt.ctx.store.memory_snapshot(tenant, agent.id, &turn.session_user_key).await.map(Some)
+        },
+    );
+    let skills = skills?;
     let limits = &rt.ctx.config.memory;
-    let (memory, user_profile) = if ToolsetName::Memory.enabled_in(&agent.toolsets) {
-        let snapshot = rt.ctx.store.memory_snapshot(tenant, agent.id, &turn.session_user_key).await?;
-        (
+    let (memory, user_profile) = match memory? {
+        Some(snapshot) => (
             memory::render_block(Document::Memory, &snapshot.memory, limits.memory_char_limit),
             memory::render_block(Document::User, &snapshot.user, limits.user_char_limit),
-        )
-    } else {
-        (None, None)
+        ),
+        None => (None, None),
     };
     Ok(render_stable_prompt(&PromptInputs {
         soul: agent.soul.as_deref(),
@@ -128,6 +126,21 @@ pub(crate) async fn render_prompt(
         today: chrono::Utc::now().date_naive(),
         source: Some(turn.session_source),
     }))
+}
+
+/// Project context from the agent's workspace, when it has one running.
+async fn context_file(rt: &Arc<Runtime>, tenant: TenantId, agent: &Agent) -> Option<ContextFile> {
+    if !ToolsetName::Terminal.enabled_in(&agent.toolsets) {
+        return None;
+    }
+    let files = SandboxFiles::new(rt.ctx.sandboxes.clone(), SandboxKey { tenant, agent: agent.id });
+    let found = hermes_agent::context_files::discover(&files, "").await;
+    if let Some(f) = &found
+        && !f.blocked.is_empty()
+    {
+        tracing::warn!(file = %f.name, blocked = ?f.blocked, "context file had injections; blocked them");
+    }
+    found
 }
 
 /// Adds the memory and skills nudges to this turn's user message, in the model's view only
