@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: make sure Postgres, Redis, RabbitMQ and Docker are up
 # (installing them when missing), build the offline sandbox test image, then check formatting,
-# lint with warnings as errors, run every test, and fuzz each fuzz target for a few seconds.
+# lint with warnings as errors, run every test, run the load test briefly (errors fail it,
+# timings do not), and fuzz each fuzz target for a few seconds.
 #
 # Usage: deploy/dev/test.sh [extra cargo-nextest/cargo-test arguments]
 set -euo pipefail
@@ -51,5 +52,9 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
   cargo test --workspace --locked --no-fail-fast "$@"
 fi
+# A short pass of the load test on the dev build: every scenario, a few hundred turns, which
+# fails on any failed request and never on a timing (the full run is by hand: loadtest/run.sh).
+echo "== load test smoke"
+loadtest/run.sh --smoke
 # A short pass of every fuzz target (longer by hand: deploy/dev/fuzz.sh --seconds 600).
 deploy/dev/fuzz.sh --seconds "${HERMES_FUZZ_SECONDS:-5}"

@@ -2,6 +2,7 @@
 //! tenant's and an API key's turns, so one tenant's fan-out cannot take all the capacity. Each
 //! running thing holds a slot in a sorted set that expires on its own if its holder dies.
 
+use std::sync::LazyLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use redis::Script;
@@ -23,16 +24,19 @@ return 0
 pub struct Slots {
     cache: Cache,
     kind: &'static str,
-    acquire: Script,
+    acquire: &'static Script,
 }
 
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)).unwrap_or(0)
 }
 
+/// Built once (making a script hashes it) and shared by every limiter and lock made from it.
+static ACQUIRE_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(ACQUIRE));
+
 impl Slots {
     pub(crate) fn new(cache: Cache, kind: &'static str) -> Self {
-        Self { cache, kind, acquire: Script::new(ACQUIRE) }
+        Self { cache, kind, acquire: &ACQUIRE_SCRIPT }
     }
 
     fn key(&self, scope: &str) -> String {

@@ -2,6 +2,7 @@
 //! cooling down or dead, how often each was used, the round-robin position. Selection is one
 //! atomic script, so two workers never disagree about a key's state.
 
+use std::sync::LazyLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use redis::Script;
@@ -49,16 +50,19 @@ return pick
 #[derive(Clone)]
 pub struct KeyPools {
     cache: Cache,
-    select: Script,
+    select: &'static Script,
 }
 
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)).unwrap_or(0)
 }
 
+/// Built once (making a script hashes it) and shared by every limiter and lock made from it.
+static SELECT_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(SELECT));
+
 impl KeyPools {
     pub(crate) fn new(cache: Cache) -> Self {
-        Self { cache, select: Script::new(SELECT) }
+        Self { cache, select: &SELECT_SCRIPT }
     }
 
     fn key(&self, tenant: TenantId, provider: &str) -> String {

@@ -3,6 +3,7 @@
 //! WeCom bot socket): the holder renews every third of the lease, and when it dies another
 //! pod takes over once the lease runs out.
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use redis::Script;
@@ -29,8 +30,8 @@ return 0
 #[derive(Clone)]
 pub struct Leases {
     cache: Cache,
-    extend: Script,
-    release: Script,
+    extend: &'static Script,
+    release: &'static Script,
 }
 
 /// A held lease (it lapses by itself if its holder stops renewing it).
@@ -40,9 +41,13 @@ pub struct Lease {
     value: String,
 }
 
+/// Built once (making a script hashes it) and shared by every limiter and lock made from it.
+static EXTEND_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(EXTEND));
+static RELEASE_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE));
+
 impl Leases {
     pub(crate) fn new(cache: Cache) -> Self {
-        Self { cache, extend: Script::new(EXTEND), release: Script::new(RELEASE) }
+        Self { cache, extend: &EXTEND_SCRIPT, release: &RELEASE_SCRIPT }
     }
 
     /// Takes `name` for `ttl` as `owner`; `None` while someone else holds it.

@@ -4,6 +4,7 @@
 //! Redis's own clock is used, so pods with skewed clocks agree.
 
 use redis::Script;
+use std::sync::LazyLock;
 
 use crate::{Cache, Result};
 
@@ -38,12 +39,15 @@ pub struct RateDecision {
 #[derive(Clone)]
 pub struct RateLimiter {
     cache: Cache,
-    script: Script,
+    script: &'static Script,
 }
+
+/// Built once (making a script hashes it) and shared by every limiter and lock made from it.
+static GCRA_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(GCRA));
 
 impl RateLimiter {
     pub(crate) fn new(cache: Cache) -> Self {
-        Self { cache, script: Script::new(GCRA) }
+        Self { cache, script: &GCRA_SCRIPT }
     }
 
     /// Counts one request of `scope` against `per_minute` (0: unlimited).

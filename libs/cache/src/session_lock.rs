@@ -4,6 +4,7 @@
 //! Redis keeps the counter; Postgres keeps the authoritative fence (`sessions.fence`, bumped
 //! past this token on claim), so even after a Redis flush a stale holder's writes are refused.
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use redis::Script;
@@ -26,9 +27,9 @@ return 0
 #[derive(Clone)]
 pub struct SessionLocks {
     cache: Cache,
-    acquire: Script,
-    extend: Script,
-    release: Script,
+    acquire: &'static Script,
+    extend: &'static Script,
+    release: &'static Script,
 }
 
 /// A held lock. Dropping it does not release it (release is async); call
@@ -41,9 +42,14 @@ pub struct LockGuard {
     owner_value: String,
 }
 
+/// Built once (making a script hashes it) and shared by every limiter and lock made from it.
+static ACQUIRE_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(ACQUIRE));
+static EXTEND_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(EXTEND));
+static RELEASE_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE));
+
 impl SessionLocks {
     pub(crate) fn new(cache: Cache) -> Self {
-        Self { cache, acquire: Script::new(ACQUIRE), extend: Script::new(EXTEND), release: Script::new(RELEASE) }
+        Self { cache, acquire: &ACQUIRE_SCRIPT, extend: &EXTEND_SCRIPT, release: &RELEASE_SCRIPT }
     }
 
     fn keys(&self, session: SessionId) -> (String, String) {

@@ -1,8 +1,8 @@
 //! Agents: a tenant's configured Hermes profiles (model, provider, SOUL, toolsets).
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
 use sqlx::postgres::PgRow;
+use sqlx::{PgConnection, Row};
 
 use hermes_core::{AgentId, TenantId};
 
@@ -187,14 +187,7 @@ impl Store {
 
     /// The tenant's agent `id`.
     pub async fn agent(&self, tenant: TenantId, id: AgentId) -> Result<Agent> {
-        let sql = concat!("SELECT ", agent_columns!(), " FROM agents WHERE tenant_id = $1 AND id = $2");
-        let row = sqlx::query(sql)
-            .bind(tenant.as_uuid())
-            .bind(id.as_uuid())
-            .fetch_optional(&mut *self.as_tenant(tenant).await?)
-            .await?
-            .ok_or(StoreError::NotFound)?;
-        Agent::from_row(tenant, &row)
+        agent_on(&mut *self.as_tenant(tenant).await?, tenant, id).await
     }
 
     /// All of the tenant's agents, by name.
@@ -203,4 +196,16 @@ impl Store {
         let rows = sqlx::query(sql).bind(tenant.as_uuid()).fetch_all(&mut *self.as_tenant(tenant).await?).await?;
         rows.iter().map(|r| Agent::from_row(tenant, r)).collect()
     }
+}
+
+/// [`Store::agent`] on a connection already set to `tenant`.
+pub(crate) async fn agent_on(conn: &mut PgConnection, tenant: TenantId, id: AgentId) -> Result<Agent> {
+    let sql = concat!("SELECT ", agent_columns!(), " FROM agents WHERE tenant_id = $1 AND id = $2");
+    let row = sqlx::query(sql)
+        .bind(tenant.as_uuid())
+        .bind(id.as_uuid())
+        .fetch_optional(conn)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+    Agent::from_row(tenant, &row)
 }

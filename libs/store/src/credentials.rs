@@ -3,7 +3,7 @@
 //! shares it.
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
+use sqlx::{PgConnection, Row};
 use uuid::Uuid;
 
 use hermes_core::TenantId;
@@ -93,24 +93,7 @@ impl Store {
     /// Every pool of the tenant, by provider: its keys in priority order and its strategy.
     /// Read once at the start of a turn, alongside the turn's other reads.
     pub async fn credential_pools(&self, tenant: TenantId) -> Result<CredentialPools> {
-        let rows = sqlx::query(
-            "SELECT c.id, c.provider, c.label, c.secret, c.priority, c.allowed_hosts, c.created_at,
-                    COALESCE(p.strategy, 'fill_first') AS strategy
-             FROM provider_credentials c
-             LEFT JOIN provider_pools p ON p.tenant_id = c.tenant_id AND p.provider = c.provider
-             WHERE c.tenant_id = $1
-             ORDER BY c.provider, c.priority, c.created_at",
-        )
-        .bind(tenant.as_uuid())
-        .fetch_all(&mut *self.as_tenant(tenant).await?)
-        .await?;
-        let mut pools = CredentialPools::new();
-        for row in &rows {
-            let credential: PooledCredential = crate::rows::read(row)?;
-            let strategy: String = row.try_get("strategy")?;
-            pools.entry(credential.provider.clone()).or_insert_with(|| (Vec::new(), strategy)).0.push(credential);
-        }
-        Ok(pools)
+        credential_pools_on(&mut *self.as_tenant(tenant).await?, tenant).await
     }
 
     /// Sets how the pool of `provider` picks a key.
@@ -129,4 +112,26 @@ impl Store {
         .await?;
         Ok(())
     }
+}
+
+/// [`Store::credential_pools`] on a connection already set to `tenant`.
+pub(crate) async fn credential_pools_on(conn: &mut PgConnection, tenant: TenantId) -> Result<CredentialPools> {
+    let rows = sqlx::query(
+        "SELECT c.id, c.provider, c.label, c.secret, c.priority, c.allowed_hosts, c.created_at,
+                COALESCE(p.strategy, 'fill_first') AS strategy
+         FROM provider_credentials c
+         LEFT JOIN provider_pools p ON p.tenant_id = c.tenant_id AND p.provider = c.provider
+         WHERE c.tenant_id = $1
+         ORDER BY c.provider, c.priority, c.created_at",
+    )
+    .bind(tenant.as_uuid())
+    .fetch_all(conn)
+    .await?;
+    let mut pools = CredentialPools::new();
+    for row in &rows {
+        let credential: PooledCredential = crate::rows::read(row)?;
+        let strategy: String = row.try_get("strategy")?;
+        pools.entry(credential.provider.clone()).or_insert_with(|| (Vec::new(), strategy)).0.push(credential);
+    }
+    Ok(pools)
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::Row;
+use sqlx::{PgConnection, Row};
 
 use hermes_core::{
     AgentId, ApprovalChoice, ApprovalMode, InteractionAnswer, InteractionKind, InteractionStatus, PendingInteraction,
@@ -223,23 +223,7 @@ impl Store {
     /// again with it when the turn resumes.
     /// An answer that cannot be known counts as expired (an approval is then denied).
     pub async fn turn_resolution(&self, tenant: TenantId, turn: TurnId) -> Result<Option<(String, InteractionAnswer)>> {
-        let row = sqlx::query(
-            "SELECT call_id, answer FROM interactions
-             WHERE tenant_id = $1 AND turn_id = $2 AND status <> 'pending'
-             ORDER BY created_at DESC LIMIT 1",
-        )
-        .bind(tenant.as_uuid())
-        .bind(turn.as_uuid())
-        .fetch_optional(&mut *self.as_tenant(tenant).await?)
-        .await?;
-        row.map(|row| {
-            let answer = match row.try_get::<Option<Value>, _>("answer")? {
-                Some(answer) => serde_json::from_value(answer).map_err(|e| StoreError::Corrupt(e.to_string()))?,
-                None => InteractionAnswer::Expired { expired: true },
-            };
-            Ok((row.try_get("call_id")?, answer))
-        })
-        .transpose()
+        turn_resolution_on(&mut *self.as_tenant(tenant).await?, tenant, turn).await
     }
 
     /// Command patterns allowed for the agent, and for this session.
@@ -249,16 +233,7 @@ impl Store {
         agent: AgentId,
         session: SessionId,
     ) -> Result<BTreeSet<String>> {
-        let keys: Vec<String> = sqlx::query_scalar(
-            "SELECT pattern_key FROM approval_grants
-             WHERE tenant_id = $1 AND agent_id = $2 AND (session_id IS NULL OR session_id = $3)",
-        )
-        .bind(tenant.as_uuid())
-        .bind(agent.as_uuid())
-        .bind(session.as_uuid())
-        .fetch_all(&mut *self.as_tenant(tenant).await?)
-        .await?;
-        Ok(keys.into_iter().collect())
+        approval_grants_on(&mut *self.as_tenant(tenant).await?, tenant, agent, session).await
     }
 
     /// Remembers command patterns as allowed for the rest of `session`.
@@ -300,4 +275,48 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// [`Store::turn_resolution`] on a connection already set to `tenant`.
+pub(crate) async fn turn_resolution_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    turn: TurnId,
+) -> Result<Option<(String, InteractionAnswer)>> {
+    let row = sqlx::query(
+        "SELECT call_id, answer FROM interactions
+         WHERE tenant_id = $1 AND turn_id = $2 AND status <> 'pending'
+         ORDER BY created_at DESC LIMIT 1",
+    )
+    .bind(tenant.as_uuid())
+    .bind(turn.as_uuid())
+    .fetch_optional(conn)
+    .await?;
+    row.map(|row| {
+        let answer = match row.try_get::<Option<Value>, _>("answer")? {
+            Some(answer) => serde_json::from_value(answer).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            None => InteractionAnswer::Expired { expired: true },
+        };
+        Ok((row.try_get("call_id")?, answer))
+    })
+    .transpose()
+}
+
+/// [`Store::approval_grants`] on a connection already set to `tenant`.
+pub(crate) async fn approval_grants_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    agent: AgentId,
+    session: SessionId,
+) -> Result<BTreeSet<String>> {
+    let keys: Vec<String> = sqlx::query_scalar(
+        "SELECT pattern_key FROM approval_grants
+         WHERE tenant_id = $1 AND agent_id = $2 AND (session_id IS NULL OR session_id = $3)",
+    )
+    .bind(tenant.as_uuid())
+    .bind(agent.as_uuid())
+    .bind(session.as_uuid())
+    .fetch_all(conn)
+    .await?;
+    Ok(keys.into_iter().collect())
 }

@@ -61,6 +61,7 @@ pub mod streams;
 pub mod system;
 pub mod tenants;
 pub mod turn_files;
+pub mod turn_inputs;
 pub mod turns;
 pub mod usage;
 mod walls;
@@ -96,6 +97,7 @@ pub use skills::{NewSkill, SkillRecord, SkillScope, SyncReport, VisibleSkill};
 pub use spend::{SpendDecision, SpendRequest};
 pub use system::{OutboxItem, StrandedTurn};
 pub use tenants::Tenant;
+pub use turn_inputs::TurnInputs;
 pub use turns::{ClaimedTurn, LeaseState, NewTurn, TurnStatus, TurnTarget};
 pub use usage::ModelCall;
 

@@ -2,7 +2,7 @@
 //! profile, as ordered entries with a version for optimistic concurrency. What an entry may
 //! say and how big a document may grow is decided by the caller (`hermes_agent::memory`).
 
-use sqlx::Row;
+use sqlx::{PgConnection, Row};
 
 use hermes_core::{AgentId, TenantId};
 
@@ -39,25 +39,7 @@ const MAX_ATTEMPTS: usize = 16;
 impl Store {
     /// The agent's MEMORY and `user_key`'s USER profile.
     pub async fn memory_snapshot(&self, tenant: TenantId, agent: AgentId, user_key: &str) -> Result<MemorySnapshot> {
-        let rows = sqlx::query(
-            "SELECT target, entries FROM memories
-             WHERE tenant_id = $1 AND agent_id = $2
-               AND ((target = 'memory' AND user_key = '') OR (target = 'user' AND user_key = $3))",
-        )
-        .bind(tenant.as_uuid())
-        .bind(agent.as_uuid())
-        .bind(user_key)
-        .fetch_all(&mut *self.as_tenant(tenant).await?)
-        .await?;
-        let mut snapshot = MemorySnapshot::default();
-        for row in rows {
-            let entries: Vec<String> = row.try_get("entries")?;
-            match row.try_get::<String, _>("target")?.as_str() {
-                "memory" => snapshot.memory = entries,
-                _ => snapshot.user = entries,
-            }
-        }
-        Ok(snapshot)
+        memory_snapshot_on(&mut *self.as_tenant(tenant).await?, tenant, agent, user_key).await
     }
 
     /// Reads one document, lets `change` compute its new entries (`Ok(None)`: leave it as it
@@ -131,4 +113,32 @@ impl Store {
         }
         Err(StoreError::Conflict("memory is being changed by many sessions at once; try again".into()))
     }
+}
+
+/// [`Store::memory_snapshot`] on a connection already set to `tenant`.
+pub(crate) async fn memory_snapshot_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    agent: AgentId,
+    user_key: &str,
+) -> Result<MemorySnapshot> {
+    let rows = sqlx::query(
+        "SELECT target, entries FROM memories
+         WHERE tenant_id = $1 AND agent_id = $2
+           AND ((target = 'memory' AND user_key = '') OR (target = 'user' AND user_key = $3))",
+    )
+    .bind(tenant.as_uuid())
+    .bind(agent.as_uuid())
+    .bind(user_key)
+    .fetch_all(conn)
+    .await?;
+    let mut snapshot = MemorySnapshot::default();
+    for row in rows {
+        let entries: Vec<String> = row.try_get("entries")?;
+        match row.try_get::<String, _>("target")?.as_str() {
+            "memory" => snapshot.memory = entries,
+            _ => snapshot.user = entries,
+        }
+    }
+    Ok(snapshot)
 }

@@ -4,8 +4,8 @@
 //! is refused once a newer worker has claimed it, so a paused zombie cannot write late.
 
 use serde_json::Value;
-use sqlx::Row;
 use sqlx::postgres::PgRow;
+use sqlx::{PgConnection, Row};
 use uuid::Uuid;
 
 use hermes_core::{ChatMessage, Content, Role, SessionId, TenantId, ToolCall, TurnId};
@@ -243,17 +243,7 @@ impl Store {
         after_seq: i32,
         limit: Option<i64>,
     ) -> Result<Vec<StoredMessage>> {
-        let rows = sqlx::query(
-            "SELECT seq, turn_id, turn_step, role, content, tool_calls, tool_call_id, name, reasoning
-             FROM messages WHERE tenant_id = $1 AND session_id = $2 AND seq > $3 ORDER BY seq LIMIT $4",
-        )
-        .bind(tenant.as_uuid())
-        .bind(session.as_uuid())
-        .bind(after_seq)
-        .bind(limit)
-        .fetch_all(&mut *self.as_tenant(tenant).await?)
-        .await?;
-        rows.iter().map(from_row).collect()
+        messages_after_on(&mut *self.as_tenant(tenant).await?, tenant, session, after_seq, limit).await
     }
 
     /// The text of a session's last user message (what `/retry` asks again).
@@ -282,4 +272,25 @@ impl Store {
         .await?;
         rows.iter().map(|r| from_row(r).map(|m| m.message)).collect()
     }
+}
+
+/// [`Store::messages_after`] on a connection already set to `tenant`.
+pub(crate) async fn messages_after_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    session: SessionId,
+    after_seq: i32,
+    limit: Option<i64>,
+) -> Result<Vec<StoredMessage>> {
+    let rows = sqlx::query(
+        "SELECT seq, turn_id, turn_step, role, content, tool_calls, tool_call_id, name, reasoning
+         FROM messages WHERE tenant_id = $1 AND session_id = $2 AND seq > $3 ORDER BY seq LIMIT $4",
+    )
+    .bind(tenant.as_uuid())
+    .bind(session.as_uuid())
+    .bind(after_seq)
+    .bind(limit)
+    .fetch_all(conn)
+    .await?;
+    rows.iter().map(from_row).collect()
 }

@@ -82,7 +82,7 @@ pub(crate) fn tokens(text: &str, for_query: bool) -> Vec<String> {
 }
 
 /// A `tsvector` literal of `text` (empty when there is nothing to index).
-pub(crate) fn index_vector(text: &str) -> String {
+pub fn index_vector(text: &str) -> String {
     let mut positions: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, token) in tokens(text, false).into_iter().enumerate() {
         let at = positions.entry(token).or_default();

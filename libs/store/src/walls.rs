@@ -17,6 +17,7 @@
 //! The roles are a wall against a forgotten filter, not against SQL injection: a statement that
 //! could run `RESET ROLE` would be the owner again. Every query binds its values.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use hermes_core::TenantId;
@@ -50,7 +51,8 @@ pub(crate) type TenantConn = PoolConnection<Postgres>;
 pub(crate) struct Pools {
     tenant: PgPool,
     system: PgPool,
-    owner: PgConnectOptions,
+    /// Shared: a `Store` is cloned into every turn and request, and these options are large.
+    owner: Arc<PgConnectOptions>,
 }
 
 impl Pools {
@@ -61,7 +63,7 @@ impl Pools {
         Self {
             tenant: role_pool(&owner, Role::Tenant, max_connections, acquire_timeout),
             system: role_pool(&owner, Role::System, system_size, acquire_timeout),
-            owner,
+            owner: Arc::new(owner),
         }
     }
 

@@ -77,6 +77,10 @@ impl ScriptedLlm {
             .route("/__requests", get(list_requests))
             .with_state(shared.clone());
         let task = tokio::spawn(async move {
+            // Streamed answers come in small writes: no Nagle delay, as a real provider.
+            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             let _ = axum::serve(listener, app).await;
         });
         Ok(Self { addr, shared, task })

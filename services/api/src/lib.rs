@@ -90,7 +90,7 @@ fn platform_client(config: &HermesConfig) -> Result<reqwest::Client, reqwest::Er
 
 fn router_with(ctx: ApiContext, events: EventHub, http: reqwest::Client) -> Router {
     let cancels = ctx.cache.cancel_bus();
-    let state = AppState {
+    let state = AppState::new(state::Shared {
         config: ctx.config.clone(),
         store: ctx.store,
         broker: ctx.broker,
@@ -100,7 +100,7 @@ fn router_with(ctx: ApiContext, events: EventHub, http: reqwest::Client) -> Rout
         turn_slots: ctx.cache.turn_slots(),
         secrets: ctx.secrets,
         http,
-    };
+    });
     let v1 = Router::new()
         .route("/openapi.json", get(openapi::document))
         .route("/v1/chat/completions", post(chat::chat_completions))

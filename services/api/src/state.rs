@@ -10,8 +10,25 @@ use hermes_http::BodyLimit;
 use hermes_queue::{Broker, EventHub};
 use hermes_store::Store;
 
+/// Shared by every request: axum clones the state for each one, so it is one `Arc`.
 #[derive(Clone)]
-pub(crate) struct AppState {
+pub(crate) struct AppState(Arc<Shared>);
+
+impl AppState {
+    pub(crate) fn new(shared: Shared) -> Self {
+        Self(Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+pub(crate) struct Shared {
     pub config: Arc<HermesConfig>,
     pub store: Store,
     pub broker: Broker,

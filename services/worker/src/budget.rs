@@ -4,8 +4,9 @@
 //! cap), and as soon as it returns its usage is recorded in place of the reservation, so the
 //! next call of any turn sees it. A reached soft cap is said once per turn. If the caps cannot
 //! be read the call is refused too (fail closed: a cap that cannot be checked cannot be kept).
-//! A tenant without caps pays one indexed read per call, and its calls are recorded with the
-//! turn's checkpoints as before.
+//! Whether any cap covers the agent is read once, with the turn's inputs: a turn without caps
+//! then pays nothing per call (a cap set while it runs applies from the next turn), and its
+//! calls are recorded with the turn's checkpoints as before.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,6 +39,8 @@ pub(crate) struct Budgeted<M> {
     pub ledger: Ledger,
     /// How long a reservation holds if this worker dies before settling it.
     pub lease: Duration,
+    /// Whether any cap covered the agent when the turn started (else no call reserves).
+    pub capped: bool,
     /// The turn was told a soft cap is reached (once per turn is enough).
     pub warned: std::sync::atomic::AtomicBool,
 }
@@ -50,6 +53,9 @@ fn input_estimate(request: &ChatRequest) -> u64 {
 
 impl<M> Budgeted<M> {
     async fn decide(&self, request: &ChatRequest) -> Result<SpendDecision, LlmError> {
+        if !self.capped {
+            return Ok(SpendDecision::Uncapped);
+        }
         let ask = SpendRequest {
             agent: self.agent,
             models: &self.models,
@@ -188,6 +194,7 @@ mod tests {
             meter: Arc::default(),
             ledger: Ledger { session: SessionId::new(), turn: TurnId::new() },
             lease: Duration::from_secs(60),
+            capped: true,
             warned: Default::default(),
         };
         let refused =

@@ -25,6 +25,8 @@ pub(crate) struct StoreJournal {
     compacted: bool,
     /// Model calls answered since the last checkpoint, stored with the next one.
     calls: Arc<CallBuffer>,
+    /// Tool calls the model asked for in this run of the turn.
+    tool_calls: usize,
 }
 
 impl StoreJournal {
@@ -38,6 +40,7 @@ impl StoreJournal {
             final_answer: None,
             compacted: false,
             calls: Arc::default(),
+            tool_calls: 0,
         }
     }
 
@@ -59,6 +62,11 @@ impl StoreJournal {
     /// The held-back final answer, stored with the turn's outcome.
     pub fn final_answer(&self) -> Option<(i32, &ChatMessage)> {
         self.final_answer.as_ref().map(|(step, message)| (*step, message))
+    }
+
+    /// Tool calls the model asked for in this run of the turn.
+    pub fn tool_calls(&self) -> usize {
+        self.tool_calls
     }
 
     /// Takes the calls not stored yet (to be stored with the turn's outcome).
@@ -110,6 +118,7 @@ impl TurnJournal for StoreJournal {
             self.final_answer = Some((step, message.clone()));
             return Ok(());
         }
+        self.tool_calls += message.tool_calls.len();
         self.store_calls().await;
         match self.store.append_message(self.tenant, self.session, self.fence, self.turn, step, message).await {
             Ok(_) => Ok(()),

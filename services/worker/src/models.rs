@@ -38,6 +38,9 @@ pub(crate) struct Models {
     pub pools: Arc<CredentialPools>,
     /// The turn the calls are recorded under.
     pub ledger: crate::budget::Ledger,
+    /// Whether a spending cap covered the agent when the turn started: only then does each
+    /// call reserve against the caps (a cap set meanwhile applies from the next turn).
+    pub capped: bool,
 }
 
 fn endpoint(base_url: &str, model: &str, mode: Option<&str>) -> Endpoint {
@@ -92,6 +95,7 @@ impl Models {
             meter: self.meter.clone(),
             ledger: self.ledger,
             lease,
+            capped: self.capped,
             warned: Default::default(),
         }
     }

@@ -35,13 +35,20 @@ const TRANSCRIPT_CHARS: usize = 40_000;
 const REVIEW_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Queues a finished turn for review if it did enough work and the tenant has budget left.
-pub(crate) async fn maybe_queue(rt: &Runtime, job: ReviewJob) {
+/// `tool_calls_seen`: the turn's tool calls when the worker saw them all (its first run);
+/// otherwise they are counted from the stored transcript.
+pub(crate) async fn maybe_queue(rt: &Runtime, job: ReviewJob, tool_calls_seen: Option<usize>) {
     let learning = &rt.ctx.config.learning;
     if !learning.review_enabled {
         return;
     }
-    let Ok(messages) = rt.ctx.store.turn_messages(job.tenant_id, job.turn_id).await else { return };
-    let tool_calls: usize = messages.iter().map(|m| m.tool_calls.len()).sum();
+    let tool_calls = match tool_calls_seen {
+        Some(n) => n,
+        None => {
+            let Ok(messages) = rt.ctx.store.turn_messages(job.tenant_id, job.turn_id).await else { return };
+            messages.iter().map(|m| m.tool_calls.len()).sum()
+        }
+    };
     if tool_calls < learning.review_min_tool_calls {
         return;
     }
@@ -183,6 +190,7 @@ async fn review(rt: &Arc<Runtime>, job: ReviewJob) -> Result<String, String> {
         purpose: hermes_core::CallPurpose::Review,
         pools: Arc::new(store.credential_pools(job.tenant_id).await.map_err(text)?),
         ledger: crate::budget::Ledger { session: job.session_id, turn: job.turn_id },
+        capped: true,
     };
     let (model, model_name) = models.auxiliary();
     let input = ChatMessage::user(format!("The conversation to review:\n\n{}", transcript(&messages)));

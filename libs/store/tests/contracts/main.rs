@@ -23,6 +23,7 @@ mod second_wall;
 mod spend;
 mod tenant_scoping;
 mod tenant_world;
+mod turn_inputs;
 
 /// Without `DATABASE_URL` every `#[sqlx::test]` fails with sqlx's terse "DATABASE_URL must be
 /// set"; this one says what to do.

@@ -50,6 +50,7 @@ pub(super) async fn after_loop(
         && outcome.finish_reason != FinishReason::Error
         && !outcome.content.trim().is_empty()
         && !plan.origin.is_unattended()
+        && plan.goal_may_apply
         && let Ok(Some(to_judge)) = rt.ctx.store.goal_to_judge(tenant, journal.session()).await
     {
         goal = Some(crate::goals::judge(&plan.models, &to_judge, &outcome.content).await);
@@ -152,7 +153,9 @@ async fn after_finish(claim: &Claim<'_>, journal: &StoreJournal, status: TurnSta
         crate::goals::advance(rt, tenant, turn, session_id, verdict).await;
     }
     let job = ReviewJob { tenant_id: tenant, agent_id: turn.agent_id, session_id, turn_id: turn.turn_id };
-    crate::review::maybe_queue(rt, job).await;
+    // A first run saw every tool call of the turn; a resumed one counts the stored ones.
+    let seen = (turn.attempt == 1).then(|| journal.tool_calls());
+    crate::review::maybe_queue(rt, job, seen).await;
 }
 
 /// Ends a turn the user stopped: stored as cancelled, announced to whoever waits.

@@ -10,7 +10,7 @@ use hermes_agent::{TurnEnd, TurnLimits, TurnStart};
 use hermes_core::{ChatMessage, ErrorCode, FinishReason, Role, TenantId, ToolsetName, TurnOutcome, Usage};
 use hermes_llm::CallBuffer;
 use hermes_sandbox::SandboxKey;
-use hermes_store::{Agent, ClaimedTurn, CredentialPools, StoreError, StoredMessage};
+use hermes_store::{Agent, ClaimedTurn, CredentialPools, MemorySnapshot, StoreError, StoredMessage, TurnInputs};
 use hermes_tools::{ApprovalMode, Interactive, Judge, Resolution, ToolCtx, ToolRegistry};
 
 use super::end::failed;
@@ -44,6 +44,9 @@ pub(crate) struct TurnPlan {
     /// The model's view (prompt, history, this turn so far) and the steps already stored.
     pub start: TurnStart,
     pub child_usage: ChildUsage,
+    /// The session had an active goal when the turn started, or this turn sets one: only then
+    /// is the answer judged against a goal.
+    pub goal_may_apply: bool,
 }
 
 impl TurnPlan {
@@ -115,18 +118,14 @@ pub(super) async fn plan(
     if let Some(reply) = planner.slash_command(&input).await {
         return Ok(Planned::Answered(reply));
     }
-    let store = &rt.ctx.store;
-    // Independent reads, in parallel.
-    let (agent, stored, pools, resolution, allowed) = tokio::try_join!(
-        store.agent(tenant, turn.agent_id),
-        store.session_messages(tenant, turn.session_id),
-        store.credential_pools(tenant),
-        store.turn_resolution(tenant, turn.turn_id),
-        store.approval_grants(tenant, turn.agent_id, turn.session_id)
-    )?;
+    // One connection reads them all (a checkout costs more than these reads).
+    let inputs = rt.ctx.store.turn_inputs(tenant, turn).await?;
+    let TurnInputs { agent, messages: stored, pools, resolution, grants: allowed, capped, goal_active, memory } =
+        inputs;
+    let goal_may_apply = goal_active || crate::goals::goal_in(&input.text()).is_some();
     let origin = Origin::of(turn.session_source);
     let (agent, loads_skills) = planner.agent(agent, origin).await?;
-    let models = planner.models(&agent, meter, pools)?;
+    let models = planner.models(&agent, meter, pools, capped)?;
     let model = models.main();
     let child_usage = ChildUsage::default();
     let tools = planner.tools(&agent, &models, child_usage.clone()).await?;
@@ -135,11 +134,23 @@ pub(super) async fn plan(
         let history = history.messages;
         return Ok(Planned::Compress { models: Box::new(models), prompt: turn.system_prompt.clone(), history });
     }
-    let prompt = planner.prompt(&agent, &tools, loads_skills, input, &mut history).await?;
+    let prompt = planner.prompt(&agent, &tools, loads_skills, input, &mut history, memory).await?;
     let start = planner.start(prompt, history, &tools);
     let tool_ctx = planner.tool_ctx(&agent, &models, origin, resolution, allowed);
     let (limits, inactivity_limit) = planner.limits(origin);
-    let plan = TurnPlan { agent, origin, models, model, tools, tool_ctx, limits, inactivity_limit, start, child_usage };
+    let plan = TurnPlan {
+        agent,
+        origin,
+        models,
+        model,
+        tools,
+        tool_ctx,
+        limits,
+        inactivity_limit,
+        start,
+        child_usage,
+        goal_may_apply,
+    };
     Ok(Planned::Run(Box::new(plan)))
 }
 
@@ -217,7 +228,13 @@ impl Planner<'_> {
         Ok((agent, loads_skills))
     }
 
-    fn models(&self, agent: &Agent, meter: Arc<CallBuffer>, pools: CredentialPools) -> Result<Models, PlanError> {
+    fn models(
+        &self,
+        agent: &Agent,
+        meter: Arc<CallBuffer>,
+        pools: CredentialPools,
+        capped: bool,
+    ) -> Result<Models, PlanError> {
         let api_key = agent.provider_key(self.rt.ctx.secrets.as_ref()).map_err(|e| {
             tracing::error!(error = %e, "cannot open the agent's provider key");
             PlanError::fail(failed(ErrorCode::ProviderKeyUnavailable, "The agent's provider key cannot be read."))
@@ -231,6 +248,7 @@ impl Planner<'_> {
             purpose: hermes_core::CallPurpose::Main,
             pools: Arc::new(pools),
             ledger: crate::budget::Ledger { session: self.turn.session_id, turn: self.turn.turn_id },
+            capped,
         })
     }
 
@@ -258,6 +276,7 @@ impl Planner<'_> {
         loads_skills: bool,
         mut input: ChatMessage,
         history: &mut History,
+        memory: Option<MemorySnapshot>,
     ) -> Result<String, StoreError> {
         let (rt, tenant, turn) = (self.rt, self.tenant, self.turn);
         if let (Some(prompt), true) = (&turn.system_prompt, history.resumed) {
@@ -265,7 +284,7 @@ impl Planner<'_> {
         }
         let rendered = match &turn.system_prompt {
             Some(p) => p.clone(),
-            None => setup::render_prompt(rt, tenant, agent, turn, tools).await?,
+            None => setup::render_prompt(rt, tenant, agent, turn, tools, memory).await?,
         };
         if !history.resumed {
             input = self.expand(agent, tools, loads_skills, input).await;

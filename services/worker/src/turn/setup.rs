@@ -9,7 +9,7 @@ use hermes_agent::memory::{self, Document};
 use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
 use hermes_core::{ChatMessage, Content, ContentPart, Role, SessionSource, TenantId, ToolsetName, TurnId, Usage};
 use hermes_sandbox::SandboxKey;
-use hermes_store::{Agent, ClaimedTurn, Store, StoreError};
+use hermes_store::{Agent, ClaimedTurn, MemorySnapshot, Store, StoreError};
 use hermes_tools::ToolRegistry;
 
 use crate::Runtime;
@@ -87,8 +87,10 @@ pub(crate) async fn render_prompt(
     agent: &Agent,
     turn: &ClaimedTurn,
     tools: &ToolRegistry,
+    memory: Option<MemorySnapshot>,
 ) -> Result<String, StoreError> {
-    // The three sources are independent: read them at once.
+    // The three sources are independent: read them at once (MEMORY and USER usually came
+    // with the turn's inputs).
     let (context_file, skills, memory) = tokio::join!(
         context_file(rt, tenant, agent),
         async {
@@ -102,7 +104,10 @@ pub(crate) async fn render_prompt(
             if !ToolsetName::Memory.enabled_in(&agent.toolsets) {
                 return Ok(None);
             }
-            rt.ctx.store.memory_snapshot(tenant, agent.id, &turn.session_user_key).await.map(Some)
+            match memory {
+                Some(snapshot) => Ok(Some(snapshot)),
+                None => rt.ctx.store.memory_snapshot(tenant, agent.id, &turn.session_user_key).await.map(Some),
+            }
         },
     );
     let skills = skills?;
