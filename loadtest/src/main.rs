@@ -81,8 +81,8 @@ struct Args {
     /// Write this run's figures as a new baseline here.
     #[arg(long)]
     write_baseline: Option<PathBuf>,
-    /// Tolerance of a new baseline (0.25: a figure may be 25 % worse before it regresses).
-    #[arg(long, default_value_t = 0.25)]
+    /// Tolerance of a new baseline (0.3: a figure may be 30 % worse before it regresses).
+    #[arg(long, default_value_t = 0.3)]
     tolerance: f64,
     /// Exit with status 3 when a figure regressed (by default regressions are only reported).
     #[arg(long)]

@@ -33,20 +33,22 @@ pub(crate) async fn handle_delivery(rt: Arc<Runtime>, delivery: WorkDelivery) {
             return;
         }
         let claiming = Instant::now();
-        let Some(guard) = lock_session(&locks, &work, &owner, lease, &mut delivery, &span).await else { return };
+        // The brief I/O around the turn runs boxed (see `turn::execute`).
+        let locked = Box::pin(lock_session(&locks, &work, &owner, lease, &mut delivery, &span)).await;
+        let Some(guard) = locked else { return };
         if let Some(d) = delivery.take() {
             // The work itself is in Postgres; the message has done its job. Ack off the
             // critical path.
             tokio::spawn(async move { d.ack().await });
         }
         let keep_going = run_next_turn(&rt, &work, &owner, &guard, claiming, &span).await;
-        if let Err(e) = locks.release(&guard).await {
+        if let Err(e) = Box::pin(locks.release(&guard)).await {
             tracing::warn!(parent: &span, error = %e, "cannot release the session lock (it will expire)");
         }
         if !keep_going || rt.abandon.is_cancelled() {
             return;
         }
-        match rt.ctx.store.has_claimable_turn(work.tenant_id, work.session_id).await {
+        match Box::pin(rt.ctx.store.has_claimable_turn(work.tenant_id, work.session_id)).await {
             Ok(true) => continue,
             Ok(false) => return,
             Err(e) => {
@@ -98,7 +100,8 @@ async fn run_next_turn(
     span: &tracing::Span,
 ) -> bool {
     let lease = Duration::from_secs(rt.ctx.config.worker.lease_seconds);
-    match rt.ctx.store.claim_next_turn(work.tenant_id, work.session_id, owner, lease, guard.token).await {
+    let claimed = Box::pin(rt.ctx.store.claim_next_turn(work.tenant_id, work.session_id, owner, lease, guard.token));
+    match claimed.await {
         Ok(Some(turn)) => {
             Phase::Claim.record(claiming.elapsed());
             run_claimed_turn(rt, work.tenant_id, owner, turn, guard, span).await

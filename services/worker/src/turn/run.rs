@@ -66,13 +66,13 @@ pub(super) async fn supervise(
     drop(work);
     match ended {
         Ended::Cancelled => {
-            stop_cancelled(rt, tenant, owner, turn, span).await;
+            Box::pin(stop_cancelled(rt, tenant, owner, turn, span)).await;
             true
         }
         // Another worker may run this turn now: stop instead of working beside it.
         Ended::LeaseLost => false,
         Ended::Abandoned => {
-            hand_back(rt, tenant, turn, owner, span).await;
+            Box::pin(hand_back(rt, tenant, turn, owner, span)).await;
             false
         }
     }
@@ -96,7 +96,8 @@ async fn heartbeats(claim: Claim<'_>, guard: &LockGuard, span: &tracing::Span, c
     let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     loop {
         heartbeat.tick().await;
-        match rt.ctx.store.extend_lease(tenant, turn.turn_id, owner, lease).await {
+        // Boxed: this future waits beside every turn, its I/O states are brief.
+        match Box::pin(rt.ctx.store.extend_lease(tenant, turn.turn_id, owner, lease)).await {
             Ok(LeaseState::Held | LeaseState::Ended) => {}
             Ok(LeaseState::CancelRequested) => cancel.cancel(),
             Ok(LeaseState::Lost) => {
@@ -105,7 +106,7 @@ async fn heartbeats(claim: Claim<'_>, guard: &LockGuard, span: &tracing::Span, c
             }
             Err(e) => tracing::warn!(parent: span, error = %e, "cannot extend the turn lease"),
         }
-        if let Ok(false) = locks.extend(guard, lease).await {
+        if let Ok(false) = Box::pin(locks.extend(guard, lease)).await {
             tracing::warn!(parent: span, "session lock lost; fenced writes will tell");
         }
     }
