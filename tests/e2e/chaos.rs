@@ -22,13 +22,40 @@ use crate::telegram::{Pod, TOKEN, bind};
 const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
 
 /// A free TCP port on loopback (free when asked; the service takes it right after).
+/// A port the private servers can bind after this returns: below Linux's ephemeral range
+/// (32768 and up), which the suite's many outgoing connections draw their local ports from, so
+/// none of them takes it between this check and the server's bind (that failed a RabbitMQ
+/// node's start once under the full suite).
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    let seed = uuid::Uuid::now_v7().as_u128();
+    (0..2_000u32)
+        .map(|i| 20_000 + ((seed as u32).wrapping_add(i.wrapping_mul(7_919)) % 12_000) as u16)
+        .find(|&port| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok())
+        .expect("a free port below the ephemeral range")
 }
 
 fn run(what: &str, cmd: &mut Command) {
     let out = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).output().unwrap_or_else(|e| panic!("{what}: {e}"));
     assert!(out.status.success(), "{what} failed: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The end of every log under `dir` (the directory goes with the test).
+fn log_tail(dir: &std::path::Path) -> String {
+    let mut out = String::new();
+    for entry in walk(dir) {
+        if entry.extension().is_some_and(|e| e == "log") {
+            let text = std::fs::read_to_string(&entry).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(40).collect();
+            out.push_str(&format!("== {}\n", entry.display()));
+            out.extend(tail.into_iter().rev().map(|l| format!("{l}\n")));
+        }
+    }
+    out
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries.flatten().map(|e| e.path()).flat_map(|p| if p.is_dir() { walk(&p) } else { vec![p] }).collect()
 }
 
 fn as_user(user: &str, program: &str) -> Command {
@@ -159,8 +186,8 @@ impl Private {
             }
             assert!(
                 Instant::now() < deadline,
-                "the private RabbitMQ node did not start (log under {})",
-                base.display()
+                "the private RabbitMQ node did not start; its log:\n{}",
+                log_tail(&base)
             );
             std::thread::sleep(Duration::from_millis(500));
         }
