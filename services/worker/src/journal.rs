@@ -20,6 +20,9 @@ pub(crate) struct StoreJournal {
     session: SessionId,
     turn: TurnId,
     fence: i64,
+    /// Whether messages can steer this turn: only a chat's busy mode queues steering turns
+    /// (the gateway marks them), so other sessions never look.
+    steerable: bool,
     final_answer: Option<(i32, ChatMessage)>,
     /// Set when the turn compacted the conversation into a child session (now `session`).
     compacted: bool,
@@ -37,6 +40,7 @@ impl StoreJournal {
             session: turn.session_id,
             turn: turn.turn_id,
             fence: turn.fence,
+            steerable: crate::attachments::is_chat(turn.session_source),
             final_answer: None,
             compacted: false,
             calls: Arc::default(),
@@ -127,6 +131,9 @@ impl TurnJournal for StoreJournal {
     }
 
     async fn steering(&mut self) -> Vec<ChatMessage> {
+        if !self.steerable {
+            return Vec::new();
+        }
         match self.store.absorb_steers(self.tenant, self.turn).await {
             Ok(taken) => taken,
             Err(e) => {
