@@ -147,15 +147,25 @@ fn unpriced(model: &str) -> LlmError {
     )
 }
 
+impl<M: ChatModel> Budgeted<M> {
+    /// The inner call, timed for the turn's split (every model call of a worker passes here).
+    async fn timed(&self, request: &ChatRequest, sink: &mut dyn DeltaSink) -> Result<ChatResponse, LlmError> {
+        let started = std::time::Instant::now();
+        let answer = self.inner.complete(request, sink).await;
+        crate::phases::Phase::Model.record(started.elapsed());
+        answer
+    }
+}
+
 impl<M: ChatModel> ChatModel for Budgeted<M> {
     async fn complete(&self, request: &ChatRequest, sink: &mut dyn DeltaSink) -> Result<ChatResponse, LlmError> {
         match self.decide(request).await? {
-            SpendDecision::Uncapped => self.inner.complete(request, sink).await,
+            SpendDecision::Uncapped => self.timed(request, sink).await,
             SpendDecision::Refused { state, .. } => Err(refused(&state)),
             SpendDecision::Unpriced { model } => Err(unpriced(&model)),
             SpendDecision::Reserved { reservation, states, .. } => {
                 self.warn_soft(&states, sink);
-                let answer = self.inner.complete(request, sink).await;
+                let answer = self.timed(request, sink).await;
                 self.settle(reservation).await;
                 answer
             }

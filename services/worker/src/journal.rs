@@ -75,9 +75,7 @@ impl StoreJournal {
 
     /// Takes the calls not stored yet (to be stored with the turn's outcome).
     pub fn take_calls(&self) -> Vec<ModelCall> {
-        let calls = self.calls.drain();
-        calls.iter().for_each(count_time);
-        calls.into_iter().map(model_call).collect()
+        self.calls.drain().into_iter().map(model_call).collect()
     }
 
     /// Stores the calls not stored yet. On failure they wait for the next checkpoint; a turn
@@ -88,21 +86,13 @@ impl StoreJournal {
             return;
         }
         let rows: Vec<ModelCall> = calls.iter().cloned().map(model_call).collect();
-        let stored = self.store.record_model_calls(self.tenant, self.session, self.turn, &rows).await;
-        if let Err(e) = stored {
+        if let Err(e) = self.store.record_model_calls(self.tenant, self.session, self.turn, &rows).await {
             tracing::warn!(error = %e, calls = rows.len(), "cannot record model calls yet");
             for call in calls {
                 self.calls.record(call);
             }
-        } else {
-            calls.iter().for_each(count_time);
         }
     }
-}
-
-/// Counts a model call's time in the turn's split, as the call leaves the buffer for good.
-fn count_time(c: &CallRecord) {
-    Phase::Model.record(std::time::Duration::from_millis(c.latency_ms));
 }
 
 pub(crate) fn model_call(c: CallRecord) -> ModelCall {

@@ -1,8 +1,9 @@
 //! Where a turn's time goes, as one histogram, `hermes_turn_phase_seconds{phase}`: the queue
 //! pickup (publish to the worker's start, on the publisher's clock), the claim (session lock
 //! and claim), the prompt (the plan: reads, tools, prompt, the user message stored), each model
-//! call, each tool call, and the finish (outcome stored and announced). The load test divides
-//! each phase's sum by the turns to print the worker's split (docs/PERFORMANCE.md).
+//! call (timed in `budget.rs`, which every call passes: a review's calls count too), each tool
+//! call, and the finish (outcome stored and announced). The load test divides each phase's sum
+//! by the turns to print the worker's split (docs/PERFORMANCE.md).
 
 use std::time::{Duration, SystemTime};
 
