@@ -13,12 +13,33 @@ async fn generated_requests_to_every_operation_get_no_server_error() {
     let env = TestEnv::start_with(Roles::default(), crate::harness::no_api_limits).await;
     let (_, _, key) = env.tenant("acme", "ops").await;
     let examples = std::env::var("HERMES_SCHEMATHESIS_EXAMPLES").unwrap_or_else(|_| "8".into());
+    // Schemathesis itself sometimes stops an operation with a "Runtime Error" of its own
+    // (CPython 3.11's "AST constructor recursion depth mismatch" inside hypothesis): that finds
+    // nothing about the server, so such a run is tried once more. A failed check never is.
+    for attempt in 1..=2 {
+        let (ok, text) = schemathesis(&env.api_url, &key, &examples).await;
+        let summary: Vec<&str> = text.lines().filter(|l| l.contains("passed") || l.contains("failed")).collect();
+        eprintln!("schemathesis: {}", summary.join(" | "));
+        if ok {
+            break;
+        }
+        let checks_failed = summary.iter().any(|l| l.contains("failed"));
+        let tool_error = text.contains("Runtime Error");
+        assert!(!checks_failed, "schemathesis found server errors:\n{text}");
+        assert!(tool_error && attempt == 1, "schemathesis failed without a failed check, twice:\n{text}");
+        eprintln!("schemathesis stopped on an error of its own (no check failed); running it again:\n{text}");
+    }
+    env.stop().await;
+}
+
+/// One schemathesis run: whether it passed, and what it printed.
+async fn schemathesis(api_url: &str, key: &str, examples: &str) -> (bool, String) {
     let report = std::env::temp_dir().join(crate::harness::unique("schemathesis"));
     let out = tokio::process::Command::new("schemathesis")
-        .args(["run", &format!("{}/openapi.json", env.api_url)])
+        .args(["run", &format!("{api_url}/openapi.json")])
         .args(["--header", &format!("Authorization: Bearer {key}")])
         .args(["--checks", "not_a_server_error"])
-        .args(["--max-examples", &examples, "--seed", "17", "--workers", "2", "--no-shrink"])
+        .args(["--max-examples", examples, "--seed", "17", "--workers", "2", "--no-shrink"])
         .args(["--phases", "examples,coverage,fuzzing"])
         .args(["--request-timeout", "30", "--suppress-health-check", "all", "--no-color"])
         .args(["--generation-database", "none", "--report-dir"])
@@ -27,10 +48,7 @@ async fn generated_requests_to_every_operation_get_no_server_error() {
         .output()
         .await
         .expect("schemathesis is installed (deploy/dev/test.sh installs tests/sdk/schemathesis-requirements.txt)");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     let _ = std::fs::remove_dir_all(&report);
-    let summary: Vec<&str> = text.lines().filter(|l| l.contains("passed") || l.contains("failed")).collect();
-    eprintln!("schemathesis: {}", summary.join(" | "));
-    assert!(out.status.success(), "schemathesis found server errors:\n{text}");
-    env.stop().await;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
 }
