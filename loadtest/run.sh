@@ -27,7 +27,7 @@ if ((smoke)); then
   cargo build --locked -p hermesd -p hermesctl -p hermes-sandboxd -p hermes-testkit -p hermes-loadtest --bins
   bin="${CARGO_TARGET_DIR:-$root/target}/debug"
   slow_ms=1000
-  flags=(--turns 20 --clients 16,64 --seconds 2 --history 20 --in-flight 200 --warmup 5)
+  flags=(--turns 20 --clients 16,64 --seconds 2 --history 20 --in-flight 200 --resume-runs 5 --warmup 5)
 else
   cargo build --release --locked --bins
   bin="${CARGO_TARGET_DIR:-$root/target}/release"
@@ -60,7 +60,14 @@ export HERMES__WORKER__TENANT_SHARE=1
 export HERMES__WORKER__MAX_CONCURRENT_TURNS=${HERMES__WORKER__MAX_CONCURRENT_TURNS:-2100}
 
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  # A restarted hermesd is not this shell's child: wait for it to free its ports.
+  for p in "${pids[@]}"; do
+    for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+  done
+}
 trap cleanup EXIT INT TERM
 
 "$bin/hermes-mock-llm" --bind 127.0.0.1:19999 --forget-requests 2>/dev/null &
@@ -80,10 +87,21 @@ pids+=($hermesd_pid)
 for _ in $(seq 300); do curl -fs http://127.0.0.1:19090/readyz >/dev/null && break; sleep 0.1; done
 
 status=0
+# The resume scenario kills hermesd (SIGKILL) and starts it again; the new pid lands here.
+pid_file=${TMPDIR:-/tmp}/hermes-loadtest-hermesd.$$.pid
 "$bin/hermes-loadtest" --url http://127.0.0.1:18080 --key "$key" --model bench --slow-model bench-slow \
-  --ops-url http://127.0.0.1:19090 --pid "$hermesd_pid" "${flags[@]}" "$@" || status=$?
-hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$hermesd_pid/status" 2>/dev/null || echo 0)
-echo "hermesd all: VmHWM $((hwm / 1024)) MiB (log: $log)"
+  --ops-url http://127.0.0.1:19090 --pid "$hermesd_pid" \
+  --restart-bin "$bin/hermesd" --restart-log "$log" --restart-pid-file "$pid_file" --slow-model-ms "$slow_ms" \
+  "${flags[@]}" "$@" || status=$?
+if [[ -s "$pid_file" ]]; then
+  hermesd_pid=$(cat "$pid_file")
+  pids+=("$hermesd_pid")
+  rm -f "$pid_file"
+  echo "hermesd all was killed and restarted by the resume scenario (now pid $hermesd_pid; log: $log)"
+else
+  hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$hermesd_pid/status" 2>/dev/null || echo 0)
+  echo "hermesd all: VmHWM $((hwm / 1024)) MiB (log: $log)"
+fi
 if ! kill -0 "$hermesd_pid" 2>/dev/null; then
   echo "hermesd died during the run; its log:" >&2
   tail -50 "$log" >&2

@@ -9,10 +9,12 @@ mod load;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
 use load::report::{Baseline, compare};
+use load::resume::Restart;
 use load::scenarios::Bench;
 use load::server::Rss;
 use load::turns::{Kind, Target};
@@ -31,6 +33,9 @@ enum Scenario {
     Clients,
     /// `--in-flight` turns at once against the slow model.
     InFlight,
+    /// `--resume-runs` runs on the slow model, the server killed (SIGKILL) and restarted
+    /// mid-turn (needs `--pid` and `--restart-bin`).
+    Resume,
 }
 
 #[derive(Parser)]
@@ -55,7 +60,7 @@ struct Args {
     #[arg(long)]
     pid: Option<u32>,
     /// Scenarios to run, in order.
-    #[arg(long, value_delimiter = ',', default_value = "plain,tool,stream,continued,clients,in-flight")]
+    #[arg(long, value_delimiter = ',', default_value = "plain,tool,stream,continued,clients,in-flight,resume")]
     scenarios: Vec<Scenario>,
     /// Turns of each sequential scenario.
     #[arg(long, default_value_t = 300)]
@@ -72,6 +77,21 @@ struct Args {
     /// Turns at once in the in-flight scenario.
     #[arg(long, default_value_t = 2000)]
     in_flight: usize,
+    /// Runs in flight when the resume scenario kills the server.
+    #[arg(long, default_value_t = 20)]
+    resume_runs: usize,
+    /// The `hermesd` binary the resume scenario starts again (`all`) after the kill.
+    #[arg(long)]
+    restart_bin: Option<PathBuf>,
+    /// Where the restarted server's output goes.
+    #[arg(long, default_value = "/tmp/hermes-loadtest-hermesd.log")]
+    restart_log: PathBuf,
+    /// Where the restarted server's pid is written.
+    #[arg(long, default_value = "/tmp/hermes-loadtest-hermesd.pid")]
+    restart_pid_file: PathBuf,
+    /// How long the slow model takes to answer (the resume figure leaves one call out).
+    #[arg(long, default_value_t = 10_000)]
+    slow_model_ms: u64,
     /// Warm-up turns (not measured) before the first scenario.
     #[arg(long, default_value_t = 50)]
     warmup: usize,
@@ -109,6 +129,23 @@ async fn main() -> anyhow::Result<ExitCode> {
                 }
             }
             Scenario::InFlight => bench.in_flight("in_flight", args.in_flight).await,
+            // Last, whatever its place in the list: it replaces the server.
+            Scenario::Resume => {}
+        }
+    }
+    if args.scenarios.contains(&Scenario::Resume) {
+        match (args.pid, &args.restart_bin) {
+            (Some(pid), Some(bin)) => {
+                let restart = Restart {
+                    bin: bin.clone(),
+                    log: args.restart_log.clone(),
+                    pid_file: args.restart_pid_file.clone(),
+                    pid,
+                    model_latency: Duration::from_millis(args.slow_model_ms),
+                };
+                bench.resume("resume", args.resume_runs, &restart).await;
+            }
+            _ => bench.errors.push("resume: needs --pid and --restart-bin".to_owned()),
         }
     }
     let baseline = match &args.baseline {

@@ -64,7 +64,7 @@ impl<M: ChatModel> Summarizer for ModelSummarizer<M> {
         let request = hermes_llm::ChatRequest {
             model: self.model_name.clone(),
             messages: prompt,
-            tools: vec![],
+            tools: std::sync::Arc::from([]),
             max_tokens: Some(max_tokens),
         };
         self.model

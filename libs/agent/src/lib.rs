@@ -241,6 +241,8 @@ impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
         let mut spent = Spent { api_calls: 0, iterations: u32::try_from(completed_steps).unwrap_or(0) };
         let mut guardrails = Guardrails::new(limits.guardrails);
         let schemas = tools.schemas();
+        // Every step but the model call runs boxed: this future lives as long as the turn and
+        // is as large as its largest state, and a turn spends its time waiting on the model.
         let caller = ModelStep { model, model_name, limits };
         let mut tool_step = ToolStep {
             tools,
@@ -254,9 +256,9 @@ impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
         // A resumed turn may stop between an assistant message and its tool results.
         let pending = pending_tool_calls(&messages);
         if step > 0 && !pending.is_empty() {
-            match tool_step.run(step, &pending, &mut messages).await {
+            match Box::pin(tool_step.run(step, &pending, &mut messages)).await {
                 Ok(StepResult::Continue { .. }) => {}
-                Ok(StepResult::Halt(why)) => return halt(tool_step.journal, step, why, usage).await,
+                Ok(StepResult::Halt(why)) => return Box::pin(halt(tool_step.journal, step, why, usage)).await,
                 Ok(StepResult::Park(parked)) => return TurnEnd::Parked(parked),
                 Err(end) => return end,
             }
@@ -267,14 +269,15 @@ impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
         loop {
             let budget_left = spent.iterations < limits.max_iterations && spent.api_calls < limits.max_api_calls;
             if !budget_left {
-                return grace(&caller, tool_step.journal, events, limits, step + 1, messages, usage).await;
+                return Box::pin(grace(&caller, tool_step.journal, events, limits, step + 1, messages, usage)).await;
             }
             if let Some(engine) = context {
                 let tokens = prompt_tokens.unwrap_or_else(|| compress::estimate_tokens(&messages));
                 let at_turn_start = spent.api_calls == 0;
                 let body_len = messages.iter().filter(|m| m.role != hermes_core::Role::System).count();
                 if (engine.should_compress(tokens) || (at_turn_start && engine.needs_hygiene(tokens, body_len)))
-                    && let Err(end) = compact(engine, tool_step.journal, &mut messages, &mut turn_start, step).await
+                    && let Err(end) =
+                        Box::pin(compact(engine, tool_step.journal, &mut messages, &mut turn_start, step)).await
                 {
                     return end;
                 }
@@ -284,7 +287,7 @@ impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
             // Budget warnings go with this call only: never stored, never in the cached prefix.
             let with_note;
             let pressure = context.and_then(|c| pressure_note(prompt_tokens?, c.context_window()?));
-            for steer in tool_step.journal.steering().await {
+            for steer in Box::pin(tool_step.journal.steering()).await {
                 steering.push(ChatMessage::user(format!("[While you were working, the user added: {}]", steer.text())));
             }
             let notes: Vec<ChatMessage> =
@@ -298,7 +301,7 @@ impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
             let reply = match caller.run(view, &schemas, &mut spent, &mut usage, &mut deltas).await {
                 Ok(r) => r,
                 Err(StepError::BudgetSpent) => {
-                    return grace(&caller, tool_step.journal, events, limits, step, messages, usage).await;
+                    return Box::pin(grace(&caller, tool_step.journal, events, limits, step, messages, usage)).await;
                 }
                 Err(StepError::Empty) => {
                     let msg = format!("The model returned only empty answers ({} tries).", limits.empty_retries + 1);
@@ -313,7 +316,7 @@ impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
                     };
                     forced_compactions += 1;
                     step -= 1;
-                    match compact(engine, tool_step.journal, &mut messages, &mut turn_start, step).await {
+                    match Box::pin(compact(engine, tool_step.journal, &mut messages, &mut turn_start, step)).await {
                         Ok(true) => {
                             prompt_tokens = None;
                             continue;
@@ -339,7 +342,7 @@ impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
             };
             prompt_tokens = Some(reply.prompt_tokens).filter(|t| *t > 0);
             let message = reply.message;
-            if let Err(end) = record(tool_step.journal, step, &message).await {
+            if let Err(end) = Box::pin(record(tool_step.journal, step, &message)).await {
                 return end;
             }
             let calls = message.tool_calls.clone();
@@ -356,13 +359,13 @@ impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
                     session_id: None,
                 });
             }
-            match tool_step.run(step, &calls, &mut messages).await {
+            match Box::pin(tool_step.run(step, &calls, &mut messages)).await {
                 Ok(StepResult::Continue { refunded }) => {
                     if !refunded {
                         spent.iterations += 1;
                     }
                 }
-                Ok(StepResult::Halt(why)) => return halt(tool_step.journal, step + 1, why, usage).await,
+                Ok(StepResult::Halt(why)) => return Box::pin(halt(tool_step.journal, step + 1, why, usage)).await,
                 Ok(StepResult::Park(parked)) => return TurnEnd::Parked(parked),
                 Err(end) => return end,
             }
@@ -425,7 +428,7 @@ async fn grace<M: ChatModel, J: TurnJournal>(
     // The grace call is allowed past the API-call budget: it is the one extra call.
     let mut spent = Spent::default();
     let mut deltas = Deltas { sink: events, enabled: limits.stream_deltas };
-    let summary = match caller.run(&messages, &[], &mut spent, &mut usage, &mut deltas).await {
+    let summary = match caller.run(&messages, &std::sync::Arc::from([]), &mut spent, &mut usage, &mut deltas).await {
         Ok(reply) if reply.message.tool_calls.is_empty() => reply.message.text(),
         Ok(_) | Err(_) => String::new(),
     };

@@ -2,6 +2,8 @@
 //! `length_continuations` continuations of an answer cut off by `max_tokens`, each with a
 //! higher cap. Every HTTP request counts against the turn's API-call budget.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use hermes_core::{ChatMessage, Content, Usage};
@@ -58,7 +60,7 @@ impl<M: ChatModel> ModelStep<'_, M> {
     async fn once(
         &self,
         messages: Vec<ChatMessage>,
-        tools: &[Value],
+        tools: &Arc<[Arc<Value>]>,
         max_tokens: Option<u32>,
         spent: &mut Spent,
         usage: &mut Usage,
@@ -68,7 +70,7 @@ impl<M: ChatModel> ModelStep<'_, M> {
             return Err(StepError::BudgetSpent);
         }
         spent.api_calls += 1;
-        let request = ChatRequest { model: self.model_name.to_owned(), messages, tools: tools.to_vec(), max_tokens };
+        let request = ChatRequest { model: self.model_name.to_owned(), messages, tools: tools.clone(), max_tokens };
         let response = self.model.complete(&request, sink).await.map_err(StepError::Llm)?;
         usage.add(&response.usage);
         Ok(response)
@@ -78,7 +80,7 @@ impl<M: ChatModel> ModelStep<'_, M> {
     pub async fn run(
         &self,
         messages: &[ChatMessage],
-        tools: &[Value],
+        tools: &Arc<[Arc<Value>]>,
         spent: &mut Spent,
         usage: &mut Usage,
         sink: &mut dyn DeltaSink,

@@ -15,6 +15,7 @@ pub mod transport;
 mod wire;
 
 use std::future::Future;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -35,8 +36,9 @@ pub use wire::StreamFold;
 pub struct ChatRequest {
     pub model: String,
     pub messages: Vec<ChatMessage>,
-    /// Tool schemas in OpenAI form (`{"type":"function","function":{...}}`).
-    pub tools: Vec<Value>,
+    /// Tool schemas in OpenAI form (`{"type":"function","function":{...}}`), each built once
+    /// when its tool is registered and shared by every call that offers it.
+    pub tools: Arc<[Arc<Value>]>,
     pub max_tokens: Option<u32>,
 }
 

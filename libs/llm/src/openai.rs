@@ -1,6 +1,7 @@
 //! Any OpenAI-compatible `/chat/completions` endpoint (OpenAI, OpenRouter, vLLM, Ollama,
 //! llama.cpp, LiteLLM, ...), always streaming.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -68,12 +69,16 @@ impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
 struct WireRequest<'a> {
     model: &'a str,
     messages: Vec<WireMessage<'a>>,
-    #[serde(skip_serializing_if = "<[Value]>::is_empty")]
-    tools: &'a [Value],
+    #[serde(skip_serializing_if = "<[Arc<Value>]>::is_empty", serialize_with = "shared_values")]
+    tools: &'a [Arc<Value>],
     stream: bool,
     stream_options: Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
+}
+
+fn shared_values<S: serde::Serializer>(values: &[Arc<Value>], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(values.iter().map(|v| &**v))
 }
 
 impl OpenAiChat {

@@ -89,7 +89,8 @@ impl<T: Transport, K: KeySource> ResilientModel<T, K> {
         let endpoint = &self.chain[index];
         let has_next = index + 1 < self.chain.len();
         let mut tried: Vec<String> = Vec::new();
-        let mut key = match self.keys.acquire(&endpoint.provider, &tried).await {
+        // Key-pool calls run boxed: this future waits on the model, they are brief.
+        let mut key = match Box::pin(self.keys.acquire(&endpoint.provider, &tried)).await {
             Ok(k) => k,
             Err(e) => return Err(if has_next { EndpointFailure::Fallback(e) } else { EndpointFailure::Final(e) }),
         };
@@ -151,10 +152,10 @@ impl<T: Transport, K: KeySource> ResilientModel<T, K> {
                     };
                     let Some(failed) = key.take() else { return Err(EndpointFailure::Final(error)) };
                     tried.push(failed.id.clone());
-                    match self.keys.acquire(&endpoint.provider, &tried).await {
+                    match Box::pin(self.keys.acquire(&endpoint.provider, &tried)).await {
                         Ok(Some(other)) => {
                             tracing::warn!(error = %error, key = %failed.id, next = %other.id, "rotating to another key");
-                            self.keys.report(&endpoint.provider, &failed.id, cooldown).await;
+                            Box::pin(self.keys.report(&endpoint.provider, &failed.id, cooldown)).await;
                             key = Some(other);
                             retries = 0;
                         }
@@ -162,7 +163,7 @@ impl<T: Transport, K: KeySource> ResilientModel<T, K> {
                             // A lone key is not cooled for a passing failure (it would take the
                             // agent down for an hour); a revoked one is retired anyway.
                             if cooldown.is_none() {
-                                self.keys.report(&endpoint.provider, &failed.id, None).await;
+                                Box::pin(self.keys.report(&endpoint.provider, &failed.id, None)).await;
                             }
                             return Err(if has_next {
                                 EndpointFailure::Fallback(error)

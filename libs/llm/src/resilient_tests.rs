@@ -116,7 +116,12 @@ fn fast() -> RetryPolicy {
 }
 
 fn req() -> ChatRequest {
-    ChatRequest { model: "ignored".into(), messages: vec![ChatMessage::user("hi")], tools: vec![], max_tokens: None }
+    ChatRequest {
+        model: "ignored".into(),
+        messages: vec![ChatMessage::user("hi")],
+        tools: std::sync::Arc::from([]),
+        max_tokens: None,
+    }
 }
 
 async fn ask<T: Transport, K: KeySource>(m: &ResilientModel<T, K>) -> Result<String, LlmError> {

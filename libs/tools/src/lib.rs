@@ -11,6 +11,7 @@ use serde_json::Value;
 pub use hermes_core::ApprovalMode;
 use hermes_core::{AgentId, InteractionKind, SessionId, TenantId, ToolCall, TurnId};
 
+mod schemas;
 mod simple;
 
 pub use simple::{Choice, SimpleTool, ToolSpec, object_schema};
@@ -193,10 +194,18 @@ pub struct ToolOutcome {
     pub park: Option<Interaction>,
 }
 
+/// A registered tool and its schema in OpenAI `tools` form, built at registration and shared
+/// (see `schemas`): every model call of a turn offers the same schemas.
+#[derive(Clone)]
+struct Registered {
+    tool: Arc<dyn Tool>,
+    schema: Arc<Value>,
+}
+
 /// The tools available to one agent.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
-    tools: BTreeMap<&'static str, Arc<dyn Tool>>,
+    tools: BTreeMap<&'static str, Registered>,
     spill: Option<Arc<dyn ResultSpill>>,
 }
 
@@ -233,13 +242,18 @@ impl ToolRegistry {
 
     /// Adds a tool (a later one with the same name replaces it).
     pub fn register(&mut self, tool: Arc<dyn Tool>) {
-        self.tools.insert(tool.name(), tool);
+        let schema = schemas::shared(tool.name(), tool.schema());
+        self.tools.insert(tool.name(), Registered { tool, schema });
     }
 
     /// Only the tools whose toolset is in `enabled`.
     pub fn restricted_to(&self, enabled: &[String]) -> Self {
-        let tools =
-            self.tools.iter().filter(|(_, t)| t.toolset().enabled_in(enabled)).map(|(n, t)| (*n, t.clone())).collect();
+        let tools = self
+            .tools
+            .iter()
+            .filter(|(_, t)| t.tool.toolset().enabled_in(enabled))
+            .map(|(n, t)| (*n, t.clone()))
+            .collect();
         Self { tools, spill: self.spill.clone() }
     }
 
@@ -273,7 +287,7 @@ impl ToolRegistry {
     /// at once with an explanation anyway).
     pub fn traits(&self, name: &str) -> ToolTraits {
         let unknown = ToolTraits { read_only: false, sequential: false, refunds_iteration: false, sandboxed: false };
-        self.tools.get(name).map_or(unknown, |t| ToolTraits {
+        self.tools.get(name).map(|r| &r.tool).map_or(unknown, |t| ToolTraits {
             read_only: t.read_only(),
             sequential: t.sequential(),
             refunds_iteration: t.refunds_iteration(),
@@ -281,16 +295,16 @@ impl ToolRegistry {
         })
     }
 
-    /// The schemas in OpenAI `tools` form.
-    pub fn schemas(&self) -> Vec<Value> {
-        self.tools.values().map(|t| serde_json::json!({ "type": "function", "function": t.schema() })).collect()
+    /// The schemas in OpenAI `tools` form (shared, not copied).
+    pub fn schemas(&self) -> Arc<[Arc<Value>]> {
+        self.tools.values().map(|r| r.schema.clone()).collect()
     }
 
     /// Runs one call. Never fails: unknown tools, unparsable arguments and tool errors become
     /// an error text for the model.
     pub async fn dispatch(&self, ctx: &ToolCtx, call: &ToolCall) -> ToolOutcome {
         let name = call.function.name.as_str();
-        let Some(tool) = self.tools.get(name) else {
+        let Some(tool) = self.tools.get(name).map(|r| &r.tool) else {
             return error_outcome(format!("unknown tool {name:?}. Available tools: {}.", self.names().join(", ")));
         };
         let raw = call.function.arguments.trim();

@@ -32,7 +32,7 @@ impl Bench {
         Self { target, agent, slow_agent, ops_url, rss, figures: Figures::default(), errors: Vec::new(), next: 0 }
     }
 
-    fn numbers(&mut self, n: usize) -> u64 {
+    pub(crate) fn numbers(&mut self, n: usize) -> u64 {
         let first = self.next;
         self.next += n as u64;
         first

@@ -40,10 +40,11 @@ impl FromRequestParts<AppState> for Caller {
             .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
             .map(str::trim)
             .ok_or_else(|| ApiError::unauthorized("malformed Authorization header: expected Bearer <key>"))?;
-        match state.store.authenticate_api_key(key).await {
+        // Boxed, like the rest of a request's short steps before its wait (see `chat`).
+        match Box::pin(state.store.authenticate_api_key(key)).await {
             Ok(Some(auth)) => {
                 tracing::Span::current().record("tenant.id", tracing::field::display(auth.tenant_id));
-                crate::limits::check_rate(state, &auth).await?;
+                Box::pin(crate::limits::check_rate(state, &auth)).await?;
                 Ok(Caller(auth))
             }
             Ok(None) => Err(ApiError::unauthorized("invalid API key")),

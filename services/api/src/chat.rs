@@ -29,7 +29,9 @@ pub(crate) async fn chat_completions(
     headers: HeaderMap,
     ApiJson(body): ApiJson<ChatCompletionRequest>,
 ) -> Result<Response, ApiError> {
-    let (work, parsed, model) = chat_turn(&state, &auth, &headers, body).await?;
+    // Boxed (as `submit_turn` is): its queries' futures are done before the long wait, and a
+    // request's future holds the largest of its states for as long as it waits.
+    let (work, parsed, model) = Box::pin(chat_turn(&state, &auth, &headers, body)).await?;
     let submitted = submit_turn(&state, &auth, work).await?;
     let session = submitted.session;
     let completion = submitted.completion(&state, model);

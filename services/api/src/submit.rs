@@ -55,8 +55,18 @@ pub(crate) struct Submitted {
     idempotent: bool,
 }
 
-/// Submits `work` for the caller.
-pub(crate) async fn submit_turn(state: &AppState, auth: &KeyAuth, work: Work) -> Result<Submitted, ApiError> {
+/// Submits `work` for the caller. Boxed: the submission's queries and publish are over
+/// before the request waits for the turn, and an unboxed future would keep their size in
+/// every waiting request's future (thousands may wait at once).
+pub(crate) fn submit_turn<'a>(
+    state: &'a AppState,
+    auth: &'a KeyAuth,
+    work: Work,
+) -> futures_util::future::BoxFuture<'a, Result<Submitted, ApiError>> {
+    Box::pin(submit(state, auth, work))
+}
+
+async fn submit(state: &AppState, auth: &KeyAuth, work: Work) -> Result<Submitted, ApiError> {
     let (session, turn, replay, permit, idempotent) = match work {
         Work::New { entry, turn, idempotency } => {
             let permit = crate::limits::start_turn(state, auth).await?;

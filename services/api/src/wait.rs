@@ -47,6 +47,7 @@ impl Waiter {
     }
 
     /// The turn's end or question as Postgres has it, if it has one.
+    /// Called boxed: its queries' futures would otherwise sit in every waiting request's.
     async fn stored_state(&self) -> Option<Next> {
         match self.store.turn_state(self.tenant, self.turn).await {
             Ok((status, Some(outcome))) if status.is_final() => Some(Next::Finished(outcome)),
@@ -67,14 +68,14 @@ impl Waiter {
     /// The next thing to happen to the turn.
     pub async fn next(&mut self) -> Next {
         if std::mem::take(&mut self.check_first)
-            && let Some(next) = self.stored_state().await
+            && let Some(next) = Box::pin(self.stored_state()).await
         {
             return next;
         }
         loop {
             if self.hub_gone {
                 tokio::time::sleep(self.recheck).await;
-                if let Some(next) = self.stored_state().await {
+                if let Some(next) = Box::pin(self.stored_state()).await {
                     return next;
                 }
                 continue;
@@ -97,7 +98,7 @@ impl Waiter {
                     };
                 }
                 () = tokio::time::sleep(self.recheck) => {
-                    if let Some(next) = self.stored_state().await {
+                    if let Some(next) = Box::pin(self.stored_state()).await {
                         return next;
                     }
                 }

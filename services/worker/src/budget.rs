@@ -159,14 +159,16 @@ impl<M: ChatModel> Budgeted<M> {
 
 impl<M: ChatModel> ChatModel for Budgeted<M> {
     async fn complete(&self, request: &ChatRequest, sink: &mut dyn DeltaSink) -> Result<ChatResponse, LlmError> {
-        match self.decide(request).await? {
+        // The spending checks run boxed: this future waits on the model in every turn, and
+        // their database states would otherwise be part of its size.
+        match Box::pin(self.decide(request)).await? {
             SpendDecision::Uncapped => self.timed(request, sink).await,
             SpendDecision::Refused { state, .. } => Err(refused(&state)),
             SpendDecision::Unpriced { model } => Err(unpriced(&model)),
             SpendDecision::Reserved { reservation, states, .. } => {
                 self.warn_soft(&states, sink);
                 let answer = self.timed(request, sink).await;
-                self.settle(reservation).await;
+                Box::pin(self.settle(reservation)).await;
                 answer
             }
         }
@@ -178,7 +180,7 @@ mod tests {
     use super::*;
 
     fn request(messages: Vec<ChatMessage>, max_tokens: Option<u32>) -> ChatRequest {
-        ChatRequest { model: "m".into(), messages, tools: Vec::new(), max_tokens }
+        ChatRequest { model: "m".into(), messages, tools: std::sync::Arc::from([]), max_tokens }
     }
 
     /// A model that must never be called.
@@ -218,8 +220,9 @@ mod tests {
         let plain = request(vec![ChatMessage::user("x".repeat(4000))], None);
         assert!(input_estimate(&plain) >= 1000, "{}", input_estimate(&plain));
         let mut with_tools = plain.clone();
-        with_tools.tools =
-            vec![serde_json::json!({"type": "function", "function": {"name": "t", "description": "d".repeat(4000)}})];
+        with_tools.tools = std::sync::Arc::from([std::sync::Arc::new(
+            serde_json::json!({"type": "function", "function": {"name": "t", "description": "d".repeat(4000)}}),
+        )]);
         assert!(input_estimate(&with_tools) >= input_estimate(&plain) + 1000, "tool schemas are input too");
     }
 }

@@ -91,7 +91,7 @@ pub(crate) async fn judge(models: &Models, goal: &Goal, answer: &str) -> Verdict
                 tail(answer, ANSWER_CHARS)
             )),
         ],
-        tools: vec![],
+        tools: std::sync::Arc::from([]),
         max_tokens: Some(200),
     };
     match tokio::time::timeout(JUDGE_TIMEOUT, model.complete(&request, &mut NoDeltas)).await {

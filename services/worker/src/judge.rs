@@ -47,7 +47,7 @@ impl ApprovalJudge for SmartJudge {
                     ChatMessage::system(REVIEW_PROMPT),
                     ChatMessage::user(format!("Command:\n{command}\n\nFlagged because: {reasons}")),
                 ],
-                tools: vec![],
+                tools: std::sync::Arc::from([]),
                 max_tokens: Some(16),
             };
             let verdict = match self.model.complete(&request, &mut NoDeltas).await {

@@ -1,3 +1,5 @@
+use std::sync::Arc;
+
 use hermes_core::{ChatMessage, Content, ContentPart, ToolCall, ToolCallFunction};
 use serde_json::json;
 
@@ -35,9 +37,9 @@ fn messages_become_alternating_blocks_with_tool_results_as_user_blocks_and_cache
             ChatMessage::tool_result("t1", "terminal", "a.txt"),
             ChatMessage::user("and then?"),
         ],
-        tools: vec![
+        tools: Arc::from([Arc::new(
             json!({"type": "function", "function": {"name": "terminal", "description": "run", "parameters": {"type": "object"}}}),
-        ],
+        )]),
         max_tokens: None,
     };
     let body = build_request("claude-sonnet-4-5", &request, CacheTtl::OneHour);

@@ -1,3 +1,5 @@
+use std::sync::Arc;
+
 use hermes_core::{ChatMessage, ToolCall, ToolCallFunction};
 use serde_json::json;
 
@@ -65,9 +67,9 @@ fn messages_become_input_items_with_instructions_and_call_outputs() {
             ChatMessage { tool_calls: vec![call], content: None, ..ChatMessage::assistant("") },
             ChatMessage::tool_result("call_1", "terminal", "ok"),
         ],
-        tools: vec![
+        tools: Arc::from([Arc::new(
             json!({"type": "function", "function": {"name": "terminal", "description": "d", "parameters": {"type": "object"}}}),
-        ],
+        )]),
         max_tokens: Some(100),
     };
     let body = build_request("gpt-5", &request);
