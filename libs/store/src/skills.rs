@@ -73,7 +73,7 @@ pub struct SyncReport {
     pub removed: usize,
 }
 
-const BUNDLED_SCOPE: Uuid = Uuid::nil();
+pub(crate) const BUNDLED_SCOPE: Uuid = Uuid::nil();
 
 macro_rules! skill_columns {
     () => {

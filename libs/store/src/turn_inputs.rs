@@ -3,13 +3,14 @@
 //! Each checkout of the tenant pool costs two round trips besides its statements (naming the
 //! tenant, and sqlx's ping when the connection goes back), and Postgres spends more on those
 //! than on these small indexed reads. Read one after another on one connection, the turn's
-//! inputs cost one checkout instead of eight (docs/PERFORMANCE.md).
+//! inputs cost one checkout instead of nine, and four to six statements (docs/PERFORMANCE.md).
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use sqlx::PgConnection;
 
-use hermes_core::{InteractionAnswer, TenantId, ToolsetName};
+use hermes_core::{InteractionAnswer, SessionId, TenantId, ToolsetName};
 
 use crate::{Agent, ClaimedTurn, CredentialPools, MemorySnapshot, Result, Store, StoredMessage};
 
@@ -32,32 +33,87 @@ pub struct TurnInputs {
     /// MEMORY and USER as they are now, for a session whose prompt is not frozen yet and whose
     /// agent keeps memory.
     pub memory: Option<MemorySnapshot>,
+    /// The skill index versions (bundled, tenant) as [`Store::skill_index_version`] reads them,
+    /// so a cached skills index is checked without a checkout of its own.
+    pub skill_versions: (i64, i64),
+}
+
+/// A claimed turn and its inputs, read on the claim's connection. Reading the inputs may fail
+/// after the claim succeeded: the turn is the worker's then, and it ends the turn as it would
+/// for any failed read.
+#[derive(Debug)]
+pub struct ClaimedWithInputs {
+    pub turn: ClaimedTurn,
+    pub inputs: Result<TurnInputs>,
 }
 
 impl Store {
     /// Reads the inputs of `turn` on one connection.
     pub async fn turn_inputs(&self, tenant: TenantId, turn: &ClaimedTurn) -> Result<TurnInputs> {
+        turn_inputs_on(&mut *self.as_tenant(tenant).await?, tenant, turn).await
+    }
+
+    /// [`Store::claim_next_turn`], then the claimed turn's inputs on the same connection (one
+    /// checkout instead of two).
+    pub async fn claim_with_inputs(
+        &self,
+        tenant: TenantId,
+        session: SessionId,
+        owner: &str,
+        lease: Duration,
+        token: i64,
+    ) -> Result<Option<ClaimedWithInputs>> {
         let mut pooled = self.as_tenant(tenant).await?;
-        let conn: &mut PgConnection = &mut pooled;
-        let agent = crate::agents::agent_on(conn, tenant, turn.agent_id).await?;
-        let messages = crate::messages::messages_after_on(conn, tenant, turn.session_id, 0, None).await?;
-        let pools = crate::credentials::credential_pools_on(conn, tenant).await?;
-        let resolution = crate::interactions::turn_resolution_on(conn, tenant, turn.turn_id).await?;
-        let grants = crate::interactions::approval_grants_on(conn, tenant, turn.agent_id, turn.session_id).await?;
-        let (capped, goal_active): (bool, bool) = sqlx::query_as(
+        let Some(turn) = crate::turns::claim_next_turn_on(&mut pooled, tenant, session, owner, lease, token).await?
+        else {
+            return Ok(None);
+        };
+        let inputs = turn_inputs_on(&mut pooled, tenant, &turn).await;
+        Ok(Some(ClaimedWithInputs { turn, inputs }))
+    }
+}
+
+/// [`Store::turn_inputs`] on a connection already set to `tenant`.
+async fn turn_inputs_on(conn: &mut PgConnection, tenant: TenantId, turn: &ClaimedTurn) -> Result<TurnInputs> {
+    let agent = crate::agents::agent_on(conn, tenant, turn.agent_id).await?;
+    let messages = crate::messages::messages_after_on(conn, tenant, turn.session_id, 0, None).await?;
+    let pools = crate::credentials::credential_pools_on(conn, tenant).await?;
+    // A question is asked during a run, so only a turn claimed again can have an answer.
+    let resolution = if turn.attempt > 1 {
+        crate::interactions::turn_resolution_on(conn, tenant, turn.turn_id).await?
+    } else {
+        None
+    };
+    // The small reads in one statement: each statement is a round trip.
+    let (capped, goal_active, bundled_skills, tenant_skills, grants): (bool, bool, i64, i64, Vec<String>) =
+        sqlx::query_as(
             "SELECT EXISTS (SELECT 1 FROM budgets WHERE tenant_id = $1 AND (agent_id IS NULL OR agent_id = $2)),
-                    EXISTS (SELECT 1 FROM session_goals WHERE tenant_id = $1 AND session_id = $3 AND state = 'active')",
+                    EXISTS (SELECT 1 FROM session_goals WHERE tenant_id = $1 AND session_id = $3 AND state = 'active'),
+                    COALESCE((SELECT version FROM skill_versions WHERE scope = $4), 0),
+                    COALESCE((SELECT version FROM skill_versions WHERE scope = $1), 0),
+                    ARRAY(SELECT pattern_key FROM approval_grants
+                          WHERE tenant_id = $1 AND agent_id = $2 AND (session_id IS NULL OR session_id = $3))",
         )
         .bind(tenant.as_uuid())
         .bind(turn.agent_id.as_uuid())
         .bind(turn.session_id.as_uuid())
+        .bind(crate::skills::BUNDLED_SCOPE)
         .fetch_one(&mut *conn)
         .await?;
-        let memory = if turn.system_prompt.is_none() && ToolsetName::Memory.enabled_in(&agent.toolsets) {
-            Some(crate::memory::memory_snapshot_on(conn, tenant, agent.id, &turn.session_user_key).await?)
-        } else {
-            None
-        };
-        Ok(TurnInputs { agent, messages, pools, resolution, grants, capped, goal_active, memory })
-    }
+    let memory = if turn.system_prompt.is_none() && ToolsetName::Memory.enabled_in(&agent.toolsets) {
+        Some(crate::memory::memory_snapshot_on(conn, tenant, agent.id, &turn.session_user_key).await?)
+    } else {
+        None
+    };
+    Ok(TurnInputs {
+        agent,
+        messages,
+        pools,
+        resolution,
+        grants: grants.into_iter().collect(),
+        capped,
+        goal_active,
+        memory,
+        skill_versions: (bundled_skills, tenant_skills),
+    })
 }

@@ -155,40 +155,7 @@ impl Store {
         lease: Duration,
         token: i64,
     ) -> Result<Option<ClaimedTurn>> {
-        // Only the oldest open turn may run, so turns of a session run in order. Claimability
-        // is judged on the row version `FOR UPDATE` returns (the latest, after any wait), not
-        // on the statement's snapshot.
-        let row = sqlx::query(
-            "WITH next AS (
-                SELECT id, status, lease_expires_at, not_before FROM turns
-                WHERE tenant_id = $1 AND session_id = $2 AND status IN ('queued', 'running', 'waiting')
-                ORDER BY created_at, id LIMIT 1
-                FOR UPDATE
-             ), claimable AS (
-                SELECT id FROM next
-                WHERE (status = 'queued' AND (not_before IS NULL OR not_before <= now())) OR lease_expires_at < now()
-             ), s AS (
-                UPDATE sessions SET fence = GREATEST(fence + 1, $4)
-                WHERE tenant_id = $1 AND id = $2 AND EXISTS (SELECT 1 FROM claimable)
-                RETURNING fence, agent_id, system_prompt, source, user_key
-             ), t AS (
-                UPDATE turns SET status = 'running', lease_owner = $3,
-                       lease_expires_at = now() + make_interval(secs => $5), attempts = attempts + 1,
-                       started_at = COALESCE(started_at, now())
-                FROM claimable WHERE turns.id = claimable.id
-                RETURNING turns.id, attempts, input, instructions, stream, notify_hub
-             )
-             SELECT t.*, s.*, $2::uuid AS session_id FROM t CROSS JOIN s",
-        )
-        .bind(tenant.as_uuid())
-        .bind(session.as_uuid())
-        .bind(owner)
-        .bind(token)
-        .bind(lease.as_secs_f64())
-        .fetch_optional(&mut *self.as_tenant(tenant).await?)
-        .await?;
-        // A row that does not decode is `Corrupt`, never retried as if the database were down.
-        row.as_ref().map(crate::rows::read::<ClaimedTurn>).transpose()
+        claim_next_turn_on(&mut *self.as_tenant(tenant).await?, tenant, session, owner, lease, token).await
     }
 
     /// Whether the session's oldest open turn could be claimed now (queued, or abandoned by a
@@ -370,4 +337,49 @@ impl Store {
             .map_err(|e| StoreError::Corrupt(e.to_string()))?;
         Ok((status, outcome))
     }
+}
+
+/// [`Store::claim_next_turn`] on a connection already set to `tenant`.
+pub(crate) async fn claim_next_turn_on(
+    conn: &mut sqlx::PgConnection,
+    tenant: TenantId,
+    session: SessionId,
+    owner: &str,
+    lease: Duration,
+    token: i64,
+) -> Result<Option<ClaimedTurn>> {
+    // Only the oldest open turn may run, so turns of a session run in order. Claimability
+    // is judged on the row version `FOR UPDATE` returns (the latest, after any wait), not
+    // on the statement's snapshot.
+    let row = sqlx::query(
+        "WITH next AS (
+            SELECT id, status, lease_expires_at, not_before FROM turns
+            WHERE tenant_id = $1 AND session_id = $2 AND status IN ('queued', 'running', 'waiting')
+            ORDER BY created_at, id LIMIT 1
+            FOR UPDATE
+         ), claimable AS (
+            SELECT id FROM next
+            WHERE (status = 'queued' AND (not_before IS NULL OR not_before <= now())) OR lease_expires_at < now()
+         ), s AS (
+            UPDATE sessions SET fence = GREATEST(fence + 1, $4)
+            WHERE tenant_id = $1 AND id = $2 AND EXISTS (SELECT 1 FROM claimable)
+            RETURNING fence, agent_id, system_prompt, source, user_key
+         ), t AS (
+            UPDATE turns SET status = 'running', lease_owner = $3,
+                   lease_expires_at = now() + make_interval(secs => $5), attempts = attempts + 1,
+                   started_at = COALESCE(started_at, now())
+            FROM claimable WHERE turns.id = claimable.id
+            RETURNING turns.id, attempts, input, instructions, stream, notify_hub
+         )
+         SELECT t.*, s.*, $2::uuid AS session_id FROM t CROSS JOIN s",
+    )
+    .bind(tenant.as_uuid())
+    .bind(session.as_uuid())
+    .bind(owner)
+    .bind(token)
+    .bind(lease.as_secs_f64())
+    .fetch_optional(&mut *conn)
+    .await?;
+    // A row that does not decode is `Corrupt`, never retried as if the database were down.
+    row.as_ref().map(crate::rows::read::<ClaimedTurn>).transpose()
 }

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use hermes_cache::{LockGuard, SessionLocks};
 use hermes_queue::{SessionWork, WorkDelivery};
+use hermes_store::turn_inputs::ClaimedWithInputs;
 
 use crate::Runtime;
 use crate::phases::Phase;
@@ -100,11 +101,12 @@ async fn run_next_turn(
     span: &tracing::Span,
 ) -> bool {
     let lease = Duration::from_secs(rt.ctx.config.worker.lease_seconds);
-    let claimed = Box::pin(rt.ctx.store.claim_next_turn(work.tenant_id, work.session_id, owner, lease, guard.token));
+    // The turn's inputs come on the claim's connection (one checkout, not two).
+    let claimed = Box::pin(rt.ctx.store.claim_with_inputs(work.tenant_id, work.session_id, owner, lease, guard.token));
     match claimed.await {
-        Ok(Some(turn)) => {
+        Ok(Some(ClaimedWithInputs { turn, inputs })) => {
             Phase::Claim.record(claiming.elapsed());
-            run_claimed_turn(rt, work.tenant_id, owner, turn, guard, span).await
+            run_claimed_turn(rt, work.tenant_id, owner, turn, inputs.map(Box::new), guard, span).await
         }
         Ok(None) => true,
         Err(e) => {

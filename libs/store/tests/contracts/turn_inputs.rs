@@ -49,3 +49,39 @@ async fn memory_comes_with_the_first_turn_of_an_agent_that_keeps_it(pool: PgPool
     let inputs = store.turn_inputs(id, &turn).await.unwrap();
     assert!(inputs.memory.is_some(), "a session whose prompt is not frozen yet gets MEMORY and USER");
 }
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn grants_and_skill_versions_come_with_the_inputs_and_only_the_tenants_own(pool: PgPool) {
+    let store = common::store(&pool);
+    let t = common::tenant(&store, "acme").await;
+    let other = common::tenant(&store, "globex").await;
+    let grant = "INSERT INTO approval_grants (tenant_id, agent_id, session_id, pattern_key) VALUES ($1, $2, $3, $4)";
+    for (tenant, agent, session, key) in [
+        (t.id, t.agent, None, "rm -rf"),
+        (t.id, t.agent, Some(t.session), "curl"),
+        (other.id, other.agent, None, "theirs"),
+    ] {
+        sqlx::query(grant)
+            .bind(tenant.as_uuid())
+            .bind(agent.as_uuid())
+            .bind(session.map(|s: hermes_core::SessionId| s.as_uuid()))
+            .bind(key)
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    store.save_tenant_skill(other.id, &crate::tenant_world::skill("their-notes", "theirs"), "admin").await.unwrap();
+
+    common::queue(&store, &t, t.session, "hello").await;
+    let turn = common::claim(&store, t.id, t.session, "w1", 1).await;
+    let inputs = store.turn_inputs(t.id, &turn).await.unwrap();
+    let grants: Vec<&str> = inputs.grants.iter().map(String::as_str).collect();
+    assert_eq!(grants, ["curl", "rm -rf"], "the agent's and this session's grants, not another tenant's");
+    assert_eq!(inputs.skill_versions, store.skill_index_version(t.id).await.unwrap());
+    assert_eq!(inputs.skill_versions.1, 0, "another tenant's skill does not move this tenant's index");
+
+    store.save_tenant_skill(t.id, &crate::tenant_world::skill("team-notes", "ours"), "admin").await.unwrap();
+    let inputs = store.turn_inputs(t.id, &turn).await.unwrap();
+    assert_eq!(inputs.skill_versions, store.skill_index_version(t.id).await.unwrap());
+    assert!(inputs.skill_versions.1 > 0, "a new tenant skill moves the version a cached index is checked against");
+}

@@ -29,7 +29,8 @@ pub(crate) struct Indexed {
     pub pinned: bool,
 }
 
-type Versions = (i64, i64);
+/// The skill index versions (bundled, tenant) a cached index is valid for.
+pub(crate) type Versions = (i64, i64);
 /// An agent's skills as of an index version.
 type CachedIndex = (Versions, Arc<Vec<Indexed>>);
 
@@ -40,9 +41,15 @@ pub(crate) struct SkillCatalog {
 }
 
 impl SkillCatalog {
-    /// Every skill `agent` can see (before filtering), from the cache while the version holds.
-    pub async fn all(&self, store: &Store, tenant: TenantId, agent: AgentId) -> Result<Arc<Vec<Indexed>>, StoreError> {
-        let versions = store.skill_index_version(tenant).await?;
+    /// Every skill `agent` can see (before filtering), from the cache while `versions` are the
+    /// index's (a turn reads them with its inputs).
+    async fn all_at(
+        &self,
+        store: &Store,
+        tenant: TenantId,
+        agent: AgentId,
+        versions: Versions,
+    ) -> Result<Arc<Vec<Indexed>>, StoreError> {
         if let Ok(cache) = self.cache.lock()
             && let Some((at, entries)) = cache.get(&(tenant, agent))
             && *at == versions
@@ -69,7 +76,19 @@ impl SkillCatalog {
 
     /// The skills `agent` sees now: for its toolsets and tools, not disabled, not archived.
     pub async fn visible(&self, store: &Store, agent: &Agent, tool_names: &[&str]) -> Result<Vec<Indexed>, StoreError> {
-        let all = self.all(store, agent.tenant_id, agent.id).await?;
+        let versions = store.skill_index_version(agent.tenant_id).await?;
+        self.visible_at(store, agent, tool_names, versions).await
+    }
+
+    /// [`Self::visible`] with the index versions already read.
+    pub async fn visible_at(
+        &self,
+        store: &Store,
+        agent: &Agent,
+        tool_names: &[&str],
+        versions: Versions,
+    ) -> Result<Vec<Indexed>, StoreError> {
+        let all = self.all_at(store, agent.tenant_id, agent.id, versions).await?;
         let rules = Visibility { toolsets: &agent.toolsets, tools: tool_names, disabled: &agent.disabled_skills };
         Ok(all
             .iter()

@@ -16,7 +16,8 @@ use tracing::Instrument;
 use hermes_agent::{EventSink, TurnEnd};
 use hermes_cache::LockGuard;
 use hermes_core::{TenantId, TurnEventKind};
-use hermes_store::ClaimedTurn;
+use hermes_store::turn_inputs::TurnInputs;
+use hermes_store::{ClaimedTurn, StoreError};
 
 use crate::Runtime;
 use crate::events::EventPublisher;
@@ -33,17 +34,18 @@ pub(crate) async fn run_claimed_turn(
     tenant: TenantId,
     owner: &str,
     turn: ClaimedTurn,
+    inputs: Result<Box<TurnInputs>, StoreError>,
     guard: &LockGuard,
     parent: &tracing::Span,
 ) -> bool {
     let span = tracing::info_span!(parent: parent, "turn", turn.id = %turn.turn_id, attempt = turn.attempt);
     let claim = || Claim { rt, tenant, owner, turn: &turn };
-    let work = execute(claim()).instrument(span.clone());
+    let work = execute(claim(), inputs).instrument(span.clone());
     run::supervise(claim(), guard, &span, work).await
 }
 
-/// Plans, runs and ends the turn.
-async fn execute(claim: Claim<'_>) -> Ran {
+/// Plans (with the inputs read at the claim), runs and ends the turn.
+async fn execute(claim: Claim<'_>, inputs: Result<Box<TurnInputs>, StoreError>) -> Ran {
     let Claim { rt, tenant, turn, .. } = claim;
     let started = Instant::now();
     let events = EventPublisher::for_turn(rt.ctx.broker.clone(), tenant, turn);
@@ -52,7 +54,7 @@ async fn execute(claim: Claim<'_>) -> Ran {
     // The plan, the end and the rarer paths run boxed: a future is as large as its largest
     // state, and this one lives for the whole turn (thousands may wait on their models at
     // once), while those states are short and large.
-    let planned = Box::pin(plan::plan(rt, tenant, turn, journal.meter())).await;
+    let planned = Box::pin(plan::plan(rt, tenant, turn, inputs, journal.meter())).await;
     Phase::Prompt.record(started.elapsed());
     let ending = match planned {
         Ok(Planned::Run(mut plan)) => {
@@ -80,14 +82,10 @@ mod sizes {
         std::mem::size_of::<F>()
     }
 
-    fn size_of_output1<A, F>(_: impl FnOnce(A) -> F) -> usize {
-        std::mem::size_of::<F>()
-    }
-
     #[test]
     fn a_waiting_turn_holds_a_small_future() {
         let delivery = size_of_output(crate::session::handle_delivery);
-        let turn = size_of_output1(execute);
+        let turn = size_of_output(execute);
         // First (dev profile) 26.8 and 15.1 KiB. With plan, end, claim and heartbeat boxed, 21.0
         // and 18.6 KiB in release: the spending checks, key-pool calls and the loop's own
         // journal and tool steps were still inline around the model call. With those boxed

@@ -111,6 +111,7 @@ pub(super) async fn plan(
     rt: &Arc<Runtime>,
     tenant: TenantId,
     turn: &ClaimedTurn,
+    inputs: Result<Box<TurnInputs>, StoreError>,
     meter: Arc<CallBuffer>,
 ) -> Result<Planned, PlanError> {
     let planner = Planner { rt, tenant, turn };
@@ -118,10 +119,10 @@ pub(super) async fn plan(
     if let Some(reply) = planner.slash_command(&input).await {
         return Ok(Planned::Answered(reply));
     }
-    // One connection reads them all (a checkout costs more than these reads).
-    let inputs = rt.ctx.store.turn_inputs(tenant, turn).await?;
-    let TurnInputs { agent, messages: stored, pools, resolution, grants: allowed, capped, goal_active, memory } =
-        inputs;
+    // Read with the claim, on its connection (a checkout costs more than these reads).
+    let TurnInputs {
+        agent, messages: stored, pools, resolution, grants: allowed, capped, goal_active, memory, skill_versions,
+    } = *inputs?;
     let goal_may_apply = goal_active || crate::goals::goal_in(&input.text()).is_some();
     let origin = Origin::of(turn.session_source);
     let (agent, loads_skills) = planner.agent(agent, origin).await?;
@@ -134,7 +135,7 @@ pub(super) async fn plan(
         let history = history.messages;
         return Ok(Planned::Compress { models: Box::new(models), prompt: turn.system_prompt.clone(), history });
     }
-    let prompt = planner.prompt(&agent, &tools, loads_skills, input, &mut history, memory).await?;
+    let prompt = planner.prompt(&agent, &tools, loads_skills, input, &mut history, (memory, skill_versions)).await?;
     let start = planner.start(prompt, history, &tools);
     let tool_ctx = planner.tool_ctx(&agent, &models, origin, resolution, allowed);
     let (limits, inactivity_limit) = planner.limits(origin);
@@ -276,7 +277,7 @@ impl Planner<'_> {
         loads_skills: bool,
         mut input: ChatMessage,
         history: &mut History,
-        memory: Option<MemorySnapshot>,
+        (memory, skill_versions): (Option<MemorySnapshot>, crate::skills::Versions),
     ) -> Result<String, StoreError> {
         let (rt, tenant, turn) = (self.rt, self.tenant, self.turn);
         if let (Some(prompt), true) = (&turn.system_prompt, history.resumed) {
@@ -284,7 +285,7 @@ impl Planner<'_> {
         }
         let rendered = match &turn.system_prompt {
             Some(p) => p.clone(),
-            None => setup::render_prompt(rt, tenant, agent, turn, tools, memory).await?,
+            None => setup::render_prompt(rt, tenant, agent, turn, tools, memory, skill_versions).await?,
         };
         if !history.resumed {
             input = self.expand(agent, tools, loads_skills, input).await;

@@ -88,6 +88,7 @@ pub(crate) async fn render_prompt(
     turn: &ClaimedTurn,
     tools: &ToolRegistry,
     memory: Option<MemorySnapshot>,
+    skill_versions: crate::skills::Versions,
 ) -> Result<String, StoreError> {
     // The three sources are independent: read them at once (MEMORY and USER usually came
     // with the turn's inputs).
@@ -97,7 +98,7 @@ pub(crate) async fn render_prompt(
             if !ToolsetName::Skills.enabled_in(&agent.toolsets) {
                 return Ok(Vec::new());
             }
-            let visible = rt.skills.visible(&rt.ctx.store, agent, &tools.names()).await?;
+            let visible = rt.skills.visible_at(&rt.ctx.store, agent, &tools.names(), skill_versions).await?;
             Ok::<_, StoreError>(crate::skills::prompt_entries(&visible))
         },
         async {
