@@ -59,11 +59,54 @@ impl Store {
     /// Writes a turn (and, for a new session, the session and its seeded history) in one
     /// transaction. An `Existing` session of another tenant or agent is `NotFound`.
     pub async fn enqueue_turn(&self, tenant: TenantId, new: NewTurn) -> Result<(SessionId, TurnId)> {
+        if let TurnTarget::New { source, user_key, history } = &new.target
+            && history.is_empty()
+            && new.response.is_none()
+        {
+            // The commonest turn (a new conversation of one message) is one statement: no
+            // transaction's BEGIN and COMMIT round trips.
+            return new_session_turn(&mut *self.as_tenant(tenant).await?, tenant, &new, *source, user_key).await;
+        }
         let mut tx = self.tenant_tx(tenant).await?;
         let ids = enqueue_in(&mut tx, tenant, &new).await?;
         tx.commit().await?;
         Ok(ids)
     }
+}
+
+/// A new session with no history and its first turn, in one statement.
+async fn new_session_turn(
+    conn: &mut sqlx::PgConnection,
+    tenant: TenantId,
+    new: &NewTurn,
+    source: SessionSource,
+    user_key: &str,
+) -> Result<(SessionId, TurnId)> {
+    let (session_id, turn_id) = (SessionId::new(), TurnId::new());
+    sqlx::query(
+        "WITH s AS (
+            INSERT INTO sessions (id, tenant_id, agent_id, source, next_seq, user_key, title)
+            VALUES ($1, $2, $3, $4, 1, $5, $6) RETURNING id
+         )
+         INSERT INTO turns (id, tenant_id, session_id, input, instructions, stream, notify_hub, api_key_id, reply_to)
+         SELECT $7, $2, s.id, $8, $9, $10, $11, $12, $13 FROM s",
+    )
+    .bind(session_id.as_uuid())
+    .bind(tenant.as_uuid())
+    .bind(new.agent_id.as_uuid())
+    .bind(source.as_str())
+    .bind(crate::messages::without_nul(user_key))
+    .bind(crate::sessions::auto_title(&new.input, &[]))
+    .bind(turn_id.as_uuid())
+    .bind(crate::messages::storable_json(&new.input)?)
+    .bind(new.instructions.as_deref().map(crate::messages::without_nul))
+    .bind(new.stream)
+    .bind(&new.notify_hub)
+    .bind(new.api_key.map(|k| k.as_uuid()))
+    .bind(new.reply_to.as_ref().map(sqlx::types::Json))
+    .execute(conn)
+    .await?;
+    Ok((session_id, turn_id))
 }
 
 /// A `TurnTarget::Derived` session: created with its history, or found (it must be this

@@ -13,6 +13,7 @@
 
 mod agent_scoping;
 mod claim_once;
+mod enqueue;
 mod common;
 mod fairness;
 mod fencing;
