@@ -32,12 +32,14 @@ if [[ ! -s "$state/master.key" ]]; then
   (umask 077 && head -c 32 /dev/urandom | base64 >"$state/master.key")
 fi
 export HERMES__SECRETS__MASTER_KEY="$(cat "$state/master.key")"
-export HERMES__DATABASE__URL="${HERMES__DATABASE__URL:-postgres://postgres@127.0.0.1:5432/hermes}"
+# Loopback: TLS would add nothing but CPU (docs/PERFORMANCE.md).
+export HERMES__DATABASE__URL="${HERMES__DATABASE__URL:-postgres://postgres@127.0.0.1:5432/hermes?sslmode=disable}"
 export HERMES__HTTP__BIND="127.0.0.1:${api_port}"
 export HERMES__SANDBOX__DOCKER__IMAGE="${HERMES__SANDBOX__DOCKER__IMAGE:-hermes-sandbox:latest}"
 export HERMES__TELEMETRY__LOG_FORMAT="${HERMES__TELEMETRY__LOG_FORMAT:-text}"
 
 db=${HERMES__DATABASE__URL##*/}
+db=${db%%\?*}
 if ! psql -h 127.0.0.1 -U postgres -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'" | grep -q 1; then
   psql -q -h 127.0.0.1 -U postgres -d postgres -c "CREATE DATABASE \"$db\""
 fi
