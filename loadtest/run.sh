@@ -69,6 +69,10 @@ cleanup() {
   for p in "${pids[@]}"; do
     for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
   done
+  # The run's tenant is gone with its database: so is any use for its sandbox containers.
+  if [[ -n "${tenant:-}" ]] && command -v docker >/dev/null; then
+    docker ps -aq --filter "label=io.hermes.tenant=$tenant" | xargs -r docker rm -f >/dev/null 2>&1 || true
+  fi
 }
 trap cleanup EXIT INT TERM
 
@@ -77,7 +81,7 @@ pids+=($!)
 "$bin/hermes-mock-llm" --bind 127.0.0.1:19998 --latency-ms "$slow_ms" --forget-requests 2>/dev/null &
 pids+=($!)
 "$bin/hermesd" migrate
-"$bin/hermesctl" tenant create load >/dev/null
+tenant=$("$bin/hermesctl" tenant create load --json | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
 "$bin/hermesctl" agent create --tenant load --name bench --model scripted --base-url http://127.0.0.1:19999/v1 >/dev/null
 "$bin/hermesctl" agent create --tenant load --name bench-slow --model scripted --base-url http://127.0.0.1:19998/v1 >/dev/null
 key=$("$bin/hermesctl" key create --tenant load --json | sed -n 's/.*"key":"\([^"]*\)".*/\1/p')

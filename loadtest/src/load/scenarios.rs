@@ -142,8 +142,9 @@ impl Bench {
                 Err(e) => self.errors.push(format!("{name}: {e:#}")),
             }
         }
+        took.sort();
+        let median = percentile(&took, 0.5);
         let samples = Samples { took, wall: started.elapsed() };
-        let median = percentile(&samples.took, 0.5);
         self.report(name, samples, &before).await;
         if let (Some(fresh), Some(median)) = (self.figures.get("plain.median_ms"), median) {
             self.figures.add(&format!("{name}.vs_fresh"), ms(median) / fresh, Better::Lower);

@@ -13,8 +13,8 @@
 
 mod agent_scoping;
 mod claim_once;
-mod enqueue;
 mod common;
+mod enqueue;
 mod fairness;
 mod fencing;
 mod idempotent;

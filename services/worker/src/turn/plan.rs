@@ -121,7 +121,15 @@ pub(super) async fn plan(
     }
     // Read with the claim, on its connection (a checkout costs more than these reads).
     let TurnInputs {
-        agent, messages: stored, pools, resolution, grants: allowed, capped, goal_active, memory, skill_versions,
+        agent,
+        messages: stored,
+        pools,
+        resolution,
+        grants: allowed,
+        capped,
+        goal_active,
+        memory,
+        skill_versions,
     } = *inputs?;
     let goal_may_apply = goal_active || crate::goals::goal_in(&input.text()).is_some();
     let origin = Origin::of(turn.session_source);
