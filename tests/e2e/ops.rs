@@ -89,6 +89,20 @@ async fn hermesd_is_ready_only_with_its_dependencies_and_logs_json_with_request_
     poll_until(async || scrape().await.contains("hermes_reaper_republished_total").then_some(())).await;
     let metrics = scrape().await;
     assert!(metrics.contains("hermes_reaper_republished_total"), "{metrics}");
+    // The backlog gauges the worker autoscaler reads (the chart's KEDA trigger and HPA):
+    // one series each, with no tenant, session or user in a label.
+    poll_until(async || scrape().await.contains("hermes_turns_queued ").then_some(())).await;
+    let metrics = scrape().await;
+    for gauge in [
+        "hermes_turns_queued ",
+        "hermes_turns_queued_oldest_seconds ",
+        "hermes_turns_running ",
+        "hermes_outbox_waiting ",
+        "hermes_cron_jobs_late ",
+        "hermes_cron_runs_open ",
+    ] {
+        assert!(metrics.lines().any(|l| l.starts_with(gauge)), "{gauge}without labels in {metrics}");
+    }
     // Metrics name tenants' load: only the ops port serves them, never the public one.
     let public = env.http.get(format!("http://127.0.0.1:{api_port}/metrics")).send().await.unwrap();
     assert_eq!(public.status(), 404, "no /metrics on the API port");

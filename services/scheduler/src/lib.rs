@@ -52,6 +52,25 @@ pub async fn reap_once(ctx: &SchedulerContext) -> Result<usize, hermes_store::St
     Ok(stranded.len())
 }
 
+/// How often the backlog gauges are read from Postgres (one small statement).
+const GAUGE_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Reads the installation's backlog and sets its gauges. Every replica reads the same rows,
+/// so each reports the same figures: aggregate with `max` across replicas, never `sum`.
+pub async fn gauges_once(ctx: &SchedulerContext) -> Result<hermes_store::Backlog, hermes_store::StoreError> {
+    let backlog = ctx.store.backlog().await?;
+    let open_cron_runs = ctx.store.open_cron_runs().await?;
+    // Row counts: far below f64's exact-integer range.
+    metrics::gauge!("hermes_turns_queued").set(backlog.turns_queued as f64);
+    metrics::gauge!("hermes_turns_running").set(backlog.turns_running as f64);
+    metrics::gauge!("hermes_outbox_waiting").set(backlog.outbox_waiting as f64);
+    metrics::gauge!("hermes_cron_jobs_late").set(backlog.cron_jobs_late as f64);
+    metrics::gauge!("hermes_cron_runs_open").set(open_cron_runs as f64);
+    metrics::gauge!("hermes_turns_queued_oldest_seconds").set(backlog.oldest_queued_seconds);
+    metrics::gauge!("hermes_outbox_oldest_seconds").set(backlog.oldest_outbox_seconds);
+    Ok(backlog)
+}
+
 /// One retention sweep: deletes expired sessions in batches until none are left (with what
 /// they own), then week-old platform updates and replies (the gateway prunes event
 /// deliveries); returns how many sessions went.
@@ -126,8 +145,8 @@ pub async fn curate_once(
 }
 
 /// Runs the reaper every `scheduler.reaper_interval_millis`, cron every
-/// `scheduler.cron_interval_millis` and the retention sweep every
-/// `scheduler.prune_interval_seconds` until `shutdown`.
+/// `scheduler.cron_interval_millis`, the backlog gauges every 5 s and the retention sweep
+/// every `scheduler.prune_interval_seconds` until `shutdown`.
 pub async fn run(ctx: SchedulerContext, shutdown: CancellationToken) {
     let every = Duration::from_millis(ctx.config.scheduler.reaper_interval_millis.max(100));
     let mut tick = tokio::time::interval(every);
@@ -136,6 +155,8 @@ pub async fn run(ctx: SchedulerContext, shutdown: CancellationToken) {
     prune.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut cron = tokio::time::interval(Duration::from_millis(ctx.config.scheduler.cron_interval_millis.max(100)));
     cron.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut gauges = tokio::time::interval(GAUGE_INTERVAL);
+    gauges.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let owner = format!("scheduler-{}", uuid::Uuid::now_v7().simple());
     tracing::info!(interval_ms = every.as_millis() as u64, "scheduler running (lease reaper, cron)");
     loop {
@@ -149,6 +170,11 @@ pub async fn run(ctx: SchedulerContext, shutdown: CancellationToken) {
             _ = tick.tick() => {
                 if let Err(e) = reap_once(&ctx).await {
                     tracing::warn!(error = %e, "lease reaper pass failed");
+                }
+            }
+            _ = gauges.tick() => {
+                if let Err(e) = gauges_once(&ctx).await {
+                    tracing::warn!(error = %e, "cannot read the backlog for the gauges");
                 }
             }
             _ = prune.tick() => {

@@ -27,6 +27,8 @@
 //!   [`prune_spend_reservations`], [`prune_sessions`]).
 //! - [`curator`]: the scheduler picks idle agents of any tenant for a curator pass
 //!   ([`claim_agents_for_curation`]); the pass itself is tenant-scoped.
+//! - [`gauges`]: the installation's backlog ([`backlog`]: turns queued and running, replies
+//!   waiting, late cron jobs), counts only, for the scheduler's gauges and the autoscaler.
 //!
 //! Everything here runs as the `hermes_system` role (`Store::system`, policies `system_paths`,
 //! migration 0040); everything else as `hermes_tenant`, which sees one tenant's rows.
@@ -56,15 +58,18 @@
 //! [`prune_spend_reservations`]: crate::Store::prune_spend_reservations
 //! [`prune_sessions`]: crate::Store::prune_sessions
 //! [`claim_agents_for_curation`]: crate::Store::claim_agents_for_curation
+//! [`backlog`]: crate::Store::backlog
 
 pub mod channels;
 pub mod cron;
 pub mod curator;
 pub mod event_deliveries;
+pub mod gauges;
 pub mod outbox;
 pub mod retention;
 pub mod turns;
 pub mod webhooks;
 
+pub use gauges::Backlog;
 pub use outbox::OutboxItem;
 pub use turns::StrandedTurn;

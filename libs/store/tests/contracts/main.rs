@@ -12,6 +12,7 @@
 )]
 
 mod agent_scoping;
+mod backlog;
 mod claim_once;
 mod common;
 mod enqueue;

@@ -1,0 +1,53 @@
+//! The installation's backlog, read from Postgres for the scheduler's gauges: every replica
+//! reads the same rows, so each reports the same truth (dashboards and autoscalers take the
+//! `max`, never the `sum`, across replicas). Counts only: no tenant, session or user id leaves.
+
+use crate::{Result, Store};
+
+/// How much work waits, and for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Backlog {
+    /// Turns queued and due (a deferred turn waits for its `not_before`).
+    pub turns_queued: i64,
+    /// Age of the oldest of them, in seconds (0 when none waits).
+    pub oldest_queued_seconds: f64,
+    /// Turns a worker holds now.
+    pub turns_running: i64,
+    /// Replies waiting in the outbox (pending, due or backing off).
+    pub outbox_waiting: i64,
+    /// Age of the oldest waiting reply, in seconds.
+    pub oldest_outbox_seconds: f64,
+    /// Scheduled cron jobs whose time passed more than a minute ago without being claimed.
+    pub cron_jobs_late: i64,
+}
+
+impl Store {
+    /// The backlog now, in one statement. Each count rides a partial index (`turns_for_reaper`,
+    /// `outbox_due`, `cron_jobs_due`), so it stays cheap however large the tables grow.
+    pub async fn backlog(&self) -> Result<Backlog> {
+        let (turns_queued, oldest_queued_seconds, turns_running, outbox_waiting, oldest_outbox_seconds, cron_jobs_late) =
+            sqlx::query_as::<_, (i64, f64, i64, i64, f64, i64)>(
+                "SELECT
+                    (SELECT count(*) FROM turns
+                     WHERE status = 'queued' AND (not_before IS NULL OR not_before <= now())),
+                    COALESCE((SELECT extract(epoch FROM now() - min(created_at))::float8 FROM turns
+                              WHERE status = 'queued' AND (not_before IS NULL OR not_before <= now())), 0),
+                    (SELECT count(*) FROM turns WHERE status = 'running'),
+                    (SELECT count(*) FROM outbox WHERE status = 'pending'),
+                    COALESCE((SELECT extract(epoch FROM now() - min(created_at))::float8 FROM outbox
+                              WHERE status = 'pending'), 0),
+                    (SELECT count(*) FROM cron_jobs
+                     WHERE state = 'scheduled' AND next_run_at < now() - interval '1 minute')",
+            )
+            .fetch_one(self.system())
+            .await?;
+        Ok(Backlog {
+            turns_queued,
+            oldest_queued_seconds,
+            turns_running,
+            outbox_waiting,
+            oldest_outbox_seconds,
+            cron_jobs_late,
+        })
+    }
+}
