@@ -68,7 +68,7 @@ async fn hermesd_is_ready_only_with_its_dependencies_and_logs_json_with_request_
     .await;
     let (status, body) = ready.expect("ops listener answers");
     assert_eq!(status, 200, "{body}");
-    for dep in ["postgres", "redis", "rabbitmq"] {
+    for dep in ["postgres", "schema", "redis", "rabbitmq"] {
         assert_eq!(body["checks"][dep], "ok", "{body}");
     }
     let health = env.http.get(format!("http://127.0.0.1:{api_port}/healthz")).send().await.unwrap();

@@ -233,4 +233,16 @@ impl Store {
         sqlx::query("SELECT 1").execute(self.system()).await?;
         Ok(())
     }
+
+    /// How far the database's schema is behind this build: `None` when it has every migration
+    /// the build carries (or newer ones, mid rolling upgrade); else the newest applied and the
+    /// newest needed. Fails when the ledger cannot be read (before migration 0043, too).
+    pub async fn schema_lag(&self) -> Result<Option<(i64, i64)>> {
+        let needed = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
+        let applied: Option<i64> = sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations WHERE success")
+            .fetch_one(self.system())
+            .await?;
+        let applied = applied.unwrap_or(0);
+        Ok((applied < needed).then_some((applied, needed)))
+    }
 }

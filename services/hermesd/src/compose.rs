@@ -145,9 +145,24 @@ pub async fn run(config: HermesConfig, roles: Roles, shutdown: CancellationToken
 
 fn readiness(store: &Store, cache: &Cache, broker: &Broker) -> Readiness {
     let (store, cache, broker) = (store.clone(), cache.clone(), broker.clone());
+    let schema_store = store.clone();
     let pg: ReadinessCheck = Arc::new(move || {
         let store = store.clone();
         Box::pin(async move { store.ping().await.map_err(|e| e.to_string()) })
+    });
+    // A role never serves on a schema older than it needs (the chart's GitOps mode migrates
+    // in a Job of its own, which may not have run yet).
+    let schema: ReadinessCheck = Arc::new(move || {
+        let store = schema_store.clone();
+        Box::pin(async move {
+            match store.schema_lag().await {
+                Ok(None) => Ok(()),
+                Ok(Some((applied, needed))) => {
+                    Err(format!("behind: migration {applied} applied, this build needs {needed} (run hermesd migrate)"))
+                }
+                Err(e) => Err(format!("cannot read the schema version ({e}); run hermesd migrate")),
+            }
+        })
     });
     let redis: ReadinessCheck = Arc::new(move || {
         let cache = cache.clone();
@@ -157,5 +172,5 @@ fn readiness(store: &Store, cache: &Cache, broker: &Broker) -> Readiness {
         let connected = broker.is_connected();
         Box::pin(async move { if connected { Ok(()) } else { Err("disconnected".to_owned()) } })
     });
-    Readiness::new().with("postgres", pg).with("redis", redis).with("rabbitmq", amqp)
+    Readiness::new().with("postgres", pg).with("schema", schema).with("redis", redis).with("rabbitmq", amqp)
 }

@@ -35,8 +35,8 @@
 //!
 //! Not here, though they too run as the system role: authentication, which is where a tenant
 //! comes from (`authenticate_api_key`; `tenant_by_name` and `create_tenant` for the operator's
-//! CLI), and installation-wide data that is no tenant's (`set_model_price`, `model_prices`,
-//! `sync_bundled_skills`).
+//! CLI), installation-wide data that is no tenant's (`set_model_price`, `model_prices`,
+//! `sync_bundled_skills`), and the readiness probes (`ping`, `schema_lag`).
 //!
 //! [`reap_stranded_turns`]: crate::Store::reap_stranded_turns
 //! [`expire_interactions`]: crate::Store::expire_interactions

@@ -21,6 +21,7 @@ mod fencing;
 mod idempotent;
 mod outbox_shapes;
 mod retention;
+mod schema;
 mod second_wall;
 mod spend;
 mod tenant_scoping;
