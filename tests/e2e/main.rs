@@ -18,6 +18,7 @@ mod chat;
 mod chat_commands;
 mod chat_files;
 mod code;
+mod containers;
 mod crash;
 mod cron;
 mod cron_limits;
