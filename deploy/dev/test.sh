@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: make sure Postgres, Redis, RabbitMQ and Docker are up
-# (installing them when missing), build the offline sandbox test image, then check formatting,
-# lint with warnings as errors, run every test, run the load test briefly (errors fail it,
-# timings do not), and fuzz each fuzz target for a few seconds.
+# (installing them when missing), check the Helm chart and the compose file offline, build
+# the offline sandbox test image, then check formatting, lint with warnings as errors, run
+# every test, run the load test briefly (errors fail it, timings do not), and fuzz each fuzz
+# target for a few seconds.
 #
 # Usage: deploy/dev/test.sh [extra cargo-nextest/cargo-test arguments]
 set -euo pipefail
@@ -38,6 +39,15 @@ if [[ "$(node -p 'require("./tests/sdk/node/node_modules/openai/package.json").v
   echo "== installing the OpenAI Node SDK (npm)"
   npm ci --prefix tests/sdk/node --no-audit --no-fund --loglevel=error
 fi
+# Helm's Go SDK as a Python library, to lint and render the chart without a helm binary.
+if ! python3 -c 'import helm_python, yaml, sys; sys.exit(helm_python.helm_c_version() != "0.2.2")' >/dev/null 2>&1; then
+  echo "== installing helm-python-sdk (PyPI)"
+  python3 -m pip install --quiet --disable-pip-version-check helm-python-sdk==0.2.2 pyyaml
+fi
+echo "== helm chart"
+python3 helm/tests/check.py
+echo "== docker compose"
+deploy/compose/check.sh
 echo "== sandboxd and the sandbox test image"
 cargo build -p hermes-sandboxd --locked
 deploy/sandbox/build-test-image.sh >/dev/null

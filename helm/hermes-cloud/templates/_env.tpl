@@ -1,0 +1,134 @@
+{{/*
+hermesd's configuration, as HERMES__SECTION__KEY environment variables. Inline in each pod
+(no ConfigMap), so a changed value changes the pod template and the pods roll by themselves;
+the migration hook can run before anything of the release exists.
+*/}}
+
+{{/* Variables the chart sets itself; `config` may not set them (they would fight). */}}
+{{- define "hermes.ownedEnv" -}}
+{{- list
+  "HERMES__HTTP__BIND" "HERMES__OPS__BIND" "HERMES__GATEWAY__BIND" "HERMES__GATEWAY__PUBLIC_URL"
+  "HERMES__DATABASE__URL" "HERMES__DATABASE__MIGRATE_ON_START" "HERMES__REDIS__URL"
+  "HERMES__RABBITMQ__URL" "HERMES__SECRETS__MASTER_KEY" "HERMES__WORKER__DRAIN_SECONDS"
+  "HERMES__SANDBOX__BACKEND" "HERMES__SANDBOX__KUBERNETES__NAMESPACE"
+  "HERMES__SANDBOX__KUBERNETES__IMAGE" "HERMES__SANDBOX__KUBERNETES__PORT"
+  "HERMES__SANDBOX__KUBERNETES__RUNTIME_CLASS" "HERMES__SANDBOX__KUBERNETES__STORAGE_CLASS"
+  "HERMES__SANDBOX__KUBERNETES__WORKSPACE_GB" "HERMES__SANDBOX__DOCKER__SOCKET"
+  "HERMES__SANDBOX__DOCKER__IPC_DIR" "HERMES__SANDBOX__DOCKER__IMAGE" | toJson -}}
+{{- end -}}
+
+{{/*
+`config` flattened: {llm: {request_timeout_seconds: 600}} -> HERMES__LLM__REQUEST_TIMEOUT_SECONDS.
+Lists become JSON (hermesd's parser reads ["a", "b"]). Helm reads YAML numbers as floats, so
+whole ones are printed as integers (10485760, not 1.048576e+07). Nulls are left out.
+*/}}
+{{- define "hermes.configEnv" -}}
+{{- $owned := include "hermes.ownedEnv" . | fromJsonArray -}}
+{{- range $key, $value := .map }}
+{{- $name := printf "%s__%s" $.prefix (upper $key) }}
+{{- if kindIs "map" $value }}
+{{- include "hermes.configEnv" (dict "prefix" $name "map" $value) }}
+{{- else if not (kindIs "invalid" $value) }}
+{{- if has $name $owned }}
+{{- fail (printf "config sets %s, which the chart owns: use the chart's own value for it (see helm/README.md, \"Values\")" $name) }}
+{{- end }}
+- name: {{ $name }}
+  value: {{ if kindIs "slice" $value }}{{ toJson $value | quote }}{{ else if and (kindIs "float64" $value) (eq $value (float64 (int64 $value))) }}{{ int64 $value | quote }}{{ else }}{{ toString $value | quote }}{{ end }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* One secret entry as an env var read from its Secret. */}}
+{{- define "hermes.secretEnv" -}}
+- name: {{ .name }}
+  valueFrom:
+    secretKeyRef:
+      {{- include "hermes.secretKeyRef" . | nindent 6 }}
+{{- end -}}
+
+{{/* The gateway's public URL: gateway.publicUrl, else from the Ingress that routes it. */}}
+{{- define "hermes.gatewayPublicUrl" -}}
+{{- $ing := .Values.ingress -}}
+{{- if .Values.gateway.publicUrl -}}
+{{- .Values.gateway.publicUrl -}}
+{{- else if and $ing.enabled $ing.gateway.enabled .Values.gateway.enabled -}}
+{{- printf "%s://%s" (ternary "https" "http" $ing.tls.enabled) (default $ing.host $ing.gateway.host) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* What every hermesd process gets: listeners, the four secrets, `config`, extraEnv. */}}
+{{- define "hermes.commonEnv" -}}
+{{- $root := .root -}}
+- name: HERMES__OPS__BIND
+  value: {{ printf "%s:%d" $root.Values.listenAddress (int $root.Values.opsPort) | quote }}
+# The migration Job migrates; roles never do it on start (two versions racing on one schema).
+- name: HERMES__DATABASE__MIGRATE_ON_START
+  value: "false"
+{{ include "hermes.secretEnv" (dict "root" $root "entry" "databaseUrl" "name" "HERMES__DATABASE__URL") }}
+{{ include "hermes.secretEnv" (dict "root" $root "entry" "redisUrl" "name" "HERMES__REDIS__URL") }}
+{{ include "hermes.secretEnv" (dict "root" $root "entry" "rabbitmqUrl" "name" "HERMES__RABBITMQ__URL") }}
+{{ include "hermes.secretEnv" (dict "root" $root "entry" "masterKey" "name" "HERMES__SECRETS__MASTER_KEY") }}
+{{- with include "hermes.gatewayPublicUrl" $root }}
+- name: HERMES__GATEWAY__PUBLIC_URL
+  value: {{ . | quote }}
+{{- end }}
+{{- include "hermes.configEnv" (dict "prefix" "HERMES" "map" $root.Values.config) }}
+{{- end -}}
+
+{{/* The role's own variables. */}}
+{{- define "hermes.roleEnv" -}}
+{{- $root := .root -}}
+{{- $v := index $root.Values .role -}}
+{{- if eq .role "api" }}
+- name: HERMES__HTTP__BIND
+  value: {{ printf "%s:%d" $root.Values.listenAddress (int $v.port) | quote }}
+{{- else if eq .role "gateway" }}
+- name: HERMES__GATEWAY__BIND
+  value: {{ printf "%s:%d" $root.Values.listenAddress (int $v.port) | quote }}
+{{- else if eq .role "worker" }}
+# The same value sets the pod's terminationGracePeriodSeconds (_pod.tpl).
+- name: HERMES__WORKER__DRAIN_SECONDS
+  value: {{ $v.drainSeconds | int | quote }}
+- name: HERMES__SANDBOX__BACKEND
+  value: {{ $root.Values.sandbox.backend | quote }}
+{{- if eq $root.Values.sandbox.backend "kubernetes" }}
+{{- $k := $root.Values.sandbox.kubernetes }}
+- name: HERMES__SANDBOX__KUBERNETES__NAMESPACE
+  value: {{ include "hermes.sandboxNamespace" $root | quote }}
+- name: HERMES__SANDBOX__KUBERNETES__IMAGE
+  value: {{ include "hermes.sandboxImage" $root | quote }}
+- name: HERMES__SANDBOX__KUBERNETES__PORT
+  value: {{ $k.port | int | quote }}
+- name: HERMES__SANDBOX__KUBERNETES__WORKSPACE_GB
+  value: {{ $k.workspaceGb | int | quote }}
+{{- with $k.runtimeClassName }}
+- name: HERMES__SANDBOX__KUBERNETES__RUNTIME_CLASS
+  value: {{ . | quote }}
+{{- end }}
+{{- with $k.storageClassName }}
+- name: HERMES__SANDBOX__KUBERNETES__STORAGE_CLASS
+  value: {{ . | quote }}
+{{- end }}
+{{- else }}
+{{- $d := $root.Values.sandbox.docker }}
+- name: HERMES__SANDBOX__DOCKER__SOCKET
+  value: {{ $d.socketPath | quote }}
+- name: HERMES__SANDBOX__DOCKER__IPC_DIR
+  value: {{ $d.ipcHostPath | quote }}
+- name: HERMES__SANDBOX__DOCKER__IMAGE
+  value: {{ include "hermes.sandboxImage" $root | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* Everything, in order: common, role, then the operator's extras (which may override). */}}
+{{- define "hermes.env" -}}
+{{ include "hermes.commonEnv" . }}
+{{- include "hermes.roleEnv" . }}
+{{- with .root.Values.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- with (index .root.Values .role).extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}

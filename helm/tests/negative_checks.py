@@ -1,0 +1,132 @@
+"""The checks that must fail, for check.py: wrong values the chart must refuse, and broken
+renders each property check must catch.
+
+check_refusals: every file in values/bad/ must be refused, by render and by lint, with the message
+its first line names (`# expect: ...`). check_breakages: each check is run on a broken copy of a
+good render (BREAKAGES), to show it can fail. Both report through check.py's `record`.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Callable
+
+import helm_python as helm
+
+from checks_platform import (check_autoscaling, check_ingress, check_migrations, check_rbac, check_sandbox_namespace,
+                             check_service_accounts)
+from checks_workloads import (check_config_env, check_env, check_images, check_labels_and_selectors, check_pdbs,
+                              check_pod_security, check_probes_and_ports, check_worker_drain)
+from rendering import RELEASE, V, Render, check_schemas, container, labels, lint_errors, load_values, merge, quiet_stderr
+
+Record = Callable[[str, Callable[[], None]], None]
+
+
+# --- refusals: wrong values must be refused, by lint and by render, with the message the file names ---
+
+def check_refusals(record: Record) -> None:
+    base = load_values(V / "default.yaml")
+    for bad in sorted((V / "bad").glob("*.yaml")):
+        expect = re.match(r"# expect: (.+)", bad.read_text()).group(1).strip()
+        values = merge(base, load_values(bad))
+
+        def refused(values=values, expect=expect):
+            with quiet_stderr():
+                _refused(values, expect)
+
+        record(f"refused: {bad.stem}", refused)
+
+
+def _refused(values: dict, expect: str) -> None:
+    try:
+        Render("bad", values)
+    except helm.HelmError as e:
+        assert expect in str(e), f"refused, but without `{expect}`: {str(e).strip()[:400]}"
+    else:
+        raise AssertionError("rendered without complaint")
+    # Lint sees schema errors; a template's `fail`/`required` shows up only as a render error.
+    errors = " | ".join(lint_errors(values))
+    assert errors or "at '/" not in expect, "lint passed values the schema refuses"
+    assert expect in errors or "at '/" not in expect, f"lint refused without `{expect}`"
+
+
+# --- breakages: each must make its check fail -----------------------------------------------------
+
+def pod_of(docs, component):
+    return next(d for d in docs if d["kind"] == "Deployment" and labels(d)["app.kubernetes.io/component"] == component)[
+        "spec"]["template"]["spec"]
+
+
+def _first(docs, kind):
+    return next(d for d in docs if d["kind"] == kind)
+
+
+BREAKAGES = [  # (description, scenario, check, mutation of the docs)
+    ("api pod may run as root", "default", check_pod_security,
+     lambda docs: pod_of(docs, "api")["securityContext"].pop("runAsNonRoot", None)),
+    ("worker container writable root", "default", check_pod_security,
+     lambda docs: container(pod_of(docs, "worker"))["securityContext"].update(readOnlyRootFilesystem=False)),
+    ("readiness probe on the API port", "default", check_probes_and_ports,
+     lambda docs: container(pod_of(docs, "api"))["readinessProbe"]["httpGet"].update(port="http")),
+    ("grace period equal to the drain", "default", check_worker_drain,
+     lambda docs: pod_of(docs, "worker").update(terminationGracePeriodSeconds=30)),
+    ("scheduler PDB missing", "default", check_pdbs,
+     lambda docs: docs.remove(next(d for d in docs if d["kind"] == "PodDisruptionBudget"
+                                   and labels(d)["app.kubernetes.io/component"] == "scheduler"))),
+    ("version in a selector", "default", check_labels_and_selectors,
+     lambda docs: next(d for d in docs if d["kind"] == "Deployment")["spec"]["selector"]["matchLabels"].update(
+         {"app.kubernetes.io/version": "0.1.0"})),
+    ("master key as a plain value", "default", check_env,
+     lambda docs: next(e for e in container(pod_of(docs, "worker"))["env"] if e["name"] == "HERMES__SECRETS__MASTER_KEY")
+     .update(value="x")),
+    ("watch added to the Role", "default", check_rbac,
+     lambda docs: _first(docs, "Role")["rules"][0]["verbs"].append("watch")),
+    ("configmaps added to the Role", "default", check_rbac,
+     lambda docs: _first(docs, "Role")["rules"].append({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]})),
+    ("migration Job not a hook", "default", check_migrations,
+     lambda docs: _first(docs, "Job")["metadata"]["annotations"].pop("helm.sh/hook", None)),
+    ("migration Job without a deadline", "default", check_migrations,
+     lambda docs: _first(docs, "Job")["spec"].pop("activeDeadlineSeconds", None)),
+    ("sandbox namespace privileged", "default", check_sandbox_namespace,
+     lambda docs: _first(docs, "Namespace")["metadata"]["labels"].update({"pod-security.kubernetes.io/enforce": "privileged"})),
+    ("sandboxes may reach out", "default", check_sandbox_namespace,
+     lambda docs: _first(docs, "NetworkPolicy")["spec"].update(egress=[{}])),
+    ("api gets an API token", "default", check_service_accounts,
+     lambda docs: pod_of(docs, "api").update(automountServiceAccountToken=True)),
+    ("ScaledObject aimed at the api", "keda", check_autoscaling,
+     lambda docs: _first(docs, "ScaledObject")["spec"]["scaleTargetRef"].update(name=f"{RELEASE}-api")),
+    ("worker HPA on CPU", "hpa", check_autoscaling,
+     lambda docs: next(h for h in docs if h["kind"] == "HorizontalPodAutoscaler" and h["metadata"]["name"].endswith("-worker"))[
+         "spec"]["metrics"][0].update(type="Resource")),
+    ("webhooks routed to the api", "ingress", check_ingress,
+     lambda docs: _first(docs, "Ingress")["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"].update(
+         name=f"{RELEASE}-api")),
+    ("a number in exponent form", "hpa", check_config_env,
+     lambda docs: next(e for e in container(pod_of(docs, "api"))["env"] if e["name"] == "HERMES__API__MAX_BODY_BYTES")
+     .update(value="1.048576e+07")),
+    ("latest image", "default", check_images,
+     lambda docs: container(pod_of(docs, "gateway")).update(image="ghcr.io/hermes-cloud/hermes-cloud:latest")),
+    ("unknown field in a Deployment", "default", check_schemas,
+     lambda docs: container(pod_of(docs, "api")).update(imagePullPolicyy="Always")),
+    ("replicas as a string", "default", check_schemas,
+     lambda docs: next(d for d in docs if d["kind"] == "Deployment")["spec"].update(replicas="two")),
+    ("ScaledObject without triggers", "keda", check_schemas,
+     lambda docs: _first(docs, "ScaledObject")["spec"].update(triggers=[])),
+]
+
+
+
+def check_breakages(record: Record, renders: dict[str, Render]) -> None:
+    """Each check must catch a broken copy of a render it passed."""
+    for desc, scenario, check, mutate in BREAKAGES:
+        def catches(desc=desc, scenario=scenario, check=check, mutate=mutate):
+            r = copy.copy(renders[scenario])
+            r.docs = copy.deepcopy(r.docs)
+            mutate(r.docs)
+            try:
+                check(r)
+            except AssertionError:
+                return
+            raise AssertionError(f"{check.__name__} did not notice: {desc}")
+        record(f"catches: {desc}", catches)
