@@ -140,6 +140,10 @@ def check_sandbox_namespace(r: Render) -> None:
         return
     ns = sandbox_namespace(r)
     assert ns != NAMESPACE, "sandboxes get a namespace of their own"
+    worker_env = env_of(container(r.deployment("worker")["spec"]["template"]["spec"]))
+    assert worker_env.get("HERMES__SANDBOX__KUBERNETES__WORKER_NAMESPACE", {}).get("valueFrom") == {
+        "fieldRef": {"fieldPath": "metadata.namespace"}
+    }, "the worker names its own namespace, which each sandbox's NetworkPolicy admits"
     if r.values["sandbox"]["namespace"]["create"]:
         nsobj = r.one("Namespace", name=ns)
         level = psa_level_for_sandbox_pod()

@@ -277,6 +277,7 @@ async fn a_sandbox_is_a_hardened_pod_with_a_pvc_reached_over_tcp_with_its_token(
         policy["spec"]["ingress"][0]["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"],
         "worker"
     );
+    assert!(policy["spec"]["ingress"][0]["from"][0]["namespaceSelector"].is_null(), "workers beside the sandboxes");
     assert_eq!(pod["metadata"]["labels"]["hermes.io/tenant"], key.tenant.to_string());
 
     // Without the token the daemon refuses.
@@ -404,8 +405,13 @@ fn the_manifests_validate_against_the_kubernetes_schemas_offline() {
     cfg.kubernetes.runtime_class = "gvisor".into();
     cfg.kubernetes.storage_class = "fast".into();
     cfg.egress_allow_cidrs = vec!["10.20.0.0/16".into()];
+    // Workers in the release's namespace, sandboxes in their own (the chart's layout).
+    cfg.kubernetes.worker_namespace = "hermes".into();
     let key = new_key();
     let mut manifests = hermes_sandbox_kube::manifests_of(&cfg, key, false);
+    let from = &manifests[3]["spec"]["ingress"][0]["from"][0];
+    assert_eq!(from["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"], "hermes");
+    assert_eq!(from["podSelector"]["matchLabels"]["app.kubernetes.io/component"], "worker");
     // The policy of an agent with internet access too.
     manifests.extend(hermes_sandbox_kube::manifests_of(&cfg, key, true).pop());
     let dir = format!("/tmp/htest-kube/{}", unique("m"));

@@ -10,7 +10,7 @@ the migration hook can run before anything of the release exists.
   "HERMES__HTTP__BIND" "HERMES__OPS__BIND" "HERMES__GATEWAY__BIND" "HERMES__GATEWAY__PUBLIC_URL"
   "HERMES__DATABASE__URL" "HERMES__DATABASE__MIGRATE_ON_START" "HERMES__REDIS__URL"
   "HERMES__RABBITMQ__URL" "HERMES__SECRETS__MASTER_KEY" "HERMES__WORKER__DRAIN_SECONDS"
-  "HERMES__SANDBOX__BACKEND" "HERMES__SANDBOX__KUBERNETES__NAMESPACE"
+  "HERMES__SANDBOX__BACKEND" "HERMES__SANDBOX__KUBERNETES__NAMESPACE" "HERMES__SANDBOX__KUBERNETES__WORKER_NAMESPACE"
   "HERMES__SANDBOX__KUBERNETES__IMAGE" "HERMES__SANDBOX__KUBERNETES__PORT"
   "HERMES__SANDBOX__KUBERNETES__RUNTIME_CLASS" "HERMES__SANDBOX__KUBERNETES__STORAGE_CLASS"
   "HERMES__SANDBOX__KUBERNETES__WORKSPACE_GB" "HERMES__SANDBOX__DOCKER__SOCKET"
@@ -95,6 +95,12 @@ whole ones are printed as integers (10485760, not 1.048576e+07). Nulls are left 
 {{- $k := $root.Values.sandbox.kubernetes }}
 - name: HERMES__SANDBOX__KUBERNETES__NAMESPACE
   value: {{ include "hermes.sandboxNamespace" $root | quote }}
+# Each sandbox's own NetworkPolicy admits the workers from this namespace (a pod selector
+# alone would look for them in the sandbox namespace).
+- name: HERMES__SANDBOX__KUBERNETES__WORKER_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
 - name: HERMES__SANDBOX__KUBERNETES__IMAGE
   value: {{ include "hermes.sandboxImage" $root | quote }}
 - name: HERMES__SANDBOX__KUBERNETES__PORT

@@ -112,6 +112,10 @@ pub struct KubernetesSandboxConfig {
     pub tmpfs_mb: u64,
     /// Labels of the worker pods: the only pods the NetworkPolicy lets reach a sandbox.
     pub worker_labels: std::collections::BTreeMap<String, String>,
+    /// The workers' namespace when it is not the sandboxes' (the chart sets it from the pod's
+    /// own): a NetworkPolicy's pod selector alone matches pods of its own namespace only.
+    /// Empty: the workers run in the sandbox namespace.
+    pub worker_namespace: String,
     /// Labels of the cluster's DNS pods, which a sandbox with internet access may query
     /// (port 53, any namespace).
     pub dns_labels: std::collections::BTreeMap<String, String>,
@@ -135,6 +139,7 @@ impl Default for KubernetesSandboxConfig {
             cpu_millis: 1000,
             tmpfs_mb: 256,
             worker_labels: [("app.kubernetes.io/component".to_owned(), "worker".to_owned())].into(),
+            worker_namespace: String::new(),
             dns_labels: [("k8s-app".to_owned(), "kube-dns".to_owned())].into(),
             name_prefix: "hermes".into(),
             start_timeout_seconds: 120,

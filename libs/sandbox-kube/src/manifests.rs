@@ -259,6 +259,15 @@ pub fn network_policy(
                         match_labels: Some(cfg.worker_labels.clone()),
                         ..Default::default()
                     }),
+                    // Workers in another namespace: without this the pod selector would look
+                    // for them in the sandbox namespace only.
+                    namespace_selector: (!cfg.worker_namespace.is_empty()).then(|| LabelSelector {
+                        match_labels: Some(BTreeMap::from([(
+                            "kubernetes.io/metadata.name".to_owned(),
+                            cfg.worker_namespace.clone(),
+                        )])),
+                        ..Default::default()
+                    }),
                     ..Default::default()
                 }]),
                 ports: Some(vec![port(cfg.port, "TCP")]),
