@@ -54,11 +54,22 @@ pub fn provider_hosts(provider: &str) -> Option<&'static [&'static str]> {
     })
 }
 
+/// The well-known providers, by the name their pools have.
+const KNOWN_PROVIDERS: [&str; 9] =
+    ["openai", "openrouter", "anthropic", "google", "groq", "mistral", "deepseek", "together", "vercel"];
+
+/// `provider` as a metric label: a well-known provider's name, else `custom` (a custom
+/// provider's pool names its host, which tenants choose: a label per host would not stay
+/// bounded, and would tell one tenant's setup to whoever reads the metrics).
+pub fn provider_label(provider: &str) -> &'static str {
+    KNOWN_PROVIDERS.iter().find(|known| **known == provider).copied().unwrap_or("custom")
+}
+
 /// The pool a base URL belongs to: a well-known provider by its host, else `custom:<host>`.
 pub fn provider_for_url(base_url: &str) -> String {
     let host =
         reqwest::Url::parse(base_url).ok().and_then(|u| u.host_str().map(str::to_ascii_lowercase)).unwrap_or_default();
-    for name in ["openai", "openrouter", "anthropic", "google", "groq", "mistral", "deepseek", "together", "vercel"] {
+    for name in KNOWN_PROVIDERS {
         if provider_hosts(name).is_some_and(|hosts| hosts.contains(&host.as_str())) {
             return name.to_owned();
         }
@@ -120,5 +131,8 @@ mod tests {
         assert_eq!(provider_for_url("https://api.openai.com/v1"), "openai");
         assert_eq!(provider_for_url("https://openrouter.ai/api/v1"), "openrouter");
         assert_eq!(provider_for_url("http://127.0.0.1:11434/v1"), "custom:127.0.0.1");
+        assert_eq!(provider_label("openrouter"), "openrouter");
+        assert_eq!(provider_label("custom:127.0.0.1"), "custom", "no tenant's host in a label");
+        assert_eq!(provider_label("anything-else"), "custom");
     }
 }

@@ -112,8 +112,19 @@ impl<T: Transport, K: KeySource> ResilientModel<T, K> {
                 Ok(_) => "ok",
                 Err(e) => e.error.code().as_str(),
             };
-            metrics::histogram!("hermes_llm_call_seconds", "outcome" => outcome)
+            let provider = crate::keys::provider_label(&endpoint.provider);
+            metrics::histogram!("hermes_llm_call_seconds", "outcome" => outcome, "provider" => provider)
                 .record(started.elapsed().as_secs_f64());
+            if let Ok(response) = &sent {
+                let usage = &response.usage;
+                for (kind, tokens) in [
+                    ("input", usage.prompt_tokens),
+                    ("output", usage.completion_tokens),
+                    ("cached", usage.cached_tokens),
+                ] {
+                    metrics::counter!("hermes_llm_tokens_total", "provider" => provider, "kind" => kind).increment(tokens);
+                }
+            }
             if let (Ok(response), Some((meter, purpose))) = (&sent, &self.meter) {
                 // Every answer is paid for, an empty one included.
                 meter.record(CallRecord {

@@ -126,7 +126,10 @@ async fn finish(
         return None;
     }
     let label = if status == TurnStatus::Completed { "completed" } else { "failed" };
-    metrics::counter!("hermes_turns_total", "status" => label).increment(1);
+    // Failures by their closed error code (`none` for an answer): what the dashboard breaks
+    // failures down by.
+    let code = outcome.error_code.map_or("none", |c| c.as_str());
+    metrics::counter!("hermes_turns_total", "status" => label, "code" => code).increment(1);
     metrics::histogram!("hermes_turn_seconds", "status" => label).record(started.elapsed().as_secs_f64());
     tracing::info!(status = label, elapsed_ms = started.elapsed().as_secs_f64() * 1000.0, "turn finished");
     events.finish(Some(TurnEventKind::Finished { outcome })).await;
@@ -175,7 +178,7 @@ pub(super) async fn stop_cancelled(
     {
         Ok(()) => {
             tracing::info!(parent: span, "turn cancelled");
-            metrics::counter!("hermes_turns_total", "status" => "cancelled").increment(1);
+            metrics::counter!("hermes_turns_total", "status" => "cancelled", "code" => "none").increment(1);
             let events = EventPublisher::for_turn(rt.ctx.broker.clone(), tenant, turn);
             events.finish(Some(TurnEventKind::Finished { outcome })).await;
         }
