@@ -122,7 +122,8 @@ impl<T: Transport, K: KeySource> ResilientModel<T, K> {
                     ("output", usage.completion_tokens),
                     ("cached", usage.cached_tokens),
                 ] {
-                    metrics::counter!("hermes_llm_tokens_total", "provider" => provider, "kind" => kind).increment(tokens);
+                    metrics::counter!("hermes_llm_tokens_total", "provider" => provider, "kind" => kind)
+                        .increment(tokens);
                 }
             }
             if let (Ok(response), Some((meter, purpose))) = (&sent, &self.meter) {

@@ -232,6 +232,7 @@ impl KubeSandboxes {
         let cfg = &self.inner.cfg;
         let selector = format!("{LABEL_OWNER}={}", cfg.kubernetes.name_prefix);
         let pods = self.api::<Pod>().list(&ListParams::default().labels(&selector)).await.map_err(api_err)?;
+        let seen = pods.items.len();
         let mut removed = 0;
         for pod in pods.items {
             let Some(name) = pod.metadata.name.clone() else { continue };
@@ -272,6 +273,7 @@ impl KubeSandboxes {
                 tracing::warn!(pod = %name, error = %e, "cannot update the sandbox's network policy");
             }
         }
+        hermes_sandbox::record_live("kubernetes", seen - removed);
         Ok(removed)
     }
 }

@@ -168,6 +168,13 @@ pub(crate) enum IpcOwner {
 
 /// Whether a sandbox whose daemon reports `status` may be removed: no running command, and
 /// idle for `idle_secs`; background processes keep it up to four times that.
+/// Sets `hermes_sandboxes_live{backend}` to what an idle sweep saw and kept. A sweep sees
+/// every worker's sandboxes on its daemon, node or namespace, so workers sharing one report
+/// the same figure: aggregate with `max`, never `sum`.
+pub fn record_live(backend: &'static str, live: usize) {
+    metrics::gauge!("hermes_sandboxes_live", "backend" => backend).set(live as f64);
+}
+
 pub fn is_idle(status: &StatusResponse, idle_secs: u64) -> bool {
     status.running_execs == 0
         && ((status.running_processes == 0 && status.idle_secs >= idle_secs) || status.idle_secs >= idle_secs * 4)

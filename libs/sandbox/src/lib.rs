@@ -24,7 +24,7 @@ use hermes_config::SandboxBackend;
 use hermes_core::{AgentId, TenantId};
 
 pub use client::{Address, SandboxClient, status_error};
-pub use common::is_idle;
+pub use common::{is_idle, record_live};
 pub use hermes_sandbox_proto::v1 as proto;
 pub use output::cap_middle;
 

@@ -273,6 +273,7 @@ impl DockerSandboxes {
             HashMap::from([("label".to_owned(), vec![format!("{LABEL_OWNER}={}", self.inner.cfg.docker.name_prefix)])]);
         let options = ListContainersOptions { all: true, filters: Some(filters), ..Default::default() };
         let containers = self.inner.docker.list_containers(Some(options)).await.map_err(docker_err)?;
+        let seen = containers.len();
         let mut removed = 0;
         for c in containers {
             let Some(name) = c.names.and_then(|n| n.first().map(|s| s.trim_start_matches('/').to_owned())) else {
@@ -294,6 +295,7 @@ impl DockerSandboxes {
                 removed += 1;
             }
         }
+        common::record_live("docker", seen - removed);
         Ok(removed)
     }
 }

@@ -259,6 +259,7 @@ impl LocalSandboxes {
             }
             Err(_) => return Ok(0),
         };
+        let seen = names.len();
         let mut removed = 0;
         for (name, exited) in names {
             let reap = exited || {
@@ -280,6 +281,7 @@ impl LocalSandboxes {
                 removed += 1;
             }
         }
+        common::record_live("local", seen - removed);
         Ok(removed)
     }
 }
