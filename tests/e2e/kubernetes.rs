@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 
@@ -318,6 +319,60 @@ async fn an_idle_pod_is_deleted_and_recreated_with_its_workspace_and_a_failed_on
     sandboxes.invalidate(key);
     assert_eq!(run(&sandboxes, key, "cat k", 20).await.output, "kept\n");
     assert!(cluster.calls.lock().unwrap().iter().any(|c| c.starts_with("DELETE") && c.ends_with(&names.pod)));
+
+    // The chart's Role for the worker allows exactly what this lifecycle asked of the API
+    // server: nothing missing (it would fail in a cluster), nothing extra (least privilege).
+    let seen = verbs_seen(&cluster);
+    let granted = chart_role_rules();
+    assert_eq!(granted, seen, "helm/hermes-cloud/templates/sandbox-rbac.yaml against the calls seen");
+}
+
+/// (resource, verb) of every request the fake API server answered.
+fn verbs_seen(cluster: &Cluster) -> std::collections::BTreeSet<(String, String)> {
+    cluster
+        .calls
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|call| {
+            let (method, path) = call.split_once(' ').unwrap();
+            let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+            let at = parts.iter().position(|p| *p == "namespaces").unwrap();
+            let named = parts.len() > at + 3;
+            let verb = match (method, named) {
+                ("POST", _) => "create",
+                ("GET", true) => "get",
+                ("GET", false) => "list",
+                ("PATCH", _) => "patch",
+                ("DELETE", _) => "delete",
+                (m, _) => panic!("unexpected method {m}"),
+            };
+            (parts[at + 2].to_owned(), verb.to_owned())
+        })
+        .collect()
+}
+
+/// (resource, verb) the chart's sandbox Role grants, read from its template (its rules are
+/// plain YAML there: `resources: [..]` then `verbs: [..]`).
+fn chart_role_rules() -> std::collections::BTreeSet<(String, String)> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../helm/hermes-cloud/templates/sandbox-rbac.yaml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let list = |line: &str| -> Vec<String> {
+        let inner = line.split_once('[').unwrap().1.trim_end().trim_end_matches(']');
+        inner.split(',').map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()).collect()
+    };
+    let mut rules = std::collections::BTreeSet::new();
+    let mut resources = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line.starts_with("resources:") {
+            resources = list(line);
+        } else if line.starts_with("verbs:") {
+            for resource in &resources {
+                rules.extend(list(line).into_iter().map(|verb| (resource.clone(), verb)));
+            }
+        }
+    }
+    rules
 }
 
 /// An agent's egress setting, switchable by the test.
