@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: make sure Postgres, Redis, RabbitMQ and Docker are up
-# (installing them when missing), check the Helm chart and the compose file offline, build
-# the offline sandbox test image, then check formatting, lint with warnings as errors, run
-# every test, run the load test briefly (errors fail it, timings do not), and fuzz each fuzz
-# target for a few seconds.
+# (installing them when missing), check the Helm chart, the dashboards and alerting rules and
+# the compose file offline, build the offline sandbox test image, then check formatting, lint
+# with warnings as errors, run every test, run the load test briefly (errors fail it, timings do
+# not), and fuzz each fuzz target for a few seconds.
 #
 # Usage: deploy/dev/test.sh [extra cargo-nextest/cargo-test arguments]
 set -euo pipefail
@@ -44,8 +44,16 @@ if ! python3 -c 'import helm_python, yaml, sys; sys.exit(helm_python.helm_c_vers
   echo "== installing helm-python-sdk (PyPI)"
   python3 -m pip install --quiet --disable-pip-version-check helm-python-sdk==0.2.2 pyyaml
 fi
+# A PromQL parser (Python bindings of the Rust promql-parser crate), to check every expression
+# of the dashboard and the alerting rules offline.
+if ! python3 -c 'import sys; from importlib.metadata import version; sys.exit(version("promql-parser") != "0.12.0")' >/dev/null 2>&1; then
+  echo "== installing promql-parser (PyPI)"
+  python3 -m pip install --quiet --disable-pip-version-check promql-parser==0.12.0 pyyaml
+fi
 echo "== helm chart"
 python3 helm/tests/check.py
+echo "== dashboards and alerts"
+python3 deploy/grafana/check.py
 echo "== docker compose"
 deploy/compose/check.sh
 echo "== sandboxd and the sandbox test image"

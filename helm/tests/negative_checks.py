@@ -9,11 +9,13 @@ good render (BREAKAGES), to show it can fail. Both report through check.py's `re
 from __future__ import annotations
 
 import copy
+import json
 import re
 from typing import Callable
 
 import helm_python as helm
 
+from checks_observability import check_observability
 from checks_platform import (check_autoscaling, check_ingress, check_migrations, check_rbac, check_sandbox_namespace,
                              check_service_accounts)
 from checks_workloads import (check_config_env, check_env, check_images, check_labels_and_selectors, check_pdbs,
@@ -113,7 +115,27 @@ BREAKAGES = [  # (description, scenario, check, mutation of the docs)
      lambda docs: next(d for d in docs if d["kind"] == "Deployment")["spec"].update(replicas="two")),
     ("ScaledObject without triggers", "keda", check_schemas,
      lambda docs: _first(docs, "ScaledObject")["spec"].update(triggers=[])),
+    ("dashboard ConfigMap without the sidecar's label", "observability", check_observability,
+     lambda docs: _dashboard(docs)["metadata"]["labels"].pop("grafana_dashboard")),
+    ("a panel missing from the shipped dashboard", "observability", check_observability,
+     lambda docs: _dashboard(docs)["data"].update({"hermes-overview.json": _drop_panel(_dashboard(docs))})),
+    ("an alert missing from the PrometheusRule", "observability", check_observability,
+     lambda docs: _first(docs, "PrometheusRule")["spec"]["groups"][0]["rules"].pop()),
+    ("the up alert on the file's job regex", "observability", check_observability,
+     lambda docs: _first(docs, "PrometheusRule")["spec"]["groups"][-1]["rules"][-2].update(expr='up{job=~".*hermes.*"} == 0')),
+    ("a PrometheusRule rule without expr", "observability", check_schemas,
+     lambda docs: _first(docs, "PrometheusRule")["spec"]["groups"][0]["rules"][0].pop("expr")),
 ]
+
+
+def _dashboard(docs):
+    return next(d for d in docs if d["kind"] == "ConfigMap" and "hermes-overview.json" in d.get("data", {}))
+
+
+def _drop_panel(cm) -> str:
+    dash = json.loads(cm["data"]["hermes-overview.json"])
+    dash["panels"].pop()
+    return json.dumps(dash)
 
 
 

@@ -3,7 +3,7 @@
 The chart's paths and the constants the checks share; the values sets (SCENARIOS); loading and
 merging values; Render, one rendering of the chart through helm-python-sdk; `helm lint --strict`;
 and check_schemas, which validates every rendered object against the Kubernetes 1.30 schemas
-(kubernetes-validate, strict; the CRDs ScaledObject and ServiceMonitor by hand).
+(kubernetes-validate, strict; the CRDs ScaledObject, ServiceMonitor and PrometheusRule by hand).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ CHART = HERE.parent / "hermes-cloud"
 REPO = HERE.parent.parent
 KUBE_LIB = REPO / "libs/sandbox-kube/src/lib.rs"
 KUBE_MANIFESTS = REPO / "libs/sandbox-kube/src/manifests.rs"
+GRAFANA = REPO / "deploy/grafana"  # the canonical dashboard and rules; the chart ships copies
 K8S_VERSION = "1.30.0"
 RELEASE = NAMESPACE = "hermes"
 
@@ -36,7 +37,8 @@ SECRET_ENV = {  # variable -> the values entry it comes from
     "HERMES__RABBITMQ__URL": "rabbitmqUrl", "HERMES__SECRETS__MASTER_KEY": "masterKey",
 }
 # Custom resources kubernetes-validate has no schema for; their fields are checked by check_crd.
-CRDS = {("keda.sh/v1alpha1", "ScaledObject"), ("monitoring.coreos.com/v1", "ServiceMonitor")}
+CRDS = {("keda.sh/v1alpha1", "ScaledObject"), ("monitoring.coreos.com/v1", "ServiceMonitor"),
+        ("monitoring.coreos.com/v1", "PrometheusRule")}
 # The Role the worker needs, from libs/sandbox-kube/src/lib.rs (and re-derived from it by
 # checks_platform.kube_calls_from_code).
 EXPECTED_RULES = {
@@ -57,6 +59,7 @@ SCENARIOS = [
     ("hpa", [V / "default.yaml", V / "hpa.yaml"]),
     ("ingress", [V / "default.yaml", V / "ingress.yaml"]),
     ("hooks-off", [V / "default.yaml", V / "hooks-off.yaml"]),
+    ("observability", [V / "default.yaml", V / "observability.yaml"]),
 ]
 
 
@@ -174,8 +177,21 @@ def check_crd(d: dict) -> None:
         for t in triggers:
             assert t.get("type") and isinstance(t.get("metadata"), dict), "a trigger needs type and metadata"
             assert all(isinstance(v, str) for v in t["metadata"].values()), "trigger metadata values are strings"
-    else:  # ServiceMonitor
+    elif d["kind"] == "ServiceMonitor":
         assert isinstance(spec.get("selector"), dict), "ServiceMonitor.spec.selector is required"
         endpoints = spec.get("endpoints") or []
         assert endpoints and all(e.get("port") for e in endpoints), "ServiceMonitor endpoints need a port"
+    else:  # PrometheusRule: the operator's required fields and types
+        groups = spec.get("groups")
+        assert isinstance(groups, list) and groups, "PrometheusRule.spec.groups must be a non-empty list"
+        for g in groups:
+            assert isinstance(g.get("name"), str) and g["name"], "a rule group needs a name"
+            assert isinstance(g.get("rules"), list) and g["rules"], f"group {g['name']}: rules must be a non-empty list"
+            for rule in g["rules"]:
+                assert ("alert" in rule) != ("record" in rule), f"group {g['name']}: a rule is either alert or record"
+                assert isinstance(rule.get("expr"), str) and rule["expr"].strip(), f"{rule.get('alert')}: expr is required"
+                assert set(rule) <= {"alert", "record", "expr", "for", "keep_firing_for", "labels", "annotations"}, \
+                    f"{rule.get('alert')}: unknown fields {sorted(set(rule))}"
+                for key in ("labels", "annotations"):
+                    assert all(isinstance(v, str) for v in (rule.get(key) or {}).values()), f"{key} values are strings"
 

@@ -112,3 +112,20 @@ name: {{ required (printf "secrets.existingSecret (or secrets.%s.existingSecret)
 {{- end }}
 key: {{ $e.key }}
 {{- end -}}
+
+{{/*
+The alert rule file (files/alerts.yaml, a copy of deploy/grafana/alerts.yaml), with the job
+regex of its `up` alert replaced by observability.upJobRegex when that is set. The file must
+hold the matcher below exactly once (deploy/grafana/check.py makes sure).
+*/}}
+{{- define "hermes.alertRules" -}}
+{{- $text := .Files.Get "files/alerts.yaml" -}}
+{{- $marker := "job=~\".*hermes.*\"" -}}
+{{- with .Values.observability.upJobRegex -}}
+{{- if ne 1 (len (splitList $marker $text | rest)) -}}
+{{- fail (printf "files/alerts.yaml must contain %s exactly once for observability.upJobRegex" $marker) -}}
+{{- end -}}
+{{- $text = replace $marker (printf "job=~%s" (quote .)) $text -}}
+{{- end -}}
+{{- $text -}}
+{{- end -}}
