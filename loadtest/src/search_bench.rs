@@ -120,6 +120,7 @@ async fn fill(store: &Store, tenant_name: &str, user: &str, sessions: usize, mes
             api_key: None,
             response: None,
             reply_to: None,
+            trace: None,
         };
         store.enqueue_turn(tenant.id, turn).await?;
     }

@@ -29,6 +29,7 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
         api_key: None,
         response: None,
         reply_to: None,
+        trace: None,
     };
     let (session, turn) = env.store.enqueue_turn(tenant, new).await.unwrap();
 
@@ -132,6 +133,7 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
                 api_key: None,
                 response: None,
                 reply_to: None,
+                trace: None,
             },
         )
         .await

@@ -48,6 +48,7 @@ async fn a_chat_message_is_taken_in_once_and_its_answer_is_queued_for_delivery_o
         api_key: None,
         response: None,
         reply_to: Some(chat.clone()),
+        trace: None,
     };
     let update = json!({"update_id": 1001, "message": {"text": "hi"}});
     let first = env.store.accept_inbound(tenant, "telegram:bot", "1001", &update, Some(turn()), None).await.unwrap();

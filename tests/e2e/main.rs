@@ -59,6 +59,7 @@ mod sockets;
 mod telegram;
 mod telegram_features;
 mod tools;
+mod traces;
 mod usage;
 mod webhooks;
 mod wecom;

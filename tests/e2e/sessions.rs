@@ -147,6 +147,7 @@ async fn a_chat_keeps_its_session_until_the_reset_rules_say_otherwise_but_never_
             api_key: None,
             response: None,
             reply_to: None,
+            trace: None,
         };
         let (session, _) = env.store.enqueue_turn(tenant, new).await.unwrap();
         // Its last activity is "now" on the fake clock.

@@ -6,6 +6,7 @@
 use std::time::Instant;
 
 use futures_util::StreamExt;
+use tracing::Instrument;
 
 use hermes_core::{ChatMessage, ToolCall, TurnEventKind};
 use hermes_tools::{PERSISTED_TAG, STEP_RESULT_BUDGET_CHARS, ToolCtx, ToolRegistry};
@@ -104,9 +105,14 @@ impl<J: TurnJournal> ToolStep<'_, J> {
                 .map(|idx| {
                     let call = &calls[idx];
                     let ctx = ToolCtx { call_id: call.id.clone(), ..base_ctx.clone() };
+                    let span = tool_span(tools.label(&call.function.name), &call.id);
                     async move {
                         let started = Instant::now();
-                        let outcome = tools.dispatch(&ctx, call).await;
+                        let outcome = tools.dispatch(&ctx, call).instrument(span.clone()).await;
+                        if !outcome.ok {
+                            span.record("otel.status_code", "ERROR");
+                            span.record("error.type", "tool_error");
+                        }
                         (idx, outcome, started.elapsed())
                     }
                 })
@@ -177,4 +183,20 @@ impl<J: TurnJournal> ToolStep<'_, J> {
         let refunded = !calls.is_empty() && calls.iter().all(|c| tools.traits(&c.function.name).refunds_iteration);
         Ok(StepResult::Continue { refunded })
     }
+}
+
+/// The GenAI `execute_tool` span of one call; the tool is named as the registry knows it (a
+/// name the model made up is `unknown`), never as the model wrote it.
+fn tool_span(tool: &'static str, call_id: &str) -> tracing::Span {
+    let name = format!("execute_tool {tool}");
+    tracing::info_span!(
+        "tool",
+        otel.name = %name,
+        otel.status_code = tracing::field::Empty,
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = tool,
+        gen_ai.tool.type = "function",
+        gen_ai.tool.call.id = %call_id,
+        error.type = tracing::field::Empty,
+    )
 }

@@ -41,6 +41,16 @@ pub enum LogFormat {
     Text,
 }
 
+/// The OTLP transport (`telemetry.otlp_protocol`, the values of `OTEL_EXPORTER_OTLP_PROTOCOL`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OtlpProtocol {
+    #[serde(rename = "grpc")]
+    Grpc,
+    #[default]
+    #[serde(rename = "http/protobuf")]
+    HttpProtobuf,
+}
+
 /// How long Anthropic keeps cached prompt prefixes (`llm.anthropic_cache_ttl`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum AnthropicCacheTtl {
@@ -72,7 +82,7 @@ macro_rules! by_wire_name {
     )+};
 }
 
-by_wire_name!(SandboxBackend, OnDisconnect, LogFormat, AnthropicCacheTtl);
+by_wire_name!(SandboxBackend, OnDisconnect, LogFormat, AnthropicCacheTtl, OtlpProtocol);
 
 #[cfg(test)]
 mod tests {

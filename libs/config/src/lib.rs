@@ -12,7 +12,7 @@ mod memory;
 mod outbound;
 mod sandbox;
 
-pub use choices::{AnthropicCacheTtl, LogFormat, OnDisconnect, SandboxBackend};
+pub use choices::{AnthropicCacheTtl, LogFormat, OnDisconnect, OtlpProtocol, SandboxBackend};
 pub use memory::{LearningConfig, MemoryConfig, SkillsConfig};
 pub use outbound::{OutboundConfig, PlatformsConfig};
 pub use sandbox::{DockerSandboxConfig, KubernetesSandboxConfig, LocalSandboxConfig, SandboxConfig};
@@ -344,11 +344,18 @@ pub struct TelemetryConfig {
     pub log_format: LogFormat,
     /// A `tracing` filter such as `info,hermes=debug`; `RUST_LOG` wins when set.
     pub log_filter: String,
+    /// Where traces go over OTLP (`http://collector:4317` for gRPC, `http://collector:4318`
+    /// for HTTP). Unset: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` / `OTEL_EXPORTER_OTLP_ENDPOINT`,
+    /// and with neither no traces are exported.
+    pub otlp_endpoint: Option<String>,
+    /// `grpc` or `http/protobuf`. Unset: `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` /
+    /// `OTEL_EXPORTER_OTLP_PROTOCOL`, else `http/protobuf` (the specification's default).
+    pub otlp_protocol: Option<OtlpProtocol>,
 }
 
 impl Default for TelemetryConfig {
     fn default() -> Self {
-        Self { log_format: LogFormat::Json, log_filter: "info".into() }
+        Self { log_format: LogFormat::Json, log_filter: "info".into(), otlp_endpoint: None, otlp_protocol: None }
     }
 }
 

@@ -11,6 +11,7 @@ pub mod media;
 pub mod message;
 pub mod outbox;
 pub mod toolsets;
+pub mod trace;
 
 pub use errors::ErrorCode;
 pub use event::{

@@ -11,6 +11,7 @@ mod openai;
 mod resilient;
 pub mod responses;
 mod retry;
+mod spans;
 pub mod transport;
 mod wire;
 

@@ -6,8 +6,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tracing::Instrument;
+
 use crate::keys::{Credential, KeySource};
 use crate::meter::{CallMeter, CallRecord};
+use crate::spans::{call_span, record_call};
 use crate::transport::{Endpoint, SendError, Transport};
 use crate::{ChatModel, ChatRequest, ChatResponse, DeltaSink, ErrorClass, LlmError, Recovery, RetryPolicy};
 
@@ -107,12 +110,18 @@ impl<T: Transport, K: KeySource> ResilientModel<T, K> {
                 return Err(EndpointFailure::Final(e));
             }
             let started = Instant::now();
-            let sent = self.transport.send(endpoint, key.as_ref().map(|k| k.secret.as_str()), request, sink).await;
+            let provider = crate::keys::provider_label(&endpoint.provider);
+            let span = call_span(endpoint, provider);
+            let sent = self
+                .transport
+                .send(endpoint, key.as_ref().map(|k| k.secret.as_str()), request, sink)
+                .instrument(span.clone())
+                .await;
+            record_call(&span, &sent);
             let outcome = match &sent {
                 Ok(_) => "ok",
                 Err(e) => e.error.code().as_str(),
             };
-            let provider = crate::keys::provider_label(&endpoint.provider);
             metrics::histogram!("hermes_llm_call_seconds", "outcome" => outcome, "provider" => provider)
                 .record(started.elapsed().as_secs_f64());
             if let Ok(response) = &sent {

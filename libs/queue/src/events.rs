@@ -38,7 +38,7 @@ impl Broker {
             routing_key(event, hub).as_str().into(),
             BasicPublishOptions::default(),
             &body,
-            BasicProperties::default().with_content_type("application/json".into()),
+            event_properties(),
         );
         let _confirm =
             tokio::time::timeout(crate::PUBLISH_TIMEOUT, publish).await.map_err(|_| crate::QueueError::TimedOut)??;
@@ -342,5 +342,21 @@ impl Drop for EventSubscription {
                 routes.remove(&self.turn);
             }
         }
+    }
+}
+
+/// An event's properties: JSON, and the emitting turn's trace context when it is traced.
+fn event_properties() -> BasicProperties {
+    let properties = BasicProperties::default().with_content_type("application/json".into());
+    match hermes_telemetry::context::current() {
+        Some(trace) => {
+            let mut headers = lapin::types::FieldTable::default();
+            headers.insert(
+                hermes_core::trace::TRACEPARENT.into(),
+                lapin::types::AMQPValue::LongString(trace.as_str().into()),
+            );
+            properties.with_headers(headers)
+        }
+        None => properties,
     }
 }

@@ -13,7 +13,9 @@ use lapin::{BasicProperties, Channel};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use hermes_core::trace::{TRACEPARENT, TraceParent};
 use hermes_core::{AgentId, SessionId, TenantId, TurnId};
+use tracing::Instrument;
 
 use crate::link::{Link, Links};
 use crate::{Broker, QueueError, Result};
@@ -40,12 +42,23 @@ impl Broker {
     /// reaper republishes what was not signalled), so waiting longer only hangs a role.
     async fn publish_json(&self, queue: &str, body: &impl Serialize) -> Result<()> {
         let body = serde_json::to_vec(body)?;
-        tokio::time::timeout(crate::PUBLISH_TIMEOUT, self.publish_bytes(queue, &body))
+        // The messaging producer span; its context rides in the message's headers.
+        let span = tracing::info_span!(
+            "publish",
+            otel.name = %format_args!("send {queue}"),
+            otel.kind = "producer",
+            messaging.system = "rabbitmq",
+            messaging.operation.type = "send",
+            messaging.destination.name = %queue,
+        );
+        let headers = headers_now(hermes_telemetry::context::of(&span).as_ref());
+        tokio::time::timeout(crate::PUBLISH_TIMEOUT, self.publish_bytes(queue, &body, headers))
+            .instrument(span)
             .await
             .map_err(|_| QueueError::TimedOut)?
     }
 
-    async fn publish_bytes(&self, queue: &str, body: &[u8]) -> Result<()> {
+    async fn publish_bytes(&self, queue: &str, body: &[u8], headers: FieldTable) -> Result<()> {
         let confirm = self
             .link()
             .work_channel
@@ -57,7 +70,7 @@ impl Broker {
                 BasicProperties::default()
                     .with_delivery_mode(2)
                     .with_content_type("application/json".into())
-                    .with_headers(sent_now()),
+                    .with_headers(headers),
             )
             .await?
             .await?;
@@ -143,18 +156,33 @@ pub struct Delivery<T> {
     pub redelivered: bool,
     /// When the message was published (the publisher's clock), for the pickup time.
     pub sent_at: Option<SystemTime>,
+    /// The publisher's trace context (`traceparent` header), when it traced.
+    pub trace: Option<TraceParent>,
 }
 
 /// The header that carries a message's publish time, in microseconds since the epoch.
 const SENT_HEADER: &str = "x-hermes-sent-us";
 
-fn sent_now() -> FieldTable {
+/// A message's headers: the publish time, and the trace context when there is one.
+fn headers_now(trace: Option<&TraceParent>) -> FieldTable {
     let mut headers = FieldTable::default();
+    if let Some(trace) = trace {
+        headers.insert(TRACEPARENT.into(), AMQPValue::LongString(trace.as_str().into()));
+    }
     if let Ok(since) = SystemTime::now().duration_since(UNIX_EPOCH) {
         let micros = i64::try_from(since.as_micros()).unwrap_or(i64::MAX);
         headers.insert(SENT_HEADER.into(), AMQPValue::LongLongInt(micros));
     }
     headers
+}
+
+/// The `traceparent` header of a received message (a malformed one is none).
+pub(crate) fn trace_of(properties: &BasicProperties) -> Option<TraceParent> {
+    let headers = properties.headers().as_ref()?;
+    match headers.inner().get(TRACEPARENT)? {
+        AMQPValue::LongString(s) => TraceParent::parse(&s.to_string()),
+        _ => None,
+    }
 }
 
 fn sent_at(properties: &BasicProperties) -> Option<SystemTime> {
@@ -203,7 +231,14 @@ impl<T: DeserializeOwned> JobConsumer<T> {
             match serde_json::from_slice::<T>(&delivery.data) {
                 Ok(work) => {
                     let sent_at = sent_at(&delivery.properties);
-                    return Some(Delivery { work, redelivered: delivery.redelivered, acker: delivery.acker, sent_at });
+                    let trace = trace_of(&delivery.properties);
+                    return Some(Delivery {
+                        work,
+                        redelivered: delivery.redelivered,
+                        acker: delivery.acker,
+                        sent_at,
+                        trace,
+                    });
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "dropping a malformed message");

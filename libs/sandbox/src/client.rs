@@ -11,9 +11,10 @@ use hyper_util::rt::TokioIo;
 use tonic::metadata::AsciiMetadataValue;
 use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, Endpoint, Uri};
+use tonic::transport::{Endpoint, Uri};
 use tonic::{Code, Request, Status};
 
+use crate::rpc_trace::Traced;
 use crate::{ExecOutput, ExecRequest, RAW_OUTPUT_CAP, Result, SandboxError};
 
 /// Adds the sandbox's token to every call (when it has one).
@@ -30,7 +31,7 @@ impl Interceptor for TokenAuth {
 }
 
 /// The generated client with the token interceptor: every protocol call is on it.
-pub type ProtocolClient = Grpc<InterceptedService<Channel, TokenAuth>>;
+pub type ProtocolClient = Grpc<InterceptedService<Traced, TokenAuth>>;
 
 /// Where a sandbox's daemon listens.
 #[derive(Debug, Clone)]
@@ -129,7 +130,7 @@ impl SandboxClient {
                 (endpoint.connect().await.map_err(unavailable)?, Some(token))
             }
         };
-        let grpc = Grpc::with_interceptor(channel, TokenAuth(token))
+        let grpc = Grpc::with_interceptor(Traced(channel), TokenAuth(token))
             .max_decoding_message_size(MAX_MESSAGE)
             .max_encoding_message_size(MAX_MESSAGE);
         Ok(Self { grpc })

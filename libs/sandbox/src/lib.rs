@@ -12,6 +12,8 @@ mod common;
 pub mod docker;
 pub mod local;
 mod output;
+mod rpc_trace;
+mod span_relay;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -223,6 +223,7 @@ impl Store {
                 api_key: None,
                 response: None,
                 reply_to: reply_to.cloned(),
+                trace: None,
             };
             crate::turns::enqueue_in(&mut tx, tenant, &next).await?;
             queued = true;

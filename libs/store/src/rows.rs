@@ -43,6 +43,13 @@ macro_rules! optional_vocabularies {
 
 optional_vocabularies!(hermes_core::RunOutcome);
 
+/// A stored trace context that does not parse is no trace: it must never fail a claim.
+impl From<MaybeText> for Option<hermes_core::trace::TraceParent> {
+    fn from(column: MaybeText) -> Self {
+        column.0.as_deref().and_then(hermes_core::trace::TraceParent::parse)
+    }
+}
+
 macro_rules! open_ids {
     ($($id:ident),*) => {$(
         impl From<Id> for $id {

@@ -112,6 +112,9 @@ pub struct NewTurn {
     /// Set for a chat message: where the answer goes (`channel_id`, `chat_id`, ...); the turn's
     /// end puts the answer in the outbox (migration 0017).
     pub reply_to: Option<hermes_core::outbox::Destination>,
+    /// The trace the turn continues (the request's or chat message's); kept with the turn so
+    /// a resumed turn stays in it.
+    pub trace: Option<hermes_core::trace::TraceParent>,
 }
 
 /// A turn a worker has claimed.
@@ -141,6 +144,9 @@ pub struct ClaimedTurn {
     /// The session's end user (see [`TurnTarget::New`]).
     #[sqlx(rename = "user_key")]
     pub session_user_key: String,
+    /// The trace the turn was enqueued in (a malformed stored value is no trace).
+    #[sqlx(rename = "trace_parent", try_from = "crate::rows::MaybeText")]
+    pub trace: Option<hermes_core::trace::TraceParent>,
 }
 
 impl Store {
@@ -369,7 +375,7 @@ pub(crate) async fn claim_next_turn_on(
                    lease_expires_at = now() + make_interval(secs => $5), attempts = attempts + 1,
                    started_at = COALESCE(started_at, now())
             FROM claimable WHERE turns.id = claimable.id
-            RETURNING turns.id, attempts, input, instructions, stream, notify_hub
+            RETURNING turns.id, attempts, input, instructions, stream, notify_hub, trace_parent
          )
          SELECT t.*, s.*, $2::uuid AS session_id FROM t CROSS JOIN s",
     )

@@ -1,17 +1,28 @@
-//! Logging and metrics set-up shared by every binary.
+//! Logging, metrics and traces, set up the same way by every binary.
 //!
 //! Logs are JSON lines (or text for a terminal) and carry the fields of every enclosing span,
-//! so a line logged deep inside a turn still names its `request_id` / `turn_id`. Metrics go to
-//! a Prometheus recorder rendered by the `/metrics` endpoints.
+//! so a line logged deep inside a turn still names its `request_id` / `turn_id`, and, when
+//! traces are exported, its `trace_id`. Metrics go to a Prometheus recorder rendered by the
+//! `/metrics` endpoints. Traces go over OTLP when an endpoint is configured ([`otlp::plan`]);
+//! [`context`] carries them from process to process.
 
-use std::sync::OnceLock;
+pub mod context;
+mod logfmt;
+mod metrics;
+pub mod otlp;
+pub mod relay;
 
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_subscriber::EnvFilter;
-use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::layer::{Layer as _, SubscriberExt};
 use tracing_subscriber::util::SubscriberInitExt;
 
 use hermes_config::{LogFormat, TelemetryConfig};
+
+pub use metrics::{metrics_handle, render_metrics};
+pub use relay::init_through_socket;
 
 /// Telemetry could not be initialised.
 #[derive(Debug, thiserror::Error)]
@@ -20,88 +31,91 @@ pub enum TelemetryError {
     Filter { filter: String, source: tracing_subscriber::filter::ParseError },
     #[error("cannot install the logger: {0}")]
     Install(String),
+    #[error("cannot set up trace export: {0}")]
+    Export(String),
 }
 
-static METRICS: OnceLock<PrometheusHandle> = OnceLock::new();
+/// What [`init`] installed; [`Telemetry::shutdown`] sends the spans still buffered.
+#[must_use = "call shutdown() at exit, or the last spans are lost"]
+pub struct Telemetry {
+    traces: Option<SdkTracerProvider>,
+}
 
-/// Installs the global logger and metrics recorder. Safe to call once per process.
-pub fn init(cfg: &TelemetryConfig) -> Result<(), TelemetryError> {
+impl Telemetry {
+    /// Whether spans are exported.
+    pub fn tracing(&self) -> bool {
+        self.traces.is_some()
+    }
+
+    /// Flushes and stops the exporter (call it outside the runtime's worker threads, with the
+    /// runtime still alive: the exporter runs on it).
+    pub fn shutdown(self) {
+        if let Some(provider) = self.traces
+            && let Err(e) = provider.shutdown_with_timeout(std::time::Duration::from_secs(5))
+        {
+            tracing::warn!(error = %e, "the last spans could not be exported");
+        }
+    }
+}
+
+/// Installs the global logger, the trace exporter (when configured) and the metrics
+/// recorder; `service` is the default `service.name`. Once per process, inside a Tokio
+/// runtime (the exporter batches on it).
+pub fn init(cfg: &TelemetryConfig, service: &str) -> Result<Telemetry, TelemetryError> {
+    let traces = match otlp::plan(cfg, |name| std::env::var(name).ok())? {
+        Some(plan) => {
+            relay::install(&plan);
+            Some(otlp::provider(&plan, service)?)
+        }
+        None => None,
+    };
+    install(cfg, traces)
+}
+
+/// Installs the logger with `traces` (when exporting) and the metrics recorder.
+fn install(cfg: &TelemetryConfig, traces: Option<SdkTracerProvider>) -> Result<Telemetry, TelemetryError> {
     let filter = match EnvFilter::try_from_default_env() {
         Ok(f) => f,
         Err(_) => EnvFilter::try_new(&cfg.log_filter)
             .map_err(|source| TelemetryError::Filter { filter: cfg.log_filter.clone(), source })?,
     };
-    let registry = tracing_subscriber::registry().with(filter);
+    // Location and thread attributes and busy/idle timings cost per span and nobody reads them.
+    // Spans are exported at `info` whatever the log filter (sandboxd logs only warnings, yet
+    // its spans belong in the trace).
+    let otel = traces.as_ref().map(|provider| {
+        tracing_opentelemetry::layer()
+            .with_tracer(provider.tracer("hermes"))
+            .with_location(false)
+            .with_threads(false)
+            .with_tracked_inactivity(false)
+            .with_filter(LevelFilter::INFO)
+    });
+    let registry = tracing_subscriber::registry().with(otel);
     let result = match cfg.log_format {
-        LogFormat::Text => registry.with(tracing_subscriber::fmt::layer().with_target(false)).try_init(),
-        LogFormat::Json => registry
-            .with(
-                tracing_subscriber::fmt::layer()
-                    .json()
-                    .flatten_event(true)
-                    .with_current_span(false)
-                    .with_span_list(true)
-                    .with_target(true),
-            )
-            .try_init(),
+        LogFormat::Text => {
+            registry.with(tracing_subscriber::fmt::layer().with_target(false).with_filter(filter)).try_init()
+        }
+        LogFormat::Json => {
+            let json = tracing_subscriber::fmt::format()
+                .json()
+                .flatten_event(true)
+                .with_current_span(false)
+                .with_span_list(true)
+                .with_target(true);
+            registry
+                .with(
+                    tracing_subscriber::fmt::layer()
+                        .json()
+                        .flatten_event(true)
+                        .with_current_span(false)
+                        .with_span_list(true)
+                        .event_format(logfmt::WithTraceIds(json))
+                        .with_filter(filter),
+                )
+                .try_init()
+        }
     };
     result.map_err(|e| TelemetryError::Install(e.to_string()))?;
     metrics_handle();
-    Ok(())
-}
-
-/// Bucket bounds (seconds) of the latencies dashboards and alerts take fleet-wide percentiles
-/// of (`histogram_quantile` over every pod's buckets): a turn, a model call, a tool call.
-/// Every other histogram is rendered as a summary, each pod's own quantiles (the load test
-/// reads the worker's phases that way).
-const LATENCY_BUCKETS: [f64; 15] =
-    [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0];
-
-/// The process-wide Prometheus recorder, installed on first use.
-pub fn metrics_handle() -> &'static PrometheusHandle {
-    METRICS.get_or_init(|| {
-        // Fails only on empty buckets, which these are not.
-        let builder = PrometheusBuilder::new()
-            .set_buckets_for_metric(Matcher::Full("hermes_turn_seconds".to_owned()), &LATENCY_BUCKETS)
-            .and_then(|b| {
-                b.set_buckets_for_metric(Matcher::Full("hermes_llm_call_seconds".to_owned()), &LATENCY_BUCKETS)
-            })
-            .and_then(|b| b.set_buckets_for_metric(Matcher::Full("hermes_tool_seconds".to_owned()), &LATENCY_BUCKETS))
-            .unwrap_or_else(|_| PrometheusBuilder::new());
-        let recorder = builder.build_recorder();
-        let handle = recorder.handle();
-        // Fails only if another recorder is installed already (a test harness); then our
-        // handle renders an empty page, which is harmless.
-        let _ = metrics::set_global_recorder(recorder);
-        handle
-    })
-}
-
-/// Renders all metrics in Prometheus text format.
-pub fn render_metrics() -> String {
-    metrics_handle().render()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn latencies_have_buckets_for_fleet_percentiles_and_other_histograms_stay_summaries() {
-        metrics_handle();
-        metrics::histogram!("hermes_turn_seconds", "status" => "completed").record(0.2);
-        metrics::histogram!("hermes_llm_call_seconds", "outcome" => "ok", "provider" => "openai").record(1.5);
-        metrics::histogram!("hermes_tool_seconds", "tool" => "terminal", "ok" => "true").record(0.03);
-        metrics::histogram!("hermes_turn_phase_seconds", "phase" => "pickup").record(0.001);
-        let page = render_metrics();
-        assert!(page.contains(r#"hermes_turn_seconds_bucket{status="completed",le="0.25"} 1"#), "{page}");
-        assert!(
-            page.contains(r#"hermes_llm_call_seconds_bucket{outcome="ok",provider="openai",le="2.5"} 1"#),
-            "{page}"
-        );
-        assert!(page.contains(r#"hermes_tool_seconds_bucket{tool="terminal",ok="true",le="0.05"} 1"#), "{page}");
-        // The worker's phases stay per-pod quantiles, which the load test reads.
-        assert!(page.contains(r#"hermes_turn_phase_seconds{phase="pickup",quantile="0.5"}"#), "{page}");
-        assert!(!page.contains("hermes_turn_phase_seconds_bucket"), "{page}");
-    }
+    Ok(Telemetry { traces })
 }

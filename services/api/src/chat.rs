@@ -66,6 +66,7 @@ async fn chat_turn(
         api_key: Some(auth.key_id),
         response: None,
         reply_to: None,
+        trace: hermes_telemetry::context::current(),
     };
     Ok((Work::New { entry: Entry::ChatCompletions, turn: Box::new(turn), idempotency }, answer, agent.name))
 }

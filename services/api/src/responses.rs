@@ -117,6 +117,7 @@ async fn response_turn(
             truncation: truncation.clone(),
         }),
         reply_to: None,
+        trace: hermes_telemetry::context::current(),
     };
     let described = Described {
         model,

@@ -70,6 +70,7 @@ async fn run_turn(state: &AppState, auth: &KeyAuth, headers: &HeaderMap, body: R
         api_key: Some(auth.key_id),
         response: None,
         reply_to: None,
+        trace: hermes_telemetry::context::current(),
     };
     Ok(Work::New { entry: Entry::Runs, turn: Box::new(turn), idempotency })
 }

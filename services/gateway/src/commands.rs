@@ -151,6 +151,7 @@ impl Gateway {
             api_key: None,
             response: None,
             reply_to: Some(destination(channel, msg)),
+            trace: hermes_telemetry::context::current(),
         };
         let (session, _) = self.store.enqueue_turn(tenant, turn).await.map_err(err)?;
         let work = hermes_queue::SessionWork { tenant_id: tenant, session_id: session };

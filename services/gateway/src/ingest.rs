@@ -4,6 +4,7 @@
 //! The answer comes back through the outbox (see [`crate::outbox`]).
 
 use serde_json::Value;
+use tracing::Instrument;
 
 use hermes_core::commands::ChatCommand;
 use hermes_core::outbox::{Destination, OutboxPayload};
@@ -121,8 +122,23 @@ pub fn destination(channel: &Channel, msg: &Incoming) -> Destination {
 }
 
 impl Gateway {
-    /// Takes one message in, exactly once per platform message.
+    /// Takes one message in, exactly once per platform message. Its span starts the
+    /// message's trace (or continues the webhook request's), which the turn and the answer's
+    /// delivery continue.
     pub async fn take_in(&self, channel: &Channel, msg: Incoming, raw: &Value) -> Result<(), IngestError> {
+        let name = format!("receive {}", channel.platform);
+        let span = tracing::info_span!(
+            "message",
+            otel.name = %name,
+            otel.kind = "consumer",
+            hermes.platform = %channel.platform,
+            hermes.channel.id = %channel.id,
+            tenant.id = %channel.tenant_id,
+        );
+        self.take_in_now(channel, msg, raw).instrument(span).await
+    }
+
+    async fn take_in_now(&self, channel: &Channel, msg: Incoming, raw: &Value) -> Result<(), IngestError> {
         let refusal = match decide(channel, &msg) {
             Verdict::Ignore => return Ok(()),
             Verdict::Refuse(text) => Some(Refusal::Told(text)),
@@ -233,6 +249,7 @@ impl Gateway {
             api_key: None,
             response: None,
             reply_to: Some(destination(channel, &msg)),
+            trace: hermes_telemetry::context::current(),
         };
         // Telegram apps split a long paste in parts: the turn waits a moment for the rest.
         // An explicit `/queue` or `/steer` message is a turn of its own, never part of a paste.

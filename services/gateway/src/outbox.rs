@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use hermes_core::outbox::{AnswerStatus, OutboxPayload};
 use hermes_core::{ChannelMode, ChannelStatus, ErrorCode, Platform, TurnOutcome};
@@ -131,7 +132,23 @@ impl Gateway {
         Duration::from_secs(self.config.gateway.outbox_lease_seconds.max(5))
     }
 
+    /// Delivers one reply, in its turn's trace.
     async fn deliver(&self, item: OutboxItem) {
+        let name = format!("send {}", item.destination.platform);
+        let span = tracing::info_span!(
+            "deliver",
+            otel.name = %name,
+            otel.kind = "producer",
+            hermes.platform = %item.destination.platform,
+            hermes.outbox.id = %item.id,
+            hermes.outbox.attempt = item.attempts,
+            tenant.id = %item.tenant_id,
+        );
+        hermes_telemetry::context::adopt(&span, item.trace.as_ref());
+        self.deliver_now(item).instrument(span).await
+    }
+
+    async fn deliver_now(&self, item: OutboxItem) {
         // It may have waited behind its channel's other replies: still ours?
         match self.store.outbox_renew(&item, self.outbox_lease()).await {
             Ok(true) => {}

@@ -39,6 +39,21 @@ pub struct Roles {
     pub migrate_only: bool,
 }
 
+impl Roles {
+    /// The default `service.name` of this process's spans: `hermes-api`, `hermes-worker`,
+    /// `hermes-api+gateway`, ... (`OTEL_SERVICE_NAME` overrides it).
+    pub fn service_name(&self) -> String {
+        let names =
+            [(self.api, "api"), (self.gateway, "gateway"), (self.worker, "worker"), (self.scheduler, "scheduler")];
+        let on: Vec<&str> = names.iter().filter(|(on, _)| *on).map(|(_, n)| *n).collect();
+        match on.len() {
+            0 => "hermes-migrate".into(),
+            4 => "hermesd".into(),
+            _ => format!("hermes-{}", on.join("+")),
+        }
+    }
+}
+
 impl Cli {
     pub fn roles(&self) -> anyhow::Result<Roles> {
         let mut r = Roles::default();

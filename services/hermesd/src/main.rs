@@ -25,12 +25,15 @@ fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     let roles = cli.roles()?;
-    hermes_telemetry::init(&config.telemetry)?;
-    // One TLS provider for every client (Postgres, RabbitMQ, providers).
+    // One TLS provider for every client (Postgres, RabbitMQ, providers, the OTLP exporter).
     let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(async move {
+    // The trace exporter batches on the runtime.
+    let telemetry = runtime.block_on(async { hermes_telemetry::init(&config.telemetry, &roles.service_name()) })?;
+    let result = runtime.block_on(async move {
         let shutdown = signals::shutdown_token();
         compose::run(config, roles, shutdown).await
-    })
+    });
+    telemetry.shutdown();
+    result
 }

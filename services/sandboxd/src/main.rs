@@ -36,10 +36,13 @@ struct Args {
     egress_socket: Option<PathBuf>,
     #[arg(long, default_value = "127.0.0.1:3128")]
     egress_listen: std::net::SocketAddr,
+    /// The worker's OTLP relay (a unix socket): sandboxd's spans go there, in the trace of the
+    /// tool call that asked for the work.
+    #[arg(long)]
+    otlp_socket: Option<PathBuf>,
 }
 
 fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt().with_env_filter(std::env::var("SANDBOXD_LOG").unwrap_or_else(|_| "info".into())).init();
     let args = Args::parse();
     if args.run_as.is_some() && !nix::unistd::geteuid().is_root() {
         bail!("--run-as needs sandboxd to start as root (with CAP_SETUID, CAP_SETGID and CAP_KILL)");
@@ -56,7 +59,24 @@ fn main() -> anyhow::Result<()> {
             }
         })
         .build()?;
-    runtime.block_on(serve(args, token))
+    let telemetry = runtime.block_on(async { init_telemetry(&args) })?;
+    let result = runtime.block_on(serve(args, token));
+    telemetry.shutdown();
+    result
+}
+
+/// Text logs (`SANDBOXD_LOG` filters them); spans go to the worker's OTLP relay when it gave
+/// one (the sandbox has no network of its own).
+fn init_telemetry(args: &Args) -> anyhow::Result<hermes_telemetry::Telemetry> {
+    let cfg = hermes_config::TelemetryConfig {
+        log_format: hermes_config::LogFormat::Text,
+        log_filter: std::env::var("SANDBOXD_LOG").unwrap_or_else(|_| "info".into()),
+        ..Default::default()
+    };
+    Ok(match &args.otlp_socket {
+        Some(socket) => hermes_telemetry::init_through_socket(&cfg, "hermes-sandboxd", socket.clone())?,
+        None => hermes_telemetry::init(&cfg, "hermes-sandboxd")?,
+    })
 }
 
 fn read_token(args: &Args) -> anyhow::Result<Option<String>> {

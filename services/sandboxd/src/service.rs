@@ -237,6 +237,7 @@ pub async fn serve_unix(
         !refused
     });
     tonic::transport::Server::builder()
+        .trace_fn(rpc_span)
         .add_service(daemon.server())
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await?;
@@ -262,10 +263,28 @@ pub async fn serve_tcp(
     };
     let service = tonic::service::interceptor::InterceptedService::new(daemon.server(), check);
     tonic::transport::Server::builder()
+        .trace_fn(rpc_span)
         .add_service(service)
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
         .await?;
     Ok(())
+}
+
+/// The server span of one call (OpenTelemetry RPC conventions), in the worker's trace when
+/// the call carries a `traceparent`.
+fn rpc_span(request: &http::Request<()>) -> tracing::Span {
+    let full = request.uri().path().trim_start_matches('/');
+    let (service, method) = full.split_once('/').unwrap_or((full, ""));
+    let span = tracing::info_span!(
+        "rpc",
+        otel.name = %full,
+        otel.kind = "server",
+        rpc.system = "grpc",
+        rpc.service = %service,
+        rpc.method = %method,
+    );
+    hermes_telemetry::context::adopt(&span, hermes_telemetry::context::from_headers(request.headers()).as_ref());
+    span
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {

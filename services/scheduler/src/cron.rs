@@ -111,6 +111,7 @@ async fn start(ctx: &SchedulerContext, run: &ClaimedRun) -> Result<(), StoreErro
         api_key: None,
         response: None,
         reply_to,
+        trace: hermes_telemetry::context::current(),
     };
     let Some(session) = ctx.store.start_run(run.run_id, job.tenant_id, &turn).await? else {
         tracing::warn!(run.id = %run.run_id, "the run was settled before it started; not starting it");

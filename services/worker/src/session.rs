@@ -17,7 +17,18 @@ pub(crate) async fn handle_delivery(rt: Arc<Runtime>, delivery: WorkDelivery) {
     if let Some(sent) = delivery.sent_at {
         Phase::Pickup.record_since(sent);
     }
-    let span = tracing::info_span!("session", tenant.id = %work.tenant_id, session.id = %work.session_id);
+    // The messaging consumer span, in the publisher's trace; each turn it runs joins its own
+    // (stored) trace.
+    let span = tracing::info_span!(
+        "session",
+        otel.name = "process work",
+        otel.kind = "consumer",
+        messaging.system = "rabbitmq",
+        messaging.operation.type = "process",
+        tenant.id = %work.tenant_id,
+        session.id = %work.session_id,
+    );
+    hermes_telemetry::context::adopt(&span, delivery.trace.as_ref());
     let lease = Duration::from_secs(rt.ctx.config.worker.lease_seconds);
     let locks = rt.ctx.cache.session_locks();
     // A lease owner unique to this task: two tasks of one process never mistake each other's

@@ -47,6 +47,7 @@ struct Inner {
     /// Set once the engine refused a volume size: quotas are not tried again.
     no_quota_support: AtomicBool,
     egress: EgressListeners,
+    spans: crate::span_relay::SpanListeners,
 }
 
 fn docker_err(e: DockerError) -> SandboxError {
@@ -79,6 +80,7 @@ impl DockerSandboxes {
                 daemons: Daemons::new(),
                 no_quota_support,
                 egress: EgressListeners::default(),
+                spans: crate::span_relay::SpanListeners::default(),
             }),
         })
     }
@@ -199,19 +201,24 @@ impl DockerSandboxes {
         let timeout = self.inner.cfg.exec_timeout_seconds.to_string();
         let body = ContainerCreateBody {
             image: Some(cfg.image.clone()),
-            cmd: Some(vec![
-                cfg.sandboxd_path.clone(),
-                "--listen".into(),
-                format!("unix:{IPC_MOUNT}/{SOCKET}"),
-                "--workspace".into(),
-                WORKSPACE.into(),
-                "--default-timeout".into(),
-                timeout,
-                "--egress-socket".into(),
-                format!("{IPC_MOUNT}/{EGRESS_SOCKET}"),
-                "--run-as".into(),
-                format!("{SANDBOX_USER}:{SANDBOX_USER}"),
-            ]),
+            cmd: Some(
+                [
+                    cfg.sandboxd_path.clone(),
+                    "--listen".into(),
+                    format!("unix:{IPC_MOUNT}/{SOCKET}"),
+                    "--workspace".into(),
+                    WORKSPACE.into(),
+                    "--default-timeout".into(),
+                    timeout,
+                    "--egress-socket".into(),
+                    format!("{IPC_MOUNT}/{EGRESS_SOCKET}"),
+                    "--run-as".into(),
+                    format!("{SANDBOX_USER}:{SANDBOX_USER}"),
+                ]
+                .into_iter()
+                .chain(crate::span_relay::sandboxd_args(IPC_MOUNT))
+                .collect(),
+            ),
             user: Some("0:0".into()),
             working_dir: Some(WORKSPACE.into()),
             env: Some(
@@ -249,6 +256,7 @@ impl DockerSandboxes {
     async fn remove(&self, name: &str) {
         self.inner.daemons.forget(name);
         self.inner.egress.stop(name);
+        self.inner.spans.stop(name);
         let options = RemoveContainerOptions { force: true, ..Default::default() };
         if let Err(e) = self.inner.docker.remove_container(name, Some(options)).await
             && status_of(&e) != Some(404)
@@ -310,6 +318,7 @@ impl Sandboxes for DockerSandboxes {
             self.ensure_running(key).await?;
             let client = self.connect_daemon(&name, START_WAIT).await?;
             self.inner.egress.ensure(&name, key, &self.ipc_dir(&name));
+            self.inner.spans.ensure(&name, &self.ipc_dir(&name));
             Ok(client)
         })
     }

@@ -68,6 +68,7 @@ struct Inner {
     /// The sandboxes this worker started.
     started: StdMutex<HashMap<String, Started>>,
     egress: EgressListeners,
+    spans: crate::span_relay::SpanListeners,
 }
 
 struct Started {
@@ -106,6 +107,7 @@ impl LocalSandboxes {
                 run_as,
                 started: StdMutex::new(HashMap::new()),
                 egress: EgressListeners::default(),
+                spans: crate::span_relay::SpanListeners::default(),
             }),
         })
     }
@@ -213,6 +215,8 @@ impl LocalSandboxes {
         let listen = format!("unix:{IPC_MOUNT}/{SOCKET}");
         arg(&[SANDBOXD_MOUNT, "--listen", &listen, "--workspace", WORKSPACE, "--default-timeout", &timeout]);
         arg(&["--egress-socket", &format!("{IPC_MOUNT}/{EGRESS_SOCKET}")]);
+        let span_args = crate::span_relay::sandboxd_args(IPC_MOUNT);
+        arg(&span_args.iter().map(String::as_str).collect::<Vec<_>>());
 
         let mut command = if wait_for_cgroup {
             let mut c = Command::new("/bin/sh");
@@ -241,6 +245,7 @@ impl LocalSandboxes {
     async fn stop(&self, name: &str) {
         self.inner.daemons.forget(name);
         self.inner.egress.stop(name);
+        self.inner.spans.stop(name);
         let started = self.inner.started.lock().ok().and_then(|mut s| s.remove(name));
         if let Some(mut started) = started {
             let _ = started.child.kill().await;
@@ -312,6 +317,7 @@ impl Sandboxes for LocalSandboxes {
                 None => {
                     let client = self.open_uncached(key, &name).await?;
                     self.inner.egress.ensure(&name, key, &self.ipc_dir(&name));
+                    self.inner.spans.ensure(&name, &self.ipc_dir(&name));
                     Ok(client)
                 }
             }

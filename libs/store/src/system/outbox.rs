@@ -28,6 +28,8 @@ pub struct OutboxItem {
     pub doubt: Option<(i32, chrono::DateTime<chrono::Utc>)>,
     /// This claim's token: every record of the claim carries it.
     pub lease: uuid::Uuid,
+    /// The trace of the turn this answers (its delivery is the trace's last span).
+    pub trace: Option<hermes_core::trace::TraceParent>,
 }
 
 impl Store {
@@ -50,7 +52,9 @@ impl Store {
                    ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
              WHERE o.id = due.id
              RETURNING o.id, o.tenant_id, o.channel_id, o.turn_id, o.destination, o.payload, o.attempts,
-                       o.sent_parts, o.platform_message_id, o.doubt_part, o.doubt_since, o.lease_owner",
+                       o.sent_parts, o.platform_message_id, o.doubt_part, o.doubt_since, o.lease_owner,
+                       (SELECT t.trace_parent FROM turns t WHERE t.tenant_id = o.tenant_id AND t.id = o.turn_id)
+                         AS trace_parent",
         )
         .bind(limit)
         .bind(lease.as_secs_f64())
@@ -210,5 +214,6 @@ fn read_item(r: &PgRow) -> Result<std::result::Result<OutboxItem, (uuid::Uuid, s
             _ => None,
         },
         lease: r.try_get("lease_owner")?,
+        trace: r.try_get::<crate::rows::MaybeText, _>("trace_parent")?.into(),
     }))
 }

@@ -88,8 +88,9 @@ async fn new_session_turn(
             INSERT INTO sessions (id, tenant_id, agent_id, source, next_seq, user_key, title)
             VALUES ($1, $2, $3, $4, 1, $5, $6) RETURNING id
          )
-         INSERT INTO turns (id, tenant_id, session_id, input, instructions, stream, notify_hub, api_key_id, reply_to)
-         SELECT $7, $2, s.id, $8, $9, $10, $11, $12, $13 FROM s",
+         INSERT INTO turns (id, tenant_id, session_id, input, instructions, stream, notify_hub, api_key_id, reply_to,
+                            trace_parent)
+         SELECT $7, $2, s.id, $8, $9, $10, $11, $12, $13, $14 FROM s",
     )
     .bind(session_id.as_uuid())
     .bind(tenant.as_uuid())
@@ -104,6 +105,7 @@ async fn new_session_turn(
     .bind(&new.notify_hub)
     .bind(new.api_key.map(|k| k.as_uuid()))
     .bind(new.reply_to.as_ref().map(sqlx::types::Json))
+    .bind(new.trace.as_ref().map(|t| t.as_str()))
     .execute(conn)
     .await?;
     Ok((session_id, turn_id))
@@ -217,8 +219,9 @@ pub(crate) async fn enqueue_in(
         }
     };
     sqlx::query(
-        "INSERT INTO turns (id, tenant_id, session_id, input, instructions, stream, notify_hub, api_key_id, reply_to)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        "INSERT INTO turns (id, tenant_id, session_id, input, instructions, stream, notify_hub, api_key_id, reply_to,
+                            trace_parent)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
     )
     .bind(turn_id.as_uuid())
     .bind(tenant.as_uuid())
@@ -229,6 +232,7 @@ pub(crate) async fn enqueue_in(
     .bind(&new.notify_hub)
     .bind(new.api_key.map(|k| k.as_uuid()))
     .bind(new.reply_to.as_ref().map(sqlx::types::Json))
+    .bind(new.trace.as_ref().map(|t| t.as_str()))
     .execute(&mut *tx)
     .await?;
     if let Some(response) = &new.response {

@@ -65,6 +65,7 @@ pub fn turn_in(agent: AgentId, session: SessionId, text: &str) -> NewTurn {
         api_key: None,
         response: None,
         reply_to: None,
+        trace: None,
     }
 }
 

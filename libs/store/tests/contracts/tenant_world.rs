@@ -160,6 +160,7 @@ async fn finished_and_waiting(store: &Store, a: &Tenant, channel: uuid::Uuid) ->
     let new = hermes_store::NewTurn {
         response: Some(response),
         reply_to: Some(reply_to),
+        trace: None,
         ..common::turn_in(a.agent, a.session, "hello world")
     };
     let done = store.enqueue_turn(a.id, new).await.unwrap().1;

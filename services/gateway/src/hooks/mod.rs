@@ -202,6 +202,7 @@ async fn what_to_start(
         api_key: None,
         response: None,
         reply_to,
+        trace: hermes_telemetry::context::current(),
     })))
 }
 

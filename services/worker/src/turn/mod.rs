@@ -38,7 +38,20 @@ pub(crate) async fn run_claimed_turn(
     guard: &LockGuard,
     parent: &tracing::Span,
 ) -> bool {
-    let span = tracing::info_span!(parent: parent, "turn", turn.id = %turn.turn_id, attempt = turn.attempt);
+    // The GenAI agent span, in the trace the turn was enqueued in: a turn resumed by another
+    // worker after a crash continues the same trace.
+    let span = tracing::info_span!(
+        parent: parent,
+        "turn",
+        otel.name = "invoke_agent",
+        otel.status_code = tracing::field::Empty,
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.agent.id = %turn.agent_id,
+        gen_ai.conversation.id = %turn.session_id,
+        turn.id = %turn.turn_id,
+        attempt = turn.attempt,
+    );
+    hermes_telemetry::context::adopt(&span, turn.trace.as_ref());
     let claim = || Claim { rt, tenant, owner, turn: &turn };
     let work = execute(claim(), inputs).instrument(span.clone());
     run::supervise(claim(), guard, &span, work).await
