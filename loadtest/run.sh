@@ -7,8 +7,10 @@
 # figure with loadtest/baseline.json. Any failed request fails the run; a slower figure is
 # reported, not failed, unless --fail-on-regression is passed through.
 #
-# Usage: loadtest/run.sh [--smoke] [hermes-loadtest flags, e.g. --turns 300 --seconds 20]
+# Usage: loadtest/run.sh [--smoke] [--trace grpc|http/protobuf] [hermes-loadtest flags, e.g. --seconds 20]
 #   --smoke   a short run on the dev build (seconds): what .ci/run does; checks only errors.
+#   --trace   export every span over OTLP to a local sink (hermes-otlp-sink), to measure what
+#             tracing costs: compare with a run without it.
 #   Write a new baseline with --write-baseline loadtest/baseline.json (on the reference machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +22,11 @@ smoke=0
 if [[ "${1:-}" == "--smoke" ]]; then
   smoke=1
   shift
+fi
+trace=""
+if [[ "${1:-}" == "--trace" ]]; then
+  trace=${2:?--trace needs grpc or http/protobuf}
+  shift 2
 fi
 
 deploy/dev/ensure-services.sh
@@ -85,6 +92,19 @@ tenant=$("$bin/hermesctl" tenant create load --json | sed -n 's/.*"id":"\([^"]*\
 "$bin/hermesctl" agent create --tenant load --name bench --model scripted --base-url http://127.0.0.1:19999/v1 >/dev/null
 "$bin/hermesctl" agent create --tenant load --name bench-slow --model scripted --base-url http://127.0.0.1:19998/v1 >/dev/null
 key=$("$bin/hermesctl" key create --tenant load --json | sed -n 's/.*"key":"\([^"]*\)".*/\1/p')
+
+if [[ -n "$trace" ]]; then
+  sink_log=${TMPDIR:-/tmp}/hermes-loadtest-otlp-sink.log
+  "$bin/hermes-otlp-sink" --grpc 127.0.0.1:14317 --http 127.0.0.1:14318 2>"$sink_log" &
+  pids+=($!)
+  export HERMES__TELEMETRY__OTLP_PROTOCOL=$trace
+  if [[ "$trace" == grpc ]]; then
+    export HERMES__TELEMETRY__OTLP_ENDPOINT=http://127.0.0.1:14317
+  else
+    export HERMES__TELEMETRY__OTLP_ENDPOINT=http://127.0.0.1:14318
+  fi
+  echo "tracing on: every span goes over OTLP ($trace) to hermes-otlp-sink (log: $sink_log)"
+fi
 
 log=${TMPDIR:-/tmp}/hermes-loadtest-hermesd.log
 "$bin/hermesd" all >"$log" 2>&1 &

@@ -7,7 +7,7 @@ For each values set in helm/tests/values/ (and the chart's values-dev.yaml) it l
 and checks what the chart promises: pod security, probes, resources, drain and grace period,
 PDBs, selectors, secrets by reference, the migration Job, RBAC held to the sandbox backend's
 code, the sandbox namespace, autoscaling, the Ingress, the dashboard and alerting rules equal
-to deploy/grafana's. Then every file in values/bad/ must be refused
+to deploy/grafana's, the trace export's variables in every hermesd container. Then every file in values/bad/ must be refused
 with the message its first line names (`# expect: ...`). Last, each check is run on a broken
 copy of a good render, to show it can fail.
 
@@ -18,7 +18,7 @@ This file runs everything and prints the summary; the work is in its neighbours:
   checks_platform.py    property checks on the rest: migrations, service accounts, RBAC, the
                         sandbox namespace, docker backend, autoscaling, Ingress, ServiceMonitor, NOTES
   checks_observability.py  the dashboard ConfigMap, PrometheusRule and rule-file ConfigMap against
-                        deploy/grafana/
+                        deploy/grafana/; the OTLP trace variables (telemetry.otlp)
   negative_checks.py    values the chart must refuse, and broken renders each check must catch
 
 Deps: helm-python-sdk==0.2.2 (import helm_python), kubernetes-validate==1.37.0, pyyaml.
@@ -34,7 +34,7 @@ sys.dont_write_bytecode = True  # no __pycache__ next to the tests
 
 import helm_python as helm  # noqa: E402
 
-from checks_observability import check_observability  # noqa: E402
+from checks_observability import check_observability, check_traces  # noqa: E402
 from checks_platform import (check_autoscaling, check_docker_backend, check_ingress, check_migrations,  # noqa: E402
                              check_notes, check_rbac, check_sandbox_namespace, check_service_accounts,
                              check_service_monitor)
@@ -49,7 +49,7 @@ VERBOSE = "-v" in sys.argv
 CHECKS = [check_schemas, check_labels_and_selectors, check_pod_security, check_probes_and_ports, check_services,
           check_resources, check_worker_drain, check_pdbs, check_topology_spread, check_env, check_config_env, check_images,
           check_migrations, check_service_accounts, check_rbac, check_sandbox_namespace, check_docker_backend,
-          check_autoscaling, check_ingress, check_service_monitor, check_observability, check_notes]
+          check_autoscaling, check_ingress, check_service_monitor, check_observability, check_traces, check_notes]
 
 
 # --- driver -----------------------------------------------------------------------------------------

@@ -1,19 +1,22 @@
-"""Property checks on the dashboards and alerting rules the chart ships, for check.py: each takes
-a Render and raises AssertionError.
+"""Property checks on the dashboards, alerting rules and trace export the chart sets up, for
+check.py: each takes a Render and raises AssertionError.
 
 The chart reads helm/hermes-cloud/files/, copies of deploy/grafana/ (deploy/grafana/check.py
 validates those files and keeps the copies identical); here the rendered objects are held to
 the canonical files themselves: the dashboard ConfigMap's JSON, the PrometheusRule's groups and
 the rule-file ConfigMap must equal deploy/grafana's, the `up` alert's job regex aside.
+check_traces holds every hermesd container's trace variables to telemetry.otlp (and to what
+libs/telemetry/src/otlp.rs and the OpenTelemetry SDK read).
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 import yaml
 
-from rendering import GRAFANA, NAMESPACE, Render, labels
+from rendering import GRAFANA, NAMESPACE, ROLES, Render, container, env_of, labels
 
 DASHBOARD_KEY = "hermes-overview.json"
 RULES_KEY = "hermes-alerts.yaml"
@@ -93,3 +96,69 @@ def check_observability(r: Render) -> None:
     check_dashboard_config_map(r)
     check_prometheus_rule(r)
     check_alert_rules_config_map(r)
+
+
+# What the chart sets for traces; with telemetry.otlp.endpoint empty none of it may appear.
+TRACE_ENV = ("HERMES__TELEMETRY__OTLP_ENDPOINT", "HERMES__TELEMETRY__OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_HEADERS",
+             "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG", "OTEL_RESOURCE_ATTRIBUTES", "HERMES_POD_NAME",
+             "HERMES_POD_NAMESPACE")
+POD_ATTRIBUTES = {"k8s.namespace.name": "$(HERMES_POD_NAMESPACE)", "k8s.pod.name": "$(HERMES_POD_NAME)",
+                  "service.instance.id": "$(HERMES_POD_NAME)"}
+FIELD_REFS = {"HERMES_POD_NAME": "metadata.name", "HERMES_POD_NAMESPACE": "metadata.namespace"}
+
+
+def _ratio(value) -> str:
+    return "" if value == "" else str(value)
+
+
+def check_traces(r: Render) -> None:
+    """Every hermesd container (the four roles and the Job) exports traces as telemetry.otlp says,
+    or, without an endpoint, carries none of the trace variables."""
+    o = r.values["telemetry"]["otlp"]
+    extra = {e["name"] for e in r.values["extraEnv"]} | {e["name"] for role in ROLES for e in r.values[role]["extraEnv"]}
+    seen = set()
+    for role, pod in r.hermes_pods():
+        seen.add(role)
+        env_list = container(pod).get("env", [])
+        env = env_of(container(pod))
+        if not o["endpoint"]:
+            stray = [n for n in TRACE_ENV if n in env and n not in extra]
+            assert not stray, f"{role}: {stray} without telemetry.otlp.endpoint"
+            continue
+        assert env.get("HERMES__TELEMETRY__OTLP_ENDPOINT", {}).get("value") == o["endpoint"], f"{role}: the OTLP endpoint"
+        assert env.get("HERMES__TELEMETRY__OTLP_PROTOCOL", {}).get("value") == o["protocol"], f"{role}: the OTLP protocol"
+        assert o["protocol"] in ("grpc", "http/protobuf"), "hermesd reads grpc or http/protobuf only"
+        h = o["headers"]
+        if h["existingSecret"]:
+            e = env.get("OTEL_EXPORTER_OTLP_HEADERS")
+            assert e and "value" not in e, f"{role}: OTEL_EXPORTER_OTLP_HEADERS must come from a Secret, not a value"
+            assert e["valueFrom"] == {"secretKeyRef": {"name": h["existingSecret"], "key": h["key"]}}, \
+                f"{role}: headers from {e['valueFrom']}"
+        else:
+            assert "OTEL_EXPORTER_OTLP_HEADERS" not in env, f"{role}: headers without telemetry.otlp.headers"
+        for var, want in (("OTEL_TRACES_SAMPLER", o["sampler"]), ("OTEL_TRACES_SAMPLER_ARG", _ratio(o["samplerArg"]))):
+            if want:
+                assert env.get(var, {}).get("value") == want, f"{role}: {var}={env.get(var)}, want {want!r}"
+            else:
+                assert var not in env, f"{role}: {var} set without telemetry.otlp"
+        for var, path in FIELD_REFS.items():
+            assert env.get(var, {}).get("valueFrom") == {"fieldRef": {"fieldPath": path}}, f"{role}: {var} from {path}"
+        attrs_var = env.get("OTEL_RESOURCE_ATTRIBUTES", {}).get("value")
+        assert attrs_var, f"{role}: OTEL_RESOURCE_ATTRIBUTES"
+        pairs = [kv.split("=", 1) for kv in attrs_var.split(",")]
+        assert all(len(p) == 2 for p in pairs), f"{role}: OTEL_RESOURCE_ATTRIBUTES {attrs_var!r} is not key=value,..."
+        attrs = dict(pairs)
+        assert len(attrs) == len(pairs), f"{role}: an attribute twice in {attrs_var!r}"
+        assert attrs == {**POD_ATTRIBUTES, **{k: str(v) for k, v in o["resourceAttributes"].items()}}, \
+            f"{role}: OTEL_RESOURCE_ATTRIBUTES {attrs}"
+        # hermesd names each role's service (hermes-api, ...): neither variable may name one for all.
+        assert "service.name" not in attrs and "OTEL_SERVICE_NAME" not in env.keys() - extra, f"{role}: a service.name"
+        # Kubernetes expands $(VAR) only for variables defined earlier in the list.
+        names = [e["name"] for e in env_list]
+        at = names.index("OTEL_RESOURCE_ATTRIBUTES")
+        for ref in re.findall(r"\$\((\w+)\)", attrs_var):
+            assert ref in names[:at], f"{role}: OTEL_RESOURCE_ATTRIBUTES uses $({ref}) before it is defined"
+    want = {role for role in ROLES if r.values[role]["enabled"]} | ({"migrate"} if r.values["migrations"]["enabled"] else set())
+    assert seen == want, f"checked {sorted(seen)}, want every hermesd container {sorted(want)}"
+    if o["endpoint"]:
+        assert o["endpoint"] in r.notes, "NOTES.txt names where traces go"

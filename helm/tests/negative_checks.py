@@ -15,7 +15,7 @@ from typing import Callable
 
 import helm_python as helm
 
-from checks_observability import check_observability
+from checks_observability import check_observability, check_traces
 from checks_platform import (check_autoscaling, check_ingress, check_migrations, check_rbac, check_sandbox_namespace,
                              check_service_accounts)
 from checks_workloads import (check_config_env, check_env, check_images, check_labels_and_selectors, check_pdbs,
@@ -125,7 +125,35 @@ BREAKAGES = [  # (description, scenario, check, mutation of the docs)
      lambda docs: _first(docs, "PrometheusRule")["spec"]["groups"][-1]["rules"][-2].update(expr='up{job=~".*hermes.*"} == 0')),
     ("a PrometheusRule rule without expr", "observability", check_schemas,
      lambda docs: _first(docs, "PrometheusRule")["spec"]["groups"][0]["rules"][0].pop("expr")),
+    ("the worker without the OTLP endpoint", "tracing", check_traces,
+     lambda docs: _drop_env(container(pod_of(docs, "worker")), "HERMES__TELEMETRY__OTLP_ENDPOINT")),
+    ("the migration Job without the OTLP protocol", "tracing", check_traces,
+     lambda docs: _drop_env(container(_first(docs, "Job")["spec"]["template"]["spec"]), "HERMES__TELEMETRY__OTLP_PROTOCOL")),
+    ("the OTLP headers as a plain value", "tracing", check_traces,
+     lambda docs: _env(container(pod_of(docs, "api")), "OTEL_EXPORTER_OTLP_HEADERS").update(value="api-key=x")),
+    ("resource attributes before the pod's name", "tracing", check_traces,
+     lambda docs: _move_first(container(pod_of(docs, "gateway")), "OTEL_RESOURCE_ATTRIBUTES")),
+    ("one service.name for every role", "tracing", check_traces,
+     lambda docs: _env(container(pod_of(docs, "scheduler")), "OTEL_RESOURCE_ATTRIBUTES").update(
+         value=_env(container(pod_of(docs, "scheduler")), "OTEL_RESOURCE_ATTRIBUTES")["value"] + ",service.name=hermes")),
+    ("an OTLP endpoint with tracing off", "default", check_traces,
+     lambda docs: container(pod_of(docs, "api"))["env"].append(
+         {"name": "HERMES__TELEMETRY__OTLP_ENDPOINT", "value": "http://otel-collector:4317"})),
 ]
+
+
+def _env(c, name):
+    return next(e for e in c["env"] if e["name"] == name)
+
+
+def _drop_env(c, name):
+    c["env"].remove(_env(c, name))
+
+
+def _move_first(c, name):
+    e = _env(c, name)
+    c["env"].remove(e)
+    c["env"].insert(0, e)
 
 
 def _dashboard(docs):

@@ -60,6 +60,7 @@ SCENARIOS = [
     ("ingress", [V / "default.yaml", V / "ingress.yaml"]),
     ("hooks-off", [V / "default.yaml", V / "hooks-off.yaml"]),
     ("observability", [V / "default.yaml", V / "observability.yaml"]),
+    ("tracing", [V / "default.yaml", V / "tracing.yaml"]),
 ]
 
 

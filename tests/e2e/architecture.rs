@@ -78,13 +78,12 @@ impl Graph {
 }
 
 const ROLES: [&str; 4] = ["hermes-api", "hermes-worker", "hermes-gateway", "hermes-scheduler"];
-const ADAPTERS: [&str; 9] = [
+const ADAPTERS: [&str; 8] = [
     "hermes-store",
     "hermes-queue",
     "hermes-cache",
     "hermes-sandbox",
     "hermes-llm",
-    "hermes-telemetry",
     "hermes-skills",
     "hermes-chat",
     "hermes-http",
@@ -92,12 +91,13 @@ const ADAPTERS: [&str; 9] = [
 /// Small crates anyone may use (the injection scanner, the public-address policy): they
 /// depend on no workspace crate but core.
 const LEAVES: [&str; 2] = ["hermes-threats", "hermes-net-policy"];
-/// What every adapter may build on: the domain, the config and the leaves.
-const FOUNDATIONS: [&str; 4] = ["hermes-core", "hermes-config", "hermes-threats", "hermes-net-policy"];
+/// What every adapter may build on: the domain, the config, the leaves, and telemetry (logs,
+/// metrics, and the trace context every hop hands on), itself built on core and config only.
+const FOUNDATIONS: [&str; 5] =
+    ["hermes-core", "hermes-config", "hermes-threats", "hermes-net-policy", "hermes-telemetry"];
 /// The one more workspace crate an adapter may use: the sandbox adapter speaks sandboxd's
-/// protocol, which lives in its own crate; http serves /metrics from telemetry's recorder.
-const ADAPTER_EXTRAS: [(&str, &str); 2] =
-    [("hermes-sandbox", "hermes-sandbox-proto"), ("hermes-http", "hermes-telemetry")];
+/// protocol, which lives in its own crate.
+const ADAPTER_EXTRAS: [(&str, &str); 1] = [("hermes-sandbox", "hermes-sandbox-proto")];
 /// Crates that need only the injection scanner of the agent's crates, so they must not link
 /// the agent loop and its tools; hermesctl still uses llm's provider-host table
 /// (`hermes_llm::keys`) to bind API keys, the others not even llm.
@@ -128,6 +128,8 @@ fn crate_dependencies_point_the_way_the_design_says() {
         assert!(!agent.contains(banned), "hermes-agent must not depend on {banned}");
     }
 
+    let telemetry: Vec<_> = g.workspace_deps("hermes-telemetry").into_iter().collect();
+    assert_eq!(telemetry, ["hermes-config", "hermes-core"], "telemetry is a foundation: it builds on core and config");
     for leaf in LEAVES {
         let bad: Vec<_> = g.workspace_deps(leaf).into_iter().filter(|d| d != "hermes-core").collect();
         assert!(bad.is_empty(), "{leaf} is a leaf: it may depend only on core, not {bad:?}");

@@ -14,7 +14,8 @@ the migration hook can run before anything of the release exists.
   "HERMES__SANDBOX__KUBERNETES__IMAGE" "HERMES__SANDBOX__KUBERNETES__PORT"
   "HERMES__SANDBOX__KUBERNETES__RUNTIME_CLASS" "HERMES__SANDBOX__KUBERNETES__STORAGE_CLASS"
   "HERMES__SANDBOX__KUBERNETES__WORKSPACE_GB" "HERMES__SANDBOX__DOCKER__SOCKET"
-  "HERMES__SANDBOX__DOCKER__IPC_DIR" "HERMES__SANDBOX__DOCKER__IMAGE" | toJson -}}
+  "HERMES__SANDBOX__DOCKER__IPC_DIR" "HERMES__SANDBOX__DOCKER__IMAGE"
+  "HERMES__TELEMETRY__OTLP_ENDPOINT" "HERMES__TELEMETRY__OTLP_PROTOCOL" | toJson -}}
 {{- end -}}
 
 {{/*
@@ -56,7 +57,57 @@ whole ones are printed as integers (10485760, not 1.048576e+07). Nulls are left 
 {{- end -}}
 {{- end -}}
 
-{{/* What every hermesd process gets: listeners, the four secrets, `config`, extraEnv. */}}
+{{/* Resource attributes the chart sets itself (telemetry.otlp.resourceAttributes may not). */}}
+{{- define "hermes.ownedResourceAttributes" -}}
+{{- list "k8s.namespace.name" "k8s.pod.name" "service.instance.id" | toJson -}}
+{{- end -}}
+
+{{/*
+Trace export (telemetry.otlp), for every hermesd container; nothing while the endpoint is
+empty. service.name stays hermesd's own per role; the pod's name and namespace come from the
+downward API and reach OTEL_RESOURCE_ATTRIBUTES through $(VAR), which Kubernetes expands
+only for variables defined before it in the list.
+*/}}
+{{- define "hermes.telemetryEnv" -}}
+{{- $o := .Values.telemetry.otlp -}}
+{{- if $o.endpoint }}
+- name: HERMES__TELEMETRY__OTLP_ENDPOINT
+  value: {{ $o.endpoint | quote }}
+- name: HERMES__TELEMETRY__OTLP_PROTOCOL
+  value: {{ $o.protocol | quote }}
+{{- with $o.headers.existingSecret }}
+- name: OTEL_EXPORTER_OTLP_HEADERS
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $o.headers.key }}
+{{- end }}
+{{- with $o.sampler }}
+- name: OTEL_TRACES_SAMPLER
+  value: {{ . | quote }}
+{{- end }}
+{{- if ne (toString $o.samplerArg) "" }}
+- name: OTEL_TRACES_SAMPLER_ARG
+  value: {{ toString $o.samplerArg | quote }}
+{{- end }}
+- name: HERMES_POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: HERMES_POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+{{- $attrs := list "k8s.namespace.name=$(HERMES_POD_NAMESPACE)" "k8s.pod.name=$(HERMES_POD_NAME)" "service.instance.id=$(HERMES_POD_NAME)" }}
+{{- range $key := keys $o.resourceAttributes | sortAlpha }}
+{{- $attrs = append $attrs (printf "%s=%s" $key (toString (index $o.resourceAttributes $key))) }}
+{{- end }}
+- name: OTEL_RESOURCE_ATTRIBUTES
+  value: {{ join "," $attrs | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* What every hermesd process gets: listeners, the four secrets, `config`, traces, extraEnv. */}}
 {{- define "hermes.commonEnv" -}}
 {{- $root := .root -}}
 - name: HERMES__OPS__BIND
@@ -73,6 +124,7 @@ whole ones are printed as integers (10485760, not 1.048576e+07). Nulls are left 
   value: {{ . | quote }}
 {{- end }}
 {{- include "hermes.configEnv" (dict "prefix" "HERMES" "map" $root.Values.config) }}
+{{- include "hermes.telemetryEnv" $root }}
 {{- end -}}
 
 {{/* The role's own variables. */}}

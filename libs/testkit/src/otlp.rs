@@ -46,6 +46,9 @@ impl ReceivedSpan {
 
 #[derive(Default)]
 struct Collected {
+    /// Count spans without keeping them (a load test's sink).
+    forget: bool,
+    received: std::sync::atomic::AtomicU64,
     spans: Mutex<Vec<ReceivedSpan>>,
     /// Export requests received, by transport.
     grpc_requests: Mutex<u64>,
@@ -54,6 +57,11 @@ struct Collected {
 
 impl Collected {
     fn take(&self, batch: ExportTraceServiceRequest) {
+        if self.forget {
+            let n: usize = batch.resource_spans.iter().flat_map(|r| &r.scope_spans).map(|s| s.spans.len()).sum();
+            self.received.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+            return;
+        }
         let mut spans = Vec::new();
         for resource in batch.resource_spans {
             let service = resource
@@ -83,6 +91,7 @@ impl Collected {
                 });
             }
         }
+        self.received.fetch_add(spans.len() as u64, std::sync::atomic::Ordering::Relaxed);
         if let Ok(mut all) = self.spans.lock() {
             all.extend(spans);
         }
@@ -161,7 +170,12 @@ impl OtlpReceiver {
     }
 
     pub async fn start_on(grpc: &str, http: &str) -> std::io::Result<Self> {
-        let collected = Arc::new(Collected::default());
+        Self::start_with(grpc, http, false).await
+    }
+
+    /// A sink that counts spans and keeps none (`forget`), for load tests.
+    pub async fn start_with(grpc: &str, http: &str, forget: bool) -> std::io::Result<Self> {
+        let collected = Arc::new(Collected { forget, ..Collected::default() });
         let grpc_listener = TcpListener::bind(grpc).await?;
         let http_listener = TcpListener::bind(http).await?;
         let (grpc_addr, http_addr) = (grpc_listener.local_addr()?, http_listener.local_addr()?);
@@ -195,6 +209,11 @@ impl OtlpReceiver {
     /// The spans of one trace.
     pub fn trace(&self, trace_id: &str) -> Vec<ReceivedSpan> {
         self.spans().into_iter().filter(|s| s.trace_id == trace_id).collect()
+    }
+
+    /// Spans received so far (kept or not).
+    pub fn received(&self) -> u64 {
+        self.collected.received.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Export requests received over (gRPC, HTTP).

@@ -131,6 +131,12 @@ async fn finish(
     let code = outcome.error_code.map_or("none", |c| c.as_str());
     metrics::counter!("hermes_turns_total", "status" => label, "code" => code).increment(1);
     metrics::histogram!("hermes_turn_seconds", "status" => label).record(started.elapsed().as_secs_f64());
+    if status != TurnStatus::Completed {
+        // The turn's span (this runs inside it) shows as failed, with its closed error code.
+        let span = tracing::Span::current();
+        span.record("otel.status_code", "ERROR");
+        span.record("error.type", code);
+    }
     tracing::info!(status = label, elapsed_ms = started.elapsed().as_secs_f64() * 1000.0, "turn finished");
     events.finish(Some(TurnEventKind::Finished { outcome })).await;
     Phase::Finish.record(finishing.elapsed());

@@ -45,6 +45,7 @@ pub(crate) async fn run_claimed_turn(
         "turn",
         otel.name = "invoke_agent",
         otel.status_code = tracing::field::Empty,
+        error.type = tracing::field::Empty,
         gen_ai.operation.name = "invoke_agent",
         gen_ai.agent.id = %turn.agent_id,
         gen_ai.conversation.id = %turn.session_id,
