@@ -14,6 +14,17 @@ use hermes_testkit::telegram::TelegramEmulator;
 use crate::harness::{PATIENCE, Roles, TestEnv, answer_text, poll_until};
 use crate::telegram::{TOKEN, bind, process_settings, sent};
 
+/// A child process killed when the test ends, passed or not (a failed assertion must not leave
+/// a gateway polling and a worker consuming after the test).
+struct Proc(std::process::Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// The caller's trace: the API continues it.
 const CALLER_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
 const CALLER_SPAN: &str = "b7ad6b7169203331";
@@ -29,12 +40,12 @@ fn exporting(rx: &OtlpReceiver, protocol: &str) -> Vec<(&'static str, String)> {
 }
 
 /// An API process (traced) on a free port; its base URL once it is ready.
-async fn spawn_api(env: &TestEnv, rx: &OtlpReceiver) -> (std::process::Child, String) {
+async fn spawn_api(env: &TestEnv, rx: &OtlpReceiver) -> (Proc, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let mut settings = exporting(rx, "grpc");
     settings.push(("HERMES__HTTP__BIND", format!("127.0.0.1:{port}")));
     settings.push(("HERMES__SECRETS__MASTER_KEY", env.config.secrets.master_key.clone().unwrap()));
-    let child = env.spawn_hermesd_with(&["api"], "api-traced", &settings);
+    let child = Proc(env.spawn_hermesd_with(&["api"], "api-traced", &settings));
     let url = format!("http://127.0.0.1:{port}");
     let ready = poll_until(async || {
         let resp = env.http.get(format!("{url}/readyz")).send().await.ok()?;
@@ -107,8 +118,8 @@ async fn a_chat_completion_with_a_tool_call_is_one_trace_from_the_api_to_sandbox
     let (_, _, key) = env.tenant("acme", "ops").await;
     env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "echo traced"})));
     env.llm.push(ScriptedReply::text("done"));
-    let (mut api, url) = spawn_api(&env, &rx).await;
-    let mut worker = env.spawn_hermesd_with(&["worker"], "worker-traced", &exporting(&rx, "grpc"));
+    let (api, url) = spawn_api(&env, &rx).await;
+    let worker = Proc(env.spawn_hermesd_with(&["worker"], "worker-traced", &exporting(&rx, "grpc")));
 
     let resp = env
         .http
@@ -149,9 +160,7 @@ async fn a_chat_completion_with_a_tool_call_is_one_trace_from_the_api_to_sandbox
         spans.iter().filter(|s| s.trace_id != CALLER_TRACE && s.name.starts_with("execute_tool")).collect();
     assert!(elsewhere.is_empty(), "{elsewhere:#?}");
 
-    worker.kill().unwrap();
-    api.kill().unwrap();
-    let _ = (worker.wait(), api.wait());
+    drop((worker, api));
     env.stop().await;
 }
 
@@ -165,8 +174,8 @@ async fn a_telegram_message_with_a_tool_call_is_one_trace_from_the_gateway_to_th
     env.llm.push(ScriptedReply::text("Done from chat."));
     let mut settings = process_settings(&env);
     settings.extend(exporting(&rx, "http/protobuf"));
-    let mut gateway = env.spawn_hermesd_with(&["gateway"], "gateway-traced", &settings);
-    let mut worker = env.spawn_hermesd_with(&["worker"], "worker-traced", &exporting(&rx, "http/protobuf"));
+    let gateway = Proc(env.spawn_hermesd_with(&["gateway"], "gateway-traced", &settings));
+    let worker = Proc(env.spawn_hermesd_with(&["worker"], "worker-traced", &exporting(&rx, "http/protobuf")));
 
     tg.user_says(TOKEN, 42, "run it please");
     let answers = sent(&tg, 1).await;
@@ -188,9 +197,7 @@ async fn a_telegram_message_with_a_tool_call_is_one_trace_from_the_gateway_to_th
     assert_eq!(delivery.parent_span_id, receive.span_id, "the answer goes out in the message's trace");
     assert_eq!(delivery.kind, "producer");
 
-    worker.kill().unwrap();
-    gateway.kill().unwrap();
-    let _ = (worker.wait(), gateway.wait());
+    drop((worker, gateway));
     env.stop().await;
 }
 
@@ -203,8 +210,8 @@ async fn a_turn_resumed_after_its_worker_was_killed_stays_in_the_callers_trace()
     // Worker A dies while it waits for this answer.
     env.llm.push(ScriptedReply::text("never delivered").after(Duration::from_secs(20)));
     env.llm.push(ScriptedReply::text("finished by worker B"));
-    let (mut api, url) = spawn_api(&env, &rx).await;
-    let mut worker_a = env.spawn_hermesd_with(&["worker"], "worker-a", &exporting(&rx, "grpc"));
+    let (api, url) = spawn_api(&env, &rx).await;
+    let worker_a = Proc(env.spawn_hermesd_with(&["worker"], "worker-a", &exporting(&rx, "grpc")));
     let client = {
         let (http, key) = (env.http.clone(), key.clone());
         tokio::spawn(async move {
@@ -220,10 +227,9 @@ async fn a_turn_resumed_after_its_worker_was_killed_stays_in_the_callers_trace()
     // A ran the tool (its span is exported) and waits on the model.
     rx.wait_for(PATIENCE, |s| has(s, "hermes-sandboxd", "/Exec")).await;
     assert!(env.llm.wait_for_requests(2, Duration::from_secs(60)).await, "worker A reached its second model call");
-    worker_a.kill().unwrap();
-    worker_a.wait().unwrap();
+    drop(worker_a);
 
-    let mut worker_b = env.spawn_hermesd_with(&["worker"], "worker-b", &exporting(&rx, "grpc"));
+    let worker_b = Proc(env.spawn_hermesd_with(&["worker"], "worker-b", &exporting(&rx, "grpc")));
     let resp = tokio::time::timeout(Duration::from_secs(60), client).await.expect("the client is answered").unwrap();
     assert_eq!(resp.status(), 200);
     let body: Value = resp.json().await.unwrap();
@@ -241,8 +247,6 @@ async fn a_turn_resumed_after_its_worker_was_killed_stays_in_the_callers_trace()
     // A's tool call, exported before it died, is in the same trace.
     assert!(trace.iter().any(|s| s.name == "execute_tool terminal"), "{:#?}", names(&trace));
 
-    worker_b.kill().unwrap();
-    api.kill().unwrap();
-    let _ = (worker_b.wait(), api.wait());
+    drop((worker_b, api));
     env.stop().await;
 }

@@ -94,18 +94,7 @@ impl EgressListeners {
         if listening.get(name).is_some_and(|task| !task.is_finished()) {
             return;
         }
-        let path = ipc_dir.join(EGRESS_SOCKET);
-        let _ = std::fs::remove_file(&path);
-        let listener = match tokio::net::UnixListener::bind(&path) {
-            Ok(l) => l,
-            Err(e) => {
-                tracing::warn!(error = %e, path = %path.display(), "cannot listen for the sandbox's egress");
-                return;
-            }
-        };
-        use std::os::unix::fs::PermissionsExt;
-        // The sandbox user connects; the directory is what guards the socket.
-        let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666));
+        let Some(listener) = listen_for_sandbox(&ipc_dir.join(EGRESS_SOCKET), "egress") else { return };
         let task = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 tokio::spawn(handler.serve(key, stream));
@@ -117,6 +106,23 @@ impl EgressListeners {
     pub fn stop(&self, name: &str) {
         if let Some(task) = self.listening.lock().ok().and_then(|mut l| l.remove(name)) {
             task.abort();
+        }
+    }
+}
+
+/// Listens on `path` in a sandbox's socket directory (taking the path over from an earlier
+/// listener), for the sandbox user to connect to: the directory is what guards the socket.
+pub(crate) fn listen_for_sandbox(path: &Path, what: &str) -> Option<tokio::net::UnixListener> {
+    let _ = std::fs::remove_file(path);
+    match tokio::net::UnixListener::bind(path) {
+        Ok(listener) => {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666));
+            Some(listener)
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, path = %path.display(), "cannot listen for the sandbox's {what}");
+            None
         }
     }
 }

@@ -25,7 +25,7 @@ impl Service<http::Request<Body>> for Traced {
     }
 
     fn call(&mut self, mut request: http::Request<Body>) -> Self::Future {
-        let span = rpc_span(request.uri().path());
+        let span = hermes_telemetry::context::rpc_span(request.uri().path(), "client");
         if let Some(tp) = hermes_telemetry::context::of(&span)
             && let Ok(value) = http::HeaderValue::from_str(tp.as_str())
         {
@@ -35,18 +35,4 @@ impl Service<http::Request<Body>> for Traced {
         }
         self.0.call(request).instrument(span)
     }
-}
-
-/// `/hermes.sandbox.v1.Sandbox/Exec` -> a client span named `hermes.sandbox.v1.Sandbox/Exec`.
-fn rpc_span(path: &str) -> tracing::Span {
-    let full = path.trim_start_matches('/');
-    let (service, method) = full.split_once('/').unwrap_or((full, ""));
-    tracing::info_span!(
-        "sandbox_rpc",
-        otel.name = %full,
-        otel.kind = "client",
-        rpc.system = "grpc",
-        rpc.service = %service,
-        rpc.method = %method,
-    )
 }

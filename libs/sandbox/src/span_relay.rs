@@ -32,18 +32,8 @@ impl SpanListeners {
         if listening.get(name).is_some_and(|task| !task.is_finished()) {
             return;
         }
-        let path = ipc_dir.join(OTLP_SOCKET);
-        let _ = std::fs::remove_file(&path);
-        let listener = match tokio::net::UnixListener::bind(&path) {
-            Ok(l) => l,
-            Err(e) => {
-                tracing::warn!(error = %e, path = %path.display(), "cannot listen for the sandbox's spans");
-                return;
-            }
-        };
-        use std::os::unix::fs::PermissionsExt;
         // sandboxd exports as the sandbox user; the relay only takes spans of traces it sent.
-        let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666));
+        let Some(listener) = crate::common::listen_for_sandbox(&ipc_dir.join(OTLP_SOCKET), "spans") else { return };
         listening.insert(name.to_owned(), tokio::spawn(relay.serve(listener)));
     }
 

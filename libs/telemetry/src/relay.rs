@@ -208,3 +208,57 @@ pub fn init_through_socket(cfg: &TelemetryConfig, service: &str, socket: PathBuf
         .map_err(|e| TelemetryError::Export(e.to_string()))?;
     crate::install(cfg, Some(crate::otlp::provider_for(exporter, service)))
 }
+
+#[cfg(test)]
+mod tests {
+    use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+
+    use super::*;
+
+    fn span(trace: [u8; 16], name: &str) -> Span {
+        Span { trace_id: trace.to_vec(), span_id: vec![1; 8], name: name.into(), ..Default::default() }
+    }
+
+    fn hex(id: [u8; 16]) -> String {
+        id.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn only_spans_of_traces_handed_to_a_sandbox_are_forwarded() {
+        let (ours, forged) = ([7u8; 16], [9u8; 16]);
+        remember_sent(&hex(ours));
+        let batch = ExportTraceServiceRequest {
+            resource_spans: vec![
+                ResourceSpans {
+                    scope_spans: vec![ScopeSpans {
+                        spans: vec![span(ours, "exec"), span(forged, "injected")],
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                },
+                // A program in the sandbox exporting a trace of its own: dropped whole.
+                ResourceSpans {
+                    scope_spans: vec![ScopeSpans { spans: vec![span(forged, "fake root")], ..Default::default() }],
+                    ..Default::default()
+                },
+            ],
+        };
+        let kept = only_sent_traces(batch);
+        let names: Vec<&str> = kept
+            .resource_spans
+            .iter()
+            .flat_map(|r| &r.scope_spans)
+            .flat_map(|s| &s.spans)
+            .map(|s| s.name.as_str())
+            .collect();
+        assert_eq!(names, ["exec"]);
+        assert_eq!(kept.resource_spans.len(), 1, "a batch left empty is not forwarded");
+    }
+
+    #[test]
+    fn a_malformed_trace_id_is_never_remembered() {
+        assert_eq!(decode_trace_id("zz"), None);
+        assert_eq!(decode_trace_id("0102"), None);
+        assert_eq!(decode_trace_id(&"ab".repeat(16)), Some([0xab; 16]));
+    }
+}

@@ -273,16 +273,7 @@ pub async fn serve_tcp(
 /// The server span of one call (OpenTelemetry RPC conventions), in the worker's trace when
 /// the call carries a `traceparent`.
 fn rpc_span(request: &http::Request<()>) -> tracing::Span {
-    let full = request.uri().path().trim_start_matches('/');
-    let (service, method) = full.split_once('/').unwrap_or((full, ""));
-    let span = tracing::info_span!(
-        "rpc",
-        otel.name = %full,
-        otel.kind = "server",
-        rpc.system = "grpc",
-        rpc.service = %service,
-        rpc.method = %method,
-    );
+    let span = hermes_telemetry::context::rpc_span(request.uri().path(), "server");
     hermes_telemetry::context::adopt(&span, hermes_telemetry::context::from_headers(request.headers()).as_ref());
     span
 }
