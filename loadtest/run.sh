@@ -96,7 +96,8 @@ key=$("$bin/hermesctl" key create --tenant load --json | sed -n 's/.*"key":"\([^
 if [[ -n "$trace" ]]; then
   sink_log=${TMPDIR:-/tmp}/hermes-loadtest-otlp-sink.log
   "$bin/hermes-otlp-sink" --grpc 127.0.0.1:14317 --http 127.0.0.1:14318 2>"$sink_log" &
-  pids+=($!)
+  sink_pid=$!
+  pids+=($sink_pid)
   export HERMES__TELEMETRY__OTLP_PROTOCOL=$trace
   if [[ "$trace" == grpc ]]; then
     export HERMES__TELEMETRY__OTLP_ENDPOINT=http://127.0.0.1:14317
@@ -128,7 +129,20 @@ else
   hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$hermesd_pid/status" 2>/dev/null || echo 0)
   echo "hermesd all: VmHWM $((hwm / 1024)) MiB (log: $log)"
 fi
-if ! kill -0 "$hermesd_pid" 2>/dev/null; then
+if [[ -n "$trace" ]]; then
+  # hermesd flushes its last spans when it stops; then the sink says what it got.
+  kill -TERM "$hermesd_pid" 2>/dev/null || true
+  for _ in $(seq 100); do kill -0 "$hermesd_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -TERM "$sink_pid" 2>/dev/null || true
+  wait "$sink_pid" 2>/dev/null || true
+  spans=$(sed -n 's/.*: \([0-9]*\) spans in.*/\1/p' "$sink_log" | tail -1)
+  echo "traces: ${spans:-0} spans exported to the sink"
+  if [[ "${spans:-0}" -eq 0 ]]; then
+    echo "tracing was on, yet no span reached the sink; its log:" >&2
+    cat "$sink_log" >&2
+    status=1
+  fi
+elif ! kill -0 "$hermesd_pid" 2>/dev/null; then
   echo "hermesd died during the run; its log:" >&2
   tail -50 "$log" >&2
   status=1

@@ -2,8 +2,8 @@
 # The whole test suite, as CI runs it: make sure Postgres, Redis, RabbitMQ and Docker are up
 # (installing them when missing), check the Helm chart, the dashboards and alerting rules and
 # the compose file offline, build the offline sandbox test image, then check formatting, lint
-# with warnings as errors, run every test, run the load test briefly (errors fail it, timings do
-# not), and fuzz each fuzz target for a few seconds.
+# with warnings as errors, run every test, run the load test briefly, also with traces exported
+# (errors fail it, timings do not), and fuzz each fuzz target for a few seconds.
 #
 # Usage: deploy/dev/test.sh [extra cargo-nextest/cargo-test arguments]
 set -euo pipefail
@@ -74,5 +74,8 @@ fi
 # fails on any failed request and never on a timing (the full run is by hand: loadtest/run.sh).
 echo "== load test smoke"
 loadtest/run.sh --smoke
+# Again with every span exported over OTLP to a local sink: no failed request, spans arrive.
+echo "== load test smoke, traced"
+loadtest/run.sh --smoke --trace grpc --scenarios plain,tool,clients
 # A short pass of every fuzz target (longer by hand: deploy/dev/fuzz.sh --seconds 600).
 deploy/dev/fuzz.sh --seconds "${HERMES_FUZZ_SECONDS:-5}"
