@@ -42,11 +42,6 @@ pub struct Telemetry {
 }
 
 impl Telemetry {
-    /// Whether spans are exported.
-    pub fn tracing(&self) -> bool {
-        self.traces.is_some()
-    }
-
     /// Flushes and stops the exporter (call it outside the runtime's worker threads, with the
     /// runtime still alive: the exporter runs on it).
     pub fn shutdown(self) {

@@ -40,7 +40,12 @@ pub fn relay() -> Option<&'static SpanRelay> {
 }
 
 pub(crate) fn install(plan: &ExportPlan) {
-    let _ = RELAY.set(SpanRelay { plan: plan.clone(), http: reqwest::Client::new(), grpc: OnceLock::new() });
+    // Where the spans go is resolved once, as the exporter resolves it.
+    let url = plan.endpoint.clone().unwrap_or_else(|| match plan.protocol {
+        OtlpProtocol::Grpc => env_endpoint("", 4317),
+        OtlpProtocol::HttpProtobuf => env_endpoint("/v1/traces", 4318),
+    });
+    let _ = RELAY.set(SpanRelay { protocol: plan.protocol, url, http: reqwest::Client::new(), grpc: OnceLock::new() });
 }
 
 /// Notes that a call in trace `trace_id` (32 hex digits) went to a sandbox.
@@ -73,7 +78,9 @@ fn decode_trace_id(hex: &str) -> Option<[u8; 16]> {
 
 /// Forwards sandboxes' spans to this process's collector.
 pub struct SpanRelay {
-    plan: ExportPlan,
+    protocol: OtlpProtocol,
+    /// The collector's traces URL (gRPC: its base URL).
+    url: String,
     http: reqwest::Client,
     grpc: OnceLock<TraceServiceClient<tonic::transport::Channel>>,
 }
@@ -114,39 +121,27 @@ impl SpanRelay {
         if batch.resource_spans.is_empty() {
             return;
         }
-        let sent = match self.plan.protocol {
+        let sent = match self.protocol {
             OtlpProtocol::Grpc => {
                 let client = self.grpc.get_or_init(|| {
-                    let url = self.plan.endpoint.clone().unwrap_or_else(|| {
-                        env_endpoint("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT", "", 4317)
-                    });
-                    let channel = tonic::transport::Endpoint::from_shared(url)
+                    let channel = tonic::transport::Endpoint::from_shared(self.url.clone())
                         .unwrap_or_else(|_| tonic::transport::Endpoint::from_static("http://localhost:4317"))
                         .connect_lazy();
                     TraceServiceClient::new(channel)
                 });
                 client.clone().export(batch).await.map(|_| ()).map_err(|e| e.to_string())
             }
-            OtlpProtocol::HttpProtobuf => {
-                let url = self.plan.endpoint.clone().unwrap_or_else(|| {
-                    env_endpoint(
-                        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-                        "OTEL_EXPORTER_OTLP_ENDPOINT",
-                        "/v1/traces",
-                        4318,
-                    )
-                });
-                self.http
-                    .post(url)
-                    .header(http::header::CONTENT_TYPE, "application/x-protobuf")
-                    .timeout(Duration::from_secs(10))
-                    .body(batch.encode_to_vec())
-                    .send()
-                    .await
-                    .and_then(reqwest::Response::error_for_status)
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
-            }
+            OtlpProtocol::HttpProtobuf => self
+                .http
+                .post(&self.url)
+                .header(http::header::CONTENT_TYPE, "application/x-protobuf")
+                .timeout(Duration::from_secs(10))
+                .body(batch.encode_to_vec())
+                .send()
+                .await
+                .and_then(reqwest::Response::error_for_status)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
         };
         if let Err(e) = sent {
             tracing::debug!(error = %e, "cannot forward a sandbox's spans");
@@ -154,11 +149,12 @@ impl SpanRelay {
     }
 }
 
-/// The traces endpoint from the standard variables, as the exporter resolves it.
-fn env_endpoint(signal: &str, generic: &str, path: &str, port: u16) -> String {
+/// The traces endpoint from the standard variables, as the exporter resolves it: the traces
+/// variable verbatim, else the generic base URL with `path`, else localhost.
+fn env_endpoint(path: &str, port: u16) -> String {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-    var(signal)
-        .or_else(|| var(generic).map(|base| format!("{}{path}", base.trim_end_matches('/'))))
+    var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .or_else(|| var("OTEL_EXPORTER_OTLP_ENDPOINT").map(|base| format!("{}{path}", base.trim_end_matches('/'))))
         .unwrap_or_else(|| format!("http://localhost:{port}{path}"))
 }
 
