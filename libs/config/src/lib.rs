@@ -7,11 +7,13 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
+mod admin;
 mod choices;
 mod memory;
 mod outbound;
 mod sandbox;
 
+pub use admin::AdminConfig;
 pub use choices::{AnthropicCacheTtl, LogFormat, OnDisconnect, OtlpProtocol, SandboxBackend};
 pub use memory::{LearningConfig, MemoryConfig, SkillsConfig};
 pub use outbound::{OutboundConfig, PlatformsConfig};
@@ -36,6 +38,7 @@ pub struct HermesConfig {
     pub redis: RedisConfig,
     pub rabbitmq: RabbitMqConfig,
     pub api: ApiConfig,
+    pub admin: AdminConfig,
     pub worker: WorkerConfig,
     pub scheduler: SchedulerConfig,
     pub gateway: GatewayConfig,

@@ -49,6 +49,14 @@ vocabulary! {
         ServerError = "server_error",
         ServiceUnavailable = "service_unavailable",
         InvalidApiKey = "invalid_api_key",
+        // The admin plane: sign-in, console sessions, permissions.
+        NotSignedIn = "not_signed_in",
+        WrongCredentials = "wrong_credentials",
+        AccountLocked = "account_locked",
+        CsrfRejected = "csrf_rejected",
+        PermissionDenied = "permission_denied",
+        LinkInvalid = "link_invalid",
+        AdminDisabled = "admin_disabled",
         KeyRestricted = "key_restricted",
         RateLimitExceeded = "rate_limit_exceeded",
         MethodNotAllowed = "method_not_allowed",
@@ -83,6 +91,8 @@ vocabulary! {
         PlatformRefused = "platform_refused",
         // An object that is not there (another tenant's looks the same), or not in that state.
         NotFound = "not_found",
+        TenantNotFound = "tenant_not_found",
+        MemberNotFound = "member_not_found",
         ModelNotFound = "model_not_found",
         SessionNotFound = "session_not_found",
         ChannelNotFound = "channel_not_found",
@@ -102,6 +112,8 @@ vocabulary! {
         EventHookExists = "event_hook_exists",
         InteractionClosed = "interaction_closed",
         PairingLocked = "pairing_locked",
+        MemberExists = "member_exists",
+        LastOwner = "last_owner",
     }
 }
 

@@ -122,6 +122,22 @@ open_id!(
     "api key"
 );
 
+open_id!(
+    /// A person who signs in to the admin console (one person may belong to several tenants).
+    PersonId,
+    "person"
+);
+open_id!(
+    /// An admin API token's public id.
+    AdminTokenId,
+    "admin token"
+);
+open_id!(
+    /// An invitation to join a tenant.
+    InvitationId,
+    "invitation"
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,7 @@
 //! Domain types shared by every crate: typed ids, OpenAI-form chat messages, turn events
 //! and usage. No I/O lives here; this crate is the leaf of the workspace.
 
+pub mod access;
 pub mod commands;
 pub mod cron;
 pub mod errors;
@@ -13,12 +14,13 @@ pub mod outbox;
 pub mod toolsets;
 pub mod trace;
 
+pub use access::{AdminOp, MemberRole, Standing};
 pub use errors::ErrorCode;
 pub use event::{
     EVENT_TEXT_CHARS, FinishReason, InteractionAnswer, PendingInteraction, TurnEvent, TurnEventKind, TurnOutcome,
     Usage, event_text,
 };
-pub use ids::{AgentId, ApiKeyId, IdParseError, SessionId, TenantId, TurnId};
+pub use ids::{AdminTokenId, AgentId, ApiKeyId, IdParseError, InvitationId, PersonId, SessionId, TenantId, TurnId};
 pub use kinds::{
     ApprovalChoice, ApprovalMode, BudgetPeriod, BusyMode, CallPurpose, ChannelMode, ChannelStatus, CronRunStatus,
     DmPolicy, GoalState, GroupPolicy, GroupSessions, InteractionKind, InteractionStatus, JobState, Platform,

@@ -24,6 +24,7 @@
 //! Rows map with `sqlx::FromRow` where a row is its struct; a row's typed ids and its tenant
 //! are read through one private module, so no row mapper constructs a [`TenantId`] itself.
 
+pub mod admin;
 pub mod agents;
 pub mod api_keys;
 pub mod budgets;

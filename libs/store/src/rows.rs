@@ -9,7 +9,7 @@ use sqlx::postgres::PgRow;
 use sqlx::{FromRow, Row};
 use uuid::Uuid;
 
-use hermes_core::{AgentId, ApiKeyId, SessionId, TenantId, TurnId};
+use hermes_core::{AdminTokenId, AgentId, ApiKeyId, InvitationId, PersonId, SessionId, TenantId, TurnId};
 
 use crate::Result;
 
@@ -66,7 +66,7 @@ macro_rules! open_ids {
     )*};
 }
 
-open_ids!(AgentId, SessionId, TurnId, ApiKeyId);
+open_ids!(AgentId, SessionId, TurnId, ApiKeyId, PersonId, AdminTokenId, InvitationId);
 
 impl From<Id> for TenantId {
     fn from(column: Id) -> Self {

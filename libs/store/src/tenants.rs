@@ -56,8 +56,10 @@ impl Store {
 /// how to count one tenant's rows there without naming the tenant (bundled skills are
 /// everyone's, so they are not counted).
 const TENANT_ROWS: &str = "
-    SELECT 'agents' AS t, count(*) FROM agents UNION ALL
+    SELECT 'admin_tokens' AS t, count(*) FROM admin_tokens UNION ALL
+    SELECT 'agents', count(*) FROM agents UNION ALL
     SELECT 'api_keys', count(*) FROM api_keys UNION ALL
+    SELECT 'audit_log', count(*) FROM audit_log UNION ALL
     SELECT 'approval_grants', count(*) FROM approval_grants UNION ALL
     SELECT 'budgets', count(*) FROM budgets UNION ALL
     SELECT 'channels', count(*) FROM channels UNION ALL
@@ -70,11 +72,14 @@ const TENANT_ROWS: &str = "
     SELECT 'idempotency_keys', count(*) FROM idempotency_keys UNION ALL
     SELECT 'inbound', count(*) FROM inbound UNION ALL
     SELECT 'interactions', count(*) FROM interactions UNION ALL
+    SELECT 'invitations', count(*) FROM invitations UNION ALL
+    SELECT 'memberships', count(*) FROM memberships UNION ALL
     SELECT 'memories', count(*) FROM memories UNION ALL
     SELECT 'messages', count(*) FROM messages UNION ALL
     SELECT 'model_calls', count(*) FROM model_calls UNION ALL
     SELECT 'outbox', count(*) FROM outbox UNION ALL
     SELECT 'pairing_requests', count(*) FROM pairing_requests UNION ALL
+    SELECT 'people', count(*) FROM people UNION ALL
     SELECT 'provider_credentials', count(*) FROM provider_credentials UNION ALL
     SELECT 'provider_pools', count(*) FROM provider_pools UNION ALL
     SELECT 'response_conversations', count(*) FROM response_conversations UNION ALL

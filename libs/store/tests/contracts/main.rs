@@ -11,6 +11,7 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+mod admin_plane;
 mod agent_scoping;
 mod backlog;
 mod claim_once;

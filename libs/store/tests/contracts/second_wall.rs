@@ -11,8 +11,13 @@ use sqlx::{Connection, PgConnection, PgPool};
 
 use crate::tenant_world::{self, World};
 
-/// Tables that hold no tenant's rows, and so have no row policy.
-const INSTALLATION_TABLES: [&str; 2] = ["_sqlx_migrations", "model_prices"];
+/// Tables that hold no tenant's rows, and so have no row policy (the tenant role may not touch
+/// the admin plane's sessions and links at all).
+const INSTALLATION_TABLES: [&str; 4] = ["_sqlx_migrations", "console_sessions", "model_prices", "sign_in_links"];
+
+/// Tables the tenant role reads but never deletes from: people (the installation's, seen
+/// through a membership) and the append-only audit log.
+const APPEND_ONLY: [&str; 2] = ["audit_log", "people"];
 
 /// Every table with row-level security, and the policies on it.
 async fn policies(pool: &PgPool) -> BTreeMap<String, BTreeSet<String>> {
@@ -52,6 +57,12 @@ async fn owned_rows(pool: &PgPool, tenant: TenantId) -> BTreeMap<String, i64> {
         count(table, format!("SELECT count(*) FROM \"{table}\" WHERE tenant_id = $1")).await;
     }
     count("tenants", "SELECT count(*) FROM tenants WHERE id = $1".into()).await;
+    count(
+        "people",
+        "SELECT count(*) FROM people p WHERE EXISTS (SELECT 1 FROM memberships m WHERE m.person_id = p.id AND m.tenant_id = $1)"
+            .into(),
+    )
+    .await;
     count("skill_versions", "SELECT count(*) FROM skill_versions WHERE scope = $1".into()).await;
     count(
         "skill_files",
@@ -131,7 +142,13 @@ async fn writes_that_name_no_tenant_touch_nothing_of_another_tenants(pool: PgPoo
     sqlx::query("UPDATE agents SET model = 'taken'").execute(&mut beta).await.unwrap();
     sqlx::query("UPDATE tenants SET name = 'taken'").execute(&mut beta).await.unwrap();
     for table in policies(&pool).await.keys().filter(|t| !INSTALLATION_TABLES.contains(&t.as_str())) {
-        sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM \"{table}\""))).execute(&mut beta).await.unwrap();
+        let deleted = sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM \"{table}\""))).execute(&mut beta).await;
+        if APPEND_ONLY.contains(&table.as_str()) {
+            let refused = deleted.expect_err("the tenant role may not delete here");
+            assert!(refused.to_string().contains("permission denied"), "{table}: {refused}");
+        } else {
+            deleted.unwrap();
+        }
     }
     assert_eq!(tenant_world::rows_of(&pool, w.a.id).await, before, "alpha's rows are as they were");
 

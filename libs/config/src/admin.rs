@@ -1,0 +1,53 @@
+//! The admin plane: console sessions, sign-in links and their lifetimes, sign-in limits, and
+//! how long the audit log is kept.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct AdminConfig {
+    /// Where people reach the console, such as `https://hermes.example.com`: sign-in and
+    /// invitation links are made with it. Unset: `http://` and `http.bind`.
+    pub public_url: Option<String>,
+    /// The keys that sign console session tokens, as `kid:base64-secret` separated by commas
+    /// (each secret at least 32 bytes). The first signs; every one listed verifies, so a key is
+    /// rotated by putting the new one first and removing the old one `session_minutes` later.
+    /// Unset: one key derived from `secrets.master_key`; with neither, the console is off.
+    pub session_keys: Option<String>,
+    /// How long a session token lives; an active console renews it as it goes.
+    pub session_minutes: u64,
+    /// A session unused this long ends.
+    pub idle_minutes: u64,
+    /// A session ends this long after sign-in, however active.
+    pub max_session_hours: u64,
+    /// How long a one-time sign-in link works.
+    pub link_minutes: u64,
+    /// How long an invitation link works.
+    pub invitation_days: u64,
+    /// Sign-in attempts per minute from one address (every account together).
+    pub sign_in_per_minute: u32,
+    /// Wrong passwords in a row that lock an account...
+    pub lockout_after: u32,
+    /// ...for this long.
+    pub lockout_minutes: u64,
+    /// Audit entries older than this are deleted by the scheduler's retention sweep.
+    pub audit_retention_days: u32,
+}
+
+impl Default for AdminConfig {
+    fn default() -> Self {
+        Self {
+            public_url: None,
+            session_keys: None,
+            session_minutes: 15,
+            idle_minutes: 30,
+            max_session_hours: 12,
+            link_minutes: 60,
+            invitation_days: 7,
+            sign_in_per_minute: 20,
+            lockout_after: 5,
+            lockout_minutes: 15,
+            audit_retention_days: 400,
+        }
+    }
+}

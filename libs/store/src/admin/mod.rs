@@ -1,0 +1,45 @@
+//! The admin plane's storage (migration 0045): people and how they sign in ([`people`]),
+//! console sessions and one-time links ([`console`]), tenants' members and invitations
+//! ([`members`]), admin API tokens ([`tokens`]) and the append-only audit log ([`audit`]).
+//!
+//! Signing in comes before any tenant is known, so [`people`], [`console`] and token
+//! authentication run as the system role, like API-key authentication; what a person does in
+//! a tenant afterwards is tenant-scoped like everything else. Every admin write goes through a
+//! method that takes an [`Audit`] and records its entry in the same transaction as the change.
+
+pub mod audit;
+pub mod console;
+pub mod members;
+pub mod people;
+pub mod tokens;
+
+pub use audit::{Actor, ActorKind, Audit, AuditEntry, AuditFilter, AuditPage, Change};
+pub use console::LiveSession;
+pub use members::{Invitation, Member};
+pub use people::{Membership, Person, SignInRecord};
+pub use tokens::{AdminToken, TokenAuth};
+
+use ring::rand::{SecureRandom, SystemRandom};
+use sha2::{Digest, Sha256};
+
+use crate::{Result, StoreError};
+
+/// A fresh secret of 32 random bytes, URL-safe, and the SHA-256 it is stored as.
+pub(crate) fn new_secret() -> Result<(String, Vec<u8>)> {
+    use base64::Engine;
+    let mut raw = [0u8; 32];
+    SystemRandom::new().fill(&mut raw).map_err(|_| StoreError::Secret("no system randomness".into()))?;
+    let token = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw);
+    let hash = secret_hash(&token);
+    Ok((token, hash))
+}
+
+/// How a presented secret is looked up (it carries 256 random bits: a fast hash is enough).
+pub(crate) fn secret_hash(token: &str) -> Vec<u8> {
+    Sha256::digest(token.as_bytes()).to_vec()
+}
+
+/// An email as stored: trimmed and lower-cased (the column's CHECK refuses anything else).
+pub fn normalize_email(email: &str) -> String {
+    email.trim().to_lowercase()
+}

@@ -1,0 +1,253 @@
+//! People and how they sign in: accounts (an email, an optional argon2id password hash, the
+//! operator flag), failed-password counting and lockout, and which tenants a person belongs to.
+//! All of it comes before a tenant is known (it is where a console caller's tenants come
+//! from), so it runs as the system role, like API-key authentication.
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+use uuid::Uuid;
+
+use hermes_core::{MemberRole, PersonId, TenantId};
+
+use super::audit::{self, Audit, Change};
+use crate::{Result, Store, StoreError};
+
+/// A person, without secrets.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Person {
+    pub id: PersonId,
+    pub email: String,
+    pub display_name: String,
+    pub operator: bool,
+    /// Whether the person has a local password (else: links or the identity provider only).
+    pub has_password: bool,
+    pub disabled: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+/// What checking a password needs.
+#[derive(Debug, Clone)]
+pub struct SignInRecord {
+    pub person: Person,
+    pub password_hash: Option<String>,
+    pub locked_until: Option<DateTime<Utc>>,
+}
+
+/// A tenant a person belongs to, and as what.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Membership {
+    pub tenant_id: TenantId,
+    pub tenant_name: String,
+    pub role: MemberRole,
+}
+
+/// The columns [`person`] reads, of `people p`.
+macro_rules! person_columns {
+    () => {
+        "p.id, p.email, p.display_name, p.operator, p.password_hash IS NOT NULL AS has_password,
+         p.disabled_at IS NOT NULL AS disabled, p.created_at"
+    };
+}
+pub(crate) use person_columns;
+
+pub(crate) fn person(row: &sqlx::postgres::PgRow) -> Result<Person> {
+    Ok(Person {
+        id: PersonId::from_uuid(row.try_get("id")?),
+        email: row.try_get("email")?,
+        display_name: row.try_get("display_name")?,
+        operator: row.try_get("operator")?,
+        has_password: row.try_get("has_password")?,
+        disabled: row.try_get("disabled")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+fn email_error(e: sqlx::Error, email: &str) -> StoreError {
+    match &e {
+        sqlx::Error::Database(db) if db.is_check_violation() => {
+            StoreError::Invalid(format!("{email:?} is not an email address"))
+        }
+        _ => StoreError::from(e),
+    }
+}
+
+impl Store {
+    /// The person with `email`, made if there is none; `operator` makes them a platform
+    /// operator (it never unmakes one). Recorded in the installation's audit log when it
+    /// changes anything.
+    pub async fn ensure_person(&self, email: &str, display_name: &str, operator: bool, by: &Audit) -> Result<Person> {
+        let email = super::normalize_email(email);
+        let mut tx = self.system().begin().await?;
+        let before = sqlx::query(concat!("SELECT ", person_columns!(), " FROM people p WHERE p.email = $1"))
+            .bind(&email)
+            .fetch_optional(&mut *tx)
+            .await?
+            .map(|r| person(&r))
+            .transpose()?;
+        let row = sqlx::query(concat!(
+            "INSERT INTO people AS p (id, email, display_name, operator) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (email) DO UPDATE SET operator = p.operator OR EXCLUDED.operator
+             RETURNING ",
+            person_columns!()
+        ))
+        .bind(PersonId::new().as_uuid())
+        .bind(&email)
+        .bind(display_name)
+        .bind(operator)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|e| email_error(e, &email))?;
+        let after = person(&row)?;
+        if before.as_ref() != Some(&after) {
+            let action = if before.is_none() { "person.created" } else { "person.updated" };
+            let change = Change::new(action, "person", after.id).after(&after);
+            let change = match &before {
+                Some(b) => change.before(b),
+                None => change,
+            };
+            audit::record(&mut tx, None, by, change).await?;
+        }
+        tx.commit().await?;
+        Ok(after)
+    }
+
+    /// A person by id (`NotFound` when gone).
+    pub async fn person(&self, id: PersonId) -> Result<Person> {
+        let row = sqlx::query(concat!("SELECT ", person_columns!(), " FROM people p WHERE p.id = $1"))
+            .bind(id.as_uuid())
+            .fetch_optional(self.system())
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        person(&row)
+    }
+
+    /// What a password sign-in checks, by email.
+    pub async fn sign_in_record(&self, email: &str) -> Result<Option<SignInRecord>> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            person_columns!(),
+            ", p.password_hash, p.locked_until FROM people p WHERE p.email = $1"
+        ))
+        .bind(super::normalize_email(email))
+        .fetch_optional(self.system())
+        .await?;
+        row.map(|r| {
+            Ok(SignInRecord {
+                person: person(&r)?,
+                password_hash: r.try_get("password_hash")?,
+                locked_until: r.try_get("locked_until")?,
+            })
+        })
+        .transpose()
+    }
+
+    /// Counts a wrong password; the `lock_after`th in a row locks the account until
+    /// `lock_for` from now. Returns when the lock ends, if it is locked now.
+    pub async fn record_failed_sign_in(
+        &self,
+        id: PersonId,
+        lock_after: u32,
+        lock_for: std::time::Duration,
+    ) -> Result<Option<DateTime<Utc>>> {
+        let until: Option<DateTime<Utc>> = sqlx::query_scalar(
+            "UPDATE people SET failed_sign_ins = failed_sign_ins + 1,
+                    locked_until = CASE WHEN failed_sign_ins + 1 >= $2
+                                        THEN now() + make_interval(secs => $3) ELSE locked_until END
+             WHERE id = $1 RETURNING locked_until",
+        )
+        .bind(id.as_uuid())
+        .bind(i32::try_from(lock_after).unwrap_or(i32::MAX))
+        .bind(lock_for.as_secs_f64())
+        .fetch_optional(self.system())
+        .await?
+        .flatten();
+        Ok(until.filter(|t| *t > Utc::now()))
+    }
+
+    /// A sign-in succeeded: the count of wrong passwords starts again.
+    pub async fn record_sign_in(&self, id: PersonId) -> Result<()> {
+        sqlx::query("UPDATE people SET failed_sign_ins = 0, locked_until = NULL WHERE id = $1")
+            .bind(id.as_uuid())
+            .execute(self.system())
+            .await?;
+        Ok(())
+    }
+
+    /// Sets a person's password hash (an argon2id PHC string made by the caller).
+    pub async fn set_password_hash(&self, id: PersonId, hash: &str, by: &Audit) -> Result<()> {
+        let mut tx = self.system().begin().await?;
+        let done =
+            sqlx::query("UPDATE people SET password_hash = $2, failed_sign_ins = 0, locked_until = NULL WHERE id = $1")
+                .bind(id.as_uuid())
+                .bind(hash)
+                .execute(&mut *tx)
+                .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        audit::record(&mut tx, None, by, Change::new("person.password_set", "person", id)).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The tenants a person belongs to, by name.
+    pub async fn memberships_of(&self, id: PersonId) -> Result<Vec<Membership>> {
+        let rows = sqlx::query(
+            "SELECT m.tenant_id, t.name, m.role FROM memberships m JOIN tenants t ON t.id = m.tenant_id
+             WHERE m.person_id = $1 ORDER BY t.name",
+        )
+        .bind(id.as_uuid())
+        .fetch_all(self.system())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(Membership {
+                    tenant_id: crate::rows::tenant_of(r)?,
+                    tenant_name: r.try_get("name")?,
+                    role: crate::rows::vocab(r.try_get("role")?)?,
+                })
+            })
+            .collect()
+    }
+
+    /// The tenant `raw` names, when `person` may act in it: as a member (with the role), or
+    /// as an operator (any tenant that exists; `None` role). `NotFound` otherwise: to a
+    /// person outside it, another tenant does not exist.
+    pub async fn tenant_for_person(&self, person: PersonId, raw: Uuid) -> Result<(TenantId, Option<MemberRole>)> {
+        let row = sqlx::query(
+            "SELECT t.id AS tenant_id, m.role FROM tenants t
+             JOIN people p ON p.id = $1 AND p.disabled_at IS NULL
+             LEFT JOIN memberships m ON m.tenant_id = t.id AND m.person_id = p.id
+             WHERE t.id = $2 AND (m.role IS NOT NULL OR p.operator)",
+        )
+        .bind(person.as_uuid())
+        .bind(raw)
+        .fetch_optional(self.system())
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        let role: Option<String> = row.try_get("role")?;
+        Ok((crate::rows::tenant_of(&row)?, role.as_deref().map(crate::rows::vocab).transpose()?))
+    }
+
+    /// Every tenant, by name, in pages (`after`: the last name of the previous page), for
+    /// operators.
+    pub async fn tenants_page(&self, after: Option<&str>, limit: u32) -> Result<Vec<crate::Tenant>> {
+        let rows = sqlx::query(
+            "SELECT id AS tenant_id, name, created_at FROM tenants
+             WHERE ($1::text IS NULL OR name > $1) ORDER BY name LIMIT $2",
+        )
+        .bind(after)
+        .bind(i64::from(limit.clamp(1, 500)))
+        .fetch_all(self.system())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(crate::Tenant {
+                    id: crate::rows::tenant_of(r)?,
+                    name: r.try_get("name")?,
+                    created_at: r.try_get("created_at")?,
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,225 @@
+//! Admin API tokens for automation: `hat_<12 hex>_<secret>`, shown once, stored as SHA-256.
+//! A person's token acts as that person, capped by its role and by the person's role now (and
+//! dies with the membership); a service token belongs to the tenant alone; a token with no
+//! tenant is an operator's, for the whole installation.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+
+use hermes_core::{AdminTokenId, MemberRole, PersonId, TenantId};
+
+use super::audit::{self, Audit, Change};
+use crate::{Result, Store, StoreError};
+
+/// A token as listed (never its secret).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AdminToken {
+    pub id: AdminTokenId,
+    pub name: String,
+    /// The person it acts as (`None`: a tenant service token).
+    pub person_id: Option<PersonId>,
+    pub role: MemberRole,
+    pub prefix: String,
+    pub expires_at: DateTime<Utc>,
+    pub last_used_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Who a valid token speaks for.
+#[derive(Debug, Clone)]
+pub struct TokenAuth {
+    pub id: AdminTokenId,
+    pub name: String,
+    /// `None`: an operator's installation token.
+    pub tenant: Option<TenantId>,
+    pub person: Option<PersonId>,
+    /// The token's ceiling, already capped by its person's current role.
+    pub role: MemberRole,
+    /// Whether it acts for a platform operator (installation tokens only).
+    pub operator: bool,
+}
+
+fn token(row: &sqlx::postgres::PgRow) -> Result<AdminToken> {
+    let person: Option<uuid::Uuid> = row.try_get("person_id")?;
+    Ok(AdminToken {
+        id: AdminTokenId::from_uuid(row.try_get("id")?),
+        name: row.try_get("name")?,
+        person_id: person.map(PersonId::from_uuid),
+        role: crate::rows::vocab(row.try_get("role")?)?,
+        prefix: row.try_get("prefix")?,
+        expires_at: row.try_get("expires_at")?,
+        last_used_at: row.try_get("last_used_at")?,
+        revoked_at: row.try_get("revoked_at")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+/// The longest a token may live.
+pub const MAX_TOKEN_LIFETIME: Duration = Duration::from_secs(366 * 24 * 3600);
+
+impl Store {
+    /// Makes a token for `tenant` (`person`: acting as them; `None`: a service token); the
+    /// token and its secret, which is not stored and cannot be shown again.
+    pub async fn create_admin_token(
+        &self,
+        tenant: TenantId,
+        person: Option<PersonId>,
+        name: &str,
+        role: MemberRole,
+        lifetime: Duration,
+        by: &Audit,
+    ) -> Result<(AdminToken, String)> {
+        if lifetime.is_zero() || lifetime > MAX_TOKEN_LIFETIME {
+            return Err(StoreError::Invalid("a token lives between one second and 366 days".into()));
+        }
+        let (secret, _) = super::new_secret()?;
+        let id = AdminTokenId::new();
+        let prefix = format!("hat_{}", &id.as_uuid().simple().to_string()[20..32]);
+        let full = format!("{prefix}_{secret}");
+        let mut tx = self.tenant_tx(tenant).await?;
+        let row = sqlx::query(
+            "INSERT INTO admin_tokens (id, tenant_id, person_id, name, role, prefix, hash, expires_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8))
+             RETURNING id, name, person_id, role, prefix, expires_at, last_used_at, revoked_at, created_at",
+        )
+        .bind(id.as_uuid())
+        .bind(tenant.as_uuid())
+        .bind(person.map(|p| p.as_uuid()))
+        .bind(name)
+        .bind(role.as_str())
+        .bind(&prefix)
+        .bind(super::secret_hash(&full))
+        .bind(lifetime.as_secs_f64())
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(db) if db.is_check_violation() => {
+                StoreError::Invalid("a token's name is 1 to 100 characters".into())
+            }
+            _ => StoreError::from(e),
+        })?;
+        let made = token(&row)?;
+        audit::record(&mut tx, Some(tenant), by, Change::new("token.created", "admin_token", id).after(&made)).await?;
+        tx.commit().await?;
+        Ok((made, full))
+    }
+
+    /// `tenant`'s tokens, newest first.
+    pub async fn admin_tokens(&self, tenant: TenantId) -> Result<Vec<AdminToken>> {
+        let rows = sqlx::query(
+            "SELECT id, name, person_id, role, prefix, expires_at, last_used_at, revoked_at, created_at
+             FROM admin_tokens WHERE tenant_id = $1 ORDER BY created_at DESC LIMIT 500",
+        )
+        .bind(tenant.as_uuid())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
+        .await?;
+        rows.iter().map(token).collect()
+    }
+
+    /// Revokes a token of `tenant`: it stops working at once.
+    pub async fn revoke_admin_token(&self, tenant: TenantId, id: AdminTokenId, by: &Audit) -> Result<()> {
+        let mut tx = self.tenant_tx(tenant).await?;
+        let done = sqlx::query(
+            "UPDATE admin_tokens SET revoked_at = now() WHERE tenant_id = $1 AND id = $2 AND revoked_at IS NULL",
+        )
+        .bind(tenant.as_uuid())
+        .bind(id.as_uuid())
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        audit::record(&mut tx, Some(tenant), by, Change::new("token.revoked", "admin_token", id)).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Resolves a presented admin token; `None` for unknown, revoked or expired ones, and for
+    /// a person's token whose person has left the tenant or is disabled.
+    pub async fn authenticate_admin_token(&self, presented: &str) -> Result<Option<TokenAuth>> {
+        if !presented.starts_with("hat_") || presented.len() > 128 {
+            return Ok(None);
+        }
+        let row = sqlx::query(
+            "UPDATE admin_tokens t SET last_used_at = now()
+             WHERE t.hash = $1 AND t.revoked_at IS NULL AND t.expires_at > now()
+             RETURNING t.id, t.name, t.tenant_id, t.person_id, t.role,
+               (SELECT m.role FROM memberships m WHERE m.tenant_id = t.tenant_id AND m.person_id = t.person_id)
+                   AS person_role,
+               (SELECT p.operator AND p.disabled_at IS NULL FROM people p WHERE p.id = t.person_id) AS operator,
+               (SELECT p.disabled_at IS NOT NULL FROM people p WHERE p.id = t.person_id) AS disabled",
+        )
+        .bind(super::secret_hash(presented))
+        .fetch_optional(self.system())
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let person: Option<uuid::Uuid> = row.try_get("person_id")?;
+        let tenant = match row.try_get::<Option<uuid::Uuid>, _>("tenant_id")? {
+            Some(_) => Some(crate::rows::tenant_of(&row)?),
+            None => None,
+        };
+        let ceiling: MemberRole = crate::rows::vocab(row.try_get("role")?)?;
+        let operator = row.try_get::<Option<bool>, _>("operator")?.unwrap_or(false);
+        if row.try_get::<Option<bool>, _>("disabled")?.unwrap_or(false) {
+            return Ok(None);
+        }
+        let role = match (person, tenant) {
+            // A person's tenant token: no longer a member, no longer valid (an operator's
+            // standing does not pass into a tenant token).
+            (Some(_), Some(_)) => match row.try_get::<Option<String>, _>("person_role")? {
+                Some(now) => ceiling.min(crate::rows::vocab(&now)?),
+                None => return Ok(None),
+            },
+            (Some(_), None) if !operator => return Ok(None),
+            _ => ceiling,
+        };
+        Ok(Some(TokenAuth {
+            id: AdminTokenId::from_uuid(row.try_get("id")?),
+            name: row.try_get("name")?,
+            tenant,
+            person: person.map(PersonId::from_uuid),
+            role,
+            operator: tenant.is_none() && operator,
+        }))
+    }
+
+    /// An operator's installation-wide token (no tenant), acting as that operator.
+    pub async fn create_operator_token(
+        &self,
+        operator: PersonId,
+        name: &str,
+        lifetime: Duration,
+        by: &Audit,
+    ) -> Result<(AdminToken, String)> {
+        if lifetime.is_zero() || lifetime > MAX_TOKEN_LIFETIME {
+            return Err(StoreError::Invalid("a token lives between one second and 366 days".into()));
+        }
+        let (secret, _) = super::new_secret()?;
+        let id = AdminTokenId::new();
+        let prefix = format!("hat_{}", &id.as_uuid().simple().to_string()[20..32]);
+        let full = format!("{prefix}_{secret}");
+        let mut tx = self.system().begin().await?;
+        let row = sqlx::query(
+            "INSERT INTO admin_tokens (id, tenant_id, person_id, name, role, prefix, hash, expires_at)
+             SELECT $1, NULL, p.id, $3, 'owner', $4, $5, now() + make_interval(secs => $6)
+             FROM people p WHERE p.id = $2 AND p.operator AND p.disabled_at IS NULL
+             RETURNING id, name, person_id, role, prefix, expires_at, last_used_at, revoked_at, created_at",
+        )
+        .bind(id.as_uuid())
+        .bind(operator.as_uuid())
+        .bind(name)
+        .bind(&prefix)
+        .bind(super::secret_hash(&full))
+        .bind(lifetime.as_secs_f64())
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        let made = token(&row)?;
+        audit::record(&mut tx, None, by, Change::new("token.created", "admin_token", id).after(&made)).await?;
+        tx.commit().await?;
+        Ok((made, full))
+    }
+}

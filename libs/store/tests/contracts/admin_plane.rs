@@ -1,0 +1,220 @@
+//! The admin plane's storage: links work once, sessions end when signed out or idle, a tenant
+//! keeps an owner, a removed member's tokens die with the membership, one tenant's members,
+//! invitations, tokens and audit entries are invisible to another, and the audit log is
+//! append-only with secrets masked.
+
+use std::time::Duration;
+
+use hermes_core::{MemberRole, PersonId};
+use hermes_store::admin::{Actor, ActorKind, Audit, AuditFilter, Change};
+use hermes_store::{Store, StoreError};
+use sqlx::PgPool;
+
+use crate::common;
+
+fn cli() -> Audit {
+    Audit {
+        actor: Actor { kind: ActorKind::Cli, id: "root".into(), label: "hermesctl".into() },
+        request_id: None,
+        source_address: None,
+    }
+}
+
+fn person_audit(id: PersonId) -> Audit {
+    Audit {
+        actor: Actor { kind: ActorKind::Person, id: id.to_string(), label: "someone".into() },
+        request_id: Some("req-1".into()),
+        source_address: Some("10.0.0.9".into()),
+    }
+}
+
+async fn person(store: &Store, email: &str) -> PersonId {
+    store.ensure_person(email, "", false, &cli()).await.unwrap().id
+}
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn a_sign_in_link_works_once_and_a_session_ends_when_signed_out_or_idle(pool: PgPool) {
+    let store = common::store(&pool);
+    let ada = store.ensure_person(" Ada@Example.COM ", "Ada", true, &cli()).await.unwrap();
+    assert_eq!(ada.email, "ada@example.com", "emails are stored trimmed and lower-case");
+    assert!(ada.operator);
+    let again = store.ensure_person("ada@example.com", "", false, &cli()).await.unwrap();
+    assert_eq!(again.id, ada.id);
+    assert!(again.operator, "ensuring a person never unmakes an operator");
+    assert!(matches!(store.ensure_person("not an email", "", false, &cli()).await, Err(StoreError::Invalid(_))));
+
+    let link = store.create_sign_in_link(ada.id, Duration::from_secs(60)).await.unwrap();
+    let (first, second) = tokio::join!(store.redeem_sign_in_link(&link), store.redeem_sign_in_link(&link));
+    let redeemed: Vec<_> = [first.unwrap(), second.unwrap()].into_iter().flatten().collect();
+    assert_eq!(redeemed, [ada.id], "two racing uses: exactly one signs in");
+    assert_eq!(store.redeem_sign_in_link("made-up").await.unwrap(), None);
+    let stale = store.create_sign_in_link(ada.id, Duration::from_secs(60)).await.unwrap();
+    sqlx::query("UPDATE sign_in_links SET expires_at = now() - interval '1 second'").execute(&pool).await.unwrap();
+    assert_eq!(store.redeem_sign_in_link(&stale).await.unwrap(), None, "an expired link signs no one in");
+
+    let idle = Duration::from_secs(1800);
+    let live = store.open_console_session(ada.id, Duration::from_secs(3600), "127.0.0.1", "test").await.unwrap();
+    assert_eq!(store.touch_console_session(live.id, idle).await.unwrap().map(|s| s.person), Some(ada.id));
+    store.end_console_session(live.id).await.unwrap();
+    assert_eq!(store.touch_console_session(live.id, idle).await.unwrap(), None, "signed out is out at once");
+
+    let dozing = store.open_console_session(ada.id, Duration::from_secs(3600), "", "").await.unwrap();
+    sqlx::query("UPDATE console_sessions SET last_seen_at = now() - interval '31 minutes' WHERE id = $1")
+        .bind(dozing.id)
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(store.touch_console_session(dozing.id, idle).await.unwrap(), None, "idle past the timeout");
+
+    let old = store.open_console_session(ada.id, Duration::from_secs(1), "", "").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(store.touch_console_session(old.id, idle).await.unwrap(), None, "past its absolute end");
+}
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn wrong_passwords_lock_an_account_and_a_right_one_starts_the_count_again(pool: PgPool) {
+    let store = common::store(&pool);
+    let bo = person(&store, "bo@example.com").await;
+    let lock = Duration::from_secs(900);
+    for _ in 0..2 {
+        assert_eq!(store.record_failed_sign_in(bo, 3, lock).await.unwrap(), None);
+    }
+    store.record_sign_in(bo).await.unwrap();
+    for _ in 0..2 {
+        assert_eq!(store.record_failed_sign_in(bo, 3, lock).await.unwrap(), None, "the count started again");
+    }
+    let until = store.record_failed_sign_in(bo, 3, lock).await.unwrap().expect("the third in a row locks");
+    assert!(until > chrono::Utc::now() + chrono::Duration::minutes(14));
+    let record = store.sign_in_record("BO@example.com").await.unwrap().unwrap();
+    assert_eq!(record.locked_until, Some(until));
+    assert!(record.password_hash.is_none());
+}
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn a_tenant_keeps_an_owner_and_a_removed_members_tokens_stop_working(pool: PgPool) {
+    let store = common::store(&pool);
+    let acme = common::tenant(&store, "acme").await;
+    let (ann, ben) = (person(&store, "ann@acme.test").await, person(&store, "ben@acme.test").await);
+    store.add_member(acme.id, ann, MemberRole::Owner, &cli()).await.unwrap();
+    store.add_member(acme.id, ben, MemberRole::Admin, &cli()).await.unwrap();
+
+    let refused = store.set_member_role(acme.id, ann, MemberRole::Admin, &person_audit(ann)).await;
+    assert!(matches!(refused, Err(StoreError::Busy(_))), "the last owner cannot step down: {refused:?}");
+    assert!(matches!(store.remove_member(acme.id, ann, &cli()).await, Err(StoreError::Busy(_))));
+    store.set_member_role(acme.id, ben, MemberRole::Owner, &person_audit(ann)).await.unwrap();
+    assert_eq!(
+        store.set_member_role(acme.id, ann, MemberRole::Member, &person_audit(ben)).await.unwrap(),
+        MemberRole::Owner,
+        "with a second owner the first may step down"
+    );
+
+    let (_, secret) = store
+        .create_admin_token(acme.id, Some(ann), "ci", MemberRole::Owner, Duration::from_secs(3600), &person_audit(ann))
+        .await
+        .unwrap();
+    let auth = store.authenticate_admin_token(&secret).await.unwrap().expect("a fresh token works");
+    assert_eq!(auth.tenant, Some(acme.id));
+    assert_eq!(auth.role, MemberRole::Member, "a person's token is capped by the person's role now");
+    store.remove_member(acme.id, ann, &person_audit(ben)).await.unwrap();
+    assert!(store.authenticate_admin_token(&secret).await.unwrap().is_none(), "gone with the membership");
+
+    let (service, secret) = store
+        .create_admin_token(acme.id, None, "deploy", MemberRole::Admin, Duration::from_secs(3600), &person_audit(ben))
+        .await
+        .unwrap();
+    assert_eq!(store.authenticate_admin_token(&secret).await.unwrap().map(|a| a.role), Some(MemberRole::Admin));
+    store.revoke_admin_token(acme.id, service.id, &person_audit(ben)).await.unwrap();
+    assert!(store.authenticate_admin_token(&secret).await.unwrap().is_none(), "revoked at once");
+    assert!(store.authenticate_admin_token("hat_nothing_here").await.unwrap().is_none());
+}
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn an_invitation_link_joins_once_and_another_tenant_sees_none_of_it(pool: PgPool) {
+    let store = common::store(&pool);
+    let (acme, other) = (common::tenant(&store, "acme").await, common::tenant(&store, "other").await);
+    let owner = person(&store, "owner@acme.test").await;
+    store.add_member(acme.id, owner, MemberRole::Owner, &cli()).await.unwrap();
+
+    let by = person_audit(owner);
+    let (invite, token) = store
+        .create_invitation(acme.id, "New@Acme.test", MemberRole::Member, Duration::from_secs(600), &by)
+        .await
+        .unwrap();
+    assert_eq!(invite.email, "new@acme.test");
+    let (joined, tenant, role) = store.accept_invitation(&token, "Newt", None, None).await.unwrap().unwrap();
+    assert_eq!((tenant, role, joined.email.as_str()), (acme.id, MemberRole::Member, "new@acme.test"));
+    assert!(store.accept_invitation(&token, "Newt", None, None).await.unwrap().is_none(), "a link joins once");
+    let (revoked, token) = store
+        .create_invitation(acme.id, "late@acme.test", MemberRole::Admin, Duration::from_secs(600), &by)
+        .await
+        .unwrap();
+    store.revoke_invitation(acme.id, revoked.id, &by).await.unwrap();
+    assert!(store.accept_invitation(&token, "", None, None).await.unwrap().is_none(), "a revoked link joins no one");
+
+    let members: Vec<String> = store.members(acme.id).await.unwrap().into_iter().map(|m| m.person.email).collect();
+    assert_eq!(members, ["new@acme.test", "owner@acme.test"]);
+    assert!(store.members(other.id).await.unwrap().is_empty(), "the other tenant sees no one of acme's");
+    assert!(store.invitations(other.id).await.unwrap().is_empty());
+    assert!(matches!(store.revoke_invitation(other.id, revoked.id, &cli()).await, Err(StoreError::NotFound)));
+    assert!(matches!(store.remove_member(other.id, owner, &cli()).await, Err(StoreError::NotFound)));
+    assert_eq!(store.member_role(other.id, owner).await.unwrap(), None);
+    assert!(store.tenant_for_person(owner, other.id.as_uuid()).await.is_err(), "not a member: not found");
+    assert_eq!(store.tenant_for_person(owner, acme.id.as_uuid()).await.unwrap(), (acme.id, Some(MemberRole::Owner)));
+    let ops = store.ensure_person("ops@example.com", "", true, &cli()).await.unwrap();
+    assert_eq!(
+        store.tenant_for_person(ops.id, other.id.as_uuid()).await.unwrap(),
+        (other.id, None),
+        "operators reach every tenant"
+    );
+
+    let everything = AuditFilter { limit: 100, ..Default::default() };
+    let entries = store.audit_entries(acme.id, &everything).await.unwrap().entries;
+    let actions: Vec<&str> = entries.iter().map(|e| e.action.as_str()).collect();
+    assert_eq!(
+        actions,
+        ["invitation.revoked", "invitation.created", "invitation.accepted", "invitation.created", "member.added"],
+        "newest first"
+    );
+    assert_eq!(entries[1].source_address.as_deref(), Some("10.0.0.9"));
+    assert!(store.audit_entries(other.id, &everything).await.unwrap().entries.is_empty());
+}
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn the_audit_log_pages_by_keyset_masks_secrets_and_cannot_be_rewritten(pool: PgPool) {
+    let store = common::store(&pool);
+    let acme = common::tenant(&store, "acme").await;
+    for i in 0..5 {
+        let change = Change::new("channel.updated", "channel", i)
+            .before(serde_json::json!({"bot_token": "123:secret", "name": format!("bot {i}")}));
+        store.record_audit(Some(acme.id), &cli(), change).await.unwrap();
+    }
+    store.record_audit(Some(acme.id), &cli(), Change::new("key.created", "api_key", "k")).await.unwrap();
+    let mut filter = AuditFilter { action: Some("channel.".into()), limit: 2, ..Default::default() };
+    let mut seen = Vec::new();
+    loop {
+        let page = store.audit_entries(acme.id, &filter).await.unwrap();
+        seen.extend(page.entries.iter().map(|e| e.object_id.clone()));
+        match page.next {
+            Some(next) => filter.before_id = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(seen, ["4", "3", "2", "1", "0"], "every channel entry once, newest first, across pages");
+    let one = store
+        .audit_entries(acme.id, &AuditFilter { object_id: Some("3".into()), limit: 10, ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(one.entries[0].before.as_ref().unwrap()["bot_token"], "[masked]");
+    assert_eq!(one.entries[0].before.as_ref().unwrap()["name"], "bot 3");
+
+    for sql in ["UPDATE audit_log SET action = 'nothing'", "DELETE FROM audit_log"] {
+        for role in ["hermes_tenant", "hermes_system"] {
+            let mut tx = pool.begin().await.unwrap();
+            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("SET LOCAL ROLE {role}"))).execute(&mut *tx).await.unwrap();
+            let refused = sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut *tx).await.unwrap_err();
+            assert!(refused.to_string().contains("permission denied"), "{role}: {sql}: {refused}");
+        }
+    }
+    let kept: i64 = sqlx::query_scalar("SELECT count(*) FROM audit_log").fetch_one(&pool).await.unwrap();
+    assert_eq!(kept, 6);
+}
