@@ -124,6 +124,10 @@ impl TestEnv {
         admin.close().await;
 
         let mut config = HermesConfig::default();
+        // Bound first, so the console's links name the address the API really serves.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let api_url = format!("http://{}", listener.local_addr().unwrap());
+        config.admin.public_url = Some(api_url.clone());
         config.database.url = format!("postgres://postgres@127.0.0.1:{port}/{db_name}");
         config.redis.url = backing.redis_url.clone();
         config.rabbitmq.url = backing.amqp_url.clone();
@@ -176,8 +180,6 @@ impl TestEnv {
         })
         .await
         .unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let api_url = format!("http://{}", listener.local_addr().unwrap());
         let token = shutdown.clone();
         tasks.push(tokio::spawn(async move {
             let _ = hermes_http::serve(listener, api, token).await;

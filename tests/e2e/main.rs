@@ -8,6 +8,7 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+mod admin;
 mod approval;
 mod architecture;
 mod attacks;

@@ -368,6 +368,21 @@ impl HermesConfig {
         Self::figment(file).extract::<Self>().map_err(|e| ConfigError::Load(Box::new(e)))?.validated()
     }
 
+    /// Where people reach the console: `admin.public_url`, else the API's own address.
+    pub fn console_url(&self) -> String {
+        match self.admin.public_url.as_deref().map(str::trim).filter(|u| !u.is_empty()) {
+            Some(url) => url.trim_end_matches('/').to_owned(),
+            None => format!("http://{}", self.http.bind.replace("0.0.0.0", "127.0.0.1")),
+        }
+    }
+
+    /// A console link carrying a one-time token (`page`: `link` to sign in, `invite` to join).
+    /// The token rides in the fragment, which browsers never send to a server: no proxy log
+    /// or link scanner sees it, and the page posts it to the admin API itself.
+    pub fn console_link(&self, page: &str, token: &str) -> String {
+        format!("{}/console/{page}#{token}", self.console_url())
+    }
+
     /// The layered sources, for callers that add their own layer on top.
     pub fn figment(file: Option<&Path>) -> Figment {
         let mut fig = Figment::from(Serialized::defaults(HermesConfig::default()));

@@ -23,6 +23,7 @@ pub struct ApiKey {
     pub prefix: String,
     pub created_at: DateTime<Utc>,
     pub expires_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
 }
 
 /// Who a valid key speaks for.
@@ -140,6 +141,7 @@ impl Store {
             prefix,
             created_at: row.try_get("created_at")?,
             expires_at,
+            revoked_at: None,
         };
         Ok((api_key, key))
     }
@@ -173,6 +175,32 @@ impl Store {
                 tenant_concurrent_turns: limit(&row, "tenant_turns")?,
             },
         }))
+    }
+
+    /// `tenant`'s keys, newest first (revoked ones too, marked).
+    pub async fn api_keys(&self, tenant: TenantId) -> Result<Vec<ApiKey>> {
+        let rows = sqlx::query(
+            "SELECT id, tenant_id, agent_id, name, prefix, created_at, expires_at, revoked_at FROM api_keys
+             WHERE tenant_id = $1 ORDER BY created_at DESC LIMIT 1000",
+        )
+        .bind(tenant.as_uuid())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let agent: Option<Uuid> = row.try_get("agent_id")?;
+                Ok(ApiKey {
+                    id: ApiKeyId::from_uuid(row.try_get("id")?),
+                    tenant_id: crate::rows::tenant_of(row)?,
+                    agent_id: agent.map(AgentId::from_uuid),
+                    name: row.try_get("name")?,
+                    prefix: row.try_get("prefix")?,
+                    created_at: row.try_get("created_at")?,
+                    expires_at: row.try_get("expires_at")?,
+                    revoked_at: row.try_get("revoked_at")?,
+                })
+            })
+            .collect()
     }
 
     /// Revokes a key of `tenant`; later requests with it get 401.

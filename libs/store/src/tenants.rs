@@ -52,6 +52,20 @@ impl Store {
     }
 }
 
+impl Store {
+    /// A tenant by id, with its limits (`None`: the installation's default).
+    pub async fn tenant(&self, tenant: TenantId) -> Result<(Tenant, Option<i32>, Option<i32>)> {
+        let row =
+            sqlx::query("SELECT name, created_at, requests_per_minute, concurrent_turns FROM tenants WHERE id = $1")
+                .bind(tenant.as_uuid())
+                .fetch_optional(&mut *self.as_tenant(tenant).await?)
+                .await?
+                .ok_or(StoreError::NotFound)?;
+        let found = Tenant { id: tenant, name: row.try_get("name")?, created_at: row.try_get("created_at")? };
+        Ok((found, row.try_get("requests_per_minute")?, row.try_get("concurrent_turns")?))
+    }
+}
+
 /// Every table that holds tenants' rows, each under the row policies of migration 0040; with
 /// how to count one tenant's rows there without naming the tenant (bundled skills are
 /// everyone's, so they are not counted).

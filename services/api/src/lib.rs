@@ -72,13 +72,25 @@ pub enum StartError {
     Queue(#[from] hermes_queue::QueueError),
     #[error("cannot build the outbound HTTP client: {0}")]
     Http(#[from] reqwest::Error),
+    #[error(transparent)]
+    Admin(#[from] hermes_admin::KeyError),
 }
 
 /// The API's router (also used by tests that drive it in-process).
 pub async fn router(ctx: ApiContext) -> Result<Router, StartError> {
     let events = ctx.broker.event_hub().await?;
     let http = platform_client(&ctx.config)?;
-    Ok(router_with(ctx, events, http))
+    let admin = admin_router(&ctx)?;
+    Ok(router_with(ctx, events, http, admin))
+}
+
+/// The admin plane's routes (`/admin/v1`), served beside the tenant API.
+fn admin_router(ctx: &ApiContext) -> Result<Router, hermes_admin::KeyError> {
+    hermes_admin::router(hermes_admin::AdminContext {
+        config: ctx.config.clone(),
+        store: ctx.store.clone(),
+        cache: ctx.cache.clone(),
+    })
 }
 
 /// Binding a bot asks its platform: held to the outbound policy like the gateway.
@@ -88,7 +100,7 @@ fn platform_client(config: &HermesConfig) -> Result<reqwest::Client, reqwest::Er
     hermes_net_policy::outbound::client_for(std::sync::Arc::new(policy), connect, total)
 }
 
-fn router_with(ctx: ApiContext, events: EventHub, http: reqwest::Client) -> Router {
+fn router_with(ctx: ApiContext, events: EventHub, http: reqwest::Client, admin: Router) -> Router {
     let cancels = ctx.cache.cancel_bus();
     let state = AppState::new(state::Shared {
         config: ctx.config.clone(),
@@ -150,7 +162,7 @@ fn router_with(ctx: ApiContext, events: EventHub, http: reqwest::Client) -> Rout
         })
         .layer(DefaultBodyLimit::max(ctx.config.http.max_body_bytes))
         .with_state(state);
-    v1.merge(probe_router(ctx.readiness)).layer(axum::middleware::from_fn(hermes_http::request_span))
+    v1.merge(admin).merge(probe_router(ctx.readiness)).layer(axum::middleware::from_fn(hermes_http::request_span))
 }
 
 /// Serves the API on `http.bind` until `shutdown`.
@@ -159,7 +171,8 @@ pub async fn run(ctx: ApiContext, shutdown: CancellationToken) -> std::io::Resul
     tracing::info!(addr = %listener.local_addr()?, "api listening");
     let events = ctx.broker.event_hub().await.map_err(std::io::Error::other)?;
     let http = platform_client(&ctx.config).map_err(std::io::Error::other)?;
-    let app = router_with(ctx, events.clone(), http);
+    let admin = admin_router(&ctx).map_err(std::io::Error::other)?;
+    let app = router_with(ctx, events.clone(), http, admin);
     // RabbitMQ restarts are ridden out by the connection's own recovery. Should the hub stop for
     // good, requests still get their answers from Postgres (see `wait.rs`), and `/readyz`
     // reports the broker, so the API keeps serving rather than dropping every open request.

@@ -80,7 +80,10 @@ impl Modify for BearerKey {
 )]
 pub(crate) struct ApiDoc;
 
-/// The document, built once per request (it is small and rarely fetched).
+/// The document, built once per request (it is small and rarely fetched): the tenant API's
+/// paths and the admin plane's (`/admin/v1`, with their own security schemes).
 pub(crate) async fn document() -> Json<utoipa::openapi::OpenApi> {
-    Json(ApiDoc::openapi())
+    let mut doc = ApiDoc::openapi();
+    doc.merge(hermes_admin::openapi());
+    Json(doc)
 }

@@ -65,6 +65,15 @@ pub enum Command {
     /// Outbound event webhooks: the tenant's endpoints told what happened.
     #[command(subcommand)]
     EventHook(crate::hooks::EventHookCmd),
+    /// Platform operators of the admin console.
+    #[command(subcommand)]
+    Operator(crate::people::OperatorCmd),
+    /// People of the admin console: sign-in links.
+    #[command(subcommand)]
+    Person(crate::people::PersonCmd),
+    /// A tenant's members in the admin console, and their roles.
+    #[command(subcommand)]
+    Member(crate::people::MemberCmd),
 }
 
 #[derive(Subcommand)]
@@ -109,6 +118,9 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
         Command::Key(cmd) => crate::keys::run_key(json_mode, store, cmd).await?,
         Command::Credential(cmd) => crate::keys::run_credential(json_mode, config, store, cmd).await?,
         Command::Pool(cmd) => crate::keys::run_pool(json_mode, store, cmd).await?,
+        Command::Operator(cmd) => crate::people::run_operator(json_mode, config, store, cmd).await?,
+        Command::Person(cmd) => crate::people::run_person(json_mode, config, store, cmd).await?,
+        Command::Member(cmd) => crate::people::run_member(json_mode, config, store, cmd).await?,
         Command::Tenant(TenantCmd::Limits { tenant: name, requests_per_minute, concurrent_turns }) => {
             let t = tenant(store, &name).await?;
             store.set_tenant_limits(t.id, requests_per_minute, concurrent_turns).await?;

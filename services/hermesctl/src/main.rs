@@ -9,6 +9,7 @@ mod commands;
 mod cron;
 mod hooks;
 mod keys;
+mod people;
 mod prices;
 mod sessions;
 mod skills;

@@ -108,13 +108,17 @@ impl Store {
         Ok(())
     }
 
-    /// Ends every session of a person (a new password, a disabled account).
-    pub async fn end_person_sessions(&self, person: PersonId) -> Result<u64> {
-        let done =
-            sqlx::query("UPDATE console_sessions SET ended_at = now() WHERE person_id = $1 AND ended_at IS NULL")
-                .bind(person.as_uuid())
-                .execute(self.system())
-                .await?;
+    /// Ends every session of a person but `keep` (a new password ends the others; a disabled
+    /// account, all).
+    pub async fn end_person_sessions(&self, person: PersonId, keep: Option<Uuid>) -> Result<u64> {
+        let done = sqlx::query(
+            "UPDATE console_sessions SET ended_at = now()
+             WHERE person_id = $1 AND ended_at IS NULL AND id IS DISTINCT FROM $2",
+        )
+        .bind(person.as_uuid())
+        .bind(keep)
+        .execute(self.system())
+        .await?;
         Ok(done.rows_affected())
     }
 }

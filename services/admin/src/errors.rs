@@ -1,0 +1,36 @@
+//! Storage failures as the admin API's errors (the OpenAI error shape the whole API uses).
+
+use axum::http::StatusCode;
+
+use hermes_core::ErrorCode;
+use hermes_http::ApiError;
+use hermes_store::StoreError;
+
+/// A store error as a response: not found is 404, a refused change 409, bad input 400,
+/// a dependency down 503, anything else 500 (logged).
+pub(crate) fn store_error(err: StoreError) -> ApiError {
+    match err {
+        StoreError::NotFound => ApiError::not_found(ErrorCode::NotFound, "not found"),
+        StoreError::Invalid(msg) => ApiError::invalid_request(ErrorCode::InvalidValue, msg),
+        StoreError::Conflict(what) => ApiError::new(
+            StatusCode::CONFLICT,
+            "invalid_request_error",
+            Some(ErrorCode::MemberExists),
+            format!("{what} already exists"),
+        ),
+        StoreError::Busy(msg) if msg == hermes_store::admin::members::LAST_OWNER => {
+            ApiError::new(StatusCode::CONFLICT, "invalid_request_error", Some(ErrorCode::LastOwner), msg)
+        }
+        StoreError::Busy(msg) => ApiError::new(StatusCode::CONFLICT, "invalid_request_error", None, msg),
+        e if e.is_transient() => ApiError::unavailable("the database is unavailable; try again"),
+        e => ApiError::internal(e),
+    }
+}
+
+/// A store error where not found means a specific object (`member_not_found`, ...).
+pub(crate) fn store_error_for(err: StoreError, code: ErrorCode, what: &str) -> ApiError {
+    match err {
+        StoreError::NotFound => ApiError::not_found(code, format!("no such {what}")),
+        other => store_error(other),
+    }
+}

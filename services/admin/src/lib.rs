@@ -1,0 +1,112 @@
+//! The admin plane, served by the `api` role: people and their roles in tenants, console
+//! sign-in (local passwords, one-time links, invitations), admin tokens for automation, the
+//! audit log, and the `/admin/v1` API the console and `hermesctl --url` use.
+//!
+//! Who may do what is decided in one place, `hermes_core::access`; who is calling, in
+//! [`caller`]. Every write is recorded in the audit log with its actor, request and address.
+
+mod audit;
+mod caller;
+mod errors;
+mod members;
+mod openapi;
+pub mod password;
+mod schemas;
+mod session;
+pub mod signing;
+mod state;
+mod tenants;
+mod tokens;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::routing::{get, post, put};
+
+use hermes_config::HermesConfig;
+use hermes_store::Store;
+
+pub use signing::{KeyError, SessionKeys};
+
+use crate::state::{AdminState, Shared};
+
+/// What the admin plane needs, built by the composition root.
+#[derive(Clone)]
+pub struct AdminContext {
+    pub config: Arc<HermesConfig>,
+    pub store: Store,
+    pub cache: hermes_cache::Cache,
+}
+
+/// 32 random bytes, URL-safe base64.
+pub(crate) fn random_token() -> Result<String, ring::error::Unspecified> {
+    use base64::Engine;
+    use ring::rand::SecureRandom;
+    let mut raw = [0u8; 32];
+    ring::rand::SystemRandom::new().fill(&mut raw)?;
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw))
+}
+
+/// The `/admin/v1` routes. Fails when `admin.session_keys` cannot be used.
+pub fn router(ctx: AdminContext) -> Result<Router, KeyError> {
+    let keys = SessionKeys::from_config(&ctx.config)?;
+    if keys.is_none() {
+        tracing::warn!(
+            "console sign-in is off: set admin.session_keys or secrets.master_key (admin tokens still work)"
+        );
+    }
+    let state = AdminState::new(Shared {
+        public_url: ctx.config.console_url(),
+        limiter: ctx.cache.rate_limiter(),
+        config: ctx.config,
+        store: ctx.store,
+        keys,
+    });
+    Ok(Router::new()
+        .route("/admin/v1/sign-in", post(session::sign_in))
+        .route("/admin/v1/sign-in/link", post(session::sign_in_with_link))
+        .route("/admin/v1/sign-out", post(session::sign_out))
+        .route("/admin/v1/me", get(session::me))
+        .route("/admin/v1/me/password", put(session::set_password))
+        .route("/admin/v1/invitations/accept", post(session::accept_invitation))
+        .route("/admin/v1/tenants", get(tenants::list).post(tenants::create))
+        .route("/admin/v1/tenants/{tenant}", get(tenants::get))
+        .route("/admin/v1/tenants/{tenant}/quotas", put(tenants::set_quotas))
+        .route("/admin/v1/tenants/{tenant}/members", get(members::list))
+        .route(
+            "/admin/v1/tenants/{tenant}/members/{person}",
+            axum::routing::patch(members::change_role).delete(members::remove),
+        )
+        .route("/admin/v1/tenants/{tenant}/invitations", get(members::invitations).post(members::invite))
+        .route("/admin/v1/tenants/{tenant}/invitations/{id}", axum::routing::delete(members::revoke_invitation))
+        .route("/admin/v1/tenants/{tenant}/tokens", get(tokens::list_tokens).post(tokens::create_token))
+        .route("/admin/v1/tenants/{tenant}/tokens/{id}", axum::routing::delete(tokens::revoke_token))
+        .route("/admin/v1/tenants/{tenant}/keys", get(tokens::list_keys).post(tokens::create_key))
+        .route("/admin/v1/tenants/{tenant}/keys/{id}", axum::routing::delete(tokens::revoke_key))
+        .route("/admin/v1/tenants/{tenant}/audit", get(audit::tenant_audit))
+        .route("/admin/v1/audit", get(audit::installation_audit))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), caller::authenticate))
+        .with_state(state))
+}
+
+/// The admin API's OpenAPI paths and components, for the api role's `/openapi.json`. Every
+/// operation that names no security of its own takes an admin token or a console session.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    use utoipa::OpenApi;
+    use utoipa::openapi::security::SecurityRequirement;
+    let mut doc = openapi::AdminDoc::openapi();
+    let either = vec![
+        SecurityRequirement::new("admin_token", Vec::<String>::new()),
+        SecurityRequirement::new("console_session", Vec::<String>::new()),
+    ];
+    for item in doc.paths.paths.values_mut() {
+        for op in
+            [&mut item.get, &mut item.post, &mut item.put, &mut item.patch, &mut item.delete].into_iter().flatten()
+        {
+            if op.security.is_none() {
+                op.security = Some(either.clone());
+            }
+        }
+    }
+    doc
+}

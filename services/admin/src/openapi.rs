@@ -1,0 +1,53 @@
+//! The admin API's part of `/openapi.json` (the api role merges it into its own document).
+
+use utoipa::OpenApi;
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+
+struct AdminSecurity;
+
+impl utoipa::Modify for AdminSecurity {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        let token =
+            HttpBuilder::new().scheme(HttpAuthScheme::Bearer).description(Some("An admin token (hat_...)")).build();
+        components.add_security_scheme("admin_token", SecurityScheme::Http(token));
+        let cookie = ApiKey::Cookie(ApiKeyValue::with_description(
+            crate::caller::COOKIE,
+            "A console session (with X-CSRF-Token on every request that changes something)",
+        ));
+        components.add_security_scheme("console_session", SecurityScheme::ApiKey(cookie));
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    modifiers(&AdminSecurity),
+    security(("admin_token" = []), ("console_session" = [])),
+    paths(
+        crate::session::sign_in,
+        crate::session::sign_in_with_link,
+        crate::session::sign_out,
+        crate::session::me,
+        crate::session::set_password,
+        crate::session::accept_invitation,
+        crate::tenants::list,
+        crate::tenants::create,
+        crate::tenants::get,
+        crate::tenants::set_quotas,
+        crate::members::list,
+        crate::members::change_role,
+        crate::members::remove,
+        crate::members::invitations,
+        crate::members::invite,
+        crate::members::revoke_invitation,
+        crate::tokens::list_tokens,
+        crate::tokens::create_token,
+        crate::tokens::revoke_token,
+        crate::tokens::list_keys,
+        crate::tokens::create_key,
+        crate::tokens::revoke_key,
+        crate::audit::tenant_audit,
+        crate::audit::installation_audit,
+    )
+)]
+pub(crate) struct AdminDoc;

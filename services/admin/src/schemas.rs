@@ -1,0 +1,229 @@
+//! The admin API's response shapes, as the OpenAPI document describes them. Handlers build
+//! their bodies from the store's types with `serde_json`; the end-to-end conformance test
+//! holds real responses to these.
+
+#![allow(dead_code, reason = "the types exist to be described, never built")]
+
+use serde_json::Value;
+use utoipa::ToSchema;
+
+/// An OpenAI-style error.
+#[derive(ToSchema)]
+pub(crate) struct ErrorBody {
+    error: ErrorDetail,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct ErrorDetail {
+    message: String,
+    r#type: String,
+    param: Option<String>,
+    /// `not_signed_in`, `permission_denied`, `csrf_rejected`, `tenant_not_found`, ...
+    code: Option<String>,
+}
+
+/// A person (never a password).
+#[derive(ToSchema)]
+pub(crate) struct Person {
+    id: String,
+    email: String,
+    display_name: String,
+    operator: bool,
+    has_password: bool,
+    disabled: bool,
+    created_at: String,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct Membership {
+    tenant_id: String,
+    tenant_name: String,
+    /// `owner`, `admin` or `member`.
+    role: String,
+}
+
+/// The signed-in caller.
+#[derive(ToSchema)]
+pub(crate) struct Me {
+    person: Person,
+    memberships: Vec<Membership>,
+    operator: bool,
+    /// Send it back in `X-CSRF-Token` on every request that changes something (console
+    /// sessions only; `null` for tokens).
+    csrf_token: Option<String>,
+    session_minutes: u64,
+    idle_minutes: u64,
+}
+
+/// A member: the person's fields, their role and since when.
+#[derive(ToSchema)]
+pub(crate) struct Member {
+    id: String,
+    email: String,
+    display_name: String,
+    operator: bool,
+    has_password: bool,
+    disabled: bool,
+    created_at: String,
+    role: String,
+    member_since: String,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct MemberList {
+    object: String,
+    data: Vec<Member>,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct RoleChanged {
+    person_id: String,
+    before: String,
+    role: String,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct Invitation {
+    id: String,
+    email: String,
+    role: String,
+    expires_at: String,
+    accepted_at: Option<String>,
+    revoked_at: Option<String>,
+    created_at: String,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct InvitationList {
+    object: String,
+    data: Vec<Invitation>,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct InvitationMade {
+    invitation: Invitation,
+    /// The link to send the invitee; it works once, until the invitation expires.
+    link: String,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct AdminToken {
+    id: String,
+    name: String,
+    /// `null`: a service token.
+    person_id: Option<String>,
+    role: String,
+    prefix: String,
+    expires_at: String,
+    last_used_at: Option<String>,
+    revoked_at: Option<String>,
+    created_at: String,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct TokenList {
+    object: String,
+    data: Vec<AdminToken>,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct TokenMade {
+    token: AdminToken,
+    /// `hat_...`: shown this once.
+    secret: String,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct ApiKey {
+    id: String,
+    tenant_id: String,
+    agent_id: Option<String>,
+    name: String,
+    prefix: String,
+    created_at: String,
+    expires_at: Option<String>,
+    revoked_at: Option<String>,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct ApiKeyList {
+    object: String,
+    data: Vec<ApiKey>,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct ApiKeyMade {
+    key: ApiKey,
+    /// `hk_...`: shown this once.
+    secret: String,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct Actor {
+    /// `person`, `token`, `cli`, `chat` or `system`.
+    kind: String,
+    id: String,
+    label: String,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct AuditEntry {
+    id: i64,
+    tenant_id: Option<String>,
+    at: String,
+    actor: Actor,
+    /// Such as `member.role_changed`, `api_key.created`.
+    action: String,
+    object_kind: String,
+    object_id: String,
+    /// The object before and after, secrets masked.
+    before: Option<Value>,
+    after: Option<Value>,
+    request_id: Option<String>,
+    source_address: Option<String>,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct AuditList {
+    object: String,
+    data: Vec<AuditEntry>,
+    /// The `cursor` of the next page; `null` on the last.
+    next: Option<i64>,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct Tenant {
+    id: String,
+    name: String,
+    created_at: String,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct TenantList {
+    object: String,
+    data: Vec<Tenant>,
+    /// The `after` of the next page; `null` on the last.
+    next: Option<String>,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct TenantMade {
+    tenant: Tenant,
+    owner_invitation_link: Option<String>,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct QuotasView {
+    requests_per_minute: Option<i64>,
+    concurrent_turns: Option<i64>,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct TenantView {
+    tenant: Tenant,
+    quotas: QuotasView,
+    /// `operator`, `owner`, `admin` or `member`.
+    standing: String,
+    /// The operations the caller may perform in this tenant (the console shows only these).
+    may: Vec<String>,
+}

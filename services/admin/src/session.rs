@@ -1,0 +1,290 @@
+//! Signing in and out: a local account's password, a one-time link, or an invitation; who the
+//! signed-in caller is (`/me`, with the session's CSRF token); and changing one's password.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::json;
+
+use hermes_core::ErrorCode;
+use hermes_http::{ApiError, ApiJson};
+use hermes_store::admin::{Actor, ActorKind, Audit, Person};
+
+use crate::caller::{Caller, Credential, RequestMeta, session_cookie};
+use crate::errors::store_error;
+use crate::password;
+use crate::signing::SessionClaims;
+use crate::state::AdminState;
+
+type Result<T, E = ApiError> = std::result::Result<T, E>;
+
+/// A local account's sign-in.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SignIn {
+    email: String,
+    password: String,
+}
+
+/// A one-time sign-in link's token.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LinkSignIn {
+    token: String,
+}
+
+/// A new password; the current one is needed when there is one.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NewPassword {
+    current_password: Option<String>,
+    new_password: String,
+}
+
+fn wrong_credentials() -> ApiError {
+    ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "authentication_error",
+        Some(ErrorCode::WrongCredentials),
+        "wrong email or password",
+    )
+}
+
+fn console_off() -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "server_error",
+        Some(ErrorCode::AdminDisabled),
+        "console sign-in is off: set admin.session_keys or secrets.master_key",
+    )
+}
+
+/// Refuses a caller past the sign-in rate of its address (every account together).
+async fn limit_attempts(state: &AdminState, meta: &RequestMeta) -> Result<()> {
+    let scope = format!("admin-sign-in:{}", meta.source_address.as_deref().unwrap_or("unknown"));
+    match state.limiter.check(&scope, state.config.admin.sign_in_per_minute).await {
+        Ok(d) if !d.allowed => {
+            let mut e = ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limit_error",
+                Some(ErrorCode::RateLimitExceeded),
+                "too many sign-in attempts from this address; wait a minute",
+            );
+            e.retry_after = Some(d.retry_after_ms.div_ceil(1000).max(1));
+            Err(e)
+        }
+        Ok(_) => Ok(()),
+        // Redis down: the per-account lockout (in Postgres) still holds.
+        Err(e) => {
+            tracing::warn!(error = %e, "sign-in rate limit unavailable");
+            Ok(())
+        }
+    }
+}
+
+/// A fresh session for `person`: the cookie, and what `/me` says.
+async fn open_session(state: &AdminState, person: Person, meta: &RequestMeta, agent: &str) -> Result<Response> {
+    let keys = state.keys.as_ref().ok_or_else(console_off)?;
+    let live = state
+        .store
+        .open_console_session(person.id, state.max_session(), meta.source_address.as_deref().unwrap_or(""), agent)
+        .await
+        .map_err(store_error)?;
+    let csrf = crate::random_token().map_err(ApiError::internal)?;
+    let lifetime = state.session_lifetime();
+    let claims = SessionClaims::new(person.id.as_uuid(), live.id, csrf.clone(), lifetime);
+    let token = keys.sign(&claims).map_err(ApiError::internal)?;
+    let body = me_body(state, &person, Some(&csrf)).await?;
+    let mut response = Json(body).into_response();
+    response.headers_mut().insert(header::SET_COOKIE, session_cookie(state, &token, lifetime.as_secs()));
+    response.headers_mut().insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
+    Ok(response)
+}
+
+async fn me_body(state: &AdminState, person: &Person, csrf: Option<&str>) -> Result<serde_json::Value> {
+    let memberships = state.store.memberships_of(person.id).await.map_err(store_error)?;
+    Ok(json!({
+        "person": person,
+        "memberships": memberships,
+        "operator": person.operator,
+        "csrf_token": csrf,
+        "session_minutes": state.config.admin.session_minutes,
+        "idle_minutes": state.config.admin.idle_minutes,
+    }))
+}
+
+fn user_agent(headers: &axum::http::HeaderMap) -> String {
+    headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned()
+}
+
+#[utoipa::path(post, path = "/admin/v1/sign-in", tag = "admin: sign-in", request_body = SignIn, security(()),
+    responses((status = 200, description = "Signed in: the session cookie is set", body = crate::schemas::Me),
+        (status = 401, description = "Wrong email or password", body = crate::schemas::ErrorBody),
+        (status = 403, description = "The account is locked after too many wrong passwords", body = crate::schemas::ErrorBody),
+        (status = 429, description = "Too many attempts from this address", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn sign_in(
+    State(state): State<AdminState>,
+    meta: RequestMeta,
+    headers: axum::http::HeaderMap,
+    ApiJson(body): ApiJson<SignIn>,
+) -> Result<Response> {
+    limit_attempts(&state, &meta).await?;
+    let record = state.store.sign_in_record(&body.email).await.map_err(store_error)?;
+    if let Some(until) = record.as_ref().and_then(|r| r.locked_until).filter(|t| *t > chrono::Utc::now()) {
+        return Err(locked(until));
+    }
+    let (person, hash) = match record {
+        Some(r) if !r.person.disabled => (Some(r.person), r.password_hash),
+        _ => (None, None),
+    };
+    if !password::verify(body.password, hash).await {
+        if let Some(p) = person {
+            let lock_for = std::time::Duration::from_secs(state.config.admin.lockout_minutes * 60);
+            let locked_now = state.store.record_failed_sign_in(p.id, state.config.admin.lockout_after, lock_for).await;
+            if let Ok(Some(until)) = locked_now {
+                return Err(locked(until));
+            }
+        }
+        return Err(wrong_credentials());
+    }
+    let person = person.ok_or_else(wrong_credentials)?;
+    state.store.record_sign_in(person.id).await.map_err(store_error)?;
+    open_session(&state, person, &meta, &user_agent(&headers)).await
+}
+
+fn locked(until: chrono::DateTime<chrono::Utc>) -> ApiError {
+    let mut e = ApiError::new(
+        StatusCode::FORBIDDEN,
+        "authentication_error",
+        Some(ErrorCode::AccountLocked),
+        format!("too many wrong passwords: the account is locked until {}", until.format("%H:%M UTC")),
+    );
+    e.retry_after = Some(u64::try_from((until - chrono::Utc::now()).num_seconds()).unwrap_or(1).max(1));
+    e
+}
+
+#[utoipa::path(post, path = "/admin/v1/sign-in/link", tag = "admin: sign-in", request_body = LinkSignIn, security(()),
+    responses((status = 200, description = "Signed in: the session cookie is set", body = crate::schemas::Me),
+        (status = 400, description = "The link is unknown, used or expired", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn sign_in_with_link(
+    State(state): State<AdminState>,
+    meta: RequestMeta,
+    headers: axum::http::HeaderMap,
+    ApiJson(body): ApiJson<LinkSignIn>,
+) -> Result<Response> {
+    limit_attempts(&state, &meta).await?;
+    let person = state.store.redeem_sign_in_link(&body.token).await.map_err(store_error)?.ok_or_else(link_invalid)?;
+    let person = state.store.person(person).await.map_err(store_error)?;
+    open_session(&state, person, &meta, &user_agent(&headers)).await
+}
+
+pub(crate) fn link_invalid() -> ApiError {
+    ApiError::invalid_request(
+        ErrorCode::LinkInvalid,
+        "this link is unknown, already used or expired: ask for a new one",
+    )
+}
+
+#[utoipa::path(post, path = "/admin/v1/sign-out", tag = "admin: sign-in",
+    responses((status = 204, description = "Signed out: the session ends at once"),
+        (status = 401, description = "Not signed in", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn sign_out(State(state): State<AdminState>, caller: Caller) -> Result<Response> {
+    if let Credential::Session { id, .. } = caller.credential {
+        state.store.end_console_session(id).await.map_err(store_error)?;
+    }
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    response.headers_mut().insert(header::SET_COOKIE, session_cookie(&state, "", 0));
+    Ok(response)
+}
+
+#[utoipa::path(get, path = "/admin/v1/me", tag = "admin: sign-in",
+    responses((status = 200, description = "The signed-in person, their tenants and the session's CSRF token", body = crate::schemas::Me),
+        (status = 401, description = "Not signed in", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn me(State(state): State<AdminState>, caller: Caller) -> Result<Response> {
+    let person = caller.person.clone().ok_or_else(crate::caller::not_signed_in)?;
+    let csrf = match &caller.credential {
+        Credential::Session { csrf, .. } => Some(csrf.as_str()),
+        Credential::Token(_) => None,
+    };
+    let mut response = Json(me_body(&state, &person, csrf).await?).into_response();
+    response.headers_mut().insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
+    Ok(response)
+}
+
+#[utoipa::path(put, path = "/admin/v1/me/password", tag = "admin: sign-in", request_body = NewPassword,
+    responses((status = 204, description = "Set; the person's other sessions are ended"),
+        (status = 400, description = "Too short or too long", body = crate::schemas::ErrorBody),
+        (status = 401, description = "Not signed in, or the current password is wrong", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn set_password(
+    State(state): State<AdminState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<NewPassword>,
+) -> Result<StatusCode> {
+    let Credential::Session { id: session, .. } = caller.credential else {
+        return Err(ApiError::invalid_request(ErrorCode::InvalidRequest, "passwords are changed in the console"));
+    };
+    let person = caller.person.clone().ok_or_else(crate::caller::not_signed_in)?;
+    let record = state.store.sign_in_record(&person.email).await.map_err(store_error)?;
+    if let Some(stored) = record.and_then(|r| r.password_hash) {
+        let current = body.current_password.unwrap_or_default();
+        if !password::verify(current, Some(stored)).await {
+            return Err(wrong_credentials());
+        }
+    }
+    let hash = password::hash(body.new_password).await.map_err(|e| match e {
+        password::PasswordError::Hash(e) => ApiError::internal(e),
+        short_or_long => {
+            ApiError::invalid_request(ErrorCode::InvalidValue, short_or_long.to_string()).with_param("new_password")
+        }
+    })?;
+    state.store.set_password_hash(person.id, &hash, &caller.audit()).await.map_err(store_error)?;
+    state.store.end_person_sessions(person.id, Some(session)).await.map_err(store_error)?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Accepting an invitation: the link's token, and for a new account a name and (optionally) a
+/// password.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AcceptInvitation {
+    token: String,
+    #[serde(default)]
+    display_name: String,
+    password: Option<String>,
+}
+
+#[utoipa::path(post, path = "/admin/v1/invitations/accept", tag = "admin: sign-in", request_body = AcceptInvitation, security(()),
+    responses((status = 200, description = "Joined and signed in: the session cookie is set", body = crate::schemas::Me),
+        (status = 400, description = "The link is unknown, used, revoked or expired; or the password is too short", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn accept_invitation(
+    State(state): State<AdminState>,
+    meta: RequestMeta,
+    headers: axum::http::HeaderMap,
+    ApiJson(body): ApiJson<AcceptInvitation>,
+) -> Result<Response> {
+    limit_attempts(&state, &meta).await?;
+    if let Some(p) = &body.password {
+        password::acceptable(p)
+            .map_err(|e| ApiError::invalid_request(ErrorCode::InvalidValue, e.to_string()).with_param("password"))?;
+    }
+    let accepted = state
+        .store
+        .accept_invitation(&body.token, body.display_name.trim(), meta.request_id.clone(), meta.source_address.clone())
+        .await
+        .map_err(store_error)?;
+    let (person, _, _) = accepted.ok_or_else(link_invalid)?;
+    // A new account takes the password given; an existing one keeps its own.
+    if let (Some(p), false) = (body.password, person.has_password) {
+        let hash = password::hash(p).await.map_err(ApiError::internal)?;
+        let by = Audit {
+            actor: Actor { kind: ActorKind::Person, id: person.id.to_string(), label: person.email.clone() },
+            request_id: meta.request_id.clone(),
+            source_address: meta.source_address.clone(),
+        };
+        state.store.set_password_hash(person.id, &hash, &by).await.map_err(store_error)?;
+    }
+    let person = state.store.person(person.id).await.map_err(store_error)?;
+    open_session(&state, person, &meta, &user_agent(&headers)).await
+}

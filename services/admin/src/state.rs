@@ -1,0 +1,70 @@
+//! What every admin handler is given.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::FromRef;
+
+use hermes_config::HermesConfig;
+use hermes_http::BodyLimit;
+use hermes_store::Store;
+
+use crate::signing::SessionKeys;
+
+#[derive(Clone)]
+pub(crate) struct AdminState(Arc<Shared>);
+
+impl AdminState {
+    pub(crate) fn new(shared: Shared) -> Self {
+        Self(Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AdminState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+pub(crate) struct Shared {
+    pub config: Arc<HermesConfig>,
+    pub store: Store,
+    pub limiter: hermes_cache::RateLimiter,
+    /// `None`: no session keys and no master key, so nobody can sign in to the console
+    /// (admin tokens still work).
+    pub keys: Option<SessionKeys>,
+    /// Where links point: `admin.public_url`, or the API's own address.
+    pub public_url: String,
+}
+
+impl Shared {
+    pub(crate) fn session_lifetime(&self) -> Duration {
+        Duration::from_secs(self.config.admin.session_minutes.max(1) * 60)
+    }
+
+    pub(crate) fn idle_timeout(&self) -> Duration {
+        Duration::from_secs(self.config.admin.idle_minutes.max(1) * 60)
+    }
+
+    pub(crate) fn max_session(&self) -> Duration {
+        Duration::from_secs(self.config.admin.max_session_hours.max(1) * 3600)
+    }
+
+    /// Whether the session cookie is marked `Secure`: always, except for a console reached
+    /// over plain `http://` at an address other than loopback (browsers treat loopback as
+    /// secure and keep a `Secure` cookie there; elsewhere they would drop it).
+    pub(crate) fn secure_cookie(&self) -> bool {
+        match self.public_url.strip_prefix("http://") {
+            None => true,
+            Some(rest) => ["localhost", "127.", "[::1]"].iter().any(|host| rest.starts_with(host)),
+        }
+    }
+}
+
+impl FromRef<AdminState> for BodyLimit {
+    fn from_ref(state: &AdminState) -> Self {
+        BodyLimit(state.config.http.max_body_bytes)
+    }
+}

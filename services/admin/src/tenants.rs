@@ -1,0 +1,148 @@
+//! Tenants: the operators' list, creating one (with an invitation for its first owner), its
+//! quotas; and for anyone with standing in it, the tenant itself.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use hermes_core::access::{AdminOp, Standing};
+use hermes_core::{ErrorCode, MemberRole};
+use hermes_http::{ApiError, ApiJson};
+use hermes_store::admin::Change;
+
+use crate::caller::Caller;
+use crate::errors::store_error;
+use crate::state::AdminState;
+
+type Result<T, E = ApiError> = std::result::Result<T, E>;
+
+/// Paging through tenants by name.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TenantPage {
+    /// The last name of the previous page.
+    after: Option<String>,
+    /// 1 to 500; default 100.
+    limit: Option<u32>,
+}
+
+#[utoipa::path(get, path = "/admin/v1/tenants", tag = "admin: tenants", params(TenantPage),
+    responses((status = 200, description = "Tenants by name (operators); anyone else gets their own memberships from /admin/v1/me", body = crate::schemas::TenantList),
+        (status = 403, description = "Operators only", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn list(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Query(page): Query<TenantPage>,
+) -> Result<Json<Value>> {
+    caller.installation(AdminOp::ListTenants)?;
+    let limit = page.limit.unwrap_or(100).clamp(1, 500);
+    let tenants = state.store.tenants_page(page.after.as_deref(), limit).await.map_err(store_error)?;
+    let next = (tenants.len() == limit as usize).then(|| tenants.last().map(|t| t.name.clone())).flatten();
+    Ok(Json(json!({ "object": "list", "data": tenants, "next": next })))
+}
+
+/// A tenant to create.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NewTenant {
+    /// 1-63 lowercase letters, digits, `-` or `_`.
+    name: String,
+    /// Invite this person as the tenant's first owner.
+    owner_email: Option<String>,
+}
+
+#[utoipa::path(post, path = "/admin/v1/tenants", tag = "admin: tenants", request_body = NewTenant,
+    responses((status = 201, description = "The tenant, and the owner's invitation link when asked", body = crate::schemas::TenantMade),
+        (status = 400, description = "A bad name or email", body = crate::schemas::ErrorBody),
+        (status = 403, description = "Operators only", body = crate::schemas::ErrorBody),
+        (status = 409, description = "The name is taken", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn create(
+    State(state): State<AdminState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<NewTenant>,
+) -> Result<(StatusCode, Json<Value>)> {
+    caller.installation(AdminOp::CreateTenant)?;
+    let tenant = state.store.create_tenant(body.name.trim()).await.map_err(|e| match e {
+        hermes_store::StoreError::Conflict(what) => ApiError::new(
+            StatusCode::CONFLICT,
+            "invalid_request_error",
+            Some(ErrorCode::InvalidValue),
+            format!("{what} already exists"),
+        ),
+        other => store_error(other),
+    })?;
+    let audit = caller.audit();
+    state
+        .store
+        .record_audit(None, &audit, Change::new("tenant.created", "tenant", tenant.id).after(&tenant))
+        .await
+        .map_err(store_error)?;
+    let link = match body.owner_email.as_deref() {
+        Some(email) => {
+            let valid_for = std::time::Duration::from_secs(state.config.admin.invitation_days.max(1) * 86_400);
+            let made = state.store.create_invitation(tenant.id, email, MemberRole::Owner, valid_for, &audit).await;
+            let (_, token) = made.map_err(store_error)?;
+            Some(state.config.console_link("invite", &token))
+        }
+        None => None,
+    };
+    Ok((StatusCode::CREATED, Json(json!({ "tenant": tenant, "owner_invitation_link": link }))))
+}
+
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}", tag = "admin: tenants", params(("tenant" = String, Path, description = "Tenant id")),
+    responses((status = 200, description = "The tenant, its quotas and where the caller stands", body = crate::schemas::TenantView),
+        (status = 404, description = "No such tenant (or not yours)", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn get(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ViewTenant).await?;
+    let (tenant, rpm, turns) = state.store.tenant(t.id).await.map_err(store_error)?;
+    let role = match t.standing {
+        Standing::Operator => "operator".to_owned(),
+        Standing::Member(role) => role.to_string(),
+    };
+    let may: Vec<&str> = AdminOp::ALL
+        .iter()
+        .filter(|op| !op.is_installation() && hermes_core::access::allows(t.standing, **op))
+        .map(|op| op.as_str())
+        .collect();
+    Ok(Json(json!({
+        "tenant": tenant,
+        "quotas": { "requests_per_minute": rpm, "concurrent_turns": turns },
+        "standing": role,
+        "may": may,
+    })))
+}
+
+/// New quotas (`null`: the installation's default; 0: unlimited).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Quotas {
+    requests_per_minute: Option<u32>,
+    concurrent_turns: Option<u32>,
+}
+
+#[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/quotas", tag = "admin: tenants", request_body = Quotas,
+    params(("tenant" = String, Path, description = "Tenant id")),
+    responses((status = 204, description = "Set; they apply to the next request"),
+        (status = 403, description = "Operators only", body = crate::schemas::ErrorBody),
+        (status = 404, description = "No such tenant", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn set_quotas(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+    ApiJson(body): ApiJson<Quotas>,
+) -> Result<StatusCode> {
+    let t = caller.tenant(&state, &tenant, AdminOp::SetQuotas).await?;
+    let (_, rpm, turns) = state.store.tenant(t.id).await.map_err(store_error)?;
+    state.store.set_tenant_limits(t.id, body.requests_per_minute, body.concurrent_turns).await.map_err(store_error)?;
+    let change = Change::new("tenant.quotas_set", "tenant", t.id)
+        .before(json!({ "requests_per_minute": rpm, "concurrent_turns": turns }))
+        .after(json!({ "requests_per_minute": body.requests_per_minute, "concurrent_turns": body.concurrent_turns }));
+    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    Ok(StatusCode::NO_CONTENT)
+}

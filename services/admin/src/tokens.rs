@@ -1,0 +1,200 @@
+//! Credentials a tenant hands out: admin API tokens (for automation of this API) and the
+//! tenant's OpenAI-compatible API keys. Both are shown once, at creation.
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use hermes_core::access::{AdminOp, Standing};
+use hermes_core::{AdminTokenId, AgentId, ApiKeyId, ErrorCode, MemberRole};
+use hermes_http::{ApiError, ApiJson};
+use hermes_store::admin::Change;
+
+use crate::caller::{Caller, Credential};
+use crate::errors::{store_error, store_error_for};
+use crate::state::AdminState;
+
+type Result<T, E = ApiError> = std::result::Result<T, E>;
+
+fn lifetime(days: Option<u32>) -> Result<Duration> {
+    match days.unwrap_or(90) {
+        d @ 1..=366 => Ok(Duration::from_secs(u64::from(d) * 86_400)),
+        _ => Err(ApiError::invalid_request(ErrorCode::InvalidValue, "expires_in_days is 1 to 366")
+            .with_param("expires_in_days")),
+    }
+}
+
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/tokens", tag = "admin: credentials",
+    params(("tenant" = String, Path, description = "Tenant id")),
+    responses((status = 200, description = "The tenant's admin tokens (never their secrets)", body = crate::schemas::TokenList),
+        (status = 404, description = "No such tenant (or not yours)", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn list_tokens(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ViewTokens).await?;
+    let tokens = state.store.admin_tokens(t.id).await.map_err(store_error)?;
+    Ok(Json(json!({ "object": "list", "data": tokens })))
+}
+
+/// A token to make: yours (acting as you, never above your role) or the tenant's service token.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NewToken {
+    name: String,
+    /// The most it may do: `owner`, `admin` or `member` (read-only). Default `member`.
+    #[schema(value_type = Option<String>, example = "member")]
+    role: Option<MemberRole>,
+    /// 1 to 366; default 90.
+    expires_in_days: Option<u32>,
+    /// A service token belongs to the tenant, not to you: it outlives your membership.
+    #[serde(default)]
+    service: bool,
+}
+
+#[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/tokens", tag = "admin: credentials", request_body = NewToken,
+    params(("tenant" = String, Path, description = "Tenant id")),
+    responses((status = 201, description = "The token and its secret, shown this once", body = crate::schemas::TokenMade),
+        (status = 400, description = "A bad name or lifetime", body = crate::schemas::ErrorBody),
+        (status = 403, description = "Above the caller's own role, or a role that may not make tokens", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn create_token(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+    ApiJson(body): ApiJson<NewToken>,
+) -> Result<(StatusCode, Json<Value>)> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ManageTokens).await?;
+    let role = body.role.unwrap_or(MemberRole::Member);
+    if let Standing::Member(mine) = t.standing
+        && role.rank() > mine.rank()
+    {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "permission_error",
+            Some(ErrorCode::PermissionDenied),
+            format!("a token may not do more than its maker: your role is `{mine}`"),
+        ));
+    }
+    let person = match (&caller.credential, body.service) {
+        (_, true) => None,
+        (Credential::Session { .. }, false) => caller.person.as_ref().map(|p| p.id),
+        (Credential::Token(_), false) => {
+            return Err(ApiError::invalid_request(
+                ErrorCode::InvalidRequest,
+                "a token makes only service tokens: set \"service\": true",
+            ));
+        }
+    };
+    let made = state
+        .store
+        .create_admin_token(t.id, person, body.name.trim(), role, lifetime(body.expires_in_days)?, &caller.audit())
+        .await;
+    let (token, secret) = made.map_err(store_error)?;
+    Ok((StatusCode::CREATED, Json(json!({ "token": token, "secret": secret }))))
+}
+
+#[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/tokens/{id}", tag = "admin: credentials",
+    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Token id")),
+    responses((status = 204, description = "Revoked: it stops working at once"),
+        (status = 404, description = "No such live token", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn revoke_token(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, id)): Path<(String, String)>,
+) -> Result<StatusCode> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ManageTokens).await?;
+    let id: AdminTokenId = id.parse().map_err(|_| ApiError::not_found(ErrorCode::NotFound, "no such token"))?;
+    state
+        .store
+        .revoke_admin_token(t.id, id, &caller.audit())
+        .await
+        .map_err(|e| store_error_for(e, ErrorCode::NotFound, "token"))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/keys", tag = "admin: credentials",
+    params(("tenant" = String, Path, description = "Tenant id")),
+    responses((status = 200, description = "The tenant's API keys (never their secrets)", body = crate::schemas::ApiKeyList),
+        (status = 404, description = "No such tenant (or not yours)", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn list_keys(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ViewKeys).await?;
+    let keys = state.store.api_keys(t.id).await.map_err(store_error)?;
+    Ok(Json(json!({ "object": "list", "data": keys })))
+}
+
+/// An API key to make.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NewKey {
+    name: String,
+    /// Restrict the key to one agent (its name or id); unset: every agent of the tenant.
+    agent: Option<String>,
+    /// Unset: the key does not expire.
+    expires_in_days: Option<u32>,
+}
+
+#[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/keys", tag = "admin: credentials", request_body = NewKey,
+    params(("tenant" = String, Path, description = "Tenant id")),
+    responses((status = 201, description = "The key and its secret, shown this once", body = crate::schemas::ApiKeyMade),
+        (status = 403, description = "The caller's role may not make keys", body = crate::schemas::ErrorBody),
+        (status = 404, description = "No such tenant or agent", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn create_key(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+    ApiJson(body): ApiJson<NewKey>,
+) -> Result<(StatusCode, Json<Value>)> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ManageKeys).await?;
+    let name = body.name.trim();
+    if name.is_empty() || name.chars().count() > 100 {
+        return Err(ApiError::invalid_request(ErrorCode::InvalidValue, "a key's name is 1 to 100 characters")
+            .with_param("name"));
+    }
+    let agent = match body.agent.as_deref() {
+        None => None,
+        Some(raw) => {
+            let found = match raw.parse::<AgentId>() {
+                Ok(id) => state.store.agent(t.id, id).await,
+                Err(_) => state.store.agent_by_name(t.id, raw).await,
+            };
+            Some(found.map_err(|e| store_error_for(e, ErrorCode::NotFound, "agent"))?.id)
+        }
+    };
+    let expires = match body.expires_in_days {
+        None => None,
+        Some(d) => Some(chrono::Utc::now() + chrono::Duration::from_std(lifetime(Some(d))?).unwrap_or_default()),
+    };
+    let (key, secret) = state.store.create_api_key(t.id, agent, name, expires).await.map_err(store_error)?;
+    let change = Change::new("api_key.created", "api_key", key.id).after(&key);
+    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    Ok((StatusCode::CREATED, Json(json!({ "key": key, "secret": secret }))))
+}
+
+#[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/keys/{id}", tag = "admin: credentials",
+    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Key id")),
+    responses((status = 204, description = "Revoked: requests with it get 401 at once"),
+        (status = 404, description = "No such live key", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn revoke_key(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, id)): Path<(String, String)>,
+) -> Result<StatusCode> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ManageKeys).await?;
+    let id: ApiKeyId = id.parse().map_err(|_| ApiError::not_found(ErrorCode::NotFound, "no such key"))?;
+    state.store.revoke_api_key(t.id, id).await.map_err(|e| store_error_for(e, ErrorCode::NotFound, "key"))?;
+    state
+        .store
+        .record_audit(Some(t.id), &caller.audit(), Change::new("api_key.revoked", "api_key", id))
+        .await
+        .map_err(store_error)?;
+    Ok(StatusCode::NO_CONTENT)
+}

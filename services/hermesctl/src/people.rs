@@ -1,0 +1,129 @@
+//! People of the admin console: platform operators, tenants' members, and one-time sign-in
+//! links. Every change is recorded in the audit log as the operator's CLI.
+
+use clap::Subcommand;
+use serde_json::json;
+
+use hermes_config::HermesConfig;
+use hermes_core::MemberRole;
+use hermes_store::Store;
+use hermes_store::admin::{Actor, ActorKind, Audit};
+
+use crate::cli::{TenantArg, print};
+
+#[derive(Subcommand)]
+pub enum OperatorCmd {
+    /// Make a platform operator (all tenants, quotas, the cluster) and print a one-time
+    /// sign-in link for them.
+    Create {
+        #[arg(long)]
+        email: String,
+        #[arg(long, default_value = "")]
+        name: String,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum PersonCmd {
+    /// Print a new one-time sign-in link for an existing person.
+    Link {
+        #[arg(long)]
+        email: String,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum MemberCmd {
+    /// Add a person (made if new) to a tenant, or change their role; prints a sign-in link.
+    Add {
+        #[command(flatten)]
+        tenant: TenantArg,
+        #[arg(long)]
+        email: String,
+        /// owner, admin or member (read-only).
+        #[arg(long, default_value = "member")]
+        role: MemberRole,
+        #[arg(long, default_value = "")]
+        name: String,
+    },
+    /// List a tenant's members.
+    List {
+        #[command(flatten)]
+        tenant: TenantArg,
+    },
+}
+
+/// What the CLI's changes are recorded as: the operating-system user who ran it.
+fn cli_actor() -> Audit {
+    let user = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "unknown".into());
+    Audit {
+        actor: Actor { kind: ActorKind::Cli, id: user.clone(), label: format!("hermesctl ({user})") },
+        request_id: None,
+        source_address: None,
+    }
+}
+
+async fn link(config: &HermesConfig, store: &Store, person: hermes_core::PersonId) -> anyhow::Result<String> {
+    let valid_for = std::time::Duration::from_secs(config.admin.link_minutes.max(1) * 60);
+    let token = store.create_sign_in_link(person, valid_for).await?;
+    Ok(config.console_link("link", &token))
+}
+
+pub async fn run_operator(
+    json_mode: bool,
+    config: &HermesConfig,
+    store: &Store,
+    cmd: OperatorCmd,
+) -> anyhow::Result<()> {
+    match cmd {
+        OperatorCmd::Create { email, name } => {
+            let person = store.ensure_person(&email, &name, true, &cli_actor()).await?;
+            let url = link(config, store, person.id).await?;
+            let minutes = config.admin.link_minutes;
+            print(
+                json_mode,
+                json!({ "person": person, "sign_in_link": url }),
+                format!("operator {}\nsign in within {minutes} minutes (the link works once):\n{url}", person.email),
+            );
+        }
+    }
+    Ok(())
+}
+
+pub async fn run_person(json_mode: bool, config: &HermesConfig, store: &Store, cmd: PersonCmd) -> anyhow::Result<()> {
+    match cmd {
+        PersonCmd::Link { email } => {
+            let Some(record) = store.sign_in_record(&email).await? else {
+                anyhow::bail!("no person has the email {email:?}");
+            };
+            let url = link(config, store, record.person.id).await?;
+            print(json_mode, json!({ "sign_in_link": url }), url);
+        }
+    }
+    Ok(())
+}
+
+pub async fn run_member(json_mode: bool, config: &HermesConfig, store: &Store, cmd: MemberCmd) -> anyhow::Result<()> {
+    match cmd {
+        MemberCmd::Add { tenant, email, role, name } => {
+            let t = tenant.resolve(store).await?;
+            let audit = cli_actor();
+            let person = store.ensure_person(&email, &name, false, &audit).await?;
+            store.add_member(t.id, person.id, role, &audit).await?;
+            let url = link(config, store, person.id).await?;
+            print(
+                json_mode,
+                json!({ "person": person, "tenant": t.name, "role": role, "sign_in_link": url }),
+                format!("{} is {role} of {}\nsign-in link (works once): {url}", person.email, t.name),
+            );
+        }
+        MemberCmd::List { tenant } => {
+            let t = tenant.resolve(store).await?;
+            let members = store.members(t.id).await?;
+            let human =
+                members.iter().map(|m| format!("{:<32} {}", m.person.email, m.role)).collect::<Vec<_>>().join("\n");
+            print(json_mode, json!(members), human);
+        }
+    }
+    Ok(())
+}

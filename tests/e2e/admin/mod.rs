@@ -1,0 +1,90 @@
+//! The admin plane end to end, on the real service: signing in (link, password, invitation),
+//! console sessions (cookie flags, CSRF, sign-out, idle timeout, lockout), who may do what, and
+//! the audit log.
+
+mod access;
+mod audit;
+mod conformance;
+mod sign_in;
+
+use hermes_core::{MemberRole, PersonId, TenantId};
+use hermes_store::admin::{Actor, ActorKind, Audit};
+use reqwest::Method;
+use serde_json::Value;
+
+use crate::harness::TestEnv;
+
+/// A browser's view of one console session: its cookie and CSRF token.
+pub struct Console {
+    pub cookie: String,
+    pub csrf: Option<String>,
+}
+
+pub fn cli() -> Audit {
+    Audit {
+        actor: Actor { kind: ActorKind::Cli, id: "test".into(), label: "hermesctl (test)".into() },
+        request_id: None,
+        source_address: None,
+    }
+}
+
+/// The session cookie a response sets (`name=value`), and the whole header.
+pub fn set_cookie(resp: &reqwest::Response) -> Option<(String, String)> {
+    resp.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok()).find_map(|v| {
+        v.starts_with("hermes_console=").then(|| (v.split(';').next().unwrap_or_default().to_owned(), v.to_owned()))
+    })
+}
+
+/// A person (made if new) with `role` in `tenant`, signed in through a one-time link.
+pub async fn member(env: &TestEnv, tenant: TenantId, email: &str, role: MemberRole) -> (PersonId, Console) {
+    let person = env.store.ensure_person(email, "", false, &cli()).await.unwrap();
+    env.store.add_member(tenant, person.id, role, &cli()).await.unwrap();
+    (person.id, by_link(env, person.id).await)
+}
+
+/// Signs `person` in with a fresh one-time link.
+pub async fn by_link(env: &TestEnv, person: PersonId) -> Console {
+    let token = env.store.create_sign_in_link(person, std::time::Duration::from_secs(300)).await.unwrap();
+    let resp = env
+        .http
+        .post(format!("{}/admin/v1/sign-in/link", env.api_url))
+        .json(&serde_json::json!({ "token": token }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200, "signing in by link");
+    let (cookie, _) = set_cookie(&resp).expect("a session cookie");
+    let me: Value = resp.json().await.unwrap();
+    Console { cookie, csrf: me["csrf_token"].as_str().map(str::to_owned) }
+}
+
+impl Console {
+    /// A request as the console makes it: the cookie, and the CSRF token on writes.
+    pub async fn call(&self, env: &TestEnv, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut req = env.http.request(method.clone(), format!("{}{path}", env.api_url)).header("cookie", &self.cookie);
+        if method != Method::GET
+            && let Some(csrf) = &self.csrf
+        {
+            req = req.header("x-csrf-token", csrf);
+        }
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap();
+        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    }
+}
+
+/// A request with an admin token.
+pub async fn with_token(env: &TestEnv, token: &str, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
+    let mut req = env.http.request(method, format!("{}{path}", env.api_url)).bearer_auth(token);
+    if let Some(body) = body {
+        req = req.json(&body);
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
