@@ -72,12 +72,20 @@ if "$bin/hermesctl" agent list --tenant demo --json | grep -q "\"name\":\"$agent
 fi
 "$bin/hermesctl" agent create --tenant demo --name "$agent_name" --model "$model" --base-url "$base_url" "${key_args[@]}" >/dev/null
 key=$("$bin/hermesctl" key create --tenant demo --name up.sh --json | sed -n 's/.*"key":"\([^"]*\)".*/\1/p')
+# The demo tenant's owner, and a one-time link that signs them in to the console.
+owner_email=${HERMES_DEMO_OWNER:-owner@demo.local}
+console_link=$("$bin/hermesctl" member add --tenant demo --email "$owner_email" --role owner --json \
+  | sed -n 's/.*"sign_in_link":"\([^"]*\)".*/\1/p')
 
 cat <<MSG
 
   Hermes Cloud is starting on http://127.0.0.1:${api_port}
   tenant: demo   agent (model): ${agent_name}   provider: ${base_url}
   API key (shown once): ${key}
+
+  Console: sign in as ${owner_email} (owner of demo) with this one-time link (valid 60 minutes):
+    ${console_link}
+  Another link later: ${bin}/hermesctl person link --email ${owner_email}
 
   curl http://127.0.0.1:${api_port}/v1/chat/completions \\
     -H "Authorization: Bearer ${key}" -H "Content-Type: application/json" \\

@@ -19,6 +19,7 @@ mod chat;
 mod chat_commands;
 mod chat_files;
 mod code;
+mod console;
 mod containers;
 mod crash;
 mod cron;

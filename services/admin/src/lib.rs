@@ -1,12 +1,14 @@
 //! The admin plane, served by the `api` role: people and their roles in tenants, console
 //! sign-in (local passwords, one-time links, invitations), admin tokens for automation, the
-//! audit log, and the `/admin/v1` API the console and `hermesctl --url` use.
+//! audit log, the `/admin/v1` API, and the `/console` web UI built on it.
 //!
 //! Who may do what is decided in one place, `hermes_core::access`; who is calling, in
 //! [`caller`]. Every write is recorded in the audit log with its actor, request and address.
 
 mod audit;
 mod caller;
+mod console;
+mod conversations;
 mod errors;
 mod members;
 mod openapi;
@@ -83,10 +85,17 @@ pub fn router(ctx: AdminContext) -> Result<Router, KeyError> {
         .route("/admin/v1/tenants/{tenant}/tokens/{id}", axum::routing::delete(tokens::revoke_token))
         .route("/admin/v1/tenants/{tenant}/keys", get(tokens::list_keys).post(tokens::create_key))
         .route("/admin/v1/tenants/{tenant}/keys/{id}", axum::routing::delete(tokens::revoke_key))
+        .route("/admin/v1/tenants/{tenant}/agents", get(conversations::agents))
+        .route("/admin/v1/tenants/{tenant}/sessions", get(conversations::sessions))
+        .route(
+            "/admin/v1/tenants/{tenant}/sessions/{id}",
+            get(conversations::transcript).delete(conversations::delete_session),
+        )
         .route("/admin/v1/tenants/{tenant}/audit", get(audit::tenant_audit))
         .route("/admin/v1/audit", get(audit::installation_audit))
         .layer(axum::middleware::from_fn_with_state(state.clone(), caller::authenticate))
-        .with_state(state))
+        .with_state(state)
+        .merge(console::router()))
 }
 
 /// The admin API's OpenAPI paths and components, for the api role's `/openapi.json`. Every

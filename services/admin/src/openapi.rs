@@ -46,6 +46,10 @@ impl utoipa::Modify for AdminSecurity {
         crate::tokens::list_keys,
         crate::tokens::create_key,
         crate::tokens::revoke_key,
+        crate::conversations::agents,
+        crate::conversations::sessions,
+        crate::conversations::transcript,
+        crate::conversations::delete_session,
         crate::audit::tenant_audit,
         crate::audit::installation_audit,
     )

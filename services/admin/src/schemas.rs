@@ -227,3 +227,26 @@ pub(crate) struct TenantView {
     /// The operations the caller may perform in this tenant (the console shows only these).
     may: Vec<String>,
 }
+
+/// A list of objects.
+#[derive(ToSchema)]
+pub(crate) struct ObjectList {
+    object: String,
+    data: Vec<Value>,
+}
+
+/// A page of objects.
+#[derive(ToSchema)]
+pub(crate) struct ObjectPage {
+    object: String,
+    data: Vec<Value>,
+    has_more: bool,
+}
+
+/// A session and a page of its messages (OpenAI message form, with `seq`).
+#[derive(ToSchema)]
+pub(crate) struct Transcript {
+    session: Value,
+    messages: Vec<Value>,
+    has_more: bool,
+}

@@ -1,0 +1,80 @@
+// English and Simplified Chinese. The choice is kept in this browser (localStorage); the first
+// visit follows the browser's language.
+
+const en = {
+  app: 'Hermes Cloud', console: 'Console', language: 'Language', theme: 'Theme', themeLight: 'Light', themeDark: 'Dark',
+  themeAuto: 'System', signIn: 'Sign in', signOut: 'Sign out', email: 'Email', password: 'Password',
+  signInTitle: 'Sign in to the console', signInHint: 'No password yet? Ask an operator for a one-time sign-in link.',
+  wrongCredentials: 'Wrong email or password.', signingIn: 'Signing in…', linkTitle: 'Signing you in',
+  linkInvalid: 'This link is unknown, already used or expired. Ask for a new one.', inviteTitle: 'Join a team',
+  displayName: 'Your name', newPassword: 'Choose a password', passwordHint: 'At least 12 characters.',
+  join: 'Join', tenants: 'Teams', yourTeams: 'Your teams', noTeams: 'You are not in any team yet.', role: 'Role',
+  roles_owner: 'Owner', roles_admin: 'Admin', roles_member: 'Member (read-only)', operator: 'Operator',
+  overview: 'Overview', members: 'Members', keys: 'API keys', tokens: 'Admin tokens', audit: 'Audit log',
+  agents: 'Agents', sessions: 'Sessions', allTenants: 'All teams', createTenant: 'Create a team', name: 'Name',
+  ownerEmail: "First owner's email", create: 'Create', created: 'Created', standing: 'Your role here',
+  quotas: 'Quotas', rpm: 'Requests per minute', turns: 'Concurrent turns', default: 'installation default',
+  invite: 'Invite', invitations: 'Invitations', inviteSomeone: 'Invite someone', inviteLink: 'Send this link to the invitee (it works once):',
+  remove: 'Remove', revoke: 'Revoke', save: 'Save', cancel: 'Cancel', changeRole: 'Change role', status: 'Status',
+  pending: 'pending', accepted: 'accepted', revoked: 'revoked', expires: 'Expires', lastUsed: 'Last used',
+  prefix: 'Prefix', agent: 'Agent', anyAgent: 'every agent', newKey: 'New API key', newToken: 'New admin token',
+  shownOnce: 'Copy it now: it is shown only this once.', service: 'Service token (belongs to the team)',
+  days: 'Expires in days', when: 'When', who: 'Who', what: 'What', object: 'Object', change: 'Change', address: 'From',
+  filterAction: 'Action starts with', filterActor: 'By', apply: 'Filter', exportCsv: 'Export CSV',
+  exportJsonl: 'Export JSON lines', more: 'More', none: 'Nothing here yet.', model: 'Model', title: 'Title',
+  messages: 'Messages', updated: 'Updated', source: 'Source', open: 'Open', transcript: 'Transcript',
+  deleteSession: 'Delete session', confirmDelete: 'Delete this for good?', back: 'Back', readOnly: 'Read-only: your role cannot change anything here.',
+  error: 'Something went wrong', sessionOver: 'Your session is over. Sign in again.', toolsets: 'Toolsets',
+  provider: 'Provider', egress: 'Internet access', yes: 'yes', no: 'no', skipToContent: 'Skip to content',
+  confirmRemove: 'Remove this member? Their access ends at once.', done: 'Done.',
+};
+
+const zh = {
+  app: 'Hermes Cloud', console: '控制台', language: '语言', theme: '主题', themeLight: '浅色', themeDark: '深色',
+  themeAuto: '跟随系统', signIn: '登录', signOut: '退出登录', email: '邮箱', password: '密码',
+  signInTitle: '登录控制台', signInHint: '还没有密码？请运维人员给你一个一次性登录链接。',
+  wrongCredentials: '邮箱或密码错误。', signingIn: '正在登录…', linkTitle: '正在为你登录',
+  linkInvalid: '该链接无效、已使用或已过期，请重新获取。', inviteTitle: '加入团队',
+  displayName: '你的名字', newPassword: '设置密码', passwordHint: '至少 12 个字符。',
+  join: '加入', tenants: '团队', yourTeams: '你的团队', noTeams: '你还没有加入任何团队。', role: '角色',
+  roles_owner: '所有者', roles_admin: '管理员', roles_member: '成员（只读）', operator: '平台运维',
+  overview: '概览', members: '成员', keys: 'API 密钥', tokens: '管理令牌', audit: '审计日志',
+  agents: '智能体', sessions: '会话', allTenants: '全部团队', createTenant: '创建团队', name: '名称',
+  ownerEmail: '首位所有者的邮箱', create: '创建', created: '创建时间', standing: '你在此的角色',
+  quotas: '配额', rpm: '每分钟请求数', turns: '并发轮次', default: '使用安装默认值',
+  invite: '邀请', invitations: '邀请', inviteSomeone: '邀请成员', inviteLink: '把此链接发给被邀请人（仅可使用一次）：',
+  remove: '移除', revoke: '吊销', save: '保存', cancel: '取消', changeRole: '修改角色', status: '状态',
+  pending: '待接受', accepted: '已接受', revoked: '已吊销', expires: '过期时间', lastUsed: '最近使用',
+  prefix: '前缀', agent: '智能体', anyAgent: '所有智能体', newKey: '新建 API 密钥', newToken: '新建管理令牌',
+  shownOnce: '请立即复制：它只显示这一次。', service: '服务令牌（属于团队）',
+  days: '有效天数', when: '时间', who: '操作者', what: '操作', object: '对象', change: '变更', address: '来源',
+  filterAction: '操作前缀', filterActor: '操作者', apply: '筛选', exportCsv: '导出 CSV',
+  exportJsonl: '导出 JSON Lines', more: '更多', none: '这里还没有内容。', model: '模型', title: '标题',
+  messages: '消息数', updated: '更新时间', source: '来源', open: '打开', transcript: '对话记录',
+  deleteSession: '删除会话', confirmDelete: '确定永久删除？', back: '返回', readOnly: '只读：你的角色不能在此修改任何内容。',
+  error: '出错了', sessionOver: '会话已结束，请重新登录。', toolsets: '工具集',
+  provider: '模型服务', egress: '可访问互联网', yes: '是', no: '否', skipToContent: '跳到正文',
+  confirmRemove: '确定移除该成员？其访问权限会立即失效。', done: '完成。',
+};
+
+const dictionaries = { en, zh };
+export const LANGUAGES = [['en', 'English'], ['zh', '简体中文']];
+
+export function currentLanguage() {
+  const saved = localStorage.getItem('hermes.lang');
+  if (saved && dictionaries[saved]) return saved;
+  return (navigator.language || 'en').toLowerCase().startsWith('zh') ? 'zh' : 'en';
+}
+
+export function setLanguage(lang) {
+  if (dictionaries[lang]) localStorage.setItem('hermes.lang', lang);
+}
+
+export function t(key) {
+  const lang = currentLanguage();
+  return dictionaries[lang][key] ?? en[key] ?? key;
+}
+
+export function roleName(role) {
+  return t(`roles_${role}`) === `roles_${role}` ? role : t(`roles_${role}`);
+}

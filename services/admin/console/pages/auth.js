@@ -1,0 +1,87 @@
+// Signing in: email and password, a one-time link (its token in the URL's fragment, which the
+// browser never sends anywhere), and accepting an invitation.
+
+import { h, field } from '../dom.js';
+import { t } from '../i18n.js';
+import { api, notice, ApiFailure } from '../app.js';
+
+function next() {
+  const target = new URLSearchParams(location.search).get('next') || '/console';
+  return /^\/console(\/|$)/.test(target) ? target : '/console';
+}
+
+export function signInPage(main) {
+  const status = h('div', { 'aria-live': 'polite' });
+  if (new URLSearchParams(location.search).get('expired')) status.append(notice('info', t('sessionOver')));
+  const email = h('input', { type: 'email', name: 'email', required: true, autocomplete: 'username' });
+  const password = h('input', { type: 'password', name: 'password', required: true, autocomplete: 'current-password' });
+  const submit = h('button', { type: 'submit' }, t('signIn'));
+  const form = h('form', {
+    class: 'card narrow', 'aria-labelledby': 'sign-in-title',
+    on: {
+      submit: async (e) => {
+        e.preventDefault();
+        submit.disabled = true;
+        status.replaceChildren(notice('info', t('signingIn')));
+        try {
+          await api('POST', '/admin/v1/sign-in', { email: email.value, password: password.value });
+          location.assign(next());
+        } catch (err) {
+          const text = err instanceof ApiFailure && err.code === 'wrong_credentials' ? t('wrongCredentials') : err.message;
+          status.replaceChildren(notice('error', text));
+          submit.disabled = false;
+          password.focus();
+        }
+      },
+    },
+  },
+  h('h1', { id: 'sign-in-title' }, t('signInTitle')),
+  field(t('email'), email), field(t('password'), password), submit, status,
+  h('p', { class: 'hint' }, t('signInHint')));
+  main.append(form);
+  email.focus();
+}
+
+// `/console/link#<token>`: signs in with the token, then forgets it.
+export async function linkPage(main) {
+  const token = location.hash.slice(1);
+  history.replaceState(null, '', '/console/link');
+  main.append(h('h1', {}, t('linkTitle')));
+  try {
+    await api('POST', '/admin/v1/sign-in/link', { token });
+    location.assign('/console');
+  } catch (err) {
+    main.append(notice('error', err instanceof ApiFailure && err.code === 'link_invalid' ? t('linkInvalid') : err.message));
+  }
+}
+
+// `/console/invite#<token>`: a name and a password, and the invitee is in.
+export function invitePage(main) {
+  const token = location.hash.slice(1);
+  history.replaceState(null, '', '/console/invite');
+  const name = h('input', { type: 'text', name: 'display_name', autocomplete: 'name', maxlength: '200' });
+  const password = h('input', { type: 'password', name: 'password', autocomplete: 'new-password', minlength: '12' });
+  const status = h('div', { 'aria-live': 'polite' });
+  const form = h('form', {
+    class: 'card narrow',
+    on: {
+      submit: async (e) => {
+        e.preventDefault();
+        try {
+          const body = { token, display_name: name.value };
+          if (password.value) body.password = password.value;
+          await api('POST', '/admin/v1/invitations/accept', body);
+          location.assign('/console');
+        } catch (err) {
+          status.replaceChildren(notice('error', err.code === 'link_invalid' ? t('linkInvalid') : err.message));
+        }
+      },
+    },
+  },
+  h('h1', {}, t('inviteTitle')),
+  field(t('displayName'), name),
+  field(t('newPassword'), password, t('passwordHint')),
+  h('button', { type: 'submit' }, t('join')), status);
+  main.append(form);
+  name.focus();
+}

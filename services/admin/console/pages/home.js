@@ -1,0 +1,47 @@
+// The first page after signing in: the caller's teams, and for operators every team and a
+// form to create one.
+
+import { h, field, when } from '../dom.js';
+import { t, roleName } from '../i18n.js';
+import { api, state, notice } from '../app.js';
+
+export async function homePage(main) {
+  main.append(h('h1', {}, t('yourTeams')));
+  const mine = state.me.memberships;
+  main.append(mine.length === 0
+    ? h('p', {}, t('noTeams'))
+    : h('ul', { class: 'teams' }, mine.map((m) => h('li', {},
+      h('a', { href: `/console/t/${m.tenant_id}` }, m.tenant_name), ' ', h('span', { class: 'badge' }, roleName(m.role))))));
+  if (!state.me.operator) return;
+
+  main.append(h('h2', {}, t('allTenants')));
+  const list = await api('GET', '/admin/v1/tenants?limit=500');
+  main.append(h('table', {},
+    h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, t('name')), h('th', { scope: 'col' }, t('created')))),
+    h('tbody', {}, list.data.map((tenant) => h('tr', {},
+      h('td', {}, h('a', { href: `/console/t/${tenant.id}` }, tenant.name)), h('td', {}, when(tenant.created_at)))))));
+
+  const name = h('input', { type: 'text', required: true, maxlength: '63' });
+  const owner = h('input', { type: 'email' });
+  const status = h('div', { 'aria-live': 'polite' });
+  main.append(h('form', {
+    class: 'card',
+    on: {
+      submit: async (e) => {
+        e.preventDefault();
+        try {
+          const body = { name: name.value };
+          if (owner.value) body.owner_email = owner.value;
+          const made = await api('POST', '/admin/v1/tenants', body);
+          status.replaceChildren(notice('ok', t('done')));
+          if (made.owner_invitation_link) {
+            status.append(h('p', {}, t('inviteLink')), h('code', { class: 'secret' }, made.owner_invitation_link));
+          }
+        } catch (err) {
+          status.replaceChildren(notice('error', err.message));
+        }
+      },
+    },
+  }, h('h2', {}, t('createTenant')), field(t('name'), name), field(t('ownerEmail'), owner),
+  h('button', { type: 'submit' }, t('create')), status));
+}

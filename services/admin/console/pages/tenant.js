@@ -1,0 +1,45 @@
+// One team's pages: a tab bar and the page asked for. What the caller may change comes from
+// the API (`may`); controls for anything else are not drawn at all.
+
+import { h } from '../dom.js';
+import { t, roleName } from '../i18n.js';
+import { api } from '../app.js';
+
+const TABS = [
+  ['overview', 'overview'], ['agents', 'agents'], ['sessions', 'sessions'], ['members', 'members'],
+  ['keys', 'keys'], ['tokens', 'tokens'], ['audit', 'audit'],
+];
+
+export async function tenantPage(main, tenantId, page, itemId) {
+  const view = await api('GET', `/admin/v1/tenants/${tenantId}`);
+  const ctx = { id: tenantId, view, may: (op) => view.may.includes(op), base: `/console/t/${tenantId}` };
+  const visible = TABS.filter(([name]) => name !== 'audit' || ctx.may('audit.view'));
+  main.append(
+    h('h1', {}, view.tenant.name),
+    h('nav', { class: 'tabs', 'aria-label': t('tenants') }, visible.map(([name, label]) =>
+      h('a', { href: name === 'overview' ? ctx.base : `${ctx.base}/${name}`, 'aria-current': name === page ? 'page' : null }, t(label)))));
+  const readOnly = !view.may.some((op) => !op.endsWith('.view'));
+  if (readOnly) main.append(h('p', { class: 'notice info', role: 'note' }, t('readOnly')));
+  const section = h('section', { 'aria-label': t(page) });
+  main.append(section);
+  switch (page) {
+    case 'members': return (await import('./people.js')).membersPage(section, ctx);
+    case 'keys': return (await import('./credentials.js')).keysPage(section, ctx);
+    case 'tokens': return (await import('./credentials.js')).tokensPage(section, ctx);
+    case 'audit': return (await import('./audit.js')).auditPage(section, ctx);
+    case 'sessions': return itemId
+      ? (await import('./sessions.js')).transcriptPage(section, ctx, itemId)
+      : (await import('./sessions.js')).sessionsPage(section, ctx);
+    case 'agents': return (await import('./sessions.js')).agentsPage(section, ctx);
+    default: return overview(section, ctx);
+  }
+}
+
+function overview(section, ctx) {
+  const { view } = ctx;
+  const quota = (v) => (v === null || v === undefined ? t('default') : String(v));
+  section.append(h('dl', { class: 'facts' },
+    h('dt', {}, t('standing')), h('dd', {}, view.standing === 'operator' ? t('operator') : roleName(view.standing)),
+    h('dt', {}, t('rpm')), h('dd', {}, quota(view.quotas.requests_per_minute)),
+    h('dt', {}, t('turns')), h('dd', {}, quota(view.quotas.concurrent_turns))));
+}

@@ -1,0 +1,139 @@
+//! `/console`: the web console, a few ES modules and a stylesheet compiled into the binary (no
+//! build step, nothing fetched at run time). Every page is the same shell; the script routes.
+//! The content security policy allows scripts, styles and requests of this origin only, and
+//! no inline script at all.
+
+use std::sync::OnceLock;
+
+use axum::Router;
+use axum::extract::Path;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use sha2::{Digest, Sha256};
+
+/// Every asset: its path under `/console/assets/`, its type, its text.
+const ASSETS: &[(&str, &str, &str)] = &[
+    ("app.js", "text/javascript; charset=utf-8", include_str!("../console/app.js")),
+    ("dom.js", "text/javascript; charset=utf-8", include_str!("../console/dom.js")),
+    ("i18n.js", "text/javascript; charset=utf-8", include_str!("../console/i18n.js")),
+    ("pages/auth.js", "text/javascript; charset=utf-8", include_str!("../console/pages/auth.js")),
+    ("pages/home.js", "text/javascript; charset=utf-8", include_str!("../console/pages/home.js")),
+    ("pages/tenant.js", "text/javascript; charset=utf-8", include_str!("../console/pages/tenant.js")),
+    ("pages/people.js", "text/javascript; charset=utf-8", include_str!("../console/pages/people.js")),
+    ("pages/credentials.js", "text/javascript; charset=utf-8", include_str!("../console/pages/credentials.js")),
+    ("pages/audit.js", "text/javascript; charset=utf-8", include_str!("../console/pages/audit.js")),
+    ("pages/sessions.js", "text/javascript; charset=utf-8", include_str!("../console/pages/sessions.js")),
+    ("style.css", "text/css; charset=utf-8", include_str!("../console/style.css")),
+];
+
+const SHELL: &str = include_str!("../console/index.html");
+
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; \
+                   base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/// The console's routes.
+pub(crate) fn router() -> Router {
+    Router::new()
+        .route("/console", get(shell))
+        .route("/console/assets/{*file}", get(asset))
+        .route("/console/{*page}", get(shell))
+}
+
+/// An ETag for each asset and the shell, from their contents (computed once).
+fn etags() -> &'static Vec<String> {
+    static TAGS: OnceLock<Vec<String>> = OnceLock::new();
+    TAGS.get_or_init(|| {
+        ASSETS
+            .iter()
+            .map(|(_, _, text)| *text)
+            .chain(std::iter::once(SHELL))
+            .map(|text| {
+                let digest = Sha256::digest(text.as_bytes());
+                format!("\"{}\"", digest.iter().take(12).map(|b| format!("{b:02x}")).collect::<String>())
+            })
+            .collect()
+    })
+}
+
+fn answer(headers: &HeaderMap, kind: &'static str, text: &'static str, etag: &str) -> Response {
+    let mut response = if headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) == Some(etag) {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        ([(header::CONTENT_TYPE, kind)], text).into_response()
+    };
+    let h = response.headers_mut();
+    if let Ok(tag) = HeaderValue::from_str(etag) {
+        h.insert(header::ETAG, tag);
+    }
+    // Revalidated on every load (cheap: a 304), so a new release is picked up at once.
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    response
+}
+
+async fn shell(headers: HeaderMap) -> Response {
+    let tag = etags().last().cloned().unwrap_or_default();
+    answer(&headers, "text/html; charset=utf-8", SHELL, &tag)
+}
+
+async fn asset(Path(file): Path<String>, headers: HeaderMap) -> Response {
+    match ASSETS.iter().position(|(name, _, _)| *name == file) {
+        Some(i) => {
+            let (_, kind, text) = ASSETS[i];
+            let tag = etags().get(i).cloned().unwrap_or_default();
+            answer(&headers, kind, text, &tag)
+        }
+        None => (StatusCode::NOT_FOUND, "no such file").into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_console_source_parses_markup_or_evaluates_text() {
+        // User text (transcripts, memory, tool output) must never become markup or code: the
+        // console builds DOM with `dom.js`'s `h` only.
+        for (name, _, text) in ASSETS {
+            for banned in
+                ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function", "srcdoc"]
+            {
+                assert!(!text.contains(banned), "{name} uses {banned}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_module_the_console_imports_is_served_and_the_script_stays_small() {
+        let names: Vec<&str> = ASSETS.iter().map(|(n, _, _)| *n).collect();
+        for (name, _, text) in ASSETS {
+            for import in text.split("from '").skip(1).chain(text.split("import('").skip(1)) {
+                let target = import.split('\'').next().unwrap_or_default();
+                let base = std::path::Path::new(name).parent().unwrap_or(std::path::Path::new(""));
+                let joined = base.join(target);
+                let mut parts: Vec<&str> = Vec::new();
+                for part in joined.iter().filter_map(|p| p.to_str()) {
+                    match part {
+                        "." => {}
+                        ".." => {
+                            parts.pop();
+                        }
+                        p => parts.push(p),
+                    }
+                }
+                let resolved = parts.join("/");
+                assert!(
+                    names.contains(&resolved.as_str()),
+                    "{name} imports {target} ({resolved}), which is not served"
+                );
+            }
+        }
+        let script: usize = ASSETS.iter().filter(|(n, _, _)| n.ends_with(".js")).map(|(_, _, t)| t.len()).sum();
+        assert!(script < 100_000, "the console's script is {script} bytes; the budget is 100 KB");
+    }
+}

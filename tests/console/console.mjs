@@ -1,0 +1,213 @@
+// Browser tests of the admin console: Playwright driving Debian's Chromium against a running
+// Hermes Cloud. The world (URLs, a sign-in link, a member's password, a stale cookie) comes
+// from tests/e2e/console.rs in $WORLD. Prints "N passed, M failed" and exits non-zero on any
+// failure; screenshots of the main pages in English and Chinese go to world.screenshots.
+
+import http from 'node:http';
+import { chromium } from 'playwright-core';
+
+const world = JSON.parse(process.env.WORLD);
+const base = world.url;
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
+    '--disable-sync', '--no-first-run', '--disable-quic'],
+});
+let passed = 0;
+let failed = 0;
+
+async function step(name, fn) {
+  try {
+    await fn();
+    passed += 1;
+    console.log(`ok   ${name}`);
+  } catch (e) {
+    failed += 1;
+    console.log(`FAIL ${name}: ${e && e.stack ? e.stack : e}`);
+  }
+}
+
+function expect(condition, message) {
+  if (!condition) throw new Error(message);
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: `${world.screenshots}/${name}.png`, fullPage: true });
+}
+
+async function setLanguage(page, lang) {
+  await page.evaluate((l) => localStorage.setItem('hermes.lang', l), lang);
+}
+
+const owner = await browser.newContext({ locale: 'en-US', viewport: { width: 1200, height: 800 } });
+const ownerPage = await owner.newPage();
+const errors = [];
+ownerPage.on('pageerror', (e) => errors.push(String(e)));
+
+await step('a one-time link signs the owner in, with a locked-down session cookie', async () => {
+  await ownerPage.goto(world.owner_link);
+  await ownerPage.waitForURL(`${base}/console`);
+  await ownerPage.getByRole('heading', { name: 'Your teams' }).waitFor();
+  expect(await ownerPage.getByRole('link', { name: 'acme' }).count() === 1, 'acme is listed');
+  const cookie = (await owner.cookies()).find((c) => c.name === 'hermes_console');
+  expect(cookie && cookie.httpOnly && cookie.secure && cookie.sameSite === 'Lax', `cookie flags: ${JSON.stringify(cookie)}`);
+  expect(!ownerPage.url().includes('#'), 'the token is gone from the address bar');
+});
+
+const pages = (lang) => [
+  ['overview', `/console/t/${world.tenant}`],
+  ['members', `/console/t/${world.tenant}/members`],
+  ['keys', `/console/t/${world.tenant}/keys`],
+  ['audit', `/console/t/${world.tenant}/audit`],
+  ['sessions', `/console/t/${world.tenant}/sessions`],
+];
+
+for (const [lang, membersLabel] of [['en', 'Members'], ['zh', '成员']]) {
+  await step(`every page renders in ${lang}, with screenshots`, async () => {
+    await setLanguage(ownerPage, lang);
+    for (const [name, path] of pages(lang)) {
+      await ownerPage.goto(`${base}${path}`);
+      await ownerPage.getByRole('link', { name: membersLabel }).waitFor();
+      expect(await ownerPage.getByRole('alert').count() === 0, `${name} shows no error`);
+      await shot(ownerPage, `${name}-${lang}`);
+    }
+    await ownerPage.goto(`${base}/console/t/${world.tenant}/sessions`);
+    await ownerPage.locator('main table a').first().click();
+    await ownerPage.locator('[data-testid=message]').first().waitFor();
+    await shot(ownerPage, `transcript-${lang}`);
+    expect(await ownerPage.evaluate(() => document.documentElement.lang) === (lang === 'zh' ? 'zh-CN' : 'en'), 'lang set');
+  });
+}
+
+await step('XSS payloads in a transcript show as text and do nothing', async () => {
+  const main = ownerPage.locator('main');
+  expect(await main.getByText("<script>window.__pwned = 'script'</script>").count() >= 1, 'the script tag shows as text');
+  expect(await main.getByText('onerror=').count() >= 1, 'the img tag shows as text');
+  expect(await ownerPage.evaluate(() => window.__pwned) === undefined, 'no payload ran');
+  expect(await main.locator('script, img, iframe').count() === 0, 'no element was made from the text');
+  expect(await ownerPage.locator('a[href^="javascript:"]').count() === 0, 'no javascript: link');
+  await setLanguage(ownerPage, 'en');
+});
+
+let apiKey = '';
+await step('the owner makes an API key in the console and it works on the API', async () => {
+  await ownerPage.goto(`${base}/console/t/${world.tenant}/keys`);
+  await ownerPage.getByLabel('Name').fill('browser key');
+  await ownerPage.getByRole('button', { name: 'Create' }).click();
+  apiKey = (await ownerPage.getByTestId('secret').textContent()).trim();
+  expect(apiKey.startsWith('hk_'), `a key is shown: ${apiKey}`);
+  const models = await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${apiKey}` } });
+  expect(models.status === 200, `the key works: ${models.status}`);
+});
+
+let inviteLink = '';
+await step('the owner invites someone and the invitee joins from the link', async () => {
+  await ownerPage.goto(`${base}/console/t/${world.tenant}/members`);
+  await ownerPage.getByLabel('Email').fill('newt@acme.test');
+  await ownerPage.getByRole('button', { name: 'Invite', exact: true }).click();
+  inviteLink = (await ownerPage.getByTestId('invite-link').textContent()).trim();
+  expect(inviteLink.startsWith(`${base}/console/invite#`), inviteLink);
+  const invitee = await browser.newContext({ locale: 'zh-CN' });
+  const page = await invitee.newPage();
+  await page.goto(inviteLink);
+  await page.getByLabel('你的名字').fill('Newt');
+  await page.getByLabel('设置密码').fill('newt long passphrase');
+  await page.getByRole('button', { name: '加入' }).click();
+  await page.waitForURL(`${base}/console`);
+  await page.getByRole('link', { name: 'acme' }).waitFor();
+  await invitee.close();
+});
+
+const member = await browser.newContext({ locale: 'en-US' });
+const memberPage = await member.newPage();
+await step('a member signs in with a password and sees no controls that change anything', async () => {
+  await memberPage.goto(`${base}/console`);
+  await memberPage.waitForURL(/\/console\/sign-in/);
+  await memberPage.getByLabel('Email').fill(world.member_email);
+  await memberPage.getByLabel('Password').fill(world.member_password);
+  await memberPage.getByRole('button', { name: 'Sign in' }).click();
+  await memberPage.waitForURL(`${base}/console`);
+  await memberPage.goto(`${base}/console/t/${world.tenant}/members`);
+  await memberPage.getByRole('note').waitFor();
+  expect(await memberPage.getByRole('button').filter({ hasNotText: 'Sign out' }).count() === 0, 'no buttons but signing out');
+  expect(await memberPage.locator('main select').count() === 0, 'no role pickers');
+  expect(await memberPage.getByRole('link', { name: 'Audit log' }).count() === 0, 'no audit tab');
+  await memberPage.goto(`${base}/console/t/${world.tenant}/keys`);
+  expect(await memberPage.getByRole('heading', { name: 'New API key' }).count() === 0, 'no key form');
+});
+
+await step('the API refuses a member who writes anyway, with the right CSRF token', async () => {
+  const status = await memberPage.evaluate(async (tenant) => {
+    const me = await (await fetch('/admin/v1/me')).json();
+    const resp = await fetch(`/admin/v1/tenants/${tenant}/keys`, {
+      method: 'POST', headers: { 'content-type': 'application/json', 'x-csrf-token': me.csrf_token },
+      body: JSON.stringify({ name: 'sneaky' }),
+    });
+    return resp.status;
+  }, world.tenant);
+  expect(status === 403, `refused: ${status}`);
+});
+
+await step("another tenant's URL finds nothing", async () => {
+  await memberPage.goto(`${base}/console/t/${world.other_tenant}/members`);
+  const alert = memberPage.getByRole('alert');
+  await alert.waitFor();
+  expect((await alert.textContent()).includes('no such tenant'), await alert.textContent());
+});
+
+await step('a forged cross-site POST is refused and changes nothing', async () => {
+  const target = `${base}/admin/v1/tenants/${world.tenant}/invitations`;
+  const attack = `<!doctype html><form method="POST" action="${target}" enctype="text/plain">
+    <input name='{"email":"eve@evil.test","role":"owner","pad":"' value='"}'></form>
+    <script>
+      fetch(${JSON.stringify(target)}, { method: 'POST', mode: 'no-cors', credentials: 'include',
+        headers: { 'content-type': 'text/plain' }, body: '{"email":"eve@evil.test","role":"owner"}' })
+        .finally(() => document.forms[0].submit());
+    </script>`;
+  const server = http.createServer((_, res) => { res.writeHead(200, { 'content-type': 'text/html' }); res.end(attack); });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = server.address().port;
+  try {
+    // Same site (another port of the same host: the cookie is sent) and cross site.
+    for (const origin of [`http://127.0.0.1:${port}`, `http://localhost:${port}`]) {
+      const page = await owner.newPage();
+      await page.goto(`${origin}/`);
+      await page.waitForTimeout(800);
+      await page.close();
+    }
+  } finally {
+    server.close();
+  }
+  const invited = await ownerPage.evaluate(async (tenant) => {
+    const list = await (await fetch(`/admin/v1/tenants/${tenant}/invitations`)).json();
+    return list.data.map((i) => i.email);
+  }, world.tenant);
+  expect(!invited.includes('eve@evil.test'), `no invitation for eve: ${invited}`);
+});
+
+await step('an expired session lands on the sign-in page', async () => {
+  const stale = await browser.newContext({ locale: 'en-US' });
+  const [name, value] = world.stale_cookie.split('=');
+  await stale.addCookies([{ name, value, url: base }]);
+  const page = await stale.newPage();
+  await page.goto(`${base}/console/t/${world.tenant}/members`);
+  await page.waitForURL(/\/console\/sign-in/);
+  await page.getByRole('heading', { name: 'Sign in to the console' }).waitFor();
+  await stale.close();
+});
+
+await step('signing out ends the session', async () => {
+  await ownerPage.goto(`${base}/console`);
+  await ownerPage.getByRole('button', { name: 'Sign out' }).click();
+  await ownerPage.waitForURL(/\/console\/sign-in/);
+  const me = await ownerPage.evaluate(async () => (await fetch('/admin/v1/me')).status);
+  expect(me === 401, `signed out: ${me}`);
+});
+
+await step('no page raised a script error', async () => {
+  expect(errors.length === 0, errors.join('\n'));
+});
+
+await browser.close();
+console.log(`${passed} passed, ${failed} failed`);
+process.exitCode = failed === 0 ? 0 : 1;

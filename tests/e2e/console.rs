@@ -1,0 +1,112 @@
+//! The console in a real browser: Chromium driven by Playwright (`tests/console/console.mjs`)
+//! against the real service with the scripted model. This side arranges the world (tenants,
+//! people, a session whose transcript carries XSS payloads, an expired session) and hands it
+//! to the script; the script signs in with a link and with a password, browses every page in
+//! English and Chinese (screenshots kept in `target/tmp/console-screenshots`), invites
+//! someone who joins from the link, checks a member gets no controls and the API refuses
+//! them, that another tenant's URL finds nothing, that a forged cross-site POST and an
+//! expired session are refused, and that the payloads stay inert.
+
+use std::process::Command;
+
+use hermes_core::MemberRole;
+use hermes_testkit::ScriptedReply;
+use serde_json::json;
+
+use crate::admin::{by_link, cli};
+use crate::harness::TestEnv;
+
+/// XSS payloads a transcript may hold: each must show as text and do nothing.
+const PAYLOADS: &str = "<script>window.__pwned = 'script'</script> \
+    <img src=x onerror=\"window.__pwned = 'img'\"> [click me](javascript:window.__pwned='link') \
+    <a href=\"javascript:window.__pwned='anchor'\">anchor</a>";
+
+fn chromium() -> Option<String> {
+    let path = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    std::path::Path::new(&path).exists().then_some(path)
+}
+
+#[tokio::test]
+async fn the_console_works_in_a_real_browser_in_both_languages() {
+    let Some(chromium) = chromium() else {
+        panic!("Chromium is needed for the console's browser tests (deploy/dev/test.sh installs Debian's chromium)");
+    };
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/console");
+    assert!(
+        std::path::Path::new(root).join("node_modules/playwright-core").exists(),
+        "playwright-core is installed (deploy/dev/test.sh runs npm ci --prefix tests/console)"
+    );
+    let env = TestEnv::start().await;
+    let (acme, _, key) = env.tenant("acme", "helper").await;
+    let (other, _, _) = env.tenant("other", "helper").await;
+
+    // A conversation whose user text and answer both carry the payloads.
+    env.llm.push(ScriptedReply::text(format!("Here you go: {PAYLOADS}")));
+    let resp = env.chat(&key, json!({"messages": [{"role": "user", "content": format!("Show me {PAYLOADS}")}]})).await;
+    assert_eq!(resp.status(), 200);
+
+    let owner = env.store.ensure_person("owner@acme.test", "Olive Owner", false, &cli()).await.unwrap();
+    env.store.add_member(acme, owner.id, MemberRole::Owner, &cli()).await.unwrap();
+    let owner_link = env.store.create_sign_in_link(owner.id, std::time::Duration::from_secs(600)).await.unwrap();
+    let member = env.store.ensure_person("mia@acme.test", "Mia Member", false, &cli()).await.unwrap();
+    env.store.add_member(acme, member.id, MemberRole::Member, &cli()).await.unwrap();
+    let hash = hermes_admin::password::hash("mia's long passphrase".into()).await.unwrap();
+    env.store.set_password_hash(member.id, &hash, &cli()).await.unwrap();
+
+    // A session that has gone idle past the timeout: its cookie must land on the sign-in page.
+    let stale = by_link(&env, owner.id).await;
+    sqlx::query(
+        "UPDATE console_sessions SET last_seen_at = now() - interval '2 hours' WHERE id IN (
+                   SELECT id FROM console_sessions ORDER BY created_at DESC LIMIT 1)",
+    )
+    .execute(&env.db)
+    .await
+    .unwrap();
+
+    let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let world = json!({
+        "url": env.api_url,
+        "tenant": acme.to_string(),
+        "other_tenant": other.to_string(),
+        "owner_link": env.config.console_link("link", &owner_link),
+        "member_email": "mia@acme.test",
+        "member_password": "mia's long passphrase",
+        "stale_cookie": stale.cookie,
+        "screenshots": shots.display().to_string(),
+    });
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("node")
+            .arg("console.mjs")
+            .current_dir(root)
+            .env("WORLD", world.to_string())
+            .env("CHROMIUM", chromium)
+            .output()
+            .expect("node runs")
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stdout}\n{stderr}");
+    assert!(out.status.success(), "the browser tests failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
+
+    // What the browser did is in the audit log, as the people who did it.
+    let actions: Vec<(String, String)> = sqlx::query_as(
+        "SELECT action, actor_label FROM audit_log WHERE tenant_id = $1 AND actor_kind = 'person' ORDER BY id",
+    )
+    .bind(acme.as_uuid())
+    .fetch_all(&env.db)
+    .await
+    .unwrap();
+    assert!(actions.contains(&("invitation.created".into(), "owner@acme.test".into())), "{actions:?}");
+    assert!(actions.contains(&("api_key.created".into(), "owner@acme.test".into())), "{actions:?}");
+    assert!(actions.iter().any(|(a, who)| a == "invitation.accepted" && who == "newt@acme.test"), "{actions:?}");
+    for lang in ["en", "zh"] {
+        for page in ["overview", "members", "keys", "audit", "sessions", "transcript"] {
+            let shot = shots.join(format!("{page}-{lang}.png"));
+            assert!(shot.exists(), "{} was taken", shot.display());
+        }
+    }
+}
