@@ -196,6 +196,18 @@ await step('an expired session lands on the sign-in page', async () => {
   await stale.close();
 });
 
+await step('single sign-on through the identity provider signs the owner in', async () => {
+  const sso = await browser.newContext({ locale: 'en-US' });
+  const page = await sso.newPage();
+  await page.goto(`${base}/console/t/${world.tenant}/members`);
+  await page.waitForURL(/\/console\/sign-in/);
+  await shot(page, 'sign-in-en');
+  await page.getByRole('link', { name: 'Single sign-on' }).click();
+  await page.waitForURL(`${base}/console/t/${world.tenant}/members`);
+  await page.getByRole('button', { name: 'Invite', exact: true }).waitFor();
+  await sso.close();
+});
+
 await step('signing out ends the session', async () => {
   await ownerPage.goto(`${base}/console`);
   await ownerPage.getByRole('button', { name: 'Sign out' }).click();

@@ -1,7 +1,8 @@
 //! The console in a real browser: Chromium driven by Playwright (`tests/console/console.mjs`)
 //! against the real service with the scripted model. This side arranges the world (tenants,
 //! people, a session whose transcript carries XSS payloads, an expired session) and hands it
-//! to the script; the script signs in with a link and with a password, browses every page in
+//! to the script; the script signs in with a link, with a password and through a scripted
+//! OpenID Connect provider, browses every page in
 //! English and Chinese (screenshots kept in `target/tmp/console-screenshots`), invites
 //! someone who joins from the link, checks a member gets no controls and the API refuses
 //! them, that another tenant's URL finds nothing, that a forged cross-site POST and an
@@ -36,7 +37,14 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
         std::path::Path::new(root).join("node_modules/playwright-core").exists(),
         "playwright-core is installed (deploy/dev/test.sh runs npm ci --prefix tests/console)"
     );
-    let env = TestEnv::start().await;
+    let idp = hermes_testkit::oidc::OidcProvider::start().await.unwrap();
+    let issuer = idp.issuer();
+    let env = TestEnv::start_with(crate::harness::Roles::default(), |c| {
+        c.admin.oidc.issuer = Some(issuer);
+        c.admin.oidc.client_id = hermes_testkit::oidc::CLIENT_ID.into();
+        c.admin.oidc.client_secret = Some(hermes_testkit::oidc::CLIENT_SECRET.into());
+    })
+    .await;
     let (acme, _, key) = env.tenant("acme", "helper").await;
     let (other, _, _) = env.tenant("other", "helper").await;
 
@@ -62,6 +70,9 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
     .execute(&env.db)
     .await
     .unwrap();
+
+    // Whoever presses the single sign-on button is the owner, to the scripted provider.
+    idp.next_login(Some(hermes_testkit::oidc::Login::as_user("owner@acme.test")));
 
     let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots");
     std::fs::create_dir_all(&shots).unwrap();

@@ -32,6 +32,36 @@ pub struct AdminConfig {
     pub lockout_minutes: u64,
     /// Audit entries older than this are deleted by the scheduler's retention sweep.
     pub audit_retention_days: u32,
+    /// Single sign-on through an OpenID Connect provider, for the whole installation.
+    pub oidc: OidcConfig,
+}
+
+/// An OpenID Connect provider (authorization code flow with PKCE). People sign in with it by
+/// their verified email; someone without an account is asked for an invitation.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct OidcConfig {
+    /// The provider's issuer URL; its discovery document is read from
+    /// `{issuer}/.well-known/openid-configuration`. Unset: no single sign-on.
+    pub issuer: Option<String>,
+    pub client_id: String,
+    /// From the environment (`HERMES__ADMIN__OIDC__CLIENT_SECRET`) or a Kubernetes Secret.
+    pub client_secret: Option<String>,
+    pub scopes: String,
+    /// What the sign-in button says.
+    pub button_label: String,
+}
+
+impl Default for OidcConfig {
+    fn default() -> Self {
+        Self {
+            issuer: None,
+            client_id: String::new(),
+            client_secret: None,
+            scopes: "openid email profile".into(),
+            button_label: "Single sign-on".into(),
+        }
+    }
 }
 
 impl Default for AdminConfig {
@@ -48,6 +78,7 @@ impl Default for AdminConfig {
             lockout_after: 5,
             lockout_minutes: 15,
             audit_retention_days: 400,
+            oidc: OidcConfig::default(),
         }
     }
 }

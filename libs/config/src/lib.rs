@@ -13,7 +13,7 @@ mod memory;
 mod outbound;
 mod sandbox;
 
-pub use admin::AdminConfig;
+pub use admin::{AdminConfig, OidcConfig};
 pub use choices::{AnthropicCacheTtl, LogFormat, OnDisconnect, OtlpProtocol, SandboxBackend};
 pub use memory::{LearningConfig, MemoryConfig, SkillsConfig};
 pub use outbound::{OutboundConfig, PlatformsConfig};

@@ -5,6 +5,7 @@
 
 mod anthropic;
 pub mod multipart;
+pub mod oidc;
 pub mod otlp;
 pub mod receiver;
 mod reply;

@@ -26,7 +26,12 @@ const en = {
   deleteSession: 'Delete session', confirmDelete: 'Delete this for good?', back: 'Back', readOnly: 'Read-only: your role cannot change anything here.',
   error: 'Something went wrong', sessionOver: 'Your session is over. Sign in again.', toolsets: 'Toolsets',
   provider: 'Provider', egress: 'Internet access', yes: 'yes', no: 'no', skipToContent: 'Skip to content',
-  confirmRemove: 'Remove this member? Their access ends at once.', done: 'Done.',
+  confirmRemove: 'Remove this member? Their access ends at once.', done: 'Done.', or: 'or',
+  sso_cancelled: 'Single sign-on was cancelled.', sso_flow: 'That sign-in took too long or was not started here. Try again.',
+  sso_provider: 'The identity provider could not be reached or refused. Try again, or ask an operator.',
+  sso_token: 'The identity provider answered with a token that could not be trusted.',
+  sso_unverified: 'The identity provider did not confirm your email address.',
+  sso_no_account: 'There is no account for your email here yet. Ask your team for an invitation.',
 };
 
 const zh = {
@@ -54,7 +59,12 @@ const zh = {
   deleteSession: '删除会话', confirmDelete: '确定永久删除？', back: '返回', readOnly: '只读：你的角色不能在此修改任何内容。',
   error: '出错了', sessionOver: '会话已结束，请重新登录。', toolsets: '工具集',
   provider: '模型服务', egress: '可访问互联网', yes: '是', no: '否', skipToContent: '跳到正文',
-  confirmRemove: '确定移除该成员？其访问权限会立即失效。', done: '完成。',
+  confirmRemove: '确定移除该成员？其访问权限会立即失效。', done: '完成。', or: '或',
+  sso_cancelled: '单点登录已取消。', sso_flow: '登录耗时过长或并非从此处发起，请重试。',
+  sso_provider: '无法连接身份提供方或被其拒绝。请重试或联系运维人员。',
+  sso_token: '身份提供方返回的令牌无法通过校验。',
+  sso_unverified: '身份提供方未确认你的邮箱地址。',
+  sso_no_account: '这里还没有与你邮箱对应的账号，请向团队申请邀请。',
 };
 
 const dictionaries = { en, zh };

@@ -11,6 +11,7 @@ mod console;
 mod conversations;
 mod errors;
 mod members;
+mod oidc;
 mod openapi;
 pub mod password;
 mod schemas;
@@ -29,6 +30,15 @@ use hermes_config::HermesConfig;
 use hermes_store::Store;
 
 pub use signing::{KeyError, SessionKeys};
+
+/// Why the admin plane cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Keys(#[from] KeyError),
+    #[error("cannot build the identity provider's HTTP client: {0}")]
+    Http(#[from] reqwest::Error),
+}
 
 use crate::state::{AdminState, Shared};
 
@@ -49,9 +59,10 @@ pub(crate) fn random_token() -> Result<String, ring::error::Unspecified> {
     Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw))
 }
 
-/// The `/admin/v1` routes. Fails when `admin.session_keys` cannot be used.
-pub fn router(ctx: AdminContext) -> Result<Router, KeyError> {
+/// The `/admin/v1` and `/console` routes. Fails when `admin.session_keys` cannot be used.
+pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
     let keys = SessionKeys::from_config(&ctx.config)?;
+    let oidc = oidc::Oidc::from_config(&ctx.config)?;
     if keys.is_none() {
         tracing::warn!(
             "console sign-in is off: set admin.session_keys or secrets.master_key (admin tokens still work)"
@@ -59,6 +70,7 @@ pub fn router(ctx: AdminContext) -> Result<Router, KeyError> {
     }
     let state = AdminState::new(Shared {
         public_url: ctx.config.console_url(),
+        oidc,
         limiter: ctx.cache.rate_limiter(),
         config: ctx.config,
         store: ctx.store,
@@ -67,6 +79,9 @@ pub fn router(ctx: AdminContext) -> Result<Router, KeyError> {
     Ok(Router::new()
         .route("/admin/v1/sign-in", post(session::sign_in))
         .route("/admin/v1/sign-in/link", post(session::sign_in_with_link))
+        .route("/admin/v1/sign-in/options", get(oidc::options))
+        .route("/admin/v1/oidc/start", get(oidc::start))
+        .route("/admin/v1/oidc/callback", get(oidc::callback))
         .route("/admin/v1/sign-out", post(session::sign_out))
         .route("/admin/v1/me", get(session::me))
         .route("/admin/v1/me/password", put(session::set_password))

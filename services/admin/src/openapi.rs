@@ -26,6 +26,9 @@ impl utoipa::Modify for AdminSecurity {
     paths(
         crate::session::sign_in,
         crate::session::sign_in_with_link,
+        crate::oidc::options,
+        crate::oidc::start,
+        crate::oidc::callback,
         crate::session::sign_out,
         crate::session::me,
         crate::session::set_password,

@@ -250,3 +250,19 @@ pub(crate) struct Transcript {
     messages: Vec<Value>,
     has_more: bool,
 }
+
+#[derive(ToSchema)]
+pub(crate) struct SsoOption {
+    label: String,
+    /// Where the sign-in button goes.
+    start: String,
+}
+
+/// How one may sign in.
+#[derive(ToSchema)]
+pub(crate) struct SignInOptions {
+    /// Local accounts (and one-time links).
+    password: bool,
+    /// The identity provider, when one is configured.
+    sso: Option<SsoOption>,
+}

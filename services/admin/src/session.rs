@@ -52,7 +52,7 @@ fn wrong_credentials() -> ApiError {
     )
 }
 
-fn console_off() -> ApiError {
+pub(crate) fn console_off() -> ApiError {
     ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,
         "server_error",
@@ -84,8 +84,13 @@ async fn limit_attempts(state: &AdminState, meta: &RequestMeta) -> Result<()> {
     }
 }
 
-/// A fresh session for `person`: the cookie, and what `/me` says.
-async fn open_session(state: &AdminState, person: Person, meta: &RequestMeta, agent: &str) -> Result<Response> {
+/// A fresh server-side session for `person`: its cookie and its CSRF token.
+pub(crate) async fn issue_session(
+    state: &AdminState,
+    person: &Person,
+    meta: &RequestMeta,
+    agent: &str,
+) -> Result<(header::HeaderValue, String)> {
     let keys = state.keys.as_ref().ok_or_else(console_off)?;
     let live = state
         .store
@@ -96,9 +101,15 @@ async fn open_session(state: &AdminState, person: Person, meta: &RequestMeta, ag
     let lifetime = state.session_lifetime();
     let claims = SessionClaims::new(person.id.as_uuid(), live.id, csrf.clone(), lifetime);
     let token = keys.sign(&claims).map_err(ApiError::internal)?;
+    Ok((session_cookie(state, &token, lifetime.as_secs()), csrf))
+}
+
+/// A fresh session for `person`: the cookie, and what `/me` says.
+async fn open_session(state: &AdminState, person: Person, meta: &RequestMeta, agent: &str) -> Result<Response> {
+    let (cookie, csrf) = issue_session(state, &person, meta, agent).await?;
     let body = me_body(state, &person, Some(&csrf)).await?;
     let mut response = Json(body).into_response();
-    response.headers_mut().insert(header::SET_COOKIE, session_cookie(state, &token, lifetime.as_secs()));
+    response.headers_mut().insert(header::SET_COOKIE, cookie);
     response.headers_mut().insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
     Ok(response)
 }
@@ -115,7 +126,7 @@ async fn me_body(state: &AdminState, person: &Person, csrf: Option<&str>) -> Res
     }))
 }
 
-fn user_agent(headers: &axum::http::HeaderMap) -> String {
+pub(crate) fn user_agent(headers: &axum::http::HeaderMap) -> String {
     headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned()
 }
 

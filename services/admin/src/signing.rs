@@ -115,24 +115,39 @@ impl SessionKeys {
 
     /// A signed token for `claims`, with the signing key's id.
     pub fn sign(&self, claims: &SessionClaims) -> Result<String, jsonwebtoken::errors::Error> {
+        self.sign_any(claims)
+    }
+
+    /// The claims of a session token signed by one of the keys, unexpired; `None` for
+    /// anything else (unknown key id, another algorithm, a bad signature, expired, or a token
+    /// of another kind, such as a sign-in flow's).
+    pub fn verify(&self, token: &str) -> Option<SessionClaims> {
+        self.verify_any(token, ISSUER, &["exp", "iss", "sub"])
+    }
+
+    /// Signs any claims (they name their own `iss`, which [`Self::verify_any`] checks).
+    pub(crate) fn sign_any<T: serde::Serialize>(&self, claims: &T) -> Result<String, jsonwebtoken::errors::Error> {
         let mut header = Header::new(Algorithm::HS256);
         header.kid = Some(self.kid.clone());
         jsonwebtoken::encode(&header, claims, &self.signing)
     }
 
-    /// The claims of a token signed by one of the keys, unexpired; `None` for anything else
-    /// (unknown key id, another algorithm, a bad signature, expired).
-    pub fn verify(&self, token: &str) -> Option<SessionClaims> {
+    pub(crate) fn verify_any<T: serde::de::DeserializeOwned>(
+        &self,
+        token: &str,
+        issuer: &str,
+        required: &[&str],
+    ) -> Option<T> {
         let header = jsonwebtoken::decode_header(token).ok()?;
         if header.alg != Algorithm::HS256 {
             return None;
         }
         let key = self.verifying.get(header.kid.as_deref()?)?;
         let mut validation = Validation::new(Algorithm::HS256);
-        validation.set_issuer(&[ISSUER]);
-        validation.set_required_spec_claims(&["exp", "iss", "sub"]);
+        validation.set_issuer(&[issuer]);
+        validation.set_required_spec_claims(required);
         validation.leeway = 0;
-        jsonwebtoken::decode::<SessionClaims>(token, key, &validation).ok().map(|data| data.claims)
+        jsonwebtoken::decode::<T>(token, key, &validation).ok().map(|data| data.claims)
     }
 }
 

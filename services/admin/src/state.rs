@@ -37,6 +37,8 @@ pub(crate) struct Shared {
     pub keys: Option<SessionKeys>,
     /// Where links point: `admin.public_url`, or the API's own address.
     pub public_url: String,
+    /// The installation's identity provider, when one is configured.
+    pub oidc: Option<crate::oidc::Oidc>,
 }
 
 impl Shared {

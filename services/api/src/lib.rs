@@ -73,7 +73,7 @@ pub enum StartError {
     #[error("cannot build the outbound HTTP client: {0}")]
     Http(#[from] reqwest::Error),
     #[error(transparent)]
-    Admin(#[from] hermes_admin::KeyError),
+    Admin(#[from] hermes_admin::StartError),
 }
 
 /// The API's router (also used by tests that drive it in-process).
@@ -85,7 +85,7 @@ pub async fn router(ctx: ApiContext) -> Result<Router, StartError> {
 }
 
 /// The admin plane's routes (`/admin/v1`), served beside the tenant API.
-fn admin_router(ctx: &ApiContext) -> Result<Router, hermes_admin::KeyError> {
+fn admin_router(ctx: &ApiContext) -> Result<Router, hermes_admin::StartError> {
     hermes_admin::router(hermes_admin::AdminContext {
         config: ctx.config.clone(),
         store: ctx.store.clone(),

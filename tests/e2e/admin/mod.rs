@@ -6,6 +6,7 @@ mod access;
 mod audit;
 mod conformance;
 mod sign_in;
+mod sso;
 
 use hermes_core::{MemberRole, PersonId, TenantId};
 use hermes_store::admin::{Actor, ActorKind, Audit};

@@ -10,9 +10,13 @@ function next() {
   return /^\/console(\/|$)/.test(target) ? target : '/console';
 }
 
-export function signInPage(main) {
+export async function signInPage(main) {
   const status = h('div', { 'aria-live': 'polite' });
-  if (new URLSearchParams(location.search).get('expired')) status.append(notice('info', t('sessionOver')));
+  const params = new URLSearchParams(location.search);
+  if (params.get('expired')) status.append(notice('info', t('sessionOver')));
+  if (params.get('sso_error')) status.append(notice('error', t(`sso_${params.get('sso_error')}`)));
+  let options = { password: true, sso: null };
+  try { options = await api('GET', '/admin/v1/sign-in/options'); } catch { /* the form still works */ }
   const email = h('input', { type: 'email', name: 'email', required: true, autocomplete: 'username' });
   const password = h('input', { type: 'password', name: 'password', required: true, autocomplete: 'current-password' });
   const submit = h('button', { type: 'submit' }, t('signIn'));
@@ -36,6 +40,8 @@ export function signInPage(main) {
     },
   },
   h('h1', { id: 'sign-in-title' }, t('signInTitle')),
+  options.sso ? [h('a', { class: 'button wide', href: `${options.sso.start}?next=${encodeURIComponent(next())}` },
+    options.sso.label), h('p', { class: 'or' }, t('or'))] : null,
   field(t('email'), email), field(t('password'), password), submit, status,
   h('p', { class: 'hint' }, t('signInHint')));
   main.append(form);
