@@ -100,6 +100,62 @@ await step('the owner makes an API key in the console and it works on the API', 
   expect(models.status === 200, `the key works: ${models.status}`);
 });
 
+async function script(replies) {
+  const resp = await fetch(`${world.llm.replace(/\/v1$/, '')}/__script`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(replies),
+  });
+  expect(resp.status === 204, `the model is scripted: ${resp.status}`);
+}
+
+await step('the owner creates an agent, calls it with the key and watches the turn live, then stops it', async () => {
+  await ownerPage.goto(`${base}/console/t/${world.tenant}/agents`);
+  await ownerPage.getByLabel('Name').fill('scribe');
+  await ownerPage.getByLabel('Model').fill('scripted-model');
+  await ownerPage.getByLabel('Provider base URL').fill(world.llm);
+  await ownerPage.getByLabel('Toolsets').fill('terminal, memory');
+  await ownerPage.getByRole('button', { name: 'Create' }).click();
+  await ownerPage.getByRole('cell', { name: 'scribe', exact: true }).waitFor();
+
+  // A tool call, then an answer that takes its time: long enough to watch and stop.
+  await script([
+    { kind: 'tool_calls', calls: [['terminal', { command: 'echo from-the-sandbox' }]] },
+    { kind: 'text', text: 'a slow answer', latency_ms: 30000 },
+  ]);
+  const call = fetch(`${base}/v1/chat/completions`, {
+    method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'scribe', messages: [{ role: 'user', content: 'run something slow' }] }),
+  });
+  await ownerPage.goto(`${base}/console/t/${world.tenant}/live`);
+  for (let i = 0; i < 40 && await ownerPage.getByRole('link', { name: 'run something slow' }).count() === 0; i += 1) {
+    await ownerPage.waitForTimeout(250);
+    await ownerPage.reload();
+  }
+  await ownerPage.getByRole('link', { name: 'run something slow' }).click();
+  await ownerPage.getByTestId('live-tools').getByText('✓').waitFor({ timeout: 20000 });
+  await shot(ownerPage, 'live-en');
+  await ownerPage.getByRole('button', { name: 'Stop' }).click();
+  await ownerPage.getByTestId('live-state').getByText('stopped').waitFor({ timeout: 20000 });
+  const answered = await call;
+  expect(answered.status === 200 || answered.status >= 400, `the API call ended: ${answered.status}`);
+});
+
+await step("the owner corrects the agent's memory and its next turn sees it", async () => {
+  await ownerPage.goto(`${base}/console/t/${world.tenant}/agents`);
+  await ownerPage.getByRole('row', { name: /scribe/ }).getByRole('link', { name: 'Memory' }).click();
+  await ownerPage.getByTestId('memory-memory').fill('The team deploys on Thursdays.\n§\nThe staging host is called kestrel.');
+  await ownerPage.getByRole('button', { name: 'Save' }).first().click();
+  await ownerPage.getByText('Saved (2)').waitFor();
+  await script([{ kind: 'text', text: 'Thursday.' }]);
+  const resp = await fetch(`${base}/v1/chat/completions`, {
+    method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'scribe', messages: [{ role: 'user', content: 'When do we deploy?' }] }),
+  });
+  expect(resp.status === 200, `answered: ${resp.status}`);
+  const seen = await (await fetch(`${world.llm.replace(/\/v1$/, '')}/__requests`)).json();
+  const prompt = JSON.stringify(seen[seen.length - 1].messages.filter((m) => m.role === 'system'));
+  expect(prompt.includes('The team deploys on Thursdays.') && prompt.includes('kestrel'), `the prompt carries the memory: ${prompt.slice(0, 400)}`);
+});
+
 let inviteLink = '';
 await step('the owner invites someone and the invitee joins from the link', async () => {
   await ownerPage.goto(`${base}/console/t/${world.tenant}/members`);

@@ -43,6 +43,9 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
         c.admin.oidc.issuer = Some(issuer);
         c.admin.oidc.client_id = hermes_testkit::oidc::CLIENT_ID.into();
         c.admin.oidc.client_secret = Some(hermes_testkit::oidc::CLIENT_SECRET.into());
+        // The scripted model lives on loopback: the operator trusts it, as one would an
+        // in-cluster model server, so the console may point an agent at it.
+        c.outbound.trusted_private_hosts = vec!["127.0.0.1".into()];
     })
     .await;
     let (acme, _, key) = env.tenant("acme", "helper").await;
@@ -84,6 +87,7 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
         "member_email": "mia@acme.test",
         "member_password": "mia's long passphrase",
         "stale_cookie": stale.cookie,
+        "llm": env.llm.base_url(),
         "screenshots": shots.display().to_string(),
     });
     let out = tokio::task::spawn_blocking(move || {
@@ -114,6 +118,15 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
     assert!(actions.contains(&("invitation.created".into(), "owner@acme.test".into())), "{actions:?}");
     assert!(actions.contains(&("api_key.created".into(), "owner@acme.test".into())), "{actions:?}");
     assert!(actions.iter().any(|(a, who)| a == "invitation.accepted" && who == "newt@acme.test"), "{actions:?}");
+    assert!(actions.iter().any(|(a, _)| a == "agent.created"), "{actions:?}");
+    assert!(actions.iter().any(|(a, _)| a == "turn.stopped"), "{actions:?}");
+    assert!(actions.iter().any(|(a, _)| a == "memory.rewritten"), "{actions:?}");
+    let stopped: i64 = sqlx::query_scalar("SELECT count(*) FROM turns WHERE status = 'cancelled' AND tenant_id = $1")
+        .bind(acme.as_uuid())
+        .fetch_one(&env.db)
+        .await
+        .unwrap();
+    assert_eq!(stopped, 1, "the turn stopped from the console ended cancelled");
     for lang in ["en", "zh"] {
         for page in ["overview", "members", "keys", "audit", "sessions", "transcript"] {
             let shot = shots.join(format!("{page}-{lang}.png"));

@@ -47,7 +47,9 @@ async fn operations_with_ids(env: &TestEnv) -> Vec<(String, String)> {
     let doc: Value = env.http.get(format!("{}/openapi.json", env.api_url)).send().await.unwrap().json().await.unwrap();
     let mut ops = Vec::new();
     for (path, item) in doc["paths"].as_object().unwrap() {
-        if !path.contains('{') {
+        // The admin API authenticates people and admin tokens, not API keys: its own sweep is
+        // tests/e2e/admin/cross_tenant.rs.
+        if !path.contains('{') || path.starts_with("/admin/") {
             continue;
         }
         for method in ["get", "post", "patch", "delete", "put"] {

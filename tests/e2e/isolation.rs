@@ -152,7 +152,7 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
     let mut checked = 0;
     for (path, methods) in doc["paths"].as_object().unwrap() {
         let id = match path.as_str() {
-            p if !p.contains("{id}") => continue,
+            p if !p.contains("{id}") || p.starts_with("/admin/") => continue,
             p if p.starts_with("/v1/responses/") => &response_id,
             p if p.starts_with("/v1/runs/") => &run_id,
             p if p.starts_with("/v1/interactions/") => &interaction,

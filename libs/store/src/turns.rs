@@ -48,7 +48,8 @@ impl TurnStatus {
         })
     }
 
-    fn as_str(self) -> &'static str {
+    /// The status as stored and shown.
+    pub fn as_str(self) -> &'static str {
         match self {
             Self::Queued => "queued",
             Self::Running => "running",

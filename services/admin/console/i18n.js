@@ -32,6 +32,15 @@ const en = {
   sso_token: 'The identity provider answered with a token that could not be trusted.',
   sso_unverified: 'The identity provider did not confirm your email address.',
   sso_no_account: 'There is no account for your email here yet. Ask your team for an invitation.',
+  live: 'Live', liveTurn: 'Live turn', stop: 'Stop', stopping: 'stopping', stop_stopping: 'Stopping: the worker ends the turn now.',
+  stop_cancelled: 'Cancelled before it started.', refresh: 'Refresh', noRunning: 'No turn is running.', input: 'Message',
+  watching: 'watching…', running: 'running', waitingAnswer: 'waiting for an answer', stopped: 'stopped',
+  failed: 'failed', completed: 'completed', ended: 'ended', memory: 'Memory', newAgent: 'New agent',
+  providerUrl: 'Provider base URL', providerKey: 'Provider API key', writeOnly: 'Write-only: stored sealed, never shown again.',
+  soul: 'SOUL (personality)', memoryHint: 'Entries are separated by a line holding only §. The agent\'s next turn sees what you save.',
+  memoryDoc: 'MEMORY (the agent\'s notes)', userDoc: 'USER (what it knows of this person)', userKey: 'Chat user (platform:id)',
+  saved: 'Saved', created_at: 'Created',
+  memoryOff: 'This agent does not have the memory toolset: it neither sees nor writes these notes until it does.',
 };
 
 const zh = {
@@ -65,6 +74,15 @@ const zh = {
   sso_token: '身份提供方返回的令牌无法通过校验。',
   sso_unverified: '身份提供方未确认你的邮箱地址。',
   sso_no_account: '这里还没有与你邮箱对应的账号，请向团队申请邀请。',
+  live: '实时', liveTurn: '实时轮次', stop: '停止', stopping: '正在停止', stop_stopping: '正在停止：工作节点会立即结束该轮次。',
+  stop_cancelled: '尚未开始，已取消。', refresh: '刷新', noRunning: '当前没有运行中的轮次。', input: '消息',
+  watching: '正在观察…', running: '运行中', waitingAnswer: '等待回答', stopped: '已停止',
+  failed: '失败', completed: '已完成', ended: '已结束', memory: '记忆', newAgent: '新建智能体',
+  providerUrl: '模型服务地址', providerKey: '模型服务 API 密钥', writeOnly: '只写：加密保存，之后不再显示。',
+  soul: 'SOUL（人格设定）', memoryHint: '条目之间用仅含 § 的一行分隔。保存后，智能体的下一轮即可看到。',
+  memoryDoc: 'MEMORY（智能体笔记）', userDoc: 'USER（对此用户的了解）', userKey: '聊天用户（平台:ID）',
+  saved: '已保存', created_at: '创建时间',
+  memoryOff: '该智能体未启用 memory 工具集：启用前，它既看不到也不会写入这些笔记。',
 };
 
 const dictionaries = { en, zh };

@@ -24,6 +24,8 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("pages/credentials.js", "text/javascript; charset=utf-8", include_str!("../console/pages/credentials.js")),
     ("pages/audit.js", "text/javascript; charset=utf-8", include_str!("../console/pages/audit.js")),
     ("pages/sessions.js", "text/javascript; charset=utf-8", include_str!("../console/pages/sessions.js")),
+    ("pages/agents.js", "text/javascript; charset=utf-8", include_str!("../console/pages/agents.js")),
+    ("pages/live.js", "text/javascript; charset=utf-8", include_str!("../console/pages/live.js")),
     ("style.css", "text/css; charset=utf-8", include_str!("../console/style.css")),
 ];
 

@@ -129,3 +129,85 @@ pub(crate) async fn delete_session(
     state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
     Ok(StatusCode::NO_CONTENT)
 }
+
+/// An agent to create.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NewAgentBody {
+    /// What API clients send as `model`.
+    name: String,
+    /// The provider's model id.
+    model: String,
+    /// The provider's OpenAI-compatible base URL, such as `https://api.openai.com/v1`.
+    provider_base_url: String,
+    /// Write-only: sealed at rest, never shown again.
+    provider_key: Option<String>,
+    soul: Option<String>,
+    system_message: Option<String>,
+    /// Toolset names (`GET /v1/toolsets`); default none.
+    #[serde(default)]
+    toolsets: Vec<String>,
+    /// Whether its sandbox may reach the public internet.
+    #[serde(default)]
+    egress: bool,
+}
+
+#[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/agents", tag = "admin: agents", request_body = NewAgentBody,
+    params(("tenant" = String, Path, description = "Tenant id")),
+    responses((status = 201, description = "The agent (its key is never shown)", body = Object),
+        (status = 400, description = "A bad name, URL or toolset", body = crate::schemas::ErrorBody),
+        (status = 403, description = "The caller's role may not create agents", body = crate::schemas::ErrorBody),
+        (status = 409, description = "The tenant has an agent of that name", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn create_agent(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+    hermes_http::ApiJson(body): hermes_http::ApiJson<NewAgentBody>,
+) -> Result<(StatusCode, Json<Value>)> {
+    let t = caller.tenant(&state, &tenant, AdminOp::EditAgents).await?;
+    let bad =
+        |param: &'static str, msg: String| ApiError::invalid_request(ErrorCode::InvalidValue, msg).with_param(param);
+    let url =
+        reqwest::Url::parse(body.provider_base_url.trim()).map_err(|_| bad("provider_base_url", "not a URL".into()))?;
+    let policy = hermes_net_policy::outbound::Policy::trusting(state.config.outbound.trusted(&state.config.platforms));
+    if let Some(why) = policy.refuse(&url) {
+        return Err(bad("provider_base_url", why));
+    }
+    let host = url.host_str().map(str::to_ascii_lowercase).unwrap_or_default();
+    for toolset in &body.toolsets {
+        toolset.parse::<hermes_core::ToolsetName>().map_err(|e| bad("toolsets", e.to_string()))?;
+    }
+    if body.provider_key.is_some() && state.secrets.is_none() {
+        return Err(bad("provider_key", "storing provider keys needs secrets.master_key".into()));
+    }
+    let new = hermes_store::NewAgent {
+        name: body.name.trim().to_owned(),
+        model: body.model.trim().to_owned(),
+        provider_base_url: url.as_str().trim_end_matches('/').to_owned(),
+        provider_key: body.provider_key.filter(|k| !k.is_empty()),
+        soul: body.soul.filter(|s| !s.trim().is_empty()),
+        system_message: body.system_message.filter(|s| !s.trim().is_empty()),
+        toolsets: body.toolsets,
+        provider_key_hosts: vec![host],
+        fallbacks: vec![],
+        api_mode: None,
+        auxiliary: None,
+        context_window: None,
+    };
+    let mut agent = state.store.create_agent(t.id, new, state.secrets.as_ref()).await.map_err(|e| match e {
+        hermes_store::StoreError::Conflict(what) => ApiError::new(
+            StatusCode::CONFLICT,
+            "invalid_request_error",
+            Some(ErrorCode::InvalidValue),
+            format!("{what} already exists"),
+        ),
+        other => store_error(other),
+    })?;
+    if body.egress {
+        state.store.set_egress(t.id, agent.id, true).await.map_err(store_error)?;
+        agent.egress = true;
+    }
+    let change = Change::new("agent.created", "agent", agent.id).after(&agent);
+    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    Ok((StatusCode::CREATED, Json(json!(agent))))
+}

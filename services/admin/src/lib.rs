@@ -10,7 +10,9 @@ mod caller;
 mod console;
 mod conversations;
 mod errors;
+mod live;
 mod members;
+mod memory;
 mod oidc;
 mod openapi;
 pub mod password;
@@ -46,8 +48,12 @@ use crate::state::{AdminState, Shared};
 #[derive(Clone)]
 pub struct AdminContext {
     pub config: Arc<HermesConfig>,
+    /// Seals provider keys (`None` without `secrets.master_key`: agents get no stored key).
+    pub secrets: Option<hermes_store::SecretBox>,
     pub store: Store,
     pub cache: hermes_cache::Cache,
+    /// The api pod's event hub, for the live view of running turns.
+    pub events: Option<hermes_queue::EventHub>,
 }
 
 /// 32 random bytes, URL-safe base64.
@@ -72,6 +78,9 @@ pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
         public_url: ctx.config.console_url(),
         oidc,
         limiter: ctx.cache.rate_limiter(),
+        cancels: ctx.cache.cancel_bus(),
+        secrets: ctx.secrets,
+        events: ctx.events,
         config: ctx.config,
         store: ctx.store,
         keys,
@@ -100,12 +109,16 @@ pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
         .route("/admin/v1/tenants/{tenant}/tokens/{id}", axum::routing::delete(tokens::revoke_token))
         .route("/admin/v1/tenants/{tenant}/keys", get(tokens::list_keys).post(tokens::create_key))
         .route("/admin/v1/tenants/{tenant}/keys/{id}", axum::routing::delete(tokens::revoke_key))
-        .route("/admin/v1/tenants/{tenant}/agents", get(conversations::agents))
+        .route("/admin/v1/tenants/{tenant}/agents", get(conversations::agents).post(conversations::create_agent))
+        .route("/admin/v1/tenants/{tenant}/agents/{agent}/memory", get(memory::view).put(memory::rewrite))
         .route("/admin/v1/tenants/{tenant}/sessions", get(conversations::sessions))
         .route(
             "/admin/v1/tenants/{tenant}/sessions/{id}",
             get(conversations::transcript).delete(conversations::delete_session),
         )
+        .route("/admin/v1/tenants/{tenant}/turns", get(live::open_turns))
+        .route("/admin/v1/tenants/{tenant}/turns/{id}/stop", post(live::stop))
+        .route("/admin/v1/tenants/{tenant}/turns/{id}/events", get(live::events))
         .route("/admin/v1/tenants/{tenant}/audit", get(audit::tenant_audit))
         .route("/admin/v1/audit", get(audit::installation_audit))
         .layer(axum::middleware::from_fn_with_state(state.clone(), caller::authenticate))

@@ -266,3 +266,31 @@ pub(crate) struct SignInOptions {
     /// The identity provider, when one is configured.
     sso: Option<SsoOption>,
 }
+
+/// What stopping a turn did.
+#[derive(ToSchema)]
+pub(crate) struct Stopped {
+    id: String,
+    /// `cancelled` (it had not started) or `stopping` (its worker stops it now).
+    status: String,
+}
+
+/// An agent's curated memory.
+#[derive(ToSchema)]
+pub(crate) struct Memory {
+    agent_id: String,
+    /// Whether the agent has the memory toolset (only then does its prompt carry memory).
+    enabled: bool,
+    /// Whose USER profile is shown (empty: none).
+    user: String,
+    memory: Vec<String>,
+    user_profile: Vec<String>,
+    memory_char_limit: u64,
+    user_char_limit: u64,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct MemoryWritten {
+    target: String,
+    entries: Vec<String>,
+}

@@ -32,6 +32,11 @@ pub(crate) struct Shared {
     pub config: Arc<HermesConfig>,
     pub store: Store,
     pub limiter: hermes_cache::RateLimiter,
+    pub secrets: Option<hermes_store::SecretBox>,
+    /// Stops running turns (their workers listen).
+    pub cancels: hermes_cache::CancelBus,
+    /// This pod's event hub, for watching turns live (`None`: the live view reads Postgres).
+    pub events: Option<hermes_queue::EventHub>,
     /// `None`: no session keys and no master key, so nobody can sign in to the console
     /// (admin tokens still work).
     pub keys: Option<SessionKeys>,

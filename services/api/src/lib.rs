@@ -80,16 +80,18 @@ pub enum StartError {
 pub async fn router(ctx: ApiContext) -> Result<Router, StartError> {
     let events = ctx.broker.event_hub().await?;
     let http = platform_client(&ctx.config)?;
-    let admin = admin_router(&ctx)?;
+    let admin = admin_router(&ctx, &events)?;
     Ok(router_with(ctx, events, http, admin))
 }
 
 /// The admin plane's routes (`/admin/v1`), served beside the tenant API.
-fn admin_router(ctx: &ApiContext) -> Result<Router, hermes_admin::StartError> {
+fn admin_router(ctx: &ApiContext, events: &EventHub) -> Result<Router, hermes_admin::StartError> {
     hermes_admin::router(hermes_admin::AdminContext {
         config: ctx.config.clone(),
         store: ctx.store.clone(),
         cache: ctx.cache.clone(),
+        events: Some(events.clone()),
+        secrets: ctx.secrets.clone(),
     })
 }
 
@@ -171,7 +173,7 @@ pub async fn run(ctx: ApiContext, shutdown: CancellationToken) -> std::io::Resul
     tracing::info!(addr = %listener.local_addr()?, "api listening");
     let events = ctx.broker.event_hub().await.map_err(std::io::Error::other)?;
     let http = platform_client(&ctx.config).map_err(std::io::Error::other)?;
-    let admin = admin_router(&ctx).map_err(std::io::Error::other)?;
+    let admin = admin_router(&ctx, &events).map_err(std::io::Error::other)?;
     let app = router_with(ctx, events.clone(), http, admin);
     // RabbitMQ restarts are ridden out by the connection's own recovery. Should the hub stop for
     // good, requests still get their answers from Postgres (see `wait.rs`), and `/readyz`

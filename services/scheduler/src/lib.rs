@@ -73,7 +73,8 @@ pub async fn gauges_once(ctx: &SchedulerContext) -> Result<hermes_store::Backlog
 
 /// One retention sweep: deletes expired sessions in batches until none are left (with what
 /// they own), then week-old platform updates and replies (the gateway prunes event
-/// deliveries); returns how many sessions went.
+/// deliveries), then audit entries past `admin.audit_retention_days`; returns how many
+/// sessions went.
 pub async fn prune_once(ctx: &SchedulerContext) -> Result<u64, hermes_store::StoreError> {
     const BATCH: i64 = 500;
     let mut total = 0;
@@ -91,6 +92,17 @@ pub async fn prune_once(ctx: &SchedulerContext) -> Result<u64, hermes_store::Sto
     let traffic = ctx.store.prune_chat_traffic().await?;
     if traffic > 0 {
         tracing::debug!(rows = traffic, "forgot week-old platform updates and replies");
+    }
+    let mut audit = 0;
+    loop {
+        let removed = ctx.store.prune_audit(ctx.config.admin.audit_retention_days.max(1), 5_000).await?;
+        audit += removed;
+        if removed < 5_000 {
+            break;
+        }
+    }
+    if audit > 0 {
+        tracing::info!(entries = audit, "deleted audit entries past their retention");
     }
     let lapsed = ctx.store.prune_spend_reservations().await?;
     if lapsed > 0 {

@@ -5,6 +5,7 @@
 mod access;
 mod audit;
 mod conformance;
+mod cross_tenant;
 mod sign_in;
 mod sso;
 

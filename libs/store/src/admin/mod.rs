@@ -12,12 +12,14 @@ pub mod console;
 pub mod members;
 pub mod people;
 pub mod tokens;
+pub mod turns;
 
 pub use audit::{Actor, ActorKind, Audit, AuditEntry, AuditFilter, AuditPage, Change};
 pub use console::LiveSession;
 pub use members::{Invitation, Member};
 pub use people::{Membership, Person, SignInRecord};
 pub use tokens::{AdminToken, TokenAuth};
+pub use turns::OpenTurn;
 
 use ring::rand::{SecureRandom, SystemRandom};
 use sha2::{Digest, Sha256};

@@ -38,6 +38,17 @@ impl Store {
         Ok(inbound.rows_affected() + outbox.rows_affected())
     }
 
+    /// Deletes audit entries older than `keep_days`, oldest first, at most `batch` (through the
+    /// one function that may: neither role deletes from the audit log itself).
+    pub async fn prune_audit(&self, keep_days: u32, batch: i32) -> Result<u64> {
+        let gone: i64 = sqlx::query_scalar("SELECT hermes_prune_audit(make_interval(days => $1), $2)")
+            .bind(i32::try_from(keep_days).unwrap_or(i32::MAX))
+            .bind(batch)
+            .fetch_one(self.system())
+            .await?;
+        Ok(u64::try_from(gone).unwrap_or(0))
+    }
+
     /// Forgets spend reservations that lapsed an hour ago (their worker died before settling
     /// them; the caps stopped counting them when they lapsed).
     pub async fn prune_spend_reservations(&self) -> Result<u64> {

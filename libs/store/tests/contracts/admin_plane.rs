@@ -218,3 +218,22 @@ async fn the_audit_log_pages_by_keyset_masks_secrets_and_cannot_be_rewritten(poo
     let kept: i64 = sqlx::query_scalar("SELECT count(*) FROM audit_log").fetch_one(&pool).await.unwrap();
     assert_eq!(kept, 6);
 }
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn retention_deletes_only_audit_entries_past_their_age_oldest_first(pool: PgPool) {
+    let store = common::store(&pool);
+    let acme = common::tenant(&store, "acme").await;
+    for i in 0..5 {
+        store.record_audit(Some(acme.id), &cli(), Change::new("key.created", "api_key", i)).await.unwrap();
+    }
+    sqlx::query("UPDATE audit_log SET at = now() - interval '400 days' WHERE object_id IN ('0', '1', '2')")
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(store.prune_audit(365, 2).await.unwrap(), 2, "a batch at a time");
+    assert_eq!(store.prune_audit(365, 2).await.unwrap(), 1);
+    assert_eq!(store.prune_audit(365, 2).await.unwrap(), 0);
+    let left: Vec<String> =
+        sqlx::query_scalar("SELECT object_id FROM audit_log ORDER BY id").fetch_all(&pool).await.unwrap();
+    assert_eq!(left, ["3", "4"], "the recent entries stay");
+}

@@ -6,17 +6,6 @@ import { h, when } from '../dom.js';
 import { t } from '../i18n.js';
 import { api, notice } from '../app.js';
 
-export async function agentsPage(section, ctx) {
-  const agents = await api('GET', `/admin/v1/tenants/${ctx.id}/agents`);
-  if (agents.data.length === 0) { section.append(h('p', {}, t('none'))); return; }
-  section.append(h('table', {},
-    h('caption', {}, t('agents')),
-    h('thead', {}, h('tr', {}, ['name', 'model', 'provider', 'toolsets', 'egress', 'created'].map((c) => h('th', { scope: 'col' }, t(c))))),
-    h('tbody', {}, agents.data.map((a) => h('tr', {},
-      h('td', {}, a.name), h('td', {}, h('code', {}, a.model)), h('td', {}, a.provider_base_url),
-      h('td', {}, a.toolsets.join(', ')), h('td', {}, a.egress ? t('yes') : t('no')), h('td', {}, when(a.created_at)))))));
-}
-
 export async function sessionsPage(section, ctx) {
   const offset = Number(new URLSearchParams(location.search).get('offset') || 0);
   const page = await api('GET', `/admin/v1/tenants/${ctx.id}/sessions?limit=50&offset=${offset}`);

@@ -6,7 +6,7 @@ import { t, roleName } from '../i18n.js';
 import { api } from '../app.js';
 
 const TABS = [
-  ['overview', 'overview'], ['agents', 'agents'], ['sessions', 'sessions'], ['members', 'members'],
+  ['overview', 'overview'], ['agents', 'agents'], ['live', 'live'], ['sessions', 'sessions'], ['members', 'members'],
   ['keys', 'keys'], ['tokens', 'tokens'], ['audit', 'audit'],
 ];
 
@@ -17,7 +17,7 @@ export async function tenantPage(main, tenantId, page, itemId) {
   main.append(
     h('h1', {}, view.tenant.name),
     h('nav', { class: 'tabs', 'aria-label': t('tenants') }, visible.map(([name, label]) =>
-      h('a', { href: name === 'overview' ? ctx.base : `${ctx.base}/${name}`, 'aria-current': name === page ? 'page' : null }, t(label)))));
+      h('a', { href: name === 'overview' ? ctx.base : `${ctx.base}/${name}`, 'aria-current': name === tabOf(page) ? 'page' : null }, t(label)))));
   const readOnly = !view.may.some((op) => !op.endsWith('.view'));
   if (readOnly) main.append(h('p', { class: 'notice info', role: 'note' }, t('readOnly')));
   const section = h('section', { 'aria-label': t(page) });
@@ -30,9 +30,18 @@ export async function tenantPage(main, tenantId, page, itemId) {
     case 'sessions': return itemId
       ? (await import('./sessions.js')).transcriptPage(section, ctx, itemId)
       : (await import('./sessions.js')).sessionsPage(section, ctx);
-    case 'agents': return (await import('./sessions.js')).agentsPage(section, ctx);
+    case 'agents': return (await import('./agents.js')).agentsPage(section, ctx);
+    case 'memory': return (await import('./agents.js')).memoryPage(section, ctx, itemId);
+    case 'live': return itemId
+      ? (await import('./live.js')).liveTurn(section, ctx, itemId)
+      : (await import('./live.js')).liveList(section, ctx);
     default: return overview(section, ctx);
   }
+}
+
+// The tab a page belongs to (an agent's memory is under Agents).
+function tabOf(page) {
+  return page === 'memory' ? 'agents' : page;
 }
 
 function overview(section, ctx) {

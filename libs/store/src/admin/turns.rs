@@ -1,0 +1,71 @@
+//! A tenant's turns as the console watches them: the ones still open (queued, running, or
+//! waiting for an answer), and which session a turn belongs to.
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+
+use hermes_core::{SessionId, TenantId, TurnId};
+
+use crate::{Result, Store, StoreError};
+
+/// An open turn.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct OpenTurn {
+    pub id: TurnId,
+    pub session_id: SessionId,
+    /// The agent's name.
+    pub agent: String,
+    /// `queued`, `running` or `waiting`.
+    pub status: String,
+    /// Whether someone asked it to stop.
+    pub stopping: bool,
+    /// The start of the user's message (at most 200 characters).
+    pub input: String,
+    pub created_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+}
+
+impl Store {
+    /// `tenant`'s open turns, newest first (at most 200).
+    pub async fn open_turns(&self, tenant: TenantId) -> Result<Vec<OpenTurn>> {
+        let rows = sqlx::query(
+            "SELECT t.id, t.session_id, a.name AS agent, t.status::text AS status,
+                    t.cancel_requested_at IS NOT NULL AS stopping,
+                    left(COALESCE(t.input->>'content', t.input->'content'->0->>'text', ''), 200) AS input,
+                    t.created_at, t.started_at
+             FROM turns t
+             JOIN sessions s ON s.tenant_id = t.tenant_id AND s.id = t.session_id
+             JOIN agents a ON a.tenant_id = s.tenant_id AND a.id = s.agent_id
+             WHERE t.tenant_id = $1 AND t.status IN ('queued', 'running', 'waiting')
+             ORDER BY t.created_at DESC LIMIT 200",
+        )
+        .bind(tenant.as_uuid())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(OpenTurn {
+                    id: TurnId::from_uuid(r.try_get("id")?),
+                    session_id: SessionId::from_uuid(r.try_get("session_id")?),
+                    agent: r.try_get("agent")?,
+                    status: r.try_get("status")?,
+                    stopping: r.try_get("stopping")?,
+                    input: r.try_get("input")?,
+                    created_at: r.try_get("created_at")?,
+                    started_at: r.try_get("started_at")?,
+                })
+            })
+            .collect()
+    }
+
+    /// The session `turn` belongs to.
+    pub async fn turn_session(&self, tenant: TenantId, turn: TurnId) -> Result<SessionId> {
+        let session: uuid::Uuid = sqlx::query_scalar("SELECT session_id FROM turns WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_uuid())
+            .bind(turn.as_uuid())
+            .fetch_optional(&mut *self.as_tenant(tenant).await?)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        Ok(SessionId::from_uuid(session))
+    }
+}

@@ -1,0 +1,89 @@
+// Agents: the list, a form to create one (its provider key write-only), and each agent's
+// curated memory, which people may correct: the next turn sees the change.
+
+import { h, field, when } from '../dom.js';
+import { t } from '../i18n.js';
+import { api, notice } from '../app.js';
+
+export async function agentsPage(section, ctx) {
+  const agents = await api('GET', `/admin/v1/tenants/${ctx.id}/agents`);
+  if (agents.data.length === 0) section.append(h('p', {}, t('none')));
+  else {
+    section.append(h('table', {},
+      h('caption', {}, t('agents')),
+      h('thead', {}, h('tr', {}, ['name', 'model', 'provider', 'toolsets', 'egress', 'created'].map((c) => h('th', { scope: 'col' }, t(c))),
+        h('th', { scope: 'col' }, ''))),
+      h('tbody', {}, agents.data.map((a) => h('tr', {},
+        h('td', {}, a.name), h('td', {}, h('code', {}, a.model)), h('td', {}, a.provider_base_url),
+        h('td', {}, a.toolsets.join(', ')), h('td', {}, a.egress ? t('yes') : t('no')), h('td', {}, when(a.created_at)),
+        h('td', {}, h('a', { href: `${ctx.base}/memory/${a.id}` }, t('memory'))))))));
+  }
+  if (ctx.may('agents.edit')) section.append(createForm(ctx));
+}
+
+function createForm(ctx) {
+  const name = h('input', { type: 'text', required: true, maxlength: '64' });
+  const model = h('input', { type: 'text', required: true });
+  const url = h('input', { type: 'url', required: true, placeholder: 'https://api.openai.com/v1' });
+  const key = h('input', { type: 'password', autocomplete: 'off' });
+  const soul = h('textarea', { rows: '4' });
+  const toolsets = h('input', { type: 'text', placeholder: 'terminal, file, web' });
+  const status = h('div', { 'aria-live': 'polite' });
+  return h('form', {
+    class: 'card',
+    on: {
+      submit: async (e) => {
+        e.preventDefault();
+        try {
+          const body = {
+            name: name.value, model: model.value, provider_base_url: url.value,
+            toolsets: toolsets.value.split(',').map((s) => s.trim()).filter(Boolean),
+          };
+          if (key.value) body.provider_key = key.value;
+          if (soul.value.trim()) body.soul = soul.value;
+          await api('POST', `/admin/v1/tenants/${ctx.id}/agents`, body);
+          location.reload();
+        } catch (err) { status.replaceChildren(notice('error', err.message)); }
+      },
+    },
+  }, h('h2', {}, t('newAgent')), field(t('name'), name), field(t('model'), model), field(t('providerUrl'), url),
+  field(t('providerKey'), key, t('writeOnly')), field(t('soul'), soul), field(t('toolsets'), toolsets),
+  h('button', { type: 'submit' }, t('create')), status);
+}
+
+const SEPARATOR = '§';
+
+function toEntries(text) {
+  return text.split(new RegExp(`^\\s*${SEPARATOR}\\s*$`, 'm')).map((e) => e.trim()).filter(Boolean);
+}
+
+export async function memoryPage(section, ctx, agentId) {
+  const user = new URLSearchParams(location.search).get('user') || '';
+  const found = await api('GET', `/admin/v1/tenants/${ctx.id}/agents/${agentId}/memory?user=${encodeURIComponent(user)}`);
+  section.append(h('p', {}, h('a', { href: `${ctx.base}/agents` }, `← ${t('back')}`)), h('h2', {}, t('memory')),
+    h('p', { class: 'hint' }, t('memoryHint')),
+    found.enabled ? null : h('p', { class: 'notice info', role: 'note' }, t('memoryOff')));
+  const editor = (target, entries, limit) => {
+    const area = h('textarea', { rows: '10', 'aria-label': t(target === 'memory' ? 'memoryDoc' : 'userDoc'), 'data-testid': `memory-${target}` });
+    area.value = entries.join(`\n${SEPARATOR}\n`);
+    if (!ctx.may('memory.edit')) area.setAttribute('readonly', '');
+    const status = h('div', { 'aria-live': 'polite' });
+    const save = ctx.may('memory.edit') ? h('button', {
+      type: 'button',
+      on: {
+        click: async () => {
+          try {
+            const done = await api('PUT', `/admin/v1/tenants/${ctx.id}/agents/${agentId}/memory`, { target, user, entries: toEntries(area.value) });
+            status.replaceChildren(notice('ok', `${t('saved')} (${done.entries.length})`));
+          } catch (err) { status.replaceChildren(notice('error', err.message)); }
+        },
+      },
+    }, t('save')) : null;
+    return h('div', { class: 'card' }, h('h3', {}, t(target === 'memory' ? 'memoryDoc' : 'userDoc'), ` (≤ ${limit})`), area, save, status);
+  };
+  section.append(editor('memory', found.memory, found.memory_char_limit));
+  const who = h('input', { type: 'text', value: user, placeholder: 'telegram:12345' });
+  section.append(h('form', { class: 'filters', on: { submit: (e) => { e.preventDefault(); location.assign(`${ctx.base}/memory/${agentId}?user=${encodeURIComponent(who.value)}`); } } },
+    field(t('userKey'), who), h('button', { type: 'submit' }, t('open'))));
+  if (user) section.append(editor('user', found.user_profile, found.user_char_limit));
+}

@@ -1,0 +1,170 @@
+//! Turns as they happen: the tenant's open turns, stopping one, and one turn's events as
+//! server-sent events (answer text as it streams, tools starting and finishing, the end).
+//! Events come through this pod's event hub, which binds to the turn's session for as long
+//! as someone watches; Postgres says when the turn ended, should an event be lost.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::Stream;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use hermes_core::access::AdminOp;
+use hermes_core::{ErrorCode, TenantId, TurnEventKind, TurnId, TurnOutcome};
+use hermes_http::ApiError;
+use hermes_store::TurnStatus;
+use hermes_store::admin::Change;
+
+use crate::caller::Caller;
+use crate::errors::{store_error, store_error_for};
+use crate::state::AdminState;
+
+type Result<T, E = ApiError> = std::result::Result<T, E>;
+
+/// How long one watch lasts at most; the console opens another.
+const WATCH_LIMIT: Duration = Duration::from_secs(15 * 60);
+
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/turns", tag = "admin: sessions",
+    params(("tenant" = String, Path, description = "Tenant id")),
+    responses((status = 200, description = "Turns queued, running or waiting for an answer, newest first", body = crate::schemas::ObjectList),
+        (status = 404, description = "No such tenant (or not yours)", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn open_turns(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ViewSessions).await?;
+    let turns = state.store.open_turns(t.id).await.map_err(store_error)?;
+    Ok(Json(json!({ "object": "list", "data": turns })))
+}
+
+fn turn_id(raw: &str) -> Result<TurnId> {
+    raw.parse().map_err(|_| ApiError::not_found(ErrorCode::RunNotFound, "no such turn"))
+}
+
+#[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/turns/{id}/stop", tag = "admin: sessions",
+    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Turn id")),
+    responses((status = 200, description = "`cancelled` (it had not started) or `stopping` (its worker stops it)", body = crate::schemas::Stopped),
+        (status = 403, description = "The caller's role may not stop turns", body = crate::schemas::ErrorBody),
+        (status = 404, description = "No such turn", body = crate::schemas::ErrorBody),
+        (status = 409, description = "It has already ended", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn stop(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, id)): Path<(String, String)>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ManageSessions).await?;
+    let turn = turn_id(&id)?;
+    state.store.turn_session(t.id, turn).await.map_err(|e| store_error_for(e, ErrorCode::RunNotFound, "turn"))?;
+    let was = state.store.request_cancel(t.id, turn, &TurnOutcome::cancelled()).await.map_err(store_error)?;
+    let status = match was {
+        None => {
+            return Err(ApiError::new(
+                axum::http::StatusCode::CONFLICT,
+                "invalid_request_error",
+                Some(ErrorCode::RunNotActive),
+                "the turn has already ended",
+            ));
+        }
+        Some(TurnStatus::Running) => {
+            if let Err(e) = state.cancels.publish(turn).await {
+                tracing::warn!(error = %e, "cannot broadcast the stop; the worker's heartbeat will see it");
+            }
+            "stopping"
+        }
+        Some(_) => "cancelled",
+    };
+    let change = Change::new("turn.stopped", "turn", turn).after(json!({ "status": status }));
+    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    Ok(Json(json!({ "id": turn, "status": status })))
+}
+
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/turns/{id}/events", tag = "admin: sessions",
+    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Turn id")),
+    responses((status = 200, description = "Server-sent events: first `history` (the turn's messages so far), then its events as JSON, by `type` (`started`, `delta`, `reasoning`, `tool_started`, `tool_completed`, `notice`, `waiting`, `finished`), ending with the turn", content_type = "text/event-stream", body = String),
+        (status = 404, description = "No such turn", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn events(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, id)): Path<(String, String)>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ViewSessions).await?;
+    let turn = turn_id(&id)?;
+    let session =
+        state.store.turn_session(t.id, turn).await.map_err(|e| store_error_for(e, ErrorCode::RunNotFound, "turn"))?;
+    let (tx, rx) = mpsc::channel::<Event>(64);
+    let follow = Follow { state: state.clone(), tenant: t.id, turn, session };
+    tokio::spawn(async move { follow.run(tx).await });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (Ok(e), rx)) });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+struct Follow {
+    state: AdminState,
+    tenant: TenantId,
+    turn: TurnId,
+    session: hermes_core::SessionId,
+}
+
+fn event(value: Value) -> Event {
+    Event::default().data(value.to_string())
+}
+
+impl Follow {
+    /// Forwards the turn's events until it ends, the watcher leaves, or the limit passes.
+    async fn run(self, tx: mpsc::Sender<Event>) {
+        let hub = self.state.events.clone();
+        // Watch first, then read the state: nothing that happens in between is missed.
+        let watch = match &hub {
+            Some(hub) => hub.watch_session(self.tenant, self.session).await.ok(),
+            None => None,
+        };
+        let mut subscription = hub.as_ref().map(|h| h.subscribe(self.turn));
+        // What the turn did before the watch began (tool calls and their results are stored as
+        // they happen); events from here on come live.
+        if let Ok(messages) = self.state.store.turn_messages(self.tenant, self.turn).await {
+            let _ = tx.send(event(json!({ "type": "history", "messages": messages }))).await;
+        }
+        if self.ended(&tx).await {
+            return;
+        }
+        let deadline = tokio::time::Instant::now() + WATCH_LIMIT;
+        let mut check = tokio::time::interval(Duration::from_secs(2));
+        loop {
+            tokio::select! {
+                next = async { match subscription.as_mut() { Some(s) => s.next().await, None => std::future::pending().await } } => {
+                    let Some(ev) = next else { subscription = None; continue };
+                    let last = matches!(ev.kind, TurnEventKind::Finished { .. } | TurnEventKind::Waiting { .. });
+                    let Ok(value) = serde_json::to_value(&ev) else { continue };
+                    if tx.send(event(value)).await.is_err() || last {
+                        break;
+                    }
+                }
+                _ = check.tick() => {
+                    if self.ended(&tx).await {
+                        break;
+                    }
+                }
+                () = tx.closed() => break,
+                () = tokio::time::sleep_until(deadline) => break,
+            }
+        }
+        drop(watch);
+    }
+
+    /// Sends the end and says so when the turn is no longer running (Postgres's word).
+    async fn ended(&self, tx: &mpsc::Sender<Event>) -> bool {
+        match self.state.store.turn_state(self.tenant, self.turn).await {
+            Ok((status, outcome)) if !matches!(status, TurnStatus::Queued | TurnStatus::Running) => {
+                let end = json!({ "type": "finished", "status": status.as_str(), "outcome": outcome });
+                let _ = tx.send(event(end)).await;
+                true
+            }
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! An agent's curated memory, as people see and correct it: the agent's MEMORY, and one end
+//! user's USER profile. An edit replaces a document's entries; it is held to the same size
+//! caps and the same strict injection scan as the agent's own writes, since it goes into
+//! every later prompt.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use hermes_core::access::AdminOp;
+use hermes_core::{AgentId, ErrorCode, TenantId};
+use hermes_http::{ApiError, ApiJson};
+use hermes_store::MemoryTarget;
+use hermes_store::admin::Change;
+
+use crate::caller::Caller;
+use crate::errors::{store_error, store_error_for};
+use crate::state::AdminState;
+
+type Result<T, E = ApiError> = std::result::Result<T, E>;
+
+/// What separates entries in a prompt (as the agent's memory tool counts them).
+const ENTRY_DELIMITER_CHARS: usize = 3;
+
+async fn agent(state: &AdminState, tenant: TenantId, raw: &str) -> Result<hermes_store::Agent> {
+    let found = match raw.parse::<AgentId>() {
+        Ok(id) => state.store.agent(tenant, id).await,
+        Err(_) => state.store.agent_by_name(tenant, raw).await,
+    };
+    found.map_err(|e| store_error_for(e, ErrorCode::NotFound, "agent"))
+}
+
+/// Whose profile (the chat user's key, such as `telegram:12345`; empty: none).
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WhichUser {
+    user: Option<String>,
+}
+
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents/{agent}/memory", tag = "admin: agents",
+    params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name"), WhichUser),
+    responses((status = 200, description = "The agent's MEMORY entries and the user's USER entries, with their caps", body = crate::schemas::Memory),
+        (status = 404, description = "No such tenant or agent", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn view(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, agent_ref)): Path<(String, String)>,
+    Query(q): Query<WhichUser>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ViewMemory).await?;
+    let found = agent(&state, t.id, &agent_ref).await?;
+    let id = found.id;
+    let user = q.user.unwrap_or_default();
+    let snapshot = state.store.memory_snapshot(t.id, id, &user).await.map_err(store_error)?;
+    Ok(Json(json!({
+        "agent_id": id,
+        // Only an agent with the memory toolset sees its memory in its prompt.
+        "enabled": hermes_core::ToolsetName::Memory.enabled_in(&found.toolsets),
+        "user": user,
+        "memory": snapshot.memory,
+        "user_profile": snapshot.user,
+        "memory_char_limit": state.config.memory.memory_char_limit,
+        "user_char_limit": state.config.memory.user_char_limit,
+    })))
+}
+
+/// A document's new entries.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Rewrite {
+    /// `memory` (the agent's notes) or `user` (one end user's profile).
+    target: String,
+    /// Whose profile, for `user`.
+    #[serde(default)]
+    user: String,
+    entries: Vec<String>,
+}
+
+fn invalid(message: impl Into<String>) -> ApiError {
+    ApiError::invalid_request(ErrorCode::InvalidValue, message).with_param("entries")
+}
+
+#[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/agents/{agent}/memory", tag = "admin: agents", request_body = Rewrite,
+    params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name")),
+    responses((status = 200, description = "The entries as they now are; the agent's next turn sees them", body = crate::schemas::MemoryWritten),
+        (status = 400, description = "Over the cap, or text that reads as a prompt injection", body = crate::schemas::ErrorBody),
+        (status = 403, description = "The caller's role may not edit memory", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn rewrite(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, agent_ref)): Path<(String, String)>,
+    ApiJson(body): ApiJson<Rewrite>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::EditMemory).await?;
+    let id = agent(&state, t.id, &agent_ref).await?.id;
+    let (target, limit) = match body.target.as_str() {
+        "memory" => (MemoryTarget::Memory, state.config.memory.memory_char_limit),
+        "user" if !body.user.is_empty() => (MemoryTarget::User, state.config.memory.user_char_limit),
+        "user" => return Err(invalid("a USER profile needs `user`, the chat user's key").with_param("user")),
+        _ => return Err(invalid("`target` is `memory` or `user`").with_param("target")),
+    };
+    let entries: Vec<String> = body.entries.iter().map(|e| e.trim().to_owned()).filter(|e| !e.is_empty()).collect();
+    let size: usize = entries.iter().map(|e| e.chars().count()).sum::<usize>()
+        + ENTRY_DELIMITER_CHARS * entries.len().saturating_sub(1);
+    if size > limit {
+        return Err(invalid(format!("{size} characters; this document holds at most {limit}")));
+    }
+    for entry in &entries {
+        if let Some(finding) = hermes_threats::scan_strict(entry).first() {
+            return Err(invalid(format!("an entry reads as a prompt injection ({}): {entry:.80}", finding.reason)));
+        }
+    }
+    let mut before = Vec::new();
+    let written = state
+        .store
+        .update_memory(t.id, id, target, &body.user, |current| {
+            before = current.to_vec();
+            Ok::<_, std::convert::Infallible>(Some(entries.clone()))
+        })
+        .await
+        .map_err(store_error)?;
+    let Ok(now) = written;
+    let object = if body.user.is_empty() { format!("{id}/memory") } else { format!("{id}/user/{}", body.user) };
+    let change = Change::new("memory.rewritten", "memory", object).before(&before).after(&now);
+    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    Ok(Json(json!({ "target": body.target, "entries": now })))
+}

@@ -1,0 +1,123 @@
+//! The admin API's cross-tenant sweep, generated from `/openapi.json`: every admin operation
+//! that names a tenant is called by another tenant's owner, once with the victim's tenant id
+//! and once with the intruder's own tenant id but the victim's object ids. Every call answers
+//! 404, and nothing of the victim's changes.
+
+use hermes_core::MemberRole;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use super::{cli, member};
+use crate::harness::{Roles, TestEnv};
+
+/// The victim's rows that no intruder may change.
+const TABLES: [&str; 8] =
+    ["memberships", "invitations", "admin_tokens", "api_keys", "agents", "sessions", "memories", "turns"];
+
+async fn snapshot(env: &TestEnv, tenant: hermes_core::TenantId) -> Vec<Vec<String>> {
+    let mut all = Vec::new();
+    for table in TABLES {
+        let sql = format!("SELECT t::text FROM {table} t WHERE tenant_id = $1 ORDER BY 1");
+        all.push(sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(tenant.as_uuid()).fetch_all(&env.db).await.unwrap());
+    }
+    all
+}
+
+#[tokio::test]
+async fn every_admin_operation_on_another_tenants_objects_answers_404_and_changes_nothing() {
+    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let (victim, agent, key) = env.tenant("victim", "helper").await;
+    let (intruder, _, _) = env.tenant("intruder", "spy").await;
+    member(&env, victim, "owner@victim.test", MemberRole::Owner).await;
+    let (victim_member, _) = member(&env, victim, "member@victim.test", MemberRole::Member).await;
+    let (_, spy) = member(&env, intruder, "owner@intruder.test", MemberRole::Owner).await;
+
+    // One of each of the victim's objects the admin API names.
+    let (invitation, _) = env
+        .store
+        .create_invitation(victim, "new@victim.test", MemberRole::Member, std::time::Duration::from_secs(600), &cli())
+        .await
+        .unwrap();
+    let (token, _) = env
+        .store
+        .create_admin_token(victim, None, "deploy", MemberRole::Admin, std::time::Duration::from_secs(600), &cli())
+        .await
+        .unwrap();
+    let api_key: String = sqlx::query_scalar("SELECT id::text FROM api_keys WHERE tenant_id = $1 LIMIT 1")
+        .bind(victim.as_uuid())
+        .fetch_one(&env.db)
+        .await
+        .unwrap();
+    env.llm.push(hermes_testkit::ScriptedReply::text("hello"));
+    // The turn stays queued (no worker here): a session and a turn to aim at.
+    let _ =
+        env.http.post(format!("{}/v1/runs", env.api_url)).bearer_auth(&key).json(&json!({"input": "hi"})).send().await;
+    let (session, turn): (String, String) =
+        sqlx::query_as("SELECT session_id::text, id::text FROM turns WHERE tenant_id = $1 LIMIT 1")
+            .bind(victim.as_uuid())
+            .fetch_one(&env.db)
+            .await
+            .unwrap();
+    let objects: [(&str, String); 7] = [
+        ("/members/{person}", format!("/members/{victim_member}")),
+        ("/agents/{agent}", format!("/agents/{}", agent.id)),
+        ("/invitations/{id}", format!("/invitations/{}", invitation.id)),
+        ("/tokens/{id}", format!("/tokens/{}", token.id)),
+        ("/keys/{id}", format!("/keys/{api_key}")),
+        ("/sessions/{id}", format!("/sessions/{session}")),
+        ("/turns/{id}", format!("/turns/{turn}")),
+    ];
+    let before = snapshot(&env, victim).await;
+
+    let doc: Value = env.http.get(format!("{}/openapi.json", env.api_url)).send().await.unwrap().json().await.unwrap();
+    let (mut attempts, mut leaks) = (0, Vec::new());
+    for (template, item) in doc["paths"].as_object().unwrap() {
+        if !template.contains("{tenant}") {
+            continue;
+        }
+        let mut path = template.clone();
+        let mut names_object = false;
+        for (from, to) in &objects {
+            if path.contains(from) {
+                path = path.replace(from, to);
+                names_object = true;
+            }
+        }
+        assert!(!path.replace("{tenant}", "").contains('{'), "no object of the victim for {template}: add one");
+        for method in ["get", "post", "patch", "put", "delete"] {
+            if item.get(method).is_none() {
+                continue;
+            }
+            let body = match method {
+                "patch" => json!({"role": "owner"}),
+                "put" if template.ends_with("/memory") => json!({"target": "memory", "entries": ["pwned"]}),
+                "put" => json!({"requests_per_minute": 1}),
+                "post" if template.ends_with("/invitations") => json!({"email": "spy@intruder.test", "role": "owner"}),
+                "post" if template.ends_with("/agents") => {
+                    json!({"name": "x", "model": "m", "provider_base_url": "https://a.example/v1"})
+                }
+                "post" => json!({"name": "spy"}),
+                _ => Value::Null,
+            };
+            let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            // The victim's tenant by id; and the intruder's own tenant with the victim's objects.
+            for tenant in [victim, intruder] {
+                let concrete = path.replace("{tenant}", &tenant.to_string());
+                // The intruder's own tenant is theirs: only the victim's objects in it are tested.
+                if tenant == intruder && !names_object {
+                    continue;
+                }
+                let (status, answer) =
+                    spy.call(&env, method.clone(), &concrete, (!body.is_null()).then(|| body.clone())).await;
+                attempts += 1;
+                if status != 404 {
+                    leaks.push(format!("{method} {concrete} -> {status} {answer}"));
+                }
+            }
+        }
+    }
+    eprintln!("admin cross-tenant sweep: {attempts} attempts, {} leaks", leaks.len());
+    assert!(attempts >= 30, "the sweep tried enough: {attempts}");
+    assert!(leaks.is_empty(), "answered to another tenant:\n{}", leaks.join("\n"));
+    assert_eq!(snapshot(&env, victim).await, before, "nothing of the victim's changed");
+}
