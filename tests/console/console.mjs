@@ -60,6 +60,7 @@ const pages = (lang) => [
   ['keys', `/console/t/${world.tenant}/keys`],
   ['audit', `/console/t/${world.tenant}/audit`],
   ['sessions', `/console/t/${world.tenant}/sessions`],
+  ['usage', `/console/t/${world.tenant}/usage`],
 ];
 
 for (const [lang, membersLabel] of [['en', 'Members'], ['zh', '成员']]) {
@@ -154,6 +155,13 @@ await step("the owner corrects the agent's memory and its next turn sees it", as
   const seen = await (await fetch(`${world.llm.replace(/\/v1$/, '')}/__requests`)).json();
   const prompt = JSON.stringify(seen[seen.length - 1].messages.filter((m) => m.role === 'system'));
   expect(prompt.includes('The team deploys on Thursdays.') && prompt.includes('kestrel'), `the prompt carries the memory: ${prompt.slice(0, 400)}`);
+});
+
+await step('usage shows what the turns cost, per day and per model', async () => {
+  await ownerPage.goto(`${base}/console/t/${world.tenant}/usage?by=model`);
+  await ownerPage.getByRole('cell', { name: 'scripted-model', exact: true }).waitFor();
+  const calls = await ownerPage.getByRole('row', { name: /scripted-model/ }).getByRole('cell').nth(1).textContent();
+  expect(Number(calls.replace(/[^0-9]/g, '')) >= 3, `the turns' model calls are counted: ${calls}`);
 });
 
 let inviteLink = '';

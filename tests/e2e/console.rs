@@ -128,7 +128,7 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
         .unwrap();
     assert_eq!(stopped, 1, "the turn stopped from the console ended cancelled");
     for lang in ["en", "zh"] {
-        for page in ["overview", "members", "keys", "audit", "sessions", "transcript"] {
+        for page in ["overview", "members", "keys", "audit", "sessions", "usage", "transcript"] {
             let shot = shots.join(format!("{page}-{lang}.png"));
             assert!(shot.exists(), "{} was taken", shot.display());
         }

@@ -112,6 +112,7 @@ const TENANT_ROWS: &str = "
     SELECT 'tenants', count(*) FROM tenants UNION ALL
     SELECT 'turn_files', count(*) FROM turn_files UNION ALL
     SELECT 'turns', count(*) FROM turns UNION ALL
+    SELECT 'usage_daily', count(*) FROM usage_daily UNION ALL
     SELECT 'webhook_deliveries', count(*) FROM webhook_deliveries UNION ALL
     SELECT 'webhooks', count(*) FROM webhooks
     ORDER BY 1";

@@ -40,6 +40,10 @@ const en = {
   soul: 'SOUL (personality)', memoryHint: 'Entries are separated by a line holding only §. The agent\'s next turn sees what you save.',
   memoryDoc: 'MEMORY (the agent\'s notes)', userDoc: 'USER (what it knows of this person)', userKey: 'Chat user (platform:id)',
   saved: 'Saved', created_at: 'Created',
+  usage: 'Usage', cost: 'Cost', tokenCount: 'Tokens', turnsCount: 'Turns', calls: 'Model calls', from: 'From', to: 'To',
+  groupBy: 'Per', by_day: 'Day', by_agent: 'Agent', by_model: 'Model', by_source: 'Source', promptTokens: 'Input tokens',
+  completionTokens: 'Output tokens', cachedTokens: 'Cached tokens', toolSeconds: 'Tool s', sandboxSeconds: 'Sandbox s',
+  todayUsage: 'Today', openTurns: 'Turns running now',
   memoryOff: 'This agent does not have the memory toolset: it neither sees nor writes these notes until it does.',
 };
 
@@ -82,6 +86,10 @@ const zh = {
   soul: 'SOUL（人格设定）', memoryHint: '条目之间用仅含 § 的一行分隔。保存后，智能体的下一轮即可看到。',
   memoryDoc: 'MEMORY（智能体笔记）', userDoc: 'USER（对此用户的了解）', userKey: '聊天用户（平台:ID）',
   saved: '已保存', created_at: '创建时间',
+  usage: '用量', cost: '费用', tokenCount: 'Token 数', turnsCount: '轮次', calls: '模型调用', from: '开始', to: '结束',
+  groupBy: '分组', by_day: '按天', by_agent: '按智能体', by_model: '按模型', by_source: '按来源', promptTokens: '输入 Token',
+  completionTokens: '输出 Token', cachedTokens: '缓存 Token', toolSeconds: '工具秒数', sandboxSeconds: '沙箱秒数',
+  todayUsage: '今天', openTurns: '正在运行的轮次',
   memoryOff: '该智能体未启用 memory 工具集：启用前，它既看不到也不会写入这些笔记。',
 };
 

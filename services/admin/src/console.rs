@@ -26,6 +26,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("pages/sessions.js", "text/javascript; charset=utf-8", include_str!("../console/pages/sessions.js")),
     ("pages/agents.js", "text/javascript; charset=utf-8", include_str!("../console/pages/agents.js")),
     ("pages/live.js", "text/javascript; charset=utf-8", include_str!("../console/pages/live.js")),
+    ("pages/usage.js", "text/javascript; charset=utf-8", include_str!("../console/pages/usage.js")),
     ("style.css", "text/css; charset=utf-8", include_str!("../console/style.css")),
 ];
 
@@ -108,6 +109,30 @@ mod tests {
                 assert!(!text.contains(banned), "{name} uses {banned}");
             }
         }
+    }
+
+    /// The keys of one dictionary of `i18n.js` (`const <name> = { key: '...', ... };`), in order.
+    fn dictionary(name: &str) -> Vec<String> {
+        let text = include_str!("../console/i18n.js");
+        let start = text.find(&format!("const {name} = {{")).unwrap_or_default();
+        let block = &text[start..];
+        let block = &block[..block.find("\n};").unwrap_or(block.len())];
+        let key = regex::Regex::new(r#"(?:^|[\s,{])([A-Za-z_]+): ['"]"#).unwrap();
+        key.captures_iter(block).map(|c| c[1].to_owned()).collect()
+    }
+
+    #[test]
+    fn english_and_chinese_name_the_same_things_once_each() {
+        let (en, zh) = (dictionary("en"), dictionary("zh"));
+        assert!(en.len() > 100, "the dictionary was read: {}", en.len());
+        for (lang, keys) in [("en", &en), ("zh", &zh)] {
+            let mut seen = std::collections::HashSet::new();
+            let twice: Vec<&String> = keys.iter().filter(|k| !seen.insert(*k)).collect();
+            assert!(twice.is_empty(), "{lang} names these twice (the later one wins): {twice:?}");
+        }
+        let (en, zh): (std::collections::BTreeSet<_>, std::collections::BTreeSet<_>) =
+            (en.into_iter().collect(), zh.into_iter().collect());
+        assert_eq!(en.symmetric_difference(&zh).collect::<Vec<_>>(), Vec::<&String>::new(), "one language lacks these");
     }
 
     #[test]

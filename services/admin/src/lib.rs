@@ -22,6 +22,7 @@ pub mod signing;
 mod state;
 mod tenants;
 mod tokens;
+mod usage;
 
 use std::sync::Arc;
 
@@ -119,6 +120,7 @@ pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
         .route("/admin/v1/tenants/{tenant}/turns", get(live::open_turns))
         .route("/admin/v1/tenants/{tenant}/turns/{id}/stop", post(live::stop))
         .route("/admin/v1/tenants/{tenant}/turns/{id}/events", get(live::events))
+        .route("/admin/v1/tenants/{tenant}/usage", get(usage::usage))
         .route("/admin/v1/tenants/{tenant}/audit", get(audit::tenant_audit))
         .route("/admin/v1/audit", get(audit::installation_audit))
         .layer(axum::middleware::from_fn_with_state(state.clone(), caller::authenticate))

@@ -59,6 +59,7 @@ impl utoipa::Modify for AdminSecurity {
         crate::live::open_turns,
         crate::live::stop,
         crate::live::events,
+        crate::usage::usage,
         crate::audit::tenant_audit,
         crate::audit::installation_audit,
     )

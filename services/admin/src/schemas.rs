@@ -294,3 +294,29 @@ pub(crate) struct MemoryWritten {
     target: String,
     entries: Vec<String>,
 }
+
+/// One group's usage.
+#[derive(ToSchema)]
+pub(crate) struct UsageLine {
+    /// The day, the agent's name, the model or the source.
+    key: String,
+    calls: i64,
+    prompt_tokens: i64,
+    completion_tokens: i64,
+    cached_tokens: i64,
+    cost_usd: f64,
+    /// Calls of models without a price (not in `cost_usd`).
+    unpriced_calls: i64,
+    turns: i64,
+    tool_ms: i64,
+    sandbox_ms: i64,
+}
+
+#[derive(ToSchema)]
+pub(crate) struct UsageReport {
+    from: String,
+    to: String,
+    by: String,
+    lines: Vec<UsageLine>,
+    total: UsageLine,
+}

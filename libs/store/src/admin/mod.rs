@@ -11,6 +11,7 @@ pub mod audit;
 pub mod console;
 pub mod members;
 pub mod people;
+pub mod rollups;
 pub mod tokens;
 pub mod turns;
 
@@ -18,6 +19,7 @@ pub use audit::{Actor, ActorKind, Audit, AuditEntry, AuditFilter, AuditPage, Cha
 pub use console::LiveSession;
 pub use members::{Invitation, Member};
 pub use people::{Membership, Person, SignInRecord};
+pub use rollups::{RollupGroup, RollupLine};
 pub use tokens::{AdminToken, TokenAuth};
 pub use turns::OpenTurn;
 

@@ -28,6 +28,7 @@ mod spend;
 mod tenant_scoping;
 mod tenant_world;
 mod turn_inputs;
+mod usage_rollups;
 
 /// Without `DATABASE_URL` every `#[sqlx::test]` fails with sqlx's terse "DATABASE_URL must be
 /// set"; this one says what to do.

@@ -7,7 +7,7 @@ import { api } from '../app.js';
 
 const TABS = [
   ['overview', 'overview'], ['agents', 'agents'], ['live', 'live'], ['sessions', 'sessions'], ['members', 'members'],
-  ['keys', 'keys'], ['tokens', 'tokens'], ['audit', 'audit'],
+  ['keys', 'keys'], ['tokens', 'tokens'], ['usage', 'usage'], ['audit', 'audit'],
 ];
 
 export async function tenantPage(main, tenantId, page, itemId) {
@@ -27,6 +27,7 @@ export async function tenantPage(main, tenantId, page, itemId) {
     case 'keys': return (await import('./credentials.js')).keysPage(section, ctx);
     case 'tokens': return (await import('./credentials.js')).tokensPage(section, ctx);
     case 'audit': return (await import('./audit.js')).auditPage(section, ctx);
+    case 'usage': return (await import('./usage.js')).usagePage(section, ctx);
     case 'sessions': return itemId
       ? (await import('./sessions.js')).transcriptPage(section, ctx, itemId)
       : (await import('./sessions.js')).sessionsPage(section, ctx);
@@ -44,11 +45,19 @@ function tabOf(page) {
   return page === 'memory' ? 'agents' : page;
 }
 
-function overview(section, ctx) {
+async function overview(section, ctx) {
   const { view } = ctx;
   const quota = (v) => (v === null || v === undefined ? t('default') : String(v));
+  const [today, turns] = await Promise.all([
+    api('GET', `/admin/v1/tenants/${ctx.id}/usage?by=source&from=${new Date().toISOString().slice(0, 10)}`),
+    api('GET', `/admin/v1/tenants/${ctx.id}/turns`),
+  ]);
+  const money = new Intl.NumberFormat(document.documentElement.lang || undefined, { style: 'currency', currency: 'USD', maximumFractionDigits: 4 });
   section.append(h('dl', { class: 'facts' },
     h('dt', {}, t('standing')), h('dd', {}, view.standing === 'operator' ? t('operator') : roleName(view.standing)),
+    h('dt', {}, t('openTurns')), h('dd', { 'data-testid': 'open-turns' }, h('a', { href: `${ctx.base}/live` }, String(turns.data.length))),
+    h('dt', {}, `${t('todayUsage')}: ${t('turnsCount')}`), h('dd', {}, String(today.total.turns)),
+    h('dt', {}, `${t('todayUsage')}: ${t('cost')}`), h('dd', {}, money.format(today.total.cost_usd)),
     h('dt', {}, t('rpm')), h('dd', {}, quota(view.quotas.requests_per_minute)),
     h('dt', {}, t('turns')), h('dd', {}, quota(view.quotas.concurrent_turns))));
 }

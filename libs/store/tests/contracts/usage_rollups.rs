@@ -1,0 +1,87 @@
+//! Usage rollups (migration 0046): what the usage pages read equals what was recorded, call by
+//! call and turn by turn, grouped every way the console asks; it reads no call at all (so a
+//! page costs the same at ten million calls as at ten); and each tenant sees only its own.
+
+use chrono::Utc;
+use hermes_core::{CallPurpose, Usage};
+use hermes_store::admin::{RollupGroup, RollupLine};
+use hermes_store::{ModelCall, ModelPrice};
+use sqlx::PgPool;
+
+use crate::common;
+
+fn call(model: &str, prompt: u64, completion: u64) -> ModelCall {
+    ModelCall {
+        purpose: CallPurpose::Main,
+        provider: "openai".into(),
+        model: model.into(),
+        key_id: None,
+        usage: Usage {
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+            total_tokens: prompt + completion,
+            cached_tokens: 0,
+            cache_write_tokens: 0,
+        },
+        latency_ms: 5,
+    }
+}
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn rollups_add_up_to_every_call_and_turn_and_need_no_call_to_answer(pool: PgPool) {
+    let store = common::store(&pool);
+    let acme = common::tenant(&store, "acme").await;
+    let other = common::tenant(&store, "other").await;
+    store
+        .set_model_price(&ModelPrice {
+            model: "gpt-a".into(),
+            input: 1.0,
+            output: 2.0,
+            cached_input: None,
+            cache_write: None,
+        })
+        .await
+        .unwrap();
+    let turn = common::queue(&store, &acme, acme.session, "hi").await;
+    for _ in 0..3 {
+        let calls = [call("gpt-a", 1_000_000, 500_000), call("gpt-b", 10, 5)];
+        store.record_model_calls(acme.id, acme.session, turn, &calls).await.unwrap();
+    }
+    let other_turn = common::queue(&store, &other, other.session, "hi").await;
+    store.record_model_calls(other.id, other.session, other_turn, &[call("gpt-a", 7, 7)]).await.unwrap();
+    // The turn ends (as a worker's finish would), having spent tool and sandbox time.
+    sqlx::query(
+        "UPDATE turns SET status = 'completed', finished_at = now(), tool_ms = 1500, sandbox_ms = 1000 WHERE id = $1",
+    )
+    .bind(turn.as_uuid())
+    .execute(&pool)
+    .await
+    .unwrap();
+
+    let today = Utc::now().date_naive();
+    let by = |group| {
+        let store = store.clone();
+        async move { store.usage_rollup(acme.id, today, today, group).await.unwrap() }
+    };
+    let models = by(RollupGroup::Model).await;
+    assert_eq!(models.len(), 2, "{models:?}");
+    assert_eq!((models[0].key.as_str(), models[0].calls, models[0].prompt_tokens), ("gpt-a", 3, 3_000_000));
+    assert!((models[0].cost_usd - 6.0).abs() < 1e-9, "3 × (1 M in at $1 + 0.5 M out at $2): {}", models[0].cost_usd);
+    assert_eq!((models[1].key.as_str(), models[1].calls, models[1].unpriced_calls), ("gpt-b", 3, 3));
+    let days = by(RollupGroup::Day).await;
+    assert_eq!(days.len(), 1);
+    let day = &days[0];
+    assert_eq!((day.calls, day.turns, day.tool_ms, day.sandbox_ms), (6, 1, 1500, 1000));
+    assert_eq!(by(RollupGroup::Source).await.iter().map(|l| l.key.as_str()).collect::<Vec<_>>(), ["api"]);
+    assert_eq!(by(RollupGroup::Agent).await[0].key, "bot", "agents by name");
+
+    // The same answer with every call gone: the page reads the rollups alone.
+    let before: Vec<RollupLine> = by(RollupGroup::Day).await;
+    sqlx::query("DELETE FROM model_calls").execute(&pool).await.unwrap();
+    assert_eq!(by(RollupGroup::Day).await, before);
+
+    let theirs = store.usage_rollup(other.id, today, today, RollupGroup::Model).await.unwrap();
+    assert_eq!((theirs.len(), theirs[0].calls), (1, 1), "the other tenant sees its own call only");
+    let long = store.usage_rollup(acme.id, today - chrono::Duration::days(400), today, RollupGroup::Day).await;
+    assert!(long.is_err(), "a range is bounded");
+}

@@ -1,0 +1,68 @@
+//! Usage for people: sums of the daily rollups over a bounded range of days, by day, agent,
+//! model or source. A page reads the rows of its days, never the calls themselves.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use chrono::NaiveDate;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use hermes_core::ErrorCode;
+use hermes_core::access::AdminOp;
+use hermes_http::ApiError;
+use hermes_store::admin::RollupGroup;
+
+use crate::caller::Caller;
+use crate::errors::store_error;
+use crate::state::AdminState;
+
+/// Which days, grouped how.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UsageQuery {
+    /// First day (UTC, `YYYY-MM-DD`); default 29 days before `to`.
+    #[param(value_type = Option<String>)]
+    from: Option<NaiveDate>,
+    /// Last day, inclusive; default today. At most 366 days in all.
+    #[param(value_type = Option<String>)]
+    to: Option<NaiveDate>,
+    /// `day` (default), `agent`, `model` or `source` (`api`, `chat`, `cron`, `webhook`).
+    #[param(value_type = Option<String>)]
+    by: Option<RollupGroup>,
+}
+
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/usage", tag = "admin: usage",
+    params(("tenant" = String, Path, description = "Tenant id"), UsageQuery),
+    responses((status = 200, description = "Tokens, dollars, turns, tool and sandbox time per group, and the total", body = crate::schemas::UsageReport),
+        (status = 400, description = "A range that is backwards or longer than 366 days", body = crate::schemas::ErrorBody),
+        (status = 404, description = "No such tenant (or not yours)", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn usage(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+    Query(q): Query<UsageQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ViewUsage).await?;
+    let to = q.to.unwrap_or_else(|| chrono::Utc::now().date_naive());
+    let from = q.from.unwrap_or(to - chrono::Duration::days(29));
+    let by = q.by.unwrap_or(RollupGroup::Day);
+    let lines = state.store.usage_rollup(t.id, from, to, by).await.map_err(|e| match e {
+        hermes_store::StoreError::Invalid(why) => {
+            ApiError::invalid_request(ErrorCode::InvalidValue, why).with_param("from")
+        }
+        other => store_error(other),
+    })?;
+    let mut total = hermes_store::admin::RollupLine { key: "total".into(), ..Default::default() };
+    for l in &lines {
+        total.calls += l.calls;
+        total.prompt_tokens += l.prompt_tokens;
+        total.completion_tokens += l.completion_tokens;
+        total.cached_tokens += l.cached_tokens;
+        total.cost_usd += l.cost_usd;
+        total.unpriced_calls += l.unpriced_calls;
+        total.turns += l.turns;
+        total.tool_ms += l.tool_ms;
+        total.sandbox_ms += l.sandbox_ms;
+    }
+    Ok(Json(json!({ "from": from, "to": to, "by": by, "lines": lines, "total": total })))
+}
