@@ -96,6 +96,7 @@ async fn every_operation_with_a_path_id_answers_404_to_another_tenant_and_writes
         ("/api/sessions/", session),
         ("/v1/channels/", channel.id.to_string()),
         ("/v1/cron/jobs/", job["id"].as_str().unwrap().to_owned()),
+        ("/api/jobs/", job["id"].as_str().unwrap().to_owned()),
         ("/v1/webhooks/", hook["id"].as_str().unwrap().to_owned()),
         ("/v1/event-hooks/", event_hook["id"].as_str().unwrap().to_owned()),
         ("/v1/responses/", response["id"].as_str().unwrap().to_owned()),

@@ -158,7 +158,7 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
             p if p.starts_with("/v1/interactions/") => &interaction,
             p if p.starts_with("/api/sessions/") => &session,
             p if p.starts_with("/v1/channels/") => &channel,
-            p if p.starts_with("/v1/cron/jobs/") => &job,
+            p if p.starts_with("/v1/cron/jobs/") || p.starts_with("/api/jobs/") => &job,
             p if p.starts_with("/v1/webhooks/") => &hook,
             p if p.starts_with("/v1/event-hooks/") => &events,
             other => panic!("no object for {other}: extend this test"),
@@ -176,7 +176,7 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 33, "every route that names an object");
+    assert_eq!(checked, 39, "every route that names an object");
     // Chaining onto the owner's objects is refused the same way.
     for body in
         [json!({"input": "x", "previous_response_id": response_id}), json!({"input": "x", "session_id": session})]

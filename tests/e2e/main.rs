@@ -9,6 +9,7 @@
 )]
 
 mod admin;
+mod api_jobs;
 mod approval;
 mod architecture;
 mod attacks;

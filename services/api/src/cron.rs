@@ -25,7 +25,7 @@ use crate::state::AppState;
 type Result<T> = std::result::Result<T, Failure<resource::CronJob>>;
 
 /// The caller's job `id` (or name).
-async fn visible(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Job> {
+pub(crate) async fn visible(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Job> {
     Ok(state.store.find_job(auth.tenant_id, auth.agent_id, id).await?)
 }
 
@@ -40,25 +40,25 @@ pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) ->
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CreateJob {
-    prompt: String,
+    pub(crate) prompt: String,
     /// `every 30m|2h|1d`, a 5- or 6-field cron expression, an ISO time, or a delay like `30m`.
-    schedule: String,
+    pub(crate) schedule: String,
     /// Default: the first 50 characters of the prompt.
-    name: Option<String>,
+    pub(crate) name: Option<String>,
     /// The agent (by name); the key's agent or the tenant's only agent when absent.
-    model: Option<String>,
+    pub(crate) model: Option<String>,
     /// An IANA time zone; the tenant's by default.
-    timezone: Option<String>,
+    pub(crate) timezone: Option<String>,
     /// Runs to make (default: 1 for a one-shot, forever otherwise).
-    repeat: Option<i32>,
+    pub(crate) repeat: Option<i32>,
     /// `local` (the default from the API), `origin`, or `platform:chat[:thread]`.
-    deliver: Option<String>,
+    pub(crate) deliver: Option<String>,
     #[serde(default)]
-    skills: Vec<String>,
+    pub(crate) skills: Vec<String>,
     /// Another model for the runs, on the agent's provider (upstream's job `model`).
-    run_model: Option<String>,
+    pub(crate) run_model: Option<String>,
     /// Only these of the agent's toolsets in the runs (upstream's `enabled_toolsets`).
-    enabled_toolsets: Option<Vec<String>>,
+    pub(crate) enabled_toolsets: Option<Vec<String>>,
 }
 
 #[utoipa::path(post, path = "/v1/cron/jobs", tag = "cron", request_body = CreateJob,
@@ -75,7 +75,7 @@ pub(crate) async fn create(
 
 /// The job `c` asks for, checked: a prompt that is not an injection attempt, a time zone and
 /// a schedule that can be read, known toolsets, delivery targets that exist.
-async fn new_job(state: &AppState, auth: &KeyAuth, c: CreateJob) -> Result<NewJob> {
+pub(crate) async fn new_job(state: &AppState, auth: &KeyAuth, c: CreateJob) -> Result<NewJob> {
     let agent = resolve_agent(state, auth, c.model.as_deref()).await?;
     let invalid = |code: ErrorCode, why: String| ApiError::invalid_request(code, why);
     let prompt = c.prompt.trim().to_owned();

@@ -66,6 +66,13 @@ impl<R: Resource> From<StoreError> for Failure<R> {
     }
 }
 
+impl<R> Failure<R> {
+    /// The answer this failure gives, for handlers that answer in another shape.
+    pub(crate) fn error(self) -> ApiError {
+        self.error
+    }
+}
+
 impl<R> IntoResponse for Failure<R> {
     fn into_response(self) -> Response {
         self.error.into_response()

@@ -3,6 +3,7 @@
 //! worker's events back to the client.
 
 // Handlers: each one is routed below and imports none of the others.
+mod api_jobs;
 mod channels;
 mod chat;
 mod cron;
@@ -148,6 +149,11 @@ fn router_with(ctx: ApiContext, events: EventHub, http: reqwest::Client, admin: 
         .route("/v1/event-hooks/{id}", get(event_hooks::get).patch(event_hooks::update).delete(event_hooks::delete))
         .route("/v1/event-hooks/{id}/ping", post(event_hooks::ping))
         .route("/v1/event-hooks/{id}/deliveries", get(event_hooks::deliveries))
+        .route("/api/jobs", get(api_jobs::list).post(api_jobs::create))
+        .route("/api/jobs/{id}", get(api_jobs::get).patch(api_jobs::update).delete(api_jobs::delete))
+        .route("/api/jobs/{id}/pause", post(api_jobs::pause))
+        .route("/api/jobs/{id}/resume", post(api_jobs::resume_job))
+        .route("/api/jobs/{id}/run", post(api_jobs::run))
         .route("/api/sessions", get(sessions::list).post(sessions::create))
         .route("/api/sessions/{id}", get(sessions::get).patch(sessions::rename).delete(sessions::delete))
         .route("/api/sessions/{id}/messages", get(sessions::messages))

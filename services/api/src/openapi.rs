@@ -76,6 +76,14 @@ impl Modify for BearerKey {
         crate::event_hooks::delete,
         crate::event_hooks::ping,
         crate::event_hooks::deliveries,
+        crate::api_jobs::list,
+        crate::api_jobs::create,
+        crate::api_jobs::get,
+        crate::api_jobs::update,
+        crate::api_jobs::delete,
+        crate::api_jobs::pause,
+        crate::api_jobs::resume_job,
+        crate::api_jobs::run,
     )
 )]
 pub(crate) struct ApiDoc;

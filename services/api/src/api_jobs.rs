@@ -1,0 +1,363 @@
+//! Upstream's `/api/jobs`: the cron jobs of `/v1/cron/jobs` in upstream's shapes, so clients
+//! written against Hermes Agent's API server manage cron here unchanged: `{"jobs": [...]}`,
+//! `{"job": {...}}`, `{"ok": true}`, errors as `{"error": "..."}`, and upstream's job fields
+//! (`schedule` an object, `repeat`, `enabled`, `skill`). Same key, same tenant walls: another
+//! tenant's job is a 404 like a missing one.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use hermes_core::JobState;
+use hermes_http::{ApiError, ApiJson};
+use hermes_store::cron::{Job, JobChanges};
+
+use crate::auth::Caller;
+use crate::cron::{CreateJob, new_job, visible};
+use crate::state::AppState;
+
+/// Upstream's limits.
+const MAX_NAME: usize = 200;
+const MAX_PROMPT: usize = 5000;
+
+/// An error as upstream writes it: `{"error": "..."}`.
+#[derive(Debug)]
+struct Refusal(StatusCode, String);
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({ "error": self.1 }))).into_response()
+    }
+}
+
+fn error(status: StatusCode, message: impl Into<String>) -> Refusal {
+    Refusal(status, message.into())
+}
+
+fn from_api(e: ApiError) -> Refusal {
+    error(e.status, e.message)
+}
+
+/// A job in upstream's shape.
+fn upstream(job: &Job) -> Value {
+    json!({
+        "id": job.id,
+        "name": job.name,
+        "prompt": job.prompt,
+        "skills": job.skills,
+        "skill": job.skills.first(),
+        "model": job.model,
+        "provider": null,
+        "base_url": null,
+        "script": null,
+        "no_agent": false,
+        "schedule": { "kind": job.schedule_kind, "expr": job.schedule, "display": job.schedule_display },
+        "schedule_display": job.schedule_display,
+        "timezone": job.timezone,
+        "repeat": { "times": job.repeat_times, "completed": job.repeat_completed },
+        "enabled": job.state != JobState::Paused,
+        "state": job.state,
+        "paused_at": null,
+        "paused_reason": job.paused_reason,
+        "created_at": job.created_at,
+        "next_run_at": job.next_run_at,
+        "last_run_at": job.last_run_at,
+        "last_status": job.last_status,
+        "last_error": job.last_error,
+        "last_delivery_error": job.last_delivery_error,
+        "deliver": job.deliver,
+        "origin": job.origin,
+        "enabled_toolsets": job.toolsets,
+        "workdir": null,
+        "agent_id": job.agent_id,
+    })
+}
+
+/// `?include_disabled=true` lists paused jobs too.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub(crate) struct ListQuery {
+    include_disabled: Option<String>,
+}
+
+#[utoipa::path(get, path = "/api/jobs", tag = "upstream cron", params(ListQuery),
+    responses((status = 200, description = "`{\"jobs\": [...]}` (paused jobs only with include_disabled=true)", body = Object),
+        (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller, Query(q): Query<ListQuery>) -> Response {
+    let all = matches!(q.include_disabled.as_deref().map(str::to_ascii_lowercase).as_deref(), Some("true" | "1"));
+    match state.store.list_jobs(auth.tenant_id, auth.agent_id).await {
+        Ok(jobs) => {
+            let shown: Vec<Value> = jobs.iter().filter(|j| all || j.state != JobState::Paused).map(upstream).collect();
+            Json(json!({ "jobs": shown })).into_response()
+        }
+        Err(e) => from_api(ApiError::internal(e)).into_response(),
+    }
+}
+
+/// Upstream's create body (unknown fields are ignored, as upstream does).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub(crate) struct UpstreamJob {
+    name: Option<String>,
+    schedule: Option<String>,
+    #[serde(default)]
+    prompt: String,
+    deliver: Option<String>,
+    skills: Option<Vec<String>>,
+    skill: Option<String>,
+    repeat: Option<i64>,
+    /// Which agent runs it (by name): an addition of ours; default the key's agent or the
+    /// tenant's only agent.
+    model: Option<String>,
+    enabled: Option<bool>,
+}
+
+impl UpstreamJob {
+    fn skills(&self) -> Option<Vec<String>> {
+        match (&self.skills, &self.skill) {
+            (Some(list), _) => Some(list.clone()),
+            (None, Some(one)) => Some(vec![one.clone()]),
+            (None, None) => None,
+        }
+    }
+
+    /// Upstream's checks, with upstream's words.
+    fn check(&self, creating: bool) -> Result<(), Refusal> {
+        let bad = |m: String| Err(error(StatusCode::BAD_REQUEST, m));
+        let name = self.name.as_deref().map(str::trim).unwrap_or("");
+        if creating && name.is_empty() {
+            return bad("Name is required".into());
+        }
+        if name.chars().count() > MAX_NAME {
+            return bad(format!("Name must be ≤ {MAX_NAME} characters"));
+        }
+        if creating && self.schedule.as_deref().map(str::trim).unwrap_or("").is_empty() {
+            return bad("Schedule is required".into());
+        }
+        if self.prompt.chars().count() > MAX_PROMPT {
+            return bad(format!("Prompt must be ≤ {MAX_PROMPT} characters"));
+        }
+        if self.repeat.is_some_and(|r| r < 1) {
+            return bad("Repeat must be a positive integer".into());
+        }
+        Ok(())
+    }
+}
+
+#[utoipa::path(post, path = "/api/jobs", tag = "upstream cron", request_body = UpstreamJob,
+    responses((status = 200, description = "`{\"job\": {...}}`", body = Object),
+        (status = 400, description = "`{\"error\": \"...\"}`: a missing name or schedule, a schedule that cannot be read, a refused prompt", body = Object)))]
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    body: Result<ApiJson<UpstreamJob>, ApiError>,
+) -> Response {
+    let ApiJson(b) = match body {
+        Ok(b) => b,
+        Err(e) => return from_api(e).into_response(),
+    };
+    if let Err(refused) = b.check(true) {
+        return refused.into_response();
+    }
+    if b.prompt.trim().is_empty() && b.skills().unwrap_or_default().is_empty() {
+        return error(StatusCode::BAD_REQUEST, "A prompt or a skill is required").into_response();
+    }
+    let skills = b.skills().unwrap_or_default();
+    let create = CreateJob {
+        prompt: if b.prompt.trim().is_empty() { format!("Run the skill {}.", skills.join(", ")) } else { b.prompt },
+        schedule: b.schedule.unwrap_or_default(),
+        name: b.name.map(|n| n.trim().to_owned()),
+        model: b.model,
+        timezone: None,
+        repeat: b.repeat.and_then(|r| i32::try_from(r).ok()),
+        deliver: Some(b.deliver.unwrap_or_else(|| "local".into())),
+        skills,
+        run_model: None,
+        enabled_toolsets: None,
+    };
+    let new = match new_job(&state, &auth, create).await {
+        Ok(new) => new,
+        Err(e) => return from_api(e.error()).into_response(),
+    };
+    match state.store.create_job(auth.tenant_id, &new).await {
+        Ok(job) => Json(json!({ "job": upstream(&job) })).into_response(),
+        Err(hermes_store::StoreError::Conflict(what)) => {
+            error(StatusCode::CONFLICT, format!("{what} already exists")).into_response()
+        }
+        Err(e) => from_api(ApiError::internal(e)).into_response(),
+    }
+}
+
+async fn found(state: &AppState, auth: &hermes_store::KeyAuth, id: &str) -> Result<Job, Refusal> {
+    visible(state, auth, id).await.map_err(|_| error(StatusCode::NOT_FOUND, "Job not found"))
+}
+
+#[utoipa::path(get, path = "/api/jobs/{id}", tag = "upstream cron", params(("id" = String, Path, description = "Job id")),
+    responses((status = 200, description = "`{\"job\": {...}}`", body = Object), (status = 404, description = "`{\"error\": \"Job not found\"}`", body = Object)))]
+pub(crate) async fn get(State(state): State<AppState>, Caller(auth): Caller, Path(id): Path<String>) -> Response {
+    match found(&state, &auth, &id).await {
+        Ok(job) => Json(json!({ "job": upstream(&job) })).into_response(),
+        Err(missing) => missing.into_response(),
+    }
+}
+
+#[utoipa::path(patch, path = "/api/jobs/{id}", tag = "upstream cron", params(("id" = String, Path, description = "Job id")), request_body = UpstreamJob,
+    responses((status = 200, description = "`{\"job\": {...}}`", body = Object), (status = 400, description = "No valid fields, or a bad value", body = Object),
+        (status = 404, description = "`{\"error\": \"Job not found\"}`", body = Object)))]
+pub(crate) async fn update(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+    body: Result<ApiJson<UpstreamJob>, ApiError>,
+) -> Response {
+    let job = match found(&state, &auth, &id).await {
+        Ok(job) => job,
+        Err(missing) => return missing.into_response(),
+    };
+    let ApiJson(b) = match body {
+        Ok(b) => b,
+        Err(e) => return from_api(e).into_response(),
+    };
+    if let Err(refused) = b.check(false) {
+        return refused.into_response();
+    }
+    match change(&state, &auth, job, b).await {
+        Ok(job) => Json(json!({ "job": upstream(&job) })).into_response(),
+        Err(refused) => refused.into_response(),
+    }
+}
+
+/// Applies an upstream PATCH: the allowed fields only (name, schedule, prompt, deliver,
+/// skills, skill, repeat, enabled).
+async fn change(state: &AppState, auth: &hermes_store::KeyAuth, job: Job, b: UpstreamJob) -> Result<Job, Refusal> {
+    let bad = |m: String| error(StatusCode::BAD_REQUEST, m);
+    let mut changes = JobChanges {
+        name: b.name.as_deref().map(str::trim).filter(|n| !n.is_empty()).map(str::to_owned),
+        prompt: Some(b.prompt.trim().to_owned()).filter(|p| !p.is_empty()),
+        skills: b.skills(),
+        deliver: b.deliver.clone(),
+        timing: None,
+    };
+    if let Some(prompt) = &changes.prompt
+        && let Some(finding) = hermes_threats::scan_strict(prompt).first()
+    {
+        return Err(bad(format!(
+            "Prompt refused: it looks like an injection or exfiltration attempt ({})",
+            finding.reason
+        )));
+    }
+    if let Some(deliver) = &changes.deliver {
+        hermes_core::outbox::DeliveryTarget::list(deliver).map_err(|e| bad(e.to_string()))?;
+    }
+    if b.schedule.is_some() || b.repeat.is_some() {
+        let schedule = b.schedule.as_deref().unwrap_or(&job.schedule);
+        let repeat = b.repeat.and_then(|r| i32::try_from(r).ok()).or(job.repeat_times);
+        let timing = hermes_schedule::timing(schedule, &job.timezone, repeat, chrono::Utc::now())
+            .map_err(|e| bad(e.to_string()))?;
+        changes.timing = Some((&timing).into());
+    }
+    let touched = changes.name.is_some()
+        || changes.prompt.is_some()
+        || changes.skills.is_some()
+        || changes.deliver.is_some()
+        || changes.timing.is_some();
+    if !touched && b.enabled.is_none() {
+        return Err(bad("No valid fields to update".into()));
+    }
+    let internal = |e: hermes_store::StoreError| from_api(ApiError::internal(e));
+    let mut job =
+        if touched { state.store.update_job(auth.tenant_id, job.id, &changes).await.map_err(internal)? } else { job };
+    match b.enabled {
+        Some(false) if job.state != JobState::Paused => {
+            job = state
+                .store
+                .set_job_state(auth.tenant_id, job.id, Some("disabled through /api/jobs"), None)
+                .await
+                .map_err(internal)?;
+        }
+        Some(true) if job.state == JobState::Paused => {
+            job = resume(state, auth, &job).await?;
+        }
+        _ => {}
+    }
+    Ok(job)
+}
+
+async fn resume(state: &AppState, auth: &hermes_store::KeyAuth, job: &Job) -> Result<Job, Refusal> {
+    let next = hermes_schedule::resume_at(&job.schedule, &job.timezone, chrono::Utc::now())
+        .map_err(|e| error(StatusCode::BAD_REQUEST, e.to_string()))?;
+    state
+        .store
+        .set_job_state(auth.tenant_id, job.id, None, Some(next))
+        .await
+        .map_err(|e| from_api(ApiError::internal(e)))
+}
+
+#[utoipa::path(delete, path = "/api/jobs/{id}", tag = "upstream cron", params(("id" = String, Path, description = "Job id")),
+    responses((status = 200, description = "`{\"ok\": true}`", body = Object), (status = 404, description = "`{\"error\": \"Job not found\"}`", body = Object)))]
+pub(crate) async fn delete(State(state): State<AppState>, Caller(auth): Caller, Path(id): Path<String>) -> Response {
+    let job = match found(&state, &auth, &id).await {
+        Ok(job) => job,
+        Err(missing) => return missing.into_response(),
+    };
+    match state.store.delete_job(auth.tenant_id, job.id).await {
+        Ok(true) => Json(json!({ "ok": true })).into_response(),
+        Ok(false) => error(StatusCode::NOT_FOUND, "Job not found").into_response(),
+        Err(e) => from_api(ApiError::internal(e)).into_response(),
+    }
+}
+
+/// Which of the three actions.
+#[derive(Debug, Clone, Copy)]
+enum Action {
+    Pause,
+    Resume,
+    Run,
+}
+
+async fn act(state: &AppState, auth: &hermes_store::KeyAuth, id: &str, action: Action) -> Response {
+    let job = match found(state, auth, id).await {
+        Ok(job) => job,
+        Err(missing) => return missing.into_response(),
+    };
+    let internal = |e: hermes_store::StoreError| from_api(ApiError::internal(e));
+    let done = match action {
+        Action::Pause => state
+            .store
+            .set_job_state(auth.tenant_id, job.id, Some("paused through /api/jobs"), None)
+            .await
+            .map_err(internal),
+        Action::Resume => resume(state, auth, &job).await,
+        Action::Run => {
+            state.store.set_job_state(auth.tenant_id, job.id, None, Some(chrono::Utc::now())).await.map_err(internal)
+        }
+    };
+    match done {
+        Ok(job) => Json(json!({ "job": upstream(&job) })).into_response(),
+        Err(refused) => refused.into_response(),
+    }
+}
+
+#[utoipa::path(post, path = "/api/jobs/{id}/pause", tag = "upstream cron", params(("id" = String, Path, description = "Job id")),
+    responses((status = 200, description = "`{\"job\": {...}}`", body = Object), (status = 404, description = "`{\"error\": \"Job not found\"}`", body = Object)))]
+pub(crate) async fn pause(State(state): State<AppState>, Caller(auth): Caller, Path(id): Path<String>) -> Response {
+    act(&state, &auth, &id, Action::Pause).await
+}
+
+#[utoipa::path(post, path = "/api/jobs/{id}/resume", tag = "upstream cron", params(("id" = String, Path, description = "Job id")),
+    responses((status = 200, description = "`{\"job\": {...}}`", body = Object), (status = 404, description = "`{\"error\": \"Job not found\"}`", body = Object)))]
+pub(crate) async fn resume_job(
+    State(state): State<AppState>,
+    Caller(auth): Caller,
+    Path(id): Path<String>,
+) -> Response {
+    act(&state, &auth, &id, Action::Resume).await
+}
+
+#[utoipa::path(post, path = "/api/jobs/{id}/run", tag = "upstream cron", params(("id" = String, Path, description = "Job id")),
+    responses((status = 200, description = "`{\"job\": {...}}`: due now, the scheduler starts it within a second", body = Object),
+        (status = 404, description = "`{\"error\": \"Job not found\"}`", body = Object)))]
+pub(crate) async fn run(State(state): State<AppState>, Caller(auth): Caller, Path(id): Path<String>) -> Response {
+    act(&state, &auth, &id, Action::Run).await
+}
