@@ -164,6 +164,24 @@ await step('usage shows what the turns cost, per day and per model', async () =>
   expect(Number(calls.replace(/[^0-9]/g, '')) >= 3, `the turns' model calls are counted: ${calls}`);
 });
 
+await step('the owner binds a Telegram bot step by step and lets a stranger in', async () => {
+  await ownerPage.goto(`${base}/console/t/${world.tenant}/channels`);
+  await ownerPage.getByLabel('Platform').selectOption('telegram');
+  await ownerPage.getByLabel('Bot token').fill(world.telegram_token);
+  await ownerPage.getByLabel('Agent').selectOption({ label: 'helper' });
+  await ownerPage.getByRole('button', { name: 'Bind', exact: true }).click();
+  await ownerPage.getByText('Bound @ConsoleBot').waitFor({ timeout: 20000 });
+  // The stranger writes to the bot and gets a code; the admin sees them waiting.
+  for (let i = 0; i < 60; i += 1) {
+    await ownerPage.goto(`${base}/console/t/${world.tenant}/channels`);
+    if (await ownerPage.getByRole('button', { name: /^Approve/ }).count() > 0) break;
+    await ownerPage.waitForTimeout(500);
+  }
+  await shot(ownerPage, 'channels-en');
+  await ownerPage.getByRole('button', { name: /^Approve/ }).click();
+  await ownerPage.getByText('Approved: they may talk to the bot now.').waitFor();
+});
+
 let inviteLink = '';
 await step('the owner invites someone and the invitee joins from the link', async () => {
   await ownerPage.goto(`${base}/console/t/${world.tenant}/members`);

@@ -17,6 +17,9 @@ use serde_json::json;
 use crate::admin::{by_link, cli};
 use crate::harness::TestEnv;
 
+/// The bot the console binds, on the Telegram emulator.
+const BOT_TOKEN: &str = "777:console-bot";
+
 /// XSS payloads a transcript may hold: each must show as text and do nothing.
 const PAYLOADS: &str = "<script>window.__pwned = 'script'</script> \
     <img src=x onerror=\"window.__pwned = 'img'\"> [click me](javascript:window.__pwned='link') \
@@ -39,6 +42,9 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
     );
     let idp = hermes_testkit::oidc::OidcProvider::start().await.unwrap();
     let issuer = idp.issuer();
+    let tg = hermes_testkit::telegram::TelegramEmulator::start().await.unwrap();
+    tg.add_bot(BOT_TOKEN, "ConsoleBot");
+    let telegram = tg.base_url();
     let env = TestEnv::start_with(crate::harness::Roles::default(), |c| {
         c.admin.oidc.issuer = Some(issuer);
         c.admin.oidc.client_id = hermes_testkit::oidc::CLIENT_ID.into();
@@ -46,8 +52,10 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
         // The scripted model lives on loopback: the operator trusts it, as one would an
         // in-cluster model server, so the console may point an agent at it.
         c.outbound.trusted_private_hosts = vec!["127.0.0.1".into()];
+        c.platforms.telegram_api_base = telegram;
     })
     .await;
+    let _gateway = crate::telegram::Pod::start(&env).await;
     let (acme, _, key) = env.tenant("acme", "helper").await;
     let (other, _, _) = env.tenant("other", "helper").await;
 
@@ -74,6 +82,30 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
     .await
     .unwrap();
 
+    // A stranger writes to the bot as soon as the console has bound it (and gets a code to
+    // give an admin).
+    let stranger = {
+        let (db, tg, tenant) = (env.db.clone(), tg.clone(), acme);
+        tokio::spawn(async move {
+            for _ in 0..600 {
+                let bound: i64 = sqlx::query_scalar("SELECT count(*) FROM channels WHERE tenant_id = $1")
+                    .bind(tenant.as_uuid())
+                    .fetch_one(&db)
+                    .await
+                    .unwrap();
+                if bound > 0 {
+                    tg.push_update(
+                        BOT_TOKEN,
+                        hermes_testkit::telegram::message_update(4242, "private", 4242, "hello bot", None),
+                    );
+                    return true;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+            false
+        })
+    };
+
     // Whoever presses the single sign-on button is the owner, to the scripted provider.
     idp.next_login(Some(hermes_testkit::oidc::Login::as_user("owner@acme.test")));
 
@@ -88,6 +120,7 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
         "member_password": "mia's long passphrase",
         "stale_cookie": stale.cookie,
         "llm": env.llm.base_url(),
+        "telegram_token": BOT_TOKEN,
         "screenshots": shots.display().to_string(),
     });
     let out = tokio::task::spawn_blocking(move || {
@@ -107,6 +140,17 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
     assert!(out.status.success(), "the browser tests failed:\n{stdout}\n{stderr}");
     assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
 
+    assert!(stranger.await.unwrap(), "the console bound the bot");
+    // The stranger was let in, and told so in the chat.
+    crate::harness::poll_until(async || {
+        tg.sent(BOT_TOKEN)
+            .iter()
+            .any(|m| m.chat_id == "4242" && m.text.to_lowercase().contains("approved"))
+            .then_some(())
+    })
+    .await
+    .expect("the stranger hears they were let in");
+
     // What the browser did is in the audit log, as the people who did it.
     let actions: Vec<(String, String)> = sqlx::query_as(
         "SELECT action, actor_label FROM audit_log WHERE tenant_id = $1 AND actor_kind = 'person' ORDER BY id",
@@ -121,6 +165,8 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
     assert!(actions.iter().any(|(a, _)| a == "agent.created"), "{actions:?}");
     assert!(actions.iter().any(|(a, _)| a == "turn.stopped"), "{actions:?}");
     assert!(actions.iter().any(|(a, _)| a == "memory.rewritten"), "{actions:?}");
+    assert!(actions.iter().any(|(a, _)| a == "channel.bound"), "{actions:?}");
+    assert!(actions.iter().any(|(a, _)| a == "pairing.approved"), "{actions:?}");
     let stopped: i64 = sqlx::query_scalar("SELECT count(*) FROM turns WHERE status = 'cancelled' AND tenant_id = $1")
         .bind(acme.as_uuid())
         .fetch_one(&env.db)

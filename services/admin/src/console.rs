@@ -27,6 +27,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("pages/agents.js", "text/javascript; charset=utf-8", include_str!("../console/pages/agents.js")),
     ("pages/live.js", "text/javascript; charset=utf-8", include_str!("../console/pages/live.js")),
     ("pages/usage.js", "text/javascript; charset=utf-8", include_str!("../console/pages/usage.js")),
+    ("pages/channels.js", "text/javascript; charset=utf-8", include_str!("../console/pages/channels.js")),
     ("style.css", "text/css; charset=utf-8", include_str!("../console/style.css")),
 ];
 

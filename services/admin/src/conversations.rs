@@ -162,9 +162,11 @@ pub(crate) async fn create_agent(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-    hermes_http::ApiJson(body): hermes_http::ApiJson<NewAgentBody>,
+    body: std::result::Result<hermes_http::ApiJson<NewAgentBody>, ApiError>,
 ) -> Result<(StatusCode, Json<Value>)> {
     let t = caller.tenant(&state, &tenant, AdminOp::EditAgents).await?;
+    // Whose it is first: another tenant's URL is a 404 whatever the body.
+    let hermes_http::ApiJson(body) = body?;
     let bad =
         |param: &'static str, msg: String| ApiError::invalid_request(ErrorCode::InvalidValue, msg).with_param(param);
     let url =

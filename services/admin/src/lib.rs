@@ -6,7 +6,9 @@
 //! [`caller`]. Every write is recorded in the audit log with its actor, request and address.
 
 mod audit;
+mod bots;
 mod caller;
+pub mod channels;
 mod console;
 mod conversations;
 mod errors;
@@ -57,6 +59,14 @@ pub struct AdminContext {
     pub events: Option<hermes_queue::EventHub>,
 }
 
+/// The client that talks to chat platforms on a tenant's behalf: the outbound policy, with the
+/// platforms' hosts the operator configured trusted (a self-hosted Bot API may be private).
+pub fn platform_client(config: &HermesConfig) -> Result<reqwest::Client, reqwest::Error> {
+    let policy = hermes_net_policy::outbound::Policy::trusting(config.outbound.trusted(&config.platforms));
+    let (connect, total) = (std::time::Duration::from_secs(10), std::time::Duration::from_secs(30));
+    hermes_net_policy::outbound::client_for(Arc::new(policy), connect, total)
+}
+
 /// 32 random bytes, URL-safe base64.
 pub(crate) fn random_token() -> Result<String, ring::error::Unspecified> {
     use base64::Engine;
@@ -77,6 +87,7 @@ pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
     }
     let state = AdminState::new(Shared {
         public_url: ctx.config.console_url(),
+        http: platform_client(&ctx.config)?,
         oidc,
         limiter: ctx.cache.rate_limiter(),
         cancels: ctx.cache.cancel_bus(),
@@ -120,6 +131,10 @@ pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
         .route("/admin/v1/tenants/{tenant}/turns", get(live::open_turns))
         .route("/admin/v1/tenants/{tenant}/turns/{id}/stop", post(live::stop))
         .route("/admin/v1/tenants/{tenant}/turns/{id}/events", get(live::events))
+        .route("/admin/v1/tenants/{tenant}/channels", get(bots::list).post(bots::create))
+        .route("/admin/v1/tenants/{tenant}/channels/{id}", axum::routing::delete(bots::delete))
+        .route("/admin/v1/tenants/{tenant}/channels/{id}/pairings", get(bots::pairings))
+        .route("/admin/v1/tenants/{tenant}/channels/{id}/pairings/approve", post(bots::approve))
         .route("/admin/v1/tenants/{tenant}/usage", get(usage::usage))
         .route("/admin/v1/tenants/{tenant}/audit", get(audit::tenant_audit))
         .route("/admin/v1/audit", get(audit::installation_audit))

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use hermes_core::access::{AdminOp, op_for_role_change};
 use hermes_core::{ErrorCode, InvitationId, MemberRole, PersonId};
-use hermes_http::{ApiError, ApiJson};
+use hermes_http::ApiError;
 
 use crate::caller::Caller;
 use crate::errors::{store_error, store_error_for};
@@ -52,9 +52,11 @@ pub(crate) async fn change_role(
     State(state): State<AdminState>,
     caller: Caller,
     Path((tenant, person)): Path<(String, String)>,
-    ApiJson(body): ApiJson<RoleChange>,
+    body: std::result::Result<hermes_http::ApiJson<RoleChange>, ApiError>,
 ) -> Result<Json<Value>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewMembers).await?;
+    // Whose it is first: another tenant's URL is a 404 whatever the body.
+    let hermes_http::ApiJson(body) = body?;
     let who = person_id(&person)?;
     let now = state.store.member_role(t.id, who).await.map_err(store_error)?;
     let now = now.ok_or_else(|| ApiError::not_found(ErrorCode::MemberNotFound, "no such member"))?;
@@ -120,9 +122,11 @@ pub(crate) async fn invite(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-    ApiJson(body): ApiJson<Invite>,
+    body: std::result::Result<hermes_http::ApiJson<Invite>, ApiError>,
 ) -> Result<(StatusCode, Json<Value>)> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewMembers).await?;
+    // Whose it is first: another tenant's URL is a 404 whatever the body.
+    let hermes_http::ApiJson(body) = body?;
     t.check(op_for_role_change(None, Some(body.role)))?;
     let valid_for = std::time::Duration::from_secs(state.config.admin.invitation_days.max(1) * 86_400);
     let made = state.store.create_invitation(t.id, &body.email, body.role, valid_for, &caller.audit()).await;

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use hermes_core::access::AdminOp;
 use hermes_core::{AgentId, ErrorCode, TenantId};
-use hermes_http::{ApiError, ApiJson};
+use hermes_http::ApiError;
 use hermes_store::MemoryTarget;
 use hermes_store::admin::Change;
 
@@ -90,9 +90,11 @@ pub(crate) async fn rewrite(
     State(state): State<AdminState>,
     caller: Caller,
     Path((tenant, agent_ref)): Path<(String, String)>,
-    ApiJson(body): ApiJson<Rewrite>,
+    body: std::result::Result<hermes_http::ApiJson<Rewrite>, ApiError>,
 ) -> Result<Json<Value>> {
     let t = caller.tenant(&state, &tenant, AdminOp::EditMemory).await?;
+    // Whose it is first: another tenant's URL is a 404 whatever the body.
+    let hermes_http::ApiJson(body) = body?;
     let id = agent(&state, t.id, &agent_ref).await?.id;
     let (target, limit) = match body.target.as_str() {
         "memory" => (MemoryTarget::Memory, state.config.memory.memory_char_limit),

@@ -42,6 +42,8 @@ pub(crate) struct Shared {
     pub keys: Option<SessionKeys>,
     /// Where links point: `admin.public_url`, or the API's own address.
     pub public_url: String,
+    /// Talks to chat platforms when binding bots.
+    pub http: reqwest::Client,
     /// The installation's identity provider, when one is configured.
     pub oidc: Option<crate::oidc::Oidc>,
 }

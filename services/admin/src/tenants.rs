@@ -135,9 +135,11 @@ pub(crate) async fn set_quotas(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-    ApiJson(body): ApiJson<Quotas>,
+    body: std::result::Result<hermes_http::ApiJson<Quotas>, ApiError>,
 ) -> Result<StatusCode> {
     let t = caller.tenant(&state, &tenant, AdminOp::SetQuotas).await?;
+    // Whose it is first: another tenant's URL is a 404 whatever the body.
+    let hermes_http::ApiJson(body) = body?;
     let (_, rpm, turns) = state.store.tenant(t.id).await.map_err(store_error)?;
     state.store.set_tenant_limits(t.id, body.requests_per_minute, body.concurrent_turns).await.map_err(store_error)?;
     let change = Change::new("tenant.quotas_set", "tenant", t.id)

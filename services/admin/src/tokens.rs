@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use hermes_core::access::{AdminOp, Standing};
 use hermes_core::{AdminTokenId, AgentId, ApiKeyId, ErrorCode, MemberRole};
-use hermes_http::{ApiError, ApiJson};
+use hermes_http::ApiError;
 use hermes_store::admin::Change;
 
 use crate::caller::{Caller, Credential};
@@ -66,9 +66,11 @@ pub(crate) async fn create_token(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-    ApiJson(body): ApiJson<NewToken>,
+    body: std::result::Result<hermes_http::ApiJson<NewToken>, ApiError>,
 ) -> Result<(StatusCode, Json<Value>)> {
     let t = caller.tenant(&state, &tenant, AdminOp::ManageTokens).await?;
+    // Whose it is first: another tenant's URL is a 404 whatever the body.
+    let hermes_http::ApiJson(body) = body?;
     let role = body.role.unwrap_or(MemberRole::Member);
     if let Standing::Member(mine) = t.standing
         && role.rank() > mine.rank()
@@ -151,9 +153,11 @@ pub(crate) async fn create_key(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-    ApiJson(body): ApiJson<NewKey>,
+    body: std::result::Result<hermes_http::ApiJson<NewKey>, ApiError>,
 ) -> Result<(StatusCode, Json<Value>)> {
     let t = caller.tenant(&state, &tenant, AdminOp::ManageKeys).await?;
+    // Whose it is first: another tenant's URL is a 404 whatever the body.
+    let hermes_http::ApiJson(body) = body?;
     let name = body.name.trim();
     if name.is_empty() || name.chars().count() > 100 {
         return Err(ApiError::invalid_request(ErrorCode::InvalidValue, "a key's name is 1 to 100 characters")

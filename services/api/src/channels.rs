@@ -1,5 +1,6 @@
 //! `/v1/channels`: a tenant's chat bots, as `hermesctl channel` manages them. Creating one
-//! checks the bot with its platform ([`hermes_chat::binding`]) before anything is stored;
+//! checks the bot with its platform (`hermes_admin::channels::bind`, which the admin API uses
+//! too) before anything is stored;
 //! credentials are sealed at rest and never shown again. Pairing codes people got from a bot
 //! are listed and approved here too. Only a tenant-wide key manages channels; another
 //! tenant's channel is a 404 like a missing one.
@@ -10,11 +11,10 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use hermes_chat::binding::{self, BindError, BindRequest};
-use hermes_core::kinds::UnknownName;
+use hermes_admin::channels::{self, Binder, ChannelFailure, ChannelRequest, parse};
 use hermes_core::{BusyMode, DmPolicy, GroupPolicy, GroupSessions};
-use hermes_http::{ApiError, ApiJson, ErrorCode};
-use hermes_store::{Channel, ChannelAccess, KeyAuth, NewChannel, PairingApproval};
+use hermes_http::{ApiError, ApiJson};
+use hermes_store::{Channel, ChannelAccess, KeyAuth};
 
 use crate::agents::resolve_agent;
 use crate::auth::{Caller, tenant_wide};
@@ -43,112 +43,28 @@ pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) ->
     Ok(Json(json!({ "object": "list", "data": channels, "has_more": false })))
 }
 
-/// A bot to bind: the platform's credentials for its mode, and who may talk to it.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct CreateChannel {
-    /// The agent's name.
-    agent: String,
-    platform: String,
-    mode: Option<String>,
-    token: Option<String>,
-    signing_secret: Option<String>,
-    app_token: Option<String>,
-    corp_id: Option<String>,
-    wecom_agent_id: Option<i64>,
-    secret: Option<String>,
-    aes_key: Option<String>,
-    bot_id: Option<String>,
-    /// Webhook modes: where the platform reaches the gateway.
-    public_url: Option<String>,
-    dm_policy: Option<String>,
-    group_policy: Option<String>,
-    #[serde(default)]
-    allow_users: Vec<String>,
-    #[serde(default)]
-    allow_chats: Vec<String>,
-    #[serde(default)]
-    admins: Vec<String>,
-}
-
-/// A vocabulary value from a request body: an unknown name is a 400 `invalid_value` naming the
-/// allowed ones (the code an unknown platform or busy mode always had).
-fn parse<T: std::str::FromStr<Err = UnknownName>>(value: &str) -> std::result::Result<T, ApiError> {
-    value.parse().map_err(|e: UnknownName| ApiError::invalid_request(ErrorCode::InvalidValue, e.to_string()))
-}
-
-fn bind_error(e: BindError) -> ApiError {
-    match e {
-        BindError::Invalid(why) => ApiError::invalid_request(ErrorCode::InvalidValue, why),
-        BindError::Platform(why) => ApiError::invalid_request(ErrorCode::PlatformRefused, why),
-    }
-}
-
-#[utoipa::path(post, path = "/v1/channels", tag = "channels", request_body = CreateChannel,
+#[utoipa::path(post, path = "/v1/channels", tag = "channels", request_body = hermes_admin::channels::ChannelRequest,
     responses((status = 201, description = "The bot is bound; `setup` says what is left to do on the platform", body = crate::schemas::Channel), (status = 400, description = "Invalid request, or the platform refused the credentials", body = crate::schemas::ErrorBody), (status = 409, description = "The bot is bound already", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
-    body: std::result::Result<ApiJson<CreateChannel>, ApiError>,
+    body: std::result::Result<ApiJson<ChannelRequest>, ApiError>,
 ) -> Result<(StatusCode, Json<Value>)> {
     // The key's reach first: a restricted key is refused whatever the body.
     tenant_wide(&auth, "managing channels")?;
     let ApiJson(c) = body?;
-    Ok((StatusCode::CREATED, Json(bind(&state, &auth, c).await?)))
+    let agent = resolve_agent(&state, &auth, Some(&c.agent)).await?;
+    let binder =
+        Binder { store: &state.store, http: &state.http, secrets: state.secrets.as_ref(), config: &state.config };
+    let bound = channels::bind(&binder, auth.tenant_id, agent.id, c).await.map_err(failure)?;
+    Ok((StatusCode::CREATED, Json(bound)))
 }
 
-/// Checks the bot `c` names with its platform, stores it sealed and activates it (webhook or
-/// socket); the channel as shown, with `setup`: what is left to do on the platform.
-async fn bind(state: &AppState, auth: &KeyAuth, c: CreateChannel) -> Result<Value> {
-    let agent = resolve_agent(state, auth, Some(&c.agent)).await?;
-    // Checked before the platform is asked anything.
-    let dm_policy = c.dm_policy.as_deref().map(parse::<DmPolicy>).transpose()?.unwrap_or(DmPolicy::Pairing);
-    let group_policy = c.group_policy.as_deref().map(parse::<GroupPolicy>).transpose()?.unwrap_or(GroupPolicy::Mention);
-    let (platform, mode) = (parse(&c.platform)?, c.mode.as_deref().map(parse).transpose()?);
-    let request = BindRequest {
-        platform,
-        mode,
-        token: c.token,
-        signing_secret: c.signing_secret,
-        app_token: c.app_token,
-        corp_id: c.corp_id,
-        agent_id: c.wecom_agent_id,
-        secret: c.secret,
-        aes_key: c.aes_key,
-        bot_id: c.bot_id,
-        // The operator's, never the tenant's: the bot's token goes there.
-        api_base: Some(state.config.platforms.base_for(platform, mode).to_owned()),
-    };
-    let prepared = binding::prepare(&state.http, &request).await.map_err(bind_error)?;
-    let new = NewChannel {
-        agent_id: agent.id,
-        platform: prepared.platform,
-        mode: prepared.mode,
-        api_base: prepared.api_base.clone(),
-        credentials: prepared.credentials.clone(),
-        bot_identity: prepared.identity.clone(),
-        dm_policy,
-        group_policy,
-        allow_users: c.allow_users,
-        allow_chats: c.allow_chats,
-        admins: c.admins,
-    };
-    let store = &state.store;
-    let mut channel = store.create_channel(auth.tenant_id, new, state.secrets.as_ref()).await?;
-    store.set_bot_username(auth.tenant_id, channel.id, &prepared.username).await?;
-    channel.bot_username = Some(prepared.username.clone());
-    let webhook = &channel.webhook_secret;
-    match binding::activate(&state.http, &prepared, channel.id, webhook, c.public_url.as_deref()).await {
-        Ok(setup) => {
-            let mut body = json!(channel);
-            body["setup"] = json!(setup);
-            Ok(body)
-        }
-        Err(e) => {
-            // Not usable: take it back, so the bot can be bound again.
-            let _ = store.delete_channel(auth.tenant_id, channel.id).await;
-            Err(bind_error(e).into())
-        }
+/// A binding's or an approval's failure, about a channel.
+fn failure(f: ChannelFailure) -> Failure<resource::Channel> {
+    match f {
+        ChannelFailure::Refused(e) => e.into(),
+        ChannelFailure::Store(e) => e.into(),
     }
 }
 
@@ -262,26 +178,5 @@ pub(crate) async fn approve(
 ) -> Result<Json<Value>> {
     let channel = owned(&state, &auth, &id).await?;
     let ApiJson(a) = body?;
-    let approval = state.store.approve_pairing(auth.tenant_id, channel.id, &a.code).await?;
-    if let PairingApproval::Approved { user_id, chat_id } = &approval {
-        let note = hermes_chat::pairing::announcement(channel.platform, channel.id, user_id, chat_id);
-        state
-            .store
-            .enqueue_outbox(channel.tenant_id, &note.destination, &note.dedupe_key, &note.payload)
-            .await
-            .map_err(ApiError::internal)?;
-    }
-    match approval {
-        PairingApproval::Approved { user_id, .. } => Ok(Json(json!({ "approved": true, "user_id": user_id }))),
-        PairingApproval::WrongCode => {
-            Err(ApiError::invalid_request(ErrorCode::WrongCode, "no such code is waiting (it may have expired)").into())
-        }
-        PairingApproval::Locked { until } => Err(ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "rate_limit_error",
-            Some(ErrorCode::PairingLocked),
-            format!("too many wrong codes: approvals are locked until {until}"),
-        )
-        .into()),
-    }
+    Ok(Json(channels::approve_pairing(&state.store, &channel, &a.code).await.map_err(failure)?))
 }

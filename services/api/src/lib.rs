@@ -98,9 +98,7 @@ fn admin_router(ctx: &ApiContext, events: &EventHub) -> Result<Router, hermes_ad
 
 /// Binding a bot asks its platform: held to the outbound policy like the gateway.
 fn platform_client(config: &HermesConfig) -> Result<reqwest::Client, reqwest::Error> {
-    let policy = hermes_net_policy::outbound::Policy::trusting(config.outbound.trusted(&config.platforms));
-    let (connect, total) = (std::time::Duration::from_secs(10), std::time::Duration::from_secs(30));
-    hermes_net_policy::outbound::client_for(std::sync::Arc::new(policy), connect, total)
+    hermes_admin::platform_client(config)
 }
 
 fn router_with(ctx: ApiContext, events: EventHub, http: reqwest::Client, admin: Router) -> Router {

@@ -11,8 +11,8 @@ use super::{cli, member};
 use crate::harness::{Roles, TestEnv};
 
 /// The victim's rows that no intruder may change.
-const TABLES: [&str; 8] =
-    ["memberships", "invitations", "admin_tokens", "api_keys", "agents", "sessions", "memories", "turns"];
+const TABLES: [&str; 9] =
+    ["memberships", "invitations", "admin_tokens", "api_keys", "agents", "sessions", "memories", "turns", "channels"];
 
 async fn snapshot(env: &TestEnv, tenant: hermes_core::TenantId) -> Vec<Vec<String>> {
     let mut all = Vec::new();
@@ -58,7 +58,23 @@ async fn every_admin_operation_on_another_tenants_objects_answers_404_and_change
             .fetch_one(&env.db)
             .await
             .unwrap();
-    let objects: [(&str, String); 7] = [
+    let bot = hermes_store::NewChannel {
+        agent_id: agent.id,
+        platform: hermes_core::Platform::Telegram,
+        mode: hermes_core::ChannelMode::Poll,
+        api_base: "http://127.0.0.1:9".into(),
+        credentials: json!({"token": "1:x"}),
+        bot_identity: "1".into(),
+        dm_policy: "pairing".parse().unwrap(),
+        group_policy: "mention".parse().unwrap(),
+        allow_users: vec![],
+        allow_chats: vec![],
+        admins: vec![],
+    };
+    let secrets = hermes_store::SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap();
+    let channel = env.store.create_channel(victim, bot, secrets.as_ref()).await.unwrap().id;
+    let objects: [(&str, String); 8] = [
+        ("/channels/{id}", format!("/channels/{channel}")),
         ("/members/{person}", format!("/members/{victim_member}")),
         ("/agents/{agent}", format!("/agents/{}", agent.id)),
         ("/invitations/{id}", format!("/invitations/{}", invitation.id)),
@@ -96,6 +112,11 @@ async fn every_admin_operation_on_another_tenants_objects_answers_404_and_change
                 "post" if template.ends_with("/agents") => {
                     json!({"name": "x", "model": "m", "provider_base_url": "https://a.example/v1"})
                 }
+                "post" if template.ends_with("/approve") => json!({"code": "ABCDEFGH"}),
+                "post" if template.ends_with("/channels") => {
+                    json!({"agent": "helper", "platform": "telegram", "token": "1:x"})
+                }
+                // A body no route accepts: the tenant must be refused before the body is read.
                 "post" => json!({"name": "spy"}),
                 _ => Value::Null,
             };

@@ -6,7 +6,7 @@ import { t, roleName } from '../i18n.js';
 import { api } from '../app.js';
 
 const TABS = [
-  ['overview', 'overview'], ['agents', 'agents'], ['live', 'live'], ['sessions', 'sessions'], ['members', 'members'],
+  ['overview', 'overview'], ['agents', 'agents'], ['live', 'live'], ['sessions', 'sessions'], ['channels', 'channels'], ['members', 'members'],
   ['keys', 'keys'], ['tokens', 'tokens'], ['usage', 'usage'], ['audit', 'audit'],
 ];
 
@@ -28,6 +28,7 @@ export async function tenantPage(main, tenantId, page, itemId) {
     case 'tokens': return (await import('./credentials.js')).tokensPage(section, ctx);
     case 'audit': return (await import('./audit.js')).auditPage(section, ctx);
     case 'usage': return (await import('./usage.js')).usagePage(section, ctx);
+    case 'channels': return (await import('./channels.js')).channelsPage(section, ctx);
     case 'sessions': return itemId
       ? (await import('./sessions.js')).transcriptPage(section, ctx, itemId)
       : (await import('./sessions.js')).sessionsPage(section, ctx);

@@ -1,0 +1,144 @@
+//! A tenant's chat bots in the admin API: list them, bind one step by step (the answer says
+//! what is left to do on the platform, such as the webhook URL to paste), unbind, and approve
+//! pairing codes people got from a bot.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use hermes_core::access::AdminOp;
+use hermes_core::{AgentId, ErrorCode, TenantId};
+use hermes_http::ApiError;
+use hermes_store::admin::Change;
+use hermes_store::{Channel, StoreError};
+
+use crate::caller::Caller;
+use crate::channels::{Binder, ChannelFailure, ChannelRequest, approve_pairing, bind};
+use crate::errors::{store_error, store_error_for};
+use crate::state::AdminState;
+
+type Result<T, E = ApiError> = std::result::Result<T, E>;
+
+fn failure(f: ChannelFailure) -> ApiError {
+    match f {
+        ChannelFailure::Refused(e) => e,
+        ChannelFailure::Store(StoreError::Conflict(what)) => ApiError::new(
+            StatusCode::CONFLICT,
+            "invalid_request_error",
+            Some(ErrorCode::ChannelExists),
+            format!("{what} already exists"),
+        ),
+        ChannelFailure::Store(e) => store_error_for(e, ErrorCode::ChannelNotFound, "channel"),
+    }
+}
+
+async fn channel(state: &AdminState, tenant: TenantId, raw: &str) -> Result<Channel> {
+    let id =
+        uuid::Uuid::parse_str(raw).map_err(|_| ApiError::not_found(ErrorCode::ChannelNotFound, "no such channel"))?;
+    state.store.channel(tenant, id).await.map_err(|e| store_error_for(e, ErrorCode::ChannelNotFound, "channel"))
+}
+
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/channels", tag = "admin: channels",
+    params(("tenant" = String, Path, description = "Tenant id")),
+    responses((status = 200, description = "The tenant's bots (credentials never shown)", body = crate::schemas::ObjectList),
+        (status = 404, description = "No such tenant (or not yours)", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn list(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ViewChannels).await?;
+    let channels = state.store.list_channels(t.id).await.map_err(store_error)?;
+    Ok(Json(json!({ "object": "list", "data": channels })))
+}
+
+#[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/channels", tag = "admin: channels", request_body = ChannelRequest,
+    params(("tenant" = String, Path, description = "Tenant id")),
+    responses((status = 201, description = "Bound; `setup` says what is left to do on the platform (a webhook URL to paste, a socket to enable)", body = Object),
+        (status = 400, description = "A bad value, or the platform refused the credentials", body = crate::schemas::ErrorBody),
+        (status = 403, description = "The caller's role may not bind bots", body = crate::schemas::ErrorBody),
+        (status = 409, description = "The bot is bound already", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn create(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+    body: std::result::Result<hermes_http::ApiJson<ChannelRequest>, ApiError>,
+) -> Result<(StatusCode, Json<Value>)> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ManageChannels).await?;
+    // Whose it is first: another tenant's URL is a 404 whatever the body.
+    let hermes_http::ApiJson(body) = body?;
+    let agent = match body.agent.parse::<AgentId>() {
+        Ok(id) => state.store.agent(t.id, id).await,
+        Err(_) => state.store.agent_by_name(t.id, &body.agent).await,
+    };
+    let agent = agent.map_err(|e| store_error_for(e, ErrorCode::NotFound, "agent"))?;
+    let binder =
+        Binder { store: &state.store, http: &state.http, secrets: state.secrets.as_ref(), config: &state.config };
+    let bound = bind(&binder, t.id, agent.id, body).await.map_err(failure)?;
+    let change =
+        Change::new("channel.bound", "channel", bound["id"].as_str().unwrap_or_default().to_owned()).after(&bound);
+    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    Ok((StatusCode::CREATED, Json(bound)))
+}
+
+#[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/channels/{id}", tag = "admin: channels",
+    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Channel id")),
+    responses((status = 204, description = "Unbound"), (status = 404, description = "No such channel", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn delete(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, id)): Path<(String, String)>,
+) -> Result<StatusCode> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ManageChannels).await?;
+    let found = channel(&state, t.id, &id).await?;
+    state.store.delete_channel(t.id, found.id).await.map_err(store_error)?;
+    let change = Change::new("channel.unbound", "channel", found.id).before(&found);
+    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/channels/{id}/pairings", tag = "admin: channels",
+    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Channel id")),
+    responses((status = 200, description = "Codes waiting for an admin", body = crate::schemas::ObjectList),
+        (status = 404, description = "No such channel", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn pairings(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, id)): Path<(String, String)>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ViewChannels).await?;
+    let found = channel(&state, t.id, &id).await?;
+    let waiting = state.store.pending_pairings(t.id, found.id).await.map_err(store_error)?;
+    Ok(Json(json!({ "object": "list", "data": waiting })))
+}
+
+/// The code the person got from the bot.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Approve {
+    code: String,
+}
+
+#[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/channels/{id}/pairings/approve", tag = "admin: channels", request_body = Approve,
+    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Channel id")),
+    responses((status = 200, description = "The person may talk to the bot now (and is told so)", body = Object),
+        (status = 400, description = "No such code is waiting", body = crate::schemas::ErrorBody),
+        (status = 404, description = "No such channel", body = crate::schemas::ErrorBody),
+        (status = 429, description = "Too many wrong codes: approvals are locked for a while", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn approve(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, id)): Path<(String, String)>,
+    body: std::result::Result<hermes_http::ApiJson<Approve>, ApiError>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ManageChannels).await?;
+    // Whose it is first: another tenant's URL is a 404 whatever the body.
+    let hermes_http::ApiJson(body) = body?;
+    let found = channel(&state, t.id, &id).await?;
+    let approved = approve_pairing(&state.store, &found, body.code.trim()).await.map_err(failure)?;
+    let change = Change::new("pairing.approved", "channel", found.id).after(&approved);
+    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    Ok(Json(approved))
+}
