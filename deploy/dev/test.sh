@@ -69,8 +69,8 @@ echo "== dashboards and alerts"
 python3 deploy/grafana/check.py
 echo "== docker compose"
 deploy/compose/check.sh
-echo "== sandboxd and the sandbox test image"
-cargo build -p hermes-sandboxd --locked
+echo "== sandboxd, hermesctl (the e2e tests run both) and the sandbox test image"
+cargo build -p hermes-sandboxd -p hermesctl --locked
 deploy/sandbox/build-test-image.sh >/dev/null
 
 echo "== cargo fmt --check"

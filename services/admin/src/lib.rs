@@ -108,6 +108,7 @@ pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
         .route("/admin/v1/me/password", put(session::set_password))
         .route("/admin/v1/invitations/accept", post(session::accept_invitation))
         .route("/admin/v1/tenants", get(tenants::list).post(tenants::create))
+        .route("/admin/v1/tokens", post(tenants::create_operator_token))
         .route("/admin/v1/tenants/{tenant}", get(tenants::get))
         .route("/admin/v1/tenants/{tenant}/quotas", put(tenants::set_quotas))
         .route("/admin/v1/tenants/{tenant}/members", get(members::list))

@@ -37,6 +37,7 @@ impl utoipa::Modify for AdminSecurity {
         crate::tenants::create,
         crate::tenants::get,
         crate::tenants::set_quotas,
+        crate::tenants::create_operator_token,
         crate::members::list,
         crate::members::change_role,
         crate::members::remove,

@@ -22,6 +22,8 @@ type Result<T, E = ApiError> = std::result::Result<T, E>;
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct TenantPage {
+    /// Only the tenant of this name (`hermesctl --url` finds tenants by name).
+    name: Option<String>,
     /// The last name of the previous page.
     after: Option<String>,
     /// 1 to 500; default 100.
@@ -37,6 +39,14 @@ pub(crate) async fn list(
     Query(page): Query<TenantPage>,
 ) -> Result<Json<Value>> {
     caller.installation(AdminOp::ListTenants)?;
+    if let Some(name) = page.name.as_deref() {
+        let found = match state.store.tenant_by_name(name).await {
+            Ok(t) => vec![t],
+            Err(hermes_store::StoreError::NotFound) => vec![],
+            Err(e) => return Err(store_error(e)),
+        };
+        return Ok(Json(json!({ "object": "list", "data": found, "next": null })));
+    }
     let limit = page.limit.unwrap_or(100).clamp(1, 500);
     let tenants = state.store.tenants_page(page.after.as_deref(), limit).await.map_err(store_error)?;
     let next = (tenants.len() == limit as usize).then(|| tenants.last().map(|t| t.name.clone())).flatten();
@@ -147,4 +157,37 @@ pub(crate) async fn set_quotas(
         .after(json!({ "requests_per_minute": body.requests_per_minute, "concurrent_turns": body.concurrent_turns }));
     state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// An operator's own token for the installation (`hermesctl --url`).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NewOperatorToken {
+    name: String,
+    /// 1 to 366; default 30.
+    expires_in_days: Option<u32>,
+}
+
+#[utoipa::path(post, path = "/admin/v1/tokens", tag = "admin: tenants", request_body = NewOperatorToken,
+    responses((status = 201, description = "A token acting as the calling operator on every tenant, shown this once", body = crate::schemas::TokenMade),
+        (status = 403, description = "Operators only, signed in (a token does not make tokens)", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn create_operator_token(
+    State(state): State<AdminState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<NewOperatorToken>,
+) -> Result<(StatusCode, Json<Value>)> {
+    caller.installation(AdminOp::ViewCluster)?;
+    let (crate::caller::Credential::Session { .. }, Some(person)) = (&caller.credential, &caller.person) else {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "permission_error",
+            Some(ErrorCode::PermissionDenied),
+            "operator tokens are made in a signed-in session (or with hermesctl operator token)",
+        ));
+    };
+    let days = body.expires_in_days.unwrap_or(30).clamp(1, 366);
+    let lifetime = std::time::Duration::from_secs(u64::from(days) * 86_400);
+    let made = state.store.create_operator_token(person.id, body.name.trim(), lifetime, &caller.audit()).await;
+    let (token, secret) = made.map_err(store_error)?;
+    Ok((StatusCode::CREATED, Json(json!({ "token": token, "secret": secret }))))
 }

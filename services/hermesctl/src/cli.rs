@@ -73,3 +73,24 @@ pub fn print_lines<T: Serialize>(json_mode: bool, items: &[T], line: impl Fn(&T)
     let human = items.iter().map(line).collect::<Vec<_>>().join("\n");
     print(json_mode, json!(items), human);
 }
+
+/// Audit entries: JSON lines in `--json` mode, otherwise one line each (time, who, what, object).
+pub fn print_audit(json_mode: bool, entries: Vec<serde_json::Value>) {
+    if json_mode {
+        for e in &entries {
+            println!("{e}");
+        }
+        return;
+    }
+    for e in &entries {
+        let who = e["actor"]["label"].as_str().unwrap_or("");
+        println!(
+            "{}  {:<28} {:<24} {} {}",
+            e["at"].as_str().unwrap_or(""),
+            who,
+            e["action"].as_str().unwrap_or(""),
+            e["object_kind"].as_str().unwrap_or(""),
+            e["object_id"].as_str().unwrap_or("")
+        );
+    }
+}

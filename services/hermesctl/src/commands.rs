@@ -20,6 +20,13 @@ pub struct Cli {
     /// Print results as JSON.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Work through the admin API at this address (e.g. https://hermes.example.com) instead of
+    /// the database: no database URL or master key needed here.
+    #[arg(long, env = "HERMES_URL", global = true)]
+    pub url: Option<String>,
+    /// The admin token for `--url` (`hat_...`; `hermesctl operator token` makes one).
+    #[arg(long, env = "HERMES_TOKEN", global = true, hide_env_values = true)]
+    pub token: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -74,10 +81,33 @@ pub enum Command {
     /// A tenant's members in the admin console, and their roles.
     #[command(subcommand)]
     Member(crate::people::MemberCmd),
+    /// A tenant's audit log, newest first, as JSON lines (`--json`) or a table.
+    Audit(AuditArgs),
+}
+
+/// Which audit entries.
+#[derive(clap::Args)]
+pub struct AuditArgs {
+    #[arg(long)]
+    pub tenant: String,
+    /// Actions starting with this, such as `member.`.
+    #[arg(long)]
+    pub action: Option<String>,
+    /// By this actor (email, person or token id).
+    #[arg(long)]
+    pub actor: Option<String>,
+    /// From this time (RFC 3339).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Until this time (RFC 3339).
+    #[arg(long)]
+    pub until: Option<String>,
 }
 
 #[derive(Subcommand)]
 pub enum TenantCmd {
+    /// List the tenants.
+    List,
     /// Create a tenant.
     Create { name: String },
     /// Show or change the tenant's session policy (time zone, resets, retention).
@@ -101,6 +131,27 @@ pub enum TenantCmd {
 pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Result<()> {
     let json_mode = cli.json;
     match cli.command {
+        Command::Tenant(TenantCmd::List) => {
+            let tenants = store.tenants_page(None, 500).await?;
+            crate::cli::print_lines(json_mode, &tenants, |t| format!("{}\t{}", t.name, t.id));
+        }
+        Command::Audit(args) => {
+            let t = tenant(store, &args.tenant).await?;
+            let parse = |v: &Option<String>| -> anyhow::Result<Option<chrono::DateTime<chrono::Utc>>> {
+                Ok(v.as_deref().map(chrono::DateTime::parse_from_rfc3339).transpose()?.map(|d| d.to_utc()))
+            };
+            let filter = hermes_store::admin::AuditFilter {
+                action: args.action,
+                actor: args.actor,
+                object_id: None,
+                since: parse(&args.since)?,
+                until: parse(&args.until)?,
+                before_id: None,
+                limit: 1000,
+            };
+            let page = store.audit_entries(t.id, &filter).await?;
+            crate::cli::print_audit(json_mode, page.entries.iter().map(|e| json!(e)).collect());
+        }
         Command::Tenant(TenantCmd::Create { name }) => {
             let t = store.create_tenant(&name).await?;
             print(json_mode, json!(t), format!("created tenant {} ({})", t.name, t.id));

@@ -24,6 +24,11 @@ pub enum KeyCmd {
         #[arg(long, default_value = "")]
         name: String,
     },
+    /// List a tenant's API keys (never their secrets).
+    List {
+        #[arg(long)]
+        tenant: String,
+    },
     /// Revoke an API key by id.
     Revoke {
         #[arg(long)]
@@ -107,6 +112,14 @@ pub async fn run_key(json_mode: bool, store: &Store, cmd: KeyCmd) -> anyhow::Res
             store.set_key_limits(t.id, id, requests_per_minute, concurrent_turns).await?;
             let value = json!({"requests_per_minute": requests_per_minute, "concurrent_turns": concurrent_turns});
             print(json_mode, value.clone(), format!("limits of key {id}: {value}"));
+        }
+        KeyCmd::List { tenant: name } => {
+            let t = tenant(store, &name).await?;
+            let keys = store.api_keys(t.id).await?;
+            crate::cli::print_lines(json_mode, &keys, |k| {
+                let revoked = if k.revoked_at.is_some() { "  (revoked)" } else { "" };
+                format!("{}\t{}\t{}{revoked}", k.prefix, k.name, k.id)
+            });
         }
         KeyCmd::Revoke { tenant: name, id } => {
             let t = tenant(store, &name).await?;

@@ -1,5 +1,6 @@
-//! `hermesctl`: the operator's CLI. Talks to Postgres directly (the admin API arrives with the
-//! admin console); naming `--tenant` is how the operator says whom they act for.
+//! `hermesctl`: the operator's CLI. Talks to Postgres directly, or with `--url` and an admin
+//! token to the admin API (`remote.rs`); naming `--tenant` is how the operator says whom they
+//! act for.
 #![allow(clippy::print_stdout, reason = "a CLI prints its results")]
 
 mod agents;
@@ -11,6 +12,7 @@ mod hooks;
 mod keys;
 mod people;
 mod prices;
+mod remote;
 mod sessions;
 mod skills;
 
@@ -25,6 +27,9 @@ fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async move {
+        if let Some(url) = cli.url.clone() {
+            return remote::run(cli, &url).await;
+        }
         let store = Store::connect(&config.database.url, 2).await?;
         commands::run(cli, &config, &store).await
     })

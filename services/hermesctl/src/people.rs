@@ -21,6 +21,17 @@ pub enum OperatorCmd {
         #[arg(long, default_value = "")]
         name: String,
     },
+    /// Make an admin token acting as an existing operator on every tenant, for
+    /// `hermesctl --url` (shown once).
+    Token {
+        #[arg(long)]
+        email: String,
+        #[arg(long, default_value = "hermesctl")]
+        name: String,
+        /// 1 to 366.
+        #[arg(long, default_value_t = 30)]
+        days: u32,
+    },
 }
 
 #[derive(Subcommand)]
@@ -84,6 +95,26 @@ pub async fn run_operator(
                 json_mode,
                 json!({ "person": person, "sign_in_link": url }),
                 format!("operator {}\nsign in within {minutes} minutes (the link works once):\n{url}", person.email),
+            );
+        }
+        OperatorCmd::Token { email, name, days } => {
+            let Some(record) = store.sign_in_record(&email).await? else {
+                anyhow::bail!("no person has the email {email:?}");
+            };
+            let lifetime = std::time::Duration::from_secs(u64::from(days.clamp(1, 366)) * 86_400);
+            let made = store.create_operator_token(record.person.id, &name, lifetime, &cli_actor()).await;
+            let (token, secret) = match made {
+                Ok(made) => made,
+                Err(hermes_store::StoreError::NotFound) => anyhow::bail!("{email} is not an operator"),
+                Err(e) => return Err(e.into()),
+            };
+            print(
+                json_mode,
+                json!({ "token": token, "secret": secret }),
+                format!(
+                    "operator token {} (expires {})\n\n    {secret}\n\nUse it with hermesctl --url <console address> --token ...",
+                    token.prefix, token.expires_at
+                ),
             );
         }
     }

@@ -1,0 +1,83 @@
+//! `hermesctl --url ... --token hat_...`: the operator's CLI over the admin API, with no
+//! database URL and no master key, as the token it was given; what it changes is in the audit
+//! log as that token.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use super::cli;
+use crate::harness::{Roles, TestEnv};
+
+/// The `hermesctl` built beside this test binary (`deploy/dev/test.sh` builds it first).
+fn hermesctl() -> String {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().and_then(|deps| deps.parent()).unwrap().join("hermesctl").display().to_string()
+}
+
+fn run(url: &str, token: &str, args: &[&str]) -> (bool, String) {
+    let out = Command::new(hermesctl())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HERMES_URL", url)
+        .env("HERMES_TOKEN", token)
+        .args(args)
+        .output()
+        .expect("hermesctl runs (deploy/dev/test.sh builds it)");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
+#[tokio::test]
+async fn hermesctl_manages_tenants_keys_and_members_over_the_admin_api() {
+    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let ops = env.store.ensure_person("ops@example.com", "", true, &cli()).await.unwrap();
+    let (_, token) =
+        env.store.create_operator_token(ops.id, "laptop", std::time::Duration::from_secs(3600), &cli()).await.unwrap();
+    let url = env.api_url.clone();
+    let go = |args: &'static [&'static str]| {
+        let (url, token) = (url.clone(), token.clone());
+        tokio::task::spawn_blocking(move || run(&url, &token, args))
+    };
+
+    let (ok, out) = go(&["tenant", "create", "remote-co"]).await.unwrap();
+    assert!(ok && out.contains("created tenant remote-co"), "{out}");
+    let (ok, out) = go(&["--json", "tenant", "list"]).await.unwrap();
+    assert!(ok, "{out}");
+    let tenants: Value = serde_json::from_str(out.trim()).unwrap();
+    assert!(tenants.as_array().unwrap().iter().any(|t| t["name"] == "remote-co"), "{tenants}");
+
+    let (ok, out) = go(&["--json", "key", "create", "--tenant", "remote-co", "--name", "ci"]).await.unwrap();
+    assert!(ok, "{out}");
+    let key: Value = serde_json::from_str(out.trim()).unwrap();
+    let secret = key["key"].as_str().unwrap().to_owned();
+    assert!(secret.starts_with("hk_"), "{key}");
+    let models = env.http.get(format!("{url}/v1/models")).bearer_auth(&secret).send().await.unwrap();
+    assert_eq!(models.status(), 200, "the key made over the API works");
+
+    let (ok, out) = go(&["member", "add", "--tenant", "remote-co", "--email", "boss@remote.test", "--role", "owner"])
+        .await
+        .unwrap();
+    assert!(ok && out.contains("/console/invite#"), "{out}");
+    let (ok, out) = go(&["tenant", "limits", "--tenant", "remote-co", "--requests-per-minute", "120"]).await.unwrap();
+    assert!(ok, "{out}");
+
+    let (ok, out) = go(&["--json", "audit", "--tenant", "remote-co"]).await.unwrap();
+    assert!(ok, "{out}");
+    let entries: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let actions: Vec<&str> = entries.iter().map(|e| e["action"].as_str().unwrap()).collect();
+    for action in ["api_key.created", "invitation.created", "tenant.quotas_set"] {
+        assert!(actions.contains(&action), "{action} in {actions:?}");
+    }
+    assert!(entries.iter().all(|e| e["actor"]["kind"] == "token"), "recorded as the token: {entries:?}");
+
+    let (ok, out) = go(&["price", "list"]).await.unwrap();
+    assert!(!ok && out.contains("needs the database"), "{out}");
+    let (ok, out) = tokio::task::spawn_blocking({
+        let url = url.clone();
+        move || run(&url, "hat_not_a_token", &["tenant", "list"])
+    })
+    .await
+    .unwrap();
+    assert!(!ok && out.contains("401"), "a bad token is refused: {out}");
+}
