@@ -116,6 +116,17 @@ async fn undo_takes_an_exchange_back_and_model_is_for_admins() {
     tg.user_says(TOKEN, 1, "/model tiny-model");
     let got = sent(&tg, 7).await;
     assert!(got[6].text.ends_with("to tiny-model. The next message uses it."), "{}", got[6].text);
+    let (actor, after): (String, serde_json::Value) = sqlx::query_as(
+        "SELECT actor_id, after FROM audit_log WHERE action = 'agent.model_switched' AND actor_kind = 'chat'",
+    )
+    .fetch_one(&env.db)
+    .await
+    .unwrap();
+    assert_eq!(
+        (actor.as_str(), &after["model"]),
+        ("telegram:1", &serde_json::json!("tiny-model")),
+        "audited as the chat admin"
+    );
     env.llm.push(ScriptedReply::text("Small but quick."));
     tg.user_says(TOKEN, 1, "hello");
     sent(&tg, 8).await;

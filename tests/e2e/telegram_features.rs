@@ -111,6 +111,17 @@ async fn a_stranger_pairs_with_a_code_an_admin_approves_in_chat() {
     assert!(texts.contains(&"No such code is waiting (it may have expired)."), "{texts:?}");
     assert!(texts.contains(&"Approved: user 42 can talk to me now."), "{texts:?}");
     assert!(got.iter().any(|m| m.chat_id == "42" && m.text.starts_with("You're in!")), "{texts:?}");
+    let (actor, approved): (String, serde_json::Value) = sqlx::query_as(
+        "SELECT actor_id, after FROM audit_log WHERE action = 'pairing.approved' AND actor_kind = 'chat'",
+    )
+    .fetch_one(&env.db)
+    .await
+    .unwrap();
+    assert_eq!(
+        (actor.as_str(), &approved["user_id"]),
+        ("telegram:1", &serde_json::json!("42")),
+        "the chat admin's approval is audited"
+    );
 
     env.llm.push(ScriptedReply::text("Nice to meet you."));
     tg.user_says(TOKEN, 42, "hi, I'm in");

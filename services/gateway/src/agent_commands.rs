@@ -29,7 +29,12 @@ impl Gateway {
 
     /// `/model` shows the agent's model; `/model NAME` switches it (for everyone who talks to
     /// this agent, as upstream's `/model` does).
-    pub(crate) async fn model_command(&self, channel: &Channel, name: Option<&str>) -> Result<String, IngestError> {
+    pub(crate) async fn model_command(
+        &self,
+        channel: &Channel,
+        msg: &crate::incoming::Incoming,
+        name: Option<&str>,
+    ) -> Result<String, IngestError> {
         let tenant = channel.tenant_id;
         let Some(name) = name else {
             let agent = self.store.agent(tenant, channel.agent_id).await.map_err(err)?;
@@ -42,7 +47,13 @@ impl Gateway {
             return Ok(text);
         };
         Ok(match self.store.set_agent_model(tenant, channel.agent_id, name).await {
-            Ok(old) => format!("Switched from {old} to {name}. The next message uses it."),
+            Ok(old) => {
+                let change = hermes_store::admin::Change::new("agent.model_switched", "agent", channel.agent_id)
+                    .before(serde_json::json!({ "model": old }))
+                    .after(serde_json::json!({ "model": name }));
+                self.store.record_audit(Some(tenant), &msg.audit(channel.platform), change).await.map_err(err)?;
+                format!("Switched from {old} to {name}. The next message uses it.")
+            }
             Err(StoreError::Invalid(why)) => format!("Cannot switch: {why}."),
             Err(e) => return Err(err(e)),
         })

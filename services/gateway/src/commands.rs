@@ -75,7 +75,7 @@ impl Gateway {
             ChatCommand::Goal => self.goal_command(channel, msg).await,
             ChatCommand::Subgoal => self.subgoal_command(channel, msg).await,
             ChatCommand::SetHome => self.set_home(channel, msg).await,
-            ChatCommand::Model => self.model_command(channel, rest.split_whitespace().next()).await,
+            ChatCommand::Model => self.model_command(channel, msg, rest.split_whitespace().next()).await,
             ChatCommand::Memory => self.memory_command(channel, &route).await,
             ChatCommand::Skills => self.skills_command(channel).await,
             ChatCommand::Pair => self.pair_command(channel, msg).await,
@@ -109,8 +109,12 @@ impl Gateway {
             Some(thread) => format!("{}:{thread}", msg.chat_id),
             None => msg.chat_id.clone(),
         };
-        let access = hermes_store::ChannelAccess { home_chat: Some(home), ..Default::default() };
+        let access = hermes_store::ChannelAccess { home_chat: Some(home.clone()), ..Default::default() };
         self.store.update_channel_access(channel.tenant_id, channel.id, &access).await.map_err(err)?;
+        let change = hermes_store::admin::Change::new("channel.home_set", "channel", channel.id)
+            .before(serde_json::json!({ "home_chat": channel.home_chat }))
+            .after(serde_json::json!({ "home_chat": home }));
+        self.store.record_audit(Some(channel.tenant_id), &msg.audit(channel.platform), change).await.map_err(err)?;
         Ok(format!("This chat is now home: deliveries to {} come here.", channel.platform))
     }
 

@@ -78,3 +78,22 @@ impl ButtonPress {
         }
     }
 }
+
+impl Incoming {
+    /// What a chat admin command this person sent is recorded as in the audit log.
+    pub(crate) fn audit(&self, platform: hermes_core::Platform) -> hermes_store::admin::Audit {
+        let label = match &self.user_name {
+            Some(name) => format!("{name} ({platform})"),
+            None => format!("{} ({platform})", self.user_id),
+        };
+        hermes_store::admin::Audit {
+            actor: hermes_store::admin::Actor {
+                kind: hermes_store::admin::ActorKind::Chat,
+                id: format!("{platform}:{}", self.user_id),
+                label,
+            },
+            request_id: None,
+            source_address: None,
+        }
+    }
+}

@@ -47,6 +47,12 @@ impl Gateway {
                 .enqueue_outbox(channel.tenant_id, &note.destination, &note.dedupe_key, &note.payload)
                 .await
                 .map_err(|e| IngestError::new(e.to_string()))?;
+            let change = hermes_store::admin::Change::new("pairing.approved", "channel", channel.id)
+                .after(serde_json::json!({ "approved": true, "user_id": user_id }));
+            self.store
+                .record_audit(Some(channel.tenant_id), &msg.audit(channel.platform), change)
+                .await
+                .map_err(|e| IngestError::new(e.to_string()))?;
         }
         Ok(match approval {
             PairingApproval::Approved { user_id, .. } => format!("Approved: user {user_id} can talk to me now."),
