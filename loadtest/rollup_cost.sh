@@ -22,18 +22,17 @@ q "INSERT INTO sessions (id, tenant_id, agent_id, source, user_key) VALUES
 
 # One turn as a worker writes it: the turn, two model calls in one statement, the end.
 cat >/tmp/rollup_turn.sql <<'SQL'
-\set n random(1, 1000000000)
 BEGIN;
 INSERT INTO turns (id, tenant_id, session_id, status, input) VALUES
   (gen_random_uuid(), '00000000-0000-0000-0000-0000000000aa', '00000000-0000-0000-0000-0000000000ac', 'running', '{}')
-  RETURNING id \gset t_
+  RETURNING quote_literal(id) AS turn \gset
 INSERT INTO model_calls (tenant_id, session_id, turn_id, purpose, provider, model, key_id,
                          prompt_tokens, completion_tokens, cached_tokens, cache_write_tokens, latency_ms)
-  SELECT '00000000-0000-0000-0000-0000000000aa', '00000000-0000-0000-0000-0000000000ac', :'t_id', c.*
+  SELECT '00000000-0000-0000-0000-0000000000aa', '00000000-0000-0000-0000-0000000000ac', :turn::uuid, c.*
   FROM unnest(ARRAY['main','main'], ARRAY['openai','openai'], ARRAY['gpt-a','gpt-a'], ARRAY[NULL,NULL]::text[],
               ARRAY[1200,1300]::bigint[], ARRAY[80,90]::bigint[], ARRAY[0,0]::bigint[], ARRAY[0,0]::bigint[],
               ARRAY[5,5]::bigint[]) AS c;
-UPDATE turns SET status = 'completed', finished_at = now() WHERE id = :'t_id';
+UPDATE turns SET status = 'completed', finished_at = now() WHERE id = :turn::uuid;
 COMMIT;
 SQL
 
