@@ -61,6 +61,8 @@ const pages = (lang) => [
   ['audit', `/console/t/${world.tenant}/audit`],
   ['sessions', `/console/t/${world.tenant}/sessions`],
   ['usage', `/console/t/${world.tenant}/usage`],
+  ['automation', `/console/t/${world.tenant}/automation`],
+  ['approvals', `/console/t/${world.tenant}/approvals`],
 ];
 
 for (const [lang, membersLabel] of [['en', 'Members'], ['zh', '成员']]) {

@@ -174,7 +174,9 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
         .unwrap();
     assert_eq!(stopped, 1, "the turn stopped from the console ended cancelled");
     for lang in ["en", "zh"] {
-        for page in ["overview", "members", "keys", "audit", "sessions", "usage", "transcript"] {
+        for page in
+            ["overview", "members", "keys", "audit", "sessions", "usage", "automation", "approvals", "transcript"]
+        {
             let shot = shots.join(format!("{page}-{lang}.png"));
             assert!(shot.exists(), "{} was taken", shot.display());
         }

@@ -58,6 +58,14 @@ const en = {
   botId: 'Bot ID', secret: 'Secret', corpId: 'Corp ID', wecomAgentId: 'AgentId', callbackToken: 'Callback Token',
   aesKey: 'EncodingAESKey', hintPairing: 'With pairing, a stranger who writes to the bot gets a code; approve it here.',
   checkingBot: 'Checking the bot with its platform…', bound: 'Bound', bindBot: 'Bind a bot', bind: 'Bind',
+  cronJobs: 'Cron jobs', schedule: 'Schedule', nextRun: 'Next run', lastRun: 'Last run', lastOutcome: 'Last outcome',
+  runNow: 'Run now', pause: 'Pause', resume: 'Resume', webhooks: 'Webhook triggers', path: 'Path', deliver: 'Delivers to',
+  eventHooks: 'Event endpoints', sendTest: 'Send a test event', event: 'Event', attempts: 'Attempts',
+  automation: 'Automation', approvals: 'Approvals', noApprovals: 'Nothing is waiting for an answer.',
+  choice_once: 'Allow once', choice_session: 'Allow for this session', choice_always: 'Always allow', choice_deny: 'Deny',
+  yourAnswer: 'Your answer', answer: 'Answer', kind_approval: 'approval', kind_clarify: 'question',
+  cluster: 'Cluster', turnsQueued: 'Turns queued', oldestQueued: 'Oldest waits (s)', turnsRunning: 'Turns running',
+  outboxWaiting: 'Replies waiting', cronLate: 'Cron jobs late', workers: 'Workers', worker: 'Worker', leaseUntil: 'Lease until',
   memoryOff: 'This agent does not have the memory toolset: it neither sees nor writes these notes until it does.',
 };
 
@@ -118,6 +126,14 @@ const zh = {
   botId: 'Bot ID', secret: 'Secret', corpId: '企业 ID', wecomAgentId: 'AgentId', callbackToken: '回调 Token',
   aesKey: 'EncodingAESKey', hintPairing: '开启配对后，陌生人给机器人发消息会收到配对码，在这里批准即可。',
   checkingBot: '正在向平台校验机器人…', bound: '已绑定', bindBot: '绑定机器人', bind: '绑定',
+  cronJobs: '定时任务', schedule: '计划', nextRun: '下次运行', lastRun: '上次运行', lastOutcome: '上次结果',
+  runNow: '立即运行', pause: '暂停', resume: '恢复', webhooks: 'Webhook 触发器', path: '路径', deliver: '投递到',
+  eventHooks: '事件端点', sendTest: '发送测试事件', event: '事件', attempts: '尝试次数',
+  automation: '自动化', approvals: '审批', noApprovals: '没有等待回答的问题。',
+  choice_once: '允许一次', choice_session: '本会话内允许', choice_always: '始终允许', choice_deny: '拒绝',
+  yourAnswer: '你的回答', answer: '回答', kind_approval: '审批', kind_clarify: '提问',
+  cluster: '集群', turnsQueued: '排队的轮次', oldestQueued: '最久等待（秒）', turnsRunning: '运行中的轮次',
+  outboxWaiting: '待发送回复', cronLate: '延迟的定时任务', workers: '工作节点', worker: '工作节点', leaseUntil: '租约到期',
   memoryOff: '该智能体未启用 memory 工具集：启用前，它既看不到也不会写入这些笔记。',
 };
 

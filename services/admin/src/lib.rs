@@ -5,10 +5,13 @@
 //! Who may do what is decided in one place, `hermes_core::access`; who is calling, in
 //! [`caller`]. Every write is recorded in the audit log with its actor, request and address.
 
+mod approvals;
 mod audit;
+mod automation;
 mod bots;
 mod caller;
 pub mod channels;
+mod cluster;
 mod console;
 mod conversations;
 mod errors;
@@ -57,6 +60,8 @@ pub struct AdminContext {
     pub cache: hermes_cache::Cache,
     /// The api pod's event hub, for the live view of running turns.
     pub events: Option<hermes_queue::EventHub>,
+    /// Tells workers a session has work again (an answered approval).
+    pub broker: Option<hermes_queue::Broker>,
 }
 
 /// The client that talks to chat platforms on a tenant's behalf: the outbound policy, with the
@@ -93,6 +98,7 @@ pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
         cancels: ctx.cache.cancel_bus(),
         secrets: ctx.secrets,
         events: ctx.events,
+        broker: ctx.broker,
         config: ctx.config,
         store: ctx.store,
         keys,
@@ -109,6 +115,7 @@ pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
         .route("/admin/v1/invitations/accept", post(session::accept_invitation))
         .route("/admin/v1/tenants", get(tenants::list).post(tenants::create))
         .route("/admin/v1/tokens", post(tenants::create_operator_token))
+        .route("/admin/v1/cluster", get(cluster::cluster))
         .route("/admin/v1/tenants/{tenant}", get(tenants::get))
         .route("/admin/v1/tenants/{tenant}/quotas", put(tenants::set_quotas))
         .route("/admin/v1/tenants/{tenant}/members", get(members::list))
@@ -137,6 +144,14 @@ pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
         .route("/admin/v1/tenants/{tenant}/channels/{id}/pairings", get(bots::pairings))
         .route("/admin/v1/tenants/{tenant}/channels/{id}/pairings/approve", post(bots::approve))
         .route("/admin/v1/tenants/{tenant}/usage", get(usage::usage))
+        .route("/admin/v1/tenants/{tenant}/cron", get(automation::jobs))
+        .route("/admin/v1/tenants/{tenant}/cron/{id}/runs", get(automation::runs))
+        .route("/admin/v1/tenants/{tenant}/cron/{id}/{action}", post(automation::act))
+        .route("/admin/v1/tenants/{tenant}/hooks", get(automation::hooks))
+        .route("/admin/v1/tenants/{tenant}/hooks/{id}/deliveries", get(automation::deliveries))
+        .route("/admin/v1/tenants/{tenant}/hooks/{id}/ping", post(automation::ping))
+        .route("/admin/v1/tenants/{tenant}/approvals", get(approvals::waiting))
+        .route("/admin/v1/tenants/{tenant}/approvals/{id}", post(approvals::answer))
         .route("/admin/v1/tenants/{tenant}/audit", get(audit::tenant_audit))
         .route("/admin/v1/audit", get(audit::installation_audit))
         .layer(axum::middleware::from_fn_with_state(state.clone(), caller::authenticate))

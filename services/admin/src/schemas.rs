@@ -320,3 +320,10 @@ pub(crate) struct UsageReport {
     lines: Vec<UsageLine>,
     total: UsageLine,
 }
+
+/// A tenant's webhook triggers and event endpoints.
+#[derive(ToSchema)]
+pub(crate) struct Hooks {
+    webhooks: Vec<Value>,
+    event_hooks: Vec<Value>,
+}

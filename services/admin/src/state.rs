@@ -37,6 +37,8 @@ pub(crate) struct Shared {
     pub cancels: hermes_cache::CancelBus,
     /// This pod's event hub, for watching turns live (`None`: the live view reads Postgres).
     pub events: Option<hermes_queue::EventHub>,
+    /// Tells workers a session has work (`None`: the reaper notices within its interval).
+    pub broker: Option<hermes_queue::Broker>,
     /// `None`: no session keys and no master key, so nobody can sign in to the console
     /// (admin tokens still work).
     pub keys: Option<SessionKeys>,

@@ -92,6 +92,7 @@ fn admin_router(ctx: &ApiContext, events: &EventHub) -> Result<Router, hermes_ad
         store: ctx.store.clone(),
         cache: ctx.cache.clone(),
         events: Some(events.clone()),
+        broker: Some(ctx.broker.clone()),
         secrets: ctx.secrets.clone(),
     })
 }

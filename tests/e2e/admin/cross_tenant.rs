@@ -11,8 +11,20 @@ use super::{cli, member};
 use crate::harness::{Roles, TestEnv};
 
 /// The victim's rows that no intruder may change.
-const TABLES: [&str; 9] =
-    ["memberships", "invitations", "admin_tokens", "api_keys", "agents", "sessions", "memories", "turns", "channels"];
+const TABLES: [&str; 12] = [
+    "memberships",
+    "invitations",
+    "admin_tokens",
+    "api_keys",
+    "agents",
+    "sessions",
+    "memories",
+    "turns",
+    "channels",
+    "cron_jobs",
+    "event_hooks",
+    "interactions",
+];
 
 async fn snapshot(env: &TestEnv, tenant: hermes_core::TenantId) -> Vec<Vec<String>> {
     let mut all = Vec::new();
@@ -73,7 +85,52 @@ async fn every_admin_operation_on_another_tenants_objects_answers_404_and_change
     };
     let secrets = hermes_store::SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap();
     let channel = env.store.create_channel(victim, bot, secrets.as_ref()).await.unwrap().id;
-    let objects: [(&str, String); 8] = [
+    let job = env
+        .http
+        .post(format!("{}/v1/cron/jobs", env.api_url))
+        .bearer_auth(&key)
+        .json(&json!({"prompt": "Digest.", "schedule": "every 1d"}))
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let endpoint = env
+        .http
+        .post(format!("{}/v1/event-hooks", env.api_url))
+        .bearer_auth(&key)
+        .json(&json!({"url": "https://hooks.example.com/x"}))
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let question = uuid::Uuid::now_v7();
+    sqlx::query(
+        "INSERT INTO interactions (id, tenant_id, turn_id, session_id, agent_id, call_id, kind, prompt, expires_at)
+         VALUES ($1, $2, $3::uuid, $4::uuid, $5, 'c1', 'approval', '{}', now() + interval '1 hour')",
+    )
+    .bind(question)
+    .bind(victim.as_uuid())
+    .bind(&turn)
+    .bind(&session)
+    .bind(agent.id.as_uuid())
+    .execute(&env.db)
+    .await
+    .unwrap();
+    let objects: [(&str, String); 12] = [
+        ("/cron/{id}/{action}", format!("/cron/{job}/run")),
+        ("/cron/{id}/runs", format!("/cron/{job}/runs")),
+        ("/hooks/{id}", format!("/hooks/{endpoint}")),
+        ("/approvals/{id}", format!("/approvals/{question}")),
         ("/channels/{id}", format!("/channels/{channel}")),
         ("/members/{person}", format!("/members/{victim_member}")),
         ("/agents/{agent}", format!("/agents/{}", agent.id)),
@@ -113,6 +170,7 @@ async fn every_admin_operation_on_another_tenants_objects_answers_404_and_change
                     json!({"name": "x", "model": "m", "provider_base_url": "https://a.example/v1"})
                 }
                 "post" if template.ends_with("/approve") => json!({"code": "ABCDEFGH"}),
+                "post" if template.contains("/approvals/") => json!({"choice": "once"}),
                 "post" if template.ends_with("/channels") => {
                     json!({"agent": "helper", "platform": "telegram", "token": "1:x"})
                 }

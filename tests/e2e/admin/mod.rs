@@ -4,6 +4,7 @@
 
 mod access;
 mod audit;
+mod automation;
 mod conformance;
 mod cross_tenant;
 mod remote_cli;

@@ -21,7 +21,7 @@ pub use members::{Invitation, Member};
 pub use people::{Membership, Person, SignInRecord};
 pub use rollups::{RollupGroup, RollupLine};
 pub use tokens::{AdminToken, TokenAuth};
-pub use turns::OpenTurn;
+pub use turns::{OpenTurn, WaitingInteraction};
 
 use ring::rand::{SecureRandom, SystemRandom};
 use sha2::{Digest, Sha256};

@@ -69,3 +69,47 @@ impl Store {
         Ok(SessionId::from_uuid(session))
     }
 }
+
+/// A question a parked turn waits on: an approval of a command, or a clarifying question.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct WaitingInteraction {
+    pub id: uuid::Uuid,
+    pub turn_id: TurnId,
+    pub session_id: SessionId,
+    pub agent: String,
+    /// `approval` or `clarify`.
+    pub kind: String,
+    /// What is asked: the command and why, or the question and its choices.
+    pub prompt: serde_json::Value,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
+impl Store {
+    /// `tenant`'s questions still waiting for an answer, oldest first (at most 200).
+    pub async fn waiting_interactions(&self, tenant: TenantId) -> Result<Vec<WaitingInteraction>> {
+        let rows = sqlx::query(
+            "SELECT i.id, i.turn_id, i.session_id, a.name AS agent, i.kind, i.prompt, i.created_at, i.expires_at
+             FROM interactions i JOIN agents a ON a.tenant_id = i.tenant_id AND a.id = i.agent_id
+             WHERE i.tenant_id = $1 AND i.status = 'pending' AND i.expires_at > now()
+             ORDER BY i.created_at LIMIT 200",
+        )
+        .bind(tenant.as_uuid())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(WaitingInteraction {
+                    id: r.try_get("id")?,
+                    turn_id: TurnId::from_uuid(r.try_get("turn_id")?),
+                    session_id: SessionId::from_uuid(r.try_get("session_id")?),
+                    agent: r.try_get("agent")?,
+                    kind: r.try_get("kind")?,
+                    prompt: r.try_get("prompt")?,
+                    created_at: r.try_get("created_at")?,
+                    expires_at: r.try_get("expires_at")?,
+                })
+            })
+            .collect()
+    }
+}

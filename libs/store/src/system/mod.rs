@@ -28,7 +28,8 @@
 //! - [`curator`]: the scheduler picks idle agents of any tenant for a curator pass
 //!   ([`claim_agents_for_curation`]); the pass itself is tenant-scoped.
 //! - [`gauges`]: the installation's backlog ([`backlog`]: turns queued and running, replies
-//!   waiting, late cron jobs), counts only, for the scheduler's gauges and the autoscaler.
+//!   waiting, late cron jobs), counts only, for the scheduler's gauges and the autoscaler; and
+//!   the workers holding turns ([`workers_at_work`]), for the operators' cluster page.
 //!
 //! Everything here runs as the `hermes_system` role (`Store::system`, policies `system_paths`,
 //! migration 0040); everything else as `hermes_tenant`, which sees one tenant's rows.
@@ -61,6 +62,7 @@
 //! [`prune_sessions`]: crate::Store::prune_sessions
 //! [`claim_agents_for_curation`]: crate::Store::claim_agents_for_curation
 //! [`backlog`]: crate::Store::backlog
+//! [`workers_at_work`]: crate::Store::workers_at_work
 
 pub mod channels;
 pub mod cron;
@@ -72,6 +74,6 @@ pub mod retention;
 pub mod turns;
 pub mod webhooks;
 
-pub use gauges::Backlog;
+pub use gauges::{Backlog, WorkerAtWork};
 pub use outbox::OutboxItem;
 pub use turns::StrandedTurn;

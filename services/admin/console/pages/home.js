@@ -14,6 +14,18 @@ export async function homePage(main) {
       h('a', { href: `/console/t/${m.tenant_id}` }, m.tenant_name), ' ', h('span', { class: 'badge' }, roleName(m.role))))));
   if (!state.me.operator) return;
 
+  const cluster = await api('GET', '/admin/v1/cluster');
+  main.append(h('h2', {}, t('cluster')), h('dl', { class: 'facts', 'data-testid': 'cluster' },
+    h('dt', {}, t('turnsQueued')), h('dd', {}, String(cluster.turns_queued)),
+    h('dt', {}, t('oldestQueued')), h('dd', {}, String(Math.round(cluster.oldest_queued_seconds))),
+    h('dt', {}, t('turnsRunning')), h('dd', {}, String(cluster.turns_running)),
+    h('dt', {}, t('outboxWaiting')), h('dd', {}, String(cluster.outbox_waiting)),
+    h('dt', {}, t('cronLate')), h('dd', {}, String(cluster.cron_jobs_late))));
+  if (cluster.workers.length > 0) {
+    main.append(h('table', {}, h('caption', {}, t('workers')),
+      h('thead', {}, h('tr', {}, [t('worker'), t('turnsRunning'), t('leaseUntil')].map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, cluster.workers.map((w) => h('tr', {}, h('td', {}, w.worker), h('td', {}, String(w.turns)), h('td', {}, when(w.lease_expires_at)))))));
+  }
   main.append(h('h2', {}, t('allTenants')));
   const list = await api('GET', '/admin/v1/tenants?limit=500');
   main.append(h('table', {},

@@ -6,7 +6,8 @@ import { t, roleName } from '../i18n.js';
 import { api } from '../app.js';
 
 const TABS = [
-  ['overview', 'overview'], ['agents', 'agents'], ['live', 'live'], ['sessions', 'sessions'], ['channels', 'channels'], ['members', 'members'],
+  ['overview', 'overview'], ['agents', 'agents'], ['live', 'live'], ['approvals', 'approvals'], ['sessions', 'sessions'],
+  ['channels', 'channels'], ['automation', 'automation'], ['members', 'members'],
   ['keys', 'keys'], ['tokens', 'tokens'], ['usage', 'usage'], ['audit', 'audit'],
 ];
 
@@ -29,6 +30,8 @@ export async function tenantPage(main, tenantId, page, itemId) {
     case 'audit': return (await import('./audit.js')).auditPage(section, ctx);
     case 'usage': return (await import('./usage.js')).usagePage(section, ctx);
     case 'channels': return (await import('./channels.js')).channelsPage(section, ctx);
+    case 'automation': return (await import('./automation.js')).automationPage(section, ctx);
+    case 'approvals': return (await import('./automation.js')).approvalsPage(section, ctx);
     case 'sessions': return itemId
       ? (await import('./sessions.js')).transcriptPage(section, ctx, itemId)
       : (await import('./sessions.js')).sessionsPage(section, ctx);

@@ -1,0 +1,85 @@
+//! Questions parked turns wait on: a dangerous command to approve, or a clarifying question.
+//! Answering one here resumes its turn, as an answer in the chat or through the API would.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use hermes_core::access::AdminOp;
+use hermes_core::{ApprovalChoice, ErrorCode, InteractionAnswer};
+use hermes_http::ApiError;
+use hermes_store::StoreError;
+use hermes_store::admin::Change;
+
+use crate::caller::Caller;
+use crate::errors::{store_error, store_error_for};
+use crate::state::AdminState;
+
+type Result<T, E = ApiError> = std::result::Result<T, E>;
+
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/approvals", tag = "admin: sessions",
+    params(("tenant" = String, Path, description = "Tenant id")),
+    responses((status = 200, description = "Questions waiting for an answer, oldest first", body = crate::schemas::ObjectList),
+        (status = 404, description = "No such tenant (or not yours)", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn waiting(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ViewApprovals).await?;
+    let list = state.store.waiting_interactions(t.id).await.map_err(store_error)?;
+    Ok(Json(json!({ "object": "list", "data": list })))
+}
+
+/// The answer: a `choice` for an approval (`once`, `session`, `always`, `deny`), `text` for a
+/// question.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Answer {
+    #[schema(value_type = Option<String>)]
+    choice: Option<ApprovalChoice>,
+    text: Option<String>,
+}
+
+#[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/approvals/{id}", tag = "admin: sessions", request_body = Answer,
+    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Interaction id")),
+    responses((status = 200, description = "Answered: the turn runs again", body = Object),
+        (status = 400, description = "Neither a choice nor a text", body = crate::schemas::ErrorBody),
+        (status = 403, description = "The caller's role may not answer", body = crate::schemas::ErrorBody),
+        (status = 404, description = "No such question", body = crate::schemas::ErrorBody),
+        (status = 409, description = "Already answered, expired, or its turn stopped", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn answer(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, id)): Path<(String, String)>,
+    body: std::result::Result<hermes_http::ApiJson<Answer>, ApiError>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::AnswerApprovals).await?;
+    let id = uuid::Uuid::parse_str(&id)
+        .map_err(|_| ApiError::not_found(ErrorCode::InteractionNotFound, "no such question"))?;
+    let hermes_http::ApiJson(body) = body?;
+    let answer = match (body.choice, body.text) {
+        (Some(choice), _) => InteractionAnswer::Approval { choice },
+        (None, Some(text)) if !text.trim().is_empty() => InteractionAnswer::Text { text },
+        _ => return Err(ApiError::invalid_request(ErrorCode::InvalidValue, "answer with a `choice` or a `text`")),
+    };
+    let answered = state.store.answer_interaction(t.id, id, &answer, None).await.map_err(|e| match e {
+        StoreError::Conflict(what) => ApiError::new(
+            axum::http::StatusCode::CONFLICT,
+            "invalid_request_error",
+            Some(ErrorCode::InteractionClosed),
+            format!("{what}: nothing to answer any more"),
+        ),
+        other => store_error_for(other, ErrorCode::InteractionNotFound, "question"),
+    })?;
+    if let Some(broker) = &state.broker {
+        let work = hermes_queue::SessionWork { tenant_id: t.id, session_id: answered.session_id };
+        if let Err(e) = broker.publish_work(&work).await {
+            tracing::warn!(error = %e, "cannot publish work; the reaper will pick the turn up");
+        }
+    }
+    let change = Change::new("approval.answered", "interaction", id).after(&answer);
+    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    Ok(Json(json!({ "answered": true, "turn_id": answered.turn_id, "session_id": answered.session_id })))
+}

@@ -1,0 +1,163 @@
+//! What runs without anyone typing: cron jobs (next run, history, run now, pause, resume),
+//! webhook triggers, and the endpoints told what happened (their deliveries; a test event).
+//! Creating and editing them stays in the tenant API (`/v1/cron/jobs`, `/v1/webhooks`,
+//! `/v1/event-hooks`), which already checks prompts and schedules.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde_json::{Value, json};
+
+use hermes_core::ErrorCode;
+use hermes_core::access::AdminOp;
+use hermes_http::ApiError;
+use hermes_store::admin::Change;
+
+use crate::caller::Caller;
+use crate::errors::{store_error, store_error_for};
+use crate::state::AdminState;
+
+type Result<T, E = ApiError> = std::result::Result<T, E>;
+
+fn id_of(raw: &str, what: &str) -> Result<uuid::Uuid> {
+    uuid::Uuid::parse_str(raw).map_err(|_| ApiError::not_found(ErrorCode::NotFound, format!("no such {what}")))
+}
+
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/cron", tag = "admin: automation",
+    params(("tenant" = String, Path, description = "Tenant id")),
+    responses((status = 200, description = "The tenant's cron jobs with their next and last runs", body = crate::schemas::ObjectList),
+        (status = 404, description = "No such tenant (or not yours)", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn jobs(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ViewCron).await?;
+    let jobs = state.store.list_jobs(t.id, None).await.map_err(store_error)?;
+    Ok(Json(json!({ "object": "list", "data": jobs })))
+}
+
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/cron/{id}/runs", tag = "admin: automation",
+    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Job id")),
+    responses((status = 200, description = "The job's latest runs with their outputs, newest first", body = crate::schemas::ObjectList),
+        (status = 404, description = "No such job", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn runs(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, id)): Path<(String, String)>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ViewCron).await?;
+    let job = state.store.find_job(t.id, None, &id_of(&id, "job")?.to_string()).await;
+    let job = job.map_err(|e| store_error_for(e, ErrorCode::JobNotFound, "job"))?;
+    let runs = state.store.job_runs(t.id, job.id, 50).await.map_err(store_error)?;
+    Ok(Json(json!({ "object": "list", "data": runs })))
+}
+
+/// What to do to a job.
+#[derive(Debug, Clone, Copy, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum JobAction {
+    /// Due now: the scheduler starts it within a second.
+    Run,
+    Pause,
+    /// Scheduled again from its next slot.
+    Resume,
+}
+
+#[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/cron/{id}/{action}", tag = "admin: automation",
+    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Job id"),
+        ("action" = String, Path, description = "`run`, `pause` or `resume`")),
+    responses((status = 200, description = "The job as it now is", body = Object),
+        (status = 403, description = "The caller's role may not manage cron", body = crate::schemas::ErrorBody),
+        (status = 404, description = "No such job (or action)", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn act(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, id, action)): Path<(String, String, String)>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ManageCron).await?;
+    let job = state.store.find_job(t.id, None, &id_of(&id, "job")?.to_string()).await;
+    let job = job.map_err(|e| store_error_for(e, ErrorCode::JobNotFound, "job"))?;
+    let action: JobAction = serde_json::from_value(json!(action))
+        .map_err(|_| ApiError::not_found(ErrorCode::NotFound, "no such action: run, pause or resume"))?;
+    let now = chrono::Utc::now();
+    let changed = match action {
+        JobAction::Run => state.store.set_job_state(t.id, job.id, None, Some(now)).await,
+        JobAction::Pause => state.store.set_job_state(t.id, job.id, Some("paused in the console"), None).await,
+        JobAction::Resume => {
+            let next = next_slot(&job, now)?;
+            state.store.set_job_state(t.id, job.id, None, Some(next)).await
+        }
+    }
+    .map_err(store_error)?;
+    let verb = match action {
+        JobAction::Run => "cron.run_now",
+        JobAction::Pause => "cron.paused",
+        JobAction::Resume => "cron.resumed",
+    };
+    let change = Change::new(verb, "cron_job", job.id)
+        .before(json!({ "state": job.state }))
+        .after(json!({ "state": changed.state }));
+    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    Ok(Json(json!(changed)))
+}
+
+/// The next slot of `job`'s schedule after `now` (resuming skips what was missed).
+fn next_slot(
+    job: &hermes_store::cron::Job,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<chrono::DateTime<chrono::Utc>> {
+    hermes_schedule::resume_at(&job.schedule, &job.timezone, now)
+        .map_err(|e| ApiError::invalid_request(ErrorCode::InvalidSchedule, e.to_string()))
+}
+
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/hooks", tag = "admin: automation",
+    params(("tenant" = String, Path, description = "Tenant id")),
+    responses((status = 200, description = "Webhook triggers and event endpoints (secrets never shown)", body = crate::schemas::Hooks),
+        (status = 404, description = "No such tenant (or not yours)", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn hooks(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ViewHooks).await?;
+    let webhooks = state.store.list_webhooks(t.id).await.map_err(store_error)?;
+    let endpoints = state.store.list_event_hooks(t.id).await.map_err(store_error)?;
+    Ok(Json(json!({ "webhooks": webhooks, "event_hooks": endpoints })))
+}
+
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/hooks/{id}/deliveries", tag = "admin: automation",
+    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Event endpoint id")),
+    responses((status = 200, description = "The endpoint's latest deliveries and their attempts", body = crate::schemas::ObjectList),
+        (status = 404, description = "No such endpoint", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn deliveries(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, id)): Path<(String, String)>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ViewHooks).await?;
+    let hook = state.store.event_hook(t.id, id_of(&id, "endpoint")?).await;
+    let hook = hook.map_err(|e| store_error_for(e, ErrorCode::EventHookNotFound, "endpoint"))?;
+    let list = state.store.event_deliveries(t.id, hook.id, 50).await.map_err(store_error)?;
+    Ok(Json(json!({ "object": "list", "data": list })))
+}
+
+#[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/hooks/{id}/ping", tag = "admin: automation",
+    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Event endpoint id")),
+    responses((status = 200, description = "A test event is on its way (it shows in the deliveries)", body = Object),
+        (status = 404, description = "No such endpoint", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn ping(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, id)): Path<(String, String)>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ManageHooks).await?;
+    let hook = id_of(&id, "endpoint")?;
+    let event = state.store.ping_event_hook(t.id, hook).await;
+    let event = event.map_err(|e| store_error_for(e, ErrorCode::EventHookNotFound, "endpoint"))?;
+    state
+        .store
+        .record_audit(Some(t.id), &caller.audit(), Change::new("event_hook.pinged", "event_hook", hook))
+        .await
+        .map_err(store_error)?;
+    Ok(Json(json!({ "event_id": event })))
+}

@@ -1,0 +1,103 @@
+//! What the console shows and does about unattended work: cron jobs (run now, pause,
+//! resume, history), webhook triggers and event endpoints (deliveries, a test event), the
+//! questions parked turns wait on (answered here, the turn goes on), and the operators'
+//! cluster view.
+
+use hermes_core::MemberRole;
+use hermes_testkit::ScriptedReply;
+use reqwest::Method;
+use serde_json::json;
+
+use super::{cli, member};
+use crate::harness::{TestEnv, poll_until};
+use crate::openapi::call;
+
+#[tokio::test]
+async fn cron_hooks_and_waiting_approvals_are_run_answered_and_watched_from_the_admin_api() {
+    let env = TestEnv::start().await;
+    let (acme, _, key) = env.tenant("acme", "helper").await;
+    let (_, owner) = member(&env, acme, "owner@acme.test", MemberRole::Owner).await;
+    let (_, viewer) = member(&env, acme, "viewer@acme.test", MemberRole::Member).await;
+    let t = |rest: &str| format!("/admin/v1/tenants/{acme}{rest}");
+
+    // Cron.
+    let (s, job) =
+        call(&env, &key, "post", "/v1/cron/jobs", Some(json!({"prompt": "Digest.", "schedule": "every 1d"}))).await;
+    assert_eq!(s, 201, "{job}");
+    let id = job["id"].as_str().unwrap();
+    let (s, jobs) = owner.call(&env, Method::GET, &t("/cron"), None).await;
+    assert_eq!((s, jobs["data"].as_array().unwrap().len()), (200, 1));
+    let (s, _) = viewer.call(&env, Method::POST, &t(&format!("/cron/{id}/run")), None).await;
+    assert_eq!(s, 403, "a member does not run jobs");
+    let (s, paused) = owner.call(&env, Method::POST, &t(&format!("/cron/{id}/pause")), None).await;
+    assert_eq!((s, paused["state"].as_str()), (200, Some("paused")));
+    let (s, resumed) = owner.call(&env, Method::POST, &t(&format!("/cron/{id}/resume")), None).await;
+    assert_eq!((s, resumed["state"].as_str()), (200, Some("scheduled")));
+    let (s, due) = owner.call(&env, Method::POST, &t(&format!("/cron/{id}/run")), None).await;
+    assert_eq!(s, 200);
+    let due_at = chrono::DateTime::parse_from_rfc3339(due["next_run_at"].as_str().unwrap()).unwrap();
+    assert!((chrono::Utc::now() - due_at.to_utc()).num_seconds().abs() < 30, "due now: {due}");
+    let (s, _) = owner.call(&env, Method::POST, &t(&format!("/cron/{id}/explode")), None).await;
+    assert_eq!(s, 404, "no such action");
+    let (s, _) = owner.call(&env, Method::GET, &t(&format!("/cron/{id}/runs")), None).await;
+    assert_eq!(s, 200);
+
+    // Hooks: listed without secrets; a test event shows in the deliveries.
+    call(&env, &key, "post", "/v1/webhooks", Some(json!({"name": "ci", "deliver": "local"}))).await;
+    let (_, endpoint) =
+        call(&env, &key, "post", "/v1/event-hooks", Some(json!({"url": "https://hooks.example.com/x"}))).await;
+    let endpoint = endpoint["id"].as_str().unwrap();
+    let (s, hooks) = owner.call(&env, Method::GET, &t("/hooks"), None).await;
+    assert_eq!(
+        (s, hooks["webhooks"].as_array().unwrap().len(), hooks["event_hooks"].as_array().unwrap().len()),
+        (200, 1, 1)
+    );
+    assert!(!hooks.to_string().contains("whsec_"), "no secret is shown: {hooks}");
+    let (s, _) = owner.call(&env, Method::POST, &t(&format!("/hooks/{endpoint}/ping")), None).await;
+    assert_eq!(s, 200);
+    let (s, deliveries) = owner.call(&env, Method::GET, &t(&format!("/hooks/{endpoint}/deliveries")), None).await;
+    assert_eq!((s, deliveries["data"].as_array().unwrap().is_empty()), (200, false), "{deliveries}");
+
+    // A turn waits for an approval; a member sees it, the owner denies it, the turn goes on.
+    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "rm -rf /workspace/build"})));
+    env.llm.push(ScriptedReply::text("Understood, I left it alone."));
+    let (s, run) = call(&env, &key, "post", "/v1/runs", Some(json!({"input": "clean up"}))).await;
+    assert_eq!(s, 202, "{run}");
+    let waiting = poll_until(async || {
+        let (_, list) = viewer.call(&env, Method::GET, &t("/approvals"), None).await;
+        list["data"].as_array().and_then(|a| a.first().cloned())
+    })
+    .await
+    .expect("the run waits for an approval");
+    assert_eq!(waiting["kind"], "approval");
+    let question = waiting["id"].as_str().unwrap().to_owned();
+    let (s, _) =
+        viewer.call(&env, Method::POST, &t(&format!("/approvals/{question}")), Some(json!({"choice": "once"}))).await;
+    assert_eq!(s, 403, "a member does not answer");
+    let (s, answered) =
+        owner.call(&env, Method::POST, &t(&format!("/approvals/{question}")), Some(json!({"choice": "deny"}))).await;
+    assert_eq!((s, answered["answered"].as_bool()), (200, Some(true)), "{answered}");
+    let (s, again) =
+        owner.call(&env, Method::POST, &t(&format!("/approvals/{question}")), Some(json!({"choice": "once"}))).await;
+    assert_eq!((s, again["error"]["code"].as_str()), (409, Some("interaction_closed")));
+    let run_id = run["run_id"].as_str().unwrap();
+    let finished = poll_until(async || {
+        let (_, state) = call(&env, &key, "get", &format!("/v1/runs/{run_id}"), None).await;
+        (state["status"] == "completed").then_some(state)
+    })
+    .await
+    .expect("the denied run goes on and finishes");
+    assert!(finished.to_string().contains("left it alone"), "{finished}");
+
+    // The cluster view is the operators'.
+    let (s, _) = owner.call(&env, Method::GET, "/admin/v1/cluster", None).await;
+    assert_eq!(s, 403);
+    let ops = env.store.ensure_person("ops@example.com", "", true, &cli()).await.unwrap();
+    let ops = super::by_link(&env, ops.id).await;
+    let (s, cluster) = ops.call(&env, Method::GET, "/admin/v1/cluster", None).await;
+    assert_eq!(s, 200, "{cluster}");
+    for field in ["turns_queued", "turns_running", "outbox_waiting", "cron_jobs_late", "workers"] {
+        assert!(cluster.get(field).is_some(), "{field}: {cluster}");
+    }
+    env.stop().await;
+}
