@@ -159,6 +159,20 @@ await step("the owner corrects the agent's memory and its next turn sees it", as
   expect(prompt.includes('The team deploys on Thursdays.') && prompt.includes('kestrel'), `the prompt carries the memory: ${prompt.slice(0, 400)}`);
 });
 
+await step("the owner uploads a team skill and hides it from an agent", async () => {
+  await ownerPage.goto(`${base}/console/t/${world.tenant}/agents`);
+  await ownerPage.getByRole('row', { name: /scribe/ }).getByRole('link', { name: 'Skills' }).click();
+  await ownerPage.getByLabel('SKILL.md').fill('---\nname: standup-notes\ndescription: How we write standup notes.\n---\n\nThree bullets: done, doing, blocked.\n');
+  await ownerPage.getByRole('button', { name: 'Save' }).click();
+  const row = ownerPage.getByRole('row', { name: /standup-notes/ });
+  await row.waitFor();
+  await row.getByRole('button', { name: 'Hide from this agent' }).click();
+  await ownerPage.getByRole('row', { name: /standup-notes/ }).getByRole('button', { name: 'Show again' }).waitFor();
+  await ownerPage.getByRole('button', { name: 'standup-notes' }).click();
+  await ownerPage.getByTestId('skill-md').getByText('Three bullets').waitFor();
+  await shot(ownerPage, 'skills-en');
+});
+
 await step('usage shows what the turns cost, per day and per model', async () => {
   await ownerPage.goto(`${base}/console/t/${world.tenant}/usage?by=model`);
   await ownerPage.getByRole('cell', { name: 'scripted-model', exact: true }).waitFor();

@@ -66,6 +66,10 @@ const en = {
   yourAnswer: 'Your answer', answer: 'Answer', kind_approval: 'approval', kind_clarify: 'question',
   cluster: 'Cluster', turnsQueued: 'Turns queued', oldestQueued: 'Oldest waits (s)', turnsRunning: 'Turns running',
   outboxWaiting: 'Replies waiting', cronLate: 'Cron jobs late', workers: 'Workers', worker: 'Worker', leaseUntil: 'Lease until',
+  skills: 'Skills', scope: 'From', uses: 'Uses', scope_bundled: 'bundled', scope_tenant: 'your team', scope_agent: 'the agent',
+  hidden: 'hidden', hide: 'Hide from this agent', show: 'Show again', uploadSkill: 'Upload a skill for the whole team',
+  uploadSkillHint: 'Paste a SKILL.md (frontmatter with name and description, then the steps). It is scanned before it is stored.',
+  skillNeedsName: 'The SKILL.md needs a name: line in its frontmatter.',
   memoryOff: 'This agent does not have the memory toolset: it neither sees nor writes these notes until it does.',
 };
 
@@ -134,6 +138,10 @@ const zh = {
   yourAnswer: '你的回答', answer: '回答', kind_approval: '审批', kind_clarify: '提问',
   cluster: '集群', turnsQueued: '排队的轮次', oldestQueued: '最久等待（秒）', turnsRunning: '运行中的轮次',
   outboxWaiting: '待发送回复', cronLate: '延迟的定时任务', workers: '工作节点', worker: '工作节点', leaseUntil: '租约到期',
+  skills: '技能', scope: '来源', uses: '使用次数', scope_bundled: '内置', scope_tenant: '团队', scope_agent: '智能体自建',
+  hidden: '已隐藏', hide: '对此智能体隐藏', show: '重新显示', uploadSkill: '为整个团队上传技能',
+  uploadSkillHint: '粘贴 SKILL.md（含 name 与 description 的 frontmatter，然后是步骤）。保存前会经过安全扫描。',
+  skillNeedsName: 'SKILL.md 的 frontmatter 需要有 name: 一行。',
   memoryOff: '该智能体未启用 memory 工具集：启用前，它既看不到也不会写入这些笔记。',
 };
 

@@ -29,6 +29,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("pages/usage.js", "text/javascript; charset=utf-8", include_str!("../console/pages/usage.js")),
     ("pages/channels.js", "text/javascript; charset=utf-8", include_str!("../console/pages/channels.js")),
     ("pages/automation.js", "text/javascript; charset=utf-8", include_str!("../console/pages/automation.js")),
+    ("pages/skills.js", "text/javascript; charset=utf-8", include_str!("../console/pages/skills.js")),
     ("style.css", "text/css; charset=utf-8", include_str!("../console/style.css")),
 ];
 

@@ -24,6 +24,7 @@ pub mod password;
 mod schemas;
 mod session;
 pub mod signing;
+mod skills;
 mod state;
 mod tenants;
 mod tokens;
@@ -131,6 +132,10 @@ pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
         .route("/admin/v1/tenants/{tenant}/keys/{id}", axum::routing::delete(tokens::revoke_key))
         .route("/admin/v1/tenants/{tenant}/agents", get(conversations::agents).post(conversations::create_agent))
         .route("/admin/v1/tenants/{tenant}/agents/{agent}/memory", get(memory::view).put(memory::rewrite))
+        .route("/admin/v1/tenants/{tenant}/agents/{agent}/skills", get(skills::list))
+        .route("/admin/v1/tenants/{tenant}/agents/{agent}/skills/{name}", get(skills::get))
+        .route("/admin/v1/tenants/{tenant}/agents/{agent}/skills/{name}/{action}", post(skills::toggle))
+        .route("/admin/v1/tenants/{tenant}/skills/{name}", put(skills::upload))
         .route("/admin/v1/tenants/{tenant}/sessions", get(conversations::sessions))
         .route(
             "/admin/v1/tenants/{tenant}/sessions/{id}",

@@ -11,7 +11,8 @@ use super::{cli, member};
 use crate::harness::{Roles, TestEnv};
 
 /// The victim's rows that no intruder may change.
-const TABLES: [&str; 12] = [
+const TABLES: [&str; 13] = [
+    "skills",
     "memberships",
     "invitations",
     "admin_tokens",
@@ -126,7 +127,22 @@ async fn every_admin_operation_on_another_tenants_objects_answers_404_and_change
     .execute(&env.db)
     .await
     .unwrap();
-    let objects: [(&str, String); 12] = [
+    let skill_md = "---\nname: victim-skill\ndescription: The victim's own.\n---\n\nDo the thing.\n";
+    let checked = hermes_skills::check(skill_md, vec![], None).unwrap();
+    let skill = hermes_store::NewSkill {
+        name: checked.skill.name.clone(),
+        category: checked.skill.category.clone(),
+        description: checked.skill.description.clone(),
+        meta: serde_json::to_value(&checked.skill).unwrap(),
+        skill_md: checked.skill_md,
+        content_hash: checked.content_hash,
+        files: checked.files,
+    };
+    env.store.save_tenant_skill(victim, &skill, "test").await.unwrap();
+    let objects: [(&str, String); 15] = [
+        ("/skills/{name}/{action}", "/skills/victim-skill/disable".into()),
+        ("/skills/{name}", "/skills/victim-skill".into()),
+        ("/skills", "/skills".into()),
         ("/cron/{id}/{action}", format!("/cron/{job}/run")),
         ("/cron/{id}/runs", format!("/cron/{job}/runs")),
         ("/hooks/{id}", format!("/hooks/{endpoint}")),
@@ -164,6 +180,9 @@ async fn every_admin_operation_on_another_tenants_objects_answers_404_and_change
             let body = match method {
                 "patch" => json!({"role": "owner"}),
                 "put" if template.ends_with("/memory") => json!({"target": "memory", "entries": ["pwned"]}),
+                "put" if template.contains("/skills/") => {
+                    json!({"skill_md": "---\nname: victim-skill\ndescription: Mine now.\n---\n\nx\n"})
+                }
                 "put" => json!({"requests_per_minute": 1}),
                 "post" if template.ends_with("/invitations") => json!({"email": "spy@intruder.test", "role": "owner"}),
                 "post" if template.ends_with("/agents") => {
@@ -182,8 +201,10 @@ async fn every_admin_operation_on_another_tenants_objects_answers_404_and_change
             // The victim's tenant by id; and the intruder's own tenant with the victim's objects.
             for tenant in [victim, intruder] {
                 let concrete = path.replace("{tenant}", &tenant.to_string());
-                // The intruder's own tenant is theirs: only the victim's objects in it are tested.
-                if tenant == intruder && !names_object {
+                // The intruder's own tenant is theirs: only the victim's objects in it are tested
+                // (a tenant skill is named, not numbered: the same name in one's own tenant is
+                // one's own skill, and the snapshot shows the victim's is untouched).
+                if tenant == intruder && (!names_object || template.ends_with("/tenants/{tenant}/skills/{name}")) {
                     continue;
                 }
                 let (status, answer) =

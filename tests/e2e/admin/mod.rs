@@ -9,6 +9,7 @@ mod conformance;
 mod cross_tenant;
 mod remote_cli;
 mod sign_in;
+mod skills;
 mod sso;
 
 use hermes_core::{MemberRole, PersonId, TenantId};

@@ -16,7 +16,7 @@ export async function agentsPage(section, ctx) {
       h('tbody', {}, agents.data.map((a) => h('tr', {},
         h('td', {}, a.name), h('td', {}, h('code', {}, a.model)), h('td', {}, a.provider_base_url),
         h('td', {}, a.toolsets.join(', ')), h('td', {}, a.egress ? t('yes') : t('no')), h('td', {}, when(a.created_at)),
-        h('td', {}, h('a', { href: `${ctx.base}/memory/${a.id}` }, t('memory'))))))));
+        h('td', {}, h('a', { href: `${ctx.base}/memory/${a.id}` }, t('memory')), ' · ', h('a', { href: `${ctx.base}/skills/${a.id}` }, t('skills'))))))));
   }
   if (ctx.may('agents.edit')) section.append(createForm(ctx));
 }

@@ -1,0 +1,147 @@
+//! Skills as people curate them: what an agent sees (bundled, the tenant's, its own), a
+//! skill's SKILL.md, hiding a skill from an agent or showing it again, and uploading or
+//! editing a tenant-wide SKILL.md (parsed, its files checked and scanned, as `hermesctl skill
+//! import` does). Every change is audited.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use hermes_core::access::AdminOp;
+use hermes_core::{AgentId, ErrorCode, TenantId};
+use hermes_http::ApiError;
+use hermes_store::admin::Change;
+use hermes_store::{Agent, NewSkill};
+
+use crate::caller::Caller;
+use crate::errors::{store_error, store_error_for};
+use crate::state::AdminState;
+
+type Result<T, E = ApiError> = std::result::Result<T, E>;
+
+async fn agent(state: &AdminState, tenant: TenantId, raw: &str) -> Result<Agent> {
+    let found = match raw.parse::<AgentId>() {
+        Ok(id) => state.store.agent(tenant, id).await,
+        Err(_) => state.store.agent_by_name(tenant, raw).await,
+    };
+    found.map_err(|e| store_error_for(e, ErrorCode::NotFound, "agent"))
+}
+
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents/{agent}/skills", tag = "admin: agents",
+    params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name")),
+    responses((status = 200, description = "The agent's skills (`disabled`: hidden from it), and the names hidden from it", body = Object),
+        (status = 404, description = "No such tenant or agent", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn list(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, agent_ref)): Path<(String, String)>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ViewSkills).await?;
+    let a = agent(&state, t.id, &agent_ref).await?;
+    let visible = state.store.visible_skills(t.id, a.id).await.map_err(store_error)?;
+    let skills: Vec<Value> = visible
+        .iter()
+        .map(|v| {
+            json!({
+                "name": v.skill.name, "category": v.skill.category, "description": v.skill.description,
+                "scope": v.skill.scope, "pinned": v.pinned, "state": v.state, "view_count": v.view_count,
+                "use_count": v.use_count, "last_used_at": v.last_used_at, "updated_at": v.skill.updated_at,
+                "disabled": a.disabled_skills.contains(&v.skill.name),
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "agent_id": a.id, "skills": skills, "disabled": a.disabled_skills })))
+}
+
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents/{agent}/skills/{name}", tag = "admin: agents",
+    params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name"),
+        ("name" = String, Path, description = "Skill name")),
+    responses((status = 200, description = "The skill and its SKILL.md", body = Object),
+        (status = 404, description = "No such skill for this agent", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn get(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, agent_ref, name)): Path<(String, String, String)>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ViewSkills).await?;
+    let a = agent(&state, t.id, &agent_ref).await?;
+    let found = state.store.find_skill(t.id, a.id, &name).await.map_err(store_error)?;
+    let skill = found.ok_or_else(|| ApiError::not_found(ErrorCode::NotFound, "no such skill"))?;
+    Ok(Json(json!({
+        "name": skill.name, "category": skill.category, "description": skill.description,
+        "scope": skill.scope, "skill_md": skill.skill_md, "updated_at": skill.updated_at,
+    })))
+}
+
+#[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/agents/{agent}/skills/{name}/{action}", tag = "admin: agents",
+    params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name"),
+        ("name" = String, Path, description = "Skill name"), ("action" = String, Path, description = "`disable` or `enable`")),
+    responses((status = 200, description = "Hidden from the agent, or shown again; its next turn sees the change", body = Object),
+        (status = 403, description = "The caller's role may not edit skills", body = crate::schemas::ErrorBody),
+        (status = 404, description = "No such agent (or action)", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn toggle(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, agent_ref, name, action)): Path<(String, String, String, String)>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::EditSkills).await?;
+    let a = agent(&state, t.id, &agent_ref).await?;
+    let disabled = match action.as_str() {
+        "disable" => true,
+        "enable" => false,
+        _ => return Err(ApiError::not_found(ErrorCode::NotFound, "no such action: disable or enable")),
+    };
+    let audit = caller.audit();
+    state.store.disable_skill(t.id, a.id, &name, disabled, &audit.actor.label).await.map_err(store_error)?;
+    let verb = if disabled { "skill.disabled" } else { "skill.enabled" };
+    let change = Change::new(verb, "skill", format!("{}/{name}", a.id));
+    state.store.record_audit(Some(t.id), &audit, change).await.map_err(store_error)?;
+    Ok(Json(json!({ "name": name, "disabled": disabled })))
+}
+
+/// A SKILL.md to store for the whole tenant.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Upload {
+    /// The whole SKILL.md: frontmatter (`name`, `description`, ...) and body.
+    skill_md: String,
+    /// The category it is filed under (default: the frontmatter's, else `general`).
+    category: Option<String>,
+}
+
+#[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/skills/{name}", tag = "admin: agents", request_body = Upload,
+    params(("tenant" = String, Path, description = "Tenant id"), ("name" = String, Path, description = "Skill name (as in the frontmatter)")),
+    responses((status = 200, description = "Stored for every agent of the tenant", body = Object),
+        (status = 400, description = "Not a SKILL.md, another name than the URL's, or refused by the security scan", body = crate::schemas::ErrorBody),
+        (status = 403, description = "The caller's role may not edit skills", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn upload(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, name)): Path<(String, String)>,
+    body: std::result::Result<hermes_http::ApiJson<Upload>, ApiError>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::EditSkills).await?;
+    let hermes_http::ApiJson(body) = body?;
+    let refused = |why: String| ApiError::invalid_request(ErrorCode::InvalidValue, why).with_param("skill_md");
+    let checked = hermes_skills::check(&body.skill_md, Vec::new(), body.category.as_deref())
+        .map_err(|e| refused(e.to_string()))?;
+    if checked.skill.name != name {
+        return Err(refused(format!("the SKILL.md names itself {:?}, not {name:?}", checked.skill.name)));
+    }
+    let skill = NewSkill {
+        name: checked.skill.name.clone(),
+        category: checked.skill.category.clone(),
+        description: checked.skill.description.clone(),
+        meta: serde_json::to_value(&checked.skill).map_err(ApiError::internal)?,
+        skill_md: checked.skill_md,
+        content_hash: checked.content_hash,
+        files: checked.files,
+    };
+    let audit = caller.audit();
+    state.store.save_tenant_skill(t.id, &skill, &audit.actor.label).await.map_err(store_error)?;
+    let change = Change::new("skill.saved", "skill", &skill.name)
+        .after(json!({ "name": skill.name, "category": skill.category, "content_hash": skill.content_hash }));
+    state.store.record_audit(Some(t.id), &audit, change).await.map_err(store_error)?;
+    Ok(Json(json!({ "name": skill.name, "category": skill.category, "description": skill.description })))
+}
