@@ -63,6 +63,7 @@ const pages = (lang) => [
   ['usage', `/console/t/${world.tenant}/usage`],
   ['automation', `/console/t/${world.tenant}/automation`],
   ['approvals', `/console/t/${world.tenant}/approvals`],
+  ['providers', `/console/t/${world.tenant}/providers`],
 ];
 
 for (const [lang, membersLabel] of [['en', 'Members'], ['zh', '成员']]) {

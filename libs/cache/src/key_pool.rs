@@ -46,6 +46,28 @@ redis.call('HINCRBY', KEYS[1], pick .. ':uses', 1)
 return pick
 "#;
 
+/// Whether a pooled key is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyState {
+    Ready,
+    /// Rate-limited or out of quota for a while.
+    CoolingDown,
+    /// Refused by its provider (revoked, invalid): out until replaced.
+    Dead,
+}
+
+/// One pooled key's live state.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct KeyHealth {
+    pub id: String,
+    pub state: KeyState,
+    /// Unix milliseconds when it is back, while cooling down.
+    pub cooling_until_ms: Option<u64>,
+    /// How often workers picked it.
+    pub uses: u64,
+}
+
 /// The shared state of key pools.
 #[derive(Clone)]
 pub struct KeyPools {
@@ -88,6 +110,32 @@ impl KeyPools {
         }
         let picked: Option<String> = call.invoke_async(&mut self.cache.conn()).await?;
         Ok(picked)
+    }
+
+    /// How each of `ids` fares in the pool of `provider`: in rotation, cooling down (until
+    /// when), or dead; and how often it was picked.
+    pub async fn health(&self, tenant: TenantId, provider: &str, ids: &[String]) -> Result<Vec<KeyHealth>> {
+        let fields: std::collections::HashMap<String, String> =
+            redis::cmd("HGETALL").arg(self.key(tenant, provider)).query_async(&mut self.cache.conn()).await?;
+        let now = now_ms();
+        Ok(ids
+            .iter()
+            .map(|id| {
+                let get = |f: &str| fields.get(&format!("{id}:{f}"));
+                let until = get("until").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+                let state = match (get("state").map(String::as_str), until > now) {
+                    (Some("dead"), _) => KeyState::Dead,
+                    (_, true) => KeyState::CoolingDown,
+                    _ => KeyState::Ready,
+                };
+                KeyHealth {
+                    id: id.clone(),
+                    state,
+                    cooling_until_ms: (until > now).then_some(until),
+                    uses: get("uses").and_then(|v| v.parse().ok()).unwrap_or(0),
+                }
+            })
+            .collect())
     }
 
     /// Takes `key_id` out of rotation for `cooldown`, or for good when `None`.

@@ -13,7 +13,7 @@ pub mod window;
 pub use background::BackgroundMarks;
 pub use cancel::CancelBus;
 pub use child_slots::Slots;
-pub use key_pool::KeyPools;
+pub use key_pool::{KeyHealth, KeyPools, KeyState};
 pub use lease::{Lease, Leases};
 pub use rate::{RateDecision, RateLimiter};
 pub use session_lock::{LockGuard, SessionLocks};

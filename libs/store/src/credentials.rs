@@ -96,6 +96,20 @@ impl Store {
         credential_pools_on(&mut *self.as_tenant(tenant).await?, tenant).await
     }
 
+    /// Takes a key out of the tenant's pools for good.
+    pub async fn delete_credential(&self, tenant: TenantId, id: Uuid) -> Result<PooledCredential> {
+        let row = sqlx::query(
+            "DELETE FROM provider_credentials WHERE tenant_id = $1 AND id = $2
+             RETURNING id, provider, label, secret, priority, allowed_hosts, created_at",
+        )
+        .bind(tenant.as_uuid())
+        .bind(id)
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        crate::rows::read(&row)
+    }
+
     /// Sets how the pool of `provider` picks a key.
     pub async fn set_pool_strategy(&self, tenant: TenantId, provider: &str, strategy: &str) -> Result<()> {
         if !STRATEGIES.contains(&strategy) {

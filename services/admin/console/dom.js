@@ -6,7 +6,7 @@ const ATTRIBUTES = new Set([
   'id', 'class', 'type', 'name', 'value', 'placeholder', 'for', 'role', 'title', 'lang', 'required',
   'autocomplete', 'minlength', 'maxlength', 'disabled', 'checked', 'selected', 'tabindex', 'scope',
   'aria-label', 'aria-live', 'aria-current', 'aria-describedby', 'aria-invalid', 'aria-busy', 'colspan',
-  'data-testid', 'download', 'rows', 'open', 'datetime', 'min', 'max', 'step',
+  'data-testid', 'download', 'rows', 'open', 'datetime', 'min', 'max', 'step', 'list',
 ]);
 
 // Only the console's own pages and the API's own files are linked.

@@ -70,6 +70,9 @@ const en = {
   hidden: 'hidden', hide: 'Hide from this agent', show: 'Show again', uploadSkill: 'Upload a skill for the whole team',
   uploadSkillHint: 'Paste a SKILL.md (frontmatter with name and description, then the steps). It is scanned before it is stored.',
   skillNeedsName: 'The SKILL.md needs a name: line in its frontmatter.',
+  providers: 'Provider keys', noProviderKeys: 'No pooled provider key: agents use their own keys.', strategy: 'Strategy',
+  health: 'Health', hosts: 'Hosts', hostsHint: 'Where the key may be sent, comma-separated.', addProviderKey: 'Add a provider key',
+  health_ready: 'ready', health_cooling_down: 'cooling down', health_dead: 'dead',
   memoryOff: 'This agent does not have the memory toolset: it neither sees nor writes these notes until it does.',
 };
 
@@ -142,6 +145,9 @@ const zh = {
   hidden: '已隐藏', hide: '对此智能体隐藏', show: '重新显示', uploadSkill: '为整个团队上传技能',
   uploadSkillHint: '粘贴 SKILL.md（含 name 与 description 的 frontmatter，然后是步骤）。保存前会经过安全扫描。',
   skillNeedsName: 'SKILL.md 的 frontmatter 需要有 name: 一行。',
+  providers: '模型服务密钥', noProviderKeys: '没有共享的模型服务密钥：智能体使用各自的密钥。', strategy: '策略',
+  health: '状态', hosts: '主机', hostsHint: '密钥允许发往的主机，用逗号分隔。', addProviderKey: '添加模型服务密钥',
+  health_ready: '可用', health_cooling_down: '冷却中', health_dead: '已失效',
   memoryOff: '该智能体未启用 memory 工具集：启用前，它既看不到也不会写入这些笔记。',
 };
 

@@ -30,6 +30,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("pages/channels.js", "text/javascript; charset=utf-8", include_str!("../console/pages/channels.js")),
     ("pages/automation.js", "text/javascript; charset=utf-8", include_str!("../console/pages/automation.js")),
     ("pages/skills.js", "text/javascript; charset=utf-8", include_str!("../console/pages/skills.js")),
+    ("pages/providers.js", "text/javascript; charset=utf-8", include_str!("../console/pages/providers.js")),
     ("style.css", "text/css; charset=utf-8", include_str!("../console/style.css")),
 ];
 

@@ -14,6 +14,7 @@ pub mod channels;
 mod cluster;
 mod console;
 mod conversations;
+mod credentials;
 mod errors;
 mod live;
 mod members;
@@ -97,6 +98,7 @@ pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
         oidc,
         limiter: ctx.cache.rate_limiter(),
         cancels: ctx.cache.cancel_bus(),
+        pools: ctx.cache.key_pools(),
         secrets: ctx.secrets,
         events: ctx.events,
         broker: ctx.broker,
@@ -149,6 +151,9 @@ pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
         .route("/admin/v1/tenants/{tenant}/channels/{id}/pairings", get(bots::pairings))
         .route("/admin/v1/tenants/{tenant}/channels/{id}/pairings/approve", post(bots::approve))
         .route("/admin/v1/tenants/{tenant}/usage", get(usage::usage))
+        .route("/admin/v1/tenants/{tenant}/credentials", get(credentials::list).post(credentials::add))
+        .route("/admin/v1/tenants/{tenant}/credentials/{id}", axum::routing::delete(credentials::remove))
+        .route("/admin/v1/tenants/{tenant}/credentials/pools/{provider}", put(credentials::strategy))
         .route("/admin/v1/tenants/{tenant}/cron", get(automation::jobs))
         .route("/admin/v1/tenants/{tenant}/cron/{id}/runs", get(automation::runs))
         .route("/admin/v1/tenants/{tenant}/cron/{id}/{action}", post(automation::act))

@@ -33,6 +33,8 @@ pub(crate) struct Shared {
     pub store: Store,
     pub limiter: hermes_cache::RateLimiter,
     pub secrets: Option<hermes_store::SecretBox>,
+    /// The provider-key pools' live state (health).
+    pub pools: hermes_cache::KeyPools,
     /// Stops running turns (their workers listen).
     pub cancels: hermes_cache::CancelBus,
     /// This pod's event hub, for watching turns live (`None`: the live view reads Postgres).

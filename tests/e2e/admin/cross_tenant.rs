@@ -11,7 +11,9 @@ use super::{cli, member};
 use crate::harness::{Roles, TestEnv};
 
 /// The victim's rows that no intruder may change.
-const TABLES: [&str; 13] = [
+const TABLES: [&str; 15] = [
+    "provider_credentials",
+    "provider_pools",
     "skills",
     "memberships",
     "invitations",
@@ -139,7 +141,26 @@ async fn every_admin_operation_on_another_tenants_objects_answers_404_and_change
         files: checked.files,
     };
     env.store.save_tenant_skill(victim, &skill, "test").await.unwrap();
-    let objects: [(&str, String); 15] = [
+    let secrets_box = hermes_store::SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap().unwrap();
+    let credential = env
+        .store
+        .add_credential(
+            victim,
+            hermes_store::NewCredential {
+                provider: "openai".into(),
+                label: "victim".into(),
+                secret: "sk-victim".into(),
+                priority: 0,
+                allowed_hosts: vec!["api.openai.com".into()],
+            },
+            &secrets_box,
+        )
+        .await
+        .unwrap()
+        .id;
+    let objects: [(&str, String); 17] = [
+        ("/credentials/pools/{provider}", "/credentials/pools/openai".into()),
+        ("/credentials/{id}", format!("/credentials/{credential}")),
         ("/skills/{name}/{action}", "/skills/victim-skill/disable".into()),
         ("/skills/{name}", "/skills/victim-skill".into()),
         ("/skills", "/skills".into()),
@@ -183,6 +204,7 @@ async fn every_admin_operation_on_another_tenants_objects_answers_404_and_change
                 "put" if template.contains("/skills/") => {
                     json!({"skill_md": "---\nname: victim-skill\ndescription: Mine now.\n---\n\nx\n"})
                 }
+                "put" if template.ends_with("/pools/{provider}") => json!({"strategy": "random"}),
                 "put" => json!({"requests_per_minute": 1}),
                 "post" if template.ends_with("/invitations") => json!({"email": "spy@intruder.test", "role": "owner"}),
                 "post" if template.ends_with("/agents") => {
@@ -204,7 +226,9 @@ async fn every_admin_operation_on_another_tenants_objects_answers_404_and_change
                 // The intruder's own tenant is theirs: only the victim's objects in it are tested
                 // (a tenant skill is named, not numbered: the same name in one's own tenant is
                 // one's own skill, and the snapshot shows the victim's is untouched).
-                if tenant == intruder && (!names_object || template.ends_with("/tenants/{tenant}/skills/{name}")) {
+                let named_not_numbered =
+                    template.ends_with("/tenants/{tenant}/skills/{name}") || template.ends_with("/pools/{provider}");
+                if tenant == intruder && (!names_object || named_not_numbered) {
                     continue;
                 }
                 let (status, answer) =

@@ -6,6 +6,7 @@ mod access;
 mod audit;
 mod automation;
 mod conformance;
+mod credentials;
 mod cross_tenant;
 mod remote_cli;
 mod sign_in;

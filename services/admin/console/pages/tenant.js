@@ -8,7 +8,7 @@ import { api } from '../app.js';
 const TABS = [
   ['overview', 'overview'], ['agents', 'agents'], ['live', 'live'], ['approvals', 'approvals'], ['sessions', 'sessions'],
   ['channels', 'channels'], ['automation', 'automation'], ['members', 'members'],
-  ['keys', 'keys'], ['tokens', 'tokens'], ['usage', 'usage'], ['audit', 'audit'],
+  ['keys', 'keys'], ['providers', 'providers'], ['tokens', 'tokens'], ['usage', 'usage'], ['audit', 'audit'],
 ];
 
 export async function tenantPage(main, tenantId, page, itemId) {
@@ -29,6 +29,7 @@ export async function tenantPage(main, tenantId, page, itemId) {
     case 'tokens': return (await import('./credentials.js')).tokensPage(section, ctx);
     case 'audit': return (await import('./audit.js')).auditPage(section, ctx);
     case 'usage': return (await import('./usage.js')).usagePage(section, ctx);
+    case 'providers': return (await import('./providers.js')).providersPage(section, ctx);
     case 'channels': return (await import('./channels.js')).channelsPage(section, ctx);
     case 'automation': return (await import('./automation.js')).automationPage(section, ctx);
     case 'approvals': return (await import('./automation.js')).approvalsPage(section, ctx);

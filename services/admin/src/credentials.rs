@@ -1,0 +1,154 @@
+//! Provider keys a tenant pools per provider (OpenAI, OpenRouter, Anthropic, ...): added
+//! write-only (sealed at rest, never shown again), listed with their live health (ready,
+//! cooling down after a rate limit, or dead), removed, and each pool's way of picking a key.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use hermes_core::ErrorCode;
+use hermes_core::access::AdminOp;
+use hermes_http::ApiError;
+use hermes_store::NewCredential;
+use hermes_store::admin::Change;
+
+use crate::caller::Caller;
+use crate::errors::{store_error, store_error_for};
+use crate::state::AdminState;
+
+type Result<T, E = ApiError> = std::result::Result<T, E>;
+
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/credentials", tag = "admin: credentials",
+    params(("tenant" = String, Path, description = "Tenant id")),
+    responses((status = 200, description = "Pools by provider: their strategy and keys (never the secrets) with each key's health", body = Object),
+        (status = 404, description = "No such tenant (or not yours)", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn list(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ViewCredentials).await?;
+    let pools = state.store.credential_pools(t.id).await.map_err(store_error)?;
+    let mut out = Vec::new();
+    let mut providers: Vec<&String> = pools.keys().collect();
+    providers.sort();
+    for provider in providers {
+        let (keys, strategy) = &pools[provider];
+        let ids: Vec<String> = keys.iter().map(|k| k.id.to_string()).collect();
+        // Redis down: the keys are still listed, their health unknown.
+        let health = state.pools.health(t.id, provider, &ids).await.unwrap_or_default();
+        let keys: Vec<Value> = keys
+            .iter()
+            .map(|k| {
+                let live = health.iter().find(|h| h.id == k.id.to_string());
+                json!({
+                    "id": k.id, "label": k.label, "priority": k.priority, "allowed_hosts": k.allowed_hosts,
+                    "created_at": k.created_at, "health": live,
+                })
+            })
+            .collect();
+        out.push(json!({ "provider": provider, "strategy": strategy, "keys": keys }));
+    }
+    Ok(Json(json!({ "object": "list", "data": out })))
+}
+
+/// A key to add to the pool of its provider.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NewKey {
+    /// The pool: `openai`, `openrouter`, `anthropic`, ..., or `custom:<host>`.
+    provider: String,
+    label: String,
+    /// Write-only: sealed at rest, never shown again.
+    secret: String,
+    /// Lower is used first with `fill_first`.
+    #[serde(default)]
+    priority: i32,
+    /// The hosts it may be sent to (`api.openai.com`, ...): a key never leaves for another.
+    allowed_hosts: Vec<String>,
+}
+
+#[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/credentials", tag = "admin: credentials", request_body = NewKey,
+    params(("tenant" = String, Path, description = "Tenant id")),
+    responses((status = 201, description = "Added (its secret is not part of the answer)", body = Object),
+        (status = 400, description = "No hosts, an empty secret, or no master key to seal it with", body = crate::schemas::ErrorBody),
+        (status = 403, description = "The caller's role may not manage credentials", body = crate::schemas::ErrorBody),
+        (status = 409, description = "The pool has a key with that label", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn add(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+    body: std::result::Result<hermes_http::ApiJson<NewKey>, ApiError>,
+) -> Result<(StatusCode, Json<Value>)> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ManageCredentials).await?;
+    let hermes_http::ApiJson(body) = body?;
+    let bad =
+        |param: &'static str, why: &str| ApiError::invalid_request(ErrorCode::InvalidValue, why).with_param(param);
+    let secrets =
+        state.secrets.as_ref().ok_or_else(|| bad("secret", "storing provider keys needs secrets.master_key"))?;
+    if body.secret.trim().is_empty() {
+        return Err(bad("secret", "the key is empty"));
+    }
+    let hosts: Vec<String> =
+        body.allowed_hosts.iter().map(|h| h.trim().to_ascii_lowercase()).filter(|h| !h.is_empty()).collect();
+    let new = NewCredential {
+        provider: body.provider.trim().to_owned(),
+        label: body.label.trim().to_owned(),
+        secret: body.secret.trim().to_owned(),
+        priority: body.priority,
+        allowed_hosts: hosts,
+    };
+    let added = state.store.add_credential(t.id, new, secrets).await.map_err(store_error)?;
+    let shown = json!({
+        "id": added.id, "provider": added.provider, "label": added.label, "priority": added.priority,
+        "allowed_hosts": added.allowed_hosts, "created_at": added.created_at,
+    });
+    let change = Change::new("credential.added", "credential", added.id).after(&shown);
+    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    Ok((StatusCode::CREATED, Json(shown)))
+}
+
+#[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/credentials/{id}", tag = "admin: credentials",
+    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Credential id")),
+    responses((status = 204, description = "Removed from its pool"), (status = 404, description = "No such key", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn remove(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, id)): Path<(String, String)>,
+) -> Result<StatusCode> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ManageCredentials).await?;
+    let id = uuid::Uuid::parse_str(&id).map_err(|_| ApiError::not_found(ErrorCode::NotFound, "no such key"))?;
+    let gone =
+        state.store.delete_credential(t.id, id).await.map_err(|e| store_error_for(e, ErrorCode::NotFound, "key"))?;
+    let change = Change::new("credential.removed", "credential", id)
+        .before(json!({ "provider": gone.provider, "label": gone.label }));
+    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// How a pool picks a key.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Strategy {
+    /// `fill_first`, `round_robin`, `random` or `least_used`.
+    strategy: String,
+}
+
+#[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/credentials/pools/{provider}", tag = "admin: credentials", request_body = Strategy,
+    params(("tenant" = String, Path, description = "Tenant id"), ("provider" = String, Path, description = "The pool's provider")),
+    responses((status = 204, description = "Set"), (status = 400, description = "No such strategy", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn strategy(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, provider)): Path<(String, String)>,
+    body: std::result::Result<hermes_http::ApiJson<Strategy>, ApiError>,
+) -> Result<StatusCode> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ManageCredentials).await?;
+    let hermes_http::ApiJson(body) = body?;
+    state.store.set_pool_strategy(t.id, &provider, &body.strategy).await.map_err(store_error)?;
+    let change = Change::new("pool.strategy_set", "pool", &provider).after(json!({ "strategy": body.strategy }));
+    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    Ok(StatusCode::NO_CONTENT)
+}
