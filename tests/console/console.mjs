@@ -160,6 +160,16 @@ await step("the owner corrects the agent's memory and its next turn sees it", as
   expect(prompt.includes('The team deploys on Thursdays.') && prompt.includes('kestrel'), `the prompt carries the memory: ${prompt.slice(0, 400)}`);
 });
 
+await step("the owner edits an agent's SOUL and approvals", async () => {
+  await ownerPage.goto(`${base}/console/t/${world.tenant}/agents`);
+  await ownerPage.getByRole('link', { name: 'scribe', exact: true }).click();
+  await ownerPage.getByLabel('SOUL (personality)').fill('You are a careful scribe.');
+  await ownerPage.getByLabel('Dangerous commands').selectOption('smart');
+  await ownerPage.getByRole('button', { name: 'Save' }).click();
+  await ownerPage.getByText('Saved').waitFor();
+  await shot(ownerPage, 'agent-en');
+});
+
 await step("the owner uploads a team skill and hides it from an agent", async () => {
   await ownerPage.goto(`${base}/console/t/${world.tenant}/agents`);
   await ownerPage.getByRole('row', { name: /scribe/ }).getByRole('link', { name: 'Skills' }).click();

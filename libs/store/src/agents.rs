@@ -198,6 +198,49 @@ impl Store {
     }
 }
 
+/// Changes to an agent's settings (`None`: unchanged; an empty SOUL or system message clears
+/// it). New sessions see them; a running session keeps the prompt it started with.
+#[derive(Debug, Clone, Default)]
+pub struct AgentChanges {
+    pub model: Option<String>,
+    pub soul: Option<String>,
+    pub system_message: Option<String>,
+    pub toolsets: Option<Vec<String>>,
+    pub fallbacks: Option<Vec<FallbackModel>>,
+}
+
+impl Store {
+    /// Applies `changes` to the agent; the agent as it now is.
+    pub async fn update_agent(&self, tenant: TenantId, id: AgentId, changes: &AgentChanges) -> Result<Agent> {
+        let fallbacks = changes
+            .fallbacks
+            .as_ref()
+            .map(serde_json::to_value)
+            .transpose()
+            .map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let sql = concat!(
+            "UPDATE agents SET model = COALESCE($3, model),
+                    soul = CASE WHEN $4::text IS NULL THEN soul ELSE NULLIF($4, '') END,
+                    system_message = CASE WHEN $5::text IS NULL THEN system_message ELSE NULLIF($5, '') END,
+                    toolsets = COALESCE($6, toolsets), fallbacks = COALESCE($7, fallbacks), updated_at = now()
+             WHERE tenant_id = $1 AND id = $2 RETURNING ",
+            agent_columns!()
+        );
+        let row = sqlx::query(sql)
+            .bind(tenant.as_uuid())
+            .bind(id.as_uuid())
+            .bind(&changes.model)
+            .bind(&changes.soul)
+            .bind(&changes.system_message)
+            .bind(&changes.toolsets)
+            .bind(fallbacks)
+            .fetch_optional(&mut *self.as_tenant(tenant).await?)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        Agent::from_row(tenant, &row)
+    }
+}
+
 /// [`Store::agent`] on a connection already set to `tenant`.
 pub(crate) async fn agent_on(conn: &mut PgConnection, tenant: TenantId, id: AgentId) -> Result<Agent> {
     let sql = concat!("SELECT ", agent_columns!(), " FROM agents WHERE tenant_id = $1 AND id = $2");

@@ -213,3 +213,74 @@ pub(crate) async fn create_agent(
     state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
     Ok((StatusCode::CREATED, Json(json!(agent))))
 }
+
+/// Changes to an agent (absent: unchanged; an empty `soul` or `system_message` clears it).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AgentEdit {
+    model: Option<String>,
+    soul: Option<String>,
+    system_message: Option<String>,
+    toolsets: Option<Vec<String>>,
+    /// Models to fall back to, in order: `{"model": ..., "base_url": ...}`.
+    #[schema(value_type = Option<Vec<Object>>)]
+    fallbacks: Option<Vec<hermes_store::FallbackModel>>,
+    egress: Option<bool>,
+    /// `manual`, `smart` or `off`.
+    approval_mode: Option<String>,
+}
+
+#[utoipa::path(patch, path = "/admin/v1/tenants/{tenant}/agents/{agent}", tag = "admin: agents", request_body = AgentEdit,
+    params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name")),
+    responses((status = 200, description = "The agent as it now is; new sessions use it", body = Object),
+        (status = 400, description = "An unknown toolset or approval mode, or a fallback URL the outbound policy refuses", body = crate::schemas::ErrorBody),
+        (status = 403, description = "The caller's role may not edit agents", body = crate::schemas::ErrorBody),
+        (status = 404, description = "No such agent", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn edit_agent(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, agent_ref)): Path<(String, String)>,
+    body: std::result::Result<hermes_http::ApiJson<AgentEdit>, ApiError>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::EditAgents).await?;
+    let found = match agent_ref.parse::<hermes_core::AgentId>() {
+        Ok(id) => state.store.agent(t.id, id).await,
+        Err(_) => state.store.agent_by_name(t.id, &agent_ref).await,
+    };
+    let before = found.map_err(|e| store_error_for(e, ErrorCode::NotFound, "agent"))?;
+    let hermes_http::ApiJson(body) = body?;
+    let bad =
+        |param: &'static str, msg: String| ApiError::invalid_request(ErrorCode::InvalidValue, msg).with_param(param);
+    for toolset in body.toolsets.iter().flatten() {
+        toolset.parse::<hermes_core::ToolsetName>().map_err(|e| bad("toolsets", e.to_string()))?;
+    }
+    let policy = hermes_net_policy::outbound::Policy::trusting(state.config.outbound.trusted(&state.config.platforms));
+    for fallback in body.fallbacks.iter().flatten() {
+        let url = reqwest::Url::parse(&fallback.base_url)
+            .map_err(|_| bad("fallbacks", format!("{:?} is not a URL", fallback.base_url)))?;
+        if let Some(why) = policy.refuse(&url) {
+            return Err(bad("fallbacks", why));
+        }
+    }
+    let mode = body.approval_mode.as_deref().map(|m| m.parse::<hermes_core::ApprovalMode>()).transpose();
+    let mode = mode.map_err(|e| bad("approval_mode", e.to_string()))?;
+    let changes = hermes_store::AgentChanges {
+        model: body.model.map(|m| m.trim().to_owned()).filter(|m| !m.is_empty()),
+        soul: body.soul,
+        system_message: body.system_message,
+        toolsets: body.toolsets,
+        fallbacks: body.fallbacks,
+    };
+    let mut after = state.store.update_agent(t.id, before.id, &changes).await.map_err(store_error)?;
+    if let Some(egress) = body.egress {
+        state.store.set_egress(t.id, before.id, egress).await.map_err(store_error)?;
+        after.egress = egress;
+    }
+    if let Some(mode) = mode {
+        state.store.set_approval_mode(t.id, before.id, mode).await.map_err(store_error)?;
+        after.approval_mode = mode;
+    }
+    let change = Change::new("agent.updated", "agent", before.id).before(&before).after(&after);
+    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    Ok(Json(json!(after)))
+}

@@ -133,6 +133,7 @@ pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
         .route("/admin/v1/tenants/{tenant}/keys", get(tokens::list_keys).post(tokens::create_key))
         .route("/admin/v1/tenants/{tenant}/keys/{id}", axum::routing::delete(tokens::revoke_key))
         .route("/admin/v1/tenants/{tenant}/agents", get(conversations::agents).post(conversations::create_agent))
+        .route("/admin/v1/tenants/{tenant}/agents/{agent}", axum::routing::patch(conversations::edit_agent))
         .route("/admin/v1/tenants/{tenant}/agents/{agent}/memory", get(memory::view).put(memory::rewrite))
         .route("/admin/v1/tenants/{tenant}/agents/{agent}/skills", get(skills::list))
         .route("/admin/v1/tenants/{tenant}/agents/{agent}/skills/{name}", get(skills::get))

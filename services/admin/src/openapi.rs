@@ -52,6 +52,7 @@ impl utoipa::Modify for AdminSecurity {
         crate::tokens::revoke_key,
         crate::conversations::agents,
         crate::conversations::create_agent,
+        crate::conversations::edit_agent,
         crate::skills::list,
         crate::skills::get,
         crate::skills::toggle,

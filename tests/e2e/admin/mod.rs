@@ -3,6 +3,7 @@
 //! the audit log.
 
 mod access;
+mod agents;
 mod audit;
 mod automation;
 mod conformance;

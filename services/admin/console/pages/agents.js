@@ -14,7 +14,7 @@ export async function agentsPage(section, ctx) {
       h('thead', {}, h('tr', {}, ['name', 'model', 'provider', 'toolsets', 'egress', 'created'].map((c) => h('th', { scope: 'col' }, t(c))),
         h('th', { scope: 'col' }, ''))),
       h('tbody', {}, agents.data.map((a) => h('tr', {},
-        h('td', {}, a.name), h('td', {}, h('code', {}, a.model)), h('td', {}, a.provider_base_url),
+        h('td', {}, h('a', { href: `${ctx.base}/agent/${a.id}` }, a.name)), h('td', {}, h('code', {}, a.model)), h('td', {}, a.provider_base_url),
         h('td', {}, a.toolsets.join(', ')), h('td', {}, a.egress ? t('yes') : t('no')), h('td', {}, when(a.created_at)),
         h('td', {}, h('a', { href: `${ctx.base}/memory/${a.id}` }, t('memory')), ' · ', h('a', { href: `${ctx.base}/skills/${a.id}` }, t('skills'))))))));
   }
@@ -86,4 +86,39 @@ export async function memoryPage(section, ctx, agentId) {
   section.append(h('form', { class: 'filters', on: { submit: (e) => { e.preventDefault(); location.assign(`${ctx.base}/memory/${agentId}?user=${encodeURIComponent(who.value)}`); } } },
     field(t('userKey'), who), h('button', { type: 'submit' }, t('open'))));
   if (user) section.append(editor('user', found.user_profile, found.user_char_limit));
+}
+
+// One agent's settings: model, SOUL, toolsets, internet access, approvals. New sessions use them.
+export async function agentPage(section, ctx, agentId) {
+  const agents = await api('GET', `/admin/v1/tenants/${ctx.id}/agents`);
+  const a = agents.data.find((x) => x.id === agentId);
+  section.append(h('p', {}, h('a', { href: `${ctx.base}/agents` }, `← ${t('back')}`)));
+  if (!a) { section.append(h('p', { role: 'alert', class: 'notice error' }, t('none'))); return; }
+  const edit = ctx.may('agents.edit');
+  const model = h('input', { type: 'text', value: a.model, required: true });
+  const soul = h('textarea', { rows: '5' });
+  soul.value = a.soul || '';
+  const toolsets = h('input', { type: 'text', value: a.toolsets.join(', ') });
+  const egress = h('input', { type: 'checkbox', id: 'agent-egress', checked: a.egress });
+  const mode = h('select', {}, ['manual', 'smart', 'off'].map((m) => h('option', { value: m, selected: m === a.approval_mode }, t(`approval_${m}`))));
+  const status = h('div', { 'aria-live': 'polite' });
+  for (const control of [model, soul, toolsets, egress, mode]) if (!edit) control.setAttribute('disabled', '');
+  section.append(h('form', {
+    class: 'card',
+    on: {
+      submit: async (e) => {
+        e.preventDefault();
+        try {
+          await api('PATCH', `/admin/v1/tenants/${ctx.id}/agents/${a.id}`, {
+            model: model.value, soul: soul.value, toolsets: toolsets.value.split(',').map((x) => x.trim()).filter(Boolean),
+            egress: egress.checked, approval_mode: mode.value,
+          });
+          status.replaceChildren(notice('ok', t('saved')));
+        } catch (err) { status.replaceChildren(notice('error', err.message)); }
+      },
+    },
+  }, h('h2', {}, a.name), h('p', { class: 'hint' }, a.provider_base_url),
+  field(t('model'), model), field(t('soul'), soul), field(t('toolsets'), toolsets),
+  h('div', { class: 'field inline' }, egress, h('label', { for: 'agent-egress' }, t('egress'))),
+  field(t('approvalMode'), mode), edit ? h('button', { type: 'submit' }, t('save')) : null, status));
 }

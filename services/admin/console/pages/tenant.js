@@ -39,6 +39,7 @@ export async function tenantPage(main, tenantId, page, itemId) {
     case 'agents': return (await import('./agents.js')).agentsPage(section, ctx);
     case 'memory': return (await import('./agents.js')).memoryPage(section, ctx, itemId);
     case 'skills': return (await import('./skills.js')).skillsPage(section, ctx, itemId);
+    case 'agent': return (await import('./agents.js')).agentPage(section, ctx, itemId);
     case 'live': return itemId
       ? (await import('./live.js')).liveTurn(section, ctx, itemId)
       : (await import('./live.js')).liveList(section, ctx);
@@ -48,7 +49,7 @@ export async function tenantPage(main, tenantId, page, itemId) {
 
 // The tab a page belongs to (an agent's memory is under Agents).
 function tabOf(page) {
-  return page === 'memory' || page === 'skills' ? 'agents' : page;
+  return ['memory', 'skills', 'agent'].includes(page) ? 'agents' : page;
 }
 
 async function overview(section, ctx) {

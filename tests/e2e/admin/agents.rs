@@ -1,0 +1,55 @@
+//! Editing an agent from the console: model, SOUL, toolsets, fallbacks, internet access and
+//! approvals change for new sessions; bad values are refused with the field named; members
+//! change nothing; the audit log holds the agent before and after.
+
+use hermes_core::MemberRole;
+use reqwest::Method;
+use serde_json::json;
+
+use super::member;
+use crate::harness::{Roles, TestEnv};
+
+#[tokio::test]
+async fn an_agent_is_edited_with_its_values_checked_and_audited() {
+    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let (acme, _, _) = env.tenant("acme", "helper").await;
+    let (_, owner) = member(&env, acme, "owner@acme.test", MemberRole::Owner).await;
+    let (_, viewer) = member(&env, acme, "viewer@acme.test", MemberRole::Member).await;
+    let path = format!("/admin/v1/tenants/{acme}/agents/helper");
+
+    let (s, _) = viewer.call(&env, Method::PATCH, &path, Some(json!({"model": "gpt-x"}))).await;
+    assert_eq!(s, 403);
+    let edit = json!({
+        "model": "gpt-4o-mini", "soul": "You are terse.", "toolsets": ["terminal", "memory"],
+        "fallbacks": [{"model": "backup", "base_url": "https://api.example.com/v1"}], "egress": true, "approval_mode": "smart",
+    });
+    let (s, agent) = owner.call(&env, Method::PATCH, &path, Some(edit)).await;
+    assert_eq!(s, 200, "{agent}");
+    assert_eq!(
+        (agent["model"].as_str(), agent["soul"].as_str(), agent["egress"].as_bool()),
+        (Some("gpt-4o-mini"), Some("You are terse."), Some(true))
+    );
+    assert_eq!(agent["approval_mode"], "smart");
+    assert_eq!(agent["fallbacks"][0]["model"], "backup");
+    let stored = env.store.agent_by_name(acme, "helper").await.unwrap();
+    assert_eq!(stored.toolsets, ["terminal", "memory"]);
+
+    let (s, cleared) = owner.call(&env, Method::PATCH, &path, Some(json!({"soul": ""}))).await;
+    assert_eq!((s, cleared["soul"].clone()), (200, json!(null)), "an empty SOUL clears it");
+    for (body, param) in [
+        (json!({"toolsets": ["teleport"]}), "toolsets"),
+        (json!({"approval_mode": "yolo"}), "approval_mode"),
+        (json!({"fallbacks": [{"model": "m", "base_url": "http://169.254.169.254/v1"}]}), "fallbacks"),
+    ] {
+        let (s, refused) = owner.call(&env, Method::PATCH, &path, Some(body)).await;
+        assert_eq!((s, refused["error"]["param"].as_str()), (400, Some(param)), "{refused}");
+    }
+    let (before, after): (serde_json::Value, serde_json::Value) = sqlx::query_as(
+        "SELECT before, after FROM audit_log WHERE action = 'agent.updated' AND tenant_id = $1 ORDER BY id LIMIT 1",
+    )
+    .bind(acme.as_uuid())
+    .fetch_one(&env.db)
+    .await
+    .unwrap();
+    assert_eq!((before["model"].as_str(), after["model"].as_str()), (Some("scripted-model"), Some("gpt-4o-mini")));
+}
