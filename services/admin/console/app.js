@@ -41,6 +41,27 @@ export function notice(kind, text) {
   return h('p', { class: `notice ${kind}`, role: kind === 'error' ? 'alert' : 'status' }, text);
 }
 
+// A button that runs one API call and reloads the page (or shows why not in `status`); with
+// `confirmText`, it asks first; `label` names the thing it acts on, for screen readers.
+export function actionButton(text, run, status, { danger = false, label = null, confirmText = null } = {}) {
+  return h('button', {
+    type: 'button', class: danger ? 'danger' : null, 'aria-label': label ? `${text}: ${label}` : null,
+    on: {
+      click: async (e) => {
+        if (confirmText && !confirm(confirmText)) return;
+        e.target.disabled = true;
+        try {
+          await run();
+          location.reload();
+        } catch (err) {
+          status.replaceChildren(notice('error', err.message));
+          e.target.disabled = false;
+        }
+      },
+    },
+  }, text);
+}
+
 function applyTheme() {
   const theme = localStorage.getItem('hermes.theme') || 'auto';
   document.documentElement.dataset.theme = theme;

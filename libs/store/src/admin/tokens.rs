@@ -60,6 +60,18 @@ fn token(row: &sqlx::postgres::PgRow) -> Result<AdminToken> {
 /// The longest a token may live.
 pub const MAX_TOKEN_LIFETIME: Duration = Duration::from_secs(366 * 24 * 3600);
 
+/// A new token: its id, its shown prefix and the whole secret, once `lifetime` is allowed.
+fn mint(lifetime: Duration) -> Result<(AdminTokenId, String, String)> {
+    if lifetime.is_zero() || lifetime > MAX_TOKEN_LIFETIME {
+        return Err(StoreError::Invalid("a token lives between one second and 366 days".into()));
+    }
+    let (secret, _) = super::new_secret()?;
+    let id = AdminTokenId::new();
+    let prefix = format!("hat_{}", &id.as_uuid().simple().to_string()[20..32]);
+    let full = format!("{prefix}_{secret}");
+    Ok((id, prefix, full))
+}
+
 impl Store {
     /// Makes a token for `tenant` (`person`: acting as them; `None`: a service token); the
     /// token and its secret, which is not stored and cannot be shown again.
@@ -72,13 +84,7 @@ impl Store {
         lifetime: Duration,
         by: &Audit,
     ) -> Result<(AdminToken, String)> {
-        if lifetime.is_zero() || lifetime > MAX_TOKEN_LIFETIME {
-            return Err(StoreError::Invalid("a token lives between one second and 366 days".into()));
-        }
-        let (secret, _) = super::new_secret()?;
-        let id = AdminTokenId::new();
-        let prefix = format!("hat_{}", &id.as_uuid().simple().to_string()[20..32]);
-        let full = format!("{prefix}_{secret}");
+        let (id, prefix, full) = mint(lifetime)?;
         let mut tx = self.tenant_tx(tenant).await?;
         let row = sqlx::query(
             "INSERT INTO admin_tokens (id, tenant_id, person_id, name, role, prefix, hash, expires_at)
@@ -194,13 +200,7 @@ impl Store {
         lifetime: Duration,
         by: &Audit,
     ) -> Result<(AdminToken, String)> {
-        if lifetime.is_zero() || lifetime > MAX_TOKEN_LIFETIME {
-            return Err(StoreError::Invalid("a token lives between one second and 366 days".into()));
-        }
-        let (secret, _) = super::new_secret()?;
-        let id = AdminTokenId::new();
-        let prefix = format!("hat_{}", &id.as_uuid().simple().to_string()[20..32]);
-        let full = format!("{prefix}_{secret}");
+        let (id, prefix, full) = mint(lifetime)?;
         let mut tx = self.system().begin().await?;
         let row = sqlx::query(
             "INSERT INTO admin_tokens (id, tenant_id, person_id, name, role, prefix, hash, expires_at)

@@ -4,19 +4,7 @@
 
 import { h, when } from '../dom.js';
 import { t } from '../i18n.js';
-import { api, notice } from '../app.js';
-
-function actionButton(label, run, status) {
-  return h('button', {
-    type: 'button',
-    on: {
-      click: async (e) => {
-        e.target.disabled = true;
-        try { await run(); location.reload(); } catch (err) { status.replaceChildren(notice('error', err.message)); e.target.disabled = false; }
-      },
-    },
-  }, label);
-}
+import { api, notice, actionButton } from '../app.js';
 
 export async function automationPage(section, ctx) {
   const [jobs, hooks] = await Promise.all([

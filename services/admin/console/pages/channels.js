@@ -4,7 +4,7 @@
 
 import { h, field, when } from '../dom.js';
 import { t } from '../i18n.js';
-import { api, notice } from '../app.js';
+import { api, notice, actionButton } from '../app.js';
 
 // What each platform asks for, by mode; each field is [name, input type, label key, hint key].
 const PLATFORMS = {
@@ -73,16 +73,10 @@ async function channelCard(ctx, c, agent) {
       h('thead', {}, h('tr', {}, [t('who'), t('code'), t('expires'), ''].map((x) => h('th', { scope: 'col' }, x)))),
       h('tbody', {}, rows)),
     status,
-    ctx.may('channels.manage') ? h('button', {
-      type: 'button', class: 'danger',
-      on: {
-        click: async () => {
-          if (!confirm(t('confirmUnbind'))) return;
-          await api('DELETE', `/admin/v1/tenants/${ctx.id}/channels/${c.id}`);
-          location.reload();
-        },
-      },
-    }, t('unbind')) : null);
+    ctx.may('channels.manage')
+      ? actionButton(t('unbind'), () => api('DELETE', `/admin/v1/tenants/${ctx.id}/channels/${c.id}`), status,
+        { danger: true, confirmText: t('confirmUnbind') })
+      : null);
 }
 
 function bindForm(ctx, agents) {

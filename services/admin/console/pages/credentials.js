@@ -3,18 +3,15 @@
 
 import { h, field, when } from '../dom.js';
 import { t, roleName } from '../i18n.js';
-import { api, notice } from '../app.js';
+import { api, notice, actionButton } from '../app.js';
 
 function secretBox(secret) {
   return h('div', { class: 'card secret-box', role: 'status' },
     h('p', {}, t('shownOnce')), h('code', { class: 'secret', 'data-testid': 'secret' }, secret));
 }
 
-function revokeButton(label, path) {
-  return h('button', {
-    type: 'button', class: 'danger', 'aria-label': `${t('revoke')}: ${label}`,
-    on: { click: async () => { await api('DELETE', path); location.reload(); } },
-  }, t('revoke'));
+function revokeButton(label, path, status) {
+  return actionButton(t('revoke'), () => api('DELETE', path), status, { danger: true, label });
 }
 
 export async function keysPage(section, ctx) {
@@ -24,6 +21,7 @@ export async function keysPage(section, ctx) {
   ]);
   const agentName = (id) => agents.data.find((a) => a.id === id)?.name || id;
   const manage = ctx.may('keys.manage');
+  const listStatus = h('div', { 'aria-live': 'polite' });
   section.append(h('table', {},
     h('caption', {}, t('keys')),
     h('thead', {}, h('tr', {}, ['name', 'prefix', 'agent', 'created', 'expires', 'status'].map((c) => h('th', { scope: 'col' }, t(c))),
@@ -31,7 +29,7 @@ export async function keysPage(section, ctx) {
     h('tbody', {}, keys.data.map((k) => h('tr', {},
       h('td', {}, k.name), h('td', {}, h('code', {}, k.prefix)), h('td', {}, k.agent_id ? agentName(k.agent_id) : t('anyAgent')),
       h('td', {}, when(k.created_at)), h('td', {}, when(k.expires_at)), h('td', {}, k.revoked_at ? t('revoked') : ''),
-      h('td', {}, manage && !k.revoked_at ? revokeButton(k.name, `/admin/v1/tenants/${ctx.id}/keys/${k.id}`) : null))))));
+      h('td', {}, manage && !k.revoked_at ? revokeButton(k.name, `/admin/v1/tenants/${ctx.id}/keys/${k.id}`, listStatus) : null))))), listStatus);
   if (!manage) return;
   const name = h('input', { type: 'text', required: true, maxlength: '100' });
   const agent = h('select', {}, h('option', { value: '' }, t('anyAgent')), agents.data.map((a) => h('option', { value: a.id }, a.name)));
@@ -55,6 +53,7 @@ export async function keysPage(section, ctx) {
 export async function tokensPage(section, ctx) {
   const tokens = await api('GET', `/admin/v1/tenants/${ctx.id}/tokens`);
   const manage = ctx.may('tokens.manage');
+  const listStatus = h('div', { 'aria-live': 'polite' });
   section.append(h('table', {},
     h('caption', {}, t('tokens')),
     h('thead', {}, h('tr', {}, ['name', 'prefix', 'role', 'expires', 'lastUsed', 'status'].map((c) => h('th', { scope: 'col' }, t(c))),
@@ -63,7 +62,7 @@ export async function tokensPage(section, ctx) {
       h('td', {}, tk.name, tk.person_id ? '' : ` · ${t('service')}`), h('td', {}, h('code', {}, tk.prefix)),
       h('td', {}, roleName(tk.role)), h('td', {}, when(tk.expires_at)), h('td', {}, when(tk.last_used_at)),
       h('td', {}, tk.revoked_at ? t('revoked') : ''),
-      h('td', {}, manage && !tk.revoked_at ? revokeButton(tk.name, `/admin/v1/tenants/${ctx.id}/tokens/${tk.id}`) : null))))));
+      h('td', {}, manage && !tk.revoked_at ? revokeButton(tk.name, `/admin/v1/tenants/${ctx.id}/tokens/${tk.id}`, listStatus) : null))))), listStatus);
   if (!manage) return;
   const name = h('input', { type: 'text', required: true, maxlength: '100' });
   const roles = ['member', 'admin', 'owner'].filter((r) => ctx.view.standing === 'operator' || ctx.view.standing === 'owner' || r !== 'owner');

@@ -2,7 +2,7 @@
 
 import { h, field, when } from '../dom.js';
 import { t, roleName } from '../i18n.js';
-import { api, notice } from '../app.js';
+import { api, notice, actionButton } from '../app.js';
 
 const ROLES = ['owner', 'admin', 'member'];
 
@@ -32,18 +32,8 @@ export async function membersPage(section, ctx) {
       }, ROLES.map((r) => h('option', { value: r, selected: r === m.role }, roleName(r))))
       : roleName(m.role);
     const remove = ctx.may('members.remove')
-      ? h('button', {
-        type: 'button', class: 'danger', 'aria-label': `${t('remove')}: ${m.email}`,
-        on: {
-          click: async () => {
-            if (!confirm(t('confirmRemove'))) return;
-            try {
-              await api('DELETE', `/admin/v1/tenants/${ctx.id}/members/${m.id}`);
-              location.reload();
-            } catch (err) { status.replaceChildren(notice('error', err.message)); }
-          },
-        },
-      }, t('remove'))
+      ? actionButton(t('remove'), () => api('DELETE', `/admin/v1/tenants/${ctx.id}/members/${m.id}`), status,
+        { danger: true, label: m.email, confirmText: t('confirmRemove') })
       : null;
     return h('tr', {}, h('td', {}, label), h('td', {}, role), h('td', {}, when(m.member_since)), h('td', {}, remove));
   });
@@ -62,10 +52,7 @@ export async function membersPage(section, ctx) {
     h('tbody', {}, invitations.data.map((i) => {
       const state = i.accepted_at ? 'accepted' : i.revoked_at ? 'revoked' : 'pending';
       const revoke = state === 'pending' && ctx.may('members.invite')
-        ? h('button', {
-          type: 'button', 'aria-label': `${t('revoke')}: ${i.email}`,
-          on: { click: async () => { await api('DELETE', `/admin/v1/tenants/${ctx.id}/invitations/${i.id}`); location.reload(); } },
-        }, t('revoke'))
+        ? actionButton(t('revoke'), () => api('DELETE', `/admin/v1/tenants/${ctx.id}/invitations/${i.id}`), status, { label: i.email })
         : null;
       return h('tr', {}, h('td', {}, i.email), h('td', {}, roleName(i.role)), h('td', {}, t(state)),
         h('td', {}, when(i.expires_at)), h('td', {}, revoke));

@@ -3,7 +3,7 @@
 
 import { h, field, when } from '../dom.js';
 import { t } from '../i18n.js';
-import { api, notice } from '../app.js';
+import { api, notice, actionButton } from '../app.js';
 
 const KNOWN_HOSTS = { openai: 'api.openai.com', openrouter: 'openrouter.ai', anthropic: 'api.anthropic.com' };
 const STRATEGIES = ['fill_first', 'round_robin', 'random', 'least_used'];
@@ -32,10 +32,9 @@ export async function providersPage(section, ctx) {
         h('tbody', {}, pool.keys.map((k) => h('tr', { 'data-testid': 'provider-key' },
           h('td', {}, k.label), h('td', {}, k.health ? t(`health_${k.health.state}`) : '?'),
           h('td', {}, k.health ? String(k.health.uses) : ''), h('td', {}, k.allowed_hosts.join(', ')), h('td', {}, when(k.created_at)),
-          h('td', {}, manage ? h('button', {
-            type: 'button', class: 'danger', 'aria-label': `${t('remove')}: ${k.label}`,
-            on: { click: async () => { await api('DELETE', `/admin/v1/tenants/${ctx.id}/credentials/${k.id}`); location.reload(); } },
-          }, t('remove')) : null)))))));
+          h('td', {}, manage
+            ? actionButton(t('remove'), () => api('DELETE', `/admin/v1/tenants/${ctx.id}/credentials/${k.id}`), status, { danger: true, label: k.label })
+            : null)))))));
   }
   section.append(status);
   if (!manage) return;
