@@ -7,7 +7,8 @@ For each values set in helm/tests/values/ (and the chart's values-dev.yaml) it l
 and checks what the chart promises: pod security, probes, resources, drain and grace period,
 PDBs, selectors, secrets by reference, the migration Job, RBAC held to the sandbox backend's
 code, the sandbox namespace, autoscaling, the Ingress, the dashboard and alerting rules equal
-to deploy/grafana's, the trace export's variables in every hermesd container. Then every file in values/bad/ must be refused
+to deploy/grafana's, the trace export's variables in every hermesd container, the console's
+settings on the api role (secrets by reference). Then every file in values/bad/ must be refused
 with the message its first line names (`# expect: ...`). Last, each check is run on a broken
 copy of a good render, to show it can fail.
 
@@ -38,7 +39,7 @@ from checks_observability import check_observability, check_traces  # noqa: E402
 from checks_platform import (check_autoscaling, check_docker_backend, check_ingress, check_migrations,  # noqa: E402
                              check_notes, check_rbac, check_sandbox_namespace, check_service_accounts,
                              check_service_monitor)
-from checks_workloads import (check_config_env, check_env, check_images, check_labels_and_selectors,  # noqa: E402
+from checks_workloads import (check_admin, check_config_env, check_env, check_images, check_labels_and_selectors,  # noqa: E402
                               check_pdbs, check_pod_security, check_probes_and_ports, check_resources, check_services,
                               check_topology_spread, check_worker_drain)
 from negative_checks import check_breakages, check_refusals  # noqa: E402
@@ -49,7 +50,8 @@ VERBOSE = "-v" in sys.argv
 CHECKS = [check_schemas, check_labels_and_selectors, check_pod_security, check_probes_and_ports, check_services,
           check_resources, check_worker_drain, check_pdbs, check_topology_spread, check_env, check_config_env, check_images,
           check_migrations, check_service_accounts, check_rbac, check_sandbox_namespace, check_docker_backend,
-          check_autoscaling, check_ingress, check_service_monitor, check_observability, check_traces, check_notes]
+          check_autoscaling, check_ingress, check_service_monitor, check_observability, check_traces, check_notes,
+          check_admin]
 
 
 # --- driver -----------------------------------------------------------------------------------------

@@ -219,3 +219,38 @@ def check_images(r: Render) -> None:
             if var in worker:
                 assert worker[var]["value"].endswith(f":{app_version}"), f"{var}: {worker[var]['value']}"
 
+
+
+ADMIN_ENV = ("HERMES__ADMIN__PUBLIC_URL", "HERMES__ADMIN__SESSION_KEYS", "HERMES__ADMIN__OIDC__ISSUER",
+             "HERMES__ADMIN__OIDC__CLIENT_ID", "HERMES__ADMIN__OIDC__CLIENT_SECRET")
+
+
+def check_admin(r: Render) -> None:
+    """The console's settings reach the api role only: its address (admin.publicUrl, else the
+    Ingress's), its session keys and the identity provider's client secret by Secret reference,
+    never as values; without them, none of the variables."""
+    a, ing = r.values["admin"], r.values["ingress"]
+    for role, pod in r.hermes_pods():
+        env = env_of(container(pod))
+        if role != "api":
+            stray = [n for n in ADMIN_ENV if n in env]
+            assert not stray, f"{role}: {stray}: the console is the api role's"
+            continue
+        url = a["publicUrl"] or (f"{'https' if ing['tls']['enabled'] else 'http'}://{ing['host']}" if ing["enabled"] else "")
+        if url:
+            assert env.get("HERMES__ADMIN__PUBLIC_URL", {}).get("value") == url, f"api: console URL {env.get('HERMES__ADMIN__PUBLIC_URL')}, want {url}"
+        else:
+            assert "HERMES__ADMIN__PUBLIC_URL" not in env, "api: a console URL from nowhere"
+        for var, ref in (("HERMES__ADMIN__SESSION_KEYS", a["sessionKeys"]),
+                         ("HERMES__ADMIN__OIDC__CLIENT_SECRET", a["oidc"]["clientSecret"] if a["oidc"]["issuer"] else {"existingSecret": ""})):
+            if ref["existingSecret"]:
+                e = env.get(var)
+                assert e and "value" not in e, f"api: {var} must come from a Secret, not a value"
+                assert e["valueFrom"] == {"secretKeyRef": {"name": ref["existingSecret"], "key": ref["key"]}}, f"api: {var} from {e}"
+            else:
+                assert var not in env, f"api: {var} without its Secret"
+        if a["oidc"]["issuer"]:
+            assert env["HERMES__ADMIN__OIDC__ISSUER"]["value"] == a["oidc"]["issuer"], "api: the issuer"
+            assert env["HERMES__ADMIN__OIDC__CLIENT_ID"]["value"] == a["oidc"]["clientId"], "api: the client id"
+        else:
+            assert "HERMES__ADMIN__OIDC__ISSUER" not in env, "api: an issuer from nowhere"

@@ -18,7 +18,7 @@ import helm_python as helm
 from checks_observability import check_observability, check_traces
 from checks_platform import (check_autoscaling, check_ingress, check_migrations, check_rbac, check_sandbox_namespace,
                              check_service_accounts)
-from checks_workloads import (check_config_env, check_env, check_images, check_labels_and_selectors, check_pdbs,
+from checks_workloads import (check_admin, check_config_env, check_env, check_images, check_labels_and_selectors, check_pdbs,
                               check_pod_security, check_probes_and_ports, check_worker_drain)
 from rendering import RELEASE, V, Render, check_schemas, container, labels, lint_errors, load_values, merge, quiet_stderr
 
@@ -65,6 +65,10 @@ def _first(docs, kind):
 
 
 BREAKAGES = [  # (description, scenario, check, mutation of the docs)
+    ("the OIDC client secret as a plain value", "ingress", check_admin,
+     lambda docs: _env(container(pod_of(docs, "api")), "HERMES__ADMIN__OIDC__CLIENT_SECRET").update(value="s3cret")),
+    ("the console's address on the worker", "ingress", check_admin,
+     lambda docs: container(pod_of(docs, "worker"))["env"].append({"name": "HERMES__ADMIN__PUBLIC_URL", "value": "https://x"})),
     ("api pod may run as root", "default", check_pod_security,
      lambda docs: pod_of(docs, "api")["securityContext"].pop("runAsNonRoot", None)),
     ("worker container writable root", "default", check_pod_security,

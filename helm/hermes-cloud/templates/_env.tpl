@@ -15,7 +15,9 @@ the migration hook can run before anything of the release exists.
   "HERMES__SANDBOX__KUBERNETES__RUNTIME_CLASS" "HERMES__SANDBOX__KUBERNETES__STORAGE_CLASS"
   "HERMES__SANDBOX__KUBERNETES__WORKSPACE_GB" "HERMES__SANDBOX__DOCKER__SOCKET"
   "HERMES__SANDBOX__DOCKER__IPC_DIR" "HERMES__SANDBOX__DOCKER__IMAGE"
-  "HERMES__TELEMETRY__OTLP_ENDPOINT" "HERMES__TELEMETRY__OTLP_PROTOCOL" | toJson -}}
+  "HERMES__TELEMETRY__OTLP_ENDPOINT" "HERMES__TELEMETRY__OTLP_PROTOCOL"
+  "HERMES__ADMIN__PUBLIC_URL" "HERMES__ADMIN__SESSION_KEYS" "HERMES__ADMIN__OIDC__ISSUER"
+  "HERMES__ADMIN__OIDC__CLIENT_ID" "HERMES__ADMIN__OIDC__CLIENT_SECRET" | toJson -}}
 {{- end -}}
 
 {{/*
@@ -134,6 +136,7 @@ only for variables defined before it in the list.
 {{- if eq .role "api" }}
 - name: HERMES__HTTP__BIND
   value: {{ printf "%s:%d" $root.Values.listenAddress (int $v.port) | quote }}
+{{- include "hermes.adminEnv" $root }}
 {{- else if eq .role "gateway" }}
 - name: HERMES__GATEWAY__BIND
   value: {{ printf "%s:%d" $root.Values.listenAddress (int $v.port) | quote }}
@@ -175,6 +178,45 @@ only for variables defined before it in the list.
   value: {{ $d.ipcHostPath | quote }}
 - name: HERMES__SANDBOX__DOCKER__IMAGE
   value: {{ include "hermes.sandboxImage" $root | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The console's address: admin.publicUrl, else from the Ingress that routes the API. */}}
+{{- define "hermes.consoleUrl" -}}
+{{- $ing := .Values.ingress -}}
+{{- if .Values.admin.publicUrl -}}
+{{- .Values.admin.publicUrl -}}
+{{- else if $ing.enabled -}}
+{{- printf "%s://%s" (ternary "https" "http" $ing.tls.enabled) $ing.host -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The admin console (api role): its address, session keys and identity provider; secrets by reference. */}}
+{{- define "hermes.adminEnv" -}}
+{{- $a := .Values.admin -}}
+{{- with include "hermes.consoleUrl" . }}
+- name: HERMES__ADMIN__PUBLIC_URL
+  value: {{ . | quote }}
+{{- end }}
+{{- with $a.sessionKeys.existingSecret }}
+- name: HERMES__ADMIN__SESSION_KEYS
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $a.sessionKeys.key }}
+{{- end }}
+{{- if $a.oidc.issuer }}
+- name: HERMES__ADMIN__OIDC__ISSUER
+  value: {{ $a.oidc.issuer | quote }}
+- name: HERMES__ADMIN__OIDC__CLIENT_ID
+  value: {{ required "admin.oidc.clientId is required with admin.oidc.issuer" $a.oidc.clientId | quote }}
+{{- with $a.oidc.clientSecret.existingSecret }}
+- name: HERMES__ADMIN__OIDC__CLIENT_SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $a.oidc.clientSecret.key }}
 {{- end }}
 {{- end }}
 {{- end -}}
