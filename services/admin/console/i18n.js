@@ -74,6 +74,7 @@ const en = {
   health: 'Health', hosts: 'Hosts', hostsHint: 'Where the key may be sent, comma-separated.', addProviderKey: 'Add a provider key',
   health_ready: 'ready', health_cooling_down: 'cooling down', health_dead: 'dead',
   approvalMode: 'Dangerous commands', approval_manual: 'Ask a person', approval_smart: 'A model reviews, asks when unsure', approval_off: 'Never ask',
+  exportJson: 'Export as JSON',
   memoryOff: 'This agent does not have the memory toolset: it neither sees nor writes these notes until it does.',
 };
 
@@ -150,6 +151,7 @@ const zh = {
   health: '状态', hosts: '主机', hostsHint: '密钥允许发往的主机，用逗号分隔。', addProviderKey: '添加模型服务密钥',
   health_ready: '可用', health_cooling_down: '冷却中', health_dead: '已失效',
   approvalMode: '危险命令', approval_manual: '询问人工', approval_smart: '模型先审，不确定时询问', approval_off: '从不询问',
+  exportJson: '导出为 JSON',
   memoryOff: '该智能体未启用 memory 工具集：启用前，它既看不到也不会写入这些笔记。',
 };
 

@@ -284,3 +284,21 @@ pub(crate) async fn edit_agent(
     state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
     Ok(Json(json!(after)))
 }
+
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/sessions/{id}/export", tag = "admin: sessions",
+    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Session id")),
+    responses((status = 200, description = "The whole conversation and its lineage as one JSON file", body = Object),
+        (status = 404, description = "No such session", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn export(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, id)): Path<(String, String)>,
+) -> Result<axum::response::Response> {
+    use axum::response::IntoResponse;
+    let t = caller.tenant(&state, &tenant, AdminOp::ViewSessions).await?;
+    let id = session_id(&id)?;
+    let exported = state.store.export_session(t.id, id).await;
+    let exported = exported.map_err(|e| store_error_for(e, ErrorCode::SessionNotFound, "session"))?;
+    let disposition = format!("attachment; filename=\"session-{id}.json\"");
+    Ok(([(axum::http::header::CONTENT_DISPOSITION, disposition)], Json(exported)).into_response())
+}

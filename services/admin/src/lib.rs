@@ -144,6 +144,7 @@ pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
             "/admin/v1/tenants/{tenant}/sessions/{id}",
             get(conversations::transcript).delete(conversations::delete_session),
         )
+        .route("/admin/v1/tenants/{tenant}/sessions/{id}/export", get(conversations::export))
         .route("/admin/v1/tenants/{tenant}/turns", get(live::open_turns))
         .route("/admin/v1/tenants/{tenant}/turns/{id}/stop", post(live::stop))
         .route("/admin/v1/tenants/{tenant}/turns/{id}/events", get(live::events))

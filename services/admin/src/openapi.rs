@@ -62,6 +62,7 @@ impl utoipa::Modify for AdminSecurity {
         crate::conversations::sessions,
         crate::conversations::transcript,
         crate::conversations::delete_session,
+        crate::conversations::export,
         crate::live::open_turns,
         crate::live::stop,
         crate::live::events,

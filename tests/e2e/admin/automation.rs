@@ -20,6 +20,43 @@ async fn cron_hooks_and_waiting_approvals_are_run_answered_and_watched_from_the_
     let (_, viewer) = member(&env, acme, "viewer@acme.test", MemberRole::Member).await;
     let t = |rest: &str| format!("/admin/v1/tenants/{acme}{rest}");
 
+    // First the approval: the cron job run below would take scripted replies meant for it.
+    // A turn waits for an approval; a member sees it, the owner denies it, the turn goes on.
+    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "rm -rf /workspace/build"})));
+    env.llm.push(ScriptedReply::text("Understood, I left it alone."));
+    let (s, run) = call(&env, &key, "post", "/v1/runs", Some(json!({"input": "clean up"}))).await;
+    assert_eq!(s, 202, "{run}");
+    let waiting = poll_until(async || {
+        let (_, list) = viewer.call(&env, Method::GET, &t("/approvals"), None).await;
+        list["data"].as_array().and_then(|a| a.first().cloned())
+    })
+    .await
+    .expect("the run waits for an approval");
+    assert_eq!(waiting["kind"], "approval");
+    let question = waiting["id"].as_str().unwrap().to_owned();
+    let (s, _) =
+        viewer.call(&env, Method::POST, &t(&format!("/approvals/{question}")), Some(json!({"choice": "once"}))).await;
+    assert_eq!(s, 403, "a member does not answer");
+    let (s, answered) =
+        owner.call(&env, Method::POST, &t(&format!("/approvals/{question}")), Some(json!({"choice": "deny"}))).await;
+    assert_eq!((s, answered["answered"].as_bool()), (200, Some(true)), "{answered}");
+    let (s, again) =
+        owner.call(&env, Method::POST, &t(&format!("/approvals/{question}")), Some(json!({"choice": "once"}))).await;
+    assert_eq!((s, again["error"]["code"].as_str()), (409, Some("interaction_closed")));
+    let run_id = run["run_id"].as_str().unwrap();
+    let finished = poll_until(async || {
+        let (_, state) = call(&env, &key, "get", &format!("/v1/runs/{run_id}"), None).await;
+        (state["status"] == "completed").then_some(state)
+    })
+    .await
+    .expect("the denied run goes on and finishes");
+    assert!(finished.to_string().contains("left it alone"), "{finished}");
+    // The conversation exports as one JSON file, for anyone who may read it.
+    let session = finished["session_id"].as_str().unwrap().to_owned();
+    let (s, exported) = viewer.call(&env, Method::GET, &t(&format!("/sessions/{session}/export")), None).await;
+    assert_eq!(s, 200, "{exported}");
+    assert!(exported.to_string().contains("clean up"), "the transcript is in the export: {exported}");
+
     // Cron.
     let (s, job) =
         call(&env, &key, "post", "/v1/cron/jobs", Some(json!({"prompt": "Digest.", "schedule": "every 1d"}))).await;
@@ -57,37 +94,6 @@ async fn cron_hooks_and_waiting_approvals_are_run_answered_and_watched_from_the_
     assert_eq!(s, 200);
     let (s, deliveries) = owner.call(&env, Method::GET, &t(&format!("/hooks/{endpoint}/deliveries")), None).await;
     assert_eq!((s, deliveries["data"].as_array().unwrap().is_empty()), (200, false), "{deliveries}");
-
-    // A turn waits for an approval; a member sees it, the owner denies it, the turn goes on.
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "rm -rf /workspace/build"})));
-    env.llm.push(ScriptedReply::text("Understood, I left it alone."));
-    let (s, run) = call(&env, &key, "post", "/v1/runs", Some(json!({"input": "clean up"}))).await;
-    assert_eq!(s, 202, "{run}");
-    let waiting = poll_until(async || {
-        let (_, list) = viewer.call(&env, Method::GET, &t("/approvals"), None).await;
-        list["data"].as_array().and_then(|a| a.first().cloned())
-    })
-    .await
-    .expect("the run waits for an approval");
-    assert_eq!(waiting["kind"], "approval");
-    let question = waiting["id"].as_str().unwrap().to_owned();
-    let (s, _) =
-        viewer.call(&env, Method::POST, &t(&format!("/approvals/{question}")), Some(json!({"choice": "once"}))).await;
-    assert_eq!(s, 403, "a member does not answer");
-    let (s, answered) =
-        owner.call(&env, Method::POST, &t(&format!("/approvals/{question}")), Some(json!({"choice": "deny"}))).await;
-    assert_eq!((s, answered["answered"].as_bool()), (200, Some(true)), "{answered}");
-    let (s, again) =
-        owner.call(&env, Method::POST, &t(&format!("/approvals/{question}")), Some(json!({"choice": "once"}))).await;
-    assert_eq!((s, again["error"]["code"].as_str()), (409, Some("interaction_closed")));
-    let run_id = run["run_id"].as_str().unwrap();
-    let finished = poll_until(async || {
-        let (_, state) = call(&env, &key, "get", &format!("/v1/runs/{run_id}"), None).await;
-        (state["status"] == "completed").then_some(state)
-    })
-    .await
-    .expect("the denied run goes on and finishes");
-    assert!(finished.to_string().contains("left it alone"), "{finished}");
 
     // The cluster view is the operators'.
     let (s, _) = owner.call(&env, Method::GET, "/admin/v1/cluster", None).await;

@@ -66,6 +66,16 @@ async fn admin_answers_match_the_openapi_document() {
     spec.check("post", &templated("/keys"), s, &key);
     let (s, keys) = owner.call(&env, Method::GET, &t("/keys"), None).await;
     spec.check("get", &templated("/keys"), s, &keys);
+    let session: String = sqlx::query_scalar("SELECT id::text FROM sessions WHERE tenant_id = $1 LIMIT 1")
+        .bind(acme.as_uuid())
+        .fetch_optional(&env.db)
+        .await
+        .unwrap()
+        .unwrap_or_default();
+    if !session.is_empty() {
+        let (s, exported) = owner.call(&env, Method::GET, &t(&format!("/sessions/{session}/export")), None).await;
+        assert_eq!(s, 200, "{exported}");
+    }
     let (s, audit) = owner.call(&env, Method::GET, &t("/audit"), None).await;
     spec.check("get", &templated("/audit"), s, &audit);
     let (s, denied) = viewer.call(&env, Method::GET, &t("/audit"), None).await;

@@ -39,7 +39,8 @@ function message(m) {
 export async function transcriptPage(section, ctx, sessionId) {
   const found = await api('GET', `/admin/v1/tenants/${ctx.id}/sessions/${sessionId}?limit=500`);
   section.append(
-    h('p', {}, h('a', { href: `${ctx.base}/sessions` }, `← ${t('back')}`)),
+    h('p', {}, h('a', { href: `${ctx.base}/sessions` }, `← ${t('back')}`), ' · ',
+      h('a', { href: `/admin/v1/tenants/${ctx.id}/sessions/${sessionId}/export`, download: `session-${sessionId}.json` }, t('exportJson'))),
     h('h2', {}, found.session.title || t('transcript')),
     h('div', { class: 'transcript' }, found.messages.map(message)));
   if (ctx.may('sessions.manage')) {
