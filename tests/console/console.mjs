@@ -72,6 +72,8 @@ for (const [lang, membersLabel] of [['en', 'Members'], ['zh', '成员']]) {
     for (const [name, path] of pages(lang)) {
       await ownerPage.goto(`${base}${path}`);
       await ownerPage.getByRole('link', { name: membersLabel }).waitFor();
+      // The page's own content, which its API calls bring after the tab bar.
+      await ownerPage.locator('main section > *').first().waitFor();
       expect(await ownerPage.getByRole('alert').count() === 0, `${name} shows no error`);
       await shot(ownerPage, `${name}-${lang}`);
     }
