@@ -80,6 +80,6 @@ pub(crate) async fn answer(
         }
     }
     let change = Change::new("approval.answered", "interaction", id).after(&answer);
-    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    caller.record(&state, Some(t.id), change).await?;
     Ok(Json(json!({ "answered": true, "turn_id": answered.turn_id, "session_id": answered.session_id })))
 }

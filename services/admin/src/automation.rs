@@ -97,7 +97,7 @@ pub(crate) async fn act(
     let change = Change::new(verb, "cron_job", job.id)
         .before(json!({ "state": job.state }))
         .after(json!({ "state": changed.state }));
-    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    caller.record(&state, Some(t.id), change).await?;
     Ok(Json(json!(changed)))
 }
 
@@ -154,10 +154,6 @@ pub(crate) async fn ping(
     let hook = id_of(&id, "endpoint")?;
     let event = state.store.ping_event_hook(t.id, hook).await;
     let event = event.map_err(|e| store_error_for(e, ErrorCode::EventHookNotFound, "endpoint"))?;
-    state
-        .store
-        .record_audit(Some(t.id), &caller.audit(), Change::new("event_hook.pinged", "event_hook", hook))
-        .await
-        .map_err(store_error)?;
+    caller.record(&state, Some(t.id), Change::new("event_hook.pinged", "event_hook", hook)).await?;
     Ok(Json(json!({ "event_id": event })))
 }

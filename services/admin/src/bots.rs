@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use hermes_core::access::AdminOp;
-use hermes_core::{AgentId, ErrorCode, TenantId};
+use hermes_core::{ErrorCode, TenantId};
 use hermes_http::ApiError;
 use hermes_store::admin::Change;
 use hermes_store::{Channel, StoreError};
@@ -69,17 +69,13 @@ pub(crate) async fn create(
     let t = caller.tenant(&state, &tenant, AdminOp::ManageChannels).await?;
     // Whose it is first: another tenant's URL is a 404 whatever the body.
     let hermes_http::ApiJson(body) = body?;
-    let agent = match body.agent.parse::<AgentId>() {
-        Ok(id) => state.store.agent(t.id, id).await,
-        Err(_) => state.store.agent_by_name(t.id, &body.agent).await,
-    };
-    let agent = agent.map_err(|e| store_error_for(e, ErrorCode::NotFound, "agent"))?;
+    let agent = state.agent(t.id, &body.agent).await?;
     let binder =
         Binder { store: &state.store, http: &state.http, secrets: state.secrets.as_ref(), config: &state.config };
     let bound = bind(&binder, t.id, agent.id, body).await.map_err(failure)?;
     let change =
         Change::new("channel.bound", "channel", bound["id"].as_str().unwrap_or_default().to_owned()).after(&bound);
-    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    caller.record(&state, Some(t.id), change).await?;
     Ok((StatusCode::CREATED, Json(bound)))
 }
 
@@ -95,7 +91,7 @@ pub(crate) async fn delete(
     let found = channel(&state, t.id, &id).await?;
     state.store.delete_channel(t.id, found.id).await.map_err(store_error)?;
     let change = Change::new("channel.unbound", "channel", found.id).before(&found);
-    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    caller.record(&state, Some(t.id), change).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -139,6 +135,6 @@ pub(crate) async fn approve(
     let found = channel(&state, t.id, &id).await?;
     let approved = approve_pairing(&state.store, &found, body.code.trim()).await.map_err(failure)?;
     let change = Change::new("pairing.approved", "channel", found.id).after(&approved);
-    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    caller.record(&state, Some(t.id), change).await?;
     Ok(Json(approved))
 }

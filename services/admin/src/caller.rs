@@ -133,6 +133,16 @@ impl Caller {
         Audit { actor, request_id: self.meta.request_id.clone(), source_address: self.meta.source_address.clone() }
     }
 
+    /// Records a change this caller made in `tenant` (`None`: the installation's), after it.
+    pub(crate) async fn record(
+        &self,
+        state: &AdminState,
+        tenant: Option<TenantId>,
+        change: hermes_store::admin::Change,
+    ) -> Result<(), ApiError> {
+        state.store.record_audit(tenant, &self.audit(), change).await.map_err(store_error)
+    }
+
     /// Whether the caller acts as a platform operator.
     pub(crate) fn is_operator(&self) -> bool {
         match &self.credential {

@@ -126,7 +126,7 @@ pub(crate) async fn delete_session(
         .await
         .map_err(|e| store_error_for(e, ErrorCode::SessionNotFound, "session"))?;
     let change = Change::new("session.deleted", "session", id).before(&info);
-    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    caller.record(&state, Some(t.id), change).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -171,7 +171,7 @@ pub(crate) async fn create_agent(
         |param: &'static str, msg: String| ApiError::invalid_request(ErrorCode::InvalidValue, msg).with_param(param);
     let url =
         reqwest::Url::parse(body.provider_base_url.trim()).map_err(|_| bad("provider_base_url", "not a URL".into()))?;
-    let policy = hermes_net_policy::outbound::Policy::trusting(state.config.outbound.trusted(&state.config.platforms));
+    let policy = state.outbound_policy();
     if let Some(why) = policy.refuse(&url) {
         return Err(bad("provider_base_url", why));
     }
@@ -210,7 +210,7 @@ pub(crate) async fn create_agent(
         agent.egress = true;
     }
     let change = Change::new("agent.created", "agent", agent.id).after(&agent);
-    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    caller.record(&state, Some(t.id), change).await?;
     Ok((StatusCode::CREATED, Json(json!(agent))))
 }
 
@@ -243,18 +243,14 @@ pub(crate) async fn edit_agent(
     body: std::result::Result<hermes_http::ApiJson<AgentEdit>, ApiError>,
 ) -> Result<Json<Value>> {
     let t = caller.tenant(&state, &tenant, AdminOp::EditAgents).await?;
-    let found = match agent_ref.parse::<hermes_core::AgentId>() {
-        Ok(id) => state.store.agent(t.id, id).await,
-        Err(_) => state.store.agent_by_name(t.id, &agent_ref).await,
-    };
-    let before = found.map_err(|e| store_error_for(e, ErrorCode::NotFound, "agent"))?;
+    let before = state.agent(t.id, &agent_ref).await?;
     let hermes_http::ApiJson(body) = body?;
     let bad =
         |param: &'static str, msg: String| ApiError::invalid_request(ErrorCode::InvalidValue, msg).with_param(param);
     for toolset in body.toolsets.iter().flatten() {
         toolset.parse::<hermes_core::ToolsetName>().map_err(|e| bad("toolsets", e.to_string()))?;
     }
-    let policy = hermes_net_policy::outbound::Policy::trusting(state.config.outbound.trusted(&state.config.platforms));
+    let policy = state.outbound_policy();
     for fallback in body.fallbacks.iter().flatten() {
         let url = reqwest::Url::parse(&fallback.base_url)
             .map_err(|_| bad("fallbacks", format!("{:?} is not a URL", fallback.base_url)))?;
@@ -281,7 +277,7 @@ pub(crate) async fn edit_agent(
         after.approval_mode = mode;
     }
     let change = Change::new("agent.updated", "agent", before.id).before(&before).after(&after);
-    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    caller.record(&state, Some(t.id), change).await?;
     Ok(Json(json!(after)))
 }
 

@@ -106,7 +106,7 @@ pub(crate) async fn add(
         "allowed_hosts": added.allowed_hosts, "created_at": added.created_at,
     });
     let change = Change::new("credential.added", "credential", added.id).after(&shown);
-    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    caller.record(&state, Some(t.id), change).await?;
     Ok((StatusCode::CREATED, Json(shown)))
 }
 
@@ -124,7 +124,7 @@ pub(crate) async fn remove(
         state.store.delete_credential(t.id, id).await.map_err(|e| store_error_for(e, ErrorCode::NotFound, "key"))?;
     let change = Change::new("credential.removed", "credential", id)
         .before(json!({ "provider": gone.provider, "label": gone.label }));
-    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    caller.record(&state, Some(t.id), change).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -149,6 +149,6 @@ pub(crate) async fn strategy(
     let hermes_http::ApiJson(body) = body?;
     state.store.set_pool_strategy(t.id, &provider, &body.strategy).await.map_err(store_error)?;
     let change = Change::new("pool.strategy_set", "pool", &provider).after(json!({ "strategy": body.strategy }));
-    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    caller.record(&state, Some(t.id), change).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -79,7 +79,7 @@ pub(crate) async fn stop(
         Some(_) => "cancelled",
     };
     let change = Change::new("turn.stopped", "turn", turn).after(json!({ "status": status }));
-    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    caller.record(&state, Some(t.id), change).await?;
     Ok(Json(json!({ "id": turn, "status": status })))
 }
 

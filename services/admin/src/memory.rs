@@ -8,28 +8,20 @@ use axum::extract::{Path, Query, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use hermes_core::ErrorCode;
 use hermes_core::access::AdminOp;
-use hermes_core::{AgentId, ErrorCode, TenantId};
 use hermes_http::ApiError;
 use hermes_store::MemoryTarget;
 use hermes_store::admin::Change;
 
 use crate::caller::Caller;
-use crate::errors::{store_error, store_error_for};
+use crate::errors::store_error;
 use crate::state::AdminState;
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 /// What separates entries in a prompt (as the agent's memory tool counts them).
 const ENTRY_DELIMITER_CHARS: usize = 3;
-
-async fn agent(state: &AdminState, tenant: TenantId, raw: &str) -> Result<hermes_store::Agent> {
-    let found = match raw.parse::<AgentId>() {
-        Ok(id) => state.store.agent(tenant, id).await,
-        Err(_) => state.store.agent_by_name(tenant, raw).await,
-    };
-    found.map_err(|e| store_error_for(e, ErrorCode::NotFound, "agent"))
-}
 
 /// Whose profile (the chat user's key, such as `telegram:12345`; empty: none).
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -49,7 +41,7 @@ pub(crate) async fn view(
     Query(q): Query<WhichUser>,
 ) -> Result<Json<Value>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewMemory).await?;
-    let found = agent(&state, t.id, &agent_ref).await?;
+    let found = state.agent(t.id, &agent_ref).await?;
     let id = found.id;
     let user = q.user.unwrap_or_default();
     let snapshot = state.store.memory_snapshot(t.id, id, &user).await.map_err(store_error)?;
@@ -95,7 +87,7 @@ pub(crate) async fn rewrite(
     let t = caller.tenant(&state, &tenant, AdminOp::EditMemory).await?;
     // Whose it is first: another tenant's URL is a 404 whatever the body.
     let hermes_http::ApiJson(body) = body?;
-    let id = agent(&state, t.id, &agent_ref).await?.id;
+    let id = state.agent(t.id, &agent_ref).await?.id;
     let (target, limit) = match body.target.as_str() {
         "memory" => (MemoryTarget::Memory, state.config.memory.memory_char_limit),
         "user" if !body.user.is_empty() => (MemoryTarget::User, state.config.memory.user_char_limit),
@@ -125,6 +117,6 @@ pub(crate) async fn rewrite(
     let Ok(now) = written;
     let object = if body.user.is_empty() { format!("{id}/memory") } else { format!("{id}/user/{}", body.user) };
     let change = Change::new("memory.rewritten", "memory", object).before(&before).after(&now);
-    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    caller.record(&state, Some(t.id), change).await?;
     Ok(Json(json!({ "target": body.target, "entries": now })))
 }

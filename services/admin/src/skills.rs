@@ -8,25 +8,17 @@ use axum::extract::{Path, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use hermes_core::ErrorCode;
 use hermes_core::access::AdminOp;
-use hermes_core::{AgentId, ErrorCode, TenantId};
 use hermes_http::ApiError;
+use hermes_store::NewSkill;
 use hermes_store::admin::Change;
-use hermes_store::{Agent, NewSkill};
 
 use crate::caller::Caller;
-use crate::errors::{store_error, store_error_for};
+use crate::errors::store_error;
 use crate::state::AdminState;
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
-
-async fn agent(state: &AdminState, tenant: TenantId, raw: &str) -> Result<Agent> {
-    let found = match raw.parse::<AgentId>() {
-        Ok(id) => state.store.agent(tenant, id).await,
-        Err(_) => state.store.agent_by_name(tenant, raw).await,
-    };
-    found.map_err(|e| store_error_for(e, ErrorCode::NotFound, "agent"))
-}
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents/{agent}/skills", tag = "admin: agents",
     params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name")),
@@ -38,7 +30,7 @@ pub(crate) async fn list(
     Path((tenant, agent_ref)): Path<(String, String)>,
 ) -> Result<Json<Value>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewSkills).await?;
-    let a = agent(&state, t.id, &agent_ref).await?;
+    let a = state.agent(t.id, &agent_ref).await?;
     let visible = state.store.visible_skills(t.id, a.id).await.map_err(store_error)?;
     let skills: Vec<Value> = visible
         .iter()
@@ -65,7 +57,7 @@ pub(crate) async fn get(
     Path((tenant, agent_ref, name)): Path<(String, String, String)>,
 ) -> Result<Json<Value>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewSkills).await?;
-    let a = agent(&state, t.id, &agent_ref).await?;
+    let a = state.agent(t.id, &agent_ref).await?;
     let found = state.store.find_skill(t.id, a.id, &name).await.map_err(store_error)?;
     let skill = found.ok_or_else(|| ApiError::not_found(ErrorCode::NotFound, "no such skill"))?;
     Ok(Json(json!({
@@ -86,7 +78,7 @@ pub(crate) async fn toggle(
     Path((tenant, agent_ref, name, action)): Path<(String, String, String, String)>,
 ) -> Result<Json<Value>> {
     let t = caller.tenant(&state, &tenant, AdminOp::EditSkills).await?;
-    let a = agent(&state, t.id, &agent_ref).await?;
+    let a = state.agent(t.id, &agent_ref).await?;
     let disabled = match action.as_str() {
         "disable" => true,
         "enable" => false,

@@ -53,6 +53,25 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The tenant's agent `raw` names, by id or by name; 404 `not_found` otherwise.
+    pub(crate) async fn agent(
+        &self,
+        tenant: hermes_core::TenantId,
+        raw: &str,
+    ) -> Result<hermes_store::Agent, hermes_http::ApiError> {
+        let found = match raw.parse::<hermes_core::AgentId>() {
+            Ok(id) => self.store.agent(tenant, id).await,
+            Err(_) => self.store.agent_by_name(tenant, raw).await,
+        };
+        found.map_err(|e| crate::errors::store_error_for(e, hermes_core::ErrorCode::NotFound, "agent"))
+    }
+
+    /// The outbound policy for URLs a tenant gives (a model provider's): public addresses, or
+    /// the hosts the operator trusts.
+    pub(crate) fn outbound_policy(&self) -> hermes_net_policy::outbound::Policy {
+        hermes_net_policy::outbound::Policy::trusting(self.config.outbound.trusted(&self.config.platforms))
+    }
+
     pub(crate) fn session_lifetime(&self) -> Duration {
         Duration::from_secs(self.config.admin.session_minutes.max(1) * 60)
     }

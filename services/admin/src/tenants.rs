@@ -84,11 +84,7 @@ pub(crate) async fn create(
         other => store_error(other),
     })?;
     let audit = caller.audit();
-    state
-        .store
-        .record_audit(None, &audit, Change::new("tenant.created", "tenant", tenant.id).after(&tenant))
-        .await
-        .map_err(store_error)?;
+    caller.record(&state, None, Change::new("tenant.created", "tenant", tenant.id).after(&tenant)).await?;
     let link = match body.owner_email.as_deref() {
         Some(email) => {
             let valid_for = std::time::Duration::from_secs(state.config.admin.invitation_days.max(1) * 86_400);
@@ -155,7 +151,7 @@ pub(crate) async fn set_quotas(
     let change = Change::new("tenant.quotas_set", "tenant", t.id)
         .before(json!({ "requests_per_minute": rpm, "concurrent_turns": turns }))
         .after(json!({ "requests_per_minute": body.requests_per_minute, "concurrent_turns": body.concurrent_turns }));
-    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    caller.record(&state, Some(t.id), change).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use hermes_core::access::{AdminOp, Standing};
-use hermes_core::{AdminTokenId, AgentId, ApiKeyId, ErrorCode, MemberRole};
+use hermes_core::{AdminTokenId, ApiKeyId, ErrorCode, MemberRole};
 use hermes_http::ApiError;
 use hermes_store::admin::Change;
 
@@ -165,13 +165,7 @@ pub(crate) async fn create_key(
     }
     let agent = match body.agent.as_deref() {
         None => None,
-        Some(raw) => {
-            let found = match raw.parse::<AgentId>() {
-                Ok(id) => state.store.agent(t.id, id).await,
-                Err(_) => state.store.agent_by_name(t.id, raw).await,
-            };
-            Some(found.map_err(|e| store_error_for(e, ErrorCode::NotFound, "agent"))?.id)
-        }
+        Some(raw) => Some(state.agent(t.id, raw).await?.id),
     };
     let expires = match body.expires_in_days {
         None => None,
@@ -179,7 +173,7 @@ pub(crate) async fn create_key(
     };
     let (key, secret) = state.store.create_api_key(t.id, agent, name, expires).await.map_err(store_error)?;
     let change = Change::new("api_key.created", "api_key", key.id).after(&key);
-    state.store.record_audit(Some(t.id), &caller.audit(), change).await.map_err(store_error)?;
+    caller.record(&state, Some(t.id), change).await?;
     Ok((StatusCode::CREATED, Json(json!({ "key": key, "secret": secret }))))
 }
 
@@ -195,10 +189,6 @@ pub(crate) async fn revoke_key(
     let t = caller.tenant(&state, &tenant, AdminOp::ManageKeys).await?;
     let id: ApiKeyId = id.parse().map_err(|_| ApiError::not_found(ErrorCode::NotFound, "no such key"))?;
     state.store.revoke_api_key(t.id, id).await.map_err(|e| store_error_for(e, ErrorCode::NotFound, "key"))?;
-    state
-        .store
-        .record_audit(Some(t.id), &caller.audit(), Change::new("api_key.revoked", "api_key", id))
-        .await
-        .map_err(store_error)?;
+    caller.record(&state, Some(t.id), Change::new("api_key.revoked", "api_key", id)).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -80,7 +80,7 @@ pub enum StartError {
 /// The API's router (also used by tests that drive it in-process).
 pub async fn router(ctx: ApiContext) -> Result<Router, StartError> {
     let events = ctx.broker.event_hub().await?;
-    let http = platform_client(&ctx.config)?;
+    let http = hermes_admin::platform_client(&ctx.config)?;
     let admin = admin_router(&ctx, &events)?;
     Ok(router_with(ctx, events, http, admin))
 }
@@ -95,11 +95,6 @@ fn admin_router(ctx: &ApiContext, events: &EventHub) -> Result<Router, hermes_ad
         broker: Some(ctx.broker.clone()),
         secrets: ctx.secrets.clone(),
     })
-}
-
-/// Binding a bot asks its platform: held to the outbound policy like the gateway.
-fn platform_client(config: &HermesConfig) -> Result<reqwest::Client, reqwest::Error> {
-    hermes_admin::platform_client(config)
 }
 
 fn router_with(ctx: ApiContext, events: EventHub, http: reqwest::Client, admin: Router) -> Router {
@@ -177,7 +172,7 @@ pub async fn run(ctx: ApiContext, shutdown: CancellationToken) -> std::io::Resul
     let listener = TcpListener::bind(&ctx.config.http.bind).await?;
     tracing::info!(addr = %listener.local_addr()?, "api listening");
     let events = ctx.broker.event_hub().await.map_err(std::io::Error::other)?;
-    let http = platform_client(&ctx.config).map_err(std::io::Error::other)?;
+    let http = hermes_admin::platform_client(&ctx.config).map_err(std::io::Error::other)?;
     let admin = admin_router(&ctx, &events).map_err(std::io::Error::other)?;
     let app = router_with(ctx, events.clone(), http, admin);
     // RabbitMQ restarts are ridden out by the connection's own recovery. Should the hub stop for
