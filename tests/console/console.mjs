@@ -193,6 +193,51 @@ await step('usage shows what the turns cost, per day and per model', async () =>
   expect(Number(calls.replace(/[^0-9]/g, '')) >= 3, `the turns' model calls are counted: ${calls}`);
 });
 
+await step('the owner finds a conversation by what was said in it', async () => {
+  await ownerPage.goto(`${base}/console/t/${world.tenant}/sessions`);
+  await ownerPage.getByLabel('Words said').fill('deploy');
+  await ownerPage.getByLabel('Agent').selectOption('scribe');
+  await ownerPage.getByRole('button', { name: 'Search' }).click();
+  await ownerPage.waitForURL(/q=deploy/);
+  const rows = ownerPage.getByTestId('session-row');
+  await rows.first().waitFor();
+  const texts = await rows.allTextContents();
+  expect(texts.length >= 1 && texts.every((t) => /deploy/i.test(t)), `only matching sessions: ${JSON.stringify(texts)}`);
+  await shot(ownerPage, 'session-search-en');
+});
+
+await step('the owner sets a daily spending cap and the overview shows the spend against it', async () => {
+  await ownerPage.goto(`${base}/console/t/${world.tenant}/usage`);
+  await ownerPage.getByLabel('For').selectOption('tenant');
+  await ownerPage.getByLabel('Period').selectOption('day');
+  await ownerPage.getByLabel('Hard cap (USD)').fill('100');
+  await ownerPage.getByRole('button', { name: 'Set cap' }).click();
+  await ownerPage.getByTestId('budget').first().waitFor();
+  expect((await ownerPage.getByTestId('budget').first().textContent()).includes('$100'), 'the cap is listed');
+  await ownerPage.goto(`${base}/console/t/${world.tenant}`);
+  const spend = await ownerPage.getByTestId('spend-today').textContent();
+  expect(spend.includes('/ $100'), `spend against the cap: ${spend}`);
+  await ownerPage.goto(`${base}/console/t/${world.tenant}/usage`);
+  await ownerPage.getByTestId('budget').first().getByRole('button', { name: /Remove/ }).click();
+  await ownerPage.getByText('No caps: turns spend without limit.').waitFor();
+});
+
+await step("an operator sees the cluster with the workers' sandboxes and sets a team's quotas", async () => {
+  const ops = await browser.newContext({ locale: 'en-US', viewport: { width: 1200, height: 800 } });
+  const page = await ops.newPage();
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(world.operator_link);
+  await page.getByRole('heading', { name: 'Sandboxes' }).waitFor();
+  const sandboxes = await page.getByTestId('sandboxes').textContent();
+  expect(sandboxes.includes('hermes-sbx-reported') && sandboxes.includes('worker-browser'), `the reported sandbox: ${sandboxes}`);
+  await shot(page, 'cluster-en');
+  await page.goto(`${base}/console/t/${world.tenant}`);
+  await page.getByLabel('Requests per minute').fill('600');
+  await page.getByRole('button', { name: 'Save' }).click();
+  await page.waitForFunction(() => document.querySelector('main dl.facts')?.textContent.includes('600'));
+  await ops.close();
+});
+
 await step('the owner binds a Telegram bot step by step and lets a stranger in', async () => {
   await ownerPage.goto(`${base}/console/t/${world.tenant}/channels`);
   await ownerPage.getByLabel('Platform').selectOption('telegram');

@@ -72,6 +72,28 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
     let hash = hermes_admin::password::hash("mia's long passphrase".into()).await.unwrap();
     env.store.set_password_hash(member.id, &hash, &cli()).await.unwrap();
 
+    // An operator, and a sandbox a worker has reported (the operators' cluster view shows it).
+    let ops = env.store.ensure_person("ops@example.com", "Otto Ops", true, &cli()).await.unwrap();
+    let ops_link = env.store.create_sign_in_link(ops.id, std::time::Duration::from_secs(600)).await.unwrap();
+    let census = hermes_cache::Cache::connect(&env.config.redis.url, &env.config.redis.key_prefix)
+        .await
+        .unwrap()
+        .sandbox_census();
+    let report = hermes_core::census::SandboxReport {
+        worker: "worker-browser".into(),
+        at: chrono::Utc::now(),
+        sandboxes: vec![hermes_core::census::LiveSandbox {
+            tenant_id: acme.as_uuid(),
+            agent_id: uuid::Uuid::now_v7(),
+            backend: "docker".into(),
+            name: "hermes-sbx-reported".into(),
+            running_execs: 1,
+            running_processes: 2,
+            idle_secs: 0,
+        }],
+    };
+    census.publish(&report, std::time::Duration::from_secs(3600)).await.unwrap();
+
     // A session that has gone idle past the timeout: its cookie must land on the sign-in page.
     let stale = by_link(&env, owner.id).await;
     sqlx::query(
@@ -116,6 +138,7 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
         "tenant": acme.to_string(),
         "other_tenant": other.to_string(),
         "owner_link": env.config.console_link("link", &owner_link),
+        "operator_link": env.config.console_link("link", &ops_link),
         "member_email": "mia@acme.test",
         "member_password": "mia's long passphrase",
         "stale_cookie": stale.cookie,

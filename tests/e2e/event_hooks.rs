@@ -1,7 +1,8 @@
 //! Outbound event webhooks end to end: a tenant's endpoint is told, signed the Standard
 //! Webhooks way, when a turn finishes, an approval is asked for and a cron run fails; a
 //! receiver that fails is retried until it answers; one that refuses (4xx) is given up on; a
-//! disabled endpoint's events wait for it; private addresses are refused unless allowed.
+//! disabled endpoint's events wait for it; a given-up event is sent again from the admin plane;
+//! private addresses are refused unless allowed.
 
 use std::time::Duration;
 
@@ -50,7 +51,7 @@ async fn a_tenants_endpoint_is_told_signed_events_and_a_failing_one_is_retried()
         c.gateway.events_retry_base_millis = 200;
     })
     .await;
-    let (_, _, key) = env.tenant("acme", "ops").await;
+    let (acme, _, key) = env.tenant("acme", "ops").await;
     let pod = Pod::start(&env).await;
     let rx = Receiver::start().await.unwrap();
 
@@ -108,20 +109,36 @@ async fn a_tenants_endpoint_is_told_signed_events_and_a_failing_one_is_retried()
     );
     // The 410 is settled (the endpoint's last_status is written with it), then a while with no
     // retry: the sleep is the behaviour under test, a retry would come within 200 ms.
-    newest_settled_delivery(&env, &key, &id).await;
+    let given_up = newest_settled_delivery(&env, &key, &id).await;
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert_eq!(rx.received().len(), 5, "a 410 is given up on");
+    assert_eq!(given_up["status"], "failed", "{given_up}");
     let (_, shown) = call(&env, &key, "get", &format!("/v1/event-hooks/{id}"), None).await;
     assert_eq!((shown["last_status"].as_i64(), shown.get("secret")), (Some(410), None), "{shown}");
+    // The team fixes its receiver and sends the given-up event again from the admin plane: the
+    // same event under the same id, so a receiver that drops repeats would know it.
+    let (_, owner) = crate::admin::member(&env, acme, "owner@acme.test", hermes_core::MemberRole::Owner).await;
+    let (_, viewer) = crate::admin::member(&env, acme, "viewer@acme.test", hermes_core::MemberRole::Member).await;
+    let delivery = given_up["id"].as_str().unwrap();
+    let resend = format!("/admin/v1/tenants/{acme}/hooks/{id}/deliveries/{delivery}/resend");
+    assert_eq!(viewer.call(&env, reqwest::Method::POST, &resend, None).await.0, 403, "a member does not resend");
+    assert_eq!(owner.call(&env, reqwest::Method::POST, &resend, None).await.0, 202);
+    let got = received(&rx, 6).await;
+    assert_eq!(got[5].headers["webhook-id"], got[4].headers["webhook-id"], "resent under the same id");
+    assert_eq!(verified(&got[5], &secret)["type"], "cron.run.failed");
+    let resent = newest_settled_delivery(&env, &key, &id).await;
+    assert_eq!((resent["status"].as_str(), resent["attempts"].as_i64()), (Some("delivered"), Some(1)), "{resent}");
+    let elsewhere = format!("/admin/v1/tenants/{acme}/hooks/{}/deliveries/{delivery}/resend", uuid::Uuid::now_v7());
+    assert_eq!(owner.call(&env, reqwest::Method::POST, &elsewhere, None).await.0, 404, "under another endpoint");
     // Disabled: events wait; enabled again: they go.
     call(&env, &key, "patch", &format!("/v1/event-hooks/{id}"), Some(json!({"enabled": false}))).await;
     assert_eq!(call(&env, &key, "post", &format!("/v1/event-hooks/{id}/ping"), None).await.0, 202);
     // Nothing may arrive for a while: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(1_000)).await;
-    assert_eq!(rx.received().len(), 5, "nothing goes to a disabled endpoint");
+    assert_eq!(rx.received().len(), 6, "nothing goes to a disabled endpoint");
     call(&env, &key, "patch", &format!("/v1/event-hooks/{id}"), Some(json!({"enabled": true}))).await;
-    let got = received(&rx, 6).await;
-    assert_eq!(verified(&got[5], &secret)["type"], "ping");
+    let got = received(&rx, 7).await;
+    assert_eq!(verified(&got[6], &secret)["type"], "ping");
     pod.stop.cancel();
     env.stop().await;
 }

@@ -138,10 +138,16 @@ async fn the_idle_reaper_never_removes_a_sandbox_while_a_command_runs_in_it() {
     };
     wait_until("the command to begin", async || begun.load(std::sync::atomic::Ordering::SeqCst).then_some(())).await;
     assert_eq!(sandboxes.reap_idle().await.unwrap(), 0, "busy sandboxes stay");
+    // The operators' view learns of it from the reaper's round, busy, under its tenant and agent.
+    let census = hermes_sandbox::Sandboxes::census(&*sandboxes);
+    assert_eq!(census.len(), 1, "{census:?}");
+    assert_eq!((census[0].tenant_id, census[0].agent_id), (tenant.as_uuid(), agent.id.as_uuid()));
+    assert_eq!((census[0].backend.as_str(), census[0].running_execs), ("docker", 1), "{census:?}");
     let out = running.await.unwrap();
     assert_eq!(out.exit_code, Some(0));
     assert!(out.output.contains("survived"), "{}", out.output);
     assert_eq!(sandboxes.reap_idle().await.unwrap(), 1, "idle once the command ended");
+    assert!(hermes_sandbox::Sandboxes::census(&*sandboxes).is_empty(), "a removed sandbox leaves the view");
     env.stop().await;
 }
 

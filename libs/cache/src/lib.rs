@@ -3,6 +3,7 @@
 
 pub mod background;
 pub mod cancel;
+pub mod census;
 pub mod child_slots;
 pub mod key_pool;
 pub mod lease;
@@ -12,6 +13,7 @@ pub mod window;
 
 pub use background::BackgroundMarks;
 pub use cancel::CancelBus;
+pub use census::SandboxCensus;
 pub use child_slots::Slots;
 pub use key_pool::{KeyHealth, KeyPools, KeyState};
 pub use lease::{Lease, Leases};
@@ -108,6 +110,11 @@ impl Cache {
     /// Leases on connections only one pod may hold.
     pub fn leases(&self) -> Leases {
         Leases::new(self.clone())
+    }
+
+    /// The workers' reports of the sandboxes they see.
+    pub fn sandbox_census(&self) -> SandboxCensus {
+        SandboxCensus::new(self.clone())
     }
 
     /// The session locks of this installation.

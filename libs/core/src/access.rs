@@ -107,6 +107,7 @@ crate::kinds::vocabulary! {
         EditSkills = "skills.edit",
         ManageCron = "cron.manage",
         ManageHooks = "hooks.manage",
+        ManageBudgets = "budgets.manage",
         AnswerApprovals = "approvals.answer",
         ManageTokens = "tokens.manage",
     }

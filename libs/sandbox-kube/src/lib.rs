@@ -49,6 +49,7 @@ struct Inner {
     egress: StdMutex<Option<Arc<dyn EgressHandler>>>,
     /// Whether each pod's NetworkPolicy, as this worker last applied it, lets it out.
     applied_egress: StdMutex<HashMap<String, bool>>,
+    census: hermes_sandbox::Census,
 }
 
 fn api_err(e: kube::Error) -> SandboxError {
@@ -86,6 +87,7 @@ impl KubeSandboxes {
                 start: Mutex::new(()),
                 egress: StdMutex::new(None),
                 applied_egress: StdMutex::new(HashMap::new()),
+                census: hermes_sandbox::Census::default(),
             }),
         }
     }
@@ -234,6 +236,7 @@ impl KubeSandboxes {
         let pods = self.api::<Pod>().list(&ListParams::default().labels(&selector)).await.map_err(api_err)?;
         let seen = pods.items.len();
         let mut removed = 0;
+        let mut kept = Vec::new();
         for pod in pods.items {
             let Some(name) = pod.metadata.name.clone() else { continue };
             let labels = pod.metadata.labels.clone().unwrap_or_default();
@@ -242,20 +245,21 @@ impl KubeSandboxes {
                 _ => None,
             };
             let ip = pod.status.and_then(|s| s.pod_ip).unwrap_or_default();
-            let idle = match (key, self.cached(&name)) {
-                (_, Some(client)) => {
-                    client.status().await.map_or(true, |s| hermes_sandbox::is_idle(&s, cfg.idle_seconds))
-                }
+            let answer = match (key, self.cached(&name)) {
+                (_, Some(client)) => client.status().await.ok(),
                 (Some(key), None) if !ip.is_empty() => {
                     match self.connect_pod(key, &self.names(key), &ip, Duration::from_secs(2)).await {
-                        Ok(client) => {
-                            client.status().await.map_or(true, |s| hermes_sandbox::is_idle(&s, cfg.idle_seconds))
-                        }
-                        Err(_) => true,
+                        Ok(client) => client.status().await.ok(),
+                        Err(_) => None,
                     }
                 }
-                _ => true,
+                _ => None,
             };
+            let idle = answer.as_ref().is_none_or(|s| hermes_sandbox::is_idle(s, cfg.idle_seconds));
+            if let (false, Some(key), Some(answer)) = (idle, key, &answer) {
+                let ids = (key.tenant.as_uuid(), key.agent.as_uuid());
+                kept.push(hermes_sandbox::live_sandbox("kubernetes", &name, ids, answer));
+            }
             if idle {
                 tracing::info!(pod = %name, "removing idle or broken sandbox pod");
                 self.forget(&name);
@@ -274,6 +278,7 @@ impl KubeSandboxes {
             }
         }
         hermes_sandbox::record_live("kubernetes", seen - removed);
+        self.inner.census.replace(kept);
         Ok(removed)
     }
 }
@@ -334,6 +339,10 @@ impl Sandboxes for KubeSandboxes {
 
     fn reap_idle(&self) -> BoxFuture<'_, Result<usize>> {
         Box::pin(KubeSandboxes::reap_idle(self))
+    }
+
+    fn census(&self) -> Vec<hermes_core::census::LiveSandbox> {
+        self.inner.census.snapshot()
     }
 
     fn ping(&self) -> BoxFuture<'_, Result<()>> {

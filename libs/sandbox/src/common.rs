@@ -181,6 +181,40 @@ pub fn record_live(backend: &'static str, live: usize) {
     metrics::gauge!("hermes_sandboxes_live", "backend" => backend).set(live as f64);
 }
 
+/// A kept sandbox as the operators' view shows it.
+pub fn live_sandbox(
+    backend: &'static str,
+    name: &str,
+    (tenant_id, agent_id): (uuid::Uuid, uuid::Uuid),
+    status: &StatusResponse,
+) -> hermes_core::census::LiveSandbox {
+    hermes_core::census::LiveSandbox {
+        tenant_id,
+        agent_id,
+        backend: backend.to_owned(),
+        name: name.to_owned(),
+        running_execs: status.running_execs,
+        running_processes: status.running_processes,
+        idle_secs: status.idle_secs,
+    }
+}
+
+/// What a backend's last reaper round kept.
+#[derive(Default)]
+pub struct Census(StdMutex<Vec<hermes_core::census::LiveSandbox>>);
+
+impl Census {
+    pub fn replace(&self, live: Vec<hermes_core::census::LiveSandbox>) {
+        if let Ok(mut kept) = self.0.lock() {
+            *kept = live;
+        }
+    }
+
+    pub fn snapshot(&self) -> Vec<hermes_core::census::LiveSandbox> {
+        self.0.lock().map(|kept| kept.clone()).unwrap_or_default()
+    }
+}
+
 pub fn is_idle(status: &StatusResponse, idle_secs: u64) -> bool {
     status.running_execs == 0
         && ((status.running_processes == 0 && status.idle_secs >= idle_secs) || status.idle_secs >= idle_secs * 4)

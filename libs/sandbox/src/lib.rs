@@ -23,10 +23,11 @@ use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use hermes_config::SandboxBackend;
+use hermes_core::census::LiveSandbox;
 use hermes_core::{AgentId, TenantId};
 
 pub use client::{Address, SandboxClient, status_error};
-pub use common::{is_idle, record_live};
+pub use common::{Census, is_idle, live_sandbox, record_live};
 pub use hermes_sandbox_proto::v1 as proto;
 pub use output::cap_middle;
 
@@ -106,6 +107,12 @@ pub trait Sandboxes: Send + Sync {
 
     /// Answers when the backend is reachable.
     fn ping(&self) -> BoxFuture<'_, Result<()>>;
+
+    /// The sandboxes the last [`Sandboxes::reap_idle`] kept, with how busy each was then (for
+    /// the operators' view; see `hermes_core::census`).
+    fn census(&self) -> Vec<LiveSandbox> {
+        Vec::new()
+    }
 }
 
 /// The worker's side of sandbox egress. Programs in a sandbox use `HTTP(S)_PROXY`

@@ -92,14 +92,44 @@ impl Store {
         agent: AgentId,
         now: DateTime<Utc>,
     ) -> Result<Vec<BudgetState>> {
+        self.caps_with_spend(tenant, Some(agent), now).await
+    }
+
+    /// Every cap of the tenant (its own and each agent's) with what was spent in its current
+    /// period at `now`: the admin plane's view.
+    pub async fn tenant_budgets(&self, tenant: TenantId, now: DateTime<Utc>) -> Result<Vec<BudgetState>> {
+        self.caps_with_spend(tenant, None, now).await
+    }
+
+    /// Removes the cap of one scope and period; false when there was none.
+    pub async fn delete_budget(&self, tenant: TenantId, agent: Option<AgentId>, period: BudgetPeriod) -> Result<bool> {
+        let done = sqlx::query(
+            "DELETE FROM budgets WHERE tenant_id = $1 AND agent_id IS NOT DISTINCT FROM $2 AND period = $3",
+        )
+        .bind(tenant.as_uuid())
+        .bind(agent.map(|a| a.as_uuid()))
+        .bind(period.as_str())
+        .execute(&mut *self.as_tenant(tenant).await?)
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Caps of the tenant (those that apply to `agent` only, when given), tenant-wide first.
+    async fn caps_with_spend(
+        &self,
+        tenant: TenantId,
+        agent: Option<AgentId>,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<BudgetState>> {
         let mut conn = self.as_tenant(tenant).await?;
         let caps = sqlx::query(
             "SELECT b.agent_id, b.period, b.hard_usd::float8 AS hard, b.soft_usd::float8 AS soft, t.timezone
              FROM budgets b JOIN tenants t ON t.id = b.tenant_id
-             WHERE b.tenant_id = $1 AND (b.agent_id IS NULL OR b.agent_id = $2)",
+             WHERE b.tenant_id = $1 AND ($2::uuid IS NULL OR b.agent_id IS NULL OR b.agent_id = $2)
+             ORDER BY b.agent_id NULLS FIRST, b.period",
         )
         .bind(tenant.as_uuid())
-        .bind(agent.as_uuid())
+        .bind(agent.map(|a| a.as_uuid()))
         .fetch_all(&mut *conn)
         .await?;
         let Some(first) = caps.first() else { return Ok(Vec::new()) };

@@ -183,6 +183,33 @@ impl Store {
         Ok(event)
     }
 
+    /// Sends a delivered or failed event once more, from the first attempt: under the same id,
+    /// so a receiver that drops repeats by `webhook-id` sees it is the same event. `Busy` while
+    /// it is still on its way.
+    pub async fn resend_event(&self, tenant: TenantId, hook: uuid::Uuid, delivery: uuid::Uuid) -> Result<()> {
+        let mut conn = self.as_tenant(tenant).await?;
+        let status: Option<String> = sqlx::query_scalar(
+            "WITH target AS (
+                SELECT id, status FROM event_deliveries WHERE tenant_id = $1 AND hook_id = $2 AND id = $3 FOR UPDATE
+             ), resent AS (
+                UPDATE event_deliveries d SET status = 'pending', attempts = 0, next_attempt_at = now(),
+                       last_status = NULL, last_error = NULL, delivered_at = NULL
+                FROM target WHERE d.id = target.id AND target.status <> 'pending'
+             )
+             SELECT status FROM target",
+        )
+        .bind(tenant.as_uuid())
+        .bind(hook)
+        .bind(delivery)
+        .fetch_optional(&mut *conn)
+        .await?;
+        match status.as_deref() {
+            None => Err(StoreError::NotFound),
+            Some("pending") => Err(StoreError::Busy("the event is still on its way; wait for it to settle".into())),
+            Some(_) => Ok(()),
+        }
+    }
+
     /// An endpoint's latest deliveries, newest first.
     pub async fn event_deliveries(&self, tenant: TenantId, hook: uuid::Uuid, limit: i64) -> Result<Vec<Value>> {
         let rows = sqlx::query(

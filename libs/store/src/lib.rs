@@ -8,6 +8,7 @@
 //!   rest), [`pricing`] (installation-wide prices, the tenant's usage report), [`usage`].
 //! - Agents and what they know: [`agents`], [`skills`], [`skill_usage`], [`memory`].
 //! - Conversations: [`sessions`], [`session_admin`] (sessions as API resources),
+//!   [`session_find`] (tenant-wide listing and search for the admin plane),
 //!   [`session_policy`], [`routes`] (a chat's current session), [`messages`], [`search`] and
 //!   [`search_text`], [`export`], [`goals`], [`chat_admin`], [`steer`].
 //! - Turns: [`turns`] (enqueue, claim, lease, fenced finish), [`idempotency`],
@@ -52,6 +53,7 @@ pub mod search;
 pub mod search_text;
 pub mod secrets;
 pub mod session_admin;
+pub mod session_find;
 pub mod session_policy;
 pub mod sessions;
 pub mod skill_usage;
@@ -91,6 +93,7 @@ pub use routes::Route;
 pub use search::{FoundMessage, FoundSession, SearchOrder, SearchScope, SessionSummary};
 pub use secrets::SecretBox;
 pub use session_admin::SessionInfo;
+pub use session_find::{ListedSession, SessionFilter};
 pub use session_policy::{ResetReason, SessionPolicy};
 pub use sessions::Session;
 pub use skill_usage::{CuratorChange, CuratorRules, SkillEvent, SkillUse};

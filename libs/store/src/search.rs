@@ -75,7 +75,7 @@ const SNIPPET_CHARS: usize = 200;
 const MAX_HITS: i64 = 200;
 const BOOKEND: i64 = 3;
 
-fn text_of(content: Option<Value>) -> String {
+pub(crate) fn text_of(content: Option<Value>) -> String {
     content.and_then(|c| serde_json::from_value::<Content>(c).ok()).map(|c| c.text()).unwrap_or_default()
 }
 
@@ -357,7 +357,7 @@ impl Store {
 }
 
 /// A tsquery Postgres could not read is the caller's mistake, not a storage failure.
-fn bad_query(e: sqlx::Error) -> StoreError {
+pub(crate) fn bad_query(e: sqlx::Error) -> StoreError {
     match &e {
         sqlx::Error::Database(db) if db.code().as_deref() == Some("42601") => {
             StoreError::Invalid(format!("unreadable search query: {}", db.message()))

@@ -36,6 +36,7 @@ macro_rules! info_select {
          FROM sessions s JOIN agents a ON a.tenant_id = s.tenant_id AND a.id = s.agent_id"
     };
 }
+pub(crate) use info_select;
 
 impl Store {
     /// The tenant's sessions (of `agent` only, when given), most recently active first.

@@ -76,6 +76,14 @@ const en = {
   approvalMode: 'Dangerous commands', approval_manual: 'Ask a person', approval_smart: 'A model reviews, asks when unsure', approval_off: 'Never ask',
   exportJson: 'Export as JSON',
   memoryOff: 'This agent does not have the memory toolset: it neither sees nor writes these notes until it does.',
+  searchHint: 'invoice OR refund, "a phrase", -word', searchWords: 'Words said', search: 'Search',
+  anySource: 'every source', match: 'Match', resend: 'Send again', lastAnswer: 'Last answer',
+  budgets: 'Spending caps', noBudgets: 'No caps: turns spend without limit.', wholeTeam: 'The whole team',
+  budgetScope: 'For', period: 'Period', period_day: 'per day', period_month: 'per month', spentNow: 'Spent this period',
+  hardCap: 'Hard cap (USD)', softCap: 'Soft cap (USD)', hardCapHint: 'Turns stop before the next model call once reached.',
+  softCapHint: 'Reaching it is logged; turns go on.', setBudget: 'Set cap', capReached: 'reached', dailyCap: 'daily cap',
+  sandboxes: 'Sandboxes', sandboxesHint: 'Live sandboxes, as the workers last reported them.', backend: 'Backend',
+  idle: 'Idle for', busy: 'Commands / processes', quotaHint: 'Empty: the installation default; 0: unlimited.',
 };
 
 const zh = {
@@ -153,6 +161,14 @@ const zh = {
   approvalMode: '危险命令', approval_manual: '询问人工', approval_smart: '模型先审，不确定时询问', approval_off: '从不询问',
   exportJson: '导出为 JSON',
   memoryOff: '该智能体未启用 memory 工具集：启用前，它既看不到也不会写入这些笔记。',
+  searchHint: 'invoice OR refund，"一个短语"，-排除词', searchWords: '对话内容', search: '搜索',
+  anySource: '所有来源', match: '匹配内容', resend: '重新发送', lastAnswer: '最近响应',
+  budgets: '消费上限', noBudgets: '未设上限：对话消费不受限制。', wholeTeam: '整个团队',
+  budgetScope: '适用于', period: '周期', period_day: '每天', period_month: '每月', spentNow: '本周期已花费',
+  hardCap: '硬上限（美元）', softCap: '软上限（美元）', hardCapHint: '达到后，下一次模型调用前即停止对话。',
+  softCapHint: '达到后会记录，对话继续。', setBudget: '设置上限', capReached: '已达上限', dailyCap: '每日上限',
+  sandboxes: '沙箱', sandboxesHint: '各 worker 最近报告的运行中沙箱。', backend: '后端',
+  idle: '空闲时长', busy: '命令 / 进程', quotaHint: '留空：使用安装默认值；0：不限。',
 };
 
 const dictionaries = { en, zh };

@@ -157,3 +157,24 @@ pub(crate) async fn ping(
     caller.record(&state, Some(t.id), Change::new("event_hook.pinged", "event_hook", hook)).await?;
     Ok(Json(json!({ "event_id": event })))
 }
+
+#[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/hooks/{id}/deliveries/{delivery}/resend", tag = "admin: automation",
+    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Event endpoint id"),
+        ("delivery" = String, Path, description = "Delivery id (the `webhook-id` the receiver saw)")),
+    responses((status = 202, description = "Due again now, under the same id, from the first attempt"),
+        (status = 403, description = "The caller's role may not manage hooks", body = crate::schemas::ErrorBody),
+        (status = 404, description = "No such endpoint or delivery", body = crate::schemas::ErrorBody),
+        (status = 409, description = "It is still on its way", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn resend(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, id, delivery)): Path<(String, String, String)>,
+) -> Result<axum::http::StatusCode> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ManageHooks).await?;
+    let (hook, delivery) = (id_of(&id, "endpoint")?, id_of(&delivery, "delivery")?);
+    let resent = state.store.resend_event(t.id, hook, delivery).await;
+    resent.map_err(|e| store_error_for(e, ErrorCode::NotFound, "delivery"))?;
+    let change = Change::new("event_delivery.resent", "event_delivery", delivery).after(json!({ "hook_id": hook }));
+    caller.record(&state, Some(t.id), change).await?;
+    Ok(axum::http::StatusCode::ACCEPTED)
+}

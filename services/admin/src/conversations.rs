@@ -33,10 +33,18 @@ pub(crate) async fn agents(
     Ok(Json(json!({ "object": "list", "data": agents })))
 }
 
-/// A page of sessions.
+/// A page of sessions, narrowed and searched.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct SessionPage {
+    /// Words to find in what users and agents said: `"a phrase"`, `a OR b`, `-word`, `word*`.
+    /// Results come best match first, each with a snippet.
+    q: Option<String>,
+    /// Only this agent's sessions (id or name).
+    agent: Option<String>,
+    /// Only sessions from `api`, `cron`, `webhook`, `telegram`, `slack` or `wecom`.
+    #[param(value_type = Option<String>)]
+    source: Option<hermes_core::SessionSource>,
     /// 1 to 100; default 50.
     limit: Option<i64>,
     offset: Option<i64>,
@@ -44,8 +52,9 @@ pub(crate) struct SessionPage {
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/sessions", tag = "admin: sessions",
     params(("tenant" = String, Path, description = "Tenant id"), SessionPage),
-    responses((status = 200, description = "Sessions, most recently active first", body = crate::schemas::ObjectPage),
-        (status = 404, description = "No such tenant (or not yours)", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "Sessions, most recently active first (best match first when searching)", body = crate::schemas::ObjectPage),
+        (status = 400, description = "A query with nothing to search for", body = crate::schemas::ErrorBody),
+        (status = 404, description = "No such tenant or agent (or not yours)", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn sessions(
     State(state): State<AdminState>,
     caller: Caller,
@@ -55,9 +64,20 @@ pub(crate) async fn sessions(
     let t = caller.tenant(&state, &tenant, AdminOp::ViewSessions).await?;
     let limit = page.limit.unwrap_or(50).clamp(1, 100);
     let offset = page.offset.unwrap_or(0).max(0);
-    let found = state.store.list_sessions(t.id, None, limit + 1, offset).await.map_err(store_error)?;
+    let agent = match page.agent.as_deref().filter(|a| !a.is_empty()) {
+        Some(agent) => Some(state.agent(t.id, agent).await?.id),
+        None => None,
+    };
+    let tsquery = match page.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
+        Some(q) => Some(hermes_store::search_text::parse_query(q).ok_or_else(|| {
+            ApiError::invalid_request(ErrorCode::InvalidValue, "nothing searchable in the query").with_param("q")
+        })?),
+        None => None,
+    };
+    let filter = hermes_store::SessionFilter { agent, source: page.source, tsquery };
+    let found = state.store.find_sessions(t.id, &filter, limit + 1, offset).await.map_err(store_error)?;
     let has_more = found.len() as i64 > limit;
-    let data: Vec<&hermes_store::SessionInfo> = found.iter().take(limit as usize).collect();
+    let data: Vec<&hermes_store::ListedSession> = found.iter().take(limit as usize).collect();
     Ok(Json(json!({ "object": "list", "data": data, "has_more": has_more })))
 }
 

@@ -9,6 +9,7 @@ mod approvals;
 mod audit;
 mod automation;
 mod bots;
+mod budgets;
 mod caller;
 pub mod channels;
 mod cluster;
@@ -98,6 +99,7 @@ pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
         oidc,
         limiter: ctx.cache.rate_limiter(),
         cancels: ctx.cache.cancel_bus(),
+        census: ctx.cache.sandbox_census(),
         pools: ctx.cache.key_pools(),
         secrets: ctx.secrets,
         events: ctx.events,
@@ -153,6 +155,8 @@ pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
         .route("/admin/v1/tenants/{tenant}/channels/{id}/pairings", get(bots::pairings))
         .route("/admin/v1/tenants/{tenant}/channels/{id}/pairings/approve", post(bots::approve))
         .route("/admin/v1/tenants/{tenant}/usage", get(usage::usage))
+        .route("/admin/v1/tenants/{tenant}/budgets", get(budgets::list))
+        .route("/admin/v1/tenants/{tenant}/budgets/{scope}/{period}", put(budgets::set).delete(budgets::remove))
         .route("/admin/v1/tenants/{tenant}/credentials", get(credentials::list).post(credentials::add))
         .route("/admin/v1/tenants/{tenant}/credentials/{id}", axum::routing::delete(credentials::remove))
         .route("/admin/v1/tenants/{tenant}/credentials/pools/{provider}", put(credentials::strategy))
@@ -162,6 +166,7 @@ pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
         .route("/admin/v1/tenants/{tenant}/hooks", get(automation::hooks))
         .route("/admin/v1/tenants/{tenant}/hooks/{id}/deliveries", get(automation::deliveries))
         .route("/admin/v1/tenants/{tenant}/hooks/{id}/ping", post(automation::ping))
+        .route("/admin/v1/tenants/{tenant}/hooks/{id}/deliveries/{delivery}/resend", post(automation::resend))
         .route("/admin/v1/tenants/{tenant}/approvals", get(approvals::waiting))
         .route("/admin/v1/tenants/{tenant}/approvals/{id}", post(approvals::answer))
         .route("/admin/v1/tenants/{tenant}/audit", get(audit::tenant_audit))

@@ -37,6 +37,8 @@ pub(crate) struct Shared {
     pub pools: hermes_cache::KeyPools,
     /// Stops running turns (their workers listen).
     pub cancels: hermes_cache::CancelBus,
+    /// The workers' sandbox reports, for the operators' view.
+    pub census: hermes_cache::SandboxCensus,
     /// This pod's event hub, for watching turns live (`None`: the live view reads Postgres).
     pub events: Option<hermes_queue::EventHub>,
     /// Tells workers a session has work (`None`: the reaper notices within its interval).

@@ -113,7 +113,10 @@ pub(crate) async fn get(
     };
     let may: Vec<&str> = AdminOp::ALL
         .iter()
-        .filter(|op| !op.is_installation() && hermes_core::access::allows(t.standing, **op))
+        // Of the installation's operations, only the quotas are about this tenant.
+        .filter(|op| {
+            (!op.is_installation() || **op == AdminOp::SetQuotas) && hermes_core::access::allows(t.standing, **op)
+        })
         .map(|op| op.as_str())
         .collect();
     Ok(Json(json!({

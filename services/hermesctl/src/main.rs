@@ -4,6 +4,7 @@
 #![allow(clippy::print_stdout, reason = "a CLI prints its results")]
 
 mod agents;
+mod audit_trail;
 mod channels;
 mod cli;
 mod commands;
@@ -16,13 +17,14 @@ mod remote;
 mod sessions;
 mod skills;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 use hermes_config::HermesConfig;
 use hermes_store::Store;
 
 fn main() -> anyhow::Result<()> {
-    let cli = commands::Cli::parse();
+    let matches = commands::Cli::command().get_matches();
+    let cli = commands::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let config = HermesConfig::load(cli.config.as_deref())?;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -31,6 +33,7 @@ fn main() -> anyhow::Result<()> {
             return remote::run(cli, &url).await;
         }
         let store = Store::connect(&config.database.url, 2).await?;
-        commands::run(cli, &config, &store).await
+        commands::run(cli, &config, &store).await?;
+        audit_trail::record(&store, &audit_trail::invocation(&matches)).await
     })
 }

@@ -7,7 +7,6 @@ use serde_json::json;
 use hermes_config::HermesConfig;
 use hermes_core::MemberRole;
 use hermes_store::Store;
-use hermes_store::admin::{Actor, ActorKind, Audit};
 
 use crate::cli::{TenantArg, print};
 
@@ -64,16 +63,6 @@ pub enum MemberCmd {
     },
 }
 
-/// What the CLI's changes are recorded as: the operating-system user who ran it.
-fn cli_actor() -> Audit {
-    let user = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "unknown".into());
-    Audit {
-        actor: Actor { kind: ActorKind::Cli, id: user.clone(), label: format!("hermesctl ({user})") },
-        request_id: None,
-        source_address: None,
-    }
-}
-
 async fn link(config: &HermesConfig, store: &Store, person: hermes_core::PersonId) -> anyhow::Result<String> {
     let valid_for = std::time::Duration::from_secs(config.admin.link_minutes.max(1) * 60);
     let token = store.create_sign_in_link(person, valid_for).await?;
@@ -88,7 +77,7 @@ pub async fn run_operator(
 ) -> anyhow::Result<()> {
     match cmd {
         OperatorCmd::Create { email, name } => {
-            let person = store.ensure_person(&email, &name, true, &cli_actor()).await?;
+            let person = store.ensure_person(&email, &name, true, &crate::audit_trail::cli_actor()).await?;
             let url = link(config, store, person.id).await?;
             let minutes = config.admin.link_minutes;
             print(
@@ -102,7 +91,8 @@ pub async fn run_operator(
                 anyhow::bail!("no person has the email {email:?}");
             };
             let lifetime = std::time::Duration::from_secs(u64::from(days.clamp(1, 366)) * 86_400);
-            let made = store.create_operator_token(record.person.id, &name, lifetime, &cli_actor()).await;
+            let made =
+                store.create_operator_token(record.person.id, &name, lifetime, &crate::audit_trail::cli_actor()).await;
             let (token, secret) = match made {
                 Ok(made) => made,
                 Err(hermes_store::StoreError::NotFound) => anyhow::bail!("{email} is not an operator"),
@@ -138,7 +128,7 @@ pub async fn run_member(json_mode: bool, config: &HermesConfig, store: &Store, c
     match cmd {
         MemberCmd::Add { tenant, email, role, name } => {
             let t = tenant.resolve(store).await?;
-            let audit = cli_actor();
+            let audit = crate::audit_trail::cli_actor();
             let person = store.ensure_person(&email, &name, false, &audit).await?;
             store.add_member(t.id, person.id, role, &audit).await?;
             let url = link(config, store, person.id).await?;

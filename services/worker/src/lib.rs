@@ -114,6 +114,8 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
     listen_for_cancellations(&rt, &shutdown);
     // Background reviews, one at a time beside the turns.
     tokio::spawn(review::run_reviews(rt.clone(), shutdown.clone()));
+    let census = rt.ctx.cache.sandbox_census();
+    tokio::spawn(report_sandboxes(rt.ctx.sandboxes.clone(), census, worker_id.clone(), shutdown.clone()));
     tracing::info!(worker.id = %worker_id, slots = cfg.worker.max_concurrent_turns, "worker consuming");
     let mut tasks = JoinSet::new();
     let outcome = consume(&rt, &mut consumer, &shutdown, &mut tasks).await;
@@ -121,6 +123,29 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
     drain(&rt, tasks).await;
     tracing::info!("worker stopped");
     outcome
+}
+
+/// Tells the operators' view which sandboxes this worker's reaper last kept (every 30 seconds;
+/// a report outlives a missed round or two, not a gone worker).
+async fn report_sandboxes(
+    sandboxes: Arc<dyn Sandboxes>,
+    census: hermes_cache::SandboxCensus,
+    worker: String,
+    shutdown: CancellationToken,
+) {
+    let mut tick = tokio::time::interval(Duration::from_secs(30));
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            _ = tick.tick() => {
+                let sandboxes = sandboxes.census();
+                let report = hermes_core::census::SandboxReport { worker: worker.clone(), at: chrono::Utc::now(), sandboxes };
+                if let Err(e) = census.publish(&report, Duration::from_secs(150)).await {
+                    tracing::debug!(error = %e, "cannot report sandboxes");
+                }
+            }
+        }
+    }
 }
 
 /// The built-in tools every turn chooses from, with background processes marked in Redis.

@@ -100,10 +100,34 @@ async fn cron_hooks_and_waiting_approvals_are_run_answered_and_watched_from_the_
     assert_eq!(s, 403);
     let ops = env.store.ensure_person("ops@example.com", "", true, &cli()).await.unwrap();
     let ops = super::by_link(&env, ops.id).await;
+    // Two workers report the same shared sandbox, the second more recently: it shows once, as
+    // the newer report has it.
+    let census = hermes_cache::Cache::connect(&env.config.redis.url, &env.config.redis.key_prefix)
+        .await
+        .unwrap()
+        .sandbox_census();
+    let sandbox = |execs| hermes_core::census::LiveSandbox {
+        tenant_id: acme.as_uuid(),
+        agent_id: uuid::Uuid::now_v7(),
+        backend: "docker".into(),
+        name: "hermes-sbx-acme".into(),
+        running_execs: execs,
+        running_processes: 0,
+        idle_secs: 3,
+    };
+    let at = chrono::Utc::now();
+    for (worker, at, execs) in [("worker-a", at - chrono::Duration::seconds(20), 0), ("worker-b", at, 2)] {
+        let report = hermes_core::census::SandboxReport { worker: worker.into(), at, sandboxes: vec![sandbox(execs)] };
+        census.publish(&report, std::time::Duration::from_secs(60)).await.unwrap();
+    }
     let (s, cluster) = ops.call(&env, Method::GET, "/admin/v1/cluster", None).await;
     assert_eq!(s, 200, "{cluster}");
     for field in ["turns_queued", "turns_running", "outbox_waiting", "cron_jobs_late", "workers"] {
         assert!(cluster.get(field).is_some(), "{field}: {cluster}");
     }
+    let shown = cluster["sandboxes"].as_array().unwrap();
+    assert_eq!(shown.len(), 1, "{cluster}");
+    assert_eq!((shown[0]["worker"].as_str(), shown[0]["running_execs"].as_u64()), (Some("worker-b"), Some(2)));
+    assert_eq!(shown[0]["tenant_id"].as_str(), Some(acme.to_string().as_str()));
     env.stop().await;
 }

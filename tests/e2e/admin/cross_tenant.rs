@@ -11,7 +11,7 @@ use super::{cli, member};
 use crate::harness::{Roles, TestEnv};
 
 /// The victim's rows that no intruder may change.
-const TABLES: [&str; 15] = [
+const TABLES: [&str; 17] = [
     "provider_credentials",
     "provider_pools",
     "skills",
@@ -26,6 +26,8 @@ const TABLES: [&str; 15] = [
     "channels",
     "cron_jobs",
     "event_hooks",
+    "event_deliveries",
+    "budgets",
     "interactions",
 ];
 
@@ -158,7 +160,26 @@ async fn every_admin_operation_on_another_tenants_objects_answers_404_and_change
         .await
         .unwrap()
         .id;
-    let objects: [(&str, String); 17] = [
+    // A settled delivery (the gateway leaves it alone) and a spending cap.
+    let delivery: uuid::Uuid = sqlx::query_scalar(
+        "INSERT INTO event_deliveries (id, tenant_id, hook_id, event, data, status, attempts)
+         VALUES (gen_random_uuid(), $1, $2::uuid, 'ping', '{}', 'failed', 1) RETURNING id",
+    )
+    .bind(victim.as_uuid())
+    .bind(&endpoint)
+    .fetch_one(&env.db)
+    .await
+    .unwrap();
+    let cap = hermes_store::Budget {
+        agent_id: Some(agent.id),
+        period: hermes_core::BudgetPeriod::Day,
+        hard_usd: Some(5.0),
+        soft_usd: None,
+    };
+    env.store.set_budget(victim, &cap).await.unwrap();
+    let objects: [(&str, String); 19] = [
+        ("/deliveries/{delivery}", format!("/deliveries/{delivery}")),
+        ("/budgets/{scope}/{period}", format!("/budgets/{}/day", agent.id)),
         ("/credentials/pools/{provider}", "/credentials/pools/openai".into()),
         ("/credentials/{id}", format!("/credentials/{credential}")),
         ("/skills/{name}/{action}", "/skills/victim-skill/disable".into()),

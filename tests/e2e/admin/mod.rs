@@ -6,6 +6,7 @@ mod access;
 mod agents;
 mod audit;
 mod automation;
+mod budgets;
 mod conformance;
 mod credentials;
 mod cross_tenant;

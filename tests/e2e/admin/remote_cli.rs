@@ -81,3 +81,68 @@ async fn hermesctl_manages_tenants_keys_and_members_over_the_admin_api() {
     .unwrap();
     assert!(!ok && out.contains("401"), "a bad token is refused: {out}");
 }
+
+/// `hermesctl` on the database directly, as the operating-system user `user`.
+fn run_local(database_url: &str, user: &str, args: &[&str]) -> (bool, String) {
+    let out = Command::new(hermesctl())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HERMES__DATABASE__URL", database_url)
+        .env("USER", user)
+        .env("HIDDEN_PROVIDER_KEY", "sk-live-never-logged")
+        .args(args)
+        .output()
+        .expect("hermesctl runs (deploy/dev/test.sh builds it)");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
+#[tokio::test]
+async fn hermesctl_on_the_database_records_each_change_as_the_user_who_ran_it_and_reads_nothing() {
+    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let db = env.config.database.url.clone();
+    let go = |args: &'static [&'static str]| {
+        let db = db.clone();
+        tokio::task::spawn_blocking(move || run_local(&db, "dana", args))
+    };
+    let (ok, out) = go(&["tenant", "create", "local-co"]).await.unwrap();
+    assert!(ok, "{out}");
+    let (ok, out) = go(&["key", "create", "--tenant", "local-co", "--name", "ci"]).await.unwrap();
+    assert!(ok, "{out}");
+    let (ok, out) = go(&["key", "list", "--tenant", "local-co"]).await.unwrap();
+    assert!(ok, "{out}");
+    let (ok, out) = go(&[
+        "credential",
+        "add",
+        "--tenant",
+        "local-co",
+        "--provider",
+        "openai",
+        "--label",
+        "main",
+        "--key-env",
+        "HIDDEN_PROVIDER_KEY",
+    ])
+    .await
+    .unwrap();
+    // Storing a provider key needs the master key: refused, and a refused command is not recorded.
+    assert!(!ok, "{out}");
+
+    let tenant = env.store.tenant_by_name("local-co").await.unwrap();
+    let filter = hermes_store::admin::AuditFilter { limit: 100, ..Default::default() };
+    let entries = env.store.audit_entries(tenant.id, &filter).await.unwrap().entries;
+    let what: Vec<(String, String, String)> =
+        entries.iter().map(|e| (e.action.clone(), e.object_id.clone(), e.actor.id.clone())).collect();
+    assert_eq!(
+        what,
+        [
+            ("cli.command".to_owned(), "key create".to_owned(), "dana".to_owned()),
+            ("cli.command".to_owned(), "tenant create".to_owned(), "dana".to_owned()),
+        ],
+        "writes only, newest first, as the user who ran them"
+    );
+    let key_create = serde_json::to_value(&entries[0]).unwrap();
+    assert_eq!(key_create["after"]["arguments"]["name"], "ci", "{key_create}");
+    assert_eq!(key_create["actor"]["kind"], "cli");
+    assert!(!key_create.to_string().contains("sk-live"), "{key_create}");
+}

@@ -37,6 +37,7 @@ const TABLE: &[(AdminOp, bool, bool, bool, bool)] = &[
     (AdminOp::EditSkills, false, true, true, true),
     (AdminOp::ManageCron, false, true, true, true),
     (AdminOp::ManageHooks, false, true, true, true),
+    (AdminOp::ManageBudgets, false, true, true, true),
     (AdminOp::AnswerApprovals, false, true, true, true),
     (AdminOp::ManageTokens, false, true, true, true),
 ];

@@ -48,6 +48,7 @@ struct Inner {
     no_quota_support: AtomicBool,
     egress: EgressListeners,
     spans: crate::span_relay::SpanListeners,
+    census: common::Census,
 }
 
 fn docker_err(e: DockerError) -> SandboxError {
@@ -81,6 +82,7 @@ impl DockerSandboxes {
                 no_quota_support,
                 egress: EgressListeners::default(),
                 spans: crate::span_relay::SpanListeners::default(),
+                census: common::Census::default(),
             }),
         })
     }
@@ -283,6 +285,7 @@ impl DockerSandboxes {
         let containers = self.inner.docker.list_containers(Some(options)).await.map_err(docker_err)?;
         let seen = containers.len();
         let mut removed = 0;
+        let mut kept = Vec::new();
         for c in containers {
             let Some(name) = c.names.and_then(|n| n.first().map(|s| s.trim_start_matches('/').to_owned())) else {
                 continue;
@@ -293,17 +296,26 @@ impl DockerSandboxes {
                 None if running => self.connect_daemon(&name, Duration::from_secs(2)).await,
                 None => Err(SandboxError::Unavailable("not running".into())),
             };
-            let reap = match client {
-                Ok(client) => client.status().await.map_or(true, |s| common::is_idle(&s, idle)),
-                Err(_) => true,
+            let status = match client {
+                Ok(client) => client.status().await.ok(),
+                Err(_) => None,
             };
-            if reap {
-                tracing::info!(container = %name, "removing idle or broken sandbox");
-                self.remove(&name).await;
-                removed += 1;
+            match status {
+                Some(status) if !common::is_idle(&status, idle) => {
+                    let label = |k: &str| c.labels.as_ref().and_then(|l| l.get(k)).and_then(|v| v.parse().ok());
+                    if let (Some(tenant), Some(agent)) = (label(LABEL_TENANT), label(LABEL_AGENT)) {
+                        kept.push(common::live_sandbox("docker", &name, (tenant, agent), &status));
+                    }
+                }
+                _ => {
+                    tracing::info!(container = %name, "removing idle or broken sandbox");
+                    self.remove(&name).await;
+                    removed += 1;
+                }
             }
         }
         common::record_live("docker", seen - removed);
+        self.inner.census.replace(kept);
         Ok(removed)
     }
 }
@@ -349,6 +361,10 @@ impl Sandboxes for DockerSandboxes {
 
     fn set_egress(&self, handler: Arc<dyn crate::EgressHandler>) {
         self.inner.egress.set_handler(handler);
+    }
+
+    fn census(&self) -> Vec<hermes_core::census::LiveSandbox> {
+        self.inner.census.snapshot()
     }
 
     fn ping(&self) -> BoxFuture<'_, Result<()>> {

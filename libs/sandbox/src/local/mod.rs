@@ -69,11 +69,13 @@ struct Inner {
     started: StdMutex<HashMap<String, Started>>,
     egress: EgressListeners,
     spans: crate::span_relay::SpanListeners,
+    census: common::Census,
 }
 
 struct Started {
     child: Child,
     cgroup: Option<SandboxCgroup>,
+    key: SandboxKey,
 }
 
 fn io_err(what: &str, path: &Path, e: std::io::Error) -> SandboxError {
@@ -108,6 +110,7 @@ impl LocalSandboxes {
                 started: StdMutex::new(HashMap::new()),
                 egress: EgressListeners::default(),
                 spans: crate::span_relay::SpanListeners::default(),
+                census: common::Census::default(),
             }),
         })
     }
@@ -179,7 +182,7 @@ impl LocalSandboxes {
             }
         }
         if let Ok(mut started) = self.inner.started.lock() {
-            started.insert(name.to_owned(), Started { child, cgroup });
+            started.insert(name.to_owned(), Started { child, cgroup, key });
         }
         tracing::info!(sandbox = %name, tenant.id = %key.tenant, agent.id = %key.agent, "sandbox created");
         metrics::counter!("hermes_sandbox_created_total", "backend" => "local").increment(1);
@@ -258,34 +261,43 @@ impl LocalSandboxes {
     /// Removes this worker's sandboxes that exited, or whose daemon reports them idle (see
     /// [`common::is_idle`]) or does not answer. Each worker reaps the ones it started.
     pub async fn reap_idle(&self) -> Result<usize> {
-        let names: Vec<(String, bool)> = match self.inner.started.lock() {
-            Ok(mut started) => {
-                started.iter_mut().map(|(name, s)| (name.clone(), matches!(s.child.try_wait(), Ok(Some(_))))).collect()
-            }
+        let names: Vec<(String, SandboxKey, bool)> = match self.inner.started.lock() {
+            Ok(mut started) => started
+                .iter_mut()
+                .map(|(name, s)| (name.clone(), s.key, matches!(s.child.try_wait(), Ok(Some(_)))))
+                .collect(),
             Err(_) => return Ok(0),
         };
         let seen = names.len();
         let mut removed = 0;
-        for (name, exited) in names {
-            let reap = exited || {
+        let mut kept = Vec::new();
+        for (name, key, exited) in names {
+            let status = if exited {
+                None
+            } else {
                 let client = match self.inner.daemons.cached(&name) {
                     Some(c) => Ok(c),
                     None => self.inner.daemons.connect(&name, &self.ipc_dir(&name), Duration::from_secs(2), "").await,
                 };
                 match client {
-                    Ok(client) => {
-                        client.status().await.map_or(true, |s| common::is_idle(&s, self.inner.cfg.idle_seconds))
-                    }
-                    Err(_) => true,
+                    Ok(client) => client.status().await.ok(),
+                    Err(_) => None,
                 }
             };
-            if reap {
-                tracing::info!(sandbox = %name, "removing idle or exited sandbox");
-                self.stop(&name).await;
-                let _ = std::fs::remove_dir_all(self.ipc_dir(&name));
-                removed += 1;
+            match status {
+                Some(status) if !common::is_idle(&status, self.inner.cfg.idle_seconds) => {
+                    let ids = (key.tenant.as_uuid(), key.agent.as_uuid());
+                    kept.push(common::live_sandbox("local", &name, ids, &status));
+                }
+                _ => {
+                    tracing::info!(sandbox = %name, "removing idle or exited sandbox");
+                    self.stop(&name).await;
+                    let _ = std::fs::remove_dir_all(self.ipc_dir(&name));
+                    removed += 1;
+                }
             }
         }
+        self.inner.census.replace(kept);
         common::record_live("local", seen - removed);
         Ok(removed)
     }
@@ -348,6 +360,10 @@ impl Sandboxes for LocalSandboxes {
 
     fn set_egress(&self, handler: Arc<dyn crate::EgressHandler>) {
         self.inner.egress.set_handler(handler);
+    }
+
+    fn census(&self) -> Vec<hermes_core::census::LiveSandbox> {
+        self.inner.census.snapshot()
     }
 
     fn ping(&self) -> BoxFuture<'_, Result<()>> {

@@ -1,7 +1,7 @@
 //! The admin plane's storage: links work once, sessions end when signed out or idle, a tenant
 //! keeps an owner, a removed member's tokens die with the membership, one tenant's members,
 //! invitations, tokens and audit entries are invisible to another, and the audit log is
-//! append-only with secrets masked.
+//! append-only with secrets masked; a settled event can be sent again.
 
 use std::time::Duration;
 
@@ -236,4 +236,31 @@ async fn retention_deletes_only_audit_entries_past_their_age_oldest_first(pool: 
     let left: Vec<String> =
         sqlx::query_scalar("SELECT object_id FROM audit_log ORDER BY id").fetch_all(&pool).await.unwrap();
     assert_eq!(left, ["3", "4"], "the recent entries stay");
+}
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn a_settled_event_is_sent_again_from_its_first_attempt_and_one_on_its_way_is_not(pool: PgPool) {
+    use hermes_store::event_hooks::Attempt;
+    let store = common::store(&pool);
+    let secrets = common::secrets();
+    let t = common::tenant(&store, "acme").await;
+    let events = ["turn.finished".to_owned()];
+    let hook = store.create_event_hook(t.id, "https://hooks.example.com/x", &events, "", Some(&secrets)).await;
+    let hook = hook.unwrap().0.id;
+    let event = store.ping_event_hook(t.id, hook).await.unwrap();
+    let busy = store.resend_event(t.id, hook, event).await;
+    assert!(matches!(busy, Err(StoreError::Busy(_))), "still on its way: {busy:?}");
+
+    let claimed = store.claim_events(10, Duration::from_secs(30)).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    let failed = Attempt::Failed { status: Some(410), error: "gone".into() };
+    store.settle_event(&claimed[0], &failed).await.unwrap();
+    store.resend_event(t.id, hook, event).await.unwrap();
+    let shown = &store.event_deliveries(t.id, hook, 10).await.unwrap()[0];
+    assert_eq!((shown["status"].as_str(), shown["attempts"].as_i64()), (Some("pending"), Some(0)), "{shown}");
+    assert!(shown["last_error"].is_null(), "{shown}");
+    let again = store.claim_events(10, Duration::from_secs(30)).await.unwrap();
+    assert_eq!((again.len(), again[0].id, again[0].attempts), (1, event, 1), "due now, the same event");
+    let missing = store.resend_event(t.id, hook, uuid::Uuid::now_v7()).await;
+    assert!(matches!(missing, Err(StoreError::NotFound)), "{missing:?}");
 }

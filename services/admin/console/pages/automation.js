@@ -1,5 +1,6 @@
 // Unattended work: cron jobs (next run, last outcome, run now, pause, resume, recent runs) and
-// hooks (webhook triggers; event endpoints with their deliveries and a test event). Jobs and
+// hooks (webhook triggers; event endpoints with their deliveries, a test event, and sending a
+// settled event again). Jobs and
 // hooks are made through the API or in chat; here they are watched and steered.
 
 import { h, when } from '../dom.js';
@@ -43,10 +44,15 @@ export async function automationPage(section, ctx) {
       h('h3', {}, e.url),
       ctx.may('hooks.manage') ? actionButton(t('sendTest'), () => api('POST', `/admin/v1/tenants/${ctx.id}/hooks/${e.id}/ping`), status) : null,
       list.data.length === 0 ? h('p', { class: 'hint' }, t('none')) : h('table', {},
-        h('thead', {}, h('tr', {}, ['event', 'status', 'attempts', 'when'].map((c) => h('th', { scope: 'col' }, t(c))))),
-        h('tbody', {}, list.data.map((d) => h('tr', {},
-          h('td', {}, d.type || d.event_type || ''), h('td', {}, d.status || ''), h('td', {}, String(d.attempts ?? '')),
-          h('td', {}, when(d.created_at))))))));
+        h('thead', {}, h('tr', {}, ['event', 'status', 'attempts', 'lastAnswer', 'when'].map((c) => h('th', { scope: 'col' }, t(c))), h('th', { scope: 'col' }, ''))),
+        h('tbody', {}, list.data.map((d) => h('tr', { 'data-testid': 'delivery' },
+          h('td', {}, d.event), h('td', {}, d.status), h('td', {}, String(d.attempts)),
+          h('td', {}, [d.last_status ? String(d.last_status) : '', d.last_error ? ` ${d.last_error}` : '']),
+          h('td', {}, when(d.created_at)),
+          // A settled event can be sent again, under the same id (receivers can tell).
+          h('td', {}, ctx.may('hooks.manage') && d.status !== 'pending'
+            ? actionButton(t('resend'), () => api('POST', `/admin/v1/tenants/${ctx.id}/hooks/${e.id}/deliveries/${d.id}/resend`), status, { label: d.event })
+            : null)))))));
   }
 }
 

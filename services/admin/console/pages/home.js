@@ -1,5 +1,5 @@
-// The first page after signing in: the caller's teams, and for operators every team and a
-// form to create one.
+// The first page after signing in: the caller's teams, and for operators the cluster (backlog,
+// workers, live sandboxes), every team and a form to create one.
 
 import { h, field, when } from '../dom.js';
 import { t, roleName } from '../i18n.js';
@@ -26,6 +26,13 @@ export async function homePage(main) {
       h('thead', {}, h('tr', {}, [t('worker'), t('turnsRunning'), t('leaseUntil')].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, cluster.workers.map((w) => h('tr', {}, h('td', {}, w.worker), h('td', {}, String(w.turns)), h('td', {}, when(w.lease_expires_at)))))));
   }
+  main.append(h('h2', {}, t('sandboxes')), h('p', { class: 'hint' }, t('sandboxesHint')));
+  main.append(cluster.sandboxes.length === 0 ? h('p', {}, t('none')) : h('table', { 'data-testid': 'sandboxes' },
+    h('thead', {}, h('tr', {}, [t('name'), t('backend'), t('tenants'), t('agent'), t('busy'), t('idle'), t('worker')].map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, cluster.sandboxes.map((s) => h('tr', {},
+      h('td', {}, h('code', {}, s.name)), h('td', {}, s.backend),
+      h('td', {}, h('a', { href: `/console/t/${s.tenant_id}` }, s.tenant_id.slice(0, 8))), h('td', {}, s.agent_id.slice(0, 8)),
+      h('td', {}, `${s.running_execs} / ${s.running_processes}`), h('td', {}, `${s.idle_secs} s`), h('td', {}, s.worker))))));
   main.append(h('h2', {}, t('allTenants')));
   const list = await api('GET', '/admin/v1/tenants?limit=500');
   main.append(h('table', {},

@@ -2,21 +2,55 @@
 // every part is drawn as text (never markup), so a message holding `<script>` or a
 // `javascript:` link shows exactly those characters and does nothing.
 
-import { h, when } from '../dom.js';
+import { h, when, field } from '../dom.js';
 import { t } from '../i18n.js';
 import { api, notice } from '../app.js';
 
+const SOURCES = ['api', 'cron', 'webhook', 'telegram', 'slack', 'wecom'];
+
+// Every session of the team, narrowed by agent and source, or found by what was said in it
+// (best match first, with the matching words in context).
 export async function sessionsPage(section, ctx) {
-  const offset = Number(new URLSearchParams(location.search).get('offset') || 0);
-  const page = await api('GET', `/admin/v1/tenants/${ctx.id}/sessions?limit=50&offset=${offset}`);
+  const params = new URLSearchParams(location.search);
+  const offset = Number(params.get('offset') || 0);
+  const query = new URLSearchParams({ limit: '50', offset: String(offset) });
+  for (const key of ['q', 'agent', 'source']) if (params.get(key)) query.set(key, params.get(key));
+  const [agents, page] = await Promise.all([
+    api('GET', `/admin/v1/tenants/${ctx.id}/agents`),
+    api('GET', `/admin/v1/tenants/${ctx.id}/sessions?${query}`).catch((err) => ({ error: err.message, data: [] })),
+  ]);
+  const q = h('input', { type: 'search', value: params.get('q') || '', placeholder: t('searchHint') });
+  const agent = h('select', {}, h('option', { value: '' }, t('anyAgent')),
+    agents.data.map((a) => h('option', { value: a.name, selected: a.name === params.get('agent') }, a.name)));
+  const source = h('select', {}, h('option', { value: '' }, t('anySource')),
+    SOURCES.map((s) => h('option', { value: s, selected: s === params.get('source') }, s)));
+  section.append(h('form', {
+    class: 'filters', role: 'search',
+    on: {
+      submit: (e) => {
+        e.preventDefault();
+        const next = new URLSearchParams();
+        for (const [key, control] of [['q', q], ['agent', agent], ['source', source]]) if (control.value) next.set(key, control.value);
+        location.assign(`${ctx.base}/sessions?${next}`);
+      },
+    },
+  }, field(t('searchWords'), q), field(t('agent'), agent), field(t('source'), source), h('button', { type: 'submit' }, t('search'))));
+  if (page.error) { section.append(notice('error', page.error)); return; }
   if (page.data.length === 0) { section.append(h('p', {}, t('none'))); return; }
+  const searching = Boolean(query.get('q'));
+  const columns = ['title', 'agent', 'source', 'messages', 'updated'].concat(searching ? ['match'] : []);
   section.append(h('table', {},
     h('caption', {}, t('sessions')),
-    h('thead', {}, h('tr', {}, ['title', 'agent', 'source', 'messages', 'updated'].map((c) => h('th', { scope: 'col' }, t(c))))),
-    h('tbody', {}, page.data.map((s) => h('tr', {},
+    h('thead', {}, h('tr', {}, columns.map((c) => h('th', { scope: 'col' }, t(c))))),
+    h('tbody', {}, page.data.map((s) => h('tr', { 'data-testid': 'session-row' },
       h('td', {}, h('a', { href: `${ctx.base}/sessions/${s.id}` }, s.title || s.id)), h('td', {}, s.model),
-      h('td', {}, s.source), h('td', {}, String(s.message_count)), h('td', {}, when(s.updated_at)))))));
-  if (page.has_more) section.append(h('a', { class: 'button', href: `${ctx.base}/sessions?offset=${offset + 50}` }, t('more')));
+      h('td', {}, s.source), h('td', {}, String(s.message_count)), h('td', {}, when(s.updated_at)),
+      searching ? h('td', { class: 'snippet' }, s.snippet || '') : null)))));
+  if (page.has_more) {
+    query.set('offset', String(offset + 50));
+    query.delete('limit');
+    section.append(h('a', { class: 'button', href: `${ctx.base}/sessions?${query}` }, t('more')));
+  }
 }
 
 // The text of a message's content: a string, or parts of which text is shown and the rest named.

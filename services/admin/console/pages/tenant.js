@@ -1,9 +1,9 @@
 // One team's pages: a tab bar and the page asked for. What the caller may change comes from
 // the API (`may`); controls for anything else are not drawn at all.
 
-import { h } from '../dom.js';
+import { h, field } from '../dom.js';
 import { t, roleName } from '../i18n.js';
-import { api } from '../app.js';
+import { api, notice } from '../app.js';
 
 const TABS = [
   ['overview', 'overview'], ['agents', 'agents'], ['live', 'live'], ['approvals', 'approvals'], ['sessions', 'sessions'],
@@ -55,16 +55,45 @@ function tabOf(page) {
 async function overview(section, ctx) {
   const { view } = ctx;
   const quota = (v) => (v === null || v === undefined ? t('default') : String(v));
-  const [today, turns] = await Promise.all([
+  const [today, turns, budgets] = await Promise.all([
     api('GET', `/admin/v1/tenants/${ctx.id}/usage?by=source&from=${new Date().toISOString().slice(0, 10)}`),
     api('GET', `/admin/v1/tenants/${ctx.id}/turns`),
+    api('GET', `/admin/v1/tenants/${ctx.id}/budgets`),
   ]);
+  // The team's daily cap, counted in its own time zone by the server.
+  const daily = budgets.data.find((b) => b.agent_id === null && b.period === 'day');
+  const cap = daily ? (daily.hard_usd ?? daily.soft_usd) : null;
   const money = new Intl.NumberFormat(document.documentElement.lang || undefined, { style: 'currency', currency: 'USD', maximumFractionDigits: 4 });
   section.append(h('dl', { class: 'facts' },
     h('dt', {}, t('standing')), h('dd', {}, view.standing === 'operator' ? t('operator') : roleName(view.standing)),
     h('dt', {}, t('openTurns')), h('dd', { 'data-testid': 'open-turns' }, h('a', { href: `${ctx.base}/live` }, String(turns.data.length))),
     h('dt', {}, `${t('todayUsage')}: ${t('turnsCount')}`), h('dd', {}, String(today.total.turns)),
-    h('dt', {}, `${t('todayUsage')}: ${t('cost')}`), h('dd', {}, money.format(today.total.cost_usd)),
+    h('dt', {}, `${t('todayUsage')}: ${t('cost')}`), h('dd', { 'data-testid': 'spend-today' },
+      cap === null ? money.format(today.total.cost_usd)
+        : [`${money.format(daily.spent_usd)} / ${money.format(cap)} `, h('a', { href: `${ctx.base}/usage` }, t('dailyCap'))]),
     h('dt', {}, t('rpm')), h('dd', {}, quota(view.quotas.requests_per_minute)),
     h('dt', {}, t('turns')), h('dd', {}, quota(view.quotas.concurrent_turns))));
+  if (ctx.may('tenants.quotas')) section.append(quotaForm(ctx));
+}
+
+// Operators set a team's quotas: empty is the installation's default, 0 is unlimited.
+function quotaForm(ctx) {
+  const number = (value) => h('input', { type: 'number', min: 0, step: 1, value: value ?? '' });
+  const rpm = number(ctx.view.quotas.requests_per_minute);
+  const turns = number(ctx.view.quotas.concurrent_turns);
+  const status = h('div', { 'aria-live': 'polite' });
+  const read = (input) => (input.value === '' ? null : Number(input.value));
+  return h('form', {
+    class: 'card',
+    on: {
+      submit: async (e) => {
+        e.preventDefault();
+        try {
+          await api('PUT', `/admin/v1/tenants/${ctx.id}/quotas`, { requests_per_minute: read(rpm), concurrent_turns: read(turns) });
+          location.reload();
+        } catch (err) { status.replaceChildren(notice('error', err.message)); }
+      },
+    },
+  }, h('h2', {}, t('quotas')), field(t('rpm'), rpm, t('quotaHint')), field(t('turns'), turns, t('quotaHint')),
+  h('button', { type: 'submit' }, t('save')), status);
 }

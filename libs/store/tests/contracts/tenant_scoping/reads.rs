@@ -3,7 +3,7 @@
 use chrono::Utc;
 use hermes_core::TenantId;
 use hermes_core::outbox::{CronLabel, RunLabel};
-use hermes_store::{SearchOrder, SearchScope, UsageGroup};
+use hermes_store::{SearchOrder, SearchScope, SessionFilter, UsageGroup};
 
 use super::Cases;
 use crate::tenant_world::{self, World};
@@ -53,6 +53,11 @@ pub(super) async fn check(w: &World, c: &mut Cases) {
     read!(w, c, "compaction_ancestors", t => s.compaction_ancestors(t, session), some);
     read!(w, c, "search_sessions", t => s.search_sessions(&scope(w, t), &words, &roles, SearchOrder::Newest, 10, 0), some);
     read!(w, c, "recent_sessions", t => s.recent_sessions(&scope(w, t), 10, 0), some);
+    // By the owner's agent: the other tenant's own sessions are not the question.
+    let by_agent = SessionFilter { agent: Some(agent), ..Default::default() };
+    read!(w, c, "find_sessions", t => s.find_sessions(t, &by_agent, 10, 0), some);
+    let said = SessionFilter { tsquery: Some(words.clone()), ..Default::default() };
+    read!(w, c, "find_sessions (search)", t => s.find_sessions(t, &said, 10, 0), some);
 
     // Turns.
     read!(w, c, "turn_state", t => s.turn_state(t, w.done), found);
@@ -85,6 +90,7 @@ pub(super) async fn check(w: &World, c: &mut Cases) {
     read!(w, c, "skill_events", t => s.skill_events(t, agent, 10), some);
     read!(w, c, "credential_pools", t => s.credential_pools(t), some);
     read!(w, c, "budget_states", t => s.budget_states(t, agent, Utc::now()), some);
+    read!(w, c, "tenant_budgets", t => s.tenant_budgets(t, Utc::now()), some);
     read!(w, c, "usage_report", t => s.usage_report(t, Some(agent), UsageGroup::Agent, from, to), some);
     read!(w, c, "delivery_targets", t => s.delivery_targets(t, agent, "telegram:42", None, &RunLabel::Cron(CronLabel { job_id: uuid::Uuid::nil(), name: "x".into() })), some);
     c.answers("skill_index_version", (0, 0), s.skill_index_version(w.b.id).await);

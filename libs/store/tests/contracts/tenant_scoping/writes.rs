@@ -124,6 +124,7 @@ async fn agents_and_skills(w: &World, c: &mut Cases) {
     let budget =
         Budget { agent_id: Some(agent), period: hermes_core::BudgetPeriod::Day, hard_usd: Some(0.0), soft_usd: None };
     c.not_found("set_budget", s.set_budget(b, &budget).await);
+    c.nothing("delete_budget", s.delete_budget(b, Some(agent), hermes_core::BudgetPeriod::Day).await);
     let mine = |_: &[String]| Ok::<_, ()>(Some(vec!["mine now".to_owned()]));
     c.refused("update_memory", s.update_memory(b, agent, MemoryTarget::Memory, "", mine).await);
     let skill = tenant_world::skill(tenant_world::SKILL, "not yours");
@@ -194,5 +195,8 @@ async fn schedules_and_hooks(w: &World, c: &mut Cases) {
     let off = EventHookChanges { enabled: Some(false), ..EventHookChanges::default() };
     c.not_found("update_event_hook", s.update_event_hook(b, w.event_hook, &off).await);
     c.not_found("ping_event_hook", s.ping_event_hook(b, w.event_hook).await);
+    let delivery =
+        s.event_deliveries(w.a.id, w.event_hook, 1).await.unwrap()[0]["id"].as_str().unwrap().parse().unwrap();
+    c.not_found("resend_event", s.resend_event(b, w.event_hook, delivery).await);
     c.nothing("delete_event_hook", s.delete_event_hook(b, w.event_hook).await);
 }

@@ -1,0 +1,126 @@
+//! Spending caps, per tenant or per agent, per day or month in the tenant's time zone: where
+//! each stands now, setting one, removing one. The worker checks them before every model call
+//! (`hermes_store::budgets`); a hard cap reached stops turns before the call.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use hermes_core::access::AdminOp;
+use hermes_core::{AgentId, BudgetPeriod, ErrorCode};
+use hermes_http::ApiError;
+use hermes_store::admin::Change;
+use hermes_store::{Budget, StoreError};
+
+use crate::caller::Caller;
+use crate::errors::store_error;
+use crate::state::AdminState;
+
+type Result<T, E = ApiError> = std::result::Result<T, E>;
+
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/budgets", tag = "admin: usage",
+    params(("tenant" = String, Path, description = "Tenant id")),
+    responses((status = 200, description = "Each cap (the tenant's first, then each agent's) with what was spent in its current period", body = crate::schemas::ObjectList),
+        (status = 404, description = "No such tenant (or not yours)", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn list(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ViewUsage).await?;
+    let states = state.store.tenant_budgets(t.id, chrono::Utc::now()).await.map_err(store_error)?;
+    let data: Vec<Value> = states
+        .iter()
+        .map(|s| {
+            json!({
+                "agent_id": s.budget.agent_id, "period": s.budget.period,
+                "hard_usd": s.budget.hard_usd, "soft_usd": s.budget.soft_usd, "spent_usd": s.spent_usd,
+                "hard_reached": s.hard_reached(), "soft_reached": s.soft_reached(),
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "object": "list", "data": data })))
+}
+
+/// A cap's amounts, in US dollars (either may be absent, not both).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Caps {
+    /// No further model call is made once the period's spend reaches it.
+    hard_usd: Option<f64>,
+    /// Reaching it is logged and counted for operators; turns go on.
+    soft_usd: Option<f64>,
+}
+
+/// The scope (`tenant`, or an agent's id or name) and period (`day`, `month`) of a path.
+async fn scope(
+    state: &AdminState,
+    tenant: hermes_core::TenantId,
+    scope: &str,
+    period: &str,
+) -> Result<(Option<AgentId>, BudgetPeriod)> {
+    let period = period.parse::<BudgetPeriod>().map_err(|_| {
+        ApiError::not_found(ErrorCode::NotFound, format!("no budget period {period:?}: use day or month"))
+    })?;
+    let agent = match scope {
+        "tenant" => None,
+        agent => Some(state.agent(tenant, agent).await?.id),
+    };
+    Ok((agent, period))
+}
+
+#[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/budgets/{scope}/{period}", tag = "admin: usage", request_body = Caps,
+    params(("tenant" = String, Path, description = "Tenant id"),
+        ("scope" = String, Path, description = "`tenant`, or an agent's id or name"),
+        ("period" = String, Path, description = "`day` or `month` (in the tenant's time zone)")),
+    responses((status = 204, description = "Set (replacing the cap of that scope and period)"),
+        (status = 400, description = "No amount, or a negative one", body = crate::schemas::ErrorBody),
+        (status = 403, description = "The caller's role may not set budgets", body = crate::schemas::ErrorBody),
+        (status = 404, description = "No such tenant, agent or period", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn set(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, scope_ref, period)): Path<(String, String, String)>,
+    body: std::result::Result<hermes_http::ApiJson<Caps>, ApiError>,
+) -> Result<StatusCode> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ManageBudgets).await?;
+    let (agent, period) = scope(&state, t.id, &scope_ref, &period).await?;
+    let hermes_http::ApiJson(body) = body?;
+    if body.hard_usd.is_none() && body.soft_usd.is_none() {
+        let why = "give hard_usd, soft_usd or both (DELETE removes a cap)";
+        return Err(ApiError::invalid_request(ErrorCode::InvalidValue, why).with_param("hard_usd"));
+    }
+    let before = state.store.tenant_budgets(t.id, chrono::Utc::now()).await.map_err(store_error)?;
+    let before = before.into_iter().map(|s| s.budget).find(|b| b.agent_id == agent && b.period == period);
+    let budget = Budget { agent_id: agent, period, hard_usd: body.hard_usd, soft_usd: body.soft_usd };
+    state.store.set_budget(t.id, &budget).await.map_err(|e| match e {
+        StoreError::Invalid(why) => ApiError::invalid_request(ErrorCode::InvalidValue, why).with_param("hard_usd"),
+        other => store_error(other),
+    })?;
+    let change = Change::new("budget.set", "budget", format!("{scope_ref}/{period}")).before(&before).after(&budget);
+    caller.record(&state, Some(t.id), change).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/budgets/{scope}/{period}", tag = "admin: usage",
+    params(("tenant" = String, Path, description = "Tenant id"),
+        ("scope" = String, Path, description = "`tenant`, or an agent's id or name"),
+        ("period" = String, Path, description = "`day` or `month`")),
+    responses((status = 204, description = "Removed: that scope has no cap for the period now"),
+        (status = 403, description = "The caller's role may not set budgets", body = crate::schemas::ErrorBody),
+        (status = 404, description = "No such cap", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn remove(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, scope_ref, period)): Path<(String, String, String)>,
+) -> Result<StatusCode> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ManageBudgets).await?;
+    let (agent, period) = scope(&state, t.id, &scope_ref, &period).await?;
+    if !state.store.delete_budget(t.id, agent, period).await.map_err(store_error)? {
+        return Err(ApiError::not_found(ErrorCode::NotFound, "no such budget"));
+    }
+    caller.record(&state, Some(t.id), Change::new("budget.removed", "budget", format!("{scope_ref}/{period}"))).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
