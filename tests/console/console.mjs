@@ -235,6 +235,16 @@ await step("an operator sees the cluster with the workers' sandboxes and sets a 
   await page.getByLabel('Requests per minute').fill('600');
   await page.getByRole('button', { name: 'Save' }).click();
   await page.waitForFunction(() => document.querySelector('main dl.facts')?.textContent.includes('600'));
+  // The team's own identity provider, for its email domain.
+  await page.goto(`${base}/console/t/${world.tenant}/members`);
+  await page.getByLabel('Issuer URL').fill(world.idp.issuer);
+  await page.getByLabel('Client ID').fill(world.idp.client_id);
+  await page.getByLabel('Client secret').fill(world.idp.client_secret);
+  await page.getByLabel('Email domains').fill('acme.test');
+  await page.getByLabel('New people at these domains join as').selectOption('member');
+  await page.getByRole('button', { name: 'Save' }).click();
+  await page.getByTestId('team-sso').getByText('acme.test').waitFor();
+  await shot(page, 'team-sso-en');
   await ops.close();
 });
 
@@ -259,7 +269,7 @@ await step('the owner binds a Telegram bot step by step and lets a stranger in',
 let inviteLink = '';
 await step('the owner invites someone and the invitee joins from the link', async () => {
   await ownerPage.goto(`${base}/console/t/${world.tenant}/members`);
-  await ownerPage.getByLabel('Email').fill('newt@acme.test');
+  await ownerPage.getByLabel('Email', { exact: true }).fill('newt@acme.test');
   await ownerPage.getByRole('button', { name: 'Invite', exact: true }).click();
   inviteLink = (await ownerPage.getByTestId('invite-link').textContent()).trim();
   expect(inviteLink.startsWith(`${base}/console/invite#`), inviteLink);
@@ -279,7 +289,7 @@ const memberPage = await member.newPage();
 await step('a member signs in with a password and sees no controls that change anything', async () => {
   await memberPage.goto(`${base}/console`);
   await memberPage.waitForURL(/\/console\/sign-in/);
-  await memberPage.getByLabel('Email').fill(world.member_email);
+  await memberPage.getByLabel('Email', { exact: true }).fill(world.member_email);
   await memberPage.getByLabel('Password').fill(world.member_password);
   await memberPage.getByRole('button', { name: 'Sign in' }).click();
   await memberPage.waitForURL(`${base}/console`);
@@ -362,6 +372,15 @@ await step('single sign-on through the identity provider signs the owner in', as
   await page.waitForURL(`${base}/console/t/${world.tenant}/members`);
   await page.getByRole('button', { name: 'Invite', exact: true }).waitFor();
   await sso.close();
+  // And through the team's own provider, found by the work email's domain.
+  const work = await browser.newContext({ locale: 'en-US' });
+  const workPage = await work.newPage();
+  await workPage.goto(`${base}/console/sign-in`);
+  await workPage.getByLabel('Work email').fill('owner@acme.test');
+  await workPage.getByRole('button', { name: 'Continue with single sign-on' }).click();
+  await workPage.waitForURL(`${base}/console`);
+  await workPage.getByRole('link', { name: 'acme' }).waitFor();
+  await work.close();
 });
 
 await step('signing out ends the session', async () => {

@@ -42,6 +42,7 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
     );
     let idp = hermes_testkit::oidc::OidcProvider::start().await.unwrap();
     let issuer = idp.issuer();
+    let idp_issuer = issuer.clone();
     let tg = hermes_testkit::telegram::TelegramEmulator::start().await.unwrap();
     tg.add_bot(BOT_TOKEN, "ConsoleBot");
     let telegram = tg.base_url();
@@ -139,6 +140,7 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
         "other_tenant": other.to_string(),
         "owner_link": env.config.console_link("link", &owner_link),
         "operator_link": env.config.console_link("link", &ops_link),
+        "idp": { "issuer": idp_issuer, "client_id": hermes_testkit::oidc::CLIENT_ID, "client_secret": hermes_testkit::oidc::CLIENT_SECRET },
         "member_email": "mia@acme.test",
         "member_password": "mia's long passphrase",
         "stale_cookie": stale.cookie,

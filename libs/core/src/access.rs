@@ -76,6 +76,7 @@ crate::kinds::vocabulary! {
         ListTenants = "tenants.list",
         CreateTenant = "tenants.create",
         SetQuotas = "tenants.quotas",
+        ConfigureSso = "tenants.sso",
         ViewCluster = "cluster.view",
         // A tenant's, read.
         ViewTenant = "tenant.view",
@@ -116,7 +117,14 @@ crate::kinds::vocabulary! {
 impl AdminOp {
     /// Whether the operation concerns the installation rather than one tenant.
     pub const fn is_installation(self) -> bool {
-        matches!(self, AdminOp::ListTenants | AdminOp::CreateTenant | AdminOp::SetQuotas | AdminOp::ViewCluster)
+        matches!(
+            self,
+            AdminOp::ListTenants
+                | AdminOp::CreateTenant
+                | AdminOp::SetQuotas
+                | AdminOp::ConfigureSso
+                | AdminOp::ViewCluster
+        )
     }
 
     /// Whether the operation only reads.

@@ -109,6 +109,8 @@ const TENANT_ROWS: &str = "
     SELECT 'skill_versions', count(*) FROM skill_versions WHERE scope <> '00000000-0000-0000-0000-000000000000' UNION ALL
     SELECT 'skills', count(*) FROM skills WHERE tenant_id IS NOT NULL UNION ALL
     SELECT 'spend_reservations', count(*) FROM spend_reservations UNION ALL
+    SELECT 'sso_domains', count(*) FROM sso_domains UNION ALL
+    SELECT 'tenant_identity_providers', count(*) FROM tenant_identity_providers UNION ALL
     SELECT 'tenants', count(*) FROM tenants UNION ALL
     SELECT 'turn_files', count(*) FROM turn_files UNION ALL
     SELECT 'turns', count(*) FROM turns UNION ALL

@@ -21,6 +21,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("pages/home.js", "text/javascript; charset=utf-8", include_str!("../console/pages/home.js")),
     ("pages/tenant.js", "text/javascript; charset=utf-8", include_str!("../console/pages/tenant.js")),
     ("pages/people.js", "text/javascript; charset=utf-8", include_str!("../console/pages/people.js")),
+    ("pages/sso.js", "text/javascript; charset=utf-8", include_str!("../console/pages/sso.js")),
     ("pages/credentials.js", "text/javascript; charset=utf-8", include_str!("../console/pages/credentials.js")),
     ("pages/audit.js", "text/javascript; charset=utf-8", include_str!("../console/pages/audit.js")),
     ("pages/sessions.js", "text/javascript; charset=utf-8", include_str!("../console/pages/sessions.js")),

@@ -27,6 +27,7 @@ mod schemas;
 mod session;
 pub mod signing;
 mod skills;
+mod sso;
 mod state;
 mod tenants;
 mod tokens;
@@ -123,6 +124,7 @@ pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
         .route("/admin/v1/cluster", get(cluster::cluster))
         .route("/admin/v1/tenants/{tenant}", get(tenants::get))
         .route("/admin/v1/tenants/{tenant}/quotas", put(tenants::set_quotas))
+        .route("/admin/v1/tenants/{tenant}/sso", get(sso::get).put(sso::set).delete(sso::remove))
         .route("/admin/v1/tenants/{tenant}/members", get(members::list))
         .route(
             "/admin/v1/tenants/{tenant}/members/{person}",

@@ -2,8 +2,13 @@
 //! (S256), a `state` and a `nonce`, the ID token's signature checked against the provider's
 //! published keys (RS*, PS*, ES*, EdDSA; never HMAC or none), its issuer, audience, expiry and
 //! nonce. The flow's secrets ride in a short-lived signed cookie, so any `api` pod can finish
-//! a flow another began. People sign in by verified email; without an account they are asked
-//! for an invitation (nobody is created by signing in).
+//! a flow another began. People sign in by verified email.
+//!
+//! Two kinds of provider: the installation's (`admin.oidc`), for people who already have an
+//! account; and a tenant's own, which an operator sets for the tenant's email domains
+//! (`hermes_store::admin::sso`). Starting with a work email picks the tenant's provider for its
+//! domain; that provider signs in only people at its domains, never an operator, and lets a
+//! person new to the tenant join it when the tenant says so.
 
 use std::time::Duration;
 
@@ -60,6 +65,9 @@ struct Flow {
     next: String,
     exp: i64,
     iss: String,
+    /// The tenant whose own provider this flow went to (`None`: the installation's).
+    #[serde(default)]
+    tenant: Option<uuid::Uuid>,
 }
 
 /// The ID token's claims that matter here.
@@ -68,17 +76,24 @@ struct IdClaims {
     nonce: Option<String>,
     email: Option<String>,
     email_verified: Option<bool>,
+    name: Option<String>,
 }
 
 /// Why a sign-in through the provider failed: shown on the sign-in page by its code.
 #[derive(Debug, Clone, Copy)]
-enum Failure {
+pub(crate) enum Failure {
     Cancelled,
     Flow,
     Provider,
     Token,
     Unverified,
     NoAccount,
+    /// No provider signs in this email's domain.
+    NoProvider,
+    /// A tenant's provider vouched for an email outside its domains.
+    WrongDomain,
+    /// Operators sign in with the installation's sign-in, never a tenant's provider.
+    Operator,
 }
 
 impl Failure {
@@ -90,6 +105,9 @@ impl Failure {
             Failure::Token => "token",
             Failure::Unverified => "unverified",
             Failure::NoAccount => "no_account",
+            Failure::NoProvider => "no_provider",
+            Failure::WrongDomain => "wrong_domain",
+            Failure::Operator => "operator",
         }
     }
 }
@@ -99,7 +117,27 @@ impl Oidc {
     pub(crate) fn from_config(config: &HermesConfig) -> Result<Option<Self>, reqwest::Error> {
         let oidc = &config.admin.oidc;
         let Some(issuer) = oidc.issuer.as_deref().map(str::trim).filter(|s| !s.is_empty()) else { return Ok(None) };
-        // The operator named this host: it may live inside the cluster (Keycloak, Dex).
+        let secret = oidc.client_secret.clone().filter(|s| !s.is_empty());
+        Self::new(config, issuer, &oidc.client_id, secret, &oidc.scopes, &oidc.button_label).map(Some)
+    }
+
+    /// A tenant's provider, for one sign-in.
+    pub(crate) fn for_tenant(
+        config: &HermesConfig,
+        p: &hermes_store::admin::SsoProvider,
+    ) -> Result<Self, reqwest::Error> {
+        Self::new(config, &p.issuer, &p.client_id, p.client_secret.clone(), &p.scopes, "")
+    }
+
+    fn new(
+        config: &HermesConfig,
+        issuer: &str,
+        client_id: &str,
+        client_secret: Option<String>,
+        scopes: &str,
+        label: &str,
+    ) -> Result<Self, reqwest::Error> {
+        // An operator named this host: it may live inside the cluster (Keycloak, Dex).
         let host = reqwest::Url::parse(issuer).ok().and_then(|u| u.host_str().map(str::to_owned));
         let trusted = config.outbound.trusted(&config.platforms).into_iter().chain(host);
         let policy = hermes_net_policy::outbound::Policy::trusting(trusted);
@@ -108,16 +146,16 @@ impl Oidc {
             Duration::from_secs(5),
             Duration::from_secs(15),
         )?;
-        Ok(Some(Self {
+        Ok(Self {
             issuer: issuer.trim_end_matches('/').to_owned(),
-            client_id: oidc.client_id.clone(),
-            client_secret: oidc.client_secret.clone().filter(|s| !s.is_empty()),
-            scopes: oidc.scopes.clone(),
-            label: oidc.button_label.clone(),
+            client_id: client_id.to_owned(),
+            client_secret,
+            scopes: scopes.to_owned(),
+            label: label.to_owned(),
             http,
             metadata: OnceCell::new(),
             keys: RwLock::new(None),
-        }))
+        })
     }
 
     async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str) -> Result<T, String> {
@@ -247,22 +285,49 @@ fn to_sign_in(failure: Failure) -> Response {
     Redirect::to(&format!("/console/sign-in?sso_error={}", failure.code())).into_response()
 }
 
-/// Where to start: `next`, a console path to land on afterwards.
+/// Where to start: `next`, a console path to land on afterwards; `email`, the person's work
+/// email, whose domain may have its tenant's own provider.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 pub(crate) struct Start {
     next: Option<String>,
+    email: Option<String>,
 }
 
 #[utoipa::path(get, path = "/admin/v1/oidc/start", tag = "admin: sign-in", params(Start), security(()),
-    responses((status = 303, description = "To the identity provider"),
+    responses((status = 303, description = "To the identity provider: the tenant's own for the email's domain, else the installation's"),
         (status = 404, description = "No identity provider is configured", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn start(State(state): State<AdminState>, Query(q): Query<Start>) -> Response {
-    let (Some(oidc), Some(keys)) = (&state.oidc, &state.keys) else {
-        return hermes_http::ApiError::not_found(
-            hermes_core::ErrorCode::NotFound,
-            "no identity provider is configured",
-        )
-        .into_response();
+    let not_configured = || {
+        hermes_http::ApiError::not_found(hermes_core::ErrorCode::NotFound, "no identity provider is configured")
+            .into_response()
+    };
+    let Some(keys) = &state.keys else { return not_configured() };
+    let tenants_own: Oidc;
+    let (oidc, tenant) = match q.email.as_deref() {
+        Some(email) => {
+            let Some(domain) = crate::sso::domain_of(email) else { return to_sign_in(Failure::NoProvider) };
+            match state.store.sso_for_domain(&domain, state.secrets.as_ref()).await {
+                Ok(Some(provider)) => match Oidc::for_tenant(&state.config, &provider) {
+                    Ok(built) => {
+                        tenants_own = built;
+                        (&tenants_own, Some(provider.tenant.as_uuid()))
+                    }
+                    Err(_) => return to_sign_in(Failure::Provider),
+                },
+                Ok(None) => match &state.oidc {
+                    Some(oidc) => (oidc, None),
+                    None => return to_sign_in(Failure::NoProvider),
+                },
+                Err(e) => {
+                    tracing::warn!(error = %e, "looking up a tenant's identity provider");
+                    return to_sign_in(Failure::Provider);
+                }
+            }
+        }
+        None => match &state.oidc {
+            Some(oidc) => (oidc, None),
+            None => return not_configured(),
+        },
     };
     let meta = match oidc.metadata().await {
         Ok(m) => m,
@@ -280,6 +345,7 @@ pub(crate) async fn start(State(state): State<AdminState>, Query(q): Query<Start
         next,
         exp: chrono::Utc::now().timestamp() + FLOW_SECONDS as i64,
         iss: FLOW_ISSUER.into(),
+        tenant,
     };
     let Ok(sealed) = keys.sign_any(&flow) else { return to_sign_in(Failure::Flow) };
     let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(flow.verifier.as_bytes()));
@@ -293,6 +359,9 @@ pub(crate) async fn start(State(state): State<AdminState>, Query(q): Query<Start
         .append_pair("nonce", &flow.nonce)
         .append_pair("code_challenge", &challenge)
         .append_pair("code_challenge_method", "S256");
+    if let Some(email) = q.email.as_deref() {
+        url.query_pairs_mut().append_pair("login_hint", email.trim());
+    }
     let mut response = Redirect::to(url.as_str()).into_response();
     response.headers_mut().insert(header::SET_COOKIE, flow_cookie(&state, &sealed, FLOW_SECONDS));
     response
@@ -320,7 +389,7 @@ pub(crate) async fn callback(
 }
 
 async fn finish(state: &AdminState, meta: &RequestMeta, headers: &HeaderMap, q: Callback) -> Result<Response, Failure> {
-    let (Some(oidc), Some(keys)) = (&state.oidc, &state.keys) else { return Err(Failure::Provider) };
+    let Some(keys) = &state.keys else { return Err(Failure::Provider) };
     if q.error.is_some() {
         return Err(Failure::Cancelled);
     }
@@ -330,16 +399,30 @@ async fn finish(state: &AdminState, meta: &RequestMeta, headers: &HeaderMap, q: 
     if Sha256::digest(returned.as_bytes()) != Sha256::digest(flow.state.as_bytes()) {
         return Err(Failure::Flow);
     }
+    let tenants_own: Oidc;
+    let (oidc, provider) = match flow.tenant {
+        Some(tenant) => {
+            #[expect(clippy::disallowed_methods, reason = "the tenant our own signed flow cookie names")]
+            let tenant = hermes_core::TenantId::from_authenticated(tenant);
+            let found = state.store.sso_provider(tenant, state.secrets.as_ref()).await;
+            let provider = found.map_err(|_| Failure::Provider)?.ok_or(Failure::NoProvider)?;
+            tenants_own = Oidc::for_tenant(&state.config, &provider).map_err(|_| Failure::Provider)?;
+            (&tenants_own, Some(provider))
+        }
+        None => (state.oidc.as_ref().ok_or(Failure::Provider)?, None),
+    };
     let id_token = oidc.exchange(&code, &flow.verifier, &redirect_uri(state)).await?;
     let claims = oidc.verify(&id_token, &flow.nonce).await?;
     let email = claims.email.filter(|e| !e.is_empty()).ok_or(Failure::Unverified)?;
     if claims.email_verified == Some(false) {
         return Err(Failure::Unverified);
     }
-    let record = state.store.sign_in_record(&email).await.map_err(|_| Failure::Provider)?;
-    let person = match record {
-        Some(r) if !r.person.disabled => r.person,
-        _ => return Err(Failure::NoAccount),
+    let person = match &provider {
+        Some(provider) => crate::sso::tenant_person(state, meta, provider, &email, claims.name.as_deref()).await?,
+        None => match state.store.sign_in_record(&email).await.map_err(|_| Failure::Provider)? {
+            Some(r) if !r.person.disabled => r.person,
+            _ => return Err(Failure::NoAccount),
+        },
     };
     state.store.record_sign_in(person.id).await.map_err(|_| Failure::Provider)?;
     let (session, _) = crate::session::issue_session(state, &person, meta, &crate::session::user_agent(headers))
@@ -354,5 +437,7 @@ async fn finish(state: &AdminState, meta: &RequestMeta, headers: &HeaderMap, q: 
     responses((status = 200, description = "How one may sign in here", body = crate::schemas::SignInOptions)))]
 pub(crate) async fn options(State(state): State<AdminState>) -> axum::Json<serde_json::Value> {
     let sso = state.oidc.as_ref().map(|o| serde_json::json!({ "label": o.label, "start": "/admin/v1/oidc/start" }));
-    axum::Json(serde_json::json!({ "password": state.keys.is_some(), "sso": sso }))
+    // Tenants with their own provider: the page asks for a work email, then starts there.
+    let by_email = state.keys.is_some() && state.store.any_tenant_sso().await.unwrap_or(false);
+    axum::Json(serde_json::json!({ "password": state.keys.is_some(), "sso": sso, "sso_by_email": by_email }))
 }

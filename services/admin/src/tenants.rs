@@ -113,9 +113,10 @@ pub(crate) async fn get(
     };
     let may: Vec<&str> = AdminOp::ALL
         .iter()
-        // Of the installation's operations, only the quotas are about this tenant.
+        // Of the installation's operations, the quotas and single sign-on are about this tenant.
         .filter(|op| {
-            (!op.is_installation() || **op == AdminOp::SetQuotas) && hermes_core::access::allows(t.standing, **op)
+            let about_it = !op.is_installation() || matches!(op, AdminOp::SetQuotas | AdminOp::ConfigureSso);
+            about_it && hermes_core::access::allows(t.standing, **op)
         })
         .map(|op| op.as_str())
         .collect();

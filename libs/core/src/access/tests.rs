@@ -8,6 +8,7 @@ const TABLE: &[(AdminOp, bool, bool, bool, bool)] = &[
     (AdminOp::ListTenants, false, false, false, true),
     (AdminOp::CreateTenant, false, false, false, true),
     (AdminOp::SetQuotas, false, false, false, true),
+    (AdminOp::ConfigureSso, false, false, false, true),
     (AdminOp::ViewCluster, false, false, false, true),
     (AdminOp::ViewTenant, true, true, true, true),
     (AdminOp::ViewMembers, true, true, true, true),

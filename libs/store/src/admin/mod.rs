@@ -1,6 +1,7 @@
 //! The admin plane's storage (migration 0045): people and how they sign in ([`people`]),
 //! console sessions and one-time links ([`console`]), tenants' members and invitations
-//! ([`members`]), admin API tokens ([`tokens`]) and the append-only audit log ([`audit`]).
+//! ([`members`]), admin API tokens ([`tokens`]), tenants' own identity providers ([`sso`], migration
+//! 0047) and the append-only audit log ([`audit`]).
 //!
 //! Signing in comes before any tenant is known, so [`people`], [`console`] and token
 //! authentication run as the system role, like API-key authentication; what a person does in
@@ -12,6 +13,7 @@ pub mod console;
 pub mod members;
 pub mod people;
 pub mod rollups;
+pub mod sso;
 pub mod tokens;
 pub mod turns;
 
@@ -20,6 +22,7 @@ pub use console::LiveSession;
 pub use members::{Invitation, Member};
 pub use people::{Membership, Person, SignInRecord};
 pub use rollups::{RollupGroup, RollupLine};
+pub use sso::{SsoProvider, SsoSettings, TenantSso};
 pub use tokens::{AdminToken, TokenAuth};
 pub use turns::{OpenTurn, WaitingInteraction};
 

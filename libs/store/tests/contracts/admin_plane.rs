@@ -264,3 +264,43 @@ async fn a_settled_event_is_sent_again_from_its_first_attempt_and_one_on_its_way
     let missing = store.resend_event(t.id, hook, uuid::Uuid::now_v7()).await;
     assert!(matches!(missing, Err(StoreError::NotFound)), "{missing:?}");
 }
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn a_domain_signs_in_through_one_tenants_provider_whose_secret_stays_sealed(pool: PgPool) {
+    use hermes_store::admin::SsoSettings;
+    let store = common::store(&pool);
+    let secrets = common::secrets();
+    let (a, b) = (common::tenant(&store, "acme").await, common::tenant(&store, "globex").await);
+    let settings = SsoSettings {
+        issuer: "https://login.acme.test".into(),
+        client_id: "hermes".into(),
+        client_secret: Some("s3cret".into()),
+        scopes: "openid email".into(),
+        email_domains: vec!["acme.test".into()],
+        join_as: Some(MemberRole::Member),
+    };
+    let shown = store.set_tenant_sso(a.id, &settings, Some(&secrets), &cli()).await.unwrap();
+    assert!(shown.has_client_secret);
+    let stored: Vec<u8> =
+        sqlx::query_scalar("SELECT client_secret FROM tenant_identity_providers").fetch_one(&pool).await.unwrap();
+    assert!(!String::from_utf8_lossy(&stored).contains("s3cret"), "sealed at rest");
+    let taken = store.set_tenant_sso(b.id, &settings, Some(&secrets), &cli()).await;
+    assert!(matches!(taken, Err(StoreError::Conflict(_))), "{taken:?}");
+    assert!(matches!(store.tenant_sso(b.id).await, Err(StoreError::NotFound)), "nothing of it for globex");
+
+    let found = store.sso_for_domain("acme.test", Some(&secrets)).await.unwrap().expect("acme's provider");
+    assert_eq!((found.tenant, found.client_secret.as_deref()), (a.id, Some("s3cret")));
+    assert!(store.sso_for_domain("globex.test", Some(&secrets)).await.unwrap().is_none());
+    // Keeping the secret when none is given; the domain moves once acme lets it go.
+    let keep = SsoSettings { client_secret: None, email_domains: vec!["acme.dev".into()], ..settings.clone() };
+    store.set_tenant_sso(a.id, &keep, Some(&secrets), &cli()).await.unwrap();
+    let found = store.sso_provider(a.id, Some(&secrets)).await.unwrap().unwrap();
+    assert_eq!((found.client_secret.as_deref(), found.email_domains), (Some("s3cret"), vec!["acme.dev".to_owned()]));
+    store.set_tenant_sso(b.id, &settings, Some(&secrets), &cli()).await.unwrap();
+    assert!(store.delete_tenant_sso(a.id, &cli()).await.unwrap());
+    assert!(!store.delete_tenant_sso(a.id, &cli()).await.unwrap());
+    let filter = AuditFilter { action: Some("sso.".into()), limit: 10, ..Default::default() };
+    let actions: Vec<String> =
+        store.audit_entries(a.id, &filter).await.unwrap().entries.into_iter().map(|e| e.action).collect();
+    assert_eq!(actions, ["sso.removed", "sso.configured", "sso.configured"]);
+}

@@ -222,3 +222,13 @@ async fn another_tenants_ids_find_nothing_and_change_nothing(pool: sqlx::PgPool)
     );
     assert!(cases.methods.len() >= 100, "the table covers {} methods", cases.methods.len());
 }
+
+/// Who the admin writes of these cases are recorded as.
+fn audit() -> hermes_store::admin::Audit {
+    use hermes_store::admin::{Actor, ActorKind, Audit};
+    Audit {
+        actor: Actor { kind: ActorKind::Cli, id: "t".into(), label: "t".into() },
+        request_id: None,
+        source_address: None,
+    }
+}

@@ -244,7 +244,8 @@ async fn job_with_a_run(store: &Store, a: &Tenant) -> (hermes_store::cron::Job, 
     (job, turn)
 }
 
-/// Memory, credentials, skills, a goal, a task list, a budget, grants, an inbound message.
+/// Memory, credentials, skills, a goal, a task list, a budget, grants, an inbound message, an
+/// identity provider.
 async fn keepsakes(store: &Store, a: &Tenant, secrets: &SecretBox) {
     for (target, user) in [(MemoryTarget::Memory, ""), (MemoryTarget::User, "user-1")] {
         let change = |_: &[String]| Ok::<_, ()>(Some(vec!["likes tea".to_owned()]));
@@ -273,7 +274,28 @@ async fn keepsakes(store: &Store, a: &Tenant, secrets: &SecretBox) {
     store.set_budget(a.id, &budget).await.unwrap();
     store.grant_session_patterns(a.id, a.agent, a.session, &["ls".to_owned()]).await.unwrap();
     store.accept_inbound(a.id, INBOUND_SOURCE, "update-1", &json!({"text": "hi"}), None, None).await.unwrap();
+    let sso = hermes_store::admin::SsoSettings {
+        issuer: "https://login.alpha.test".into(),
+        client_id: "hermes".into(),
+        client_secret: Some("alpha-secret".into()),
+        scopes: "openid email".into(),
+        email_domains: vec![SSO_DOMAIN.into()],
+        join_as: None,
+    };
+    let by = hermes_store::admin::Audit {
+        actor: hermes_store::admin::Actor {
+            kind: hermes_store::admin::ActorKind::Cli,
+            id: "t".into(),
+            label: "t".into(),
+        },
+        request_id: None,
+        source_address: None,
+    };
+    store.set_tenant_sso(a.id, &sso, Some(secrets), &by).await.unwrap();
 }
+
+/// The email domain alpha's own identity provider signs in.
+pub const SSO_DOMAIN: &str = "alpha.test";
 
 /// Every row `tenant` owns, table by table (tables with a `tenant_id`, the tenant's own row,
 /// and the rows hanging off its skills and webhooks), as JSON text.

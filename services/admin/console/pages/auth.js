@@ -45,7 +45,23 @@ export async function signInPage(main) {
   field(t('email'), email), field(t('password'), password), submit, status,
   h('p', { class: 'hint' }, t('signInHint')));
   main.append(form);
+  if (options.sso_by_email) main.append(workEmailForm());
   email.focus();
+}
+
+// Teams with their own identity provider: the work email's domain says which one.
+function workEmailForm() {
+  const work = h('input', { type: 'email', name: 'work-email', required: true, autocomplete: 'email' });
+  return h('form', {
+    class: 'card narrow', 'aria-labelledby': 'work-sso-title',
+    on: {
+      submit: (e) => {
+        e.preventDefault();
+        location.assign(`/admin/v1/oidc/start?${new URLSearchParams({ email: work.value, next: next() })}`);
+      },
+    },
+  }, h('h2', { id: 'work-sso-title' }, t('workSsoTitle')), field(t('workEmail'), work),
+  h('button', { type: 'submit' }, t('continueSso')));
 }
 
 // `/console/link#<token>`: signs in with the token, then forgets it.

@@ -1,8 +1,9 @@
-// Members and invitations.
+// Members, invitations, and the team's single sign-on.
 
 import { h, field, when } from '../dom.js';
 import { t, roleName } from '../i18n.js';
 import { api, notice, actionButton } from '../app.js';
+import { ssoSection } from './sso.js';
 
 const ROLES = ['owner', 'admin', 'member'];
 
@@ -44,8 +45,9 @@ export async function membersPage(section, ctx) {
     h('tbody', {}, rows)), status);
 
   if (ctx.may('members.invite')) section.append(inviteForm(ctx));
+  const sso = ssoSection(ctx);
   section.append(h('h2', {}, t('invitations')));
-  if (invitations.data.length === 0) { section.append(h('p', {}, t('none'))); return; }
+  if (invitations.data.length === 0) { section.append(h('p', {}, t('none')), await sso); return; }
   section.append(h('table', {},
     h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, t('email')), h('th', { scope: 'col' }, t('role')),
       h('th', { scope: 'col' }, t('status')), h('th', { scope: 'col' }, t('expires')), h('th', { scope: 'col' }, ''))),
@@ -56,7 +58,7 @@ export async function membersPage(section, ctx) {
         : null;
       return h('tr', {}, h('td', {}, i.email), h('td', {}, roleName(i.role)), h('td', {}, t(state)),
         h('td', {}, when(i.expires_at)), h('td', {}, revoke));
-    }))));
+    }))), await sso);
 }
 
 function inviteForm(ctx) {

@@ -124,6 +124,17 @@ async fn agents_and_skills(w: &World, c: &mut Cases) {
     let budget =
         Budget { agent_id: Some(agent), period: hermes_core::BudgetPeriod::Day, hard_usd: Some(0.0), soft_usd: None };
     c.not_found("set_budget", s.set_budget(b, &budget).await);
+    // Alpha's domain cannot be taken by another tenant's provider, nor its provider removed.
+    let sso = hermes_store::admin::SsoSettings {
+        issuer: "https://login.beta.test".into(),
+        client_id: "x".into(),
+        client_secret: None,
+        scopes: "openid".into(),
+        email_domains: vec![tenant_world::SSO_DOMAIN.into()],
+        join_as: Some(hermes_core::MemberRole::Admin),
+    };
+    c.refused("set_tenant_sso", s.set_tenant_sso(b, &sso, None, &super::audit()).await);
+    c.nothing("delete_tenant_sso", s.delete_tenant_sso(b, &super::audit()).await);
     c.nothing("delete_budget", s.delete_budget(b, Some(agent), hermes_core::BudgetPeriod::Day).await);
     let mine = |_: &[String]| Ok::<_, ()>(Some(vec!["mine now".to_owned()]));
     c.refused("update_memory", s.update_memory(b, agent, MemoryTarget::Memory, "", mine).await);

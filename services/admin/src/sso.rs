@@ -1,0 +1,196 @@
+//! Tenants' own identity providers: an operator sets one for a tenant's email domains (the
+//! domains are the operator's to give: a tenant claiming `gmail.com` would sign in strangers),
+//! the tenant's people see it, and the sign-in flow (`oidc.rs`) finishes through it here.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use hermes_core::access::AdminOp;
+use hermes_core::{ErrorCode, MemberRole};
+use hermes_http::ApiError;
+use hermes_store::StoreError;
+use hermes_store::admin::SsoSettings;
+
+use crate::caller::{Caller, RequestMeta};
+use crate::errors::{store_error, store_error_for};
+use crate::oidc::Failure;
+use crate::state::AdminState;
+
+type Result<T, E = ApiError> = std::result::Result<T, E>;
+
+/// A tenant's provider.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SsoBody {
+    /// The provider's issuer URL (its discovery document is at `/.well-known/openid-configuration`).
+    issuer: String,
+    client_id: String,
+    /// Write-only; absent keeps the stored one, `""` removes it (a public client).
+    client_secret: Option<String>,
+    /// Default `openid email profile`.
+    scopes: Option<String>,
+    /// 1 to 20 domains (`acme.com`); a domain is one tenant's at most.
+    email_domains: Vec<String>,
+    /// `member` or `admin`: someone at these domains who is not a member yet joins as that on
+    /// signing in. Absent: only existing members sign in.
+    #[schema(value_type = Option<String>)]
+    join_as: Option<MemberRole>,
+}
+
+fn bad(param: &'static str, msg: impl Into<String>) -> ApiError {
+    ApiError::invalid_request(ErrorCode::InvalidValue, msg.into()).with_param(param)
+}
+
+fn valid_domain(domain: &str) -> bool {
+    let labels: Vec<&str> = domain.split('.').collect();
+    labels.len() >= 2
+        && domain.len() <= 253
+        && labels.iter().all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        })
+}
+
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/sso", tag = "admin: sign-in",
+    params(("tenant" = String, Path, description = "Tenant id")),
+    responses((status = 200, description = "The tenant's own identity provider (its secret never shown)", body = Object),
+        (status = 404, description = "No such tenant, or it has no provider of its own", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn get(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ViewTenant).await?;
+    let sso = state.store.tenant_sso(t.id).await;
+    let sso = sso.map_err(|e| store_error_for(e, ErrorCode::NotFound, "identity provider"))?;
+    Ok(Json(json!(sso)))
+}
+
+#[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/sso", tag = "admin: sign-in", request_body = SsoBody,
+    params(("tenant" = String, Path, description = "Tenant id")),
+    responses((status = 200, description = "Set: people at these domains sign in through it from now on", body = Object),
+        (status = 400, description = "A bad issuer URL, domain or role", body = crate::schemas::ErrorBody),
+        (status = 403, description = "Operators only", body = crate::schemas::ErrorBody),
+        (status = 404, description = "No such tenant", body = crate::schemas::ErrorBody),
+        (status = 409, description = "A domain is another tenant's", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn set(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+    body: std::result::Result<hermes_http::ApiJson<SsoBody>, ApiError>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ConfigureSso).await?;
+    let hermes_http::ApiJson(body) = body?;
+    let issuer = reqwest::Url::parse(body.issuer.trim()).map_err(|_| bad("issuer", "not a URL"))?;
+    if !matches!(issuer.scheme(), "https" | "http") || issuer.host_str().is_none() {
+        return Err(bad("issuer", "an http(s) URL"));
+    }
+    let mut domains: Vec<String> = body.email_domains.iter().map(|d| d.trim().to_ascii_lowercase()).collect();
+    domains.sort();
+    domains.dedup();
+    if domains.is_empty() || domains.len() > 20 {
+        return Err(bad("email_domains", "1 to 20 domains"));
+    }
+    if let Some(wrong) = domains.iter().find(|d| !valid_domain(d)) {
+        return Err(bad("email_domains", format!("{wrong:?} is not a domain")));
+    }
+    if body.join_as == Some(MemberRole::Owner) {
+        return Err(bad("join_as", "member or admin: owners are made by owners"));
+    }
+    if body.client_id.trim().is_empty() {
+        return Err(bad("client_id", "required"));
+    }
+    let settings = SsoSettings {
+        issuer: issuer.as_str().trim_end_matches('/').to_owned(),
+        client_id: body.client_id.trim().to_owned(),
+        client_secret: body.client_secret,
+        scopes: body.scopes.filter(|s| !s.trim().is_empty()).unwrap_or_else(|| "openid email profile".into()),
+        email_domains: domains,
+        join_as: body.join_as,
+    };
+    let set = state.store.set_tenant_sso(t.id, &settings, state.secrets.as_ref(), &caller.audit()).await;
+    let set = set.map_err(|e| match e {
+        StoreError::Conflict(what) => ApiError::new(
+            StatusCode::CONFLICT,
+            "invalid_request_error",
+            Some(ErrorCode::InvalidValue),
+            format!("{what} signs in through another tenant"),
+        ),
+        other => store_error(other),
+    })?;
+    Ok(Json(json!(set)))
+}
+
+#[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/sso", tag = "admin: sign-in",
+    params(("tenant" = String, Path, description = "Tenant id")),
+    responses((status = 204, description = "Removed: its domains sign in as before"),
+        (status = 403, description = "Operators only", body = crate::schemas::ErrorBody),
+        (status = 404, description = "No such tenant, or it has no provider of its own", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn remove(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path(tenant): Path<String>,
+) -> Result<StatusCode> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ConfigureSso).await?;
+    if !state.store.delete_tenant_sso(t.id, &caller.audit()).await.map_err(store_error)? {
+        return Err(ApiError::not_found(ErrorCode::NotFound, "no such identity provider"));
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The lower-case domain of an email address, if it is one.
+pub(crate) fn domain_of(email: &str) -> Option<String> {
+    let (local, domain) = email.trim().rsplit_once('@')?;
+    let domain = domain.to_ascii_lowercase();
+    (!local.is_empty() && domain.contains('.') && !domain.starts_with('.')).then_some(domain)
+}
+
+/// Who a tenant's provider signed in: a person at one of its domains, never an operator; one
+/// new to the tenant joins it if the tenant lets its domains join.
+pub(crate) async fn tenant_person(
+    state: &AdminState,
+    meta: &RequestMeta,
+    provider: &hermes_store::admin::SsoProvider,
+    email: &str,
+    name: Option<&str>,
+) -> Result<hermes_store::admin::Person, Failure> {
+    let domain = domain_of(email).ok_or(Failure::WrongDomain)?;
+    if !provider.email_domains.contains(&domain) {
+        return Err(Failure::WrongDomain);
+    }
+    let audit = hermes_store::admin::Audit {
+        actor: hermes_store::admin::Actor {
+            kind: hermes_store::admin::ActorKind::System,
+            id: "sso".into(),
+            label: format!("single sign-on ({})", provider.issuer),
+        },
+        request_id: meta.request_id.clone(),
+        source_address: meta.source_address.clone(),
+    };
+    let person = match state.store.sign_in_record(email).await.map_err(|_| Failure::Provider)? {
+        Some(r) if r.person.disabled => return Err(Failure::NoAccount),
+        Some(r) if r.person.operator => return Err(Failure::Operator),
+        Some(r) => r.person,
+        None if provider.join_as.is_some() => {
+            let made = state.store.ensure_person(email, name.unwrap_or_default(), false, &audit).await;
+            made.map_err(|_| Failure::Provider)?
+        }
+        None => return Err(Failure::NoAccount),
+    };
+    let role = state.store.member_role(provider.tenant, person.id).await.map_err(|_| Failure::Provider)?;
+    match (role, provider.join_as) {
+        (Some(_), _) => {}
+        (None, Some(join_as)) => {
+            let joined = state.store.add_member(provider.tenant, person.id, join_as, &audit).await;
+            joined.map_err(|_| Failure::Provider)?;
+        }
+        (None, None) => return Err(Failure::NoAccount),
+    }
+    Ok(person)
+}
