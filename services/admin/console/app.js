@@ -62,6 +62,20 @@ export function actionButton(text, run, status, { danger = false, label = null, 
   }, text);
 }
 
+// A form's submit handler that runs one API call and reloads the page (or shows why not in
+// `status`).
+export function submitThenReload(run, status) {
+  return {
+    submit: async (e) => {
+      e.preventDefault();
+      try {
+        await run();
+        location.reload();
+      } catch (err) { status.replaceChildren(notice('error', err.message)); }
+    },
+  };
+}
+
 function applyTheme() {
   const theme = localStorage.getItem('hermes.theme') || 'auto';
   document.documentElement.dataset.theme = theme;

@@ -15,17 +15,21 @@ fn hermesctl() -> String {
     exe.parent().and_then(|deps| deps.parent()).unwrap().join("hermesctl").display().to_string()
 }
 
-fn run(url: &str, token: &str, args: &[&str]) -> (bool, String) {
+/// `hermesctl` with only `PATH` and `vars` in its environment: its success and its output.
+fn hermesctl_with(vars: &[(&str, &str)], args: &[&str]) -> (bool, String) {
     let out = Command::new(hermesctl())
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HERMES_URL", url)
-        .env("HERMES_TOKEN", token)
+        .envs(vars.iter().copied())
         .args(args)
         .output()
         .expect("hermesctl runs (deploy/dev/test.sh builds it)");
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     (out.status.success(), text)
+}
+
+fn run(url: &str, token: &str, args: &[&str]) -> (bool, String) {
+    hermesctl_with(&[("HERMES_URL", url), ("HERMES_TOKEN", token)], args)
 }
 
 #[tokio::test]
@@ -84,17 +88,9 @@ async fn hermesctl_manages_tenants_keys_and_members_over_the_admin_api() {
 
 /// `hermesctl` on the database directly, as the operating-system user `user`.
 fn run_local(database_url: &str, user: &str, args: &[&str]) -> (bool, String) {
-    let out = Command::new(hermesctl())
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HERMES__DATABASE__URL", database_url)
-        .env("USER", user)
-        .env("HIDDEN_PROVIDER_KEY", "sk-live-never-logged")
-        .args(args)
-        .output()
-        .expect("hermesctl runs (deploy/dev/test.sh builds it)");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    (out.status.success(), text)
+    let vars =
+        [("HERMES__DATABASE__URL", database_url), ("USER", user), ("HIDDEN_PROVIDER_KEY", "sk-live-never-logged")];
+    hermesctl_with(&vars, args)
 }
 
 #[tokio::test]

@@ -3,7 +3,7 @@
 
 import { h, field } from '../dom.js';
 import { t, roleName } from '../i18n.js';
-import { api, notice, actionButton, ApiFailure } from '../app.js';
+import { api, actionButton, submitThenReload, ApiFailure } from '../app.js';
 
 export async function ssoSection(ctx) {
   const out = h('section', { 'aria-label': t('teamSso') }, h('h2', {}, t('teamSso')));
@@ -29,23 +29,17 @@ export async function ssoSection(ctx) {
   const domains = input(sso?.email_domains.join(', '));
   const joinAs = h('select', {}, h('option', { value: '' }, t('joinNobody')),
     ['member', 'admin'].map((r) => h('option', { value: r, selected: sso?.join_as === r }, roleName(r))));
+  const save = () => {
+    const body = {
+      issuer: issuer.value, client_id: clientId.value,
+      email_domains: domains.value.split(',').map((d) => d.trim()).filter(Boolean),
+      join_as: joinAs.value || null,
+    };
+    if (secret.value) body.client_secret = secret.value;
+    return api('PUT', `/admin/v1/tenants/${ctx.id}/sso`, body);
+  };
   out.append(h('form', {
-    class: 'card',
-    on: {
-      submit: async (e) => {
-        e.preventDefault();
-        const body = {
-          issuer: issuer.value, client_id: clientId.value,
-          email_domains: domains.value.split(',').map((d) => d.trim()).filter(Boolean),
-          join_as: joinAs.value || null,
-        };
-        if (secret.value) body.client_secret = secret.value;
-        try {
-          await api('PUT', `/admin/v1/tenants/${ctx.id}/sso`, body);
-          location.reload();
-        } catch (err) { status.replaceChildren(notice('error', err.message)); }
-      },
-    },
+    class: 'card', on: submitThenReload(save, status),
   }, field(t('issuer'), issuer), field(t('clientId'), clientId), field(t('clientSecret'), secret, t('clientSecretHint')),
   field(t('emailDomains'), domains, t('emailDomainsHint')), field(t('joinAs'), joinAs),
   h('button', { type: 'submit' }, t('save')),

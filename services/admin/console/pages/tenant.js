@@ -3,7 +3,7 @@
 
 import { h, field } from '../dom.js';
 import { t, roleName } from '../i18n.js';
-import { api, notice } from '../app.js';
+import { api, submitThenReload } from '../app.js';
 
 const TABS = [
   ['overview', 'overview'], ['agents', 'agents'], ['live', 'live'], ['approvals', 'approvals'], ['sessions', 'sessions'],
@@ -83,17 +83,9 @@ function quotaForm(ctx) {
   const turns = number(ctx.view.quotas.concurrent_turns);
   const status = h('div', { 'aria-live': 'polite' });
   const read = (input) => (input.value === '' ? null : Number(input.value));
+  const save = () => api('PUT', `/admin/v1/tenants/${ctx.id}/quotas`, { requests_per_minute: read(rpm), concurrent_turns: read(turns) });
   return h('form', {
-    class: 'card',
-    on: {
-      submit: async (e) => {
-        e.preventDefault();
-        try {
-          await api('PUT', `/admin/v1/tenants/${ctx.id}/quotas`, { requests_per_minute: read(rpm), concurrent_turns: read(turns) });
-          location.reload();
-        } catch (err) { status.replaceChildren(notice('error', err.message)); }
-      },
-    },
+    class: 'card', on: submitThenReload(save, status),
   }, h('h2', {}, t('quotas')), field(t('rpm'), rpm, t('quotaHint')), field(t('turns'), turns, t('quotaHint')),
   h('button', { type: 'submit' }, t('save')), status);
 }

@@ -4,7 +4,7 @@
 
 import { h, field } from '../dom.js';
 import { t } from '../i18n.js';
-import { api, notice, actionButton } from '../app.js';
+import { api, actionButton, submitThenReload } from '../app.js';
 
 const number = (n) => new Intl.NumberFormat(document.documentElement.lang || undefined).format(n);
 const dollars = (n) => new Intl.NumberFormat(document.documentElement.lang || undefined, { style: 'currency', currency: 'USD', maximumFractionDigits: 4 }).format(n);
@@ -85,18 +85,10 @@ function budgetSection(ctx, caps, agents) {
   const hard = amount();
   const soft = amount();
   const money = (input) => (input.value === '' ? null : Number(input.value));
+  const save = () => api('PUT', `/admin/v1/tenants/${ctx.id}/budgets/${encodeURIComponent(scope.value)}/${period.value}`,
+    { hard_usd: money(hard), soft_usd: money(soft) });
   out.append(h('form', {
-    class: 'filters',
-    on: {
-      submit: async (e) => {
-        e.preventDefault();
-        try {
-          await api('PUT', `/admin/v1/tenants/${ctx.id}/budgets/${encodeURIComponent(scope.value)}/${period.value}`,
-            { hard_usd: money(hard), soft_usd: money(soft) });
-          location.reload();
-        } catch (err) { status.replaceChildren(notice('error', err.message)); }
-      },
-    },
+    class: 'filters', on: submitThenReload(save, status),
   }, field(t('budgetScope'), scope), field(t('period'), period), field(t('hardCap'), hard, t('hardCapHint')),
   field(t('softCap'), soft, t('softCapHint')), h('button', { type: 'submit' }, t('setBudget'))), status);
   return out;
