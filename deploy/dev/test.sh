@@ -2,7 +2,7 @@
 # The whole test suite, as CI runs it: make sure Postgres, Redis, RabbitMQ and Docker are up
 # (installing them when missing), check the Helm chart, the dashboards and alerting rules and
 # the compose file offline, build the offline sandbox test image, install Chromium and Playwright
-# for the console's browser tests, then check formatting, lint
+# and Firefox ESR and puppeteer-core for the console's browser tests, then check formatting, lint
 # with warnings as errors, run every test, run the load test briefly, also with traces exported
 # (errors fail it, timings do not), and fuzz each fuzz target for a few seconds.
 #
@@ -51,6 +51,18 @@ fi
 if [[ "$(node -p 'require("./tests/console/node_modules/playwright-core/package.json").version' 2>/dev/null)" != 1.65.1 ]]; then
   echo "== installing playwright-core (npm)"
   PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --prefix tests/console --no-audit --no-fund --loglevel=error
+fi
+# Firefox ESR (Debian's, stock) for the console's Firefox walk, driven over WebDriver BiDi by
+# puppeteer-core (no browser download).
+if ! command -v firefox-esr >/dev/null 2>&1; then
+  echo "== installing Firefox ESR (Debian)"
+  if [[ $EUID -eq 0 ]]; then as_root=(); else as_root=(sudo); fi
+  "${as_root[@]}" apt-get update -q >/dev/null
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends firefox-esr >/dev/null
+fi
+if [[ "$(node -p 'require("./tests/firefox/node_modules/puppeteer-core/package.json").version' 2>/dev/null)" != 25.16.0 ]]; then
+  echo "== installing puppeteer-core (npm)"
+  PUPPETEER_SKIP_DOWNLOAD=1 npm ci --prefix tests/firefox --no-audit --no-fund --loglevel=error
 fi
 # Helm's Go SDK as a Python library, to lint and render the chart without a helm binary.
 if ! python3 -c 'import helm_python, yaml, sys; sys.exit(helm_python.helm_c_version() != "0.2.2")' >/dev/null 2>&1; then

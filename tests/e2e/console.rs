@@ -6,7 +6,8 @@
 //! English and Chinese (screenshots kept in `target/tmp/console-screenshots`), invites
 //! someone who joins from the link, checks a member gets no controls and the API refuses
 //! them, that another tenant's URL finds nothing, that a forged cross-site POST and an
-//! expired session are refused, and that the payloads stay inert.
+//! expired session are refused, and that the payloads stay inert. A shorter walk runs in
+//! Firefox ESR over WebDriver BiDi (`tests/firefox/console.mjs`).
 
 use std::process::Command;
 
@@ -206,4 +207,70 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
             assert!(shot.exists(), "{} was taken", shot.display());
         }
     }
+}
+
+fn firefox() -> Option<String> {
+    let path = std::env::var("FIREFOX").unwrap_or_else(|_| "/usr/bin/firefox-esr".into());
+    std::path::Path::new(&path).exists().then_some(path)
+}
+
+/// The same console in Firefox ESR over WebDriver BiDi (`tests/firefox/console.mjs`): sign-in
+/// by link and its cookie, every main page in both languages, inert payloads, a key made and
+/// used, search, sign-out.
+#[tokio::test]
+async fn the_console_works_in_firefox_too() {
+    let Some(firefox) = firefox() else {
+        panic!(
+            "Firefox ESR is needed for the console's browser tests (deploy/dev/test.sh installs Debian's firefox-esr)"
+        );
+    };
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/firefox");
+    assert!(
+        std::path::Path::new(root).join("node_modules/puppeteer-core").exists(),
+        "puppeteer-core is installed (deploy/dev/test.sh runs npm ci --prefix tests/firefox)"
+    );
+    let env = TestEnv::start_with(crate::harness::Roles { worker: true, scheduler: false }, |_| {}).await;
+    let (acme, _, key) = env.tenant("acme", "helper").await;
+    env.llm.push(ScriptedReply::text(format!("Here you go: {PAYLOADS}")));
+    let resp = env.chat(&key, json!({"messages": [{"role": "user", "content": format!("Show me {PAYLOADS}")}]})).await;
+    assert_eq!(resp.status(), 200);
+    let owner = env.store.ensure_person("owner@acme.test", "Olive Owner", false, &cli()).await.unwrap();
+    env.store.add_member(acme, owner.id, MemberRole::Owner, &cli()).await.unwrap();
+    let link = env.store.create_sign_in_link(owner.id, std::time::Duration::from_secs(600)).await.unwrap();
+    let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let world = json!({
+        "url": env.api_url,
+        "tenant": acme.to_string(),
+        "owner_link": env.config.console_link("link", &link),
+        "screenshots": shots.display().to_string(),
+    });
+    let home = std::env::temp_dir().join(format!("hermes-firefox-{}", std::process::id()));
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("node")
+            .arg("console.mjs")
+            .current_dir(root)
+            .env("WORLD", world.to_string())
+            .env("FIREFOX", firefox)
+            // Firefox wants a writable home for its profile.
+            .env("HOME", &home)
+            .output()
+            .expect("node runs")
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stdout}\n{stderr}");
+    assert!(
+        out.status.success() && stdout.contains(" passed, 0 failed"),
+        "the Firefox tests failed:\n{stdout}\n{stderr}"
+    );
+    let made: i64 = sqlx::query_scalar("SELECT count(*) FROM api_keys WHERE tenant_id = $1 AND name = 'firefox key'")
+        .bind(acme.as_uuid())
+        .fetch_one(&env.db)
+        .await
+        .unwrap();
+    assert_eq!(made, 1, "the key made in Firefox is the tenant's");
+    env.stop().await;
 }
