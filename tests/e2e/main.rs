@@ -64,5 +64,6 @@ mod telegram_features;
 mod tools;
 mod traces;
 mod usage;
+mod web;
 mod webhooks;
 mod wecom;

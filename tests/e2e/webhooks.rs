@@ -1,5 +1,5 @@
 //! Webhook triggers end to end: hooks managed through the API; a GitHub-signed event becomes
-//! a turn that reads the payload as a third party's data, with no tools, and answers in the
+//! a turn that reads the payload as a third party's data, with the web tools only, and answers in the
 //! hook's chat; unsigned, badly signed, stale, filtered, repeated, over-rate and disabled
 //! deliveries start nothing; a hook bound to a cron job fires a run of it with the event.
 
@@ -37,17 +37,26 @@ fn github(secret: &str, event: &str, delivery: &str, body: &[u8]) -> Vec<(&'stat
     ]
 }
 
+/// The names of the tools a model request offered, sorted.
+fn tool_names(body: &Value) -> Vec<String> {
+    let tools = body.get("tools").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut names: Vec<String> =
+        tools.iter().filter_map(|t| t["function"]["name"].as_str().map(str::to_owned)).collect();
+    names.sort();
+    names
+}
+
 async fn key(env: &TestEnv) -> String {
     let tenant = env.store.tenant_by_name("acme").await.unwrap().id;
     env.store.create_api_key(tenant, None, "k", None).await.unwrap().1
 }
 
 #[tokio::test]
-async fn a_signed_event_becomes_a_toolless_turn_answered_in_the_chat_and_bad_deliveries_start_nothing() {
+async fn a_signed_event_becomes_a_turn_with_web_tools_only_answered_in_the_chat_and_bad_deliveries_start_nothing() {
     let env = TestEnv::start().await;
     let tg = TelegramEmulator::start().await.unwrap();
     bind(&env, &tg, "poll", "open", &[]).await;
-    sqlx::query("UPDATE agents SET toolsets = ARRAY['terminal', 'file', 'todo', 'memory', 'skills']")
+    sqlx::query("UPDATE agents SET toolsets = ARRAY['terminal', 'file', 'todo', 'memory', 'skills', 'web']")
         .execute(&env.db)
         .await
         .unwrap();
@@ -88,11 +97,7 @@ async fn a_signed_event_becomes_a_toolless_turn_answered_in_the_chat_and_bad_del
     let request = &env.llm.requests()[0];
     let user = request.messages().last().unwrap()["content"].as_str().unwrap().to_owned();
     assert!(user.contains("comes from a third party") && user.ends_with("Review PR #7: Fix the flaky test"), "{user}");
-    assert!(
-        request.body.get("tools").is_none_or(|t| t.as_array().is_some_and(Vec::is_empty)),
-        "no tools: {}",
-        request.body
-    );
+    assert_eq!(tool_names(&request.body), ["web_extract", "web_search"], "upstream's webhook toolset: web only");
     // The sender retries the same delivery: nothing starts again.
     let (status, dup) = post(&pod, &path, &github(&secret, "pull_request", "d2", &body), &body).await;
     assert_eq!((status, dup["status"].as_str()), (200, Some("duplicate")));
@@ -130,6 +135,7 @@ async fn a_hook_fires_its_cron_job_now_with_the_event_as_marked_context() {
     let env = TestEnv::start().await;
     let tg = TelegramEmulator::start().await.unwrap();
     bind(&env, &tg, "poll", "open", &[]).await;
+    sqlx::query("UPDATE agents SET toolsets = ARRAY['terminal', 'file', 'web']").execute(&env.db).await.unwrap();
     let key = key(&env).await;
     let pod = Pod::start(&env).await;
     let job = json!({"name": "Deploy report", "prompt": "Summarise the deployment for the team.",
@@ -167,8 +173,7 @@ async fn a_hook_fires_its_cron_job_now_with_the_event_as_marked_context() {
         "{user}"
     );
     let run = &env.llm.requests()[0].body;
-    let no_tools = run.get("tools").is_none_or(|t| t.as_array().is_some_and(Vec::is_empty));
-    assert!(no_tools, "a fired run reads a stranger's event: no tools: {run}");
+    assert_eq!(tool_names(run), ["web_extract", "web_search"], "a fired run reads a stranger's event: web only");
     env.wait_for_count("SELECT count(*) FROM cron_runs WHERE status = 'completed' AND context IS NOT NULL", 1).await;
     assert_eq!(env.count("SELECT count(*) FROM cron_runs WHERE status = 'completed' AND context IS NOT NULL").await, 1);
     let (_, job) = call(&env, &key, "get", "/v1/cron/jobs/deploy report", None).await;

@@ -12,12 +12,14 @@ mod choices;
 mod memory;
 mod outbound;
 mod sandbox;
+mod web;
 
 pub use admin::{AdminConfig, OidcConfig};
 pub use choices::{AnthropicCacheTtl, LogFormat, OnDisconnect, OtlpProtocol, SandboxBackend};
 pub use memory::{LearningConfig, MemoryConfig, SkillsConfig};
 pub use outbound::{OutboundConfig, PlatformsConfig};
 pub use sandbox::{DockerSandboxConfig, KubernetesSandboxConfig, LocalSandboxConfig, SandboxConfig};
+pub use web::{UPSTREAM_ENV, WebBackend, WebConfig};
 
 /// Configuration could not be loaded or is invalid.
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +49,8 @@ pub struct HermesConfig {
     /// The chat platforms' API bases (operator settings).
     pub platforms: PlatformsConfig,
     pub sandbox: SandboxConfig,
+    /// The `web` toolset: search and extract services, keys, budget, quotas.
+    pub web: WebConfig,
     pub memory: MemoryConfig,
     pub skills: SkillsConfig,
     pub learning: LearningConfig,
@@ -363,7 +367,8 @@ impl Default for TelemetryConfig {
 }
 
 impl HermesConfig {
-    /// Loads defaults, then `file` if given, then `HERMES__*` environment variables.
+    /// Loads defaults, then upstream Hermes's web variables (`SEARXNG_URL`, ...), then `file`
+    /// if given, then `HERMES__*` environment variables.
     pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
         Self::figment(file).extract::<Self>().map_err(|e| ConfigError::Load(Box::new(e)))?.validated()
     }
@@ -385,7 +390,11 @@ impl HermesConfig {
 
     /// The layered sources, for callers that add their own layer on top.
     pub fn figment(file: Option<&Path>) -> Figment {
-        let mut fig = Figment::from(Serialized::defaults(HermesConfig::default()));
+        let upstream = Env::raw().only(&UPSTREAM_ENV.map(|(var, _)| var)).map(|var| {
+            let field = UPSTREAM_ENV.iter().find(|(v, _)| var == *v).map_or("", |(_, field)| field);
+            format!("web.{field}").into()
+        });
+        let mut fig = Figment::from(Serialized::defaults(HermesConfig::default())).merge(upstream);
         if let Some(path) = file {
             fig = fig.merge(Toml::file_exact(path));
         }
@@ -421,6 +430,7 @@ impl HermesConfig {
         if copy.secrets.master_key.is_some() {
             copy.secrets.master_key = Some("<redacted>".into());
         }
+        copy.web.mask_keys();
         toml::to_string_pretty(&copy).unwrap_or_else(|e| format!("# cannot render config: {e}\n"))
     }
 }
@@ -491,6 +501,28 @@ mod tests {
             jail.set_env("HERMES__LLM__ANTHROPIC_CACHE_TTL", "2h");
             let err = HermesConfig::load(None).unwrap_err().to_string();
             assert!(err.contains("5m") && err.contains("1h"), "{err}");
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn upstream_web_variables_fill_the_web_section_and_hermes_ones_win() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("SEARXNG_URL", "http://searxng.search:8080");
+            jail.set_env("TAVILY_API_KEY", "tvly-upstream-key");
+            jail.set_env("FIRECRAWL_API_URL", "http://firecrawl:3002");
+            let cfg = HermesConfig::load(None).unwrap();
+            assert_eq!(cfg.web.searxng_url.as_deref(), Some("http://searxng.search:8080"));
+            assert_eq!(cfg.web.tavily_api_key.as_deref(), Some("tvly-upstream-key"));
+            assert_eq!(cfg.web.firecrawl_api_url.as_deref(), Some("http://firecrawl:3002"));
+            assert_eq!(cfg.web.exa_api_key, None);
+            let dumped = cfg.to_toml_redacted();
+            assert!(!dumped.contains("tvly-upstream-key") && dumped.contains("searxng.search"), "{dumped}");
+            jail.set_env("HERMES__WEB__SEARXNG_URL", "http://other:8888");
+            jail.set_env("HERMES__WEB__EXTRACT_BACKEND", "brave-free");
+            let cfg = HermesConfig::load(None).unwrap();
+            assert_eq!(cfg.web.searxng_url.as_deref(), Some("http://other:8888"));
+            assert_eq!(cfg.web.extract_backend, Some(WebBackend::Brave), "upstream's name for Brave is accepted");
             Ok(())
         });
     }

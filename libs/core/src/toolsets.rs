@@ -18,6 +18,7 @@ vocabulary! {
         Delegation = "delegation",
         Messaging = "messaging",
         Cronjob = "cronjob",
+        Web = "web",
     }
 }
 
@@ -102,6 +103,11 @@ pub const TOOLSETS: &[Toolset] = &[
         id: ToolsetName::Cronjob,
         description: "Schedule runs of the agent (never available inside a cron run).",
         tools: &["cronjob"],
+    },
+    Toolset {
+        id: ToolsetName::Web,
+        description: "Search the web and read pages (Markdown, PDFs as text), within the team's daily quota.",
+        tools: &["web_search", "web_extract"],
     },
 ];
 

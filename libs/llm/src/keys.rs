@@ -50,6 +50,11 @@ pub fn provider_hosts(provider: &str) -> Option<&'static [&'static str]> {
         "deepseek" => &["api.deepseek.com"],
         "together" => &["api.together.xyz"],
         "vercel" => &["ai-gateway.vercel.sh"],
+        // The web toolset's services (their keys go into pools of these names too).
+        "firecrawl" => &["api.firecrawl.dev"],
+        "tavily" => &["api.tavily.com"],
+        "exa" => &["api.exa.ai"],
+        "brave" => &["api.search.brave.com"],
         _ => return None,
     })
 }

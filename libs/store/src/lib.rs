@@ -68,6 +68,7 @@ pub mod turn_inputs;
 pub mod turns;
 pub mod usage;
 mod walls;
+pub mod web_quotas;
 pub mod webhooks;
 
 use std::time::Duration;
@@ -104,6 +105,7 @@ pub use tenants::Tenant;
 pub use turn_inputs::TurnInputs;
 pub use turns::{ClaimedTurn, LeaseState, NewTurn, TurnStatus, TurnTarget};
 pub use usage::ModelCall;
+pub use web_quotas::WebQuotas;
 
 /// The migrations in the repository's top-level `migrations/` folder.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");

@@ -14,6 +14,7 @@ pub mod slack;
 pub mod slack_socket;
 pub mod telegram;
 mod telegram_html;
+pub mod web;
 pub mod wecom;
 pub mod wecom_bot;
 

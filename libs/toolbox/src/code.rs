@@ -36,8 +36,16 @@ pub const MAX_TOOL_CALLS: u32 = 50;
 /// Python signature, docstring and argument dict of each stub.
 fn stub(tool: &str) -> Option<(&'static str, &'static str, &'static str)> {
     Some(match tool {
-        "web_search" => ("query: str, limit: int = 5", "Search the web.", r#"{"query": query, "limit": limit}"#),
-        "web_extract" => ("urls: list", "Extract the content of up to 5 URLs.", r#"{"urls": urls}"#),
+        "web_search" => (
+            "query: str, limit: int = 5",
+            "Search the web; returns {\"data\": {\"web\": [{\"title\", \"url\", \"description\", \"position\"}]}}.",
+            r#"{"query": query, "limit": limit}"#,
+        ),
+        "web_extract" => (
+            "urls: list, char_limit: int = None",
+            "Read up to 5 pages as Markdown; returns {\"results\": [{\"url\", \"title\", \"content\", \"error\"}]}.",
+            r#"{"urls": urls, "char_limit": char_limit}"#,
+        ),
         "read_file" => (
             "path: str, offset: int = 1, limit: int = 500",
             "Read a file; returns LINE|CONTENT text.",
@@ -92,7 +100,7 @@ def _call(tool, args):
     if "error" in answer:
         raise RuntimeError(answer["error"])
     result = answer["result"]
-    if tool == "terminal":
+    if tool in ("terminal", "web_search", "web_extract"):
         return json.loads(result)
     return result
 

@@ -33,14 +33,28 @@ fn file_name(call_id: &str) -> String {
 
 impl ResultSpill for SandboxSpill {
     fn save<'a>(&'a self, ctx: &'a ToolCtx, text: &'a str) -> BoxFuture<'a, Result<String, ToolError>> {
-        Box::pin(async move {
-            let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id };
-            let client = self.sandboxes.open(key).await.map_err(sandbox_error)?;
-            let path = format!("{RESULTS_DIR}/{}.txt", file_name(&ctx.call_id));
-            let request = WriteFileRequest { path: path.clone(), content: text.to_owned() };
-            client.grpc().write_file(request).await.map_err(|s| sandbox_error(status_error(s)))?;
-            Ok(path)
-        })
+        Box::pin(self.write(ctx, format!("{}.txt", file_name(&ctx.call_id)), text))
+    }
+
+    fn save_as<'a>(
+        &'a self,
+        ctx: &'a ToolCtx,
+        name: &'a str,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        let (stem, ext) = name.rsplit_once('.').unwrap_or((name, "txt"));
+        Box::pin(self.write(ctx, format!("{}.{}", file_name(stem), file_name(ext)), text))
+    }
+}
+
+impl SandboxSpill {
+    async fn write(&self, ctx: &ToolCtx, name: String, text: &str) -> Result<String, ToolError> {
+        let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id };
+        let client = self.sandboxes.open(key).await.map_err(sandbox_error)?;
+        let path = format!("{RESULTS_DIR}/{name}");
+        let request = WriteFileRequest { path: path.clone(), content: text.to_owned() };
+        client.grpc().write_file(request).await.map_err(|s| sandbox_error(status_error(s)))?;
+        Ok(path)
     }
 }
 

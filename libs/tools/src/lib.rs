@@ -152,6 +152,19 @@ pub const PERSISTED_TAG: &str = "<persisted-output>";
 pub trait ResultSpill: Send + Sync {
     /// Saves `text` as the result of `ctx.call_id`; returns the file's path.
     fn save<'a>(&'a self, ctx: &'a ToolCtx, text: &'a str) -> BoxFuture<'a, Result<String, ToolError>>;
+
+    /// Saves `text` under `name` (a plain file name, made safe by the spill) in the same
+    /// place; returns the file's path. A tool that keeps several texts of one call (each
+    /// page `web_extract` cut) names them.
+    fn save_as<'a>(
+        &'a self,
+        ctx: &'a ToolCtx,
+        name: &'a str,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<String, ToolError>> {
+        let _ = name;
+        self.save(ctx, text)
+    }
 }
 
 /// The first `max` characters of `text`, cut after its last newline when it has one there;

@@ -216,6 +216,10 @@ pub(crate) struct TenantMade {
 pub(crate) struct QuotasView {
     requests_per_minute: Option<i64>,
     concurrent_turns: Option<i64>,
+    /// Web searches per UTC day (`null`: the installation's default; 0: unlimited).
+    web_searches_per_day: Option<i64>,
+    /// Pages read by `web_extract` per UTC day.
+    web_extracts_per_day: Option<i64>,
 }
 
 #[derive(ToSchema)]

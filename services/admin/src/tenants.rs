@@ -107,6 +107,7 @@ pub(crate) async fn get(
 ) -> Result<Json<Value>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewTenant).await?;
     let (tenant, rpm, turns) = state.store.tenant(t.id).await.map_err(store_error)?;
+    let web = state.store.web_quotas(t.id).await.map_err(store_error)?;
     let role = match t.standing {
         Standing::Operator => "operator".to_owned(),
         Standing::Member(role) => role.to_string(),
@@ -122,18 +123,37 @@ pub(crate) async fn get(
         .collect();
     Ok(Json(json!({
         "tenant": tenant,
-        "quotas": { "requests_per_minute": rpm, "concurrent_turns": turns },
+        "quotas": {
+            "requests_per_minute": rpm,
+            "concurrent_turns": turns,
+            "web_searches_per_day": web.searches_per_day,
+            "web_extracts_per_day": web.extracts_per_day,
+        },
         "standing": role,
         "may": may,
     })))
 }
 
-/// New quotas (`null`: the installation's default; 0: unlimited).
+/// New quotas (`null`: the installation's default; 0: unlimited). The web quotas are left as
+/// they are when absent.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Quotas {
     requests_per_minute: Option<u32>,
     concurrent_turns: Option<u32>,
+    /// Web searches per UTC day.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<u32>)]
+    web_searches_per_day: Option<Option<u32>>,
+    /// Pages `web_extract` reads per UTC day.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<u32>)]
+    web_extracts_per_day: Option<Option<u32>>,
+}
+
+/// A field that was sent (`Some`, perhaps of `null`), as opposed to one left out (`None`).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<Option<u32>>, D::Error> {
+    Option::<u32>::deserialize(d).map(Some)
 }
 
 #[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/quotas", tag = "admin: tenants", request_body = Quotas,
@@ -151,10 +171,18 @@ pub(crate) async fn set_quotas(
     // Whose it is first: another tenant's URL is a 404 whatever the body.
     let hermes_http::ApiJson(body) = body?;
     let (_, rpm, turns) = state.store.tenant(t.id).await.map_err(store_error)?;
+    let web = state.store.web_quotas(t.id).await.map_err(store_error)?;
     state.store.set_tenant_limits(t.id, body.requests_per_minute, body.concurrent_turns).await.map_err(store_error)?;
+    let new_web = hermes_store::WebQuotas {
+        searches_per_day: body.web_searches_per_day.unwrap_or(web.searches_per_day),
+        extracts_per_day: body.web_extracts_per_day.unwrap_or(web.extracts_per_day),
+    };
+    state.store.set_web_quotas(t.id, new_web).await.map_err(store_error)?;
     let change = Change::new("tenant.quotas_set", "tenant", t.id)
-        .before(json!({ "requests_per_minute": rpm, "concurrent_turns": turns }))
-        .after(json!({ "requests_per_minute": body.requests_per_minute, "concurrent_turns": body.concurrent_turns }));
+        .before(json!({ "requests_per_minute": rpm, "concurrent_turns": turns,
+            "web_searches_per_day": web.searches_per_day, "web_extracts_per_day": web.extracts_per_day }))
+        .after(json!({ "requests_per_minute": body.requests_per_minute, "concurrent_turns": body.concurrent_turns,
+            "web_searches_per_day": new_web.searches_per_day, "web_extracts_per_day": new_web.extracts_per_day }));
     caller.record(&state, Some(t.id), change).await?;
     Ok(StatusCode::NO_CONTENT)
 }

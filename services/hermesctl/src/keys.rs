@@ -53,7 +53,8 @@ pub enum CredentialCmd {
     Add {
         #[arg(long)]
         tenant: String,
-        /// Pool name: openai, openrouter, anthropic, ..., or custom:<host>.
+        /// Pool name: openai, openrouter, anthropic, ..., or custom:<host>; for the web
+        /// toolset firecrawl, tavily, exa or brave.
         #[arg(long)]
         provider: String,
         #[arg(long)]

@@ -26,6 +26,7 @@ mod shares;
 mod skills;
 mod todo;
 mod turn;
+mod web_tool;
 mod workspace;
 
 use std::sync::Arc;
@@ -79,6 +80,10 @@ pub(crate) struct Runtime {
     pub running: std::sync::Mutex<std::collections::HashMap<hermes_core::TurnId, CancellationToken>>,
     /// Each agent's skills, cached by index version.
     pub skills: Arc<skills::SkillCatalog>,
+    /// The web toolset's services (`None` when their clients could not be built).
+    pub web: Option<Arc<hermes_web::Web>>,
+    /// Each tenant's daily web allowance.
+    pub web_allowance: Arc<dyn hermes_web::Allowance>,
 }
 
 /// A name for this worker process in leases and logs.
@@ -98,6 +103,7 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
     let cfg = ctx.config.clone();
     let worker_id = cfg.worker.id.clone().unwrap_or_else(default_worker_id);
     let tools = builtin_tools(&ctx);
+    let (web, web_allowance) = web_services(&ctx);
     ctx.sandboxes.set_egress(Arc::new(egress::EgressProxy::new(ctx.store.clone(), &cfg.sandbox)));
     sync_bundled_skills(&ctx.store).await;
     let mut consumer = ctx.broker.consume_work(cfg.worker.max_concurrent_turns, &worker_id).await?;
@@ -110,6 +116,8 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
         running: Default::default(),
         aux_failed_at: Default::default(),
         skills: Default::default(),
+        web,
+        web_allowance,
     });
     listen_for_cancellations(&rt, &shutdown);
     // Background reviews, one at a time beside the turns.
@@ -156,6 +164,24 @@ fn builtin_tools(ctx: &WorkerContext) -> ToolRegistry {
         lifetime: Duration::from_secs(sandbox.idle_seconds.saturating_mul(4).max(60)),
     };
     hermes_toolbox::builtin_registry(ctx.sandboxes.clone(), sandbox.exec_timeout_seconds, Some(Arc::new(activity)))
+}
+
+/// The web toolset's services and the tenants' daily allowance.
+fn web_services(ctx: &WorkerContext) -> (Option<Arc<hermes_web::Web>>, Arc<dyn hermes_web::Allowance>) {
+    let cfg = &ctx.config;
+    let web = match hermes_web::Web::new(&cfg.web, &cfg.outbound.trusted_private_hosts) {
+        Ok(web) => Some(Arc::new(web)),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot build the web clients; the web toolset is off");
+            None
+        }
+    };
+    let allowance = web_tool::RedisAllowance {
+        counters: ctx.cache.window_counters(),
+        store: ctx.store.clone(),
+        defaults: (cfg.web.searches_per_day, cfg.web.extracts_per_day),
+    };
+    (web, Arc::new(allowance))
 }
 
 /// Cancels the turn a cancellation names, when it runs here, until `shutdown`.

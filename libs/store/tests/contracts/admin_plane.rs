@@ -131,7 +131,8 @@ async fn a_tenant_keeps_an_owner_and_a_removed_members_tokens_stop_working(pool:
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn an_invitation_link_joins_once_and_another_tenant_sees_none_of_it(pool: PgPool) {
     let store = common::store(&pool);
-    let (acme, other) = (common::tenant(&store, "acme").await, common::tenant(&store, "other").await);
+    let acme = store.create_tenant("acme").await.unwrap().id;
+    let other = store.create_tenant("other").await.unwrap().id;
     let owner = person(&store, "owner@acme.test").await;
     store.add_member(acme.id, owner, MemberRole::Owner, &cli()).await.unwrap();
 
@@ -303,4 +304,16 @@ async fn a_domain_signs_in_through_one_tenants_provider_whose_secret_stays_seale
     let actions: Vec<String> =
         store.audit_entries(a.id, &filter).await.unwrap().entries.into_iter().map(|e| e.action).collect();
     assert_eq!(actions, ["sso.removed", "sso.configured", "sso.configured"]);
+}
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn a_tenants_web_quotas_default_to_the_installations_and_are_its_own(pool: PgPool) {
+    let store = common::store(&pool);
+    let acme = store.create_tenant("acme").await.unwrap().id;
+    let other = store.create_tenant("other").await.unwrap().id;
+    assert_eq!(store.web_quotas(acme).await.unwrap(), hermes_store::WebQuotas::default(), "None: the default");
+    let set = hermes_store::WebQuotas { searches_per_day: Some(50), extracts_per_day: Some(0) };
+    store.set_web_quotas(acme, set).await.unwrap();
+    assert_eq!(store.web_quotas(acme).await.unwrap(), set, "0 (unlimited) is kept apart from None");
+    assert_eq!(store.web_quotas(other).await.unwrap(), hermes_store::WebQuotas::default(), "per tenant");
 }

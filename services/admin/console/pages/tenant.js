@@ -72,7 +72,9 @@ async function overview(section, ctx) {
       cap === null ? money.format(today.total.cost_usd)
         : [`${money.format(daily.spent_usd)} / ${money.format(cap)} `, h('a', { href: `${ctx.base}/usage` }, t('dailyCap'))]),
     h('dt', {}, t('rpm')), h('dd', {}, quota(view.quotas.requests_per_minute)),
-    h('dt', {}, t('turns')), h('dd', {}, quota(view.quotas.concurrent_turns))));
+    h('dt', {}, t('turns')), h('dd', {}, quota(view.quotas.concurrent_turns)),
+    h('dt', {}, t('webSearches')), h('dd', {}, quota(view.quotas.web_searches_per_day)),
+    h('dt', {}, t('webPages')), h('dd', {}, quota(view.quotas.web_extracts_per_day))));
   if (ctx.may('tenants.quotas')) section.append(quotaForm(ctx));
 }
 
@@ -81,11 +83,17 @@ function quotaForm(ctx) {
   const number = (value) => h('input', { type: 'number', min: 0, step: 1, value: value ?? '' });
   const rpm = number(ctx.view.quotas.requests_per_minute);
   const turns = number(ctx.view.quotas.concurrent_turns);
+  const searches = number(ctx.view.quotas.web_searches_per_day);
+  const pages = number(ctx.view.quotas.web_extracts_per_day);
   const status = h('div', { 'aria-live': 'polite' });
   const read = (input) => (input.value === '' ? null : Number(input.value));
-  const save = () => api('PUT', `/admin/v1/tenants/${ctx.id}/quotas`, { requests_per_minute: read(rpm), concurrent_turns: read(turns) });
+  const save = () => api('PUT', `/admin/v1/tenants/${ctx.id}/quotas`, {
+    requests_per_minute: read(rpm), concurrent_turns: read(turns),
+    web_searches_per_day: read(searches), web_extracts_per_day: read(pages),
+  });
   return h('form', {
     class: 'card', on: submitThenReload(save, status),
   }, h('h2', {}, t('quotas')), field(t('rpm'), rpm, t('quotaHint')), field(t('turns'), turns, t('quotaHint')),
+  field(t('webSearches'), searches, t('quotaHint')), field(t('webPages'), pages, t('quotaHint')),
   h('button', { type: 'submit' }, t('save')), status);
 }

@@ -46,6 +46,10 @@ pub(crate) fn tools_for_turn(
         hermes_toolbox::prewarm(rt.ctx.sandboxes.clone(), SandboxKey { tenant, agent: agent.id }, &agent.toolsets);
     }
     let mut tools = rt.tools.restricted_to(&agent.toolsets);
+    // Before delegation and execute_code, which hand the tools on to children and scripts.
+    if ToolsetName::Web.enabled_in(&agent.toolsets) {
+        crate::web_tool::register(rt, tenant, &models.pools, &mut tools);
+    }
     if ToolsetName::Delegation.enabled_in(&agent.toolsets) {
         tools.register(Arc::new(DelegateTool {
             models: models.clone(),
@@ -183,8 +187,8 @@ pub(crate) fn nudge(rt: &Runtime, tools: &ToolRegistry, messages: &mut [ChatMess
 
 /// Toolsets a webhook-started turn may use, because the event it reads is a stranger's text:
 /// upstream's `hermes-webhook` set is web and vision (its `clarify` has nobody to answer
-/// here), and neither toolset exists here yet, so the list is empty until they do.
-const WEBHOOK_TOOLSETS: &[ToolsetName] = &[];
+/// here). Vision joins when it exists.
+const WEBHOOK_TOOLSETS: &[ToolsetName] = &[ToolsetName::Web];
 
 /// Toolsets a cron run never gets: nobody to ask, no scheduling more runs, no messaging elsewhere.
 const CRON_EXCLUDED: [ToolsetName; 3] = [ToolsetName::Clarify, ToolsetName::Cronjob, ToolsetName::Messaging];

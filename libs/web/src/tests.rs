@@ -1,0 +1,315 @@
+//! The web tools against the test site and scripted services on loopback: the services'
+//! shapes and keys, the built-in extractor on real pages, the guard, the budget and the
+//! spill, and the daily allowance.
+
+use std::sync::{Arc, Mutex};
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+
+use hermes_config::{WebBackend, WebConfig};
+use hermes_core::{AgentId, SessionId, TenantId, TurnId};
+use hermes_testkit::web::{LONG_PARAGRAPHS, WebWorld, long_paragraph};
+use hermes_tools::SimpleTool;
+use hermes_tools::{Interactive, ResultSpill, ToolCtx, ToolError};
+
+use super::*;
+
+fn ctx() -> ToolCtx {
+    #[expect(clippy::disallowed_methods, reason = "test fixture")]
+    let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
+    ToolCtx {
+        tenant_id: tenant,
+        agent_id: AgentId::new(),
+        session_id: SessionId::new(),
+        turn_id: TurnId::new(),
+        call_id: "call_7".into(),
+        interaction: Interactive::default(),
+    }
+}
+
+/// Keeps what was saved, by name.
+#[derive(Default)]
+struct Files(Mutex<Vec<(String, String)>>);
+
+impl ResultSpill for Files {
+    fn save<'a>(&'a self, ctx: &'a ToolCtx, text: &'a str) -> BoxFuture<'a, Result<String, ToolError>> {
+        self.save_as(ctx, &ctx.call_id, text)
+    }
+
+    fn save_as<'a>(&'a self, _: &'a ToolCtx, name: &'a str, text: &'a str) -> BoxFuture<'a, Result<String, ToolError>> {
+        self.0.lock().unwrap().push((name.to_owned(), text.to_owned()));
+        Box::pin(async move { Ok(format!("/tmp/hermes-results/{name}")) })
+    }
+}
+
+/// The services of `world`, with the test site allowed for the model's URLs.
+fn config(world: &WebWorld) -> WebConfig {
+    WebConfig {
+        tavily_base_url: world.service("tavily"),
+        exa_base_url: world.service("exa"),
+        brave_base_url: world.service("brave"),
+        allow_private_hosts: vec![world.host()],
+        max_download_bytes: 2 * 1024 * 1024,
+        ..WebConfig::default()
+    }
+}
+
+struct Harness {
+    turn: Arc<WebTurn>,
+    files: Arc<Files>,
+    /// One tenant's calls.
+    ctx: ToolCtx,
+}
+
+fn harness(config: WebConfig, keys: TenantWebKeys, allowance: DailyAllowance) -> Harness {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let files = Arc::new(Files::default());
+    let web = Arc::new(Web::new(&config, &[]).unwrap());
+    let turn = Arc::new(WebTurn { web, keys, allowance: Arc::new(allowance), spill: Some(files.clone()) });
+    Harness { turn, files, ctx: ctx() }
+}
+
+impl Harness {
+    async fn search(&self, query: &str, limit: u64) -> Result<Value, ToolError> {
+        let out = WebSearch(self.turn.clone()).run(&self.ctx, json!({"query": query, "limit": limit})).await?;
+        Ok(serde_json::from_str(&out).unwrap())
+    }
+
+    async fn extract(&self, args: Value) -> Result<Vec<Value>, ToolError> {
+        let out = WebExtract(self.turn.clone()).run(&self.ctx, args).await?;
+        let parsed: Value = serde_json::from_str(&out).unwrap();
+        Ok(parsed["results"].as_array().unwrap().clone())
+    }
+}
+
+fn message(e: ToolError) -> String {
+    match e {
+        ToolError::RespondToModel(m) | ToolError::Unavailable(m) => m,
+        ToolError::Park(_) => "parked".into(),
+    }
+}
+
+#[test]
+fn the_service_is_chosen_as_upstream_does_and_extraction_always_has_one() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let base = WebConfig { searxng_url: Some("http://searxng:8080".into()), ..WebConfig::default() };
+    let web = Web::new(&base, &[]).unwrap();
+    let none = TenantWebKeys::default();
+    assert_eq!(web.choose(Capability::Search, &none), Ok(WebBackend::Searxng));
+    assert_eq!(web.choose(Capability::Extract, &none), Ok(WebBackend::Builtin), "SearXNG cannot extract");
+
+    // Firecrawl comes first in upstream's order; a team's own Tavily key counts as configured.
+    let both = WebConfig { firecrawl_api_url: Some("http://firecrawl:3002".into()), ..base.clone() };
+    let web = Web::new(&both, &[]).unwrap();
+    assert_eq!(web.choose(Capability::Search, &none), Ok(WebBackend::Firecrawl));
+    let web = Web::new(&base, &[]).unwrap();
+    let team = TenantWebKeys::from_iter([(WebBackend::Tavily, "tvly-team".to_owned())]);
+    assert_eq!(web.choose(Capability::Search, &team), Ok(WebBackend::Tavily));
+    assert_eq!(web.choose(Capability::Extract, &team), Ok(WebBackend::Tavily));
+
+    // Per capability beats shared; naming a search-only service for extraction is an error.
+    let split = WebConfig {
+        backend: Some(WebBackend::Searxng),
+        extract_backend: Some(WebBackend::Builtin),
+        tavily_api_key: Some("tvly-op".into()),
+        ..base.clone()
+    };
+    let web = Web::new(&split, &[]).unwrap();
+    assert_eq!(web.choose(Capability::Search, &none), Ok(WebBackend::Searxng));
+    assert_eq!(web.choose(Capability::Extract, &none), Ok(WebBackend::Builtin));
+    let wrong = WebConfig { extract_backend: Some(WebBackend::Searxng), ..base.clone() };
+    let err = Web::new(&wrong, &[]).unwrap().choose(Capability::Extract, &none).unwrap_err();
+    assert!(err.contains("search-only") && err.contains("web.extract_backend"), "{err}");
+
+    let bare = Web::new(&WebConfig::default(), &[]).unwrap();
+    let err = bare.choose(Capability::Search, &none).unwrap_err();
+    assert!(err.contains("SEARXNG_URL") && err.contains("TAVILY_API_KEY"), "{err}");
+}
+
+#[tokio::test]
+async fn every_search_service_answers_in_upstreams_shape_with_its_key_in_its_header() {
+    let world = WebWorld::start().await.unwrap();
+    let cases = [
+        (WebConfig { searxng_url: Some(world.service("searxng")), ..config(&world) }, "searxng", None),
+        (
+            WebConfig { brave_api_key: Some("brave-op".into()), ..config(&world) },
+            "brave",
+            Some(("x-subscription-token", "brave-op")),
+        ),
+        (
+            WebConfig { tavily_api_key: Some("tvly-op".into()), ..config(&world) },
+            "tavily",
+            Some(("authorization", "Bearer tvly-op")),
+        ),
+        (WebConfig { exa_api_key: Some("exa-op".into()), ..config(&world) }, "exa", Some(("x-api-key", "exa-op"))),
+        (WebConfig { firecrawl_api_url: Some(world.service("firecrawl")), ..config(&world) }, "firecrawl", None),
+    ];
+    for (cfg, service, key) in cases {
+        let h = harness(cfg, TenantWebKeys::default(), DailyAllowance::default());
+        let answer = h.search("ai agents", 2).await.unwrap();
+        assert_eq!(answer["success"], true, "{service}: {answer}");
+        let web = answer["data"]["web"].as_array().unwrap();
+        assert_eq!(web.len(), 2, "{service}: the limit holds");
+        assert_eq!(web[0]["position"], 1);
+        assert_eq!(web[1]["position"], 2);
+        for hit in web {
+            assert!(hit["url"].as_str().unwrap().starts_with(&world.url("/site/")), "{service}: {hit}");
+            assert!(hit["title"].is_string() && hit["description"].is_string());
+        }
+        let call = world.calls().into_iter().rev().find(|c| c.service == service).unwrap();
+        if let Some((header, value)) = key {
+            assert_eq!(call.headers.get(header).map(String::as_str), Some(value), "{service}");
+        }
+        assert!(!call.path.contains("op"), "keys never ride in URLs: {}", call.path);
+        if service == "searxng" {
+            // SearXNG's results are ranked by their score.
+            assert_eq!(web[0]["title"], "Agents go to work");
+            assert_eq!(web[0]["description"], "News about ai agents.");
+            assert_eq!(web[1]["title"], "The long read");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_teams_own_key_is_used_before_the_operators_and_a_refused_key_is_a_clear_error() {
+    let world = WebWorld::start().await.unwrap();
+    let cfg = WebConfig { tavily_api_key: Some("tvly-op".into()), ..config(&world) };
+    let team = TenantWebKeys::from_iter([(WebBackend::Tavily, "tvly-team".to_owned())]);
+    harness(cfg.clone(), team, DailyAllowance::default()).search("x", 5).await.unwrap();
+    let call = world.calls().pop().unwrap();
+    assert_eq!(call.headers["authorization"], "Bearer tvly-team");
+
+    let revoked = TenantWebKeys::from_iter([(WebBackend::Tavily, "revoked".to_owned())]);
+    let err = message(harness(cfg, revoked, DailyAllowance::default()).search("x", 5).await.unwrap_err());
+    assert_eq!(err, "Tavily returned HTTP 401 (the key was refused)");
+}
+
+#[tokio::test]
+async fn the_built_in_extractor_reads_real_pages_as_markdown_and_pdfs_as_text() {
+    let world = WebWorld::start().await.unwrap();
+    let h = harness(config(&world), TenantWebKeys::default(), DailyAllowance::default());
+    let urls = [world.page("agents-news"), world.page("report.pdf"), world.page("notes.txt"), world.page("hop")];
+    let pages = h.extract(json!({ "urls": urls })).await.unwrap();
+    assert_eq!(pages.len(), 4);
+    let news = pages[0]["content"].as_str().unwrap();
+    assert_eq!(pages[0]["error"], Value::Null);
+    assert!(pages[0]["title"].as_str().unwrap().contains("Agents go to work"));
+    assert!(news.contains("**autonomous agents**") && news.contains("## Three things that changed"), "{news}");
+    assert!(news.contains(&format!("({})", world.page("long"))), "links are absolute: {news}");
+    assert!(!news.contains("Cookie preferences") && !news.contains("Sign in"), "no page chrome: {news}");
+    let pdf = pages[1]["content"].as_str().unwrap();
+    assert!(pdf.contains("Quarterly agent report") && pdf.contains("Median cold start: 150 ms"), "{pdf}");
+    assert_eq!(pages[2]["content"], "plain notes\nsecond line\n");
+    assert_eq!(pages[3]["content"], pages[0]["content"], "a redirect within the allowed site is followed");
+    assert_eq!(pages[3]["url"], world.page("hop"), "results keep the URL asked for");
+}
+
+#[tokio::test]
+async fn private_addresses_are_refused_directly_and_after_a_redirect_and_endless_bodies_are_cut() {
+    let world = WebWorld::start().await.unwrap();
+    let h = harness(config(&world), TenantWebKeys::default(), DailyAllowance::default());
+    let port = world.host().rsplit_once(':').unwrap().1.to_owned();
+    let urls = [
+        world.page("to-private"),
+        "http://169.254.169.254/latest/meta-data/".to_owned(),
+        format!("http://localhost:{port}/site/agents-news"),
+        world.page("huge"),
+        world.page("notes.txt?api_key=sk-proj-abcdefghijklmnopqrstuvwxyz0123"),
+    ];
+    let pages = h.extract(json!({ "urls": urls })).await.unwrap();
+    let errors: Vec<&str> = pages.iter().map(|p| p["error"].as_str().unwrap_or("")).collect();
+    assert!(errors[0].contains("refused address") && errors[0].contains("169.254.169.254"), "{}", errors[0]);
+    assert!(errors[1].starts_with("Blocked:") && errors[1].contains("not a public address"), "{}", errors[1]);
+    assert!(errors[2].starts_with("Blocked:") && errors[2].contains("localhost"), "a name is resolved: {}", errors[2]);
+    assert_eq!(errors[3], "the page is larger than 2 MB; it was not read");
+    assert!(errors[4].contains("API key or token"), "{}", errors[4]);
+    assert!(pages.iter().all(|p| p["content"] == ""), "nothing from refused pages");
+
+    let odd =
+        h.extract(json!({ "urls": [world.page("app"), world.page("image.png"), world.page("gone")] })).await.unwrap();
+    assert!(odd[0]["error"].as_str().unwrap().contains("browser tools"), "{}", odd[0]);
+    assert!(odd[1]["error"].as_str().unwrap().starts_with("not a text page (image/png)"), "{}", odd[1]);
+    assert_eq!(odd[2]["error"], "the page answered HTTP 404");
+}
+
+#[tokio::test]
+async fn a_long_page_comes_as_head_and_tail_with_the_full_text_saved_for_read_file() {
+    let world = WebWorld::start().await.unwrap();
+    let h = harness(config(&world), TenantWebKeys::default(), DailyAllowance::default());
+    let pages = h.extract(json!({ "urls": [world.page("long")] })).await.unwrap();
+    let content = pages[0]["content"].as_str().unwrap();
+    let (shown, footer) = content.split_once("\n\n[TRUNCATED: ").unwrap();
+    let shown_chars = shown.chars().count();
+    assert!(
+        (14_700..15_100).contains(&shown_chars),
+        "the default budget (cut on lines), plus the marker: {shown_chars}"
+    );
+    assert!(shown.contains(&long_paragraph(1)) && shown.contains(&long_paragraph(LONG_PARAGRAPHS)));
+    assert!(!shown.contains(&long_paragraph(200)), "the middle is left out");
+    assert!(footer.contains("/tmp/hermes-results/call_7-page1.md"), "{footer}");
+    assert!(footer.contains("read_file(path=\"/tmp/hermes-results/call_7-page1.md\", offset="), "{footer}");
+    let saved = h.files.0.lock().unwrap().clone();
+    assert_eq!(saved.len(), 1);
+    assert_eq!(saved[0].0, "call_7-page1.md");
+    assert!((1..=LONG_PARAGRAPHS).all(|n| saved[0].1.contains(&long_paragraph(n))), "the saved text is whole");
+
+    // A larger char_limit returns it whole, and nothing is saved.
+    let pages = h.extract(json!({ "urls": [world.page("long")], "char_limit": 200_000 })).await.unwrap();
+    assert!(!pages[0]["content"].as_str().unwrap().contains("[TRUNCATED"));
+    assert_eq!(h.files.0.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn extraction_services_get_only_allowed_urls_and_answer_in_order() {
+    let world = WebWorld::start().await.unwrap();
+    for (cfg, service) in [
+        (WebConfig { tavily_api_key: Some("tvly-op".into()), ..config(&world) }, "tavily"),
+        (WebConfig { exa_api_key: Some("exa-op".into()), ..config(&world) }, "exa"),
+        (WebConfig { firecrawl_api_url: Some(world.service("firecrawl")), ..config(&world) }, "firecrawl"),
+    ] {
+        let h = harness(cfg, TenantWebKeys::default(), DailyAllowance::default());
+        let urls = [world.page("agents-news"), "http://10.0.0.7/admin".to_owned(), world.page("long")];
+        let pages = h.extract(json!({ "urls": urls })).await.unwrap();
+        assert_eq!(pages[0]["content"], format!("# Extracted by {service}\n\nThe page at {}.", urls[0]), "{service}");
+        assert!(pages[1]["error"].as_str().unwrap().starts_with("Blocked:"), "{service}");
+        assert_eq!(pages[2]["content"], format!("# Extracted by {service}\n\nThe page at {}.", urls[2]));
+        let sent: Vec<Value> = world.calls().into_iter().filter(|c| c.service == service).map(|c| c.body).collect();
+        assert!(!sent.iter().any(|b| b.to_string().contains("10.0.0.7")), "{service}: a refused URL reached it");
+    }
+}
+
+#[tokio::test]
+async fn the_daily_allowance_is_taken_per_search_and_per_page_and_a_spent_one_is_a_clear_error() {
+    let world = WebWorld::start().await.unwrap();
+    let cfg = WebConfig { searxng_url: Some(world.service("searxng")), ..config(&world) };
+    let h = harness(cfg, TenantWebKeys::default(), DailyAllowance::new(1, 2));
+    h.search("first", 5).await.unwrap();
+    let err = message(h.search("second", 5).await.unwrap_err());
+    assert!(err.starts_with("today's search allowance (1) is spent for this team; it renews at 00:00 UTC"), "{err}");
+    let before = world.calls().len();
+    let three = [world.page("notes.txt"), world.page("agents-news"), world.page("report.pdf")];
+    let err = message(h.extract(json!({ "urls": three })).await.unwrap_err());
+    assert!(err.starts_with("today's extract allowance (2) is spent"), "{err}");
+    h.extract(json!({ "urls": [world.page("notes.txt"), world.page("agents-news")] })).await.unwrap();
+    assert_eq!(world.calls().len(), before, "a spent allowance calls nothing");
+}
+
+#[tokio::test]
+async fn bad_arguments_get_a_clear_answer() {
+    let world = WebWorld::start().await.unwrap();
+    let h = harness(config(&world), TenantWebKeys::default(), DailyAllowance::default());
+    for (args, expected) in [
+        (json!({}), "urls must be a list of URLs"),
+        (json!({"urls": []}), "give at least one URL"),
+        (json!({"urls": 7}), "urls must be a list of URLs"),
+    ] {
+        assert_eq!(message(h.extract(args).await.unwrap_err()), expected);
+    }
+    let pages = h.extract(json!({"urls": ["not a url"]})).await.unwrap();
+    assert_eq!(pages[0]["error"], "Blocked: `not a url` is not a URL");
+    let search = WebSearch(h.turn.clone());
+    assert!(message(search.run(&ctx(), json!({"query": "  "})).await.unwrap_err()).contains("empty"));
+    let err = message(search.run(&ctx(), json!({"query": "x"})).await.unwrap_err());
+    assert!(err.starts_with("no web search service is configured"), "{err}");
+}

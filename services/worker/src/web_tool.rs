@@ -1,0 +1,94 @@
+//! The `web` toolset for one turn: the worker's shared services, the tenant's own keys from
+//! its credential pools (each only where its allowed hosts include the service's host), its
+//! daily allowance counted in Redis across workers, and the sandbox for long pages.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+
+use hermes_cache::WindowCounters;
+use hermes_config::WebBackend;
+use hermes_core::TenantId;
+use hermes_llm::Credential;
+use hermes_store::{CredentialPools, SecretBox, Store};
+use hermes_tools::{ResultSpill, ToolRegistry};
+use hermes_web::{Allowance, Metered, QuotaSpent, TenantWebKeys, Web, WebExtract, WebSearch, WebTurn};
+
+use crate::Runtime;
+
+const DAY: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Each tenant's daily allowance: its own quota, else the installation's; counted per UTC
+/// day in Redis. Redis is coordination only: when it is down the call goes ahead.
+pub(crate) struct RedisAllowance {
+    pub counters: WindowCounters,
+    pub store: Store,
+    /// `web.searches_per_day`, `web.extracts_per_day`.
+    pub defaults: (u32, u32),
+}
+
+impl Allowance for RedisAllowance {
+    fn take(&self, tenant: TenantId, what: Metered, n: u32) -> BoxFuture<'_, Result<(), QuotaSpent>> {
+        Box::pin(async move {
+            let own = self.store.web_quotas(tenant).await.unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "cannot read the tenant's web quotas; using the defaults");
+                Default::default()
+            });
+            let limit = match what {
+                Metered::Search => own.searches_per_day.unwrap_or(self.defaults.0),
+                Metered::Extract => own.extracts_per_day.unwrap_or(self.defaults.1),
+            };
+            if limit == 0 {
+                return Ok(());
+            }
+            let name = format!("web-{}:{tenant}", what.as_str());
+            match self.counters.take(&name, DAY, u64::from(n), u64::from(limit)).await {
+                Ok(Some(_)) => Ok(()),
+                Ok(None) => Err(QuotaSpent { what: what.as_str(), limit }),
+                Err(e) => {
+                    tracing::warn!(error = %e, "web allowance unavailable; allowing the call");
+                    Ok(())
+                }
+            }
+        })
+    }
+}
+
+/// The tenant's own keys for the web services, from pools named after them (`tavily`, ...).
+fn tenant_keys(web: &Web, tenant: TenantId, pools: &CredentialPools, secrets: Option<&SecretBox>) -> TenantWebKeys {
+    let Some(secrets) = secrets else { return TenantWebKeys::default() };
+    let services = [WebBackend::Firecrawl, WebBackend::Tavily, WebBackend::Exa, WebBackend::Brave];
+    services
+        .into_iter()
+        .filter_map(|backend| {
+            let (creds, _) = pools.get(backend.as_str())?;
+            let host = reqwest::Url::parse(web.base_url(backend)?).ok()?.host_str()?.to_owned();
+            let usable = creds.iter().find(|c| {
+                Credential { id: String::new(), secret: String::new(), allowed_hosts: c.allowed_hosts.clone() }
+                    .allows(&host)
+            })?;
+            match usable.open(tenant, secrets) {
+                Ok(key) => Some((backend, key)),
+                Err(e) => {
+                    tracing::warn!(error = %e, service = backend.as_str(), "cannot open the team's web key");
+                    None
+                }
+            }
+        })
+        .collect()
+}
+
+/// Adds `web_search` and `web_extract` to `tools` for this turn.
+pub(crate) fn register(rt: &Arc<Runtime>, tenant: TenantId, pools: &CredentialPools, tools: &mut ToolRegistry) {
+    let Some(web) = rt.web.clone() else { return };
+    let keys = tenant_keys(&web, tenant, pools, rt.ctx.secrets.as_ref());
+    // Long pages are saved where read_file can page through them, when this turn has it.
+    let spill = tools
+        .names()
+        .contains(&"read_file")
+        .then(|| Arc::new(hermes_toolbox::SandboxSpill::new(rt.ctx.sandboxes.clone())) as Arc<dyn ResultSpill>);
+    let turn = Arc::new(WebTurn { web, keys, allowance: rt.web_allowance.clone(), spill });
+    tools.register(Arc::new(WebSearch(turn.clone())));
+    tools.register(Arc::new(WebExtract(turn)));
+}
