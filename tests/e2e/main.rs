@@ -64,6 +64,7 @@ mod telegram_features;
 mod tools;
 mod traces;
 mod usage;
+mod voice;
 mod web;
 mod webhooks;
 mod wecom;

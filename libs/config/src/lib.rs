@@ -12,6 +12,7 @@ mod choices;
 mod memory;
 mod outbound;
 mod sandbox;
+mod stt;
 mod web;
 
 pub use admin::{AdminConfig, OidcConfig};
@@ -19,6 +20,7 @@ pub use choices::{AnthropicCacheTtl, LogFormat, OnDisconnect, OtlpProtocol, Sand
 pub use memory::{LearningConfig, MemoryConfig, SkillsConfig};
 pub use outbound::{OutboundConfig, PlatformsConfig};
 pub use sandbox::{DockerSandboxConfig, KubernetesSandboxConfig, LocalSandboxConfig, SandboxConfig};
+pub use stt::{SttConfig, SttEndpoint};
 pub use web::{UPSTREAM_ENV, WebBackend, WebConfig};
 
 /// Configuration could not be loaded or is invalid.
@@ -51,6 +53,8 @@ pub struct HermesConfig {
     pub sandbox: SandboxConfig,
     /// The `web` toolset: search and extract services, keys, budget, quotas.
     pub web: WebConfig,
+    /// Voice notes to text.
+    pub stt: SttConfig,
     pub memory: MemoryConfig,
     pub skills: SkillsConfig,
     pub learning: LearningConfig,
@@ -392,7 +396,7 @@ impl HermesConfig {
     pub fn figment(file: Option<&Path>) -> Figment {
         let upstream = Env::raw().only(&UPSTREAM_ENV.map(|(var, _)| var)).map(|var| {
             let field = UPSTREAM_ENV.iter().find(|(v, _)| var == *v).map_or("", |(_, field)| field);
-            format!("web.{field}").into()
+            field.to_owned().into()
         });
         let mut fig = Figment::from(Serialized::defaults(HermesConfig::default())).merge(upstream);
         if let Some(path) = file {
@@ -431,6 +435,7 @@ impl HermesConfig {
             copy.secrets.master_key = Some("<redacted>".into());
         }
         copy.web.mask_keys();
+        copy.stt.mask_keys();
         toml::to_string_pretty(&copy).unwrap_or_else(|e| format!("# cannot render config: {e}\n"))
     }
 }
@@ -516,8 +521,12 @@ mod tests {
             assert_eq!(cfg.web.tavily_api_key.as_deref(), Some("tvly-upstream-key"));
             assert_eq!(cfg.web.firecrawl_api_url.as_deref(), Some("http://firecrawl:3002"));
             assert_eq!(cfg.web.exa_api_key, None);
+            jail.set_env("GROQ_API_KEY", "gsk-upstream");
+            let cfg = HermesConfig::load(None).unwrap();
+            assert_eq!(cfg.stt.endpoint().unwrap().api_key.as_deref(), Some("gsk-upstream"));
             let dumped = cfg.to_toml_redacted();
             assert!(!dumped.contains("tvly-upstream-key") && dumped.contains("searxng.search"), "{dumped}");
+            assert!(!dumped.contains("gsk-upstream"), "{dumped}");
             jail.set_env("HERMES__WEB__SEARXNG_URL", "http://other:8888");
             jail.set_env("HERMES__WEB__EXTRACT_BACKEND", "brave-free");
             let cfg = HermesConfig::load(None).unwrap();

@@ -50,15 +50,17 @@ impl WebBackend {
     }
 }
 
-/// Environment variables upstream Hermes reads, and the `web.*` field each one fills.
-pub const UPSTREAM_ENV: [(&str, &str); 7] = [
-    ("FIRECRAWL_API_KEY", "firecrawl_api_key"),
-    ("FIRECRAWL_API_URL", "firecrawl_api_url"),
-    ("TAVILY_API_KEY", "tavily_api_key"),
-    ("TAVILY_BASE_URL", "tavily_base_url"),
-    ("EXA_API_KEY", "exa_api_key"),
-    ("SEARXNG_URL", "searxng_url"),
-    ("BRAVE_SEARCH_API_KEY", "brave_api_key"),
+/// Environment variables upstream Hermes reads, and the setting each one fills.
+pub const UPSTREAM_ENV: [(&str, &str); 9] = [
+    ("FIRECRAWL_API_KEY", "web.firecrawl_api_key"),
+    ("FIRECRAWL_API_URL", "web.firecrawl_api_url"),
+    ("TAVILY_API_KEY", "web.tavily_api_key"),
+    ("TAVILY_BASE_URL", "web.tavily_base_url"),
+    ("EXA_API_KEY", "web.exa_api_key"),
+    ("SEARXNG_URL", "web.searxng_url"),
+    ("BRAVE_SEARCH_API_KEY", "web.brave_api_key"),
+    ("GROQ_API_KEY", "stt.groq_api_key"),
+    ("VOICE_TOOLS_OPENAI_KEY", "stt.openai_api_key"),
 ];
 
 /// `[web]`.

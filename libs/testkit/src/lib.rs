@@ -12,6 +12,7 @@ mod reply;
 mod server;
 pub mod slack;
 pub mod slack_socket;
+pub mod speech;
 pub mod telegram;
 mod telegram_html;
 pub mod web;

@@ -202,6 +202,18 @@ impl TelegramEmulator {
         self.push_update(token, update)
     }
 
+    /// A user sends a voice note (Telegram's OGG/Opus recording).
+    pub fn user_sends_voice(&self, token: &str, user: i64, file_id: &str, bytes: &[u8]) -> i64 {
+        self.with_bot(token, |bot| bot.files.insert(file_id.to_owned(), bytes.to_vec()));
+        let mut update = message_update(user, "private", user, "", None);
+        if let Some(obj) = update["message"].as_object_mut() {
+            obj.remove("text");
+        }
+        update["message"]["voice"] =
+            json!({ "file_id": file_id, "duration": 3, "mime_type": "audio/ogg", "file_size": bytes.len() });
+        self.push_update(token, update)
+    }
+
     /// A user sends a document.
     pub fn user_sends_document(
         &self,

@@ -1,5 +1,6 @@
 //! Files sent to the bot become part of the message the agent reads: images as image parts
-//! (up to 5 MB), text files inline (up to 64 KB of UTF-8). Anything else, or anything larger,
+//! (up to 5 MB), text files inline (up to 64 KB of UTF-8), voice notes and audio files as their
+//! transcript (`voice.rs`). Anything else, or anything larger,
 //! is named in the message so the agent can say it cannot read it. Telegram (`getFile`) and
 //! Slack (`url_private_download`, with the bot token) files are read, a WeCom app's images
 //! (`media/get`) and a WeCom AI bot's media, decrypted with the key that came with it; Telegram gives bots files of up to 20 MB
@@ -82,6 +83,10 @@ impl Gateway {
             parts.push(ContentPart::Text { text });
         }
         for file in files {
+            if file.mime.starts_with("audio/") {
+                parts.push(ContentPart::Text { text: self.listen(channel, file).await });
+                continue;
+            }
             let name = file.name.clone().unwrap_or_else(|| "photo".into());
             let limit = if file.mime.starts_with("image/") { MAX_IMAGE_BYTES } else { MAX_TEXT_BYTES };
             let unreadable =
@@ -113,9 +118,48 @@ impl Gateway {
                 }
             }
         }
+        // A voice note alone is a plain message of its transcript.
+        if let [ContentPart::Text { text }] = parts.as_slice() {
+            return ChatMessage::user(text.clone());
+        }
         let mut message = ChatMessage::user(String::new());
         message.role = Role::User;
         message.content = Some(Content::Parts(parts));
         message
     }
+
+    /// A voice note or audio file as the agent reads it: its transcript, or why there is none.
+    async fn listen(&self, channel: &Channel, file: &IncomingFile) -> String {
+        let heard = match &self.transcriber {
+            None => Err(crate::voice::Unheard::NoService),
+            Some(transcriber) if file.size.is_some_and(|n| n > transcriber.max_bytes) => {
+                Err(crate::voice::Unheard::TooLarge)
+            }
+            Some(transcriber) => match self.download(channel, file, transcriber.max_bytes).await {
+                Ok(audio) => {
+                    let name = file.name.clone().unwrap_or_else(|| audio_name(&file.mime));
+                    transcriber.transcribe(&self.http, audio, &name, &file.mime).await
+                }
+                Err(e) => Err(crate::voice::Unheard::Failed(format!("the recording could not be downloaded: {e}"))),
+            },
+        };
+        if let Err(why) = &heard {
+            tracing::warn!(channel.id = %channel.id, reason = ?why, "a voice note was not transcribed");
+        }
+        crate::voice::note(&heard)
+    }
+}
+
+/// A file name for a recording the platform did not name (services read the type from it).
+fn audio_name(mime: &str) -> String {
+    let ext = match mime.split(';').next().unwrap_or_default() {
+        "audio/ogg" | "audio/opus" => "ogg",
+        "audio/mpeg" | "audio/mp3" => "mp3",
+        "audio/mp4" | "audio/m4a" | "audio/x-m4a" | "audio/aac" => "m4a",
+        "audio/wav" | "audio/x-wav" => "wav",
+        "audio/webm" => "webm",
+        "audio/amr" => "amr",
+        _ => "ogg",
+    };
+    format!("voice.{ext}")
 }

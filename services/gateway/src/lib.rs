@@ -27,6 +27,7 @@ pub mod pairing;
 pub mod slack;
 pub mod stream;
 pub mod telegram;
+mod voice;
 pub mod wecom;
 
 use std::sync::Arc;
@@ -72,13 +73,27 @@ pub struct Gateway {
     pub wecom_clients: std::sync::Mutex<std::collections::HashMap<uuid::Uuid, hermes_chat::wecom::WecomApi>>,
     /// The WeCom AI-bot sockets this pod holds, by channel.
     pub bot_links: std::sync::Mutex<std::collections::HashMap<uuid::Uuid, wecom::socket::BotLink>>,
+    /// Where voice notes are transcribed (`None`: no service configured, or `stt.enabled` off).
+    transcriber: Option<voice::Transcriber>,
 }
 
 impl Gateway {
     pub fn new(ctx: &GatewayContext) -> Result<Self, reqwest::Error> {
         // Platforms' APIs and files: public addresses (or the operator's trusted hosts) only,
         // re-checked on redirects, no proxy from the environment, two minutes at the most.
-        let trusted = ctx.config.outbound.trusted(&ctx.config.platforms);
+        let mut trusted = ctx.config.outbound.trusted(&ctx.config.platforms);
+        let stt = &ctx.config.stt;
+        let endpoint = stt.endpoint();
+        // The operator's transcription server may be in the cluster.
+        trusted.extend(endpoint.as_ref().and_then(|e| {
+            let url = reqwest::Url::parse(&e.base_url).ok()?;
+            Some(format!("{}:{}", url.host_str()?, url.port_or_known_default()?))
+        }));
+        let transcriber = endpoint.map(|endpoint| voice::Transcriber {
+            endpoint,
+            language: stt.language.clone(),
+            max_bytes: stt.max_bytes,
+        });
         let policy = std::sync::Arc::new(hermes_net_policy::outbound::Policy::trusting(trusted));
         let http =
             hermes_net_policy::outbound::client_for(policy.clone(), Duration::from_secs(10), Duration::from_secs(120))?;
@@ -94,6 +109,7 @@ impl Gateway {
             wecom_clients: Default::default(),
             bot_links: Default::default(),
             events: None,
+            transcriber,
         })
     }
 

@@ -131,8 +131,7 @@ async fn a_tenant_keeps_an_owner_and_a_removed_members_tokens_stop_working(pool:
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn an_invitation_link_joins_once_and_another_tenant_sees_none_of_it(pool: PgPool) {
     let store = common::store(&pool);
-    let acme = store.create_tenant("acme").await.unwrap().id;
-    let other = store.create_tenant("other").await.unwrap().id;
+    let (acme, other) = (common::tenant(&store, "acme").await, common::tenant(&store, "other").await);
     let owner = person(&store, "owner@acme.test").await;
     store.add_member(acme.id, owner, MemberRole::Owner, &cli()).await.unwrap();
 

@@ -71,8 +71,20 @@ pub fn parse(update: &Value, bot_username: Option<&str>) -> Option<Incoming> {
     })
 }
 
-/// A message's photo (its largest size) or document.
+/// A message's photo (its largest size), voice note, audio file or document.
 fn files(message: &Value) -> Vec<IncomingFile> {
+    for (kind, mime) in [("voice", "audio/ogg"), ("audio", "audio/mpeg")] {
+        let recording = &message[kind];
+        if let Some(id) = recording["file_id"].as_str() {
+            return vec![IncomingFile {
+                file_id: id.to_owned(),
+                name: recording["file_name"].as_str().map(str::to_owned),
+                mime: recording["mime_type"].as_str().unwrap_or(mime).to_owned(),
+                size: recording["file_size"].as_u64(),
+                key: None,
+            }];
+        }
+    }
     if let Some(best) = message["photo"].as_array().and_then(|sizes| sizes.last()) {
         return best["file_id"]
             .as_str()

@@ -119,10 +119,25 @@ pub async fn receive(
     }
 }
 
-/// A text or image message from a person (images are fetched with their `MediaId`).
+/// A text, image or voice message from a person (images and recordings are fetched with their
+/// `MediaId`; a voice message WeCom already recognised comes as its text).
 fn parse(xml: &str) -> Option<Incoming> {
     let (text, files) = match xml_field(xml, "MsgType")? {
         "text" => (xml_field(xml, "Content")?.trim().to_owned(), Vec::new()),
+        "voice" => match xml_field(xml, "Recognition").map(str::trim).filter(|t| !t.is_empty()) {
+            Some(recognised) => (recognised.to_owned(), Vec::new()),
+            None => {
+                let format = xml_field(xml, "Format").unwrap_or("amr").to_ascii_lowercase();
+                let recording = IncomingFile {
+                    file_id: xml_field(xml, "MediaId")?.to_owned(),
+                    name: Some(format!("voice.{format}")),
+                    mime: format!("audio/{format}"),
+                    size: None,
+                    key: None,
+                };
+                (String::new(), vec![recording])
+            }
+        },
         "image" => {
             let image = IncomingFile {
                 file_id: xml_field(xml, "MediaId")?.to_owned(),
@@ -160,5 +175,25 @@ mod tests {
         let q = super::query(Some("echostr=P9nA%2FqY%2B4R%3D%3D&nonce=1+2"));
         assert_eq!(q["echostr"], "P9nA/qY+4R==");
         assert_eq!(q["nonce"], "1+2");
+    }
+
+    #[test]
+    fn a_voice_message_is_its_recognised_text_or_a_recording_to_transcribe() {
+        let voice = |extra: &str| {
+            format!(
+                "<xml><ToUserName><![CDATA[corp]]></ToUserName><FromUserName><![CDATA[zhangsan]]></FromUserName>\
+                 <CreateTime>1700000000</CreateTime><MsgType><![CDATA[voice]]></MsgType>\
+                 <MediaId><![CDATA[media-1]]></MediaId><Format><![CDATA[amr]]></Format>{extra}<MsgId>9</MsgId></xml>"
+            )
+        };
+        let recognised = super::parse(&voice("<Recognition><![CDATA[明天开会]]></Recognition>")).unwrap();
+        assert_eq!((recognised.text.as_str(), recognised.files.len()), ("明天开会", 0));
+        let recording = super::parse(&voice("")).unwrap();
+        assert!(recording.text.is_empty());
+        assert_eq!(recording.files[0].file_id, "media-1");
+        assert_eq!(
+            (recording.files[0].mime.as_str(), recording.files[0].name.as_deref()),
+            ("audio/amr", Some("voice.amr"))
+        );
     }
 }

@@ -1,0 +1,88 @@
+//! An OpenAI-compatible speech-to-text server for tests: `POST /v1/audio/transcriptions`
+//! (multipart `file`, `model`) answers `{"text": ...}`. The "recording" says what it holds:
+//! `SPEECH:<words>` is heard as the words, `SILENCE` as Whisper hears silence ("Thank you."),
+//! `BROKEN` makes the server fail with 500. Every request is recorded.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::json;
+
+/// One transcription request.
+#[derive(Debug, Clone)]
+pub struct Transcription {
+    pub model: String,
+    pub file_name: Option<String>,
+    pub content_type: Option<String>,
+    pub authorization: Option<String>,
+    pub bytes: usize,
+}
+
+/// A running server; stops when dropped.
+pub struct SpeechToText {
+    addr: SocketAddr,
+    seen: Arc<Mutex<Vec<Transcription>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for SpeechToText {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn transcribe(State(seen): State<Arc<Mutex<Vec<Transcription>>>>, headers: HeaderMap, body: Bytes) -> Response {
+    let content_type = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let Some(parts) = crate::multipart::parse(content_type, &body) else {
+        return (StatusCode::BAD_REQUEST, axum::Json(json!({"error": {"message": "not multipart"}}))).into_response();
+    };
+    let field = |name: &str| parts.iter().find(|p| p.name == name);
+    let (Some(file), Some(model)) = (field("file"), field("model")) else {
+        return (StatusCode::BAD_REQUEST, axum::Json(json!({"error": {"message": "file and model are required"}})))
+            .into_response();
+    };
+    if let Ok(mut seen) = seen.lock() {
+        seen.push(Transcription {
+            model: String::from_utf8_lossy(&model.data).into_owned(),
+            file_name: file.filename.clone(),
+            content_type: file.content_type.clone(),
+            authorization: headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned),
+            bytes: file.data.len(),
+        });
+    }
+    let audio = String::from_utf8_lossy(&file.data).into_owned();
+    let text = match audio.as_str() {
+        "BROKEN" => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        "SILENCE" => "Thank you.".to_owned(),
+        other => other.strip_prefix("SPEECH:").unwrap_or("").to_owned(),
+    };
+    axum::Json(json!({ "text": text })).into_response()
+}
+
+impl SpeechToText {
+    pub async fn start() -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let app = Router::new().route("/v1/audio/transcriptions", post(transcribe)).with_state(seen.clone());
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(Self { addr, seen, task })
+    }
+
+    /// The API base to configure (`http://127.0.0.1:PORT/v1`).
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    pub fn requests(&self) -> Vec<Transcription> {
+        self.seen.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+}

@@ -1,0 +1,76 @@
+//! Voice notes end to end: a Telegram voice note is downloaded, transcribed by the operator's
+//! OpenAI-compatible speech-to-text server and answered; one that is silent (Whisper's "Thank
+//! you."), one the server fails on, and one sent where no service is configured are answered
+//! too: the agent is told what happened and says so, never silence.
+
+use hermes_testkit::ScriptedReply;
+use hermes_testkit::speech::SpeechToText;
+use hermes_testkit::telegram::TelegramEmulator;
+
+use crate::harness::{Roles, TestEnv};
+use crate::telegram::{Pod, TOKEN, bind, sent};
+
+/// What the model was given as the user's message in its request `n`.
+fn user_message(env: &TestEnv, n: usize) -> String {
+    let messages = env.llm.requests()[n].messages();
+    messages.last().and_then(|m| m["content"].as_str()).unwrap_or_default().to_owned()
+}
+
+#[tokio::test]
+async fn a_voice_note_is_transcribed_and_answered_and_one_that_cannot_be_heard_still_gets_a_reply() {
+    let stt = SpeechToText::start().await.unwrap();
+    let base = stt.base_url();
+    let env = TestEnv::start_with(Roles::default(), move |c| {
+        c.stt.base_url = Some(base);
+        c.stt.api_key = Some("stt-test-key".into());
+    })
+    .await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    bind(&env, &tg, "poll", "open", &[]).await;
+    let pod = Pod::start(&env).await;
+
+    env.llm.push(ScriptedReply::text("Booked: room 4, Tuesday at ten."));
+    tg.user_sends_voice(TOKEN, 42, "voice-1", b"SPEECH:book the meeting room for Tuesday at ten");
+    let got = sent(&tg, 1).await;
+    assert_eq!(got[0].text, "Booked: room 4, Tuesday at ten.");
+    assert_eq!(
+        user_message(&env, 0),
+        "[The user sent a voice message~ Here's what they said: \"book the meeting room for Tuesday at ten\"]"
+    );
+    let request = &stt.requests()[0];
+    assert_eq!(request.model, "whisper-1");
+    assert_eq!((request.file_name.as_deref(), request.content_type.as_deref()), (Some("voice.ogg"), Some("audio/ogg")));
+    assert_eq!(request.authorization.as_deref(), Some("Bearer stt-test-key"));
+
+    env.llm.push(ScriptedReply::text("I could not hear anything; could you say it again?"));
+    tg.user_sends_voice(TOKEN, 42, "voice-2", b"SILENCE");
+    assert_eq!(sent(&tg, 2).await[1].text, "I could not hear anything; could you say it again?");
+    assert!(
+        user_message(&env, 1).contains("it was silent or I could not make out any words"),
+        "{}",
+        user_message(&env, 1)
+    );
+
+    env.llm.push(ScriptedReply::text("Sorry, my transcription is down; please type it."));
+    tg.user_sends_voice(TOKEN, 42, "voice-3", b"BROKEN");
+    assert_eq!(sent(&tg, 3).await[2].text, "Sorry, my transcription is down; please type it.");
+    let told = user_message(&env, 2);
+    assert!(told.contains("I had trouble transcribing it~ (the speech-to-text service answered HTTP 500)"), "{told}");
+    assert!(!told.contains("stt-test-key"), "no key in the transcript");
+    pod.stop.cancel();
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn without_a_speech_to_text_service_the_agent_is_told_and_answers() {
+    let env = TestEnv::start_with(Roles::default(), |c| c.stt = Default::default()).await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    bind(&env, &tg, "poll", "open", &[]).await;
+    let pod = Pod::start(&env).await;
+    env.llm.push(ScriptedReply::text("I can't listen to voice notes here yet; please type it."));
+    tg.user_sends_voice(TOKEN, 7, "voice-1", b"SPEECH:hello");
+    assert_eq!(sent(&tg, 1).await[0].text, "I can't listen to voice notes here yet; please type it.");
+    assert!(user_message(&env, 0).contains("no speech-to-text service is configured"), "{}", user_message(&env, 0));
+    pod.stop.cancel();
+    env.stop().await;
+}
