@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 mod admin;
 mod choices;
+mod mcp;
 mod memory;
 mod outbound;
 mod sandbox;
@@ -17,6 +18,7 @@ mod web;
 
 pub use admin::{AdminConfig, OidcConfig};
 pub use choices::{AnthropicCacheTtl, LogFormat, OnDisconnect, OtlpProtocol, SandboxBackend};
+pub use mcp::McpConfig;
 pub use memory::{LearningConfig, MemoryConfig, SkillsConfig};
 pub use outbound::{OutboundConfig, PlatformsConfig};
 pub use sandbox::{DockerSandboxConfig, KubernetesSandboxConfig, LocalSandboxConfig, SandboxConfig};
@@ -55,6 +57,8 @@ pub struct HermesConfig {
     pub web: WebConfig,
     /// Voice notes to text.
     pub stt: SttConfig,
+    /// The MCP client.
+    pub mcp: McpConfig,
     pub memory: MemoryConfig,
     pub skills: SkillsConfig,
     pub learning: LearningConfig,

@@ -19,6 +19,7 @@ vocabulary! {
         Messaging = "messaging",
         Cronjob = "cronjob",
         Web = "web",
+        Mcp = "mcp",
     }
 }
 
@@ -108,6 +109,11 @@ pub const TOOLSETS: &[Toolset] = &[
         id: ToolsetName::Web,
         description: "Search the web and read pages (Markdown, PDFs as text), within the team's daily quota.",
         tools: &["web_search", "web_extract"],
+    },
+    Toolset {
+        id: ToolsetName::Mcp,
+        description: "The tools of the agent's MCP servers (mcp_<server>_<tool>), as each server lists them.",
+        tools: &[],
     },
 ];
 

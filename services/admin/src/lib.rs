@@ -18,6 +18,7 @@ mod conversations;
 mod credentials;
 mod errors;
 mod live;
+mod mcp;
 mod members;
 mod memory;
 mod oidc;
@@ -139,6 +140,8 @@ pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
         .route("/admin/v1/tenants/{tenant}/agents", get(conversations::agents).post(conversations::create_agent))
         .route("/admin/v1/tenants/{tenant}/agents/{agent}", axum::routing::patch(conversations::edit_agent))
         .route("/admin/v1/tenants/{tenant}/agents/{agent}/memory", get(memory::view).put(memory::rewrite))
+        .route("/admin/v1/tenants/{tenant}/agents/{agent}/mcp-servers", get(mcp::list))
+        .route("/admin/v1/tenants/{tenant}/agents/{agent}/mcp-servers/{name}", put(mcp::set).delete(mcp::remove))
         .route("/admin/v1/tenants/{tenant}/agents/{agent}/skills", get(skills::list))
         .route("/admin/v1/tenants/{tenant}/agents/{agent}/skills/{name}", get(skills::get))
         .route("/admin/v1/tenants/{tenant}/agents/{agent}/skills/{name}/{action}", post(skills::toggle))

@@ -74,6 +74,12 @@ impl Shared {
         hermes_net_policy::outbound::Policy::trusting(self.config.outbound.trusted(&self.config.platforms))
     }
 
+    /// Where an agent's HTTP MCP server may be: public addresses, and the hosts the operator
+    /// allowed for MCP (`mcp.allow_private_hosts`).
+    pub(crate) fn mcp_policy(&self) -> hermes_net_policy::outbound::Policy {
+        hermes_net_policy::outbound::Policy::trusting(&self.config.mcp.allow_private_hosts)
+    }
+
     pub(crate) fn session_lifetime(&self) -> Duration {
         Duration::from_secs(self.config.admin.session_minutes.max(1) * 60)
     }

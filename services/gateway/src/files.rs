@@ -78,6 +78,8 @@ impl Gateway {
         if files.is_empty() {
             return ChatMessage::user(text);
         }
+        // A voice note alone becomes a plain message of its transcript, as upstream's does.
+        let voice_only = text.is_empty() && files.len() == 1 && files.iter().all(|f| f.mime.starts_with("audio/"));
         let mut parts = Vec::new();
         if !text.is_empty() {
             parts.push(ContentPart::Text { text });
@@ -118,8 +120,7 @@ impl Gateway {
                 }
             }
         }
-        // A voice note alone is a plain message of its transcript.
-        if let [ContentPart::Text { text }] = parts.as_slice() {
+        if let ([ContentPart::Text { text }], true) = (parts.as_slice(), voice_only) {
             return ChatMessage::user(text.clone());
         }
         let mut message = ChatMessage::user(String::new());

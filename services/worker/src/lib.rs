@@ -15,6 +15,7 @@ mod goals;
 mod journal;
 mod judge;
 mod keys;
+mod mcp_tool;
 mod memory_tool;
 mod models;
 mod phases;
@@ -84,6 +85,9 @@ pub(crate) struct Runtime {
     pub web: Option<Arc<hermes_web::Web>>,
     /// Each tenant's daily web allowance.
     pub web_allowance: Arc<dyn hermes_web::Allowance>,
+    /// Live sessions with agents' MCP servers, kept between turns (`None` when the client
+    /// could not be built).
+    pub mcp: Option<Arc<hermes_mcp::McpServers>>,
 }
 
 /// A name for this worker process in leases and logs.
@@ -104,6 +108,16 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
     let worker_id = cfg.worker.id.clone().unwrap_or_else(default_worker_id);
     let tools = builtin_tools(&ctx);
     let (web, web_allowance) = web_services(&ctx);
+    let mcp = match mcp_tool::servers(&cfg.mcp) {
+        Ok(servers) => {
+            tokio::spawn(mcp_tool::reap(servers.clone(), shutdown.clone()));
+            Some(servers)
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "cannot build the MCP client; agents' MCP servers are off");
+            None
+        }
+    };
     ctx.sandboxes.set_egress(Arc::new(egress::EgressProxy::new(ctx.store.clone(), &cfg.sandbox)));
     sync_bundled_skills(&ctx.store).await;
     let mut consumer = ctx.broker.consume_work(cfg.worker.max_concurrent_turns, &worker_id).await?;
@@ -118,6 +132,7 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
         skills: Default::default(),
         web,
         web_allowance,
+        mcp,
     });
     listen_for_cancellations(&rt, &shutdown);
     // Background reviews, one at a time beside the turns.

@@ -11,8 +11,9 @@ use super::{cli, member};
 use crate::harness::{Roles, TestEnv};
 
 /// The victim's rows that no intruder may change.
-const TABLES: [&str; 17] = [
+const TABLES: [&str; 18] = [
     "provider_credentials",
+    "mcp_servers",
     "provider_pools",
     "skills",
     "memberships",
@@ -177,7 +178,10 @@ async fn every_admin_operation_on_another_tenants_objects_answers_404_and_change
         soft_usd: None,
     };
     env.store.set_budget(victim, &cap).await.unwrap();
-    let objects: [(&str, String); 19] = [
+    let mcp = (&json!({"url": "https://mcp.example.com/mcp"}), true);
+    env.store.set_mcp_server(victim, agent.id, "tracker", mcp, &json!({}), None).await.unwrap();
+    let objects: [(&str, String); 20] = [
+        ("/agents/{agent}/mcp-servers/{name}", format!("/agents/{}/mcp-servers/tracker", agent.id)),
         ("/deliveries/{delivery}", format!("/deliveries/{delivery}")),
         ("/budgets/{scope}/{period}", format!("/budgets/{}/day", agent.id)),
         ("/credentials/pools/{provider}", "/credentials/pools/openai".into()),

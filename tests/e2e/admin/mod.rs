@@ -10,6 +10,7 @@ mod budgets;
 mod conformance;
 mod credentials;
 mod cross_tenant;
+mod mcp;
 mod remote_cli;
 mod sign_in;
 mod skills;

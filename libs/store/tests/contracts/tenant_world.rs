@@ -292,6 +292,9 @@ async fn keepsakes(store: &Store, a: &Tenant, secrets: &SecretBox) {
         source_address: None,
     };
     store.set_tenant_sso(a.id, &sso, Some(secrets), &by).await.unwrap();
+    let mcp = json!({"url": "https://mcp.alpha.test/mcp", "headers": {"Authorization": "***"}});
+    let sealed = json!({"env": {}, "headers": {"Authorization": "Bearer alpha-mcp-token"}});
+    store.set_mcp_server(a.id, a.agent, "tracker", (&mcp, true), &sealed, Some(secrets)).await.unwrap();
 }
 
 /// The email domain alpha's own identity provider signs in.

@@ -133,11 +133,12 @@ pub(super) async fn plan(
     } = *inputs?;
     let goal_may_apply = goal_active || crate::goals::goal_in(&input.text()).is_some();
     let origin = Origin::of(turn.session_source);
-    let (agent, loads_skills) = planner.agent(agent, origin).await?;
+    let mcp_servers = rt.ctx.store.mcp_servers(tenant, turn.agent_id).await?;
+    let (agent, loads_skills) = planner.agent(agent, origin, &mcp_servers).await?;
     let models = planner.models(&agent, meter, pools, capped)?;
     let model = models.main();
     let child_usage = ChildUsage::default();
-    let tools = planner.tools(&agent, &models, child_usage.clone()).await?;
+    let tools = planner.tools(&agent, &models, child_usage.clone(), &mcp_servers).await?;
     let mut history = History::of(stored, turn);
     if !history.resumed && input.role == Role::User && crate::commands::is_compress(&input.text()) {
         let history = history.messages;
@@ -228,7 +229,17 @@ impl Planner<'_> {
     /// The agent as this turn runs it, and whether skills named at the start of the input
     /// load (they do wherever the agent has the skills toolset, even where this turn's
     /// restrictions then take the skills tools away).
-    async fn agent(&self, mut agent: Agent, origin: Origin) -> Result<(Agent, bool), PlanError> {
+    async fn agent(
+        &self,
+        mut agent: Agent,
+        origin: Origin,
+        mcp_servers: &[hermes_store::StoredMcpServer],
+    ) -> Result<(Agent, bool), PlanError> {
+        // Configured MCP servers are the `mcp` toolset: a cron job's toolset list and the
+        // unattended rules may take it away like any other.
+        if mcp_servers.iter().any(|s| s.enabled) && !ToolsetName::Mcp.enabled_in(&agent.toolsets) {
+            agent.toolsets.push(ToolsetName::Mcp.as_str().to_owned());
+        }
         if origin == Origin::Cron {
             setup::apply_job_settings(&self.rt.ctx.store, self.tenant, self.turn.turn_id, &mut agent).await?;
         }
@@ -261,10 +272,21 @@ impl Planner<'_> {
         })
     }
 
-    /// The turn's tools: the agent's, plus messaging and scheduling where its toolsets allow.
-    async fn tools(&self, agent: &Agent, models: &Models, child_usage: ChildUsage) -> Result<ToolRegistry, StoreError> {
+    /// The turn's tools: the agent's, plus messaging and scheduling where its toolsets allow,
+    /// and its MCP servers' (added after delegation and execute_code took their copies:
+    /// scripts cannot call MCP tools, as upstream's cannot).
+    async fn tools(
+        &self,
+        agent: &Agent,
+        models: &Models,
+        child_usage: ChildUsage,
+        mcp_servers: &[hermes_store::StoredMcpServer],
+    ) -> Result<ToolRegistry, StoreError> {
         let (rt, turn, store) = (self.rt, self.turn, &self.rt.ctx.store);
         let mut tools = setup::tools_for_turn(rt, self.tenant, agent, models, &turn.session_user_key, child_usage);
+        if ToolsetName::Mcp.enabled_in(&agent.toolsets) {
+            crate::mcp_tool::register(rt, self.tenant, agent.id, mcp_servers, &mut tools).await;
+        }
         if ToolsetName::Messaging.enabled_in(&agent.toolsets) {
             tools.register(Arc::new(crate::send_message::SendMessageTool { store: store.clone() }));
         }

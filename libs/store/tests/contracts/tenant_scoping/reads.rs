@@ -46,6 +46,7 @@ pub(super) async fn check(w: &World, c: &mut Cases) {
     read!(w, c, "export_session", t => s.export_session(t, session), found);
     read!(w, c, "scroll_session", t => s.scroll_session(&scope(w, t), session, 1, 5, &roles), found);
     read!(w, c, "todos", t => s.todos(t, session), some);
+    read!(w, c, "mcp_servers", t => s.mcp_servers(t, agent), some);
     read!(w, c, "list_sessions", t => s.list_sessions(t, Some(agent), 100, 0), some);
     read!(w, c, "session_messages", t => s.session_messages(t, session), some);
     read!(w, c, "messages_after", t => s.messages_after(t, session, 0, None), some);

@@ -136,6 +136,12 @@ async fn agents_and_skills(w: &World, c: &mut Cases) {
     c.refused("set_tenant_sso", s.set_tenant_sso(b, &sso, None, &super::audit()).await);
     c.nothing("delete_tenant_sso", s.delete_tenant_sso(b, &super::audit()).await);
     c.nothing("delete_budget", s.delete_budget(b, Some(agent), hermes_core::BudgetPeriod::Day).await);
+    let mcp = serde_json::json!({"url": "https://evil.example/mcp"});
+    c.refused(
+        "set_mcp_server",
+        s.set_mcp_server(b, agent, "tracker", (&mcp, true), &serde_json::json!({}), None).await,
+    );
+    c.not_found("delete_mcp_server", s.delete_mcp_server(b, agent, "tracker").await);
     let mine = |_: &[String]| Ok::<_, ()>(Some(vec!["mine now".to_owned()]));
     c.refused("update_memory", s.update_memory(b, agent, MemoryTarget::Memory, "", mine).await);
     let skill = tenant_world::skill(tenant_world::SKILL, "not yours");

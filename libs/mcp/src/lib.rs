@@ -1,0 +1,18 @@
+//! The MCP client: the servers an agent is configured with (upstream Hermes's `mcp_servers`),
+//! their tools offered to the model as `mcp_<server>_<tool>`, over the official `rmcp` SDK.
+//! HTTP servers are reached from the worker through the public-address client; stdio servers
+//! run inside the agent's sandbox, their stdio carried over sandboxd's protocol (the worker
+//! gives a [`Connect`] that does so).
+
+mod connection;
+mod pool;
+pub mod spec;
+mod tool;
+
+pub use connection::{ListedTool, McpConnection, McpError, Offers};
+pub use pool::{Connect, HttpConnector, McpServers, ServerKey, Unavailable};
+pub use spec::{McpServerSpec, ToolFilter, Transport};
+pub use tool::{McpTool, strip_invisible};
+
+#[cfg(test)]
+mod tests;

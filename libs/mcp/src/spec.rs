@@ -1,0 +1,260 @@
+//! An MCP server as an agent's configuration names it, in upstream Hermes's `mcp_servers`
+//! shape: `command`/`args`/`env` for a stdio server, `url`/`headers` for streamable HTTP;
+//! `timeout`, `connect_timeout`, `enabled`, and `tools` (`include`/`exclude` globs, `resources`,
+//! `prompts`). `env` and `headers` values are secrets: stored sealed, never shown back.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::{Deserialize, Serialize};
+
+/// Upstream's defaults: two minutes a call, one minute to connect.
+pub const DEFAULT_TIMEOUT_SECS: f64 = 120.0;
+pub const DEFAULT_CONNECT_TIMEOUT_SECS: f64 = 60.0;
+
+/// Which of a server's tools the agent gets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolFilter {
+    /// Only these (globs); when set, `exclude` is ignored, as upstream does.
+    pub include: Vec<String>,
+    /// All but these (globs).
+    pub exclude: Vec<String>,
+    /// The `list_resources`/`read_resource` wrappers, where the server has resources.
+    pub resources: bool,
+    /// The `list_prompts`/`get_prompt` wrappers, where the server has prompts.
+    pub prompts: bool,
+}
+
+impl Default for ToolFilter {
+    fn default() -> Self {
+        Self { include: Vec::new(), exclude: Vec::new(), resources: true, prompts: true }
+    }
+}
+
+/// One server, as configured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// Seconds a tool call may take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<f64>,
+    /// Seconds to connect and initialise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_timeout: Option<f64>,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default)]
+    pub tools: ToolFilter,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// How a server is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    Stdio,
+    Http,
+}
+
+/// A configuration that cannot work, said so the person fixing it knows what to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SpecError(pub String);
+
+fn seconds(v: Option<f64>, default: f64) -> Duration {
+    Duration::from_secs_f64(v.filter(|s| s.is_finite() && *s > 0.0).unwrap_or(default).min(3_600.0))
+}
+
+impl McpServerSpec {
+    /// The server's transport, or why the configuration names none (or both).
+    pub fn transport(&self) -> Result<Transport, SpecError> {
+        match (&self.command, &self.url) {
+            (Some(c), None) if !c.trim().is_empty() => Ok(Transport::Stdio),
+            (None, Some(u)) if !u.trim().is_empty() => Ok(Transport::Http),
+            (Some(_), Some(_)) => Err(SpecError("give either `command` (stdio) or `url` (HTTP), not both".into())),
+            _ => Err(SpecError("give `command` for a stdio server or `url` for an HTTP one".into())),
+        }
+    }
+
+    /// Checks everything that can be checked without connecting.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        let transport = self.transport()?;
+        if transport == Transport::Http {
+            let url = self.url.as_deref().unwrap_or_default();
+            let parsed = reqwest::Url::parse(url).map_err(|_| SpecError(format!("`{url}` is not a URL")))?;
+            if !matches!(parsed.scheme(), "http" | "https") {
+                return Err(SpecError("an MCP server's url is http:// or https://".into()));
+            }
+            for name in self.headers.keys() {
+                http::HeaderName::try_from(name.as_str())
+                    .map_err(|_| SpecError(format!("`{name}` is not an HTTP header name")))?;
+            }
+        } else if !self.headers.is_empty() {
+            return Err(SpecError("`headers` are for HTTP servers; a stdio server takes `env`".into()));
+        }
+        for (key, what) in [(self.timeout, "timeout"), (self.connect_timeout, "connect_timeout")] {
+            if key.is_some_and(|s| !(s.is_finite() && s > 0.0)) {
+                return Err(SpecError(format!("`{what}` is a number of seconds above 0")));
+            }
+        }
+        self.filter().map(|_| ())
+    }
+
+    pub fn timeout(&self) -> Duration {
+        seconds(self.timeout, DEFAULT_TIMEOUT_SECS)
+    }
+
+    pub fn connect_timeout(&self) -> Duration {
+        seconds(self.connect_timeout, DEFAULT_CONNECT_TIMEOUT_SECS)
+    }
+
+    /// The tool filter, compiled.
+    pub fn filter(&self) -> Result<Filter, SpecError> {
+        let build = |globs: &[String]| -> Result<Option<GlobSet>, SpecError> {
+            if globs.is_empty() {
+                return Ok(None);
+            }
+            let mut set = GlobSetBuilder::new();
+            for g in globs {
+                set.add(Glob::new(g).map_err(|e| SpecError(format!("`{g}` is not a glob: {e}")))?);
+            }
+            set.build().map(Some).map_err(|e| SpecError(e.to_string()))
+        };
+        Ok(Filter { include: build(&self.tools.include)?, exclude: build(&self.tools.exclude)? })
+    }
+
+    /// The configuration as it is shown back: every `env` and `headers` value masked.
+    pub fn masked(&self) -> Self {
+        let mask = |m: &BTreeMap<String, String>| m.keys().map(|k| (k.clone(), "***".to_owned())).collect();
+        Self { env: mask(&self.env), headers: mask(&self.headers), ..self.clone() }
+    }
+
+    /// The secret values (`env` and `headers`), and each long word of them (the token of a
+    /// `Bearer <token>` header), to keep out of anything the model or a log sees.
+    pub fn secret_values(&self) -> Vec<String> {
+        let mut values: Vec<String> = Vec::new();
+        for value in self.env.values().chain(self.headers.values()) {
+            values.extend(
+                std::iter::once(value.as_str())
+                    .chain(value.split_whitespace())
+                    .filter(|v| v.len() >= 8)
+                    .map(str::to_owned),
+            );
+        }
+        // The longest first, so a whole value is masked before a word of it.
+        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        values.dedup();
+        values
+    }
+}
+
+/// A compiled `tools` filter.
+#[derive(Debug, Clone)]
+pub struct Filter {
+    include: Option<GlobSet>,
+    exclude: Option<GlobSet>,
+}
+
+impl Filter {
+    /// Whether the agent gets the server's tool `name` (include wins over exclude).
+    pub fn allows(&self, name: &str) -> bool {
+        match (&self.include, &self.exclude) {
+            (Some(include), _) => include.is_match(name),
+            (None, Some(exclude)) => !exclude.is_match(name),
+            (None, None) => true,
+        }
+    }
+}
+
+/// A server's name as a tool-name component: anything but ASCII letters, digits and `_`
+/// becomes `_` (upstream's rule: `my-api`/`query.data` gives `mcp_my_api_query_data`).
+pub fn sanitize(component: &str) -> String {
+    component.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect()
+}
+
+/// The name the model calls a server's tool by.
+pub fn tool_name(server: &str, tool: &str) -> String {
+    format!("mcp_{}_{}", sanitize(server), sanitize(tool))
+}
+
+/// Whether `name` may name a server (it becomes part of tool names and URLs).
+pub fn valid_server_name(name: &str) -> bool {
+    (1..=40).contains(&name.len()) && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(json: serde_json::Value) -> Result<McpServerSpec, String> {
+        serde_json::from_value::<McpServerSpec>(json).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn upstreams_shape_is_read_and_checked() {
+        let http = spec(serde_json::json!({
+            "url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer abcdefgh"},
+            "timeout": 30, "tools": {"include": ["create_*", "list_issues"], "prompts": false}
+        }))
+        .unwrap();
+        assert_eq!(http.transport(), Ok(Transport::Http));
+        assert_eq!(http.validate(), Ok(()));
+        assert_eq!(http.timeout(), Duration::from_secs(30));
+        assert_eq!(http.connect_timeout(), Duration::from_secs(60));
+        assert!(http.enabled && http.tools.resources && !http.tools.prompts);
+        let stdio = spec(serde_json::json!({"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+                                             "env": {"GITHUB_TOKEN": "ghp_secret"}}))
+        .unwrap();
+        assert_eq!(stdio.transport(), Ok(Transport::Stdio));
+
+        for (bad, says) in [
+            (serde_json::json!({}), "give `command`"),
+            (serde_json::json!({"command": "x", "url": "http://a/"}), "not both"),
+            (serde_json::json!({"url": "ftp://a/"}), "http:// or https://"),
+            (serde_json::json!({"url": "http://a/", "headers": {"bad header": "x"}}), "not an HTTP header name"),
+            (serde_json::json!({"command": "x", "headers": {"a": "b"}}), "takes `env`"),
+            (serde_json::json!({"url": "http://a/", "timeout": -1}), "above 0"),
+            (serde_json::json!({"url": "http://a/", "tools": {"include": ["[oops"]}}), "not a glob"),
+        ] {
+            let err = spec(bad.clone()).unwrap().validate().unwrap_err().0;
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+        assert!(spec(serde_json::json!({"url": "http://a/", "colour": "red"})).is_err(), "unknown keys are refused");
+    }
+
+    #[test]
+    fn include_wins_over_exclude_and_globs_match_tool_names() {
+        let both =
+            spec(serde_json::json!({"url": "http://a/", "tools": {"include": ["get_*"], "exclude": ["get_secret"]}}));
+        let filter = both.unwrap().filter().unwrap();
+        assert!(filter.allows("get_secret") && filter.allows("get_issue") && !filter.allows("delete_repo"));
+        let exclude = spec(serde_json::json!({"url": "http://a/", "tools": {"exclude": ["delete_*"]}})).unwrap();
+        let filter = exclude.filter().unwrap();
+        assert!(!filter.allows("delete_repo") && filter.allows("create_issue"));
+    }
+
+    #[test]
+    fn names_are_sanitised_as_upstream_does_and_secrets_are_masked() {
+        assert_eq!(tool_name("github", "create-issue"), "mcp_github_create_issue");
+        assert_eq!(tool_name("my-api", "query.data"), "mcp_my_api_query_data");
+        assert!(valid_server_name("my-api_2") && !valid_server_name("a b") && !valid_server_name(""));
+        let secret =
+            spec(serde_json::json!({"url": "http://a/", "headers": {"Authorization": "Bearer sk-123456"}})).unwrap();
+        assert_eq!(secret.masked().headers["Authorization"], "***");
+        assert_eq!(secret.secret_values(), ["Bearer sk-123456", "sk-123456"]);
+    }
+}

@@ -1,0 +1,180 @@
+//! The client against the rmcp test server over streamable HTTP on loopback: tools listed
+//! through the filter and named as upstream names them, results rendered and cleaned, the
+//! wrappers, a changed tool list, a restarted server, a dead one, a timeout, and the
+//! public-address guard.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use hermes_core::{AgentId, SessionId, TenantId, TurnId};
+use hermes_net_policy::outbound::{Policy, client_for};
+use hermes_testkit::mcp::{LEAKED_TOKEN, McpTestServer};
+use hermes_tools::{Interactive, Tool, ToolCtx, ToolError};
+
+use crate::{HttpConnector, McpServerSpec, McpServers};
+
+fn ctx() -> ToolCtx {
+    #[expect(clippy::disallowed_methods, reason = "test fixture")]
+    let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
+    ToolCtx {
+        tenant_id: tenant,
+        agent_id: AgentId::new(),
+        session_id: SessionId::new(),
+        turn_id: TurnId::new(),
+        call_id: "call_mcp".into(),
+        interaction: Interactive::default(),
+    }
+}
+
+/// Sessions whose client trusts `trusted` (the test server is on loopback).
+fn pool(trusted: &[String]) -> Arc<McpServers> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let policy = Arc::new(Policy::trusting(trusted));
+    let client = client_for(policy.clone(), Duration::from_secs(5), Duration::from_secs(60)).unwrap();
+    McpServers::new(Box::new(HttpConnector { client, policy }), Duration::from_secs(600))
+}
+
+fn spec(server: &McpTestServer, extra: Value) -> McpServerSpec {
+    let mut config = json!({ "url": server.url(), "headers": { "Authorization": format!("Bearer {LEAKED_TOKEN}") } });
+    if let (Some(base), Some(more)) = (config.as_object_mut(), extra.as_object()) {
+        base.extend(more.clone());
+    }
+    serde_json::from_value(config).unwrap()
+}
+
+async fn tools(pool: &Arc<McpServers>, spec: McpServerSpec) -> Vec<Arc<dyn Tool>> {
+    let (tools, unavailable) = pool.tools(ctx().tenant_id, AgentId::new(), vec![("git-hub".into(), spec)]).await;
+    assert!(unavailable.is_empty(), "{unavailable:?}");
+    tools
+}
+
+fn named<'a>(tools: &'a [Arc<dyn Tool>], name: &str) -> &'a Arc<dyn Tool> {
+    tools.iter().find(|t| t.name() == name).unwrap_or_else(|| panic!("no {name}"))
+}
+
+async fn call(tool: &Arc<dyn Tool>, args: Value) -> Result<Value, String> {
+    match tool.call(&ctx(), args).await {
+        Ok(text) => Ok(serde_json::from_str(&text).unwrap()),
+        Err(ToolError::RespondToModel(m) | ToolError::Unavailable(m)) => Err(m),
+        Err(ToolError::Park(_)) => Err("parked".into()),
+    }
+}
+
+fn names(tools: &[Arc<dyn Tool>]) -> Vec<&'static str> {
+    let mut names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn an_http_servers_tools_are_offered_by_upstreams_names_and_their_results_come_back_clean() {
+    let server = McpTestServer::start().await.unwrap();
+    let pool = pool(&[server.host()]);
+    let tools = tools(&pool, spec(&server, json!({}))).await;
+    assert_eq!(
+        names(&tools),
+        [
+            "mcp_git_hub_add",
+            "mcp_git_hub_fail",
+            "mcp_git_hub_get_prompt",
+            "mcp_git_hub_leak",
+            "mcp_git_hub_list_prompts",
+            "mcp_git_hub_list_resources",
+            "mcp_git_hub_picture",
+            "mcp_git_hub_read_resource",
+            "mcp_git_hub_slow",
+            "mcp_git_hub_tagged",
+            "mcp_git_hub_unlock"
+        ]
+    );
+    let add = named(&tools, "mcp_git_hub_add");
+    assert_eq!(add.schema()["parameters"]["properties"]["a"]["type"], "integer");
+    assert_eq!(add.schema()["description"], "Add two numbers");
+    assert_eq!(call(add, json!({"a": 2, "b": 40})).await.unwrap(), json!({"result": "42"}));
+    let picture = call(named(&tools, "mcp_git_hub_picture"), json!({})).await.unwrap();
+    assert!(
+        picture["result"].as_str().unwrap().starts_with("the chart\n[image from the server: image/png"),
+        "{picture}"
+    );
+    let err = call(named(&tools, "mcp_git_hub_fail"), json!({})).await.unwrap_err();
+    assert_eq!(err, "MCP tool fail failed: the repository does not exist");
+    let leak = call(named(&tools, "mcp_git_hub_leak"), json!({})).await.unwrap();
+    assert_eq!(leak["result"], "my token is [REDACTED]", "the configuration's secrets never reach the model");
+    assert_eq!(call(named(&tools, "mcp_git_hub_tagged"), json!({})).await.unwrap()["result"], "visible text");
+    let resources = call(named(&tools, "mcp_git_hub_list_resources"), json!({})).await.unwrap();
+    assert_eq!(resources["result"][0]["uri"], "memo://readme", "{resources}");
+    let read = call(named(&tools, "mcp_git_hub_read_resource"), json!({"uri": "memo://readme"})).await.unwrap();
+    assert_eq!(read["result"]["contents"][0]["text"], "Read me first.", "{read}");
+    let prompt =
+        call(named(&tools, "mcp_git_hub_get_prompt"), json!({"name": "greeting", "arguments": {"name": "Ann"}}));
+    assert_eq!(prompt.await.unwrap()["result"]["messages"][0]["content"]["text"], "Say hello to Ann.");
+    assert_eq!(pool.len(), 1, "one session for all of it");
+}
+
+#[tokio::test]
+async fn filters_choose_the_tools_and_the_wrappers() {
+    let server = McpTestServer::start().await.unwrap();
+    let pool = pool(&[server.host()]);
+    let only = spec(&server, json!({"tools": {"include": ["a*", "pic*"], "exclude": ["add"], "prompts": false}}));
+    assert_eq!(
+        names(&tools(&pool, only).await),
+        ["mcp_git_hub_add", "mcp_git_hub_list_resources", "mcp_git_hub_picture", "mcp_git_hub_read_resource"],
+        "include wins over exclude; prompts off"
+    );
+    let without = spec(&server, json!({"tools": {"exclude": ["*"], "resources": false, "prompts": false}}));
+    assert!(tools(&pool, without).await.is_empty());
+    let off = spec(&server, json!({"enabled": false}));
+    assert!(tools(&pool, off).await.is_empty(), "a disabled server is not even connected");
+}
+
+#[tokio::test]
+async fn a_changed_tool_list_shows_at_the_next_turn_and_a_restarted_server_is_reconnected() {
+    let mut server = McpTestServer::start().await.unwrap();
+    let pool = pool(&[server.host()]);
+    let first = tools(&pool, spec(&server, json!({}))).await;
+    assert!(!names(&first).contains(&"mcp_git_hub_late_tool"));
+    assert_eq!(call(named(&first, "mcp_git_hub_unlock"), json!({})).await.unwrap()["result"], "unlocked");
+    // The notification travels on its own; the next turn's listing sees the new tool.
+    let mut seen = false;
+    for _ in 0..50 {
+        if names(&tools(&pool, spec(&server, json!({}))).await).contains(&"mcp_git_hub_late_tool") {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(seen, "tools/list_changed refreshed the list");
+
+    server.restart().await.unwrap();
+    let add = named(&first, "mcp_git_hub_add");
+    assert_eq!(call(add, json!({"a": 1, "b": 1})).await.unwrap()["result"], "2", "a new session after the restart");
+    drop(server);
+    let err = call(add, json!({"a": 1, "b": 1})).await.unwrap_err();
+    assert!(
+        err.starts_with("the MCP server git-hub is not responding") && err.contains("do not call its tools again"),
+        "{err}"
+    );
+    assert!(!err.contains(LEAKED_TOKEN));
+}
+
+#[tokio::test]
+async fn slow_calls_time_out_and_private_servers_need_the_operators_allowance() {
+    let server = McpTestServer::start().await.unwrap();
+    let pool = pool(&[server.host()]);
+    let tools = tools(&pool, spec(&server, json!({"timeout": 0.3}))).await;
+    let err = call(named(&tools, "mcp_git_hub_slow"), json!({"millis": 2000})).await.unwrap_err();
+    assert!(err.starts_with("MCP tool slow failed: timed out"), "{err}");
+
+    let strict = self::pool(&[]);
+    let (found, unavailable) =
+        strict.tools(ctx().tenant_id, AgentId::new(), vec![("git-hub".into(), spec(&server, json!({})))]).await;
+    assert!(found.is_empty());
+    assert_eq!(unavailable[0].server, "git-hub");
+    let reason = &unavailable[0].reason;
+    assert!(
+        reason.starts_with("could not connect: the server's address is refused") && reason.contains("127.0.0.1"),
+        "{reason}"
+    );
+}

@@ -1,0 +1,290 @@
+//! A server's tools as the agent's tools: each MCP tool as `mcp_<server>_<tool>`, and, where
+//! the server has them and the configuration allows, upstream's `list_resources`,
+//! `read_resource`, `list_prompts` and `get_prompt` wrappers. Results come back as upstream's
+//! `{"result": ...}`, with invisible Unicode tag characters stripped and the configuration's
+//! secrets redacted; a lost session is re-established once per call, and a server that stays
+//! down is reported to the model instead of being called in a loop.
+
+use std::collections::HashSet;
+use std::sync::{Arc, LazyLock, Mutex};
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+
+use hermes_core::ToolsetName;
+use hermes_tools::{Tool, ToolCtx, ToolError};
+
+use crate::connection::{McpConnection, McpError};
+use crate::pool::{McpServers, ServerKey};
+use crate::spec::{McpServerSpec, sanitize, tool_name};
+
+/// Tool names live as long as the process (the registry keys tools by `&'static str`); each
+/// distinct name is kept once, so the memory is bounded by the names servers have offered.
+static NAMES: LazyLock<Mutex<HashSet<&'static str>>> = LazyLock::new(Mutex::default);
+
+fn intern(name: String) -> &'static str {
+    let Ok(mut names) = NAMES.lock() else { return Box::leak(name.into_boxed_str()) };
+    if let Some(known) = names.get(name.as_str()) {
+        return known;
+    }
+    let leaked: &'static str = Box::leak(name.into_boxed_str());
+    names.insert(leaked);
+    leaked
+}
+
+/// Removes Unicode tag characters (U+E0000–U+E007F), which can hide instructions in text.
+pub fn strip_invisible(text: &str) -> String {
+    text.chars().filter(|c| !('\u{E0000}'..='\u{E007F}').contains(c)).collect()
+}
+
+/// What a wrapper does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Action {
+    Call,
+    ListResources,
+    ReadResource,
+    ListPrompts,
+    GetPrompt,
+}
+
+/// The server a tool belongs to.
+pub(crate) struct Server {
+    pub pool: Arc<McpServers>,
+    pub key: ServerKey,
+    pub spec: McpServerSpec,
+}
+
+/// One of a server's tools (or wrappers), as the agent sees it.
+pub struct McpTool {
+    name: &'static str,
+    schema: Value,
+    /// The server's own name for it.
+    remote: String,
+    action: Action,
+    server: Arc<Server>,
+}
+
+impl McpTool {
+    /// A server tool.
+    pub(crate) fn call(server: Arc<Server>, remote: &str, description: &str, input_schema: Value) -> Self {
+        let name = intern(tool_name(&server.key.name, remote));
+        let description = if description.trim().is_empty() {
+            format!("MCP tool {remote} from {}", server.key.name)
+        } else {
+            strip_invisible(description)
+        };
+        let schema = json!({ "name": name, "description": description, "parameters": normalize(input_schema) });
+        Self { name, schema, remote: remote.to_owned(), action: Action::Call, server }
+    }
+
+    /// Upstream's resource and prompt wrappers for a server.
+    pub(crate) fn wrappers(server: &Arc<Server>, resources: bool, prompts: bool) -> Vec<Self> {
+        let s = sanitize(&server.key.name);
+        let n = &server.key.name;
+        let empty = json!({ "type": "object", "properties": {} });
+        let mut out = Vec::new();
+        let mut add = |action, suffix: &str, description: String, parameters: Value| {
+            let name = intern(format!("mcp_{s}_{suffix}"));
+            let schema = json!({ "name": name, "description": description, "parameters": parameters });
+            out.push(Self { name, schema, remote: String::new(), action, server: server.clone() });
+        };
+        if resources {
+            add(
+                Action::ListResources,
+                "list_resources",
+                format!("List available resources from MCP server '{n}'"),
+                empty.clone(),
+            );
+            add(
+                Action::ReadResource,
+                "read_resource",
+                format!("Read a resource by URI from MCP server '{n}'"),
+                json!({ "type": "object", "properties": { "uri": { "type": "string", "description": "URI of the resource to read" } }, "required": ["uri"] }),
+            );
+        }
+        if prompts {
+            add(Action::ListPrompts, "list_prompts", format!("List available prompts from MCP server '{n}'"), empty);
+            add(
+                Action::GetPrompt,
+                "get_prompt",
+                format!("Get a prompt by name from MCP server '{n}'"),
+                json!({ "type": "object", "properties": {
+                    "name": { "type": "string", "description": "Name of the prompt to retrieve" },
+                    "arguments": { "type": "object", "description": "Optional arguments to pass to the prompt", "properties": {}, "additionalProperties": true }
+                }, "required": ["name"] }),
+            );
+        }
+        out
+    }
+
+    async fn once(&self, conn: &McpConnection, args: &Value) -> Result<String, McpError> {
+        let timeout = self.server.spec.timeout();
+        let arg = |key: &str| args.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let value = match self.action {
+            Action::Call => return render(&conn.call(&self.remote, args.clone(), timeout).await?),
+            Action::ListResources => conn.list_resources(timeout).await?,
+            Action::ReadResource => conn.read_resource(&arg("uri"), timeout).await?,
+            Action::ListPrompts => conn.list_prompts(timeout).await?,
+            Action::GetPrompt => {
+                let arguments = args.get("arguments").cloned().unwrap_or(Value::Null);
+                conn.get_prompt(&arg("name"), arguments, timeout).await?
+            }
+        };
+        Ok(json!({ "result": value }).to_string())
+    }
+
+    fn clean(&self, text: &str, secrets: &[String]) -> String {
+        hermes_toolbox::text::redact(&strip_invisible(text), secrets)
+    }
+}
+
+/// The model's text for a `tools/call` result; an error result is the server telling the
+/// model its call failed.
+fn render(result: &Value) -> Result<String, McpError> {
+    let mut parts = Vec::new();
+    for block in result["content"].as_array().into_iter().flatten() {
+        match block["type"].as_str().unwrap_or_default() {
+            "text" => parts.push(block["text"].as_str().unwrap_or_default().to_owned()),
+            "image" | "audio" => {
+                let bytes = block["data"].as_str().map_or(0, |d| d.len() / 4 * 3);
+                let mime = block["mimeType"].as_str().unwrap_or("application/octet-stream");
+                parts.push(format!(
+                    "[{} from the server: {mime}, about {bytes} bytes, not shown]",
+                    block["type"].as_str().unwrap_or("media")
+                ));
+            }
+            "resource" => {
+                let resource = &block["resource"];
+                let uri = resource["uri"].as_str().unwrap_or_default();
+                match resource["text"].as_str() {
+                    Some(text) => parts.push(format!("[resource {uri}]\n{text}")),
+                    None => parts.push(format!("[resource {uri}: binary, not shown]")),
+                }
+            }
+            "resource_link" => {
+                let uri = block["uri"].as_str().unwrap_or_default();
+                parts.push(format!("[resource link: {uri} ({})]", block["name"].as_str().unwrap_or_default()));
+            }
+            _ => {}
+        }
+    }
+    let text = parts.join("\n");
+    if result["isError"] == true {
+        return Err(McpError::Call(if text.is_empty() { "the tool returned an error".into() } else { text }));
+    }
+    match result.get("structuredContent").filter(|s| !s.is_null()) {
+        Some(structured) if text.is_empty() => Ok(json!({ "result": structured }).to_string()),
+        _ => Ok(json!({ "result": text }).to_string()),
+    }
+}
+
+/// An input schema as function calling wants it: an object with properties.
+fn normalize(schema: Value) -> Value {
+    let mut schema = match schema {
+        Value::Object(map) => Value::Object(map),
+        _ => json!({}),
+    };
+    if schema.get("type").is_none() {
+        schema["type"] = json!("object");
+    }
+    if schema.get("properties").is_none() {
+        schema["properties"] = json!({});
+    }
+    schema
+}
+
+impl Tool for McpTool {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn toolset(&self) -> ToolsetName {
+        ToolsetName::Mcp
+    }
+
+    fn schema(&self) -> Value {
+        self.schema.clone()
+    }
+
+    fn read_only(&self) -> bool {
+        matches!(self.action, Action::ListResources | Action::ReadResource | Action::ListPrompts | Action::GetPrompt)
+    }
+
+    /// A server's calls run one at a time, as upstream's default.
+    fn sequential(&self) -> bool {
+        true
+    }
+
+    fn call<'a>(&'a self, _ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(async move {
+            let server = &self.server;
+            let secrets = server.spec.secret_values();
+            let mut last = None;
+            // Once, and once more on a fresh session when the first one was lost.
+            for _ in 0..2 {
+                let conn = match server.pool.connection(&server.key, &server.spec).await {
+                    Ok(c) => c,
+                    Err(e) => {
+                        last = Some(e);
+                        break;
+                    }
+                };
+                match self.once(&conn, &args).await {
+                    Ok(text) => return Ok(self.clean(&text, &secrets)),
+                    Err(McpError::Lost) => {
+                        server.pool.forget(&server.key);
+                        last = Some(McpError::Lost);
+                    }
+                    Err(e) => {
+                        last = Some(e);
+                        break;
+                    }
+                }
+            }
+            let name = &server.key.name;
+            let message = match &last {
+                Some(e @ (McpError::Lost | McpError::Connect(_))) => {
+                    format!("the MCP server {name} is not responding ({e}); do not call its tools again in this turn")
+                }
+                Some(e) => format!("MCP tool {} failed: {e}", self.remote_name()),
+                None => format!("the MCP server {name} is not responding; do not call its tools again in this turn"),
+            };
+            Err(ToolError::RespondToModel(self.clean(&message, &secrets)))
+        })
+    }
+}
+
+impl McpTool {
+    fn remote_name(&self) -> &str {
+        if self.remote.is_empty() { self.name } else { &self.remote }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_keep_text_describe_media_and_an_error_result_is_an_error() {
+        let ok = json!({"content": [{"type": "text", "text": "42 issues"},
+                                     {"type": "image", "data": "aGVsbG8gd29ybGQh", "mimeType": "image/png"},
+                                     {"type": "resource", "resource": {"uri": "file:///a.txt", "text": "alpha"}}]});
+        let text: Value = serde_json::from_str(&render(&ok).unwrap()).unwrap();
+        assert_eq!(
+            text["result"],
+            "42 issues\n[image from the server: image/png, about 12 bytes, not shown]\n[resource file:///a.txt]\nalpha"
+        );
+        let structured = json!({"content": [], "structuredContent": {"count": 3}});
+        assert_eq!(render(&structured).unwrap(), r#"{"result":{"count":3}}"#);
+        let failed = json!({"content": [{"type": "text", "text": "repo not found"}], "isError": true});
+        assert!(matches!(render(&failed), Err(McpError::Call(m)) if m == "repo not found"));
+    }
+
+    #[test]
+    fn tag_characters_are_stripped_and_schemas_become_objects() {
+        assert_eq!(strip_invisible("ok\u{E0041}\u{E0042} done"), "ok done");
+        assert_eq!(normalize(json!(null)), json!({"type": "object", "properties": {}}));
+        assert_eq!(normalize(json!({"type": "object", "required": []}))["properties"], json!({}));
+        assert!(std::ptr::eq(intern("mcp_a_b".into()), intern("mcp_a_b".into())), "one copy per name");
+    }
+}

@@ -1,0 +1,115 @@
+//! An agent's MCP servers: the configuration as shown (every `env` and `headers` value
+//! masked) and the values sealed with the master key, the row named in the sealing so a copy
+//! elsewhere does not open. The store keeps JSON; `hermes_mcp` gives it its shape.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::Row;
+
+use hermes_core::{AgentId, TenantId};
+
+use crate::{Result, SecretBox, Store, StoreError};
+
+/// A stored server.
+#[derive(Debug, Clone)]
+pub struct StoredMcpServer {
+    pub agent_id: AgentId,
+    pub name: String,
+    /// The configuration with its secret values masked.
+    pub spec: Value,
+    pub enabled: bool,
+    pub updated_at: DateTime<Utc>,
+    sealed: Option<Vec<u8>>,
+}
+
+fn context(tenant: TenantId, agent: AgentId, name: &str) -> String {
+    format!("mcp-server:{tenant}:{agent}:{name}")
+}
+
+impl StoredMcpServer {
+    /// The secret values (`{"env": {...}, "headers": {...}}`), opened.
+    pub fn secrets(&self, tenant: TenantId, secrets: &SecretBox) -> Result<Value> {
+        let Some(sealed) = &self.sealed else { return Ok(Value::Object(Default::default())) };
+        let plain = secrets.open(&context(tenant, self.agent_id, &self.name), sealed)?;
+        serde_json::from_slice(&plain).map_err(|_| StoreError::Corrupt("an MCP server's secrets are not JSON".into()))
+    }
+}
+
+fn read(row: &sqlx::postgres::PgRow) -> Result<StoredMcpServer> {
+    Ok(StoredMcpServer {
+        agent_id: AgentId::from_uuid(row.try_get("agent_id")?),
+        name: row.try_get("name")?,
+        spec: row.try_get("spec")?,
+        enabled: row.try_get("enabled")?,
+        updated_at: row.try_get("updated_at")?,
+        sealed: row.try_get("secrets")?,
+    })
+}
+
+impl Store {
+    /// Adds or replaces the agent's server `name`; `secrets` (`{"env", "headers"}`) are sealed
+    /// (none: `secrets` may be `null`). Whether it replaced one.
+    pub async fn set_mcp_server(
+        &self,
+        tenant: TenantId,
+        agent: AgentId,
+        name: &str,
+        (spec, enabled): (&Value, bool),
+        secrets: &Value,
+        secret_box: Option<&SecretBox>,
+    ) -> Result<bool> {
+        let has_secrets =
+            secrets.as_object().is_some_and(|o| o.values().any(|v| v.as_object().is_some_and(|m| !m.is_empty())));
+        let sealed = if has_secrets {
+            let secret_box = SecretBox::required(secret_box, "an MCP server's env and headers")?;
+            let plain = serde_json::to_vec(secrets).map_err(|e| StoreError::Invalid(e.to_string()))?;
+            Some(secret_box.seal(&context(tenant, agent, name), &plain)?)
+        } else {
+            None
+        };
+        let replaced: bool = sqlx::query_scalar(
+            "INSERT INTO mcp_servers (tenant_id, agent_id, name, spec, secrets, enabled)
+             VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (tenant_id, agent_id, name) DO UPDATE
+                SET spec = EXCLUDED.spec, secrets = EXCLUDED.secrets, enabled = EXCLUDED.enabled, updated_at = now()
+             RETURNING (xmax <> 0)",
+        )
+        .bind(tenant.as_uuid())
+        .bind(agent.as_uuid())
+        .bind(name)
+        .bind(spec)
+        .bind(sealed)
+        .bind(enabled)
+        .fetch_one(&mut *self.as_tenant(tenant).await?)
+        .await?;
+        Ok(replaced)
+    }
+
+    /// The agent's servers, by name.
+    pub async fn mcp_servers(&self, tenant: TenantId, agent: AgentId) -> Result<Vec<StoredMcpServer>> {
+        let rows = sqlx::query(
+            "SELECT agent_id, name, spec, secrets, enabled, updated_at FROM mcp_servers
+             WHERE tenant_id = $1 AND agent_id = $2 ORDER BY name",
+        )
+        .bind(tenant.as_uuid())
+        .bind(agent.as_uuid())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
+        .await?;
+        rows.iter().map(read).collect()
+    }
+
+    /// Removes the agent's server `name`.
+    pub async fn delete_mcp_server(&self, tenant: TenantId, agent: AgentId, name: &str) -> Result<StoredMcpServer> {
+        let row = sqlx::query(
+            "DELETE FROM mcp_servers WHERE tenant_id = $1 AND agent_id = $2 AND name = $3
+             RETURNING agent_id, name, spec, secrets, enabled, updated_at",
+        )
+        .bind(tenant.as_uuid())
+        .bind(agent.as_uuid())
+        .bind(name)
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        read(&row)
+    }
+}

@@ -1,0 +1,227 @@
+//! A small MCP server built with `rmcp`, over streamable HTTP on loopback (`/mcp`), for the
+//! MCP client's tests. Its tools: `add` (a sum), `picture` (text and a PNG), `fail` (an error
+//! result), `leak` (answers with the token it was given, to test redaction), `tagged` (text
+//! hiding Unicode tag characters), `slow` (sleeps), and `unlock`, which adds `late_tool` and
+//! says the list changed. One resource (`memo://readme`) and one prompt (`greeting`). It can be
+//! restarted on the same port, which loses every session, as a real restart does.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolResult, ContentBlock, GetPromptRequestParams, GetPromptResponse, GetPromptResult, ListPromptsResult,
+    ListResourcesResult, PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, Role, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, schemars, tool, tool_handler, tool_router};
+
+/// The token `leak` gives away.
+pub const LEAKED_TOKEN: &str = "sekrit-token-123456";
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct AddRequest {
+    /// The first number.
+    pub a: i64,
+    /// The second number.
+    pub b: i64,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct SlowRequest {
+    /// How long to take, in milliseconds.
+    pub millis: u64,
+}
+
+/// What every session of the server shares.
+#[derive(Default)]
+pub struct Shared {
+    unlocked: AtomicBool,
+    calls: AtomicUsize,
+}
+
+#[derive(Clone)]
+struct TestServer {
+    shared: Arc<Shared>,
+}
+
+#[tool_router]
+impl TestServer {
+    #[tool(description = "Add two numbers")]
+    fn add(&self, Parameters(AddRequest { a, b }): Parameters<AddRequest>) -> String {
+        self.shared.calls.fetch_add(1, Ordering::Relaxed);
+        (a + b).to_string()
+    }
+
+    #[tool(description = "A chart, as an image with a caption")]
+    fn picture(&self) -> Result<CallToolResult, ErrorData> {
+        self.shared.calls.fetch_add(1, Ordering::Relaxed);
+        let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+        Ok(CallToolResult::success(vec![ContentBlock::text("the chart"), ContentBlock::image(png, "image/png")]))
+    }
+
+    #[tool(description = "Always fails")]
+    fn fail(&self) -> Result<CallToolResult, ErrorData> {
+        Ok(CallToolResult::error(vec![ContentBlock::text("the repository does not exist")]))
+    }
+
+    #[tool(description = "Says which token it was configured with")]
+    fn leak(&self) -> String {
+        format!("my token is {LEAKED_TOKEN}")
+    }
+
+    #[tool(description = "Text with hidden characters")]
+    fn tagged(&self) -> String {
+        "visible\u{E0049}\u{E0047}\u{E004E} text".to_owned()
+    }
+
+    #[tool(description = "Takes its time")]
+    async fn slow(&self, Parameters(SlowRequest { millis }): Parameters<SlowRequest>) -> String {
+        tokio::time::sleep(std::time::Duration::from_millis(millis)).await;
+        "done".to_owned()
+    }
+
+    #[tool(description = "Adds late_tool and tells the client")]
+    async fn unlock(&self, peer: Peer<RoleServer>) -> String {
+        self.shared.unlocked.store(true, Ordering::Relaxed);
+        let _ = peer.notify_tool_list_changed().await;
+        "unlocked".to_owned()
+    }
+
+    #[tool(description = "Only there after unlock")]
+    fn late_tool(&self) -> String {
+        "late".to_owned()
+    }
+}
+
+impl TestServer {
+    /// The tools as they are now (`late_tool` only once unlocked).
+    fn router(&self) -> ToolRouter<Self> {
+        let mut router = Self::tool_router();
+        if !self.shared.unlocked.load(Ordering::Relaxed) {
+            router.remove_route("late_tool");
+        }
+        router
+    }
+}
+
+#[tool_handler(router = self.router())]
+impl ServerHandler for TestServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_resources()
+                .enable_prompts()
+                .build(),
+        )
+        .with_instructions("A test server")
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let readme = Resource::new("memo://readme", "readme");
+        Ok(ListResourcesResult::with_all_items(vec![readme]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if request.uri != "memo://readme" {
+            return Err(ErrorData::resource_not_found("no such resource", None));
+        }
+        let contents = ResourceContents::text("Read me first.", request.uri);
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let argument = PromptArgument::new("name").with_required(true);
+        let prompt = Prompt::new("greeting", Some("Greets someone"), Some(vec![argument]));
+        Ok(ListPromptsResult::with_all_items(vec![prompt]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let name = request.arguments.as_ref().and_then(|a| a.get("name")).and_then(|v| v.as_str()).unwrap_or("you");
+        let message = PromptMessage::new_text(Role::User, format!("Say hello to {name}."));
+        Ok(GetPromptResult::new(vec![message]).into())
+    }
+}
+
+/// A running server; stops when dropped.
+pub struct McpTestServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for McpTestServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn serve(addr: SocketAddr, shared: Arc<Shared>) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let addr = listener.local_addr()?;
+    let service = StreamableHttpService::new(
+        move || Ok(TestServer { shared: shared.clone() }),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let app = axum::Router::new().nest_service("/mcp", service);
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok((addr, task))
+}
+
+impl McpTestServer {
+    pub async fn start() -> std::io::Result<Self> {
+        let shared = Arc::new(Shared::default());
+        let (addr, task) = serve("127.0.0.1:0".parse().map_err(std::io::Error::other)?, shared.clone()).await?;
+        Ok(Self { addr, shared, task })
+    }
+
+    /// `http://127.0.0.1:PORT/mcp`.
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub fn host(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// Stops and starts again on the same port: every session is forgotten.
+    pub async fn restart(&mut self) -> std::io::Result<()> {
+        self.task.abort();
+        let _ = (&mut self.task).await;
+        let (_, task) = serve(self.addr, self.shared.clone()).await?;
+        self.task = task;
+        Ok(())
+    }
+
+    /// Tool calls that reached a tool (`add`, `picture`).
+    pub fn calls(&self) -> usize {
+        self.shared.calls.load(Ordering::Relaxed)
+    }
+}

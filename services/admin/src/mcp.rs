@@ -1,0 +1,99 @@
+//! An agent's MCP servers (upstream Hermes's `mcp_servers`): listed with every `env` and
+//! `headers` value masked, set whole by name (the values sealed), removed. Editing them is
+//! editing the agent (`agents.edit`); each change is audited without its secret values.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use hermes_core::ErrorCode;
+use hermes_core::access::AdminOp;
+use hermes_http::ApiError;
+use hermes_mcp::McpServerSpec;
+use hermes_mcp::spec::valid_server_name;
+use hermes_store::admin::Change;
+
+use crate::caller::Caller;
+use crate::errors::store_error;
+use crate::state::AdminState;
+
+type Result<T, E = ApiError> = std::result::Result<T, E>;
+
+fn shown(server: &hermes_store::StoredMcpServer) -> Value {
+    json!({ "name": server.name, "enabled": server.enabled, "config": server.spec, "updated_at": server.updated_at })
+}
+
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents/{agent}/mcp-servers", tag = "admin: agents",
+    params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name")),
+    responses((status = 200, description = "The agent's MCP servers, secret values masked", body = crate::schemas::ObjectList),
+        (status = 404, description = "No such agent (or not yours)", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn list(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, agent_ref)): Path<(String, String)>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::ViewAgents).await?;
+    let agent = state.agent(t.id, &agent_ref).await?;
+    let servers = state.store.mcp_servers(t.id, agent.id).await.map_err(store_error)?;
+    Ok(Json(json!({ "object": "list", "data": servers.iter().map(shown).collect::<Vec<_>>() })))
+}
+
+#[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/agents/{agent}/mcp-servers/{name}", tag = "admin: agents",
+    request_body(content = Object, description = "Upstream's shape: `command`, `args`, `env` (stdio) or `url`, `headers` (HTTP); `timeout`, `connect_timeout`, `enabled`, `tools` {`include`, `exclude`, `resources`, `prompts`}"),
+    params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name"),
+        ("name" = String, Path, description = "The server's name (letters, digits, `-`, `_`; at most 40)")),
+    responses((status = 200, description = "Set; the agent's next turn uses it", body = Object),
+        (status = 400, description = "A configuration that cannot work, or a URL the outbound policy refuses", body = crate::schemas::ErrorBody),
+        (status = 403, description = "The caller's role may not edit agents", body = crate::schemas::ErrorBody),
+        (status = 404, description = "No such agent", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn set(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, agent_ref, name)): Path<(String, String, String)>,
+    body: std::result::Result<hermes_http::ApiJson<McpServerSpec>, ApiError>,
+) -> Result<Json<Value>> {
+    let t = caller.tenant(&state, &tenant, AdminOp::EditAgents).await?;
+    let agent = state.agent(t.id, &agent_ref).await?;
+    let hermes_http::ApiJson(spec) = body?;
+    let bad = |msg: String| ApiError::invalid_request(ErrorCode::InvalidValue, msg);
+    if !valid_server_name(&name) {
+        return Err(bad(format!("{name:?} is not a server name: letters, digits, - and _, at most 40")));
+    }
+    spec.validate().map_err(|e| bad(e.0))?;
+    if let Some(url) = spec.url.as_deref().and_then(|u| reqwest::Url::parse(u).ok())
+        && let Some(why) = state.mcp_policy().refuse(&url)
+    {
+        return Err(bad(format!("the server's url is refused: {why}")).with_param("url"));
+    }
+    let masked = serde_json::to_value(spec.masked()).map_err(|e| bad(e.to_string()))?;
+    let secrets = json!({ "env": spec.env, "headers": spec.headers });
+    let replaced = state
+        .store
+        .set_mcp_server(t.id, agent.id, &name, (&masked, spec.enabled), &secrets, state.secrets.as_ref())
+        .await
+        .map_err(store_error)?;
+    let action = if replaced { "mcp_server.updated" } else { "mcp_server.added" };
+    let change = Change::new(action, "mcp_server", format!("{}/{name}", agent.id)).after(&masked);
+    caller.record(&state, Some(t.id), change).await?;
+    Ok(Json(json!({ "name": name, "enabled": spec.enabled, "config": masked })))
+}
+
+#[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/agents/{agent}/mcp-servers/{name}", tag = "admin: agents",
+    params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name"),
+        ("name" = String, Path, description = "The server's name")),
+    responses((status = 204, description = "Removed; the agent's next turn no longer has its tools"),
+        (status = 403, description = "The caller's role may not edit agents", body = crate::schemas::ErrorBody),
+        (status = 404, description = "No such agent or server", body = crate::schemas::ErrorBody)))]
+pub(crate) async fn remove(
+    State(state): State<AdminState>,
+    caller: Caller,
+    Path((tenant, agent_ref, name)): Path<(String, String, String)>,
+) -> Result<StatusCode> {
+    let t = caller.tenant(&state, &tenant, AdminOp::EditAgents).await?;
+    let agent = state.agent(t.id, &agent_ref).await?;
+    let gone = state.store.delete_mcp_server(t.id, agent.id, &name).await.map_err(store_error)?;
+    let change = Change::new("mcp_server.removed", "mcp_server", format!("{}/{name}", agent.id)).before(&gone.spec);
+    caller.record(&state, Some(t.id), change).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

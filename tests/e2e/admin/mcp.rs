@@ -1,0 +1,101 @@
+//! MCP servers end to end: an admin adds an agent's HTTP server through the admin API (its
+//! header sealed, shown back masked), the agent's next turn is offered the server's tools and
+//! calls one, the secret never reaches the transcript, and a removed server's tools are gone;
+//! another tenant sees none of it, and a server on a private address is refused unless the
+//! operator allowed that host.
+
+use hermes_core::MemberRole;
+use hermes_testkit::ScriptedReply;
+use hermes_testkit::mcp::{LEAKED_TOKEN, McpTestServer};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use super::member;
+use crate::harness::{Roles, TestEnv};
+
+fn ask(text: &str) -> Value {
+    json!({"model": "helper", "messages": [{"role": "user", "content": text}]})
+}
+
+fn offered(body: &Value) -> Vec<String> {
+    let tools = body["tools"].as_array().cloned().unwrap_or_default();
+    tools.iter().filter_map(|t| t["function"]["name"].as_str().map(str::to_owned)).collect()
+}
+
+#[tokio::test]
+async fn an_agents_http_mcp_server_is_configured_in_the_admin_api_and_its_tools_are_called_by_a_turn() {
+    let server = McpTestServer::start().await.unwrap();
+    let allowed = server.host();
+    let env = TestEnv::start_with(Roles { worker: true, scheduler: false }, move |c| {
+        c.mcp.allow_private_hosts = vec![allowed];
+    })
+    .await;
+    let (acme, _, key) = env.tenant("acme", "helper").await;
+    let (other, _, _) = env.tenant("other", "helper").await;
+    let (_, owner) = member(&env, acme, "owner@acme.test", MemberRole::Owner).await;
+    let (_, viewer) = member(&env, acme, "viewer@acme.test", MemberRole::Member).await;
+    let (_, stranger) = member(&env, other, "owner@other.test", MemberRole::Owner).await;
+    let path = format!("/admin/v1/tenants/{acme}/agents/helper/mcp-servers/tracker");
+    let config = json!({"url": server.url(), "headers": {"Authorization": format!("Bearer {LEAKED_TOKEN}")},
+                        "tools": {"include": ["add", "leak"]}});
+
+    assert_eq!(viewer.call(&env, Method::PUT, &path, Some(config.clone())).await.0, 403, "members may not edit agents");
+    let bad = json!({"command": "npx", "url": "http://x/"});
+    let (s, err) = owner.call(&env, Method::PUT, &path, Some(bad)).await;
+    assert_eq!((s, err["error"]["code"].as_str()), (400, Some("invalid_value")), "{err}");
+    let private = json!({"url": "http://10.0.0.9:8080/mcp"});
+    let (s, err) = owner.call(&env, Method::PUT, &path, Some(private)).await;
+    assert!(s == 400 && err["error"]["message"].as_str().unwrap_or("").contains("not a public address"), "{err}");
+    let (s, set) = owner.call(&env, Method::PUT, &path, Some(config)).await;
+    assert_eq!(s, 200, "{set}");
+    assert_eq!(set["config"]["headers"]["Authorization"], "***");
+    let (_, listed) =
+        viewer.call(&env, Method::GET, &format!("/admin/v1/tenants/{acme}/agents/helper/mcp-servers"), None).await;
+    assert_eq!(listed["data"][0]["name"], "tracker");
+    assert!(!listed.to_string().contains(LEAKED_TOKEN), "never shown back: {listed}");
+    let stored: Vec<u8> = sqlx::query_scalar("SELECT secrets FROM mcp_servers").fetch_one(&env.db).await.unwrap();
+    assert!(!String::from_utf8_lossy(&stored).contains(LEAKED_TOKEN), "sealed at rest");
+    let theirs = format!("/admin/v1/tenants/{acme}/agents/helper/mcp-servers");
+    assert_eq!(stranger.call(&env, Method::GET, &theirs, None).await.0, 404, "another tenant's agent");
+
+    // The next turn is offered the server's filtered tools and calls one.
+    env.llm.push(ScriptedReply::tool_call("mcp_tracker_add", json!({"a": 2, "b": 3})));
+    env.llm.push(ScriptedReply::tool_call("mcp_tracker_leak", json!({})));
+    env.llm.push(ScriptedReply::text("2 + 3 = 5."));
+    let resp = env.chat(&key, ask("add 2 and 3")).await;
+    assert_eq!(resp.status(), 200);
+    let requests = env.llm.requests();
+    let tools = offered(&requests[0].body);
+    assert!(
+        tools.contains(&"mcp_tracker_add".to_owned()) && tools.contains(&"mcp_tracker_leak".to_owned()),
+        "{tools:?}"
+    );
+    assert!(!tools.contains(&"mcp_tracker_fail".to_owned()), "the include filter holds");
+    assert!(tools.contains(&"mcp_tracker_list_resources".to_owned()), "{tools:?}");
+    let results: Vec<String> = requests[2]
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(results[0], r#"{"result":"5"}"#);
+    assert_eq!(results[1], r#"{"result":"my token is [REDACTED]"}"#);
+    let transcript: Vec<String> =
+        sqlx::query_scalar("SELECT coalesce(content::text, '') FROM messages").fetch_all(&env.db).await.unwrap();
+    assert!(!transcript.iter().any(|m| m.contains(LEAKED_TOKEN)), "no secret in the transcript");
+
+    // Removed: the next turn has no MCP tools; the audit log has all three changes.
+    assert_eq!(owner.call(&env, Method::DELETE, &path, None).await.0, 204);
+    assert_eq!(owner.call(&env, Method::DELETE, &path, None).await.0, 404);
+    env.llm.push(ScriptedReply::text("No tools now."));
+    assert_eq!(env.chat(&key, ask("again")).await.status(), 200);
+    let last = env.llm.requests().pop().unwrap();
+    assert!(!offered(&last.body).iter().any(|t| t.starts_with("mcp_")), "{:?}", offered(&last.body));
+    for action in ["mcp_server.added", "mcp_server.removed"] {
+        let (_, audit) =
+            owner.call(&env, Method::GET, &format!("/admin/v1/tenants/{acme}/audit?action={action}"), None).await;
+        assert_eq!(audit["data"].as_array().map(Vec::len), Some(1), "{action}: {audit}");
+        assert!(!audit.to_string().contains(LEAKED_TOKEN), "{audit}");
+    }
+    env.stop().await;
+}
