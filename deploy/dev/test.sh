@@ -81,8 +81,9 @@ echo "== dashboards and alerts"
 python3 deploy/grafana/check.py
 echo "== docker compose"
 deploy/compose/check.sh
-echo "== sandboxd, hermesctl (the e2e tests run both) and the sandbox test image"
+echo "== sandboxd, hermesctl, the stdio MCP test server (the e2e tests run them) and the sandbox test image"
 cargo build -p hermes-sandboxd -p hermesctl --locked
+cargo build -p hermes-testkit --bin hermes-mcp-test-server --locked
 deploy/sandbox/build-test-image.sh >/dev/null
 
 echo "== cargo fmt --check"

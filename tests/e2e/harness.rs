@@ -66,6 +66,17 @@ pub struct TestEnv {
     db_port: u16,
 }
 
+/// The stdio MCP test server (`hermes-testkit`'s `hermes-mcp-test-server`):
+/// `$HERMES_MCP_TEST_SERVER_BIN`, else the debug build beside this test binary (`.ci/run`
+/// builds it first).
+pub fn mcp_test_server_bin() -> std::path::PathBuf {
+    if let Ok(path) = std::env::var("HERMES_MCP_TEST_SERVER_BIN") {
+        return path.into();
+    }
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().and_then(|deps| deps.parent()).unwrap().join("hermes-mcp-test-server")
+}
+
 /// sandboxd as the tests run it on the host (local backend): `$HERMES_SANDBOXD_BIN`, else the
 /// debug build beside this test binary (`.ci/run` builds it first).
 pub fn sandboxd_bin() -> String {

@@ -42,6 +42,7 @@ mod interrupt;
 mod isolation;
 mod kubernetes;
 mod limits;
+mod mcp_stdio;
 mod memory;
 mod openapi;
 mod ops;

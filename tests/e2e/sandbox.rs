@@ -384,6 +384,11 @@ impl LocalFixture {
     pub fn shared(&self) -> Arc<dyn Sandboxes> {
         self.sandboxes.clone().unwrap()
     }
+
+    /// `key`'s workspace on the host (`/workspace` inside).
+    pub fn workspace(&self, key: SandboxKey) -> std::path::PathBuf {
+        self.sandboxes.as_ref().unwrap().workspace_dir(key)
+    }
 }
 
 impl Drop for LocalFixture {

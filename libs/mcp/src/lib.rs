@@ -7,11 +7,13 @@
 mod connection;
 mod pool;
 pub mod spec;
+mod stdio;
 mod tool;
 
 pub use connection::{ListedTool, McpConnection, McpError, Offers};
 pub use pool::{Connect, HttpConnector, McpServers, ServerKey, Unavailable};
 pub use spec::{McpServerSpec, ToolFilter, Transport};
+pub use stdio::SandboxConnector;
 pub use tool::{McpTool, strip_invisible};
 
 #[cfg(test)]

@@ -11,8 +11,8 @@ use hermes_sandbox::proto::{
     ListCheckpointsRequest, ListDirRequest, ListDirResponse, ListProcessesRequest, PollProcessRequest, ProcessList,
     ProcessRef, ProcessStatus, ReadBytesRequest, ReadBytesResponse, ReadFileRequest, ReadFileResponse,
     ReadFirstRequest, ReadFirstResponse, RestoreRequest, RestoreResponse, SearchRequest, SearchResponse,
-    StartProcessRequest, StatusRequest, StatusResponse, WaitProcessRequest, WriteFileRequest, WriteProcessRequest,
-    exec_event,
+    StartProcessRequest, StatusRequest, StatusResponse, StdioInput, StdioOutput, WaitProcessRequest, WriteFileRequest,
+    WriteProcessRequest, exec_event,
 };
 use hermes_sandbox::{Address, ExecRequest, RAW_OUTPUT_CAP, SandboxClient, SandboxError};
 use tokio_stream::wrappers::{ReceiverStream, UnixListenerStream};
@@ -31,6 +31,7 @@ fn refused() -> Status {
 impl Sandbox for Flood {
     type ExecStream = ReceiverStream<Result<ExecEvent, Status>>;
     type RunCodeStream = ReceiverStream<Result<CodeOutput, Status>>;
+    type StdioStream = ReceiverStream<Result<StdioOutput, Status>>;
 
     async fn exec(&self, _: Request<hermes_sandbox::proto::ExecRequest>) -> Reply<Self::ExecStream> {
         let (tx, rx) = tokio::sync::mpsc::channel(4);
@@ -42,6 +43,10 @@ impl Sandbox for Flood {
     }
 
     async fn run_code(&self, _: Request<Streaming<CodeInput>>) -> Reply<Self::RunCodeStream> {
+        Err(refused())
+    }
+
+    async fn stdio(&self, _: Request<Streaming<StdioInput>>) -> Reply<Self::StdioStream> {
         Err(refused())
     }
 

@@ -72,7 +72,8 @@ impl TestServer {
 
     #[tool(description = "Says which token it was configured with")]
     fn leak(&self) -> String {
-        format!("my token is {LEAKED_TOKEN}")
+        let token = std::env::var("MCP_TEST_TOKEN").unwrap_or_else(|_| LEAKED_TOKEN.to_owned());
+        format!("my token is {token}")
     }
 
     #[tool(description = "Text with hidden characters")]
@@ -164,6 +165,15 @@ impl ServerHandler for TestServer {
         let message = PromptMessage::new_text(Role::User, format!("Say hello to {name}."));
         Ok(GetPromptResult::new(vec![message]).into())
     }
+}
+
+/// Serves the test server on this process's stdin and stdout until the client goes. `leak`
+/// answers with `$MCP_TEST_TOKEN` when it is set (the token a stdio server gets in its env).
+pub async fn serve_stdio() -> anyhow::Result<()> {
+    use rmcp::ServiceExt;
+    let server = TestServer { shared: Arc::new(Shared::default()) };
+    server.serve(rmcp::transport::stdio()).await?.waiting().await?;
+    Ok(())
 }
 
 /// A running server; stops when dropped.

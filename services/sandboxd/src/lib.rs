@@ -13,6 +13,7 @@ pub mod procs;
 pub mod relay;
 pub mod search;
 mod service;
+pub mod stdio;
 
 use std::path::PathBuf;
 use std::sync::Mutex;

@@ -14,8 +14,8 @@ use hermes_sandbox_proto::v1::{
     ExecRequest, ListCheckpointsRequest, ListDirRequest, ListDirResponse, ListProcessesRequest, PollProcessRequest,
     ProcessList, ProcessRef, ProcessStatus, ReadBytesRequest, ReadBytesResponse, ReadFileRequest, ReadFileResponse,
     ReadFirstRequest, ReadFirstResponse, RestoreRequest, RestoreResponse, SearchRequest, SearchResponse,
-    StartProcessRequest, StatusRequest, StatusResponse, WaitProcessRequest, WriteFileRequest, WriteProcessRequest,
-    edit_file_request,
+    StartProcessRequest, StatusRequest, StatusResponse, StdioInput, StdioOutput, WaitProcessRequest, WriteFileRequest,
+    WriteProcessRequest, edit_file_request,
 };
 use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
@@ -85,6 +85,16 @@ impl Sandbox for Daemon {
         let (tx, rx) = mpsc::channel(16);
         let (workspace, activity) = (self.cfg.workspace.clone(), self.activity.clone());
         tokio::spawn(async move { code::run(request.into_inner(), workspace, activity, tx).await });
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
+
+    type StdioStream = ReceiverStream<Result<StdioOutput, Status>>;
+
+    async fn stdio(&self, request: Request<Streaming<StdioInput>>) -> Reply<Self::StdioStream> {
+        self.activity.touch();
+        let (tx, rx) = mpsc::channel(32);
+        let (workspace, activity) = (self.cfg.workspace.clone(), self.activity.clone());
+        tokio::spawn(async move { crate::stdio::run(request.into_inner(), workspace, activity, tx).await });
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 

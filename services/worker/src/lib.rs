@@ -108,7 +108,7 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
     let worker_id = cfg.worker.id.clone().unwrap_or_else(default_worker_id);
     let tools = builtin_tools(&ctx);
     let (web, web_allowance) = web_services(&ctx);
-    let mcp = match mcp_tool::servers(&cfg.mcp) {
+    let mcp = match mcp_tool::servers(&cfg.mcp, ctx.sandboxes.clone()) {
         Ok(servers) => {
             tokio::spawn(mcp_tool::reap(servers.clone(), shutdown.clone()));
             Some(servers)

@@ -16,12 +16,16 @@ use hermes_tools::ToolRegistry;
 use crate::Runtime;
 
 /// The worker's sessions: HTTP servers through a client that reaches public addresses only,
-/// plus the hosts the operator allowed (`mcp.allow_private_hosts`).
-pub(crate) fn servers(config: &hermes_config::McpConfig) -> Result<Arc<McpServers>, reqwest::Error> {
+/// plus the hosts the operator allowed (`mcp.allow_private_hosts`); stdio servers in the
+/// agent's sandbox.
+pub(crate) fn servers(
+    config: &hermes_config::McpConfig,
+    sandboxes: Arc<dyn hermes_sandbox::Sandboxes>,
+) -> Result<Arc<McpServers>, reqwest::Error> {
     let policy = Arc::new(Policy::trusting(&config.allow_private_hosts));
     // Calls have their own timeouts (a server's `timeout`); this bounds a stuck connection.
     let client = client_for(policy.clone(), Duration::from_secs(10), Duration::from_secs(3_600))?;
-    let connector = HttpConnector { client, policy };
+    let connector = hermes_mcp::SandboxConnector { sandboxes, http: HttpConnector { client, policy } };
     Ok(McpServers::new(Box::new(connector), Duration::from_secs(config.idle_seconds.max(10))))
 }
 

@@ -1,0 +1,104 @@
+//! Stdio MCP servers run inside the agent's sandbox (here the bubblewrap one): sandboxd starts
+//! the program and carries its stdio over gRPC. The rmcp test server is called through it with
+//! its env token redacted from results; a server that exits at once is reported with its
+//! stderr; and when the session is dropped the program is gone from the sandbox.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use hermes_core::{AgentId, SessionId, TenantId, TurnId};
+use hermes_mcp::{HttpConnector, McpServerSpec, McpServers, SandboxConnector};
+use hermes_sandbox::SandboxKey;
+use hermes_tools::{Tool, ToolCtx, ToolError};
+
+use crate::harness::mcp_test_server_bin;
+use crate::sandbox::{Fixture, LocalFixture, run};
+
+const TOKEN: &str = "stdio-token-987654321";
+
+fn ctx(tenant: TenantId, agent: AgentId) -> ToolCtx {
+    ToolCtx {
+        tenant_id: tenant,
+        agent_id: agent,
+        session_id: SessionId::new(),
+        turn_id: TurnId::new(),
+        call_id: "call_stdio".into(),
+        interaction: Default::default(),
+    }
+}
+
+fn pool(f: &LocalFixture) -> Arc<McpServers> {
+    let policy = Arc::new(hermes_net_policy::outbound::Policy::default());
+    let http = HttpConnector { client: reqwest::Client::new(), policy };
+    McpServers::new(Box::new(SandboxConnector { sandboxes: f.shared(), http }), Duration::from_secs(600))
+}
+
+async fn call(tool: &Arc<dyn Tool>, ctx: &ToolCtx, args: Value) -> Result<Value, String> {
+    match tool.call(ctx, args).await {
+        Ok(text) => Ok(serde_json::from_str(&text).unwrap()),
+        Err(ToolError::RespondToModel(m) | ToolError::Unavailable(m)) => Err(m),
+        Err(ToolError::Park(_)) => Err("parked".into()),
+    }
+}
+
+#[tokio::test]
+async fn a_stdio_server_runs_in_the_agents_sandbox_is_called_and_dies_with_its_session() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let f = LocalFixture::new().await;
+    #[expect(clippy::disallowed_methods, reason = "a test tenant, not from a request")]
+    let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
+    let agent = AgentId::new();
+    let key = SandboxKey { tenant, agent };
+    f.sandboxes().open(key).await.unwrap();
+    // The tenant's server, installed in its workspace (as `npm install` there would).
+    let dir = f.workspace(key).join(".mcp");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(mcp_test_server_bin(), dir.join("tracker")).unwrap();
+
+    let pool = pool(&f);
+    let spec: McpServerSpec = serde_json::from_value(json!({
+        "command": "/workspace/.mcp/tracker", "env": {"MCP_TEST_TOKEN": TOKEN}, "tools": {"include": ["add", "leak"]}
+    }))
+    .unwrap();
+    let (tools, unavailable) = pool.tools(tenant, agent, vec![("tracker".into(), spec.clone())]).await;
+    assert!(unavailable.is_empty(), "{unavailable:?}");
+    let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+    assert!(names.contains(&"mcp_tracker_add") && names.contains(&"mcp_tracker_leak"), "{names:?}");
+    let ctx = ctx(tenant, agent);
+    let add = tools.iter().find(|t| t.name() == "mcp_tracker_add").unwrap();
+    assert_eq!(call(add, &ctx, json!({"a": 20, "b": 22})).await.unwrap(), json!({"result": "42"}));
+    let leak = tools.iter().find(|t| t.name() == "mcp_tracker_leak").unwrap();
+    assert_eq!(call(leak, &ctx, json!({})).await.unwrap()["result"], "my token is [REDACTED]");
+    // It runs inside the sandbox, as the sandbox's program.
+    let ps = run(f.sandboxes(), key, "ps -eo args | grep -c '^/workspace/.mcp/tracker' || true", 10).await.output;
+    assert_eq!(ps.trim(), "1", "one server process in the sandbox");
+
+    // The session goes (idle, or its configuration changed): so does the program.
+    pool.forget(&hermes_mcp::ServerKey { tenant, agent, name: "tracker".into() });
+    drop(tools);
+    let mut gone = false;
+    for _ in 0..50 {
+        let ps = run(f.sandboxes(), key, "ps -eo args | grep -c '^/workspace/.mcp/tracker' || true", 10).await.output;
+        if ps.trim() == "0" {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(gone, "the server process was reaped with its session");
+
+    // A server that exits before speaking is reported with why, and nothing spins.
+    let broken: McpServerSpec = serde_json::from_value(json!({
+        "command": "/workspace/.mcp/tracker", "args": ["--exit-at-once"], "connect_timeout": 20
+    }))
+    .unwrap();
+    let (tools, unavailable) = pool.tools(tenant, agent, vec![("broken".into(), broken)]).await;
+    assert!(tools.is_empty());
+    let reason = &unavailable[0].reason;
+    assert!(reason.contains("exited with code 3") && reason.contains("MCP_TEST_TOKEN is not set"), "{reason}");
+    let missing: McpServerSpec = serde_json::from_value(json!({"command": "/workspace/.mcp/nothing-here"})).unwrap();
+    let (_, unavailable) = pool.tools(tenant, agent, vec![("missing".into(), missing)]).await;
+    assert!(unavailable[0].reason.contains("cannot start the command"), "{}", unavailable[0].reason);
+}
