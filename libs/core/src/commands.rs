@@ -20,6 +20,7 @@ pub enum ChatCommand {
     Cron,
     Compress,
     Rollback,
+    ReloadMcp,
     Skills,
     Memory,
     Model,
@@ -117,7 +118,7 @@ use ChatCommand as C;
 use RunsIn::{GatewayWhenBare, Worker};
 
 /// Every command, in the menu's order (`/help` names them in the same order).
-pub static COMMANDS: [CommandSpec; 25] = [
+pub static COMMANDS: [CommandSpec; 26] = [
     spec(C::New, "new", "Start a fresh conversation").aliases(&["reset"]).help("/new starts a fresh conversation"),
     spec(C::Stop, "stop", "Stop what I'm doing").help("/stop stops my current work"),
     spec(C::Retry, "retry", "Ask your last message again").help("/retry asks again"),
@@ -138,6 +139,10 @@ pub static COMMANDS: [CommandSpec; 25] = [
     spec(C::Cron, "cron", "Scheduled jobs: /cron add|list|edit|pause|resume|run|remove").access(AdminsByDefault),
     spec(C::Compress, "compress", "Summarise this conversation now").access(AdminsByDefault).runs_in(Worker),
     spec(C::Rollback, "rollback", "Restore my workspace to a checkpoint").runs_in(Worker),
+    // Telegram's menu takes letters, digits and `_`; upstream's `/reload-mcp` is an alias.
+    spec(C::ReloadMcp, "reload_mcp", "Reconnect my MCP servers and list their tools again")
+        .aliases(&["reload-mcp"])
+        .runs_in(Worker),
     spec(C::Skills, "skills", "What I know how to do").help("/skills lists what I know how to do"),
     spec(C::Memory, "memory", "What I remember").help("/memory shows what I remember").access(AdminsByDefault),
     spec(C::Model, "model", "Show or switch my model").help("/model shows my model").access(AdminsByDefault),
@@ -189,9 +194,31 @@ mod tests {
         assert_eq!(
             names,
             [
-                "new", "stop", "retry", "undo", "steer", "queue", "status", "title", "sessions", "resume", "goal",
-                "subgoal", "cron", "compress", "rollback", "skills", "memory", "model", "usage", "approve", "deny",
-                "whoami", "pair", "help"
+                "new",
+                "stop",
+                "retry",
+                "undo",
+                "steer",
+                "queue",
+                "status",
+                "title",
+                "sessions",
+                "resume",
+                "goal",
+                "subgoal",
+                "cron",
+                "compress",
+                "rollback",
+                "reload_mcp",
+                "skills",
+                "memory",
+                "model",
+                "usage",
+                "approve",
+                "deny",
+                "whoami",
+                "pair",
+                "help"
             ]
         );
         assert_eq!(menu().next(), Some(("new", "Start a fresh conversation")));

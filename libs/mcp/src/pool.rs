@@ -125,6 +125,15 @@ impl McpServers {
         }
     }
 
+    /// Drops every session of `agent` (`/reload-mcp`): the next turn connects and lists the
+    /// servers' tools afresh. How many there were.
+    pub fn forget_agent(&self, tenant: TenantId, agent: AgentId) -> usize {
+        let Ok(mut live) = self.live.lock() else { return 0 };
+        let before = live.len();
+        live.retain(|key, _| !(key.tenant == tenant && key.agent == agent));
+        before - live.len()
+    }
+
     /// Drops sessions idle longer than the pool's idle time; how many.
     pub fn reap(&self) -> usize {
         let Ok(mut live) = self.live.lock() else { return 0 };

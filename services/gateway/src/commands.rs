@@ -99,7 +99,7 @@ impl Gateway {
             ChatCommand::Usage => self.usage(channel).await,
             ChatCommand::Help => Ok(help_text(msg.kind)),
             // The worker answers these; `own_command` never hands them here.
-            ChatCommand::Compress | ChatCommand::Rollback => Ok(help_text(msg.kind)),
+            ChatCommand::Compress | ChatCommand::Rollback | ChatCommand::ReloadMcp => Ok(help_text(msg.kind)),
         }
     }
 

@@ -1,7 +1,8 @@
 //! Slash commands a user sends instead of a message, answered by the worker without the
 //! model and kept out of the transcript: `/rollback` lists the workspace's checkpoints,
 //! `/rollback <N>` (1 = newest) or `/rollback <checkpoint id>` restores one; `/compress`
-//! summarises the conversation now.
+//! summarises the conversation now; `/reload-mcp` closes the agent's MCP sessions so the next
+//! message reconnects and lists their tools afresh.
 
 use chrono::{TimeZone, Utc};
 
@@ -29,6 +30,16 @@ pub(crate) async fn run(sandboxes: &dyn Sandboxes, key: SandboxKey, text: &str) 
         Ok(reply) => reply,
         Err(e) => format!("Rollback failed: {e}"),
     })
+}
+
+/// The reply to `/reload-mcp`, when `text` is that.
+pub(crate) fn reload_mcp(rt: &crate::Runtime, key: SandboxKey, text: &str) -> Option<String> {
+    let (ChatCommand::ReloadMcp, _) = worker_command(text)? else { return None };
+    let closed = rt.mcp.as_ref().map_or(0, |servers| servers.forget_agent(key.tenant, key.agent));
+    Some(format!(
+        "Reloaded the MCP servers ({closed} session{} closed): your next message connects again and lists their tools afresh.",
+        if closed == 1 { "" } else { "s" }
+    ))
 }
 
 fn when(ms: i64) -> String {

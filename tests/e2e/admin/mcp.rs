@@ -84,6 +84,13 @@ async fn an_agents_http_mcp_server_is_configured_in_the_admin_api_and_its_tools_
         sqlx::query_scalar("SELECT coalesce(content::text, '') FROM messages").fetch_all(&env.db).await.unwrap();
     assert!(!transcript.iter().any(|m| m.contains(LEAKED_TOKEN)), "no secret in the transcript");
 
+    // `/reload-mcp` closes the agent's session (the next turn connects again), without the model.
+    let before = env.llm.requests().len();
+    let reply: Value = env.chat(&key, ask("/reload-mcp")).await.json().await.unwrap();
+    let text = reply["choices"][0]["message"]["content"].as_str().unwrap_or_default();
+    assert!(text.starts_with("Reloaded the MCP servers (1 session closed)"), "{reply}");
+    assert_eq!(env.llm.requests().len(), before, "answered without the model");
+
     // Removed: the next turn has no MCP tools; the audit log has all three changes.
     assert_eq!(owner.call(&env, Method::DELETE, &path, None).await.0, 204);
     assert_eq!(owner.call(&env, Method::DELETE, &path, None).await.0, 404);

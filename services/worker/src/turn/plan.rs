@@ -215,7 +215,10 @@ impl Planner<'_> {
             return None;
         }
         let key = SandboxKey { tenant: self.tenant, agent: self.turn.agent_id };
-        let reply = crate::commands::run(self.rt.ctx.sandboxes.as_ref(), key, input.text().trim()).await?;
+        let reply = match crate::commands::reload_mcp(self.rt, key, input.text().trim()) {
+            Some(reply) => reply,
+            None => crate::commands::run(self.rt.ctx.sandboxes.as_ref(), key, input.text().trim()).await?,
+        };
         Some(TurnOutcome {
             content: reply,
             finish_reason: FinishReason::Stop,
