@@ -81,6 +81,9 @@ pub enum Command {
     /// A tenant's members in the admin console, and their roles.
     #[command(subcommand)]
     Member(crate::people::MemberCmd),
+    /// An agent's MCP servers (upstream's `mcp_servers`).
+    #[command(subcommand)]
+    Mcp(crate::mcp::McpCmd),
     /// A tenant's audit log, newest first, as JSON lines (`--json`) or a table.
     Audit(AuditArgs),
 }
@@ -169,6 +172,7 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
         Command::Key(cmd) => crate::keys::run_key(json_mode, store, cmd).await?,
         Command::Credential(cmd) => crate::keys::run_credential(json_mode, config, store, cmd).await?,
         Command::Pool(cmd) => crate::keys::run_pool(json_mode, store, cmd).await?,
+        Command::Mcp(cmd) => crate::mcp::run_mcp(json_mode, config, store, cmd).await?,
         Command::Operator(cmd) => crate::people::run_operator(json_mode, config, store, cmd).await?,
         Command::Person(cmd) => crate::people::run_person(json_mode, config, store, cmd).await?,
         Command::Member(cmd) => crate::people::run_member(json_mode, config, store, cmd).await?,

@@ -11,6 +11,7 @@ mod commands;
 mod cron;
 mod hooks;
 mod keys;
+mod mcp;
 mod people;
 mod prices;
 mod remote;

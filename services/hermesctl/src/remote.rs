@@ -164,9 +164,26 @@ pub async fn run(cli: Cli, url: &str) -> anyhow::Result<()> {
             let text = resp.text().await?;
             crate::cli::print_audit(json_mode, text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect());
         }
+        Command::Mcp(crate::mcp::McpCmd::Add(args)) => {
+            let spec = crate::mcp::spec_of(&args)?;
+            let id = remote.tenant(&args.agent.tenant).await?;
+            let path = crate::mcp::api_path(&id, &args.agent, Some(&args.name));
+            let set = remote.call(Method::PUT, &path, Some(serde_json::to_value(&spec)?)).await?;
+            print(json_mode, set, format!("set MCP server {} of {}", args.name, args.agent.agent));
+        }
+        Command::Mcp(crate::mcp::McpCmd::List(who)) => {
+            let id = remote.tenant(&who.tenant).await?;
+            let list = remote.call(Method::GET, &crate::mcp::api_path(&id, &who, None), None).await?;
+            print(json_mode, list["data"].clone(), crate::mcp::list_lines(&list));
+        }
+        Command::Mcp(crate::mcp::McpCmd::Remove { agent: who, name }) => {
+            let id = remote.tenant(&who.tenant).await?;
+            remote.call(Method::DELETE, &crate::mcp::api_path(&id, &who, Some(&name)), None).await?;
+            print(json_mode, json!({ "removed": name }), format!("removed MCP server {name} of {}", who.agent));
+        }
         _ => bail!(
             "this command needs the database (run it without --url where the database is reachable); \
-             over the API: tenant list|create|limits, member list|add, key create|list|revoke, agent list, audit"
+             over the API: tenant list|create|limits, member list|add, key create|list|revoke, agent list, mcp, audit"
         ),
     }
     Ok(())

@@ -142,3 +142,81 @@ async fn hermesctl_on_the_database_records_each_change_as_the_user_who_ran_it_an
     assert_eq!(key_create["actor"]["kind"], "cli");
     assert!(!key_create.to_string().contains("sk-live"), "{key_create}");
 }
+
+#[tokio::test]
+async fn hermesctl_manages_an_agents_mcp_servers_on_the_database_and_over_the_admin_api() {
+    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    env.tenant("mcp-co", "helper").await;
+    let db = env.config.database.url.clone();
+    let master = env.config.secrets.master_key.clone().unwrap();
+    let local = move |args: &'static [&'static str]| {
+        let (db, master) = (db.clone(), master.clone());
+        tokio::task::spawn_blocking(move || {
+            let vars = [
+                ("HERMES__DATABASE__URL", db.as_str()),
+                ("HERMES__SECRETS__MASTER_KEY", master.as_str()),
+                ("USER", "dana"),
+                ("MCP_AUTH", "Bearer mcp-secret-value-1234"),
+            ];
+            hermesctl_with(&vars, args)
+        })
+    };
+    let add: &[&str] = &[
+        "mcp",
+        "add",
+        "--tenant",
+        "mcp-co",
+        "--agent",
+        "helper",
+        "--name",
+        "tracker",
+        "--server-url",
+        "https://mcp.example.com/mcp",
+        "--header-env",
+        "Authorization=MCP_AUTH",
+        "--include",
+        "get_*",
+    ];
+    let (ok, out) = local(add).await.unwrap();
+    assert!(ok && out.contains("set MCP server tracker of helper"), "{out}");
+    let both: &[&str] = &[
+        "mcp",
+        "add",
+        "--tenant",
+        "mcp-co",
+        "--agent",
+        "helper",
+        "--name",
+        "x",
+        "--server-url",
+        "https://a/",
+        "--command",
+        "npx",
+    ];
+    let (ok, out) = local(both).await.unwrap();
+    assert!(!ok && out.contains("not both"), "{out}");
+    let sealed: Vec<u8> = sqlx::query_scalar("SELECT secrets FROM mcp_servers").fetch_one(&env.db).await.unwrap();
+    assert!(!String::from_utf8_lossy(&sealed).contains("mcp-secret-value"), "sealed at rest");
+
+    // Over the admin API, as an operator: the same server, masked; then removed.
+    let ops = env.store.ensure_person("ops@example.com", "", true, &cli()).await.unwrap();
+    let (_, token) =
+        env.store.create_operator_token(ops.id, "laptop", std::time::Duration::from_secs(3600), &cli()).await.unwrap();
+    let url = env.api_url.clone();
+    let remote = move |args: &'static [&'static str]| {
+        let (url, token) = (url.clone(), token.clone());
+        tokio::task::spawn_blocking(move || run(&url, &token, args))
+    };
+    let (ok, out) = remote(&["--json", "mcp", "list", "--tenant", "mcp-co", "--agent", "helper"]).await.unwrap();
+    assert!(ok, "{out}");
+    let listed: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(listed[0]["name"], "tracker");
+    assert_eq!(listed[0]["config"]["headers"]["Authorization"], "***");
+    assert_eq!(listed[0]["config"]["tools"]["include"][0], "get_*");
+    assert!(!out.contains("mcp-secret-value"), "{out}");
+    let (ok, out) =
+        remote(&["mcp", "remove", "--tenant", "mcp-co", "--agent", "helper", "--name", "tracker"]).await.unwrap();
+    assert!(ok, "{out}");
+    let (ok, out) = local(&["--json", "mcp", "list", "--tenant", "mcp-co", "--agent", "helper"]).await.unwrap();
+    assert!(ok && out.trim() == "[]", "{out}");
+}

@@ -1,0 +1,187 @@
+//! `hermesctl mcp add|list|remove`: an agent's MCP servers, in upstream Hermes's shape.
+//! Secret values never go on the command line: `--header-env NAME=VAR` and `--env-from
+//! NAME=VAR` read them from this process's environment (or `--from-file` a JSON file in
+//! upstream's `mcp_servers.<name>` shape).
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use hermes_config::HermesConfig;
+use hermes_mcp::McpServerSpec;
+use hermes_mcp::spec::valid_server_name;
+use hermes_store::{SecretBox, Store};
+
+use crate::cli::{print, tenant};
+
+/// Which agent's servers.
+#[derive(Args)]
+pub struct AgentRef {
+    #[arg(long)]
+    pub tenant: String,
+    /// The agent's name or id.
+    #[arg(long)]
+    pub agent: String,
+}
+
+#[derive(Subcommand)]
+pub enum McpCmd {
+    /// Add or replace a server.
+    Add(AddArgs),
+    /// The agent's servers (secret values masked).
+    List(AgentRef),
+    /// Remove a server.
+    Remove {
+        #[command(flatten)]
+        agent: AgentRef,
+        #[arg(long)]
+        name: String,
+    },
+}
+
+#[derive(Args)]
+pub struct AddArgs {
+    #[command(flatten)]
+    pub agent: AgentRef,
+    /// Letters, digits, `-` and `_` (tools are named `mcp_<name>_<tool>`).
+    #[arg(long)]
+    pub name: String,
+    /// A JSON file with the whole configuration (upstream's shape); other flags add to it.
+    #[arg(long)]
+    pub from_file: Option<std::path::PathBuf>,
+    /// A streamable-HTTP server's URL (`--url` is hermesctl's own: the admin API's).
+    #[arg(long)]
+    pub server_url: Option<String>,
+    /// A stdio server's program (run in the agent's sandbox).
+    #[arg(long)]
+    pub command: Option<String>,
+    #[arg(long = "arg")]
+    pub args: Vec<String>,
+    /// `NAME=VAR`: a header whose value is this process's `$VAR`.
+    #[arg(long = "header-env")]
+    pub header_env: Vec<String>,
+    /// `NAME=VAR`: a variable of the stdio server, from this process's `$VAR`.
+    #[arg(long = "env-from")]
+    pub env_from: Vec<String>,
+    /// Only these tools (globs).
+    #[arg(long)]
+    pub include: Vec<String>,
+    /// All but these tools (globs).
+    #[arg(long)]
+    pub exclude: Vec<String>,
+    /// Seconds a call may take (default 120).
+    #[arg(long)]
+    pub timeout: Option<f64>,
+    /// Add it switched off.
+    #[arg(long)]
+    pub disabled: bool,
+}
+
+/// The tenant's agent by name.
+async fn agent(store: &Store, tenant: hermes_core::TenantId, name: &str) -> anyhow::Result<hermes_store::Agent> {
+    store.agent_by_name(tenant, name).await.with_context(|| format!("no agent named {name:?}"))
+}
+
+/// `NAME=VAR` pairs, each value read from the environment.
+fn from_env(pairs: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
+    pairs
+        .iter()
+        .map(|pair| {
+            let (name, var) = pair.split_once('=').with_context(|| format!("{pair:?} is not NAME=VAR"))?;
+            let value = std::env::var(var).with_context(|| format!("environment variable {var} is not set"))?;
+            Ok((name.to_owned(), value))
+        })
+        .collect()
+}
+
+/// The configuration the flags describe, checked.
+pub fn spec_of(args: &AddArgs) -> anyhow::Result<McpServerSpec> {
+    if !valid_server_name(&args.name) {
+        bail!("{:?} is not a server name: letters, digits, - and _, at most 40", args.name);
+    }
+    let mut spec: McpServerSpec = match &args.from_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+            serde_json::from_str(&text)
+                .with_context(|| format!("{} is not an MCP server configuration", path.display()))?
+        }
+        None => serde_json::from_value(json!({}))?,
+    };
+    if args.server_url.is_some() {
+        spec.url = args.server_url.clone();
+    }
+    if args.command.is_some() {
+        spec.command = args.command.clone();
+    }
+    spec.args.extend(args.args.iter().cloned());
+    spec.headers.extend(from_env(&args.header_env)?);
+    spec.env.extend(from_env(&args.env_from)?);
+    spec.tools.include.extend(args.include.iter().cloned());
+    spec.tools.exclude.extend(args.exclude.iter().cloned());
+    spec.timeout = args.timeout.or(spec.timeout);
+    spec.enabled = spec.enabled && !args.disabled;
+    spec.validate().map_err(|e| anyhow::anyhow!(e.0))?;
+    Ok(spec)
+}
+
+fn describe(name: &str, spec: &serde_json::Value, enabled: bool) -> String {
+    let target = spec["url"].as_str().or(spec["command"].as_str()).unwrap_or("");
+    format!("{name}\t{}\t{target}", if enabled { "on" } else { "off" })
+}
+
+pub async fn run_mcp(json_mode: bool, config: &HermesConfig, store: &Store, cmd: McpCmd) -> anyhow::Result<()> {
+    match cmd {
+        McpCmd::Add(args) => {
+            let spec = spec_of(&args)?;
+            let t = tenant(store, &args.agent.tenant).await?;
+            let agent = agent(store, t.id, &args.agent.agent).await?;
+            let masked = serde_json::to_value(spec.masked())?;
+            let secrets = SecretBox::from_config(config.secrets.master_key.as_deref())?;
+            let sealed = json!({ "env": spec.env, "headers": spec.headers });
+            store
+                .set_mcp_server(t.id, agent.id, &args.name, (&masked, spec.enabled), &sealed, secrets.as_ref())
+                .await?;
+            print(
+                json_mode,
+                json!({"name": args.name, "config": masked}),
+                format!("set MCP server {} of {}", args.name, agent.name),
+            );
+        }
+        McpCmd::List(who) => {
+            let t = tenant(store, &who.tenant).await?;
+            let agent = agent(store, t.id, &who.agent).await?;
+            let servers = store.mcp_servers(t.id, agent.id).await?;
+            let value: Vec<serde_json::Value> =
+                servers.iter().map(|s| json!({"name": s.name, "enabled": s.enabled, "config": s.spec})).collect();
+            let human = servers.iter().map(|s| describe(&s.name, &s.spec, s.enabled)).collect::<Vec<_>>().join("\n");
+            print(json_mode, json!(value), human);
+        }
+        McpCmd::Remove { agent: who, name } => {
+            let t = tenant(store, &who.tenant).await?;
+            let agent = agent(store, t.id, &who.agent).await?;
+            store.delete_mcp_server(t.id, agent.id, &name).await.with_context(|| format!("no MCP server {name:?}"))?;
+            print(json_mode, json!({"removed": name}), format!("removed MCP server {name} of {}", agent.name));
+        }
+    }
+    Ok(())
+}
+
+/// The admin API's path for `who`'s servers (`tenant` is the tenant's id).
+pub fn api_path(tenant: &str, who: &AgentRef, name: Option<&str>) -> String {
+    let agent: String = form_urlencoded::byte_serialize(who.agent.as_bytes()).collect();
+    match name {
+        Some(name) => format!("/admin/v1/tenants/{tenant}/agents/{agent}/mcp-servers/{name}"),
+        None => format!("/admin/v1/tenants/{tenant}/agents/{agent}/mcp-servers"),
+    }
+}
+
+pub fn list_lines(list: &serde_json::Value) -> String {
+    let items = list["data"].as_array().cloned().unwrap_or_default();
+    items
+        .iter()
+        .map(|s| describe(s["name"].as_str().unwrap_or(""), &s["config"], s["enabled"].as_bool().unwrap_or(true)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
