@@ -29,7 +29,7 @@ pub struct AgentRef {
 #[derive(Subcommand)]
 pub enum McpCmd {
     /// Add or replace a server.
-    Add(AddArgs),
+    Add(Box<AddArgs>),
     /// The agent's servers (secret values masked).
     List(AgentRef),
     /// Remove a server.
