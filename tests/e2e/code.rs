@@ -5,23 +5,13 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use hermes_core::{AgentId, SessionId, TenantId, TurnId};
 use hermes_toolbox::{ExecuteCode, TerminalTool, builtin_registry};
 use hermes_tools::{Tool, ToolCtx};
 
 use crate::sandbox::{Fixture, LocalFixture, run};
 
 fn ctx() -> ToolCtx {
-    #[expect(clippy::disallowed_methods, reason = "a test tenant, not from a request")]
-    let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
-    ToolCtx {
-        tenant_id: tenant,
-        agent_id: AgentId::new(),
-        session_id: SessionId::new(),
-        turn_id: TurnId::new(),
-        call_id: "call_code".into(),
-        interaction: Default::default(),
-    }
+    ToolCtx::for_tests("call_code")
 }
 
 fn tool(f: &LocalFixture, timeout_secs: u32, max_calls: u32) -> ExecuteCode {

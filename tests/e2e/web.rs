@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use hermes_core::{AgentId, SessionId, TenantId, TurnId};
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::web::WebWorld;
 use hermes_toolbox::{ExecuteCode, builtin_registry};
@@ -91,16 +90,7 @@ async fn a_cron_job_searches_the_web_reads_the_top_result_and_sends_a_brief_to_t
 }
 
 fn ctx() -> ToolCtx {
-    #[expect(clippy::disallowed_methods, reason = "a test tenant, not from a request")]
-    let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
-    ToolCtx {
-        tenant_id: tenant,
-        agent_id: AgentId::new(),
-        session_id: SessionId::new(),
-        turn_id: TurnId::new(),
-        call_id: "call_web".into(),
-        interaction: Default::default(),
-    }
+    ToolCtx::for_tests("call_web")
 }
 
 #[tokio::test]

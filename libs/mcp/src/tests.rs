@@ -8,24 +8,15 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use hermes_core::{AgentId, SessionId, TenantId, TurnId};
+use hermes_core::AgentId;
 use hermes_net_policy::outbound::{Policy, client_for};
 use hermes_testkit::mcp::{LEAKED_TOKEN, McpTestServer};
-use hermes_tools::{Interactive, Tool, ToolCtx, ToolError};
+use hermes_tools::{Tool, ToolCtx, ToolError};
 
 use crate::{HttpConnector, McpServerSpec, McpServers};
 
 fn ctx() -> ToolCtx {
-    #[expect(clippy::disallowed_methods, reason = "test fixture")]
-    let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
-    ToolCtx {
-        tenant_id: tenant,
-        agent_id: AgentId::new(),
-        session_id: SessionId::new(),
-        turn_id: TurnId::new(),
-        call_id: "call_mcp".into(),
-        interaction: Interactive::default(),
-    }
+    ToolCtx::for_tests("call_mcp")
 }
 
 /// Sessions whose client trusts `trusted` (the test server is on loopback).

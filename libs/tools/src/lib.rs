@@ -29,6 +29,24 @@ pub struct ToolCtx {
     pub interaction: Interactive,
 }
 
+impl ToolCtx {
+    /// A call of a fresh tenant's fresh agent, for tests of tools (never a request's: a
+    /// request's tenant comes from authentication).
+    #[doc(hidden)]
+    pub fn for_tests(call_id: &str) -> Self {
+        #[expect(clippy::disallowed_methods, reason = "a test tenant, not from a request")]
+        let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
+        Self {
+            tenant_id: tenant,
+            agent_id: hermes_core::AgentId::new(),
+            session_id: hermes_core::SessionId::new(),
+            turn_id: hermes_core::TurnId::new(),
+            call_id: call_id.to_owned(),
+            interaction: Interactive::default(),
+        }
+    }
+}
+
 /// The interactive side of a call.
 #[derive(Debug, Clone, Default)]
 pub struct Interactive {

@@ -8,24 +8,14 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use hermes_config::{WebBackend, WebConfig};
-use hermes_core::{AgentId, SessionId, TenantId, TurnId};
 use hermes_testkit::web::{LONG_PARAGRAPHS, WebWorld, long_paragraph};
 use hermes_tools::SimpleTool;
-use hermes_tools::{Interactive, ResultSpill, ToolCtx, ToolError};
+use hermes_tools::{ResultSpill, ToolCtx, ToolError};
 
 use super::*;
 
 fn ctx() -> ToolCtx {
-    #[expect(clippy::disallowed_methods, reason = "test fixture")]
-    let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
-    ToolCtx {
-        tenant_id: tenant,
-        agent_id: AgentId::new(),
-        session_id: SessionId::new(),
-        turn_id: TurnId::new(),
-        call_id: "call_7".into(),
-        interaction: Interactive::default(),
-    }
+    ToolCtx::for_tests("call_7")
 }
 
 /// Keeps what was saved, by name.
