@@ -6,7 +6,8 @@
 
 mod connection;
 mod pool;
-pub mod spec;
+/// An MCP server's configuration (its own crate, for the admin API and hermesctl).
+pub use hermes_mcp_config as spec;
 mod stdio;
 mod tool;
 

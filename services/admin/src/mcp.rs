@@ -10,8 +10,7 @@ use serde_json::{Value, json};
 use hermes_core::ErrorCode;
 use hermes_core::access::AdminOp;
 use hermes_http::ApiError;
-use hermes_mcp::McpServerSpec;
-use hermes_mcp::spec::valid_server_name;
+use hermes_mcp_config::{McpServerSpec, valid_server_name};
 use hermes_store::admin::Change;
 
 use crate::caller::Caller;

@@ -10,8 +10,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use hermes_config::HermesConfig;
-use hermes_mcp::McpServerSpec;
-use hermes_mcp::spec::valid_server_name;
+use hermes_mcp_config::{McpServerSpec, valid_server_name};
 use hermes_store::{SecretBox, Store};
 
 use crate::cli::{print, tenant};

@@ -95,7 +95,7 @@ impl McpServerSpec {
         let transport = self.transport()?;
         if transport == Transport::Http {
             let url = self.url.as_deref().unwrap_or_default();
-            let parsed = reqwest::Url::parse(url).map_err(|_| SpecError(format!("`{url}` is not a URL")))?;
+            let parsed = url::Url::parse(url).map_err(|_| SpecError(format!("`{url}` is not a URL")))?;
             if !matches!(parsed.scheme(), "http" | "https") {
                 return Err(SpecError("an MCP server's url is http:// or https://".into()));
             }
