@@ -81,7 +81,7 @@ async fn a_wecom_app_reads_pictures_people_send_and_sends_the_agents_files() {
     let url = format!("{}/wecom/{}", pod.url, channel.id);
 
     // A picture in: fetched with its MediaId and shown to the agent.
-    wecom.add_media("m-1", b"\xff\xd8\xff fake jpeg");
+    wecom.add_media("m-1", &hermes_testkit::images::jpeg(64, 48).unwrap());
     env.llm.push(ScriptedReply::text("一只猫。"));
     let (query, body) = crate::wecom::image_callback("zhangsan", "7001", "m-1");
     assert_eq!(env.http.post(format!("{url}{query}")).body(body).send().await.unwrap().status(), 200);

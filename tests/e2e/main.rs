@@ -65,6 +65,7 @@ mod telegram_features;
 mod tools;
 mod traces;
 mod usage;
+mod vision;
 mod voice;
 mod web;
 mod webhooks;

@@ -253,7 +253,8 @@ async fn photos_and_text_files_reach_the_agent_and_other_files_are_named() {
     bind(&env, &tg, "poll", "open", &[]).await;
     let pod = Pod::start(&env).await;
     env.llm.push(ScriptedReply::text("A cat."));
-    tg.user_sends_photo(TOKEN, 42, "photo-1", b"\xff\xd8\xff fake jpeg", Some("what is this?"));
+    let photo = hermes_testkit::images::jpeg(64, 48).unwrap();
+    tg.user_sends_photo(TOKEN, 42, "photo-1", &photo, Some("what is this?"));
     assert_eq!(sent(&tg, 1).await[0].text, "A cat.");
     let parts = env.llm.requests()[0].messages().last().unwrap()["content"].clone();
     assert_eq!(parts[0], json!({"type": "text", "text": "what is this?"}));

@@ -265,6 +265,19 @@ vocabulary! {
 }
 
 vocabulary! {
+    /// How an agent's model is shown the images people send (upstream's `image_input_mode`).
+    ImageInputMode ("image input mode") {
+        /// A vision model sees them; a model known to read only text gets descriptions; an
+        /// agent with its own vision model set always gets descriptions (as upstream decides).
+        Auto = "auto",
+        /// As image parts of the message, whatever the model.
+        Native = "native",
+        /// As the vision model's descriptions.
+        Text = "text",
+    }
+}
+
+vocabulary! {
     /// Where a cron job stands (migration 0028).
     JobState ("job state") {
         /// Runs at its `next_run_at`.

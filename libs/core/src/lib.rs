@@ -24,8 +24,8 @@ pub use event::{
 pub use ids::{AdminTokenId, AgentId, ApiKeyId, IdParseError, InvitationId, PersonId, SessionId, TenantId, TurnId};
 pub use kinds::{
     ApprovalChoice, ApprovalMode, BudgetPeriod, BusyMode, CallPurpose, ChannelMode, ChannelStatus, CronRunStatus,
-    DmPolicy, GoalState, GroupPolicy, GroupSessions, InteractionKind, InteractionStatus, JobState, Platform,
-    RunOutcome, SessionSource, SkillState, UnknownName,
+    DmPolicy, GoalState, GroupPolicy, GroupSessions, ImageInputMode, InteractionKind, InteractionStatus, JobState,
+    Platform, RunOutcome, SessionSource, SkillState, UnknownName,
 };
 pub use message::{ChatMessage, Content, ContentPart, Role, ToolCall, ToolCallFunction};
 pub use toolsets::ToolsetName;

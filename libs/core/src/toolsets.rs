@@ -20,6 +20,7 @@ vocabulary! {
         Cronjob = "cronjob",
         Web = "web",
         Mcp = "mcp",
+        Vision = "vision",
     }
 }
 
@@ -114,6 +115,11 @@ pub const TOOLSETS: &[Toolset] = &[
         id: ToolsetName::Mcp,
         description: "The tools of the agent's MCP servers (mcp_<server>_<tool>), as each server lists them.",
         tools: &[],
+    },
+    Toolset {
+        id: ToolsetName::Vision,
+        description: "Look at an image (a URL, a workspace file, a data URL) with a vision model and answer a question about it.",
+        tools: &["vision_analyze"],
     },
 ];
 

@@ -38,6 +38,10 @@ pub struct Agent {
     pub egress: bool,
     /// Skills this agent never sees.
     pub disabled_skills: Vec<String>,
+    /// How its model is shown the images people send.
+    pub image_input_mode: hermes_core::ImageInputMode,
+    /// The model that describes images (`vision_analyze`, and images for a text-only model).
+    pub vision_model: Option<FallbackModel>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -100,6 +104,12 @@ impl Agent {
             approval_mode: crate::rows::vocab(&row.try_get::<String, _>("approval_mode")?)?,
             egress: row.try_get("egress")?,
             disabled_skills: row.try_get("disabled_skills")?,
+            image_input_mode: crate::rows::vocab(&row.try_get::<String, _>("image_input_mode")?)?,
+            vision_model: row
+                .try_get::<Option<serde_json::Value>, _>("vision_model")?
+                .map(serde_json::from_value)
+                .transpose()
+                .map_err(|e| StoreError::Corrupt(e.to_string()))?,
             created_at: row.try_get("created_at")?,
         })
     }
@@ -119,7 +129,7 @@ impl Agent {
 
 macro_rules! agent_columns {
     () => {
-        "id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets, provider_key_hosts, fallbacks, api_mode, auxiliary, context_window, approval_mode, egress, disabled_skills, created_at"
+        "id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets, provider_key_hosts, fallbacks, api_mode, auxiliary, context_window, approval_mode, egress, disabled_skills, image_input_mode, vision_model, created_at"
     };
 }
 
@@ -238,6 +248,39 @@ impl Store {
             .await?
             .ok_or(StoreError::NotFound)?;
         Agent::from_row(tenant, &row)
+    }
+}
+
+impl Store {
+    /// Sets how the agent's model is shown images (`None`: unchanged) and its vision model
+    /// (`None`: unchanged; `Some(None)`: none).
+    pub async fn set_vision(
+        &self,
+        tenant: TenantId,
+        agent: AgentId,
+        mode: Option<hermes_core::ImageInputMode>,
+        model: Option<Option<&FallbackModel>>,
+    ) -> Result<()> {
+        let value = match model {
+            Some(Some(m)) => Some(serde_json::to_value(m).map_err(|e| StoreError::Invalid(e.to_string()))?),
+            _ => None,
+        };
+        let done = sqlx::query(
+            "UPDATE agents SET image_input_mode = COALESCE($3, image_input_mode),
+                    vision_model = CASE WHEN $4 THEN $5 ELSE vision_model END, updated_at = now()
+             WHERE tenant_id = $1 AND id = $2",
+        )
+        .bind(tenant.as_uuid())
+        .bind(agent.as_uuid())
+        .bind(mode.map(|m| m.as_str()))
+        .bind(model.is_some())
+        .bind(value)
+        .execute(&mut *self.as_tenant(tenant).await?)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
     }
 }
 

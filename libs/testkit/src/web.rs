@@ -177,6 +177,11 @@ async fn site(Path(page): Path<String>) -> Response {
                 .into(),
         ),
         "image.png" => typed("image/png", b"\x89PNG\r\n\x1a\n".to_vec().into()),
+        // A real photo, larger than a model's embed budget.
+        "chart.jpg" => match crate::images::jpeg(2400, 1600) {
+            Ok(bytes) => typed("image/jpeg", bytes.into()),
+            Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        },
         // An endless page: 64 KiB chunks, no length, until the reader gives up.
         "huge" => {
             let chunk = Bytes::from(format!("<p>{}</p>", "a".repeat(64 * 1024 - 7)));

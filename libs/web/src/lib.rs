@@ -169,6 +169,25 @@ impl Web {
         }
     }
 
+    /// Downloads a file the model named by URL (`vision_analyze`'s images), with the pages'
+    /// guard: the same refusals, each redirect re-checked, at most `max_bytes`.
+    pub async fn fetch_bytes(&self, url: &str, max_bytes: usize) -> Result<Vec<u8>, String> {
+        if let Some(why) = self.refuse_page(url).await {
+            return Err(why);
+        }
+        let response =
+            self.pages.get(url).send().await.map_err(|e| format!("could not fetch it: {}", services::describe(&e)))?;
+        if !response.status().is_success() {
+            return Err(format!("it answered HTTP {}", response.status().as_u16()));
+        }
+        hermes_net_policy::outbound::read_capped(response, max_bytes).await.map_err(|e| match e {
+            hermes_net_policy::outbound::ReadError::TooLarge(max) => {
+                format!("it is larger than {} MB", max / (1024 * 1024))
+            }
+            other => other.to_string(),
+        })
+    }
+
     /// Why a URL the model chose may not be fetched (`None`: it may): not http(s), a secret in
     /// it, or a host that is not public (names are resolved and every address checked).
     pub async fn refuse_page(&self, url: &str) -> Option<String> {

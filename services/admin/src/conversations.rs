@@ -248,12 +248,23 @@ pub(crate) struct AgentEdit {
     egress: Option<bool>,
     /// `manual`, `smart` or `off`.
     approval_mode: Option<String>,
+    /// How the model is shown the images people send: `auto`, `native` or `text`.
+    image_input_mode: Option<String>,
+    /// The model that describes images (`{"model": ..., "base_url": ...}`); `null` removes it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Object>, nullable)]
+    vision_model: Option<Option<hermes_store::FallbackModel>>,
+}
+
+/// A field that is present (even as `null`) is `Some`, so `null` can clear what absence keeps.
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> std::result::Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 #[utoipa::path(patch, path = "/admin/v1/tenants/{tenant}/agents/{agent}", tag = "admin: agents", request_body = AgentEdit,
     params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name")),
     responses((status = 200, description = "The agent as it now is; new sessions use it", body = Object),
-        (status = 400, description = "An unknown toolset or approval mode, or a fallback URL the outbound policy refuses", body = crate::schemas::ErrorBody),
+        (status = 400, description = "An unknown toolset, approval mode or image input mode, or a fallback or vision model URL the outbound policy refuses", body = crate::schemas::ErrorBody),
         (status = 403, description = "The caller's role may not edit agents", body = crate::schemas::ErrorBody),
         (status = 404, description = "No such agent", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn edit_agent(
@@ -271,13 +282,16 @@ pub(crate) async fn edit_agent(
         toolset.parse::<hermes_core::ToolsetName>().map_err(|e| bad("toolsets", e.to_string()))?;
     }
     let policy = state.outbound_policy();
-    for fallback in body.fallbacks.iter().flatten() {
-        let url = reqwest::Url::parse(&fallback.base_url)
-            .map_err(|_| bad("fallbacks", format!("{:?} is not a URL", fallback.base_url)))?;
+    let vision = body.vision_model.iter().flatten().map(|m| ("vision_model", m));
+    for (param, model) in body.fallbacks.iter().flatten().map(|m| ("fallbacks", m)).chain(vision) {
+        let url = reqwest::Url::parse(&model.base_url)
+            .map_err(|_| bad(param, format!("{:?} is not a URL", model.base_url)))?;
         if let Some(why) = policy.refuse(&url) {
-            return Err(bad("fallbacks", why));
+            return Err(bad(param, why));
         }
     }
+    let images = body.image_input_mode.as_deref().map(|m| m.parse::<hermes_core::ImageInputMode>()).transpose();
+    let images = images.map_err(|e| bad("image_input_mode", e.to_string()))?;
     let mode = body.approval_mode.as_deref().map(|m| m.parse::<hermes_core::ApprovalMode>()).transpose();
     let mode = mode.map_err(|e| bad("approval_mode", e.to_string()))?;
     let changes = hermes_store::AgentChanges {
@@ -295,6 +309,14 @@ pub(crate) async fn edit_agent(
     if let Some(mode) = mode {
         state.store.set_approval_mode(t.id, before.id, mode).await.map_err(store_error)?;
         after.approval_mode = mode;
+    }
+    if images.is_some() || body.vision_model.is_some() {
+        let model = body.vision_model.as_ref().map(Option::as_ref);
+        state.store.set_vision(t.id, before.id, images, model).await.map_err(store_error)?;
+        after.image_input_mode = images.unwrap_or(after.image_input_mode);
+        if let Some(model) = body.vision_model {
+            after.vision_model = model;
+        }
     }
     let change = Change::new("agent.updated", "agent", before.id).before(&before).after(&after);
     caller.record(&state, Some(t.id), change).await?;

@@ -1,5 +1,5 @@
 //! Files sent to the bot become part of the message the agent reads: images as image parts
-//! (up to 5 MB), text files inline (up to 64 KB of UTF-8), voice notes and audio files as their
+//! (up to 20 MB, scaled down to the embed budget by `hermes_images::fit`), text files inline (up to 64 KB of UTF-8), voice notes and audio files as their
 //! transcript (`voice.rs`). Anything else, or anything larger,
 //! is named in the message so the agent can say it cannot read it. Telegram (`getFile`) and
 //! Slack (`url_private_download`, with the bot token) files are read, a WeCom app's images
@@ -14,22 +14,23 @@ use hermes_store::Channel;
 use crate::Gateway;
 use crate::incoming::IncomingFile;
 
-const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
+const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
 const MAX_TEXT_BYTES: u64 = 64 * 1024;
 
 fn is_text(mime: &str) -> bool {
     mime.starts_with("text/") || matches!(mime, "application/json" | "application/xml" | "application/x-yaml")
 }
 
-/// An image's type from its first bytes (a platform that does not say, or says wrong).
-fn sniff_image(bytes: &[u8]) -> Option<&'static str> {
-    match bytes {
-        [0x89, b'P', b'N', b'G', ..] => Some("image/png"),
-        [0xFF, 0xD8, 0xFF, ..] => Some("image/jpeg"),
-        [b'G', b'I', b'F', b'8', ..] => Some("image/gif"),
-        [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => Some("image/webp"),
-        _ => None,
-    }
+/// An image part for `bytes`, within the embed budget; decoding a stranger's file runs off the
+/// async threads.
+async fn image_part(bytes: Vec<u8>) -> Result<ContentPart, String> {
+    let fitted = tokio::task::spawn_blocking(move || hermes_images::fit(&bytes, hermes_images::EMBED_TARGET_BYTES))
+        .await
+        .map_err(|_| "the image could not be read".to_owned())?
+        .map_err(|e| e.to_string())?;
+    let data = base64::engine::general_purpose::STANDARD.encode(fitted.bytes);
+    let url = format!("data:{};base64,{data}", fitted.mime);
+    Ok(ContentPart::ImageUrl { image_url: hermes_core::message::ImageUrl { url, detail: None } })
 }
 
 impl Gateway {
@@ -102,14 +103,10 @@ impl Gateway {
                 continue;
             }
             match self.download(channel, file, limit).await {
-                Ok(bytes) if file.mime.starts_with("image/") => {
-                    let mime = sniff_image(&bytes).unwrap_or(&file.mime);
-                    let data = base64::engine::general_purpose::STANDARD.encode(bytes);
-                    let url = format!("data:{mime};base64,{data}");
-                    parts.push(ContentPart::ImageUrl {
-                        image_url: hermes_core::message::ImageUrl { url, detail: None },
-                    });
-                }
+                Ok(bytes) if file.mime.starts_with("image/") => match image_part(bytes).await {
+                    Ok(part) => parts.push(part),
+                    Err(why) => parts.push(unreadable(&format!("which I could not read as an image ({why})"))),
+                },
                 Ok(bytes) => match String::from_utf8(bytes) {
                     Ok(content) => parts.push(ContentPart::Text { text: format!("File {name}:\n```\n{content}\n```") }),
                     Err(_) => parts.push(unreadable("which is not UTF-8 text")),

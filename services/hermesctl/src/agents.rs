@@ -75,6 +75,14 @@ pub struct AgentCreate {
     /// The model's context window in tokens (default: known from the model's name).
     #[arg(long)]
     context_window: Option<i32>,
+    /// A model that can see, as MODEL@BASE_URL: it describes the images people send to a
+    /// model that reads only text, and answers vision_analyze.
+    #[arg(long)]
+    vision_model: Option<String>,
+    /// How the model is shown the images people send: auto (from the model), native (as
+    /// images) or text (described by the vision model).
+    #[arg(long, default_value = "auto")]
+    image_input_mode: hermes_core::ImageInputMode,
 }
 
 fn model_at(spec: &str) -> anyhow::Result<FallbackModel> {
@@ -125,6 +133,8 @@ async fn create(json_mode: bool, config: &HermesConfig, store: &Store, a: AgentC
         .map(|f| model_at(f).context("--fallback takes MODEL@BASE_URL"))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let auxiliary = a.aux_model.as_deref().map(model_at).transpose().context("--aux-model takes MODEL@BASE_URL")?;
+    let vision_model =
+        a.vision_model.as_deref().map(model_at).transpose().context("--vision-model takes MODEL@BASE_URL")?;
     let provider_key_hosts = if a.key_hosts.is_empty() { default_hosts(&a.base_url)? } else { a.key_hosts };
     let new = NewAgent {
         auxiliary,
@@ -148,6 +158,11 @@ async fn create(json_mode: bool, config: &HermesConfig, store: &Store, a: AgentC
     if a.egress {
         store.set_egress(t.id, agent.id, true).await?;
         agent.egress = true;
+    }
+    if vision_model.is_some() || a.image_input_mode != agent.image_input_mode {
+        store.set_vision(t.id, agent.id, Some(a.image_input_mode), Some(vision_model.as_ref())).await?;
+        agent.image_input_mode = a.image_input_mode;
+        agent.vision_model = vision_model;
     }
     print(
         json_mode,

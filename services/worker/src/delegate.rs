@@ -143,6 +143,10 @@ impl DelegateTool {
     fn child_tools(&self) -> ToolRegistry {
         let max_depth = self.models.rt.ctx.config.worker.delegation_max_depth;
         let mut tools = self.tools.without(&CHILD_EXCLUDED);
+        // A child that loads the same image again and again is stopped (upstream's cap).
+        if tools.names().contains(&"vision_analyze") {
+            crate::vision::register(&self.models, &mut tools, Some(crate::vision::CHILD_LOADS_PER_IMAGE));
+        }
         if self.depth + 1 < max_depth {
             tools.register(Arc::new(DelegateTool {
                 models: self.models.clone(),

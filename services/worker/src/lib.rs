@@ -27,6 +27,7 @@ mod shares;
 mod skills;
 mod todo;
 mod turn;
+mod vision;
 mod web_tool;
 mod workspace;
 

@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 use hermes_agent::compress::{CompressionConfig, Compressor, Summarizer};
 use hermes_agent::{DefaultEngine, ModelSummarizer};
 use hermes_config::AnthropicCacheTtl;
-use hermes_core::{AgentId, CallPurpose, ChatMessage, TenantId};
+use hermes_core::{AgentId, CallPurpose, ChatMessage, ImageInputMode, TenantId};
 use hermes_llm::anthropic::CacheTtl;
 use hermes_llm::keys::provider_for_url;
 use hermes_llm::{AnyTransport, ApiMode, CallBuffer, Credential, Endpoint, ResilientModel, RetryPolicy};
-use hermes_store::{Agent, CredentialPools};
+use hermes_store::{Agent, CredentialPools, FallbackModel};
 
 use crate::Runtime;
 use crate::keys::TenantKeys;
@@ -117,6 +117,36 @@ impl Models {
                 aux.model.clone(),
             ),
             None => (self.build(vec![self.primary()], purpose), self.agent.model.clone()),
+        }
+    }
+
+    /// The model that looks at images for the agent (`vision_analyze`, and pictures for a
+    /// model that reads only text), and its name: its vision model, else its auxiliary model,
+    /// else its main one, passing over those known to read only text. `None`: none can see.
+    pub fn vision(&self) -> Option<(TurnModel, String)> {
+        let purpose = if self.purpose == CallPurpose::Main { CallPurpose::Auxiliary } else { self.purpose };
+        let sees = |m: &FallbackModel| !hermes_llm::models::reads_only_text(&m.model);
+        let chosen = self.agent.vision_model.clone().or_else(|| self.agent.auxiliary.clone().filter(sees));
+        match chosen {
+            Some(m) => {
+                Some((self.build(vec![endpoint(&m.base_url, &m.model, m.api_mode.as_deref())], purpose), m.model))
+            }
+            None if !hermes_llm::models::reads_only_text(&self.agent.model) => {
+                Some((self.build(vec![self.primary()], purpose), self.agent.model.clone()))
+            }
+            None => None,
+        }
+    }
+
+    /// Whether the images people send reach the main model as descriptions rather than as
+    /// images (upstream's `image_input_mode`; `auto` as upstream decides it).
+    pub fn images_as_text(&self) -> bool {
+        match self.agent.image_input_mode {
+            ImageInputMode::Native => false,
+            ImageInputMode::Text => true,
+            ImageInputMode::Auto => {
+                self.agent.vision_model.is_some() || hermes_llm::models::reads_only_text(&self.agent.model)
+            }
         }
     }
 

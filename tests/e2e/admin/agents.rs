@@ -1,5 +1,5 @@
-//! Editing an agent from the console: model, SOUL, toolsets, fallbacks, internet access and
-//! approvals change for new sessions; bad values are refused with the field named; members
+//! Editing an agent from the console: model, SOUL, toolsets, fallbacks, internet access,
+//! approvals and how images are seen change for new sessions; bad values are refused with the field named; members
 //! change nothing; the audit log holds the agent before and after.
 
 use hermes_core::MemberRole;
@@ -36,9 +36,25 @@ async fn an_agent_is_edited_with_its_values_checked_and_audited() {
 
     let (s, cleared) = owner.call(&env, Method::PATCH, &path, Some(json!({"soul": ""}))).await;
     assert_eq!((s, cleared["soul"].clone()), (200, json!(null)), "an empty SOUL clears it");
+    // Images: a vision model and the mode, set together; `null` takes the model away again.
+    let eye = json!({"image_input_mode": "text", "vision_model": {"model": "eye-1", "base_url": "https://vision.example.com/v1"}});
+    let (s, seeing) = owner.call(&env, Method::PATCH, &path, Some(eye)).await;
+    assert_eq!(
+        (s, seeing["image_input_mode"].as_str(), seeing["vision_model"]["model"].as_str()),
+        (200, Some("text"), Some("eye-1"))
+    );
+    let (s, blind) = owner.call(&env, Method::PATCH, &path, Some(json!({"vision_model": null}))).await;
+    assert_eq!(
+        (s, blind["image_input_mode"].as_str(), blind["vision_model"].clone()),
+        (200, Some("text"), json!(null))
+    );
+    let stored = env.store.agent_by_name(acme, "helper").await.unwrap();
+    assert_eq!((stored.image_input_mode, stored.vision_model), (hermes_core::ImageInputMode::Text, None));
     for (body, param) in [
         (json!({"toolsets": ["teleport"]}), "toolsets"),
         (json!({"approval_mode": "yolo"}), "approval_mode"),
+        (json!({"image_input_mode": "telepathy"}), "image_input_mode"),
+        (json!({"vision_model": {"model": "m", "base_url": "http://10.0.0.8/v1"}}), "vision_model"),
         (json!({"fallbacks": [{"model": "m", "base_url": "http://169.254.169.254/v1"}]}), "fallbacks"),
     ] {
         let (s, refused) = owner.call(&env, Method::PATCH, &path, Some(body)).await;

@@ -13,6 +13,7 @@
 
 mod admin_plane;
 mod agent_scoping;
+mod agent_settings;
 mod backlog;
 mod claim_once;
 mod common;

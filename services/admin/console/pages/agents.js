@@ -88,7 +88,8 @@ export async function memoryPage(section, ctx, agentId) {
   if (user) section.append(editor('user', found.user_profile, found.user_char_limit));
 }
 
-// One agent's settings: model, SOUL, toolsets, internet access, approvals. New sessions use them.
+// One agent's settings: model, SOUL, toolsets, internet access, approvals, how it sees images.
+// New sessions use them.
 export async function agentPage(section, ctx, agentId) {
   const agents = await api('GET', `/admin/v1/tenants/${ctx.id}/agents`);
   const a = agents.data.find((x) => x.id === agentId);
@@ -101,8 +102,17 @@ export async function agentPage(section, ctx, agentId) {
   const toolsets = h('input', { type: 'text', value: a.toolsets.join(', ') });
   const egress = h('input', { type: 'checkbox', id: 'agent-egress', checked: a.egress });
   const mode = h('select', {}, ['manual', 'smart', 'off'].map((m) => h('option', { value: m, selected: m === a.approval_mode }, t(`approval_${m}`))));
+  const images = h('select', {}, ['auto', 'native', 'text'].map((m) => h('option', { value: m, selected: m === a.image_input_mode }, t(`image_${m}`))));
+  const eye = h('input', { type: 'text', value: a.vision_model?.model || '', placeholder: 'gpt-4o-mini' });
+  const eyeUrl = h('input', { type: 'url', value: a.vision_model?.base_url || '', placeholder: 'https://api.openai.com/v1' });
   const status = h('div', { 'aria-live': 'polite' });
-  for (const control of [model, soul, toolsets, egress, mode]) if (!edit) control.setAttribute('disabled', '');
+  for (const control of [model, soul, toolsets, egress, mode, images, eye, eyeUrl]) if (!edit) control.setAttribute('disabled', '');
+  // Both fields set a vision model; both emptied take it away; otherwise it stays as it is.
+  const visionModel = () => {
+    if (eye.value.trim() && eyeUrl.value.trim()) return { model: eye.value.trim(), base_url: eyeUrl.value.trim() };
+    if (!eye.value.trim() && !eyeUrl.value.trim() && a.vision_model) return null;
+    return undefined;
+  };
   section.append(h('form', {
     class: 'card',
     on: {
@@ -111,7 +121,7 @@ export async function agentPage(section, ctx, agentId) {
         try {
           await api('PATCH', `/admin/v1/tenants/${ctx.id}/agents/${a.id}`, {
             model: model.value, soul: soul.value, toolsets: toolsets.value.split(',').map((x) => x.trim()).filter(Boolean),
-            egress: egress.checked, approval_mode: mode.value,
+            egress: egress.checked, approval_mode: mode.value, image_input_mode: images.value, vision_model: visionModel(),
           });
           status.replaceChildren(notice('ok', t('saved')));
         } catch (err) { status.replaceChildren(notice('error', err.message)); }
@@ -120,5 +130,6 @@ export async function agentPage(section, ctx, agentId) {
   }, h('h2', {}, a.name), h('p', { class: 'hint' }, a.provider_base_url),
   field(t('model'), model), field(t('soul'), soul), field(t('toolsets'), toolsets),
   h('div', { class: 'field inline' }, egress, h('label', { for: 'agent-egress' }, t('egress'))),
-  field(t('approvalMode'), mode), edit ? h('button', { type: 'submit' }, t('save')) : null, status));
+  field(t('approvalMode'), mode), field(t('imageMode'), images), field(t('visionModel'), eye), field(t('visionBaseUrl'), eyeUrl),
+  edit ? h('button', { type: 'submit' }, t('save')) : null, status));
 }

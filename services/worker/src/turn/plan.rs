@@ -140,11 +140,14 @@ pub(super) async fn plan(
     let child_usage = ChildUsage::default();
     let tools = planner.tools(&agent, &models, child_usage.clone(), &mcp_servers).await?;
     let mut history = History::of(stored, turn);
+    if models.images_as_text() {
+        crate::vision::strip_images(&mut history.messages);
+    }
     if !history.resumed && input.role == Role::User && crate::commands::is_compress(&input.text()) {
         let history = history.messages;
         return Ok(Planned::Compress { models: Box::new(models), prompt: turn.system_prompt.clone(), history });
     }
-    let prompt = planner.prompt(&agent, &tools, loads_skills, input, &mut history, (memory, skill_versions)).await?;
+    let prompt = planner.prompt(&models, &tools, loads_skills, input, &mut history, (memory, skill_versions)).await?;
     let start = planner.start(prompt, history, &tools);
     let tool_ctx = planner.tool_ctx(&agent, &models, origin, resolution, allowed);
     let (limits, inactivity_limit) = planner.limits(origin);
@@ -305,14 +308,14 @@ impl Planner<'_> {
     /// sees the same bytes) and joins `history`.
     async fn prompt(
         &self,
-        agent: &Agent,
+        models: &Models,
         tools: &ToolRegistry,
         loads_skills: bool,
         mut input: ChatMessage,
         history: &mut History,
         (memory, skill_versions): (Option<MemorySnapshot>, crate::skills::Versions),
     ) -> Result<String, StoreError> {
-        let (rt, tenant, turn) = (self.rt, self.tenant, self.turn);
+        let (rt, tenant, turn, agent) = (self.rt, self.tenant, self.turn, &models.agent);
         if let (Some(prompt), true) = (&turn.system_prompt, history.resumed) {
             return Ok(prompt.clone());
         }
@@ -322,6 +325,10 @@ impl Planner<'_> {
         };
         if !history.resumed {
             input = self.expand(agent, tools, loads_skills, input).await;
+            // Described once, before the input is stored: a resumed turn does not look again.
+            if models.images_as_text() {
+                input = crate::vision::describe_images(models, input).await;
+            }
         }
         input.role = Role::User;
         let store = &rt.ctx.store;

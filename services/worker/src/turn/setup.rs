@@ -50,6 +50,9 @@ pub(crate) fn tools_for_turn(
     if ToolsetName::Web.enabled_in(&agent.toolsets) {
         crate::web_tool::register(rt, tenant, &models.pools, &mut tools);
     }
+    if ToolsetName::Vision.enabled_in(&agent.toolsets) {
+        crate::vision::register(models, &mut tools, None);
+    }
     if ToolsetName::Delegation.enabled_in(&agent.toolsets) {
         tools.register(Arc::new(DelegateTool {
             models: models.clone(),
@@ -187,8 +190,8 @@ pub(crate) fn nudge(rt: &Runtime, tools: &ToolRegistry, messages: &mut [ChatMess
 
 /// Toolsets a webhook-started turn may use, because the event it reads is a stranger's text:
 /// upstream's `hermes-webhook` set is web and vision (its `clarify` has nobody to answer
-/// here). Vision joins when it exists.
-const WEBHOOK_TOOLSETS: &[ToolsetName] = &[ToolsetName::Web];
+/// here).
+const WEBHOOK_TOOLSETS: &[ToolsetName] = &[ToolsetName::Web, ToolsetName::Vision];
 
 /// Toolsets a cron run never gets: nobody to ask, no scheduling more runs, no messaging elsewhere.
 const CRON_EXCLUDED: [ToolsetName; 3] = [ToolsetName::Clarify, ToolsetName::Cronjob, ToolsetName::Messaging];

@@ -116,6 +116,12 @@ async fn sessions_and_turns(w: &World, c: &mut Cases) {
 async fn agents_and_skills(w: &World, c: &mut Cases) {
     let (s, b, agent) = (&w.store, w.b.id, w.a.agent);
     c.not_found("set_egress", s.set_egress(b, agent, true).await);
+    let vision =
+        hermes_store::FallbackModel { base_url: "https://x.test/v1".into(), model: "eye".into(), api_mode: None };
+    c.not_found(
+        "set_vision",
+        s.set_vision(b, agent, Some(hermes_core::ImageInputMode::Text), Some(Some(&vision))).await,
+    );
     c.not_found("set_approval_mode", s.set_approval_mode(b, agent, hermes_core::ApprovalMode::Off).await);
     c.not_found("set_agent_model", s.set_agent_model(b, agent, "another-model").await);
     c.not_found("set_key_limits", s.set_key_limits(b, w.key, Some(1), Some(1)).await);

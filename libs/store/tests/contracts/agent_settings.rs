@@ -1,0 +1,38 @@
+//! An agent's settings that live beside its profile: how its model is shown images, and the
+//! model that describes them.
+
+use sqlx::PgPool;
+
+use crate::common;
+
+/// An agent's vision settings: new agents decide from the model; the mode and the vision model
+/// change apart, and the model can be taken away again.
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn an_agents_image_mode_and_vision_model_are_set_and_cleared_apart(pool: PgPool) {
+    use hermes_core::ImageInputMode;
+    let store = common::store(&pool);
+    let t = common::tenant(&store, "acme").await;
+    let fresh = store.agent(t.id, t.agent).await.unwrap();
+    assert_eq!((fresh.image_input_mode, fresh.vision_model), (ImageInputMode::Auto, None));
+
+    let eye = hermes_store::FallbackModel {
+        base_url: "https://vision.test/v1".into(),
+        model: "eye-1".into(),
+        api_mode: None,
+    };
+    store.set_vision(t.id, t.agent, None, Some(Some(&eye))).await.unwrap();
+    let with_model = store.agent(t.id, t.agent).await.unwrap();
+    assert_eq!((with_model.image_input_mode, with_model.vision_model.as_ref()), (ImageInputMode::Auto, Some(&eye)));
+
+    store.set_vision(t.id, t.agent, Some(ImageInputMode::Text), None).await.unwrap();
+    let text = store.agent(t.id, t.agent).await.unwrap();
+    assert_eq!(
+        (text.image_input_mode, text.vision_model.as_ref()),
+        (ImageInputMode::Text, Some(&eye)),
+        "the model stays"
+    );
+
+    store.set_vision(t.id, t.agent, None, Some(None)).await.unwrap();
+    let cleared = store.agent(t.id, t.agent).await.unwrap();
+    assert_eq!((cleared.image_input_mode, cleared.vision_model), (ImageInputMode::Text, None));
+}
