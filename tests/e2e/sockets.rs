@@ -7,6 +7,8 @@
 
 use std::time::Duration;
 
+use base64::Engine;
+
 use serde_json::json;
 
 use hermes_store::Channel;
@@ -154,14 +156,15 @@ async fn a_wecom_ai_bot_answers_chinese_under_the_messages_req_id_and_reconnects
 
     // An encrypted image reaches the agent decrypted.
     let key = "kWxPEV2UEDyxWpmPdKC3F4dgPDmOvfKX1HGnEUDS1aQ";
-    let png = [&[0x89, b'P', b'N', b'G'][..], &[7u8; 60][..]].concat();
+    let png = hermes_testkit::images::png(16, 16).unwrap();
     let url = bot.add_media("img1", hermes_chat::wecom_bot::encrypt_media(key, &png).unwrap());
     env.llm.push(ScriptedReply::text("一张图片。"));
     bot.deliver("zhangsan", false, json!({ "msgtype": "image", "image": { "url": url, "aeskey": key } })).unwrap();
     replies(&bot, 6).await;
     let content = env.llm.requests()[3].messages().last().unwrap()["content"].clone();
     let data_url = content[0]["image_url"]["url"].as_str().unwrap().to_owned();
-    assert!(data_url.starts_with("data:image/png;base64,"), "{content}");
+    let sent = base64::engine::general_purpose::STANDARD.encode(&png);
+    assert_eq!(data_url, format!("data:image/png;base64,{sent}"), "decrypted, and small enough to go as it came");
 
     // The socket drops: the bot subscribes again (after 2 s) and keeps answering.
     bot.kick();
