@@ -81,10 +81,11 @@ echo "== dashboards and alerts"
 python3 deploy/grafana/check.py
 echo "== docker compose"
 deploy/compose/check.sh
-echo "== sandboxd, hermesctl, the stdio MCP test server (the e2e tests run them) and the sandbox test image"
+echo "== sandboxd, hermesctl, the stdio MCP test server (the e2e tests run them) and the sandbox test images"
 cargo build -p hermes-sandboxd -p hermesctl --locked
 cargo build -p hermes-testkit --bin hermes-mcp-test-server --locked
 deploy/sandbox/build-test-image.sh >/dev/null
+deploy/sandbox/build-browser-test-image.sh >/dev/null
 
 echo "== cargo fmt --check"
 cargo fmt --all --check

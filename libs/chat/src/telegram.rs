@@ -98,11 +98,10 @@ impl TelegramApi {
         envelope(resp).await
     }
 
-    /// Sends a file (a photo Telegram shows inline, or a document); its message id.
+    /// Sends a file (a photo or voice bubble Telegram shows inline, an audio file, or a
+    /// document); its message id.
     pub async fn send_file(&self, chat: &str, thread: Option<i64>, file: &OutFile<'_>) -> Result<i64, TelegramError> {
-        // Telegram shows photos up to 10 MB; anything else goes as a document.
-        let photo = matches!(file.mime, "image/png" | "image/jpeg" | "image/webp") && file.data.len() <= 10 << 20;
-        let (method, field) = if photo { ("sendPhoto", "photo") } else { ("sendDocument", "document") };
+        let (method, field) = send_method(file.mime, file.data.len());
         let part = reqwest::multipart::Part::bytes(file.data.to_vec())
             .file_name(file.name.to_owned())
             .mime_str(file.mime)
@@ -254,5 +253,30 @@ impl TelegramApi {
     pub async fn delete_webhook(&self) -> Result<(), TelegramError> {
         self.call("deleteWebhook", &json!({}), Duration::from_secs(15)).await?;
         Ok(())
+    }
+}
+
+/// The Bot API method and field for a file: photos up to 10 MB inline, Opus in OGG as a voice
+/// bubble, MP3 in the audio player, anything else as a document.
+fn send_method(mime: &str, len: usize) -> (&'static str, &'static str) {
+    match mime {
+        "image/png" | "image/jpeg" | "image/webp" if len <= 10 << 20 => ("sendPhoto", "photo"),
+        "audio/ogg" => ("sendVoice", "voice"),
+        "audio/mpeg" => ("sendAudio", "audio"),
+        _ => ("sendDocument", "document"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::send_method;
+
+    #[test]
+    fn files_go_by_the_method_that_shows_them_best() {
+        assert_eq!(send_method("image/png", 1000), ("sendPhoto", "photo"));
+        assert_eq!(send_method("image/png", 11 << 20), ("sendDocument", "document"), "too large for a photo");
+        assert_eq!(send_method("audio/ogg", 1000), ("sendVoice", "voice"));
+        assert_eq!(send_method("audio/mpeg", 1000), ("sendAudio", "audio"));
+        assert_eq!(send_method("text/csv", 10), ("sendDocument", "document"));
     }
 }

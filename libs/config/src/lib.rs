@@ -8,21 +8,27 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
 mod admin;
+mod browser;
 mod choices;
+mod image_gen;
 mod mcp;
 mod memory;
 mod outbound;
 mod sandbox;
 mod stt;
+mod tts;
 mod web;
 
 pub use admin::{AdminConfig, OidcConfig};
+pub use browser::BrowserConfig;
 pub use choices::{AnthropicCacheTtl, LogFormat, OnDisconnect, OtlpProtocol, SandboxBackend};
+pub use image_gen::{ImageGenConfig, ImageGenEndpoint, ImageGenProvider};
 pub use mcp::McpConfig;
 pub use memory::{LearningConfig, MemoryConfig, SkillsConfig};
 pub use outbound::{OutboundConfig, PlatformsConfig};
 pub use sandbox::{DockerSandboxConfig, KubernetesSandboxConfig, LocalSandboxConfig, SandboxConfig};
 pub use stt::{SttConfig, SttEndpoint};
+pub use tts::{EDGE_DEFAULT_URL, TtsConfig, TtsProvider};
 pub use web::{UPSTREAM_ENV, WebBackend, WebConfig};
 
 /// Configuration could not be loaded or is invalid.
@@ -57,6 +63,12 @@ pub struct HermesConfig {
     pub web: WebConfig,
     /// Voice notes to text.
     pub stt: SttConfig,
+    /// The `browser` toolset's Chromium.
+    pub browser: BrowserConfig,
+    /// Speech: `text_to_speech` and voice replies.
+    pub tts: TtsConfig,
+    /// The `image_generate` tool's service.
+    pub image_gen: ImageGenConfig,
     /// The MCP client.
     pub mcp: McpConfig,
     pub memory: MemoryConfig,
@@ -440,6 +452,8 @@ impl HermesConfig {
         }
         copy.web.mask_keys();
         copy.stt.mask_keys();
+        copy.image_gen.mask_keys();
+        copy.tts.mask_keys();
         toml::to_string_pretty(&copy).unwrap_or_else(|e| format!("# cannot render config: {e}\n"))
     }
 }

@@ -51,7 +51,7 @@ impl WebBackend {
 }
 
 /// Environment variables upstream Hermes reads, and the setting each one fills.
-pub const UPSTREAM_ENV: [(&str, &str); 9] = [
+pub const UPSTREAM_ENV: [(&str, &str); 13] = [
     ("FIRECRAWL_API_KEY", "web.firecrawl_api_key"),
     ("FIRECRAWL_API_URL", "web.firecrawl_api_url"),
     ("TAVILY_API_KEY", "web.tavily_api_key"),
@@ -61,6 +61,10 @@ pub const UPSTREAM_ENV: [(&str, &str); 9] = [
     ("BRAVE_SEARCH_API_KEY", "web.brave_api_key"),
     ("GROQ_API_KEY", "stt.groq_api_key"),
     ("VOICE_TOOLS_OPENAI_KEY", "stt.openai_api_key"),
+    ("FAL_KEY", "image_gen.fal_key"),
+    ("FAL_IMAGE_MODEL", "image_gen.model"),
+    ("ELEVENLABS_API_KEY", "tts.elevenlabs_api_key"),
+    ("BROWSER_INACTIVITY_TIMEOUT", "browser.inactivity_seconds"),
 ];
 
 /// `[web]`.

@@ -25,6 +25,7 @@ pub enum ChatCommand {
     Memory,
     Model,
     Usage,
+    Voice,
     Approve,
     Deny,
     Whoami,
@@ -118,7 +119,7 @@ use ChatCommand as C;
 use RunsIn::{GatewayWhenBare, Worker};
 
 /// Every command, in the menu's order (`/help` names them in the same order).
-pub static COMMANDS: [CommandSpec; 26] = [
+pub static COMMANDS: [CommandSpec; 27] = [
     spec(C::New, "new", "Start a fresh conversation").aliases(&["reset"]).help("/new starts a fresh conversation"),
     spec(C::Stop, "stop", "Stop what I'm doing").help("/stop stops my current work"),
     spec(C::Retry, "retry", "Ask your last message again").help("/retry asks again"),
@@ -147,6 +148,7 @@ pub static COMMANDS: [CommandSpec; 26] = [
     spec(C::Memory, "memory", "What I remember").help("/memory shows what I remember").access(AdminsByDefault),
     spec(C::Model, "model", "Show or switch my model").help("/model shows my model").access(AdminsByDefault),
     spec(C::Usage, "usage", "Today's usage").access(AdminsByDefault),
+    spec(C::Voice, "voice", "Spoken answers: /voice on|tts|off|status").help("/voice on answers voice with voice"),
     spec(C::Approve, "approve", "Allow the command I asked about (once, session, always)"),
     spec(C::Deny, "deny", "Refuse the command I asked about"),
     spec(C::Whoami, "whoami", "Show your user and chat ids").help("/whoami shows your ids").access(Everyone),
@@ -214,6 +216,7 @@ mod tests {
                 "memory",
                 "model",
                 "usage",
+                "voice",
                 "approve",
                 "deny",
                 "whoami",

@@ -278,6 +278,18 @@ vocabulary! {
 }
 
 vocabulary! {
+    /// When a chat's answers are spoken too (upstream's `/voice` modes, migration 0051).
+    VoiceMode ("voice mode") {
+        /// Text only (upstream's default).
+        Off = "off",
+        /// A voice note is answered with a voice note as well as text.
+        VoiceOnly = "voice_only",
+        /// Every answer is spoken.
+        All = "all",
+    }
+}
+
+vocabulary! {
     /// Where a cron job stands (migration 0028).
     JobState ("job state") {
         /// Runs at its `next_run_at`.

@@ -25,7 +25,7 @@ pub use ids::{AdminTokenId, AgentId, ApiKeyId, IdParseError, InvitationId, Perso
 pub use kinds::{
     ApprovalChoice, ApprovalMode, BudgetPeriod, BusyMode, CallPurpose, ChannelMode, ChannelStatus, CronRunStatus,
     DmPolicy, GoalState, GroupPolicy, GroupSessions, ImageInputMode, InteractionKind, InteractionStatus, JobState,
-    Platform, RunOutcome, SessionSource, SkillState, UnknownName,
+    Platform, RunOutcome, SessionSource, SkillState, UnknownName, VoiceMode,
 };
 pub use message::{ChatMessage, Content, ContentPart, Role, ToolCall, ToolCallFunction};
 pub use toolsets::ToolsetName;

@@ -36,6 +36,9 @@ pub struct Destination {
     /// writes one outbox row for each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also: Vec<Destination>,
+    /// The answer is spoken too (the chat's `/voice` mode asked for it when the message came).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub voice_reply: bool,
 }
 
 impl Destination {
@@ -56,6 +59,7 @@ impl Destination {
             cron: None,
             webhook: None,
             also: Vec::new(),
+            voice_reply: false,
         }
     }
 

@@ -21,6 +21,9 @@ vocabulary! {
         Web = "web",
         Mcp = "mcp",
         Vision = "vision",
+        ImageGen = "image_gen",
+        Tts = "tts",
+        Browser = "browser",
     }
 }
 
@@ -37,7 +40,8 @@ impl ToolsetName {
     }
 
     /// The toolsets that need the agent's sandbox.
-    pub const SANDBOXED: [ToolsetName; 3] = [ToolsetName::Terminal, ToolsetName::File, ToolsetName::CodeExecution];
+    pub const SANDBOXED: [ToolsetName; 4] =
+        [ToolsetName::Terminal, ToolsetName::File, ToolsetName::CodeExecution, ToolsetName::Browser];
 }
 
 /// A toolset: its name (in `agents.toolsets`), what it gives the agent, and its tools.
@@ -120,6 +124,33 @@ pub const TOOLSETS: &[Toolset] = &[
         id: ToolsetName::Vision,
         description: "Look at an image (a URL, a workspace file, a data URL) with a vision model and answer a question about it.",
         tools: &["vision_analyze"],
+    },
+    Toolset {
+        id: ToolsetName::ImageGen,
+        description: "Generate an image from a prompt (the installation's FAL.ai or OpenAI-compatible image service) and show it in the chat.",
+        tools: &["image_generate"],
+    },
+    Toolset {
+        id: ToolsetName::Tts,
+        description: "Speak text aloud (Edge TTS, OpenAI or ElevenLabs, as the installation is set up); chats get a voice message.",
+        tools: &["text_to_speech"],
+    },
+    Toolset {
+        id: ToolsetName::Browser,
+        description: "A headless Chromium in the agent's sandbox: open pages, read them as an accessibility snapshot, click, type, answer dialogs, screenshots.",
+        tools: &[
+            "browser_navigate",
+            "browser_snapshot",
+            "browser_click",
+            "browser_type",
+            "browser_scroll",
+            "browser_press",
+            "browser_back",
+            "browser_get_images",
+            "browser_console",
+            "browser_dialog",
+            "browser_vision",
+        ],
     },
 ];
 

@@ -12,6 +12,7 @@ mod common;
 pub mod docker;
 pub mod local;
 mod output;
+pub mod process;
 mod rpc_trace;
 mod span_relay;
 
@@ -138,6 +139,10 @@ pub const PROXY_ENV: [(&str, &str); 6] = [
     ("NO_PROXY", "localhost,127.0.0.1,::1"),
     ("no_proxy", "localhost,127.0.0.1,::1"),
 ];
+
+/// The header the egress proxy puts on its own refusals (value: why), so a program behind it
+/// (the browser tools) can tell "the sandbox's rules refused this" from a server's 403.
+pub const EGRESS_REFUSED_HEADER: &str = "X-Hermes-Egress-Refused";
 
 /// The configured backend (`sandbox.backend`) if it is one of this crate's (docker, local),
 /// for tools such as the sandbox bench; `hermesd` chooses among all three itself.

@@ -68,6 +68,7 @@ pub mod turn_files;
 pub mod turn_inputs;
 pub mod turns;
 pub mod usage;
+pub mod voice_modes;
 mod walls;
 pub mod web_quotas;
 pub mod webhooks;

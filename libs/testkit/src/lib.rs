@@ -4,6 +4,7 @@
 //! `$ `), which makes it a usable demo model and a load-test backend (`hermes-mock-llm`).
 
 mod anthropic;
+pub mod image_api;
 pub mod images;
 pub mod mcp;
 pub mod multipart;
@@ -17,6 +18,7 @@ pub mod slack_socket;
 pub mod speech;
 pub mod telegram;
 mod telegram_html;
+pub mod tts;
 pub mod web;
 pub mod wecom;
 pub mod wecom_bot;

@@ -36,7 +36,7 @@ pub struct SentMessage {
     pub deleted: bool,
 }
 
-/// A file the bot sent (`sendPhoto`, `sendDocument`).
+/// A file the bot sent (`sendPhoto`, `sendDocument`, `sendVoice`, `sendAudio`).
 #[derive(Debug, Clone)]
 pub struct Upload {
     pub chat_id: String,
@@ -372,7 +372,7 @@ fn form_params(content_type: &str, body: &[u8]) -> Value {
 
 fn call(bot: &mut Bot, method: &str, params: &Value) -> Response {
     match method {
-        "sendPhoto" | "sendDocument" => {
+        "sendPhoto" | "sendDocument" | "sendVoice" | "sendAudio" => {
             let (Some(chat), Some(file)) = (text_of(params, "chat_id"), params.get("__file")) else {
                 return fail(400, "Bad Request: there is no file in the request", None);
             };

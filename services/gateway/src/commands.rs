@@ -97,6 +97,7 @@ impl Gateway {
             ChatCommand::Sessions => self.sessions(channel, &route).await,
             ChatCommand::Resume => self.resume(channel, &route, rest.split_whitespace().next()).await,
             ChatCommand::Usage => self.usage(channel).await,
+            ChatCommand::Voice => self.voice_command(channel, msg, rest).await,
             ChatCommand::Help => Ok(help_text(msg.kind)),
             // The worker answers these; `own_command` never hands them here.
             ChatCommand::Compress | ChatCommand::Rollback | ChatCommand::ReloadMcp => Ok(help_text(msg.kind)),
@@ -179,7 +180,7 @@ mod tests {
              /stop stops my current work, /retry asks again, /undo takes your last message back, /steer or /queue \
              add to what I'm doing, /status shows this conversation, /title renames it, /sessions and /resume N go \
              back to an earlier one, /skills lists what I know how to do, /memory shows what I remember, /model \
-             shows my model, /whoami shows your ids."
+             shows my model, /voice on answers voice with voice, /whoami shows your ids."
         );
         assert!(help_text(ChatKind::Direct).starts_with("Hi! I'm your team's assistant. Just write to me.\n"));
     }

@@ -248,7 +248,10 @@ impl Gateway {
             notify_hub: hub.map(|h| h.id().to_owned()),
             api_key: None,
             response: None,
-            reply_to: Some(destination(channel, &msg)),
+            reply_to: Some(Destination {
+                voice_reply: crate::voice_commands::wants_voice(self.voice_mode(channel, &route).await, &msg),
+                ..destination(channel, &msg)
+            }),
             trace: hermes_telemetry::context::current(),
         };
         // Telegram apps split a long paste in parts: the turn waits a moment for the rest.

@@ -28,6 +28,7 @@ pub mod slack;
 pub mod stream;
 pub mod telegram;
 mod voice;
+mod voice_commands;
 pub mod wecom;
 
 use std::sync::Arc;

@@ -328,7 +328,12 @@ async fn reply(client: &mut UnixStream, code: u16, why: &str) -> std::io::Result
         _ => "Bad Gateway",
     };
     let body = format!("{why}\n");
-    let text = format!("HTTP/1.1 {code} {reason}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+    // `why` is this file's own ASCII text, safe as a header value.
+    let text = format!(
+        "HTTP/1.1 {code} {reason}\r\n{}: {why}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        hermes_sandbox::EGRESS_REFUSED_HEADER,
+        body.len()
+    );
     client.write_all(text.as_bytes()).await
 }
 

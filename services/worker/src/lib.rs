@@ -5,6 +5,7 @@
 
 mod attachments;
 mod background;
+mod browser_tool;
 mod budget;
 mod commands;
 mod cron_tool;
@@ -12,6 +13,7 @@ mod delegate;
 mod egress;
 mod events;
 mod goals;
+mod image_tool;
 mod journal;
 mod judge;
 mod keys;
@@ -25,6 +27,7 @@ mod send_message;
 mod session;
 mod shares;
 mod skills;
+mod speech_tool;
 mod todo;
 mod turn;
 mod vision;
@@ -89,6 +92,12 @@ pub(crate) struct Runtime {
     /// Live sessions with agents' MCP servers, kept between turns (`None` when the client
     /// could not be built).
     pub mcp: Option<Arc<hermes_mcp::McpServers>>,
+    /// The `image_generate` tool's service (`None` when its clients could not be built).
+    pub image_gen: Option<Arc<hermes_media::ImageGenerator>>,
+    /// Speech: `text_to_speech` and voice replies (`None`: turned off, or no usable provider).
+    pub speaker: Option<Arc<hermes_media::Speaker>>,
+    /// The conversations' browsers, kept between turns.
+    pub browsers: Option<Arc<hermes_browser::Browsers>>,
 }
 
 /// A name for this worker process in leases and logs.
@@ -119,6 +128,16 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
             None
         }
     };
+    let image_gen = match hermes_media::ImageGenerator::new(&cfg.image_gen, &cfg.outbound.trusted_private_hosts) {
+        Ok(generator) => Some(Arc::new(generator)),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot build the image service's clients; image_generate is off");
+            None
+        }
+    };
+    let speaker = speaker(&cfg);
+    let browsers = Arc::new(hermes_browser::Browsers::new(ctx.sandboxes.clone(), &cfg.browser));
+    tokio::spawn(browser_tool::reap(browsers.clone(), shutdown.clone()));
     ctx.sandboxes.set_egress(Arc::new(egress::EgressProxy::new(ctx.store.clone(), &cfg.sandbox)));
     sync_bundled_skills(&ctx.store).await;
     let mut consumer = ctx.broker.consume_work(cfg.worker.max_concurrent_turns, &worker_id).await?;
@@ -134,6 +153,9 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
         web,
         web_allowance,
         mcp,
+        image_gen,
+        speaker,
+        browsers: Some(browsers),
     });
     listen_for_cancellations(&rt, &shutdown);
     // Background reviews, one at a time beside the turns.
@@ -180,6 +202,24 @@ fn builtin_tools(ctx: &WorkerContext) -> ToolRegistry {
         lifetime: Duration::from_secs(sandbox.idle_seconds.saturating_mul(4).max(60)),
     };
     hermes_toolbox::builtin_registry(ctx.sandboxes.clone(), sandbox.exec_timeout_seconds, Some(Arc::new(activity)))
+}
+
+/// The speech service, when `[tts]` names one it can call.
+fn speaker(cfg: &hermes_config::HermesConfig) -> Option<Arc<hermes_media::Speaker>> {
+    let trusted = &cfg.outbound.trusted_private_hosts;
+    match hermes_media::Speaker::new(&cfg.tts, cfg.stt.openai_api_key.as_deref(), trusted) {
+        Ok(speaker) => match speaker.unusable() {
+            None => Some(Arc::new(speaker)),
+            Some(why) => {
+                tracing::info!(reason = %why, "text to speech is off");
+                None
+            }
+        },
+        Err(e) => {
+            tracing::error!(error = %e, "cannot build the speech client; text to speech is off");
+            None
+        }
+    }
 }
 
 /// The web toolset's services and the tenants' daily allowance.

@@ -61,12 +61,23 @@ async fn load(rt: &Runtime, key: SandboxKey, source: &str) -> Result<Loaded, Str
         let request = ReadBytesRequest { path, max_bytes: MAX_IMAGE_BYTES as u64 };
         client.grpc().read_bytes(request).await.map_err(|s| status_error(s).to_string())?.into_inner().data
     };
+    fitted(bytes).await
+}
+
+/// `bytes` fitted to the embed budget, as a `data:` URL.
+async fn fitted(bytes: Vec<u8>) -> Result<Loaded, String> {
     let fitted = tokio::task::spawn_blocking(move || hermes_images::fit(&bytes, hermes_images::EMBED_TARGET_BYTES))
         .await
         .map_err(|_| "the image could not be read".to_owned())?
         .map_err(|e| format!("only real images can be analysed: {e}"))?;
     let data = base64::engine::general_purpose::STANDARD.encode(fitted.bytes);
     Ok(Loaded(format!("data:{};base64,{data}", fitted.mime)))
+}
+
+/// The vision model's answer to `prompt` about the image `bytes` (a screenshot).
+pub(crate) async fn look_at(models: &Models, bytes: Vec<u8>, prompt: &str) -> Result<String, String> {
+    let image = fitted(bytes).await?;
+    ask(models, &image, prompt).await
 }
 
 /// The vision model's answer to `prompt` about `image`, retried once when it comes back

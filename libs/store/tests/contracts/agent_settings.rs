@@ -36,3 +36,26 @@ async fn an_agents_image_mode_and_vision_model_are_set_and_cleared_apart(pool: P
     let cleared = store.agent(t.id, t.agent).await.unwrap();
     assert_eq!((cleared.image_input_mode, cleared.vision_model), (ImageInputMode::Text, None));
 }
+
+/// A chat's `/voice` mode: off until set, kept per chat, back to off when turned off; another
+/// tenant can neither set one for this tenant's agent nor read it.
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn a_chats_voice_mode_is_kept_per_chat_and_off_removes_it(pool: PgPool) {
+    use hermes_core::VoiceMode;
+    let store = common::store(&pool);
+    let t = common::tenant(&store, "acme").await;
+    let other = common::tenant(&store, "globex").await;
+    let (dm, group) = ("telegram:c1:dm:42", "telegram:c1:group:-100");
+    assert_eq!(store.voice_mode(t.id, t.agent, dm).await.unwrap(), VoiceMode::Off);
+    store.set_voice_mode(t.id, t.agent, dm, VoiceMode::VoiceOnly).await.unwrap();
+    store.set_voice_mode(t.id, t.agent, group, VoiceMode::All).await.unwrap();
+    store.set_voice_mode(t.id, t.agent, dm, VoiceMode::All).await.unwrap();
+    assert_eq!(store.voice_mode(t.id, t.agent, dm).await.unwrap(), VoiceMode::All, "set again: replaced");
+    store.set_voice_mode(t.id, t.agent, group, VoiceMode::Off).await.unwrap();
+    assert_eq!(store.voice_mode(t.id, t.agent, group).await.unwrap(), VoiceMode::Off);
+
+    let foreign = store.set_voice_mode(other.id, t.agent, dm, VoiceMode::All).await;
+    assert!(matches!(foreign, Err(hermes_store::StoreError::NotFound)), "{foreign:?}");
+    assert_eq!(store.voice_mode(other.id, t.agent, dm).await.unwrap(), VoiceMode::Off, "not visible to another tenant");
+    assert_eq!(store.voice_mode(t.id, t.agent, dm).await.unwrap(), VoiceMode::All);
+}

@@ -265,6 +265,7 @@ async fn keepsakes(store: &Store, a: &Tenant, secrets: &SecretBox) {
     store.record_skill_use(a.id, a.agent, SKILL, SkillUse::Used, Utc::now()).await.unwrap();
     store.set_goal(a.id, a.session, "ship it", 5).await.unwrap();
     store.set_todos(a.id, a.session, &json!([{"content": "write tests", "status": "pending"}])).await.unwrap();
+    store.set_voice_mode(a.id, a.agent, "telegram:chat:42", hermes_core::VoiceMode::All).await.unwrap();
     let budget = Budget {
         agent_id: Some(a.agent),
         period: hermes_core::BudgetPeriod::Day,

@@ -106,7 +106,10 @@ async fn finish(
 ) -> Option<TurnStatus> {
     let Claim { rt, tenant, owner, turn } = *claim;
     if crate::attachments::is_chat(turn.session_source) {
-        crate::attachments::collect(rt, tenant, turn, &outcome.content).await;
+        if outcome.finish_reason != FinishReason::Error {
+            crate::speech_tool::speak_answer(rt, tenant, turn, &outcome.content).await;
+        }
+        outcome.content = crate::attachments::collect(rt, tenant, turn, std::mem::take(&mut outcome.content)).await;
     }
     if let Some(child) = journal.compacted_into() {
         // The conversation goes on in the compacted child session.

@@ -53,6 +53,15 @@ pub(crate) fn tools_for_turn(
     if ToolsetName::Vision.enabled_in(&agent.toolsets) {
         crate::vision::register(models, &mut tools, None);
     }
+    if ToolsetName::ImageGen.enabled_in(&agent.toolsets) {
+        crate::image_tool::register(rt, &mut tools);
+    }
+    if ToolsetName::Browser.enabled_in(&agent.toolsets) {
+        crate::browser_tool::register(rt, models, &mut tools);
+    }
+    if ToolsetName::Tts.enabled_in(&agent.toolsets) {
+        crate::speech_tool::register(rt, &mut tools);
+    }
     if ToolsetName::Delegation.enabled_in(&agent.toolsets) {
         tools.register(Arc::new(DelegateTool {
             models: models.clone(),

@@ -122,6 +122,7 @@ async fn agents_and_skills(w: &World, c: &mut Cases) {
         "set_vision",
         s.set_vision(b, agent, Some(hermes_core::ImageInputMode::Text), Some(Some(&vision))).await,
     );
+    c.not_found("set_voice_mode", s.set_voice_mode(b, agent, "telegram:c:dm:1", hermes_core::VoiceMode::All).await);
     c.not_found("set_approval_mode", s.set_approval_mode(b, agent, hermes_core::ApprovalMode::Off).await);
     c.not_found("set_agent_model", s.set_agent_model(b, agent, "another-model").await);
     c.not_found("set_key_limits", s.set_key_limits(b, w.key, Some(1), Some(1)).await);

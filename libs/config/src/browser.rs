@@ -1,0 +1,23 @@
+//! The `browser` toolset (`[browser]`): a headless Chromium in the agent's sandbox.
+
+use serde::{Deserialize, Serialize};
+
+/// `[browser]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct BrowserConfig {
+    /// The browser in the sandbox image (a Chromium-family program on its PATH, or a path).
+    pub command: String,
+    /// Added to the browser's flags (upstream's `AGENT_BROWSER_ARGS`).
+    pub extra_args: Vec<String>,
+    /// A browser not used for this long is closed (upstream's `BROWSER_INACTIVITY_TIMEOUT`).
+    pub inactivity_seconds: u64,
+    /// Snapshots longer than this are cut (upstream's 15,000 characters).
+    pub snapshot_chars: usize,
+}
+
+impl Default for BrowserConfig {
+    fn default() -> Self {
+        Self { command: "chromium".into(), extra_args: Vec::new(), inactivity_seconds: 120, snapshot_chars: 15_000 }
+    }
+}

@@ -1,0 +1,116 @@
+//! `image_generate` (the `image_gen` toolset): one image from a prompt through the operator's
+//! service (`hermes_media::ImageGenerator`), kept with the turn at once, because FAL's URLs
+//! expire and a chat should get the picture itself. The model is told to hand it over with a
+//! `MEDIA:` line; when its answer forgets to, the image is handed over anyway (see
+//! [`crate::attachments`]).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use hermes_core::ToolsetName;
+use hermes_media::{AspectRatio, ImageGenError, ImageGenerator};
+use hermes_store::Store;
+use hermes_store::turn_files::TurnFile;
+use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema, required_str};
+
+/// Where generated images are kept among a turn's files (`MEDIA:generated/...`).
+pub(crate) const GENERATED_PREFIX: &str = "generated/";
+
+/// `image_generate` for a turn.
+pub(crate) struct ImageGenerateTool {
+    pub generator: Arc<ImageGenerator>,
+    pub store: Store,
+}
+
+/// The file name for a call: stable for the call (a resumed turn replaces, never adds).
+fn file_name(call_id: &str, extension: &str) -> String {
+    let id: String = call_id.chars().filter(char::is_ascii_alphanumeric).rev().take(16).collect();
+    let id: String = id.chars().rev().collect();
+    format!("image-{}.{extension}", if id.is_empty() { "0" } else { &id })
+}
+
+/// Upstream's failure shape.
+fn failure(error: &str) -> String {
+    json!({"success": false, "image": null, "error": error}).to_string()
+}
+
+impl SimpleTool for ImageGenerateTool {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "image_generate",
+        ToolsetName::ImageGen,
+        "Generate an image from a text prompt. Describe the picture in detail (subject, style, composition, \
+         lighting, any text to render). Returns the image's file name; put `MEDIA:<image>` on a line of its own \
+         in your answer to show it to the user.",
+    );
+
+    fn parameters(&self) -> Value {
+        object_schema(
+            json!({
+                "prompt": { "type": "string", "description": "The text prompt describing the desired image. Be detailed and descriptive." },
+                "aspect_ratio": {
+                    "type": "string",
+                    "enum": ["landscape", "square", "portrait"],
+                    "description": "The aspect ratio of the generated image. 'landscape' is 16:9 wide, 'portrait' is 16:9 tall, 'square' is 1:1.",
+                    "default": "landscape"
+                }
+            }),
+            &["prompt"],
+        )
+    }
+
+    async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
+        let prompt = required_str(&args, "prompt")?;
+        let aspect: AspectRatio = match args.get("aspect_ratio").filter(|v| !v.is_null()) {
+            Some(v) => serde_json::from_value(v.clone())
+                .map_err(|_| ToolError::RespondToModel("aspect_ratio must be landscape, square or portrait".into()))?,
+            None => AspectRatio::default(),
+        };
+        let image = match self.generator.generate(prompt, aspect).await {
+            Ok(image) => image,
+            Err(ImageGenError::NotConfigured(why)) => return Ok(failure(&why)),
+            Err(e) => {
+                tracing::warn!(error = %e, "image generation failed");
+                return Ok(failure(&e.to_string()));
+            }
+        };
+        let name = file_name(&ctx.call_id, image.extension());
+        let target = format!("{GENERATED_PREFIX}{name}");
+        let file = TurnFile { target: target.clone(), name, mime: image.mime.to_owned(), data: Ok(image.bytes) };
+        self.store
+            .save_turn_file(ctx.tenant_id, ctx.turn_id, &file)
+            .await
+            .map_err(|e| ToolError::Unavailable(format!("the image was made but could not be kept: {e}")))?;
+        tracing::info!(
+            provider = image.provider.as_str(),
+            model = %image.model,
+            elapsed_ms = image.elapsed.as_millis() as u64,
+            "image generated"
+        );
+        Ok(json!({
+            "success": true,
+            "image": target,
+            "model": image.model,
+            "note": format!("To show it, put MEDIA:{target} on a line of its own in your answer."),
+        })
+        .to_string())
+    }
+}
+
+/// Registers `image_generate` for a turn.
+pub(crate) fn register(rt: &crate::Runtime, tools: &mut hermes_tools::ToolRegistry) {
+    let Some(generator) = rt.image_gen.clone() else { return };
+    tools.register(Arc::new(ImageGenerateTool { generator, store: rt.ctx.store.clone() }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_calls_image_keeps_its_name_when_the_call_runs_again() {
+        assert_eq!(file_name("call_1", "png"), file_name("call_1", "png"));
+        assert_ne!(file_name("call_1", "png"), file_name("call_2", "png"));
+        assert_eq!(file_name("call_../../etc", "jpg"), "image-calletc.jpg", "no path in a name");
+    }
+}

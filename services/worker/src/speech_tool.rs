@@ -1,0 +1,107 @@
+//! Speech out. `text_to_speech` (the `tts` toolset) speaks text through the operator's
+//! service (`hermes_media::Speaker`) and keeps the recording with the turn, for the chat to
+//! get as a voice bubble (Opus) or an audio file; and a chat whose `/voice` mode asked for it
+//! gets its answer spoken as well as written ([`speak_answer`]).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use hermes_core::{TenantId, ToolsetName};
+use hermes_media::{Speaker, Speech};
+use hermes_store::turn_files::TurnFile;
+use hermes_store::{ClaimedTurn, Store};
+use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema, required_str};
+
+use crate::Runtime;
+use crate::image_tool::GENERATED_PREFIX;
+
+/// Keeps `speech` with the turn as `generated/<stem>.<ext>`; the target.
+async fn keep(
+    store: &Store,
+    tenant: TenantId,
+    turn: hermes_core::TurnId,
+    stem: &str,
+    speech: Speech,
+) -> Result<String, String> {
+    let name = format!("{stem}.{}", speech.extension());
+    let target = format!("{GENERATED_PREFIX}{name}");
+    let file = TurnFile { target: target.clone(), name, mime: speech.mime.to_owned(), data: Ok(speech.bytes) };
+    store.save_turn_file(tenant, turn, &file).await.map_err(|e| e.to_string())?;
+    Ok(target)
+}
+
+/// `text_to_speech` for a turn.
+pub(crate) struct TextToSpeech {
+    pub speaker: Arc<Speaker>,
+    pub store: Store,
+}
+
+impl SimpleTool for TextToSpeech {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "text_to_speech",
+        ToolsetName::Tts,
+        "Convert text to speech audio. The chat receives it as a voice message (or an audio file). Put \
+         `media_tag` on a line of its own in your answer to send it. Markdown, code and links are not spoken; \
+         very long text is cut at a sentence end.",
+    );
+
+    fn parameters(&self) -> Value {
+        object_schema(
+            json!({ "text": { "type": "string", "description": "The text to convert to speech. Keep it under 4,000 characters." } }),
+            &["text"],
+        )
+    }
+
+    async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
+        let text = required_str(&args, "text")?;
+        let speech = match self.speaker.speak(text).await {
+            Ok(speech) => speech,
+            Err(e) => return Ok(json!({"success": false, "error": e.to_string()}).to_string()),
+        };
+        let (provider, voice, chars) = (speech.provider, speech.is_voice(), speech.chars);
+        let id: String = ctx.call_id.chars().filter(char::is_ascii_alphanumeric).take(24).collect();
+        let target = keep(&self.store, ctx.tenant_id, ctx.turn_id, &format!("speech-{id}"), speech)
+            .await
+            .map_err(|e| ToolError::Unavailable(format!("the speech was made but could not be kept: {e}")))?;
+        Ok(json!({
+            "success": true,
+            "file_path": target,
+            "media_tag": format!("MEDIA:{target}"),
+            "provider": provider.as_str(),
+            "voice_compatible": voice,
+            "characters": chars,
+        })
+        .to_string())
+    }
+}
+
+/// Registers `text_to_speech` for a turn, when the installation can speak.
+pub(crate) fn register(rt: &Runtime, tools: &mut hermes_tools::ToolRegistry) {
+    let Some(speaker) = rt.speaker.clone() else { return };
+    tools.register(Arc::new(TextToSpeech { speaker, store: rt.ctx.store.clone() }));
+}
+
+/// Speaks a chat turn's answer when its message asked for a spoken reply (the chat's
+/// `/voice` mode), keeping the recording with the turn; its files' `MEDIA:` lines then hand
+/// it over. Whatever fails, the chat still gets the text.
+pub(crate) async fn speak_answer(rt: &Runtime, tenant: TenantId, turn: &ClaimedTurn, answer: &str) {
+    let Some(speaker) = rt.speaker.as_ref() else { return };
+    let wanted = match rt.ctx.store.turn_reply_to(tenant, turn.turn_id).await {
+        Ok(dest) => dest.is_some_and(|d| d.voice_reply),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read where the answer goes; no voice reply");
+            false
+        }
+    };
+    if !wanted || answer.trim().is_empty() {
+        return;
+    }
+    let kept = match speaker.speak(answer).await {
+        Ok(speech) => keep(&rt.ctx.store, tenant, turn.turn_id, "voice-reply", speech).await,
+        Err(e) => Err(e.to_string()),
+    };
+    if let Err(e) = kept {
+        tracing::warn!(error = %e, "the answer could not be spoken; the chat gets the text");
+    }
+}

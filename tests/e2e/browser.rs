@@ -1,0 +1,142 @@
+//! The browser toolset end to end, with the real Chromium in a Docker sandbox
+//! (`hermes-sandbox:browser-test`, deploy/sandbox/build-browser-test-image.sh): a turn opens a
+//! local page whose button only JavaScript adds, reads it as a snapshot with refs, fills the
+//! form and submits it (the server gets the name), goes back, sets off a `confirm()` dialog
+//! and accepts it, and reads the page's state with a console expression. The page is reached
+//! through the sandbox's egress proxy; an address the egress rules do not allow is not.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use hermes_testkit::ScriptedReply;
+
+use crate::harness::{Roles, TestEnv, answer_text};
+
+const FORM: &str = r#"<!doctype html><html><head><title>Sign up</title></head><body>
+<h1>Sign up</h1>
+<form action="/thanks" method="get">
+  <label for="name">Name</label> <input id="name" name="name" type="text">
+  <button type="submit">Send</button>
+</form>
+<p id="status">ready</p>
+<script>
+  const b = document.createElement('button');
+  b.textContent = 'Delete';
+  b.onclick = () => { document.getElementById('status').textContent = confirm('Delete everything?') ? 'deleted' : 'kept'; };
+  document.body.appendChild(b);
+  console.log('form ready');
+</script>
+</body></html>"#;
+
+/// A web server on every host address: `/form.html`, and `/thanks?...`, whose query it records.
+async fn site(seen: Arc<Mutex<Vec<String>>>) -> u16 {
+    let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 16 * 1024];
+                let n = stream.read(&mut buf).await.unwrap_or(0);
+                let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+                // Through the proxy the request line carries the absolute URL.
+                let target = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                let path =
+                    target.split_once("://").map_or(target.as_str(), |(_, r)| r.find('/').map_or("/", |i| &r[i..]));
+                let (status, body) = if path.starts_with("/form.html") {
+                    ("200 OK", FORM.to_owned())
+                } else if let Some(query) = path.strip_prefix("/thanks?") {
+                    seen.lock().unwrap().push(query.to_owned());
+                    ("200 OK", "<!doctype html><title>Thanks</title><p>Thank you!</p>".to_owned())
+                } else {
+                    ("404 Not Found", "<title>Not found</title>".to_owned())
+                };
+                let reply = format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(reply.as_bytes()).await;
+            });
+        }
+    });
+    port
+}
+
+/// The tool results of the last request, in order, as JSON.
+fn results(env: &TestEnv) -> Vec<Value> {
+    let messages = env.llm.requests().last().unwrap().messages();
+    messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| serde_json::from_str(m["content"].as_str().unwrap()).unwrap_or_else(|_| m["content"].clone()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_turn_fills_a_form_answers_a_dialog_and_reads_a_javascript_page_in_a_sandboxed_chromium() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let port = site(seen.clone()).await;
+    // 127.0.0.3 stands in for a public server (no internet here); 127.0.0.4 is not allowed.
+    let env = TestEnv::start_with(Roles::default(), move |c| {
+        c.sandbox.docker.image = "hermes-sandbox:browser-test".into();
+        c.sandbox.docker.memory_mb = 1024;
+        c.sandbox.docker.pids_limit = 1024;
+        c.sandbox.egress_allow_cidrs = vec!["127.0.0.3/32".into()];
+        c.sandbox.egress_ports = vec![80, 443, port];
+    })
+    .await;
+    let (tenant, agent, key) = env.tenant("acme", "surfer").await;
+    env.store.set_egress(tenant, agent.id, true).await.unwrap();
+    sqlx::query("UPDATE agents SET toolsets = ARRAY['browser']").execute(&env.db).await.unwrap();
+
+    let page = format!("http://127.0.0.3:{port}/form.html");
+    let calls = [
+        ("browser_navigate", json!({ "url": page })),
+        ("browser_snapshot", json!({})),
+        ("browser_type", json!({ "ref": "@e1", "text": "Ada Lovelace" })),
+        ("browser_click", json!({ "ref": "@e2" })),
+        ("browser_back", json!({})),
+        ("browser_snapshot", json!({})),
+        ("browser_click", json!({ "ref": "@e3" })),
+        ("browser_dialog", json!({ "action": "accept" })),
+        ("browser_console", json!({ "expression": "document.getElementById('status').textContent" })),
+        ("browser_console", json!({})),
+        ("browser_navigate", json!({ "url": format!("http://127.0.0.4:{port}/form.html") })),
+        ("browser_navigate", json!({ "url": "file:///etc/passwd" })),
+    ];
+    for (tool, args) in &calls {
+        env.llm.push(ScriptedReply::tool_call(*tool, args.clone()));
+    }
+    env.llm.push(ScriptedReply::text("Signed Ada up and deleted the rest."));
+    let response = env
+        .chat(&key, json!({"model": "surfer", "messages": [{"role": "user", "content": "Sign Ada up, then delete."}]}))
+        .await;
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(answer_text(&body), "Signed Ada up and deleted the rest.", "{body}");
+
+    let r = results(&env);
+    assert_eq!(r.len(), calls.len());
+    assert_eq!((r[0]["success"].clone(), r[0]["title"].clone()), (json!(true), json!("Sign up")), "{}", r[0]);
+    let snapshot = r[1]["snapshot"].as_str().unwrap();
+    assert_eq!(
+        snapshot, "- textbox \"Name\" [ref=e1]\n- button \"Send\" [ref=e2]\n- button \"Delete\" [ref=e3]",
+        "the button only JavaScript adds is there"
+    );
+    assert_eq!(r[2]["success"], true, "{}", r[2]);
+    assert_eq!(r[3]["title"], "Thanks", "{}", r[3]);
+    assert_eq!(seen.lock().unwrap().as_slice(), ["name=Ada+Lovelace"], "the form reached the server");
+    assert_eq!(r[4]["url"], page, "{}", r[4]);
+    assert_eq!(r[6]["pending_dialog"]["type"], "confirm", "{}", r[6]);
+    assert_eq!(r[6]["pending_dialog"]["message"], "Delete everything?");
+    assert_eq!((r[7]["success"].clone(), r[7]["action"].clone()), (json!(true), json!("accept")), "{}", r[7]);
+    assert_eq!(r[8]["result"], "deleted", "{}", r[8]);
+    assert!(r[9]["console_messages"].as_array().unwrap().iter().any(|m| m["text"] == "form ready"), "{}", r[9]);
+    // The sandbox's egress rules hold for the browser too.
+    assert_eq!(r[10]["success"], false, "{}", r[10]);
+    let refusal = r[10]["error"].as_str().unwrap_or_default();
+    assert!(refusal.contains("network rules refused") && refusal.contains("not reachable"), "{refusal}");
+    assert!(r[11].as_str().unwrap_or_default().contains("only http:// and https://"), "{}", r[11]);
+    env.stop().await;
+}

@@ -1,0 +1,72 @@
+//! `image_generate` end to end: a Telegram user asks for a picture, the agent calls the tool
+//! (the scripted FAL service makes a real PNG), and the chat gets the picture itself as a
+//! photo after the answer's text, even when the answer forgot its `MEDIA:` line. A refused
+//! prompt comes back to the model in upstream's failure shape, and no photo is sent.
+
+use serde_json::{Value, json};
+
+use hermes_testkit::ScriptedReply;
+use hermes_testkit::image_api::ImageApi;
+
+use crate::harness::{Roles, TestEnv};
+use crate::telegram::{Pod, TOKEN, bind, sent};
+
+/// The JSON result of the tool call the model got in request `n`.
+fn tool_result(env: &TestEnv, n: usize) -> Value {
+    let messages = env.llm.requests()[n].messages();
+    serde_json::from_str(messages.last().unwrap()["content"].as_str().unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn a_picture_asked_for_in_telegram_arrives_as_a_photo() {
+    let images = ImageApi::start().await.unwrap();
+    let fal = images.fal_base_url();
+    let env = TestEnv::start_with(Roles::default(), move |c| {
+        c.image_gen.fal_key = Some("fal-operator".into());
+        c.image_gen.fal_base_url = fal;
+    })
+    .await;
+    let tg = hermes_testkit::telegram::TelegramEmulator::start().await.unwrap();
+    bind(&env, &tg, "poll", "open", &[]).await;
+    sqlx::query("UPDATE agents SET toolsets = ARRAY['image_gen']").execute(&env.db).await.unwrap();
+    let pod = Pod::start(&env).await;
+
+    env.llm.push(ScriptedReply::tool_call(
+        "image_generate",
+        json!({"prompt": "a lighthouse at dusk, oil painting", "aspect_ratio": "square"}),
+    ));
+    // The answer does not name the image: it is handed over anyway.
+    env.llm.push(ScriptedReply::text("Here is your lighthouse."));
+    tg.user_says(TOKEN, 42, "paint me a lighthouse");
+    assert_eq!(sent(&tg, 1).await[0].text, "Here is your lighthouse.");
+    let result = tool_result(&env, 1);
+    assert_eq!(result["success"], true, "{result}");
+    let image = result["image"].as_str().unwrap().to_owned();
+    assert!(image.starts_with("generated/image-") && image.ends_with(".png"), "{image}");
+    let photo = crate::harness::wait_until("the photo", async || tg.uploads(TOKEN).into_iter().next()).await;
+    assert_eq!((photo.method.as_str(), photo.chat_id.as_str()), ("sendPhoto", "42"));
+    assert_eq!(photo.name, image.trim_start_matches("generated/"));
+    assert_eq!(&photo.data[..4], b"\x89PNG", "the picture itself, not a link");
+    let asked = &images.requests()[0];
+    assert_eq!(asked.authorization.as_deref(), Some("Key fal-operator"));
+    assert_eq!(asked.body["image_size"], "square_hd");
+    let offered: Vec<String> = env.llm.requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(offered, ["image_generate"]);
+
+    // A refused prompt: the model reads why, the chat gets its words and no photo.
+    env.llm.push(ScriptedReply::tool_call("image_generate", json!({"prompt": "FORBIDDEN scene"})));
+    env.llm.push(ScriptedReply::text("The image service refused that one."));
+    tg.user_says(TOKEN, 42, "now something forbidden");
+    assert_eq!(sent(&tg, 2).await[1].text, "The image service refused that one.");
+    let refused = tool_result(&env, 3);
+    assert_eq!((refused["success"].clone(), refused["image"].clone()), (json!(false), Value::Null));
+    assert!(refused["error"].as_str().unwrap().contains("rejected by the safety system"), "{refused}");
+    assert_eq!(tg.uploads(TOKEN).len(), 1);
+    pod.stop.cancel();
+    env.stop().await;
+}
