@@ -70,3 +70,67 @@ async fn a_picture_asked_for_in_telegram_arrives_as_a_photo() {
     pod.stop.cancel();
     env.stop().await;
 }
+
+/// The tool result of the last `image_generate` call the model saw.
+fn last_tool_result(env: &TestEnv) -> Value {
+    tool_result(env, env.llm.requests().len() - 1)
+}
+
+#[tokio::test]
+async fn pictures_are_metered_into_usage_and_a_hard_cap_needs_their_price() {
+    let images = ImageApi::start().await.unwrap();
+    let fal = images.fal_base_url();
+    let env = TestEnv::start_with(Roles::default(), move |c| {
+        c.image_gen.fal_key = Some("fal-operator".into());
+        c.image_gen.fal_base_url = fal;
+    })
+    .await;
+    let (tenant, agent, key) = env.tenant("acme", "ops").await;
+    sqlx::query("UPDATE agents SET toolsets = ARRAY['image_gen']").execute(&env.db).await.unwrap();
+    // Model calls are free here, so what is spent is the pictures'.
+    let tokens = hermes_store::ModelPrice { model: "scripted*".into(), ..Default::default() };
+    env.store.set_model_price(&tokens).await.unwrap();
+    let team = hermes_store::Budget {
+        agent_id: None,
+        period: hermes_core::BudgetPeriod::Day,
+        hard_usd: Some(1.0),
+        soft_usd: None,
+    };
+    env.store.set_budget(tenant, &team).await.unwrap();
+    let ask = json!({"model": "ops", "messages": [{"role": "user", "content": "draw a fox"}]});
+
+    // Under a hard cap, a picture without a price is not made (it could not be kept within it).
+    env.llm.push(ScriptedReply::tool_call("image_generate", json!({"prompt": "a red fox"})));
+    env.llm.push(ScriptedReply::text("Pictures are not priced yet."));
+    assert_eq!(env.chat(&key, ask.clone()).await.status(), 200);
+    let refused = last_tool_result(&env);
+    assert_eq!(refused["success"], false, "{refused}");
+    let why = refused["error"].as_str().unwrap();
+    assert!(why.contains("fal-ai/flux-2/klein/9b") && why.contains("hermesctl price set"), "{why}");
+    assert!(images.requests().is_empty(), "the image service was not called");
+
+    // Priced: made, recorded as an image call at its price, and in the usage report.
+    let per_image = hermes_store::ModelPrice { model: "fal-ai/*".into(), per_image: Some(0.04), ..Default::default() };
+    env.store.set_model_price(&per_image).await.unwrap();
+    env.llm.push(ScriptedReply::tool_call("image_generate", json!({"prompt": "a red fox"})));
+    env.llm.push(ScriptedReply::text("Here is your fox."));
+    assert_eq!(env.chat(&key, ask).await.status(), 200);
+    assert_eq!(last_tool_result(&env)["success"], true);
+    assert_eq!(images.requests().len(), 1);
+    let (purpose, model, images_billed, cost): (String, String, i32, Option<f64>) = sqlx::query_as(
+        "SELECT purpose, model, images, cost_usd::float8 FROM model_calls WHERE purpose <> 'main' ORDER BY id",
+    )
+    .fetch_one(&env.db)
+    .await
+    .unwrap();
+    assert_eq!(
+        (purpose.as_str(), model.as_str(), images_billed, cost),
+        ("image", "fal-ai/flux-2/klein/9b", 1, Some(0.04))
+    );
+    let usage: Value =
+        env.http.get(format!("{}/v1/usage", env.api_url)).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    assert!((usage["total"]["cost_usd"].as_f64().unwrap() - 0.04).abs() < 1e-9, "{usage}");
+    let spent = env.store.budget_states(tenant, agent.id, chrono::Utc::now()).await.unwrap();
+    assert!((spent[0].spent_usd - 0.04).abs() < 1e-9, "the team's cap counts the picture: {spent:?}");
+    env.stop().await;
+}

@@ -20,8 +20,14 @@ async fn calls_are_priced_when_recorded_and_reported_per_day_agent_and_key() {
     let (tenant, _, key) = env.tenant("acme", "ops").await;
     let (_, second_key) = env.store.create_api_key(tenant, None, "ci", None).await.unwrap();
     // The scripted model is "scripted-model": priced by prefix.
-    let price =
-        ModelPrice { model: "scripted*".into(), input: 2.0, output: 8.0, cached_input: None, cache_write: None };
+    let price = ModelPrice {
+        model: "scripted*".into(),
+        input: 2.0,
+        output: 8.0,
+        cached_input: None,
+        cache_write: None,
+        ..Default::default()
+    };
     env.store.set_model_price(&price).await.unwrap();
     for k in [&key, &key, &second_key] {
         env.llm.push(ScriptedReply::text("an answer of a few tokens"));
@@ -59,6 +65,7 @@ async fn calls_are_priced_when_recorded_and_reported_per_day_agent_and_key() {
         output: 100.0,
         cached_input: None,
         cache_write: None,
+        ..Default::default()
     };
     env.store.set_model_price(&dearer).await.unwrap();
     let (_, again) = usage(&env, &key, "").await;
@@ -89,6 +96,7 @@ async fn a_reached_hard_cap_stops_turns_before_any_model_call_with_402() {
         output: 1_000.0,
         cached_input: None,
         cache_write: None,
+        ..Default::default()
     };
     env.store.set_model_price(&price).await.unwrap();
     // The agent may spend a cent a day; the first turn passes it.
@@ -199,6 +207,7 @@ async fn fifty_concurrent_turns_never_spend_beyond_the_calls_in_flight_when_the_
         output: 1_000.0,
         cached_input: None,
         cache_write: None,
+        ..Default::default()
     };
     env.store.set_model_price(&price).await.unwrap();
     let cap = 10.0;

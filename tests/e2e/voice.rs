@@ -57,6 +57,20 @@ async fn a_voice_note_is_transcribed_and_answered_and_one_that_cannot_be_heard_s
     let told = user_message(&env, 2);
     assert!(told.contains("I had trouble transcribing it~ (the speech-to-text service answered HTTP 500)"), "{told}");
     assert!(!told.contains("stt-test-key"), "no key in the transcript");
+
+    // Each transcription the service answered is metered with the turn that read it, by the
+    // audio it billed (a second a word here); silence is billed too, a failed call is not.
+    let metered: Vec<(String, String, i64, bool)> = sqlx::query_as(
+        "SELECT c.model, c.provider, c.audio_ms, c.turn_id IN (SELECT id FROM turns) FROM model_calls c
+         WHERE c.purpose = 'transcription' ORDER BY c.id",
+    )
+    .fetch_all(&env.db)
+    .await
+    .unwrap();
+    assert_eq!(
+        metered,
+        [("whisper-1".into(), "127.0.0.1".into(), 8_000, true), ("whisper-1".into(), "127.0.0.1".into(), 2_000, true)]
+    );
     pod.stop.cancel();
     env.stop().await;
 }

@@ -45,6 +45,14 @@ async fn with_voice_on_a_voice_note_is_answered_with_a_voice_bubble_and_text_onl
         (spoken.key.as_deref(), spoken.detail["response_format"].as_str()),
         (Some("Bearer sk-voice"), Some("opus"))
     );
+    // Metered like a model call: per character spoken (unpriced here: no price was set).
+    let metered: (String, String, i64, Option<f64>) = sqlx::query_as(
+        "SELECT purpose, model, speech_chars, cost_usd::float8 FROM model_calls WHERE purpose = 'speech'",
+    )
+    .fetch_one(&env.db)
+    .await
+    .unwrap();
+    assert_eq!(metered, ("speech".into(), "gpt-4o-mini-tts".into(), 31, None));
 
     // A typed message in the same chat: text only.
     env.llm.push(ScriptedReply::text("It is sunny."));
@@ -90,6 +98,12 @@ async fn text_to_speech_through_edge_reaches_the_chat_as_audio() {
     assert_eq!((result["success"].clone(), result["provider"].clone()), (json!(true), json!("edge")));
     assert_eq!(result["media_tag"], format!("MEDIA:{}", result["file_path"].as_str().unwrap()));
     assert_eq!(tts.requests()[0].detail["voice"], "Microsoft Server Speech Text to Speech Voice (en-US, AriaNeural)");
+    let metered: (String, i64, Option<f64>) =
+        sqlx::query_as("SELECT model, speech_chars, cost_usd::float8 FROM model_calls WHERE purpose = 'speech'")
+            .fetch_one(&env.db)
+            .await
+            .unwrap();
+    assert_eq!(metered, ("edge-tts".into(), 40, Some(0.0)), "Edge speech is metered, and free");
     pod.stop.cancel();
     env.stop().await;
 }

@@ -147,6 +147,12 @@ vocabulary! {
         Review = "review",
         /// A delegated child agent.
         Subagent = "subagent",
+        /// A picture made by `image_generate` (billed per image).
+        Image = "image",
+        /// Speech made by `text_to_speech` or a voice reply (billed per character).
+        Speech = "speech",
+        /// A recording transcribed (billed per audio minute).
+        Transcription = "transcription",
     }
 }
 

@@ -24,6 +24,8 @@ pub struct Speech {
     /// `audio/ogg` (Opus), `audio/mpeg` or `audio/wav`, from the bytes.
     pub mime: &'static str,
     pub provider: TtsProvider,
+    /// The model its price is looked up by ([`Speaker::model`]).
+    pub model: String,
     /// Characters spoken (after the cut): what providers bill.
     pub chars: usize,
     pub elapsed: Duration,
@@ -143,6 +145,20 @@ impl Speaker {
         self.config.provider
     }
 
+    /// The model speech is priced by: the OpenAI or ElevenLabs model, or `edge-tts`.
+    pub fn model(&self) -> String {
+        match self.config.provider {
+            TtsProvider::Edge => "edge-tts".to_owned(),
+            TtsProvider::Openai => self.config.openai_model.clone(),
+            TtsProvider::Elevenlabs => self.config.elevenlabs_model_id.clone(),
+        }
+    }
+
+    /// The text [`Self::speak`] would send for `text`: speakable, cut to the provider's limit.
+    pub fn script(&self, text: &str) -> String {
+        cut(&speakable(text), self.config.text_limit())
+    }
+
     /// Why it cannot speak (`None`: it can).
     pub fn unusable(&self) -> Option<String> {
         self.config.unusable(self.openai_key.as_deref())
@@ -153,7 +169,7 @@ impl Speaker {
         if let Some(why) = self.unusable() {
             return Err(SpeechError::NotConfigured(why));
         }
-        let text = cut(&speakable(text), self.config.text_limit());
+        let text = self.script(text);
         if text.is_empty() {
             return Err(SpeechError::Empty);
         }
@@ -174,6 +190,7 @@ impl Speaker {
             bytes,
             mime,
             provider: self.config.provider,
+            model: self.model(),
             chars: text.chars().count(),
             elapsed: started.elapsed(),
         })

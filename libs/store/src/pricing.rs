@@ -9,8 +9,8 @@ use hermes_core::{AgentId, TenantId};
 
 use crate::{Result, Store, StoreError};
 
-/// A model's price, in US dollars per million tokens.
-#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+/// A model's price, in US dollars per million tokens, and for media models per unit billed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, sqlx::FromRow)]
 pub struct ModelPrice {
     /// A model id, or a prefix ending in `*` (`gpt-4o*`).
     pub model: String,
@@ -22,6 +22,12 @@ pub struct ModelPrice {
     /// Cache writes; billed like other input when `None`.
     #[sqlx(rename = "write")]
     pub cache_write: Option<f64>,
+    /// Per picture made (image generation).
+    pub per_image: Option<f64>,
+    /// Per million characters spoken (text to speech).
+    pub per_mchar: Option<f64>,
+    /// Per minute of audio transcribed (speech to text).
+    pub per_audio_minute: Option<f64>,
 }
 
 /// How the report groups.
@@ -84,24 +90,38 @@ impl Store {
 
     /// Sets (or replaces) a model's price; later calls use it.
     pub async fn set_model_price(&self, price: &ModelPrice) -> Result<()> {
-        let finite = [Some(price.input), Some(price.output), price.cached_input, price.cache_write];
+        let finite = [
+            Some(price.input),
+            Some(price.output),
+            price.cached_input,
+            price.cache_write,
+            price.per_image,
+            price.per_mchar,
+            price.per_audio_minute,
+        ];
         if finite.iter().flatten().any(|p| !p.is_finite() || *p < 0.0) || price.model.trim().is_empty() {
-            return Err(StoreError::Invalid("prices are non-negative numbers per million tokens".into()));
+            return Err(StoreError::Invalid("prices are non-negative numbers".into()));
         }
         sqlx::query(
             "INSERT INTO model_prices (model, input_usd_per_mtok, output_usd_per_mtok, cached_input_usd_per_mtok,
-                                       cache_write_usd_per_mtok)
-             VALUES ($1, $2::float8::numeric, $3::float8::numeric, $4::float8::numeric, $5::float8::numeric)
+                                       cache_write_usd_per_mtok, usd_per_image, usd_per_mchar, usd_per_audio_minute)
+             VALUES ($1, $2::float8::numeric, $3::float8::numeric, $4::float8::numeric, $5::float8::numeric,
+                     $6::float8::numeric, $7::float8::numeric, $8::float8::numeric)
              ON CONFLICT (model) DO UPDATE SET input_usd_per_mtok = EXCLUDED.input_usd_per_mtok,
                 output_usd_per_mtok = EXCLUDED.output_usd_per_mtok,
                 cached_input_usd_per_mtok = EXCLUDED.cached_input_usd_per_mtok,
-                cache_write_usd_per_mtok = EXCLUDED.cache_write_usd_per_mtok, updated_at = now()",
+                cache_write_usd_per_mtok = EXCLUDED.cache_write_usd_per_mtok,
+                usd_per_image = EXCLUDED.usd_per_image, usd_per_mchar = EXCLUDED.usd_per_mchar,
+                usd_per_audio_minute = EXCLUDED.usd_per_audio_minute, updated_at = now()",
         )
         .bind(price.model.trim())
         .bind(price.input)
         .bind(price.output)
         .bind(price.cached_input)
         .bind(price.cache_write)
+        .bind(price.per_image)
+        .bind(price.per_mchar)
+        .bind(price.per_audio_minute)
         .execute(self.system())
         .await?;
         Ok(())
@@ -110,7 +130,9 @@ impl Store {
     pub async fn model_prices(&self) -> Result<Vec<ModelPrice>> {
         let rows = sqlx::query(
             "SELECT model, input_usd_per_mtok::float8 AS input, output_usd_per_mtok::float8 AS output,
-                    cached_input_usd_per_mtok::float8 AS cached, cache_write_usd_per_mtok::float8 AS write
+                    cached_input_usd_per_mtok::float8 AS cached, cache_write_usd_per_mtok::float8 AS write,
+                    usd_per_image::float8 AS per_image, usd_per_mchar::float8 AS per_mchar,
+                    usd_per_audio_minute::float8 AS per_audio_minute
              FROM model_prices ORDER BY model",
         )
         .fetch_all(self.system())

@@ -18,6 +18,7 @@ use uuid::Uuid;
 use hermes_core::{AgentId, BudgetPeriod, SessionId, TenantId, TurnId};
 
 use crate::budgets::{Budget, BudgetState, period_starts};
+use crate::media_calls::MediaUnits;
 use crate::usage::{CallColumns, ModelCall, insert_model_calls};
 use crate::{Result, Store, StoreError};
 
@@ -32,6 +33,8 @@ pub struct SpendRequest<'a> {
     pub input_tokens: u64,
     /// Tokens the answer may take at most (an estimate where the request sets no limit).
     pub output_tokens: u64,
+    /// What a media call bills (none for a model call).
+    pub media: MediaUnits,
     /// How long the reservation holds if it is never settled (its worker died).
     pub lease: Duration,
 }
@@ -48,6 +51,17 @@ pub enum SpendDecision {
     Refused { state: BudgetState, estimate_usd: f64 },
     /// A hard cap applies and this model has no price.
     Unpriced { model: String },
+}
+
+/// The price of one model of a call's chain (`None`s: no price, or none for that unit).
+#[derive(sqlx::FromRow)]
+struct ChainPrice {
+    model: String,
+    input: Option<f64>,
+    output: Option<f64>,
+    per_image: Option<f64>,
+    per_mchar: Option<f64>,
+    per_minute: Option<f64>,
 }
 
 /// A cap as read for a reservation.
@@ -124,21 +138,24 @@ async fn decide(
         return Ok(SpendDecision::Uncapped);
     }
     let hard = caps.iter().any(|c| c.budget.hard_usd.is_some());
-    let prices: Vec<(String, Option<f64>, Option<f64>)> = sqlx::query_as(
-        "SELECT m, (hermes_model_price(m)).input_usd_per_mtok::float8, (hermes_model_price(m)).output_usd_per_mtok::float8
-         FROM unnest($1::text[]) AS m",
+    let prices: Vec<ChainPrice> = sqlx::query_as(
+        "SELECT m AS model, (p).input_usd_per_mtok::float8 AS input, (p).output_usd_per_mtok::float8 AS output,
+                (p).usd_per_image::float8 AS per_image, (p).usd_per_mchar::float8 AS per_mchar,
+                (p).usd_per_audio_minute::float8 AS per_minute
+         FROM unnest($1::text[]) AS m, LATERAL (SELECT hermes_model_price(m) AS p) AS price",
     )
     .bind(request.models)
     .fetch_all(&mut *tx)
     .await?;
     let mut estimate_usd: f64 = 0.0;
-    for (model, input, output) in prices {
-        match (input, output) {
-            (Some(input), Some(output)) => {
-                let cost = (request.input_tokens as f64 * input + request.output_tokens as f64 * output) / 1e6;
-                estimate_usd = estimate_usd.max(cost);
+    for price in prices {
+        let units = request.media.cost_usd(price.per_image, price.per_mchar, price.per_minute);
+        match (price.input, price.output, units) {
+            (Some(input), Some(output), Some(units)) => {
+                let tokens = (request.input_tokens as f64 * input + request.output_tokens as f64 * output) / 1e6;
+                estimate_usd = estimate_usd.max(tokens + units);
             }
-            _ if hard => return Ok(SpendDecision::Unpriced { model }),
+            _ if hard => return Ok(SpendDecision::Unpriced { model: price.model }),
             _ => {}
         }
     }

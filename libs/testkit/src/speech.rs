@@ -1,7 +1,9 @@
 //! An OpenAI-compatible speech-to-text server for tests: `POST /v1/audio/transcriptions`
 //! (multipart `file`, `model`) answers `{"text": ...}`. The "recording" says what it holds:
 //! `SPEECH:<words>` is heard as the words, `SILENCE` as Whisper hears silence ("Thank you."),
-//! `BROKEN` makes the server fail with 500. Every request is recorded.
+//! `BROKEN` makes the server fail with 500. Every request is recorded. The answer carries the
+//! billed duration as OpenAI's does (`usage: {"type": "duration", "seconds": N}`): a second a
+//! word heard, two for silence.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -57,12 +59,16 @@ async fn transcribe(State(seen): State<Arc<Mutex<Vec<Transcription>>>>, headers:
         });
     }
     let audio = String::from_utf8_lossy(&file.data).into_owned();
-    let text = match audio.as_str() {
+    let (text, seconds) = match audio.as_str() {
         "BROKEN" => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
-        "SILENCE" => "Thank you.".to_owned(),
-        other => other.strip_prefix("SPEECH:").unwrap_or("").to_owned(),
+        "SILENCE" => ("Thank you.".to_owned(), 2),
+        other => {
+            let words = other.strip_prefix("SPEECH:").unwrap_or("").to_owned();
+            let count = words.split_whitespace().count().max(1);
+            (words, count)
+        }
     };
-    axum::Json(json!({ "text": text })).into_response()
+    axum::Json(json!({ "text": text, "usage": {"type": "duration", "seconds": seconds} })).into_response()
 }
 
 impl SpeechToText {

@@ -9,10 +9,11 @@
 use base64::Engine;
 
 use hermes_core::{ChannelMode, ChatMessage, Content, ContentPart, Platform, Role};
-use hermes_store::Channel;
+use hermes_store::{Channel, MediaCall};
 
 use crate::Gateway;
 use crate::incoming::IncomingFile;
+use crate::voice::Unheard;
 
 const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
 const MAX_TEXT_BYTES: u64 = 64 * 1024;
@@ -74,10 +75,17 @@ impl Gateway {
         }
     }
 
-    /// The message for `text` with its files, as the agent will read it.
-    pub(crate) async fn with_files(&self, channel: &Channel, text: String, files: &[IncomingFile]) -> ChatMessage {
+    /// The message for `text` with its files, as the agent will read it, and the media calls
+    /// reading them took (transcriptions), to be metered with the turn.
+    pub(crate) async fn with_files(
+        &self,
+        channel: &Channel,
+        text: String,
+        files: &[IncomingFile],
+    ) -> (ChatMessage, Vec<MediaCall>) {
+        let mut billed = Vec::new();
         if files.is_empty() {
-            return ChatMessage::user(text);
+            return (ChatMessage::user(text), billed);
         }
         // A voice note alone becomes a plain message of its transcript, as upstream's does.
         let voice_only = text.is_empty() && files.len() == 1 && files.iter().all(|f| f.mime.starts_with("audio/"));
@@ -87,7 +95,9 @@ impl Gateway {
         }
         for file in files {
             if file.mime.starts_with("audio/") {
-                parts.push(ContentPart::Text { text: self.listen(channel, file).await });
+                let (note, call) = self.listen(channel, file).await;
+                parts.push(ContentPart::Text { text: note });
+                billed.extend(call);
                 continue;
             }
             let name = file.name.clone().unwrap_or_else(|| "photo".into());
@@ -118,33 +128,35 @@ impl Gateway {
             }
         }
         if let ([ContentPart::Text { text }], true) = (parts.as_slice(), voice_only) {
-            return ChatMessage::user(text.clone());
+            return (ChatMessage::user(text.clone()), billed);
         }
         let mut message = ChatMessage::user(String::new());
         message.role = Role::User;
         message.content = Some(Content::Parts(parts));
-        message
+        (message, billed)
     }
 
-    /// A voice note or audio file as the agent reads it: its transcript, or why there is none.
-    async fn listen(&self, channel: &Channel, file: &IncomingFile) -> String {
-        let heard = match &self.transcriber {
-            None => Err(crate::voice::Unheard::NoService),
-            Some(transcriber) if file.size.is_some_and(|n| n > transcriber.max_bytes) => {
-                Err(crate::voice::Unheard::TooLarge)
-            }
+    /// A voice note or audio file as the agent reads it: its transcript, or why there is none;
+    /// and the transcription call, when the service answered (it billed the audio).
+    async fn listen(&self, channel: &Channel, file: &IncomingFile) -> (String, Option<MediaCall>) {
+        let (heard, call) = match &self.transcriber {
+            None => (Err(Unheard::NoService), None),
+            Some(transcriber) if file.size.is_some_and(|n| n > transcriber.max_bytes) => (Err(Unheard::TooLarge), None),
             Some(transcriber) => match self.download(channel, file, transcriber.max_bytes).await {
                 Ok(audio) => {
                     let name = file.name.clone().unwrap_or_else(|| audio_name(&file.mime));
-                    transcriber.transcribe(&self.http, audio, &name, &file.mime).await
+                    let started = std::time::Instant::now();
+                    let done = transcriber.transcribe(&self.http, audio, &name, &file.mime).await;
+                    let call = done.billed_ms.map(|ms| transcriber.call(ms, started.elapsed()));
+                    (done.heard, call)
                 }
-                Err(e) => Err(crate::voice::Unheard::Failed(format!("the recording could not be downloaded: {e}"))),
+                Err(e) => (Err(Unheard::Failed(format!("the recording could not be downloaded: {e}"))), None),
             },
         };
         if let Err(why) = &heard {
             tracing::warn!(channel.id = %channel.id, reason = ?why, "a voice note was not transcribed");
         }
-        crate::voice::note(&heard)
+        (crate::voice::note(&heard), call)
     }
 }
 

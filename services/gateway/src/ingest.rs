@@ -8,7 +8,7 @@ use tracing::Instrument;
 
 use hermes_core::commands::ChatCommand;
 use hermes_core::outbox::{Destination, OutboxPayload};
-use hermes_core::{BusyMode, GroupSessions, Platform, SessionSource};
+use hermes_core::{BusyMode, GroupSessions, Platform, SessionId, SessionSource, TenantId, TurnId};
 use hermes_queue::SessionWork;
 use hermes_store::{Accepted, Channel, NewTurn, Route};
 
@@ -239,10 +239,11 @@ impl Gateway {
             (channel.streaming || channel.tool_progress)
                 && matches!(channel.platform, Platform::Telegram | Platform::Slack)
         });
+        let (input, transcriptions) = self.with_files(channel, text, &msg.files).await;
         let turn = NewTurn {
             agent_id: channel.agent_id,
             target,
-            input: self.with_files(channel, text, &msg.files).await,
+            input,
             instructions: None,
             stream: hub.is_some() && channel.streaming,
             notify_hub: hub.map(|h| h.id().to_owned()),
@@ -262,8 +263,23 @@ impl Gateway {
             None => self.store.accept_inbound(tenant, &source, &msg.dedupe_key, raw, Some(turn), batch).await,
         }
         .map_err(store_err)?;
+        if let Accepted::Turn { session, turn } | Accepted::Merged { session, turn } = accepted {
+            self.meter(tenant, session, turn, &transcriptions).await;
+        }
         let signal = if steer { Signal::Steer } else { Signal::After(batch) };
         self.accepted(channel, &msg, accepted, signal, hub).await
+    }
+
+    /// Records the transcriptions a message's voice notes took, with the turn that reads them
+    /// (usage and spending caps count them like model calls). A failed write is logged: the
+    /// message is already safe, and is not refused for its meter.
+    async fn meter(&self, tenant: TenantId, session: SessionId, turn: TurnId, calls: &[hermes_store::MediaCall]) {
+        for call in calls {
+            if let Err(e) = self.store.settle_media_call(tenant, session, turn, None, call).await {
+                tracing::warn!(error = %e, "a transcription's usage could not be recorded");
+                metrics::counter!("hermes_media_usage_unrecorded_total").increment(1);
+            }
+        }
     }
 
     /// Signals the workers about what was stored, and shows the turn's progress where asked.

@@ -89,6 +89,56 @@ pub(crate) fn note(heard: &Result<String, Unheard>) -> String {
     }
 }
 
+/// What a transcription service answered: what was heard (or why nothing was), and the
+/// audio it billed, in milliseconds (`None`: the service failed, so billed nothing).
+#[derive(Debug)]
+pub(crate) struct Transcribed {
+    pub heard: Result<String, Unheard>,
+    pub billed_ms: Option<u64>,
+}
+
+impl Transcribed {
+    fn failed(why: Unheard) -> Self {
+        Self { heard: Err(why), billed_ms: None }
+    }
+}
+
+/// The audio's length in milliseconds as the service billed it: `duration` of a verbose
+/// answer, or OpenAI's `usage: {"type": "duration", "seconds": N}`.
+pub(crate) fn said_ms(answer: &serde_json::Value) -> Option<u64> {
+    let said = answer["duration"]
+        .as_f64()
+        .or_else(|| (answer["usage"]["type"] == "duration").then(|| answer["usage"]["seconds"].as_f64()).flatten());
+    said.filter(|s| s.is_finite() && *s >= 0.0).map(|seconds| (seconds * 1000.0).round() as u64)
+}
+
+/// A recording's length in milliseconds when the service does not say: read from an Ogg
+/// recording's last page (Opus or Vorbis, exact), else estimated from its size at 16 kbit/s
+/// (a voice note's usual rate).
+pub(crate) fn recording_ms(audio: &[u8]) -> u64 {
+    ogg_ms(audio).unwrap_or(audio.len() as u64 / 2)
+}
+
+/// An Ogg stream's length from its last page's granule position and its codec's rate.
+fn ogg_ms(audio: &[u8]) -> Option<u64> {
+    if !audio.starts_with(b"OggS") {
+        return None;
+    }
+    let find = |needle: &[u8]| audio.windows(needle.len()).position(|w| w == needle);
+    let (rate, skip) = if let Some(at) = find(b"OpusHead") {
+        // Opus always counts at 48 kHz, less the encoder's pre-skip.
+        let pre_skip = audio.get(at + 10..at + 12).map_or(0, |b| u64::from(u16::from_le_bytes([b[0], b[1]])));
+        (48_000, pre_skip)
+    } else {
+        let at = find(b"\x01vorbis")?;
+        let rate = audio.get(at + 12..at + 16).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))?;
+        (u64::from(rate), 0)
+    };
+    let last = audio.windows(4).rposition(|w| w == b"OggS")?;
+    let granule = audio.get(last + 6..last + 14).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))?;
+    (rate > 0 && granule != u64::MAX).then(|| granule.saturating_sub(skip) * 1000 / rate)
+}
+
 /// Sends recordings to the transcription service.
 pub(crate) struct Transcriber {
     pub endpoint: SttEndpoint,
@@ -97,14 +147,39 @@ pub(crate) struct Transcriber {
 }
 
 impl Transcriber {
-    /// The text spoken in `audio` (named `file_name`, of type `mime`).
-    pub async fn transcribe(
+    /// The usage record of a transcription that billed `audio_ms`.
+    pub fn call(&self, audio_ms: u64, took: std::time::Duration) -> hermes_store::MediaCall {
+        let host = reqwest::Url::parse(&self.endpoint.base_url).ok().and_then(|u| u.host_str().map(str::to_owned));
+        hermes_store::MediaCall {
+            purpose: hermes_core::CallPurpose::Transcription,
+            provider: host.unwrap_or_default(),
+            model: self.endpoint.model.clone(),
+            units: hermes_store::MediaUnits { audio_ms, ..Default::default() },
+            latency_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+
+    /// The text spoken in `audio` (named `file_name`, of type `mime`), and what it billed.
+    pub async fn transcribe(&self, http: &reqwest::Client, audio: Vec<u8>, file_name: &str, mime: &str) -> Transcribed {
+        let own = recording_ms(&audio);
+        match self.ask(http, audio, file_name, mime).await {
+            Ok((text, answer)) => {
+                let billed = said_ms(&answer).unwrap_or(own);
+                let heard = if is_hallucination(&text) { Err(Unheard::Silent) } else { Ok(text) };
+                Transcribed { heard, billed_ms: Some(billed) }
+            }
+            Err(why) => Transcribed::failed(why),
+        }
+    }
+
+    /// The service's transcript of `audio` and its whole answer.
+    async fn ask(
         &self,
         http: &reqwest::Client,
         audio: Vec<u8>,
         file_name: &str,
         mime: &str,
-    ) -> Result<String, Unheard> {
+    ) -> Result<(String, serde_json::Value), Unheard> {
         let part = reqwest::multipart::Part::bytes(audio)
             .file_name(file_name.to_owned())
             .mime_str(mime)
@@ -131,10 +206,7 @@ impl Transcriber {
         let answer: serde_json::Value = serde_json::from_slice(&body)
             .map_err(|_| Unheard::Failed("the speech-to-text service did not answer JSON".into()))?;
         let text = answer["text"].as_str().unwrap_or_default().trim().to_owned();
-        if is_hallucination(&text) {
-            return Err(Unheard::Silent);
-        }
-        Ok(text)
+        Ok((text, answer))
     }
 }
 
@@ -159,6 +231,35 @@ mod tests {
         {
             assert!(!is_hallucination(real), "{real:?}");
         }
+    }
+
+    /// An Ogg page: header with `granule`, one segment of `packet`.
+    fn page(granule: u64, packet: &[u8]) -> Vec<u8> {
+        let mut page = b"OggS\0\0".to_vec();
+        page.extend(granule.to_le_bytes());
+        page.extend([0; 12]);
+        page.push(1);
+        page.push(u8::try_from(packet.len()).unwrap());
+        page.extend(packet);
+        page
+    }
+
+    #[test]
+    fn the_billed_length_is_the_services_word_else_the_recordings_own() {
+        assert_eq!(said_ms(&serde_json::json!({"text": "hi", "duration": 3.25})), Some(3250));
+        assert_eq!(said_ms(&serde_json::json!({"usage": {"type": "duration", "seconds": 7}})), Some(7000));
+        assert_eq!(said_ms(&serde_json::json!({"usage": {"type": "tokens", "input_tokens": 70}})), None);
+        // Opus: 48 kHz granules less the pre-skip (312 here): 96,312 granules are 2 s.
+        let mut head = b"OpusHead\x01\x01".to_vec();
+        head.extend(312u16.to_le_bytes());
+        let opus = [page(0, &head), page(96_312, b"audio")].concat();
+        assert_eq!(recording_ms(&opus), 2000);
+        // Vorbis at 16 kHz: 40,000 granules are 2.5 s.
+        let mut ident = b"\x01vorbis\0\0\0\0\x01".to_vec();
+        ident.extend(16_000u32.to_le_bytes());
+        let vorbis = [page(0, &ident), page(40_000, b"audio")].concat();
+        assert_eq!(recording_ms(&vorbis), 2500);
+        assert_eq!(recording_ms(&[0u8; 8_000]), 4000, "anything else: 16 kbit/s");
     }
 
     #[test]

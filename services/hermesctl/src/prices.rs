@@ -1,5 +1,6 @@
 //! `hermesctl price ...`: the model price table that usage is costed with (US dollars per
-//! million tokens). A price applies to calls made after it is set.
+//! million tokens; media models per image, per million characters spoken or per audio
+//! minute). A price applies to calls made after it is set.
 
 use clap::Subcommand;
 use serde_json::json;
@@ -14,18 +15,27 @@ pub enum PriceCmd {
     Set {
         #[arg(long)]
         model: String,
-        /// Input tokens, USD per million.
+        /// Input tokens, USD per million (a media model with a unit price may leave it out: 0).
         #[arg(long)]
-        input: f64,
-        /// Output tokens, USD per million.
+        input: Option<f64>,
+        /// Output tokens, USD per million (as `--input`).
         #[arg(long)]
-        output: f64,
+        output: Option<f64>,
         /// Cache reads (default: the input price).
         #[arg(long)]
         cached_input: Option<f64>,
         /// Cache writes (default: the input price).
         #[arg(long)]
         cache_write: Option<f64>,
+        /// Image generation: USD per picture.
+        #[arg(long)]
+        per_image: Option<f64>,
+        /// Text to speech: USD per million characters spoken.
+        #[arg(long)]
+        per_mchar: Option<f64>,
+        /// Speech to text: USD per minute of audio.
+        #[arg(long)]
+        per_audio_minute: Option<f64>,
     },
     /// List the prices.
     List,
@@ -33,17 +43,38 @@ pub enum PriceCmd {
 
 pub async fn run_price(json_mode: bool, store: &Store, cmd: PriceCmd) -> anyhow::Result<()> {
     match cmd {
-        PriceCmd::Set { model, input, output, cached_input, cache_write } => {
-            let price = ModelPrice { model, input, output, cached_input, cache_write };
+        PriceCmd::Set { model, input, output, cached_input, cache_write, per_image, per_mchar, per_audio_minute } => {
+            let media = per_image.is_some() || per_mchar.is_some() || per_audio_minute.is_some();
+            let (input, output) = match (input, output) {
+                (Some(input), Some(output)) => (input, output),
+                (input, output) if media => (input.unwrap_or(0.0), output.unwrap_or(0.0)),
+                _ => anyhow::bail!(
+                    "give --input and --output (USD per million tokens), or a media price (--per-image, --per-mchar, \
+                     --per-audio-minute)"
+                ),
+            };
+            let price =
+                ModelPrice { model, input, output, cached_input, cache_write, per_image, per_mchar, per_audio_minute };
             store.set_model_price(&price).await?;
-            print(json_mode, json!(price), format!("{}: ${input}/M in, ${output}/M out", price.model));
+            print(json_mode, json!(price), format!("{}: {}", price.model, describe(&price)));
         }
         PriceCmd::List => {
             let prices = store.model_prices().await?;
-            print_lines(json_mode, &prices, |p| format!("{:<32} in ${:<8} out ${}", p.model, p.input, p.output));
+            print_lines(json_mode, &prices, |p| format!("{:<32} {}", p.model, describe(p)));
         }
     }
     Ok(())
+}
+
+/// A price as one line: tokens, and each unit price set.
+fn describe(p: &ModelPrice) -> String {
+    let mut parts = vec![format!("${}/M in, ${}/M out", p.input, p.output)];
+    for (price, unit) in [(p.per_image, "image"), (p.per_mchar, "M chars"), (p.per_audio_minute, "audio minute")] {
+        if let Some(price) = price {
+            parts.push(format!("${price}/{unit}"));
+        }
+    }
+    parts.join(", ")
 }
 
 #[derive(Subcommand)]

@@ -61,6 +61,7 @@ impl<M> Budgeted<M> {
             models: &self.models,
             input_tokens: input_estimate(request),
             output_tokens: request.max_tokens.map_or(OUTPUT_ESTIMATE_TOKENS, u64::from),
+            media: Default::default(),
             lease: self.lease,
         };
         self.store.reserve_spend(self.tenant, &ask, chrono::Utc::now()).await.map_err(|e| {
@@ -121,7 +122,7 @@ fn wording(period: BudgetPeriod) -> (&'static str, &'static str) {
     }
 }
 
-fn refused(state: &BudgetState) -> LlmError {
+pub(crate) fn refused(state: &BudgetState) -> LlmError {
     let (period, until) = wording(state.budget.period);
     metrics::counter!("hermes_budget_refusals_total").increment(1);
     LlmError::new(
@@ -136,7 +137,7 @@ fn refused(state: &BudgetState) -> LlmError {
     )
 }
 
-fn unpriced(model: &str) -> LlmError {
+pub(crate) fn unpriced(model: &str) -> LlmError {
     metrics::counter!("hermes_budget_refusals_total").increment(1);
     LlmError::new(
         ErrorClass::SpendCap,

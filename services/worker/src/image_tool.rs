@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use hermes_core::ToolsetName;
+use hermes_core::{CallPurpose, ToolsetName};
 use hermes_media::{AspectRatio, ImageGenError, ImageGenerator};
-use hermes_store::Store;
 use hermes_store::turn_files::TurnFile;
+use hermes_store::{MediaUnits, Store};
 use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema, required_str};
 
 /// Where generated images are kept among a turn's files (`MEDIA:generated/...`).
@@ -66,14 +66,26 @@ impl SimpleTool for ImageGenerateTool {
                 .map_err(|_| ToolError::RespondToModel("aspect_ratio must be landscape, square or portrait".into()))?,
             None => AspectRatio::default(),
         };
+        let model = match self.generator.endpoint() {
+            Ok(endpoint) => endpoint.model.clone(),
+            Err(e) => return Ok(failure(&e.to_string())),
+        };
+        let one = MediaUnits { images: 1, ..MediaUnits::default() };
+        let admitted = match crate::media_meter::admit(&self.store, ctx.into(), CallPurpose::Image, &model, one).await {
+            Ok(admitted) => admitted,
+            Err(refusal) => return Ok(failure(&refusal)),
+        };
         let image = match self.generator.generate(prompt, aspect).await {
             Ok(image) => image,
-            Err(ImageGenError::NotConfigured(why)) => return Ok(failure(&why)),
             Err(e) => {
-                tracing::warn!(error = %e, "image generation failed");
+                admitted.release(&self.store).await;
+                if !matches!(e, ImageGenError::NotConfigured(_)) {
+                    tracing::warn!(error = %e, "image generation failed");
+                }
                 return Ok(failure(&e.to_string()));
             }
         };
+        admitted.record(&self.store, image.provider.as_str(), one, image.elapsed).await;
         let name = file_name(&ctx.call_id, image.extension());
         let target = format!("{GENERATED_PREFIX}{name}");
         let file = TurnFile { target: target.clone(), name, mime: image.mime.to_owned(), data: Ok(image.bytes) };

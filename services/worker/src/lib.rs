@@ -18,6 +18,7 @@ mod journal;
 mod judge;
 mod keys;
 mod mcp_tool;
+mod media_meter;
 mod memory_tool;
 mod models;
 mod phases;

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use hermes_core::{TenantId, ToolsetName};
-use hermes_media::{Speaker, Speech};
+use hermes_core::{CallPurpose, TenantId, ToolsetName};
+use hermes_media::{Speaker, Speech, SpeechError};
 use hermes_store::turn_files::TurnFile;
-use hermes_store::{ClaimedTurn, Store};
+use hermes_store::{ClaimedTurn, MediaUnits, Store};
 use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema, required_str};
 
 use crate::Runtime;
@@ -29,6 +29,31 @@ async fn keep(
     let file = TurnFile { target: target.clone(), name, mime: speech.mime.to_owned(), data: Ok(speech.bytes) };
     store.save_turn_file(tenant, turn, &file).await.map_err(|e| e.to_string())?;
     Ok(target)
+}
+
+/// `text` spoken, within the spending caps and metered (per character spoken).
+async fn speak_metered(
+    speaker: &Speaker,
+    store: &Store,
+    scope: crate::media_meter::MediaScope,
+    text: &str,
+) -> Result<Speech, String> {
+    if let Some(why) = speaker.unusable() {
+        return Err(SpeechError::NotConfigured(why).to_string());
+    }
+    let chars = |n: usize| MediaUnits { speech_chars: n as u64, ..MediaUnits::default() };
+    let estimate = chars(speaker.script(text).chars().count());
+    let admitted = crate::media_meter::admit(store, scope, CallPurpose::Speech, &speaker.model(), estimate).await?;
+    match speaker.speak(text).await {
+        Ok(speech) => {
+            admitted.record(store, speech.provider.as_str(), chars(speech.chars), speech.elapsed).await;
+            Ok(speech)
+        }
+        Err(e) => {
+            admitted.release(store).await;
+            Err(e.to_string())
+        }
+    }
 }
 
 /// `text_to_speech` for a turn.
@@ -55,9 +80,9 @@ impl SimpleTool for TextToSpeech {
 
     async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
         let text = required_str(&args, "text")?;
-        let speech = match self.speaker.speak(text).await {
+        let speech = match speak_metered(&self.speaker, &self.store, ctx.into(), text).await {
             Ok(speech) => speech,
-            Err(e) => return Ok(json!({"success": false, "error": e.to_string()}).to_string()),
+            Err(e) => return Ok(json!({"success": false, "error": e}).to_string()),
         };
         let (provider, voice, chars) = (speech.provider, speech.is_voice(), speech.chars);
         let id: String = ctx.call_id.chars().filter(char::is_ascii_alphanumeric).take(24).collect();
@@ -97,9 +122,11 @@ pub(crate) async fn speak_answer(rt: &Runtime, tenant: TenantId, turn: &ClaimedT
     if !wanted || answer.trim().is_empty() {
         return;
     }
-    let kept = match speaker.speak(answer).await {
+    let scope =
+        crate::media_meter::MediaScope { tenant, agent: turn.agent_id, session: turn.session_id, turn: turn.turn_id };
+    let kept = match speak_metered(speaker, &rt.ctx.store, scope, answer).await {
         Ok(speech) => keep(&rt.ctx.store, tenant, turn.turn_id, "voice-reply", speech).await,
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e),
     };
     if let Err(e) = kept {
         tracing::warn!(error = %e, "the answer could not be spoken; the chat gets the text");

@@ -21,6 +21,7 @@ mod enqueue;
 mod fairness;
 mod fencing;
 mod idempotent;
+mod media_spend;
 mod outbox_shapes;
 mod retention;
 mod schema;

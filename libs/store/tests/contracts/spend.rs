@@ -12,7 +12,14 @@ use crate::common;
 
 /// A dollar a thousand tokens, in and out.
 fn price() -> ModelPrice {
-    ModelPrice { model: "test-model".into(), input: 1_000.0, output: 1_000.0, cached_input: None, cache_write: None }
+    ModelPrice {
+        model: "test-model".into(),
+        input: 1_000.0,
+        output: 1_000.0,
+        cached_input: None,
+        cache_write: None,
+        ..Default::default()
+    }
 }
 
 fn call(prompt: u64) -> ModelCall {
@@ -30,7 +37,14 @@ const MODELS: [&str; 1] = ["test-model"];
 
 fn ask(agent: hermes_core::AgentId, models: &[String]) -> SpendRequest<'_> {
     // 300 tokens in, 100 out: 40 cents reserved for a call that costs 30.
-    SpendRequest { agent, models, input_tokens: 300, output_tokens: 100, lease: Duration::from_secs(600) }
+    SpendRequest {
+        agent,
+        models,
+        input_tokens: 300,
+        output_tokens: 100,
+        media: Default::default(),
+        lease: Duration::from_secs(600),
+    }
 }
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]

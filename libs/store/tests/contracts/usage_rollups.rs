@@ -39,6 +39,7 @@ async fn rollups_add_up_to_every_call_and_turn_and_need_no_call_to_answer(pool: 
             output: 2.0,
             cached_input: None,
             cache_write: None,
+            ..Default::default()
         })
         .await
         .unwrap();
