@@ -134,3 +134,60 @@ async fn pictures_are_metered_into_usage_and_a_hard_cap_needs_their_price() {
     assert!((spent[0].spent_usd - 0.04).abs() < 1e-9, "the team's cap counts the picture: {spent:?}");
     env.stop().await;
 }
+
+#[tokio::test]
+async fn an_api_turns_picture_is_a_link_to_the_tenants_file_that_no_one_else_can_fetch() {
+    let images = ImageApi::start().await.unwrap();
+    let fal = images.fal_base_url();
+    let env = TestEnv::start_with(Roles::default(), move |c| {
+        c.image_gen.fal_key = Some("fal-operator".into());
+        c.image_gen.fal_base_url = fal;
+    })
+    .await;
+    let (tenant, agent, key) = env.tenant("acme", "ops").await;
+    sqlx::query("UPDATE agents SET toolsets = ARRAY['image_gen']").execute(&env.db).await.unwrap();
+    env.llm.push(ScriptedReply::tool_call("image_generate", json!({"prompt": "a lighthouse", "aspect_ratio": "square"})));
+    env.llm.push(ScriptedReply::text("Here it is."));
+    let ask = json!({"model": "ops", "messages": [{"role": "user", "content": "draw a lighthouse"}]});
+    assert_eq!(env.chat(&key, ask).await.status(), 200);
+
+    // As upstream's result: the picture's URL, here the tenant's file on this API.
+    let result = tool_result(&env, 1);
+    let url = result["image"].as_str().unwrap().to_owned();
+    let prefix = format!("{}/v1/files/file-", env.api_url);
+    assert!(url.starts_with(&prefix) && url.ends_with(".png/content"), "{url}");
+    assert!(result["note"].as_str().unwrap().contains(&format!("]({url})")), "{result}");
+    let get = |url: String, key: Option<String>| {
+        let request = env.http.get(url);
+        async move { request.bearer_auth(key.unwrap_or_default()).send().await.unwrap() }
+    };
+
+    let picture = get(url.clone(), Some(key.clone())).await;
+    assert_eq!(picture.status(), 200);
+    assert_eq!(picture.headers()["content-type"], "image/png");
+    assert_eq!(picture.headers()["x-content-type-options"], "nosniff");
+    let bytes = picture.bytes().await.unwrap();
+    assert_eq!(&bytes[..4], b"\x89PNG", "the picture itself");
+    let object: Value = get(url.trim_end_matches("/content").to_owned(), Some(key.clone())).await.json().await.unwrap();
+    assert_eq!((object["object"].clone(), object["purpose"].clone()), (json!("file"), json!("assistants_output")));
+    assert_eq!(object["bytes"], json!(bytes.len()));
+    assert!(object["filename"].as_str().unwrap().starts_with("image-"), "{object}");
+    let doc: Value = env.http.get(format!("{}/openapi.json", env.api_url)).send().await.unwrap().json().await.unwrap();
+    crate::openapi::Spec { doc }.check("get", "/v1/files/{id}", 200, &object);
+
+    // Nobody else: no key, another tenant, a key of another agent; a made-up id is 404 too.
+    assert_eq!(get(url.clone(), None).await.status(), 401);
+    let (_, _, stranger) = env.tenant("globex", "ops").await;
+    let refused = get(url.clone(), Some(stranger)).await;
+    assert_eq!(refused.status(), 404);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "not_found");
+    let billing = env.agent(tenant, "billing").await;
+    let (_, billing_key) = env.store.create_api_key(tenant, Some(billing.id), "billing", None).await.unwrap();
+    assert_eq!(get(url.clone(), Some(billing_key)).await.status(), 404);
+    let (_, ops_key) = env.store.create_api_key(tenant, Some(agent.id), "ops", None).await.unwrap();
+    assert_eq!(get(url.clone(), Some(ops_key)).await.status(), 200);
+    let forged = url.replace("/file-", "/file-0").replace(".png", "x.png");
+    assert_eq!(get(forged, Some(key)).await.status(), 404);
+    env.stop().await;
+}

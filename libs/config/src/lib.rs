@@ -87,11 +87,14 @@ pub struct HttpConfig {
     pub bind: String,
     /// Largest accepted request body; larger ones get 413.
     pub max_body_bytes: usize,
+    /// The API's address as clients reach it (`https://hermes.example.com`), in the links to
+    /// files agents make (`/v1/files/.../content`); unset: the console's address.
+    pub public_url: Option<String>,
 }
 
 impl Default for HttpConfig {
     fn default() -> Self {
-        Self { bind: "127.0.0.1:8080".into(), max_body_bytes: 10 * 1024 * 1024 }
+        Self { bind: "127.0.0.1:8080".into(), max_body_bytes: 10 * 1024 * 1024, public_url: None }
     }
 }
 
@@ -398,6 +401,15 @@ impl HermesConfig {
         match self.admin.public_url.as_deref().map(str::trim).filter(|u| !u.is_empty()) {
             Some(url) => url.trim_end_matches('/').to_owned(),
             None => format!("http://{}", self.http.bind.replace("0.0.0.0", "127.0.0.1")),
+        }
+    }
+
+    /// Where API clients reach the API: `http.public_url`, else the console's address (the
+    /// same server unless an operator split them).
+    pub fn api_url(&self) -> String {
+        match self.http.public_url.as_deref().map(str::trim).filter(|u| !u.is_empty()) {
+            Some(url) => url.trim_end_matches('/').to_owned(),
+            None => self.console_url(),
         }
     }
 

@@ -52,9 +52,42 @@ pub fn mime_for(name: &str) -> &'static str {
     }
 }
 
+/// The API's id of a file a turn kept (`file-<turn>-<name>`, OpenAI's `file-` prefix): it
+/// names the turn, so the API finds it within the caller's tenant and nowhere else. Only plain
+/// names (letters, digits, `.`, `_`, `-`; what tools name the files they make) have one.
+pub fn file_id(turn: crate::TurnId, name: &str) -> Option<String> {
+    plain_name(name).then(|| format!("file-{}-{name}", turn.as_uuid().simple()))
+}
+
+/// The turn and name a [`file_id`] names.
+pub fn parse_file_id(id: &str) -> Option<(crate::TurnId, String)> {
+    let rest = id.strip_prefix("file-")?;
+    let (turn, name) = (rest.get(..32)?, rest.get(32..)?.strip_prefix('-')?);
+    let turn = uuid::Uuid::try_parse(turn).ok()?;
+    plain_name(name).then(|| (crate::TurnId::from_uuid(turn), name.to_owned()))
+}
+
+fn plain_name(name: &str) -> bool {
+    (1..=120).contains(&name.len())
+        && !name.starts_with('.')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_id_names_its_turn_and_file_and_nothing_else_parses() {
+        let turn = crate::TurnId::new();
+        let id = file_id(turn, "image-call1.png").unwrap();
+        assert_eq!(parse_file_id(&id), Some((turn, "image-call1.png".to_owned())));
+        assert_eq!(file_id(turn, "../etc/passwd"), None, "no path in a name");
+        assert_eq!(file_id(turn, "a b.png"), None);
+        assert_eq!(parse_file_id("file-abc-x.png"), None);
+        assert_eq!(parse_file_id(&id.replace("image", "../image")), None);
+        assert_eq!(parse_file_id(&format!("file-{}-", turn.as_uuid().simple())), None);
+    }
 
     #[test]
     fn media_lines_leave_the_text_and_name_the_files() {

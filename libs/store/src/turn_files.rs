@@ -2,7 +2,9 @@
 
 use sqlx::Row;
 
-use hermes_core::{TenantId, TurnId};
+use chrono::{DateTime, Utc};
+
+use hermes_core::{AgentId, TenantId, TurnId};
 
 use crate::{Result, Store, StoreError};
 
@@ -16,7 +18,45 @@ pub struct TurnFile {
     pub data: Result<Vec<u8>, String>,
 }
 
+/// A kept file as the API hands it out (`GET /v1/files/{id}`).
+#[derive(Debug, Clone)]
+pub struct SharedFile {
+    /// The agent whose turn made it (a key restricted to another agent does not see it).
+    pub agent_id: AgentId,
+    pub name: String,
+    pub mime: String,
+    pub data: Vec<u8>,
+    pub created_at: DateTime<Utc>,
+}
+
 impl Store {
+    /// The file named `name` that `turn` kept, with its bytes; `None` if the tenant has no such
+    /// turn or file, or the file could not be read when it was kept.
+    pub async fn shared_file(&self, tenant: TenantId, turn: TurnId, name: &str) -> Result<Option<SharedFile>> {
+        let row = sqlx::query(
+            "SELECT s.agent_id, f.name, f.mime, f.data, f.created_at FROM turn_files f
+             JOIN turns t ON t.tenant_id = f.tenant_id AND t.id = f.turn_id
+             JOIN sessions s ON s.tenant_id = t.tenant_id AND s.id = t.session_id
+             WHERE f.tenant_id = $1 AND f.turn_id = $2 AND f.name = $3 AND f.data IS NOT NULL
+             ORDER BY f.target LIMIT 1",
+        )
+        .bind(tenant.as_uuid())
+        .bind(turn.as_uuid())
+        .bind(name)
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
+        .await?;
+        row.map(|r| {
+            Ok(SharedFile {
+                agent_id: AgentId::from_uuid(r.try_get("agent_id")?),
+                name: r.try_get("name")?,
+                mime: r.try_get("mime")?,
+                data: r.try_get("data")?,
+                created_at: r.try_get("created_at")?,
+            })
+        })
+        .transpose()
+    }
+
     /// Records a file of a turn's answer (again: replaced). Another tenant's turn is `NotFound`
     /// (or refused by the foreign key): the key has no tenant, so the update checks it.
     pub async fn save_turn_file(&self, tenant: TenantId, turn: TurnId, file: &TurnFile) -> Result<()> {

@@ -35,13 +35,15 @@ pub(crate) async fn capabilities(Caller(_): Caller) -> Json<Value> {
             "responses_api": true,
             "runs_api": true,
             "usage": true,
-            "budgets": true
+            "budgets": true,
+            "files": true
         },
         "endpoints": {
             "chat_completions": "/v1/chat/completions",
             "responses": "/v1/responses",
             "runs": "/v1/runs",
             "usage": "/v1/usage",
+            "files": "/v1/files/{id}",
             "openapi": "/openapi.json",
             "models": "/v1/models",
             "interactions": "/v1/interactions/{id}",

@@ -9,6 +9,7 @@ mod chat;
 mod cron;
 mod discovery;
 mod event_hooks;
+mod files;
 mod interactions;
 mod models;
 mod openapi;
@@ -125,6 +126,8 @@ fn router_with(ctx: ApiContext, events: EventHub, http: reqwest::Client, admin: 
         .route("/v1/toolsets", get(discovery::toolsets))
         .route("/v1/skills", get(discovery::skills))
         .route("/v1/usage", get(usage::usage))
+        .route("/v1/files/{id}", get(files::get))
+        .route("/v1/files/{id}/content", get(files::content))
         .route("/v1/interactions/{id}", post(interactions::answer_interaction))
         .route("/v1/channels", get(channels::list).post(channels::create))
         .route("/v1/channels/{id}", get(channels::get).patch(channels::update).delete(channels::delete))

@@ -39,6 +39,8 @@ impl Modify for BearerKey {
         crate::discovery::toolsets,
         crate::discovery::skills,
         crate::usage::usage,
+        crate::files::get,
+        crate::files::content,
         crate::interactions::answer_interaction,
         crate::sessions::list,
         crate::sessions::create,

@@ -139,6 +139,22 @@ pub(crate) struct ResponsesRequest {
     truncation: Option<String>,
 }
 
+/// A file an agent made in a turn (a generated picture, speech), as OpenAI's file object.
+#[derive(ToSchema)]
+pub(crate) struct FileObject {
+    /// `file-`, the turn's id (32 hex digits), `-` and the file's name.
+    id: String,
+    /// Always `file`.
+    object: String,
+    bytes: i64,
+    created_at: i64,
+    filename: String,
+    /// Always `assistants_output`.
+    purpose: String,
+    /// Its media type (`image/png`, `audio/ogg`, ...).
+    mime_type: String,
+}
+
 #[derive(ToSchema)]
 pub(crate) struct Deleted {
     id: String,

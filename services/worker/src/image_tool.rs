@@ -17,10 +17,23 @@ use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema, requ
 /// Where generated images are kept among a turn's files (`MEDIA:generated/...`).
 pub(crate) const GENERATED_PREFIX: &str = "generated/";
 
+/// The API's address, for an API turn's links to the files its tools make.
+#[derive(Debug, Clone)]
+pub(crate) struct FileLinks(pub String);
+
+impl FileLinks {
+    /// Where an API client downloads the file `name` that `turn` kept (with its API key).
+    pub(crate) fn url(&self, turn: hermes_core::TurnId, name: &str) -> Option<String> {
+        hermes_core::media::file_id(turn, name).map(|id| format!("{}/v1/files/{id}/content", self.0))
+    }
+}
+
 /// `image_generate` for a turn.
 pub(crate) struct ImageGenerateTool {
     pub generator: Arc<ImageGenerator>,
     pub store: Store,
+    /// Set in an API turn: the picture is handed over as a link, not a `MEDIA:` line.
+    pub links: Option<FileLinks>,
 }
 
 /// The file name for a call: stable for the call (a resumed turn replaces, never adds).
@@ -88,6 +101,7 @@ impl SimpleTool for ImageGenerateTool {
         admitted.record(&self.store, image.provider.as_str(), one, image.elapsed).await;
         let name = file_name(&ctx.call_id, image.extension());
         let target = format!("{GENERATED_PREFIX}{name}");
+        let url = self.links.as_ref().and_then(|links| links.url(ctx.turn_id, &name));
         let file = TurnFile { target: target.clone(), name, mime: image.mime.to_owned(), data: Ok(image.bytes) };
         self.store
             .save_turn_file(ctx.tenant_id, ctx.turn_id, &file)
@@ -99,20 +113,25 @@ impl SimpleTool for ImageGenerateTool {
             elapsed_ms = image.elapsed.as_millis() as u64,
             "image generated"
         );
-        Ok(json!({
-            "success": true,
-            "image": target,
-            "model": image.model,
-            "note": format!("To show it, put MEDIA:{target} on a line of its own in your answer."),
-        })
-        .to_string())
+        let (image, note) = match url {
+            // As upstream's result: the image's URL, for the answer to show in Markdown.
+            Some(url) => {
+                let note = format!("To show it, put ![a short description]({url}) in your answer.");
+                (url, note)
+            }
+            None => {
+                let note = format!("To show it, put MEDIA:{target} on a line of its own in your answer.");
+                (target, note)
+            }
+        };
+        Ok(json!({ "success": true, "image": image, "model": model, "note": note }).to_string())
     }
 }
 
-/// Registers `image_generate` for a turn.
-pub(crate) fn register(rt: &crate::Runtime, tools: &mut hermes_tools::ToolRegistry) {
+/// Registers `image_generate` for a turn (`links`: an API turn's).
+pub(crate) fn register(rt: &crate::Runtime, tools: &mut hermes_tools::ToolRegistry, links: Option<FileLinks>) {
     let Some(generator) = rt.image_gen.clone() else { return };
-    tools.register(Arc::new(ImageGenerateTool { generator, store: rt.ctx.store.clone() }));
+    tools.register(Arc::new(ImageGenerateTool { generator, store: rt.ctx.store.clone(), links }));
 }
 
 #[cfg(test)]

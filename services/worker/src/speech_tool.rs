@@ -14,7 +14,7 @@ use hermes_store::{ClaimedTurn, MediaUnits, Store};
 use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema, required_str};
 
 use crate::Runtime;
-use crate::image_tool::GENERATED_PREFIX;
+use crate::image_tool::{FileLinks, GENERATED_PREFIX};
 
 /// Keeps `speech` with the turn as `generated/<stem>.<ext>`; the target.
 async fn keep(
@@ -60,6 +60,8 @@ async fn speak_metered(
 pub(crate) struct TextToSpeech {
     pub speaker: Arc<Speaker>,
     pub store: Store,
+    /// Set in an API turn: the recording is also handed over as a link.
+    pub links: Option<FileLinks>,
 }
 
 impl SimpleTool for TextToSpeech {
@@ -89,22 +91,28 @@ impl SimpleTool for TextToSpeech {
         let target = keep(&self.store, ctx.tenant_id, ctx.turn_id, &format!("speech-{id}"), speech)
             .await
             .map_err(|e| ToolError::Unavailable(format!("the speech was made but could not be kept: {e}")))?;
-        Ok(json!({
+        let mut result = json!({
             "success": true,
             "file_path": target,
             "media_tag": format!("MEDIA:{target}"),
             "provider": provider.as_str(),
             "voice_compatible": voice,
             "characters": chars,
-        })
-        .to_string())
+        });
+        let name = target.strip_prefix(GENERATED_PREFIX).unwrap_or(&target);
+        if let Some(url) = self.links.as_ref().and_then(|links| links.url(ctx.turn_id, name)) {
+            result["url"] = json!(url);
+            result["note"] = json!(format!("This is an API conversation: link the recording as [listen]({url})."));
+        }
+        Ok(result.to_string())
     }
 }
 
-/// Registers `text_to_speech` for a turn, when the installation can speak.
-pub(crate) fn register(rt: &Runtime, tools: &mut hermes_tools::ToolRegistry) {
+/// Registers `text_to_speech` for a turn, when the installation can speak (`links`: an API
+/// turn's).
+pub(crate) fn register(rt: &Runtime, tools: &mut hermes_tools::ToolRegistry, links: Option<FileLinks>) {
     let Some(speaker) = rt.speaker.clone() else { return };
-    tools.register(Arc::new(TextToSpeech { speaker, store: rt.ctx.store.clone() }));
+    tools.register(Arc::new(TextToSpeech { speaker, store: rt.ctx.store.clone(), links }));
 }
 
 /// Speaks a chat turn's answer when its message asked for a spoken reply (the chat's

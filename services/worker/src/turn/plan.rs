@@ -289,7 +289,15 @@ impl Planner<'_> {
         mcp_servers: &[hermes_store::StoredMcpServer],
     ) -> Result<ToolRegistry, StoreError> {
         let (rt, turn, store) = (self.rt, self.turn, &self.rt.ctx.store);
-        let mut tools = setup::tools_for_turn(rt, self.tenant, agent, models, &turn.session_user_key, child_usage);
+        let mut tools = setup::tools_for_turn(
+            rt,
+            self.tenant,
+            agent,
+            models,
+            &turn.session_user_key,
+            turn.session_source,
+            child_usage,
+        );
         if ToolsetName::Mcp.enabled_in(&agent.toolsets) {
             crate::mcp_tool::register(rt, self.tenant, agent.id, mcp_servers, &mut tools).await;
         }

@@ -39,9 +39,12 @@ pub(crate) fn tools_for_turn(
     agent: &Agent,
     models: &Models,
     user_key: &str,
+    source: SessionSource,
     child_usage: Arc<Mutex<Usage>>,
 ) -> ToolRegistry {
     let config = &rt.ctx.config;
+    // An API client reaches the files tools make by links to the API; a chat gets them sent.
+    let links = (source == SessionSource::Api).then(|| crate::image_tool::FileLinks(config.api_url()));
     if config.sandbox.prewarm {
         hermes_toolbox::prewarm(rt.ctx.sandboxes.clone(), SandboxKey { tenant, agent: agent.id }, &agent.toolsets);
     }
@@ -54,13 +57,13 @@ pub(crate) fn tools_for_turn(
         crate::vision::register(models, &mut tools, None);
     }
     if ToolsetName::ImageGen.enabled_in(&agent.toolsets) {
-        crate::image_tool::register(rt, &mut tools);
+        crate::image_tool::register(rt, &mut tools, links.clone());
     }
     if ToolsetName::Browser.enabled_in(&agent.toolsets) {
         crate::browser_tool::register(rt, models, &mut tools);
     }
     if ToolsetName::Tts.enabled_in(&agent.toolsets) {
-        crate::speech_tool::register(rt, &mut tools);
+        crate::speech_tool::register(rt, &mut tools, links);
     }
     if ToolsetName::Delegation.enabled_in(&agent.toolsets) {
         tools.register(Arc::new(DelegateTool {
