@@ -146,7 +146,8 @@ async fn an_api_turns_picture_is_a_link_to_the_tenants_file_that_no_one_else_can
     .await;
     let (tenant, agent, key) = env.tenant("acme", "ops").await;
     sqlx::query("UPDATE agents SET toolsets = ARRAY['image_gen']").execute(&env.db).await.unwrap();
-    env.llm.push(ScriptedReply::tool_call("image_generate", json!({"prompt": "a lighthouse", "aspect_ratio": "square"})));
+    env.llm
+        .push(ScriptedReply::tool_call("image_generate", json!({"prompt": "a lighthouse", "aspect_ratio": "square"})));
     env.llm.push(ScriptedReply::text("Here it is."));
     let ask = json!({"model": "ops", "messages": [{"role": "user", "content": "draw a lighthouse"}]});
     assert_eq!(env.chat(&key, ask).await.status(), 200);
@@ -189,5 +190,42 @@ async fn an_api_turns_picture_is_a_link_to_the_tenants_file_that_no_one_else_can
     assert_eq!(get(url.clone(), Some(ops_key)).await.status(), 200);
     let forged = url.replace("/file-", "/file-0").replace(".png", "x.png");
     assert_eq!(get(forged, Some(key)).await.status(), 404);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_team_with_its_own_fal_key_pays_for_its_pictures_and_others_use_the_installations() {
+    let images = ImageApi::start().await.unwrap();
+    let fal = images.fal_base_url();
+    let env = TestEnv::start_with(Roles::default(), move |c| {
+        c.image_gen.fal_key = Some("fal-operator".into());
+        c.image_gen.fal_base_url = fal;
+    })
+    .await;
+    let secrets = hermes_store::SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap().unwrap();
+    let (acme, _, acme_key) = env.tenant("acme", "ops").await;
+    let (_, _, globex_key) = env.tenant("globex", "ops").await;
+    sqlx::query("UPDATE agents SET toolsets = ARRAY['image_gen']").execute(&env.db).await.unwrap();
+    // The scripted FAL is on 127.0.0.1: the team's key is allowed there (FAL's own hosts by default).
+    let own = hermes_store::NewCredential {
+        provider: "fal".into(),
+        label: "team".into(),
+        secret: "fal-acme".into(),
+        priority: 0,
+        allowed_hosts: vec!["127.0.0.1".into()],
+    };
+    env.store.add_credential(acme, own, &secrets).await.unwrap();
+    for key in [&acme_key, &globex_key] {
+        env.llm.push(ScriptedReply::tool_call("image_generate", json!({"prompt": "a fox"})));
+        env.llm.push(ScriptedReply::text("Done."));
+        let ask = json!({"model": "ops", "messages": [{"role": "user", "content": "draw a fox"}]});
+        assert_eq!(env.chat(key, ask).await.status(), 200);
+        assert_eq!(last_tool_result(&env)["success"], true);
+    }
+    let used: Vec<Option<String>> = images.requests().into_iter().map(|r| r.authorization).collect();
+    assert_eq!(used, [Some("Key fal-acme".to_owned()), Some("Key fal-operator".to_owned())]);
+    let transcript: String =
+        sqlx::query_scalar("SELECT string_agg(content::text, ' ') FROM messages").fetch_one(&env.db).await.unwrap();
+    assert!(!transcript.contains("fal-acme"), "no key in a transcript");
     env.stop().await;
 }

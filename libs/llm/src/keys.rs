@@ -55,6 +55,9 @@ pub fn provider_hosts(provider: &str) -> Option<&'static [&'static str]> {
         "tavily" => &["api.tavily.com"],
         "exa" => &["api.exa.ai"],
         "brave" => &["api.search.brave.com"],
+        // The media services' (image generation, speech).
+        "fal" => &["fal.run", "*.fal.run"],
+        "elevenlabs" => &["api.elevenlabs.io"],
         _ => return None,
     })
 }

@@ -94,7 +94,9 @@ pub enum ImageGenError {
 }
 
 /// The operator's image service and the clients that reach it.
+#[derive(Clone)]
 pub struct ImageGenerator {
+    config: ImageGenConfig,
     endpoint: Result<ImageGenEndpoint, String>,
     quality: String,
     timeout: Duration,
@@ -119,12 +121,14 @@ impl ImageGenerator {
         let timeout = Duration::from_secs(config.timeout_seconds.max(1));
         let connect = timeout.min(Duration::from_secs(10));
         let service_authority = endpoint.as_ref().ok().and_then(|e| authority(&e.base_url));
+        // Both services the operator configured (a tenant's key may choose the other one).
         let mut hosts = trusted.to_vec();
-        hosts.extend(service_authority.clone());
+        hosts.extend([&config.fal_base_url, &config.openai_base_url].into_iter().filter_map(|u| authority(u)));
         let service = client_for(Arc::new(Policy::trusting(hosts)), connect, timeout)?;
         let download_policy = Arc::new(Policy::trusting(trusted));
         let downloads = client_for(download_policy.clone(), connect, timeout)?;
         Ok(Self {
+            config: config.clone(),
             endpoint,
             quality: config.openai_quality.clone(),
             timeout,
@@ -133,6 +137,24 @@ impl ImageGenerator {
             download_policy,
             service_authority,
         })
+    }
+
+    /// The credential pools a tenant's own keys come from, with the service URL each key must
+    /// be allowed for: `fal` and `openai`.
+    pub fn key_pools(&self) -> [(&'static str, &str); 2] {
+        [("fal", &self.config.fal_base_url), ("openai", &self.config.openai_base_url)]
+    }
+
+    /// The same service with a tenant's own keys (`fal`, `openai`; `None` keeps the
+    /// operator's) in place of the operator's, chosen by the same rules (FAL first). Base URLs
+    /// stay the operator's.
+    pub fn with_keys(&self, fal: Option<String>, openai: Option<String>) -> Self {
+        let mut config = self.config.clone();
+        config.fal_key = fal.or(config.fal_key);
+        config.openai_api_key = openai.or(config.openai_api_key);
+        let endpoint = config.endpoint();
+        let service_authority = endpoint.as_ref().ok().and_then(|e| authority(&e.base_url));
+        Self { config, endpoint, service_authority, ..self.clone() }
     }
 
     /// The provider and model in use, or why there is none.

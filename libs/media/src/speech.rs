@@ -116,6 +116,7 @@ pub fn cut(text: &str, limit: usize) -> String {
 }
 
 /// The operator's speech service.
+#[derive(Clone)]
 pub struct Speaker {
     config: TtsConfig,
     openai_key: Option<String>,
@@ -139,6 +140,21 @@ impl Speaker {
         let own = config.openai_api_key.as_deref().filter(|k| !k.trim().is_empty());
         let openai_key = own.or(voice_openai_key.filter(|k| !k.trim().is_empty())).map(str::to_owned);
         Ok(Self { config: config.clone(), openai_key, http })
+    }
+
+    /// The credential pools a tenant's own keys come from, with the service URL each key must
+    /// be allowed for: `openai` and `elevenlabs` (Edge needs none).
+    pub fn key_pools(&self) -> [(&'static str, &str); 2] {
+        [("openai", &self.config.openai_base_url), ("elevenlabs", &self.config.elevenlabs_base_url)]
+    }
+
+    /// The same service with a tenant's own keys (`None` keeps the operator's). The provider
+    /// stays the operator's choice.
+    pub fn with_keys(&self, openai: Option<String>, elevenlabs: Option<String>) -> Self {
+        let mut speaker = self.clone();
+        speaker.openai_key = openai.or(speaker.openai_key);
+        speaker.config.elevenlabs_api_key = elevenlabs.or(speaker.config.elevenlabs_api_key);
+        speaker
     }
 
     pub fn provider(&self) -> TtsProvider {

@@ -88,3 +88,27 @@ async fn a_result_file_on_a_private_address_other_than_the_service_is_not_fetche
     let err = generator(fal(&api, "k")).generate("elsewhere", AspectRatio::Square).await.unwrap_err();
     assert!(matches!(&err, ImageGenError::Failed(m) if m.contains("127.0.0.2 is not a public address")), "{err}");
 }
+
+#[tokio::test]
+async fn a_tenants_own_key_replaces_the_operators_and_can_set_up_a_service_the_operator_left_keyless() {
+    let api = ImageApi::start().await.expect("image api");
+    let operator = generator(fal(&api, "fal-operator"));
+    operator.with_keys(Some("fal-team".into()), None).generate("a fox", AspectRatio::Square).await.expect("image");
+    operator.generate("a fox", AspectRatio::Square).await.expect("image");
+    let keys: Vec<Option<String>> = api.requests().into_iter().map(|r| r.authorization).collect();
+    assert_eq!(
+        keys,
+        [Some("Key fal-team".to_owned()), Some("Key fal-operator".to_owned())],
+        "the operator's own stays"
+    );
+
+    // No key at the installation: a team's OpenAI key makes the service theirs.
+    let keyless = generator(ImageGenConfig { openai_base_url: api.openai_base_url(), ..ImageGenConfig::default() });
+    assert!(matches!(keyless.endpoint(), Err(ImageGenError::NotConfigured(_))));
+    let theirs = keyless.with_keys(None, Some("sk-team".into()));
+    let image = theirs.generate("a fox", AspectRatio::Square).await.expect("image");
+    assert_eq!(image.provider, ImageGenProvider::Openai);
+    assert_eq!(api.requests()[2].authorization.as_deref(), Some("Bearer sk-team"));
+    let pools: Vec<&str> = keyless.key_pools().iter().map(|(pool, _)| *pool).collect();
+    assert_eq!(pools, ["fal", "openai"]);
+}

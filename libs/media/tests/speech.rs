@@ -82,9 +82,17 @@ async fn elevenlabs_gets_its_voice_model_and_key() {
         elevenlabs_api_key: Some("xi-secret".into()),
         ..TtsConfig::default()
     };
-    assert!(speaker(config, None).speak("Bonjour.").await.unwrap().is_voice());
+    let operator = speaker(config, None);
+    let speech = operator.speak("Bonjour.").await.unwrap();
+    assert!(speech.is_voice());
+    assert_eq!((speech.model.as_str(), speech.chars), ("eleven_multilingual_v2", 8), "what its price is found by");
     let seen = &api.requests()[0];
     assert_eq!(seen.key.as_deref(), Some("xi-secret"));
     assert_eq!(seen.detail["voice_id"], "pNInz6obpgDQGcFmaJgB");
     assert_eq!(seen.detail["body"]["model_id"], "eleven_multilingual_v2");
+    // A team's own key replaces the operator's for its calls only.
+    operator.with_keys(None, Some("xi-team".into())).speak("Salut.").await.unwrap();
+    operator.speak("Encore.").await.unwrap();
+    let keys: Vec<Option<String>> = api.requests().into_iter().map(|r| r.key).collect();
+    assert_eq!(keys, [Some("xi-secret".into()), Some("xi-team".into()), Some("xi-secret".into())]);
 }

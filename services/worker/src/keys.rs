@@ -75,3 +75,30 @@ impl KeySource for TenantKeys {
         }
     }
 }
+
+/// The tenant's own key for a keyed service at `base_url` (a web backend, an image or speech
+/// service), from its pool named `pool` (`tavily`, `fal`, `elevenlabs`, `openai`): the first
+/// key whose allowed hosts include the service's host, so a key never goes where its owner
+/// did not allow. `None`: the tenant has none there (the operator's key serves).
+pub(crate) fn service_key(
+    pools: &CredentialPools,
+    tenant: TenantId,
+    secrets: Option<&SecretBox>,
+    pool: &str,
+    base_url: &str,
+) -> Option<String> {
+    let secrets = secrets?;
+    let (creds, _) = pools.get(pool)?;
+    let url = reqwest::Url::parse(base_url).ok()?;
+    let host = url.host_str()?;
+    let usable = creds.iter().find(|c| {
+        Credential { id: String::new(), secret: String::new(), allowed_hosts: c.allowed_hosts.clone() }.allows(host)
+    })?;
+    match usable.open(tenant, secrets) {
+        Ok(key) => Some(key),
+        Err(e) => {
+            tracing::warn!(error = %e, pool, "cannot open the team's key; the installation's serves");
+            None
+        }
+    }
+}

@@ -108,10 +108,34 @@ impl SimpleTool for TextToSpeech {
     }
 }
 
+/// The installation's speaker with the tenant's own keys (its `openai` and `elevenlabs`
+/// pools) in place of the operator's where it has them.
+fn tenant_speaker(
+    rt: &Runtime,
+    speaker: &Arc<Speaker>,
+    tenant: TenantId,
+    pools: &hermes_store::CredentialPools,
+) -> Arc<Speaker> {
+    let secrets = rt.ctx.secrets.as_ref();
+    let [openai, elevenlabs] =
+        speaker.key_pools().map(|(pool, url)| crate::keys::service_key(pools, tenant, secrets, pool, url));
+    match (openai, elevenlabs) {
+        (None, None) => speaker.clone(),
+        (openai, elevenlabs) => Arc::new(speaker.with_keys(openai, elevenlabs)),
+    }
+}
+
 /// Registers `text_to_speech` for a turn, when the installation can speak (`links`: an API
 /// turn's).
-pub(crate) fn register(rt: &Runtime, tools: &mut hermes_tools::ToolRegistry, links: Option<FileLinks>) {
-    let Some(speaker) = rt.speaker.clone() else { return };
+pub(crate) fn register(
+    rt: &Runtime,
+    tenant: TenantId,
+    pools: &hermes_store::CredentialPools,
+    tools: &mut hermes_tools::ToolRegistry,
+    links: Option<FileLinks>,
+) {
+    let Some(speaker) = rt.speaker.as_ref() else { return };
+    let speaker = tenant_speaker(rt, speaker, tenant, pools);
     tools.register(Arc::new(TextToSpeech { speaker, store: rt.ctx.store.clone(), links }));
 }
 
@@ -130,9 +154,16 @@ pub(crate) async fn speak_answer(rt: &Runtime, tenant: TenantId, turn: &ClaimedT
     if !wanted || answer.trim().is_empty() {
         return;
     }
+    let speaker = match rt.ctx.store.credential_pools(tenant).await {
+        Ok(pools) => tenant_speaker(rt, speaker, tenant, &pools),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the team's keys; the installation's speak");
+            speaker.clone()
+        }
+    };
     let scope =
         crate::media_meter::MediaScope { tenant, agent: turn.agent_id, session: turn.session_id, turn: turn.turn_id };
-    let kept = match speak_metered(speaker, &rt.ctx.store, scope, answer).await {
+    let kept = match speak_metered(&speaker, &rt.ctx.store, scope, answer).await {
         Ok(speech) => keep(&rt.ctx.store, tenant, turn.turn_id, "voice-reply", speech).await,
         Err(e) => Err(e),
     };

@@ -10,7 +10,6 @@ use futures_util::future::BoxFuture;
 use hermes_cache::WindowCounters;
 use hermes_config::WebBackend;
 use hermes_core::TenantId;
-use hermes_llm::Credential;
 use hermes_store::{CredentialPools, SecretBox, Store};
 use hermes_tools::{ResultSpill, ToolRegistry};
 use hermes_web::{Allowance, Metered, QuotaSpent, TenantWebKeys, Web, WebExtract, WebSearch, WebTurn};
@@ -57,24 +56,12 @@ impl Allowance for RedisAllowance {
 
 /// The tenant's own keys for the web services, from pools named after them (`tavily`, ...).
 fn tenant_keys(web: &Web, tenant: TenantId, pools: &CredentialPools, secrets: Option<&SecretBox>) -> TenantWebKeys {
-    let Some(secrets) = secrets else { return TenantWebKeys::default() };
     let services = [WebBackend::Firecrawl, WebBackend::Tavily, WebBackend::Exa, WebBackend::Brave];
     services
         .into_iter()
         .filter_map(|backend| {
-            let (creds, _) = pools.get(backend.as_str())?;
-            let host = reqwest::Url::parse(web.base_url(backend)?).ok()?.host_str()?.to_owned();
-            let usable = creds.iter().find(|c| {
-                Credential { id: String::new(), secret: String::new(), allowed_hosts: c.allowed_hosts.clone() }
-                    .allows(&host)
-            })?;
-            match usable.open(tenant, secrets) {
-                Ok(key) => Some((backend, key)),
-                Err(e) => {
-                    tracing::warn!(error = %e, service = backend.as_str(), "cannot open the team's web key");
-                    None
-                }
-            }
+            let key = crate::keys::service_key(pools, tenant, secrets, backend.as_str(), web.base_url(backend)?)?;
+            Some((backend, key))
         })
         .collect()
 }

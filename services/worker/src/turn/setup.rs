@@ -57,13 +57,13 @@ pub(crate) fn tools_for_turn(
         crate::vision::register(models, &mut tools, None);
     }
     if ToolsetName::ImageGen.enabled_in(&agent.toolsets) {
-        crate::image_tool::register(rt, &mut tools, links.clone());
+        crate::image_tool::register(rt, tenant, &models.pools, &mut tools, links.clone());
     }
     if ToolsetName::Browser.enabled_in(&agent.toolsets) {
         crate::browser_tool::register(rt, models, &mut tools);
     }
     if ToolsetName::Tts.enabled_in(&agent.toolsets) {
-        crate::speech_tool::register(rt, &mut tools, links);
+        crate::speech_tool::register(rt, tenant, &models.pools, &mut tools, links);
     }
     if ToolsetName::Delegation.enabled_in(&agent.toolsets) {
         tools.register(Arc::new(DelegateTool {
