@@ -153,6 +153,8 @@ vocabulary! {
         Speech = "speech",
         /// A recording transcribed (billed per audio minute).
         Transcription = "transcription",
+        /// An MCP server's request for a completion (`sampling/createMessage`).
+        Sampling = "sampling",
     }
 }
 

@@ -33,6 +33,73 @@ impl Default for ToolFilter {
     }
 }
 
+/// Requests from the server to the agent's model (`sampling/createMessage`), with upstream's
+/// caps (4,096 tokens, 30 s, 10 a minute). Off unless turned on: a hosted server's requests are
+/// model calls billed to the tenant (upstream turns it on by default on a desktop).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SamplingSpec {
+    pub enabled: bool,
+    /// The model to answer with, on the agent's provider (unset: the agent's model).
+    pub model: Option<String>,
+    /// The most tokens one answer may take, whatever the server asks.
+    pub max_tokens_cap: u32,
+    /// Seconds one request may take.
+    pub timeout: f64,
+    /// Requests a minute, per tenant and server (counted across workers).
+    pub max_rpm: u32,
+    /// Upstream's bound on tool rounds; tool use in sampling is not offered, so kept as read.
+    pub max_tool_rounds: u32,
+    /// The models `model` may name (empty: any).
+    pub allowed_models: Vec<String>,
+    /// `debug`, `info` or `warning`: how each request is logged.
+    pub log_level: String,
+}
+
+impl Default for SamplingSpec {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            model: None,
+            max_tokens_cap: 4096,
+            timeout: 30.0,
+            max_rpm: 10,
+            max_tool_rounds: 5,
+            allowed_models: Vec::new(),
+            log_level: "info".into(),
+        }
+    }
+}
+
+impl SamplingSpec {
+    fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// Seconds a request may take.
+    pub fn timeout(&self) -> Duration {
+        seconds(Some(self.timeout), 30.0)
+    }
+
+    fn validate(&self) -> Result<(), SpecError> {
+        if self.max_tokens_cap == 0 {
+            return Err(SpecError("`sampling.max_tokens_cap` is a number of tokens above 0".into()));
+        }
+        if !(self.timeout.is_finite() && self.timeout > 0.0) {
+            return Err(SpecError("`sampling.timeout` is a number of seconds above 0".into()));
+        }
+        if !matches!(self.log_level.as_str(), "debug" | "info" | "warning") {
+            return Err(SpecError("`sampling.log_level` is debug, info or warning".into()));
+        }
+        match &self.model {
+            Some(model) if !self.allowed_models.is_empty() && !self.allowed_models.contains(model) => {
+                Err(SpecError(format!("`sampling.model` {model:?} is not among `sampling.allowed_models`")))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 /// One server, as configured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -57,6 +124,8 @@ pub struct McpServerSpec {
     pub enabled: bool,
     #[serde(default)]
     pub tools: ToolFilter,
+    #[serde(default, skip_serializing_if = "SamplingSpec::is_default")]
+    pub sampling: SamplingSpec,
 }
 
 fn yes() -> bool {
@@ -111,6 +180,7 @@ impl McpServerSpec {
                 return Err(SpecError(format!("`{what}` is a number of seconds above 0")));
             }
         }
+        self.sampling.validate()?;
         self.filter().map(|_| ())
     }
 
@@ -229,11 +299,21 @@ mod tests {
             (serde_json::json!({"command": "x", "headers": {"a": "b"}}), "takes `env`"),
             (serde_json::json!({"url": "http://a/", "timeout": -1}), "above 0"),
             (serde_json::json!({"url": "http://a/", "tools": {"include": ["[oops"]}}), "not a glob"),
+            (serde_json::json!({"url": "http://a/", "sampling": {"max_tokens_cap": 0}}), "above 0"),
+            (
+                serde_json::json!({"url": "http://a/", "sampling": {"model": "gpt-4o", "allowed_models": ["gpt-4o-mini"]}}),
+                "not among",
+            ),
         ] {
             let err = spec(bad.clone()).unwrap().validate().unwrap_err().0;
             assert!(err.contains(says), "{bad}: {err}");
         }
         assert!(spec(serde_json::json!({"url": "http://a/", "colour": "red"})).is_err(), "unknown keys are refused");
+        let sampling =
+            spec(serde_json::json!({"url": "http://a/", "sampling": {"enabled": true, "max_rpm": 2}})).unwrap();
+        assert_eq!((sampling.sampling.max_tokens_cap, sampling.sampling.max_rpm), (4096, 2), "upstream's caps, as set");
+        assert!(!http.sampling.enabled, "off unless turned on");
+        assert!(!serde_json::to_string(&http).unwrap().contains("sampling"), "the default is not written back");
     }
 
     #[test]

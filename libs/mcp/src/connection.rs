@@ -14,6 +14,8 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
+use crate::pool::ServerKey;
+use crate::sampling::{Callers, Calling, Gate, Refusal, Sampler};
 use crate::spec::McpServerSpec;
 
 /// Tools listed this long ago are listed again at the next turn (a server that changed them
@@ -37,17 +39,37 @@ pub enum McpError {
 /// What the client tells servers, and hears from them.
 pub(crate) struct Handler {
     tools_changed: Arc<AtomicBool>,
+    /// Set where the configuration turned sampling on.
+    sampling: Option<Gate>,
 }
 
+#[expect(deprecated, reason = "sampling is deprecated by SEP-2577 but still what servers send")]
 impl ClientHandler for Handler {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.store(true, Ordering::Relaxed);
+    }
+
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        let Some(gate) = &self.sampling else {
+            return Err(rmcp::ErrorData::method_not_found::<rmcp::model::CreateMessageRequestMethod>());
+        };
+        gate.answer(params).await.map_err(|refusal| match refusal {
+            Refusal::Invalid(why) => rmcp::ErrorData::invalid_params(why, None),
+            Refusal::Failed(why) => rmcp::ErrorData::internal_error(why, None),
+        })
     }
 
     fn get_info(&self) -> ClientConfig {
         let mut info = ClientConfig::default();
         info.client_info.name = "hermes-cloud".into();
         info.client_info.version = env!("CARGO_PKG_VERSION").into();
+        if self.sampling.is_some() {
+            info.capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
+        }
         info
     }
 }
@@ -80,6 +102,8 @@ pub struct McpConnection {
     pub offers: Offers,
     /// The secret values of the configuration, kept out of every text the model sees.
     pub secrets: Vec<String>,
+    /// The turns calling the server now, whose model answers its sampling requests.
+    callers: Arc<Callers>,
 }
 
 impl std::fmt::Debug for McpConnection {
@@ -100,7 +124,11 @@ fn service_error(e: rmcp::ServiceError) -> McpError {
 impl McpConnection {
     /// Connects to the streamable-HTTP server of `spec` with `client` (the public-address
     /// client, or one that trusts the operator's allow-listed hosts).
-    pub async fn connect_http(client: reqwest::Client, spec: &McpServerSpec) -> Result<Self, McpError> {
+    pub async fn connect_http(
+        client: reqwest::Client,
+        key: &ServerKey,
+        spec: &McpServerSpec,
+    ) -> Result<Self, McpError> {
         let url = spec.url.clone().unwrap_or_default();
         let mut headers = HashMap::new();
         for (name, value) in &spec.headers {
@@ -111,17 +139,23 @@ impl McpConnection {
         }
         let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
         let transport = StreamableHttpClientTransport::with_client(client, config);
-        Self::start(transport, spec).await
+        Self::start(transport, key, spec).await
     }
 
-    /// Initialises a session over `transport`.
-    pub async fn start<T, E, A>(transport: T, spec: &McpServerSpec) -> Result<Self, McpError>
+    /// Initialises a session with `key`'s server over `transport`.
+    pub async fn start<T, E, A>(transport: T, key: &ServerKey, spec: &McpServerSpec) -> Result<Self, McpError>
     where
         T: rmcp::transport::IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
         let tools_changed = Arc::new(AtomicBool::new(false));
-        let handler = Handler { tools_changed: tools_changed.clone() };
+        let callers = Arc::new(Callers::default());
+        let sampling = spec.sampling.enabled.then(|| Gate {
+            server: key.name.clone(),
+            spec: spec.sampling.clone(),
+            callers: callers.clone(),
+        });
+        let handler = Handler { tools_changed: tools_changed.clone(), sampling };
         let timeout = spec.connect_timeout();
         let secrets = spec.secret_values();
         let service = tokio::time::timeout(timeout, handler.serve(transport))
@@ -130,7 +164,12 @@ impl McpConnection {
             .map_err(|e| McpError::Connect(hermes_toolbox::text::redact(&e.to_string(), &secrets)))?;
         let capabilities = service.peer_info().map(|info| info.capabilities.clone()).unwrap_or_default();
         let offers = Offers { resources: capabilities.resources.is_some(), prompts: capabilities.prompts.is_some() };
-        Ok(Self { service, tools_changed, listed: Mutex::new(None), offers, secrets })
+        Ok(Self { service, tools_changed, listed: Mutex::new(None), offers, secrets, callers })
+    }
+
+    /// Lets `sampler` answer the server's sampling requests while the guard lives (a call).
+    pub fn calling(&self, sampler: Arc<dyn Sampler>) -> Calling {
+        self.callers.enter(sampler)
     }
 
     /// Whether the session ended (the caller connects again).

@@ -6,6 +6,7 @@
 
 mod connection;
 mod pool;
+mod sampling;
 /// An MCP server's configuration (its own crate, for the admin API and hermesctl).
 pub use hermes_mcp_config as spec;
 mod stdio;
@@ -13,7 +14,8 @@ mod tool;
 
 pub use connection::{ListedTool, McpConnection, McpError, Offers};
 pub use pool::{Connect, HttpConnector, McpServers, ServerKey, Unavailable};
-pub use spec::{McpServerSpec, ToolFilter, Transport};
+pub use sampling::{Callers, Calling, SampleAnswer, SampleMessage, SampleRequest, Sampler};
+pub use spec::{McpServerSpec, SamplingSpec, ToolFilter, Transport};
 pub use stdio::SandboxConnector;
 pub use tool::{McpTool, strip_invisible};
 

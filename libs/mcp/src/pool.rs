@@ -45,7 +45,7 @@ pub struct HttpConnector {
 impl Connect for HttpConnector {
     fn connect<'a>(
         &'a self,
-        _key: &'a ServerKey,
+        key: &'a ServerKey,
         spec: &'a McpServerSpec,
     ) -> BoxFuture<'a, Result<McpConnection, McpError>> {
         Box::pin(async move {
@@ -57,7 +57,7 @@ impl Connect for HttpConnector {
                     if let Some(why) = self.policy.refuse(&parsed) {
                         return Err(McpError::Connect(format!("the server's address is refused: {why}")));
                     }
-                    McpConnection::connect_http(self.client.clone(), spec).await
+                    McpConnection::connect_http(self.client.clone(), key, spec).await
                 }
                 Ok(Transport::Stdio) => Err(McpError::Connect("stdio servers are not available here".into())),
                 Err(e) => Err(McpError::Connect(e.to_string())),
@@ -153,12 +153,14 @@ impl McpServers {
 
     /// The agent's tools from its servers `specs` (name, configuration), for one turn: each
     /// enabled server's tools through its filter, and its wrappers. A server that cannot be
-    /// reached is left out and reported.
+    /// reached is left out and reported. `sampler` answers the sampling requests of servers
+    /// that have sampling on, while this turn calls them.
     pub async fn tools(
         self: &Arc<Self>,
         tenant: TenantId,
         agent: AgentId,
         specs: Vec<(String, McpServerSpec)>,
+        sampler: Option<Arc<dyn crate::Sampler>>,
     ) -> (Vec<Arc<dyn Tool>>, Vec<Unavailable>) {
         let listed = specs.into_iter().filter(|(_, spec)| spec.enabled).map(|(name, spec)| {
             let key = ServerKey { tenant, agent, name };
@@ -179,7 +181,8 @@ impl McpServers {
             };
             let Ok(filter) = spec.filter() else { continue };
             let (resources, prompts) = (offers.resources && spec.tools.resources, offers.prompts && spec.tools.prompts);
-            let server = Arc::new(Server { pool: self.clone(), key, spec });
+            let sampler = sampler.clone().filter(|_| spec.sampling.enabled);
+            let server = Arc::new(Server { pool: self.clone(), key, spec, sampler });
             for tool in listed.iter().filter(|t| filter.allows(&t.name)) {
                 tools.push(Arc::new(McpTool::call(
                     server.clone(),

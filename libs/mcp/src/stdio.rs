@@ -46,7 +46,7 @@ async fn stdio(
             .await
             .map_err(McpError::Connect)?;
     let ended = process.ended.clone();
-    McpConnection::start(process.io, spec).await.map_err(|e| {
+    McpConnection::start(process.io, key, spec).await.map_err(|e| {
         let why = ended.lock().ok().and_then(|w| w.clone());
         let secrets = spec.secret_values();
         match why {

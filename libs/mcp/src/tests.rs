@@ -36,7 +36,7 @@ fn spec(server: &McpTestServer, extra: Value) -> McpServerSpec {
 }
 
 async fn tools(pool: &Arc<McpServers>, spec: McpServerSpec) -> Vec<Arc<dyn Tool>> {
-    let (tools, unavailable) = pool.tools(ctx().tenant_id, AgentId::new(), vec![("git-hub".into(), spec)]).await;
+    let (tools, unavailable) = pool.tools(ctx().tenant_id, AgentId::new(), vec![("git-hub".into(), spec)], None).await;
     assert!(unavailable.is_empty(), "{unavailable:?}");
     tools
 }
@@ -76,6 +76,7 @@ async fn an_http_servers_tools_are_offered_by_upstreams_names_and_their_results_
             "mcp_git_hub_picture",
             "mcp_git_hub_read_resource",
             "mcp_git_hub_slow",
+            "mcp_git_hub_summarize",
             "mcp_git_hub_tagged",
             "mcp_git_hub_unlock"
         ]
@@ -160,7 +161,7 @@ async fn slow_calls_time_out_and_private_servers_need_the_operators_allowance() 
 
     let strict = self::pool(&[]);
     let (found, unavailable) =
-        strict.tools(ctx().tenant_id, AgentId::new(), vec![("git-hub".into(), spec(&server, json!({})))]).await;
+        strict.tools(ctx().tenant_id, AgentId::new(), vec![("git-hub".into(), spec(&server, json!({})))], None).await;
     assert!(found.is_empty());
     assert_eq!(unavailable[0].server, "git-hub");
     let reason = &unavailable[0].reason;
@@ -168,4 +169,63 @@ async fn slow_calls_time_out_and_private_servers_need_the_operators_allowance() 
         reason.starts_with("could not connect: the server's address is refused") && reason.contains("127.0.0.1"),
         "{reason}"
     );
+}
+
+/// A turn's model as the sampler: records what it was asked, answers in a fixed way.
+#[derive(Default)]
+struct Scripted {
+    asked: std::sync::Mutex<Vec<crate::SampleRequest>>,
+}
+
+impl crate::Sampler for Scripted {
+    fn sample(
+        &self,
+        request: crate::SampleRequest,
+    ) -> futures_util::future::BoxFuture<'_, Result<crate::SampleAnswer, String>> {
+        self.asked.lock().unwrap().push(request);
+        Box::pin(async {
+            Ok(crate::SampleAnswer { model: "turn-model".into(), text: "short".into(), truncated: false })
+        })
+    }
+}
+
+#[tokio::test]
+async fn sampling_is_answered_by_the_turns_model_within_the_caps_only_where_turned_on() {
+    let server = McpTestServer::start().await.unwrap();
+    let pool = pool(&[server.host()]);
+    let sampler = Arc::new(Scripted::default());
+    let on = spec(&server, json!({"sampling": {"enabled": true, "max_tokens_cap": 64, "model": "cheap-model"}}));
+    let (found, _) = pool
+        .tools(
+            ctx().tenant_id,
+            AgentId::new(),
+            vec![("git-hub".into(), on)],
+            Some(sampler.clone() as Arc<dyn crate::Sampler>),
+        )
+        .await;
+    let summary = call(named(&found, "mcp_git_hub_summarize"), json!({"text": "a long report"})).await.unwrap();
+    assert_eq!(summary["result"], "summary by turn-model: short");
+    let asked = sampler.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].max_tokens, 64, "the server asked for 500; the cap holds");
+    assert_eq!(
+        (asked[0].server.as_str(), asked[0].model.as_deref(), asked[0].max_rpm),
+        ("git-hub", Some("cheap-model"), 10)
+    );
+    assert_eq!(asked[0].system.as_deref(), Some("You write one-line summaries."));
+    assert_eq!(asked[0].messages[0].text, "Summarise in one line: a long report");
+
+    // Off (the default): the server hears no, and the turn's model is never asked.
+    let other = self::pool(&[server.host()]);
+    let (found, _) = other
+        .tools(
+            ctx().tenant_id,
+            AgentId::new(),
+            vec![("git-hub".into(), spec(&server, json!({})))],
+            Some(sampler.clone() as Arc<dyn crate::Sampler>),
+        )
+        .await;
+    let refused = call(named(&found, "mcp_git_hub_summarize"), json!({"text": "x"})).await.unwrap();
+    assert!(refused["result"].as_str().unwrap().starts_with("sampling refused"), "{refused}");
+    assert_eq!(sampler.asked.lock().unwrap().len(), 1);
 }

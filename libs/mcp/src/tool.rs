@@ -52,6 +52,8 @@ pub(crate) struct Server {
     pub pool: Arc<McpServers>,
     pub key: ServerKey,
     pub spec: McpServerSpec,
+    /// The turn's answerer of the server's sampling requests (sampling on only).
+    pub sampler: Option<Arc<dyn crate::Sampler>>,
 }
 
 /// One of a server's tools (or wrappers), as the agent sees it.
@@ -229,6 +231,8 @@ impl Tool for McpTool {
                         break;
                     }
                 };
+                // The server may ask the turn's model while the call runs.
+                let _calling = server.sampler.clone().map(|sampler| conn.calling(sampler));
                 match self.once(&conn, &args).await {
                     Ok(text) => return Ok(self.clean(&text, &secrets)),
                     Err(McpError::Lost) => {

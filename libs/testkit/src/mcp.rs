@@ -1,8 +1,9 @@
 //! A small MCP server built with `rmcp`, over streamable HTTP on loopback (`/mcp`), for the
 //! MCP client's tests. Its tools: `add` (a sum), `picture` (text and a PNG), `fail` (an error
 //! result), `leak` (answers with the token it was given, to test redaction), `tagged` (text
-//! hiding Unicode tag characters), `slow` (sleeps), and `unlock`, which adds `late_tool` and
-//! says the list changed. One resource (`memo://readme`) and one prompt (`greeting`). It can be
+//! hiding Unicode tag characters), `slow` (sleeps), `summarize` (asks the client's model, by
+//! MCP sampling, to summarise its text, asking for 500 tokens), and `unlock`, which adds
+//! `late_tool` and says the list changed. One resource (`memo://readme`) and one prompt (`greeting`). It can be
 //! restarted on the same port, which loses every session, as a real restart does.
 
 use std::net::SocketAddr;
@@ -30,6 +31,12 @@ pub struct AddRequest {
     pub a: i64,
     /// The second number.
     pub b: i64,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct SummarizeRequest {
+    /// The text to summarise.
+    pub text: String,
 }
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -85,6 +92,31 @@ impl TestServer {
     async fn slow(&self, Parameters(SlowRequest { millis }): Parameters<SlowRequest>) -> String {
         tokio::time::sleep(std::time::Duration::from_millis(millis)).await;
         "done".to_owned()
+    }
+
+    #[tool(description = "Summarises text with the client's model (MCP sampling)")]
+    #[expect(deprecated, reason = "sampling is deprecated by SEP-2577 but still sent by servers")]
+    async fn summarize(
+        &self,
+        Parameters(SummarizeRequest { text }): Parameters<SummarizeRequest>,
+        peer: Peer<RoleServer>,
+    ) -> String {
+        use rmcp::model::{CreateMessageRequestParams, SamplingMessage};
+        let ask = vec![SamplingMessage::user_text(format!("Summarise in one line: {text}"))];
+        let params = CreateMessageRequestParams::new(ask, 500).with_system_prompt("You write one-line summaries.");
+        match peer.create_message(params).await {
+            Ok(answer) => {
+                let said: Vec<String> = answer
+                    .message
+                    .content
+                    .into_vec()
+                    .iter()
+                    .filter_map(|b| b.as_text().map(|t| t.text.clone()))
+                    .collect();
+                format!("summary by {}: {}", answer.model, said.join(" "))
+            }
+            Err(e) => format!("sampling refused: {e}"),
+        }
     }
 
     #[tool(description = "Adds late_tool and tells the client")]

@@ -17,6 +17,7 @@ mod image_tool;
 mod journal;
 mod judge;
 mod keys;
+mod mcp_sampling;
 mod mcp_tool;
 mod media_meter;
 mod memory_tool;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use hermes_core::{AgentId, TenantId};
+use hermes_core::TenantId;
 use hermes_mcp::{HttpConnector, McpServerSpec, McpServers};
 use hermes_net_policy::outbound::{Policy, client_for};
 use hermes_store::{SecretBox, StoredMcpServer};
@@ -66,14 +66,15 @@ pub(crate) fn spec_of(
     Ok(spec)
 }
 
-/// Adds the tools of the agent's enabled servers to `tools`.
+/// Adds the tools of the agent's enabled servers to `tools`; servers with sampling on get
+/// their requests answered by the turn's model (`models`).
 pub(crate) async fn register(
     rt: &Arc<Runtime>,
-    tenant: TenantId,
-    agent: AgentId,
+    models: &crate::models::Models,
     stored: &[StoredMcpServer],
     tools: &mut ToolRegistry,
 ) {
+    let (tenant, agent) = (models.tenant, models.agent.id);
     let specs: Vec<(String, McpServerSpec)> = stored
         .iter()
         .filter(|s| s.enabled)
@@ -86,7 +87,12 @@ pub(crate) async fn register(
         })
         .collect();
     let Some(servers) = rt.mcp.as_ref().filter(|_| !specs.is_empty()) else { return };
-    let (found, unavailable) = servers.tools(tenant, agent, specs).await;
+    let sampler: Arc<dyn hermes_mcp::Sampler> = Arc::new(crate::mcp_sampling::TurnSampler {
+        models: models.clone(),
+        counters: rt.ctx.cache.window_counters(),
+        tenant,
+    });
+    let (found, unavailable) = servers.tools(tenant, agent, specs, Some(sampler)).await;
     for server in unavailable {
         tracing::warn!(server = %server.server, reason = %server.reason, "an MCP server is unavailable this turn");
     }

@@ -120,6 +120,14 @@ impl Models {
         }
     }
 
+    /// The model that answers an MCP server's sampling requests, and its name: `model` (the
+    /// server's `sampling.model`) on the agent's provider, else the agent's main model.
+    pub fn sampling(&self, model: Option<&str>) -> (TurnModel, String) {
+        let name = model.unwrap_or(&self.agent.model).to_owned();
+        let on_provider = endpoint(&self.agent.provider_base_url, &name, self.agent.api_mode.as_deref());
+        (self.build(vec![on_provider], CallPurpose::Sampling), name)
+    }
+
     /// The model that looks at images for the agent (`vision_analyze`, and pictures for a
     /// model that reads only text), and its name: its vision model, else its auxiliary model,
     /// else its main one, passing over those known to read only text. `None`: none can see.

@@ -106,3 +106,52 @@ async fn an_agents_http_mcp_server_is_configured_in_the_admin_api_and_its_tools_
     }
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_server_with_sampling_on_asks_the_turns_model_billed_to_the_tenant_within_its_allowance() {
+    let server = McpTestServer::start().await.unwrap();
+    let allowed = server.host();
+    let env = TestEnv::start_with(Roles { worker: true, scheduler: false }, move |c| {
+        c.mcp.allow_private_hosts = vec![allowed];
+    })
+    .await;
+    let (acme, _, key) = env.tenant("acme", "helper").await;
+    let (_, owner) = member(&env, acme, "owner@acme.test", MemberRole::Owner).await;
+    let path = format!("/admin/v1/tenants/{acme}/agents/helper/mcp-servers/reports");
+    let config = json!({"url": server.url(), "tools": {"include": ["summarize"]},
+                        "sampling": {"enabled": true, "max_rpm": 1}});
+    let (s, set) = owner.call(&env, Method::PUT, &path, Some(config)).await;
+    assert_eq!(s, 200, "{set}");
+    assert_eq!(set["config"]["sampling"]["max_tokens_cap"], 4096, "upstream's caps are shown");
+
+    env.llm.push(ScriptedReply::tool_call("mcp_reports_summarize", json!({"text": "Q3: revenue up 12%"})));
+    // The server's sampling request, answered by the agent's model.
+    env.llm.push(ScriptedReply::text("Revenue rose 12% in Q3."));
+    env.llm.push(ScriptedReply::tool_call("mcp_reports_summarize", json!({"text": "Q4 plans"})));
+    env.llm.push(ScriptedReply::text("Summarised."));
+    assert_eq!(env.chat(&key, ask("summarise the report")).await.status(), 200);
+
+    let requests = env.llm.requests();
+    assert_eq!(requests.len(), 4, "the second request passed the allowance and never reached the model");
+    let sampled = requests[1].messages();
+    assert_eq!(sampled[0]["role"], "system");
+    assert_eq!(sampled[0]["content"], "You write one-line summaries.");
+    assert_eq!(sampled[1]["content"], "Summarise in one line: Q3: revenue up 12%");
+    assert!(offered(&requests[1].body).is_empty(), "no tools in sampling");
+    let results: Vec<String> = requests[3]
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(results[0], r#"{"result":"summary by scripted-model: Revenue rose 12% in Q3."}"#);
+    assert!(
+        results[1].contains("sampling refused") && results[1].contains("allowance of 1 requests a minute"),
+        "{}",
+        results[1]
+    );
+    let purposes: Vec<String> =
+        sqlx::query_scalar("SELECT purpose FROM model_calls ORDER BY id").fetch_all(&env.db).await.unwrap();
+    assert_eq!(purposes.iter().filter(|p| *p == "sampling").count(), 1, "metered as the tenant's: {purposes:?}");
+    env.stop().await;
+}

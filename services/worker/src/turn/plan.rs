@@ -299,7 +299,7 @@ impl Planner<'_> {
             child_usage,
         );
         if ToolsetName::Mcp.enabled_in(&agent.toolsets) {
-            crate::mcp_tool::register(rt, self.tenant, agent.id, mcp_servers, &mut tools).await;
+            crate::mcp_tool::register(rt, models, mcp_servers, &mut tools).await;
         }
         if ToolsetName::Messaging.enabled_in(&agent.toolsets) {
             tools.register(Arc::new(crate::send_message::SendMessageTool { store: store.clone() }));
