@@ -181,6 +181,7 @@ impl McpServerSpec {
             }
         }
         self.sampling.validate()?;
+        self.secret_refs()?;
         self.filter().map(|_| ())
     }
 
@@ -205,6 +206,22 @@ impl McpServerSpec {
             set.build().map(Some).map_err(|e| SpecError(e.to_string()))
         };
         Ok(Filter { include: build(&self.tools.include)?, exclude: build(&self.tools.exclude)? })
+    }
+
+    /// The names of the team's keys that `${NAME}` in `env` and `headers` values refer to.
+    pub fn secret_refs(&self) -> Result<Vec<String>, SpecError> {
+        let names = std::cell::RefCell::new(Vec::new());
+        let note = |name: &str| {
+            names.borrow_mut().push(name.to_owned());
+            Ok(String::new())
+        };
+        for value in self.env.values().chain(self.headers.values()) {
+            substitute(value, &note).map_err(SpecError)?;
+        }
+        let mut names = names.into_inner();
+        names.sort();
+        names.dedup();
+        Ok(names)
     }
 
     /// The configuration as it is shown back: every `env` and `headers` value masked.
@@ -248,6 +265,33 @@ impl Filter {
             (None, None) => true,
         }
     }
+}
+
+/// Fills `${NAME}` in `value` with `lookup(NAME)` (upstream's `${VAR}`, here the tenant's
+/// secrets); `$${` is a literal `${`. A name `lookup` does not know, or a `${` left open, is
+/// an error naming it.
+pub fn substitute(value: &str, lookup: &dyn Fn(&str) -> Result<String, String>) -> Result<String, String> {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(at) = rest.find("${") {
+        if rest[..at].ends_with('$') {
+            out.push_str(&rest[..at - 1]);
+            out.push_str("${");
+            rest = &rest[at + 2..];
+            continue;
+        }
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        let end = after.find('}').ok_or_else(|| format!("`${{` without its `}}` in {value:?}"))?;
+        let name = &after[..end];
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ':' | '.')) {
+            return Err(format!("`${{{name}}}` is not a secret's name"));
+        }
+        out.push_str(&lookup(name)?);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 /// A server's name as a tool-name component: anything but ASCII letters, digits and `_`
@@ -314,6 +358,30 @@ mod tests {
         assert_eq!((sampling.sampling.max_tokens_cap, sampling.sampling.max_rpm), (4096, 2), "upstream's caps, as set");
         assert!(!http.sampling.enabled, "off unless turned on");
         assert!(!serde_json::to_string(&http).unwrap().contains("sampling"), "the default is not written back");
+    }
+
+    fn spec_open() -> McpServerSpec {
+        spec(serde_json::json!({"command": "x", "env": {"TOKEN": "${TOKEN"}})).unwrap()
+    }
+
+    #[test]
+    fn secrets_fill_their_names_and_an_unknown_or_open_one_is_an_error() {
+        let lookup = |name: &str| match name {
+            "GITHUB_TOKEN" => Ok("ghp_123".to_owned()),
+            other => Err(format!("no {other}")),
+        };
+        assert_eq!(substitute("Bearer ${GITHUB_TOKEN}", &lookup), Ok("Bearer ghp_123".into()));
+        assert_eq!(substitute("${GITHUB_TOKEN}:${GITHUB_TOKEN}", &lookup), Ok("ghp_123:ghp_123".into()));
+        assert_eq!(substitute("plain $HOME and $${LITERAL}", &lookup), Ok("plain $HOME and ${LITERAL}".into()));
+        assert_eq!(substitute("${NOPE}", &lookup), Err("no NOPE".into()));
+        assert!(substitute("Bearer ${GITHUB_TOKEN", &lookup).unwrap_err().contains("without its `}`"));
+        assert!(substitute("${a b}", &lookup).unwrap_err().contains("not a secret's name"));
+        let spec = spec(serde_json::json!({"url": "http://a/", "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}",
+                                            "X-Both": "${b}${GITHUB_TOKEN}"}}))
+        .unwrap();
+        assert_eq!(spec.secret_refs(), Ok(vec!["GITHUB_TOKEN".to_owned(), "b".to_owned()]));
+        let open = spec_open();
+        assert!(open.validate().unwrap_err().0.contains("without its `}`"), "checked when saved");
     }
 
     #[test]

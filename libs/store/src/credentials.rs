@@ -92,6 +92,16 @@ impl Store {
 
     /// Every pool of the tenant, by provider: its keys in priority order and its strategy.
     /// Read once at the start of a turn, alongside the turn's other reads.
+    /// The first of `names` that names none of the tenant's credential pools (case-insensitively):
+    /// a configuration's `${NAME}` that nothing would fill.
+    pub async fn missing_credential(&self, tenant: TenantId, names: &[String]) -> Result<Option<String>> {
+        if names.is_empty() {
+            return Ok(None);
+        }
+        let pools = self.credential_pools(tenant).await?;
+        Ok(names.iter().find(|name| !pools.keys().any(|pool| pool.eq_ignore_ascii_case(name))).cloned())
+    }
+
     pub async fn credential_pools(&self, tenant: TenantId) -> Result<CredentialPools> {
         credential_pools_on(&mut *self.as_tenant(tenant).await?, tenant).await
     }

@@ -50,6 +50,22 @@ pub struct SlowRequest {
 pub struct Shared {
     unlocked: AtomicBool,
     calls: AtomicUsize,
+    /// The `Authorization` header of every request, in order.
+    authorizations: std::sync::Mutex<Vec<String>>,
+}
+
+/// Notes each request's `Authorization` header.
+async fn note_authorization(
+    axum::extract::State(shared): axum::extract::State<Arc<Shared>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if let (Some(value), Ok(mut seen)) =
+        (request.headers().get("authorization").and_then(|v| v.to_str().ok()), shared.authorizations.lock())
+    {
+        seen.push(value.to_owned());
+    }
+    next.run(request).await
 }
 
 #[derive(Clone)]
@@ -224,12 +240,15 @@ impl Drop for McpTestServer {
 async fn serve(addr: SocketAddr, shared: Arc<Shared>) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let addr = listener.local_addr()?;
+    let shared_for_layer = shared.clone();
     let service = StreamableHttpService::new(
         move || Ok(TestServer { shared: shared.clone() }),
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );
-    let app = axum::Router::new().nest_service("/mcp", service);
+    let app = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn_with_state(shared_for_layer, note_authorization));
     let task = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
@@ -260,6 +279,11 @@ impl McpTestServer {
         let (_, task) = serve(self.addr, self.shared.clone()).await?;
         self.task = task;
         Ok(())
+    }
+
+    /// The `Authorization` headers requests came with (the last is the latest).
+    pub fn authorizations(&self) -> Vec<String> {
+        self.shared.authorizations.lock().map(|a| a.clone()).unwrap_or_default()
     }
 
     /// Tool calls that reached a tool (`add`, `picture`).

@@ -39,7 +39,7 @@ pub(crate) async fn list(
 }
 
 #[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/agents/{agent}/mcp-servers/{name}", tag = "admin: agents",
-    request_body(content = Object, description = "Upstream's shape: `command`, `args`, `env` (stdio) or `url`, `headers` (HTTP); `timeout`, `connect_timeout`, `enabled`, `tools` {`include`, `exclude`, `resources`, `prompts`}"),
+    request_body(content = Object, description = "Upstream's shape: `command`, `args`, `env` (stdio) or `url`, `headers` (HTTP); `timeout`, `connect_timeout`, `enabled`, `tools` {`include`, `exclude`, `resources`, `prompts`}, `sampling` {`enabled` (off by default), `model`, `max_tokens_cap`, `timeout`, `max_rpm`, `allowed_models`, `log_level`}. `${NAME}` in `env` and `headers` values is the team's key named NAME (a credential)"),
     params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name"),
         ("name" = String, Path, description = "The server's name (letters, digits, `-`, `_`; at most 40)")),
     responses((status = 200, description = "Set; the agent's next turn uses it", body = Object),
@@ -64,6 +64,11 @@ pub(crate) async fn set(
         && let Some(why) = state.mcp_policy().refuse(&url)
     {
         return Err(bad(format!("the server's url is refused: {why}")).with_param("url"));
+    }
+    // `${NAME}` must name one of the team's keys now (the turn fills it in when it connects).
+    let refs = spec.secret_refs().map_err(|e| bad(e.0))?;
+    if let Some(name) = state.store.missing_credential(t.id, &refs).await.map_err(store_error)? {
+        return Err(bad(format!("`${{{name}}}` names none of the team's keys: add a credential named {name} first")));
     }
     let masked = serde_json::to_value(spec.masked()).map_err(|e| bad(e.to_string()))?;
     let secrets = json!({ "env": spec.env, "headers": spec.headers });

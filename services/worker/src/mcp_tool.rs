@@ -8,9 +8,11 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use hermes_core::TenantId;
+use hermes_llm::Credential;
+use hermes_mcp::spec::substitute;
 use hermes_mcp::{HttpConnector, McpServerSpec, McpServers};
 use hermes_net_policy::outbound::{Policy, client_for};
-use hermes_store::{SecretBox, StoredMcpServer};
+use hermes_store::{CredentialPools, SecretBox, StoredMcpServer};
 use hermes_tools::ToolRegistry;
 
 use crate::Runtime;
@@ -66,6 +68,55 @@ pub(crate) fn spec_of(
     Ok(spec)
 }
 
+/// The key of the tenant's credential pool `name` (case-insensitively), the first by priority
+/// that may go to `host` (`None`: anywhere; a stdio server runs in the tenant's own sandbox).
+fn credential(
+    tenant: TenantId,
+    pools: &CredentialPools,
+    secrets: Option<&SecretBox>,
+    name: &str,
+    host: Option<&str>,
+) -> Result<String, String> {
+    let (_, (creds, _)) = pools
+        .iter()
+        .find(|(pool, _)| pool.eq_ignore_ascii_case(name))
+        .ok_or_else(|| format!("`${{{name}}}` names none of the team's keys (add a credential named {name})"))?;
+    let allowed = |allowed_hosts: &[String]| {
+        host.is_none_or(|host| {
+            let probe = Credential { id: String::new(), secret: String::new(), allowed_hosts: allowed_hosts.to_vec() };
+            probe.allows(host)
+        })
+    };
+    let key = creds
+        .iter()
+        .find(|c| allowed(&c.allowed_hosts))
+        .ok_or_else(|| format!("the team's {name} key is not allowed to go to {}", host.unwrap_or_default()))?;
+    let secrets = SecretBox::required(secrets, "the team's keys").map_err(|e| e.to_string())?;
+    key.open(tenant, secrets).map_err(|e| format!("the team's {name} key cannot be opened: {e}"))
+}
+
+/// Fills `${NAME}` in a server's `env` and `headers` values with the tenant's keys (its
+/// credentials; a header's only with a key allowed for the server's host), as upstream fills
+/// them from its environment. The filled values are secrets like the rest: redacted from
+/// everything the model reads.
+fn fill_secrets(
+    spec: &mut McpServerSpec,
+    tenant: TenantId,
+    pools: &CredentialPools,
+    secrets: Option<&SecretBox>,
+) -> Result<(), String> {
+    let host =
+        spec.url.as_deref().and_then(|u| reqwest::Url::parse(u).ok()).and_then(|u| u.host_str().map(str::to_owned));
+    for value in spec.env.values_mut() {
+        *value = substitute(value, &|name| credential(tenant, pools, secrets, name, None))?;
+    }
+    for value in spec.headers.values_mut() {
+        let host = host.as_deref().unwrap_or_default();
+        *value = substitute(value, &|name| credential(tenant, pools, secrets, name, Some(host)))?;
+    }
+    Ok(())
+}
+
 /// Adds the tools of the agent's enabled servers to `tools`; servers with sampling on get
 /// their requests answered by the turn's model (`models`).
 pub(crate) async fn register(
@@ -78,10 +129,15 @@ pub(crate) async fn register(
     let specs: Vec<(String, McpServerSpec)> = stored
         .iter()
         .filter(|s| s.enabled)
-        .filter_map(|s| match spec_of(tenant, s, rt.ctx.secrets.as_ref()) {
-            Ok(spec) => Some((s.name.clone(), spec)),
-            Err(e) => {
-                tracing::warn!(server = %s.name, error = %e, "an MCP server's configuration cannot be read");
+        .map(|s| {
+            let mut spec = spec_of(tenant, s, rt.ctx.secrets.as_ref()).map_err(|e| (s.name.clone(), e))?;
+            fill_secrets(&mut spec, tenant, &models.pools, rt.ctx.secrets.as_ref()).map_err(|e| (s.name.clone(), e))?;
+            Ok((s.name.clone(), spec))
+        })
+        .filter_map(|found| match found {
+            Ok(named) => Some(named),
+            Err((server, e)) => {
+                tracing::warn!(%server, error = %e, "an MCP server's configuration cannot be used");
                 None
             }
         })

@@ -155,3 +155,42 @@ async fn a_server_with_sampling_on_asks_the_turns_model_billed_to_the_tenant_wit
     assert_eq!(purposes.iter().filter(|p| *p == "sampling").count(), 1, "metered as the tenant's: {purposes:?}");
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_header_names_the_teams_key_which_is_filled_in_when_the_turn_connects_and_never_shown() {
+    let server = McpTestServer::start().await.unwrap();
+    let allowed = server.host();
+    let env = TestEnv::start_with(Roles { worker: true, scheduler: false }, move |c| {
+        c.mcp.allow_private_hosts = vec![allowed];
+    })
+    .await;
+    let (acme, _, key) = env.tenant("acme", "helper").await;
+    let (_, owner) = member(&env, acme, "owner@acme.test", MemberRole::Owner).await;
+    let path = format!("/admin/v1/tenants/{acme}/agents/helper/mcp-servers/tracker");
+    let with = |header: &str| json!({"url": server.url(), "headers": {"Authorization": header}, "tools": {"include": ["add"]}});
+
+    // Nothing would fill it yet: said when saved, not at the next turn.
+    let (s, err) = owner.call(&env, Method::PUT, &path, Some(with("Bearer ${TRACKER_TOKEN}"))).await;
+    assert_eq!(s, 400, "{err}");
+    assert!(err["error"]["message"].as_str().unwrap().contains("`${TRACKER_TOKEN}` names none of the team's keys"));
+    let secrets = hermes_store::SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap().unwrap();
+    let token = hermes_store::NewCredential {
+        provider: "tracker_token".into(),
+        label: "ci".into(),
+        secret: "tok-team-7f3a9c2e".into(),
+        priority: 0,
+        allowed_hosts: vec!["127.0.0.1".into()],
+    };
+    env.store.add_credential(acme, token, &secrets).await.unwrap();
+    let (s, set) = owner.call(&env, Method::PUT, &path, Some(with("Bearer ${TRACKER_TOKEN}"))).await;
+    assert_eq!(s, 200, "{set}");
+
+    env.llm.push(ScriptedReply::tool_call("mcp_tracker_add", json!({"a": 1, "b": 2})));
+    env.llm.push(ScriptedReply::text("3."));
+    assert_eq!(env.chat(&key, ask("add")).await.status(), 200);
+    let sent = server.authorizations();
+    assert!(!sent.is_empty() && sent.iter().all(|a| a == "Bearer tok-team-7f3a9c2e"), "{sent:?}");
+    let stored: String = sqlx::query_scalar("SELECT spec::text FROM mcp_servers").fetch_one(&env.db).await.unwrap();
+    assert!(!stored.contains("tok-team"), "the reference is stored, never the key: {stored}");
+    env.stop().await;
+}
