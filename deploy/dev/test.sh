@@ -2,7 +2,8 @@
 # The whole test suite, as CI runs it: make sure Postgres, Redis, RabbitMQ and Docker are up
 # (installing them when missing), check the Helm chart, the dashboards and alerting rules and
 # the compose file offline, build the offline sandbox test image, install Chromium and Playwright
-# and Firefox ESR and puppeteer-core for the console's browser tests, then check formatting, lint
+# and Firefox ESR and puppeteer-core for the console's browser tests and the MCP reference server
+# (server-everything) for the MCP client's, then check formatting, lint
 # with warnings as errors, run every test, run the load test briefly, also with traces exported
 # (errors fail it, timings do not), and fuzz each fuzz target for a few seconds.
 #
@@ -63,6 +64,11 @@ fi
 if [[ "$(node -p 'require("./tests/firefox/node_modules/puppeteer-core/package.json").version' 2>/dev/null)" != 25.16.0 ]]; then
   echo "== installing puppeteer-core (npm)"
   PUPPETEER_SKIP_DOWNLOAD=1 npm ci --prefix tests/firefox --no-audit --no-fund --loglevel=error
+fi
+# The MCP project's reference server, which libs/mcp/tests/everything.rs runs against the client.
+if [[ "$(node -p 'require("./tests/mcp-everything/node_modules/@modelcontextprotocol/server-everything/package.json").version' 2>/dev/null)" != 2026.8.31 ]]; then
+  echo "== installing server-everything (npm)"
+  npm ci --prefix tests/mcp-everything --no-audit --no-fund --loglevel=error
 fi
 # Helm's Go SDK as a Python library, to lint and render the chart without a helm binary.
 if ! python3 -c 'import helm_python, yaml, sys; sys.exit(helm_python.helm_c_version() != "0.2.2")' >/dev/null 2>&1; then

@@ -172,6 +172,26 @@ await step("the owner edits an agent's SOUL and approvals", async () => {
   await shot(ownerPage, 'agent-en');
 });
 
+await step("the owner adds an MCP server to an agent, its header never shown again, then removes it", async () => {
+  await ownerPage.goto(`${base}/console/t/${world.tenant}/agents`);
+  await ownerPage.getByRole('link', { name: 'scribe', exact: true }).click();
+  await ownerPage.getByLabel('Name', { exact: true }).last().fill('tracker');
+  const config = ownerPage.getByLabel('Configuration (JSON)');
+  await config.fill('{"url": "https://mcp.tracker.example/mcp"');
+  await ownerPage.getByRole('button', { name: 'Add or replace a server' }).click();
+  await ownerPage.getByText('The configuration is not valid JSON.').waitFor();
+  await config.fill('{"url": "https://mcp.tracker.example/mcp", "headers": {"Authorization": "Bearer sk-console-4b1d9e"}, "sampling": {"enabled": true}}');
+  await ownerPage.getByRole('button', { name: 'Add or replace a server' }).click();
+  const row = ownerPage.getByRole('row', { name: /tracker/ });
+  await row.waitFor();
+  expect((await row.textContent()).includes('https://mcp.tracker.example/mcp'), 'the server is listed with its URL');
+  expect(!(await ownerPage.content()).includes('sk-console-4b1d9e'), 'the header value is never sent back');
+  await shot(ownerPage, 'agent-mcp-en');
+  ownerPage.once('dialog', (d) => d.accept());
+  await row.getByRole('button', { name: 'Remove: tracker' }).click();
+  await ownerPage.getByRole('row', { name: /tracker/ }).waitFor({ state: 'detached' });
+});
+
 await step("the owner uploads a team skill and hides it from an agent", async () => {
   await ownerPage.goto(`${base}/console/t/${world.tenant}/agents`);
   await ownerPage.getByRole('row', { name: /scribe/ }).getByRole('link', { name: 'Skills' }).click();

@@ -13,7 +13,7 @@ use crate::openapi::call;
 use crate::telegram::bind;
 
 /// The victim's tables whose rows an intruder must not change.
-const TABLES: [&str; 14] = [
+const TABLES: [&str; 15] = [
     "sessions",
     "messages",
     "turns",
@@ -28,6 +28,7 @@ const TABLES: [&str; 14] = [
     "responses",
     "outbox",
     "approval_grants",
+    "turn_files",
 ];
 
 /// Every row of the victim's tables, as text: what must be the same after the sweep.
@@ -92,7 +93,22 @@ async fn every_operation_with_a_path_id_answers_404_to_another_tenant_and_writes
         .fetch_one(&env.db)
         .await
         .unwrap();
+    // A file its agent made in a turn (as `image_generate` keeps one).
+    let turn: uuid::Uuid = sqlx::query_scalar("SELECT id FROM turns WHERE tenant_id = $1 ORDER BY created_at LIMIT 1")
+        .bind(victim.as_uuid())
+        .fetch_one(&env.db)
+        .await
+        .unwrap();
+    let turn = hermes_core::TurnId::from_uuid(turn);
+    let picture = hermes_store::turn_files::TurnFile {
+        target: "generated/image-x.png".into(),
+        name: "image-x.png".into(),
+        mime: "image/png".into(),
+        data: Ok(b"\x89PNG".to_vec()),
+    };
+    env.store.save_turn_file(victim, turn, &picture).await.unwrap();
     let ids = [
+        ("/v1/files/", hermes_core::media::file_id(turn, "image-x.png").unwrap()),
         ("/api/sessions/", session),
         ("/v1/channels/", channel.id.to_string()),
         ("/v1/cron/jobs/", job["id"].as_str().unwrap().to_owned()),

@@ -148,6 +148,23 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
     let (_, events) = send(&owner, "post", "/v1/event-hooks", json!({"url": "https://hooks.example.com/x"})).await;
     let events = events["id"].as_str().unwrap().to_owned();
 
+    // ...and a file its agent made in a turn (as `image_generate` keeps one).
+    let turn = hermes_core::TurnId::from_uuid(
+        sqlx::query_scalar("SELECT id FROM turns WHERE tenant_id = $1 ORDER BY created_at LIMIT 1")
+            .bind(owner_tenant.as_uuid())
+            .fetch_one(&env.db)
+            .await
+            .unwrap(),
+    );
+    let picture = hermes_store::turn_files::TurnFile {
+        target: "generated/image-x.png".into(),
+        name: "image-x.png".into(),
+        mime: "image/png".into(),
+        data: Ok(b"\x89PNG".to_vec()),
+    };
+    env.store.save_turn_file(owner_tenant, turn, &picture).await.unwrap();
+    let file = hermes_core::media::file_id(turn, "image-x.png").unwrap();
+
     let doc: Value = env.http.get(format!("{}/openapi.json", env.api_url)).send().await.unwrap().json().await.unwrap();
     let mut checked = 0;
     for (path, methods) in doc["paths"].as_object().unwrap() {
@@ -161,6 +178,7 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
             p if p.starts_with("/v1/cron/jobs/") || p.starts_with("/api/jobs/") => &job,
             p if p.starts_with("/v1/webhooks/") => &hook,
             p if p.starts_with("/v1/event-hooks/") => &events,
+            p if p.starts_with("/v1/files/") => &file,
             other => panic!("no object for {other}: extend this test"),
         };
         let concrete = path.replace("{id}", id);
@@ -176,7 +194,7 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 39, "every route that names an object");
+    assert_eq!(checked, 41, "every route that names an object");
     // Chaining onto the owner's objects is refused the same way.
     for body in
         [json!({"input": "x", "previous_response_id": response_id}), json!({"input": "x", "session_id": session})]
@@ -205,5 +223,6 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
     assert_ne!(info["title"], "mine now");
     let (_, still) = send(&owner, "get", &format!("/v1/webhooks/{hook}"), json!({})).await;
     assert_eq!((still["name"].as_str(), still["enabled"].as_bool()), (Some("ci"), Some(true)));
+    assert_eq!(send(&owner, "get", &format!("/v1/files/{file}"), json!({})).await.0, 200, "the owner's file is theirs");
     env.stop().await;
 }

@@ -62,7 +62,8 @@ async fn a_stdio_server_runs_in_the_agents_sandbox_is_called_and_dies_with_its_s
         "command": "/workspace/.mcp/tracker", "env": {"MCP_TEST_TOKEN": TOKEN}, "tools": {"include": ["add", "leak"]}
     }))
     .unwrap();
-    let (tools, unavailable) = pool.tools(tenant, agent, vec![("tracker".into(), spec.clone())], None).await;
+    let (tools, unavailable) =
+        pool.tools(tenant, agent, vec![("tracker".into(), spec.clone())], Default::default()).await;
     assert!(unavailable.is_empty(), "{unavailable:?}");
     let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
     assert!(names.contains(&"mcp_tracker_add") && names.contains(&"mcp_tracker_leak"), "{names:?}");
@@ -94,11 +95,11 @@ async fn a_stdio_server_runs_in_the_agents_sandbox_is_called_and_dies_with_its_s
         "command": "/workspace/.mcp/tracker", "args": ["--exit-at-once"], "connect_timeout": 20
     }))
     .unwrap();
-    let (tools, unavailable) = pool.tools(tenant, agent, vec![("broken".into(), broken)], None).await;
+    let (tools, unavailable) = pool.tools(tenant, agent, vec![("broken".into(), broken)], Default::default()).await;
     assert!(tools.is_empty());
     let reason = &unavailable[0].reason;
     assert!(reason.contains("exited with code 3") && reason.contains("MCP_TEST_TOKEN is not set"), "{reason}");
     let missing: McpServerSpec = serde_json::from_value(json!({"command": "/workspace/.mcp/nothing-here"})).unwrap();
-    let (_, unavailable) = pool.tools(tenant, agent, vec![("missing".into(), missing)], None).await;
+    let (_, unavailable) = pool.tools(tenant, agent, vec![("missing".into(), missing)], Default::default()).await;
     assert!(unavailable[0].reason.contains("cannot start the command"), "{}", unavailable[0].reason);
 }

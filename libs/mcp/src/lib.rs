@@ -17,7 +17,7 @@ pub use pool::{Connect, HttpConnector, McpServers, ServerKey, Unavailable};
 pub use sampling::{Callers, Calling, SampleAnswer, SampleMessage, SampleRequest, Sampler};
 pub use spec::{McpServerSpec, SamplingSpec, ToolFilter, Transport};
 pub use stdio::SandboxConnector;
-pub use tool::{McpTool, strip_invisible};
+pub use tool::{FileKeeper, McpTool, TurnHooks, strip_invisible};
 
 #[cfg(test)]
 mod tests;

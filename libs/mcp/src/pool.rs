@@ -153,14 +153,15 @@ impl McpServers {
 
     /// The agent's tools from its servers `specs` (name, configuration), for one turn: each
     /// enabled server's tools through its filter, and its wrappers. A server that cannot be
-    /// reached is left out and reported. `sampler` answers the sampling requests of servers
-    /// that have sampling on, while this turn calls them.
+    /// reached is left out and reported. `hooks.sampler` answers the sampling requests of
+    /// servers that have sampling on while this turn calls them; `hooks.keeper` keeps the
+    /// pictures their results carry.
     pub async fn tools(
         self: &Arc<Self>,
         tenant: TenantId,
         agent: AgentId,
         specs: Vec<(String, McpServerSpec)>,
-        sampler: Option<Arc<dyn crate::Sampler>>,
+        hooks: crate::TurnHooks,
     ) -> (Vec<Arc<dyn Tool>>, Vec<Unavailable>) {
         let listed = specs.into_iter().filter(|(_, spec)| spec.enabled).map(|(name, spec)| {
             let key = ServerKey { tenant, agent, name };
@@ -181,8 +182,8 @@ impl McpServers {
             };
             let Ok(filter) = spec.filter() else { continue };
             let (resources, prompts) = (offers.resources && spec.tools.resources, offers.prompts && spec.tools.prompts);
-            let sampler = sampler.clone().filter(|_| spec.sampling.enabled);
-            let server = Arc::new(Server { pool: self.clone(), key, spec, sampler });
+            let sampler = hooks.sampler.clone().filter(|_| spec.sampling.enabled);
+            let server = Arc::new(Server { pool: self.clone(), key, spec, sampler, keeper: hooks.keeper.clone() });
             for tool in listed.iter().filter(|t| filter.allows(&t.name)) {
                 tools.push(Arc::new(McpTool::call(
                     server.clone(),

@@ -36,7 +36,8 @@ fn spec(server: &McpTestServer, extra: Value) -> McpServerSpec {
 }
 
 async fn tools(pool: &Arc<McpServers>, spec: McpServerSpec) -> Vec<Arc<dyn Tool>> {
-    let (tools, unavailable) = pool.tools(ctx().tenant_id, AgentId::new(), vec![("git-hub".into(), spec)], None).await;
+    let (tools, unavailable) =
+        pool.tools(ctx().tenant_id, AgentId::new(), vec![("git-hub".into(), spec)], Default::default()).await;
     assert!(unavailable.is_empty(), "{unavailable:?}");
     tools
 }
@@ -160,8 +161,9 @@ async fn slow_calls_time_out_and_private_servers_need_the_operators_allowance() 
     assert!(err.starts_with("MCP tool slow failed: timed out"), "{err}");
 
     let strict = self::pool(&[]);
-    let (found, unavailable) =
-        strict.tools(ctx().tenant_id, AgentId::new(), vec![("git-hub".into(), spec(&server, json!({})))], None).await;
+    let (found, unavailable) = strict
+        .tools(ctx().tenant_id, AgentId::new(), vec![("git-hub".into(), spec(&server, json!({})))], Default::default())
+        .await;
     assert!(found.is_empty());
     assert_eq!(unavailable[0].server, "git-hub");
     let reason = &unavailable[0].reason;
@@ -200,7 +202,7 @@ async fn sampling_is_answered_by_the_turns_model_within_the_caps_only_where_turn
             ctx().tenant_id,
             AgentId::new(),
             vec![("git-hub".into(), on)],
-            Some(sampler.clone() as Arc<dyn crate::Sampler>),
+            crate::TurnHooks { sampler: Some(sampler.clone() as Arc<dyn crate::Sampler>), keeper: None },
         )
         .await;
     let summary = call(named(&found, "mcp_git_hub_summarize"), json!({"text": "a long report"})).await.unwrap();
@@ -222,10 +224,48 @@ async fn sampling_is_answered_by_the_turns_model_within_the_caps_only_where_turn
             ctx().tenant_id,
             AgentId::new(),
             vec![("git-hub".into(), spec(&server, json!({})))],
-            Some(sampler.clone() as Arc<dyn crate::Sampler>),
+            crate::TurnHooks { sampler: Some(sampler.clone() as Arc<dyn crate::Sampler>), keeper: None },
         )
         .await;
     let refused = call(named(&found, "mcp_git_hub_summarize"), json!({"text": "x"})).await.unwrap();
     assert!(refused["result"].as_str().unwrap().starts_with("sampling refused"), "{refused}");
     assert_eq!(sampler.asked.lock().unwrap().len(), 1);
+}
+
+/// Keeps pictures as a turn would, noting them.
+#[derive(Default)]
+struct Kept {
+    files: std::sync::Mutex<Vec<(String, String, Vec<u8>)>>,
+}
+
+impl crate::FileKeeper for Kept {
+    fn keep<'a>(
+        &'a self,
+        _ctx: &'a ToolCtx,
+        name: String,
+        mime: String,
+        bytes: Vec<u8>,
+    ) -> futures_util::future::BoxFuture<'a, Result<String, String>> {
+        let how = format!("kept; put MEDIA:mcp/{name} in your answer to show it");
+        self.files.lock().unwrap().push((name, mime, bytes));
+        Box::pin(async move { Ok(how) })
+    }
+}
+
+#[tokio::test]
+async fn a_results_picture_is_kept_with_the_turn_and_the_model_told_how_to_hand_it_over() {
+    let server = McpTestServer::start().await.unwrap();
+    let pool = pool(&[server.host()]);
+    let kept = Arc::new(Kept::default());
+    let hooks = crate::TurnHooks { sampler: None, keeper: Some(kept.clone() as Arc<dyn crate::FileKeeper>) };
+    let (found, _) =
+        pool.tools(ctx().tenant_id, AgentId::new(), vec![("git-hub".into(), spec(&server, json!({})))], hooks).await;
+    let picture = call(named(&found, "mcp_git_hub_picture"), json!({})).await.unwrap();
+    assert_eq!(
+        picture["result"],
+        "the chart\n[image from the server (image/png): kept; put MEDIA:mcp/mcp-callmcp-2.png in your answer to show it]"
+    );
+    let files = kept.files.lock().unwrap().clone();
+    assert_eq!((files[0].0.as_str(), files[0].1.as_str()), ("mcp-callmcp-2.png", "image/png"));
+    assert_eq!(&files[0].2[..4], b"\x89PNG", "the picture's bytes, decoded");
 }

@@ -54,7 +54,33 @@ pub(crate) struct Server {
     pub spec: McpServerSpec,
     /// The turn's answerer of the server's sampling requests (sampling on only).
     pub sampler: Option<Arc<dyn crate::Sampler>>,
+    /// Where the pictures in the server's results are kept for the turn.
+    pub keeper: Option<Arc<dyn FileKeeper>>,
 }
+
+/// Keeps a file a server's result carries (a picture) with the turn, for the chat or the API
+/// client to be given.
+pub trait FileKeeper: Send + Sync {
+    /// Keeps `bytes` as `name` for the turn of `ctx`; what the model reads about it (how to
+    /// hand it over).
+    fn keep<'a>(
+        &'a self,
+        ctx: &'a ToolCtx,
+        name: String,
+        mime: String,
+        bytes: Vec<u8>,
+    ) -> BoxFuture<'a, Result<String, String>>;
+}
+
+/// What a turn lends its servers: the model for sampling, the keeper of pictures.
+#[derive(Clone, Default)]
+pub struct TurnHooks {
+    pub sampler: Option<Arc<dyn crate::Sampler>>,
+    pub keeper: Option<Arc<dyn FileKeeper>>,
+}
+
+/// The largest picture kept from a result (as the chat platforms take).
+const MAX_KEPT_BYTES: usize = 20 * 1024 * 1024;
 
 /// One of a server's tools (or wrappers), as the agent sees it.
 pub struct McpTool {
@@ -119,11 +145,17 @@ impl McpTool {
         out
     }
 
-    async fn once(&self, conn: &McpConnection, args: &Value) -> Result<String, McpError> {
+    async fn once(&self, ctx: &ToolCtx, conn: &McpConnection, args: &Value) -> Result<String, McpError> {
         let timeout = self.server.spec.timeout();
         let arg = |key: &str| args.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
         let value = match self.action {
-            Action::Call => return render(&conn.call(&self.remote, args.clone(), timeout).await?),
+            Action::Call => {
+                let mut result = conn.call(&self.remote, args.clone(), timeout).await?;
+                if let Some(keeper) = &self.server.keeper {
+                    keep_pictures(&mut result, keeper.as_ref(), ctx).await;
+                }
+                return render(&result);
+            }
             Action::ListResources => conn.list_resources(timeout).await?,
             Action::ReadResource => conn.read_resource(&arg("uri"), timeout).await?,
             Action::ListPrompts => conn.list_prompts(timeout).await?,
@@ -137,6 +169,33 @@ impl McpTool {
 
     fn clean(&self, text: &str, secrets: &[String]) -> String {
         hermes_toolbox::text::redact(&strip_invisible(text), secrets)
+    }
+}
+
+/// Keeps the pictures of `result` with the turn, each replaced by a text block saying how to
+/// hand it over (`mcp-<call>-<n>.<ext>`); one that cannot be kept stays a description.
+async fn keep_pictures(result: &mut Value, keeper: &dyn FileKeeper, ctx: &ToolCtx) {
+    use base64::Engine;
+    let Some(blocks) = result.get_mut("content").and_then(Value::as_array_mut) else { return };
+    let call: String = ctx.call_id.chars().filter(char::is_ascii_alphanumeric).take(24).collect();
+    for (n, block) in blocks.iter_mut().enumerate() {
+        let mime = block["mimeType"].as_str().unwrap_or_default().to_owned();
+        if block["type"] != "image" || !mime.starts_with("image/") {
+            continue;
+        }
+        let Some(data) = block["data"].as_str().filter(|d| d.len() <= MAX_KEPT_BYTES / 3 * 4 + 4) else { continue };
+        let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(data.trim()) else { continue };
+        let ext = match mime.as_str() {
+            "image/jpeg" => "jpg",
+            "image/gif" => "gif",
+            "image/webp" => "webp",
+            _ => "png",
+        };
+        let name = format!("mcp-{call}-{}.{ext}", n + 1);
+        match keeper.keep(ctx, name, mime.clone(), bytes).await {
+            Ok(how) => *block = json!({"type": "text", "text": format!("[image from the server ({mime}): {how}]")}),
+            Err(e) => tracing::warn!(error = %e, "a picture from an MCP server could not be kept"),
+        }
     }
 }
 
@@ -217,7 +276,7 @@ impl Tool for McpTool {
         true
     }
 
-    fn call<'a>(&'a self, _ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
+    fn call<'a>(&'a self, ctx: &'a ToolCtx, args: Value) -> BoxFuture<'a, Result<String, ToolError>> {
         Box::pin(async move {
             let server = &self.server;
             let secrets = server.spec.secret_values();
@@ -233,7 +292,7 @@ impl Tool for McpTool {
                 };
                 // The server may ask the turn's model while the call runs.
                 let _calling = server.sampler.clone().map(|sampler| conn.calling(sampler));
-                match self.once(&conn, &args).await {
+                match self.once(ctx, &conn, &args).await {
                     Ok(text) => return Ok(self.clean(&text, &secrets)),
                     Err(McpError::Lost) => {
                         server.pool.forget(&server.key);

@@ -26,6 +26,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("pages/audit.js", "text/javascript; charset=utf-8", include_str!("../console/pages/audit.js")),
     ("pages/sessions.js", "text/javascript; charset=utf-8", include_str!("../console/pages/sessions.js")),
     ("pages/agents.js", "text/javascript; charset=utf-8", include_str!("../console/pages/agents.js")),
+    ("pages/mcp.js", "text/javascript; charset=utf-8", include_str!("../console/pages/mcp.js")),
     ("pages/live.js", "text/javascript; charset=utf-8", include_str!("../console/pages/live.js")),
     ("pages/usage.js", "text/javascript; charset=utf-8", include_str!("../console/pages/usage.js")),
     ("pages/channels.js", "text/javascript; charset=utf-8", include_str!("../console/pages/channels.js")),

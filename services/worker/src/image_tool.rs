@@ -22,6 +22,11 @@ pub(crate) const GENERATED_PREFIX: &str = "generated/";
 pub(crate) struct FileLinks(pub String);
 
 impl FileLinks {
+    /// An API turn's links (a chat's files are sent to it instead).
+    pub(crate) fn for_turn(source: hermes_core::SessionSource, config: &hermes_config::HermesConfig) -> Option<Self> {
+        (source == hermes_core::SessionSource::Api).then(|| Self(config.api_url()))
+    }
+
     /// Where an API client downloads the file `name` that `turn` kept (with its API key).
     pub(crate) fn url(&self, turn: hermes_core::TurnId, name: &str) -> Option<String> {
         hermes_core::media::file_id(turn, name).map(|id| format!("{}/v1/files/{id}/content", self.0))

@@ -117,13 +117,44 @@ fn fill_secrets(
     Ok(())
 }
 
+/// Keeps the pictures of MCP results with the turn (`mcp/<name>`), for the chat to be sent
+/// (when the answer names them: unlike a generated image, a result's picture may be for the
+/// model alone) or, in an API turn, linked.
+struct TurnFiles {
+    store: hermes_store::Store,
+    links: Option<crate::image_tool::FileLinks>,
+}
+
+impl hermes_mcp::FileKeeper for TurnFiles {
+    fn keep<'a>(
+        &'a self,
+        ctx: &'a hermes_tools::ToolCtx,
+        name: String,
+        mime: String,
+        bytes: Vec<u8>,
+    ) -> futures_util::future::BoxFuture<'a, Result<String, String>> {
+        Box::pin(async move {
+            let target = format!("mcp/{name}");
+            let how = match self.links.as_ref().and_then(|links| links.url(ctx.turn_id, &name)) {
+                Some(url) => format!("kept; to show it, put ![a short description]({url}) in your answer"),
+                None => format!("kept; to show it, put MEDIA:{target} on a line of its own in your answer"),
+            };
+            let file = hermes_store::turn_files::TurnFile { target, name, mime, data: Ok(bytes) };
+            self.store.save_turn_file(ctx.tenant_id, ctx.turn_id, &file).await.map_err(|e| e.to_string())?;
+            Ok(how)
+        })
+    }
+}
+
 /// Adds the tools of the agent's enabled servers to `tools`; servers with sampling on get
-/// their requests answered by the turn's model (`models`).
+/// their requests answered by the turn's model (`models`), and their results' pictures are
+/// kept with the turn (`links`: an API turn's).
 pub(crate) async fn register(
     rt: &Arc<Runtime>,
     models: &crate::models::Models,
     stored: &[StoredMcpServer],
     tools: &mut ToolRegistry,
+    links: Option<crate::image_tool::FileLinks>,
 ) {
     let (tenant, agent) = (models.tenant, models.agent.id);
     let specs: Vec<(String, McpServerSpec)> = stored
@@ -148,7 +179,9 @@ pub(crate) async fn register(
         counters: rt.ctx.cache.window_counters(),
         tenant,
     });
-    let (found, unavailable) = servers.tools(tenant, agent, specs, Some(sampler)).await;
+    let keeper: Arc<dyn hermes_mcp::FileKeeper> = Arc::new(TurnFiles { store: rt.ctx.store.clone(), links });
+    let hooks = hermes_mcp::TurnHooks { sampler: Some(sampler), keeper: Some(keeper) };
+    let (found, unavailable) = servers.tools(tenant, agent, specs, hooks).await;
     for server in unavailable {
         tracing::warn!(server = %server.server, reason = %server.reason, "an MCP server is unavailable this turn");
     }

@@ -4,6 +4,7 @@
 import { h, field, when } from '../dom.js';
 import { t } from '../i18n.js';
 import { api, notice } from '../app.js';
+import { mcpSection } from './mcp.js';
 
 export async function agentsPage(section, ctx) {
   const agents = await api('GET', `/admin/v1/tenants/${ctx.id}/agents`);
@@ -88,7 +89,8 @@ export async function memoryPage(section, ctx, agentId) {
   if (user) section.append(editor('user', found.user_profile, found.user_char_limit));
 }
 
-// One agent's settings: model, SOUL, toolsets, internet access, approvals, how it sees images.
+// One agent's settings: model, SOUL, toolsets, internet access, approvals, how it sees images;
+// and its MCP servers.
 // New sessions use them.
 export async function agentPage(section, ctx, agentId) {
   const agents = await api('GET', `/admin/v1/tenants/${ctx.id}/agents`);
@@ -132,4 +134,5 @@ export async function agentPage(section, ctx, agentId) {
   h('div', { class: 'field inline' }, egress, h('label', { for: 'agent-egress' }, t('egress'))),
   field(t('approvalMode'), mode), field(t('imageMode'), images), field(t('visionModel'), eye), field(t('visionBaseUrl'), eyeUrl),
   edit ? h('button', { type: 'submit' }, t('save')) : null, status));
+  await mcpSection(section, ctx, a, edit);
 }

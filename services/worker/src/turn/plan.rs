@@ -299,7 +299,8 @@ impl Planner<'_> {
             child_usage,
         );
         if ToolsetName::Mcp.enabled_in(&agent.toolsets) {
-            crate::mcp_tool::register(rt, models, mcp_servers, &mut tools).await;
+            let links = crate::image_tool::FileLinks::for_turn(turn.session_source, &rt.ctx.config);
+            crate::mcp_tool::register(rt, models, mcp_servers, &mut tools, links).await;
         }
         if ToolsetName::Messaging.enabled_in(&agent.toolsets) {
             tools.register(Arc::new(crate::send_message::SendMessageTool { store: store.clone() }));

@@ -44,7 +44,7 @@ pub(crate) fn tools_for_turn(
 ) -> ToolRegistry {
     let config = &rt.ctx.config;
     // An API client reaches the files tools make by links to the API; a chat gets them sent.
-    let links = (source == SessionSource::Api).then(|| crate::image_tool::FileLinks(config.api_url()));
+    let links = crate::image_tool::FileLinks::for_turn(source, config);
     if config.sandbox.prewarm {
         hermes_toolbox::prewarm(rt.ctx.sandboxes.clone(), SandboxKey { tenant, agent: agent.id }, &agent.toolsets);
     }
