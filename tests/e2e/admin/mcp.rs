@@ -167,7 +167,7 @@ async fn a_header_names_the_teams_key_which_is_filled_in_when_the_turn_connects_
     let (acme, _, key) = env.tenant("acme", "helper").await;
     let (_, owner) = member(&env, acme, "owner@acme.test", MemberRole::Owner).await;
     let path = format!("/admin/v1/tenants/{acme}/agents/helper/mcp-servers/tracker");
-    let with = |header: &str| json!({"url": server.url(), "headers": {"Authorization": header}, "tools": {"include": ["add"]}});
+    let with = |header: &str| json!({"url": server.url(), "headers": {"Authorization": header}, "tools": {"include": ["add", "picture"]}});
 
     // Nothing would fill it yet: said when saved, not at the next turn.
     let (s, err) = owner.call(&env, Method::PUT, &path, Some(with("Bearer ${TRACKER_TOKEN}"))).await;
@@ -186,10 +186,20 @@ async fn a_header_names_the_teams_key_which_is_filled_in_when_the_turn_connects_
     assert_eq!(s, 200, "{set}");
 
     env.llm.push(ScriptedReply::tool_call("mcp_tracker_add", json!({"a": 1, "b": 2})));
-    env.llm.push(ScriptedReply::text("3."));
+    env.llm.push(ScriptedReply::tool_call("mcp_tracker_picture", json!({})));
+    env.llm.push(ScriptedReply::text("3, and the chart."));
     assert_eq!(env.chat(&key, ask("add")).await.status(), 200);
     let sent = server.authorizations();
     assert!(!sent.is_empty() && sent.iter().all(|a| a == "Bearer tok-team-7f3a9c2e"), "{sent:?}");
+
+    // The result's picture is kept with the turn; in an API turn the model is given its link.
+    let last = env.llm.requests().pop().unwrap();
+    let told = last.messages().last().unwrap()["content"].as_str().unwrap().to_owned();
+    let link = told.split("](").nth(1).and_then(|rest| rest.split(')').next()).unwrap_or_default().to_owned();
+    assert!(told.starts_with(r#"{"result":"the chart\n[image from the server (image/png): kept"#), "{told}");
+    let picture = env.http.get(&link).bearer_auth(&key).send().await.unwrap();
+    assert_eq!(picture.status(), 200, "{link}");
+    assert_eq!(&picture.bytes().await.unwrap()[..4], b"\x89PNG");
     let stored: String = sqlx::query_scalar("SELECT spec::text FROM mcp_servers").fetch_one(&env.db).await.unwrap();
     assert!(!stored.contains("tok-team"), "the reference is stored, never the key: {stored}");
     env.stop().await;
