@@ -2,7 +2,8 @@
 //! (`hermes-sandbox:browser-test`, deploy/sandbox/build-browser-test-image.sh): a turn opens a
 //! local page whose button only JavaScript adds, reads it as a snapshot with refs, fills the
 //! form and submits it (the server gets the name), goes back, sets off a `confirm()` dialog
-//! and accepts it, and reads the page's state with a console expression. The page is reached
+//! and accepts it, reads the page's state with a console expression and sends raw CDP
+//! commands (one to the page, one to the browser). The page is reached
 //! through the sandbox's egress proxy; an address the egress rules do not allow is not.
 
 use std::sync::{Arc, Mutex};
@@ -103,6 +104,11 @@ async fn a_turn_fills_a_form_answers_a_dialog_and_reads_a_javascript_page_in_a_s
         ("browser_dialog", json!({ "action": "accept" })),
         ("browser_console", json!({ "expression": "document.getElementById('status').textContent" })),
         ("browser_console", json!({})),
+        (
+            "browser_cdp",
+            json!({ "method": "Runtime.evaluate", "params": { "expression": "document.title", "returnByValue": true } }),
+        ),
+        ("browser_cdp", json!({ "method": "Browser.getVersion" })),
         ("browser_navigate", json!({ "url": format!("http://127.0.0.4:{port}/form.html") })),
         ("browser_navigate", json!({ "url": "file:///etc/passwd" })),
     ];
@@ -133,10 +139,13 @@ async fn a_turn_fills_a_form_answers_a_dialog_and_reads_a_javascript_page_in_a_s
     assert_eq!((r[7]["success"].clone(), r[7]["action"].clone()), (json!(true), json!("accept")), "{}", r[7]);
     assert_eq!(r[8]["result"], "deleted", "{}", r[8]);
     assert!(r[9]["console_messages"].as_array().unwrap().iter().any(|m| m["text"] == "form ready"), "{}", r[9]);
+    // Raw CDP: a page-level command in the conversation's page, a browser-wide one on the browser.
+    assert_eq!(r[10]["result"]["result"]["value"], "Sign up", "{}", r[10]);
+    assert!(r[11]["result"]["product"].as_str().unwrap_or_default().contains("Chrome"), "{}", r[11]);
     // The sandbox's egress rules hold for the browser too.
-    assert_eq!(r[10]["success"], false, "{}", r[10]);
-    let refusal = r[10]["error"].as_str().unwrap_or_default();
+    assert_eq!(r[12]["success"], false, "{}", r[12]);
+    let refusal = r[12]["error"].as_str().unwrap_or_default();
     assert!(refusal.contains("network rules refused") && refusal.contains("not reachable"), "{refusal}");
-    assert!(r[11].as_str().unwrap_or_default().contains("only http:// and https://"), "{}", r[11]);
+    assert!(r[13].as_str().unwrap_or_default().contains("only http:// and https://"), "{}", r[13]);
     env.stop().await;
 }

@@ -315,6 +315,18 @@ impl Page {
         Ok(answer["result"]["value"].clone())
     }
 
+    /// A raw CDP call (`browser_cdp`): page-level domains in the conversation's page, the
+    /// browser-wide ones (`Target.*`, `Browser.*`, `Storage.*`, `SystemInfo.*`) on the browser.
+    /// The browser is the tenant's own, in its sandbox behind its egress rules.
+    pub async fn cdp(&self, method: &str, params: Value) -> Result<Value, BrowserError> {
+        let browser_wide = ["Target.", "Browser.", "Storage.", "SystemInfo."].iter().any(|d| method.starts_with(d));
+        if browser_wide {
+            self.touch();
+            return Ok(self.cdp.call(None, method, params, CALL).await?);
+        }
+        self.call(method, params).await
+    }
+
     /// The page's images: URL, alt text and size.
     pub async fn images(&self) -> Result<Value, BrowserError> {
         self.evaluate(

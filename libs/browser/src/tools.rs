@@ -71,6 +71,10 @@ browser_tool!(BrowserBack);
 browser_tool!(BrowserGetImages);
 browser_tool!(BrowserConsole);
 browser_tool!(BrowserDialog);
+browser_tool!(BrowserCdp);
+
+/// The most of a raw CDP answer the model reads (the snapshot's budget).
+const CDP_ANSWER_CHARS: usize = 15_000;
 
 impl SimpleTool for BrowserNavigate {
     const SPEC: ToolSpec = ToolSpec::new(
@@ -344,6 +348,52 @@ impl SimpleTool for BrowserDialog {
     }
 }
 
+impl SimpleTool for BrowserCdp {
+    const SPEC: ToolSpec = ToolSpec::new(
+        "browser_cdp",
+        ToolsetName::Browser,
+        "Send a raw Chrome DevTools Protocol command to the browser, for what the other browser tools cannot do \
+         (e.g. Page.getFrameTree, Emulation.setGeolocationOverride, Network.getCookies, Browser.getVersion). \
+         Page-level domains (Page, Runtime, DOM, Emulation, Network, ...) go to the conversation's page; Target, \
+         Browser, Storage and SystemInfo to the browser. Returns the command's result.",
+    );
+
+    fn parameters(&self) -> Value {
+        object_schema(
+            json!({
+                "method": { "type": "string", "description": "The CDP method, Domain.command (e.g. Page.getFrameTree)." },
+                "params": { "type": "object", "description": "The command's parameters.", "properties": {}, "additionalProperties": true }
+            }),
+            &["method"],
+        )
+    }
+
+    async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
+        let method = required_str(&args, "method")?.trim().to_owned();
+        let well_formed = method.split_once('.').is_some_and(|(domain, command)| {
+            !domain.is_empty() && !command.is_empty() && method.chars().all(|c| c.is_ascii_alphanumeric() || c == '.')
+        });
+        if !well_formed {
+            return Err(ToolError::RespondToModel("method is Domain.command, e.g. Page.getFrameTree".into()));
+        }
+        let params = match args.get("params") {
+            None | Some(Value::Null) => json!({}),
+            Some(p @ Value::Object(_)) => p.clone(),
+            Some(_) => return Err(ToolError::RespondToModel("params is an object".into())),
+        };
+        Ok(on_page(&self.0, ctx, async |page| {
+            let result = page.cdp(&method, params).await?;
+            let text = result.to_string();
+            if text.chars().count() > CDP_ANSWER_CHARS {
+                let head: String = text.chars().take(CDP_ANSWER_CHARS).collect();
+                return Ok(json!({ "success": true, "method": method, "result_truncated": head }));
+            }
+            Ok(json!({ "success": true, "method": method, "result": result }))
+        })
+        .await)
+    }
+}
+
 /// Registers the browser tools (not `browser_vision`, the worker's) in `tools`.
 pub fn register(turn: Arc<BrowserTurn>, tools: &mut hermes_tools::ToolRegistry) {
     tools.register(Arc::new(BrowserNavigate(turn.clone())));
@@ -355,5 +405,6 @@ pub fn register(turn: Arc<BrowserTurn>, tools: &mut hermes_tools::ToolRegistry) 
     tools.register(Arc::new(BrowserBack(turn.clone())));
     tools.register(Arc::new(BrowserGetImages(turn.clone())));
     tools.register(Arc::new(BrowserConsole(turn.clone())));
-    tools.register(Arc::new(BrowserDialog(turn)));
+    tools.register(Arc::new(BrowserDialog(turn.clone())));
+    tools.register(Arc::new(BrowserCdp(turn)));
 }

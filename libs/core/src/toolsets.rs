@@ -150,6 +150,7 @@ pub const TOOLSETS: &[Toolset] = &[
             "browser_console",
             "browser_dialog",
             "browser_vision",
+            "browser_cdp",
         ],
     },
 ];
