@@ -88,3 +88,33 @@ async fn without_a_speech_to_text_service_the_agent_is_told_and_answers() {
     pod.stop.cancel();
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_team_with_its_own_key_for_the_transcription_service_pays_for_its_voice_notes() {
+    let stt = SpeechToText::start().await.unwrap();
+    let base = stt.base_url();
+    let env = TestEnv::start_with(Roles::default(), move |c| {
+        c.stt.base_url = Some(base);
+        c.stt.api_key = Some("stt-operator".into());
+    })
+    .await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    let channel = bind(&env, &tg, "poll", "open", &[]).await;
+    // The scripted service is on 127.0.0.1: the team's key is allowed there.
+    let secrets = hermes_store::SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap().unwrap();
+    let own = hermes_store::NewCredential {
+        provider: "openai".into(),
+        label: "team".into(),
+        secret: "sk-team-whisper".into(),
+        priority: 0,
+        allowed_hosts: vec!["127.0.0.1".into()],
+    };
+    env.store.add_credential(channel.tenant_id, own, &secrets).await.unwrap();
+    let pod = Pod::start(&env).await;
+    env.llm.push(ScriptedReply::text("Noted."));
+    tg.user_sends_voice(TOKEN, 42, "voice-1", b"SPEECH:note this");
+    assert_eq!(sent(&tg, 1).await[0].text, "Noted.");
+    assert_eq!(stt.requests()[0].authorization.as_deref(), Some("Bearer sk-team-whisper"));
+    pod.stop.cancel();
+    env.stop().await;
+}

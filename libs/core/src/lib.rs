@@ -7,6 +7,7 @@ pub mod commands;
 pub mod cron;
 pub mod errors;
 pub mod event;
+pub mod hosts;
 pub mod ids;
 pub mod kinds;
 pub mod media;

@@ -26,14 +26,7 @@ impl std::fmt::Debug for Credential {
 impl Credential {
     /// Whether this key may be sent to `host`.
     pub fn allows(&self, host: &str) -> bool {
-        let host = host.to_ascii_lowercase();
-        self.allowed_hosts.iter().any(|allowed| {
-            let allowed = allowed.to_ascii_lowercase();
-            match allowed.strip_prefix("*.") {
-                Some(suffix) => host.ends_with(&format!(".{suffix}")),
-                None => host == allowed,
-            }
-        })
+        hermes_core::hosts::allowed(&self.allowed_hosts, host)
     }
 }
 

@@ -40,6 +40,11 @@ fn context(tenant: TenantId, id: Uuid) -> String {
 
 impl PooledCredential {
     /// The key in clear.
+    /// Whether this key may be sent to `host`.
+    pub fn allows(&self, host: &str) -> bool {
+        hermes_core::hosts::allowed(&self.allowed_hosts, host)
+    }
+
     pub fn open(&self, tenant: TenantId, secrets: &SecretBox) -> Result<String> {
         let plain = secrets.open(&context(tenant, self.id), &self.sealed)?;
         String::from_utf8(plain).map_err(|_| StoreError::Corrupt("provider key is not UTF-8".into()))

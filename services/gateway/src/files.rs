@@ -145,8 +145,9 @@ impl Gateway {
             Some(transcriber) => match self.download(channel, file, transcriber.max_bytes).await {
                 Ok(audio) => {
                     let name = file.name.clone().unwrap_or_else(|| audio_name(&file.mime));
+                    let key = self.team_key(channel.tenant_id, transcriber.host()).await;
                     let started = std::time::Instant::now();
-                    let done = transcriber.transcribe(&self.http, audio, &name, &file.mime).await;
+                    let done = transcriber.transcribe(&self.http, audio, &name, &file.mime, key.as_deref()).await;
                     let call = done.billed_ms.map(|ms| transcriber.call(ms, started.elapsed()));
                     (done.heard, call)
                 }
@@ -157,6 +158,25 @@ impl Gateway {
             tracing::warn!(channel.id = %channel.id, reason = ?why, "a voice note was not transcribed");
         }
         (crate::voice::note(&heard), call)
+    }
+}
+
+impl Gateway {
+    /// The team's own key for `host` (the transcription service): the first, by pool name and
+    /// priority, allowed to go there; `None` leaves the operator's.
+    async fn team_key(&self, tenant: hermes_core::TenantId, host: Option<String>) -> Option<String> {
+        let (host, secrets) = (host?, self.secrets.as_ref()?);
+        let pools = match self.store.credential_pools(tenant).await {
+            Ok(pools) => pools,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the team's keys; the installation's transcribes");
+                return None;
+            }
+        };
+        let mut names: Vec<&String> = pools.keys().collect();
+        names.sort();
+        let key = names.into_iter().flat_map(|name| pools[name].0.iter()).find(|c| c.allows(&host))?;
+        key.open(tenant, secrets).inspect_err(|e| tracing::warn!(error = %e, "cannot open the team's key")).ok()
     }
 }
 

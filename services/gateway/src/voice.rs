@@ -147,22 +147,34 @@ pub(crate) struct Transcriber {
 }
 
 impl Transcriber {
+    /// The service's host (a team's key must be allowed for it).
+    pub fn host(&self) -> Option<String> {
+        reqwest::Url::parse(&self.endpoint.base_url).ok().and_then(|u| u.host_str().map(str::to_owned))
+    }
+
     /// The usage record of a transcription that billed `audio_ms`.
     pub fn call(&self, audio_ms: u64, took: std::time::Duration) -> hermes_store::MediaCall {
-        let host = reqwest::Url::parse(&self.endpoint.base_url).ok().and_then(|u| u.host_str().map(str::to_owned));
         hermes_store::MediaCall {
             purpose: hermes_core::CallPurpose::Transcription,
-            provider: host.unwrap_or_default(),
+            provider: self.host().unwrap_or_default(),
             model: self.endpoint.model.clone(),
             units: hermes_store::MediaUnits { audio_ms, ..Default::default() },
             latency_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
         }
     }
 
-    /// The text spoken in `audio` (named `file_name`, of type `mime`), and what it billed.
-    pub async fn transcribe(&self, http: &reqwest::Client, audio: Vec<u8>, file_name: &str, mime: &str) -> Transcribed {
+    /// The text spoken in `audio` (named `file_name`, of type `mime`), and what it billed;
+    /// with the team's own `key` for the service when it has one, else the operator's.
+    pub async fn transcribe(
+        &self,
+        http: &reqwest::Client,
+        audio: Vec<u8>,
+        file_name: &str,
+        mime: &str,
+        key: Option<&str>,
+    ) -> Transcribed {
         let own = recording_ms(&audio);
-        match self.ask(http, audio, file_name, mime).await {
+        match self.ask(http, audio, file_name, mime, key).await {
             Ok((text, answer)) => {
                 let billed = said_ms(&answer).unwrap_or(own);
                 let heard = if is_hallucination(&text) { Err(Unheard::Silent) } else { Ok(text) };
@@ -179,6 +191,7 @@ impl Transcriber {
         audio: Vec<u8>,
         file_name: &str,
         mime: &str,
+        key: Option<&str>,
     ) -> Result<(String, serde_json::Value), Unheard> {
         let part = reqwest::multipart::Part::bytes(audio)
             .file_name(file_name.to_owned())
@@ -192,7 +205,7 @@ impl Transcriber {
             form = form.text("language", language.clone());
         }
         let mut request = http.post(format!("{}/audio/transcriptions", self.endpoint.base_url)).multipart(form);
-        if let Some(key) = &self.endpoint.api_key {
+        if let Some(key) = key.or(self.endpoint.api_key.as_deref()) {
             request = request.bearer_auth(key);
         }
         let response = request.timeout(std::time::Duration::from_secs(90)).send().await.map_err(|e| {

@@ -91,9 +91,7 @@ pub(crate) fn service_key(
     let (creds, _) = pools.get(pool)?;
     let url = reqwest::Url::parse(base_url).ok()?;
     let host = url.host_str()?;
-    let usable = creds.iter().find(|c| {
-        Credential { id: String::new(), secret: String::new(), allowed_hosts: c.allowed_hosts.clone() }.allows(host)
-    })?;
+    let usable = creds.iter().find(|c| c.allows(host))?;
     match usable.open(tenant, secrets) {
         Ok(key) => Some(key),
         Err(e) => {

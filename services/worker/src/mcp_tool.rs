@@ -8,7 +8,6 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use hermes_core::TenantId;
-use hermes_llm::Credential;
 use hermes_mcp::spec::substitute;
 use hermes_mcp::{HttpConnector, McpServerSpec, McpServers};
 use hermes_net_policy::outbound::{Policy, client_for};
@@ -81,15 +80,9 @@ fn credential(
         .iter()
         .find(|(pool, _)| pool.eq_ignore_ascii_case(name))
         .ok_or_else(|| format!("`${{{name}}}` names none of the team's keys (add a credential named {name})"))?;
-    let allowed = |allowed_hosts: &[String]| {
-        host.is_none_or(|host| {
-            let probe = Credential { id: String::new(), secret: String::new(), allowed_hosts: allowed_hosts.to_vec() };
-            probe.allows(host)
-        })
-    };
     let key = creds
         .iter()
-        .find(|c| allowed(&c.allowed_hosts))
+        .find(|c| host.is_none_or(|host| c.allows(host)))
         .ok_or_else(|| format!("the team's {name} key is not allowed to go to {}", host.unwrap_or_default()))?;
     let secrets = SecretBox::required(secrets, "the team's keys").map_err(|e| e.to_string())?;
     key.open(tenant, secrets).map_err(|e| format!("the team's {name} key cannot be opened: {e}"))
