@@ -239,6 +239,20 @@ impl TestEnv {
         (t.id, a, key)
     }
 
+    /// Adds `secret` to `tenant`'s credential pool `pool`, allowed only for loopback (where the
+    /// scripted services are): a team's own key.
+    pub async fn team_key(&self, tenant: TenantId, pool: &str, secret: &str) {
+        let secrets = hermes_store::SecretBox::from_config(self.config.secrets.master_key.as_deref()).unwrap().unwrap();
+        let key = hermes_store::NewCredential {
+            provider: pool.into(),
+            label: "team".into(),
+            secret: secret.into(),
+            priority: 0,
+            allowed_hosts: vec!["127.0.0.1".into()],
+        };
+        self.store.add_credential(tenant, key, &secrets).await.unwrap();
+    }
+
     /// Another agent of `tenant` on the scripted model, with the terminal toolset.
     pub async fn agent(&self, tenant: TenantId, name: &str) -> Agent {
         let new = NewAgent {

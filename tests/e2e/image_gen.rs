@@ -11,6 +11,18 @@ use hermes_testkit::image_api::ImageApi;
 use crate::harness::{Roles, TestEnv};
 use crate::telegram::{Pod, TOKEN, bind, sent};
 
+/// The scripted image service, and the service with the operator's FAL key for it.
+async fn start() -> (ImageApi, TestEnv) {
+    let images = ImageApi::start().await.unwrap();
+    let fal = images.fal_base_url();
+    let env = TestEnv::start_with(Roles::default(), move |c| {
+        c.image_gen.fal_key = Some("fal-operator".into());
+        c.image_gen.fal_base_url = fal;
+    })
+    .await;
+    (images, env)
+}
+
 /// The JSON result of the tool call the model got in request `n`.
 fn tool_result(env: &TestEnv, n: usize) -> Value {
     let messages = env.llm.requests()[n].messages();
@@ -19,13 +31,7 @@ fn tool_result(env: &TestEnv, n: usize) -> Value {
 
 #[tokio::test]
 async fn a_picture_asked_for_in_telegram_arrives_as_a_photo() {
-    let images = ImageApi::start().await.unwrap();
-    let fal = images.fal_base_url();
-    let env = TestEnv::start_with(Roles::default(), move |c| {
-        c.image_gen.fal_key = Some("fal-operator".into());
-        c.image_gen.fal_base_url = fal;
-    })
-    .await;
+    let (images, env) = start().await;
     let tg = hermes_testkit::telegram::TelegramEmulator::start().await.unwrap();
     bind(&env, &tg, "poll", "open", &[]).await;
     sqlx::query("UPDATE agents SET toolsets = ARRAY['image_gen']").execute(&env.db).await.unwrap();
@@ -78,13 +84,7 @@ fn last_tool_result(env: &TestEnv) -> Value {
 
 #[tokio::test]
 async fn pictures_are_metered_into_usage_and_a_hard_cap_needs_their_price() {
-    let images = ImageApi::start().await.unwrap();
-    let fal = images.fal_base_url();
-    let env = TestEnv::start_with(Roles::default(), move |c| {
-        c.image_gen.fal_key = Some("fal-operator".into());
-        c.image_gen.fal_base_url = fal;
-    })
-    .await;
+    let (images, env) = start().await;
     let (tenant, agent, key) = env.tenant("acme", "ops").await;
     sqlx::query("UPDATE agents SET toolsets = ARRAY['image_gen']").execute(&env.db).await.unwrap();
     // Model calls are free here, so what is spent is the pictures'.
@@ -137,13 +137,7 @@ async fn pictures_are_metered_into_usage_and_a_hard_cap_needs_their_price() {
 
 #[tokio::test]
 async fn an_api_turns_picture_is_a_link_to_the_tenants_file_that_no_one_else_can_fetch() {
-    let images = ImageApi::start().await.unwrap();
-    let fal = images.fal_base_url();
-    let env = TestEnv::start_with(Roles::default(), move |c| {
-        c.image_gen.fal_key = Some("fal-operator".into());
-        c.image_gen.fal_base_url = fal;
-    })
-    .await;
+    let (_images, env) = start().await;
     let (tenant, agent, key) = env.tenant("acme", "ops").await;
     sqlx::query("UPDATE agents SET toolsets = ARRAY['image_gen']").execute(&env.db).await.unwrap();
     env.llm
@@ -195,26 +189,12 @@ async fn an_api_turns_picture_is_a_link_to_the_tenants_file_that_no_one_else_can
 
 #[tokio::test]
 async fn a_team_with_its_own_fal_key_pays_for_its_pictures_and_others_use_the_installations() {
-    let images = ImageApi::start().await.unwrap();
-    let fal = images.fal_base_url();
-    let env = TestEnv::start_with(Roles::default(), move |c| {
-        c.image_gen.fal_key = Some("fal-operator".into());
-        c.image_gen.fal_base_url = fal;
-    })
-    .await;
-    let secrets = hermes_store::SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap().unwrap();
+    let (images, env) = start().await;
     let (acme, _, acme_key) = env.tenant("acme", "ops").await;
     let (_, _, globex_key) = env.tenant("globex", "ops").await;
     sqlx::query("UPDATE agents SET toolsets = ARRAY['image_gen']").execute(&env.db).await.unwrap();
     // The scripted FAL is on 127.0.0.1: the team's key is allowed there (FAL's own hosts by default).
-    let own = hermes_store::NewCredential {
-        provider: "fal".into(),
-        label: "team".into(),
-        secret: "fal-acme".into(),
-        priority: 0,
-        allowed_hosts: vec!["127.0.0.1".into()],
-    };
-    env.store.add_credential(acme, own, &secrets).await.unwrap();
+    env.team_key(acme, "fal", "fal-acme").await;
     for key in [&acme_key, &globex_key] {
         env.llm.push(ScriptedReply::tool_call("image_generate", json!({"prompt": "a fox"})));
         env.llm.push(ScriptedReply::text("Done."));

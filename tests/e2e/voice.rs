@@ -101,15 +101,7 @@ async fn a_team_with_its_own_key_for_the_transcription_service_pays_for_its_voic
     let tg = TelegramEmulator::start().await.unwrap();
     let channel = bind(&env, &tg, "poll", "open", &[]).await;
     // The scripted service is on 127.0.0.1: the team's key is allowed there.
-    let secrets = hermes_store::SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap().unwrap();
-    let own = hermes_store::NewCredential {
-        provider: "openai".into(),
-        label: "team".into(),
-        secret: "sk-team-whisper".into(),
-        priority: 0,
-        allowed_hosts: vec!["127.0.0.1".into()],
-    };
-    env.store.add_credential(channel.tenant_id, own, &secrets).await.unwrap();
+    env.team_key(channel.tenant_id, "openai", "sk-team-whisper").await;
     let pod = Pod::start(&env).await;
     env.llm.push(ScriptedReply::text("Noted."));
     tg.user_sends_voice(TOKEN, 42, "voice-1", b"SPEECH:note this");

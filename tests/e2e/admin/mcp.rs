@@ -17,6 +17,17 @@ fn ask(text: &str) -> Value {
     json!({"model": "helper", "messages": [{"role": "user", "content": text}]})
 }
 
+/// The rmcp test server, and the service with its loopback host allowed as the operator would.
+async fn start() -> (McpTestServer, TestEnv) {
+    let server = McpTestServer::start().await.unwrap();
+    let allowed = server.host();
+    let env = TestEnv::start_with(Roles { worker: true, scheduler: false }, move |c| {
+        c.mcp.allow_private_hosts = vec![allowed];
+    })
+    .await;
+    (server, env)
+}
+
 fn offered(body: &Value) -> Vec<String> {
     let tools = body["tools"].as_array().cloned().unwrap_or_default();
     tools.iter().filter_map(|t| t["function"]["name"].as_str().map(str::to_owned)).collect()
@@ -24,12 +35,7 @@ fn offered(body: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn an_agents_http_mcp_server_is_configured_in_the_admin_api_and_its_tools_are_called_by_a_turn() {
-    let server = McpTestServer::start().await.unwrap();
-    let allowed = server.host();
-    let env = TestEnv::start_with(Roles { worker: true, scheduler: false }, move |c| {
-        c.mcp.allow_private_hosts = vec![allowed];
-    })
-    .await;
+    let (server, env) = start().await;
     let (acme, _, key) = env.tenant("acme", "helper").await;
     let (other, _, _) = env.tenant("other", "helper").await;
     let (_, owner) = member(&env, acme, "owner@acme.test", MemberRole::Owner).await;
@@ -109,12 +115,7 @@ async fn an_agents_http_mcp_server_is_configured_in_the_admin_api_and_its_tools_
 
 #[tokio::test]
 async fn a_server_with_sampling_on_asks_the_turns_model_billed_to_the_tenant_within_its_allowance() {
-    let server = McpTestServer::start().await.unwrap();
-    let allowed = server.host();
-    let env = TestEnv::start_with(Roles { worker: true, scheduler: false }, move |c| {
-        c.mcp.allow_private_hosts = vec![allowed];
-    })
-    .await;
+    let (server, env) = start().await;
     let (acme, _, key) = env.tenant("acme", "helper").await;
     let (_, owner) = member(&env, acme, "owner@acme.test", MemberRole::Owner).await;
     let path = format!("/admin/v1/tenants/{acme}/agents/helper/mcp-servers/reports");
@@ -158,12 +159,7 @@ async fn a_server_with_sampling_on_asks_the_turns_model_billed_to_the_tenant_wit
 
 #[tokio::test]
 async fn a_header_names_the_teams_key_which_is_filled_in_when_the_turn_connects_and_never_shown() {
-    let server = McpTestServer::start().await.unwrap();
-    let allowed = server.host();
-    let env = TestEnv::start_with(Roles { worker: true, scheduler: false }, move |c| {
-        c.mcp.allow_private_hosts = vec![allowed];
-    })
-    .await;
+    let (server, env) = start().await;
     let (acme, _, key) = env.tenant("acme", "helper").await;
     let (_, owner) = member(&env, acme, "owner@acme.test", MemberRole::Owner).await;
     let path = format!("/admin/v1/tenants/{acme}/agents/helper/mcp-servers/tracker");
@@ -173,15 +169,7 @@ async fn a_header_names_the_teams_key_which_is_filled_in_when_the_turn_connects_
     let (s, err) = owner.call(&env, Method::PUT, &path, Some(with("Bearer ${TRACKER_TOKEN}"))).await;
     assert_eq!(s, 400, "{err}");
     assert!(err["error"]["message"].as_str().unwrap().contains("`${TRACKER_TOKEN}` names none of the team's keys"));
-    let secrets = hermes_store::SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap().unwrap();
-    let token = hermes_store::NewCredential {
-        provider: "tracker_token".into(),
-        label: "ci".into(),
-        secret: "tok-team-7f3a9c2e".into(),
-        priority: 0,
-        allowed_hosts: vec!["127.0.0.1".into()],
-    };
-    env.store.add_credential(acme, token, &secrets).await.unwrap();
+    env.team_key(acme, "tracker_token", "tok-team-7f3a9c2e").await;
     let (s, set) = owner.call(&env, Method::PUT, &path, Some(with("Bearer ${TRACKER_TOKEN}"))).await;
     assert_eq!(s, 200, "{set}");
 
