@@ -39,16 +39,21 @@ repo=$(cd "$(dirname "$self")/../.." && pwd)
 sandboxd=${HERMES_SANDBOXD_BIN:-${CARGO_TARGET_DIR:-$repo/target}/debug/hermes-sandboxd}
 [[ -x $sandboxd ]] || die "sandboxd not found at $sandboxd (run: cargo build -p hermes-sandboxd)"
 sandboxd=$(readlink -f "$sandboxd")
+# The rmcp test server, which the e2e tests run as a tenant's stdio MCP server in the sandbox
+# (cargo build -p hermes-testkit --bin hermes-mcp-test-server; deploy/dev/test.sh builds it
+# first). Left out when it is not built (the load test's image needs only sandboxd).
+mcp=${HERMES_MCP_TEST_BIN:-${CARGO_TARGET_DIR:-$repo/target}/debug/hermes-mcp-test-server}
+if [[ -x $mcp ]]; then mcp=$(readlink -f "$mcp"); else mcp=/dev/null; fi
 # Packages, chown and docker all need root: re-run the whole script via sudo.
 if [[ $EUID -ne 0 ]]; then
   command -v sudo >/dev/null 2>&1 || die "must run as root (sudo not available)"
-  exec sudo -- env "HERMES_SANDBOXD_BIN=$sandboxd" "$self" "$@"
+  exec sudo -- env "HERMES_SANDBOXD_BIN=$sandboxd" "HERMES_MCP_TEST_BIN=$mcp" "$self" "$@"
 fi
 
 command -v docker >/dev/null 2>&1 || die "docker client not found (run deploy/dev/ensure-services.sh)"
 docker info >/dev/null 2>&1 || die "docker engine not answering (run deploy/dev/ensure-services.sh)"
 
-recipe=$(cat "$self" "$sandboxd" | sha256sum | cut -d' ' -f1)
+recipe=$(cat "$self" "$sandboxd" "$mcp" | sha256sum | cut -d' ' -f1)
 
 smoke_test() {
   # Same restrictions the worker applies to real sandboxes.
@@ -100,13 +105,17 @@ trap 'rm -rf -- "$root"' EXIT
 
 mkdir -p "$root"/{bin,etc,root,run,tmp,workspace,usr/bin,usr/local/bin,proc,sys,dev,opt/hermes/bin,hermes/ipc}
 install -m 0755 "$sandboxd" "$root/opt/hermes/bin/hermes-sandboxd"
-# The shared libraries sandboxd links against (glibc from this machine), at the
-# same paths, so the dynamic loader finds them.
+if [[ $mcp != /dev/null ]]; then
+  mkdir -p "$root/opt/hermes/test"
+  install -m 0755 "$mcp" "$root/opt/hermes/test/hermes-mcp-test-server"
+fi
+# The shared libraries sandboxd and the MCP test server link against (glibc from this
+# machine), at the same paths, so the dynamic loader finds them.
 while read -r lib; do
   [[ -f $lib ]] || continue
   mkdir -p "$root$(dirname "$lib")"
   cp -L "$lib" "$root$lib"
-done < <(ldd "$sandboxd" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i }')
+done < <(ldd "$sandboxd" $([[ $mcp != /dev/null ]] && echo "$mcp") | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i }' | sort -u)
 install -m 0755 /bin/busybox "$root/bin/busybox"
 # One symlink per applet; "busybox" itself is in the list and must not
 # replace the binary.

@@ -1,4 +1,5 @@
-//! Stdio MCP servers run inside the agent's sandbox (here the bubblewrap one): sandboxd starts
+//! Stdio MCP servers run inside the agent's sandbox (the bubblewrap one, then a turn's Docker
+//! one): sandboxd starts
 //! the program and carries its stdio over gRPC. The rmcp test server is called through it with
 //! its env token redacted from results; a server that exits at once is reported with its
 //! stderr; and when the session is dropped the program is gone from the sandbox.
@@ -102,4 +103,39 @@ async fn a_stdio_server_runs_in_the_agents_sandbox_is_called_and_dies_with_its_s
     let missing: McpServerSpec = serde_json::from_value(json!({"command": "/workspace/.mcp/nothing-here"})).unwrap();
     let (_, unavailable) = pool.tools(tenant, agent, vec![("missing".into(), missing)], Default::default()).await;
     assert!(unavailable[0].reason.contains("cannot start the command"), "{}", unavailable[0].reason);
+}
+
+/// The same server, as a tenant configures it, called by a whole turn: the worker starts it
+/// in the agent's Docker sandbox (the test image carries its binary) and the model reads its
+/// results, the env token redacted.
+#[tokio::test]
+async fn a_turn_calls_a_stdio_server_running_in_the_agents_docker_sandbox() {
+    let env = crate::harness::TestEnv::start().await;
+    let (tenant, agent, key) = env.tenant("acme", "helper").await;
+    let spec = json!({"command": "/opt/hermes/test/hermes-mcp-test-server", "env": {"MCP_TEST_TOKEN": TOKEN},
+                      "tools": {"include": ["add", "leak"]}});
+    let parsed: McpServerSpec = serde_json::from_value(spec.clone()).unwrap();
+    let masked = serde_json::to_value(parsed.masked()).unwrap();
+    let sealed = json!({"env": parsed.env, "headers": {}});
+    let secrets = hermes_store::SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap();
+    env.store.set_mcp_server(tenant, agent.id, "tracker", (&masked, true), &sealed, secrets.as_ref()).await.unwrap();
+
+    env.llm.push(hermes_testkit::ScriptedReply::tool_call("mcp_tracker_add", json!({"a": 20, "b": 22})));
+    env.llm.push(hermes_testkit::ScriptedReply::tool_call("mcp_tracker_leak", json!({})));
+    env.llm.push(hermes_testkit::ScriptedReply::text("42."));
+    let ask = json!({"model": "helper", "messages": [{"role": "user", "content": "add 20 and 22"}]});
+    let response = env.chat(&key, ask).await;
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+    let results: Vec<String> = env
+        .llm
+        .requests()
+        .last()
+        .unwrap()
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(results, [r#"{"result":"42"}"#, r#"{"result":"my token is [REDACTED]"}"#]);
+    env.stop().await;
 }
