@@ -3,6 +3,7 @@
 //! NetworkPolicy and every HTTP client that calls URLs tenants choose ([`outbound`]), so all
 //! of them refuse the same addresses.
 
+mod connecting;
 pub mod outbound;
 pub mod ranges;
 

@@ -3,12 +3,15 @@
 //! name cannot point inside the cluster) and on every redirect hop; proxies from the
 //! environment are ignored (a proxy would resolve names where we cannot check them); bodies are
 //! read with a byte cap. The operator may trust named hosts that live on private addresses (an
-//! in-cluster model server, a self-hosted Bot API): [`Policy`].
+//! in-cluster model server, a self-hosted Bot API), on every port or on the ports listed:
+//! [`Policy`].
 
 use std::collections::HashSet;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
+
+use crate::connecting::{NameTrust, PortCheck, Resolver};
 
 /// Redirect hops a client follows (each re-checked).
 const MAX_REDIRECTS: usize = 5;
@@ -33,6 +36,17 @@ impl Policy {
         self.trusted.contains(&host) || port.is_some_and(|p| self.trusted.contains(&format!("{host}:{p}")))
     }
 
+    /// How far the operator trusts the name `host` (lowercase): on every port, on some, or not.
+    pub(crate) fn name_trust(&self, host: &str) -> NameTrust {
+        if self.trusted.contains(host) {
+            return NameTrust::AllPorts;
+        }
+        let on_a_port = |entry: &String| {
+            entry.rsplit_once(':').is_some_and(|(name, port)| name == host && port.parse::<u16>().is_ok())
+        };
+        if self.trusted.iter().any(on_a_port) { NameTrust::SomePorts } else { NameTrust::Untrusted }
+    }
+
     /// Why `url` may not be fetched (`None`: it may, names are checked when connecting): not
     /// http(s), no host, or an address literal that is neither public nor trusted.
     pub fn refuse(&self, url: &reqwest::Url) -> Option<String> {
@@ -50,43 +64,26 @@ impl Policy {
     }
 }
 
-/// Resolves names to public addresses only, unless the operator trusts the name (a reqwest
-/// resolver: every address a name resolves to is checked, on every connection).
-struct Resolver(Arc<Policy>);
-
-impl reqwest::dns::Resolve for Resolver {
-    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let host = name.as_str().to_owned();
-        let trusted = self.0.trusts(&host, None);
-        Box::pin(async move {
-            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
-                .await?
-                .filter(|a| trusted || crate::is_public(a.ip()))
-                .collect();
-            if addrs.is_empty() {
-                return Err(format!("{host} has no public address").into());
-            }
-            Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
-        })
-    }
-}
-
-/// A client builder held to `policy`: names resolve to public (or trusted) addresses, each
-/// redirect hop passes [`Policy::refuse`] (at most five), no proxy from the environment. The
-/// caller adds its timeouts and user agent.
+/// A client builder held to `policy`: names resolve to public (or trusted) addresses, a name
+/// trusted on some ports reaches its private addresses on those ports only, each redirect hop
+/// passes [`Policy::refuse`] (at most five), no proxy from the environment. The caller adds
+/// its timeouts and user agent.
 pub fn builder(policy: Arc<Policy>) -> reqwest::ClientBuilder {
     let hops = policy.clone();
-    reqwest::Client::builder().no_proxy().dns_resolver(Resolver(policy)).redirect(reqwest::redirect::Policy::custom(
-        move |attempt| {
-            if attempt.previous().len() >= MAX_REDIRECTS {
-                return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
-            }
-            match hops.refuse(attempt.url()) {
-                Some(why) => attempt.error(format!("a redirect to a refused address: {why}")),
-                None => attempt.follow(),
-            }
-        },
-    ))
+    let redirects = reqwest::redirect::Policy::custom(move |attempt| {
+        if attempt.previous().len() >= MAX_REDIRECTS {
+            return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
+        }
+        match hops.refuse(attempt.url()) {
+            Some(why) => attempt.error(format!("a redirect to a refused address: {why}")),
+            None => attempt.follow(),
+        }
+    });
+    reqwest::Client::builder()
+        .no_proxy()
+        .dns_resolver(Resolver(policy.clone()))
+        .connector_layer(PortCheck(policy))
+        .redirect(redirects)
 }
 
 /// A client for chat platforms' and model providers' APIs under `policy`, with a connect and a
@@ -151,7 +148,7 @@ pub async fn read_capped(mut resp: reqwest::Response, max: usize) -> Result<Vec<
 
 #[cfg(test)]
 mod tests {
-    use super::{Policy, refuse_url};
+    use super::{NameTrust, Policy, refuse_url};
 
     #[test]
     fn endpoints_must_be_public_http_urls() {
@@ -177,6 +174,57 @@ mod tests {
         assert!(!policy.trusts("bot-api.local", Some(80)));
         assert_eq!(refused("https://files.slack.com/x"), None, "names are checked when connecting");
         assert!(refused("file:///etc/passwd").is_some());
+        // What the resolver admits for each name: the port is checked once connected.
+        assert_eq!(policy.name_trust("vllm.internal"), NameTrust::AllPorts);
+        assert_eq!(policy.name_trust("bot-api.local"), NameTrust::SomePorts);
+        assert_eq!(policy.name_trust("bot-api"), NameTrust::Untrusted);
+    }
+
+    /// A loopback server answering every request with `body`; counts the requests it read.
+    async fn serve(body: &'static str) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let requests = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = requests.clone();
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                let counted = counted.clone();
+                tokio::spawn(async move {
+                    let mut request = [0u8; 1024];
+                    if sock.read(&mut request).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let head =
+                        format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len());
+                    let _ = sock.write_all(format!("{head}{body}").as_bytes()).await;
+                });
+            }
+        });
+        (port, requests)
+    }
+
+    #[tokio::test]
+    async fn a_name_trusted_on_a_port_reaches_its_private_address_on_that_port_only() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let (model_port, _) = serve("the model server").await;
+        let (other_port, other_requests) = serve("the admin console").await;
+        let policy = std::sync::Arc::new(Policy::trusting([format!("localhost:{model_port}")]));
+        let client = super::builder(policy).build().unwrap();
+
+        let resp = client.get(format!("http://localhost:{model_port}/v1/models")).send().await.unwrap();
+        assert_eq!(resp.text().await.unwrap(), "the model server");
+
+        let err = client.get(format!("http://localhost:{other_port}/")).send().await.unwrap_err();
+        let why = format!("{:?}", err);
+        assert!(why.contains(&format!("trusted on other ports than {other_port}")), "{why}");
+        assert_eq!(other_requests.load(std::sync::atomic::Ordering::SeqCst), 0, "no request reached the other port");
+
+        // Listed bare, the name is trusted on every port.
+        let anywhere = super::builder(std::sync::Arc::new(Policy::trusting(["localhost"]))).build().unwrap();
+        let resp = anywhere.get(format!("http://localhost:{other_port}/")).send().await.unwrap();
+        assert_eq!(resp.text().await.unwrap(), "the admin console");
     }
 
     #[tokio::test]
