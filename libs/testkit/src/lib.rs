@@ -4,6 +4,7 @@
 //! `$ `), which makes it a usable demo model and a load-test backend (`hermes-mock-llm`).
 
 mod anthropic;
+pub mod fetching_extractor;
 pub mod image_api;
 pub mod images;
 pub mod mcp;

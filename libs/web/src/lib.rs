@@ -5,8 +5,9 @@
 //! Firecrawl inside the cluster) are reached by [`Web::services`], which trusts their hosts.
 //! Every URL the model chose is reached by [`Web::pages`], which reaches public addresses
 //! only (checked on each resolved connection and each redirect hop), except the hosts the
-//! operator allowed in `web.allow_private_hosts`; and a URL handed to a third-party service
-//! for extraction passes the same check first ([`Web::refuse_page`]).
+//! operator allowed in `web.allow_private_hosts`. A URL is handed to an extract service to
+//! fetch only when that service is its vendor's cloud, and after the same check
+//! ([`Web::refuse_page`], [`Web::hands_urls_to`]).
 
 mod builtin;
 mod services;
@@ -26,6 +27,13 @@ pub use tools::{Allowance, DailyAllowance, Metered, QuotaSpent, WebExtract, WebS
 
 /// Where each service is reached when the operator did not say.
 const FIRECRAWL_CLOUD: &str = "https://api.firecrawl.dev";
+
+/// The extract services' own clouds, which fetch a page from their network, never ours.
+const VENDOR_CLOUDS: [(WebBackend, &str); 3] = [
+    (WebBackend::Firecrawl, "api.firecrawl.dev"),
+    (WebBackend::Tavily, "api.tavily.com"),
+    (WebBackend::Exa, "api.exa.ai"),
+];
 
 /// A capability of the web toolset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +110,19 @@ impl Web {
             WebBackend::Builtin => return None,
         };
         Some(base.trim_end_matches('/'))
+    }
+
+    /// Whether `backend` is handed the model's URLs to fetch itself: only when it is its
+    /// vendor's cloud over https. A service the operator hosts (a self-hosted Firecrawl, or
+    /// anything at another URL) may sit where the cluster is reachable, and it follows
+    /// redirects and resolves names again: a public page could send it to the metadata address
+    /// or an in-cluster service. None of their APIs takes a page's bytes instead (Firecrawl's
+    /// `/v2/scrape`, Tavily's `/extract` and Exa's `/contents` take URLs), so for such a service
+    /// the worker fetches the page with [`Web::pages`] and reads it with the built-in extractor.
+    pub fn hands_urls_to(&self, backend: WebBackend) -> bool {
+        let Some(base) = self.base_url(backend).and_then(|b| reqwest::Url::parse(b).ok()) else { return false };
+        let cloud = VENDOR_CLOUDS.iter().find(|(b, _)| *b == backend).map(|(_, host)| *host);
+        base.scheme() == "https" && cloud.is_some_and(|host| base.host_str() == Some(host))
     }
 
     /// The key `backend` is called with: the tenant's own, else the operator's.

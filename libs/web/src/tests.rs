@@ -250,22 +250,63 @@ async fn a_long_page_comes_as_head_and_tail_with_the_full_text_saved_for_read_fi
     assert_eq!(h.files.0.lock().unwrap().len(), 1);
 }
 
-#[tokio::test]
-async fn extraction_services_get_only_allowed_urls_and_answer_in_order() {
-    let world = WebWorld::start().await.unwrap();
-    for (cfg, service) in [
-        (WebConfig { tavily_api_key: Some("tvly-op".into()), ..config(&world) }, "tavily"),
-        (WebConfig { exa_api_key: Some("exa-op".into()), ..config(&world) }, "exa"),
-        (WebConfig { firecrawl_api_url: Some(world.service("firecrawl")), ..config(&world) }, "firecrawl"),
+#[test]
+fn only_a_vendors_cloud_is_handed_urls_to_fetch() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let keys = WebConfig {
+        firecrawl_api_key: Some("fc-op".into()),
+        tavily_api_key: Some("tvly-op".into()),
+        exa_api_key: Some("exa-op".into()),
+        ..WebConfig::default()
+    };
+    let clouds = Web::new(&keys, &[]).unwrap();
+    for backend in [WebBackend::Firecrawl, WebBackend::Tavily, WebBackend::Exa] {
+        assert!(clouds.hands_urls_to(backend), "{backend:?}");
+    }
+    assert!(!clouds.hands_urls_to(WebBackend::Builtin));
+    let explicit = WebConfig { firecrawl_api_url: Some("https://api.firecrawl.dev/".into()), ..keys.clone() };
+    assert!(Web::new(&explicit, &[]).unwrap().hands_urls_to(WebBackend::Firecrawl));
+    // Hosted by the operator, wherever it is: the worker reads the page itself.
+    for (cfg, backend) in [
+        (WebConfig { firecrawl_api_url: Some("http://firecrawl:3002".into()), ..keys.clone() }, WebBackend::Firecrawl),
+        (
+            WebConfig { firecrawl_api_url: Some("https://crawl.example.com".into()), ..keys.clone() },
+            WebBackend::Firecrawl,
+        ),
+        (WebConfig { tavily_base_url: "http://10.0.0.9:8080".into(), ..keys.clone() }, WebBackend::Tavily),
+        (WebConfig { exa_base_url: "http://api.exa.ai".into(), ..keys.clone() }, WebBackend::Exa),
     ] {
+        assert!(!Web::new(&cfg, &[]).unwrap().hands_urls_to(backend), "{cfg:?}");
+    }
+}
+
+#[tokio::test]
+async fn extraction_services_answer_in_order_and_one_the_operator_hosts_is_handed_no_url() {
+    let world = WebWorld::start().await.unwrap();
+    for (cfg, backend) in [
+        (WebConfig { tavily_api_key: Some("tvly-op".into()), ..config(&world) }, WebBackend::Tavily),
+        (WebConfig { exa_api_key: Some("exa-op".into()), ..config(&world) }, WebBackend::Exa),
+        (WebConfig { firecrawl_api_url: Some(world.service("firecrawl")), ..config(&world) }, WebBackend::Firecrawl),
+    ] {
+        let service = backend.as_str();
         let h = harness(cfg, TenantWebKeys::default(), DailyAllowance::default());
-        let urls = [world.page("agents-news"), "http://10.0.0.7/admin".to_owned(), world.page("long")];
+        // The services' shapes, as their clouds answer them.
+        let web = &h.turn.web;
+        let key = web.key(backend, &TenantWebKeys::default());
+        let base = web.base_url(backend).unwrap();
+        let call = crate::services::Call { client: &web.services, backend, base, key: key.as_deref() };
+        let urls = [world.page("agents-news"), world.page("long")];
+        let pages = call.extract(&urls).await.unwrap();
+        assert_eq!(pages[0].content, format!("# Extracted by {service}\n\nThe page at {}.", urls[0]), "{service}");
+        assert_eq!(pages[1].content, format!("# Extracted by {service}\n\nThe page at {}.", urls[1]), "{service}");
+
+        // Here it runs on the operator's own host: the tool hands it nothing and reads the pages itself.
+        let before = world.calls().iter().filter(|c| c.service == service).count();
+        let urls = [world.page("agents-news"), "http://10.0.0.7/admin".to_owned()];
         let pages = h.extract(json!({ "urls": urls })).await.unwrap();
-        assert_eq!(pages[0]["content"], format!("# Extracted by {service}\n\nThe page at {}.", urls[0]), "{service}");
+        assert!(pages[0]["content"].as_str().unwrap().contains("**autonomous agents**"), "{service}: {}", pages[0]);
         assert!(pages[1]["error"].as_str().unwrap().starts_with("Blocked:"), "{service}");
-        assert_eq!(pages[2]["content"], format!("# Extracted by {service}\n\nThe page at {}.", urls[2]));
-        let sent: Vec<Value> = world.calls().into_iter().filter(|c| c.service == service).map(|c| c.body).collect();
-        assert!(!sent.iter().any(|b| b.to_string().contains("10.0.0.7")), "{service}: a refused URL reached it");
+        assert_eq!(world.calls().iter().filter(|c| c.service == service).count(), before, "{service} was called");
     }
 }
 
@@ -302,4 +343,32 @@ async fn bad_arguments_get_a_clear_answer() {
     assert!(message(search.run(&ctx(), json!({"query": "  "})).await.unwrap_err()).contains("empty"));
     let err = message(search.run(&ctx(), json!({"query": "x"})).await.unwrap_err());
     assert!(err.starts_with("no web search service is configured"), "{err}");
+}
+
+#[tokio::test]
+async fn a_self_hosted_extractor_is_never_handed_a_url_so_a_redirect_cannot_turn_it_inward() {
+    use hermes_testkit::fetching_extractor::{CANARY_SECRET, Canary, FetchingExtractor, Redirector};
+    let world = WebWorld::start().await.unwrap();
+    // The metadata address, say: inside, where the extractor can reach and the worker may not.
+    let canary = Canary::start().await.unwrap();
+    // The attacker's page, public as far as the worker can tell, answers 302 to the canary.
+    let bait = Redirector::start(&canary.url("/latest/meta-data/iam/security-credentials/")).await.unwrap();
+    let firecrawl = FetchingExtractor::start().await.unwrap();
+    let cfg = WebConfig {
+        firecrawl_api_url: Some(firecrawl.base()),
+        allow_private_hosts: vec![bait.host(), world.host()],
+        ..config(&world)
+    };
+    let h = harness(cfg, TenantWebKeys::default(), DailyAllowance::default());
+    assert_eq!(h.turn.web.choose(Capability::Extract, &TenantWebKeys::default()), Ok(WebBackend::Firecrawl));
+
+    let pages = h.extract(json!({ "urls": [bait.url("/article"), world.page("agents-news")] })).await.unwrap();
+    let shown = serde_json::to_string(&pages).unwrap();
+    assert!(!shown.contains(CANARY_SECRET), "the inside answer reached the model: {shown}");
+    assert_eq!(canary.hits(), 0, "the canary was reached");
+    let error = pages[0]["error"].as_str().unwrap_or_default();
+    assert!(error.contains("a redirect to a refused address"), "{}", pages[0]);
+    // A page that stays outside is read all the same, by the worker.
+    assert!(pages[1]["content"].as_str().unwrap().contains("**autonomous agents**"), "{}", pages[1]);
+    assert_eq!(firecrawl.asked(), Vec::<String>::new(), "the self-hosted service was handed a URL");
 }

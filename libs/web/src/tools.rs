@@ -196,7 +196,7 @@ impl SimpleTool for WebExtract {
         }
         let turn = &self.0;
         let budget = budget(args.get("char_limit").and_then(Value::as_u64), turn.web.config().extract_char_limit);
-        // Refused URLs never reach a service (a self-hosted one could fetch inside the cluster).
+        // Refused URLs are neither fetched nor handed to a service.
         let mut refused = HashMap::new();
         for url in &urls {
             if let Some(why) = turn.web.refuse_page(url).await {
@@ -219,20 +219,22 @@ impl SimpleTool for WebExtract {
 }
 
 impl WebExtract {
-    /// The pages at `urls` (all allowed), from the chosen service; the day's allowance is
-    /// taken first.
+    /// The pages at `urls` (all allowed), from the chosen service, or read by the worker when
+    /// that service may not be handed URLs ([`crate::Web::hands_urls_to`]); the day's
+    /// allowance is taken first.
     async fn fetch(&self, ctx: &ToolCtx, urls: &[String]) -> Result<Vec<Page>, ToolError> {
         let turn = &self.0;
         let mut call = turn.call(Capability::Extract)?;
-        let key = turn.web.key(call.backend, &turn.keys);
-        call.key = key.as_deref();
         turn.take(ctx.tenant_id, Metered::Extract, urls.len() as u32).await?;
-        tracing::info!(backend = call.backend.as_str(), pages = urls.len(), "web extract");
-        if call.backend == hermes_config::WebBackend::Builtin {
+        if !turn.web.hands_urls_to(call.backend) {
+            tracing::info!(backend = "builtin", configured = call.backend.as_str(), pages = urls.len(), "web extract");
             let max = turn.web.config().max_download_bytes;
             let fetches = urls.iter().map(|u| builtin::fetch(&turn.web.pages, u, max));
             return Ok(futures_util::future::join_all(fetches).await);
         }
+        let key = turn.web.key(call.backend, &turn.keys);
+        call.key = key.as_deref();
+        tracing::info!(backend = call.backend.as_str(), pages = urls.len(), "web extract");
         call.extract(urls).await.map_err(ToolError::RespondToModel)
     }
 
