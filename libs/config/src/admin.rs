@@ -26,6 +26,11 @@ pub struct AdminConfig {
     pub invitation_days: u64,
     /// Sign-in attempts per minute from one address (every account together).
     pub sign_in_per_minute: u32,
+    /// The reverse proxies in front of the API pods, as CIDRs or addresses (`10.0.0.0/8`).
+    /// A request from one of them is from the right-most `X-Forwarded-For` hop that is not
+    /// itself one of them; from anywhere else the header is ignored, so a client cannot pick
+    /// the address its sign-ins are counted against. Empty: the connection's address.
+    pub trusted_proxies: Vec<String>,
     /// Wrong passwords in a row that lock an account...
     pub lockout_after: u32,
     /// ...for this long.
@@ -50,6 +55,10 @@ pub struct OidcConfig {
     pub scopes: String,
     /// What the sign-in button says.
     pub button_label: String,
+    /// Accept ID tokens that do not say `email_verified: true`. Only for a provider that
+    /// never sends the claim and whose users cannot choose their email: with one where they
+    /// can (Entra ID's `email`), anyone could sign in as anyone.
+    pub trust_unverified_email: bool,
 }
 
 impl Default for OidcConfig {
@@ -60,6 +69,7 @@ impl Default for OidcConfig {
             client_secret: None,
             scopes: "openid email profile".into(),
             button_label: "Single sign-on".into(),
+            trust_unverified_email: false,
         }
     }
 }
@@ -75,6 +85,7 @@ impl Default for AdminConfig {
             link_minutes: 60,
             invitation_days: 7,
             sign_in_per_minute: 20,
+            trusted_proxies: Vec::new(),
             lockout_after: 5,
             lockout_minutes: 15,
             audit_retention_days: 400,

@@ -48,6 +48,14 @@ impl std::fmt::Display for MemberRole {
     }
 }
 
+impl TryFrom<String> for MemberRole {
+    type Error = crate::kinds::UnknownName;
+
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
 impl std::str::FromStr for MemberRole {
     type Err = crate::kinds::UnknownName;
 

@@ -56,6 +56,12 @@ vocabulary! {
         CsrfRejected = "csrf_rejected",
         PermissionDenied = "permission_denied",
         LinkInvalid = "link_invalid",
+        /// An invitation to an address that has an account: its owner accepts signed in.
+        SignInRequired = "sign_in_required",
+        /// An invitation for another address than the signed-in person's.
+        InvitationNotYours = "invitation_not_yours",
+        /// Too many sign-ins are being checked at once: try again in a moment.
+        SignInBusy = "sign_in_busy",
         AdminDisabled = "admin_disabled",
         KeyRestricted = "key_restricted",
         RateLimitExceeded = "rate_limit_exceeded",

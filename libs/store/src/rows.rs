@@ -75,6 +75,13 @@ impl From<Id> for TenantId {
     }
 }
 
+impl From<MaybeId> for Option<TenantId> {
+    fn from(column: MaybeId) -> Self {
+        #[expect(clippy::disallowed_methods, reason = "a tenant a stored row names, read with the row")]
+        column.0.map(TenantId::from_authenticated)
+    }
+}
+
 /// The tenant a row belongs to (its `tenant_id` column).
 pub(crate) fn tenant_of(row: &PgRow) -> Result<TenantId> {
     Ok(row.try_get::<Id, _>("tenant_id")?.into())

@@ -19,6 +19,7 @@ use hermes_core::{ErrorCode, TenantId};
 use hermes_http::ApiError;
 use hermes_store::admin::{Actor, ActorKind, Audit, Person, TokenAuth};
 
+use crate::client_address::TrustedProxies;
 use crate::errors::store_error;
 use crate::signing::SessionClaims;
 use crate::state::AdminState;
@@ -28,36 +29,41 @@ pub(crate) const COOKIE: &str = "hermes_console";
 /// The header the console sends its CSRF token in.
 pub(crate) const CSRF_HEADER: &str = "x-csrf-token";
 
-/// Where a request came from, for the audit log.
+/// Where a request came from: the client's address (sign-in limits count against it) and, for
+/// the audit log, that address with any `X-Forwarded-For` it sent.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RequestMeta {
     pub request_id: Option<String>,
+    pub client: Option<std::net::IpAddr>,
     pub source_address: Option<String>,
 }
 
 impl RequestMeta {
-    fn of(headers: &HeaderMap, peer: Option<SocketAddr>) -> Self {
+    fn of(headers: &HeaderMap, peer: Option<SocketAddr>, proxies: &TrustedProxies) -> Self {
         let request_id = headers.get(hermes_http::REQUEST_ID_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let client = proxies.client(peer, headers);
         let forwarded = headers
             .get("x-forwarded-for")
             .and_then(|v| v.to_str().ok())
             .map(|v| v.chars().take(200).collect::<String>());
-        let source_address = match (peer, forwarded) {
-            (Some(peer), Some(fwd)) => Some(format!("{} (forwarded for {fwd})", peer.ip())),
-            (Some(peer), None) => Some(peer.ip().to_string()),
-            (None, fwd) => fwd,
+        let source_address = match (client, forwarded) {
+            (Some(ip), Some(fwd)) => Some(format!("{ip} (x-forwarded-for {fwd})")),
+            (Some(ip), None) => Some(ip.to_string()),
+            (None, _) => None,
         };
-        Self { request_id, source_address }
+        Self { request_id, client, source_address }
     }
 }
 
 /// How the caller authenticated.
 #[derive(Debug, Clone)]
 pub(crate) enum Credential {
-    /// A console session: its server-side id and CSRF token.
+    /// A console session: its server-side id and CSRF token, and the one tenant it is valid
+    /// in when a tenant's own identity provider opened it.
     Session {
         id: Uuid,
         csrf: String,
+        scope: Option<TenantId>,
     },
     Token(TokenAuth),
 }
@@ -143,11 +149,21 @@ impl Caller {
         state.store.record_audit(tenant, &self.audit(), change).await.map_err(store_error)
     }
 
-    /// Whether the caller acts as a platform operator.
+    /// Whether the caller acts as a platform operator (never in a session a tenant's provider
+    /// opened).
     pub(crate) fn is_operator(&self) -> bool {
         match &self.credential {
             Credential::Token(t) => t.operator,
-            Credential::Session { .. } => self.person.as_ref().is_some_and(|p| p.operator),
+            Credential::Session { scope: None, .. } => self.person.as_ref().is_some_and(|p| p.operator),
+            Credential::Session { scope: Some(_), .. } => false,
+        }
+    }
+
+    /// The one tenant this caller's session is valid in, if it is limited to one.
+    pub(crate) fn scope(&self) -> Option<TenantId> {
+        match &self.credential {
+            Credential::Session { scope, .. } => *scope,
+            Credential::Token(_) => None,
         }
     }
 
@@ -161,6 +177,9 @@ impl Caller {
                 Some(id) if id.as_uuid() == raw => InTenant { id, standing: Standing::Member(t.role) },
                 _ => return Err(tenant_not_found()),
             },
+            (Credential::Session { scope: Some(only), .. }, _) if only.as_uuid() != raw => {
+                return Err(tenant_not_found());
+            }
             (_, Some(person)) => {
                 let (id, role) = match state.store.tenant_for_person(person.id, raw).await {
                     Ok(found) => found,
@@ -208,13 +227,24 @@ impl FromRequestParts<AdminState> for Caller {
     }
 }
 
+/// The caller when one is signed in, for routes that also serve people who are not.
+pub(crate) struct MaybeCaller(pub Option<Caller>);
+
+impl FromRequestParts<AdminState> for MaybeCaller {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &AdminState) -> Result<Self, Self::Rejection> {
+        Ok(Self(parts.extensions.get::<Authenticated>().and_then(|a| a.0.clone())))
+    }
+}
+
 /// Request facts for handlers that need no sign-in (signing in).
 impl FromRequestParts<AdminState> for RequestMeta {
     type Rejection = std::convert::Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, _: &AdminState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &AdminState) -> Result<Self, Self::Rejection> {
         let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
-        Ok(RequestMeta::of(&parts.headers, peer))
+        Ok(RequestMeta::of(&parts.headers, peer, &state.proxies))
     }
 }
 
@@ -270,7 +300,7 @@ fn check_csrf(method: &Method, headers: &HeaderMap, csrf: &str) -> Result<(), Ap
 /// past half its life, and clears a cookie whose session is over.
 pub(crate) async fn authenticate(State(state): State<AdminState>, mut request: Request, next: Next) -> Response {
     let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
-    let meta = RequestMeta::of(request.headers(), peer);
+    let meta = RequestMeta::of(request.headers(), peer, &state.proxies);
     let bearer = request
         .headers()
         .get(header::AUTHORIZATION)
@@ -300,14 +330,14 @@ pub(crate) async fn authenticate(State(state): State<AdminState>, mut request: R
         }
     } else if let Some(token) = cookie(request.headers(), COOKIE).filter(|t| !t.is_empty()).map(str::to_owned) {
         match session_of(&state, &token).await {
-            Ok(Some((claims, person, renewed))) => {
+            Ok(Some(LiveCookie { claims, person, scope, renewed })) => {
                 if let Err(refused) = check_csrf(request.method(), request.headers(), &claims.csrf) {
                     return refused.into_response();
                 }
                 set_cookie = renewed;
                 Some(Caller {
                     person: Some(person),
-                    credential: Credential::Session { id: claims.sid, csrf: claims.csrf },
+                    credential: Credential::Session { id: claims.sid, csrf: claims.csrf, scope },
                     meta,
                 })
             }
@@ -330,12 +360,18 @@ pub(crate) async fn authenticate(State(state): State<AdminState>, mut request: R
     response
 }
 
-/// The live session a cookie's token names, its person, and a renewed cookie when the token
-/// is past half its life.
-async fn session_of(
-    state: &AdminState,
-    token: &str,
-) -> Result<Option<(SessionClaims, Person, Option<HeaderValue>)>, ApiError> {
+/// What a live session's cookie carries and names.
+struct LiveCookie {
+    claims: SessionClaims,
+    person: Person,
+    /// The one tenant the session is valid in, if it is limited to one.
+    scope: Option<TenantId>,
+    /// A renewed cookie, when the token is past half its life.
+    renewed: Option<HeaderValue>,
+}
+
+/// The live session a cookie's token names.
+async fn session_of(state: &AdminState, token: &str) -> Result<Option<LiveCookie>, ApiError> {
     let Some(keys) = &state.keys else { return Ok(None) };
     let Some(claims) = keys.verify(token) else { return Ok(None) };
     let live = match state.store.touch_console_session(claims.sid, state.idle_timeout()).await {
@@ -357,5 +393,5 @@ async fn session_of(
     } else {
         None
     };
-    Ok(Some((claims, person, renewed)))
+    Ok(Some(LiveCookie { claims, person, scope: live.tenant, renewed }))
 }

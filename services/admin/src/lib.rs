@@ -12,16 +12,20 @@ mod bots;
 mod budgets;
 mod caller;
 pub mod channels;
+mod client_address;
 mod cluster;
 mod console;
 mod conversations;
 mod credentials;
 mod errors;
+mod invitations;
 mod live;
 mod mcp;
 mod members;
 mod memory;
 mod oidc;
+mod oidc_person;
+mod oidc_tenants;
 mod openapi;
 pub mod password;
 mod schemas;
@@ -51,6 +55,8 @@ pub enum StartError {
     Keys(#[from] KeyError),
     #[error("cannot build the identity provider's HTTP client: {0}")]
     Http(#[from] reqwest::Error),
+    #[error(transparent)]
+    Proxies(#[from] client_address::BadProxy),
 }
 
 use crate::state::{AdminState, Shared};
@@ -99,6 +105,9 @@ pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
         public_url: ctx.config.console_url(),
         http: platform_client(&ctx.config)?,
         oidc,
+        tenant_oidc: oidc::TenantProviders::default(),
+        proxies: client_address::TrustedProxies::parse(&ctx.config.admin.trusted_proxies)?,
+        passwords: password::PasswordGate::for_this_machine(),
         limiter: ctx.cache.rate_limiter(),
         cancels: ctx.cache.cancel_bus(),
         census: ctx.cache.sandbox_census(),
@@ -119,7 +128,7 @@ pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
         .route("/admin/v1/sign-out", post(session::sign_out))
         .route("/admin/v1/me", get(session::me))
         .route("/admin/v1/me/password", put(session::set_password))
-        .route("/admin/v1/invitations/accept", post(session::accept_invitation))
+        .route("/admin/v1/invitations/accept", post(invitations::accept))
         .route("/admin/v1/tenants", get(tenants::list).post(tenants::create))
         .route("/admin/v1/tokens", post(tenants::create_operator_token))
         .route("/admin/v1/cluster", get(cluster::cluster))

@@ -10,6 +10,7 @@
 //! domain; that provider signs in only people at its domains, never an operator, and lets a
 //! person new to the tenant join it when the tenant says so.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Query, State};
@@ -23,9 +24,12 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio::sync::{OnceCell, RwLock};
 
+pub(crate) use crate::oidc_tenants::TenantProviders;
+
 use hermes_config::HermesConfig;
 
 use crate::caller::{RequestMeta, cookie};
+use crate::oidc_person::{self, Asserted};
 use crate::state::AdminState;
 
 /// The flow cookie's name, and how long a flow may take.
@@ -73,6 +77,7 @@ struct Flow {
 /// The ID token's claims that matter here.
 #[derive(Debug, Deserialize)]
 struct IdClaims {
+    sub: String,
     nonce: Option<String>,
     email: Option<String>,
     email_verified: Option<bool>,
@@ -92,8 +97,13 @@ pub(crate) enum Failure {
     NoProvider,
     /// A tenant's provider vouched for an email outside its domains.
     WrongDomain,
-    /// Operators sign in with the installation's sign-in, never a tenant's provider.
+    /// Operators sign in with the installation's sign-in, never a tenant's provider (and
+    /// through the installation's provider only if they opted in).
     Operator,
+    /// The account is bound to another identity at this provider.
+    Identity,
+    /// The email's domain signs in through its team's own provider.
+    TeamProvider,
 }
 
 impl Failure {
@@ -108,17 +118,19 @@ impl Failure {
             Failure::NoProvider => "no_provider",
             Failure::WrongDomain => "wrong_domain",
             Failure::Operator => "operator",
+            Failure::Identity => "identity",
+            Failure::TeamProvider => "team_provider",
         }
     }
 }
 
 impl Oidc {
     /// The installation's provider, if one is configured.
-    pub(crate) fn from_config(config: &HermesConfig) -> Result<Option<Self>, reqwest::Error> {
+    pub(crate) fn from_config(config: &HermesConfig) -> Result<Option<Arc<Self>>, reqwest::Error> {
         let oidc = &config.admin.oidc;
         let Some(issuer) = oidc.issuer.as_deref().map(str::trim).filter(|s| !s.is_empty()) else { return Ok(None) };
         let secret = oidc.client_secret.clone().filter(|s| !s.is_empty());
-        Self::new(config, issuer, &oidc.client_id, secret, &oidc.scopes, &oidc.button_label).map(Some)
+        Self::new(config, issuer, &oidc.client_id, secret, &oidc.scopes, &oidc.button_label).map(|o| Some(Arc::new(o)))
     }
 
     /// A tenant's provider, for one sign-in.
@@ -295,27 +307,28 @@ pub(crate) struct Start {
 
 #[utoipa::path(get, path = "/admin/v1/oidc/start", tag = "admin: sign-in", params(Start), security(()),
     responses((status = 303, description = "To the identity provider: the tenant's own for the email's domain, else the installation's"),
+        (status = 429, description = "Too many sign-in attempts from this address", body = crate::schemas::ErrorBody),
         (status = 404, description = "No identity provider is configured", body = crate::schemas::ErrorBody)))]
-pub(crate) async fn start(State(state): State<AdminState>, Query(q): Query<Start>) -> Response {
+pub(crate) async fn start(State(state): State<AdminState>, meta: RequestMeta, Query(q): Query<Start>) -> Response {
+    // Anyone may start a sign-in: each start counts against the caller's sign-in allowance.
+    if let Err(limited) = crate::session::limit_attempts(&state, &meta).await {
+        return limited.into_response();
+    }
     let not_configured = || {
         hermes_http::ApiError::not_found(hermes_core::ErrorCode::NotFound, "no identity provider is configured")
             .into_response()
     };
     let Some(keys) = &state.keys else { return not_configured() };
-    let tenants_own: Oidc;
     let (oidc, tenant) = match q.email.as_deref() {
         Some(email) => {
             let Some(domain) = crate::sso::domain_of(email) else { return to_sign_in(Failure::NoProvider) };
             match state.store.sso_for_domain(&domain, state.secrets.as_ref()).await {
-                Ok(Some(provider)) => match Oidc::for_tenant(&state.config, &provider) {
-                    Ok(built) => {
-                        tenants_own = built;
-                        (&tenants_own, Some(provider.tenant.as_uuid()))
-                    }
+                Ok(Some(provider)) => match state.tenant_oidc.get(&state.config, &provider) {
+                    Ok(kept) => (kept, Some(provider.tenant.as_uuid())),
                     Err(_) => return to_sign_in(Failure::Provider),
                 },
                 Ok(None) => match &state.oidc {
-                    Some(oidc) => (oidc, None),
+                    Some(oidc) => (oidc.clone(), None),
                     None => return to_sign_in(Failure::NoProvider),
                 },
                 Err(e) => {
@@ -325,7 +338,7 @@ pub(crate) async fn start(State(state): State<AdminState>, Query(q): Query<Start
             }
         }
         None => match &state.oidc {
-            Some(oidc) => (oidc, None),
+            Some(oidc) => (oidc.clone(), None),
             None => return not_configured(),
         },
     };
@@ -399,35 +412,37 @@ async fn finish(state: &AdminState, meta: &RequestMeta, headers: &HeaderMap, q: 
     if Sha256::digest(returned.as_bytes()) != Sha256::digest(flow.state.as_bytes()) {
         return Err(Failure::Flow);
     }
-    let tenants_own: Oidc;
     let (oidc, provider) = match flow.tenant {
         Some(tenant) => {
             #[expect(clippy::disallowed_methods, reason = "the tenant our own signed flow cookie names")]
             let tenant = hermes_core::TenantId::from_authenticated(tenant);
             let found = state.store.sso_provider(tenant, state.secrets.as_ref()).await;
             let provider = found.map_err(|_| Failure::Provider)?.ok_or(Failure::NoProvider)?;
-            tenants_own = Oidc::for_tenant(&state.config, &provider).map_err(|_| Failure::Provider)?;
-            (&tenants_own, Some(provider))
+            (state.tenant_oidc.get(&state.config, &provider).map_err(|_| Failure::Provider)?, Some(provider))
         }
-        None => (state.oidc.as_ref().ok_or(Failure::Provider)?, None),
+        None => (state.oidc.clone().ok_or(Failure::Provider)?, None),
     };
     let id_token = oidc.exchange(&code, &flow.verifier, &redirect_uri(state)).await?;
     let claims = oidc.verify(&id_token, &flow.nonce).await?;
-    let email = claims.email.filter(|e| !e.is_empty()).ok_or(Failure::Unverified)?;
-    if claims.email_verified == Some(false) {
-        return Err(Failure::Unverified);
-    }
-    let person = match &provider {
-        Some(provider) => crate::sso::tenant_person(state, meta, provider, &email, claims.name.as_deref()).await?,
-        None => match state.store.sign_in_record(&email).await.map_err(|_| Failure::Provider)? {
-            Some(r) if !r.person.disabled => r.person,
-            _ => return Err(Failure::NoAccount),
-        },
+    let email = claims.email.as_deref().filter(|e| !e.is_empty()).ok_or(Failure::Unverified)?;
+    let asserted = Asserted {
+        issuer: &oidc.issuer,
+        subject: &claims.sub,
+        email,
+        email_verified: claims.email_verified,
+        name: claims.name.as_deref(),
     };
+    let person = match provider.as_ref() {
+        Some(provider) => oidc_person::tenant_person(state, meta, provider, &asserted).await?,
+        None => oidc_person::installation_person(state, &asserted).await?,
+    };
+    let person = oidc_person::vouch(state, meta, person, &asserted, provider.as_ref()).await?;
     state.store.record_sign_in(person.id).await.map_err(|_| Failure::Provider)?;
-    let (session, _) = crate::session::issue_session(state, &person, meta, &crate::session::user_agent(headers))
-        .await
-        .map_err(|_| Failure::Flow)?;
+    // A tenant's provider vouches for its own tenant only.
+    let scope = provider.as_ref().map(|p| p.tenant);
+    let agent = crate::session::user_agent(headers);
+    let (session, _) =
+        crate::session::issue_session(state, &person, scope, meta, &agent).await.map_err(|_| Failure::Flow)?;
     let mut response = Redirect::to(&flow.next).into_response();
     response.headers_mut().insert(header::SET_COOKIE, session);
     Ok(response)

@@ -32,7 +32,7 @@ impl utoipa::Modify for AdminSecurity {
         crate::session::sign_out,
         crate::session::me,
         crate::session::set_password,
-        crate::session::accept_invitation,
+        crate::invitations::accept,
         crate::tenants::list,
         crate::tenants::create,
         crate::tenants::get,

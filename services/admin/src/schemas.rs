@@ -30,6 +30,11 @@ pub(crate) struct Person {
     display_name: String,
     operator: bool,
     has_password: bool,
+    /// False for an account made from an invitation link, until an identity provider that
+    /// verified the address or an operator's sign-in link signs it in.
+    email_proven: bool,
+    /// An operator who may sign in through the installation's identity provider.
+    operator_sso: bool,
     disabled: bool,
     created_at: String,
 }
@@ -48,6 +53,9 @@ pub(crate) struct Me {
     person: Person,
     memberships: Vec<Membership>,
     operator: bool,
+    /// The one tenant this session is valid in, when the tenant's own identity provider opened
+    /// it; `null` otherwise.
+    tenant_scope: Option<String>,
     /// Send it back in `X-CSRF-Token` on every request that changes something (console
     /// sessions only; `null` for tokens).
     csrf_token: Option<String>,
@@ -63,6 +71,8 @@ pub(crate) struct Member {
     display_name: String,
     operator: bool,
     has_password: bool,
+    email_proven: bool,
+    operator_sso: bool,
     disabled: bool,
     created_at: String,
     role: String,

@@ -1,5 +1,6 @@
-//! Signing in and out: a local account's password, a one-time link, or an invitation; who the
-//! signed-in caller is (`/me`, with the session's CSRF token); and changing one's password.
+//! Signing in and out: a local account's password or a one-time link (an invitation:
+//! [`crate::invitations`]); who the signed-in caller is (`/me`, with the session's CSRF
+//! token); and changing one's password.
 
 use axum::Json;
 use axum::extract::State;
@@ -10,7 +11,7 @@ use serde_json::json;
 
 use hermes_core::ErrorCode;
 use hermes_http::{ApiError, ApiJson};
-use hermes_store::admin::{Actor, ActorKind, Audit, Person};
+use hermes_store::admin::Person;
 
 use crate::caller::{Caller, Credential, RequestMeta, session_cookie};
 use crate::errors::store_error;
@@ -62,8 +63,9 @@ pub(crate) fn console_off() -> ApiError {
 }
 
 /// Refuses a caller past the sign-in rate of its address (every account together).
-async fn limit_attempts(state: &AdminState, meta: &RequestMeta) -> Result<()> {
-    let scope = format!("admin-sign-in:{}", meta.source_address.as_deref().unwrap_or("unknown"));
+pub(crate) async fn limit_attempts(state: &AdminState, meta: &RequestMeta) -> Result<()> {
+    let client = meta.client.map_or_else(|| "unknown".to_owned(), |ip| ip.to_string());
+    let scope = format!("admin-sign-in:{client}");
     match state.limiter.check(&scope, state.config.admin.sign_in_per_minute).await {
         Ok(d) if !d.allowed => {
             let mut e = ApiError::new(
@@ -85,18 +87,18 @@ async fn limit_attempts(state: &AdminState, meta: &RequestMeta) -> Result<()> {
 }
 
 /// A fresh server-side session for `person`: its cookie and its CSRF token.
+/// `scope`: valid in that tenant only (a tenant's own identity provider signed them in).
 pub(crate) async fn issue_session(
     state: &AdminState,
     person: &Person,
+    scope: Option<hermes_core::TenantId>,
     meta: &RequestMeta,
     agent: &str,
 ) -> Result<(header::HeaderValue, String)> {
     let keys = state.keys.as_ref().ok_or_else(console_off)?;
-    let live = state
-        .store
-        .open_console_session(person.id, state.max_session(), meta.source_address.as_deref().unwrap_or(""), agent)
-        .await
-        .map_err(store_error)?;
+    let address = meta.source_address.as_deref().unwrap_or("");
+    let live = state.store.open_console_session(person.id, scope, state.max_session(), address, agent);
+    let live = live.await.map_err(store_error)?;
     let csrf = crate::random_token().map_err(ApiError::internal)?;
     let lifetime = state.session_lifetime();
     let claims = SessionClaims::new(person.id.as_uuid(), live.id, csrf.clone(), lifetime);
@@ -104,22 +106,55 @@ pub(crate) async fn issue_session(
     Ok((session_cookie(state, &token, lifetime.as_secs()), csrf))
 }
 
+/// What a password check that could not run answers: 429, try again in a second.
+pub(crate) fn password_error(e: password::PasswordError) -> ApiError {
+    match e {
+        password::PasswordError::Busy => {
+            let mut e = ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limit_error",
+                Some(ErrorCode::SignInBusy),
+                password::PasswordError::Busy.to_string(),
+            );
+            e.retry_after = Some(1);
+            e
+        }
+        password::PasswordError::Hash(e) => ApiError::internal(e),
+        short_or_long => ApiError::invalid_request(ErrorCode::InvalidValue, short_or_long.to_string()),
+    }
+}
+
 /// A fresh session for `person`: the cookie, and what `/me` says.
-async fn open_session(state: &AdminState, person: Person, meta: &RequestMeta, agent: &str) -> Result<Response> {
-    let (cookie, csrf) = issue_session(state, &person, meta, agent).await?;
-    let body = me_body(state, &person, Some(&csrf)).await?;
+pub(crate) async fn open_session(
+    state: &AdminState,
+    person: Person,
+    meta: &RequestMeta,
+    agent: &str,
+) -> Result<Response> {
+    let (cookie, csrf) = issue_session(state, &person, None, meta, agent).await?;
+    let body = me_body(state, &person, None, Some(&csrf)).await?;
     let mut response = Json(body).into_response();
     response.headers_mut().insert(header::SET_COOKIE, cookie);
     response.headers_mut().insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
     Ok(response)
 }
 
-async fn me_body(state: &AdminState, person: &Person, csrf: Option<&str>) -> Result<serde_json::Value> {
-    let memberships = state.store.memberships_of(person.id).await.map_err(store_error)?;
+/// What `/me` says: within a session limited to one tenant, that tenant alone.
+pub(crate) async fn me_body(
+    state: &AdminState,
+    person: &Person,
+    scope: Option<hermes_core::TenantId>,
+    csrf: Option<&str>,
+) -> Result<serde_json::Value> {
+    let mut memberships = state.store.memberships_of(person.id).await.map_err(store_error)?;
+    if let Some(only) = scope {
+        memberships.retain(|m| m.tenant_id == only);
+    }
     Ok(json!({
         "person": person,
         "memberships": memberships,
-        "operator": person.operator,
+        "operator": person.operator && scope.is_none(),
+        "tenant_scope": scope,
         "csrf_token": csrf,
         "session_minutes": state.config.admin.session_minutes,
         "idle_minutes": state.config.admin.idle_minutes,
@@ -150,7 +185,7 @@ pub(crate) async fn sign_in(
         Some(r) if !r.person.disabled => (Some(r.person), r.password_hash),
         _ => (None, None),
     };
-    if !password::verify(body.password, hash).await {
+    if !state.passwords.verify(body.password, hash).await.map_err(password_error)? {
         if let Some(p) = person {
             let lock_for = std::time::Duration::from_secs(state.config.admin.lockout_minutes * 60);
             let locked_now = state.store.record_failed_sign_in(p.id, state.config.admin.lockout_after, lock_for).await;
@@ -188,7 +223,27 @@ pub(crate) async fn sign_in_with_link(
     limit_attempts(&state, &meta).await?;
     let person = state.store.redeem_sign_in_link(&body.token).await.map_err(store_error)?.ok_or_else(link_invalid)?;
     let person = state.store.person(person).await.map_err(store_error)?;
+    // Links are an operator's (hermesctl), sent to the address's owner: that proves it.
+    let by = as_themselves(&person, &meta);
+    let proof = state.store.prove_email(person.id, "an operator's sign-in link", &by);
+    let person = match proof.await.map_err(store_error)? {
+        true => state.store.person(person.id).await.map_err(store_error)?,
+        false => person,
+    };
     open_session(&state, person, &meta, &user_agent(&headers)).await
+}
+
+/// A person acting for themselves, for the audit log.
+pub(crate) fn as_themselves(person: &Person, meta: &RequestMeta) -> hermes_store::admin::Audit {
+    hermes_store::admin::Audit {
+        actor: hermes_store::admin::Actor {
+            kind: hermes_store::admin::ActorKind::Person,
+            id: person.id.to_string(),
+            label: person.email.clone(),
+        },
+        request_id: meta.request_id.clone(),
+        source_address: meta.source_address.clone(),
+    }
 }
 
 pub(crate) fn link_invalid() -> ApiError {
@@ -219,7 +274,7 @@ pub(crate) async fn me(State(state): State<AdminState>, caller: Caller) -> Resul
         Credential::Session { csrf, .. } => Some(csrf.as_str()),
         Credential::Token(_) => None,
     };
-    let mut response = Json(me_body(&state, &person, csrf).await?).into_response();
+    let mut response = Json(me_body(&state, &person, caller.scope(), csrf).await?).into_response();
     response.headers_mut().insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
     Ok(response)
 }
@@ -240,62 +295,17 @@ pub(crate) async fn set_password(
     let record = state.store.sign_in_record(&person.email).await.map_err(store_error)?;
     if let Some(stored) = record.and_then(|r| r.password_hash) {
         let current = body.current_password.unwrap_or_default();
-        if !password::verify(current, Some(stored)).await {
+        if !state.passwords.verify(current, Some(stored)).await.map_err(password_error)? {
             return Err(wrong_credentials());
         }
     }
-    let hash = password::hash(body.new_password).await.map_err(|e| match e {
-        password::PasswordError::Hash(e) => ApiError::internal(e),
-        short_or_long => {
-            ApiError::invalid_request(ErrorCode::InvalidValue, short_or_long.to_string()).with_param("new_password")
+    let hash = state.passwords.hash(body.new_password).await.map_err(|e| match e {
+        e @ (password::PasswordError::TooShort | password::PasswordError::TooLong) => {
+            password_error(e).with_param("new_password")
         }
+        e => password_error(e),
     })?;
-    state.store.set_password_hash(person.id, &hash, &caller.audit()).await.map_err(store_error)?;
-    state.store.end_person_sessions(person.id, Some(session)).await.map_err(store_error)?;
+    // The same transaction ends the person's other sessions and revokes their tokens.
+    state.store.set_password_hash(person.id, &hash, Some(session), &caller.audit()).await.map_err(store_error)?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-/// Accepting an invitation: the link's token, and for a new account a name and (optionally) a
-/// password.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct AcceptInvitation {
-    token: String,
-    #[serde(default)]
-    display_name: String,
-    password: Option<String>,
-}
-
-#[utoipa::path(post, path = "/admin/v1/invitations/accept", tag = "admin: sign-in", request_body = AcceptInvitation, security(()),
-    responses((status = 200, description = "Joined and signed in: the session cookie is set", body = crate::schemas::Me),
-        (status = 400, description = "The link is unknown, used, revoked or expired; or the password is too short", body = crate::schemas::ErrorBody)))]
-pub(crate) async fn accept_invitation(
-    State(state): State<AdminState>,
-    meta: RequestMeta,
-    headers: axum::http::HeaderMap,
-    ApiJson(body): ApiJson<AcceptInvitation>,
-) -> Result<Response> {
-    limit_attempts(&state, &meta).await?;
-    if let Some(p) = &body.password {
-        password::acceptable(p)
-            .map_err(|e| ApiError::invalid_request(ErrorCode::InvalidValue, e.to_string()).with_param("password"))?;
-    }
-    let accepted = state
-        .store
-        .accept_invitation(&body.token, body.display_name.trim(), meta.request_id.clone(), meta.source_address.clone())
-        .await
-        .map_err(store_error)?;
-    let (person, _, _) = accepted.ok_or_else(link_invalid)?;
-    // A new account takes the password given; an existing one keeps its own.
-    if let (Some(p), false) = (body.password, person.has_password) {
-        let hash = password::hash(p).await.map_err(ApiError::internal)?;
-        let by = Audit {
-            actor: Actor { kind: ActorKind::Person, id: person.id.to_string(), label: person.email.clone() },
-            request_id: meta.request_id.clone(),
-            source_address: meta.source_address.clone(),
-        };
-        state.store.set_password_hash(person.id, &hash, &by).await.map_err(store_error)?;
-    }
-    let person = state.store.person(person.id).await.map_err(store_error)?;
-    open_session(&state, person, &meta, &user_agent(&headers)).await
 }

@@ -1,6 +1,6 @@
 //! Tenants' own identity providers: an operator sets one for a tenant's email domains (the
 //! domains are the operator's to give: a tenant claiming `gmail.com` would sign in strangers),
-//! the tenant's people see it, and the sign-in flow (`oidc.rs`) finishes through it here.
+//! the tenant's people see it, and the sign-in flow (`oidc.rs`, `oidc_person.rs`) goes through it.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -14,9 +14,8 @@ use hermes_http::ApiError;
 use hermes_store::StoreError;
 use hermes_store::admin::SsoSettings;
 
-use crate::caller::{Caller, RequestMeta};
+use crate::caller::Caller;
 use crate::errors::{store_error, store_error_for};
-use crate::oidc::Failure;
 use crate::state::AdminState;
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
@@ -38,6 +37,10 @@ pub(crate) struct SsoBody {
     /// signing in. Absent: only existing members sign in.
     #[schema(value_type = Option<String>)]
     join_as: Option<MemberRole>,
+    /// Accept ID tokens that do not say `email_verified: true` (default false). Only for a
+    /// provider that never sends the claim and whose users cannot choose their email.
+    #[serde(default)]
+    trust_unverified_email: bool,
 }
 
 fn bad(param: &'static str, msg: impl Into<String>) -> ApiError {
@@ -113,6 +116,7 @@ pub(crate) async fn set(
         scopes: body.scopes.filter(|s| !s.trim().is_empty()).unwrap_or_else(|| "openid email profile".into()),
         email_domains: domains,
         join_as: body.join_as,
+        trust_unverified_email: body.trust_unverified_email,
     };
     let set = state.store.set_tenant_sso(t.id, &settings, state.secrets.as_ref(), &caller.audit()).await;
     let set = set.map_err(|e| match e {
@@ -149,48 +153,4 @@ pub(crate) fn domain_of(email: &str) -> Option<String> {
     let (local, domain) = email.trim().rsplit_once('@')?;
     let domain = domain.to_ascii_lowercase();
     (!local.is_empty() && domain.contains('.') && !domain.starts_with('.')).then_some(domain)
-}
-
-/// Who a tenant's provider signed in: a person at one of its domains, never an operator; one
-/// new to the tenant joins it if the tenant lets its domains join.
-pub(crate) async fn tenant_person(
-    state: &AdminState,
-    meta: &RequestMeta,
-    provider: &hermes_store::admin::SsoProvider,
-    email: &str,
-    name: Option<&str>,
-) -> Result<hermes_store::admin::Person, Failure> {
-    let domain = domain_of(email).ok_or(Failure::WrongDomain)?;
-    if !provider.email_domains.contains(&domain) {
-        return Err(Failure::WrongDomain);
-    }
-    let audit = hermes_store::admin::Audit {
-        actor: hermes_store::admin::Actor {
-            kind: hermes_store::admin::ActorKind::System,
-            id: "sso".into(),
-            label: format!("single sign-on ({})", provider.issuer),
-        },
-        request_id: meta.request_id.clone(),
-        source_address: meta.source_address.clone(),
-    };
-    let person = match state.store.sign_in_record(email).await.map_err(|_| Failure::Provider)? {
-        Some(r) if r.person.disabled => return Err(Failure::NoAccount),
-        Some(r) if r.person.operator => return Err(Failure::Operator),
-        Some(r) => r.person,
-        None if provider.join_as.is_some() => {
-            let made = state.store.ensure_person(email, name.unwrap_or_default(), false, &audit).await;
-            made.map_err(|_| Failure::Provider)?
-        }
-        None => return Err(Failure::NoAccount),
-    };
-    let role = state.store.member_role(provider.tenant, person.id).await.map_err(|_| Failure::Provider)?;
-    match (role, provider.join_as) {
-        (Some(_), _) => {}
-        (None, Some(join_as)) => {
-            let joined = state.store.add_member(provider.tenant, person.id, join_as, &audit).await;
-            joined.map_err(|_| Failure::Provider)?;
-        }
-        (None, None) => return Err(Failure::NoAccount),
-    }
-    Ok(person)
 }

@@ -51,7 +51,13 @@ pub(crate) struct Shared {
     /// Talks to chat platforms when binding bots.
     pub http: reqwest::Client,
     /// The installation's identity provider, when one is configured.
-    pub oidc: Option<crate::oidc::Oidc>,
+    pub oidc: Option<Arc<crate::oidc::Oidc>>,
+    /// Tenants' own identity providers, their discovery kept a while.
+    pub tenant_oidc: crate::oidc::TenantProviders,
+    /// The reverse proxies whose `X-Forwarded-For` is believed.
+    pub proxies: crate::client_address::TrustedProxies,
+    /// Bounds the password hashing that sign-ins do.
+    pub passwords: crate::password::PasswordGate,
 }
 
 impl Shared {

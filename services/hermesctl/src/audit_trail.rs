@@ -71,6 +71,7 @@ const COMMANDS: &[(&str, Effect)] = &[
     ("event-hook remove", Writes),
     ("operator create", RecordsItself),
     ("operator token", RecordsItself),
+    ("operator sso", RecordsItself),
     ("person link", Writes),
     ("member add", RecordsItself),
     ("member list", Reads),

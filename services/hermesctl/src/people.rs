@@ -19,6 +19,18 @@ pub enum OperatorCmd {
         email: String,
         #[arg(long, default_value = "")]
         name: String,
+        /// Let them sign in through the installation's identity provider too (off by
+        /// default: an operator signs in by password or link).
+        #[arg(long)]
+        sso: bool,
+    },
+    /// Let an existing operator sign in through the installation's identity provider, or
+    /// (`--off`) no longer.
+    Sso {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        off: bool,
     },
     /// Make an admin token acting as an existing operator on every tenant, for
     /// `hermesctl --url` (shown once).
@@ -76,14 +88,33 @@ pub async fn run_operator(
     cmd: OperatorCmd,
 ) -> anyhow::Result<()> {
     match cmd {
-        OperatorCmd::Create { email, name } => {
+        OperatorCmd::Create { email, name, sso } => {
             let person = store.ensure_person(&email, &name, true, &crate::audit_trail::cli_actor()).await?;
+            if sso {
+                store.set_operator_sso(person.id, true, &crate::audit_trail::cli_actor()).await?;
+            }
             let url = link(config, store, person.id).await?;
             let minutes = config.admin.link_minutes;
             print(
                 json_mode,
                 json!({ "person": person, "sign_in_link": url }),
                 format!("operator {}\nsign in within {minutes} minutes (the link works once):\n{url}", person.email),
+            );
+        }
+        OperatorCmd::Sso { email, off } => {
+            let Some(record) = store.sign_in_record(&email).await? else {
+                anyhow::bail!("no person has the email {email:?}");
+            };
+            match store.set_operator_sso(record.person.id, !off, &crate::audit_trail::cli_actor()).await {
+                Ok(()) => {}
+                Err(hermes_store::StoreError::NotFound) => anyhow::bail!("{email} is not an operator"),
+                Err(e) => return Err(e.into()),
+            }
+            let now = if off { "no longer signs" } else { "may sign" };
+            print(
+                json_mode,
+                json!({ "email": email, "operator_sso": !off }),
+                format!("{email} {now} in through the identity provider"),
             );
         }
         OperatorCmd::Token { email, name, days } => {

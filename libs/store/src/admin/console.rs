@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 use uuid::Uuid;
 
-use hermes_core::PersonId;
+use hermes_core::{PersonId, TenantId};
 
 use crate::{Result, Store};
 
@@ -17,6 +17,8 @@ use crate::{Result, Store};
 pub struct LiveSession {
     pub id: Uuid,
     pub person: PersonId,
+    /// Opened through a tenant's own identity provider: valid in that tenant only.
+    pub tenant: Option<TenantId>,
     pub expires_at: DateTime<Utc>,
 }
 
@@ -51,27 +53,30 @@ impl Store {
         Ok(person.map(PersonId::from_uuid))
     }
 
-    /// Opens a session for `person` that ends `max_age` from now at the latest.
+    /// Opens a session for `person` that ends `max_age` from now at the latest; `tenant`: valid
+    /// in that tenant only.
     pub async fn open_console_session(
         &self,
         person: PersonId,
+        tenant: Option<TenantId>,
         max_age: Duration,
         address: &str,
         user_agent: &str,
     ) -> Result<LiveSession> {
         let id = Uuid::now_v7();
         let expires_at: DateTime<Utc> = sqlx::query_scalar(
-            "INSERT INTO console_sessions (id, person_id, expires_at, address, user_agent)
-             VALUES ($1, $2, now() + make_interval(secs => $3), $4, $5) RETURNING expires_at",
+            "INSERT INTO console_sessions (id, person_id, limited_to_tenant, expires_at, address, user_agent)
+             VALUES ($1, $2, $3, now() + make_interval(secs => $4), $5, $6) RETURNING expires_at",
         )
         .bind(id)
         .bind(person.as_uuid())
+        .bind(tenant.map(|t| t.as_uuid()))
         .bind(max_age.as_secs_f64())
         .bind(address)
         .bind(user_agent.chars().take(300).collect::<String>())
         .fetch_one(self.system())
         .await?;
-        Ok(LiveSession { id, person, expires_at })
+        Ok(LiveSession { id, person, tenant, expires_at })
     }
 
     /// The session `id` if it is still live (not signed out, not idle for `idle`, not past its
@@ -83,7 +88,7 @@ impl Store {
              WHERE s.id = $1 AND s.ended_at IS NULL AND s.expires_at > now()
                AND s.last_seen_at > now() - make_interval(secs => $2)
                AND p.id = s.person_id AND p.disabled_at IS NULL
-             RETURNING s.person_id, s.expires_at",
+             RETURNING s.id, s.person_id, s.limited_to_tenant, s.expires_at",
         )
         .bind(id)
         .bind(idle.as_secs_f64())
@@ -93,6 +98,7 @@ impl Store {
             Ok(LiveSession {
                 id,
                 person: PersonId::from_uuid(r.try_get("person_id")?),
+                tenant: r.try_get::<crate::rows::MaybeId, _>("limited_to_tenant")?.into(),
                 expires_at: r.try_get("expires_at")?,
             })
         })

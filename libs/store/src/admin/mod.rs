@@ -10,8 +10,10 @@
 
 pub mod audit;
 pub mod console;
+pub mod invitations;
 pub mod members;
 pub mod people;
+pub mod proof;
 pub mod rollups;
 pub mod sso;
 pub mod tokens;
@@ -19,8 +21,10 @@ pub mod turns;
 
 pub use audit::{Actor, ActorKind, Audit, AuditEntry, AuditFilter, AuditPage, Change};
 pub use console::LiveSession;
-pub use members::{Invitation, Member};
+pub use invitations::{Acceptance, Acceptor, Invitation};
+pub use members::Member;
 pub use people::{Membership, Person, SignInRecord};
+pub use proof::IdentityBinding;
 pub use rollups::{RollupGroup, RollupLine};
 pub use sso::{SsoProvider, SsoSettings, TenantSso};
 pub use tokens::{AdminToken, TokenAuth};
@@ -49,4 +53,9 @@ pub(crate) fn secret_hash(token: &str) -> Vec<u8> {
 /// An email as stored: trimmed and lower-cased (the column's CHECK refuses anything else).
 pub fn normalize_email(email: &str) -> String {
     email.trim().to_lowercase()
+}
+
+/// A person acting for themselves, as the audit log records them.
+pub(crate) fn person_actor(person: &Person) -> Actor {
+    Actor { kind: ActorKind::Person, id: person.id.to_string(), label: person.email.clone() }
 }

@@ -13,14 +13,21 @@ use super::audit::{self, Audit, Change};
 use crate::{Result, Store, StoreError};
 
 /// A person, without secrets.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, sqlx::FromRow)]
 pub struct Person {
+    #[sqlx(try_from = "crate::rows::Id")]
     pub id: PersonId,
     pub email: String,
     pub display_name: String,
     pub operator: bool,
     /// Whether the person has a local password (else: links or the identity provider only).
     pub has_password: bool,
+    /// Whether the address is proven to be theirs: made by an operator, or since signed in
+    /// through an identity provider that verified it or by an operator's link. An account made
+    /// from an invitation link is not, until then.
+    pub email_proven: bool,
+    /// An operator who may sign in through the installation's identity provider.
+    pub operator_sso: bool,
     pub disabled: bool,
     pub created_at: DateTime<Utc>,
 }
@@ -44,22 +51,14 @@ pub struct Membership {
 /// The columns [`person`] reads, of `people p`.
 macro_rules! person_columns {
     () => {
-        "p.id, p.email, p.display_name, p.operator, p.password_hash IS NOT NULL AS has_password,
+        "p.id, p.email, p.display_name, p.operator, p.has_password, p.email_proven, p.operator_sso,
          p.disabled_at IS NOT NULL AS disabled, p.created_at"
     };
 }
 pub(crate) use person_columns;
 
 pub(crate) fn person(row: &sqlx::postgres::PgRow) -> Result<Person> {
-    Ok(Person {
-        id: PersonId::from_uuid(row.try_get("id")?),
-        email: row.try_get("email")?,
-        display_name: row.try_get("display_name")?,
-        operator: row.try_get("operator")?,
-        has_password: row.try_get("has_password")?,
-        disabled: row.try_get("disabled")?,
-        created_at: row.try_get("created_at")?,
-    })
+    Ok(<Person as sqlx::FromRow<_>>::from_row(row)?)
 }
 
 fn email_error(e: sqlx::Error, email: &str) -> StoreError {
@@ -72,9 +71,9 @@ fn email_error(e: sqlx::Error, email: &str) -> StoreError {
 }
 
 impl Store {
-    /// The person with `email`, made if there is none; `operator` makes them a platform
-    /// operator (it never unmakes one). Recorded in the installation's audit log when it
-    /// changes anything.
+    /// The person with `email`, made if there is none (proven: an operator vouches for the
+    /// address); `operator` makes them a platform operator (it never unmakes one). Recorded in
+    /// the installation's audit log when it changes anything.
     pub async fn ensure_person(&self, email: &str, display_name: &str, operator: bool, by: &Audit) -> Result<Person> {
         let email = super::normalize_email(email);
         let mut tx = self.system().begin().await?;
@@ -97,7 +96,12 @@ impl Store {
         .fetch_one(&mut *tx)
         .await
         .map_err(|e| email_error(e, &email))?;
-        let after = person(&row)?;
+        let mut after = person(&row)?;
+        // Made an operator: an unproven account first loses what was set on it (its claimer's
+        // password must not become an operator's).
+        if operator && super::proof::drop_unvouched(&mut tx, after.id, false).await? {
+            after.has_password = false;
+        }
         if before.as_ref() != Some(&after) {
             let action = if before.is_none() { "person.created" } else { "person.updated" };
             let change = Change::new(action, "person", after.id).after(&after);
@@ -173,8 +177,10 @@ impl Store {
         Ok(())
     }
 
-    /// Sets a person's password hash (an argon2id PHC string made by the caller).
-    pub async fn set_password_hash(&self, id: PersonId, hash: &str, by: &Audit) -> Result<()> {
+    /// Sets a person's password hash (an argon2id PHC string made by the caller). Their
+    /// console sessions but `keep` end and their admin tokens are revoked in the same
+    /// transaction: a new password shuts out whoever knew the old one.
+    pub async fn set_password_hash(&self, id: PersonId, hash: &str, keep: Option<Uuid>, by: &Audit) -> Result<()> {
         let mut tx = self.system().begin().await?;
         let done =
             sqlx::query("UPDATE people SET password_hash = $2, failed_sign_ins = 0, locked_until = NULL WHERE id = $1")
@@ -185,7 +191,23 @@ impl Store {
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
-        audit::record(&mut tx, None, by, Change::new("person.password_set", "person", id)).await?;
+        sqlx::query(
+            "UPDATE console_sessions SET ended_at = now()
+             WHERE person_id = $1 AND ended_at IS NULL AND id IS DISTINCT FROM $2",
+        )
+        .bind(id.as_uuid())
+        .bind(keep)
+        .execute(&mut *tx)
+        .await?;
+        let revoked =
+            sqlx::query("UPDATE admin_tokens SET revoked_at = now() WHERE person_id = $1 AND revoked_at IS NULL")
+                .bind(id.as_uuid())
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+        let change =
+            Change::new("person.password_set", "person", id).after(serde_json::json!({ "tokens_revoked": revoked }));
+        audit::record(&mut tx, None, by, change).await?;
         tx.commit().await?;
         Ok(())
     }

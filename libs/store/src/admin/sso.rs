@@ -25,6 +25,8 @@ pub struct SsoSettings {
     /// Whether someone of these domains who is not a member yet joins on signing in, and as
     /// what; `None`: only existing members may sign in.
     pub join_as: Option<MemberRole>,
+    /// Accept ID tokens without `email_verified: true` (a provider that never sends it).
+    pub trust_unverified_email: bool,
 }
 
 /// The provider as shown (never its secret).
@@ -36,6 +38,7 @@ pub struct TenantSso {
     pub scopes: String,
     pub email_domains: Vec<String>,
     pub join_as: Option<MemberRole>,
+    pub trust_unverified_email: bool,
     pub updated_at: DateTime<Utc>,
 }
 
@@ -49,6 +52,7 @@ pub struct SsoProvider {
     pub scopes: String,
     pub email_domains: Vec<String>,
     pub join_as: Option<MemberRole>,
+    pub trust_unverified_email: bool,
 }
 
 fn context(tenant: TenantId) -> String {
@@ -58,7 +62,8 @@ fn context(tenant: TenantId) -> String {
 /// A provider row with its domains (a macro, so statements stay static strings).
 macro_rules! sso_select {
     () => {
-        "SELECT p.tenant_id, p.issuer, p.client_id, p.client_secret, p.scopes, p.join_as, p.updated_at,
+        "SELECT p.tenant_id, p.issuer, p.client_id, p.client_secret, p.scopes, p.join_as, p.trust_unverified_email,
+                p.updated_at,
                 ARRAY(SELECT d.domain FROM sso_domains d WHERE d.tenant_id = p.tenant_id ORDER BY d.domain) AS domains
          FROM tenant_identity_providers p"
     };
@@ -76,6 +81,7 @@ fn shown(row: &sqlx::postgres::PgRow) -> Result<TenantSso> {
             .as_deref()
             .map(|r| r.parse::<MemberRole>().map_err(|_| StoreError::Corrupt(format!("role {r:?}"))))
             .transpose()?,
+        trust_unverified_email: row.try_get("trust_unverified_email")?,
         updated_at: row.try_get("updated_at")?,
     })
 }
@@ -101,6 +107,7 @@ fn provider(row: &sqlx::postgres::PgRow, secrets: Option<&SecretBox>) -> Result<
         scopes: shown.scopes,
         email_domains: shown.email_domains,
         join_as: shown.join_as,
+        trust_unverified_email: shown.trust_unverified_email,
     })
 }
 
@@ -129,12 +136,14 @@ impl Store {
             .map(|r| shown(&r))
             .transpose()?;
         sqlx::query(
-            "INSERT INTO tenant_identity_providers (tenant_id, issuer, client_id, client_secret, scopes, join_as)
-             VALUES ($1, $2, $3, $4, $5, $6)
+            "INSERT INTO tenant_identity_providers
+                 (tenant_id, issuer, client_id, client_secret, scopes, join_as, trust_unverified_email)
+             VALUES ($1, $2, $3, $4, $5, $6, $8)
              ON CONFLICT (tenant_id) DO UPDATE SET issuer = EXCLUDED.issuer, client_id = EXCLUDED.client_id,
                  client_secret = CASE WHEN $7 THEN NULL
                                       ELSE COALESCE(EXCLUDED.client_secret, tenant_identity_providers.client_secret) END,
-                 scopes = EXCLUDED.scopes, join_as = EXCLUDED.join_as, updated_at = now()",
+                 scopes = EXCLUDED.scopes, join_as = EXCLUDED.join_as,
+                 trust_unverified_email = EXCLUDED.trust_unverified_email, updated_at = now()",
         )
         .bind(tenant.as_uuid())
         .bind(&settings.issuer)
@@ -143,6 +152,7 @@ impl Store {
         .bind(&settings.scopes)
         .bind(settings.join_as.map(|r| r.as_str()))
         .bind(clear)
+        .bind(settings.trust_unverified_email)
         .execute(&mut *tx)
         .await?;
         sqlx::query("DELETE FROM sso_domains WHERE tenant_id = $1").bind(tenant.as_uuid()).execute(&mut *tx).await?;
@@ -212,6 +222,14 @@ impl Store {
             .fetch_optional(&mut *self.as_tenant(tenant).await?)
             .await?;
         row.map(|r| provider(&r, secrets)).transpose()
+    }
+
+    /// Whether a tenant's own provider serves an email domain (lower-case).
+    pub async fn domain_has_own_provider(&self, domain: &str) -> Result<bool> {
+        Ok(sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM sso_domains WHERE domain = $1)")
+            .bind(domain)
+            .fetch_one(self.system())
+            .await?)
     }
 
     /// Whether any tenant has a provider (the sign-in page then asks for an email first).

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use hermes_core::{MemberRole, PersonId};
-use hermes_store::admin::{Actor, ActorKind, Audit, AuditFilter, Change};
+use hermes_store::admin::{Acceptance, Acceptor, Actor, ActorKind, Audit, AuditFilter, Change};
 use hermes_store::{Store, StoreError};
 use sqlx::PgPool;
 
@@ -53,12 +53,12 @@ async fn a_sign_in_link_works_once_and_a_session_ends_when_signed_out_or_idle(po
     assert_eq!(store.redeem_sign_in_link(&stale).await.unwrap(), None, "an expired link signs no one in");
 
     let idle = Duration::from_secs(1800);
-    let live = store.open_console_session(ada.id, Duration::from_secs(3600), "127.0.0.1", "test").await.unwrap();
+    let live = store.open_console_session(ada.id, None, Duration::from_secs(3600), "127.0.0.1", "test").await.unwrap();
     assert_eq!(store.touch_console_session(live.id, idle).await.unwrap().map(|s| s.person), Some(ada.id));
     store.end_console_session(live.id).await.unwrap();
     assert_eq!(store.touch_console_session(live.id, idle).await.unwrap(), None, "signed out is out at once");
 
-    let dozing = store.open_console_session(ada.id, Duration::from_secs(3600), "", "").await.unwrap();
+    let dozing = store.open_console_session(ada.id, None, Duration::from_secs(3600), "", "").await.unwrap();
     sqlx::query("UPDATE console_sessions SET last_seen_at = now() - interval '31 minutes' WHERE id = $1")
         .bind(dozing.id)
         .execute(&pool)
@@ -66,7 +66,7 @@ async fn a_sign_in_link_works_once_and_a_session_ends_when_signed_out_or_idle(po
         .unwrap();
     assert_eq!(store.touch_console_session(dozing.id, idle).await.unwrap(), None, "idle past the timeout");
 
-    let old = store.open_console_session(ada.id, Duration::from_secs(1), "", "").await.unwrap();
+    let old = store.open_console_session(ada.id, None, Duration::from_secs(1), "", "").await.unwrap();
     tokio::time::sleep(Duration::from_millis(1100)).await;
     assert_eq!(store.touch_console_session(old.id, idle).await.unwrap(), None, "past its absolute end");
 }
@@ -141,15 +141,26 @@ async fn an_invitation_link_joins_once_and_another_tenant_sees_none_of_it(pool: 
         .await
         .unwrap();
     assert_eq!(invite.email, "new@acme.test");
-    let (joined, tenant, role) = store.accept_invitation(&token, "Newt", None, None).await.unwrap().unwrap();
+    let newt = Acceptor::NewAccount { display_name: "Newt", password_hash: None };
+    let Acceptance::Joined { person: joined, tenant, role, new_account } =
+        store.accept_invitation(&token, newt, None, None).await.unwrap()
+    else {
+        panic!("a new address joins")
+    };
     assert_eq!((tenant, role, joined.email.as_str()), (acme.id, MemberRole::Member, "new@acme.test"));
-    assert!(store.accept_invitation(&token, "Newt", None, None).await.unwrap().is_none(), "a link joins once");
+    assert!(new_account && !joined.email_proven, "an account made from a link is unproven");
+    assert!(
+        matches!(store.accept_invitation(&token, newt, None, None).await.unwrap(), Acceptance::Invalid),
+        "a link joins once"
+    );
     let (revoked, token) = store
         .create_invitation(acme.id, "late@acme.test", MemberRole::Admin, Duration::from_secs(600), &by)
         .await
         .unwrap();
     store.revoke_invitation(acme.id, revoked.id, &by).await.unwrap();
-    assert!(store.accept_invitation(&token, "", None, None).await.unwrap().is_none(), "a revoked link joins no one");
+    let late = Acceptor::NewAccount { display_name: "", password_hash: None };
+    let revoked_accept = store.accept_invitation(&token, late, None, None).await.unwrap();
+    assert!(matches!(revoked_accept, Acceptance::Invalid), "a revoked link joins no one");
 
     let members: Vec<String> = store.members(acme.id).await.unwrap().into_iter().map(|m| m.person.email).collect();
     assert_eq!(members, ["new@acme.test", "owner@acme.test"]);
@@ -278,6 +289,7 @@ async fn a_domain_signs_in_through_one_tenants_provider_whose_secret_stays_seale
         scopes: "openid email".into(),
         email_domains: vec!["acme.test".into()],
         join_as: Some(MemberRole::Member),
+        trust_unverified_email: false,
     };
     let shown = store.set_tenant_sso(a.id, &settings, Some(&secrets), &cli()).await.unwrap();
     assert!(shown.has_client_secret);

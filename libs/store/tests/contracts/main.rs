@@ -12,6 +12,7 @@
 )]
 
 mod admin_plane;
+mod admin_proof;
 mod agent_scoping;
 mod agent_settings;
 mod backlog;

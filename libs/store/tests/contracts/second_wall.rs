@@ -13,7 +13,8 @@ use crate::tenant_world::{self, World};
 
 /// Tables that hold no tenant's rows, and so have no row policy (the tenant role may not touch
 /// the admin plane's sessions and links at all).
-const INSTALLATION_TABLES: [&str; 4] = ["_sqlx_migrations", "console_sessions", "model_prices", "sign_in_links"];
+const INSTALLATION_TABLES: [&str; 5] =
+    ["_sqlx_migrations", "console_sessions", "model_prices", "person_identities", "sign_in_links"];
 
 /// Tables the tenant role reads but never deletes from: people (the installation's, seen
 /// through a membership) and the append-only audit log.

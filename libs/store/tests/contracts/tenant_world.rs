@@ -282,6 +282,7 @@ async fn keepsakes(store: &Store, a: &Tenant, secrets: &SecretBox) {
         scopes: "openid email".into(),
         email_domains: vec![SSO_DOMAIN.into()],
         join_as: None,
+        trust_unverified_email: false,
     };
     let by = hermes_store::admin::Audit {
         actor: hermes_store::admin::Actor {

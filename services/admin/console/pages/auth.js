@@ -3,7 +3,7 @@
 
 import { h, field } from '../dom.js';
 import { t } from '../i18n.js';
-import { api, notice, ApiFailure } from '../app.js';
+import { api, notice, ApiFailure, state } from '../app.js';
 
 function next() {
   const target = new URLSearchParams(location.search).get('next') || '/console';
@@ -77,30 +77,52 @@ export async function linkPage(main) {
   }
 }
 
-// `/console/invite#<token>`: a name and a password, and the invitee is in.
-export function invitePage(main) {
-  const token = location.hash.slice(1);
+// `/console/invite#<token>`. Someone signed in joins as themselves (the invitation must be for
+// their address); anyone else makes a new account with a name and a password. An address that
+// already has an account is refused until its owner signs in: the token waits in this tab
+// (sessionStorage) while they do, and the sign-in page brings them back here.
+const INVITE_KEY = 'hermes-invite';
+
+export async function invitePage(main) {
+  const token = location.hash.slice(1) || sessionStorage.getItem(INVITE_KEY) || '';
+  sessionStorage.setItem(INVITE_KEY, token);
   history.replaceState(null, '', '/console/invite');
+  const status = h('div', { 'aria-live': 'polite' });
+  const accept = async (body) => {
+    try {
+      await api('POST', '/admin/v1/invitations/accept', { token, ...body });
+      sessionStorage.removeItem(INVITE_KEY);
+      location.assign('/console');
+    } catch (err) {
+      const signIn = h('a', { class: 'button', href: '/console/sign-in?next=/console/invite' }, t('signIn'));
+      const text = err.code === 'link_invalid' ? t('linkInvalid') : err.message;
+      status.replaceChildren(notice('error', text), err.code === 'sign_in_required' ? signIn : '');
+    }
+  };
+  const me = await fetch('/admin/v1/me', { credentials: 'same-origin', headers: { accept: 'application/json' } })
+    .then((r) => (r.ok ? r.json() : null)).catch(() => null);
+  if (me) {
+    state.csrf = me.csrf_token;
+    main.append(h('section', { class: 'card narrow' }, h('h1', {}, t('inviteTitle')),
+      h('p', {}, `${t('inviteAs')} ${me.person.email}`),
+      h('button', { type: 'button', on: { click: () => accept({}) } }, t('join')), status));
+    return;
+  }
   const name = h('input', { type: 'text', name: 'display_name', autocomplete: 'name', maxlength: '200' });
   const password = h('input', { type: 'password', name: 'password', autocomplete: 'new-password', minlength: '12' });
-  const status = h('div', { 'aria-live': 'polite' });
   const form = h('form', {
     class: 'card narrow',
     on: {
       submit: async (e) => {
         e.preventDefault();
-        try {
-          const body = { token, display_name: name.value };
-          if (password.value) body.password = password.value;
-          await api('POST', '/admin/v1/invitations/accept', body);
-          location.assign('/console');
-        } catch (err) {
-          status.replaceChildren(notice('error', err.code === 'link_invalid' ? t('linkInvalid') : err.message));
-        }
+        const body = { display_name: name.value };
+        if (password.value) body.password = password.value;
+        await accept(body);
       },
     },
   },
   h('h1', {}, t('inviteTitle')),
+  h('p', { class: 'hint' }, t('inviteHaveAccount')),
   field(t('displayName'), name),
   field(t('newPassword'), password, t('passwordHint')),
   h('button', { type: 'submit' }, t('join')), status);

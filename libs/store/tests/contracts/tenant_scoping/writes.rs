@@ -139,6 +139,7 @@ async fn agents_and_skills(w: &World, c: &mut Cases) {
         scopes: "openid".into(),
         email_domains: vec![tenant_world::SSO_DOMAIN.into()],
         join_as: Some(hermes_core::MemberRole::Admin),
+        trust_unverified_email: false,
     };
     c.refused("set_tenant_sso", s.set_tenant_sso(b, &sso, None, &super::audit()).await);
     c.nothing("delete_tenant_sso", s.delete_tenant_sso(b, &super::audit()).await);

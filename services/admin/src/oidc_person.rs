@@ -1,0 +1,118 @@
+//! Whom a checked ID token signs in (security review 2026-12, M3 and L1):
+//! - the email must be verified (`email_verified: true`), unless the provider is explicitly
+//!   trusted without it (`trust_unverified_email`);
+//! - the person's identity at the provider (`iss`, `sub`) is bound at the first sign-in, and
+//!   a token with the same email but another subject (a reassigned address), or a subject
+//!   already bound to someone else, is refused;
+//! - the installation's provider signs in existing people, never one whose email domain a
+//!   tenant's own provider serves, and an operator only if they opted in (`operator_sso`);
+//! - a tenant's provider signs in people at its domains, never an operator, lets a newcomer
+//!   join when the tenant says so, and its session is valid in that tenant only;
+//! - the sign-in proves the address: an unproven account (made from an invitation link) loses
+//!   what was set on it before.
+
+use hermes_store::admin::{Actor, ActorKind, Audit, IdentityBinding, Person, SsoProvider};
+
+use crate::caller::RequestMeta;
+use crate::oidc::Failure;
+use crate::sso::domain_of;
+use crate::state::AdminState;
+
+/// What a checked ID token says about its person.
+#[derive(Debug)]
+pub(crate) struct Asserted<'a> {
+    pub issuer: &'a str,
+    pub subject: &'a str,
+    pub email: &'a str,
+    pub email_verified: Option<bool>,
+    pub name: Option<&'a str>,
+}
+
+fn by_provider(issuer: &str, meta: &RequestMeta) -> Audit {
+    Audit {
+        actor: Actor { kind: ActorKind::System, id: "sso".into(), label: format!("single sign-on ({issuer})") },
+        request_id: meta.request_id.clone(),
+        source_address: meta.source_address.clone(),
+    }
+}
+
+/// The person the installation's provider signs in.
+pub(crate) async fn installation_person(state: &AdminState, token: &Asserted<'_>) -> Result<Person, Failure> {
+    if token.email_verified != Some(true) && !state.config.admin.oidc.trust_unverified_email {
+        return Err(Failure::Unverified);
+    }
+    let domain = domain_of(token.email).ok_or(Failure::NoAccount)?;
+    // A domain a tenant's own provider serves signs in through that provider alone.
+    if state.store.domain_has_own_provider(&domain).await.map_err(|_| Failure::Provider)? {
+        return Err(Failure::TeamProvider);
+    }
+    let person = match state.store.sign_in_record(token.email).await.map_err(|_| Failure::Provider)? {
+        Some(r) if !r.person.disabled => r.person,
+        _ => return Err(Failure::NoAccount),
+    };
+    if person.operator && !person.operator_sso {
+        return Err(Failure::Operator);
+    }
+    Ok(person)
+}
+
+/// The person a tenant's provider signs in: at one of its domains, never an operator; one new
+/// to the tenant is made (and joins, in [`vouch`]) when the tenant lets its domains join.
+pub(crate) async fn tenant_person(
+    state: &AdminState,
+    meta: &RequestMeta,
+    provider: &SsoProvider,
+    token: &Asserted<'_>,
+) -> Result<Person, Failure> {
+    if token.email_verified != Some(true) && !provider.trust_unverified_email {
+        return Err(Failure::Unverified);
+    }
+    let domain = domain_of(token.email).ok_or(Failure::WrongDomain)?;
+    if !provider.email_domains.contains(&domain) {
+        return Err(Failure::WrongDomain);
+    }
+    match state.store.sign_in_record(token.email).await.map_err(|_| Failure::Provider)? {
+        Some(r) if r.person.disabled => Err(Failure::NoAccount),
+        Some(r) if r.person.operator => Err(Failure::Operator),
+        Some(r) => Ok(r.person),
+        None if provider.join_as.is_some() => {
+            let audit = by_provider(&provider.issuer, meta);
+            let made = state.store.ensure_person(token.email, token.name.unwrap_or_default(), false, &audit).await;
+            made.map_err(|_| Failure::Provider)
+        }
+        None => Err(Failure::NoAccount),
+    }
+}
+
+/// What the provider vouches for, once the person is found: their identity there is bound (or
+/// must match its binding), their address is proven, and a tenant's provider lets them in.
+pub(crate) async fn vouch(
+    state: &AdminState,
+    meta: &RequestMeta,
+    person: Person,
+    token: &Asserted<'_>,
+    provider: Option<&SsoProvider>,
+) -> Result<Person, Failure> {
+    let bound = state.store.bind_identity(person.id, token.issuer, token.subject).await;
+    if bound.map_err(|_| Failure::Provider)? == IdentityBinding::Mismatch {
+        tracing::warn!(person = %person.id, issuer = token.issuer, "an ID token's subject does not match the account's");
+        return Err(Failure::Identity);
+    }
+    let audit = by_provider(token.issuer, meta);
+    let proven = state.store.prove_email(person.id, "a verified email at an identity provider", &audit).await;
+    let person = match proven.map_err(|_| Failure::Provider)? {
+        true => state.store.person(person.id).await.map_err(|_| Failure::Provider)?,
+        false => person,
+    };
+    let Some(provider) = provider else { return Ok(person) };
+    let role = state.store.member_role(provider.tenant, person.id).await.map_err(|_| Failure::Provider)?;
+    match (role, provider.join_as) {
+        (Some(_), _) => {}
+        (None, Some(join_as)) => {
+            let joined = state.store.add_member(provider.tenant, person.id, join_as, &audit).await;
+            joined.map_err(|_| Failure::Provider)?;
+        }
+        (None, None) => return Err(Failure::NoAccount),
+    }
+    Ok(person)
+}
