@@ -191,3 +191,90 @@ async fn a_flood_of_an_unauthenticated_route_is_limited_before_any_lookup() {
     pod.stop.cancel();
     env.stop().await;
 }
+
+/// The security review of 2026-12 (H1), as tried live: a tenant admin invites an operator's
+/// address (or another tenant's owner, or their own tenant's owner), accepts the link the
+/// response hands them with a password of their choosing, and before the fix held a console
+/// session as the victim (and had set the victim's password). Now: an operator's address cannot
+/// be invited, an address with an account joins only signed in as itself, and no session or
+/// password comes out of the link.
+#[tokio::test]
+async fn an_invitation_link_never_signs_its_holder_in_as_the_invited_person() {
+    use crate::admin::{cli, member, set_cookie};
+    use hermes_core::MemberRole;
+    let env = TestEnv::start_with(crate::harness::Roles { worker: false, scheduler: false }, |c| {
+        c.admin.sign_in_per_minute = 1_000;
+    })
+    .await;
+    let (acme, umbrella) = (env.store.create_tenant("acme").await.unwrap(), env.store.create_tenant("umbrella").await.unwrap());
+    env.store.ensure_person("op@x.test", "", true, &cli()).await.unwrap();
+    let (_, mallory) = member(&env, acme.id, "a@acme.test", MemberRole::Admin).await;
+    member(&env, acme.id, "boss@acme.test", MemberRole::Owner).await;
+    member(&env, umbrella.id, "owner@umbrella.test", MemberRole::Owner).await;
+    let invitations = format!("/admin/v1/tenants/{}/invitations", acme.id);
+    let invite = async |email: &'static str| {
+        let body = json!({"email": email, "role": "member"});
+        mallory.call(&env, reqwest::Method::POST, &invitations, Some(body)).await
+    };
+    let accept = async |token: &str| {
+        let body = json!({"token": token, "display_name": "x", "password": "attacker-chosen-pass"});
+        env.http.post(format!("{}/admin/v1/invitations/accept", env.api_url)).json(&body).send().await.unwrap()
+    };
+
+    let (status, refused) = invite("OP@x.test").await;
+    assert_eq!((status, refused["error"]["code"].as_str()), (400, Some("invalid_value")), "{refused}");
+
+    for victim in ["owner@umbrella.test", "boss@acme.test"] {
+        let (status, made) = invite(victim).await;
+        assert_eq!(status, 201, "{made}");
+        let token = made["link"].as_str().unwrap().split_once('#').unwrap().1.to_owned();
+        let resp = accept(&token).await;
+        assert!(set_cookie(&resp).is_none(), "no session comes out of the link for {victim}");
+        let status = resp.status().as_u16();
+        let body: serde_json::Value = resp.json().await.unwrap();
+        assert_eq!((status, body["error"]["code"].as_str()), (409, Some("sign_in_required")), "{victim}: {body}");
+        let record = env.store.sign_in_record(victim).await.unwrap().unwrap();
+        assert_eq!(record.password_hash, None, "the link set no password on {victim}");
+        let sign_in = json!({"email": victim, "password": "attacker-chosen-pass"});
+        let tried = env.http.post(format!("{}/admin/v1/sign-in", env.api_url)).json(&sign_in).send().await.unwrap();
+        assert_eq!(tried.status(), 401, "the attacker's password does not sign in as {victim}");
+    }
+    let umbrella_path = format!("/admin/v1/tenants/{}", umbrella.id);
+    assert_eq!(mallory.call(&env, reqwest::Method::GET, &umbrella_path, None).await.0, 404);
+    assert_eq!(env.store.member_role(acme.id, mallory_id(&env).await).await.unwrap(), Some(MemberRole::Admin));
+    env.stop().await;
+}
+
+async fn mallory_id(env: &TestEnv) -> hermes_core::PersonId {
+    env.store.sign_in_record("a@acme.test").await.unwrap().unwrap().person.id
+}
+
+/// The security review of 2026-12 (M2), as tried live: 40 wrong sign-ins from one connection
+/// were limited after the allowance, but the same 40 each with a different `X-Forwarded-For`
+/// never were (each got a fresh bucket, and each ran argon2). The header from a client that is
+/// no trusted proxy now counts for nothing.
+#[tokio::test]
+async fn a_forged_x_forwarded_for_does_not_escape_the_sign_in_limit() {
+    let env = TestEnv::start_with(crate::harness::Roles { worker: false, scheduler: false }, |c| {
+        c.admin.sign_in_per_minute = 10;
+    })
+    .await;
+    let mut statuses = Vec::new();
+    for n in 0..30 {
+        let body = json!({"email": format!("user{n}@spray.test"), "password": "Spring2026!Spring"});
+        let resp = env
+            .http
+            .post(format!("{}/admin/v1/sign-in", env.api_url))
+            .header("x-forwarded-for", format!("198.51.100.{n}"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        statuses.push(resp.status().as_u16());
+    }
+    let (checked, limited) = (statuses.iter().filter(|s| **s == 401).count(), statuses.iter().filter(|s| **s == 429).count());
+    // Ten at once, then one every six seconds (each check takes a while in a debug build).
+    assert!((10..=14).contains(&checked), "the allowance, then hardly more: {statuses:?}");
+    assert_eq!(checked + limited, 30, "the rest refused: {statuses:?}");
+    env.stop().await;
+}

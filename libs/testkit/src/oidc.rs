@@ -28,6 +28,11 @@ pub const CLIENT_SECRET: &str = "scripted-client-secret";
 pub struct Login {
     pub email: String,
     pub email_verified: bool,
+    /// Leave `email_verified` out of the ID token (as Entra ID does).
+    pub omit_email_verified: bool,
+    /// The ID token's `sub` (default: `sub-<email>`): another subject for the same email is a
+    /// reassigned address.
+    pub subject: Option<String>,
     pub name: String,
     /// Sign the ID token with a key the JWKS does not publish.
     pub foreign_key: bool,
@@ -42,6 +47,8 @@ impl Login {
         Self {
             email: email.into(),
             email_verified: true,
+            omit_email_verified: false,
+            subject: None,
             name: "Scripted User".into(),
             foreign_key: false,
             wrong_nonce: false,
@@ -65,6 +72,8 @@ struct Inner {
     grants: Mutex<HashMap<String, Grant>>,
     /// Token requests whose PKCE verifier did not match.
     refused_verifiers: Mutex<u32>,
+    /// Discovery documents served.
+    discoveries: std::sync::atomic::AtomicU32,
 }
 
 /// The running provider.
@@ -93,6 +102,7 @@ impl OidcProvider {
             login: Mutex::new(None),
             grants: Mutex::new(HashMap::new()),
             refused_verifiers: Mutex::new(0),
+            discoveries: std::sync::atomic::AtomicU32::new(0),
         });
         let app = Router::new()
             .route("/.well-known/openid-configuration", get(discovery))
@@ -125,9 +135,15 @@ impl OidcProvider {
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
+
+    /// How many times the discovery document was read.
+    pub fn discoveries(&self) -> u32 {
+        self.inner.discoveries.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 async fn discovery(State(inner): State<Arc<Inner>>) -> Response {
+    inner.discoveries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let issuer = &inner.issuer;
     axum::Json(json!({
         "issuer": issuer,
@@ -200,9 +216,9 @@ async fn token(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: String
     }
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let login = &grant.login;
-    let claims = json!({
+    let mut claims = json!({
         "iss": inner.issuer,
-        "sub": format!("sub-{}", login.email),
+        "sub": login.subject.clone().unwrap_or_else(|| format!("sub-{}", login.email)),
         "aud": if login.wrong_audience { "someone-else" } else { CLIENT_ID },
         "exp": now + 300,
         "iat": now,
@@ -211,6 +227,11 @@ async fn token(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: String
         "email_verified": login.email_verified,
         "name": login.name,
     });
+    if login.omit_email_verified
+        && let Some(claims) = claims.as_object_mut()
+    {
+        claims.remove("email_verified");
+    }
     let key = if login.foreign_key { &inner.stranger } else { &inner.key };
     match sign(key, &claims) {
         Ok(id_token) => axum::Json(json!({

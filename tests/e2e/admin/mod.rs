@@ -15,6 +15,7 @@ mod remote_cli;
 mod sign_in;
 mod skills;
 mod sso;
+mod sso_rules;
 
 use hermes_core::{MemberRole, PersonId, TenantId};
 use hermes_store::admin::{Actor, ActorKind, Audit};

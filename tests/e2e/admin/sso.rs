@@ -8,20 +8,25 @@ use hermes_testkit::oidc::{CLIENT_ID, CLIENT_SECRET, Login, OidcProvider};
 use super::{member, set_cookie};
 use crate::harness::{Roles, TestEnv};
 
-struct Browser {
-    http: reqwest::Client,
-    api: String,
+pub(super) struct Browser {
+    pub http: reqwest::Client,
+    pub api: String,
 }
 
 impl Browser {
+    pub(super) fn new(env: &TestEnv) -> Self {
+        let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        Self { http, api: env.api_url.clone() }
+    }
+
     /// Runs the redirect dance by hand; the last redirect's target and the cookies it set.
-    async fn sign_in(&self, tamper_state: bool) -> (String, Option<String>) {
+    pub(super) async fn sign_in(&self, tamper_state: bool) -> (String, Option<String>) {
         self.sign_in_from("next=/console/t", tamper_state).await
     }
 
     /// The dance from `/admin/v1/oidc/start?{query}`; a start that goes straight back to the
     /// sign-in page ends there.
-    async fn sign_in_from(&self, query: &str, tamper_state: bool) -> (String, Option<String>) {
+    pub(super) async fn sign_in_from(&self, query: &str, tamper_state: bool) -> (String, Option<String>) {
         let start = self.http.get(format!("{}/admin/v1/oidc/start?{query}", self.api)).send().await.unwrap();
         assert_eq!(start.status(), 303);
         let location = start.headers()["location"].to_str().unwrap().to_owned();
@@ -119,7 +124,7 @@ async fn the_identity_provider_signs_people_in_and_every_bad_answer_is_refused()
     assert_eq!(idp.refused_verifiers(), 0, "every code we redeemed came with its own verifier");
 }
 
-async fn me(env: &TestEnv, cookie: &str) -> serde_json::Value {
+pub(super) async fn me(env: &TestEnv, cookie: &str) -> serde_json::Value {
     let resp = env.http.get(format!("{}/admin/v1/me", env.api_url)).header("cookie", cookie).send().await.unwrap();
     resp.json().await.unwrap()
 }
