@@ -206,7 +206,8 @@ async fn an_invitation_link_never_signs_its_holder_in_as_the_invited_person() {
         c.admin.sign_in_per_minute = 1_000;
     })
     .await;
-    let (acme, umbrella) = (env.store.create_tenant("acme").await.unwrap(), env.store.create_tenant("umbrella").await.unwrap());
+    let (acme, umbrella) =
+        (env.store.create_tenant("acme").await.unwrap(), env.store.create_tenant("umbrella").await.unwrap());
     env.store.ensure_person("op@x.test", "", true, &cli()).await.unwrap();
     let (_, mallory) = member(&env, acme.id, "a@acme.test", MemberRole::Admin).await;
     member(&env, acme.id, "boss@acme.test", MemberRole::Owner).await;
@@ -272,7 +273,8 @@ async fn a_forged_x_forwarded_for_does_not_escape_the_sign_in_limit() {
             .unwrap();
         statuses.push(resp.status().as_u16());
     }
-    let (checked, limited) = (statuses.iter().filter(|s| **s == 401).count(), statuses.iter().filter(|s| **s == 429).count());
+    let (checked, limited) =
+        (statuses.iter().filter(|s| **s == 401).count(), statuses.iter().filter(|s| **s == 429).count());
     // Ten at once, then one every six seconds (each check takes a while in a debug build).
     assert!((10..=14).contains(&checked), "the allowance, then hardly more: {statuses:?}");
     assert_eq!(checked + limited, 30, "the rest refused: {statuses:?}");

@@ -26,7 +26,8 @@ async fn the_installation_provider_signs_in_only_verified_bound_identities_of_it
         c.admin.sign_in_per_minute = 1_000;
     })
     .await;
-    let (acme, globex) = (env.store.create_tenant("acme").await.unwrap(), env.store.create_tenant("globex").await.unwrap());
+    let (acme, globex) =
+        (env.store.create_tenant("acme").await.unwrap(), env.store.create_tenant("globex").await.unwrap());
     member(&env, acme.id, "ann@acme.test", MemberRole::Admin).await;
     member(&env, acme.id, "carl@acme.test", MemberRole::Member).await;
     member(&env, globex.id, "bob@globex.test", MemberRole::Member).await;
@@ -82,7 +83,8 @@ async fn a_verified_sign_in_drops_the_password_a_link_holder_set_on_an_address()
         mallory.call(&env, Method::POST, &path, Some(json!({"email": "ceo@bigco.test", "role": "member"}))).await;
     let token = made["link"].as_str().unwrap().split_once('#').unwrap().1.to_owned();
     let body = json!({"token": token, "password": "mallory's passphrase"});
-    let accepted = env.http.post(format!("{}/admin/v1/invitations/accept", env.api_url)).json(&body).send().await.unwrap();
+    let accepted =
+        env.http.post(format!("{}/admin/v1/invitations/accept", env.api_url)).json(&body).send().await.unwrap();
     assert_eq!(accepted.status(), 200);
     let claimed: serde_json::Value = accepted.json().await.unwrap();
     assert_eq!(claimed["person"]["email_proven"], false, "{claimed}");
@@ -91,7 +93,10 @@ async fn a_verified_sign_in_drops_the_password_a_link_holder_set_on_an_address()
     idp.next_login(Some(Login::as_user("ceo@bigco.test")));
     let cookie = Browser::new(&env).sign_in(false).await.1.expect("the owner signs in");
     let seen = me(&env, &cookie).await;
-    assert_eq!((seen["person"]["email_proven"].as_bool(), seen["person"]["has_password"].as_bool()), (Some(true), Some(false)));
+    assert_eq!(
+        (seen["person"]["email_proven"].as_bool(), seen["person"]["has_password"].as_bool()),
+        (Some(true), Some(false))
+    );
     let sign_in = json!({"email": "ceo@bigco.test", "password": "mallory's passphrase"});
     let tried = env.http.post(format!("{}/admin/v1/sign-in", env.api_url)).json(&sign_in).send().await.unwrap();
     assert_eq!(tried.status(), 401, "mallory's password is gone");
@@ -102,8 +107,10 @@ async fn a_verified_sign_in_drops_the_password_a_link_holder_set_on_an_address()
 #[tokio::test]
 async fn a_teams_provider_opens_a_session_for_that_team_only_and_reads_its_discovery_once() {
     let idp = OidcProvider::start().await.unwrap();
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |c| c.admin.sign_in_per_minute = 1_000).await;
-    let (acme, partner) = (env.store.create_tenant("acme").await.unwrap(), env.store.create_tenant("partner").await.unwrap());
+    let env =
+        TestEnv::start_with(Roles { worker: false, scheduler: false }, |c| c.admin.sign_in_per_minute = 1_000).await;
+    let (acme, partner) =
+        (env.store.create_tenant("acme").await.unwrap(), env.store.create_tenant("partner").await.unwrap());
     member(&env, acme.id, "bob@acme.test", MemberRole::Member).await;
     let bob = env.store.sign_in_record("bob@acme.test").await.unwrap().unwrap().person;
     env.store.add_member(partner.id, bob.id, MemberRole::Owner, &cli()).await.unwrap();
@@ -118,7 +125,8 @@ async fn a_teams_provider_opens_a_session_for_that_team_only_and_reads_its_disco
     let cookie = browser.sign_in_from("email=bob%40acme.test&next=/console", false).await.1.expect("a session");
     let seen = me(&env, &cookie).await;
     assert_eq!(seen["tenant_scope"], acme.id.to_string(), "{seen}");
-    let teams: Vec<&str> = seen["memberships"].as_array().unwrap().iter().filter_map(|m| m["tenant_name"].as_str()).collect();
+    let teams: Vec<&str> =
+        seen["memberships"].as_array().unwrap().iter().filter_map(|m| m["tenant_name"].as_str()).collect();
     assert_eq!(teams, ["acme"], "the session shows acme alone");
     let get = |path: String| {
         let req = env.http.get(format!("{}{path}", env.api_url)).header("cookie", &cookie);
@@ -131,7 +139,8 @@ async fn a_teams_provider_opens_a_session_for_that_team_only_and_reads_its_disco
     // Strangers starting sign-ins for the domain do not make the API read the provider again.
     let before = idp.discoveries();
     for _ in 0..30 {
-        let start = browser.http.get(format!("{}/admin/v1/oidc/start?email=x%40acme.test", env.api_url)).send().await.unwrap();
+        let start =
+            browser.http.get(format!("{}/admin/v1/oidc/start?email=x%40acme.test", env.api_url)).send().await.unwrap();
         assert_eq!(start.status(), 303);
     }
     assert_eq!(idp.discoveries(), before, "discovery is kept, not read per start ({before} before)");

@@ -118,7 +118,8 @@ impl Store {
         Ok(before)
     }
 
-    /// Removes a member (their tokens for the tenant go with them); the role they had.
+    /// Removes a member (their tokens for the tenant, and the service tokens they made, go with
+    /// them); the role they had.
     /// `Busy` when they are the last owner.
     pub async fn remove_member(&self, tenant: TenantId, who: PersonId, by: &Audit) -> Result<MemberRole> {
         let mut tx = self.tenant_tx(tenant).await?;
@@ -131,8 +132,10 @@ impl Store {
             .bind(who.as_uuid())
             .execute(&mut *tx)
             .await?;
+        // Their own tokens, and the service tokens they made (they saw those secrets).
         sqlx::query(
-            "UPDATE admin_tokens SET revoked_at = now() WHERE tenant_id = $1 AND person_id = $2 AND revoked_at IS NULL",
+            "UPDATE admin_tokens SET revoked_at = now()
+             WHERE tenant_id = $1 AND (person_id = $2 OR made_by = $2) AND revoked_at IS NULL",
         )
         .bind(tenant.as_uuid())
         .bind(who.as_uuid())

@@ -10,7 +10,7 @@ use sqlx::Row;
 
 use hermes_core::{AdminTokenId, MemberRole, PersonId, TenantId};
 
-use super::audit::{self, Audit, Change};
+use super::audit::{self, ActorKind, Audit, Change};
 use crate::{Result, Store, StoreError};
 
 /// A token as listed (never its secret).
@@ -85,10 +85,18 @@ impl Store {
         by: &Audit,
     ) -> Result<(AdminToken, String)> {
         let (id, prefix, full) = mint(lifetime)?;
+        // Who made it: the person, or the person behind the token that made it.
+        let actor = uuid::Uuid::parse_str(&by.actor.id).ok();
+        let (by_person, by_token) = match by.actor.kind {
+            ActorKind::Person => (actor, None),
+            ActorKind::Token => (None, actor),
+            _ => (None, None),
+        };
         let mut tx = self.tenant_tx(tenant).await?;
         let row = sqlx::query(
-            "INSERT INTO admin_tokens (id, tenant_id, person_id, name, role, prefix, hash, expires_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8))
+            "INSERT INTO admin_tokens (id, tenant_id, person_id, name, role, prefix, hash, expires_at, made_by)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8),
+                     COALESCE($9::uuid, (SELECT t.person_id FROM admin_tokens t WHERE t.id = $10::uuid)))
              RETURNING id, name, person_id, role, prefix, expires_at, last_used_at, revoked_at, created_at",
         )
         .bind(id.as_uuid())
@@ -99,6 +107,8 @@ impl Store {
         .bind(&prefix)
         .bind(super::secret_hash(&full))
         .bind(lifetime.as_secs_f64())
+        .bind(by_person)
+        .bind(by_token)
         .fetch_one(&mut *tx)
         .await
         .map_err(|e| match &e {

@@ -328,3 +328,50 @@ async fn a_tenants_web_quotas_default_to_the_installations_and_are_its_own(pool:
     assert_eq!(store.web_quotas(acme).await.unwrap(), set, "0 (unlimited) is kept apart from None");
     assert_eq!(store.web_quotas(other).await.unwrap(), hermes_store::WebQuotas::default(), "per tenant");
 }
+
+/// The security review of 2026-12 (L9): a new password shuts out whoever knew the old one,
+/// tokens included; a removed member's own tokens and the service tokens they made (they saw
+/// the secrets) stop working; other people's service tokens go on.
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn a_new_password_or_a_removal_ends_the_tokens_a_person_held_or_made(pool: PgPool) {
+    let store = common::store(&pool);
+    let acme = common::tenant(&store, "acme").await;
+    let (ann, olive) = (person(&store, "ann@acme.test").await, person(&store, "olive@acme.test").await);
+    store.add_member(acme.id, ann, MemberRole::Admin, &cli()).await.unwrap();
+    store.add_member(acme.id, olive, MemberRole::Owner, &cli()).await.unwrap();
+    let day = Duration::from_secs(86_400);
+    let make = async |person: Option<PersonId>, by: PersonId| {
+        store.create_admin_token(acme.id, person, "t", MemberRole::Admin, day, &person_audit(by)).await.unwrap().1
+    };
+    let works = async |secret: &str| store.authenticate_admin_token(secret).await.unwrap().is_some();
+    let (anns, anns_service, olives_service) =
+        (make(Some(ann), ann).await, make(None, ann).await, make(None, olive).await);
+
+    store.set_password_hash(ann, "$argon2id$new", None, &cli()).await.unwrap();
+    assert!(!works(&anns).await, "a new password ends the person's tokens");
+    assert!(works(&anns_service).await, "a service token is the tenant's");
+
+    store.remove_member(acme.id, ann, &person_audit(olive)).await.unwrap();
+    assert!(!works(&anns_service).await, "the service token ann made goes with her");
+    assert!(works(&olives_service).await, "olive's stays");
+}
+
+/// The security review of 2026-12 (L10): the retention floor is the database's.
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn audit_retention_keeps_a_day_whatever_the_caller_asks(pool: PgPool) {
+    let store = common::store(&pool);
+    let acme = common::tenant(&store, "acme").await;
+    for i in 0..3 {
+        store.record_audit(Some(acme.id), &cli(), Change::new("key.created", "api_key", i)).await.unwrap();
+    }
+    sqlx::query("UPDATE audit_log SET at = now() - interval '2 days' WHERE object_id = '0'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let mut tx = pool.begin().await.unwrap();
+    sqlx::raw_sql("SET LOCAL ROLE hermes_system").execute(&mut *tx).await.unwrap();
+    let gone: i64 =
+        sqlx::query_scalar("SELECT hermes_prune_audit('0 seconds', 1000)").fetch_one(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(gone, 1, "only the entry older than a day");
+}

@@ -16,6 +16,10 @@ use crate::tenant_world::{self, World};
 const INSTALLATION_TABLES: [&str; 5] =
     ["_sqlx_migrations", "console_sessions", "model_prices", "person_identities", "sign_in_links"];
 
+/// Tables with shared rows (no tenant's): every tenant reads them (`shared_reads`), none
+/// changes them.
+const SHARED: [&str; 3] = ["skill_files", "skill_versions", "skills"];
+
 /// Tables the tenant role reads but never deletes from: people (the installation's, seen
 /// through a membership) and the append-only audit log.
 const APPEND_ONLY: [&str; 2] = ["audit_log", "people"];
@@ -100,7 +104,10 @@ async fn every_table_of_tenant_rows_has_the_two_policies(pool: PgPool) {
         .await
         .into_iter()
         .filter(|(table, found)| {
-            let expected: BTreeSet<String> = ["system_paths", "tenant_rows"].map(String::from).into();
+            let mut expected: BTreeSet<String> = ["system_paths", "tenant_rows"].map(String::from).into();
+            if SHARED.contains(&table.as_str()) {
+                expected.insert("shared_reads".into());
+            }
             !INSTALLATION_TABLES.contains(&table.as_str()) && *found != expected
         })
         .map(|(table, found)| format!("{table}: {found:?}"))
@@ -184,4 +191,61 @@ async fn a_connection_with_no_tenant_named_sees_nothing(pool: PgPool) {
     let owner: i64 = sqlx::query_scalar("SELECT count(*) FROM sessions").fetch_one(&pool).await.unwrap();
     assert!(owner >= 2, "there was something to see");
     drop(w);
+}
+
+/// The security review of 2026-12 (L2): one policy for every command let the tenant role
+/// delete or claim the bundled (no tenant's) skills, their files and the catalogue's version
+/// when a query forgot its filter, and read the people's password hashes.
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn shared_rows_are_read_by_every_tenant_and_changed_by_none(pool: PgPool) {
+    let w: World = tenant_world::world(&pool).await;
+    sqlx::raw_sql(
+        "INSERT INTO skills (id, tenant_id, name, category, description, skill_md, meta, content_hash)
+             VALUES ('00000000-0000-0000-0000-0000000000b1', NULL, 'bundled-one', 'c', 'd', 'md', '{}', 'h');
+         INSERT INTO skill_files (skill_id, path, content) VALUES ('00000000-0000-0000-0000-0000000000b1', 'a.md', 'x');
+         INSERT INTO skill_versions (scope, version) VALUES ('00000000-0000-0000-0000-000000000000', 7)
+             ON CONFLICT (scope) DO UPDATE SET version = 7",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let shared = async || -> (i64, i64, i64) {
+        sqlx::query_as(
+            "SELECT (SELECT count(*) FROM skills WHERE tenant_id IS NULL),
+                    (SELECT count(*) FROM skill_files f JOIN skills s ON s.id = f.skill_id WHERE s.tenant_id IS NULL),
+                    (SELECT version FROM skill_versions WHERE scope = '00000000-0000-0000-0000-000000000000')",
+        )
+        .fetch_one(&pool)
+        .await
+        .unwrap()
+    };
+    let before = shared().await;
+    let mut beta = as_tenant_role(&pool, Some(w.b.id)).await;
+    let seen: (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM skills WHERE tenant_id IS NULL), (SELECT count(*) FROM skill_files)",
+    )
+    .fetch_one(&mut beta)
+    .await
+    .unwrap();
+    assert!(seen.0 >= 1 && seen.1 >= 1, "the bundled rows are read: {seen:?}");
+    for sql in [
+        "DELETE FROM skill_files",
+        "DELETE FROM skills WHERE tenant_id IS NULL",
+        "UPDATE skills SET description = 'taken' WHERE tenant_id IS NULL",
+        "DELETE FROM skill_versions",
+        "UPDATE skill_versions SET version = version + 1",
+    ] {
+        sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut beta).await.unwrap();
+    }
+    let claimed = sqlx::query("UPDATE skills SET tenant_id = $1 WHERE tenant_id IS NULL")
+        .bind(w.b.id.as_uuid())
+        .execute(&mut beta)
+        .await
+        .map(|done| done.rows_affected());
+    assert!(matches!(claimed, Ok(0) | Err(_)), "a bundled skill cannot be claimed: {claimed:?}");
+    assert_eq!(shared().await, before, "the shared rows are as they were");
+
+    let hashes = sqlx::query("SELECT password_hash FROM people").execute(&mut beta).await.unwrap_err();
+    assert!(hashes.to_string().contains("permission denied"), "{hashes}");
+    sqlx::query("SELECT id, email, has_password FROM people").execute(&mut beta).await.unwrap();
 }
