@@ -128,8 +128,8 @@ impl Probe {
 }
 
 impl Tool for Probe {
-    fn name(&self) -> &'static str {
-        self.name
+    fn name(&self) -> hermes_tools::ToolName {
+        hermes_tools::ToolName::Fixed(self.name)
     }
     fn toolset(&self) -> hermes_core::ToolsetName {
         hermes_core::ToolsetName::Todo
@@ -604,8 +604,8 @@ async fn a_full_context_adds_a_pressure_note_to_the_next_call_only() {
 struct AskUser;
 
 impl Tool for AskUser {
-    fn name(&self) -> &'static str {
-        "ask"
+    fn name(&self) -> hermes_tools::ToolName {
+        hermes_tools::ToolName::Fixed("ask")
     }
     fn toolset(&self) -> hermes_core::ToolsetName {
         hermes_core::ToolsetName::Todo

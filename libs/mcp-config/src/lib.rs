@@ -300,9 +300,41 @@ pub fn sanitize(component: &str) -> String {
     component.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect()
 }
 
-/// The name the model calls a server's tool by.
+/// The longest name a model provider takes for a tool (OpenAI's `^[a-zA-Z0-9_-]{1,64}$`).
+pub const MAX_TOOL_NAME: usize = 64;
+
+/// The name the model calls a server's tool by: `mcp_<server>_<tool>`, sanitised; one longer
+/// than [`MAX_TOOL_NAME`] is cut and ends in the tag of the server's and the tool's own names.
 pub fn tool_name(server: &str, tool: &str) -> String {
-    format!("mcp_{}_{}", sanitize(server), sanitize(tool))
+    let name = format!("mcp_{}_{}", sanitize(server), sanitize(tool));
+    if name.len() <= MAX_TOOL_NAME { name } else { tagged(name, server, tool) }
+}
+
+/// The name of a server's tool when another of the agent's servers' tools would have the same
+/// one (server `a`'s `b_c` and server `a_b`'s `c`): [`tool_name`] cut to leave room for the
+/// tag of the server's and the tool's own names, so each keeps a name of its own, the same
+/// whatever order the servers come in.
+pub fn distinct_tool_name(server: &str, tool: &str) -> String {
+    tagged(format!("mcp_{}_{}", sanitize(server), sanitize(tool)), server, tool)
+}
+
+/// `name` cut to `MAX_TOOL_NAME` with `_` and 8 hex digits of `server` and `tool` at its end.
+fn tagged(mut name: String, server: &str, tool: &str) -> String {
+    // FNV-1a: stable across processes and releases (a resumed turn calls the same names).
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in server.bytes().chain([0]).chain(tool.bytes()) {
+        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    // `sanitize` leaves ASCII only: any byte is a char boundary.
+    name.truncate(MAX_TOOL_NAME - 9);
+    name.push_str(&format!("_{:08x}", hash >> 32));
+    name
+}
+
+/// Whether `name` is a tool name model providers accept.
+pub fn valid_tool_name(name: &str) -> bool {
+    (1..=MAX_TOOL_NAME).contains(&name.len())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
 }
 
 /// Whether `name` may name a server (it becomes part of tool names and URLs).
@@ -400,6 +432,12 @@ mod tests {
         assert_eq!(tool_name("github", "create-issue"), "mcp_github_create_issue");
         assert_eq!(tool_name("my-api", "query.data"), "mcp_my_api_query_data");
         assert!(valid_server_name("my-api_2") && !valid_server_name("a b") && !valid_server_name(""));
+        let long = tool_name("a-server-name-of-forty-characters-123456", "get_pull_request_review_comments");
+        assert_eq!(long.len(), MAX_TOOL_NAME, "{long}");
+        assert!(valid_tool_name(&long) && long.starts_with("mcp_a_server_name_of_forty_characters_123456_get_pu"));
+        assert_eq!(long, tool_name("a-server-name-of-forty-characters-123456", "get_pull_request_review_comments"));
+        assert_ne!(distinct_tool_name("a", "b_c"), distinct_tool_name("a_b", "c"));
+        assert!(distinct_tool_name("a", "b_c").starts_with("mcp_a_b_c_") && !valid_tool_name("mcp a"));
         let secret =
             spec(serde_json::json!({"url": "http://a/", "headers": {"Authorization": "Bearer sk-123456"}})).unwrap();
         assert_eq!(secret.masked().headers["Authorization"], "***");

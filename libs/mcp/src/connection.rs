@@ -1,12 +1,15 @@
 //! One live MCP session with a server: initialised over its transport, its tools listed (and
-//! listed again when the server says they changed), calls made with the configured timeout.
+//! listed again when the server says they changed) within [`ListLimits`], calls made with the
+//! configured timeout.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolRequestParams, ClientConfig, GetPromptRequestParams, ReadResourceRequestParams};
+use rmcp::model::{
+    CallToolRequestParams, ClientConfig, GetPromptRequestParams, PaginatedRequestParams, ReadResourceRequestParams,
+};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -16,11 +19,31 @@ use tokio::sync::Mutex;
 
 use crate::pool::ServerKey;
 use crate::sampling::{Callers, Calling, Gate, Refusal, Sampler};
-use crate::spec::McpServerSpec;
+use crate::spec::{MAX_TOOL_NAME, McpServerSpec};
 
 /// Tools listed this long ago are listed again at the next turn (a server that changed them
 /// without saying so is caught within this).
 const TOOLS_FRESH_FOR: Duration = Duration::from_secs(60);
+
+/// What one listing of a server's tools may cost the shared worker, whatever the server (which
+/// may be hostile) answers and whatever `timeout` its configuration gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListLimits {
+    /// Tools kept from one server (the first it lists; the rest are left out, with a warning).
+    pub tools: usize,
+    /// `tools/list` pages asked for; a list that goes on past them is an error.
+    pub pages: usize,
+    /// Bytes of names, descriptions and schemas kept from one server.
+    pub bytes: usize,
+    /// The whole listing (the server's `timeout` when that is shorter).
+    pub time: Duration,
+}
+
+impl Default for ListLimits {
+    fn default() -> Self {
+        Self { tools: 256, pages: 10, bytes: 1024 * 1024, time: Duration::from_secs(30) }
+    }
+}
 
 /// Why a server could not be used.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -96,6 +119,8 @@ struct Listed {
 
 /// A live session.
 pub struct McpConnection {
+    /// Whose server it is (for the operator's log).
+    key: ServerKey,
     service: RunningService<RoleClient, Handler>,
     tools_changed: Arc<AtomicBool>,
     listed: Mutex<Option<Listed>>,
@@ -162,9 +187,13 @@ impl McpConnection {
             .await
             .map_err(|_| McpError::Timeout(timeout))?
             .map_err(|e| McpError::Connect(hermes_toolbox::text::redact(&e.to_string(), &secrets)))?;
+        // The SDK would keep up to 512 answers (of up to 16 MiB each) under the cursors the
+        // server chooses; the session keeps its own list of tools instead.
+        service.peer().set_response_cache_config(rmcp::ClientCacheConfig::disabled()).await;
         let capabilities = service.peer_info().map(|info| info.capabilities.clone()).unwrap_or_default();
         let offers = Offers { resources: capabilities.resources.is_some(), prompts: capabilities.prompts.is_some() };
-        Ok(Self { service, tools_changed, listed: Mutex::new(None), offers, secrets, callers })
+        let key = key.clone();
+        Ok(Self { key, service, tools_changed, listed: Mutex::new(None), offers, secrets, callers })
     }
 
     /// Lets `sampler` answer the server's sampling requests while the guard lives (a call).
@@ -177,27 +206,36 @@ impl McpConnection {
         self.service.is_closed()
     }
 
-    /// The server's tools: listed again when it said they changed or the list is old.
-    pub async fn tools(&self, timeout: Duration) -> Result<Vec<ListedTool>, McpError> {
+    /// The server's tools: listed again when it said they changed or the list is old, within
+    /// `limits` (and `timeout`, when shorter than their time).
+    pub async fn tools(&self, limits: &ListLimits, timeout: Duration) -> Result<Vec<ListedTool>, McpError> {
         let mut listed = self.listed.lock().await;
         let changed = self.tools_changed.swap(false, Ordering::Relaxed);
         if let Some(l) = listed.as_ref().filter(|l| !changed && l.at.elapsed() < TOOLS_FRESH_FOR) {
             return Ok(l.tools.clone());
         }
-        let tools = tokio::time::timeout(timeout, self.service.peer().list_all_tools())
-            .await
-            .map_err(|_| McpError::Timeout(timeout))?
-            .map_err(service_error)?;
-        let tools: Vec<ListedTool> = tools
-            .into_iter()
-            .map(|t| ListedTool {
-                name: t.name.to_string(),
-                description: t.description.map(|d| d.to_string()).unwrap_or_default(),
-                input_schema: Value::Object((*t.input_schema).clone()),
-            })
-            .collect();
+        let bound = timeout.min(limits.time);
+        let tools = tokio::time::timeout(bound, self.list(limits)).await.map_err(|_| McpError::Timeout(bound))??;
         *listed = Some(Listed { tools: tools.clone(), at: Instant::now() });
         Ok(tools)
+    }
+
+    /// Asks for the pages of the server's tools, keeping what `limits` allow.
+    async fn list(&self, limits: &ListLimits) -> Result<Vec<ListedTool>, McpError> {
+        let mut kept = Kept { limits, tools: Vec::new(), bytes: 0, misnamed: 0, over: 0 };
+        let mut cursor = None;
+        for _ in 0..limits.pages {
+            let params = PaginatedRequestParams::default().with_cursor(cursor);
+            let page = self.service.peer().list_tools(Some(params)).await.map_err(service_error)?;
+            page.tools.into_iter().for_each(|tool| kept.offer(tool));
+            cursor = page.next_cursor;
+            let full = kept.tools.len() >= limits.tools;
+            if cursor.is_none() || full {
+                kept.report(&self.key, cursor.is_some());
+                return Ok(kept.tools);
+            }
+        }
+        Err(McpError::Call(format!("the server's tool list went on past {} pages", limits.pages)))
     }
 
     /// Calls `tool` with `arguments`; the result as the protocol has it (JSON).
@@ -215,10 +253,11 @@ impl McpConnection {
 
     /// The server's resources (JSON).
     pub async fn list_resources(&self, timeout: Duration) -> Result<Value, McpError> {
-        let found = tokio::time::timeout(timeout, self.service.peer().list_all_resources())
-            .await
-            .map_err(|_| McpError::Timeout(timeout))?
-            .map_err(service_error)?;
+        let peer = self.service.peer();
+        let pages = all_pages("resource", |params| async move {
+            peer.list_resources(Some(params)).await.map(|page| (page.resources, page.next_cursor))
+        });
+        let found = tokio::time::timeout(timeout, pages).await.map_err(|_| McpError::Timeout(timeout))??;
         serde_json::to_value(found).map_err(|e| McpError::Call(e.to_string()))
     }
 
@@ -234,10 +273,11 @@ impl McpConnection {
 
     /// The server's prompts (JSON).
     pub async fn list_prompts(&self, timeout: Duration) -> Result<Value, McpError> {
-        let found = tokio::time::timeout(timeout, self.service.peer().list_all_prompts())
-            .await
-            .map_err(|_| McpError::Timeout(timeout))?
-            .map_err(service_error)?;
+        let peer = self.service.peer();
+        let pages = all_pages("prompt", |params| async move {
+            peer.list_prompts(Some(params)).await.map(|page| (page.prompts, page.next_cursor))
+        });
+        let found = tokio::time::timeout(timeout, pages).await.map_err(|_| McpError::Timeout(timeout))??;
         serde_json::to_value(found).map_err(|e| McpError::Call(e.to_string()))
     }
 
@@ -252,5 +292,94 @@ impl McpConnection {
             .map_err(|_| McpError::Timeout(timeout))?
             .map_err(service_error)?;
         serde_json::to_value(found).map_err(|e| McpError::Call(e.to_string()))
+    }
+}
+
+/// The items of every page of a `what` list (asked for by `page`), from at most
+/// [`ListLimits`]' pages: a list that goes on past them is an error.
+async fn all_pages<T, F, Fut>(what: &str, mut page: F) -> Result<Vec<T>, McpError>
+where
+    F: FnMut(PaginatedRequestParams) -> Fut,
+    Fut: Future<Output = Result<(Vec<T>, Option<String>), rmcp::ServiceError>>,
+{
+    let mut found = Vec::new();
+    let mut cursor = None;
+    for _ in 0..ListLimits::default().pages {
+        let (items, next) = page(PaginatedRequestParams::default().with_cursor(cursor)).await.map_err(service_error)?;
+        found.extend(items);
+        cursor = next;
+        if cursor.is_none() {
+            return Ok(found);
+        }
+    }
+    Err(McpError::Call(format!("the server's {what} list went on past {} pages", ListLimits::default().pages)))
+}
+
+/// The tools one listing keeps, and what it left out.
+struct Kept<'a> {
+    limits: &'a ListLimits,
+    tools: Vec<ListedTool>,
+    bytes: usize,
+    /// Tools with an empty name, a name longer than a model provider takes, or one listed before.
+    misnamed: usize,
+    /// Tools past the cap of tools or bytes.
+    over: usize,
+}
+
+impl Kept<'_> {
+    fn offer(&mut self, tool: rmcp::model::Tool) {
+        if self.tools.len() >= self.limits.tools {
+            self.over += 1;
+            return;
+        }
+        let name = tool.name.as_ref();
+        if name.is_empty() || name.len() > MAX_TOOL_NAME || self.tools.iter().any(|t| t.name == name) {
+            self.misnamed += 1;
+            return;
+        }
+        let description = tool.description.as_deref().unwrap_or_default();
+        let size = name.len().saturating_add(description.len()).saturating_add(json_len(&tool.input_schema));
+        if self.bytes.saturating_add(size) > self.limits.bytes {
+            self.over += 1;
+            return;
+        }
+        self.bytes += size;
+        self.tools.push(ListedTool {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            input_schema: Value::Object((*tool.input_schema).clone()),
+        });
+    }
+
+    /// Tells the operator what was left out (`more`: pages were left unasked).
+    fn report(&self, key: &ServerKey, more: bool) {
+        let (tenant, server, kept) = (&key.tenant, &key.name, self.tools.len());
+        if self.misnamed > 0 {
+            tracing::warn!(%tenant, %server, left_out = self.misnamed, max_chars = MAX_TOOL_NAME,
+                "an MCP server listed tools with empty, repeated or too long names; they are not offered");
+        }
+        if self.over > 0 || more {
+            tracing::warn!(%tenant, %server, kept, left_out = self.over, more_pages = more,
+                "an MCP server listed more tools than a server may offer; the first are offered");
+        }
+    }
+}
+
+/// The length of `object` as JSON, without writing it anywhere.
+fn json_len(object: &rmcp::model::JsonObject) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, object) {
+        Ok(()) => count.0,
+        Err(_) => usize::MAX,
     }
 }

@@ -5,6 +5,7 @@
 //! gives a [`Connect`] that does so).
 
 mod connection;
+mod naming;
 mod pool;
 mod sampling;
 /// An MCP server's configuration (its own crate, for the admin API and hermesctl).
@@ -12,12 +13,12 @@ pub use hermes_mcp_config as spec;
 mod stdio;
 mod tool;
 
-pub use connection::{ListedTool, McpConnection, McpError, Offers};
+pub use connection::{ListLimits, ListedTool, McpConnection, McpError, Offers};
 pub use pool::{Connect, HttpConnector, McpServers, ServerKey, Unavailable};
 pub use sampling::{Callers, Calling, SampleAnswer, SampleMessage, SampleRequest, Sampler};
 pub use spec::{McpServerSpec, SamplingSpec, ToolFilter, Transport};
 pub use stdio::SandboxConnector;
-pub use tool::{FileKeeper, McpTool, TurnHooks, strip_invisible};
+pub use tool::{FileKeeper, McpTool, TurnHooks, retained_tool_names, strip_invisible};
 
 #[cfg(test)]
 mod tests;

@@ -12,9 +12,9 @@ use futures_util::future::BoxFuture;
 use hermes_core::{AgentId, TenantId};
 use hermes_tools::Tool;
 
-use crate::connection::{McpConnection, McpError};
+use crate::connection::{ListLimits, ListedTool, McpConnection, McpError, Offers};
 use crate::spec::{McpServerSpec, Transport};
-use crate::tool::{McpTool, Server};
+use crate::tool::{McpTool, Offer, Server};
 
 /// Which server of whose agent.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -38,9 +38,28 @@ pub trait Connect: Send + Sync {
 /// URL first: the client checks names as it resolves them, not address literals); stdio
 /// servers are refused until a sandbox connector is given.
 pub struct HttpConnector {
-    pub client: reqwest::Client,
-    pub policy: std::sync::Arc<hermes_net_policy::outbound::Policy>,
+    client: reqwest::Client,
+    policy: Arc<hermes_net_policy::outbound::Policy>,
 }
+
+impl HttpConnector {
+    /// Its client reaches what `policy` allows, and follows no redirect: a server's headers
+    /// (which may carry the team's keys) go to its configured host only.
+    pub fn new(policy: Arc<hermes_net_policy::outbound::Policy>) -> Result<Self, reqwest::Error> {
+        let refuse = |attempt: reqwest::redirect::Attempt| attempt.error(REDIRECT_REFUSED);
+        let client = hermes_net_policy::outbound::builder(policy.clone())
+            .redirect(reqwest::redirect::Policy::custom(refuse))
+            .connect_timeout(Duration::from_secs(10))
+            // Calls and listings have their own, shorter bounds; this ends a stuck request.
+            .timeout(Duration::from_secs(3_600))
+            .user_agent(concat!("hermes-cloud/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(Self { client, policy })
+    }
+}
+
+/// Why a redirect was not followed.
+const REDIRECT_REFUSED: &str = "an MCP server's redirects are not followed (its `url` must be where it answers)";
 
 impl Connect for HttpConnector {
     fn connect<'a>(
@@ -57,7 +76,13 @@ impl Connect for HttpConnector {
                     if let Some(why) = self.policy.refuse(&parsed) {
                         return Err(McpError::Connect(format!("the server's address is refused: {why}")));
                     }
-                    McpConnection::connect_http(self.client.clone(), key, spec).await
+                    McpConnection::connect_http(self.client.clone(), key, spec).await.map_err(|e| match e {
+                        // The SDK keeps only the text of the client's error, not its cause.
+                        McpError::Connect(why) if why.contains("error following redirect") => {
+                            McpError::Connect(format!("{REDIRECT_REFUSED}: {why}"))
+                        }
+                        other => other,
+                    })
                 }
                 Ok(Transport::Stdio) => Err(McpError::Connect("stdio servers are not available here".into())),
                 Err(e) => Err(McpError::Connect(e.to_string())),
@@ -78,6 +103,7 @@ pub struct McpServers {
     connector: Box<dyn Connect>,
     live: Mutex<HashMap<ServerKey, Live>>,
     idle: Duration,
+    limits: ListLimits,
 }
 
 /// A server that could not be offered this turn, and why (for the operator's log and the
@@ -94,7 +120,12 @@ fn fingerprint(spec: &McpServerSpec) -> String {
 
 impl McpServers {
     pub fn new(connector: Box<dyn Connect>, idle: Duration) -> Arc<Self> {
-        Arc::new(Self { connector, live: Mutex::default(), idle })
+        Self::with_limits(connector, idle, ListLimits::default())
+    }
+
+    /// Sessions whose listings keep within `limits` (tests shorten them).
+    pub fn with_limits(connector: Box<dyn Connect>, idle: Duration, limits: ListLimits) -> Arc<Self> {
+        Arc::new(Self { connector, live: Mutex::default(), idle, limits })
     }
 
     /// The live session for `key` under `spec`, opened when there is none (or it ended, or the
@@ -152,10 +183,10 @@ impl McpServers {
     }
 
     /// The agent's tools from its servers `specs` (name, configuration), for one turn: each
-    /// enabled server's tools through its filter, and its wrappers. A server that cannot be
-    /// reached is left out and reported. `hooks.sampler` answers the sampling requests of
-    /// servers that have sampling on while this turn calls them; `hooks.keeper` keeps the
-    /// pictures their results carry.
+    /// enabled server's tools through its filter, and its wrappers, each under a name of its
+    /// own (see [`crate::naming`]). A server that cannot be reached is left out and reported.
+    /// `hooks.sampler` answers the sampling requests of servers that have sampling on while
+    /// this turn calls them; `hooks.keeper` keeps the pictures their results carry.
     pub async fn tools(
         self: &Arc<Self>,
         tenant: TenantId,
@@ -170,10 +201,10 @@ impl McpServers {
                 (key, spec, listed)
             }
         });
-        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+        let mut offers: Vec<(Arc<Server>, Offer)> = Vec::new();
         let mut unavailable = Vec::new();
         for (key, spec, listed) in futures_util::future::join_all(listed).await {
-            let (listed, offers) = match listed {
+            let (listed, offered) = match listed {
                 Ok(found) => found,
                 Err(e) => {
                     unavailable.push(Unavailable { server: key.name.clone(), reason: e.to_string() });
@@ -181,33 +212,25 @@ impl McpServers {
                 }
             };
             let Ok(filter) = spec.filter() else { continue };
-            let (resources, prompts) = (offers.resources && spec.tools.resources, offers.prompts && spec.tools.prompts);
+            let (resources, prompts) =
+                (offered.resources && spec.tools.resources, offered.prompts && spec.tools.prompts);
             let sampler = hooks.sampler.clone().filter(|_| spec.sampling.enabled);
             let server = Arc::new(Server { pool: self.clone(), key, spec, sampler, keeper: hooks.keeper.clone() });
-            for tool in listed.iter().filter(|t| filter.allows(&t.name)) {
-                tools.push(Arc::new(McpTool::call(
-                    server.clone(),
-                    &tool.name,
-                    &tool.description,
-                    tool.input_schema.clone(),
-                )));
+            for tool in listed.into_iter().filter(|t| filter.allows(&t.name)) {
+                offers.push((server.clone(), Offer::Tool(tool)));
             }
-            for wrapper in McpTool::wrappers(&server, resources, prompts) {
-                tools.push(Arc::new(wrapper));
+            for wrapper in Offer::wrappers(resources, prompts) {
+                offers.push((server.clone(), wrapper));
             }
         }
-        (tools, unavailable)
+        (named(offers), unavailable)
     }
 
     /// A server's tools and what else it offers, reconnecting once when the session was lost.
-    async fn listed(
-        &self,
-        key: &ServerKey,
-        spec: &McpServerSpec,
-    ) -> Result<(Vec<crate::connection::ListedTool>, crate::connection::Offers), McpError> {
+    async fn listed(&self, key: &ServerKey, spec: &McpServerSpec) -> Result<(Vec<ListedTool>, Offers), McpError> {
         for attempt in 0..2 {
             let conn = self.connection(key, spec).await?;
-            match conn.tools(spec.timeout()).await {
+            match conn.tools(&self.limits, spec.timeout()).await {
                 Ok(tools) => return Ok((tools, conn.offers)),
                 Err(McpError::Lost) if attempt == 0 => self.forget(key),
                 Err(e) => return Err(e),
@@ -215,4 +238,22 @@ impl McpServers {
         }
         Err(McpError::Lost)
     }
+}
+
+/// The offers as tools, each under the name [`crate::naming::assign`] gives it; one that gets
+/// none is left out, with a warning.
+fn named(offers: Vec<(Arc<Server>, Offer)>) -> Vec<Arc<dyn Tool>> {
+    let names = {
+        let wanted: Vec<(&str, &str)> = offers.iter().map(|(s, o)| (s.key.name.as_str(), o.suffix())).collect();
+        crate::naming::assign(&wanted)
+    };
+    let mut tools: Vec<Arc<dyn Tool>> = Vec::with_capacity(offers.len());
+    for ((server, offer), given) in offers.into_iter().zip(names) {
+        match given {
+            Some(given) => tools.push(Arc::new(McpTool::new(server, given.name, offer, given.tagged))),
+            None => tracing::warn!(tenant = %server.key.tenant, server = %server.key.name, tool = offer.suffix(),
+                "an MCP tool's name is another tool's too, even tagged; neither is offered"),
+        }
+    }
+    tools
 }

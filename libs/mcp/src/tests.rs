@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use hermes_core::AgentId;
-use hermes_net_policy::outbound::{Policy, client_for};
+use hermes_net_policy::outbound::Policy;
 use hermes_testkit::mcp::{LEAKED_TOKEN, McpTestServer};
 use hermes_tools::{Tool, ToolCtx, ToolError};
 
@@ -22,9 +22,8 @@ fn ctx() -> ToolCtx {
 /// Sessions whose client trusts `trusted` (the test server is on loopback).
 fn pool(trusted: &[String]) -> Arc<McpServers> {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let policy = Arc::new(Policy::trusting(trusted));
-    let client = client_for(policy.clone(), Duration::from_secs(5), Duration::from_secs(60)).unwrap();
-    McpServers::new(Box::new(HttpConnector { client, policy }), Duration::from_secs(600))
+    let connector = HttpConnector::new(Arc::new(Policy::trusting(trusted))).unwrap();
+    McpServers::new(Box::new(connector), Duration::from_secs(600))
 }
 
 fn spec(server: &McpTestServer, extra: Value) -> McpServerSpec {
@@ -54,8 +53,8 @@ async fn call(tool: &Arc<dyn Tool>, args: Value) -> Result<Value, String> {
     }
 }
 
-fn names(tools: &[Arc<dyn Tool>]) -> Vec<&'static str> {
-    let mut names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+fn names(tools: &[Arc<dyn Tool>]) -> Vec<String> {
+    let mut names: Vec<String> = tools.iter().map(|t| t.name().to_string()).collect();
     names.sort();
     names
 }
@@ -127,12 +126,12 @@ async fn a_changed_tool_list_shows_at_the_next_turn_and_a_restarted_server_is_re
     let mut server = McpTestServer::start().await.unwrap();
     let pool = pool(&[server.host()]);
     let first = tools(&pool, spec(&server, json!({}))).await;
-    assert!(!names(&first).contains(&"mcp_git_hub_late_tool"));
+    assert!(!names(&first).iter().any(|n| n == "mcp_git_hub_late_tool"));
     assert_eq!(call(named(&first, "mcp_git_hub_unlock"), json!({})).await.unwrap()["result"], "unlocked");
     // The notification travels on its own; the next turn's listing sees the new tool.
     let mut seen = false;
     for _ in 0..50 {
-        if names(&tools(&pool, spec(&server, json!({}))).await).contains(&"mcp_git_hub_late_tool") {
+        if names(&tools(&pool, spec(&server, json!({}))).await).iter().any(|n| n == "mcp_git_hub_late_tool") {
             seen = true;
             break;
         }

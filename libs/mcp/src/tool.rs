@@ -5,31 +5,26 @@
 //! secrets redacted; a lost session is re-established once per call, and a server that stays
 //! down is reported to the model instead of being called in a loop.
 
-use std::collections::HashSet;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use hermes_core::ToolsetName;
-use hermes_tools::{Tool, ToolCtx, ToolError};
+use hermes_tools::{Tool, ToolCtx, ToolError, ToolName};
 
-use crate::connection::{McpConnection, McpError};
+use crate::connection::{ListedTool, McpConnection, McpError};
 use crate::pool::{McpServers, ServerKey};
-use crate::spec::{McpServerSpec, sanitize, tool_name};
+use crate::spec::McpServerSpec;
 
-/// Tool names live as long as the process (the registry keys tools by `&'static str`); each
-/// distinct name is kept once, so the memory is bounded by the names servers have offered.
-static NAMES: LazyLock<Mutex<HashSet<&'static str>>> = LazyLock::new(Mutex::default);
+/// The servers' tools alive in the process; their names go with them.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
 
-fn intern(name: String) -> &'static str {
-    let Ok(mut names) = NAMES.lock() else { return Box::leak(name.into_boxed_str()) };
-    if let Some(known) = names.get(name.as_str()) {
-        return known;
-    }
-    let leaked: &'static str = Box::leak(name.into_boxed_str());
-    names.insert(leaked);
-    leaked
+/// How many names of servers' tools the process keeps: those of the tools alive (the turns'
+/// in flight), no more. The sessions' own lists add at most [`crate::ListLimits`]' cap each.
+pub fn retained_tool_names() -> usize {
+    LIVE.load(Ordering::Relaxed)
 }
 
 /// Removes Unicode tag characters (U+E0000–U+E007F), which can hide instructions in text.
@@ -37,14 +32,52 @@ pub fn strip_invisible(text: &str) -> String {
     text.chars().filter(|c| !('\u{E0000}'..='\u{E007F}').contains(c)).collect()
 }
 
-/// What a wrapper does.
+/// Upstream's wrappers of a server's resources and prompts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Action {
-    Call,
+pub(crate) enum Wrapper {
     ListResources,
     ReadResource,
     ListPrompts,
     GetPrompt,
+}
+
+impl Wrapper {
+    /// What follows `mcp_<server>_` in its name (upstream's).
+    fn suffix(self) -> &'static str {
+        match self {
+            Self::ListResources => "list_resources",
+            Self::ReadResource => "read_resource",
+            Self::ListPrompts => "list_prompts",
+            Self::GetPrompt => "get_prompt",
+        }
+    }
+
+    /// Its description and parameters, for server `server`.
+    fn schema(self, server: &str) -> (String, Value) {
+        let empty = json!({ "type": "object", "properties": {} });
+        match self {
+            Self::ListResources => (format!("List available resources from MCP server '{server}'"), empty),
+            Self::ReadResource => (
+                format!("Read a resource by URI from MCP server '{server}'"),
+                json!({ "type": "object", "properties": { "uri": { "type": "string", "description": "URI of the resource to read" } }, "required": ["uri"] }),
+            ),
+            Self::ListPrompts => (format!("List available prompts from MCP server '{server}'"), empty),
+            Self::GetPrompt => (
+                format!("Get a prompt by name from MCP server '{server}'"),
+                json!({ "type": "object", "properties": {
+                    "name": { "type": "string", "description": "Name of the prompt to retrieve" },
+                    "arguments": { "type": "object", "description": "Optional arguments to pass to the prompt", "properties": {}, "additionalProperties": true }
+                }, "required": ["name"] }),
+            ),
+        }
+    }
+}
+
+/// What a tool does: call the server's tool, or one of the wrappers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Action {
+    Call,
+    Wrapper(Wrapper),
 }
 
 /// The server a tool belongs to.
@@ -82,9 +115,37 @@ pub struct TurnHooks {
 /// The largest picture kept from a result (as the chat platforms take).
 const MAX_KEPT_BYTES: usize = 20 * 1024 * 1024;
 
+/// What a server offers the agent: one of its tools, or one of upstream's wrappers.
+pub(crate) enum Offer {
+    Tool(ListedTool),
+    Wrapper(Wrapper),
+}
+
+impl Offer {
+    /// The wrappers for a server with resources and prompts as given.
+    pub(crate) fn wrappers(resources: bool, prompts: bool) -> Vec<Self> {
+        let mut out = Vec::new();
+        if resources {
+            out.extend([Self::Wrapper(Wrapper::ListResources), Self::Wrapper(Wrapper::ReadResource)]);
+        }
+        if prompts {
+            out.extend([Self::Wrapper(Wrapper::ListPrompts), Self::Wrapper(Wrapper::GetPrompt)]);
+        }
+        out
+    }
+
+    /// What follows `mcp_<server>_` in its name: the tool's name, or upstream's for a wrapper.
+    pub(crate) fn suffix(&self) -> &str {
+        match self {
+            Self::Tool(tool) => &tool.name,
+            Self::Wrapper(wrapper) => wrapper.suffix(),
+        }
+    }
+}
+
 /// One of a server's tools (or wrappers), as the agent sees it.
 pub struct McpTool {
-    name: &'static str,
+    name: Arc<str>,
     schema: Value,
     /// The server's own name for it.
     remote: String,
@@ -92,57 +153,37 @@ pub struct McpTool {
     server: Arc<Server>,
 }
 
-impl McpTool {
-    /// A server tool.
-    pub(crate) fn call(server: Arc<Server>, remote: &str, description: &str, input_schema: Value) -> Self {
-        let name = intern(tool_name(&server.key.name, remote));
-        let description = if description.trim().is_empty() {
-            format!("MCP tool {remote} from {}", server.key.name)
-        } else {
-            strip_invisible(description)
-        };
-        let schema = json!({ "name": name, "description": description, "parameters": normalize(input_schema) });
-        Self { name, schema, remote: remote.to_owned(), action: Action::Call, server }
+impl Drop for McpTool {
+    fn drop(&mut self) {
+        LIVE.fetch_sub(1, Ordering::Relaxed);
     }
+}
 
-    /// Upstream's resource and prompt wrappers for a server.
-    pub(crate) fn wrappers(server: &Arc<Server>, resources: bool, prompts: bool) -> Vec<Self> {
-        let s = sanitize(&server.key.name);
+impl McpTool {
+    /// `offer` of `server`, offered as `name`; `tagged`: the name is not upstream's plain one
+    /// (it was cut, or another tool had it), so the description says whose tool it is.
+    pub(crate) fn new(server: Arc<Server>, name: String, offer: Offer, tagged: bool) -> Self {
         let n = &server.key.name;
-        let empty = json!({ "type": "object", "properties": {} });
-        let mut out = Vec::new();
-        let mut add = |action, suffix: &str, description: String, parameters: Value| {
-            let name = intern(format!("mcp_{s}_{suffix}"));
-            let schema = json!({ "name": name, "description": description, "parameters": parameters });
-            out.push(Self { name, schema, remote: String::new(), action, server: server.clone() });
+        let (remote, action, description, parameters) = match offer {
+            Offer::Tool(tool) => {
+                let mut description = if tool.description.trim().is_empty() {
+                    format!("MCP tool {} from {n}", tool.name)
+                } else {
+                    strip_invisible(&tool.description)
+                };
+                if tagged {
+                    description = format!("{description} (tool {} of MCP server {n})", tool.name);
+                }
+                (tool.name, Action::Call, description, normalize(tool.input_schema))
+            }
+            Offer::Wrapper(wrapper) => {
+                let (description, parameters) = wrapper.schema(n);
+                (String::new(), Action::Wrapper(wrapper), description, parameters)
+            }
         };
-        if resources {
-            add(
-                Action::ListResources,
-                "list_resources",
-                format!("List available resources from MCP server '{n}'"),
-                empty.clone(),
-            );
-            add(
-                Action::ReadResource,
-                "read_resource",
-                format!("Read a resource by URI from MCP server '{n}'"),
-                json!({ "type": "object", "properties": { "uri": { "type": "string", "description": "URI of the resource to read" } }, "required": ["uri"] }),
-            );
-        }
-        if prompts {
-            add(Action::ListPrompts, "list_prompts", format!("List available prompts from MCP server '{n}'"), empty);
-            add(
-                Action::GetPrompt,
-                "get_prompt",
-                format!("Get a prompt by name from MCP server '{n}'"),
-                json!({ "type": "object", "properties": {
-                    "name": { "type": "string", "description": "Name of the prompt to retrieve" },
-                    "arguments": { "type": "object", "description": "Optional arguments to pass to the prompt", "properties": {}, "additionalProperties": true }
-                }, "required": ["name"] }),
-            );
-        }
-        out
+        let schema = json!({ "name": name, "description": description, "parameters": parameters });
+        LIVE.fetch_add(1, Ordering::Relaxed);
+        Self { name: name.into(), schema, remote, action, server }
     }
 
     async fn once(&self, ctx: &ToolCtx, conn: &McpConnection, args: &Value) -> Result<String, McpError> {
@@ -156,10 +197,10 @@ impl McpTool {
                 }
                 return render(&result);
             }
-            Action::ListResources => conn.list_resources(timeout).await?,
-            Action::ReadResource => conn.read_resource(&arg("uri"), timeout).await?,
-            Action::ListPrompts => conn.list_prompts(timeout).await?,
-            Action::GetPrompt => {
+            Action::Wrapper(Wrapper::ListResources) => conn.list_resources(timeout).await?,
+            Action::Wrapper(Wrapper::ReadResource) => conn.read_resource(&arg("uri"), timeout).await?,
+            Action::Wrapper(Wrapper::ListPrompts) => conn.list_prompts(timeout).await?,
+            Action::Wrapper(Wrapper::GetPrompt) => {
                 let arguments = args.get("arguments").cloned().unwrap_or(Value::Null);
                 conn.get_prompt(&arg("name"), arguments, timeout).await?
             }
@@ -255,8 +296,8 @@ fn normalize(schema: Value) -> Value {
 }
 
 impl Tool for McpTool {
-    fn name(&self) -> &'static str {
-        self.name
+    fn name(&self) -> ToolName {
+        ToolName::Chosen(self.name.clone())
     }
 
     fn toolset(&self) -> ToolsetName {
@@ -268,7 +309,7 @@ impl Tool for McpTool {
     }
 
     fn read_only(&self) -> bool {
-        matches!(self.action, Action::ListResources | Action::ReadResource | Action::ListPrompts | Action::GetPrompt)
+        matches!(self.action, Action::Wrapper(_))
     }
 
     /// A server's calls run one at a time, as upstream's default.
@@ -319,7 +360,7 @@ impl Tool for McpTool {
 
 impl McpTool {
     fn remote_name(&self) -> &str {
-        if self.remote.is_empty() { self.name } else { &self.remote }
+        if self.remote.is_empty() { &self.name } else { &self.remote }
     }
 }
 
@@ -348,6 +389,5 @@ mod tests {
         assert_eq!(strip_invisible("ok\u{E0041}\u{E0042} done"), "ok done");
         assert_eq!(normalize(json!(null)), json!({"type": "object", "properties": {}}));
         assert_eq!(normalize(json!({"type": "object", "required": []}))["properties"], json!({}));
-        assert!(std::ptr::eq(intern("mcp_a_b".into()), intern("mcp_a_b".into())), "one copy per name");
     }
 }

@@ -4,7 +4,10 @@
 //! hiding Unicode tag characters), `slow` (sleeps), `summarize` (asks the client's model, by
 //! MCP sampling, to summarise its text, asking for 500 tokens), and `unlock`, which adds
 //! `late_tool` and says the list changed. One resource (`memo://readme`) and one prompt (`greeting`). It can be
-//! restarted on the same port, which loses every session, as a real restart does.
+//! restarted on the same port, which loses every session, as a real restart does. Servers that
+//! misbehave on purpose are in [`hostile`].
+
+pub mod hostile;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -227,8 +227,8 @@ fn report(done: &CodeFinished, timeout_secs: u32) -> String {
 }
 
 impl Tool for ExecuteCode {
-    fn name(&self) -> &'static str {
-        "execute_code"
+    fn name(&self) -> hermes_tools::ToolName {
+        hermes_tools::ToolName::Fixed("execute_code")
     }
 
     fn toolset(&self) -> hermes_core::ToolsetName {

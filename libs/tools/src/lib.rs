@@ -11,9 +11,12 @@ use serde_json::Value;
 pub use hermes_core::ApprovalMode;
 use hermes_core::{AgentId, InteractionKind, SessionId, TenantId, ToolCall, TurnId};
 
+mod name;
 mod schemas;
 mod simple;
 
+pub use name::ToolName;
+pub use schemas::shared_names as shared_schema_names;
 pub use simple::{Choice, SimpleTool, ToolSpec, object_schema};
 
 /// Who is calling: set by the worker from the claimed turn, invisible to the model.
@@ -127,7 +130,7 @@ pub enum ToolError {
 /// A tool the agent can call.
 pub trait Tool: Send + Sync {
     /// The name the model calls it by.
-    fn name(&self) -> &'static str;
+    fn name(&self) -> ToolName;
     /// The toolset that enables it (an agent's `toolsets` list).
     fn toolset(&self) -> hermes_core::ToolsetName;
     /// The OpenAI function schema `{"name", "description", "parameters"}`.
@@ -236,7 +239,7 @@ struct Registered {
 /// The tools available to one agent.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
-    tools: BTreeMap<&'static str, Registered>,
+    tools: BTreeMap<ToolName, Registered>,
     spill: Option<Arc<dyn ResultSpill>>,
 }
 
@@ -271,10 +274,17 @@ impl ToolRegistry {
         }
     }
 
-    /// Adds a tool (a later one with the same name replaces it).
+    /// Adds a tool (a later one with the same name replaces it). A tool named at run time (an
+    /// MCP server's) never replaces one already there: it is left out, with a warning, so a
+    /// call cannot go to another tool than the one its name was given to.
     pub fn register(&mut self, tool: Arc<dyn Tool>) {
-        let schema = schemas::shared(tool.name(), tool.schema());
-        self.tools.insert(tool.name(), Registered { tool, schema });
+        let name = tool.name();
+        if name.fixed().is_none() && self.tools.contains_key(name.as_str()) {
+            tracing::warn!(tool = %name, "a tool named at run time has the name of one already registered; left out");
+            return;
+        }
+        let schema = schemas::shared(&name, tool.schema());
+        self.tools.insert(name, Registered { tool, schema });
     }
 
     /// Only the tools whose toolset is in `enabled`.
@@ -283,20 +293,30 @@ impl ToolRegistry {
             .tools
             .iter()
             .filter(|(_, t)| t.tool.toolset().enabled_in(enabled))
-            .map(|(n, t)| (*n, t.clone()))
+            .map(|(n, t)| (n.clone(), t.clone()))
             .collect();
         Self { tools, spill: self.spill.clone() }
     }
 
     /// Only the tools named (those of them it has).
     pub fn only(&self, names: &[&str]) -> Self {
-        let tools = self.tools.iter().filter(|(n, _)| names.contains(n)).map(|(n, t)| (*n, t.clone())).collect();
+        let tools = self
+            .tools
+            .iter()
+            .filter(|(n, _)| names.contains(&n.as_str()))
+            .map(|(n, t)| (n.clone(), t.clone()))
+            .collect();
         Self { tools, spill: self.spill.clone() }
     }
 
     /// All tools but those named.
     pub fn without(&self, names: &[&str]) -> Self {
-        let tools = self.tools.iter().filter(|(n, _)| !names.contains(n)).map(|(n, t)| (*n, t.clone())).collect();
+        let tools = self
+            .tools
+            .iter()
+            .filter(|(n, _)| !names.contains(&n.as_str()))
+            .map(|(n, t)| (n.clone(), t.clone()))
+            .collect();
         Self { tools, spill: self.spill.clone() }
     }
 
@@ -304,14 +324,23 @@ impl ToolRegistry {
         self.tools.is_empty()
     }
 
-    pub fn names(&self) -> Vec<&'static str> {
-        self.tools.keys().copied().collect()
+    pub fn names(&self) -> Vec<&str> {
+        self.tools.keys().map(ToolName::as_str).collect()
     }
 
-    /// `name` as a metric label: a registered tool's name, else `unknown` (the model chooses
-    /// the names it calls, and a label per invented name would grow without bound).
+    /// The names the code fixed (every tool's but those named at run time, an MCP server's),
+    /// for what keeps them past the registry.
+    pub fn fixed_names(&self) -> Vec<&'static str> {
+        self.tools.keys().filter_map(ToolName::fixed).collect()
+    }
+
+    /// `name` as a metric label: a registered tool's name where the code fixed it, the toolset
+    /// of one named at run time (`mcp`), else `unknown`. The model chooses the names it calls,
+    /// and a server its tools', so a label per name would grow without bound.
     pub fn label(&self, name: &str) -> &'static str {
-        self.tools.get_key_value(name).map_or("unknown", |(known, _)| *known)
+        self.tools
+            .get_key_value(name)
+            .map_or("unknown", |(known, r)| known.fixed().unwrap_or_else(|| r.tool.toolset().as_str()))
     }
 
     /// The traits of `name`; an unknown tool counts as mutating and parallel (its call fails

@@ -3,8 +3,8 @@ use hermes_core::ToolCallFunction;
 
 struct Echo;
 impl Tool for Echo {
-    fn name(&self) -> &'static str {
-        "echo"
+    fn name(&self) -> ToolName {
+        ToolName::Fixed("echo")
     }
     fn toolset(&self) -> hermes_core::ToolsetName {
         hermes_core::ToolsetName::Todo
@@ -64,8 +64,8 @@ struct Big {
     pinned: bool,
 }
 impl Tool for Big {
-    fn name(&self) -> &'static str {
-        if self.pinned { "pinned" } else { "big" }
+    fn name(&self) -> ToolName {
+        ToolName::Fixed(if self.pinned { "pinned" } else { "big" })
     }
     fn toolset(&self) -> hermes_core::ToolsetName {
         hermes_core::ToolsetName::Todo
@@ -135,4 +135,46 @@ async fn a_result_that_cannot_be_saved_is_cut_with_a_note() {
     let out = reg.dispatch(&ctx(), &call("big", "{}")).await;
     assert!(out.text.contains("[Truncated: the result was 120000 characters and could not be saved.]"));
     assert!(out.text.len() < 2_000);
+}
+
+/// A tool named at run time, as an MCP server's tools are.
+struct Named(&'static str, String);
+impl Tool for Named {
+    fn name(&self) -> ToolName {
+        ToolName::Chosen(self.1.as_str().into())
+    }
+    fn toolset(&self) -> hermes_core::ToolsetName {
+        hermes_core::ToolsetName::Mcp
+    }
+    fn schema(&self) -> Value {
+        serde_json::json!({"name": self.name(), "description": self.0, "parameters": {"type": "object"}})
+    }
+    fn read_only(&self) -> bool {
+        true
+    }
+    fn call<'a>(&'a self, _: &'a ToolCtx, _: Value) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(async move { Ok(self.0.to_owned()) })
+    }
+}
+
+#[tokio::test]
+async fn a_tool_named_at_run_time_never_replaces_another_and_leaves_no_name_behind() {
+    let mut reg = ToolRegistry::new();
+    reg.register(Arc::new(Echo));
+    reg.register(Arc::new(Named("trusted", "mcp_a_b_c".into())));
+    reg.register(Arc::new(Named("impostor", "mcp_a_b_c".into())));
+    reg.register(Arc::new(Named("shadow", "echo".into())));
+    assert_eq!(reg.dispatch(&ctx(), &call("mcp_a_b_c", "{}")).await.text, "trusted", "the first keeps its name");
+    assert_eq!(reg.dispatch(&ctx(), &call("echo", r#"{"text":"hi"}"#)).await.text, "hi");
+    assert_eq!((reg.label("mcp_a_b_c"), reg.label("echo"), reg.label("nope")), ("mcp", "echo", "unknown"));
+    assert_eq!(reg.fixed_names(), ["echo"]);
+    assert_eq!(reg.names(), ["echo", "mcp_a_b_c"]);
+
+    // Fresh names, as a server may invent on every listing: no schema is kept under them.
+    let before = crate::shared_schema_names();
+    for n in 0..100 {
+        reg.register(Arc::new(Named("fresh", format!("mcp_s_t_{n}"))));
+    }
+    // Other tests of this binary may add their few fixed names meanwhile.
+    assert!(crate::shared_schema_names() <= before + 4, "{} names", crate::shared_schema_names());
 }

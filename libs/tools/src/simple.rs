@@ -68,8 +68,8 @@ pub trait SimpleTool: Send + Sync {
 }
 
 impl<T: SimpleTool> Tool for T {
-    fn name(&self) -> &'static str {
-        T::SPEC.name
+    fn name(&self) -> crate::ToolName {
+        crate::ToolName::Fixed(T::SPEC.name)
     }
 
     fn toolset(&self) -> ToolsetName {

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use hermes_core::TenantId;
 use hermes_mcp::spec::substitute;
 use hermes_mcp::{HttpConnector, McpServerSpec, McpServers};
-use hermes_net_policy::outbound::{Policy, client_for};
+use hermes_net_policy::outbound::Policy;
 use hermes_store::{CredentialPools, SecretBox, StoredMcpServer};
 use hermes_tools::ToolRegistry;
 
@@ -24,9 +24,9 @@ pub(crate) fn servers(
     sandboxes: Arc<dyn hermes_sandbox::Sandboxes>,
 ) -> Result<Arc<McpServers>, reqwest::Error> {
     let policy = Arc::new(Policy::trusting(&config.allow_private_hosts));
-    // Calls have their own timeouts (a server's `timeout`); this bounds a stuck connection.
-    let client = client_for(policy.clone(), Duration::from_secs(10), Duration::from_secs(3_600))?;
-    let connector = hermes_mcp::SandboxConnector { sandboxes, http: HttpConnector { client, policy } };
+    // No redirects; calls have their server's `timeout`, listings at most 30 s (`ListLimits`).
+    let http = HttpConnector::new(policy)?;
+    let connector = hermes_mcp::SandboxConnector { sandboxes, http };
     Ok(McpServers::new(Box::new(connector), Duration::from_secs(config.idle_seconds.max(10))))
 }
 

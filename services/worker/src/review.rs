@@ -143,7 +143,7 @@ fn reviewer_tools(rt: &Arc<Runtime>, agent: &Agent, user_key: &str) -> ToolRegis
         tools.register(Arc::new(crate::memory_tool::MemoryTool::for_user(rt, user_key)));
     }
     if ToolsetName::Skills.enabled_in(&agent.toolsets) {
-        let names = tools.names();
+        let names = tools.fixed_names();
         crate::skills::register_tools(rt, &mut tools, agent, names, "review");
     }
     tools

@@ -86,7 +86,7 @@ pub(crate) fn tools_for_turn(
         }));
     }
     if ToolsetName::Skills.enabled_in(&agent.toolsets) {
-        let names = tools.names();
+        let names = tools.fixed_names();
         crate::skills::register_tools(rt, &mut tools, agent, names, "agent");
     }
     if ToolsetName::CodeExecution.enabled_in(&agent.toolsets) {
