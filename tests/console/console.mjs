@@ -382,15 +382,15 @@ await step('an expired session lands on the sign-in page', async () => {
   await stale.close();
 });
 
-await step('single sign-on through the identity provider signs the owner in', async () => {
+await step("single sign-on: the installation's provider sends a team's domain to the team's own, which signs the owner in", async () => {
   const sso = await browser.newContext({ locale: 'en-US' });
   const page = await sso.newPage();
   await page.goto(`${base}/console/t/${world.tenant}/members`);
   await page.waitForURL(/\/console\/sign-in/);
   await shot(page, 'sign-in-en');
   await page.getByRole('link', { name: 'Single sign-on' }).click();
-  await page.waitForURL(`${base}/console/t/${world.tenant}/members`);
-  await page.getByRole('button', { name: 'Invite', exact: true }).waitFor();
+  await page.waitForURL(/sso_error=team_provider/);
+  await page.getByText("People of your email domain sign in through their team's single sign-on").waitFor();
   await sso.close();
   // And through the team's own provider, found by the work email's domain.
   const work = await browser.newContext({ locale: 'en-US' });

@@ -249,6 +249,7 @@ impl TestEnv {
             secret: secret.into(),
             priority: 0,
             allowed_hosts: vec!["127.0.0.1".into()],
+            readable_in_sandbox: false,
         };
         self.store.add_credential(tenant, key, &secrets).await.unwrap();
     }

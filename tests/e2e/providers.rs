@@ -102,6 +102,7 @@ async fn a_failing_primary_falls_back_to_the_next_model_with_a_pooled_key() {
                 secret: "pool-secret".into(),
                 priority: 0,
                 allowed_hosts: vec!["127.0.0.1".into()],
+                readable_in_sandbox: false,
             },
             &secrets,
         )

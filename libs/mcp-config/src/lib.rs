@@ -224,6 +224,12 @@ impl McpServerSpec {
         Ok(names)
     }
 
+    /// The configuration without its headers: whose `${NAME}`s go into the sandbox (a stdio
+    /// server's environment, which the agent's own code can read).
+    pub fn env_only(&self) -> Self {
+        Self { headers: BTreeMap::new(), ..self.clone() }
+    }
+
     /// The configuration as it is shown back: every `env` and `headers` value masked.
     pub fn masked(&self) -> Self {
         let mask = |m: &BTreeMap<String, String>| m.keys().map(|k| (k.clone(), "***".to_owned())).collect();

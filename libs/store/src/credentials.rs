@@ -21,6 +21,8 @@ pub struct PooledCredential {
     pub sealed: Vec<u8>,
     pub priority: i32,
     pub allowed_hosts: Vec<String>,
+    /// May go into a stdio MCP server's environment, where the agent's own code can read it.
+    pub readable_in_sandbox: bool,
     pub created_at: DateTime<Utc>,
 }
 
@@ -32,6 +34,8 @@ pub struct NewCredential {
     pub secret: String,
     pub priority: i32,
     pub allowed_hosts: Vec<String>,
+    /// May go into a stdio MCP server's environment, where the agent's own code can read it.
+    pub readable_in_sandbox: bool,
 }
 
 fn context(tenant: TenantId, id: Uuid) -> String {
@@ -71,8 +75,9 @@ impl Store {
         let id = Uuid::now_v7();
         let sealed = secrets.seal(&context(tenant, id), new.secret.as_bytes())?;
         let row = sqlx::query(
-            "INSERT INTO provider_credentials (id, tenant_id, provider, label, secret, priority, allowed_hosts)
-             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at",
+            "INSERT INTO provider_credentials
+                 (id, tenant_id, provider, label, secret, priority, allowed_hosts, readable_in_sandbox)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING created_at",
         )
         .bind(id)
         .bind(tenant.as_uuid())
@@ -81,6 +86,7 @@ impl Store {
         .bind(&sealed)
         .bind(new.priority)
         .bind(&new.allowed_hosts)
+        .bind(new.readable_in_sandbox)
         .fetch_one(&mut *self.as_tenant(tenant).await?)
         .await
         .map_err(|e| StoreError::conflict_on_unique(e, &format!("credential {:?} of {}", new.label, new.provider)))?;
@@ -91,20 +97,37 @@ impl Store {
             sealed,
             priority: new.priority,
             allowed_hosts: new.allowed_hosts,
+            readable_in_sandbox: new.readable_in_sandbox,
             created_at: row.try_get("created_at")?,
         })
     }
 
     /// Every pool of the tenant, by provider: its keys in priority order and its strategy.
     /// Read once at the start of a turn, alongside the turn's other reads.
-    /// The first of `names` that names none of the tenant's credential pools (case-insensitively):
-    /// a configuration's `${NAME}` that nothing would fill.
-    pub async fn missing_credential(&self, tenant: TenantId, names: &[String]) -> Result<Option<String>> {
-        if names.is_empty() {
-            return Ok(None);
+    /// Checks an MCP server's `${NAME}` references as it is saved: each of `names` must name one
+    /// of the tenant's credential pools (case-insensitively), and each of `in_sandbox` (a stdio
+    /// server's environment, which the agent's own code can read) a pool with a key added as
+    /// readable there. `Invalid`, saying which and what to do, otherwise.
+    pub async fn check_secret_refs(&self, tenant: TenantId, names: &[String], in_sandbox: &[String]) -> Result<()> {
+        if names.is_empty() && in_sandbox.is_empty() {
+            return Ok(());
         }
         let pools = self.credential_pools(tenant).await?;
-        Ok(names.iter().find(|name| !pools.keys().any(|pool| pool.eq_ignore_ascii_case(name))).cloned())
+        let pool = |name: &String| pools.iter().find(|(pool, _)| pool.eq_ignore_ascii_case(name)).map(|(_, p)| p);
+        if let Some(name) = names.iter().chain(in_sandbox).find(|name| pool(name).is_none()) {
+            return Err(StoreError::Invalid(format!(
+                "`${{{name}}}` names none of the team's keys: add a credential named {name} first"
+            )));
+        }
+        let readable = |name: &&String| pool(name).is_some_and(|(keys, _)| keys.iter().any(|k| k.readable_in_sandbox));
+        if let Some(name) = in_sandbox.iter().find(|name| !readable(name)) {
+            return Err(StoreError::Invalid(format!(
+                "`${{{name}}}` in a stdio server's env would be readable by the agent's code, and no {name} key \
+                 was added as readable by the agent's code (readable_in_sandbox): add one that is, or use an HTTP \
+                 server's headers"
+            )));
+        }
+        Ok(())
     }
 
     pub async fn credential_pools(&self, tenant: TenantId) -> Result<CredentialPools> {
@@ -115,7 +138,7 @@ impl Store {
     pub async fn delete_credential(&self, tenant: TenantId, id: Uuid) -> Result<PooledCredential> {
         let row = sqlx::query(
             "DELETE FROM provider_credentials WHERE tenant_id = $1 AND id = $2
-             RETURNING id, provider, label, secret, priority, allowed_hosts, created_at",
+             RETURNING id, provider, label, secret, priority, allowed_hosts, readable_in_sandbox, created_at",
         )
         .bind(tenant.as_uuid())
         .bind(id)
@@ -146,7 +169,7 @@ impl Store {
 /// [`Store::credential_pools`] on a connection already set to `tenant`.
 pub(crate) async fn credential_pools_on(conn: &mut PgConnection, tenant: TenantId) -> Result<CredentialPools> {
     let rows = sqlx::query(
-        "SELECT c.id, c.provider, c.label, c.secret, c.priority, c.allowed_hosts, c.created_at,
+        "SELECT c.id, c.provider, c.label, c.secret, c.priority, c.allowed_hosts, c.readable_in_sandbox, c.created_at,
                 COALESCE(p.strategy, 'fill_first') AS strategy
          FROM provider_credentials c
          LEFT JOIN provider_pools p ON p.tenant_id = c.tenant_id AND p.provider = c.provider

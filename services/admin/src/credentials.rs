@@ -45,6 +45,7 @@ pub(crate) async fn list(
                 let live = health.iter().find(|h| h.id == k.id.to_string());
                 json!({
                     "id": k.id, "label": k.label, "priority": k.priority, "allowed_hosts": k.allowed_hosts,
+                    "readable_in_sandbox": k.readable_in_sandbox,
                     "created_at": k.created_at, "health": live,
                 })
             })
@@ -68,6 +69,10 @@ pub(crate) struct NewKey {
     priority: i32,
     /// The hosts it may be sent to (`api.openai.com`, ...): a key never leaves for another.
     allowed_hosts: Vec<String>,
+    /// Readable by the agent's code: it may also go into a stdio MCP server's environment
+    /// (`${NAME}`), in the sandbox where the agent's own programs run. Default false.
+    #[serde(default)]
+    readable_in_sandbox: bool,
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/credentials", tag = "admin: credentials", request_body = NewKey,
@@ -99,11 +104,13 @@ pub(crate) async fn add(
         secret: body.secret.trim().to_owned(),
         priority: body.priority,
         allowed_hosts: hosts,
+        readable_in_sandbox: body.readable_in_sandbox,
     };
     let added = state.store.add_credential(t.id, new, secrets).await.map_err(store_error)?;
     let shown = json!({
         "id": added.id, "provider": added.provider, "label": added.label, "priority": added.priority,
-        "allowed_hosts": added.allowed_hosts, "created_at": added.created_at,
+        "allowed_hosts": added.allowed_hosts, "readable_in_sandbox": added.readable_in_sandbox,
+        "created_at": added.created_at,
     });
     let change = Change::new("credential.added", "credential", added.id).after(&shown);
     caller.record(&state, Some(t.id), change).await?;

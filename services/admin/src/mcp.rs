@@ -65,11 +65,11 @@ pub(crate) async fn set(
     {
         return Err(bad(format!("the server's url is refused: {why}")).with_param("url"));
     }
-    // `${NAME}` must name one of the team's keys now (the turn fills it in when it connects).
+    // `${NAME}` must name one of the team's keys now (the turn fills it in when it connects),
+    // and in a stdio server's env a key readable by the agent's code.
     let refs = spec.secret_refs().map_err(|e| bad(e.0))?;
-    if let Some(name) = state.store.missing_credential(t.id, &refs).await.map_err(store_error)? {
-        return Err(bad(format!("`${{{name}}}` names none of the team's keys: add a credential named {name} first")));
-    }
+    let in_sandbox = spec.env_only().secret_refs().map_err(|e| bad(e.0))?;
+    state.store.check_secret_refs(t.id, &refs, &in_sandbox).await.map_err(store_error)?;
     let masked = serde_json::to_value(spec.masked()).map_err(|e| bad(e.to_string()))?;
     let secrets = json!({ "env": spec.env, "headers": spec.headers });
     let replaced = state

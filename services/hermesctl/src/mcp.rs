@@ -136,11 +136,9 @@ pub async fn run_mcp(json_mode: bool, config: &HermesConfig, store: &Store, cmd:
             let spec = spec_of(&args)?;
             let t = tenant(store, &args.agent.tenant).await?;
             let agent = agent(store, t.id, &args.agent.agent).await?;
-            if let Some(name) =
-                store.missing_credential(t.id, &spec.secret_refs().map_err(|e| anyhow::anyhow!(e.0))?).await?
-            {
-                anyhow::bail!("`${{{name}}}` names none of the team's keys: add a credential named {name} first");
-            }
+            let refs = spec.secret_refs().map_err(|e| anyhow::anyhow!(e.0))?;
+            let in_sandbox = spec.env_only().secret_refs().map_err(|e| anyhow::anyhow!(e.0))?;
+            store.check_secret_refs(t.id, &refs, &in_sandbox).await?;
             let masked = serde_json::to_value(spec.masked())?;
             let secrets = SecretBox::from_config(config.secrets.master_key.as_deref())?;
             let sealed = json!({ "env": spec.env, "headers": spec.headers });

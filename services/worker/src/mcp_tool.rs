@@ -67,14 +67,24 @@ pub(crate) fn spec_of(
     Ok(spec)
 }
 
+/// Where a filled-in key goes.
+#[derive(Clone, Copy)]
+enum KeyGoesTo<'a> {
+    /// An HTTP server's header: the key must be allowed for its host.
+    Host(&'a str),
+    /// A stdio server's environment, in the sandbox where the agent's own code can read it:
+    /// the key must have been added as readable there.
+    Sandbox,
+}
+
 /// The key of the tenant's credential pool `name` (case-insensitively), the first by priority
-/// that may go to `host` (`None`: anywhere; a stdio server runs in the tenant's own sandbox).
+/// that may go where it is going.
 fn credential(
     tenant: TenantId,
     pools: &CredentialPools,
     secrets: Option<&SecretBox>,
     name: &str,
-    host: Option<&str>,
+    to: KeyGoesTo<'_>,
 ) -> Result<String, String> {
     let (_, (creds, _)) = pools
         .iter()
@@ -82,16 +92,25 @@ fn credential(
         .ok_or_else(|| format!("`${{{name}}}` names none of the team's keys (add a credential named {name})"))?;
     let key = creds
         .iter()
-        .find(|c| host.is_none_or(|host| c.allows(host)))
-        .ok_or_else(|| format!("the team's {name} key is not allowed to go to {}", host.unwrap_or_default()))?;
+        .find(|c| match to {
+            KeyGoesTo::Host(host) => c.allows(host),
+            KeyGoesTo::Sandbox => c.readable_in_sandbox,
+        })
+        .ok_or_else(|| match to {
+            KeyGoesTo::Host(host) => format!("the team's {name} key is not allowed to go to {host}"),
+            KeyGoesTo::Sandbox => format!(
+                "the team's {name} key is not readable by the agent's code, so it cannot go into a stdio server's \
+                 environment (add a key readable in the sandbox, or use an HTTP server)"
+            ),
+        })?;
     let secrets = SecretBox::required(secrets, "the team's keys").map_err(|e| e.to_string())?;
     key.open(tenant, secrets).map_err(|e| format!("the team's {name} key cannot be opened: {e}"))
 }
 
 /// Fills `${NAME}` in a server's `env` and `headers` values with the tenant's keys (its
-/// credentials; a header's only with a key allowed for the server's host), as upstream fills
-/// them from its environment. The filled values are secrets like the rest: redacted from
-/// everything the model reads.
+/// credentials: an env value's only with a key readable in the sandbox, a header's only with a
+/// key allowed for the server's host), as upstream fills them from its environment. The
+/// filled values are secrets like the rest: redacted from everything the model reads.
 fn fill_secrets(
     spec: &mut McpServerSpec,
     tenant: TenantId,
@@ -101,11 +120,11 @@ fn fill_secrets(
     let host =
         spec.url.as_deref().and_then(|u| reqwest::Url::parse(u).ok()).and_then(|u| u.host_str().map(str::to_owned));
     for value in spec.env.values_mut() {
-        *value = substitute(value, &|name| credential(tenant, pools, secrets, name, None))?;
+        *value = substitute(value, &|name| credential(tenant, pools, secrets, name, KeyGoesTo::Sandbox))?;
     }
     for value in spec.headers.values_mut() {
-        let host = host.as_deref().unwrap_or_default();
-        *value = substitute(value, &|name| credential(tenant, pools, secrets, name, Some(host)))?;
+        let to = KeyGoesTo::Host(host.as_deref().unwrap_or_default());
+        *value = substitute(value, &|name| credential(tenant, pools, secrets, name, to))?;
     }
     Ok(())
 }

@@ -155,6 +155,7 @@ async fn every_admin_operation_on_another_tenants_objects_answers_404_and_change
                 secret: "sk-victim".into(),
                 priority: 0,
                 allowed_hosts: vec!["api.openai.com".into()],
+                readable_in_sandbox: false,
             },
             &secrets_box,
         )

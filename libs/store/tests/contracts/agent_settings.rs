@@ -59,3 +59,21 @@ async fn a_chats_voice_mode_is_kept_per_chat_and_off_removes_it(pool: PgPool) {
     assert_eq!(store.voice_mode(other.id, t.agent, dm).await.unwrap(), VoiceMode::Off, "not visible to another tenant");
     assert_eq!(store.voice_mode(t.id, t.agent, dm).await.unwrap(), VoiceMode::All);
 }
+
+/// A new channel keeps for its admins exactly the commands the code says are admins' by
+/// default (security review 2026-12, L7: `/rollback` and `/reload_mcp` were anyone's): the
+/// column's default and `hermes_core::commands` cannot drift apart.
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn a_new_channel_keeps_the_admins_by_default_commands_for_its_admins(pool: PgPool) {
+    use hermes_core::commands::{Access, COMMANDS};
+    let store = common::store(&pool);
+    let t = common::tenant(&store, "acme").await;
+    let channel = common::channel(&store, &t, &common::secrets(), "bot-1").await;
+    let mut kept = channel.admin_commands.clone();
+    kept.sort();
+    let mut admins: Vec<String> =
+        COMMANDS.iter().filter(|c| c.access == Access::AdminsByDefault).map(|c| c.name.to_owned()).collect();
+    admins.sort();
+    assert_eq!(kept, admins);
+    assert!(kept.contains(&"rollback".to_owned()) && kept.contains(&"reload_mcp".to_owned()));
+}

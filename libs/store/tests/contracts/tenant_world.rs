@@ -257,6 +257,7 @@ async fn keepsakes(store: &Store, a: &Tenant, secrets: &SecretBox) {
         secret: "sk-alpha".into(),
         priority: 0,
         allowed_hosts: vec!["api.openai.com".into()],
+        readable_in_sandbox: false,
     };
     store.add_credential(a.id, credential, secrets).await.unwrap();
     store.set_pool_strategy(a.id, "openai", "round_robin").await.unwrap();
