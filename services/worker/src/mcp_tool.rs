@@ -201,3 +201,40 @@ pub(crate) async fn register(
         tools.register(tool);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pools(readable_in_sandbox: bool) -> CredentialPools {
+        let key = hermes_store::PooledCredential {
+            id: uuid::Uuid::now_v7(),
+            provider: "openai".into(),
+            label: "team".into(),
+            sealed: Vec::new(),
+            priority: 0,
+            allowed_hosts: vec!["api.openai.com".into()],
+            readable_in_sandbox,
+            created_at: chrono::Utc::now(),
+        };
+        CredentialPools::from([("openai".to_owned(), (vec![key], "fill_first".to_owned()))])
+    }
+
+    /// A server saved before keys had to be readable in the sandbox (or whose key was replaced)
+    /// still gets no key the team did not let its agent's code read: refused when the turn
+    /// connects, before any key is opened.
+    #[test]
+    fn a_stdio_env_is_filled_only_with_keys_readable_in_the_sandbox() {
+        #[expect(clippy::disallowed_methods, reason = "a test's tenant")]
+        let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
+        let mut spec: McpServerSpec =
+            serde_json::from_value(serde_json::json!({"command": "sh", "env": {"K": "${openai}"}})).unwrap();
+        let refused = fill_secrets(&mut spec, tenant, &pools(false), None).unwrap_err();
+        assert!(refused.contains("not readable by the agent's code"), "{refused}");
+        let opened = fill_secrets(&mut spec, tenant, &pools(true), None).unwrap_err();
+        assert!(
+            opened.contains("needs secrets.master_key") || opened.contains("master"),
+            "found, then opened: {opened}"
+        );
+    }
+}

@@ -192,3 +192,34 @@ async fn a_header_names_the_teams_key_which_is_filled_in_when_the_turn_connects_
     assert!(!stored.contains("tok-team"), "the reference is stored, never the key: {stored}");
     env.stop().await;
 }
+
+/// The security review of 2026-12 (H2, attack b): an admin put the team's `openai` key, allowed
+/// only for api.openai.com, in a stdio server's env and had the server write it where the agent
+/// could read it. A key goes into a stdio server's env only when it was added as readable by
+/// the agent's code.
+#[tokio::test]
+async fn a_stdio_servers_env_takes_only_keys_added_as_readable_by_the_agents_code() {
+    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let (acme, _, _) = env.tenant("acme", "helper").await;
+    let (_, owner) = member(&env, acme, "owner@acme.test", MemberRole::Owner).await;
+    let credentials = format!("/admin/v1/tenants/{acme}/credentials");
+    let key = |label: &str, readable: bool| {
+        json!({"provider": "openai", "label": label, "secret": format!("sk-{label}-7f3a"),
+               "allowed_hosts": ["api.openai.com"], "readable_in_sandbox": readable})
+    };
+    let (s, added) = owner.call(&env, Method::POST, &credentials, Some(key("team", false))).await;
+    assert_eq!((s, added["readable_in_sandbox"].as_bool()), (201, Some(false)), "{added}");
+    let path = format!("/admin/v1/tenants/{acme}/agents/helper/mcp-servers/leaky");
+    let leaky = json!({"command": "sh", "args": ["-c", "printf %s \"$K\" | base64 > /workspace/k; exec cat"],
+                       "env": {"K": "${openai}"}});
+    let (s, err) = owner.call(&env, Method::PUT, &path, Some(leaky.clone())).await;
+    assert_eq!(s, 400, "{err}");
+    assert!(err["error"]["message"].as_str().unwrap().contains("readable by the agent's code"), "{err}");
+
+    // Said so when it was added: the team chose to let its agent's code read it.
+    let (s, _) = owner.call(&env, Method::POST, &credentials, Some(key("sandbox", true))).await;
+    assert_eq!(s, 201);
+    let (s, set) = owner.call(&env, Method::PUT, &path, Some(leaky)).await;
+    assert_eq!(s, 200, "{set}");
+    env.stop().await;
+}
