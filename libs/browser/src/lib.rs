@@ -74,7 +74,7 @@ fn start(config: &BrowserConfig) -> StdioStart {
     let dir = format!("/tmp/hermes-browser-{}", uuid::Uuid::now_v7().simple());
     let mut args = vec!["-c".to_owned(), "exec \"$0\" \"$@\" 3<&0 4>&1 1>/dev/null".to_owned(), config.command.clone()];
     args.extend(flags(&dir, &config.extra_args));
-    StdioStart { command: "sh".into(), args, env: Default::default() }
+    StdioStart { command: "sh".into(), args, env: Default::default(), as_mcp_user: false }
 }
 
 /// The browsers this worker holds.

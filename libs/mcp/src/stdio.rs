@@ -40,6 +40,8 @@ async fn stdio(
         command: spec.command.clone().unwrap_or_default(),
         args: spec.args.clone(),
         env: spec.env.clone().into_iter().collect(),
+        // Its own user: the agent can neither read its secrets nor change its code.
+        as_mcp_user: true,
     };
     let process =
         hermes_sandbox::process::spawn(sandboxes.as_ref(), SandboxKey { tenant: key.tenant, agent: key.agent }, start)

@@ -9,3 +9,7 @@ pub mod v1 {
 
 /// The header carrying a sandbox's token when sandboxd listens on TCP (Kubernetes).
 pub const TOKEN_HEADER: &str = "x-hermes-sandbox-token";
+
+/// Where every backend mounts a fresh directory (tmpfs or emptyDir) for the MCP server user
+/// (`--mcp-as`): sandboxd creates that user's private home in it before anything else runs.
+pub const MCP_HOME_MOUNT: &str = "/hermes/mcp";

@@ -7,13 +7,19 @@
 //! it touches as the sandbox user (the per-thread filesystem ids of every runtime thread), so
 //! what it writes belongs to that user and it can read nothing that user could not.
 //!
-//! Without `--run-as` (the local backend, tests) everything runs as whoever started it.
+//! `--mcp-as UID:GID` is a second user, for the programs that hold the tenant's secrets (stdio
+//! MCP servers): another uid, so the kernel refuses the sandbox user their `/proc/<pid>/environ`,
+//! `mem`, `fd` and `maps`, and a home of its own ([`crate::mcp_home`]).
+//!
+//! Without `--run-as` (the local backend without root, tests) everything runs as whoever
+//! started it.
 
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use nix::unistd::{Gid, Uid, setfsgid, setfsuid};
+use nix::unistd::{Gid, Uid, getegid, geteuid, setfsgid, setfsuid};
 
-/// The sandbox user's ids.
+/// A user's ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RunAs {
     pub uid: u32,
@@ -32,10 +38,27 @@ impl RunAs {
         Ok(run_as)
     }
 
-    /// Takes the sandbox user's identity for file access on the calling thread.
+    /// Takes this user's identity for file access on the calling thread.
     pub fn on_this_thread(self) {
         setfsgid(Gid::from_raw(self.gid));
         setfsuid(Uid::from_raw(self.uid));
+    }
+
+    /// The calling thread's identity for file access.
+    fn of_this_thread() -> Self {
+        // Setting an invalid id (-1) changes nothing and answers the current one.
+        let uid = setfsuid(Uid::from_raw(u32::MAX)).as_raw();
+        let gid = setfsgid(Gid::from_raw(u32::MAX)).as_raw();
+        Self { uid, gid }
+    }
+
+    /// Runs `f` with this user's identity for file access, then gives the thread's back.
+    pub fn for_files<T>(self, f: impl FnOnce() -> T) -> T {
+        let before = Self::of_this_thread();
+        self.on_this_thread();
+        let result = f();
+        before.on_this_thread();
+        result
     }
 }
 
@@ -44,27 +67,89 @@ impl RunAs {
 pub struct Launch {
     /// The user programs run as (`None`: sandboxd's own).
     pub run_as: Option<RunAs>,
+    /// The user stdio programs holding secrets (MCP servers) run as (`None`: the sandbox
+    /// user, who can then read their environment).
+    pub mcp_as: Option<RunAs>,
     /// Variables of sandboxd's environment programs never see (its token).
     pub hidden_env: Vec<String>,
 }
 
-static LAUNCH: OnceLock<Launch> = OnceLock::new();
-
-/// Fixes how programs are started, once, at startup.
-pub fn set(launch: Launch) {
-    let _ = LAUNCH.set(launch);
+/// The MCP server user, ready: its ids and its private home.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpUser {
+    pub ids: RunAs,
+    pub home: PathBuf,
 }
 
-/// Applies the launch rules to a program about to start.
-pub fn apply(cmd: &mut tokio::process::Command) {
-    let Some(launch) = LAUNCH.get() else { return };
-    for name in &launch.hidden_env {
+/// A launch that cannot be.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("--mcp-as needs --run-as (sandboxd must be root to start programs as either user)")]
+    McpWithoutRunAs,
+    #[error("--mcp-as must name another uid and gid than --run-as, or the sandbox user could read its programs")]
+    McpIsTheSandboxUser,
+}
+
+struct Launched {
+    launch: Launch,
+    /// The MCP server user, or why its home cannot be used (then its programs are refused).
+    mcp: Option<Result<McpUser, String>>,
+}
+
+static LAUNCHED: OnceLock<Launched> = OnceLock::new();
+
+/// Fixes how programs are started, once, at startup (before any program runs): with
+/// `--mcp-as`, the MCP server user's home is made under `mcp_mount` now, so no program of the
+/// sandbox user's can be there first.
+pub fn set(launch: Launch, mcp_mount: &Path) -> Result<(), LaunchError> {
+    let mcp = match (launch.mcp_as, launch.run_as) {
+        (None, _) => None,
+        (Some(_), None) => return Err(LaunchError::McpWithoutRunAs),
+        (Some(mcp), Some(sandbox)) if mcp.uid == sandbox.uid || mcp.gid == sandbox.gid => {
+            return Err(LaunchError::McpIsTheSandboxUser);
+        }
+        (Some(mcp), Some(sandbox)) => Some(
+            crate::mcp_home::prepare(mcp_mount, mcp, sandbox)
+                .map(|home| McpUser { ids: mcp, home })
+                .map_err(|e| e.to_string()),
+        ),
+    };
+    let _ = LAUNCHED.set(Launched { launch, mcp });
+    Ok(())
+}
+
+/// The sandbox user: `--run-as`, else sandboxd's own ids.
+pub fn sandbox_user() -> RunAs {
+    LAUNCHED
+        .get()
+        .and_then(|l| l.launch.run_as)
+        .unwrap_or_else(|| RunAs { uid: geteuid().as_raw(), gid: getegid().as_raw() })
+}
+
+/// The MCP server user: `None` without `--mcp-as`; an error when its home is unusable.
+pub fn mcp_user() -> Option<Result<&'static McpUser, &'static str>> {
+    LAUNCHED.get()?.mcp.as_ref().map(|m| m.as_ref().map_err(String::as_str))
+}
+
+fn hide_env(cmd: &mut tokio::process::Command) {
+    for name in LAUNCHED.get().map(|l| l.launch.hidden_env.as_slice()).unwrap_or_default() {
         cmd.env_remove(name);
     }
-    if let Some(run_as) = launch.run_as {
+}
+
+/// Applies the launch rules to a program about to start as the sandbox user.
+pub fn apply(cmd: &mut tokio::process::Command) {
+    hide_env(cmd);
+    if let Some(run_as) = LAUNCHED.get().and_then(|l| l.launch.run_as) {
         // std drops the supplementary groups too when it changes ids as root.
         cmd.uid(run_as.uid).gid(run_as.gid);
     }
+}
+
+/// Applies the launch rules to a program about to start as the MCP server user.
+pub fn apply_mcp(cmd: &mut tokio::process::Command, user: &McpUser) {
+    hide_env(cmd);
+    cmd.uid(user.ids.uid).gid(user.ids.gid);
 }
 
 #[cfg(test)]
@@ -77,5 +162,15 @@ mod tests {
         assert!(RunAs::parse("0:0").is_err());
         assert!(RunAs::parse("sandbox").is_err());
         assert!(RunAs::parse("1000:x").is_err());
+    }
+
+    #[test]
+    fn file_identity_comes_back_after_a_borrowed_one() {
+        let before = RunAs::of_this_thread();
+        let seen = RunAs { uid: 4242, gid: 4343 }.for_files(RunAs::of_this_thread);
+        if geteuid().is_root() {
+            assert_eq!(seen, RunAs { uid: 4242, gid: 4343 });
+        }
+        assert_eq!(RunAs::of_this_thread(), before);
     }
 }

@@ -6,9 +6,11 @@
 
 pub mod checkpoints;
 pub mod code;
+pub mod code_guard;
 pub mod exec;
 pub mod files;
 pub mod identity;
+pub mod mcp_home;
 pub mod procs;
 pub mod relay;
 pub mod search;

@@ -28,6 +28,10 @@ struct Args {
     /// CAP_SETUID, CAP_SETGID and CAP_KILL, and stays root: the programs cannot stop it).
     #[arg(long, value_parser = RunAs::parse)]
     run_as: Option<RunAs>,
+    /// Run stdio MCP servers (which hold the tenant's secrets) as this other `UID:GID`, in a
+    /// private home made in the backend's fresh mount at /hermes/mcp.
+    #[arg(long, value_parser = RunAs::parse)]
+    mcp_as: Option<RunAs>,
     /// Seconds a command may run when the request gives no timeout.
     #[arg(long, default_value_t = 180)]
     default_timeout: u64,
@@ -49,7 +53,9 @@ fn main() -> anyhow::Result<()> {
     }
     // Read as sandboxd, before any thread takes the sandbox user's file identity.
     let token = read_token(&args)?;
-    identity::set(Launch { run_as: args.run_as, hidden_env: args.token_env.iter().cloned().collect() });
+    let launch =
+        Launch { run_as: args.run_as, mcp_as: args.mcp_as, hidden_env: args.token_env.iter().cloned().collect() };
+    identity::set(launch, std::path::Path::new(hermes_sandbox_proto::MCP_HOME_MOUNT))?;
     let run_as = args.run_as;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

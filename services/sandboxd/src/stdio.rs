@@ -1,15 +1,18 @@
 //! `Stdio`: a long-lived program the worker talks to over its stdin and stdout, such as a
 //! tenant's MCP server, which so runs inside the tenant's sandbox and never on the worker. It
-//! runs in the workspace as the sandbox user, with the sandbox's environment (secrets scrubbed)
-//! plus what the start message gives, in its own process group. Its stdout goes up the stream
-//! as it comes; its stderr is kept (the last 4 KB) to say why it stopped. When the worker
-//! closes the stream the whole group is killed, so no server outlives its session.
+//! runs with the sandbox's environment (secrets scrubbed) plus what the start message gives,
+//! in its own process group. A program started `as_mcp_user` (an MCP server, holding the
+//! tenant's secrets) runs as the MCP server user, in that user's private home, and only when
+//! the sandbox user cannot change its code ([`crate::code_guard`]); any other (the browser) as
+//! the sandbox user, in the workspace. Its stdout goes up the stream as it comes; its stderr is
+//! kept (the last 4 KB) to say why it stopped. When the worker closes the stream the whole
+//! group is killed, so no server outlives its session.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio as Pipe;
 use std::sync::Arc;
 
-use hermes_sandbox_proto::v1::{StdioExit, StdioInput, StdioOutput, stdio_input, stdio_output};
+use hermes_sandbox_proto::v1::{StdioExit, StdioInput, StdioOutput, StdioStart, stdio_input, stdio_output};
 use nix::sys::signal::Signal;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
@@ -18,8 +21,11 @@ use tonic::{Status, Streaming};
 
 use crate::Activity;
 use crate::code::scrubbed_env;
+use crate::code_guard::Guard;
 use crate::exec::{kill_group, spawn_error};
 
+/// The PATH a program is looked up on when neither its start nor the sandbox gives one.
+const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// The stderr kept to explain an exit.
 const STDERR_TAIL: usize = 4 * 1024;
 
@@ -27,6 +33,58 @@ type Out = mpsc::Sender<Result<StdioOutput, Status>>;
 
 async fn send(tx: &Out, output: stdio_output::Output) -> bool {
     tx.send(Ok(StdioOutput { output: Some(output) })).await.is_ok()
+}
+
+/// How `start` is started: as the sandbox user in the workspace, or as the MCP server user in
+/// its home once its code is known to be out of the sandbox user's reach.
+fn command(start: &StdioStart, workspace: &Path) -> Result<Command, Status> {
+    if !start.as_mcp_user {
+        let mut cmd = Command::new(&start.command);
+        cmd.args(&start.args).current_dir(workspace).env_clear().envs(scrubbed_env()).envs(&start.env);
+        crate::identity::apply(&mut cmd);
+        return Ok(cmd);
+    }
+    let sandbox = crate::identity::sandbox_user();
+    let user = match crate::identity::mcp_user() {
+        Some(Ok(user)) => {
+            crate::mcp_home::check(&user.home, user.ids, sandbox)
+                .map_err(|e| Status::failed_precondition(format!("the MCP server user's home is unusable: {e}")))?;
+            Some(user)
+        }
+        Some(Err(why)) => {
+            return Err(Status::failed_precondition(format!("the MCP server user's home is unusable: {why}")));
+        }
+        // No second user (a local sandbox without root): the sandbox user's, as everything.
+        None => None,
+    };
+    let home = user.map_or(workspace, |u| u.home.as_path());
+    let env = scrubbed_env();
+    let path = start
+        .env
+        .get("PATH")
+        .or_else(|| env.iter().find(|(name, _)| name == "PATH").map(|(_, value)| value))
+        .map_or(DEFAULT_PATH, String::as_str);
+    let guard = Guard { sandbox, cwd: home.to_owned(), scratch: scratch(workspace) };
+    let program = guard
+        .check_start(&start.command, &start.args, &start.env, path)
+        .map_err(|e| Status::failed_precondition(e.to_string()))?;
+    let mut cmd = Command::new(&program);
+    cmd.arg0(&start.command).args(&start.args).current_dir(home).env_clear().envs(env);
+    if user.is_some() {
+        // Its caches and temporary files too stay in its home, out of the sandbox user's sight.
+        cmd.env("HOME", home).env("TMPDIR", home);
+    }
+    cmd.envs(&start.env);
+    match user {
+        Some(user) => crate::identity::apply_mcp(&mut cmd, user),
+        None => crate::identity::apply(&mut cmd),
+    }
+    Ok(cmd)
+}
+
+/// Where the sandbox user writes anyway: nothing there is out of its reach.
+fn scratch(workspace: &Path) -> Vec<PathBuf> {
+    [workspace, Path::new("/tmp"), Path::new("/var/tmp"), Path::new("/dev/shm")].map(Path::to_owned).to_vec()
 }
 
 /// Runs one `Stdio` stream to its end.
@@ -42,18 +100,15 @@ pub async fn run(mut input: Streaming<StdioInput>, workspace: PathBuf, activity:
             return;
         }
     };
-    let mut cmd = Command::new(&start.command);
-    cmd.args(&start.args)
-        .current_dir(&workspace)
-        .env_clear()
-        .envs(scrubbed_env())
-        .envs(&start.env)
-        .stdin(Pipe::piped())
-        .stdout(Pipe::piped())
-        .stderr(Pipe::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    crate::identity::apply(&mut cmd);
+    let mut cmd = match command(&start, &workspace) {
+        Ok(cmd) => cmd,
+        Err(status) => {
+            tracing::warn!(command = %start.command, why = status.message(), "stdio program refused");
+            let _ = tx.send(Err(status)).await;
+            return;
+        }
+    };
+    cmd.stdin(Pipe::piped()).stdout(Pipe::piped()).stderr(Pipe::piped()).process_group(0).kill_on_drop(true);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
