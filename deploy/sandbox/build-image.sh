@@ -174,6 +174,10 @@ build_rootfs() {
   # volume, which is what makes the volume writable for uid 1000.
   chroot "$root" groupadd -g 1000 sandbox
   chroot "$root" useradd -u 1000 -g 1000 -d /workspace -M -s /bin/bash sandbox
+  # The user stdio MCP servers run as (sandboxd --mcp-as): another uid, so the sandbox user
+  # can neither read their secrets nor change their code; sandboxd makes its home.
+  chroot "$root" groupadd -g 1001 mcp
+  chroot "$root" useradd -u 1001 -g 1001 -d /hermes/mcp/home -M -s /usr/sbin/nologin mcp
   install -d -o 1000 -g 1000 -m 0755 "$root/workspace"
 
   # Trim what a sandbox never needs: package caches and lists (uid 1000 cannot

@@ -106,7 +106,9 @@ trap 'rm -rf -- "$root"' EXIT
 mkdir -p "$root"/{bin,etc,root,run,tmp,workspace,usr/bin,usr/local/bin,proc,sys,dev,opt/hermes/bin,hermes/ipc}
 install -m 0755 "$sandboxd" "$root/opt/hermes/bin/hermes-sandboxd"
 if [[ $mcp != /dev/null ]]; then
-  mkdir -p "$root/opt/hermes/test"
+  # Root's and read-only to others: the MCP server user (1001) runs it, the sandbox user
+  # (1000) cannot change it (sandboxd refuses servers the sandbox user could change).
+  install -d -m 0755 "$root/opt/hermes/test"
   install -m 0755 "$mcp" "$root/opt/hermes/test/hermes-mcp-test-server"
 fi
 # The shared libraries sandboxd and the MCP test server link against (glibc from this
@@ -128,10 +130,12 @@ done < <(/bin/busybox --list)
 cat >"$root/etc/passwd" <<'PASSWD'
 root:x:0:0:root:/root:/bin/sh
 sandbox:x:1000:1000::/workspace:/bin/sh
+mcp:x:1001:1001::/hermes/mcp/home:/bin/false
 PASSWD
 cat >"$root/etc/group" <<'GROUP'
 root:x:0:
 sandbox:x:1000:
+mcp:x:1001:
 GROUP
 chmod 0700 "$root/root"
 chmod 1777 "$root/tmp"

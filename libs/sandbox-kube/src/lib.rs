@@ -13,6 +13,8 @@
 //! policy follows the agent's setting when a worker attaches and at every reaper pass.
 
 pub mod manifests;
+#[cfg(test)]
+mod pod_tests;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex as StdMutex};

@@ -19,7 +19,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use hermes_config::{KubernetesSandboxConfig, SandboxConfig};
 use hermes_net_policy::{Cidr, NON_PUBLIC_V4, NON_PUBLIC_V6};
-use hermes_sandbox::{SandboxKey, WORKSPACE};
+use hermes_sandbox::{MCP_HOME_MOUNT, MCP_USER, SandboxKey, WORKSPACE};
 
 pub const LABEL_OWNER: &str = "hermes.io/sandbox-owner";
 pub const LABEL_SANDBOX: &str = "hermes.io/sandbox";
@@ -121,6 +121,10 @@ pub fn pod(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names, exec_t
             TOKEN_ENV.into(),
             "--run-as".into(),
             format!("{SANDBOX_UID}:{SANDBOX_UID}"),
+            // MCP servers: another uid, so the sandbox user can neither read their secrets nor
+            // change their code; their home is made in the `mcp` volume.
+            "--mcp-as".into(),
+            format!("{MCP_USER}:{MCP_USER}"),
             "--workspace".into(),
             WORKSPACE.into(),
             "--default-timeout".into(),
@@ -182,6 +186,7 @@ pub fn pod(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names, exec_t
             mount("workspace", WORKSPACE, false),
             mount("tmp", "/tmp", false),
             mount("run", "/run", false),
+            mount("mcp", MCP_HOME_MOUNT, false),
         ]),
         ..Default::default()
     };
@@ -213,6 +218,7 @@ pub fn pod(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names, exec_t
                 },
                 scratch("tmp", cfg.tmpfs_mb),
                 scratch("run", 16),
+                scratch("mcp", cfg.tmpfs_mb),
             ]),
             ..Default::default()
         }),

@@ -68,6 +68,12 @@ pub const RAW_OUTPUT_CAP: usize = 2 * 1024 * 1024;
 /// The path of the agent's persistent workspace inside every sandbox.
 pub const WORKSPACE: &str = "/workspace";
 
+/// The uid and gid stdio MCP servers run as in a sandbox (sandboxd's `--mcp-as`): not the
+/// agent's (1000), so its programs can neither read the servers' secrets nor change their code.
+pub const MCP_USER: u32 = 1001;
+/// Where each backend mounts the fresh directory sandboxd makes that user's home in.
+pub use hermes_sandbox_proto::MCP_HOME_MOUNT;
+
 /// A sandbox failure (not a failing command: that is an [`ExecOutput`] with a non-zero code).
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {

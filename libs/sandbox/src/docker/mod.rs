@@ -4,7 +4,10 @@
 //! and CPU limits, no network, an init process reaping zombies, and a named volume as the only
 //! persistent writable path (`/workspace`). Every program the agent runs is uid 1000 with no
 //! capability; sandboxd alone is root, with only `CAP_SETUID`, `CAP_SETGID` and `CAP_KILL` (to
-//! start and stop those programs), so they cannot kill it, read it or take its place.
+//! start and stop those programs), so they cannot kill it, read it or take its place. Stdio
+//! MCP servers, which hold the tenant's secrets, run as uid 1001 (`--mcp-as`), with their home
+//! in a tmpfs of their own, so the agent's programs cannot read their environment or memory,
+//! nor change their code.
 //! The daemon's socket is in a per-sandbox directory of `sandbox.docker.ipc_dir`, bind-mounted
 //! at `/hermes/ipc`: sticky, so the sandbox user cannot remove or replace the socket, and
 //! sandboxd refuses connections from that user.
@@ -26,7 +29,7 @@ use hermes_config::SandboxConfig;
 
 use crate::client::SandboxClient;
 use crate::common::{self, Daemons, EGRESS_SOCKET, EgressListeners, IPC_MOUNT, SOCKET, START_WAIT};
-use crate::{Result, SandboxError, SandboxKey, Sandboxes, WORKSPACE};
+use crate::{MCP_HOME_MOUNT, MCP_USER, Result, SandboxError, SandboxKey, Sandboxes, WORKSPACE};
 
 /// The uid and gid programs in a sandbox run as (sandboxd itself is root, see `hermes-sandboxd`).
 const SANDBOX_USER: u32 = 1000;
@@ -166,6 +169,9 @@ impl DockerSandboxes {
         let tmpfs = HashMap::from([
             ("/tmp".to_owned(), format!("rw,nosuid,nodev,size={}m", cfg.tmpfs_mb)),
             ("/run".to_owned(), "rw,nosuid,nodev,noexec,size=16m".to_owned()),
+            // Open to all until sandboxd, first to run, has made the MCP user's home in it
+            // and closed it; executable, for what `npx` installs there.
+            (MCP_HOME_MOUNT.to_owned(), format!("rw,nosuid,nodev,exec,mode=1777,size={}m", cfg.tmpfs_mb)),
         ]);
         let memory = i64::try_from(cfg.memory_mb.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX);
         let host = HostConfig {
@@ -216,6 +222,8 @@ impl DockerSandboxes {
                     format!("{IPC_MOUNT}/{EGRESS_SOCKET}"),
                     "--run-as".into(),
                     format!("{SANDBOX_USER}:{SANDBOX_USER}"),
+                    "--mcp-as".into(),
+                    format!("{MCP_USER}:{MCP_USER}"),
                 ]
                 .into_iter()
                 .chain(crate::span_relay::sandboxd_args(IPC_MOUNT))

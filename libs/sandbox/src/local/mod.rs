@@ -1,12 +1,19 @@
 //! Local backend (bubblewrap): a sandbox is a set of fresh namespaces on the worker's own
 //! machine, for one machine without Docker.
 //!
-//! Each sandbox runs sandboxd under `bwrap` with every namespace unshared (so no network
-//! but loopback, its own PID tree, no host IPC), all capabilities dropped, a new session,
-//! the host's `/usr` read-only and only a short list of `/etc` files (never the worker's
-//! config), tmpfs `/tmp` and `/run`, and the tenant-agent's workspace directory as the only
-//! persistent writable path. A per-sandbox cgroup bounds processes and memory when the
-//! machine lets the worker write one; otherwise an RLIMIT_NPROC on the sandbox user does.
+//! Each sandbox runs sandboxd under `bwrap` with its own namespaces (so no network but
+//! loopback, its own PID tree, no host IPC), a new session, the host's `/usr` read-only and
+//! only a short list of `/etc` files (never the worker's config), tmpfs `/tmp` and `/run`,
+//! and the tenant-agent's workspace directory as the only persistent writable path. A
+//! per-sandbox cgroup bounds processes and memory when the machine lets the worker write one;
+//! otherwise an RLIMIT_NPROC on the sandbox user does.
+//!
+//! A worker running as root starts sandboxd as in a container: root, without a user namespace
+//! (which could map one uid only), with only `CAP_SETUID`, `CAP_SETGID` and `CAP_KILL`, running
+//! the agent's programs as `sandbox.local.uid` and stdio MCP servers as [`MCP_USER`], whose
+//! home is a tmpfs of its own: the agent cannot read the servers' secrets nor change their
+//! code. Any other worker runs the sandbox in a user namespace as itself, every program with
+//! sandboxd's uid: there the agent can read everything sandboxd's programs hold.
 //!
 //! Sandboxes live as long as the worker that started them (`--die-with-parent`); their
 //! workspaces stay. Other workers on the same machine reach a running one through its
@@ -28,7 +35,7 @@ use hermes_config::SandboxConfig;
 
 use crate::client::SandboxClient;
 use crate::common::{self, Daemons, EGRESS_SOCKET, EgressListeners, IPC_MOUNT, SOCKET, START_WAIT};
-use crate::{Result, SandboxError, SandboxKey, Sandboxes, WORKSPACE};
+use crate::{MCP_HOME_MOUNT, MCP_USER, Result, SandboxError, SandboxKey, Sandboxes, WORKSPACE};
 use cgroup::{CgroupParent, SandboxCgroup};
 
 /// Where sandboxd is mounted inside the sandbox.
@@ -99,6 +106,11 @@ impl LocalSandboxes {
             )));
         }
         let run_as = (common::current_ids().0 == 0).then_some((local.uid, local.gid));
+        if run_as.is_some_and(|(uid, gid)| uid == MCP_USER || gid == MCP_USER || uid == 0) {
+            return Err(SandboxError::Unavailable(format!(
+                "sandbox.local.uid and gid must be neither root nor {MCP_USER} (the MCP servers' user)"
+            )));
+        }
         let cgroups = CgroupParent::detect(&local.cgroup, &format!("{}-sandboxes", local.name_prefix));
         Ok(Self {
             inner: Arc::new(Inner {
@@ -156,16 +168,17 @@ impl LocalSandboxes {
             std::os::unix::fs::chown(&workspace, Some(uid), Some(gid))
                 .map_err(|e| io_err("cannot hand over", &workspace, e))?;
         }
-        let ipc = common::prepare_ipc_dir(&local.ipc_dir, name, common::IpcOwner::User { uid, gid })?;
+        // As root, sandboxd is root in the sandbox and keeps its socket in a directory of the
+        // worker's (as in a container); otherwise it is the sandbox user, who owns it.
+        let owner =
+            if self.inner.run_as.is_some() { common::IpcOwner::Worker } else { common::IpcOwner::User { uid, gid } };
+        let ipc = common::prepare_ipc_dir(&local.ipc_dir, name, owner)?;
         self.stop(name).await;
         let cgroup = match &self.inner.cgroups {
             Some(parent) => Some(parent.create(name, local.pids_limit, local.memory_mb.saturating_mul(1024 * 1024))?),
             None => None,
         };
         let mut command = self.command(&workspace, &ipc, cgroup.is_some());
-        if let Some((uid, gid)) = self.inner.run_as {
-            command.uid(uid).gid(gid);
-        }
         let mut child = command.spawn().map_err(|e| {
             SandboxError::Unavailable(format!("cannot run {} (is bubblewrap installed?): {e}", local.bwrap_path))
         })?;
@@ -193,7 +206,15 @@ impl LocalSandboxes {
         let local = &self.inner.cfg.local;
         let mut args: Vec<String> = Vec::new();
         let mut arg = |parts: &[&str]| args.extend(parts.iter().map(|p| (*p).to_owned()));
-        arg(&["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox"]);
+        arg(&["--die-with-parent", "--new-session", "--hostname", "sandbox", "--cap-drop", "ALL"]);
+        if self.inner.run_as.is_some() {
+            // Every namespace but the user's, and just what starting the two users' programs
+            // (and stopping them) takes.
+            arg(&["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]);
+            arg(&["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL"]);
+        } else {
+            arg(&["--unshare-all"]);
+        }
         arg(&["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", WORKSPACE]);
         arg(&["--setenv", "LANG", "C.UTF-8", "--setenv", "SANDBOXD_LOG", "warn"]);
         for (name, value) in crate::PROXY_ENV {
@@ -208,8 +229,12 @@ impl LocalSandboxes {
             }
         }
         let tmp_bytes = local.tmpfs_mb.saturating_mul(1024 * 1024).to_string();
-        arg(&["--proc", "/proc", "--dev", "/dev", "--size", &tmp_bytes, "--tmpfs", "/tmp"]);
+        arg(&["--proc", "/proc", "--dev", "/dev", "--perms", "01777", "--size", &tmp_bytes, "--tmpfs", "/tmp"]);
         arg(&["--size", "16777216", "--tmpfs", "/run"]);
+        if self.inner.run_as.is_some() {
+            // Open to all until sandboxd, first to run, has made the MCP user's home in it.
+            arg(&["--perms", "01777", "--size", &tmp_bytes, "--tmpfs", MCP_HOME_MOUNT]);
+        }
         arg(&["--bind", &workspace.to_string_lossy(), WORKSPACE, "--bind", &ipc.to_string_lossy(), IPC_MOUNT]);
         arg(&["--ro-bind", &self.inner.sandboxd.to_string_lossy(), SANDBOXD_MOUNT, "--chdir", WORKSPACE]);
         // Everything but the mounts above is read-only, as in a container.
@@ -217,6 +242,9 @@ impl LocalSandboxes {
         let timeout = self.inner.cfg.exec_timeout_seconds.to_string();
         let listen = format!("unix:{IPC_MOUNT}/{SOCKET}");
         arg(&[SANDBOXD_MOUNT, "--listen", &listen, "--workspace", WORKSPACE, "--default-timeout", &timeout]);
+        if let Some((uid, gid)) = self.inner.run_as {
+            arg(&["--run-as", &format!("{uid}:{gid}"), "--mcp-as", &format!("{MCP_USER}:{MCP_USER}")]);
+        }
         arg(&["--egress-socket", &format!("{IPC_MOUNT}/{EGRESS_SOCKET}")]);
         let span_args = crate::span_relay::sandboxd_args(IPC_MOUNT);
         arg(&span_args.iter().map(String::as_str).collect::<Vec<_>>());
