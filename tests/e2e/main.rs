@@ -44,6 +44,7 @@ mod interrupt;
 mod isolation;
 mod kubernetes;
 mod limits;
+mod mcp_isolation;
 mod mcp_stdio;
 mod memory;
 mod openapi;
