@@ -110,3 +110,43 @@ async fn a_team_with_its_own_key_for_the_transcription_service_pays_for_its_voic
     pod.stop.cancel();
     env.stop().await;
 }
+
+/// The security review of 2026-12 (L8): once a team's hard spending cap is reached, its chat
+/// users still ran operator-paid transcriptions, and a refused or redelivered message's was not
+/// metered. Now the transcription is reserved under the caps first: past the cap the service is
+/// never called, and the agent is told why.
+#[tokio::test]
+async fn past_a_hard_spending_cap_a_voice_note_is_not_sent_to_the_transcription_service() {
+    let stt = SpeechToText::start().await.unwrap();
+    let base = stt.base_url();
+    let env = TestEnv::start_with(Roles::default(), move |c| {
+        c.stt.base_url = Some(base);
+        c.stt.api_key = Some("stt-operator".into());
+    })
+    .await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    let channel = bind(&env, &tg, "poll", "open", &[]).await;
+    let whisper =
+        hermes_store::ModelPrice { model: "whisper-1".into(), per_audio_minute: Some(0.006), ..Default::default() };
+    env.store.set_model_price(&whisper).await.unwrap();
+    let spent = hermes_store::Budget {
+        agent_id: None,
+        period: hermes_core::BudgetPeriod::Day,
+        hard_usd: Some(0.0),
+        soft_usd: None,
+    };
+    env.store.set_budget(channel.tenant_id, &spent).await.unwrap();
+    let pod = Pod::start(&env).await;
+
+    tg.user_sends_voice(TOKEN, 42, "voice-1", b"SPEECH:spend the operator's money");
+    let got = sent(&tg, 1).await;
+    assert!(!got[0].text.is_empty(), "the user is answered");
+    assert!(stt.requests().is_empty(), "the transcription service was not called");
+    let metered: i64 = sqlx::query_scalar("SELECT count(*) FROM model_calls WHERE purpose = 'transcription'")
+        .fetch_one(&env.db)
+        .await
+        .unwrap();
+    assert_eq!(metered, 0, "nothing was billed");
+    pod.stop.cancel();
+    env.stop().await;
+}

@@ -128,6 +128,26 @@ impl Store {
         Ok(seen.is_some())
     }
 
+    /// The turn a chat message already taken in started (its session and turn), if it started
+    /// one: where the work a redelivery of it did twice is counted.
+    pub async fn inbound_turn(
+        &self,
+        tenant: TenantId,
+        source: &str,
+        dedupe_key: &str,
+    ) -> Result<Option<(SessionId, TurnId)>> {
+        let row: Option<(uuid::Uuid, uuid::Uuid)> = sqlx::query_as(
+            "SELECT t.session_id, t.id FROM inbound i JOIN turns t ON t.tenant_id = i.tenant_id AND t.id = i.turn_id
+             WHERE i.tenant_id = $1 AND i.source = $2 AND i.dedupe_key = $3",
+        )
+        .bind(tenant.as_uuid())
+        .bind(source)
+        .bind(crate::messages::without_nul(dedupe_key))
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
+        .await?;
+        Ok(row.map(|(session, turn)| (SessionId::from_uuid(session), TurnId::from_uuid(turn))))
+    }
+
     /// Takes a chat message in once: its `inbound` row (unique per channel and platform message)
     /// and, when given, the turn it starts, in one transaction.
     /// With `batch`, the turn waits that long before it may start, and a message that joins it

@@ -9,11 +9,12 @@
 use base64::Engine;
 
 use hermes_core::{ChannelMode, ChatMessage, Content, ContentPart, Platform, Role};
-use hermes_store::{Channel, MediaCall};
+use hermes_store::Channel;
 
 use crate::Gateway;
 use crate::incoming::IncomingFile;
 use crate::voice::Unheard;
+use crate::voice_spend::Billed;
 
 const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
 const MAX_TEXT_BYTES: u64 = 64 * 1024;
@@ -82,7 +83,7 @@ impl Gateway {
         channel: &Channel,
         text: String,
         files: &[IncomingFile],
-    ) -> (ChatMessage, Vec<MediaCall>) {
+    ) -> (ChatMessage, Vec<Billed>) {
         let mut billed = Vec::new();
         if files.is_empty() {
             return (ChatMessage::user(text), billed);
@@ -137,27 +138,46 @@ impl Gateway {
     }
 
     /// A voice note or audio file as the agent reads it: its transcript, or why there is none;
-    /// and the transcription call, when the service answered (it billed the audio).
-    async fn listen(&self, channel: &Channel, file: &IncomingFile) -> (String, Option<MediaCall>) {
-        let (heard, call) = match &self.transcriber {
+    /// and the transcription call, when the service answered (it billed the audio), with the
+    /// reservation it made under the team's spending caps.
+    async fn listen(&self, channel: &Channel, file: &IncomingFile) -> (String, Option<Billed>) {
+        let (heard, billed) = match &self.transcriber {
             None => (Err(Unheard::NoService), None),
             Some(transcriber) if file.size.is_some_and(|n| n > transcriber.max_bytes) => (Err(Unheard::TooLarge), None),
             Some(transcriber) => match self.download(channel, file, transcriber.max_bytes).await {
-                Ok(audio) => {
-                    let name = file.name.clone().unwrap_or_else(|| audio_name(&file.mime));
-                    let key = self.team_key(channel.tenant_id, transcriber.host()).await;
-                    let started = std::time::Instant::now();
-                    let done = transcriber.transcribe(&self.http, audio, &name, &file.mime, key.as_deref()).await;
-                    let call = done.billed_ms.map(|ms| transcriber.call(ms, started.elapsed()));
-                    (done.heard, call)
-                }
+                Ok(audio) => self.transcribe(channel, transcriber, file, audio).await,
                 Err(e) => (Err(Unheard::Failed(format!("the recording could not be downloaded: {e}"))), None),
             },
         };
         if let Err(why) = &heard {
             tracing::warn!(channel.id = %channel.id, reason = ?why, "a voice note was not transcribed");
         }
-        (crate::voice::note(&heard), call)
+        (crate::voice::note(&heard), billed)
+    }
+
+    /// Sends a downloaded recording to the service, once the spending caps let it.
+    async fn transcribe(
+        &self,
+        channel: &Channel,
+        transcriber: &crate::voice::Transcriber,
+        file: &IncomingFile,
+        audio: Vec<u8>,
+    ) -> (Result<String, Unheard>, Option<Billed>) {
+        let reservation = match crate::voice_spend::reserve(&self.store, channel, transcriber, &audio).await {
+            Ok(reservation) => reservation,
+            Err(capped) => return (Err(capped), None),
+        };
+        let name = file.name.clone().unwrap_or_else(|| audio_name(&file.mime));
+        let key = self.team_key(channel.tenant_id, transcriber.host()).await;
+        let started = std::time::Instant::now();
+        let done = transcriber.transcribe(&self.http, audio, &name, &file.mime, key.as_deref()).await;
+        match done.billed_ms {
+            Some(ms) => (done.heard, Some(Billed { call: transcriber.call(ms, started.elapsed()), reservation })),
+            None => {
+                crate::voice_spend::release(&self.store, channel.tenant_id, reservation).await;
+                (done.heard, None)
+            }
+        }
     }
 }
 

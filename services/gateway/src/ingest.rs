@@ -15,6 +15,7 @@ use hermes_store::{Accepted, Channel, NewTurn, Route};
 use crate::Gateway;
 use crate::access::{Verdict, decide};
 use crate::incoming::{ChatKind, Incoming};
+use crate::voice_spend::Billed;
 
 /// The longest text taken from one chat message (upstream's per-text cap).
 const MAX_TEXT_CHARS: usize = 65_536;
@@ -263,19 +264,32 @@ impl Gateway {
             None => self.store.accept_inbound(tenant, &source, &msg.dedupe_key, raw, Some(turn), batch).await,
         }
         .map_err(store_err)?;
-        if let Accepted::Turn { session, turn } | Accepted::Merged { session, turn } = accepted {
-            self.meter(tenant, session, turn, &transcriptions).await;
-        }
+        // A transcription is billed whatever became of the message: with its turn, or a
+        // redelivery's (raced past the check above) with the turn the first delivery started.
+        let read_by = match accepted {
+            Accepted::Turn { session, turn } | Accepted::Merged { session, turn } => Some((session, turn)),
+            Accepted::Duplicate | Accepted::Stored if !transcriptions.is_empty() => {
+                self.store.inbound_turn(tenant, &source, &msg.dedupe_key).await.map_err(store_err)?
+            }
+            Accepted::Duplicate | Accepted::Stored => None,
+        };
+        self.meter(tenant, read_by, transcriptions).await;
         let signal = if steer { Signal::Steer } else { Signal::After(batch) };
         self.accepted(channel, &msg, accepted, signal, hub).await
     }
 
     /// Records the transcriptions a message's voice notes took, with the turn that reads them
-    /// (usage and spending caps count them like model calls). A failed write is logged: the
-    /// message is already safe, and is not refused for its meter.
-    async fn meter(&self, tenant: TenantId, session: SessionId, turn: TurnId, calls: &[hermes_store::MediaCall]) {
-        for call in calls {
-            if let Err(e) = self.store.settle_media_call(tenant, session, turn, None, call).await {
+    /// (usage and spending caps count them like model calls), in place of their reservations.
+    /// A failed write (or no turn to count them with) is logged and counted, and its
+    /// reservation lapses at its lease: the message is already safe, and is not refused for
+    /// its meter.
+    async fn meter(&self, tenant: TenantId, read_by: Option<(SessionId, TurnId)>, calls: Vec<Billed>) {
+        for Billed { call, reservation } in calls {
+            let recorded = match read_by {
+                Some((session, turn)) => self.store.settle_media_call(tenant, session, turn, reservation, &call).await,
+                None => Err(hermes_store::StoreError::NotFound),
+            };
+            if let Err(e) = recorded {
                 tracing::warn!(error = %e, "a transcription's usage could not be recorded");
                 metrics::counter!("hermes_media_usage_unrecorded_total").increment(1);
             }

@@ -29,6 +29,7 @@ pub mod stream;
 pub mod telegram;
 mod voice;
 mod voice_commands;
+mod voice_spend;
 pub mod wecom;
 
 use std::sync::Arc;

@@ -60,6 +60,8 @@ pub(crate) enum Unheard {
     TooLarge,
     /// The download or the service failed.
     Failed(String),
+    /// The team's spending caps do not let the service be called (why).
+    Capped(String),
 }
 
 /// What the agent reads for a recording: the transcript in upstream's words, or a note that
@@ -82,6 +84,10 @@ pub(crate) fn note(heard: &Result<String, Unheard>) -> String {
             ask for a shorter one or for text.]"
                 .into()
         }
+        Err(Unheard::Capped(why)) => format!(
+            "[The user sent a voice message, but I may not have it transcribed: {why}. Tell them, and ask them to type \
+             their message instead.]"
+        ),
         Err(Unheard::Failed(why)) => format!(
             "[The user sent a voice message but I had trouble transcribing it~ ({why}). Let them know, and ask them to \
              type it or try again.]"
