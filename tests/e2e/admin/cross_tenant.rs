@@ -1,7 +1,9 @@
 //! The admin API's cross-tenant sweep, generated from `/openapi.json`: every admin operation
 //! that names a tenant is called by another tenant's owner, once with the victim's tenant id
 //! and once with the intruder's own tenant id but the victim's object ids. Every call answers
-//! 404, and nothing of the victim's changes.
+//! 404, and nothing of the victim's changes. Every other admin operation (sign-in, `/me`, the
+//! installation's) is called too: none answers with anything of the victim's, and the
+//! installation's answer the intruder 403.
 
 use hermes_core::MemberRole;
 use reqwest::Method;
@@ -263,6 +265,28 @@ async fn every_admin_operation_on_another_tenants_objects_answers_404_and_change
                 if status != 404 {
                     leaks.push(format!("{method} {concrete} -> {status} {answer}"));
                 }
+            }
+        }
+    }
+    // The routes that name no tenant: none tells the intruder anything of the victim's, and
+    // the installation's (every tenant, tokens over all of them, the cluster, its log) are the
+    // operators' alone. Signing out or changing a password would only end the spy's own session.
+    let marks = [victim.to_string(), "victim".to_owned(), "@victim.test".to_owned()];
+    let installation = ["/admin/v1/tenants", "/admin/v1/tokens", "/admin/v1/cluster", "/admin/v1/audit"];
+    for (template, item) in doc["paths"].as_object().unwrap() {
+        let own_session = template.ends_with("/sign-out") || template.ends_with("/me/password");
+        if template.contains("{tenant}") || !template.starts_with("/admin/v1/") || own_session {
+            continue;
+        }
+        for method in ["get", "post", "patch", "put", "delete"].into_iter().filter(|m| item.get(*m).is_some()) {
+            let body = (method != "get").then(|| json!({"name": "victim-two"}));
+            let verb = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let (status, answer) = spy.call(&env, verb, template, body).await;
+            attempts += 1;
+            let told = answer.to_string();
+            let operators_only = installation.contains(&template.as_str()) && status != 403;
+            if operators_only || marks.iter().any(|m| told.contains(m.as_str())) {
+                leaks.push(format!("{method} {template} -> {status} {answer}"));
             }
         }
     }
