@@ -128,7 +128,8 @@ async fn serve(args: Args, token: Option<String>) -> anyhow::Result<()> {
         });
     }
     if let Some(listener) = listener {
-        serve_unix(Daemon::new(cfg), listener, args.run_as.map(|r| r.uid), shutdown).await
+        let sandbox_uids = args.run_as.iter().chain(&args.mcp_as).map(|r| r.uid).collect();
+        serve_unix(Daemon::new(cfg), listener, sandbox_uids, shutdown).await
     } else if let Some(addr) = args.listen.strip_prefix("tcp:") {
         let token = token.context("--token-file or --token-env is required with a tcp listener")?;
         cfg.token = Some(token.clone());

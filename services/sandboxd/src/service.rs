@@ -227,18 +227,21 @@ pub fn bind_unix(path: &Path) -> anyhow::Result<tokio::net::UnixListener> {
     Ok(listener)
 }
 
-/// Serves on `listener` until `shutdown`, refusing connections from `sandbox_uid` (the
-/// programs in the sandbox): only the worker drives sandboxd.
+/// Serves on `listener` until `shutdown`, refusing connections from `sandbox_uids` (the
+/// programs in the sandbox: the agent's, and the MCP servers'): only the worker drives
+/// sandboxd.
 pub async fn serve_unix(
     daemon: Daemon,
     listener: tokio::net::UnixListener,
-    sandbox_uid: Option<u32>,
+    sandbox_uids: Vec<u32>,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     tracing::info!(socket = ?listener.local_addr().ok(), "sandboxd listening");
     let incoming = UnixListenerStream::new(listener).filter(move |conn| {
-        let refused = match (conn, sandbox_uid) {
-            (Ok(stream), Some(uid)) => stream.peer_cred().map_or(true, |peer| peer.uid() == uid),
+        let refused = match conn {
+            Ok(stream) if !sandbox_uids.is_empty() => {
+                stream.peer_cred().map_or(true, |peer| sandbox_uids.contains(&peer.uid()))
+            }
             _ => false,
         };
         if refused {
