@@ -5,6 +5,11 @@
 //! and accepts it, reads the page's state with a console expression and sends raw CDP
 //! commands (one to the page, one to the browser). The page is reached
 //! through the sandbox's egress proxy; an address the egress rules do not allow is not.
+//!
+//! And what a prompt-injected model may try: no browser tool opens a local file (`browser_cdp`
+//! navigations, a page's own `location = 'file:///...'`, `browser_navigate`) or changes where
+//! downloads go, and one conversation cannot reach another's cookies, neither through its
+//! browser nor through a shell in the sandbox they share.
 
 use std::sync::{Arc, Mutex};
 
@@ -31,7 +36,11 @@ const FORM: &str = r#"<!doctype html><html><head><title>Sign up</title></head><b
 </script>
 </body></html>"#;
 
-/// A web server on every host address: `/form.html`, and `/thanks?...`, whose query it records.
+/// The cookie `/cookie` sets: a conversation's login, which other conversations must not read.
+const CANARY_COOKIE: &str = "hermes_canary_7f3a";
+
+/// A web server on every host address: `/form.html`, `/thanks?...`, whose query it records,
+/// and `/cookie`, which sets [`CANARY_COOKIE`].
 async fn site(seen: Arc<Mutex<Vec<String>>>) -> u16 {
     let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -46,8 +55,12 @@ async fn site(seen: Arc<Mutex<Vec<String>>>) -> u16 {
                 let target = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
                 let path =
                     target.split_once("://").map_or(target.as_str(), |(_, r)| r.find('/').map_or("/", |i| &r[i..]));
+                let mut extra = String::new();
                 let (status, body) = if path.starts_with("/form.html") {
                     ("200 OK", FORM.to_owned())
+                } else if path.starts_with("/cookie") {
+                    extra = format!("Set-Cookie: {CANARY_COOKIE}=signed-in; Max-Age=3600; Path=/\r\n");
+                    ("200 OK", "<!doctype html><title>Signed in</title><p>Welcome back</p>".to_owned())
                 } else if let Some(query) = path.strip_prefix("/thanks?") {
                     seen.lock().unwrap().push(query.to_owned());
                     ("200 OK", "<!doctype html><title>Thanks</title><p>Thank you!</p>".to_owned())
@@ -55,7 +68,7 @@ async fn site(seen: Arc<Mutex<Vec<String>>>) -> u16 {
                     ("404 Not Found", "<title>Not found</title>".to_owned())
                 };
                 let reply = format!(
-                    "HTTP/1.1 {status}\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    "HTTP/1.1 {status}\r\nContent-Type: text/html\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
                     body.len()
                 );
                 let _ = stream.write_all(reply.as_bytes()).await;
@@ -63,6 +76,38 @@ async fn site(seen: Arc<Mutex<Vec<String>>>) -> u16 {
         }
     });
     port
+}
+
+/// An agent "surfer" with `toolsets` and the internet, in the browser test image; 127.0.0.3
+/// stands in for a public server (no internet here).
+async fn browsing_env(port: u16, toolsets: &[&str]) -> (TestEnv, String) {
+    let env = TestEnv::start_with(Roles::default(), move |c| {
+        c.sandbox.docker.image = "hermes-sandbox:browser-test".into();
+        c.sandbox.docker.memory_mb = 1024;
+        c.sandbox.docker.pids_limit = 1024;
+        c.sandbox.egress_allow_cidrs = vec!["127.0.0.3/32".into()];
+        c.sandbox.egress_ports = vec![80, 443, port];
+    })
+    .await;
+    let (tenant, agent, key) = env.tenant("acme", "surfer").await;
+    env.store.set_egress(tenant, agent.id, true).await.unwrap();
+    sqlx::query("UPDATE agents SET toolsets = $1").bind(toolsets).execute(&env.db).await.unwrap();
+    (env, key)
+}
+
+/// One turn of a new conversation (`ask` starts it) in which the model makes `calls`: their
+/// results, in order.
+async fn conversation(env: &TestEnv, key: &str, ask: &str, calls: &[(&str, Value)]) -> Vec<Value> {
+    for (tool, args) in calls {
+        env.llm.push(ScriptedReply::tool_call(*tool, args.clone()));
+    }
+    env.llm.push(ScriptedReply::text("Done."));
+    let response = env.chat(key, json!({"model": "surfer", "messages": [{"role": "user", "content": ask}]})).await;
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(answer_text(&body), "Done.", "{body}");
+    let r = results(env);
+    assert_eq!(r.len(), calls.len(), "{r:?}");
+    r
 }
 
 /// The tool results of the last request, in order, as JSON.
@@ -79,18 +124,8 @@ fn results(env: &TestEnv) -> Vec<Value> {
 async fn a_turn_fills_a_form_answers_a_dialog_and_reads_a_javascript_page_in_a_sandboxed_chromium() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let port = site(seen.clone()).await;
-    // 127.0.0.3 stands in for a public server (no internet here); 127.0.0.4 is not allowed.
-    let env = TestEnv::start_with(Roles::default(), move |c| {
-        c.sandbox.docker.image = "hermes-sandbox:browser-test".into();
-        c.sandbox.docker.memory_mb = 1024;
-        c.sandbox.docker.pids_limit = 1024;
-        c.sandbox.egress_allow_cidrs = vec!["127.0.0.3/32".into()];
-        c.sandbox.egress_ports = vec![80, 443, port];
-    })
-    .await;
-    let (tenant, agent, key) = env.tenant("acme", "surfer").await;
-    env.store.set_egress(tenant, agent.id, true).await.unwrap();
-    sqlx::query("UPDATE agents SET toolsets = ARRAY['browser']").execute(&env.db).await.unwrap();
+    // 127.0.0.4 is not allowed.
+    let (env, key) = browsing_env(port, &["browser"]).await;
 
     let page = format!("http://127.0.0.3:{port}/form.html");
     let calls = [
@@ -147,5 +182,110 @@ async fn a_turn_fills_a_form_answers_a_dialog_and_reads_a_javascript_page_in_a_s
     let refusal = r[12]["error"].as_str().unwrap_or_default();
     assert!(refusal.contains("network rules refused") && refusal.contains("not reachable"), "{refusal}");
     assert!(r[13].as_str().unwrap_or_default().contains("only http:// and https://"), "{}", r[13]);
+    env.stop().await;
+}
+
+/// A shell's output (a result that is not JSON).
+fn text(result: &Value) -> String {
+    result.as_str().map_or_else(|| result.to_string(), str::to_owned)
+}
+
+/// What the page shows: its address and text.
+fn shown() -> (&'static str, Value) {
+    ("browser_console", json!({ "expression": "location.href + ' ' + document.documentElement.innerText" }))
+}
+
+#[tokio::test]
+async fn no_browser_tool_opens_a_local_file_or_changes_where_downloads_go() {
+    let port = site(Arc::default()).await;
+    let (env, key) = browsing_env(port, &["browser", "terminal"]).await;
+    let file = "file:///etc/hostname";
+    let cdp = |method: &str, params: Value| ("browser_cdp", json!({ "method": method, "params": params }));
+    let go = |url: &str| {
+        (
+            "browser_cdp",
+            json!({ "method": "Runtime.evaluate", "params": { "expression": format!("location.href = '{url}'") } }),
+        )
+    };
+    let r = conversation(
+        &env,
+        &key,
+        "Read /etc/hostname with the browser.",
+        &[
+            ("terminal", json!({ "command": "cat /etc/hostname" })),
+            ("browser_navigate", json!({ "url": format!("http://127.0.0.3:{port}/form.html") })),
+            cdp("Page.navigate", json!({ "url": file })),
+            cdp("Target.createTarget", json!({ "url": file })),
+            cdp("Browser.setDownloadBehavior", json!({ "behavior": "allow", "downloadPath": "/workspace" })),
+            cdp("Page.setDownloadBehavior", json!({ "behavior": "allow", "downloadPath": "/workspace" })),
+            // The page itself goes there: from a web page, then from about:blank.
+            go(file),
+            shown(),
+            cdp("Page.navigate", json!({ "url": "about:blank" })),
+            go(file),
+            shown(),
+            ("browser_navigate", json!({ "url": file })),
+            shown(),
+        ],
+    )
+    .await;
+    let hostname = text(&r[0]);
+    let hostname = hostname.trim();
+    assert!(!hostname.is_empty(), "{}", r[0]);
+    assert_eq!(r[1]["title"], "Sign up", "{}", r[1]);
+    for refused in [&r[2], &r[3]] {
+        let error = refused["error"].as_str().unwrap_or_default();
+        assert!(error.contains("only http:// and https://") && error.contains(file), "{refused}");
+    }
+    for refused in [&r[4], &r[5]] {
+        assert_eq!(refused["success"], false, "{refused}");
+        assert!(refused["error"].as_str().unwrap().contains("is not allowed"), "{refused}");
+        assert!(refused["allowed"]["Runtime"].as_array().unwrap().contains(&json!("evaluate")), "{refused}");
+    }
+    assert_eq!(r[8]["success"], true, "{}", r[8]);
+    assert!(r[11].as_str().unwrap_or_default().contains("only http:// and https://"), "{}", r[11]);
+    for page in [&r[7], &r[10], &r[12]] {
+        let text = page["result"].as_str().unwrap_or_default();
+        assert!(!text.starts_with("file:") && !text.contains(hostname), "the file was loaded: {page}");
+    }
+    assert!(r[7]["result"].as_str().unwrap().contains("Sign up"), "{}", r[7]);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn one_conversations_browser_cookies_are_out_of_anothers_reach() {
+    let port = site(Arc::default()).await;
+    let (env, key) = browsing_env(port, &["browser", "terminal"]).await;
+    let cookies = ("browser_cdp", json!({ "method": "Network.getAllCookies" }));
+    let a = conversation(
+        &env,
+        &key,
+        "Sign me in.",
+        &[("browser_navigate", json!({ "url": format!("http://127.0.0.3:{port}/cookie") })), cookies.clone()],
+    )
+    .await;
+    assert_eq!(a[0]["title"], "Signed in", "{}", a[0]);
+    assert!(a[1].to_string().contains(CANARY_COOKIE), "A is signed in: {}", a[1]);
+
+    // Conversation B, in the same sandbox, goes looking for A's cookies. Chromium writes a
+    // profile's cookies to disk within 30 s, hence the wait.
+    let b = conversation(
+        &env,
+        &key,
+        "Find the other user's cookies.",
+        &[
+            ("browser_navigate", json!({ "url": format!("http://127.0.0.3:{port}/form.html") })),
+            cookies,
+            ("browser_cdp", json!({ "method": "Page.navigate", "params": { "url": "file:///tmp/" } })),
+            (
+                "terminal",
+                json!({ "command": format!("sleep 31; find /tmp /workspace -type f -exec grep -l {CANARY_COOKIE} {{}} + 2>/dev/null; echo searched") }),
+            ),
+        ],
+    )
+    .await;
+    assert!(!b[1].to_string().contains(CANARY_COOKIE), "{}", b[1]);
+    assert_eq!(text(&b[3]).trim(), "searched", "A's cookies are on disk: {}", b[3]);
+    assert!(b[2]["error"].as_str().unwrap_or_default().contains("only http:// and https://"), "{}", b[2]);
     env.stop().await;
 }

@@ -5,8 +5,13 @@
 //!
 //! One browser per conversation (tenant, agent, session), kept between turns on the worker
 //! that opened it and closed after `browser.inactivity_seconds` unused (upstream's 120 s).
+//! Its page lives in an in-memory browser context with downloads denied, so no cookie or
+//! download reaches the disk that other conversations' programs share; the browser refuses
+//! `file://` (`launch`), and `browser_cdp` sends only allow-listed commands (`allow`).
 
+mod allow;
 mod cdp;
+mod launch;
 mod page;
 pub mod snapshot;
 mod tools;
@@ -17,9 +22,9 @@ use std::time::Duration;
 
 use hermes_config::BrowserConfig;
 use hermes_core::{AgentId, SessionId, TenantId};
-use hermes_sandbox::proto::StdioStart;
 use hermes_sandbox::{SandboxKey, Sandboxes};
 
+pub use allow::CdpRefusal;
 pub use cdp::{Cdp, CdpError, ConsoleEntry, Dialog};
 pub use page::{BrowserError, Outcome, Page};
 pub use tools::{
@@ -33,48 +38,6 @@ pub struct BrowserKey {
     pub tenant: TenantId,
     pub agent: AgentId,
     pub session: SessionId,
-}
-
-/// The sandbox's egress relay (`hermes_sandbox::PROXY_ENV`); the sandbox's own loopback is
-/// reached directly, every other address through the relay.
-const PROXY_FLAGS: [&str; 2] =
-    ["--proxy-server=http://127.0.0.1:3128", "--proxy-bypass-list=<-loopback>;localhost;127.0.0.1;[::1]"];
-
-/// The flags of a browser profile in `dir`. `--no-sandbox`: the tenant's sandbox is the
-/// isolation (Chromium's own needs user namespaces a container rarely has), as upstream
-/// sets it for containers.
-fn flags(dir: &str, extra: &[String]) -> Vec<String> {
-    let mut flags: Vec<String> = [
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--no-first-run",
-        "--no-default-browser-check",
-        "--disable-extensions",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--mute-audio",
-        "--window-size=1280,900",
-        "--remote-debugging-pipe",
-    ]
-    .iter()
-    .map(|f| (*f).to_owned())
-    .collect();
-    flags.extend(PROXY_FLAGS.iter().map(|f| (*f).to_owned()));
-    flags.push(format!("--user-data-dir={dir}"));
-    flags.extend(extra.iter().cloned());
-    flags.push("about:blank".into());
-    flags
-}
-
-/// The sandbox program: the browser with its CDP pipe (fds 3 and 4) on stdin and stdout.
-fn start(config: &BrowserConfig) -> StdioStart {
-    let dir = format!("/tmp/hermes-browser-{}", uuid::Uuid::now_v7().simple());
-    let mut args = vec!["-c".to_owned(), "exec \"$0\" \"$@\" 3<&0 4>&1 1>/dev/null".to_owned(), config.command.clone()];
-    args.extend(flags(&dir, &config.extra_args));
-    StdioStart { command: "sh".into(), args, env: Default::default(), as_mcp_user: false }
 }
 
 /// The browsers this worker holds.
@@ -124,7 +87,7 @@ impl Browsers {
             return Ok(page);
         }
         let sandbox = SandboxKey { tenant: key.tenant, agent: key.agent };
-        let process = hermes_sandbox::process::spawn(self.sandboxes.as_ref(), sandbox, start(&self.config))
+        let process = hermes_sandbox::process::spawn(self.sandboxes.as_ref(), sandbox, launch::start(&self.config))
             .await
             .map_err(|e| BrowserError::Refused(format!("the browser could not start: {e}")))?;
         let ended = process.ended.clone();
@@ -167,24 +130,5 @@ impl Browsers {
         for page in all {
             page.close().await;
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_browser_speaks_cdp_on_its_stdio_and_goes_out_through_the_sandbox_relay() {
-        let start = start(&BrowserConfig { extra_args: vec!["--lang=de".into()], ..BrowserConfig::default() });
-        assert_eq!(
-            (start.command.as_str(), start.args[1].as_str()),
-            ("sh", "exec \"$0\" \"$@\" 3<&0 4>&1 1>/dev/null")
-        );
-        assert_eq!(start.args[2], "chromium");
-        assert!(start.args.contains(&"--remote-debugging-pipe".to_owned()));
-        assert!(start.args.contains(&"--proxy-server=http://127.0.0.1:3128".to_owned()));
-        assert_eq!(start.args.last().map(String::as_str), Some("about:blank"));
-        assert!(start.args.iter().any(|a| a == "--lang=de"));
     }
 }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::allow::{self, CdpRefusal, Route, Scope};
 use crate::cdp::{Cdp, CdpError, ConsoleEntry, Dialog};
 use crate::snapshot::{Snapshot, render};
 
@@ -28,6 +29,9 @@ pub enum BrowserError {
     UnknownRef(String),
     #[error("{0}")]
     Refused(String),
+    /// `browser_cdp` does not send that command.
+    #[error(transparent)]
+    NotAllowed(#[from] CdpRefusal),
 }
 
 /// What an action did: where the page is now, and a dialog it opened.
@@ -53,6 +57,10 @@ impl Outcome {
 /// A live page.
 pub struct Page {
     cdp: Cdp,
+    /// The page's own browser context: in memory only, so nothing it stores (cookies,
+    /// storage, cache) reaches the disk another conversation's programs can read.
+    context: String,
+    target: String,
     session: String,
     refs: Mutex<HashMap<String, i64>>,
     last_used: Mutex<Instant>,
@@ -86,17 +94,22 @@ fn key_code(key: &str) -> Option<(&'static str, i64, Option<&'static str>)> {
 }
 
 impl Page {
-    /// Opens a page in the browser on `cdp` and turns on the events the tools read.
+    /// Opens a page, in a new in-memory browser context whose downloads are denied, in the
+    /// browser on `cdp`, and turns on the events the tools read.
     pub async fn open(cdp: Cdp) -> Result<Self, BrowserError> {
-        let target = cdp.call(None, "Target.createTarget", json!({ "url": "about:blank" }), CALL).await?;
-        let target_id = target["targetId"].as_str().unwrap_or_default().to_owned();
+        let created = cdp.call(None, "Target.createBrowserContext", json!({}), CALL).await?;
+        let context = id_in(&created, "browserContextId")?;
+        let deny = json!({ "behavior": "deny", "browserContextId": context });
+        cdp.call(None, "Browser.setDownloadBehavior", deny, CALL).await?;
+        let params = json!({ "url": "about:blank", "browserContextId": context });
+        let target = id_in(&cdp.call(None, "Target.createTarget", params, CALL).await?, "targetId")?;
         let attached =
-            cdp.call(None, "Target.attachToTarget", json!({ "targetId": target_id, "flatten": true }), CALL).await?;
-        let session = attached["sessionId"].as_str().unwrap_or_default().to_owned();
+            cdp.call(None, "Target.attachToTarget", json!({ "targetId": target, "flatten": true }), CALL).await?;
+        let session = id_in(&attached, "sessionId")?;
         for domain in ["Page.enable", "Runtime.enable", "Network.enable"] {
             cdp.call(Some(&session), domain, json!({}), CALL).await?;
         }
-        Ok(Self { cdp, session, refs: Mutex::default(), last_used: Mutex::new(Instant::now()) })
+        Ok(Self { cdp, context, target, session, refs: Mutex::default(), last_used: Mutex::new(Instant::now()) })
     }
 
     /// When it was last used (the pool closes idle pages).
@@ -167,8 +180,11 @@ impl Page {
         })
     }
 
-    /// Goes to `url` and waits for it to load.
+    /// Goes to `url` (an http(s) page) and waits for it to load.
     pub async fn navigate(&self, url: &str) -> Result<Outcome, BrowserError> {
+        let Some(url) = allow::web_url(url) else {
+            return Err(CdpRefusal::NotWeb { method: "browser_navigate".into(), url: url.into() }.into());
+        };
         let before = self.loads();
         let went = self.or_dialog(self.call("Page.navigate", json!({ "url": url }))).await?;
         if let Some(error) = went.as_ref().and_then(|w| w["errorText"].as_str()).filter(|e| !e.is_empty()) {
@@ -315,16 +331,18 @@ impl Page {
         Ok(answer["result"]["value"].clone())
     }
 
-    /// A raw CDP call (`browser_cdp`): page-level domains in the conversation's page, the
-    /// browser-wide ones (`Target.*`, `Browser.*`, `Storage.*`, `SystemInfo.*`) on the browser.
-    /// The browser is the tenant's own, in its sandbox behind its egress rules.
+    /// A raw CDP call (`browser_cdp`), if the allow-list has it (`crate::allow`): page-level
+    /// domains in the conversation's page, `Target.*` and `Browser.*` on the browser, held to
+    /// the page's own browser context.
     pub async fn cdp(&self, method: &str, params: Value) -> Result<Value, BrowserError> {
-        let browser_wide = ["Target.", "Browser.", "Storage.", "SystemInfo."].iter().any(|d| method.starts_with(d));
-        if browser_wide {
-            self.touch();
-            return Ok(self.cdp.call(None, method, params, CALL).await?);
+        let scope = Scope { context: &self.context, page: &self.target };
+        match allow::check(method, params, scope)? {
+            (Route::Browser, params) => {
+                self.touch();
+                Ok(self.cdp.call(None, method, params, CALL).await?)
+            }
+            (Route::Page, params) => self.call(method, params).await,
         }
-        self.call(method, params).await
     }
 
     /// The page's images: URL, alt text and size.
@@ -371,6 +389,14 @@ impl Page {
     pub async fn close(&self) {
         let _ = self.cdp.call(None, "Browser.close", json!({}), Duration::from_secs(5)).await;
     }
+}
+
+/// The id `field` of a browser's answer.
+fn id_in(answer: &Value, field: &str) -> Result<String, BrowserError> {
+    answer[field]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| BrowserError::Refused(format!("the browser answered without a {field}")))
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use hermes_core::ToolsetName;
 use hermes_tools::{ResultSpill, SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema, required_str};
 use hermes_web::window;
 
-use crate::{BrowserError, BrowserKey, Browsers, Page};
+use crate::{BrowserError, BrowserKey, Browsers, CdpRefusal, Page, allow};
 
 /// What the browser tools of one turn share.
 pub struct BrowserTurn {
@@ -354,8 +354,9 @@ impl SimpleTool for BrowserCdp {
         ToolsetName::Browser,
         "Send a raw Chrome DevTools Protocol command to the browser, for what the other browser tools cannot do \
          (e.g. Page.getFrameTree, Emulation.setGeolocationOverride, Network.getCookies, Browser.getVersion). \
-         Page-level domains (Page, Runtime, DOM, Emulation, Network, ...) go to the conversation's page; Target, \
-         Browser, Storage and SystemInfo to the browser. Returns the command's result.",
+         Only page-automation commands are sent (Page, Runtime, DOM, CSS, Input, Accessibility, Emulation, \
+         Network cookies and bodies, and Target/Browser commands within this conversation's browser); a refused \
+         command's answer lists them. Navigations open http(s) pages only. Returns the command's result.",
     );
 
     fn parameters(&self) -> Value {
@@ -381,16 +382,25 @@ impl SimpleTool for BrowserCdp {
             Some(p @ Value::Object(_)) => p.clone(),
             Some(_) => return Err(ToolError::RespondToModel("params is an object".into())),
         };
-        Ok(on_page(&self.0, ctx, async |page| {
-            let result = page.cdp(&method, params).await?;
-            let text = result.to_string();
-            if text.chars().count() > CDP_ANSWER_CHARS {
-                let head: String = text.chars().take(CDP_ANSWER_CHARS).collect();
-                return Ok(json!({ "success": true, "method": method, "result_truncated": head }));
+        let page = match self.0.page(ctx) {
+            Ok(page) => page,
+            Err(why) => return Ok(failed(why)),
+        };
+        let result = match page.cdp(&method, params).await {
+            Ok(result) => result,
+            Err(BrowserError::NotAllowed(refusal @ CdpRefusal::NotAllowed(_))) => {
+                return Ok(
+                    json!({ "success": false, "error": refusal.to_string(), "allowed": allow::allowed() }).to_string()
+                );
             }
-            Ok(json!({ "success": true, "method": method, "result": result }))
-        })
-        .await)
+            Err(e) => return Ok(failed(e)),
+        };
+        let text = result.to_string();
+        if text.chars().count() > CDP_ANSWER_CHARS {
+            let head: String = text.chars().take(CDP_ANSWER_CHARS).collect();
+            return Ok(json!({ "success": true, "method": method, "result_truncated": head }).to_string());
+        }
+        Ok(json!({ "success": true, "method": method, "result": result }).to_string())
     }
 }
 
