@@ -10,6 +10,23 @@ use hermes_testkit::telegram::TelegramEmulator;
 use crate::harness::{Roles, TestEnv};
 use crate::telegram::{Pod, TOKEN, bind, sent};
 
+/// The operator's speech-to-text service (its key `key`), the service and a Telegram bot bound
+/// to a fresh tenant's agent.
+async fn with_the_operators_service(
+    key: &'static str,
+) -> (SpeechToText, TestEnv, TelegramEmulator, hermes_store::Channel) {
+    let stt = SpeechToText::start().await.unwrap();
+    let base = stt.base_url();
+    let env = TestEnv::start_with(Roles::default(), move |c| {
+        c.stt.base_url = Some(base);
+        c.stt.api_key = Some(key.into());
+    })
+    .await;
+    let tg = TelegramEmulator::start().await.unwrap();
+    let channel = bind(&env, &tg, "poll", "open", &[]).await;
+    (stt, env, tg, channel)
+}
+
 /// What the model was given as the user's message in its request `n`.
 fn user_message(env: &TestEnv, n: usize) -> String {
     let messages = env.llm.requests()[n].messages();
@@ -18,15 +35,7 @@ fn user_message(env: &TestEnv, n: usize) -> String {
 
 #[tokio::test]
 async fn a_voice_note_is_transcribed_and_answered_and_one_that_cannot_be_heard_still_gets_a_reply() {
-    let stt = SpeechToText::start().await.unwrap();
-    let base = stt.base_url();
-    let env = TestEnv::start_with(Roles::default(), move |c| {
-        c.stt.base_url = Some(base);
-        c.stt.api_key = Some("stt-test-key".into());
-    })
-    .await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
+    let (stt, env, tg, _) = with_the_operators_service("stt-test-key").await;
     let pod = Pod::start(&env).await;
 
     env.llm.push(ScriptedReply::text("Booked: room 4, Tuesday at ten."));
@@ -91,15 +100,7 @@ async fn without_a_speech_to_text_service_the_agent_is_told_and_answers() {
 
 #[tokio::test]
 async fn a_team_with_its_own_key_for_the_transcription_service_pays_for_its_voice_notes() {
-    let stt = SpeechToText::start().await.unwrap();
-    let base = stt.base_url();
-    let env = TestEnv::start_with(Roles::default(), move |c| {
-        c.stt.base_url = Some(base);
-        c.stt.api_key = Some("stt-operator".into());
-    })
-    .await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    let channel = bind(&env, &tg, "poll", "open", &[]).await;
+    let (stt, env, tg, channel) = with_the_operators_service("stt-operator").await;
     // The scripted service is on 127.0.0.1: the team's key is allowed there.
     env.team_key(channel.tenant_id, "openai", "sk-team-whisper").await;
     let pod = Pod::start(&env).await;
@@ -117,15 +118,7 @@ async fn a_team_with_its_own_key_for_the_transcription_service_pays_for_its_voic
 /// never called, and the agent is told why.
 #[tokio::test]
 async fn past_a_hard_spending_cap_a_voice_note_is_not_sent_to_the_transcription_service() {
-    let stt = SpeechToText::start().await.unwrap();
-    let base = stt.base_url();
-    let env = TestEnv::start_with(Roles::default(), move |c| {
-        c.stt.base_url = Some(base);
-        c.stt.api_key = Some("stt-operator".into());
-    })
-    .await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    let channel = bind(&env, &tg, "poll", "open", &[]).await;
+    let (stt, env, tg, channel) = with_the_operators_service("stt-operator").await;
     let whisper =
         hermes_store::ModelPrice { model: "whisper-1".into(), per_audio_minute: Some(0.006), ..Default::default() };
     env.store.set_model_price(&whisper).await.unwrap();

@@ -55,16 +55,24 @@ impl Browser {
     }
 }
 
-#[tokio::test]
-async fn the_identity_provider_signs_people_in_and_every_bad_answer_is_refused() {
+/// A scripted provider, and the service with it as the installation's provider (sign-ins not
+/// limited: the tests make many).
+pub(super) async fn with_installation_provider() -> (OidcProvider, TestEnv) {
     let idp = OidcProvider::start().await.unwrap();
     let issuer = idp.issuer();
     let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |c| {
         c.admin.oidc.issuer = Some(issuer);
         c.admin.oidc.client_id = CLIENT_ID.into();
         c.admin.oidc.client_secret = Some(CLIENT_SECRET.into());
+        c.admin.sign_in_per_minute = 1_000;
     })
     .await;
+    (idp, env)
+}
+
+#[tokio::test]
+async fn the_identity_provider_signs_people_in_and_every_bad_answer_is_refused() {
+    let (idp, env) = with_installation_provider().await;
     let acme = env.store.create_tenant("acme").await.unwrap();
     member(&env, acme.id, "ann@acme.test", MemberRole::Admin).await;
     let browser = Browser {

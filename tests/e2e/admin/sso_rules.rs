@@ -10,22 +10,14 @@ use hermes_testkit::oidc::{CLIENT_ID, CLIENT_SECRET, Login, OidcProvider};
 use reqwest::Method;
 use serde_json::json;
 
-use super::sso::{Browser, me};
+use super::sso::{Browser, me, with_installation_provider};
 use super::{cli, member};
 use crate::harness::{Roles, TestEnv};
 
 #[tokio::test]
 async fn the_installation_provider_signs_in_only_verified_bound_identities_of_its_own_people() {
-    let idp = OidcProvider::start().await.unwrap();
+    let (idp, env) = with_installation_provider().await;
     let team_idp = OidcProvider::start().await.unwrap();
-    let issuer = idp.issuer();
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |c| {
-        c.admin.oidc.issuer = Some(issuer);
-        c.admin.oidc.client_id = CLIENT_ID.into();
-        c.admin.oidc.client_secret = Some(CLIENT_SECRET.into());
-        c.admin.sign_in_per_minute = 1_000;
-    })
-    .await;
     let (acme, globex) =
         (env.store.create_tenant("acme").await.unwrap(), env.store.create_tenant("globex").await.unwrap());
     member(&env, acme.id, "ann@acme.test", MemberRole::Admin).await;
@@ -67,14 +59,7 @@ async fn the_installation_provider_signs_in_only_verified_bound_identities_of_it
 
 #[tokio::test]
 async fn a_verified_sign_in_drops_the_password_a_link_holder_set_on_an_address() {
-    let idp = OidcProvider::start().await.unwrap();
-    let issuer = idp.issuer();
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |c| {
-        c.admin.oidc.issuer = Some(issuer);
-        c.admin.oidc.client_id = CLIENT_ID.into();
-        c.admin.oidc.client_secret = Some(CLIENT_SECRET.into());
-    })
-    .await;
+    let (idp, env) = with_installation_provider().await;
     let acme = env.store.create_tenant("acme").await.unwrap();
     let (_, mallory) = member(&env, acme.id, "mallory@acme.test", MemberRole::Admin).await;
     // Mallory pre-claims a stranger's address: invites it and accepts the link herself.
