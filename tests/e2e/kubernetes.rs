@@ -1,241 +1,23 @@
 //! The Kubernetes backend against a scripted API server: kube's client talks to an in-process
 //! fake of the API (pods, PVCs, Secrets, NetworkPolicies), which plays the kubelet by
 //! starting a real sandboxd on loopback when a pod is created. So the backend's object
-//! handling and the TCP + token path to sandboxd are both exercised without a cluster.
+//! handling and the TCP (TLS by default) + token path to sandboxd are both exercised without a
+//! cluster.
 
-use std::collections::HashMap;
-use std::convert::Infallible;
+mod fake_api;
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
 use serde_json::{Value, json};
 
 use hermes_sandbox::{SandboxKey, Sandboxes};
-use hermes_sandbox_kube::KubeSandboxes;
 
-use crate::harness::{poll_until, sandboxd_bin, unique};
+use crate::harness::{poll_until, unique};
 use crate::sandbox::{new_key, run};
-
-/// The fake API's state: objects by (resource, name), the calls it saw, and the "kubelet".
-struct Cluster {
-    objects: Mutex<HashMap<(String, String), Value>>,
-    calls: Mutex<Vec<String>>,
-    daemons: Mutex<HashMap<String, Child>>,
-    port: u16,
-    root: String,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        for (_, mut child) in self.daemons.lock().unwrap().drain() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
-
-fn status(code: u16, reason: &str) -> (u16, Value) {
-    (
-        code,
-        json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason, "code": code, "message": reason}),
-    )
-}
-
-impl Cluster {
-    /// Starts sandboxd for a created pod, as the kubelet would, with the pod's token (in the
-    /// variable the pod names, from its Secret) and PVC.
-    fn start_pod(&self, pod: &Value) {
-        let objects = self.objects.lock().unwrap();
-        let volumes = pod["spec"]["volumes"].as_array().unwrap();
-        let env = pod["spec"]["containers"][0]["env"].as_array().unwrap();
-        let (variable, secret) = env
-            .iter()
-            .find_map(|e| Some((e["name"].as_str()?, e["valueFrom"]["secretKeyRef"]["name"].as_str()?)))
-            .unwrap();
-        let pvc = volumes.iter().find_map(|v| v["persistentVolumeClaim"]["claimName"].as_str()).unwrap();
-        let token =
-            objects[&("secrets".to_owned(), secret.to_owned())]["stringData"]["token"].as_str().unwrap().to_owned();
-        drop(objects);
-        let workspace = format!("{}/{pvc}", self.root);
-        std::fs::create_dir_all(&workspace).unwrap();
-        let child = Command::new(sandboxd_bin())
-            .args(["--listen", &format!("tcp:127.0.0.1:{}", self.port), "--token-env", variable])
-            .env(variable, token)
-            .args(["--workspace", &workspace])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        self.daemons.lock().unwrap().insert(pod["metadata"]["name"].as_str().unwrap().to_owned(), child);
-    }
-
-    fn stop_pod(&self, name: &str) {
-        if let Some(mut child) = self.daemons.lock().unwrap().remove(name) {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    fn handle(&self, method: &str, path: &str, query: &str, body: &[u8]) -> (u16, Value) {
-        self.calls.lock().unwrap().push(format!("{method} {path}"));
-        // /api/v1/namespaces/{ns}/{resource}[/{name}] or /apis/{group}/{version}/namespaces/...
-        let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-        let at = parts.iter().position(|p| *p == "namespaces").unwrap();
-        let resource = parts[at + 2].to_owned();
-        let name = parts.get(at + 3).map(|s| (*s).to_owned());
-        match (method, name) {
-            ("POST", None) => {
-                let mut object: Value = serde_json::from_slice(body).unwrap();
-                let name = object["metadata"]["name"].as_str().unwrap().to_owned();
-                let key = (resource.clone(), name);
-                if self.objects.lock().unwrap().contains_key(&key) {
-                    return status(409, "AlreadyExists");
-                }
-                if resource == "pods" {
-                    object["status"] = json!({"phase": "Running", "podIP": "127.0.0.1"});
-                }
-                if resource == "secrets" {
-                    // The API server turns stringData into base64 data.
-                    let token = object["stringData"]["token"].as_str().unwrap().to_owned();
-                    object["data"] = json!({"token": base64(&token)});
-                }
-                self.objects.lock().unwrap().insert(key, object.clone());
-                if resource == "pods" {
-                    self.start_pod(&object);
-                }
-                (201, object)
-            }
-            // Server-side apply: create or replace (the backend applies whole NetworkPolicies).
-            ("PATCH", Some(name)) => {
-                assert!(query.contains("fieldManager="), "server-side apply names its field manager");
-                let object: Value = serde_json::from_slice(body).unwrap();
-                self.objects.lock().unwrap().insert((resource, name), object.clone());
-                (200, object)
-            }
-            ("GET", Some(name)) => match self.objects.lock().unwrap().get(&(resource, name)) {
-                Some(object) => (200, object.clone()),
-                None => status(404, "NotFound"),
-            },
-            ("GET", None) => {
-                let selector = query.split('&').find_map(|kv| kv.strip_prefix("labelSelector=")).map(percent_decoded);
-                let items: Vec<Value> = self
-                    .objects
-                    .lock()
-                    .unwrap()
-                    .iter()
-                    .filter(|((r, _), _)| *r == resource)
-                    .map(|(_, o)| o.clone())
-                    .filter(|o| {
-                        selector.as_deref().is_none_or(|sel| {
-                            let (k, v) = sel.split_once('=').unwrap();
-                            o["metadata"]["labels"][k] == v
-                        })
-                    })
-                    .collect();
-                (200, json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": "1"}, "items": items}))
-            }
-            ("DELETE", Some(name)) => match self.objects.lock().unwrap().remove(&(resource.clone(), name.clone())) {
-                Some(object) => {
-                    if resource == "pods" {
-                        self.stop_pod(&name);
-                    }
-                    (200, object)
-                }
-                None => status(404, "NotFound"),
-            },
-            _ => status(405, "MethodNotAllowed"),
-        }
-    }
-
-    fn object(&self, resource: &str, name: &str) -> Option<Value> {
-        self.objects.lock().unwrap().get(&(resource.to_owned(), name.to_owned())).cloned()
-    }
-
-    fn posts(&self) -> usize {
-        self.calls.lock().unwrap().iter().filter(|c| c.starts_with("POST")).count()
-    }
-}
-
-fn percent_decoded(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).unwrap()
-}
-
-fn base64(s: &str) -> String {
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let bytes = s.as_bytes();
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// A backend on the fake cluster.
-fn backend(cluster: &Arc<Cluster>, tweak: impl FnOnce(&mut hermes_config::SandboxConfig)) -> KubeSandboxes {
-    let port = cluster.port;
-    let cluster = cluster.clone();
-    let service = tower::service_fn(move |req: http::Request<kube::client::Body>| {
-        let cluster = cluster.clone();
-        async move {
-            let method = req.method().to_string();
-            let path = req.uri().path().to_owned();
-            let query = req.uri().query().unwrap_or_default().to_owned();
-            let body = req.into_body().collect().await.unwrap().to_bytes();
-            let (code, value) = cluster.handle(&method, &path, &query, &body);
-            let response = http::Response::builder()
-                .status(code)
-                .header("content-type", "application/json")
-                .body(Full::new(Bytes::from(value.to_string())))
-                .unwrap();
-            Ok::<_, Infallible>(response)
-        }
-    });
-    let client = kube::Client::new(service, "sandboxes");
-    let mut cfg = hermes_config::SandboxConfig::default();
-    cfg.kubernetes.port = port;
-    cfg.kubernetes.name_prefix = "hermes".into();
-    cfg.kubernetes.start_timeout_seconds = 20;
-    tweak(&mut cfg);
-    KubeSandboxes::with_client(client, &cfg)
-}
-
-fn cluster() -> Arc<Cluster> {
-    Arc::new(Cluster {
-        objects: Mutex::default(),
-        calls: Mutex::default(),
-        daemons: Mutex::default(),
-        port: free_port(),
-        root: format!("/tmp/htest-kube/{}", unique("k")),
-    })
-}
+use fake_api::{Cluster, backend, cluster};
 
 #[tokio::test]
 async fn a_sandbox_is_a_hardened_pod_with_a_pvc_reached_over_tcp_with_its_token() {
@@ -281,9 +63,24 @@ async fn a_sandbox_is_a_hardened_pod_with_a_pvc_reached_over_tcp_with_its_token(
     assert!(policy["spec"]["ingress"][0]["from"][0]["namespaceSelector"].is_null(), "workers beside the sandboxes");
     assert_eq!(pod["metadata"]["labels"]["hermes.io/tenant"], key.tenant.to_string());
 
+    // sandboxd serves TLS with the sandbox's own key; the worker pins its certificate.
+    assert!(command.windows(2).any(|w| w == ["--tls-cert-env", "HERMES_SANDBOX_TLS_CERT"]), "{command:?}");
+    let tls = cluster.object("secrets", &format!("{}-tls", names.pod)).expect("the sandbox's TLS Secret");
+    assert_eq!(tls["type"], "kubernetes.io/tls");
+    let pinned = hermes_sandbox::PinnedCert {
+        pem: tls["stringData"]["tls.crt"].as_str().unwrap().to_owned(),
+        name: names.pod.clone(),
+    };
+    // Programs in the sandbox see neither the key nor the token sandboxd was given.
+    let env = run(&sandboxes, key, "env", 20).await.output;
+    assert!(!env.contains("PRIVATE KEY") && !env.contains("HERMES_SANDBOX_T"), "{env}");
+
     // Without the token the daemon refuses.
-    let address =
-        hermes_sandbox::Address::Tcp { url: format!("http://127.0.0.1:{}", cluster.port), token: "wrong".into() };
+    let address = hermes_sandbox::Address::Tcp {
+        url: format!("https://127.0.0.1:{}", cluster.port),
+        token: "wrong".into(),
+        tls: Some(pinned),
+    };
     let stranger = hermes_sandbox::SandboxClient::connect(&address).await.unwrap();
     assert!(stranger.status().await.is_err(), "a wrong token is refused");
 
@@ -292,6 +89,47 @@ async fn a_sandbox_is_a_hardened_pod_with_a_pvc_reached_over_tcp_with_its_token(
     let other = backend(&cluster, |_| {});
     assert_eq!(run(&other, key, "echo attached", 20).await.output, "attached\n");
     assert_eq!(cluster.posts(), posts, "nothing created twice");
+}
+
+/// The review's L11 test: with `sandbox.kubernetes.tls` on (the default) the worker refuses a
+/// sandboxd that answers in plaintext, whatever its pod asked of it, so the token, commands,
+/// files and MCP servers' secrets never cross the pod network in the clear.
+#[tokio::test]
+async fn with_tls_on_the_worker_refuses_a_sandboxd_that_answers_in_plaintext() {
+    let cluster = cluster();
+    cluster.plaintext.store(true, Ordering::SeqCst);
+    let sandboxes = backend(&cluster, |c| c.kubernetes.start_timeout_seconds = 3);
+    let key = new_key();
+    let refused = sandboxes.open(key).await.err().expect("a plaintext sandboxd is refused");
+    assert!(matches!(refused, hermes_sandbox::SandboxError::Unavailable(_)), "{refused}");
+
+    // The daemon is up, and answers anyone speaking plaintext: only the worker's TLS refuses it.
+    let names = sandboxes.names(key);
+    let secret = cluster.object("secrets", &names.secret).unwrap();
+    let token = secret["stringData"]["token"].as_str().unwrap().to_owned();
+    let url = format!("http://127.0.0.1:{}", cluster.port);
+    let plaintext = hermes_sandbox::Address::Tcp { url, token, tls: None };
+    let client = hermes_sandbox::SandboxClient::connect_within(&plaintext, std::time::Duration::from_secs(5)).await;
+    assert!(client.unwrap().status().await.is_ok(), "the plaintext daemon answers");
+}
+
+/// A pod started before `sandbox.kubernetes.tls` was on serves plaintext, which the worker now
+/// refuses: it replaces the pod with one that serves TLS, and the workspace stays.
+#[tokio::test]
+async fn a_pod_started_without_tls_is_replaced_when_tls_is_turned_on() {
+    let cluster = cluster();
+    let before = backend(&cluster, |c| c.kubernetes.tls = false);
+    let key = new_key();
+    run(&before, key, "echo kept > k", 20).await;
+    let names = before.names(key);
+    assert!(cluster.object("secrets", &format!("{}-tls", names.pod)).is_none(), "no TLS material without TLS");
+
+    let after = backend(&cluster, |_| {});
+    assert_eq!(run(&after, key, "cat k", 20).await.output, "kept\n");
+    assert!(cluster.calls.lock().unwrap().iter().any(|c| c.starts_with("DELETE") && c.ends_with(&names.pod)));
+    let pod = cluster.object("pods", &names.pod).unwrap();
+    let command = pod["spec"]["containers"][0]["command"].as_array().unwrap().clone();
+    assert!(command.iter().any(|a| a == "--tls-cert-env"), "{command:?}");
 }
 
 #[tokio::test]
@@ -438,7 +276,8 @@ fn the_manifests_are_complete_kubernetes_objects() {
     cfg.kubernetes.storage_class = "fast".into();
     let manifests = hermes_sandbox_kube::manifests_of(&cfg, new_key(), false);
     let kinds: Vec<&str> = manifests.iter().map(|m| m["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["Secret", "PersistentVolumeClaim", "Pod", "NetworkPolicy"]);
+    // The token's Secret, then the TLS key and certificate's.
+    assert_eq!(kinds, ["Secret", "Secret", "PersistentVolumeClaim", "Pod", "NetworkPolicy"]);
     for m in &manifests {
         assert!(m["apiVersion"].is_string() && m["metadata"]["name"].is_string(), "{m}");
         let name = m["metadata"]["name"].as_str().unwrap();
@@ -450,8 +289,8 @@ fn the_manifests_are_complete_kubernetes_objects() {
             assert!(v.as_str().unwrap().len() <= 63, "label {k} too long");
         }
     }
-    assert_eq!(manifests[1]["spec"]["storageClassName"], "fast");
-    assert_eq!(manifests[3]["apiVersion"], "networking.k8s.io/v1");
+    assert_eq!(manifests[2]["spec"]["storageClassName"], "fast");
+    assert_eq!(manifests[4]["apiVersion"], "networking.k8s.io/v1");
 }
 
 #[test]
@@ -464,7 +303,7 @@ fn the_manifests_validate_against_the_kubernetes_schemas_offline() {
     cfg.kubernetes.worker_namespace = "hermes".into();
     let key = new_key();
     let mut manifests = hermes_sandbox_kube::manifests_of(&cfg, key, false);
-    let from = &manifests[3]["spec"]["ingress"][0]["from"][0];
+    let from = &manifests[4]["spec"]["ingress"][0]["from"][0];
     assert_eq!(from["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"], "hermes");
     assert_eq!(from["podSelector"]["matchLabels"]["app.kubernetes.io/component"], "worker");
     // The policy of an agent with internet access too.

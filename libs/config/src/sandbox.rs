@@ -101,6 +101,9 @@ pub struct KubernetesSandboxConfig {
     pub sandboxd_path: String,
     /// The port sandboxd listens on in the pod.
     pub port: u16,
+    /// The worker reaches sandboxd over TLS: each sandbox gets its own key and self-signed
+    /// certificate (in a Secret), which the worker pins, refusing any other and plaintext.
+    pub tls: bool,
     /// gVisor, Kata, ...: the pods' RuntimeClass; empty for the cluster's default.
     pub runtime_class: String,
     /// The PVC's storage class; empty for the cluster's default.
@@ -132,6 +135,7 @@ impl Default for KubernetesSandboxConfig {
             image: "hermes-sandbox:latest".into(),
             sandboxd_path: "/opt/hermes/bin/hermes-sandboxd".into(),
             port: 7070,
+            tls: true,
             runtime_class: String::new(),
             storage_class: String::new(),
             workspace_gb: 5,

@@ -3,7 +3,8 @@
 //! all capabilities dropped, no privilege escalation, seccomp RuntimeDefault, resource
 //! limits, an optional RuntimeClass such as gVisor or Kata), and a NetworkPolicy that admits
 //! only the workers. sandboxd listens on the pod's port and checks a per-sandbox token kept
-//! in a Secret; the worker connects to the pod's IP.
+//! in a Secret; the worker connects to the pod's IP, over TLS with the sandbox's own pinned
+//! certificate (`sandbox.kubernetes.tls`, see `tls`).
 //!
 //! Objects are created on first use; an idle pod is deleted (PVC and Secret stay); a pod that
 //! failed is replaced. Any worker can attach to a running pod.
@@ -15,6 +16,7 @@
 pub mod manifests;
 #[cfg(test)]
 mod pod_tests;
+pub mod tls;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex as StdMutex};
@@ -32,7 +34,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::Mutex;
 
 use hermes_config::SandboxConfig;
-use hermes_sandbox::{Address, EgressHandler, Result, SandboxClient, SandboxError, SandboxKey, Sandboxes};
+use hermes_sandbox::{Address, EgressHandler, PinnedCert, Result, SandboxClient, SandboxError, SandboxKey, Sandboxes};
 
 use manifests::{LABEL_OWNER, Names};
 
@@ -135,20 +137,44 @@ impl KubeSandboxes {
 
     /// The sandbox's token (created with its Secret on first use).
     async fn token(&self, key: SandboxKey, names: &Names) -> Result<String> {
-        if let Some(existing) = self.api::<Secret>().get_opt(&names.secret).await.map_err(api_err)? {
-            let token = existing.data.and_then(|d| d.get("token").cloned()).map(|ByteString(b)| b);
-            if let Some(token) = token.and_then(|b| String::from_utf8(b).ok()) {
-                return Ok(token);
+        self.secret_field(&names.secret, "token", || {
+            let token: String = rand::rng().sample_iter(rand::distr::Alphanumeric).take(40).map(char::from).collect();
+            Ok(manifests::secret(&self.inner.cfg.kubernetes, key, names, &token))
+        })
+        .await
+    }
+
+    /// The sandbox's certificate (PEM), made with its key and their Secret on first use.
+    async fn certificate(&self, key: SandboxKey, names: &Names) -> Result<String> {
+        self.secret_field(&tls::secret_name(names), tls::CERT_KEY, || {
+            Ok(tls::secret(&self.inner.cfg.kubernetes, key, names, &tls::SandboxTls::generate(&names.pod)?))
+        })
+        .await
+    }
+
+    /// `field` of Secret `name`, which `make` creates when it is missing; when another worker
+    /// created it first, theirs.
+    async fn secret_field(&self, name: &str, field: &str, make: impl Fn() -> Result<Secret>) -> Result<String> {
+        let secrets = self.api::<Secret>();
+        // Read again at most once: after a create that lost to another worker's.
+        for _ in 0..2 {
+            if let Some(existing) = secrets.get_opt(name).await.map_err(api_err)? {
+                let value = existing.data.and_then(|mut d| d.remove(field)).map(|ByteString(b)| b);
+                return value.and_then(|b| String::from_utf8(b).ok()).ok_or_else(|| {
+                    SandboxError::Backend(format!("the sandbox's Secret {name} has no readable {field}"))
+                });
+            }
+            let secret = make()?;
+            match secrets.create(&PostParams::default(), &secret).await {
+                Ok(_) => {
+                    let value = secret.string_data.and_then(|mut d| d.remove(field));
+                    return value.ok_or_else(|| SandboxError::Backend(format!("no {field} was made for {name}")));
+                }
+                Err(e) if status(&e) == Some(409) => {}
+                Err(e) => return Err(api_err(e)),
             }
         }
-        let token: String = rand::rng().sample_iter(rand::distr::Alphanumeric).take(40).map(char::from).collect();
-        let secret = manifests::secret(&self.inner.cfg.kubernetes, key, names, &token);
-        match self.api::<Secret>().create(&PostParams::default(), &secret).await {
-            Ok(_) => Ok(token),
-            // Another worker created it first: use theirs.
-            Err(e) if status(&e) == Some(409) => Box::pin(self.token(key, names)).await,
-            Err(e) => Err(api_err(e)),
-        }
+        Err(SandboxError::Backend(format!("the sandbox's Secret {name} was created but cannot be read")))
     }
 
     /// Whether `key`'s agent may reach the internet (never without an egress handler).
@@ -188,14 +214,23 @@ impl KubeSandboxes {
         loop {
             match pods.get_opt(&names.pod).await.map_err(api_err)? {
                 None => {
-                    // The token first: the pod mounts it.
+                    // The token and certificate first: the pod reads them.
                     self.token(key, names).await?;
+                    if cfg.kubernetes.tls {
+                        self.certificate(key, names).await?;
+                    }
                     self.ensure(&manifests::pvc(&cfg.kubernetes, key, names)).await?;
                     self.ensure_policy(key, names).await?;
                     let pod = manifests::pod(&cfg.kubernetes, key, names, cfg.exec_timeout_seconds);
                     self.ensure(&pod).await?;
                     tracing::info!(pod = %names.pod, tenant.id = %key.tenant, agent.id = %key.agent, "sandbox pod created");
                     metrics::counter!("hermes_sandbox_created_total", "backend" => "kubernetes").increment(1);
+                }
+                // Started before `sandbox.kubernetes.tls` changed: this worker could not reach it.
+                Some(pod) if tls::serves_tls(&pod) != cfg.kubernetes.tls => {
+                    let tls = cfg.kubernetes.tls;
+                    tracing::warn!(pod = %names.pod, tls, "sandbox pod serves another transport; replacing it");
+                    let _ = pods.delete(&names.pod, &DeleteParams::default()).await;
                 }
                 Some(pod) => {
                     let status = pod.status.unwrap_or_default();
@@ -220,10 +255,21 @@ impl KubeSandboxes {
         }
     }
 
-    async fn connect_pod(&self, key: SandboxKey, names: &Names, ip: &str, wait: Duration) -> Result<SandboxClient> {
+    /// Where the pod's sandboxd answers, and with what: its token and, with TLS, the one
+    /// certificate it may present.
+    async fn address(&self, key: SandboxKey, names: &Names, ip: &str) -> Result<Address> {
         let token = self.token(key, names).await?;
-        let url = format!("http://{ip}:{}", self.inner.cfg.kubernetes.port);
-        let client = SandboxClient::connect_within(&Address::Tcp { url, token }, wait).await?;
+        let port = self.inner.cfg.kubernetes.port;
+        if !self.inner.cfg.kubernetes.tls {
+            return Ok(Address::Tcp { url: format!("http://{ip}:{port}"), token, tls: None });
+        }
+        let pinned = PinnedCert { pem: self.certificate(key, names).await?, name: names.pod.clone() };
+        Ok(Address::Tcp { url: format!("https://{ip}:{port}"), token, tls: Some(pinned) })
+    }
+
+    async fn connect_pod(&self, key: SandboxKey, names: &Names, ip: &str, wait: Duration) -> Result<SandboxClient> {
+        let address = self.address(key, names, ip).await?;
+        let client = SandboxClient::connect_within(&address, wait).await?;
         if let Ok(mut clients) = self.inner.clients.lock() {
             clients.insert(names.pod.clone(), client.clone());
         }
@@ -359,12 +405,17 @@ impl Sandboxes for KubeSandboxes {
 pub fn manifests_of(cfg: &SandboxConfig, key: SandboxKey, egress: bool) -> Vec<serde_json::Value> {
     let names = Names::of(&cfg.kubernetes.name_prefix, key);
     let k = &cfg.kubernetes;
-    vec![
-        with_kind(manifests::secret(k, key, &names, "<token>")),
+    let mut objects = vec![with_kind(manifests::secret(k, key, &names, "<token>"))];
+    if k.tls {
+        let placeholder = tls::SandboxTls { cert_pem: "<certificate>".into(), key_pem: "<key>".into() };
+        objects.push(with_kind(tls::secret(k, key, &names, &placeholder)));
+    }
+    objects.extend([
         with_kind(manifests::pvc(k, key, &names)),
         with_kind(manifests::pod(k, key, &names, cfg.exec_timeout_seconds)),
         with_kind(manifests::network_policy(k, key, &names, egress.then(|| manifests::Internet::of(cfg)))),
-    ]
+    ]);
+    objects
 }
 
 /// An object as `kubectl apply` reads it (typed objects carry apiVersion and kind on the wire).

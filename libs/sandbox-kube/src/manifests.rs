@@ -51,7 +51,7 @@ impl Names {
     }
 }
 
-fn labels(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names) -> BTreeMap<String, String> {
+pub(crate) fn labels(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names) -> BTreeMap<String, String> {
     BTreeMap::from([
         (LABEL_OWNER.to_owned(), cfg.name_prefix.clone()),
         (LABEL_SANDBOX.to_owned(), names.pod.clone()),
@@ -60,7 +60,7 @@ fn labels(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names) -> BTre
     ])
 }
 
-fn meta(name: &str, labels: &BTreeMap<String, String>) -> ObjectMeta {
+pub(crate) fn meta(name: &str, labels: &BTreeMap<String, String>) -> ObjectMeta {
     ObjectMeta { name: Some(name.to_owned()), labels: Some(labels.clone()), ..Default::default() }
 }
 
@@ -110,7 +110,7 @@ pub fn pod(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names, exec_t
         ("cpu".to_owned(), Quantity(format!("{}m", cfg.cpu_millis))),
         ("ephemeral-storage".to_owned(), Quantity(format!("{}Mi", cfg.tmpfs_mb))),
     ]);
-    let container = Container {
+    let mut container = Container {
         name: "sandbox".into(),
         image: Some(cfg.image.clone()),
         command: Some(vec![
@@ -190,6 +190,9 @@ pub fn pod(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names, exec_t
         ]),
         ..Default::default()
     };
+    if cfg.tls {
+        crate::tls::serve_tls(&mut container, names);
+    }
     Pod {
         metadata: meta(&names.pod, &labels(cfg, key, names)),
         spec: Some(PodSpec {

@@ -11,7 +11,7 @@ use hyper_util::rt::TokioIo;
 use tonic::metadata::AsciiMetadataValue;
 use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Endpoint, Uri};
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Uri};
 use tonic::{Code, Request, Status};
 
 use crate::rpc_trace::Traced;
@@ -37,7 +37,20 @@ pub type ProtocolClient = Grpc<InterceptedService<Traced, TokenAuth>>;
 #[derive(Debug, Clone)]
 pub enum Address {
     Unix(PathBuf),
-    Tcp { url: String, token: String },
+    /// `tls`: the daemon must present exactly that certificate (the url is then `https://`).
+    Tcp {
+        url: String,
+        token: String,
+        tls: Option<PinnedCert>,
+    },
+}
+
+/// The one certificate a TCP daemon may present (PEM), self-signed for `name`: no other is
+/// trusted, and a daemon that answers without TLS is refused.
+#[derive(Debug, Clone)]
+pub struct PinnedCert {
+    pub pem: String,
+    pub name: String,
 }
 
 /// A connection to one sandbox's daemon (cheap to clone; calls share one HTTP/2 connection).
@@ -101,6 +114,37 @@ pub fn status_error(status: Status) -> SandboxError {
     }
 }
 
+/// `endpoint` speaking TLS to a daemon that must present `pinned`. tonic speaks TLS only to
+/// `https://` addresses (plaintext to `http://` ones, whatever the TLS settings), so any other
+/// is refused here.
+fn pinned_tls(endpoint: Endpoint, pinned: &PinnedCert) -> Result<Endpoint> {
+    if endpoint.uri().scheme_str() != Some("https") {
+        return Err(SandboxError::Backend(format!(
+            "a sandbox reached over TLS needs an https address: {}",
+            endpoint.uri()
+        )));
+    }
+    let tls =
+        ClientTlsConfig::new().ca_certificate(Certificate::from_pem(&pinned.pem)).domain_name(pinned.name.clone());
+    endpoint.tls_config(tls).map_err(|e| SandboxError::Backend(format!("the sandbox's TLS settings: {e}")))
+}
+
+/// A connection that could not be made, with why (a TLS refusal names the certificate's fault).
+fn unavailable_with_cause(e: &tonic::transport::Error) -> SandboxError {
+    use std::fmt::Write;
+    let mut message = format!("cannot reach sandboxd: {e}");
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        // Wrappers often repeat their cause's text.
+        if !message.ends_with(&text) {
+            let _ = write!(message, ": {text}");
+        }
+        source = cause.source();
+    }
+    SandboxError::Unavailable(message)
+}
+
 impl SandboxClient {
     /// Connects to a daemon (once; the caller retries while a sandbox starts).
     pub async fn connect(address: &Address) -> Result<Self> {
@@ -121,13 +165,16 @@ impl SandboxClient {
                         .map_err(unavailable)?;
                 (channel, None)
             }
-            Address::Tcp { url, token } => {
-                let endpoint = Endpoint::from_shared(url.clone())
+            Address::Tcp { url, token, tls } => {
+                let mut endpoint = Endpoint::from_shared(url.clone())
                     .map_err(|e| SandboxError::Backend(format!("bad sandbox address {url}: {e}")))?
                     .connect_timeout(Duration::from_secs(5));
+                if let Some(pinned) = tls {
+                    endpoint = pinned_tls(endpoint, pinned)?;
+                }
                 let token = AsciiMetadataValue::try_from(token.as_str())
                     .map_err(|_| SandboxError::Backend("the sandbox token is not ASCII".into()))?;
-                (endpoint.connect().await.map_err(unavailable)?, Some(token))
+                (endpoint.connect().await.map_err(|e| unavailable_with_cause(&e))?, Some(token))
             }
         };
         let grpc = Grpc::with_interceptor(Traced(channel), TokenAuth(token))

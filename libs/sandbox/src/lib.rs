@@ -27,7 +27,7 @@ use hermes_config::SandboxBackend;
 use hermes_core::census::LiveSandbox;
 use hermes_core::{AgentId, TenantId};
 
-pub use client::{Address, SandboxClient, status_error};
+pub use client::{Address, PinnedCert, SandboxClient, status_error};
 pub use common::{Census, is_idle, live_sandbox, record_live};
 pub use hermes_sandbox_proto::v1 as proto;
 pub use output::cap_middle;

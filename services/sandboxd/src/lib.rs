@@ -22,7 +22,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-pub use service::{Daemon, bind_unix, serve_tcp, serve_unix};
+pub use service::{Daemon, TlsIdentity, bind_unix, serve_tcp, serve_unix};
 
 /// Where the daemon works.
 #[derive(Debug, Clone)]

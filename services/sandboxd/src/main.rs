@@ -1,5 +1,6 @@
 //! `hermes-sandboxd --listen unix:/hermes/ipc/sandboxd.sock --workspace /workspace --run-as 1000:1000`
-//! (or `--listen tcp:0.0.0.0:7070 --token-env HERMES_SANDBOX_TOKEN` in a Kubernetes pod).
+//! (or `--listen tcp:0.0.0.0:7070 --token-env HERMES_SANDBOX_TOKEN`, with `--tls-cert-env` and
+//! `--tls-key-env`, in a Kubernetes pod).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -7,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Parser;
 use hermes_sandboxd::identity::{self, Launch, RunAs};
-use hermes_sandboxd::{Config, Daemon, bind_unix, serve_tcp, serve_unix};
+use hermes_sandboxd::{Config, Daemon, TlsIdentity, bind_unix, serve_tcp, serve_unix};
 
 #[derive(Parser)]
 #[command(name = "hermes-sandboxd", about = "The daemon inside a Hermes sandbox")]
@@ -24,6 +25,12 @@ struct Args {
     /// sandbox never see it).
     #[arg(long)]
     token_env: Option<String>,
+    /// Environment variables holding the TCP listener's certificate and key (PEM): with them it
+    /// speaks TLS only. Variables, not files, for the token's reason (programs never see them).
+    #[arg(long, requires = "tls_key_env")]
+    tls_cert_env: Option<String>,
+    #[arg(long, requires = "tls_cert_env")]
+    tls_key_env: Option<String>,
     /// Run programs, and touch files, as this `UID:GID` (sandboxd itself must be root, with
     /// CAP_SETUID, CAP_SETGID and CAP_KILL, and stays root: the programs cannot stop it).
     #[arg(long, value_parser = RunAs::parse)]
@@ -53,8 +60,9 @@ fn main() -> anyhow::Result<()> {
     }
     // Read as sandboxd, before any thread takes the sandbox user's file identity.
     let token = read_token(&args)?;
-    let launch =
-        Launch { run_as: args.run_as, mcp_as: args.mcp_as, hidden_env: args.token_env.iter().cloned().collect() };
+    let tls = read_tls(&args)?;
+    let hidden_env = [&args.token_env, &args.tls_cert_env, &args.tls_key_env].into_iter().flatten().cloned().collect();
+    let launch = Launch { run_as: args.run_as, mcp_as: args.mcp_as, hidden_env };
     identity::set(launch, std::path::Path::new(hermes_sandbox_proto::MCP_HOME_MOUNT))?;
     let run_as = args.run_as;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -66,7 +74,7 @@ fn main() -> anyhow::Result<()> {
         })
         .build()?;
     let telemetry = runtime.block_on(async { init_telemetry(&args) })?;
-    let result = runtime.block_on(serve(args, token));
+    let result = runtime.block_on(serve(args, token, tls));
     telemetry.shutdown();
     result
 }
@@ -98,7 +106,13 @@ fn read_token(args: &Args) -> anyhow::Result<Option<String>> {
     Ok(Some(token))
 }
 
-async fn serve(args: Args, token: Option<String>) -> anyhow::Result<()> {
+fn read_tls(args: &Args) -> anyhow::Result<Option<TlsIdentity>> {
+    let (Some(cert), Some(key)) = (&args.tls_cert_env, &args.tls_key_env) else { return Ok(None) };
+    let read = |name: &str| std::env::var(name).with_context(|| format!("{name} is not set"));
+    Ok(Some(TlsIdentity { cert_pem: read(cert)?, key_pem: read(key)? }))
+}
+
+async fn serve(args: Args, token: Option<String>, tls: Option<TlsIdentity>) -> anyhow::Result<()> {
     let mut cfg = Config::for_workspace(args.workspace);
     cfg.default_timeout = Duration::from_secs(args.default_timeout);
     let shutdown = async {
@@ -128,12 +142,15 @@ async fn serve(args: Args, token: Option<String>) -> anyhow::Result<()> {
         });
     }
     if let Some(listener) = listener {
+        if tls.is_some() {
+            bail!("--tls-cert-env and --tls-key-env are for a tcp listener");
+        }
         let sandbox_uids = args.run_as.iter().chain(&args.mcp_as).map(|r| r.uid).collect();
         serve_unix(Daemon::new(cfg), listener, sandbox_uids, shutdown).await
     } else if let Some(addr) = args.listen.strip_prefix("tcp:") {
         let token = token.context("--token-file or --token-env is required with a tcp listener")?;
         cfg.token = Some(token.clone());
-        serve_tcp(Daemon::new(cfg), addr.parse().context("bad tcp address")?, token, shutdown).await
+        serve_tcp(Daemon::new(cfg), addr.parse().context("bad tcp address")?, token, tls, shutdown).await
     } else {
         bail!("--listen must be unix:PATH or tcp:ADDR:PORT")
     }

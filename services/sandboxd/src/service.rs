@@ -257,13 +257,31 @@ pub async fn serve_unix(
     Ok(())
 }
 
-/// Serves on TCP, every call carrying the sandbox's token, until `shutdown`.
+/// The certificate and key (PEM) sandboxd's TCP listener presents: the worker trusts exactly
+/// that certificate, so the calls, and the token they carry, are encrypted and go to this daemon.
+#[derive(Clone)]
+pub struct TlsIdentity {
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+/// How long a TLS handshake may take (a client that stalls holds only its own connection).
+const TLS_HANDSHAKE: Duration = Duration::from_secs(10);
+
+/// Serves on TCP, every call carrying the sandbox's token, over TLS with `tls`, until `shutdown`.
 pub async fn serve_tcp(
     daemon: Daemon,
     addr: std::net::SocketAddr,
     token: String,
+    tls: Option<TlsIdentity>,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
+    let mut server = tonic::transport::Server::builder();
+    if let Some(tls) = tls {
+        let identity = tonic::transport::Identity::from_pem(tls.cert_pem, tls.key_pem);
+        let config = tonic::transport::ServerTlsConfig::new().identity(identity).timeout(TLS_HANDSHAKE);
+        server = server.tls_config(config).map_err(|e| anyhow::anyhow!("the TLS certificate or key: {e}"))?;
+    }
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!(%addr, "sandboxd listening");
     let check = move |req: Request<()>| -> Result<Request<()>, Status> {
@@ -275,7 +293,7 @@ pub async fn serve_tcp(
         }
     };
     let service = tonic::service::interceptor::InterceptedService::new(daemon.server(), check);
-    tonic::transport::Server::builder()
+    server
         .trace_fn(rpc_span)
         .add_service(service)
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
