@@ -144,6 +144,8 @@ def check_sandbox_namespace(r: Render) -> None:
     assert worker_env.get("HERMES__SANDBOX__KUBERNETES__WORKER_NAMESPACE", {}).get("valueFrom") == {
         "fieldRef": {"fieldPath": "metadata.namespace"}
     }, "the worker names its own namespace, which each sandbox's NetworkPolicy admits"
+    tls = str(r.values["sandbox"]["kubernetes"]["tls"]).lower()
+    assert worker_env["HERMES__SANDBOX__KUBERNETES__TLS"]["value"] == tls, "TLS to sandboxd as sandbox.kubernetes.tls says"
     if r.values["sandbox"]["namespace"]["create"]:
         nsobj = r.one("Namespace", name=ns)
         level = psa_level_for_sandbox_pod()

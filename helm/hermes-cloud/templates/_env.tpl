@@ -160,6 +160,8 @@ only for variables defined before it in the list.
   value: {{ include "hermes.sandboxImage" $root | quote }}
 - name: HERMES__SANDBOX__KUBERNETES__PORT
   value: {{ $k.port | int | quote }}
+- name: HERMES__SANDBOX__KUBERNETES__TLS
+  value: {{ $k.tls | quote }}
 - name: HERMES__SANDBOX__KUBERNETES__WORKSPACE_GB
   value: {{ $k.workspaceGb | int | quote }}
 {{- with $k.runtimeClassName }}
