@@ -203,3 +203,58 @@ fn crate_dependencies_point_the_way_the_design_says() {
         assert_eq!(users, [home], "{krate} belongs in {home} only");
     }
 }
+
+/// Where an audit entry may be written apart from the change it describes, and why (review
+/// L10). Every other change records its entry in its own transaction: the store's admin
+/// methods take an `Audit`, and the admin API's and chat commands' other writes go through an
+/// `AuditedTx` that commits the entry with them.
+const ENTRY_APART: [(&str, &str, &str); 1] = [
+    // The operator's local command, recorded as run (it has direct database access anyway).
+    ("services/hermesctl/src/audit_trail.rs", "record_audit(", "a `cli.command` entry"),
+];
+
+/// Where an audited transaction may commit with no entry, and why.
+const NO_ENTRY: [(&str, &str, &str); 2] = [
+    ("services/admin/src/channels.rs", "commit_refusal(", "a wrong pairing code counts toward the lockout"),
+    ("services/gateway/src/pairing.rs", "commit_refusal(", "a wrong pairing code counts toward the lockout"),
+];
+
+fn rust_sources(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        if path.is_dir() && !matches!(name.as_str(), "target" | "tests" | "node_modules") {
+            rust_sources(&path, found);
+        } else if name.ends_with(".rs") {
+            found.push(path);
+        }
+    }
+}
+
+#[test]
+fn changes_record_their_audit_entry_in_their_own_transaction() {
+    let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let mut files = Vec::new();
+    for top in ["services", "libs"] {
+        rust_sources(&root.join(top), &mut files);
+    }
+    let mut apart = BTreeSet::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let rel = file.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+        for call in ["record_audit(", "caller.record(", "commit_refusal("] {
+            let uses = text.matches(call).count() - text.matches(&format!("fn {call}")).count();
+            if uses > 0 {
+                apart.insert((rel.clone(), call));
+            }
+        }
+    }
+    let allowed: BTreeSet<(String, &str)> =
+        ENTRY_APART.iter().chain(&NO_ENTRY).map(|(file, call, _)| ((*file).to_owned(), *call)).collect();
+    assert!(files.len() > 100, "the sources were not found under {}", root.display());
+    assert_eq!(
+        apart, allowed,
+        "a change must record its entry in its own transaction (`Store::audited`, then `AuditedTx::commit`); \
+         an entry apart from its change, or a commit without one, is listed here with why"
+    );
+}

@@ -6,6 +6,7 @@ use sqlx::{PgConnection, Row};
 
 use hermes_core::{AgentId, TenantId};
 
+use crate::admin::AuditedTx;
 use crate::{Result, SecretBox, Store, StoreError};
 
 /// An agent as stored; the provider secret stays sealed until [`Agent::provider_key`].
@@ -136,51 +137,7 @@ macro_rules! agent_columns {
 impl Store {
     /// Creates an agent in `tenant`; the provider key is sealed with `secrets`.
     pub async fn create_agent(&self, tenant: TenantId, new: NewAgent, secrets: Option<&SecretBox>) -> Result<Agent> {
-        let id = AgentId::new();
-        if new.provider_key.is_some() && new.provider_key_hosts.is_empty() {
-            return Err(StoreError::Invalid("a provider key needs the hosts it may be sent to".into()));
-        }
-        let sealed = match &new.provider_key {
-            Some(key) => {
-                let secrets = SecretBox::required(secrets, "storing a provider key")?;
-                Some(secrets.seal(&secret_context(tenant, id), key.as_bytes())?)
-            }
-            None => None,
-        };
-        let sql = concat!(
-            "INSERT INTO agents (id, tenant_id, name, model, provider_base_url, provider_secret, soul, system_message,
-                                 toolsets, provider_key_hosts, fallbacks, api_mode, auxiliary, context_window)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING ",
-            agent_columns!()
-        );
-        let row = sqlx::query(sql)
-            .bind(id.as_uuid())
-            .bind(tenant.as_uuid())
-            .bind(&new.name)
-            .bind(&new.model)
-            .bind(&new.provider_base_url)
-            .bind(sealed)
-            .bind(&new.soul)
-            .bind(&new.system_message)
-            .bind(&new.toolsets)
-            .bind(&new.provider_key_hosts)
-            .bind(serde_json::to_value(&new.fallbacks).map_err(|e| StoreError::Invalid(e.to_string()))?)
-            .bind(&new.api_mode)
-            .bind(new.auxiliary.as_ref().map(serde_json::to_value).transpose().map_err(|e| StoreError::Invalid(e.to_string()))?)
-            .bind(new.context_window)
-            .fetch_one(&mut *self.as_tenant(tenant).await?)
-            .await
-            .map_err(|e| match &e {
-                sqlx::Error::Database(db) if db.constraint().is_some_and(|c| c.contains("api_mode")) => {
-                    StoreError::Invalid("api_mode must be chat_completions, anthropic_messages or responses".into())
-                }
-                sqlx::Error::Database(db) if db.is_check_violation() => StoreError::Invalid(format!(
-                    "agent name {:?} must start with a letter or digit and use letters, digits, '.', '_', ':', '/' or '-'",
-                    new.name
-                )),
-                _ => StoreError::conflict_on_unique(e, &format!("agent {:?}", new.name)),
-            })?;
-        Agent::from_row(tenant, &row)
+        create_agent_on(&mut *self.as_tenant(tenant).await?, tenant, new, secrets).await
     }
 
     /// The tenant's agent called `name` (what clients send as `model`).
@@ -222,32 +179,7 @@ pub struct AgentChanges {
 impl Store {
     /// Applies `changes` to the agent; the agent as it now is.
     pub async fn update_agent(&self, tenant: TenantId, id: AgentId, changes: &AgentChanges) -> Result<Agent> {
-        let fallbacks = changes
-            .fallbacks
-            .as_ref()
-            .map(serde_json::to_value)
-            .transpose()
-            .map_err(|e| StoreError::Invalid(e.to_string()))?;
-        let sql = concat!(
-            "UPDATE agents SET model = COALESCE($3, model),
-                    soul = CASE WHEN $4::text IS NULL THEN soul ELSE NULLIF($4, '') END,
-                    system_message = CASE WHEN $5::text IS NULL THEN system_message ELSE NULLIF($5, '') END,
-                    toolsets = COALESCE($6, toolsets), fallbacks = COALESCE($7, fallbacks), updated_at = now()
-             WHERE tenant_id = $1 AND id = $2 RETURNING ",
-            agent_columns!()
-        );
-        let row = sqlx::query(sql)
-            .bind(tenant.as_uuid())
-            .bind(id.as_uuid())
-            .bind(&changes.model)
-            .bind(&changes.soul)
-            .bind(&changes.system_message)
-            .bind(&changes.toolsets)
-            .bind(fallbacks)
-            .fetch_optional(&mut *self.as_tenant(tenant).await?)
-            .await?
-            .ok_or(StoreError::NotFound)?;
-        Agent::from_row(tenant, &row)
+        update_agent_on(&mut *self.as_tenant(tenant).await?, tenant, id, changes).await
     }
 }
 
@@ -261,26 +193,7 @@ impl Store {
         mode: Option<hermes_core::ImageInputMode>,
         model: Option<Option<&FallbackModel>>,
     ) -> Result<()> {
-        let value = match model {
-            Some(Some(m)) => Some(serde_json::to_value(m).map_err(|e| StoreError::Invalid(e.to_string()))?),
-            _ => None,
-        };
-        let done = sqlx::query(
-            "UPDATE agents SET image_input_mode = COALESCE($3, image_input_mode),
-                    vision_model = CASE WHEN $4 THEN $5 ELSE vision_model END, updated_at = now()
-             WHERE tenant_id = $1 AND id = $2",
-        )
-        .bind(tenant.as_uuid())
-        .bind(agent.as_uuid())
-        .bind(mode.map(|m| m.as_str()))
-        .bind(model.is_some())
-        .bind(value)
-        .execute(&mut *self.as_tenant(tenant).await?)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
-        Ok(())
+        set_vision_on(&mut *self.as_tenant(tenant).await?, tenant, agent, mode, model).await
     }
 }
 
@@ -294,4 +207,154 @@ pub(crate) async fn agent_on(conn: &mut PgConnection, tenant: TenantId, id: Agen
         .await?
         .ok_or(StoreError::NotFound)?;
     Agent::from_row(tenant, &row)
+}
+
+impl AuditedTx {
+    /// [`Store::create_agent`] in an audited change.
+    pub async fn create_agent(&mut self, new: NewAgent, secrets: Option<&SecretBox>) -> Result<Agent> {
+        let tenant = self.tenant();
+        create_agent_on(self.conn(), tenant, new, secrets).await
+    }
+
+    /// [`Store::update_agent`] in an audited change.
+    pub async fn update_agent(&mut self, id: AgentId, changes: &AgentChanges) -> Result<Agent> {
+        let tenant = self.tenant();
+        update_agent_on(self.conn(), tenant, id, changes).await
+    }
+
+    /// [`Store::set_vision`] in an audited change.
+    pub async fn set_vision(
+        &mut self,
+        agent: AgentId,
+        mode: Option<hermes_core::ImageInputMode>,
+        model: Option<Option<&FallbackModel>>,
+    ) -> Result<()> {
+        let tenant = self.tenant();
+        set_vision_on(self.conn(), tenant, agent, mode, model).await
+    }
+}
+
+/// [`Store::create_agent`] on a connection already set to `tenant`.
+async fn create_agent_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    new: NewAgent,
+    secrets: Option<&SecretBox>,
+) -> Result<Agent> {
+    let id = AgentId::new();
+    if new.provider_key.is_some() && new.provider_key_hosts.is_empty() {
+        return Err(StoreError::Invalid("a provider key needs the hosts it may be sent to".into()));
+    }
+    let sealed = match &new.provider_key {
+        Some(key) => {
+            let secrets = SecretBox::required(secrets, "storing a provider key")?;
+            Some(secrets.seal(&secret_context(tenant, id), key.as_bytes())?)
+        }
+        None => None,
+    };
+    let sql = concat!(
+        "INSERT INTO agents (id, tenant_id, name, model, provider_base_url, provider_secret, soul, system_message,
+                             toolsets, provider_key_hosts, fallbacks, api_mode, auxiliary, context_window)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING ",
+        agent_columns!()
+    );
+    let row = sqlx::query(sql)
+        .bind(id.as_uuid())
+        .bind(tenant.as_uuid())
+        .bind(&new.name)
+        .bind(&new.model)
+        .bind(&new.provider_base_url)
+        .bind(sealed)
+        .bind(&new.soul)
+        .bind(&new.system_message)
+        .bind(&new.toolsets)
+        .bind(&new.provider_key_hosts)
+        .bind(serde_json::to_value(&new.fallbacks).map_err(|e| StoreError::Invalid(e.to_string()))?)
+        .bind(&new.api_mode)
+        .bind(
+            new.auxiliary
+                .as_ref()
+                .map(serde_json::to_value)
+                .transpose()
+                .map_err(|e| StoreError::Invalid(e.to_string()))?,
+        )
+        .bind(new.context_window)
+        .fetch_one(conn)
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(db) if db.constraint().is_some_and(|c| c.contains("api_mode")) => {
+                StoreError::Invalid("api_mode must be chat_completions, anthropic_messages or responses".into())
+            }
+            sqlx::Error::Database(db) if db.is_check_violation() => StoreError::Invalid(format!(
+                "agent name {:?} must start with a letter or digit and use letters, digits, '.', '_', ':', '/' or '-'",
+                new.name
+            )),
+            _ => StoreError::conflict_on_unique(e, &format!("agent {:?}", new.name)),
+        })?;
+    Agent::from_row(tenant, &row)
+}
+
+/// [`Store::update_agent`] on a connection already set to `tenant`.
+async fn update_agent_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    id: AgentId,
+    changes: &AgentChanges,
+) -> Result<Agent> {
+    let fallbacks = changes
+        .fallbacks
+        .as_ref()
+        .map(serde_json::to_value)
+        .transpose()
+        .map_err(|e| StoreError::Invalid(e.to_string()))?;
+    let sql = concat!(
+        "UPDATE agents SET model = COALESCE($3, model),
+                soul = CASE WHEN $4::text IS NULL THEN soul ELSE NULLIF($4, '') END,
+                system_message = CASE WHEN $5::text IS NULL THEN system_message ELSE NULLIF($5, '') END,
+                toolsets = COALESCE($6, toolsets), fallbacks = COALESCE($7, fallbacks), updated_at = now()
+         WHERE tenant_id = $1 AND id = $2 RETURNING ",
+        agent_columns!()
+    );
+    let row = sqlx::query(sql)
+        .bind(tenant.as_uuid())
+        .bind(id.as_uuid())
+        .bind(&changes.model)
+        .bind(&changes.soul)
+        .bind(&changes.system_message)
+        .bind(&changes.toolsets)
+        .bind(fallbacks)
+        .fetch_optional(conn)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+    Agent::from_row(tenant, &row)
+}
+
+/// [`Store::set_vision`] on a connection already set to `tenant`.
+async fn set_vision_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    agent: AgentId,
+    mode: Option<hermes_core::ImageInputMode>,
+    model: Option<Option<&FallbackModel>>,
+) -> Result<()> {
+    let value = match model {
+        Some(Some(m)) => Some(serde_json::to_value(m).map_err(|e| StoreError::Invalid(e.to_string()))?),
+        _ => None,
+    };
+    let done = sqlx::query(
+        "UPDATE agents SET image_input_mode = COALESCE($3, image_input_mode),
+                vision_model = CASE WHEN $4 THEN $5 ELSE vision_model END, updated_at = now()
+         WHERE tenant_id = $1 AND id = $2",
+    )
+    .bind(tenant.as_uuid())
+    .bind(agent.as_uuid())
+    .bind(mode.map(|m| m.as_str()))
+    .bind(model.is_some())
+    .bind(value)
+    .execute(conn)
+    .await?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::NotFound);
+    }
+    Ok(())
 }

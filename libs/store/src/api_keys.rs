@@ -6,11 +6,12 @@ use base64::Engine;
 use chrono::{DateTime, Utc};
 use ring::rand::{SecureRandom, SystemRandom};
 use sha2::{Digest, Sha256};
-use sqlx::Row;
+use sqlx::{PgConnection, Row};
 use uuid::Uuid;
 
 use hermes_core::{AgentId, ApiKeyId, TenantId};
 
+use crate::admin::AuditedTx;
 use crate::{Result, Store, StoreError};
 
 /// A stored key (never the secret part).
@@ -58,13 +59,7 @@ fn limit(row: &sqlx::postgres::PgRow, column: &str) -> Result<Option<u32>> {
 impl Store {
     /// Sets a tenant's limits (`None`: the installation's default; 0: unlimited).
     pub async fn set_tenant_limits(&self, tenant: TenantId, per_minute: Option<u32>, turns: Option<u32>) -> Result<()> {
-        sqlx::query("UPDATE tenants SET requests_per_minute = $2, concurrent_turns = $3 WHERE id = $1")
-            .bind(tenant.as_uuid())
-            .bind(stored_limit(per_minute))
-            .bind(stored_limit(turns))
-            .execute(&mut *self.as_tenant(tenant).await?)
-            .await?;
-        Ok(())
+        set_tenant_limits_on(&mut *self.as_tenant(tenant).await?, tenant, per_minute, turns).await
     }
 
     /// Sets an API key's limits.
@@ -114,36 +109,7 @@ impl Store {
         name: &str,
         expires_at: Option<DateTime<Utc>>,
     ) -> Result<(ApiKey, String)> {
-        let id = ApiKeyId::new();
-        let (key, prefix) = generate_key()?;
-        let row = sqlx::query(
-            "INSERT INTO api_keys (id, tenant_id, agent_id, name, prefix, hash, expires_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at",
-        )
-        .bind(id.as_uuid())
-        .bind(tenant.as_uuid())
-        .bind(agent.map(|a| a.as_uuid()))
-        .bind(name)
-        .bind(&prefix)
-        .bind(hash_key(&key))
-        .bind(expires_at)
-        .fetch_one(&mut *self.as_tenant(tenant).await?)
-        .await
-        .map_err(|e| match &e {
-            sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::NotFound,
-            _ => StoreError::from(e),
-        })?;
-        let api_key = ApiKey {
-            id,
-            tenant_id: tenant,
-            agent_id: agent,
-            name: name.to_owned(),
-            prefix,
-            created_at: row.try_get("created_at")?,
-            expires_at,
-            revoked_at: None,
-        };
-        Ok((api_key, key))
+        create_api_key_on(&mut *self.as_tenant(tenant).await?, tenant, agent, name, expires_at).await
     }
 
     /// Resolves a presented key; `None` for unknown, revoked or expired keys.
@@ -205,18 +171,103 @@ impl Store {
 
     /// Revokes a key of `tenant`; later requests with it get 401.
     pub async fn revoke_api_key(&self, tenant: TenantId, key: ApiKeyId) -> Result<()> {
-        let done = sqlx::query(
-            "UPDATE api_keys SET revoked_at = now() WHERE tenant_id = $1 AND id = $2 AND revoked_at IS NULL",
-        )
-        .bind(tenant.as_uuid())
-        .bind(key.as_uuid())
-        .execute(&mut *self.as_tenant(tenant).await?)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
-        Ok(())
+        revoke_api_key_on(&mut *self.as_tenant(tenant).await?, tenant, key).await
     }
+}
+
+impl AuditedTx {
+    /// [`Store::create_api_key`] in an audited change.
+    pub async fn create_api_key(
+        &mut self,
+        agent: Option<AgentId>,
+        name: &str,
+        expires_at: Option<DateTime<Utc>>,
+    ) -> Result<(ApiKey, String)> {
+        let tenant = self.tenant();
+        create_api_key_on(self.conn(), tenant, agent, name, expires_at).await
+    }
+
+    /// [`Store::revoke_api_key`] in an audited change.
+    pub async fn revoke_api_key(&mut self, key: ApiKeyId) -> Result<()> {
+        let tenant = self.tenant();
+        revoke_api_key_on(self.conn(), tenant, key).await
+    }
+
+    /// [`Store::set_tenant_limits`] in an audited change.
+    pub async fn set_tenant_limits(&mut self, per_minute: Option<u32>, turns: Option<u32>) -> Result<()> {
+        let tenant = self.tenant();
+        set_tenant_limits_on(self.conn(), tenant, per_minute, turns).await
+    }
+}
+
+/// [`Store::set_tenant_limits`] on a connection already set to `tenant`.
+async fn set_tenant_limits_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    per_minute: Option<u32>,
+    turns: Option<u32>,
+) -> Result<()> {
+    sqlx::query("UPDATE tenants SET requests_per_minute = $2, concurrent_turns = $3 WHERE id = $1")
+        .bind(tenant.as_uuid())
+        .bind(stored_limit(per_minute))
+        .bind(stored_limit(turns))
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// [`Store::create_api_key`] on a connection already set to `tenant`.
+async fn create_api_key_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    agent: Option<AgentId>,
+    name: &str,
+    expires_at: Option<DateTime<Utc>>,
+) -> Result<(ApiKey, String)> {
+    let id = ApiKeyId::new();
+    let (key, prefix) = generate_key()?;
+    let row = sqlx::query(
+        "INSERT INTO api_keys (id, tenant_id, agent_id, name, prefix, hash, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at",
+    )
+    .bind(id.as_uuid())
+    .bind(tenant.as_uuid())
+    .bind(agent.map(|a| a.as_uuid()))
+    .bind(name)
+    .bind(&prefix)
+    .bind(hash_key(&key))
+    .bind(expires_at)
+    .fetch_one(conn)
+    .await
+    .map_err(|e| match &e {
+        sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::NotFound,
+        _ => StoreError::from(e),
+    })?;
+    let api_key = ApiKey {
+        id,
+        tenant_id: tenant,
+        agent_id: agent,
+        name: name.to_owned(),
+        prefix,
+        created_at: row.try_get("created_at")?,
+        expires_at,
+        revoked_at: None,
+    };
+    Ok((api_key, key))
+}
+
+/// [`Store::revoke_api_key`] on a connection already set to `tenant`.
+async fn revoke_api_key_on(conn: &mut PgConnection, tenant: TenantId, key: ApiKeyId) -> Result<()> {
+    let done =
+        sqlx::query("UPDATE api_keys SET revoked_at = now() WHERE tenant_id = $1 AND id = $2 AND revoked_at IS NULL")
+            .bind(tenant.as_uuid())
+            .bind(key.as_uuid())
+            .execute(conn)
+            .await?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::NotFound);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

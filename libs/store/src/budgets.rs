@@ -5,10 +5,11 @@
 
 use chrono::{DateTime, Datelike, NaiveDate, TimeZone, Utc};
 use serde::Serialize;
-use sqlx::Row;
+use sqlx::{PgConnection, Row};
 
 use hermes_core::{AgentId, BudgetPeriod, TenantId};
 
+use crate::admin::AuditedTx;
 use crate::{Result, Store, StoreError};
 
 /// A cap as set.
@@ -53,32 +54,8 @@ pub(crate) fn period_starts(zone: chrono_tz::Tz, now: DateTime<Utc>) -> (DateTim
 impl Store {
     /// Sets a cap (replacing the one of the same scope and period).
     pub async fn set_budget(&self, tenant: TenantId, budget: &Budget) -> Result<()> {
-        let valid = |v: Option<f64>| v.is_none_or(|x| x.is_finite() && x >= 0.0);
-        if !valid(budget.hard_usd) || !valid(budget.soft_usd) {
-            return Err(StoreError::Invalid("caps are non-negative amounts in US dollars".into()));
-        }
         let mut tx = self.tenant_tx(tenant).await?;
-        sqlx::query("DELETE FROM budgets WHERE tenant_id = $1 AND agent_id IS NOT DISTINCT FROM $2 AND period = $3")
-            .bind(tenant.as_uuid())
-            .bind(budget.agent_id.map(|a| a.as_uuid()))
-            .bind(budget.period.as_str())
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query(
-            "INSERT INTO budgets (tenant_id, agent_id, period, hard_usd, soft_usd)
-             VALUES ($1, $2, $3, $4::float8::numeric, $5::float8::numeric)",
-        )
-        .bind(tenant.as_uuid())
-        .bind(budget.agent_id.map(|a| a.as_uuid()))
-        .bind(budget.period.as_str())
-        .bind(budget.hard_usd)
-        .bind(budget.soft_usd)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| match &e {
-            sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::NotFound,
-            _ => StoreError::from(e),
-        })?;
+        set_budget_on(&mut tx, tenant, budget).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -103,15 +80,7 @@ impl Store {
 
     /// Removes the cap of one scope and period; false when there was none.
     pub async fn delete_budget(&self, tenant: TenantId, agent: Option<AgentId>, period: BudgetPeriod) -> Result<bool> {
-        let done = sqlx::query(
-            "DELETE FROM budgets WHERE tenant_id = $1 AND agent_id IS NOT DISTINCT FROM $2 AND period = $3",
-        )
-        .bind(tenant.as_uuid())
-        .bind(agent.map(|a| a.as_uuid()))
-        .bind(period.as_str())
-        .execute(&mut *self.as_tenant(tenant).await?)
-        .await?;
-        Ok(done.rows_affected() > 0)
+        delete_budget_on(&mut *self.as_tenant(tenant).await?, tenant, agent, period).await
     }
 
     /// Caps of the tenant (those that apply to `agent` only, when given), tenant-wide first.
@@ -161,6 +130,67 @@ impl Store {
         }
         Ok(states)
     }
+}
+
+impl AuditedTx {
+    /// [`Store::set_budget`] in an audited change.
+    pub async fn set_budget(&mut self, budget: &Budget) -> Result<()> {
+        let tenant = self.tenant();
+        set_budget_on(self.conn(), tenant, budget).await
+    }
+
+    /// [`Store::delete_budget`] in an audited change.
+    pub async fn delete_budget(&mut self, agent: Option<AgentId>, period: BudgetPeriod) -> Result<bool> {
+        let tenant = self.tenant();
+        delete_budget_on(self.conn(), tenant, agent, period).await
+    }
+}
+
+/// [`Store::set_budget`] on a connection already set to `tenant`.
+async fn set_budget_on(conn: &mut PgConnection, tenant: TenantId, budget: &Budget) -> Result<()> {
+    let valid = |v: Option<f64>| v.is_none_or(|x| x.is_finite() && x >= 0.0);
+    if !valid(budget.hard_usd) || !valid(budget.soft_usd) {
+        return Err(StoreError::Invalid("caps are non-negative amounts in US dollars".into()));
+    }
+    sqlx::query("DELETE FROM budgets WHERE tenant_id = $1 AND agent_id IS NOT DISTINCT FROM $2 AND period = $3")
+        .bind(tenant.as_uuid())
+        .bind(budget.agent_id.map(|a| a.as_uuid()))
+        .bind(budget.period.as_str())
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query(
+        "INSERT INTO budgets (tenant_id, agent_id, period, hard_usd, soft_usd)
+         VALUES ($1, $2, $3, $4::float8::numeric, $5::float8::numeric)",
+    )
+    .bind(tenant.as_uuid())
+    .bind(budget.agent_id.map(|a| a.as_uuid()))
+    .bind(budget.period.as_str())
+    .bind(budget.hard_usd)
+    .bind(budget.soft_usd)
+    .execute(&mut *conn)
+    .await
+    .map_err(|e| match &e {
+        sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::NotFound,
+        _ => StoreError::from(e),
+    })?;
+    Ok(())
+}
+
+/// [`Store::delete_budget`] on a connection already set to `tenant`.
+async fn delete_budget_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    agent: Option<AgentId>,
+    period: BudgetPeriod,
+) -> Result<bool> {
+    let done =
+        sqlx::query("DELETE FROM budgets WHERE tenant_id = $1 AND agent_id IS NOT DISTINCT FROM $2 AND period = $3")
+            .bind(tenant.as_uuid())
+            .bind(agent.map(|a| a.as_uuid()))
+            .bind(period.as_str())
+            .execute(conn)
+            .await?;
+    Ok(done.rows_affected() > 0)
 }
 
 #[cfg(test)]

@@ -3,11 +3,13 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
+use sqlx::PgConnection;
 
 use hermes_core::{
     AgentId, BusyMode, ChannelMode, ChannelStatus, DmPolicy, GroupPolicy, GroupSessions, Platform, TenantId,
 };
 
+use crate::admin::AuditedTx;
 use crate::{Result, SecretBox, Store, StoreError};
 
 /// A channel to create.
@@ -151,41 +153,7 @@ impl Store {
         new: NewChannel,
         secrets: Option<&SecretBox>,
     ) -> Result<Channel> {
-        use sha2::Digest;
-        let secrets = SecretBox::required(secrets, "storing bot credentials")?;
-        let id = uuid::Uuid::now_v7();
-        let sealed = secrets.seal(&context(id), new.credentials.to_string().as_bytes())?;
-        let digest = sha2::Sha256::digest(format!("{}:{}", new.platform, new.bot_identity).as_bytes());
-        let fingerprint: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        let row = sqlx::query(
-            "INSERT INTO channels (id, tenant_id, agent_id, platform, mode, api_base, credentials, bot_fingerprint,
-                                   webhook_secret, dm_policy, group_policy, allow_users, allow_chats, admins)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING *",
-        )
-        .bind(id)
-        .bind(tenant.as_uuid())
-        .bind(new.agent_id.as_uuid())
-        .bind(new.platform.as_str())
-        .bind(new.mode.as_str())
-        .bind(&new.api_base)
-        .bind(sealed)
-        .bind(fingerprint)
-        .bind(webhook_secret())
-        .bind(new.dm_policy.as_str())
-        .bind(new.group_policy.as_str())
-        .bind(&new.allow_users)
-        .bind(&new.allow_chats)
-        .bind(&new.admins)
-        .fetch_one(&mut *self.as_tenant(tenant).await?)
-        .await
-        .map_err(|e| match &e {
-            sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::NotFound,
-            sqlx::Error::Database(db) if db.is_check_violation() => {
-                StoreError::Invalid("unknown platform, mode or policy".into())
-            }
-            _ => StoreError::conflict_on_unique(e, "this bot is already bound to an agent; delete that channel first"),
-        })?;
-        crate::rows::read::<Channel>(&row)
+        create_channel_on(&mut *self.as_tenant(tenant).await?, tenant, new, secrets).await
     }
 
     pub async fn list_channels(&self, tenant: TenantId) -> Result<Vec<Channel>> {
@@ -208,12 +176,7 @@ impl Store {
 
     /// Unbinds a bot; `false` when there was no such channel.
     pub async fn delete_channel(&self, tenant: TenantId, id: uuid::Uuid) -> Result<bool> {
-        let done = sqlx::query("DELETE FROM channels WHERE tenant_id = $1 AND id = $2")
-            .bind(tenant.as_uuid())
-            .bind(id)
-            .execute(&mut *self.as_tenant(tenant).await?)
-            .await?;
-        Ok(done.rows_affected() == 1)
+        delete_channel_on(&mut *self.as_tenant(tenant).await?, tenant, id).await
     }
 
     /// Changes who may talk to the bot; `None` leaves a setting as it is.
@@ -223,48 +186,12 @@ impl Store {
         id: uuid::Uuid,
         access: &ChannelAccess,
     ) -> Result<Channel> {
-        let row = sqlx::query(
-            "UPDATE channels SET dm_policy = COALESCE($3, dm_policy), group_policy = COALESCE($4, group_policy),
-                    allow_users = COALESCE($5, allow_users), allow_chats = COALESCE($6, allow_chats),
-                    admins = COALESCE($7, admins), busy_mode = COALESCE($8, busy_mode),
-                    streaming = COALESCE($9, streaming), group_sessions = COALESCE($10, group_sessions),
-                    admin_commands = COALESCE($11, admin_commands), tool_progress = COALESCE($12, tool_progress),
-                    home_chat = CASE WHEN $13::text IS NULL THEN home_chat ELSE NULLIF($13, '') END,
-                    updated_at = now()
-             WHERE tenant_id = $1 AND id = $2 RETURNING *",
-        )
-        .bind(tenant.as_uuid())
-        .bind(id)
-        .bind(access.dm_policy.map(DmPolicy::as_str))
-        .bind(access.group_policy.map(GroupPolicy::as_str))
-        .bind(&access.allow_users)
-        .bind(&access.allow_chats)
-        .bind(&access.admins)
-        .bind(access.busy_mode.map(BusyMode::as_str))
-        .bind(access.streaming)
-        .bind(access.group_sessions.map(GroupSessions::as_str))
-        .bind(&access.admin_commands)
-        .bind(access.tool_progress)
-        .bind(access.home_chat.as_deref())
-        .fetch_optional(&mut *self.as_tenant(tenant).await?)
-        .await
-        .map_err(|e| match &e {
-            sqlx::Error::Database(db) if db.is_check_violation() => StoreError::Invalid("unknown policy".into()),
-            _ => StoreError::from(e),
-        })?
-        .ok_or(StoreError::NotFound)?;
-        crate::rows::read::<Channel>(&row)
+        update_channel_access_on(&mut *self.as_tenant(tenant).await?, tenant, id, access).await
     }
 
     /// Records what the platform says the bot is called.
     pub async fn set_bot_username(&self, tenant: TenantId, id: uuid::Uuid, name: &str) -> Result<()> {
-        sqlx::query("UPDATE channels SET bot_username = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2")
-            .bind(tenant.as_uuid())
-            .bind(id)
-            .bind(crate::messages::without_nul(name))
-            .execute(&mut *self.as_tenant(tenant).await?)
-            .await?;
-        Ok(())
+        set_bot_username_on(&mut *self.as_tenant(tenant).await?, tenant, id, name).await
     }
 
     /// Marks why a channel stopped delivering (`blocked`), or `active` again.
@@ -297,4 +224,135 @@ impl Store {
             .await?;
         Ok(())
     }
+}
+
+impl AuditedTx {
+    /// [`Store::create_channel`] in an audited change.
+    pub async fn create_channel(&mut self, new: NewChannel, secrets: Option<&SecretBox>) -> Result<Channel> {
+        let tenant = self.tenant();
+        create_channel_on(self.conn(), tenant, new, secrets).await
+    }
+
+    /// [`Store::delete_channel`] in an audited change.
+    pub async fn delete_channel(&mut self, id: uuid::Uuid) -> Result<bool> {
+        let tenant = self.tenant();
+        delete_channel_on(self.conn(), tenant, id).await
+    }
+
+    /// [`Store::update_channel_access`] in an audited change.
+    pub async fn update_channel_access(&mut self, id: uuid::Uuid, access: &ChannelAccess) -> Result<Channel> {
+        let tenant = self.tenant();
+        update_channel_access_on(self.conn(), tenant, id, access).await
+    }
+
+    /// [`Store::set_bot_username`] in an audited change.
+    pub async fn set_bot_username(&mut self, id: uuid::Uuid, name: &str) -> Result<()> {
+        let tenant = self.tenant();
+        set_bot_username_on(self.conn(), tenant, id, name).await
+    }
+}
+
+/// [`Store::create_channel`] on a connection already set to `tenant`.
+async fn create_channel_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    new: NewChannel,
+    secrets: Option<&SecretBox>,
+) -> Result<Channel> {
+    use sha2::Digest;
+    let secrets = SecretBox::required(secrets, "storing bot credentials")?;
+    let id = uuid::Uuid::now_v7();
+    let sealed = secrets.seal(&context(id), new.credentials.to_string().as_bytes())?;
+    let digest = sha2::Sha256::digest(format!("{}:{}", new.platform, new.bot_identity).as_bytes());
+    let fingerprint: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let row = sqlx::query(
+        "INSERT INTO channels (id, tenant_id, agent_id, platform, mode, api_base, credentials, bot_fingerprint,
+                               webhook_secret, dm_policy, group_policy, allow_users, allow_chats, admins)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING *",
+    )
+    .bind(id)
+    .bind(tenant.as_uuid())
+    .bind(new.agent_id.as_uuid())
+    .bind(new.platform.as_str())
+    .bind(new.mode.as_str())
+    .bind(&new.api_base)
+    .bind(sealed)
+    .bind(fingerprint)
+    .bind(webhook_secret())
+    .bind(new.dm_policy.as_str())
+    .bind(new.group_policy.as_str())
+    .bind(&new.allow_users)
+    .bind(&new.allow_chats)
+    .bind(&new.admins)
+    .fetch_one(conn)
+    .await
+    .map_err(|e| match &e {
+        sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::NotFound,
+        sqlx::Error::Database(db) if db.is_check_violation() => {
+            StoreError::Invalid("unknown platform, mode or policy".into())
+        }
+        _ => StoreError::conflict_on_unique(e, "this bot is already bound to an agent; delete that channel first"),
+    })?;
+    crate::rows::read::<Channel>(&row)
+}
+
+/// [`Store::delete_channel`] on a connection already set to `tenant`.
+async fn delete_channel_on(conn: &mut PgConnection, tenant: TenantId, id: uuid::Uuid) -> Result<bool> {
+    let done = sqlx::query("DELETE FROM channels WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.as_uuid())
+        .bind(id)
+        .execute(conn)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// [`Store::update_channel_access`] on a connection already set to `tenant`.
+async fn update_channel_access_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    id: uuid::Uuid,
+    access: &ChannelAccess,
+) -> Result<Channel> {
+    let row = sqlx::query(
+        "UPDATE channels SET dm_policy = COALESCE($3, dm_policy), group_policy = COALESCE($4, group_policy),
+                allow_users = COALESCE($5, allow_users), allow_chats = COALESCE($6, allow_chats),
+                admins = COALESCE($7, admins), busy_mode = COALESCE($8, busy_mode),
+                streaming = COALESCE($9, streaming), group_sessions = COALESCE($10, group_sessions),
+                admin_commands = COALESCE($11, admin_commands), tool_progress = COALESCE($12, tool_progress),
+                home_chat = CASE WHEN $13::text IS NULL THEN home_chat ELSE NULLIF($13, '') END,
+                updated_at = now()
+         WHERE tenant_id = $1 AND id = $2 RETURNING *",
+    )
+    .bind(tenant.as_uuid())
+    .bind(id)
+    .bind(access.dm_policy.map(DmPolicy::as_str))
+    .bind(access.group_policy.map(GroupPolicy::as_str))
+    .bind(&access.allow_users)
+    .bind(&access.allow_chats)
+    .bind(&access.admins)
+    .bind(access.busy_mode.map(BusyMode::as_str))
+    .bind(access.streaming)
+    .bind(access.group_sessions.map(GroupSessions::as_str))
+    .bind(&access.admin_commands)
+    .bind(access.tool_progress)
+    .bind(access.home_chat.as_deref())
+    .fetch_optional(conn)
+    .await
+    .map_err(|e| match &e {
+        sqlx::Error::Database(db) if db.is_check_violation() => StoreError::Invalid("unknown policy".into()),
+        _ => StoreError::from(e),
+    })?
+    .ok_or(StoreError::NotFound)?;
+    crate::rows::read::<Channel>(&row)
+}
+
+/// [`Store::set_bot_username`] on a connection already set to `tenant`.
+async fn set_bot_username_on(conn: &mut PgConnection, tenant: TenantId, id: uuid::Uuid, name: &str) -> Result<()> {
+    sqlx::query("UPDATE channels SET bot_username = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.as_uuid())
+        .bind(id)
+        .bind(crate::messages::without_nul(name))
+        .execute(conn)
+        .await?;
+    Ok(())
 }

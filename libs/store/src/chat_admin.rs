@@ -1,8 +1,11 @@
 //! What chat commands change beyond sessions and routes: `/undo` takes the last exchange back,
 //! `/model NAME` switches the agent's model.
 
+use sqlx::PgConnection;
+
 use hermes_core::{AgentId, SessionId, TenantId};
 
+use crate::admin::AuditedTx;
 use crate::{Result, Store, StoreError};
 
 impl Store {
@@ -42,20 +45,33 @@ impl Store {
 
     /// Switches the agent to `model` (its provider stays); the old model's name.
     pub async fn set_agent_model(&self, tenant: TenantId, agent: AgentId, model: &str) -> Result<String> {
-        let model = model.trim();
-        if model.is_empty() || model.len() > 200 || model.chars().any(char::is_control) {
-            return Err(StoreError::Invalid("give a model name".into()));
-        }
-        let old: Option<String> = sqlx::query_scalar(
-            "UPDATE agents a SET model = $3, updated_at = now() FROM agents before
-             WHERE a.tenant_id = $1 AND a.id = $2 AND before.tenant_id = a.tenant_id AND before.id = a.id
-             RETURNING before.model",
-        )
-        .bind(tenant.as_uuid())
-        .bind(agent.as_uuid())
-        .bind(model)
-        .fetch_optional(&mut *self.as_tenant(tenant).await?)
-        .await?;
-        old.ok_or(StoreError::NotFound)
+        set_agent_model_on(&mut *self.as_tenant(tenant).await?, tenant, agent, model).await
     }
+}
+
+impl AuditedTx {
+    /// [`Store::set_agent_model`] in an audited change.
+    pub async fn set_agent_model(&mut self, agent: AgentId, model: &str) -> Result<String> {
+        let tenant = self.tenant();
+        set_agent_model_on(self.conn(), tenant, agent, model).await
+    }
+}
+
+/// [`Store::set_agent_model`] on a connection already set to `tenant`.
+async fn set_agent_model_on(conn: &mut PgConnection, tenant: TenantId, agent: AgentId, model: &str) -> Result<String> {
+    let model = model.trim();
+    if model.is_empty() || model.len() > 200 || model.chars().any(char::is_control) {
+        return Err(StoreError::Invalid("give a model name".into()));
+    }
+    let old: Option<String> = sqlx::query_scalar(
+        "UPDATE agents a SET model = $3, updated_at = now() FROM agents before
+         WHERE a.tenant_id = $1 AND a.id = $2 AND before.tenant_id = a.tenant_id AND before.id = a.id
+         RETURNING before.model",
+    )
+    .bind(tenant.as_uuid())
+    .bind(agent.as_uuid())
+    .bind(model)
+    .fetch_optional(conn)
+    .await?;
+    old.ok_or(StoreError::NotFound)
 }

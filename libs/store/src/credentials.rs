@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use hermes_core::TenantId;
 
+use crate::admin::AuditedTx;
 use crate::{Result, SecretBox, Store, StoreError};
 
 /// A pooled key as stored (sealed).
@@ -69,37 +70,7 @@ impl Store {
         new: NewCredential,
         secrets: &SecretBox,
     ) -> Result<PooledCredential> {
-        if new.allowed_hosts.is_empty() {
-            return Err(StoreError::Invalid("a provider key needs the hosts it may be sent to".into()));
-        }
-        let id = Uuid::now_v7();
-        let sealed = secrets.seal(&context(tenant, id), new.secret.as_bytes())?;
-        let row = sqlx::query(
-            "INSERT INTO provider_credentials
-                 (id, tenant_id, provider, label, secret, priority, allowed_hosts, readable_in_sandbox)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING created_at",
-        )
-        .bind(id)
-        .bind(tenant.as_uuid())
-        .bind(&new.provider)
-        .bind(&new.label)
-        .bind(&sealed)
-        .bind(new.priority)
-        .bind(&new.allowed_hosts)
-        .bind(new.readable_in_sandbox)
-        .fetch_one(&mut *self.as_tenant(tenant).await?)
-        .await
-        .map_err(|e| StoreError::conflict_on_unique(e, &format!("credential {:?} of {}", new.label, new.provider)))?;
-        Ok(PooledCredential {
-            id,
-            provider: new.provider,
-            label: new.label,
-            sealed,
-            priority: new.priority,
-            allowed_hosts: new.allowed_hosts,
-            readable_in_sandbox: new.readable_in_sandbox,
-            created_at: row.try_get("created_at")?,
-        })
+        add_credential_on(&mut *self.as_tenant(tenant).await?, tenant, new, secrets).await
     }
 
     /// Every pool of the tenant, by provider: its keys in priority order and its strategy.
@@ -136,33 +107,12 @@ impl Store {
 
     /// Takes a key out of the tenant's pools for good.
     pub async fn delete_credential(&self, tenant: TenantId, id: Uuid) -> Result<PooledCredential> {
-        let row = sqlx::query(
-            "DELETE FROM provider_credentials WHERE tenant_id = $1 AND id = $2
-             RETURNING id, provider, label, secret, priority, allowed_hosts, readable_in_sandbox, created_at",
-        )
-        .bind(tenant.as_uuid())
-        .bind(id)
-        .fetch_optional(&mut *self.as_tenant(tenant).await?)
-        .await?
-        .ok_or(StoreError::NotFound)?;
-        crate::rows::read(&row)
+        delete_credential_on(&mut *self.as_tenant(tenant).await?, tenant, id).await
     }
 
     /// Sets how the pool of `provider` picks a key.
     pub async fn set_pool_strategy(&self, tenant: TenantId, provider: &str, strategy: &str) -> Result<()> {
-        if !STRATEGIES.contains(&strategy) {
-            return Err(StoreError::Invalid(format!("strategy must be one of {}", STRATEGIES.join(", "))));
-        }
-        sqlx::query(
-            "INSERT INTO provider_pools (tenant_id, provider, strategy) VALUES ($1, $2, $3)
-             ON CONFLICT (tenant_id, provider) DO UPDATE SET strategy = EXCLUDED.strategy",
-        )
-        .bind(tenant.as_uuid())
-        .bind(provider)
-        .bind(strategy)
-        .execute(&mut *self.as_tenant(tenant).await?)
-        .await?;
-        Ok(())
+        set_pool_strategy_on(&mut *self.as_tenant(tenant).await?, tenant, provider, strategy).await
     }
 }
 
@@ -186,4 +136,95 @@ pub(crate) async fn credential_pools_on(conn: &mut PgConnection, tenant: TenantI
         pools.entry(credential.provider.clone()).or_insert_with(|| (Vec::new(), strategy)).0.push(credential);
     }
     Ok(pools)
+}
+
+impl AuditedTx {
+    /// [`Store::add_credential`] in an audited change.
+    pub async fn add_credential(&mut self, new: NewCredential, secrets: &SecretBox) -> Result<PooledCredential> {
+        let tenant = self.tenant();
+        add_credential_on(self.conn(), tenant, new, secrets).await
+    }
+
+    /// [`Store::delete_credential`] in an audited change.
+    pub async fn delete_credential(&mut self, id: Uuid) -> Result<PooledCredential> {
+        let tenant = self.tenant();
+        delete_credential_on(self.conn(), tenant, id).await
+    }
+
+    /// [`Store::set_pool_strategy`] in an audited change.
+    pub async fn set_pool_strategy(&mut self, provider: &str, strategy: &str) -> Result<()> {
+        let tenant = self.tenant();
+        set_pool_strategy_on(self.conn(), tenant, provider, strategy).await
+    }
+}
+
+/// [`Store::add_credential`] on a connection already set to `tenant`.
+async fn add_credential_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    new: NewCredential,
+    secrets: &SecretBox,
+) -> Result<PooledCredential> {
+    if new.allowed_hosts.is_empty() {
+        return Err(StoreError::Invalid("a provider key needs the hosts it may be sent to".into()));
+    }
+    let id = Uuid::now_v7();
+    let sealed = secrets.seal(&context(tenant, id), new.secret.as_bytes())?;
+    let row = sqlx::query(
+        "INSERT INTO provider_credentials
+             (id, tenant_id, provider, label, secret, priority, allowed_hosts, readable_in_sandbox)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING created_at",
+    )
+    .bind(id)
+    .bind(tenant.as_uuid())
+    .bind(&new.provider)
+    .bind(&new.label)
+    .bind(&sealed)
+    .bind(new.priority)
+    .bind(&new.allowed_hosts)
+    .bind(new.readable_in_sandbox)
+    .fetch_one(conn)
+    .await
+    .map_err(|e| StoreError::conflict_on_unique(e, &format!("credential {:?} of {}", new.label, new.provider)))?;
+    Ok(PooledCredential {
+        id,
+        provider: new.provider,
+        label: new.label,
+        sealed,
+        priority: new.priority,
+        allowed_hosts: new.allowed_hosts,
+        readable_in_sandbox: new.readable_in_sandbox,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+/// [`Store::delete_credential`] on a connection already set to `tenant`.
+async fn delete_credential_on(conn: &mut PgConnection, tenant: TenantId, id: Uuid) -> Result<PooledCredential> {
+    let row = sqlx::query(
+        "DELETE FROM provider_credentials WHERE tenant_id = $1 AND id = $2
+         RETURNING id, provider, label, secret, priority, allowed_hosts, readable_in_sandbox, created_at",
+    )
+    .bind(tenant.as_uuid())
+    .bind(id)
+    .fetch_optional(conn)
+    .await?
+    .ok_or(StoreError::NotFound)?;
+    crate::rows::read(&row)
+}
+
+/// [`Store::set_pool_strategy`] on a connection already set to `tenant`.
+async fn set_pool_strategy_on(conn: &mut PgConnection, tenant: TenantId, provider: &str, strategy: &str) -> Result<()> {
+    if !STRATEGIES.contains(&strategy) {
+        return Err(StoreError::Invalid(format!("strategy must be one of {}", STRATEGIES.join(", "))));
+    }
+    sqlx::query(
+        "INSERT INTO provider_pools (tenant_id, provider, strategy) VALUES ($1, $2, $3)
+         ON CONFLICT (tenant_id, provider) DO UPDATE SET strategy = EXCLUDED.strategy",
+    )
+    .bind(tenant.as_uuid())
+    .bind(provider)
+    .bind(strategy)
+    .execute(conn)
+    .await?;
+    Ok(())
 }

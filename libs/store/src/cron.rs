@@ -4,12 +4,13 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::Row;
+use sqlx::{PgConnection, Row};
 
 pub use hermes_core::cron::JobTiming;
 use hermes_core::outbox::Destination;
 use hermes_core::{AgentId, CronRunStatus, JobState, RunOutcome, TenantId, TurnId};
 
+use crate::admin::AuditedTx;
 use crate::{Result, Store, StoreError};
 
 /// A job to create.
@@ -242,20 +243,7 @@ impl Store {
         paused_reason: Option<&str>,
         next_run_at: Option<DateTime<Utc>>,
     ) -> Result<Job> {
-        let row = sqlx::query(
-            "UPDATE cron_jobs SET state = CASE WHEN $3::text IS NULL THEN 'scheduled' ELSE 'paused' END,
-                    paused_reason = $3, next_run_at = COALESCE($4, next_run_at), last_error = NULL,
-                    updated_at = now()
-             WHERE tenant_id = $1 AND id = $2 RETURNING *",
-        )
-        .bind(tenant.as_uuid())
-        .bind(id)
-        .bind(paused_reason)
-        .bind(next_run_at)
-        .fetch_optional(&mut *self.as_tenant(tenant).await?)
-        .await?
-        .ok_or(StoreError::NotFound)?;
-        crate::rows::read::<Job>(&row)
+        set_job_state_on(&mut *self.as_tenant(tenant).await?, tenant, id, paused_reason, next_run_at).await
     }
 
     /// What the job whose run `turn` is sets for its runs, if `turn` is a cron run.
@@ -301,4 +289,41 @@ impl Store {
         .await?;
         rows.iter().map(|r| Ok(r.try_get("run")?)).collect()
     }
+}
+
+impl AuditedTx {
+    /// [`Store::set_job_state`] in an audited change.
+    pub async fn set_job_state(
+        &mut self,
+        id: uuid::Uuid,
+        paused_reason: Option<&str>,
+        next_run_at: Option<DateTime<Utc>>,
+    ) -> Result<Job> {
+        let tenant = self.tenant();
+        set_job_state_on(self.conn(), tenant, id, paused_reason, next_run_at).await
+    }
+}
+
+/// [`Store::set_job_state`] on a connection already set to `tenant`.
+async fn set_job_state_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    id: uuid::Uuid,
+    paused_reason: Option<&str>,
+    next_run_at: Option<DateTime<Utc>>,
+) -> Result<Job> {
+    let row = sqlx::query(
+        "UPDATE cron_jobs SET state = CASE WHEN $3::text IS NULL THEN 'scheduled' ELSE 'paused' END,
+                paused_reason = $3, next_run_at = COALESCE($4, next_run_at), last_error = NULL,
+                updated_at = now()
+         WHERE tenant_id = $1 AND id = $2 RETURNING *",
+    )
+    .bind(tenant.as_uuid())
+    .bind(id)
+    .bind(paused_reason)
+    .bind(next_run_at)
+    .fetch_optional(conn)
+    .await?
+    .ok_or(StoreError::NotFound)?;
+    crate::rows::read::<Job>(&row)
 }

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::Row;
+use sqlx::{PgConnection, Row};
 
 use hermes_core::TenantId;
 
+use crate::admin::AuditedTx;
 use crate::{Result, SecretBox, Store, StoreError};
 
 /// The events a hook can take.
@@ -167,47 +168,14 @@ impl Store {
 
     /// Queues a `ping` for one endpoint (to check the receiver).
     pub async fn ping_event_hook(&self, tenant: TenantId, id: uuid::Uuid) -> Result<uuid::Uuid> {
-        let event = uuid::Uuid::now_v7();
-        let done = sqlx::query(
-            "INSERT INTO event_deliveries (id, tenant_id, hook_id, event, data)
-             SELECT $3, tenant_id, id, 'ping', '{}'::jsonb FROM event_hooks WHERE tenant_id = $1 AND id = $2",
-        )
-        .bind(tenant.as_uuid())
-        .bind(id)
-        .bind(event)
-        .execute(&mut *self.as_tenant(tenant).await?)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
-        Ok(event)
+        ping_event_hook_on(&mut *self.as_tenant(tenant).await?, tenant, id).await
     }
 
     /// Sends a delivered or failed event once more, from the first attempt: under the same id,
     /// so a receiver that drops repeats by `webhook-id` sees it is the same event. `Busy` while
     /// it is still on its way.
     pub async fn resend_event(&self, tenant: TenantId, hook: uuid::Uuid, delivery: uuid::Uuid) -> Result<()> {
-        let mut conn = self.as_tenant(tenant).await?;
-        let status: Option<String> = sqlx::query_scalar(
-            "WITH target AS (
-                SELECT id, status FROM event_deliveries WHERE tenant_id = $1 AND hook_id = $2 AND id = $3 FOR UPDATE
-             ), resent AS (
-                UPDATE event_deliveries d SET status = 'pending', attempts = 0, next_attempt_at = now(),
-                       last_status = NULL, last_error = NULL, delivered_at = NULL
-                FROM target WHERE d.id = target.id AND target.status <> 'pending'
-             )
-             SELECT status FROM target",
-        )
-        .bind(tenant.as_uuid())
-        .bind(hook)
-        .bind(delivery)
-        .fetch_optional(&mut *conn)
-        .await?;
-        match status.as_deref() {
-            None => Err(StoreError::NotFound),
-            Some("pending") => Err(StoreError::Busy("the event is still on its way; wait for it to settle".into())),
-            Some(_) => Ok(()),
-        }
+        resend_event_on(&mut *self.as_tenant(tenant).await?, tenant, hook, delivery).await
     }
 
     /// An endpoint's latest deliveries, newest first.
@@ -225,5 +193,66 @@ impl Store {
         .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
         rows.iter().map(|r| Ok(r.try_get("delivery")?)).collect()
+    }
+}
+
+impl AuditedTx {
+    /// [`Store::ping_event_hook`] in an audited change.
+    pub async fn ping_event_hook(&mut self, id: uuid::Uuid) -> Result<uuid::Uuid> {
+        let tenant = self.tenant();
+        ping_event_hook_on(self.conn(), tenant, id).await
+    }
+
+    /// [`Store::resend_event`] in an audited change.
+    pub async fn resend_event(&mut self, hook: uuid::Uuid, delivery: uuid::Uuid) -> Result<()> {
+        let tenant = self.tenant();
+        resend_event_on(self.conn(), tenant, hook, delivery).await
+    }
+}
+
+/// [`Store::ping_event_hook`] on a connection already set to `tenant`.
+async fn ping_event_hook_on(conn: &mut PgConnection, tenant: TenantId, id: uuid::Uuid) -> Result<uuid::Uuid> {
+    let event = uuid::Uuid::now_v7();
+    let done = sqlx::query(
+        "INSERT INTO event_deliveries (id, tenant_id, hook_id, event, data)
+         SELECT $3, tenant_id, id, 'ping', '{}'::jsonb FROM event_hooks WHERE tenant_id = $1 AND id = $2",
+    )
+    .bind(tenant.as_uuid())
+    .bind(id)
+    .bind(event)
+    .execute(conn)
+    .await?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::NotFound);
+    }
+    Ok(event)
+}
+
+/// [`Store::resend_event`] on a connection already set to `tenant`.
+async fn resend_event_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    hook: uuid::Uuid,
+    delivery: uuid::Uuid,
+) -> Result<()> {
+    let status: Option<String> = sqlx::query_scalar(
+        "WITH target AS (
+            SELECT id, status FROM event_deliveries WHERE tenant_id = $1 AND hook_id = $2 AND id = $3 FOR UPDATE
+         ), resent AS (
+            UPDATE event_deliveries d SET status = 'pending', attempts = 0, next_attempt_at = now(),
+                   last_status = NULL, last_error = NULL, delivered_at = NULL
+            FROM target WHERE d.id = target.id AND target.status <> 'pending'
+         )
+         SELECT status FROM target",
+    )
+    .bind(tenant.as_uuid())
+    .bind(hook)
+    .bind(delivery)
+    .fetch_optional(&mut *conn)
+    .await?;
+    match status.as_deref() {
+        None => Err(StoreError::NotFound),
+        Some("pending") => Err(StoreError::Busy("the event is still on its way; wait for it to settle".into())),
+        Some(_) => Ok(()),
     }
 }

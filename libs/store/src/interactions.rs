@@ -13,6 +13,7 @@ use hermes_core::{
     SessionId, TenantId, TurnId,
 };
 
+use crate::admin::AuditedTx;
 use crate::rows::vocab;
 use crate::{Result, Store, StoreError};
 
@@ -168,55 +169,9 @@ impl Store {
         hub: Option<&str>,
     ) -> Result<Answered> {
         let mut tx = self.tenant_tx(tenant).await?;
-        let row = sqlx::query(
-            "SELECT i.turn_id, i.session_id, i.agent_id, i.kind, i.prompt, i.status, t.status::text AS turn_status
-             FROM interactions i JOIN turns t ON t.tenant_id = i.tenant_id AND t.id = i.turn_id
-             WHERE i.tenant_id = $1 AND i.id = $2 FOR UPDATE OF i, t",
-        )
-        .bind(tenant.as_uuid())
-        .bind(id)
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or(StoreError::NotFound)?;
-        let status: InteractionStatus = vocab(&row.try_get::<String, _>("status")?)?;
-        let turn_status = crate::TurnStatus::parse(&row.try_get::<String, _>("turn_status")?)?;
-        if status != InteractionStatus::Pending || turn_status != crate::TurnStatus::Waiting {
-            return Err(StoreError::Conflict(format!("an answer to this {status} question")));
-        }
-        let turn = TurnId::from_uuid(row.try_get("turn_id")?);
-        let session = SessionId::from_uuid(row.try_get("session_id")?);
-        let agent: uuid::Uuid = row.try_get("agent_id")?;
-        sqlx::query("UPDATE interactions SET status = 'answered', answer = $3, answered_at = now() WHERE tenant_id = $1 AND id = $2")
-            .bind(tenant.as_uuid())
-            .bind(id)
-            .bind(crate::messages::storable_json(answer)?)
-            .execute(&mut *tx)
-            .await?;
-        let kind: InteractionKind = vocab(&row.try_get::<String, _>("kind")?)?;
-        let scope = match answer {
-            InteractionAnswer::Approval { choice: ApprovalChoice::Session } => Some(Some(session.as_uuid())),
-            InteractionAnswer::Approval { choice: ApprovalChoice::Always } => Some(None),
-            _ => None,
-        };
-        if let (true, Some(scope)) = (kind == InteractionKind::Approval, scope) {
-            let prompt: Value = row.try_get("prompt")?;
-            let keys: Vec<String> = prompt["pattern_keys"]
-                .as_array()
-                .map(|keys| keys.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-                .unwrap_or_default();
-            insert_grants(&mut *tx, tenant, agent, scope, &keys).await?;
-        }
-        sqlx::query(
-            "UPDATE turns SET status = 'queued', notify_hub = COALESCE($3, notify_hub)
-             WHERE tenant_id = $1 AND id = $2 AND status = 'waiting'",
-        )
-        .bind(tenant.as_uuid())
-        .bind(turn.as_uuid())
-        .bind(hub)
-        .execute(&mut *tx)
-        .await?;
+        let answered = answer_interaction_on(&mut tx, tenant, id, answer, hub).await?;
         tx.commit().await?;
-        Ok(Answered { turn_id: turn, session_id: session, agent_id: AgentId::from_uuid(agent) })
+        Ok(answered)
     }
 
     /// The latest answer (or expiry) of the turn's interactions: the call it belongs to runs
@@ -249,31 +204,12 @@ impl Store {
 
     /// Lets the agent's sandbox reach the public internet, or not.
     pub async fn set_egress(&self, tenant: TenantId, agent: AgentId, enabled: bool) -> Result<()> {
-        let done = sqlx::query("UPDATE agents SET egress = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2")
-            .bind(tenant.as_uuid())
-            .bind(agent.as_uuid())
-            .bind(enabled)
-            .execute(&mut *self.as_tenant(tenant).await?)
-            .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
-        Ok(())
+        set_egress_on(&mut *self.as_tenant(tenant).await?, tenant, agent, enabled).await
     }
 
     /// Sets how the agent's dangerous commands are approved.
     pub async fn set_approval_mode(&self, tenant: TenantId, agent: AgentId, mode: ApprovalMode) -> Result<()> {
-        let done =
-            sqlx::query("UPDATE agents SET approval_mode = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2")
-                .bind(tenant.as_uuid())
-                .bind(agent.as_uuid())
-                .bind(mode.as_str())
-                .execute(&mut *self.as_tenant(tenant).await?)
-                .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
-        Ok(())
+        set_approval_mode_on(&mut *self.as_tenant(tenant).await?, tenant, agent, mode).await
     }
 }
 
@@ -319,4 +255,120 @@ pub(crate) async fn approval_grants_on(
     .fetch_all(conn)
     .await?;
     Ok(keys.into_iter().collect())
+}
+
+impl AuditedTx {
+    /// [`Store::answer_interaction`] in an audited change.
+    pub async fn answer_interaction(
+        &mut self,
+        id: uuid::Uuid,
+        answer: &InteractionAnswer,
+        hub: Option<&str>,
+    ) -> Result<Answered> {
+        let tenant = self.tenant();
+        answer_interaction_on(self.conn(), tenant, id, answer, hub).await
+    }
+
+    /// [`Store::set_egress`] in an audited change.
+    pub async fn set_egress(&mut self, agent: AgentId, enabled: bool) -> Result<()> {
+        let tenant = self.tenant();
+        set_egress_on(self.conn(), tenant, agent, enabled).await
+    }
+
+    /// [`Store::set_approval_mode`] in an audited change.
+    pub async fn set_approval_mode(&mut self, agent: AgentId, mode: ApprovalMode) -> Result<()> {
+        let tenant = self.tenant();
+        set_approval_mode_on(self.conn(), tenant, agent, mode).await
+    }
+}
+
+/// [`Store::answer_interaction`] on a connection already set to `tenant`.
+async fn answer_interaction_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    id: uuid::Uuid,
+    answer: &InteractionAnswer,
+    hub: Option<&str>,
+) -> Result<Answered> {
+    let row = sqlx::query(
+        "SELECT i.turn_id, i.session_id, i.agent_id, i.kind, i.prompt, i.status, t.status::text AS turn_status
+         FROM interactions i JOIN turns t ON t.tenant_id = i.tenant_id AND t.id = i.turn_id
+         WHERE i.tenant_id = $1 AND i.id = $2 FOR UPDATE OF i, t",
+    )
+    .bind(tenant.as_uuid())
+    .bind(id)
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or(StoreError::NotFound)?;
+    let status: InteractionStatus = vocab(&row.try_get::<String, _>("status")?)?;
+    let turn_status = crate::TurnStatus::parse(&row.try_get::<String, _>("turn_status")?)?;
+    if status != InteractionStatus::Pending || turn_status != crate::TurnStatus::Waiting {
+        return Err(StoreError::Conflict(format!("an answer to this {status} question")));
+    }
+    let turn = TurnId::from_uuid(row.try_get("turn_id")?);
+    let session = SessionId::from_uuid(row.try_get("session_id")?);
+    let agent: uuid::Uuid = row.try_get("agent_id")?;
+    sqlx::query("UPDATE interactions SET status = 'answered', answer = $3, answered_at = now() WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.as_uuid())
+        .bind(id)
+        .bind(crate::messages::storable_json(answer)?)
+        .execute(&mut *conn)
+        .await?;
+    let kind: InteractionKind = vocab(&row.try_get::<String, _>("kind")?)?;
+    let scope = match answer {
+        InteractionAnswer::Approval { choice: ApprovalChoice::Session } => Some(Some(session.as_uuid())),
+        InteractionAnswer::Approval { choice: ApprovalChoice::Always } => Some(None),
+        _ => None,
+    };
+    if let (true, Some(scope)) = (kind == InteractionKind::Approval, scope) {
+        let prompt: Value = row.try_get("prompt")?;
+        let keys: Vec<String> = prompt["pattern_keys"]
+            .as_array()
+            .map(|keys| keys.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .unwrap_or_default();
+        insert_grants(&mut *conn, tenant, agent, scope, &keys).await?;
+    }
+    sqlx::query(
+        "UPDATE turns SET status = 'queued', notify_hub = COALESCE($3, notify_hub)
+         WHERE tenant_id = $1 AND id = $2 AND status = 'waiting'",
+    )
+    .bind(tenant.as_uuid())
+    .bind(turn.as_uuid())
+    .bind(hub)
+    .execute(&mut *conn)
+    .await?;
+    Ok(Answered { turn_id: turn, session_id: session, agent_id: AgentId::from_uuid(agent) })
+}
+
+/// [`Store::set_egress`] on a connection already set to `tenant`.
+async fn set_egress_on(conn: &mut PgConnection, tenant: TenantId, agent: AgentId, enabled: bool) -> Result<()> {
+    let done = sqlx::query("UPDATE agents SET egress = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.as_uuid())
+        .bind(agent.as_uuid())
+        .bind(enabled)
+        .execute(conn)
+        .await?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::NotFound);
+    }
+    Ok(())
+}
+
+/// [`Store::set_approval_mode`] on a connection already set to `tenant`.
+async fn set_approval_mode_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    agent: AgentId,
+    mode: ApprovalMode,
+) -> Result<()> {
+    let done = sqlx::query("UPDATE agents SET approval_mode = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.as_uuid())
+        .bind(agent.as_uuid())
+        .bind(mode.as_str())
+        .execute(conn)
+        .await?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::NotFound);
+    }
+    Ok(())
 }

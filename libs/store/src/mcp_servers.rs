@@ -4,10 +4,11 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::Row;
+use sqlx::{PgConnection, Row};
 
 use hermes_core::{AgentId, TenantId};
 
+use crate::admin::AuditedTx;
 use crate::{Result, SecretBox, Store, StoreError};
 
 /// A stored server.
@@ -58,31 +59,16 @@ impl Store {
         secrets: &Value,
         secret_box: Option<&SecretBox>,
     ) -> Result<bool> {
-        let has_secrets =
-            secrets.as_object().is_some_and(|o| o.values().any(|v| v.as_object().is_some_and(|m| !m.is_empty())));
-        let sealed = if has_secrets {
-            let secret_box = SecretBox::required(secret_box, "an MCP server's env and headers")?;
-            let plain = serde_json::to_vec(secrets).map_err(|e| StoreError::Invalid(e.to_string()))?;
-            Some(secret_box.seal(&context(tenant, agent, name), &plain)?)
-        } else {
-            None
-        };
-        let replaced: bool = sqlx::query_scalar(
-            "INSERT INTO mcp_servers (tenant_id, agent_id, name, spec, secrets, enabled)
-             VALUES ($1, $2, $3, $4, $5, $6)
-             ON CONFLICT (tenant_id, agent_id, name) DO UPDATE
-                SET spec = EXCLUDED.spec, secrets = EXCLUDED.secrets, enabled = EXCLUDED.enabled, updated_at = now()
-             RETURNING (xmax <> 0)",
+        set_mcp_server_on(
+            &mut *self.as_tenant(tenant).await?,
+            tenant,
+            agent,
+            name,
+            (spec, enabled),
+            secrets,
+            secret_box,
         )
-        .bind(tenant.as_uuid())
-        .bind(agent.as_uuid())
-        .bind(name)
-        .bind(spec)
-        .bind(sealed)
-        .bind(enabled)
-        .fetch_one(&mut *self.as_tenant(tenant).await?)
-        .await?;
-        Ok(replaced)
+        .await
     }
 
     /// The agent's servers, by name.
@@ -100,16 +86,84 @@ impl Store {
 
     /// Removes the agent's server `name`.
     pub async fn delete_mcp_server(&self, tenant: TenantId, agent: AgentId, name: &str) -> Result<StoredMcpServer> {
-        let row = sqlx::query(
-            "DELETE FROM mcp_servers WHERE tenant_id = $1 AND agent_id = $2 AND name = $3
-             RETURNING agent_id, name, spec, secrets, enabled, updated_at",
-        )
-        .bind(tenant.as_uuid())
-        .bind(agent.as_uuid())
-        .bind(name)
-        .fetch_optional(&mut *self.as_tenant(tenant).await?)
-        .await?
-        .ok_or(StoreError::NotFound)?;
-        read(&row)
+        delete_mcp_server_on(&mut *self.as_tenant(tenant).await?, tenant, agent, name).await
     }
+}
+
+impl AuditedTx {
+    /// [`Store::set_mcp_server`] in an audited change.
+    pub async fn set_mcp_server(
+        &mut self,
+        agent: AgentId,
+        name: &str,
+        (spec, enabled): (&Value, bool),
+        secrets: &Value,
+        secret_box: Option<&SecretBox>,
+    ) -> Result<bool> {
+        let tenant = self.tenant();
+        set_mcp_server_on(self.conn(), tenant, agent, name, (spec, enabled), secrets, secret_box).await
+    }
+
+    /// [`Store::delete_mcp_server`] in an audited change.
+    pub async fn delete_mcp_server(&mut self, agent: AgentId, name: &str) -> Result<StoredMcpServer> {
+        let tenant = self.tenant();
+        delete_mcp_server_on(self.conn(), tenant, agent, name).await
+    }
+}
+
+/// [`Store::set_mcp_server`] on a connection already set to `tenant`.
+async fn set_mcp_server_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    agent: AgentId,
+    name: &str,
+    (spec, enabled): (&Value, bool),
+    secrets: &Value,
+    secret_box: Option<&SecretBox>,
+) -> Result<bool> {
+    let has_secrets =
+        secrets.as_object().is_some_and(|o| o.values().any(|v| v.as_object().is_some_and(|m| !m.is_empty())));
+    let sealed = if has_secrets {
+        let secret_box = SecretBox::required(secret_box, "an MCP server's env and headers")?;
+        let plain = serde_json::to_vec(secrets).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        Some(secret_box.seal(&context(tenant, agent, name), &plain)?)
+    } else {
+        None
+    };
+    let replaced: bool = sqlx::query_scalar(
+        "INSERT INTO mcp_servers (tenant_id, agent_id, name, spec, secrets, enabled)
+         VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (tenant_id, agent_id, name) DO UPDATE
+            SET spec = EXCLUDED.spec, secrets = EXCLUDED.secrets, enabled = EXCLUDED.enabled, updated_at = now()
+         RETURNING (xmax <> 0)",
+    )
+    .bind(tenant.as_uuid())
+    .bind(agent.as_uuid())
+    .bind(name)
+    .bind(spec)
+    .bind(sealed)
+    .bind(enabled)
+    .fetch_one(conn)
+    .await?;
+    Ok(replaced)
+}
+
+/// [`Store::delete_mcp_server`] on a connection already set to `tenant`.
+async fn delete_mcp_server_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    agent: AgentId,
+    name: &str,
+) -> Result<StoredMcpServer> {
+    let row = sqlx::query(
+        "DELETE FROM mcp_servers WHERE tenant_id = $1 AND agent_id = $2 AND name = $3
+         RETURNING agent_id, name, spec, secrets, enabled, updated_at",
+    )
+    .bind(tenant.as_uuid())
+    .bind(agent.as_uuid())
+    .bind(name)
+    .fetch_optional(conn)
+    .await?
+    .ok_or(StoreError::NotFound)?;
+    read(&row)
 }

@@ -6,6 +6,7 @@ use sqlx::{PgConnection, Row};
 
 use hermes_core::{AgentId, TenantId};
 
+use crate::admin::AuditedTx;
 use crate::{Result, Store, StoreError};
 
 /// Which document.
@@ -52,66 +53,9 @@ impl Store {
         agent: AgentId,
         target: MemoryTarget,
         user_key: &str,
-        mut change: impl FnMut(&[String]) -> std::result::Result<Option<Vec<String>>, E>,
+        change: impl FnMut(&[String]) -> std::result::Result<Option<Vec<String>>, E>,
     ) -> Result<std::result::Result<Vec<String>, E>> {
-        let mut conn = self.as_tenant(tenant).await?;
-        let user_key = match target {
-            MemoryTarget::Memory => "",
-            MemoryTarget::User => user_key,
-        };
-        for _ in 0..MAX_ATTEMPTS {
-            let row = sqlx::query(
-                "SELECT entries, version FROM memories
-                 WHERE tenant_id = $1 AND agent_id = $2 AND target = $3 AND user_key = $4",
-            )
-            .bind(tenant.as_uuid())
-            .bind(agent.as_uuid())
-            .bind(target.as_str())
-            .bind(user_key)
-            .fetch_optional(&mut *conn)
-            .await?;
-            let (current, version): (Vec<String>, Option<i64>) = match row {
-                Some(row) => (row.try_get("entries")?, Some(row.try_get("version")?)),
-                None => (Vec::new(), None),
-            };
-            let next = match change(&current) {
-                Ok(Some(next)) => next,
-                Ok(None) => return Ok(Ok(current)),
-                Err(e) => return Ok(Err(e)),
-            };
-            let written = match version {
-                Some(version) => sqlx::query(
-                    "UPDATE memories SET entries = $5, version = version + 1, updated_at = now()
-                     WHERE tenant_id = $1 AND agent_id = $2 AND target = $3 AND user_key = $4 AND version = $6",
-                )
-                .bind(tenant.as_uuid())
-                .bind(agent.as_uuid())
-                .bind(target.as_str())
-                .bind(user_key)
-                .bind(&next)
-                .bind(version)
-                .execute(&mut *conn)
-                .await?
-                .rows_affected(),
-                None => sqlx::query(
-                    "INSERT INTO memories (tenant_id, agent_id, target, user_key, entries) VALUES ($1, $2, $3, $4, $5)
-                     ON CONFLICT DO NOTHING",
-                )
-                .bind(tenant.as_uuid())
-                .bind(agent.as_uuid())
-                .bind(target.as_str())
-                .bind(user_key)
-                .bind(&next)
-                .execute(&mut *conn)
-                .await?
-                .rows_affected(),
-            };
-            if written == 1 {
-                return Ok(Ok(next));
-            }
-            tracing::debug!(target = target.as_str(), "memory write lost a race; retrying");
-        }
-        Err(StoreError::Conflict("memory is being changed by many sessions at once; try again".into()))
+        update_memory_on(&mut *self.as_tenant(tenant).await?, tenant, agent, target, user_key, change).await
     }
 }
 
@@ -141,4 +85,86 @@ pub(crate) async fn memory_snapshot_on(
         }
     }
     Ok(snapshot)
+}
+
+impl AuditedTx {
+    /// [`Store::update_memory`] in an audited change.
+    pub async fn update_memory<E>(
+        &mut self,
+        agent: AgentId,
+        target: MemoryTarget,
+        user_key: &str,
+        change: impl FnMut(&[String]) -> std::result::Result<Option<Vec<String>>, E>,
+    ) -> Result<std::result::Result<Vec<String>, E>> {
+        let tenant = self.tenant();
+        update_memory_on(self.conn(), tenant, agent, target, user_key, change).await
+    }
+}
+
+/// [`Store::update_memory`] on a connection already set to `tenant`.
+async fn update_memory_on<E>(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    agent: AgentId,
+    target: MemoryTarget,
+    user_key: &str,
+    mut change: impl FnMut(&[String]) -> std::result::Result<Option<Vec<String>>, E>,
+) -> Result<std::result::Result<Vec<String>, E>> {
+    let user_key = match target {
+        MemoryTarget::Memory => "",
+        MemoryTarget::User => user_key,
+    };
+    for _ in 0..MAX_ATTEMPTS {
+        let row = sqlx::query(
+            "SELECT entries, version FROM memories
+             WHERE tenant_id = $1 AND agent_id = $2 AND target = $3 AND user_key = $4",
+        )
+        .bind(tenant.as_uuid())
+        .bind(agent.as_uuid())
+        .bind(target.as_str())
+        .bind(user_key)
+        .fetch_optional(&mut *conn)
+        .await?;
+        let (current, version): (Vec<String>, Option<i64>) = match row {
+            Some(row) => (row.try_get("entries")?, Some(row.try_get("version")?)),
+            None => (Vec::new(), None),
+        };
+        let next = match change(&current) {
+            Ok(Some(next)) => next,
+            Ok(None) => return Ok(Ok(current)),
+            Err(e) => return Ok(Err(e)),
+        };
+        let written = match version {
+            Some(version) => sqlx::query(
+                "UPDATE memories SET entries = $5, version = version + 1, updated_at = now()
+                 WHERE tenant_id = $1 AND agent_id = $2 AND target = $3 AND user_key = $4 AND version = $6",
+            )
+            .bind(tenant.as_uuid())
+            .bind(agent.as_uuid())
+            .bind(target.as_str())
+            .bind(user_key)
+            .bind(&next)
+            .bind(version)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected(),
+            None => sqlx::query(
+                "INSERT INTO memories (tenant_id, agent_id, target, user_key, entries) VALUES ($1, $2, $3, $4, $5)
+                 ON CONFLICT DO NOTHING",
+            )
+            .bind(tenant.as_uuid())
+            .bind(agent.as_uuid())
+            .bind(target.as_str())
+            .bind(user_key)
+            .bind(&next)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected(),
+        };
+        if written == 1 {
+            return Ok(Ok(next));
+        }
+        tracing::debug!(target = target.as_str(), "memory write lost a race; retrying");
+    }
+    Err(StoreError::Conflict("memory is being changed by many sessions at once; try again".into()))
 }

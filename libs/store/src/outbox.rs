@@ -4,6 +4,7 @@
 use hermes_core::TenantId;
 use hermes_core::outbox::{Destination, OutboxPayload};
 
+use crate::admin::AuditedTx;
 use crate::{Result, Store};
 
 impl Store {
@@ -19,6 +20,20 @@ impl Store {
     ) -> Result<()> {
         let mut conn = self.as_tenant(tenant).await?;
         enqueue_outbox_in(&mut conn, tenant, destination, dedupe_key, payload).await
+    }
+}
+
+impl AuditedTx {
+    /// [`Store::enqueue_outbox`] in an audited change: the message goes out only if the
+    /// change commits.
+    pub async fn enqueue_outbox(
+        &mut self,
+        destination: &Destination,
+        dedupe_key: &str,
+        payload: &OutboxPayload,
+    ) -> Result<()> {
+        let tenant = self.tenant();
+        enqueue_outbox_in(self.conn(), tenant, destination, dedupe_key, payload).await
     }
 }
 

@@ -1,10 +1,11 @@
 //! Pairing codes (migration 0020): how a person the bot does not know asks to be let in.
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
+use sqlx::{PgConnection, Row};
 
 use hermes_core::TenantId;
 
+use crate::admin::AuditedTx;
 use crate::{Result, Store, StoreError};
 
 /// Codes are drawn from 32 characters nobody confuses (no 0/O, no 1/I).
@@ -135,57 +136,9 @@ impl Store {
     /// Approves a waiting code: its person joins the channel's allowlist.
     pub async fn approve_pairing(&self, tenant: TenantId, channel: uuid::Uuid, code: &str) -> Result<PairingApproval> {
         let mut tx = self.tenant_tx(tenant).await?;
-        let locked: Option<DateTime<Utc>> =
-            sqlx::query_scalar("SELECT pairing_locked_until FROM channels WHERE tenant_id = $1 AND id = $2 FOR UPDATE")
-                .bind(tenant.as_uuid())
-                .bind(channel)
-                .fetch_optional(&mut *tx)
-                .await?
-                .ok_or(StoreError::NotFound)?;
-        if let Some(until) = locked.filter(|until| *until > Utc::now()) {
-            tx.commit().await?;
-            return Ok(PairingApproval::Locked { until });
-        }
-        let found = sqlx::query(
-            "UPDATE pairing_requests SET status = 'approved'
-             WHERE channel_id = $1 AND code = $2 AND status = 'pending' AND expires_at > now()
-             RETURNING user_id, chat_id",
-        )
-        .bind(channel)
-        .bind(normalise(code))
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(row) = found else {
-            let until: Option<DateTime<Utc>> = sqlx::query_scalar(
-                "UPDATE channels SET pairing_failures = CASE WHEN pairing_failures + 1 >= $3 THEN 0 ELSE pairing_failures + 1 END,
-                        pairing_locked_until = CASE WHEN pairing_failures + 1 >= $3
-                                                    THEN now() + make_interval(mins => $4) END
-                 WHERE tenant_id = $1 AND id = $2 RETURNING pairing_locked_until",
-            )
-            .bind(tenant.as_uuid())
-            .bind(channel)
-            .bind(MAX_FAILURES)
-            .bind(LOCKOUT_MINUTES)
-            .fetch_one(&mut *tx)
-            .await?;
-            tx.commit().await?;
-            return Ok(match until {
-                Some(until) => PairingApproval::Locked { until },
-                None => PairingApproval::WrongCode,
-            });
-        };
-        let user_id: String = row.try_get("user_id")?;
-        sqlx::query(
-            "UPDATE channels SET allow_users = array_append(allow_users, $3), pairing_failures = 0, updated_at = now()
-             WHERE tenant_id = $1 AND id = $2 AND NOT ($3 = ANY(allow_users))",
-        )
-        .bind(tenant.as_uuid())
-        .bind(channel)
-        .bind(&user_id)
-        .execute(&mut *tx)
-        .await?;
+        let approval = approve_pairing_on(&mut tx, tenant, channel, code).await?;
         tx.commit().await?;
-        Ok(PairingApproval::Approved { user_id, chat_id: row.try_get("chat_id")? })
+        Ok(approval)
     }
 
     /// The codes waiting for an admin.
@@ -201,6 +154,71 @@ impl Store {
         .await?;
         rows.iter().map(crate::rows::read::<PairingRequest>).collect()
     }
+}
+
+impl AuditedTx {
+    /// [`Store::approve_pairing`] in an audited change.
+    pub async fn approve_pairing(&mut self, channel: uuid::Uuid, code: &str) -> Result<PairingApproval> {
+        let tenant = self.tenant();
+        approve_pairing_on(self.conn(), tenant, channel, code).await
+    }
+}
+
+/// [`Store::approve_pairing`] on a connection already set to `tenant`.
+async fn approve_pairing_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    channel: uuid::Uuid,
+    code: &str,
+) -> Result<PairingApproval> {
+    let locked: Option<DateTime<Utc>> =
+        sqlx::query_scalar("SELECT pairing_locked_until FROM channels WHERE tenant_id = $1 AND id = $2 FOR UPDATE")
+            .bind(tenant.as_uuid())
+            .bind(channel)
+            .fetch_optional(&mut *conn)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+    if let Some(until) = locked.filter(|until| *until > Utc::now()) {
+        return Ok(PairingApproval::Locked { until });
+    }
+    let found = sqlx::query(
+        "UPDATE pairing_requests SET status = 'approved'
+         WHERE channel_id = $1 AND code = $2 AND status = 'pending' AND expires_at > now()
+         RETURNING user_id, chat_id",
+    )
+    .bind(channel)
+    .bind(normalise(code))
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(row) = found else {
+        let until: Option<DateTime<Utc>> = sqlx::query_scalar(
+            "UPDATE channels SET pairing_failures = CASE WHEN pairing_failures + 1 >= $3 THEN 0 ELSE pairing_failures + 1 END,
+                    pairing_locked_until = CASE WHEN pairing_failures + 1 >= $3
+                                                THEN now() + make_interval(mins => $4) END
+             WHERE tenant_id = $1 AND id = $2 RETURNING pairing_locked_until",
+        )
+        .bind(tenant.as_uuid())
+        .bind(channel)
+        .bind(MAX_FAILURES)
+        .bind(LOCKOUT_MINUTES)
+        .fetch_one(&mut *conn)
+        .await?;
+        return Ok(match until {
+            Some(until) => PairingApproval::Locked { until },
+            None => PairingApproval::WrongCode,
+        });
+    };
+    let user_id: String = row.try_get("user_id")?;
+    sqlx::query(
+        "UPDATE channels SET allow_users = array_append(allow_users, $3), pairing_failures = 0, updated_at = now()
+         WHERE tenant_id = $1 AND id = $2 AND NOT ($3 = ANY(allow_users))",
+    )
+    .bind(tenant.as_uuid())
+    .bind(channel)
+    .bind(&user_id)
+    .execute(&mut *conn)
+    .await?;
+    Ok(PairingApproval::Approved { user_id, chat_id: row.try_get("chat_id")? })
 }
 
 #[cfg(test)]

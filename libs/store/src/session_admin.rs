@@ -3,9 +3,11 @@
 //! and optionally to the one agent an API key is restricted to.
 
 use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
 
 use hermes_core::{AgentId, SessionId, SessionSource, TenantId};
 
+use crate::admin::AuditedTx;
 use crate::{Result, Store, StoreError};
 
 /// A session as listed.
@@ -150,34 +152,7 @@ impl Store {
     /// or fails on the missing session: none is dropped silently.
     pub async fn delete_session(&self, tenant: TenantId, agent: Option<AgentId>, id: SessionId) -> Result<()> {
         let mut tx = self.tenant_tx(tenant).await?;
-        let found = sqlx::query(
-            "SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2 AND ($3::uuid IS NULL OR agent_id = $3) FOR UPDATE",
-        )
-        .bind(tenant.as_uuid())
-        .bind(id.as_uuid())
-        .bind(agent.map(|a| a.as_uuid()))
-        .fetch_optional(&mut *tx)
-        .await?;
-        if found.is_none() {
-            return Err(StoreError::NotFound);
-        }
-        let busy: bool = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM turns WHERE tenant_id = $1 AND session_id = $2
-                            AND status IN ('queued', 'running', 'waiting'))",
-        )
-        .bind(tenant.as_uuid())
-        .bind(id.as_uuid())
-        .fetch_one(&mut *tx)
-        .await?;
-        if busy {
-            return Err(StoreError::Busy("a turn of this session is still open; stop it or wait for it first".into()));
-        }
-        forget_traces(&mut tx, tenant.as_uuid(), id.as_uuid()).await?;
-        sqlx::query("DELETE FROM sessions WHERE tenant_id = $1 AND id = $2")
-            .bind(tenant.as_uuid())
-            .bind(id.as_uuid())
-            .execute(&mut *tx)
-            .await?;
+        delete_session_on(&mut tx, tenant, agent, id).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -197,5 +172,51 @@ pub(crate) async fn forget_traces(db: &mut sqlx::PgConnection, tenant: uuid::Uui
     .bind(session)
     .execute(db)
     .await?;
+    Ok(())
+}
+
+impl AuditedTx {
+    /// [`Store::delete_session`] in an audited change.
+    pub async fn delete_session(&mut self, agent: Option<AgentId>, id: SessionId) -> Result<()> {
+        let tenant = self.tenant();
+        delete_session_on(self.conn(), tenant, agent, id).await
+    }
+}
+
+/// [`Store::delete_session`] on a connection already set to `tenant`.
+async fn delete_session_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    agent: Option<AgentId>,
+    id: SessionId,
+) -> Result<()> {
+    let found = sqlx::query(
+        "SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2 AND ($3::uuid IS NULL OR agent_id = $3) FOR UPDATE",
+    )
+    .bind(tenant.as_uuid())
+    .bind(id.as_uuid())
+    .bind(agent.map(|a| a.as_uuid()))
+    .fetch_optional(&mut *conn)
+    .await?;
+    if found.is_none() {
+        return Err(StoreError::NotFound);
+    }
+    let busy: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM turns WHERE tenant_id = $1 AND session_id = $2
+                        AND status IN ('queued', 'running', 'waiting'))",
+    )
+    .bind(tenant.as_uuid())
+    .bind(id.as_uuid())
+    .fetch_one(&mut *conn)
+    .await?;
+    if busy {
+        return Err(StoreError::Busy("a turn of this session is still open; stop it or wait for it first".into()));
+    }
+    forget_traces(&mut *conn, tenant.as_uuid(), id.as_uuid()).await?;
+    sqlx::query("DELETE FROM sessions WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.as_uuid())
+        .bind(id.as_uuid())
+        .execute(&mut *conn)
+        .await?;
     Ok(())
 }

@@ -7,11 +7,12 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::postgres::PgRow;
-use sqlx::{FromRow, Row};
+use sqlx::{FromRow, PgConnection, Row};
 use uuid::Uuid;
 
 use hermes_core::{AgentId, TenantId};
 
+use crate::admin::AuditedTx;
 use crate::{Result, Store, StoreError};
 
 /// Where a skill comes from.
@@ -321,24 +322,7 @@ impl Store {
         actor: &str,
     ) -> Result<()> {
         let mut tx = self.tenant_tx(tenant).await?;
-        let done = sqlx::query(
-            "UPDATE agents SET disabled_skills = CASE WHEN $4
-                 THEN (SELECT array_agg(DISTINCT n) FROM unnest(array_append(disabled_skills, $3)) AS n)
-                 ELSE array_remove(disabled_skills, $3) END
-             WHERE tenant_id = $1 AND id = $2",
-        )
-        .bind(tenant.as_uuid())
-        .bind(agent.as_uuid())
-        .bind(name)
-        .bind(disabled)
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
-        let action = if disabled { "disable" } else { "enable" };
-        crate::skill_usage::log_event(&mut tx, tenant, Some(agent), name, action, actor, &Value::Null).await?;
-        bump_version(&mut tx, tenant.as_uuid()).await?;
+        disable_skill_on(&mut tx, tenant, agent, name, disabled, actor).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -346,10 +330,60 @@ impl Store {
     /// Writes a tenant-wide skill (an administrator's import).
     pub async fn save_tenant_skill(&self, tenant: TenantId, skill: &NewSkill, actor: &str) -> Result<()> {
         let mut tx = self.tenant_tx(tenant).await?;
-        upsert_skill(&mut tx, Some(tenant), None, skill).await?;
-        crate::skill_usage::log_event(&mut tx, tenant, None, &skill.name, "import", actor, &Value::Null).await?;
-        bump_version(&mut tx, tenant.as_uuid()).await?;
+        save_tenant_skill_on(&mut tx, tenant, skill, actor).await?;
         tx.commit().await?;
         Ok(())
     }
+}
+
+impl AuditedTx {
+    /// [`Store::disable_skill`] in an audited change.
+    pub async fn disable_skill(&mut self, agent: AgentId, name: &str, disabled: bool, actor: &str) -> Result<()> {
+        let tenant = self.tenant();
+        disable_skill_on(self.conn(), tenant, agent, name, disabled, actor).await
+    }
+
+    /// [`Store::save_tenant_skill`] in an audited change.
+    pub async fn save_tenant_skill(&mut self, skill: &NewSkill, actor: &str) -> Result<()> {
+        let tenant = self.tenant();
+        save_tenant_skill_on(self.conn(), tenant, skill, actor).await
+    }
+}
+
+/// [`Store::disable_skill`] on a connection already set to `tenant`.
+async fn disable_skill_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    agent: AgentId,
+    name: &str,
+    disabled: bool,
+    actor: &str,
+) -> Result<()> {
+    let done = sqlx::query(
+        "UPDATE agents SET disabled_skills = CASE WHEN $4
+             THEN (SELECT array_agg(DISTINCT n) FROM unnest(array_append(disabled_skills, $3)) AS n)
+             ELSE array_remove(disabled_skills, $3) END
+         WHERE tenant_id = $1 AND id = $2",
+    )
+    .bind(tenant.as_uuid())
+    .bind(agent.as_uuid())
+    .bind(name)
+    .bind(disabled)
+    .execute(&mut *conn)
+    .await?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::NotFound);
+    }
+    let action = if disabled { "disable" } else { "enable" };
+    crate::skill_usage::log_event(&mut *conn, tenant, Some(agent), name, action, actor, &Value::Null).await?;
+    bump_version(&mut *conn, tenant.as_uuid()).await?;
+    Ok(())
+}
+
+/// [`Store::save_tenant_skill`] on a connection already set to `tenant`.
+async fn save_tenant_skill_on(conn: &mut PgConnection, tenant: TenantId, skill: &NewSkill, actor: &str) -> Result<()> {
+    upsert_skill(&mut *conn, Some(tenant), None, skill).await?;
+    crate::skill_usage::log_event(&mut *conn, tenant, None, &skill.name, "import", actor, &Value::Null).await?;
+    bump_version(&mut *conn, tenant.as_uuid()).await?;
+    Ok(())
 }

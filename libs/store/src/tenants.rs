@@ -1,11 +1,12 @@
 //! Tenants: the unit of isolation.
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
+use sqlx::{PgConnection, Row};
 use uuid::Uuid;
 
 use hermes_core::TenantId;
 
+use crate::admin::{AuditedTx, Installation};
 use crate::{Result, Store, StoreError};
 
 /// A tenant (a team using the service).
@@ -19,19 +20,7 @@ pub struct Tenant {
 impl Store {
     /// Creates a tenant. Operator-only: the admin CLI and admin API call it.
     pub async fn create_tenant(&self, name: &str) -> Result<Tenant> {
-        let id = TenantId::mint();
-        let row = sqlx::query("INSERT INTO tenants (id, name) VALUES ($1, $2) RETURNING created_at")
-            .bind(id.as_uuid())
-            .bind(name)
-            .fetch_one(self.system())
-            .await
-            .map_err(|e| match &e {
-                sqlx::Error::Database(db) if db.is_check_violation() => StoreError::Invalid(format!(
-                    "tenant name {name:?} must be 1-63 lowercase letters, digits, '-' or '_'"
-                )),
-                _ => StoreError::conflict_on_unique(e, &format!("tenant {name:?}")),
-            })?;
-        Ok(Tenant { id, name: name.to_owned(), created_at: row.try_get("created_at")? })
+        create_tenant_on(&mut *self.system().acquire().await?, name).await
     }
 
     /// Finds a tenant by name. Operator-only: naming a tenant on the admin CLI is how an
@@ -50,6 +39,30 @@ impl Store {
             created_at: row.try_get("created_at")?,
         })
     }
+}
+
+impl AuditedTx<Installation> {
+    /// [`Store::create_tenant`] in an audited change.
+    pub async fn create_tenant(&mut self, name: &str) -> Result<Tenant> {
+        create_tenant_on(self.conn(), name).await
+    }
+}
+
+/// [`Store::create_tenant`] on a connection of the system role.
+async fn create_tenant_on(conn: &mut PgConnection, name: &str) -> Result<Tenant> {
+    let id = TenantId::mint();
+    let row = sqlx::query("INSERT INTO tenants (id, name) VALUES ($1, $2) RETURNING created_at")
+        .bind(id.as_uuid())
+        .bind(name)
+        .fetch_one(conn)
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(db) if db.is_check_violation() => {
+                StoreError::Invalid(format!("tenant name {name:?} must be 1-63 lowercase letters, digits, '-' or '_'"))
+            }
+            _ => StoreError::conflict_on_unique(e, &format!("tenant {name:?}")),
+        })?;
+    Ok(Tenant { id, name: name.to_owned(), created_at: row.try_get("created_at")? })
 }
 
 impl Store {

@@ -8,10 +8,11 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use sqlx::Row;
+use sqlx::{PgConnection, Row};
 
 use hermes_core::{AgentId, ChatMessage, SessionId, SessionSource, TenantId, TurnId, TurnOutcome};
 
+use crate::admin::AuditedTx;
 use crate::messages::{MessageColumns, columns};
 use crate::usage::{CallColumns, ModelCall, insert_model_calls};
 use crate::{Result, Store, StoreError};
@@ -307,25 +308,7 @@ impl Store {
         turn: TurnId,
         outcome: &TurnOutcome,
     ) -> Result<Option<TurnStatus>> {
-        let outcome = crate::messages::storable_json(outcome)?;
-        let row = sqlx::query(
-            "WITH before AS (
-                SELECT status FROM turns WHERE tenant_id = $1 AND id = $2 AND status IN ('queued', 'running', 'waiting')
-                FOR UPDATE
-             )
-             UPDATE turns t SET cancel_requested_at = now(),
-                    status = CASE WHEN b.status <> 'running' THEN 'cancelled'::turn_status ELSE t.status END,
-                    outcome = CASE WHEN b.status <> 'running' THEN $3 ELSE t.outcome END,
-                    finished_at = CASE WHEN b.status <> 'running' THEN now() ELSE t.finished_at END
-             FROM before b WHERE t.tenant_id = $1 AND t.id = $2
-             RETURNING b.status::text AS was",
-        )
-        .bind(tenant.as_uuid())
-        .bind(turn.as_uuid())
-        .bind(outcome)
-        .fetch_optional(&mut *self.as_tenant(tenant).await?)
-        .await?;
-        row.map(|r| TurnStatus::parse(&r.try_get::<String, _>("was")?)).transpose()
+        request_cancel_on(&mut *self.as_tenant(tenant).await?, tenant, turn, outcome).await
     }
 
     /// A turn's status and, once it has ended, its outcome.
@@ -389,4 +372,40 @@ pub(crate) async fn claim_next_turn_on(
     .await?;
     // A row that does not decode is `Corrupt`, never retried as if the database were down.
     row.as_ref().map(crate::rows::read::<ClaimedTurn>).transpose()
+}
+
+impl AuditedTx {
+    /// [`Store::request_cancel`] in an audited change.
+    pub async fn request_cancel(&mut self, turn: TurnId, outcome: &TurnOutcome) -> Result<Option<TurnStatus>> {
+        let tenant = self.tenant();
+        request_cancel_on(self.conn(), tenant, turn, outcome).await
+    }
+}
+
+/// [`Store::request_cancel`] on a connection already set to `tenant`.
+async fn request_cancel_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    turn: TurnId,
+    outcome: &TurnOutcome,
+) -> Result<Option<TurnStatus>> {
+    let outcome = crate::messages::storable_json(outcome)?;
+    let row = sqlx::query(
+        "WITH before AS (
+            SELECT status FROM turns WHERE tenant_id = $1 AND id = $2 AND status IN ('queued', 'running', 'waiting')
+            FOR UPDATE
+         )
+         UPDATE turns t SET cancel_requested_at = now(),
+                status = CASE WHEN b.status <> 'running' THEN 'cancelled'::turn_status ELSE t.status END,
+                outcome = CASE WHEN b.status <> 'running' THEN $3 ELSE t.outcome END,
+                finished_at = CASE WHEN b.status <> 'running' THEN now() ELSE t.finished_at END
+         FROM before b WHERE t.tenant_id = $1 AND t.id = $2
+         RETURNING b.status::text AS was",
+    )
+    .bind(tenant.as_uuid())
+    .bind(turn.as_uuid())
+    .bind(outcome)
+    .fetch_optional(conn)
+    .await?;
+    row.map(|r| TurnStatus::parse(&r.try_get::<String, _>("was")?)).transpose()
 }

@@ -136,9 +136,11 @@ mod tests {
 
     /// Outside `system/`, the system role serves only these (the module docs of `system` say
     /// why): a new use must be added here on purpose, and named there.
-    const NAMED: [(&str, usize); 12] = [
+    const NAMED: [(&str, usize); 13] = [
         ("api_keys.rs", 1),
         ("audit.rs", 2),
+        // The installation's own audited changes (a new tenant).
+        ("audited.rs", 1),
         ("console.rs", 6),
         // Whether an invited address is an operator's; accepting (the link names no tenant).
         ("invitations.rs", 2),

@@ -1,10 +1,11 @@
 //! A tenant's daily web allowance (searches, extracted pages): what the operator set, or
 //! `None` for the installation's default. The counting is Redis's (`hermes_cache`).
 
-use sqlx::Row;
+use sqlx::{PgConnection, Row};
 
 use hermes_core::TenantId;
 
+use crate::admin::AuditedTx;
 use crate::{Result, Store, StoreError};
 
 /// A tenant's own web quotas (`None`: the installation's default; 0: unlimited).
@@ -37,12 +38,25 @@ impl Store {
 
     /// Sets the tenant's web quotas.
     pub async fn set_web_quotas(&self, tenant: TenantId, quotas: WebQuotas) -> Result<()> {
-        sqlx::query("UPDATE tenants SET web_searches_per_day = $2, web_extracts_per_day = $3 WHERE id = $1")
-            .bind(tenant.as_uuid())
-            .bind(stored(quotas.searches_per_day))
-            .bind(stored(quotas.extracts_per_day))
-            .execute(&mut *self.as_tenant(tenant).await?)
-            .await?;
-        Ok(())
+        set_web_quotas_on(&mut *self.as_tenant(tenant).await?, tenant, quotas).await
     }
+}
+
+impl AuditedTx {
+    /// [`Store::set_web_quotas`] in an audited change.
+    pub async fn set_web_quotas(&mut self, quotas: WebQuotas) -> Result<()> {
+        let tenant = self.tenant();
+        set_web_quotas_on(self.conn(), tenant, quotas).await
+    }
+}
+
+/// [`Store::set_web_quotas`] on a connection already set to `tenant`.
+async fn set_web_quotas_on(conn: &mut PgConnection, tenant: TenantId, quotas: WebQuotas) -> Result<()> {
+    sqlx::query("UPDATE tenants SET web_searches_per_day = $2, web_extracts_per_day = $3 WHERE id = $1")
+        .bind(tenant.as_uuid())
+        .bind(stored(quotas.searches_per_day))
+        .bind(stored(quotas.extracts_per_day))
+        .execute(conn)
+        .await?;
+    Ok(())
 }

@@ -64,7 +64,8 @@ pub(crate) async fn answer(
         (None, Some(text)) if !text.trim().is_empty() => InteractionAnswer::Text { text },
         _ => return Err(ApiError::invalid_request(ErrorCode::InvalidValue, "answer with a `choice` or a `text`")),
     };
-    let answered = state.store.answer_interaction(t.id, id, &answer, None).await.map_err(|e| match e {
+    let mut tx = caller.begin(&state, t.id).await?;
+    let answered = tx.answer_interaction(id, &answer, None).await.map_err(|e| match e {
         StoreError::Conflict(what) => ApiError::new(
             axum::http::StatusCode::CONFLICT,
             "invalid_request_error",
@@ -73,13 +74,12 @@ pub(crate) async fn answer(
         ),
         other => store_error_for(other, ErrorCode::InteractionNotFound, "question"),
     })?;
+    tx.commit(Change::new("approval.answered", "interaction", id).after(&answer)).await.map_err(store_error)?;
     if let Some(broker) = &state.broker {
         let work = hermes_queue::SessionWork { tenant_id: t.id, session_id: answered.session_id };
         if let Err(e) = broker.publish_work(&work).await {
             tracing::warn!(error = %e, "cannot publish work; the reaper will pick the turn up");
         }
     }
-    let change = Change::new("approval.answered", "interaction", id).after(&answer);
-    caller.record(&state, Some(t.id), change).await?;
     Ok(Json(json!({ "answered": true, "turn_id": answered.turn_id, "session_id": answered.session_id })))
 }

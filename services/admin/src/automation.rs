@@ -80,15 +80,13 @@ pub(crate) async fn act(
     let action: JobAction = serde_json::from_value(json!(action))
         .map_err(|_| ApiError::not_found(ErrorCode::NotFound, "no such action: run, pause or resume"))?;
     let now = chrono::Utc::now();
-    let changed = match action {
-        JobAction::Run => state.store.set_job_state(t.id, job.id, None, Some(now)).await,
-        JobAction::Pause => state.store.set_job_state(t.id, job.id, Some("paused in the console"), None).await,
-        JobAction::Resume => {
-            let next = next_slot(&job, now)?;
-            state.store.set_job_state(t.id, job.id, None, Some(next)).await
-        }
-    }
-    .map_err(store_error)?;
+    let (paused, next) = match action {
+        JobAction::Run => (None, Some(now)),
+        JobAction::Pause => (Some("paused in the console"), None),
+        JobAction::Resume => (None, Some(next_slot(&job, now)?)),
+    };
+    let mut tx = caller.begin(&state, t.id).await?;
+    let changed = tx.set_job_state(job.id, paused, next).await.map_err(store_error)?;
     let verb = match action {
         JobAction::Run => "cron.run_now",
         JobAction::Pause => "cron.paused",
@@ -97,7 +95,7 @@ pub(crate) async fn act(
     let change = Change::new(verb, "cron_job", job.id)
         .before(json!({ "state": job.state }))
         .after(json!({ "state": changed.state }));
-    caller.record(&state, Some(t.id), change).await?;
+    tx.commit(change).await.map_err(store_error)?;
     Ok(Json(json!(changed)))
 }
 
@@ -152,9 +150,10 @@ pub(crate) async fn ping(
 ) -> Result<Json<Value>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ManageHooks).await?;
     let hook = id_of(&id, "endpoint")?;
-    let event = state.store.ping_event_hook(t.id, hook).await;
+    let mut tx = caller.begin(&state, t.id).await?;
+    let event = tx.ping_event_hook(hook).await;
     let event = event.map_err(|e| store_error_for(e, ErrorCode::EventHookNotFound, "endpoint"))?;
-    caller.record(&state, Some(t.id), Change::new("event_hook.pinged", "event_hook", hook)).await?;
+    tx.commit(Change::new("event_hook.pinged", "event_hook", hook)).await.map_err(store_error)?;
     Ok(Json(json!({ "event_id": event })))
 }
 
@@ -172,9 +171,9 @@ pub(crate) async fn resend(
 ) -> Result<axum::http::StatusCode> {
     let t = caller.tenant(&state, &tenant, AdminOp::ManageHooks).await?;
     let (hook, delivery) = (id_of(&id, "endpoint")?, id_of(&delivery, "delivery")?);
-    let resent = state.store.resend_event(t.id, hook, delivery).await;
-    resent.map_err(|e| store_error_for(e, ErrorCode::NotFound, "delivery"))?;
+    let mut tx = caller.begin(&state, t.id).await?;
+    tx.resend_event(hook, delivery).await.map_err(|e| store_error_for(e, ErrorCode::NotFound, "delivery"))?;
     let change = Change::new("event_delivery.resent", "event_delivery", delivery).after(json!({ "hook_id": hook }));
-    caller.record(&state, Some(t.id), change).await?;
+    tx.commit(change).await.map_err(store_error)?;
     Ok(axum::http::StatusCode::ACCEPTED)
 }

@@ -15,7 +15,7 @@ use hermes_store::admin::Change;
 use hermes_store::{Channel, StoreError};
 
 use crate::caller::Caller;
-use crate::channels::{Binder, ChannelFailure, ChannelRequest, approve_pairing, bind};
+use crate::channels::{Binder, ChannelFailure, ChannelRequest, approve_pairing_audited, bind_audited};
 use crate::errors::{store_error, store_error_for};
 use crate::state::AdminState;
 
@@ -72,10 +72,7 @@ pub(crate) async fn create(
     let agent = state.agent(t.id, &body.agent).await?;
     let binder =
         Binder { store: &state.store, http: &state.http, secrets: state.secrets.as_ref(), config: &state.config };
-    let bound = bind(&binder, t.id, agent.id, body).await.map_err(failure)?;
-    let change =
-        Change::new("channel.bound", "channel", bound["id"].as_str().unwrap_or_default().to_owned()).after(&bound);
-    caller.record(&state, Some(t.id), change).await?;
+    let bound = bind_audited(&binder, t.id, agent.id, body, caller.audit()).await.map_err(failure)?;
     Ok((StatusCode::CREATED, Json(bound)))
 }
 
@@ -89,9 +86,9 @@ pub(crate) async fn delete(
 ) -> Result<StatusCode> {
     let t = caller.tenant(&state, &tenant, AdminOp::ManageChannels).await?;
     let found = channel(&state, t.id, &id).await?;
-    state.store.delete_channel(t.id, found.id).await.map_err(store_error)?;
-    let change = Change::new("channel.unbound", "channel", found.id).before(&found);
-    caller.record(&state, Some(t.id), change).await?;
+    let mut tx = caller.begin(&state, t.id).await?;
+    tx.delete_channel(found.id).await.map_err(store_error)?;
+    tx.commit(Change::new("channel.unbound", "channel", found.id).before(&found)).await.map_err(store_error)?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -133,8 +130,7 @@ pub(crate) async fn approve(
     // Whose it is first: another tenant's URL is a 404 whatever the body.
     let hermes_http::ApiJson(body) = body?;
     let found = channel(&state, t.id, &id).await?;
-    let approved = approve_pairing(&state.store, &found, body.code.trim()).await.map_err(failure)?;
-    let change = Change::new("pairing.approved", "channel", found.id).after(&approved);
-    caller.record(&state, Some(t.id), change).await?;
+    let approved =
+        approve_pairing_audited(&state.store, &found, body.code.trim(), caller.audit()).await.map_err(failure)?;
     Ok(Json(approved))
 }

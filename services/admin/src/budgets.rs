@@ -95,12 +95,13 @@ pub(crate) async fn set(
     let before = state.store.tenant_budgets(t.id, chrono::Utc::now()).await.map_err(store_error)?;
     let before = before.into_iter().map(|s| s.budget).find(|b| b.agent_id == agent && b.period == period);
     let budget = Budget { agent_id: agent, period, hard_usd: body.hard_usd, soft_usd: body.soft_usd };
-    state.store.set_budget(t.id, &budget).await.map_err(|e| match e {
+    let mut tx = caller.begin(&state, t.id).await?;
+    tx.set_budget(&budget).await.map_err(|e| match e {
         StoreError::Invalid(why) => ApiError::invalid_request(ErrorCode::InvalidValue, why).with_param("hard_usd"),
         other => store_error(other),
     })?;
     let change = Change::new("budget.set", "budget", format!("{scope_ref}/{period}")).before(&before).after(&budget);
-    caller.record(&state, Some(t.id), change).await?;
+    tx.commit(change).await.map_err(store_error)?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -118,9 +119,10 @@ pub(crate) async fn remove(
 ) -> Result<StatusCode> {
     let t = caller.tenant(&state, &tenant, AdminOp::ManageBudgets).await?;
     let (agent, period) = scope(&state, t.id, &scope_ref, &period).await?;
-    if !state.store.delete_budget(t.id, agent, period).await.map_err(store_error)? {
+    let mut tx = caller.begin(&state, t.id).await?;
+    if !tx.delete_budget(agent, period).await.map_err(store_error)? {
         return Err(ApiError::not_found(ErrorCode::NotFound, "no such budget"));
     }
-    caller.record(&state, Some(t.id), Change::new("budget.removed", "budget", format!("{scope_ref}/{period}"))).await?;
+    tx.commit(Change::new("budget.removed", "budget", format!("{scope_ref}/{period}"))).await.map_err(store_error)?;
     Ok(StatusCode::NO_CONTENT)
 }

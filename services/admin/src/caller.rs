@@ -17,7 +17,7 @@ use uuid::Uuid;
 use hermes_core::access::{AdminOp, Standing, allows};
 use hermes_core::{ErrorCode, TenantId};
 use hermes_http::ApiError;
-use hermes_store::admin::{Actor, ActorKind, Audit, Person, TokenAuth};
+use hermes_store::admin::{Actor, ActorKind, Audit, AuditedTx, Person, TokenAuth};
 
 use crate::client_address::TrustedProxies;
 use crate::errors::store_error;
@@ -139,14 +139,10 @@ impl Caller {
         Audit { actor, request_id: self.meta.request_id.clone(), source_address: self.meta.source_address.clone() }
     }
 
-    /// Records a change this caller made in `tenant` (`None`: the installation's), after it.
-    pub(crate) async fn record(
-        &self,
-        state: &AdminState,
-        tenant: Option<TenantId>,
-        change: hermes_store::admin::Change,
-    ) -> Result<(), ApiError> {
-        state.store.record_audit(tenant, &self.audit(), change).await.map_err(store_error)
+    /// Begins a change this caller makes in `tenant`: its writes and its audit entry commit
+    /// together ([`AuditedTx::commit`]), or not at all.
+    pub(crate) async fn begin(&self, state: &AdminState, tenant: TenantId) -> Result<AuditedTx, ApiError> {
+        state.store.audited(tenant, self.audit()).await.map_err(store_error)
     }
 
     /// Whether the caller acts as a platform operator (never in a session a tenant's provider

@@ -11,6 +11,7 @@ use hermes_chat::binding::{self, BindError, BindRequest};
 use hermes_core::kinds::UnknownName;
 use hermes_core::{AgentId, DmPolicy, ErrorCode, GroupPolicy, TenantId};
 use hermes_http::ApiError;
+use hermes_store::admin::{Audit, Change};
 use hermes_store::{Channel, NewChannel, PairingApproval, SecretBox, Store, StoreError};
 
 /// A bot to bind: the platform's credentials for its mode, and who may talk to it.
@@ -86,15 +87,15 @@ fn bind_error(e: BindError) -> ApiError {
     }
 }
 
-/// Checks the bot `c` names with its platform, stores it sealed for `agent` and activates it
-/// (webhook or socket); the channel as shown, with `setup`: what is left to do on the platform.
-/// A bot the platform would not activate is taken back, so it can be bound again.
-pub async fn bind(
-    b: &Binder<'_>,
-    tenant: TenantId,
-    agent: AgentId,
-    c: ChannelRequest,
-) -> Result<Value, ChannelFailure> {
+/// A bot its platform has accepted, ready to store.
+struct Checked {
+    prepared: binding::Prepared,
+    new: NewChannel,
+    public_url: Option<String>,
+}
+
+/// Checks the bot `c` names with its platform, for `agent`.
+async fn check(b: &Binder<'_>, agent: AgentId, c: ChannelRequest) -> Result<Checked, ChannelFailure> {
     // Checked before the platform is asked anything.
     let dm_policy = c.dm_policy.as_deref().map(parse::<DmPolicy>).transpose()?.unwrap_or(DmPolicy::Pairing);
     let group_policy = c.group_policy.as_deref().map(parse::<GroupPolicy>).transpose()?.unwrap_or(GroupPolicy::Mention);
@@ -127,20 +128,62 @@ pub async fn bind(
         allow_chats: c.allow_chats,
         admins: c.admins,
     };
-    let mut channel: Channel = b.store.create_channel(tenant, new, b.secrets).await?;
-    b.store.set_bot_username(tenant, channel.id, &prepared.username).await?;
+    Ok(Checked { prepared, new, public_url: c.public_url })
+}
+
+/// Activates a stored bot (webhook or socket); the channel as shown, with `setup`: what is
+/// left to do on the platform.
+async fn activate(
+    b: &Binder<'_>,
+    prepared: &binding::Prepared,
+    public_url: Option<&str>,
+    mut channel: Channel,
+) -> Result<Value, ChannelFailure> {
     channel.bot_username = Some(prepared.username.clone());
-    match binding::activate(b.http, &prepared, channel.id, &channel.webhook_secret, c.public_url.as_deref()).await {
-        Ok(setup) => {
-            let mut body = json!(channel);
-            body["setup"] = json!(setup);
-            Ok(body)
-        }
-        Err(e) => {
-            let _ = b.store.delete_channel(tenant, channel.id).await;
-            Err(bind_error(e).into())
-        }
+    let setup = binding::activate(b.http, prepared, channel.id, &channel.webhook_secret, public_url).await;
+    let mut body = json!(channel);
+    body["setup"] = json!(setup.map_err(bind_error)?);
+    Ok(body)
+}
+
+/// Checks the bot `c` names with its platform, stores it sealed for `agent` and activates it
+/// (webhook or socket); the channel as shown, with `setup`: what is left to do on the platform.
+/// A bot the platform would not activate is taken back, so it can be bound again.
+pub async fn bind(
+    b: &Binder<'_>,
+    tenant: TenantId,
+    agent: AgentId,
+    c: ChannelRequest,
+) -> Result<Value, ChannelFailure> {
+    let Checked { prepared, new, public_url } = check(b, agent, c).await?;
+    let channel = b.store.create_channel(tenant, new, b.secrets).await?;
+    b.store.set_bot_username(tenant, channel.id, &prepared.username).await?;
+    let id = channel.id;
+    let activated = activate(b, &prepared, public_url.as_deref(), channel).await;
+    if activated.is_err() {
+        let _ = b.store.delete_channel(tenant, id).await;
     }
+    activated
+}
+
+/// [`bind`] as an admin's change `by`: the channel and its `channel.bound` entry commit
+/// together once the platform has activated the bot; one it would not activate leaves nothing.
+pub(crate) async fn bind_audited(
+    b: &Binder<'_>,
+    tenant: TenantId,
+    agent: AgentId,
+    c: ChannelRequest,
+    by: Audit,
+) -> Result<Value, ChannelFailure> {
+    let Checked { prepared, new, public_url } = check(b, agent, c).await?;
+    let mut tx = b.store.audited(tenant, by).await?;
+    let channel = tx.create_channel(new, b.secrets).await?;
+    tx.set_bot_username(channel.id, &prepared.username).await?;
+    let id = channel.id;
+    // The platform is asked with the row not yet committed: a refusal rolls it back.
+    let bound = activate(b, &prepared, public_url.as_deref(), channel).await?;
+    tx.commit(Change::new("channel.bound", "channel", id).after(&bound)).await?;
+    Ok(bound)
 }
 
 /// Approves the pairing `code` of `channel`: the person may talk to the bot now, and is told
@@ -151,6 +194,34 @@ pub async fn approve_pairing(store: &Store, channel: &Channel, code: &str) -> Re
         let note = hermes_chat::pairing::announcement(channel.platform, channel.id, user_id, chat_id);
         store.enqueue_outbox(channel.tenant_id, &note.destination, &note.dedupe_key, &note.payload).await?;
     }
+    approval_answer(&approval)
+}
+
+/// [`approve_pairing`] as an admin's change `by`: the approval, its announcement and its
+/// `pairing.approved` entry commit together. A wrong code still counts toward the lockout.
+pub(crate) async fn approve_pairing_audited(
+    store: &Store,
+    channel: &Channel,
+    code: &str,
+    by: Audit,
+) -> Result<Value, ChannelFailure> {
+    let mut tx = store.audited(channel.tenant_id, by).await?;
+    let approval = tx.approve_pairing(channel.id, code).await?;
+    let answer = approval_answer(&approval);
+    if let PairingApproval::Approved { user_id, chat_id } = &approval
+        && let Ok(shown) = &answer
+    {
+        let note = hermes_chat::pairing::announcement(channel.platform, channel.id, user_id, chat_id);
+        tx.enqueue_outbox(&note.destination, &note.dedupe_key, &note.payload).await?;
+        tx.commit(Change::new("pairing.approved", "channel", channel.id).after(shown)).await?;
+    } else {
+        tx.commit_refusal().await?;
+    }
+    answer
+}
+
+/// What approving answers: the person let in, or why not.
+fn approval_answer(approval: &PairingApproval) -> Result<Value, ChannelFailure> {
     match approval {
         PairingApproval::Approved { user_id, .. } => Ok(json!({ "approved": true, "user_id": user_id })),
         PairingApproval::WrongCode => {

@@ -140,13 +140,9 @@ pub(crate) async fn delete_session(
     let id = session_id(&id)?;
     let info = state.store.session_info(t.id, None, id).await;
     let info = info.map_err(|e| store_error_for(e, ErrorCode::SessionNotFound, "session"))?;
-    state
-        .store
-        .delete_session(t.id, None, id)
-        .await
-        .map_err(|e| store_error_for(e, ErrorCode::SessionNotFound, "session"))?;
-    let change = Change::new("session.deleted", "session", id).before(&info);
-    caller.record(&state, Some(t.id), change).await?;
+    let mut tx = caller.begin(&state, t.id).await?;
+    tx.delete_session(None, id).await.map_err(|e| store_error_for(e, ErrorCode::SessionNotFound, "session"))?;
+    tx.commit(Change::new("session.deleted", "session", id).before(&info)).await.map_err(store_error)?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -216,7 +212,8 @@ pub(crate) async fn create_agent(
         auxiliary: None,
         context_window: None,
     };
-    let mut agent = state.store.create_agent(t.id, new, state.secrets.as_ref()).await.map_err(|e| match e {
+    let mut tx = caller.begin(&state, t.id).await?;
+    let mut agent = tx.create_agent(new, state.secrets.as_ref()).await.map_err(|e| match e {
         hermes_store::StoreError::Conflict(what) => ApiError::new(
             StatusCode::CONFLICT,
             "invalid_request_error",
@@ -226,11 +223,10 @@ pub(crate) async fn create_agent(
         other => store_error(other),
     })?;
     if body.egress {
-        state.store.set_egress(t.id, agent.id, true).await.map_err(store_error)?;
+        tx.set_egress(agent.id, true).await.map_err(store_error)?;
         agent.egress = true;
     }
-    let change = Change::new("agent.created", "agent", agent.id).after(&agent);
-    caller.record(&state, Some(t.id), change).await?;
+    tx.commit(Change::new("agent.created", "agent", agent.id).after(&agent)).await.map_err(store_error)?;
     Ok((StatusCode::CREATED, Json(json!(agent))))
 }
 
@@ -301,25 +297,26 @@ pub(crate) async fn edit_agent(
         toolsets: body.toolsets,
         fallbacks: body.fallbacks,
     };
-    let mut after = state.store.update_agent(t.id, before.id, &changes).await.map_err(store_error)?;
+    let mut tx = caller.begin(&state, t.id).await?;
+    let mut after = tx.update_agent(before.id, &changes).await.map_err(store_error)?;
     if let Some(egress) = body.egress {
-        state.store.set_egress(t.id, before.id, egress).await.map_err(store_error)?;
+        tx.set_egress(before.id, egress).await.map_err(store_error)?;
         after.egress = egress;
     }
     if let Some(mode) = mode {
-        state.store.set_approval_mode(t.id, before.id, mode).await.map_err(store_error)?;
+        tx.set_approval_mode(before.id, mode).await.map_err(store_error)?;
         after.approval_mode = mode;
     }
     if images.is_some() || body.vision_model.is_some() {
         let model = body.vision_model.as_ref().map(Option::as_ref);
-        state.store.set_vision(t.id, before.id, images, model).await.map_err(store_error)?;
+        tx.set_vision(before.id, images, model).await.map_err(store_error)?;
         after.image_input_mode = images.unwrap_or(after.image_input_mode);
         if let Some(model) = body.vision_model {
             after.vision_model = model;
         }
     }
     let change = Change::new("agent.updated", "agent", before.id).before(&before).after(&after);
-    caller.record(&state, Some(t.id), change).await?;
+    tx.commit(change).await.map_err(store_error)?;
     Ok(Json(json!(after)))
 }
 

@@ -106,14 +106,14 @@ pub(crate) async fn add(
         allowed_hosts: hosts,
         readable_in_sandbox: body.readable_in_sandbox,
     };
-    let added = state.store.add_credential(t.id, new, secrets).await.map_err(store_error)?;
+    let mut tx = caller.begin(&state, t.id).await?;
+    let added = tx.add_credential(new, secrets).await.map_err(store_error)?;
     let shown = json!({
         "id": added.id, "provider": added.provider, "label": added.label, "priority": added.priority,
         "allowed_hosts": added.allowed_hosts, "readable_in_sandbox": added.readable_in_sandbox,
         "created_at": added.created_at,
     });
-    let change = Change::new("credential.added", "credential", added.id).after(&shown);
-    caller.record(&state, Some(t.id), change).await?;
+    tx.commit(Change::new("credential.added", "credential", added.id).after(&shown)).await.map_err(store_error)?;
     Ok((StatusCode::CREATED, Json(shown)))
 }
 
@@ -127,11 +127,11 @@ pub(crate) async fn remove(
 ) -> Result<StatusCode> {
     let t = caller.tenant(&state, &tenant, AdminOp::ManageCredentials).await?;
     let id = uuid::Uuid::parse_str(&id).map_err(|_| ApiError::not_found(ErrorCode::NotFound, "no such key"))?;
-    let gone =
-        state.store.delete_credential(t.id, id).await.map_err(|e| store_error_for(e, ErrorCode::NotFound, "key"))?;
+    let mut tx = caller.begin(&state, t.id).await?;
+    let gone = tx.delete_credential(id).await.map_err(|e| store_error_for(e, ErrorCode::NotFound, "key"))?;
     let change = Change::new("credential.removed", "credential", id)
         .before(json!({ "provider": gone.provider, "label": gone.label }));
-    caller.record(&state, Some(t.id), change).await?;
+    tx.commit(change).await.map_err(store_error)?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -154,8 +154,9 @@ pub(crate) async fn strategy(
 ) -> Result<StatusCode> {
     let t = caller.tenant(&state, &tenant, AdminOp::ManageCredentials).await?;
     let hermes_http::ApiJson(body) = body?;
-    state.store.set_pool_strategy(t.id, &provider, &body.strategy).await.map_err(store_error)?;
+    let mut tx = caller.begin(&state, t.id).await?;
+    tx.set_pool_strategy(&provider, &body.strategy).await.map_err(store_error)?;
     let change = Change::new("pool.strategy_set", "pool", &provider).after(json!({ "strategy": body.strategy }));
-    caller.record(&state, Some(t.id), change).await?;
+    tx.commit(change).await.map_err(store_error)?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -60,7 +60,8 @@ pub(crate) async fn stop(
     let t = caller.tenant(&state, &tenant, AdminOp::ManageSessions).await?;
     let turn = turn_id(&id)?;
     state.store.turn_session(t.id, turn).await.map_err(|e| store_error_for(e, ErrorCode::RunNotFound, "turn"))?;
-    let was = state.store.request_cancel(t.id, turn, &TurnOutcome::cancelled()).await.map_err(store_error)?;
+    let mut tx = caller.begin(&state, t.id).await?;
+    let was = tx.request_cancel(turn, &TurnOutcome::cancelled()).await.map_err(store_error)?;
     let status = match was {
         None => {
             return Err(ApiError::new(
@@ -70,16 +71,18 @@ pub(crate) async fn stop(
                 "the turn has already ended",
             ));
         }
-        Some(TurnStatus::Running) => {
-            if let Err(e) = state.cancels.publish(turn).await {
-                tracing::warn!(error = %e, "cannot broadcast the stop; the worker's heartbeat will see it");
-            }
-            "stopping"
-        }
+        Some(TurnStatus::Running) => "stopping",
         Some(_) => "cancelled",
     };
-    let change = Change::new("turn.stopped", "turn", turn).after(json!({ "status": status }));
-    caller.record(&state, Some(t.id), change).await?;
+    tx.commit(Change::new("turn.stopped", "turn", turn).after(json!({ "status": status })))
+        .await
+        .map_err(store_error)?;
+    // Told once the stop is committed, so the worker that hears it sees it.
+    if was == Some(TurnStatus::Running)
+        && let Err(e) = state.cancels.publish(turn).await
+    {
+        tracing::warn!(error = %e, "cannot broadcast the stop; the worker's heartbeat will see it");
+    }
     Ok(Json(json!({ "id": turn, "status": status })))
 }
 

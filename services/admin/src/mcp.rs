@@ -72,14 +72,14 @@ pub(crate) async fn set(
     state.store.check_secret_refs(t.id, &refs, &in_sandbox).await.map_err(store_error)?;
     let masked = serde_json::to_value(spec.masked()).map_err(|e| bad(e.to_string()))?;
     let secrets = json!({ "env": spec.env, "headers": spec.headers });
-    let replaced = state
-        .store
-        .set_mcp_server(t.id, agent.id, &name, (&masked, spec.enabled), &secrets, state.secrets.as_ref())
+    let mut tx = caller.begin(&state, t.id).await?;
+    let replaced = tx
+        .set_mcp_server(agent.id, &name, (&masked, spec.enabled), &secrets, state.secrets.as_ref())
         .await
         .map_err(store_error)?;
     let action = if replaced { "mcp_server.updated" } else { "mcp_server.added" };
     let change = Change::new(action, "mcp_server", format!("{}/{name}", agent.id)).after(&masked);
-    caller.record(&state, Some(t.id), change).await?;
+    tx.commit(change).await.map_err(store_error)?;
     Ok(Json(json!({ "name": name, "enabled": spec.enabled, "config": masked })))
 }
 
@@ -96,8 +96,9 @@ pub(crate) async fn remove(
 ) -> Result<StatusCode> {
     let t = caller.tenant(&state, &tenant, AdminOp::EditAgents).await?;
     let agent = state.agent(t.id, &agent_ref).await?;
-    let gone = state.store.delete_mcp_server(t.id, agent.id, &name).await.map_err(store_error)?;
+    let mut tx = caller.begin(&state, t.id).await?;
+    let gone = tx.delete_mcp_server(agent.id, &name).await.map_err(store_error)?;
     let change = Change::new("mcp_server.removed", "mcp_server", format!("{}/{name}", agent.id)).before(&gone.spec);
-    caller.record(&state, Some(t.id), change).await?;
+    tx.commit(change).await.map_err(store_error)?;
     Ok(StatusCode::NO_CONTENT)
 }

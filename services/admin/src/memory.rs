@@ -106,9 +106,9 @@ pub(crate) async fn rewrite(
         }
     }
     let mut before = Vec::new();
-    let written = state
-        .store
-        .update_memory(t.id, id, target, &body.user, |current| {
+    let mut tx = caller.begin(&state, t.id).await?;
+    let written = tx
+        .update_memory(id, target, &body.user, |current| {
             before = current.to_vec();
             Ok::<_, std::convert::Infallible>(Some(entries.clone()))
         })
@@ -117,6 +117,6 @@ pub(crate) async fn rewrite(
     let Ok(now) = written;
     let object = if body.user.is_empty() { format!("{id}/memory") } else { format!("{id}/user/{}", body.user) };
     let change = Change::new("memory.rewritten", "memory", object).before(&before).after(&now);
-    caller.record(&state, Some(t.id), change).await?;
+    tx.commit(change).await.map_err(store_error)?;
     Ok(Json(json!({ "target": body.target, "entries": now })))
 }

@@ -84,11 +84,11 @@ pub(crate) async fn toggle(
         "enable" => false,
         _ => return Err(ApiError::not_found(ErrorCode::NotFound, "no such action: disable or enable")),
     };
-    let audit = caller.audit();
-    state.store.disable_skill(t.id, a.id, &name, disabled, &audit.actor.label).await.map_err(store_error)?;
+    let label = caller.audit().actor.label;
+    let mut tx = caller.begin(&state, t.id).await?;
+    tx.disable_skill(a.id, &name, disabled, &label).await.map_err(store_error)?;
     let verb = if disabled { "skill.disabled" } else { "skill.enabled" };
-    let change = Change::new(verb, "skill", format!("{}/{name}", a.id));
-    state.store.record_audit(Some(t.id), &audit, change).await.map_err(store_error)?;
+    tx.commit(Change::new(verb, "skill", format!("{}/{name}", a.id))).await.map_err(store_error)?;
     Ok(Json(json!({ "name": name, "disabled": disabled })))
 }
 
@@ -130,10 +130,11 @@ pub(crate) async fn upload(
         content_hash: checked.content_hash,
         files: checked.files,
     };
-    let audit = caller.audit();
-    state.store.save_tenant_skill(t.id, &skill, &audit.actor.label).await.map_err(store_error)?;
+    let label = caller.audit().actor.label;
+    let mut tx = caller.begin(&state, t.id).await?;
+    tx.save_tenant_skill(&skill, &label).await.map_err(store_error)?;
     let change = Change::new("skill.saved", "skill", &skill.name)
         .after(json!({ "name": skill.name, "category": skill.category, "content_hash": skill.content_hash }));
-    state.store.record_audit(Some(t.id), &audit, change).await.map_err(store_error)?;
+    tx.commit(change).await.map_err(store_error)?;
     Ok(Json(json!({ "name": skill.name, "category": skill.category, "description": skill.description })))
 }

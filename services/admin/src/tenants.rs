@@ -74,7 +74,9 @@ pub(crate) async fn create(
     ApiJson(body): ApiJson<NewTenant>,
 ) -> Result<(StatusCode, Json<Value>)> {
     caller.installation(AdminOp::CreateTenant)?;
-    let tenant = state.store.create_tenant(body.name.trim()).await.map_err(|e| match e {
+    let audit = caller.audit();
+    let mut tx = state.store.audited_installation(audit.clone()).await.map_err(store_error)?;
+    let tenant = tx.create_tenant(body.name.trim()).await.map_err(|e| match e {
         hermes_store::StoreError::Conflict(what) => ApiError::new(
             StatusCode::CONFLICT,
             "invalid_request_error",
@@ -83,8 +85,7 @@ pub(crate) async fn create(
         ),
         other => store_error(other),
     })?;
-    let audit = caller.audit();
-    caller.record(&state, None, Change::new("tenant.created", "tenant", tenant.id).after(&tenant)).await?;
+    tx.commit(Change::new("tenant.created", "tenant", tenant.id).after(&tenant)).await.map_err(store_error)?;
     let link = match body.owner_email.as_deref() {
         Some(email) => {
             let valid_for = std::time::Duration::from_secs(state.config.admin.invitation_days.max(1) * 86_400);
@@ -172,18 +173,19 @@ pub(crate) async fn set_quotas(
     let hermes_http::ApiJson(body) = body?;
     let (_, rpm, turns) = state.store.tenant(t.id).await.map_err(store_error)?;
     let web = state.store.web_quotas(t.id).await.map_err(store_error)?;
-    state.store.set_tenant_limits(t.id, body.requests_per_minute, body.concurrent_turns).await.map_err(store_error)?;
+    let mut tx = caller.begin(&state, t.id).await?;
+    tx.set_tenant_limits(body.requests_per_minute, body.concurrent_turns).await.map_err(store_error)?;
     let new_web = hermes_store::WebQuotas {
         searches_per_day: body.web_searches_per_day.unwrap_or(web.searches_per_day),
         extracts_per_day: body.web_extracts_per_day.unwrap_or(web.extracts_per_day),
     };
-    state.store.set_web_quotas(t.id, new_web).await.map_err(store_error)?;
+    tx.set_web_quotas(new_web).await.map_err(store_error)?;
     let change = Change::new("tenant.quotas_set", "tenant", t.id)
         .before(json!({ "requests_per_minute": rpm, "concurrent_turns": turns,
             "web_searches_per_day": web.searches_per_day, "web_extracts_per_day": web.extracts_per_day }))
         .after(json!({ "requests_per_minute": body.requests_per_minute, "concurrent_turns": body.concurrent_turns,
             "web_searches_per_day": new_web.searches_per_day, "web_extracts_per_day": new_web.extracts_per_day }));
-    caller.record(&state, Some(t.id), change).await?;
+    tx.commit(change).await.map_err(store_error)?;
     Ok(StatusCode::NO_CONTENT)
 }
 

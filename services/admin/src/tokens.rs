@@ -171,9 +171,9 @@ pub(crate) async fn create_key(
         None => None,
         Some(d) => Some(chrono::Utc::now() + chrono::Duration::from_std(lifetime(Some(d))?).unwrap_or_default()),
     };
-    let (key, secret) = state.store.create_api_key(t.id, agent, name, expires).await.map_err(store_error)?;
-    let change = Change::new("api_key.created", "api_key", key.id).after(&key);
-    caller.record(&state, Some(t.id), change).await?;
+    let mut tx = caller.begin(&state, t.id).await?;
+    let (key, secret) = tx.create_api_key(agent, name, expires).await.map_err(store_error)?;
+    tx.commit(Change::new("api_key.created", "api_key", key.id).after(&key)).await.map_err(store_error)?;
     Ok((StatusCode::CREATED, Json(json!({ "key": key, "secret": secret }))))
 }
 
@@ -188,7 +188,8 @@ pub(crate) async fn revoke_key(
 ) -> Result<StatusCode> {
     let t = caller.tenant(&state, &tenant, AdminOp::ManageKeys).await?;
     let id: ApiKeyId = id.parse().map_err(|_| ApiError::not_found(ErrorCode::NotFound, "no such key"))?;
-    state.store.revoke_api_key(t.id, id).await.map_err(|e| store_error_for(e, ErrorCode::NotFound, "key"))?;
-    caller.record(&state, Some(t.id), Change::new("api_key.revoked", "api_key", id)).await?;
+    let mut tx = caller.begin(&state, t.id).await?;
+    tx.revoke_api_key(id).await.map_err(|e| store_error_for(e, ErrorCode::NotFound, "key"))?;
+    tx.commit(Change::new("api_key.revoked", "api_key", id)).await.map_err(store_error)?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -46,12 +46,13 @@ impl Gateway {
             text.push_str(" Switch with /model NAME.");
             return Ok(text);
         };
-        Ok(match self.store.set_agent_model(tenant, channel.agent_id, name).await {
+        let mut tx = self.store.audited(tenant, msg.audit(channel.platform)).await.map_err(err)?;
+        Ok(match tx.set_agent_model(channel.agent_id, name).await {
             Ok(old) => {
                 let change = hermes_store::admin::Change::new("agent.model_switched", "agent", channel.agent_id)
                     .before(serde_json::json!({ "model": old }))
                     .after(serde_json::json!({ "model": name }));
-                self.store.record_audit(Some(tenant), &msg.audit(channel.platform), change).await.map_err(err)?;
+                tx.commit(change).await.map_err(err)?;
                 format!("Switched from {old} to {name}. The next message uses it.")
             }
             Err(StoreError::Invalid(why)) => format!("Cannot switch: {why}."),

@@ -111,11 +111,12 @@ impl Gateway {
             None => msg.chat_id.clone(),
         };
         let access = hermes_store::ChannelAccess { home_chat: Some(home.clone()), ..Default::default() };
-        self.store.update_channel_access(channel.tenant_id, channel.id, &access).await.map_err(err)?;
+        let mut tx = self.store.audited(channel.tenant_id, msg.audit(channel.platform)).await.map_err(err)?;
+        tx.update_channel_access(channel.id, &access).await.map_err(err)?;
         let change = hermes_store::admin::Change::new("channel.home_set", "channel", channel.id)
             .before(serde_json::json!({ "home_chat": channel.home_chat }))
             .after(serde_json::json!({ "home_chat": home }));
-        self.store.record_audit(Some(channel.tenant_id), &msg.audit(channel.platform), change).await.map_err(err)?;
+        tx.commit(change).await.map_err(err)?;
         Ok(format!("This chat is now home: deliveries to {} come here.", channel.platform))
     }
 

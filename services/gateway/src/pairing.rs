@@ -36,23 +36,19 @@ impl Gateway {
         let (Some("approve"), Some(code)) = (words.next(), words.next()) else {
             return Ok("Use /pair approve CODE.".into());
         };
-        let approval = self
-            .store
-            .approve_pairing(channel.tenant_id, channel.id, code)
-            .await
-            .map_err(|e| IngestError::new(e.to_string()))?;
+        let err = |e: hermes_store::StoreError| IngestError::new(e.to_string());
+        // The approval, its announcement and its entry commit together; a wrong code still
+        // counts toward the lockout.
+        let mut tx = self.store.audited(channel.tenant_id, msg.audit(channel.platform)).await.map_err(err)?;
+        let approval = tx.approve_pairing(channel.id, code).await.map_err(err)?;
         if let PairingApproval::Approved { user_id, chat_id } = &approval {
             let note = hermes_chat::pairing::announcement(channel.platform, channel.id, user_id, chat_id);
-            self.store
-                .enqueue_outbox(channel.tenant_id, &note.destination, &note.dedupe_key, &note.payload)
-                .await
-                .map_err(|e| IngestError::new(e.to_string()))?;
+            tx.enqueue_outbox(&note.destination, &note.dedupe_key, &note.payload).await.map_err(err)?;
             let change = hermes_store::admin::Change::new("pairing.approved", "channel", channel.id)
                 .after(serde_json::json!({ "approved": true, "user_id": user_id }));
-            self.store
-                .record_audit(Some(channel.tenant_id), &msg.audit(channel.platform), change)
-                .await
-                .map_err(|e| IngestError::new(e.to_string()))?;
+            tx.commit(change).await.map_err(err)?;
+        } else {
+            tx.commit_refusal().await.map_err(err)?;
         }
         Ok(match approval {
             PairingApproval::Approved { user_id, .. } => format!("Approved: user {user_id} can talk to me now."),

@@ -96,3 +96,38 @@ async fn admin_writes_are_audited_with_actor_request_and_address_and_export_as_c
     let (_, theirs) = stranger.call(&env, Method::GET, &format!("/admin/v1/tenants/{other}/audit"), None).await;
     assert!(theirs["data"].as_array().unwrap().iter().all(|e| e["action"] == "member.added"), "{theirs}");
 }
+
+/// A change and its entry commit together: when the entry cannot be written, the change is not
+/// made either, so nobody gets an API key the log does not show (review L10).
+#[tokio::test]
+async fn a_key_whose_audit_entry_cannot_be_written_is_not_made() {
+    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let (acme, _, _) = env.tenant("acme", "helper").await;
+    let (_, owner) = member(&env, acme, "owner@acme.test", MemberRole::Owner).await;
+    let keys = format!("/admin/v1/tenants/{acme}/keys");
+    // The audit log refuses the key's entry (as a full disk or a lost connection would).
+    for statement in [
+        "CREATE FUNCTION refuse_key_entries() RETURNS trigger LANGUAGE plpgsql
+         AS $$ BEGIN RAISE EXCEPTION 'the audit log refuses the entry'; END $$",
+        "CREATE TRIGGER refuse_key_entries BEFORE INSERT ON audit_log
+         FOR EACH ROW WHEN (NEW.action = 'api_key.created') EXECUTE FUNCTION refuse_key_entries()",
+    ] {
+        sqlx::query(statement).execute(&env.db).await.unwrap();
+    }
+
+    let (s, body) = owner.call(&env, Method::POST, &keys, Some(json!({ "name": "unaudited" }))).await;
+    assert_eq!(s, 500, "{body}");
+    assert!(body.get("secret").is_none(), "no secret is handed out: {body}");
+    assert_eq!(
+        env.count("SELECT count(*) FROM api_keys WHERE name = 'unaudited'").await,
+        0,
+        "the key whose entry failed was not made"
+    );
+
+    // With the log writable again the same request makes the key, and its entry.
+    sqlx::query("DROP TRIGGER refuse_key_entries ON audit_log").execute(&env.db).await.unwrap();
+    let (s, _) = owner.call(&env, Method::POST, &keys, Some(json!({ "name": "unaudited" }))).await;
+    assert_eq!(s, 201);
+    assert_eq!(env.count("SELECT count(*) FROM api_keys WHERE name = 'unaudited'").await, 1);
+    assert_eq!(env.count("SELECT count(*) FROM audit_log WHERE action = 'api_key.created'").await, 1);
+}

@@ -247,8 +247,8 @@ fn bind_filter<'q>(
 }
 
 impl Store {
-    /// Records a change made outside the admin store's own write methods (`hermesctl`, chat
-    /// admin commands), as its own statement.
+    /// Records an entry as its own statement, with no change of its own: `hermesctl`'s record
+    /// of a local command. A change and its entry go through an [`AuditedTx`](super::AuditedTx).
     pub async fn record_audit(&self, tenant: Option<TenantId>, audit: &Audit, change: Change) -> Result<()> {
         match tenant {
             Some(t) => record(&mut *self.as_tenant(t).await?, tenant, audit, change).await,

@@ -1,14 +1,17 @@
 //! The admin plane's storage (migration 0045): people and how they sign in ([`people`]),
 //! console sessions and one-time links ([`console`]), tenants' members and invitations
 //! ([`members`]), admin API tokens ([`tokens`]), tenants' own identity providers ([`sso`], migration
-//! 0047) and the append-only audit log ([`audit`]).
+//! 0047), the append-only audit log ([`audit`]) and changes audited in their own transaction
+//! ([`audited`]).
 //!
 //! Signing in comes before any tenant is known, so [`people`], [`console`] and token
 //! authentication run as the system role, like API-key authentication; what a person does in
-//! a tenant afterwards is tenant-scoped like everything else. Every admin write goes through a
-//! method that takes an [`Audit`] and records its entry in the same transaction as the change.
+//! a tenant afterwards is tenant-scoped like everything else. Every admin write records its
+//! entry in the same transaction as the change: the methods here take an [`Audit`], and the
+//! admin API's and chat commands' other writes go through an [`AuditedTx`].
 
 pub mod audit;
+pub mod audited;
 pub mod console;
 pub mod invitations;
 pub mod members;
@@ -20,6 +23,7 @@ pub mod tokens;
 pub mod turns;
 
 pub use audit::{Actor, ActorKind, Audit, AuditEntry, AuditFilter, AuditPage, Change};
+pub use audited::{AuditedTx, Installation};
 pub use console::LiveSession;
 pub use invitations::{Acceptance, Acceptor, Invitation};
 pub use members::Member;

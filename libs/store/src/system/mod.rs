@@ -36,9 +36,10 @@
 //!
 //! Not here, though they too run as the system role: authentication, which is where a tenant
 //! comes from (`authenticate_api_key`; `tenant_by_name` and `create_tenant` for the operator's
-//! CLI; the admin plane's people, console sessions, sign-in links, admin tokens and accepted
-//! invitations in `admin/`, which come before a tenant is known (with whether an invited
-//! address is an operator's), proofs of an address and identities at providers (`admin/proof.rs`),
+//! CLI and the admin API, which makes a tenant in an `audited_installation` change; the admin
+//! plane's people, console sessions, sign-in links, admin tokens and accepted invitations in
+//! `admin/`, which come before a tenant is known (with whether an invited address is an
+//! operator's), proofs of an address and identities at providers (`admin/proof.rs`),
 //! the identity provider of an email's domain (`sso_for_domain`, `domain_has_own_provider`,
 //! `any_tenant_sso`), and the installation's own audit entries), installation-wide data that is no tenant's (`set_model_price`, `model_prices`,
 //! `sync_bundled_skills`), and the readiness probes (`ping`, `schema_lag`).
