@@ -215,7 +215,7 @@ const ENTRY_APART: [(&str, &str, &str); 1] = [
 
 /// Where an audited transaction may commit with no entry, and why.
 const NO_ENTRY: [(&str, &str, &str); 2] = [
-    ("services/admin/src/channels.rs", "commit_refusal(", "a wrong pairing code counts toward the lockout"),
+    ("services/api/src/admin/channels.rs", "commit_refusal(", "a wrong pairing code counts toward the lockout"),
     ("services/gateway/src/pairing.rs", "commit_refusal(", "a wrong pairing code counts toward the lockout"),
 ];
 

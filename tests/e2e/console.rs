@@ -71,7 +71,7 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
     let owner_link = env.store.create_sign_in_link(owner.id, std::time::Duration::from_secs(600)).await.unwrap();
     let member = env.store.ensure_person("mia@acme.test", "Mia Member", false, &cli()).await.unwrap();
     env.store.add_member(acme, member.id, MemberRole::Member, &cli()).await.unwrap();
-    let hash = hermes_admin::password::hash("mia's long passphrase".into()).await.unwrap();
+    let hash = hermes_api::admin::password::hash("mia's long passphrase".into()).await.unwrap();
     env.store.set_password_hash(member.id, &hash, None, &cli()).await.unwrap();
 
     // An operator, and a sandbox a worker has reported (the operators' cluster view shows it).

@@ -1,7 +1,7 @@
 //! API-key authentication: the only way a handler obtains a tenant. Every authenticated
 //! request is also counted against its key's and tenant's rate limits here.
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRef, FromRequestParts};
 use axum::http::request::Parts;
 
 use hermes_http::{ApiError, ErrorCode};
@@ -26,10 +26,14 @@ pub(crate) fn tenant_wide(auth: &KeyAuth, what: &str) -> Result<(), ApiError> {
     }
 }
 
-impl FromRequestParts<AppState> for Caller {
+impl<S: Send + Sync> FromRequestParts<S> for Caller
+where
+    AppState: FromRef<S>,
+{
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let state = &AppState::from_ref(state);
         let header = parts
             .headers
             .get(axum::http::header::AUTHORIZATION)

@@ -1,5 +1,5 @@
 //! `/v1/channels`: a tenant's chat bots, as `hermesctl channel` manages them. Creating one
-//! checks the bot with its platform (`hermes_admin::channels::bind`, which the admin API uses
+//! checks the bot with its platform (`crate::admin::channels::bind`, which the admin API uses
 //! too) before anything is stored;
 //! credentials are sealed at rest and never shown again. Pairing codes people got from a bot
 //! are listed and approved here too. Only a tenant-wide key manages channels; another
@@ -11,7 +11,7 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use hermes_admin::channels::{self, Binder, ChannelFailure, ChannelRequest, parse};
+use crate::admin::channels::{self, Binder, ChannelFailure, ChannelRequest, parse};
 use hermes_core::{BusyMode, DmPolicy, GroupPolicy, GroupSessions};
 use hermes_http::{ApiError, ApiJson};
 use hermes_store::{Channel, ChannelAccess, KeyAuth};
@@ -43,7 +43,7 @@ pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) ->
     Ok(Json(json!({ "object": "list", "data": channels, "has_more": false })))
 }
 
-#[utoipa::path(post, path = "/v1/channels", tag = "channels", request_body = hermes_admin::channels::ChannelRequest,
+#[utoipa::path(post, path = "/v1/channels", tag = "channels", request_body = crate::admin::channels::ChannelRequest,
     responses((status = 201, description = "The bot is bound; `setup` says what is left to do on the platform", body = crate::schemas::Channel), (status = 400, description = "Invalid request, or the platform refused the credentials", body = crate::schemas::ErrorBody), (status = 409, description = "The bot is bound already", body = crate::schemas::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,

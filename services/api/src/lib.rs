@@ -2,6 +2,9 @@
 //! authenticates, writes the turn to Postgres, signals a worker over RabbitMQ and relays the
 //! worker's events back to the client.
 
+// The admin plane (`/admin/v1` and the console), served here beside `/v1`.
+pub mod admin;
+
 // Handlers: each one is routed below and imports none of the others.
 mod api_jobs;
 mod channels;
@@ -53,7 +56,7 @@ use hermes_http::{ErrorCode, Readiness, probe_router};
 use hermes_queue::{Broker, EventHub};
 use hermes_store::Store;
 
-use crate::state::AppState;
+use crate::state::{AppState, RoleState};
 
 /// What the API role needs, built by the composition root.
 #[derive(Clone)]
@@ -75,43 +78,57 @@ pub enum StartError {
     #[error("cannot build the outbound HTTP client: {0}")]
     Http(#[from] reqwest::Error),
     #[error(transparent)]
-    Admin(#[from] hermes_admin::StartError),
+    Admin(#[from] crate::admin::StartError),
 }
 
 /// The API's router (also used by tests that drive it in-process).
 pub async fn router(ctx: ApiContext) -> Result<Router, StartError> {
     let events = ctx.broker.event_hub().await?;
-    let http = hermes_admin::platform_client(&ctx.config)?;
-    let admin = admin_router(&ctx, &events)?;
-    Ok(router_with(ctx, events, http, admin))
+    router_with(ctx, events)
 }
 
-/// The admin plane's routes (`/admin/v1`), served beside the tenant API.
-fn admin_router(ctx: &ApiContext, events: &EventHub) -> Result<Router, hermes_admin::StartError> {
-    hermes_admin::router(hermes_admin::AdminContext {
+/// `/v1` and `/admin/v1` with the role's one state, beside the probes.
+fn router_with(ctx: ApiContext, events: EventHub) -> Result<Router, StartError> {
+    let admin = admin::state(admin::AdminContext {
         config: ctx.config.clone(),
         store: ctx.store.clone(),
         cache: ctx.cache.clone(),
         events: Some(events.clone()),
         broker: Some(ctx.broker.clone()),
         secrets: ctx.secrets.clone(),
-    })
-}
-
-fn router_with(ctx: ApiContext, events: EventHub, http: reqwest::Client, admin: Router) -> Router {
-    let cancels = ctx.cache.cancel_bus();
-    let state = AppState::new(state::Shared {
+    })?;
+    let admin_routes = admin::routes(&admin);
+    let v1 = AppState::new(state::Shared {
+        http: admin::platform_client(&ctx.config)?,
         config: ctx.config.clone(),
         store: ctx.store,
         broker: ctx.broker,
-        cancels,
+        cancels: ctx.cache.cancel_bus(),
         events,
         limiter: ctx.cache.rate_limiter(),
         turn_slots: ctx.cache.turn_slots(),
         secrets: ctx.secrets,
-        http,
     });
-    let v1 = Router::new()
+    // The body limit layers `/v1` alone, as it always has: the admin routes keep axum's default.
+    let routes = v1_routes()
+        .fallback(|| async { hermes_http::ApiError::not_found(ErrorCode::NotFound, "no such endpoint") })
+        .method_not_allowed_fallback(|| async {
+            hermes_http::ApiError::new(
+                axum::http::StatusCode::METHOD_NOT_ALLOWED,
+                "invalid_request_error",
+                Some(ErrorCode::MethodNotAllowed),
+                "this endpoint does not accept that HTTP method",
+            )
+        })
+        .layer(DefaultBodyLimit::max(ctx.config.http.max_body_bytes))
+        .merge(admin_routes)
+        .with_state(RoleState { v1, admin });
+    Ok(routes.merge(probe_router(ctx.readiness)).layer(axum::middleware::from_fn(hermes_http::request_span)))
+}
+
+/// The tenant API's routes.
+fn v1_routes() -> Router<RoleState> {
+    Router::new()
         .route("/openapi.json", get(openapi::document))
         .route("/v1/chat/completions", post(chat::chat_completions))
         .route("/v1/responses", post(responses::create))
@@ -156,18 +173,6 @@ fn router_with(ctx: ApiContext, events: EventHub, http: reqwest::Client, admin: 
         .route("/api/sessions/{id}/messages", get(sessions::messages))
         .route("/api/sessions/{id}/fork", post(sessions::fork))
         .route("/api/sessions/{id}/export", get(sessions::export))
-        .fallback(|| async { hermes_http::ApiError::not_found(ErrorCode::NotFound, "no such endpoint") })
-        .method_not_allowed_fallback(|| async {
-            hermes_http::ApiError::new(
-                axum::http::StatusCode::METHOD_NOT_ALLOWED,
-                "invalid_request_error",
-                Some(ErrorCode::MethodNotAllowed),
-                "this endpoint does not accept that HTTP method",
-            )
-        })
-        .layer(DefaultBodyLimit::max(ctx.config.http.max_body_bytes))
-        .with_state(state);
-    v1.merge(admin).merge(probe_router(ctx.readiness)).layer(axum::middleware::from_fn(hermes_http::request_span))
 }
 
 /// Serves the API on `http.bind` until `shutdown`.
@@ -175,9 +180,7 @@ pub async fn run(ctx: ApiContext, shutdown: CancellationToken) -> std::io::Resul
     let listener = TcpListener::bind(&ctx.config.http.bind).await?;
     tracing::info!(addr = %listener.local_addr()?, "api listening");
     let events = ctx.broker.event_hub().await.map_err(std::io::Error::other)?;
-    let http = hermes_admin::platform_client(&ctx.config).map_err(std::io::Error::other)?;
-    let admin = admin_router(&ctx, &events).map_err(std::io::Error::other)?;
-    let app = router_with(ctx, events.clone(), http, admin);
+    let app = router_with(ctx, events.clone()).map_err(std::io::Error::other)?;
     // RabbitMQ restarts are ridden out by the connection's own recovery. Should the hub stop for
     // good, requests still get their answers from Postgres (see `wait.rs`), and `/readyz`
     // reports the broker, so the API keeps serving rather than dropping every open request.

@@ -94,6 +94,6 @@ pub(crate) struct ApiDoc;
 /// paths and the admin plane's (`/admin/v1`, with their own security schemes).
 pub(crate) async fn document() -> Json<utoipa::openapi::OpenApi> {
     let mut doc = ApiDoc::openapi();
-    doc.merge(hermes_admin::openapi());
+    doc.merge(crate::admin::openapi());
     Json(doc)
 }

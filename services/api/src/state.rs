@@ -1,4 +1,5 @@
-//! What every handler is given: the role's connections, limits and configuration.
+//! The role's one state and its parts: the tenant API's (`AppState`) and the admin plane's
+//! (`AdminState`), each handed to its handlers by `FromRef` from the root `RoleState`.
 
 use std::sync::Arc;
 
@@ -10,23 +11,34 @@ use hermes_http::BodyLimit;
 use hermes_queue::{Broker, EventHub};
 use hermes_store::Store;
 
-/// Shared by every request: axum clones the state for each one, so it is one `Arc`.
-#[derive(Clone)]
-pub(crate) struct AppState(Arc<Shared>);
+use crate::admin::AdminState;
 
-impl AppState {
-    pub(crate) fn new(shared: Shared) -> Self {
+/// A part of the state that every request shares: axum clones the state for each request, so
+/// each part is one `Arc`.
+pub(crate) struct Handle<T>(Arc<T>);
+
+impl<T> Handle<T> {
+    pub(crate) fn new(shared: T) -> Self {
         Self(Arc::new(shared))
     }
 }
 
-impl std::ops::Deref for AppState {
-    type Target = Shared;
+impl<T> Clone for Handle<T> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
 
-    fn deref(&self) -> &Shared {
+impl<T> std::ops::Deref for Handle<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
         &self.0
     }
 }
+
+/// What the `/v1` handlers are given.
+pub(crate) type AppState = Handle<Shared>;
 
 pub(crate) struct Shared {
     pub config: Arc<HermesConfig>,
@@ -41,9 +53,28 @@ pub(crate) struct Shared {
     pub http: reqwest::Client,
 }
 
+/// The api role's state: every route of `/v1` and `/admin/v1` is served with it.
+#[derive(Clone)]
+pub(crate) struct RoleState {
+    pub v1: AppState,
+    pub admin: AdminState,
+}
+
+impl FromRef<RoleState> for AppState {
+    fn from_ref(state: &RoleState) -> Self {
+        state.v1.clone()
+    }
+}
+
+impl FromRef<RoleState> for AdminState {
+    fn from_ref(state: &RoleState) -> Self {
+        state.admin.clone()
+    }
+}
+
 /// The limit `ApiJson` names when a body is too large (the router enforces the same).
-impl FromRef<AppState> for BodyLimit {
-    fn from_ref(state: &AppState) -> Self {
-        BodyLimit(state.config.http.max_body_bytes)
+impl FromRef<RoleState> for BodyLimit {
+    fn from_ref(state: &RoleState) -> Self {
+        BodyLimit(state.v1.config.http.max_body_bytes)
     }
 }

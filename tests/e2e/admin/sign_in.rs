@@ -126,7 +126,7 @@ async fn forged_cross_site_writes_idle_sessions_and_repeated_wrong_passwords_are
 
     // Wrong passwords lock the account, and then even the right one waits.
     let person = env.store.ensure_person("bo@acme.test", "", false, &cli()).await.unwrap();
-    let hash = hermes_admin::password::hash("the right passphrase".into()).await.unwrap();
+    let hash = hermes_api::admin::password::hash("the right passphrase".into()).await.unwrap();
     env.store.set_password_hash(person.id, &hash, None, &cli()).await.unwrap();
     let sign_in = format!("{}/admin/v1/sign-in", env.api_url);
     let attempt = |password: &'static str| {

@@ -12,16 +12,16 @@ use hermes_http::ApiError;
 use hermes_store::StoreError;
 use hermes_store::admin::Change;
 
-use crate::caller::Caller;
-use crate::errors::{store_error, store_error_for};
-use crate::state::AdminState;
+use crate::admin::caller::Caller;
+use crate::admin::errors::{store_error, store_error_for};
+use crate::admin::state::AdminState;
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/approvals", tag = "admin: sessions",
     params(("tenant" = String, Path, description = "Tenant id")),
-    responses((status = 200, description = "Questions waiting for an answer, oldest first", body = crate::schemas::ObjectList),
-        (status = 404, description = "No such tenant (or not yours)", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "Questions waiting for an answer, oldest first", body = crate::admin::schemas::ObjectList),
+        (status = 404, description = "No such tenant (or not yours)", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn waiting(
     State(state): State<AdminState>,
     caller: Caller,
@@ -45,10 +45,10 @@ pub(crate) struct Answer {
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/approvals/{id}", tag = "admin: sessions", request_body = Answer,
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Interaction id")),
     responses((status = 200, description = "Answered: the turn runs again", body = Object),
-        (status = 400, description = "Neither a choice nor a text", body = crate::schemas::ErrorBody),
-        (status = 403, description = "The caller's role may not answer", body = crate::schemas::ErrorBody),
-        (status = 404, description = "No such question", body = crate::schemas::ErrorBody),
-        (status = 409, description = "Already answered, expired, or its turn stopped", body = crate::schemas::ErrorBody)))]
+        (status = 400, description = "Neither a choice nor a text", body = crate::admin::schemas::ErrorBody),
+        (status = 403, description = "The caller's role may not answer", body = crate::admin::schemas::ErrorBody),
+        (status = 404, description = "No such question", body = crate::admin::schemas::ErrorBody),
+        (status = 409, description = "Already answered, expired, or its turn stopped", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn answer(
     State(state): State<AdminState>,
     caller: Caller,

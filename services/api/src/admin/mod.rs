@@ -59,7 +59,9 @@ pub enum StartError {
     Proxies(#[from] client_address::BadProxy),
 }
 
-use crate::state::{AdminState, Shared};
+pub(crate) use crate::admin::state::AdminState;
+use crate::admin::state::Shared;
+use crate::state::RoleState;
 
 /// What the admin plane needs, built by the composition root.
 #[derive(Clone)]
@@ -92,8 +94,8 @@ pub(crate) fn random_token() -> Result<String, ring::error::Unspecified> {
     Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw))
 }
 
-/// The `/admin/v1` and `/console` routes. Fails when `admin.session_keys` cannot be used.
-pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
+/// The admin plane's state. Fails when `admin.session_keys` cannot be used.
+pub(crate) fn state(ctx: AdminContext) -> Result<AdminState, StartError> {
     let keys = SessionKeys::from_config(&ctx.config)?;
     let oidc = oidc::Oidc::from_config(&ctx.config)?;
     if keys.is_none() {
@@ -101,7 +103,7 @@ pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
             "console sign-in is off: set admin.session_keys or secrets.master_key (admin tokens still work)"
         );
     }
-    let state = AdminState::new(Shared {
+    Ok(AdminState::new(Shared {
         public_url: ctx.config.console_url(),
         http: platform_client(&ctx.config)?,
         oidc,
@@ -118,8 +120,12 @@ pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
         config: ctx.config,
         store: ctx.store,
         keys,
-    });
-    Ok(Router::new()
+    }))
+}
+
+/// The `/admin/v1` and `/console` routes, every request signed in by `caller::authenticate`.
+pub(crate) fn routes(state: &AdminState) -> Router<RoleState> {
+    Router::new()
         .route("/admin/v1/sign-in", post(session::sign_in))
         .route("/admin/v1/sign-in/link", post(session::sign_in_with_link))
         .route("/admin/v1/sign-in/options", get(oidc::options))
@@ -186,8 +192,7 @@ pub fn router(ctx: AdminContext) -> Result<Router, StartError> {
         .route("/admin/v1/tenants/{tenant}/audit", get(audit::tenant_audit))
         .route("/admin/v1/audit", get(audit::installation_audit))
         .layer(axum::middleware::from_fn_with_state(state.clone(), caller::authenticate))
-        .with_state(state)
-        .merge(console::router()))
+        .merge(console::router())
 }
 
 /// The admin API's OpenAPI paths and components, for the api role's `/openapi.json`. Every

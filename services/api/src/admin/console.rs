@@ -14,35 +14,35 @@ use sha2::{Digest, Sha256};
 
 /// Every asset: its path under `/console/assets/`, its type, its text.
 const ASSETS: &[(&str, &str, &str)] = &[
-    ("app.js", "text/javascript; charset=utf-8", include_str!("../console/app.js")),
-    ("dom.js", "text/javascript; charset=utf-8", include_str!("../console/dom.js")),
-    ("i18n.js", "text/javascript; charset=utf-8", include_str!("../console/i18n.js")),
-    ("pages/auth.js", "text/javascript; charset=utf-8", include_str!("../console/pages/auth.js")),
-    ("pages/home.js", "text/javascript; charset=utf-8", include_str!("../console/pages/home.js")),
-    ("pages/tenant.js", "text/javascript; charset=utf-8", include_str!("../console/pages/tenant.js")),
-    ("pages/people.js", "text/javascript; charset=utf-8", include_str!("../console/pages/people.js")),
-    ("pages/sso.js", "text/javascript; charset=utf-8", include_str!("../console/pages/sso.js")),
-    ("pages/credentials.js", "text/javascript; charset=utf-8", include_str!("../console/pages/credentials.js")),
-    ("pages/audit.js", "text/javascript; charset=utf-8", include_str!("../console/pages/audit.js")),
-    ("pages/sessions.js", "text/javascript; charset=utf-8", include_str!("../console/pages/sessions.js")),
-    ("pages/agents.js", "text/javascript; charset=utf-8", include_str!("../console/pages/agents.js")),
-    ("pages/mcp.js", "text/javascript; charset=utf-8", include_str!("../console/pages/mcp.js")),
-    ("pages/live.js", "text/javascript; charset=utf-8", include_str!("../console/pages/live.js")),
-    ("pages/usage.js", "text/javascript; charset=utf-8", include_str!("../console/pages/usage.js")),
-    ("pages/channels.js", "text/javascript; charset=utf-8", include_str!("../console/pages/channels.js")),
-    ("pages/automation.js", "text/javascript; charset=utf-8", include_str!("../console/pages/automation.js")),
-    ("pages/skills.js", "text/javascript; charset=utf-8", include_str!("../console/pages/skills.js")),
-    ("pages/providers.js", "text/javascript; charset=utf-8", include_str!("../console/pages/providers.js")),
-    ("style.css", "text/css; charset=utf-8", include_str!("../console/style.css")),
+    ("app.js", "text/javascript; charset=utf-8", include_str!("../../console/app.js")),
+    ("dom.js", "text/javascript; charset=utf-8", include_str!("../../console/dom.js")),
+    ("i18n.js", "text/javascript; charset=utf-8", include_str!("../../console/i18n.js")),
+    ("pages/auth.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/auth.js")),
+    ("pages/home.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/home.js")),
+    ("pages/tenant.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/tenant.js")),
+    ("pages/people.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/people.js")),
+    ("pages/sso.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/sso.js")),
+    ("pages/credentials.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/credentials.js")),
+    ("pages/audit.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/audit.js")),
+    ("pages/sessions.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/sessions.js")),
+    ("pages/agents.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/agents.js")),
+    ("pages/mcp.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/mcp.js")),
+    ("pages/live.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/live.js")),
+    ("pages/usage.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/usage.js")),
+    ("pages/channels.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/channels.js")),
+    ("pages/automation.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/automation.js")),
+    ("pages/skills.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/skills.js")),
+    ("pages/providers.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/providers.js")),
+    ("style.css", "text/css; charset=utf-8", include_str!("../../console/style.css")),
 ];
 
-const SHELL: &str = include_str!("../console/index.html");
+const SHELL: &str = include_str!("../../console/index.html");
 
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; \
                    base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /// The console's routes.
-pub(crate) fn router() -> Router {
+pub(crate) fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Router::new()
         .route("/console", get(shell))
         .route("/console/assets/{*file}", get(asset))
@@ -119,7 +119,7 @@ mod tests {
 
     /// The keys of one dictionary of `i18n.js` (`const <name> = { key: '...', ... };`), in order.
     fn dictionary(name: &str) -> Vec<String> {
-        let text = include_str!("../console/i18n.js");
+        let text = include_str!("../../console/i18n.js");
         let start = text.find(&format!("const {name} = {{")).unwrap_or_default();
         let block = &text[start..];
         let block = &block[..block.find("\n};").unwrap_or(block.len())];

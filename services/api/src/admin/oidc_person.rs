@@ -13,10 +13,10 @@
 
 use hermes_store::admin::{Actor, ActorKind, Audit, IdentityBinding, Person, SsoProvider};
 
-use crate::caller::RequestMeta;
-use crate::oidc::Failure;
-use crate::sso::domain_of;
-use crate::state::AdminState;
+use crate::admin::caller::RequestMeta;
+use crate::admin::oidc::Failure;
+use crate::admin::sso::domain_of;
+use crate::admin::state::AdminState;
 
 /// What a checked ID token says about its person.
 #[derive(Debug)]

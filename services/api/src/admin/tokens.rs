@@ -14,9 +14,9 @@ use hermes_core::{AdminTokenId, ApiKeyId, ErrorCode, MemberRole};
 use hermes_http::ApiError;
 use hermes_store::admin::Change;
 
-use crate::caller::{Caller, Credential};
-use crate::errors::{store_error, store_error_for};
-use crate::state::AdminState;
+use crate::admin::caller::{Caller, Credential};
+use crate::admin::errors::{store_error, store_error_for};
+use crate::admin::state::AdminState;
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -30,8 +30,8 @@ fn lifetime(days: Option<u32>) -> Result<Duration> {
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/tokens", tag = "admin: credentials",
     params(("tenant" = String, Path, description = "Tenant id")),
-    responses((status = 200, description = "The tenant's admin tokens (never their secrets)", body = crate::schemas::TokenList),
-        (status = 404, description = "No such tenant (or not yours)", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The tenant's admin tokens (never their secrets)", body = crate::admin::schemas::TokenList),
+        (status = 404, description = "No such tenant (or not yours)", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn list_tokens(
     State(state): State<AdminState>,
     caller: Caller,
@@ -59,9 +59,9 @@ pub(crate) struct NewToken {
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/tokens", tag = "admin: credentials", request_body = NewToken,
     params(("tenant" = String, Path, description = "Tenant id")),
-    responses((status = 201, description = "The token and its secret, shown this once", body = crate::schemas::TokenMade),
-        (status = 400, description = "A bad name or lifetime", body = crate::schemas::ErrorBody),
-        (status = 403, description = "Above the caller's own role, or a role that may not make tokens", body = crate::schemas::ErrorBody)))]
+    responses((status = 201, description = "The token and its secret, shown this once", body = crate::admin::schemas::TokenMade),
+        (status = 400, description = "A bad name or lifetime", body = crate::admin::schemas::ErrorBody),
+        (status = 403, description = "Above the caller's own role, or a role that may not make tokens", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn create_token(
     State(state): State<AdminState>,
     caller: Caller,
@@ -103,7 +103,7 @@ pub(crate) async fn create_token(
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/tokens/{id}", tag = "admin: credentials",
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Token id")),
     responses((status = 204, description = "Revoked: it stops working at once"),
-        (status = 404, description = "No such live token", body = crate::schemas::ErrorBody)))]
+        (status = 404, description = "No such live token", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn revoke_token(
     State(state): State<AdminState>,
     caller: Caller,
@@ -121,8 +121,8 @@ pub(crate) async fn revoke_token(
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/keys", tag = "admin: credentials",
     params(("tenant" = String, Path, description = "Tenant id")),
-    responses((status = 200, description = "The tenant's API keys (never their secrets)", body = crate::schemas::ApiKeyList),
-        (status = 404, description = "No such tenant (or not yours)", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The tenant's API keys (never their secrets)", body = crate::admin::schemas::ApiKeyList),
+        (status = 404, description = "No such tenant (or not yours)", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn list_keys(
     State(state): State<AdminState>,
     caller: Caller,
@@ -146,9 +146,9 @@ pub(crate) struct NewKey {
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/keys", tag = "admin: credentials", request_body = NewKey,
     params(("tenant" = String, Path, description = "Tenant id")),
-    responses((status = 201, description = "The key and its secret, shown this once", body = crate::schemas::ApiKeyMade),
-        (status = 403, description = "The caller's role may not make keys", body = crate::schemas::ErrorBody),
-        (status = 404, description = "No such tenant or agent", body = crate::schemas::ErrorBody)))]
+    responses((status = 201, description = "The key and its secret, shown this once", body = crate::admin::schemas::ApiKeyMade),
+        (status = 403, description = "The caller's role may not make keys", body = crate::admin::schemas::ErrorBody),
+        (status = 404, description = "No such tenant or agent", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn create_key(
     State(state): State<AdminState>,
     caller: Caller,
@@ -180,7 +180,7 @@ pub(crate) async fn create_key(
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/keys/{id}", tag = "admin: credentials",
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Key id")),
     responses((status = 204, description = "Revoked: requests with it get 401 at once"),
-        (status = 404, description = "No such live key", body = crate::schemas::ErrorBody)))]
+        (status = 404, description = "No such live key", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn revoke_key(
     State(state): State<AdminState>,
     caller: Caller,

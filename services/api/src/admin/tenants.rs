@@ -12,9 +12,9 @@ use hermes_core::{ErrorCode, MemberRole};
 use hermes_http::{ApiError, ApiJson};
 use hermes_store::admin::Change;
 
-use crate::caller::Caller;
-use crate::errors::store_error;
-use crate::state::AdminState;
+use crate::admin::caller::Caller;
+use crate::admin::errors::store_error;
+use crate::admin::state::AdminState;
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -31,8 +31,8 @@ pub(crate) struct TenantPage {
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants", tag = "admin: tenants", params(TenantPage),
-    responses((status = 200, description = "Tenants by name (operators); anyone else gets their own memberships from /admin/v1/me", body = crate::schemas::TenantList),
-        (status = 403, description = "Operators only", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "Tenants by name (operators); anyone else gets their own memberships from /admin/v1/me", body = crate::admin::schemas::TenantList),
+        (status = 403, description = "Operators only", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<AdminState>,
     caller: Caller,
@@ -64,10 +64,10 @@ pub(crate) struct NewTenant {
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants", tag = "admin: tenants", request_body = NewTenant,
-    responses((status = 201, description = "The tenant, and the owner's invitation link when asked", body = crate::schemas::TenantMade),
-        (status = 400, description = "A bad name or email", body = crate::schemas::ErrorBody),
-        (status = 403, description = "Operators only", body = crate::schemas::ErrorBody),
-        (status = 409, description = "The name is taken", body = crate::schemas::ErrorBody)))]
+    responses((status = 201, description = "The tenant, and the owner's invitation link when asked", body = crate::admin::schemas::TenantMade),
+        (status = 400, description = "A bad name or email", body = crate::admin::schemas::ErrorBody),
+        (status = 403, description = "Operators only", body = crate::admin::schemas::ErrorBody),
+        (status = 409, description = "The name is taken", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AdminState>,
     caller: Caller,
@@ -99,8 +99,8 @@ pub(crate) async fn create(
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}", tag = "admin: tenants", params(("tenant" = String, Path, description = "Tenant id")),
-    responses((status = 200, description = "The tenant, its quotas and where the caller stands", body = crate::schemas::TenantView),
-        (status = 404, description = "No such tenant (or not yours)", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The tenant, its quotas and where the caller stands", body = crate::admin::schemas::TenantView),
+        (status = 404, description = "No such tenant (or not yours)", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AdminState>,
     caller: Caller,
@@ -160,8 +160,8 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option
 #[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/quotas", tag = "admin: tenants", request_body = Quotas,
     params(("tenant" = String, Path, description = "Tenant id")),
     responses((status = 204, description = "Set; they apply to the next request"),
-        (status = 403, description = "Operators only", body = crate::schemas::ErrorBody),
-        (status = 404, description = "No such tenant", body = crate::schemas::ErrorBody)))]
+        (status = 403, description = "Operators only", body = crate::admin::schemas::ErrorBody),
+        (status = 404, description = "No such tenant", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn set_quotas(
     State(state): State<AdminState>,
     caller: Caller,
@@ -199,15 +199,15 @@ pub(crate) struct NewOperatorToken {
 }
 
 #[utoipa::path(post, path = "/admin/v1/tokens", tag = "admin: tenants", request_body = NewOperatorToken,
-    responses((status = 201, description = "A token acting as the calling operator on every tenant, shown this once", body = crate::schemas::TokenMade),
-        (status = 403, description = "Operators only, signed in (a token does not make tokens)", body = crate::schemas::ErrorBody)))]
+    responses((status = 201, description = "A token acting as the calling operator on every tenant, shown this once", body = crate::admin::schemas::TokenMade),
+        (status = 403, description = "Operators only, signed in (a token does not make tokens)", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn create_operator_token(
     State(state): State<AdminState>,
     caller: Caller,
     ApiJson(body): ApiJson<NewOperatorToken>,
 ) -> Result<(StatusCode, Json<Value>)> {
     caller.installation(AdminOp::ViewCluster)?;
-    let (crate::caller::Credential::Session { .. }, Some(person)) = (&caller.credential, &caller.person) else {
+    let (crate::admin::caller::Credential::Session { .. }, Some(person)) = (&caller.credential, &caller.person) else {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "permission_error",

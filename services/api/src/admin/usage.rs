@@ -12,9 +12,9 @@ use hermes_core::access::AdminOp;
 use hermes_http::ApiError;
 use hermes_store::admin::RollupGroup;
 
-use crate::caller::Caller;
-use crate::errors::store_error;
-use crate::state::AdminState;
+use crate::admin::caller::Caller;
+use crate::admin::errors::store_error;
+use crate::admin::state::AdminState;
 
 /// Which days, grouped how.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -33,9 +33,9 @@ pub(crate) struct UsageQuery {
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/usage", tag = "admin: usage",
     params(("tenant" = String, Path, description = "Tenant id"), UsageQuery),
-    responses((status = 200, description = "Tokens, dollars, turns, tool and sandbox time per group, and the total", body = crate::schemas::UsageReport),
-        (status = 400, description = "A range that is backwards or longer than 366 days", body = crate::schemas::ErrorBody),
-        (status = 404, description = "No such tenant (or not yours)", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "Tokens, dollars, turns, tool and sandbox time per group, and the total", body = crate::admin::schemas::UsageReport),
+        (status = 400, description = "A range that is backwards or longer than 366 days", body = crate::admin::schemas::ErrorBody),
+        (status = 404, description = "No such tenant (or not yours)", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn usage(
     State(state): State<AdminState>,
     caller: Caller,

@@ -14,10 +14,10 @@ use hermes_core::ErrorCode;
 use hermes_http::{ApiError, ApiJson};
 use hermes_store::admin::{Acceptance, Acceptor};
 
-use crate::caller::{Credential, MaybeCaller, RequestMeta};
-use crate::errors::store_error;
-use crate::session::{limit_attempts, link_invalid, me_body, open_session, password_error, user_agent};
-use crate::state::AdminState;
+use crate::admin::caller::{Credential, MaybeCaller, RequestMeta};
+use crate::admin::errors::store_error;
+use crate::admin::session::{limit_attempts, link_invalid, me_body, open_session, password_error, user_agent};
+use crate::admin::state::AdminState;
 
 /// Accepting an invitation: the link's token, and for a new account a name and (optionally) a
 /// password.
@@ -36,10 +36,10 @@ fn conflict(code: ErrorCode, message: String) -> ApiError {
 }
 
 #[utoipa::path(post, path = "/admin/v1/invitations/accept", tag = "admin: sign-in", request_body = AcceptInvitation, security(()),
-    responses((status = 200, description = "Joined: a new account is signed in (the session cookie is set); someone signed in stays so", body = crate::schemas::Me),
-        (status = 400, description = "The link is unknown, used, revoked or expired; or the password is too short", body = crate::schemas::ErrorBody),
-        (status = 409, description = "The address has an account: sign in as it first (`sign_in_required`); or the signed-in person is someone else (`invitation_not_yours`). The link still works", body = crate::schemas::ErrorBody),
-        (status = 429, description = "Too many attempts from this address, or too many at once", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "Joined: a new account is signed in (the session cookie is set); someone signed in stays so", body = crate::admin::schemas::Me),
+        (status = 400, description = "The link is unknown, used, revoked or expired; or the password is too short", body = crate::admin::schemas::ErrorBody),
+        (status = 409, description = "The address has an account: sign in as it first (`sign_in_required`); or the signed-in person is someone else (`invitation_not_yours`). The link still works", body = crate::admin::schemas::ErrorBody),
+        (status = 429, description = "Too many attempts from this address, or too many at once", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn accept(
     State(state): State<AdminState>,
     meta: RequestMeta,

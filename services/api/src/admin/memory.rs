@@ -14,9 +14,9 @@ use hermes_http::ApiError;
 use hermes_store::MemoryTarget;
 use hermes_store::admin::Change;
 
-use crate::caller::Caller;
-use crate::errors::store_error;
-use crate::state::AdminState;
+use crate::admin::caller::Caller;
+use crate::admin::errors::store_error;
+use crate::admin::state::AdminState;
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -32,8 +32,8 @@ pub(crate) struct WhichUser {
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents/{agent}/memory", tag = "admin: agents",
     params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name"), WhichUser),
-    responses((status = 200, description = "The agent's MEMORY entries and the user's USER entries, with their caps", body = crate::schemas::Memory),
-        (status = 404, description = "No such tenant or agent", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The agent's MEMORY entries and the user's USER entries, with their caps", body = crate::admin::schemas::Memory),
+        (status = 404, description = "No such tenant or agent", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn view(
     State(state): State<AdminState>,
     caller: Caller,
@@ -75,9 +75,9 @@ fn invalid(message: impl Into<String>) -> ApiError {
 
 #[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/agents/{agent}/memory", tag = "admin: agents", request_body = Rewrite,
     params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name")),
-    responses((status = 200, description = "The entries as they now are; the agent's next turn sees them", body = crate::schemas::MemoryWritten),
-        (status = 400, description = "Over the cap, or text that reads as a prompt injection", body = crate::schemas::ErrorBody),
-        (status = 403, description = "The caller's role may not edit memory", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The entries as they now are; the agent's next turn sees them", body = crate::admin::schemas::MemoryWritten),
+        (status = 400, description = "Over the cap, or text that reads as a prompt injection", body = crate::admin::schemas::ErrorBody),
+        (status = 403, description = "The caller's role may not edit memory", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn rewrite(
     State(state): State<AdminState>,
     caller: Caller,

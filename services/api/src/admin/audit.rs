@@ -13,9 +13,9 @@ use hermes_core::{ErrorCode, TenantId};
 use hermes_http::ApiError;
 use hermes_store::admin::{AuditEntry, AuditFilter, AuditPage};
 
-use crate::caller::Caller;
-use crate::errors::store_error;
-use crate::state::AdminState;
+use crate::admin::caller::Caller;
+use crate::admin::errors::store_error;
+use crate::admin::state::AdminState;
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -74,9 +74,9 @@ impl AuditQuery {
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/audit", tag = "admin: audit", params(("tenant" = String, Path, description = "Tenant id"), AuditQuery),
-    responses((status = 200, description = "A page of entries (or, with format=csv|jsonl, every matching entry as a file)", body = crate::schemas::AuditList),
-        (status = 403, description = "Members may not read the audit log", body = crate::schemas::ErrorBody),
-        (status = 404, description = "No such tenant (or not yours)", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "A page of entries (or, with format=csv|jsonl, every matching entry as a file)", body = crate::admin::schemas::AuditList),
+        (status = 403, description = "Members may not read the audit log", body = crate::admin::schemas::ErrorBody),
+        (status = 404, description = "No such tenant (or not yours)", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn tenant_audit(
     State(state): State<AdminState>,
     caller: Caller,
@@ -88,8 +88,8 @@ pub(crate) async fn tenant_audit(
 }
 
 #[utoipa::path(get, path = "/admin/v1/audit", tag = "admin: audit", params(AuditQuery),
-    responses((status = 200, description = "A page of the installation's own entries (tenants, operators)", body = crate::schemas::AuditList),
-        (status = 403, description = "Operators only", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "A page of the installation's own entries (tenants, operators)", body = crate::admin::schemas::AuditList),
+        (status = 403, description = "Operators only", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn installation_audit(
     State(state): State<AdminState>,
     caller: Caller,

@@ -24,13 +24,13 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio::sync::{OnceCell, RwLock};
 
-pub(crate) use crate::oidc_tenants::TenantProviders;
+pub(crate) use crate::admin::oidc_tenants::TenantProviders;
 
 use hermes_config::HermesConfig;
 
-use crate::caller::{RequestMeta, cookie};
-use crate::oidc_person::{self, Asserted};
-use crate::state::AdminState;
+use crate::admin::caller::{RequestMeta, cookie};
+use crate::admin::oidc_person::{self, Asserted};
+use crate::admin::state::AdminState;
 
 /// The flow cookie's name, and how long a flow may take.
 const FLOW_COOKIE: &str = "hermes_oidc";
@@ -280,7 +280,7 @@ impl Oidc {
 }
 
 fn random() -> String {
-    crate::random_token().unwrap_or_default()
+    crate::admin::random_token().unwrap_or_default()
 }
 
 fn redirect_uri(state: &AdminState) -> String {
@@ -307,11 +307,11 @@ pub(crate) struct Start {
 
 #[utoipa::path(get, path = "/admin/v1/oidc/start", tag = "admin: sign-in", params(Start), security(()),
     responses((status = 303, description = "To the identity provider: the tenant's own for the email's domain, else the installation's"),
-        (status = 429, description = "Too many sign-in attempts from this address", body = crate::schemas::ErrorBody),
-        (status = 404, description = "No identity provider is configured", body = crate::schemas::ErrorBody)))]
+        (status = 429, description = "Too many sign-in attempts from this address", body = crate::admin::schemas::ErrorBody),
+        (status = 404, description = "No identity provider is configured", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn start(State(state): State<AdminState>, meta: RequestMeta, Query(q): Query<Start>) -> Response {
     // Anyone may start a sign-in: each start counts against the caller's sign-in allowance.
-    if let Err(limited) = crate::session::limit_attempts(&state, &meta).await {
+    if let Err(limited) = crate::admin::session::limit_attempts(&state, &meta).await {
         return limited.into_response();
     }
     let not_configured = || {
@@ -321,7 +321,7 @@ pub(crate) async fn start(State(state): State<AdminState>, meta: RequestMeta, Qu
     let Some(keys) = &state.keys else { return not_configured() };
     let (oidc, tenant) = match q.email.as_deref() {
         Some(email) => {
-            let Some(domain) = crate::sso::domain_of(email) else { return to_sign_in(Failure::NoProvider) };
+            let Some(domain) = crate::admin::sso::domain_of(email) else { return to_sign_in(Failure::NoProvider) };
             match state.store.sso_for_domain(&domain, state.secrets.as_ref()).await {
                 Ok(Some(provider)) => match state.tenant_oidc.get(&state.config, &provider) {
                     Ok(kept) => (kept, Some(provider.tenant.as_uuid())),
@@ -440,16 +440,16 @@ async fn finish(state: &AdminState, meta: &RequestMeta, headers: &HeaderMap, q: 
     state.store.record_sign_in(person.id).await.map_err(|_| Failure::Provider)?;
     // A tenant's provider vouches for its own tenant only.
     let scope = provider.as_ref().map(|p| p.tenant);
-    let agent = crate::session::user_agent(headers);
+    let agent = crate::admin::session::user_agent(headers);
     let (session, _) =
-        crate::session::issue_session(state, &person, scope, meta, &agent).await.map_err(|_| Failure::Flow)?;
+        crate::admin::session::issue_session(state, &person, scope, meta, &agent).await.map_err(|_| Failure::Flow)?;
     let mut response = Redirect::to(&flow.next).into_response();
     response.headers_mut().insert(header::SET_COOKIE, session);
     Ok(response)
 }
 
 #[utoipa::path(get, path = "/admin/v1/sign-in/options", tag = "admin: sign-in", security(()),
-    responses((status = 200, description = "How one may sign in here", body = crate::schemas::SignInOptions)))]
+    responses((status = 200, description = "How one may sign in here", body = crate::admin::schemas::SignInOptions)))]
 pub(crate) async fn options(State(state): State<AdminState>) -> axum::Json<serde_json::Value> {
     let sso = state.oidc.as_ref().map(|o| serde_json::json!({ "label": o.label, "start": "/admin/v1/oidc/start" }));
     // Tenants with their own provider: the page asks for a work email, then starts there.

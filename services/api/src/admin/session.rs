@@ -1,5 +1,5 @@
 //! Signing in and out: a local account's password or a one-time link (an invitation:
-//! [`crate::invitations`]); who the signed-in caller is (`/me`, with the session's CSRF
+//! [`crate::admin::invitations`]); who the signed-in caller is (`/me`, with the session's CSRF
 //! token); and changing one's password.
 
 use axum::Json;
@@ -13,11 +13,11 @@ use hermes_core::ErrorCode;
 use hermes_http::{ApiError, ApiJson};
 use hermes_store::admin::Person;
 
-use crate::caller::{Caller, Credential, RequestMeta, session_cookie};
-use crate::errors::store_error;
-use crate::password;
-use crate::signing::SessionClaims;
-use crate::state::AdminState;
+use crate::admin::caller::{Caller, Credential, RequestMeta, session_cookie};
+use crate::admin::errors::store_error;
+use crate::admin::password;
+use crate::admin::signing::SessionClaims;
+use crate::admin::state::AdminState;
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -99,7 +99,7 @@ pub(crate) async fn issue_session(
     let address = meta.source_address.as_deref().unwrap_or("");
     let live = state.store.open_console_session(person.id, scope, state.max_session(), address, agent);
     let live = live.await.map_err(store_error)?;
-    let csrf = crate::random_token().map_err(ApiError::internal)?;
+    let csrf = crate::admin::random_token().map_err(ApiError::internal)?;
     let lifetime = state.session_lifetime();
     let claims = SessionClaims::new(person.id.as_uuid(), live.id, csrf.clone(), lifetime);
     let token = keys.sign(&claims).map_err(ApiError::internal)?;
@@ -166,10 +166,10 @@ pub(crate) fn user_agent(headers: &axum::http::HeaderMap) -> String {
 }
 
 #[utoipa::path(post, path = "/admin/v1/sign-in", tag = "admin: sign-in", request_body = SignIn, security(()),
-    responses((status = 200, description = "Signed in: the session cookie is set", body = crate::schemas::Me),
-        (status = 401, description = "Wrong email or password", body = crate::schemas::ErrorBody),
-        (status = 403, description = "The account is locked after too many wrong passwords", body = crate::schemas::ErrorBody),
-        (status = 429, description = "Too many attempts from this address", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "Signed in: the session cookie is set", body = crate::admin::schemas::Me),
+        (status = 401, description = "Wrong email or password", body = crate::admin::schemas::ErrorBody),
+        (status = 403, description = "The account is locked after too many wrong passwords", body = crate::admin::schemas::ErrorBody),
+        (status = 429, description = "Too many attempts from this address", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn sign_in(
     State(state): State<AdminState>,
     meta: RequestMeta,
@@ -212,8 +212,8 @@ fn locked(until: chrono::DateTime<chrono::Utc>) -> ApiError {
 }
 
 #[utoipa::path(post, path = "/admin/v1/sign-in/link", tag = "admin: sign-in", request_body = LinkSignIn, security(()),
-    responses((status = 200, description = "Signed in: the session cookie is set", body = crate::schemas::Me),
-        (status = 400, description = "The link is unknown, used or expired", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "Signed in: the session cookie is set", body = crate::admin::schemas::Me),
+        (status = 400, description = "The link is unknown, used or expired", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn sign_in_with_link(
     State(state): State<AdminState>,
     meta: RequestMeta,
@@ -255,7 +255,7 @@ pub(crate) fn link_invalid() -> ApiError {
 
 #[utoipa::path(post, path = "/admin/v1/sign-out", tag = "admin: sign-in",
     responses((status = 204, description = "Signed out: the session ends at once"),
-        (status = 401, description = "Not signed in", body = crate::schemas::ErrorBody)))]
+        (status = 401, description = "Not signed in", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn sign_out(State(state): State<AdminState>, caller: Caller) -> Result<Response> {
     if let Credential::Session { id, .. } = caller.credential {
         state.store.end_console_session(id).await.map_err(store_error)?;
@@ -266,10 +266,10 @@ pub(crate) async fn sign_out(State(state): State<AdminState>, caller: Caller) ->
 }
 
 #[utoipa::path(get, path = "/admin/v1/me", tag = "admin: sign-in",
-    responses((status = 200, description = "The signed-in person, their tenants and the session's CSRF token", body = crate::schemas::Me),
-        (status = 401, description = "Not signed in", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The signed-in person, their tenants and the session's CSRF token", body = crate::admin::schemas::Me),
+        (status = 401, description = "Not signed in", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn me(State(state): State<AdminState>, caller: Caller) -> Result<Response> {
-    let person = caller.person.clone().ok_or_else(crate::caller::not_signed_in)?;
+    let person = caller.person.clone().ok_or_else(crate::admin::caller::not_signed_in)?;
     let csrf = match &caller.credential {
         Credential::Session { csrf, .. } => Some(csrf.as_str()),
         Credential::Token(_) => None,
@@ -281,8 +281,8 @@ pub(crate) async fn me(State(state): State<AdminState>, caller: Caller) -> Resul
 
 #[utoipa::path(put, path = "/admin/v1/me/password", tag = "admin: sign-in", request_body = NewPassword,
     responses((status = 204, description = "Set; the person's other sessions are ended"),
-        (status = 400, description = "Too short or too long", body = crate::schemas::ErrorBody),
-        (status = 401, description = "Not signed in, or the current password is wrong", body = crate::schemas::ErrorBody)))]
+        (status = 400, description = "Too short or too long", body = crate::admin::schemas::ErrorBody),
+        (status = 401, description = "Not signed in, or the current password is wrong", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn set_password(
     State(state): State<AdminState>,
     caller: Caller,
@@ -291,7 +291,7 @@ pub(crate) async fn set_password(
     let Credential::Session { id: session, .. } = caller.credential else {
         return Err(ApiError::invalid_request(ErrorCode::InvalidRequest, "passwords are changed in the console"));
     };
-    let person = caller.person.clone().ok_or_else(crate::caller::not_signed_in)?;
+    let person = caller.person.clone().ok_or_else(crate::admin::caller::not_signed_in)?;
     let record = state.store.sign_in_record(&person.email).await.map_err(store_error)?;
     if let Some(stored) = record.and_then(|r| r.password_hash) {
         let current = body.current_password.unwrap_or_default();

@@ -8,13 +8,13 @@ use serde_json::{Value, json};
 use hermes_core::access::AdminOp;
 use hermes_http::ApiError;
 
-use crate::caller::Caller;
-use crate::errors::store_error;
-use crate::state::AdminState;
+use crate::admin::caller::Caller;
+use crate::admin::errors::store_error;
+use crate::admin::state::AdminState;
 
 #[utoipa::path(get, path = "/admin/v1/cluster", tag = "admin: tenants",
     responses((status = 200, description = "The backlog (turns queued and running, replies waiting, late cron jobs), the workers holding turns, and the live sandboxes as workers last reported them", body = Object),
-        (status = 403, description = "Operators only", body = crate::schemas::ErrorBody)))]
+        (status = 403, description = "Operators only", body = crate::admin::schemas::ErrorBody)))]
 pub(crate) async fn cluster(State(state): State<AdminState>, caller: Caller) -> Result<Json<Value>, ApiError> {
     caller.installation(AdminOp::ViewCluster)?;
     let backlog = state.store.backlog().await.map_err(store_error)?;

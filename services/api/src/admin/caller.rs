@@ -7,7 +7,7 @@
 
 use std::net::SocketAddr;
 
-use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
+use axum::extract::{ConnectInfo, FromRef, FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::middleware::Next;
@@ -19,10 +19,10 @@ use hermes_core::{ErrorCode, TenantId};
 use hermes_http::ApiError;
 use hermes_store::admin::{Actor, ActorKind, Audit, AuditedTx, Person, TokenAuth};
 
-use crate::client_address::TrustedProxies;
-use crate::errors::store_error;
-use crate::signing::SessionClaims;
-use crate::state::AdminState;
+use crate::admin::client_address::TrustedProxies;
+use crate::admin::errors::store_error;
+use crate::admin::signing::SessionClaims;
+use crate::admin::state::AdminState;
 
 /// The session cookie's name.
 pub(crate) const COOKIE: &str = "hermes_console";
@@ -212,10 +212,10 @@ impl Caller {
 #[derive(Clone)]
 struct Authenticated(Option<Caller>);
 
-impl FromRequestParts<AdminState> for Caller {
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, _: &AdminState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
         match parts.extensions.get::<Authenticated>() {
             Some(Authenticated(Some(caller))) => Ok(caller.clone()),
             _ => Err(not_signed_in()),
@@ -226,19 +226,23 @@ impl FromRequestParts<AdminState> for Caller {
 /// The caller when one is signed in, for routes that also serve people who are not.
 pub(crate) struct MaybeCaller(pub Option<Caller>);
 
-impl FromRequestParts<AdminState> for MaybeCaller {
+impl<S: Send + Sync> FromRequestParts<S> for MaybeCaller {
     type Rejection = std::convert::Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, _: &AdminState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
         Ok(Self(parts.extensions.get::<Authenticated>().and_then(|a| a.0.clone())))
     }
 }
 
 /// Request facts for handlers that need no sign-in (signing in).
-impl FromRequestParts<AdminState> for RequestMeta {
+impl<S: Send + Sync> FromRequestParts<S> for RequestMeta
+where
+    AdminState: FromRef<S>,
+{
     type Rejection = std::convert::Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AdminState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let state = AdminState::from_ref(state);
         let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
         Ok(RequestMeta::of(&parts.headers, peer, &state.proxies))
     }

@@ -3,30 +3,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::FromRef;
-
 use hermes_config::HermesConfig;
-use hermes_http::BodyLimit;
 use hermes_store::Store;
 
-use crate::signing::SessionKeys;
+use crate::admin::signing::SessionKeys;
 
-#[derive(Clone)]
-pub(crate) struct AdminState(Arc<Shared>);
-
-impl AdminState {
-    pub(crate) fn new(shared: Shared) -> Self {
-        Self(Arc::new(shared))
-    }
-}
-
-impl std::ops::Deref for AdminState {
-    type Target = Shared;
-
-    fn deref(&self) -> &Shared {
-        &self.0
-    }
-}
+/// What the admin handlers are given.
+pub(crate) type AdminState = crate::state::Handle<Shared>;
 
 pub(crate) struct Shared {
     pub config: Arc<HermesConfig>,
@@ -51,13 +34,13 @@ pub(crate) struct Shared {
     /// Talks to chat platforms when binding bots.
     pub http: reqwest::Client,
     /// The installation's identity provider, when one is configured.
-    pub oidc: Option<Arc<crate::oidc::Oidc>>,
+    pub oidc: Option<Arc<crate::admin::oidc::Oidc>>,
     /// Tenants' own identity providers, their discovery kept a while.
-    pub tenant_oidc: crate::oidc::TenantProviders,
+    pub tenant_oidc: crate::admin::oidc::TenantProviders,
     /// The reverse proxies whose `X-Forwarded-For` is believed.
-    pub proxies: crate::client_address::TrustedProxies,
+    pub proxies: crate::admin::client_address::TrustedProxies,
     /// Bounds the password hashing that sign-ins do.
-    pub passwords: crate::password::PasswordGate,
+    pub passwords: crate::admin::password::PasswordGate,
 }
 
 impl Shared {
@@ -71,7 +54,7 @@ impl Shared {
             Ok(id) => self.store.agent(tenant, id).await,
             Err(_) => self.store.agent_by_name(tenant, raw).await,
         };
-        found.map_err(|e| crate::errors::store_error_for(e, hermes_core::ErrorCode::NotFound, "agent"))
+        found.map_err(|e| crate::admin::errors::store_error_for(e, hermes_core::ErrorCode::NotFound, "agent"))
     }
 
     /// The outbound policy for URLs a tenant gives (a model provider's): public addresses, or
@@ -106,11 +89,5 @@ impl Shared {
             None => true,
             Some(rest) => ["localhost", "127.", "[::1]"].iter().any(|host| rest.starts_with(host)),
         }
-    }
-}
-
-impl FromRef<AdminState> for BodyLimit {
-    fn from_ref(state: &AdminState) -> Self {
-        BodyLimit(state.config.http.max_body_bytes)
     }
 }
