@@ -31,6 +31,7 @@ mod cross_tenant;
 mod delegation;
 mod derived;
 mod discovery;
+mod docs_paths;
 mod egress;
 mod event_hooks;
 mod fairness;
