@@ -11,7 +11,7 @@ use redis::AsyncCommands;
 
 use hermes_core::{SessionId, TenantId};
 
-use crate::{Cache, Result};
+use crate::{Cache, Engine, Result};
 
 #[derive(Clone)]
 pub struct BackgroundMarks {
@@ -30,18 +30,41 @@ impl BackgroundMarks {
     /// The session started a background process that may run for up to `ttl`.
     pub async fn mark(&self, tenant: TenantId, session: SessionId, ttl: Duration) -> Result<()> {
         let secs = ttl.as_secs().max(1);
-        let _: () = self.cache.conn().set_ex(self.key(tenant, session), 1, secs).await?;
+        let key = self.key(tenant, session);
+        match self.cache.engine() {
+            Engine::Redis(redis) => {
+                let _: () = redis.conn().set_ex(key, 1, secs).await?;
+            }
+            #[cfg(feature = "test-support")]
+            Engine::Memory(store) => {
+                store.run(|d| d.set(&key, "1", Some(secs.saturating_mul(1000)), false));
+            }
+        }
         Ok(())
     }
 
     /// The session's background processes have all finished.
     pub async fn clear(&self, tenant: TenantId, session: SessionId) -> Result<()> {
-        let _: () = self.cache.conn().del(self.key(tenant, session)).await?;
+        let key = self.key(tenant, session);
+        match self.cache.engine() {
+            Engine::Redis(redis) => {
+                let _: () = redis.conn().del(key).await?;
+            }
+            #[cfg(feature = "test-support")]
+            Engine::Memory(store) => {
+                store.run(|d| d.del(&key));
+            }
+        }
         Ok(())
     }
 
     /// Whether a background process of the session may still run.
     pub async fn is_marked(&self, tenant: TenantId, session: SessionId) -> Result<bool> {
-        Ok(self.cache.conn().exists(self.key(tenant, session)).await?)
+        let key = self.key(tenant, session);
+        Ok(match self.cache.engine() {
+            Engine::Redis(redis) => redis.conn().exists(key).await?,
+            #[cfg(feature = "test-support")]
+            Engine::Memory(store) => store.run(|d| d.exists(&key)),
+        })
     }
 }

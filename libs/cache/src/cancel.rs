@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use hermes_core::TurnId;
 
-use crate::{Cache, Result};
+use crate::{Cache, Engine, Result};
 
 /// Publishes and receives cancellations.
 #[derive(Clone)]
@@ -29,50 +29,94 @@ impl CancelBus {
 
     /// Tells every worker to stop `turn`.
     pub async fn publish(&self, turn: TurnId) -> Result<()> {
-        let mut conn = self.cache.conn();
-        let _: i64 = redis::cmd("PUBLISH").arg(self.channel()).arg(turn.to_string()).query_async(&mut conn).await?;
+        match self.cache.engine() {
+            Engine::Redis(redis) => {
+                let _: i64 = redis::cmd("PUBLISH")
+                    .arg(self.channel())
+                    .arg(turn.to_string())
+                    .query_async(&mut redis.conn())
+                    .await?;
+            }
+            #[cfg(feature = "test-support")]
+            Engine::Memory(store) => {
+                store.publish(&self.channel(), &turn.to_string());
+            }
+        }
         Ok(())
     }
 
     /// Streams cancelled turn ids until `shutdown`, resubscribing after connection losses.
     pub fn subscribe(&self, shutdown: CancellationToken) -> mpsc::UnboundedReceiver<TurnId> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let bus = self.clone();
-        tokio::spawn(async move {
-            let mut backoff = Duration::from_millis(200);
-            while !shutdown.is_cancelled() {
-                match bus.cache.client().get_async_pubsub().await {
-                    Ok(mut pubsub) => {
-                        if let Err(e) = pubsub.subscribe(bus.channel()).await {
-                            tracing::warn!(error = %e, "cannot subscribe to turn cancellations");
-                        } else {
-                            backoff = Duration::from_millis(200);
-                            let mut messages = pubsub.into_on_message();
-                            loop {
-                                tokio::select! {
-                                    () = shutdown.cancelled() => return,
-                                    msg = messages.next() => match msg {
-                                        Some(msg) => {
-                                            let id = msg.get_payload::<String>().ok().and_then(|p| p.parse::<TurnId>().ok());
-                                            if let Some(id) = id && tx.send(id).is_err() {
-                                                return;
-                                            }
+        match self.cache.engine() {
+            Engine::Redis(redis) => {
+                tokio::spawn(self.clone().listen(redis.client().clone(), tx, shutdown));
+            }
+            #[cfg(feature = "test-support")]
+            Engine::Memory(store) => {
+                tokio::spawn(forward(store.subscribe(&self.channel()), tx, shutdown));
+            }
+        }
+        rx
+    }
+
+    /// Hands the channel's turn ids to `tx` until `shutdown` (or nobody reads any more),
+    /// subscribing again with a growing pause after each connection loss.
+    async fn listen(self, client: redis::Client, tx: mpsc::UnboundedSender<TurnId>, shutdown: CancellationToken) {
+        let mut backoff = Duration::from_millis(200);
+        while !shutdown.is_cancelled() {
+            match client.get_async_pubsub().await {
+                Ok(mut pubsub) => {
+                    if let Err(e) = pubsub.subscribe(self.channel()).await {
+                        tracing::warn!(error = %e, "cannot subscribe to turn cancellations");
+                    } else {
+                        backoff = Duration::from_millis(200);
+                        let mut messages = pubsub.into_on_message();
+                        loop {
+                            tokio::select! {
+                                () = shutdown.cancelled() => return,
+                                msg = messages.next() => match msg {
+                                    Some(msg) => {
+                                        let id = msg.get_payload::<String>().ok().and_then(|p| p.parse::<TurnId>().ok());
+                                        if let Some(id) = id && tx.send(id).is_err() {
+                                            return;
                                         }
-                                        None => break,
-                                    },
-                                }
+                                    }
+                                    None => break,
+                                },
                             }
                         }
                     }
-                    Err(e) => tracing::warn!(error = %e, "cancellation channel unavailable; retrying"),
                 }
-                tokio::select! {
-                    () = shutdown.cancelled() => return,
-                    () = tokio::time::sleep(backoff) => {}
-                }
-                backoff = (backoff * 2).min(Duration::from_secs(5));
+                Err(e) => tracing::warn!(error = %e, "cancellation channel unavailable; retrying"),
             }
-        });
-        rx
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(Duration::from_secs(5));
+        }
+    }
+}
+
+/// The in-memory subscription's twin of [`CancelBus::listen`]: the same parsing, the same end.
+#[cfg(feature = "test-support")]
+async fn forward(
+    mut messages: mpsc::UnboundedReceiver<String>,
+    tx: mpsc::UnboundedSender<TurnId>,
+    shutdown: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            msg = messages.recv() => match msg {
+                Some(payload) => {
+                    if let Ok(id) = payload.parse::<TurnId>() && tx.send(id).is_err() {
+                        return;
+                    }
+                }
+                None => return,
+            },
+        }
     }
 }

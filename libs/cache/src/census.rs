@@ -8,7 +8,7 @@ use redis::AsyncCommands;
 
 use hermes_core::census::SandboxReport;
 
-use crate::{Cache, Result};
+use crate::{Cache, Engine, Result};
 
 #[derive(Clone)]
 pub struct SandboxCensus {
@@ -31,24 +31,55 @@ impl SandboxCensus {
     /// Replaces `report.worker`'s report; it is shown for `keep`, unless replaced sooner.
     pub async fn publish(&self, report: &SandboxReport, keep: Duration) -> Result<()> {
         let json = serde_json::to_string(report).unwrap_or_default();
-        let mut conn = self.cache.conn();
-        let _: () = redis::pipe()
-            .set_ex(self.report_key(&report.worker), json, keep.as_secs().max(1))
-            .zadd(self.index(), &report.worker, report.at.timestamp())
-            .query_async(&mut conn)
-            .await?;
+        let (key, index, secs) = (self.report_key(&report.worker), self.index(), keep.as_secs().max(1));
+        match self.cache.engine() {
+            Engine::Redis(redis) => {
+                let _: () = redis::pipe()
+                    .set_ex(key, json, secs)
+                    .zadd(index, &report.worker, report.at.timestamp())
+                    .query_async(&mut redis.conn())
+                    .await?;
+            }
+            #[cfg(feature = "test-support")]
+            Engine::Memory(store) => store.run(|d| {
+                d.set(&key, &json, Some(secs.saturating_mul(1000)), false);
+                // A Redis score is a double too.
+                d.zadd(&index, report.at.timestamp() as f64, &report.worker);
+            }),
+        }
         Ok(())
     }
 
     /// The reports not yet expired, by worker name.
     pub async fn reports(&self) -> Result<Vec<SandboxReport>> {
-        let mut conn = self.cache.conn();
+        let mut reports = match self.cache.engine() {
+            Engine::Redis(redis) => self.redis_reports(&mut redis.conn()).await?,
+            #[cfg(feature = "test-support")]
+            Engine::Memory(store) => store.run(|d| {
+                let mut reports = Vec::new();
+                for worker in d.zrange(&self.index()) {
+                    let json = d.get(&self.report_key(&worker));
+                    match json.and_then(|j| serde_json::from_str::<SandboxReport>(&j).ok()) {
+                        Some(report) => reports.push(report),
+                        None => {
+                            d.zrem(&self.index(), &worker);
+                        }
+                    }
+                }
+                reports
+            }),
+        };
+        reports.sort_by(|a, b| a.worker.cmp(&b.worker));
+        Ok(reports)
+    }
+
+    async fn redis_reports(&self, conn: &mut redis::aio::ConnectionManager) -> Result<Vec<SandboxReport>> {
         let workers: Vec<String> = conn.zrange(self.index(), 0, -1).await?;
         if workers.is_empty() {
             return Ok(Vec::new());
         }
         let keys: Vec<String> = workers.iter().map(|w| self.report_key(w)).collect();
-        let found: Vec<Option<String>> = redis::cmd("MGET").arg(&keys).query_async(&mut conn).await?;
+        let found: Vec<Option<String>> = redis::cmd("MGET").arg(&keys).query_async(conn).await?;
         let mut reports = Vec::new();
         for (worker, json) in workers.iter().zip(found) {
             match json.and_then(|j| serde_json::from_str::<SandboxReport>(&j).ok()) {
@@ -59,7 +90,6 @@ impl SandboxCensus {
                 }
             }
         }
-        reports.sort_by(|a, b| a.worker.cmp(&b.worker));
         Ok(reports)
     }
 }

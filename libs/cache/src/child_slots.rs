@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use redis::Script;
 
-use crate::{Cache, Result};
+use crate::{Cache, Engine, Result};
 
 const ACQUIRE: &str = r#"
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
@@ -18,6 +18,20 @@ if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
 end
 return 0
 "#;
+
+/// [`ACQUIRE`] on the in-memory engine, command for command.
+#[cfg(feature = "test-support")]
+fn acquire_in(d: &mut crate::memory::Data, key: &str, now: u64, cap: u32, until: u64, id: &str, keep_ms: u64) -> i64 {
+    // Scores are doubles on Redis too; millisecond times stay far below 2^53, so exact.
+    let (now, until) = (now as f64, until as f64);
+    d.zrem_up_to(key, now);
+    if d.zcard(key) < usize::try_from(cap).unwrap_or(usize::MAX) {
+        d.zadd(key, until, id);
+        d.pexpire(key, i64::try_from(keep_ms).unwrap_or(i64::MAX));
+        return 1;
+    }
+    0
+}
 
 /// Slots of one kind (`children`, `turns`), counted per scope (a tenant, an API key).
 #[derive(Clone)]
@@ -47,22 +61,39 @@ impl Slots {
     pub async fn try_acquire(&self, scope: &str, id: &str, cap: u32, ttl: Duration) -> Result<bool> {
         let now = now_ms();
         let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-        let got: i64 = self
-            .acquire
-            .key(self.key(scope))
-            .arg(now)
-            .arg(cap)
-            .arg(now.saturating_add(ttl_ms))
-            .arg(id)
-            .arg(ttl_ms.saturating_mul(2))
-            .invoke_async(&mut self.cache.conn())
-            .await?;
+        let key = self.key(scope);
+        let got: i64 = match self.cache.engine() {
+            Engine::Redis(redis) => {
+                self.acquire
+                    .key(key)
+                    .arg(now)
+                    .arg(cap)
+                    .arg(now.saturating_add(ttl_ms))
+                    .arg(id)
+                    .arg(ttl_ms.saturating_mul(2))
+                    .invoke_async(&mut redis.conn())
+                    .await?
+            }
+            #[cfg(feature = "test-support")]
+            Engine::Memory(store) => {
+                store.run(|d| acquire_in(d, &key, now, cap, now.saturating_add(ttl_ms), id, ttl_ms.saturating_mul(2)))
+            }
+        };
         Ok(got == 1)
     }
 
     /// Gives slot `id` of `scope` back.
     pub async fn release(&self, scope: &str, id: &str) -> Result<()> {
-        let _: i64 = redis::cmd("ZREM").arg(self.key(scope)).arg(id).query_async(&mut self.cache.conn()).await?;
+        let key = self.key(scope);
+        match self.cache.engine() {
+            Engine::Redis(redis) => {
+                let _: i64 = redis::cmd("ZREM").arg(key).arg(id).query_async(&mut redis.conn()).await?;
+            }
+            #[cfg(feature = "test-support")]
+            Engine::Memory(store) => {
+                store.run(|d| d.zrem(&key, id));
+            }
+        }
         Ok(())
     }
 }

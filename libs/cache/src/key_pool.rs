@@ -9,7 +9,7 @@ use redis::Script;
 
 use hermes_core::TenantId;
 
-use crate::{Cache, Result};
+use crate::{Cache, Engine, Result};
 
 const SELECT: &str = r#"
 local now = tonumber(ARGV[2])
@@ -45,6 +45,51 @@ end
 redis.call('HINCRBY', KEYS[1], pick .. ':uses', 1)
 return pick
 "#;
+
+/// [`SELECT`] on the in-memory engine, step for step (`avail` keeps the candidates' order).
+#[cfg(feature = "test-support")]
+fn select_in(
+    d: &mut crate::memory::Data,
+    key: &str,
+    strategy: &str,
+    now: u64,
+    random: u32,
+    candidates: &[String],
+) -> Option<String> {
+    let avail: Vec<&String> = candidates
+        .iter()
+        .filter(|id| {
+            let dead = d.hget(key, &format!("{id}:state")).as_deref() == Some("dead");
+            let until = d.hget(key, &format!("{id}:until")).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            !dead && until <= now
+        })
+        .collect();
+    let len = avail.len();
+    let mut pick = *avail.first()?;
+    match strategy {
+        "round_robin" => {
+            let n = d.hincr_by(key, "_rr", 1);
+            pick = avail[usize::try_from(n - 1).unwrap_or(0) % len];
+        }
+        "random" => pick = avail[usize::try_from(random).unwrap_or(0) % len],
+        "least_used" => {
+            let uses = |d: &mut crate::memory::Data, id: &str| {
+                d.hget(key, &format!("{id}:uses")).and_then(|v| v.parse::<i64>().ok()).unwrap_or(0)
+            };
+            let mut best = None;
+            for &id in &avail {
+                let n = uses(d, id);
+                if best.is_none_or(|b| n < b) {
+                    best = Some(n);
+                    pick = id;
+                }
+            }
+        }
+        _ => {}
+    }
+    d.hincr_by(key, &format!("{pick}:uses"), 1);
+    Some(pick.clone())
+}
 
 /// Whether a pooled key is used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -103,20 +148,32 @@ impl KeyPools {
         if candidates.is_empty() {
             return Ok(None);
         }
-        let mut call = self.select.key(self.key(tenant, provider));
-        call.arg(strategy).arg(now_ms()).arg(rand::random::<u32>());
-        for id in candidates {
-            call.arg(id);
-        }
-        let picked: Option<String> = call.invoke_async(&mut self.cache.conn()).await?;
+        let key = self.key(tenant, provider);
+        let (now, random) = (now_ms(), rand::random::<u32>());
+        let picked: Option<String> = match self.cache.engine() {
+            Engine::Redis(redis) => {
+                let mut call = self.select.key(key);
+                call.arg(strategy).arg(now).arg(random);
+                for id in candidates {
+                    call.arg(id);
+                }
+                call.invoke_async(&mut redis.conn()).await?
+            }
+            #[cfg(feature = "test-support")]
+            Engine::Memory(store) => store.run(|d| select_in(d, &key, strategy, now, random, candidates)),
+        };
         Ok(picked)
     }
 
     /// How each of `ids` fares in the pool of `provider`: in rotation, cooling down (until
     /// when), or dead; and how often it was picked.
     pub async fn health(&self, tenant: TenantId, provider: &str, ids: &[String]) -> Result<Vec<KeyHealth>> {
-        let fields: std::collections::HashMap<String, String> =
-            redis::cmd("HGETALL").arg(self.key(tenant, provider)).query_async(&mut self.cache.conn()).await?;
+        let key = self.key(tenant, provider);
+        let fields: std::collections::HashMap<String, String> = match self.cache.engine() {
+            Engine::Redis(redis) => redis::cmd("HGETALL").arg(key).query_async(&mut redis.conn()).await?,
+            #[cfg(feature = "test-support")]
+            Engine::Memory(store) => store.run(|d| d.hgetall(&key)),
+        };
         let now = now_ms();
         Ok(ids
             .iter()
@@ -147,25 +204,19 @@ impl KeyPools {
         cooldown: Option<Duration>,
     ) -> Result<()> {
         let key = self.key(tenant, provider);
-        let mut conn = self.cache.conn();
-        match cooldown {
+        let (field, value) = match cooldown {
             Some(d) => {
                 let until = now_ms().saturating_add(u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-                let _: () = redis::cmd("HSET")
-                    .arg(&key)
-                    .arg(format!("{key_id}:until"))
-                    .arg(until)
-                    .query_async(&mut conn)
-                    .await?;
+                (format!("{key_id}:until"), until.to_string())
             }
-            None => {
-                let _: () = redis::cmd("HSET")
-                    .arg(&key)
-                    .arg(format!("{key_id}:state"))
-                    .arg("dead")
-                    .query_async(&mut conn)
-                    .await?;
+            None => (format!("{key_id}:state"), "dead".to_owned()),
+        };
+        match self.cache.engine() {
+            Engine::Redis(redis) => {
+                let _: () = redis::cmd("HSET").arg(&key).arg(field).arg(value).query_async(&mut redis.conn()).await?;
             }
+            #[cfg(feature = "test-support")]
+            Engine::Memory(store) => store.run(|d| d.hset(&key, &field, &value)),
         }
         Ok(())
     }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use redis::Script;
 
-use crate::{Cache, Result};
+use crate::{Cache, Engine, Result};
 
 /// Renews a key only for the holder whose value it still has (session locks use it too).
 pub(crate) const EXTEND: &str = r#"
@@ -25,6 +25,24 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0
 "#;
+
+/// [`EXTEND`] on the in-memory engine.
+#[cfg(feature = "test-support")]
+pub(crate) fn extend_in(d: &mut crate::memory::Data, key: &str, value: &str, ms: u64) -> i64 {
+    if d.get(key).as_deref() == Some(value) {
+        return i64::from(d.pexpire(key, i64::try_from(ms).unwrap_or(i64::MAX)));
+    }
+    0
+}
+
+/// [`RELEASE`] on the in-memory engine.
+#[cfg(feature = "test-support")]
+pub(crate) fn release_in(d: &mut crate::memory::Data, key: &str, value: &str) -> i64 {
+    if d.get(key).as_deref() == Some(value) {
+        return i64::from(d.del(key));
+    }
+    0
+}
 
 /// Takes, renews and gives back leases.
 #[derive(Clone)]
@@ -55,27 +73,47 @@ impl Leases {
         let key = self.cache.key(&["lease", name]);
         // Unique per acquisition, so a holder whose lease lapsed cannot renew the next one's.
         let value = format!("{owner}/{}", uuid::Uuid::now_v7());
-        let set: Option<String> = redis::cmd("SET")
-            .arg(&key)
-            .arg(&value)
-            .arg("NX")
-            .arg("PX")
-            .arg(millis(ttl))
-            .query_async(&mut self.cache.conn())
-            .await?;
-        Ok(set.map(|_| Lease { key, value }))
+        let taken = match self.cache.engine() {
+            Engine::Redis(redis) => {
+                let set: Option<String> = redis::cmd("SET")
+                    .arg(&key)
+                    .arg(&value)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(millis(ttl))
+                    .query_async(&mut redis.conn())
+                    .await?;
+                set.is_some()
+            }
+            #[cfg(feature = "test-support")]
+            Engine::Memory(store) => store.run(|d| d.set(&key, &value, Some(millis(ttl)), true)),
+        };
+        Ok(taken.then_some(Lease { key, value }))
     }
 
     /// Renews a held lease; `false` when it was lost.
     pub async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<bool> {
-        let done: i64 =
-            self.extend.key(&lease.key).arg(&lease.value).arg(millis(ttl)).invoke_async(&mut self.cache.conn()).await?;
+        let done: i64 = match self.cache.engine() {
+            Engine::Redis(redis) => {
+                self.extend.key(&lease.key).arg(&lease.value).arg(millis(ttl)).invoke_async(&mut redis.conn()).await?
+            }
+            #[cfg(feature = "test-support")]
+            Engine::Memory(store) => store.run(|d| extend_in(d, &lease.key, &lease.value, millis(ttl))),
+        };
         Ok(done == 1)
     }
 
     /// Gives a lease back so another pod can take it at once.
     pub async fn release(&self, lease: &Lease) -> Result<()> {
-        let _: i64 = self.release.key(&lease.key).arg(&lease.value).invoke_async(&mut self.cache.conn()).await?;
+        match self.cache.engine() {
+            Engine::Redis(redis) => {
+                let _: i64 = self.release.key(&lease.key).arg(&lease.value).invoke_async(&mut redis.conn()).await?;
+            }
+            #[cfg(feature = "test-support")]
+            Engine::Memory(store) => {
+                store.run(|d| release_in(d, &lease.key, &lease.value));
+            }
+        }
         Ok(())
     }
 }

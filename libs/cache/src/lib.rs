@@ -1,5 +1,8 @@
 //! Redis: short-lived coordination state that may be lost and rebuilt (a flush costs a retry,
 //! never a message). Now: the per-session lock with fencing tokens.
+//!
+//! With the `test-support` feature, [`Cache::in_memory`] gives the same types on an engine held
+//! in this process (see `memory`), for tests of the roles without a Redis.
 
 pub mod background;
 pub mod cancel;
@@ -7,6 +10,8 @@ pub mod census;
 pub mod child_slots;
 pub mod key_pool;
 pub mod lease;
+#[cfg(feature = "test-support")]
+mod memory;
 pub mod rate;
 pub mod session_lock;
 pub mod window;
@@ -35,9 +40,34 @@ pub type Result<T, E = CacheError> = std::result::Result<T, E>;
 /// A shared, auto-reconnecting Redis connection plus the installation's key prefix.
 #[derive(Clone)]
 pub struct Cache {
+    engine: Engine,
+    prefix: String,
+}
+
+/// Where the state lives. Each operation matches on it: Redis runs its command or Lua script,
+/// memory runs the script's Rust twin.
+#[derive(Clone)]
+pub(crate) enum Engine {
+    Redis(Redis),
+    #[cfg(feature = "test-support")]
+    Memory(std::sync::Arc<memory::Store>),
+}
+
+/// The Redis client (for pub/sub connections) and the shared command connection.
+#[derive(Clone)]
+pub(crate) struct Redis {
     client: redis::Client,
     conn: ConnectionManager,
-    prefix: String,
+}
+
+impl Redis {
+    pub(crate) fn conn(&self) -> ConnectionManager {
+        self.conn.clone()
+    }
+
+    pub(crate) fn client(&self) -> &redis::Client {
+        &self.client
+    }
 }
 
 impl Cache {
@@ -45,14 +75,30 @@ impl Cache {
     pub async fn connect(url: &str, prefix: &str) -> Result<Self> {
         let client = redis::Client::open(url)?;
         let conn = client.get_connection_manager().await?;
-        Ok(Self { client, conn, prefix: prefix.to_owned() })
+        Ok(Self { engine: Engine::Redis(Redis { client, conn }), prefix: prefix.to_owned() })
+    }
+
+    /// A cache held in this process, for tests: every clone shares its state, and it behaves
+    /// as the Redis one does (expiries, atomic scripts, pub/sub) but lives only as long as it.
+    #[cfg(feature = "test-support")]
+    pub fn in_memory() -> Self {
+        Self { engine: Engine::Memory(std::sync::Arc::default()), prefix: "hermes".to_owned() }
     }
 
     /// Answers when Redis answers.
     pub async fn ping(&self) -> Result<()> {
-        let mut conn = self.conn.clone();
-        let _: String = redis::cmd("PING").query_async(&mut conn).await?;
+        match &self.engine {
+            Engine::Redis(redis) => {
+                let _: String = redis::cmd("PING").query_async(&mut redis.conn()).await?;
+            }
+            #[cfg(feature = "test-support")]
+            Engine::Memory(_) => {}
+        }
         Ok(())
+    }
+
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
     }
 
     pub(crate) fn key(&self, parts: &[&str]) -> String {
@@ -62,10 +108,6 @@ impl Cache {
             key.push_str(p);
         }
         key
-    }
-
-    pub(crate) fn conn(&self) -> ConnectionManager {
-        self.conn.clone()
     }
 
     /// The shared state of the tenants' provider-key pools.
@@ -91,10 +133,6 @@ impl Cache {
     /// Turn cancellations, broadcast to every worker.
     pub fn cancel_bus(&self) -> CancelBus {
         CancelBus::new(self.clone())
-    }
-
-    pub(crate) fn client(&self) -> &redis::Client {
-        &self.client
     }
 
     /// Sessions whose background processes may still run.

@@ -6,7 +6,7 @@
 use redis::Script;
 use std::sync::LazyLock;
 
-use crate::{Cache, Result};
+use crate::{Cache, Engine, Result};
 
 /// GCRA over a "theoretical arrival time" per key. ARGV: emission interval (ms), burst.
 /// Returns {allowed, retry_after_ms, remaining}.
@@ -25,6 +25,24 @@ end
 redis.call('SET', KEYS[1], new_tat, 'PX', math.max(1, new_tat - now))
 return {1, 0, math.floor((now + burst * interval - new_tat) / interval)}
 "#;
+
+/// [`GCRA`] on the in-memory engine, with this process's clock for Redis's.
+#[cfg(feature = "test-support")]
+fn gcra_in(d: &mut crate::memory::Data, key: &str, interval: i64, burst: i64) -> (i64, i64, i64) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0);
+    let tat = d.get(key).and_then(|v| v.parse::<i64>().ok()).unwrap_or(now).max(now);
+    let new_tat = tat + interval;
+    let allow_at = new_tat - burst * interval;
+    if allow_at > now {
+        return (0, allow_at - now, 0);
+    }
+    let keep = u64::try_from((new_tat - now).max(1)).unwrap_or(1);
+    d.set(key, &new_tat.to_string(), Some(keep), false);
+    (1, 0, (now + burst * interval - new_tat).div_euclid(interval))
+}
 
 /// Whether one more request may go now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,13 +74,16 @@ impl RateLimiter {
             return Ok(RateDecision { allowed: true, retry_after_ms: 0, remaining: u64::MAX });
         }
         let interval_ms = (60_000 / u64::from(per_minute)).max(1);
-        let (allowed, retry_after_ms, remaining): (i64, i64, i64) = self
-            .script
-            .key(self.cache.key(&["rate", scope]))
-            .arg(interval_ms)
-            .arg(per_minute)
-            .invoke_async(&mut self.cache.conn())
-            .await?;
+        let key = self.cache.key(&["rate", scope]);
+        let (allowed, retry_after_ms, remaining): (i64, i64, i64) = match self.cache.engine() {
+            Engine::Redis(redis) => {
+                self.script.key(key).arg(interval_ms).arg(per_minute).invoke_async(&mut redis.conn()).await?
+            }
+            #[cfg(feature = "test-support")]
+            Engine::Memory(store) => {
+                store.run(|d| gcra_in(d, &key, i64::try_from(interval_ms).unwrap_or(i64::MAX), i64::from(per_minute)))
+            }
+        };
         Ok(RateDecision {
             allowed: allowed == 1,
             retry_after_ms: u64::try_from(retry_after_ms).unwrap_or(0),

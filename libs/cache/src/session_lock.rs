@@ -12,7 +12,7 @@ use redis::Script;
 use hermes_core::SessionId;
 
 use crate::lease::{EXTEND, RELEASE};
-use crate::{Cache, Result};
+use crate::{Cache, Engine, Result};
 
 const ACQUIRE: &str = r#"
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
@@ -22,6 +22,17 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
 end
 return 0
 "#;
+
+/// [`ACQUIRE`] on the in-memory engine: the lock, then the next token of the fence counter.
+#[cfg(feature = "test-support")]
+fn acquire_in(d: &mut crate::memory::Data, lock: &str, fence: &str, value: &str, ms: u64) -> i64 {
+    if d.set(lock, value, Some(ms), true) {
+        let token = d.incr_by(fence, 1);
+        d.pexpire(fence, 604_800_000);
+        return token;
+    }
+    0
+}
 
 /// Acquires and manages session locks.
 #[derive(Clone)]
@@ -63,34 +74,54 @@ impl SessionLocks {
         // The value names the owner and is unique per acquisition, so a holder whose lock
         // expired and was re-taken cannot extend or release the new holder's lock.
         let owner_value = format!("{owner}/{}", uuid::Uuid::now_v7());
-        let token: i64 = self
-            .acquire
-            .key(&lock)
-            .key(&fence)
-            .arg(&owner_value)
-            .arg(ttl_millis(ttl))
-            .invoke_async(&mut self.cache.conn())
-            .await?;
+        let token: i64 = match self.cache.engine() {
+            Engine::Redis(redis) => {
+                self.acquire
+                    .key(&lock)
+                    .key(&fence)
+                    .arg(&owner_value)
+                    .arg(ttl_millis(ttl))
+                    .invoke_async(&mut redis.conn())
+                    .await?
+            }
+            #[cfg(feature = "test-support")]
+            Engine::Memory(store) => store.run(|d| acquire_in(d, &lock, &fence, &owner_value, ttl_millis(ttl))),
+        };
         Ok((token > 0).then_some(LockGuard { session_id: session, token, owner_value }))
     }
 
     /// Extends a held lock; `false` when it was lost (expired and maybe re-taken).
     pub async fn extend(&self, guard: &LockGuard, ttl: Duration) -> Result<bool> {
         let (lock, _) = self.keys(guard.session_id);
-        let done: i64 = self
-            .extend
-            .key(&lock)
-            .arg(&guard.owner_value)
-            .arg(ttl_millis(ttl))
-            .invoke_async(&mut self.cache.conn())
-            .await?;
+        let done: i64 = match self.cache.engine() {
+            Engine::Redis(redis) => {
+                self.extend
+                    .key(&lock)
+                    .arg(&guard.owner_value)
+                    .arg(ttl_millis(ttl))
+                    .invoke_async(&mut redis.conn())
+                    .await?
+            }
+            #[cfg(feature = "test-support")]
+            Engine::Memory(store) => {
+                store.run(|d| crate::lease::extend_in(d, &lock, &guard.owner_value, ttl_millis(ttl)))
+            }
+        };
         Ok(done == 1)
     }
 
     /// Releases a held lock; a lock that is no longer ours is left alone.
     pub async fn release(&self, guard: &LockGuard) -> Result<()> {
         let (lock, _) = self.keys(guard.session_id);
-        let _: i64 = self.release.key(&lock).arg(&guard.owner_value).invoke_async(&mut self.cache.conn()).await?;
+        match self.cache.engine() {
+            Engine::Redis(redis) => {
+                let _: i64 = self.release.key(&lock).arg(&guard.owner_value).invoke_async(&mut redis.conn()).await?;
+            }
+            #[cfg(feature = "test-support")]
+            Engine::Memory(store) => {
+                store.run(|d| crate::lease::release_in(d, &lock, &guard.owner_value));
+            }
+        }
         Ok(())
     }
 }

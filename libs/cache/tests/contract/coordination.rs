@@ -1,0 +1,104 @@
+//! Who may hold what: leases, session locks (with their fencing tokens) and capped slots.
+
+use std::time::Duration;
+
+use hermes_cache::Cache;
+use hermes_core::SessionId;
+
+const LONG: Duration = Duration::from_secs(30);
+const SHORT: Duration = Duration::from_secs(1);
+
+async fn a_lease_is_one_holders_until_released(cache: Cache) {
+    let leases = cache.leases();
+    let a = leases.try_acquire("bot", "pod-a", LONG).await.unwrap().expect("a free lease is taken");
+    assert!(leases.try_acquire("bot", "pod-b", LONG).await.unwrap().is_none(), "a held lease is refused");
+    assert!(leases.try_acquire("other-bot", "pod-b", LONG).await.unwrap().is_some(), "leases are per name");
+    assert!(leases.renew(&a, LONG).await.unwrap(), "the holder renews");
+
+    leases.release(&a).await.unwrap();
+    let b = leases.try_acquire("bot", "pod-b", LONG).await.unwrap().expect("a released lease is free at once");
+    assert!(!leases.renew(&a, LONG).await.unwrap(), "the old holder cannot renew the new holder's lease");
+    leases.release(&a).await.unwrap();
+    assert!(
+        leases.try_acquire("bot", "pod-c", LONG).await.unwrap().is_none(),
+        "the old holder's release leaves the new holder's lease alone"
+    );
+    assert!(leases.renew(&b, LONG).await.unwrap());
+}
+
+async fn a_lease_lapses_when_its_holder_stops_renewing(cache: Cache) {
+    let leases = cache.leases();
+    let a = leases.try_acquire("bot", "pod-a", SHORT).await.unwrap().expect("a free lease is taken");
+    assert!(leases.try_acquire("bot", "pod-b", LONG).await.unwrap().is_none());
+    let mut b;
+    crate::eventually!("another pod taking the lapsed lease", {
+        b = leases.try_acquire("bot", "pod-b", LONG).await.unwrap();
+        b.is_some()
+    });
+    assert!(!leases.renew(&a, LONG).await.unwrap(), "a lapsed lease cannot be renewed");
+}
+
+async fn a_session_lock_is_exclusive_and_each_holding_gets_a_higher_token(cache: Cache) {
+    let locks = cache.session_locks();
+    let session = SessionId::new();
+    let first = locks.try_acquire(session, "w1", LONG).await.unwrap().expect("a free lock is taken");
+    assert_eq!(first.session_id, session);
+    assert!(locks.try_acquire(session, "w2", LONG).await.unwrap().is_none(), "a held lock is refused");
+    assert!(locks.try_acquire(SessionId::new(), "w2", LONG).await.unwrap().is_some(), "locks are per session");
+    assert!(locks.extend(&first, LONG).await.unwrap(), "the holder extends");
+
+    locks.release(&first).await.unwrap();
+    let second = locks.try_acquire(session, "w2", LONG).await.unwrap().expect("a released lock is free at once");
+    assert!(second.token > first.token, "fencing tokens grow: {} then {}", first.token, second.token);
+    assert!(!locks.extend(&first, LONG).await.unwrap(), "a stale holder cannot extend");
+    locks.release(&first).await.unwrap();
+    assert!(
+        locks.try_acquire(session, "w3", LONG).await.unwrap().is_none(),
+        "a stale holder's release leaves the new holder's lock alone"
+    );
+}
+
+async fn a_lapsed_session_lock_goes_to_the_next_worker_with_a_higher_token(cache: Cache) {
+    let locks = cache.session_locks();
+    let session = SessionId::new();
+    let first = locks.try_acquire(session, "w1", SHORT).await.unwrap().expect("a free lock is taken");
+    let mut second;
+    crate::eventually!("another worker taking the lapsed lock", {
+        second = locks.try_acquire(session, "w2", LONG).await.unwrap();
+        second.is_some()
+    });
+    let second = second.unwrap();
+    assert!(second.token > first.token, "fencing tokens grow: {} then {}", first.token, second.token);
+    assert!(!locks.extend(&first, LONG).await.unwrap(), "the lapsed holder cannot extend");
+    assert!(locks.extend(&second, LONG).await.unwrap());
+}
+
+async fn slots_cap_what_runs_at_once_per_scope_and_kind(cache: Cache) {
+    let children = cache.child_slots();
+    assert!(children.try_acquire("t1", "a", 2, LONG).await.unwrap());
+    assert!(children.try_acquire("t1", "b", 2, LONG).await.unwrap());
+    assert!(!children.try_acquire("t1", "c", 2, LONG).await.unwrap(), "the third of a cap of two is refused");
+    assert!(!children.try_acquire("t1", "a", 2, LONG).await.unwrap(), "a full scope refuses a held id too");
+    assert!(children.try_acquire("t2", "c", 2, LONG).await.unwrap(), "scopes are counted apart");
+    assert!(cache.turn_slots().try_acquire("t1", "c", 2, LONG).await.unwrap(), "kinds are counted apart");
+
+    children.release("t1", "a").await.unwrap();
+    assert!(children.try_acquire("t1", "c", 2, LONG).await.unwrap(), "a released slot is free at once");
+    assert!(!children.try_acquire("t1", "d", 2, LONG).await.unwrap());
+}
+
+async fn a_slot_lapses_when_its_holder_stops(cache: Cache) {
+    let turns = cache.turn_slots();
+    assert!(turns.try_acquire("key", "a", 1, SHORT).await.unwrap());
+    assert!(!turns.try_acquire("key", "b", 1, LONG).await.unwrap());
+    crate::eventually!("the lapsed slot freeing up", turns.try_acquire("key", "b", 1, LONG).await.unwrap());
+}
+
+crate::contract!(
+    a_lease_is_one_holders_until_released,
+    a_lease_lapses_when_its_holder_stops_renewing,
+    a_session_lock_is_exclusive_and_each_holding_gets_a_higher_token,
+    a_lapsed_session_lock_goes_to_the_next_worker_with_a_higher_token,
+    slots_cap_what_runs_at_once_per_scope_and_kind,
+    a_slot_lapses_when_its_holder_stops,
+);
