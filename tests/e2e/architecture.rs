@@ -1,8 +1,8 @@
 //! The crate dependency direction of docs/ARCHITECTURE.md, checked with `cargo metadata`:
 //! core and the small leaves (threats, net-policy) depend on nothing of ours, the agent knows
 //! no database/queue/sandbox crate, adapters build only on the foundations and not on each
-//! other, what only scans text does not link the agent, no role depends on another role, and
-//! only `hermesd` composes roles.
+//! other, what only scans text does not link the agent, `services/` holds only the roles and the
+//! binaries, no service links another, and only `hermesd` composes roles.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -13,6 +13,8 @@ struct Graph {
     /// Package name -> names of its normal (non-dev, non-build) dependencies, direct.
     direct: BTreeMap<String, BTreeSet<String>>,
     workspace: BTreeSet<String>,
+    /// Workspace crates whose manifest lies under `services/`.
+    services: BTreeSet<String>,
 }
 
 impl Graph {
@@ -38,6 +40,13 @@ impl Graph {
             .iter()
             .map(|p| (p["id"].as_str().unwrap().to_owned(), p["name"].as_str().unwrap().to_owned()))
             .collect();
+        let services = meta["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["manifest_path"].as_str().unwrap().contains("/services/"))
+            .map(|p| p["name"].as_str().unwrap().to_owned())
+            .collect();
         let workspace = meta["workspace_members"]
             .as_array()
             .unwrap()
@@ -56,7 +65,7 @@ impl Graph {
                 .collect();
             direct.insert(name, deps);
         }
-        Graph { direct, workspace }
+        Graph { direct, workspace, services }
     }
 
     fn transitive(&self, from: &str) -> BTreeSet<String> {
@@ -78,6 +87,8 @@ impl Graph {
 }
 
 const ROLES: [&str; 4] = ["hermes-api", "hermes-worker", "hermes-gateway", "hermes-scheduler"];
+/// The binaries: the one that composes the roles, the operator's CLI, the sandbox's daemon.
+const BINARIES: [&str; 3] = ["hermesd", "hermesctl", "hermes-sandboxd"];
 const ADAPTERS: [&str; 8] = [
     "hermes-store",
     "hermes-queue",
@@ -171,6 +182,15 @@ fn crate_dependencies_point_the_way_the_design_says() {
         assert!(!g.transitive("hermes-sandboxd").contains(heavy), "sandboxd must not link {heavy}");
     }
 
+    // `services/` holds the roles and the binaries, nothing else (a library there would be a
+    // concern with a second home, as the admin plane once was), and no service links another
+    // but hermesd, which composes the roles.
+    let kinds: BTreeSet<String> = ROLES.iter().chain(&BINARIES).map(|s| s.to_string()).collect();
+    assert_eq!(g.services, kinds, "services/ holds exactly the roles {ROLES:?} and the binaries {BINARIES:?}");
+    for service in g.services.iter().filter(|s| *s != "hermesd") {
+        let linked: Vec<_> = g.workspace_deps(service).into_iter().filter(|d| g.services.contains(d)).collect();
+        assert!(linked.is_empty(), "{service} links the services {linked:?}");
+    }
     for role in ROLES {
         let deps = g.transitive(role);
         for other in ROLES.iter().filter(|r| **r != role) {

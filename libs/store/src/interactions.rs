@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::{PgConnection, Row};
 
+use hermes_core::outbox::Destination;
 use hermes_core::{
     AgentId, ApprovalChoice, ApprovalMode, InteractionAnswer, InteractionKind, InteractionStatus, PendingInteraction,
     SessionId, TenantId, TurnId,
@@ -15,6 +16,7 @@ use hermes_core::{
 
 use crate::admin::AuditedTx;
 use crate::rows::vocab;
+use crate::turns::outbox_rows::queue_question;
 use crate::{Result, Store, StoreError};
 
 /// The call a turn parks on.
@@ -70,6 +72,8 @@ impl Store {
         park: &Park<'_>,
     ) -> Result<PendingInteraction> {
         let id = uuid::Uuid::now_v7();
+        // The question's outbox row commits with the park, or neither does.
+        let mut tx = self.turn_end_tx(tenant).await?;
         let row = sqlx::query(
             "WITH s AS (
                 SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2 AND fence = $5
@@ -77,11 +81,11 @@ impl Store {
                 UPDATE turns SET status = 'waiting', lease_owner = NULL, lease_expires_at = NULL
                 WHERE tenant_id = $1 AND id = $3 AND status = 'running' AND lease_owner = $4
                   AND EXISTS (SELECT 1 FROM s)
-                RETURNING id
+                RETURNING id, reply_to
              )
              INSERT INTO interactions (id, tenant_id, turn_id, session_id, agent_id, call_id, kind, prompt, expires_at)
              SELECT $6, $1, $3, $2, $7, $8, $9, $10, now() + make_interval(secs => $11) FROM t
-             RETURNING expires_at",
+             RETURNING expires_at, (SELECT reply_to FROM t) AS reply_to",
         )
         .bind(tenant.as_uuid())
         .bind(session.as_uuid())
@@ -94,15 +98,21 @@ impl Store {
         .bind(park.kind.as_str())
         .bind(crate::messages::storable_json(park.prompt)?)
         .bind(park.timeout.as_secs_f64())
-        .fetch_optional(&mut *self.as_tenant(tenant).await?)
+        .fetch_optional(&mut *tx)
         .await?
         .ok_or(StoreError::Fenced)?;
-        Ok(PendingInteraction {
+        let asked = PendingInteraction {
             id,
             kind: park.kind,
             prompt: park.prompt.clone(),
             expires_at: row.try_get("expires_at")?,
-        })
+        };
+        let reply_to: Option<sqlx::types::Json<Destination>> = row.try_get("reply_to")?;
+        if let Some(reply_to) = reply_to {
+            queue_question(&mut tx, tenant, turn, &reply_to, &asked).await?;
+        }
+        tx.commit().await?;
+        Ok(asked)
     }
 
     /// The tenant's interaction `id` while it waits for an answer, with the agent it belongs

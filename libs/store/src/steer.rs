@@ -6,8 +6,10 @@
 
 use sqlx::Row;
 
+use hermes_core::outbox::{AnswerStatus, Destination};
 use hermes_core::{ChatMessage, FinishReason, TenantId, TurnId, TurnOutcome, Usage};
 
+use crate::turns::outbox_rows::queue_answer;
 use crate::{Result, Store, StoreError};
 
 impl Store {
@@ -32,7 +34,9 @@ impl Store {
             error_code: Some(hermes_core::ErrorCode::Steered),
             session_id: None,
         };
-        let outcome = crate::messages::storable_json(&outcome)?;
+        let stored = crate::messages::storable_json(&outcome)?;
+        // The absorbed turns' answers (sent as nothing) commit with their end, as any turn's.
+        let mut tx = self.turn_end_tx(tenant).await?;
         let rows = sqlx::query(
             "WITH host AS (SELECT session_id, created_at FROM turns WHERE tenant_id = $1 AND id = $2),
                   taken AS (
@@ -42,21 +46,25 @@ impl Store {
                     FOR UPDATE OF t SKIP LOCKED)
              UPDATE turns t SET status = 'completed', outcome = $3, finished_at = now()
              FROM taken WHERE t.id = taken.id
-             RETURNING t.input, t.created_at",
+             RETURNING t.id, t.reply_to, t.input, t.created_at",
         )
         .bind(tenant.as_uuid())
         .bind(running.as_uuid())
-        .bind(outcome)
-        .fetch_all(&mut *self.as_tenant(tenant).await?)
+        .bind(stored)
+        .fetch_all(&mut *tx)
         .await?;
-        let mut taken: Vec<(chrono::DateTime<chrono::Utc>, ChatMessage)> = rows
-            .iter()
-            .map(|r| {
-                let input: serde_json::Value = r.try_get("input")?;
-                let message = serde_json::from_value(input).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-                Ok((r.try_get("created_at")?, message))
-            })
-            .collect::<Result<_>>()?;
+        let mut taken: Vec<(chrono::DateTime<chrono::Utc>, ChatMessage)> = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let reply_to: Option<sqlx::types::Json<Destination>> = row.try_get("reply_to")?;
+            if let Some(reply_to) = reply_to {
+                let turn = TurnId::from_uuid(row.try_get("id")?);
+                queue_answer(&mut tx, tenant, turn, &reply_to, AnswerStatus::Completed, &outcome).await?;
+            }
+            let input: serde_json::Value = row.try_get("input")?;
+            let message = serde_json::from_value(input).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            taken.push((row.try_get("created_at")?, message));
+        }
+        tx.commit().await?;
         taken.sort_by_key(|(at, _)| *at);
         Ok(taken.into_iter().map(|(_, m)| m).collect())
     }

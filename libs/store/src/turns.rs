@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 use sqlx::{PgConnection, Row};
 
+use hermes_core::outbox::Destination;
 use hermes_core::{AgentId, ChatMessage, SessionId, SessionSource, TenantId, TurnId, TurnOutcome};
 
 use crate::admin::AuditedTx;
@@ -18,6 +19,7 @@ use crate::usage::{CallColumns, ModelCall, insert_model_calls};
 use crate::{Result, Store, StoreError};
 
 mod enqueue;
+pub(crate) mod outbox_rows;
 
 pub(crate) use enqueue::enqueue_in;
 
@@ -237,7 +239,7 @@ impl Store {
         final_message: Option<(i32, &ChatMessage)>,
         calls: &[ModelCall],
     ) -> Result<()> {
-        let outcome = crate::messages::storable_json(outcome)?;
+        let stored = crate::messages::storable_json(outcome)?;
         let (step, columns) = match final_message {
             Some((step, msg)) => (Some(step), columns(msg)?),
             // Nothing to insert: the `ins` step is skipped, the values are never read.
@@ -266,20 +268,26 @@ impl Store {
                 UPDATE turns SET status = $12::turn_status, outcome = $13, finished_at = now(),
                        lease_owner = NULL, lease_expires_at = NULL
                 WHERE tenant_id = $1 AND id = $3 AND status = 'running' AND EXISTS (SELECT 1 FROM s)
-                RETURNING 1
+                RETURNING reply_to
              )
-             SELECT (SELECT count(*) FROM t) AS finished"
+             SELECT (SELECT count(*) FROM t) AS finished, (SELECT reply_to FROM t) AS reply_to"
         );
         let query =
             sqlx::query(sql).bind(tenant.as_uuid()).bind(session.as_uuid()).bind(turn.as_uuid()).bind(fence).bind(step);
         let search = columns.search.clone();
-        let query = columns.bind_to(query).bind(status.as_str()).bind(outcome).bind(owner);
-        let row =
-            CallColumns::of(calls).bind_to(query).bind(search).fetch_one(&mut *self.as_tenant(tenant).await?).await?;
+        let query = columns.bind_to(query).bind(status.as_str()).bind(stored).bind(owner);
+        // The answer's outbox rows commit with the turn's end, or neither does.
+        let mut tx = self.turn_end_tx(tenant).await?;
+        let row = CallColumns::of(calls).bind_to(query).bind(search).fetch_one(&mut *tx).await?;
         let finished: i64 = row.try_get("finished")?;
         if finished == 0 {
             return Err(StoreError::Fenced);
         }
+        let reply_to: Option<sqlx::types::Json<Destination>> = row.try_get("reply_to")?;
+        if let (Some(reply_to), Some(answer)) = (reply_to, outbox_rows::answer_status(status)) {
+            outbox_rows::queue_answer(&mut tx, tenant, turn, &reply_to, answer, outcome).await?;
+        }
+        tx.commit().await?;
         Ok(())
     }
 

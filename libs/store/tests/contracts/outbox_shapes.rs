@@ -1,5 +1,7 @@
-//! What the Postgres triggers write into the outbox (a turn's answer when it ends, a parked
-//! turn's question) parses as the one shape the gateway reads: `hermes_core::outbox`.
+//! What the store writes into the outbox when a turn ends or parks (its answer, its question)
+//! parses as the one shape the gateway reads, `hermes_core::outbox`; it is written by the
+//! store's own transaction (v7 ids), skips a chat whose channel is gone, and an older build
+//! that writes no rows itself still gets them from the fallback triggers (migration 0057).
 
 use hermes_core::outbox::{AnswerStatus, Destination, OutboxPayload};
 use hermes_core::{ChatMessage, InteractionKind, Platform, TurnOutcome};
@@ -9,7 +11,7 @@ use sqlx::PgPool;
 
 use crate::common;
 
-/// The outbox rows of a tenant, in the order the triggers wrote them.
+/// The outbox rows of a tenant, by dedupe key.
 async fn outbox(pool: &PgPool, tenant: hermes_core::TenantId) -> Vec<(Destination, OutboxPayload)> {
     let rows: Vec<(Value, Value)> =
         sqlx::query_as("SELECT destination, payload FROM outbox WHERE tenant_id = $1 ORDER BY dedupe_key")
@@ -83,4 +85,61 @@ async fn a_parked_chat_turns_question_is_an_interaction_row(pool: PgPool) {
     let OutboxPayload::Interaction { interaction } = &rows[0].1 else { panic!("a question: {:?}", rows[0].1) };
     assert_eq!((interaction.id, interaction.kind.as_str()), (asked.id, InteractionKind::Approval.as_str()));
     assert_eq!(interaction.prompt, prompt);
+}
+
+/// A turn with `reply_to`, claimed and begun by `worker-1`: (turn, fence).
+async fn running_chat_turn(
+    store: &hermes_store::Store,
+    t: &common::Tenant,
+    reply_to: Destination,
+) -> (hermes_core::TurnId, i64) {
+    let new = NewTurn { reply_to: Some(reply_to), ..common::turn_in(t.agent, t.session, "hi") };
+    let turn = store.enqueue_turn(t.id, new).await.unwrap().1;
+    let claimed = common::claim(store, t.id, t.session, "worker-1", 1).await;
+    store.begin_turn(t.id, t.session, claimed.fence, turn, &ChatMessage::user("hi"), "prompt").await.unwrap();
+    (turn, claimed.fence)
+}
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn the_store_writes_the_answer_row_itself_and_skips_a_chat_whose_channel_is_gone(pool: PgPool) {
+    let store = common::store(&pool);
+    let t = common::tenant(&store, "alpha").await;
+    let kept = common::channel(&store, &t, &common::secrets(), "alpha-bot").await.id;
+    let gone = common::channel(&store, &t, &common::secrets(), "alpha-old-bot").await.id;
+    let mut reply_to = Destination::chat(Platform::Telegram, kept, "42", None);
+    reply_to.also.push(Destination::chat(Platform::Telegram, gone, "43", None));
+    let (turn, fence) = running_chat_turn(&store, &t, reply_to).await;
+    assert!(store.delete_channel(t.id, gone).await.unwrap(), "the second bot is removed while the turn runs");
+    let outcome = common::answered("Hello!");
+    store.finish_turn(t.id, t.session, turn, "worker-1", fence, TurnStatus::Failed, &outcome, None, &[]).await.unwrap();
+
+    let rows: Vec<(uuid::Uuid, String)> = sqlx::query_as("SELECT id, dedupe_key FROM outbox WHERE tenant_id = $1")
+        .bind(t.id.as_uuid())
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1, "the chat of the removed bot gets no row: {rows:?}");
+    assert_eq!(rows[0].1, format!("turn:{}:answer", turn.as_uuid()));
+    assert_eq!(rows[0].0.get_version_num(), 7, "written by the store (v7 ids), not by the fallback trigger (v4)");
+    let OutboxPayload::Answer { status, .. } = &outbox(&pool, t.id).await[0].1 else { panic!("an answer") };
+    assert_eq!(*status, AnswerStatus::Failed);
+}
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn an_older_build_that_ends_a_chat_turn_without_writing_rows_still_gets_its_answer_queued(pool: PgPool) {
+    let store = common::store(&pool);
+    let t = common::tenant(&store, "alpha").await;
+    let channel = common::channel(&store, &t, &common::secrets(), "alpha-bot").await.id;
+    let (turn, _) = running_chat_turn(&store, &t, Destination::chat(Platform::Telegram, channel, "42", None)).await;
+    // What a worker of the previous release does mid rolling upgrade: a bare status update.
+    sqlx::query("UPDATE turns SET status = 'completed', outcome = $2 WHERE id = $1")
+        .bind(turn.as_uuid())
+        .bind(serde_json::to_value(common::answered("from the old build")).unwrap())
+        .execute(&pool)
+        .await
+        .unwrap();
+    let rows = outbox(&pool, t.id).await;
+    assert_eq!(rows.len(), 1, "the fallback trigger queues the answer");
+    let OutboxPayload::Answer { outcome: Some(outcome), .. } = &rows[0].1 else { panic!("an answer: {:?}", rows[0].1) };
+    assert_eq!(outcome.content, "from the old build");
 }
