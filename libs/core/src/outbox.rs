@@ -1,9 +1,8 @@
 //! What a reply to a chat is, and where it goes: the one shape of `turns.reply_to`,
 //! `outbox.destination` and `outbox.payload`. The gateway (a chat's message), the scheduler and
 //! webhook triggers (delivery targets) and the worker (notices, `send_message`) write them; the
-//! Postgres triggers of migrations 0018 and 0029 copy them into the outbox; the gateway's
-//! outbox sender reads them back. A store test renders what the triggers write and parses it
-//! with these types.
+//! store copies them into the outbox when a turn ends or parks; the gateway's outbox sender
+//! reads them back. A store test renders what the store writes and parses it with these types.
 
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -32,7 +31,7 @@ pub struct Destination {
     /// The webhook whose turn this delivers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook: Option<HookLabel>,
-    /// Further chats the same answer goes to (a comma list of delivery targets); the trigger
+    /// Further chats the same answer goes to (a comma list of delivery targets); the store
     /// writes one outbox row for each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also: Vec<Destination>,
@@ -115,13 +114,13 @@ pub struct HookLabel {
 pub enum OutboxPayload {
     /// A plain message: a notice, a command's reply, `send_message`.
     Text { text: String },
-    /// A turn's answer, written by the trigger when the turn ends.
+    /// A turn's answer, written by the store when the turn ends.
     Answer {
         status: AnswerStatus,
         #[serde(default)]
         outcome: Option<TurnOutcome>,
     },
-    /// A question a parked turn waits on, written by the trigger when it parks.
+    /// A question a parked turn waits on, written by the store when it parks.
     Interaction { interaction: PendingInteraction },
 }
 
@@ -131,7 +130,7 @@ impl OutboxPayload {
     }
 }
 
-/// How the turn whose answer this is ended (the trigger fires only for these two).
+/// How the turn whose answer this is ended (only these two answer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AnswerStatus {

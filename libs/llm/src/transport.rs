@@ -1,5 +1,5 @@
-//! Transports speak one provider API (`chat_completions` now; `anthropic_messages` and
-//! `responses` next) and convert to and from the internal OpenAI-form messages.
+//! Transports speak one provider API (`chat_completions`, `anthropic_messages`, `responses`)
+//! and convert to and from the internal OpenAI-form messages.
 
 use std::future::Future;
 

@@ -1,4 +1,5 @@
-//! Built-in tool implementations. Only the worker links this crate.
+//! The sandbox tools (terminal, files, code, approvals) and the text helpers tools share
+//! (`text::redact`, which mcp and web use too).
 
 pub mod approval;
 mod clarify;
