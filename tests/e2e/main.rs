@@ -64,6 +64,7 @@ mod sessions_api;
 mod skills;
 mod slack;
 mod sockets;
+mod structure;
 mod telegram;
 mod telegram_features;
 mod tools;
