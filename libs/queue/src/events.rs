@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use hermes_core::{SessionId, TenantId, TurnEvent, TurnId};
 
 use crate::link::Link;
-use crate::{Broker, Result};
+use crate::{Broker, Engine, QueueError, Result};
 
 /// Routing key of an event: `t.{tenant}.s.{session}.p.{hub}`, where `hub` names the pod
 /// waiting for the turn (`-` when nobody asked to be told).
@@ -30,19 +30,12 @@ impl Broker {
     /// `hub` is the [`EventHub::id`] the turn's request came through, if any.
     pub async fn publish_event(&self, event: &TurnEvent, hub: Option<&str>) -> Result<()> {
         let body = serde_json::to_vec(event)?;
-        // Awaiting the first future only hands the frame to the connection; there is no
-        // confirm on this channel. A blocked connection (flow control) must not hang the turn.
-        let link = self.link();
-        let publish = link.event_channel.basic_publish(
-            self.names().events_exchange.as_str().into(),
-            routing_key(event, hub).as_str().into(),
-            BasicPublishOptions::default(),
-            &body,
-            event_properties(),
-        );
-        let _confirm =
-            tokio::time::timeout(crate::PUBLISH_TIMEOUT, publish).await.map_err(|_| crate::QueueError::TimedOut)??;
-        Ok(())
+        let exchange = self.names().events_exchange.as_str();
+        match self.engine() {
+            Engine::Amqp(links) => publish_unconfirmed(links, exchange, &routing_key(event, hub), &body).await,
+            #[cfg(feature = "test-support")]
+            Engine::Memory(connection) => connection.publish_event(exchange, &routing_key(event, hub), &body),
+        }
     }
 
     /// Creates this pod's event hub: one exclusive queue bound once to the events addressed
@@ -52,35 +45,86 @@ impl Broker {
     pub async fn event_hub(&self) -> Result<EventHub> {
         let id = uuid::Uuid::now_v7().simple().to_string();
         let queue = format!("{}.{id}", self.names().events_exchange);
-        let link = self.link();
-        let watches = Arc::new(Watches {
-            channel: StdMutex::new(Arc::new(link.conn.create_channel().await?)),
-            queue,
-            exchange: self.names().events_exchange.clone(),
-            counts: StdMutex::default(),
-            binding: tokio::sync::Mutex::new(()),
-        });
-        let consumer = watches.subscribe(&link, &id).await?;
+        let exchange = self.names().events_exchange.clone();
         let routes: Routes = Arc::default();
         let ended = CancellationToken::new();
-        let pump = Pump {
-            broker: self.clone(),
-            routes: routes.clone(),
-            watches: watches.clone(),
-            id: id.clone(),
-            generation: link.generation,
+        let watches = match self.engine() {
+            Engine::Amqp(links) => {
+                let link = crate::link::current(links);
+                let channel = StdMutex::new(Arc::new(link.conn.create_channel().await?));
+                let amqp = Arc::new(AmqpQueue { channel, queue, exchange });
+                let watches = Arc::new(Watches::new(Transport::Amqp(amqp.clone())));
+                let consumer = watches.subscribe(&amqp, &link, &id).await?;
+                let pump = Pump {
+                    broker: self.clone(),
+                    links: links.clone(),
+                    routes: routes.clone(),
+                    watches: watches.clone(),
+                    amqp,
+                    id: id.clone(),
+                    generation: link.generation,
+                };
+                tokio::spawn(pump.run(consumer, ended.clone()));
+                watches
+            }
+            #[cfg(feature = "test-support")]
+            Engine::Memory(connection) => {
+                let (hub_queue, mut bodies) = connection.declare_hub(&exchange, &queue, &own_pattern(&id))?;
+                let (routes, ended) = (routes.clone(), ended.clone());
+                tokio::spawn(async move {
+                    while let Some(body) = bodies.recv().await {
+                        route(&routes, &body);
+                    }
+                    ended.cancel();
+                });
+                Arc::new(Watches::new(Transport::Memory(hub_queue)))
+            }
         };
-        tokio::spawn(pump.run(consumer, ended.clone()));
         Ok(EventHub { inner: Arc::new(HubInner { id, routes, ended, next_subscription: AtomicU64::new(0), watches }) })
     }
+}
+
+/// The hub queue's binding to the events addressed to pod `id`.
+fn own_pattern(id: &str) -> String {
+    format!("t.*.s.*.p.{id}")
+}
+
+/// Hands one event body to the requests waiting for its turn.
+fn route(routes: &Routes, body: &[u8]) {
+    let Ok(event) = serde_json::from_slice::<TurnEvent>(body) else {
+        tracing::warn!("dropping malformed turn event");
+        return;
+    };
+    let senders = routes.lock().ok().and_then(|r| r.get(&event.turn_id).cloned());
+    for (_, sender) in senders.unwrap_or_default() {
+        let _ = sender.send(event.clone());
+    }
+}
+
+/// Publishes on the current connection's event channel. Awaiting the first future only hands
+/// the frame to the connection; there is no confirm on this channel. A blocked connection (flow
+/// control) must not hang the turn.
+async fn publish_unconfirmed(links: &crate::link::Links, exchange: &str, key: &str, body: &[u8]) -> Result<()> {
+    let link = crate::link::current(links);
+    let publish = link.event_channel.basic_publish(
+        exchange.into(),
+        key.into(),
+        BasicPublishOptions::default(),
+        body,
+        event_properties(),
+    );
+    let _confirm = tokio::time::timeout(crate::PUBLISH_TIMEOUT, publish).await.map_err(|_| QueueError::TimedOut)??;
+    Ok(())
 }
 
 /// Hands each event the hub's queue receives to the requests waiting for its turn, across
 /// reconnections.
 struct Pump {
     broker: Broker,
+    links: crate::link::Links,
     routes: Routes,
     watches: Arc<Watches>,
+    amqp: Arc<AmqpQueue>,
     id: String,
     /// The connection the queue is on.
     generation: u64,
@@ -90,14 +134,7 @@ impl Pump {
     async fn run(mut self, mut consumer: lapin::Consumer, ended: CancellationToken) {
         loop {
             while let Some(Ok(delivery)) = consumer.next().await {
-                let Ok(event) = serde_json::from_slice::<TurnEvent>(&delivery.data) else {
-                    tracing::warn!("dropping malformed turn event");
-                    continue;
-                };
-                let senders = self.routes.lock().ok().and_then(|r| r.get(&event.turn_id).cloned());
-                for (_, sender) in senders.unwrap_or_default() {
-                    let _ = sender.send(event.clone());
-                }
+                route(&self.routes, &delivery.data);
             }
             if self.broker.closed().is_cancelled() {
                 break;
@@ -114,11 +151,11 @@ impl Pump {
     /// The hub's queue again, on the current connection when only the channel failed, else on
     /// the next one; `None` once the broker is closed.
     async fn resubscribe(&mut self) -> Option<lapin::Consumer> {
-        let mut links = self.broker.links();
+        let mut links = self.links.clone();
         loop {
             let link = crate::link::after_failure(&self.broker, &mut links, self.generation).await?;
             self.generation = link.generation;
-            match self.watches.subscribe(&link, &self.id).await {
+            match self.watches.subscribe(&self.amqp, &link, &self.id).await {
                 Ok(consumer) => {
                     tracing::info!(generation = link.generation, "event hub subscribed again");
                     return Some(consumer);
@@ -147,16 +184,39 @@ struct HubInner {
 /// Extra bindings of the hub's queue to sessions whose turns another pod started (a run's
 /// event stream opened on any pod), counted so the last watcher removes the binding.
 struct Watches {
-    /// The channel the hub's queue is on now.
-    channel: StdMutex<Arc<lapin::Channel>>,
-    queue: String,
-    exchange: String,
+    transport: Transport,
     counts: StdMutex<HashMap<(TenantId, SessionId), usize>>,
     /// Serialises bind and unbind so an unbind never races a new watcher's bind.
     binding: tokio::sync::Mutex<()>,
 }
 
+/// Where the hub's queue is.
+enum Transport {
+    Amqp(Arc<AmqpQueue>),
+    #[cfg(feature = "test-support")]
+    Memory(crate::memory::HubQueue),
+}
+
+/// The hub's exclusive queue on RabbitMQ.
+struct AmqpQueue {
+    /// The channel the hub's queue is on now.
+    channel: StdMutex<Arc<lapin::Channel>>,
+    queue: String,
+    exchange: String,
+}
+
+impl AmqpQueue {
+    /// The channel the hub's queue is on now.
+    fn channel(&self) -> Option<Arc<lapin::Channel>> {
+        self.channel.lock().ok().map(|c| c.clone())
+    }
+}
+
 impl Watches {
+    fn new(transport: Transport) -> Self {
+        Self { transport, counts: StdMutex::default(), binding: tokio::sync::Mutex::new(()) }
+    }
+
     fn pattern(tenant: TenantId, session: SessionId) -> String {
         format!("t.{tenant}.s.{session}.p.*")
     }
@@ -165,33 +225,69 @@ impl Watches {
         self.counts.lock().map(|c| c.get(&key).copied().unwrap_or(0)).unwrap_or(0)
     }
 
-    /// The channel the hub's queue is on now.
-    fn channel(&self) -> Option<Arc<lapin::Channel>> {
-        self.channel.lock().ok().map(|c| c.clone())
+    /// Binds the hub's queue to `pattern` (callers hold `binding`).
+    async fn bind(&self, pattern: &str) -> Result<()> {
+        match &self.transport {
+            Transport::Amqp(q) => {
+                let channel = q.channel().ok_or(QueueError::Unreachable("the event hub has no channel".into()))?;
+                channel
+                    .queue_bind(
+                        q.queue.as_str().into(),
+                        q.exchange.as_str().into(),
+                        pattern.into(),
+                        QueueBindOptions::default(),
+                        FieldTable::default(),
+                    )
+                    .await?;
+            }
+            #[cfg(feature = "test-support")]
+            Transport::Memory(q) => q.bind(pattern)?,
+        }
+        Ok(())
+    }
+
+    /// Unbinds the hub's queue from `pattern` (callers hold `binding`).
+    async fn unbind(&self, pattern: &str) -> Result<()> {
+        match &self.transport {
+            Transport::Amqp(q) => {
+                let Some(channel) = q.channel() else { return Ok(()) };
+                channel
+                    .queue_unbind(
+                        q.queue.as_str().into(),
+                        q.exchange.as_str().into(),
+                        pattern.into(),
+                        FieldTable::default(),
+                    )
+                    .await?;
+            }
+            #[cfg(feature = "test-support")]
+            Transport::Memory(q) => q.unbind(pattern),
+        }
+        Ok(())
     }
 
     /// Declares the hub's queue on `link` (exclusive: it goes with the connection), binds it to
     /// the pod's events (`id`) and to every session watched now, and consumes it. Bindings are
     /// serialised with watchers coming and going, so none is lost in between.
-    async fn subscribe(&self, link: &Link, id: &str) -> Result<lapin::Consumer> {
+    async fn subscribe(&self, q: &AmqpQueue, link: &Link, id: &str) -> Result<lapin::Consumer> {
         let _serial = self.binding.lock().await;
         let channel = link.conn.create_channel().await?;
         channel
             .queue_declare(
-                self.queue.as_str().into(),
+                q.queue.as_str().into(),
                 QueueDeclareOptions { exclusive: true, auto_delete: true, ..Default::default() },
                 FieldTable::default(),
             )
             .await?;
         let watched: Vec<(TenantId, SessionId)> =
             self.counts.lock().map(|c| c.keys().copied().collect()).unwrap_or_default();
-        let patterns = std::iter::once(format!("t.*.s.*.p.{id}"))
+        let patterns = std::iter::once(own_pattern(id))
             .chain(watched.into_iter().map(|(tenant, session)| Self::pattern(tenant, session)));
         for pattern in patterns {
             channel
                 .queue_bind(
-                    self.queue.as_str().into(),
-                    self.exchange.as_str().into(),
+                    q.queue.as_str().into(),
+                    q.exchange.as_str().into(),
                     pattern.as_str().into(),
                     QueueBindOptions::default(),
                     FieldTable::default(),
@@ -200,13 +296,13 @@ impl Watches {
         }
         let consumer = channel
             .basic_consume(
-                self.queue.as_str().into(),
+                q.queue.as_str().into(),
                 "".into(),
                 BasicConsumeOptions { no_ack: true, exclusive: true, ..Default::default() },
                 FieldTable::default(),
             )
             .await?;
-        if let Ok(mut current) = self.channel.lock() {
+        if let Ok(mut current) = q.channel.lock() {
             *current = Arc::new(channel);
         }
         Ok(consumer)
@@ -267,16 +363,7 @@ impl EventHub {
         let watch = SessionWatch { hub: self.clone(), key };
         if first {
             let _serial = w.binding.lock().await;
-            let channel = w.channel().ok_or(crate::QueueError::Unreachable("the event hub has no channel".into()))?;
-            channel
-                .queue_bind(
-                    w.queue.as_str().into(),
-                    w.exchange.as_str().into(),
-                    Watches::pattern(tenant, session).as_str().into(),
-                    QueueBindOptions::default(),
-                    FieldTable::default(),
-                )
-                .await?;
+            w.bind(&Watches::pattern(tenant, session)).await?;
         }
         Ok(watch)
     }
@@ -309,16 +396,7 @@ impl Drop for SessionWatch {
             if w.count(key) > 0 {
                 return;
             }
-            let Some(channel) = w.channel() else { return };
-            let unbound = channel
-                .queue_unbind(
-                    w.queue.as_str().into(),
-                    w.exchange.as_str().into(),
-                    Watches::pattern(key.0, key.1).as_str().into(),
-                    FieldTable::default(),
-                )
-                .await;
-            if let Err(e) = unbound {
+            if let Err(e) = w.unbind(&Watches::pattern(key.0, key.1)).await {
                 tracing::warn!(error = %e, "cannot unbind a session watch");
             }
         });

@@ -7,9 +7,15 @@
 //! pod has one exclusive queue bound to its own hub id, which it writes on the turns it
 //! accepts, so a pod receives exactly the events of the turns it waits on. (Other listeners,
 //! such as a client re-attaching through another pod, can bind `t.{tenant}.s.{session}.*`.)
+//!
+//! With the `test-support` feature, [`Broker::in_memory`] and [`InMemoryBroker`] give the same
+//! types on a broker held in this process (see `memory`), for tests of the roles without a
+//! RabbitMQ.
 
 mod events;
 mod link;
+#[cfg(feature = "test-support")]
+mod memory;
 mod work;
 
 use std::sync::Arc;
@@ -21,6 +27,9 @@ use hermes_config::RabbitMqConfig;
 
 pub use events::{EventHub, EventSubscription, SessionWatch};
 pub use work::{Delivery, JobConsumer, ReviewJob, SessionWork, WorkConsumer, WorkDelivery};
+
+#[cfg(feature = "test-support")]
+pub use memory::InMemoryBroker;
 
 /// A queue failure.
 #[derive(Debug, thiserror::Error)]
@@ -53,7 +62,7 @@ pub(crate) struct Names {
 }
 
 impl Names {
-    fn new(prefix: &str) -> Self {
+    pub(crate) fn new(prefix: &str) -> Self {
         Self {
             work_queue: format!("{prefix}.work"),
             review_queue: format!("{prefix}.review"),
@@ -71,9 +80,18 @@ pub struct Broker {
 
 struct BrokerInner {
     names: Names,
-    links: watch::Receiver<Arc<link::Link>>,
+    engine: Engine,
     /// Cancelled by [`Broker::close`]: consumers and hubs end, the supervisor stops.
     closed: CancellationToken,
+}
+
+/// What carries the messages. Each operation matches on it.
+pub(crate) enum Engine {
+    /// RabbitMQ: the current connection and every later one.
+    Amqp(link::Links),
+    /// This process's stand-in for RabbitMQ: one connection to it.
+    #[cfg(feature = "test-support")]
+    Memory(memory::Connection),
 }
 
 impl Broker {
@@ -89,26 +107,42 @@ impl Broker {
         let (sender, links) = watch::channel(Arc::new(first));
         let closed = CancellationToken::new();
         tokio::spawn(link::supervise(cfg.clone(), names.clone(), connection_name.to_owned(), sender, closed.clone()));
-        Ok(Self { inner: Arc::new(BrokerInner { names, links, closed }) })
+        Ok(Self { inner: Arc::new(BrokerInner { names, engine: Engine::Amqp(links), closed }) })
+    }
+
+    /// A broker of its own held in this process, for tests; [`InMemoryBroker`] makes several
+    /// connections (pods) to one.
+    #[cfg(feature = "test-support")]
+    pub fn in_memory() -> Self {
+        InMemoryBroker::default().connect("hermes")
+    }
+
+    #[cfg(feature = "test-support")]
+    pub(crate) fn on_memory(names: Names, connection: memory::Connection) -> Self {
+        Self {
+            inner: Arc::new(BrokerInner {
+                names,
+                engine: Engine::Memory(connection),
+                closed: CancellationToken::new(),
+            }),
+        }
     }
 
     /// Answers when the connection is up.
     pub fn is_connected(&self) -> bool {
-        self.link().is_connected()
+        match self.engine() {
+            Engine::Amqp(links) => links.borrow().is_connected(),
+            #[cfg(feature = "test-support")]
+            Engine::Memory(connection) => connection.is_open(),
+        }
     }
 
     pub(crate) fn names(&self) -> &Names {
         &self.inner.names
     }
 
-    /// The current connection.
-    pub(crate) fn link(&self) -> Arc<link::Link> {
-        self.inner.links.borrow().clone()
-    }
-
-    /// The current connection and every later one.
-    pub(crate) fn links(&self) -> link::Links {
-        self.inner.links.clone()
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.inner.engine
     }
 
     pub(crate) fn closed(&self) -> &CancellationToken {
@@ -117,16 +151,28 @@ impl Broker {
 
     /// Deletes this installation's work queue and events exchange (test clean-up).
     pub async fn delete_topology(&self) -> Result<()> {
-        let ch = self.link().conn.create_channel().await?;
-        ch.queue_delete(self.names().work_queue.as_str().into(), Default::default()).await?;
-        ch.queue_delete(self.names().review_queue.as_str().into(), Default::default()).await?;
-        ch.exchange_delete(self.names().events_exchange.as_str().into(), Default::default()).await?;
+        match self.engine() {
+            Engine::Amqp(links) => {
+                let ch = link::current(links).conn.create_channel().await?;
+                ch.queue_delete(self.names().work_queue.as_str().into(), Default::default()).await?;
+                ch.queue_delete(self.names().review_queue.as_str().into(), Default::default()).await?;
+                ch.exchange_delete(self.names().events_exchange.as_str().into(), Default::default()).await?;
+            }
+            #[cfg(feature = "test-support")]
+            Engine::Memory(connection) => connection.delete_topology(self.names()),
+        }
         Ok(())
     }
 
     /// Closes the connection (on shutdown).
     pub async fn close(&self) {
         self.inner.closed.cancel();
-        let _ = self.link().conn.close(200, "shutdown".into()).await;
+        match self.engine() {
+            Engine::Amqp(links) => {
+                let _ = link::current(links).conn.close(200, "shutdown".into()).await;
+            }
+            #[cfg(feature = "test-support")]
+            Engine::Memory(connection) => connection.close(),
+        }
     }
 }

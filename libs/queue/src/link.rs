@@ -43,6 +43,11 @@ impl Link {
 /// The current link, and every later one as it comes.
 pub(crate) type Links = watch::Receiver<Arc<Link>>;
 
+/// The current link.
+pub(crate) fn current(links: &Links) -> Arc<Link> {
+    links.borrow().clone()
+}
+
 /// Opens a link: connect, declare the work and review queues (quorum, durable) and the events
 /// exchange, open the publishing channels.
 pub(crate) async fn open(cfg: &RabbitMqConfig, names: &Names, name: &str, generation: u64) -> Result<Link> {
@@ -139,7 +144,7 @@ async fn next_link(links: &mut Links, generation: u64, closed: &CancellationToke
 /// when it is up (after a pause when it is that same link: only a channel failed), else the
 /// next one; `None` once the broker is closed.
 pub(crate) async fn after_failure(broker: &Broker, links: &mut Links, generation: u64) -> Option<Arc<Link>> {
-    let current = broker.link();
+    let current = current(links);
     if current.is_connected() && current.generation >= generation {
         if current.generation == generation {
             tokio::time::sleep(Duration::from_millis(500)).await;

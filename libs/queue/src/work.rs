@@ -18,7 +18,7 @@ use hermes_core::{AgentId, SessionId, TenantId, TurnId};
 use tracing::Instrument;
 
 use crate::link::{Link, Links};
-use crate::{Broker, QueueError, Result};
+use crate::{Broker, Engine, QueueError, Result};
 
 /// The body of a work message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,42 +59,38 @@ impl Broker {
     }
 
     async fn publish_bytes(&self, queue: &str, body: &[u8], headers: FieldTable) -> Result<()> {
-        let confirm = self
-            .link()
-            .work_channel
-            .basic_publish(
-                "".into(),
-                queue.into(),
-                BasicPublishOptions::default(),
-                body,
-                BasicProperties::default()
-                    .with_delivery_mode(2)
-                    .with_content_type("application/json".into())
-                    .with_headers(headers),
-            )
-            .await?
-            .await?;
-        if confirm.is_nack() {
-            return Err(QueueError::NotConfirmed);
+        let properties = BasicProperties::default()
+            .with_delivery_mode(2)
+            .with_content_type("application/json".into())
+            .with_headers(headers);
+        match self.engine() {
+            Engine::Amqp(links) => publish_confirmed(links, queue, body, properties).await,
+            #[cfg(feature = "test-support")]
+            Engine::Memory(connection) => connection.publish_job(queue, body, properties),
         }
-        Ok(())
     }
 
     async fn consume<T>(&self, queue: &str, prefetch: u16, consumer_tag: &str) -> Result<JobConsumer<T>> {
-        let link = self.link();
-        let (channel, consumer) = subscribe(&link, queue, prefetch, consumer_tag).await?;
-        Ok(JobConsumer {
-            broker: self.clone(),
-            links: self.links(),
-            queue: queue.to_owned(),
-            prefetch,
-            tag: consumer_tag.to_owned(),
-            channel,
-            consumer,
-            generation: link.generation,
-            cancelled: AtomicBool::new(false),
-            kind: std::marker::PhantomData,
-        })
+        let source = match self.engine() {
+            Engine::Amqp(links) => {
+                let link = crate::link::current(links);
+                let (channel, consumer) = subscribe(&link, queue, prefetch, consumer_tag).await?;
+                Source::Amqp(AmqpJobs {
+                    broker: self.clone(),
+                    links: links.clone(),
+                    queue: queue.to_owned(),
+                    prefetch,
+                    tag: consumer_tag.to_owned(),
+                    channel,
+                    consumer,
+                    generation: link.generation,
+                    cancelled: AtomicBool::new(false),
+                })
+            }
+            #[cfg(feature = "test-support")]
+            Engine::Memory(connection) => Source::Memory(connection.consume(queue, prefetch)?),
+        };
+        Ok(JobConsumer { source, kind: std::marker::PhantomData })
     }
 
     /// Publishes a work message and waits for RabbitMQ to confirm it is stored.
@@ -118,6 +114,19 @@ impl Broker {
     }
 }
 
+/// Publishes on the current connection's confirmed channel and waits for the confirm.
+async fn publish_confirmed(links: &Links, queue: &str, body: &[u8], properties: BasicProperties) -> Result<()> {
+    let confirm = crate::link::current(links)
+        .work_channel
+        .basic_publish("".into(), queue.into(), BasicPublishOptions::default(), body, properties)
+        .await?
+        .await?;
+    if confirm.is_nack() {
+        return Err(QueueError::NotConfirmed);
+    }
+    Ok(())
+}
+
 /// Opens a channel on `link` and consumes `queue` on it.
 async fn subscribe(link: &Link, queue: &str, prefetch: u16, tag: &str) -> Result<(Channel, lapin::Consumer)> {
     let channel = link.conn.create_channel().await?;
@@ -130,6 +139,23 @@ async fn subscribe(link: &Link, queue: &str, prefetch: u16, tag: &str) -> Result
 /// A stream of job deliveries of type `T`, which subscribes again on the broker's next
 /// connection when its own drops (deliveries not acknowledged by then come again).
 pub struct JobConsumer<T> {
+    source: Source,
+    kind: std::marker::PhantomData<fn() -> T>,
+}
+
+/// Where a consumer's deliveries come from.
+#[cfg_attr(
+    feature = "test-support",
+    expect(clippy::large_enum_variant, reason = "the small variant exists only in tests; production keeps its layout")
+)]
+enum Source {
+    Amqp(AmqpJobs),
+    #[cfg(feature = "test-support")]
+    Memory(crate::memory::Jobs),
+}
+
+/// A consumer on RabbitMQ, on one connection at a time.
+struct AmqpJobs {
     broker: Broker,
     links: Links,
     queue: String,
@@ -140,7 +166,45 @@ pub struct JobConsumer<T> {
     /// The connection `consumer` is on.
     generation: u64,
     cancelled: AtomicBool,
-    kind: std::marker::PhantomData<fn() -> T>,
+}
+
+/// One delivery before its body is decoded.
+pub(crate) struct Raw {
+    pub data: Vec<u8>,
+    pub properties: BasicProperties,
+    pub redelivered: bool,
+    pub acker: Acker,
+}
+
+/// Settles one delivery with whoever delivered it.
+pub(crate) enum Acker {
+    Amqp(lapin::Acker),
+    #[cfg(feature = "test-support")]
+    Memory(crate::memory::Acker),
+}
+
+impl Acker {
+    async fn ack(&self) -> Result<(), lapin::Error> {
+        match self {
+            Acker::Amqp(acker) => acker.ack(BasicAckOptions::default()).await.map(drop),
+            #[cfg(feature = "test-support")]
+            Acker::Memory(acker) => {
+                acker.ack();
+                Ok(())
+            }
+        }
+    }
+
+    async fn requeue(&self) -> Result<(), lapin::Error> {
+        match self {
+            Acker::Amqp(acker) => acker.nack(BasicNackOptions { requeue: true, ..Default::default() }).await.map(drop),
+            #[cfg(feature = "test-support")]
+            Acker::Memory(acker) => {
+                acker.requeue();
+                Ok(())
+            }
+        }
+    }
 }
 
 /// The work queue's consumer.
@@ -152,7 +216,7 @@ pub type WorkDelivery = Delivery<SessionWork>;
 /// (review).
 pub struct Delivery<T> {
     pub work: T,
-    acker: lapin::Acker,
+    acker: Acker,
     pub redelivered: bool,
     /// When the message was published (the publisher's clock), for the pickup time.
     pub sent_at: Option<SystemTime>,
@@ -195,14 +259,14 @@ impl<T> Delivery<T> {
     /// Acknowledges the delivery. Errors are logged, not returned: an unacknowledged
     /// delivery is redelivered, which the worker handles anyway.
     pub async fn ack(&self) {
-        if let Err(e) = self.acker.ack(BasicAckOptions::default()).await {
+        if let Err(e) = self.acker.ack().await {
             tracing::warn!(error = %e, "cannot ack a delivery");
         }
     }
 
     /// Returns the delivery to the queue for another try.
     pub async fn requeue(&self) {
-        if let Err(e) = self.acker.nack(BasicNackOptions { requeue: true, ..Default::default() }).await {
+        if let Err(e) = self.acker.requeue().await {
             tracing::warn!(error = %e, "cannot requeue a delivery");
         }
     }
@@ -215,34 +279,24 @@ impl<T: DeserializeOwned> JobConsumer<T> {
     /// acknowledged and skipped.
     pub async fn next(&mut self) -> Option<Delivery<T>> {
         loop {
-            let delivery = match self.consumer.next().await {
-                Some(Ok(d)) => d,
-                other => {
-                    if let Some(Err(e)) = other {
-                        tracing::warn!(error = %e, queue = %self.queue, "consumer error");
-                    }
-                    if self.cancelled.load(Ordering::Relaxed) || self.broker.closed().is_cancelled() {
-                        return None;
-                    }
-                    self.resubscribe().await?;
-                    continue;
-                }
+            let raw = match &mut self.source {
+                Source::Amqp(amqp) => amqp.next().await?,
+                #[cfg(feature = "test-support")]
+                Source::Memory(memory) => memory.next().await?,
             };
-            match serde_json::from_slice::<T>(&delivery.data) {
+            match serde_json::from_slice::<T>(&raw.data) {
                 Ok(work) => {
-                    let sent_at = sent_at(&delivery.properties);
-                    let trace = trace_of(&delivery.properties);
                     return Some(Delivery {
                         work,
-                        redelivered: delivery.redelivered,
-                        acker: delivery.acker,
-                        sent_at,
-                        trace,
+                        redelivered: raw.redelivered,
+                        sent_at: sent_at(&raw.properties),
+                        trace: trace_of(&raw.properties),
+                        acker: raw.acker,
                     });
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "dropping a malformed message");
-                    let _ = delivery.acker.ack(BasicAckOptions::default()).await;
+                    let _ = raw.acker.ack().await;
                 }
             }
         }
@@ -252,6 +306,37 @@ impl<T: DeserializeOwned> JobConsumer<T> {
 impl<T> JobConsumer<T> {
     /// Stops receiving new deliveries; unacknowledged ones go back to the queue.
     pub async fn cancel(&self) {
+        match &self.source {
+            Source::Amqp(amqp) => amqp.cancel().await,
+            #[cfg(feature = "test-support")]
+            Source::Memory(memory) => memory.cancel(),
+        }
+    }
+}
+
+impl AmqpJobs {
+    /// The next delivery, subscribing again after a failure; `None` once cancelled or closed.
+    async fn next(&mut self) -> Option<Raw> {
+        loop {
+            match self.consumer.next().await {
+                Some(Ok(d)) => {
+                    let acker = Acker::Amqp(d.acker);
+                    return Some(Raw { data: d.data, properties: d.properties, redelivered: d.redelivered, acker });
+                }
+                other => {
+                    if let Some(Err(e)) = other {
+                        tracing::warn!(error = %e, queue = %self.queue, "consumer error");
+                    }
+                    if self.cancelled.load(Ordering::Relaxed) || self.broker.closed().is_cancelled() {
+                        return None;
+                    }
+                    self.resubscribe().await?;
+                }
+            }
+        }
+    }
+
+    async fn cancel(&self) {
         self.cancelled.store(true, Ordering::Relaxed);
         if let Err(e) = self.channel.basic_cancel(self.tag.as_str().into(), BasicCancelOptions::default()).await {
             tracing::warn!(error = %e, "cannot cancel a consumer");
