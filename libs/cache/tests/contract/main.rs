@@ -49,6 +49,13 @@ where
     body(Cache::in_memory()).await;
 }
 
+/// The roles share the cache across tasks, so on either engine it must be `Send + Sync`; this
+/// fails to compile otherwise.
+const _: fn() = || {
+    fn shared<T: Send + Sync>() {}
+    shared::<Cache>();
+};
+
 /// Generates, for each named body in the calling module, one `#[tokio::test]` per engine:
 /// `redis::name` and `memory::name`.
 #[macro_export]
