@@ -6,12 +6,14 @@
 
 pub mod chat_request;
 mod error;
+mod handle;
 mod json;
 mod ops;
 mod request_id;
 pub mod signed;
 
 pub use error::{ApiError, ErrorCode};
+pub use handle::StateHandle;
 pub use json::{ApiJson, BodyLimit, json_rejection};
 pub use ops::{Readiness, ReadinessCheck, ops_router, probe_router};
 pub use request_id::{REQUEST_ID_HEADER, request_span};

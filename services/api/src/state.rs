@@ -7,38 +7,14 @@ use axum::extract::FromRef;
 
 use hermes_cache::CancelBus;
 use hermes_config::HermesConfig;
-use hermes_http::BodyLimit;
+use hermes_http::{BodyLimit, StateHandle};
 use hermes_queue::{Broker, EventHub};
 use hermes_store::Store;
 
-use crate::admin::AdminState;
-
-/// A part of the state that every request shares: axum clones the state for each request, so
-/// each part is one `Arc`.
-pub(crate) struct Handle<T>(Arc<T>);
-
-impl<T> Handle<T> {
-    pub(crate) fn new(shared: T) -> Self {
-        Self(Arc::new(shared))
-    }
-}
-
-impl<T> Clone for Handle<T> {
-    fn clone(&self) -> Self {
-        Self(self.0.clone())
-    }
-}
-
-impl<T> std::ops::Deref for Handle<T> {
-    type Target = T;
-
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
+use crate::admin::state::AdminState;
 
 /// What the `/v1` handlers are given.
-pub(crate) type AppState = Handle<Shared>;
+pub(crate) type AppState = StateHandle<Shared>;
 
 pub(crate) struct Shared {
     pub config: Arc<HermesConfig>,

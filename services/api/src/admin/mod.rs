@@ -33,7 +33,7 @@ mod session;
 pub mod signing;
 mod skills;
 mod sso;
-mod state;
+pub(crate) mod state;
 mod tenants;
 mod tokens;
 mod usage;
@@ -59,8 +59,7 @@ pub enum StartError {
     Proxies(#[from] client_address::BadProxy),
 }
 
-pub(crate) use crate::admin::state::AdminState;
-use crate::admin::state::Shared;
+use crate::admin::state::{AdminState, Shared};
 use crate::state::RoleState;
 
 /// What the admin plane needs, built by the composition root.
@@ -83,15 +82,6 @@ pub fn platform_client(config: &HermesConfig) -> Result<reqwest::Client, reqwest
     let policy = hermes_net_policy::outbound::Policy::trusting(config.outbound.trusted(&config.platforms));
     let (connect, total) = (std::time::Duration::from_secs(10), std::time::Duration::from_secs(30));
     hermes_net_policy::outbound::client_for(Arc::new(policy), connect, total)
-}
-
-/// 32 random bytes, URL-safe base64.
-pub(crate) fn random_token() -> Result<String, ring::error::Unspecified> {
-    use base64::Engine;
-    use ring::rand::SecureRandom;
-    let mut raw = [0u8; 32];
-    ring::rand::SystemRandom::new().fill(&mut raw)?;
-    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw))
 }
 
 /// The admin plane's state. Fails when `admin.session_keys` cannot be used.

@@ -280,7 +280,7 @@ impl Oidc {
 }
 
 fn random() -> String {
-    crate::admin::random_token().unwrap_or_default()
+    crate::admin::signing::random_token().unwrap_or_default()
 }
 
 fn redirect_uri(state: &AdminState) -> String {

@@ -99,7 +99,7 @@ pub(crate) async fn issue_session(
     let address = meta.source_address.as_deref().unwrap_or("");
     let live = state.store.open_console_session(person.id, scope, state.max_session(), address, agent);
     let live = live.await.map_err(store_error)?;
-    let csrf = crate::admin::random_token().map_err(ApiError::internal)?;
+    let csrf = crate::admin::signing::random_token().map_err(ApiError::internal)?;
     let lifetime = state.session_lifetime();
     let claims = SessionClaims::new(person.id.as_uuid(), live.id, csrf.clone(), lifetime);
     let token = keys.sign(&claims).map_err(ApiError::internal)?;

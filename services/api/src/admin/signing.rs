@@ -151,6 +151,15 @@ impl SessionKeys {
     }
 }
 
+/// 32 random bytes, URL-safe base64.
+pub(crate) fn random_token() -> Result<String, ring::error::Unspecified> {
+    use base64::Engine;
+    use ring::rand::SecureRandom;
+    let mut raw = [0u8; 32];
+    ring::rand::SystemRandom::new().fill(&mut raw)?;
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@ use hermes_store::Store;
 use crate::admin::signing::SessionKeys;
 
 /// What the admin handlers are given.
-pub(crate) type AdminState = crate::state::Handle<Shared>;
+pub(crate) type AdminState = hermes_http::StateHandle<Shared>;
 
 pub(crate) struct Shared {
     pub config: Arc<HermesConfig>,
