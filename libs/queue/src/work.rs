@@ -169,15 +169,22 @@ struct AmqpJobs {
 }
 
 /// One delivery before its body is decoded.
-pub(crate) struct Raw {
-    pub data: Vec<u8>,
-    pub properties: BasicProperties,
-    pub redelivered: bool,
-    pub acker: Acker,
+struct Raw {
+    data: Vec<u8>,
+    properties: BasicProperties,
+    redelivered: bool,
+    acker: Acker,
+}
+
+#[cfg(feature = "test-support")]
+impl From<crate::memory::Delivered> for Raw {
+    fn from(d: crate::memory::Delivered) -> Self {
+        Self { data: d.data, properties: d.properties, redelivered: d.redelivered, acker: Acker::Memory(d.acker) }
+    }
 }
 
 /// Settles one delivery with whoever delivered it.
-pub(crate) enum Acker {
+enum Acker {
     Amqp(lapin::Acker),
     #[cfg(feature = "test-support")]
     Memory(crate::memory::Acker),
@@ -282,7 +289,7 @@ impl<T: DeserializeOwned> JobConsumer<T> {
             let raw = match &mut self.source {
                 Source::Amqp(amqp) => amqp.next().await?,
                 #[cfg(feature = "test-support")]
-                Source::Memory(memory) => memory.next().await?,
+                Source::Memory(memory) => Raw::from(memory.next().await?),
             };
             match serde_json::from_slice::<T>(&raw.data) {
                 Ok(work) => {

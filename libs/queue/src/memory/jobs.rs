@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use lapin::BasicProperties;
 
 use super::{Connection, Server, State};
-use crate::work::Raw;
 use crate::{QueueError, Result};
 
 /// One durable queue.
@@ -76,6 +75,14 @@ pub(super) fn drop_consumer(state: &mut State, id: u64) {
     }
 }
 
+/// One delivery: the message as published, whether it came before, and how to settle it.
+pub(crate) struct Delivered {
+    pub data: Vec<u8>,
+    pub properties: BasicProperties,
+    pub redelivered: bool,
+    pub acker: Acker,
+}
+
 /// A consumer's end of a queue.
 pub(crate) struct Jobs {
     server: Arc<Server>,
@@ -84,7 +91,7 @@ pub(crate) struct Jobs {
 
 /// What a consumer gets when it asks.
 enum Take {
-    Got(Box<Raw>),
+    Got(Box<Delivered>),
     /// Nothing ready, or its prefetch is full.
     Wait,
     /// Cancelled, its connection closed or its queue deleted.
@@ -93,7 +100,7 @@ enum Take {
 
 impl Jobs {
     /// The next delivery, waiting for one; `None` once the consumer ended.
-    pub async fn next(&mut self) -> Option<Raw> {
+    pub async fn next(&mut self) -> Option<Delivered> {
         loop {
             // Registered before looking, so a change between the look and the wait is not missed.
             let changed = self.server.changed.notified();
@@ -121,11 +128,11 @@ impl Jobs {
         let tag = state.next_id;
         let acker =
             Acker { server: self.server.clone(), queue: consumer.queue.clone(), tag, used: AtomicBool::new(false) };
-        let raw = Raw {
+        let raw = Delivered {
             data: message.body.clone(),
             properties: message.properties.clone(),
             redelivered: message.redelivered,
-            acker: crate::work::Acker::Memory(acker),
+            acker,
         };
         q.unacked.insert(tag, (self.id, message));
         Take::Got(Box::new(raw))

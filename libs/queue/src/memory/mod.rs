@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 use crate::{Broker, Names, QueueError, Result};
 
 pub(crate) use hubs::HubQueue;
-pub(crate) use jobs::{Acker, Jobs};
+pub(crate) use jobs::{Acker, Delivered, Jobs};
 
 /// A RabbitMQ held in this process, for tests: every [`Broker`] connected to it (one per
 /// simulated pod) shares its queues and exchange. Clones are the same broker.
