@@ -12,7 +12,7 @@ use tokio_tungstenite::tungstenite::http::HeaderValue;
 
 use hermes_config::TtsConfig;
 
-use crate::speech::SpeechError;
+use crate::speech_error::SpeechError;
 
 /// The Edge release whose token scheme this follows.
 const EDGE_VERSION: &str = "130.0.2849.68";

@@ -11,9 +11,11 @@
 mod edge;
 mod image_gen;
 mod speech;
+mod speech_error;
 
 pub use image_gen::{AspectRatio, GeneratedImage, ImageGenError, ImageGenerator, MAX_IMAGE_BYTES};
-pub use speech::{Speaker, Speech, SpeechError, cut, sniff_audio, speakable};
+pub use speech::{Speaker, Speech, cut, sniff_audio, speakable};
+pub use speech_error::SpeechError;
 
 /// The `host:port` of a URL, as the outbound policy lists trusted hosts.
 fn authority(url: &str) -> Option<String> {

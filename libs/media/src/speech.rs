@@ -12,6 +12,7 @@ use serde_json::json;
 use hermes_config::{TtsConfig, TtsProvider};
 use hermes_net_policy::outbound::{Policy, client_for, read_capped};
 
+use crate::speech_error::SpeechError;
 use crate::{authority, service_message};
 
 /// The largest recording accepted (an hour of 64 kbit/s Opus is ~30 MB; a reply is far less).
@@ -44,19 +45,6 @@ impl Speech {
             _ => "mp3",
         }
     }
-}
-
-/// Why no speech came.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SpeechError {
-    /// Turned off, or the chosen provider lacks its key.
-    #[error("{0}")]
-    NotConfigured(String),
-    /// Nothing to say once Markdown and code are out.
-    #[error("there is no text to speak")]
-    Empty,
-    #[error("the speech service failed: {0}")]
-    Failed(String),
 }
 
 /// What a recording is, from its first bytes.
