@@ -15,7 +15,7 @@ use std::task::{Context, Poll};
 
 use hyper_util::client::legacy::connect::{Connection, HttpInfo};
 
-use crate::outbound::Policy;
+use crate::policy::{NameTrust, Policy};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -25,16 +25,6 @@ type Slot = Arc<Mutex<Option<String>>>;
 
 tokio::task_local! {
     static PORT_BOUND: Slot;
-}
-
-/// How far the operator trusts a name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum NameTrust {
-    /// Listed bare (`vllm.internal`): its private addresses on every port.
-    AllPorts,
-    /// Listed with ports only (`vllm.internal:8000`): its private addresses on those ports.
-    SomePorts,
-    Untrusted,
 }
 
 /// Resolves names to public addresses only, unless the operator trusts the name (a reqwest

@@ -5,6 +5,7 @@
 
 mod connecting;
 pub mod outbound;
+mod policy;
 pub mod ranges;
 
 pub use ranges::{Cidr, NON_PUBLIC_V4, NON_PUBLIC_V6, is_public};
