@@ -14,6 +14,7 @@
 //! policy follows the agent's setting when a worker attaches and at every reaper pass.
 
 pub mod manifests;
+mod names;
 #[cfg(test)]
 mod pod_tests;
 pub mod tls;

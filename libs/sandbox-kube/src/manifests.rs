@@ -14,55 +14,21 @@ use k8s_openapi::api::networking::v1::{
     NetworkPolicySpec,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use hermes_config::{KubernetesSandboxConfig, SandboxConfig};
 use hermes_net_policy::{Cidr, NON_PUBLIC_V4, NON_PUBLIC_V6};
 use hermes_sandbox::{MCP_HOME_MOUNT, MCP_USER, SandboxKey, WORKSPACE};
 
-pub const LABEL_OWNER: &str = "hermes.io/sandbox-owner";
-pub const LABEL_SANDBOX: &str = "hermes.io/sandbox";
-pub const LABEL_TENANT: &str = "hermes.io/tenant";
-pub const LABEL_AGENT: &str = "hermes.io/agent";
+pub use crate::names::{LABEL_AGENT, LABEL_OWNER, LABEL_SANDBOX, LABEL_TENANT, Names};
+use crate::names::{labels, meta};
+
 /// The variable sandboxd reads its token from (`--token-env`), filled from the token Secret. An
 /// environment, not a file: with `fsGroup` a Secret's files are readable by the sandbox's group.
 pub const TOKEN_ENV: &str = "HERMES_SANDBOX_TOKEN";
 /// The uid and gid of every program in the sandbox (sandboxd itself is root: see below).
 const SANDBOX_UID: i64 = 1000;
-
-/// The names of one sandbox's objects.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Names {
-    /// The pod and the NetworkPolicy (DNS-1123, at most 63 characters).
-    pub pod: String,
-    pub secret: String,
-    pub pvc: String,
-}
-
-impl Names {
-    /// Short and stable per tenant-agent: the ids themselves go in labels.
-    pub fn of(prefix: &str, key: SandboxKey) -> Self {
-        use sha2::{Digest, Sha256};
-        let digest = Sha256::digest(format!("{}:{}", key.tenant, key.agent));
-        let short: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
-        let pod = format!("{prefix}-sbx-{short}");
-        Self { secret: format!("{pod}-token"), pvc: format!("{pod}-ws"), pod }
-    }
-}
-
-pub(crate) fn labels(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names) -> BTreeMap<String, String> {
-    BTreeMap::from([
-        (LABEL_OWNER.to_owned(), cfg.name_prefix.clone()),
-        (LABEL_SANDBOX.to_owned(), names.pod.clone()),
-        (LABEL_TENANT.to_owned(), key.tenant.to_string()),
-        (LABEL_AGENT.to_owned(), key.agent.to_string()),
-    ])
-}
-
-pub(crate) fn meta(name: &str, labels: &BTreeMap<String, String>) -> ObjectMeta {
-    ObjectMeta { name: Some(name.to_owned()), labels: Some(labels.clone()), ..Default::default() }
-}
 
 pub fn secret(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names, token: &str) -> Secret {
     Secret {

@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::{Container, EnvVar, EnvVarSource, Pod, Secret, S
 use hermes_config::KubernetesSandboxConfig;
 use hermes_sandbox::{SandboxError, SandboxKey};
 
-use crate::manifests::{Names, labels, meta};
+use crate::names::{Names, labels, meta};
 
 /// The variables sandboxd reads its certificate and key from (`--tls-cert-env`, `--tls-key-env`).
 pub const CERT_ENV: &str = "HERMES_SANDBOX_TLS_CERT";
