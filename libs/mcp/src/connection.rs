@@ -17,8 +17,8 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
-use crate::pool::ServerKey;
 use crate::sampling::{Callers, Calling, Gate, Refusal, Sampler};
+use crate::server_key::ServerKey;
 use crate::spec::{MAX_TOOL_NAME, McpServerSpec};
 
 /// Tools listed this long ago are listed again at the next turn (a server that changed them

@@ -15,7 +15,8 @@ use hermes_core::ToolsetName;
 use hermes_tools::{Tool, ToolCtx, ToolError, ToolName};
 
 use crate::connection::{ListedTool, McpConnection, McpError};
-use crate::pool::{McpServers, ServerKey};
+use crate::pool::McpServers;
+use crate::server_key::ServerKey;
 use crate::spec::McpServerSpec;
 
 /// The servers' tools alive in the process; their names go with them.
