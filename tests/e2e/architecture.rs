@@ -99,13 +99,13 @@ const ADAPTERS: [&str; 8] = [
     "hermes-chat",
     "hermes-http",
 ];
-/// Small crates anyone may use (the injection scanner, the public-address policy): they
-/// depend on no workspace crate but core.
-const LEAVES: [&str; 2] = ["hermes-threats", "hermes-net-policy"];
+/// Small crates anyone may use (the injection scanner, the public-address policy, the HTTP
+/// APIs' bodies): they depend on no workspace crate but core.
+const LEAVES: [&str; 3] = ["hermes-threats", "hermes-net-policy", "hermes-wire"];
 /// What every adapter may build on: the domain, the config, the leaves, and telemetry (logs,
 /// metrics, and the trace context every hop hands on), itself built on core and config only.
-const FOUNDATIONS: [&str; 5] =
-    ["hermes-core", "hermes-config", "hermes-threats", "hermes-net-policy", "hermes-telemetry"];
+const FOUNDATIONS: [&str; 6] =
+    ["hermes-core", "hermes-config", "hermes-threats", "hermes-net-policy", "hermes-telemetry", "hermes-wire"];
 /// The one more workspace crate an adapter may use: the sandbox adapter speaks sandboxd's
 /// protocol, which lives in its own crate.
 const ADAPTER_EXTRAS: [(&str, &str); 1] = [("hermes-sandbox", "hermes-sandbox-proto")];

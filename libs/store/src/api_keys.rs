@@ -14,18 +14,8 @@ use hermes_core::{AgentId, ApiKeyId, TenantId};
 use crate::admin::AuditedTx;
 use crate::{Result, Store, StoreError};
 
-/// A stored key (never the secret part).
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ApiKey {
-    pub id: ApiKeyId,
-    pub tenant_id: TenantId,
-    pub agent_id: Option<AgentId>,
-    pub name: String,
-    pub prefix: String,
-    pub created_at: DateTime<Utc>,
-    pub expires_at: Option<DateTime<Utc>>,
-    pub revoked_at: Option<DateTime<Utc>>,
-}
+/// A stored key (never the secret part), as the admin API shows it.
+pub use hermes_wire::admin::ApiKey;
 
 /// Who a valid key speaks for.
 #[derive(Debug, Clone, Copy)]

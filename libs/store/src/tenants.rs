@@ -1,6 +1,5 @@
 //! Tenants: the unit of isolation.
 
-use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, Row};
 use uuid::Uuid;
 
@@ -9,13 +8,8 @@ use hermes_core::TenantId;
 use crate::admin::{AuditedTx, Installation};
 use crate::{Result, Store, StoreError};
 
-/// A tenant (a team using the service).
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Tenant {
-    pub id: TenantId,
-    pub name: String,
-    pub created_at: DateTime<Utc>,
-}
+/// A tenant (a team using the service), as the admin API shows it.
+pub use hermes_wire::admin::Tenant;
 
 impl Store {
     /// Creates a tenant. Operator-only: the admin CLI and admin API call it.

@@ -2,16 +2,26 @@
 //! operator's laptop needs no database URL and no master key. The token is an operator's
 //! (`hermesctl operator token`, or `POST /admin/v1/tokens` in a console session) or a tenant's
 //! admin token; the API decides what it may do and records every change in the audit log as
-//! that token. Commands that need the database itself say so.
+//! that token. Commands that need the database itself say so. Bodies are `hermes_wire`'s
+//! types, the ones the handlers answer with.
 
 use anyhow::{Context, bail};
 use reqwest::Method;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+
+use hermes_wire::admin::{ApiKey, ApiKeyMade, NewApiKey, NewTenant, Quotas, Tenant, TenantMade};
+use hermes_wire::{ErrorBody, List, Page};
 
 use crate::cli::print;
 use crate::commands::{Cli, Command, TenantCmd};
 use crate::keys::KeyCmd;
 use crate::people::MemberCmd;
+
+/// What a command that needs the database answers over the API.
+const NEEDS_DATABASE: &str = "this command needs the database (run it without --url where the database is reachable); \
+     over the API: tenant list|create|limits, member list|add, key create|list|revoke, agent list, mcp, audit";
 
 /// The admin API, as one token.
 struct Remote {
@@ -21,27 +31,41 @@ struct Remote {
 }
 
 impl Remote {
-    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
+    /// `method path` with `body`, its answer as `T` (a 204 as `()`); an error answer as its
+    /// message.
+    async fn send<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&(impl Serialize + Sync)>,
+    ) -> anyhow::Result<T> {
         let mut req = self.http.request(method.clone(), format!("{}{path}", self.base)).bearer_auth(&self.token);
         if let Some(body) = body {
-            req = req.json(&body);
+            req = req.json(body);
         }
         let resp = req.send().await.with_context(|| format!("cannot reach {}", self.base))?;
         let status = resp.status();
         let text = resp.text().await.unwrap_or_default();
-        let value: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
         if !status.is_success() {
-            let why = value["error"]["message"].as_str().map(str::to_owned).unwrap_or_else(|| value.to_string());
+            let why = serde_json::from_str::<ErrorBody>(&text).map(|e| e.error.message).unwrap_or(text);
             bail!("{method} {path}: {status}: {why}");
         }
-        Ok(value)
+        let answer =
+            if text.is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap_or(Value::String(text)) };
+        serde_json::from_value(answer).with_context(|| format!("{method} {path}: an answer hermesctl does not read"))
+    }
+
+    /// `method path` with a body, its answer as untyped JSON (the commands not typed yet).
+    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
+        self.send(method, path, body.as_ref()).await
     }
 
     /// The tenant's id, by name.
     async fn tenant(&self, name: &str) -> anyhow::Result<String> {
-        let found = self.call(Method::GET, &format!("/admin/v1/tenants?name={}", encode(name)), None).await?;
-        match found["data"][0]["id"].as_str() {
-            Some(id) => Ok(id.to_owned()),
+        let path = format!("/admin/v1/tenants?name={}", encode(name));
+        let found: Page<Tenant, String> = self.send(Method::GET, &path, None::<&()>).await?;
+        match found.data.first() {
+            Some(t) => Ok(t.id.to_string()),
             None => bail!("no tenant named {name:?} (or this token may not see it)"),
         }
     }
@@ -58,29 +82,91 @@ pub async fn run(cli: Cli, url: &str) -> anyhow::Result<()> {
     let remote = Remote { http, base: url.trim_end_matches('/').to_owned(), token };
     let json_mode = cli.json;
     match cli.command {
-        Command::Tenant(TenantCmd::List) => {
-            let list = remote.call(Method::GET, "/admin/v1/tenants?limit=500", None).await?;
-            let human = lines(&list["data"], |t| {
-                format!("{}\t{}", t["name"].as_str().unwrap_or(""), t["id"].as_str().unwrap_or(""))
-            });
-            print(json_mode, list["data"].clone(), human);
+        Command::Tenant(cmd) => tenant(&remote, cmd, json_mode).await,
+        Command::Key(cmd) => key(&remote, cmd, json_mode).await,
+        Command::Member(cmd) => member(&remote, cmd, json_mode).await,
+        Command::Agent(crate::agents::AgentCmd::List { tenant }) => agents(&remote, &tenant, json_mode).await,
+        Command::Audit(args) => audit(&remote, args, json_mode).await,
+        Command::Mcp(cmd) => mcp(&remote, cmd, json_mode).await,
+        _ => bail!(NEEDS_DATABASE),
+    }
+}
+
+async fn tenant(remote: &Remote, cmd: TenantCmd, json_mode: bool) -> anyhow::Result<()> {
+    match cmd {
+        TenantCmd::List => {
+            let list: Page<Tenant, String> =
+                remote.send(Method::GET, "/admin/v1/tenants?limit=500", None::<&()>).await?;
+            let human = list.data.iter().map(|t| format!("{}\t{}", t.name, t.id)).collect::<Vec<_>>().join("\n");
+            print(json_mode, serde_json::to_value(&list.data)?, human);
         }
-        Command::Tenant(TenantCmd::Create { name }) => {
-            let made = remote.call(Method::POST, "/admin/v1/tenants", Some(json!({ "name": name }))).await?;
-            let t = &made["tenant"];
-            print(
-                json_mode,
-                t.clone(),
-                format!("created tenant {} ({})", t["name"].as_str().unwrap_or(""), t["id"].as_str().unwrap_or("")),
-            );
+        TenantCmd::Create { name } => {
+            let body = NewTenant { name, owner_email: None };
+            let made: TenantMade = remote.send(Method::POST, "/admin/v1/tenants", Some(&body)).await?;
+            let t = made.tenant;
+            print(json_mode, serde_json::to_value(&t)?, format!("created tenant {} ({})", t.name, t.id));
         }
-        Command::Tenant(TenantCmd::Limits { tenant, requests_per_minute, concurrent_turns }) => {
+        TenantCmd::Limits { tenant, requests_per_minute, concurrent_turns } => {
             let id = remote.tenant(&tenant).await?;
-            let quotas = json!({ "requests_per_minute": requests_per_minute, "concurrent_turns": concurrent_turns });
-            remote.call(Method::PUT, &format!("/admin/v1/tenants/{id}/quotas"), Some(quotas.clone())).await?;
-            print(json_mode, quotas.clone(), format!("limits of {tenant}: {quotas}"));
+            let quotas = Quotas {
+                requests_per_minute,
+                concurrent_turns,
+                web_searches_per_day: None,
+                web_extracts_per_day: None,
+            };
+            remote.send::<()>(Method::PUT, &format!("/admin/v1/tenants/{id}/quotas"), Some(&quotas)).await?;
+            let shown = serde_json::to_value(&quotas)?;
+            print(json_mode, shown.clone(), format!("limits of {tenant}: {shown}"));
         }
-        Command::Member(MemberCmd::List { tenant }) => {
+        _ => bail!(NEEDS_DATABASE),
+    }
+    Ok(())
+}
+
+async fn key(remote: &Remote, cmd: KeyCmd, json_mode: bool) -> anyhow::Result<()> {
+    match cmd {
+        KeyCmd::Create { tenant, agent, name } => {
+            let id = remote.tenant(&tenant).await?;
+            let name = if name.is_empty() { "hermesctl".to_owned() } else { name };
+            let body = NewApiKey { name, agent, expires_in_days: None };
+            let made: ApiKeyMade =
+                remote.send(Method::POST, &format!("/admin/v1/tenants/{id}/keys"), Some(&body)).await?;
+            let mut value = serde_json::to_value(&made.key)?;
+            value["key"] = json!(made.secret);
+            let human = format!(
+                "created API key {} for tenant {tenant}\n\n    {}\n\nStore it now: it is not shown again.",
+                made.key.id, made.secret
+            );
+            print(json_mode, value, human);
+        }
+        KeyCmd::Revoke { tenant, id: key } => {
+            let id = remote.tenant(&tenant).await?;
+            remote.send::<()>(Method::DELETE, &format!("/admin/v1/tenants/{id}/keys/{key}"), None::<&()>).await?;
+            print(json_mode, json!({ "revoked": key }), format!("revoked API key {key}"));
+        }
+        KeyCmd::List { tenant } => {
+            let id = remote.tenant(&tenant).await?;
+            let list: List<ApiKey> =
+                remote.send(Method::GET, &format!("/admin/v1/tenants/{id}/keys"), None::<&()>).await?;
+            let human = list
+                .data
+                .iter()
+                .map(|k| {
+                    let revoked = if k.revoked_at.is_some() { "  (revoked)" } else { "" };
+                    format!("{}\t{}\t{}{revoked}", k.prefix, k.name, k.id)
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            print(json_mode, serde_json::to_value(&list.data)?, human);
+        }
+        KeyCmd::Limits { .. } => bail!(NEEDS_DATABASE),
+    }
+    Ok(())
+}
+
+async fn member(remote: &Remote, cmd: MemberCmd, json_mode: bool) -> anyhow::Result<()> {
+    match cmd {
+        MemberCmd::List { tenant } => {
             let id = remote.tenant(&tenant.tenant).await?;
             let list = remote.call(Method::GET, &format!("/admin/v1/tenants/{id}/members"), None).await?;
             let human = lines(&list["data"], |m| {
@@ -88,7 +174,7 @@ pub async fn run(cli: Cli, url: &str) -> anyhow::Result<()> {
             });
             print(json_mode, list["data"].clone(), human);
         }
-        Command::Member(MemberCmd::Add { tenant, email, role, .. }) => {
+        MemberCmd::Add { tenant, email, role, .. } => {
             // Over the API a new member is invited: the link is theirs to open.
             let id = remote.tenant(&tenant.tenant).await?;
             let body = json!({ "email": email, "role": role });
@@ -100,91 +186,59 @@ pub async fn run(cli: Cli, url: &str) -> anyhow::Result<()> {
                 format!("invited {email} as {role} of {}\ninvitation link (works once): {link}", tenant.tenant),
             );
         }
-        Command::Key(KeyCmd::Create { tenant, agent, name }) => {
-            let id = remote.tenant(&tenant).await?;
-            let label = if name.is_empty() { "hermesctl".to_owned() } else { name };
-            let mut body = json!({ "name": label });
-            if let Some(agent) = agent {
-                body["agent"] = json!(agent);
-            }
-            let made = remote.call(Method::POST, &format!("/admin/v1/tenants/{id}/keys"), Some(body)).await?;
-            let secret = made["secret"].as_str().unwrap_or("").to_owned();
-            let mut value = made["key"].clone();
-            value["key"] = json!(secret);
-            let human = format!(
-                "created API key {} for tenant {tenant}\n\n    {secret}\n\nStore it now: it is not shown again.",
-                value["id"].as_str().unwrap_or("")
-            );
-            print(json_mode, value, human);
+    }
+    Ok(())
+}
+
+async fn agents(remote: &Remote, tenant: &str, json_mode: bool) -> anyhow::Result<()> {
+    let id = remote.tenant(tenant).await?;
+    let list = remote.call(Method::GET, &format!("/admin/v1/tenants/{id}/agents"), None).await?;
+    let human = lines(&list["data"], |a| {
+        let field = |k: &str| a[k].as_str().unwrap_or("").to_owned();
+        format!("{}\t{}\t{}\t{}", field("name"), field("id"), field("model"), field("provider_base_url"))
+    });
+    print(json_mode, list["data"].clone(), human);
+    Ok(())
+}
+
+async fn audit(remote: &Remote, args: crate::commands::AuditArgs, json_mode: bool) -> anyhow::Result<()> {
+    let id = remote.tenant(&args.tenant).await?;
+    let mut query = vec![("format".to_owned(), "jsonl".to_owned())];
+    for (k, v) in [("action", &args.action), ("actor", &args.actor), ("since", &args.since), ("until", &args.until)] {
+        if let Some(v) = v {
+            query.push((k.to_owned(), v.clone()));
         }
-        Command::Key(KeyCmd::Revoke { tenant, id: key }) => {
-            let id = remote.tenant(&tenant).await?;
-            remote.call(Method::DELETE, &format!("/admin/v1/tenants/{id}/keys/{key}"), None).await?;
-            print(json_mode, json!({ "revoked": key }), format!("revoked API key {key}"));
-        }
-        Command::Key(KeyCmd::List { tenant }) => {
-            let id = remote.tenant(&tenant).await?;
-            let list = remote.call(Method::GET, &format!("/admin/v1/tenants/{id}/keys"), None).await?;
-            let human = lines(&list["data"], |k| {
-                let revoked = if k["revoked_at"].is_null() { "" } else { "  (revoked)" };
-                format!(
-                    "{}\t{}\t{}{revoked}",
-                    k["prefix"].as_str().unwrap_or(""),
-                    k["name"].as_str().unwrap_or(""),
-                    k["id"].as_str().unwrap_or("")
-                )
-            });
-            print(json_mode, list["data"].clone(), human);
-        }
-        Command::Agent(crate::agents::AgentCmd::List { tenant }) => {
-            let id = remote.tenant(&tenant).await?;
-            let list = remote.call(Method::GET, &format!("/admin/v1/tenants/{id}/agents"), None).await?;
-            let human = lines(&list["data"], |a| {
-                let field = |k: &str| a[k].as_str().unwrap_or("").to_owned();
-                format!("{}\t{}\t{}\t{}", field("name"), field("id"), field("model"), field("provider_base_url"))
-            });
-            print(json_mode, list["data"].clone(), human);
-        }
-        Command::Audit(args) => {
-            let id = remote.tenant(&args.tenant).await?;
-            let mut query = vec![("format".to_owned(), "jsonl".to_owned())];
-            for (k, v) in
-                [("action", &args.action), ("actor", &args.actor), ("since", &args.since), ("until", &args.until)]
-            {
-                if let Some(v) = v {
-                    query.push((k.to_owned(), v.clone()));
-                }
-            }
-            let qs: String = form_urlencoded::Serializer::new(String::new()).extend_pairs(query).finish();
-            let path = format!("/admin/v1/tenants/{id}/audit?{qs}");
-            let resp = remote.http.get(format!("{}{path}", remote.base)).bearer_auth(&remote.token).send().await?;
-            if !resp.status().is_success() {
-                bail!("GET {path}: {}: {}", resp.status(), resp.text().await.unwrap_or_default());
-            }
-            let text = resp.text().await?;
-            crate::cli::print_audit(json_mode, text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect());
-        }
-        Command::Mcp(crate::mcp::McpCmd::Add(args)) => {
+    }
+    let qs: String = form_urlencoded::Serializer::new(String::new()).extend_pairs(query).finish();
+    let path = format!("/admin/v1/tenants/{id}/audit?{qs}");
+    let resp = remote.http.get(format!("{}{path}", remote.base)).bearer_auth(&remote.token).send().await?;
+    if !resp.status().is_success() {
+        bail!("GET {path}: {}: {}", resp.status(), resp.text().await.unwrap_or_default());
+    }
+    let text = resp.text().await?;
+    crate::cli::print_audit(json_mode, text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect());
+    Ok(())
+}
+
+async fn mcp(remote: &Remote, cmd: crate::mcp::McpCmd, json_mode: bool) -> anyhow::Result<()> {
+    match cmd {
+        crate::mcp::McpCmd::Add(args) => {
             let spec = crate::mcp::spec_of(&args)?;
             let id = remote.tenant(&args.agent.tenant).await?;
             let path = crate::mcp::api_path(&id, &args.agent, Some(&args.name));
             let set = remote.call(Method::PUT, &path, Some(serde_json::to_value(&spec)?)).await?;
             print(json_mode, set, format!("set MCP server {} of {}", args.name, args.agent.agent));
         }
-        Command::Mcp(crate::mcp::McpCmd::List(who)) => {
+        crate::mcp::McpCmd::List(who) => {
             let id = remote.tenant(&who.tenant).await?;
             let list = remote.call(Method::GET, &crate::mcp::api_path(&id, &who, None), None).await?;
             print(json_mode, list["data"].clone(), crate::mcp::list_lines(&list));
         }
-        Command::Mcp(crate::mcp::McpCmd::Remove { agent: who, name }) => {
+        crate::mcp::McpCmd::Remove { agent: who, name } => {
             let id = remote.tenant(&who.tenant).await?;
             remote.call(Method::DELETE, &crate::mcp::api_path(&id, &who, Some(&name)), None).await?;
             print(json_mode, json!({ "removed": name }), format!("removed MCP server {name} of {}", who.agent));
         }
-        _ => bail!(
-            "this command needs the database (run it without --url where the database is reachable); \
-             over the API: tenant list|create|limits, member list|add, key create|list|revoke, agent list, mcp, audit"
-        ),
     }
     Ok(())
 }

@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use sqlx::Row;
 
 use hermes_core::{AdminTokenId, MemberRole, PersonId, TenantId};
@@ -13,20 +12,8 @@ use hermes_core::{AdminTokenId, MemberRole, PersonId, TenantId};
 use super::audit::{self, ActorKind, Audit, Change};
 use crate::{Result, Store, StoreError};
 
-/// A token as listed (never its secret).
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct AdminToken {
-    pub id: AdminTokenId,
-    pub name: String,
-    /// The person it acts as (`None`: a tenant service token).
-    pub person_id: Option<PersonId>,
-    pub role: MemberRole,
-    pub prefix: String,
-    pub expires_at: DateTime<Utc>,
-    pub last_used_at: Option<DateTime<Utc>>,
-    pub revoked_at: Option<DateTime<Utc>>,
-    pub created_at: DateTime<Utc>,
-}
+/// A token as listed (never its secret), as the admin API shows it.
+pub use hermes_wire::admin::AdminToken;
 
 /// Who a valid token speaks for.
 #[derive(Debug, Clone)]

@@ -117,58 +117,6 @@ pub(crate) struct InvitationMade {
 }
 
 #[derive(ToSchema)]
-pub(crate) struct AdminToken {
-    id: String,
-    name: String,
-    /// `null`: a service token.
-    person_id: Option<String>,
-    role: String,
-    prefix: String,
-    expires_at: String,
-    last_used_at: Option<String>,
-    revoked_at: Option<String>,
-    created_at: String,
-}
-
-#[derive(ToSchema)]
-pub(crate) struct TokenList {
-    object: String,
-    data: Vec<AdminToken>,
-}
-
-#[derive(ToSchema)]
-pub(crate) struct TokenMade {
-    token: AdminToken,
-    /// `hat_...`: shown this once.
-    secret: String,
-}
-
-#[derive(ToSchema)]
-pub(crate) struct ApiKey {
-    id: String,
-    tenant_id: String,
-    agent_id: Option<String>,
-    name: String,
-    prefix: String,
-    created_at: String,
-    expires_at: Option<String>,
-    revoked_at: Option<String>,
-}
-
-#[derive(ToSchema)]
-pub(crate) struct ApiKeyList {
-    object: String,
-    data: Vec<ApiKey>,
-}
-
-#[derive(ToSchema)]
-pub(crate) struct ApiKeyMade {
-    key: ApiKey,
-    /// `hk_...`: shown this once.
-    secret: String,
-}
-
-#[derive(ToSchema)]
 pub(crate) struct Actor {
     /// `person`, `token`, `cli`, `chat` or `system`.
     kind: String,
@@ -199,47 +147,6 @@ pub(crate) struct AuditList {
     data: Vec<AuditEntry>,
     /// The `cursor` of the next page; `null` on the last.
     next: Option<i64>,
-}
-
-#[derive(ToSchema)]
-pub(crate) struct Tenant {
-    id: String,
-    name: String,
-    created_at: String,
-}
-
-#[derive(ToSchema)]
-pub(crate) struct TenantList {
-    object: String,
-    data: Vec<Tenant>,
-    /// The `after` of the next page; `null` on the last.
-    next: Option<String>,
-}
-
-#[derive(ToSchema)]
-pub(crate) struct TenantMade {
-    tenant: Tenant,
-    owner_invitation_link: Option<String>,
-}
-
-#[derive(ToSchema)]
-pub(crate) struct QuotasView {
-    requests_per_minute: Option<i64>,
-    concurrent_turns: Option<i64>,
-    /// Web searches per UTC day (`null`: the installation's default; 0: unlimited).
-    web_searches_per_day: Option<i64>,
-    /// Pages read by `web_extract` per UTC day.
-    web_extracts_per_day: Option<i64>,
-}
-
-#[derive(ToSchema)]
-pub(crate) struct TenantView {
-    tenant: Tenant,
-    quotas: QuotasView,
-    /// `operator`, `owner`, `admin` or `member`.
-    standing: String,
-    /// The operations the caller may perform in this tenant (the console shows only these).
-    may: Vec<String>,
 }
 
 /// A list of objects.

@@ -5,12 +5,14 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use hermes_core::access::{AdminOp, Standing};
 use hermes_core::{ErrorCode, MemberRole};
 use hermes_http::{ApiError, ApiJson};
 use hermes_store::admin::Change;
+use hermes_wire::admin::{NewOperatorToken, NewTenant, Quotas, QuotasView, Tenant, TenantMade, TenantView, TokenMade};
+use hermes_wire::{ErrorBody, Page};
 
 use crate::admin::caller::Caller;
 use crate::admin::errors::store_error;
@@ -31,13 +33,13 @@ pub(crate) struct TenantPage {
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants", tag = "admin: tenants", params(TenantPage),
-    responses((status = 200, description = "Tenants by name (operators); anyone else gets their own memberships from /admin/v1/me", body = crate::admin::schemas::TenantList),
-        (status = 403, description = "Operators only", body = crate::admin::schemas::ErrorBody)))]
+    responses((status = 200, description = "Tenants by name (operators); anyone else gets their own memberships from /admin/v1/me", body = Page<Tenant, String>),
+        (status = 403, description = "Operators only", body = ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<AdminState>,
     caller: Caller,
     Query(page): Query<TenantPage>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Page<Tenant, String>>> {
     caller.installation(AdminOp::ListTenants)?;
     if let Some(name) = page.name.as_deref() {
         let found = match state.store.tenant_by_name(name).await {
@@ -45,34 +47,24 @@ pub(crate) async fn list(
             Err(hermes_store::StoreError::NotFound) => vec![],
             Err(e) => return Err(store_error(e)),
         };
-        return Ok(Json(json!({ "object": "list", "data": found, "next": null })));
+        return Ok(Json(Page::of(found, None)));
     }
     let limit = page.limit.unwrap_or(100).clamp(1, 500);
     let tenants = state.store.tenants_page(page.after.as_deref(), limit).await.map_err(store_error)?;
     let next = (tenants.len() == limit as usize).then(|| tenants.last().map(|t| t.name.clone())).flatten();
-    Ok(Json(json!({ "object": "list", "data": tenants, "next": next })))
-}
-
-/// A tenant to create.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct NewTenant {
-    /// 1-63 lowercase letters, digits, `-` or `_`.
-    name: String,
-    /// Invite this person as the tenant's first owner.
-    owner_email: Option<String>,
+    Ok(Json(Page::of(tenants, next)))
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants", tag = "admin: tenants", request_body = NewTenant,
-    responses((status = 201, description = "The tenant, and the owner's invitation link when asked", body = crate::admin::schemas::TenantMade),
-        (status = 400, description = "A bad name or email", body = crate::admin::schemas::ErrorBody),
-        (status = 403, description = "Operators only", body = crate::admin::schemas::ErrorBody),
-        (status = 409, description = "The name is taken", body = crate::admin::schemas::ErrorBody)))]
+    responses((status = 201, description = "The tenant, and the owner's invitation link when asked", body = TenantMade),
+        (status = 400, description = "A bad name or email", body = ErrorBody),
+        (status = 403, description = "Operators only", body = ErrorBody),
+        (status = 409, description = "The name is taken", body = ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AdminState>,
     caller: Caller,
     ApiJson(body): ApiJson<NewTenant>,
-) -> Result<(StatusCode, Json<Value>)> {
+) -> Result<(StatusCode, Json<TenantMade>)> {
     caller.installation(AdminOp::CreateTenant)?;
     let audit = caller.audit();
     let mut tx = state.store.audited_installation(audit.clone()).await.map_err(store_error)?;
@@ -95,17 +87,17 @@ pub(crate) async fn create(
         }
         None => None,
     };
-    Ok((StatusCode::CREATED, Json(json!({ "tenant": tenant, "owner_invitation_link": link }))))
+    Ok((StatusCode::CREATED, Json(TenantMade { tenant, owner_invitation_link: link })))
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}", tag = "admin: tenants", params(("tenant" = String, Path, description = "Tenant id")),
-    responses((status = 200, description = "The tenant, its quotas and where the caller stands", body = crate::admin::schemas::TenantView),
-        (status = 404, description = "No such tenant (or not yours)", body = crate::admin::schemas::ErrorBody)))]
+    responses((status = 200, description = "The tenant, its quotas and where the caller stands", body = TenantView),
+        (status = 404, description = "No such tenant (or not yours)", body = ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<TenantView>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewTenant).await?;
     let (tenant, rpm, turns) = state.store.tenant(t.id).await.map_err(store_error)?;
     let web = state.store.web_quotas(t.id).await.map_err(store_error)?;
@@ -113,55 +105,29 @@ pub(crate) async fn get(
         Standing::Operator => "operator".to_owned(),
         Standing::Member(role) => role.to_string(),
     };
-    let may: Vec<&str> = AdminOp::ALL
+    let may: Vec<String> = AdminOp::ALL
         .iter()
         // Of the installation's operations, the quotas and single sign-on are about this tenant.
         .filter(|op| {
             let about_it = !op.is_installation() || matches!(op, AdminOp::SetQuotas | AdminOp::ConfigureSso);
             about_it && hermes_core::access::allows(t.standing, **op)
         })
-        .map(|op| op.as_str())
+        .map(|op| op.as_str().to_owned())
         .collect();
-    Ok(Json(json!({
-        "tenant": tenant,
-        "quotas": {
-            "requests_per_minute": rpm,
-            "concurrent_turns": turns,
-            "web_searches_per_day": web.searches_per_day,
-            "web_extracts_per_day": web.extracts_per_day,
-        },
-        "standing": role,
-        "may": may,
-    })))
-}
-
-/// New quotas (`null`: the installation's default; 0: unlimited). The web quotas are left as
-/// they are when absent.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct Quotas {
-    requests_per_minute: Option<u32>,
-    concurrent_turns: Option<u32>,
-    /// Web searches per UTC day.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<u32>)]
-    web_searches_per_day: Option<Option<u32>>,
-    /// Pages `web_extract` reads per UTC day.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<u32>)]
-    web_extracts_per_day: Option<Option<u32>>,
-}
-
-/// A field that was sent (`Some`, perhaps of `null`), as opposed to one left out (`None`).
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<Option<u32>>, D::Error> {
-    Option::<u32>::deserialize(d).map(Some)
+    let quotas = QuotasView {
+        requests_per_minute: rpm.map(i64::from),
+        concurrent_turns: turns.map(i64::from),
+        web_searches_per_day: web.searches_per_day.map(i64::from),
+        web_extracts_per_day: web.extracts_per_day.map(i64::from),
+    };
+    Ok(Json(TenantView { tenant, quotas, standing: role, may }))
 }
 
 #[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/quotas", tag = "admin: tenants", request_body = Quotas,
     params(("tenant" = String, Path, description = "Tenant id")),
     responses((status = 204, description = "Set; they apply to the next request"),
-        (status = 403, description = "Operators only", body = crate::admin::schemas::ErrorBody),
-        (status = 404, description = "No such tenant", body = crate::admin::schemas::ErrorBody)))]
+        (status = 403, description = "Operators only", body = ErrorBody),
+        (status = 404, description = "No such tenant", body = ErrorBody)))]
 pub(crate) async fn set_quotas(
     State(state): State<AdminState>,
     caller: Caller,
@@ -189,23 +155,14 @@ pub(crate) async fn set_quotas(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// An operator's own token for the installation (`hermesctl --url`).
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct NewOperatorToken {
-    name: String,
-    /// 1 to 366; default 30.
-    expires_in_days: Option<u32>,
-}
-
 #[utoipa::path(post, path = "/admin/v1/tokens", tag = "admin: tenants", request_body = NewOperatorToken,
-    responses((status = 201, description = "A token acting as the calling operator on every tenant, shown this once", body = crate::admin::schemas::TokenMade),
-        (status = 403, description = "Operators only, signed in (a token does not make tokens)", body = crate::admin::schemas::ErrorBody)))]
+    responses((status = 201, description = "A token acting as the calling operator on every tenant, shown this once", body = TokenMade),
+        (status = 403, description = "Operators only, signed in (a token does not make tokens)", body = ErrorBody)))]
 pub(crate) async fn create_operator_token(
     State(state): State<AdminState>,
     caller: Caller,
     ApiJson(body): ApiJson<NewOperatorToken>,
-) -> Result<(StatusCode, Json<Value>)> {
+) -> Result<(StatusCode, Json<TokenMade>)> {
     caller.installation(AdminOp::ViewCluster)?;
     let (crate::admin::caller::Credential::Session { .. }, Some(person)) = (&caller.credential, &caller.person) else {
         return Err(ApiError::new(
@@ -219,5 +176,5 @@ pub(crate) async fn create_operator_token(
     let lifetime = std::time::Duration::from_secs(u64::from(days) * 86_400);
     let made = state.store.create_operator_token(person.id, body.name.trim(), lifetime, &caller.audit()).await;
     let (token, secret) = made.map_err(store_error)?;
-    Ok((StatusCode::CREATED, Json(json!({ "token": token, "secret": secret }))))
+    Ok((StatusCode::CREATED, Json(TokenMade { token, secret })))
 }

@@ -6,13 +6,13 @@ use std::time::Duration;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use serde::Deserialize;
-use serde_json::{Value, json};
 
 use hermes_core::access::{AdminOp, Standing};
 use hermes_core::{AdminTokenId, ApiKeyId, ErrorCode, MemberRole};
 use hermes_http::ApiError;
 use hermes_store::admin::Change;
+use hermes_wire::admin::{AdminToken, ApiKey, ApiKeyMade, NewApiKey, NewToken, TokenMade};
+use hermes_wire::{ErrorBody, List};
 
 use crate::admin::caller::{Caller, Credential};
 use crate::admin::errors::{store_error, store_error_for};
@@ -30,44 +30,29 @@ fn lifetime(days: Option<u32>) -> Result<Duration> {
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/tokens", tag = "admin: credentials",
     params(("tenant" = String, Path, description = "Tenant id")),
-    responses((status = 200, description = "The tenant's admin tokens (never their secrets)", body = crate::admin::schemas::TokenList),
-        (status = 404, description = "No such tenant (or not yours)", body = crate::admin::schemas::ErrorBody)))]
+    responses((status = 200, description = "The tenant's admin tokens (never their secrets)", body = List<AdminToken>),
+        (status = 404, description = "No such tenant (or not yours)", body = ErrorBody)))]
 pub(crate) async fn list_tokens(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<List<AdminToken>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewTokens).await?;
     let tokens = state.store.admin_tokens(t.id).await.map_err(store_error)?;
-    Ok(Json(json!({ "object": "list", "data": tokens })))
-}
-
-/// A token to make: yours (acting as you, never above your role) or the tenant's service token.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct NewToken {
-    name: String,
-    /// The most it may do: `owner`, `admin` or `member` (read-only). Default `member`.
-    #[schema(value_type = Option<String>, example = "member")]
-    role: Option<MemberRole>,
-    /// 1 to 366; default 90.
-    expires_in_days: Option<u32>,
-    /// A service token belongs to the tenant, not to you: it outlives your membership.
-    #[serde(default)]
-    service: bool,
+    Ok(Json(List::of(tokens)))
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/tokens", tag = "admin: credentials", request_body = NewToken,
     params(("tenant" = String, Path, description = "Tenant id")),
-    responses((status = 201, description = "The token and its secret, shown this once", body = crate::admin::schemas::TokenMade),
-        (status = 400, description = "A bad name or lifetime", body = crate::admin::schemas::ErrorBody),
-        (status = 403, description = "Above the caller's own role, or a role that may not make tokens", body = crate::admin::schemas::ErrorBody)))]
+    responses((status = 201, description = "The token and its secret, shown this once", body = TokenMade),
+        (status = 400, description = "A bad name or lifetime", body = ErrorBody),
+        (status = 403, description = "Above the caller's own role, or a role that may not make tokens", body = ErrorBody)))]
 pub(crate) async fn create_token(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
     body: std::result::Result<hermes_http::ApiJson<NewToken>, ApiError>,
-) -> Result<(StatusCode, Json<Value>)> {
+) -> Result<(StatusCode, Json<TokenMade>)> {
     let t = caller.tenant(&state, &tenant, AdminOp::ManageTokens).await?;
     // Whose it is first: another tenant's URL is a 404 whatever the body.
     let hermes_http::ApiJson(body) = body?;
@@ -97,13 +82,13 @@ pub(crate) async fn create_token(
         .create_admin_token(t.id, person, body.name.trim(), role, lifetime(body.expires_in_days)?, &caller.audit())
         .await;
     let (token, secret) = made.map_err(store_error)?;
-    Ok((StatusCode::CREATED, Json(json!({ "token": token, "secret": secret }))))
+    Ok((StatusCode::CREATED, Json(TokenMade { token, secret })))
 }
 
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/tokens/{id}", tag = "admin: credentials",
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Token id")),
     responses((status = 204, description = "Revoked: it stops working at once"),
-        (status = 404, description = "No such live token", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such live token", body = ErrorBody)))]
 pub(crate) async fn revoke_token(
     State(state): State<AdminState>,
     caller: Caller,
@@ -121,40 +106,29 @@ pub(crate) async fn revoke_token(
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/keys", tag = "admin: credentials",
     params(("tenant" = String, Path, description = "Tenant id")),
-    responses((status = 200, description = "The tenant's API keys (never their secrets)", body = crate::admin::schemas::ApiKeyList),
-        (status = 404, description = "No such tenant (or not yours)", body = crate::admin::schemas::ErrorBody)))]
+    responses((status = 200, description = "The tenant's API keys (never their secrets)", body = List<ApiKey>),
+        (status = 404, description = "No such tenant (or not yours)", body = ErrorBody)))]
 pub(crate) async fn list_keys(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<List<ApiKey>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewKeys).await?;
     let keys = state.store.api_keys(t.id).await.map_err(store_error)?;
-    Ok(Json(json!({ "object": "list", "data": keys })))
+    Ok(Json(List::of(keys)))
 }
 
-/// An API key to make.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct NewKey {
-    name: String,
-    /// Restrict the key to one agent (its name or id); unset: every agent of the tenant.
-    agent: Option<String>,
-    /// Unset: the key does not expire.
-    expires_in_days: Option<u32>,
-}
-
-#[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/keys", tag = "admin: credentials", request_body = NewKey,
+#[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/keys", tag = "admin: credentials", request_body = NewApiKey,
     params(("tenant" = String, Path, description = "Tenant id")),
-    responses((status = 201, description = "The key and its secret, shown this once", body = crate::admin::schemas::ApiKeyMade),
-        (status = 403, description = "The caller's role may not make keys", body = crate::admin::schemas::ErrorBody),
-        (status = 404, description = "No such tenant or agent", body = crate::admin::schemas::ErrorBody)))]
+    responses((status = 201, description = "The key and its secret, shown this once", body = ApiKeyMade),
+        (status = 403, description = "The caller's role may not make keys", body = ErrorBody),
+        (status = 404, description = "No such tenant or agent", body = ErrorBody)))]
 pub(crate) async fn create_key(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-    body: std::result::Result<hermes_http::ApiJson<NewKey>, ApiError>,
-) -> Result<(StatusCode, Json<Value>)> {
+    body: std::result::Result<hermes_http::ApiJson<NewApiKey>, ApiError>,
+) -> Result<(StatusCode, Json<ApiKeyMade>)> {
     let t = caller.tenant(&state, &tenant, AdminOp::ManageKeys).await?;
     // Whose it is first: another tenant's URL is a 404 whatever the body.
     let hermes_http::ApiJson(body) = body?;
@@ -174,13 +148,13 @@ pub(crate) async fn create_key(
     let mut tx = caller.begin(&state, t.id).await?;
     let (key, secret) = tx.create_api_key(agent, name, expires).await.map_err(store_error)?;
     tx.commit(Change::new("api_key.created", "api_key", key.id).after(&key)).await.map_err(store_error)?;
-    Ok((StatusCode::CREATED, Json(json!({ "key": key, "secret": secret }))))
+    Ok((StatusCode::CREATED, Json(ApiKeyMade { key, secret })))
 }
 
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/keys/{id}", tag = "admin: credentials",
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Key id")),
     responses((status = 204, description = "Revoked: requests with it get 401 at once"),
-        (status = 404, description = "No such live key", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such live key", body = ErrorBody)))]
 pub(crate) async fn revoke_key(
     State(state): State<AdminState>,
     caller: Caller,

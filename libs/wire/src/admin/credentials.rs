@@ -1,0 +1,96 @@
+//! A tenant's credentials as the admin API shows them: admin tokens (automation of the admin
+//! API) and API keys (the OpenAI-compatible API). Secrets appear once, in the `*Made` answer.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use hermes_core::{AdminTokenId, AgentId, ApiKeyId, MemberRole, PersonId, TenantId};
+
+/// An admin token as listed (never its secret).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AdminToken {
+    #[schema(value_type = String, format = "uuid")]
+    pub id: AdminTokenId,
+    pub name: String,
+    /// The person it acts as; `null`: a tenant's service token.
+    #[schema(value_type = Option<String>, format = "uuid")]
+    pub person_id: Option<PersonId>,
+    /// The most it may do: `owner`, `admin` or `member`.
+    #[schema(value_type = String)]
+    pub role: MemberRole,
+    pub prefix: String,
+    #[schema(value_type = String, format = DateTime)]
+    pub expires_at: DateTime<Utc>,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub last_used_at: Option<DateTime<Utc>>,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub revoked_at: Option<DateTime<Utc>>,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: DateTime<Utc>,
+}
+
+/// A token just made, with its secret.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct TokenMade {
+    pub token: AdminToken,
+    /// `hat_...`: shown this once.
+    pub secret: String,
+}
+
+/// A token to make: the caller's own (acting as them, never above their role) or the tenant's
+/// service token.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewToken {
+    pub name: String,
+    /// The most it may do: `owner`, `admin` or `member` (read-only). Default `member`.
+    #[schema(value_type = Option<String>, example = "member")]
+    pub role: Option<MemberRole>,
+    /// 1 to 366; default 90.
+    pub expires_in_days: Option<u32>,
+    /// A service token belongs to the tenant, not to its maker: it outlives their membership.
+    #[serde(default)]
+    pub service: bool,
+}
+
+/// An API key as listed (never its secret).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ApiKey {
+    #[schema(value_type = String, format = "uuid")]
+    pub id: ApiKeyId,
+    #[schema(value_type = String, format = "uuid")]
+    pub tenant_id: TenantId,
+    /// The one agent it may use; `null`: every agent of the tenant.
+    #[schema(value_type = Option<String>, format = "uuid")]
+    pub agent_id: Option<AgentId>,
+    pub name: String,
+    pub prefix: String,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: DateTime<Utc>,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub expires_at: Option<DateTime<Utc>>,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+/// A key just made, with its secret.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ApiKeyMade {
+    pub key: ApiKey,
+    /// `hk_...`: shown this once.
+    pub secret: String,
+}
+
+/// An API key to make.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewApiKey {
+    pub name: String,
+    /// Restrict the key to one agent (its name or id); unset: every agent of the tenant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Unset: the key does not expire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in_days: Option<u32>,
+}

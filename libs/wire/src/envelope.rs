@@ -1,0 +1,67 @@
+//! What wraps the payloads: lists, pages of lists, and the OpenAI-style error.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// The `object` of every list: always `"list"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ListKind {
+    #[default]
+    List,
+}
+
+/// A whole list: `{"object": "list", "data": [...]}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct List<T> {
+    pub object: ListKind,
+    pub data: Vec<T>,
+}
+
+impl<T> List<T> {
+    pub fn of(data: Vec<T>) -> Self {
+        Self { object: ListKind::List, data }
+    }
+}
+
+/// A page of a list, with where the next page starts (`next`, `null` on the last).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Page<T, C> {
+    pub object: ListKind,
+    pub data: Vec<T>,
+    pub next: Option<C>,
+}
+
+impl<T, C> Page<T, C> {
+    pub fn of(data: Vec<T>, next: Option<C>) -> Self {
+        Self { object: ListKind::List, data, next }
+    }
+}
+
+/// An OpenAI-style error: `{"error": {"message", "type", "param", "code"}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ErrorDetail {
+    pub message: String,
+    /// `invalid_request_error`, `permission_error`, `server_error`, ...
+    pub r#type: String,
+    pub param: Option<String>,
+    pub code: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_and_pages_have_the_openai_envelope() {
+        let list = serde_json::to_value(List::of(vec![1, 2])).unwrap();
+        assert_eq!(list, serde_json::json!({"object": "list", "data": [1, 2]}));
+        let last = serde_json::to_value(Page::<u8, String>::of(vec![], None)).unwrap();
+        assert_eq!(last, serde_json::json!({"object": "list", "data": [], "next": null}), "the last page says so");
+    }
+}
