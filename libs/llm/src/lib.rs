@@ -3,6 +3,7 @@
 
 mod accumulate;
 pub mod anthropic;
+mod endpoint;
 mod error;
 pub mod keys;
 mod meter;

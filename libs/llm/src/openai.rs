@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use hermes_core::{ChatMessage, Content, Role, ToolCall};
 
-use crate::transport::Endpoint;
+use crate::endpoint::Endpoint;
 use crate::wire::{KeyHeader, StreamFold, WireApi};
 use crate::{ChatRequest, ChatResponse, DeltaSink, LlmError, StreamAccumulator};
 

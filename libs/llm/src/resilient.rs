@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
+use crate::endpoint::{Endpoint, SendError, Transport};
 use crate::keys::{Credential, KeySource};
 use crate::meter::{CallMeter, CallRecord};
 use crate::spans::{call_span, record_call};
-use crate::transport::{Endpoint, SendError, Transport};
 use crate::{ChatModel, ChatRequest, ChatResponse, DeltaSink, ErrorClass, LlmError, Recovery, RetryPolicy};
 
 /// How long a failed primary rests before it is tried again.

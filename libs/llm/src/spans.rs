@@ -5,7 +5,7 @@
 use tracing::field::Empty;
 
 use crate::ChatResponse;
-use crate::transport::{Endpoint, SendError};
+use crate::endpoint::{Endpoint, SendError};
 
 /// The client span of one attempt at `endpoint`.
 pub(crate) fn call_span(endpoint: &Endpoint, provider: &'static str) -> tracing::Span {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 
-use crate::transport::{Endpoint, SendError, Transport};
+use crate::endpoint::{Endpoint, SendError, Transport};
 use crate::{ChatRequest, ChatResponse, DeltaSink, LlmError};
 
 /// Most of an error body that is read (a misbehaving server may send megabytes).

@@ -6,7 +6,7 @@ mod request;
 mod stream;
 
 use crate::ChatRequest;
-use crate::transport::Endpoint;
+use crate::endpoint::Endpoint;
 use crate::wire::{KeyHeader, WireApi};
 
 pub use request::{CacheTtl, build_request};
