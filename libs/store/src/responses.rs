@@ -8,7 +8,7 @@ use sqlx::Row;
 
 use hermes_core::{AgentId, SessionId, TenantId, TurnId, TurnOutcome};
 
-use crate::turns::TurnStatus;
+use crate::turn_status::TurnStatus;
 use crate::{Result, Store, StoreError};
 
 /// What a Responses request records with its turn (only when the client stores it).

@@ -2,15 +2,14 @@
 //! a caller chooses) has a current session in `session_routes`; its messages go there until the
 //! tenant's policy says the conversation is over (`session_policy.rs`), and then a fresh
 //! session starts, with a fresh prompt and memory snapshot. A session with a background
-//! process still running is never reset.
+//! process still running is never reset. The turn a chat's next message starts is built by
+//! `Store::route_target`, beside the turn targets in `turns.rs`.
 
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
 use hermes_core::{AgentId, SessionId, SessionSource, TenantId};
 
-use crate::session_policy::ResetReason;
-use crate::turns::TurnTarget;
 use crate::{Result, Store};
 
 /// A chat, as the gateway names it.
@@ -96,31 +95,6 @@ impl Store {
             .execute(&mut *self.as_tenant(tenant).await?)
             .await?;
         Ok(())
-    }
-
-    /// Where the chat's next message goes at `now`: its current session, or a new one when
-    /// there is none or the tenant's policy resets it and `busy` (a background process of
-    /// that session still runs) says no.
-    pub async fn route_target(
-        &self,
-        tenant: TenantId,
-        route: &Route,
-        now: DateTime<Utc>,
-        busy: impl AsyncFnOnce(SessionId) -> bool,
-    ) -> Result<(TurnTarget, Option<ResetReason>)> {
-        let current = self.route_state(tenant, route).await?;
-        let reset = match current {
-            Some((session, last_activity)) => match self.session_policy(tenant).await?.reset_due(last_activity, now) {
-                Some(reason) if !busy(session).await => Some(reason),
-                _ => None,
-            },
-            None => None,
-        };
-        let replaces = match (current, reset) {
-            (Some((session, _)), Some(_)) => Some(session),
-            _ => None,
-        };
-        Ok((TurnTarget::Route { route: route.clone(), fresh: current.is_none() || reset.is_some(), replaces }, reset))
     }
 }
 

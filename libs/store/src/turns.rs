@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::{PgConnection, Row};
 
@@ -15,59 +16,16 @@ use hermes_core::{AgentId, ChatMessage, SessionId, SessionSource, TenantId, Turn
 
 use crate::admin::AuditedTx;
 use crate::messages::{MessageColumns, columns};
+use crate::routes::Route;
+use crate::session_policy::ResetReason;
 use crate::usage::{CallColumns, ModelCall, insert_model_calls};
 use crate::{Result, Store, StoreError};
 
 mod enqueue;
 pub(crate) mod outbox_rows;
 
+pub use crate::turn_status::TurnStatus;
 pub(crate) use enqueue::enqueue_in;
-
-/// A turn's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TurnStatus {
-    Queued,
-    Running,
-    /// Parked until the user answers an interaction (or it expires).
-    Waiting,
-    Completed,
-    Failed,
-    Cancelled,
-}
-
-impl TurnStatus {
-    pub(crate) fn parse(s: &str) -> Result<Self> {
-        Ok(match s {
-            "queued" => Self::Queued,
-            "running" => Self::Running,
-            "waiting" => Self::Waiting,
-            "completed" => Self::Completed,
-            "failed" => Self::Failed,
-            "cancelled" => Self::Cancelled,
-            other => {
-                return Err(StoreError::Corrupt(format!("unknown turn status {other:?}")));
-            }
-        })
-    }
-
-    /// The status as stored and shown.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Queued => "queued",
-            Self::Running => "running",
-            Self::Waiting => "waiting",
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-            Self::Cancelled => "cancelled",
-        }
-    }
-
-    /// Whether the turn has ended.
-    pub fn is_final(self) -> bool {
-        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
-    }
-}
 
 /// What extending a lease found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,7 +54,34 @@ pub enum TurnTarget {
     Derived { id: SessionId, source: SessionSource, user_key: String, history: Vec<ChatMessage> },
     /// A chat's current session, or a new one for it (`fresh`: there is none, or the reset
     /// policy ended `replaces`). Built by [`Store::route_target`].
-    Route { route: crate::routes::Route, fresh: bool, replaces: Option<SessionId> },
+    Route { route: Route, fresh: bool, replaces: Option<SessionId> },
+}
+
+impl Store {
+    /// Where the chat's next message goes at `now`: its current session, or a new one when
+    /// there is none or the tenant's policy resets it and `busy` (a background process of
+    /// that session still runs) says no.
+    pub async fn route_target(
+        &self,
+        tenant: TenantId,
+        route: &Route,
+        now: DateTime<Utc>,
+        busy: impl AsyncFnOnce(SessionId) -> bool,
+    ) -> Result<(TurnTarget, Option<ResetReason>)> {
+        let current = self.route_state(tenant, route).await?;
+        let reset = match current {
+            Some((session, last_activity)) => match self.session_policy(tenant).await?.reset_due(last_activity, now) {
+                Some(reason) if !busy(session).await => Some(reason),
+                _ => None,
+            },
+            None => None,
+        };
+        let replaces = match (current, reset) {
+            (Some((session, _)), Some(_)) => Some(session),
+            _ => None,
+        };
+        Ok((TurnTarget::Route { route: route.clone(), fresh: current.is_none() || reset.is_some(), replaces }, reset))
+    }
 }
 
 /// A turn to enqueue.
