@@ -1,7 +1,8 @@
 //! How an agent uses its skills (views, uses, pins) and the curator that tidies the skills an
 //! agent wrote itself: unused for 30 days they are marked stale, for 90 archived (hidden from
 //! the index); pinned ones are exempt; a stale or archived skill that is used again is active.
-//! Every change is logged in `skill_events`. Picking the agents due a pass spans tenants:
+//! Every change is logged in `skill_events` (by `skills.rs`'s log, which every change to a
+//! skill goes through). Picking the agents due a pass spans tenants:
 //! [`crate::system::curator`].
 
 use chrono::{DateTime, Duration, Utc};
@@ -10,6 +11,7 @@ use sqlx::Row;
 
 use hermes_core::{AgentId, SkillState, TenantId};
 
+use crate::skills::{bump_version, log_event};
 use crate::{Result, Store, StoreError};
 
 /// What happened to a skill.
@@ -52,29 +54,6 @@ pub struct SkillEvent {
     pub created_at: DateTime<Utc>,
 }
 
-pub(crate) async fn log_event(
-    conn: &mut sqlx::PgConnection,
-    tenant: TenantId,
-    agent: Option<AgentId>,
-    name: &str,
-    action: &str,
-    actor: &str,
-    detail: &Value,
-) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO skill_events (tenant_id, agent_id, name, action, actor, detail) VALUES ($1, $2, $3, $4, $5, $6)",
-    )
-    .bind(tenant.as_uuid())
-    .bind(agent.map(|a| a.as_uuid()))
-    .bind(name)
-    .bind(action)
-    .bind(actor)
-    .bind(detail)
-    .execute(conn)
-    .await?;
-    Ok(())
-}
-
 impl Store {
     /// Counts a view or a use of `name` by `agent` at `now`; a stale or archived skill becomes
     /// active again.
@@ -114,7 +93,7 @@ impl Store {
         .await?;
         if let Some(from) = revived.as_deref().map(crate::rows::vocab::<SkillState>).transpose()? {
             log_event(&mut tx, tenant, Some(agent), name, "revive", "usage", &json!({"from": from})).await?;
-            crate::skills::bump_version(&mut tx, tenant.as_uuid()).await?;
+            bump_version(&mut tx, tenant.as_uuid()).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -222,7 +201,7 @@ impl Store {
             changes.push(CuratorChange { name, from: state, to: verdict });
         }
         if !changes.is_empty() {
-            crate::skills::bump_version(&mut tx, tenant.as_uuid()).await?;
+            bump_version(&mut tx, tenant.as_uuid()).await?;
         }
         tx.commit().await?;
         Ok(changes)

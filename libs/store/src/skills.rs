@@ -106,6 +106,30 @@ pub(crate) async fn bump_version(conn: &mut sqlx::PgConnection, scope: Uuid) -> 
     Ok(())
 }
 
+/// Logs a change to `name` in `skill_events` (`action` by `actor`), in the caller's transaction.
+pub(crate) async fn log_event(
+    conn: &mut sqlx::PgConnection,
+    tenant: TenantId,
+    agent: Option<AgentId>,
+    name: &str,
+    action: &str,
+    actor: &str,
+    detail: &Value,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO skill_events (tenant_id, agent_id, name, action, actor, detail) VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(tenant.as_uuid())
+    .bind(agent.map(|a| a.as_uuid()))
+    .bind(name)
+    .bind(action)
+    .bind(actor)
+    .bind(detail)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 async fn insert_files(conn: &mut sqlx::PgConnection, skill: Uuid, files: &[(String, String)]) -> Result<()> {
     sqlx::query("DELETE FROM skill_files WHERE skill_id = $1").bind(skill).execute(&mut *conn).await?;
     let (paths, contents): (Vec<&str>, Vec<&str>) = files.iter().map(|(p, c)| (p.as_str(), c.as_str())).unzip();
@@ -278,7 +302,7 @@ impl Store {
         .bind(&skill.name)
         .execute(&mut *tx)
         .await?;
-        crate::skill_usage::log_event(
+        log_event(
             &mut tx,
             tenant,
             Some(agent),
@@ -306,7 +330,7 @@ impl Store {
         if done.rows_affected() == 0 {
             return Ok(false);
         }
-        crate::skill_usage::log_event(&mut tx, tenant, Some(agent), name, "delete", actor, &Value::Null).await?;
+        log_event(&mut tx, tenant, Some(agent), name, "delete", actor, &Value::Null).await?;
         bump_version(&mut tx, tenant.as_uuid()).await?;
         tx.commit().await?;
         Ok(true)
@@ -375,7 +399,7 @@ async fn disable_skill_on(
         return Err(StoreError::NotFound);
     }
     let action = if disabled { "disable" } else { "enable" };
-    crate::skill_usage::log_event(&mut *conn, tenant, Some(agent), name, action, actor, &Value::Null).await?;
+    log_event(&mut *conn, tenant, Some(agent), name, action, actor, &Value::Null).await?;
     bump_version(&mut *conn, tenant.as_uuid()).await?;
     Ok(())
 }
@@ -383,7 +407,7 @@ async fn disable_skill_on(
 /// [`Store::save_tenant_skill`] on a connection already set to `tenant`.
 async fn save_tenant_skill_on(conn: &mut PgConnection, tenant: TenantId, skill: &NewSkill, actor: &str) -> Result<()> {
     upsert_skill(&mut *conn, Some(tenant), None, skill).await?;
-    crate::skill_usage::log_event(&mut *conn, tenant, None, &skill.name, "import", actor, &Value::Null).await?;
+    log_event(&mut *conn, tenant, None, &skill.name, "import", actor, &Value::Null).await?;
     bump_version(&mut *conn, tenant.as_uuid()).await?;
     Ok(())
 }
