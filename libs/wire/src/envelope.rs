@@ -24,16 +24,16 @@ impl<T> List<T> {
     }
 }
 
-/// A page of a list, with where the next page starts (`next`, `null` on the last).
+/// A page of a list, with the cursor of the next page (`next`, `null` on the last).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct Page<T, C> {
+pub struct Page<T> {
     pub object: ListKind,
     pub data: Vec<T>,
-    pub next: Option<C>,
+    pub next: Option<String>,
 }
 
-impl<T, C> Page<T, C> {
-    pub fn of(data: Vec<T>, next: Option<C>) -> Self {
+impl<T> Page<T> {
+    pub fn of(data: Vec<T>, next: Option<String>) -> Self {
         Self { object: ListKind::List, data, next }
     }
 }
@@ -61,7 +61,7 @@ mod tests {
     fn lists_and_pages_have_the_openai_envelope() {
         let list = serde_json::to_value(List::of(vec![1, 2])).unwrap();
         assert_eq!(list, serde_json::json!({"object": "list", "data": [1, 2]}));
-        let last = serde_json::to_value(Page::<u8, String>::of(vec![], None)).unwrap();
+        let last = serde_json::to_value(Page::<u8>::of(vec![], None)).unwrap();
         assert_eq!(last, serde_json::json!({"object": "list", "data": [], "next": null}), "the last page says so");
     }
 }

@@ -63,7 +63,7 @@ impl Remote {
     /// The tenant's id, by name.
     async fn tenant(&self, name: &str) -> anyhow::Result<String> {
         let path = format!("/admin/v1/tenants?name={}", encode(name));
-        let found: Page<Tenant, String> = self.send(Method::GET, &path, None::<&()>).await?;
+        let found: Page<Tenant> = self.send(Method::GET, &path, None::<&()>).await?;
         match found.data.first() {
             Some(t) => Ok(t.id.to_string()),
             None => bail!("no tenant named {name:?} (or this token may not see it)"),
@@ -95,7 +95,7 @@ pub async fn run(cli: Cli, url: &str) -> anyhow::Result<()> {
 async fn tenant(remote: &Remote, cmd: TenantCmd, json_mode: bool) -> anyhow::Result<()> {
     match cmd {
         TenantCmd::List => {
-            let list: Page<Tenant, String> =
+            let list: Page<Tenant> =
                 remote.send(Method::GET, "/admin/v1/tenants?limit=500", None::<&()>).await?;
             let human = list.data.iter().map(|t| format!("{}\t{}", t.name, t.id)).collect::<Vec<_>>().join("\n");
             print(json_mode, serde_json::to_value(&list.data)?, human);

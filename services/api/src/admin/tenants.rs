@@ -33,13 +33,13 @@ pub(crate) struct TenantPage {
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants", tag = "admin: tenants", params(TenantPage),
-    responses((status = 200, description = "Tenants by name (operators); anyone else gets their own memberships from /admin/v1/me", body = Page<Tenant, String>),
+    responses((status = 200, description = "Tenants by name (operators); anyone else gets their own memberships from /admin/v1/me", body = Page<Tenant>),
         (status = 403, description = "Operators only", body = ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<AdminState>,
     caller: Caller,
     Query(page): Query<TenantPage>,
-) -> Result<Json<Page<Tenant, String>>> {
+) -> Result<Json<Page<Tenant>>> {
     caller.installation(AdminOp::ListTenants)?;
     if let Some(name) = page.name.as_deref() {
         let found = match state.store.tenant_by_name(name).await {
