@@ -13,7 +13,10 @@ use hermes_store::ClaimedTurn;
 use hermes_store::turn_files::TurnFile;
 
 use crate::Runtime;
-use crate::image_tool::GENERATED_PREFIX;
+
+/// Where the files tools make (a generated image, spoken audio) are kept among a turn's
+/// files (`MEDIA:generated/...`); such a file is handed over even when the answer forgets it.
+pub(crate) const GENERATED_PREFIX: &str = "generated/";
 
 /// The largest file handed to a chat (Telegram bots may upload 50 MB; Slack more).
 const MAX_FILE_BYTES: u64 = 20 * 1024 * 1024;

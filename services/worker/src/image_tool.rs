@@ -14,8 +14,7 @@ use hermes_store::turn_files::TurnFile;
 use hermes_store::{MediaUnits, Store};
 use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema, required_str};
 
-/// Where generated images are kept among a turn's files (`MEDIA:generated/...`).
-pub(crate) const GENERATED_PREFIX: &str = "generated/";
+use crate::attachments::GENERATED_PREFIX;
 
 /// The API's address, for an API turn's links to the files its tools make.
 #[derive(Debug, Clone)]

@@ -14,7 +14,8 @@ use hermes_store::{ClaimedTurn, MediaUnits, Store};
 use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema, required_str};
 
 use crate::Runtime;
-use crate::image_tool::{FileLinks, GENERATED_PREFIX};
+use crate::attachments::GENERATED_PREFIX;
+use crate::image_tool::FileLinks;
 
 /// Keeps `speech` with the turn as `generated/<stem>.<ext>`; the target.
 async fn keep(

@@ -1,17 +1,16 @@
 //! How a turn ends: its outcome stored (fenced) and announced, then the session's goal
-//! advanced and a review queued; or stopped by the user, handed back to the queue, parked on a
-//! question, or superseded by another worker.
+//! advanced and a review queued; or handed back to the queue, parked on a question, or
+//! superseded by another worker. (A turn the user stopped ends in [`super::claim`].)
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use hermes_agent::{Parked, TurnEnd};
-use hermes_core::{FinishReason, InteractionKind, TenantId, TurnEventKind, TurnOutcome, Usage};
+use hermes_core::{FinishReason, InteractionKind, TenantId, TurnEventKind, TurnOutcome};
 use hermes_queue::{ReviewJob, SessionWork};
-use hermes_store::{ClaimedTurn, StoreError, TurnStatus};
+use hermes_store::{StoreError, TurnStatus};
 
+use super::claim::{Claim, Ran};
 use super::plan::TurnPlan;
-use super::run::{Claim, Ran};
 use crate::Runtime;
 use crate::events::EventPublisher;
 use crate::goals::Verdict;
@@ -66,7 +65,6 @@ pub(super) async fn settle(
     ending: Ending,
     started: Instant,
 ) -> Ran {
-    let Claim { rt, tenant, owner, turn } = *claim;
     match ending.end {
         TurnEnd::Superseded => {
             tracing::warn!("another worker took the session over; stopping quietly");
@@ -78,7 +76,7 @@ pub(super) async fn settle(
             tracing::warn!(reason, "storage failed; handing the turn back to be resumed");
             journal.store_calls().await;
             events.finish(None).await;
-            hand_back(rt, tenant, turn, owner, &tracing::Span::current()).await;
+            claim.hand_back(&tracing::Span::current()).await;
             Ran::Stop
         }
         TurnEnd::Parked(parked) => {
@@ -168,59 +166,6 @@ async fn after_finish(claim: &Claim<'_>, journal: &StoreJournal, status: TurnSta
     // A first run saw every tool call of the turn; a resumed one counts the stored ones.
     let seen = (turn.attempt == 1).then(|| journal.tool_calls());
     crate::review::maybe_queue(rt, job, seen).await;
-}
-
-/// Ends a turn the user stopped: stored as cancelled, announced to whoever waits.
-pub(super) async fn stop_cancelled(
-    rt: &Arc<Runtime>,
-    tenant: TenantId,
-    owner: &str,
-    turn: &ClaimedTurn,
-    span: &tracing::Span,
-) {
-    let outcome = TurnOutcome::cancelled();
-    let store = &rt.ctx.store;
-    let (session, fence) = (turn.session_id, turn.fence);
-    match store
-        .finish_turn(tenant, session, turn.turn_id, owner, fence, TurnStatus::Cancelled, &outcome, None, &[])
-        .await
-    {
-        Ok(()) => {
-            tracing::info!(parent: span, "turn cancelled");
-            metrics::counter!("hermes_turns_total", "status" => "cancelled", "code" => "none").increment(1);
-            let events = EventPublisher::for_turn(rt.ctx.broker.clone(), tenant, turn);
-            events.finish(Some(TurnEventKind::Finished { outcome })).await;
-        }
-        Err(e) => tracing::warn!(parent: span, error = %e, "cannot store the cancellation"),
-    }
-}
-
-/// Returns a running turn to the queue and tells the other workers at once.
-pub(super) async fn hand_back(rt: &Runtime, tenant: TenantId, turn: &ClaimedTurn, owner: &str, span: &tracing::Span) {
-    match rt.ctx.store.release_turn(tenant, turn.turn_id, owner).await {
-        Ok(_) => {
-            tracing::info!(parent: span, "turn handed back for another worker to resume");
-            let work = SessionWork { tenant_id: tenant, session_id: turn.session_id };
-            if let Err(e) = rt.ctx.broker.publish_work(&work).await {
-                tracing::warn!(parent: span, error = %e, "cannot republish; the reaper will");
-            }
-        }
-        Err(e) => {
-            tracing::warn!(parent: span, error = %e, "cannot hand the turn back; its lease will expire")
-        }
-    }
-}
-
-/// An outcome that failed with `code` (an error code the API reports) and `message`.
-pub(crate) fn failed(code: hermes_core::ErrorCode, message: impl Into<String>) -> TurnOutcome {
-    TurnOutcome {
-        content: String::new(),
-        finish_reason: FinishReason::Error,
-        usage: Usage::default(),
-        error: Some(message.into()),
-        error_code: Some(code),
-        session_id: None,
-    }
 }
 
 /// Parks the turn on the call that needs the user, and tells whoever waits for the turn.

@@ -1,9 +1,12 @@
 //! Running one claimed turn, in three parts: the [`plan`] (everything the loop needs, read and
 //! built in one place), the [`run`] (the agent loop, with a heartbeat on the lease and the
 //! session lock around the whole turn), and the [`end`] (the outcome stored and announced, the
-//! goal advanced, a review queued).
+//! goal advanced, a review queued). Below them: the [`claim`] (the turn held and by whom, and
+//! how it is handed back or stopped) and the failed [`outcome`]s the turn's own code decides.
 
+mod claim;
 mod end;
+mod outcome;
 mod plan;
 mod run;
 mod setup;
@@ -23,9 +26,9 @@ use crate::Runtime;
 use crate::events::EventPublisher;
 use crate::journal::StoreJournal;
 use crate::phases::Phase;
+use claim::{Claim, Ran};
 use end::Ending;
 use plan::Planned;
-use run::{Claim, Ran};
 
 /// Runs a claimed turn with heartbeats. Returns `false` when the worker should stop working
 /// on this session (draining, the lease was lost, or the session was taken over).

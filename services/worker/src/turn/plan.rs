@@ -13,7 +13,7 @@ use hermes_sandbox::SandboxKey;
 use hermes_store::{Agent, ClaimedTurn, CredentialPools, MemorySnapshot, StoreError, StoredMessage, TurnInputs};
 use hermes_tools::{ApprovalMode, Interactive, Judge, Resolution, ToolCtx, ToolRegistry};
 
-use super::end::failed;
+use super::outcome::failed;
 use super::setup::{self, Origin};
 use crate::Runtime;
 use crate::models::{Models, TurnModel};

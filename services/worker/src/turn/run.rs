@@ -3,38 +3,21 @@
 //! long, or (for an unattended run) too long without activity.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
 use hermes_agent::{Turn, TurnEnd};
 use hermes_cache::LockGuard;
-use hermes_core::{ErrorCode, TenantId, TurnId};
-use hermes_store::{ClaimedTurn, LeaseState};
+use hermes_core::{ErrorCode, TurnId};
+use hermes_store::LeaseState;
 
-use super::end::{failed, hand_back, stop_cancelled};
+use super::claim::{Claim, Ran};
+use super::outcome::failed;
 use super::plan::TurnPlan;
 use crate::Runtime;
 use crate::events::{EventPublisher, until_inactive};
 use crate::journal::StoreJournal;
-
-/// How a turn's work ended, for the session loop.
-pub(super) enum Ran {
-    /// The outcome is stored and announced; the session may run its next turn.
-    Done,
-    /// Stop working on this session (taken over, handed back, or lease lost).
-    Stop,
-}
-
-/// The claimed turn being run, and by whom.
-#[derive(Clone, Copy)]
-pub(super) struct Claim<'a> {
-    pub rt: &'a Arc<Runtime>,
-    pub tenant: TenantId,
-    pub owner: &'a str,
-    pub turn: &'a ClaimedTurn,
-}
 
 /// Runs `work` (the whole turn) with heartbeats on the lease and the session lock. Returns
 /// `false` when the worker should stop working on this session (draining, the lease was lost,
@@ -50,7 +33,7 @@ pub(super) async fn supervise(
     span: &tracing::Span,
     work: impl Future<Output = Ran>,
 ) -> bool {
-    let Claim { rt, tenant, owner, turn } = claim;
+    let Claim { rt, turn, .. } = claim;
     let cancel = CancellationToken::new();
     let _registered = Registered::new(rt, turn.turn_id, &cancel);
     let mut work = Box::pin(work);
@@ -66,13 +49,13 @@ pub(super) async fn supervise(
     drop(work);
     match ended {
         Ended::Cancelled => {
-            Box::pin(stop_cancelled(rt, tenant, owner, turn, span)).await;
+            Box::pin(claim.stop_cancelled(span)).await;
             true
         }
         // Another worker may run this turn now: stop instead of working beside it.
         Ended::LeaseLost => false,
         Ended::Abandoned => {
-            Box::pin(hand_back(rt, tenant, turn, owner, span)).await;
+            Box::pin(claim.hand_back(span)).await;
             false
         }
     }
