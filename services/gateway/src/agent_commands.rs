@@ -4,7 +4,7 @@
 use hermes_store::{Channel, Route, StoreError};
 
 use crate::Gateway;
-use crate::ingest::IngestError;
+use crate::error::IngestError;
 
 /// How many skills `/skills` lists.
 const LISTED_SKILLS: usize = 30;

@@ -10,8 +10,9 @@ use hermes_core::commands::{Access, COMMANDS, ChatCommand, RunsIn};
 use hermes_store::{Channel, NewTurn};
 
 use crate::Gateway;
+use crate::error::IngestError;
 use crate::incoming::{ChatKind, Incoming};
-use crate::ingest::{IngestError, destination, route_for};
+use crate::route::{destination, route_for};
 
 /// `/steer` or `/queue` without a message.
 const BUSY_MODES: &str = "Write /steer and a message to guide what I'm doing right now, or /queue and a message to \

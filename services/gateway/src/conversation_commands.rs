@@ -4,7 +4,7 @@
 use hermes_store::{Channel, Route, StoreError, UsageGroup};
 
 use crate::Gateway;
-use crate::ingest::IngestError;
+use crate::error::IngestError;
 
 /// How many earlier conversations `/sessions` lists.
 const LISTED_SESSIONS: i64 = 5;

@@ -11,8 +11,9 @@ use hermes_store::cron::{JobChanges, NewJob};
 use hermes_store::{Channel, StoreError};
 
 use crate::Gateway;
+use crate::error::IngestError;
 use crate::incoming::Incoming;
-use crate::ingest::{IngestError, destination};
+use crate::route::destination;
 
 const USAGE: &str = "Use /cron add <schedule> <what to do> (a schedule is 30m, \"every 2h\", \"0 8 * * *\" or a \
                      time; quote it when it has spaces), /cron list, /cron edit <job> --schedule ... --prompt ..., \

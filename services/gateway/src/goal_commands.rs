@@ -11,8 +11,9 @@ use serde_json::json;
 use hermes_store::Channel;
 
 use crate::Gateway;
+use crate::error::IngestError;
 use crate::incoming::Incoming;
-use crate::ingest::{IngestError, route_for};
+use crate::route::route_for;
 
 /// What `/goal` followed by a control word does (anything else after `/goal` is a goal).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

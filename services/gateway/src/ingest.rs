@@ -8,13 +8,15 @@ use tracing::Instrument;
 
 use hermes_core::commands::ChatCommand;
 use hermes_core::outbox::{Destination, OutboxPayload};
-use hermes_core::{BusyMode, GroupSessions, Platform, SessionId, SessionSource, TenantId, TurnId};
+use hermes_core::{BusyMode, Platform, SessionId, TenantId, TurnId};
 use hermes_queue::SessionWork;
 use hermes_store::{Accepted, Channel, NewTurn, Route};
 
 use crate::Gateway;
 use crate::access::{Verdict, decide};
-use crate::incoming::{ChatKind, Incoming};
+use crate::error::IngestError;
+use crate::incoming::Incoming;
+use crate::route::{destination, route_for};
 use crate::voice_spend::Billed;
 
 /// The longest text taken from one chat message (upstream's per-text cap).
@@ -75,51 +77,7 @@ fn source_of(channel: &Channel) -> String {
 }
 
 fn store_err(e: hermes_store::StoreError) -> IngestError {
-    IngestError(e.to_string())
-}
-
-/// Why a message could not be taken in now (the platform should deliver it again).
-#[derive(Debug, thiserror::Error)]
-#[error("cannot take the message in: {0}")]
-pub struct IngestError(String);
-
-impl IngestError {
-    pub(crate) fn new(why: String) -> Self {
-        Self(why)
-    }
-}
-
-/// The conversation a message belongs to: per person in a direct chat, per group chat (or per
-/// person in it, if the channel says so), and per thread (forum topic) within either.
-pub fn route_for(channel: &Channel, msg: &Incoming) -> Route {
-    let per_user = msg.kind == ChatKind::Group && channel.group_sessions == GroupSessions::User;
-    let base = match msg.kind {
-        ChatKind::Direct => format!("{}:{}:dm:{}", channel.platform, channel.id, msg.user_id),
-        ChatKind::Group if per_user => {
-            format!("{}:{}:group:{}:user:{}", channel.platform, channel.id, msg.chat_id, msg.user_id)
-        }
-        ChatKind::Group => format!("{}:{}:group:{}", channel.platform, channel.id, msg.chat_id),
-    };
-    let key = match &msg.thread {
-        Some(t) => format!("{base}:thread:{t}"),
-        None => base,
-    };
-    // Per channel: a user id is unique only within one bot's platform account (migration 0039).
-    let user_key = match msg.kind {
-        ChatKind::Direct => format!("{}:{}:user:{}", channel.platform, channel.id, msg.user_id),
-        ChatKind::Group if per_user => format!("{}:{}:user:{}", channel.platform, channel.id, msg.user_id),
-        ChatKind::Group => format!("{}:{}:chat:{}", channel.platform, channel.id, msg.chat_id),
-    };
-    Route { agent: channel.agent_id, key, source: SessionSource::from(channel.platform), user_key }
-}
-
-/// Where replies to `msg` go.
-pub fn destination(channel: &Channel, msg: &Incoming) -> Destination {
-    Destination {
-        reply_to: msg.message_id,
-        reply_token: msg.reply_token.clone(),
-        ..Destination::chat(channel.platform, channel.id, msg.chat_id.clone(), msg.thread.clone())
-    }
+    IngestError::new(e.to_string())
 }
 
 impl Gateway {
@@ -392,7 +350,7 @@ impl Gateway {
     /// `steer` hands the message to the running turn (it waits like `queue` otherwise).
     async fn make_room(&self, channel: &Channel, route: &Route, mode: BusyMode) -> Result<Room, IngestError> {
         let (busy, open) =
-            self.store.route_busy_turns(channel.tenant_id, route).await.map_err(|e| IngestError(e.to_string()))?;
+            self.store.route_busy_turns(channel.tenant_id, route).await.map_err(|e| IngestError::new(e.to_string()))?;
         if mode == BusyMode::Steer && busy.iter().any(|t| t.begun) && open < MAX_QUEUED {
             return Ok(Room::Steer);
         }
@@ -433,26 +391,5 @@ impl Gateway {
             tracing::warn!(error = %e, "cannot broadcast the stop; the worker's heartbeat sees it");
         }
         Ok(true)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::access::tests::{channel, msg};
-    use crate::incoming::ChatKind;
-
-    #[test]
-    fn the_same_user_id_on_two_bots_is_two_people() {
-        // Two WeCom companies bound to one agent: each has its own `zhangsan`.
-        let (mut a, mut b) = (channel("open", "mention", &[], &["*"]), channel("open", "mention", &[], &["*"]));
-        (a.id, b.id) = (uuid::Uuid::now_v7(), uuid::Uuid::now_v7());
-        b.agent_id = a.agent_id;
-        let dm = msg(ChatKind::Direct, "zhangsan", "zhangsan", true);
-        let (ra, rb) = (super::route_for(&a, &dm), super::route_for(&b, &dm));
-        assert_ne!(ra.user_key, rb.user_key, "no shared USER profile or search history");
-        assert_ne!(ra.key, rb.key, "nor one conversation");
-        assert_eq!(ra.user_key, format!("telegram:{}:user:zhangsan", a.id));
-        let group = msg(ChatKind::Group, "zhangsan", "room-1", true);
-        assert_ne!(super::route_for(&a, &group).user_key, super::route_for(&b, &group).user_key);
     }
 }

@@ -11,8 +11,9 @@ use hermes_queue::SessionWork;
 use hermes_store::{Accepted, Channel, StoreError};
 
 use crate::Gateway;
+use crate::error::IngestError;
 use crate::incoming::{ButtonPress, ChatKind, Incoming};
-use crate::ingest::{IngestError, route_for};
+use crate::route::route_for;
 
 /// Buttons under a message: rows of (label, data).
 pub type Buttons = Vec<Vec<(String, String)>>;

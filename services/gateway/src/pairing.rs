@@ -5,8 +5,8 @@
 use hermes_store::{Channel, PairingApproval, PairingStart};
 
 use crate::Gateway;
+use crate::error::IngestError;
 use crate::incoming::Incoming;
-use crate::ingest::IngestError;
 
 impl Gateway {
     /// The reply to an unknown person: their code, or why there is none.

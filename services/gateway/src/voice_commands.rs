@@ -8,8 +8,9 @@ use hermes_core::VoiceMode;
 use hermes_store::{Channel, Route};
 
 use crate::Gateway;
+use crate::error::IngestError;
 use crate::incoming::Incoming;
-use crate::ingest::{IngestError, route_for};
+use crate::route::route_for;
 
 const USAGE: &str = "Use /voice on (I answer voice messages with voice), /voice tts (I speak every answer), \
                      /voice off (text only) or /voice status.";

@@ -24,7 +24,7 @@ fn refuse(status: StatusCode, why: &str) -> Answer {
 }
 
 /// The answer to Slack once a message or press was taken in (or not: Slack sends it again).
-fn taken(result: Result<(), crate::ingest::IngestError>, what: &str) -> Answer {
+fn taken(result: Result<(), crate::error::IngestError>, what: &str) -> Answer {
     match result {
         Ok(()) => (StatusCode::OK, Json(json!({ "ok": true }))),
         Err(e) => {

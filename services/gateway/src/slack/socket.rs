@@ -132,7 +132,7 @@ async fn connected(gw: &Gateway, channel: &Channel, stop: &CancellationToken, op
 }
 
 /// Takes one envelope in; what to answer Slack with, if anything.
-async fn take(gw: &Gateway, channel: &Channel, envelope: &Value) -> Result<Option<Value>, crate::ingest::IngestError> {
+async fn take(gw: &Gateway, channel: &Channel, envelope: &Value) -> Result<Option<Value>, crate::error::IngestError> {
     let payload = &envelope["payload"];
     match envelope["type"].as_str() {
         Some("events_api") => {
