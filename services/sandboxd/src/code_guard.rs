@@ -21,7 +21,7 @@ use std::io::{ErrorKind, Read};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
-use crate::identity::RunAs;
+use crate::run_as::RunAs;
 
 /// Symbolic links followed before giving up (the kernel's own limit).
 const MAX_LINKS: u32 = 40;

@@ -13,6 +13,7 @@ pub mod identity;
 pub mod mcp_home;
 pub mod procs;
 pub mod relay;
+pub mod run_as;
 pub mod search;
 mod service;
 pub mod stdio;

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use hermes_sandboxd::identity::{self, Launch, RunAs};
+use hermes_sandboxd::identity::{self, Launch};
+use hermes_sandboxd::run_as::RunAs;
 use hermes_sandboxd::{Config, Daemon, TlsIdentity, bind_unix, serve_tcp, serve_unix};
 
 #[derive(Parser)]

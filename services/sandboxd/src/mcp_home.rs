@@ -12,7 +12,7 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::code_guard::{Guard, Reach};
-use crate::identity::RunAs;
+use crate::run_as::RunAs;
 
 /// Why the home cannot be used.
 #[derive(Debug, thiserror::Error)]
