@@ -24,6 +24,7 @@ mod mcp;
 mod members;
 mod memory;
 mod oidc;
+mod oidc_client;
 mod oidc_person;
 mod oidc_tenants;
 mod openapi;
@@ -87,7 +88,7 @@ pub fn platform_client(config: &HermesConfig) -> Result<reqwest::Client, reqwest
 /// The admin plane's state. Fails when `admin.session_keys` cannot be used.
 pub(crate) fn state(ctx: AdminContext) -> Result<AdminState, StartError> {
     let keys = SessionKeys::from_config(&ctx.config)?;
-    let oidc = oidc::Oidc::from_config(&ctx.config)?;
+    let oidc = oidc_client::Oidc::from_config(&ctx.config)?;
     if keys.is_none() {
         tracing::warn!(
             "console sign-in is off: set admin.session_keys or secrets.master_key (admin tokens still work)"
@@ -97,7 +98,7 @@ pub(crate) fn state(ctx: AdminContext) -> Result<AdminState, StartError> {
         public_url: ctx.config.console_url(),
         http: platform_client(&ctx.config)?,
         oidc,
-        tenant_oidc: oidc::TenantProviders::default(),
+        tenant_oidc: oidc_tenants::TenantProviders::default(),
         proxies: client_address::TrustedProxies::parse(&ctx.config.admin.trusted_proxies)?,
         passwords: password::PasswordGate::for_this_machine(),
         limiter: ctx.cache.rate_limiter(),

@@ -14,9 +14,16 @@
 use hermes_store::admin::{Actor, ActorKind, Audit, IdentityBinding, Person, SsoProvider};
 
 use crate::admin::caller::RequestMeta;
-use crate::admin::oidc::Failure;
-use crate::admin::sso::domain_of;
+use crate::admin::oidc_client::Failure;
 use crate::admin::state::AdminState;
+
+/// The lower-case domain of an email address, if it is one: it picks a tenant's own provider,
+/// and bounds whom that provider signs in.
+pub(crate) fn domain_of(email: &str) -> Option<String> {
+    let (local, domain) = email.trim().rsplit_once('@')?;
+    let domain = domain.to_ascii_lowercase();
+    (!local.is_empty() && domain.contains('.') && !domain.starts_with('.')).then_some(domain)
+}
 
 /// What a checked ID token says about its person.
 #[derive(Debug)]

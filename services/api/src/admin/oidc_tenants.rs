@@ -11,7 +11,7 @@ use hermes_config::HermesConfig;
 use hermes_core::TenantId;
 use hermes_store::admin::SsoProvider;
 
-use crate::admin::oidc::Oidc;
+use crate::admin::oidc_client::Oidc;
 
 /// How long a built provider (its discovery and keys) is kept.
 const KEEP_FOR: Duration = Duration::from_secs(600);

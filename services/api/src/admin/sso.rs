@@ -147,10 +147,3 @@ pub(crate) async fn remove(
     }
     Ok(StatusCode::NO_CONTENT)
 }
-
-/// The lower-case domain of an email address, if it is one.
-pub(crate) fn domain_of(email: &str) -> Option<String> {
-    let (local, domain) = email.trim().rsplit_once('@')?;
-    let domain = domain.to_ascii_lowercase();
-    (!local.is_empty() && domain.contains('.') && !domain.starts_with('.')).then_some(domain)
-}

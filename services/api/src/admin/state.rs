@@ -34,9 +34,9 @@ pub(crate) struct Shared {
     /// Talks to chat platforms when binding bots.
     pub http: reqwest::Client,
     /// The installation's identity provider, when one is configured.
-    pub oidc: Option<Arc<crate::admin::oidc::Oidc>>,
+    pub oidc: Option<Arc<crate::admin::oidc_client::Oidc>>,
     /// Tenants' own identity providers, their discovery kept a while.
-    pub tenant_oidc: crate::admin::oidc::TenantProviders,
+    pub tenant_oidc: crate::admin::oidc_tenants::TenantProviders,
     /// The reverse proxies whose `X-Forwarded-For` is believed.
     pub proxies: crate::admin::client_address::TrustedProxies,
     /// Bounds the password hashing that sign-ins do.
