@@ -5,9 +5,10 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, ContainerPort, EmptyDirVolumeSource, PersistentVolumeClaim, PersistentVolumeClaimSpec,
-    PersistentVolumeClaimVolumeSource, Pod, PodSecurityContext, PodSpec, ResourceRequirements, SeccompProfile, Secret,
-    SecurityContext, Volume, VolumeMount, VolumeResourceRequirements,
+    Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, PersistentVolumeClaim,
+    PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, Pod, PodSecurityContext, PodSpec,
+    ResourceRequirements, SeccompProfile, Secret, SecretKeySelector, SecurityContext, Volume, VolumeMount,
+    VolumeResourceRequirements,
 };
 use k8s_openapi::api::networking::v1::{
     IPBlock, NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
@@ -71,91 +72,7 @@ fn scratch(name: &str, mb: u64) -> Volume {
 }
 
 pub fn pod(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names, exec_timeout_secs: u64) -> Pod {
-    let limits = BTreeMap::from([
-        ("memory".to_owned(), Quantity(format!("{}Mi", cfg.memory_mb))),
-        ("cpu".to_owned(), Quantity(format!("{}m", cfg.cpu_millis))),
-        ("ephemeral-storage".to_owned(), Quantity(format!("{}Mi", cfg.tmpfs_mb))),
-    ]);
-    let mut container = Container {
-        name: "sandbox".into(),
-        image: Some(cfg.image.clone()),
-        command: Some(vec![
-            cfg.sandboxd_path.clone(),
-            "--listen".into(),
-            format!("tcp:0.0.0.0:{}", cfg.port),
-            "--token-env".into(),
-            TOKEN_ENV.into(),
-            "--run-as".into(),
-            format!("{SANDBOX_UID}:{SANDBOX_UID}"),
-            // MCP servers: another uid, so the sandbox user can neither read their secrets nor
-            // change their code; their home is made in the `mcp` volume.
-            "--mcp-as".into(),
-            format!("{MCP_USER}:{MCP_USER}"),
-            "--workspace".into(),
-            WORKSPACE.into(),
-            "--default-timeout".into(),
-            exec_timeout_secs.to_string(),
-        ]),
-        ports: Some(vec![ContainerPort {
-            container_port: i32::from(cfg.port),
-            name: Some("sandboxd".into()),
-            ..Default::default()
-        }]),
-        working_dir: Some(WORKSPACE.into()),
-        env: Some(vec![
-            k8s_openapi::api::core::v1::EnvVar {
-                name: "HOME".into(),
-                value: Some(WORKSPACE.into()),
-                ..Default::default()
-            },
-            k8s_openapi::api::core::v1::EnvVar {
-                name: "LANG".into(),
-                value: Some("C.UTF-8".into()),
-                ..Default::default()
-            },
-            k8s_openapi::api::core::v1::EnvVar {
-                name: TOKEN_ENV.into(),
-                value_from: Some(k8s_openapi::api::core::v1::EnvVarSource {
-                    secret_key_ref: Some(k8s_openapi::api::core::v1::SecretKeySelector {
-                        name: names.secret.clone(),
-                        key: "token".into(),
-                        optional: Some(false),
-                    }),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            },
-        ]),
-        resources: Some(ResourceRequirements {
-            limits: Some(limits.clone()),
-            requests: Some(limits),
-            ..Default::default()
-        }),
-        // sandboxd is root with only what starting and stopping the sandbox user's programs
-        // takes; those programs (uid 1000, no capability) cannot stop it, read its token or
-        // take its port. (Pod Security "baseline" allows exactly these capabilities.)
-        security_context: Some(SecurityContext {
-            run_as_non_root: Some(false),
-            run_as_user: Some(0),
-            run_as_group: Some(0),
-            read_only_root_filesystem: Some(true),
-            allow_privilege_escalation: Some(false),
-            privileged: Some(false),
-            capabilities: Some(Capabilities {
-                drop: Some(vec!["ALL".into()]),
-                add: Some(vec!["SETUID".into(), "SETGID".into(), "KILL".into()]),
-            }),
-            seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".into(), localhost_profile: None }),
-            ..Default::default()
-        }),
-        volume_mounts: Some(vec![
-            mount("workspace", WORKSPACE, false),
-            mount("tmp", "/tmp", false),
-            mount("run", "/run", false),
-            mount("mcp", MCP_HOME_MOUNT, false),
-        ]),
-        ..Default::default()
-    };
+    let mut container = sandbox_container(cfg, names, exec_timeout_secs);
     if cfg.tls {
         crate::tls::serve_tls(&mut container, names);
     }
@@ -176,23 +93,123 @@ pub fn pod(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names, exec_t
                 seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".into(), localhost_profile: None }),
                 ..Default::default()
             }),
-            volumes: Some(vec![
-                Volume {
-                    name: "workspace".into(),
-                    persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                        claim_name: names.pvc.clone(),
-                        read_only: Some(false),
-                    }),
-                    ..Default::default()
-                },
-                scratch("tmp", cfg.tmpfs_mb),
-                scratch("run", 16),
-                scratch("mcp", cfg.tmpfs_mb),
-            ]),
+            volumes: Some(pod_volumes(cfg, names)),
             ..Default::default()
         }),
         ..Default::default()
     }
+}
+
+/// The one container of the pod: sandboxd, limited to the configured memory, CPU and scratch.
+fn sandbox_container(cfg: &KubernetesSandboxConfig, names: &Names, exec_timeout_secs: u64) -> Container {
+    let limits = BTreeMap::from([
+        ("memory".to_owned(), Quantity(format!("{}Mi", cfg.memory_mb))),
+        ("cpu".to_owned(), Quantity(format!("{}m", cfg.cpu_millis))),
+        ("ephemeral-storage".to_owned(), Quantity(format!("{}Mi", cfg.tmpfs_mb))),
+    ]);
+    Container {
+        name: "sandbox".into(),
+        image: Some(cfg.image.clone()),
+        command: Some(sandboxd_command(cfg, exec_timeout_secs)),
+        ports: Some(vec![ContainerPort {
+            container_port: i32::from(cfg.port),
+            name: Some("sandboxd".into()),
+            ..Default::default()
+        }]),
+        working_dir: Some(WORKSPACE.into()),
+        env: Some(sandbox_env(names)),
+        resources: Some(ResourceRequirements {
+            limits: Some(limits.clone()),
+            requests: Some(limits),
+            ..Default::default()
+        }),
+        security_context: Some(sandboxd_security()),
+        volume_mounts: Some(vec![
+            mount("workspace", WORKSPACE, false),
+            mount("tmp", "/tmp", false),
+            mount("run", "/run", false),
+            mount("mcp", MCP_HOME_MOUNT, false),
+        ]),
+        ..Default::default()
+    }
+}
+
+/// sandboxd's command line: where it listens, whom it runs programs as, and their default timeout.
+fn sandboxd_command(cfg: &KubernetesSandboxConfig, exec_timeout_secs: u64) -> Vec<String> {
+    vec![
+        cfg.sandboxd_path.clone(),
+        "--listen".into(),
+        format!("tcp:0.0.0.0:{}", cfg.port),
+        "--token-env".into(),
+        TOKEN_ENV.into(),
+        "--run-as".into(),
+        format!("{SANDBOX_UID}:{SANDBOX_UID}"),
+        // MCP servers: another uid, so the sandbox user can neither read their secrets nor
+        // change their code; their home is made in the `mcp` volume.
+        "--mcp-as".into(),
+        format!("{MCP_USER}:{MCP_USER}"),
+        "--workspace".into(),
+        WORKSPACE.into(),
+        "--default-timeout".into(),
+        exec_timeout_secs.to_string(),
+    ]
+}
+
+/// The container's environment: home and locale, and the token from the sandbox's Secret.
+fn sandbox_env(names: &Names) -> Vec<EnvVar> {
+    vec![
+        EnvVar { name: "HOME".into(), value: Some(WORKSPACE.into()), ..Default::default() },
+        EnvVar { name: "LANG".into(), value: Some("C.UTF-8".into()), ..Default::default() },
+        EnvVar {
+            name: TOKEN_ENV.into(),
+            value_from: Some(EnvVarSource {
+                secret_key_ref: Some(SecretKeySelector {
+                    name: names.secret.clone(),
+                    key: "token".into(),
+                    optional: Some(false),
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+    ]
+}
+
+/// sandboxd is root with only what starting and stopping the sandbox user's programs takes;
+/// those programs (uid 1000, no capability) cannot stop it, read its token or take its port.
+/// (Pod Security "baseline" allows exactly these capabilities.)
+fn sandboxd_security() -> SecurityContext {
+    SecurityContext {
+        run_as_non_root: Some(false),
+        run_as_user: Some(0),
+        run_as_group: Some(0),
+        read_only_root_filesystem: Some(true),
+        allow_privilege_escalation: Some(false),
+        privileged: Some(false),
+        capabilities: Some(Capabilities {
+            drop: Some(vec!["ALL".into()]),
+            add: Some(vec!["SETUID".into(), "SETGID".into(), "KILL".into()]),
+        }),
+        seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".into(), localhost_profile: None }),
+        ..Default::default()
+    }
+}
+
+/// The workspace PVC and the in-memory scratch volumes the container mounts.
+fn pod_volumes(cfg: &KubernetesSandboxConfig, names: &Names) -> Vec<Volume> {
+    vec![
+        Volume {
+            name: "workspace".into(),
+            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                claim_name: names.pvc.clone(),
+                read_only: Some(false),
+            }),
+            ..Default::default()
+        },
+        scratch("tmp", cfg.tmpfs_mb),
+        scratch("run", 16),
+        scratch("mcp", cfg.tmpfs_mb),
+    ]
 }
 
 /// What a sandbox whose agent opted in to the internet may reach besides public addresses:
