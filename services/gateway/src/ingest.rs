@@ -10,7 +10,7 @@ use hermes_core::commands::ChatCommand;
 use hermes_core::outbox::{Destination, OutboxPayload};
 use hermes_core::{BusyMode, Platform, SessionId, TenantId, TurnId};
 use hermes_queue::SessionWork;
-use hermes_store::{Accepted, Channel, NewTurn, Route};
+use hermes_store::{Accepted, Channel, NewTurn, Route, TurnTarget};
 
 use crate::Gateway;
 use crate::access::{Verdict, decide};
@@ -171,17 +171,7 @@ impl Gateway {
         let (carried, steer) = match self.make_room(channel, &route, busy_mode).await? {
             Room::Made(carried) => (carried, false),
             Room::Steer => (Vec::new(), true),
-            Room::Refused(refusal) => {
-                let accepted = self
-                    .store
-                    .accept_inbound(tenant, &source, &msg.dedupe_key, raw, None, None)
-                    .await
-                    .map_err(store_err)?;
-                if accepted != Accepted::Duplicate {
-                    self.reply(channel, &msg, refusal).await?;
-                }
-                return Ok(());
-            }
+            Room::Refused(refusal) => return self.refuse_busy(channel, &msg, raw, refusal).await,
         };
         let text = if carried.is_empty() { text } else { format!("{}\n{text}", carried.join("\n")) };
         let marks = self.cache.background_marks();
@@ -192,28 +182,8 @@ impl Gateway {
             })
             .await
             .map_err(store_err)?;
-        // A turn that shows its answer as it is written, or its tools at work, reports its
-        // events to this pod, which shows them (where messages can be edited).
-        let hub = self.events.as_ref().filter(|_| {
-            (channel.streaming || channel.tool_progress)
-                && matches!(channel.platform, Platform::Telegram | Platform::Slack)
-        });
-        let (input, transcriptions) = self.with_files(channel, text, &msg.files).await;
-        let turn = NewTurn {
-            agent_id: channel.agent_id,
-            target,
-            input,
-            instructions: None,
-            stream: hub.is_some() && channel.streaming,
-            notify_hub: hub.map(|h| h.id().to_owned()),
-            api_key: None,
-            response: None,
-            reply_to: Some(Destination {
-                voice_reply: crate::voice_commands::wants_voice(self.voice_mode(channel, &route).await, &msg),
-                ..destination(channel, &msg)
-            }),
-            trace: hermes_telemetry::context::current(),
-        };
+        let hub = self.progress_hub(channel);
+        let (turn, transcriptions) = self.turn_of(channel, &msg, &route, target, text, hub).await;
         // Telegram apps split a long paste in parts: the turn waits a moment for the rest.
         // An explicit `/queue` or `/steer` message is a turn of its own, never part of a paste.
         let batch = (channel.platform == Platform::Telegram && chosen.is_none()).then_some(TEXT_BATCH);
@@ -234,6 +204,64 @@ impl Gateway {
         self.meter(tenant, read_by, transcriptions).await;
         let signal = if steer { Signal::Steer } else { Signal::After(batch) };
         self.accepted(channel, &msg, accepted, signal, hub).await
+    }
+
+    /// The busy mode refused the message: stored, so a redelivery is not answered twice, and
+    /// answered with `refusal`.
+    async fn refuse_busy(
+        &self,
+        channel: &Channel,
+        msg: &Incoming,
+        raw: &Value,
+        refusal: String,
+    ) -> Result<(), IngestError> {
+        let (tenant, source) = (channel.tenant_id, source_of(channel));
+        let accepted =
+            self.store.accept_inbound(tenant, &source, &msg.dedupe_key, raw, None, None).await.map_err(store_err)?;
+        if accepted != Accepted::Duplicate {
+            self.reply(channel, msg, refusal).await?;
+        }
+        Ok(())
+    }
+
+    /// Where a turn from this channel reports its events. A turn that shows its answer as it
+    /// is written, or its tools at work, reports them to this pod, which shows them (where
+    /// messages can be edited).
+    fn progress_hub(&self, channel: &Channel) -> Option<&hermes_queue::EventHub> {
+        self.events.as_ref().filter(|_| {
+            (channel.streaming || channel.tool_progress)
+                && matches!(channel.platform, Platform::Telegram | Platform::Slack)
+        })
+    }
+
+    /// The turn `text` (with the message's files) starts in `target`, and the transcriptions
+    /// reading its voice notes took.
+    async fn turn_of(
+        &self,
+        channel: &Channel,
+        msg: &Incoming,
+        route: &Route,
+        target: TurnTarget,
+        text: String,
+        hub: Option<&hermes_queue::EventHub>,
+    ) -> (NewTurn, Vec<Billed>) {
+        let (input, transcriptions) = self.with_files(channel, text, &msg.files).await;
+        let turn = NewTurn {
+            agent_id: channel.agent_id,
+            target,
+            input,
+            instructions: None,
+            stream: hub.is_some() && channel.streaming,
+            notify_hub: hub.map(|h| h.id().to_owned()),
+            api_key: None,
+            response: None,
+            reply_to: Some(Destination {
+                voice_reply: crate::voice_commands::wants_voice(self.voice_mode(channel, route).await, msg),
+                ..destination(channel, msg)
+            }),
+            trace: hermes_telemetry::context::current(),
+        };
+        (turn, transcriptions)
     }
 
     /// Records the transcriptions a message's voice notes took, with the turn that reads them

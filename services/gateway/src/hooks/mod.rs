@@ -53,14 +53,9 @@ pub async fn receive(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let Ok(id) = uuid::Uuid::parse_str(&id) else { return refuse(StatusCode::NOT_FOUND, "no such webhook") };
-    let hook = match gw.store.gateway_webhook(id).await {
+    let hook = match find_hook(&gw, &id).await {
         Ok(hook) => hook,
-        Err(hermes_store::StoreError::NotFound) => return refuse(StatusCode::NOT_FOUND, "no such webhook"),
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot read the webhook");
-            return refuse(StatusCode::SERVICE_UNAVAILABLE, "try again");
-        }
+        Err(refused) => return refused,
     };
     if !hook.enabled {
         return refuse(StatusCode::FORBIDDEN, "this webhook is disabled");
@@ -68,34 +63,13 @@ pub async fn receive(
     if body.len() > MAX_BODY_BYTES {
         return refuse(StatusCode::PAYLOAD_TOO_LARGE, "the body is larger than 1 MiB");
     }
-    let secret = match hook.secret(gw.secrets.as_ref()) {
-        Ok(secret) => secret,
-        Err(e) => {
-            tracing::error!(error = %e, webhook.id = %hook.id, "cannot open the webhook's secret");
-            return refuse(StatusCode::SERVICE_UNAVAILABLE, "try again");
-        }
-    };
-    let signed = match hermes_http::signed::verify(&headers, &body, &secret, chrono::Utc::now().timestamp()) {
+    let signed = match check_signature(&gw, &hook, &headers, &body) {
         Ok(signed) => signed,
-        Err(why) => {
-            metrics::counter!("hermes_gateway_rejected_total", "platform" => "webhook").increment(1);
-            return refuse(StatusCode::UNAUTHORIZED, refusal(&why));
-        }
+        Err((status, why)) => return refuse(status, why),
     };
     // Counted after the signature, so strangers cannot use up the sender's rate.
-    let per_minute = u32::try_from(hook.rate_limit_per_minute).unwrap_or(30);
-    match gw.cache.rate_limiter().check(&format!("webhook:{}", hook.id), per_minute).await {
-        Ok(d) if !d.allowed => {
-            let mut refused = refuse(StatusCode::TOO_MANY_REQUESTS, "too many deliveries to this webhook; slow down");
-            let secs = d.retry_after_ms.div_ceil(1000).max(1);
-            if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
-                refused.headers_mut().insert(header::RETRY_AFTER, v);
-            }
-            return refused;
-        }
-        Ok(_) => {}
-        // Redis down: take the event (availability over strictness, as the API's limits).
-        Err(e) => tracing::warn!(error = %e, "cannot check the webhook's rate"),
+    if let Some(refused) = over_rate(&gw, &hook).await {
+        return refused;
     }
     let Some(payload) = render::payload(&headers, &body) else {
         return refuse(StatusCode::BAD_REQUEST, "the body is neither JSON nor a form");
@@ -104,16 +78,7 @@ pub async fn receive(
     if !hook.events.is_empty() && !hook.events.iter().any(|e| e == &event) {
         return answer(StatusCode::OK, json!({ "status": "ignored", "event": event }));
     }
-    // A signed message id is the delivery. Schemes that sign only the body name the delivery in
-    // an unsigned header, which a replay could change: the body's digest identifies it too.
-    let (delivery, seen_as) = match signed {
-        hermes_http::signed::Signed::Standard { id } => (id.clone(), vec![id]),
-        hermes_http::signed::Signed::Body => {
-            let id = render::delivery_id(&headers).unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
-            let digest = format!("sha256:{}", hex(&<sha2::Sha256 as sha2::Digest>::digest(&body)));
-            (id.clone(), vec![id, digest])
-        }
-    };
+    let (delivery, seen_as) = delivery_of(signed, &headers, &body);
     let start = match what_to_start(&gw, &hook, &payload, &event, &delivery).await {
         Ok(start) => start,
         Err(e) => {
@@ -121,7 +86,87 @@ pub async fn receive(
             return refuse(StatusCode::SERVICE_UNAVAILABLE, "try again");
         }
     };
-    match gw.store.accept_webhook(&hook, &seen_as, &event, start).await {
+    take_in(&gw, &hook, &seen_as, &event, &delivery, start).await
+}
+
+/// The hook the path names, or the answer when there is none (or the store cannot say).
+async fn find_hook(gw: &Gateway, id: &str) -> Result<Webhook, Response> {
+    let Ok(id) = uuid::Uuid::parse_str(id) else { return Err(refuse(StatusCode::NOT_FOUND, "no such webhook")) };
+    match gw.store.gateway_webhook(id).await {
+        Ok(hook) => Ok(hook),
+        Err(hermes_store::StoreError::NotFound) => Err(refuse(StatusCode::NOT_FOUND, "no such webhook")),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the webhook");
+            Err(refuse(StatusCode::SERVICE_UNAVAILABLE, "try again"))
+        }
+    }
+}
+
+/// How the delivery is signed with the hook's secret, or the status and reason to refuse it with.
+fn check_signature(
+    gw: &Gateway,
+    hook: &Webhook,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<hermes_http::signed::Signed, (StatusCode, &'static str)> {
+    let secret = match hook.secret(gw.secrets.as_ref()) {
+        Ok(secret) => secret,
+        Err(e) => {
+            tracing::error!(error = %e, webhook.id = %hook.id, "cannot open the webhook's secret");
+            return Err((StatusCode::SERVICE_UNAVAILABLE, "try again"));
+        }
+    };
+    hermes_http::signed::verify(headers, body, &secret, chrono::Utc::now().timestamp()).map_err(|why| {
+        metrics::counter!("hermes_gateway_rejected_total", "platform" => "webhook").increment(1);
+        (StatusCode::UNAUTHORIZED, refusal(&why))
+    })
+}
+
+/// The 429 (with Retry-After) when the hook is over its rate, `None` when the delivery may go on.
+async fn over_rate(gw: &Gateway, hook: &Webhook) -> Option<Response> {
+    let per_minute = u32::try_from(hook.rate_limit_per_minute).unwrap_or(30);
+    match gw.cache.rate_limiter().check(&format!("webhook:{}", hook.id), per_minute).await {
+        Ok(d) if !d.allowed => {
+            let mut refused = refuse(StatusCode::TOO_MANY_REQUESTS, "too many deliveries to this webhook; slow down");
+            let secs = d.retry_after_ms.div_ceil(1000).max(1);
+            if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+                refused.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+            Some(refused)
+        }
+        Ok(_) => None,
+        // Redis down: take the event (availability over strictness, as the API's limits).
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot check the webhook's rate");
+            None
+        }
+    }
+}
+
+/// The delivery's id and the keys it is deduplicated by. A signed message id is the delivery.
+/// Schemes that sign only the body name the delivery in an unsigned header, which a replay
+/// could change: the body's digest identifies it too.
+fn delivery_of(signed: hermes_http::signed::Signed, headers: &HeaderMap, body: &[u8]) -> (String, Vec<String>) {
+    match signed {
+        hermes_http::signed::Signed::Standard { id } => (id.clone(), vec![id]),
+        hermes_http::signed::Signed::Body => {
+            let id = render::delivery_id(headers).unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+            let digest = format!("sha256:{}", hex(&<sha2::Sha256 as sha2::Digest>::digest(body)));
+            (id.clone(), vec![id, digest])
+        }
+    }
+}
+
+/// Records the delivery and starts its run (202), or answers that it was seen already.
+async fn take_in(
+    gw: &Gateway,
+    hook: &Webhook,
+    seen_as: &[String],
+    event: &str,
+    delivery: &str,
+    start: WebhookStart,
+) -> Response {
+    match gw.store.accept_webhook(hook, seen_as, event, start).await {
         Ok(None) => answer(StatusCode::OK, json!({ "status": "duplicate", "delivery_id": delivery })),
         Ok(Some(started)) => {
             metrics::counter!("hermes_webhook_deliveries_total").increment(1);

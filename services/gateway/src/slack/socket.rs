@@ -41,25 +41,14 @@ async fn connection(gw: &Gateway, channel: &Channel, stop: &CancellationToken) -
     (end, opened)
 }
 
+/// The socket of one connection, as `connect_async` opens it.
+type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
 async fn connected(gw: &Gateway, channel: &Channel, stop: &CancellationToken, opened: &mut bool) -> End {
-    let token = match channel.credentials(gw.secrets.as_ref()) {
-        Ok(c) => c["app_token"].as_str().unwrap_or_default().to_owned(),
-        Err(e) => return End::Refused(e.to_string()),
+    let mut ws = match open(gw, channel).await {
+        Ok(ws) => ws,
+        Err(end) => return end,
     };
-    if token.is_empty() {
-        return End::Refused("the channel has no app-level token".into());
-    }
-    let url = match SlackApi::new(gw.http.clone(), &channel.api_base, &token).open_socket().await {
-        Ok(url) => url,
-        Err(e) if e.is_permanent() => return End::Refused(e.to_string()),
-        Err(e) => return End::Failed(e.to_string()),
-    };
-    let mut ws =
-        match tokio::time::timeout(Duration::from_secs(30), tokio_tungstenite::connect_async(url.as_str())).await {
-            Ok(Ok((ws, _))) => ws,
-            Ok(Err(e)) => return End::Failed(e.to_string()),
-            Err(_) => return End::Failed("connecting timed out".into()),
-        };
     // A connection that hears nothing for three pings (not even Slack's own) is dead.
     let every = Duration::from_secs(gw.config.gateway.socket_heartbeat_seconds.max(1));
     let mut heard = Instant::now();
@@ -92,43 +81,73 @@ async fn connected(gw: &Gateway, channel: &Channel, stop: &CancellationToken, op
             }
         };
         heard = Instant::now();
-        let Ok(envelope) = serde_json::from_str::<Value>(&text) else { continue };
-        match envelope["type"].as_str() {
-            Some("hello") => {
-                *opened = true;
-                tracing::info!(channel.id = %channel.id, "Slack socket open");
-            }
-            Some("disconnect") => {
-                tracing::info!(channel.id = %channel.id, reason = %envelope["reason"], "Slack asks for a new socket");
-                return End::Again;
-            }
-            _ => {}
-        }
-        let Some(envelope_id) = envelope["envelope_id"].as_str() else { continue };
-        // The channel as it is now: changed policies apply at once.
-        let current = match gw.store.gateway_channel(channel.id).await {
-            Ok(c) if c.status == ChannelStatus::Active && c.mode == ChannelMode::Socket => c,
-            Ok(_) | Err(hermes_store::StoreError::NotFound) => return End::Gone,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read the channel; Slack will deliver the envelope again");
-                continue;
-            }
-        };
-        match take(gw, &current, &envelope).await {
-            Ok(response) => {
-                let mut ack = json!({ "envelope_id": envelope_id });
-                if let Some(payload) = response
-                    && envelope["accepts_response_payload"].as_bool() == Some(true)
-                {
-                    ack["payload"] = payload;
-                }
-                if let Err(e) = ws.send(Message::Text(ack.to_string().into())).await {
-                    return End::Failed(e.to_string());
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "cannot take a Slack envelope in; it comes again"),
+        if let Some(end) = on_envelope(gw, channel, &mut ws, &text, opened).await {
+            return end;
         }
     }
+}
+
+/// Opens a socket at a fresh address from `apps.connections.open`, with the app-level token.
+async fn open(gw: &Gateway, channel: &Channel) -> Result<Socket, End> {
+    let token = match channel.credentials(gw.secrets.as_ref()) {
+        Ok(c) => c["app_token"].as_str().unwrap_or_default().to_owned(),
+        Err(e) => return Err(End::Refused(e.to_string())),
+    };
+    if token.is_empty() {
+        return Err(End::Refused("the channel has no app-level token".into()));
+    }
+    let url = match SlackApi::new(gw.http.clone(), &channel.api_base, &token).open_socket().await {
+        Ok(url) => url,
+        Err(e) if e.is_permanent() => return Err(End::Refused(e.to_string())),
+        Err(e) => return Err(End::Failed(e.to_string())),
+    };
+    match tokio::time::timeout(Duration::from_secs(30), tokio_tungstenite::connect_async(url.as_str())).await {
+        Ok(Ok((ws, _))) => Ok(ws),
+        Ok(Err(e)) => Err(End::Failed(e.to_string())),
+        Err(_) => Err(End::Failed("connecting timed out".into())),
+    }
+}
+
+/// One text frame: notes Slack's hello, ends on its disconnect, and takes an envelope in
+/// before acknowledging it. `Some` ends the connection.
+async fn on_envelope(gw: &Gateway, channel: &Channel, ws: &mut Socket, text: &str, opened: &mut bool) -> Option<End> {
+    let Ok(envelope) = serde_json::from_str::<Value>(text) else { return None };
+    match envelope["type"].as_str() {
+        Some("hello") => {
+            *opened = true;
+            tracing::info!(channel.id = %channel.id, "Slack socket open");
+        }
+        Some("disconnect") => {
+            tracing::info!(channel.id = %channel.id, reason = %envelope["reason"], "Slack asks for a new socket");
+            return Some(End::Again);
+        }
+        _ => {}
+    }
+    let envelope_id = envelope["envelope_id"].as_str()?;
+    // The channel as it is now: changed policies apply at once.
+    let current = match gw.store.gateway_channel(channel.id).await {
+        Ok(c) if c.status == ChannelStatus::Active && c.mode == ChannelMode::Socket => c,
+        Ok(_) | Err(hermes_store::StoreError::NotFound) => return Some(End::Gone),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the channel; Slack will deliver the envelope again");
+            return None;
+        }
+    };
+    match take(gw, &current, &envelope).await {
+        Ok(response) => {
+            let mut ack = json!({ "envelope_id": envelope_id });
+            if let Some(payload) = response
+                && envelope["accepts_response_payload"].as_bool() == Some(true)
+            {
+                ack["payload"] = payload;
+            }
+            if let Err(e) = ws.send(Message::Text(ack.to_string().into())).await {
+                return Some(End::Failed(e.to_string()));
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot take a Slack envelope in; it comes again"),
+    }
+    None
 }
 
 /// Takes one envelope in; what to answer Slack with, if anything.

@@ -10,8 +10,9 @@ use hermes_chat::OutFile;
 
 use crate::Gateway;
 use crate::attachments::{Part, parts};
+use crate::interact::Buttons;
 use crate::outbox::{Failure, render_reply};
-use crate::telegram::MAX_MESSAGE_UTF16;
+use crate::telegram::{MAX_MESSAGE_UTF16, TelegramApi};
 
 /// How many message ids after the last known one a part in doubt is looked for.
 const PROBE_WINDOW: i64 = 8;
@@ -37,72 +38,107 @@ impl Gateway {
             let (api, known) = (&api, &known);
             async move {
                 let (Part::Text(text), Some(anchor)) = (&all[i], anchor) else { return None };
-                let mut looks = Vec::new();
-                if rich {
-                    looks.push(json!({ "text": hermes_chat::markdown::telegram_html(text), "parse_mode": "HTML" }));
-                }
-                looks.push(json!({ "text": text }));
-                for look in &looks {
-                    if let Some(id) = api.find_sent(chat, anchor, known, look, PROBE_WINDOW).await {
-                        return Some(id.to_string());
-                    }
-                }
-                None
+                find_in_doubt(api, chat, anchor, known, text, rich).await
             }
         };
-        self.send_parts_recovering(item, &parts, |i, _| {
-            let api = &api;
-            // Borrowed from the list, not the argument: the send outlives the call.
-            let (text, file) = match &all[i] {
-                Part::Text(t) => (Some(t.clone()), None),
-                Part::File(f) => (Part::note(f), f.data.as_ref().ok().map(|data| (f, data))),
-            };
-            let mut params = match &text {
-                Some(t) if rich => {
-                    json!({ "chat_id": chat, "text": hermes_chat::markdown::telegram_html(t), "parse_mode": "HTML" })
-                }
-                _ => json!({ "chat_id": chat, "text": text.clone().unwrap_or_default() }),
-            };
-            if let Some(thread) = thread {
-                params["message_thread_id"] = json!(thread);
-            }
-            if i == 0
-                && let Some(reply_to) = dest.reply_to
-            {
-                params["reply_parameters"] = json!({ "message_id": reply_to, "allow_sending_without_reply": true });
-            }
-            if Some(i) == last_text && !buttons.is_empty() {
-                let keyboard: Vec<Vec<Value>> = buttons
-                    .iter()
-                    .map(|row| {
-                        row.iter().map(|(label, data)| json!({ "text": label, "callback_data": data })).collect()
-                    })
-                    .collect();
-                params["reply_markup"] = json!({ "inline_keyboard": keyboard });
-            }
-            async move {
-                if let Some((f, data)) = file {
-                    let out = OutFile { name: &f.name, mime: &f.mime, data };
-                    return api.send_file(chat, thread, &out).await.map(|id| id.to_string()).map_err(Failure::from);
-                }
-                let id = match api.send_message(&params).await {
-                    Err(e) if e.is_bad_markup() => {
-                        tracing::info!(error = %e, "Telegram refused the formatting; sending plain text");
-                        params["text"] = json!(text.unwrap_or_default());
-                        if let Some(obj) = params.as_object_mut() {
-                            obj.remove("parse_mode");
-                        }
-                        api.send_message(&params).await.map_err(Failure::from)?
-                    }
-                    sent => sent.map_err(Failure::from)?,
+        self.send_parts_recovering(
+            item,
+            &parts,
+            |i, _| {
+                let api = &api;
+                // Borrowed from the list, not the argument: the send outlives the call.
+                let (text, file) = match &all[i] {
+                    Part::Text(t) => (Some(t.clone()), None),
+                    Part::File(f) => (Part::note(f), f.data.as_ref().ok().map(|data| (f, data))),
                 };
-                Ok(id.to_string())
-            }
-        }, recover)
+                let reply_to = dest.reply_to.filter(|_| i == 0);
+                let keyboard = (Some(i) == last_text && !buttons.is_empty()).then_some(&buttons);
+                let params = message_params(chat, text.as_deref(), rich, thread, reply_to, keyboard);
+                async move {
+                    if let Some((f, data)) = file {
+                        let out = OutFile { name: &f.name, mime: &f.mime, data };
+                        return api.send_file(chat, thread, &out).await.map(|id| id.to_string()).map_err(Failure::from);
+                    }
+                    send_text(api, params, text).await
+                }
+            },
+            recover,
+        )
         .await?;
         if let Some((chat, id)) = preview {
             crate::stream::PreviewApi::Telegram(api).delete(&chat, &id).await;
         }
         Ok(())
     }
+}
+
+/// Looks for a text part left in doubt among the messages after `anchor`, in either of the
+/// looks it was sent in (HTML, or plain after Telegram refused the formatting).
+async fn find_in_doubt(
+    api: &TelegramApi,
+    chat: &str,
+    anchor: i64,
+    known: &[i64],
+    text: &str,
+    rich: bool,
+) -> Option<String> {
+    let mut looks = Vec::new();
+    if rich {
+        looks.push(json!({ "text": hermes_chat::markdown::telegram_html(text), "parse_mode": "HTML" }));
+    }
+    looks.push(json!({ "text": text }));
+    for look in &looks {
+        if let Some(id) = api.find_sent(chat, anchor, known, look, PROBE_WINDOW).await {
+            return Some(id.to_string());
+        }
+    }
+    None
+}
+
+/// The `sendMessage` parameters of one part: its text (as HTML when `rich`), in the thread,
+/// replying to `reply_to` and carrying `keyboard`, when given.
+fn message_params(
+    chat: &str,
+    text: Option<&str>,
+    rich: bool,
+    thread: Option<i64>,
+    reply_to: Option<i64>,
+    keyboard: Option<&Buttons>,
+) -> Value {
+    let mut params = match text {
+        Some(t) if rich => {
+            json!({ "chat_id": chat, "text": hermes_chat::markdown::telegram_html(t), "parse_mode": "HTML" })
+        }
+        _ => json!({ "chat_id": chat, "text": text.unwrap_or_default() }),
+    };
+    if let Some(thread) = thread {
+        params["message_thread_id"] = json!(thread);
+    }
+    if let Some(reply_to) = reply_to {
+        params["reply_parameters"] = json!({ "message_id": reply_to, "allow_sending_without_reply": true });
+    }
+    if let Some(buttons) = keyboard {
+        let keyboard: Vec<Vec<Value>> = buttons
+            .iter()
+            .map(|row| row.iter().map(|(label, data)| json!({ "text": label, "callback_data": data })).collect())
+            .collect();
+        params["reply_markup"] = json!({ "inline_keyboard": keyboard });
+    }
+    params
+}
+
+/// Sends a text part; refused formatting is sent again as plain `text`. The message's id.
+async fn send_text(api: &TelegramApi, mut params: Value, text: Option<String>) -> Result<String, Failure> {
+    let id = match api.send_message(&params).await {
+        Err(e) if e.is_bad_markup() => {
+            tracing::info!(error = %e, "Telegram refused the formatting; sending plain text");
+            params["text"] = json!(text.unwrap_or_default());
+            if let Some(obj) = params.as_object_mut() {
+                obj.remove("parse_mode");
+            }
+            api.send_message(&params).await.map_err(Failure::from)?
+        }
+        sent => sent.map_err(Failure::from)?,
+    };
+    Ok(id.to_string())
 }
