@@ -15,7 +15,7 @@ use std::sync::Arc;
 use hermes_sandbox_proto::v1::{StdioExit, StdioInput, StdioOutput, StdioStart, stdio_input, stdio_output};
 use nix::sys::signal::Signal;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::Command;
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::mpsc;
 use tonic::{Status, Streaming};
 
@@ -89,87 +89,21 @@ fn scratch(workspace: &Path) -> Vec<PathBuf> {
 
 /// Runs one `Stdio` stream to its end.
 pub async fn run(mut input: Streaming<StdioInput>, workspace: PathBuf, activity: Arc<Activity>, tx: Out) {
-    let start = match input.message().await {
-        Ok(Some(StdioInput { input: Some(stdio_input::Input::Start(start)) })) => start,
-        Ok(_) => {
-            let _ = tx.send(Err(Status::invalid_argument("the first message must be StdioStart"))).await;
-            return;
-        }
-        Err(status) => {
-            let _ = tx.send(Err(status)).await;
-            return;
-        }
-    };
-    let mut cmd = match command(&start, &workspace) {
-        Ok(cmd) => cmd,
-        Err(status) => {
-            tracing::warn!(command = %start.command, why = status.message(), "stdio program refused");
-            let _ = tx.send(Err(status)).await;
-            return;
-        }
-    };
-    cmd.stdin(Pipe::piped()).stdout(Pipe::piped()).stderr(Pipe::piped()).process_group(0).kill_on_drop(true);
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = tx.send(Err(spawn_error(&e))).await;
-            return;
-        }
-    };
+    let Some(start) = first_start(&mut input, &tx).await else { return };
+    let Some(mut child) = spawn(&start, &workspace, &tx).await else { return };
     let pid = child.id();
     tracing::info!(command = %start.command, pid, "stdio program started");
-    let (Some(mut stdin), Some(mut stdout), Some(mut stderr)) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    let (Some(mut stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
         kill_group(pid, Signal::SIGKILL);
         let _ = tx.send(Err(Status::internal("the program's pipes are missing"))).await;
         return;
     };
-    // The program's stderr, its tail kept.
-    let stderr_task = tokio::spawn(async move {
-        let mut tail: Vec<u8> = Vec::new();
-        let mut buf = vec![0u8; 4096];
-        while let Ok(n) = stderr.read(&mut buf).await {
-            if n == 0 {
-                break;
-            }
-            tail.extend_from_slice(&buf[..n]);
-            if tail.len() > STDERR_TAIL {
-                tail.drain(..tail.len() - STDERR_TAIL);
-            }
-        }
-        String::from_utf8_lossy(&tail).into_owned()
-    });
-    // Its stdout, up the stream as it comes.
-    let out = tx.clone();
-    let reader_activity = activity.clone();
-    let stdout_task = tokio::spawn(async move {
-        let mut buf = vec![0u8; 64 * 1024];
-        while let Ok(n) = stdout.read(&mut buf).await {
-            if n == 0 || !send(&out, stdio_output::Output::Stdout(buf[..n].to_vec())).await {
-                break;
-            }
-            reader_activity.touch();
-        }
-    });
-    // The worker's bytes to its stdin, until the worker closes the stream or the program ends.
-    let feeding = async {
-        loop {
-            match input.message().await {
-                Ok(Some(StdioInput { input: Some(stdio_input::Input::Stdin(bytes)) })) => {
-                    activity.touch();
-                    if stdin.write_all(&bytes).await.is_err() || stdin.flush().await.is_err() {
-                        return;
-                    }
-                }
-                Ok(Some(_)) => {}
-                Ok(None) | Err(_) => return,
-            }
-        }
-    };
+    let stderr_task = tokio::spawn(stderr_tail(stderr));
+    let stdout_task = tokio::spawn(relay_stdout(stdout, tx.clone(), activity.clone()));
     let status = tokio::select! {
         status = child.wait() => status.ok(),
-        () = feeding => {
+        () = feed(&mut input, &mut stdin, &activity) => {
             // The worker is gone: so is the program, with everything it started.
             kill_group(pid, Signal::SIGKILL);
             child.wait().await.ok()
@@ -181,4 +115,85 @@ pub async fn run(mut input: Streaming<StdioInput>, workspace: PathBuf, activity:
     tracing::info!(command = %start.command, code = ?status.and_then(|s| s.code()), "stdio program ended");
     let exit = StdioExit { exit_code: status.and_then(|s| s.code()), stderr_tail };
     let _ = send(&tx, stdio_output::Output::Exit(exit)).await;
+}
+
+/// The stream's first message, which must be the start; otherwise the error is sent down
+/// the stream and `None` ends it.
+async fn first_start(input: &mut Streaming<StdioInput>, tx: &Out) -> Option<StdioStart> {
+    match input.message().await {
+        Ok(Some(StdioInput { input: Some(stdio_input::Input::Start(start)) })) => Some(start),
+        Ok(_) => {
+            let _ = tx.send(Err(Status::invalid_argument("the first message must be StdioStart"))).await;
+            None
+        }
+        Err(status) => {
+            let _ = tx.send(Err(status)).await;
+            None
+        }
+    }
+}
+
+/// Starts the program with piped stdio in its own process group; on a refusal or a failed
+/// start the error is sent down the stream and `None` ends it.
+async fn spawn(start: &StdioStart, workspace: &Path, tx: &Out) -> Option<Child> {
+    let mut cmd = match command(start, workspace) {
+        Ok(cmd) => cmd,
+        Err(status) => {
+            tracing::warn!(command = %start.command, why = status.message(), "stdio program refused");
+            let _ = tx.send(Err(status)).await;
+            return None;
+        }
+    };
+    cmd.stdin(Pipe::piped()).stdout(Pipe::piped()).stderr(Pipe::piped()).process_group(0).kill_on_drop(true);
+    match cmd.spawn() {
+        Ok(child) => Some(child),
+        Err(e) => {
+            let _ = tx.send(Err(spawn_error(&e))).await;
+            None
+        }
+    }
+}
+
+/// The program's stderr, its last [`STDERR_TAIL`] bytes kept.
+async fn stderr_tail(mut stderr: ChildStderr) -> String {
+    let mut tail: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; 4096];
+    while let Ok(n) = stderr.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        tail.extend_from_slice(&buf[..n]);
+        if tail.len() > STDERR_TAIL {
+            tail.drain(..tail.len() - STDERR_TAIL);
+        }
+    }
+    String::from_utf8_lossy(&tail).into_owned()
+}
+
+/// The program's stdout, up the stream as it comes.
+async fn relay_stdout(mut stdout: ChildStdout, out: Out, activity: Arc<Activity>) {
+    let mut buf = vec![0u8; 64 * 1024];
+    while let Ok(n) = stdout.read(&mut buf).await {
+        if n == 0 || !send(&out, stdio_output::Output::Stdout(buf[..n].to_vec())).await {
+            break;
+        }
+        activity.touch();
+    }
+}
+
+/// The worker's bytes to the program's stdin, until the worker closes the stream or the
+/// program stops reading.
+async fn feed(input: &mut Streaming<StdioInput>, stdin: &mut ChildStdin, activity: &Activity) {
+    loop {
+        match input.message().await {
+            Ok(Some(StdioInput { input: Some(stdio_input::Input::Stdin(bytes)) })) => {
+                activity.touch();
+                if stdin.write_all(&bytes).await.is_err() || stdin.flush().await.is_err() {
+                    return;
+                }
+            }
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => return,
+        }
+    }
 }
