@@ -46,6 +46,16 @@ where
     }
 }
 
+/// What every role shares: connected once, cloned into each role's context.
+struct Shared {
+    config: Arc<HermesConfig>,
+    store: Store,
+    cache: Cache,
+    broker: Broker,
+    secrets: Option<SecretBox>,
+    readiness: Readiness,
+}
+
 pub async fn run(config: HermesConfig, roles: Roles, shutdown: CancellationToken) -> anyhow::Result<()> {
     let config = Arc::new(config);
     let store =
@@ -63,8 +73,25 @@ pub async fn run(config: HermesConfig, roles: Roles, shutdown: CancellationToken
     let broker = with_retry("rabbitmq", || Broker::connect(&config.rabbitmq, &name)).await?;
     let secrets = SecretBox::from_config(config.secrets.master_key.as_deref())?;
     let readiness = readiness(&store, &cache, &broker);
+    let shared = Shared { config, store, cache, broker, secrets, readiness };
 
     let mut tasks: JoinSet<anyhow::Result<()>> = JoinSet::new();
+    spawn_roles(&shared, &roles, &shutdown, &mut tasks).await?;
+    tracing::info!(?roles, "hermesd started");
+    let result = until_all_end(tasks, &shutdown).await;
+    shared.broker.close().await;
+    tracing::info!("hermesd stopped");
+    result
+}
+
+/// Starts the ops listener (when bound) and each selected role as a task of `tasks`.
+async fn spawn_roles(
+    shared: &Shared,
+    roles: &Roles,
+    shutdown: &CancellationToken,
+    tasks: &mut JoinSet<anyhow::Result<()>>,
+) -> anyhow::Result<()> {
+    let Shared { config, store, cache, broker, secrets, readiness } = shared;
     if !config.ops.bind.is_empty() {
         let listener = tokio::net::TcpListener::bind(&config.ops.bind).await.context("cannot bind ops.bind")?;
         tracing::info!(addr = %listener.local_addr()?, "ops listener (healthz, readyz, metrics)");
@@ -85,25 +112,7 @@ pub async fn run(config: HermesConfig, roles: Roles, shutdown: CancellationToken
         tasks.spawn(async move { Ok(hermes_api::run(ctx, token).await?) });
     }
     if roles.worker {
-        let sandboxes = sandbox_backend(&config.sandbox).await?;
-        tracing::info!(backend = ?config.sandbox.backend, "sandbox backend ready");
-        let reaper_token = shutdown.clone();
-        tokio::spawn(hermes_sandbox::run_reaper(sandboxes.clone(), Duration::from_secs(60), reaper_token));
-        let trusted = config.outbound.trusted(&config.platforms);
-        let http = hermes_llm::http_client(
-            Duration::from_secs(config.llm.connect_timeout_seconds),
-            Duration::from_secs(config.llm.request_timeout_seconds),
-            std::sync::Arc::new(hermes_net_policy::outbound::Policy::trusting(trusted)),
-        )?;
-        let ctx = hermes_worker::WorkerContext {
-            config: config.clone(),
-            store: store.clone(),
-            cache: cache.clone(),
-            broker: broker.clone(),
-            sandboxes,
-            secrets: secrets.clone(),
-            http,
-        };
+        let ctx = worker_context(shared, shutdown).await?;
         let token = shutdown.clone();
         tasks.spawn(async move { Ok(hermes_worker::run(ctx, token).await?) });
     }
@@ -128,7 +137,36 @@ pub async fn run(config: HermesConfig, roles: Roles, shutdown: CancellationToken
             Ok(())
         });
     }
-    tracing::info!(?roles, "hermesd started");
+    Ok(())
+}
+
+/// The worker's context: the sandbox backend (its reaper started) and the model HTTP client.
+async fn worker_context(shared: &Shared, shutdown: &CancellationToken) -> anyhow::Result<hermes_worker::WorkerContext> {
+    let config = &shared.config;
+    let sandboxes = sandbox_backend(&config.sandbox).await?;
+    tracing::info!(backend = ?config.sandbox.backend, "sandbox backend ready");
+    let reaper_token = shutdown.clone();
+    tokio::spawn(hermes_sandbox::run_reaper(sandboxes.clone(), Duration::from_secs(60), reaper_token));
+    let trusted = config.outbound.trusted(&config.platforms);
+    let http = hermes_llm::http_client(
+        Duration::from_secs(config.llm.connect_timeout_seconds),
+        Duration::from_secs(config.llm.request_timeout_seconds),
+        std::sync::Arc::new(hermes_net_policy::outbound::Policy::trusting(trusted)),
+    )?;
+    Ok(hermes_worker::WorkerContext {
+        config: config.clone(),
+        store: shared.store.clone(),
+        cache: shared.cache.clone(),
+        broker: shared.broker.clone(),
+        sandboxes,
+        secrets: shared.secrets.clone(),
+        http,
+    })
+}
+
+/// Waits for every task to end; the first to fail shuts the others down, and its error
+/// (the last one, if several fail) is the result.
+async fn until_all_end(mut tasks: JoinSet<anyhow::Result<()>>, shutdown: &CancellationToken) -> anyhow::Result<()> {
     let mut result = Ok(());
     while let Some(joined) = tasks.join_next().await {
         let outcome = joined.map_err(anyhow::Error::from).and_then(|r| r);
@@ -138,8 +176,6 @@ pub async fn run(config: HermesConfig, roles: Roles, shutdown: CancellationToken
             result = Err(e);
         }
     }
-    broker.close().await;
-    tracing::info!("hermesd stopped");
     result
 }
 
