@@ -1,7 +1,7 @@
 //! Sessions: one conversation with one agent.
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
+use sqlx::{PgConnection, Row};
 
 use hermes_core::{AgentId, ChatMessage, SessionId, SessionSource, TenantId, TurnId};
 
@@ -105,86 +105,9 @@ impl Store {
         body: &[(Option<i32>, ChatMessage)],
     ) -> Result<SessionId> {
         let mut tx = self.tenant_tx(tenant).await?;
-        let row = sqlx::query(
-            "SELECT agent_id, source, title, user_key FROM sessions
-             WHERE tenant_id = $1 AND id = $2 AND fence = $3 FOR UPDATE",
-        )
-        .bind(tenant.as_uuid())
-        .bind(parent.as_uuid())
-        .bind(fence)
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or(StoreError::Fenced)?;
-        let child = SessionId::new();
-        let next_seq = i32::try_from(body.len() + 1).map_err(|_| StoreError::Invalid("history too long".into()))?;
-        sqlx::query(
-            "INSERT INTO sessions (id, tenant_id, agent_id, source, title, system_prompt, fence, next_seq,
-                                   parent_session_id, lineage, user_key)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'compaction', $10)",
-        )
-        .bind(child.as_uuid())
-        .bind(tenant.as_uuid())
-        .bind(row.try_get::<uuid::Uuid, _>("agent_id")?)
-        .bind(row.try_get::<String, _>("source")?)
-        .bind(row.try_get::<Option<String>, _>("title")?)
-        .bind(crate::messages::without_nul(prompt))
-        .bind(fence)
-        .bind(next_seq)
-        .bind(parent.as_uuid())
-        .bind(row.try_get::<String, _>("user_key")?)
-        .execute(&mut *tx)
-        .await?;
-        for (i, (step, msg)) in body.iter().enumerate() {
-            let query = sqlx::query(
-                "INSERT INTO messages (tenant_id, session_id, seq, turn_id, turn_step, role, content, tool_calls,
-                                       tool_call_id, name, reasoning, search)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::tsvector)",
-            )
-            .bind(tenant.as_uuid())
-            .bind(child.as_uuid())
-            .bind(i32::try_from(i + 1).map_err(|_| StoreError::Invalid("history too long".into()))?)
-            .bind(step.map(|_| turn.as_uuid()))
-            .bind(step);
-            let columns = crate::messages::columns(msg)?;
-            let search = columns.search.clone();
-            columns.bind_to(query).bind(search).execute(&mut *tx).await?;
-        }
-        sqlx::query("UPDATE turns SET session_id = $3 WHERE tenant_id = $1 AND id = $2")
-            .bind(tenant.as_uuid())
-            .bind(turn.as_uuid())
-            .bind(child.as_uuid())
-            .execute(&mut *tx)
-            .await?;
-        // Chats that were in the parent go on in the child, and so do their waiting messages.
-        sqlx::query("UPDATE session_routes SET session_id = $3 WHERE tenant_id = $1 AND session_id = $2")
-            .bind(tenant.as_uuid())
-            .bind(parent.as_uuid())
-            .bind(child.as_uuid())
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query("UPDATE turns SET session_id = $3 WHERE tenant_id = $1 AND session_id = $2 AND status = 'queued'")
-            .bind(tenant.as_uuid())
-            .bind(parent.as_uuid())
-            .bind(child.as_uuid())
-            .execute(&mut *tx)
-            .await?;
-        // The task list goes on with the conversation.
-        sqlx::query(
-            "INSERT INTO session_todos (tenant_id, session_id, items)
-             SELECT tenant_id, $3, items FROM session_todos WHERE tenant_id = $1 AND session_id = $2",
-        )
-        .bind(tenant.as_uuid())
-        .bind(parent.as_uuid())
-        .bind(child.as_uuid())
-        .execute(&mut *tx)
-        .await?;
-        // So does a standing goal (`/goal`).
-        sqlx::query("UPDATE session_goals SET session_id = $3 WHERE tenant_id = $1 AND session_id = $2")
-            .bind(tenant.as_uuid())
-            .bind(parent.as_uuid())
-            .bind(child.as_uuid())
-            .execute(&mut *tx)
-            .await?;
+        let child = insert_compacted_child(&mut tx, tenant, parent, fence, prompt, body.len()).await?;
+        insert_history(&mut tx, tenant, child, turn, body).await?;
+        move_to_child(&mut tx, tenant, parent, child, turn).await?;
         tx.commit().await?;
         Ok(child)
     }
@@ -222,6 +145,123 @@ impl Store {
         let lineage: Option<String> = row.try_get("lineage")?;
         Ok(parent.map(|p| (SessionId::from_uuid(p), lineage.unwrap_or_default())))
     }
+}
+
+/// The child session of a compaction, if `fence` still owns (and now locks) `parent`: the
+/// parent's agent, source, title and user, with the new stable prompt and room for `len`
+/// messages.
+async fn insert_compacted_child(
+    db: &mut PgConnection,
+    tenant: TenantId,
+    parent: SessionId,
+    fence: i64,
+    prompt: &str,
+    len: usize,
+) -> Result<SessionId> {
+    let row = sqlx::query(
+        "SELECT agent_id, source, title, user_key FROM sessions
+         WHERE tenant_id = $1 AND id = $2 AND fence = $3 FOR UPDATE",
+    )
+    .bind(tenant.as_uuid())
+    .bind(parent.as_uuid())
+    .bind(fence)
+    .fetch_optional(&mut *db)
+    .await?
+    .ok_or(StoreError::Fenced)?;
+    let child = SessionId::new();
+    let next_seq = i32::try_from(len + 1).map_err(|_| StoreError::Invalid("history too long".into()))?;
+    sqlx::query(
+        "INSERT INTO sessions (id, tenant_id, agent_id, source, title, system_prompt, fence, next_seq,
+                               parent_session_id, lineage, user_key)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'compaction', $10)",
+    )
+    .bind(child.as_uuid())
+    .bind(tenant.as_uuid())
+    .bind(row.try_get::<uuid::Uuid, _>("agent_id")?)
+    .bind(row.try_get::<String, _>("source")?)
+    .bind(row.try_get::<Option<String>, _>("title")?)
+    .bind(crate::messages::without_nul(prompt))
+    .bind(fence)
+    .bind(next_seq)
+    .bind(parent.as_uuid())
+    .bind(row.try_get::<String, _>("user_key")?)
+    .execute(&mut *db)
+    .await?;
+    Ok(child)
+}
+
+/// The compacted history as the child's messages from seq 1; those of the running `turn`
+/// (with a step) stay its.
+async fn insert_history(
+    db: &mut PgConnection,
+    tenant: TenantId,
+    child: SessionId,
+    turn: TurnId,
+    body: &[(Option<i32>, ChatMessage)],
+) -> Result<()> {
+    for (i, (step, msg)) in body.iter().enumerate() {
+        let query = sqlx::query(
+            "INSERT INTO messages (tenant_id, session_id, seq, turn_id, turn_step, role, content, tool_calls,
+                                   tool_call_id, name, reasoning, search)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::tsvector)",
+        )
+        .bind(tenant.as_uuid())
+        .bind(child.as_uuid())
+        .bind(i32::try_from(i + 1).map_err(|_| StoreError::Invalid("history too long".into()))?)
+        .bind(step.map(|_| turn.as_uuid()))
+        .bind(step);
+        let columns = crate::messages::columns(msg)?;
+        let search = columns.search.clone();
+        columns.bind_to(query).bind(search).execute(&mut *db).await?;
+    }
+    Ok(())
+}
+
+/// Moves the running `turn` and what goes on with the conversation from `parent` to `child`.
+async fn move_to_child(
+    db: &mut PgConnection,
+    tenant: TenantId,
+    parent: SessionId,
+    child: SessionId,
+    turn: TurnId,
+) -> Result<()> {
+    sqlx::query("UPDATE turns SET session_id = $3 WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.as_uuid())
+        .bind(turn.as_uuid())
+        .bind(child.as_uuid())
+        .execute(&mut *db)
+        .await?;
+    // Chats that were in the parent go on in the child, and so do their waiting messages.
+    sqlx::query("UPDATE session_routes SET session_id = $3 WHERE tenant_id = $1 AND session_id = $2")
+        .bind(tenant.as_uuid())
+        .bind(parent.as_uuid())
+        .bind(child.as_uuid())
+        .execute(&mut *db)
+        .await?;
+    sqlx::query("UPDATE turns SET session_id = $3 WHERE tenant_id = $1 AND session_id = $2 AND status = 'queued'")
+        .bind(tenant.as_uuid())
+        .bind(parent.as_uuid())
+        .bind(child.as_uuid())
+        .execute(&mut *db)
+        .await?;
+    // The task list goes on with the conversation.
+    sqlx::query(
+        "INSERT INTO session_todos (tenant_id, session_id, items)
+         SELECT tenant_id, $3, items FROM session_todos WHERE tenant_id = $1 AND session_id = $2",
+    )
+    .bind(tenant.as_uuid())
+    .bind(parent.as_uuid())
+    .bind(child.as_uuid())
+    .execute(&mut *db)
+    .await?;
+    // So does a standing goal (`/goal`).
+    sqlx::query("UPDATE session_goals SET session_id = $3 WHERE tenant_id = $1 AND session_id = $2")
+        .bind(tenant.as_uuid())
+        .bind(parent.as_uuid())
+        .bind(child.as_uuid())
+        .execute(&mut *db)
+        .await?;
+    Ok(())
 }
 
 impl Store {

@@ -10,6 +10,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
 
 use hermes_core::{InvitationId, MemberRole, PersonId, TenantId};
 
@@ -160,65 +161,24 @@ impl Store {
         source_address: Option<String>,
     ) -> Result<Acceptance> {
         let mut tx = self.system().begin().await?;
-        let Some(open) = sqlx::query_as::<_, Open>(
-            "SELECT id, tenant_id, email, role FROM invitations
-             WHERE hash = $1 AND accepted_at IS NULL AND revoked_at IS NULL AND expires_at > now()
-             FOR UPDATE",
-        )
-        .bind(super::secret_hash(token))
-        .fetch_optional(&mut *tx)
-        .await?
-        else {
+        let Some(open) = open_invitation(&mut tx, token).await? else {
             return Ok(Acceptance::Invalid);
         };
-        let existing =
-            sqlx::query(concat!("SELECT ", person_columns!(), " FROM people p WHERE p.email = $1 FOR UPDATE"))
-                .bind(&open.email)
-                .fetch_optional(&mut *tx)
-                .await?
-                .map(|r| person(&r))
-                .transpose()?;
+        let existing = person_by_email(&mut tx, &open.email).await?;
         let (who, new_account) = match (who, existing) {
             (_, Some(p)) if p.disabled || p.operator => return Ok(Acceptance::Invalid),
             (Acceptor::SignedIn(id), Some(p)) if p.id == id => (p, false),
             (Acceptor::SignedIn(_), _) => return Ok(Acceptance::NotYours),
             (Acceptor::NewAccount { .. }, Some(p)) => return Ok(Acceptance::SignInFirst { email: p.email }),
             (Acceptor::NewAccount { display_name, password_hash }, None) => {
-                let made = sqlx::query(concat!(
-                    "INSERT INTO people AS p (id, email, display_name, password_hash, email_proven)
-                     VALUES ($1, $2, $3, $4, false) ON CONFLICT (email) DO NOTHING RETURNING ",
-                    person_columns!()
-                ))
-                .bind(PersonId::new().as_uuid())
-                .bind(&open.email)
-                .bind(display_name.chars().take(200).collect::<String>())
-                .bind(password_hash)
-                .fetch_optional(&mut *tx)
-                .await?;
-                match made {
-                    Some(row) => (person(&row)?, true),
+                match new_account_for(&mut tx, &open.email, display_name, password_hash).await? {
+                    Some(made) => (made, true),
                     // Made a moment ago by someone else: theirs to accept, signed in.
                     None => return Ok(Acceptance::SignInFirst { email: open.email }),
                 }
             }
         };
-        sqlx::query("UPDATE invitations SET accepted_at = now(), accepted_by = $2 WHERE id = $1")
-            .bind(open.id)
-            .bind(who.id.as_uuid())
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query("INSERT INTO memberships (tenant_id, person_id, role) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
-            .bind(open.tenant_id.as_uuid())
-            .bind(who.id.as_uuid())
-            .bind(open.role.as_str())
-            .execute(&mut *tx)
-            .await?;
-        let role: String = sqlx::query_scalar("SELECT role FROM memberships WHERE tenant_id = $1 AND person_id = $2")
-            .bind(open.tenant_id.as_uuid())
-            .bind(who.id.as_uuid())
-            .fetch_one(&mut *tx)
-            .await?;
-        let role: MemberRole = crate::rows::vocab(&role)?;
+        let role = join(&mut tx, &open, &who).await?;
         let by = Audit { actor: super::person_actor(&who), request_id, source_address };
         let id = InvitationId::from_uuid(open.id);
         let after = serde_json::json!({"role": role, "tenant_id": open.tenant_id, "new_account": new_account});
@@ -233,4 +193,70 @@ impl Store {
         tx.commit().await?;
         Ok(Acceptance::Joined { person: who, tenant: open.tenant_id, role, new_account })
     }
+}
+
+/// The open invitation `token` names, locked; `None` when it is unknown, used, revoked or
+/// expired.
+async fn open_invitation(db: &mut PgConnection, token: &str) -> Result<Option<Open>> {
+    Ok(sqlx::query_as::<_, Open>(
+        "SELECT id, tenant_id, email, role FROM invitations
+         WHERE hash = $1 AND accepted_at IS NULL AND revoked_at IS NULL AND expires_at > now()
+         FOR UPDATE",
+    )
+    .bind(super::secret_hash(token))
+    .fetch_optional(&mut *db)
+    .await?)
+}
+
+/// The account of `email`, if there is one, locked.
+async fn person_by_email(db: &mut PgConnection, email: &str) -> Result<Option<Person>> {
+    sqlx::query(concat!("SELECT ", person_columns!(), " FROM people p WHERE p.email = $1 FOR UPDATE"))
+        .bind(email)
+        .fetch_optional(&mut *db)
+        .await?
+        .map(|r| person(&r))
+        .transpose()
+}
+
+/// A new account for `email`, its address unproven; `None` when one was made for it meanwhile.
+async fn new_account_for(
+    db: &mut PgConnection,
+    email: &str,
+    display_name: &str,
+    password_hash: Option<&str>,
+) -> Result<Option<Person>> {
+    let made = sqlx::query(concat!(
+        "INSERT INTO people AS p (id, email, display_name, password_hash, email_proven)
+         VALUES ($1, $2, $3, $4, false) ON CONFLICT (email) DO NOTHING RETURNING ",
+        person_columns!()
+    ))
+    .bind(PersonId::new().as_uuid())
+    .bind(email)
+    .bind(display_name.chars().take(200).collect::<String>())
+    .bind(password_hash)
+    .fetch_optional(&mut *db)
+    .await?;
+    made.map(|row| person(&row)).transpose()
+}
+
+/// Marks the invitation accepted by `who` and makes them a member with its role (an existing
+/// member keeps theirs); the role they now have.
+async fn join(db: &mut PgConnection, open: &Open, who: &Person) -> Result<MemberRole> {
+    sqlx::query("UPDATE invitations SET accepted_at = now(), accepted_by = $2 WHERE id = $1")
+        .bind(open.id)
+        .bind(who.id.as_uuid())
+        .execute(&mut *db)
+        .await?;
+    sqlx::query("INSERT INTO memberships (tenant_id, person_id, role) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
+        .bind(open.tenant_id.as_uuid())
+        .bind(who.id.as_uuid())
+        .bind(open.role.as_str())
+        .execute(&mut *db)
+        .await?;
+    let role: String = sqlx::query_scalar("SELECT role FROM memberships WHERE tenant_id = $1 AND person_id = $2")
+        .bind(open.tenant_id.as_uuid())
+        .bind(who.id.as_uuid())
+        .fetch_one(&mut *db)
+        .await?;
+    crate::rows::vocab(&role)
 }
