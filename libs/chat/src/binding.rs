@@ -68,86 +68,103 @@ pub async fn prepare(http: &reqwest::Client, req: &BindRequest) -> Result<Prepar
         Platform::Slack | Platform::Wecom => ChannelMode::Webhook,
     };
     let mode = req.mode.unwrap_or(default_mode);
-    let base = |default: &str| req.api_base.clone().unwrap_or_else(|| default.to_owned());
     match (platform, mode) {
-        (Platform::Telegram, ChannelMode::Poll | ChannelMode::Webhook) => {
-            let token = need(&req.token, "bot token")?;
-            let api_base = base("https://api.telegram.org");
-            let api = TelegramApi::new(http.clone(), &api_base, &token);
-            let username = api.get_me().await.map_err(|e| refused("Telegram refused the bot token (getMe)")(&e))?;
-            let identity = token.split(':').next().unwrap_or_default().to_owned();
-            Ok(Prepared { platform, mode, api_base, credentials: json!({ "token": token }), identity, username })
-        }
-        (Platform::Slack, ChannelMode::Webhook | ChannelMode::Socket) => {
-            let token = need(&req.token, "bot token (xoxb-…)")?;
-            let api_base = base("https://slack.com/api");
-            let mut credentials = json!({ "token": token });
-            if mode == ChannelMode::Webhook {
-                credentials["signing_secret"] = json!(need(&req.signing_secret, "signing secret")?);
-            } else {
-                let app_token = need(&req.app_token, "app-level token (xapp-…, scope connections:write)")?;
-                SlackApi::new(http.clone(), &api_base, &app_token)
-                    .open_socket()
-                    .await
-                    .map_err(|e| refused("Slack refused the app-level token (apps.connections.open)")(&e))?;
-                credentials["app_token"] = json!(app_token);
-            }
-            let api = SlackApi::new(http.clone(), &api_base, &token);
-            let (bot_user, team) =
-                api.auth_test().await.map_err(|e| refused("Slack refused the bot token (auth.test)")(&e))?;
-            Ok(Prepared {
-                platform,
-                mode,
-                api_base,
-                credentials,
-                identity: format!("{team}:{bot_user}"),
-                username: bot_user,
-            })
-        }
-        (Platform::Wecom, ChannelMode::Webhook) => {
-            let corp = need(&req.corp_id, "company id (corp_id)")?;
-            let agent_id = req.agent_id.ok_or_else(|| BindError::Invalid("give the app's agent_id".into()))?;
-            let secret = need(&req.secret, "app secret")?;
-            let token = need(&req.token, "callback Token")?;
-            let aes_key = need(&req.aes_key, "callback EncodingAESKey")?;
-            crate::wecom::WecomCrypt::new(&token, &aes_key, &corp)
-                .map_err(|e| BindError::Invalid(format!("the callback keys are not usable: {e}")))?;
-            let api_base = base("https://qyapi.weixin.qq.com");
-            let api = crate::wecom::WecomApi::new(http.clone(), &api_base, &corp, &secret, agent_id);
-            api.check().await.map_err(|e| refused("WeCom refused the company id or secret (gettoken)")(&e))?;
-            let credentials =
-                json!({ "corp_id": corp, "agent_id": agent_id, "secret": secret, "token": token, "aes_key": aes_key });
-            Ok(Prepared {
-                platform,
-                mode,
-                api_base,
-                credentials,
-                identity: format!("{corp}:{agent_id}"),
-                username: agent_id.to_string(),
-            })
-        }
-        (Platform::Wecom, ChannelMode::Websocket) => {
-            let bot_id = need(&req.bot_id, "AI bot's BotID")?;
-            let secret = need(&req.secret, "AI bot's secret")?;
-            let api_base = base(crate::wecom_bot::DEFAULT_URL);
-            let socket = crate::wecom_bot::BotSocket::subscribe(&api_base, &bot_id, &secret)
-                .await
-                .map_err(|e| refused("WeCom refused the AI bot's id or secret (aibot_subscribe)")(&e))?;
-            socket.close().await;
-            let credentials = json!({ "bot_id": bot_id, "secret": secret });
-            Ok(Prepared {
-                platform,
-                mode,
-                api_base,
-                credentials,
-                identity: format!("aibot:{bot_id}"),
-                username: bot_id,
-            })
-        }
+        (Platform::Telegram, ChannelMode::Poll | ChannelMode::Webhook) => check_telegram(http, req, mode).await,
+        (Platform::Slack, ChannelMode::Webhook | ChannelMode::Socket) => check_slack(http, req, mode).await,
+        (Platform::Wecom, ChannelMode::Webhook) => check_wecom_app(http, req, mode).await,
+        (Platform::Wecom, ChannelMode::Websocket) => check_wecom_bot(req, mode).await,
         (_, mode) => Err(BindError::Invalid(format!(
             "{platform} has no \"{mode}\" mode (telegram: poll|webhook, slack: webhook|socket, wecom: webhook|websocket)"
         ))),
     }
+}
+
+/// The API base the request gives, or the platform's.
+fn base(req: &BindRequest, default: &str) -> String {
+    req.api_base.clone().unwrap_or_else(|| default.to_owned())
+}
+
+/// A Telegram bot, checked with `getMe`; its token's numeric part identifies it.
+async fn check_telegram(http: &reqwest::Client, req: &BindRequest, mode: ChannelMode) -> Result<Prepared, BindError> {
+    let token = need(&req.token, "bot token")?;
+    let api_base = base(req, "https://api.telegram.org");
+    let api = TelegramApi::new(http.clone(), &api_base, &token);
+    let username = api.get_me().await.map_err(|e| refused("Telegram refused the bot token (getMe)")(&e))?;
+    let identity = token.split(':').next().unwrap_or_default().to_owned();
+    Ok(Prepared { platform: req.platform, mode, api_base, credentials: json!({ "token": token }), identity, username })
+}
+
+/// A Slack app: its signing secret for webhooks, or its app-level token (checked by opening
+/// a socket) for Socket Mode; the bot token is checked with `auth.test`.
+async fn check_slack(http: &reqwest::Client, req: &BindRequest, mode: ChannelMode) -> Result<Prepared, BindError> {
+    let token = need(&req.token, "bot token (xoxb-…)")?;
+    let api_base = base(req, "https://slack.com/api");
+    let mut credentials = json!({ "token": token });
+    if mode == ChannelMode::Webhook {
+        credentials["signing_secret"] = json!(need(&req.signing_secret, "signing secret")?);
+    } else {
+        let app_token = need(&req.app_token, "app-level token (xapp-…, scope connections:write)")?;
+        SlackApi::new(http.clone(), &api_base, &app_token)
+            .open_socket()
+            .await
+            .map_err(|e| refused("Slack refused the app-level token (apps.connections.open)")(&e))?;
+        credentials["app_token"] = json!(app_token);
+    }
+    let api = SlackApi::new(http.clone(), &api_base, &token);
+    let (bot_user, team) = api.auth_test().await.map_err(|e| refused("Slack refused the bot token (auth.test)")(&e))?;
+    Ok(Prepared {
+        platform: req.platform,
+        mode,
+        api_base,
+        credentials,
+        identity: format!("{team}:{bot_user}"),
+        username: bot_user,
+    })
+}
+
+/// A WeCom app taking webhooks: its callback keys must be usable and `gettoken` must take
+/// its company id and secret.
+async fn check_wecom_app(http: &reqwest::Client, req: &BindRequest, mode: ChannelMode) -> Result<Prepared, BindError> {
+    let corp = need(&req.corp_id, "company id (corp_id)")?;
+    let agent_id = req.agent_id.ok_or_else(|| BindError::Invalid("give the app's agent_id".into()))?;
+    let secret = need(&req.secret, "app secret")?;
+    let token = need(&req.token, "callback Token")?;
+    let aes_key = need(&req.aes_key, "callback EncodingAESKey")?;
+    crate::wecom::WecomCrypt::new(&token, &aes_key, &corp)
+        .map_err(|e| BindError::Invalid(format!("the callback keys are not usable: {e}")))?;
+    let api_base = base(req, "https://qyapi.weixin.qq.com");
+    let api = crate::wecom::WecomApi::new(http.clone(), &api_base, &corp, &secret, agent_id);
+    api.check().await.map_err(|e| refused("WeCom refused the company id or secret (gettoken)")(&e))?;
+    let credentials =
+        json!({ "corp_id": corp, "agent_id": agent_id, "secret": secret, "token": token, "aes_key": aes_key });
+    Ok(Prepared {
+        platform: req.platform,
+        mode,
+        api_base,
+        credentials,
+        identity: format!("{corp}:{agent_id}"),
+        username: agent_id.to_string(),
+    })
+}
+
+/// A WeCom AI bot over its websocket, checked by subscribing once.
+async fn check_wecom_bot(req: &BindRequest, mode: ChannelMode) -> Result<Prepared, BindError> {
+    let bot_id = need(&req.bot_id, "AI bot's BotID")?;
+    let secret = need(&req.secret, "AI bot's secret")?;
+    let api_base = base(req, crate::wecom_bot::DEFAULT_URL);
+    let socket = crate::wecom_bot::BotSocket::subscribe(&api_base, &bot_id, &secret)
+        .await
+        .map_err(|e| refused("WeCom refused the AI bot's id or secret (aibot_subscribe)")(&e))?;
+    socket.close().await;
+    let credentials = json!({ "bot_id": bot_id, "secret": secret });
+    Ok(Prepared {
+        platform: req.platform,
+        mode,
+        api_base,
+        credentials,
+        identity: format!("aibot:{bot_id}"),
+        username: bot_id,
+    })
 }
 
 /// After the channel is stored: points a Telegram bot at us (its webhook, or none for
