@@ -25,6 +25,97 @@ pub struct AnthropicAccumulator {
     usage: Usage,
 }
 
+impl AnthropicAccumulator {
+    /// `message_start`: the prompt's tokens, cache reads and writes included.
+    fn message_start(&mut self, event: &Value) {
+        let u = &event["message"]["usage"];
+        let input = u["input_tokens"].as_u64().unwrap_or(0);
+        let read = u["cache_read_input_tokens"].as_u64().unwrap_or(0);
+        let written = u["cache_creation_input_tokens"].as_u64().unwrap_or(0);
+        self.usage.prompt_tokens = input + read + written;
+        self.usage.cached_tokens = read;
+        self.usage.cache_write_tokens = written;
+        self.usage.completion_tokens = u["output_tokens"].as_u64().unwrap_or(0);
+    }
+
+    /// `content_block_start`: the block at its index (gaps filled with `Other`).
+    fn block_start(&mut self, event: &Value) -> Result<(), LlmError> {
+        let index = event["index"].as_u64().unwrap_or(0) as usize;
+        if index >= MAX_TOOL_CALLS * 4 {
+            return Err(LlmError::malformed(format!("content block index {index} is out of range")));
+        }
+        let b = &event["content_block"];
+        let block = match b["type"].as_str().unwrap_or_default() {
+            "text" => Block::Text,
+            "thinking" => Block::Thinking,
+            "tool_use" => Block::ToolUse {
+                id: b["id"].as_str().unwrap_or_default().to_owned(),
+                name: b["name"].as_str().unwrap_or_default().to_owned(),
+                json: String::new(),
+            },
+            _ => Block::Other,
+        };
+        while self.blocks.len() < index {
+            self.blocks.push(Block::Other);
+        }
+        if self.blocks.len() == index {
+            self.blocks.push(block);
+        } else {
+            self.blocks[index] = block;
+        }
+        Ok(())
+    }
+
+    /// `content_block_delta`: text and thinking go to the sink, a tool's JSON to its block.
+    fn block_delta(&mut self, event: &Value, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
+        let index = event["index"].as_u64().unwrap_or(0) as usize;
+        let delta = &event["delta"];
+        match (delta["type"].as_str().unwrap_or_default(), self.blocks.get_mut(index)) {
+            ("text_delta", _) => {
+                let t = delta["text"].as_str().unwrap_or_default();
+                self.streamed.text(t, sink)?;
+            }
+            ("thinking_delta", _) => {
+                let t = delta["thinking"].as_str().unwrap_or_default();
+                self.streamed.reasoning(t, sink)?;
+            }
+            ("input_json_delta", Some(Block::ToolUse { json, .. })) => {
+                let part = delta["partial_json"].as_str().unwrap_or_default();
+                self.streamed.add_bytes(part.len())?;
+                json.push_str(part);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// `message_delta`: the stop reason and the output tokens so far.
+    fn message_delta(&mut self, event: &Value) {
+        if let Some(reason) = event["delta"]["stop_reason"].as_str() {
+            self.stop_reason = Some(reason.to_owned());
+        }
+        if let Some(out) = event["usage"]["output_tokens"].as_u64() {
+            self.usage.completion_tokens = out;
+        }
+    }
+}
+
+/// An `error` event as the error its type's HTTP status would have given.
+fn stream_error(event: &Value) -> LlmError {
+    let err = &event["error"];
+    let status = match err["type"].as_str().unwrap_or_default() {
+        "overloaded_error" => 529,
+        "rate_limit_error" => 429,
+        "authentication_error" => 401,
+        "permission_error" => 403,
+        "not_found_error" => 404,
+        "request_too_large" => 413,
+        "invalid_request_error" => 400,
+        _ => 500,
+    };
+    LlmError::from_status(status, &serde_json::json!({ "error": err }).to_string(), None)
+}
+
 impl StreamFold for AnthropicAccumulator {
     const END: &'static str = "message_stop";
 
@@ -33,84 +124,12 @@ impl StreamFold for AnthropicAccumulator {
         let event: Value =
             serde_json::from_str(data).map_err(|e| LlmError::malformed(format!("bad stream event: {e}")))?;
         match event["type"].as_str().unwrap_or_default() {
-            "message_start" => {
-                let u = &event["message"]["usage"];
-                let input = u["input_tokens"].as_u64().unwrap_or(0);
-                let read = u["cache_read_input_tokens"].as_u64().unwrap_or(0);
-                let written = u["cache_creation_input_tokens"].as_u64().unwrap_or(0);
-                self.usage.prompt_tokens = input + read + written;
-                self.usage.cached_tokens = read;
-                self.usage.cache_write_tokens = written;
-                self.usage.completion_tokens = u["output_tokens"].as_u64().unwrap_or(0);
-            }
-            "content_block_start" => {
-                let index = event["index"].as_u64().unwrap_or(0) as usize;
-                if index >= MAX_TOOL_CALLS * 4 {
-                    return Err(LlmError::malformed(format!("content block index {index} is out of range")));
-                }
-                let b = &event["content_block"];
-                let block = match b["type"].as_str().unwrap_or_default() {
-                    "text" => Block::Text,
-                    "thinking" => Block::Thinking,
-                    "tool_use" => Block::ToolUse {
-                        id: b["id"].as_str().unwrap_or_default().to_owned(),
-                        name: b["name"].as_str().unwrap_or_default().to_owned(),
-                        json: String::new(),
-                    },
-                    _ => Block::Other,
-                };
-                while self.blocks.len() < index {
-                    self.blocks.push(Block::Other);
-                }
-                if self.blocks.len() == index {
-                    self.blocks.push(block);
-                } else {
-                    self.blocks[index] = block;
-                }
-            }
-            "content_block_delta" => {
-                let index = event["index"].as_u64().unwrap_or(0) as usize;
-                let delta = &event["delta"];
-                match (delta["type"].as_str().unwrap_or_default(), self.blocks.get_mut(index)) {
-                    ("text_delta", _) => {
-                        let t = delta["text"].as_str().unwrap_or_default();
-                        self.streamed.text(t, sink)?;
-                    }
-                    ("thinking_delta", _) => {
-                        let t = delta["thinking"].as_str().unwrap_or_default();
-                        self.streamed.reasoning(t, sink)?;
-                    }
-                    ("input_json_delta", Some(Block::ToolUse { json, .. })) => {
-                        let part = delta["partial_json"].as_str().unwrap_or_default();
-                        self.streamed.add_bytes(part.len())?;
-                        json.push_str(part);
-                    }
-                    _ => {}
-                }
-            }
-            "message_delta" => {
-                if let Some(reason) = event["delta"]["stop_reason"].as_str() {
-                    self.stop_reason = Some(reason.to_owned());
-                }
-                if let Some(out) = event["usage"]["output_tokens"].as_u64() {
-                    self.usage.completion_tokens = out;
-                }
-            }
+            "message_start" => self.message_start(&event),
+            "content_block_start" => self.block_start(&event)?,
+            "content_block_delta" => self.block_delta(&event, sink)?,
+            "message_delta" => self.message_delta(&event),
             "message_stop" => self.streamed.done = true,
-            "error" => {
-                let err = &event["error"];
-                let status = match err["type"].as_str().unwrap_or_default() {
-                    "overloaded_error" => 529,
-                    "rate_limit_error" => 429,
-                    "authentication_error" => 401,
-                    "permission_error" => 403,
-                    "not_found_error" => 404,
-                    "request_too_large" => 413,
-                    "invalid_request_error" => 400,
-                    _ => 500,
-                };
-                return Err(LlmError::from_status(status, &serde_json::json!({ "error": err }).to_string(), None));
-            }
+            "error" => return Err(stream_error(&event)),
             _ => {}
         }
         Ok(())
