@@ -162,14 +162,7 @@ pub struct AccessLists {
 pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, cmd: ChannelCmd) -> anyhow::Result<()> {
     match cmd {
         ChannelCmd::Create(c) => create(json_mode, config, store, *c).await?,
-        ChannelCmd::List { tenant: name } => {
-            let t = tenant(store, &name).await?;
-            let channels = store.list_channels(t.id).await?;
-            print_lines(json_mode, &channels, |c| {
-                let bot = c.bot_username.as_deref().unwrap_or("?");
-                format!("{}\t{}\t{}\t@{bot}\t{}", c.id, c.platform, c.mode, c.status)
-            });
-        }
+        ChannelCmd::List { tenant: name } => list(json_mode, store, &name).await?,
         ChannelCmd::Update {
             tenant: name,
             id,
@@ -183,7 +176,6 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
             tool_progress,
             home_chat,
         } => {
-            let t = tenant(store, &name).await?;
             let some = |v: Vec<String>| (!v.is_empty()).then_some(v);
             let access = ChannelAccess {
                 dm_policy,
@@ -198,47 +190,83 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
                 tool_progress,
                 home_chat,
             };
-            let channel = match store.update_channel_access(t.id, id, &access).await {
-                Ok(c) => c,
-                Err(StoreError::NotFound) => bail!("tenant {name:?} has no channel {id}"),
-                Err(e) => return Err(e.into()),
-            };
-            print(json_mode, json!(channel), format!("updated channel {id}"));
+            update(json_mode, store, &name, id, &access).await?;
         }
-        ChannelCmd::Pair(PairCmd::List { tenant: name, channel }) => {
-            let t = tenant(store, &name).await?;
-            let waiting = store.pending_pairings(t.id, channel).await?;
-            print_lines(json_mode, &waiting, |p| {
-                let name = p.user_name.as_deref().unwrap_or("-");
-                format!("{}\t{}\t{name}\texpires {}", p.code, p.user_id, p.expires_at)
-            });
-        }
+        ChannelCmd::Pair(PairCmd::List { tenant: name, channel }) => pairings(json_mode, store, &name, channel).await?,
         ChannelCmd::Pair(PairCmd::Approve { tenant: name, channel, code }) => {
-            let t = tenant(store, &name).await?;
-            let bound = store.channel(t.id, channel).await?;
-            let approval = store.approve_pairing(t.id, channel, &code).await?;
-            if let PairingApproval::Approved { user_id, chat_id } = &approval {
-                let note = hermes_chat::pairing::announcement(bound.platform, bound.id, user_id, chat_id);
-                store.enqueue_outbox(t.id, &note.destination, &note.dedupe_key, &note.payload).await?;
-            }
-            match approval {
-                PairingApproval::Approved { user_id, .. } => print(
-                    json_mode,
-                    json!({ "approved": true, "user_id": user_id }),
-                    format!("approved user {user_id}"),
-                ),
-                PairingApproval::WrongCode => bail!("no such code is waiting (it may have expired)"),
-                PairingApproval::Locked { until } => bail!("too many wrong codes: approvals are locked until {until}"),
-            }
+            approve(json_mode, store, &name, channel, &code).await?;
         }
-        ChannelCmd::Delete { tenant: name, id } => {
-            let t = tenant(store, &name).await?;
-            if !store.delete_channel(t.id, id).await? {
-                bail!("tenant {name:?} has no channel {id}");
-            }
-            print(json_mode, json!({ "id": id, "deleted": true }), format!("deleted channel {id}"));
-        }
+        ChannelCmd::Delete { tenant: name, id } => delete(json_mode, store, &name, id).await?,
     }
+    Ok(())
+}
+
+/// `channel list`.
+async fn list(json_mode: bool, store: &Store, name: &str) -> anyhow::Result<()> {
+    let t = tenant(store, name).await?;
+    let channels = store.list_channels(t.id).await?;
+    print_lines(json_mode, &channels, |c| {
+        let bot = c.bot_username.as_deref().unwrap_or("?");
+        format!("{}\t{}\t{}\t@{bot}\t{}", c.id, c.platform, c.mode, c.status)
+    });
+    Ok(())
+}
+
+/// `channel update`: `access` replaces what it gives.
+async fn update(
+    json_mode: bool,
+    store: &Store,
+    name: &str,
+    id: uuid::Uuid,
+    access: &ChannelAccess,
+) -> anyhow::Result<()> {
+    let t = tenant(store, name).await?;
+    let channel = match store.update_channel_access(t.id, id, access).await {
+        Ok(c) => c,
+        Err(StoreError::NotFound) => bail!("tenant {name:?} has no channel {id}"),
+        Err(e) => return Err(e.into()),
+    };
+    print(json_mode, json!(channel), format!("updated channel {id}"));
+    Ok(())
+}
+
+/// `channel pair list`.
+async fn pairings(json_mode: bool, store: &Store, name: &str, channel: uuid::Uuid) -> anyhow::Result<()> {
+    let t = tenant(store, name).await?;
+    let waiting = store.pending_pairings(t.id, channel).await?;
+    print_lines(json_mode, &waiting, |p| {
+        let name = p.user_name.as_deref().unwrap_or("-");
+        format!("{}\t{}\t{name}\texpires {}", p.code, p.user_id, p.expires_at)
+    });
+    Ok(())
+}
+
+/// `channel pair approve`: the person is told in their chat.
+async fn approve(json_mode: bool, store: &Store, name: &str, channel: uuid::Uuid, code: &str) -> anyhow::Result<()> {
+    let t = tenant(store, name).await?;
+    let bound = store.channel(t.id, channel).await?;
+    let approval = store.approve_pairing(t.id, channel, code).await?;
+    if let PairingApproval::Approved { user_id, chat_id } = &approval {
+        let note = hermes_chat::pairing::announcement(bound.platform, bound.id, user_id, chat_id);
+        store.enqueue_outbox(t.id, &note.destination, &note.dedupe_key, &note.payload).await?;
+    }
+    match approval {
+        PairingApproval::Approved { user_id, .. } => {
+            print(json_mode, json!({ "approved": true, "user_id": user_id }), format!("approved user {user_id}"))
+        }
+        PairingApproval::WrongCode => bail!("no such code is waiting (it may have expired)"),
+        PairingApproval::Locked { until } => bail!("too many wrong codes: approvals are locked until {until}"),
+    }
+    Ok(())
+}
+
+/// `channel delete`.
+async fn delete(json_mode: bool, store: &Store, name: &str, id: uuid::Uuid) -> anyhow::Result<()> {
+    let t = tenant(store, name).await?;
+    if !store.delete_channel(t.id, id).await? {
+        bail!("tenant {name:?} has no channel {id}");
+    }
+    print(json_mode, json!({ "id": id, "deleted": true }), format!("deleted channel {id}"));
     Ok(())
 }
 
