@@ -92,82 +92,98 @@ impl SkillManageTool {
         let action_name = arg(args, "action")?;
         let action = SkillAction::from_name(action_name);
         let name = arg(args, "name")?.trim().to_owned();
-        let store = &self.ctx.store;
-        let agent = &self.ctx.agent;
         match action {
-            Some(SkillAction::Create) => {
-                let content = arg(args, "content")?;
-                let category = args.get("category").and_then(Value::as_str);
-                let checked = hermes_skills::check(content, Vec::new(), category).map_err(refused)?;
-                if checked.skill.name != name {
-                    return Err(ToolError::RespondToModel(format!(
-                        "the frontmatter names the skill {:?} but `name` is {name:?}; make them equal",
-                        checked.skill.name
-                    )));
-                }
-                if let Some(existing) = store.find_skill(agent.tenant_id, agent.id, &name).await.map_err(unavailable)? {
-                    let whose = match existing.scope {
-                        SkillScope::Agent => "you already have",
-                        SkillScope::Tenant => "your team has",
-                        SkillScope::Bundled => "Hermes ships",
-                    };
-                    return Err(ToolError::RespondToModel(format!(
-                        "{whose} a skill named {name:?}: use patch or edit to change it, or pick another name"
-                    )));
-                }
-                self.save(checked, "create").await
-            }
-            Some(SkillAction::Patch) => {
-                let (skill_md, mut files, category, _) = self.current(&name).await?;
-                let (old, new) = (arg(args, "old_string")?, arg(args, "new_string")?);
-                let all = args.get("replace_all").and_then(Value::as_bool).unwrap_or(false);
-                let skill_md = match args.get("file_path").and_then(Value::as_str).filter(|p| *p != "SKILL.md") {
-                    Some(path) => {
-                        let file = files
-                            .iter_mut()
-                            .find(|(p, _)| p == path)
-                            .ok_or_else(|| ToolError::RespondToModel(format!("{name} has no file {path:?}")))?;
-                        file.1 = patch_text(&file.1, old, new, all)?;
-                        skill_md
-                    }
-                    None => patch_text(&skill_md, old, new, all)?,
-                };
-                let checked = hermes_skills::check(&skill_md, files, Some(&category)).map_err(refused)?;
-                self.save(checked, "patch").await
-            }
-            Some(SkillAction::Edit) => {
-                let (_, files, category, _) = self.current(&name).await?;
-                let checked = hermes_skills::check(arg(args, "content")?, files, Some(&category)).map_err(refused)?;
-                if checked.skill.name != name {
-                    return Err(ToolError::RespondToModel(
-                        "edit cannot rename a skill; create a new one instead".into(),
-                    ));
-                }
-                self.save(checked, "edit").await
-            }
+            Some(SkillAction::Create) => self.create(args, &name).await,
+            Some(SkillAction::Patch) => self.patch(args, &name).await,
+            Some(SkillAction::Edit) => self.edit(args, &name).await,
             Some(file_action @ (SkillAction::WriteFile | SkillAction::RemoveFile)) => {
-                let (skill_md, mut files, category, _) = self.current(&name).await?;
-                let path = arg(args, "file_path")?.trim().to_owned();
-                files.retain(|(p, _)| *p != path);
-                if file_action == SkillAction::WriteFile {
-                    files.push((path, arg(args, "file_content")?.to_owned()));
-                }
-                let checked = hermes_skills::check(&skill_md, files, Some(&category)).map_err(refused)?;
-                self.save(checked, action_name).await
+                self.change_file(args, &name, file_action == SkillAction::WriteFile, action_name).await
             }
-            Some(SkillAction::Delete) => {
-                if store.delete_agent_skill(agent.tenant_id, agent.id, &name, self.actor).await.map_err(unavailable)? {
-                    return Ok(json!({"success": true, "name": name, "action": "delete"}));
-                }
-                self.current(&name).await?;
-                store.disable_skill(agent.tenant_id, agent.id, &name, true, self.actor).await.map_err(unavailable)?;
-                Ok(json!({"success": true, "name": name, "action": "disable",
-                          "message": "It is a shared skill: it is now hidden from you instead of deleted."}))
-            }
+            Some(SkillAction::Delete) => self.delete(&name).await,
             None => Err(ToolError::RespondToModel(format!(
                 "unknown action {action_name:?}; use create, patch, edit, delete, write_file or remove_file"
             ))),
         }
+    }
+
+    /// `create`: a whole new SKILL.md, under a name nobody's skill has yet.
+    async fn create(&self, args: &Value, name: &str) -> Result<Value, ToolError> {
+        let agent = &self.ctx.agent;
+        let content = arg(args, "content")?;
+        let category = args.get("category").and_then(Value::as_str);
+        let checked = hermes_skills::check(content, Vec::new(), category).map_err(refused)?;
+        if checked.skill.name != name {
+            return Err(ToolError::RespondToModel(format!(
+                "the frontmatter names the skill {:?} but `name` is {name:?}; make them equal",
+                checked.skill.name
+            )));
+        }
+        if let Some(existing) = self.ctx.store.find_skill(agent.tenant_id, agent.id, name).await.map_err(unavailable)? {
+            let whose = match existing.scope {
+                SkillScope::Agent => "you already have",
+                SkillScope::Tenant => "your team has",
+                SkillScope::Bundled => "Hermes ships",
+            };
+            return Err(ToolError::RespondToModel(format!(
+                "{whose} a skill named {name:?}: use patch or edit to change it, or pick another name"
+            )));
+        }
+        self.save(checked, "create").await
+    }
+
+    /// `patch`: an exact replacement in SKILL.md or in one of its files.
+    async fn patch(&self, args: &Value, name: &str) -> Result<Value, ToolError> {
+        let (skill_md, mut files, category, _) = self.current(name).await?;
+        let (old, new) = (arg(args, "old_string")?, arg(args, "new_string")?);
+        let all = args.get("replace_all").and_then(Value::as_bool).unwrap_or(false);
+        let skill_md = match args.get("file_path").and_then(Value::as_str).filter(|p| *p != "SKILL.md") {
+            Some(path) => {
+                let file = files
+                    .iter_mut()
+                    .find(|(p, _)| p == path)
+                    .ok_or_else(|| ToolError::RespondToModel(format!("{name} has no file {path:?}")))?;
+                file.1 = patch_text(&file.1, old, new, all)?;
+                skill_md
+            }
+            None => patch_text(&skill_md, old, new, all)?,
+        };
+        let checked = hermes_skills::check(&skill_md, files, Some(&category)).map_err(refused)?;
+        self.save(checked, "patch").await
+    }
+
+    /// `edit`: SKILL.md rewritten whole, under the same name.
+    async fn edit(&self, args: &Value, name: &str) -> Result<Value, ToolError> {
+        let (_, files, category, _) = self.current(name).await?;
+        let checked = hermes_skills::check(arg(args, "content")?, files, Some(&category)).map_err(refused)?;
+        if checked.skill.name != name {
+            return Err(ToolError::RespondToModel("edit cannot rename a skill; create a new one instead".into()));
+        }
+        self.save(checked, "edit").await
+    }
+
+    /// `write_file` (with `write`) or `remove_file`: one of the skill's files replaced or removed.
+    async fn change_file(&self, args: &Value, name: &str, write: bool, action: &str) -> Result<Value, ToolError> {
+        let (skill_md, mut files, category, _) = self.current(name).await?;
+        let path = arg(args, "file_path")?.trim().to_owned();
+        files.retain(|(p, _)| *p != path);
+        if write {
+            files.push((path, arg(args, "file_content")?.to_owned()));
+        }
+        let checked = hermes_skills::check(&skill_md, files, Some(&category)).map_err(refused)?;
+        self.save(checked, action).await
+    }
+
+    /// `delete`: the agent's own skill is deleted; a shared one is hidden from the agent.
+    async fn delete(&self, name: &str) -> Result<Value, ToolError> {
+        let store = &self.ctx.store;
+        let agent = &self.ctx.agent;
+        if store.delete_agent_skill(agent.tenant_id, agent.id, name, self.actor).await.map_err(unavailable)? {
+            return Ok(json!({"success": true, "name": name, "action": "delete"}));
+        }
+        self.current(name).await?;
+        store.disable_skill(agent.tenant_id, agent.id, name, true, self.actor).await.map_err(unavailable)?;
+        Ok(json!({"success": true, "name": name, "action": "disable",
+                  "message": "It is a shared skill: it is now hidden from you instead of deleted."}))
     }
 }
 
