@@ -95,8 +95,7 @@ pub async fn run(cli: Cli, url: &str) -> anyhow::Result<()> {
 async fn tenant(remote: &Remote, cmd: TenantCmd, json_mode: bool) -> anyhow::Result<()> {
     match cmd {
         TenantCmd::List => {
-            let list: Page<Tenant> =
-                remote.send(Method::GET, "/admin/v1/tenants?limit=500", None::<&()>).await?;
+            let list: Page<Tenant> = remote.send(Method::GET, "/admin/v1/tenants?limit=500", None::<&()>).await?;
             let human = list.data.iter().map(|t| format!("{}\t{}", t.name, t.id)).collect::<Vec<_>>().join("\n");
             print(json_mode, serde_json::to_value(&list.data)?, human);
         }
