@@ -266,6 +266,8 @@ impl Store {
         let row = CallColumns::of(calls).bind_to(query).bind(search).fetch_one(&mut *tx).await?;
         let finished: i64 = row.try_get("finished")?;
         if finished == 0 {
+            // Fenced: nothing of the turn changed, but its model calls were paid for and stay.
+            tx.commit().await?;
             return Err(StoreError::Fenced);
         }
         let reply_to: Option<sqlx::types::Json<Destination>> = row.try_get("reply_to")?;
