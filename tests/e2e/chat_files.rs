@@ -90,6 +90,10 @@ async fn a_wecom_app_reads_pictures_people_send_and_sends_the_agents_files() {
     })
     .await;
     assert!(content[0]["image_url"]["url"].as_str().unwrap().starts_with("data:image/jpeg;base64,"), "{content}");
+    // The next message waits for this answer: sent while the turn still runs, it would
+    // interrupt it (the channel's busy mode), and the answer would rightly never come.
+    let first = wait_until("the answer at WeCom", async || wecom.sent().first().cloned()).await;
+    assert_eq!(first.content, "一只猫。");
 
     // Files out: uploaded as media and sent after the text; an unreadable one is a note.
     env.llm.push(ScriptedReply::tool_call("terminal", json!({ "command": MAKE_FILES })));
