@@ -69,6 +69,13 @@ macro_rules! open_id {
             }
         }
 
+        /// For `FromRow` rows: `#[sqlx(try_from = "uuid::Uuid")]` on a typed-id field.
+        impl From<Uuid> for $name {
+            fn from(id: Uuid) -> Self {
+                Self(id)
+            }
+        }
+
         impl FromStr for $name {
             type Err = IdParseError;
             fn from_str(s: &str) -> Result<Self, Self::Err> {
