@@ -3,9 +3,9 @@
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 
 pub use hermes_core::ErrorCode;
+pub use hermes_wire::{ErrorBody, ErrorDetail};
 
 /// An error answer. Internal details are logged, never sent.
 #[derive(Debug, Clone)]
@@ -79,11 +79,14 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut error = json!({ "message": self.message, "type": self.kind, "param": self.param, "code": self.code });
-        if let (Some(hermes), Some(obj)) = (self.hermes, error.as_object_mut()) {
-            obj.insert("hermes".into(), *hermes);
-        }
-        let body = json!({ "error": error });
+        let error = ErrorDetail {
+            message: self.message,
+            r#type: self.kind.to_owned(),
+            param: self.param.map(str::to_owned),
+            code: self.code.map(|c| c.to_string()),
+            hermes: self.hermes.map(|h| *h),
+        };
+        let body = ErrorBody { error };
         let mut resp = (self.status, Json(body)).into_response();
         if let Some(secs) = self.retry_after
             && let Ok(v) = secs.to_string().parse()

@@ -50,7 +50,12 @@ pub struct ErrorDetail {
     /// `invalid_request_error`, `permission_error`, `server_error`, ...
     pub r#type: String,
     pub param: Option<String>,
+    /// `invalid_api_key`, `not_signed_in`, `permission_denied`, `tenant_not_found`, ...
     pub code: Option<String>,
+    /// Hermes-specific details; clients that do not know them ignore them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub hermes: Option<serde_json::Value>,
 }
 
 #[cfg(test)]

@@ -84,7 +84,7 @@ pub(crate) struct ListQuery {
 
 #[utoipa::path(get, path = "/api/jobs", tag = "upstream cron", params(ListQuery),
     responses((status = 200, description = "`{\"jobs\": [...]}` (paused jobs only with include_disabled=true)", body = Object),
-        (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody)))]
+        (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller, Query(q): Query<ListQuery>) -> Response {
     let all = matches!(q.include_disabled.as_deref().map(str::to_ascii_lowercase).as_deref(), Some("true" | "1"));
     match state.store.list_jobs(auth.tenant_id, auth.agent_id).await {

@@ -36,7 +36,7 @@ async fn owned(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Channel> {
 }
 
 #[utoipa::path(get, path = "/v1/channels", tag = "channels",
-    responses((status = 200, description = "The tenant's channels", body = crate::schemas::ObjectList), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 403, description = "The key is restricted to one agent", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The tenant's channels", body = crate::schemas::ObjectList), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 403, description = "The key is restricted to one agent", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>> {
     tenant_wide(&auth, "managing channels")?;
     let channels = state.store.list_channels(auth.tenant_id).await?;
@@ -44,7 +44,7 @@ pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) ->
 }
 
 #[utoipa::path(post, path = "/v1/channels", tag = "channels", request_body = crate::admin::channels::ChannelRequest,
-    responses((status = 201, description = "The bot is bound; `setup` says what is left to do on the platform", body = crate::schemas::Channel), (status = 400, description = "Invalid request, or the platform refused the credentials", body = crate::schemas::ErrorBody), (status = 409, description = "The bot is bound already", body = crate::schemas::ErrorBody)))]
+    responses((status = 201, description = "The bot is bound; `setup` says what is left to do on the platform", body = crate::schemas::Channel), (status = 400, description = "Invalid request, or the platform refused the credentials", body = hermes_wire::ErrorBody), (status = 409, description = "The bot is bound already", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -69,7 +69,7 @@ fn failure(f: ChannelFailure) -> Failure<resource::Channel> {
 }
 
 #[utoipa::path(get, path = "/v1/channels/{id}", tag = "channels", params(("id" = String, Path, description = "Channel id")),
-    responses((status = 200, description = "The channel", body = crate::schemas::Channel), (status = 404, description = "No such channel", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The channel", body = crate::schemas::Channel), (status = 404, description = "No such channel", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -121,7 +121,7 @@ impl TryFrom<UpdateChannel> for ChannelAccess {
 }
 
 #[utoipa::path(patch, path = "/v1/channels/{id}", tag = "channels", params(("id" = String, Path, description = "Channel id")),
-    responses((status = 200, description = "The changed channel", body = crate::schemas::Channel), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 404, description = "No such channel", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The changed channel", body = crate::schemas::Channel), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 404, description = "No such channel", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn update(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -137,7 +137,7 @@ pub(crate) async fn update(
 }
 
 #[utoipa::path(delete, path = "/v1/channels/{id}", tag = "channels", params(("id" = String, Path, description = "Channel id")),
-    responses((status = 200, description = "Unbound", body = crate::schemas::Deleted), (status = 404, description = "No such channel", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "Unbound", body = crate::schemas::Deleted), (status = 404, description = "No such channel", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -151,7 +151,7 @@ pub(crate) async fn delete(
 }
 
 #[utoipa::path(get, path = "/v1/channels/{id}/pairings", tag = "channels", params(("id" = String, Path, description = "Channel id")),
-    responses((status = 200, description = "Codes waiting for an admin", body = crate::schemas::ObjectList), (status = 404, description = "No such channel", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "Codes waiting for an admin", body = crate::schemas::ObjectList), (status = 404, description = "No such channel", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn pairings(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -169,7 +169,7 @@ pub(crate) struct Approve {
 }
 
 #[utoipa::path(post, path = "/v1/channels/{id}/pairings/approve", tag = "channels", params(("id" = String, Path, description = "Channel id")),
-    responses((status = 200, description = "The person may talk to the bot now (and is told so)", body = crate::schemas::PairingApproved), (status = 400, description = "No such code is waiting", body = crate::schemas::ErrorBody), (status = 404, description = "No such channel", body = crate::schemas::ErrorBody), (status = 429, description = "Too many wrong codes: approvals are locked for a while", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The person may talk to the bot now (and is told so)", body = crate::schemas::PairingApproved), (status = 400, description = "No such code is waiting", body = hermes_wire::ErrorBody), (status = 404, description = "No such channel", body = hermes_wire::ErrorBody), (status = 429, description = "Too many wrong codes: approvals are locked for a while", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn approve(
     State(state): State<AppState>,
     Caller(auth): Caller,

@@ -21,8 +21,8 @@ use hermes_http::chat_request::{ChatCompletionRequest, ParsedChat};
            ("X-Hermes-Session-Key" = Option<String>, Header, description = "The end user (long-term memory scope)"),
            ("Idempotency-Key" = Option<String>, Header, description = "Retries with the same key share one turn")),
     responses((status = 200, description = "A chat.completion, or an SSE stream of chunks with stream: true", body = crate::schemas::ChatCompletion),
-              (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody), (status = 402, description = "A spending cap is reached", body = crate::schemas::ErrorBody), (status = 429, description = "Rate limit reached", body = crate::schemas::ErrorBody),
-              (status = 502, description = "The agent produced nothing", body = crate::schemas::ErrorBody)))]
+              (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody), (status = 402, description = "A spending cap is reached", body = hermes_wire::ErrorBody), (status = 429, description = "Rate limit reached", body = hermes_wire::ErrorBody),
+              (status = 502, description = "The agent produced nothing", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn chat_completions(
     State(state): State<AppState>,
     Caller(auth): Caller,

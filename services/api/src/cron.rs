@@ -30,7 +30,7 @@ pub(crate) async fn visible(state: &AppState, auth: &KeyAuth, id: &str) -> Resul
 }
 
 #[utoipa::path(get, path = "/v1/cron/jobs", tag = "cron",
-    responses((status = 200, description = "The tenant's cron jobs", body = crate::schemas::ObjectList), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The tenant's cron jobs", body = crate::schemas::ObjectList), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>> {
     let jobs = state.store.list_jobs(auth.tenant_id, auth.agent_id).await?;
     Ok(Json(json!({ "object": "list", "data": jobs, "has_more": false })))
@@ -62,7 +62,7 @@ pub(crate) struct CreateJob {
 }
 
 #[utoipa::path(post, path = "/v1/cron/jobs", tag = "cron", request_body = CreateJob,
-    responses((status = 201, description = "The job, with its first run", body = crate::schemas::CronJob), (status = 400, description = "Invalid request (a schedule that cannot be read says why)", body = crate::schemas::ErrorBody), (status = 409, description = "The agent has a job of that name", body = crate::schemas::ErrorBody)))]
+    responses((status = 201, description = "The job, with its first run", body = crate::schemas::CronJob), (status = 400, description = "Invalid request (a schedule that cannot be read says why)", body = hermes_wire::ErrorBody), (status = 409, description = "The agent has a job of that name", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -116,7 +116,7 @@ pub(crate) async fn new_job(state: &AppState, auth: &KeyAuth, c: CreateJob) -> R
 }
 
 #[utoipa::path(get, path = "/v1/cron/jobs/{id}", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
-    responses((status = 200, description = "The job", body = crate::schemas::CronJob), (status = 404, description = "No such job", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The job", body = crate::schemas::CronJob), (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -126,7 +126,7 @@ pub(crate) async fn get(
 }
 
 #[utoipa::path(delete, path = "/v1/cron/jobs/{id}", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
-    responses((status = 200, description = "Removed", body = crate::schemas::Deleted), (status = 404, description = "No such job", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "Removed", body = crate::schemas::Deleted), (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -146,7 +146,7 @@ pub(crate) struct Pause {
 }
 
 #[utoipa::path(post, path = "/v1/cron/jobs/{id}/pause", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
-    responses((status = 200, description = "Paused", body = crate::schemas::CronJob), (status = 404, description = "No such job", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "Paused", body = crate::schemas::CronJob), (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn pause(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -159,7 +159,7 @@ pub(crate) async fn pause(
 }
 
 #[utoipa::path(post, path = "/v1/cron/jobs/{id}/resume", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
-    responses((status = 200, description = "Scheduled again, from its next slot", body = crate::schemas::CronJob), (status = 404, description = "No such job", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "Scheduled again, from its next slot", body = crate::schemas::CronJob), (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn resume(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -172,7 +172,7 @@ pub(crate) async fn resume(
 }
 
 #[utoipa::path(post, path = "/v1/cron/jobs/{id}/run", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
-    responses((status = 202, description = "Due now: the scheduler starts it within a second", body = crate::schemas::CronJob), (status = 404, description = "No such job", body = crate::schemas::ErrorBody)))]
+    responses((status = 202, description = "Due now: the scheduler starts it within a second", body = crate::schemas::CronJob), (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn run(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -184,7 +184,7 @@ pub(crate) async fn run(
 }
 
 #[utoipa::path(get, path = "/v1/cron/jobs/{id}/runs", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
-    responses((status = 200, description = "The job's latest runs with their outputs, newest first", body = crate::schemas::ObjectList), (status = 404, description = "No such job", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The job's latest runs with their outputs, newest first", body = crate::schemas::ObjectList), (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn runs(
     State(state): State<AppState>,
     Caller(auth): Caller,

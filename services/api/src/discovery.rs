@@ -16,7 +16,7 @@ use crate::auth::Caller;
 use crate::state::AppState;
 
 #[utoipa::path(get, path = "/v1/capabilities", tag = "hermes",
-    responses((status = 200, description = "What this server supports", body = crate::schemas::Capabilities), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "What this server supports", body = crate::schemas::Capabilities), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn capabilities(Caller(_): Caller) -> Json<Value> {
     Json(json!({
         "object": "hermes.api_server.capabilities",
@@ -60,7 +60,7 @@ pub(crate) struct ForAgent {
 }
 
 #[utoipa::path(get, path = "/v1/toolsets", tag = "hermes", params(("model" = Option<String>, Query, description = "The agent")),
-    responses((status = 200, description = "Toolsets and whether the agent has them", body = crate::schemas::ObjectList), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "Toolsets and whether the agent has them", body = crate::schemas::ObjectList), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn toolsets(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -82,7 +82,7 @@ pub(crate) async fn toolsets(
 }
 
 #[utoipa::path(get, path = "/v1/skills", tag = "hermes", params(("model" = Option<String>, Query, description = "The agent")),
-    responses((status = 200, description = "The skills the agent sees", body = crate::schemas::ObjectList), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The skills the agent sees", body = crate::schemas::ObjectList), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn skills(
     State(state): State<AppState>,
     Caller(auth): Caller,

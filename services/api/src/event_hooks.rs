@@ -56,7 +56,7 @@ fn check(state: &AppState, url: Option<&str>, events: Option<&[String]>) -> std:
 }
 
 #[utoipa::path(get, path = "/v1/event-hooks", tag = "event-hooks",
-    responses((status = 200, description = "The tenant's event hooks (without secrets)", body = crate::schemas::ObjectList), (status = 403, description = "The key is restricted to one agent", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The tenant's event hooks (without secrets)", body = crate::schemas::ObjectList), (status = 403, description = "The key is restricted to one agent", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>> {
     tenant_wide(&auth, "managing event hooks")?;
     let hooks = state.store.list_event_hooks(auth.tenant_id).await?;
@@ -79,7 +79,7 @@ pub(crate) struct CreateEventHook {
 }
 
 #[utoipa::path(post, path = "/v1/event-hooks", tag = "event-hooks", request_body = CreateEventHook,
-    responses((status = 201, description = "The endpoint with its signing secret (shown this once)", body = crate::schemas::EventHookObject), (status = 400, description = "Invalid request (a private address or an unknown event says so)", body = crate::schemas::ErrorBody), (status = 403, description = "The key is restricted to one agent", body = crate::schemas::ErrorBody)))]
+    responses((status = 201, description = "The endpoint with its signing secret (shown this once)", body = crate::schemas::EventHookObject), (status = 400, description = "Invalid request (a private address or an unknown event says so)", body = hermes_wire::ErrorBody), (status = 403, description = "The key is restricted to one agent", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -97,7 +97,7 @@ pub(crate) async fn create(
 }
 
 #[utoipa::path(get, path = "/v1/event-hooks/{id}", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")),
-    responses((status = 200, description = "The endpoint, with how its last delivery went", body = crate::schemas::EventHookObject), (status = 404, description = "No such event hook", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The endpoint, with how its last delivery went", body = crate::schemas::EventHookObject), (status = 404, description = "No such event hook", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -117,7 +117,7 @@ pub(crate) struct UpdateEventHook {
 }
 
 #[utoipa::path(patch, path = "/v1/event-hooks/{id}", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")), request_body = UpdateEventHook,
-    responses((status = 200, description = "The changed endpoint", body = crate::schemas::EventHookObject), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 404, description = "No such event hook", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The changed endpoint", body = crate::schemas::EventHookObject), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 404, description = "No such event hook", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn update(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -134,7 +134,7 @@ pub(crate) async fn update(
 }
 
 #[utoipa::path(delete, path = "/v1/event-hooks/{id}", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")),
-    responses((status = 200, description = "Removed, with the events still waiting for it", body = crate::schemas::Deleted), (status = 404, description = "No such event hook", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "Removed, with the events still waiting for it", body = crate::schemas::Deleted), (status = 404, description = "No such event hook", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -148,7 +148,7 @@ pub(crate) async fn delete(
 }
 
 #[utoipa::path(post, path = "/v1/event-hooks/{id}/ping", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")),
-    responses((status = 202, description = "A `ping` event is on its way; see the deliveries", body = crate::schemas::EventPing), (status = 404, description = "No such event hook", body = crate::schemas::ErrorBody)))]
+    responses((status = 202, description = "A `ping` event is on its way; see the deliveries", body = crate::schemas::EventPing), (status = 404, description = "No such event hook", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn ping(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -160,7 +160,7 @@ pub(crate) async fn ping(
 }
 
 #[utoipa::path(get, path = "/v1/event-hooks/{id}/deliveries", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")),
-    responses((status = 200, description = "The endpoint's latest 100 events: pending, delivered or failed, with attempts and errors", body = crate::schemas::ObjectList), (status = 404, description = "No such event hook", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The endpoint's latest 100 events: pending, delivered or failed, with attempts and errors", body = crate::schemas::ObjectList), (status = 404, description = "No such event hook", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn deliveries(
     State(state): State<AppState>,
     Caller(auth): Caller,

@@ -26,7 +26,7 @@ async fn find(state: &AppState, auth: &KeyAuth, id: &str) -> Result<SharedFile, 
 }
 
 #[utoipa::path(get, path = "/v1/files/{id}", tag = "openai", params(("id" = String, Path, description = "The file's id")),
-    responses((status = 200, description = "A file an agent made", body = crate::schemas::FileObject), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "A file an agent made", body = crate::schemas::FileObject), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -45,7 +45,7 @@ pub(crate) async fn get(
 }
 
 #[utoipa::path(get, path = "/v1/files/{id}/content", tag = "openai", params(("id" = String, Path, description = "The file's id")),
-    responses((status = 200, description = "The file's bytes, with its type", content_type = "application/octet-stream", body = Vec<u8>), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The file's bytes, with its type", content_type = "application/octet-stream", body = Vec<u8>), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn content(
     State(state): State<AppState>,
     Caller(auth): Caller,

@@ -10,7 +10,7 @@ use crate::auth::Caller;
 use crate::state::AppState;
 
 #[utoipa::path(get, path = "/v1/models", tag = "openai",
-    responses((status = 200, description = "The tenant's agents, as models", body = crate::schemas::ModelList), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The tenant's agents, as models", body = crate::schemas::ModelList), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list_models(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>, ApiError> {
     let agents = state.store.list_agents(auth.tenant_id).await.map_err(ApiError::internal)?;
     let data: Vec<Value> = agents

@@ -32,7 +32,7 @@ fn not_found(id: &str) -> ApiError {
 #[utoipa::path(post, path = "/v1/responses", tag = "openai",
     request_body = crate::schemas::ResponsesRequest,
     responses((status = 200, description = "A response, or an SSE stream of response.* events with stream: true", body = crate::schemas::ResponseObject),
-              (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody), (status = 402, description = "A spending cap is reached", body = crate::schemas::ErrorBody), (status = 429, description = "Rate limit reached", body = crate::schemas::ErrorBody)))]
+              (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody), (status = 402, description = "A spending cap is reached", body = hermes_wire::ErrorBody), (status = 429, description = "Rate limit reached", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -197,7 +197,7 @@ async fn stored(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Value, Api
 }
 
 #[utoipa::path(get, path = "/v1/responses/{id}", tag = "openai", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "A stored response", body = crate::schemas::ResponseObject), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "A stored response", body = crate::schemas::ResponseObject), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -207,7 +207,7 @@ pub(crate) async fn get(
 }
 
 #[utoipa::path(delete, path = "/v1/responses/{id}", tag = "openai", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "Forgotten (the session keeps the conversation)", body = crate::schemas::Deleted), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "Forgotten (the session keeps the conversation)", body = crate::schemas::Deleted), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
     Caller(auth): Caller,

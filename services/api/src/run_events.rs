@@ -44,7 +44,7 @@ fn terminal(run: &str, outcome: &TurnOutcome) -> Event {
 }
 
 #[utoipa::path(get, path = "/v1/runs/{id}/events", tag = "hermes", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "Server-sent events: data-only JSON lines (message.delta, tool.started, tool.completed, approval.request, approval.responded, run.completed, run.failed, run.cancelled)", content_type = "text/event-stream", body = String), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "Server-sent events: data-only JSON lines (message.delta, tool.started, tool.completed, approval.request, approval.responded, run.completed, run.failed, run.cancelled)", content_type = "text/event-stream", body = String), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn events(
     State(state): State<AppState>,
     Caller(auth): Caller,

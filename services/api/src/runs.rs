@@ -38,7 +38,7 @@ pub(crate) struct RunRequest {
 
 #[utoipa::path(post, path = "/v1/runs", tag = "hermes",
     request_body = crate::schemas::RunRequest,
-    responses((status = 202, description = "The run started", body = crate::schemas::RunStarted), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody), (status = 429, description = "Rate limit reached", body = crate::schemas::ErrorBody)))]
+    responses((status = 202, description = "The run started", body = crate::schemas::RunStarted), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody), (status = 429, description = "Rate limit reached", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -76,7 +76,7 @@ async fn run_turn(state: &AppState, auth: &KeyAuth, headers: &HeaderMap, body: R
 }
 
 #[utoipa::path(get, path = "/v1/runs/{id}", tag = "hermes", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "The run's state", body = crate::schemas::Run), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The run's state", body = crate::schemas::Run), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -106,8 +106,8 @@ pub(crate) struct ApprovalRequest {
 
 #[utoipa::path(post, path = "/v1/runs/{id}/approval", tag = "hermes", params(("id" = String, Path, description = "The object's id")),
     request_body = crate::schemas::RunApproval,
-    responses((status = 200, description = "Answered; the run resumes", body = crate::schemas::RunApprovalResponse), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody),
-              (status = 409, description = "No approval is pending", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "Answered; the run resumes", body = crate::schemas::RunApprovalResponse), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody),
+              (status = 409, description = "No approval is pending", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn approval(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -136,8 +136,8 @@ fn not_pending(id: &str) -> ApiError {
 }
 
 #[utoipa::path(post, path = "/v1/runs/{id}/stop", tag = "hermes", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "Stopped, or stopping", body = crate::schemas::RunStopped), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody),
-              (status = 409, description = "The run already ended", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "Stopped, or stopping", body = crate::schemas::RunStopped), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody),
+              (status = 409, description = "The run already ended", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn stop(
     State(state): State<AppState>,
     Caller(auth): Caller,

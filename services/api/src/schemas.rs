@@ -8,21 +8,6 @@
 use serde_json::Value;
 use utoipa::ToSchema;
 
-/// An OpenAI-style error.
-#[derive(ToSchema)]
-pub(crate) struct ErrorBody {
-    error: ErrorDetail,
-}
-
-#[derive(ToSchema)]
-pub(crate) struct ErrorDetail {
-    message: String,
-    /// `invalid_request_error`, `server_error`, `insufficient_quota`, ...
-    r#type: String,
-    param: Option<String>,
-    code: Option<String>,
-}
-
 #[derive(ToSchema)]
 pub(crate) struct ChatMessageOut {
     /// Always `assistant`.

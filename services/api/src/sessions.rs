@@ -45,7 +45,7 @@ pub(crate) struct Page {
 }
 
 #[utoipa::path(get, path = "/api/sessions", tag = "sessions",
-    responses((status = 200, description = "Sessions, newest first", body = crate::schemas::ObjectList), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "Sessions, newest first", body = crate::schemas::ObjectList), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -71,7 +71,7 @@ pub(crate) struct CreateSession {
 }
 
 #[utoipa::path(post, path = "/api/sessions", tag = "sessions",
-    responses((status = 201, description = "A new, empty session", body = crate::schemas::Session), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
+    responses((status = 201, description = "A new, empty session", body = crate::schemas::Session), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -88,7 +88,7 @@ pub(crate) async fn create(
 }
 
 #[utoipa::path(get, path = "/api/sessions/{id}", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "The session and its lineage", body = crate::schemas::Session), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The session and its lineage", body = crate::schemas::Session), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -109,7 +109,7 @@ pub(crate) struct Rename {
 }
 
 #[utoipa::path(patch, path = "/api/sessions/{id}", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "Renamed", body = crate::schemas::Session), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "Renamed", body = crate::schemas::Session), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn rename(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -122,8 +122,8 @@ pub(crate) async fn rename(
 }
 
 #[utoipa::path(delete, path = "/api/sessions/{id}", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "Deleted", body = crate::schemas::Deleted), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody),
-              (status = 409, description = "A turn is running in it", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "Deleted", body = crate::schemas::Deleted), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody),
+              (status = 409, description = "A turn is running in it", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -142,7 +142,7 @@ pub(crate) struct MessagePage {
 }
 
 #[utoipa::path(get, path = "/api/sessions/{id}/messages", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "A page of messages", body = crate::schemas::ObjectList), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "A page of messages", body = crate::schemas::ObjectList), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn messages(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -175,7 +175,7 @@ pub(crate) struct Fork {
 }
 
 #[utoipa::path(post, path = "/api/sessions/{id}/fork", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 201, description = "The fork", body = crate::schemas::Session), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
+    responses((status = 201, description = "The fork", body = crate::schemas::Session), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn fork(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -202,7 +202,7 @@ pub(crate) struct ExportQuery {
 #[utoipa::path(get, path = "/api/sessions/{id}/export", tag = "sessions",
     params(("id" = String, Path, description = "The object's id"),
            ("format" = Option<String>, Query, description = "json (default) or sharegpt")),
-    responses((status = 200, description = "The whole session with its lineage", body = serde_json::Value), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The whole session with its lineage", body = serde_json::Value), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn export(
     State(state): State<AppState>,
     Caller(auth): Caller,

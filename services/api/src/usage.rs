@@ -44,7 +44,7 @@ fn day(param: &'static str, text: Option<&str>) -> Result<Option<NaiveDate>, Api
            ("start" = Option<String>, Query, description = "First day (YYYY-MM-DD)"),
            ("end" = Option<String>, Query, description = "Last day (YYYY-MM-DD)"),
            ("model" = Option<String>, Query, description = "Only this agent")),
-    responses((status = 200, description = "Tokens and dollars per group, with totals", body = crate::schemas::ObjectList), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "Tokens and dollars per group, with totals", body = crate::schemas::ObjectList), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn usage(
     State(state): State<AppState>,
     Caller(auth): Caller,

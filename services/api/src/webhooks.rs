@@ -95,7 +95,7 @@ async fn job_of(
 }
 
 #[utoipa::path(get, path = "/v1/webhooks", tag = "webhooks",
-    responses((status = 200, description = "The tenant's webhooks (without secrets)", body = crate::schemas::ObjectList), (status = 401, description = "Missing or invalid API key", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The tenant's webhooks (without secrets)", body = crate::schemas::ObjectList), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>> {
     let hooks = state.store.list_webhooks(auth.tenant_id).await?;
     let data: Vec<Value> = hooks
@@ -133,7 +133,7 @@ pub(crate) struct CreateWebhook {
 }
 
 #[utoipa::path(post, path = "/v1/webhooks", tag = "webhooks", request_body = CreateWebhook,
-    responses((status = 201, description = "The webhook with its secret (shown this once) and path", body = crate::schemas::WebhookObject), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 409, description = "The agent has a webhook of that name", body = crate::schemas::ErrorBody)))]
+    responses((status = 201, description = "The webhook with its secret (shown this once) and path", body = crate::schemas::WebhookObject), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 409, description = "The agent has a webhook of that name", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -173,7 +173,7 @@ async fn new_webhook(state: &AppState, auth: &KeyAuth, c: CreateWebhook) -> Resu
 }
 
 #[utoipa::path(get, path = "/v1/webhooks/{id}", tag = "webhooks", params(("id" = String, Path, description = "Webhook id")),
-    responses((status = 200, description = "The webhook (without its secret)", body = crate::schemas::WebhookObject), (status = 404, description = "No such webhook", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The webhook (without its secret)", body = crate::schemas::WebhookObject), (status = 404, description = "No such webhook", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -198,7 +198,7 @@ pub(crate) struct UpdateWebhook {
 }
 
 #[utoipa::path(patch, path = "/v1/webhooks/{id}", tag = "webhooks", params(("id" = String, Path, description = "Webhook id")), request_body = UpdateWebhook,
-    responses((status = 200, description = "The changed webhook", body = crate::schemas::WebhookObject), (status = 400, description = "Invalid request", body = crate::schemas::ErrorBody), (status = 404, description = "No such webhook", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The changed webhook", body = crate::schemas::WebhookObject), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 404, description = "No such webhook", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn update(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -242,7 +242,7 @@ async fn changes(state: &AppState, auth: &KeyAuth, hook: &Webhook, u: UpdateWebh
 }
 
 #[utoipa::path(post, path = "/v1/webhooks/{id}/rotate-secret", tag = "webhooks", params(("id" = String, Path, description = "Webhook id")),
-    responses((status = 200, description = "The webhook with its new secret; the old one stops working at once", body = crate::schemas::WebhookObject), (status = 404, description = "No such webhook", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "The webhook with its new secret; the old one stops working at once", body = crate::schemas::WebhookObject), (status = 404, description = "No such webhook", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn rotate_secret(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -254,7 +254,7 @@ pub(crate) async fn rotate_secret(
 }
 
 #[utoipa::path(delete, path = "/v1/webhooks/{id}", tag = "webhooks", params(("id" = String, Path, description = "Webhook id")),
-    responses((status = 200, description = "Removed; its endpoint answers 404 from now on", body = crate::schemas::Deleted), (status = 404, description = "No such webhook", body = crate::schemas::ErrorBody)))]
+    responses((status = 200, description = "Removed; its endpoint answers 404 from now on", body = crate::schemas::Deleted), (status = 404, description = "No such webhook", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
     Caller(auth): Caller,

@@ -21,7 +21,7 @@ type Result<T, E = ApiError> = std::result::Result<T, E>;
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/approvals", tag = "admin: sessions",
     params(("tenant" = String, Path, description = "Tenant id")),
     responses((status = 200, description = "Questions waiting for an answer, oldest first", body = crate::admin::schemas::ObjectList),
-        (status = 404, description = "No such tenant (or not yours)", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn waiting(
     State(state): State<AdminState>,
     caller: Caller,
@@ -45,10 +45,10 @@ pub(crate) struct Answer {
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/approvals/{id}", tag = "admin: sessions", request_body = Answer,
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Interaction id")),
     responses((status = 200, description = "Answered: the turn runs again", body = Object),
-        (status = 400, description = "Neither a choice nor a text", body = crate::admin::schemas::ErrorBody),
-        (status = 403, description = "The caller's role may not answer", body = crate::admin::schemas::ErrorBody),
-        (status = 404, description = "No such question", body = crate::admin::schemas::ErrorBody),
-        (status = 409, description = "Already answered, expired, or its turn stopped", body = crate::admin::schemas::ErrorBody)))]
+        (status = 400, description = "Neither a choice nor a text", body = hermes_wire::ErrorBody),
+        (status = 403, description = "The caller's role may not answer", body = hermes_wire::ErrorBody),
+        (status = 404, description = "No such question", body = hermes_wire::ErrorBody),
+        (status = 409, description = "Already answered, expired, or its turn stopped", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn answer(
     State(state): State<AdminState>,
     caller: Caller,

@@ -75,8 +75,8 @@ impl AuditQuery {
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/audit", tag = "admin: audit", params(("tenant" = String, Path, description = "Tenant id"), AuditQuery),
     responses((status = 200, description = "A page of entries (or, with format=csv|jsonl, every matching entry as a file)", body = crate::admin::schemas::AuditList),
-        (status = 403, description = "Members may not read the audit log", body = crate::admin::schemas::ErrorBody),
-        (status = 404, description = "No such tenant (or not yours)", body = crate::admin::schemas::ErrorBody)))]
+        (status = 403, description = "Members may not read the audit log", body = hermes_wire::ErrorBody),
+        (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn tenant_audit(
     State(state): State<AdminState>,
     caller: Caller,
@@ -89,7 +89,7 @@ pub(crate) async fn tenant_audit(
 
 #[utoipa::path(get, path = "/admin/v1/audit", tag = "admin: audit", params(AuditQuery),
     responses((status = 200, description = "A page of the installation's own entries (tenants, operators)", body = crate::admin::schemas::AuditList),
-        (status = 403, description = "Operators only", body = crate::admin::schemas::ErrorBody)))]
+        (status = 403, description = "Operators only", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn installation_audit(
     State(state): State<AdminState>,
     caller: Caller,

@@ -25,7 +25,7 @@ fn id_of(raw: &str, what: &str) -> Result<uuid::Uuid> {
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/cron", tag = "admin: automation",
     params(("tenant" = String, Path, description = "Tenant id")),
     responses((status = 200, description = "The tenant's cron jobs with their next and last runs", body = crate::admin::schemas::ObjectList),
-        (status = 404, description = "No such tenant (or not yours)", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn jobs(
     State(state): State<AdminState>,
     caller: Caller,
@@ -39,7 +39,7 @@ pub(crate) async fn jobs(
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/cron/{id}/runs", tag = "admin: automation",
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Job id")),
     responses((status = 200, description = "The job's latest runs with their outputs, newest first", body = crate::admin::schemas::ObjectList),
-        (status = 404, description = "No such job", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn runs(
     State(state): State<AdminState>,
     caller: Caller,
@@ -67,8 +67,8 @@ pub(crate) enum JobAction {
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Job id"),
         ("action" = String, Path, description = "`run`, `pause` or `resume`")),
     responses((status = 200, description = "The job as it now is", body = Object),
-        (status = 403, description = "The caller's role may not manage cron", body = crate::admin::schemas::ErrorBody),
-        (status = 404, description = "No such job (or action)", body = crate::admin::schemas::ErrorBody)))]
+        (status = 403, description = "The caller's role may not manage cron", body = hermes_wire::ErrorBody),
+        (status = 404, description = "No such job (or action)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn act(
     State(state): State<AdminState>,
     caller: Caller,
@@ -111,7 +111,7 @@ fn next_slot(
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/hooks", tag = "admin: automation",
     params(("tenant" = String, Path, description = "Tenant id")),
     responses((status = 200, description = "Webhook triggers and event endpoints (secrets never shown)", body = crate::admin::schemas::Hooks),
-        (status = 404, description = "No such tenant (or not yours)", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn hooks(
     State(state): State<AdminState>,
     caller: Caller,
@@ -126,7 +126,7 @@ pub(crate) async fn hooks(
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/hooks/{id}/deliveries", tag = "admin: automation",
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Event endpoint id")),
     responses((status = 200, description = "The endpoint's latest deliveries and their attempts", body = crate::admin::schemas::ObjectList),
-        (status = 404, description = "No such endpoint", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such endpoint", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn deliveries(
     State(state): State<AdminState>,
     caller: Caller,
@@ -142,7 +142,7 @@ pub(crate) async fn deliveries(
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/hooks/{id}/ping", tag = "admin: automation",
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Event endpoint id")),
     responses((status = 200, description = "A test event is on its way (it shows in the deliveries)", body = Object),
-        (status = 404, description = "No such endpoint", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such endpoint", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn ping(
     State(state): State<AdminState>,
     caller: Caller,
@@ -161,9 +161,9 @@ pub(crate) async fn ping(
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Event endpoint id"),
         ("delivery" = String, Path, description = "Delivery id (the `webhook-id` the receiver saw)")),
     responses((status = 202, description = "Due again now, under the same id, from the first attempt"),
-        (status = 403, description = "The caller's role may not manage hooks", body = crate::admin::schemas::ErrorBody),
-        (status = 404, description = "No such endpoint or delivery", body = crate::admin::schemas::ErrorBody),
-        (status = 409, description = "It is still on its way", body = crate::admin::schemas::ErrorBody)))]
+        (status = 403, description = "The caller's role may not manage hooks", body = hermes_wire::ErrorBody),
+        (status = 404, description = "No such endpoint or delivery", body = hermes_wire::ErrorBody),
+        (status = 409, description = "It is still on its way", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn resend(
     State(state): State<AdminState>,
     caller: Caller,

@@ -43,7 +43,7 @@ async fn channel(state: &AdminState, tenant: TenantId, raw: &str) -> Result<Chan
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/channels", tag = "admin: channels",
     params(("tenant" = String, Path, description = "Tenant id")),
     responses((status = 200, description = "The tenant's bots (credentials never shown)", body = crate::admin::schemas::ObjectList),
-        (status = 404, description = "No such tenant (or not yours)", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<AdminState>,
     caller: Caller,
@@ -57,9 +57,9 @@ pub(crate) async fn list(
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/channels", tag = "admin: channels", request_body = ChannelRequest,
     params(("tenant" = String, Path, description = "Tenant id")),
     responses((status = 201, description = "Bound; `setup` says what is left to do on the platform (a webhook URL to paste, a socket to enable)", body = Object),
-        (status = 400, description = "A bad value, or the platform refused the credentials", body = crate::admin::schemas::ErrorBody),
-        (status = 403, description = "The caller's role may not bind bots", body = crate::admin::schemas::ErrorBody),
-        (status = 409, description = "The bot is bound already", body = crate::admin::schemas::ErrorBody)))]
+        (status = 400, description = "A bad value, or the platform refused the credentials", body = hermes_wire::ErrorBody),
+        (status = 403, description = "The caller's role may not bind bots", body = hermes_wire::ErrorBody),
+        (status = 409, description = "The bot is bound already", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AdminState>,
     caller: Caller,
@@ -78,7 +78,7 @@ pub(crate) async fn create(
 
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/channels/{id}", tag = "admin: channels",
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Channel id")),
-    responses((status = 204, description = "Unbound"), (status = 404, description = "No such channel", body = crate::admin::schemas::ErrorBody)))]
+    responses((status = 204, description = "Unbound"), (status = 404, description = "No such channel", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<AdminState>,
     caller: Caller,
@@ -95,7 +95,7 @@ pub(crate) async fn delete(
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/channels/{id}/pairings", tag = "admin: channels",
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Channel id")),
     responses((status = 200, description = "Codes waiting for an admin", body = crate::admin::schemas::ObjectList),
-        (status = 404, description = "No such channel", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such channel", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn pairings(
     State(state): State<AdminState>,
     caller: Caller,
@@ -117,9 +117,9 @@ pub(crate) struct Approve {
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/channels/{id}/pairings/approve", tag = "admin: channels", request_body = Approve,
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Channel id")),
     responses((status = 200, description = "The person may talk to the bot now (and is told so)", body = Object),
-        (status = 400, description = "No such code is waiting", body = crate::admin::schemas::ErrorBody),
-        (status = 404, description = "No such channel", body = crate::admin::schemas::ErrorBody),
-        (status = 429, description = "Too many wrong codes: approvals are locked for a while", body = crate::admin::schemas::ErrorBody)))]
+        (status = 400, description = "No such code is waiting", body = hermes_wire::ErrorBody),
+        (status = 404, description = "No such channel", body = hermes_wire::ErrorBody),
+        (status = 429, description = "Too many wrong codes: approvals are locked for a while", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn approve(
     State(state): State<AdminState>,
     caller: Caller,

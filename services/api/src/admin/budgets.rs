@@ -23,7 +23,7 @@ type Result<T, E = ApiError> = std::result::Result<T, E>;
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/budgets", tag = "admin: usage",
     params(("tenant" = String, Path, description = "Tenant id")),
     responses((status = 200, description = "Each cap (the tenant's first, then each agent's) with what was spent in its current period", body = crate::admin::schemas::ObjectList),
-        (status = 404, description = "No such tenant (or not yours)", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<AdminState>,
     caller: Caller,
@@ -76,9 +76,9 @@ async fn scope(
         ("scope" = String, Path, description = "`tenant`, or an agent's id or name"),
         ("period" = String, Path, description = "`day` or `month` (in the tenant's time zone)")),
     responses((status = 204, description = "Set (replacing the cap of that scope and period)"),
-        (status = 400, description = "No amount, or a negative one", body = crate::admin::schemas::ErrorBody),
-        (status = 403, description = "The caller's role may not set budgets", body = crate::admin::schemas::ErrorBody),
-        (status = 404, description = "No such tenant, agent or period", body = crate::admin::schemas::ErrorBody)))]
+        (status = 400, description = "No amount, or a negative one", body = hermes_wire::ErrorBody),
+        (status = 403, description = "The caller's role may not set budgets", body = hermes_wire::ErrorBody),
+        (status = 404, description = "No such tenant, agent or period", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn set(
     State(state): State<AdminState>,
     caller: Caller,
@@ -110,8 +110,8 @@ pub(crate) async fn set(
         ("scope" = String, Path, description = "`tenant`, or an agent's id or name"),
         ("period" = String, Path, description = "`day` or `month`")),
     responses((status = 204, description = "Removed: that scope has no cap for the period now"),
-        (status = 403, description = "The caller's role may not set budgets", body = crate::admin::schemas::ErrorBody),
-        (status = 404, description = "No such cap", body = crate::admin::schemas::ErrorBody)))]
+        (status = 403, description = "The caller's role may not set budgets", body = hermes_wire::ErrorBody),
+        (status = 404, description = "No such cap", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn remove(
     State(state): State<AdminState>,
     caller: Caller,

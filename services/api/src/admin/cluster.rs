@@ -14,7 +14,7 @@ use crate::admin::state::AdminState;
 
 #[utoipa::path(get, path = "/admin/v1/cluster", tag = "admin: tenants",
     responses((status = 200, description = "The backlog (turns queued and running, replies waiting, late cron jobs), the workers holding turns, and the live sandboxes as workers last reported them", body = Object),
-        (status = 403, description = "Operators only", body = crate::admin::schemas::ErrorBody)))]
+        (status = 403, description = "Operators only", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn cluster(State(state): State<AdminState>, caller: Caller) -> Result<Json<Value>, ApiError> {
     caller.installation(AdminOp::ViewCluster)?;
     let backlog = state.store.backlog().await.map_err(store_error)?;

@@ -22,7 +22,7 @@ type Result<T, E = ApiError> = std::result::Result<T, E>;
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents", tag = "admin: agents",
     params(("tenant" = String, Path, description = "Tenant id")),
     responses((status = 200, description = "The tenant's agents (provider keys are never shown)", body = crate::admin::schemas::ObjectList),
-        (status = 404, description = "No such tenant (or not yours)", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn agents(
     State(state): State<AdminState>,
     caller: Caller,
@@ -53,8 +53,8 @@ pub(crate) struct SessionPage {
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/sessions", tag = "admin: sessions",
     params(("tenant" = String, Path, description = "Tenant id"), SessionPage),
     responses((status = 200, description = "Sessions, most recently active first (best match first when searching)", body = crate::admin::schemas::ObjectPage),
-        (status = 400, description = "A query with nothing to search for", body = crate::admin::schemas::ErrorBody),
-        (status = 404, description = "No such tenant or agent (or not yours)", body = crate::admin::schemas::ErrorBody)))]
+        (status = 400, description = "A query with nothing to search for", body = hermes_wire::ErrorBody),
+        (status = 404, description = "No such tenant or agent (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn sessions(
     State(state): State<AdminState>,
     caller: Caller,
@@ -98,7 +98,7 @@ pub(crate) struct TranscriptPage {
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/sessions/{id}", tag = "admin: sessions",
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Session id"), TranscriptPage),
     responses((status = 200, description = "The session and a page of its transcript", body = crate::admin::schemas::Transcript),
-        (status = 404, description = "No such session", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such session", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn transcript(
     State(state): State<AdminState>,
     caller: Caller,
@@ -128,9 +128,9 @@ pub(crate) async fn transcript(
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/sessions/{id}", tag = "admin: sessions",
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Session id")),
     responses((status = 204, description = "Deleted with its transcript"),
-        (status = 403, description = "The caller's role may not delete sessions", body = crate::admin::schemas::ErrorBody),
-        (status = 404, description = "No such session", body = crate::admin::schemas::ErrorBody),
-        (status = 409, description = "A turn is running in it: stop it first", body = crate::admin::schemas::ErrorBody)))]
+        (status = 403, description = "The caller's role may not delete sessions", body = hermes_wire::ErrorBody),
+        (status = 404, description = "No such session", body = hermes_wire::ErrorBody),
+        (status = 409, description = "A turn is running in it: stop it first", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn delete_session(
     State(state): State<AdminState>,
     caller: Caller,
@@ -171,9 +171,9 @@ pub(crate) struct NewAgentBody {
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/agents", tag = "admin: agents", request_body = NewAgentBody,
     params(("tenant" = String, Path, description = "Tenant id")),
     responses((status = 201, description = "The agent (its key is never shown)", body = Object),
-        (status = 400, description = "A bad name, URL or toolset", body = crate::admin::schemas::ErrorBody),
-        (status = 403, description = "The caller's role may not create agents", body = crate::admin::schemas::ErrorBody),
-        (status = 409, description = "The tenant has an agent of that name", body = crate::admin::schemas::ErrorBody)))]
+        (status = 400, description = "A bad name, URL or toolset", body = hermes_wire::ErrorBody),
+        (status = 403, description = "The caller's role may not create agents", body = hermes_wire::ErrorBody),
+        (status = 409, description = "The tenant has an agent of that name", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn create_agent(
     State(state): State<AdminState>,
     caller: Caller,
@@ -260,9 +260,9 @@ fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> std::
 #[utoipa::path(patch, path = "/admin/v1/tenants/{tenant}/agents/{agent}", tag = "admin: agents", request_body = AgentEdit,
     params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name")),
     responses((status = 200, description = "The agent as it now is; new sessions use it", body = Object),
-        (status = 400, description = "An unknown toolset, approval mode or image input mode, or a fallback or vision model URL the outbound policy refuses", body = crate::admin::schemas::ErrorBody),
-        (status = 403, description = "The caller's role may not edit agents", body = crate::admin::schemas::ErrorBody),
-        (status = 404, description = "No such agent", body = crate::admin::schemas::ErrorBody)))]
+        (status = 400, description = "An unknown toolset, approval mode or image input mode, or a fallback or vision model URL the outbound policy refuses", body = hermes_wire::ErrorBody),
+        (status = 403, description = "The caller's role may not edit agents", body = hermes_wire::ErrorBody),
+        (status = 404, description = "No such agent", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn edit_agent(
     State(state): State<AdminState>,
     caller: Caller,
@@ -323,7 +323,7 @@ pub(crate) async fn edit_agent(
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/sessions/{id}/export", tag = "admin: sessions",
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Session id")),
     responses((status = 200, description = "The whole conversation and its lineage as one JSON file", body = Object),
-        (status = 404, description = "No such session", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such session", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn export(
     State(state): State<AdminState>,
     caller: Caller,

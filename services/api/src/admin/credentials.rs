@@ -23,7 +23,7 @@ type Result<T, E = ApiError> = std::result::Result<T, E>;
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/credentials", tag = "admin: credentials",
     params(("tenant" = String, Path, description = "Tenant id")),
     responses((status = 200, description = "Pools by provider: their strategy and keys (never the secrets) with each key's health", body = Object),
-        (status = 404, description = "No such tenant (or not yours)", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<AdminState>,
     caller: Caller,
@@ -78,9 +78,9 @@ pub(crate) struct NewKey {
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/credentials", tag = "admin: credentials", request_body = NewKey,
     params(("tenant" = String, Path, description = "Tenant id")),
     responses((status = 201, description = "Added (its secret is not part of the answer)", body = Object),
-        (status = 400, description = "No hosts, an empty secret, or no master key to seal it with", body = crate::admin::schemas::ErrorBody),
-        (status = 403, description = "The caller's role may not manage credentials", body = crate::admin::schemas::ErrorBody),
-        (status = 409, description = "The pool has a key with that label", body = crate::admin::schemas::ErrorBody)))]
+        (status = 400, description = "No hosts, an empty secret, or no master key to seal it with", body = hermes_wire::ErrorBody),
+        (status = 403, description = "The caller's role may not manage credentials", body = hermes_wire::ErrorBody),
+        (status = 409, description = "The pool has a key with that label", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn add(
     State(state): State<AdminState>,
     caller: Caller,
@@ -119,7 +119,7 @@ pub(crate) async fn add(
 
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/credentials/{id}", tag = "admin: credentials",
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Credential id")),
-    responses((status = 204, description = "Removed from its pool"), (status = 404, description = "No such key", body = crate::admin::schemas::ErrorBody)))]
+    responses((status = 204, description = "Removed from its pool"), (status = 404, description = "No such key", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn remove(
     State(state): State<AdminState>,
     caller: Caller,
@@ -145,7 +145,7 @@ pub(crate) struct Strategy {
 
 #[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/credentials/pools/{provider}", tag = "admin: credentials", request_body = Strategy,
     params(("tenant" = String, Path, description = "Tenant id"), ("provider" = String, Path, description = "The pool's provider")),
-    responses((status = 204, description = "Set"), (status = 400, description = "No such strategy", body = crate::admin::schemas::ErrorBody)))]
+    responses((status = 204, description = "Set"), (status = 400, description = "No such strategy", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn strategy(
     State(state): State<AdminState>,
     caller: Caller,

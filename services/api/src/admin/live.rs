@@ -31,7 +31,7 @@ const WATCH_LIMIT: Duration = Duration::from_secs(15 * 60);
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/turns", tag = "admin: sessions",
     params(("tenant" = String, Path, description = "Tenant id")),
     responses((status = 200, description = "Turns queued, running or waiting for an answer, newest first", body = crate::admin::schemas::ObjectList),
-        (status = 404, description = "No such tenant (or not yours)", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn open_turns(
     State(state): State<AdminState>,
     caller: Caller,
@@ -49,9 +49,9 @@ fn turn_id(raw: &str) -> Result<TurnId> {
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/turns/{id}/stop", tag = "admin: sessions",
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Turn id")),
     responses((status = 200, description = "`cancelled` (it had not started) or `stopping` (its worker stops it)", body = crate::admin::schemas::Stopped),
-        (status = 403, description = "The caller's role may not stop turns", body = crate::admin::schemas::ErrorBody),
-        (status = 404, description = "No such turn", body = crate::admin::schemas::ErrorBody),
-        (status = 409, description = "It has already ended", body = crate::admin::schemas::ErrorBody)))]
+        (status = 403, description = "The caller's role may not stop turns", body = hermes_wire::ErrorBody),
+        (status = 404, description = "No such turn", body = hermes_wire::ErrorBody),
+        (status = 409, description = "It has already ended", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn stop(
     State(state): State<AdminState>,
     caller: Caller,
@@ -89,7 +89,7 @@ pub(crate) async fn stop(
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/turns/{id}/events", tag = "admin: sessions",
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Turn id")),
     responses((status = 200, description = "Server-sent events: first `history` (the turn's messages so far), then its events as JSON, by `type` (`started`, `delta`, `reasoning`, `tool_started`, `tool_completed`, `notice`, `waiting`, `finished`), ending with the turn", content_type = "text/event-stream", body = String),
-        (status = 404, description = "No such turn", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such turn", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn events(
     State(state): State<AdminState>,
     caller: Caller,

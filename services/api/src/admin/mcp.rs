@@ -26,7 +26,7 @@ fn shown(server: &hermes_store::StoredMcpServer) -> Value {
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents/{agent}/mcp-servers", tag = "admin: agents",
     params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name")),
     responses((status = 200, description = "The agent's MCP servers, secret values masked", body = crate::admin::schemas::ObjectList),
-        (status = 404, description = "No such agent (or not yours)", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such agent (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<AdminState>,
     caller: Caller,
@@ -43,9 +43,9 @@ pub(crate) async fn list(
     params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name"),
         ("name" = String, Path, description = "The server's name (letters, digits, `-`, `_`; at most 40)")),
     responses((status = 200, description = "Set; the agent's next turn uses it", body = Object),
-        (status = 400, description = "A configuration that cannot work, or a URL the outbound policy refuses", body = crate::admin::schemas::ErrorBody),
-        (status = 403, description = "The caller's role may not edit agents", body = crate::admin::schemas::ErrorBody),
-        (status = 404, description = "No such agent", body = crate::admin::schemas::ErrorBody)))]
+        (status = 400, description = "A configuration that cannot work, or a URL the outbound policy refuses", body = hermes_wire::ErrorBody),
+        (status = 403, description = "The caller's role may not edit agents", body = hermes_wire::ErrorBody),
+        (status = 404, description = "No such agent", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn set(
     State(state): State<AdminState>,
     caller: Caller,
@@ -87,8 +87,8 @@ pub(crate) async fn set(
     params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name"),
         ("name" = String, Path, description = "The server's name")),
     responses((status = 204, description = "Removed; the agent's next turn no longer has its tools"),
-        (status = 403, description = "The caller's role may not edit agents", body = crate::admin::schemas::ErrorBody),
-        (status = 404, description = "No such agent or server", body = crate::admin::schemas::ErrorBody)))]
+        (status = 403, description = "The caller's role may not edit agents", body = hermes_wire::ErrorBody),
+        (status = 404, description = "No such agent or server", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn remove(
     State(state): State<AdminState>,
     caller: Caller,

@@ -23,7 +23,7 @@ fn person_id(raw: &str) -> Result<PersonId> {
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/members", tag = "admin: people",
     params(("tenant" = String, Path, description = "Tenant id")),
     responses((status = 200, description = "The tenant's members", body = crate::admin::schemas::MemberList),
-        (status = 404, description = "No such tenant (or not yours)", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<AdminState>,
     caller: Caller,
@@ -45,9 +45,9 @@ pub(crate) struct RoleChange {
 #[utoipa::path(patch, path = "/admin/v1/tenants/{tenant}/members/{person}", tag = "admin: people", request_body = RoleChange,
     params(("tenant" = String, Path, description = "Tenant id"), ("person" = String, Path, description = "Person id")),
     responses((status = 200, description = "The role before and after", body = crate::admin::schemas::RoleChanged),
-        (status = 403, description = "The caller's role may not make this change", body = crate::admin::schemas::ErrorBody),
-        (status = 404, description = "No such tenant or member", body = crate::admin::schemas::ErrorBody),
-        (status = 409, description = "It would leave the tenant without an owner", body = crate::admin::schemas::ErrorBody)))]
+        (status = 403, description = "The caller's role may not make this change", body = hermes_wire::ErrorBody),
+        (status = 404, description = "No such tenant or member", body = hermes_wire::ErrorBody),
+        (status = 409, description = "It would leave the tenant without an owner", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn change_role(
     State(state): State<AdminState>,
     caller: Caller,
@@ -69,9 +69,9 @@ pub(crate) async fn change_role(
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/members/{person}", tag = "admin: people",
     params(("tenant" = String, Path, description = "Tenant id"), ("person" = String, Path, description = "Person id")),
     responses((status = 204, description = "Removed: their console access to the tenant and their tokens for it end at once"),
-        (status = 403, description = "The caller's role may not remove this member", body = crate::admin::schemas::ErrorBody),
-        (status = 404, description = "No such tenant or member", body = crate::admin::schemas::ErrorBody),
-        (status = 409, description = "The last owner cannot be removed", body = crate::admin::schemas::ErrorBody)))]
+        (status = 403, description = "The caller's role may not remove this member", body = hermes_wire::ErrorBody),
+        (status = 404, description = "No such tenant or member", body = hermes_wire::ErrorBody),
+        (status = 409, description = "The last owner cannot be removed", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn remove(
     State(state): State<AdminState>,
     caller: Caller,
@@ -93,7 +93,7 @@ pub(crate) async fn remove(
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/invitations", tag = "admin: people",
     params(("tenant" = String, Path, description = "Tenant id")),
     responses((status = 200, description = "The tenant's invitations, newest first", body = crate::admin::schemas::InvitationList),
-        (status = 404, description = "No such tenant (or not yours)", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn invitations(
     State(state): State<AdminState>,
     caller: Caller,
@@ -116,8 +116,8 @@ pub(crate) struct Invite {
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/invitations", tag = "admin: people", request_body = Invite,
     params(("tenant" = String, Path, description = "Tenant id")),
     responses((status = 201, description = "The invitation and its link (shown once)", body = crate::admin::schemas::InvitationMade),
-        (status = 400, description = "Not an email address", body = crate::admin::schemas::ErrorBody),
-        (status = 403, description = "The caller's role may not invite (owners invite owners)", body = crate::admin::schemas::ErrorBody)))]
+        (status = 400, description = "Not an email address", body = hermes_wire::ErrorBody),
+        (status = 403, description = "The caller's role may not invite (owners invite owners)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn invite(
     State(state): State<AdminState>,
     caller: Caller,
@@ -138,7 +138,7 @@ pub(crate) async fn invite(
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/invitations/{id}", tag = "admin: people",
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Invitation id")),
     responses((status = 204, description = "Revoked: the link stops working"),
-        (status = 404, description = "No such open invitation", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such open invitation", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn revoke_invitation(
     State(state): State<AdminState>,
     caller: Caller,

@@ -33,7 +33,7 @@ pub(crate) struct WhichUser {
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents/{agent}/memory", tag = "admin: agents",
     params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name"), WhichUser),
     responses((status = 200, description = "The agent's MEMORY entries and the user's USER entries, with their caps", body = crate::admin::schemas::Memory),
-        (status = 404, description = "No such tenant or agent", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such tenant or agent", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn view(
     State(state): State<AdminState>,
     caller: Caller,
@@ -76,8 +76,8 @@ fn invalid(message: impl Into<String>) -> ApiError {
 #[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/agents/{agent}/memory", tag = "admin: agents", request_body = Rewrite,
     params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name")),
     responses((status = 200, description = "The entries as they now are; the agent's next turn sees them", body = crate::admin::schemas::MemoryWritten),
-        (status = 400, description = "Over the cap, or text that reads as a prompt injection", body = crate::admin::schemas::ErrorBody),
-        (status = 403, description = "The caller's role may not edit memory", body = crate::admin::schemas::ErrorBody)))]
+        (status = 400, description = "Over the cap, or text that reads as a prompt injection", body = hermes_wire::ErrorBody),
+        (status = 403, description = "The caller's role may not edit memory", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn rewrite(
     State(state): State<AdminState>,
     caller: Caller,

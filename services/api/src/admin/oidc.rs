@@ -70,8 +70,8 @@ pub(crate) struct Start {
 
 #[utoipa::path(get, path = "/admin/v1/oidc/start", tag = "admin: sign-in", params(Start), security(()),
     responses((status = 303, description = "To the identity provider: the tenant's own for the email's domain, else the installation's"),
-        (status = 429, description = "Too many sign-in attempts from this address", body = crate::admin::schemas::ErrorBody),
-        (status = 404, description = "No identity provider is configured", body = crate::admin::schemas::ErrorBody)))]
+        (status = 429, description = "Too many sign-in attempts from this address", body = hermes_wire::ErrorBody),
+        (status = 404, description = "No identity provider is configured", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn start(State(state): State<AdminState>, meta: RequestMeta, Query(q): Query<Start>) -> Response {
     // Anyone may start a sign-in: each start counts against the caller's sign-in allowance.
     if let Err(limited) = crate::admin::session::limit_attempts(&state, &meta).await {

@@ -7,21 +7,6 @@
 use serde_json::Value;
 use utoipa::ToSchema;
 
-/// An OpenAI-style error.
-#[derive(ToSchema)]
-pub(crate) struct ErrorBody {
-    error: ErrorDetail,
-}
-
-#[derive(ToSchema)]
-pub(crate) struct ErrorDetail {
-    message: String,
-    r#type: String,
-    param: Option<String>,
-    /// `not_signed_in`, `permission_denied`, `csrf_rejected`, `tenant_not_found`, ...
-    code: Option<String>,
-}
-
 /// A person (never a password).
 #[derive(ToSchema)]
 pub(crate) struct Person {

@@ -167,9 +167,9 @@ pub(crate) fn user_agent(headers: &axum::http::HeaderMap) -> String {
 
 #[utoipa::path(post, path = "/admin/v1/sign-in", tag = "admin: sign-in", request_body = SignIn, security(()),
     responses((status = 200, description = "Signed in: the session cookie is set", body = crate::admin::schemas::Me),
-        (status = 401, description = "Wrong email or password", body = crate::admin::schemas::ErrorBody),
-        (status = 403, description = "The account is locked after too many wrong passwords", body = crate::admin::schemas::ErrorBody),
-        (status = 429, description = "Too many attempts from this address", body = crate::admin::schemas::ErrorBody)))]
+        (status = 401, description = "Wrong email or password", body = hermes_wire::ErrorBody),
+        (status = 403, description = "The account is locked after too many wrong passwords", body = hermes_wire::ErrorBody),
+        (status = 429, description = "Too many attempts from this address", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn sign_in(
     State(state): State<AdminState>,
     meta: RequestMeta,
@@ -213,7 +213,7 @@ fn locked(until: chrono::DateTime<chrono::Utc>) -> ApiError {
 
 #[utoipa::path(post, path = "/admin/v1/sign-in/link", tag = "admin: sign-in", request_body = LinkSignIn, security(()),
     responses((status = 200, description = "Signed in: the session cookie is set", body = crate::admin::schemas::Me),
-        (status = 400, description = "The link is unknown, used or expired", body = crate::admin::schemas::ErrorBody)))]
+        (status = 400, description = "The link is unknown, used or expired", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn sign_in_with_link(
     State(state): State<AdminState>,
     meta: RequestMeta,
@@ -255,7 +255,7 @@ pub(crate) fn link_invalid() -> ApiError {
 
 #[utoipa::path(post, path = "/admin/v1/sign-out", tag = "admin: sign-in",
     responses((status = 204, description = "Signed out: the session ends at once"),
-        (status = 401, description = "Not signed in", body = crate::admin::schemas::ErrorBody)))]
+        (status = 401, description = "Not signed in", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn sign_out(State(state): State<AdminState>, caller: Caller) -> Result<Response> {
     if let Credential::Session { id, .. } = caller.credential {
         state.store.end_console_session(id).await.map_err(store_error)?;
@@ -267,7 +267,7 @@ pub(crate) async fn sign_out(State(state): State<AdminState>, caller: Caller) ->
 
 #[utoipa::path(get, path = "/admin/v1/me", tag = "admin: sign-in",
     responses((status = 200, description = "The signed-in person, their tenants and the session's CSRF token", body = crate::admin::schemas::Me),
-        (status = 401, description = "Not signed in", body = crate::admin::schemas::ErrorBody)))]
+        (status = 401, description = "Not signed in", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn me(State(state): State<AdminState>, caller: Caller) -> Result<Response> {
     let person = caller.person.clone().ok_or_else(crate::admin::caller::not_signed_in)?;
     let csrf = match &caller.credential {
@@ -281,8 +281,8 @@ pub(crate) async fn me(State(state): State<AdminState>, caller: Caller) -> Resul
 
 #[utoipa::path(put, path = "/admin/v1/me/password", tag = "admin: sign-in", request_body = NewPassword,
     responses((status = 204, description = "Set; the person's other sessions are ended"),
-        (status = 400, description = "Too short or too long", body = crate::admin::schemas::ErrorBody),
-        (status = 401, description = "Not signed in, or the current password is wrong", body = crate::admin::schemas::ErrorBody)))]
+        (status = 400, description = "Too short or too long", body = hermes_wire::ErrorBody),
+        (status = 401, description = "Not signed in, or the current password is wrong", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn set_password(
     State(state): State<AdminState>,
     caller: Caller,

@@ -23,7 +23,7 @@ type Result<T, E = ApiError> = std::result::Result<T, E>;
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents/{agent}/skills", tag = "admin: agents",
     params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name")),
     responses((status = 200, description = "The agent's skills (`disabled`: hidden from it), and the names hidden from it", body = Object),
-        (status = 404, description = "No such tenant or agent", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such tenant or agent", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<AdminState>,
     caller: Caller,
@@ -50,7 +50,7 @@ pub(crate) async fn list(
     params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name"),
         ("name" = String, Path, description = "Skill name")),
     responses((status = 200, description = "The skill and its SKILL.md", body = Object),
-        (status = 404, description = "No such skill for this agent", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such skill for this agent", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AdminState>,
     caller: Caller,
@@ -70,8 +70,8 @@ pub(crate) async fn get(
     params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name"),
         ("name" = String, Path, description = "Skill name"), ("action" = String, Path, description = "`disable` or `enable`")),
     responses((status = 200, description = "Hidden from the agent, or shown again; its next turn sees the change", body = Object),
-        (status = 403, description = "The caller's role may not edit skills", body = crate::admin::schemas::ErrorBody),
-        (status = 404, description = "No such agent (or action)", body = crate::admin::schemas::ErrorBody)))]
+        (status = 403, description = "The caller's role may not edit skills", body = hermes_wire::ErrorBody),
+        (status = 404, description = "No such agent (or action)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn toggle(
     State(state): State<AdminState>,
     caller: Caller,
@@ -105,8 +105,8 @@ pub(crate) struct Upload {
 #[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/skills/{name}", tag = "admin: agents", request_body = Upload,
     params(("tenant" = String, Path, description = "Tenant id"), ("name" = String, Path, description = "Skill name (as in the frontmatter)")),
     responses((status = 200, description = "Stored for every agent of the tenant", body = Object),
-        (status = 400, description = "Not a SKILL.md, another name than the URL's, or refused by the security scan", body = crate::admin::schemas::ErrorBody),
-        (status = 403, description = "The caller's role may not edit skills", body = crate::admin::schemas::ErrorBody)))]
+        (status = 400, description = "Not a SKILL.md, another name than the URL's, or refused by the security scan", body = hermes_wire::ErrorBody),
+        (status = 403, description = "The caller's role may not edit skills", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn upload(
     State(state): State<AdminState>,
     caller: Caller,

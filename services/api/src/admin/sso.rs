@@ -63,7 +63,7 @@ fn valid_domain(domain: &str) -> bool {
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/sso", tag = "admin: sign-in",
     params(("tenant" = String, Path, description = "Tenant id")),
     responses((status = 200, description = "The tenant's own identity provider (its secret never shown)", body = Object),
-        (status = 404, description = "No such tenant, or it has no provider of its own", body = crate::admin::schemas::ErrorBody)))]
+        (status = 404, description = "No such tenant, or it has no provider of its own", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AdminState>,
     caller: Caller,
@@ -78,10 +78,10 @@ pub(crate) async fn get(
 #[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/sso", tag = "admin: sign-in", request_body = SsoBody,
     params(("tenant" = String, Path, description = "Tenant id")),
     responses((status = 200, description = "Set: people at these domains sign in through it from now on", body = Object),
-        (status = 400, description = "A bad issuer URL, domain or role", body = crate::admin::schemas::ErrorBody),
-        (status = 403, description = "Operators only", body = crate::admin::schemas::ErrorBody),
-        (status = 404, description = "No such tenant", body = crate::admin::schemas::ErrorBody),
-        (status = 409, description = "A domain is another tenant's", body = crate::admin::schemas::ErrorBody)))]
+        (status = 400, description = "A bad issuer URL, domain or role", body = hermes_wire::ErrorBody),
+        (status = 403, description = "Operators only", body = hermes_wire::ErrorBody),
+        (status = 404, description = "No such tenant", body = hermes_wire::ErrorBody),
+        (status = 409, description = "A domain is another tenant's", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn set(
     State(state): State<AdminState>,
     caller: Caller,
@@ -134,8 +134,8 @@ pub(crate) async fn set(
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/sso", tag = "admin: sign-in",
     params(("tenant" = String, Path, description = "Tenant id")),
     responses((status = 204, description = "Removed: its domains sign in as before"),
-        (status = 403, description = "Operators only", body = crate::admin::schemas::ErrorBody),
-        (status = 404, description = "No such tenant, or it has no provider of its own", body = crate::admin::schemas::ErrorBody)))]
+        (status = 403, description = "Operators only", body = hermes_wire::ErrorBody),
+        (status = 404, description = "No such tenant, or it has no provider of its own", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn remove(
     State(state): State<AdminState>,
     caller: Caller,

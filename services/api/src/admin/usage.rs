@@ -34,8 +34,8 @@ pub(crate) struct UsageQuery {
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/usage", tag = "admin: usage",
     params(("tenant" = String, Path, description = "Tenant id"), UsageQuery),
     responses((status = 200, description = "Tokens, dollars, turns, tool and sandbox time per group, and the total", body = crate::admin::schemas::UsageReport),
-        (status = 400, description = "A range that is backwards or longer than 366 days", body = crate::admin::schemas::ErrorBody),
-        (status = 404, description = "No such tenant (or not yours)", body = crate::admin::schemas::ErrorBody)))]
+        (status = 400, description = "A range that is backwards or longer than 366 days", body = hermes_wire::ErrorBody),
+        (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn usage(
     State(state): State<AdminState>,
     caller: Caller,
