@@ -7,6 +7,7 @@
     clippy::panic,
     reason = "test code: a failed unwrap is a failed test"
 )]
+#![allow(clippy::disallowed_methods, reason = "test code starts its tasks freely; the rule is for the service's own")]
 
 mod admin;
 mod api_jobs;

@@ -99,7 +99,7 @@ impl Cdp {
     {
         let (mut reader, mut writer) = tokio::io::split(io);
         let (out, mut outgoing) = mpsc::channel::<Vec<u8>>(64);
-        tokio::spawn(async move {
+        hermes_telemetry::tasks::spawn("browser_cdp_writer", async move {
             while let Some(mut message) = outgoing.recv().await {
                 message.push(0);
                 if writer.write_all(&message).await.is_err() {
@@ -111,7 +111,7 @@ impl Cdp {
         let state: Arc<Mutex<PageState>> = Arc::default();
         let closed: Arc<Mutex<Option<String>>> = Arc::default();
         let (p, s, cl) = (pending.clone(), state.clone(), closed.clone());
-        tokio::spawn(async move {
+        hermes_telemetry::tasks::spawn("browser_cdp_reader", async move {
             let mut buf: Vec<u8> = Vec::new();
             let mut chunk = vec![0u8; 256 * 1024];
             loop {
@@ -255,7 +255,7 @@ mod tests {
     async fn calls_get_their_answers_by_id_and_events_fill_the_page_state() {
         let (ours, mut theirs) = tokio::io::duplex(64 * 1024);
         let cdp = Cdp::start(ours, || None);
-        let call = tokio::spawn(async move {
+        let call = hermes_telemetry::tasks::spawn("browser_cdp_call", async move {
             let answer =
                 cdp.call(Some("S1"), "Runtime.evaluate", json!({"expression": "1+1"}), Duration::from_secs(5)).await;
             (answer, cdp)

@@ -50,11 +50,17 @@ impl CancelBus {
         let (tx, rx) = mpsc::unbounded_channel();
         match self.cache.engine() {
             Engine::Redis(redis) => {
-                tokio::spawn(self.clone().listen(redis.client().clone(), tx, shutdown));
+                hermes_telemetry::tasks::spawn(
+                    "cancel_bus_listen",
+                    self.clone().listen(redis.client().clone(), tx, shutdown),
+                );
             }
             #[cfg(feature = "test-support")]
             Engine::Memory(store) => {
-                tokio::spawn(forward(store.subscribe(&self.channel()), tx, shutdown));
+                hermes_telemetry::tasks::spawn(
+                    "cancel_bus_forward",
+                    forward(store.subscribe(&self.channel()), tx, shutdown),
+                );
             }
         }
         rx

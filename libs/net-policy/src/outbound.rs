@@ -98,6 +98,10 @@ pub async fn read_capped(mut resp: reqwest::Response, max: usize) -> Result<Vec<
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "test servers start their tasks freely; the rule is for the service's own"
+)]
 mod tests {
     use super::{Policy, refuse_url};
 

@@ -64,14 +64,14 @@ impl Broker {
                     id: id.clone(),
                     generation: link.generation,
                 };
-                tokio::spawn(pump.run(consumer, ended.clone()));
+                hermes_telemetry::tasks::spawn("queue_events_pump", pump.run(consumer, ended.clone()));
                 watches
             }
             #[cfg(feature = "test-support")]
             Engine::Memory(connection) => {
                 let (hub_queue, mut bodies) = connection.declare_hub(&exchange, &queue, &own_pattern(&id))?;
                 let (routes, ended) = (routes.clone(), ended.clone());
-                tokio::spawn(async move {
+                hermes_telemetry::tasks::spawn("queue_events_consumer", async move {
                     while let Some(body) = bodies.recv().await {
                         route(&routes, &body);
                     }

@@ -106,7 +106,10 @@ impl Broker {
         let first = link::open(cfg, &names, connection_name, 0).await?;
         let (sender, links) = watch::channel(Arc::new(first));
         let closed = CancellationToken::new();
-        tokio::spawn(link::supervise(cfg.clone(), names.clone(), connection_name.to_owned(), sender, closed.clone()));
+        hermes_telemetry::tasks::spawn(
+            "queue_link_supervisor",
+            link::supervise(cfg.clone(), names.clone(), connection_name.to_owned(), sender, closed.clone()),
+        );
         Ok(Self { inner: Arc::new(BrokerInner { names, engine: Engine::Amqp(links), closed }) })
     }
 

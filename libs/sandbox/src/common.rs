@@ -95,9 +95,9 @@ impl EgressListeners {
             return;
         }
         let Some(listener) = listen_for_sandbox(&ipc_dir.join(EGRESS_SOCKET), "egress") else { return };
-        let task = tokio::spawn(async move {
+        let task = hermes_telemetry::tasks::spawn("sandbox_socket_listener", async move {
             while let Ok((stream, _)) = listener.accept().await {
-                tokio::spawn(handler.serve(key, stream));
+                hermes_telemetry::tasks::spawn("sandbox_socket_connection", handler.serve(key, stream));
             }
         });
         listening.insert(name.to_owned(), task);

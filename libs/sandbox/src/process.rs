@@ -39,7 +39,7 @@ pub async fn spawn(sandboxes: &dyn Sandboxes, key: SandboxKey, start: StdioStart
     let (ours, theirs) = tokio::io::duplex(256 * 1024);
     let (mut their_read, mut their_write) = tokio::io::split(theirs);
     let ended: Arc<Mutex<Option<String>>> = Arc::default();
-    tokio::spawn(async move {
+    hermes_telemetry::tasks::spawn("sandbox_process_stdin", async move {
         let mut buf = vec![0u8; 64 * 1024];
         while let Ok(n) = their_read.read(&mut buf).await {
             let stdin = StdioInput { input: Some(stdio_input::Input::Stdin(buf[..n].to_vec())) };
@@ -49,7 +49,7 @@ pub async fn spawn(sandboxes: &dyn Sandboxes, key: SandboxKey, start: StdioStart
         }
     });
     let record = ended.clone();
-    tokio::spawn(async move {
+    hermes_telemetry::tasks::spawn("sandbox_process_output", async move {
         let why = loop {
             match from_daemon.message().await {
                 Ok(Some(message)) => match message.output {

@@ -11,6 +11,7 @@ mod logfmt;
 mod metrics;
 pub mod otlp;
 pub mod relay;
+pub mod tasks;
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::SdkTracerProvider;

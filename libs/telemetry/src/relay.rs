@@ -89,7 +89,7 @@ impl SpanRelay {
     /// Serves sandboxd's OTLP/HTTP exports on `listener` until the task is dropped.
     pub async fn serve(&'static self, listener: tokio::net::UnixListener) {
         while let Ok((stream, _)) = listener.accept().await {
-            tokio::spawn(async move {
+            crate::tasks::spawn("telemetry_relay", async move {
                 let service = hyper::service::service_fn(move |req| self.receive(req));
                 let _ =
                     hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
@@ -182,7 +182,7 @@ impl HttpClient for UnixSocketClient {
         let exchange = async {
             let stream = tokio::net::UnixStream::connect(&self.path).await?;
             let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-            tokio::spawn(conn);
+            crate::tasks::spawn("telemetry_relay_connection", conn);
             let (parts, body) = request.into_parts();
             let resp = sender.send_request(hyper::Request::from_parts(parts, Full::new(body))).await?;
             let (parts, body) = resp.into_parts();

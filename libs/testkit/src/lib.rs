@@ -2,6 +2,10 @@
 //! whose answers a test scripts in advance; it records every request it receives. With an
 //! empty script it answers by itself (echo, or a `terminal` call for messages starting with
 //! `$ `), which makes it a usable demo model and a load-test backend (`hermes-mock-llm`).
+#![allow(
+    clippy::disallowed_methods,
+    reason = "test servers start their tasks freely; the rule is for the service's own"
+)]
 
 mod anthropic;
 pub mod fetching_extractor;

@@ -61,7 +61,7 @@ pub fn prewarm(sandboxes: Arc<dyn Sandboxes>, key: SandboxKey, toolsets: &[Strin
     if !ToolsetName::SANDBOXED.iter().any(|t| t.enabled_in(toolsets)) {
         return;
     }
-    tokio::spawn(async move {
+    hermes_telemetry::tasks::spawn("toolbox_server", async move {
         if let Err(e) = sandboxes.open(key).await {
             tracing::debug!(error = %e, "sandbox prewarm failed; the first tool call will try again");
         }

@@ -265,7 +265,7 @@ impl Completion {
     pub fn stream(self, include_usage: bool) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
         let keepalive = self.keepalive;
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<Event, Infallible>>(64);
-        tokio::spawn(async move {
+        hermes_telemetry::tasks::spawn("api_completion_stream", async move {
             let closed = tx.clone();
             tokio::select! {
                 () = closed.closed() => tracing::info!("client left the stream; the turn goes on"),

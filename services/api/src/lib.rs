@@ -184,7 +184,7 @@ pub async fn run(ctx: ApiContext, shutdown: CancellationToken) -> std::io::Resul
     // RabbitMQ restarts are ridden out by the connection's own recovery. Should the hub stop for
     // good, requests still get their answers from Postgres (see `wait.rs`), and `/readyz`
     // reports the broker, so the API keeps serving rather than dropping every open request.
-    tokio::spawn(async move {
+    hermes_telemetry::tasks::spawn("api_background", async move {
         events.ended().await;
         tracing::error!("the API's event hub stopped (RabbitMQ connection lost); turns are followed in Postgres");
     });

@@ -66,7 +66,7 @@ pub(crate) struct TurnPermit {
 impl Drop for TurnPermit {
     fn drop(&mut self) {
         let (slots, held, id) = (self.slots.clone(), std::mem::take(&mut self.held), self.id.clone());
-        tokio::spawn(async move {
+        hermes_telemetry::tasks::spawn("api_limits", async move {
             for scope in held {
                 if let Err(e) = slots.release(&scope, &id).await {
                     tracing::debug!(error = %e, "cannot release a turn slot (it will lapse)");

@@ -66,7 +66,7 @@ pub(crate) fn stream(
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let keepalive = completion.keepalive;
     let (tx, mut rx) = mpsc::channel::<Result<Event, Infallible>>(64);
-    tokio::spawn(async move {
+    hermes_telemetry::tasks::spawn("api_responses_stream", async move {
         let closed = tx.clone();
         let timeout = completion.timeout;
         tokio::select! {

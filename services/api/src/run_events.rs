@@ -74,7 +74,7 @@ async fn follow(
     let limit = Duration::from_secs(state.config.api.turn_timeout_seconds);
     let (tx, mut rx) = mpsc::channel::<Result<Event, Infallible>>(64);
     let store = state.store.clone();
-    tokio::spawn(async move {
+    hermes_telemetry::tasks::spawn("api_run_events", async move {
         let _watch = watch;
         let closed = tx.clone();
         tokio::select! {

@@ -120,7 +120,7 @@ impl Submitted {
     pub fn hold_slot_in_background(self, state: &AppState) {
         let limit = Duration::from_secs(state.config.api.turn_timeout_seconds);
         let (mut waiter, permit) = (self.waiter, self.permit);
-        tokio::spawn(async move {
+        hermes_telemetry::tasks::spawn("api_signal_work", async move {
             let _permit = permit;
             let _ = tokio::time::timeout(limit, async { while let Next::Event(_) = waiter.next().await {} }).await;
         });

@@ -350,7 +350,7 @@ impl Gateway {
             limit: std::time::Duration::from_secs(self.config.api.turn_timeout_seconds),
             text: channel.streaming,
         };
-        tokio::spawn(preview.run(hub.subscribe(turn)));
+        hermes_telemetry::tasks::spawn("gateway_preview", preview.run(hub.subscribe(turn)));
     }
 
     /// Tells the workers a session has work, once `wait` has passed. The turn is stored: a
@@ -362,7 +362,7 @@ impl Gateway {
         wait: Option<std::time::Duration>,
     ) {
         let broker = self.broker.clone();
-        tokio::spawn(async move {
+        hermes_telemetry::tasks::spawn("gateway_signal_work", async move {
             if let Some(wait) = wait {
                 tokio::time::sleep(wait + std::time::Duration::from_millis(20)).await;
             }

@@ -40,7 +40,13 @@ where
                             let id = channel.id;
                             let stop = shutdown.child_token();
                             let job = work(gw.clone(), channel, stop.clone());
-                            running.insert(id, tokio::spawn(hold(gw.clone(), id, lease, stop, job)));
+                            running.insert(
+                                id,
+                                hermes_telemetry::tasks::spawn(
+                                    "gateway_leased_hold",
+                                    hold(gw.clone(), id, lease, stop, job),
+                                ),
+                            );
                         }
                         Ok(None) => {}
                         Err(e) => tracing::warn!(error = %e, %platform, "cannot take a bot's lease"),
@@ -72,7 +78,7 @@ async fn hold(
     let renewer = {
         let (leases, lease, lost, stop, ttl) =
             (leases.clone(), lease.clone(), lost.clone(), stop.clone(), gw.lease_ttl());
-        tokio::spawn(async move {
+        hermes_telemetry::tasks::spawn("gateway_leased", async move {
             loop {
                 tokio::select! {
                     () = stop.cancelled() => return,

@@ -138,11 +138,11 @@ pub fn router(gw: Arc<Gateway>) -> Router {
 /// The gateway's own work: long-polled bots, kept sockets and the outbox, until `shutdown`.
 pub fn spawn_tasks(gw: &Arc<Gateway>, shutdown: &CancellationToken) -> [tokio::task::JoinHandle<()>; 5] {
     [
-        tokio::spawn(telegram::poller::run(gw.clone(), shutdown.clone())),
-        tokio::spawn(slack::socket::run(gw.clone(), shutdown.clone())),
-        tokio::spawn(wecom::socket::run(gw.clone(), shutdown.clone())),
-        tokio::spawn(outbox::run(gw.clone(), shutdown.clone())),
-        tokio::spawn(events::run(gw.clone(), shutdown.clone())),
+        hermes_telemetry::tasks::spawn("gateway_telegram_poller", telegram::poller::run(gw.clone(), shutdown.clone())),
+        hermes_telemetry::tasks::spawn("gateway_slack_socket", slack::socket::run(gw.clone(), shutdown.clone())),
+        hermes_telemetry::tasks::spawn("gateway_wecom_socket", wecom::socket::run(gw.clone(), shutdown.clone())),
+        hermes_telemetry::tasks::spawn("gateway_outbox", outbox::run(gw.clone(), shutdown.clone())),
+        hermes_telemetry::tasks::spawn("gateway_events", events::run(gw.clone(), shutdown.clone())),
     ]
 }
 

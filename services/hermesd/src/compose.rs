@@ -146,7 +146,10 @@ async fn worker_context(shared: &Shared, shutdown: &CancellationToken) -> anyhow
     let sandboxes = sandbox_backend(&config.sandbox).await?;
     tracing::info!(backend = ?config.sandbox.backend, "sandbox backend ready");
     let reaper_token = shutdown.clone();
-    tokio::spawn(hermes_sandbox::run_reaper(sandboxes.clone(), Duration::from_secs(60), reaper_token));
+    hermes_telemetry::tasks::spawn(
+        "sandbox_reaper",
+        hermes_sandbox::run_reaper(sandboxes.clone(), Duration::from_secs(60), reaper_token),
+    );
     let trusted = config.outbound.trusted(&config.platforms);
     let http = hermes_llm::http_client(
         Duration::from_secs(config.llm.connect_timeout_seconds),

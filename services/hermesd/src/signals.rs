@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 pub fn shutdown_token() -> CancellationToken {
     let token = CancellationToken::new();
     let trigger = token.clone();
-    tokio::spawn(async move {
+    hermes_telemetry::tasks::spawn("signals", async move {
         let Ok(mut term) = signal(SignalKind::terminate()) else {
             return;
         };

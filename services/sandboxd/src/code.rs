@@ -216,8 +216,8 @@ async fn run_in(
     let (out_tx, mut out_rx) = mpsc::channel::<Vec<u8>>(16);
     let (err_tx, mut err_rx) = mpsc::channel::<Vec<u8>>(16);
     if let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) {
-        tokio::spawn(forward(out, out_tx));
-        tokio::spawn(forward(err, err_tx));
+        hermes_telemetry::tasks::spawn("sandboxd_code_stdout", forward(out, out_tx));
+        hermes_telemetry::tasks::spawn("sandboxd_code_stderr", forward(err, err_tx));
     }
     let (call_tx, mut call_rx) = mpsc::channel::<(Value, Reply)>(16);
     let mut pending: HashMap<u64, Reply> = HashMap::new();
@@ -239,7 +239,7 @@ async fn run_in(
         tokio::select! {
             accepted = listener.accept() => {
                 if let Ok((stream, _)) = accepted {
-                    tokio::spawn(serve_connection(stream, call_tx.clone()));
+                    hermes_telemetry::tasks::spawn("sandboxd_code_tools", serve_connection(stream, call_tx.clone()));
                 }
             }
             Some((request, reply)) = call_rx.recv() => {

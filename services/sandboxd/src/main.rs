@@ -136,7 +136,7 @@ async fn serve(args: Args, token: Option<String>, tls: Option<TlsIdentity>) -> a
     }
     if let Some(to) = args.egress_socket.clone() {
         let listen = args.egress_listen;
-        tokio::spawn(async move {
+        hermes_telemetry::tasks::spawn("sandboxd_idle", async move {
             if let Err(e) = hermes_sandboxd::relay::run(listen, to).await {
                 tracing::warn!(error = %e, "the egress relay stopped");
             }

@@ -181,7 +181,7 @@ impl Processes {
             m.insert(id, entry.clone());
         }
         let me = self.clone();
-        tokio::spawn(async move {
+        hermes_telemetry::tasks::spawn("sandboxd_process", async move {
             let mut buf = vec![0u8; 16 * 1024];
             loop {
                 match output.read(&mut buf).await {

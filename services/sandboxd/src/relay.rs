@@ -16,7 +16,7 @@ pub async fn run(listen: SocketAddr, to: PathBuf) -> std::io::Result<()> {
     loop {
         let (client, _) = listener.accept().await?;
         let to = to.clone();
-        tokio::spawn(async move {
+        hermes_telemetry::tasks::spawn("sandboxd_relay", async move {
             if let Err(e) = relay(client, &to).await {
                 tracing::debug!(error = %e, "egress relay connection ended");
             }

@@ -74,7 +74,9 @@ impl Sandbox for Daemon {
         let (tx, rx) = mpsc::channel(64);
         let (workspace, timeout, activity) =
             (self.cfg.workspace.clone(), self.cfg.default_timeout, self.activity.clone());
-        tokio::spawn(async move { exec::run(req, &workspace, timeout, activity, tx).await });
+        hermes_telemetry::tasks::spawn("sandboxd_exec", async move {
+            exec::run(req, &workspace, timeout, activity, tx).await
+        });
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 
@@ -84,7 +86,9 @@ impl Sandbox for Daemon {
         self.activity.touch();
         let (tx, rx) = mpsc::channel(16);
         let (workspace, activity) = (self.cfg.workspace.clone(), self.activity.clone());
-        tokio::spawn(async move { code::run(request.into_inner(), workspace, activity, tx).await });
+        hermes_telemetry::tasks::spawn("sandboxd_code", async move {
+            code::run(request.into_inner(), workspace, activity, tx).await
+        });
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 
@@ -94,7 +98,9 @@ impl Sandbox for Daemon {
         self.activity.touch();
         let (tx, rx) = mpsc::channel(32);
         let (workspace, activity) = (self.cfg.workspace.clone(), self.activity.clone());
-        tokio::spawn(async move { crate::stdio::run(request.into_inner(), workspace, activity, tx).await });
+        hermes_telemetry::tasks::spawn("sandboxd_stdio", async move {
+            crate::stdio::run(request.into_inner(), workspace, activity, tx).await
+        });
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 

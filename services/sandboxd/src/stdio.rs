@@ -99,8 +99,9 @@ pub async fn run(mut input: Streaming<StdioInput>, workspace: PathBuf, activity:
         let _ = tx.send(Err(Status::internal("the program's pipes are missing"))).await;
         return;
     };
-    let stderr_task = tokio::spawn(stderr_tail(stderr));
-    let stdout_task = tokio::spawn(relay_stdout(stdout, tx.clone(), activity.clone()));
+    let stderr_task = hermes_telemetry::tasks::spawn("sandboxd_stderr", stderr_tail(stderr));
+    let stdout_task =
+        hermes_telemetry::tasks::spawn("sandboxd_stdout", relay_stdout(stdout, tx.clone(), activity.clone()));
     let status = tokio::select! {
         status = child.wait() => status.ok(),
         () = feed(&mut input, &mut stdin, &activity) => {

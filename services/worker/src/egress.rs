@@ -383,7 +383,7 @@ mod tests {
     async fn tunnel(inner: &Arc<Inner>, key: SandboxKey, host: &str, port: u16) -> (UnixStream, String) {
         let (mut client, server) = UnixStream::pair().unwrap();
         let inner = inner.clone();
-        tokio::spawn(async move { inner.handle(key, server).await });
+        hermes_telemetry::tasks::spawn("worker_egress_connection", async move { inner.handle(key, server).await });
         client
             .write_all(format!("CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n").as_bytes())
             .await
@@ -405,7 +405,7 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        tokio::spawn(async move {
+        hermes_telemetry::tasks::spawn("worker_egress_listener", async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let _ = tx.send(stream);
             }

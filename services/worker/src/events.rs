@@ -75,7 +75,7 @@ impl EventPublisher {
         let (session, turn_id, hub) = (turn.session_id, turn.turn_id, turn.notify_hub.clone());
         let attempt = u32::try_from(turn.attempt).unwrap_or(0);
         let (tx, mut rx) = mpsc::unbounded_channel::<TurnEventKind>();
-        let task = tokio::spawn(async move {
+        let task = hermes_telemetry::tasks::spawn("worker_events", async move {
             while let Some(kind) = rx.recv().await {
                 let event = TurnEvent { tenant_id: tenant, session_id: session, turn_id, attempt, kind };
                 if let Err(e) = broker.publish_event(&event, hub.as_deref()).await {

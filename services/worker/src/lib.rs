@@ -122,7 +122,7 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
     let (web, web_allowance) = web_services(&ctx);
     let mcp = match mcp_tool::servers(&cfg.mcp, ctx.sandboxes.clone()) {
         Ok(servers) => {
-            tokio::spawn(mcp_tool::reap(servers.clone(), shutdown.clone()));
+            hermes_telemetry::tasks::spawn("worker_mcp_reaper", mcp_tool::reap(servers.clone(), shutdown.clone()));
             Some(servers)
         }
         Err(e) => {
@@ -139,7 +139,7 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
     };
     let speaker = speaker(&cfg);
     let browsers = Arc::new(hermes_browser::Browsers::new(ctx.sandboxes.clone(), &cfg.browser));
-    tokio::spawn(browser_tool::reap(browsers.clone(), shutdown.clone()));
+    hermes_telemetry::tasks::spawn("worker_browser_reaper", browser_tool::reap(browsers.clone(), shutdown.clone()));
     ctx.sandboxes.set_egress(Arc::new(egress::EgressProxy::new(ctx.store.clone(), &cfg.sandbox)));
     sync_bundled_skills(&ctx.store).await;
     let mut consumer = ctx.broker.consume_work(cfg.worker.max_concurrent_turns, &worker_id).await?;
@@ -161,9 +161,12 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
     });
     listen_for_cancellations(&rt, &shutdown);
     // Background reviews, one at a time beside the turns.
-    tokio::spawn(review::run_reviews(rt.clone(), shutdown.clone()));
+    hermes_telemetry::tasks::spawn("worker_reviews", review::run_reviews(rt.clone(), shutdown.clone()));
     let census = rt.ctx.cache.sandbox_census();
-    tokio::spawn(report_sandboxes(rt.ctx.sandboxes.clone(), census, worker_id.clone(), shutdown.clone()));
+    hermes_telemetry::tasks::spawn(
+        "worker_sandbox_report",
+        report_sandboxes(rt.ctx.sandboxes.clone(), census, worker_id.clone(), shutdown.clone()),
+    );
     tracing::info!(worker.id = %worker_id, slots = cfg.worker.max_concurrent_turns, "worker consuming");
     let mut tasks = JoinSet::new();
     let outcome = consume(&rt, &mut consumer, &shutdown, &mut tasks).await;
@@ -246,7 +249,7 @@ fn web_services(ctx: &WorkerContext) -> (Option<Arc<hermes_web::Web>>, Arc<dyn h
 fn listen_for_cancellations(rt: &Arc<Runtime>, shutdown: &CancellationToken) {
     let mut cancels = rt.ctx.cache.cancel_bus().subscribe(shutdown.clone());
     let listener = rt.clone();
-    tokio::spawn(async move {
+    hermes_telemetry::tasks::spawn("worker_turn", async move {
         while let Some(turn) = cancels.recv().await {
             let token = listener.running.lock().ok().and_then(|m| m.get(&turn).cloned());
             if let Some(token) = token {

@@ -51,7 +51,7 @@ pub(crate) async fn handle_delivery(rt: Arc<Runtime>, delivery: WorkDelivery) {
         if let Some(d) = delivery.take() {
             // The work itself is in Postgres; the message has done its job. Ack off the
             // critical path.
-            tokio::spawn(async move { d.ack().await });
+            hermes_telemetry::tasks::spawn("worker_ack", async move { d.ack().await });
         }
         let keep_going = run_next_turn(&rt, &work, &owner, &guard, claiming, &span).await;
         if let Err(e) = Box::pin(locks.release(&guard)).await {

@@ -59,7 +59,7 @@ impl Drop for Share {
 /// Sends a delivery whose tenant is at its share back to the queue after `pause`.
 pub(crate) fn defer(broker: Broker, delivery: WorkDelivery, pause: Duration) {
     metrics::counter!("hermes_worker_deferred_total").increment(1);
-    tokio::spawn(async move {
+    hermes_telemetry::tasks::spawn("worker_shares", async move {
         delivery.ack().await;
         tokio::time::sleep(pause).await;
         if let Err(e) = broker.publish_work(&delivery.work).await {

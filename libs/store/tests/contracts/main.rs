@@ -10,6 +10,7 @@
     clippy::panic,
     reason = "test code: a failed unwrap is a failed test"
 )]
+#![allow(clippy::disallowed_methods, reason = "test code starts its tasks freely; the rule is for the service's own")]
 
 mod admin_plane;
 mod admin_proof;

@@ -101,7 +101,7 @@ pub(crate) async fn events(
         state.store.turn_session(t.id, turn).await.map_err(|e| store_error_for(e, ErrorCode::RunNotFound, "turn"))?;
     let (tx, rx) = mpsc::channel::<Event>(64);
     let follow = Follow { state: state.clone(), tenant: t.id, turn, session };
-    tokio::spawn(async move { follow.run(tx).await });
+    hermes_telemetry::tasks::spawn("admin_live_follow", async move { follow.run(tx).await });
     let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (Ok(e), rx)) });
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }

@@ -155,7 +155,9 @@ mod tests {
         let stored = hash("the right passphrase".into()).await.unwrap();
         let tries = (0..40).map(|_| {
             let (gate, stored) = (gate.clone(), stored.clone());
-            tokio::spawn(async move { gate.verify("a wrong passphrase".into(), Some(stored)).await })
+            hermes_telemetry::tasks::spawn("test_password_verify", async move {
+                gate.verify("a wrong passphrase".into(), Some(stored)).await
+            })
         });
         let answers = futures_util::future::join_all(tries).await;
         let busy = answers.iter().filter(|a| matches!(a, Ok(Err(PasswordError::Busy)))).count();

@@ -57,7 +57,9 @@ pub async fn run(gw: Arc<Gateway>, shutdown: CancellationToken) {
     crate::leased::run(gw, shutdown, Platform::Wecom, ChannelMode::Websocket, |gw, channel, stop| async move {
         let outbox = {
             let (gw, stop) = (gw.clone(), stop.clone());
-            tokio::spawn(async move { crate::outbox::deliver_claimed(&gw, &stop, Some(channel.id)).await })
+            hermes_telemetry::tasks::spawn("gateway_wecom_delivery", async move {
+                crate::outbox::deliver_claimed(&gw, &stop, Some(channel.id)).await
+            })
         };
         keep_connected(&gw, &channel, &stop, || connection(&gw, &channel, &stop)).await;
         stop.cancel();
