@@ -1,8 +1,8 @@
 //! Agents: a tenant's configured Hermes profiles (model, provider, SOUL, toolsets).
 
 use chrono::{DateTime, Utc};
-use sqlx::postgres::PgRow;
-use sqlx::{PgConnection, Row};
+use serde_json::Value;
+use sqlx::PgConnection;
 
 use hermes_core::{AgentId, TenantId};
 
@@ -78,43 +78,66 @@ fn secret_context(tenant: TenantId, agent: AgentId) -> String {
     format!("agent-provider-key:{tenant}:{agent}")
 }
 
-impl Agent {
-    fn from_row(tenant: TenantId, row: &PgRow) -> Result<Self> {
-        let secret: Option<Vec<u8>> = row.try_get("provider_secret")?;
-        Ok(Self {
-            id: AgentId::from_uuid(row.try_get("id")?),
+/// An agent's row ([`agent_columns!`]); its tenant is the one it was looked up in.
+#[derive(sqlx::FromRow)]
+struct AgentRow {
+    #[sqlx(try_from = "uuid::Uuid")]
+    id: AgentId,
+    name: String,
+    model: String,
+    provider_base_url: String,
+    provider_secret: Option<Vec<u8>>,
+    soul: Option<String>,
+    system_message: Option<String>,
+    toolsets: Vec<String>,
+    provider_key_hosts: Vec<String>,
+    fallbacks: Value,
+    api_mode: Option<String>,
+    auxiliary: Option<Value>,
+    context_window: Option<i32>,
+    approval_mode: String,
+    egress: bool,
+    disabled_skills: Vec<String>,
+    image_input_mode: String,
+    vision_model: Option<Value>,
+    created_at: DateTime<Utc>,
+}
+
+/// A stored JSON model setting read back (`Corrupt` when it no longer parses).
+fn model_setting(value: Option<Value>) -> Result<Option<FallbackModel>> {
+    value.map(serde_json::from_value).transpose().map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+impl AgentRow {
+    /// The agent of `tenant` this row holds.
+    fn into_agent(self, tenant: TenantId) -> Result<Agent> {
+        Ok(Agent {
+            id: self.id,
             tenant_id: tenant,
-            name: row.try_get("name")?,
-            model: row.try_get("model")?,
-            provider_base_url: row.try_get("provider_base_url")?,
-            has_provider_key: secret.is_some(),
-            provider_secret: secret,
-            soul: row.try_get("soul")?,
-            system_message: row.try_get("system_message")?,
-            provider_key_hosts: row.try_get("provider_key_hosts")?,
-            fallbacks: serde_json::from_value(row.try_get("fallbacks")?)
-                .map_err(|e| StoreError::Corrupt(e.to_string()))?,
-            toolsets: row.try_get("toolsets")?,
-            api_mode: row.try_get("api_mode")?,
-            auxiliary: row
-                .try_get::<Option<serde_json::Value>, _>("auxiliary")?
-                .map(serde_json::from_value)
-                .transpose()
-                .map_err(|e| StoreError::Corrupt(e.to_string()))?,
-            context_window: row.try_get("context_window")?,
-            approval_mode: crate::rows::vocab(&row.try_get::<String, _>("approval_mode")?)?,
-            egress: row.try_get("egress")?,
-            disabled_skills: row.try_get("disabled_skills")?,
-            image_input_mode: crate::rows::vocab(&row.try_get::<String, _>("image_input_mode")?)?,
-            vision_model: row
-                .try_get::<Option<serde_json::Value>, _>("vision_model")?
-                .map(serde_json::from_value)
-                .transpose()
-                .map_err(|e| StoreError::Corrupt(e.to_string()))?,
-            created_at: row.try_get("created_at")?,
+            name: self.name,
+            model: self.model,
+            provider_base_url: self.provider_base_url,
+            has_provider_key: self.provider_secret.is_some(),
+            provider_secret: self.provider_secret,
+            soul: self.soul,
+            system_message: self.system_message,
+            provider_key_hosts: self.provider_key_hosts,
+            fallbacks: serde_json::from_value(self.fallbacks).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            toolsets: self.toolsets,
+            api_mode: self.api_mode,
+            auxiliary: model_setting(self.auxiliary)?,
+            context_window: self.context_window,
+            approval_mode: crate::rows::vocab(&self.approval_mode)?,
+            egress: self.egress,
+            disabled_skills: self.disabled_skills,
+            image_input_mode: crate::rows::vocab(&self.image_input_mode)?,
+            vision_model: model_setting(self.vision_model)?,
+            created_at: self.created_at,
         })
     }
+}
 
+impl Agent {
     /// The provider API key in clear, if the agent has one.
     pub fn provider_key(&self, secrets: Option<&SecretBox>) -> Result<Option<String>> {
         let Some(sealed) = &self.provider_secret else {
@@ -143,13 +166,13 @@ impl Store {
     /// The tenant's agent called `name` (what clients send as `model`).
     pub async fn agent_by_name(&self, tenant: TenantId, name: &str) -> Result<Agent> {
         let sql = concat!("SELECT ", agent_columns!(), " FROM agents WHERE tenant_id = $1 AND name = $2");
-        let row = sqlx::query(sql)
+        sqlx::query_as::<_, AgentRow>(sql)
             .bind(tenant.as_uuid())
             .bind(name)
             .fetch_optional(&mut *self.as_tenant(tenant).await?)
             .await?
-            .ok_or(StoreError::NotFound)?;
-        Agent::from_row(tenant, &row)
+            .ok_or(StoreError::NotFound)?
+            .into_agent(tenant)
     }
 
     /// The tenant's agent `id`.
@@ -160,8 +183,11 @@ impl Store {
     /// All of the tenant's agents, by name.
     pub async fn list_agents(&self, tenant: TenantId) -> Result<Vec<Agent>> {
         let sql = concat!("SELECT ", agent_columns!(), " FROM agents WHERE tenant_id = $1 ORDER BY name");
-        let rows = sqlx::query(sql).bind(tenant.as_uuid()).fetch_all(&mut *self.as_tenant(tenant).await?).await?;
-        rows.iter().map(|r| Agent::from_row(tenant, r)).collect()
+        let rows = sqlx::query_as::<_, AgentRow>(sql)
+            .bind(tenant.as_uuid())
+            .fetch_all(&mut *self.as_tenant(tenant).await?)
+            .await?;
+        rows.into_iter().map(|r| r.into_agent(tenant)).collect()
     }
 }
 
@@ -200,13 +226,13 @@ impl Store {
 /// [`Store::agent`] on a connection already set to `tenant`.
 pub(crate) async fn agent_on(conn: &mut PgConnection, tenant: TenantId, id: AgentId) -> Result<Agent> {
     let sql = concat!("SELECT ", agent_columns!(), " FROM agents WHERE tenant_id = $1 AND id = $2");
-    let row = sqlx::query(sql)
+    sqlx::query_as::<_, AgentRow>(sql)
         .bind(tenant.as_uuid())
         .bind(id.as_uuid())
         .fetch_optional(conn)
         .await?
-        .ok_or(StoreError::NotFound)?;
-    Agent::from_row(tenant, &row)
+        .ok_or(StoreError::NotFound)?
+        .into_agent(tenant)
 }
 
 impl AuditedTx {
@@ -258,7 +284,7 @@ async fn create_agent_on(
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING ",
         agent_columns!()
     );
-    let row = sqlx::query(sql)
+    let row = sqlx::query_as::<_, AgentRow>(sql)
         .bind(id.as_uuid())
         .bind(tenant.as_uuid())
         .bind(&new.name)
@@ -291,7 +317,7 @@ async fn create_agent_on(
             )),
             _ => StoreError::conflict_on_unique(e, &format!("agent {:?}", new.name)),
         })?;
-    Agent::from_row(tenant, &row)
+    row.into_agent(tenant)
 }
 
 /// [`Store::update_agent`] on a connection already set to `tenant`.
@@ -315,7 +341,7 @@ async fn update_agent_on(
          WHERE tenant_id = $1 AND id = $2 RETURNING ",
         agent_columns!()
     );
-    let row = sqlx::query(sql)
+    sqlx::query_as::<_, AgentRow>(sql)
         .bind(tenant.as_uuid())
         .bind(id.as_uuid())
         .bind(&changes.model)
@@ -325,8 +351,8 @@ async fn update_agent_on(
         .bind(fallbacks)
         .fetch_optional(conn)
         .await?
-        .ok_or(StoreError::NotFound)?;
-    Agent::from_row(tenant, &row)
+        .ok_or(StoreError::NotFound)?
+        .into_agent(tenant)
 }
 
 /// [`Store::set_vision`] on a connection already set to `tenant`.

@@ -4,8 +4,7 @@
 //! is refused once a newer worker has claimed it, so a paused zombie cannot write late.
 
 use serde_json::Value;
-use sqlx::postgres::PgRow;
-use sqlx::{PgConnection, Row};
+use sqlx::{FromRow, PgConnection};
 use uuid::Uuid;
 
 use hermes_core::{ChatMessage, Content, Role, SessionId, TenantId, ToolCall, TurnId};
@@ -123,32 +122,60 @@ pub(crate) fn columns(msg: &ChatMessage) -> Result<MessageColumns> {
     })
 }
 
-fn from_row(row: &PgRow) -> Result<StoredMessage> {
-    let role: String = row.try_get("role")?;
-    let role = Role::parse(&role).ok_or_else(|| StoreError::Corrupt(format!("unknown role {role:?}")))?;
-    let content: Option<Value> = row.try_get("content")?;
-    let content =
-        content.map(serde_json::from_value::<Content>).transpose().map_err(|e| StoreError::Corrupt(e.to_string()))?;
-    let tool_calls: Option<Value> = row.try_get("tool_calls")?;
-    let tool_calls = tool_calls
-        .map(serde_json::from_value::<Vec<ToolCall>>)
-        .transpose()
-        .map_err(|e| StoreError::Corrupt(e.to_string()))?
-        .unwrap_or_default();
-    let turn_id: Option<Uuid> = row.try_get("turn_id")?;
-    Ok(StoredMessage {
-        seq: row.try_get("seq")?,
-        turn_id: turn_id.map(TurnId::from_uuid),
-        turn_step: row.try_get("turn_step")?,
-        message: ChatMessage {
-            role,
-            content,
-            tool_calls,
-            tool_call_id: row.try_get("tool_call_id")?,
-            name: row.try_get("name")?,
-            reasoning: row.try_get("reasoning")?,
-        },
-    })
+/// A message's row: `seq, turn_id, turn_step, role, content, tool_calls, tool_call_id, name,
+/// reasoning`.
+#[derive(sqlx::FromRow)]
+struct MessageRow {
+    seq: i32,
+    turn_id: Option<Uuid>,
+    turn_step: Option<i32>,
+    role: String,
+    content: Option<Value>,
+    tool_calls: Option<Value>,
+    tool_call_id: Option<String>,
+    name: Option<String>,
+    reasoning: Option<String>,
+}
+
+impl TryFrom<MessageRow> for StoredMessage {
+    type Error = StoreError;
+
+    fn try_from(row: MessageRow) -> Result<Self> {
+        let role = Role::parse(&row.role).ok_or_else(|| StoreError::Corrupt(format!("unknown role {:?}", row.role)))?;
+        let content = row
+            .content
+            .map(serde_json::from_value::<Content>)
+            .transpose()
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let tool_calls = row
+            .tool_calls
+            .map(serde_json::from_value::<Vec<ToolCall>>)
+            .transpose()
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?
+            .unwrap_or_default();
+        Ok(StoredMessage {
+            seq: row.seq,
+            turn_id: row.turn_id.map(TurnId::from_uuid),
+            turn_step: row.turn_step,
+            message: ChatMessage {
+                role,
+                content,
+                tool_calls,
+                tool_call_id: row.tool_call_id,
+                name: row.name,
+                reasoning: row.reasoning,
+            },
+        })
+    }
+}
+
+/// What [`append_in`]'s statement reports: whether the fence still owned the session, where
+/// the message went (null: stored before), and the session's prompt.
+#[derive(sqlx::FromRow)]
+struct AppendRow {
+    owned: i64,
+    seq: Option<i32>,
+    system_prompt: Option<String>,
 }
 
 /// Appends one message as the owner of `fence` on `conn`; optionally freezes the session's
@@ -188,12 +215,11 @@ pub(crate) async fn append_in(
     .bind(turn.as_uuid())
     .bind(step);
     let row = c.bind_to(query).bind(freeze_prompt).bind(search).fetch_one(conn).await?;
-    let owned: i64 = row.try_get("owned")?;
-    if owned == 0 {
+    let row = AppendRow::from_row(&row)?;
+    if row.owned == 0 {
         return Err(StoreError::Fenced);
     }
-    let seq: Option<i32> = row.try_get("seq")?;
-    Ok((seq.map_or(Appended::AlreadyStored, Appended::At), row.try_get("system_prompt")?))
+    Ok((row.seq.map_or(Appended::AlreadyStored, Appended::At), row.system_prompt))
 }
 
 impl Store {
@@ -248,7 +274,7 @@ impl Store {
 
     /// The text of a session's last user message (what `/retry` asks again).
     pub async fn last_user_text(&self, tenant: TenantId, session: SessionId) -> Result<Option<String>> {
-        let row = sqlx::query(
+        let row = sqlx::query_as::<_, MessageRow>(
             "SELECT seq, turn_id, turn_step, role, content, tool_calls, tool_call_id, name, reasoning
              FROM messages WHERE tenant_id = $1 AND session_id = $2 AND role = 'user' ORDER BY seq DESC LIMIT 1",
         )
@@ -256,12 +282,12 @@ impl Store {
         .bind(session.as_uuid())
         .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?;
-        row.map(|r| from_row(&r).map(|m| m.message.text())).transpose()
+        row.map(|r| StoredMessage::try_from(r).map(|m| m.message.text())).transpose()
     }
 
     /// The messages a turn stored, in order (in whichever session the turn ended up).
     pub async fn turn_messages(&self, tenant: TenantId, turn: TurnId) -> Result<Vec<ChatMessage>> {
-        let rows = sqlx::query(
+        let rows = sqlx::query_as::<_, MessageRow>(
             "SELECT m.seq, m.turn_id, m.turn_step, m.role, m.content, m.tool_calls, m.tool_call_id, m.name, m.reasoning
              FROM turns t JOIN messages m ON m.tenant_id = t.tenant_id AND m.session_id = t.session_id
              WHERE t.tenant_id = $1 AND t.id = $2 AND m.turn_id = $2 ORDER BY m.seq",
@@ -270,7 +296,7 @@ impl Store {
         .bind(turn.as_uuid())
         .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
-        rows.iter().map(|r| from_row(r).map(|m| m.message)).collect()
+        rows.into_iter().map(|r| StoredMessage::try_from(r).map(|m| m.message)).collect()
     }
 }
 
@@ -282,7 +308,7 @@ pub(crate) async fn messages_after_on(
     after_seq: i32,
     limit: Option<i64>,
 ) -> Result<Vec<StoredMessage>> {
-    let rows = sqlx::query(
+    let rows = sqlx::query_as::<_, MessageRow>(
         "SELECT seq, turn_id, turn_step, role, content, tool_calls, tool_call_id, name, reasoning
          FROM messages WHERE tenant_id = $1 AND session_id = $2 AND seq > $3 ORDER BY seq LIMIT $4",
     )
@@ -292,5 +318,5 @@ pub(crate) async fn messages_after_on(
     .bind(limit)
     .fetch_all(conn)
     .await?;
-    rows.iter().map(from_row).collect()
+    rows.into_iter().map(StoredMessage::try_from).collect()
 }

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::Row;
+use uuid::Uuid;
 
 use hermes_core::{AgentId, SessionId, TenantId, TurnId, TurnOutcome};
 
@@ -52,14 +52,113 @@ pub struct ResponseChain {
 }
 
 /// The `session_id`, `agent_id`, `status` and `outcome` columns of a turn row.
-fn turn_columns(row: &sqlx::postgres::PgRow) -> Result<(SessionId, AgentId, TurnStatus, Option<TurnOutcome>)> {
-    let outcome: Option<Value> = row.try_get("outcome")?;
-    Ok((
-        SessionId::from_uuid(row.try_get("session_id")?),
-        AgentId::from_uuid(row.try_get("agent_id")?),
-        TurnStatus::parse(&row.try_get::<String, _>("status")?)?,
-        outcome.map(serde_json::from_value).transpose().map_err(|e| StoreError::Corrupt(e.to_string()))?,
-    ))
+#[derive(sqlx::FromRow)]
+struct TurnColumns {
+    #[sqlx(try_from = "uuid::Uuid")]
+    session_id: SessionId,
+    #[sqlx(try_from = "uuid::Uuid")]
+    agent_id: AgentId,
+    status: String,
+    outcome: Option<Value>,
+}
+
+impl TurnColumns {
+    /// The status and outcome decoded (`Corrupt` when the stored text or JSON is not one).
+    fn read(self) -> Result<(SessionId, AgentId, TurnStatus, Option<TurnOutcome>)> {
+        Ok((
+            self.session_id,
+            self.agent_id,
+            TurnStatus::parse(&self.status)?,
+            self.outcome.map(serde_json::from_value).transpose().map_err(|e| StoreError::Corrupt(e.to_string()))?,
+        ))
+    }
+}
+
+/// A stored response's row: its turn's columns and what the request asked for.
+#[derive(sqlx::FromRow)]
+struct ResponseRow {
+    #[sqlx(flatten)]
+    turn: TurnColumns,
+    instructions: Option<String>,
+    model: String,
+    previous_turn_id: Option<Uuid>,
+    conversation: Option<String>,
+    truncation: String,
+    created_at: DateTime<Utc>,
+}
+
+impl ResponseRow {
+    /// The response of `turn` (the row does not repeat the id it was looked up by).
+    fn into_response(self, turn: TurnId) -> Result<StoredResponse> {
+        let (session_id, agent_id, status, outcome) = self.turn.read()?;
+        Ok(StoredResponse {
+            turn_id: turn,
+            session_id,
+            agent_id,
+            status,
+            outcome,
+            instructions: self.instructions,
+            model: self.model,
+            previous: self.previous_turn_id.map(TurnId::from_uuid),
+            conversation: self.conversation,
+            truncation: self.truncation,
+            created_at: self.created_at,
+        })
+    }
+}
+
+/// Where the chain of a previous response stands: its own session, the latest continuation,
+/// and whether later turns followed it.
+#[derive(sqlx::FromRow)]
+struct ChainRow {
+    session_id: Uuid,
+    #[sqlx(try_from = "uuid::Uuid")]
+    agent_id: AgentId,
+    instructions: Option<String>,
+    latest: Option<Uuid>,
+    branched: bool,
+    last_seq: Option<i32>,
+}
+
+impl From<ChainRow> for ResponseChain {
+    fn from(row: ChainRow) -> Self {
+        // Branching forks the response's own session; otherwise it goes on where it is now.
+        let (session, fork_up_to) = match (row.branched, row.last_seq) {
+            (true, Some(seq)) => (row.session_id, Some(seq)),
+            _ => (row.latest.unwrap_or(row.session_id), None),
+        };
+        ResponseChain {
+            agent_id: row.agent_id,
+            session_id: SessionId::from_uuid(session),
+            instructions: row.instructions,
+            fork_up_to,
+        }
+    }
+}
+
+/// A turn's overview row.
+#[derive(sqlx::FromRow)]
+struct OverviewRow {
+    #[sqlx(flatten)]
+    turn: TurnColumns,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl TryFrom<OverviewRow> for TurnOverview {
+    type Error = StoreError;
+
+    fn try_from(row: OverviewRow) -> Result<Self> {
+        let (session_id, agent_id, status, outcome) = row.turn.read()?;
+        Ok(TurnOverview {
+            session_id,
+            agent_id,
+            status,
+            outcome,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        })
+    }
 }
 
 /// Records a response in the transaction that enqueues its turn.
@@ -98,7 +197,7 @@ pub(crate) async fn record_in(
 impl Store {
     /// A stored response of this tenant (`NotFound` for unknown, unstored or deleted ones).
     pub async fn stored_response(&self, tenant: TenantId, turn: TurnId) -> Result<StoredResponse> {
-        let row = sqlx::query(
+        sqlx::query_as::<_, ResponseRow>(
             "SELECT t.session_id, s.agent_id, t.status::text AS status, t.outcome, t.instructions,
                     r.model, r.previous_turn_id, r.conversation, r.truncation, r.created_at
              FROM responses r
@@ -110,21 +209,8 @@ impl Store {
         .bind(turn.as_uuid())
         .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?
-        .ok_or(StoreError::NotFound)?;
-        let (session_id, agent_id, status, outcome) = turn_columns(&row)?;
-        Ok(StoredResponse {
-            turn_id: turn,
-            session_id,
-            agent_id,
-            status,
-            outcome,
-            instructions: row.try_get("instructions")?,
-            model: row.try_get("model")?,
-            previous: row.try_get::<Option<uuid::Uuid>, _>("previous_turn_id")?.map(TurnId::from_uuid),
-            conversation: row.try_get("conversation")?,
-            truncation: row.try_get("truncation")?,
-            created_at: row.try_get("created_at")?,
-        })
+        .ok_or(StoreError::NotFound)?
+        .into_response(turn)
     }
 
     /// Forgets a stored response (its conversation turns stay in the session); `false` when
@@ -140,7 +226,7 @@ impl Store {
 
     /// The latest stored response of a named conversation.
     pub async fn conversation_head(&self, tenant: TenantId, name: &str) -> Result<Option<TurnId>> {
-        let row: Option<(uuid::Uuid,)> =
+        let row: Option<(Uuid,)> =
             sqlx::query_as("SELECT turn_id FROM response_conversations WHERE tenant_id = $1 AND name = $2")
                 .bind(tenant.as_uuid())
                 .bind(crate::messages::without_nul(name))
@@ -155,7 +241,7 @@ impl Store {
         // Compaction may have moved the conversation on to continuation sessions: the
         // response continues in the latest, and it branches if any later turn exists in the
         // whole chain.
-        let row = sqlx::query(
+        let row = sqlx::query_as::<_, ChainRow>(
             "WITH RECURSIVE prev AS (
                 SELECT t.id, t.session_id, t.created_at, t.instructions, s.agent_id
                 FROM responses r
@@ -183,20 +269,7 @@ impl Store {
         .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?
         .ok_or(StoreError::NotFound)?;
-        let branched: bool = row.try_get("branched")?;
-        let last_seq: Option<i32> = row.try_get("last_seq")?;
-        let (own, latest): (uuid::Uuid, Option<uuid::Uuid>) = (row.try_get("session_id")?, row.try_get("latest")?);
-        // Branching forks the response's own session; otherwise it goes on where it is now.
-        let (session, fork_up_to) = match (branched, last_seq) {
-            (true, Some(seq)) => (own, Some(seq)),
-            _ => (latest.unwrap_or(own), None),
-        };
-        Ok(ResponseChain {
-            agent_id: AgentId::from_uuid(row.try_get("agent_id")?),
-            session_id: SessionId::from_uuid(session),
-            instructions: row.try_get("instructions")?,
-            fork_up_to,
-        })
+        Ok(row.into())
     }
 }
 
@@ -214,7 +287,7 @@ pub struct TurnOverview {
 impl Store {
     /// A turn of this tenant, with its agent.
     pub async fn turn_overview(&self, tenant: TenantId, turn: TurnId) -> Result<TurnOverview> {
-        let row = sqlx::query(
+        sqlx::query_as::<_, OverviewRow>(
             "SELECT t.session_id, s.agent_id, t.status::text AS status, t.outcome, t.created_at,
                     GREATEST(t.created_at, t.started_at, t.finished_at) AS updated_at
              FROM turns t JOIN sessions s ON s.tenant_id = t.tenant_id AND s.id = t.session_id
@@ -224,15 +297,7 @@ impl Store {
         .bind(turn.as_uuid())
         .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?
-        .ok_or(StoreError::NotFound)?;
-        let (session_id, agent_id, status, outcome) = turn_columns(&row)?;
-        Ok(TurnOverview {
-            session_id,
-            agent_id,
-            status,
-            outcome,
-            created_at: row.try_get("created_at")?,
-            updated_at: row.try_get("updated_at")?,
-        })
+        .ok_or(StoreError::NotFound)?
+        .try_into()
     }
 }

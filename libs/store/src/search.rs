@@ -7,8 +7,6 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
-use sqlx::Row;
-use sqlx::postgres::PgRow;
 use uuid::Uuid;
 
 use hermes_core::{AgentId, Content, SessionId, TenantId};
@@ -87,28 +85,72 @@ fn shorten(text: &str, max: usize) -> String {
     format!("{}…", text.chars().take(max).collect::<String>())
 }
 
-fn found(row: &PgRow, anchor: Option<i32>) -> Result<FoundMessage> {
-    let seq: i32 = row.try_get("seq")?;
-    Ok(FoundMessage {
-        message_id: seq,
-        role: row.try_get("role")?,
-        text: shorten(&text_of(row.try_get("content")?), MESSAGE_CHARS),
-        at: row.try_get("created_at")?,
-        anchor: anchor == Some(seq),
-    })
+/// A message as listed: `seq, role, content, created_at`.
+#[derive(sqlx::FromRow)]
+struct MessageRow {
+    seq: i32,
+    role: String,
+    content: Option<Value>,
+    created_at: DateTime<Utc>,
 }
 
-fn summary(row: &PgRow) -> Result<SessionSummary> {
-    let title: Option<String> = row.try_get("title")?;
-    let first: Option<Value> = row.try_get("first_user")?;
-    let title = title.filter(|t| !t.trim().is_empty()).unwrap_or_else(|| shorten(&text_of(first), TITLE_CHARS));
-    Ok(SessionSummary {
-        session_id: SessionId::from_uuid(row.try_get("id")?),
-        title,
-        source: crate::rows::vocab(&row.try_get::<String, _>("source")?)?,
-        started_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
-    })
+impl MessageRow {
+    /// The message shortened, marked when it is `anchor`.
+    fn found(self, anchor: Option<i32>) -> FoundMessage {
+        FoundMessage {
+            message_id: self.seq,
+            role: self.role,
+            text: shorten(&text_of(self.content), MESSAGE_CHARS),
+            at: self.created_at,
+            anchor: anchor == Some(self.seq),
+        }
+    }
+}
+
+/// A message of [`Store::in_context`], with the part of the listing it belongs to.
+#[derive(sqlx::FromRow)]
+struct PartRow {
+    part: String,
+    #[sqlx(flatten)]
+    message: MessageRow,
+}
+
+/// A matching message of [`Store::search_sessions`], with the root of its conversation.
+#[derive(sqlx::FromRow)]
+struct HitRow {
+    root: Uuid,
+    session_id: Uuid,
+    seq: i32,
+    content: Option<Value>,
+    updated_at: DateTime<Utc>,
+}
+
+/// A session summary's row ([`summary_columns!`]).
+#[derive(sqlx::FromRow)]
+struct SummaryRow {
+    #[sqlx(try_from = "uuid::Uuid")]
+    id: SessionId,
+    title: Option<String>,
+    source: String,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+    first_user: Option<Value>,
+}
+
+impl TryFrom<SummaryRow> for SessionSummary {
+    type Error = StoreError;
+
+    fn try_from(row: SummaryRow) -> Result<Self> {
+        let first = row.first_user;
+        let title = row.title.filter(|t| !t.trim().is_empty()).unwrap_or_else(|| shorten(&text_of(first), TITLE_CHARS));
+        Ok(SessionSummary {
+            session_id: row.id,
+            title,
+            source: crate::rows::vocab(&row.source)?,
+            started_at: row.created_at,
+            updated_at: row.updated_at,
+        })
+    }
 }
 
 /// Columns of a session summary from `sessions s` (a macro, so statements stay static strings).
@@ -123,7 +165,7 @@ macro_rules! summary_columns {
 impl Store {
     /// `session` and the sessions it continues (compaction parents), newest first.
     pub async fn compaction_ancestors(&self, tenant: TenantId, session: SessionId) -> Result<Vec<SessionId>> {
-        let rows = sqlx::query(
+        let ids: Vec<Uuid> = sqlx::query_scalar(
             "WITH RECURSIVE up AS (
                 SELECT id, parent_session_id, lineage, 0 AS depth FROM sessions WHERE tenant_id = $1 AND id = $2
                 UNION ALL
@@ -137,7 +179,7 @@ impl Store {
         .bind(session.as_uuid())
         .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
-        rows.iter().map(|r| Ok(SessionId::from_uuid(r.try_get("id")?))).collect()
+        Ok(ids.into_iter().map(SessionId::from_uuid).collect())
     }
 
     async fn excluded(&self, scope: &SearchScope) -> Result<Vec<Uuid>> {
@@ -165,7 +207,7 @@ impl Store {
         // `hermes_message_matches`: under a row policy Postgres would not use the index for
         // `@@`, see migration 0040), then the agent and user filters on the sessions: estimates for tsquery selectivity are
         // poor, and a per-session index probe (what the planner otherwise picks) is 80x slower.
-        let rows = sqlx::query(
+        let hits = sqlx::query_as::<_, HitRow>(
             "WITH RECURSIVE matched AS MATERIALIZED (
                 SELECT * FROM hermes_message_matches($4::tsquery, $5)
              ), hits AS (
@@ -204,11 +246,9 @@ impl Store {
         .map_err(bad_query)?;
         // The best hit of each conversation, in rank order.
         let mut best: Vec<(Uuid, Uuid, i32, String, DateTime<Utc>)> = Vec::new();
-        for row in &rows {
-            let root: Uuid = row.try_get("root")?;
-            if best.iter().all(|(r, ..)| *r != root) {
-                let text = text_of(row.try_get("content")?);
-                best.push((root, row.try_get("session_id")?, row.try_get("seq")?, text, row.try_get("updated_at")?));
+        for hit in hits {
+            if best.iter().all(|(r, ..)| *r != hit.root) {
+                best.push((hit.root, hit.session_id, hit.seq, text_of(hit.content), hit.updated_at));
             }
         }
         match order {
@@ -234,7 +274,7 @@ impl Store {
         snippet: String,
     ) -> Result<FoundSession> {
         let mut conn = self.as_tenant(scope.tenant).await?;
-        let row = sqlx::query(concat!(
+        let summary: SessionSummary = sqlx::query_as::<_, SummaryRow>(concat!(
             "SELECT ",
             summary_columns!(),
             " FROM sessions s WHERE s.tenant_id = $1 AND s.id = $2"
@@ -242,9 +282,9 @@ impl Store {
         .bind(scope.tenant.as_uuid())
         .bind(session)
         .fetch_one(&mut *conn)
-        .await?;
-        let summary = summary(&row)?;
-        let rows = sqlx::query(
+        .await?
+        .try_into()?;
+        let rows = sqlx::query_as::<_, PartRow>(
             "(SELECT 'start' AS part, seq, role, content, created_at FROM messages
               WHERE tenant_id = $1 AND session_id = $2 AND role IN ('user', 'assistant') ORDER BY seq LIMIT $5)
              UNION ALL
@@ -263,12 +303,11 @@ impl Store {
         .fetch_all(&mut *conn)
         .await?;
         let (mut start, mut window, mut end) = (Vec::new(), Vec::new(), Vec::new());
-        for row in &rows {
-            let part: String = row.try_get("part")?;
-            match part.as_str() {
-                "start" => start.push(found(row, None)?),
-                "end" => end.push(found(row, None)?),
-                _ => window.push(found(row, Some(seq))?),
+        for row in rows {
+            match row.part.as_str() {
+                "start" => start.push(row.message.found(None)),
+                "end" => end.push(row.message.found(None)),
+                _ => window.push(row.message.found(Some(seq))),
             }
         }
         end.reverse();
@@ -296,7 +335,7 @@ impl Store {
         roles: &[String],
     ) -> Result<(SessionSummary, Vec<FoundMessage>)> {
         let mut conn = self.as_tenant(scope.tenant).await?;
-        let row = sqlx::query(concat!(
+        let row = sqlx::query_as::<_, SummaryRow>(concat!(
             "SELECT ",
             summary_columns!(),
             " FROM sessions s WHERE s.tenant_id = $1 AND s.id = $2 AND s.agent_id = $3 AND s.user_key = $4"
@@ -308,7 +347,7 @@ impl Store {
         .fetch_optional(&mut *conn)
         .await?
         .ok_or(StoreError::NotFound)?;
-        let rows = sqlx::query(
+        let rows = sqlx::query_as::<_, MessageRow>(
             "SELECT seq, role, content, created_at FROM messages
              WHERE tenant_id = $1 AND session_id = $2 AND seq BETWEEN $3 - $4 AND $3 + $4 AND role = ANY($5)
              ORDER BY seq",
@@ -320,8 +359,8 @@ impl Store {
         .bind(roles)
         .fetch_all(&mut *conn)
         .await?;
-        let messages = rows.iter().map(|r| found(r, Some(around))).collect::<Result<_>>()?;
-        Ok((summary(&row)?, messages))
+        let messages = rows.into_iter().map(|r| r.found(Some(around))).collect();
+        Ok((row.try_into()?, messages))
     }
 
     /// The scope's conversations, most recently active first (a compacted one once, as its
@@ -333,7 +372,7 @@ impl Store {
         offset: usize,
     ) -> Result<Vec<SessionSummary>> {
         let excluded = self.excluded(scope).await?;
-        let rows = sqlx::query(concat!(
+        let rows = sqlx::query_as::<_, SummaryRow>(concat!(
             "SELECT ",
             summary_columns!(),
             " FROM sessions s
@@ -352,7 +391,7 @@ impl Store {
         .bind(i64::try_from(offset).unwrap_or(i64::MAX))
         .fetch_all(&mut *self.as_tenant(scope.tenant).await?)
         .await?;
-        rows.iter().map(summary).collect()
+        rows.into_iter().map(SessionSummary::try_from).collect()
     }
 }
 

@@ -5,7 +5,9 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::{PgConnection, Row};
+use sqlx::PgConnection;
+use sqlx::postgres::PgArguments;
+use sqlx::query::QueryAs;
 
 use hermes_core::TenantId;
 
@@ -201,41 +203,55 @@ const LIST: &str = "SELECT id, tenant_id, at, actor_kind, actor_id, actor_label,
      ORDER BY id DESC
      LIMIT $8";
 
-fn entry(row: &sqlx::postgres::PgRow) -> Result<AuditEntry> {
-    let tenant = match row.try_get::<Option<uuid::Uuid>, _>("tenant_id")? {
-        Some(_) => Some(crate::rows::tenant_of(row)?),
-        None => None,
-    };
-    Ok(AuditEntry {
-        id: row.try_get("id")?,
-        tenant_id: tenant,
-        at: row.try_get("at")?,
-        actor: Actor {
-            kind: ActorKind::parse(row.try_get("actor_kind")?),
-            id: row.try_get("actor_id")?,
-            label: row.try_get("actor_label")?,
-        },
-        action: row.try_get("action")?,
-        object_kind: row.try_get("object_kind")?,
-        object_id: row.try_get("object_id")?,
-        before: row.try_get("before")?,
-        after: row.try_get("after")?,
-        request_id: row.try_get("request_id")?,
-        source_address: row.try_get("source_address")?,
-    })
+/// An entry's row ([`LIST`]).
+#[derive(sqlx::FromRow)]
+struct EntryRow {
+    id: i64,
+    /// Read through `crate::rows`, like every row's tenant (null: the installation's own).
+    #[sqlx(try_from = "crate::rows::MaybeId")]
+    tenant_id: Option<TenantId>,
+    at: DateTime<Utc>,
+    actor_kind: String,
+    actor_id: String,
+    actor_label: String,
+    action: String,
+    object_kind: String,
+    object_id: String,
+    before: Option<Value>,
+    after: Option<Value>,
+    request_id: Option<String>,
+    source_address: Option<String>,
 }
 
-fn page(rows: Vec<sqlx::postgres::PgRow>, limit: u32) -> Result<AuditPage> {
-    let entries = rows.iter().map(entry).collect::<Result<Vec<_>>>()?;
+impl From<EntryRow> for AuditEntry {
+    fn from(row: EntryRow) -> Self {
+        AuditEntry {
+            id: row.id,
+            tenant_id: row.tenant_id,
+            at: row.at,
+            actor: Actor { kind: ActorKind::parse(&row.actor_kind), id: row.actor_id, label: row.actor_label },
+            action: row.action,
+            object_kind: row.object_kind,
+            object_id: row.object_id,
+            before: row.before,
+            after: row.after,
+            request_id: row.request_id,
+            source_address: row.source_address,
+        }
+    }
+}
+
+fn page(rows: Vec<EntryRow>, limit: u32) -> AuditPage {
+    let entries: Vec<AuditEntry> = rows.into_iter().map(AuditEntry::from).collect();
     let full = entries.len() >= limit as usize;
     let next = if full { entries.last().map(|e| e.id) } else { None };
-    Ok(AuditPage { entries, next })
+    AuditPage { entries, next }
 }
 
 fn bind_filter<'q>(
-    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    query: QueryAs<'q, sqlx::Postgres, EntryRow, PgArguments>,
     filter: &'q AuditFilter,
-) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+) -> QueryAs<'q, sqlx::Postgres, EntryRow, PgArguments> {
     query
         .bind(filter.action.as_deref())
         .bind(filter.actor.as_deref())
@@ -258,17 +274,17 @@ impl Store {
 
     /// A page of `tenant`'s entries, newest first.
     pub async fn audit_entries(&self, tenant: TenantId, filter: &AuditFilter) -> Result<AuditPage> {
-        let query = sqlx::query(LIST).bind(Some(tenant.as_uuid()));
+        let query = sqlx::query_as(LIST).bind(Some(tenant.as_uuid()));
         let rows = bind_filter(query, filter).fetch_all(&mut *self.as_tenant(tenant).await?).await?;
-        page(rows, filter.limit.clamp(1, 1000))
+        Ok(page(rows, filter.limit.clamp(1, 1000)))
     }
 
     /// A page of the installation's own entries (tenants created, operators' changes), for
     /// operators.
     pub async fn installation_audit_entries(&self, filter: &AuditFilter) -> Result<AuditPage> {
-        let query = sqlx::query(LIST).bind(None::<uuid::Uuid>);
+        let query = sqlx::query_as(LIST).bind(None::<uuid::Uuid>);
         let rows = bind_filter(query, filter).fetch_all(self.system()).await?;
-        page(rows, filter.limit.clamp(1, 1000))
+        Ok(page(rows, filter.limit.clamp(1, 1000)))
     }
 }
 

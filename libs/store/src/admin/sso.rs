@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use sqlx::Row;
+use uuid::Uuid;
 
 use hermes_core::{MemberRole, TenantId};
 
@@ -69,36 +69,53 @@ macro_rules! sso_select {
     };
 }
 
-fn shown(row: &sqlx::postgres::PgRow) -> Result<TenantSso> {
-    let join_as: Option<String> = row.try_get("join_as")?;
-    Ok(TenantSso {
-        issuer: row.try_get("issuer")?,
-        client_id: row.try_get("client_id")?,
-        has_client_secret: row.try_get::<Option<Vec<u8>>, _>("client_secret")?.is_some(),
-        scopes: row.try_get("scopes")?,
-        email_domains: row.try_get("domains")?,
-        join_as: join_as
-            .as_deref()
-            .map(|r| r.parse::<MemberRole>().map_err(|_| StoreError::Corrupt(format!("role {r:?}"))))
-            .transpose()?,
-        trust_unverified_email: row.try_get("trust_unverified_email")?,
-        updated_at: row.try_get("updated_at")?,
-    })
+/// A provider's row ([`sso_select!`]), its secret still sealed.
+#[derive(sqlx::FromRow)]
+struct SsoRow {
+    tenant_id: Uuid,
+    issuer: String,
+    client_id: String,
+    client_secret: Option<Vec<u8>>,
+    scopes: String,
+    join_as: Option<String>,
+    trust_unverified_email: bool,
+    updated_at: DateTime<Utc>,
+    domains: Vec<String>,
 }
 
-fn provider(row: &sqlx::postgres::PgRow, secrets: Option<&SecretBox>) -> Result<SsoProvider> {
+impl TryFrom<SsoRow> for TenantSso {
+    type Error = StoreError;
+
+    fn try_from(row: SsoRow) -> Result<Self> {
+        Ok(TenantSso {
+            issuer: row.issuer,
+            client_id: row.client_id,
+            has_client_secret: row.client_secret.is_some(),
+            scopes: row.scopes,
+            email_domains: row.domains,
+            join_as: row
+                .join_as
+                .as_deref()
+                .map(|r| r.parse::<MemberRole>().map_err(|_| StoreError::Corrupt(format!("role {r:?}"))))
+                .transpose()?,
+            trust_unverified_email: row.trust_unverified_email,
+            updated_at: row.updated_at,
+        })
+    }
+}
+
+fn provider(row: SsoRow, secrets: Option<&SecretBox>) -> Result<SsoProvider> {
     #[expect(clippy::disallowed_methods, reason = "the tenant whose provider the operator set for this domain")]
-    let tenant = TenantId::from_authenticated(row.try_get("tenant_id")?);
-    let sealed: Option<Vec<u8>> = row.try_get("client_secret")?;
-    let client_secret = match sealed {
+    let tenant = TenantId::from_authenticated(row.tenant_id);
+    let client_secret = match &row.client_secret {
         Some(sealed) => {
             let opened =
-                SecretBox::required(secrets, "a tenant's identity provider")?.open(&context(tenant), &sealed)?;
+                SecretBox::required(secrets, "a tenant's identity provider")?.open(&context(tenant), sealed)?;
             Some(String::from_utf8(opened).map_err(|_| StoreError::Corrupt("client secret".into()))?)
         }
         None => None,
     };
-    let shown = shown(row)?;
+    let shown = TenantSso::try_from(row)?;
     Ok(SsoProvider {
         tenant,
         issuer: shown.issuer,
@@ -129,11 +146,11 @@ impl Store {
         };
         let clear = settings.client_secret.as_deref() == Some("");
         let mut tx = self.tenant_tx(tenant).await?;
-        let before = sqlx::query(concat!(sso_select!(), " WHERE p.tenant_id = $1"))
+        let before = sqlx::query_as::<_, SsoRow>(concat!(sso_select!(), " WHERE p.tenant_id = $1"))
             .bind(tenant.as_uuid())
             .fetch_optional(&mut *tx)
             .await?
-            .map(|r| shown(&r))
+            .map(TenantSso::try_from)
             .transpose()?;
         sqlx::query(
             "INSERT INTO tenant_identity_providers
@@ -169,11 +186,11 @@ impl Store {
                     _ => StoreError::from(e),
                 })?;
         }
-        let row = sqlx::query(concat!(sso_select!(), " WHERE p.tenant_id = $1"))
+        let after: TenantSso = sqlx::query_as::<_, SsoRow>(concat!(sso_select!(), " WHERE p.tenant_id = $1"))
             .bind(tenant.as_uuid())
             .fetch_one(&mut *tx)
-            .await?;
-        let after = shown(&row)?;
+            .await?
+            .try_into()?;
         let change = Change::new("sso.configured", "tenant", tenant).before(&before).after(&after);
         audit::record(&mut tx, Some(tenant), by, change).await?;
         tx.commit().await?;
@@ -182,12 +199,12 @@ impl Store {
 
     /// The tenant's provider as shown; `NotFound` when it has none.
     pub async fn tenant_sso(&self, tenant: TenantId) -> Result<TenantSso> {
-        let row = sqlx::query(concat!(sso_select!(), " WHERE p.tenant_id = $1"))
+        sqlx::query_as::<_, SsoRow>(concat!(sso_select!(), " WHERE p.tenant_id = $1"))
             .bind(tenant.as_uuid())
             .fetch_optional(&mut *self.as_tenant(tenant).await?)
             .await?
-            .ok_or(StoreError::NotFound)?;
-        shown(&row)
+            .ok_or(StoreError::NotFound)?
+            .try_into()
     }
 
     /// Removes the tenant's provider and frees its domains; false when it had none.
@@ -207,21 +224,23 @@ impl Store {
 
     /// The provider for an email's domain (lower-case), if a tenant has one: for signing in.
     pub async fn sso_for_domain(&self, domain: &str, secrets: Option<&SecretBox>) -> Result<Option<SsoProvider>> {
-        let row =
-            sqlx::query(concat!(sso_select!(), " JOIN sso_domains s ON s.tenant_id = p.tenant_id WHERE s.domain = $1"))
-                .bind(domain)
-                .fetch_optional(self.system())
-                .await?;
-        row.map(|r| provider(&r, secrets)).transpose()
+        let row = sqlx::query_as::<_, SsoRow>(concat!(
+            sso_select!(),
+            " JOIN sso_domains s ON s.tenant_id = p.tenant_id WHERE s.domain = $1"
+        ))
+        .bind(domain)
+        .fetch_optional(self.system())
+        .await?;
+        row.map(|r| provider(r, secrets)).transpose()
     }
 
     /// The tenant's provider, opened, for finishing a sign-in it began.
     pub async fn sso_provider(&self, tenant: TenantId, secrets: Option<&SecretBox>) -> Result<Option<SsoProvider>> {
-        let row = sqlx::query(concat!(sso_select!(), " WHERE p.tenant_id = $1"))
+        let row = sqlx::query_as::<_, SsoRow>(concat!(sso_select!(), " WHERE p.tenant_id = $1"))
             .bind(tenant.as_uuid())
             .fetch_optional(&mut *self.as_tenant(tenant).await?)
             .await?;
-        row.map(|r| provider(&r, secrets)).transpose()
+        row.map(|r| provider(r, secrets)).transpose()
     }
 
     /// Whether a tenant's own provider serves an email domain (lower-case).

@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use sqlx::Row;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
 
 use hermes_core::{AdminTokenId, MemberRole, PersonId, TenantId};
 
@@ -29,19 +30,55 @@ pub struct TokenAuth {
     pub operator: bool,
 }
 
-fn token(row: &sqlx::postgres::PgRow) -> Result<AdminToken> {
-    let person: Option<uuid::Uuid> = row.try_get("person_id")?;
-    Ok(AdminToken {
-        id: AdminTokenId::from_uuid(row.try_get("id")?),
-        name: row.try_get("name")?,
-        person_id: person.map(PersonId::from_uuid),
-        role: crate::rows::vocab(row.try_get("role")?)?,
-        prefix: row.try_get("prefix")?,
-        expires_at: row.try_get("expires_at")?,
-        last_used_at: row.try_get("last_used_at")?,
-        revoked_at: row.try_get("revoked_at")?,
-        created_at: row.try_get("created_at")?,
-    })
+/// A token's row as listed: `id, name, person_id, role, prefix, expires_at, last_used_at,
+/// revoked_at, created_at`.
+#[derive(sqlx::FromRow)]
+struct TokenRow {
+    #[sqlx(try_from = "uuid::Uuid")]
+    id: AdminTokenId,
+    name: String,
+    person_id: Option<Uuid>,
+    role: String,
+    prefix: String,
+    expires_at: DateTime<Utc>,
+    last_used_at: Option<DateTime<Utc>>,
+    revoked_at: Option<DateTime<Utc>>,
+    created_at: DateTime<Utc>,
+}
+
+impl TryFrom<TokenRow> for AdminToken {
+    type Error = StoreError;
+
+    fn try_from(row: TokenRow) -> Result<Self> {
+        Ok(AdminToken {
+            id: row.id,
+            name: row.name,
+            person_id: row.person_id.map(PersonId::from_uuid),
+            role: crate::rows::vocab(&row.role)?,
+            prefix: row.prefix,
+            expires_at: row.expires_at,
+            last_used_at: row.last_used_at,
+            revoked_at: row.revoked_at,
+            created_at: row.created_at,
+        })
+    }
+}
+
+/// A presented token's row with what its person is now (`person_role`, `operator`,
+/// `disabled`: null for a service token).
+#[derive(sqlx::FromRow)]
+struct AuthRow {
+    #[sqlx(try_from = "uuid::Uuid")]
+    id: AdminTokenId,
+    name: String,
+    /// The token's own tenant, read through `crate::rows` like every row's tenant.
+    #[sqlx(try_from = "crate::rows::MaybeId")]
+    tenant_id: Option<TenantId>,
+    person_id: Option<Uuid>,
+    role: String,
+    person_role: Option<String>,
+    operator: Option<bool>,
+    disabled: Option<bool>,
 }
 
 /// The longest a token may live.
@@ -80,7 +117,7 @@ impl Store {
             _ => (None, None),
         };
         let mut tx = self.tenant_tx(tenant).await?;
-        let row = sqlx::query(
+        let row = sqlx::query_as::<_, TokenRow>(
             "INSERT INTO admin_tokens (id, tenant_id, person_id, name, role, prefix, hash, expires_at, made_by)
              VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8),
                      COALESCE($9::uuid, (SELECT t.person_id FROM admin_tokens t WHERE t.id = $10::uuid)))
@@ -104,7 +141,7 @@ impl Store {
             }
             _ => StoreError::from(e),
         })?;
-        let made = token(&row)?;
+        let made = AdminToken::try_from(row)?;
         audit::record(&mut tx, Some(tenant), by, Change::new("token.created", "admin_token", id).after(&made)).await?;
         tx.commit().await?;
         Ok((made, full))
@@ -112,14 +149,14 @@ impl Store {
 
     /// `tenant`'s tokens, newest first.
     pub async fn admin_tokens(&self, tenant: TenantId) -> Result<Vec<AdminToken>> {
-        let rows = sqlx::query(
+        let rows = sqlx::query_as::<_, TokenRow>(
             "SELECT id, name, person_id, role, prefix, expires_at, last_used_at, revoked_at, created_at
              FROM admin_tokens WHERE tenant_id = $1 ORDER BY created_at DESC LIMIT 500",
         )
         .bind(tenant.as_uuid())
         .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
-        rows.iter().map(token).collect()
+        rows.into_iter().map(AdminToken::try_from).collect()
     }
 
     /// Revokes a token of `tenant`: it stops working at once.
@@ -146,7 +183,7 @@ impl Store {
         if !presented.starts_with("hat_") || presented.len() > 128 {
             return Ok(None);
         }
-        let row = sqlx::query(
+        let row = sqlx::query_as::<_, AuthRow>(
             "UPDATE admin_tokens t SET last_used_at = now()
              WHERE t.hash = $1 AND t.revoked_at IS NULL AND t.expires_at > now()
              RETURNING t.id, t.name, t.tenant_id, t.person_id, t.role,
@@ -159,20 +196,16 @@ impl Store {
         .fetch_optional(self.system())
         .await?;
         let Some(row) = row else { return Ok(None) };
-        let person: Option<uuid::Uuid> = row.try_get("person_id")?;
-        let tenant = match row.try_get::<Option<uuid::Uuid>, _>("tenant_id")? {
-            Some(_) => Some(crate::rows::tenant_of(&row)?),
-            None => None,
-        };
-        let ceiling: MemberRole = crate::rows::vocab(row.try_get("role")?)?;
-        let operator = row.try_get::<Option<bool>, _>("operator")?.unwrap_or(false);
-        if row.try_get::<Option<bool>, _>("disabled")?.unwrap_or(false) {
+        let (person, tenant) = (row.person_id, row.tenant_id);
+        let ceiling: MemberRole = crate::rows::vocab(&row.role)?;
+        let operator = row.operator.unwrap_or(false);
+        if row.disabled.unwrap_or(false) {
             return Ok(None);
         }
         let role = match (person, tenant) {
             // A person's tenant token: no longer a member, no longer valid (an operator's
             // standing does not pass into a tenant token).
-            (Some(_), Some(_)) => match row.try_get::<Option<String>, _>("person_role")? {
+            (Some(_), Some(_)) => match row.person_role {
                 Some(now) => ceiling.min(crate::rows::vocab(&now)?),
                 None => return Ok(None),
             },
@@ -180,8 +213,8 @@ impl Store {
             _ => ceiling,
         };
         Ok(Some(TokenAuth {
-            id: AdminTokenId::from_uuid(row.try_get("id")?),
-            name: row.try_get("name")?,
+            id: row.id,
+            name: row.name,
             tenant,
             person: person.map(PersonId::from_uuid),
             role,
@@ -199,7 +232,7 @@ impl Store {
     ) -> Result<(AdminToken, String)> {
         let (id, prefix, full) = mint(lifetime)?;
         let mut tx = self.system().begin().await?;
-        let row = sqlx::query(
+        let row = sqlx::query_as::<_, TokenRow>(
             "INSERT INTO admin_tokens (id, tenant_id, person_id, name, role, prefix, hash, expires_at)
              SELECT $1, NULL, p.id, $3, 'owner', $4, $5, now() + make_interval(secs => $6)
              FROM people p WHERE p.id = $2 AND p.operator AND p.disabled_at IS NULL
@@ -214,7 +247,7 @@ impl Store {
         .fetch_optional(&mut *tx)
         .await?
         .ok_or(StoreError::NotFound)?;
-        let made = token(&row)?;
+        let made = AdminToken::try_from(row)?;
         audit::record(&mut tx, None, by, Change::new("token.created", "admin_token", id).after(&made)).await?;
         tx.commit().await?;
         Ok((made, full))

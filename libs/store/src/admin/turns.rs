@@ -2,16 +2,16 @@
 //! waiting for an answer), and which session a turn belongs to.
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
-
 use hermes_core::{SessionId, TenantId, TurnId};
 
 use crate::{Result, Store, StoreError};
 
 /// An open turn.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
 pub struct OpenTurn {
+    #[sqlx(try_from = "uuid::Uuid")]
     pub id: TurnId,
+    #[sqlx(try_from = "uuid::Uuid")]
     pub session_id: SessionId,
     /// The agent's name.
     pub agent: String,
@@ -28,7 +28,7 @@ pub struct OpenTurn {
 impl Store {
     /// `tenant`'s open turns, newest first (at most 200).
     pub async fn open_turns(&self, tenant: TenantId) -> Result<Vec<OpenTurn>> {
-        let rows = sqlx::query(
+        Ok(sqlx::query_as(
             "SELECT t.id, t.session_id, a.name AS agent, t.status::text AS status,
                     t.cancel_requested_at IS NOT NULL AS stopping,
                     left(COALESCE(t.input->>'content', t.input->'content'->0->>'text', ''), 200) AS input,
@@ -41,21 +41,7 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .fetch_all(&mut *self.as_tenant(tenant).await?)
-        .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(OpenTurn {
-                    id: TurnId::from_uuid(r.try_get("id")?),
-                    session_id: SessionId::from_uuid(r.try_get("session_id")?),
-                    agent: r.try_get("agent")?,
-                    status: r.try_get("status")?,
-                    stopping: r.try_get("stopping")?,
-                    input: r.try_get("input")?,
-                    created_at: r.try_get("created_at")?,
-                    started_at: r.try_get("started_at")?,
-                })
-            })
-            .collect()
+        .await?)
     }
 
     /// The session `turn` belongs to.
@@ -71,10 +57,12 @@ impl Store {
 }
 
 /// A question a parked turn waits on: an approval of a command, or a clarifying question.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
 pub struct WaitingInteraction {
     pub id: uuid::Uuid,
+    #[sqlx(try_from = "uuid::Uuid")]
     pub turn_id: TurnId,
+    #[sqlx(try_from = "uuid::Uuid")]
     pub session_id: SessionId,
     pub agent: String,
     /// `approval` or `clarify`.
@@ -88,7 +76,7 @@ pub struct WaitingInteraction {
 impl Store {
     /// `tenant`'s questions still waiting for an answer, oldest first (at most 200).
     pub async fn waiting_interactions(&self, tenant: TenantId) -> Result<Vec<WaitingInteraction>> {
-        let rows = sqlx::query(
+        Ok(sqlx::query_as(
             "SELECT i.id, i.turn_id, i.session_id, a.name AS agent, i.kind, i.prompt, i.created_at, i.expires_at
              FROM interactions i JOIN agents a ON a.tenant_id = i.tenant_id AND a.id = i.agent_id
              WHERE i.tenant_id = $1 AND i.status = 'pending' AND i.expires_at > now()
@@ -96,20 +84,6 @@ impl Store {
         )
         .bind(tenant.as_uuid())
         .fetch_all(&mut *self.as_tenant(tenant).await?)
-        .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(WaitingInteraction {
-                    id: r.try_get("id")?,
-                    turn_id: TurnId::from_uuid(r.try_get("turn_id")?),
-                    session_id: SessionId::from_uuid(r.try_get("session_id")?),
-                    agent: r.try_get("agent")?,
-                    kind: r.try_get("kind")?,
-                    prompt: r.try_get("prompt")?,
-                    created_at: r.try_get("created_at")?,
-                    expires_at: r.try_get("expires_at")?,
-                })
-            })
-            .collect()
+        .await?)
     }
 }
