@@ -181,38 +181,11 @@ async fn run_in(
     tx: &mpsc::Sender<Result<CodeOutput, Status>>,
 ) -> Result<CodeFinished, Status> {
     let started = Instant::now();
-    let or = |v: u32, d: u32| if v == 0 { d } else { v };
     let timeout = Duration::from_secs(u64::from(or(start.timeout_secs, DEFAULT_TIMEOUT_SECS)));
-    let max_calls = or(start.max_tool_calls, DEFAULT_MAX_TOOL_CALLS);
-    let io = |e: std::io::Error| Status::internal(format!("cannot prepare the script: {e}"));
-    std::fs::write(dir.join("script.py"), &start.script).map_err(io)?;
-    std::fs::write(dir.join("hermes_tools.py"), &start.module).map_err(io)?;
-    let socket = dir.join("rpc.sock");
-    let listener = UnixListener::bind(&socket).map_err(io)?;
-
-    let mut cmd = Command::new("python3");
-    cmd.arg(dir.join("script.py"))
-        .current_dir(workspace)
-        .env_clear()
-        .envs(scrubbed_env())
-        .env("PYTHONPATH", dir)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("PYTHONUNBUFFERED", "1")
-        .env("HERMES_RPC_SOCKET", &socket)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    crate::identity::apply(&mut cmd);
-    let mut child = cmd.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Status::failed_precondition("python3 is not installed in this sandbox"),
-        _ => spawn_error(&e),
-    })?;
+    let (mut child, listener) = launch(dir, &start, workspace)?;
     let pid = child.id();
     let mut stdout = HeadTail::new(or(start.max_stdout_bytes, DEFAULT_MAX_STDOUT) as usize);
-    let max_stderr = or(start.max_stderr_bytes, DEFAULT_MAX_STDERR) as usize;
-    let (mut stderr, mut stderr_total) = (Vec::new(), 0u64);
+    let mut stderr = Capped::new(or(start.max_stderr_bytes, DEFAULT_MAX_STDERR) as usize);
     let (out_tx, mut out_rx) = mpsc::channel::<Vec<u8>>(16);
     let (err_tx, mut err_rx) = mpsc::channel::<Vec<u8>>(16);
     if let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) {
@@ -220,8 +193,7 @@ async fn run_in(
         hermes_telemetry::tasks::spawn("sandboxd_code_stderr", forward(err, err_tx));
     }
     let (call_tx, mut call_rx) = mpsc::channel::<(Value, Reply)>(16);
-    let mut pending: HashMap<u64, Reply> = HashMap::new();
-    let (mut next_id, mut calls_made) = (0u64, 0u32);
+    let mut calls = Calls::new(or(start.max_tool_calls, DEFAULT_MAX_TOOL_CALLS));
     let deadline = tokio::time::sleep(timeout);
     tokio::pin!(deadline);
     let (mut status, mut timed_out): (Option<ExitStatus>, bool) = (None, false);
@@ -243,28 +215,12 @@ async fn run_in(
                 }
             }
             Some((request, reply)) = call_rx.recv() => {
-                let tool = request.get("tool").and_then(Value::as_str).unwrap_or_default().to_owned();
-                if calls_made >= max_calls {
-                    let _ = reply.send(json!({"error": format!(
-                        "tool call limit reached ({max_calls} per script); finish with what you have"
-                    )}));
-                    continue;
-                }
-                calls_made += 1;
-                next_id += 1;
-                let args = request.get("args").cloned().unwrap_or(Value::Null).to_string();
-                let call = CodeToolCall { id: next_id, tool, args_json: args };
-                if tx.send(Ok(CodeOutput { output: Some(code_output::Output::Call(call)) })).await.is_err() {
+                if !calls.send_up(&request, reply, tx).await {
                     break;
                 }
-                pending.insert(next_id, reply);
             }
             message = input.message() => match message {
-                Ok(Some(CodeInput { input: Some(code_input::Input::Result(result)) })) => {
-                    if let Some(reply) = pending.remove(&result.id) {
-                        let _ = reply.send(json!({"result": result.output, "ok": result.ok}));
-                    }
-                }
+                Ok(Some(CodeInput { input: Some(code_input::Input::Result(result)) })) => calls.answer(&result),
                 Ok(Some(_)) => {}
                 // The worker went away (the turn was interrupted): stop the script.
                 Ok(None) | Err(_) => break,
@@ -274,11 +230,7 @@ async fn run_in(
                 None => out_open = false,
             },
             chunk = err_rx.recv(), if err_open => match chunk {
-                Some(bytes) => {
-                    stderr_total += bytes.len() as u64;
-                    let room = max_stderr.saturating_sub(stderr.len());
-                    stderr.extend_from_slice(&bytes[..bytes.len().min(room)]);
-                }
+                Some(bytes) => stderr.push(&bytes),
                 None => err_open = false,
             },
             exited = child.wait(), if status.is_none() => {
@@ -298,21 +250,123 @@ async fn run_in(
     if status.is_none() {
         status = child.wait().await.ok();
     }
-    let mut stderr_text = String::from_utf8_lossy(&stderr).into_owned();
-    if stderr_total > stderr.len() as u64 {
-        stderr_text.push_str(&format!("\n[stderr truncated - {} bytes omitted]", stderr_total - stderr.len() as u64));
-    }
     let stdout_bytes = stdout.total;
     Ok(CodeFinished {
         exit_code: if timed_out { None } else { status.and_then(|s| s.code()) },
         timed_out,
         stdout: stdout.finish(),
-        stderr: stderr_text,
+        stderr_bytes: stderr.total,
+        stderr: stderr.finish(),
         stdout_bytes,
-        stderr_bytes: stderr_total,
-        tool_calls: calls_made,
+        tool_calls: calls.made,
         duration_ms: millis(started),
     })
+}
+
+/// A limit from the request, where 0 means the default.
+fn or(value: u32, default: u32) -> u32 {
+    if value == 0 { default } else { value }
+}
+
+/// Writes the script and the tools module into `dir`, opens the socket the module calls
+/// through, and starts the script as the sandbox's user in its own process group.
+fn launch(dir: &Path, start: &CodeStart, workspace: &Path) -> Result<(tokio::process::Child, UnixListener), Status> {
+    let io = |e: std::io::Error| Status::internal(format!("cannot prepare the script: {e}"));
+    std::fs::write(dir.join("script.py"), &start.script).map_err(io)?;
+    std::fs::write(dir.join("hermes_tools.py"), &start.module).map_err(io)?;
+    let socket = dir.join("rpc.sock");
+    let listener = UnixListener::bind(&socket).map_err(io)?;
+    let mut cmd = Command::new("python3");
+    cmd.arg(dir.join("script.py"))
+        .current_dir(workspace)
+        .env_clear()
+        .envs(scrubbed_env())
+        .env("PYTHONPATH", dir)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PYTHONUNBUFFERED", "1")
+        .env("HERMES_RPC_SOCKET", &socket)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    crate::identity::apply(&mut cmd);
+    let child = cmd.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Status::failed_precondition("python3 is not installed in this sandbox"),
+        _ => spawn_error(&e),
+    })?;
+    Ok((child, listener))
+}
+
+/// The script's tool calls: numbered as they go up to the worker, capped at `max`, and
+/// answered when the worker's result for that number comes back.
+struct Calls {
+    max: u32,
+    made: u32,
+    next_id: u64,
+    pending: HashMap<u64, Reply>,
+}
+
+impl Calls {
+    fn new(max: u32) -> Self {
+        Self { max, made: 0, next_id: 0, pending: HashMap::new() }
+    }
+
+    /// Sends a call up to the worker (or refuses it past the cap); `false` once the worker
+    /// is gone.
+    async fn send_up(&mut self, request: &Value, reply: Reply, tx: &mpsc::Sender<Result<CodeOutput, Status>>) -> bool {
+        let tool = request.get("tool").and_then(Value::as_str).unwrap_or_default().to_owned();
+        if self.made >= self.max {
+            let max = self.max;
+            let _ = reply.send(json!({"error": format!(
+                "tool call limit reached ({max} per script); finish with what you have"
+            )}));
+            return true;
+        }
+        self.made += 1;
+        self.next_id += 1;
+        let args = request.get("args").cloned().unwrap_or(Value::Null).to_string();
+        let call = CodeToolCall { id: self.next_id, tool, args_json: args };
+        if tx.send(Ok(CodeOutput { output: Some(code_output::Output::Call(call)) })).await.is_err() {
+            return false;
+        }
+        self.pending.insert(self.next_id, reply);
+        true
+    }
+
+    fn answer(&mut self, result: &hermes_sandbox_proto::v1::CodeToolResult) {
+        if let Some(reply) = self.pending.remove(&result.id) {
+            let _ = reply.send(json!({"result": result.output, "ok": result.ok}));
+        }
+    }
+}
+
+/// Standard error kept up to `max` bytes, with the total counted.
+struct Capped {
+    max: usize,
+    kept: Vec<u8>,
+    total: u64,
+}
+
+impl Capped {
+    fn new(max: usize) -> Self {
+        Self { max, kept: Vec::new(), total: 0 }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        let room = self.max.saturating_sub(self.kept.len());
+        self.kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+
+    fn finish(&self) -> String {
+        let mut text = String::from_utf8_lossy(&self.kept).into_owned();
+        let omitted = self.total - self.kept.len() as u64;
+        if omitted > 0 {
+            text.push_str(&format!("\n[stderr truncated - {omitted} bytes omitted]"));
+        }
+        text
+    }
 }
 
 #[cfg(test)]
