@@ -105,7 +105,7 @@ pub async fn run(
     let workdir = if request.workdir.is_empty() { workspace.to_path_buf() } else { workspace.join(&request.workdir) };
     let timeout =
         if request.timeout_secs == 0 { default_timeout } else { Duration::from_secs(u64::from(request.timeout_secs)) };
-    let max_output = if request.max_output_bytes == 0 { DEFAULT_MAX_OUTPUT } else { request.max_output_bytes };
+    let mut cap = OutputCap::new(request.max_output_bytes);
     let Spawned { mut child, mut output } = match spawn_shell(&request.command, &workdir, &request.env, Stdio::null()) {
         Ok(s) => s,
         Err(e) => {
@@ -117,7 +117,7 @@ pub async fn run(
     let deadline = tokio::time::sleep(timeout);
     tokio::pin!(deadline);
     let mut buf = vec![0u8; 32 * 1024];
-    let (mut sent, mut truncated, mut timed_out) = (0u64, false, false);
+    let mut timed_out = false;
     let mut status: Option<ExitStatus> = None;
     let mut drain_until: Option<tokio::time::Instant> = None;
     loop {
@@ -130,17 +130,12 @@ pub async fn run(
         tokio::select! {
             read = output.read(&mut buf) => {
                 let n = match read { Ok(0) | Err(_) => break, Ok(n) => n };
-                let room = usize::try_from(max_output.saturating_sub(sent)).unwrap_or(usize::MAX);
-                let keep = n.min(room);
-                truncated |= keep < n;
+                let keep = cap.take(n);
                 if keep > 0 {
-                    sent += keep as u64;
                     let event = ExecEvent { event: Some(exec_event::Event::Output(buf[..keep].to_vec())) };
                     if tx.send(Ok(event)).await.is_err() {
                         // The worker went away (the turn was interrupted): stop everything.
-                        kill_group(pid, Signal::SIGKILL);
-                        let _ = child.wait().await;
-                        return;
+                        return stop(&mut child, pid).await;
                     }
                 }
             }
@@ -155,11 +150,7 @@ pub async fn run(
                 status = child.wait().await.ok();
                 drain_until = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
             }
-            () = tx.closed() => {
-                kill_group(pid, Signal::SIGKILL);
-                let _ = child.wait().await;
-                return;
-            }
+            () = tx.closed() => return stop(&mut child, pid).await,
         }
     }
     if status.is_none() {
@@ -173,9 +164,38 @@ pub async fn run(
         exit_code: if timed_out { None } else { exit_code },
         signal,
         timed_out,
-        truncated,
+        truncated: cap.truncated,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         stopped_leftovers,
     };
     let _ = tx.send(Ok(ExecEvent { event: Some(exec_event::Event::Exit(exit)) })).await;
+}
+
+/// Kills the command's whole group and reaps it.
+async fn stop(child: &mut tokio::process::Child, pid: Option<u32>) {
+    kill_group(pid, Signal::SIGKILL);
+    let _ = child.wait().await;
+}
+
+/// A command's output sent up to the worker, cut at the request's cap.
+struct OutputCap {
+    max: u64,
+    sent: u64,
+    truncated: bool,
+}
+
+impl OutputCap {
+    /// A cap of `max` bytes (0: the default).
+    fn new(max: u64) -> Self {
+        Self { max: if max == 0 { DEFAULT_MAX_OUTPUT } else { max }, sent: 0, truncated: false }
+    }
+
+    /// How many of `n` new bytes still fit.
+    fn take(&mut self, n: usize) -> usize {
+        let room = usize::try_from(self.max.saturating_sub(self.sent)).unwrap_or(usize::MAX);
+        let keep = n.min(room);
+        self.truncated |= keep < n;
+        self.sent += keep as u64;
+        keep
+    }
 }
