@@ -117,35 +117,7 @@ impl<T: Transport, K: KeySource> ResilientModel<T, K> {
                 .send(endpoint, key.as_ref().map(|k| k.secret.as_str()), request, sink)
                 .instrument(span.clone())
                 .await;
-            record_call(&span, &sent);
-            let outcome = match &sent {
-                Ok(_) => "ok",
-                Err(e) => e.error.code().as_str(),
-            };
-            metrics::histogram!("hermes_llm_call_seconds", "outcome" => outcome, "provider" => provider)
-                .record(started.elapsed().as_secs_f64());
-            if let Ok(response) = &sent {
-                let usage = &response.usage;
-                for (kind, tokens) in [
-                    ("input", usage.prompt_tokens),
-                    ("output", usage.completion_tokens),
-                    ("cached", usage.cached_tokens),
-                ] {
-                    metrics::counter!("hermes_llm_tokens_total", "provider" => provider, "kind" => kind)
-                        .increment(tokens);
-                }
-            }
-            if let (Ok(response), Some((meter, purpose))) = (&sent, &self.meter) {
-                // Every answer is paid for, an empty one included.
-                meter.record(CallRecord {
-                    purpose: *purpose,
-                    provider: endpoint.provider.clone(),
-                    model: endpoint.model.clone(),
-                    key_id: key.as_ref().map(|k| k.id.clone()),
-                    usage: response.usage,
-                    latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-                });
-            }
+            self.account(endpoint, key.as_ref(), started, &span, &sent);
             let SendError { error, emitted } = match sent {
                 Ok(response) if response.message.tool_calls.is_empty() && response.message.text().trim().is_empty() => {
                     // An empty answer: retried like a malformed one, then the next model.
@@ -166,39 +138,82 @@ impl<T: Transport, K: KeySource> ResilientModel<T, K> {
                     tokio::time::sleep(delay).await;
                 }
                 Some(Recovery::RotateKey { cooldown }) => {
-                    // A rate limit whose reset the provider announced lasts until then, not an hour.
-                    let cooldown = match (error.class, error.retry_after, cooldown) {
-                        (ErrorClass::RateLimit, Some(reset), Some(_)) => Some(reset),
-                        _ => cooldown,
-                    };
-                    let Some(failed) = key.take() else { return Err(EndpointFailure::Final(error)) };
-                    tried.push(failed.id.clone());
-                    match Box::pin(self.keys.acquire(&endpoint.provider, &tried)).await {
-                        Ok(Some(other)) => {
-                            tracing::warn!(error = %error, key = %failed.id, next = %other.id, "rotating to another key");
-                            Box::pin(self.keys.report(&endpoint.provider, &failed.id, cooldown)).await;
-                            key = Some(other);
-                            retries = 0;
-                        }
-                        _ => {
-                            // A lone key is not cooled for a passing failure (it would take the
-                            // agent down for an hour); a revoked one is retired anyway.
-                            if cooldown.is_none() {
-                                Box::pin(self.keys.report(&endpoint.provider, &failed.id, None)).await;
-                            }
-                            return Err(if has_next {
-                                EndpointFailure::Fallback(error)
-                            } else {
-                                EndpointFailure::Final(error)
-                            });
-                        }
-                    }
+                    key = Some(self.rotate(endpoint, error, cooldown, key.take(), &mut tried, has_next).await?);
+                    retries = 0;
                 }
                 Some(Recovery::Fallback) => return Err(EndpointFailure::Fallback(error)),
                 Some(Recovery::Compress | Recovery::StripReasoning) | None => {
                     return Err(EndpointFailure::Final(error));
                 }
             }
+        }
+    }
+
+    /// Swaps a key the provider refused for another of the pool, cooling the refused one;
+    /// with no other key the endpoint has failed (on to the next model, if there is one).
+    async fn rotate(
+        &self,
+        endpoint: &Endpoint,
+        error: LlmError,
+        cooldown: Option<Duration>,
+        failed: Option<Credential>,
+        tried: &mut Vec<String>,
+        has_next: bool,
+    ) -> Result<Credential, EndpointFailure> {
+        // A rate limit whose reset the provider announced lasts until then, not an hour.
+        let cooldown = match (error.class, error.retry_after, cooldown) {
+            (ErrorClass::RateLimit, Some(reset), Some(_)) => Some(reset),
+            _ => cooldown,
+        };
+        let Some(failed) = failed else { return Err(EndpointFailure::Final(error)) };
+        tried.push(failed.id.clone());
+        if let Ok(Some(other)) = Box::pin(self.keys.acquire(&endpoint.provider, tried)).await {
+            tracing::warn!(error = %error, key = %failed.id, next = %other.id, "rotating to another key");
+            Box::pin(self.keys.report(&endpoint.provider, &failed.id, cooldown)).await;
+            return Ok(other);
+        }
+        // A lone key is not cooled for a passing failure (it would take the agent down for an
+        // hour); a revoked one is retired anyway.
+        if cooldown.is_none() {
+            Box::pin(self.keys.report(&endpoint.provider, &failed.id, None)).await;
+        }
+        Err(if has_next { EndpointFailure::Fallback(error) } else { EndpointFailure::Final(error) })
+    }
+
+    /// Records a call: its span, its duration and tokens as metrics, and, for an answer,
+    /// the meter's record (every answer is paid for, an empty one included).
+    fn account(
+        &self,
+        endpoint: &Endpoint,
+        key: Option<&Credential>,
+        started: Instant,
+        span: &tracing::Span,
+        sent: &Result<ChatResponse, SendError>,
+    ) {
+        record_call(span, sent);
+        let provider = crate::keys::provider_label(&endpoint.provider);
+        let outcome = match sent {
+            Ok(_) => "ok",
+            Err(e) => e.error.code().as_str(),
+        };
+        metrics::histogram!("hermes_llm_call_seconds", "outcome" => outcome, "provider" => provider)
+            .record(started.elapsed().as_secs_f64());
+        let Ok(response) = sent else { return };
+        let usage = &response.usage;
+        for (kind, tokens) in
+            [("input", usage.prompt_tokens), ("output", usage.completion_tokens), ("cached", usage.cached_tokens)]
+        {
+            metrics::counter!("hermes_llm_tokens_total", "provider" => provider, "kind" => kind).increment(tokens);
+        }
+        if let Some((meter, purpose)) = &self.meter {
+            meter.record(CallRecord {
+                purpose: *purpose,
+                provider: endpoint.provider.clone(),
+                model: endpoint.model.clone(),
+                key_id: key.map(|k| k.id.clone()),
+                usage: response.usage,
+                latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            });
         }
     }
 
