@@ -6,7 +6,7 @@ use base64::Engine;
 use chrono::{DateTime, Utc};
 use ring::rand::{SecureRandom, SystemRandom};
 use sha2::{Digest, Sha256};
-use sqlx::{PgConnection, Row};
+use sqlx::PgConnection;
 use uuid::Uuid;
 
 use hermes_core::{AgentId, ApiKeyId, TenantId};
@@ -42,8 +42,71 @@ fn stored_limit(v: Option<u32>) -> Option<i32> {
     v.map(|n| i32::try_from(n).unwrap_or(i32::MAX))
 }
 
-fn limit(row: &sqlx::postgres::PgRow, column: &str) -> Result<Option<u32>> {
-    Ok(row.try_get::<Option<i32>, _>(column)?.map(|v| u32::try_from(v).unwrap_or(0)))
+/// A limit as read back: a negative one (no writer stores it) is unlimited.
+fn read_limit(v: Option<i32>) -> Option<u32> {
+    v.map(|n| u32::try_from(n).unwrap_or(0))
+}
+
+/// The row [`Store::authenticate_api_key`] reads: the key, its tenant and both their limits.
+#[derive(sqlx::FromRow)]
+struct KeyAuthRow {
+    #[sqlx(try_from = "crate::rows::Id")]
+    id: ApiKeyId,
+    tenant_id: Uuid,
+    #[sqlx(try_from = "crate::rows::MaybeId")]
+    agent_id: Option<AgentId>,
+    key_rpm: Option<i32>,
+    key_turns: Option<i32>,
+    tenant_rpm: Option<i32>,
+    tenant_turns: Option<i32>,
+}
+
+impl From<KeyAuthRow> for KeyAuth {
+    fn from(row: KeyAuthRow) -> Self {
+        KeyAuth {
+            #[expect(clippy::disallowed_methods, reason = "this is the API-key authentication step")]
+            tenant_id: TenantId::from_authenticated(row.tenant_id),
+            key_id: row.id,
+            agent_id: row.agent_id,
+            limits: Limits {
+                key_requests_per_minute: read_limit(row.key_rpm),
+                key_concurrent_turns: read_limit(row.key_turns),
+                tenant_requests_per_minute: read_limit(row.tenant_rpm),
+                tenant_concurrent_turns: read_limit(row.tenant_turns),
+            },
+        }
+    }
+}
+
+/// A listed key ([`ApiKey`] is the wire type, which knows nothing of rows).
+#[derive(sqlx::FromRow)]
+struct ApiKeyRow {
+    #[sqlx(try_from = "crate::rows::Id")]
+    id: ApiKeyId,
+    #[sqlx(try_from = "crate::rows::Id")]
+    tenant_id: TenantId,
+    #[sqlx(try_from = "crate::rows::MaybeId")]
+    agent_id: Option<AgentId>,
+    name: String,
+    prefix: String,
+    created_at: DateTime<Utc>,
+    expires_at: Option<DateTime<Utc>>,
+    revoked_at: Option<DateTime<Utc>>,
+}
+
+impl From<ApiKeyRow> for ApiKey {
+    fn from(row: ApiKeyRow) -> Self {
+        ApiKey {
+            id: row.id,
+            tenant_id: row.tenant_id,
+            agent_id: row.agent_id,
+            name: row.name,
+            prefix: row.prefix,
+            created_at: row.created_at,
+            expires_at: row.expires_at,
+            revoked_at: row.revoked_at,
+        }
+    }
 }
 
 impl Store {
@@ -107,7 +170,7 @@ impl Store {
         if !presented.starts_with("hk_") || presented.len() > 128 {
             return Ok(None);
         }
-        let row = sqlx::query(
+        let row = sqlx::query_as::<_, KeyAuthRow>(
             "SELECT k.id, k.tenant_id, k.agent_id, k.requests_per_minute AS key_rpm, k.concurrent_turns AS key_turns,
                     t.requests_per_minute AS tenant_rpm, t.concurrent_turns AS tenant_turns
              FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
@@ -116,47 +179,19 @@ impl Store {
         .bind(hash_key(presented))
         .fetch_optional(self.system())
         .await?;
-        let Some(row) = row else { return Ok(None) };
-        let tenant: Uuid = row.try_get("tenant_id")?;
-        let agent: Option<Uuid> = row.try_get("agent_id")?;
-        Ok(Some(KeyAuth {
-            #[expect(clippy::disallowed_methods, reason = "this is the API-key authentication step")]
-            tenant_id: TenantId::from_authenticated(tenant),
-            key_id: ApiKeyId::from_uuid(row.try_get("id")?),
-            agent_id: agent.map(AgentId::from_uuid),
-            limits: Limits {
-                key_requests_per_minute: limit(&row, "key_rpm")?,
-                key_concurrent_turns: limit(&row, "key_turns")?,
-                tenant_requests_per_minute: limit(&row, "tenant_rpm")?,
-                tenant_concurrent_turns: limit(&row, "tenant_turns")?,
-            },
-        }))
+        Ok(row.map(KeyAuth::from))
     }
 
     /// `tenant`'s keys, newest first (revoked ones too, marked).
     pub async fn api_keys(&self, tenant: TenantId) -> Result<Vec<ApiKey>> {
-        let rows = sqlx::query(
+        let rows = sqlx::query_as::<_, ApiKeyRow>(
             "SELECT id, tenant_id, agent_id, name, prefix, created_at, expires_at, revoked_at FROM api_keys
              WHERE tenant_id = $1 ORDER BY created_at DESC LIMIT 1000",
         )
         .bind(tenant.as_uuid())
         .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
-        rows.iter()
-            .map(|row| {
-                let agent: Option<Uuid> = row.try_get("agent_id")?;
-                Ok(ApiKey {
-                    id: ApiKeyId::from_uuid(row.try_get("id")?),
-                    tenant_id: crate::rows::tenant_of(row)?,
-                    agent_id: agent.map(AgentId::from_uuid),
-                    name: row.try_get("name")?,
-                    prefix: row.try_get("prefix")?,
-                    created_at: row.try_get("created_at")?,
-                    expires_at: row.try_get("expires_at")?,
-                    revoked_at: row.try_get("revoked_at")?,
-                })
-            })
-            .collect()
+        Ok(rows.into_iter().map(ApiKey::from).collect())
     }
 
     /// Revokes a key of `tenant`; later requests with it get 401.
@@ -216,7 +251,7 @@ async fn create_api_key_on(
 ) -> Result<(ApiKey, String)> {
     let id = ApiKeyId::new();
     let (key, prefix) = generate_key()?;
-    let row = sqlx::query(
+    let created_at: DateTime<Utc> = sqlx::query_scalar(
         "INSERT INTO api_keys (id, tenant_id, agent_id, name, prefix, hash, expires_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at",
     )
@@ -239,7 +274,7 @@ async fn create_api_key_on(
         agent_id: agent,
         name: name.to_owned(),
         prefix,
-        created_at: row.try_get("created_at")?,
+        created_at,
         expires_at,
         revoked_at: None,
     };

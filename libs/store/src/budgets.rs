@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Datelike, NaiveDate, TimeZone, Utc};
 use serde::Serialize;
-use sqlx::{PgConnection, Row};
+use sqlx::PgConnection;
 
 use hermes_core::{AgentId, BudgetPeriod, TenantId};
 
@@ -36,6 +36,33 @@ impl BudgetState {
 
     pub fn soft_reached(&self) -> bool {
         self.budget.soft_usd.is_some_and(|cap| self.spent_usd >= cap)
+    }
+}
+
+/// A cap as the caps queries select it (`agent_id, period, hard, soft, timezone`), with its
+/// tenant's time zone; here and in `spend.rs`.
+#[derive(sqlx::FromRow)]
+pub(crate) struct CapRow {
+    #[sqlx(try_from = "crate::rows::MaybeId")]
+    agent_id: Option<AgentId>,
+    #[sqlx(try_from = "String")]
+    period: BudgetPeriod,
+    hard: Option<f64>,
+    soft: Option<f64>,
+    timezone: String,
+}
+
+impl CapRow {
+    /// The tenant's time zone; one that does not parse is `Corrupt`.
+    pub(crate) fn zone(&self) -> Result<chrono_tz::Tz> {
+        let zone = &self.timezone;
+        zone.parse::<chrono_tz::Tz>().map_err(|_| StoreError::Corrupt(format!("time zone {zone:?}")))
+    }
+}
+
+impl From<CapRow> for Budget {
+    fn from(row: CapRow) -> Self {
+        Budget { agent_id: row.agent_id, period: row.period, hard_usd: row.hard, soft_usd: row.soft }
     }
 }
 
@@ -91,7 +118,7 @@ impl Store {
         now: DateTime<Utc>,
     ) -> Result<Vec<BudgetState>> {
         let mut conn = self.as_tenant(tenant).await?;
-        let caps = sqlx::query(
+        let rows = sqlx::query(
             "SELECT b.agent_id, b.period, b.hard_usd::float8 AS hard, b.soft_usd::float8 AS soft, t.timezone
              FROM budgets b JOIN tenants t ON t.id = b.tenant_id
              WHERE b.tenant_id = $1 AND ($2::uuid IS NULL OR b.agent_id IS NULL OR b.agent_id = $2)
@@ -101,18 +128,13 @@ impl Store {
         .bind(agent.map(|a| a.as_uuid()))
         .fetch_all(&mut *conn)
         .await?;
+        // A period outside its vocabulary is `Corrupt`.
+        let caps: Vec<CapRow> = rows.iter().map(crate::rows::read).collect::<Result<_>>()?;
         let Some(first) = caps.first() else { return Ok(Vec::new()) };
-        let zone: String = first.try_get("timezone")?;
-        let zone = zone.parse::<chrono_tz::Tz>().map_err(|_| StoreError::Corrupt(format!("time zone {zone:?}")))?;
-        let (day, month) = period_starts(zone, now);
+        let (day, month) = period_starts(first.zone()?, now);
         let mut states = Vec::with_capacity(caps.len());
-        for cap in &caps {
-            let budget = Budget {
-                agent_id: cap.try_get::<Option<uuid::Uuid>, _>("agent_id")?.map(AgentId::from_uuid),
-                period: crate::rows::vocab(cap.try_get("period")?)?,
-                hard_usd: cap.try_get("hard")?,
-                soft_usd: cap.try_get("soft")?,
-            };
+        for cap in caps {
+            let budget = Budget::from(cap);
             let since = match budget.period {
                 BudgetPeriod::Day => day,
                 BudgetPeriod::Month => month,

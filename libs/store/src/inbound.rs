@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use sqlx::Row;
 
 use hermes_core::{SessionId, TenantId, TurnId};
 
@@ -34,6 +33,27 @@ pub enum Accepted {
     Merged { session: SessionId, turn: TurnId },
 }
 
+/// A conversation's turn that has not started yet, with its input as stored.
+#[derive(sqlx::FromRow)]
+struct Queued {
+    #[sqlx(try_from = "crate::rows::Id")]
+    id: TurnId,
+    #[sqlx(try_from = "crate::rows::Id")]
+    session_id: SessionId,
+    input: Value,
+}
+
+/// An open turn of a chat's current conversation.
+#[derive(sqlx::FromRow)]
+struct OpenTurn {
+    #[sqlx(try_from = "crate::rows::Id")]
+    id: TurnId,
+    /// Not a vocabulary: [`crate::TurnStatus::parse`] reads it.
+    status: String,
+    input: Value,
+    begun: bool,
+}
+
 /// Appends a chat message to its conversation's turn that is still queued (a worker claims
 /// turns with `FOR UPDATE`, so a turn is either merged into or started, never both).
 async fn merge_into_queued(
@@ -43,7 +63,7 @@ async fn merge_into_queued(
     batch: Option<Duration>,
 ) -> Result<Option<(SessionId, TurnId)>> {
     let crate::turns::TurnTarget::Route { route, .. } = &new.target else { return Ok(None) };
-    let row = sqlx::query(
+    let row = sqlx::query_as::<_, Queued>(
         "SELECT t.id, t.session_id, t.input FROM session_routes r
          JOIN turns t ON t.tenant_id = r.tenant_id AND t.session_id = r.session_id
          WHERE r.tenant_id = $1 AND r.agent_id = $2 AND r.route_key = $3 AND t.status = 'queued'
@@ -56,7 +76,7 @@ async fn merge_into_queued(
     .await?;
     let Some(row) = row else { return Ok(None) };
     let mut input: hermes_core::ChatMessage =
-        serde_json::from_value(row.try_get("input")?).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        serde_json::from_value(row.input).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     let addition = new.input.text();
     input.content = Some(match input.content.take() {
         Some(hermes_core::Content::Parts(mut parts)) => {
@@ -66,26 +86,25 @@ async fn merge_into_queued(
         Some(hermes_core::Content::Text(text)) => hermes_core::Content::Text(format!("{text}\n{addition}")),
         None => hermes_core::Content::Text(addition),
     });
-    let turn: uuid::Uuid = row.try_get("id")?;
     sqlx::query(
         "UPDATE turns SET input = $3,
                 not_before = CASE WHEN $4::float8 IS NULL THEN not_before ELSE now() + make_interval(secs => $4) END
          WHERE tenant_id = $1 AND id = $2",
     )
     .bind(tenant.as_uuid())
-    .bind(turn)
+    .bind(row.id.as_uuid())
     .bind(crate::messages::storable_json(&input)?)
     .bind(batch.map(|b| b.as_secs_f64()))
     .execute(&mut *tx)
     .await?;
-    Ok(Some((SessionId::from_uuid(row.try_get("session_id")?), TurnId::from_uuid(turn))))
+    Ok(Some((row.session_id, row.id)))
 }
 
 impl Store {
     /// The running or waiting turns of a chat's current conversation (what a new message
     /// interrupts), and how many turns are open in it.
     pub async fn route_busy_turns(&self, tenant: TenantId, route: &crate::Route) -> Result<(Vec<BusyTurn>, i64)> {
-        let rows = sqlx::query(
+        let rows = sqlx::query_as::<_, OpenTurn>(
             "SELECT t.id, t.status::text AS status, t.input,
                     EXISTS (SELECT 1 FROM messages m WHERE m.tenant_id = t.tenant_id AND m.session_id = t.session_id
                               AND m.turn_id = t.id AND m.turn_step = 0) AS begun
@@ -101,17 +120,13 @@ impl Store {
         .await?;
         let open = i64::try_from(rows.len()).unwrap_or(i64::MAX);
         let mut busy = Vec::new();
-        for row in &rows {
-            if crate::TurnStatus::parse(&row.try_get::<String, _>("status")?)? == crate::TurnStatus::Queued {
+        for row in rows {
+            if crate::TurnStatus::parse(&row.status)? == crate::TurnStatus::Queued {
                 continue;
             }
             let input: hermes_core::ChatMessage =
-                serde_json::from_value(row.try_get("input")?).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-            busy.push(BusyTurn {
-                id: TurnId::from_uuid(row.try_get("id")?),
-                begun: row.try_get("begun")?,
-                input: input.text(),
-            });
+                serde_json::from_value(row.input).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            busy.push(BusyTurn { id: row.id, begun: row.begun, input: input.text() });
         }
         Ok((busy, open))
     }

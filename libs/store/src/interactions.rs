@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::{PgConnection, Row};
+use sqlx::PgConnection;
+use sqlx::types::Json;
 
 use hermes_core::outbox::Destination;
 use hermes_core::{
@@ -36,6 +37,38 @@ pub struct Answered {
     pub turn_id: TurnId,
     pub session_id: SessionId,
     pub agent_id: AgentId,
+}
+
+/// What parking a turn wrote: when the question expires, and where the turn's chat is.
+#[derive(sqlx::FromRow)]
+struct Parked {
+    expires_at: DateTime<Utc>,
+    reply_to: Option<Json<Destination>>,
+}
+
+/// The latest resolved interaction of a turn (`answer` is `NULL` when it expired).
+#[derive(sqlx::FromRow)]
+struct Resolution {
+    call_id: String,
+    answer: Option<Value>,
+}
+
+/// An interaction being answered, with its turn's status, locked.
+#[derive(sqlx::FromRow)]
+struct Answering {
+    #[sqlx(try_from = "crate::rows::Id")]
+    turn_id: TurnId,
+    #[sqlx(try_from = "crate::rows::Id")]
+    session_id: SessionId,
+    #[sqlx(try_from = "crate::rows::Id")]
+    agent_id: AgentId,
+    #[sqlx(try_from = "String")]
+    kind: InteractionKind,
+    prompt: Value,
+    #[sqlx(try_from = "String")]
+    status: InteractionStatus,
+    /// Not a vocabulary: [`crate::TurnStatus::parse`] reads it.
+    turn_status: String,
 }
 
 /// Remembers command patterns as allowed for the agent (`session` None) or one session.
@@ -74,7 +107,7 @@ impl Store {
         let id = uuid::Uuid::now_v7();
         // The question's outbox row commits with the park, or neither does.
         let mut tx = self.turn_end_tx(tenant).await?;
-        let row = sqlx::query(
+        let parked = sqlx::query_as::<_, Parked>(
             "WITH s AS (
                 SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2 AND fence = $5
              ), t AS (
@@ -101,14 +134,9 @@ impl Store {
         .fetch_optional(&mut *tx)
         .await?
         .ok_or(StoreError::Fenced)?;
-        let asked = PendingInteraction {
-            id,
-            kind: park.kind,
-            prompt: park.prompt.clone(),
-            expires_at: row.try_get("expires_at")?,
-        };
-        let reply_to: Option<sqlx::types::Json<Destination>> = row.try_get("reply_to")?;
-        if let Some(reply_to) = reply_to {
+        let asked =
+            PendingInteraction { id, kind: park.kind, prompt: park.prompt.clone(), expires_at: parked.expires_at };
+        if let Some(reply_to) = parked.reply_to {
             queue_question(&mut tx, tenant, turn, &reply_to, &asked).await?;
         }
         tx.commit().await?;
@@ -229,7 +257,7 @@ pub(crate) async fn turn_resolution_on(
     tenant: TenantId,
     turn: TurnId,
 ) -> Result<Option<(String, InteractionAnswer)>> {
-    let row = sqlx::query(
+    let row = sqlx::query_as::<_, Resolution>(
         "SELECT call_id, answer FROM interactions
          WHERE tenant_id = $1 AND turn_id = $2 AND status <> 'pending'
          ORDER BY created_at DESC LIMIT 1",
@@ -239,11 +267,11 @@ pub(crate) async fn turn_resolution_on(
     .fetch_optional(conn)
     .await?;
     row.map(|row| {
-        let answer = match row.try_get::<Option<Value>, _>("answer")? {
+        let answer = match row.answer {
             Some(answer) => serde_json::from_value(answer).map_err(|e| StoreError::Corrupt(e.to_string()))?,
             None => InteractionAnswer::Expired { expired: true },
         };
-        Ok((row.try_get("call_id")?, answer))
+        Ok((row.call_id, answer))
     })
     .transpose()
 }
@@ -310,33 +338,30 @@ async fn answer_interaction_on(
     .fetch_optional(&mut *conn)
     .await?
     .ok_or(StoreError::NotFound)?;
-    let status: InteractionStatus = vocab(&row.try_get::<String, _>("status")?)?;
-    let turn_status = crate::TurnStatus::parse(&row.try_get::<String, _>("turn_status")?)?;
+    // A kind or status outside its vocabulary is `Corrupt`.
+    let row = crate::rows::read::<Answering>(&row)?;
+    let (status, turn_status) = (row.status, crate::TurnStatus::parse(&row.turn_status)?);
     if status != InteractionStatus::Pending || turn_status != crate::TurnStatus::Waiting {
         return Err(StoreError::Conflict(format!("an answer to this {status} question")));
     }
-    let turn = TurnId::from_uuid(row.try_get("turn_id")?);
-    let session = SessionId::from_uuid(row.try_get("session_id")?);
-    let agent: uuid::Uuid = row.try_get("agent_id")?;
+    let (turn, session, agent) = (row.turn_id, row.session_id, row.agent_id);
     sqlx::query("UPDATE interactions SET status = 'answered', answer = $3, answered_at = now() WHERE tenant_id = $1 AND id = $2")
         .bind(tenant.as_uuid())
         .bind(id)
         .bind(crate::messages::storable_json(answer)?)
         .execute(&mut *conn)
         .await?;
-    let kind: InteractionKind = vocab(&row.try_get::<String, _>("kind")?)?;
     let scope = match answer {
         InteractionAnswer::Approval { choice: ApprovalChoice::Session } => Some(Some(session.as_uuid())),
         InteractionAnswer::Approval { choice: ApprovalChoice::Always } => Some(None),
         _ => None,
     };
-    if let (true, Some(scope)) = (kind == InteractionKind::Approval, scope) {
-        let prompt: Value = row.try_get("prompt")?;
-        let keys: Vec<String> = prompt["pattern_keys"]
+    if let (true, Some(scope)) = (row.kind == InteractionKind::Approval, scope) {
+        let keys: Vec<String> = row.prompt["pattern_keys"]
             .as_array()
             .map(|keys| keys.iter().filter_map(Value::as_str).map(str::to_owned).collect())
             .unwrap_or_default();
-        insert_grants(&mut *conn, tenant, agent, scope, &keys).await?;
+        insert_grants(&mut *conn, tenant, agent.as_uuid(), scope, &keys).await?;
     }
     sqlx::query(
         "UPDATE turns SET status = 'queued', notify_hub = COALESCE($3, notify_hub)
@@ -347,7 +372,7 @@ async fn answer_interaction_on(
     .bind(hub)
     .execute(&mut *conn)
     .await?;
-    Ok(Answered { turn_id: turn, session_id: session, agent_id: AgentId::from_uuid(agent) })
+    Ok(Answered { turn_id: turn, session_id: session, agent_id: agent })
 }
 
 /// [`Store::set_egress`] on a connection already set to `tenant`.

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::{PgConnection, Row};
+use sqlx::PgConnection;
 
 use hermes_core::{AgentId, TenantId};
 
@@ -12,14 +12,16 @@ use crate::admin::AuditedTx;
 use crate::{Result, SecretBox, Store, StoreError};
 
 /// A stored server.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct StoredMcpServer {
+    #[sqlx(try_from = "crate::rows::Id")]
     pub agent_id: AgentId,
     pub name: String,
     /// The configuration with its secret values masked.
     pub spec: Value,
     pub enabled: bool,
     pub updated_at: DateTime<Utc>,
+    #[sqlx(rename = "secrets")]
     sealed: Option<Vec<u8>>,
 }
 
@@ -34,17 +36,6 @@ impl StoredMcpServer {
         let plain = secrets.open(&context(tenant, self.agent_id, &self.name), sealed)?;
         serde_json::from_slice(&plain).map_err(|_| StoreError::Corrupt("an MCP server's secrets are not JSON".into()))
     }
-}
-
-fn read(row: &sqlx::postgres::PgRow) -> Result<StoredMcpServer> {
-    Ok(StoredMcpServer {
-        agent_id: AgentId::from_uuid(row.try_get("agent_id")?),
-        name: row.try_get("name")?,
-        spec: row.try_get("spec")?,
-        enabled: row.try_get("enabled")?,
-        updated_at: row.try_get("updated_at")?,
-        sealed: row.try_get("secrets")?,
-    })
 }
 
 impl Store {
@@ -73,15 +64,14 @@ impl Store {
 
     /// The agent's servers, by name.
     pub async fn mcp_servers(&self, tenant: TenantId, agent: AgentId) -> Result<Vec<StoredMcpServer>> {
-        let rows = sqlx::query(
+        Ok(sqlx::query_as::<_, StoredMcpServer>(
             "SELECT agent_id, name, spec, secrets, enabled, updated_at FROM mcp_servers
              WHERE tenant_id = $1 AND agent_id = $2 ORDER BY name",
         )
         .bind(tenant.as_uuid())
         .bind(agent.as_uuid())
         .fetch_all(&mut *self.as_tenant(tenant).await?)
-        .await?;
-        rows.iter().map(read).collect()
+        .await?)
     }
 
     /// Removes the agent's server `name`.
@@ -155,7 +145,7 @@ async fn delete_mcp_server_on(
     agent: AgentId,
     name: &str,
 ) -> Result<StoredMcpServer> {
-    let row = sqlx::query(
+    sqlx::query_as::<_, StoredMcpServer>(
         "DELETE FROM mcp_servers WHERE tenant_id = $1 AND agent_id = $2 AND name = $3
          RETURNING agent_id, name, spec, secrets, enabled, updated_at",
     )
@@ -164,6 +154,5 @@ async fn delete_mcp_server_on(
     .bind(name)
     .fetch_optional(conn)
     .await?
-    .ok_or(StoreError::NotFound)?;
-    read(&row)
+    .ok_or(StoreError::NotFound)
 }

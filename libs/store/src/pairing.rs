@@ -1,7 +1,7 @@
 //! Pairing codes (migration 0020): how a person the bot does not know asks to be let in.
 
 use chrono::{DateTime, Utc};
-use sqlx::{PgConnection, Row};
+use sqlx::PgConnection;
 
 use hermes_core::TenantId;
 
@@ -49,6 +49,20 @@ pub struct PairingRequest {
     pub expires_at: DateTime<Utc>,
 }
 
+/// A person's code that still waits, given again when they ask too soon.
+#[derive(sqlx::FromRow)]
+struct Waiting {
+    code: String,
+    expires_at: DateTime<Utc>,
+}
+
+/// An approved code's person, and the chat to tell.
+#[derive(sqlx::FromRow)]
+struct Approved {
+    user_id: String,
+    chat_id: String,
+}
+
 fn new_code() -> String {
     use rand::Rng;
     let mut rng = rand::rng();
@@ -85,7 +99,7 @@ impl Store {
         .bind(channel)
         .execute(&mut *tx)
         .await?;
-        let recent = sqlx::query(
+        let recent = sqlx::query_as::<_, Waiting>(
             "SELECT code, expires_at FROM pairing_requests
              WHERE channel_id = $1 AND user_id = $2 AND status = 'pending'
                AND created_at > now() - make_interval(mins => $3)
@@ -96,9 +110,9 @@ impl Store {
         .bind(REQUEST_EVERY_MINUTES)
         .fetch_optional(&mut *tx)
         .await?;
-        if let Some(row) = recent {
+        if let Some(Waiting { code, expires_at }) = recent {
             tx.commit().await?;
-            return Ok(PairingStart::Pending { code: row.try_get("code")?, expires_at: row.try_get("expires_at")? });
+            return Ok(PairingStart::Pending { code, expires_at });
         }
         let pending: i64 =
             sqlx::query_scalar("SELECT count(*) FROM pairing_requests WHERE channel_id = $1 AND status = 'pending'")
@@ -181,7 +195,7 @@ async fn approve_pairing_on(
     if let Some(until) = locked.filter(|until| *until > Utc::now()) {
         return Ok(PairingApproval::Locked { until });
     }
-    let found = sqlx::query(
+    let found = sqlx::query_as::<_, Approved>(
         "UPDATE pairing_requests SET status = 'approved'
          WHERE channel_id = $1 AND code = $2 AND status = 'pending' AND expires_at > now()
          RETURNING user_id, chat_id",
@@ -190,7 +204,7 @@ async fn approve_pairing_on(
     .bind(normalise(code))
     .fetch_optional(&mut *conn)
     .await?;
-    let Some(row) = found else {
+    let Some(Approved { user_id, chat_id }) = found else {
         let until: Option<DateTime<Utc>> = sqlx::query_scalar(
             "UPDATE channels SET pairing_failures = CASE WHEN pairing_failures + 1 >= $3 THEN 0 ELSE pairing_failures + 1 END,
                     pairing_locked_until = CASE WHEN pairing_failures + 1 >= $3
@@ -208,7 +222,6 @@ async fn approve_pairing_on(
             None => PairingApproval::WrongCode,
         });
     };
-    let user_id: String = row.try_get("user_id")?;
     sqlx::query(
         "UPDATE channels SET allow_users = array_append(allow_users, $3), pairing_failures = 0, updated_at = now()
          WHERE tenant_id = $1 AND id = $2 AND NOT ($3 = ANY(allow_users))",
@@ -218,7 +231,7 @@ async fn approve_pairing_on(
     .bind(&user_id)
     .execute(&mut *conn)
     .await?;
-    Ok(PairingApproval::Approved { user_id, chat_id: row.try_get("chat_id")? })
+    Ok(PairingApproval::Approved { user_id, chat_id })
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! [`crate::search`]) is the agent's own tool and stays scoped to one end user; this is not.
 
 use serde::Serialize;
-use sqlx::Row;
+use serde_json::Value;
 use uuid::Uuid;
 
 use hermes_core::{AgentId, SessionSource, TenantId};
@@ -30,6 +30,14 @@ pub struct ListedSession {
     pub match_seq: Option<i32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snippet: Option<String>,
+}
+
+/// A session's best matching message.
+#[derive(sqlx::FromRow)]
+struct Hit {
+    session_id: Uuid,
+    seq: i32,
+    content: Option<Value>,
 }
 
 const SNIPPET_CHARS: usize = 200;
@@ -69,7 +77,7 @@ impl Store {
         let mut conn = self.as_tenant(tenant).await?;
         // The tenant's matches through the GIN index (see `hermes_message_matches`, migration
         // 0040), the best one of each session, then the session filters.
-        let hits = sqlx::query(
+        let hits = sqlx::query_as::<_, Hit>(
             "WITH matched AS MATERIALIZED (
                 SELECT * FROM hermes_message_matches($2::tsquery, ARRAY['user', 'assistant'])
                 ORDER BY rank DESC, created_at DESC LIMIT $3
@@ -95,7 +103,7 @@ impl Store {
         .fetch_all(&mut *conn)
         .await
         .map_err(crate::search::bad_query)?;
-        let ids: Vec<Uuid> = hits.iter().map(|r| r.try_get("session_id")).collect::<Result<_, _>>()?;
+        let ids: Vec<Uuid> = hits.iter().map(|h| h.session_id).collect();
         let infos = sqlx::query(concat!(info_select!(), " WHERE s.tenant_id = $1 AND s.id = ANY($2)"))
             .bind(tenant.as_uuid())
             .bind(&ids)
@@ -103,13 +111,12 @@ impl Store {
             .await?;
         let mut infos: Vec<SessionInfo> = infos.iter().map(crate::rows::read).collect::<Result<_>>()?;
         let mut out = Vec::with_capacity(hits.len());
-        for hit in &hits {
-            let id: Uuid = hit.try_get("session_id")?;
-            let Some(at) = infos.iter().position(|i| i.id.as_uuid() == id) else { continue };
-            let text = crate::search::text_of(hit.try_get("content")?);
+        for hit in hits {
+            let Some(at) = infos.iter().position(|i| i.id.as_uuid() == hit.session_id) else { continue };
+            let text = crate::search::text_of(hit.content);
             out.push(ListedSession {
                 info: infos.swap_remove(at),
-                match_seq: Some(hit.try_get("seq")?),
+                match_seq: Some(hit.seq),
                 snippet: Some(crate::search_text::snippet(&text, tsquery, SNIPPET_CHARS)),
             });
         }

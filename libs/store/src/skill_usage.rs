@@ -7,7 +7,6 @@
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
-use sqlx::Row;
 
 use hermes_core::{AgentId, SkillState, TenantId};
 
@@ -45,13 +44,23 @@ pub struct CuratorChange {
 }
 
 /// An entry of the skill log.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
 pub struct SkillEvent {
     pub name: String,
     pub action: String,
     pub actor: String,
     pub detail: Value,
     pub created_at: DateTime<Utc>,
+}
+
+/// A skill the curator looks at: its state, whether it is pinned, and when it was last touched.
+#[derive(sqlx::FromRow)]
+struct Curated {
+    name: String,
+    #[sqlx(try_from = "String")]
+    state: SkillState,
+    pinned: bool,
+    last_touched: DateTime<Utc>,
 }
 
 impl Store {
@@ -124,7 +133,7 @@ impl Store {
 
     /// The agent's skill log, newest first.
     pub async fn skill_events(&self, tenant: TenantId, agent: AgentId, limit: i64) -> Result<Vec<SkillEvent>> {
-        let rows = sqlx::query(
+        Ok(sqlx::query_as::<_, SkillEvent>(
             "SELECT name, action, actor, detail, created_at FROM skill_events
              WHERE tenant_id = $1 AND agent_id = $2 ORDER BY id DESC LIMIT $3",
         )
@@ -132,18 +141,7 @@ impl Store {
         .bind(agent.as_uuid())
         .bind(limit)
         .fetch_all(&mut *self.as_tenant(tenant).await?)
-        .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(SkillEvent {
-                    name: r.try_get("name")?,
-                    action: r.try_get("action")?,
-                    actor: r.try_get("actor")?,
-                    detail: r.try_get("detail")?,
-                    created_at: r.try_get("created_at")?,
-                })
-            })
-            .collect()
+        .await?)
     }
 
     /// One curator pass over the skills `agent` wrote: unused (no use, view or change) for
@@ -169,10 +167,10 @@ impl Store {
         .fetch_all(&mut *tx)
         .await?;
         let mut changes = Vec::new();
-        for row in rows {
-            let (name, state, pinned): (String, SkillState, bool) =
-                (row.try_get("name")?, crate::rows::vocab(row.try_get("state")?)?, row.try_get("pinned")?);
-            let idle = now - row.try_get::<DateTime<Utc>, _>("last_touched")?;
+        for row in &rows {
+            // A state outside its vocabulary is `Corrupt`.
+            let Curated { name, state, pinned, last_touched } = crate::rows::read(row)?;
+            let idle = now - last_touched;
             let verdict = if pinned {
                 SkillState::Active
             } else if idle >= rules.archive_after {

@@ -12,15 +12,14 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
 use uuid::Uuid;
 
 use hermes_core::{AgentId, BudgetPeriod, SessionId, TenantId, TurnId};
 
-use crate::budgets::{Budget, BudgetState, period_starts};
+use crate::budgets::{Budget, BudgetState, CapRow, period_starts};
 use crate::media_calls::MediaUnits;
 use crate::usage::{CallColumns, ModelCall, insert_model_calls};
-use crate::{Result, Store, StoreError};
+use crate::{Result, Store};
 
 /// A model call about to start.
 #[derive(Debug, Clone)]
@@ -206,15 +205,10 @@ async fn locked_caps(
     .await?;
     let mut caps = Vec::with_capacity(rows.len());
     for row in &rows {
-        let zone: String = row.try_get("timezone")?;
-        let zone = zone.parse::<chrono_tz::Tz>().map_err(|_| StoreError::Corrupt(format!("time zone {zone:?}")))?;
-        let (day, month) = period_starts(zone, now);
-        let budget = Budget {
-            agent_id: row.try_get::<Option<Uuid>, _>("agent_id")?.map(AgentId::from_uuid),
-            period: crate::rows::vocab(row.try_get("period")?)?,
-            hard_usd: row.try_get("hard")?,
-            soft_usd: row.try_get("soft")?,
-        };
+        // A period outside its vocabulary is `Corrupt`.
+        let cap: CapRow = crate::rows::read(row)?;
+        let (day, month) = period_starts(cap.zone()?, now);
+        let budget = Budget::from(cap);
         let since = match budget.period {
             BudgetPeriod::Day => day,
             BudgetPeriod::Month => month,

@@ -4,13 +4,24 @@
 //! `steered`, with nothing to send). If the running turn ends first, the message simply runs
 //! as a turn of its own, so it is never lost.
 
-use sqlx::Row;
+use chrono::{DateTime, Utc};
+use sqlx::types::Json;
 
 use hermes_core::outbox::{AnswerStatus, Destination};
 use hermes_core::{ChatMessage, FinishReason, TenantId, TurnId, TurnOutcome, Usage};
 
 use crate::turns::outbox_rows::queue_answer;
 use crate::{Result, Store, StoreError};
+
+/// A steering turn taken: where its (empty) answer goes, and its message.
+#[derive(sqlx::FromRow)]
+struct Taken {
+    #[sqlx(try_from = "crate::rows::Id")]
+    id: TurnId,
+    reply_to: Option<Json<Destination>>,
+    input: serde_json::Value,
+    created_at: DateTime<Utc>,
+}
 
 impl Store {
     /// Marks a queued turn as steering the session's running turn.
@@ -37,7 +48,7 @@ impl Store {
         let stored = crate::messages::storable_json(&outcome)?;
         // The absorbed turns' answers (sent as nothing) commit with their end, as any turn's.
         let mut tx = self.turn_end_tx(tenant).await?;
-        let rows = sqlx::query(
+        let rows = sqlx::query_as::<_, Taken>(
             "WITH host AS (SELECT session_id, created_at FROM turns WHERE tenant_id = $1 AND id = $2),
                   taken AS (
                     SELECT t.id FROM turns t, host h
@@ -53,16 +64,13 @@ impl Store {
         .bind(stored)
         .fetch_all(&mut *tx)
         .await?;
-        let mut taken: Vec<(chrono::DateTime<chrono::Utc>, ChatMessage)> = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let reply_to: Option<sqlx::types::Json<Destination>> = row.try_get("reply_to")?;
-            if let Some(reply_to) = reply_to {
-                let turn = TurnId::from_uuid(row.try_get("id")?);
-                queue_answer(&mut tx, tenant, turn, &reply_to, AnswerStatus::Completed, &outcome).await?;
+        let mut taken: Vec<(DateTime<Utc>, ChatMessage)> = Vec::with_capacity(rows.len());
+        for row in rows {
+            if let Some(reply_to) = &row.reply_to {
+                queue_answer(&mut tx, tenant, row.id, reply_to, AnswerStatus::Completed, &outcome).await?;
             }
-            let input: serde_json::Value = row.try_get("input")?;
-            let message = serde_json::from_value(input).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-            taken.push((row.try_get("created_at")?, message));
+            let message = serde_json::from_value(row.input).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            taken.push((row.created_at, message));
         }
         tx.commit().await?;
         taken.sort_by_key(|(at, _)| *at);

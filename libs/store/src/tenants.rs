@@ -1,6 +1,7 @@
 //! Tenants: the unit of isolation.
 
-use sqlx::{PgConnection, Row};
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
 use uuid::Uuid;
 
 use hermes_core::TenantId;
@@ -11,6 +12,23 @@ use crate::{Result, Store, StoreError};
 /// A tenant (a team using the service), as the admin API shows it.
 pub use hermes_wire::admin::Tenant;
 
+/// A tenant found by name ([`Tenant`] is the wire type, which knows nothing of rows).
+#[derive(sqlx::FromRow)]
+struct NamedTenant {
+    id: Uuid,
+    name: String,
+    created_at: DateTime<Utc>,
+}
+
+/// A tenant read by id, with its limits.
+#[derive(sqlx::FromRow)]
+struct TenantLimits {
+    name: String,
+    created_at: DateTime<Utc>,
+    requests_per_minute: Option<i32>,
+    concurrent_turns: Option<i32>,
+}
+
 impl Store {
     /// Creates a tenant. Operator-only: the admin CLI and admin API call it.
     pub async fn create_tenant(&self, name: &str) -> Result<Tenant> {
@@ -20,17 +38,16 @@ impl Store {
     /// Finds a tenant by name. Operator-only: naming a tenant on the admin CLI is how an
     /// operator authenticates as acting for it.
     pub async fn tenant_by_name(&self, name: &str) -> Result<Tenant> {
-        let row = sqlx::query("SELECT id, name, created_at FROM tenants WHERE name = $1")
+        let row = sqlx::query_as::<_, NamedTenant>("SELECT id, name, created_at FROM tenants WHERE name = $1")
             .bind(name)
             .fetch_optional(self.system())
             .await?
             .ok_or(StoreError::NotFound)?;
-        let id: Uuid = row.try_get("id")?;
         Ok(Tenant {
             #[expect(clippy::disallowed_methods, reason = "operator names the tenant on the admin CLI")]
-            id: TenantId::from_authenticated(id),
-            name: row.try_get("name")?,
-            created_at: row.try_get("created_at")?,
+            id: TenantId::from_authenticated(row.id),
+            name: row.name,
+            created_at: row.created_at,
         })
     }
 }
@@ -45,31 +62,33 @@ impl AuditedTx<Installation> {
 /// [`Store::create_tenant`] on a connection of the system role.
 async fn create_tenant_on(conn: &mut PgConnection, name: &str) -> Result<Tenant> {
     let id = TenantId::mint();
-    let row = sqlx::query("INSERT INTO tenants (id, name) VALUES ($1, $2) RETURNING created_at")
-        .bind(id.as_uuid())
-        .bind(name)
-        .fetch_one(conn)
-        .await
-        .map_err(|e| match &e {
-            sqlx::Error::Database(db) if db.is_check_violation() => {
-                StoreError::Invalid(format!("tenant name {name:?} must be 1-63 lowercase letters, digits, '-' or '_'"))
-            }
-            _ => StoreError::conflict_on_unique(e, &format!("tenant {name:?}")),
-        })?;
-    Ok(Tenant { id, name: name.to_owned(), created_at: row.try_get("created_at")? })
+    let created_at: DateTime<Utc> =
+        sqlx::query_scalar("INSERT INTO tenants (id, name) VALUES ($1, $2) RETURNING created_at")
+            .bind(id.as_uuid())
+            .bind(name)
+            .fetch_one(conn)
+            .await
+            .map_err(|e| match &e {
+                sqlx::Error::Database(db) if db.is_check_violation() => StoreError::Invalid(format!(
+                    "tenant name {name:?} must be 1-63 lowercase letters, digits, '-' or '_'"
+                )),
+                _ => StoreError::conflict_on_unique(e, &format!("tenant {name:?}")),
+            })?;
+    Ok(Tenant { id, name: name.to_owned(), created_at })
 }
 
 impl Store {
     /// A tenant by id, with its limits (`None`: the installation's default).
     pub async fn tenant(&self, tenant: TenantId) -> Result<(Tenant, Option<i32>, Option<i32>)> {
-        let row =
-            sqlx::query("SELECT name, created_at, requests_per_minute, concurrent_turns FROM tenants WHERE id = $1")
-                .bind(tenant.as_uuid())
-                .fetch_optional(&mut *self.as_tenant(tenant).await?)
-                .await?
-                .ok_or(StoreError::NotFound)?;
-        let found = Tenant { id: tenant, name: row.try_get("name")?, created_at: row.try_get("created_at")? };
-        Ok((found, row.try_get("requests_per_minute")?, row.try_get("concurrent_turns")?))
+        let row = sqlx::query_as::<_, TenantLimits>(
+            "SELECT name, created_at, requests_per_minute, concurrent_turns FROM tenants WHERE id = $1",
+        )
+        .bind(tenant.as_uuid())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        let found = Tenant { id: tenant, name: row.name, created_at: row.created_at };
+        Ok((found, row.requests_per_minute, row.concurrent_turns))
     }
 }
 

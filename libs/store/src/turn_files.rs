@@ -1,7 +1,5 @@
 //! Files a chat answer hands over (migration 0026; see `hermes_core::media`).
 
-use sqlx::Row;
-
 use chrono::{DateTime, Utc};
 
 use hermes_core::{AgentId, TenantId, TurnId};
@@ -18,10 +16,28 @@ pub struct TurnFile {
     pub data: Result<Vec<u8>, String>,
 }
 
+/// A stored file of an answer: its bytes, or the error that took their place.
+#[derive(sqlx::FromRow)]
+struct TurnFileRow {
+    target: String,
+    name: String,
+    mime: String,
+    data: Option<Vec<u8>>,
+    error: Option<String>,
+}
+
+impl From<TurnFileRow> for TurnFile {
+    fn from(row: TurnFileRow) -> Self {
+        let TurnFileRow { target, name, mime, data, error } = row;
+        TurnFile { target, name, mime, data: data.ok_or_else(|| error.unwrap_or_else(|| "the file is missing".into())) }
+    }
+}
+
 /// A kept file as the API hands it out (`GET /v1/files/{id}`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct SharedFile {
     /// The agent whose turn made it (a key restricted to another agent does not see it).
+    #[sqlx(try_from = "crate::rows::Id")]
     pub agent_id: AgentId,
     pub name: String,
     pub mime: String,
@@ -33,7 +49,7 @@ impl Store {
     /// The file named `name` that `turn` kept, with its bytes; `None` if the tenant has no such
     /// turn or file, or the file could not be read when it was kept.
     pub async fn shared_file(&self, tenant: TenantId, turn: TurnId, name: &str) -> Result<Option<SharedFile>> {
-        let row = sqlx::query(
+        Ok(sqlx::query_as::<_, SharedFile>(
             "SELECT s.agent_id, f.name, f.mime, f.data, f.created_at FROM turn_files f
              JOIN turns t ON t.tenant_id = f.tenant_id AND t.id = f.turn_id
              JOIN sessions s ON s.tenant_id = t.tenant_id AND s.id = t.session_id
@@ -44,17 +60,7 @@ impl Store {
         .bind(turn.as_uuid())
         .bind(name)
         .fetch_optional(&mut *self.as_tenant(tenant).await?)
-        .await?;
-        row.map(|r| {
-            Ok(SharedFile {
-                agent_id: AgentId::from_uuid(r.try_get("agent_id")?),
-                name: r.try_get("name")?,
-                mime: r.try_get("mime")?,
-                data: r.try_get("data")?,
-                created_at: r.try_get("created_at")?,
-            })
-        })
-        .transpose()
+        .await?)
     }
 
     /// Records a file of a turn's answer (again: replaced). Another tenant's turn is `NotFound`
@@ -88,23 +94,13 @@ impl Store {
 
     /// The files of a turn's answer, by what the answer named.
     pub async fn turn_files(&self, tenant: TenantId, turn: TurnId) -> Result<Vec<TurnFile>> {
-        let rows =
-            sqlx::query("SELECT target, name, mime, data, error FROM turn_files WHERE tenant_id = $1 AND turn_id = $2")
-                .bind(tenant.as_uuid())
-                .bind(turn.as_uuid())
-                .fetch_all(&mut *self.as_tenant(tenant).await?)
-                .await?;
-        rows.iter()
-            .map(|r| {
-                let data: Option<Vec<u8>> = r.try_get("data")?;
-                let error: Option<String> = r.try_get("error")?;
-                Ok(TurnFile {
-                    target: r.try_get("target")?,
-                    name: r.try_get("name")?,
-                    mime: r.try_get("mime")?,
-                    data: data.ok_or_else(|| error.unwrap_or_else(|| "the file is missing".into())),
-                })
-            })
-            .collect()
+        let rows = sqlx::query_as::<_, TurnFileRow>(
+            "SELECT target, name, mime, data, error FROM turn_files WHERE tenant_id = $1 AND turn_id = $2",
+        )
+        .bind(tenant.as_uuid())
+        .bind(turn.as_uuid())
+        .fetch_all(&mut *self.as_tenant(tenant).await?)
+        .await?;
+        Ok(rows.into_iter().map(TurnFile::from).collect())
     }
 }

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::{PgConnection, Row};
+use sqlx::types::Json;
+use sqlx::{FromRow, PgConnection};
 
 use hermes_core::outbox::Destination;
 use hermes_core::{AgentId, ChatMessage, SessionId, SessionSource, TenantId, TurnId, TurnOutcome};
@@ -138,6 +139,29 @@ pub struct ClaimedTurn {
     pub trace: Option<hermes_core::trace::TraceParent>,
 }
 
+/// What extending a lease found: whether it was extended, and the turn's state.
+#[derive(sqlx::FromRow)]
+struct LeaseRow {
+    extended: i64,
+    /// `None` when the turn is gone.
+    status: Option<String>,
+    cancel: Option<bool>,
+}
+
+/// What the fenced finish found: whether the turn ended, and where its chat is.
+#[derive(sqlx::FromRow)]
+struct Finished {
+    finished: i64,
+    reply_to: Option<Json<Destination>>,
+}
+
+/// A turn's status (not a vocabulary: [`TurnStatus::parse`] reads it) and outcome.
+#[derive(sqlx::FromRow)]
+struct StateRow {
+    status: String,
+    outcome: Option<Value>,
+}
+
 impl Store {
     /// Claims the session's oldest open turn for `owner` (unique per claim) if it is queued
     /// or abandoned (lease expired), and bumps the session's fence past `token`, in one
@@ -156,7 +180,7 @@ impl Store {
     /// Whether the session's oldest open turn could be claimed now (queued, or abandoned by a
     /// worker whose lease expired) — the same rule as [`claim_next_turn`](Self::claim_next_turn).
     pub async fn has_claimable_turn(&self, tenant: TenantId, session: SessionId) -> Result<bool> {
-        let row = sqlx::query(
+        let claimable: Option<Option<bool>> = sqlx::query_scalar(
             "SELECT ((status = 'queued' AND (not_before IS NULL OR not_before <= now())) OR lease_expires_at < now())
                     AS claimable
              FROM turns WHERE tenant_id = $1 AND session_id = $2 AND status IN ('queued', 'running', 'waiting')
@@ -166,10 +190,7 @@ impl Store {
         .bind(session.as_uuid())
         .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?;
-        match row {
-            Some(row) => Ok(row.try_get::<Option<bool>, _>("claimable")?.unwrap_or(false)),
-            None => Ok(false),
-        }
+        Ok(claimable.flatten().unwrap_or(false))
     }
 
     /// Extends `owner`'s lease on a running turn.
@@ -180,7 +201,7 @@ impl Store {
         owner: &str,
         lease: Duration,
     ) -> Result<LeaseState> {
-        let row = sqlx::query(
+        let row = sqlx::query_as::<_, LeaseRow>(
             "WITH upd AS (
                 UPDATE turns SET lease_expires_at = now() + make_interval(secs => $4)
                 WHERE tenant_id = $1 AND id = $2 AND lease_owner = $3 AND status = 'running'
@@ -196,11 +217,8 @@ impl Store {
         .bind(lease.as_secs_f64())
         .fetch_one(&mut *self.as_tenant(tenant).await?)
         .await?;
-        let extended: i64 = row.try_get("extended")?;
-        let status: Option<String> = row.try_get("status")?;
-        let cancel: Option<bool> = row.try_get("cancel")?;
-        Ok(match (extended, status.as_deref().map(TurnStatus::parse).transpose()?) {
-            (1.., _) if cancel == Some(true) => LeaseState::CancelRequested,
+        Ok(match (row.extended, row.status.as_deref().map(TurnStatus::parse).transpose()?) {
+            (1.., _) if row.cancel == Some(true) => LeaseState::CancelRequested,
             (1.., _) => LeaseState::Held,
             (_, Some(s)) if s.is_final() => LeaseState::Ended,
             _ => LeaseState::Lost,
@@ -264,13 +282,12 @@ impl Store {
         // The answer's outbox rows commit with the turn's end, or neither does.
         let mut tx = self.turn_end_tx(tenant).await?;
         let row = CallColumns::of(calls).bind_to(query).bind(search).fetch_one(&mut *tx).await?;
-        let finished: i64 = row.try_get("finished")?;
+        let Finished { finished, reply_to } = Finished::from_row(&row)?;
         if finished == 0 {
             // Fenced: nothing of the turn changed, but its model calls were paid for and stay.
             tx.commit().await?;
             return Err(StoreError::Fenced);
         }
-        let reply_to: Option<sqlx::types::Json<Destination>> = row.try_get("reply_to")?;
         if let (Some(reply_to), Some(answer)) = (reply_to, outbox_rows::answer_status(status)) {
             outbox_rows::queue_answer(&mut tx, tenant, turn, &reply_to, answer, outcome).await?;
         }
@@ -308,15 +325,17 @@ impl Store {
 
     /// A turn's status and, once it has ended, its outcome.
     pub async fn turn_state(&self, tenant: TenantId, turn: TurnId) -> Result<(TurnStatus, Option<TurnOutcome>)> {
-        let row = sqlx::query("SELECT status::text AS status, outcome FROM turns WHERE tenant_id = $1 AND id = $2")
-            .bind(tenant.as_uuid())
-            .bind(turn.as_uuid())
-            .fetch_optional(&mut *self.as_tenant(tenant).await?)
-            .await?
-            .ok_or(StoreError::NotFound)?;
-        let status = TurnStatus::parse(&row.try_get::<String, _>("status")?)?;
-        let outcome: Option<Value> = row.try_get("outcome")?;
-        let outcome = outcome
+        let row = sqlx::query_as::<_, StateRow>(
+            "SELECT status::text AS status, outcome FROM turns WHERE tenant_id = $1 AND id = $2",
+        )
+        .bind(tenant.as_uuid())
+        .bind(turn.as_uuid())
+        .fetch_optional(&mut *self.as_tenant(tenant).await?)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        let status = TurnStatus::parse(&row.status)?;
+        let outcome = row
+            .outcome
             .map(serde_json::from_value::<TurnOutcome>)
             .transpose()
             .map_err(|e| StoreError::Corrupt(e.to_string()))?;
@@ -385,7 +404,7 @@ async fn request_cancel_on(
     outcome: &TurnOutcome,
 ) -> Result<Option<TurnStatus>> {
     let outcome = crate::messages::storable_json(outcome)?;
-    let row = sqlx::query(
+    let was: Option<String> = sqlx::query_scalar(
         "WITH before AS (
             SELECT status FROM turns WHERE tenant_id = $1 AND id = $2 AND status IN ('queued', 'running', 'waiting')
             FOR UPDATE
@@ -402,5 +421,5 @@ async fn request_cancel_on(
     .bind(outcome)
     .fetch_optional(conn)
     .await?;
-    row.map(|r| TurnStatus::parse(&r.try_get::<String, _>("was")?)).transpose()
+    was.as_deref().map(TurnStatus::parse).transpose()
 }

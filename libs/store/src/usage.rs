@@ -1,7 +1,6 @@
 //! The per-call usage ledger: one row per answered model call, written with the turn's
 //! checkpoints (never in a statement of its own on the plain-turn path).
 
-use sqlx::Row;
 use sqlx::postgres::PgArguments;
 use sqlx::query::Query;
 
@@ -37,6 +36,46 @@ pub(crate) struct CallColumns {
 
 fn tokens(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// A count as read back: a negative one (no writer stores it) is 0.
+fn count(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+/// A recorded call as `turn_model_calls` selects it.
+#[derive(sqlx::FromRow)]
+struct CallRow {
+    #[sqlx(try_from = "String")]
+    purpose: hermes_core::CallPurpose,
+    provider: String,
+    model: String,
+    key_id: Option<String>,
+    prompt_tokens: i64,
+    completion_tokens: i64,
+    cached_tokens: i64,
+    cache_write_tokens: i64,
+    latency_ms: Option<i32>,
+}
+
+impl From<CallRow> for ModelCall {
+    fn from(row: CallRow) -> Self {
+        let (prompt, completion) = (count(row.prompt_tokens), count(row.completion_tokens));
+        ModelCall {
+            purpose: row.purpose,
+            provider: row.provider,
+            model: row.model,
+            key_id: row.key_id,
+            usage: Usage {
+                prompt_tokens: prompt,
+                completion_tokens: completion,
+                total_tokens: prompt + completion,
+                cached_tokens: count(row.cached_tokens),
+                cache_write_tokens: count(row.cache_write_tokens),
+            },
+            latency_ms: row.latency_ms.map_or(0, |ms| u64::try_from(ms).unwrap_or(0)),
+        }
+    }
 }
 
 impl CallColumns {
@@ -136,27 +175,7 @@ impl Store {
         .bind(turn.as_uuid())
         .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
-        rows.iter()
-            .map(|r| {
-                let n = |c: &str| -> Result<u64> { Ok(u64::try_from(r.try_get::<i64, _>(c)?).unwrap_or(0)) };
-                let (prompt, completion) = (n("prompt_tokens")?, n("completion_tokens")?);
-                Ok(ModelCall {
-                    purpose: crate::rows::vocab(&r.try_get::<String, _>("purpose")?)?,
-                    provider: r.try_get("provider")?,
-                    model: r.try_get("model")?,
-                    key_id: r.try_get("key_id")?,
-                    usage: Usage {
-                        prompt_tokens: prompt,
-                        completion_tokens: completion,
-                        total_tokens: prompt + completion,
-                        cached_tokens: n("cached_tokens")?,
-                        cache_write_tokens: n("cache_write_tokens")?,
-                    },
-                    latency_ms: r
-                        .try_get::<Option<i32>, _>("latency_ms")?
-                        .map_or(0, |ms| u64::try_from(ms).unwrap_or(0)),
-                })
-            })
-            .collect()
+        // A purpose outside its vocabulary is `Corrupt`.
+        rows.iter().map(|r| crate::rows::read::<CallRow>(r).map(ModelCall::from)).collect()
     }
 }

@@ -4,7 +4,6 @@
 //! from), so it runs as the system role, like API-key authentication.
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
 use uuid::Uuid;
 
 use hermes_core::{MemberRole, PersonId, TenantId};
@@ -33,19 +32,47 @@ pub struct Person {
 }
 
 /// What checking a password needs.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct SignInRecord {
+    #[sqlx(flatten)]
     pub person: Person,
     pub password_hash: Option<String>,
     pub locked_until: Option<DateTime<Utc>>,
 }
 
 /// A tenant a person belongs to, and as what.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, sqlx::FromRow)]
 pub struct Membership {
+    #[sqlx(try_from = "crate::rows::Id")]
     pub tenant_id: TenantId,
+    #[sqlx(rename = "name")]
     pub tenant_name: String,
+    #[sqlx(try_from = "String")]
     pub role: MemberRole,
+}
+
+/// A tenant a person may act in: as a member with `role`, or (`None`) as an operator.
+#[derive(sqlx::FromRow)]
+struct TenantAccess {
+    #[sqlx(try_from = "crate::rows::Id")]
+    tenant_id: TenantId,
+    role: Option<String>,
+}
+
+/// A tenant of an operator's listing ([`crate::Tenant`] is the wire type, which knows nothing
+/// of rows).
+#[derive(sqlx::FromRow)]
+struct ListedTenant {
+    #[sqlx(try_from = "crate::rows::Id")]
+    tenant_id: TenantId,
+    name: String,
+    created_at: DateTime<Utc>,
+}
+
+impl From<ListedTenant> for crate::Tenant {
+    fn from(row: ListedTenant) -> Self {
+        crate::Tenant { id: row.tenant_id, name: row.name, created_at: row.created_at }
+    }
 }
 
 /// The columns [`person`] reads, of `people p`.
@@ -127,22 +154,14 @@ impl Store {
 
     /// What a password sign-in checks, by email.
     pub async fn sign_in_record(&self, email: &str) -> Result<Option<SignInRecord>> {
-        let row = sqlx::query(concat!(
+        Ok(sqlx::query_as::<_, SignInRecord>(concat!(
             "SELECT ",
             person_columns!(),
             ", p.password_hash, p.locked_until FROM people p WHERE p.email = $1"
         ))
         .bind(super::normalize_email(email))
         .fetch_optional(self.system())
-        .await?;
-        row.map(|r| {
-            Ok(SignInRecord {
-                person: person(&r)?,
-                password_hash: r.try_get("password_hash")?,
-                locked_until: r.try_get("locked_until")?,
-            })
-        })
-        .transpose()
+        .await?)
     }
 
     /// Counts a wrong password; the `lock_after`th in a row locks the account until
@@ -221,22 +240,15 @@ impl Store {
         .bind(id.as_uuid())
         .fetch_all(self.system())
         .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(Membership {
-                    tenant_id: crate::rows::tenant_of(r)?,
-                    tenant_name: r.try_get("name")?,
-                    role: crate::rows::vocab(r.try_get("role")?)?,
-                })
-            })
-            .collect()
+        // A role outside its vocabulary is `Corrupt`.
+        rows.iter().map(crate::rows::read::<Membership>).collect()
     }
 
     /// The tenant `raw` names, when `person` may act in it: as a member (with the role), or
     /// as an operator (any tenant that exists; `None` role). `NotFound` otherwise: to a
     /// person outside it, another tenant does not exist.
     pub async fn tenant_for_person(&self, person: PersonId, raw: Uuid) -> Result<(TenantId, Option<MemberRole>)> {
-        let row = sqlx::query(
+        let row = sqlx::query_as::<_, TenantAccess>(
             "SELECT t.id AS tenant_id, m.role FROM tenants t
              JOIN people p ON p.id = $1 AND p.disabled_at IS NULL
              LEFT JOIN memberships m ON m.tenant_id = t.id AND m.person_id = p.id
@@ -247,14 +259,13 @@ impl Store {
         .fetch_optional(self.system())
         .await?
         .ok_or(StoreError::NotFound)?;
-        let role: Option<String> = row.try_get("role")?;
-        Ok((crate::rows::tenant_of(&row)?, role.as_deref().map(crate::rows::vocab).transpose()?))
+        Ok((row.tenant_id, row.role.as_deref().map(crate::rows::vocab).transpose()?))
     }
 
     /// Every tenant, by name, in pages (`after`: the last name of the previous page), for
     /// operators.
     pub async fn tenants_page(&self, after: Option<&str>, limit: u32) -> Result<Vec<crate::Tenant>> {
-        let rows = sqlx::query(
+        let rows = sqlx::query_as::<_, ListedTenant>(
             "SELECT id AS tenant_id, name, created_at FROM tenants
              WHERE ($1::text IS NULL OR name > $1) ORDER BY name LIMIT $2",
         )
@@ -262,14 +273,6 @@ impl Store {
         .bind(i64::from(limit.clamp(1, 500)))
         .fetch_all(self.system())
         .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(crate::Tenant {
-                    id: crate::rows::tenant_of(r)?,
-                    name: r.try_get("name")?,
-                    created_at: r.try_get("created_at")?,
-                })
-            })
-            .collect()
+        Ok(rows.into_iter().map(crate::Tenant::from).collect())
     }
 }

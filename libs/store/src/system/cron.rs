@@ -2,7 +2,6 @@
 //! and failing claimed runs by id, and settling runs whose turns ended (or that were lost).
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
 
 use hermes_core::{JobState, SessionId, TenantId};
 
@@ -192,6 +191,14 @@ impl Store {
     }
 }
 
+/// A fired run taken from `cron_fires`: its job, the webhook's context and when it fired.
+#[derive(sqlx::FromRow)]
+struct Fire {
+    job_id: uuid::Uuid,
+    context: String,
+    created_at: DateTime<Utc>,
+}
+
 /// Claims up to `limit` fired runs inside the scheduler's claiming transaction.
 pub(crate) async fn claim_fires(
     tx: &mut sqlx::PgConnection,
@@ -205,7 +212,7 @@ pub(crate) async fn claim_fires(
     // A tenant at its cap of open runs waits, as for scheduled runs; a paused job's fires are
     // dropped (pausing a job stops it, whatever calls it).
     // Round-robin across tenants too, counting the runs this claim already took.
-    let fires = sqlx::query(
+    let fires = sqlx::query_as::<_, Fire>(
         "WITH open AS (
             SELECT tenant_id, count(*) AS n FROM cron_runs WHERE status IN ('claimed', 'running') GROUP BY tenant_id
          ), waiting AS (
@@ -223,10 +230,7 @@ pub(crate) async fn claim_fires(
     .fetch_all(&mut *tx)
     .await?;
     let mut claimed = Vec::new();
-    for fire in &fires {
-        let job_id: uuid::Uuid = fire.try_get("job_id")?;
-        let context: String = fire.try_get("context")?;
-        let at: DateTime<Utc> = fire.try_get("created_at")?;
+    for Fire { job_id, context, created_at: at } in fires {
         let Some(row) =
             sqlx::query("SELECT * FROM cron_jobs WHERE id = $1").bind(job_id).fetch_optional(&mut *tx).await?
         else {

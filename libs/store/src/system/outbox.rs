@@ -2,13 +2,11 @@
 
 use std::time::Duration;
 
-use sqlx::Row;
-use sqlx::postgres::PgRow;
+use chrono::{DateTime, Utc};
 
 use hermes_core::outbox::{Destination, OutboxPayload};
 use hermes_core::{TenantId, TurnId};
 
-use crate::rows::MaybeId;
 use crate::{Result, Store};
 
 /// A reply to deliver, claimed by one gateway pod for a while.
@@ -25,7 +23,7 @@ pub struct OutboxItem {
     pub sent_parts: i32,
     pub message_ids: Vec<String>,
     /// A part whose send began but was never recorded (the sender died), and since when.
-    pub doubt: Option<(i32, chrono::DateTime<chrono::Utc>)>,
+    pub doubt: Option<(i32, DateTime<Utc>)>,
     /// This claim's token: every record of the claim carries it.
     pub lease: uuid::Uuid,
     /// The trace of the turn this answers (its delivery is the trace's last span).
@@ -39,7 +37,7 @@ impl Store {
     /// time is due again. Replies to bots reached through a socket go only through the pod
     /// holding it: those are claimed with `only` set to their channel, and never without.
     pub async fn claim_outbox(&self, limit: i64, lease: Duration, only: Option<uuid::Uuid>) -> Result<Vec<OutboxItem>> {
-        let rows = sqlx::query(
+        let rows = sqlx::query_as::<_, ClaimedRow>(
             "UPDATE outbox o SET lease_until = now() + make_interval(secs => $2), attempts = o.attempts + 1,
                     lease_owner = gen_random_uuid()
              FROM (SELECT id FROM outbox
@@ -62,8 +60,8 @@ impl Store {
         .fetch_all(self.system())
         .await?;
         let mut items = Vec::with_capacity(rows.len());
-        for row in &rows {
-            match read_item(row)? {
+        for row in rows {
+            match row.into_item() {
                 Ok(item) => items.push(item),
                 // A row no sender can read would be claimed again forever: it fails once, named.
                 Err((id, error)) => {
@@ -186,34 +184,49 @@ impl Store {
     }
 }
 
-/// A claimed row, or (its id, why its destination or payload does not parse).
-fn read_item(r: &PgRow) -> Result<std::result::Result<OutboxItem, (uuid::Uuid, serde_json::Error)>> {
-    let id: uuid::Uuid = r.try_get("id")?;
-    let (destination, payload): (serde_json::Value, serde_json::Value) =
-        (r.try_get("destination")?, r.try_get("payload")?);
-    let parsed = serde_json::from_value(destination).and_then(|d| Ok((d, serde_json::from_value(payload)?)));
-    let (destination, payload) = match parsed {
-        Ok(parts) => parts,
-        Err(e) => return Ok(Err((id, e))),
-    };
-    Ok(Ok(OutboxItem {
-        id,
-        tenant_id: crate::rows::tenant_of(r)?,
-        channel_id: r.try_get("channel_id")?,
-        turn_id: r.try_get::<MaybeId, _>("turn_id")?.into(),
-        destination,
-        payload,
-        attempts: r.try_get("attempts")?,
-        sent_parts: r.try_get("sent_parts")?,
-        message_ids: r
-            .try_get::<Option<String>, _>("platform_message_id")?
-            .map(|ids| ids.split(',').filter(|s| !s.is_empty()).map(str::to_owned).collect())
-            .unwrap_or_default(),
-        doubt: match (r.try_get::<Option<i32>, _>("doubt_part")?, r.try_get("doubt_since")?) {
-            (Some(part), Some(since)) => Some((part, since)),
-            _ => None,
-        },
-        lease: r.try_get("lease_owner")?,
-        trace: r.try_get::<crate::rows::MaybeText, _>("trace_parent")?.into(),
-    }))
+/// A claimed row as `claim_outbox` returns it; its destination and payload are parsed after.
+#[derive(sqlx::FromRow)]
+struct ClaimedRow {
+    id: uuid::Uuid,
+    #[sqlx(try_from = "crate::rows::Id")]
+    tenant_id: TenantId,
+    channel_id: Option<uuid::Uuid>,
+    #[sqlx(try_from = "crate::rows::MaybeId")]
+    turn_id: Option<TurnId>,
+    destination: serde_json::Value,
+    payload: serde_json::Value,
+    attempts: i32,
+    sent_parts: i32,
+    platform_message_id: Option<String>,
+    doubt_part: Option<i32>,
+    doubt_since: Option<DateTime<Utc>>,
+    lease_owner: uuid::Uuid,
+    #[sqlx(try_from = "crate::rows::MaybeText")]
+    trace_parent: Option<hermes_core::trace::TraceParent>,
+}
+
+impl ClaimedRow {
+    /// The item, or (its id, why its destination or payload does not parse).
+    fn into_item(self) -> std::result::Result<OutboxItem, (uuid::Uuid, serde_json::Error)> {
+        let parsed =
+            serde_json::from_value(self.destination).and_then(|d| Ok((d, serde_json::from_value(self.payload)?)));
+        let (destination, payload) = parsed.map_err(|e| (self.id, e))?;
+        Ok(OutboxItem {
+            id: self.id,
+            tenant_id: self.tenant_id,
+            channel_id: self.channel_id,
+            turn_id: self.turn_id,
+            destination,
+            payload,
+            attempts: self.attempts,
+            sent_parts: self.sent_parts,
+            message_ids: self
+                .platform_message_id
+                .map(|ids| ids.split(',').filter(|s| !s.is_empty()).map(str::to_owned).collect())
+                .unwrap_or_default(),
+            doubt: self.doubt_part.zip(self.doubt_since),
+            lease: self.lease_owner,
+            trace: self.trace_parent,
+        })
+    }
 }
