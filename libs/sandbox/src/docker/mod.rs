@@ -166,6 +166,48 @@ impl DockerSandboxes {
             (LABEL_AGENT.to_owned(), key.agent.to_string()),
         ]);
         self.create_workspace_volume(key, &labels).await?;
+        let body = ContainerCreateBody {
+            image: Some(cfg.image.clone()),
+            cmd: Some(self.sandboxd_command()),
+            user: Some("0:0".into()),
+            working_dir: Some(WORKSPACE.into()),
+            env: Some(
+                [format!("HOME={WORKSPACE}"), "LANG=C.UTF-8".into(), "SANDBOXD_LOG=warn".into()]
+                    .into_iter()
+                    .chain(crate::PROXY_ENV.iter().map(|(k, v)| format!("{k}={v}")))
+                    .collect(),
+            ),
+            labels: Some(labels),
+            network_disabled: Some(true),
+            host_config: Some(self.host_config(key, &ipc)),
+            ..Default::default()
+        };
+        let options = CreateContainerOptions { name: Some(name.to_owned()), ..Default::default() };
+        let docker = &self.inner.docker;
+        match docker.create_container(Some(options), body).await {
+            Ok(_) => {}
+            // Another worker on this engine created it first: use theirs.
+            Err(e) if status_of(&e) == Some(409) => {}
+            Err(e) if status_of(&e) == Some(404) => {
+                return Err(SandboxError::ImageMissing(cfg.image.clone()));
+            }
+            Err(e) => return Err(docker_err(e)),
+        }
+        match docker.start_container(name, None).await {
+            Ok(()) => {}
+            Err(e) if status_of(&e) == Some(304) => {}
+            Err(e) => return Err(docker_err(e)),
+        }
+        tracing::info!(container = %name, tenant.id = %key.tenant, agent.id = %key.agent, "sandbox created");
+        metrics::counter!("hermes_sandbox_created_total", "backend" => "docker").increment(1);
+        Ok(())
+    }
+
+    /// The container's limits and mounts: no network, no capabilities but what sandboxd needs
+    /// to start and stop the sandbox user's programs, a read-only root, the workspace volume
+    /// and the socket directory.
+    fn host_config(&self, key: SandboxKey, ipc: &std::path::Path) -> HostConfig {
+        let cfg = &self.inner.cfg.docker;
         let tmpfs = HashMap::from([
             ("/tmp".to_owned(), format!("rw,nosuid,nodev,size={}m", cfg.tmpfs_mb)),
             ("/run".to_owned(), "rw,nosuid,nodev,noexec,size=16m".to_owned()),
@@ -174,7 +216,7 @@ impl DockerSandboxes {
             (MCP_HOME_MOUNT.to_owned(), format!("rw,nosuid,nodev,exec,mode=1777,size={}m", cfg.tmpfs_mb)),
         ]);
         let memory = i64::try_from(cfg.memory_mb.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX);
-        let host = HostConfig {
+        HostConfig {
             // sandboxd runs as root with just enough to start programs as the sandbox user
             // (uid 1000) and stop them; they cannot signal it, read it or replace its socket.
             cap_drop: Some(vec!["ALL".into()]),
@@ -205,62 +247,31 @@ impl DockerSandboxes {
                 },
             ]),
             ..Default::default()
-        };
+        }
+    }
+
+    /// sandboxd's command line inside the container.
+    fn sandboxd_command(&self) -> Vec<String> {
+        let cfg = &self.inner.cfg.docker;
         let timeout = self.inner.cfg.exec_timeout_seconds.to_string();
-        let body = ContainerCreateBody {
-            image: Some(cfg.image.clone()),
-            cmd: Some(
-                [
-                    cfg.sandboxd_path.clone(),
-                    "--listen".into(),
-                    format!("unix:{IPC_MOUNT}/{SOCKET}"),
-                    "--workspace".into(),
-                    WORKSPACE.into(),
-                    "--default-timeout".into(),
-                    timeout,
-                    "--egress-socket".into(),
-                    format!("{IPC_MOUNT}/{EGRESS_SOCKET}"),
-                    "--run-as".into(),
-                    format!("{SANDBOX_USER}:{SANDBOX_USER}"),
-                    "--mcp-as".into(),
-                    format!("{MCP_USER}:{MCP_USER}"),
-                ]
-                .into_iter()
-                .chain(crate::span_relay::sandboxd_args(IPC_MOUNT))
-                .collect(),
-            ),
-            user: Some("0:0".into()),
-            working_dir: Some(WORKSPACE.into()),
-            env: Some(
-                [format!("HOME={WORKSPACE}"), "LANG=C.UTF-8".into(), "SANDBOXD_LOG=warn".into()]
-                    .into_iter()
-                    .chain(crate::PROXY_ENV.iter().map(|(k, v)| format!("{k}={v}")))
-                    .collect(),
-            ),
-            labels: Some(labels),
-            network_disabled: Some(true),
-            host_config: Some(host),
-            ..Default::default()
-        };
-        let options = CreateContainerOptions { name: Some(name.to_owned()), ..Default::default() };
-        let docker = &self.inner.docker;
-        match docker.create_container(Some(options), body).await {
-            Ok(_) => {}
-            // Another worker on this engine created it first: use theirs.
-            Err(e) if status_of(&e) == Some(409) => {}
-            Err(e) if status_of(&e) == Some(404) => {
-                return Err(SandboxError::ImageMissing(cfg.image.clone()));
-            }
-            Err(e) => return Err(docker_err(e)),
-        }
-        match docker.start_container(name, None).await {
-            Ok(()) => {}
-            Err(e) if status_of(&e) == Some(304) => {}
-            Err(e) => return Err(docker_err(e)),
-        }
-        tracing::info!(container = %name, tenant.id = %key.tenant, agent.id = %key.agent, "sandbox created");
-        metrics::counter!("hermes_sandbox_created_total", "backend" => "docker").increment(1);
-        Ok(())
+        [
+            cfg.sandboxd_path.clone(),
+            "--listen".into(),
+            format!("unix:{IPC_MOUNT}/{SOCKET}"),
+            "--workspace".into(),
+            WORKSPACE.into(),
+            "--default-timeout".into(),
+            timeout,
+            "--egress-socket".into(),
+            format!("{IPC_MOUNT}/{EGRESS_SOCKET}"),
+            "--run-as".into(),
+            format!("{SANDBOX_USER}:{SANDBOX_USER}"),
+            "--mcp-as".into(),
+            format!("{MCP_USER}:{MCP_USER}"),
+        ]
+        .into_iter()
+        .chain(crate::span_relay::sandboxd_args(IPC_MOUNT))
+        .collect()
     }
 
     async fn remove(&self, name: &str) {
