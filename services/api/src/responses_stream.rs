@@ -15,7 +15,7 @@ use futures_util::Stream;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use hermes_core::TurnEventKind;
+use hermes_core::{TurnEventKind, TurnOutcome};
 use hermes_store::{Store, TurnStatus};
 
 use crate::completion::{Completion, interaction_text};
@@ -156,18 +156,7 @@ async fn pump(mut completion: Completion, meta: ResponseMeta, store: Store, mut 
                 out.send("response.output_item.added", json!({ "output_index": index, "item": item })).await
             }
             Next::Event(TurnEventKind::ToolCompleted { call_id, output, .. }) => {
-                // A completion without its start (an internal tool, a lost event) is dropped.
-                let Some((index, name, arguments)) = items.calls.remove(&call_id) else { continue };
-                let done = function_call_item(&call_id, &name, &arguments, "completed");
-                let result = function_output_item(&call_id, &output);
-                let result_index = items.claim_index();
-                out.send("response.output_item.done", json!({ "output_index": index, "item": done })).await
-                    && out
-                        .send("response.output_item.added", json!({ "output_index": result_index, "item": result }))
-                        .await
-                    && out
-                        .send("response.output_item.done", json!({ "output_index": result_index, "item": result }))
-                        .await
+                tool_completed(&mut out, &mut items, &call_id, &output).await
             }
             Next::Event(_) => continue,
         };
@@ -179,17 +168,7 @@ async fn pump(mut completion: Completion, meta: ResponseMeta, store: Store, mut 
     let tenant = completion.guard.tenant;
     let (status, outcome, interaction) = match ended {
         Ok(outcome) => {
-            // Text the events did not carry (a lost event, or a resumed attempt).
-            let rest = match outcome.content.strip_prefix(items.text.as_str()) {
-                Some(rest) => rest.to_owned(),
-                None if items.text.is_empty() => outcome.content.clone(),
-                None => String::new(),
-            };
-            let rest = if rest.is_empty() && items.message.is_none() {
-                outcome.error.clone().unwrap_or_default()
-            } else {
-                rest
-            };
+            let rest = unsent_text(&outcome, &items);
             if !rest.is_empty() && !text_delta(&mut out, &mut items, &meta, &rest).await {
                 return;
             }
@@ -227,4 +206,27 @@ async fn pump(mut completion: Completion, meta: ResponseMeta, store: Store, mut 
         _ => "response.failed",
     };
     let _ = out.send(kind, json!({ "response": object })).await;
+}
+
+/// A tool's result as two output items after its call's; `false` once the client is gone.
+/// A completion without its start (an internal tool, a lost event) is dropped.
+async fn tool_completed(out: &mut Emitter, items: &mut Items, call_id: &str, output: &str) -> bool {
+    let Some((index, name, arguments)) = items.calls.remove(call_id) else { return true };
+    let done = function_call_item(call_id, &name, &arguments, "completed");
+    let result = function_output_item(call_id, output);
+    let result_index = items.claim_index();
+    out.send("response.output_item.done", json!({ "output_index": index, "item": done })).await
+        && out.send("response.output_item.added", json!({ "output_index": result_index, "item": result })).await
+        && out.send("response.output_item.done", json!({ "output_index": result_index, "item": result })).await
+}
+
+/// Text of the answer the events did not carry (a lost event, or a resumed attempt); for an
+/// answer with no text at all, its error.
+fn unsent_text(outcome: &TurnOutcome, items: &Items) -> String {
+    let rest = match outcome.content.strip_prefix(items.text.as_str()) {
+        Some(rest) => rest.to_owned(),
+        None if items.text.is_empty() => outcome.content.clone(),
+        None => String::new(),
+    };
+    if rest.is_empty() && items.message.is_none() { outcome.error.clone().unwrap_or_default() } else { rest }
 }
