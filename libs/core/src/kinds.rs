@@ -1,5 +1,5 @@
 //! The closed vocabularies that travel between processes and live in Postgres as text: chat
-//! platforms and modes, busy modes, interaction kinds, cron job and run states, budget periods,
+//! platforms and modes, busy modes, turn states, interaction kinds, cron job and run states, budget periods,
 //! skill and goal states (toolsets live in `toolsets.rs`). Serde and `FromStr`/`Display`
 //! use the same names as the database columns (and their CHECK constraints), so a value read
 //! from a row, a TOML file or a JSON body is one of these or an error naming the allowed ones.
@@ -123,6 +123,26 @@ vocabulary! {
     GroupSessions ("group sessions") {
         Chat = "chat",
         User = "user",
+    }
+}
+
+vocabulary! {
+    /// A turn's state, as stored (`turns.status`) and shown.
+    TurnStatus ("turn status") {
+        Queued = "queued",
+        Running = "running",
+        /// Parked until the user answers an interaction (or it expires).
+        Waiting = "waiting",
+        Completed = "completed",
+        Failed = "failed",
+        Cancelled = "cancelled",
+    }
+}
+
+impl TurnStatus {
+    /// Whether the turn has ended.
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
     }
 }
 

@@ -26,7 +26,7 @@ pub use ids::{AdminTokenId, AgentId, ApiKeyId, IdParseError, InvitationId, Perso
 pub use kinds::{
     ApprovalChoice, ApprovalMode, BudgetPeriod, BusyMode, CallPurpose, ChannelMode, ChannelStatus, CronRunStatus,
     DmPolicy, GoalState, GroupPolicy, GroupSessions, ImageInputMode, InteractionKind, InteractionStatus, JobState,
-    Platform, RunOutcome, SessionSource, SkillState, UnknownName, VoiceMode,
+    Platform, RunOutcome, SessionSource, SkillState, TurnStatus, UnknownName, VoiceMode,
 };
 pub use message::{ChatMessage, Content, ContentPart, Role, ToolCall, ToolCallFunction};
 pub use toolsets::ToolsetName;

@@ -48,7 +48,7 @@ struct Queued {
 struct OpenTurn {
     #[sqlx(try_from = "crate::rows::Id")]
     id: TurnId,
-    /// Not a vocabulary: [`crate::TurnStatus::parse`] reads it.
+    /// Read with `rows::vocab` (a bad name is `Corrupt`).
     status: String,
     input: Value,
     begun: bool,
@@ -121,7 +121,7 @@ impl Store {
         let open = i64::try_from(rows.len()).unwrap_or(i64::MAX);
         let mut busy = Vec::new();
         for row in rows {
-            if crate::TurnStatus::parse(&row.status)? == crate::TurnStatus::Queued {
+            if crate::rows::vocab::<crate::TurnStatus>(&row.status)? == crate::TurnStatus::Queued {
                 continue;
             }
             let input: hermes_core::ChatMessage =

@@ -67,7 +67,7 @@ struct Answering {
     prompt: Value,
     #[sqlx(try_from = "String")]
     status: InteractionStatus,
-    /// Not a vocabulary: [`crate::TurnStatus::parse`] reads it.
+    /// Read with `rows::vocab` (a bad name is `Corrupt`).
     turn_status: String,
 }
 
@@ -340,7 +340,7 @@ async fn answer_interaction_on(
     .ok_or(StoreError::NotFound)?;
     // A kind or status outside its vocabulary is `Corrupt`.
     let row = crate::rows::read::<Answering>(&row)?;
-    let (status, turn_status) = (row.status, crate::TurnStatus::parse(&row.turn_status)?);
+    let (status, turn_status) = (row.status, crate::rows::vocab::<crate::TurnStatus>(&row.turn_status)?);
     if status != InteractionStatus::Pending || turn_status != crate::TurnStatus::Waiting {
         return Err(StoreError::Conflict(format!("an answer to this {status} question")));
     }

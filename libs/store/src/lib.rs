@@ -67,7 +67,6 @@ pub mod system;
 pub mod tenants;
 pub mod turn_files;
 pub mod turn_inputs;
-mod turn_status;
 pub mod turns;
 pub mod usage;
 pub mod voice_modes;

@@ -8,8 +8,8 @@ use uuid::Uuid;
 
 use hermes_core::{AgentId, SessionId, TenantId, TurnId, TurnOutcome};
 
-use crate::turn_status::TurnStatus;
 use crate::{Result, Store, StoreError};
+use hermes_core::TurnStatus;
 
 /// What a Responses request records with its turn (only when the client stores it).
 #[derive(Debug, Clone)]
@@ -68,7 +68,7 @@ impl TurnColumns {
         Ok((
             self.session_id,
             self.agent_id,
-            TurnStatus::parse(&self.status)?,
+            crate::rows::vocab::<TurnStatus>(&self.status)?,
             self.outcome.map(serde_json::from_value).transpose().map_err(|e| StoreError::Corrupt(e.to_string()))?,
         ))
     }

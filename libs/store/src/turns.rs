@@ -25,8 +25,8 @@ use crate::{Result, Store, StoreError};
 mod enqueue;
 pub(crate) mod outbox_rows;
 
-pub use crate::turn_status::TurnStatus;
 pub(crate) use enqueue::enqueue_in;
+pub use hermes_core::TurnStatus;
 
 /// What extending a lease found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,7 +155,7 @@ struct Finished {
     reply_to: Option<Json<Destination>>,
 }
 
-/// A turn's status (not a vocabulary: [`TurnStatus::parse`] reads it) and outcome.
+/// A turn's status (read with `rows::vocab`) and outcome.
 #[derive(sqlx::FromRow)]
 struct StateRow {
     status: String,
@@ -217,7 +217,7 @@ impl Store {
         .bind(lease.as_secs_f64())
         .fetch_one(&mut *self.as_tenant(tenant).await?)
         .await?;
-        Ok(match (row.extended, row.status.as_deref().map(TurnStatus::parse).transpose()?) {
+        Ok(match (row.extended, row.status.as_deref().map(crate::rows::vocab::<TurnStatus>).transpose()?) {
             (1.., _) if row.cancel == Some(true) => LeaseState::CancelRequested,
             (1.., _) => LeaseState::Held,
             (_, Some(s)) if s.is_final() => LeaseState::Ended,
@@ -333,7 +333,7 @@ impl Store {
         .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?
         .ok_or(StoreError::NotFound)?;
-        let status = TurnStatus::parse(&row.status)?;
+        let status = crate::rows::vocab::<TurnStatus>(&row.status)?;
         let outcome = row
             .outcome
             .map(serde_json::from_value::<TurnOutcome>)
@@ -421,5 +421,5 @@ async fn request_cancel_on(
     .bind(outcome)
     .fetch_optional(conn)
     .await?;
-    was.as_deref().map(TurnStatus::parse).transpose()
+    was.as_deref().map(crate::rows::vocab::<TurnStatus>).transpose()
 }
