@@ -20,6 +20,7 @@ mod model_call;
 pub mod normalize;
 pub mod prompt;
 mod tool_step;
+mod turn_loop;
 
 use std::future::Future;
 
@@ -27,11 +28,11 @@ use hermes_core::{ChatMessage, ErrorCode, FinishReason, ToolCall, TurnEventKind,
 use hermes_llm::{ChatModel, DeltaSink};
 use hermes_tools::{ToolCtx, ToolRegistry};
 
-use crate::context::compact;
 use crate::guardrails::{GuardrailLimits, Guardrails};
-use crate::model_call::{ModelStep, Spent, StepError};
+use crate::model_call::{ModelStep, Spent};
 pub use crate::tool_step::Parked;
-use crate::tool_step::{StepResult, ToolStep};
+use crate::tool_step::ToolStep;
+use crate::turn_loop::TurnLoop;
 
 pub use context::{ContextEngine, DefaultEngine, ModelSummarizer, compact_now};
 pub use model_call::CONTINUE_PROMPT;
@@ -232,226 +233,43 @@ pub struct Turn<'a, M, J> {
 impl<M: ChatModel, J: TurnJournal> Turn<'_, M, J> {
     /// Runs (or resumes) the turn to its end.
     pub async fn run(self, start: TurnStart) -> TurnEnd {
-        let TurnStart { mut messages, completed_steps, mut turn_start } = start;
+        let TurnStart { messages, completed_steps, turn_start } = start;
         let Turn { model, model_name, tools, tool_ctx, journal, events, limits, context } = self;
-        let mut prompt_tokens: Option<u64> = None;
-        let mut forced_compactions = 0;
-        let mut step = completed_steps;
-        let mut usage = Usage::default();
-        let mut spent = Spent { api_calls: 0, iterations: u32::try_from(completed_steps).unwrap_or(0) };
         let mut guardrails = Guardrails::new(limits.guardrails);
-        let schemas = tools.schemas();
         // Every step but the model call runs boxed: this future lives as long as the turn and
         // is as large as its largest state, and a turn spends its time waiting on the model.
-        let caller = ModelStep { model, model_name, limits };
-        let mut tool_step = ToolStep {
-            tools,
-            base_ctx: tool_ctx,
-            journal,
+        let mut turn = TurnLoop {
+            caller: ModelStep { model, model_name, limits },
+            tool_step: ToolStep {
+                tools,
+                base_ctx: tool_ctx,
+                journal,
+                events,
+                guardrails: &mut guardrails,
+                max_parallel: limits.max_parallel_tools,
+            },
             events,
-            guardrails: &mut guardrails,
-            max_parallel: limits.max_parallel_tools,
+            limits,
+            context,
+            schemas: tools.schemas(),
+            messages,
+            turn_start,
+            step: completed_steps,
+            spent: Spent { api_calls: 0, iterations: u32::try_from(completed_steps).unwrap_or(0) },
+            usage: Usage::default(),
+            prompt_tokens: None,
+            forced_compactions: 0,
+            steering: Vec::new(),
         };
-
-        // A resumed turn may stop between an assistant message and its tool results.
-        let pending = pending_tool_calls(&messages);
-        if step > 0 && !pending.is_empty() {
-            match Box::pin(tool_step.run(step, &pending, &mut messages)).await {
-                Ok(StepResult::Continue { .. }) => {}
-                Ok(StepResult::Halt(why)) => return Box::pin(halt(tool_step.journal, step, why, usage)).await,
-                Ok(StepResult::Park(parked)) => return TurnEnd::Parked(parked),
-                Err(end) => return end,
-            }
+        if let Err(end) = turn.resume_pending().await {
+            return end;
         }
-
-        // Steering messages stay in view for the rest of the turn, never in the stored transcript.
-        let mut steering: Vec<ChatMessage> = Vec::new();
         loop {
-            let budget_left = spent.iterations < limits.max_iterations && spent.api_calls < limits.max_api_calls;
-            if !budget_left {
-                return Box::pin(grace(&caller, tool_step.journal, events, limits, step + 1, messages, usage)).await;
-            }
-            if let Some(engine) = context {
-                let tokens = prompt_tokens.unwrap_or_else(|| compress::estimate_tokens(&messages));
-                let at_turn_start = spent.api_calls == 0;
-                let body_len = messages.iter().filter(|m| m.role != hermes_core::Role::System).count();
-                if (engine.should_compress(tokens) || (at_turn_start && engine.needs_hygiene(tokens, body_len)))
-                    && let Err(end) =
-                        Box::pin(compact(engine, tool_step.journal, &mut messages, &mut turn_start, step)).await
-                {
-                    return end;
-                }
-            }
-            step += 1;
-            let mut deltas = Deltas { sink: events, enabled: limits.stream_deltas };
-            // Budget warnings go with this call only: never stored, never in the cached prefix.
-            let with_note;
-            let pressure = context.and_then(|c| pressure_note(prompt_tokens?, c.context_window()?));
-            for steer in Box::pin(tool_step.journal.steering()).await {
-                steering.push(ChatMessage::user(format!("[While you were working, the user added: {}]", steer.text())));
-            }
-            let notes: Vec<ChatMessage> =
-                steering.iter().cloned().chain(budget_note(spent, limits)).chain(pressure).collect();
-            let view: &[ChatMessage] = if notes.is_empty() {
-                &messages
-            } else {
-                with_note = [messages.as_slice(), notes.as_slice()].concat();
-                &with_note
-            };
-            let reply = match caller.run(view, &schemas, &mut spent, &mut usage, &mut deltas).await {
-                Ok(r) => r,
-                Err(StepError::BudgetSpent) => {
-                    return Box::pin(grace(&caller, tool_step.journal, events, limits, step, messages, usage)).await;
-                }
-                Err(StepError::Empty) => {
-                    let msg = format!("The model returned only empty answers ({} tries).", limits.empty_retries + 1);
-                    return TurnEnd::Finished(failure(ErrorCode::AgentIncomplete, msg, usage));
-                }
-                Err(StepError::Llm(e))
-                    if e.class == hermes_llm::ErrorClass::ContextOverflow && forced_compactions < 2 =>
-                {
-                    // The provider says it does not fit: compact now and take the step again.
-                    let Some(engine) = context else {
-                        return TurnEnd::Finished(failure(e.code(), format!("The model provider failed: {e}"), usage));
-                    };
-                    forced_compactions += 1;
-                    step -= 1;
-                    match Box::pin(compact(engine, tool_step.journal, &mut messages, &mut turn_start, step)).await {
-                        Ok(true) => {
-                            prompt_tokens = None;
-                            continue;
-                        }
-                        Ok(false) => {
-                            return TurnEnd::Finished(failure(
-                                e.code(),
-                                format!("The model provider failed: {e}"),
-                                usage,
-                            ));
-                        }
-                        Err(end) => return end,
-                    }
-                }
-                Err(StepError::Llm(e)) if e.class == hermes_llm::ErrorClass::SpendCap => {
-                    // Not the provider's failure: the team's budget stops the turn before the call.
-                    return TurnEnd::Finished(failure(e.code(), e.message.clone(), usage));
-                }
-                Err(StepError::Llm(e)) => {
-                    tracing::warn!(error = %e, step, "model call failed");
-                    return TurnEnd::Finished(failure(e.code(), format!("The model provider failed: {e}"), usage));
-                }
-            };
-            prompt_tokens = Some(reply.prompt_tokens).filter(|t| *t > 0);
-            let message = reply.message;
-            if let Err(end) = Box::pin(record(tool_step.journal, step, &message)).await {
+            if let Err(end) = turn.iterate().await {
                 return end;
             }
-            let calls = message.tool_calls.clone();
-            let content = message.text();
-            messages.push(message);
-            if calls.is_empty() {
-                let finish_reason = if reply.truncated { FinishReason::Length } else { FinishReason::Stop };
-                return TurnEnd::Finished(TurnOutcome {
-                    content,
-                    finish_reason,
-                    usage,
-                    error: None,
-                    error_code: None,
-                    session_id: None,
-                });
-            }
-            match Box::pin(tool_step.run(step, &calls, &mut messages)).await {
-                Ok(StepResult::Continue { refunded }) => {
-                    if !refunded {
-                        spent.iterations += 1;
-                    }
-                }
-                Ok(StepResult::Halt(why)) => return Box::pin(halt(tool_step.journal, step + 1, why, usage)).await,
-                Ok(StepResult::Park(parked)) => return TurnEnd::Parked(parked),
-                Err(end) => return end,
-            }
         }
     }
-}
-
-/// The per-call warning once 70 % (then 90 %) of the step budget is used.
-fn budget_note(spent: Spent, limits: &TurnLimits) -> Option<ChatMessage> {
-    let (used, max) = (spent.iterations, limits.max_iterations.max(1));
-    let text = if used * 10 >= max * 9 {
-        format!("[System note: {used} of {max} steps of this turn are used. Finish now: give the user your answer.]")
-    } else if used * 10 >= max * 7 {
-        format!("[System note: {used} of {max} steps of this turn are used. Prioritise finishing the task.]")
-    } else {
-        return None;
-    };
-    Some(ChatMessage::user(text))
-}
-
-/// The per-call warning when the prompt fills 70 % of the context window (compaction could not
-/// bring it down).
-fn pressure_note(prompt_tokens: u64, window: u64) -> Option<ChatMessage> {
-    let percent = prompt_tokens.saturating_mul(100) / window.max(1);
-    (percent >= 70).then(|| {
-        ChatMessage::user(format!(
-            "[System note: this conversation fills about {percent}% of the context window. Keep answers and tool \
-             output short.]"
-        ))
-    })
-}
-
-/// A guardrail stopped the turn: the user is told why, as the turn's answer.
-async fn halt<J: TurnJournal>(journal: &mut J, step: i32, why: String, usage: Usage) -> TurnEnd {
-    let answer = ChatMessage::assistant(why.clone());
-    if let Err(end) = record(journal, step, &answer).await {
-        return end;
-    }
-    TurnEnd::Finished(TurnOutcome {
-        content: why,
-        finish_reason: FinishReason::Stop,
-        usage,
-        error: Some("a guardrail stopped the turn".into()),
-        error_code: Some(ErrorCode::GuardrailHalt),
-        session_id: None,
-    })
-}
-
-/// The budget is spent: one call without tools to summarise, then stop honestly.
-async fn grace<M: ChatModel, J: TurnJournal>(
-    caller: &ModelStep<'_, M>,
-    journal: &mut J,
-    events: &dyn EventSink,
-    limits: &TurnLimits,
-    step: i32,
-    mut messages: Vec<ChatMessage>,
-    mut usage: Usage,
-) -> TurnEnd {
-    messages.push(ChatMessage::user(GRACE_PROMPT));
-    // The grace call is allowed past the API-call budget: it is the one extra call.
-    let mut spent = Spent::default();
-    let mut deltas = Deltas { sink: events, enabled: limits.stream_deltas };
-    let summary = match caller.run(&messages, &std::sync::Arc::from([]), &mut spent, &mut usage, &mut deltas).await {
-        Ok(reply) if reply.message.tool_calls.is_empty() => reply.message.text(),
-        Ok(_) | Err(_) => String::new(),
-    };
-    let content = if summary.trim().is_empty() {
-        format!(
-            "I stopped after {} steps without finishing. Tell me to continue if you want me to go on.",
-            limits.max_iterations
-        )
-    } else {
-        summary
-    };
-    let answer = ChatMessage::assistant(content.clone());
-    if let Err(end) = record(journal, step, &answer).await {
-        return end;
-    }
-    TurnEnd::Finished(TurnOutcome {
-        content,
-        finish_reason: FinishReason::Length,
-        usage,
-        error: Some("step budget exhausted".into()),
-        error_code: Some(ErrorCode::IterationBudgetExhausted),
-        session_id: None,
-    })
 }
 
 #[cfg(test)]

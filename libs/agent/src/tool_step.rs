@@ -3,13 +3,13 @@
 //! tools (agent-level and interactive ones) run alone in order. Each result is checkpointed as
 //! it completes; the model sees the results in the original call order.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use tracing::Instrument;
 
 use hermes_core::{ChatMessage, ToolCall, TurnEventKind};
-use hermes_tools::{PERSISTED_TAG, STEP_RESULT_BUDGET_CHARS, ToolCtx, ToolRegistry};
+use hermes_tools::{PERSISTED_TAG, STEP_RESULT_BUDGET_CHARS, ToolCtx, ToolOutcome, ToolRegistry};
 
 use crate::guardrails::{Decision, Guardrails};
 use crate::{EventSink, TurnEnd, TurnJournal, record};
@@ -60,6 +60,18 @@ fn groups(tools: &ToolRegistry, calls: &[ToolCall]) -> Vec<Vec<usize>> {
     out
 }
 
+/// What the calls of one step have produced so far.
+struct Outcomes {
+    /// One slot per call, in call order.
+    results: Vec<Option<ChatMessage>>,
+    halt: Option<String>,
+    parked: Option<Parked>,
+    /// The results of one response share a budget. Each result is journaled as it completes
+    /// (so a crash never re-runs a finished call), so the one that crosses the budget is saved
+    /// to a file, not the largest as upstream does after the fact.
+    step_chars: usize,
+}
+
 impl<J: TurnJournal> ToolStep<'_, J> {
     /// Runs `calls` (of step `step`) and appends their results to `messages` in call order.
     pub async fn run(
@@ -68,100 +80,15 @@ impl<J: TurnJournal> ToolStep<'_, J> {
         calls: &[ToolCall],
         messages: &mut Vec<ChatMessage>,
     ) -> Result<StepResult, TurnEnd> {
-        let mut results: Vec<Option<ChatMessage>> = vec![None; calls.len()];
-        let mut halt = None;
-        // The results of one response share a budget. Each result is journaled as it
-        // completes (so a crash never re-runs a finished call), so the one that crosses the
-        // budget is saved to a file, not the largest as upstream does after the fact.
-        let mut step_chars = 0usize;
-        let mut parked: Option<Parked> = None;
-        let (tools, base_ctx, events) = (self.tools, self.base_ctx, self.events);
-        for group in groups(tools, calls) {
-            if halt.is_some() || parked.is_some() {
+        let mut done = Outcomes { results: vec![None; calls.len()], halt: None, parked: None, step_chars: 0 };
+        for group in groups(self.tools, calls) {
+            if done.halt.is_some() || done.parked.is_some() {
                 break;
             }
-            let mut runnable = Vec::with_capacity(group.len());
-            for idx in group {
-                let call = &calls[idx];
-                match self.guardrails.before(&call.function.name, &call.function.arguments) {
-                    Decision::Block(text) => {
-                        let result = ChatMessage::tool_result(&call.id, &call.function.name, text);
-                        record(self.journal, step, &result).await?;
-                        results[idx] = Some(result);
-                    }
-                    _ => runnable.push(idx),
-                }
-            }
-            for &idx in &runnable {
-                let call = &calls[idx];
-                events.emit(TurnEventKind::ToolStarted {
-                    call_id: call.id.clone(),
-                    tool: call.function.name.clone(),
-                    preview: call.function.arguments.chars().take(200).collect(),
-                    arguments: hermes_core::event_text(&call.function.arguments),
-                });
-            }
-            let mut running = futures_util::stream::iter(runnable)
-                .map(|idx| {
-                    let call = &calls[idx];
-                    let ctx = ToolCtx { call_id: call.id.clone(), ..base_ctx.clone() };
-                    let span = tool_span(tools.label(&call.function.name), &call.id);
-                    async move {
-                        let started = Instant::now();
-                        let outcome = tools.dispatch(&ctx, call).instrument(span.clone()).await;
-                        if !outcome.ok {
-                            span.record("otel.status_code", "ERROR");
-                            span.record("error.type", "tool_error");
-                        }
-                        (idx, outcome, started.elapsed())
-                    }
-                })
-                .buffer_unordered(self.max_parallel.max(1));
-            while let Some((idx, outcome, elapsed)) = running.next().await {
-                let call = &calls[idx];
-                let name = &call.function.name;
-                if let Some(interaction) = outcome.park {
-                    // No result: the call runs again, with the user's answer, on resume. A
-                    // second call of the group that also needs the user asks after that.
-                    if parked.is_none() {
-                        parked = Some(Parked { call_id: call.id.clone(), tool: name.clone(), interaction });
-                    }
-                    continue;
-                }
-                metrics::histogram!("hermes_tool_seconds", "tool" => tools.label(name), "ok" => outcome.ok.to_string())
-                    .record(elapsed.as_secs_f64());
-                let traits = tools.traits(name);
-                let read_only = traits.read_only;
-                self.journal.tool_time(elapsed, traits.sandboxed).await;
-                let mut text = outcome.text;
-                match self.guardrails.after(name, &call.function.arguments, read_only, outcome.ok, &text) {
-                    Decision::Warn(guidance) => {
-                        text.push_str("\n\n");
-                        text.push_str(&guidance);
-                    }
-                    Decision::Halt(why) => halt = Some(why),
-                    Decision::Allow | Decision::Block(_) => {}
-                }
-                let mut chars = text.chars().count();
-                if step_chars + chars > STEP_RESULT_BUDGET_CHARS && !text.contains(PERSISTED_TAG) {
-                    let ctx = ToolCtx { call_id: call.id.clone(), ..base_ctx.clone() };
-                    text = tools.persist(&ctx, text).await;
-                    chars = text.chars().count();
-                }
-                step_chars += chars;
-                let output = hermes_core::event_text(&text);
-                let result = ChatMessage::tool_result(&call.id, name, text);
-                record(self.journal, step, &result).await?;
-                results[idx] = Some(result);
-                events.emit(TurnEventKind::ToolCompleted {
-                    call_id: call.id.clone(),
-                    tool: name.clone(),
-                    ok: outcome.ok,
-                    duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
-                    output,
-                });
-            }
+            let runnable = self.screen(step, calls, group, &mut done.results).await?;
+            self.run_group(step, calls, runnable, &mut done).await?;
         }
+        let Outcomes { mut results, halt, parked, .. } = done;
         if let Some(parked) = parked {
             // What ran is stored; the rest waits for the answer.
             messages.extend(results.into_iter().flatten());
@@ -180,8 +107,129 @@ impl<J: TurnJournal> ToolStep<'_, J> {
         if let Some(why) = halt {
             return Ok(StepResult::Halt(why));
         }
+        let tools = self.tools;
         let refunded = !calls.is_empty() && calls.iter().all(|c| tools.traits(&c.function.name).refunds_iteration);
         Ok(StepResult::Continue { refunded })
+    }
+
+    /// The guardrails' verdict before the calls of `group` run: a blocked call gets its result
+    /// now; the others are returned, to run.
+    async fn screen(
+        &mut self,
+        step: i32,
+        calls: &[ToolCall],
+        group: Vec<usize>,
+        results: &mut [Option<ChatMessage>],
+    ) -> Result<Vec<usize>, TurnEnd> {
+        let mut runnable = Vec::with_capacity(group.len());
+        for idx in group {
+            let call = &calls[idx];
+            match self.guardrails.before(&call.function.name, &call.function.arguments) {
+                Decision::Block(text) => {
+                    let result = ChatMessage::tool_result(&call.id, &call.function.name, text);
+                    record(self.journal, step, &result).await?;
+                    results[idx] = Some(result);
+                }
+                _ => runnable.push(idx),
+            }
+        }
+        Ok(runnable)
+    }
+
+    /// Runs the calls of one group concurrently and settles each as it completes.
+    async fn run_group(
+        &mut self,
+        step: i32,
+        calls: &[ToolCall],
+        runnable: Vec<usize>,
+        done: &mut Outcomes,
+    ) -> Result<(), TurnEnd> {
+        let (tools, base_ctx, events) = (self.tools, self.base_ctx, self.events);
+        for &idx in &runnable {
+            let call = &calls[idx];
+            events.emit(TurnEventKind::ToolStarted {
+                call_id: call.id.clone(),
+                tool: call.function.name.clone(),
+                preview: call.function.arguments.chars().take(200).collect(),
+                arguments: hermes_core::event_text(&call.function.arguments),
+            });
+        }
+        let mut running = futures_util::stream::iter(runnable)
+            .map(|idx| {
+                let call = &calls[idx];
+                let ctx = ToolCtx { call_id: call.id.clone(), ..base_ctx.clone() };
+                let span = tool_span(tools.label(&call.function.name), &call.id);
+                async move {
+                    let started = Instant::now();
+                    let outcome = tools.dispatch(&ctx, call).instrument(span.clone()).await;
+                    if !outcome.ok {
+                        span.record("otel.status_code", "ERROR");
+                        span.record("error.type", "tool_error");
+                    }
+                    (idx, outcome, started.elapsed())
+                }
+            })
+            .buffer_unordered(self.max_parallel.max(1));
+        while let Some((idx, outcome, elapsed)) = running.next().await {
+            self.settle(step, &calls[idx], idx, outcome, elapsed, done).await?;
+        }
+        Ok(())
+    }
+
+    /// Takes in one finished call: metered, checked by the guardrails, kept within the step's
+    /// budget, stored, and reported.
+    async fn settle(
+        &mut self,
+        step: i32,
+        call: &ToolCall,
+        idx: usize,
+        outcome: ToolOutcome,
+        elapsed: Duration,
+        done: &mut Outcomes,
+    ) -> Result<(), TurnEnd> {
+        let (tools, base_ctx, events) = (self.tools, self.base_ctx, self.events);
+        let name = &call.function.name;
+        if let Some(interaction) = outcome.park {
+            // No result: the call runs again, with the user's answer, on resume. A
+            // second call of the group that also needs the user asks after that.
+            if done.parked.is_none() {
+                done.parked = Some(Parked { call_id: call.id.clone(), tool: name.clone(), interaction });
+            }
+            return Ok(());
+        }
+        metrics::histogram!("hermes_tool_seconds", "tool" => tools.label(name), "ok" => outcome.ok.to_string())
+            .record(elapsed.as_secs_f64());
+        let traits = tools.traits(name);
+        let read_only = traits.read_only;
+        self.journal.tool_time(elapsed, traits.sandboxed).await;
+        let mut text = outcome.text;
+        match self.guardrails.after(name, &call.function.arguments, read_only, outcome.ok, &text) {
+            Decision::Warn(guidance) => {
+                text.push_str("\n\n");
+                text.push_str(&guidance);
+            }
+            Decision::Halt(why) => done.halt = Some(why),
+            Decision::Allow | Decision::Block(_) => {}
+        }
+        let mut chars = text.chars().count();
+        if done.step_chars + chars > STEP_RESULT_BUDGET_CHARS && !text.contains(PERSISTED_TAG) {
+            let ctx = ToolCtx { call_id: call.id.clone(), ..base_ctx.clone() };
+            text = tools.persist(&ctx, text).await;
+            chars = text.chars().count();
+        }
+        done.step_chars += chars;
+        let output = hermes_core::event_text(&text);
+        let result = ChatMessage::tool_result(&call.id, name, text);
+        record(self.journal, step, &result).await?;
+        done.results[idx] = Some(result);
+        events.emit(TurnEventKind::ToolCompleted {
+            call_id: call.id.clone(),
+            tool: name.clone(),
+            ok: outcome.ok,
+            duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+            output,
+        });
+        Ok(())
     }
 }
 
