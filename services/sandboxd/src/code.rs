@@ -186,12 +186,7 @@ async fn run_in(
     let pid = child.id();
     let mut stdout = HeadTail::new(or(start.max_stdout_bytes, DEFAULT_MAX_STDOUT) as usize);
     let mut stderr = Capped::new(or(start.max_stderr_bytes, DEFAULT_MAX_STDERR) as usize);
-    let (out_tx, mut out_rx) = mpsc::channel::<Vec<u8>>(16);
-    let (err_tx, mut err_rx) = mpsc::channel::<Vec<u8>>(16);
-    if let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) {
-        hermes_telemetry::tasks::spawn("sandboxd_code_stdout", forward(out, out_tx));
-        hermes_telemetry::tasks::spawn("sandboxd_code_stderr", forward(err, err_tx));
-    }
+    let (mut out_rx, mut err_rx) = read_pipes(&mut child);
     let (call_tx, mut call_rx) = mpsc::channel::<(Value, Reply)>(16);
     let mut calls = Calls::new(or(start.max_tool_calls, DEFAULT_MAX_TOOL_CALLS));
     let deadline = tokio::time::sleep(timeout);
@@ -202,12 +197,6 @@ async fn run_in(
     // left behind must not hold the answer).
     let mut drain_until: Option<tokio::time::Instant> = None;
     while status.is_none() || out_open || err_open {
-        let drain = async {
-            match drain_until {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
             accepted = listener.accept() => {
                 if let Ok((stream, _)) = accepted {
@@ -238,7 +227,7 @@ async fn run_in(
                 kill_group(pid, Signal::SIGKILL);
                 drain_until = Some(tokio::time::Instant::now() + Duration::from_millis(500));
             }
-            () = drain => break,
+            () = sleep_until(drain_until) => break,
             () = &mut deadline, if !timed_out => {
                 timed_out = true;
                 kill_group(pid, Signal::SIGKILL);
@@ -261,6 +250,25 @@ async fn run_in(
         tool_calls: calls.made,
         duration_ms: millis(started),
     })
+}
+
+/// The script's standard output and error, read by two tasks into channels.
+fn read_pipes(child: &mut tokio::process::Child) -> (mpsc::Receiver<Vec<u8>>, mpsc::Receiver<Vec<u8>>) {
+    let (out_tx, out_rx) = mpsc::channel::<Vec<u8>>(16);
+    let (err_tx, err_rx) = mpsc::channel::<Vec<u8>>(16);
+    if let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) {
+        hermes_telemetry::tasks::spawn("sandboxd_code_stdout", forward(out, out_tx));
+        hermes_telemetry::tasks::spawn("sandboxd_code_stderr", forward(err, err_tx));
+    }
+    (out_rx, err_rx)
+}
+
+/// Sleeps until `at`, or forever without one.
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// A limit from the request, where 0 means the default.
