@@ -3,9 +3,10 @@
 # (installing them when missing), check the Helm chart, the dashboards and alerting rules and
 # the compose file offline, build the offline sandbox test image, install Chromium and Playwright
 # and Firefox ESR and puppeteer-core for the console's browser tests and the MCP reference server
-# (server-everything) for the MCP client's, then check formatting, lint
-# with warnings as errors, run every test, run the load test briefly, also with traces exported
-# (errors fail it, timings do not), and fuzz each fuzz target for a few seconds.
+# (server-everything) for the MCP client's, then check formatting, lint with warnings as
+# errors, look for unused dependencies (cargo machete), run every test, run the load test
+# briefly, also with traces exported (errors fail it, timings do not), and fuzz each fuzz
+# target for a few seconds.
 #
 # Usage: deploy/dev/test.sh [extra cargo-nextest/cargo-test arguments]
 set -euo pipefail
@@ -97,6 +98,12 @@ echo "== cargo fmt --check"
 cargo fmt --all --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# Dependencies no code uses (a crate's own exceptions: [package.metadata.cargo-machete]).
+echo "== cargo machete"
+if [[ "$(cargo machete --version 2>/dev/null || true)" != "0.9.2" ]]; then
+  cargo install --locked --quiet cargo-machete --version 0.9.2
+fi
+cargo machete
 echo "== tests"
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --locked --no-fail-fast "$@"
