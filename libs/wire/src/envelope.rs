@@ -38,6 +38,25 @@ impl<T> Page<T> {
     }
 }
 
+/// A stretch of a list and whether more follow: `{"object": "list", "data": [...], "has_more"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Slice<T> {
+    pub object: ListKind,
+    pub data: Vec<T>,
+    pub has_more: bool,
+}
+
+impl<T> Slice<T> {
+    pub fn of(data: Vec<T>, has_more: bool) -> Self {
+        Self { object: ListKind::List, data, has_more }
+    }
+
+    /// A list the tenant API pages like OpenAI's, returned whole.
+    pub fn whole(data: Vec<T>) -> Self {
+        Self::of(data, false)
+    }
+}
+
 /// An OpenAI-style error: `{"error": {"message", "type", "param", "code"}}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ErrorBody {
@@ -68,5 +87,7 @@ mod tests {
         assert_eq!(list, serde_json::json!({"object": "list", "data": [1, 2]}));
         let last = serde_json::to_value(Page::<u8>::of(vec![], None)).unwrap();
         assert_eq!(last, serde_json::json!({"object": "list", "data": [], "next": null}), "the last page says so");
+        let slice = serde_json::to_value(Slice::whole(vec![1])).unwrap();
+        assert_eq!(slice, serde_json::json!({"object": "list", "data": [1], "has_more": false}));
     }
 }

@@ -7,5 +7,6 @@
 
 pub mod admin;
 mod envelope;
+pub mod v1;
 
-pub use envelope::{ErrorBody, ErrorDetail, List, ListKind, Page};
+pub use envelope::{ErrorBody, ErrorDetail, List, ListKind, Page, Slice};

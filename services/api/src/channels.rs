@@ -9,9 +9,11 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
-use serde_json::{Value, json};
+
 
 use crate::admin::channels::{self, Binder, ChannelFailure, ChannelRequest, parse};
+use hermes_wire::v1::{Deleted, PairingApproved};
+use hermes_wire::Slice;
 use hermes_core::{BusyMode, DmPolicy, GroupPolicy, GroupSessions};
 use hermes_http::{ApiError, ApiJson};
 use hermes_store::{Channel, ChannelAccess, KeyAuth};
@@ -37,10 +39,10 @@ async fn owned(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Channel> {
 
 #[utoipa::path(get, path = "/v1/channels", tag = "channels",
     responses((status = 200, description = "The tenant's channels", body = crate::schemas::ObjectList), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 403, description = "The key is restricted to one agent", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>> {
+pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Slice<Channel>>> {
     tenant_wide(&auth, "managing channels")?;
     let channels = state.store.list_channels(auth.tenant_id).await?;
-    Ok(Json(json!({ "object": "list", "data": channels, "has_more": false })))
+    Ok(Json(Slice::whole(channels)))
 }
 
 #[utoipa::path(post, path = "/v1/channels", tag = "channels", request_body = crate::admin::channels::ChannelRequest,
@@ -49,7 +51,7 @@ pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
     body: std::result::Result<ApiJson<ChannelRequest>, ApiError>,
-) -> Result<(StatusCode, Json<Value>)> {
+) -> Result<(StatusCode, Json<channels::Bound>)> {
     // The key's reach first: a restricted key is refused whatever the body.
     tenant_wide(&auth, "managing channels")?;
     let ApiJson(c) = body?;
@@ -137,17 +139,17 @@ pub(crate) async fn update(
 }
 
 #[utoipa::path(delete, path = "/v1/channels/{id}", tag = "channels", params(("id" = String, Path, description = "Channel id")),
-    responses((status = 200, description = "Unbound", body = crate::schemas::Deleted), (status = 404, description = "No such channel", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "Unbound", body = Deleted), (status = 404, description = "No such channel", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Deleted>> {
     let channel = owned(&state, &auth, &id).await?;
     if !state.store.delete_channel(auth.tenant_id, channel.id).await? {
         return Err(not_found().into());
     }
-    Ok(Json(json!({ "id": channel.id, "object": "channel.deleted", "deleted": true })))
+    Ok(Json(Deleted::new(channel.id, "channel.deleted")))
 }
 
 #[utoipa::path(get, path = "/v1/channels/{id}/pairings", tag = "channels", params(("id" = String, Path, description = "Channel id")),
@@ -156,10 +158,10 @@ pub(crate) async fn pairings(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Slice<hermes_store::PairingRequest>>> {
     let channel = owned(&state, &auth, &id).await?;
     let waiting = state.store.pending_pairings(auth.tenant_id, channel.id).await?;
-    Ok(Json(json!({ "object": "list", "data": waiting, "has_more": false })))
+    Ok(Json(Slice::whole(waiting)))
 }
 
 #[derive(Debug, Deserialize)]
@@ -169,13 +171,13 @@ pub(crate) struct Approve {
 }
 
 #[utoipa::path(post, path = "/v1/channels/{id}/pairings/approve", tag = "channels", params(("id" = String, Path, description = "Channel id")),
-    responses((status = 200, description = "The person may talk to the bot now (and is told so)", body = crate::schemas::PairingApproved), (status = 400, description = "No such code is waiting", body = hermes_wire::ErrorBody), (status = 404, description = "No such channel", body = hermes_wire::ErrorBody), (status = 429, description = "Too many wrong codes: approvals are locked for a while", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The person may talk to the bot now (and is told so)", body = PairingApproved), (status = 400, description = "No such code is waiting", body = hermes_wire::ErrorBody), (status = 404, description = "No such channel", body = hermes_wire::ErrorBody), (status = 429, description = "Too many wrong codes: approvals are locked for a while", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn approve(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
     body: std::result::Result<ApiJson<Approve>, ApiError>,
-) -> Result<Json<Value>> {
+) -> Result<Json<PairingApproved>> {
     let channel = owned(&state, &auth, &id).await?;
     let ApiJson(a) = body?;
     Ok(Json(channels::approve_pairing(&state.store, &channel, &a.code).await.map_err(failure)?))

@@ -8,8 +8,10 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use hermes_wire::Slice;
+use hermes_wire::v1::Deleted;
 use hermes_core::outbox::DeliveryTarget;
 use hermes_http::{ApiError, ApiJson, ErrorCode};
 use hermes_schedule::time_zone;
@@ -31,9 +33,9 @@ pub(crate) async fn visible(state: &AppState, auth: &KeyAuth, id: &str) -> Resul
 
 #[utoipa::path(get, path = "/v1/cron/jobs", tag = "cron",
     responses((status = 200, description = "The tenant's cron jobs", body = crate::schemas::ObjectList), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>> {
+pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Slice<Job>>> {
     let jobs = state.store.list_jobs(auth.tenant_id, auth.agent_id).await?;
-    Ok(Json(json!({ "object": "list", "data": jobs, "has_more": false })))
+    Ok(Json(Slice::whole(jobs)))
 }
 
 /// A job to create.
@@ -126,17 +128,17 @@ pub(crate) async fn get(
 }
 
 #[utoipa::path(delete, path = "/v1/cron/jobs/{id}", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
-    responses((status = 200, description = "Removed", body = crate::schemas::Deleted), (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "Removed", body = Deleted), (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Deleted>> {
     let job = visible(&state, &auth, &id).await?;
     if !state.store.delete_job(auth.tenant_id, job.id).await? {
         return Err(resource::CronJob::not_found().into());
     }
-    Ok(Json(json!({ "id": job.id, "object": "cron.job.deleted", "deleted": true })))
+    Ok(Json(Deleted::new(job.id, "cron.job.deleted")))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -189,8 +191,8 @@ pub(crate) async fn runs(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Slice<Value>>> {
     let job = visible(&state, &auth, &id).await?;
     let runs = state.store.job_runs(auth.tenant_id, job.id, 50).await?;
-    Ok(Json(json!({ "object": "list", "data": runs, "has_more": false })))
+    Ok(Json(Slice::whole(runs)))
 }

@@ -8,8 +8,10 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use hermes_wire::Slice;
+use hermes_wire::v1::{Deleted, EventHook as Shown, EventPing};
 use hermes_http::{ApiError, ApiJson, ErrorCode};
 use hermes_net_policy::outbound;
 use hermes_store::KeyAuth;
@@ -33,13 +35,20 @@ async fn owned(state: &AppState, auth: &KeyAuth, id: &str) -> Result<EventHook> 
     Ok(state.store.event_hook(auth.tenant_id, id).await?)
 }
 
-fn shown(hook: &EventHook, secret: Option<String>) -> Value {
-    let mut body = json!(hook);
-    body["object"] = json!("event_hook");
-    if let Some(secret) = secret {
-        body["secret"] = json!(secret);
+fn shown(hook: &EventHook, secret: Option<String>) -> Shown {
+    Shown {
+        id: hook.id,
+        object: "event_hook".into(),
+        url: hook.url.clone(),
+        events: hook.events.clone(),
+        description: hook.description.clone(),
+        enabled: hook.enabled,
+        last_delivery_at: hook.last_delivery_at,
+        last_status: hook.last_status,
+        last_error: hook.last_error.clone(),
+        created_at: hook.created_at,
+        secret,
     }
-    body
 }
 
 fn check(state: &AppState, url: Option<&str>, events: Option<&[String]>) -> std::result::Result<(), ApiError> {
@@ -57,11 +66,10 @@ fn check(state: &AppState, url: Option<&str>, events: Option<&[String]>) -> std:
 
 #[utoipa::path(get, path = "/v1/event-hooks", tag = "event-hooks",
     responses((status = 200, description = "The tenant's event hooks (without secrets)", body = crate::schemas::ObjectList), (status = 403, description = "The key is restricted to one agent", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>> {
+pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Slice<Shown>>> {
     tenant_wide(&auth, "managing event hooks")?;
     let hooks = state.store.list_event_hooks(auth.tenant_id).await?;
-    let data: Vec<Value> = hooks.iter().map(|h| shown(h, None)).collect();
-    Ok(Json(json!({ "object": "list", "data": data, "has_more": false })))
+    Ok(Json(Slice::whole(hooks.iter().map(|h| shown(h, None)).collect())))
 }
 
 /// An endpoint to add.
@@ -79,12 +87,12 @@ pub(crate) struct CreateEventHook {
 }
 
 #[utoipa::path(post, path = "/v1/event-hooks", tag = "event-hooks", request_body = CreateEventHook,
-    responses((status = 201, description = "The endpoint with its signing secret (shown this once)", body = crate::schemas::EventHookObject), (status = 400, description = "Invalid request (a private address or an unknown event says so)", body = hermes_wire::ErrorBody), (status = 403, description = "The key is restricted to one agent", body = hermes_wire::ErrorBody)))]
+    responses((status = 201, description = "The endpoint with its signing secret (shown this once)", body = hermes_wire::v1::EventHook), (status = 400, description = "Invalid request (a private address or an unknown event says so)", body = hermes_wire::ErrorBody), (status = 403, description = "The key is restricted to one agent", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
     body: std::result::Result<ApiJson<CreateEventHook>, ApiError>,
-) -> Result<(StatusCode, Json<Value>)> {
+) -> Result<(StatusCode, Json<Shown>)> {
     // The key's reach first: a restricted key is refused whatever the body.
     tenant_wide(&auth, "managing event hooks")?;
     let ApiJson(c) = body?;
@@ -97,12 +105,12 @@ pub(crate) async fn create(
 }
 
 #[utoipa::path(get, path = "/v1/event-hooks/{id}", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")),
-    responses((status = 200, description = "The endpoint, with how its last delivery went", body = crate::schemas::EventHookObject), (status = 404, description = "No such event hook", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The endpoint, with how its last delivery went", body = hermes_wire::v1::EventHook), (status = 404, description = "No such event hook", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Shown>> {
     Ok(Json(shown(&owned(&state, &auth, &id).await?, None)))
 }
 
@@ -117,13 +125,13 @@ pub(crate) struct UpdateEventHook {
 }
 
 #[utoipa::path(patch, path = "/v1/event-hooks/{id}", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")), request_body = UpdateEventHook,
-    responses((status = 200, description = "The changed endpoint", body = crate::schemas::EventHookObject), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 404, description = "No such event hook", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The changed endpoint", body = hermes_wire::v1::EventHook), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 404, description = "No such event hook", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn update(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
     body: std::result::Result<ApiJson<UpdateEventHook>, ApiError>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Shown>> {
     // Whose it is first: another tenant's endpoint is a 404 whatever the body.
     let hook = owned(&state, &auth, &id).await?;
     let ApiJson(u) = body?;
@@ -134,29 +142,30 @@ pub(crate) async fn update(
 }
 
 #[utoipa::path(delete, path = "/v1/event-hooks/{id}", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")),
-    responses((status = 200, description = "Removed, with the events still waiting for it", body = crate::schemas::Deleted), (status = 404, description = "No such event hook", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "Removed, with the events still waiting for it", body = Deleted), (status = 404, description = "No such event hook", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Deleted>> {
     let hook = owned(&state, &auth, &id).await?;
     if !state.store.delete_event_hook(auth.tenant_id, hook.id).await? {
         return Err(not_found().into());
     }
-    Ok(Json(json!({ "id": hook.id, "object": "event_hook.deleted", "deleted": true })))
+    Ok(Json(Deleted::new(hook.id, "event_hook.deleted")))
 }
 
 #[utoipa::path(post, path = "/v1/event-hooks/{id}/ping", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")),
-    responses((status = 202, description = "A `ping` event is on its way; see the deliveries", body = crate::schemas::EventPing), (status = 404, description = "No such event hook", body = hermes_wire::ErrorBody)))]
+    responses((status = 202, description = "A `ping` event is on its way; see the deliveries", body = EventPing), (status = 404, description = "No such event hook", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn ping(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<(StatusCode, Json<Value>)> {
+) -> Result<(StatusCode, Json<EventPing>)> {
     let hook = owned(&state, &auth, &id).await?;
     let event = state.store.ping_event_hook(auth.tenant_id, hook.id).await?;
-    Ok((StatusCode::ACCEPTED, Json(json!({ "id": event, "object": "event_hook.ping", "event": "ping" }))))
+    let ping = EventPing { id: event.to_string(), object: "event_hook.ping".into(), event: "ping".into() };
+    Ok((StatusCode::ACCEPTED, Json(ping)))
 }
 
 #[utoipa::path(get, path = "/v1/event-hooks/{id}/deliveries", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")),
@@ -165,8 +174,8 @@ pub(crate) async fn deliveries(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Slice<Value>>> {
     let hook = owned(&state, &auth, &id).await?;
     let data = state.store.event_deliveries(auth.tenant_id, hook.id, 100).await?;
-    Ok(Json(json!({ "object": "list", "data": data, "has_more": false })))
+    Ok(Json(Slice::whole(data)))
 }

@@ -8,8 +8,10 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use hermes_wire::Slice;
+use hermes_wire::v1::Deleted;
 use hermes_core::SessionId;
 use hermes_http::{ApiError, ApiJson, ErrorCode};
 use hermes_store::KeyAuth;
@@ -50,7 +52,7 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Query(page): Query<Page>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Slice<hermes_store::SessionInfo>>> {
     let limit = page.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
     let offset = page.offset.unwrap_or(0).max(0);
     let agent = match page.model.as_deref() {
@@ -59,8 +61,8 @@ pub(crate) async fn list(
     };
     let sessions = state.store.list_sessions(auth.tenant_id, agent, limit + 1, offset).await?;
     let has_more = sessions.len() as i64 > limit;
-    let data: Vec<&hermes_store::SessionInfo> = sessions.iter().take(limit as usize).collect();
-    Ok(Json(json!({"object": "list", "data": data, "has_more": has_more})))
+    let data = sessions.into_iter().take(limit as usize).collect();
+    Ok(Json(Slice::of(data, has_more)))
 }
 
 #[derive(Debug, Deserialize)]
@@ -93,13 +95,19 @@ pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<WithLineage>> {
     let info = visible(&state, &auth, &id).await?;
     let lineage = state.store.session_lineage(auth.tenant_id, info.id).await?;
-    let mut value = json!(info);
     // `lineage` says how this session began (fork, compaction, subagent); the tree is apart.
-    value["lineage_tree"] = json!(lineage);
-    Ok(Json(value))
+    Ok(Json(WithLineage { info, lineage_tree: lineage }))
+}
+
+/// A session and its whole family, root first, with depths.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct WithLineage {
+    #[serde(flatten)]
+    info: hermes_store::SessionInfo,
+    lineage_tree: Vec<hermes_store::LineageNode>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -122,16 +130,16 @@ pub(crate) async fn rename(
 }
 
 #[utoipa::path(delete, path = "/api/sessions/{id}", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "Deleted", body = crate::schemas::Deleted), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody),
+    responses((status = 200, description = "Deleted", body = Deleted), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody),
               (status = 409, description = "A turn is running in it", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Deleted>> {
     let id = parse_id(&id)?;
     state.store.delete_session(auth.tenant_id, auth.agent_id, id).await?;
-    Ok(Json(json!({"id": id, "object": "session.deleted", "deleted": true})))
+    Ok(Json(Deleted::new(id, "session.deleted")))
 }
 
 #[derive(Debug, Deserialize)]
@@ -148,22 +156,28 @@ pub(crate) async fn messages(
     Caller(auth): Caller,
     Path(id): Path<String>,
     Query(page): Query<MessagePage>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Slice<Numbered>>> {
     let info = visible(&state, &auth, &id).await?;
     let limit = page.limit.unwrap_or(100).clamp(1, 1_000) as usize;
     let after = page.after.unwrap_or(0);
     let page = state.store.messages_after(auth.tenant_id, info.id, after, Some(limit as i64 + 1)).await?;
     let has_more = page.len() > limit;
-    let data: Vec<Value> = page
-        .iter()
-        .take(limit)
-        .map(|m| {
-            let mut v = json!(m.message);
-            v["seq"] = json!(m.seq);
-            v
-        })
-        .collect();
-    Ok(Json(json!({"object": "list", "data": data, "has_more": has_more})))
+    let data = page.into_iter().take(limit).map(Numbered::from).collect();
+    Ok(Json(Slice::of(data, has_more)))
+}
+
+/// A stored message in OpenAI form, with its sequence number in the session.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct Numbered {
+    #[serde(flatten)]
+    message: hermes_core::ChatMessage,
+    seq: i32,
+}
+
+impl From<hermes_store::StoredMessage> for Numbered {
+    fn from(m: hermes_store::StoredMessage) -> Self {
+        Self { message: m.message, seq: m.seq }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -212,7 +226,7 @@ pub(crate) async fn export(
     let info = visible(&state, &auth, &id).await?;
     let export = state.store.export_session(auth.tenant_id, info.id).await?;
     match q.format.as_deref().unwrap_or("json") {
-        "json" => Ok(Json(json!(export))),
+        "json" => Ok(Json(serde_json::to_value(export).map_err(ApiError::internal)?)),
         "sharegpt" => Ok(Json(export.to_sharegpt())),
         _ => Err(ApiError::invalid_request(ErrorCode::InvalidValue, "format is json or sharegpt")
             .with_param("format")

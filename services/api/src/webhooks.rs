@@ -7,8 +7,9 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
+use hermes_wire::Slice;
+use hermes_wire::v1::{Deleted, Webhook as Shown};
 use hermes_core::outbox::DeliveryTarget;
 use hermes_http::{ApiError, ApiJson, ErrorCode};
 use hermes_store::webhooks::{NewWebhook, Webhook, WebhookChanges};
@@ -37,18 +38,27 @@ async fn visible(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Webhook> 
 }
 
 /// The hook as shown: with where senders post (`url` when `gateway.public_url` is set).
-fn shown(state: &AppState, hook: &Webhook, secret: Option<String>) -> Value {
-    let mut body = json!(hook);
+fn shown(state: &AppState, hook: &Webhook, secret: Option<String>) -> Shown {
     let path = format!("/hooks/{}", hook.id);
-    if let Some(base) = &state.config.gateway.public_url {
-        body["url"] = json!(format!("{}{path}", base.trim_end_matches('/')));
+    let url = state.config.gateway.public_url.as_ref().map(|base| format!("{}{path}", base.trim_end_matches('/')));
+    Shown {
+        id: hook.id,
+        object: "webhook".into(),
+        agent_id: hook.agent_id,
+        name: hook.name.clone(),
+        events: hook.events.clone(),
+        prompt: hook.prompt.clone(),
+        skills: hook.skills.clone(),
+        deliver: hook.deliver.clone(),
+        cron_job_id: hook.cron_job_id,
+        enabled: hook.enabled,
+        rate_limit_per_minute: hook.rate_limit_per_minute,
+        last_received_at: hook.last_received_at,
+        created_at: hook.created_at,
+        path,
+        url,
+        secret,
     }
-    body["path"] = json!(path);
-    body["object"] = json!("webhook");
-    if let Some(secret) = secret {
-        body["secret"] = json!(secret);
-    }
-    body
 }
 
 fn invalid(why: impl Into<String>) -> ApiError {
@@ -96,14 +106,14 @@ async fn job_of(
 
 #[utoipa::path(get, path = "/v1/webhooks", tag = "webhooks",
     responses((status = 200, description = "The tenant's webhooks (without secrets)", body = crate::schemas::ObjectList), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Value>> {
+pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Slice<Shown>>> {
     let hooks = state.store.list_webhooks(auth.tenant_id).await?;
-    let data: Vec<Value> = hooks
+    let data = hooks
         .iter()
         .filter(|h| auth.agent_id.is_none_or(|a| a == h.agent_id))
         .map(|h| shown(&state, h, None))
         .collect();
-    Ok(Json(json!({ "object": "list", "data": data, "has_more": false })))
+    Ok(Json(Slice::whole(data)))
 }
 
 /// A webhook to create.
@@ -133,12 +143,12 @@ pub(crate) struct CreateWebhook {
 }
 
 #[utoipa::path(post, path = "/v1/webhooks", tag = "webhooks", request_body = CreateWebhook,
-    responses((status = 201, description = "The webhook with its secret (shown this once) and path", body = crate::schemas::WebhookObject), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 409, description = "The agent has a webhook of that name", body = hermes_wire::ErrorBody)))]
+    responses((status = 201, description = "The webhook with its secret (shown this once) and path", body = hermes_wire::v1::Webhook), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 409, description = "The agent has a webhook of that name", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
     ApiJson(c): ApiJson<CreateWebhook>,
-) -> Result<(StatusCode, Json<Value>)> {
+) -> Result<(StatusCode, Json<Shown>)> {
     let new = new_webhook(&state, &auth, c).await?;
     let (hook, secret) = state.store.create_webhook(auth.tenant_id, &new, state.secrets.as_ref()).await?;
     Ok((StatusCode::CREATED, Json(shown(&state, &hook, Some(secret)))))
@@ -173,12 +183,12 @@ async fn new_webhook(state: &AppState, auth: &KeyAuth, c: CreateWebhook) -> Resu
 }
 
 #[utoipa::path(get, path = "/v1/webhooks/{id}", tag = "webhooks", params(("id" = String, Path, description = "Webhook id")),
-    responses((status = 200, description = "The webhook (without its secret)", body = crate::schemas::WebhookObject), (status = 404, description = "No such webhook", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The webhook (without its secret)", body = hermes_wire::v1::Webhook), (status = 404, description = "No such webhook", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Shown>> {
     Ok(Json(shown(&state, &visible(&state, &auth, &id).await?, None)))
 }
 
@@ -198,13 +208,13 @@ pub(crate) struct UpdateWebhook {
 }
 
 #[utoipa::path(patch, path = "/v1/webhooks/{id}", tag = "webhooks", params(("id" = String, Path, description = "Webhook id")), request_body = UpdateWebhook,
-    responses((status = 200, description = "The changed webhook", body = crate::schemas::WebhookObject), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 404, description = "No such webhook", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The changed webhook", body = hermes_wire::v1::Webhook), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 404, description = "No such webhook", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn update(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
     body: std::result::Result<ApiJson<UpdateWebhook>, ApiError>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Shown>> {
     // Whose it is first: another tenant's hook is a 404 whatever the body.
     let hook = visible(&state, &auth, &id).await?;
     let ApiJson(u) = body?;
@@ -242,27 +252,27 @@ async fn changes(state: &AppState, auth: &KeyAuth, hook: &Webhook, u: UpdateWebh
 }
 
 #[utoipa::path(post, path = "/v1/webhooks/{id}/rotate-secret", tag = "webhooks", params(("id" = String, Path, description = "Webhook id")),
-    responses((status = 200, description = "The webhook with its new secret; the old one stops working at once", body = crate::schemas::WebhookObject), (status = 404, description = "No such webhook", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The webhook with its new secret; the old one stops working at once", body = hermes_wire::v1::Webhook), (status = 404, description = "No such webhook", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn rotate_secret(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Shown>> {
     let hook = visible(&state, &auth, &id).await?;
     let secret = state.store.rotate_webhook_secret(auth.tenant_id, hook.id, state.secrets.as_ref()).await?;
     Ok(Json(shown(&state, &hook, Some(secret))))
 }
 
 #[utoipa::path(delete, path = "/v1/webhooks/{id}", tag = "webhooks", params(("id" = String, Path, description = "Webhook id")),
-    responses((status = 200, description = "Removed; its endpoint answers 404 from now on", body = crate::schemas::Deleted), (status = 404, description = "No such webhook", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "Removed; its endpoint answers 404 from now on", body = Deleted), (status = 404, description = "No such webhook", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Deleted>> {
     let hook = visible(&state, &auth, &id).await?;
     if !state.store.delete_webhook(auth.tenant_id, hook.id).await? {
         return Err(not_found().into());
     }
-    Ok(Json(json!({ "id": hook.id, "object": "webhook.deleted", "deleted": true })))
+    Ok(Json(Deleted::new(hook.id, "webhook.deleted")))
 }

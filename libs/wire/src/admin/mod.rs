@@ -1,7 +1,14 @@
-//! `/admin/v1` bodies: tenants and their quotas, admin tokens and API keys.
+//! `/admin/v1` bodies: tenants and their quotas, credentials, people, agents' skills, MCP
+//! servers and memory, and the day-to-day operations.
 
+mod agents;
 mod credentials;
+mod ops;
+mod people;
 mod tenants;
 
+pub use agents::{AgentSkill, AgentSkills, McpServer, McpServerSet, Memory, MemoryWritten, SkillDocument, SkillSaved, SkillToggled};
 pub use credentials::{AdminToken, ApiKey, ApiKeyMade, NewApiKey, NewToken, TokenMade};
+pub use ops::{Answered, BudgetView, Cluster, CredentialAdded, PingSent, SeenSandbox, TurnStopped, WorkerAtWork};
+pub use people::{Invitation, InvitationMade, Invite, Me, Member, Membership, Person, RoleChanged, SignInOptions, SsoOption};
 pub use tenants::{NewOperatorToken, NewTenant, Quotas, QuotasView, Tenant, TenantMade, TenantView};

@@ -4,8 +4,9 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use serde::Deserialize;
-use serde_json::{Value, json};
 
+use hermes_wire::List;
+use hermes_wire::admin::Answered;
 use hermes_core::access::AdminOp;
 use hermes_core::{ApprovalChoice, ErrorCode, InteractionAnswer};
 use hermes_http::ApiError;
@@ -26,10 +27,10 @@ pub(crate) async fn waiting(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<List<hermes_store::admin::WaitingInteraction>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewApprovals).await?;
     let list = state.store.waiting_interactions(t.id).await.map_err(store_error)?;
-    Ok(Json(json!({ "object": "list", "data": list })))
+    Ok(Json(List::of(list)))
 }
 
 /// The answer: a `choice` for an approval (`once`, `session`, `always`, `deny`), `text` for a
@@ -44,7 +45,7 @@ pub(crate) struct Answer {
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/approvals/{id}", tag = "admin: sessions", request_body = Answer,
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Interaction id")),
-    responses((status = 200, description = "Answered: the turn runs again", body = Object),
+    responses((status = 200, description = "Answered: the turn runs again", body = Answered),
         (status = 400, description = "Neither a choice nor a text", body = hermes_wire::ErrorBody),
         (status = 403, description = "The caller's role may not answer", body = hermes_wire::ErrorBody),
         (status = 404, description = "No such question", body = hermes_wire::ErrorBody),
@@ -54,7 +55,7 @@ pub(crate) async fn answer(
     caller: Caller,
     Path((tenant, id)): Path<(String, String)>,
     body: std::result::Result<hermes_http::ApiJson<Answer>, ApiError>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Answered>> {
     let t = caller.tenant(&state, &tenant, AdminOp::AnswerApprovals).await?;
     let id = uuid::Uuid::parse_str(&id)
         .map_err(|_| ApiError::not_found(ErrorCode::InteractionNotFound, "no such question"))?;
@@ -81,5 +82,5 @@ pub(crate) async fn answer(
             tracing::warn!(error = %e, "cannot publish work; the reaper will pick the turn up");
         }
     }
-    Ok(Json(json!({ "answered": true, "turn_id": answered.turn_id, "session_id": answered.session_id })))
+    Ok(Json(Answered { answered: true, turn_id: answered.turn_id, session_id: answered.session_id }))
 }

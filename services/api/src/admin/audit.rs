@@ -6,7 +6,6 @@ use axum::extract::{Path, Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::json;
 
 use hermes_core::access::AdminOp;
 use hermes_core::{ErrorCode, TenantId};
@@ -119,7 +118,8 @@ async fn answer(state: &AdminState, tenant: Option<TenantId>, query: AuditQuery)
     let mut filter = query.filter();
     if let Format::Json = format {
         let found = page(state, tenant, &filter).await?;
-        return Ok(Json(json!({ "object": "list", "data": found.entries, "next": found.next })).into_response());
+        let page = AuditList { object: hermes_wire::ListKind::List, data: found.entries, next: found.next };
+        return Ok(Json(page).into_response());
     }
     filter.limit = 1000;
     let mut entries: Vec<AuditEntry> = Vec::new();
@@ -190,4 +190,12 @@ mod tests {
         assert_eq!(field("=HYPERLINK(\"x\")"), "\"'=HYPERLINK(\"\"x\"\")\"");
         assert_eq!(field("@SUM(A1)"), "'@SUM(A1)");
     }
+}
+
+/// A page of entries, with the `cursor` of the next page (`null` on the last).
+#[derive(serde::Serialize)]
+struct AuditList {
+    object: hermes_wire::ListKind,
+    data: Vec<AuditEntry>,
+    next: Option<i64>,
 }

@@ -5,12 +5,14 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use hermes_core::ErrorCode;
 use hermes_core::access::AdminOp;
 use hermes_http::ApiError;
 use hermes_store::admin::Change;
+use hermes_wire::List;
+use hermes_wire::admin::PingSent;
 
 use crate::admin::caller::Caller;
 use crate::admin::errors::{store_error, store_error_for};
@@ -30,10 +32,10 @@ pub(crate) async fn jobs(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<List<hermes_store::cron::Job>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewCron).await?;
     let jobs = state.store.list_jobs(t.id, None).await.map_err(store_error)?;
-    Ok(Json(json!({ "object": "list", "data": jobs })))
+    Ok(Json(List::of(jobs)))
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/cron/{id}/runs", tag = "admin: automation",
@@ -44,12 +46,12 @@ pub(crate) async fn runs(
     State(state): State<AdminState>,
     caller: Caller,
     Path((tenant, id)): Path<(String, String)>,
-) -> Result<Json<Value>> {
+) -> Result<Json<List<serde_json::Value>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewCron).await?;
     let job = state.store.find_job(t.id, None, &id_of(&id, "job")?.to_string()).await;
     let job = job.map_err(|e| store_error_for(e, ErrorCode::JobNotFound, "job"))?;
     let runs = state.store.job_runs(t.id, job.id, 50).await.map_err(store_error)?;
-    Ok(Json(json!({ "object": "list", "data": runs })))
+    Ok(Json(List::of(runs)))
 }
 
 /// What to do to a job.
@@ -73,11 +75,11 @@ pub(crate) async fn act(
     State(state): State<AdminState>,
     caller: Caller,
     Path((tenant, id, action)): Path<(String, String, String)>,
-) -> Result<Json<Value>> {
+) -> Result<Json<hermes_store::cron::Job>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ManageCron).await?;
     let job = state.store.find_job(t.id, None, &id_of(&id, "job")?.to_string()).await;
     let job = job.map_err(|e| store_error_for(e, ErrorCode::JobNotFound, "job"))?;
-    let action: JobAction = serde_json::from_value(json!(action))
+    let action: JobAction = serde_json::from_value(Value::String(action))
         .map_err(|_| ApiError::not_found(ErrorCode::NotFound, "no such action: run, pause or resume"))?;
     let now = chrono::Utc::now();
     let (paused, next) = match action {
@@ -93,10 +95,16 @@ pub(crate) async fn act(
         JobAction::Resume => "cron.resumed",
     };
     let change = Change::new(verb, "cron_job", job.id)
-        .before(json!({ "state": job.state }))
-        .after(json!({ "state": changed.state }));
+        .before(StateAudit { state: job.state })
+        .after(StateAudit { state: changed.state });
     tx.commit(change).await.map_err(store_error)?;
-    Ok(Json(json!(changed)))
+    Ok(Json(changed))
+}
+
+/// What the audit trail records of a job's change of state.
+#[derive(serde::Serialize)]
+struct StateAudit {
+    state: hermes_core::JobState,
 }
 
 /// The next slot of `job`'s schedule after `now` (resuming skips what was missed).
@@ -116,11 +124,18 @@ pub(crate) async fn hooks(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Hooks>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewHooks).await?;
     let webhooks = state.store.list_webhooks(t.id).await.map_err(store_error)?;
     let endpoints = state.store.list_event_hooks(t.id).await.map_err(store_error)?;
-    Ok(Json(json!({ "webhooks": webhooks, "event_hooks": endpoints })))
+    Ok(Json(Hooks { webhooks, event_hooks: endpoints }))
+}
+
+/// A tenant's webhook triggers and event endpoints.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct Hooks {
+    webhooks: Vec<hermes_store::webhooks::Webhook>,
+    event_hooks: Vec<hermes_store::event_hooks::EventHook>,
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/hooks/{id}/deliveries", tag = "admin: automation",
@@ -131,30 +146,30 @@ pub(crate) async fn deliveries(
     State(state): State<AdminState>,
     caller: Caller,
     Path((tenant, id)): Path<(String, String)>,
-) -> Result<Json<Value>> {
+) -> Result<Json<List<Value>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewHooks).await?;
     let hook = state.store.event_hook(t.id, id_of(&id, "endpoint")?).await;
     let hook = hook.map_err(|e| store_error_for(e, ErrorCode::EventHookNotFound, "endpoint"))?;
     let list = state.store.event_deliveries(t.id, hook.id, 50).await.map_err(store_error)?;
-    Ok(Json(json!({ "object": "list", "data": list })))
+    Ok(Json(List::of(list)))
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/hooks/{id}/ping", tag = "admin: automation",
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Event endpoint id")),
-    responses((status = 200, description = "A test event is on its way (it shows in the deliveries)", body = Object),
+    responses((status = 200, description = "A test event is on its way (it shows in the deliveries)", body = PingSent),
         (status = 404, description = "No such endpoint", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn ping(
     State(state): State<AdminState>,
     caller: Caller,
     Path((tenant, id)): Path<(String, String)>,
-) -> Result<Json<Value>> {
+) -> Result<Json<PingSent>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ManageHooks).await?;
     let hook = id_of(&id, "endpoint")?;
     let mut tx = caller.begin(&state, t.id).await?;
     let event = tx.ping_event_hook(hook).await;
     let event = event.map_err(|e| store_error_for(e, ErrorCode::EventHookNotFound, "endpoint"))?;
     tx.commit(Change::new("event_hook.pinged", "event_hook", hook)).await.map_err(store_error)?;
-    Ok(Json(json!({ "event_id": event })))
+    Ok(Json(PingSent { event_id: event }))
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/hooks/{id}/deliveries/{delivery}/resend", tag = "admin: automation",
@@ -173,7 +188,13 @@ pub(crate) async fn resend(
     let (hook, delivery) = (id_of(&id, "endpoint")?, id_of(&delivery, "delivery")?);
     let mut tx = caller.begin(&state, t.id).await?;
     tx.resend_event(hook, delivery).await.map_err(|e| store_error_for(e, ErrorCode::NotFound, "delivery"))?;
-    let change = Change::new("event_delivery.resent", "event_delivery", delivery).after(json!({ "hook_id": hook }));
+    let change = Change::new("event_delivery.resent", "event_delivery", delivery).after(ResendAudit { hook_id: hook });
     tx.commit(change).await.map_err(store_error)?;
     Ok(axum::http::StatusCode::ACCEPTED)
+}
+
+/// What the audit trail records of a resent delivery.
+#[derive(serde::Serialize)]
+struct ResendAudit {
+    hook_id: uuid::Uuid,
 }

@@ -6,8 +6,8 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
+use hermes_wire::List;
 use hermes_core::access::AdminOp;
 use hermes_core::{ErrorCode, TenantId};
 use hermes_http::ApiError;
@@ -48,10 +48,10 @@ pub(crate) async fn list(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<List<Channel>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewChannels).await?;
     let channels = state.store.list_channels(t.id).await.map_err(store_error)?;
-    Ok(Json(json!({ "object": "list", "data": channels })))
+    Ok(Json(List::of(channels)))
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/channels", tag = "admin: channels", request_body = ChannelRequest,
@@ -65,7 +65,7 @@ pub(crate) async fn create(
     caller: Caller,
     Path(tenant): Path<String>,
     body: std::result::Result<hermes_http::ApiJson<ChannelRequest>, ApiError>,
-) -> Result<(StatusCode, Json<Value>)> {
+) -> Result<(StatusCode, Json<crate::admin::channels::Bound>)> {
     let t = caller.tenant(&state, &tenant, AdminOp::ManageChannels).await?;
     // Whose it is first: another tenant's URL is a 404 whatever the body.
     let hermes_http::ApiJson(body) = body?;
@@ -100,11 +100,11 @@ pub(crate) async fn pairings(
     State(state): State<AdminState>,
     caller: Caller,
     Path((tenant, id)): Path<(String, String)>,
-) -> Result<Json<Value>> {
+) -> Result<Json<List<hermes_store::PairingRequest>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewChannels).await?;
     let found = channel(&state, t.id, &id).await?;
     let waiting = state.store.pending_pairings(t.id, found.id).await.map_err(store_error)?;
-    Ok(Json(json!({ "object": "list", "data": waiting })))
+    Ok(Json(List::of(waiting)))
 }
 
 /// The code the person got from the bot.
@@ -116,7 +116,7 @@ pub(crate) struct Approve {
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/channels/{id}/pairings/approve", tag = "admin: channels", request_body = Approve,
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Channel id")),
-    responses((status = 200, description = "The person may talk to the bot now (and is told so)", body = Object),
+    responses((status = 200, description = "The person may talk to the bot now (and is told so)", body = hermes_wire::v1::PairingApproved),
         (status = 400, description = "No such code is waiting", body = hermes_wire::ErrorBody),
         (status = 404, description = "No such channel", body = hermes_wire::ErrorBody),
         (status = 429, description = "Too many wrong codes: approvals are locked for a while", body = hermes_wire::ErrorBody)))]
@@ -125,7 +125,7 @@ pub(crate) async fn approve(
     caller: Caller,
     Path((tenant, id)): Path<(String, String)>,
     body: std::result::Result<hermes_http::ApiJson<Approve>, ApiError>,
-) -> Result<Json<Value>> {
+) -> Result<Json<hermes_wire::v1::PairingApproved>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ManageChannels).await?;
     // Whose it is first: another tenant's URL is a 404 whatever the body.
     let hermes_http::ApiJson(body) = body?;

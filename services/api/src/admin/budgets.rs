@@ -6,8 +6,9 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
+use hermes_wire::List;
+use hermes_wire::admin::BudgetView;
 use hermes_core::access::AdminOp;
 use hermes_core::{AgentId, BudgetPeriod, ErrorCode};
 use hermes_http::ApiError;
@@ -22,26 +23,28 @@ type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/budgets", tag = "admin: usage",
     params(("tenant" = String, Path, description = "Tenant id")),
-    responses((status = 200, description = "Each cap (the tenant's first, then each agent's) with what was spent in its current period", body = crate::admin::schemas::ObjectList),
+    responses((status = 200, description = "Each cap (the tenant's first, then each agent's) with what was spent in its current period", body = List<BudgetView>),
         (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<List<BudgetView>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewUsage).await?;
     let states = state.store.tenant_budgets(t.id, chrono::Utc::now()).await.map_err(store_error)?;
-    let data: Vec<Value> = states
+    let data = states
         .iter()
-        .map(|s| {
-            json!({
-                "agent_id": s.budget.agent_id, "period": s.budget.period,
-                "hard_usd": s.budget.hard_usd, "soft_usd": s.budget.soft_usd, "spent_usd": s.spent_usd,
-                "hard_reached": s.hard_reached(), "soft_reached": s.soft_reached(),
-            })
+        .map(|s| BudgetView {
+            agent_id: s.budget.agent_id,
+            period: s.budget.period,
+            hard_usd: s.budget.hard_usd,
+            soft_usd: s.budget.soft_usd,
+            spent_usd: s.spent_usd,
+            hard_reached: s.hard_reached(),
+            soft_reached: s.soft_reached(),
         })
         .collect();
-    Ok(Json(json!({ "object": "list", "data": data })))
+    Ok(Json(List::of(data)))
 }
 
 /// A cap's amounts, in US dollars (either may be absent, not both).

@@ -5,8 +5,8 @@
 //! [`approve_pairing`]; each answers in its own way.
 
 use serde::Deserialize;
-use serde_json::{Value, json};
 
+use hermes_wire::v1::PairingApproved;
 use hermes_chat::binding::{self, BindError, BindRequest};
 use hermes_core::kinds::UnknownName;
 use hermes_core::{AgentId, DmPolicy, ErrorCode, GroupPolicy, TenantId};
@@ -138,12 +138,18 @@ async fn activate(
     prepared: &binding::Prepared,
     public_url: Option<&str>,
     mut channel: Channel,
-) -> Result<Value, ChannelFailure> {
+) -> Result<Bound, ChannelFailure> {
     channel.bot_username = Some(prepared.username.clone());
     let setup = binding::activate(b.http, prepared, channel.id, &channel.webhook_secret, public_url).await;
-    let mut body = json!(channel);
-    body["setup"] = json!(setup.map_err(bind_error)?);
-    Ok(body)
+    Ok(Bound { setup: setup.map_err(bind_error)?, channel })
+}
+
+/// A channel just bound, with `setup`: what is left to do on the platform.
+#[derive(Debug, serde::Serialize)]
+pub struct Bound {
+    #[serde(flatten)]
+    channel: Channel,
+    setup: String,
 }
 
 /// Checks the bot `c` names with its platform, stores it sealed for `agent` and activates it
@@ -154,7 +160,7 @@ pub async fn bind(
     tenant: TenantId,
     agent: AgentId,
     c: ChannelRequest,
-) -> Result<Value, ChannelFailure> {
+) -> Result<Bound, ChannelFailure> {
     let Checked { prepared, new, public_url } = check(b, agent, c).await?;
     let channel = b.store.create_channel(tenant, new, b.secrets).await?;
     b.store.set_bot_username(tenant, channel.id, &prepared.username).await?;
@@ -174,7 +180,7 @@ pub(crate) async fn bind_audited(
     agent: AgentId,
     c: ChannelRequest,
     by: Audit,
-) -> Result<Value, ChannelFailure> {
+) -> Result<Bound, ChannelFailure> {
     let Checked { prepared, new, public_url } = check(b, agent, c).await?;
     let mut tx = b.store.audited(tenant, by).await?;
     let channel = tx.create_channel(new, b.secrets).await?;
@@ -188,7 +194,7 @@ pub(crate) async fn bind_audited(
 
 /// Approves the pairing `code` of `channel`: the person may talk to the bot now, and is told
 /// so in the chat. `{"approved": true, "user_id": ...}`.
-pub async fn approve_pairing(store: &Store, channel: &Channel, code: &str) -> Result<Value, ChannelFailure> {
+pub async fn approve_pairing(store: &Store, channel: &Channel, code: &str) -> Result<PairingApproved, ChannelFailure> {
     let approval = store.approve_pairing(channel.tenant_id, channel.id, code).await?;
     if let PairingApproval::Approved { user_id, chat_id } = &approval {
         let note = hermes_chat::pairing::announcement(channel.platform, channel.id, user_id, chat_id);
@@ -204,7 +210,7 @@ pub(crate) async fn approve_pairing_audited(
     channel: &Channel,
     code: &str,
     by: Audit,
-) -> Result<Value, ChannelFailure> {
+) -> Result<PairingApproved, ChannelFailure> {
     let mut tx = store.audited(channel.tenant_id, by).await?;
     let approval = tx.approve_pairing(channel.id, code).await?;
     let answer = approval_answer(&approval);
@@ -221,9 +227,9 @@ pub(crate) async fn approve_pairing_audited(
 }
 
 /// What approving answers: the person let in, or why not.
-fn approval_answer(approval: &PairingApproval) -> Result<Value, ChannelFailure> {
+fn approval_answer(approval: &PairingApproval) -> Result<PairingApproved, ChannelFailure> {
     match approval {
-        PairingApproval::Approved { user_id, .. } => Ok(json!({ "approved": true, "user_id": user_id })),
+        PairingApproval::Approved { user_id, .. } => Ok(PairingApproved { approved: true, user_id: user_id.clone() }),
         PairingApproval::WrongCode => {
             Err(ApiError::invalid_request(ErrorCode::WrongCode, "no such code is waiting (it may have expired)").into())
         }

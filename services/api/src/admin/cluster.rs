@@ -3,8 +3,8 @@
 
 use axum::Json;
 use axum::extract::State;
-use serde_json::{Value, json};
 
+use hermes_wire::admin::{Cluster, SeenSandbox, WorkerAtWork};
 use hermes_core::access::AdminOp;
 use hermes_http::ApiError;
 
@@ -13,9 +13,9 @@ use crate::admin::errors::store_error;
 use crate::admin::state::AdminState;
 
 #[utoipa::path(get, path = "/admin/v1/cluster", tag = "admin: tenants",
-    responses((status = 200, description = "The backlog (turns queued and running, replies waiting, late cron jobs), the workers holding turns, and the live sandboxes as workers last reported them", body = Object),
+    responses((status = 200, description = "The backlog (turns queued and running, replies waiting, late cron jobs), the workers holding turns, and the live sandboxes as workers last reported them", body = Cluster),
         (status = 403, description = "Operators only", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn cluster(State(state): State<AdminState>, caller: Caller) -> Result<Json<Value>, ApiError> {
+pub(crate) async fn cluster(State(state): State<AdminState>, caller: Caller) -> Result<Json<Cluster>, ApiError> {
     caller.installation(AdminOp::ViewCluster)?;
     let backlog = state.store.backlog().await.map_err(store_error)?;
     let workers = state.store.workers_at_work().await.map_err(store_error)?;
@@ -25,26 +25,37 @@ pub(crate) async fn cluster(State(state): State<AdminState>, caller: Caller) -> 
         tracing::warn!(error = %e, "cannot read the sandbox reports");
         Vec::new()
     });
-    let mut sandboxes: Vec<Value> = Vec::new();
+    let mut sandboxes: Vec<SeenSandbox> = Vec::new();
     reports.sort_by_key(|r| std::cmp::Reverse(r.at));
-    for report in &reports {
-        for sandbox in &report.sandboxes {
-            if !sandboxes.iter().any(|s| s["name"] == sandbox.name.as_str()) {
-                let mut shown = json!(sandbox);
-                shown["worker"] = json!(report.worker);
-                shown["seen_at"] = json!(report.at);
-                sandboxes.push(shown);
+    for report in reports {
+        for s in report.sandboxes {
+            if !sandboxes.iter().any(|seen| seen.name == s.name) {
+                sandboxes.push(SeenSandbox {
+                    tenant_id: s.tenant_id,
+                    agent_id: s.agent_id,
+                    backend: s.backend,
+                    name: s.name,
+                    running_execs: s.running_execs,
+                    running_processes: s.running_processes,
+                    idle_secs: s.idle_secs,
+                    worker: report.worker.clone(),
+                    seen_at: report.at,
+                });
             }
         }
     }
-    Ok(Json(json!({
-        "turns_queued": backlog.turns_queued,
-        "oldest_queued_seconds": backlog.oldest_queued_seconds,
-        "turns_running": backlog.turns_running,
-        "outbox_waiting": backlog.outbox_waiting,
-        "oldest_outbox_seconds": backlog.oldest_outbox_seconds,
-        "cron_jobs_late": backlog.cron_jobs_late,
-        "workers": workers,
-        "sandboxes": sandboxes,
-    })))
+    let workers = workers
+        .into_iter()
+        .map(|w| WorkerAtWork { worker: w.worker, turns: w.turns, lease_expires_at: w.lease_expires_at })
+        .collect();
+    Ok(Json(Cluster {
+        turns_queued: backlog.turns_queued,
+        oldest_queued_seconds: backlog.oldest_queued_seconds,
+        turns_running: backlog.turns_running,
+        outbox_waiting: backlog.outbox_waiting,
+        oldest_outbox_seconds: backlog.oldest_outbox_seconds,
+        cron_jobs_late: backlog.cron_jobs_late,
+        workers,
+        sandboxes,
+    }))
 }

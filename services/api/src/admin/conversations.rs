@@ -6,8 +6,9 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
+use crate::sessions::Numbered;
+use hermes_wire::{List, Slice};
 use hermes_core::access::AdminOp;
 use hermes_core::{ErrorCode, SessionId};
 use hermes_http::ApiError;
@@ -27,10 +28,10 @@ pub(crate) async fn agents(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<List<hermes_store::Agent>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewAgents).await?;
     let agents = state.store.list_agents(t.id).await.map_err(store_error)?;
-    Ok(Json(json!({ "object": "list", "data": agents })))
+    Ok(Json(List::of(agents)))
 }
 
 /// A page of sessions, narrowed and searched.
@@ -60,7 +61,7 @@ pub(crate) async fn sessions(
     caller: Caller,
     Path(tenant): Path<String>,
     Query(page): Query<SessionPage>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Slice<hermes_store::ListedSession>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewSessions).await?;
     let limit = page.limit.unwrap_or(50).clamp(1, 100);
     let offset = page.offset.unwrap_or(0).max(0);
@@ -77,8 +78,8 @@ pub(crate) async fn sessions(
     let filter = hermes_store::SessionFilter { agent, source: page.source, tsquery };
     let found = state.store.find_sessions(t.id, &filter, limit + 1, offset).await.map_err(store_error)?;
     let has_more = found.len() as i64 > limit;
-    let data: Vec<&hermes_store::ListedSession> = found.iter().take(limit as usize).collect();
-    Ok(Json(json!({ "object": "list", "data": data, "has_more": has_more })))
+    let data = found.into_iter().take(limit as usize).collect();
+    Ok(Json(Slice::of(data, has_more)))
 }
 
 fn session_id(raw: &str) -> Result<SessionId> {
@@ -104,7 +105,7 @@ pub(crate) async fn transcript(
     caller: Caller,
     Path((tenant, id)): Path<(String, String)>,
     Query(page): Query<TranscriptPage>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Transcript>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewSessions).await?;
     let id = session_id(&id)?;
     let info = state.store.session_info(t.id, None, id).await;
@@ -113,16 +114,16 @@ pub(crate) async fn transcript(
     let found = state.store.messages_after(t.id, id, page.after.unwrap_or(0), Some(limit + 1)).await;
     let found = found.map_err(store_error)?;
     let has_more = found.len() as i64 > limit;
-    let messages: Vec<Value> = found
-        .iter()
-        .take(limit as usize)
-        .map(|m| {
-            let mut v = json!(m.message);
-            v["seq"] = json!(m.seq);
-            v
-        })
-        .collect();
-    Ok(Json(json!({ "session": info, "messages": messages, "has_more": has_more })))
+    let messages = found.into_iter().take(limit as usize).map(Numbered::from).collect();
+    Ok(Json(Transcript { session: info, messages, has_more }))
+}
+
+/// A session and a page of its messages.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct Transcript {
+    session: hermes_store::SessionInfo,
+    messages: Vec<Numbered>,
+    has_more: bool,
 }
 
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/sessions/{id}", tag = "admin: sessions",
@@ -179,7 +180,7 @@ pub(crate) async fn create_agent(
     caller: Caller,
     Path(tenant): Path<String>,
     body: std::result::Result<hermes_http::ApiJson<NewAgentBody>, ApiError>,
-) -> Result<(StatusCode, Json<Value>)> {
+) -> Result<(StatusCode, Json<hermes_store::Agent>)> {
     let t = caller.tenant(&state, &tenant, AdminOp::EditAgents).await?;
     // Whose it is first: another tenant's URL is a 404 whatever the body.
     let hermes_http::ApiJson(body) = body?;
@@ -227,7 +228,7 @@ pub(crate) async fn create_agent(
         agent.egress = true;
     }
     tx.commit(Change::new("agent.created", "agent", agent.id).after(&agent)).await.map_err(store_error)?;
-    Ok((StatusCode::CREATED, Json(json!(agent))))
+    Ok((StatusCode::CREATED, Json(agent)))
 }
 
 /// Changes to an agent (absent: unchanged; an empty `soul` or `system_message` clears it).
@@ -268,7 +269,7 @@ pub(crate) async fn edit_agent(
     caller: Caller,
     Path((tenant, agent_ref)): Path<(String, String)>,
     body: std::result::Result<hermes_http::ApiJson<AgentEdit>, ApiError>,
-) -> Result<Json<Value>> {
+) -> Result<Json<hermes_store::Agent>> {
     let t = caller.tenant(&state, &tenant, AdminOp::EditAgents).await?;
     let before = state.agent(t.id, &agent_ref).await?;
     let hermes_http::ApiJson(body) = body?;
@@ -317,7 +318,7 @@ pub(crate) async fn edit_agent(
     }
     let change = Change::new("agent.updated", "agent", before.id).before(&before).after(&after);
     tx.commit(change).await.map_err(store_error)?;
-    Ok(Json(json!(after)))
+    Ok(Json(after))
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/sessions/{id}/export", tag = "admin: sessions",

@@ -6,8 +6,9 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
+use hermes_wire::List;
+use hermes_wire::admin::CredentialAdded;
 use hermes_core::ErrorCode;
 use hermes_core::access::AdminOp;
 use hermes_http::ApiError;
@@ -28,7 +29,7 @@ pub(crate) async fn list(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<List<Pool>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewCredentials).await?;
     let pools = state.store.credential_pools(t.id).await.map_err(store_error)?;
     let mut out = Vec::new();
@@ -39,20 +40,41 @@ pub(crate) async fn list(
         let ids: Vec<String> = keys.iter().map(|k| k.id.to_string()).collect();
         // Redis down: the keys are still listed, their health unknown.
         let health = state.pools.health(t.id, provider, &ids).await.unwrap_or_default();
-        let keys: Vec<Value> = keys
+        let keys = keys
             .iter()
-            .map(|k| {
-                let live = health.iter().find(|h| h.id == k.id.to_string());
-                json!({
-                    "id": k.id, "label": k.label, "priority": k.priority, "allowed_hosts": k.allowed_hosts,
-                    "readable_in_sandbox": k.readable_in_sandbox,
-                    "created_at": k.created_at, "health": live,
-                })
+            .map(|k| PoolKey {
+                health: health.iter().find(|h| h.id == k.id.to_string()).cloned(),
+                id: k.id,
+                label: k.label.clone(),
+                priority: k.priority,
+                allowed_hosts: k.allowed_hosts.clone(),
+                readable_in_sandbox: k.readable_in_sandbox,
+                created_at: k.created_at,
             })
             .collect();
-        out.push(json!({ "provider": provider, "strategy": strategy, "keys": keys }));
+        out.push(Pool { provider: provider.clone(), strategy: strategy.clone(), keys });
     }
-    Ok(Json(json!({ "object": "list", "data": out })))
+    Ok(Json(List::of(out)))
+}
+
+/// A provider's pool: how it picks a key, and its keys.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct Pool {
+    provider: String,
+    strategy: String,
+    keys: Vec<PoolKey>,
+}
+
+/// A pooled key (never its secret) and its live state (`null` when unknown).
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct PoolKey {
+    id: uuid::Uuid,
+    label: String,
+    priority: i32,
+    allowed_hosts: Vec<String>,
+    readable_in_sandbox: bool,
+    created_at: chrono::DateTime<chrono::Utc>,
+    health: Option<hermes_cache::KeyHealth>,
 }
 
 /// A key to add to the pool of its provider.
@@ -77,7 +99,7 @@ pub(crate) struct NewKey {
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/credentials", tag = "admin: credentials", request_body = NewKey,
     params(("tenant" = String, Path, description = "Tenant id")),
-    responses((status = 201, description = "Added (its secret is not part of the answer)", body = Object),
+    responses((status = 201, description = "Added (its secret is not part of the answer)", body = CredentialAdded),
         (status = 400, description = "No hosts, an empty secret, or no master key to seal it with", body = hermes_wire::ErrorBody),
         (status = 403, description = "The caller's role may not manage credentials", body = hermes_wire::ErrorBody),
         (status = 409, description = "The pool has a key with that label", body = hermes_wire::ErrorBody)))]
@@ -86,7 +108,7 @@ pub(crate) async fn add(
     caller: Caller,
     Path(tenant): Path<String>,
     body: std::result::Result<hermes_http::ApiJson<NewKey>, ApiError>,
-) -> Result<(StatusCode, Json<Value>)> {
+) -> Result<(StatusCode, Json<CredentialAdded>)> {
     let t = caller.tenant(&state, &tenant, AdminOp::ManageCredentials).await?;
     let hermes_http::ApiJson(body) = body?;
     let bad =
@@ -108,11 +130,15 @@ pub(crate) async fn add(
     };
     let mut tx = caller.begin(&state, t.id).await?;
     let added = tx.add_credential(new, secrets).await.map_err(store_error)?;
-    let shown = json!({
-        "id": added.id, "provider": added.provider, "label": added.label, "priority": added.priority,
-        "allowed_hosts": added.allowed_hosts, "readable_in_sandbox": added.readable_in_sandbox,
-        "created_at": added.created_at,
-    });
+    let shown = CredentialAdded {
+        id: added.id,
+        provider: added.provider,
+        label: added.label,
+        priority: added.priority,
+        allowed_hosts: added.allowed_hosts,
+        readable_in_sandbox: added.readable_in_sandbox,
+        created_at: added.created_at,
+    };
     tx.commit(Change::new("credential.added", "credential", added.id).after(&shown)).await.map_err(store_error)?;
     Ok((StatusCode::CREATED, Json(shown)))
 }
@@ -130,13 +156,13 @@ pub(crate) async fn remove(
     let mut tx = caller.begin(&state, t.id).await?;
     let gone = tx.delete_credential(id).await.map_err(|e| store_error_for(e, ErrorCode::NotFound, "key"))?;
     let change = Change::new("credential.removed", "credential", id)
-        .before(json!({ "provider": gone.provider, "label": gone.label }));
+        .before(KeyAudit { provider: &gone.provider, label: &gone.label });
     tx.commit(change).await.map_err(store_error)?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// How a pool picks a key.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize, serde::Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Strategy {
     /// `fill_first`, `round_robin`, `random` or `least_used`.
@@ -156,7 +182,14 @@ pub(crate) async fn strategy(
     let hermes_http::ApiJson(body) = body?;
     let mut tx = caller.begin(&state, t.id).await?;
     tx.set_pool_strategy(&provider, &body.strategy).await.map_err(store_error)?;
-    let change = Change::new("pool.strategy_set", "pool", &provider).after(json!({ "strategy": body.strategy }));
+    let change = Change::new("pool.strategy_set", "pool", &provider).after(&body);
     tx.commit(change).await.map_err(store_error)?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// What the audit trail records of a removed key.
+#[derive(serde::Serialize)]
+struct KeyAudit<'a> {
+    provider: &'a str,
+    label: &'a str,
 }

@@ -36,7 +36,7 @@ fn conflict(code: ErrorCode, message: String) -> ApiError {
 }
 
 #[utoipa::path(post, path = "/admin/v1/invitations/accept", tag = "admin: sign-in", request_body = AcceptInvitation, security(()),
-    responses((status = 200, description = "Joined: a new account is signed in (the session cookie is set); someone signed in stays so", body = crate::admin::schemas::Me),
+    responses((status = 200, description = "Joined: a new account is signed in (the session cookie is set); someone signed in stays so", body = hermes_wire::admin::Me),
         (status = 400, description = "The link is unknown, used, revoked or expired; or the password is too short", body = hermes_wire::ErrorBody),
         (status = 409, description = "The address has an account: sign in as it first (`sign_in_required`); or the signed-in person is someone else (`invitation_not_yours`). The link still works", body = hermes_wire::ErrorBody),
         (status = 429, description = "Too many attempts from this address, or too many at once", body = hermes_wire::ErrorBody)))]

@@ -10,9 +10,10 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
-use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use hermes_wire::List;
+use hermes_wire::admin::TurnStopped;
 use hermes_core::access::AdminOp;
 use hermes_core::{ErrorCode, TenantId, TurnEventKind, TurnId, TurnOutcome};
 use hermes_http::ApiError;
@@ -36,10 +37,10 @@ pub(crate) async fn open_turns(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<List<hermes_store::admin::OpenTurn>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewSessions).await?;
     let turns = state.store.open_turns(t.id).await.map_err(store_error)?;
-    Ok(Json(json!({ "object": "list", "data": turns })))
+    Ok(Json(List::of(turns)))
 }
 
 fn turn_id(raw: &str) -> Result<TurnId> {
@@ -48,7 +49,7 @@ fn turn_id(raw: &str) -> Result<TurnId> {
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/turns/{id}/stop", tag = "admin: sessions",
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Turn id")),
-    responses((status = 200, description = "`cancelled` (it had not started) or `stopping` (its worker stops it)", body = crate::admin::schemas::Stopped),
+    responses((status = 200, description = "`cancelled` (it had not started) or `stopping` (its worker stops it)", body = TurnStopped),
         (status = 403, description = "The caller's role may not stop turns", body = hermes_wire::ErrorBody),
         (status = 404, description = "No such turn", body = hermes_wire::ErrorBody),
         (status = 409, description = "It has already ended", body = hermes_wire::ErrorBody)))]
@@ -56,7 +57,7 @@ pub(crate) async fn stop(
     State(state): State<AdminState>,
     caller: Caller,
     Path((tenant, id)): Path<(String, String)>,
-) -> Result<Json<Value>> {
+) -> Result<Json<TurnStopped>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ManageSessions).await?;
     let turn = turn_id(&id)?;
     state.store.turn_session(t.id, turn).await.map_err(|e| store_error_for(e, ErrorCode::RunNotFound, "turn"))?;
@@ -74,7 +75,7 @@ pub(crate) async fn stop(
         Some(TurnStatus::Running) => "stopping",
         Some(_) => "cancelled",
     };
-    tx.commit(Change::new("turn.stopped", "turn", turn).after(json!({ "status": status })))
+    tx.commit(Change::new("turn.stopped", "turn", turn).after(StatusAudit { status }))
         .await
         .map_err(store_error)?;
     // Told once the stop is committed, so the worker that hears it sees it.
@@ -83,7 +84,13 @@ pub(crate) async fn stop(
     {
         tracing::warn!(error = %e, "cannot broadcast the stop; the worker's heartbeat will see it");
     }
-    Ok(Json(json!({ "id": turn, "status": status })))
+    Ok(Json(TurnStopped { id: turn, status: status.to_owned() }))
+}
+
+/// What the audit trail records of a stopped turn.
+#[derive(serde::Serialize)]
+struct StatusAudit {
+    status: &'static str,
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/turns/{id}/events", tag = "admin: sessions",
@@ -113,8 +120,16 @@ struct Follow {
     session: hermes_core::SessionId,
 }
 
-fn event(value: Value) -> Event {
-    Event::default().data(value.to_string())
+fn event(value: &impl serde::Serialize) -> Event {
+    Event::default().data(serde_json::to_string(value).unwrap_or_default())
+}
+
+/// What the watch sends besides the turn's own events: what it did before, and its end.
+#[derive(serde::Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+enum Watched<'a> {
+    History { messages: &'a [hermes_core::ChatMessage] },
+    Finished { status: &'static str, outcome: Option<TurnOutcome> },
 }
 
 impl Follow {
@@ -130,7 +145,7 @@ impl Follow {
         // What the turn did before the watch began (tool calls and their results are stored as
         // they happen); events from here on come live.
         if let Ok(messages) = self.state.store.turn_messages(self.tenant, self.turn).await {
-            let _ = tx.send(event(json!({ "type": "history", "messages": messages }))).await;
+            let _ = tx.send(event(&Watched::History { messages: &messages })).await;
         }
         if self.ended(&tx).await {
             return;
@@ -142,8 +157,7 @@ impl Follow {
                 next = async { match subscription.as_mut() { Some(s) => s.next().await, None => std::future::pending().await } } => {
                     let Some(ev) = next else { subscription = None; continue };
                     let last = matches!(ev.kind, TurnEventKind::Finished { .. } | TurnEventKind::Waiting { .. });
-                    let Ok(value) = serde_json::to_value(&ev) else { continue };
-                    if tx.send(event(value)).await.is_err() || last {
+                    if tx.send(event(&ev)).await.is_err() || last {
                         break;
                     }
                 }
@@ -163,8 +177,8 @@ impl Follow {
     async fn ended(&self, tx: &mpsc::Sender<Event>) -> bool {
         match self.state.store.turn_state(self.tenant, self.turn).await {
             Ok((status, outcome)) if !matches!(status, TurnStatus::Queued | TurnStatus::Running) => {
-                let end = json!({ "type": "finished", "status": status.as_str(), "outcome": outcome });
-                let _ = tx.send(event(end)).await;
+                let end = Watched::Finished { status: status.as_str(), outcome };
+                let _ = tx.send(event(&end)).await;
                 true
             }
             _ => false,

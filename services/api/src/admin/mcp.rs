@@ -5,13 +5,14 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use serde_json::{Value, json};
 
 use hermes_core::ErrorCode;
 use hermes_core::access::AdminOp;
 use hermes_http::ApiError;
 use hermes_mcp_config::{McpServerSpec, valid_server_name};
 use hermes_store::admin::Change;
+use hermes_wire::List;
+use hermes_wire::admin::{McpServer, McpServerSet};
 
 use crate::admin::caller::Caller;
 use crate::admin::errors::store_error;
@@ -19,30 +20,30 @@ use crate::admin::state::AdminState;
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
-fn shown(server: &hermes_store::StoredMcpServer) -> Value {
-    json!({ "name": server.name, "enabled": server.enabled, "config": server.spec, "updated_at": server.updated_at })
+fn shown(server: hermes_store::StoredMcpServer) -> McpServer {
+    McpServer { name: server.name, enabled: server.enabled, config: server.spec, updated_at: server.updated_at }
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents/{agent}/mcp-servers", tag = "admin: agents",
     params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name")),
-    responses((status = 200, description = "The agent's MCP servers, secret values masked", body = crate::admin::schemas::ObjectList),
+    responses((status = 200, description = "The agent's MCP servers, secret values masked", body = List<McpServer>),
         (status = 404, description = "No such agent (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<AdminState>,
     caller: Caller,
     Path((tenant, agent_ref)): Path<(String, String)>,
-) -> Result<Json<Value>> {
+) -> Result<Json<List<McpServer>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewAgents).await?;
     let agent = state.agent(t.id, &agent_ref).await?;
     let servers = state.store.mcp_servers(t.id, agent.id).await.map_err(store_error)?;
-    Ok(Json(json!({ "object": "list", "data": servers.iter().map(shown).collect::<Vec<_>>() })))
+    Ok(Json(List::of(servers.into_iter().map(shown).collect())))
 }
 
 #[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/agents/{agent}/mcp-servers/{name}", tag = "admin: agents",
     request_body(content = Object, description = "Upstream's shape: `command`, `args`, `env` (stdio) or `url`, `headers` (HTTP); `timeout`, `connect_timeout`, `enabled`, `tools` {`include`, `exclude`, `resources`, `prompts`}, `sampling` {`enabled` (off by default), `model`, `max_tokens_cap`, `timeout`, `max_rpm`, `allowed_models`, `log_level`}. `${NAME}` in `env` and `headers` values is the team's key named NAME (a credential)"),
     params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name"),
         ("name" = String, Path, description = "The server's name (letters, digits, `-`, `_`; at most 40)")),
-    responses((status = 200, description = "Set; the agent's next turn uses it", body = Object),
+    responses((status = 200, description = "Set; the agent's next turn uses it", body = McpServerSet),
         (status = 400, description = "A configuration that cannot work, or a URL the outbound policy refuses", body = hermes_wire::ErrorBody),
         (status = 403, description = "The caller's role may not edit agents", body = hermes_wire::ErrorBody),
         (status = 404, description = "No such agent", body = hermes_wire::ErrorBody)))]
@@ -51,7 +52,7 @@ pub(crate) async fn set(
     caller: Caller,
     Path((tenant, agent_ref, name)): Path<(String, String, String)>,
     body: std::result::Result<hermes_http::ApiJson<McpServerSpec>, ApiError>,
-) -> Result<Json<Value>> {
+) -> Result<Json<McpServerSet>> {
     let t = caller.tenant(&state, &tenant, AdminOp::EditAgents).await?;
     let agent = state.agent(t.id, &agent_ref).await?;
     let hermes_http::ApiJson(spec) = body?;
@@ -71,7 +72,7 @@ pub(crate) async fn set(
     let in_sandbox = spec.env_only().secret_refs().map_err(|e| bad(e.0))?;
     state.store.check_secret_refs(t.id, &refs, &in_sandbox).await.map_err(store_error)?;
     let masked = serde_json::to_value(spec.masked()).map_err(|e| bad(e.to_string()))?;
-    let secrets = json!({ "env": spec.env, "headers": spec.headers });
+    let secrets = serde_json::to_value(Secrets { env: &spec.env, headers: &spec.headers }).map_err(ApiError::internal)?;
     let mut tx = caller.begin(&state, t.id).await?;
     let replaced = tx
         .set_mcp_server(agent.id, &name, (&masked, spec.enabled), &secrets, state.secrets.as_ref())
@@ -80,7 +81,14 @@ pub(crate) async fn set(
     let action = if replaced { "mcp_server.updated" } else { "mcp_server.added" };
     let change = Change::new(action, "mcp_server", format!("{}/{name}", agent.id)).after(&masked);
     tx.commit(change).await.map_err(store_error)?;
-    Ok(Json(json!({ "name": name, "enabled": spec.enabled, "config": masked })))
+    Ok(Json(McpServerSet { name, enabled: spec.enabled, config: masked }))
+}
+
+/// What of a server's configuration is sealed at rest.
+#[derive(serde::Serialize)]
+struct Secrets<'a> {
+    env: &'a std::collections::BTreeMap<String, String>,
+    headers: &'a std::collections::BTreeMap<String, String>,
 }
 
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/agents/{agent}/mcp-servers/{name}", tag = "admin: agents",

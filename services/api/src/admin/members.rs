@@ -4,11 +4,12 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use hermes_core::access::{AdminOp, op_for_role_change};
 use hermes_core::{ErrorCode, InvitationId, MemberRole, PersonId};
 use hermes_http::ApiError;
+use hermes_wire::List;
+use hermes_wire::admin::{Invitation, InvitationMade, Invite, Member, RoleChanged};
 
 use crate::admin::caller::Caller;
 use crate::admin::errors::{store_error, store_error_for};
@@ -22,16 +23,16 @@ fn person_id(raw: &str) -> Result<PersonId> {
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/members", tag = "admin: people",
     params(("tenant" = String, Path, description = "Tenant id")),
-    responses((status = 200, description = "The tenant's members", body = crate::admin::schemas::MemberList),
+    responses((status = 200, description = "The tenant's members", body = List<Member>),
         (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<List<Member>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewMembers).await?;
     let members = state.store.members(t.id).await.map_err(store_error)?;
-    Ok(Json(json!({ "object": "list", "data": members })))
+    Ok(Json(List::of(members.into_iter().map(crate::admin::shown::member).collect())))
 }
 
 /// A member's new role.
@@ -44,7 +45,7 @@ pub(crate) struct RoleChange {
 
 #[utoipa::path(patch, path = "/admin/v1/tenants/{tenant}/members/{person}", tag = "admin: people", request_body = RoleChange,
     params(("tenant" = String, Path, description = "Tenant id"), ("person" = String, Path, description = "Person id")),
-    responses((status = 200, description = "The role before and after", body = crate::admin::schemas::RoleChanged),
+    responses((status = 200, description = "The role before and after", body = RoleChanged),
         (status = 403, description = "The caller's role may not make this change", body = hermes_wire::ErrorBody),
         (status = 404, description = "No such tenant or member", body = hermes_wire::ErrorBody),
         (status = 409, description = "It would leave the tenant without an owner", body = hermes_wire::ErrorBody)))]
@@ -53,7 +54,7 @@ pub(crate) async fn change_role(
     caller: Caller,
     Path((tenant, person)): Path<(String, String)>,
     body: std::result::Result<hermes_http::ApiJson<RoleChange>, ApiError>,
-) -> Result<Json<Value>> {
+) -> Result<Json<RoleChanged>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewMembers).await?;
     // Whose it is first: another tenant's URL is a 404 whatever the body.
     let hermes_http::ApiJson(body) = body?;
@@ -63,7 +64,7 @@ pub(crate) async fn change_role(
     t.check(op_for_role_change(Some(now), Some(body.role)))?;
     let before = state.store.set_member_role(t.id, who, body.role, &caller.audit()).await;
     let before = before.map_err(|e| store_error_for(e, ErrorCode::MemberNotFound, "member"))?;
-    Ok(Json(json!({ "person_id": who, "before": before, "role": body.role })))
+    Ok(Json(RoleChanged { person_id: who, before, role: body.role }))
 }
 
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/members/{person}", tag = "admin: people",
@@ -92,30 +93,21 @@ pub(crate) async fn remove(
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/invitations", tag = "admin: people",
     params(("tenant" = String, Path, description = "Tenant id")),
-    responses((status = 200, description = "The tenant's invitations, newest first", body = crate::admin::schemas::InvitationList),
+    responses((status = 200, description = "The tenant's invitations, newest first", body = List<Invitation>),
         (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn invitations(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<List<Invitation>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewMembers).await?;
     let list = state.store.invitations(t.id).await.map_err(store_error)?;
-    Ok(Json(json!({ "object": "list", "data": list })))
-}
-
-/// Whom to invite, as what.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct Invite {
-    email: String,
-    #[schema(value_type = String, example = "member")]
-    role: MemberRole,
+    Ok(Json(List::of(list.into_iter().map(crate::admin::shown::invitation).collect())))
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/invitations", tag = "admin: people", request_body = Invite,
     params(("tenant" = String, Path, description = "Tenant id")),
-    responses((status = 201, description = "The invitation and its link (shown once)", body = crate::admin::schemas::InvitationMade),
+    responses((status = 201, description = "The invitation and its link (shown once)", body = InvitationMade),
         (status = 400, description = "Not an email address", body = hermes_wire::ErrorBody),
         (status = 403, description = "The caller's role may not invite (owners invite owners)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn invite(
@@ -123,7 +115,7 @@ pub(crate) async fn invite(
     caller: Caller,
     Path(tenant): Path<String>,
     body: std::result::Result<hermes_http::ApiJson<Invite>, ApiError>,
-) -> Result<(StatusCode, Json<Value>)> {
+) -> Result<(StatusCode, Json<InvitationMade>)> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewMembers).await?;
     // Whose it is first: another tenant's URL is a 404 whatever the body.
     let hermes_http::ApiJson(body) = body?;
@@ -132,7 +124,7 @@ pub(crate) async fn invite(
     let made = state.store.create_invitation(t.id, &body.email, body.role, valid_for, &caller.audit()).await;
     let (invitation, token) = made.map_err(store_error)?;
     let link = state.config.console_link("invite", &token);
-    Ok((StatusCode::CREATED, Json(json!({ "invitation": invitation, "link": link }))))
+    Ok((StatusCode::CREATED, Json(InvitationMade { invitation: crate::admin::shown::invitation(invitation), link })))
 }
 
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/invitations/{id}", tag = "admin: people",

@@ -6,13 +6,13 @@
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use hermes_core::ErrorCode;
 use hermes_core::access::AdminOp;
 use hermes_http::ApiError;
 use hermes_store::MemoryTarget;
 use hermes_store::admin::Change;
+use hermes_wire::admin::{Memory, MemoryWritten};
 
 use crate::admin::caller::Caller;
 use crate::admin::errors::store_error;
@@ -32,29 +32,29 @@ pub(crate) struct WhichUser {
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents/{agent}/memory", tag = "admin: agents",
     params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name"), WhichUser),
-    responses((status = 200, description = "The agent's MEMORY entries and the user's USER entries, with their caps", body = crate::admin::schemas::Memory),
+    responses((status = 200, description = "The agent's MEMORY entries and the user's USER entries, with their caps", body = Memory),
         (status = 404, description = "No such tenant or agent", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn view(
     State(state): State<AdminState>,
     caller: Caller,
     Path((tenant, agent_ref)): Path<(String, String)>,
     Query(q): Query<WhichUser>,
-) -> Result<Json<Value>> {
+) -> Result<Json<Memory>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewMemory).await?;
     let found = state.agent(t.id, &agent_ref).await?;
     let id = found.id;
     let user = q.user.unwrap_or_default();
     let snapshot = state.store.memory_snapshot(t.id, id, &user).await.map_err(store_error)?;
-    Ok(Json(json!({
-        "agent_id": id,
+    Ok(Json(Memory {
+        agent_id: id,
         // Only an agent with the memory toolset sees its memory in its prompt.
-        "enabled": hermes_core::ToolsetName::Memory.enabled_in(&found.toolsets),
-        "user": user,
-        "memory": snapshot.memory,
-        "user_profile": snapshot.user,
-        "memory_char_limit": state.config.memory.memory_char_limit,
-        "user_char_limit": state.config.memory.user_char_limit,
-    })))
+        enabled: hermes_core::ToolsetName::Memory.enabled_in(&found.toolsets),
+        user,
+        memory: snapshot.memory,
+        user_profile: snapshot.user,
+        memory_char_limit: state.config.memory.memory_char_limit,
+        user_char_limit: state.config.memory.user_char_limit,
+    }))
 }
 
 /// A document's new entries.
@@ -75,7 +75,7 @@ fn invalid(message: impl Into<String>) -> ApiError {
 
 #[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/agents/{agent}/memory", tag = "admin: agents", request_body = Rewrite,
     params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name")),
-    responses((status = 200, description = "The entries as they now are; the agent's next turn sees them", body = crate::admin::schemas::MemoryWritten),
+    responses((status = 200, description = "The entries as they now are; the agent's next turn sees them", body = MemoryWritten),
         (status = 400, description = "Over the cap, or text that reads as a prompt injection", body = hermes_wire::ErrorBody),
         (status = 403, description = "The caller's role may not edit memory", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn rewrite(
@@ -83,7 +83,7 @@ pub(crate) async fn rewrite(
     caller: Caller,
     Path((tenant, agent_ref)): Path<(String, String)>,
     body: std::result::Result<hermes_http::ApiJson<Rewrite>, ApiError>,
-) -> Result<Json<Value>> {
+) -> Result<Json<MemoryWritten>> {
     let t = caller.tenant(&state, &tenant, AdminOp::EditMemory).await?;
     // Whose it is first: another tenant's URL is a 404 whatever the body.
     let hermes_http::ApiJson(body) = body?;
@@ -118,5 +118,5 @@ pub(crate) async fn rewrite(
     let object = if body.user.is_empty() { format!("{id}/memory") } else { format!("{id}/user/{}", body.user) };
     let change = Change::new("memory.rewritten", "memory", object).before(&before).after(&now);
     tx.commit(change).await.map_err(store_error)?;
-    Ok(Json(json!({ "target": body.target, "entries": now })))
+    Ok(Json(MemoryWritten { target: body.target, entries: now }))
 }

@@ -31,6 +31,7 @@ mod openapi;
 pub mod password;
 mod schemas;
 mod session;
+mod shown;
 pub mod signing;
 mod skills;
 mod sso;

@@ -10,6 +10,7 @@
 //! domain; that provider signs in only people at its domains, never an operator, and lets a
 //! person new to the tenant join it when the tenant says so.
 
+use hermes_wire::admin::{SignInOptions, SsoOption};
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -212,10 +213,10 @@ async fn finish(state: &AdminState, meta: &RequestMeta, headers: &HeaderMap, q: 
 }
 
 #[utoipa::path(get, path = "/admin/v1/sign-in/options", tag = "admin: sign-in", security(()),
-    responses((status = 200, description = "How one may sign in here", body = crate::admin::schemas::SignInOptions)))]
-pub(crate) async fn options(State(state): State<AdminState>) -> axum::Json<serde_json::Value> {
-    let sso = state.oidc.as_ref().map(|o| serde_json::json!({ "label": o.label, "start": "/admin/v1/oidc/start" }));
+    responses((status = 200, description = "How one may sign in here", body = SignInOptions)))]
+pub(crate) async fn options(State(state): State<AdminState>) -> axum::Json<SignInOptions> {
+    let sso = state.oidc.as_ref().map(|o| SsoOption { label: o.label.clone(), start: "/admin/v1/oidc/start".into() });
     // Tenants with their own provider: the page asks for a work email, then starts there.
     let by_email = state.keys.is_some() && state.store.any_tenant_sso().await.unwrap_or(false);
-    axum::Json(serde_json::json!({ "password": state.keys.is_some(), "sso": sso, "sso_by_email": by_email }))
+    axum::Json(SignInOptions { password: state.keys.is_some(), sso, sso_by_email: by_email })
 }

@@ -7,7 +7,6 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::json;
 
 use hermes_core::ErrorCode;
 use hermes_http::{ApiError, ApiJson};
@@ -145,20 +144,20 @@ pub(crate) async fn me_body(
     person: &Person,
     scope: Option<hermes_core::TenantId>,
     csrf: Option<&str>,
-) -> Result<serde_json::Value> {
+) -> Result<hermes_wire::admin::Me> {
     let mut memberships = state.store.memberships_of(person.id).await.map_err(store_error)?;
     if let Some(only) = scope {
         memberships.retain(|m| m.tenant_id == only);
     }
-    Ok(json!({
-        "person": person,
-        "memberships": memberships,
-        "operator": person.operator && scope.is_none(),
-        "tenant_scope": scope,
-        "csrf_token": csrf,
-        "session_minutes": state.config.admin.session_minutes,
-        "idle_minutes": state.config.admin.idle_minutes,
-    }))
+    Ok(hermes_wire::admin::Me {
+        person: crate::admin::shown::person(person.clone()),
+        memberships: memberships.into_iter().map(crate::admin::shown::membership).collect(),
+        operator: person.operator && scope.is_none(),
+        tenant_scope: scope,
+        csrf_token: csrf.map(str::to_owned),
+        session_minutes: state.config.admin.session_minutes,
+        idle_minutes: state.config.admin.idle_minutes,
+    })
 }
 
 pub(crate) fn user_agent(headers: &axum::http::HeaderMap) -> String {
@@ -166,7 +165,7 @@ pub(crate) fn user_agent(headers: &axum::http::HeaderMap) -> String {
 }
 
 #[utoipa::path(post, path = "/admin/v1/sign-in", tag = "admin: sign-in", request_body = SignIn, security(()),
-    responses((status = 200, description = "Signed in: the session cookie is set", body = crate::admin::schemas::Me),
+    responses((status = 200, description = "Signed in: the session cookie is set", body = hermes_wire::admin::Me),
         (status = 401, description = "Wrong email or password", body = hermes_wire::ErrorBody),
         (status = 403, description = "The account is locked after too many wrong passwords", body = hermes_wire::ErrorBody),
         (status = 429, description = "Too many attempts from this address", body = hermes_wire::ErrorBody)))]
@@ -212,7 +211,7 @@ fn locked(until: chrono::DateTime<chrono::Utc>) -> ApiError {
 }
 
 #[utoipa::path(post, path = "/admin/v1/sign-in/link", tag = "admin: sign-in", request_body = LinkSignIn, security(()),
-    responses((status = 200, description = "Signed in: the session cookie is set", body = crate::admin::schemas::Me),
+    responses((status = 200, description = "Signed in: the session cookie is set", body = hermes_wire::admin::Me),
         (status = 400, description = "The link is unknown, used or expired", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn sign_in_with_link(
     State(state): State<AdminState>,
@@ -266,7 +265,7 @@ pub(crate) async fn sign_out(State(state): State<AdminState>, caller: Caller) ->
 }
 
 #[utoipa::path(get, path = "/admin/v1/me", tag = "admin: sign-in",
-    responses((status = 200, description = "The signed-in person, their tenants and the session's CSRF token", body = crate::admin::schemas::Me),
+    responses((status = 200, description = "The signed-in person, their tenants and the session's CSRF token", body = hermes_wire::admin::Me),
         (status = 401, description = "Not signed in", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn me(State(state): State<AdminState>, caller: Caller) -> Result<Response> {
     let person = caller.person.clone().ok_or_else(crate::admin::caller::not_signed_in)?;

@@ -6,13 +6,13 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use hermes_core::ErrorCode;
 use hermes_core::access::AdminOp;
 use hermes_http::ApiError;
-use hermes_store::NewSkill;
+use hermes_store::{NewSkill, SkillScope};
 use hermes_store::admin::Change;
+use hermes_wire::admin::{AgentSkill, AgentSkills, SkillDocument, SkillSaved, SkillToggled};
 
 use crate::admin::caller::Caller;
 use crate::admin::errors::store_error;
@@ -22,61 +22,79 @@ type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents/{agent}/skills", tag = "admin: agents",
     params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name")),
-    responses((status = 200, description = "The agent's skills (`disabled`: hidden from it), and the names hidden from it", body = Object),
+    responses((status = 200, description = "The agent's skills (`disabled`: hidden from it), and the names hidden from it", body = AgentSkills),
         (status = 404, description = "No such tenant or agent", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<AdminState>,
     caller: Caller,
     Path((tenant, agent_ref)): Path<(String, String)>,
-) -> Result<Json<Value>> {
+) -> Result<Json<AgentSkills>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewSkills).await?;
     let a = state.agent(t.id, &agent_ref).await?;
     let visible = state.store.visible_skills(t.id, a.id).await.map_err(store_error)?;
-    let skills: Vec<Value> = visible
-        .iter()
-        .map(|v| {
-            json!({
-                "name": v.skill.name, "category": v.skill.category, "description": v.skill.description,
-                "scope": v.skill.scope, "pinned": v.pinned, "state": v.state, "view_count": v.view_count,
-                "use_count": v.use_count, "last_used_at": v.last_used_at, "updated_at": v.skill.updated_at,
-                "disabled": a.disabled_skills.contains(&v.skill.name),
-            })
+    let skills = visible
+        .into_iter()
+        .map(|v| AgentSkill {
+            disabled: a.disabled_skills.contains(&v.skill.name),
+            scope: scope_name(v.skill.scope).to_owned(),
+            name: v.skill.name,
+            category: v.skill.category,
+            description: v.skill.description,
+            pinned: v.pinned,
+            state: v.state,
+            view_count: v.view_count,
+            use_count: v.use_count,
+            last_used_at: v.last_used_at,
+            updated_at: v.skill.updated_at,
         })
         .collect();
-    Ok(Json(json!({ "agent_id": a.id, "skills": skills, "disabled": a.disabled_skills })))
+    Ok(Json(AgentSkills { agent_id: a.id, skills, disabled: a.disabled_skills }))
+}
+
+/// A skill's scope as the API names it.
+pub(crate) fn scope_name(scope: SkillScope) -> &'static str {
+    match scope {
+        SkillScope::Bundled => "bundled",
+        SkillScope::Tenant => "tenant",
+        SkillScope::Agent => "agent",
+    }
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents/{agent}/skills/{name}", tag = "admin: agents",
     params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name"),
         ("name" = String, Path, description = "Skill name")),
-    responses((status = 200, description = "The skill and its SKILL.md", body = Object),
+    responses((status = 200, description = "The skill and its SKILL.md", body = SkillDocument),
         (status = 404, description = "No such skill for this agent", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AdminState>,
     caller: Caller,
     Path((tenant, agent_ref, name)): Path<(String, String, String)>,
-) -> Result<Json<Value>> {
+) -> Result<Json<SkillDocument>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewSkills).await?;
     let a = state.agent(t.id, &agent_ref).await?;
     let found = state.store.find_skill(t.id, a.id, &name).await.map_err(store_error)?;
     let skill = found.ok_or_else(|| ApiError::not_found(ErrorCode::NotFound, "no such skill"))?;
-    Ok(Json(json!({
-        "name": skill.name, "category": skill.category, "description": skill.description,
-        "scope": skill.scope, "skill_md": skill.skill_md, "updated_at": skill.updated_at,
-    })))
+    Ok(Json(SkillDocument {
+        scope: scope_name(skill.scope).to_owned(),
+        name: skill.name,
+        category: skill.category,
+        description: skill.description,
+        skill_md: skill.skill_md,
+        updated_at: skill.updated_at,
+    }))
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/agents/{agent}/skills/{name}/{action}", tag = "admin: agents",
     params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name"),
         ("name" = String, Path, description = "Skill name"), ("action" = String, Path, description = "`disable` or `enable`")),
-    responses((status = 200, description = "Hidden from the agent, or shown again; its next turn sees the change", body = Object),
+    responses((status = 200, description = "Hidden from the agent, or shown again; its next turn sees the change", body = SkillToggled),
         (status = 403, description = "The caller's role may not edit skills", body = hermes_wire::ErrorBody),
         (status = 404, description = "No such agent (or action)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn toggle(
     State(state): State<AdminState>,
     caller: Caller,
     Path((tenant, agent_ref, name, action)): Path<(String, String, String, String)>,
-) -> Result<Json<Value>> {
+) -> Result<Json<SkillToggled>> {
     let t = caller.tenant(&state, &tenant, AdminOp::EditSkills).await?;
     let a = state.agent(t.id, &agent_ref).await?;
     let disabled = match action.as_str() {
@@ -89,7 +107,7 @@ pub(crate) async fn toggle(
     tx.disable_skill(a.id, &name, disabled, &label).await.map_err(store_error)?;
     let verb = if disabled { "skill.disabled" } else { "skill.enabled" };
     tx.commit(Change::new(verb, "skill", format!("{}/{name}", a.id))).await.map_err(store_error)?;
-    Ok(Json(json!({ "name": name, "disabled": disabled })))
+    Ok(Json(SkillToggled { name, disabled }))
 }
 
 /// A SKILL.md to store for the whole tenant.
@@ -104,7 +122,7 @@ pub(crate) struct Upload {
 
 #[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/skills/{name}", tag = "admin: agents", request_body = Upload,
     params(("tenant" = String, Path, description = "Tenant id"), ("name" = String, Path, description = "Skill name (as in the frontmatter)")),
-    responses((status = 200, description = "Stored for every agent of the tenant", body = Object),
+    responses((status = 200, description = "Stored for every agent of the tenant", body = SkillSaved),
         (status = 400, description = "Not a SKILL.md, another name than the URL's, or refused by the security scan", body = hermes_wire::ErrorBody),
         (status = 403, description = "The caller's role may not edit skills", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn upload(
@@ -112,7 +130,7 @@ pub(crate) async fn upload(
     caller: Caller,
     Path((tenant, name)): Path<(String, String)>,
     body: std::result::Result<hermes_http::ApiJson<Upload>, ApiError>,
-) -> Result<Json<Value>> {
+) -> Result<Json<SkillSaved>> {
     let t = caller.tenant(&state, &tenant, AdminOp::EditSkills).await?;
     let hermes_http::ApiJson(body) = body?;
     let refused = |why: String| ApiError::invalid_request(ErrorCode::InvalidValue, why).with_param("skill_md");
@@ -134,7 +152,15 @@ pub(crate) async fn upload(
     let mut tx = caller.begin(&state, t.id).await?;
     tx.save_tenant_skill(&skill, &label).await.map_err(store_error)?;
     let change = Change::new("skill.saved", "skill", &skill.name)
-        .after(json!({ "name": skill.name, "category": skill.category, "content_hash": skill.content_hash }));
+        .after(SavedAudit { name: &skill.name, category: &skill.category, content_hash: &skill.content_hash });
     tx.commit(change).await.map_err(store_error)?;
-    Ok(Json(json!({ "name": skill.name, "category": skill.category, "description": skill.description })))
+    Ok(Json(SkillSaved { name: skill.name, category: skill.category, description: skill.description }))
+}
+
+/// What the audit trail records of a saved skill.
+#[derive(serde::Serialize)]
+struct SavedAudit<'a> {
+    name: &'a str,
+    category: &'a str,
+    content_hash: &'a str,
 }

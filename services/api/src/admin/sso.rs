@@ -6,7 +6,6 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use hermes_core::access::AdminOp;
 use hermes_core::{ErrorCode, MemberRole};
@@ -68,11 +67,11 @@ pub(crate) async fn get(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-) -> Result<Json<Value>> {
+) -> Result<Json<hermes_store::admin::TenantSso>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewTenant).await?;
     let sso = state.store.tenant_sso(t.id).await;
     let sso = sso.map_err(|e| store_error_for(e, ErrorCode::NotFound, "identity provider"))?;
-    Ok(Json(json!(sso)))
+    Ok(Json(sso))
 }
 
 #[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/sso", tag = "admin: sign-in", request_body = SsoBody,
@@ -87,7 +86,7 @@ pub(crate) async fn set(
     caller: Caller,
     Path(tenant): Path<String>,
     body: std::result::Result<hermes_http::ApiJson<SsoBody>, ApiError>,
-) -> Result<Json<Value>> {
+) -> Result<Json<hermes_store::admin::TenantSso>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ConfigureSso).await?;
     let hermes_http::ApiJson(body) = body?;
     let issuer = reqwest::Url::parse(body.issuer.trim()).map_err(|_| bad("issuer", "not a URL"))?;
@@ -128,7 +127,7 @@ pub(crate) async fn set(
         ),
         other => store_error(other),
     })?;
-    Ok(Json(json!(set)))
+    Ok(Json(set))
 }
 
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/sso", tag = "admin: sign-in",

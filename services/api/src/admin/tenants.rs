@@ -5,7 +5,6 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
-use serde_json::json;
 
 use hermes_core::access::{AdminOp, Standing};
 use hermes_core::{ErrorCode, MemberRole};
@@ -147,10 +146,18 @@ pub(crate) async fn set_quotas(
     };
     tx.set_web_quotas(new_web).await.map_err(store_error)?;
     let change = Change::new("tenant.quotas_set", "tenant", t.id)
-        .before(json!({ "requests_per_minute": rpm, "concurrent_turns": turns,
-            "web_searches_per_day": web.searches_per_day, "web_extracts_per_day": web.extracts_per_day }))
-        .after(json!({ "requests_per_minute": body.requests_per_minute, "concurrent_turns": body.concurrent_turns,
-            "web_searches_per_day": new_web.searches_per_day, "web_extracts_per_day": new_web.extracts_per_day }));
+        .before(QuotaAudit {
+            requests_per_minute: rpm.map(i64::from),
+            concurrent_turns: turns.map(i64::from),
+            web_searches_per_day: web.searches_per_day,
+            web_extracts_per_day: web.extracts_per_day,
+        })
+        .after(QuotaAudit {
+            requests_per_minute: body.requests_per_minute.map(i64::from),
+            concurrent_turns: body.concurrent_turns.map(i64::from),
+            web_searches_per_day: new_web.searches_per_day,
+            web_extracts_per_day: new_web.extracts_per_day,
+        });
     tx.commit(change).await.map_err(store_error)?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -177,4 +184,13 @@ pub(crate) async fn create_operator_token(
     let made = state.store.create_operator_token(person.id, body.name.trim(), lifetime, &caller.audit()).await;
     let (token, secret) = made.map_err(store_error)?;
     Ok((StatusCode::CREATED, Json(TokenMade { token, secret })))
+}
+
+/// What the audit trail records of a tenant's quotas.
+#[derive(serde::Serialize)]
+struct QuotaAudit {
+    requests_per_minute: Option<i64>,
+    concurrent_turns: Option<i64>,
+    web_searches_per_day: Option<u32>,
+    web_extracts_per_day: Option<u32>,
 }

@@ -5,7 +5,6 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use chrono::NaiveDate;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use hermes_core::ErrorCode;
 use hermes_core::access::AdminOp;
@@ -41,7 +40,7 @@ pub(crate) async fn usage(
     caller: Caller,
     Path(tenant): Path<String>,
     Query(q): Query<UsageQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<UsageReport>, ApiError> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewUsage).await?;
     let to = q.to.unwrap_or_else(|| chrono::Utc::now().date_naive());
     let from = q.from.unwrap_or(to - chrono::Duration::days(29));
@@ -64,5 +63,15 @@ pub(crate) async fn usage(
         total.tool_ms += l.tool_ms;
         total.sandbox_ms += l.sandbox_ms;
     }
-    Ok(Json(json!({ "from": from, "to": to, "by": by, "lines": lines, "total": total })))
+    Ok(Json(UsageReport { from, to, by, lines, total }))
+}
+
+/// Usage per group over a range of days, and the total.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct UsageReport {
+    from: chrono::NaiveDate,
+    to: chrono::NaiveDate,
+    by: RollupGroup,
+    lines: Vec<hermes_store::admin::RollupLine>,
+    total: hermes_store::admin::RollupLine,
 }

@@ -1,0 +1,132 @@
+//! People as the admin API shows them: the signed-in caller, a tenant's members and
+//! invitations, role changes, and how one may sign in.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use hermes_core::{InvitationId, MemberRole, PersonId, TenantId};
+
+/// A person (never a password).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Person {
+    #[schema(value_type = String, format = "uuid")]
+    pub id: PersonId,
+    pub email: String,
+    pub display_name: String,
+    pub operator: bool,
+    pub has_password: bool,
+    /// False for an account made from an invitation link, until an identity provider that
+    /// verified the address or an operator's sign-in link signs it in.
+    pub email_proven: bool,
+    /// An operator who may sign in through the installation's identity provider.
+    pub operator_sso: bool,
+    pub disabled: bool,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: DateTime<Utc>,
+}
+
+/// A tenant the person belongs to, and as what.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Membership {
+    #[schema(value_type = String, format = "uuid")]
+    pub tenant_id: TenantId,
+    pub tenant_name: String,
+    /// `owner`, `admin` or `member`.
+    #[schema(value_type = String)]
+    pub role: MemberRole,
+}
+
+/// The signed-in caller.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Me {
+    pub person: Person,
+    pub memberships: Vec<Membership>,
+    pub operator: bool,
+    /// The one tenant this session is valid in, when the tenant's own identity provider opened
+    /// it; `null` otherwise.
+    #[schema(value_type = Option<String>, format = "uuid")]
+    pub tenant_scope: Option<TenantId>,
+    /// Send it back in `X-CSRF-Token` on every request that changes something (console
+    /// sessions only; `null` for tokens).
+    pub csrf_token: Option<String>,
+    pub session_minutes: u64,
+    pub idle_minutes: u64,
+}
+
+/// A member: the person's fields, their role and since when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Member {
+    #[serde(flatten)]
+    pub person: Person,
+    /// `owner`, `admin` or `member`.
+    #[schema(value_type = String)]
+    pub role: MemberRole,
+    #[schema(value_type = String, format = DateTime)]
+    pub member_since: DateTime<Utc>,
+}
+
+/// A member's role before and after a change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RoleChanged {
+    #[schema(value_type = String, format = "uuid")]
+    pub person_id: PersonId,
+    #[schema(value_type = String)]
+    pub before: MemberRole,
+    #[schema(value_type = String)]
+    pub role: MemberRole,
+}
+
+/// An invitation to join a tenant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Invitation {
+    #[schema(value_type = String, format = "uuid")]
+    pub id: InvitationId,
+    pub email: String,
+    #[schema(value_type = String)]
+    pub role: MemberRole,
+    #[schema(value_type = String, format = DateTime)]
+    pub expires_at: DateTime<Utc>,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub accepted_at: Option<DateTime<Utc>>,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub revoked_at: Option<DateTime<Utc>>,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: DateTime<Utc>,
+}
+
+/// An invitation just made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct InvitationMade {
+    pub invitation: Invitation,
+    /// The link to send the invitee; it works once, until the invitation expires.
+    pub link: String,
+}
+
+/// Whom to invite, as what.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Invite {
+    pub email: String,
+    #[schema(value_type = String, example = "member")]
+    pub role: MemberRole,
+}
+
+/// The installation's identity provider.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SsoOption {
+    pub label: String,
+    /// Where the sign-in button goes.
+    pub start: String,
+}
+
+/// How one may sign in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SignInOptions {
+    /// Local accounts (and one-time links).
+    pub password: bool,
+    /// The identity provider, when one is configured.
+    pub sso: Option<SsoOption>,
+    /// Some tenant has its own identity provider: a work email says where to sign in.
+    pub sso_by_email: bool,
+}

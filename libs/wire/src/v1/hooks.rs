@@ -1,0 +1,63 @@
+//! Webhook triggers (senders POST to the gateway, a turn runs) and event hooks (endpoints told
+//! what happened), as `/v1/webhooks` and `/v1/event-hooks` show them.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use hermes_core::AgentId;
+
+/// A webhook trigger.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Webhook {
+    #[schema(value_type = String, format = "uuid")]
+    pub id: uuid::Uuid,
+    /// Always `webhook`.
+    pub object: String,
+    #[schema(value_type = String, format = "uuid")]
+    pub agent_id: AgentId,
+    pub name: String,
+    pub events: Vec<String>,
+    pub prompt: String,
+    pub skills: Vec<String>,
+    pub deliver: String,
+    #[schema(value_type = Option<String>, format = "uuid")]
+    pub cron_job_id: Option<uuid::Uuid>,
+    pub enabled: bool,
+    pub rate_limit_per_minute: i32,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub last_received_at: Option<DateTime<Utc>>,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: DateTime<Utc>,
+    /// Where senders POST, on the gateway.
+    pub path: String,
+    /// `path` under `gateway.public_url`, when that is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The signing secret: on creation and rotation only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+}
+
+/// An outbound event endpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct EventHook {
+    #[schema(value_type = String, format = "uuid")]
+    pub id: uuid::Uuid,
+    /// Always `event_hook`.
+    pub object: String,
+    pub url: String,
+    pub events: Vec<String>,
+    pub description: String,
+    pub enabled: bool,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub last_delivery_at: Option<DateTime<Utc>>,
+    /// The receiver's last HTTP status.
+    pub last_status: Option<i32>,
+    pub last_error: Option<String>,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: DateTime<Utc>,
+    /// `whsec_…`, to verify `webhook-signature`: on creation only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+}
