@@ -9,11 +9,13 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use hermes_core::JobState;
 use hermes_http::{ApiError, ApiJson};
 use hermes_store::cron::{Job, JobChanges};
+use hermes_wire::v1::{
+    UpstreamCronJob, UpstreamError, UpstreamJobBody, UpstreamJobs, UpstreamOk, UpstreamRepeat, UpstreamSchedule,
+};
 
 use crate::auth::Caller;
 use crate::cron::{CreateJob, new_job, visible};
@@ -29,7 +31,7 @@ struct Refusal(StatusCode, String);
 
 impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
-        (self.0, Json(json!({ "error": self.1 }))).into_response()
+        (self.0, Json(UpstreamError { error: self.1 })).into_response()
     }
 }
 
@@ -42,38 +44,47 @@ fn from_api(e: ApiError) -> Refusal {
 }
 
 /// A job in upstream's shape.
-fn upstream(job: &Job) -> Value {
-    json!({
-        "id": job.id,
-        "name": job.name,
-        "prompt": job.prompt,
-        "skills": job.skills,
-        "skill": job.skills.first(),
-        "model": job.model,
-        "provider": null,
-        "base_url": null,
-        "script": null,
-        "no_agent": false,
-        "schedule": { "kind": job.schedule_kind, "expr": job.schedule, "display": job.schedule_display },
-        "schedule_display": job.schedule_display,
-        "timezone": job.timezone,
-        "repeat": { "times": job.repeat_times, "completed": job.repeat_completed },
-        "enabled": job.state != JobState::Paused,
-        "state": job.state,
-        "paused_at": null,
-        "paused_reason": job.paused_reason,
-        "created_at": job.created_at,
-        "next_run_at": job.next_run_at,
-        "last_run_at": job.last_run_at,
-        "last_status": job.last_status,
-        "last_error": job.last_error,
-        "last_delivery_error": job.last_delivery_error,
-        "deliver": job.deliver,
-        "origin": job.origin,
-        "enabled_toolsets": job.toolsets,
-        "workdir": null,
-        "agent_id": job.agent_id,
-    })
+fn upstream(job: &Job) -> UpstreamCronJob {
+    UpstreamCronJob {
+        id: job.id,
+        name: job.name.clone(),
+        prompt: job.prompt.clone(),
+        skills: job.skills.clone(),
+        skill: job.skills.first().cloned(),
+        model: job.model.clone(),
+        provider: None,
+        base_url: None,
+        script: None,
+        no_agent: false,
+        schedule: UpstreamSchedule {
+            kind: job.schedule_kind.clone(),
+            expr: job.schedule.clone(),
+            display: job.schedule_display.clone(),
+        },
+        schedule_display: job.schedule_display.clone(),
+        timezone: job.timezone.clone(),
+        repeat: UpstreamRepeat { times: job.repeat_times, completed: job.repeat_completed },
+        enabled: job.state != JobState::Paused,
+        state: job.state,
+        paused_at: None,
+        paused_reason: job.paused_reason.clone(),
+        created_at: job.created_at,
+        next_run_at: job.next_run_at,
+        last_run_at: job.last_run_at,
+        last_status: job.last_status,
+        last_error: job.last_error.clone(),
+        last_delivery_error: job.last_delivery_error.clone(),
+        deliver: job.deliver.clone(),
+        origin: job.origin.clone(),
+        enabled_toolsets: job.toolsets.clone(),
+        workdir: None,
+        agent_id: job.agent_id,
+    }
+}
+
+/// `{"job": {...}}`.
+fn one(job: &Job) -> Response {
+    Json(UpstreamJobBody { job: upstream(job) }).into_response()
 }
 
 /// `?include_disabled=true` lists paused jobs too.
@@ -83,14 +94,14 @@ pub(crate) struct ListQuery {
 }
 
 #[utoipa::path(get, path = "/api/jobs", tag = "upstream cron", params(ListQuery),
-    responses((status = 200, description = "`{\"jobs\": [...]}` (paused jobs only with include_disabled=true)", body = Object),
+    responses((status = 200, description = "`{\"jobs\": [...]}` (paused jobs only with include_disabled=true)", body = UpstreamJobs),
         (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller, Query(q): Query<ListQuery>) -> Response {
     let all = matches!(q.include_disabled.as_deref().map(str::to_ascii_lowercase).as_deref(), Some("true" | "1"));
     match state.store.list_jobs(auth.tenant_id, auth.agent_id).await {
         Ok(jobs) => {
-            let shown: Vec<Value> = jobs.iter().filter(|j| all || j.state != JobState::Paused).map(upstream).collect();
-            Json(json!({ "jobs": shown })).into_response()
+            let jobs = jobs.iter().filter(|j| all || j.state != JobState::Paused).map(upstream).collect();
+            Json(UpstreamJobs { jobs }).into_response()
         }
         Err(e) => from_api(ApiError::internal(e)).into_response(),
     }
@@ -146,8 +157,8 @@ impl UpstreamJob {
 }
 
 #[utoipa::path(post, path = "/api/jobs", tag = "upstream cron", request_body = UpstreamJob,
-    responses((status = 200, description = "`{\"job\": {...}}`", body = Object),
-        (status = 400, description = "`{\"error\": \"...\"}`: a missing name or schedule, a schedule that cannot be read, a refused prompt", body = Object)))]
+    responses((status = 200, description = "`{\"job\": {...}}`", body = UpstreamJobBody),
+        (status = 400, description = "`{\"error\": \"...\"}`: a missing name or schedule, a schedule that cannot be read, a refused prompt", body = UpstreamError)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -181,7 +192,7 @@ pub(crate) async fn create(
         Err(e) => return from_api(e.error()).into_response(),
     };
     match state.store.create_job(auth.tenant_id, &new).await {
-        Ok(job) => Json(json!({ "job": upstream(&job) })).into_response(),
+        Ok(job) => one(&job),
         Err(hermes_store::StoreError::Conflict(what)) => {
             error(StatusCode::CONFLICT, format!("{what} already exists")).into_response()
         }
@@ -194,17 +205,17 @@ async fn found(state: &AppState, auth: &hermes_store::KeyAuth, id: &str) -> Resu
 }
 
 #[utoipa::path(get, path = "/api/jobs/{id}", tag = "upstream cron", params(("id" = String, Path, description = "Job id")),
-    responses((status = 200, description = "`{\"job\": {...}}`", body = Object), (status = 404, description = "`{\"error\": \"Job not found\"}`", body = Object)))]
+    responses((status = 200, description = "`{\"job\": {...}}`", body = UpstreamJobBody), (status = 404, description = "`{\"error\": \"Job not found\"}`", body = UpstreamError)))]
 pub(crate) async fn get(State(state): State<AppState>, Caller(auth): Caller, Path(id): Path<String>) -> Response {
     match found(&state, &auth, &id).await {
-        Ok(job) => Json(json!({ "job": upstream(&job) })).into_response(),
+        Ok(job) => one(&job),
         Err(missing) => missing.into_response(),
     }
 }
 
 #[utoipa::path(patch, path = "/api/jobs/{id}", tag = "upstream cron", params(("id" = String, Path, description = "Job id")), request_body = UpstreamJob,
-    responses((status = 200, description = "`{\"job\": {...}}`", body = Object), (status = 400, description = "No valid fields, or a bad value", body = Object),
-        (status = 404, description = "`{\"error\": \"Job not found\"}`", body = Object)))]
+    responses((status = 200, description = "`{\"job\": {...}}`", body = UpstreamJobBody), (status = 400, description = "No valid fields, or a bad value", body = UpstreamError),
+        (status = 404, description = "`{\"error\": \"Job not found\"}`", body = UpstreamError)))]
 pub(crate) async fn update(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -223,7 +234,7 @@ pub(crate) async fn update(
         return refused.into_response();
     }
     match change(&state, &auth, job, b).await {
-        Ok(job) => Json(json!({ "job": upstream(&job) })).into_response(),
+        Ok(job) => one(&job),
         Err(refused) => refused.into_response(),
     }
 }
@@ -295,14 +306,14 @@ async fn resume(state: &AppState, auth: &hermes_store::KeyAuth, job: &Job) -> Re
 }
 
 #[utoipa::path(delete, path = "/api/jobs/{id}", tag = "upstream cron", params(("id" = String, Path, description = "Job id")),
-    responses((status = 200, description = "`{\"ok\": true}`", body = Object), (status = 404, description = "`{\"error\": \"Job not found\"}`", body = Object)))]
+    responses((status = 200, description = "`{\"ok\": true}`", body = UpstreamOk), (status = 404, description = "`{\"error\": \"Job not found\"}`", body = UpstreamError)))]
 pub(crate) async fn delete(State(state): State<AppState>, Caller(auth): Caller, Path(id): Path<String>) -> Response {
     let job = match found(&state, &auth, &id).await {
         Ok(job) => job,
         Err(missing) => return missing.into_response(),
     };
     match state.store.delete_job(auth.tenant_id, job.id).await {
-        Ok(true) => Json(json!({ "ok": true })).into_response(),
+        Ok(true) => Json(UpstreamOk { ok: true }).into_response(),
         Ok(false) => error(StatusCode::NOT_FOUND, "Job not found").into_response(),
         Err(e) => from_api(ApiError::internal(e)).into_response(),
     }
@@ -334,19 +345,19 @@ async fn act(state: &AppState, auth: &hermes_store::KeyAuth, id: &str, action: A
         }
     };
     match done {
-        Ok(job) => Json(json!({ "job": upstream(&job) })).into_response(),
+        Ok(job) => one(&job),
         Err(refused) => refused.into_response(),
     }
 }
 
 #[utoipa::path(post, path = "/api/jobs/{id}/pause", tag = "upstream cron", params(("id" = String, Path, description = "Job id")),
-    responses((status = 200, description = "`{\"job\": {...}}`", body = Object), (status = 404, description = "`{\"error\": \"Job not found\"}`", body = Object)))]
+    responses((status = 200, description = "`{\"job\": {...}}`", body = UpstreamJobBody), (status = 404, description = "`{\"error\": \"Job not found\"}`", body = UpstreamError)))]
 pub(crate) async fn pause(State(state): State<AppState>, Caller(auth): Caller, Path(id): Path<String>) -> Response {
     act(&state, &auth, &id, Action::Pause).await
 }
 
 #[utoipa::path(post, path = "/api/jobs/{id}/resume", tag = "upstream cron", params(("id" = String, Path, description = "Job id")),
-    responses((status = 200, description = "`{\"job\": {...}}`", body = Object), (status = 404, description = "`{\"error\": \"Job not found\"}`", body = Object)))]
+    responses((status = 200, description = "`{\"job\": {...}}`", body = UpstreamJobBody), (status = 404, description = "`{\"error\": \"Job not found\"}`", body = UpstreamError)))]
 pub(crate) async fn resume_job(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -356,8 +367,8 @@ pub(crate) async fn resume_job(
 }
 
 #[utoipa::path(post, path = "/api/jobs/{id}/run", tag = "upstream cron", params(("id" = String, Path, description = "Job id")),
-    responses((status = 200, description = "`{\"job\": {...}}`: due now, the scheduler starts it within a second", body = Object),
-        (status = 404, description = "`{\"error\": \"Job not found\"}`", body = Object)))]
+    responses((status = 200, description = "`{\"job\": {...}}`: due now, the scheduler starts it within a second", body = UpstreamJobBody),
+        (status = 404, description = "`{\"error\": \"Job not found\"}`", body = UpstreamError)))]
 pub(crate) async fn run(State(state): State<AppState>, Caller(auth): Caller, Path(id): Path<String>) -> Response {
     act(&state, &auth, &id, Action::Run).await
 }

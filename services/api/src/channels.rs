@@ -10,13 +10,12 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 
-
 use crate::admin::channels::{self, Binder, ChannelFailure, ChannelRequest, parse};
-use hermes_wire::v1::{Deleted, PairingApproved};
-use hermes_wire::Slice;
 use hermes_core::{BusyMode, DmPolicy, GroupPolicy, GroupSessions};
 use hermes_http::{ApiError, ApiJson};
 use hermes_store::{Channel, ChannelAccess, KeyAuth};
+use hermes_wire::Slice;
+use hermes_wire::v1::{Deleted, PairingApproved};
 
 use crate::agents::resolve_agent;
 use crate::auth::{Caller, tenant_wide};

@@ -10,13 +10,13 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::Value;
 
-use hermes_wire::Slice;
-use hermes_wire::v1::Deleted;
 use hermes_core::outbox::DeliveryTarget;
 use hermes_http::{ApiError, ApiJson, ErrorCode};
 use hermes_schedule::time_zone;
 use hermes_store::KeyAuth;
 use hermes_store::cron::{Job, NewJob};
+use hermes_wire::Slice;
+use hermes_wire::v1::Deleted;
 
 use crate::agents::resolve_agent;
 use crate::auth::Caller;

@@ -5,53 +5,55 @@
 use axum::Json;
 use axum::extract::{Query, State};
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use hermes_core::toolsets::TOOLSETS;
 use hermes_http::ApiError;
 use hermes_store::{Agent, VisibleSkill};
+use hermes_wire::v1::{Capabilities, CapabilityAuth, ForModel, ListedSkill, Toolset};
 
 use crate::agents::resolve_agent;
 use crate::auth::Caller;
 use crate::state::AppState;
 
 #[utoipa::path(get, path = "/v1/capabilities", tag = "hermes",
-    responses((status = 200, description = "What this server supports", body = crate::schemas::Capabilities), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn capabilities(Caller(_): Caller) -> Json<Value> {
-    Json(json!({
-        "object": "hermes.api_server.capabilities",
-        "platform": "hermes-cloud",
-        "version": env!("CARGO_PKG_VERSION"),
-        "auth": { "type": "bearer", "scope": "tenant", "agent_restricted_keys": true },
-        "runtime": "server_agent",
-        "features": {
-            "chat_completions": true,
-            "streaming": true,
-            "sessions": true,
-            "session_key_memory": true,
-            "idempotency_key": true,
-            "interactions": true,
-            "rate_limits": true,
-            "responses_api": true,
-            "runs_api": true,
-            "usage": true,
-            "budgets": true,
-            "files": true
-        },
-        "endpoints": {
-            "chat_completions": "/v1/chat/completions",
-            "responses": "/v1/responses",
-            "runs": "/v1/runs",
-            "usage": "/v1/usage",
-            "files": "/v1/files/{id}",
-            "openapi": "/openapi.json",
-            "models": "/v1/models",
-            "interactions": "/v1/interactions/{id}",
-            "sessions": "/api/sessions",
-            "skills": "/v1/skills",
-            "toolsets": "/v1/toolsets"
-        }
-    }))
+    responses((status = 200, description = "What this server supports", body = Capabilities), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody)))]
+pub(crate) async fn capabilities(Caller(_): Caller) -> Json<Capabilities> {
+    let features = [
+        "chat_completions",
+        "streaming",
+        "sessions",
+        "session_key_memory",
+        "idempotency_key",
+        "interactions",
+        "rate_limits",
+        "responses_api",
+        "runs_api",
+        "usage",
+        "budgets",
+        "files",
+    ];
+    let endpoints = [
+        ("chat_completions", "/v1/chat/completions"),
+        ("responses", "/v1/responses"),
+        ("runs", "/v1/runs"),
+        ("usage", "/v1/usage"),
+        ("files", "/v1/files/{id}"),
+        ("openapi", "/openapi.json"),
+        ("models", "/v1/models"),
+        ("interactions", "/v1/interactions/{id}"),
+        ("sessions", "/api/sessions"),
+        ("skills", "/v1/skills"),
+        ("toolsets", "/v1/toolsets"),
+    ];
+    Json(Capabilities {
+        object: "hermes.api_server.capabilities".into(),
+        platform: "hermes-cloud".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        auth: CapabilityAuth { r#type: "bearer".into(), scope: "tenant".into(), agent_restricted_keys: true },
+        runtime: "server_agent".into(),
+        features: features.into_iter().map(|f| (f.to_owned(), true)).collect(),
+        endpoints: endpoints.into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect(),
+    })
 }
 
 #[derive(Debug, Deserialize)]
@@ -60,41 +62,40 @@ pub(crate) struct ForAgent {
 }
 
 #[utoipa::path(get, path = "/v1/toolsets", tag = "hermes", params(("model" = Option<String>, Query, description = "The agent")),
-    responses((status = 200, description = "Toolsets and whether the agent has them", body = crate::schemas::ObjectList), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "Toolsets and whether the agent has them", body = ForModel<Toolset>), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn toolsets(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Query(q): Query<ForAgent>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ForModel<Toolset>>, ApiError> {
     let agent = resolve_agent(&state, &auth, q.model.as_deref()).await?;
-    let data: Vec<Value> = TOOLSETS
+    let data = TOOLSETS
         .iter()
-        .map(|t| {
-            json!({
-                "name": t.name(),
-                "description": t.description,
-                "tools": t.tools,
-                "enabled": t.id.enabled_in(&agent.toolsets),
-            })
+        .map(|t| Toolset {
+            name: t.name().to_owned(),
+            description: t.description.to_owned(),
+            tools: t.tools.iter().map(|&tool| tool.to_owned()).collect(),
+            enabled: t.id.enabled_in(&agent.toolsets),
         })
         .collect();
-    Ok(Json(json!({"object": "list", "model": agent.name, "data": data})))
+    Ok(Json(ForModel::of(agent.name, data)))
 }
 
 #[utoipa::path(get, path = "/v1/skills", tag = "hermes", params(("model" = Option<String>, Query, description = "The agent")),
-    responses((status = 200, description = "The skills the agent sees", body = crate::schemas::ObjectList), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The skills the agent sees", body = ForModel<ListedSkill>), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn skills(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Query(q): Query<ForAgent>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ForModel<ListedSkill>>, ApiError> {
     let agent = resolve_agent(&state, &auth, q.model.as_deref()).await?;
     let visible = state.store.visible_skills(auth.tenant_id, agent.id).await.map_err(ApiError::internal)?;
-    Ok(Json(json!({"object": "list", "model": agent.name, "data": shown_skills(&agent, &visible)})))
+    let data = shown_skills(&agent, &visible);
+    Ok(Json(ForModel::of(agent.name, data)))
 }
 
 /// The skills the agent's toolsets and settings show, as listed (archived ones are not).
-fn shown_skills(agent: &Agent, visible: &[VisibleSkill]) -> Vec<Value> {
+fn shown_skills(agent: &Agent, visible: &[VisibleSkill]) -> Vec<ListedSkill> {
     let tools: Vec<&str> =
         TOOLSETS.iter().filter(|t| t.id.enabled_in(&agent.toolsets)).flat_map(|t| t.tools.iter().copied()).collect();
     let rules =
@@ -104,20 +105,27 @@ fn shown_skills(agent: &Agent, visible: &[VisibleSkill]) -> Vec<Value> {
         .filter(|v| v.state != hermes_core::SkillState::Archived)
         .filter_map(|v| serde_json::from_value::<hermes_skills::Skill>(v.skill.meta.clone()).ok().map(|s| (v, s)))
         .filter(|(_, s)| rules.shows(s))
-        .map(|(v, s)| {
-            json!({
-                "name": v.skill.name,
-                "description": v.skill.description,
-                "category": v.skill.category,
-                "version": s.version,
-                "tags": s.tags,
-                "source": v.skill.scope,
-                "state": v.state,
-                "pinned": v.pinned,
-                "view_count": v.view_count,
-                "use_count": v.use_count,
-                "last_used_at": v.last_used_at,
-            })
+        .map(|(v, s)| ListedSkill {
+            name: v.skill.name.clone(),
+            description: v.skill.description.clone(),
+            category: v.skill.category.clone(),
+            version: s.version,
+            tags: s.tags,
+            source: scope_name(v.skill.scope).to_owned(),
+            state: v.state,
+            pinned: v.pinned,
+            view_count: v.view_count,
+            use_count: v.use_count,
+            last_used_at: v.last_used_at,
         })
         .collect()
+}
+
+/// A skill's scope as the API names it.
+pub(crate) fn scope_name(scope: hermes_store::SkillScope) -> &'static str {
+    match scope {
+        hermes_store::SkillScope::Bundled => "bundled",
+        hermes_store::SkillScope::Tenant => "tenant",
+        hermes_store::SkillScope::Agent => "agent",
+    }
 }

@@ -10,12 +10,12 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::Value;
 
-use hermes_wire::Slice;
-use hermes_wire::v1::{Deleted, EventHook as Shown, EventPing};
 use hermes_http::{ApiError, ApiJson, ErrorCode};
 use hermes_net_policy::outbound;
 use hermes_store::KeyAuth;
 use hermes_store::event_hooks::{EVENTS, EventHook, EventHookChanges};
+use hermes_wire::Slice;
+use hermes_wire::v1::{Deleted, EventHook as Shown, EventPing};
 
 use crate::auth::{Caller, tenant_wide};
 use crate::errors::{Failure, Resource, resource};

@@ -8,11 +8,11 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
 
 use hermes_http::{ApiError, ErrorCode};
 use hermes_store::KeyAuth;
 use hermes_store::turn_files::SharedFile;
+use hermes_wire::v1::FileObject;
 
 use crate::auth::Caller;
 use crate::state::AppState;
@@ -26,22 +26,22 @@ async fn find(state: &AppState, auth: &KeyAuth, id: &str) -> Result<SharedFile, 
 }
 
 #[utoipa::path(get, path = "/v1/files/{id}", tag = "openai", params(("id" = String, Path, description = "The file's id")),
-    responses((status = 200, description = "A file an agent made", body = crate::schemas::FileObject), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "A file an agent made", body = FileObject), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<FileObject>, ApiError> {
     let file = find(&state, &auth, &id).await?;
-    Ok(Json(json!({
-        "id": id,
-        "object": "file",
-        "bytes": file.data.len(),
-        "created_at": file.created_at.timestamp(),
-        "filename": file.name,
-        "purpose": "assistants_output",
-        "mime_type": file.mime,
-    })))
+    Ok(Json(FileObject {
+        id,
+        object: "file".into(),
+        bytes: file.data.len(),
+        created_at: file.created_at.timestamp(),
+        filename: file.name,
+        purpose: "assistants_output".into(),
+        mime_type: file.mime,
+    }))
 }
 
 #[utoipa::path(get, path = "/v1/files/{id}/content", tag = "openai", params(("id" = String, Path, description = "The file's id")),

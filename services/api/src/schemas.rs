@@ -124,22 +124,6 @@ pub(crate) struct ResponsesRequest {
     truncation: Option<String>,
 }
 
-/// A file an agent made in a turn (a generated picture, speech), as OpenAI's file object.
-#[derive(ToSchema)]
-pub(crate) struct FileObject {
-    /// `file-`, the turn's id (32 hex digits), `-` and the file's name.
-    id: String,
-    /// Always `file`.
-    object: String,
-    bytes: i64,
-    created_at: i64,
-    filename: String,
-    /// Always `assistants_output`.
-    purpose: String,
-    /// Its media type (`image/png`, `audio/ogg`, ...).
-    mime_type: String,
-}
-
 #[derive(ToSchema)]
 pub(crate) struct Deleted {
     id: String,
@@ -207,21 +191,6 @@ pub(crate) struct RunStopped {
     run_id: String,
     /// `cancelled`, or `stopping` if the worker has not stopped within 5 seconds.
     status: String,
-}
-
-#[derive(ToSchema)]
-pub(crate) struct Model {
-    /// The agent's name.
-    id: String,
-    object: String,
-    created: i64,
-    owned_by: String,
-}
-
-#[derive(ToSchema)]
-pub(crate) struct ModelList {
-    object: String,
-    data: Vec<Model>,
 }
 
 /// A list of objects (`toolsets`, `skills`, `usage` lines, sessions, messages).
@@ -315,69 +284,4 @@ pub(crate) struct CronJob {
     deliver: String,
     origin: Option<Value>,
     created_at: String,
-}
-
-/// A webhook trigger.
-#[derive(ToSchema)]
-pub(crate) struct WebhookObject {
-    id: String,
-    object: String,
-    agent_id: String,
-    name: String,
-    events: Vec<String>,
-    prompt: String,
-    skills: Vec<String>,
-    deliver: String,
-    cron_job_id: Option<String>,
-    enabled: bool,
-    rate_limit_per_minute: i32,
-    last_received_at: Option<String>,
-    created_at: String,
-    /// Where senders POST, on the gateway.
-    path: String,
-    /// `path` under `gateway.public_url`, when that is set.
-    url: Option<String>,
-    /// The signing secret: on creation and rotation only.
-    secret: Option<String>,
-}
-
-/// An outbound event endpoint.
-#[derive(ToSchema)]
-pub(crate) struct EventHookObject {
-    id: String,
-    object: String,
-    url: String,
-    events: Vec<String>,
-    description: String,
-    enabled: bool,
-    last_delivery_at: Option<String>,
-    /// The receiver's last HTTP status.
-    last_status: Option<i32>,
-    last_error: Option<String>,
-    created_at: String,
-    /// `whsec_…`, to verify `webhook-signature`: on creation only.
-    secret: Option<String>,
-}
-
-/// A queued `ping` event.
-#[derive(ToSchema)]
-pub(crate) struct EventPing {
-    id: String,
-    object: String,
-    event: String,
-}
-
-#[derive(ToSchema)]
-pub(crate) struct PairingApproved {
-    approved: bool,
-    user_id: String,
-}
-
-#[derive(ToSchema)]
-pub(crate) struct Capabilities {
-    object: String,
-    platform: String,
-    version: String,
-    features: Value,
-    endpoints: Value,
 }

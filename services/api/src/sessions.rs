@@ -10,11 +10,11 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::Value;
 
-use hermes_wire::Slice;
-use hermes_wire::v1::Deleted;
 use hermes_core::SessionId;
 use hermes_http::{ApiError, ApiJson, ErrorCode};
 use hermes_store::KeyAuth;
+use hermes_wire::Slice;
+use hermes_wire::v1::Deleted;
 
 use crate::agents::resolve_agent;
 use crate::auth::Caller;

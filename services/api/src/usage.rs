@@ -6,10 +6,10 @@ use axum::Json;
 use axum::extract::{Query, State};
 use chrono::{Duration, NaiveDate, Utc};
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use hermes_http::{ApiError, ErrorCode};
 use hermes_store::{UsageGroup, UsageLine};
+use hermes_wire::ListKind;
 
 use crate::agents::resolve_agent;
 use crate::auth::Caller;
@@ -49,7 +49,7 @@ pub(crate) async fn usage(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Query(q): Query<UsageQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Report>, ApiError> {
     let period = q.period()?;
     let agent = match q.model.as_deref() {
         Some(name) => Some(resolve_agent(&state, &auth, Some(name)).await?.id),
@@ -60,7 +60,7 @@ pub(crate) async fn usage(
         .usage_report(auth.tenant_id, agent, period.group, period.start, period.end)
         .await
         .map_err(ApiError::internal)?;
-    Ok(Json(period.report(&lines)))
+    Ok(Json(period.report(lines)))
 }
 
 /// What one report covers, and how it groups the calls.
@@ -97,30 +97,56 @@ impl UsageQuery {
 
 impl Period {
     /// The report: one line per group, with totals.
-    fn report(&self, lines: &[UsageLine]) -> Value {
-        let total = json!({
-            "calls": lines.iter().map(|l| l.calls).sum::<i64>(),
-            "prompt_tokens": lines.iter().map(|l| l.prompt_tokens).sum::<i64>(),
-            "completion_tokens": lines.iter().map(|l| l.completion_tokens).sum::<i64>(),
-            "cached_tokens": lines.iter().map(|l| l.cached_tokens).sum::<i64>(),
-            "cost_usd": lines.iter().map(|l| l.cost_usd).sum::<f64>(),
-            "unpriced_calls": lines.iter().map(|l| l.unpriced_calls).sum::<i64>(),
-            "turns": lines.iter().map(|l| l.turns).sum::<i64>(),
-            "tool_ms": lines.iter().map(|l| l.tool_ms).sum::<i64>(),
-            "sandbox_ms": lines.iter().map(|l| l.sandbox_ms).sum::<i64>(),
-        });
+    fn report(&self, lines: Vec<UsageLine>) -> Report {
+        let total = Totals {
+            calls: lines.iter().map(|l| l.calls).sum(),
+            prompt_tokens: lines.iter().map(|l| l.prompt_tokens).sum(),
+            completion_tokens: lines.iter().map(|l| l.completion_tokens).sum(),
+            cached_tokens: lines.iter().map(|l| l.cached_tokens).sum(),
+            cost_usd: lines.iter().map(|l| l.cost_usd).sum(),
+            unpriced_calls: lines.iter().map(|l| l.unpriced_calls).sum(),
+            turns: lines.iter().map(|l| l.turns).sum(),
+            tool_ms: lines.iter().map(|l| l.tool_ms).sum(),
+            sandbox_ms: lines.iter().map(|l| l.sandbox_ms).sum(),
+        };
         let group_by = match self.group {
             UsageGroup::Day => "day",
             UsageGroup::Agent => "agent",
             UsageGroup::Key => "key",
         };
-        json!({
-            "object": "list",
-            "group_by": group_by,
-            "start": self.start.to_string(),
-            "end": self.end.to_string(),
-            "data": lines,
-            "total": total,
-        })
+        Report {
+            object: ListKind::List,
+            group_by,
+            start: self.start.to_string(),
+            end: self.end.to_string(),
+            data: lines,
+            total,
+        }
     }
+}
+
+/// The report: a list of lines, one per group, and their totals.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct Report {
+    object: ListKind,
+    /// `day`, `agent` or `key`.
+    group_by: &'static str,
+    start: String,
+    end: String,
+    data: Vec<UsageLine>,
+    total: Totals,
+}
+
+/// The sums of a report's lines.
+#[derive(Debug, serde::Serialize)]
+struct Totals {
+    calls: i64,
+    prompt_tokens: i64,
+    completion_tokens: i64,
+    cached_tokens: i64,
+    cost_usd: f64,
+    unpriced_calls: i64,
+    turns: i64,
+    tool_ms: i64,
+    sandbox_ms: i64,
 }

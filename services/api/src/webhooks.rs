@@ -8,12 +8,12 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 
-use hermes_wire::Slice;
-use hermes_wire::v1::{Deleted, Webhook as Shown};
 use hermes_core::outbox::DeliveryTarget;
 use hermes_http::{ApiError, ApiJson, ErrorCode};
 use hermes_store::webhooks::{NewWebhook, Webhook, WebhookChanges};
 use hermes_store::{KeyAuth, StoreError};
+use hermes_wire::Slice;
+use hermes_wire::v1::{Deleted, Webhook as Shown};
 
 use crate::agents::resolve_agent;
 use crate::auth::Caller;

@@ -179,11 +179,6 @@ pub fn api_path(tenant: &str, who: &AgentRef, name: Option<&str>) -> String {
     }
 }
 
-pub fn list_lines(list: &serde_json::Value) -> String {
-    let items = list["data"].as_array().cloned().unwrap_or_default();
-    items
-        .iter()
-        .map(|s| describe(s["name"].as_str().unwrap_or(""), &s["config"], s["enabled"].as_bool().unwrap_or(true)))
-        .collect::<Vec<_>>()
-        .join("\n")
+pub fn list_lines(servers: &[hermes_wire::admin::McpServer]) -> String {
+    servers.iter().map(|s| describe(&s.name, &s.config, s.enabled)).collect::<Vec<_>>().join("\n")
 }

@@ -11,7 +11,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use hermes_wire::admin::{ApiKey, ApiKeyMade, NewApiKey, NewTenant, Quotas, Tenant, TenantMade};
+use hermes_wire::admin::{
+    ApiKey, ApiKeyMade, InvitationMade, Invite, McpServer, McpServerSet, Member, NewApiKey, NewTenant, Quotas, Tenant,
+    TenantMade,
+};
 use hermes_wire::{ErrorBody, List, Page};
 
 use crate::cli::print;
@@ -167,23 +170,21 @@ async fn member(remote: &Remote, cmd: MemberCmd, json_mode: bool) -> anyhow::Res
     match cmd {
         MemberCmd::List { tenant } => {
             let id = remote.tenant(&tenant.tenant).await?;
-            let list = remote.call(Method::GET, &format!("/admin/v1/tenants/{id}/members"), None).await?;
-            let human = lines(&list["data"], |m| {
-                format!("{:<32} {}", m["email"].as_str().unwrap_or(""), m["role"].as_str().unwrap_or(""))
-            });
-            print(json_mode, list["data"].clone(), human);
+            let list: List<Member> =
+                remote.send(Method::GET, &format!("/admin/v1/tenants/{id}/members"), None::<&()>).await?;
+            let human =
+                list.data.iter().map(|m| format!("{:<32} {}", m.person.email, m.role)).collect::<Vec<_>>().join("\n");
+            print(json_mode, serde_json::to_value(&list.data)?, human);
         }
         MemberCmd::Add { tenant, email, role, .. } => {
             // Over the API a new member is invited: the link is theirs to open.
             let id = remote.tenant(&tenant.tenant).await?;
-            let body = json!({ "email": email, "role": role });
-            let made = remote.call(Method::POST, &format!("/admin/v1/tenants/{id}/invitations"), Some(body)).await?;
-            let link = made["link"].as_str().unwrap_or("").to_owned();
-            print(
-                json_mode,
-                made,
-                format!("invited {email} as {role} of {}\ninvitation link (works once): {link}", tenant.tenant),
-            );
+            let body = Invite { email: email.clone(), role };
+            let made: InvitationMade =
+                remote.send(Method::POST, &format!("/admin/v1/tenants/{id}/invitations"), Some(&body)).await?;
+            let human =
+                format!("invited {email} as {role} of {}\ninvitation link (works once): {}", tenant.tenant, made.link);
+            print(json_mode, serde_json::to_value(&made)?, human);
         }
     }
     Ok(())
@@ -225,13 +226,18 @@ async fn mcp(remote: &Remote, cmd: crate::mcp::McpCmd, json_mode: bool) -> anyho
             let spec = crate::mcp::spec_of(&args)?;
             let id = remote.tenant(&args.agent.tenant).await?;
             let path = crate::mcp::api_path(&id, &args.agent, Some(&args.name));
-            let set = remote.call(Method::PUT, &path, Some(serde_json::to_value(&spec)?)).await?;
-            print(json_mode, set, format!("set MCP server {} of {}", args.name, args.agent.agent));
+            let set: McpServerSet = remote.send(Method::PUT, &path, Some(&spec)).await?;
+            print(
+                json_mode,
+                serde_json::to_value(&set)?,
+                format!("set MCP server {} of {}", args.name, args.agent.agent),
+            );
         }
         crate::mcp::McpCmd::List(who) => {
             let id = remote.tenant(&who.tenant).await?;
-            let list = remote.call(Method::GET, &crate::mcp::api_path(&id, &who, None), None).await?;
-            print(json_mode, list["data"].clone(), crate::mcp::list_lines(&list));
+            let list: List<McpServer> =
+                remote.send(Method::GET, &crate::mcp::api_path(&id, &who, None), None::<&()>).await?;
+            print(json_mode, serde_json::to_value(&list.data)?, crate::mcp::list_lines(&list.data));
         }
         crate::mcp::McpCmd::Remove { agent: who, name } => {
             let id = remote.tenant(&who.tenant).await?;

@@ -7,8 +7,12 @@ mod ops;
 mod people;
 mod tenants;
 
-pub use agents::{AgentSkill, AgentSkills, McpServer, McpServerSet, Memory, MemoryWritten, SkillDocument, SkillSaved, SkillToggled};
+pub use agents::{
+    AgentSkill, AgentSkills, McpServer, McpServerSet, Memory, MemoryWritten, SkillDocument, SkillSaved, SkillToggled,
+};
 pub use credentials::{AdminToken, ApiKey, ApiKeyMade, NewApiKey, NewToken, TokenMade};
 pub use ops::{Answered, BudgetView, Cluster, CredentialAdded, PingSent, SeenSandbox, TurnStopped, WorkerAtWork};
-pub use people::{Invitation, InvitationMade, Invite, Me, Member, Membership, Person, RoleChanged, SignInOptions, SsoOption};
+pub use people::{
+    Invitation, InvitationMade, Invite, Me, Member, Membership, Person, RoleChanged, SignInOptions, SsoOption,
+};
 pub use tenants::{NewOperatorToken, NewTenant, Quotas, QuotasView, Tenant, TenantMade, TenantView};

@@ -1,8 +1,12 @@
 //! `/v1` (and `/api`) bodies: models, files, discovery, deletions and other small answers.
 
+mod cron;
 mod discovery;
 mod hooks;
 
+pub use cron::{
+    UpstreamCronJob, UpstreamError, UpstreamJobBody, UpstreamJobs, UpstreamOk, UpstreamRepeat, UpstreamSchedule,
+};
 pub use discovery::{Capabilities, CapabilityAuth, ForModel, ListedSkill, Toolset};
 pub use hooks::{EventHook, Webhook};
 

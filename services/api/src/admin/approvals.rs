@@ -5,13 +5,13 @@ use axum::Json;
 use axum::extract::{Path, State};
 use serde::Deserialize;
 
-use hermes_wire::List;
-use hermes_wire::admin::Answered;
 use hermes_core::access::AdminOp;
 use hermes_core::{ApprovalChoice, ErrorCode, InteractionAnswer};
 use hermes_http::ApiError;
 use hermes_store::StoreError;
 use hermes_store::admin::Change;
+use hermes_wire::List;
+use hermes_wire::admin::Answered;
 
 use crate::admin::caller::Caller;
 use crate::admin::errors::{store_error, store_error_for};

@@ -7,12 +7,12 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 
-use hermes_wire::List;
 use hermes_core::access::AdminOp;
 use hermes_core::{ErrorCode, TenantId};
 use hermes_http::ApiError;
 use hermes_store::admin::Change;
 use hermes_store::{Channel, StoreError};
+use hermes_wire::List;
 
 use crate::admin::caller::Caller;
 use crate::admin::channels::{Binder, ChannelFailure, ChannelRequest, approve_pairing_audited, bind_audited};

@@ -7,13 +7,13 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 
-use hermes_wire::List;
-use hermes_wire::admin::BudgetView;
 use hermes_core::access::AdminOp;
 use hermes_core::{AgentId, BudgetPeriod, ErrorCode};
 use hermes_http::ApiError;
 use hermes_store::admin::Change;
 use hermes_store::{Budget, StoreError};
+use hermes_wire::List;
+use hermes_wire::admin::BudgetView;
 
 use crate::admin::caller::Caller;
 use crate::admin::errors::store_error;

@@ -6,13 +6,13 @@
 
 use serde::Deserialize;
 
-use hermes_wire::v1::PairingApproved;
 use hermes_chat::binding::{self, BindError, BindRequest};
 use hermes_core::kinds::UnknownName;
 use hermes_core::{AgentId, DmPolicy, ErrorCode, GroupPolicy, TenantId};
 use hermes_http::ApiError;
 use hermes_store::admin::{Audit, Change};
 use hermes_store::{Channel, NewChannel, PairingApproval, SecretBox, Store, StoreError};
+use hermes_wire::v1::PairingApproved;
 
 /// A bot to bind: the platform's credentials for its mode, and who may talk to it.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]

@@ -4,9 +4,9 @@
 use axum::Json;
 use axum::extract::State;
 
-use hermes_wire::admin::{Cluster, SeenSandbox, WorkerAtWork};
 use hermes_core::access::AdminOp;
 use hermes_http::ApiError;
+use hermes_wire::admin::{Cluster, SeenSandbox, WorkerAtWork};
 
 use crate::admin::caller::Caller;
 use crate::admin::errors::store_error;

@@ -8,11 +8,11 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 
 use crate::sessions::Numbered;
-use hermes_wire::{List, Slice};
 use hermes_core::access::AdminOp;
 use hermes_core::{ErrorCode, SessionId};
 use hermes_http::ApiError;
 use hermes_store::admin::Change;
+use hermes_wire::{List, Slice};
 
 use crate::admin::caller::Caller;
 use crate::admin::errors::{store_error, store_error_for};

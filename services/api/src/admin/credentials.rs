@@ -7,13 +7,13 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 
-use hermes_wire::List;
-use hermes_wire::admin::CredentialAdded;
 use hermes_core::ErrorCode;
 use hermes_core::access::AdminOp;
 use hermes_http::ApiError;
 use hermes_store::NewCredential;
 use hermes_store::admin::Change;
+use hermes_wire::List;
+use hermes_wire::admin::CredentialAdded;
 
 use crate::admin::caller::Caller;
 use crate::admin::errors::{store_error, store_error_for};

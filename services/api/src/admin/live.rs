@@ -12,13 +12,13 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use tokio::sync::mpsc;
 
-use hermes_wire::List;
-use hermes_wire::admin::TurnStopped;
 use hermes_core::access::AdminOp;
 use hermes_core::{ErrorCode, TenantId, TurnEventKind, TurnId, TurnOutcome};
 use hermes_http::ApiError;
 use hermes_store::TurnStatus;
 use hermes_store::admin::Change;
+use hermes_wire::List;
+use hermes_wire::admin::TurnStopped;
 
 use crate::admin::caller::Caller;
 use crate::admin::errors::{store_error, store_error_for};
@@ -75,9 +75,7 @@ pub(crate) async fn stop(
         Some(TurnStatus::Running) => "stopping",
         Some(_) => "cancelled",
     };
-    tx.commit(Change::new("turn.stopped", "turn", turn).after(StatusAudit { status }))
-        .await
-        .map_err(store_error)?;
+    tx.commit(Change::new("turn.stopped", "turn", turn).after(StatusAudit { status })).await.map_err(store_error)?;
     // Told once the stop is committed, so the worker that hears it sees it.
     if was == Some(TurnStatus::Running)
         && let Err(e) = state.cancels.publish(turn).await

@@ -72,7 +72,8 @@ pub(crate) async fn set(
     let in_sandbox = spec.env_only().secret_refs().map_err(|e| bad(e.0))?;
     state.store.check_secret_refs(t.id, &refs, &in_sandbox).await.map_err(store_error)?;
     let masked = serde_json::to_value(spec.masked()).map_err(|e| bad(e.to_string()))?;
-    let secrets = serde_json::to_value(Secrets { env: &spec.env, headers: &spec.headers }).map_err(ApiError::internal)?;
+    let secrets =
+        serde_json::to_value(Secrets { env: &spec.env, headers: &spec.headers }).map_err(ApiError::internal)?;
     let mut tx = caller.begin(&state, t.id).await?;
     let replaced = tx
         .set_mcp_server(agent.id, &name, (&masked, spec.enabled), &secrets, state.secrets.as_ref())

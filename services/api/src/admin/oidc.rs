@@ -10,12 +10,12 @@
 //! domain; that provider signs in only people at its domains, never an operator, and lets a
 //! person new to the tenant join it when the tenant says so.
 
-use hermes_wire::admin::{SignInOptions, SsoOption};
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hermes_wire::admin::{SignInOptions, SsoOption};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 

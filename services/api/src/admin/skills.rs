@@ -10,7 +10,7 @@ use serde::Deserialize;
 use hermes_core::ErrorCode;
 use hermes_core::access::AdminOp;
 use hermes_http::ApiError;
-use hermes_store::{NewSkill, SkillScope};
+use hermes_store::NewSkill;
 use hermes_store::admin::Change;
 use hermes_wire::admin::{AgentSkill, AgentSkills, SkillDocument, SkillSaved, SkillToggled};
 
@@ -36,7 +36,7 @@ pub(crate) async fn list(
         .into_iter()
         .map(|v| AgentSkill {
             disabled: a.disabled_skills.contains(&v.skill.name),
-            scope: scope_name(v.skill.scope).to_owned(),
+            scope: crate::discovery::scope_name(v.skill.scope).to_owned(),
             name: v.skill.name,
             category: v.skill.category,
             description: v.skill.description,
@@ -49,15 +49,6 @@ pub(crate) async fn list(
         })
         .collect();
     Ok(Json(AgentSkills { agent_id: a.id, skills, disabled: a.disabled_skills }))
-}
-
-/// A skill's scope as the API names it.
-pub(crate) fn scope_name(scope: SkillScope) -> &'static str {
-    match scope {
-        SkillScope::Bundled => "bundled",
-        SkillScope::Tenant => "tenant",
-        SkillScope::Agent => "agent",
-    }
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents/{agent}/skills/{name}", tag = "admin: agents",
@@ -75,7 +66,7 @@ pub(crate) async fn get(
     let found = state.store.find_skill(t.id, a.id, &name).await.map_err(store_error)?;
     let skill = found.ok_or_else(|| ApiError::not_found(ErrorCode::NotFound, "no such skill"))?;
     Ok(Json(SkillDocument {
-        scope: scope_name(skill.scope).to_owned(),
+        scope: crate::discovery::scope_name(skill.scope).to_owned(),
         name: skill.name,
         category: skill.category,
         description: skill.description,
@@ -151,8 +142,11 @@ pub(crate) async fn upload(
     let label = caller.audit().actor.label;
     let mut tx = caller.begin(&state, t.id).await?;
     tx.save_tenant_skill(&skill, &label).await.map_err(store_error)?;
-    let change = Change::new("skill.saved", "skill", &skill.name)
-        .after(SavedAudit { name: &skill.name, category: &skill.category, content_hash: &skill.content_hash });
+    let change = Change::new("skill.saved", "skill", &skill.name).after(SavedAudit {
+        name: &skill.name,
+        category: &skill.category,
+        content_hash: &skill.content_hash,
+    });
     tx.commit(change).await.map_err(store_error)?;
     Ok(Json(SkillSaved { name: skill.name, category: skill.category, description: skill.description }))
 }
