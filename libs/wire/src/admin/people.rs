@@ -130,3 +130,30 @@ pub struct SignInOptions {
     /// Some tenant has its own identity provider: a work email says where to sign in.
     pub sso_by_email: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_member_is_the_persons_fields_with_a_role() {
+        let at = DateTime::<Utc>::from_timestamp(0, 0).unwrap();
+        let person = Person {
+            id: PersonId::from(uuid::Uuid::nil()),
+            email: "a@example.com".into(),
+            display_name: "A".into(),
+            operator: false,
+            has_password: true,
+            email_proven: true,
+            operator_sso: false,
+            disabled: false,
+            created_at: at,
+        };
+        let member = Member { person, role: MemberRole::Admin, member_since: at };
+        let shown = serde_json::to_value(&member).unwrap();
+        assert_eq!(shown["email"], "a@example.com", "flat, as the store's member was");
+        assert_eq!(shown["role"], "admin");
+        let back: Member = serde_json::from_value(shown).unwrap();
+        assert_eq!(back, member, "what hermesctl reads is what the API sent");
+    }
+}

@@ -61,3 +61,31 @@ pub struct EventHook {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret: Option<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hook_shows_its_secret_and_url_only_when_it_has_them() {
+        let at = DateTime::<Utc>::from_timestamp(0, 0).unwrap();
+        let hook = EventHook {
+            id: uuid::Uuid::nil(),
+            object: "event_hook".into(),
+            url: "https://example.com/in".into(),
+            events: vec![],
+            description: String::new(),
+            enabled: true,
+            last_delivery_at: None,
+            last_status: None,
+            last_error: None,
+            created_at: at,
+            secret: None,
+        };
+        let shown = serde_json::to_value(&hook).unwrap();
+        assert!(shown.get("secret").is_none(), "absent, not null, when not shown");
+        assert_eq!(shown["last_status"], serde_json::Value::Null, "unknown fields stay null");
+        let made = serde_json::to_value(EventHook { secret: Some("whsec_x".into()), ..hook }).unwrap();
+        assert_eq!(made["secret"], "whsec_x");
+    }
+}
