@@ -2,8 +2,9 @@
 //! return them, their derives describe them in `/openapi.json`, and `hermesctl --url` reads
 //! them back, so a shape is written once. Types only: no I/O, no framework.
 //!
-//! The admin API's credentials and tenants come first (`admin`); the rest of `/admin/v1` and
-//! `/v1` follow (their handlers still build `serde_json` bodies described by `schemas.rs`).
+//! `admin` holds `/admin/v1`'s bodies, `v1` those of `/v1` and `/api` off the turn path. The
+//! turn path (chat completions, responses, runs) still builds `serde_json` bodies that the api
+//! crate's `schemas.rs` describes.
 
 pub mod admin;
 mod envelope;

@@ -15,11 +15,12 @@ use hermes_core::{BusyMode, DmPolicy, GroupPolicy, GroupSessions};
 use hermes_http::{ApiError, ApiJson};
 use hermes_store::{Channel, ChannelAccess, KeyAuth};
 use hermes_wire::Slice;
-use hermes_wire::v1::{Deleted, PairingApproved};
+use hermes_wire::v1::{Channel as Shown, ChannelBound, Deleted, PairingApproved};
 
 use crate::agents::resolve_agent;
 use crate::auth::{Caller, tenant_wide};
 use crate::errors::{Failure, Resource, resource};
+use crate::shown;
 use crate::state::AppState;
 
 /// This module's handlers' error: a store error is about a channel.
@@ -38,19 +39,19 @@ async fn owned(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Channel> {
 
 #[utoipa::path(get, path = "/v1/channels", tag = "channels",
     responses((status = 200, description = "The tenant's channels", body = crate::schemas::ObjectList), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 403, description = "The key is restricted to one agent", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Slice<Channel>>> {
+pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Slice<Shown>>> {
     tenant_wide(&auth, "managing channels")?;
     let channels = state.store.list_channels(auth.tenant_id).await?;
-    Ok(Json(Slice::whole(channels)))
+    Ok(Json(Slice::whole(channels.into_iter().map(shown::channel).collect())))
 }
 
 #[utoipa::path(post, path = "/v1/channels", tag = "channels", request_body = crate::admin::channels::ChannelRequest,
-    responses((status = 201, description = "The bot is bound; `setup` says what is left to do on the platform", body = crate::schemas::Channel), (status = 400, description = "Invalid request, or the platform refused the credentials", body = hermes_wire::ErrorBody), (status = 409, description = "The bot is bound already", body = hermes_wire::ErrorBody)))]
+    responses((status = 201, description = "The bot is bound; `setup` says what is left to do on the platform", body = ChannelBound), (status = 400, description = "Invalid request, or the platform refused the credentials", body = hermes_wire::ErrorBody), (status = 409, description = "The bot is bound already", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
     body: std::result::Result<ApiJson<ChannelRequest>, ApiError>,
-) -> Result<(StatusCode, Json<channels::Bound>)> {
+) -> Result<(StatusCode, Json<ChannelBound>)> {
     // The key's reach first: a restricted key is refused whatever the body.
     tenant_wide(&auth, "managing channels")?;
     let ApiJson(c) = body?;
@@ -70,13 +71,13 @@ fn failure(f: ChannelFailure) -> Failure<resource::Channel> {
 }
 
 #[utoipa::path(get, path = "/v1/channels/{id}", tag = "channels", params(("id" = String, Path, description = "Channel id")),
-    responses((status = 200, description = "The channel", body = crate::schemas::Channel), (status = 404, description = "No such channel", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The channel", body = hermes_wire::v1::Channel), (status = 404, description = "No such channel", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Channel>> {
-    Ok(Json(owned(&state, &auth, &id).await?))
+) -> Result<Json<Shown>> {
+    Ok(Json(shown::channel(owned(&state, &auth, &id).await?)))
 }
 
 /// Changes to who may talk to the bot and how it behaves (absent fields stay as they are).
@@ -122,19 +123,19 @@ impl TryFrom<UpdateChannel> for ChannelAccess {
 }
 
 #[utoipa::path(patch, path = "/v1/channels/{id}", tag = "channels", params(("id" = String, Path, description = "Channel id")),
-    responses((status = 200, description = "The changed channel", body = crate::schemas::Channel), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 404, description = "No such channel", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The changed channel", body = hermes_wire::v1::Channel), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 404, description = "No such channel", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn update(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
     body: std::result::Result<ApiJson<UpdateChannel>, ApiError>,
-) -> Result<Json<Channel>> {
+) -> Result<Json<Shown>> {
     // Whose it is first: another tenant's channel is a 404 whatever the body.
     let channel = owned(&state, &auth, &id).await?;
     let ApiJson(u) = body?;
     let access = ChannelAccess::try_from(u)?;
     let changed = state.store.update_channel_access(auth.tenant_id, channel.id, &access).await?;
-    Ok(Json(changed))
+    Ok(Json(shown::channel(changed)))
 }
 
 #[utoipa::path(delete, path = "/v1/channels/{id}", tag = "channels", params(("id" = String, Path, description = "Channel id")),

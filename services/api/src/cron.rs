@@ -16,11 +16,12 @@ use hermes_schedule::time_zone;
 use hermes_store::KeyAuth;
 use hermes_store::cron::{Job, NewJob};
 use hermes_wire::Slice;
-use hermes_wire::v1::Deleted;
+use hermes_wire::v1::{CronJob, Deleted};
 
 use crate::agents::resolve_agent;
 use crate::auth::Caller;
 use crate::errors::{Failure, Resource, resource};
+use crate::shown::cron_job;
 use crate::state::AppState;
 
 /// This module's handlers' error: a store error is about a cron job.
@@ -33,9 +34,9 @@ pub(crate) async fn visible(state: &AppState, auth: &KeyAuth, id: &str) -> Resul
 
 #[utoipa::path(get, path = "/v1/cron/jobs", tag = "cron",
     responses((status = 200, description = "The tenant's cron jobs", body = crate::schemas::ObjectList), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Slice<Job>>> {
+pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Slice<CronJob>>> {
     let jobs = state.store.list_jobs(auth.tenant_id, auth.agent_id).await?;
-    Ok(Json(Slice::whole(jobs)))
+    Ok(Json(Slice::whole(jobs.into_iter().map(cron_job).collect())))
 }
 
 /// A job to create.
@@ -64,15 +65,15 @@ pub(crate) struct CreateJob {
 }
 
 #[utoipa::path(post, path = "/v1/cron/jobs", tag = "cron", request_body = CreateJob,
-    responses((status = 201, description = "The job, with its first run", body = crate::schemas::CronJob), (status = 400, description = "Invalid request (a schedule that cannot be read says why)", body = hermes_wire::ErrorBody), (status = 409, description = "The agent has a job of that name", body = hermes_wire::ErrorBody)))]
+    responses((status = 201, description = "The job, with its first run", body = CronJob), (status = 400, description = "Invalid request (a schedule that cannot be read says why)", body = hermes_wire::ErrorBody), (status = 409, description = "The agent has a job of that name", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
     ApiJson(c): ApiJson<CreateJob>,
-) -> Result<(StatusCode, Json<Job>)> {
+) -> Result<(StatusCode, Json<CronJob>)> {
     let new = new_job(&state, &auth, c).await?;
     let job = state.store.create_job(auth.tenant_id, &new).await?;
-    Ok((StatusCode::CREATED, Json(job)))
+    Ok((StatusCode::CREATED, Json(cron_job(job))))
 }
 
 /// The job `c` asks for, checked: a prompt that is not an injection attempt, a time zone and
@@ -118,13 +119,13 @@ pub(crate) async fn new_job(state: &AppState, auth: &KeyAuth, c: CreateJob) -> R
 }
 
 #[utoipa::path(get, path = "/v1/cron/jobs/{id}", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
-    responses((status = 200, description = "The job", body = crate::schemas::CronJob), (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The job", body = CronJob), (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Job>> {
-    Ok(Json(visible(&state, &auth, &id).await?))
+) -> Result<Json<CronJob>> {
+    Ok(Json(cron_job(visible(&state, &auth, &id).await?)))
 }
 
 #[utoipa::path(delete, path = "/v1/cron/jobs/{id}", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
@@ -148,41 +149,41 @@ pub(crate) struct Pause {
 }
 
 #[utoipa::path(post, path = "/v1/cron/jobs/{id}/pause", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
-    responses((status = 200, description = "Paused", body = crate::schemas::CronJob), (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "Paused", body = CronJob), (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn pause(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
     body: Option<ApiJson<Pause>>,
-) -> Result<Json<Job>> {
+) -> Result<Json<CronJob>> {
     let job = visible(&state, &auth, &id).await?;
     let reason = body.and_then(|ApiJson(p)| p.reason).unwrap_or_else(|| "paused through the API".into());
-    Ok(Json(state.store.set_job_state(auth.tenant_id, job.id, Some(&reason), None).await?))
+    Ok(Json(cron_job(state.store.set_job_state(auth.tenant_id, job.id, Some(&reason), None).await?)))
 }
 
 #[utoipa::path(post, path = "/v1/cron/jobs/{id}/resume", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
-    responses((status = 200, description = "Scheduled again, from its next slot", body = crate::schemas::CronJob), (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "Scheduled again, from its next slot", body = CronJob), (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn resume(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Job>> {
+) -> Result<Json<CronJob>> {
     let job = visible(&state, &auth, &id).await?;
     let next = hermes_schedule::resume_at(&job.schedule, &job.timezone, chrono::Utc::now())
         .map_err(|e| ApiError::invalid_request(ErrorCode::InvalidSchedule, e.to_string()))?;
-    Ok(Json(state.store.set_job_state(auth.tenant_id, job.id, None, Some(next)).await?))
+    Ok(Json(cron_job(state.store.set_job_state(auth.tenant_id, job.id, None, Some(next)).await?)))
 }
 
 #[utoipa::path(post, path = "/v1/cron/jobs/{id}/run", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
-    responses((status = 202, description = "Due now: the scheduler starts it within a second", body = crate::schemas::CronJob), (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
+    responses((status = 202, description = "Due now: the scheduler starts it within a second", body = CronJob), (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn run(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<(StatusCode, Json<Job>)> {
+) -> Result<(StatusCode, Json<CronJob>)> {
     let job = visible(&state, &auth, &id).await?;
     let due = state.store.set_job_state(auth.tenant_id, job.id, None, Some(chrono::Utc::now())).await;
-    Ok((StatusCode::ACCEPTED, Json(due?)))
+    Ok((StatusCode::ACCEPTED, Json(cron_job(due?))))
 }
 
 #[utoipa::path(get, path = "/v1/cron/jobs/{id}/runs", tag = "cron", params(("id" = String, Path, description = "Job id or name")),

@@ -37,6 +37,7 @@ mod responses_stream;
 mod responses_wire;
 mod runs_object;
 mod schemas;
+mod shown;
 mod state;
 mod submit;
 mod targets;

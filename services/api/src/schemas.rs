@@ -1,7 +1,8 @@
-//! The wire shapes the OpenAPI document describes. The handlers build their bodies with
-//! `serde_json`, so these types describe them (handlers name them in `#[utoipa::path]`); the
-//! end-to-end conformance test checks real responses against the document, which keeps the
-//! two in step.
+//! The wire shapes of the turn path (chat completions, responses, runs) and of the lists whose
+//! items are still the store's rows. Those handlers build their bodies with `serde_json`, so
+//! these types describe them (handlers name them in `#[utoipa::path]`); the end-to-end
+//! conformance test checks real responses against the document, which keeps the two in step.
+//! Everything else answers with `hermes_wire` types, which describe themselves.
 
 #![allow(dead_code, reason = "the types exist to be described, never built")]
 
@@ -198,90 +199,4 @@ pub(crate) struct RunStopped {
 pub(crate) struct ObjectList {
     object: String,
     data: Vec<Value>,
-}
-
-#[derive(ToSchema)]
-pub(crate) struct Session {
-    id: String,
-    agent_id: String,
-    model: String,
-    title: Option<String>,
-    source: String,
-    parent_session_id: Option<String>,
-    /// How the session began: `fork`, `compaction` or `subagent` (none for a first session).
-    lineage: Option<String>,
-    /// `GET /api/sessions/{id}` only: the whole family, root first, with depths.
-    lineage_tree: Option<Vec<Value>>,
-    message_count: i64,
-    created_at: String,
-    updated_at: String,
-}
-
-/// A chat bot bound to an agent (credentials are never shown).
-#[derive(ToSchema)]
-pub(crate) struct Channel {
-    id: String,
-    agent_id: String,
-    /// `telegram`, `slack` or `wecom`.
-    platform: String,
-    /// `webhook`, `poll` (Telegram), `socket` (Slack Socket Mode) or `websocket` (WeCom AI bot).
-    mode: String,
-    api_base: String,
-    bot_username: Option<String>,
-    /// `open`, `allowlist`, `pairing` or `disabled`.
-    dm_policy: String,
-    /// `mention`, `open` or `disabled`.
-    group_policy: String,
-    allow_users: Vec<String>,
-    allow_chats: Vec<String>,
-    admins: Vec<String>,
-    /// `interrupt`, `queue` or `steer`.
-    busy_mode: String,
-    streaming: bool,
-    /// `chat` or `user`.
-    group_sessions: String,
-    /// Chat commands only the channel's admins may use.
-    admin_commands: Vec<String>,
-    /// Tools at work are shown in one edited message (Telegram, Slack).
-    tool_progress: bool,
-    /// Where deliveries to the bare platform go (`chat` or `chat:thread`).
-    home_chat: Option<String>,
-    /// `active`, or `blocked` when the platform refuses the bot.
-    status: String,
-    status_reason: Option<String>,
-    created_at: String,
-    /// On creation: what is left to set up on the platform's side.
-    setup: Option<String>,
-}
-
-/// A scheduled agent run.
-#[derive(ToSchema)]
-pub(crate) struct CronJob {
-    id: String,
-    agent_id: String,
-    name: String,
-    prompt: String,
-    skills: Vec<String>,
-    /// The runs' model, when not the agent's.
-    model: Option<String>,
-    /// As stored: `every 30m`, a cron expression, or an RFC 3339 instant.
-    schedule: String,
-    /// `interval`, `cron` or `once`.
-    schedule_kind: String,
-    schedule_display: String,
-    timezone: String,
-    repeat_times: Option<i32>,
-    repeat_completed: i32,
-    /// `scheduled`, `paused`, `completed` or `error`.
-    state: String,
-    paused_reason: Option<String>,
-    next_run_at: Option<String>,
-    last_run_at: Option<String>,
-    /// `ok` or `error`.
-    last_status: Option<String>,
-    last_error: Option<String>,
-    last_delivery_error: Option<String>,
-    deliver: String,
-    origin: Option<Value>,
-    created_at: String,
 }

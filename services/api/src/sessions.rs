@@ -14,12 +14,13 @@ use hermes_core::SessionId;
 use hermes_http::{ApiError, ApiJson, ErrorCode};
 use hermes_store::KeyAuth;
 use hermes_wire::Slice;
-use hermes_wire::v1::Deleted;
+use hermes_wire::v1::{Deleted, Session, SessionWithLineage};
 
 use crate::agents::resolve_agent;
 use crate::auth::Caller;
 use crate::errors::{Failure, Resource, resource};
 use crate::headers::user_key;
+use crate::shown::session;
 use crate::state::AppState;
 
 /// This module's handlers' error: a store error is about a session.
@@ -52,7 +53,7 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Query(page): Query<Page>,
-) -> Result<Json<Slice<hermes_store::SessionInfo>>> {
+) -> Result<Json<Slice<Session>>> {
     let limit = page.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
     let offset = page.offset.unwrap_or(0).max(0);
     let agent = match page.model.as_deref() {
@@ -61,7 +62,7 @@ pub(crate) async fn list(
     };
     let sessions = state.store.list_sessions(auth.tenant_id, agent, limit + 1, offset).await?;
     let has_more = sessions.len() as i64 > limit;
-    let data = sessions.into_iter().take(limit as usize).collect();
+    let data = sessions.into_iter().take(limit as usize).map(session).collect();
     Ok(Json(Slice::of(data, has_more)))
 }
 
@@ -73,7 +74,7 @@ pub(crate) struct CreateSession {
 }
 
 #[utoipa::path(post, path = "/api/sessions", tag = "sessions",
-    responses((status = 201, description = "A new, empty session", body = crate::schemas::Session), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
+    responses((status = 201, description = "A new, empty session", body = Session), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -86,28 +87,21 @@ pub(crate) async fn create(
     let id =
         state.store.create_session(auth.tenant_id, agent.id, hermes_core::SessionSource::Api, &user, title).await?;
     let info = state.store.session_info(auth.tenant_id, auth.agent_id, id).await?;
-    Ok((StatusCode::CREATED, Json(info)).into_response())
+    Ok((StatusCode::CREATED, Json(session(info))).into_response())
 }
 
 #[utoipa::path(get, path = "/api/sessions/{id}", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "The session and its lineage", body = crate::schemas::Session), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The session and its lineage", body = SessionWithLineage), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<WithLineage>> {
+) -> Result<Json<SessionWithLineage>> {
     let info = visible(&state, &auth, &id).await?;
     let lineage = state.store.session_lineage(auth.tenant_id, info.id).await?;
     // `lineage` says how this session began (fork, compaction, subagent); the tree is apart.
-    Ok(Json(WithLineage { info, lineage_tree: lineage }))
-}
-
-/// A session and its whole family, root first, with depths.
-#[derive(Debug, serde::Serialize)]
-pub(crate) struct WithLineage {
-    #[serde(flatten)]
-    info: hermes_store::SessionInfo,
-    lineage_tree: Vec<hermes_store::LineageNode>,
+    let lineage_tree = lineage.into_iter().map(crate::shown::lineage).collect();
+    Ok(Json(SessionWithLineage { session: session(info), lineage_tree }))
 }
 
 #[derive(Debug, Deserialize)]
@@ -117,16 +111,16 @@ pub(crate) struct Rename {
 }
 
 #[utoipa::path(patch, path = "/api/sessions/{id}", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "Renamed", body = crate::schemas::Session), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "Renamed", body = Session), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn rename(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<Rename>,
-) -> Result<Json<hermes_store::SessionInfo>> {
+) -> Result<Json<Session>> {
     let info = visible(&state, &auth, &id).await?;
     state.store.set_session_title(auth.tenant_id, info.id, body.title.as_deref()).await?;
-    Ok(Json(state.store.session_info(auth.tenant_id, auth.agent_id, info.id).await?))
+    Ok(Json(session(state.store.session_info(auth.tenant_id, auth.agent_id, info.id).await?)))
 }
 
 #[utoipa::path(delete, path = "/api/sessions/{id}", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
@@ -189,7 +183,7 @@ pub(crate) struct Fork {
 }
 
 #[utoipa::path(post, path = "/api/sessions/{id}/fork", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 201, description = "The fork", body = crate::schemas::Session), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
+    responses((status = 201, description = "The fork", body = Session), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn fork(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -205,7 +199,7 @@ pub(crate) async fn fork(
     }
     let child = state.store.fork_session(auth.tenant_id, info.id, body.up_to, body.title.as_deref()).await?;
     let created = state.store.session_info(auth.tenant_id, auth.agent_id, child).await?;
-    Ok((StatusCode::CREATED, Json(created)).into_response())
+    Ok((StatusCode::CREATED, Json(session(created))).into_response())
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,14 +1,20 @@
 //! `/v1` (and `/api`) bodies: models, files, discovery, deletions and other small answers.
 
+mod channels;
 mod cron;
 mod discovery;
 mod hooks;
+mod jobs;
+mod sessions;
 
+pub use channels::{Channel, ChannelBound};
 pub use cron::{
     UpstreamCronJob, UpstreamError, UpstreamJobBody, UpstreamJobs, UpstreamOk, UpstreamRepeat, UpstreamSchedule,
 };
 pub use discovery::{Capabilities, CapabilityAuth, ForModel, ListedSkill, Toolset};
 pub use hooks::{EventHook, Webhook};
+pub use jobs::CronJob;
+pub use sessions::{LineageNode, Session, SessionWithLineage};
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;

@@ -13,6 +13,7 @@ use hermes_http::ApiError;
 use hermes_store::admin::Change;
 use hermes_wire::List;
 use hermes_wire::admin::PingSent;
+use hermes_wire::v1::CronJob;
 
 use crate::admin::caller::Caller;
 use crate::admin::errors::{store_error, store_error_for};
@@ -26,16 +27,16 @@ fn id_of(raw: &str, what: &str) -> Result<uuid::Uuid> {
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/cron", tag = "admin: automation",
     params(("tenant" = String, Path, description = "Tenant id")),
-    responses((status = 200, description = "The tenant's cron jobs with their next and last runs", body = crate::admin::schemas::ObjectList),
+    responses((status = 200, description = "The tenant's cron jobs with their next and last runs", body = List<CronJob>),
         (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn jobs(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-) -> Result<Json<List<hermes_store::cron::Job>>> {
+) -> Result<Json<List<CronJob>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewCron).await?;
     let jobs = state.store.list_jobs(t.id, None).await.map_err(store_error)?;
-    Ok(Json(List::of(jobs)))
+    Ok(Json(List::of(jobs.into_iter().map(crate::shown::cron_job).collect())))
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/cron/{id}/runs", tag = "admin: automation",
@@ -68,14 +69,14 @@ pub(crate) enum JobAction {
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/cron/{id}/{action}", tag = "admin: automation",
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Job id"),
         ("action" = String, Path, description = "`run`, `pause` or `resume`")),
-    responses((status = 200, description = "The job as it now is", body = Object),
+    responses((status = 200, description = "The job as it now is", body = CronJob),
         (status = 403, description = "The caller's role may not manage cron", body = hermes_wire::ErrorBody),
         (status = 404, description = "No such job (or action)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn act(
     State(state): State<AdminState>,
     caller: Caller,
     Path((tenant, id, action)): Path<(String, String, String)>,
-) -> Result<Json<hermes_store::cron::Job>> {
+) -> Result<Json<CronJob>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ManageCron).await?;
     let job = state.store.find_job(t.id, None, &id_of(&id, "job")?.to_string()).await;
     let job = job.map_err(|e| store_error_for(e, ErrorCode::JobNotFound, "job"))?;
@@ -98,7 +99,7 @@ pub(crate) async fn act(
         .before(StateAudit { state: job.state })
         .after(StateAudit { state: changed.state });
     tx.commit(change).await.map_err(store_error)?;
-    Ok(Json(changed))
+    Ok(Json(crate::shown::cron_job(changed)))
 }
 
 /// What the audit trail records of a job's change of state.

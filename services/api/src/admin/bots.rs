@@ -42,21 +42,21 @@ async fn channel(state: &AdminState, tenant: TenantId, raw: &str) -> Result<Chan
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/channels", tag = "admin: channels",
     params(("tenant" = String, Path, description = "Tenant id")),
-    responses((status = 200, description = "The tenant's bots (credentials never shown)", body = crate::admin::schemas::ObjectList),
+    responses((status = 200, description = "The tenant's bots (credentials never shown)", body = List<hermes_wire::v1::Channel>),
         (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-) -> Result<Json<List<Channel>>> {
+) -> Result<Json<List<hermes_wire::v1::Channel>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewChannels).await?;
     let channels = state.store.list_channels(t.id).await.map_err(store_error)?;
-    Ok(Json(List::of(channels)))
+    Ok(Json(List::of(channels.into_iter().map(crate::shown::channel).collect())))
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/channels", tag = "admin: channels", request_body = ChannelRequest,
     params(("tenant" = String, Path, description = "Tenant id")),
-    responses((status = 201, description = "Bound; `setup` says what is left to do on the platform (a webhook URL to paste, a socket to enable)", body = Object),
+    responses((status = 201, description = "Bound; `setup` says what is left to do on the platform (a webhook URL to paste, a socket to enable)", body = hermes_wire::v1::ChannelBound),
         (status = 400, description = "A bad value, or the platform refused the credentials", body = hermes_wire::ErrorBody),
         (status = 403, description = "The caller's role may not bind bots", body = hermes_wire::ErrorBody),
         (status = 409, description = "The bot is bound already", body = hermes_wire::ErrorBody)))]
@@ -65,7 +65,7 @@ pub(crate) async fn create(
     caller: Caller,
     Path(tenant): Path<String>,
     body: std::result::Result<hermes_http::ApiJson<ChannelRequest>, ApiError>,
-) -> Result<(StatusCode, Json<crate::admin::channels::Bound>)> {
+) -> Result<(StatusCode, Json<hermes_wire::v1::ChannelBound>)> {
     let t = caller.tenant(&state, &tenant, AdminOp::ManageChannels).await?;
     // Whose it is first: another tenant's URL is a 404 whatever the body.
     let hermes_http::ApiJson(body) = body?;

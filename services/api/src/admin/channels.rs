@@ -12,7 +12,7 @@ use hermes_core::{AgentId, DmPolicy, ErrorCode, GroupPolicy, TenantId};
 use hermes_http::ApiError;
 use hermes_store::admin::{Audit, Change};
 use hermes_store::{Channel, NewChannel, PairingApproval, SecretBox, Store, StoreError};
-use hermes_wire::v1::PairingApproved;
+use hermes_wire::v1::{ChannelBound, PairingApproved};
 
 /// A bot to bind: the platform's credentials for its mode, and who may talk to it.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -138,18 +138,10 @@ async fn activate(
     prepared: &binding::Prepared,
     public_url: Option<&str>,
     mut channel: Channel,
-) -> Result<Bound, ChannelFailure> {
+) -> Result<ChannelBound, ChannelFailure> {
     channel.bot_username = Some(prepared.username.clone());
     let setup = binding::activate(b.http, prepared, channel.id, &channel.webhook_secret, public_url).await;
-    Ok(Bound { setup: setup.map_err(bind_error)?, channel })
-}
-
-/// A channel just bound, with `setup`: what is left to do on the platform.
-#[derive(Debug, serde::Serialize)]
-pub struct Bound {
-    #[serde(flatten)]
-    channel: Channel,
-    setup: String,
+    Ok(ChannelBound { setup: setup.map_err(bind_error)?, channel: crate::shown::channel(channel) })
 }
 
 /// Checks the bot `c` names with its platform, stores it sealed for `agent` and activates it
@@ -160,7 +152,7 @@ pub async fn bind(
     tenant: TenantId,
     agent: AgentId,
     c: ChannelRequest,
-) -> Result<Bound, ChannelFailure> {
+) -> Result<ChannelBound, ChannelFailure> {
     let Checked { prepared, new, public_url } = check(b, agent, c).await?;
     let channel = b.store.create_channel(tenant, new, b.secrets).await?;
     b.store.set_bot_username(tenant, channel.id, &prepared.username).await?;
@@ -180,7 +172,7 @@ pub(crate) async fn bind_audited(
     agent: AgentId,
     c: ChannelRequest,
     by: Audit,
-) -> Result<Bound, ChannelFailure> {
+) -> Result<ChannelBound, ChannelFailure> {
     let Checked { prepared, new, public_url } = check(b, agent, c).await?;
     let mut tx = b.store.audited(tenant, by).await?;
     let channel = tx.create_channel(new, b.secrets).await?;

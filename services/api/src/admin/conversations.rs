@@ -115,13 +115,13 @@ pub(crate) async fn transcript(
     let found = found.map_err(store_error)?;
     let has_more = found.len() as i64 > limit;
     let messages = found.into_iter().take(limit as usize).map(Numbered::from).collect();
-    Ok(Json(Transcript { session: info, messages, has_more }))
+    Ok(Json(Transcript { session: crate::shown::session(info), messages, has_more }))
 }
 
 /// A session and a page of its messages.
 #[derive(Debug, serde::Serialize)]
 pub(crate) struct Transcript {
-    session: hermes_store::SessionInfo,
+    session: hermes_wire::v1::Session,
     messages: Vec<Numbered>,
     has_more: bool,
 }

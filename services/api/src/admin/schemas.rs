@@ -1,6 +1,7 @@
-//! The admin API's response shapes, as the OpenAPI document describes them. Handlers build
-//! their bodies from the store's types with `serde_json`; the end-to-end conformance test
-//! holds real responses to these.
+//! The admin API's response shapes whose items are still the store's rows (audit entries,
+//! usage lines, sessions, agents, ...), as the OpenAPI document describes them; the
+//! end-to-end conformance test holds real responses to these. The rest answer with
+//! `hermes_wire` types, which describe themselves.
 
 #![allow(dead_code, reason = "the types exist to be described, never built")]
 

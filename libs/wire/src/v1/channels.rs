@@ -1,0 +1,62 @@
+//! Chat bots bound to agents, as `/v1/channels` and the admin console show them (their
+//! credentials never).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use hermes_core::{AgentId, BusyMode, ChannelMode, ChannelStatus, DmPolicy, GroupPolicy, GroupSessions, Platform};
+
+/// A chat bot bound to an agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Channel {
+    #[schema(value_type = String, format = "uuid")]
+    pub id: uuid::Uuid,
+    #[schema(value_type = String, format = "uuid")]
+    pub agent_id: AgentId,
+    /// `telegram`, `slack` or `wecom`.
+    #[schema(value_type = String)]
+    pub platform: Platform,
+    /// `webhook`, `poll` (Telegram), `socket` (Slack Socket Mode) or `websocket` (WeCom AI bot).
+    #[schema(value_type = String)]
+    pub mode: ChannelMode,
+    pub api_base: String,
+    pub bot_username: Option<String>,
+    /// `open`, `allowlist`, `pairing` or `disabled`.
+    #[schema(value_type = String)]
+    pub dm_policy: DmPolicy,
+    /// `mention`, `open` or `disabled`.
+    #[schema(value_type = String)]
+    pub group_policy: GroupPolicy,
+    pub allow_users: Vec<String>,
+    pub allow_chats: Vec<String>,
+    pub admins: Vec<String>,
+    /// `interrupt`, `queue` or `steer`.
+    #[schema(value_type = String)]
+    pub busy_mode: BusyMode,
+    pub streaming: bool,
+    /// `chat` or `user`.
+    #[schema(value_type = String)]
+    pub group_sessions: GroupSessions,
+    /// Chat commands only the channel's admins may use.
+    pub admin_commands: Vec<String>,
+    /// Tools at work are shown in one edited message (Telegram, Slack).
+    pub tool_progress: bool,
+    /// Where deliveries to the bare platform go (`chat` or `chat:thread`).
+    pub home_chat: Option<String>,
+    /// `active`, or `blocked` when the platform refuses the bot.
+    #[schema(value_type = String)]
+    pub status: ChannelStatus,
+    pub status_reason: Option<String>,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: DateTime<Utc>,
+}
+
+/// A channel just bound, with what is left to set up on the platform's side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ChannelBound {
+    #[serde(flatten)]
+    pub channel: Channel,
+    /// A webhook URL to paste, a socket to enable, ...
+    pub setup: String,
+}

@@ -1,0 +1,51 @@
+//! Scheduled agent runs as `/v1/cron/jobs` (and the admin console) show them.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use hermes_core::outbox::Destination;
+use hermes_core::{AgentId, JobState, RunOutcome};
+
+/// A scheduled agent run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct CronJob {
+    #[schema(value_type = String, format = "uuid")]
+    pub id: uuid::Uuid,
+    #[schema(value_type = String, format = "uuid")]
+    pub agent_id: AgentId,
+    pub name: String,
+    pub prompt: String,
+    pub skills: Vec<String>,
+    /// The runs' model, when not the agent's.
+    pub model: Option<String>,
+    /// As stored: `every 30m`, a cron expression, or an RFC 3339 instant.
+    pub schedule: String,
+    /// `interval`, `cron` or `once`.
+    pub schedule_kind: String,
+    pub schedule_display: String,
+    pub timezone: String,
+    pub repeat_times: Option<i32>,
+    pub repeat_completed: i32,
+    /// `scheduled`, `paused`, `completed` or `error`.
+    #[schema(value_type = String)]
+    pub state: JobState,
+    pub paused_reason: Option<String>,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub next_run_at: Option<DateTime<Utc>>,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub last_run_at: Option<DateTime<Utc>>,
+    /// `ok` or `error`.
+    #[schema(value_type = Option<String>)]
+    pub last_status: Option<RunOutcome>,
+    pub last_error: Option<String>,
+    pub last_delivery_error: Option<String>,
+    pub deliver: String,
+    /// The chat the job was made from.
+    #[schema(value_type = Option<Object>)]
+    pub origin: Option<Destination>,
+    /// Only these of the agent's toolsets in the runs; `null`: all of the agent's.
+    pub toolsets: Option<Vec<String>>,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: DateTime<Utc>,
+}

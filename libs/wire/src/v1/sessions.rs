@@ -1,0 +1,56 @@
+//! Sessions as `/api/sessions` (and the admin console) show them.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use hermes_core::{AgentId, SessionId, SessionSource};
+
+/// A session as listed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Session {
+    #[schema(value_type = String, format = "uuid")]
+    pub id: SessionId,
+    #[schema(value_type = String, format = "uuid")]
+    pub agent_id: AgentId,
+    /// The agent's name: the `model` clients use.
+    pub model: String,
+    pub title: Option<String>,
+    /// `api`, `cron`, `webhook`, `subagent`, or the chat platform.
+    #[schema(value_type = String)]
+    pub source: SessionSource,
+    #[schema(value_type = Option<String>, format = "uuid")]
+    pub parent_session_id: Option<SessionId>,
+    /// How the session began: `fork`, `compaction` or `subagent` (none for a first session).
+    pub lineage: Option<String>,
+    pub message_count: i64,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: DateTime<Utc>,
+    #[schema(value_type = String, format = DateTime)]
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A session and its whole family.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SessionWithLineage {
+    #[serde(flatten)]
+    pub session: Session,
+    /// The whole family, root first, with depths.
+    pub lineage_tree: Vec<LineageNode>,
+}
+
+/// One session of a lineage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct LineageNode {
+    #[schema(value_type = String, format = "uuid")]
+    pub session_id: SessionId,
+    #[schema(value_type = Option<String>, format = "uuid")]
+    pub parent_session_id: Option<SessionId>,
+    /// How it continues its parent: `compaction`, `fork` or `subagent`; `null` for the root.
+    pub lineage: Option<String>,
+    pub title: Option<String>,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: DateTime<Utc>,
+    /// Steps from the root.
+    pub depth: i32,
+}

@@ -1,0 +1,83 @@
+//! The store's rows as `/v1` and `/api` show them (`hermes_wire` types): the one place where a
+//! column becomes a field, so a row type can change without the API changing with it.
+
+use hermes_wire::v1::{Channel, CronJob, LineageNode, Session};
+
+pub(crate) fn cron_job(j: hermes_store::cron::Job) -> CronJob {
+    CronJob {
+        id: j.id,
+        agent_id: j.agent_id,
+        name: j.name,
+        prompt: j.prompt,
+        skills: j.skills,
+        model: j.model,
+        schedule: j.schedule,
+        schedule_kind: j.schedule_kind,
+        schedule_display: j.schedule_display,
+        timezone: j.timezone,
+        repeat_times: j.repeat_times,
+        repeat_completed: j.repeat_completed,
+        state: j.state,
+        paused_reason: j.paused_reason,
+        next_run_at: j.next_run_at,
+        last_run_at: j.last_run_at,
+        last_status: j.last_status,
+        last_error: j.last_error,
+        last_delivery_error: j.last_delivery_error,
+        deliver: j.deliver,
+        origin: j.origin,
+        toolsets: j.toolsets,
+        created_at: j.created_at,
+    }
+}
+
+pub(crate) fn session(s: hermes_store::SessionInfo) -> Session {
+    Session {
+        id: s.id,
+        agent_id: s.agent_id,
+        model: s.model,
+        title: s.title,
+        source: s.source,
+        parent_session_id: s.parent_session_id,
+        lineage: s.lineage,
+        message_count: s.message_count,
+        created_at: s.created_at,
+        updated_at: s.updated_at,
+    }
+}
+
+pub(crate) fn lineage(n: hermes_store::LineageNode) -> LineageNode {
+    LineageNode {
+        session_id: n.session_id,
+        parent_session_id: n.parent_session_id,
+        lineage: n.lineage,
+        title: n.title,
+        created_at: n.created_at,
+        depth: n.depth,
+    }
+}
+
+pub(crate) fn channel(c: hermes_store::Channel) -> Channel {
+    Channel {
+        id: c.id,
+        agent_id: c.agent_id,
+        platform: c.platform,
+        mode: c.mode,
+        api_base: c.api_base,
+        bot_username: c.bot_username,
+        dm_policy: c.dm_policy,
+        group_policy: c.group_policy,
+        allow_users: c.allow_users,
+        allow_chats: c.allow_chats,
+        admins: c.admins,
+        busy_mode: c.busy_mode,
+        streaming: c.streaming,
+        group_sessions: c.group_sessions,
+        admin_commands: c.admin_commands,
+        tool_progress: c.tool_progress,
+        home_chat: c.home_chat,
+        status: c.status,
+        status_reason: c.status_reason,
+        created_at: c.created_at,
+    }
+}
