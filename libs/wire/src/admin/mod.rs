@@ -2,6 +2,7 @@
 //! servers and memory, and the day-to-day operations.
 
 mod agents;
+mod audit;
 mod credentials;
 mod ops;
 mod people;
@@ -10,8 +11,12 @@ mod tenants;
 pub use agents::{
     AgentSkill, AgentSkills, McpServer, McpServerSet, Memory, MemoryWritten, SkillDocument, SkillSaved, SkillToggled,
 };
+pub use audit::{AuditActor, AuditEntry, AuditPage};
 pub use credentials::{AdminToken, ApiKey, ApiKeyMade, NewApiKey, NewToken, TokenMade};
-pub use ops::{Answered, BudgetView, Cluster, CredentialAdded, PingSent, SeenSandbox, TurnStopped, WorkerAtWork};
+pub use ops::{
+    Answered, BudgetView, Cluster, CredentialAdded, PingSent, SeenSandbox, TurnStopped, UsageLine, UsageReport,
+    WorkerAtWork,
+};
 pub use people::{
     Invitation, InvitationMade, Invite, Me, Member, Membership, Person, RoleChanged, SignInOptions, SsoOption,
 };

@@ -110,3 +110,33 @@ pub struct SeenSandbox {
     #[schema(value_type = String, format = DateTime)]
     pub seen_at: DateTime<Utc>,
 }
+
+/// A tenant's usage per group over a range of days, and the total.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct UsageReport {
+    #[schema(value_type = String, format = Date)]
+    pub from: chrono::NaiveDate,
+    #[schema(value_type = String, format = Date)]
+    pub to: chrono::NaiveDate,
+    /// `day`, `agent`, `model` or `source`.
+    pub by: String,
+    pub lines: Vec<UsageLine>,
+    pub total: UsageLine,
+}
+
+/// One group's usage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct UsageLine {
+    /// The day, the agent's name, the model or the source (`total` for the total).
+    pub key: String,
+    pub calls: i64,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+    pub cached_tokens: i64,
+    pub cost_usd: f64,
+    /// Calls of models without a price (not in `cost_usd`).
+    pub unpriced_calls: i64,
+    pub turns: i64,
+    pub tool_ms: i64,
+    pub sandbox_ms: i64,
+}

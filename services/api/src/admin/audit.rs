@@ -10,7 +10,8 @@ use serde::Deserialize;
 use hermes_core::access::AdminOp;
 use hermes_core::{ErrorCode, TenantId};
 use hermes_http::ApiError;
-use hermes_store::admin::{AuditEntry, AuditFilter, AuditPage};
+use hermes_store::admin::{AuditEntry, AuditFilter, AuditPage as StoredPage};
+use hermes_wire::admin::AuditPage;
 
 use crate::admin::caller::Caller;
 use crate::admin::errors::store_error;
@@ -73,7 +74,7 @@ impl AuditQuery {
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/audit", tag = "admin: audit", params(("tenant" = String, Path, description = "Tenant id"), AuditQuery),
-    responses((status = 200, description = "A page of entries (or, with format=csv|jsonl, every matching entry as a file)", body = crate::admin::schemas::AuditList),
+    responses((status = 200, description = "A page of entries (or, with format=csv|jsonl, every matching entry as a file)", body = AuditPage),
         (status = 403, description = "Members may not read the audit log", body = hermes_wire::ErrorBody),
         (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn tenant_audit(
@@ -87,7 +88,7 @@ pub(crate) async fn tenant_audit(
 }
 
 #[utoipa::path(get, path = "/admin/v1/audit", tag = "admin: audit", params(AuditQuery),
-    responses((status = 200, description = "A page of the installation's own entries (tenants, operators)", body = crate::admin::schemas::AuditList),
+    responses((status = 200, description = "A page of the installation's own entries (tenants, operators)", body = AuditPage),
         (status = 403, description = "Operators only", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn installation_audit(
     State(state): State<AdminState>,
@@ -98,7 +99,7 @@ pub(crate) async fn installation_audit(
     answer(&state, None, query).await
 }
 
-async fn page(state: &AdminState, tenant: Option<TenantId>, filter: &AuditFilter) -> Result<AuditPage> {
+async fn page(state: &AdminState, tenant: Option<TenantId>, filter: &AuditFilter) -> Result<StoredPage> {
     let found = match tenant {
         Some(t) => state.store.audit_entries(t, filter).await,
         None => state.store.installation_audit_entries(filter).await,
@@ -118,7 +119,8 @@ async fn answer(state: &AdminState, tenant: Option<TenantId>, query: AuditQuery)
     let mut filter = query.filter();
     if let Format::Json = format {
         let found = page(state, tenant, &filter).await?;
-        let page = AuditList { object: hermes_wire::ListKind::List, data: found.entries, next: found.next };
+        let data = found.entries.into_iter().map(crate::admin::shown::audit_entry).collect();
+        let page = AuditPage { object: hermes_wire::ListKind::List, data, next: found.next };
         return Ok(Json(page).into_response());
     }
     filter.limit = 1000;
@@ -141,7 +143,8 @@ async fn answer(state: &AdminState, tenant: Option<TenantId>, query: AuditQuery)
 }
 
 fn jsonl(entries: &[AuditEntry]) -> String {
-    entries.iter().filter_map(|e| serde_json::to_string(e).ok()).map(|line| line + "\n").collect()
+    let shown = entries.iter().cloned().map(crate::admin::shown::audit_entry);
+    shown.filter_map(|e| serde_json::to_string(&e).ok()).map(|line| line + "\n").collect()
 }
 
 /// One CSV field: quoted when needed, and a leading `=`, `+`, `-` or `@` defused so a
@@ -190,12 +193,4 @@ mod tests {
         assert_eq!(field("=HYPERLINK(\"x\")"), "\"'=HYPERLINK(\"\"x\"\")\"");
         assert_eq!(field("@SUM(A1)"), "'@SUM(A1)");
     }
-}
-
-/// A page of entries, with the `cursor` of the next page (`null` on the last).
-#[derive(serde::Serialize)]
-struct AuditList {
-    object: hermes_wire::ListKind,
-    data: Vec<AuditEntry>,
-    next: Option<i64>,
 }

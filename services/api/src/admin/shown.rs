@@ -1,7 +1,7 @@
 //! The store's rows as the admin API shows them (`hermes_wire` types): the one place where a
 //! column becomes a field, so a row type can change without the API changing with it.
 
-use hermes_wire::admin::{Invitation, Member, Membership, Person};
+use hermes_wire::admin::{AuditActor, AuditEntry, Invitation, Member, Membership, Person};
 
 pub(crate) fn person(p: hermes_store::admin::Person) -> Person {
     Person {
@@ -34,5 +34,21 @@ pub(crate) fn invitation(i: hermes_store::admin::Invitation) -> Invitation {
         accepted_at: i.accepted_at,
         revoked_at: i.revoked_at,
         created_at: i.created_at,
+    }
+}
+
+pub(crate) fn audit_entry(e: hermes_store::admin::AuditEntry) -> AuditEntry {
+    AuditEntry {
+        id: e.id,
+        tenant_id: e.tenant_id,
+        at: e.at,
+        actor: AuditActor { kind: e.actor.kind.as_str().to_owned(), id: e.actor.id, label: e.actor.label },
+        action: e.action,
+        object_kind: e.object_kind,
+        object_id: e.object_id,
+        before: e.before,
+        after: e.after,
+        request_id: e.request_id,
+        source_address: e.source_address,
     }
 }

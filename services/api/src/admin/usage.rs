@@ -10,6 +10,7 @@ use hermes_core::ErrorCode;
 use hermes_core::access::AdminOp;
 use hermes_http::ApiError;
 use hermes_store::admin::RollupGroup;
+use hermes_wire::admin::{UsageLine, UsageReport};
 
 use crate::admin::caller::Caller;
 use crate::admin::errors::store_error;
@@ -32,7 +33,7 @@ pub(crate) struct UsageQuery {
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/usage", tag = "admin: usage",
     params(("tenant" = String, Path, description = "Tenant id"), UsageQuery),
-    responses((status = 200, description = "Tokens, dollars, turns, tool and sandbox time per group, and the total", body = crate::admin::schemas::UsageReport),
+    responses((status = 200, description = "Tokens, dollars, turns, tool and sandbox time per group, and the total", body = UsageReport),
         (status = 400, description = "A range that is backwards or longer than 366 days", body = hermes_wire::ErrorBody),
         (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn usage(
@@ -63,15 +64,27 @@ pub(crate) async fn usage(
         total.tool_ms += l.tool_ms;
         total.sandbox_ms += l.sandbox_ms;
     }
-    Ok(Json(UsageReport { from, to, by, lines, total }))
+    let by = match by {
+        RollupGroup::Day => "day",
+        RollupGroup::Agent => "agent",
+        RollupGroup::Model => "model",
+        RollupGroup::Source => "source",
+    };
+    let lines = lines.into_iter().map(line).collect();
+    Ok(Json(UsageReport { from, to, by: by.to_owned(), lines, total: line(total) }))
 }
 
-/// Usage per group over a range of days, and the total.
-#[derive(Debug, serde::Serialize)]
-pub(crate) struct UsageReport {
-    from: chrono::NaiveDate,
-    to: chrono::NaiveDate,
-    by: RollupGroup,
-    lines: Vec<hermes_store::admin::RollupLine>,
-    total: hermes_store::admin::RollupLine,
+fn line(l: hermes_store::admin::RollupLine) -> UsageLine {
+    UsageLine {
+        key: l.key,
+        calls: l.calls,
+        prompt_tokens: l.prompt_tokens,
+        completion_tokens: l.completion_tokens,
+        cached_tokens: l.cached_tokens,
+        cost_usd: l.cost_usd,
+        unpriced_calls: l.unpriced_calls,
+        turns: l.turns,
+        tool_ms: l.tool_ms,
+        sandbox_ms: l.sandbox_ms,
+    }
 }

@@ -1,0 +1,49 @@
+//! The audit log as the admin API shows it: one entry per admin write, newest first.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use hermes_core::TenantId;
+
+/// Who made a change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AuditActor {
+    /// `person`, `token`, `cli`, `chat` or `system`.
+    pub kind: String,
+    /// A person's or token's id, a chat user's key.
+    pub id: String,
+    /// For people to read: an email, a token's name.
+    pub label: String,
+}
+
+/// One admin write.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AuditEntry {
+    pub id: i64,
+    /// `null`: the installation's own (tenants, operators).
+    #[schema(value_type = Option<String>, format = "uuid")]
+    pub tenant_id: Option<TenantId>,
+    #[schema(value_type = String, format = DateTime)]
+    pub at: DateTime<Utc>,
+    pub actor: AuditActor,
+    /// Such as `member.role_changed`, `api_key.created`.
+    pub action: String,
+    pub object_kind: String,
+    pub object_id: String,
+    /// The object before and after, secrets masked.
+    #[schema(value_type = Option<Object>)]
+    pub before: Option<serde_json::Value>,
+    #[schema(value_type = Option<Object>)]
+    pub after: Option<serde_json::Value>,
+    pub request_id: Option<String>,
+    pub source_address: Option<String>,
+}
+
+/// A page of entries, with the `cursor` of the next page (`null` on the last).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AuditPage {
+    pub object: crate::ListKind,
+    pub data: Vec<AuditEntry>,
+    pub next: Option<i64>,
+}
