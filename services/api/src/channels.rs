@@ -38,7 +38,7 @@ async fn owned(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Channel> {
 }
 
 #[utoipa::path(get, path = "/v1/channels", tag = "channels",
-    responses((status = 200, description = "The tenant's channels", body = crate::schemas::ObjectList), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 403, description = "The key is restricted to one agent", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The tenant's channels", body = Slice<hermes_wire::v1::Channel>), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 403, description = "The key is restricted to one agent", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Slice<Shown>>> {
     tenant_wide(&auth, "managing channels")?;
     let channels = state.store.list_channels(auth.tenant_id).await?;
@@ -153,15 +153,15 @@ pub(crate) async fn delete(
 }
 
 #[utoipa::path(get, path = "/v1/channels/{id}/pairings", tag = "channels", params(("id" = String, Path, description = "Channel id")),
-    responses((status = 200, description = "Codes waiting for an admin", body = crate::schemas::ObjectList), (status = 404, description = "No such channel", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "Codes waiting for an admin", body = Slice<hermes_wire::v1::PairingRequest>), (status = 404, description = "No such channel", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn pairings(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Slice<hermes_store::PairingRequest>>> {
+) -> Result<Json<Slice<hermes_wire::v1::PairingRequest>>> {
     let channel = owned(&state, &auth, &id).await?;
     let waiting = state.store.pending_pairings(auth.tenant_id, channel.id).await?;
-    Ok(Json(Slice::whole(waiting)))
+    Ok(Json(Slice::whole(waiting.into_iter().map(shown::pairing).collect())))
 }
 
 #[derive(Debug, Deserialize)]

@@ -33,7 +33,7 @@ pub(crate) async fn visible(state: &AppState, auth: &KeyAuth, id: &str) -> Resul
 }
 
 #[utoipa::path(get, path = "/v1/cron/jobs", tag = "cron",
-    responses((status = 200, description = "The tenant's cron jobs", body = crate::schemas::ObjectList), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The tenant's cron jobs", body = Slice<CronJob>), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Slice<CronJob>>> {
     let jobs = state.store.list_jobs(auth.tenant_id, auth.agent_id).await?;
     Ok(Json(Slice::whole(jobs.into_iter().map(cron_job).collect())))

@@ -65,7 +65,7 @@ fn check(state: &AppState, url: Option<&str>, events: Option<&[String]>) -> std:
 }
 
 #[utoipa::path(get, path = "/v1/event-hooks", tag = "event-hooks",
-    responses((status = 200, description = "The tenant's event hooks (without secrets)", body = crate::schemas::ObjectList), (status = 403, description = "The key is restricted to one agent", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The tenant's event hooks (without secrets)", body = Slice<hermes_wire::v1::EventHook>), (status = 403, description = "The key is restricted to one agent", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Slice<Shown>>> {
     tenant_wide(&auth, "managing event hooks")?;
     let hooks = state.store.list_event_hooks(auth.tenant_id).await?;

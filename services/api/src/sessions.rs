@@ -48,7 +48,7 @@ pub(crate) struct Page {
 }
 
 #[utoipa::path(get, path = "/api/sessions", tag = "sessions",
-    responses((status = 200, description = "Sessions, newest first", body = crate::schemas::ObjectList), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "Sessions, newest first", body = Slice<Session>), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<AppState>,
     Caller(auth): Caller,

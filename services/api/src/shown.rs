@@ -1,7 +1,7 @@
 //! The store's rows as `/v1` and `/api` show them (`hermes_wire` types): the one place where a
 //! column becomes a field, so a row type can change without the API changing with it.
 
-use hermes_wire::v1::{Channel, CronJob, LineageNode, Session};
+use hermes_wire::v1::{Channel, CronJob, LineageNode, PairingRequest, Session};
 
 pub(crate) fn cron_job(j: hermes_store::cron::Job) -> CronJob {
     CronJob {
@@ -79,5 +79,15 @@ pub(crate) fn channel(c: hermes_store::Channel) -> Channel {
         status: c.status,
         status_reason: c.status_reason,
         created_at: c.created_at,
+    }
+}
+
+pub(crate) fn pairing(p: hermes_store::PairingRequest) -> PairingRequest {
+    PairingRequest {
+        code: p.code,
+        user_id: p.user_id,
+        user_name: p.user_name,
+        created_at: p.created_at,
+        expires_at: p.expires_at,
     }
 }

@@ -105,7 +105,7 @@ async fn job_of(
 }
 
 #[utoipa::path(get, path = "/v1/webhooks", tag = "webhooks",
-    responses((status = 200, description = "The tenant's webhooks (without secrets)", body = crate::schemas::ObjectList), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The tenant's webhooks (without secrets)", body = Slice<hermes_wire::v1::Webhook>), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Slice<Shown>>> {
     let hooks = state.store.list_webhooks(auth.tenant_id).await?;
     let data = hooks

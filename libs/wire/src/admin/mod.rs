@@ -6,6 +6,7 @@ mod audit;
 mod credentials;
 mod ops;
 mod people;
+mod sessions;
 mod tenants;
 
 pub use agents::{
@@ -20,4 +21,5 @@ pub use ops::{
 pub use people::{
     Invitation, InvitationMade, Invite, Me, Member, Membership, Person, RoleChanged, SignInOptions, SsoOption,
 };
+pub use sessions::{ListedSession, OpenTurn, WaitingQuestion};
 pub use tenants::{NewOperatorToken, NewTenant, Quotas, QuotasView, Tenant, TenantMade, TenantView};

@@ -60,3 +60,16 @@ pub struct ChannelBound {
     /// A webhook URL to paste, a socket to enable, ...
     pub setup: String,
 }
+
+/// A pairing code a person got from a bot, waiting for an admin.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct PairingRequest {
+    pub code: String,
+    /// The person's id on the platform.
+    pub user_id: String,
+    pub user_name: Option<String>,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: DateTime<Utc>,
+    #[schema(value_type = String, format = DateTime)]
+    pub expires_at: DateTime<Utc>,
+}

@@ -7,7 +7,7 @@ mod hooks;
 mod jobs;
 mod sessions;
 
-pub use channels::{Channel, ChannelBound};
+pub use channels::{Channel, ChannelBound, PairingRequest};
 pub use cron::{
     UpstreamCronJob, UpstreamError, UpstreamJobBody, UpstreamJobs, UpstreamOk, UpstreamRepeat, UpstreamSchedule,
 };

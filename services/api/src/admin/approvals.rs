@@ -21,16 +21,16 @@ type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/approvals", tag = "admin: sessions",
     params(("tenant" = String, Path, description = "Tenant id")),
-    responses((status = 200, description = "Questions waiting for an answer, oldest first", body = crate::admin::schemas::ObjectList),
+    responses((status = 200, description = "Questions waiting for an answer, oldest first", body = List<hermes_wire::admin::WaitingQuestion>),
         (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn waiting(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-) -> Result<Json<List<hermes_store::admin::WaitingInteraction>>> {
+) -> Result<Json<List<hermes_wire::admin::WaitingQuestion>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewApprovals).await?;
     let list = state.store.waiting_interactions(t.id).await.map_err(store_error)?;
-    Ok(Json(List::of(list)))
+    Ok(Json(List::of(list.into_iter().map(crate::admin::shown::waiting_question).collect())))
 }
 
 /// The answer: a `choice` for an approval (`once`, `session`, `always`, `deny`), `text` for a

@@ -94,17 +94,17 @@ pub(crate) async fn delete(
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/channels/{id}/pairings", tag = "admin: channels",
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Channel id")),
-    responses((status = 200, description = "Codes waiting for an admin", body = crate::admin::schemas::ObjectList),
+    responses((status = 200, description = "Codes waiting for an admin", body = List<hermes_wire::v1::PairingRequest>),
         (status = 404, description = "No such channel", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn pairings(
     State(state): State<AdminState>,
     caller: Caller,
     Path((tenant, id)): Path<(String, String)>,
-) -> Result<Json<List<hermes_store::PairingRequest>>> {
+) -> Result<Json<List<hermes_wire::v1::PairingRequest>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewChannels).await?;
     let found = channel(&state, t.id, &id).await?;
     let waiting = state.store.pending_pairings(t.id, found.id).await.map_err(store_error)?;
-    Ok(Json(List::of(waiting)))
+    Ok(Json(List::of(waiting.into_iter().map(crate::shown::pairing).collect())))
 }
 
 /// The code the person got from the bot.

@@ -53,7 +53,7 @@ pub(crate) struct SessionPage {
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/sessions", tag = "admin: sessions",
     params(("tenant" = String, Path, description = "Tenant id"), SessionPage),
-    responses((status = 200, description = "Sessions, most recently active first (best match first when searching)", body = crate::admin::schemas::ObjectPage),
+    responses((status = 200, description = "Sessions, most recently active first (best match first when searching)", body = Slice<hermes_wire::admin::ListedSession>),
         (status = 400, description = "A query with nothing to search for", body = hermes_wire::ErrorBody),
         (status = 404, description = "No such tenant or agent (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn sessions(
@@ -61,7 +61,7 @@ pub(crate) async fn sessions(
     caller: Caller,
     Path(tenant): Path<String>,
     Query(page): Query<SessionPage>,
-) -> Result<Json<Slice<hermes_store::ListedSession>>> {
+) -> Result<Json<Slice<hermes_wire::admin::ListedSession>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewSessions).await?;
     let limit = page.limit.unwrap_or(50).clamp(1, 100);
     let offset = page.offset.unwrap_or(0).max(0);
@@ -78,7 +78,7 @@ pub(crate) async fn sessions(
     let filter = hermes_store::SessionFilter { agent, source: page.source, tsquery };
     let found = state.store.find_sessions(t.id, &filter, limit + 1, offset).await.map_err(store_error)?;
     let has_more = found.len() as i64 > limit;
-    let data = found.into_iter().take(limit as usize).collect();
+    let data = found.into_iter().take(limit as usize).map(crate::admin::shown::listed_session).collect();
     Ok(Json(Slice::of(data, has_more)))
 }
 

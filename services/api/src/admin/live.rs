@@ -31,16 +31,16 @@ const WATCH_LIMIT: Duration = Duration::from_secs(15 * 60);
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/turns", tag = "admin: sessions",
     params(("tenant" = String, Path, description = "Tenant id")),
-    responses((status = 200, description = "Turns queued, running or waiting for an answer, newest first", body = crate::admin::schemas::ObjectList),
+    responses((status = 200, description = "Turns queued, running or waiting for an answer, newest first", body = List<hermes_wire::admin::OpenTurn>),
         (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn open_turns(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-) -> Result<Json<List<hermes_store::admin::OpenTurn>>> {
+) -> Result<Json<List<hermes_wire::admin::OpenTurn>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewSessions).await?;
     let turns = state.store.open_turns(t.id).await.map_err(store_error)?;
-    Ok(Json(List::of(turns)))
+    Ok(Json(List::of(turns.into_iter().map(crate::admin::shown::open_turn).collect())))
 }
 
 fn turn_id(raw: &str) -> Result<TurnId> {

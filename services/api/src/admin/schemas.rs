@@ -15,14 +15,6 @@ pub(crate) struct ObjectList {
     data: Vec<Value>,
 }
 
-/// A page of objects.
-#[derive(ToSchema)]
-pub(crate) struct ObjectPage {
-    object: String,
-    data: Vec<Value>,
-    has_more: bool,
-}
-
 /// A session and a page of its messages (OpenAI message form, with `seq`).
 #[derive(ToSchema)]
 pub(crate) struct Transcript {

@@ -1,7 +1,9 @@
 //! The store's rows as the admin API shows them (`hermes_wire` types): the one place where a
 //! column becomes a field, so a row type can change without the API changing with it.
 
-use hermes_wire::admin::{AuditActor, AuditEntry, Invitation, Member, Membership, Person};
+use hermes_wire::admin::{
+    AuditActor, AuditEntry, Invitation, ListedSession, Member, Membership, OpenTurn, Person, WaitingQuestion,
+};
 
 pub(crate) fn person(p: hermes_store::admin::Person) -> Person {
     Person {
@@ -50,5 +52,35 @@ pub(crate) fn audit_entry(e: hermes_store::admin::AuditEntry) -> AuditEntry {
         after: e.after,
         request_id: e.request_id,
         source_address: e.source_address,
+    }
+}
+
+pub(crate) fn listed_session(s: hermes_store::ListedSession) -> ListedSession {
+    ListedSession { session: crate::shown::session(s.info), match_seq: s.match_seq, snippet: s.snippet }
+}
+
+pub(crate) fn open_turn(t: hermes_store::admin::OpenTurn) -> OpenTurn {
+    OpenTurn {
+        id: t.id,
+        session_id: t.session_id,
+        agent: t.agent,
+        status: t.status,
+        stopping: t.stopping,
+        input: t.input,
+        created_at: t.created_at,
+        started_at: t.started_at,
+    }
+}
+
+pub(crate) fn waiting_question(w: hermes_store::admin::WaitingInteraction) -> WaitingQuestion {
+    WaitingQuestion {
+        id: w.id,
+        turn_id: w.turn_id,
+        session_id: w.session_id,
+        agent: w.agent,
+        kind: w.kind,
+        prompt: w.prompt,
+        created_at: w.created_at,
+        expires_at: w.expires_at,
     }
 }

@@ -1,0 +1,66 @@
+//! Conversations as the admin console follows them: sessions found, turns at work, and the
+//! questions parked turns wait on.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use hermes_core::{SessionId, TurnId};
+
+use crate::v1::Session;
+
+/// A session as the console lists it: with its best matching message when searching.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ListedSession {
+    #[serde(flatten)]
+    pub session: Session,
+    /// The `seq` of the best matching message (searches only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub match_seq: Option<i32>,
+    /// Its text around the match (searches only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snippet: Option<String>,
+}
+
+/// A turn queued, running or waiting for an answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct OpenTurn {
+    #[schema(value_type = String, format = "uuid")]
+    pub id: TurnId,
+    #[schema(value_type = String, format = "uuid")]
+    pub session_id: SessionId,
+    /// The agent's name.
+    pub agent: String,
+    /// `queued`, `running` or `waiting`.
+    pub status: String,
+    /// Whether someone asked it to stop.
+    pub stopping: bool,
+    /// The start of the user's message (at most 200 characters).
+    pub input: String,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: DateTime<Utc>,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub started_at: Option<DateTime<Utc>>,
+}
+
+/// A question a parked turn waits on: an approval of a command, or a clarifying question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct WaitingQuestion {
+    #[schema(value_type = String, format = "uuid")]
+    pub id: uuid::Uuid,
+    #[schema(value_type = String, format = "uuid")]
+    pub turn_id: TurnId,
+    #[schema(value_type = String, format = "uuid")]
+    pub session_id: SessionId,
+    /// The agent's name.
+    pub agent: String,
+    /// `approval` or `clarify`.
+    pub kind: String,
+    /// What is asked: the command and why, or the question and its choices.
+    #[schema(value_type = Object)]
+    pub prompt: serde_json::Value,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: DateTime<Utc>,
+    #[schema(value_type = String, format = DateTime)]
+    pub expires_at: DateTime<Utc>,
+}
