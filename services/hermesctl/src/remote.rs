@@ -12,8 +12,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use hermes_wire::admin::{
-    ApiKey, ApiKeyMade, InvitationMade, Invite, McpServer, McpServerSet, Member, NewApiKey, NewTenant, Quotas, Tenant,
-    TenantMade,
+    Agent, ApiKey, ApiKeyMade, AuditEntry, InvitationMade, Invite, McpServer, McpServerSet, Member, NewApiKey,
+    NewTenant, Quotas, Tenant, TenantMade,
 };
 use hermes_wire::{ErrorBody, List, Page};
 
@@ -56,11 +56,6 @@ impl Remote {
         let answer =
             if text.is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap_or(Value::String(text)) };
         serde_json::from_value(answer).with_context(|| format!("{method} {path}: an answer hermesctl does not read"))
-    }
-
-    /// `method path` with a body, its answer as untyped JSON (the commands not typed yet).
-    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
-        self.send(method, path, body.as_ref()).await
     }
 
     /// The tenant's id, by name.
@@ -192,12 +187,14 @@ async fn member(remote: &Remote, cmd: MemberCmd, json_mode: bool) -> anyhow::Res
 
 async fn agents(remote: &Remote, tenant: &str, json_mode: bool) -> anyhow::Result<()> {
     let id = remote.tenant(tenant).await?;
-    let list = remote.call(Method::GET, &format!("/admin/v1/tenants/{id}/agents"), None).await?;
-    let human = lines(&list["data"], |a| {
-        let field = |k: &str| a[k].as_str().unwrap_or("").to_owned();
-        format!("{}\t{}\t{}\t{}", field("name"), field("id"), field("model"), field("provider_base_url"))
-    });
-    print(json_mode, list["data"].clone(), human);
+    let list: List<Agent> = remote.send(Method::GET, &format!("/admin/v1/tenants/{id}/agents"), None::<&()>).await?;
+    let human = list
+        .data
+        .iter()
+        .map(|a| format!("{}\t{}\t{}\t{}", a.name, a.id, a.model, a.provider_base_url))
+        .collect::<Vec<_>>()
+        .join("\n");
+    print(json_mode, serde_json::to_value(&list.data)?, human);
     Ok(())
 }
 
@@ -216,7 +213,9 @@ async fn audit(remote: &Remote, args: crate::commands::AuditArgs, json_mode: boo
         bail!("GET {path}: {}: {}", resp.status(), resp.text().await.unwrap_or_default());
     }
     let text = resp.text().await?;
-    crate::cli::print_audit(json_mode, text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect());
+    // Each line an entry as the API shows it; what does not read as one is left out.
+    let entries = text.lines().filter_map(|l| serde_json::from_str::<AuditEntry>(l).ok());
+    crate::cli::print_audit(json_mode, entries.filter_map(|e| serde_json::to_value(e).ok()).collect());
     Ok(())
 }
 
@@ -241,13 +240,9 @@ async fn mcp(remote: &Remote, cmd: crate::mcp::McpCmd, json_mode: bool) -> anyho
         }
         crate::mcp::McpCmd::Remove { agent: who, name } => {
             let id = remote.tenant(&who.tenant).await?;
-            remote.call(Method::DELETE, &crate::mcp::api_path(&id, &who, Some(&name)), None).await?;
+            remote.send::<()>(Method::DELETE, &crate::mcp::api_path(&id, &who, Some(&name)), None::<&()>).await?;
             print(json_mode, json!({ "removed": name }), format!("removed MCP server {name} of {}", who.agent));
         }
     }
     Ok(())
-}
-
-fn lines(items: &Value, line: impl Fn(&Value) -> String) -> String {
-    items.as_array().map(|a| a.iter().map(line).collect::<Vec<_>>().join("\n")).unwrap_or_default()
 }

@@ -1,10 +1,63 @@
-//! An agent's skills, MCP servers and curated memory as the admin API shows them.
+//! Agents as the admin API shows them (never their provider key), and their skills, MCP
+//! servers and curated memory.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use hermes_core::{AgentId, SkillState};
+use hermes_core::{AgentId, ApprovalMode, ImageInputMode, SkillState, TenantId};
+
+/// An agent (its provider key is never shown).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Agent {
+    #[schema(value_type = String, format = "uuid")]
+    pub id: AgentId,
+    #[schema(value_type = String, format = "uuid")]
+    pub tenant_id: TenantId,
+    /// The `model` clients name.
+    pub name: String,
+    /// The LLM it uses.
+    pub model: String,
+    pub provider_base_url: String,
+    pub has_provider_key: bool,
+    pub soul: Option<String>,
+    pub system_message: Option<String>,
+    pub toolsets: Vec<String>,
+    /// Hosts the agent's own provider key may be sent to.
+    pub provider_key_hosts: Vec<String>,
+    /// Models to fall back to, in order.
+    pub fallbacks: Vec<ModelRef>,
+    /// The provider API, when set explicitly (`chat_completions`, `anthropic_messages`).
+    pub api_mode: Option<String>,
+    /// The model for side tasks (compaction summaries); the main model when unset.
+    pub auxiliary: Option<ModelRef>,
+    /// The context window in tokens, when set explicitly.
+    pub context_window: Option<i32>,
+    /// How dangerous commands are approved.
+    #[schema(value_type = String)]
+    pub approval_mode: ApprovalMode,
+    /// Whether its sandbox may reach the public internet.
+    pub egress: bool,
+    /// Skills this agent never sees.
+    pub disabled_skills: Vec<String>,
+    /// How its model is shown the images people send.
+    #[schema(value_type = String)]
+    pub image_input_mode: ImageInputMode,
+    /// The model that describes images.
+    pub vision_model: Option<ModelRef>,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: DateTime<Utc>,
+}
+
+/// Another model an agent uses (a fallback, the auxiliary or vision model): its keys come from
+/// the tenant's pool for its provider.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ModelRef {
+    pub base_url: String,
+    pub model: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_mode: Option<String>,
+}
 
 /// An agent's skills and the names hidden from it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

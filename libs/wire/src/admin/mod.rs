@@ -10,7 +10,8 @@ mod sessions;
 mod tenants;
 
 pub use agents::{
-    AgentSkill, AgentSkills, McpServer, McpServerSet, Memory, MemoryWritten, SkillDocument, SkillSaved, SkillToggled,
+    Agent, AgentSkill, AgentSkills, McpServer, McpServerSet, Memory, MemoryWritten, ModelRef, SkillDocument,
+    SkillSaved, SkillToggled,
 };
 pub use audit::{AuditActor, AuditEntry, AuditPage};
 pub use credentials::{AdminToken, ApiKey, ApiKeyMade, NewApiKey, NewToken, TokenMade};

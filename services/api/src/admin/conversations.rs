@@ -12,6 +12,7 @@ use hermes_core::access::AdminOp;
 use hermes_core::{ErrorCode, SessionId};
 use hermes_http::ApiError;
 use hermes_store::admin::Change;
+use hermes_wire::admin::Agent;
 use hermes_wire::{List, Slice};
 
 use crate::admin::caller::Caller;
@@ -22,16 +23,16 @@ type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents", tag = "admin: agents",
     params(("tenant" = String, Path, description = "Tenant id")),
-    responses((status = 200, description = "The tenant's agents (provider keys are never shown)", body = crate::admin::schemas::ObjectList),
+    responses((status = 200, description = "The tenant's agents (provider keys are never shown)", body = List<Agent>),
         (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn agents(
     State(state): State<AdminState>,
     caller: Caller,
     Path(tenant): Path<String>,
-) -> Result<Json<List<hermes_store::Agent>>> {
+) -> Result<Json<List<Agent>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewAgents).await?;
     let agents = state.store.list_agents(t.id).await.map_err(store_error)?;
-    Ok(Json(List::of(agents)))
+    Ok(Json(List::of(agents.into_iter().map(crate::admin::shown::agent).collect())))
 }
 
 /// A page of sessions, narrowed and searched.
@@ -171,7 +172,7 @@ pub(crate) struct NewAgentBody {
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/agents", tag = "admin: agents", request_body = NewAgentBody,
     params(("tenant" = String, Path, description = "Tenant id")),
-    responses((status = 201, description = "The agent (its key is never shown)", body = Object),
+    responses((status = 201, description = "The agent (its key is never shown)", body = Agent),
         (status = 400, description = "A bad name, URL or toolset", body = hermes_wire::ErrorBody),
         (status = 403, description = "The caller's role may not create agents", body = hermes_wire::ErrorBody),
         (status = 409, description = "The tenant has an agent of that name", body = hermes_wire::ErrorBody)))]
@@ -180,7 +181,7 @@ pub(crate) async fn create_agent(
     caller: Caller,
     Path(tenant): Path<String>,
     body: std::result::Result<hermes_http::ApiJson<NewAgentBody>, ApiError>,
-) -> Result<(StatusCode, Json<hermes_store::Agent>)> {
+) -> Result<(StatusCode, Json<Agent>)> {
     let t = caller.tenant(&state, &tenant, AdminOp::EditAgents).await?;
     // Whose it is first: another tenant's URL is a 404 whatever the body.
     let hermes_http::ApiJson(body) = body?;
@@ -228,7 +229,7 @@ pub(crate) async fn create_agent(
         agent.egress = true;
     }
     tx.commit(Change::new("agent.created", "agent", agent.id).after(&agent)).await.map_err(store_error)?;
-    Ok((StatusCode::CREATED, Json(agent)))
+    Ok((StatusCode::CREATED, Json(crate::admin::shown::agent(agent))))
 }
 
 /// Changes to an agent (absent: unchanged; an empty `soul` or `system_message` clears it).
@@ -260,7 +261,7 @@ fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> std::
 
 #[utoipa::path(patch, path = "/admin/v1/tenants/{tenant}/agents/{agent}", tag = "admin: agents", request_body = AgentEdit,
     params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name")),
-    responses((status = 200, description = "The agent as it now is; new sessions use it", body = Object),
+    responses((status = 200, description = "The agent as it now is; new sessions use it", body = Agent),
         (status = 400, description = "An unknown toolset, approval mode or image input mode, or a fallback or vision model URL the outbound policy refuses", body = hermes_wire::ErrorBody),
         (status = 403, description = "The caller's role may not edit agents", body = hermes_wire::ErrorBody),
         (status = 404, description = "No such agent", body = hermes_wire::ErrorBody)))]
@@ -269,7 +270,7 @@ pub(crate) async fn edit_agent(
     caller: Caller,
     Path((tenant, agent_ref)): Path<(String, String)>,
     body: std::result::Result<hermes_http::ApiJson<AgentEdit>, ApiError>,
-) -> Result<Json<hermes_store::Agent>> {
+) -> Result<Json<Agent>> {
     let t = caller.tenant(&state, &tenant, AdminOp::EditAgents).await?;
     let before = state.agent(t.id, &agent_ref).await?;
     let hermes_http::ApiJson(body) = body?;
@@ -318,7 +319,7 @@ pub(crate) async fn edit_agent(
     }
     let change = Change::new("agent.updated", "agent", before.id).before(&before).after(&after);
     tx.commit(change).await.map_err(store_error)?;
-    Ok(Json(after))
+    Ok(Json(crate::admin::shown::agent(after)))
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/sessions/{id}/export", tag = "admin: sessions",

@@ -2,7 +2,8 @@
 //! column becomes a field, so a row type can change without the API changing with it.
 
 use hermes_wire::admin::{
-    AuditActor, AuditEntry, Invitation, ListedSession, Member, Membership, OpenTurn, Person, WaitingQuestion,
+    Agent, AuditActor, AuditEntry, Invitation, ListedSession, Member, Membership, ModelRef, OpenTurn, Person,
+    WaitingQuestion,
 };
 
 pub(crate) fn person(p: hermes_store::admin::Person) -> Person {
@@ -83,4 +84,33 @@ pub(crate) fn waiting_question(w: hermes_store::admin::WaitingInteraction) -> Wa
         created_at: w.created_at,
         expires_at: w.expires_at,
     }
+}
+
+pub(crate) fn agent(a: hermes_store::Agent) -> Agent {
+    Agent {
+        id: a.id,
+        tenant_id: a.tenant_id,
+        name: a.name,
+        model: a.model,
+        provider_base_url: a.provider_base_url,
+        has_provider_key: a.has_provider_key,
+        soul: a.soul,
+        system_message: a.system_message,
+        toolsets: a.toolsets,
+        provider_key_hosts: a.provider_key_hosts,
+        fallbacks: a.fallbacks.into_iter().map(model_ref).collect(),
+        api_mode: a.api_mode,
+        auxiliary: a.auxiliary.map(model_ref),
+        context_window: a.context_window,
+        approval_mode: a.approval_mode,
+        egress: a.egress,
+        disabled_skills: a.disabled_skills,
+        image_input_mode: a.image_input_mode,
+        vision_model: a.vision_model.map(model_ref),
+        created_at: a.created_at,
+    }
+}
+
+fn model_ref(m: hermes_store::FallbackModel) -> ModelRef {
+    ModelRef { base_url: m.base_url, model: m.model, api_mode: m.api_mode }
 }
