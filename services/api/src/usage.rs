@@ -10,6 +10,7 @@ use serde::Deserialize;
 use hermes_http::{ApiError, ErrorCode};
 use hermes_store::{UsageGroup, UsageLine};
 use hermes_wire::ListKind;
+use hermes_wire::v1::{UsageReport, UsageTotals};
 
 use crate::agents::resolve_agent;
 use crate::auth::Caller;
@@ -44,12 +45,12 @@ fn day(param: &'static str, text: Option<&str>) -> Result<Option<NaiveDate>, Api
            ("start" = Option<String>, Query, description = "First day (YYYY-MM-DD)"),
            ("end" = Option<String>, Query, description = "Last day (YYYY-MM-DD)"),
            ("model" = Option<String>, Query, description = "Only this agent")),
-    responses((status = 200, description = "Tokens and dollars per group, with totals", body = crate::schemas::ObjectList), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "Tokens and dollars per group, with totals", body = UsageReport), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn usage(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Query(q): Query<UsageQuery>,
-) -> Result<Json<Report>, ApiError> {
+) -> Result<Json<UsageReport>, ApiError> {
     let period = q.period()?;
     let agent = match q.model.as_deref() {
         Some(name) => Some(resolve_agent(&state, &auth, Some(name)).await?.id),
@@ -97,8 +98,8 @@ impl UsageQuery {
 
 impl Period {
     /// The report: one line per group, with totals.
-    fn report(&self, lines: Vec<UsageLine>) -> Report {
-        let total = Totals {
+    fn report(&self, lines: Vec<UsageLine>) -> UsageReport {
+        let total = UsageTotals {
             calls: lines.iter().map(|l| l.calls).sum(),
             prompt_tokens: lines.iter().map(|l| l.prompt_tokens).sum(),
             completion_tokens: lines.iter().map(|l| l.completion_tokens).sum(),
@@ -114,39 +115,29 @@ impl Period {
             UsageGroup::Agent => "agent",
             UsageGroup::Key => "key",
         };
-        Report {
+        UsageReport {
             object: ListKind::List,
-            group_by,
+            group_by: group_by.to_owned(),
             start: self.start.to_string(),
             end: self.end.to_string(),
-            data: lines,
+            data: lines.into_iter().map(line).collect(),
             total,
         }
     }
 }
 
-/// The report: a list of lines, one per group, and their totals.
-#[derive(Debug, serde::Serialize)]
-pub(crate) struct Report {
-    object: ListKind,
-    /// `day`, `agent` or `key`.
-    group_by: &'static str,
-    start: String,
-    end: String,
-    data: Vec<UsageLine>,
-    total: Totals,
-}
-
-/// The sums of a report's lines.
-#[derive(Debug, serde::Serialize)]
-struct Totals {
-    calls: i64,
-    prompt_tokens: i64,
-    completion_tokens: i64,
-    cached_tokens: i64,
-    cost_usd: f64,
-    unpriced_calls: i64,
-    turns: i64,
-    tool_ms: i64,
-    sandbox_ms: i64,
+fn line(l: UsageLine) -> hermes_wire::v1::UsageLine {
+    hermes_wire::v1::UsageLine {
+        group: l.group,
+        calls: l.calls,
+        prompt_tokens: l.prompt_tokens,
+        completion_tokens: l.completion_tokens,
+        cached_tokens: l.cached_tokens,
+        cost_usd: l.cost_usd,
+        unpriced_calls: l.unpriced_calls,
+        avg_latency_ms: l.avg_latency_ms,
+        turns: l.turns,
+        tool_ms: l.tool_ms,
+        sandbox_ms: l.sandbox_ms,
+    }
 }

@@ -3,6 +3,7 @@
 
 mod agents;
 mod audit;
+mod automation;
 mod credentials;
 mod ops;
 mod people;
@@ -14,6 +15,7 @@ pub use agents::{
     SkillSaved, SkillToggled,
 };
 pub use audit::{AuditActor, AuditEntry, AuditPage};
+pub use automation::{EventEndpoint, HookTrigger, Hooks};
 pub use credentials::{AdminToken, ApiKey, ApiKeyMade, NewApiKey, NewToken, TokenMade};
 pub use ops::{
     Answered, BudgetView, Cluster, CredentialAdded, PingSent, SeenSandbox, TurnStopped, UsageLine, UsageReport,

@@ -6,6 +6,7 @@ mod discovery;
 mod hooks;
 mod jobs;
 mod sessions;
+mod usage;
 
 pub use channels::{Channel, ChannelBound, PairingRequest};
 pub use cron::{
@@ -15,6 +16,7 @@ pub use discovery::{Capabilities, CapabilityAuth, ForModel, ListedSkill, Toolset
 pub use hooks::{EventHook, Webhook};
 pub use jobs::CronJob;
 pub use sessions::{LineageNode, Session, SessionWithLineage};
+pub use usage::{UsageLine, UsageReport, UsageTotals};
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;

@@ -22,10 +22,3 @@ pub(crate) struct Transcript {
     messages: Vec<Value>,
     has_more: bool,
 }
-
-/// A tenant's webhook triggers and event endpoints.
-#[derive(ToSchema)]
-pub(crate) struct Hooks {
-    webhooks: Vec<Value>,
-    event_hooks: Vec<Value>,
-}

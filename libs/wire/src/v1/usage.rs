@@ -1,0 +1,55 @@
+//! `/v1/usage`: tokens and dollars per day, agent or key, with totals.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::ListKind;
+
+/// The report: a list of lines, one per group, and their totals.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct UsageReport {
+    pub object: ListKind,
+    /// `day`, `agent` or `key`.
+    pub group_by: String,
+    /// The first day (`YYYY-MM-DD`).
+    pub start: String,
+    /// The last day.
+    pub end: String,
+    pub data: Vec<UsageLine>,
+    pub total: UsageTotals,
+}
+
+/// One group's usage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct UsageLine {
+    /// The day (`2026-11-30`), the agent's name, or the API key's prefix (`-` for none).
+    pub group: String,
+    pub calls: i64,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+    pub cached_tokens: i64,
+    /// Of the priced calls.
+    pub cost_usd: f64,
+    /// Calls whose model had no price when they were made.
+    pub unpriced_calls: i64,
+    /// Mean duration of a call.
+    pub avg_latency_ms: Option<f64>,
+    /// Turns started in the group, and the time their tool calls took (of it, in sandboxes).
+    pub turns: i64,
+    pub tool_ms: i64,
+    pub sandbox_ms: i64,
+}
+
+/// The sums of a report's lines.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct UsageTotals {
+    pub calls: i64,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+    pub cached_tokens: i64,
+    pub cost_usd: f64,
+    pub unpriced_calls: i64,
+    pub turns: i64,
+    pub tool_ms: i64,
+    pub sandbox_ms: i64,
+}
