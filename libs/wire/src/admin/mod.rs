@@ -18,7 +18,7 @@ pub use audit::{AuditActor, AuditEntry, AuditPage};
 pub use automation::{EventEndpoint, HookTrigger, Hooks};
 pub use credentials::{AdminToken, ApiKey, ApiKeyMade, NewApiKey, NewToken, TokenMade};
 pub use ops::{
-    Answered, BudgetView, Cluster, CredentialAdded, PingSent, SeenSandbox, TurnStopped, UsageLine, UsageReport,
+    Answered, BudgetView, Cluster, CredentialAdded, PingSent, RollupLine, SeenSandbox, TurnStopped, UsageRollup,
     WorkerAtWork,
 };
 pub use people::{

@@ -113,20 +113,20 @@ pub struct SeenSandbox {
 
 /// A tenant's usage per group over a range of days, and the total.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct UsageReport {
+pub struct UsageRollup {
     #[schema(value_type = String, format = Date)]
     pub from: chrono::NaiveDate,
     #[schema(value_type = String, format = Date)]
     pub to: chrono::NaiveDate,
     /// `day`, `agent`, `model` or `source`.
     pub by: String,
-    pub lines: Vec<UsageLine>,
-    pub total: UsageLine,
+    pub lines: Vec<RollupLine>,
+    pub total: RollupLine,
 }
 
 /// One group's usage.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct UsageLine {
+pub struct RollupLine {
     /// The day, the agent's name, the model or the source (`total` for the total).
     pub key: String,
     pub calls: i64,

@@ -10,7 +10,7 @@ use hermes_core::ErrorCode;
 use hermes_core::access::AdminOp;
 use hermes_http::ApiError;
 use hermes_store::admin::RollupGroup;
-use hermes_wire::admin::{UsageLine, UsageReport};
+use hermes_wire::admin::{RollupLine, UsageRollup};
 
 use crate::admin::caller::Caller;
 use crate::admin::errors::store_error;
@@ -33,7 +33,7 @@ pub(crate) struct UsageQuery {
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/usage", tag = "admin: usage",
     params(("tenant" = String, Path, description = "Tenant id"), UsageQuery),
-    responses((status = 200, description = "Tokens, dollars, turns, tool and sandbox time per group, and the total", body = UsageReport),
+    responses((status = 200, description = "Tokens, dollars, turns, tool and sandbox time per group, and the total", body = UsageRollup),
         (status = 400, description = "A range that is backwards or longer than 366 days", body = hermes_wire::ErrorBody),
         (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn usage(
@@ -41,7 +41,7 @@ pub(crate) async fn usage(
     caller: Caller,
     Path(tenant): Path<String>,
     Query(q): Query<UsageQuery>,
-) -> Result<Json<UsageReport>, ApiError> {
+) -> Result<Json<UsageRollup>, ApiError> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewUsage).await?;
     let to = q.to.unwrap_or_else(|| chrono::Utc::now().date_naive());
     let from = q.from.unwrap_or(to - chrono::Duration::days(29));
@@ -71,11 +71,11 @@ pub(crate) async fn usage(
         RollupGroup::Source => "source",
     };
     let lines = lines.into_iter().map(line).collect();
-    Ok(Json(UsageReport { from, to, by: by.to_owned(), lines, total: line(total) }))
+    Ok(Json(UsageRollup { from, to, by: by.to_owned(), lines, total: line(total) }))
 }
 
-fn line(l: hermes_store::admin::RollupLine) -> UsageLine {
-    UsageLine {
+fn line(l: hermes_store::admin::RollupLine) -> RollupLine {
+    RollupLine {
         key: l.key,
         calls: l.calls,
         prompt_tokens: l.prompt_tokens,
