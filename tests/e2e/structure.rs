@@ -22,7 +22,7 @@ const LONG_FUNCTION_CEILING: usize = 0;
 /// Import circles inside crates today; lower it when one is broken.
 const CIRCLE_CEILING: usize = 0;
 /// `json!` in the api role's production code today (the turn path's streaming shapes, mostly).
-const API_JSON_CEILING: usize = 183;
+const API_JSON_CEILING: usize = 71;
 /// The longest a function may be, from its `fn` line to its closing brace.
 const MAX_LINES: usize = 80;
 
