@@ -18,18 +18,34 @@ use super::audit::{self, ActorKind, Audit, Change};
 use super::people::{Person, person, person_columns};
 use crate::{Result, Store, StoreError};
 
-/// An invitation (never its token, which is shown once).
-#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
-pub struct Invitation {
+/// An invitation (never its token, which is shown once), as the admin API shows it.
+pub use hermes_wire::admin::Invitation;
+
+#[derive(sqlx::FromRow)]
+struct InvitationRow {
     #[sqlx(try_from = "crate::rows::Id")]
-    pub id: InvitationId,
-    pub email: String,
+    id: InvitationId,
+    email: String,
     #[sqlx(try_from = "String")]
-    pub role: MemberRole,
-    pub expires_at: DateTime<Utc>,
-    pub accepted_at: Option<DateTime<Utc>>,
-    pub revoked_at: Option<DateTime<Utc>>,
-    pub created_at: DateTime<Utc>,
+    role: MemberRole,
+    expires_at: DateTime<Utc>,
+    accepted_at: Option<DateTime<Utc>>,
+    revoked_at: Option<DateTime<Utc>>,
+    created_at: DateTime<Utc>,
+}
+
+impl From<InvitationRow> for Invitation {
+    fn from(r: InvitationRow) -> Self {
+        Invitation {
+            id: r.id,
+            email: r.email,
+            role: r.role,
+            expires_at: r.expires_at,
+            accepted_at: r.accepted_at,
+            revoked_at: r.revoked_at,
+            created_at: r.created_at,
+        }
+    }
 }
 
 /// What an operator's address answers when invited.
@@ -94,7 +110,7 @@ impl Store {
         let invited_by =
             (by.actor.kind == ActorKind::Person).then(|| uuid::Uuid::parse_str(&by.actor.id).ok()).flatten();
         let mut tx = self.tenant_tx(tenant).await?;
-        let made: Invitation = sqlx::query_as(
+        let made: InvitationRow = sqlx::query_as(
             "INSERT INTO invitations (id, tenant_id, email, role, hash, invited_by, expires_at)
              VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))
              RETURNING id, email, role, expires_at, accepted_at, revoked_at, created_at",
@@ -114,6 +130,7 @@ impl Store {
             }
             _ => StoreError::from(e),
         })?;
+        let made = Invitation::from(made);
         let change = Change::new("invitation.created", "invitation", made.id).after(&made);
         audit::record(&mut tx, Some(tenant), by, change).await?;
         tx.commit().await?;
@@ -122,13 +139,14 @@ impl Store {
 
     /// `tenant`'s invitations, newest first (open, accepted and revoked).
     pub async fn invitations(&self, tenant: TenantId) -> Result<Vec<Invitation>> {
-        Ok(sqlx::query_as(
+        let rows: Vec<InvitationRow> = sqlx::query_as(
             "SELECT id, email, role, expires_at, accepted_at, revoked_at, created_at FROM invitations
              WHERE tenant_id = $1 ORDER BY created_at DESC LIMIT 500",
         )
         .bind(tenant.as_uuid())
         .fetch_all(&mut *self.as_tenant(tenant).await?)
-        .await?)
+        .await?;
+        Ok(rows.into_iter().map(Invitation::from).collect())
     }
 
     /// Revokes an open invitation: its link stops working.

@@ -1,23 +1,16 @@
 //! A tenant's members (invitations: [`super::invitations`]). Changes are audited in their own
 //! transaction, and a tenant always keeps at least one owner.
 
-use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, Row};
 
 use hermes_core::{MemberRole, PersonId, TenantId};
 
 use super::audit::{self, Audit, Change};
-use super::people::{Person, person, person_columns};
+use super::people::{person, person_columns};
 use crate::{Result, Store, StoreError};
 
-/// A member of a tenant.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Member {
-    #[serde(flatten)]
-    pub person: Person,
-    pub role: MemberRole,
-    pub member_since: DateTime<Utc>,
-}
+/// A member of a tenant, as the admin API shows them.
+pub use hermes_wire::admin::Member;
 
 /// What the refusal to leave a tenant without an owner says.
 pub const LAST_OWNER: &str = "a tenant keeps at least one owner: make someone else owner first";

@@ -11,44 +11,66 @@ use hermes_core::{MemberRole, PersonId, TenantId};
 use super::audit::{self, Audit, Change};
 use crate::{Result, Store, StoreError};
 
-/// A person, without secrets.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, sqlx::FromRow)]
-pub struct Person {
+/// A person, without secrets, as the admin API shows them.
+pub use hermes_wire::admin::Person;
+
+/// A person's row ([`Person`] is the wire type, which knows nothing of rows).
+#[derive(sqlx::FromRow)]
+pub(crate) struct PersonRow {
     #[sqlx(try_from = "crate::rows::Id")]
-    pub id: PersonId,
-    pub email: String,
-    pub display_name: String,
-    pub operator: bool,
-    /// Whether the person has a local password (else: links or the identity provider only).
-    pub has_password: bool,
-    /// Whether the address is proven to be theirs: made by an operator, or since signed in
-    /// through an identity provider that verified it or by an operator's link. An account made
-    /// from an invitation link is not, until then.
-    pub email_proven: bool,
-    /// An operator who may sign in through the installation's identity provider.
-    pub operator_sso: bool,
-    pub disabled: bool,
-    pub created_at: DateTime<Utc>,
+    id: PersonId,
+    email: String,
+    display_name: String,
+    operator: bool,
+    has_password: bool,
+    email_proven: bool,
+    operator_sso: bool,
+    disabled: bool,
+    created_at: DateTime<Utc>,
+}
+
+impl From<PersonRow> for Person {
+    fn from(r: PersonRow) -> Self {
+        Person {
+            id: r.id,
+            email: r.email,
+            display_name: r.display_name,
+            operator: r.operator,
+            has_password: r.has_password,
+            email_proven: r.email_proven,
+            operator_sso: r.operator_sso,
+            disabled: r.disabled,
+            created_at: r.created_at,
+        }
+    }
 }
 
 /// What checking a password needs.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct SignInRecord {
-    #[sqlx(flatten)]
     pub person: Person,
     pub password_hash: Option<String>,
     pub locked_until: Option<DateTime<Utc>>,
 }
 
+#[derive(sqlx::FromRow)]
+struct SignInRow {
+    #[sqlx(flatten)]
+    person: PersonRow,
+    password_hash: Option<String>,
+    locked_until: Option<DateTime<Utc>>,
+}
+
 /// A tenant a person belongs to, and as what.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, sqlx::FromRow)]
-pub struct Membership {
+pub use hermes_wire::admin::Membership;
+
+#[derive(sqlx::FromRow)]
+struct MembershipRow {
     #[sqlx(try_from = "crate::rows::Id")]
-    pub tenant_id: TenantId,
-    #[sqlx(rename = "name")]
-    pub tenant_name: String,
+    tenant_id: TenantId,
+    name: String,
     #[sqlx(try_from = "String")]
-    pub role: MemberRole,
+    role: MemberRole,
 }
 
 /// A tenant a person may act in: as a member with `role`, or (`None`) as an operator.
@@ -85,7 +107,7 @@ macro_rules! person_columns {
 pub(crate) use person_columns;
 
 pub(crate) fn person(row: &sqlx::postgres::PgRow) -> Result<Person> {
-    Ok(<Person as sqlx::FromRow<_>>::from_row(row)?)
+    Ok(<PersonRow as sqlx::FromRow<_>>::from_row(row)?.into())
 }
 
 fn email_error(e: sqlx::Error, email: &str) -> StoreError {
@@ -154,14 +176,19 @@ impl Store {
 
     /// What a password sign-in checks, by email.
     pub async fn sign_in_record(&self, email: &str) -> Result<Option<SignInRecord>> {
-        Ok(sqlx::query_as::<_, SignInRecord>(concat!(
+        let row = sqlx::query_as::<_, SignInRow>(concat!(
             "SELECT ",
             person_columns!(),
             ", p.password_hash, p.locked_until FROM people p WHERE p.email = $1"
         ))
         .bind(super::normalize_email(email))
         .fetch_optional(self.system())
-        .await?)
+        .await?;
+        Ok(row.map(|r| SignInRecord {
+            person: r.person.into(),
+            password_hash: r.password_hash,
+            locked_until: r.locked_until,
+        }))
     }
 
     /// Counts a wrong password; the `lock_after`th in a row locks the account until
@@ -241,7 +268,11 @@ impl Store {
         .fetch_all(self.system())
         .await?;
         // A role outside its vocabulary is `Corrupt`.
-        rows.iter().map(crate::rows::read::<Membership>).collect()
+        let read = |row| {
+            let m = crate::rows::read::<MembershipRow>(row)?;
+            Ok(Membership { tenant_id: m.tenant_id, tenant_name: m.name, role: m.role })
+        };
+        rows.iter().map(read).collect()
     }
 
     /// The tenant `raw` names, when `person` may act in it: as a member (with the role), or

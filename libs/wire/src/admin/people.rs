@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 use hermes_core::{InvitationId, MemberRole, PersonId, TenantId};
 
 /// A person (never a password).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Person {
     #[schema(value_type = String, format = "uuid")]
     pub id: PersonId,
@@ -27,7 +27,7 @@ pub struct Person {
 }
 
 /// A tenant the person belongs to, and as what.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Membership {
     #[schema(value_type = String, format = "uuid")]
     pub tenant_id: TenantId,

@@ -32,7 +32,7 @@ pub(crate) async fn list(
 ) -> Result<Json<List<Member>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewMembers).await?;
     let members = state.store.members(t.id).await.map_err(store_error)?;
-    Ok(Json(List::of(members.into_iter().map(crate::admin::shown::member).collect())))
+    Ok(Json(List::of(members)))
 }
 
 /// A member's new role.
@@ -102,7 +102,7 @@ pub(crate) async fn invitations(
 ) -> Result<Json<List<Invitation>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewMembers).await?;
     let list = state.store.invitations(t.id).await.map_err(store_error)?;
-    Ok(Json(List::of(list.into_iter().map(crate::admin::shown::invitation).collect())))
+    Ok(Json(List::of(list)))
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/invitations", tag = "admin: people", request_body = Invite,
@@ -124,7 +124,7 @@ pub(crate) async fn invite(
     let made = state.store.create_invitation(t.id, &body.email, body.role, valid_for, &caller.audit()).await;
     let (invitation, token) = made.map_err(store_error)?;
     let link = state.config.console_link("invite", &token);
-    Ok((StatusCode::CREATED, Json(InvitationMade { invitation: crate::admin::shown::invitation(invitation), link })))
+    Ok((StatusCode::CREATED, Json(InvitationMade { invitation, link })))
 }
 
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/invitations/{id}", tag = "admin: people",

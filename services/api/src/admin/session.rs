@@ -150,8 +150,8 @@ pub(crate) async fn me_body(
         memberships.retain(|m| m.tenant_id == only);
     }
     Ok(hermes_wire::admin::Me {
-        person: crate::admin::shown::person(person.clone()),
-        memberships: memberships.into_iter().map(crate::admin::shown::membership).collect(),
+        person: person.clone(),
+        memberships,
         operator: person.operator && scope.is_none(),
         tenant_scope: scope,
         csrf_token: csrf.map(str::to_owned),

@@ -1,44 +1,7 @@
 //! The store's rows as the admin API shows them (`hermes_wire` types): the one place where a
 //! column becomes a field, so a row type can change without the API changing with it.
 
-use hermes_wire::admin::{
-    Agent, AuditActor, AuditEntry, Invitation, ListedSession, Member, Membership, ModelRef, OpenTurn, Person,
-    WaitingQuestion,
-};
-
-pub(crate) fn person(p: hermes_store::admin::Person) -> Person {
-    Person {
-        id: p.id,
-        email: p.email,
-        display_name: p.display_name,
-        operator: p.operator,
-        has_password: p.has_password,
-        email_proven: p.email_proven,
-        operator_sso: p.operator_sso,
-        disabled: p.disabled,
-        created_at: p.created_at,
-    }
-}
-
-pub(crate) fn member(m: hermes_store::admin::Member) -> Member {
-    Member { person: person(m.person), role: m.role, member_since: m.member_since }
-}
-
-pub(crate) fn membership(m: hermes_store::admin::Membership) -> Membership {
-    Membership { tenant_id: m.tenant_id, tenant_name: m.tenant_name, role: m.role }
-}
-
-pub(crate) fn invitation(i: hermes_store::admin::Invitation) -> Invitation {
-    Invitation {
-        id: i.id,
-        email: i.email,
-        role: i.role,
-        expires_at: i.expires_at,
-        accepted_at: i.accepted_at,
-        revoked_at: i.revoked_at,
-        created_at: i.created_at,
-    }
-}
+use hermes_wire::admin::{Agent, AuditActor, AuditEntry, ListedSession, ModelRef, OpenTurn, WaitingQuestion};
 
 pub(crate) fn audit_entry(e: hermes_store::admin::AuditEntry) -> AuditEntry {
     AuditEntry {
