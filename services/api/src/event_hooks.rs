@@ -36,19 +36,7 @@ async fn owned(state: &AppState, auth: &KeyAuth, id: &str) -> Result<EventHook> 
 }
 
 fn shown(hook: &EventHook, secret: Option<String>) -> Shown {
-    Shown {
-        id: hook.id,
-        object: "event_hook".into(),
-        url: hook.url.clone(),
-        events: hook.events.clone(),
-        description: hook.description.clone(),
-        enabled: hook.enabled,
-        last_delivery_at: hook.last_delivery_at,
-        last_status: hook.last_status,
-        last_error: hook.last_error.clone(),
-        created_at: hook.created_at,
-        secret,
-    }
+    Shown { object: "event_hook".into(), endpoint: crate::shown::event_endpoint(hook), secret }
 }
 
 fn check(state: &AppState, url: Option<&str>, events: Option<&[String]>) -> std::result::Result<(), ApiError> {

@@ -41,24 +41,7 @@ async fn visible(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Webhook> 
 fn shown(state: &AppState, hook: &Webhook, secret: Option<String>) -> Shown {
     let path = format!("/hooks/{}", hook.id);
     let url = state.config.gateway.public_url.as_ref().map(|base| format!("{}{path}", base.trim_end_matches('/')));
-    Shown {
-        id: hook.id,
-        object: "webhook".into(),
-        agent_id: hook.agent_id,
-        name: hook.name.clone(),
-        events: hook.events.clone(),
-        prompt: hook.prompt.clone(),
-        skills: hook.skills.clone(),
-        deliver: hook.deliver.clone(),
-        cron_job_id: hook.cron_job_id,
-        enabled: hook.enabled,
-        rate_limit_per_minute: hook.rate_limit_per_minute,
-        last_received_at: hook.last_received_at,
-        created_at: hook.created_at,
-        path,
-        url,
-        secret,
-    }
+    Shown { object: "webhook".into(), hook: crate::shown::hook_trigger(hook), path, url, secret }
 }
 
 fn invalid(why: impl Into<String>) -> ApiError {

@@ -15,7 +15,7 @@ pub use agents::{
     SkillSaved, SkillToggled,
 };
 pub use audit::{AuditActor, AuditEntry, AuditPage};
-pub use automation::{EventEndpoint, HookTrigger, Hooks};
+pub use automation::Hooks;
 pub use credentials::{AdminToken, ApiKey, ApiKeyMade, NewApiKey, NewToken, TokenMade};
 pub use ops::{
     Answered, BudgetView, Cluster, CredentialAdded, PingSent, RollupLine, SeenSandbox, TurnStopped, UsageRollup,

@@ -7,13 +7,11 @@ use utoipa::ToSchema;
 
 use hermes_core::AgentId;
 
-/// A webhook trigger.
+/// A webhook trigger: senders POST to the gateway, a turn runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct Webhook {
+pub struct HookTrigger {
     #[schema(value_type = String, format = "uuid")]
     pub id: uuid::Uuid,
-    /// Always `webhook`.
-    pub object: String,
     #[schema(value_type = String, format = "uuid")]
     pub agent_id: AgentId,
     pub name: String,
@@ -29,23 +27,13 @@ pub struct Webhook {
     pub last_received_at: Option<DateTime<Utc>>,
     #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
-    /// Where senders POST, on the gateway.
-    pub path: String,
-    /// `path` under `gateway.public_url`, when that is set.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    /// The signing secret: on creation and rotation only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub secret: Option<String>,
 }
 
-/// An outbound event endpoint.
+/// An endpoint told what happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct EventHook {
+pub struct EventEndpoint {
     #[schema(value_type = String, format = "uuid")]
     pub id: uuid::Uuid,
-    /// Always `event_hook`.
-    pub object: String,
     pub url: String,
     pub events: Vec<String>,
     pub description: String,
@@ -57,6 +45,32 @@ pub struct EventHook {
     pub last_error: Option<String>,
     #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
+}
+
+/// A webhook trigger as `/v1/webhooks` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Webhook {
+    /// Always `webhook`.
+    pub object: String,
+    #[serde(flatten)]
+    pub hook: HookTrigger,
+    /// Where senders POST, on the gateway.
+    pub path: String,
+    /// `path` under `gateway.public_url`, when that is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The signing secret: on creation and rotation only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+}
+
+/// An outbound event endpoint as `/v1/event-hooks` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct EventHook {
+    /// Always `event_hook`.
+    pub object: String,
+    #[serde(flatten)]
+    pub endpoint: EventEndpoint,
     /// `whsec_…`, to verify `webhook-signature`: on creation only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret: Option<String>,
@@ -69,9 +83,8 @@ mod tests {
     #[test]
     fn a_hook_shows_its_secret_and_url_only_when_it_has_them() {
         let at = DateTime::<Utc>::from_timestamp(0, 0).unwrap();
-        let hook = EventHook {
+        let endpoint = EventEndpoint {
             id: uuid::Uuid::nil(),
-            object: "event_hook".into(),
             url: "https://example.com/in".into(),
             events: vec![],
             description: String::new(),
@@ -80,10 +93,11 @@ mod tests {
             last_status: None,
             last_error: None,
             created_at: at,
-            secret: None,
         };
+        let hook = EventHook { object: "event_hook".into(), endpoint, secret: None };
         let shown = serde_json::to_value(&hook).unwrap();
         assert!(shown.get("secret").is_none(), "absent, not null, when not shown");
+        assert_eq!(shown["url"], "https://example.com/in", "the endpoint's fields sit beside `object`");
         assert_eq!(shown["last_status"], serde_json::Value::Null, "unknown fields stay null");
         let made = serde_json::to_value(EventHook { secret: Some("whsec_x".into()), ..hook }).unwrap();
         assert_eq!(made["secret"], "whsec_x");

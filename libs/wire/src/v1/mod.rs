@@ -13,7 +13,7 @@ pub use cron::{
     UpstreamCronJob, UpstreamError, UpstreamJobBody, UpstreamJobs, UpstreamOk, UpstreamRepeat, UpstreamSchedule,
 };
 pub use discovery::{Capabilities, CapabilityAuth, ForModel, ListedSkill, Toolset};
-pub use hooks::{EventHook, Webhook};
+pub use hooks::{EventEndpoint, EventHook, HookTrigger, Webhook};
 pub use jobs::CronJob;
 pub use sessions::{LineageNode, Session, SessionWithLineage};
 pub use usage::{UsageLine, UsageReport, UsageTotals};

@@ -12,7 +12,7 @@ use hermes_core::access::AdminOp;
 use hermes_http::ApiError;
 use hermes_store::admin::Change;
 use hermes_wire::List;
-use hermes_wire::admin::{EventEndpoint, HookTrigger, Hooks, PingSent};
+use hermes_wire::admin::{Hooks, PingSent};
 use hermes_wire::v1::CronJob;
 
 use crate::admin::caller::Caller;
@@ -129,39 +129,8 @@ pub(crate) async fn hooks(
     let t = caller.tenant(&state, &tenant, AdminOp::ViewHooks).await?;
     let webhooks = state.store.list_webhooks(t.id).await.map_err(store_error)?;
     let endpoints = state.store.list_event_hooks(t.id).await.map_err(store_error)?;
-    let webhooks = webhooks.into_iter().map(trigger).collect();
-    Ok(Json(Hooks { webhooks, event_hooks: endpoints.into_iter().map(endpoint).collect() }))
-}
-
-fn trigger(h: hermes_store::webhooks::Webhook) -> HookTrigger {
-    HookTrigger {
-        id: h.id,
-        agent_id: h.agent_id,
-        name: h.name,
-        events: h.events,
-        prompt: h.prompt,
-        skills: h.skills,
-        deliver: h.deliver,
-        cron_job_id: h.cron_job_id,
-        enabled: h.enabled,
-        rate_limit_per_minute: h.rate_limit_per_minute,
-        last_received_at: h.last_received_at,
-        created_at: h.created_at,
-    }
-}
-
-fn endpoint(h: hermes_store::event_hooks::EventHook) -> EventEndpoint {
-    EventEndpoint {
-        id: h.id,
-        url: h.url,
-        events: h.events,
-        description: h.description,
-        enabled: h.enabled,
-        last_delivery_at: h.last_delivery_at,
-        last_status: h.last_status,
-        last_error: h.last_error,
-        created_at: h.created_at,
-    }
+    let webhooks = webhooks.iter().map(crate::shown::hook_trigger).collect();
+    Ok(Json(Hooks { webhooks, event_hooks: endpoints.iter().map(crate::shown::event_endpoint).collect() }))
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/hooks/{id}/deliveries", tag = "admin: automation",
