@@ -46,6 +46,21 @@ impl Store {
             session_id: None,
         };
         let stored = crate::messages::storable_json(&outcome)?;
+        // Asked before every model call, and nearly always answered no: that answer costs one
+        // statement, not a transaction. A steer queued just after is taken at the next call,
+        // or runs as a turn of its own.
+        let waiting: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM turns t, turns h
+              WHERE h.tenant_id = $1 AND h.id = $2 AND t.tenant_id = $1 AND t.session_id = h.session_id
+                AND t.status = 'queued' AND t.steer AND t.id <> $2 AND t.created_at >= h.created_at)",
+        )
+        .bind(tenant.as_uuid())
+        .bind(running.as_uuid())
+        .fetch_one(&mut *self.as_tenant(tenant).await?)
+        .await?;
+        if !waiting {
+            return Ok(Vec::new());
+        }
         // The absorbed turns' answers (sent as nothing) commit with their end, as any turn's.
         let mut tx = self.turn_end_tx(tenant).await?;
         let rows = sqlx::query_as::<_, Taken>(

@@ -207,7 +207,7 @@ pub(crate) async fn get(
 }
 
 #[utoipa::path(delete, path = "/v1/responses/{id}", tag = "openai", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "Forgotten (the session keeps the conversation)", body = crate::schemas::Deleted), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "Forgotten (the session keeps the conversation)", body = hermes_wire::v1::Deleted), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
     Caller(auth): Caller,

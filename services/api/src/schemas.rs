@@ -125,13 +125,6 @@ pub(crate) struct ResponsesRequest {
     truncation: Option<String>,
 }
 
-#[derive(ToSchema)]
-pub(crate) struct Deleted {
-    id: String,
-    object: String,
-    deleted: bool,
-}
-
 /// The request of `POST /v1/runs`: a Responses request plus `session_id`.
 #[derive(ToSchema)]
 pub(crate) struct RunRequest {
@@ -194,9 +187,11 @@ pub(crate) struct RunStopped {
     status: String,
 }
 
-/// A list of objects (`toolsets`, `skills`, `usage` lines, sessions, messages).
+/// A slice of a longer list (a job's runs, an event hook's deliveries, a session's messages).
 #[derive(ToSchema)]
 pub(crate) struct ObjectList {
     object: String,
     data: Vec<Value>,
+    /// Whether older items exist beyond this slice.
+    has_more: bool,
 }

@@ -213,9 +213,14 @@ async fn audit(remote: &Remote, args: crate::commands::AuditArgs, json_mode: boo
         bail!("GET {path}: {}: {}", resp.status(), resp.text().await.unwrap_or_default());
     }
     let text = resp.text().await?;
-    // Each line an entry as the API shows it; what does not read as one is left out.
-    let entries = text.lines().filter_map(|l| serde_json::from_str::<AuditEntry>(l).ok());
-    crate::cli::print_audit(json_mode, entries.filter_map(|e| serde_json::to_value(e).ok()).collect());
+    // Each line an entry as the API shows it; one that is not is an error, never left out.
+    let mut entries = Vec::new();
+    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let entry: AuditEntry =
+            serde_json::from_str(line).with_context(|| format!("GET {path}: line {} is not an audit entry", n + 1))?;
+        entries.push(serde_json::to_value(entry)?);
+    }
+    crate::cli::print_audit(json_mode, entries);
     Ok(())
 }
 
