@@ -19,22 +19,8 @@ pub enum RollupGroup {
     Source,
 }
 
-/// One line: a group's sums.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
-pub struct RollupLine {
-    /// The day (`2026-12-02`), the agent's name, the model, or the source.
-    pub key: String,
-    pub calls: i64,
-    pub prompt_tokens: i64,
-    pub completion_tokens: i64,
-    pub cached_tokens: i64,
-    pub cost_usd: f64,
-    /// Calls of models without a price: their cost is not in `cost_usd`.
-    pub unpriced_calls: i64,
-    pub turns: i64,
-    pub tool_ms: i64,
-    pub sandbox_ms: i64,
-}
+/// One line: a group's sums, as the admin API shows it.
+pub use hermes_wire::admin::RollupLine;
 
 /// The longest range one request may ask for.
 pub const MAX_DAYS: i64 = 366;

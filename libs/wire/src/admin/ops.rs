@@ -125,7 +125,7 @@ pub struct UsageRollup {
 }
 
 /// One group's usage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct RollupLine {
     /// The day, the agent's name, the model or the source (`total` for the total).
     pub key: String,

@@ -52,7 +52,7 @@ pub(crate) async fn usage(
         }
         other => store_error(other),
     })?;
-    let mut total = hermes_store::admin::RollupLine { key: "total".into(), ..Default::default() };
+    let mut total = RollupLine { key: "total".into(), ..Default::default() };
     for l in &lines {
         total.calls += l.calls;
         total.prompt_tokens += l.prompt_tokens;
@@ -70,21 +70,5 @@ pub(crate) async fn usage(
         RollupGroup::Model => "model",
         RollupGroup::Source => "source",
     };
-    let lines = lines.into_iter().map(line).collect();
-    Ok(Json(UsageRollup { from, to, by: by.to_owned(), lines, total: line(total) }))
-}
-
-fn line(l: hermes_store::admin::RollupLine) -> RollupLine {
-    RollupLine {
-        key: l.key,
-        calls: l.calls,
-        prompt_tokens: l.prompt_tokens,
-        completion_tokens: l.completion_tokens,
-        cached_tokens: l.cached_tokens,
-        cost_usd: l.cost_usd,
-        unpriced_calls: l.unpriced_calls,
-        turns: l.turns,
-        tool_ms: l.tool_ms,
-        sandbox_ms: l.sandbox_ms,
-    }
+    Ok(Json(UsageRollup { from, to, by: by.to_owned(), lines, total }))
 }
