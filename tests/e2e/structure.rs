@@ -21,8 +21,8 @@ use functions::Function;
 const LONG_FUNCTION_CEILING: usize = 0;
 /// Import circles inside crates today; lower it when one is broken.
 const CIRCLE_CEILING: usize = 0;
-/// `json!` in the api role's production code today (the turn path's streaming shapes, mostly).
-const API_JSON_CEILING: usize = 71;
+/// `json!` in the api role's production code today: none builds a response body.
+const API_JSON_CEILING: usize = 3;
 /// The longest a function may be, from its `fn` line to its closing brace.
 const MAX_LINES: usize = 80;
 

@@ -2,7 +2,6 @@
 //! turn: system messages become per-request instructions, the last user message is the input,
 //! earlier messages seed a new session's history.
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::{ApiError, ErrorCode};
@@ -16,18 +15,7 @@ const MAX_DEPTH: usize = 10;
 /// Most messages one request may carry (a new session's seeded history included).
 pub const MAX_MESSAGES: usize = 1_000;
 
-/// The fields we use; all other OpenAI fields are accepted and ignored, as OpenAI does.
-#[derive(Debug, Deserialize, serde::Serialize)]
-pub struct ChatCompletionRequest {
-    #[serde(default)]
-    pub model: Option<String>,
-    #[serde(default)]
-    pub messages: Option<Vec<Value>>,
-    #[serde(default)]
-    pub stream: Option<Value>,
-    #[serde(default)]
-    pub stream_options: Option<Value>,
-}
+pub use hermes_wire::v1::ChatCompletionRequest;
 
 /// A checked request.
 #[derive(Debug)]
@@ -55,12 +43,18 @@ pub fn bad(code: ErrorCode, msg: impl Into<String>) -> ApiError {
     ApiError::invalid_request(code, msg)
 }
 
-impl ChatCompletionRequest {
-    pub fn parse(self) -> Result<ParsedChat, ApiError> {
-        let stream = request_bool(self.stream, "stream", false)?;
-        let include_usage =
-            self.stream_options.as_ref().and_then(|o| o.get("include_usage")).and_then(Value::as_bool).unwrap_or(false);
-        let raw = self
+impl TryFrom<ChatCompletionRequest> for ParsedChat {
+    type Error = ApiError;
+
+    fn try_from(request: ChatCompletionRequest) -> Result<Self, ApiError> {
+        let stream = request_bool(request.stream, "stream", false)?;
+        let include_usage = request
+            .stream_options
+            .as_ref()
+            .and_then(|o| o.get("include_usage"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let raw = request
             .messages
             .ok_or_else(|| bad(ErrorCode::MissingRequiredParameter, "messages is required").with_param("messages"))?;
         if raw.is_empty() {
@@ -92,7 +86,7 @@ impl ChatCompletionRequest {
                     .with_param("messages"));
             }
         };
-        let model = self.model.map(|m| m.trim().to_owned()).filter(|m| !m.is_empty());
+        let model = request.model.map(|m| m.trim().to_owned()).filter(|m| !m.is_empty());
         Ok(ParsedChat {
             model,
             stream,
@@ -231,7 +225,7 @@ mod tests {
 
     #[test]
     fn system_messages_become_instructions_and_the_last_user_message_the_input() {
-        let parsed = req(json!({
+        let parsed = ParsedChat::try_from(req(json!({
             "model": "a", "stream": "true", "stream_options": {"include_usage": true}, "temperature": 0.2,
             "messages": [
                 {"role": "system", "content": "be brief"},
@@ -240,8 +234,7 @@ mod tests {
                 {"role": "developer", "content": "use French"},
                 {"role": "user", "content": [{"type": "text", "text": "again"}]}
             ]
-        }))
-        .parse()
+        })))
         .unwrap();
         assert!(parsed.stream && parsed.include_usage);
         assert_eq!(parsed.instructions.as_deref(), Some("be brief\n\nuse French"));
@@ -274,7 +267,7 @@ mod tests {
             (json!({"messages": vec![json!({"role": "user", "content": "x"}); MAX_MESSAGES + 1]}), "too_many_messages"),
         ];
         for (body, code) in cases {
-            let err = req(body.clone()).parse().unwrap_err();
+            let err = ParsedChat::try_from(req(body.clone())).unwrap_err();
             assert_eq!(err.code.map(ErrorCode::as_str), Some(code), "{body}");
             assert_eq!(err.status, 400);
         }

@@ -3,7 +3,6 @@
 //! job's next run with the schedule rules of `hermes-schedule` inside the claiming transaction.
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 use sqlx::{PgConnection, Row};
 
 pub use hermes_core::cron::JobTiming;
@@ -11,7 +10,9 @@ use hermes_core::outbox::Destination;
 use hermes_core::{AgentId, CronRunStatus, JobState, RunOutcome, TenantId, TurnId};
 
 use crate::admin::AuditedTx;
+
 use crate::{Result, Store, StoreError};
+pub use hermes_wire::v1::CronRun;
 
 /// A job to create.
 #[derive(Debug, Clone)]
@@ -275,8 +276,8 @@ impl Store {
     }
 
     /// A job's latest runs, newest first.
-    pub async fn job_runs(&self, tenant: TenantId, job: uuid::Uuid, limit: i64) -> Result<Vec<Value>> {
-        let rows = sqlx::query(
+    pub async fn job_runs(&self, tenant: TenantId, job: uuid::Uuid, limit: i64) -> Result<Vec<CronRun>> {
+        let runs: Vec<sqlx::types::Json<CronRun>> = sqlx::query_scalar(
             "SELECT jsonb_build_object('id', id, 'scheduled_for', scheduled_for, 'status', status,
                         'turn_id', turn_id, 'session_id', session_id, 'output', output, 'error', error,
                         'created_at', created_at, 'finished_at', finished_at) AS run
@@ -287,7 +288,7 @@ impl Store {
         .bind(limit)
         .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
-        rows.iter().map(|r| Ok(r.try_get("run")?)).collect()
+        Ok(runs.into_iter().map(|run| run.0).collect())
     }
 }
 

@@ -8,12 +8,14 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sqlx::{PgConnection, Row};
+use sqlx::PgConnection;
 
 use hermes_core::TenantId;
 
 use crate::admin::AuditedTx;
+
 use crate::{Result, SecretBox, Store, StoreError};
+pub use hermes_wire::v1::{DeliveryStatus, EventDelivery};
 
 /// The events a hook can take.
 pub const EVENTS: &[&str] = &["turn.finished", "cron.run.finished", "cron.run.failed", "approval.requested"];
@@ -179,8 +181,8 @@ impl Store {
     }
 
     /// An endpoint's latest deliveries, newest first.
-    pub async fn event_deliveries(&self, tenant: TenantId, hook: uuid::Uuid, limit: i64) -> Result<Vec<Value>> {
-        let rows = sqlx::query(
+    pub async fn event_deliveries(&self, tenant: TenantId, hook: uuid::Uuid, limit: i64) -> Result<Vec<EventDelivery>> {
+        let deliveries: Vec<sqlx::types::Json<EventDelivery>> = sqlx::query_scalar(
             "SELECT jsonb_build_object('id', id, 'event', event, 'status', status, 'attempts', attempts,
                         'last_status', last_status, 'last_error', last_error, 'created_at', created_at,
                         'next_attempt_at', CASE WHEN status = 'pending' THEN next_attempt_at END,
@@ -192,7 +194,7 @@ impl Store {
         .bind(limit)
         .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
-        rows.iter().map(|r| Ok(r.try_get("delivery")?)).collect()
+        Ok(deliveries.into_iter().map(|delivery| delivery.0).collect())
     }
 }
 

@@ -2,9 +2,8 @@
 //! return them, their derives describe them in `/openapi.json`, and `hermesctl --url` reads
 //! them back, so a shape is written once. Types only: no I/O, no framework.
 //!
-//! `admin` holds `/admin/v1`'s bodies, `v1` those of `/v1` and `/api` off the turn path. The
-//! turn path (chat completions, responses, runs) still builds `serde_json` bodies that the api
-//! crate's `schemas.rs` describes.
+//! `admin` holds `/admin/v1`'s bodies, `v1` those of `/v1` and `/api`, the turn path's streamed
+//! events included.
 
 pub mod admin;
 mod envelope;

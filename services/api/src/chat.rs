@@ -16,11 +16,11 @@ use crate::targets::chat_target;
 use hermes_http::chat_request::{ChatCompletionRequest, ParsedChat};
 
 #[utoipa::path(post, path = "/v1/chat/completions", tag = "openai",
-    request_body = crate::schemas::ChatCompletionRequest,
+    request_body = ChatCompletionRequest,
     params(("X-Hermes-Session-Id" = Option<String>, Header, description = "Continue this session"),
            ("X-Hermes-Session-Key" = Option<String>, Header, description = "The end user (long-term memory scope)"),
            ("Idempotency-Key" = Option<String>, Header, description = "Retries with the same key share one turn")),
-    responses((status = 200, description = "A chat.completion, or an SSE stream of chunks with stream: true", body = crate::schemas::ChatCompletion),
+    responses((status = 200, description = "A chat.completion, or an SSE stream of chunks with stream: true", body = hermes_wire::v1::ChatCompletion),
               (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody), (status = 402, description = "A spending cap is reached", body = hermes_wire::ErrorBody), (status = 429, description = "Rate limit reached", body = hermes_wire::ErrorBody),
               (status = 502, description = "The agent produced nothing", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn chat_completions(
@@ -52,7 +52,7 @@ async fn chat_turn(
     body: ChatCompletionRequest,
 ) -> Result<(Work, Answer, String), ApiError> {
     let idempotency = crate::idempotency::idempotency(headers, auth, &body, session_text(headers))?;
-    let mut parsed: ParsedChat = body.parse()?;
+    let mut parsed = ParsedChat::try_from(body)?;
     let agent = resolve_agent(state, auth, parsed.model.as_deref()).await?;
     let target = chat_target(headers, auth, agent.id, &mut parsed)?;
     let answer = Answer { stream: parsed.stream, include_usage: parsed.include_usage };

@@ -9,31 +9,27 @@ use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::Stream;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use hermes_core::{FinishReason, InteractionKind, PendingInteraction, TurnEventKind, TurnId, TurnOutcome};
 use hermes_http::{ApiError, ErrorCode};
+use hermes_wire::v1::{
+    AssistantRole, ChatChunk, ChatExtras, ChatUsage, ChunkError, ChunkHead, Delta, Interaction, Progress,
+    PromptTokensDetails, ServerErrorKind, ToolProgressStatus,
+};
 
 use crate::wait::{Next, Waiter};
 
 /// Set on a response whose turn waits for the user: the interaction to answer.
 pub(crate) const INTERACTION_HEADER: &str = "x-hermes-interaction-id";
 
-fn finish_reason(r: FinishReason) -> &'static str {
-    match r {
-        FinishReason::Stop => "stop",
-        FinishReason::Length => "length",
-        FinishReason::Error => "error",
+fn usage(o: &TurnOutcome) -> ChatUsage {
+    ChatUsage {
+        prompt_tokens: o.usage.prompt_tokens,
+        completion_tokens: o.usage.completion_tokens,
+        total_tokens: o.usage.total_tokens,
+        prompt_tokens_details: Some(PromptTokensDetails { cached_tokens: o.usage.cached_tokens }),
     }
-}
-
-fn usage_json(o: &TurnOutcome) -> Value {
-    json!({
-        "prompt_tokens": o.usage.prompt_tokens,
-        "completion_tokens": o.usage.completion_tokens,
-        "total_tokens": o.usage.total_tokens,
-        "prompt_tokens_details": { "cached_tokens": o.usage.cached_tokens }
-    })
 }
 
 /// What the user reads when the turn waits for them.
@@ -56,15 +52,18 @@ pub(crate) fn interaction_text(i: &PendingInteraction) -> String {
     }
 }
 
-/// The `hermes.interaction` object: what to answer and where.
-pub(crate) fn interaction_json(i: &PendingInteraction) -> Value {
-    json!({
-        "id": i.id,
-        "kind": i.kind,
-        "prompt": i.prompt,
-        "expires_at": i.expires_at,
-        "answer_url": format!("/v1/interactions/{}", i.id),
-    })
+/// The Hermes extras of an answer whose turn waits for the user.
+fn waiting_on(i: &PendingInteraction) -> Option<ChatExtras> {
+    Some(ChatExtras { interaction: Some(Interaction::from(i)), session_id: None })
+}
+
+fn data(chunk: &ChatChunk) -> Event {
+    let event = Event::default();
+    let event = match &chunk.progress {
+        Some(p) => event.event(p.event_name()),
+        None => event,
+    };
+    event.json_data(chunk).unwrap_or_else(|_| Event::default().comment("unserializable chunk"))
 }
 
 pub(crate) fn incomplete(outcome: &TurnOutcome) -> ApiError {
@@ -79,7 +78,8 @@ pub(crate) fn incomplete(outcome: &TurnOutcome) -> ApiError {
         );
     }
     let mut err = ApiError::new(StatusCode::BAD_GATEWAY, "server_error", Some(ErrorCode::AgentIncomplete), msg);
-    err.hermes = Some(Box::new(json!({ "completed": false, "failed": true, "error_code": outcome.error_code })));
+    err.hermes =
+        Some(Box::new(serde_json::json!({ "completed": false, "failed": true, "error_code": outcome.error_code })));
     err
 }
 
@@ -90,41 +90,6 @@ pub(crate) fn timed_out() -> ApiError {
         Some(ErrorCode::TurnTimeout),
         "the turn is still running; continue the session later with X-Hermes-Session-Id",
     )
-}
-
-/// Builds chunks of one completion.
-#[derive(Clone)]
-struct Chunks {
-    id: String,
-    created: i64,
-    model: String,
-}
-
-impl Chunks {
-    fn base(&self, choices: Value) -> Value {
-        json!({"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-               "choices": choices})
-    }
-
-    fn delta(&self, delta: Value, finish: Option<&str>) -> Event {
-        Event::default().data(self.base(json!([{"index": 0, "delta": delta, "finish_reason": finish}])).to_string())
-    }
-
-    /// Tool progress as upstream Hermes names it (`event: hermes.tool.progress`), with a data
-    /// object that is also a valid, empty chunk: the official SDKs hand every named event to
-    /// their chunk parser, and an empty delta keeps them working.
-    fn tool_progress(&self, fields: Value) -> Event {
-        self.named("hermes.tool.progress", fields)
-    }
-
-    /// A named Hermes event (`hermes.tool.progress`, `hermes.notice`), chunk-shaped as above.
-    fn named(&self, name: &str, fields: Value) -> Event {
-        let mut data = self.base(json!([{"index": 0, "delta": {}, "finish_reason": null}]));
-        if let (Some(obj), Value::Object(extra)) = (data.as_object_mut(), fields) {
-            obj.extend(extra);
-        }
-        Event::default().event(name).data(data.to_string())
-    }
 }
 
 /// Stops the turn if the request goes away before its answer (the client disconnected),
@@ -184,8 +149,8 @@ pub(crate) struct Completion {
 }
 
 impl Completion {
-    fn chunks(&self) -> Chunks {
-        Chunks {
+    fn chunks(&self) -> ChunkHead {
+        ChunkHead {
             id: format!("chatcmpl-{}", self.turn.as_uuid().simple()),
             created: chrono::Utc::now().timestamp(),
             model: self.model.clone(),
@@ -222,7 +187,7 @@ impl Completion {
         if outcome.finish_reason == FinishReason::Error && outcome.content.is_empty() {
             return Err(incomplete(&outcome));
         }
-        let body = self.completion_json(&outcome.content, finish_reason(outcome.finish_reason), usage_json(&outcome));
+        let body = self.chunks().completion(outcome.content.clone(), outcome.finish_reason, usage(&outcome));
         let mut resp = Json(body).into_response();
         if let Some(v) = outcome.session_id.and_then(|id| axum::http::HeaderValue::from_str(&id.to_string()).ok()) {
             // Compaction moved the conversation to a new session: continue with that one.
@@ -231,28 +196,10 @@ impl Completion {
         Ok(resp)
     }
 
-    /// A `chat.completion` object with one assistant message.
-    fn completion_json(&self, content: &str, finish: &str, usage: Value) -> Value {
-        let c = self.chunks();
-        json!({
-            "id": c.id,
-            "object": "chat.completion",
-            "created": c.created,
-            "model": c.model,
-            "choices": [{
-                "index": 0,
-                "message": { "role": "assistant", "content": content, "refusal": null },
-                "logprobs": null,
-                "finish_reason": finish,
-            }],
-            "usage": usage,
-        })
-    }
-
     fn waiting_response(&self, interaction: &PendingInteraction) -> Response {
-        let usage = json!({ "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0 });
-        let mut body = self.completion_json(&interaction_text(interaction), "stop", usage);
-        body["hermes"] = json!({ "interaction": interaction_json(interaction) });
+        let mut body =
+            self.chunks().completion(interaction_text(interaction), FinishReason::Stop, ChatUsage::default());
+        body.hermes = waiting_on(interaction);
         let mut resp = Json(body).into_response();
         if let Ok(v) = axum::http::HeaderValue::from_str(&interaction.id.to_string()) {
             resp.headers_mut().insert(INTERACTION_HEADER, v);
@@ -282,77 +229,87 @@ impl Completion {
 
     async fn pump(mut self, tx: tokio::sync::mpsc::Sender<Result<Event, Infallible>>, include_usage: bool) {
         let chunks = self.chunks();
-        let send = |e: Event| tx.send(Ok(e));
-        if send(chunks.delta(json!({"role": "assistant", "content": ""}), None)).await.is_err() {
+        let send = |chunk: ChatChunk| tx.send(Ok(data(&chunk)));
+        let role = Delta { role: Some(AssistantRole::Assistant), content: Some(String::new()) };
+        if send(chunks.delta(role, None)).await.is_err() {
             return;
         }
         let mut streamed = String::new();
         let outcome = loop {
-            let event = match self.waiter.next().await {
+            let chunk = match self.waiter.next().await {
                 Next::Finished(outcome) => {
                     self.guard.armed = false;
                     break outcome;
                 }
                 Next::Waiting(interaction) => {
                     self.guard.armed = false;
-                    let text = chunks.delta(json!({ "content": interaction_text(&interaction) }), None);
-                    let mut finish = chunks.base(json!([{"index": 0, "delta": {}, "finish_reason": "stop"}]));
-                    if let Some(obj) = finish.as_object_mut() {
-                        obj.insert("hermes".into(), json!({ "interaction": interaction_json(&interaction) }));
-                    }
-                    for event in [text, Event::default().data(finish.to_string()), Event::default().data("[DONE]")] {
-                        if send(event).await.is_err() {
-                            return;
-                        }
+                    let text = chunks.text(interaction_text(&interaction));
+                    let finish = ChatChunk {
+                        hermes: waiting_on(&interaction),
+                        ..chunks.delta(Delta::default(), Some(FinishReason::Stop))
+                    };
+                    if send(text).await.is_ok() && send(finish).await.is_ok() {
+                        let _ = tx.send(Ok(Event::default().data("[DONE]"))).await;
                     }
                     return;
                 }
                 Next::Event(TurnEventKind::Delta { text }) => {
                     streamed.push_str(&text);
-                    chunks.delta(json!({ "content": text }), None)
+                    chunks.text(text)
                 }
-                Next::Event(TurnEventKind::ToolStarted { call_id, tool, preview, .. }) => chunks
-                    .tool_progress(json!({"tool": tool, "toolCallId": call_id, "label": preview, "status": "running"})),
-                Next::Event(TurnEventKind::ToolCompleted { call_id, tool, ok, duration_ms, .. }) => chunks.tool_progress(
-                    json!({"tool": tool, "toolCallId": call_id, "status": "completed", "ok": ok, "duration_ms": duration_ms}),
-                ),
-                Next::Event(TurnEventKind::Notice { code, message }) => {
-                chunks.named("hermes.notice", json!({"code": code, "message": message}))
-                }
-                Next::Event(_) => continue,
+                Next::Event(event) => match progress(event) {
+                    Some(p) => chunks.progress(p),
+                    None => continue,
+                },
             };
-            if send(event).await.is_err() {
+            if send(chunk).await.is_err() {
                 return;
             }
         };
         // Text the events did not carry (a lost event, or a resumed attempt).
         if let Some(rest) = outcome.content.strip_prefix(streamed.as_str()).filter(|r| !r.is_empty()) {
-            let _ = send(chunks.delta(json!({ "content": rest }), None)).await;
+            let _ = send(chunks.text(rest)).await;
         }
-        let mut finish =
-            chunks.base(json!([{"index": 0, "delta": {}, "finish_reason": finish_reason(outcome.finish_reason)}]));
-        if outcome.finish_reason == FinishReason::Error
-            && let Some(obj) = finish.as_object_mut()
-        {
-            // SDKs raise an `error` object in a chunk as an API error.
-            obj.insert(
-                "error".into(),
-                json!({"message": outcome.error.clone().unwrap_or_else(|| "the turn failed".into()),
-                       "type": "server_error", "code": outcome.error_code}),
-            );
-        }
-        if let (Some(id), Some(obj)) = (outcome.session_id, finish.as_object_mut()) {
-            // Compaction moved the conversation to a new session: continue with that one.
-            obj.insert("hermes".into(), json!({ "session_id": id }));
-        }
-        let _ = send(Event::default().data(finish.to_string())).await;
+        let _ = send(last_chunk(&chunks, &outcome)).await;
         if include_usage {
-            let mut usage = chunks.base(json!([]));
-            if let Some(obj) = usage.as_object_mut() {
-                obj.insert("usage".into(), usage_json(&outcome));
-            }
-            let _ = send(Event::default().data(usage.to_string())).await;
+            let _ = send(chunks.usage(usage(&outcome))).await;
         }
-        let _ = send(Event::default().data("[DONE]")).await;
+        let _ = tx.send(Ok(Event::default().data("[DONE]"))).await;
     }
+}
+
+/// A tool's progress or a notice, as a named event; `None` for events a chat stream leaves out.
+fn progress(event: TurnEventKind) -> Option<Progress> {
+    match event {
+        TurnEventKind::ToolStarted { call_id, tool, preview, .. } => Some(Progress::Tool {
+            tool,
+            tool_call_id: call_id,
+            status: ToolProgressStatus::Running,
+            label: Some(preview),
+            ok: None,
+            duration_ms: None,
+        }),
+        TurnEventKind::ToolCompleted { call_id, tool, ok, duration_ms, .. } => Some(Progress::Tool {
+            tool,
+            tool_call_id: call_id,
+            status: ToolProgressStatus::Completed,
+            label: None,
+            ok: Some(ok),
+            duration_ms: Some(duration_ms),
+        }),
+        TurnEventKind::Notice { code, message } => Some(Progress::Notice { code, message }),
+        _ => None,
+    }
+}
+
+/// The chunk with the finish reason: with the turn's error if it failed, and the session to
+/// continue with if compaction moved the conversation.
+fn last_chunk(chunks: &ChunkHead, outcome: &TurnOutcome) -> ChatChunk {
+    let error = (outcome.finish_reason == FinishReason::Error).then(|| ChunkError {
+        message: outcome.error.clone().unwrap_or_else(|| "the turn failed".into()),
+        r#type: ServerErrorKind::ServerError,
+        code: outcome.error_code,
+    });
+    let hermes = outcome.session_id.map(|id| ChatExtras { interaction: None, session_id: Some(id) });
+    ChatChunk { error, hermes, ..chunks.delta(Delta::default(), Some(outcome.finish_reason)) }
 }

@@ -8,7 +8,6 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
-use serde_json::Value;
 
 use hermes_core::outbox::DeliveryTarget;
 use hermes_http::{ApiError, ApiJson, ErrorCode};
@@ -16,7 +15,7 @@ use hermes_schedule::time_zone;
 use hermes_store::KeyAuth;
 use hermes_store::cron::{Job, NewJob};
 use hermes_wire::Slice;
-use hermes_wire::v1::{CronJob, Deleted};
+use hermes_wire::v1::{CronJob, CronRun, Deleted};
 
 use crate::agents::resolve_agent;
 use crate::auth::Caller;
@@ -187,12 +186,12 @@ pub(crate) async fn run(
 }
 
 #[utoipa::path(get, path = "/v1/cron/jobs/{id}/runs", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
-    responses((status = 200, description = "The job's latest runs with their outputs, newest first", body = crate::schemas::ObjectList), (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The job's latest runs with their outputs, newest first", body = Slice<CronRun>), (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn runs(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Slice<Value>>> {
+) -> Result<Json<Slice<CronRun>>> {
     let job = visible(&state, &auth, &id).await?;
     let runs = state.store.job_runs(auth.tenant_id, job.id, 50).await?;
     Ok(Json(Slice::whole(runs)))

@@ -8,14 +8,13 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
-use serde_json::Value;
 
 use hermes_http::{ApiError, ApiJson, ErrorCode};
 use hermes_net_policy::outbound;
 use hermes_store::KeyAuth;
 use hermes_store::event_hooks::{EVENTS, EventHook, EventHookChanges};
 use hermes_wire::Slice;
-use hermes_wire::v1::{Deleted, EventHook as Shown, EventPing};
+use hermes_wire::v1::{Deleted, EventDelivery, EventHook as Shown, EventPing};
 
 use crate::auth::{Caller, tenant_wide};
 use crate::errors::{Failure, Resource, resource};
@@ -157,12 +156,12 @@ pub(crate) async fn ping(
 }
 
 #[utoipa::path(get, path = "/v1/event-hooks/{id}/deliveries", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")),
-    responses((status = 200, description = "The endpoint's latest 100 events: pending, delivered or failed, with attempts and errors", body = crate::schemas::ObjectList), (status = 404, description = "No such event hook", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The endpoint's latest 100 events: pending, delivered or failed, with attempts and errors", body = Slice<EventDelivery>), (status = 404, description = "No such event hook", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn deliveries(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Slice<Value>>> {
+) -> Result<Json<Slice<EventDelivery>>> {
     let hook = owned(&state, &auth, &id).await?;
     let data = state.store.event_deliveries(auth.tenant_id, hook.id, 100).await?;
     Ok(Json(Slice::whole(data)))

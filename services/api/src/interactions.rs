@@ -16,7 +16,7 @@ use crate::state::AppState;
 use crate::submit::{Work, submit_turn};
 
 #[utoipa::path(post, path = "/v1/interactions/{id}", tag = "hermes", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "The resumed turn's answer, as chat/completions answers", body = crate::schemas::ChatCompletion), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody),
+    responses((status = 200, description = "The resumed turn's answer, as chat/completions answers", body = hermes_wire::v1::ChatCompletion), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody),
               (status = 409, description = "Already answered or expired", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn answer_interaction(
     State(state): State<AppState>,

@@ -36,7 +36,6 @@ mod responses_object;
 mod responses_stream;
 mod responses_wire;
 mod runs_object;
-mod schemas;
 mod shown;
 mod state;
 mod submit;

@@ -8,18 +8,17 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
-
 use hermes_core::FinishReason;
 use hermes_http::{ApiError, ApiJson, ErrorCode};
 use hermes_store::{KeyAuth, NewResponse, NewTurn, TurnStatus};
+use hermes_wire::v1::{Deleted, ResponseObject, ResponsesRequest, Truncation};
 
 use crate::auth::Caller;
 use crate::completion::{Completion, incomplete, timed_out};
 use crate::errors::missing_or_internal;
 use crate::headers::with_session;
 use crate::responses_object::{ResponseMeta, response_object};
-use crate::responses_wire::{Continues, ResponsesRequest, parse_response_id, response_id};
+use crate::responses_wire::{Continues, ParsedResponses, parse_response_id, response_id};
 use crate::state::AppState;
 use crate::submit::{Entry, Submitted, Work, submit_turn};
 use crate::targets::response_target;
@@ -30,8 +29,8 @@ fn not_found(id: &str) -> ApiError {
 }
 
 #[utoipa::path(post, path = "/v1/responses", tag = "openai",
-    request_body = crate::schemas::ResponsesRequest,
-    responses((status = 200, description = "A response, or an SSE stream of response.* events with stream: true", body = crate::schemas::ResponseObject),
+    request_body = hermes_wire::v1::ResponsesRequest,
+    responses((status = 200, description = "A response, or an SSE stream of response.* events with stream: true", body = hermes_wire::v1::ResponseObject),
               (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody), (status = 402, description = "A spending cap is reached", body = hermes_wire::ErrorBody), (status = 429, description = "Rate limit reached", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
@@ -66,7 +65,7 @@ struct Described {
     instructions: Option<String>,
     previous: Option<hermes_core::TurnId>,
     store: bool,
-    truncation: String,
+    truncation: Truncation,
     stream: bool,
 }
 
@@ -94,14 +93,14 @@ async fn response_turn(
     body: ResponsesRequest,
 ) -> Result<(Work, Described), ApiError> {
     let idempotency = crate::idempotency::idempotency(headers, auth, &body, None)?;
-    let mut parsed = body.parse()?;
+    let mut parsed = ParsedResponses::try_from(body)?;
     let (agent, target, previous) = response_target(state, auth, headers, &mut parsed).await?;
     let model = parsed.model.clone().unwrap_or_else(|| agent.name.clone());
     let conversation = match &parsed.continues {
         Continues::Conversation(name) => Some(name.clone()),
         _ => None,
     };
-    let truncation = if parsed.auto_truncation { "auto" } else { "disabled" }.to_owned();
+    let truncation = if parsed.auto_truncation { Truncation::Auto } else { Truncation::Disabled };
     let turn = NewTurn {
         agent_id: agent.id,
         target,
@@ -114,7 +113,7 @@ async fn response_turn(
             model: model.clone(),
             previous,
             conversation,
-            truncation: truncation.clone(),
+            truncation: truncation.as_str().to_owned(),
         }),
         reply_to: None,
         trace: hermes_telemetry::context::current(),
@@ -167,7 +166,7 @@ async fn collect(mut completion: Completion, meta: ResponseMeta, state: &AppStat
 }
 
 /// The stored response's `ResponseMeta` and object.
-async fn stored(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Value, ApiError> {
+async fn stored(state: &AppState, auth: &KeyAuth, id: &str) -> Result<ResponseObject, ApiError> {
     let turn = parse_response_id(id).ok_or_else(|| not_found(id))?;
     let r = state
         .store
@@ -190,19 +189,19 @@ async fn stored(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Value, Api
         instructions: r.instructions,
         previous: r.previous,
         store: true,
-        truncation: r.truncation,
+        truncation: Truncation::from_stored(&r.truncation),
         session: r.session_id,
     };
     Ok(response_object(&meta, r.status, r.outcome.as_ref(), &messages, interaction.as_ref()))
 }
 
 #[utoipa::path(get, path = "/v1/responses/{id}", tag = "openai", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "A stored response", body = crate::schemas::ResponseObject), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "A stored response", body = hermes_wire::v1::ResponseObject), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ResponseObject>, ApiError> {
     stored(&state, &auth, &id).await.map(Json)
 }
 
@@ -212,12 +211,12 @@ pub(crate) async fn delete(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Deleted>, ApiError> {
     // Visibility first: a key limited to one agent cannot delete another's responses.
     stored(&state, &auth, &id).await?;
     let turn = parse_response_id(&id).ok_or_else(|| not_found(&id))?;
     match state.store.delete_response(auth.tenant_id, turn).await {
-        Ok(true) => Ok(Json(json!({ "id": response_id(turn), "object": "response", "deleted": true }))),
+        Ok(true) => Ok(Json(Deleted::new(response_id(turn), "response"))),
         Ok(false) => Err(not_found(&id)),
         Err(e) => Err(ApiError::internal(e)),
     }

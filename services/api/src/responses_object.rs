@@ -2,12 +2,17 @@
 //! assistant's message, each tool call and its result), built from the turn's state and the
 //! messages it stored. Both the JSON answer and the stream build them here.
 
-use serde_json::{Value, json};
+use std::collections::BTreeMap;
 
 use hermes_core::{ChatMessage, FinishReason, PendingInteraction, Role, TurnId, TurnOutcome};
 use hermes_store::TurnStatus;
+use hermes_wire::v1::{
+    AssistantRole, ContentPart, IncompleteDetails, IncompleteReason, InputTokensDetails, Interaction, ItemStatus,
+    OutputItem, OutputTokensDetails, Reasoning, ResponseError, ResponseExtras, ResponseKind, ResponseObject,
+    ResponseStatus, ResponseUsage, TextConfig, Truncation,
+};
 
-use crate::completion::{interaction_json, interaction_text};
+use crate::completion::interaction_text;
 use crate::responses_wire::response_id;
 
 /// What a response object says besides the turn's own state.
@@ -19,41 +24,54 @@ pub(crate) struct ResponseMeta {
     pub instructions: Option<String>,
     pub previous: Option<TurnId>,
     pub store: bool,
-    pub truncation: String,
+    pub truncation: Truncation,
     pub session: hermes_core::SessionId,
 }
 
 /// The Responses API `usage` object.
-pub(crate) fn usage_json(o: Option<&TurnOutcome>) -> Value {
-    let u = o.map(|o| o.usage).unwrap_or_default();
-    json!({
-        "input_tokens": u.prompt_tokens,
-        "input_tokens_details": { "cached_tokens": u.cached_tokens },
-        "output_tokens": u.completion_tokens,
-        "output_tokens_details": { "reasoning_tokens": 0 },
-        "total_tokens": u.total_tokens,
-    })
+pub(crate) fn usage(o: &TurnOutcome) -> ResponseUsage {
+    let u = o.usage;
+    ResponseUsage {
+        input_tokens: u.prompt_tokens,
+        input_tokens_details: InputTokensDetails { cached_tokens: u.cached_tokens },
+        output_tokens: u.completion_tokens,
+        output_tokens_details: OutputTokensDetails { reasoning_tokens: 0 },
+        total_tokens: u.total_tokens,
+    }
+}
+
+/// The id of the assistant's message item.
+pub(crate) fn message_id(turn: TurnId) -> String {
+    format!("msg_{}", turn.as_uuid().simple())
 }
 
 /// The assistant's message item.
-pub(crate) fn message_item(turn: TurnId, text: &str, status: &str) -> Value {
-    json!({
-        "id": format!("msg_{}", turn.as_uuid().simple()),
-        "type": "message",
-        "status": status,
-        "role": "assistant",
-        "content": [{ "type": "output_text", "text": text, "annotations": [] }],
-    })
+pub(crate) fn message_item(turn: TurnId, text: &str, status: ItemStatus) -> OutputItem {
+    OutputItem::Message {
+        id: message_id(turn),
+        status,
+        role: AssistantRole::Assistant,
+        content: vec![ContentPart::text(text)],
+    }
 }
 
-pub(crate) fn function_call_item(call_id: &str, name: &str, arguments: &str, status: &str) -> Value {
-    json!({ "id": format!("fc_{call_id}"), "type": "function_call", "status": status, "call_id": call_id,
-            "name": name, "arguments": arguments })
+pub(crate) fn function_call_item(call_id: &str, name: &str, arguments: &str, status: ItemStatus) -> OutputItem {
+    OutputItem::FunctionCall {
+        id: format!("fc_{call_id}"),
+        status,
+        call_id: call_id.to_owned(),
+        name: name.to_owned(),
+        arguments: arguments.to_owned(),
+    }
 }
 
-pub(crate) fn function_output_item(call_id: &str, output: &str) -> Value {
-    json!({ "id": format!("fco_{call_id}"), "type": "function_call_output", "status": "completed",
-            "call_id": call_id, "output": output })
+pub(crate) fn function_output_item(call_id: &str, output: &str) -> OutputItem {
+    OutputItem::FunctionCallOutput {
+        id: format!("fco_{call_id}"),
+        status: ItemStatus::Completed,
+        call_id: call_id.to_owned(),
+        output: output.to_owned(),
+    }
 }
 
 /// Tools whose names start with `_` are internal and never shown (as upstream).
@@ -62,7 +80,7 @@ pub(crate) fn internal_tool(name: &str) -> bool {
 }
 
 /// The turn's tool calls and results as output items, in the order they happened.
-fn tool_items(messages: &[ChatMessage]) -> Vec<Value> {
+fn tool_items(messages: &[ChatMessage]) -> Vec<OutputItem> {
     let mut shown = std::collections::HashSet::new();
     let mut items = Vec::new();
     for m in messages {
@@ -71,7 +89,7 @@ fn tool_items(messages: &[ChatMessage]) -> Vec<Value> {
                 for call in m.tool_calls.iter().filter(|c| !internal_tool(&c.function.name)) {
                     shown.insert(call.id.clone());
                     let args = hermes_core::event_text(&call.function.arguments);
-                    items.push(function_call_item(&call.id, &call.function.name, &args, "completed"));
+                    items.push(function_call_item(&call.id, &call.function.name, &args, ItemStatus::Completed));
                 }
             }
             Role::Tool => {
@@ -85,39 +103,37 @@ fn tool_items(messages: &[ChatMessage]) -> Vec<Value> {
     items
 }
 
-/// A response's `status`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum ResponseStatus {
-    Queued,
-    InProgress,
-    Cancelled,
-    Completed,
-    Incomplete,
-    Failed,
-}
-
 /// The `status` of a response whose turn is in `status`.
 pub(crate) fn response_status(status: TurnStatus, outcome: Option<&TurnOutcome>) -> ResponseStatus {
-    state_of(status, outcome).0
+    state_of(status, outcome).status
 }
 
-/// `(status, error, incomplete_details)` of a response whose turn is in `status`.
-fn state_of(status: TurnStatus, outcome: Option<&TurnOutcome>) -> (ResponseStatus, Value, Value) {
-    let error = |o: &TurnOutcome| {
-        json!({ "code": o.error_code.unwrap_or(hermes_core::ErrorCode::ServerError),
-                "message": o.error.clone().unwrap_or_else(|| "the turn failed".into()) })
-    };
+/// What a response whose turn is in `status` says of how it ended.
+struct State {
+    status: ResponseStatus,
+    error: Option<ResponseError>,
+    incomplete_details: Option<IncompleteDetails>,
+}
+
+fn state_of(status: TurnStatus, outcome: Option<&TurnOutcome>) -> State {
+    let only = |status| State { status, error: None, incomplete_details: None };
     match (status, outcome) {
-        (TurnStatus::Queued, _) => (ResponseStatus::Queued, Value::Null, Value::Null),
-        (TurnStatus::Running | TurnStatus::Waiting, _) | (_, None) => {
-            (ResponseStatus::InProgress, Value::Null, Value::Null)
-        }
-        (TurnStatus::Cancelled, Some(_)) => (ResponseStatus::Cancelled, Value::Null, Value::Null),
+        (TurnStatus::Queued, _) => only(ResponseStatus::Queued),
+        (TurnStatus::Running | TurnStatus::Waiting, _) | (_, None) => only(ResponseStatus::InProgress),
+        (TurnStatus::Cancelled, Some(_)) => only(ResponseStatus::Cancelled),
         (_, Some(o)) => match o.finish_reason {
-            FinishReason::Stop => (ResponseStatus::Completed, Value::Null, Value::Null),
-            FinishReason::Length => (ResponseStatus::Incomplete, Value::Null, json!({ "reason": "max_output_tokens" })),
-            FinishReason::Error => (ResponseStatus::Failed, error(o), Value::Null),
+            FinishReason::Stop => only(ResponseStatus::Completed),
+            FinishReason::Length => State {
+                incomplete_details: Some(IncompleteDetails { reason: IncompleteReason::MaxOutputTokens }),
+                ..only(ResponseStatus::Incomplete)
+            },
+            FinishReason::Error => State {
+                error: Some(ResponseError {
+                    code: o.error_code.unwrap_or(hermes_core::ErrorCode::ServerError),
+                    message: o.error.clone().unwrap_or_else(|| "the turn failed".into()),
+                }),
+                ..only(ResponseStatus::Failed)
+            },
         },
     }
 }
@@ -129,8 +145,8 @@ pub(crate) fn response_object(
     outcome: Option<&TurnOutcome>,
     messages: &[ChatMessage],
     interaction: Option<&PendingInteraction>,
-) -> Value {
-    let (state, error, incomplete_details) = state_of(status, outcome);
+) -> ResponseObject {
+    let state = state_of(status, outcome);
     let mut output = tool_items(messages);
     let text = match (outcome, interaction) {
         (_, Some(i)) => Some(interaction_text(i)),
@@ -139,38 +155,34 @@ pub(crate) fn response_object(
         (None, None) => None,
     };
     if let Some(text) = text {
-        output.push(message_item(meta.turn, &text, "completed"));
+        output.push(message_item(meta.turn, &text, ItemStatus::Completed));
     }
-    let session = outcome.and_then(|o| o.session_id).unwrap_or(meta.session);
-    let mut hermes = json!({ "session_id": session });
-    if let Some(i) = interaction {
-        hermes["interaction"] = interaction_json(i);
+    let session_id = outcome.and_then(|o| o.session_id).unwrap_or(meta.session);
+    ResponseObject {
+        id: response_id(meta.turn),
+        object: ResponseKind::Response,
+        created_at: meta.created_at,
+        status: state.status,
+        background: false,
+        error: state.error,
+        incomplete_details: state.incomplete_details,
+        instructions: meta.instructions.clone(),
+        max_output_tokens: None,
+        model: meta.model.clone(),
+        output,
+        parallel_tool_calls: true,
+        previous_response_id: meta.previous.map(response_id),
+        reasoning: Reasoning::default(),
+        store: meta.store,
+        temperature: None,
+        text: TextConfig::default(),
+        tool_choice: "auto".into(),
+        tools: Vec::new(),
+        top_p: None,
+        truncation: meta.truncation,
+        usage: outcome.map(usage),
+        user: None,
+        metadata: BTreeMap::new(),
+        hermes: ResponseExtras { session_id, interaction: interaction.map(Interaction::from) },
     }
-    json!({
-        "id": response_id(meta.turn),
-        "object": "response",
-        "created_at": meta.created_at,
-        "status": state,
-        "background": false,
-        "error": error,
-        "incomplete_details": incomplete_details,
-        "instructions": meta.instructions,
-        "max_output_tokens": null,
-        "model": meta.model,
-        "output": output,
-        "parallel_tool_calls": true,
-        "previous_response_id": meta.previous.map(response_id),
-        "reasoning": { "effort": null, "summary": null },
-        "store": meta.store,
-        "temperature": null,
-        "text": { "format": { "type": "text" } },
-        "tool_choice": "auto",
-        "tools": [],
-        "top_p": null,
-        "truncation": meta.truncation,
-        "usage": if outcome.is_some() { usage_json(outcome) } else { Value::Null },
-        "user": null,
-        "metadata": {},
-        "hermes": hermes,
-    })
 }

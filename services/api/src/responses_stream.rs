@@ -12,16 +12,19 @@ use std::convert::Infallible;
 
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
-use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use hermes_core::{TurnEventKind, TurnOutcome};
 use hermes_store::{Store, TurnStatus};
+use hermes_wire::v1::{
+    ContentPart, IncompleteDetails, IncompleteReason, ItemStatus, OutputItem, ResponseEvent, ResponseStatus,
+    ResponseStreamEvent,
+};
 
 use crate::completion::{Completion, interaction_text};
 use crate::responses_object::{
-    ResponseMeta, ResponseStatus, function_call_item, function_output_item, internal_tool, message_item,
-    response_object, response_status,
+    ResponseMeta, function_call_item, function_output_item, internal_tool, message_id, message_item, response_object,
+    response_status,
 };
 use crate::wait::Next;
 
@@ -32,13 +35,12 @@ struct Emitter {
 }
 
 impl Emitter {
-    async fn send(&mut self, kind: &str, mut data: Value) -> bool {
-        if let Some(obj) = data.as_object_mut() {
-            obj.insert("type".into(), json!(kind));
-            obj.insert("sequence_number".into(), json!(self.sequence));
-        }
+    async fn send(&mut self, event: ResponseEvent) -> bool {
+        let name = event.name();
+        let numbered = ResponseStreamEvent { event, sequence_number: self.sequence };
         self.sequence += 1;
-        self.tx.send(Ok(Event::default().event(kind).data(data.to_string()))).await.is_ok()
+        let Ok(event) = Event::default().event(name).json_data(numbered) else { return false };
+        self.tx.send(Ok(event)).await.is_ok()
     }
 }
 
@@ -83,21 +85,25 @@ pub(crate) fn stream(
 }
 
 async fn text_delta(out: &mut Emitter, items: &mut Items, meta: &ResponseMeta, delta: &str) -> bool {
-    let index = match items.message {
+    let item_id = message_id(meta.turn);
+    let output_index = match items.message {
         Some(i) => i,
         None => {
             let i = items.claim_index();
             items.message = Some(i);
-            let mut item = message_item(meta.turn, "", "in_progress");
-            item["content"] = json!([]);
-            let part = json!({ "type": "output_text", "text": "", "annotations": [] });
-            if !out.send("response.output_item.added", json!({ "output_index": i, "item": item })).await
+            let mut item = message_item(meta.turn, "", ItemStatus::InProgress);
+            if let OutputItem::Message { content, .. } = &mut item {
+                content.clear();
+            }
+            let part = ContentPart::text("");
+            if !out.send(ResponseEvent::ItemAdded { output_index: i, item }).await
                 || !out
-                    .send(
-                        "response.content_part.added",
-                        json!({ "item_id": item["id"], "output_index": i,
-                        "content_index": 0, "part": part }),
-                    )
+                    .send(ResponseEvent::PartAdded {
+                        item_id: item_id.clone(),
+                        output_index: i,
+                        content_index: 0,
+                        part,
+                    })
                     .await
             {
                 return false;
@@ -106,40 +112,41 @@ async fn text_delta(out: &mut Emitter, items: &mut Items, meta: &ResponseMeta, d
         }
     };
     items.text.push_str(delta);
-    let id = format!("msg_{}", meta.turn.as_uuid().simple());
-    out.send(
-        "response.output_text.delta",
-        json!({ "item_id": id, "output_index": index, "content_index": 0,
-            "delta": delta, "logprobs": [] }),
-    )
+    out.send(ResponseEvent::TextDelta {
+        item_id,
+        output_index,
+        content_index: 0,
+        delta: delta.to_owned(),
+        logprobs: Vec::new(),
+    })
     .await
 }
 
 /// Closes the message item, if one was opened.
 async fn close_message(out: &mut Emitter, items: &Items, meta: &ResponseMeta) -> bool {
-    let Some(index) = items.message else { return true };
-    let item = message_item(meta.turn, &items.text, "completed");
-    let id = item["id"].clone();
-    out.send(
-        "response.output_text.done",
-        json!({ "item_id": id, "output_index": index, "content_index": 0,
-            "text": items.text, "logprobs": [] }),
-    )
+    let Some(output_index) = items.message else { return true };
+    let item_id = message_id(meta.turn);
+    let text = items.text.clone();
+    out.send(ResponseEvent::TextDone {
+        item_id: item_id.clone(),
+        output_index,
+        content_index: 0,
+        text: text.clone(),
+        logprobs: Vec::new(),
+    })
     .await
         && out
-            .send(
-                "response.content_part.done",
-                json!({ "item_id": id, "output_index": index, "content_index": 0,
-                "part": item["content"][0] }),
-            )
+            .send(ResponseEvent::PartDone { item_id, output_index, content_index: 0, part: ContentPart::text(&text) })
             .await
-        && out.send("response.output_item.done", json!({ "output_index": index, "item": item })).await
+        && out
+            .send(ResponseEvent::ItemDone { output_index, item: message_item(meta.turn, &text, ItemStatus::Completed) })
+            .await
 }
 
 async fn pump(mut completion: Completion, meta: ResponseMeta, store: Store, mut out: Emitter) {
-    let created = response_object(&meta, TurnStatus::Running, None, &[], None);
-    if !out.send("response.created", json!({ "response": created })).await
-        || !out.send("response.in_progress", json!({ "response": created })).await
+    let created = Box::new(response_object(&meta, TurnStatus::Running, None, &[], None));
+    if !out.send(ResponseEvent::Created { response: created.clone() }).await
+        || !out.send(ResponseEvent::InProgress { response: created }).await
     {
         return;
     }
@@ -151,9 +158,9 @@ async fn pump(mut completion: Completion, meta: ResponseMeta, store: Store, mut 
             Next::Event(TurnEventKind::Delta { text }) => text_delta(&mut out, &mut items, &meta, &text).await,
             Next::Event(TurnEventKind::ToolStarted { call_id, tool, arguments, .. }) if !internal_tool(&tool) => {
                 let index = items.claim_index();
-                let item = function_call_item(&call_id, &tool, &arguments, "in_progress");
+                let item = function_call_item(&call_id, &tool, &arguments, ItemStatus::InProgress);
                 items.calls.insert(call_id, (index, tool, arguments));
-                out.send("response.output_item.added", json!({ "output_index": index, "item": item })).await
+                out.send(ResponseEvent::ItemAdded { output_index: index, item }).await
             }
             Next::Event(TurnEventKind::ToolCompleted { call_id, output, .. }) => {
                 tool_completed(&mut out, &mut items, &call_id, &output).await
@@ -193,31 +200,31 @@ async fn pump(mut completion: Completion, meta: ResponseMeta, store: Store, mut 
         tracing::warn!(error = %e, "cannot read the turn's tool calls for the final response");
         Vec::new()
     });
-    let mut object = response_object(&meta, status, outcome.as_ref(), &messages, interaction.as_ref());
-    let kind = match response_status(status, outcome.as_ref()) {
-        ResponseStatus::Completed => "response.completed",
-        ResponseStatus::Incomplete => "response.incomplete",
+    let mut response = Box::new(response_object(&meta, status, outcome.as_ref(), &messages, interaction.as_ref()));
+    let last = match response_status(status, outcome.as_ref()) {
+        ResponseStatus::Completed => ResponseEvent::Completed { response },
+        ResponseStatus::Incomplete => ResponseEvent::Incomplete { response },
         ResponseStatus::InProgress => {
             // The turn waits for the user: this stream ends here; answering resumes the turn.
-            object["status"] = json!("incomplete");
-            object["incomplete_details"] = json!({ "reason": "interaction_required" });
-            "response.incomplete"
+            response.status = ResponseStatus::Incomplete;
+            response.incomplete_details = Some(IncompleteDetails { reason: IncompleteReason::InteractionRequired });
+            ResponseEvent::Incomplete { response }
         }
-        _ => "response.failed",
+        _ => ResponseEvent::Failed { response },
     };
-    let _ = out.send(kind, json!({ "response": object })).await;
+    let _ = out.send(last).await;
 }
 
 /// A tool's result as two output items after its call's; `false` once the client is gone.
 /// A completion without its start (an internal tool, a lost event) is dropped.
 async fn tool_completed(out: &mut Emitter, items: &mut Items, call_id: &str, output: &str) -> bool {
     let Some((index, name, arguments)) = items.calls.remove(call_id) else { return true };
-    let done = function_call_item(call_id, &name, &arguments, "completed");
+    let done = function_call_item(call_id, &name, &arguments, ItemStatus::Completed);
     let result = function_output_item(call_id, output);
     let result_index = items.claim_index();
-    out.send("response.output_item.done", json!({ "output_index": index, "item": done })).await
-        && out.send("response.output_item.added", json!({ "output_index": result_index, "item": result })).await
-        && out.send("response.output_item.done", json!({ "output_index": result_index, "item": result })).await
+    out.send(ResponseEvent::ItemDone { output_index: index, item: done }).await
+        && out.send(ResponseEvent::ItemAdded { output_index: result_index, item: result.clone() }).await
+        && out.send(ResponseEvent::ItemDone { output_index: result_index, item: result }).await
 }
 
 /// Text of the answer the events did not carry (a lost event, or a resumed attempt); for an

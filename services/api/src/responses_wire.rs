@@ -2,11 +2,11 @@
 //! chat completions, system and developer items become per-request instructions and the last
 //! user item is the input; the rest seeds a new conversation.
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use hermes_core::{ChatMessage, Role, TurnId};
 use hermes_http::{ApiError, ErrorCode};
+use hermes_wire::v1::ResponsesRequest;
 
 use hermes_http::chat_request::{MAX_MESSAGES, bad, parse_message, request_bool};
 
@@ -14,29 +14,6 @@ use hermes_http::chat_request::{MAX_MESSAGES, bad, parse_message, request_bool};
 const AUTO_TRUNCATION_MESSAGES: usize = 100;
 /// Longest conversation name.
 const MAX_CONVERSATION_CHARS: usize = 256;
-
-/// The fields we use; all other Responses API fields are accepted and ignored.
-#[derive(Debug, Deserialize, Serialize)]
-pub(crate) struct ResponsesRequest {
-    #[serde(default)]
-    pub model: Option<String>,
-    #[serde(default)]
-    pub input: Option<Value>,
-    #[serde(default)]
-    pub instructions: Option<Value>,
-    #[serde(default)]
-    pub previous_response_id: Option<String>,
-    #[serde(default)]
-    pub conversation: Option<Value>,
-    #[serde(default)]
-    pub conversation_history: Option<Value>,
-    #[serde(default)]
-    pub store: Option<Value>,
-    #[serde(default)]
-    pub stream: Option<Value>,
-    #[serde(default)]
-    pub truncation: Option<Value>,
-}
 
 /// Where the conversation of a request comes from.
 #[derive(Debug, PartialEq)]
@@ -161,11 +138,13 @@ fn conversation_name(value: Value) -> Result<String, ApiError> {
     Ok(name.to_owned())
 }
 
-impl ResponsesRequest {
-    pub(crate) fn parse(self) -> Result<ParsedResponses, ApiError> {
-        let stream = request_bool(self.stream, "stream", false)?;
-        let store = request_bool(self.store, "store", true)?;
-        let auto_truncation = match text_field(self.truncation, "truncation")?.as_deref() {
+impl TryFrom<ResponsesRequest> for ParsedResponses {
+    type Error = ApiError;
+
+    fn try_from(request: ResponsesRequest) -> Result<Self, ApiError> {
+        let stream = request_bool(request.stream, "stream", false)?;
+        let store = request_bool(request.store, "store", true)?;
+        let auto_truncation = match text_field(request.truncation, "truncation")?.as_deref() {
             None | Some("disabled") => false,
             Some("auto") => true,
             Some(_) => {
@@ -174,8 +153,8 @@ impl ResponsesRequest {
                 );
             }
         };
-        let previous = text_field(self.previous_response_id.map(Value::String), "previous_response_id")?;
-        let conversation = self.conversation.filter(|v| !v.is_null()).map(conversation_name).transpose()?;
+        let previous = text_field(request.previous_response_id.map(Value::String), "previous_response_id")?;
+        let conversation = request.conversation.filter(|v| !v.is_null()).map(conversation_name).transpose()?;
         let continues = match (previous, conversation) {
             (Some(_), Some(_)) => {
                 return Err(bad(
@@ -191,13 +170,13 @@ impl ResponsesRequest {
             (None, Some(name)) => Continues::Conversation(name),
             (None, None) => Continues::Nothing,
         };
-        let raw_input = self
+        let raw_input = request
             .input
             .filter(|v| !v.is_null())
             .ok_or_else(|| bad(ErrorCode::MissingRequiredParameter, "input is required").with_param("input"))?;
         let mut instructions: Vec<String> =
-            text_field(self.instructions, "instructions")?.into_iter().filter(|t| !t.trim().is_empty()).collect();
-        let explicit = self.conversation_history.filter(|v| !v.is_null()).map(history_messages).transpose()?;
+            text_field(request.instructions, "instructions")?.into_iter().filter(|t| !t.trim().is_empty()).collect();
+        let explicit = request.conversation_history.filter(|v| !v.is_null()).map(history_messages).transpose()?;
         let explicit_history = explicit.is_some();
         let mut history = Vec::new();
         for msg in explicit.unwrap_or_default().into_iter().chain(input_messages(raw_input)?) {
@@ -214,7 +193,7 @@ impl ResponsesRequest {
         if auto_truncation && history.len() > AUTO_TRUNCATION_MESSAGES {
             history.drain(..history.len() - AUTO_TRUNCATION_MESSAGES);
         }
-        let model = self.model.map(|m| m.trim().to_owned()).filter(|m| !m.is_empty());
+        let model = request.model.map(|m| m.trim().to_owned()).filter(|m| !m.is_empty());
         Ok(ParsedResponses {
             model,
             stream,
@@ -241,7 +220,7 @@ mod tests {
     use serde_json::json;
 
     fn parse(v: Value) -> Result<ParsedResponses, ApiError> {
-        serde_json::from_value::<ResponsesRequest>(v).unwrap().parse()
+        ParsedResponses::try_from(serde_json::from_value::<ResponsesRequest>(v).unwrap())
     }
 
     #[test]

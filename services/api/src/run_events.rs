@@ -12,34 +12,61 @@ use std::time::Duration;
 use axum::extract::{Path, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
-use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use hermes_core::{InteractionKind, SessionId, TenantId, TurnEventKind, TurnId, TurnOutcome};
 use hermes_http::ApiError;
 use hermes_store::{Store, TurnStatus};
+use hermes_wire::v1::{InteractionRequest, Responded, RunEvent, RunEventKind, RunStatus};
 
 use crate::auth::Caller;
-use crate::runs_object::{RunStatus, run_id, usage_json, visible_run};
+use crate::runs_object::{run_id, run_status, usage, visible_run};
 use crate::state::AppState;
 use crate::wait::{Next, Waiter};
 
-fn line(run: &str, event: &str, fields: Value) -> Event {
-    let mut data =
-        json!({ "event": event, "run_id": run, "timestamp": chrono::Utc::now().timestamp_millis() as f64 / 1000.0 });
-    if let (Some(obj), Value::Object(extra)) = (data.as_object_mut(), fields) {
-        obj.extend(extra);
-    }
-    Event::default().data(data.to_string())
+fn line(run: &str, kind: RunEventKind) -> Event {
+    let timestamp = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
+    let event = RunEvent { kind, run_id: run.to_owned(), timestamp };
+    Event::default().json_data(event).unwrap_or_else(|_| Event::default().comment("unserializable event"))
 }
 
 /// The event that ends the stream.
 fn terminal(run: &str, outcome: &TurnOutcome) -> Event {
     let cancelled = outcome.error_code == Some(hermes_core::ErrorCode::Cancelled);
-    match RunStatus::of(TurnStatus::Completed, Some(outcome), None) {
-        _ if cancelled => line(run, "run.cancelled", json!({})),
-        RunStatus::Failed => line(run, "run.failed", json!({ "error": outcome.error, "code": outcome.error_code })),
-        _ => line(run, "run.completed", json!({ "output": outcome.content, "usage": usage_json(outcome) })),
+    let kind = match run_status(TurnStatus::Completed, Some(outcome), None) {
+        _ if cancelled => RunEventKind::Cancelled,
+        RunStatus::Failed => RunEventKind::Failed { error: outcome.error.clone(), code: outcome.error_code },
+        _ => RunEventKind::Completed { output: outcome.content.clone(), usage: usage(outcome) },
+    };
+    line(run, kind)
+}
+
+/// A turn's event as a run event; `None` for events a run's stream leaves out.
+fn run_event(event: TurnEventKind) -> Option<RunEventKind> {
+    Some(match event {
+        TurnEventKind::Delta { text } => RunEventKind::MessageDelta { delta: text },
+        TurnEventKind::Reasoning { text } => RunEventKind::ReasoningAvailable { text },
+        TurnEventKind::ToolStarted { call_id, tool, preview, .. } => {
+            RunEventKind::ToolStarted { tool, preview, call_id }
+        }
+        TurnEventKind::ToolCompleted { call_id, tool, ok, duration_ms, .. } => {
+            RunEventKind::ToolCompleted { tool, duration: duration_ms as f64 / 1000.0, error: !ok, call_id }
+        }
+        TurnEventKind::Notice { code, message } => RunEventKind::Notice { code, message },
+        _ => return None,
+    })
+}
+
+/// The approval or question a run waits on, as its event.
+fn waiting_event(interaction: &hermes_core::PendingInteraction) -> RunEventKind {
+    let request = InteractionRequest {
+        interaction_id: interaction.id,
+        expires_at: interaction.expires_at,
+        prompt: interaction.prompt.as_object().cloned().unwrap_or_default(),
+    };
+    match interaction.kind {
+        InteractionKind::Approval => RunEventKind::ApprovalRequest(request),
+        InteractionKind::Clarify => RunEventKind::ClarifyRequest(request),
     }
 }
 
@@ -98,11 +125,11 @@ async fn pump(mut waiter: Waiter, store: Store, turn: TurnId, tx: mpsc::Sender<R
         if let (Some(_), Next::Event(_) | Next::Finished(_)) = (&waiting_on, &next) {
             waiting_on = None;
             if let Ok(Some((_, answer))) = store.turn_resolution(tenant, turn).await {
-                let fields = match answer {
-                    hermes_core::InteractionAnswer::Approval { choice } => json!({ "choice": choice }),
-                    other => json!({ "answer": other }),
+                let responded = match answer {
+                    hermes_core::InteractionAnswer::Approval { choice } => Responded::Choice { choice },
+                    answer => Responded::Answer { answer },
                 };
-                if tx.send(Ok(line(&run, "approval.responded", fields))).await.is_err() {
+                if tx.send(Ok(line(&run, RunEventKind::ApprovalResponded(responded)))).await.is_err() {
                     return;
                 }
             }
@@ -116,33 +143,12 @@ async fn pump(mut waiter: Waiter, store: Store, turn: TurnId, tx: mpsc::Sender<R
             Next::Waiting(interaction) if waiting_on == Some(interaction.id) => continue,
             Next::Waiting(interaction) => {
                 waiting_on = Some(interaction.id);
-                let mut fields = interaction.prompt.clone();
-                if let Some(obj) = fields.as_object_mut() {
-                    obj.insert("interaction_id".into(), json!(interaction.id));
-                    obj.insert("expires_at".into(), json!(interaction.expires_at));
-                }
-                let name = match interaction.kind {
-                    InteractionKind::Approval => "approval.request",
-                    InteractionKind::Clarify => "clarify.request",
-                };
-                line(&run, name, fields)
+                line(&run, waiting_event(&interaction))
             }
-            Next::Event(TurnEventKind::Delta { text }) => line(&run, "message.delta", json!({ "delta": text })),
-            Next::Event(TurnEventKind::Reasoning { text }) => {
-                line(&run, "reasoning.available", json!({ "text": text }))
-            }
-            Next::Event(TurnEventKind::ToolStarted { call_id, tool, preview, .. }) => {
-                line(&run, "tool.started", json!({ "tool": tool, "preview": preview, "call_id": call_id }))
-            }
-            Next::Event(TurnEventKind::ToolCompleted { call_id, tool, ok, duration_ms, .. }) => line(
-                &run,
-                "tool.completed",
-                json!({ "tool": tool, "duration": duration_ms as f64 / 1000.0, "error": !ok, "call_id": call_id }),
-            ),
-            Next::Event(TurnEventKind::Notice { code, message }) => {
-                line(&run, "notice", json!({ "code": code, "message": message }))
-            }
-            Next::Event(_) => continue,
+            Next::Event(event) => match run_event(event) {
+                Some(kind) => line(&run, kind),
+                None => continue,
+            },
         };
         if tx.send(Ok(event)).await.is_err() {
             return;

@@ -10,16 +10,17 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-
 use hermes_http::{ApiError, ApiJson, ErrorCode};
 use hermes_store::{KeyAuth, NewTurn, TurnStatus};
+use hermes_wire::v1::{
+    ApprovalResponseKind, Run, RunApproval, RunApprovalResponse, RunKind, RunRequest, RunStarted, RunStopped,
+    StartedStatus, StopStatus,
+};
 
 use crate::answers::answer_run_approval;
 use crate::auth::Caller;
-use crate::responses_wire::ResponsesRequest;
-use crate::runs_object::{RunStatus, run_id, run_object, visible_run};
+use crate::responses_wire::ParsedResponses;
+use crate::runs_object::{run_id, run_object, run_status, visible_run};
 use crate::state::AppState;
 use crate::submit::{Entry, Work, submit_turn};
 use crate::targets::run_target;
@@ -27,18 +28,9 @@ use crate::targets::run_target;
 /// Longest wait of `POST /v1/runs/{id}/stop` for the run to end (upstream's figure).
 const STOP_WAIT: Duration = Duration::from_secs(5);
 
-#[derive(Debug, Deserialize, Serialize)]
-pub(crate) struct RunRequest {
-    #[serde(flatten)]
-    base: ResponsesRequest,
-    /// Continue this session (else `previous_response_id`, else a new one).
-    #[serde(default)]
-    session_id: Option<String>,
-}
-
 #[utoipa::path(post, path = "/v1/runs", tag = "hermes",
-    request_body = crate::schemas::RunRequest,
-    responses((status = 202, description = "The run started", body = crate::schemas::RunStarted), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody), (status = 429, description = "Rate limit reached", body = hermes_wire::ErrorBody)))]
+    request_body = RunRequest,
+    responses((status = 202, description = "The run started", body = RunStarted), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody), (status = 429, description = "Rate limit reached", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -47,8 +39,12 @@ pub(crate) async fn create(
 ) -> Result<Response, ApiError> {
     let work = run_turn(&state, &auth, &headers, body).await?;
     let submitted = submit_turn(&state, &auth, work).await?;
-    let body = json!({ "object": "hermes.run", "run_id": run_id(submitted.turn), "status": "started",
-                       "session_id": submitted.session });
+    let body = RunStarted {
+        object: RunKind::Run,
+        run_id: run_id(submitted.turn),
+        status: StartedStatus::Started,
+        session_id: submitted.session,
+    };
     // The run counts against the concurrency limits until it ends or waits for the user.
     submitted.hold_slot_in_background(&state);
     Ok((StatusCode::ACCEPTED, Json(body)).into_response())
@@ -58,7 +54,7 @@ pub(crate) async fn create(
 /// published: `GET /v1/runs/{id}/events` may follow it from any pod.
 async fn run_turn(state: &AppState, auth: &KeyAuth, headers: &HeaderMap, body: RunRequest) -> Result<Work, ApiError> {
     let idempotency = crate::idempotency::idempotency(headers, auth, &body, None)?;
-    let mut parsed = body.base.parse()?;
+    let mut parsed = ParsedResponses::try_from(body.base)?;
     let (agent, target) = run_target(state, auth, headers, body.session_id.as_deref(), &mut parsed).await?;
     let turn = NewTurn {
         agent_id: agent.id,
@@ -76,12 +72,12 @@ async fn run_turn(state: &AppState, auth: &KeyAuth, headers: &HeaderMap, body: R
 }
 
 #[utoipa::path(get, path = "/v1/runs/{id}", tag = "hermes", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "The run's state", body = crate::schemas::Run), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The run's state", body = Run), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Run>, ApiError> {
     let (turn, run) = visible_run(&state, &auth, &id).await?;
     let pending = if run.status == TurnStatus::Waiting {
         state.store.turn_pending_interaction(auth.tenant_id, turn).await.map_err(ApiError::internal)?
@@ -92,28 +88,16 @@ pub(crate) async fn get(
     Ok(Json(run_object(turn, &run, &model, pending.as_ref())))
 }
 
-#[derive(Debug, Deserialize)]
-pub(crate) struct ApprovalRequest {
-    #[serde(default)]
-    choice: Option<String>,
-    /// Upstream resolves every pending approval of the run with these; a Hermes Cloud turn
-    /// waits on one at a time, so they change nothing.
-    #[serde(default, rename = "all")]
-    _all: Option<Value>,
-    #[serde(default, rename = "resolve_all")]
-    _resolve_all: Option<Value>,
-}
-
 #[utoipa::path(post, path = "/v1/runs/{id}/approval", tag = "hermes", params(("id" = String, Path, description = "The object's id")),
-    request_body = crate::schemas::RunApproval,
-    responses((status = 200, description = "Answered; the run resumes", body = crate::schemas::RunApprovalResponse), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody),
+    request_body = RunApproval,
+    responses((status = 200, description = "Answered; the run resumes", body = RunApprovalResponse), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody),
               (status = 409, description = "No approval is pending", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn approval(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-    body: Result<ApiJson<ApprovalRequest>, ApiError>,
-) -> Result<Json<Value>, ApiError> {
+    body: Result<ApiJson<RunApproval>, ApiError>,
+) -> Result<Json<RunApprovalResponse>, ApiError> {
     // Whose it is first: another tenant's run is a 404 whatever the body.
     let (turn, _) = visible_run(&state, &auth, &id).await?;
     let ApiJson(request) = body?;
@@ -122,8 +106,12 @@ pub(crate) async fn approval(
         hermes_core::InteractionAnswer::Approval { choice } => Some(choice),
         _ => None,
     };
-    Ok(Json(json!({ "object": "hermes.run.approval_response", "run_id": run_id(turn), "choice": choice,
-                    "resolved": 1 })))
+    Ok(Json(RunApprovalResponse {
+        object: ApprovalResponseKind::ApprovalResponse,
+        run_id: run_id(turn),
+        choice,
+        resolved: 1,
+    }))
 }
 
 fn not_pending(id: &str) -> ApiError {
@@ -136,38 +124,38 @@ fn not_pending(id: &str) -> ApiError {
 }
 
 #[utoipa::path(post, path = "/v1/runs/{id}/stop", tag = "hermes", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "Stopped, or stopping", body = crate::schemas::RunStopped), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody),
+    responses((status = 200, description = "Stopped, or stopping", body = RunStopped), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody),
               (status = 409, description = "The run already ended", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn stop(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<RunStopped>, ApiError> {
     let (turn, run) = visible_run(&state, &auth, &id).await?;
     if run.status.is_final() {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             "invalid_request_error",
             Some(ErrorCode::RunNotActive),
-            format!("Run already ended ({}): {id}", RunStatus::of(run.status, run.outcome.as_ref(), None).as_str()),
+            format!("Run already ended ({}): {id}", run_status(run.status, run.outcome.as_ref(), None).as_str()),
         ));
     }
     let status = stop_run(&state, auth.tenant_id, turn).await;
-    Ok(Json(json!({ "object": "hermes.run", "run_id": run_id(turn), "status": status })))
+    Ok(Json(RunStopped { object: RunKind::Run, run_id: run_id(turn), status }))
 }
 
 /// Stops the run's turn and waits a little for the worker to stop, as upstream does:
 /// `cancelled` once it has, else `stopping`.
-async fn stop_run(state: &AppState, tenant: hermes_core::TenantId, turn: hermes_core::TurnId) -> &'static str {
+async fn stop_run(state: &AppState, tenant: hermes_core::TenantId, turn: hermes_core::TurnId) -> StopStatus {
     crate::completion::cancel_turn(&state.store, &state.cancels, tenant, turn).await;
     let deadline = tokio::time::Instant::now() + STOP_WAIT;
     while tokio::time::Instant::now() < deadline {
         if let Ok((s, _)) = state.store.turn_state(tenant, turn).await
             && s.is_final()
         {
-            return "cancelled";
+            return StopStatus::Cancelled;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    "stopping"
+    StopStatus::Stopping
 }

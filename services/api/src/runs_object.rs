@@ -1,11 +1,10 @@
 //! A run as the Runs API shows it (`run_<turn id>`): which one an id names, its state in
 //! upstream's words, and the `hermes.run` object.
 
-use serde_json::{Value, json};
-
 use hermes_core::{FinishReason, InteractionKind, PendingInteraction, TurnId, TurnOutcome};
 use hermes_http::{ApiError, ErrorCode};
 use hermes_store::{KeyAuth, TurnOverview, TurnStatus};
+use hermes_wire::v1::{Interaction, Run, RunError, RunKind, RunStatus, RunUsage};
 
 use crate::errors::missing_or_internal;
 use crate::state::AppState;
@@ -38,83 +37,49 @@ pub(crate) async fn visible_run(
     Ok((turn, run))
 }
 
-/// Upstream's run states (plus `waiting_for_input` for a clarifying question).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum RunStatus {
-    Queued,
-    Running,
-    WaitingForInput,
-    WaitingForApproval,
-    Cancelled,
-    Failed,
-    Completed,
-}
-
-impl RunStatus {
-    /// The run's state from its turn's (`waiting_on`: the kind of interaction it waits on).
-    pub fn of(status: TurnStatus, outcome: Option<&TurnOutcome>, waiting_on: Option<InteractionKind>) -> Self {
-        match status {
-            TurnStatus::Queued => Self::Queued,
-            TurnStatus::Running => Self::Running,
-            TurnStatus::Waiting if waiting_on == Some(InteractionKind::Clarify) => Self::WaitingForInput,
-            TurnStatus::Waiting => Self::WaitingForApproval,
-            TurnStatus::Cancelled => Self::Cancelled,
-            TurnStatus::Failed => Self::Failed,
-            TurnStatus::Completed if outcome.is_some_and(|o| o.finish_reason == FinishReason::Error) => Self::Failed,
-            TurnStatus::Completed => Self::Completed,
-        }
-    }
-
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Queued => "queued",
-            Self::Running => "running",
-            Self::WaitingForInput => "waiting_for_input",
-            Self::WaitingForApproval => "waiting_for_approval",
-            Self::Cancelled => "cancelled",
-            Self::Failed => "failed",
-            Self::Completed => "completed",
-        }
-    }
-
-    /// The last event the run's stream sent in this state.
-    fn last_event(self) -> Option<&'static str> {
-        match self {
-            Self::Queued => None,
-            Self::Running => Some("run.started"),
-            Self::WaitingForApproval => Some("approval.request"),
-            Self::WaitingForInput => Some("clarify.request"),
-            Self::Cancelled => Some("run.cancelled"),
-            Self::Failed => Some("run.failed"),
-            Self::Completed => Some("run.completed"),
-        }
+/// The run's state from its turn's (`waiting_on`: the kind of interaction it waits on).
+pub(crate) fn run_status(
+    status: TurnStatus,
+    outcome: Option<&TurnOutcome>,
+    waiting_on: Option<InteractionKind>,
+) -> RunStatus {
+    match status {
+        TurnStatus::Queued => RunStatus::Queued,
+        TurnStatus::Running => RunStatus::Running,
+        TurnStatus::Waiting if waiting_on == Some(InteractionKind::Clarify) => RunStatus::WaitingForInput,
+        TurnStatus::Waiting => RunStatus::WaitingForApproval,
+        TurnStatus::Cancelled => RunStatus::Cancelled,
+        TurnStatus::Failed => RunStatus::Failed,
+        TurnStatus::Completed if outcome.is_some_and(|o| o.finish_reason == FinishReason::Error) => RunStatus::Failed,
+        TurnStatus::Completed => RunStatus::Completed,
     }
 }
 
-pub(crate) fn usage_json(o: &TurnOutcome) -> Value {
-    json!({ "input_tokens": o.usage.prompt_tokens, "output_tokens": o.usage.completion_tokens,
-            "total_tokens": o.usage.total_tokens })
+pub(crate) fn usage(o: &TurnOutcome) -> RunUsage {
+    RunUsage {
+        input_tokens: o.usage.prompt_tokens,
+        output_tokens: o.usage.completion_tokens,
+        total_tokens: o.usage.total_tokens,
+    }
 }
 
-pub(crate) fn run_object(turn: TurnId, run: &TurnOverview, model: &str, pending: Option<&PendingInteraction>) -> Value {
-    let status = RunStatus::of(run.status, run.outcome.as_ref(), pending.map(|p| p.kind));
+pub(crate) fn run_object(turn: TurnId, run: &TurnOverview, model: &str, pending: Option<&PendingInteraction>) -> Run {
+    let status = run_status(run.status, run.outcome.as_ref(), pending.map(|p| p.kind));
     let outcome = run.outcome.as_ref();
-    json!({
-        "object": "hermes.run",
-        "run_id": run_id(turn),
-        "status": status,
-        "session_id": outcome.and_then(|o| o.session_id).unwrap_or(run.session_id),
-        "model": model,
-        "created_at": run.created_at.timestamp(),
-        "updated_at": run.updated_at.timestamp(),
-        "last_event": status.last_event(),
-        "output": outcome.map(|o| o.content.clone()),
-        "usage": outcome.map(usage_json),
-        "error": outcome.and_then(|o| o.error.as_ref().map(|m| json!({ "message": m, "code": o.error_code }))),
-        "pending": pending.map(crate::completion::interaction_json),
-    })
+    Run {
+        object: RunKind::Run,
+        run_id: run_id(turn),
+        status,
+        session_id: outcome.and_then(|o| o.session_id).unwrap_or(run.session_id),
+        model: model.to_owned(),
+        created_at: run.created_at.timestamp(),
+        updated_at: run.updated_at.timestamp(),
+        last_event: status.last_event().map(str::to_owned),
+        output: outcome.map(|o| o.content.clone()),
+        usage: outcome.map(usage),
+        error: outcome.and_then(|o| o.error.as_ref().map(|m| RunError { message: m.clone(), code: o.error_code })),
+        pending: pending.map(Interaction::from),
+    }
 }
 
 #[cfg(test)]
@@ -122,16 +87,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn run_states_have_upstreams_names_on_the_wire_and_in_messages() {
+    fn a_runs_state_follows_its_turns_and_what_it_waits_on() {
         use RunStatus::*;
-        for status in [Queued, Running, WaitingForInput, WaitingForApproval, Cancelled, Failed, Completed] {
-            assert_eq!(serde_json::to_value(status).unwrap(), json!(status.as_str()));
-        }
-        assert_eq!(RunStatus::of(TurnStatus::Waiting, None, Some(InteractionKind::Clarify)), WaitingForInput);
-        assert_eq!(RunStatus::of(TurnStatus::Waiting, None, Some(InteractionKind::Approval)), WaitingForApproval);
+        assert_eq!(run_status(TurnStatus::Waiting, None, Some(InteractionKind::Clarify)), WaitingForInput);
+        assert_eq!(run_status(TurnStatus::Waiting, None, Some(InteractionKind::Approval)), WaitingForApproval);
         let failed = TurnOutcome { finish_reason: FinishReason::Error, ..TurnOutcome::cancelled() };
-        assert_eq!(RunStatus::of(TurnStatus::Completed, Some(&failed), None), Failed);
-        assert_eq!(Failed.last_event(), Some("run.failed"));
-        assert_eq!(Queued.last_event(), None);
+        assert_eq!(run_status(TurnStatus::Completed, Some(&failed), None), Failed);
     }
 }

@@ -14,13 +14,13 @@ use hermes_core::SessionId;
 use hermes_http::{ApiError, ApiJson, ErrorCode};
 use hermes_store::KeyAuth;
 use hermes_wire::Slice;
-use hermes_wire::v1::{Deleted, Session, SessionWithLineage};
+use hermes_wire::v1::{Deleted, NumberedMessage, Session, SessionWithLineage};
 
 use crate::agents::resolve_agent;
 use crate::auth::Caller;
 use crate::errors::{Failure, Resource, resource};
 use crate::headers::user_key;
-use crate::shown::session;
+use crate::shown::{numbered, session};
 use crate::state::AppState;
 
 /// This module's handlers' error: a store error is about a session.
@@ -144,34 +144,20 @@ pub(crate) struct MessagePage {
 }
 
 #[utoipa::path(get, path = "/api/sessions/{id}/messages", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "A page of messages", body = crate::schemas::ObjectList), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "A page of messages", body = Slice<NumberedMessage>), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn messages(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
     Query(page): Query<MessagePage>,
-) -> Result<Json<Slice<Numbered>>> {
+) -> Result<Json<Slice<NumberedMessage>>> {
     let info = visible(&state, &auth, &id).await?;
     let limit = page.limit.unwrap_or(100).clamp(1, 1_000) as usize;
     let after = page.after.unwrap_or(0);
     let page = state.store.messages_after(auth.tenant_id, info.id, after, Some(limit as i64 + 1)).await?;
     let has_more = page.len() > limit;
-    let data = page.into_iter().take(limit).map(Numbered::from).collect();
+    let data = page.into_iter().take(limit).map(numbered).collect();
     Ok(Json(Slice::of(data, has_more)))
-}
-
-/// A stored message in OpenAI form, with its sequence number in the session.
-#[derive(Debug, serde::Serialize)]
-pub(crate) struct Numbered {
-    #[serde(flatten)]
-    message: hermes_core::ChatMessage,
-    seq: i32,
-}
-
-impl From<hermes_store::StoredMessage> for Numbered {
-    fn from(m: hermes_store::StoredMessage) -> Self {
-        Self { message: m.message, seq: m.seq }
-    }
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,7 +1,7 @@
 //! The store's rows as `/v1` and `/api` show them (`hermes_wire` types): the one place where a
 //! column becomes a field, so a row type can change without the API changing with it.
 
-use hermes_wire::v1::{Channel, CronJob, LineageNode, PairingRequest, Session};
+use hermes_wire::v1::{Channel, CronJob, LineageNode, NumberedMessage, PairingRequest, Session};
 
 pub(crate) fn cron_job(j: hermes_store::cron::Job) -> CronJob {
     CronJob {
@@ -123,4 +123,9 @@ pub(crate) fn event_endpoint(h: &hermes_store::event_hooks::EventHook) -> hermes
         last_error: h.last_error.clone(),
         created_at: h.created_at,
     }
+}
+
+/// A stored message as a transcript shows it.
+pub(crate) fn numbered(m: hermes_store::StoredMessage) -> NumberedMessage {
+    NumberedMessage { message: m.message, seq: m.seq }
 }

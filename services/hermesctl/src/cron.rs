@@ -124,7 +124,7 @@ pub async fn run_cron(json_mode: bool, store: &Store, cmd: CronCmd) -> anyhow::R
             let (t, j) = job(store, &r).await?;
             let runs = store.job_runs(t.id, j.id, 20).await?;
             print_lines(json_mode, &runs, |r| {
-                format!("{}\t{}\t{}", r["scheduled_for"], r["status"], r["output"].as_str().unwrap_or(""))
+                format!("{}\t{}\t{}", r.scheduled_for, r.status, r.output.as_deref().unwrap_or(""))
             });
         }
         CronCmd::Remove(r) => {

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use hermes_core::{MemberRole, PersonId};
 use hermes_store::admin::{Acceptance, Acceptor, Actor, ActorKind, Audit, AuditFilter, Change};
+use hermes_store::event_hooks::DeliveryStatus;
 use hermes_store::{Store, StoreError};
 use sqlx::PgPool;
 
@@ -268,8 +269,8 @@ async fn a_settled_event_is_sent_again_from_its_first_attempt_and_one_on_its_way
     store.settle_event(&claimed[0], &failed).await.unwrap();
     store.resend_event(t.id, hook, event).await.unwrap();
     let shown = &store.event_deliveries(t.id, hook, 10).await.unwrap()[0];
-    assert_eq!((shown["status"].as_str(), shown["attempts"].as_i64()), (Some("pending"), Some(0)), "{shown}");
-    assert!(shown["last_error"].is_null(), "{shown}");
+    assert_eq!((shown.status, shown.attempts), (DeliveryStatus::Pending, 0), "{shown:?}");
+    assert!(shown.last_error.is_none(), "{shown:?}");
     let again = store.claim_events(10, Duration::from_secs(30)).await.unwrap();
     assert_eq!((again.len(), again[0].id, again[0].attempts), (1, event, 1), "due now, the same event");
     let missing = store.resend_event(t.id, hook, uuid::Uuid::now_v7()).await;

@@ -240,7 +240,7 @@ async fn job_with_a_run(store: &Store, a: &Tenant) -> (hermes_store::cron::Job, 
     let session = store.create_session(a.id, a.agent, hermes_core::SessionSource::Cron, "user-1", None).await.unwrap();
     store.start_run(runs[0].run_id, a.id, &common::turn_in(a.agent, session, "report")).await.unwrap().unwrap();
     let run = &store.job_runs(a.id, job.id, 1).await.unwrap()[0];
-    let turn = TurnId::from_uuid(run["turn_id"].as_str().unwrap().parse().unwrap());
+    let turn = TurnId::from_uuid(run.turn_id.unwrap());
     (job, turn)
 }
 

@@ -24,5 +24,5 @@ pub use ops::{
 pub use people::{
     Invitation, InvitationMade, Invite, Me, Member, Membership, Person, RoleChanged, SignInOptions, SsoOption,
 };
-pub use sessions::{ListedSession, OpenTurn, WaitingQuestion};
+pub use sessions::{ListedSession, OpenTurn, Transcript, WaitingQuestion};
 pub use tenants::{NewOperatorToken, NewTenant, Quotas, QuotasView, Tenant, TenantMade, TenantView};

@@ -64,3 +64,12 @@ pub struct WaitingQuestion {
     #[schema(value_type = String, format = DateTime)]
     pub expires_at: DateTime<Utc>,
 }
+
+/// A session and a page of its messages (`GET /admin/v1/tenants/{tenant}/sessions/{id}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Transcript {
+    pub session: crate::v1::Session,
+    pub messages: Vec<crate::v1::NumberedMessage>,
+    /// Whether later messages follow (ask again with `after` set to the last `seq`).
+    pub has_more: bool,
+}

@@ -103,3 +103,38 @@ mod tests {
         assert_eq!(made["secret"], "whsec_x");
     }
 }
+
+/// Whether an event reached its endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DeliveryStatus {
+    /// Not yet: it is tried again at `next_attempt_at`.
+    Pending,
+    Delivered,
+    /// Every attempt failed.
+    Failed,
+}
+
+/// One event sent (or being sent) to an event hook's endpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct EventDelivery {
+    #[schema(value_type = String, format = "uuid")]
+    pub id: uuid::Uuid,
+    /// `turn.completed`, `ping`, ...
+    pub event: String,
+    pub status: DeliveryStatus,
+    pub attempts: i32,
+    /// The endpoint's last HTTP status.
+    pub last_status: Option<i32>,
+    pub last_error: Option<String>,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: DateTime<Utc>,
+    /// Set while the delivery is pending.
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub delivered_at: Option<DateTime<Utc>>,
+    /// The event's payload, as sent.
+    #[schema(value_type = Object)]
+    pub data: serde_json::Value,
+}

@@ -49,3 +49,25 @@ pub struct CronJob {
     #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
 }
+
+/// One run of a scheduled job, newest first in its list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct CronRun {
+    #[schema(value_type = String, format = "uuid")]
+    pub id: uuid::Uuid,
+    #[schema(value_type = String, format = DateTime)]
+    pub scheduled_for: DateTime<Utc>,
+    /// `claimed`, `running`, `completed`, `failed` or `unknown` (its worker died).
+    #[schema(value_type = String)]
+    pub status: hermes_core::CronRunStatus,
+    #[schema(value_type = Option<String>, format = "uuid")]
+    pub turn_id: Option<uuid::Uuid>,
+    #[schema(value_type = Option<String>, format = "uuid")]
+    pub session_id: Option<uuid::Uuid>,
+    pub output: Option<String>,
+    pub error: Option<String>,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: DateTime<Utc>,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub finished_at: Option<DateTime<Utc>>,
+}

@@ -1,21 +1,41 @@
-//! `/v1` (and `/api`) bodies: models, files, discovery, deletions and other small answers.
+//! `/v1` (and `/api`) bodies: the turn path (chat completions, responses, runs), models, files,
+//! discovery, deletions and other small answers.
 
 mod channels;
+mod chat;
 mod cron;
 mod discovery;
 mod hooks;
+mod interaction;
 mod jobs;
+mod responses;
+mod runs;
 mod sessions;
 mod usage;
 
 pub use channels::{Channel, ChannelBound, PairingRequest};
+pub use chat::{
+    AssistantMessage, AssistantRole, ChatChoice, ChatChunk, ChatCompletion, ChatCompletionRequest, ChatExtras,
+    ChatUsage, ChunkChoice, ChunkError, ChunkHead, ChunkKind, CompletionKind, Delta, Progress, PromptTokensDetails,
+    ServerErrorKind, ToolProgressStatus,
+};
 pub use cron::{
     UpstreamCronJob, UpstreamError, UpstreamJobBody, UpstreamJobs, UpstreamOk, UpstreamRepeat, UpstreamSchedule,
 };
 pub use discovery::{Capabilities, CapabilityAuth, ForModel, ListedSkill, Toolset};
-pub use hooks::{EventEndpoint, EventHook, HookTrigger, Webhook};
-pub use jobs::CronJob;
-pub use sessions::{LineageNode, Session, SessionWithLineage};
+pub use hooks::{DeliveryStatus, EventDelivery, EventEndpoint, EventHook, HookTrigger, Webhook};
+pub use interaction::Interaction;
+pub use jobs::{CronJob, CronRun};
+pub use responses::{
+    ContentPart, IncompleteDetails, IncompleteReason, InputTokensDetails, ItemStatus, OutputItem, OutputTokensDetails,
+    Reasoning, ResponseError, ResponseEvent, ResponseExtras, ResponseKind, ResponseObject, ResponseStatus,
+    ResponseStreamEvent, ResponseUsage, ResponsesRequest, TextConfig, TextFormat, Truncation,
+};
+pub use runs::{
+    ApprovalResponseKind, InteractionRequest, Responded, Run, RunApproval, RunApprovalResponse, RunError, RunEvent,
+    RunEventKind, RunKind, RunRequest, RunStarted, RunStatus, RunStopped, RunUsage, StartedStatus, StopStatus,
+};
+pub use sessions::{LineageNode, NumberedMessage, Session, SessionWithLineage};
 pub use usage::{UsageLine, UsageReport, UsageTotals};
 
 use serde::{Deserialize, Serialize};

@@ -54,3 +54,13 @@ pub struct LineageNode {
     /// Steps from the root.
     pub depth: i32,
 }
+
+/// A stored message in OpenAI form, with its sequence number in the session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct NumberedMessage {
+    /// `role`, `content` and, as OpenAI has them, `tool_calls`, `tool_call_id`, `name`.
+    #[serde(flatten)]
+    #[schema(value_type = Object)]
+    pub message: hermes_core::ChatMessage,
+    pub seq: i32,
+}

@@ -13,7 +13,7 @@ use hermes_http::ApiError;
 use hermes_store::admin::Change;
 use hermes_wire::List;
 use hermes_wire::admin::{Hooks, PingSent};
-use hermes_wire::v1::CronJob;
+use hermes_wire::v1::{CronJob, CronRun, EventDelivery};
 
 use crate::admin::caller::Caller;
 use crate::admin::errors::{store_error, store_error_for};
@@ -41,13 +41,13 @@ pub(crate) async fn jobs(
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/cron/{id}/runs", tag = "admin: automation",
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Job id")),
-    responses((status = 200, description = "The job's latest runs with their outputs, newest first", body = crate::admin::schemas::ObjectList),
+    responses((status = 200, description = "The job's latest runs with their outputs, newest first", body = List<CronRun>),
         (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn runs(
     State(state): State<AdminState>,
     caller: Caller,
     Path((tenant, id)): Path<(String, String)>,
-) -> Result<Json<List<serde_json::Value>>> {
+) -> Result<Json<List<CronRun>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewCron).await?;
     let job = state.store.find_job(t.id, None, &id_of(&id, "job")?.to_string()).await;
     let job = job.map_err(|e| store_error_for(e, ErrorCode::JobNotFound, "job"))?;
@@ -135,13 +135,13 @@ pub(crate) async fn hooks(
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/hooks/{id}/deliveries", tag = "admin: automation",
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Event endpoint id")),
-    responses((status = 200, description = "The endpoint's latest deliveries and their attempts", body = crate::admin::schemas::ObjectList),
+    responses((status = 200, description = "The endpoint's latest deliveries and their attempts", body = List<EventDelivery>),
         (status = 404, description = "No such endpoint", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn deliveries(
     State(state): State<AdminState>,
     caller: Caller,
     Path((tenant, id)): Path<(String, String)>,
-) -> Result<Json<List<Value>>> {
+) -> Result<Json<List<EventDelivery>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewHooks).await?;
     let hook = state.store.event_hook(t.id, id_of(&id, "endpoint")?).await;
     let hook = hook.map_err(|e| store_error_for(e, ErrorCode::EventHookNotFound, "endpoint"))?;

@@ -7,12 +7,11 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 
-use crate::sessions::Numbered;
 use hermes_core::access::AdminOp;
 use hermes_core::{ErrorCode, SessionId};
 use hermes_http::ApiError;
 use hermes_store::admin::Change;
-use hermes_wire::admin::Agent;
+use hermes_wire::admin::{Agent, Transcript};
 use hermes_wire::{List, Slice};
 
 use crate::admin::caller::Caller;
@@ -99,7 +98,7 @@ pub(crate) struct TranscriptPage {
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/sessions/{id}", tag = "admin: sessions",
     params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Session id"), TranscriptPage),
-    responses((status = 200, description = "The session and a page of its transcript", body = crate::admin::schemas::Transcript),
+    responses((status = 200, description = "The session and a page of its transcript", body = Transcript),
         (status = 404, description = "No such session", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn transcript(
     State(state): State<AdminState>,
@@ -115,16 +114,8 @@ pub(crate) async fn transcript(
     let found = state.store.messages_after(t.id, id, page.after.unwrap_or(0), Some(limit + 1)).await;
     let found = found.map_err(store_error)?;
     let has_more = found.len() as i64 > limit;
-    let messages = found.into_iter().take(limit as usize).map(Numbered::from).collect();
+    let messages = found.into_iter().take(limit as usize).map(crate::shown::numbered).collect();
     Ok(Json(Transcript { session: crate::shown::session(info), messages, has_more }))
-}
-
-/// A session and a page of its messages.
-#[derive(Debug, serde::Serialize)]
-pub(crate) struct Transcript {
-    session: hermes_wire::v1::Session,
-    messages: Vec<Numbered>,
-    has_more: bool,
 }
 
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/sessions/{id}", tag = "admin: sessions",

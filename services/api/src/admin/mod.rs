@@ -29,7 +29,6 @@ mod oidc_person;
 mod oidc_tenants;
 mod openapi;
 pub mod password;
-mod schemas;
 mod session;
 mod shown;
 pub mod signing;

@@ -220,8 +220,7 @@ async fn schedules_and_hooks(w: &World, c: &mut Cases) {
     let off = EventHookChanges { enabled: Some(false), ..EventHookChanges::default() };
     c.not_found("update_event_hook", s.update_event_hook(b, w.event_hook, &off).await);
     c.not_found("ping_event_hook", s.ping_event_hook(b, w.event_hook).await);
-    let delivery =
-        s.event_deliveries(w.a.id, w.event_hook, 1).await.unwrap()[0]["id"].as_str().unwrap().parse().unwrap();
+    let delivery = s.event_deliveries(w.a.id, w.event_hook, 1).await.unwrap()[0].id;
     c.not_found("resend_event", s.resend_event(b, w.event_hook, delivery).await);
     c.nothing("delete_event_hook", s.delete_event_hook(b, w.event_hook).await);
 }
