@@ -106,6 +106,9 @@ const LEAVES: [&str; 3] = ["hermes-threats", "hermes-net-policy", "hermes-wire"]
 /// metrics, and the trace context every hop hands on), itself built on core and config only.
 const FOUNDATIONS: [&str; 6] =
     ["hermes-core", "hermes-config", "hermes-threats", "hermes-net-policy", "hermes-telemetry", "hermes-wire"];
+/// The admin use cases the admin API and hermesctl share: they build on the store, the MCP
+/// configuration's checks and the foundations, and no front end's crate.
+const USE_CASES: [&str; 1] = ["hermes-ops"];
 /// The one more workspace crate an adapter may use: the sandbox adapter speaks sandboxd's
 /// protocol, which lives in its own crate.
 const ADAPTER_EXTRAS: [(&str, &str); 1] = [("hermes-sandbox", "hermes-sandbox-proto")];
@@ -118,7 +121,7 @@ const SCANNER_ONLY: [&str; 5] = ["hermes-api", "hermes-gateway", "hermes-schedul
 fn crate_dependencies_point_the_way_the_design_says() {
     let g = Graph::load();
     // A misspelt name would pass every rule below without checking anything.
-    for name in ROLES.iter().chain(&ADAPTERS).chain(&LEAVES).chain(&SCANNER_ONLY) {
+    for name in ROLES.iter().chain(&ADAPTERS).chain(&LEAVES).chain(&SCANNER_ONLY).chain(&USE_CASES) {
         assert!(g.workspace.contains(*name), "{name} is not a workspace crate");
     }
     assert!(g.workspace_deps("hermes-core").is_empty(), "core is a leaf: {:?}", g.workspace_deps("hermes-core"));
@@ -150,6 +153,13 @@ fn crate_dependencies_point_the_way_the_design_says() {
         let allowed = |d: &String| FOUNDATIONS.contains(&d.as_str()) || Some(d.as_str()) == extra;
         let bad: Vec<_> = g.workspace_deps(adapter).into_iter().filter(|d| !allowed(d)).collect();
         assert!(bad.is_empty(), "{adapter} may depend only on {FOUNDATIONS:?} (and {extra:?}), not {bad:?}");
+    }
+    for krate in USE_CASES {
+        let allowed = |d: &String| {
+            FOUNDATIONS.contains(&d.as_str()) || ["hermes-store", "hermes-mcp-config"].contains(&d.as_str())
+        };
+        let bad: Vec<_> = g.workspace_deps(krate).into_iter().filter(|d| !allowed(d)).collect();
+        assert!(bad.is_empty(), "{krate} may depend only on the store and {FOUNDATIONS:?}, not {bad:?}");
     }
     for krate in SCANNER_ONLY {
         let deps = g.transitive(krate);

@@ -1,14 +1,16 @@
 //! `hermesctl key`, `credential` and `pool`: the tenant's API keys (shown once, when made) and
 //! its pooled provider keys.
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Subcommand;
 use serde_json::json;
 
 use hermes_config::HermesConfig;
 use hermes_llm::keys::provider_hosts;
-use hermes_store::{NewCredential, SecretBox, Store, StoreError};
+use hermes_store::{NewCredential, SecretBox, Store};
+use hermes_wire::admin::{ApiKeyMade, NewApiKey};
 
+use crate::audit_trail::cli_actor;
 use crate::cli::{print, tenant};
 
 #[derive(Subcommand)]
@@ -91,15 +93,8 @@ pub async fn run_key(json_mode: bool, store: &Store, cmd: KeyCmd) -> anyhow::Res
     match cmd {
         KeyCmd::Create { tenant: name, agent, name: label } => {
             let t = tenant(store, &name).await?;
-            let agent_id = match agent {
-                Some(a) => Some(match store.agent_by_name(t.id, &a).await {
-                    Ok(agent) => agent.id,
-                    Err(StoreError::NotFound) => bail!("tenant {name:?} has no agent named {a:?}"),
-                    Err(e) => return Err(e.into()),
-                }),
-                None => None,
-            };
-            let (key, secret) = store.create_api_key(t.id, agent_id, &label, None).await?;
+            let new = NewApiKey { name: label, agent, expires_in_days: None };
+            let ApiKeyMade { key, secret } = hermes_ops::keys::create(store, cli_actor(), t.id, &new).await?;
             let mut value = json!(key);
             value["key"] = json!(secret);
             print(
@@ -129,7 +124,7 @@ pub async fn run_key(json_mode: bool, store: &Store, cmd: KeyCmd) -> anyhow::Res
         KeyCmd::Revoke { tenant: name, id } => {
             let t = tenant(store, &name).await?;
             let id = id.parse().context("not an API key id")?;
-            store.revoke_api_key(t.id, id).await?;
+            hermes_ops::keys::revoke(store, cli_actor(), t.id, id).await?;
             print(json_mode, json!({"revoked": id}), format!("revoked API key {id}"));
         }
     }

@@ -11,8 +11,10 @@ use serde_json::json;
 
 use hermes_config::HermesConfig;
 use hermes_mcp_config::{McpServerSpec, valid_server_name};
+use hermes_net_policy::outbound::Policy;
 use hermes_store::{SecretBox, Store};
 
+use crate::audit_trail::cli_actor;
 use crate::cli::{print, tenant};
 
 /// Which agent's servers.
@@ -136,18 +138,13 @@ pub async fn run_mcp(json_mode: bool, config: &HermesConfig, store: &Store, cmd:
             let spec = spec_of(&args)?;
             let t = tenant(store, &args.agent.tenant).await?;
             let agent = agent(store, t.id, &args.agent.agent).await?;
-            let refs = spec.secret_refs().map_err(|e| anyhow::anyhow!(e.0))?;
-            let in_sandbox = spec.env_only().secret_refs().map_err(|e| anyhow::anyhow!(e.0))?;
-            store.check_secret_refs(t.id, &refs, &in_sandbox).await?;
-            let masked = serde_json::to_value(spec.masked())?;
             let secrets = SecretBox::from_config(config.secrets.master_key.as_deref())?;
-            let sealed = json!({ "env": spec.env, "headers": spec.headers });
-            store
-                .set_mcp_server(t.id, agent.id, &args.name, (&masked, spec.enabled), &sealed, secrets.as_ref())
-                .await?;
+            let policy = Policy::trusting(&config.mcp.allow_private_hosts);
+            let checks = (&policy, secrets.as_ref());
+            let set = hermes_ops::mcp::set(store, cli_actor(), (t.id, &agent), &args.name, &spec, checks).await?;
             print(
                 json_mode,
-                json!({"name": args.name, "config": masked}),
+                json!({"name": set.name, "config": set.config}),
                 format!("set MCP server {} of {}", args.name, agent.name),
             );
         }
@@ -163,7 +160,7 @@ pub async fn run_mcp(json_mode: bool, config: &HermesConfig, store: &Store, cmd:
         McpCmd::Remove { agent: who, name } => {
             let t = tenant(store, &who.tenant).await?;
             let agent = agent(store, t.id, &who.agent).await?;
-            store.delete_mcp_server(t.id, agent.id, &name).await.with_context(|| format!("no MCP server {name:?}"))?;
+            hermes_ops::mcp::remove(store, cli_actor(), (t.id, &agent), &name).await?;
             print(json_mode, json!({"removed": name}), format!("removed MCP server {name} of {}", agent.name));
         }
     }

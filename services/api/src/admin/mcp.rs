@@ -6,16 +6,14 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 
-use hermes_core::ErrorCode;
 use hermes_core::access::AdminOp;
 use hermes_http::ApiError;
-use hermes_mcp_config::{McpServerSpec, valid_server_name};
-use hermes_store::admin::Change;
+use hermes_mcp_config::McpServerSpec;
 use hermes_wire::List;
 use hermes_wire::admin::{McpServer, McpServerSet};
 
 use crate::admin::caller::Caller;
-use crate::admin::errors::store_error;
+use crate::admin::errors::{ops_error, store_error};
 use crate::admin::state::AdminState;
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
@@ -56,40 +54,9 @@ pub(crate) async fn set(
     let t = caller.tenant(&state, &tenant, AdminOp::EditAgents).await?;
     let agent = state.agent(t.id, &agent_ref).await?;
     let hermes_http::ApiJson(spec) = body?;
-    let bad = |msg: String| ApiError::invalid_request(ErrorCode::InvalidValue, msg);
-    if !valid_server_name(&name) {
-        return Err(bad(format!("{name:?} is not a server name: letters, digits, - and _, at most 40")));
-    }
-    spec.validate().map_err(|e| bad(e.0))?;
-    if let Some(url) = spec.url.as_deref().and_then(|u| reqwest::Url::parse(u).ok())
-        && let Some(why) = state.mcp_policy().refuse(&url)
-    {
-        return Err(bad(format!("the server's url is refused: {why}")).with_param("url"));
-    }
-    // `${NAME}` must name one of the team's keys now (the turn fills it in when it connects),
-    // and in a stdio server's env a key readable by the agent's code.
-    let refs = spec.secret_refs().map_err(|e| bad(e.0))?;
-    let in_sandbox = spec.env_only().secret_refs().map_err(|e| bad(e.0))?;
-    state.store.check_secret_refs(t.id, &refs, &in_sandbox).await.map_err(store_error)?;
-    let masked = serde_json::to_value(spec.masked()).map_err(|e| bad(e.to_string()))?;
-    let secrets =
-        serde_json::to_value(Secrets { env: &spec.env, headers: &spec.headers }).map_err(ApiError::internal)?;
-    let mut tx = caller.begin(&state, t.id).await?;
-    let replaced = tx
-        .set_mcp_server(agent.id, &name, (&masked, spec.enabled), &secrets, state.secrets.as_ref())
-        .await
-        .map_err(store_error)?;
-    let action = if replaced { "mcp_server.updated" } else { "mcp_server.added" };
-    let change = Change::new(action, "mcp_server", format!("{}/{name}", agent.id)).after(&masked);
-    tx.commit(change).await.map_err(store_error)?;
-    Ok(Json(McpServerSet { name, enabled: spec.enabled, config: masked }))
-}
-
-/// What of a server's configuration is sealed at rest.
-#[derive(serde::Serialize)]
-struct Secrets<'a> {
-    env: &'a std::collections::BTreeMap<String, String>,
-    headers: &'a std::collections::BTreeMap<String, String>,
+    let checks = (&state.mcp_policy(), state.secrets.as_ref());
+    let set = hermes_ops::mcp::set(&state.store, caller.audit(), (t.id, &agent), &name, &spec, checks).await;
+    Ok(Json(set.map_err(ops_error)?))
 }
 
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/agents/{agent}/mcp-servers/{name}", tag = "admin: agents",
@@ -105,9 +72,6 @@ pub(crate) async fn remove(
 ) -> Result<StatusCode> {
     let t = caller.tenant(&state, &tenant, AdminOp::EditAgents).await?;
     let agent = state.agent(t.id, &agent_ref).await?;
-    let mut tx = caller.begin(&state, t.id).await?;
-    let gone = tx.delete_mcp_server(agent.id, &name).await.map_err(store_error)?;
-    let change = Change::new("mcp_server.removed", "mcp_server", format!("{}/{name}", agent.id)).before(&gone.spec);
-    tx.commit(change).await.map_err(store_error)?;
+    hermes_ops::mcp::remove(&state.store, caller.audit(), (t.id, &agent), &name).await.map_err(ops_error)?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -50,11 +50,7 @@ impl Shared {
         tenant: hermes_core::TenantId,
         raw: &str,
     ) -> Result<hermes_store::Agent, hermes_http::ApiError> {
-        let found = match raw.parse::<hermes_core::AgentId>() {
-            Ok(id) => self.store.agent(tenant, id).await,
-            Err(_) => self.store.agent_by_name(tenant, raw).await,
-        };
-        found.map_err(|e| crate::admin::errors::store_error_for(e, hermes_core::ErrorCode::NotFound, "agent"))
+        hermes_ops::agent(&self.store, tenant, raw).await.map_err(crate::admin::errors::ops_error)
     }
 
     /// The outbound policy for URLs a tenant gives (a model provider's): public addresses, or

@@ -10,12 +10,11 @@ use axum::http::StatusCode;
 use hermes_core::access::{AdminOp, Standing};
 use hermes_core::{AdminTokenId, ApiKeyId, ErrorCode, MemberRole};
 use hermes_http::ApiError;
-use hermes_store::admin::Change;
 use hermes_wire::admin::{AdminToken, ApiKey, ApiKeyMade, NewApiKey, NewToken, TokenMade};
 use hermes_wire::{ErrorBody, List};
 
 use crate::admin::caller::{Caller, Credential};
-use crate::admin::errors::{store_error, store_error_for};
+use crate::admin::errors::{ops_error, store_error, store_error_for};
 use crate::admin::state::AdminState;
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
@@ -132,23 +131,8 @@ pub(crate) async fn create_key(
     let t = caller.tenant(&state, &tenant, AdminOp::ManageKeys).await?;
     // Whose it is first: another tenant's URL is a 404 whatever the body.
     let hermes_http::ApiJson(body) = body?;
-    let name = body.name.trim();
-    if name.is_empty() || name.chars().count() > 100 {
-        return Err(ApiError::invalid_request(ErrorCode::InvalidValue, "a key's name is 1 to 100 characters")
-            .with_param("name"));
-    }
-    let agent = match body.agent.as_deref() {
-        None => None,
-        Some(raw) => Some(state.agent(t.id, raw).await?.id),
-    };
-    let expires = match body.expires_in_days {
-        None => None,
-        Some(d) => Some(chrono::Utc::now() + chrono::Duration::from_std(lifetime(Some(d))?).unwrap_or_default()),
-    };
-    let mut tx = caller.begin(&state, t.id).await?;
-    let (key, secret) = tx.create_api_key(agent, name, expires).await.map_err(store_error)?;
-    tx.commit(Change::new("api_key.created", "api_key", key.id).after(&key)).await.map_err(store_error)?;
-    Ok((StatusCode::CREATED, Json(ApiKeyMade { key, secret })))
+    let made = hermes_ops::keys::create(&state.store, caller.audit(), t.id, &body).await.map_err(ops_error)?;
+    Ok((StatusCode::CREATED, Json(made)))
 }
 
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/keys/{id}", tag = "admin: credentials",
@@ -162,8 +146,6 @@ pub(crate) async fn revoke_key(
 ) -> Result<StatusCode> {
     let t = caller.tenant(&state, &tenant, AdminOp::ManageKeys).await?;
     let id: ApiKeyId = id.parse().map_err(|_| ApiError::not_found(ErrorCode::NotFound, "no such key"))?;
-    let mut tx = caller.begin(&state, t.id).await?;
-    tx.revoke_api_key(id).await.map_err(|e| store_error_for(e, ErrorCode::NotFound, "key"))?;
-    tx.commit(Change::new("api_key.revoked", "api_key", id)).await.map_err(store_error)?;
+    hermes_ops::keys::revoke(&state.store, caller.audit(), t.id, id).await.map_err(ops_error)?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -1,0 +1,33 @@
+//! Why a use case refused or failed, in terms every front end can show: the API as an
+//! OpenAI-style error, the CLI as a message.
+
+use hermes_core::ErrorCode;
+use hermes_store::StoreError;
+
+pub type Result<T, E = OpsError> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum OpsError {
+    /// The input is wrong; `param` names the field.
+    #[error("{message}")]
+    Invalid { code: ErrorCode, param: &'static str, message: String },
+    /// What the request names does not exist in the tenant.
+    #[error("no such {what}")]
+    NotFound { code: ErrorCode, what: &'static str },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl OpsError {
+    pub(crate) fn invalid(param: &'static str, message: impl Into<String>) -> Self {
+        Self::Invalid { code: ErrorCode::InvalidValue, param, message: message.into() }
+    }
+
+    /// `err`, with not found meaning the `what` the request named.
+    pub(crate) fn missing(err: StoreError, code: ErrorCode, what: &'static str) -> Self {
+        match err {
+            StoreError::NotFound => Self::NotFound { code, what },
+            other => Self::Store(other),
+        }
+    }
+}
