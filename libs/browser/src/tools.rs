@@ -7,8 +7,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use hermes_core::ToolsetName;
+use hermes_tools::window;
 use hermes_tools::{ResultSpill, SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema, required_str};
-use hermes_web::window;
 
 use crate::{BrowserError, BrowserKey, Browsers, CdpRefusal, Page, allow};
 

@@ -186,7 +186,7 @@ impl McpConnection {
         let service = tokio::time::timeout(timeout, handler.serve(transport))
             .await
             .map_err(|_| McpError::Timeout(timeout))?
-            .map_err(|e| McpError::Connect(hermes_toolbox::text::redact(&e.to_string(), &secrets)))?;
+            .map_err(|e| McpError::Connect(hermes_tools::text::redact(&e.to_string(), &secrets)))?;
         // The SDK would keep up to 512 answers (of up to 16 MiB each) under the cursors the
         // server chooses; the session keeps its own list of tools instead.
         service.peer().set_response_cache_config(rmcp::ClientCacheConfig::disabled()).await;

@@ -52,7 +52,7 @@ async fn stdio(
         let why = ended.lock().ok().and_then(|w| w.clone());
         let secrets = spec.secret_values();
         match why {
-            Some(why) => McpError::Connect(hermes_toolbox::text::redact(&format!("{e}; {why}"), &secrets)),
+            Some(why) => McpError::Connect(hermes_tools::text::redact(&format!("{e}; {why}"), &secrets)),
             None => e,
         }
     })

@@ -210,7 +210,7 @@ impl McpTool {
     }
 
     fn clean(&self, text: &str, secrets: &[String]) -> String {
-        hermes_toolbox::text::redact(&strip_invisible(text), secrets)
+        hermes_tools::text::redact(&strip_invisible(text), secrets)
     }
 }
 
@@ -219,7 +219,7 @@ impl McpTool {
 async fn keep_pictures(result: &mut Value, keeper: &dyn FileKeeper, ctx: &ToolCtx) {
     use base64::Engine;
     let Some(blocks) = result.get_mut("content").and_then(Value::as_array_mut) else { return };
-    let call: String = ctx.call_id.chars().filter(char::is_ascii_alphanumeric).take(24).collect();
+    let call = hermes_tools::text::call_stem(&ctx.call_id);
     for (n, block) in blocks.iter_mut().enumerate() {
         let mime = block["mimeType"].as_str().unwrap_or_default().to_owned();
         if block["type"] != "image" || !mime.starts_with("image/") {

@@ -11,7 +11,6 @@ pub mod client;
 mod common;
 pub mod docker;
 pub mod local;
-mod output;
 pub mod process;
 mod rpc_trace;
 mod span_relay;
@@ -30,7 +29,6 @@ use hermes_core::{AgentId, TenantId};
 pub use client::{Address, PinnedCert, SandboxClient, status_error};
 pub use common::{Census, is_idle, live_sandbox, record_live};
 pub use hermes_sandbox_proto::v1 as proto;
-pub use output::cap_middle;
 
 /// Which sandbox: never shared between tenants or agents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -23,7 +23,7 @@ use hermes_tools::{Tool, ToolCtx, ToolError, ToolRegistry, required_str};
 
 use crate::sandbox_error;
 use crate::terminal::TerminalTool;
-use crate::text::for_model;
+use hermes_tools::text::for_model;
 
 /// Tools a script may call (when the agent has them).
 pub const CODE_TOOLS: [&str; 7] =

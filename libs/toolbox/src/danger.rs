@@ -186,7 +186,7 @@ static PATTERNS: LazyLock<Vec<(Regex, Danger)>> = LazyLock::new(|| {
 /// `command` as matched: NFKC-folded, without escape codes, NULs, backslash escapes or empty
 /// quotes splitting a word.
 pub fn normalise(command: &str) -> String {
-    let text = crate::text::strip_ansi(command).replace('\0', "");
+    let text = hermes_tools::text::strip_ansi(command).replace('\0', "");
     let folded: String = text.nfkc().collect();
     let mut out = String::with_capacity(folded.len());
     let mut chars = folded.chars().peekable();

@@ -16,7 +16,7 @@ use hermes_sandbox::{SandboxClient, SandboxKey, Sandboxes, status_error};
 use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema, required_str};
 
 use crate::sandbox_error;
-use crate::text::{for_model, redact};
+use hermes_tools::text::{cap_middle, for_model, redact};
 
 /// Longest diff shown after an edit.
 const MAX_DIFF_CHARS: usize = 10_000;
@@ -77,7 +77,7 @@ fn fail(status: tonic::Status) -> ToolError {
 }
 
 fn shown_diff(diff: &str) -> String {
-    hermes_sandbox::cap_middle(&redact(diff, &[]), MAX_DIFF_CHARS)
+    cap_middle(&redact(diff, &[]), MAX_DIFF_CHARS)
 }
 
 /// `read_file`.

@@ -1,5 +1,5 @@
-//! The sandbox tools (terminal, files, code, approvals) and the text helpers tools share
-//! (`text::redact`, which mcp and web use too).
+//! The sandbox tools (terminal, files, code, approvals); the text helpers they share with
+//! mcp and web are `hermes_tools::text`.
 
 pub mod approval;
 mod clarify;
@@ -9,7 +9,6 @@ mod files;
 mod process;
 mod spill;
 mod terminal;
-pub mod text;
 
 use std::sync::Arc;
 

@@ -14,7 +14,7 @@ use hermes_tools::{Choice, SimpleTool, ToolCtx, ToolError, ToolSpec, choices, ob
 
 use crate::sandbox_error;
 use crate::terminal::MAX_OUTPUT_CHARS;
-use crate::text::for_model;
+use hermes_tools::text::for_model;
 
 choices! {
     enum ProcessAction {

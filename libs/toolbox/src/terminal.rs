@@ -13,7 +13,7 @@ use hermes_sandbox::{ExecRequest, SandboxKey, Sandboxes, status_error};
 use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema, required_str};
 
 use crate::sandbox_error;
-use crate::text::for_model;
+use hermes_tools::text::for_model;
 
 /// Output beyond this many characters is cut in the middle (40 % head, 60 % tail).
 pub const MAX_OUTPUT_CHARS: usize = 50_000;

@@ -14,6 +14,8 @@ use hermes_core::{AgentId, InteractionKind, SessionId, TenantId, ToolCall, TurnI
 mod name;
 mod schemas;
 mod simple;
+pub mod text;
+pub mod window;
 
 pub use name::ToolName;
 pub use schemas::shared_names as shared_schema_names;

@@ -12,7 +12,6 @@
 mod builtin;
 mod services;
 mod tools;
-pub mod window;
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -242,7 +241,7 @@ impl Web {
 /// Whether `url`, as written or percent-decoded, carries something shaped like a key.
 fn carries_secret(url: &str) -> bool {
     let decoded = percent_decode(url);
-    [url, decoded.as_str()].iter().any(|u| hermes_toolbox::text::redact(u, &[]) != *u)
+    [url, decoded.as_str()].iter().any(|u| hermes_tools::text::redact(u, &[]) != *u)
 }
 
 fn percent_decode(s: &str) -> String {

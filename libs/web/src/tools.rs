@@ -12,8 +12,8 @@ use hermes_tools::{ResultSpill, ToolCtx, ToolError, required_str};
 use hermes_tools::{SimpleTool, ToolSpec, object_schema};
 
 use crate::services::Call;
-use crate::window::{budget, render, stored, window};
 use crate::{Capability, Page, TenantWebKeys, Web, builtin};
+use hermes_tools::window::{budget, render, stored, window};
 
 /// URLs one `web_extract` call takes (upstream's five).
 const MAX_URLS: usize = 5;
@@ -243,7 +243,7 @@ impl WebExtract {
         let (text, over_cap) = stored(&page.content);
         let cut = window(text, budget);
         let saved = match (&cut, &self.0.spill) {
-            (crate::window::Window::Whole(_), _) => Ok(String::new()),
+            (hermes_tools::window::Window::Whole(_), _) => Ok(String::new()),
             (_, None) => Err("the turn has no file tools to read it back with".to_owned()),
             (_, Some(spill)) => {
                 let name = format!("{}-page{n}.md", ctx.call_id);

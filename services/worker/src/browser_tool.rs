@@ -47,7 +47,7 @@ impl SimpleTool for BrowserVision {
             Ok(shot) => shot,
             Err(e) => return Ok(json!({"success": false, "error": e.to_string()}).to_string()),
         };
-        let id: String = ctx.call_id.chars().filter(char::is_ascii_alphanumeric).take(24).collect();
+        let id = hermes_tools::text::call_stem(&ctx.call_id);
         let name = format!("screenshot-{id}.png");
         let target = format!("screenshots/{name}");
         let file = TurnFile { target: target.clone(), name, mime: "image/png".into(), data: Ok(shot.clone()) };

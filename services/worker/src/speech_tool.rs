@@ -88,7 +88,7 @@ impl SimpleTool for TextToSpeech {
             Err(e) => return Ok(json!({"success": false, "error": e}).to_string()),
         };
         let (provider, voice, chars) = (speech.provider, speech.is_voice(), speech.chars);
-        let id: String = ctx.call_id.chars().filter(char::is_ascii_alphanumeric).take(24).collect();
+        let id = hermes_tools::text::call_stem(&ctx.call_id);
         let target = keep(&self.store, ctx.tenant_id, ctx.turn_id, &format!("speech-{id}"), speech)
             .await
             .map_err(|e| ToolError::Unavailable(format!("the speech was made but could not be kept: {e}")))?;

@@ -1,5 +1,6 @@
-//! What every tool does to sandbox output before the model sees it: terminal escape codes
-//! stripped, anything that looks like a secret redacted, and long text cut in the middle.
+//! What tools do to text before the model sees it: terminal escape codes stripped, anything
+//! that looks like a secret redacted, and long command output cut in the middle (keeping the
+//! start and the usually more telling end, as upstream Hermes does: 40 % head, 60 % tail).
 
 use std::sync::LazyLock;
 
@@ -57,7 +58,27 @@ pub fn redact(text: &str, known: &[String]) -> String {
 
 /// Strips, redacts and caps a piece of sandbox output for the model.
 pub fn for_model(text: &str, max_chars: usize) -> String {
-    hermes_sandbox::cap_middle(&redact(&strip_ansi(text), &[]), max_chars)
+    cap_middle(&redact(&strip_ansi(text), &[]), max_chars)
+}
+
+/// Returns `text` if it has at most `max_chars` characters; otherwise its first 40 % and last
+/// 60 % around a marker that says how much was left out.
+pub fn cap_middle(text: &str, max_chars: usize) -> String {
+    let total = text.chars().count();
+    if total <= max_chars {
+        return text.to_owned();
+    }
+    let head = max_chars * 2 / 5;
+    let tail = max_chars - head;
+    let head_end = text.char_indices().nth(head).map_or(text.len(), |(i, _)| i);
+    let tail_start = text.char_indices().nth(total - tail).map_or(text.len(), |(i, _)| i);
+    format!("{}\n\n[... {} characters omitted ...]\n\n{}", &text[..head_end], total - head - tail, &text[tail_start..])
+}
+
+/// A call id as a file-name stem: its first 24 ASCII letters and digits (the model's ids are
+/// opaque strings).
+pub fn call_stem(call_id: &str) -> String {
+    call_id.chars().filter(char::is_ascii_alphanumeric).take(24).collect()
 }
 
 #[cfg(test)]
@@ -88,5 +109,24 @@ mod tests {
         assert!(out.contains("postgres://app:[REDACTED]@db"));
         assert!(out.contains("the key to success is practice; token count: 12"), "{out}");
         assert_eq!(redact("x my-own-secret-value y", &["my-own-secret-value".into()]), "x [REDACTED] y");
+    }
+
+    #[test]
+    fn keeps_short_text_and_cuts_the_middle_of_long_text() {
+        assert_eq!(cap_middle("short", 10), "short");
+        let long: String = (0..1000).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+        let out = cap_middle(&long, 100);
+        assert!(out.starts_with(&long[..40]));
+        assert!(out.ends_with(&long[940..]));
+        assert!(out.contains("900 characters omitted"));
+        // multi-byte characters are never split
+        let wide = "é".repeat(500);
+        assert!(cap_middle(&wide, 50).contains("450 characters omitted"));
+    }
+
+    #[test]
+    fn a_call_stem_is_the_ids_first_letters_and_digits() {
+        assert_eq!(call_stem("call_ab-C9"), "callabC9");
+        assert_eq!(call_stem(&"x".repeat(40)), "x".repeat(24));
     }
 }
