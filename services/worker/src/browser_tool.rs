@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use hermes_browser::{BrowserTurn, Browsers};
 use hermes_core::ToolsetName;
+use hermes_store::Store;
 use hermes_store::turn_files::TurnFile;
 use hermes_tools::{ResultSpill, SimpleTool, ToolCtx, ToolError, ToolRegistry, ToolSpec, object_schema, required_str};
 
@@ -18,6 +19,8 @@ use crate::models::Models;
 pub(crate) struct BrowserVision {
     pub turn: Arc<BrowserTurn>,
     pub models: Models,
+    /// Where the screenshot is kept.
+    pub store: Store,
 }
 
 impl SimpleTool for BrowserVision {
@@ -51,7 +54,7 @@ impl SimpleTool for BrowserVision {
         let name = format!("screenshot-{id}.png");
         let target = format!("screenshots/{name}");
         let file = TurnFile { target: target.clone(), name, mime: "image/png".into(), data: Ok(shot.clone()) };
-        let kept = self.models.rt.ctx.store.save_turn_file(ctx.tenant_id, ctx.turn_id, &file).await;
+        let kept = self.store.save_turn_file(ctx.tenant_id, ctx.turn_id, &file).await;
         let prompt = format!(
             "You are looking at a screenshot of a web page. Describe what it shows, then answer the following question:\n\n{question}"
         );
@@ -78,7 +81,7 @@ pub(crate) fn register(rt: &Runtime, models: &Models, tools: &mut ToolRegistry) 
         .then(|| Arc::new(hermes_toolbox::SandboxSpill::new(rt.ctx.sandboxes.clone())) as Arc<dyn ResultSpill>);
     let turn = Arc::new(BrowserTurn { browsers, spill });
     hermes_browser::register(turn.clone(), tools);
-    tools.register(Arc::new(BrowserVision { turn, models: models.clone() }));
+    tools.register(Arc::new(BrowserVision { turn, models: models.clone(), store: rt.ctx.store.clone() }));
 }
 
 /// Closes idle browsers every 30 s until `shutdown`, then all of them.

@@ -14,11 +14,13 @@ use serde_json::{Value, json};
 
 use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
 use hermes_agent::{EventSink, JournalError, Turn, TurnEnd, TurnJournal, TurnLimits, TurnStart};
+use hermes_cache::Slots;
 use hermes_core::{ChatMessage, SessionId, TurnEventKind, TurnId, Usage};
 use hermes_store::Store;
 use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolRegistry, ToolSpec, object_schema};
 
 use crate::models::Models;
+use crate::vision::ImageSources;
 
 /// Tasks one call may hand out.
 pub(crate) const MAX_CHILDREN: usize = 3;
@@ -29,8 +31,21 @@ const CHILD_EXCLUDED: [&str; 5] = ["delegate_task", "clarify", "memory", "execut
 /// How long a child waits for a tenant slot before giving up.
 const SLOT_WAIT: Duration = Duration::from_secs(60);
 
+/// What running children takes besides their models: where their sessions are stored, the
+/// per-tenant slots (`cap` at once) and how deep delegation may go.
+#[derive(Clone)]
+pub(crate) struct Children {
+    pub store: Store,
+    pub slots: Slots,
+    pub cap: u32,
+    pub max_depth: u32,
+}
+
 pub(crate) struct DelegateTool {
     pub models: Models,
+    pub children: Children,
+    /// Where a child's `vision_analyze` reads images (it is registered again, capped).
+    pub images: ImageSources,
     /// The parent's tools, from which children's are derived.
     pub tools: ToolRegistry,
     /// This agent's depth (0 for the main agent).
@@ -141,15 +156,17 @@ impl EventSink for Quiet {
 
 impl DelegateTool {
     fn child_tools(&self) -> ToolRegistry {
-        let max_depth = self.models.rt.ctx.config.worker.delegation_max_depth;
+        let max_depth = self.children.max_depth;
         let mut tools = self.tools.without(&CHILD_EXCLUDED);
         // A child that loads the same image again and again is stopped (upstream's cap).
         if tools.names().contains(&"vision_analyze") {
-            crate::vision::register(&self.models, &mut tools, Some(crate::vision::CHILD_LOADS_PER_IMAGE));
+            crate::vision::register(&self.models, &self.images, &mut tools, Some(crate::vision::CHILD_LOADS_PER_IMAGE));
         }
         if self.depth + 1 < max_depth {
             tools.register(Arc::new(DelegateTool {
                 models: self.models.clone(),
+                children: self.children.clone(),
+                images: self.images.clone(),
                 tools: self.tools.clone(),
                 depth: self.depth + 1,
                 usage: self.usage.clone(),
@@ -159,11 +176,9 @@ impl DelegateTool {
     }
 
     async fn run_child(&self, ctx: &ToolCtx, task: &Task, max_iterations: u32) -> Result<String, String> {
-        let rt = &self.models.rt;
         let tenant = ctx.tenant_id;
         let slot = uuid::Uuid::now_v7().to_string();
-        let slots = rt.ctx.cache.child_slots();
-        let cap = rt.ctx.config.worker.max_children_per_tenant;
+        let (slots, cap) = (&self.children.slots, self.children.cap);
         let waited = tokio::time::timeout(SLOT_WAIT, async {
             loop {
                 match slots.try_acquire(&tenant.to_string(), &slot, cap, Duration::from_secs(3600)).await {
@@ -189,7 +204,7 @@ impl DelegateTool {
     }
 
     async fn run_child_in_slot(&self, ctx: &ToolCtx, task: &Task, max_iterations: u32) -> Result<String, String> {
-        let store = &self.models.rt.ctx.store;
+        let store = &self.children.store;
         let session = store
             .create_child_session(ctx.tenant_id, ctx.session_id, &task.goal)
             .await

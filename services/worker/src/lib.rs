@@ -81,8 +81,8 @@ pub(crate) struct Runtime {
     pub draining: CancellationToken,
     /// Cancelled when draining took too long: running turns hand their lease back.
     pub abandon: CancellationToken,
-    /// When each agent's auxiliary model last failed (it rests before the next summary).
-    pub aux_failed_at: std::sync::Mutex<std::collections::HashMap<hermes_core::AgentId, std::time::Instant>>,
+    /// What the models of every turn here are built with.
+    pub models: Arc<models::ModelDeps>,
     /// Turns running here, by id, so a cancellation reaches the one it names.
     pub running: std::sync::Mutex<std::collections::HashMap<hermes_core::TurnId, CancellationToken>>,
     /// Each agent's skills, cached by index version.
@@ -100,6 +100,24 @@ pub(crate) struct Runtime {
     pub speaker: Option<Arc<hermes_media::Speaker>>,
     /// The conversations' browsers, kept between turns.
     pub browsers: Option<Arc<hermes_browser::Browsers>>,
+}
+
+impl Runtime {
+    /// Where `vision_analyze` and the pictures people send are read from.
+    fn image_sources(&self) -> vision::ImageSources {
+        vision::ImageSources { web: self.web.clone(), sandboxes: self.ctx.sandboxes.clone() }
+    }
+
+    /// What `delegate_task` runs its children with.
+    fn children(&self) -> delegate::Children {
+        let worker = &self.ctx.config.worker;
+        delegate::Children {
+            store: self.ctx.store.clone(),
+            slots: self.ctx.cache.child_slots(),
+            cap: worker.max_children_per_tenant,
+            max_depth: worker.delegation_max_depth,
+        }
+    }
 }
 
 /// A name for this worker process in leases and logs.
@@ -144,13 +162,13 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
     sync_bundled_skills(&ctx.store).await;
     let mut consumer = ctx.broker.consume_work(cfg.worker.max_concurrent_turns, &worker_id).await?;
     let rt = Arc::new(Runtime {
+        models: Arc::new(model_deps(&ctx)),
         ctx,
         worker_id: worker_id.clone(),
         tools,
         draining: shutdown.clone(),
         abandon: CancellationToken::new(),
         running: Default::default(),
-        aux_failed_at: Default::default(),
         skills: Default::default(),
         web,
         web_allowance,
@@ -207,6 +225,18 @@ fn builtin_tools(ctx: &WorkerContext) -> ToolRegistry {
         lifetime: Duration::from_secs(sandbox.idle_seconds.saturating_mul(4).max(60)),
     };
     hermes_toolbox::builtin_registry(ctx.sandboxes.clone(), sandbox.exec_timeout_seconds, Some(Arc::new(activity)))
+}
+
+/// What every model this worker builds is made with.
+fn model_deps(ctx: &WorkerContext) -> models::ModelDeps {
+    models::ModelDeps {
+        http: ctx.http.clone(),
+        store: ctx.store.clone(),
+        key_pools: ctx.cache.key_pools(),
+        secrets: ctx.secrets.clone(),
+        llm: ctx.config.llm.clone(),
+        aux_failed_at: Default::default(),
+    }
 }
 
 /// The speech service, when `[tts]` names one it can call.

@@ -2,19 +2,20 @@
 //! whose summaries come from the agent's auxiliary model (resting 600 s after a failure), then
 //! the main model, then a static digest.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hermes_agent::compress::{CompressionConfig, Compressor, Summarizer};
 use hermes_agent::{DefaultEngine, ModelSummarizer};
-use hermes_config::AnthropicCacheTtl;
+use hermes_cache::KeyPools;
+use hermes_config::{AnthropicCacheTtl, LlmConfig};
 use hermes_core::{AgentId, CallPurpose, ChatMessage, ImageInputMode, TenantId};
 use hermes_llm::anthropic::CacheTtl;
 use hermes_llm::keys::provider_for_url;
 use hermes_llm::{AnyTransport, ApiMode, CallBuffer, Credential, Endpoint, ResilientModel, RetryPolicy};
-use hermes_store::{Agent, CredentialPools, FallbackModel};
+use hermes_store::{Agent, CredentialPools, FallbackModel, SecretBox, Store};
 
-use crate::Runtime;
 use crate::keys::TenantKeys;
 
 /// How long a failed auxiliary model is left out of summaries.
@@ -23,10 +24,24 @@ pub(crate) const AUX_COOLDOWN: Duration = Duration::from_secs(600);
 /// Every model a turn uses: resilient (retries, key rotation, fallbacks) and within budget.
 pub(crate) type TurnModel = crate::budget::Budgeted<ResilientModel<AnyTransport, TenantKeys>>;
 
+/// What every model the worker builds is made with: one for the whole worker, so an auxiliary
+/// model that failed rests for every turn here, not only the one that saw it fail.
+pub(crate) struct ModelDeps {
+    pub http: reqwest::Client,
+    /// Where calls reserve against spending caps.
+    pub store: Store,
+    /// Key rotation shared by every worker.
+    pub key_pools: KeyPools,
+    pub secrets: Option<SecretBox>,
+    pub llm: LlmConfig,
+    /// When each agent's auxiliary model last failed (it rests before the next summary).
+    pub aux_failed_at: Mutex<HashMap<AgentId, Instant>>,
+}
+
 /// Builds the models of one agent's turns (owned, so a delegated child can build its own).
 #[derive(Clone)]
 pub(crate) struct Models {
-    pub rt: Arc<Runtime>,
+    pub deps: Arc<ModelDeps>,
     pub tenant: TenantId,
     pub agent: Agent,
     pub api_key: Option<String>,
@@ -57,8 +72,8 @@ impl Models {
     fn keys(&self) -> TenantKeys {
         let primary = self.primary();
         TenantKeys {
-            pools: self.rt.ctx.cache.key_pools(),
-            secrets: self.rt.ctx.secrets.clone(),
+            pools: self.deps.key_pools.clone(),
+            secrets: self.deps.secrets.clone(),
             tenant: self.tenant,
             agent_key: self.api_key.clone().map(|secret| {
                 let id = format!("agent:{}", self.agent.id);
@@ -69,7 +84,7 @@ impl Models {
     }
 
     fn build(&self, chain: Vec<Endpoint>, purpose: CallPurpose) -> TurnModel {
-        let cfg = &self.rt.ctx.config.llm;
+        let cfg = &self.deps.llm;
         let retry = RetryPolicy {
             max_retries: cfg.max_retries,
             base: Duration::from_millis(cfg.retry_base_millis),
@@ -80,7 +95,7 @@ impl Models {
             AnthropicCacheTtl::OneHour => CacheTtl::OneHour,
         };
         let models = chain.iter().map(|e| e.model.clone()).collect();
-        let inner = ResilientModel::new(AnyTransport::new(self.rt.ctx.http.clone(), ttl), self.keys(), chain, retry)
+        let inner = ResilientModel::new(AnyTransport::new(self.deps.http.clone(), ttl), self.keys(), chain, retry)
             .with_meter(self.meter.clone(), purpose);
         // A reservation outlives every attempt the call may make, then lapses.
         let attempts = u64::from(cfg.max_retries) + 1;
@@ -88,7 +103,7 @@ impl Models {
             Duration::from_secs(cfg.request_timeout_seconds.saturating_mul(attempts).saturating_add(60).min(3600));
         crate::budget::Budgeted {
             inner,
-            store: self.rt.ctx.store.clone(),
+            store: self.deps.store.clone(),
             tenant: self.tenant,
             agent: self.agent.id,
             models,
@@ -167,7 +182,7 @@ impl Models {
             .unwrap_or_else(|| hermes_llm::models::context_window(&self.agent.model));
         let mut summarizers = Vec::new();
         let resting = self
-            .rt
+            .deps
             .aux_failed_at
             .lock()
             .ok()
@@ -180,7 +195,7 @@ impl Models {
                 self.build(vec![endpoint(&aux.base_url, &aux.model, aux.api_mode.as_deref())], CallPurpose::Auxiliary);
             summarizers.push(Summaries {
                 inner: ModelSummarizer { model, model_name: aux.model.clone() },
-                on_failure: Some((&self.rt, self.agent.id)),
+                on_failure: Some((&self.deps, self.agent.id)),
             });
         }
         // A summary is auxiliary work, whichever model writes it.
@@ -196,15 +211,15 @@ impl Models {
 /// A summarizer that, for the auxiliary model, records its failure so it rests a while.
 pub(crate) struct Summaries<'a> {
     inner: ModelSummarizer<TurnModel>,
-    on_failure: Option<(&'a Runtime, AgentId)>,
+    on_failure: Option<(&'a ModelDeps, AgentId)>,
 }
 
 impl Summarizer for Summaries<'_> {
     async fn summarize(&self, prompt: Vec<ChatMessage>, max_tokens: u32) -> Result<String, String> {
         let result = self.inner.summarize(prompt, max_tokens).await;
         if result.is_err()
-            && let Some((rt, agent)) = self.on_failure
-            && let Ok(mut failed) = rt.aux_failed_at.lock()
+            && let Some((deps, agent)) = self.on_failure
+            && let Ok(mut failed) = deps.aux_failed_at.lock()
         {
             failed.insert(agent, Instant::now());
         }

@@ -182,7 +182,7 @@ async fn review(rt: &Arc<Runtime>, job: ReviewJob) -> Result<String, String> {
     let api_key = agent.provider_key(rt.ctx.secrets.as_ref()).map_err(text)?;
     let meter = Arc::new(hermes_llm::CallBuffer::default());
     let models = Models {
-        rt: rt.clone(),
+        deps: rt.models.clone(),
         tenant: job.tenant_id,
         agent: agent.clone(),
         api_key,

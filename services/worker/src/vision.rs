@@ -19,10 +19,9 @@ use hermes_core::message::ImageUrl;
 use hermes_core::{ChatMessage, Content, ContentPart, ToolsetName};
 use hermes_llm::{ChatModel, ChatRequest, NoDeltas};
 use hermes_sandbox::proto::ReadBytesRequest;
-use hermes_sandbox::{SandboxKey, status_error};
+use hermes_sandbox::{SandboxKey, Sandboxes, status_error};
 use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema, required_str};
 
-use crate::Runtime;
 use crate::models::Models;
 
 /// The largest image loaded (upstream reads up to 50 MB; a chat platform sends at most 20).
@@ -39,11 +38,19 @@ pub(crate) const CHILD_LOADS_PER_IMAGE: u32 = 3;
 const DESCRIBE_PROMPT: &str = "Describe everything visible in this image in thorough detail. Include any text, \
     code, data, objects, people, layout, colors, and any other notable visual information.";
 
+/// Where images are read from besides `data:` URLs: the web (through its public-address
+/// guard; `None` when its clients could not be built) and the agent's workspace.
+#[derive(Clone)]
+pub(crate) struct ImageSources {
+    pub web: Option<Arc<hermes_web::Web>>,
+    pub sandboxes: Arc<dyn Sandboxes>,
+}
+
 /// An image ready for a model: a `data:` URL within the embed budget.
 struct Loaded(String);
 
 /// Reads `source` (an http(s) URL, a `data:` URL, or a path in the agent's workspace).
-async fn load(rt: &Runtime, key: SandboxKey, source: &str) -> Result<Loaded, String> {
+async fn load(sources: &ImageSources, key: SandboxKey, source: &str) -> Result<Loaded, String> {
     let bytes = if let Some(data) = source.strip_prefix("data:") {
         let (_, encoded) =
             data.split_once(";base64,").ok_or("a data: URL must be base64 (data:image/png;base64,...)")?;
@@ -51,13 +58,13 @@ async fn load(rt: &Runtime, key: SandboxKey, source: &str) -> Result<Loaded, Str
             .decode(encoded.trim())
             .map_err(|_| "the data: URL is not valid base64".to_owned())?
     } else if source.starts_with("http://") || source.starts_with("https://") {
-        let web = rt.web.as_ref().ok_or("images cannot be fetched from URLs on this installation")?;
+        let web = sources.web.as_ref().ok_or("images cannot be fetched from URLs on this installation")?;
         web.fetch_bytes(source, MAX_IMAGE_BYTES)
             .await
             .map_err(|why| format!("the image could not be fetched: {why}"))?
     } else {
         let path = source.strip_prefix("file://").unwrap_or(source).to_owned();
-        let client = rt.ctx.sandboxes.open(key).await.map_err(|e| format!("the workspace is unavailable: {e}"))?;
+        let client = sources.sandboxes.open(key).await.map_err(|e| format!("the workspace is unavailable: {e}"))?;
         let request = ReadBytesRequest { path, max_bytes: MAX_IMAGE_BYTES as u64 };
         client.grpc().read_bytes(request).await.map_err(|s| status_error(s).to_string())?.into_inner().data
     };
@@ -110,7 +117,7 @@ async fn ask(models: &Models, image: &Loaded, prompt: &str) -> Result<String, St
 /// `message`'s images replaced by the vision model's descriptions (upstream's wording), for a
 /// model that reads only text. An image that cannot be described becomes a note saying so,
 /// so the agent can tell the user rather than guess.
-pub(crate) async fn describe_images(models: &Models, message: ChatMessage) -> ChatMessage {
+pub(crate) async fn describe_images(models: &Models, sources: &ImageSources, message: ChatMessage) -> ChatMessage {
     let Some(Content::Parts(parts)) = &message.content else { return message };
     if !parts.iter().any(|p| matches!(p, ContentPart::ImageUrl { .. })) {
         return message;
@@ -125,7 +132,7 @@ pub(crate) async fn describe_images(models: &Models, message: ChatMessage) -> Ch
             ContentPart::ImageUrl { image_url } => image_url,
         };
         let key = SandboxKey { tenant: models.tenant, agent: models.agent.id };
-        let seen = match load(&models.rt, key, &image_url.url).await {
+        let seen = match load(sources, key, &image_url.url).await {
             Ok(image) => ask(models, &image, DESCRIBE_PROMPT).await,
             Err(why) => Err(why),
         };
@@ -161,14 +168,15 @@ pub(crate) fn strip_images(messages: &mut [ChatMessage]) {
 /// `vision_analyze` for one turn (or one delegated child).
 pub(crate) struct VisionTool {
     pub models: Models,
+    pub sources: ImageSources,
     /// How often the same image may be loaded (`None`: no cap).
     pub loads_per_image: Option<u32>,
     loads: Mutex<HashMap<u64, u32>>,
 }
 
 impl VisionTool {
-    pub(crate) fn new(models: Models, loads_per_image: Option<u32>) -> Self {
-        Self { models, loads_per_image, loads: Mutex::default() }
+    pub(crate) fn new(models: Models, sources: ImageSources, loads_per_image: Option<u32>) -> Self {
+        Self { models, sources, loads_per_image, loads: Mutex::default() }
     }
 
     /// Counts a load of `source`; past the cap, says why not.
@@ -235,7 +243,7 @@ impl SimpleTool for VisionTool {
         let prompt = format!(
             "Fully describe and explain everything about this image, then answer the following question:\n\n{question}"
         );
-        let answer = match load(&self.models.rt, key, &source).await {
+        let answer = match load(&self.sources, key, &source).await {
             Ok(image) => ask(&self.models, &image, &prompt).await,
             Err(why) => Err(why),
         };
@@ -247,8 +255,13 @@ impl SimpleTool for VisionTool {
 }
 
 /// Registers `vision_analyze` for a turn (no cap) or a delegated child (upstream's cap).
-pub(crate) fn register(models: &Models, tools: &mut hermes_tools::ToolRegistry, loads_per_image: Option<u32>) {
-    tools.register(Arc::new(VisionTool::new(models.clone(), loads_per_image)));
+pub(crate) fn register(
+    models: &Models,
+    sources: &ImageSources,
+    tools: &mut hermes_tools::ToolRegistry,
+    loads_per_image: Option<u32>,
+) {
+    tools.register(Arc::new(VisionTool::new(models.clone(), sources.clone(), loads_per_image)));
 }
 
 #[cfg(test)]

@@ -266,7 +266,7 @@ impl Planner<'_> {
             PlanError::fail(failed(ErrorCode::ProviderKeyUnavailable, "The agent's provider key cannot be read."))
         })?;
         Ok(Models {
-            rt: self.rt.clone(),
+            deps: self.rt.models.clone(),
             tenant: self.tenant,
             agent: agent.clone(),
             api_key,
@@ -336,7 +336,7 @@ impl Planner<'_> {
             input = self.expand(agent, tools, loads_skills, input).await;
             // Described once, before the input is stored: a resumed turn does not look again.
             if models.images_as_text() {
-                input = crate::vision::describe_images(models, input).await;
+                input = crate::vision::describe_images(models, &rt.image_sources(), input).await;
             }
         }
         input.role = Role::User;

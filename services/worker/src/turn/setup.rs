@@ -54,7 +54,7 @@ pub(crate) fn tools_for_turn(
         crate::web_tool::register(rt, tenant, &models.pools, &mut tools);
     }
     if ToolsetName::Vision.enabled_in(&agent.toolsets) {
-        crate::vision::register(models, &mut tools, None);
+        crate::vision::register(models, &rt.image_sources(), &mut tools, None);
     }
     if ToolsetName::ImageGen.enabled_in(&agent.toolsets) {
         crate::image_tool::register(rt, tenant, &models.pools, &mut tools, links.clone());
@@ -68,6 +68,8 @@ pub(crate) fn tools_for_turn(
     if ToolsetName::Delegation.enabled_in(&agent.toolsets) {
         tools.register(Arc::new(DelegateTool {
             models: models.clone(),
+            children: rt.children(),
+            images: rt.image_sources(),
             tools: tools.clone(),
             depth: 0,
             usage: child_usage,
