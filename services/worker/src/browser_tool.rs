@@ -10,10 +10,10 @@ use hermes_browser::{BrowserTurn, Browsers};
 use hermes_core::ToolsetName;
 use hermes_store::Store;
 use hermes_store::turn_files::TurnFile;
-use hermes_tools::{ResultSpill, SimpleTool, ToolCtx, ToolError, ToolRegistry, ToolSpec, object_schema, required_str};
+use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolRegistry, ToolSpec, object_schema, required_str};
 
-use crate::Runtime;
 use crate::models::Models;
+use crate::tools::Toolkit;
 
 /// `browser_vision`.
 pub(crate) struct BrowserVision {
@@ -72,16 +72,13 @@ impl SimpleTool for BrowserVision {
 }
 
 /// Adds the browser tools to `tools` for this turn.
-pub(crate) fn register(rt: &Runtime, models: &Models, tools: &mut ToolRegistry) {
-    let Some(browsers) = rt.browsers.clone() else { return };
+pub(crate) fn register(kit: &Toolkit, models: &Models, tools: &mut ToolRegistry) {
+    let Some(browsers) = kit.browsers.clone() else { return };
     // Long snapshots are saved where read_file can page through them, when this turn has it.
-    let spill = tools
-        .names()
-        .contains(&"read_file")
-        .then(|| Arc::new(hermes_toolbox::SandboxSpill::new(rt.ctx.sandboxes.clone())) as Arc<dyn ResultSpill>);
+    let spill = kit.spill_for(tools);
     let turn = Arc::new(BrowserTurn { browsers, spill });
     hermes_browser::register(turn.clone(), tools);
-    tools.register(Arc::new(BrowserVision { turn, models: models.clone(), store: rt.ctx.store.clone() }));
+    tools.register(Arc::new(BrowserVision { turn, models: models.clone(), store: kit.store.clone() }));
 }
 
 /// Closes idle browsers every 30 s until `shutdown`, then all of them.

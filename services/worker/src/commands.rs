@@ -35,7 +35,7 @@ pub(crate) async fn run(sandboxes: &dyn Sandboxes, key: SandboxKey, text: &str) 
 /// The reply to `/reload-mcp`, when `text` is that.
 pub(crate) fn reload_mcp(rt: &crate::Runtime, key: SandboxKey, text: &str) -> Option<String> {
     let (ChatCommand::ReloadMcp, _) = worker_command(text)? else { return None };
-    let closed = rt.mcp.as_ref().map_or(0, |servers| servers.forget_agent(key.tenant, key.agent));
+    let closed = rt.toolkit.mcp.as_ref().map_or(0, |servers| servers.forget_agent(key.tenant, key.agent));
     Some(format!(
         "Reloaded the MCP servers ({closed} session{} closed): your next message connects again and lists their tools afresh.",
         if closed == 1 { "" } else { "s" }

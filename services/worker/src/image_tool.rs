@@ -135,21 +135,21 @@ impl SimpleTool for ImageGenerateTool {
 /// Registers `image_generate` for a turn (`links`: an API turn's), with the tenant's own
 /// keys (its `fal` and `openai` pools) in place of the operator's where it has them.
 pub(crate) fn register(
-    rt: &crate::Runtime,
+    kit: &crate::tools::Toolkit,
     tenant: hermes_core::TenantId,
     pools: &hermes_store::CredentialPools,
     tools: &mut hermes_tools::ToolRegistry,
     links: Option<FileLinks>,
 ) {
-    let Some(generator) = rt.image_gen.as_ref() else { return };
-    let secrets = rt.ctx.secrets.as_ref();
+    let Some(generator) = kit.image_gen.as_ref() else { return };
+    let secrets = kit.secrets.as_ref();
     let [fal, openai] =
         generator.key_pools().map(|(pool, url)| crate::keys::service_key(pools, tenant, secrets, pool, url));
     let generator = match (fal, openai) {
         (None, None) => generator.clone(),
         (fal, openai) => Arc::new(generator.with_keys(fal, openai)),
     };
-    tools.register(Arc::new(ImageGenerateTool { generator, store: rt.ctx.store.clone(), links }));
+    tools.register(Arc::new(ImageGenerateTool { generator, store: kit.store.clone(), links }));
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ mod shares;
 mod skills;
 mod speech_tool;
 mod todo;
+mod tools;
 mod turn;
 mod vision;
 mod web_tool;
@@ -48,7 +49,6 @@ use hermes_config::HermesConfig;
 use hermes_queue::{Broker, QueueError, WorkConsumer};
 use hermes_sandbox::Sandboxes;
 use hermes_store::{SecretBox, Store};
-use hermes_tools::ToolRegistry;
 
 /// What the worker role needs, built by the composition root.
 #[derive(Clone)]
@@ -76,48 +76,16 @@ pub enum WorkerError {
 pub(crate) struct Runtime {
     pub ctx: WorkerContext,
     pub worker_id: String,
-    pub tools: ToolRegistry,
     /// Cancelled on shutdown: sessions stop claiming further turns.
     pub draining: CancellationToken,
     /// Cancelled when draining took too long: running turns hand their lease back.
     pub abandon: CancellationToken,
-    /// What the models of every turn here are built with.
-    pub models: Arc<models::ModelDeps>,
     /// Turns running here, by id, so a cancellation reaches the one it names.
     pub running: std::sync::Mutex<std::collections::HashMap<hermes_core::TurnId, CancellationToken>>,
-    /// Each agent's skills, cached by index version.
-    pub skills: Arc<skills::SkillCatalog>,
-    /// The web toolset's services (`None` when their clients could not be built).
-    pub web: Option<Arc<hermes_web::Web>>,
-    /// Each tenant's daily web allowance.
-    pub web_allowance: Arc<dyn hermes_web::Allowance>,
-    /// Live sessions with agents' MCP servers, kept between turns (`None` when the client
-    /// could not be built).
-    pub mcp: Option<Arc<hermes_mcp::McpServers>>,
-    /// The `image_generate` tool's service (`None` when its clients could not be built).
-    pub image_gen: Option<Arc<hermes_media::ImageGenerator>>,
-    /// Speech: `text_to_speech` and voice replies (`None`: turned off, or no usable provider).
-    pub speaker: Option<Arc<hermes_media::Speaker>>,
-    /// The conversations' browsers, kept between turns.
-    pub browsers: Option<Arc<hermes_browser::Browsers>>,
-}
-
-impl Runtime {
-    /// Where `vision_analyze` and the pictures people send are read from.
-    fn image_sources(&self) -> vision::ImageSources {
-        vision::ImageSources { web: self.web.clone(), sandboxes: self.ctx.sandboxes.clone() }
-    }
-
-    /// What `delegate_task` runs its children with.
-    fn children(&self) -> delegate::Children {
-        let worker = &self.ctx.config.worker;
-        delegate::Children {
-            store: self.ctx.store.clone(),
-            slots: self.ctx.cache.child_slots(),
-            cap: worker.max_children_per_tenant,
-            max_depth: worker.delegation_max_depth,
-        }
-    }
+    /// What the models of every turn here are built with.
+    pub models: Arc<models::ModelDeps>,
+    /// What the tools of every turn here are made from.
+    pub toolkit: tools::Toolkit,
 }
 
 /// A name for this worker process in leases and logs.
@@ -136,28 +104,7 @@ pub fn default_worker_id() -> String {
 pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), WorkerError> {
     let cfg = ctx.config.clone();
     let worker_id = cfg.worker.id.clone().unwrap_or_else(default_worker_id);
-    let tools = builtin_tools(&ctx);
-    let (web, web_allowance) = web_services(&ctx);
-    let mcp = match mcp_tool::servers(&cfg.mcp, ctx.sandboxes.clone()) {
-        Ok(servers) => {
-            hermes_telemetry::tasks::spawn("worker_mcp_reaper", mcp_tool::reap(servers.clone(), shutdown.clone()));
-            Some(servers)
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "cannot build the MCP client; agents' MCP servers are off");
-            None
-        }
-    };
-    let image_gen = match hermes_media::ImageGenerator::new(&cfg.image_gen, &cfg.outbound.trusted_private_hosts) {
-        Ok(generator) => Some(Arc::new(generator)),
-        Err(e) => {
-            tracing::error!(error = %e, "cannot build the image service's clients; image_generate is off");
-            None
-        }
-    };
-    let speaker = speaker(&cfg);
-    let browsers = Arc::new(hermes_browser::Browsers::new(ctx.sandboxes.clone(), &cfg.browser));
-    hermes_telemetry::tasks::spawn("worker_browser_reaper", browser_tool::reap(browsers.clone(), shutdown.clone()));
+    let toolkit = tools::build::toolkit(&ctx, &shutdown);
     ctx.sandboxes.set_egress(Arc::new(egress::EgressProxy::new(ctx.store.clone(), &cfg.sandbox)));
     sync_bundled_skills(&ctx.store).await;
     let mut consumer = ctx.broker.consume_work(cfg.worker.max_concurrent_turns, &worker_id).await?;
@@ -165,17 +112,10 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
         models: Arc::new(model_deps(&ctx)),
         ctx,
         worker_id: worker_id.clone(),
-        tools,
         draining: shutdown.clone(),
         abandon: CancellationToken::new(),
         running: Default::default(),
-        skills: Default::default(),
-        web,
-        web_allowance,
-        mcp,
-        image_gen,
-        speaker,
-        browsers: Some(browsers),
+        toolkit,
     });
     listen_for_cancellations(&rt, &shutdown);
     // Background reviews, one at a time beside the turns.
@@ -217,16 +157,6 @@ async fn report_sandboxes(
     }
 }
 
-/// The built-in tools every turn chooses from, with background processes marked in Redis.
-fn builtin_tools(ctx: &WorkerContext) -> ToolRegistry {
-    let sandbox = &ctx.config.sandbox;
-    let activity = background::RedisBackgroundActivity {
-        marks: ctx.cache.background_marks(),
-        lifetime: Duration::from_secs(sandbox.idle_seconds.saturating_mul(4).max(60)),
-    };
-    hermes_toolbox::builtin_registry(ctx.sandboxes.clone(), sandbox.exec_timeout_seconds, Some(Arc::new(activity)))
-}
-
 /// What every model this worker builds is made with.
 fn model_deps(ctx: &WorkerContext) -> models::ModelDeps {
     models::ModelDeps {
@@ -237,42 +167,6 @@ fn model_deps(ctx: &WorkerContext) -> models::ModelDeps {
         llm: ctx.config.llm.clone(),
         aux_failed_at: Default::default(),
     }
-}
-
-/// The speech service, when `[tts]` names one it can call.
-fn speaker(cfg: &hermes_config::HermesConfig) -> Option<Arc<hermes_media::Speaker>> {
-    let trusted = &cfg.outbound.trusted_private_hosts;
-    match hermes_media::Speaker::new(&cfg.tts, cfg.stt.openai_api_key.as_deref(), trusted) {
-        Ok(speaker) => match speaker.unusable() {
-            None => Some(Arc::new(speaker)),
-            Some(why) => {
-                tracing::info!(reason = %why, "text to speech is off");
-                None
-            }
-        },
-        Err(e) => {
-            tracing::error!(error = %e, "cannot build the speech client; text to speech is off");
-            None
-        }
-    }
-}
-
-/// The web toolset's services and the tenants' daily allowance.
-fn web_services(ctx: &WorkerContext) -> (Option<Arc<hermes_web::Web>>, Arc<dyn hermes_web::Allowance>) {
-    let cfg = &ctx.config;
-    let web = match hermes_web::Web::new(&cfg.web, &cfg.outbound.trusted_private_hosts) {
-        Ok(web) => Some(Arc::new(web)),
-        Err(e) => {
-            tracing::error!(error = %e, "cannot build the web clients; the web toolset is off");
-            None
-        }
-    };
-    let allowance = web_tool::RedisAllowance {
-        counters: ctx.cache.window_counters(),
-        store: ctx.store.clone(),
-        defaults: (cfg.web.searches_per_day, cfg.web.extracts_per_day),
-    };
-    (web, Arc::new(allowance))
 }
 
 /// Cancels the turn a cancellation names, when it runs here, until `shutdown`.

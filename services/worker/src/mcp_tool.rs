@@ -14,8 +14,6 @@ use hermes_net_policy::outbound::Policy;
 use hermes_store::{CredentialPools, SecretBox, StoredMcpServer};
 use hermes_tools::ToolRegistry;
 
-use crate::Runtime;
-
 /// The worker's sessions: HTTP servers through a client that reaches public addresses only,
 /// plus the hosts the operator allowed (`mcp.allow_private_hosts`); stdio servers in the
 /// agent's sandbox.
@@ -162,7 +160,7 @@ impl hermes_mcp::FileKeeper for TurnFiles {
 /// their requests answered by the turn's model (`models`), and their results' pictures are
 /// kept with the turn (`links`: an API turn's).
 pub(crate) async fn register(
-    rt: &Arc<Runtime>,
+    kit: &crate::tools::Toolkit,
     models: &crate::models::Models,
     stored: &[StoredMcpServer],
     tools: &mut ToolRegistry,
@@ -173,8 +171,8 @@ pub(crate) async fn register(
         .iter()
         .filter(|s| s.enabled)
         .map(|s| {
-            let mut spec = spec_of(tenant, s, rt.ctx.secrets.as_ref()).map_err(|e| (s.name.clone(), e))?;
-            fill_secrets(&mut spec, tenant, &models.pools, rt.ctx.secrets.as_ref()).map_err(|e| (s.name.clone(), e))?;
+            let mut spec = spec_of(tenant, s, kit.secrets.as_ref()).map_err(|e| (s.name.clone(), e))?;
+            fill_secrets(&mut spec, tenant, &models.pools, kit.secrets.as_ref()).map_err(|e| (s.name.clone(), e))?;
             Ok((s.name.clone(), spec))
         })
         .filter_map(|found| match found {
@@ -185,13 +183,13 @@ pub(crate) async fn register(
             }
         })
         .collect();
-    let Some(servers) = rt.mcp.as_ref().filter(|_| !specs.is_empty()) else { return };
+    let Some(servers) = kit.mcp.as_ref().filter(|_| !specs.is_empty()) else { return };
     let sampler: Arc<dyn hermes_mcp::Sampler> = Arc::new(crate::mcp_sampling::TurnSampler {
         models: models.clone(),
-        counters: rt.ctx.cache.window_counters(),
+        counters: kit.window_counters.clone(),
         tenant,
     });
-    let keeper: Arc<dyn hermes_mcp::FileKeeper> = Arc::new(TurnFiles { store: rt.ctx.store.clone(), links });
+    let keeper: Arc<dyn hermes_mcp::FileKeeper> = Arc::new(TurnFiles { store: kit.store.clone(), links });
     let hooks = hermes_mcp::TurnHooks { sampler: Some(sampler), keeper: Some(keeper) };
     let (found, unavailable) = servers.tools(tenant, agent, specs, hooks).await;
     for server in unavailable {

@@ -21,13 +21,12 @@ pub(crate) struct MemoryTool {
 
 impl MemoryTool {
     /// The tool for `user_key`'s session, with the configured caps.
-    pub fn for_user(rt: &crate::Runtime, user_key: &str) -> Self {
-        let limits = &rt.ctx.config.memory;
+    pub fn for_user(kit: &crate::tools::Toolkit, user_key: &str) -> Self {
         Self {
-            store: rt.ctx.store.clone(),
+            store: kit.store.clone(),
             user_key: user_key.to_owned(),
-            memory_chars: limits.memory_char_limit,
-            user_chars: limits.user_char_limit,
+            memory_chars: kit.limits.memory_chars,
+            user_chars: kit.limits.user_chars,
         }
     }
 }

@@ -20,6 +20,7 @@ use hermes_tools::{Interactive, ToolCtx, ToolRegistry};
 use crate::Runtime;
 use crate::delegate::Quiet;
 use crate::models::Models;
+use crate::tools::Toolkit;
 
 const REVIEW_INSTRUCTIONS: &str = "You are reviewing a conversation that just ended, to make this agent better \
 next time. You cannot talk to the user. Look for: durable facts about the user or their environment worth saving \
@@ -137,14 +138,14 @@ fn transcript(messages: &[ChatMessage]) -> String {
 }
 
 /// The reviewer's tools: the agent's memory and skills tools, nothing else.
-fn reviewer_tools(rt: &Arc<Runtime>, agent: &Agent, user_key: &str) -> ToolRegistry {
+fn reviewer_tools(kit: &Toolkit, agent: &Agent, user_key: &str) -> ToolRegistry {
     let mut tools = ToolRegistry::new();
     if ToolsetName::Memory.enabled_in(&agent.toolsets) {
-        tools.register(Arc::new(crate::memory_tool::MemoryTool::for_user(rt, user_key)));
+        tools.register(Arc::new(crate::memory_tool::MemoryTool::for_user(kit, user_key)));
     }
     if ToolsetName::Skills.enabled_in(&agent.toolsets) {
         let names = tools.fixed_names();
-        crate::skills::register_tools(rt, &mut tools, agent, names, "review");
+        crate::skills::register_tools(&kit.skills_parts(), &mut tools, agent, names, "review");
     }
     tools
 }
@@ -157,7 +158,7 @@ async fn review(rt: &Arc<Runtime>, job: ReviewJob) -> Result<String, String> {
     let store = &rt.ctx.store;
     let agent = store.agent(job.tenant_id, job.agent_id).await.map_err(text)?;
     let user_key = store.session_user_key(job.tenant_id, job.session_id).await.map_err(text)?;
-    let tools = reviewer_tools(rt, &agent, &user_key);
+    let tools = reviewer_tools(&rt.toolkit, &agent, &user_key);
     if tools.names().is_empty() {
         return Ok("nothing to review with".into());
     }

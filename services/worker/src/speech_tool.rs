@@ -112,12 +112,11 @@ impl SimpleTool for TextToSpeech {
 /// The installation's speaker with the tenant's own keys (its `openai` and `elevenlabs`
 /// pools) in place of the operator's where it has them.
 fn tenant_speaker(
-    rt: &Runtime,
+    secrets: Option<&hermes_store::SecretBox>,
     speaker: &Arc<Speaker>,
     tenant: TenantId,
     pools: &hermes_store::CredentialPools,
 ) -> Arc<Speaker> {
-    let secrets = rt.ctx.secrets.as_ref();
     let [openai, elevenlabs] =
         speaker.key_pools().map(|(pool, url)| crate::keys::service_key(pools, tenant, secrets, pool, url));
     match (openai, elevenlabs) {
@@ -129,22 +128,22 @@ fn tenant_speaker(
 /// Registers `text_to_speech` for a turn, when the installation can speak (`links`: an API
 /// turn's).
 pub(crate) fn register(
-    rt: &Runtime,
+    kit: &crate::tools::Toolkit,
     tenant: TenantId,
     pools: &hermes_store::CredentialPools,
     tools: &mut hermes_tools::ToolRegistry,
     links: Option<FileLinks>,
 ) {
-    let Some(speaker) = rt.speaker.as_ref() else { return };
-    let speaker = tenant_speaker(rt, speaker, tenant, pools);
-    tools.register(Arc::new(TextToSpeech { speaker, store: rt.ctx.store.clone(), links }));
+    let Some(speaker) = kit.speaker.as_ref() else { return };
+    let speaker = tenant_speaker(kit.secrets.as_ref(), speaker, tenant, pools);
+    tools.register(Arc::new(TextToSpeech { speaker, store: kit.store.clone(), links }));
 }
 
 /// Speaks a chat turn's answer when its message asked for a spoken reply (the chat's
 /// `/voice` mode), keeping the recording with the turn; its files' `MEDIA:` lines then hand
 /// it over. Whatever fails, the chat still gets the text.
 pub(crate) async fn speak_answer(rt: &Runtime, tenant: TenantId, turn: &ClaimedTurn, answer: &str) {
-    let Some(speaker) = rt.speaker.as_ref() else { return };
+    let Some(speaker) = rt.toolkit.speaker.as_ref() else { return };
     let wanted = match rt.ctx.store.turn_reply_to(tenant, turn.turn_id).await {
         Ok(dest) => dest.is_some_and(|d| d.voice_reply),
         Err(e) => {
@@ -156,7 +155,7 @@ pub(crate) async fn speak_answer(rt: &Runtime, tenant: TenantId, turn: &ClaimedT
         return;
     }
     let speaker = match rt.ctx.store.credential_pools(tenant).await {
-        Ok(pools) => tenant_speaker(rt, speaker, tenant, &pools),
+        Ok(pools) => tenant_speaker(rt.ctx.secrets.as_ref(), speaker, tenant, &pools),
         Err(e) => {
             tracing::warn!(error = %e, "cannot read the team's keys; the installation's speak");
             speaker.clone()

@@ -11,10 +11,10 @@ use hermes_cache::WindowCounters;
 use hermes_config::WebBackend;
 use hermes_core::TenantId;
 use hermes_store::{CredentialPools, SecretBox, Store};
-use hermes_tools::{ResultSpill, ToolRegistry};
+use hermes_tools::ToolRegistry;
 use hermes_web::{Allowance, Metered, QuotaSpent, TenantWebKeys, Web, WebExtract, WebSearch, WebTurn};
 
-use crate::Runtime;
+use crate::tools::Toolkit;
 
 const DAY: Duration = Duration::from_secs(24 * 60 * 60);
 
@@ -67,15 +67,12 @@ fn tenant_keys(web: &Web, tenant: TenantId, pools: &CredentialPools, secrets: Op
 }
 
 /// Adds `web_search` and `web_extract` to `tools` for this turn.
-pub(crate) fn register(rt: &Arc<Runtime>, tenant: TenantId, pools: &CredentialPools, tools: &mut ToolRegistry) {
-    let Some(web) = rt.web.clone() else { return };
-    let keys = tenant_keys(&web, tenant, pools, rt.ctx.secrets.as_ref());
+pub(crate) fn register(kit: &Toolkit, tenant: TenantId, pools: &CredentialPools, tools: &mut ToolRegistry) {
+    let Some(web) = kit.web.clone() else { return };
+    let keys = tenant_keys(&web, tenant, pools, kit.secrets.as_ref());
     // Long pages are saved where read_file can page through them, when this turn has it.
-    let spill = tools
-        .names()
-        .contains(&"read_file")
-        .then(|| Arc::new(hermes_toolbox::SandboxSpill::new(rt.ctx.sandboxes.clone())) as Arc<dyn ResultSpill>);
-    let turn = Arc::new(WebTurn { web, keys, allowance: rt.web_allowance.clone(), spill });
+    let spill = kit.spill_for(tools);
+    let turn = Arc::new(WebTurn { web, keys, allowance: kit.web_allowance.clone(), spill });
     tools.register(Arc::new(WebSearch(turn.clone())));
     tools.register(Arc::new(WebExtract(turn)));
 }

@@ -98,10 +98,18 @@ impl SkillCatalog {
     }
 }
 
+/// What the skills tools are made from (the toolkit's, which holds this module's catalog, so
+/// the registrar takes these rather than the toolkit).
+pub(crate) struct SkillsParts {
+    pub store: Store,
+    pub catalog: Arc<SkillCatalog>,
+    pub sandboxes: Arc<dyn hermes_sandbox::Sandboxes>,
+}
+
 /// Registers `skills_list`, `skill_view` and `skill_manage` for `agent`; `tool_names` are the
 /// other tools beside them (for `requires_tools` and fallbacks); changes are logged as `actor`.
 pub(crate) fn register_tools(
-    rt: &crate::Runtime,
+    parts: &SkillsParts,
     tools: &mut hermes_tools::ToolRegistry,
     agent: &Agent,
     mut tool_names: Vec<&'static str>,
@@ -109,11 +117,11 @@ pub(crate) fn register_tools(
 ) {
     tool_names.extend(["skills_list", "skill_view", "skill_manage"]);
     let ctx = SkillsContext {
-        store: rt.ctx.store.clone(),
-        catalog: rt.skills.clone(),
+        store: parts.store.clone(),
+        catalog: parts.catalog.clone(),
         agent: agent.clone(),
         tool_names,
-        sandboxes: rt.ctx.sandboxes.clone(),
+        sandboxes: parts.sandboxes.clone(),
     };
     tools.register(Arc::new(SkillsListTool(ctx.clone())));
     tools.register(Arc::new(SkillViewTool(ctx.clone())));

@@ -288,19 +288,13 @@ impl Planner<'_> {
         child_usage: ChildUsage,
         mcp_servers: &[hermes_store::StoredMcpServer],
     ) -> Result<ToolRegistry, StoreError> {
-        let (rt, turn, store) = (self.rt, self.turn, &self.rt.ctx.store);
-        let mut tools = setup::tools_for_turn(
-            rt,
-            self.tenant,
-            agent,
-            models,
-            &turn.session_user_key,
-            turn.session_source,
-            child_usage,
-        );
+        let (kit, turn, store) = (&self.rt.toolkit, self.turn, &self.rt.ctx.store);
+        // An API client reaches the files tools make by links to the API; a chat gets them sent.
+        let links = crate::image_tool::FileLinks::for_turn(turn.session_source, &self.rt.ctx.config);
+        let user_key = &turn.session_user_key;
+        let mut tools = setup::tools_for_turn(kit, self.tenant, agent, models, user_key, links.clone(), child_usage);
         if ToolsetName::Mcp.enabled_in(&agent.toolsets) {
-            let links = crate::image_tool::FileLinks::for_turn(turn.session_source, &rt.ctx.config);
-            crate::mcp_tool::register(rt, models, mcp_servers, &mut tools, links).await;
+            crate::mcp_tool::register(kit, models, mcp_servers, &mut tools, links).await;
         }
         if ToolsetName::Messaging.enabled_in(&agent.toolsets) {
             tools.register(Arc::new(crate::send_message::SendMessageTool { store: store.clone() }));
@@ -336,7 +330,7 @@ impl Planner<'_> {
             input = self.expand(agent, tools, loads_skills, input).await;
             // Described once, before the input is stored: a resumed turn does not look again.
             if models.images_as_text() {
-                input = crate::vision::describe_images(models, &rt.image_sources(), input).await;
+                input = crate::vision::describe_images(models, &rt.toolkit.image_sources(), input).await;
             }
         }
         input.role = Role::User;
@@ -363,7 +357,7 @@ impl Planner<'_> {
         if loads_skills
             && input.text().trim_start().starts_with('/')
             && let Some(expanded) =
-                crate::skills::expand_slash(store, &rt.skills, agent, &tools.names(), &input.text()).await
+                crate::skills::expand_slash(store, &rt.toolkit.skills, agent, &tools.names(), &input.text()).await
         {
             input = expanded;
         }

@@ -14,7 +14,9 @@ use hermes_tools::ToolRegistry;
 
 use crate::Runtime;
 use crate::delegate::DelegateTool;
+use crate::image_tool::FileLinks;
 use crate::models::Models;
+use crate::tools::Toolkit;
 use crate::workspace::SandboxFiles;
 
 /// Said to the model, for one call only, every `memory.nudge_interval` user turns.
@@ -32,69 +34,66 @@ fn among(name: &str, set: &[ToolsetName]) -> bool {
 }
 
 /// The tools of this turn: the built-ins the agent's toolsets enable, plus those bound to the
-/// turn (delegation, todo, memory for this session's user, execute_code over the rest).
+/// turn (delegation, todo, memory for this session's user, execute_code over the rest);
+/// `links`: an API turn's, where the files tools make are handed over (a chat gets them sent).
 pub(crate) fn tools_for_turn(
-    rt: &Arc<Runtime>,
+    kit: &Toolkit,
     tenant: TenantId,
     agent: &Agent,
     models: &Models,
     user_key: &str,
-    source: SessionSource,
+    links: Option<FileLinks>,
     child_usage: Arc<Mutex<Usage>>,
 ) -> ToolRegistry {
-    let config = &rt.ctx.config;
-    // An API client reaches the files tools make by links to the API; a chat gets them sent.
-    let links = crate::image_tool::FileLinks::for_turn(source, config);
-    if config.sandbox.prewarm {
-        hermes_toolbox::prewarm(rt.ctx.sandboxes.clone(), SandboxKey { tenant, agent: agent.id }, &agent.toolsets);
+    if kit.limits.prewarm {
+        hermes_toolbox::prewarm(kit.sandboxes.clone(), SandboxKey { tenant, agent: agent.id }, &agent.toolsets);
     }
-    let mut tools = rt.tools.restricted_to(&agent.toolsets);
+    let mut tools = kit.builtin.restricted_to(&agent.toolsets);
     // Before delegation and execute_code, which hand the tools on to children and scripts.
     if ToolsetName::Web.enabled_in(&agent.toolsets) {
-        crate::web_tool::register(rt, tenant, &models.pools, &mut tools);
+        crate::web_tool::register(kit, tenant, &models.pools, &mut tools);
     }
     if ToolsetName::Vision.enabled_in(&agent.toolsets) {
-        crate::vision::register(models, &rt.image_sources(), &mut tools, None);
+        crate::vision::register(models, &kit.image_sources(), &mut tools, None);
     }
     if ToolsetName::ImageGen.enabled_in(&agent.toolsets) {
-        crate::image_tool::register(rt, tenant, &models.pools, &mut tools, links.clone());
+        crate::image_tool::register(kit, tenant, &models.pools, &mut tools, links.clone());
     }
     if ToolsetName::Browser.enabled_in(&agent.toolsets) {
-        crate::browser_tool::register(rt, models, &mut tools);
+        crate::browser_tool::register(kit, models, &mut tools);
     }
     if ToolsetName::Tts.enabled_in(&agent.toolsets) {
-        crate::speech_tool::register(rt, tenant, &models.pools, &mut tools, links);
+        crate::speech_tool::register(kit, tenant, &models.pools, &mut tools, links);
     }
     if ToolsetName::Delegation.enabled_in(&agent.toolsets) {
         tools.register(Arc::new(DelegateTool {
             models: models.clone(),
-            children: rt.children(),
-            images: rt.image_sources(),
+            children: kit.children(),
+            images: kit.image_sources(),
             tools: tools.clone(),
             depth: 0,
             usage: child_usage,
         }));
     }
     if ToolsetName::Todo.enabled_in(&agent.toolsets) {
-        tools.register(Arc::new(crate::todo::TodoTool { store: rt.ctx.store.clone() }));
+        tools.register(Arc::new(crate::todo::TodoTool { store: kit.store.clone() }));
     }
     if ToolsetName::Memory.enabled_in(&agent.toolsets) {
-        tools.register(Arc::new(crate::memory_tool::MemoryTool::for_user(rt, user_key)));
+        tools.register(Arc::new(crate::memory_tool::MemoryTool::for_user(kit, user_key)));
     }
     if ToolsetName::SessionSearch.enabled_in(&agent.toolsets) {
         tools.register(Arc::new(crate::search_tool::SessionSearchTool {
-            store: rt.ctx.store.clone(),
+            store: kit.store.clone(),
             user_key: user_key.to_owned(),
         }));
     }
     if ToolsetName::Skills.enabled_in(&agent.toolsets) {
         let names = tools.fixed_names();
-        crate::skills::register_tools(rt, &mut tools, agent, names, "agent");
+        crate::skills::register_tools(&kit.skills_parts(), &mut tools, agent, names, "agent");
     }
     if ToolsetName::CodeExecution.enabled_in(&agent.toolsets) {
-        let sandboxes = rt.ctx.sandboxes.clone();
-        let terminal =
-            Arc::new(hermes_toolbox::TerminalTool::new(sandboxes.clone(), config.sandbox.exec_timeout_seconds));
+        let sandboxes = kit.sandboxes.clone();
+        let terminal = Arc::new(hermes_toolbox::TerminalTool::new(sandboxes.clone(), kit.limits.exec_timeout_seconds));
         tools.register(Arc::new(hermes_toolbox::ExecuteCode::new(sandboxes, &tools, Some(terminal))));
     }
     tools
@@ -119,7 +118,7 @@ pub(crate) async fn render_prompt(
             if !ToolsetName::Skills.enabled_in(&agent.toolsets) {
                 return Ok(Vec::new());
             }
-            let visible = rt.skills.visible_at(&rt.ctx.store, agent, &tools.names(), skill_versions).await?;
+            let visible = rt.toolkit.skills.visible_at(&rt.ctx.store, agent, &tools.names(), skill_versions).await?;
             Ok::<_, StoreError>(crate::skills::prompt_entries(&visible))
         },
         async {
