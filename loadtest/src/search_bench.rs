@@ -110,18 +110,7 @@ async fn fill(store: &Store, tenant_name: &str, user: &str, sessions: usize, mes
             })
             .collect();
         let target = TurnTarget::New { source: hermes_core::SessionSource::Api, user_key: user.into(), history };
-        let turn = NewTurn {
-            agent_id: agent.id,
-            target,
-            input: ChatMessage::user(sentence(s)),
-            instructions: None,
-            stream: false,
-            notify_hub: None,
-            api_key: None,
-            response: None,
-            reply_to: None,
-            trace: None,
-        };
+        let turn = NewTurn::new(agent.id, target, ChatMessage::user(sentence(s)));
         store.enqueue_turn(tenant.id, turn).await?;
     }
     Ok(SearchScope { tenant: tenant.id, agent: agent.id, user_key: user.into(), current: None })

@@ -15,22 +15,11 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
     let (tenant, agent, _) = env.tenant("acme", "helper").await;
     let cache = Cache::connect(&env.config.redis.url, &env.config.redis.key_prefix).await.unwrap();
     let locks = cache.session_locks();
-    let new = NewTurn {
-        agent_id: agent.id,
-        target: TurnTarget::New {
-            source: hermes_core::SessionSource::Api,
-            user_key: "test-user".into(),
-            history: vec![],
-        },
-        input: ChatMessage::user("hi"),
-        instructions: None,
-        stream: false,
-        notify_hub: None,
-        api_key: None,
-        response: None,
-        reply_to: None,
-        trace: None,
-    };
+    let new = NewTurn::new(
+        agent.id,
+        TurnTarget::New { source: hermes_core::SessionSource::Api, user_key: "test-user".into(), history: vec![] },
+        ChatMessage::user("hi"),
+    );
     let (session, turn) = env.store.enqueue_turn(tenant, new).await.unwrap();
 
     // Worker A takes the lock and the turn, writes, then stalls past its lock and lease.
@@ -121,21 +110,7 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
     // If Redis forgets the counter, Postgres still moves the fence forward.
     let (_, turn2) = env
         .store
-        .enqueue_turn(
-            tenant,
-            NewTurn {
-                agent_id: agent.id,
-                target: TurnTarget::Existing(session),
-                input: ChatMessage::user("more"),
-                instructions: None,
-                stream: false,
-                notify_hub: None,
-                api_key: None,
-                response: None,
-                reply_to: None,
-                trace: None,
-            },
-        )
+        .enqueue_turn(tenant, NewTurn::new(agent.id, TurnTarget::Existing(session), ChatMessage::user("more")))
         .await
         .unwrap();
     let c = env.store.claim_next_turn(tenant, session, "worker-c", short, 1).await.unwrap().unwrap();

@@ -39,16 +39,12 @@ async fn a_chat_message_is_taken_in_once_and_its_answer_is_queued_for_delivery_o
     let channel = env.store.create_channel(tenant, bot, secrets.as_ref()).await.unwrap();
     let chat = hermes_core::outbox::Destination::chat(hermes_core::Platform::Telegram, channel.id, "42", None);
     let turn = || NewTurn {
-        agent_id: agent.id,
-        target: TurnTarget::Route { route: route.clone(), fresh: true, replaces: None },
-        input: ChatMessage::user("hi"),
-        instructions: None,
-        stream: false,
-        notify_hub: None,
-        api_key: None,
-        response: None,
         reply_to: Some(chat.clone()),
-        trace: None,
+        ..NewTurn::new(
+            agent.id,
+            TurnTarget::Route { route: route.clone(), fresh: true, replaces: None },
+            ChatMessage::user("hi"),
+        )
     };
     let update = json!({"update_id": 1001, "message": {"text": "hi"}});
     let first = env.store.accept_inbound(tenant, "telegram:bot", "1001", &update, Some(turn()), None).await.unwrap();

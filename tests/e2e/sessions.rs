@@ -137,18 +137,7 @@ async fn a_chat_keeps_its_session_until_the_reset_rules_say_otherwise_but_never_
             .route_target(tenant, &route, now, async |session| marks.is_marked(tenant, session).await.unwrap())
             .await
             .unwrap();
-        let new = hermes_store::NewTurn {
-            agent_id: agent.id,
-            target,
-            input: ChatMessage::user(text),
-            instructions: None,
-            stream: false,
-            notify_hub: None,
-            api_key: None,
-            response: None,
-            reply_to: None,
-            trace: None,
-        };
+        let new = hermes_store::NewTurn::new(agent.id, target, ChatMessage::user(text));
         let (session, _) = env.store.enqueue_turn(tenant, new).await.unwrap();
         // Its last activity is "now" on the fake clock.
         sqlx::query("UPDATE sessions SET updated_at = $2 WHERE id = $1")

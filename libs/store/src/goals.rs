@@ -214,16 +214,8 @@ impl Store {
         let mut queued = false;
         if let Some(text) = step.continuation.filter(|_| !waiting) {
             let next = NewTurn {
-                agent_id: agent,
-                target: TurnTarget::Existing(session),
-                input: ChatMessage::user(text),
-                instructions: None,
-                stream: false,
-                notify_hub: None,
-                api_key: None,
-                response: None,
                 reply_to: reply_to.cloned(),
-                trace: None,
+                ..NewTurn::new(agent, TurnTarget::Existing(session), ChatMessage::user(text))
             };
             crate::turns::enqueue_in(&mut tx, tenant, &next).await?;
             queued = true;

@@ -107,6 +107,26 @@ pub struct NewTurn {
     pub trace: Option<hermes_core::trace::TraceParent>,
 }
 
+impl NewTurn {
+    /// A turn of `agent` on `target` with `input` and nothing else: no per-request
+    /// instructions, no stream, nobody waiting on a pod, no API key, no stored response, no chat
+    /// to answer, no trace. Callers set what their entry point adds.
+    pub fn new(agent_id: AgentId, target: TurnTarget, input: ChatMessage) -> Self {
+        Self {
+            agent_id,
+            target,
+            input,
+            instructions: None,
+            stream: false,
+            notify_hub: None,
+            api_key: None,
+            response: None,
+            reply_to: None,
+            trace: None,
+        }
+    }
+}
+
 /// A turn a worker has claimed.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ClaimedTurn {

@@ -57,16 +57,12 @@ async fn chat_turn(
     let target = chat_target(headers, auth, agent.id, &mut parsed)?;
     let answer = Answer { stream: parsed.stream, include_usage: parsed.include_usage };
     let turn = NewTurn {
-        agent_id: agent.id,
-        target,
-        input: parsed.input,
         instructions: parsed.instructions,
         stream: parsed.stream,
         notify_hub: Some(state.events.id().to_owned()),
         api_key: Some(auth.key_id),
-        response: None,
-        reply_to: None,
         trace: hermes_telemetry::context::current(),
+        ..NewTurn::new(agent.id, target, parsed.input)
     };
     Ok((Work::New { entry: Entry::ChatCompletions, turn: Box::new(turn), idempotency }, answer, agent.name))
 }

@@ -102,9 +102,6 @@ async fn response_turn(
     };
     let truncation = if parsed.auto_truncation { Truncation::Auto } else { Truncation::Disabled };
     let turn = NewTurn {
-        agent_id: agent.id,
-        target,
-        input: parsed.input,
         instructions: parsed.instructions.clone(),
         stream: parsed.stream,
         notify_hub: Some(state.events.id().to_owned()),
@@ -115,8 +112,8 @@ async fn response_turn(
             conversation,
             truncation: truncation.as_str().to_owned(),
         }),
-        reply_to: None,
         trace: hermes_telemetry::context::current(),
+        ..NewTurn::new(agent.id, target, parsed.input)
     };
     let described = Described {
         model,

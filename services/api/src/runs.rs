@@ -57,16 +57,12 @@ async fn run_turn(state: &AppState, auth: &KeyAuth, headers: &HeaderMap, body: R
     let mut parsed = ParsedResponses::try_from(body.base)?;
     let (agent, target) = run_target(state, auth, headers, body.session_id.as_deref(), &mut parsed).await?;
     let turn = NewTurn {
-        agent_id: agent.id,
-        target,
-        input: parsed.input,
         instructions: parsed.instructions,
         stream: true,
         notify_hub: Some(state.events.id().to_owned()),
         api_key: Some(auth.key_id),
-        response: None,
-        reply_to: None,
         trace: hermes_telemetry::context::current(),
+        ..NewTurn::new(agent.id, target, parsed.input)
     };
     Ok(Work::New { entry: Entry::Runs, turn: Box::new(turn), idempotency })
 }

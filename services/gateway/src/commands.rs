@@ -149,16 +149,9 @@ impl Gateway {
         };
         self.stop_route(channel, &route).await?;
         let turn = NewTurn {
-            agent_id: channel.agent_id,
-            target: hermes_store::TurnTarget::Existing(session),
-            input: ChatMessage::user(last),
-            instructions: None,
-            stream: false,
-            notify_hub: None,
-            api_key: None,
-            response: None,
             reply_to: Some(destination(channel, msg)),
             trace: hermes_telemetry::context::current(),
+            ..NewTurn::new(channel.agent_id, hermes_store::TurnTarget::Existing(session), ChatMessage::user(last))
         };
         let (session, _) = self.store.enqueue_turn(tenant, turn).await.map_err(err)?;
         let work = hermes_queue::SessionWork { tenant_id: tenant, session_id: session };

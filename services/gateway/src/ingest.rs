@@ -247,19 +247,14 @@ impl Gateway {
     ) -> (NewTurn, Vec<Billed>) {
         let (input, transcriptions) = self.with_files(channel, text, &msg.files).await;
         let turn = NewTurn {
-            agent_id: channel.agent_id,
-            target,
-            input,
-            instructions: None,
             stream: hub.is_some() && channel.streaming,
             notify_hub: hub.map(|h| h.id().to_owned()),
-            api_key: None,
-            response: None,
             reply_to: Some(Destination {
                 voice_reply: crate::voice_commands::wants_voice(self.voice_mode(channel, route).await, msg),
                 ..destination(channel, msg)
             }),
             trace: hermes_telemetry::context::current(),
+            ..NewTurn::new(channel.agent_id, target, input)
         };
         (turn, transcriptions)
     }

@@ -96,22 +96,18 @@ async fn start(ctx: &SchedulerContext, run: &ClaimedRun) -> Result<(), StoreErro
          [SILENT] if there is nothing worth reporting.",
         job.name
     );
+    let target = TurnTarget::New {
+        source: hermes_core::SessionSource::Cron,
+        user_key: format!("cron:{}", job.id),
+        history: Vec::new(),
+    };
+    // The job's skills load as leading `/skill` names (the worker expands them).
+    let input = ChatMessage::user(job.skills.iter().map(|s| format!("/{s} ")).collect::<String>() + &prompt);
     let turn = NewTurn {
-        agent_id: job.agent_id,
-        target: TurnTarget::New {
-            source: hermes_core::SessionSource::Cron,
-            user_key: format!("cron:{}", job.id),
-            history: Vec::new(),
-        },
-        // The job's skills load as leading `/skill` names (the worker expands them).
-        input: ChatMessage::user(job.skills.iter().map(|s| format!("/{s} ")).collect::<String>() + &prompt),
         instructions: Some(hint),
-        stream: false,
-        notify_hub: None,
-        api_key: None,
-        response: None,
         reply_to,
         trace: hermes_telemetry::context::current(),
+        ..NewTurn::new(job.agent_id, target, input)
     };
     let Some(session) = ctx.store.start_run(run.run_id, job.tenant_id, &turn).await? else {
         tracing::warn!(run.id = %run.run_id, "the run was settled before it started; not starting it");

@@ -55,18 +55,7 @@ pub async fn tenant(store: &Store, name: &str) -> Tenant {
 
 /// A user turn for an existing session.
 pub fn turn_in(agent: AgentId, session: SessionId, text: &str) -> NewTurn {
-    NewTurn {
-        agent_id: agent,
-        target: TurnTarget::Existing(session),
-        input: ChatMessage::user(text),
-        instructions: None,
-        stream: false,
-        notify_hub: None,
-        api_key: None,
-        response: None,
-        reply_to: None,
-        trace: None,
-    }
+    NewTurn::new(agent, TurnTarget::Existing(session), ChatMessage::user(text))
 }
 
 /// Queues a turn in `session`.

@@ -234,20 +234,18 @@ async fn what_to_start(
     // The hook's skills load as leading `/skill` names (the worker expands them).
     let skills: String = hook.skills.iter().map(|s| format!("/{s} ")).collect();
     Ok(WebhookStart::Turn(Box::new(NewTurn {
-        agent_id: hook.agent_id,
-        target: TurnTarget::New {
-            source: hermes_core::SessionSource::Webhook,
-            user_key: format!("webhook:{}", hook.id),
-            history: vec![],
-        },
-        input: ChatMessage::user(skills + &content),
         instructions: Some(hint),
-        stream: false,
-        notify_hub: None,
-        api_key: None,
-        response: None,
         reply_to,
         trace: hermes_telemetry::context::current(),
+        ..NewTurn::new(
+            hook.agent_id,
+            TurnTarget::New {
+                source: hermes_core::SessionSource::Webhook,
+                user_key: format!("webhook:{}", hook.id),
+                history: vec![],
+            },
+            ChatMessage::user(skills + &content),
+        )
     })))
 }
 
