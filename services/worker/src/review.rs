@@ -15,12 +15,11 @@ use hermes_agent::{JournalError, Turn, TurnJournal, TurnLimits, TurnStart};
 use hermes_core::{ChatMessage, Role, ToolsetName};
 use hermes_queue::ReviewJob;
 use hermes_store::Agent;
-use hermes_tools::{Interactive, ToolCtx, ToolRegistry};
+use hermes_tools::{Interactive, ToolCtx};
 
 use crate::Runtime;
 use crate::delegate::Quiet;
 use crate::models::Models;
-use crate::tools::Toolkit;
 
 const REVIEW_INSTRUCTIONS: &str = "You are reviewing a conversation that just ended, to make this agent better \
 next time. You cannot talk to the user. Look for: durable facts about the user or their environment worth saving \
@@ -137,19 +136,6 @@ fn transcript(messages: &[ChatMessage]) -> String {
     out
 }
 
-/// The reviewer's tools: the agent's memory and skills tools, nothing else.
-fn reviewer_tools(kit: &Toolkit, agent: &Agent, user_key: &str) -> ToolRegistry {
-    let mut tools = ToolRegistry::new();
-    if ToolsetName::Memory.enabled_in(&agent.toolsets) {
-        tools.register(Arc::new(crate::memory_tool::MemoryTool::for_user(kit, user_key)));
-    }
-    if ToolsetName::Skills.enabled_in(&agent.toolsets) {
-        let names = tools.fixed_names();
-        crate::skills::register_tools(&kit.skills_parts(), &mut tools, agent, names, "review");
-    }
-    tools
-}
-
 fn text(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
@@ -158,7 +144,7 @@ async fn review(rt: &Arc<Runtime>, job: ReviewJob) -> Result<String, String> {
     let store = &rt.ctx.store;
     let agent = store.agent(job.tenant_id, job.agent_id).await.map_err(text)?;
     let user_key = store.session_user_key(job.tenant_id, job.session_id).await.map_err(text)?;
-    let tools = reviewer_tools(&rt.toolkit, &agent, &user_key);
+    let tools = crate::tools::registry::reviewer(&rt.toolkit, &agent, &user_key);
     if tools.names().is_empty() {
         return Ok("nothing to review with".into());
     }

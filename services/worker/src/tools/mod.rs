@@ -1,8 +1,9 @@
 //! The toolkit: everything the per-turn tools are made from, built once when the worker starts
 //! (`build::toolkit`) and handed to each tool's registrar, so a tool sees the services it
-//! uses and not the whole worker.
+//! uses and not the whole worker; `registry` assembles each turn's tools from it.
 
 pub(crate) mod build;
+pub(crate) mod registry;
 
 use std::sync::Arc;
 

@@ -17,6 +17,7 @@ use super::outcome::failed;
 use super::setup::{self, Origin};
 use crate::Runtime;
 use crate::models::{Models, TurnModel};
+use crate::tools::registry::{TurnTools, registry};
 
 /// Attempts after which a turn that keeps killing its workers is failed instead of resumed.
 const MAX_ATTEMPTS: i32 = 5;
@@ -278,9 +279,7 @@ impl Planner<'_> {
         })
     }
 
-    /// The turn's tools: the agent's, plus messaging and scheduling where its toolsets allow,
-    /// and its MCP servers' (added after delegation and execute_code took their copies:
-    /// scripts cannot call MCP tools, as upstream's cannot).
+    /// The turn's tools (see [`crate::tools::registry::registry`]).
     async fn tools(
         &self,
         agent: &Agent,
@@ -288,22 +287,19 @@ impl Planner<'_> {
         child_usage: ChildUsage,
         mcp_servers: &[hermes_store::StoredMcpServer],
     ) -> Result<ToolRegistry, StoreError> {
-        let (kit, turn, store) = (&self.rt.toolkit, self.turn, &self.rt.ctx.store);
-        // An API client reaches the files tools make by links to the API; a chat gets them sent.
-        let links = crate::image_tool::FileLinks::for_turn(turn.session_source, &self.rt.ctx.config);
-        let user_key = &turn.session_user_key;
-        let mut tools = setup::tools_for_turn(kit, self.tenant, agent, models, user_key, links.clone(), child_usage);
-        if ToolsetName::Mcp.enabled_in(&agent.toolsets) {
-            crate::mcp_tool::register(kit, models, mcp_servers, &mut tools, links).await;
-        }
-        if ToolsetName::Messaging.enabled_in(&agent.toolsets) {
-            tools.register(Arc::new(crate::send_message::SendMessageTool { store: store.clone() }));
-        }
-        if ToolsetName::Cronjob.enabled_in(&agent.toolsets) {
-            let origin = store.turn_reply_to(self.tenant, turn.turn_id).await?;
-            tools.register(Arc::new(crate::cron_tool::CronjobTool { store: store.clone(), origin }));
-        }
-        Ok(tools)
+        let turn = self.turn;
+        let tools = TurnTools {
+            tenant: self.tenant,
+            agent,
+            models,
+            user_key: &turn.session_user_key,
+            // An API client reaches the files tools make by links to the API; a chat gets them sent.
+            links: crate::image_tool::FileLinks::for_turn(turn.session_source, &self.rt.ctx.config),
+            turn: turn.turn_id,
+            child_usage,
+            mcp_servers,
+        };
+        registry(&self.rt.toolkit, tools).await
     }
 
     /// The session's frozen system prompt. On the turn's first run its input is stored first

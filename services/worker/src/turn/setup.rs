@@ -1,22 +1,17 @@
-//! The pieces a turn's plan is made of: the agent's tools for this turn, the stable prompt on a
-//! session's first turn (with its frozen memory snapshot and project context), the per-call
+//! The pieces a turn's plan is made of: the stable prompt on a session's first turn (with its frozen memory snapshot and project context), the per-call
 //! memory nudge, and the rules for unattended runs.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use hermes_agent::context_files::ContextFile;
 use hermes_agent::memory::{self, Document};
 use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
-use hermes_core::{ChatMessage, Content, ContentPart, Role, SessionSource, TenantId, ToolsetName, TurnId, Usage};
+use hermes_core::{ChatMessage, Content, ContentPart, Role, SessionSource, TenantId, ToolsetName, TurnId};
 use hermes_sandbox::SandboxKey;
 use hermes_store::{Agent, ClaimedTurn, MemorySnapshot, Store, StoreError};
 use hermes_tools::ToolRegistry;
 
 use crate::Runtime;
-use crate::delegate::DelegateTool;
-use crate::image_tool::FileLinks;
-use crate::models::Models;
-use crate::tools::Toolkit;
 use crate::workspace::SandboxFiles;
 
 /// Said to the model, for one call only, every `memory.nudge_interval` user turns.
@@ -31,72 +26,6 @@ that works, save it as a skill with skill_manage so you can reuse it.]";
 /// unvalidated text, so a name no toolset has is in no set (and is otherwise left alone).
 fn among(name: &str, set: &[ToolsetName]) -> bool {
     name.parse().is_ok_and(|t| set.contains(&t))
-}
-
-/// The tools of this turn: the built-ins the agent's toolsets enable, plus those bound to the
-/// turn (delegation, todo, memory for this session's user, execute_code over the rest);
-/// `links`: an API turn's, where the files tools make are handed over (a chat gets them sent).
-pub(crate) fn tools_for_turn(
-    kit: &Toolkit,
-    tenant: TenantId,
-    agent: &Agent,
-    models: &Models,
-    user_key: &str,
-    links: Option<FileLinks>,
-    child_usage: Arc<Mutex<Usage>>,
-) -> ToolRegistry {
-    if kit.limits.prewarm {
-        hermes_toolbox::prewarm(kit.sandboxes.clone(), SandboxKey { tenant, agent: agent.id }, &agent.toolsets);
-    }
-    let mut tools = kit.builtin.restricted_to(&agent.toolsets);
-    // Before delegation and execute_code, which hand the tools on to children and scripts.
-    if ToolsetName::Web.enabled_in(&agent.toolsets) {
-        crate::web_tool::register(kit, tenant, &models.pools, &mut tools);
-    }
-    if ToolsetName::Vision.enabled_in(&agent.toolsets) {
-        crate::vision::register(models, &kit.image_sources(), &mut tools, None);
-    }
-    if ToolsetName::ImageGen.enabled_in(&agent.toolsets) {
-        crate::image_tool::register(kit, tenant, &models.pools, &mut tools, links.clone());
-    }
-    if ToolsetName::Browser.enabled_in(&agent.toolsets) {
-        crate::browser_tool::register(kit, models, &mut tools);
-    }
-    if ToolsetName::Tts.enabled_in(&agent.toolsets) {
-        crate::speech_tool::register(kit, tenant, &models.pools, &mut tools, links);
-    }
-    if ToolsetName::Delegation.enabled_in(&agent.toolsets) {
-        tools.register(Arc::new(DelegateTool {
-            models: models.clone(),
-            children: kit.children(),
-            images: kit.image_sources(),
-            tools: tools.clone(),
-            depth: 0,
-            usage: child_usage,
-        }));
-    }
-    if ToolsetName::Todo.enabled_in(&agent.toolsets) {
-        tools.register(Arc::new(crate::todo::TodoTool { store: kit.store.clone() }));
-    }
-    if ToolsetName::Memory.enabled_in(&agent.toolsets) {
-        tools.register(Arc::new(crate::memory_tool::MemoryTool::for_user(kit, user_key)));
-    }
-    if ToolsetName::SessionSearch.enabled_in(&agent.toolsets) {
-        tools.register(Arc::new(crate::search_tool::SessionSearchTool {
-            store: kit.store.clone(),
-            user_key: user_key.to_owned(),
-        }));
-    }
-    if ToolsetName::Skills.enabled_in(&agent.toolsets) {
-        let names = tools.fixed_names();
-        crate::skills::register_tools(&kit.skills_parts(), &mut tools, agent, names, "agent");
-    }
-    if ToolsetName::CodeExecution.enabled_in(&agent.toolsets) {
-        let sandboxes = kit.sandboxes.clone();
-        let terminal = Arc::new(hermes_toolbox::TerminalTool::new(sandboxes.clone(), kit.limits.exec_timeout_seconds));
-        tools.register(Arc::new(hermes_toolbox::ExecuteCode::new(sandboxes, &tools, Some(terminal))));
-    }
-    tools
 }
 
 /// The stable prompt of a session's first turn. MEMORY and USER are read now and frozen with
