@@ -5,36 +5,23 @@
 
 mod attachments;
 mod background;
-mod browser_tool;
 mod budget;
 mod commands;
-mod cron_tool;
-mod delegate;
 mod egress;
 mod events;
 mod goals;
-mod image_tool;
 mod journal;
 mod judge;
 mod keys;
-mod mcp_sampling;
-mod mcp_tool;
 mod media_meter;
-mod memory_tool;
 mod models;
 mod phases;
 mod review;
-mod search_tool;
-mod send_message;
 mod session;
 mod shares;
 mod skills;
-mod speech_tool;
-mod todo;
 mod tools;
 mod turn;
-mod vision;
-mod web_tool;
 mod workspace;
 
 use std::sync::Arc;

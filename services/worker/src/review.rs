@@ -18,8 +18,8 @@ use hermes_store::Agent;
 use hermes_tools::{Interactive, ToolCtx};
 
 use crate::Runtime;
-use crate::delegate::Quiet;
 use crate::models::Models;
+use crate::tools::delegate::Quiet;
 
 const REVIEW_INSTRUCTIONS: &str = "You are reviewing a conversation that just ended, to make this agent better \
 next time. You cannot talk to the user. Look for: durable facts about the user or their environment worth saving \

@@ -1,10 +1,7 @@
 //! Skills as the worker serves them: a per-worker cache of each agent's visible skills, kept
 //! until the tenant's skill index version changes (one cheap read per turn, no scanning), the
-//! index in the stable prompt, `/skill-name` in chat, and the tools (`tools.rs`,
-//! `manage.rs`).
-
-mod manage;
-mod tools;
+//! index in the stable prompt and `/skill-name` in chat. The skills tools are in
+//! `tools/skills.rs` and `tools/skill_manage.rs`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -13,9 +10,6 @@ use hermes_agent::prompt::SkillEntry;
 use hermes_core::{AgentId, ChatMessage, TenantId};
 use hermes_skills::{Skill, Visibility};
 use hermes_store::{Agent, SkillRecord, SkillUse, Store, StoreError};
-
-use manage::SkillManageTool;
-use tools::{SkillViewTool, SkillsContext, SkillsListTool};
 
 /// Where a skill's supporting files are written in the sandbox when it is viewed.
 pub(crate) const SANDBOX_SKILLS_DIR: &str = "/tmp/hermes-skills";
@@ -96,36 +90,6 @@ impl SkillCatalog {
             .cloned()
             .collect())
     }
-}
-
-/// What the skills tools are made from (the toolkit's, which holds this module's catalog, so
-/// the registrar takes these rather than the toolkit).
-pub(crate) struct SkillsParts {
-    pub store: Store,
-    pub catalog: Arc<SkillCatalog>,
-    pub sandboxes: Arc<dyn hermes_sandbox::Sandboxes>,
-}
-
-/// Registers `skills_list`, `skill_view` and `skill_manage` for `agent`; `tool_names` are the
-/// other tools beside them (for `requires_tools` and fallbacks); changes are logged as `actor`.
-pub(crate) fn register_tools(
-    parts: &SkillsParts,
-    tools: &mut hermes_tools::ToolRegistry,
-    agent: &Agent,
-    mut tool_names: Vec<&'static str>,
-    actor: &'static str,
-) {
-    tool_names.extend(["skills_list", "skill_view", "skill_manage"]);
-    let ctx = SkillsContext {
-        store: parts.store.clone(),
-        catalog: parts.catalog.clone(),
-        agent: agent.clone(),
-        tool_names,
-        sandboxes: parts.sandboxes.clone(),
-    };
-    tools.register(Arc::new(SkillsListTool(ctx.clone())));
-    tools.register(Arc::new(SkillViewTool(ctx.clone())));
-    tools.register(Arc::new(SkillManageTool { ctx, actor }));
 }
 
 /// A checked skill as the store keeps it.

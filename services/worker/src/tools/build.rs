@@ -16,11 +16,11 @@ pub(crate) fn toolkit(ctx: &WorkerContext, shutdown: &CancellationToken) -> Tool
     let cfg = &ctx.config;
     let builtin = builtin_tools(ctx);
     let (web, web_allowance) = web_services(ctx);
-    let mcp = match crate::mcp_tool::servers(&cfg.mcp, ctx.sandboxes.clone()) {
+    let mcp = match crate::tools::mcp::servers(&cfg.mcp, ctx.sandboxes.clone()) {
         Ok(servers) => {
             hermes_telemetry::tasks::spawn(
                 "worker_mcp_reaper",
-                crate::mcp_tool::reap(servers.clone(), shutdown.clone()),
+                crate::tools::mcp::reap(servers.clone(), shutdown.clone()),
             );
             Some(servers)
         }
@@ -40,7 +40,7 @@ pub(crate) fn toolkit(ctx: &WorkerContext, shutdown: &CancellationToken) -> Tool
     let browsers = Arc::new(hermes_browser::Browsers::new(ctx.sandboxes.clone(), &cfg.browser));
     hermes_telemetry::tasks::spawn(
         "worker_browser_reaper",
-        crate::browser_tool::reap(browsers.clone(), shutdown.clone()),
+        crate::tools::browser::reap(browsers.clone(), shutdown.clone()),
     );
     Toolkit {
         builtin,
@@ -109,7 +109,7 @@ fn web_services(ctx: &WorkerContext) -> (Option<Arc<hermes_web::Web>>, Arc<dyn h
             None
         }
     };
-    let allowance = crate::web_tool::RedisAllowance {
+    let allowance = crate::tools::web::RedisAllowance {
         counters: ctx.cache.window_counters(),
         store: ctx.store.clone(),
         defaults: (cfg.web.searches_per_day, cfg.web.extracts_per_day),

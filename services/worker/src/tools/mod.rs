@@ -2,8 +2,23 @@
 //! (`build::toolkit`) and handed to each tool's registrar, so a tool sees the services it
 //! uses and not the whole worker; `registry` assembles each turn's tools from it.
 
+pub(crate) mod browser;
 pub(crate) mod build;
+pub(crate) mod cron;
+pub(crate) mod delegate;
+pub(crate) mod image;
+pub(crate) mod mcp;
+pub(crate) mod mcp_sampling;
+pub(crate) mod memory;
 pub(crate) mod registry;
+pub(crate) mod search;
+pub(crate) mod send_message;
+pub(crate) mod skill_manage;
+pub(crate) mod skills;
+pub(crate) mod speech;
+pub(crate) mod todo;
+pub(crate) mod vision;
+pub(crate) mod web;
 
 use std::sync::Arc;
 
@@ -12,9 +27,9 @@ use hermes_sandbox::Sandboxes;
 use hermes_store::{SecretBox, Store};
 use hermes_tools::{ResultSpill, ToolRegistry};
 
-use crate::delegate::Children;
-use crate::skills::{SkillCatalog, SkillsParts};
-use crate::vision::ImageSources;
+use crate::skills::SkillCatalog;
+use crate::tools::delegate::Children;
+use crate::tools::vision::ImageSources;
 
 /// The configured limits the tools keep.
 pub(crate) struct ToolLimits {
@@ -71,11 +86,6 @@ impl Toolkit {
             cap: self.limits.children_per_tenant,
             max_depth: self.limits.delegation_max_depth,
         }
-    }
-
-    /// What the skills tools are made from.
-    pub(crate) fn skills_parts(&self) -> SkillsParts {
-        SkillsParts { store: self.store.clone(), catalog: self.skills.clone(), sandboxes: self.sandboxes.clone() }
     }
 
     /// Where long results are saved for `read_file` to page through, when `tools` (this

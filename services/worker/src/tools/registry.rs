@@ -10,9 +10,11 @@ use hermes_store::{Agent, StoreError, StoredMcpServer};
 use hermes_tools::ToolRegistry;
 
 use super::Toolkit;
-use crate::delegate::DelegateTool;
-use crate::image_tool::FileLinks;
+use super::skill_manage::SkillManageTool;
+use super::skills::{SkillViewTool, SkillsContext, SkillsListTool};
 use crate::models::Models;
+use crate::tools::delegate::DelegateTool;
+use crate::tools::image::FileLinks;
 
 /// What a turn's tools are bound to.
 pub(crate) struct TurnTools<'a> {
@@ -52,19 +54,19 @@ fn inherited(kit: &Toolkit, turn: &TurnTools<'_>) -> ToolRegistry {
     }
     let mut tools = kit.builtin.restricted_to(&agent.toolsets);
     if ToolsetName::Web.enabled_in(&agent.toolsets) {
-        crate::web_tool::register(kit, tenant, &models.pools, &mut tools);
+        crate::tools::web::register(kit, tenant, &models.pools, &mut tools);
     }
     if ToolsetName::Vision.enabled_in(&agent.toolsets) {
-        crate::vision::register(models, &kit.image_sources(), &mut tools, None);
+        crate::tools::vision::register(models, &kit.image_sources(), &mut tools, None);
     }
     if ToolsetName::ImageGen.enabled_in(&agent.toolsets) {
-        crate::image_tool::register(kit, tenant, &models.pools, &mut tools, turn.links.clone());
+        crate::tools::image::register(kit, tenant, &models.pools, &mut tools, turn.links.clone());
     }
     if ToolsetName::Browser.enabled_in(&agent.toolsets) {
-        crate::browser_tool::register(kit, models, &mut tools);
+        crate::tools::browser::register(kit, models, &mut tools);
     }
     if ToolsetName::Tts.enabled_in(&agent.toolsets) {
-        crate::speech_tool::register(kit, tenant, &models.pools, &mut tools, turn.links.clone());
+        crate::tools::speech::register(kit, tenant, &models.pools, &mut tools, turn.links.clone());
     }
     tools
 }
@@ -85,12 +87,12 @@ fn own_state(kit: &Toolkit, turn: &TurnTools<'_>, tools: &mut ToolRegistry) {
         }));
     }
     if ToolsetName::Todo.enabled_in(&agent.toolsets) {
-        tools.register(Arc::new(crate::todo::TodoTool { store: kit.store.clone() }));
+        tools.register(Arc::new(crate::tools::todo::TodoTool { store: kit.store.clone() }));
     }
     memory(kit, agent, turn.user_key, tools);
     if ToolsetName::SessionSearch.enabled_in(&agent.toolsets) {
         let user_key = turn.user_key.to_owned();
-        tools.register(Arc::new(crate::search_tool::SessionSearchTool { store: kit.store.clone(), user_key }));
+        tools.register(Arc::new(crate::tools::search::SessionSearchTool { store: kit.store.clone(), user_key }));
     }
     skills(kit, agent, tools, "agent");
     if ToolsetName::CodeExecution.enabled_in(&agent.toolsets) {
@@ -103,17 +105,29 @@ fn own_state(kit: &Toolkit, turn: &TurnTools<'_>, tools: &mut ToolRegistry) {
 /// The memory tool, for this session's user.
 fn memory(kit: &Toolkit, agent: &Agent, user_key: &str, tools: &mut ToolRegistry) {
     if ToolsetName::Memory.enabled_in(&agent.toolsets) {
-        tools.register(Arc::new(crate::memory_tool::MemoryTool::for_user(kit, user_key)));
+        tools.register(Arc::new(crate::tools::memory::MemoryTool::for_user(kit, user_key)));
     }
 }
 
-/// The skills tools; their index sees the names registered so far (`fixed_names`), as a new
-/// session's stable prompt does. `actor`: who their changes are logged as.
+/// `skills_list`, `skill_view` and `skill_manage`. Their index sees the names registered so
+/// far (`fixed_names`, for `requires_tools` and fallbacks), as a new session's stable prompt
+/// does; changes are logged as `actor`.
 fn skills(kit: &Toolkit, agent: &Agent, tools: &mut ToolRegistry, actor: &'static str) {
-    if ToolsetName::Skills.enabled_in(&agent.toolsets) {
-        let names = tools.fixed_names();
-        crate::skills::register_tools(&kit.skills_parts(), tools, agent, names, actor);
+    if !ToolsetName::Skills.enabled_in(&agent.toolsets) {
+        return;
     }
+    let mut tool_names = tools.fixed_names();
+    tool_names.extend(["skills_list", "skill_view", "skill_manage"]);
+    let ctx = SkillsContext {
+        store: kit.store.clone(),
+        catalog: kit.skills.clone(),
+        agent: agent.clone(),
+        tool_names,
+        sandboxes: kit.sandboxes.clone(),
+    };
+    tools.register(Arc::new(SkillsListTool(ctx.clone())));
+    tools.register(Arc::new(SkillViewTool(ctx.clone())));
+    tools.register(Arc::new(SkillManageTool { ctx, actor }));
 }
 
 /// The tools nobody inherits: the MCP servers', send_message and cronjob (whose origin, where
@@ -121,14 +135,14 @@ fn skills(kit: &Toolkit, agent: &Agent, tools: &mut ToolRegistry, actor: &'stati
 async fn late(kit: &Toolkit, turn: TurnTools<'_>, tools: &mut ToolRegistry) -> Result<(), StoreError> {
     let agent = turn.agent;
     if ToolsetName::Mcp.enabled_in(&agent.toolsets) {
-        crate::mcp_tool::register(kit, turn.models, turn.mcp_servers, tools, turn.links).await;
+        crate::tools::mcp::register(kit, turn.models, turn.mcp_servers, tools, turn.links).await;
     }
     if ToolsetName::Messaging.enabled_in(&agent.toolsets) {
-        tools.register(Arc::new(crate::send_message::SendMessageTool { store: kit.store.clone() }));
+        tools.register(Arc::new(crate::tools::send_message::SendMessageTool { store: kit.store.clone() }));
     }
     if ToolsetName::Cronjob.enabled_in(&agent.toolsets) {
         let origin = kit.store.turn_reply_to(turn.tenant, turn.turn).await?;
-        tools.register(Arc::new(crate::cron_tool::CronjobTool { store: kit.store.clone(), origin }));
+        tools.register(Arc::new(crate::tools::cron::CronjobTool { store: kit.store.clone(), origin }));
     }
     Ok(())
 }

@@ -105,7 +105,7 @@ async fn finish(
     let Claim { rt, tenant, owner, turn } = *claim;
     if crate::attachments::is_chat(turn.session_source) {
         if outcome.finish_reason != FinishReason::Error {
-            crate::speech_tool::speak_answer(rt, tenant, turn, &outcome.content).await;
+            crate::tools::speech::speak_answer(rt, tenant, turn, &outcome.content).await;
         }
         outcome.content = crate::attachments::collect(rt, tenant, turn, std::mem::take(&mut outcome.content)).await;
     }

@@ -142,7 +142,7 @@ pub(super) async fn plan(
     let tools = planner.tools(&agent, &models, child_usage.clone(), &mcp_servers).await?;
     let mut history = History::of(stored, turn);
     if models.images_as_text() {
-        crate::vision::strip_images(&mut history.messages);
+        crate::tools::vision::strip_images(&mut history.messages);
     }
     if !history.resumed && input.role == Role::User && crate::commands::is_compress(&input.text()) {
         let history = history.messages;
@@ -294,7 +294,7 @@ impl Planner<'_> {
             models,
             user_key: &turn.session_user_key,
             // An API client reaches the files tools make by links to the API; a chat gets them sent.
-            links: crate::image_tool::FileLinks::for_turn(turn.session_source, &self.rt.ctx.config),
+            links: crate::tools::image::FileLinks::for_turn(turn.session_source, &self.rt.ctx.config),
             turn: turn.turn_id,
             child_usage,
             mcp_servers,
@@ -326,7 +326,7 @@ impl Planner<'_> {
             input = self.expand(agent, tools, loads_skills, input).await;
             // Described once, before the input is stored: a resumed turn does not look again.
             if models.images_as_text() {
-                input = crate::vision::describe_images(models, &rt.toolkit.image_sources(), input).await;
+                input = crate::tools::vision::describe_images(models, &rt.toolkit.image_sources(), input).await;
             }
         }
         input.role = Role::User;

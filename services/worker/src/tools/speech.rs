@@ -15,7 +15,7 @@ use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema, requ
 
 use crate::Runtime;
 use crate::attachments::GENERATED_PREFIX;
-use crate::image_tool::FileLinks;
+use crate::tools::image::FileLinks;
 
 /// Keeps `speech` with the turn as `generated/<stem>.<ext>`; the target.
 async fn keep(

@@ -11,7 +11,7 @@ use hermes_skills::CheckError;
 use hermes_store::{SkillScope, StoreError};
 use hermes_tools::{Choice, SimpleTool, ToolCtx, ToolError, ToolSpec, choices, object_schema};
 
-use super::tools::SkillsContext;
+use super::skills::SkillsContext;
 
 pub(crate) struct SkillManageTool {
     pub ctx: SkillsContext,
@@ -75,7 +75,7 @@ impl SkillManageTool {
 
     async fn save(&self, checked: hermes_skills::Checked, action: &str) -> Result<Value, ToolError> {
         let agent = &self.ctx.agent;
-        let new = super::new_skill(checked);
+        let new = crate::skills::new_skill(checked);
         self.ctx
             .store
             .save_agent_skill(agent.tenant_id, agent.id, &new, action, self.actor)

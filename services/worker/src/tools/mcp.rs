@@ -132,7 +132,7 @@ fn fill_secrets(
 /// model alone) or, in an API turn, linked.
 struct TurnFiles {
     store: hermes_store::Store,
-    links: Option<crate::image_tool::FileLinks>,
+    links: Option<crate::tools::image::FileLinks>,
 }
 
 impl hermes_mcp::FileKeeper for TurnFiles {
@@ -164,7 +164,7 @@ pub(crate) async fn register(
     models: &crate::models::Models,
     stored: &[StoredMcpServer],
     tools: &mut ToolRegistry,
-    links: Option<crate::image_tool::FileLinks>,
+    links: Option<crate::tools::image::FileLinks>,
 ) {
     let (tenant, agent) = (models.tenant, models.agent.id);
     let specs: Vec<(String, McpServerSpec)> = stored
@@ -184,7 +184,7 @@ pub(crate) async fn register(
         })
         .collect();
     let Some(servers) = kit.mcp.as_ref().filter(|_| !specs.is_empty()) else { return };
-    let sampler: Arc<dyn hermes_mcp::Sampler> = Arc::new(crate::mcp_sampling::TurnSampler {
+    let sampler: Arc<dyn hermes_mcp::Sampler> = Arc::new(crate::tools::mcp_sampling::TurnSampler {
         models: models.clone(),
         counters: kit.window_counters.clone(),
         tenant,

@@ -12,7 +12,7 @@ use hermes_sandbox::{SandboxKey, Sandboxes};
 use hermes_store::{Agent, SkillUse, Store};
 use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema};
 
-use super::{Indexed, SANDBOX_SKILLS_DIR, SkillCatalog};
+use crate::skills::{Indexed, SANDBOX_SKILLS_DIR, SkillCatalog};
 
 /// What the skills tools share.
 #[derive(Clone)]

@@ -20,7 +20,7 @@ use hermes_store::Store;
 use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolRegistry, ToolSpec, object_schema};
 
 use crate::models::Models;
-use crate::vision::ImageSources;
+use crate::tools::vision::ImageSources;
 
 /// Tasks one call may hand out.
 pub(crate) const MAX_CHILDREN: usize = 3;
@@ -160,7 +160,12 @@ impl DelegateTool {
         let mut tools = self.tools.without(&CHILD_EXCLUDED);
         // A child that loads the same image again and again is stopped (upstream's cap).
         if tools.names().contains(&"vision_analyze") {
-            crate::vision::register(&self.models, &self.images, &mut tools, Some(crate::vision::CHILD_LOADS_PER_IMAGE));
+            crate::tools::vision::register(
+                &self.models,
+                &self.images,
+                &mut tools,
+                Some(crate::tools::vision::CHILD_LOADS_PER_IMAGE),
+            );
         }
         if self.depth + 1 < max_depth {
             tools.register(Arc::new(DelegateTool {

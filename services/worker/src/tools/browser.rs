@@ -58,7 +58,7 @@ impl SimpleTool for BrowserVision {
         let prompt = format!(
             "You are looking at a screenshot of a web page. Describe what it shows, then answer the following question:\n\n{question}"
         );
-        let analysis = crate::vision::look_at(&self.models, shot, &prompt).await;
+        let analysis = crate::tools::vision::look_at(&self.models, shot, &prompt).await;
         let mut out = match analysis {
             Ok(analysis) => json!({"success": true, "analysis": analysis}),
             Err(why) => json!({"success": false, "error": format!("the screenshot could not be analysed: {why}")}),
