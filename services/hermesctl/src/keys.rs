@@ -22,8 +22,8 @@ pub enum KeyCmd {
         /// Restrict the key to one agent.
         #[arg(long)]
         agent: Option<String>,
-        /// A label for the key.
-        #[arg(long, default_value = "")]
+        /// A label for the key (1 to 100 characters).
+        #[arg(long, default_value = "hermesctl")]
         name: String,
     },
     /// List a tenant's API keys (never their secrets).

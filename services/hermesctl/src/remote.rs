@@ -124,7 +124,6 @@ async fn key(remote: &Remote, cmd: KeyCmd, json_mode: bool) -> anyhow::Result<()
     match cmd {
         KeyCmd::Create { tenant, agent, name } => {
             let id = remote.tenant(&tenant).await?;
-            let name = if name.is_empty() { "hermesctl".to_owned() } else { name };
             let body = NewApiKey { name, agent, expires_in_days: None };
             let made: ApiKeyMade =
                 remote.send(Method::POST, &format!("/admin/v1/tenants/{id}/keys"), Some(&body)).await?;
