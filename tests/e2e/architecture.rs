@@ -106,8 +106,9 @@ const LEAVES: [&str; 3] = ["hermes-threats", "hermes-net-policy", "hermes-wire"]
 /// metrics, and the trace context every hop hands on), itself built on core and config only.
 const FOUNDATIONS: [&str; 6] =
     ["hermes-core", "hermes-config", "hermes-threats", "hermes-net-policy", "hermes-telemetry", "hermes-wire"];
-/// The admin use cases the admin API and hermesctl share: they build on the store, the MCP
-/// configuration's checks and the foundations, and no front end's crate.
+/// The admin use cases the admin API and hermesctl share: they build on the store, the chat
+/// platforms' binding, the MCP configuration's checks, the schedule parser and the
+/// foundations, and no front end's crate.
 const USE_CASES: [&str; 1] = ["hermes-ops"];
 /// The one more workspace crate an adapter may use: the sandbox adapter speaks sandboxd's
 /// protocol, which lives in its own crate.
@@ -156,10 +157,14 @@ fn crate_dependencies_point_the_way_the_design_says() {
     }
     for krate in USE_CASES {
         let allowed = |d: &String| {
-            FOUNDATIONS.contains(&d.as_str()) || ["hermes-store", "hermes-mcp-config"].contains(&d.as_str())
+            FOUNDATIONS.contains(&d.as_str())
+                || ["hermes-store", "hermes-chat", "hermes-mcp-config", "hermes-schedule"].contains(&d.as_str())
         };
         let bad: Vec<_> = g.workspace_deps(krate).into_iter().filter(|d| !allowed(d)).collect();
-        assert!(bad.is_empty(), "{krate} may depend only on the store and {FOUNDATIONS:?}, not {bad:?}");
+        assert!(
+            bad.is_empty(),
+            "{krate} may depend only on the store, chat, mcp-config, schedule and {FOUNDATIONS:?}, not {bad:?}"
+        );
     }
     for krate in SCANNER_ONLY {
         let deps = g.transitive(krate);
@@ -245,7 +250,7 @@ const ENTRY_APART: [(&str, &str, &str); 1] = [
 
 /// Where an audited transaction may commit with no entry, and why.
 const NO_ENTRY: [(&str, &str, &str); 2] = [
-    ("services/api/src/admin/channels.rs", "commit_refusal(", "a wrong pairing code counts toward the lockout"),
+    ("libs/ops/src/channels.rs", "commit_refusal(", "a wrong pairing code counts toward the lockout"),
     ("services/gateway/src/pairing.rs", "commit_refusal(", "a wrong pairing code counts toward the lockout"),
 ];
 

@@ -116,6 +116,24 @@ async fn an_admin_binds_bots_through_the_api_and_approves_a_stranger() {
     let (status, deleted): (u16, Value) = call(&env, &key, "delete", &path, None).await;
     assert_eq!((status, deleted["deleted"].as_bool()), (200, Some(true)));
     assert_eq!(call(&env, &key, "get", &path, None).await.0, 404);
+
+    // Each change is recorded as the key's, through the use cases the admin API and hermesctl
+    // run too; refusals leave no entry, and no bot secret reaches the log.
+    let filter = hermes_store::admin::AuditFilter { limit: 100, ..Default::default() };
+    let entries = env.store.audit_entries(tenant, &filter).await.unwrap().entries;
+    let mut actions: Vec<&str> = entries.iter().map(|e| e.action.as_str()).collect();
+    actions.reverse();
+    let bound = ["channel.bound"; 4];
+    let rest = ["channel.changed", "pairing.approved", "channel.unbound"];
+    assert_eq!(actions, [&bound[..], &rest[..]].concat(), "oldest first");
+    let key_id = env.store.api_keys(tenant).await.unwrap().into_iter().find(|k| k.name == "test").unwrap().id;
+    for e in &entries {
+        assert_eq!((e.actor.kind.as_str(), e.actor.id.as_str()), ("api_key", key_id.to_string().as_str()));
+    }
+    let log = serde_json::to_string(&entries).unwrap();
+    for secret in [TOKEN, "xapp-1", "s3cret", "2:menuless"] {
+        assert!(!log.contains(secret), "{secret} reached the audit log");
+    }
     pod.stop.cancel();
     env.stop().await;
 }

@@ -14,6 +14,13 @@ pub enum OpsError {
     /// What the request names does not exist in the tenant.
     #[error("no such {what}")]
     NotFound { code: ErrorCode, what: &'static str },
+    /// The request is well formed but refused (a platform declined the credentials, a wrong
+    /// pairing code).
+    #[error("{message}")]
+    Refused { code: ErrorCode, message: String },
+    /// Too many attempts: refused for a while.
+    #[error("{message}")]
+    Locked { code: ErrorCode, message: String },
     #[error(transparent)]
     Store(#[from] StoreError),
 }

@@ -6,9 +6,12 @@
 //!
 //! What only one front end does (a console's sign-in, the CLI's migrations) stays with it.
 
+pub mod channels;
+pub mod cron;
 mod error;
 pub mod keys;
 pub mod mcp;
+pub mod tenants;
 
 pub use error::{OpsError, Result};
 pub use hermes_store::admin::Audit;

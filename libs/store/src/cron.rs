@@ -122,34 +122,7 @@ pub struct SettledRun {
 impl Store {
     /// Creates a job; `Conflict` when the agent has a job of that name.
     pub async fn create_job(&self, tenant: TenantId, new: &NewJob) -> Result<Job> {
-        let row = sqlx::query(
-            "INSERT INTO cron_jobs (id, tenant_id, agent_id, name, prompt, skills, model, schedule, schedule_kind,
-                                    schedule_display, timezone, repeat_times, next_run_at, deliver, origin, toolsets)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING *",
-        )
-        .bind(uuid::Uuid::now_v7())
-        .bind(tenant.as_uuid())
-        .bind(new.agent_id.as_uuid())
-        .bind(crate::messages::without_nul(&new.name))
-        .bind(crate::messages::without_nul(&new.prompt))
-        .bind(&new.skills)
-        .bind(&new.model)
-        .bind(&new.timing.schedule)
-        .bind(&new.timing.schedule_kind)
-        .bind(&new.timing.schedule_display)
-        .bind(&new.timing.timezone)
-        .bind(new.timing.repeat_times)
-        .bind(new.timing.next_run_at)
-        .bind(&new.deliver)
-        .bind(new.origin.as_ref().map(sqlx::types::Json))
-        .bind(&new.toolsets)
-        .fetch_one(&mut *self.as_tenant(tenant).await?)
-        .await
-        .map_err(|e| match &e {
-            sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::NotFound,
-            _ => StoreError::conflict_on_unique(e, "this agent already has a job with that name"),
-        })?;
-        crate::rows::read::<Job>(&row)
+        create_job_on(&mut *self.as_tenant(tenant).await?, tenant, new).await
     }
 
     /// The tenant's jobs (of one agent, if given), by name.
@@ -228,12 +201,7 @@ impl Store {
 
     /// Deletes a job and its runs; `false` when there was none.
     pub async fn delete_job(&self, tenant: TenantId, id: uuid::Uuid) -> Result<bool> {
-        let done = sqlx::query("DELETE FROM cron_jobs WHERE tenant_id = $1 AND id = $2")
-            .bind(tenant.as_uuid())
-            .bind(id)
-            .execute(&mut *self.as_tenant(tenant).await?)
-            .await?;
-        Ok(done.rows_affected() == 1)
+        delete_job_on(&mut *self.as_tenant(tenant).await?, tenant, id).await
     }
 
     /// Pauses a job (with a reason) or schedules it again from `next_run_at`.
@@ -293,6 +261,18 @@ impl Store {
 }
 
 impl AuditedTx {
+    /// [`Store::create_job`] in an audited change.
+    pub async fn create_job(&mut self, new: &NewJob) -> Result<Job> {
+        let tenant = self.tenant();
+        create_job_on(self.conn(), tenant, new).await
+    }
+
+    /// [`Store::delete_job`] in an audited change.
+    pub async fn delete_job(&mut self, id: uuid::Uuid) -> Result<bool> {
+        let tenant = self.tenant();
+        delete_job_on(self.conn(), tenant, id).await
+    }
+
     /// [`Store::set_job_state`] in an audited change.
     pub async fn set_job_state(
         &mut self,
@@ -303,6 +283,48 @@ impl AuditedTx {
         let tenant = self.tenant();
         set_job_state_on(self.conn(), tenant, id, paused_reason, next_run_at).await
     }
+}
+
+/// [`Store::create_job`] on a connection already set to `tenant`.
+async fn create_job_on(conn: &mut PgConnection, tenant: TenantId, new: &NewJob) -> Result<Job> {
+    let row = sqlx::query(
+        "INSERT INTO cron_jobs (id, tenant_id, agent_id, name, prompt, skills, model, schedule, schedule_kind,
+                                schedule_display, timezone, repeat_times, next_run_at, deliver, origin, toolsets)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING *",
+    )
+    .bind(uuid::Uuid::now_v7())
+    .bind(tenant.as_uuid())
+    .bind(new.agent_id.as_uuid())
+    .bind(crate::messages::without_nul(&new.name))
+    .bind(crate::messages::without_nul(&new.prompt))
+    .bind(&new.skills)
+    .bind(&new.model)
+    .bind(&new.timing.schedule)
+    .bind(&new.timing.schedule_kind)
+    .bind(&new.timing.schedule_display)
+    .bind(&new.timing.timezone)
+    .bind(new.timing.repeat_times)
+    .bind(new.timing.next_run_at)
+    .bind(&new.deliver)
+    .bind(new.origin.as_ref().map(sqlx::types::Json))
+    .bind(&new.toolsets)
+    .fetch_one(conn)
+    .await
+    .map_err(|e| match &e {
+        sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::NotFound,
+        _ => StoreError::conflict_on_unique(e, "this agent already has a job with that name"),
+    })?;
+    crate::rows::read::<Job>(&row)
+}
+
+/// [`Store::delete_job`] on a connection already set to `tenant`.
+async fn delete_job_on(conn: &mut PgConnection, tenant: TenantId, id: uuid::Uuid) -> Result<bool> {
+    let done = sqlx::query("DELETE FROM cron_jobs WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.as_uuid())
+        .bind(id)
+        .execute(conn)
+        .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 /// [`Store::set_job_state`] on a connection already set to `tenant`.

@@ -12,13 +12,15 @@ use serde::Deserialize;
 
 use hermes_core::JobState;
 use hermes_http::{ApiError, ApiJson};
+use hermes_ops::cron::{self as ops, Move};
 use hermes_store::cron::{Job, JobChanges};
 use hermes_wire::v1::{
-    UpstreamCronJob, UpstreamError, UpstreamJobBody, UpstreamJobs, UpstreamOk, UpstreamRepeat, UpstreamSchedule,
+    CreateJob, UpstreamCronJob, UpstreamError, UpstreamJobBody, UpstreamJobs, UpstreamOk, UpstreamRepeat,
+    UpstreamSchedule,
 };
 
-use crate::auth::Caller;
-use crate::cron::{CreateJob, new_job, visible};
+use crate::auth::{Caller, key_audit};
+use crate::cron::{create_job, visible};
 use crate::state::AppState;
 
 /// Upstream's limits.
@@ -187,16 +189,9 @@ pub(crate) async fn create(
         run_model: None,
         enabled_toolsets: None,
     };
-    let new = match new_job(&state, &auth, create).await {
-        Ok(new) => new,
-        Err(e) => return from_api(e.error()).into_response(),
-    };
-    match state.store.create_job(auth.tenant_id, &new).await {
+    match create_job(&state, &auth, create).await {
         Ok(job) => one(&job),
-        Err(hermes_store::StoreError::Conflict(what)) => {
-            error(StatusCode::CONFLICT, format!("{what} already exists")).into_response()
-        }
-        Err(e) => from_api(ApiError::internal(e)).into_response(),
+        Err(e) => from_api(e.error()).into_response(),
     }
 }
 
@@ -281,28 +276,24 @@ async fn change(state: &AppState, auth: &hermes_store::KeyAuth, job: Job, b: Ups
         if touched { state.store.update_job(auth.tenant_id, job.id, &changes).await.map_err(internal)? } else { job };
     match b.enabled {
         Some(false) if job.state != JobState::Paused => {
-            job = state
-                .store
-                .set_job_state(auth.tenant_id, job.id, Some("disabled through /api/jobs"), None)
-                .await
-                .map_err(internal)?;
+            job = set_state(state, auth, &job, Move::Pause("disabled through /api/jobs")).await?;
         }
         Some(true) if job.state == JobState::Paused => {
-            job = resume(state, auth, &job).await?;
+            job = set_state(state, auth, &job, Move::Resume).await?;
         }
         _ => {}
     }
     Ok(job)
 }
 
-async fn resume(state: &AppState, auth: &hermes_store::KeyAuth, job: &Job) -> Result<Job, Refusal> {
-    let next = hermes_schedule::resume_at(&job.schedule, &job.timezone, chrono::Utc::now())
-        .map_err(|e| error(StatusCode::BAD_REQUEST, e.to_string()))?;
-    state
-        .store
-        .set_job_state(auth.tenant_id, job.id, None, Some(next))
-        .await
-        .map_err(|e| from_api(ApiError::internal(e)))
+/// Moves `job` as `to` says, as the key's change.
+async fn set_state(state: &AppState, auth: &hermes_store::KeyAuth, job: &Job, to: Move<'_>) -> Result<Job, Refusal> {
+    ops::set_state(&state.store, key_audit(auth), job, to).await.map_err(ops_refusal)
+}
+
+/// A use case's refusal in upstream's shape.
+fn ops_refusal(e: hermes_ops::OpsError) -> Refusal {
+    from_api(crate::errors::refusal(e).unwrap_or_else(ApiError::internal))
 }
 
 #[utoipa::path(delete, path = "/api/jobs/{id}", tag = "upstream cron", params(("id" = String, Path, description = "Job id")),
@@ -312,10 +303,10 @@ pub(crate) async fn delete(State(state): State<AppState>, Caller(auth): Caller, 
         Ok(job) => job,
         Err(missing) => return missing.into_response(),
     };
-    match state.store.delete_job(auth.tenant_id, job.id).await {
-        Ok(true) => Json(UpstreamOk { ok: true }).into_response(),
-        Ok(false) => error(StatusCode::NOT_FOUND, "Job not found").into_response(),
-        Err(e) => from_api(ApiError::internal(e)).into_response(),
+    match ops::remove(&state.store, key_audit(&auth), &job).await {
+        Ok(()) => Json(UpstreamOk { ok: true }).into_response(),
+        Err(hermes_ops::OpsError::NotFound { .. }) => error(StatusCode::NOT_FOUND, "Job not found").into_response(),
+        Err(e) => ops_refusal(e).into_response(),
     }
 }
 
@@ -332,18 +323,12 @@ async fn act(state: &AppState, auth: &hermes_store::KeyAuth, id: &str, action: A
         Ok(job) => job,
         Err(missing) => return missing.into_response(),
     };
-    let internal = |e: hermes_store::StoreError| from_api(ApiError::internal(e));
-    let done = match action {
-        Action::Pause => state
-            .store
-            .set_job_state(auth.tenant_id, job.id, Some("paused through /api/jobs"), None)
-            .await
-            .map_err(internal),
-        Action::Resume => resume(state, auth, &job).await,
-        Action::Run => {
-            state.store.set_job_state(auth.tenant_id, job.id, None, Some(chrono::Utc::now())).await.map_err(internal)
-        }
+    let to = match action {
+        Action::Pause => Move::Pause("paused through /api/jobs"),
+        Action::Resume => Move::Resume,
+        Action::Run => Move::RunNow,
     };
+    let done = set_state(state, auth, &job, to).await;
     match done {
         Ok(job) => one(&job),
         Err(refused) => refused.into_response(),

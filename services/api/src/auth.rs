@@ -12,6 +12,14 @@ use crate::state::AppState;
 /// The authenticated caller.
 pub(crate) struct Caller(pub KeyAuth);
 
+/// The key, as the audit log names who made a change through the tenant API.
+pub(crate) fn key_audit(auth: &KeyAuth) -> hermes_ops::Audit {
+    let id = auth.key_id.to_string();
+    let label = format!("API key {id}");
+    let actor = hermes_store::admin::Actor { kind: hermes_store::admin::ActorKind::ApiKey, id, label };
+    hermes_ops::Audit { actor, request_id: None, source_address: None }
+}
+
 /// Refuses a key restricted to one agent (403) for what spans the tenant's agents (`what`:
 /// "managing channels", "event hooks", ...).
 pub(crate) fn tenant_wide(auth: &KeyAuth, what: &str) -> Result<(), ApiError> {

@@ -9,17 +9,16 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 
-use hermes_core::outbox::DeliveryTarget;
-use hermes_http::{ApiError, ApiJson, ErrorCode};
-use hermes_schedule::time_zone;
+use hermes_http::ApiJson;
+use hermes_ops::cron::{self as ops, Move};
 use hermes_store::KeyAuth;
-use hermes_store::cron::{Job, NewJob};
+use hermes_store::cron::Job;
 use hermes_wire::Slice;
-use hermes_wire::v1::{CronJob, CronRun, Deleted};
+use hermes_wire::v1::{CreateJob, CronJob, CronRun, Deleted};
 
 use crate::agents::resolve_agent;
-use crate::auth::Caller;
-use crate::errors::{Failure, Resource, resource};
+use crate::auth::{Caller, key_audit};
+use crate::errors::{Failure, resource};
 use crate::shown::cron_job;
 use crate::state::AppState;
 
@@ -38,31 +37,6 @@ pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) ->
     Ok(Json(Slice::whole(jobs.into_iter().map(cron_job).collect())))
 }
 
-/// A job to create.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct CreateJob {
-    pub(crate) prompt: String,
-    /// `every 30m|2h|1d`, a 5- or 6-field cron expression, an ISO time, or a delay like `30m`.
-    pub(crate) schedule: String,
-    /// Default: the first 50 characters of the prompt.
-    pub(crate) name: Option<String>,
-    /// The agent (by name); the key's agent or the tenant's only agent when absent.
-    pub(crate) model: Option<String>,
-    /// An IANA time zone; the tenant's by default.
-    pub(crate) timezone: Option<String>,
-    /// Runs to make (default: 1 for a one-shot, forever otherwise).
-    pub(crate) repeat: Option<i32>,
-    /// `local` (the default from the API), `origin`, or `platform:chat[:thread]`.
-    pub(crate) deliver: Option<String>,
-    #[serde(default)]
-    pub(crate) skills: Vec<String>,
-    /// Another model for the runs, on the agent's provider (upstream's job `model`).
-    pub(crate) run_model: Option<String>,
-    /// Only these of the agent's toolsets in the runs (upstream's `enabled_toolsets`).
-    pub(crate) enabled_toolsets: Option<Vec<String>>,
-}
-
 #[utoipa::path(post, path = "/v1/cron/jobs", tag = "cron", request_body = CreateJob,
     responses((status = 201, description = "The job, with its first run", body = CronJob), (status = 400, description = "Invalid request (a schedule that cannot be read says why)", body = hermes_wire::ErrorBody), (status = 409, description = "The agent has a job of that name", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn create(
@@ -70,51 +44,14 @@ pub(crate) async fn create(
     Caller(auth): Caller,
     ApiJson(c): ApiJson<CreateJob>,
 ) -> Result<(StatusCode, Json<CronJob>)> {
-    let new = new_job(&state, &auth, c).await?;
-    let job = state.store.create_job(auth.tenant_id, &new).await?;
-    Ok((StatusCode::CREATED, Json(cron_job(job))))
+    Ok((StatusCode::CREATED, Json(cron_job(create_job(&state, &auth, c).await?))))
 }
 
-/// The job `c` asks for, checked: a prompt that is not an injection attempt, a time zone and
-/// a schedule that can be read, known toolsets, delivery targets that exist.
-pub(crate) async fn new_job(state: &AppState, auth: &KeyAuth, c: CreateJob) -> Result<NewJob> {
+/// Creates the job `c` asks for, for the agent its `model` names (the key's agent, or the
+/// tenant's only agent, when absent).
+pub(crate) async fn create_job(state: &AppState, auth: &KeyAuth, c: CreateJob) -> Result<Job> {
     let agent = resolve_agent(state, auth, c.model.as_deref()).await?;
-    let invalid = |code: ErrorCode, why: String| ApiError::invalid_request(code, why);
-    let prompt = c.prompt.trim().to_owned();
-    if prompt.is_empty() {
-        return Err(invalid(ErrorCode::InvalidValue, "give the job a prompt".into()).into());
-    }
-    if let Some(finding) = hermes_threats::scan_strict(&prompt).first() {
-        let why = format!("the prompt looks like an injection or exfiltration attempt ({})", finding.reason);
-        return Err(invalid(ErrorCode::PromptRefused, why).into());
-    }
-    let tz_name = match c.timezone {
-        Some(tz) => tz,
-        None => state.store.session_policy(auth.tenant_id).await?.timezone.name().to_owned(),
-    };
-    time_zone(&tz_name).map_err(|e| invalid(ErrorCode::InvalidTimezone, e.to_string()))?;
-    let timing = hermes_schedule::timing(&c.schedule, &tz_name, c.repeat, chrono::Utc::now())
-        .map_err(|e| invalid(ErrorCode::InvalidSchedule, e.to_string()))?;
-    if let Some(unknown) = c.enabled_toolsets.iter().flatten().find(|t| t.parse::<hermes_core::ToolsetName>().is_err())
-    {
-        return Err(
-            invalid(ErrorCode::InvalidValue, format!("no toolset `{unknown}` (GET /v1/toolsets lists them)")).into()
-        );
-    }
-    let deliver = c.deliver.unwrap_or_else(|| "local".into());
-    DeliveryTarget::list(&deliver).map_err(|e| invalid(ErrorCode::InvalidValue, e.to_string()))?;
-    let name = c.name.unwrap_or_else(|| prompt.chars().take(50).collect());
-    Ok(NewJob {
-        agent_id: agent.id,
-        name: name.trim().to_owned(),
-        prompt,
-        skills: c.skills,
-        model: c.run_model.filter(|m| !m.trim().is_empty()),
-        toolsets: c.enabled_toolsets,
-        timing: (&timing).into(),
-        deliver,
-        origin: None,
-    })
+    Ok(ops::create(&state.store, key_audit(auth), (auth.tenant_id, agent.id), c).await?)
 }
 
 #[utoipa::path(get, path = "/v1/cron/jobs/{id}", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
@@ -135,9 +72,7 @@ pub(crate) async fn delete(
     Path(id): Path<String>,
 ) -> Result<Json<Deleted>> {
     let job = visible(&state, &auth, &id).await?;
-    if !state.store.delete_job(auth.tenant_id, job.id).await? {
-        return Err(resource::CronJob::not_found().into());
-    }
+    ops::remove(&state.store, key_audit(&auth), &job).await?;
     Ok(Json(Deleted::new(job.id, "cron.job.deleted")))
 }
 
@@ -157,7 +92,7 @@ pub(crate) async fn pause(
 ) -> Result<Json<CronJob>> {
     let job = visible(&state, &auth, &id).await?;
     let reason = body.and_then(|ApiJson(p)| p.reason).unwrap_or_else(|| "paused through the API".into());
-    Ok(Json(cron_job(state.store.set_job_state(auth.tenant_id, job.id, Some(&reason), None).await?)))
+    Ok(Json(cron_job(ops::set_state(&state.store, key_audit(&auth), &job, Move::Pause(&reason)).await?)))
 }
 
 #[utoipa::path(post, path = "/v1/cron/jobs/{id}/resume", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
@@ -168,9 +103,7 @@ pub(crate) async fn resume(
     Path(id): Path<String>,
 ) -> Result<Json<CronJob>> {
     let job = visible(&state, &auth, &id).await?;
-    let next = hermes_schedule::resume_at(&job.schedule, &job.timezone, chrono::Utc::now())
-        .map_err(|e| ApiError::invalid_request(ErrorCode::InvalidSchedule, e.to_string()))?;
-    Ok(Json(cron_job(state.store.set_job_state(auth.tenant_id, job.id, None, Some(next)).await?)))
+    Ok(Json(cron_job(ops::set_state(&state.store, key_audit(&auth), &job, Move::Resume).await?)))
 }
 
 #[utoipa::path(post, path = "/v1/cron/jobs/{id}/run", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
@@ -181,8 +114,8 @@ pub(crate) async fn run(
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<CronJob>)> {
     let job = visible(&state, &auth, &id).await?;
-    let due = state.store.set_job_state(auth.tenant_id, job.id, None, Some(chrono::Utc::now())).await;
-    Ok((StatusCode::ACCEPTED, Json(cron_job(due?))))
+    let due = ops::set_state(&state.store, key_audit(&auth), &job, Move::RunNow).await?;
+    Ok((StatusCode::ACCEPTED, Json(cron_job(due))))
 }
 
 #[utoipa::path(get, path = "/v1/cron/jobs/{id}/runs", tag = "cron", params(("id" = String, Path, description = "Job id or name")),

@@ -13,6 +13,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 use hermes_http::{ApiError, ErrorCode};
+use hermes_ops::OpsError;
 use hermes_store::StoreError;
 
 /// What a handler works on: its answers when the store says the object is missing or taken.
@@ -47,6 +48,19 @@ pub(crate) fn missing_or_internal(e: StoreError, missing: impl FnOnce() -> ApiEr
     }
 }
 
+/// A use case's refusal as an answer, or its storage failure for the caller to map.
+pub(crate) fn refusal(err: OpsError) -> Result<ApiError, StoreError> {
+    Ok(match err {
+        OpsError::Invalid { code, param, message } => ApiError::invalid_request(code, message).with_param(param),
+        OpsError::NotFound { code, what } => ApiError::not_found(code, format!("no such {what}")),
+        OpsError::Refused { code, message } => ApiError::invalid_request(code, message),
+        OpsError::Locked { code, message } => {
+            ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", Some(code), message)
+        }
+        OpsError::Store(e) => return Err(e),
+    })
+}
+
 /// A handler's error about resource `R`.
 #[derive(Debug)]
 pub(crate) struct Failure<R> {
@@ -63,6 +77,12 @@ impl<R> From<ApiError> for Failure<R> {
 impl<R: Resource> From<StoreError> for Failure<R> {
     fn from(e: StoreError) -> Self {
         store_error::<R>(e).into()
+    }
+}
+
+impl<R: Resource> From<OpsError> for Failure<R> {
+    fn from(e: OpsError) -> Self {
+        refusal(e).unwrap_or_else(store_error::<R>).into()
     }
 }
 

@@ -1,7 +1,7 @@
 //! The store's rows as `/v1` and `/api` show them (`hermes_wire` types): the one place where a
 //! column becomes a field, so a row type can change without the API changing with it.
 
-use hermes_wire::v1::{Channel, CronJob, LineageNode, NumberedMessage, PairingRequest, Session};
+use hermes_wire::v1::{CronJob, LineageNode, NumberedMessage, PairingRequest, Session};
 
 pub(crate) fn cron_job(j: hermes_store::cron::Job) -> CronJob {
     CronJob {
@@ -54,31 +54,6 @@ pub(crate) fn lineage(n: hermes_store::LineageNode) -> LineageNode {
         title: n.title,
         created_at: n.created_at,
         depth: n.depth,
-    }
-}
-
-pub(crate) fn channel(c: hermes_store::Channel) -> Channel {
-    Channel {
-        id: c.id,
-        agent_id: c.agent_id,
-        platform: c.platform,
-        mode: c.mode,
-        api_base: c.api_base,
-        bot_username: c.bot_username,
-        dm_policy: c.dm_policy,
-        group_policy: c.group_policy,
-        allow_users: c.allow_users,
-        allow_chats: c.allow_chats,
-        admins: c.admins,
-        busy_mode: c.busy_mode,
-        streaming: c.streaming,
-        group_sessions: c.group_sessions,
-        admin_commands: c.admin_commands,
-        tool_progress: c.tool_progress,
-        home_chat: c.home_chat,
-        status: c.status,
-        status_reason: c.status_reason,
-        created_at: c.created_at,
     }
 }
 

@@ -1,16 +1,19 @@
 //! `hermesctl channel ...`: bind an agent to a chat bot. Creating one checks the credentials
-//! with the platform and points a Telegram bot at us ([`hermes_chat::binding`], shared with
-//! the admin API).
+//! with the platform and points a Telegram bot at us; binding, changing, unbinding and
+//! approving are the use cases the APIs run too ([`hermes_ops::channels`]), recorded as the
+//! operator's CLI.
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use hermes_chat::binding::{self, BindRequest};
 use hermes_config::HermesConfig;
 use hermes_core::{BusyMode, ChannelMode, DmPolicy, GroupPolicy, GroupSessions, Platform};
-use hermes_store::{ChannelAccess, NewChannel, PairingApproval, SecretBox, Store, StoreError};
+use hermes_ops::channels::{self, Platforms};
+use hermes_store::{Channel, SecretBox, Store, StoreError};
+use hermes_wire::v1::{ChannelChanges, ChannelRequest};
 
+use crate::audit_trail::cli_actor;
 use crate::cli::{print, print_lines, tenant};
 
 #[derive(Subcommand)]
@@ -177,20 +180,20 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
             home_chat,
         } => {
             let some = |v: Vec<String>| (!v.is_empty()).then_some(v);
-            let access = ChannelAccess {
-                dm_policy,
-                group_policy,
+            let changes = ChannelChanges {
+                dm_policy: dm_policy.map(|v| v.to_string()),
+                group_policy: group_policy.map(|v| v.to_string()),
                 allow_users: some(allow),
                 allow_chats: some(allow_chats),
                 admins: some(admins),
-                busy_mode,
+                busy_mode: busy_mode.map(|v| v.to_string()),
                 streaming,
-                group_sessions,
+                group_sessions: group_sessions.map(|v| v.to_string()),
                 admin_commands: some(admin_commands),
                 tool_progress,
                 home_chat,
             };
-            update(json_mode, store, &name, id, &access).await?;
+            update(json_mode, store, &name, id, changes).await?;
         }
         ChannelCmd::Pair(PairCmd::List { tenant: name, channel }) => pairings(json_mode, store, &name, channel).await?,
         ChannelCmd::Pair(PairCmd::Approve { tenant: name, channel, code }) => {
@@ -212,21 +215,27 @@ async fn list(json_mode: bool, store: &Store, name: &str) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// `channel update`: `access` replaces what it gives.
+/// The tenant's channel `id`.
+async fn owned(store: &Store, name: &str, id: uuid::Uuid) -> anyhow::Result<Channel> {
+    let t = tenant(store, name).await?;
+    match store.channel(t.id, id).await {
+        Ok(c) => Ok(c),
+        Err(StoreError::NotFound) => bail!("tenant {name:?} has no channel {id}"),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `channel update`: `changes` replaces what it gives.
 async fn update(
     json_mode: bool,
     store: &Store,
     name: &str,
     id: uuid::Uuid,
-    access: &ChannelAccess,
+    changes: ChannelChanges,
 ) -> anyhow::Result<()> {
-    let t = tenant(store, name).await?;
-    let channel = match store.update_channel_access(t.id, id, access).await {
-        Ok(c) => c,
-        Err(StoreError::NotFound) => bail!("tenant {name:?} has no channel {id}"),
-        Err(e) => return Err(e.into()),
-    };
-    print(json_mode, json!(channel), format!("updated channel {id}"));
+    let channel = owned(store, name, id).await?;
+    let changed = channels::change(store, cli_actor(), &channel, changes).await?;
+    print(json_mode, json!(changed), format!("updated channel {id}"));
     Ok(())
 }
 
@@ -243,29 +252,17 @@ async fn pairings(json_mode: bool, store: &Store, name: &str, channel: uuid::Uui
 
 /// `channel pair approve`: the person is told in their chat.
 async fn approve(json_mode: bool, store: &Store, name: &str, channel: uuid::Uuid, code: &str) -> anyhow::Result<()> {
-    let t = tenant(store, name).await?;
-    let bound = store.channel(t.id, channel).await?;
-    let approval = store.approve_pairing(t.id, channel, code).await?;
-    if let PairingApproval::Approved { user_id, chat_id } = &approval {
-        let note = hermes_chat::pairing::announcement(bound.platform, bound.id, user_id, chat_id);
-        store.enqueue_outbox(t.id, &note.destination, &note.dedupe_key, &note.payload).await?;
-    }
-    match approval {
-        PairingApproval::Approved { user_id, .. } => {
-            print(json_mode, json!({ "approved": true, "user_id": user_id }), format!("approved user {user_id}"))
-        }
-        PairingApproval::WrongCode => bail!("no such code is waiting (it may have expired)"),
-        PairingApproval::Locked { until } => bail!("too many wrong codes: approvals are locked until {until}"),
-    }
+    let bound = owned(store, name, channel).await?;
+    let approved = channels::approve_pairing(store, cli_actor(), &bound, code).await?;
+    let user_id = &approved.user_id;
+    print(json_mode, json!(approved), format!("approved user {user_id}"));
     Ok(())
 }
 
 /// `channel delete`.
 async fn delete(json_mode: bool, store: &Store, name: &str, id: uuid::Uuid) -> anyhow::Result<()> {
-    let t = tenant(store, name).await?;
-    if !store.delete_channel(t.id, id).await? {
-        bail!("tenant {name:?} has no channel {id}");
-    }
+    let channel = owned(store, name, id).await?;
+    channels::unbind(store, cli_actor(), &channel).await?;
     print(json_mode, json!({ "id": id, "deleted": true }), format!("deleted channel {id}"));
     Ok(())
 }
@@ -279,6 +276,7 @@ fn given(value: &Option<String>, env: &Option<String>, what: &str) -> anyhow::Re
     }
 }
 
+/// `channel create`: the bot as the APIs bind it, on the platform host the operator gives.
 async fn create(json_mode: bool, config: &HermesConfig, store: &Store, c: CreateChannel) -> anyhow::Result<()> {
     let t = tenant(store, &c.tenant).await?;
     let agent = match store.agent_by_name(t.id, &c.agent).await {
@@ -289,18 +287,24 @@ async fn create(json_mode: bool, config: &HermesConfig, store: &Store, c: Create
     let optional = |value: &Option<String>, env: &Option<String>, what: &str| -> anyhow::Result<Option<String>> {
         Ok(if value.is_some() || env.is_some() { Some(given(value, env, what)?) } else { None })
     };
-    let request = BindRequest {
-        platform: c.platform,
-        mode: c.mode,
+    let request = ChannelRequest {
+        agent: agent.name.clone(),
+        platform: c.platform.to_string(),
+        mode: c.mode.map(|m| m.to_string()),
         token: optional(&c.token, &c.token_env, "bot token")?,
         signing_secret: optional(&c.signing_secret, &c.signing_secret_env, "signing secret")?,
         app_token: optional(&c.app_token, &c.app_token_env, "app-level token")?,
         corp_id: c.corp_id.clone(),
-        agent_id: c.agent_id,
+        wecom_agent_id: c.agent_id,
         secret: optional(&c.secret, &c.secret_env, "secret")?,
         aes_key: c.aes_key.clone(),
         bot_id: c.bot_id.clone(),
-        api_base: Some(c.api_base.clone().unwrap_or_else(|| config.platforms.base_for(c.platform, c.mode).to_owned())),
+        public_url: c.public_url.clone(),
+        dm_policy: Some(c.dm_policy.to_string()),
+        group_policy: Some(c.group_policy.to_string()),
+        allow_users: c.lists.allow,
+        allow_chats: c.lists.allow_chats,
+        admins: c.lists.admins,
     };
     // The operator chose this base: it is trusted like the configured ones.
     let mut trusted = config.outbound.trusted(&config.platforms);
@@ -310,39 +314,15 @@ async fn create(json_mode: bool, config: &HermesConfig, store: &Store, c: Create
     }));
     let policy = std::sync::Arc::new(hermes_net_policy::outbound::Policy::trusting(trusted));
     let http = hermes_net_policy::outbound::builder(policy).timeout(std::time::Duration::from_secs(30)).build()?;
-    let prepared = binding::prepare(&http, &request).await?;
     let secrets = SecretBox::from_config(config.secrets.master_key.as_deref())?;
-    let new = NewChannel {
-        agent_id: agent.id,
-        platform: prepared.platform,
-        mode: prepared.mode,
-        api_base: prepared.api_base.clone(),
-        credentials: prepared.credentials.clone(),
-        bot_identity: prepared.identity.clone(),
-        dm_policy: c.dm_policy,
-        group_policy: c.group_policy,
-        allow_users: c.lists.allow,
-        allow_chats: c.lists.allow_chats,
-        admins: c.lists.admins,
-    };
-    let mut channel = store.create_channel(t.id, new, secrets.as_ref()).await?;
-    let username = prepared.username.clone();
-    store.set_bot_username(t.id, channel.id, &username).await?;
-    channel.bot_username = Some(username.clone());
-    let hint =
-        match binding::activate(&http, &prepared, channel.id, &channel.webhook_secret, c.public_url.as_deref()).await {
-            Ok(hint) if hint.is_empty() => hint,
-            Ok(hint) => format!("\n{hint}"),
-            Err(e) => {
-                store.delete_channel(t.id, channel.id).await?;
-                return Err(e.into());
-            }
-        };
-    print(
-        json_mode,
-        json!(channel),
-        format!("bound {username} ({}) to agent {} as channel {}{hint}", c.platform, agent.name, channel.id),
-    );
+    let platforms =
+        Platforms { http: &http, secrets: secrets.as_ref(), bases: &config.platforms, api_base: c.api_base.as_deref() };
+    let bound = channels::bind(&platforms, store, cli_actor(), (t.id, agent.id), request).await?;
+    let username = bound.channel.bot_username.as_deref().unwrap_or("?");
+    let hint = if bound.setup.is_empty() { String::new() } else { format!("\n{}", bound.setup) };
+    let human =
+        format!("bound {username} ({}) to agent {} as channel {}{hint}", c.platform, agent.name, bound.channel.id);
+    print(json_mode, json!(bound), human);
     Ok(())
 }
 

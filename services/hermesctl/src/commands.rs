@@ -111,8 +111,13 @@ pub struct AuditArgs {
 pub enum TenantCmd {
     /// List the tenants.
     List,
-    /// Create a tenant.
-    Create { name: String },
+    /// Create a tenant (and invite its first owner: prints their invitation link).
+    Create {
+        name: String,
+        /// Invite this person as the tenant's first owner.
+        #[arg(long)]
+        owner_email: Option<String>,
+    },
     /// Show or change the tenant's session policy (time zone, resets, retention).
     Policy(crate::sessions::PolicyArgs),
     /// Set the tenant's rate limits (omitted: the installation's default; 0: unlimited).
@@ -155,9 +160,16 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
             let page = store.audit_entries(t.id, &filter).await?;
             crate::cli::print_audit(json_mode, page.entries.iter().map(|e| json!(e)).collect());
         }
-        Command::Tenant(TenantCmd::Create { name }) => {
-            let t = store.create_tenant(&name).await?;
-            print(json_mode, json!(t), format!("created tenant {} ({})", t.name, t.id));
+        Command::Tenant(TenantCmd::Create { name, owner_email }) => {
+            let valid_for = std::time::Duration::from_secs(config.admin.invitation_days.max(1) * 86_400);
+            let new = hermes_wire::admin::NewTenant { name, owner_email };
+            let made = hermes_ops::tenants::create(store, crate::audit_trail::cli_actor(), &new, valid_for).await?;
+            let (t, link) = (made.tenant, made.owner_invitation.map(|token| config.console_link("invite", &token)));
+            let human = match &link {
+                Some(link) => format!("created tenant {} ({})\nowner's invitation (works once): {link}", t.name, t.id),
+                None => format!("created tenant {} ({})", t.name, t.id),
+            };
+            print(json_mode, json!({ "tenant": t, "owner_invitation_link": link }), human);
         }
         Command::Tenant(TenantCmd::Policy(args)) => crate::sessions::run_policy(json_mode, store, args).await?,
         Command::Session(cmd) => crate::sessions::run_session(json_mode, store, cmd).await?,

@@ -1,13 +1,16 @@
-//! `hermesctl cron ...`: a tenant's scheduled agent runs, with the rules of the API and chat
-//! (`hermes_schedule::timing` in the tenant's zone, prompts scanned for injection).
+//! `hermesctl cron ...`: a tenant's scheduled agent runs, through the use cases the APIs run
+//! ([`hermes_ops::cron`]: prompts scanned, the schedule read in the tenant's zone, the change
+//! recorded as the operator's CLI).
 
 use anyhow::{Context, bail};
 use clap::Subcommand;
 use serde_json::json;
 
-use hermes_store::cron::NewJob;
+use hermes_ops::cron::{self as ops, Move};
 use hermes_store::{Store, StoreError};
+use hermes_wire::v1::CreateJob;
 
+use crate::audit_trail::cli_actor;
 use crate::cli::{TenantAgent, TenantArg, TenantJob, print, print_lines, tenant};
 
 #[derive(Subcommand)]
@@ -57,7 +60,6 @@ async fn job(store: &Store, r: &TenantJob) -> anyhow::Result<(hermes_store::Tena
 }
 
 pub async fn run_cron(json_mode: bool, store: &Store, cmd: CronCmd) -> anyhow::Result<()> {
-    let now = chrono::Utc::now();
     match cmd {
         CronCmd::List(t) => {
             let t = t.resolve(store).await?;
@@ -77,27 +79,17 @@ pub async fn run_cron(json_mode: bool, store: &Store, cmd: CronCmd) -> anyhow::R
         } => {
             let t = tenant(store, &name).await?;
             let agent = store.agent_by_name(t.id, &agent).await.context("no such agent")?;
-            if let Some(finding) = hermes_threats::scan_strict(&prompt).first() {
-                bail!("the prompt was refused: it looks like {}", finding.reason);
-            }
-            let tz = match timezone {
-                Some(tz) => tz,
-                None => store.session_policy(t.id).await?.timezone.name().to_owned(),
-            };
-            let timing = hermes_schedule::timing(&schedule, &tz, repeat, now)?;
-            let new = NewJob {
-                agent_id: agent.id,
-                name: job_name.unwrap_or_else(|| prompt.chars().take(50).collect()),
+            let c = CreateJob {
                 prompt,
-                skills: Vec::new(),
-                model: None,
-                toolsets: None,
-                timing: (&timing).into(),
-                deliver,
-                origin: None,
+                schedule,
+                name: job_name,
+                timezone,
+                repeat,
+                deliver: Some(deliver),
+                ..CreateJob::default()
             };
-            let job = store.create_job(t.id, &new).await?;
-            let first = timing.first_run.with_timezone(&timing.tz).format("%Y-%m-%d %H:%M %Z");
+            let job = ops::create(store, cli_actor(), (t.id, agent.id), c).await?;
+            let first = job.next_run_at.map_or_else(|| "none".to_owned(), |at| first_run(at, &job.timezone));
             print(
                 json_mode,
                 json!(job),
@@ -105,19 +97,18 @@ pub async fn run_cron(json_mode: bool, store: &Store, cmd: CronCmd) -> anyhow::R
             );
         }
         CronCmd::Pause(r) => {
-            let (t, j) = job(store, &r).await?;
-            let j = store.set_job_state(t.id, j.id, Some("paused by an operator"), None).await?;
+            let (_, j) = job(store, &r).await?;
+            let j = ops::set_state(store, cli_actor(), &j, Move::Pause("paused by an operator")).await?;
             print(json_mode, json!(j), format!("paused {}", j.name));
         }
         CronCmd::Resume(r) => {
-            let (t, j) = job(store, &r).await?;
-            let next = hermes_schedule::resume_at(&j.schedule, &j.timezone, now)?;
-            let j = store.set_job_state(t.id, j.id, None, Some(next)).await?;
+            let (_, j) = job(store, &r).await?;
+            let j = ops::set_state(store, cli_actor(), &j, Move::Resume).await?;
             print(json_mode, json!(j), format!("resumed {}; next run {:?}", j.name, j.next_run_at));
         }
         CronCmd::Run(r) => {
-            let (t, j) = job(store, &r).await?;
-            let j = store.set_job_state(t.id, j.id, None, Some(now)).await?;
+            let (_, j) = job(store, &r).await?;
+            let j = ops::set_state(store, cli_actor(), &j, Move::RunNow).await?;
             print(json_mode, json!(j), format!("{} runs at the scheduler's next pass", j.name));
         }
         CronCmd::Runs(r) => {
@@ -128,10 +119,18 @@ pub async fn run_cron(json_mode: bool, store: &Store, cmd: CronCmd) -> anyhow::R
             });
         }
         CronCmd::Remove(r) => {
-            let (t, j) = job(store, &r).await?;
-            store.delete_job(t.id, j.id).await?;
+            let (_, j) = job(store, &r).await?;
+            ops::remove(store, cli_actor(), &j).await?;
             print(json_mode, json!({ "id": j.id, "deleted": true }), format!("removed {}", j.name));
         }
     }
     Ok(())
+}
+
+/// `at` in the job's time zone, as people read it.
+fn first_run(at: chrono::DateTime<chrono::Utc>, zone: &str) -> String {
+    match hermes_schedule::time_zone(zone) {
+        Ok(tz) => at.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z").to_string(),
+        Err(_) => at.to_rfc3339(),
+    }
 }

@@ -97,11 +97,15 @@ async fn tenant(remote: &Remote, cmd: TenantCmd, json_mode: bool) -> anyhow::Res
             let human = list.data.iter().map(|t| format!("{}\t{}", t.name, t.id)).collect::<Vec<_>>().join("\n");
             print(json_mode, serde_json::to_value(&list.data)?, human);
         }
-        TenantCmd::Create { name } => {
-            let body = NewTenant { name, owner_email: None };
+        TenantCmd::Create { name, owner_email } => {
+            let body = NewTenant { name, owner_email };
             let made: TenantMade = remote.send(Method::POST, "/admin/v1/tenants", Some(&body)).await?;
-            let t = made.tenant;
-            print(json_mode, serde_json::to_value(&t)?, format!("created tenant {} ({})", t.name, t.id));
+            let (t, link) = (&made.tenant, &made.owner_invitation_link);
+            let human = match link {
+                Some(link) => format!("created tenant {} ({})\nowner's invitation (works once): {link}", t.name, t.id),
+                None => format!("created tenant {} ({})", t.name, t.id),
+            };
+            print(json_mode, serde_json::to_value(&made)?, human);
         }
         TenantCmd::Limits { tenant, requests_per_minute, concurrent_turns } => {
             let id = remote.tenant(&tenant).await?;

@@ -25,6 +25,8 @@ pub enum ActorKind {
     Cli,
     /// A chat admin command.
     Chat,
+    /// A tenant's API key (`/v1/channels`).
+    ApiKey,
     /// The service itself.
     System,
 }
@@ -36,6 +38,7 @@ impl ActorKind {
             ActorKind::Token => "token",
             ActorKind::Cli => "cli",
             ActorKind::Chat => "chat",
+            ActorKind::ApiKey => "api_key",
             ActorKind::System => "system",
         }
     }
@@ -46,6 +49,7 @@ impl ActorKind {
             "token" => ActorKind::Token,
             "cli" => ActorKind::Cli,
             "chat" => ActorKind::Chat,
+            "api_key" => ActorKind::ApiKey,
             _ => ActorKind::System,
         }
     }

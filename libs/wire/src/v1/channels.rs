@@ -73,3 +73,56 @@ pub struct PairingRequest {
     #[schema(value_type = String, format = DateTime)]
     pub expires_at: DateTime<Utc>,
 }
+
+/// A bot to bind: the platform's credentials for its mode, and who may talk to it. Values of
+/// closed sets are names (`telegram`, `pairing`, ...), checked by the use case so an unknown
+/// one is answered with the allowed ones.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelRequest {
+    /// The agent (by name; the admin API takes an id too).
+    pub agent: String,
+    /// `telegram`, `slack` or `wecom`.
+    pub platform: String,
+    /// `poll`, `webhook`, `socket`, ... (each platform has its default).
+    pub mode: Option<String>,
+    /// The bot token (Telegram, Slack `xoxb-`), or the WeCom callback Token.
+    pub token: Option<String>,
+    pub signing_secret: Option<String>,
+    pub app_token: Option<String>,
+    pub corp_id: Option<String>,
+    pub wecom_agent_id: Option<i64>,
+    pub secret: Option<String>,
+    pub aes_key: Option<String>,
+    pub bot_id: Option<String>,
+    /// Webhook modes: where the platform reaches the gateway.
+    pub public_url: Option<String>,
+    pub dm_policy: Option<String>,
+    pub group_policy: Option<String>,
+    #[serde(default)]
+    pub allow_users: Vec<String>,
+    #[serde(default)]
+    pub allow_chats: Vec<String>,
+    #[serde(default)]
+    pub admins: Vec<String>,
+}
+
+/// Changes to who may talk to a bot and how it behaves; absent fields stay as they are, and a
+/// list given replaces the old one.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelChanges {
+    pub dm_policy: Option<String>,
+    pub group_policy: Option<String>,
+    pub allow_users: Option<Vec<String>>,
+    pub allow_chats: Option<Vec<String>>,
+    pub admins: Option<Vec<String>>,
+    pub busy_mode: Option<String>,
+    pub streaming: Option<bool>,
+    pub group_sessions: Option<String>,
+    /// Chat commands (with or without their `/`) only the channel's admins may use.
+    pub admin_commands: Option<Vec<String>>,
+    pub tool_progress: Option<bool>,
+    /// `chat` or `chat:thread` where deliveries to the bare platform go; "" clears it.
+    pub home_chat: Option<String>,
+}

@@ -71,3 +71,28 @@ pub struct CronRun {
     #[schema(value_type = Option<String>, format = DateTime)]
     pub finished_at: Option<DateTime<Utc>>,
 }
+
+/// A job to create.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateJob {
+    pub prompt: String,
+    /// `every 30m|2h|1d`, a 5- or 6-field cron expression, an ISO time, or a delay like `30m`.
+    pub schedule: String,
+    /// Default: the first 50 characters of the prompt.
+    pub name: Option<String>,
+    /// The agent (by name); the key's agent or the tenant's only agent when absent.
+    pub model: Option<String>,
+    /// An IANA time zone; the tenant's by default.
+    pub timezone: Option<String>,
+    /// Runs to make (default: 1 for a one-shot, forever otherwise).
+    pub repeat: Option<i32>,
+    /// `local` (the default from the API), `origin`, or `platform:chat[:thread]`.
+    pub deliver: Option<String>,
+    #[serde(default)]
+    pub skills: Vec<String>,
+    /// Another model for the runs, on the agent's provider (upstream's job `model`).
+    pub run_model: Option<String>,
+    /// Only these of the agent's toolsets in the runs (upstream's `enabled_toolsets`).
+    pub enabled_toolsets: Option<Vec<String>>,
+}

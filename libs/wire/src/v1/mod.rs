@@ -13,7 +13,7 @@ mod runs;
 mod sessions;
 mod usage;
 
-pub use channels::{Channel, ChannelBound, PairingRequest};
+pub use channels::{Channel, ChannelBound, ChannelChanges, ChannelRequest, PairingRequest};
 pub use chat::{
     AssistantMessage, AssistantRole, ChatChoice, ChatChunk, ChatCompletion, ChatCompletionRequest, ChatExtras,
     ChatUsage, ChunkChoice, ChunkError, ChunkHead, ChunkKind, CompletionKind, Delta, Progress, PromptTokensDetails,
@@ -25,7 +25,7 @@ pub use cron::{
 pub use discovery::{Capabilities, CapabilityAuth, ForModel, ListedSkill, Toolset};
 pub use hooks::{DeliveryStatus, EventDelivery, EventEndpoint, EventHook, HookTrigger, Webhook};
 pub use interaction::Interaction;
-pub use jobs::{CronJob, CronRun};
+pub use jobs::{CreateJob, CronJob, CronRun};
 pub use responses::{
     ContentPart, IncompleteDetails, IncompleteReason, InputTokensDetails, ItemStatus, OutputItem, OutputTokensDetails,
     Reasoning, ResponseError, ResponseEvent, ResponseExtras, ResponseKind, ResponseObject, ResponseStatus,

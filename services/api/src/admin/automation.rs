@@ -10,13 +10,14 @@ use serde_json::Value;
 use hermes_core::ErrorCode;
 use hermes_core::access::AdminOp;
 use hermes_http::ApiError;
+use hermes_ops::cron::Move;
 use hermes_store::admin::Change;
 use hermes_wire::List;
 use hermes_wire::admin::{Hooks, PingSent};
 use hermes_wire::v1::{CronJob, CronRun, EventDelivery};
 
 use crate::admin::caller::Caller;
-use crate::admin::errors::{store_error, store_error_for};
+use crate::admin::errors::{ops_error, store_error, store_error_for};
 use crate::admin::state::AdminState;
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
@@ -82,39 +83,13 @@ pub(crate) async fn act(
     let job = job.map_err(|e| store_error_for(e, ErrorCode::JobNotFound, "job"))?;
     let action: JobAction = serde_json::from_value(Value::String(action))
         .map_err(|_| ApiError::not_found(ErrorCode::NotFound, "no such action: run, pause or resume"))?;
-    let now = chrono::Utc::now();
-    let (paused, next) = match action {
-        JobAction::Run => (None, Some(now)),
-        JobAction::Pause => (Some("paused in the console"), None),
-        JobAction::Resume => (None, Some(next_slot(&job, now)?)),
+    let to = match action {
+        JobAction::Run => Move::RunNow,
+        JobAction::Pause => Move::Pause("paused in the console"),
+        JobAction::Resume => Move::Resume,
     };
-    let mut tx = caller.begin(&state, t.id).await?;
-    let changed = tx.set_job_state(job.id, paused, next).await.map_err(store_error)?;
-    let verb = match action {
-        JobAction::Run => "cron.run_now",
-        JobAction::Pause => "cron.paused",
-        JobAction::Resume => "cron.resumed",
-    };
-    let change = Change::new(verb, "cron_job", job.id)
-        .before(StateAudit { state: job.state })
-        .after(StateAudit { state: changed.state });
-    tx.commit(change).await.map_err(store_error)?;
+    let changed = hermes_ops::cron::set_state(&state.store, caller.audit(), &job, to).await.map_err(ops_error)?;
     Ok(Json(crate::shown::cron_job(changed)))
-}
-
-/// What the audit trail records of a job's change of state.
-#[derive(serde::Serialize)]
-struct StateAudit {
-    state: hermes_core::JobState,
-}
-
-/// The next slot of `job`'s schedule after `now` (resuming skips what was missed).
-fn next_slot(
-    job: &hermes_store::cron::Job,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Result<chrono::DateTime<chrono::Utc>> {
-    hermes_schedule::resume_at(&job.schedule, &job.timezone, now)
-        .map_err(|e| ApiError::invalid_request(ErrorCode::InvalidSchedule, e.to_string()))
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/hooks", tag = "admin: automation",

@@ -10,28 +10,29 @@ use serde::Deserialize;
 use hermes_core::access::AdminOp;
 use hermes_core::{ErrorCode, TenantId};
 use hermes_http::ApiError;
-use hermes_store::admin::Change;
+use hermes_ops::OpsError;
+use hermes_ops::channels::{self, Platforms};
 use hermes_store::{Channel, StoreError};
 use hermes_wire::List;
+use hermes_wire::v1::ChannelRequest;
 
 use crate::admin::caller::Caller;
-use crate::admin::channels::{Binder, ChannelFailure, ChannelRequest, approve_pairing_audited, bind_audited};
 use crate::admin::errors::{store_error, store_error_for};
 use crate::admin::state::AdminState;
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
-fn failure(f: ChannelFailure) -> ApiError {
-    match f {
-        ChannelFailure::Refused(e) => e,
-        ChannelFailure::Store(StoreError::Conflict(what)) => ApiError::new(
+/// A use case's failure about a channel: a bot bound already is `channel_exists`.
+fn failure(f: OpsError) -> ApiError {
+    crate::errors::refusal(f).unwrap_or_else(|e| match e {
+        StoreError::Conflict(what) => ApiError::new(
             StatusCode::CONFLICT,
             "invalid_request_error",
             Some(ErrorCode::ChannelExists),
             format!("{what} already exists"),
         ),
-        ChannelFailure::Store(e) => store_error_for(e, ErrorCode::ChannelNotFound, "channel"),
-    }
+        e => store_error_for(e, ErrorCode::ChannelNotFound, "channel"),
+    })
 }
 
 async fn channel(state: &AdminState, tenant: TenantId, raw: &str) -> Result<Channel> {
@@ -50,8 +51,8 @@ pub(crate) async fn list(
     Path(tenant): Path<String>,
 ) -> Result<Json<List<hermes_wire::v1::Channel>>> {
     let t = caller.tenant(&state, &tenant, AdminOp::ViewChannels).await?;
-    let channels = state.store.list_channels(t.id).await.map_err(store_error)?;
-    Ok(Json(List::of(channels.into_iter().map(crate::shown::channel).collect())))
+    let bots = state.store.list_channels(t.id).await.map_err(store_error)?;
+    Ok(Json(List::of(bots.into_iter().map(channels::shown).collect())))
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/channels", tag = "admin: channels", request_body = ChannelRequest,
@@ -70,9 +71,14 @@ pub(crate) async fn create(
     // Whose it is first: another tenant's URL is a 404 whatever the body.
     let hermes_http::ApiJson(body) = body?;
     let agent = state.agent(t.id, &body.agent).await?;
-    let binder =
-        Binder { store: &state.store, http: &state.http, secrets: state.secrets.as_ref(), config: &state.config };
-    let bound = bind_audited(&binder, t.id, agent.id, body, caller.audit()).await.map_err(failure)?;
+    let platforms = Platforms {
+        http: &state.http,
+        secrets: state.secrets.as_ref(),
+        bases: &state.config.platforms,
+        api_base: None,
+    };
+    let bound = channels::bind(&platforms, &state.store, caller.audit(), (t.id, agent.id), body).await;
+    let bound = bound.map_err(failure)?;
     Ok((StatusCode::CREATED, Json(bound)))
 }
 
@@ -86,9 +92,7 @@ pub(crate) async fn delete(
 ) -> Result<StatusCode> {
     let t = caller.tenant(&state, &tenant, AdminOp::ManageChannels).await?;
     let found = channel(&state, t.id, &id).await?;
-    let mut tx = caller.begin(&state, t.id).await?;
-    tx.delete_channel(found.id).await.map_err(store_error)?;
-    tx.commit(Change::new("channel.unbound", "channel", found.id).before(&found)).await.map_err(store_error)?;
+    channels::unbind(&state.store, caller.audit(), &found).await.map_err(failure)?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -130,7 +134,7 @@ pub(crate) async fn approve(
     // Whose it is first: another tenant's URL is a 404 whatever the body.
     let hermes_http::ApiJson(body) = body?;
     let found = channel(&state, t.id, &id).await?;
-    let approved =
-        approve_pairing_audited(&state.store, &found, body.code.trim(), caller.audit()).await.map_err(failure)?;
+    let approved = channels::approve_pairing(&state.store, caller.audit(), &found, &body.code).await;
+    let approved = approved.map_err(failure)?;
     Ok(Json(approved))
 }

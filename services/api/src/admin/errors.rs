@@ -37,11 +37,5 @@ pub(crate) fn store_error_for(err: StoreError, code: ErrorCode, what: &str) -> A
 
 /// A use case's refusal or failure as a response.
 pub(crate) fn ops_error(err: hermes_ops::OpsError) -> ApiError {
-    match err {
-        hermes_ops::OpsError::Invalid { code, param, message } => {
-            ApiError::invalid_request(code, message).with_param(param)
-        }
-        hermes_ops::OpsError::NotFound { code, what } => ApiError::not_found(code, format!("no such {what}")),
-        hermes_ops::OpsError::Store(e) => store_error(e),
-    }
+    crate::errors::refusal(err).unwrap_or_else(store_error)
 }

@@ -11,7 +11,6 @@ mod automation;
 mod bots;
 mod budgets;
 mod caller;
-pub mod channels;
 mod client_address;
 mod cluster;
 mod console;

@@ -6,8 +6,8 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 
+use hermes_core::ErrorCode;
 use hermes_core::access::{AdminOp, Standing};
-use hermes_core::{ErrorCode, MemberRole};
 use hermes_http::{ApiError, ApiJson};
 use hermes_store::admin::Change;
 use hermes_wire::admin::{NewOperatorToken, NewTenant, Quotas, QuotasView, Tenant, TenantMade, TenantView, TokenMade};
@@ -65,27 +65,20 @@ pub(crate) async fn create(
     ApiJson(body): ApiJson<NewTenant>,
 ) -> Result<(StatusCode, Json<TenantMade>)> {
     caller.installation(AdminOp::CreateTenant)?;
-    let audit = caller.audit();
-    let mut tx = state.store.audited_installation(audit.clone()).await.map_err(store_error)?;
-    let tenant = tx.create_tenant(body.name.trim()).await.map_err(|e| match e {
-        hermes_store::StoreError::Conflict(what) => ApiError::new(
-            StatusCode::CONFLICT,
-            "invalid_request_error",
-            Some(ErrorCode::InvalidValue),
-            format!("{what} already exists"),
-        ),
-        other => store_error(other),
+    let valid_for = std::time::Duration::from_secs(state.config.admin.invitation_days.max(1) * 86_400);
+    let made = hermes_ops::tenants::create(&state.store, caller.audit(), &body, valid_for).await;
+    let made = made.map_err(|e| {
+        crate::errors::refusal(e).unwrap_or_else(|e| match e {
+            hermes_store::StoreError::Conflict(what) => ApiError::new(
+                StatusCode::CONFLICT,
+                "invalid_request_error",
+                Some(ErrorCode::InvalidValue),
+                format!("{what} already exists"),
+            ),
+            other => store_error(other),
+        })
     })?;
-    tx.commit(Change::new("tenant.created", "tenant", tenant.id).after(&tenant)).await.map_err(store_error)?;
-    let link = match body.owner_email.as_deref() {
-        Some(email) => {
-            let valid_for = std::time::Duration::from_secs(state.config.admin.invitation_days.max(1) * 86_400);
-            let made = state.store.create_invitation(tenant.id, email, MemberRole::Owner, valid_for, &audit).await;
-            let (_, token) = made.map_err(store_error)?;
-            Some(state.config.console_link("invite", &token))
-        }
-        None => None,
-    };
+    let (tenant, link) = (made.tenant, made.owner_invitation.map(|token| state.config.console_link("invite", &token)));
     Ok((StatusCode::CREATED, Json(TenantMade { tenant, owner_invitation_link: link })))
 }
 

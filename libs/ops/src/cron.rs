@@ -1,0 +1,128 @@
+//! Cron jobs: created (the prompt scanned, the time zone, schedule, toolsets and delivery
+//! checked), paused, resumed, run now and removed. `/v1/cron/jobs`, upstream's `/api/jobs`,
+//! the admin API and `hermesctl cron` all come here, so a job is held to the same rules and
+//! each change is recorded whichever door it came in by.
+
+use chrono::Utc;
+
+use hermes_core::outbox::DeliveryTarget;
+use hermes_core::{AgentId, ErrorCode, JobState, TenantId};
+use hermes_store::Store;
+use hermes_store::admin::{Audit, Change};
+use hermes_store::cron::{Job, NewJob};
+use hermes_wire::v1::CreateJob;
+
+use crate::{OpsError, Result};
+
+/// Where a job's answer goes when the request does not say.
+const DEFAULT_DELIVERY: &str = "local";
+
+fn refused(code: ErrorCode, message: impl Into<String>) -> OpsError {
+    OpsError::Refused { code, message: message.into() }
+}
+
+/// The job `c` asks for `agent`, checked: a prompt that is not an injection attempt, a time
+/// zone and a schedule that can be read, known toolsets, delivery targets that exist.
+async fn checked(store: &Store, (tenant, agent): (TenantId, AgentId), c: CreateJob) -> Result<NewJob> {
+    let prompt = c.prompt.trim().to_owned();
+    if prompt.is_empty() {
+        return Err(refused(ErrorCode::InvalidValue, "give the job a prompt"));
+    }
+    if let Some(finding) = hermes_threats::scan_strict(&prompt).first() {
+        let why = format!("the prompt looks like an injection or exfiltration attempt ({})", finding.reason);
+        return Err(refused(ErrorCode::PromptRefused, why));
+    }
+    let tz_name = match c.timezone {
+        Some(tz) => tz,
+        None => store.session_policy(tenant).await?.timezone.name().to_owned(),
+    };
+    hermes_schedule::time_zone(&tz_name).map_err(|e| refused(ErrorCode::InvalidTimezone, e.to_string()))?;
+    let timing = hermes_schedule::timing(&c.schedule, &tz_name, c.repeat, Utc::now())
+        .map_err(|e| refused(ErrorCode::InvalidSchedule, e.to_string()))?;
+    if let Some(unknown) = c.enabled_toolsets.iter().flatten().find(|t| t.parse::<hermes_core::ToolsetName>().is_err())
+    {
+        return Err(refused(ErrorCode::InvalidValue, format!("no toolset `{unknown}` (GET /v1/toolsets lists them)")));
+    }
+    let deliver = c.deliver.unwrap_or_else(|| DEFAULT_DELIVERY.into());
+    DeliveryTarget::list(&deliver).map_err(|e| refused(ErrorCode::InvalidValue, e.to_string()))?;
+    let name = c.name.unwrap_or_else(|| prompt.chars().take(50).collect());
+    Ok(NewJob {
+        agent_id: agent,
+        name: name.trim().to_owned(),
+        prompt,
+        skills: c.skills,
+        model: c.run_model.filter(|m| !m.trim().is_empty()),
+        toolsets: c.enabled_toolsets,
+        timing: (&timing).into(),
+        deliver,
+        origin: None,
+    })
+}
+
+/// Creates the job `c` asks for `agent`; `Conflict` when the agent has a job of that name.
+pub async fn create(store: &Store, by: Audit, (tenant, agent): (TenantId, AgentId), c: CreateJob) -> Result<Job> {
+    let new = checked(store, (tenant, agent), c).await?;
+    let mut tx = store.audited(tenant, by).await?;
+    let job = tx.create_job(&new).await?;
+    let after = JobAudit { name: &job.name, schedule: &job.schedule_display, state: job.state };
+    tx.commit(Change::new("cron.created", "cron_job", job.id).after(after)).await?;
+    Ok(job)
+}
+
+/// A change of a job's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Move<'a> {
+    /// Stops its runs, with a reason people see.
+    Pause(&'a str),
+    /// Schedules it again from its next slot (what was missed is skipped).
+    Resume,
+    /// Due now: the scheduler starts it within a second.
+    RunNow,
+}
+
+/// Moves `job` as `to` says; the job as it now is.
+pub async fn set_state(store: &Store, by: Audit, job: &Job, to: Move<'_>) -> Result<Job> {
+    let now = Utc::now();
+    let (paused, next, action) = match to {
+        Move::Pause(reason) => (Some(reason), None, "cron.paused"),
+        Move::Resume => {
+            let next = hermes_schedule::resume_at(&job.schedule, &job.timezone, now)
+                .map_err(|e| refused(ErrorCode::InvalidSchedule, e.to_string()))?;
+            (None, Some(next), "cron.resumed")
+        }
+        Move::RunNow => (None, Some(now), "cron.run_now"),
+    };
+    let mut tx = store.audited(job.tenant_id, by).await?;
+    let changed = tx.set_job_state(job.id, paused, next).await?;
+    let change = Change::new(action, "cron_job", job.id)
+        .before(StateAudit { state: job.state })
+        .after(StateAudit { state: changed.state });
+    tx.commit(change).await?;
+    Ok(changed)
+}
+
+/// Removes `job` and its runs.
+pub async fn remove(store: &Store, by: Audit, job: &Job) -> Result<()> {
+    let mut tx = store.audited(job.tenant_id, by).await?;
+    if !tx.delete_job(job.id).await? {
+        return Err(OpsError::NotFound { code: ErrorCode::JobNotFound, what: "cron job" });
+    }
+    let before = JobAudit { name: &job.name, schedule: &job.schedule_display, state: job.state };
+    tx.commit(Change::new("cron.removed", "cron_job", job.id).before(before)).await?;
+    Ok(())
+}
+
+/// What the audit trail records of a job's change of state.
+#[derive(serde::Serialize)]
+struct StateAudit {
+    state: JobState,
+}
+
+/// What the audit trail records of a job made or removed (its prompt is the tenant's data,
+/// not the log's).
+#[derive(serde::Serialize)]
+struct JobAudit<'a> {
+    name: &'a str,
+    schedule: &'a str,
+    state: JobState,
+}
