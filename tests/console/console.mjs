@@ -5,31 +5,13 @@
 
 import http from 'node:http';
 import { chromium } from 'playwright-core';
+import { base, expect, finish, step, world } from './steps.mjs';
 
-const world = JSON.parse(process.env.WORLD);
-const base = world.url;
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
   args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
     '--disable-sync', '--no-first-run', '--disable-quic'],
 });
-let passed = 0;
-let failed = 0;
-
-async function step(name, fn) {
-  try {
-    await fn();
-    passed += 1;
-    console.log(`ok   ${name}`);
-  } catch (e) {
-    failed += 1;
-    console.log(`FAIL ${name}: ${e && e.stack ? e.stack : e}`);
-  }
-}
-
-function expect(condition, message) {
-  if (!condition) throw new Error(message);
-}
 
 async function shot(page, name) {
   await page.screenshot({ path: `${world.screenshots}/${name}.png`, fullPage: true });
@@ -411,10 +393,4 @@ await step('signing out ends the session', async () => {
   expect(me === 401, `signed out: ${me}`);
 });
 
-await step('no page raised a script error', async () => {
-  expect(errors.length === 0, errors.join('\n'));
-});
-
-await browser.close();
-console.log(`${passed} passed, ${failed} failed`);
-process.exitCode = failed === 0 ? 0 : 1;
+process.exitCode = await finish(browser, errors);

@@ -5,32 +5,14 @@
 // tests/e2e/console.rs in $WORLD. Prints "N passed, M failed".
 
 import puppeteer from 'puppeteer-core';
+import { base, expect, finish, step, world } from '../console/steps.mjs';
 
-const world = JSON.parse(process.env.WORLD);
-const base = world.url;
 const browser = await puppeteer.launch({
   browser: 'firefox',
   executablePath: process.env.FIREFOX || '/usr/bin/firefox-esr',
   headless: true,
 });
-let passed = 0;
-let failed = 0;
 const errors = [];
-
-async function step(name, fn) {
-  try {
-    await fn();
-    passed += 1;
-    console.log(`ok   ${name}`);
-  } catch (e) {
-    failed += 1;
-    console.log(`FAIL ${name}: ${e && e.stack ? e.stack : e}`);
-  }
-}
-
-function expect(condition, message) {
-  if (!condition) throw new Error(message);
-}
 
 const page = await browser.newPage();
 await page.setViewport({ width: 1200, height: 800 });
@@ -110,10 +92,4 @@ await step('signing out ends the session', async () => {
   await page.waitForFunction(() => location.pathname === '/console/sign-in');
 });
 
-await step('no page raised a script error', async () => {
-  expect(errors.length === 0, errors.join('\n'));
-});
-
-await browser.close();
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+process.exit(await finish(browser, errors));
