@@ -6,7 +6,6 @@
 //! refused as a content-policy violation; a key of `revoked` gets 401; `elsewhere` as the
 //! prompt makes FAL answer with a file on another (private) address. Every request is recorded.
 
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -16,6 +15,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use base64::Engine;
 use serde_json::{Value, json};
+
+use crate::served::Served;
 
 /// One generation request.
 #[derive(Debug, Clone)]
@@ -36,15 +37,8 @@ struct Shared {
 
 /// A running server; stops when dropped.
 pub struct ImageApi {
-    addr: SocketAddr,
+    served: Served,
     shared: Arc<Shared>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for ImageApi {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 fn shape(size: &str) -> (u32, u32) {
@@ -121,31 +115,23 @@ async fn openai(
 
 impl ImageApi {
     pub async fn start() -> std::io::Result<Self> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
         let shared = Arc::new(Shared::default());
-        if let Ok(mut base) = shared.base.lock() {
-            *base = format!("http://{addr}");
-        }
         let app = Router::new()
             .route("/fal/{*model}", post(fal))
             .route("/files/{size}", get(file))
             .route("/v1/images/generations", post(openai))
             .with_state(shared.clone());
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Ok(Self { addr, shared, task })
+        Ok(Self { served: Served::start_linking_back(app, &shared.base).await?, shared })
     }
 
     /// FAL's base (`image_gen.fal_base_url`).
     pub fn fal_base_url(&self) -> String {
-        format!("http://{}/fal", self.addr)
+        self.served.url("/fal")
     }
 
     /// The OpenAI-compatible base (`image_gen.openai_base_url`).
     pub fn openai_base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        self.served.url("/v1")
     }
 
     pub fn requests(&self) -> Vec<ImageRequest> {

@@ -8,6 +8,7 @@
 )]
 
 mod anthropic;
+mod emulated;
 pub mod fetching_extractor;
 pub mod image_api;
 pub mod images;
@@ -17,6 +18,7 @@ pub mod oidc;
 pub mod otlp;
 pub mod receiver;
 mod reply;
+mod served;
 mod server;
 pub mod slack;
 pub mod slack_socket;

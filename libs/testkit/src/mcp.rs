@@ -9,7 +9,6 @@
 
 pub mod hostile;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -24,6 +23,8 @@ use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, schemars, tool, tool_handler, tool_router};
+
+use crate::served::Served;
 
 /// The token `leak` gives away.
 pub const LEAKED_TOKEN: &str = "sekrit-token-123456";
@@ -229,58 +230,44 @@ pub async fn serve_stdio() -> anyhow::Result<()> {
 
 /// A running server; stops when dropped.
 pub struct McpTestServer {
-    addr: SocketAddr,
+    served: Served,
     shared: Arc<Shared>,
-    task: tokio::task::JoinHandle<()>,
 }
 
-impl Drop for McpTestServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-async fn serve(addr: SocketAddr, shared: Arc<Shared>) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let addr = listener.local_addr()?;
+/// `/mcp` over `shared`, noting the `Authorization` each request came with.
+fn app(shared: Arc<Shared>) -> axum::Router {
     let shared_for_layer = shared.clone();
     let service = StreamableHttpService::new(
         move || Ok(TestServer { shared: shared.clone() }),
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );
-    let app = axum::Router::new()
+    axum::Router::new()
         .nest_service("/mcp", service)
-        .layer(axum::middleware::from_fn_with_state(shared_for_layer, note_authorization));
-    let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    Ok((addr, task))
+        .layer(axum::middleware::from_fn_with_state(shared_for_layer, note_authorization))
 }
 
 impl McpTestServer {
     pub async fn start() -> std::io::Result<Self> {
         let shared = Arc::new(Shared::default());
-        let (addr, task) = serve("127.0.0.1:0".parse().map_err(std::io::Error::other)?, shared.clone()).await?;
-        Ok(Self { addr, shared, task })
+        Ok(Self { served: Served::start(app(shared.clone())).await?, shared })
     }
 
     /// `http://127.0.0.1:PORT/mcp`.
     pub fn url(&self) -> String {
-        format!("http://{}/mcp", self.addr)
+        self.served.url("/mcp")
     }
 
     /// `127.0.0.1:PORT`.
     pub fn host(&self) -> String {
-        self.addr.to_string()
+        self.served.addr().to_string()
     }
 
     /// Stops and starts again on the same port: every session is forgotten.
     pub async fn restart(&mut self) -> std::io::Result<()> {
-        self.task.abort();
-        let _ = (&mut self.task).await;
-        let (_, task) = serve(self.addr, self.shared.clone()).await?;
-        self.task = task;
+        let addr = self.served.addr();
+        self.served.stop().await;
+        self.served = Served::on(tokio::net::TcpListener::bind(addr).await?, app(self.shared.clone()))?;
         Ok(())
     }
 

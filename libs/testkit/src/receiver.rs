@@ -2,7 +2,6 @@
 //! statuses it was told, in order (200 once they run out).
 
 use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -10,7 +9,8 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
-use tokio::net::TcpListener;
+
+use crate::served::Served;
 
 /// One request the receiver got.
 #[derive(Debug, Clone)]
@@ -27,15 +27,8 @@ struct Shared {
 
 /// A running receiver; stops when dropped.
 pub struct Receiver {
-    addr: SocketAddr,
+    served: Served,
     shared: Arc<Shared>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 async fn take(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> StatusCode {
@@ -51,19 +44,14 @@ async fn take(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
 impl Receiver {
     /// Starts on a free loopback port; every path takes POSTs.
     pub async fn start() -> std::io::Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
         let shared = Arc::new(Shared::default());
         let app = Router::new().route("/{*path}", post(take)).with_state(shared.clone());
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Ok(Self { addr, shared, task })
+        Ok(Self { served: Served::start(app).await?, shared })
     }
 
     /// `http://127.0.0.1:PORT{path}`.
     pub fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
+        self.served.url(path)
     }
 
     /// Answers the next requests with these statuses.

@@ -17,6 +17,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
 use crate::ScriptedReply;
+use crate::served::Served;
 
 /// A request the server received.
 #[derive(Debug, Clone)]
@@ -47,15 +48,8 @@ pub(crate) struct Shared {
 
 /// A running scripted model server; stops when dropped.
 pub struct ScriptedLlm {
-    addr: SocketAddr,
+    served: Served,
     shared: Arc<Shared>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for ScriptedLlm {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 impl ScriptedLlm {
@@ -67,7 +61,6 @@ impl ScriptedLlm {
     /// Starts on `addr`.
     pub async fn start_on(addr: SocketAddr) -> std::io::Result<Self> {
         let listener = TcpListener::bind(addr).await?;
-        let addr = listener.local_addr()?;
         let shared = Arc::new(Shared::default());
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
@@ -76,23 +69,20 @@ impl ScriptedLlm {
             .route("/__script", post(push_script))
             .route("/__requests", get(list_requests))
             .with_state(shared.clone());
-        let task = tokio::spawn(async move {
-            // Streamed answers come in small writes: no Nagle delay, as a real provider.
-            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-                let _ = tcp.set_nodelay(true);
-            });
-            let _ = axum::serve(listener, app).await;
+        // Streamed answers come in small writes: no Nagle delay, as a real provider.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
         });
-        Ok(Self { addr, shared, task })
+        Ok(Self { served: Served::on(listener, app)?, shared })
     }
 
     /// The base URL to configure as an agent's provider (`http://127.0.0.1:PORT/v1`).
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        self.served.url("/v1")
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.served.addr()
     }
 
     /// Queues the next answer.

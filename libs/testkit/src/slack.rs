@@ -4,7 +4,6 @@
 //! Mode is in [`crate::slack_socket`].
 
 use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::Json;
@@ -14,6 +13,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
+
+use crate::emulated::Emulated;
 
 /// A message the bot posted.
 #[derive(Debug, Clone)]
@@ -60,68 +61,61 @@ struct Inner {
 /// The emulator; it serves until dropped.
 #[derive(Clone)]
 pub struct SlackEmulator {
-    inner: Arc<Mutex<Inner>>,
-    addr: SocketAddr,
+    state: Emulated<Inner>,
 }
 
 impl SlackEmulator {
     /// A workspace whose bot has token `token` and user id `bot_user`.
     pub async fn start(token: &str, bot_user: &str) -> std::io::Result<Self> {
-        let inner = Arc::new(Mutex::new(Inner {
+        let inner = Inner {
             token: token.to_owned(),
             bot_user: bot_user.to_owned(),
             next_ts: 1_700_000_000,
             ..Default::default()
-        }));
-        let app = Router::new()
+        };
+        let routes = Router::new()
             .route("/api/{method}", post(handle))
             .route("/files/{id}", axum::routing::get(file))
             .route("/link", axum::routing::get(link))
-            .route("/upload/{id}", post(upload))
-            .with_state(inner.clone());
-        let addr = crate::serve_loopback(app).await?;
-        Ok(Self { inner, addr })
+            .route("/upload/{id}", post(upload));
+        Ok(Self { state: Emulated::start(inner, routes).await? })
     }
 
     /// What a channel's `--api-base` is set to.
     pub fn base_url(&self) -> String {
-        format!("http://{}/api", self.addr)
-    }
-
-    fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
-        f(&mut self.inner.lock().unwrap_or_else(PoisonError::into_inner))
+        self.state.url("http", "/api")
     }
 
     /// What the bot posted and did not delete, in order (with later updates applied).
     pub fn posted(&self) -> Vec<Posted> {
-        self.with(|i| i.posted.iter().filter(|p| !p.deleted).cloned().collect())
+        self.state.with(|i| i.posted.iter().filter(|p| !p.deleted).cloned().collect())
     }
 
     /// Everything the bot posted, deleted messages too.
     pub fn all_posted(&self) -> Vec<Posted> {
-        self.with(|i| i.posted.clone())
+        self.state.with(|i| i.posted.clone())
     }
 
     /// A file someone shares: its `url_private_download`.
     pub fn add_file(&self, id: &str, bytes: &[u8]) -> String {
-        self.with(|i| i.files.insert(id.to_owned(), bytes.to_vec()));
-        format!("http://{}/files/{id}", self.addr)
+        self.state.with(|i| i.files.insert(id.to_owned(), bytes.to_vec()));
+        self.state.url("http", &format!("/files/{id}"))
     }
 
     /// The files the bot shared, in order.
     pub fn shared_files(&self) -> Vec<SharedFile> {
-        self.with(|i| i.shared.clone())
+        self.state.with(|i| i.shared.clone())
     }
 
     /// Carries out the next call of `method` but never answers it, as if the network failed
     /// after Slack acted.
     pub fn hold_next(&self, method: &str) {
-        self.with(|i| i.holds.insert(method.to_owned()));
+        self.state.with(|i| i.holds.insert(method.to_owned()));
     }
 
     /// Lets the app connect in Socket Mode with `app_token`; the hub plays Slack's side.
     pub fn socket_mode(&self, app_token: &str) -> Arc<crate::slack_socket::SocketHub> {
-        self.with(|i| {
+        self.state.with(|i| {
             i.app_token = app_token.to_owned();
             i.socket.clone()
         })
@@ -129,7 +123,7 @@ impl SlackEmulator {
 
     /// Makes the next `count` calls of `method` fail with Slack error `error` (or `429:<secs>`).
     pub fn fail_next(&self, method: &str, count: usize, error: &str) {
-        self.with(|i| {
+        self.state.with(|i| {
             let q = i.failures.entry(method.to_owned()).or_default();
             for _ in 0..count {
                 q.push_back(error.to_owned());

@@ -5,7 +5,6 @@
 //! billed duration as OpenAI's does (`usage: {"type": "duration", "seconds": N}`): a second a
 //! word heard, two for silence.
 
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -15,6 +14,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::json;
+
+use crate::served::Served;
 
 /// One transcription request.
 #[derive(Debug, Clone)]
@@ -28,15 +29,8 @@ pub struct Transcription {
 
 /// A running server; stops when dropped.
 pub struct SpeechToText {
-    addr: SocketAddr,
+    served: Served,
     seen: Arc<Mutex<Vec<Transcription>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for SpeechToText {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 async fn transcribe(State(seen): State<Arc<Mutex<Vec<Transcription>>>>, headers: HeaderMap, body: Bytes) -> Response {
@@ -73,19 +67,14 @@ async fn transcribe(State(seen): State<Arc<Mutex<Vec<Transcription>>>>, headers:
 
 impl SpeechToText {
     pub async fn start() -> std::io::Result<Self> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
         let seen = Arc::new(Mutex::new(Vec::new()));
         let app = Router::new().route("/v1/audio/transcriptions", post(transcribe)).with_state(seen.clone());
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Ok(Self { addr, seen, task })
+        Ok(Self { served: Served::start(app).await?, seen })
     }
 
     /// The API base to configure (`http://127.0.0.1:PORT/v1`).
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        self.served.url("/v1")
     }
 
     pub fn requests(&self) -> Vec<Transcription> {

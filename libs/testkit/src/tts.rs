@@ -6,7 +6,6 @@
 //! followed by the words spoken, so a test can tell what was said. Text containing `CRASH`
 //! fails with 500 (OpenAI, ElevenLabs) or a closed socket (Edge). Every request is recorded.
 
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -16,6 +15,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, post};
 use serde_json::Value;
+
+use crate::served::Served;
 
 /// One synthesis request.
 #[derive(Debug, Clone)]
@@ -125,46 +126,34 @@ async fn speak_edge(seen: Seen, query: String, mut socket: WebSocket) {
 
 /// A running server; stops when dropped.
 pub struct SpeechApi {
-    addr: SocketAddr,
+    served: Served,
     seen: Seen,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for SpeechApi {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 impl SpeechApi {
     pub async fn start() -> std::io::Result<Self> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
         let seen: Seen = Arc::default();
         let app = Router::new()
             .route("/v1/audio/speech", post(openai))
             .route("/elevenlabs/v1/text-to-speech/{voice}", post(elevenlabs))
             .route("/edge", any(edge))
             .with_state(seen.clone());
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Ok(Self { addr, seen, task })
+        Ok(Self { served: Served::start(app).await?, seen })
     }
 
     /// `tts.openai_base_url`.
     pub fn openai_base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        self.served.url("/v1")
     }
 
     /// `tts.elevenlabs_base_url`.
     pub fn elevenlabs_base_url(&self) -> String {
-        format!("http://{}/elevenlabs", self.addr)
+        self.served.url("/elevenlabs")
     }
 
     /// `tts.edge_url`, with a client token as Edge's URL carries one.
     pub fn edge_url(&self) -> String {
-        format!("ws://{}/edge?TrustedClientToken=TESTTOKEN", self.addr)
+        format!("ws://{}/edge?TrustedClientToken=TESTTOKEN", self.served.addr())
     }
 
     pub fn requests(&self) -> Vec<SpeechRequest> {

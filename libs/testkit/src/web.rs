@@ -6,7 +6,6 @@
 //! so a test can see which key went where. A key of `revoked` is refused with 401.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -16,6 +15,8 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use serde_json::{Value, json};
+
+use crate::served::Served;
 
 /// One request a service got.
 #[derive(Debug, Clone)]
@@ -36,15 +37,8 @@ struct Shared {
 
 /// A running site and services; stops when dropped.
 pub struct WebWorld {
-    addr: SocketAddr,
+    served: Served,
     shared: Arc<Shared>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for WebWorld {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 /// Paragraphs of the long read (each about 150 characters: some 60,000 in all).
@@ -52,25 +46,17 @@ pub const LONG_PARAGRAPHS: usize = 400;
 
 impl WebWorld {
     pub async fn start() -> std::io::Result<Self> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
         let shared = Arc::new(Shared::default());
-        if let Ok(mut base) = shared.base.lock() {
-            *base = format!("http://{addr}");
-        }
         let app = Router::new()
             .route("/site/{page}", get(site))
             .route("/{service}/{*rest}", any(service))
             .with_state(shared.clone());
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Ok(Self { addr, shared, task })
+        Ok(Self { served: Served::start_linking_back(app, &shared.base).await?, shared })
     }
 
     /// `http://127.0.0.1:PORT{path}`.
     pub fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
+        self.served.url(path)
     }
 
     /// A page of the site: `agents-news`, `long`, `report.pdf`, `notes.txt`, `app`, `huge`,
@@ -86,7 +72,7 @@ impl WebWorld {
 
     /// `127.0.0.1:PORT`, as `web.allow_private_hosts` lists it.
     pub fn host(&self) -> String {
-        self.addr.to_string()
+        self.served.addr().to_string()
     }
 
     pub fn calls(&self) -> Vec<ServiceCall> {

@@ -4,7 +4,6 @@
 //! themselves.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::Json;
@@ -13,6 +12,8 @@ use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
+
+use crate::emulated::Emulated;
 
 /// A message the app sent: text, or uploaded media (`content` is then `[image]` or `[file]`).
 #[derive(Debug, Clone)]
@@ -38,54 +39,46 @@ struct Inner {
 /// The emulator; it serves until dropped.
 #[derive(Clone)]
 pub struct WecomEmulator {
-    inner: Arc<Mutex<Inner>>,
-    addr: SocketAddr,
+    state: Emulated<Inner>,
 }
 
 impl WecomEmulator {
     pub async fn start(corp_id: &str, secret: &str) -> std::io::Result<Self> {
-        let inner =
-            Arc::new(Mutex::new(Inner { corp_id: corp_id.into(), secret: secret.into(), ..Default::default() }));
-        let app = Router::new()
+        let inner = Inner { corp_id: corp_id.into(), secret: secret.into(), ..Default::default() };
+        let routes = Router::new()
             .route("/cgi-bin/gettoken", get(gettoken))
             .route("/cgi-bin/message/send", post(send))
             .route("/cgi-bin/media/get", get(media_get))
-            .route("/cgi-bin/media/upload", post(media_upload))
-            .with_state(inner.clone());
-        let addr = crate::serve_loopback(app).await?;
-        Ok(Self { inner, addr })
+            .route("/cgi-bin/media/upload", post(media_upload));
+        Ok(Self { state: Emulated::start(inner, routes).await? })
     }
 
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
-        f(&mut self.inner.lock().unwrap_or_else(PoisonError::into_inner))
+        self.state.url("http", "")
     }
 
     pub fn sent(&self) -> Vec<Sent> {
-        self.with(|i| i.sent.clone())
+        self.state.with(|i| i.sent.clone())
     }
 
     /// How many access tokens were handed out.
     pub fn tokens_issued(&self) -> u32 {
-        self.with(|i| i.tokens_issued)
+        self.state.with(|i| i.tokens_issued)
     }
 
     /// Every token handed out so far stops working (42001), as when they expire.
     pub fn expire_tokens(&self) {
-        self.with(|i| i.valid_tokens.clear());
+        self.state.with(|i| i.valid_tokens.clear());
     }
 
     /// The next `message/send` calls fail with these error codes.
     /// A picture someone sends the app: its `MediaId`.
     pub fn add_media(&self, id: &str, bytes: &[u8]) {
-        self.with(|i| i.media.insert(id.to_owned(), ("photo.jpg".into(), bytes.to_vec())));
+        self.state.with(|i| i.media.insert(id.to_owned(), ("photo.jpg".into(), bytes.to_vec())));
     }
 
     pub fn fail_next(&self, codes: &[i64]) {
-        self.with(|i| i.failures.extend(codes));
+        self.state.with(|i| i.failures.extend(codes));
     }
 }
 

@@ -6,7 +6,6 @@
 //! gives it (encrypted by the test).
 
 use std::collections::{HashMap, HashSet};
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::Router;
@@ -18,6 +17,8 @@ use axum::routing::get;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
+
+use crate::emulated::Emulated;
 
 /// A reply the bot sent (`aibot_respond_msg` or `aibot_send_msg`).
 #[derive(Debug, Clone)]
@@ -54,25 +55,19 @@ struct Inner {
 
 #[derive(Clone)]
 pub struct WecomBotEmulator {
-    inner: Arc<Mutex<Inner>>,
-    addr: SocketAddr,
+    state: Emulated<Inner>,
 }
 
 impl WecomBotEmulator {
     pub async fn start(bot_id: &str, secret: &str) -> std::io::Result<Self> {
-        let inner = Arc::new(Mutex::new(Inner { bot_id: bot_id.into(), secret: secret.into(), ..Default::default() }));
-        let app = Router::new().route("/", get(connect)).route("/media/{id}", get(media)).with_state(inner.clone());
-        let addr = crate::serve_loopback(app).await?;
-        Ok(Self { inner, addr })
+        let inner = Inner { bot_id: bot_id.into(), secret: secret.into(), ..Default::default() };
+        let routes = Router::new().route("/", get(connect)).route("/media/{id}", get(media));
+        Ok(Self { state: Emulated::start(inner, routes).await? })
     }
 
     /// The socket address a channel's `api_base` is set to.
     pub fn url(&self) -> String {
-        format!("ws://{}", self.addr)
-    }
-
-    fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
-        f(&mut self.inner.lock().unwrap_or_else(PoisonError::into_inner))
+        self.state.url("ws", "")
     }
 
     /// A person writes: a text message in a direct chat (`chat` none) or a group; its msgid.
@@ -87,7 +82,7 @@ impl WecomBotEmulator {
 
     /// Delivers a message callback with `body` (its msgtype and content) from `user`.
     pub fn deliver(&self, user: &str, group: bool, mut body: Value) -> Option<String> {
-        self.with(|i| {
+        self.state.with(|i| {
             let (_, link) = i.link.clone()?;
             i.next_msg += 1;
             let msgid = format!("msg{}", i.next_msg);
@@ -105,7 +100,7 @@ impl WecomBotEmulator {
 
     /// Sends the same callback again (as a network retry would).
     pub fn redeliver(&self, frame: &Value) {
-        self.with(|i| {
+        self.state.with(|i| {
             if let Some((_, link)) = &i.link {
                 let _ = link.send(Message::Text(frame.to_string().into()));
             }
@@ -114,31 +109,31 @@ impl WecomBotEmulator {
 
     /// A file to download at the returned URL (the bytes as given, encrypted by the test).
     pub fn add_media(&self, id: &str, bytes: Vec<u8>) -> String {
-        self.with(|i| i.media.insert(id.to_owned(), bytes));
-        format!("http://{}/media/{id}", self.addr)
+        self.state.with(|i| i.media.insert(id.to_owned(), bytes));
+        self.state.url("http", &format!("/media/{id}"))
     }
 
     pub fn replies(&self) -> Vec<BotReply> {
-        self.with(|i| i.replies.clone())
+        self.state.with(|i| i.replies.clone())
     }
 
     /// Successful subscriptions so far, and whether a bot is connected now.
     pub fn subscriptions(&self) -> (u32, bool) {
-        self.with(|i| (i.subscriptions, i.link.is_some()))
+        self.state.with(|i| (i.subscriptions, i.link.is_some()))
     }
 
     pub fn pings(&self) -> u32 {
-        self.with(|i| i.pings)
+        self.state.with(|i| i.pings)
     }
 
     /// Stops answering heartbeats (a connection that silently died).
     pub fn mute_pings(&self, mute: bool) {
-        self.with(|i| i.mute_pings = mute);
+        self.state.with(|i| i.mute_pings = mute);
     }
 
     /// Closes the bot's connection.
     pub fn kick(&self) {
-        self.with(|i| {
+        self.state.with(|i| {
             if let Some((_, link)) = i.link.take() {
                 let _ = link.send(Message::Close(None));
             }

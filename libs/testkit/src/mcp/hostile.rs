@@ -17,6 +17,8 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
+use crate::served::Served;
+
 /// How the server answers.
 #[derive(Debug, Clone)]
 pub enum Script {
@@ -125,21 +127,12 @@ impl ServerHandler for Scripted {
 
 /// A scripted server on loopback (`/mcp`); stops when dropped.
 pub struct ScriptedMcpServer {
-    addr: SocketAddr,
+    served: Served,
     seen: Arc<Seen>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for ScriptedMcpServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 impl ScriptedMcpServer {
     pub async fn start(script: Script) -> std::io::Result<Self> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
         let (script, seen) = (Arc::new(script), Arc::new(Seen::default()));
         let handler = Scripted { script, seen: seen.clone() };
         let service = StreamableHttpService::new(
@@ -148,20 +141,17 @@ impl ScriptedMcpServer {
             StreamableHttpServerConfig::default(),
         );
         let app = axum::Router::new().nest_service("/mcp", service);
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Ok(Self { addr, seen, task })
+        Ok(Self { served: Served::start(app).await?, seen })
     }
 
     /// `http://127.0.0.1:PORT/mcp`.
     pub fn url(&self) -> String {
-        format!("http://{}/mcp", self.addr)
+        self.served.url("/mcp")
     }
 
     /// `127.0.0.1:PORT`.
     pub fn host(&self) -> String {
-        self.addr.to_string()
+        self.served.addr().to_string()
     }
 
     /// The pages of `tools/list` asked for so far.
