@@ -6,11 +6,10 @@ use serde_json::json;
 
 use hermes_http::signed::github_signature;
 use hermes_testkit::ScriptedReply;
-use hermes_testkit::telegram::TelegramEmulator;
 
 use crate::harness::TestEnv;
 use crate::openapi::call;
-use crate::telegram::{Pod, TOKEN, bind};
+use crate::telegram::{Pod, TOKEN, bind, open_bot};
 
 /// A tenant admin's webhook whose template names one huge payload field thousands of times:
 /// the template is capped when it is written, and what one delivery renders is capped at 64 KB
@@ -18,8 +17,7 @@ use crate::telegram::{Pod, TOKEN, bind};
 #[tokio::test]
 async fn a_webhook_template_cannot_amplify_a_payload_into_the_gateways_memory() {
     let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
+    let (tg, _) = open_bot(&env).await;
     let tenant = env.store.tenant_by_name("acme").await.unwrap().id;
     let key = env.store.create_api_key(tenant, None, "admin", None).await.unwrap().1;
     let pod = Pod::start(&env).await;
@@ -55,8 +53,7 @@ async fn a_webhook_template_cannot_amplify_a_payload_into_the_gateways_memory() 
     let asked = crate::harness::poll_until(async || env.llm.requests().first().cloned()).await.expect("the turn ran");
     let user = asked.messages().last().unwrap()["content"].as_str().unwrap().len();
     assert!(user <= 64 * 1024 + 2_048, "the rendered prompt is capped (plus the untrusted-data wrapper): {user} bytes");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 /// A stranger who adds the bot to a group of their own, or talks to a channel whose team named
@@ -66,8 +63,7 @@ async fn a_webhook_template_cannot_amplify_a_payload_into_the_gateways_memory() 
 #[tokio::test]
 async fn a_stranger_gets_nothing_from_a_group_they_made_or_an_admin_less_channel() {
     let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    let channel = bind(&env, &tg, "poll", "open", &[]).await;
+    let (tg, channel) = open_bot(&env).await;
     // The defaults of a new binding: no admins, no groups allowed.
     let defaults =
         hermes_store::ChannelAccess { admins: Some(Vec::new()), allow_chats: Some(Vec::new()), ..Default::default() };
@@ -106,8 +102,7 @@ async fn a_stranger_gets_nothing_from_a_group_they_made_or_an_admin_less_channel
         asked.iter().all(|r| !r.messages().iter().any(|m| m["content"].as_str().is_some_and(|c| c.contains("secret")))),
         "the group's message never reached the model"
     );
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 /// A "metadata service" on loopback that counts who asks it and answers with a secret.
@@ -163,8 +158,7 @@ async fn a_signed_slack_event_cannot_make_the_gateway_fetch_an_internal_address(
     assert!(!seen.contains("leaked-from-the-cluster"), "{seen}");
     let stored = env.count("SELECT count(*) FROM messages WHERE content::text LIKE '%leaked-from-the-cluster%'").await;
     assert_eq!(stored, 0, "nothing of it is in the session");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 /// A flood of one bot's webhook route is cut off before the gateway looks the bot up or checks
@@ -188,8 +182,7 @@ async fn a_flood_of_an_unauthenticated_route_is_limited_before_any_lookup() {
     // Another bot's route has its own budget.
     let other = format!("{}/telegram/{}", pod.url, uuid::Uuid::now_v7());
     assert_eq!(env.http.post(&other).body("{}").send().await.unwrap().status().as_u16(), 404);
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 /// The security review of 2026-12 (H1), as tried live: a tenant admin invites an operator's

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use hermes_testkit::telegram::TelegramEmulator;
 
 use crate::harness::{Backing, Roles, TestEnv, answer_text, poll_until, unique};
-use crate::telegram::{Pod, TOKEN, bind};
+use crate::telegram::{Pod, TOKEN, bind, open_bot};
 
 const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
 
@@ -303,8 +303,7 @@ async fn turns_survive_rabbitmq_redis_and_postgres_restarts_once_each() {
     })
     .await;
     env.llm.set_default_latency(Duration::from_millis(150));
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
+    let (tg, _) = open_bot(&env).await;
     let (_, _, key) = env.tenant("chaos", "ops").await;
     let pod = Pod::start(&env).await;
 
@@ -396,6 +395,5 @@ async fn turns_survive_rabbitmq_redis_and_postgres_restarts_once_each() {
         api.len() + 1,
         expected
     );
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }

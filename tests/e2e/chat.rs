@@ -177,28 +177,9 @@ async fn two_workers_send_a_byte_identical_prefix_for_consecutive_turns() {
 async fn a_conversation_that_outgrows_the_window_continues_in_a_compacted_child_session() {
     let env = TestEnv::start().await;
     let tenant = env.store.create_tenant("acme").await.unwrap();
-    env.store
-        .create_agent(
-            tenant.id,
-            hermes_store::NewAgent {
-                name: "small".into(),
-                model: "tiny-model".into(),
-                provider_base_url: env.llm.base_url(),
-                provider_key: None,
-                soul: None,
-                system_message: None,
-                toolsets: vec![],
-                provider_key_hosts: vec![],
-                fallbacks: vec![],
-                api_mode: None,
-                auxiliary: None,
-                // Floored at 64K: compaction at 32K tokens.
-                context_window: Some(1),
-            },
-            None,
-        )
-        .await
-        .unwrap();
+    // Floored at 64K: compaction at 32K tokens.
+    let small = hermes_store::NewAgent { context_window: Some(1), ..env.new_agent("small", "tiny-model") };
+    env.add_agent(tenant.id, small).await;
     let (_, key) = env.store.create_api_key(tenant.id, None, "t", None).await.unwrap();
     let mut messages: Vec<Value> = (0..15)
         .flat_map(|i| {

@@ -10,16 +10,14 @@ use serde_json::json;
 
 use hermes_store::ChannelAccess;
 use hermes_testkit::ScriptedReply;
-use hermes_testkit::telegram::TelegramEmulator;
 
 use crate::harness::{PATIENCE, TestEnv};
-use crate::telegram::{Pod, TOKEN, bind, sent};
+use crate::telegram::{Pod, TOKEN, open_bot, open_chat, sent};
 
 #[tokio::test]
 async fn a_message_sent_while_the_agent_works_steers_the_running_turn() {
     let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    let channel = bind(&env, &tg, "poll", "open", &[]).await;
+    let (tg, channel) = open_bot(&env).await;
     let steer = ChannelAccess { busy_mode: Some(hermes_core::BusyMode::Steer), ..Default::default() };
     env.store.update_channel_access(channel.tenant_id, channel.id, &steer).await.unwrap();
     let pod = Pod::start(&env).await;
@@ -68,15 +66,13 @@ async fn a_message_sent_while_the_agent_works_steers_the_running_turn() {
     let texts: Vec<String> = sent(&tg, 6).await.iter().map(|m| m.text.clone()).collect();
     assert_eq!(texts[4..], ["A.", "B."]);
     assert_eq!(env.llm.requests().last().unwrap().messages().last().unwrap()["content"], "b");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
 async fn undo_takes_an_exchange_back_and_model_is_for_admins() {
     let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    let channel = bind(&env, &tg, "poll", "open", &[]).await;
+    let (tg, channel) = open_bot(&env).await;
     let admins = ChannelAccess { admins: Some(vec!["1".into()]), ..Default::default() };
     env.store.update_channel_access(channel.tenant_id, channel.id, &admins).await.unwrap();
     let pod = Pod::start(&env).await;
@@ -135,16 +131,12 @@ async fn undo_takes_an_exchange_back_and_model_is_for_admins() {
     tg.user_says(TOKEN, 42, "/skills");
     let got = sent(&tg, 9).await;
     assert!(got[8].text.starts_with("I have"), "{}", got[8].text);
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
 async fn compress_summarises_a_long_conversation_now_and_it_goes_on_from_the_summary() {
-    let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
-    let pod = Pod::start(&env).await;
+    let (env, tg, _, pod) = open_chat().await;
     tg.user_says(TOKEN, 42, "/compress");
     assert_eq!(sent(&tg, 1).await[0].text, "Nothing to compress yet.");
     for i in 1..=16 {
@@ -166,6 +158,5 @@ async fn compress_summarises_a_long_conversation_now_and_it_goes_on_from_the_sum
     let text: Vec<String> = seen.iter().map(|m| m["content"].as_str().unwrap_or_default().to_owned()).collect();
     assert!(text.iter().any(|t| t.contains("The user listed sixteen servers")), "{text:?}");
     assert!(seen.len() < 32, "the next turn starts from the summary ({} messages)", seen.len());
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }

@@ -8,10 +8,9 @@ use std::time::Duration;
 use serde_json::json;
 
 use hermes_testkit::ScriptedReply;
-use hermes_testkit::telegram::TelegramEmulator;
 
 use crate::harness::{TestEnv, is_preview, poll_until, wait_until};
-use crate::telegram::{Binding, Pod, TOKEN, bind, bind_channel, sent};
+use crate::telegram::{Binding, Pod, TOKEN, bind, bind_channel, open_chat, sent};
 
 const MAKE_FILES: &str = "printf 'PNGDATA' > /workspace/chart.png && printf 'a,b\\n1,2\\n' > /workspace/data.csv";
 const ANSWER: &str = "Here is the chart.\nMEDIA:/workspace/chart.png\nMEDIA:/workspace/data.csv\n\
@@ -19,10 +18,7 @@ const ANSWER: &str = "Here is the chart.\nMEDIA:/workspace/chart.png\nMEDIA:/wor
 
 #[tokio::test]
 async fn files_the_agent_names_reach_a_telegram_chat_after_the_text() {
-    let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
-    let pod = Pod::start(&env).await;
+    let (env, tg, _, pod) = open_chat().await;
     env.llm.push(ScriptedReply::tool_call("terminal", json!({ "command": MAKE_FILES })));
     env.llm.push(ScriptedReply::text(ANSWER));
     tg.user_says(TOKEN, 42, "chart the data");
@@ -40,8 +36,7 @@ async fn files_the_agent_names_reach_a_telegram_chat_after_the_text() {
     // Each part once, even after a look some time later: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!((tg.sent(TOKEN).len(), tg.uploads(TOKEN).len()), (2, 2));
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
@@ -68,8 +63,7 @@ async fn files_the_agent_names_are_shared_in_the_slack_thread() {
     let posted: Vec<String> = slack.posted().iter().map(|p| p.text.clone()).collect();
     assert!(posted[0].starts_with("Here is the chart."), "{posted:?}");
     assert!(posted[1].starts_with("(I could not attach missing.png"), "{posted:?}");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
@@ -106,8 +100,7 @@ async fn a_wecom_app_reads_pictures_people_send_and_sends_the_agents_files() {
     assert!(shown[3].starts_with("(I could not attach missing.png"), "{shown:?}");
     assert_eq!(got[2].media, Some(("chart.png".to_owned(), b"PNGDATA".to_vec())));
     assert_eq!(got[3].media.as_ref().map(|m| m.0.as_str()), Some("data.csv"));
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
@@ -140,6 +133,5 @@ async fn a_wecom_ai_bot_answers_with_the_agents_images_attached() {
     assert!(content.starts_with("Here is the chart.\nhttps://example.com/x.png"), "{content}");
     assert!(content.contains("(I made data.csv, but I cannot send it on WeCom.)"), "{content}");
     assert!(content.contains("(I could not attach missing.png"), "{content}");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }

@@ -11,9 +11,9 @@
 
 use std::process::Command;
 
-use hermes_core::MemberRole;
+use hermes_core::{MemberRole, PersonId, TenantId};
 use hermes_testkit::ScriptedReply;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::admin::{by_link, cli};
 use crate::harness::TestEnv;
@@ -26,14 +26,47 @@ const PAYLOADS: &str = "<script>window.__pwned = 'script'</script> \
     <img src=x onerror=\"window.__pwned = 'img'\"> [click me](javascript:window.__pwned='link') \
     <a href=\"javascript:window.__pwned='anchor'\">anchor</a>";
 
-fn chromium() -> Option<String> {
-    let path = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+/// The browser at `$var`, else at `default`, if it is there.
+fn browser(var: &str, default: &str) -> Option<String> {
+    let path = std::env::var(var).unwrap_or_else(|_| default.into());
     std::path::Path::new(&path).exists().then_some(path)
+}
+
+/// Team acme with a conversation whose question and answer carry [`PAYLOADS`], and its owner
+/// Olive.
+async fn acme_showing_payloads(env: &TestEnv) -> (TenantId, PersonId) {
+    let (acme, _, key) = env.tenant("acme", "helper").await;
+    env.llm.push(ScriptedReply::text(format!("Here you go: {PAYLOADS}")));
+    let resp = env.chat(&key, json!({"messages": [{"role": "user", "content": format!("Show me {PAYLOADS}")}]})).await;
+    assert_eq!(resp.status(), 200);
+    let owner = env.store.ensure_person("owner@acme.test", "Olive Owner", false, &cli()).await.unwrap();
+    env.store.add_member(acme, owner.id, MemberRole::Owner, &cli()).await.unwrap();
+    (acme, owner.id)
+}
+
+/// Runs a walk (`node console.mjs` in `root`) with `world` in `$WORLD` and `vars` set; whether
+/// it exited well, and its stdout and stderr (printed too).
+async fn walk(root: &'static str, world: Value, vars: Vec<(&'static str, String)>) -> (bool, String, String) {
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("node")
+            .arg("console.mjs")
+            .current_dir(root)
+            .env("WORLD", world.to_string())
+            .envs(vars)
+            .output()
+            .expect("node runs")
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    println!("{stdout}\n{stderr}");
+    (out.status.success(), stdout, stderr)
 }
 
 #[tokio::test]
 async fn the_console_works_in_a_real_browser_in_both_languages() {
-    let Some(chromium) = chromium() else {
+    let Some(chromium) = browser("CHROMIUM", "/usr/bin/chromium") else {
         panic!("Chromium is needed for the console's browser tests (deploy/dev/test.sh installs Debian's chromium)");
     };
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/console");
@@ -58,17 +91,11 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
     })
     .await;
     let _gateway = crate::telegram::Pod::start(&env).await;
-    let (acme, _, key) = env.tenant("acme", "helper").await;
+    // A conversation whose user text and answer both carry the payloads.
+    let (acme, owner) = acme_showing_payloads(&env).await;
     let (other, _, _) = env.tenant("other", "helper").await;
 
-    // A conversation whose user text and answer both carry the payloads.
-    env.llm.push(ScriptedReply::text(format!("Here you go: {PAYLOADS}")));
-    let resp = env.chat(&key, json!({"messages": [{"role": "user", "content": format!("Show me {PAYLOADS}")}]})).await;
-    assert_eq!(resp.status(), 200);
-
-    let owner = env.store.ensure_person("owner@acme.test", "Olive Owner", false, &cli()).await.unwrap();
-    env.store.add_member(acme, owner.id, MemberRole::Owner, &cli()).await.unwrap();
-    let owner_link = env.store.create_sign_in_link(owner.id, std::time::Duration::from_secs(600)).await.unwrap();
+    let owner_link = env.store.create_sign_in_link(owner, std::time::Duration::from_secs(600)).await.unwrap();
     let member = env.store.ensure_person("mia@acme.test", "Mia Member", false, &cli()).await.unwrap();
     env.store.add_member(acme, member.id, MemberRole::Member, &cli()).await.unwrap();
     let hash = hermes_api::admin::password::hash("mia's long passphrase".into()).await.unwrap();
@@ -97,7 +124,7 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
     census.publish(&report, std::time::Duration::from_secs(3600)).await.unwrap();
 
     // A session that has gone idle past the timeout: its cookie must land on the sign-in page.
-    let stale = by_link(&env, owner.id).await;
+    let stale = by_link(&env, owner).await;
     sqlx::query(
         "UPDATE console_sessions SET last_seen_at = now() - interval '2 hours' WHERE id IN (
                    SELECT id FROM console_sessions ORDER BY created_at DESC LIMIT 1)",
@@ -149,21 +176,8 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
         "telegram_token": BOT_TOKEN,
         "screenshots": shots.display().to_string(),
     });
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new("node")
-            .arg("console.mjs")
-            .current_dir(root)
-            .env("WORLD", world.to_string())
-            .env("CHROMIUM", chromium)
-            .output()
-            .expect("node runs")
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    println!("{stdout}\n{stderr}");
-    assert!(out.status.success(), "the browser tests failed:\n{stdout}\n{stderr}");
+    let (exited_well, stdout, stderr) = walk(root, world, vec![("CHROMIUM", chromium)]).await;
+    assert!(exited_well, "the browser tests failed:\n{stdout}\n{stderr}");
     assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
 
     assert!(stranger.await.unwrap(), "the console bound the bot");
@@ -209,17 +223,12 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
     }
 }
 
-fn firefox() -> Option<String> {
-    let path = std::env::var("FIREFOX").unwrap_or_else(|_| "/usr/bin/firefox-esr".into());
-    std::path::Path::new(&path).exists().then_some(path)
-}
-
 /// The same console in Firefox ESR over WebDriver BiDi (`tests/firefox/console.mjs`): sign-in
 /// by link and its cookie, every main page in both languages, inert payloads, a key made and
 /// used, search, sign-out.
 #[tokio::test]
 async fn the_console_works_in_firefox_too() {
-    let Some(firefox) = firefox() else {
+    let Some(firefox) = browser("FIREFOX", "/usr/bin/firefox-esr") else {
         panic!(
             "Firefox ESR is needed for the console's browser tests (deploy/dev/test.sh installs Debian's firefox-esr)"
         );
@@ -230,13 +239,8 @@ async fn the_console_works_in_firefox_too() {
         "puppeteer-core is installed (deploy/dev/test.sh runs npm ci --prefix tests/firefox)"
     );
     let env = TestEnv::start_with(crate::harness::Roles { worker: true, scheduler: false }, |_| {}).await;
-    let (acme, _, key) = env.tenant("acme", "helper").await;
-    env.llm.push(ScriptedReply::text(format!("Here you go: {PAYLOADS}")));
-    let resp = env.chat(&key, json!({"messages": [{"role": "user", "content": format!("Show me {PAYLOADS}")}]})).await;
-    assert_eq!(resp.status(), 200);
-    let owner = env.store.ensure_person("owner@acme.test", "Olive Owner", false, &cli()).await.unwrap();
-    env.store.add_member(acme, owner.id, MemberRole::Owner, &cli()).await.unwrap();
-    let link = env.store.create_sign_in_link(owner.id, std::time::Duration::from_secs(600)).await.unwrap();
+    let (acme, owner) = acme_showing_payloads(&env).await;
+    let link = env.store.create_sign_in_link(owner, std::time::Duration::from_secs(600)).await.unwrap();
     let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots");
     std::fs::create_dir_all(&shots).unwrap();
     let world = json!({
@@ -246,26 +250,10 @@ async fn the_console_works_in_firefox_too() {
         "screenshots": shots.display().to_string(),
     });
     let home = std::env::temp_dir().join(format!("hermes-firefox-{}", std::process::id()));
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new("node")
-            .arg("console.mjs")
-            .current_dir(root)
-            .env("WORLD", world.to_string())
-            .env("FIREFOX", firefox)
-            // Firefox wants a writable home for its profile.
-            .env("HOME", &home)
-            .output()
-            .expect("node runs")
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    println!("{stdout}\n{stderr}");
-    assert!(
-        out.status.success() && stdout.contains(" passed, 0 failed"),
-        "the Firefox tests failed:\n{stdout}\n{stderr}"
-    );
+    // Firefox wants a writable home for its profile.
+    let vars = vec![("FIREFOX", firefox), ("HOME", home.display().to_string())];
+    let (exited_well, stdout, stderr) = walk(root, world, vars).await;
+    assert!(exited_well && stdout.contains(" passed, 0 failed"), "the Firefox tests failed:\n{stdout}\n{stderr}");
     let made: i64 = sqlx::query_scalar("SELECT count(*) FROM api_keys WHERE tenant_id = $1 AND name = 'firefox key'")
         .bind(acme.as_uuid())
         .fetch_one(&env.db)

@@ -7,17 +7,15 @@ use std::time::Duration;
 use serde_json::json;
 
 use hermes_testkit::ScriptedReply;
-use hermes_testkit::telegram::TelegramEmulator;
 
 use crate::harness::{Roles, TestEnv, poll_until};
 use crate::openapi::call;
-use crate::telegram::{Pod, TOKEN, bind, sent};
+use crate::telegram::{Pod, TOKEN, open_bot, sent};
 
 #[tokio::test]
 async fn a_cron_run_silent_past_the_inactivity_limit_fails_but_a_busy_one_runs_on() {
     let env = TestEnv::start_with(Roles::default(), |c| c.worker.unattended_inactivity_seconds = 2).await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    let channel = bind(&env, &tg, "poll", "open", &[]).await;
+    let (tg, channel) = open_bot(&env).await;
     sqlx::query("UPDATE agents SET toolsets = array_append(toolsets, 'todo')").execute(&env.db).await.unwrap();
     let pod = Pod::start(&env).await;
 
@@ -51,15 +49,13 @@ async fn a_cron_run_silent_past_the_inactivity_limit_fails_but_a_busy_one_runs_o
     let error: String = error.expect("the hung run is settled as failed");
     assert!(error.contains("2 s without activity"), "{error}");
     assert_eq!(env.count("SELECT count(*) FROM cron_runs WHERE status = 'completed'").await, 1);
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
 async fn a_chats_job_is_managed_by_the_chat_the_agents_tool_and_the_api_and_nobody_elses_is_reachable() {
     let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
+    let (tg, _) = open_bot(&env).await;
     sqlx::query("UPDATE agents SET toolsets = array_append(toolsets, 'cronjob')").execute(&env.db).await.unwrap();
     let tenant = env.store.tenant_by_name("acme").await.unwrap().id;
     let key = env.store.create_api_key(tenant, None, "k", None).await.unwrap().1;
@@ -114,8 +110,7 @@ async fn a_chats_job_is_managed_by_the_chat_the_agents_tool_and_the_api_and_nobo
     assert_eq!(sent(&tg, 7).await[6].text, "It is gone.");
     let result = env.llm.requests().last().unwrap().messages().last().unwrap()["content"].as_str().unwrap().to_owned();
     assert!(result.contains("no such job"), "the tool says there is no such job: {result}");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]

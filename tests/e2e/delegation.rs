@@ -10,27 +10,12 @@ use crate::harness::{TestEnv, answer_text};
 
 async fn delegating_agent(env: &TestEnv) -> String {
     let tenant = env.store.create_tenant("acme").await.unwrap();
-    env.store
-        .create_agent(
-            tenant.id,
-            NewAgent {
-                name: "lead".into(),
-                model: "scripted".into(),
-                provider_base_url: env.llm.base_url(),
-                provider_key: None,
-                soul: Some("You are the Lead.".into()),
-                system_message: None,
-                toolsets: vec!["terminal".into(), "delegation".into()],
-                provider_key_hosts: vec![],
-                fallbacks: vec![],
-                api_mode: None,
-                auxiliary: None,
-                context_window: None,
-            },
-            None,
-        )
-        .await
-        .unwrap();
+    let lead = NewAgent {
+        soul: Some("You are the Lead.".into()),
+        toolsets: vec!["terminal".into(), "delegation".into()],
+        ..env.new_agent("lead", "scripted")
+    };
+    env.add_agent(tenant.id, lead).await;
     env.store.create_api_key(tenant.id, None, "t", None).await.unwrap().1
 }
 

@@ -139,8 +139,7 @@ async fn a_tenants_endpoint_is_told_signed_events_and_a_failing_one_is_retried()
     call(&env, &key, "patch", &format!("/v1/event-hooks/{id}"), Some(json!({"enabled": true}))).await;
     let got = received(&rx, 7).await;
     assert_eq!(verified(&got[6], &secret)["type"], "ping");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]

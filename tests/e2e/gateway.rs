@@ -22,21 +22,13 @@ async fn a_chat_message_is_taken_in_once_and_its_answer_is_queued_for_delivery_o
         source: hermes_core::SessionSource::Telegram,
         user_key: "telegram:7".into(),
     };
-    let secrets = hermes_store::SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap();
     let bot = NewChannel {
-        agent_id: agent.id,
-        platform: hermes_core::Platform::Telegram,
         mode: hermes_core::ChannelMode::Webhook,
-        api_base: "http://127.0.0.1:9".into(),
         credentials: json!({"token": "123:abc"}),
         bot_identity: "bot".into(),
-        dm_policy: "open".parse().unwrap(),
-        group_policy: "mention".parse().unwrap(),
-        allow_users: Vec::new(),
-        allow_chats: Vec::new(),
-        admins: Vec::new(),
+        ..crate::harness::unreachable_telegram_bot(agent.id)
     };
-    let channel = env.store.create_channel(tenant, bot, secrets.as_ref()).await.unwrap();
+    let channel = env.add_channel(tenant, bot).await;
     let chat = hermes_core::outbox::Destination::chat(hermes_core::Platform::Telegram, channel.id, "42", None);
     let turn = || NewTurn {
         reply_to: Some(chat.clone()),

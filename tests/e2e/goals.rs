@@ -9,12 +9,11 @@ use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::TelegramEmulator;
 
 use crate::harness::{Roles, TestEnv};
-use crate::telegram::{Pod, TOKEN, bind, sent};
+use crate::telegram::{Pod, TOKEN, open_bot, sent};
 
 /// A Telegram bot of the agent that sends each answer whole (no previews), and a gateway pod.
 async fn bot(env: &TestEnv) -> (TelegramEmulator, Pod) {
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(env, &tg, "poll", "open", &[]).await;
+    let (tg, _) = open_bot(env).await;
     sqlx::query("UPDATE channels SET streaming = false, tool_progress = false").execute(&env.db).await.unwrap();
     (tg, Pod::start(env).await)
 }
@@ -68,8 +67,7 @@ async fn a_goal_keeps_the_agent_going_until_the_judge_says_it_is_done() {
         sent(&tg, 8).await[7].text,
         "⊙ Goal (done, 3/20 turns used): ship the release\nLast check: It says the release is shipped."
     );
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
@@ -98,8 +96,7 @@ async fn a_goal_pauses_at_its_budget_and_resumes_and_clears_from_the_chat() {
     assert_eq!(sent(&tg, 9).await[8].text, "Goal cleared.");
     tg.user_says(TOKEN, 42, "/goal");
     assert!(sent(&tg, 10).await[9].text.starts_with("No goal set."));
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
@@ -128,6 +125,5 @@ async fn subgoals_are_criteria_the_judge_and_the_next_turn_both_see() {
     let next = requests[2].messages().last().unwrap()["content"].as_str().unwrap().to_owned();
     assert!(next.contains("Also required (added along the way):\n1. with unit tests"), "{next}");
     assert_eq!(texts(&tg)[8], "✓ Goal achieved: Both are there.");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }

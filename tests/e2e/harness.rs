@@ -18,6 +18,12 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+mod agents;
+mod channels;
+mod spending;
+
+pub use channels::unreachable_telegram_bot;
+
 /// Where a test environment's Postgres, Redis and RabbitMQ are: the machine's own (shared by
 /// every test), or a test's private ones (`chaos.rs` restarts them).
 #[derive(Debug, Clone)]
@@ -239,38 +245,10 @@ impl TestEnv {
         (t.id, a, key)
     }
 
-    /// Adds `secret` to `tenant`'s credential pool `pool`, allowed only for loopback (where the
-    /// scripted services are): a team's own key.
-    pub async fn team_key(&self, tenant: TenantId, pool: &str, secret: &str) {
-        let secrets = hermes_store::SecretBox::from_config(self.config.secrets.master_key.as_deref()).unwrap().unwrap();
-        let key = hermes_store::NewCredential {
-            provider: pool.into(),
-            label: "team".into(),
-            secret: secret.into(),
-            priority: 0,
-            allowed_hosts: vec!["127.0.0.1".into()],
-            readable_in_sandbox: false,
-        };
-        self.store.add_credential(tenant, key, &secrets).await.unwrap();
-    }
-
     /// Another agent of `tenant` on the scripted model, with the terminal toolset.
     pub async fn agent(&self, tenant: TenantId, name: &str) -> Agent {
-        let new = NewAgent {
-            name: name.into(),
-            model: "scripted-model".into(),
-            provider_base_url: self.llm.base_url(),
-            provider_key: None,
-            soul: None,
-            system_message: None,
-            provider_key_hosts: vec![],
-            fallbacks: vec![],
-            api_mode: None,
-            auxiliary: None,
-            context_window: None,
-            toolsets: vec!["terminal".into()],
-        };
-        self.store.create_agent(tenant, new, None).await.unwrap()
+        let new = NewAgent { toolsets: vec!["terminal".into()], ..self.new_agent(name, "scripted-model") };
+        self.add_agent(tenant, new).await
     }
 
     /// POSTs a chat completion.

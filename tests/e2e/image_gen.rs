@@ -9,7 +9,7 @@ use hermes_testkit::ScriptedReply;
 use hermes_testkit::image_api::ImageApi;
 
 use crate::harness::{Roles, TestEnv};
-use crate::telegram::{Pod, TOKEN, bind, sent};
+use crate::telegram::{Pod, TOKEN, open_bot, sent};
 
 /// The scripted image service, and the service with the operator's FAL key for it.
 async fn start() -> (ImageApi, TestEnv) {
@@ -32,8 +32,7 @@ fn tool_result(env: &TestEnv, n: usize) -> Value {
 #[tokio::test]
 async fn a_picture_asked_for_in_telegram_arrives_as_a_photo() {
     let (images, env) = start().await;
-    let tg = hermes_testkit::telegram::TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
+    let (tg, _) = open_bot(&env).await;
     sqlx::query("UPDATE agents SET toolsets = ARRAY['image_gen']").execute(&env.db).await.unwrap();
     let pod = Pod::start(&env).await;
 
@@ -73,8 +72,7 @@ async fn a_picture_asked_for_in_telegram_arrives_as_a_photo() {
     assert_eq!((refused["success"].clone(), refused["image"].clone()), (json!(false), Value::Null));
     assert!(refused["error"].as_str().unwrap().contains("rejected by the safety system"), "{refused}");
     assert_eq!(tg.uploads(TOKEN).len(), 1);
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 /// The tool result of the last `image_generate` call the model saw.
@@ -90,13 +88,7 @@ async fn pictures_are_metered_into_usage_and_a_hard_cap_needs_their_price() {
     // Model calls are free here, so what is spent is the pictures'.
     let tokens = hermes_store::ModelPrice { model: "scripted*".into(), ..Default::default() };
     env.store.set_model_price(&tokens).await.unwrap();
-    let team = hermes_store::Budget {
-        agent_id: None,
-        period: hermes_core::BudgetPeriod::Day,
-        hard_usd: Some(1.0),
-        soft_usd: None,
-    };
-    env.store.set_budget(tenant, &team).await.unwrap();
+    env.cap_spending(tenant, None, hermes_core::BudgetPeriod::Day, (Some(1.0), None)).await;
     let ask = json!({"model": "ops", "messages": [{"role": "user", "content": "draw a fox"}]});
 
     // Under a hard cap, a picture without a price is not made (it could not be kept within it).

@@ -60,27 +60,7 @@ async fn a_tenant_cannot_read_or_continue_another_tenants_session_or_see_its_age
 async fn a_key_restricted_to_one_agent_cannot_use_another() {
     let env = TestEnv::start().await;
     let (tenant, agent, _) = env.tenant("alpha", "first").await;
-    env.store
-        .create_agent(
-            tenant,
-            hermes_store::NewAgent {
-                name: "second".into(),
-                model: "m".into(),
-                provider_base_url: env.llm.base_url(),
-                provider_key: None,
-                soul: None,
-                system_message: None,
-                provider_key_hosts: vec![],
-                fallbacks: vec![],
-                api_mode: None,
-                auxiliary: None,
-                context_window: None,
-                toolsets: vec![],
-            },
-            None,
-        )
-        .await
-        .unwrap();
+    env.add_agent(tenant, env.new_agent("second", "m")).await;
     let (_, key) = env.store.create_api_key(tenant, Some(agent.id), "narrow", None).await.unwrap();
     let resp = env.chat(&key, json!({"model": "second", "messages": [{"role": "user", "content": "hi"}]})).await;
     assert_eq!(resp.status(), 404);
@@ -123,21 +103,8 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
     // ...and a chat bot.
     let owner_tenant = env.store.tenant_by_name("alpha").await.unwrap().id;
     let owner_agent = env.store.agent_by_name(owner_tenant, "ops").await.unwrap();
-    let new = hermes_store::NewChannel {
-        agent_id: owner_agent.id,
-        platform: hermes_core::Platform::Telegram,
-        mode: hermes_core::ChannelMode::Poll,
-        api_base: "http://127.0.0.1:9".into(),
-        credentials: json!({"token": "1:x"}),
-        bot_identity: "1".into(),
-        dm_policy: "open".parse().unwrap(),
-        group_policy: "mention".parse().unwrap(),
-        allow_users: vec![],
-        allow_chats: vec![],
-        admins: vec![],
-    };
-    let secrets = hermes_store::SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap();
-    let channel = env.store.create_channel(owner_tenant, new, secrets.as_ref()).await.unwrap().id.to_string();
+    let bot = crate::harness::unreachable_telegram_bot(owner_agent.id);
+    let channel = env.add_channel(owner_tenant, bot).await.id.to_string();
     // ...and a cron job.
     let (_, job) = send(&owner, "post", "/v1/cron/jobs", json!({"prompt": "brief", "schedule": "every 1d"})).await;
     let job = job["id"].as_str().unwrap().to_owned();

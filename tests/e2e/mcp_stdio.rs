@@ -141,8 +141,10 @@ async fn a_turn_calls_a_stdio_server_running_in_the_agents_docker_sandbox() {
     let parsed: McpServerSpec = serde_json::from_value(spec.clone()).unwrap();
     let masked = serde_json::to_value(parsed.masked()).unwrap();
     let sealed = json!({"env": parsed.env, "headers": {}});
-    let secrets = hermes_store::SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap();
-    env.store.set_mcp_server(tenant, agent.id, "tracker", (&masked, true), &sealed, secrets.as_ref()).await.unwrap();
+    env.store
+        .set_mcp_server(tenant, agent.id, "tracker", (&masked, true), &sealed, Some(&env.secrets()))
+        .await
+        .unwrap();
 
     env.llm.push(hermes_testkit::ScriptedReply::tool_call("mcp_tracker_add", json!({"a": 20, "b": 22})));
     env.llm.push(hermes_testkit::ScriptedReply::tool_call("mcp_tracker_leak", json!({})));

@@ -8,16 +8,14 @@ use std::time::Duration;
 use serde_json::json;
 
 use hermes_testkit::ScriptedReply;
-use hermes_testkit::telegram::TelegramEmulator;
 
 use crate::harness::{TestEnv, wait_until};
-use crate::telegram::{Pod, TOKEN, bind, process_settings, sent};
+use crate::telegram::{Pod, TOKEN, open_bot, process_settings, sent};
 
 #[tokio::test]
 async fn a_telegram_part_sent_by_a_pod_that_died_before_recording_it_is_not_sent_again() {
     let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
+    let (tg, _) = open_bot(&env).await;
     let mut pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &process_settings(&env));
     // A two-part answer; Telegram carries out the first send but the answer never comes back.
     let long = format!("{}\n{}", "first half ".repeat(300), "second half ".repeat(300));

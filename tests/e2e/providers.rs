@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use hermes_cache::Cache;
-use hermes_store::{FallbackModel, NewAgent, NewCredential, SecretBox};
+use hermes_store::{FallbackModel, NewAgent};
 use hermes_testkit::{ScriptedLlm, ScriptedReply};
 
 use crate::harness::{TestEnv, answer_text};
@@ -66,48 +66,11 @@ async fn a_failing_primary_falls_back_to_the_next_model_with_a_pooled_key() {
     let env = TestEnv::start_with(crate::harness::Roles::default(), |c| c.llm.max_retries = 1).await;
     let backup = ScriptedLlm::start().await.unwrap();
     let tenant = env.store.create_tenant("acme").await.unwrap();
-    let secrets = SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap().unwrap();
-    env.store
-        .create_agent(
-            tenant.id,
-            NewAgent {
-                name: "resilient".into(),
-                model: "primary-model".into(),
-                provider_base_url: env.llm.base_url(),
-                provider_key: None,
-                soul: None,
-                system_message: None,
-                toolsets: vec![],
-                provider_key_hosts: vec![],
-                fallbacks: vec![FallbackModel {
-                    base_url: backup.base_url(),
-                    model: "backup-model".into(),
-                    api_mode: None,
-                }],
-                api_mode: None,
-                auxiliary: None,
-                context_window: None,
-            },
-            None,
-        )
-        .await
-        .unwrap();
+    let fallback = FallbackModel { base_url: backup.base_url(), model: "backup-model".into(), api_mode: None };
+    let resilient = NewAgent { fallbacks: vec![fallback], ..env.new_agent("resilient", "primary-model") };
+    env.add_agent(tenant.id, resilient).await;
     // Both scripted servers are on 127.0.0.1: the pool of that host gets a key.
-    env.store
-        .add_credential(
-            tenant.id,
-            NewCredential {
-                provider: "custom:127.0.0.1".into(),
-                label: "shared".into(),
-                secret: "pool-secret".into(),
-                priority: 0,
-                allowed_hosts: vec!["127.0.0.1".into()],
-                readable_in_sandbox: false,
-            },
-            &secrets,
-        )
-        .await
-        .unwrap();
+    env.pool_key(tenant.id, "custom:127.0.0.1", "shared", "pool-secret", "127.0.0.1").await;
     let (_, key) = env.store.create_api_key(tenant.id, None, "t", None).await.unwrap();
     env.llm.push(ScriptedReply::error(503));
     env.llm.push(ScriptedReply::error(503));
@@ -140,29 +103,13 @@ async fn a_failing_primary_falls_back_to_the_next_model_with_a_pooled_key() {
 async fn an_agent_key_is_never_sent_to_a_host_it_was_not_bound_to() {
     let env = TestEnv::start().await;
     let tenant = env.store.create_tenant("acme").await.unwrap();
-    let secrets = SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap().unwrap();
     // An OpenAI key, but the base URL points elsewhere (a typo, or an attacker's host).
-    env.store
-        .create_agent(
-            tenant.id,
-            NewAgent {
-                name: "misconfigured".into(),
-                model: "gpt-4o-mini".into(),
-                provider_base_url: env.llm.base_url(),
-                provider_key: Some("sk-real-openai-key".into()),
-                soul: None,
-                system_message: None,
-                toolsets: vec![],
-                provider_key_hosts: vec!["api.openai.com".into()],
-                fallbacks: vec![],
-                api_mode: None,
-                auxiliary: None,
-                context_window: None,
-            },
-            Some(&secrets),
-        )
-        .await
-        .unwrap();
+    let misconfigured = NewAgent {
+        provider_key: Some("sk-real-openai-key".into()),
+        provider_key_hosts: vec!["api.openai.com".into()],
+        ..env.new_agent("misconfigured", "gpt-4o-mini")
+    };
+    env.add_agent(tenant.id, misconfigured).await;
     let (_, key) = env.store.create_api_key(tenant.id, None, "t", None).await.unwrap();
     let resp = env.chat(&key, json!({"model": "misconfigured", "messages": [{"role": "user", "content": "hi"}]})).await;
     assert_eq!(resp.status(), 502);
@@ -176,28 +123,14 @@ async fn an_agent_key_is_never_sent_to_a_host_it_was_not_bound_to() {
 async fn an_anthropic_agent_speaks_the_native_api_with_cache_breakpoints_and_tools() {
     let env = TestEnv::start().await;
     let tenant = env.store.create_tenant("acme").await.unwrap();
-    let secrets = SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap().unwrap();
-    env.store
-        .create_agent(
-            tenant.id,
-            NewAgent {
-                name: "claude".into(),
-                model: "claude-sonnet-4-5".into(),
-                provider_base_url: env.llm.base_url(),
-                provider_key: Some("sk-ant-test".into()),
-                soul: None,
-                system_message: None,
-                toolsets: vec!["terminal".into()],
-                provider_key_hosts: vec!["127.0.0.1".into()],
-                fallbacks: vec![],
-                api_mode: Some("anthropic_messages".into()),
-                auxiliary: None,
-                context_window: None,
-            },
-            Some(&secrets),
-        )
-        .await
-        .unwrap();
+    let claude = NewAgent {
+        provider_key: Some("sk-ant-test".into()),
+        toolsets: vec!["terminal".into()],
+        provider_key_hosts: vec!["127.0.0.1".into()],
+        api_mode: Some("anthropic_messages".into()),
+        ..env.new_agent("claude", "claude-sonnet-4-5")
+    };
+    env.add_agent(tenant.id, claude).await;
     let (_, key) = env.store.create_api_key(tenant.id, None, "t", None).await.unwrap();
     env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "echo from-claude"})));
     env.llm.push(ScriptedReply::text("Claude ran it.").with_reasoning("thinking about it"));

@@ -136,8 +136,7 @@ async fn slack_events_are_verified_taken_once_and_answered_in_their_dm_or_thread
         "DM, thread one, thread two"
     );
     assert_eq!(env.count("SELECT count(*) FROM turns").await, 4);
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
@@ -173,8 +172,7 @@ async fn a_slack_approval_is_answered_with_a_block_kit_button() {
     let got = posted(&slack, 2).await;
     assert_eq!(got[1].text, "Removed.");
     assert!(got[0].text.starts_with("✅ Allowed once."), "the question shows its answer: {}", got[0].text);
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 /// `payload=<json>` as a form body.
@@ -218,8 +216,7 @@ async fn a_streaming_slack_channel_shows_a_preview_in_the_thread_that_the_answer
     let visible: Vec<String> = slack.posted().iter().map(|p| p.text.clone()).collect();
     assert_eq!(visible, ["Built."]);
     assert!(slack.all_posted()[0].deleted);
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
@@ -242,6 +239,5 @@ async fn a_file_shared_with_the_bot_reaches_the_agent() {
     let content = env.llm.requests()[0].messages().last().unwrap()["content"].clone();
     assert_eq!(content[0]["text"], "read this");
     assert!(content[1]["text"].as_str().unwrap().contains("File notes.txt:\n```\nline one\nline two"), "{content}");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }

@@ -172,8 +172,7 @@ async fn a_wecom_ai_bot_answers_chinese_under_the_messages_req_id_and_reconnects
     env.llm.push(ScriptedReply::text("我回来了。"));
     bot.user_says("zhangsan", None, "还在吗").unwrap();
     assert_eq!(replies(&bot, 7).await[6].content(), "我回来了。");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
@@ -195,8 +194,7 @@ async fn a_wecom_ai_bot_whose_heartbeats_go_unanswered_reconnects() {
     env.llm.push(ScriptedReply::text("又连上了。"));
     wait_until("a live socket", async || bot.user_says("zhangsan", None, "在吗").map(|_| ())).await;
     assert_eq!(replies(&bot, 1).await[0].content(), "又连上了。");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
@@ -212,6 +210,5 @@ async fn a_wecom_ai_bot_with_a_wrong_secret_is_marked_and_not_retried() {
     let c = marked.await.unwrap_or_else(|| panic!("the channel was not marked"));
     assert!(c.status_reason.as_deref().unwrap_or_default().contains("853000"), "{:?}", c.status_reason);
     assert_eq!(bot.subscriptions().0, 0);
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }

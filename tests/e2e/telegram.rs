@@ -57,6 +57,12 @@ impl Pod {
         });
         Pod { gw, stop, url }
     }
+
+    /// Stops this pod, then the environment it ran in.
+    pub(crate) async fn stop_with(self, env: TestEnv) {
+        self.stop.cancel();
+        env.stop().await;
+    }
 }
 
 /// Settings of a gateway pod run as its own process (so a test can kill it): the test pod's
@@ -103,8 +109,7 @@ pub(crate) async fn bind_channel(env: &TestEnv, b: Binding<'_>) -> Channel {
         allow_chats: vec![hermes_store::channels::ANY_CHAT.to_owned()],
         admins: b.admins.iter().map(|s| (*s).to_owned()).collect(),
     };
-    let secrets = SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap();
-    let channel = env.store.create_channel(tenant, new, secrets.as_ref()).await.unwrap();
+    let channel = env.add_channel(tenant, new).await;
     if let Some(name) = b.username {
         env.store.set_bot_username(tenant, channel.id, name).await.unwrap();
     }
@@ -127,6 +132,22 @@ pub(crate) async fn bind(env: &TestEnv, tg: &TelegramEmulator, mode: &str, dm_po
     bind_channel(env, binding).await
 }
 
+/// Tenant acme's bot on an emulated Telegram, polled and open to anyone: the emulator and
+/// the channel.
+pub(crate) async fn open_bot(env: &TestEnv) -> (TelegramEmulator, Channel) {
+    let tg = TelegramEmulator::start().await.unwrap();
+    let channel = bind(env, &tg, "poll", "open", &[]).await;
+    (tg, channel)
+}
+
+/// A stack with [`open_bot`] and a gateway pod running: where a chat test starts.
+pub(crate) async fn open_chat() -> (TestEnv, TelegramEmulator, Channel, Pod) {
+    let env = TestEnv::start().await;
+    let (tg, channel) = open_bot(&env).await;
+    let pod = Pod::start(&env).await;
+    (env, tg, channel, pod)
+}
+
 /// Waits until the bot has sent `n` messages (and no preview is showing in their place).
 pub(crate) async fn sent(tg: &TelegramEmulator, n: usize) -> Vec<SentMessage> {
     let done = |s: &Vec<SentMessage>| s.len() >= n && !s.iter().any(|m| is_preview(&m.text));
@@ -139,8 +160,7 @@ pub(crate) async fn sent(tg: &TelegramEmulator, n: usize) -> Vec<SentMessage> {
 #[tokio::test]
 async fn a_polled_bot_answers_once_per_update_and_another_pod_takes_over_when_its_pod_dies() {
     let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
+    let (tg, _) = open_bot(&env).await;
     // Pod A is a real gateway process, so it can die without a goodbye.
     let mut pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &process_settings(&env));
     env.llm.push(ScriptedReply::text("Hello Ann!"));
@@ -262,16 +282,12 @@ async fn the_webhook_needs_the_secret_and_strangers_commands_and_long_answers_ar
     assert_eq!(got[6].text, "Fresh start.");
     assert_eq!(env.count("SELECT count(*) FROM sessions WHERE source = 'telegram'").await, 2, "/new started another");
     assert_eq!(env.count("SELECT count(*) FROM turns").await, 2, "commands and strangers start no turn");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
 async fn flood_control_is_waited_out_and_a_blocked_bot_marks_its_channel() {
-    let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    let channel = bind(&env, &tg, "poll", "open", &[]).await;
-    let pod = Pod::start(&env).await;
+    let (env, tg, channel, pod) = open_chat().await;
     tg.fail_next(TOKEN, "sendMessage", 1, 429, "Too Many Requests: retry after 1", Some(1));
     env.llm.push(ScriptedReply::text("After the flood."));
     tg.user_says(TOKEN, 42, "hi");
@@ -302,16 +318,12 @@ async fn flood_control_is_waited_out_and_a_blocked_bot_marks_its_channel() {
     env.wait_for_count("SELECT count(*) FROM outbox WHERE status = 'failed'", 1).await;
     let failed: i64 = env.count("SELECT count(*) FROM outbox WHERE status = 'failed'").await;
     assert_eq!(failed, 1, "no endless retries");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
 async fn a_new_message_interrupts_the_turn_the_agent_is_working_on() {
-    let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
-    let pod = Pod::start(&env).await;
+    let (env, tg, _, pod) = open_chat().await;
     env.llm.push(ScriptedReply::text("A slow answer nobody waits for.").after(Duration::from_secs(5)));
     tg.user_says(TOKEN, 42, "first question");
     // Wait until the agent is thinking about the first message (its model call is out).
@@ -333,6 +345,5 @@ async fn a_new_message_interrupts_the_turn_the_agent_is_working_on() {
         seen.iter().any(|m| m["content"].as_str().is_some_and(|c| c.contains("first question"))),
         "the first message is not lost: {seen:?}"
     );
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }

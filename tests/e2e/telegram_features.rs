@@ -10,7 +10,7 @@ use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::{SentMessage, TelegramEmulator};
 
 use crate::harness::{PATIENCE, TestEnv, poll_until};
-use crate::telegram::{Pod, TOKEN, bind, sent};
+use crate::telegram::{Pod, TOKEN, bind, open_bot, open_chat, sent};
 
 /// The callback data of the button labelled `label` under `message`.
 fn button(message: &SentMessage, label: &str) -> String {
@@ -25,8 +25,7 @@ fn button(message: &SentMessage, label: &str) -> String {
 #[tokio::test]
 async fn approvals_and_questions_are_asked_in_the_chat_and_answered_with_buttons_or_commands() {
     let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
+    let (tg, _) = open_bot(&env).await;
     sqlx::query("UPDATE agents SET toolsets = ARRAY['terminal', 'clarify']").execute(&env.db).await.unwrap();
     let pod = Pod::start(&env).await;
 
@@ -78,8 +77,7 @@ async fn approvals_and_questions_are_asked_in_the_chat_and_answered_with_buttons
     let answer = last_tool.iter().rev().find(|m| m["role"] == "tool").unwrap();
     assert!(answer["content"].as_str().unwrap().contains("staging"), "{answer}");
     assert_eq!(env.count("SELECT count(*) FROM turns").await, 3, "answers resume turns, they start none");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
@@ -127,16 +125,12 @@ async fn a_stranger_pairs_with_a_code_an_admin_approves_in_chat() {
     tg.user_says(TOKEN, 42, "hi, I'm in");
     let got = sent(&tg, 7).await;
     assert_eq!(got[6].text, "Nice to meet you.");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
 async fn answers_are_formatted_and_fall_back_to_plain_text_when_telegram_refuses_the_markup() {
-    let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
-    let pod = Pod::start(&env).await;
+    let (env, tg, _, pod) = open_chat().await;
     env.llm.push(ScriptedReply::text("**Done**: ran `ls <dir>` for you."));
     tg.user_says(TOKEN, 42, "list it");
     let got = sent(&tg, 1).await;
@@ -148,16 +142,12 @@ async fn answers_are_formatted_and_fall_back_to_plain_text_when_telegram_refuses
     tg.user_says(TOKEN, 42, "again");
     let got = sent(&tg, 2).await;
     assert_eq!((got[1].text.as_str(), got[1].parse_mode.as_deref()), ("**Again**", None), "plain text, once");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
 async fn chat_commands_rename_report_retry_and_stop_the_conversation() {
-    let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
-    let pod = Pod::start(&env).await;
+    let (env, tg, _, pod) = open_chat().await;
     env.llm.push(ScriptedReply::text("Hi!"));
     tg.user_says(TOKEN, 42, "hello");
     sent(&tg, 1).await;
@@ -187,15 +177,13 @@ async fn chat_commands_rename_report_retry_and_stop_the_conversation() {
     // Nothing may come for a while: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(tg.sent(TOKEN).len(), 7, "the stopped task sends nothing");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
 async fn a_streaming_channel_shows_a_live_preview_that_the_answer_replaces() {
     let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    let channel = bind(&env, &tg, "poll", "open", &[]).await;
+    let (tg, channel) = open_bot(&env).await;
     let streaming = hermes_store::ChannelAccess { streaming: Some(true), ..Default::default() };
     env.store.update_channel_access(channel.tenant_id, channel.id, &streaming).await.unwrap();
     let pod = Pod::start(&env).await;
@@ -212,16 +200,12 @@ async fn a_streaming_channel_shows_a_live_preview_that_the_answer_replaces() {
     let visible: Vec<String> = tg.sent(TOKEN).iter().map(|m| m.text.clone()).collect();
     assert_eq!(visible, ["The build is done."], "first seen: {:?}", got.iter().map(|m| &m.text).collect::<Vec<_>>());
     assert!(tg.all_sent(TOKEN)[0].deleted, "the preview was removed");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
 async fn tools_at_work_show_in_one_message_without_streaming_unless_turned_off() {
-    let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    let channel = bind(&env, &tg, "poll", "open", &[]).await;
-    let pod = Pod::start(&env).await;
+    let (env, tg, channel, pod) = open_chat().await;
     env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "sleep 2 && echo built"})));
     env.llm.push(ScriptedReply::text("Built."));
     tg.user_says(TOKEN, 42, "build it");
@@ -242,16 +226,12 @@ async fn tools_at_work_show_in_one_message_without_streaming_unless_turned_off()
     tg.user_says(TOKEN, 42, "once more");
     sent(&tg, 2).await;
     assert_eq!(tg.all_sent(TOKEN).len(), 3, "no second progress message: {:?}", tg.all_sent(TOKEN));
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
 async fn photos_and_text_files_reach_the_agent_and_other_files_are_named() {
-    let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
-    let pod = Pod::start(&env).await;
+    let (env, tg, _, pod) = open_chat().await;
     env.llm.push(ScriptedReply::text("A cat."));
     let photo = hermes_testkit::images::jpeg(64, 48).unwrap();
     tg.user_sends_photo(TOKEN, 42, "photo-1", &photo, Some("what is this?"));
@@ -277,15 +257,13 @@ async fn photos_and_text_files_reach_the_agent_and_other_files_are_named() {
         content[0]["text"].as_str().unwrap().contains("movie.mp4 (video/mp4), a kind of file I cannot read"),
         "{content}"
     );
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
 async fn a_paste_the_chat_app_split_in_parts_is_answered_as_one_message() {
     let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
+    let (tg, _) = open_bot(&env).await;
     env.llm.push(ScriptedReply::text("Got all of it."));
     // Both parts arrive within the batching moment, before the turn may start.
     tg.user_says(TOKEN, 42, "part one of a long paste");
@@ -298,16 +276,12 @@ async fn a_paste_the_chat_app_split_in_parts_is_answered_as_one_message() {
     assert_eq!(env.count("SELECT count(*) FROM turns").await, 1);
     let seen = env.llm.requests()[0].messages();
     assert_eq!(seen.last().unwrap()["content"], "part one of a long paste\npart two of it");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
 async fn a_group_is_one_conversation_or_one_per_person_as_the_channel_says() {
-    let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    let channel = bind(&env, &tg, "poll", "open", &[]).await;
-    let pod = Pod::start(&env).await;
+    let (env, tg, channel, pod) = open_chat().await;
     for n in 0..2 {
         env.llm.push(ScriptedReply::text(format!("shared {n}")));
         tg.group_says(TOKEN, -500, 40 + n, "@HermesTestBot hi", None);
@@ -323,16 +297,12 @@ async fn a_group_is_one_conversation_or_one_per_person_as_the_channel_says() {
         sent(&tg, usize::try_from(n + 3).unwrap()).await;
     }
     assert_eq!(env.count("SELECT count(*) FROM sessions").await, 3, "then one per person");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
 async fn an_earlier_conversation_is_listed_and_resumed() {
-    let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
-    let pod = Pod::start(&env).await;
+    let (env, tg, _, pod) = open_chat().await;
     env.llm.push(ScriptedReply::text("Noted: the code word is heron."));
     tg.user_says(TOKEN, 42, "the code word is heron");
     sent(&tg, 1).await;
@@ -354,8 +324,7 @@ async fn an_earlier_conversation_is_listed_and_resumed() {
     let seen = env.llm.requests().last().unwrap().messages();
     assert!(seen.iter().any(|m| m["content"] == "the code word is heron"), "the resumed history: {seen:?}");
     assert!(!seen.iter().any(|m| m["content"] == "something else"));
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 /// `Some` once the chat shows `text` alone (what replaced a preview).

@@ -9,10 +9,9 @@ use serde_json::{Value, json};
 
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::otlp::{OtlpReceiver, ReceivedSpan};
-use hermes_testkit::telegram::TelegramEmulator;
 
 use crate::harness::{PATIENCE, Roles, TestEnv, answer_text, poll_until};
-use crate::telegram::{TOKEN, bind, process_settings, sent};
+use crate::telegram::{TOKEN, bind, open_bot, process_settings, sent};
 
 /// A child process killed when the test ends, passed or not (a failed assertion must not leave
 /// a gateway polling and a worker consuming after the test).
@@ -168,8 +167,7 @@ async fn a_chat_completion_with_a_tool_call_is_one_trace_from_the_api_to_sandbox
 async fn a_telegram_message_with_a_tool_call_is_one_trace_from_the_gateway_to_the_answer() {
     let rx = OtlpReceiver::start().await.unwrap();
     let env = TestEnv::start_with(Roles { worker: false, scheduler: true }, |_| {}).await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
+    let (tg, _) = open_bot(&env).await;
     env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "echo from chat"})));
     env.llm.push(ScriptedReply::text("Done from chat."));
     let mut settings = process_settings(&env);

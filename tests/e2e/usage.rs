@@ -4,7 +4,6 @@
 
 use serde_json::{Value, json};
 
-use hermes_store::ModelPrice;
 use hermes_testkit::ScriptedReply;
 
 use crate::harness::TestEnv;
@@ -20,15 +19,7 @@ async fn calls_are_priced_when_recorded_and_reported_per_day_agent_and_key() {
     let (tenant, _, key) = env.tenant("acme", "ops").await;
     let (_, second_key) = env.store.create_api_key(tenant, None, "ci", None).await.unwrap();
     // The scripted model is "scripted-model": priced by prefix.
-    let price = ModelPrice {
-        model: "scripted*".into(),
-        input: 2.0,
-        output: 8.0,
-        cached_input: None,
-        cache_write: None,
-        ..Default::default()
-    };
-    env.store.set_model_price(&price).await.unwrap();
+    env.price_tokens("scripted*", 2.0, 8.0).await;
     for k in [&key, &key, &second_key] {
         env.llm.push(ScriptedReply::text("an answer of a few tokens"));
         let resp = env.chat(k, json!({"model": "ops", "messages": [{"role": "user", "content": "hello there"}]})).await;
@@ -59,15 +50,7 @@ async fn calls_are_priced_when_recorded_and_reported_per_day_agent_and_key() {
     assert!(by_agent["data"][0]["avg_latency_ms"].as_f64().is_some(), "calls carry their duration: {by_agent}");
 
     // A price change applies to later calls only; a model without a price is unpriced, not free.
-    let dearer = ModelPrice {
-        model: "scripted-model".into(),
-        input: 100.0,
-        output: 100.0,
-        cached_input: None,
-        cache_write: None,
-        ..Default::default()
-    };
-    env.store.set_model_price(&dearer).await.unwrap();
+    env.price_tokens("scripted-model", 100.0, 100.0).await;
     let (_, again) = usage(&env, &key, "").await;
     assert!((again["total"]["cost_usd"].as_f64().unwrap() - expected).abs() < 1e-9, "history is not rewritten");
     sqlx::query("DELETE FROM model_prices").execute(&env.db).await.unwrap();
@@ -90,23 +73,9 @@ async fn a_reached_hard_cap_stops_turns_before_any_model_call_with_402() {
     let env = TestEnv::start().await;
     let (tenant, agent, key) = env.tenant("acme", "ops").await;
     env.agent(tenant, "billing").await;
-    let price = ModelPrice {
-        model: "scripted-model".into(),
-        input: 1_000.0,
-        output: 1_000.0,
-        cached_input: None,
-        cache_write: None,
-        ..Default::default()
-    };
-    env.store.set_model_price(&price).await.unwrap();
+    env.price_tokens("scripted-model", 1_000.0, 1_000.0).await;
     // The agent may spend a cent a day; the first turn passes it.
-    let cap = hermes_store::Budget {
-        agent_id: Some(agent.id),
-        period: hermes_core::BudgetPeriod::Day,
-        hard_usd: Some(0.01),
-        soft_usd: None,
-    };
-    env.store.set_budget(tenant, &cap).await.unwrap();
+    env.cap_spending(tenant, Some(agent.id), hermes_core::BudgetPeriod::Day, (Some(0.01), None)).await;
     env.llm.push(ScriptedReply::text("an answer that costs more than a cent"));
     let ask = |model: &str| json!({"model": model, "messages": [{"role": "user", "content": "hello"}]});
     assert_eq!(env.chat(&key, ask("ops")).await.status(), 200);
@@ -127,13 +96,7 @@ async fn a_reached_hard_cap_stops_turns_before_any_model_call_with_402() {
     // The cap is the agent's: another agent of the team goes on, until the team's own cap.
     env.llm.push(ScriptedReply::text("fine"));
     assert_eq!(env.chat(&key, ask("billing")).await.status(), 200);
-    let team = hermes_store::Budget {
-        agent_id: None,
-        period: hermes_core::BudgetPeriod::Month,
-        hard_usd: Some(0.0),
-        soft_usd: None,
-    };
-    env.store.set_budget(tenant, &team).await.unwrap();
+    env.cap_spending(tenant, None, hermes_core::BudgetPeriod::Month, (Some(0.0), None)).await;
     let resp = env.chat(&key, ask("billing")).await;
     assert_eq!(resp.status(), 402);
     let body: Value = resp.json().await.unwrap();
@@ -147,13 +110,7 @@ async fn a_reached_soft_cap_warns_once_the_turn_goes_on_and_its_tool_and_sandbox
     let env = TestEnv::start().await;
     let (tenant, _, key) = env.tenant("acme", "ops").await;
     // A soft cap of zero is reached from the start; there is no hard cap.
-    let team = hermes_store::Budget {
-        agent_id: None,
-        period: hermes_core::BudgetPeriod::Month,
-        hard_usd: None,
-        soft_usd: Some(0.0),
-    };
-    env.store.set_budget(tenant, &team).await.unwrap();
+    env.cap_spending(tenant, None, hermes_core::BudgetPeriod::Month, (None, Some(0.0))).await;
     env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "echo checked"})));
     env.llm.push(ScriptedReply::text("All checked."));
     let resp = env
@@ -201,23 +158,9 @@ async fn fifty_concurrent_turns_never_spend_beyond_the_calls_in_flight_when_the_
     .await;
     let (tenant, _, key) = env.tenant("acme", "ops").await;
     // A thousand dollars a million tokens: a call costs about a dollar (its prompt).
-    let price = ModelPrice {
-        model: "scripted-model".into(),
-        input: 1_000.0,
-        output: 1_000.0,
-        cached_input: None,
-        cache_write: None,
-        ..Default::default()
-    };
-    env.store.set_model_price(&price).await.unwrap();
+    env.price_tokens("scripted-model", 1_000.0, 1_000.0).await;
     let cap = 10.0;
-    let team = hermes_store::Budget {
-        agent_id: None,
-        period: hermes_core::BudgetPeriod::Day,
-        hard_usd: Some(cap),
-        soft_usd: None,
-    };
-    env.store.set_budget(tenant, &team).await.unwrap();
+    env.cap_spending(tenant, None, hermes_core::BudgetPeriod::Day, (Some(cap), None)).await;
     // Every call takes a while, so all fifty turns ask at once.
     for _ in 0..50 {
         env.llm.push(ScriptedReply::text("ok").after(std::time::Duration::from_millis(400)));

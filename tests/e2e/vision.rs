@@ -14,7 +14,7 @@ use hermes_testkit::web::WebWorld;
 use hermes_testkit::{ScriptedLlm, ScriptedReply};
 
 use crate::harness::{Roles, TestEnv};
-use crate::telegram::{Pod, TOKEN, bind, sent};
+use crate::telegram::{Pod, TOKEN, open_bot, sent};
 
 /// The one agent of the test's tenant.
 async fn only_agent(env: &TestEnv) -> (hermes_core::TenantId, AgentId) {
@@ -33,8 +33,7 @@ fn data_bytes(url: &str) -> Vec<u8> {
 async fn a_photo_to_a_text_only_model_is_described_by_the_vision_model_and_answered() {
     let env = TestEnv::start().await;
     let eye = ScriptedLlm::start().await.unwrap();
-    let tg = hermes_testkit::telegram::TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
+    let (tg, _) = open_bot(&env).await;
     let (tenant, agent) = only_agent(&env).await;
     sqlx::query("UPDATE agents SET model = 'deepseek-chat'").execute(&env.db).await.unwrap();
     let vision = FallbackModel { base_url: eye.base_url(), model: "eye-1".into(), api_mode: None };
@@ -79,8 +78,7 @@ async fn a_photo_to_a_text_only_model_is_described_by_the_vision_model_and_answe
         "{told}"
     );
     assert_eq!(eye.requests().len(), 1, "the removed vision model is not called");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]

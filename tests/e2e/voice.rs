@@ -8,7 +8,7 @@ use hermes_testkit::speech::SpeechToText;
 use hermes_testkit::telegram::TelegramEmulator;
 
 use crate::harness::{Roles, TestEnv};
-use crate::telegram::{Pod, TOKEN, bind, sent};
+use crate::telegram::{Pod, TOKEN, open_bot, sent};
 
 /// The operator's speech-to-text service (its key `key`), the service and a Telegram bot bound
 /// to a fresh tenant's agent.
@@ -22,8 +22,7 @@ async fn with_the_operators_service(
         c.stt.api_key = Some(key.into());
     })
     .await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    let channel = bind(&env, &tg, "poll", "open", &[]).await;
+    let (tg, channel) = open_bot(&env).await;
     (stt, env, tg, channel)
 }
 
@@ -80,22 +79,19 @@ async fn a_voice_note_is_transcribed_and_answered_and_one_that_cannot_be_heard_s
         metered,
         [("whisper-1".into(), "127.0.0.1".into(), 8_000, true), ("whisper-1".into(), "127.0.0.1".into(), 2_000, true)]
     );
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
 async fn without_a_speech_to_text_service_the_agent_is_told_and_answers() {
     let env = TestEnv::start_with(Roles::default(), |c| c.stt = Default::default()).await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
+    let (tg, _) = open_bot(&env).await;
     let pod = Pod::start(&env).await;
     env.llm.push(ScriptedReply::text("I can't listen to voice notes here yet; please type it."));
     tg.user_sends_voice(TOKEN, 7, "voice-1", b"SPEECH:hello");
     assert_eq!(sent(&tg, 1).await[0].text, "I can't listen to voice notes here yet; please type it.");
     assert!(user_message(&env, 0).contains("no speech-to-text service is configured"), "{}", user_message(&env, 0));
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
@@ -108,8 +104,7 @@ async fn a_team_with_its_own_key_for_the_transcription_service_pays_for_its_voic
     tg.user_sends_voice(TOKEN, 42, "voice-1", b"SPEECH:note this");
     assert_eq!(sent(&tg, 1).await[0].text, "Noted.");
     assert_eq!(stt.requests()[0].authorization.as_deref(), Some("Bearer sk-team-whisper"));
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 /// The security review of 2026-12 (L8): once a team's hard spending cap is reached, its chat
@@ -122,13 +117,7 @@ async fn past_a_hard_spending_cap_a_voice_note_is_not_sent_to_the_transcription_
     let whisper =
         hermes_store::ModelPrice { model: "whisper-1".into(), per_audio_minute: Some(0.006), ..Default::default() };
     env.store.set_model_price(&whisper).await.unwrap();
-    let spent = hermes_store::Budget {
-        agent_id: None,
-        period: hermes_core::BudgetPeriod::Day,
-        hard_usd: Some(0.0),
-        soft_usd: None,
-    };
-    env.store.set_budget(channel.tenant_id, &spent).await.unwrap();
+    env.cap_spending(channel.tenant_id, None, hermes_core::BudgetPeriod::Day, (Some(0.0), None)).await;
     let pod = Pod::start(&env).await;
 
     tg.user_sends_voice(TOKEN, 42, "voice-1", b"SPEECH:spend the operator's money");
@@ -140,6 +129,5 @@ async fn past_a_hard_spending_cap_a_voice_note_is_not_sent_to_the_transcription_
         .await
         .unwrap();
     assert_eq!(metered, 0, "nothing was billed");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }

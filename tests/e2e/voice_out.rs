@@ -7,11 +7,10 @@ use serde_json::{Value, json};
 use hermes_config::TtsProvider;
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::speech::SpeechToText;
-use hermes_testkit::telegram::TelegramEmulator;
 use hermes_testkit::tts::{SpeechApi, fake_audio};
 
 use crate::harness::{Roles, TestEnv, wait_until};
-use crate::telegram::{Pod, TOKEN, bind, sent};
+use crate::telegram::{Pod, TOKEN, open_bot, sent};
 
 #[tokio::test]
 async fn with_voice_on_a_voice_note_is_answered_with_a_voice_bubble_and_text_only_gets_text() {
@@ -25,8 +24,7 @@ async fn with_voice_on_a_voice_note_is_answered_with_a_voice_bubble_and_text_onl
         c.tts.openai_base_url = tts_base;
     })
     .await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
+    let (tg, _) = open_bot(&env).await;
     let pod = Pod::start(&env).await;
 
     tg.user_says(TOKEN, 42, "/voice on");
@@ -71,8 +69,7 @@ async fn with_voice_on_a_voice_note_is_answered_with_a_voice_bubble_and_text_onl
     assert_eq!(sent(&tg, 6).await[5].text, "Done.");
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert_eq!(tts.requests().len(), 1, "voice off: nothing spoken");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
@@ -80,8 +77,7 @@ async fn text_to_speech_through_edge_reaches_the_chat_as_audio() {
     let tts = SpeechApi::start().await.unwrap();
     let edge = tts.edge_url();
     let env = TestEnv::start_with(Roles::default(), move |c| c.tts.edge_url = edge).await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
+    let (tg, _) = open_bot(&env).await;
     sqlx::query("UPDATE agents SET toolsets = ARRAY['tts']").execute(&env.db).await.unwrap();
     let pod = Pod::start(&env).await;
 
@@ -104,6 +100,5 @@ async fn text_to_speech_through_edge_reaches_the_chat_as_audio() {
             .await
             .unwrap();
     assert_eq!(metered, ("edge-tts".into(), 40, Some(0.0)), "Edge speech is metered, and free");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }

@@ -17,7 +17,7 @@ use hermes_web::{DailyAllowance, TenantWebKeys, Web, WebExtract, WebSearch, WebT
 use crate::harness::{Roles, TestEnv};
 use crate::openapi::call;
 use crate::sandbox::{Fixture, LocalFixture};
-use crate::telegram::{Pod, bind, sent};
+use crate::telegram::{Pod, open_bot, sent};
 
 /// The `tool` messages the model was shown in its request `n`.
 fn tool_results(env: &TestEnv, n: usize) -> Vec<String> {
@@ -34,8 +34,7 @@ async fn a_cron_job_searches_the_web_reads_the_top_result_and_sends_a_brief_to_t
         c.web.allow_private_hosts = vec![site];
     })
     .await;
-    let tg = hermes_testkit::telegram::TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
+    let (tg, _) = open_bot(&env).await;
     sqlx::query("UPDATE agents SET toolsets = ARRAY['web', 'messaging']").execute(&env.db).await.unwrap();
     let tenant = env.store.tenant_by_name("acme").await.unwrap().id;
     let key = env.store.create_api_key(tenant, None, "k", None).await.unwrap().1;
@@ -85,8 +84,7 @@ async fn a_cron_job_searches_the_web_reads_the_top_result_and_sends_a_brief_to_t
     assert!(results[0].contains("\"success\": true"), "the day's one search: {}", results[0]);
     assert!(results[1].starts_with("Error: today's search allowance (2) is spent for this team"), "{}", results[1]);
     assert_eq!(world.calls().iter().filter(|c| c.service == "searxng").count(), 2, "the refused one called nothing");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 fn ctx() -> ToolCtx {

@@ -7,11 +7,10 @@ use serde_json::{Value, json};
 
 use hermes_http::signed::{github_signature, standard_key, standard_signature};
 use hermes_testkit::ScriptedReply;
-use hermes_testkit::telegram::TelegramEmulator;
 
 use crate::harness::TestEnv;
 use crate::openapi::call;
-use crate::telegram::{Pod, bind, sent};
+use crate::telegram::{Pod, open_bot, sent};
 
 async fn post(pod: &Pod, path: &str, headers: &[(&str, String)], body: &[u8]) -> (u16, Value) {
     let mut req = reqwest::Client::new().post(format!("{}{path}", pod.url)).body(body.to_vec());
@@ -54,8 +53,7 @@ async fn key(env: &TestEnv) -> String {
 #[tokio::test]
 async fn a_signed_event_becomes_a_turn_with_web_tools_only_answered_in_the_chat_and_bad_deliveries_start_nothing() {
     let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
+    let (tg, _) = open_bot(&env).await;
     sqlx::query("UPDATE agents SET toolsets = ARRAY['terminal', 'file', 'todo', 'memory', 'skills', 'web']")
         .execute(&env.db)
         .await
@@ -126,15 +124,13 @@ async fn a_signed_event_becomes_a_turn_with_web_tools_only_answered_in_the_chat_
     assert_eq!(call(&env, &key, "delete", &format!("/v1/webhooks/{id}"), None).await.0, 200);
     assert_eq!(post(&pod, &path, &github(&new_secret, "push", "d5", &body), &body).await.0, 404);
     assert_eq!(env.llm.requests().len(), 1, "only the one good delivery reached the model");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }
 
 #[tokio::test]
 async fn a_hook_fires_its_cron_job_now_with_the_event_as_marked_context() {
     let env = TestEnv::start().await;
-    let tg = TelegramEmulator::start().await.unwrap();
-    bind(&env, &tg, "poll", "open", &[]).await;
+    let (tg, _) = open_bot(&env).await;
     sqlx::query("UPDATE agents SET toolsets = ARRAY['terminal', 'file', 'web']").execute(&env.db).await.unwrap();
     let key = key(&env).await;
     let pod = Pod::start(&env).await;
@@ -185,6 +181,5 @@ async fn a_hook_fires_its_cron_job_now_with_the_event_as_marked_context() {
     let (status, dup) = post(&pod, path, &replay, &body).await;
     assert_eq!((status, dup["status"].as_str()), (200, Some("duplicate")), "the signed id decides, not other headers");
     assert!(secret.starts_with("whsec_"), "Standard Webhooks libraries read the secret as it is given");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }

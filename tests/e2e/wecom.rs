@@ -128,6 +128,5 @@ async fn a_wecom_app_verifies_its_url_and_answers_encrypted_chinese_messages_onc
     assert!(got[5].content.ends_with("(5/5)"));
     assert_eq!(got[1..].iter().map(|m| m.content.matches('长').count()).sum::<usize>(), 10_000);
     assert_eq!(wecom.tokens_issued(), 2, "one refresh after the expiry");
-    pod.stop.cancel();
-    env.stop().await;
+    pod.stop_with(env).await;
 }

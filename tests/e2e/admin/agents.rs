@@ -2,19 +2,15 @@
 //! approvals and how images are seen change for new sessions; bad values are refused with the field named; members
 //! change nothing; the audit log holds the agent before and after.
 
-use hermes_core::MemberRole;
 use reqwest::Method;
 use serde_json::json;
 
-use super::member;
-use crate::harness::{Roles, TestEnv};
+use super::Acme;
+use crate::harness::Roles;
 
 #[tokio::test]
 async fn an_agent_is_edited_with_its_values_checked_and_audited() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
-    let (acme, _, _) = env.tenant("acme", "helper").await;
-    let (_, owner) = member(&env, acme, "owner@acme.test", MemberRole::Owner).await;
-    let (_, viewer) = member(&env, acme, "viewer@acme.test", MemberRole::Member).await;
+    let Acme { env, id: acme, owner, viewer, .. } = Acme::start(Roles { worker: false, scheduler: false }).await;
     let path = format!("/admin/v1/tenants/{acme}/agents/helper");
 
     let (s, _) = viewer.call(&env, Method::PATCH, &path, Some(json!({"model": "gpt-x"}))).await;

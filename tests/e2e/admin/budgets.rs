@@ -6,6 +6,7 @@ use hermes_testkit::ScriptedReply;
 use reqwest::Method;
 use serde_json::{Value, json};
 
+use super::Acme;
 use super::member;
 use crate::harness::{Roles, TestEnv};
 
@@ -15,10 +16,7 @@ fn ask(model: &str, text: &str) -> Value {
 
 #[tokio::test]
 async fn a_cap_set_in_the_admin_plane_stops_the_next_turn_and_removing_it_lets_turns_go_on() {
-    let env = TestEnv::start_with(Roles { worker: true, scheduler: false }, |_| {}).await;
-    let (acme, _, key) = env.tenant("acme", "helper").await;
-    let (_, owner) = member(&env, acme, "owner@acme.test", MemberRole::Owner).await;
-    let (_, viewer) = member(&env, acme, "viewer@acme.test", MemberRole::Member).await;
+    let Acme { env, id: acme, key, owner, viewer, .. } = Acme::start(Roles { worker: true, scheduler: false }).await;
     let t = |rest: &str| format!("/admin/v1/tenants/{acme}{rest}");
 
     let cap = json!({"hard_usd": 0.0, "soft_usd": 0.0});

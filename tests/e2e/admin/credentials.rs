@@ -1,19 +1,15 @@
 //! Provider keys from the console: added write-only, listed with their live health (a key a
 //! provider rate-limited shows as cooling down), removed, and the pool's strategy set.
 
-use hermes_core::MemberRole;
 use reqwest::Method;
 use serde_json::json;
 
-use super::member;
-use crate::harness::{Roles, TestEnv};
+use super::Acme;
+use crate::harness::Roles;
 
 #[tokio::test]
 async fn provider_keys_are_write_only_and_their_health_is_visible() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
-    let (acme, _, _) = env.tenant("acme", "helper").await;
-    let (_, owner) = member(&env, acme, "owner@acme.test", MemberRole::Owner).await;
-    let (_, viewer) = member(&env, acme, "viewer@acme.test", MemberRole::Member).await;
+    let Acme { env, id: acme, owner, viewer, .. } = Acme::start(Roles { worker: false, scheduler: false }).await;
     let t = |rest: &str| format!("/admin/v1/tenants/{acme}{rest}");
     let key = json!({"provider": "openai", "label": "team key", "secret": "sk-live-very-secret", "allowed_hosts": ["api.openai.com"]});
 

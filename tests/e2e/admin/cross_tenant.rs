@@ -79,48 +79,18 @@ async fn every_admin_operation_on_another_tenants_objects_answers_404_and_change
             .await
             .unwrap();
     let bot = hermes_store::NewChannel {
-        agent_id: agent.id,
-        platform: hermes_core::Platform::Telegram,
-        mode: hermes_core::ChannelMode::Poll,
-        api_base: "http://127.0.0.1:9".into(),
-        credentials: json!({"token": "1:x"}),
-        bot_identity: "1".into(),
         dm_policy: "pairing".parse().unwrap(),
-        group_policy: "mention".parse().unwrap(),
-        allow_users: vec![],
-        allow_chats: vec![],
-        admins: vec![],
+        ..crate::harness::unreachable_telegram_bot(agent.id)
     };
-    let secrets = hermes_store::SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap();
-    let channel = env.store.create_channel(victim, bot, secrets.as_ref()).await.unwrap().id;
-    let job = env
-        .http
-        .post(format!("{}/v1/cron/jobs", env.api_url))
-        .bearer_auth(&key)
-        .json(&json!({"prompt": "Digest.", "schedule": "every 1d"}))
-        .send()
-        .await
-        .unwrap()
-        .json::<Value>()
-        .await
-        .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let endpoint = env
-        .http
-        .post(format!("{}/v1/event-hooks", env.api_url))
-        .bearer_auth(&key)
-        .json(&json!({"url": "https://hooks.example.com/x"}))
-        .send()
-        .await
-        .unwrap()
-        .json::<Value>()
-        .await
-        .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let channel = env.add_channel(victim, bot).await.id;
+    // What the victim makes over its API: the id.
+    let make = async |path: &str, body: Value| {
+        let req = env.http.post(format!("{}{path}", env.api_url)).bearer_auth(&key).json(&body);
+        let made: Value = req.send().await.unwrap().json().await.unwrap();
+        made["id"].as_str().unwrap().to_owned()
+    };
+    let job = make("/v1/cron/jobs", json!({"prompt": "Digest.", "schedule": "every 1d"})).await;
+    let endpoint = make("/v1/event-hooks", json!({"url": "https://hooks.example.com/x"})).await;
     let question = uuid::Uuid::now_v7();
     sqlx::query(
         "INSERT INTO interactions (id, tenant_id, turn_id, session_id, agent_id, call_id, kind, prompt, expires_at)
@@ -146,24 +116,7 @@ async fn every_admin_operation_on_another_tenants_objects_answers_404_and_change
         files: checked.files,
     };
     env.store.save_tenant_skill(victim, &skill, "test").await.unwrap();
-    let secrets_box = hermes_store::SecretBox::from_config(env.config.secrets.master_key.as_deref()).unwrap().unwrap();
-    let credential = env
-        .store
-        .add_credential(
-            victim,
-            hermes_store::NewCredential {
-                provider: "openai".into(),
-                label: "victim".into(),
-                secret: "sk-victim".into(),
-                priority: 0,
-                allowed_hosts: vec!["api.openai.com".into()],
-                readable_in_sandbox: false,
-            },
-            &secrets_box,
-        )
-        .await
-        .unwrap()
-        .id;
+    let credential = env.pool_key(victim, "openai", "victim", "sk-victim", "api.openai.com").await.id;
     // A settled delivery (the gateway leaves it alone) and a spending cap.
     let delivery: uuid::Uuid = sqlx::query_scalar(
         "INSERT INTO event_deliveries (id, tenant_id, hook_id, event, data, status, attempts)
@@ -174,13 +127,7 @@ async fn every_admin_operation_on_another_tenants_objects_answers_404_and_change
     .fetch_one(&env.db)
     .await
     .unwrap();
-    let cap = hermes_store::Budget {
-        agent_id: Some(agent.id),
-        period: hermes_core::BudgetPeriod::Day,
-        hard_usd: Some(5.0),
-        soft_usd: None,
-    };
-    env.store.set_budget(victim, &cap).await.unwrap();
+    env.cap_spending(victim, Some(agent.id), hermes_core::BudgetPeriod::Day, (Some(5.0), None)).await;
     let mcp = (&json!({"url": "https://mcp.example.com/mcp"}), true);
     env.store.set_mcp_server(victim, agent.id, "tracker", mcp, &json!({}), None).await.unwrap();
     let objects: [(&str, String); 20] = [

@@ -22,7 +22,7 @@ use hermes_store::admin::{Actor, ActorKind, Audit};
 use reqwest::Method;
 use serde_json::Value;
 
-use crate::harness::TestEnv;
+use crate::harness::{Roles, TestEnv};
 
 /// A browser's view of one console session: its cookie and CSRF token.
 pub struct Console {
@@ -52,6 +52,26 @@ pub async fn member(env: &TestEnv, tenant: TenantId, email: &str, role: MemberRo
     (person.id, by_link(env, person.id).await)
 }
 
+/// Team acme (its agent helper and an API key) with its owner and a member signed in to the
+/// console: where an admin-plane test of one team's page starts.
+pub struct Acme {
+    pub env: TestEnv,
+    pub id: TenantId,
+    pub key: String,
+    pub owner: Console,
+    pub viewer: Console,
+}
+
+impl Acme {
+    pub async fn start(roles: Roles) -> Self {
+        let env = TestEnv::start_with(roles, |_| {}).await;
+        let (id, _, key) = env.tenant("acme", "helper").await;
+        let (_, owner) = member(&env, id, "owner@acme.test", MemberRole::Owner).await;
+        let (_, viewer) = member(&env, id, "viewer@acme.test", MemberRole::Member).await;
+        Self { env, id, key, owner, viewer }
+    }
+}
+
 /// Signs `person` in with a fresh one-time link.
 pub async fn by_link(env: &TestEnv, person: PersonId) -> Console {
     let token = env.store.create_sign_in_link(person, std::time::Duration::from_secs(300)).await.unwrap();
@@ -77,19 +97,18 @@ impl Console {
         {
             req = req.header("x-csrf-token", csrf);
         }
-        if let Some(body) = body {
-            req = req.json(&body);
-        }
-        let resp = req.send().await.unwrap();
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap();
-        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        send(req, body).await
     }
 }
 
 /// A request with an admin token.
 pub async fn with_token(env: &TestEnv, token: &str, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
-    let mut req = env.http.request(method, format!("{}{path}", env.api_url)).bearer_auth(token);
+    send(env.http.request(method, format!("{}{path}", env.api_url)).bearer_auth(token), body).await
+}
+
+/// Sends `req` with `body` as JSON if there is one: the status, and the JSON answer (or its
+/// text as a string).
+async fn send(mut req: reqwest::RequestBuilder, body: Option<Value>) -> (u16, Value) {
     if let Some(body) = body {
         req = req.json(&body);
     }

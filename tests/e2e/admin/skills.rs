@@ -1,21 +1,17 @@
 //! Skills from the console: a tenant-wide SKILL.md uploaded (checked and scanned like an
 //! import), read back, hidden from one agent and shown again; members read only.
 
-use hermes_core::MemberRole;
 use reqwest::Method;
 use serde_json::json;
 
-use super::member;
-use crate::harness::{Roles, TestEnv};
+use super::Acme;
+use crate::harness::Roles;
 
 const SKILL: &str = "---\nname: deploy-checklist\ndescription: What to check before a deploy.\n---\n\n# Deploy checklist\n\n1. Run the tests.\n2. Read the diff.\n";
 
 #[tokio::test]
 async fn a_tenant_skill_is_uploaded_read_hidden_and_shown_again() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
-    let (acme, _, _) = env.tenant("acme", "helper").await;
-    let (_, owner) = member(&env, acme, "owner@acme.test", MemberRole::Owner).await;
-    let (_, viewer) = member(&env, acme, "viewer@acme.test", MemberRole::Member).await;
+    let Acme { env, id: acme, owner, viewer, .. } = Acme::start(Roles { worker: false, scheduler: false }).await;
     let t = |rest: &str| format!("/admin/v1/tenants/{acme}{rest}");
 
     let (s, _) = viewer.call(&env, Method::PUT, &t("/skills/deploy-checklist"), Some(json!({"skill_md": SKILL}))).await;
