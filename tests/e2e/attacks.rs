@@ -9,7 +9,7 @@ use hermes_testkit::ScriptedReply;
 
 use crate::harness::TestEnv;
 use crate::openapi::call;
-use crate::telegram::{Pod, TOKEN, bind, open_bot};
+use crate::telegram::{Pod, TOKEN, open_bot};
 
 /// A tenant admin's webhook whose template names one huge payload field thousands of times:
 /// the template is capped when it is written, and what one delivery renders is capped at 64 KB
@@ -17,7 +17,7 @@ use crate::telegram::{Pod, TOKEN, bind, open_bot};
 #[tokio::test]
 async fn a_webhook_template_cannot_amplify_a_payload_into_the_gateways_memory() {
     let env = TestEnv::start().await;
-    let (tg, _) = open_bot(&env).await;
+    let (_tg, _) = open_bot(&env).await;
     let tenant = env.store.tenant_by_name("acme").await.unwrap().id;
     let key = env.store.create_api_key(tenant, None, "admin", None).await.unwrap().1;
     let pod = Pod::start(&env).await;

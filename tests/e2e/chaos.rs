@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use hermes_testkit::telegram::TelegramEmulator;
 
 use crate::harness::{Backing, Roles, TestEnv, answer_text, poll_until, unique};
-use crate::telegram::{Pod, TOKEN, bind, open_bot};
+use crate::telegram::{Pod, TOKEN, open_bot};
 
 const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
 

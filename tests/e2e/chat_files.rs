@@ -10,7 +10,7 @@ use serde_json::json;
 use hermes_testkit::ScriptedReply;
 
 use crate::harness::{TestEnv, is_preview, poll_until, wait_until};
-use crate::telegram::{Binding, Pod, TOKEN, bind, bind_channel, open_chat, sent};
+use crate::telegram::{Binding, Pod, TOKEN, bind_channel, open_chat, sent};
 
 const MAKE_FILES: &str = "printf 'PNGDATA' > /workspace/chart.png && printf 'a,b\\n1,2\\n' > /workspace/data.csv";
 const ANSWER: &str = "Here is the chart.\nMEDIA:/workspace/chart.png\nMEDIA:/workspace/data.csv\n\

@@ -45,7 +45,7 @@ async fn acme_showing_payloads(env: &TestEnv) -> (TenantId, PersonId) {
 }
 
 /// Runs a walk (`node console.mjs` in `root`) with `world` in `$WORLD` and `vars` set; whether
-/// it exited well, and its stdout and stderr (printed too).
+/// it exited well, and its stdout and stderr.
 async fn walk(root: &'static str, world: Value, vars: Vec<(&'static str, String)>) -> (bool, String, String) {
     let out = tokio::task::spawn_blocking(move || {
         Command::new("node")
@@ -60,7 +60,6 @@ async fn walk(root: &'static str, world: Value, vars: Vec<(&'static str, String)
     .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    println!("{stdout}\n{stderr}");
     (out.status.success(), stdout, stderr)
 }
 
@@ -177,6 +176,7 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
         "screenshots": shots.display().to_string(),
     });
     let (exited_well, stdout, stderr) = walk(root, world, vec![("CHROMIUM", chromium)]).await;
+    println!("{stdout}\n{stderr}");
     assert!(exited_well, "the browser tests failed:\n{stdout}\n{stderr}");
     assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
 
@@ -253,6 +253,7 @@ async fn the_console_works_in_firefox_too() {
     // Firefox wants a writable home for its profile.
     let vars = vec![("FIREFOX", firefox), ("HOME", home.display().to_string())];
     let (exited_well, stdout, stderr) = walk(root, world, vars).await;
+    println!("{stdout}\n{stderr}");
     assert!(exited_well && stdout.contains(" passed, 0 failed"), "the Firefox tests failed:\n{stdout}\n{stderr}");
     let made: i64 = sqlx::query_scalar("SELECT count(*) FROM api_keys WHERE tenant_id = $1 AND name = 'firefox key'")
         .bind(acme.as_uuid())

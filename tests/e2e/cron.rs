@@ -15,7 +15,7 @@ use hermes_testkit::telegram::TelegramEmulator;
 
 use crate::harness::{PATIENCE, Roles, TestEnv};
 use crate::openapi::call;
-use crate::telegram::{Pod, TOKEN, bind, open_bot, open_chat, sent};
+use crate::telegram::{Pod, TOKEN, open_bot, open_chat, sent};
 
 pub(crate) fn job(agent: hermes_core::AgentId, name: &str) -> NewJob {
     NewJob {

@@ -11,7 +11,7 @@ use hermes_testkit::ScriptedReply;
 use hermes_testkit::otlp::{OtlpReceiver, ReceivedSpan};
 
 use crate::harness::{PATIENCE, Roles, TestEnv, answer_text, poll_until};
-use crate::telegram::{TOKEN, bind, open_bot, process_settings, sent};
+use crate::telegram::{TOKEN, open_bot, process_settings, sent};
 
 /// A child process killed when the test ends, passed or not (a failed assertion must not leave
 /// a gateway polling and a worker consuming after the test).
