@@ -154,11 +154,7 @@ async fn an_unanswered_approval_expires_as_a_denial_and_the_turn_goes_on() {
 async fn clarify_asks_the_user_and_the_turn_resumes_with_the_answer() {
     let env = TestEnv::start().await;
     let (_, agent, key) = env.tenant("acme", "helper").await;
-    sqlx::query("UPDATE agents SET toolsets = ARRAY['terminal', 'clarify'] WHERE id = $1")
-        .bind(agent.id.as_uuid())
-        .execute(&env.db)
-        .await
-        .unwrap();
+    env.set_toolsets(agent.id, &["terminal", "clarify"]).await;
     env.llm.push(ScriptedReply::tool_call("clarify", json!({"question": "Which colour?", "choices": ["red", "blue"]})));
     env.llm.push(ScriptedReply::text("Blue it is."));
     let resp = env

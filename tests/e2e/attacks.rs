@@ -132,8 +132,7 @@ async fn metadata_service() -> (String, std::sync::Arc<std::sync::atomic::Atomic
 #[tokio::test]
 async fn a_signed_slack_event_cannot_make_the_gateway_fetch_an_internal_address() {
     let env = TestEnv::start().await;
-    let slack = hermes_testkit::slack::SlackEmulator::start(crate::slack::TOKEN, "UBOT").await.unwrap();
-    let channel = crate::slack::bind(&env, &slack).await;
+    let (slack, channel) = crate::slack::events_app(&env).await;
     let key = env.store.create_api_key(channel.tenant_id, None, "admin", None).await.unwrap().1;
     let body =
         json!({ "agent": "helper", "platform": "telegram", "token": "1:x", "api_base": "http://169.254.169.254" });
@@ -150,7 +149,7 @@ async fn a_signed_slack_event_cannot_make_the_gateway_fetch_an_internal_address(
         "files": [{"id": "F9", "name": "creds.txt", "mimetype": "text/plain", "size": 40,
                    "url_private_download": internal}]}),
     );
-    let events = format!("{}/slack/{}/events", pod.url, channel.id);
+    let events = crate::slack::slack_url(&pod, &channel, "events");
     assert_eq!(crate::slack::signed(&env, &events, &shared, false, None).await.0, 200);
     assert_eq!(crate::slack::posted(&slack, 1).await[0].text, "I could not read it.");
     assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0, "the internal address was never asked");

@@ -12,7 +12,7 @@ use hermes_store::ChannelAccess;
 use hermes_testkit::ScriptedReply;
 
 use crate::harness::{PATIENCE, TestEnv};
-use crate::telegram::{Pod, TOKEN, open_bot, open_chat, sent};
+use crate::telegram::{Pod, TOKEN, audited_from_chat, open_bot, open_chat, sent};
 
 #[tokio::test]
 async fn a_message_sent_while_the_agent_works_steers_the_running_turn() {
@@ -90,16 +90,7 @@ async fn undo_takes_an_exchange_back_and_model_is_for_admins() {
     env.llm.push(ScriptedReply::text("Rome."));
     tg.user_says(TOKEN, 42, "and Italy?");
     sent(&tg, 4).await;
-    let seen: Vec<String> = env
-        .llm
-        .requests()
-        .last()
-        .unwrap()
-        .messages()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .collect();
+    let seen = env.llm.requests().last().unwrap().texts_of("user");
     assert_eq!(seen, ["capital of France?", "and Italy?"]);
 
     // /model: shown to everyone? No: it is an admin command by default; user 1 is the admin.
@@ -112,12 +103,7 @@ async fn undo_takes_an_exchange_back_and_model_is_for_admins() {
     tg.user_says(TOKEN, 1, "/model tiny-model");
     let got = sent(&tg, 7).await;
     assert!(got[6].text.ends_with("to tiny-model. The next message uses it."), "{}", got[6].text);
-    let (actor, after): (String, serde_json::Value) = sqlx::query_as(
-        "SELECT actor_id, after FROM audit_log WHERE action = 'agent.model_switched' AND actor_kind = 'chat'",
-    )
-    .fetch_one(&env.db)
-    .await
-    .unwrap();
+    let (actor, after) = audited_from_chat(&env, "agent.model_switched").await;
     assert_eq!(
         (actor.as_str(), &after["model"]),
         ("telegram:1", &serde_json::json!("tiny-model")),

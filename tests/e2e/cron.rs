@@ -354,11 +354,7 @@ async fn the_agent_posts_to_another_chat_with_send_message_once_per_call() {
 async fn a_jobs_skills_are_loaded_into_its_runs_in_order() {
     let env = TestEnv::start().await;
     let (_, agent, key) = env.tenant("acme", "helper").await;
-    sqlx::query("UPDATE agents SET toolsets = ARRAY['skills'] WHERE id = $1")
-        .bind(agent.id.as_uuid())
-        .execute(&env.db)
-        .await
-        .unwrap();
+    env.set_toolsets(agent.id, &["skills"]).await;
     let body = json!({"name": "brief", "prompt": "Brief in Chinese.", "schedule": "every 1d",
                       "skills": ["daily-news-briefing", "translation"]});
     assert_eq!(call(&env, &key, "post", "/v1/cron/jobs", Some(body)).await.0, 201);

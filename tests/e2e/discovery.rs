@@ -18,12 +18,7 @@ async fn toolsets_match_the_tools_agents_get_and_skills_follow_the_agents_view()
     let env = TestEnv::start().await;
     let (_, agent, key) = env.tenant("acme", "ops").await;
     let all: Vec<&str> = TOOLSETS.iter().map(|t| t.name()).collect();
-    sqlx::query("UPDATE agents SET toolsets = $2 WHERE id = $1")
-        .bind(agent.id.as_uuid())
-        .bind(&all)
-        .execute(&env.db)
-        .await
-        .unwrap();
+    env.set_toolsets(agent.id, &all).await;
     env.llm.push(ScriptedReply::text("hi"));
     assert_eq!(
         env.chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "hi"}]})).await.status(),
@@ -44,11 +39,7 @@ async fn toolsets_match_the_tools_agents_get_and_skills_follow_the_agents_view()
     assert_eq!(status, 200);
     assert!(toolsets["data"].as_array().unwrap().iter().all(|t| t["enabled"] == true));
 
-    sqlx::query("UPDATE agents SET toolsets = ARRAY['skills'] WHERE id = $1")
-        .bind(agent.id.as_uuid())
-        .execute(&env.db)
-        .await
-        .unwrap();
+    env.set_toolsets(agent.id, &["skills"]).await;
     let (_, toolsets) = get(&env, &key, "/v1/toolsets").await;
     let enabled: Vec<&str> = toolsets["data"]
         .as_array()

@@ -152,16 +152,7 @@ async fn a_turn_calls_a_stdio_server_running_in_the_agents_docker_sandbox() {
     let ask = json!({"model": "helper", "messages": [{"role": "user", "content": "add 20 and 22"}]});
     let response = env.chat(&key, ask).await;
     assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
-    let results: Vec<String> = env
-        .llm
-        .requests()
-        .last()
-        .unwrap()
-        .messages()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-        .collect();
+    let results = env.llm.requests().last().unwrap().texts_of("tool");
     assert_eq!(results, [r#"{"result":"42"}"#, r#"{"result":"my token is [REDACTED]"}"#]);
     env.stop().await;
 }

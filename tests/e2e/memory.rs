@@ -179,11 +179,7 @@ async fn the_nudge_reaches_the_model_every_n_turns_and_is_never_stored() {
     })
     .await;
     let (tenant, agent, key) = env.tenant("acme", "ops").await;
-    sqlx::query("UPDATE agents SET toolsets = ARRAY['memory', 'skills'] WHERE id = $1")
-        .bind(agent.id.as_uuid())
-        .execute(&env.db)
-        .await
-        .unwrap();
+    env.set_toolsets(agent.id, &["memory", "skills"]).await;
     let _ = tenant;
     let mut session = None;
     for i in 1..=3 {

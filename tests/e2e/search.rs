@@ -9,11 +9,7 @@ use hermes_testkit::ScriptedReply;
 use crate::harness::TestEnv;
 
 async fn enable_search(env: &TestEnv, agent: hermes_core::AgentId) {
-    sqlx::query("UPDATE agents SET toolsets = ARRAY['session_search'] WHERE id = $1")
-        .bind(agent.as_uuid())
-        .execute(&env.db)
-        .await
-        .unwrap();
+    env.set_toolsets(agent, &["session_search"]).await;
 }
 
 /// A finished conversation as `user`: the user's words, the agent's answer.

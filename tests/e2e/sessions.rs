@@ -19,11 +19,7 @@ fn session_of(resp: &reqwest::Response) -> SessionId {
 async fn sessions_get_titles_lineage_and_exports() {
     let env = TestEnv::start().await;
     let (tenant, agent, key) = env.tenant("acme", "ops").await;
-    sqlx::query("UPDATE agents SET toolsets = ARRAY['todo'] WHERE id = $1")
-        .bind(agent.id.as_uuid())
-        .execute(&env.db)
-        .await
-        .unwrap();
+    env.set_toolsets(agent.id, &["todo"]).await;
     env.llm.push(ScriptedReply::tool_call(
         "todo",
         json!({"todos": [{"id": "1", "content": "ship", "status": "pending"}]}),

@@ -12,15 +12,6 @@ use hermes_testkit::ScriptedReply;
 
 use crate::harness::{Roles, TestEnv, poll_until};
 
-async fn set_toolsets(env: &TestEnv, agent: AgentId, toolsets: &[&str]) {
-    sqlx::query("UPDATE agents SET toolsets = $2 WHERE id = $1")
-        .bind(agent.as_uuid())
-        .bind(toolsets)
-        .execute(&env.db)
-        .await
-        .unwrap();
-}
-
 fn ask(text: &str) -> Value {
     json!({"model": "ops", "messages": [{"role": "user", "content": text}]})
 }
@@ -42,7 +33,7 @@ fn results(env: &TestEnv, i: usize) -> Vec<Value> {
 async fn bundled_skills_are_listed_viewed_and_filtered_by_toolsets_and_their_files_reach_the_sandbox() {
     let env = TestEnv::start().await;
     let (tenant, agent, key) = env.tenant("acme", "ops").await;
-    set_toolsets(&env, agent.id, &["skills"]).await;
+    env.set_toolsets(agent.id, &["skills"]).await;
     env.llm.push(ScriptedReply::tool_call("skills_list", json!({})));
     env.llm.push(ScriptedReply::tool_call("skill_view", json!({"name": "sql-analysis"})));
     env.llm.push(ScriptedReply::tool_call(
@@ -74,7 +65,7 @@ async fn bundled_skills_are_listed_viewed_and_filtered_by_toolsets_and_their_fil
     assert_eq!(views, 2);
 
     // With a sandbox, the terminal-only skills appear and a skill's files are written into it.
-    set_toolsets(&env, agent.id, &["skills", "terminal"]).await;
+    env.set_toolsets(agent.id, &["skills", "terminal"]).await;
     env.llm.push(ScriptedReply::tool_call("skill_view", json!({"name": "spreadsheet-cleanup"})));
     env.llm.push(ScriptedReply::tool_call(
         "terminal",
@@ -100,7 +91,7 @@ async fn bundled_skills_are_listed_viewed_and_filtered_by_toolsets_and_their_fil
 async fn a_slash_command_loads_a_skill_into_the_turn() {
     let env = TestEnv::start().await;
     let (tenant, agent, key) = env.tenant("acme", "ops").await;
-    set_toolsets(&env, agent.id, &["skills"]).await;
+    env.set_toolsets(agent.id, &["skills"]).await;
     env.llm.push(ScriptedReply::text("Here are the notes."));
     assert_eq!(env.chat(&key, ask("/meeting-notes we agreed to ship on Friday")).await.status(), 200);
     let messages = env.llm.requests()[0].messages();
@@ -142,7 +133,7 @@ metadata:
 async fn skill_manage_creates_patches_and_deletes_refuses_dangerous_content_and_copies_shared_skills() {
     let env = TestEnv::start().await;
     let (tenant, agent, key) = env.tenant("acme", "ops").await;
-    set_toolsets(&env, agent.id, &["skills"]).await;
+    env.set_toolsets(agent.id, &["skills"]).await;
     let calls = [
         json!({"action": "create", "name": "deploy-staging", "content": DEPLOY_SKILL}),
         json!({"action": "create", "name": "deploy-staging", "content": DEPLOY_SKILL}),
@@ -217,7 +208,7 @@ async fn skill_manage_creates_patches_and_deletes_refuses_dangerous_content_and_
 async fn a_multi_step_task_becomes_a_skill_in_the_background_that_the_next_session_lists_and_views() {
     let env = TestEnv::start_with(Roles::default(), |c| c.learning.review_enabled = true).await;
     let (tenant, agent, key) = env.tenant("acme", "ops").await;
-    set_toolsets(&env, agent.id, &["skills", "memory", "todo", "terminal"]).await;
+    env.set_toolsets(agent.id, &["skills", "memory", "todo", "terminal"]).await;
     // The task: five tool calls, then the answer.
     for i in 0..5 {
         env.llm.push(ScriptedReply::tool_call(

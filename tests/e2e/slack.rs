@@ -29,6 +29,26 @@ pub(crate) async fn bind(env: &TestEnv, slack: &SlackEmulator) -> Channel {
     bind_channel(env, binding).await
 }
 
+/// A Slack app on the emulator, bound over the Events API to a new tenant's agent.
+pub(crate) async fn events_app(env: &TestEnv) -> (SlackEmulator, Channel) {
+    let slack = SlackEmulator::start(TOKEN, "UBOT").await.unwrap();
+    let channel = bind(env, &slack).await;
+    (slack, channel)
+}
+
+/// A stack with [`events_app`] and a gateway pod running: where a Slack test starts.
+pub(crate) async fn events_stack() -> (TestEnv, SlackEmulator, Channel, Pod) {
+    let env = TestEnv::start().await;
+    let (slack, channel) = events_app(&env).await;
+    let pod = Pod::start(&env).await;
+    (env, slack, channel, pod)
+}
+
+/// Where Slack posts its `kind` of request (`events`, `interactive`) for `channel` to `pod`.
+pub(crate) fn slack_url(pod: &Pod, channel: &Channel, kind: &str) -> String {
+    format!("{}/slack/{}/{kind}", pod.url, channel.id)
+}
+
 /// Posts `body` as Slack would, signed at `ts` (now when `None`).
 pub(crate) async fn signed(env: &TestEnv, url: &str, body: &str, form: bool, ts: Option<i64>) -> (u16, Value) {
     let ts = ts.unwrap_or_else(|| chrono::Utc::now().timestamp()).to_string();
@@ -62,11 +82,8 @@ pub(crate) async fn posted(slack: &SlackEmulator, n: usize) -> Vec<Posted> {
 
 #[tokio::test]
 async fn slack_events_are_verified_taken_once_and_answered_in_their_dm_or_thread() {
-    let env = TestEnv::start().await;
-    let slack = SlackEmulator::start(TOKEN, "UBOT").await.unwrap();
-    let channel = bind(&env, &slack).await;
-    let pod = Pod::start(&env).await;
-    let url = format!("{}/slack/{}/events", pod.url, channel.id);
+    let (env, slack, channel, pod) = events_stack().await;
+    let url = slack_url(&pod, &channel, "events");
 
     let challenge = json!({"type": "url_verification", "challenge": "3eZbrw1aBm2rZgRN", "token": "x"}).to_string();
     let (status, body) = signed(&env, &url, &challenge, false, None).await;
@@ -141,12 +158,9 @@ async fn slack_events_are_verified_taken_once_and_answered_in_their_dm_or_thread
 
 #[tokio::test]
 async fn a_slack_approval_is_answered_with_a_block_kit_button() {
-    let env = TestEnv::start().await;
-    let slack = SlackEmulator::start(TOKEN, "UBOT").await.unwrap();
-    let channel = bind(&env, &slack).await;
-    let pod = Pod::start(&env).await;
-    let events = format!("{}/slack/{}/events", pod.url, channel.id);
-    let interactive = format!("{}/slack/{}/interactive", pod.url, channel.id);
+    let (env, slack, channel, pod) = events_stack().await;
+    let events = slack_url(&pod, &channel, "events");
+    let interactive = slack_url(&pod, &channel, "interactive");
 
     env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "mkdir -p b && rm -rf b && echo ok"})));
     env.llm.push(ScriptedReply::text("Removed."));
@@ -190,12 +204,11 @@ fn form_body(json: &str) -> String {
 #[tokio::test]
 async fn a_streaming_slack_channel_shows_a_preview_in_the_thread_that_the_answer_replaces() {
     let env = TestEnv::start().await;
-    let slack = SlackEmulator::start(TOKEN, "UBOT").await.unwrap();
-    let channel = bind(&env, &slack).await;
+    let (slack, channel) = events_app(&env).await;
     let streaming = hermes_store::ChannelAccess { streaming: Some(true), ..Default::default() };
     env.store.update_channel_access(channel.tenant_id, channel.id, &streaming).await.unwrap();
     let pod = Pod::start(&env).await;
-    let url = format!("{}/slack/{}/events", pod.url, channel.id);
+    let url = slack_url(&pod, &channel, "events");
     env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "sleep 2 && echo built"})));
     env.llm.push(ScriptedReply::text("Built."));
     let mention = event(
@@ -221,11 +234,8 @@ async fn a_streaming_slack_channel_shows_a_preview_in_the_thread_that_the_answer
 
 #[tokio::test]
 async fn a_file_shared_with_the_bot_reaches_the_agent() {
-    let env = TestEnv::start().await;
-    let slack = SlackEmulator::start(TOKEN, "UBOT").await.unwrap();
-    let channel = bind(&env, &slack).await;
-    let pod = Pod::start(&env).await;
-    let url = format!("{}/slack/{}/events", pod.url, channel.id);
+    let (env, slack, channel, pod) = events_stack().await;
+    let url = slack_url(&pod, &channel, "events");
     let file = slack.add_file("F1", b"line one\nline two");
     env.llm.push(ScriptedReply::text("Two lines."));
     let dm = event(

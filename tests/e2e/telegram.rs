@@ -148,6 +148,15 @@ pub(crate) async fn open_chat() -> (TestEnv, TelegramEmulator, Channel, Pod) {
     (env, tg, channel, pod)
 }
 
+/// Who did `action` from a chat, and what the audit log holds after it (the one such entry).
+pub(crate) async fn audited_from_chat(env: &TestEnv, action: &str) -> (String, Value) {
+    sqlx::query_as("SELECT actor_id, after FROM audit_log WHERE action = $1 AND actor_kind = 'chat'")
+        .bind(action)
+        .fetch_one(&env.db)
+        .await
+        .unwrap()
+}
+
 /// Waits until the bot has sent `n` messages (and no preview is showing in their place).
 pub(crate) async fn sent(tg: &TelegramEmulator, n: usize) -> Vec<SentMessage> {
     let done = |s: &Vec<SentMessage>| s.len() >= n && !s.iter().any(|m| is_preview(&m.text));

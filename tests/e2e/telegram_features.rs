@@ -10,7 +10,7 @@ use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::{SentMessage, TelegramEmulator};
 
 use crate::harness::{PATIENCE, TestEnv, poll_until};
-use crate::telegram::{Pod, TOKEN, bind, open_bot, open_chat, sent};
+use crate::telegram::{Pod, TOKEN, audited_from_chat, bind, open_bot, open_chat, sent};
 
 /// The callback data of the button labelled `label` under `message`.
 fn button(message: &SentMessage, label: &str) -> String {
@@ -109,12 +109,7 @@ async fn a_stranger_pairs_with_a_code_an_admin_approves_in_chat() {
     assert!(texts.contains(&"No such code is waiting (it may have expired)."), "{texts:?}");
     assert!(texts.contains(&"Approved: user 42 can talk to me now."), "{texts:?}");
     assert!(got.iter().any(|m| m.chat_id == "42" && m.text.starts_with("You're in!")), "{texts:?}");
-    let (actor, approved): (String, serde_json::Value) = sqlx::query_as(
-        "SELECT actor_id, after FROM audit_log WHERE action = 'pairing.approved' AND actor_kind = 'chat'",
-    )
-    .fetch_one(&env.db)
-    .await
-    .unwrap();
+    let (actor, approved) = audited_from_chat(&env, "pairing.approved").await;
     assert_eq!(
         (actor.as_str(), &approved["user_id"]),
         ("telegram:1", &serde_json::json!("42")),

@@ -178,11 +178,7 @@ async fn a_new_session_reads_the_project_context_file_from_the_workspace_with_in
 async fn rollback_lists_the_workspace_checkpoints_and_restores_one_without_the_model() {
     let env = TestEnv::start().await;
     let (_, agent, key) = env.tenant("acme", "ops").await;
-    sqlx::query("UPDATE agents SET toolsets = ARRAY['terminal', 'file'] WHERE id = $1")
-        .bind(agent.id.as_uuid())
-        .execute(&env.db)
-        .await
-        .unwrap();
+    env.set_toolsets(agent.id, &["terminal", "file"]).await;
     let chat = |content: &str| json!({"model": "ops", "messages": [{"role": "user", "content": content}]});
     // Turn 1 writes a file: the workspace is checkpointed first (empty).
     env.llm.push(ScriptedReply::tool_call("write_file", json!({"path": "notes.md", "content": "draft one\n"})));
@@ -251,11 +247,7 @@ async fn a_turn_starts_the_agents_sandbox_while_the_model_thinks_but_only_for_ag
 
     // An agent whose tools need no sandbox never gets one.
     let writer = env.agent(tenant, "writer").await;
-    sqlx::query("UPDATE agents SET toolsets = ARRAY['todo'] WHERE id = $1")
-        .bind(writer.id.as_uuid())
-        .execute(&env.db)
-        .await
-        .unwrap();
+    env.set_toolsets(writer.id, &["todo"]).await;
     env.llm.push(ScriptedReply::text("Noted."));
     let resp = env.chat(&key, json!({"model": "writer", "messages": [{"role": "user", "content": "note"}]})).await;
     assert_eq!(resp.status(), 200);

@@ -21,8 +21,7 @@ use crate::telegram::{Pod, open_bot, sent};
 
 /// The `tool` messages the model was shown in its request `n`.
 fn tool_results(env: &TestEnv, n: usize) -> Vec<String> {
-    let messages = env.llm.requests()[n].messages();
-    messages.iter().filter(|m| m["role"] == "tool").map(|m| m["content"].as_str().unwrap_or("").to_owned()).collect()
+    env.llm.requests()[n].texts_of("tool")
 }
 
 #[tokio::test]

@@ -34,6 +34,13 @@ impl RecordedRequest {
     pub fn messages(&self) -> Vec<Value> {
         self.body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default()
     }
+
+    /// The text of each of the request's messages from `role`, in order (empty where one has
+    /// none, as a call to a tool).
+    pub fn texts_of(&self, role: &str) -> Vec<String> {
+        let messages = self.messages();
+        messages.iter().filter(|m| m["role"] == role).map(|m| m["content"].as_str().unwrap_or("").to_owned()).collect()
+    }
 }
 
 #[derive(Default)]

@@ -78,12 +78,7 @@ async fn an_agents_http_mcp_server_is_configured_in_the_admin_api_and_its_tools_
     );
     assert!(!tools.contains(&"mcp_tracker_fail".to_owned()), "the include filter holds");
     assert!(tools.contains(&"mcp_tracker_list_resources".to_owned()), "{tools:?}");
-    let results: Vec<String> = requests[2]
-        .messages()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or("").to_owned())
-        .collect();
+    let results = requests[2].texts_of("tool");
     assert_eq!(results[0], r#"{"result":"5"}"#);
     assert_eq!(results[1], r#"{"result":"my token is [REDACTED]"}"#);
     let transcript: Vec<String> =
@@ -139,12 +134,7 @@ async fn a_server_with_sampling_on_asks_the_turns_model_billed_to_the_tenant_wit
     assert_eq!(sampled[0]["content"], "You write one-line summaries.");
     assert_eq!(sampled[1]["content"], "Summarise in one line: Q3: revenue up 12%");
     assert!(offered(&requests[1].body).is_empty(), "no tools in sampling");
-    let results: Vec<String> = requests[3]
-        .messages()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap_or("").to_owned())
-        .collect();
+    let results = requests[3].texts_of("tool");
     assert_eq!(results[0], r#"{"result":"summary by scripted-model: Revenue rose 12% in Q3."}"#);
     assert!(
         results[1].contains("sampling refused") && results[1].contains("allowance of 1 requests a minute"),

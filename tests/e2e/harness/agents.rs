@@ -1,7 +1,7 @@
 //! Agents a test makes its own way (the scripted model's agent with its fields changed), and
 //! the keys in a tenant's credential pools.
 
-use hermes_core::TenantId;
+use hermes_core::{AgentId, TenantId};
 use hermes_store::{Agent, NewAgent, NewCredential, PooledCredential, SecretBox};
 
 use super::TestEnv;
@@ -29,6 +29,16 @@ impl TestEnv {
     /// Stores `new` as `tenant`'s (a provider key sealed with the environment's master key).
     pub async fn add_agent(&self, tenant: TenantId, new: NewAgent) -> Agent {
         self.store.create_agent(tenant, new, Some(&self.secrets())).await.unwrap()
+    }
+
+    /// Gives `agent` exactly these toolsets.
+    pub async fn set_toolsets(&self, agent: AgentId, toolsets: &[&str]) {
+        sqlx::query("UPDATE agents SET toolsets = $1 WHERE id = $2")
+            .bind(toolsets)
+            .bind(agent.as_uuid())
+            .execute(&self.db)
+            .await
+            .unwrap();
     }
 
     /// Adds `secret`, labelled `label`, to `tenant`'s credential pool `pool`, to be sent only
