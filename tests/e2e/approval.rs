@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{Roles, TestEnv, answer_text};
+use crate::harness::{Roles, TestEnv, answer_text, ask};
 
 impl TestEnv {
     /// POSTs an answer to a waiting turn.
@@ -44,8 +44,7 @@ async fn a_dangerous_command_waits_for_approval_and_another_worker_resumes_it() 
     env.llm.push(ScriptedReply::text("Cleaned up."));
 
     let mut worker_a = env.spawn_hermesd(&["worker"], "worker-a");
-    let resp =
-        env.chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "clean the build"}]})).await;
+    let resp = env.chat(&key, ask("ops", "clean the build")).await;
     assert_eq!(resp.status(), 200);
     let id = resp.headers()["x-hermes-interaction-id"].to_str().unwrap().to_owned();
     let body: Value = resp.json().await.unwrap();
@@ -89,7 +88,7 @@ async fn deny_blocks_the_command_and_always_remembers_the_pattern_for_the_agent(
     let command = json!({"command": "git init -q . 2>/dev/null; git reset --hard 2>&1; touch /workspace/ran"});
     env.llm.push(ScriptedReply::tool_call("terminal", command.clone()));
     env.llm.push(ScriptedReply::text("Understood, I did not do it."));
-    let resp = env.chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "reset"}]})).await;
+    let resp = env.chat(&key, ask("ops", "reset")).await;
     let body: Value = resp.json().await.unwrap();
     let id = interaction(&body)["id"].as_str().unwrap().to_owned();
 
@@ -110,15 +109,14 @@ async fn deny_blocks_the_command_and_always_remembers_the_pattern_for_the_agent(
     // "always": this time and from now on, the pattern runs without asking.
     env.llm.push(ScriptedReply::tool_call("terminal", command.clone()));
     env.llm.push(ScriptedReply::text("Reset."));
-    let resp =
-        env.chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "reset, really"}]})).await;
+    let resp = env.chat(&key, ask("ops", "reset, really")).await;
     let body: Value = resp.json().await.unwrap();
     let id = interaction(&body)["id"].as_str().unwrap().to_owned();
     let body: Value = env.answer(&key, &id, json!({"choice": "always"})).await.json().await.unwrap();
     assert_eq!(answer_text(&body), "Reset.");
     env.llm.push(ScriptedReply::tool_call("terminal", command));
     env.llm.push(ScriptedReply::text("Reset again, no questions."));
-    let resp = env.chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "once more"}]})).await;
+    let resp = env.chat(&key, ask("ops", "once more")).await;
     let body: Value = resp.json().await.unwrap();
     assert_eq!(answer_text(&body), "Reset again, no questions.", "{body}");
     assert_eq!(env.count("SELECT count(*) FROM approval_grants WHERE session_id IS NULL").await, 1);
@@ -126,7 +124,7 @@ async fn deny_blocks_the_command_and_always_remembers_the_pattern_for_the_agent(
     // A hard-blocked command never asks, whatever was allowed.
     env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "rm -rf /"})));
     env.llm.push(ScriptedReply::text("I will not."));
-    let resp = env.chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "wipe it"}]})).await;
+    let resp = env.chat(&key, ask("ops", "wipe it")).await;
     let body: Value = resp.json().await.unwrap();
     assert_eq!(answer_text(&body), "I will not.");
     assert!(last_tool_result(&env).contains("BLOCKED: recursive delete of / or a system directory is never allowed"));
@@ -139,7 +137,7 @@ async fn an_unanswered_approval_expires_as_a_denial_and_the_turn_goes_on() {
     let (_, _, key) = env.tenant("acme", "ops").await;
     env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "chmod 777 /workspace"})));
     env.llm.push(ScriptedReply::text("No answer, so I left the permissions alone."));
-    let resp = env.chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "open it up"}]})).await;
+    let resp = env.chat(&key, ask("ops", "open it up")).await;
     let body: Value = resp.json().await.unwrap();
     assert_eq!(interaction(&body)["kind"], "approval");
     assert!(env.llm.wait_for_requests(2, Duration::from_secs(30)).await, "the turn resumed on its own");
@@ -190,12 +188,7 @@ async fn smart_mode_asks_the_model_first_and_the_user_only_when_it_is_unsure() {
         .push(ScriptedReply::tool_call("terminal", json!({"command": "mkdir -p build && rm -rf build && echo gone"})));
     env.llm.push(ScriptedReply::text("APPROVE"));
     env.llm.push(ScriptedReply::text("Removed the build directory."));
-    let body: Value = env
-        .chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "clean"}]}))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let body: Value = env.chat(&key, ask("ops", "clean")).await.json().await.unwrap();
     assert_eq!(answer_text(&body), "Removed the build directory.");
     let review = env.llm.requests()[1].messages();
     assert!(review[0]["content"].as_str().unwrap().contains("Answer with exactly one word"));
@@ -206,12 +199,7 @@ async fn smart_mode_asks_the_model_first_and_the_user_only_when_it_is_unsure() {
     // The review is unsure: the user is asked.
     env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "git init -q; git push --force origin main"})));
     env.llm.push(ScriptedReply::text("ESCALATE"));
-    let body: Value = env
-        .chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "push"}]}))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let body: Value = env.chat(&key, ask("ops", "push")).await.json().await.unwrap();
     assert_eq!(interaction(&body)["prompt"]["pattern_keys"], json!(["git_destructive"]));
     env.stop().await;
 }

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::harness::{Roles, TestEnv};
+use crate::harness::{Roles, TestEnv, ask};
 
 async fn assert_error(resp: reqwest::Response, status: u16, code: &str) {
     assert_eq!(resp.status(), status);
@@ -20,7 +20,7 @@ async fn bad_requests_get_openai_errors_and_write_nothing() {
         TestEnv::start_with(Roles { worker: false, scheduler: false }, |c| c.http.max_body_bytes = 64 * 1024).await;
     let (_, _, key) = env.tenant("acme", "helper").await;
     let url = format!("{}/v1/chat/completions", env.api_url);
-    let ok_body = json!({"model": "helper", "messages": [{"role": "user", "content": "hi"}]});
+    let ok_body = ask("helper", "hi");
 
     let resp = env.http.post(&url).json(&ok_body).send().await.unwrap();
     assert_error(resp, 401, "invalid_api_key").await;
@@ -50,11 +50,11 @@ async fn bad_requests_get_openai_errors_and_write_nothing() {
     let resp = env.chat(&key, json!({"model": "helper", "messages": []})).await;
     assert_error(resp, 400, "empty_messages").await;
 
-    let resp = env.chat(&key, json!({"model": "no-such-agent", "messages": [{"role": "user", "content": "hi"}]})).await;
+    let resp = env.chat(&key, ask("no-such-agent", "hi")).await;
     assert_error(resp, 404, "model_not_found").await;
 
     let huge = "x".repeat(100 * 1024);
-    let resp = env.chat(&key, json!({"model": "helper", "messages": [{"role": "user", "content": huge}]})).await;
+    let resp = env.chat(&key, ask("helper", huge)).await;
     assert_error(resp, 413, "body_too_large").await;
 
     let resp = env.chat_with(&key, ok_body.clone(), Some("01a22a1f-005f-722f-9e12-95af4ad8e05e")).await;

@@ -18,7 +18,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{Roles, TestEnv, answer_text};
+use crate::harness::{Roles, TestEnv, answer_text, ask};
 
 const FORM: &str = r#"<!doctype html><html><head><title>Sign up</title></head><body>
 <h1>Sign up</h1>
@@ -95,14 +95,14 @@ async fn browsing_env(port: u16, toolsets: &[&str]) -> (TestEnv, String) {
     (env, key)
 }
 
-/// One turn of a new conversation (`ask` starts it) in which the model makes `calls`: their
+/// One turn of a new conversation (`first` starts it) in which the model makes `calls`: their
 /// results, in order.
-async fn conversation(env: &TestEnv, key: &str, ask: &str, calls: &[(&str, Value)]) -> Vec<Value> {
+async fn conversation(env: &TestEnv, key: &str, first: &str, calls: &[(&str, Value)]) -> Vec<Value> {
     for (tool, args) in calls {
         env.llm.push(ScriptedReply::tool_call(*tool, args.clone()));
     }
     env.llm.push(ScriptedReply::text("Done."));
-    let response = env.chat(key, json!({"model": "surfer", "messages": [{"role": "user", "content": ask}]})).await;
+    let response = env.chat(key, ask("surfer", first)).await;
     let body: Value = response.json().await.unwrap();
     assert_eq!(answer_text(&body), "Done.", "{body}");
     let r = results(env);
@@ -151,9 +151,7 @@ async fn a_turn_fills_a_form_answers_a_dialog_and_reads_a_javascript_page_in_a_s
         env.llm.push(ScriptedReply::tool_call(*tool, args.clone()));
     }
     env.llm.push(ScriptedReply::text("Signed Ada up and deleted the rest."));
-    let response = env
-        .chat(&key, json!({"model": "surfer", "messages": [{"role": "user", "content": "Sign Ada up, then delete."}]}))
-        .await;
+    let response = env.chat(&key, ask("surfer", "Sign Ada up, then delete.")).await;
     let body: Value = response.json().await.unwrap();
     assert_eq!(answer_text(&body), "Signed Ada up and deleted the rest.", "{body}");
 

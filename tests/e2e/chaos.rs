@@ -12,11 +12,11 @@ use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use hermes_testkit::telegram::TelegramEmulator;
 
-use crate::harness::{Backing, Roles, TestEnv, answer_text, poll_until, unique};
+use crate::harness::{Backing, Roles, TestEnv, answer_text, ask, poll_until, unique};
 use crate::telegram::{Pod, TOKEN, open_bot};
 
 const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
@@ -259,7 +259,7 @@ async fn api_client(
     for i in 0..n {
         let question = format!("api {client}-{i}");
         let idempotency = format!("chaos-{client}-{i}");
-        let body = json!({"model": "ops", "messages": [{"role": "user", "content": question}]});
+        let body = ask("ops", &question);
         let mut tries = 0;
         let answer = loop {
             tries += 1;

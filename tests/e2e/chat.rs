@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{TestEnv, answer_text, sse_events};
+use crate::harness::{TestEnv, answer_text, ask, sse_events};
 
 #[tokio::test]
 async fn non_streaming_turn_answers_like_openai_and_stores_the_transcript() {
@@ -46,9 +46,7 @@ async fn non_streaming_turn_answers_like_openai_and_stores_the_transcript() {
 
     // X-Hermes-Session-Id continues the session: history comes from the server.
     env.llm.push(ScriptedReply::text("Second answer"));
-    let resp = env
-        .chat_with(&key, json!({"model": "helper", "messages": [{"role": "user", "content": "again"}]}), Some(&session))
-        .await;
+    let resp = env.chat_with(&key, ask("helper", "again"), Some(&session)).await;
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.headers()["x-hermes-session-id"], session.as_str());
     let body: Value = resp.json().await.unwrap();
@@ -154,9 +152,7 @@ async fn two_workers_send_a_byte_identical_prefix_for_consecutive_turns() {
     worker_a.wait().unwrap();
 
     let mut worker_b = env.spawn_hermesd(&["worker"], "worker-b");
-    let resp = env
-        .chat_with(&key, json!({"model": "helper", "messages": [{"role": "user", "content": "two"}]}), Some(&session))
-        .await;
+    let resp = env.chat_with(&key, ask("helper", "two"), Some(&session)).await;
     assert_eq!(resp.status(), 200);
     let first = env.llm.requests()[0].body.clone();
     let second = env.llm.requests()[1].body.clone();
@@ -176,11 +172,9 @@ async fn two_workers_send_a_byte_identical_prefix_for_consecutive_turns() {
 #[tokio::test]
 async fn a_conversation_that_outgrows_the_window_continues_in_a_compacted_child_session() {
     let env = TestEnv::start().await;
-    let tenant = env.store.create_tenant("acme").await.unwrap();
     // Floored at 64K: compaction at 32K tokens.
     let small = hermes_store::NewAgent { context_window: Some(1), ..env.new_agent("small", "tiny-model") };
-    env.add_agent(tenant.id, small).await;
-    let (_, key) = env.store.create_api_key(tenant.id, None, "t", None).await.unwrap();
+    let (_, _, key) = env.tenant_with("acme", small).await;
     let mut messages: Vec<Value> = (0..15)
         .flat_map(|i| {
             [
@@ -229,9 +223,7 @@ async fn a_conversation_that_outgrows_the_window_continues_in_a_compacted_child_
 
     // The client continues with the child session.
     env.llm.push(ScriptedReply::text("still here"));
-    let resp = env
-        .chat_with(&key, json!({"model": "small", "messages": [{"role": "user", "content": "next"}]}), Some(&child))
-        .await;
+    let resp = env.chat_with(&key, ask("small", "next"), Some(&child)).await;
     assert_eq!(resp.status(), 200);
     env.stop().await;
 }

@@ -10,9 +10,18 @@ use serde_json::json;
 
 use hermes_store::ChannelAccess;
 use hermes_testkit::ScriptedReply;
+use hermes_testkit::telegram::TelegramEmulator;
 
 use crate::harness::{PATIENCE, TestEnv};
 use crate::telegram::{Pod, TOKEN, audited_from_chat, open_bot, open_chat, sent};
+
+/// User 42 says `first`, then `second` while the model call for `first` is out.
+async fn says_during_the_call_for(env: &TestEnv, tg: &TelegramEmulator, first: &str, second: &str) {
+    let calls = env.llm.requests().len();
+    tg.user_says(TOKEN, 42, first);
+    assert!(env.llm.wait_for_requests(calls + 1, PATIENCE).await, "the model call for {first:?}");
+    tg.user_says(TOKEN, 42, second);
+}
 
 #[tokio::test]
 async fn a_message_sent_while_the_agent_works_steers_the_running_turn() {
@@ -44,11 +53,8 @@ async fn a_message_sent_while_the_agent_works_steers_the_running_turn() {
     // Too late to steer (the turn has made its last call): it runs on its own afterwards.
     env.llm.push(ScriptedReply::text("First.").after(Duration::from_millis(1_000)));
     env.llm.push(ScriptedReply::text("Second."));
-    let calls = env.llm.requests().len();
-    tg.user_says(TOKEN, 42, "one");
     // "two" comes while the turn's last model call is out (it answers 1 s after it arrived).
-    assert!(env.llm.wait_for_requests(calls + 1, PATIENCE).await, "the model call for \"one\"");
-    tg.user_says(TOKEN, 42, "two");
+    says_during_the_call_for(&env, &tg, "one", "two").await;
     let texts: Vec<String> = sent(&tg, 3).await.iter().map(|m| m.text.clone()).collect();
     assert_eq!(texts[1..], ["First.", "Second."]);
 
@@ -58,11 +64,8 @@ async fn a_message_sent_while_the_agent_works_steers_the_running_turn() {
     assert!(got[3].text.starts_with("Write /steer and a message"), "{}", got[3].text);
     env.llm.push(ScriptedReply::text("A.").after(Duration::from_millis(800)));
     env.llm.push(ScriptedReply::text("B."));
-    let calls = env.llm.requests().len();
-    tg.user_says(TOKEN, 42, "a");
     // "/queue b" comes while the model call for "a" is out (it answers 0.8 s after it arrived).
-    assert!(env.llm.wait_for_requests(calls + 1, PATIENCE).await, "the model call for \"a\"");
-    tg.user_says(TOKEN, 42, "/queue b");
+    says_during_the_call_for(&env, &tg, "a", "/queue b").await;
     let texts: Vec<String> = sent(&tg, 6).await.iter().map(|m| m.text.clone()).collect();
     assert_eq!(texts[4..], ["A.", "B."]);
     assert_eq!(env.llm.requests().last().unwrap().messages().last().unwrap()["content"], "b");

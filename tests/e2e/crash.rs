@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use hermes_sandbox::SandboxKey;
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{Roles, TestEnv, answer_text};
+use crate::harness::{Roles, TestEnv, answer_text, ask};
 
 #[tokio::test]
 async fn a_worker_killed_mid_turn_is_replaced_and_the_client_gets_exactly_one_answer() {
@@ -21,7 +21,7 @@ async fn a_worker_killed_mid_turn_is_replaced_and_the_client_gets_exactly_one_an
     env.llm.push(ScriptedReply::text("finished by worker B"));
 
     let mut worker_a = env.spawn_hermesd(&["worker"], "worker-a");
-    let client = env.spawn_chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "do it"}]}));
+    let client = env.spawn_chat(&key, ask("ops", "do it"));
     assert!(env.llm.wait_for_requests(2, Duration::from_secs(60)).await, "worker A reached its second model call");
     assert_eq!(env.count("SELECT count(*) FROM messages WHERE role = 'tool'").await, 1, "tool result checkpointed");
     worker_a.kill().unwrap();
@@ -59,8 +59,7 @@ async fn sigterm_lets_the_running_turn_finish_before_the_worker_exits() {
     let (_, _, key) = env.tenant("acme", "helper").await;
     env.llm.push(ScriptedReply::text("worth the wait").after(Duration::from_millis(1500)));
     let mut worker = env.spawn_hermesd(&["worker"], "worker-drain");
-    let client =
-        env.spawn_chat(&key, json!({"model": "helper", "messages": [{"role": "user", "content": "slow please"}]}));
+    let client = env.spawn_chat(&key, ask("helper", "slow please"));
     assert!(env.llm.wait_for_requests(1, Duration::from_secs(60)).await);
     let pid = worker.id().to_string();
     assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
@@ -81,8 +80,7 @@ async fn a_turn_that_outlasts_the_drain_is_handed_back_and_finished_by_another_w
     env.llm.push(ScriptedReply::text("too slow for the drain").after(Duration::from_secs(20)));
     env.llm.push(ScriptedReply::text("finished after the hand-back"));
     let mut worker_a = env.spawn_hermesd(&["worker"], "worker-a");
-    let client =
-        env.spawn_chat(&key, json!({"model": "helper", "messages": [{"role": "user", "content": "take your time"}]}));
+    let client = env.spawn_chat(&key, ask("helper", "take your time"));
     assert!(env.llm.wait_for_requests(1, Duration::from_secs(60)).await);
     let terminated = std::time::Instant::now();
     assert!(Command::new("kill").args(["-TERM", &worker_a.id().to_string()]).status().unwrap().success());
@@ -116,7 +114,7 @@ async fn a_background_process_started_in_one_turn_is_waited_for_in_the_next_by_a
     ));
     env.llm.push(ScriptedReply::text("Started the build."));
     let mut worker_a = env.spawn_hermesd(&["worker"], "worker-a");
-    let resp = env.chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "build it"}]})).await;
+    let resp = env.chat(&key, ask("ops", "build it")).await;
     let session = resp.headers()["x-hermes-session-id"].to_str().unwrap().to_owned();
     let body: Value = resp.json().await.unwrap();
     assert_eq!(answer_text(&body), "Started the build.");
@@ -130,13 +128,7 @@ async fn a_background_process_started_in_one_turn_is_waited_for_in_the_next_by_a
     let mut worker_b = env.spawn_hermesd(&["worker"], "worker-b");
     env.llm.push(ScriptedReply::tool_call("process", json!({"action": "wait", "session_id": id, "timeout": 30})));
     env.llm.push(ScriptedReply::text("The build finished."));
-    let resp = env
-        .chat_with(
-            &key,
-            json!({"model": "ops", "messages": [{"role": "user", "content": "is it done?"}]}),
-            Some(&session),
-        )
-        .await;
+    let resp = env.chat_with(&key, ask("ops", "is it done?"), Some(&session)).await;
     let body: Value = resp.json().await.unwrap();
     assert_eq!(answer_text(&body), "The build finished.");
     let waited = env.llm.requests().last().unwrap().messages();
@@ -168,7 +160,7 @@ async fn resume_after_sigkill() {
         env.llm.push(ScriptedReply::text("never delivered").after(Duration::from_secs(120)));
         env.llm.push(ScriptedReply::text("resumed"));
         let asked = env.llm.requests().len();
-        let client = env.spawn_chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "go"}]}));
+        let client = env.spawn_chat(&key, ask("ops", "go"));
         assert!(env.llm.wait_for_requests(asked + 1, Duration::from_secs(60)).await, "round {round} started");
         let owner: String = sqlx::query_scalar("SELECT lease_owner FROM turns WHERE status = 'running'")
             .fetch_one(&env.db)

@@ -6,17 +6,15 @@ use serde_json::{Value, json};
 use hermes_store::NewAgent;
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{TestEnv, answer_text};
+use crate::harness::{TestEnv, answer_text, ask};
 
 async fn delegating_agent(env: &TestEnv) -> String {
-    let tenant = env.store.create_tenant("acme").await.unwrap();
     let lead = NewAgent {
         soul: Some("You are the Lead.".into()),
         toolsets: vec!["terminal".into(), "delegation".into()],
         ..env.new_agent("lead", "scripted")
     };
-    env.add_agent(tenant.id, lead).await;
-    env.store.create_api_key(tenant.id, None, "t", None).await.unwrap().1
+    env.tenant_with("acme", lead).await.2
 }
 
 #[tokio::test]
@@ -30,8 +28,7 @@ async fn children_work_in_parallel_with_fewer_tools_and_only_their_summaries_ret
     env.llm.push(ScriptedReply::text("child summary one"));
     env.llm.push(ScriptedReply::text("child summary two"));
     env.llm.push(ScriptedReply::text("both services are fine"));
-    let resp =
-        env.chat(&key, json!({"model": "lead", "messages": [{"role": "user", "content": "check our services"}]})).await;
+    let resp = env.chat(&key, ask("lead", "check our services")).await;
     assert_eq!(resp.status(), 200);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(answer_text(&body), "both services are fine");
@@ -91,8 +88,7 @@ async fn more_than_three_tasks_is_an_error_the_model_can_fix() {
     let key = delegating_agent(&env).await;
     env.llm.push(ScriptedReply::tool_call("delegate_task", json!({"tasks": ["a", "b", "c", "d"]})));
     env.llm.push(ScriptedReply::text("I will split the work"));
-    let resp =
-        env.chat(&key, json!({"model": "lead", "messages": [{"role": "user", "content": "do four things"}]})).await;
+    let resp = env.chat(&key, ask("lead", "do four things")).await;
     assert_eq!(resp.status(), 200);
     let reqs = env.llm.requests();
     assert_eq!(reqs.len(), 2, "no child ran");

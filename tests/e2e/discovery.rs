@@ -1,12 +1,12 @@
 //! Discovery endpoints: `/v1/capabilities`, `/v1/toolsets` (which must list exactly the tools
 //! an agent with those toolsets is given) and `/v1/skills`.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use hermes_core::toolsets::TOOLSETS;
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::TestEnv;
+use crate::harness::{TestEnv, ask};
 
 async fn get(env: &TestEnv, key: &str, path: &str) -> (u16, Value) {
     let resp = env.http.get(format!("{}{path}", env.api_url)).bearer_auth(key).send().await.unwrap();
@@ -20,10 +20,7 @@ async fn toolsets_match_the_tools_agents_get_and_skills_follow_the_agents_view()
     let all: Vec<&str> = TOOLSETS.iter().map(|t| t.name()).collect();
     env.set_toolsets(agent.id, &all).await;
     env.llm.push(ScriptedReply::text("hi"));
-    assert_eq!(
-        env.chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "hi"}]})).await.status(),
-        200
-    );
+    assert_eq!(env.chat(&key, ask("ops", "hi")).await.status(), 200);
     let mut given: Vec<String> = env.llm.requests()[0].body["tools"]
         .as_array()
         .unwrap()

@@ -6,7 +6,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{Roles, TestEnv, answer_text};
+use crate::harness::{Roles, TestEnv, answer_text, ask};
 
 /// A tiny web server on every host address, answering one fixed page.
 async fn web_server() -> u16 {
@@ -31,12 +31,7 @@ async fn web_server() -> u16 {
 async fn shell(env: &TestEnv, key: &str, model: &str, command: &str) -> String {
     env.llm.push(ScriptedReply::tool_call("terminal", json!({ "command": command })));
     env.llm.push(ScriptedReply::text("done"));
-    let body: Value = env
-        .chat(key, json!({"model": model, "messages": [{"role": "user", "content": "fetch"}]}))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let body: Value = env.chat(key, ask(model, "fetch")).await.json().await.unwrap();
     assert_eq!(answer_text(&body), "done");
     let request = env.llm.requests().last().unwrap().messages();
     request.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned()

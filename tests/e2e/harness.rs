@@ -239,16 +239,20 @@ impl TestEnv {
 
     /// A tenant with one agent on the scripted model and an API key for it.
     pub async fn tenant(&self, tenant: &str, agent: &str) -> (TenantId, Agent, String) {
+        self.tenant_with(tenant, self.terminal_agent(agent)).await
+    }
+
+    /// A tenant with `new` as its one agent and an API key for it.
+    pub async fn tenant_with(&self, tenant: &str, new: NewAgent) -> (TenantId, Agent, String) {
         let t = self.store.create_tenant(tenant).await.unwrap();
-        let a = self.agent(t.id, agent).await;
+        let a = self.add_agent(t.id, new).await;
         let (_, key) = self.store.create_api_key(t.id, None, "test", None).await.unwrap();
         (t.id, a, key)
     }
 
     /// Another agent of `tenant` on the scripted model, with the terminal toolset.
     pub async fn agent(&self, tenant: TenantId, name: &str) -> Agent {
-        let new = NewAgent { toolsets: vec!["terminal".into()], ..self.new_agent(name, "scripted-model") };
-        self.add_agent(tenant, new).await
+        self.add_agent(tenant, self.terminal_agent(name)).await
     }
 
     /// POSTs a chat completion.
@@ -353,6 +357,11 @@ impl Drop for TestEnv {
             ))
             .status();
     }
+}
+
+/// A chat completion request: `text` from the user to agent `model`.
+pub fn ask(model: &str, text: impl AsRef<str>) -> Value {
+    serde_json::json!({"model": model, "messages": [{"role": "user", "content": text.as_ref()}]})
 }
 
 /// The text of a non-streaming completion.

@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::TestEnv;
+use crate::harness::{TestEnv, ask};
 
 /// A second API pod on the same Postgres, Redis and RabbitMQ: its own event hub and port.
 pub(crate) async fn second_api(env: &TestEnv) -> String {
@@ -40,7 +40,7 @@ async fn post(env: &TestEnv, base: &str, key: &str, idem: &str, text: &str) -> (
         .post(format!("{base}/v1/chat/completions"))
         .bearer_auth(key)
         .header("Idempotency-Key", idem)
-        .json(&json!({"model": "ops", "messages": [{"role": "user", "content": text}]}))
+        .json(&ask("ops", text))
         .send()
         .await
         .unwrap();

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::image_api::ImageApi;
 
-use crate::harness::{Roles, TestEnv};
+use crate::harness::{Roles, TestEnv, ask};
 use crate::telegram::{Pod, TOKEN, open_bot, sent};
 
 /// The scripted image service, and the service with the operator's FAL key for it.
@@ -89,7 +89,7 @@ async fn pictures_are_metered_into_usage_and_a_hard_cap_needs_their_price() {
     let tokens = hermes_store::ModelPrice { model: "scripted*".into(), ..Default::default() };
     env.store.set_model_price(&tokens).await.unwrap();
     env.cap_spending(tenant, None, hermes_core::BudgetPeriod::Day, (Some(1.0), None)).await;
-    let ask = json!({"model": "ops", "messages": [{"role": "user", "content": "draw a fox"}]});
+    let ask = ask("ops", "draw a fox");
 
     // Under a hard cap, a picture without a price is not made (it could not be kept within it).
     env.llm.push(ScriptedReply::tool_call("image_generate", json!({"prompt": "a red fox"})));
@@ -135,7 +135,7 @@ async fn an_api_turns_picture_is_a_link_to_the_tenants_file_that_no_one_else_can
     env.llm
         .push(ScriptedReply::tool_call("image_generate", json!({"prompt": "a lighthouse", "aspect_ratio": "square"})));
     env.llm.push(ScriptedReply::text("Here it is."));
-    let ask = json!({"model": "ops", "messages": [{"role": "user", "content": "draw a lighthouse"}]});
+    let ask = ask("ops", "draw a lighthouse");
     assert_eq!(env.chat(&key, ask).await.status(), 200);
 
     // As upstream's result: the picture's URL, here the tenant's file on this API.
@@ -190,7 +190,7 @@ async fn a_team_with_its_own_fal_key_pays_for_its_pictures_and_others_use_the_in
     for key in [&acme_key, &globex_key] {
         env.llm.push(ScriptedReply::tool_call("image_generate", json!({"prompt": "a fox"})));
         env.llm.push(ScriptedReply::text("Done."));
-        let ask = json!({"model": "ops", "messages": [{"role": "user", "content": "draw a fox"}]});
+        let ask = ask("ops", "draw a fox");
         assert_eq!(env.chat(key, ask).await.status(), 200);
         assert_eq!(last_tool_result(&env)["success"], true);
     }

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{Roles, TestEnv, poll_until};
+use crate::harness::{Roles, TestEnv, ask, poll_until};
 
 async fn turn_status(env: &TestEnv) -> String {
     sqlx::query_scalar::<_, String>("SELECT status::text FROM turns ORDER BY created_at DESC LIMIT 1")
@@ -32,7 +32,7 @@ async fn a_client_that_disconnects_stops_its_turn_and_nothing_partial_is_stored(
     let gone = impatient
         .post(format!("{}/v1/chat/completions", env.api_url))
         .bearer_auth(&key)
-        .json(&json!({"model": "helper", "messages": [{"role": "user", "content": "take forever"}]}))
+        .json(&ask("helper", "take forever"))
         .send()
         .await;
     assert!(gone.is_err(), "the client gave up");
@@ -45,13 +45,7 @@ async fn a_client_that_disconnects_stops_its_turn_and_nothing_partial_is_stored(
     // The session is still usable: the next turn runs normally.
     env.llm.push(ScriptedReply::text("back again"));
     let session: String = sqlx::query_scalar("SELECT id::text FROM sessions").fetch_one(&env.db).await.unwrap();
-    let resp = env
-        .chat_with(
-            &key,
-            json!({"model": "helper", "messages": [{"role": "user", "content": "hello?"}]}),
-            Some(&session),
-        )
-        .await;
+    let resp = env.chat_with(&key, ask("helper", "hello?"), Some(&session)).await;
     assert_eq!(resp.status(), 200);
     env.stop().await;
 }
@@ -85,7 +79,7 @@ async fn with_on_disconnect_finish_the_turn_completes_in_the_background() {
     let _ = impatient
         .post(format!("{}/v1/chat/completions", env.api_url))
         .bearer_auth(&key)
-        .json(&json!({"model": "helper", "messages": [{"role": "user", "content": "go on without me"}]}))
+        .json(&ask("helper", "go on without me"))
         .send()
         .await;
     assert_eq!(wait_for_status(&env, "completed").await, "completed");
@@ -105,7 +99,7 @@ async fn a_client_that_retries_with_an_idempotency_key_is_not_stopped_by_its_own
     let env = TestEnv::start().await;
     let (_, _, key) = env.tenant("acme", "helper").await;
     env.llm.push(ScriptedReply::text("worth the wait").after(Duration::from_secs(2)));
-    let body = json!({"model": "helper", "messages": [{"role": "user", "content": "take a while"}]});
+    let body = ask("helper", "take a while");
     let impatient = reqwest::Client::builder().timeout(Duration::from_millis(500)).build().unwrap();
     let gone = impatient
         .post(format!("{}/v1/chat/completions", env.api_url))

@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{TestEnv, poll_until};
+use crate::harness::{TestEnv, ask, poll_until};
 
 #[tokio::test]
 async fn a_tenant_cannot_read_or_continue_another_tenants_session_or_see_its_agents() {
@@ -12,27 +12,20 @@ async fn a_tenant_cannot_read_or_continue_another_tenants_session_or_see_its_age
     let (_, _, key_a) = env.tenant("alpha", "alpha-bot").await;
     let (_, _, key_b) = env.tenant("beta", "beta-bot").await;
     env.llm.push(ScriptedReply::text("B's private answer"));
-    let resp =
-        env.chat(&key_b, json!({"model": "beta-bot", "messages": [{"role": "user", "content": "secret"}]})).await;
+    let resp = env.chat(&key_b, ask("beta-bot", "secret")).await;
     assert_eq!(resp.status(), 200);
     let b_session = resp.headers()["x-hermes-session-id"].to_str().unwrap().to_owned();
     let requests_before = env.llm.requests().len();
     let turns_before = env.count("SELECT count(*) FROM turns").await;
 
     // A cannot use B's model...
-    let resp = env.chat(&key_a, json!({"model": "beta-bot", "messages": [{"role": "user", "content": "hi"}]})).await;
+    let resp = env.chat(&key_a, ask("beta-bot", "hi")).await;
     assert_eq!(resp.status(), 404);
     let err: Value = resp.json().await.unwrap();
     assert_eq!(err["error"]["code"], "model_not_found");
 
     // ...nor continue B's session with its own model...
-    let resp = env
-        .chat_with(
-            &key_a,
-            json!({"model": "alpha-bot", "messages": [{"role": "user", "content": "what did B say?"}]}),
-            Some(&b_session),
-        )
-        .await;
+    let resp = env.chat_with(&key_a, ask("alpha-bot", "what did B say?"), Some(&b_session)).await;
     assert_eq!(resp.status(), 404);
     let err: Value = resp.json().await.unwrap();
     assert_eq!(err["error"]["code"], "session_not_found");
@@ -62,7 +55,7 @@ async fn a_key_restricted_to_one_agent_cannot_use_another() {
     let (tenant, agent, _) = env.tenant("alpha", "first").await;
     env.add_agent(tenant, env.new_agent("second", "m")).await;
     let (_, key) = env.store.create_api_key(tenant, Some(agent.id), "narrow", None).await.unwrap();
-    let resp = env.chat(&key, json!({"model": "second", "messages": [{"role": "user", "content": "hi"}]})).await;
+    let resp = env.chat(&key, ask("second", "hi")).await;
     assert_eq!(resp.status(), 404);
     // With no model named, the only agent the key may use is chosen.
     env.llm.push(ScriptedReply::text("from first"));

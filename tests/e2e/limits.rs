@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{PATIENCE, TestEnv, wait_until};
+use crate::harness::{PATIENCE, TestEnv, ask, wait_until};
 use crate::idempotency::second_api;
 
 async fn models(env: &TestEnv, base: &str, key: &str) -> (u16, Option<String>, Value) {
@@ -59,7 +59,7 @@ async fn turns_in_flight_are_capped_per_key_and_a_refused_one_writes_nothing() {
     let auth = env.store.authenticate_api_key(&key).await.unwrap().unwrap();
     env.store.set_key_limits(tenant, auth.key_id, None, Some(1)).await.unwrap();
     env.llm.push(ScriptedReply::text("slow answer").after(Duration::from_millis(1_500)));
-    let body = json!({"model": "ops", "messages": [{"role": "user", "content": "hi"}]});
+    let body = ask("ops", "hi");
     let first = env.spawn_chat(&key, body.clone());
     // The second comes while the first holds its slot (its model call answers 1.5 s after it
     // arrived).

@@ -15,7 +15,7 @@ use hermes_mcp::{HttpConnector, McpServerSpec, McpServers, SandboxConnector};
 use hermes_sandbox::{SandboxKey, Sandboxes};
 use hermes_tools::{Tool, ToolCtx, ToolError};
 
-use crate::harness::mcp_test_server_bin;
+use crate::harness::{ask, mcp_test_server_bin};
 use crate::sandbox::{DockerFixture, Fixture, LocalFixture, run};
 
 const TOKEN: &str = "stdio-token-987654321";
@@ -149,7 +149,7 @@ async fn a_turn_calls_a_stdio_server_running_in_the_agents_docker_sandbox() {
     env.llm.push(hermes_testkit::ScriptedReply::tool_call("mcp_tracker_add", json!({"a": 20, "b": 22})));
     env.llm.push(hermes_testkit::ScriptedReply::tool_call("mcp_tracker_leak", json!({})));
     env.llm.push(hermes_testkit::ScriptedReply::text("42."));
-    let ask = json!({"model": "helper", "messages": [{"role": "user", "content": "add 20 and 22"}]});
+    let ask = ask("helper", "add 20 and 22");
     let response = env.chat(&key, ask).await;
     assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
     let results = env.llm.requests().last().unwrap().texts_of("tool");

@@ -8,7 +8,7 @@ use hermes_agent::memory::{Action, Applied, apply};
 use hermes_store::MemoryTarget;
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{Roles, TestEnv};
+use crate::harness::{Roles, TestEnv, ask};
 
 async fn with_memory(env: &TestEnv, tenant: hermes_core::TenantId, agent: hermes_core::AgentId) {
     sqlx::query("UPDATE agents SET toolsets = ARRAY['memory'] WHERE tenant_id = $1 AND id = $2")
@@ -17,10 +17,6 @@ async fn with_memory(env: &TestEnv, tenant: hermes_core::TenantId, agent: hermes
         .execute(&env.db)
         .await
         .unwrap();
-}
-
-fn ask(model: &str, text: &str) -> Value {
-    json!({"model": model, "messages": [{"role": "user", "content": text}]})
 }
 
 fn system_prompt(request: &hermes_testkit::RecordedRequest) -> String {
@@ -184,7 +180,7 @@ async fn the_nudge_reaches_the_model_every_n_turns_and_is_never_stored() {
     let mut session = None;
     for i in 1..=3 {
         env.llm.push(ScriptedReply::text("ok"));
-        let resp = env.chat_with(&key, ask("ops", &format!("message {i}")), session.as_deref()).await;
+        let resp = env.chat_with(&key, ask("ops", format!("message {i}")), session.as_deref()).await;
         assert_eq!(resp.status(), 200);
         session = Some(session_of(&resp));
     }

@@ -9,7 +9,7 @@ use hermes_cache::Cache;
 use hermes_store::{FallbackModel, NewAgent};
 use hermes_testkit::{ScriptedLlm, ScriptedReply};
 
-use crate::harness::{TestEnv, answer_text};
+use crate::harness::{TestEnv, answer_text, ask};
 
 #[tokio::test]
 async fn key_pools_share_strategy_and_cooldowns_across_workers() {
@@ -65,18 +65,16 @@ async fn key_pools_share_strategy_and_cooldowns_across_workers() {
 async fn a_failing_primary_falls_back_to_the_next_model_with_a_pooled_key() {
     let env = TestEnv::start_with(crate::harness::Roles::default(), |c| c.llm.max_retries = 1).await;
     let backup = ScriptedLlm::start().await.unwrap();
-    let tenant = env.store.create_tenant("acme").await.unwrap();
     let fallback = FallbackModel { base_url: backup.base_url(), model: "backup-model".into(), api_mode: None };
     let resilient = NewAgent { fallbacks: vec![fallback], ..env.new_agent("resilient", "primary-model") };
-    env.add_agent(tenant.id, resilient).await;
+    let (tenant, _, key) = env.tenant_with("acme", resilient).await;
     // Both scripted servers are on 127.0.0.1: the pool of that host gets a key.
-    env.pool_key(tenant.id, "custom:127.0.0.1", "shared", "pool-secret", "127.0.0.1").await;
-    let (_, key) = env.store.create_api_key(tenant.id, None, "t", None).await.unwrap();
+    env.pool_key(tenant, "custom:127.0.0.1", "shared", "pool-secret", "127.0.0.1").await;
     env.llm.push(ScriptedReply::error(503));
     env.llm.push(ScriptedReply::error(503));
     backup.push(ScriptedReply::text("the backup answered"));
 
-    let resp = env.chat(&key, json!({"model": "resilient", "messages": [{"role": "user", "content": "hi"}]})).await;
+    let resp = env.chat(&key, ask("resilient", "hi")).await;
     assert_eq!(resp.status(), 200);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(answer_text(&body), "the backup answered");
@@ -102,16 +100,14 @@ async fn a_failing_primary_falls_back_to_the_next_model_with_a_pooled_key() {
 #[tokio::test]
 async fn an_agent_key_is_never_sent_to_a_host_it_was_not_bound_to() {
     let env = TestEnv::start().await;
-    let tenant = env.store.create_tenant("acme").await.unwrap();
     // An OpenAI key, but the base URL points elsewhere (a typo, or an attacker's host).
     let misconfigured = NewAgent {
         provider_key: Some("sk-real-openai-key".into()),
         provider_key_hosts: vec!["api.openai.com".into()],
         ..env.new_agent("misconfigured", "gpt-4o-mini")
     };
-    env.add_agent(tenant.id, misconfigured).await;
-    let (_, key) = env.store.create_api_key(tenant.id, None, "t", None).await.unwrap();
-    let resp = env.chat(&key, json!({"model": "misconfigured", "messages": [{"role": "user", "content": "hi"}]})).await;
+    let (_, _, key) = env.tenant_with("acme", misconfigured).await;
+    let resp = env.chat(&key, ask("misconfigured", "hi")).await;
     assert_eq!(resp.status(), 502);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["error"]["hermes"]["error_code"], "provider_key_not_allowed", "{body}");
@@ -122,7 +118,6 @@ async fn an_agent_key_is_never_sent_to_a_host_it_was_not_bound_to() {
 #[tokio::test]
 async fn an_anthropic_agent_speaks_the_native_api_with_cache_breakpoints_and_tools() {
     let env = TestEnv::start().await;
-    let tenant = env.store.create_tenant("acme").await.unwrap();
     let claude = NewAgent {
         provider_key: Some("sk-ant-test".into()),
         toolsets: vec!["terminal".into()],
@@ -130,11 +125,10 @@ async fn an_anthropic_agent_speaks_the_native_api_with_cache_breakpoints_and_too
         api_mode: Some("anthropic_messages".into()),
         ..env.new_agent("claude", "claude-sonnet-4-5")
     };
-    env.add_agent(tenant.id, claude).await;
-    let (_, key) = env.store.create_api_key(tenant.id, None, "t", None).await.unwrap();
+    let (_, _, key) = env.tenant_with("acme", claude).await;
     env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "echo from-claude"})));
     env.llm.push(ScriptedReply::text("Claude ran it.").with_reasoning("thinking about it"));
-    let resp = env.chat(&key, json!({"model": "claude", "messages": [{"role": "user", "content": "run it"}]})).await;
+    let resp = env.chat(&key, ask("claude", "run it")).await;
     assert_eq!(resp.status(), 200);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(answer_text(&body), "Claude ran it.");

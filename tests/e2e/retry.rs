@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{TestEnv, answer_text};
+use crate::harness::{TestEnv, answer_text, ask};
 
 #[tokio::test]
 async fn two_provider_500s_then_success_still_answers() {
@@ -16,7 +16,7 @@ async fn two_provider_500s_then_success_still_answers() {
     env.llm.push(ScriptedReply::error(502));
     env.llm.push(ScriptedReply::text("third time lucky"));
     let started = std::time::Instant::now();
-    let resp = env.chat(&key, json!({"model": "helper", "messages": [{"role": "user", "content": "hi"}]})).await;
+    let resp = env.chat(&key, ask("helper", "hi")).await;
     assert_eq!(resp.status(), 200);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(answer_text(&body), "third time lucky");
@@ -32,7 +32,7 @@ async fn a_provider_that_keeps_failing_gives_a_502_agent_incomplete_and_a_failed
     let env = TestEnv::start().await;
     let (_, _, key) = env.tenant("acme", "helper").await;
     env.llm.push(ScriptedReply::error(401));
-    let resp = env.chat(&key, json!({"model": "helper", "messages": [{"role": "user", "content": "hi"}]})).await;
+    let resp = env.chat(&key, ask("helper", "hi")).await;
     assert_eq!(resp.status(), 502);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["error"]["code"], "agent_incomplete");

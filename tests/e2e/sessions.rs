@@ -9,7 +9,7 @@ use hermes_core::{ChatMessage, SessionId};
 use hermes_store::{ResetReason, Route, SessionPolicy};
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::TestEnv;
+use crate::harness::{TestEnv, ask};
 
 fn session_of(resp: &reqwest::Response) -> SessionId {
     resp.headers()["x-hermes-session-id"].to_str().unwrap().parse().unwrap()
@@ -26,7 +26,7 @@ async fn sessions_get_titles_lineage_and_exports() {
     ));
     env.llm.push(ScriptedReply::text("Planned."));
     let long = format!("Plan the release of version two {}\nsecond line", "with many careful steps ".repeat(5));
-    let resp = env.chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": long}]})).await;
+    let resp = env.chat(&key, ask("ops", long)).await;
     assert_eq!(resp.status(), 200);
     let root = session_of(&resp);
     let meta = env.store.session(tenant, root).await.unwrap();
@@ -83,8 +83,7 @@ async fn sessions_past_the_tenants_retention_are_pruned_unless_a_turn_is_open() 
     let mut sessions = Vec::new();
     for i in 0..3 {
         env.llm.push(ScriptedReply::text("ok"));
-        let resp =
-            env.chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": format!("hi {i}")}]})).await;
+        let resp = env.chat(&key, ask("ops", format!("hi {i}"))).await;
         sessions.push(session_of(&resp));
     }
     let now = Utc::now();
@@ -184,7 +183,7 @@ async fn a_background_process_marks_its_session_until_it_is_seen_finished() {
     let cache = hermes_cache::Cache::connect(&env.config.redis.url, &env.config.redis.key_prefix).await.unwrap();
     env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "sleep 30", "background": true})));
     env.llm.push(ScriptedReply::text("started"));
-    let resp = env.chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "start it"}]})).await;
+    let resp = env.chat(&key, ask("ops", "start it")).await;
     assert_eq!(resp.status(), 200);
     let session = session_of(&resp);
     assert!(cache.background_marks().is_marked(tenant, session).await.unwrap(), "marked while it runs");
@@ -194,13 +193,7 @@ async fn a_background_process_marks_its_session_until_it_is_seen_finished() {
     let id = text.split_whitespace().nth(5).unwrap().trim_end_matches('.').to_owned();
     env.llm.push(ScriptedReply::tool_call("process", json!({"action": "kill", "session_id": id})));
     env.llm.push(ScriptedReply::text("killed"));
-    let resp = env
-        .chat_with(
-            &key,
-            json!({"model": "ops", "messages": [{"role": "user", "content": "stop it"}]}),
-            Some(&session.to_string()),
-        )
-        .await;
+    let resp = env.chat_with(&key, ask("ops", "stop it"), Some(&session.to_string())).await;
     assert_eq!(resp.status(), 200);
     let killed: Value =
         json!(env.llm.requests()[3].messages().iter().rev().find(|m| m["role"] == "tool").unwrap()["content"]);

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{Roles, TestEnv, poll_until};
+use crate::harness::{Roles, TestEnv, ask, poll_until};
 
 async fn call(env: &TestEnv, key: &str, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
     let mut req = env.http.request(method, format!("{}{path}", env.api_url)).bearer_auth(key);
@@ -31,9 +31,7 @@ async fn a_conversation_is_a_resource_to_create_list_read_rename_fork_export_and
 
     for answer in ["first answer", "second answer"] {
         env.llm.push(ScriptedReply::text(answer));
-        let resp = env
-            .chat_with(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "go on"}]}), Some(&id))
-            .await;
+        let resp = env.chat_with(&key, ask("ops", "go on"), Some(&id)).await;
         assert_eq!(resp.status(), 200);
     }
     let (_, list) = call(&env, &key, Method::GET, "/api/sessions?limit=10", None).await;
@@ -58,9 +56,7 @@ async fn a_conversation_is_a_resource_to_create_list_read_rename_fork_export_and
     let fork_id = fork["id"].as_str().unwrap().to_owned();
     // The fork goes on on its own.
     env.llm.push(ScriptedReply::text("a different path"));
-    let resp = env
-        .chat_with(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "try B"}]}), Some(&fork_id))
-        .await;
+    let resp = env.chat_with(&key, ask("ops", "try B"), Some(&fork_id)).await;
     assert_eq!(resp.status(), 200);
     let history = env.llm.requests().last().unwrap().messages();
     let texts: Vec<&str> = history.iter().skip(1).map(|m| m["content"].as_str().unwrap()).collect();
@@ -88,7 +84,7 @@ async fn a_conversation_is_a_resource_to_create_list_read_rename_fork_export_and
 async fn a_session_with_an_open_turn_cannot_be_deleted() {
     let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
     let (_, _, key) = env.tenant("acme", "ops").await;
-    let waiting = env.spawn_chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "hello"}]}));
+    let waiting = env.spawn_chat(&key, ask("ops", "hello"));
     let id = poll_until(async || {
         let (_, list) = call(&env, &key, Method::GET, "/api/sessions", None).await;
         list["data"].as_array().and_then(|d| d.first()).map(|first| first["id"].as_str().map(str::to_owned))

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::otlp::{OtlpReceiver, ReceivedSpan};
 
-use crate::harness::{PATIENCE, Roles, TestEnv, answer_text, poll_until};
+use crate::harness::{PATIENCE, Roles, TestEnv, answer_text, ask, poll_until};
 use crate::telegram::{TOKEN, open_bot, process_settings, sent};
 
 /// A child process killed when the test ends, passed or not (a failed assertion must not leave
@@ -125,7 +125,7 @@ async fn a_chat_completion_with_a_tool_call_is_one_trace_from_the_api_to_sandbox
         .post(format!("{url}/v1/chat/completions"))
         .bearer_auth(&key)
         .header("traceparent", format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01"))
-        .json(&json!({"model": "ops", "messages": [{"role": "user", "content": "run it"}]}))
+        .json(&ask("ops", "run it"))
         .send()
         .await
         .unwrap();
@@ -216,7 +216,7 @@ async fn a_turn_resumed_after_its_worker_was_killed_stays_in_the_callers_trace()
             http.post(format!("{url}/v1/chat/completions"))
                 .bearer_auth(&key)
                 .header("traceparent", format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01"))
-                .json(&json!({"model": "ops", "messages": [{"role": "user", "content": "do it"}]}))
+                .json(&ask("ops", "do it"))
                 .send()
                 .await
                 .unwrap()

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::TestEnv;
+use crate::harness::{TestEnv, ask};
 
 async fn usage(env: &TestEnv, key: &str, query: &str) -> (u16, Value) {
     let resp = env.http.get(format!("{}/v1/usage?{query}", env.api_url)).bearer_auth(key).send().await.unwrap();
@@ -22,7 +22,7 @@ async fn calls_are_priced_when_recorded_and_reported_per_day_agent_and_key() {
     env.price_tokens("scripted*", 2.0, 8.0).await;
     for k in [&key, &key, &second_key] {
         env.llm.push(ScriptedReply::text("an answer of a few tokens"));
-        let resp = env.chat(k, json!({"model": "ops", "messages": [{"role": "user", "content": "hello there"}]})).await;
+        let resp = env.chat(k, ask("ops", "hello there")).await;
         assert_eq!(resp.status(), 200);
     }
     let (prompt, completion): (i64, i64) =
@@ -55,7 +55,7 @@ async fn calls_are_priced_when_recorded_and_reported_per_day_agent_and_key() {
     assert!((again["total"]["cost_usd"].as_f64().unwrap() - expected).abs() < 1e-9, "history is not rewritten");
     sqlx::query("DELETE FROM model_prices").execute(&env.db).await.unwrap();
     env.llm.push(ScriptedReply::text("unpriced"));
-    env.chat(&key, json!({"model": "ops", "messages": [{"role": "user", "content": "one more"}]})).await;
+    env.chat(&key, ask("ops", "one more")).await;
     let (_, last) = usage(&env, &key, "").await;
     assert_eq!((last["total"]["calls"].as_i64(), last["total"]["unpriced_calls"].as_i64()), (Some(4), Some(1)));
 
@@ -77,7 +77,7 @@ async fn a_reached_hard_cap_stops_turns_before_any_model_call_with_402() {
     // The agent may spend a cent a day; the first turn passes it.
     env.cap_spending(tenant, Some(agent.id), hermes_core::BudgetPeriod::Day, (Some(0.01), None)).await;
     env.llm.push(ScriptedReply::text("an answer that costs more than a cent"));
-    let ask = |model: &str| json!({"model": model, "messages": [{"role": "user", "content": "hello"}]});
+    let ask = |model: &str| ask(model, "hello");
     assert_eq!(env.chat(&key, ask("ops")).await.status(), 200);
     let spent = env.store.budget_states(tenant, agent.id, chrono::Utc::now()).await.unwrap();
     assert!(spent[0].hard_reached(), "{spent:?}");
@@ -165,14 +165,7 @@ async fn fifty_concurrent_turns_never_spend_beyond_the_calls_in_flight_when_the_
     for _ in 0..50 {
         env.llm.push(ScriptedReply::text("ok").after(std::time::Duration::from_millis(400)));
     }
-    let turns: Vec<_> = (0..50)
-        .map(|n| {
-            env.spawn_chat(
-                &key,
-                json!({"model": "ops", "messages": [{"role": "user", "content": format!("task {n}")}]}),
-            )
-        })
-        .collect();
+    let turns: Vec<_> = (0..50).map(|n| env.spawn_chat(&key, ask("ops", format!("task {n}")))).collect();
     let mut statuses = Vec::new();
     for turn in turns {
         statuses.push(turn.await.unwrap().status().as_u16());

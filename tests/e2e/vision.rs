@@ -13,7 +13,7 @@ use hermes_store::FallbackModel;
 use hermes_testkit::web::WebWorld;
 use hermes_testkit::{ScriptedLlm, ScriptedReply};
 
-use crate::harness::{Roles, TestEnv};
+use crate::harness::{Roles, TestEnv, ask};
 use crate::telegram::{Pod, TOKEN, open_bot, sent};
 
 /// The one agent of the test's tenant.
@@ -101,8 +101,7 @@ async fn vision_analyze_looks_at_a_picture_on_the_web_and_refuses_a_redirect_to_
         json!({"image_url": world.page("to-private"), "question": "And this one?"}),
     ));
     env.llm.push(ScriptedReply::text("The chart trends upward; the second image could not be loaded."));
-    let response =
-        env.chat(&key, json!({"model": "helper", "messages": [{"role": "user", "content": "Read my chart."}]})).await;
+    let response = env.chat(&key, ask("helper", "Read my chart.")).await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     assert_eq!(

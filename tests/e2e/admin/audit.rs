@@ -5,7 +5,7 @@ use hermes_core::MemberRole;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use super::member;
+use super::{acme_and_owner, member};
 use crate::harness::{Roles, TestEnv};
 
 #[tokio::test]
@@ -102,8 +102,7 @@ async fn admin_writes_are_audited_with_actor_request_and_address_and_export_as_c
 #[tokio::test]
 async fn a_key_whose_audit_entry_cannot_be_written_is_not_made() {
     let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
-    let (acme, _, _) = env.tenant("acme", "helper").await;
-    let (_, owner) = member(&env, acme, "owner@acme.test", MemberRole::Owner).await;
+    let (acme, _, owner) = acme_and_owner(&env).await;
     let keys = format!("/admin/v1/tenants/{acme}/keys");
     // The audit log refuses the key's entry (as a full disk or a lost connection would).
     for statement in [

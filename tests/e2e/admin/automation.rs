@@ -3,21 +3,17 @@
 //! questions parked turns wait on (answered here, the turn goes on), and the operators'
 //! cluster view.
 
-use hermes_core::MemberRole;
 use hermes_testkit::ScriptedReply;
 use reqwest::Method;
 use serde_json::json;
 
-use super::{cli, member};
-use crate::harness::{TestEnv, poll_until};
+use super::{Acme, cli};
+use crate::harness::{Roles, poll_until};
 use crate::openapi::call;
 
 #[tokio::test]
 async fn cron_hooks_and_waiting_approvals_are_run_answered_and_watched_from_the_admin_api() {
-    let env = TestEnv::start().await;
-    let (acme, _, key) = env.tenant("acme", "helper").await;
-    let (_, owner) = member(&env, acme, "owner@acme.test", MemberRole::Owner).await;
-    let (_, viewer) = member(&env, acme, "viewer@acme.test", MemberRole::Member).await;
+    let Acme { env, id: acme, key, owner, viewer } = Acme::start(Roles::default()).await;
     let t = |rest: &str| format!("/admin/v1/tenants/{acme}{rest}");
 
     // First the approval: the cron job run below would take scripted replies meant for it.

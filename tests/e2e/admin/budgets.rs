@@ -4,15 +4,10 @@
 use hermes_core::MemberRole;
 use hermes_testkit::ScriptedReply;
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::Acme;
-use super::member;
-use crate::harness::{Roles, TestEnv};
-
-fn ask(model: &str, text: &str) -> Value {
-    json!({"model": model, "messages": [{"role": "user", "content": text}]})
-}
+use super::{Acme, member};
+use crate::harness::{Roles, TestEnv, ask};
 
 #[tokio::test]
 async fn a_cap_set_in_the_admin_plane_stops_the_next_turn_and_removing_it_lets_turns_go_on() {

@@ -1,17 +1,16 @@
 //! The admin API's real answers match `/openapi.json`, successes and errors alike, and the
 //! document says how each operation authenticates.
 
-use hermes_core::MemberRole;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use super::member;
-use crate::harness::{Roles, TestEnv};
+use super::Acme;
+use crate::harness::Roles;
 use crate::openapi::Spec;
 
 #[tokio::test]
 async fn admin_answers_match_the_openapi_document() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let Acme { env, id: acme, owner, viewer, .. } = Acme::start(Roles { worker: false, scheduler: false }).await;
     let doc: Value = env.http.get(format!("{}/openapi.json", env.api_url)).send().await.unwrap().json().await.unwrap();
     let schemes = doc["components"]["securitySchemes"].as_object().unwrap();
     assert!(schemes.contains_key("admin_token") && schemes.contains_key("console_session"), "{schemes:?}");
@@ -22,9 +21,6 @@ async fn admin_answers_match_the_openapi_document() {
     );
     let spec = Spec { doc };
 
-    let (acme, _, _) = env.tenant("acme", "helper").await;
-    let (_, owner) = member(&env, acme, "owner@acme.test", MemberRole::Owner).await;
-    let (_, viewer) = member(&env, acme, "viewer@acme.test", MemberRole::Member).await;
     let ops = env.store.ensure_person("ops@example.com", "", true, &super::cli()).await.unwrap();
     let ops = super::by_link(&env, ops.id).await;
     let t = |rest: &str| format!("/admin/v1/tenants/{acme}{rest}");
@@ -104,13 +100,7 @@ async fn admin_answers_match_the_openapi_document() {
     let (s, out) = anonymous.call(&env, Method::GET, "/admin/v1/me", None).await;
     assert_eq!(s, 401);
     spec.check("get", "/admin/v1/me", s, &out);
-    let wrong = env
-        .http
-        .post(format!("{}/admin/v1/sign-in", env.api_url))
-        .json(&json!({"email": "owner@acme.test", "password": "not the password"}))
-        .send()
-        .await
-        .unwrap();
+    let wrong = super::sign_in_with_password(&env, "owner@acme.test", "not the password").await;
     let status = wrong.status().as_u16();
     spec.check("post", "/admin/v1/sign-in", status, &wrong.json().await.unwrap());
 }

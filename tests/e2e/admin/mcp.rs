@@ -10,7 +10,7 @@ use hermes_testkit::mcp::{LEAKED_TOKEN, McpTestServer};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use super::member;
+use super::{acme_and_owner, member};
 use crate::harness::{Roles, TestEnv};
 
 fn ask(text: &str) -> Value {
@@ -111,8 +111,7 @@ async fn an_agents_http_mcp_server_is_configured_in_the_admin_api_and_its_tools_
 #[tokio::test]
 async fn a_server_with_sampling_on_asks_the_turns_model_billed_to_the_tenant_within_its_allowance() {
     let (server, env) = start().await;
-    let (acme, _, key) = env.tenant("acme", "helper").await;
-    let (_, owner) = member(&env, acme, "owner@acme.test", MemberRole::Owner).await;
+    let (acme, key, owner) = acme_and_owner(&env).await;
     let path = format!("/admin/v1/tenants/{acme}/agents/helper/mcp-servers/reports");
     let config = json!({"url": server.url(), "tools": {"include": ["summarize"]},
                         "sampling": {"enabled": true, "max_rpm": 1}});
@@ -150,8 +149,7 @@ async fn a_server_with_sampling_on_asks_the_turns_model_billed_to_the_tenant_wit
 #[tokio::test]
 async fn a_header_names_the_teams_key_which_is_filled_in_when_the_turn_connects_and_never_shown() {
     let (server, env) = start().await;
-    let (acme, _, key) = env.tenant("acme", "helper").await;
-    let (_, owner) = member(&env, acme, "owner@acme.test", MemberRole::Owner).await;
+    let (acme, key, owner) = acme_and_owner(&env).await;
     let path = format!("/admin/v1/tenants/{acme}/agents/helper/mcp-servers/tracker");
     let with = |header: &str| json!({"url": server.url(), "headers": {"Authorization": header}, "tools": {"include": ["add", "picture"]}});
 
@@ -190,8 +188,7 @@ async fn a_header_names_the_teams_key_which_is_filled_in_when_the_turn_connects_
 #[tokio::test]
 async fn a_stdio_servers_env_takes_only_keys_added_as_readable_by_the_agents_code() {
     let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
-    let (acme, _, _) = env.tenant("acme", "helper").await;
-    let (_, owner) = member(&env, acme, "owner@acme.test", MemberRole::Owner).await;
+    let (acme, _, owner) = acme_and_owner(&env).await;
     let credentials = format!("/admin/v1/tenants/{acme}/credentials");
     let key = |label: &str, readable: bool| {
         json!({"provider": "openai", "label": label, "secret": format!("sk-{label}-7f3a"),

@@ -65,11 +65,17 @@ pub struct Acme {
 impl Acme {
     pub async fn start(roles: Roles) -> Self {
         let env = TestEnv::start_with(roles, |_| {}).await;
-        let (id, _, key) = env.tenant("acme", "helper").await;
-        let (_, owner) = member(&env, id, "owner@acme.test", MemberRole::Owner).await;
+        let (id, key, owner) = acme_and_owner(&env).await;
         let (_, viewer) = member(&env, id, "viewer@acme.test", MemberRole::Member).await;
         Self { env, id, key, owner, viewer }
     }
+}
+
+/// Team acme (its agent helper and an API key) and its owner signed in to the console.
+pub async fn acme_and_owner(env: &TestEnv) -> (TenantId, String, Console) {
+    let (acme, _, key) = env.tenant("acme", "helper").await;
+    let (_, owner) = member(env, acme, "owner@acme.test", MemberRole::Owner).await;
+    (acme, key, owner)
 }
 
 /// Signs `person` in with a fresh one-time link.
@@ -99,6 +105,12 @@ impl Console {
         }
         send(req, body).await
     }
+}
+
+/// Signs in with an email and a password, as the console's sign-in page does.
+pub async fn sign_in_with_password(env: &TestEnv, email: &str, password: &str) -> reqwest::Response {
+    let body = serde_json::json!({ "email": email, "password": password });
+    env.http.post(format!("{}/admin/v1/sign-in", env.api_url)).json(&body).send().await.unwrap()
 }
 
 /// A request with an admin token.

@@ -4,7 +4,7 @@
 use reqwest::Method;
 use serde_json::json;
 
-use super::{Console, by_link, cli, member, set_cookie};
+use super::{Console, by_link, cli, member, set_cookie, sign_in_with_password};
 use crate::harness::TestEnv;
 
 #[tokio::test]
@@ -50,30 +50,11 @@ async fn the_first_operator_signs_in_by_link_sets_a_password_and_signs_out() {
     let (s, gone) = console.call(&env, Method::GET, "/admin/v1/me", None).await;
     assert_eq!((s, gone["error"]["code"].as_str()), (401, Some("not_signed_in")), "signed out at once");
 
-    let sign_in = format!("{}/admin/v1/sign-in", env.api_url);
-    let wrong = env
-        .http
-        .post(&sign_in)
-        .json(&json!({ "email": "ops@example.com", "password": "nope nope nope" }))
-        .send()
-        .await
-        .unwrap();
+    let wrong = sign_in_with_password(&env, "ops@example.com", "nope nope nope").await;
     assert_eq!(wrong.status(), 401);
-    let unknown = env
-        .http
-        .post(&sign_in)
-        .json(&json!({ "email": "who@example.com", "password": "nope nope nope" }))
-        .send()
-        .await
-        .unwrap();
+    let unknown = sign_in_with_password(&env, "who@example.com", "nope nope nope").await;
     assert_eq!(unknown.status(), 401, "an unknown email reads the same as a wrong password");
-    let right = env
-        .http
-        .post(&sign_in)
-        .json(&json!({ "email": "OPS@example.com", "password": "a long passphrase" }))
-        .send()
-        .await
-        .unwrap();
+    let right = sign_in_with_password(&env, "OPS@example.com", "a long passphrase").await;
     assert_eq!(right.status(), 200, "the new password signs in");
 }
 
@@ -128,16 +109,11 @@ async fn forged_cross_site_writes_idle_sessions_and_repeated_wrong_passwords_are
     let person = env.store.ensure_person("bo@acme.test", "", false, &cli()).await.unwrap();
     let hash = hermes_api::admin::password::hash("the right passphrase".into()).await.unwrap();
     env.store.set_password_hash(person.id, &hash, None, &cli()).await.unwrap();
-    let sign_in = format!("{}/admin/v1/sign-in", env.api_url);
-    let attempt = |password: &'static str| {
-        let (http, url) = (env.http.clone(), sign_in.clone());
-        async move {
-            let resp =
-                http.post(url).json(&json!({ "email": "bo@acme.test", "password": password })).send().await.unwrap();
-            let status = resp.status().as_u16();
-            let body: serde_json::Value = resp.json().await.unwrap();
-            (status, body["error"]["code"].as_str().map(str::to_owned))
-        }
+    let attempt = async |password: &str| {
+        let resp = sign_in_with_password(&env, "bo@acme.test", password).await;
+        let status = resp.status().as_u16();
+        let body: serde_json::Value = resp.json().await.unwrap();
+        (status, body["error"]["code"].as_str().map(str::to_owned))
     };
     assert_eq!(attempt("wrong one").await, (401, Some("wrong_credentials".into())));
     assert_eq!(attempt("wrong two").await, (401, Some("wrong_credentials".into())));
@@ -179,13 +155,7 @@ async fn an_invitation_link_makes_an_account_that_signs_in_with_its_password() {
     let twice = env.http.post(&accept).json(&json!({ "token": token })).send().await.unwrap();
     assert_eq!(twice.status(), 400, "an invitation is accepted once");
 
-    let resp = env
-        .http
-        .post(format!("{}/admin/v1/sign-in", env.api_url))
-        .json(&json!({ "email": "new@acme.test", "password": "newt's passphrase" }))
-        .send()
-        .await
-        .unwrap();
+    let resp = sign_in_with_password(&env, "new@acme.test", "newt's passphrase").await;
     assert_eq!(resp.status(), 200);
     let again = by_link(&env, env.store.sign_in_record("new@acme.test").await.unwrap().unwrap().person.id).await;
     assert!(again.csrf.is_some());

@@ -26,6 +26,11 @@ impl TestEnv {
         }
     }
 
+    /// What [`agent`](Self::agent) makes: `name` on the scripted model with the terminal toolset.
+    pub fn terminal_agent(&self, name: &str) -> NewAgent {
+        NewAgent { toolsets: vec!["terminal".into()], ..self.new_agent(name, "scripted-model") }
+    }
+
     /// Stores `new` as `tenant`'s (a provider key sealed with the environment's master key).
     pub async fn add_agent(&self, tenant: TenantId, new: NewAgent) -> Agent {
         self.store.create_agent(tenant, new, Some(&self.secrets())).await.unwrap()
