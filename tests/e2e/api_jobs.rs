@@ -9,8 +9,7 @@ use crate::openapi::call;
 #[tokio::test]
 async fn upstream_clients_manage_cron_through_api_jobs_unchanged() {
     let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
-    let (_, _, key) = env.tenant("acme", "helper").await;
-    let (_, _, stranger) = env.tenant("other", "helper").await;
+    let [key, stranger] = env.two_tenants(["acme", "other"], "helper").await;
 
     let job = json!({"name": "Morning brief", "schedule": "every 1d", "prompt": "Summarise the news.", "repeat": 3});
     let (s, made) = call(&env, &key, "post", "/api/jobs", Some(job)).await;

@@ -67,7 +67,7 @@ async fn a_stranger_gets_nothing_from_a_group_they_made_or_an_admin_less_channel
     // The defaults of a new binding: no admins, no groups allowed.
     let defaults =
         hermes_store::ChannelAccess { admins: Some(Vec::new()), allow_chats: Some(Vec::new()), ..Default::default() };
-    env.store.update_channel_access(channel.tenant_id, channel.id, &defaults).await.unwrap();
+    env.change_access(&channel, &defaults).await;
     let pod = Pod::start(&env).await;
     const STRANGER: i64 = 666;
 

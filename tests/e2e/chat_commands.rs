@@ -13,7 +13,7 @@ use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::TelegramEmulator;
 
 use crate::harness::{PATIENCE, TestEnv};
-use crate::telegram::{Pod, TOKEN, audited_from_chat, open_bot, open_chat, sent};
+use crate::telegram::{TOKEN, audited_from_chat, chat_stack_with, open_bot, open_chat, sent};
 
 /// User 42 says `first`, then `second` while the model call for `first` is out.
 async fn says_during_the_call_for(env: &TestEnv, tg: &TelegramEmulator, first: &str, second: &str) {
@@ -25,11 +25,8 @@ async fn says_during_the_call_for(env: &TestEnv, tg: &TelegramEmulator, first: &
 
 #[tokio::test]
 async fn a_message_sent_while_the_agent_works_steers_the_running_turn() {
-    let env = TestEnv::start().await;
-    let (tg, channel) = open_bot(&env).await;
     let steer = ChannelAccess { busy_mode: Some(hermes_core::BusyMode::Steer), ..Default::default() };
-    env.store.update_channel_access(channel.tenant_id, channel.id, &steer).await.unwrap();
-    let pod = Pod::start(&env).await;
+    let (env, tg, _, pod) = chat_stack_with(open_bot, Some(steer)).await;
 
     // The first model call is slow and asks for a tool; the person adds a word meanwhile.
     env.llm.push(ScriptedReply::tool_call("no_such_tool", json!({})).after(Duration::from_millis(1_500)));
@@ -74,11 +71,8 @@ async fn a_message_sent_while_the_agent_works_steers_the_running_turn() {
 
 #[tokio::test]
 async fn undo_takes_an_exchange_back_and_model_is_for_admins() {
-    let env = TestEnv::start().await;
-    let (tg, channel) = open_bot(&env).await;
     let admins = ChannelAccess { admins: Some(vec!["1".into()]), ..Default::default() };
-    env.store.update_channel_access(channel.tenant_id, channel.id, &admins).await.unwrap();
-    let pod = Pod::start(&env).await;
+    let (env, tg, _, pod) = chat_stack_with(open_bot, Some(admins)).await;
 
     env.llm.push(ScriptedReply::text("Paris."));
     tg.user_says(TOKEN, 42, "capital of France?");

@@ -10,7 +10,7 @@ use serde_json::json;
 use hermes_testkit::ScriptedReply;
 
 use crate::harness::{TestEnv, is_preview, poll_until, wait_until};
-use crate::telegram::{Binding, Pod, TOKEN, bind_channel, open_chat, sent};
+use crate::telegram::{Pod, TOKEN, open_chat, sent};
 
 const MAKE_FILES: &str = "printf 'PNGDATA' > /workspace/chart.png && printf 'a,b\\n1,2\\n' > /workspace/data.csv";
 const ANSWER: &str = "Here is the chart.\nMEDIA:/workspace/chart.png\nMEDIA:/workspace/data.csv\n\
@@ -107,18 +107,7 @@ async fn a_wecom_app_reads_pictures_people_send_and_sends_the_agents_files() {
 async fn a_wecom_ai_bot_answers_with_the_agents_images_attached() {
     let env = TestEnv::start().await;
     let bot = hermes_testkit::wecom_bot::WecomBotEmulator::start("aib-f", "s").await.unwrap();
-    let binding = Binding {
-        platform: "wecom",
-        mode: "websocket",
-        api_base: bot.url(),
-        credentials: json!({ "bot_id": "aib-f", "secret": "s" }),
-        identity: "aibot:aib-f",
-        username: Some("aib-f"),
-        dm_policy: "open",
-        allow: &[],
-        admins: &["zhangsan"],
-    };
-    bind_channel(&env, binding).await;
+    crate::sockets::bind_ai_bot(&env, &bot, "aib-f", "s").await;
     let pod = Pod::start(&env).await;
     wait_until("the bot's subscription", async || bot.subscriptions().1.then_some(())).await;
     env.llm.push(ScriptedReply::tool_call("terminal", json!({ "command": MAKE_FILES })));

@@ -278,7 +278,7 @@ async fn a_job_delivers_once_to_each_chat_of_its_comma_list() {
     let (tg, channel) = open_bot(&env).await;
     // User 7 is an admin too: /sethome is an admin command.
     let admins = hermes_store::ChannelAccess { admins: Some(vec!["42".into(), "7".into()]), ..Default::default() };
-    env.store.update_channel_access(channel.tenant_id, channel.id, &admins).await.unwrap();
+    env.change_access(&channel, &admins).await;
     let key =
         env.store.create_api_key(env.store.tenant_by_name("acme").await.unwrap().id, None, "k", None).await.unwrap().1;
     let pod = Pod::start(&env).await;

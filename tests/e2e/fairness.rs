@@ -21,8 +21,7 @@ async fn a_tenants_flood_runs_at_its_share_and_another_tenant_is_served_at_once(
         crate::harness::no_api_limits(c);
     })
     .await;
-    let (_, _, flood) = env.tenant("flood", "ops").await;
-    let (_, _, quiet) = env.tenant("quiet", "ops").await;
+    let [flood, quiet] = env.two_tenants(["flood", "quiet"], "ops").await;
     for _ in 0..7 {
         env.llm.push(ScriptedReply::text("done").after(std::time::Duration::from_millis(1500)));
     }

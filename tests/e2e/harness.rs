@@ -242,6 +242,14 @@ impl TestEnv {
         self.tenant_with(tenant, self.terminal_agent(agent)).await
     }
 
+    /// An API key each of two tenants named `names` whose one agent is called `agent` in both:
+    /// for a test that one team cannot reach what is the other's.
+    pub async fn two_tenants(&self, names: [&str; 2], agent: &str) -> [String; 2] {
+        let (_, _, first) = self.tenant(names[0], agent).await;
+        let (_, _, second) = self.tenant(names[1], agent).await;
+        [first, second]
+    }
+
     /// A tenant with `new` as its one agent and an API key for it.
     pub async fn tenant_with(&self, tenant: &str, new: NewAgent) -> (TenantId, Agent, String) {
         let t = self.store.create_tenant(tenant).await.unwrap();

@@ -107,8 +107,7 @@ async fn responses_chain_by_id_and_by_conversation_and_branch_from_earlier_ones(
 #[tokio::test]
 async fn unstored_responses_cannot_be_read_or_continued_and_other_tenants_see_nothing() {
     let env = TestEnv::start().await;
-    let (_, _, key) = env.tenant("acme", "helper").await;
-    let (_, _, other) = env.tenant("globex", "helper").await;
+    let [key, other] = env.two_tenants(["acme", "globex"], "helper").await;
     env.llm.push(ScriptedReply::text("Ephemeral."));
     let (status, eph) = respond(&env, &key, json!({"input": "hi", "store": false})).await;
     assert_eq!(status, 200);

@@ -119,8 +119,7 @@ async fn a_run_starts_at_once_and_another_api_pod_streams_its_events_and_status(
 #[tokio::test]
 async fn a_run_waits_for_approval_resumes_when_approved_and_stops_on_request() {
     let env = TestEnv::start().await;
-    let (_, _, key) = env.tenant("acme", "ops").await;
-    let (_, _, stranger) = env.tenant("globex", "ops").await;
+    let [key, stranger] = env.two_tenants(["acme", "globex"], "ops").await;
     // The first call takes a moment, so the stream below is open before the run asks.
     env.llm.push(
         ScriptedReply::tool_call("terminal", json!({"command": "mkdir -p build && rm -rf build && echo cleaned"}))

@@ -9,7 +9,7 @@ use hermes_testkit::ScriptedReply;
 use hermes_testkit::slack::{Posted, SlackEmulator};
 
 use crate::harness::{TestEnv, is_preview, poll_until};
-use crate::telegram::{Binding, Pod, bind_channel};
+use crate::telegram::{Binding, Pod, bind_channel, chat_stack, chat_stack_with};
 
 pub(crate) const TOKEN: &str = "xoxb-test-token";
 pub(crate) const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
@@ -34,14 +34,6 @@ pub(crate) async fn events_app(env: &TestEnv) -> (SlackEmulator, Channel) {
     let slack = SlackEmulator::start(TOKEN, "UBOT").await.unwrap();
     let channel = bind(env, &slack).await;
     (slack, channel)
-}
-
-/// A stack with [`events_app`] and a gateway pod running: where a Slack test starts.
-pub(crate) async fn events_stack() -> (TestEnv, SlackEmulator, Channel, Pod) {
-    let env = TestEnv::start().await;
-    let (slack, channel) = events_app(&env).await;
-    let pod = Pod::start(&env).await;
-    (env, slack, channel, pod)
 }
 
 /// Where Slack posts its `kind` of request (`events`, `interactive`) for `channel` to `pod`.
@@ -82,7 +74,7 @@ pub(crate) async fn posted(slack: &SlackEmulator, n: usize) -> Vec<Posted> {
 
 #[tokio::test]
 async fn slack_events_are_verified_taken_once_and_answered_in_their_dm_or_thread() {
-    let (env, slack, channel, pod) = events_stack().await;
+    let (env, slack, channel, pod) = chat_stack(events_app).await;
     let url = slack_url(&pod, &channel, "events");
 
     let challenge = json!({"type": "url_verification", "challenge": "3eZbrw1aBm2rZgRN", "token": "x"}).to_string();
@@ -158,7 +150,7 @@ async fn slack_events_are_verified_taken_once_and_answered_in_their_dm_or_thread
 
 #[tokio::test]
 async fn a_slack_approval_is_answered_with_a_block_kit_button() {
-    let (env, slack, channel, pod) = events_stack().await;
+    let (env, slack, channel, pod) = chat_stack(events_app).await;
     let events = slack_url(&pod, &channel, "events");
     let interactive = slack_url(&pod, &channel, "interactive");
 
@@ -203,11 +195,8 @@ fn form_body(json: &str) -> String {
 
 #[tokio::test]
 async fn a_streaming_slack_channel_shows_a_preview_in_the_thread_that_the_answer_replaces() {
-    let env = TestEnv::start().await;
-    let (slack, channel) = events_app(&env).await;
     let streaming = hermes_store::ChannelAccess { streaming: Some(true), ..Default::default() };
-    env.store.update_channel_access(channel.tenant_id, channel.id, &streaming).await.unwrap();
-    let pod = Pod::start(&env).await;
+    let (env, slack, channel, pod) = chat_stack_with(events_app, Some(streaming)).await;
     let url = slack_url(&pod, &channel, "events");
     env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "sleep 2 && echo built"})));
     env.llm.push(ScriptedReply::text("Built."));
@@ -234,7 +223,7 @@ async fn a_streaming_slack_channel_shows_a_preview_in_the_thread_that_the_answer
 
 #[tokio::test]
 async fn a_file_shared_with_the_bot_reaches_the_agent() {
-    let (env, slack, channel, pod) = events_stack().await;
+    let (env, slack, channel, pod) = chat_stack(events_app).await;
     let url = slack_url(&pod, &channel, "events");
     let file = slack.add_file("F1", b"line one\nline two");
     env.llm.push(ScriptedReply::text("Two lines."));

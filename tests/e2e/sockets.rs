@@ -94,14 +94,16 @@ async fn a_slack_app_in_socket_mode_answers_once_and_another_pod_takes_it_over_w
     env.stop().await;
 }
 
-async fn bind_bot(env: &TestEnv, bot: &WecomBotEmulator, secret: &str) -> Channel {
+/// A WeCom AI bot `bot_id` on `bot`, bound to a new tenant's agent with `secret`.
+pub(crate) async fn bind_ai_bot(env: &TestEnv, bot: &WecomBotEmulator, bot_id: &str, secret: &str) -> Channel {
+    let identity = format!("aibot:{bot_id}");
     let binding = Binding {
         platform: "wecom",
         mode: "websocket",
         api_base: bot.url(),
-        credentials: json!({ "bot_id": "aib-1", "secret": secret }),
-        identity: "aibot:aib-1",
-        username: Some("aib-1"),
+        credentials: json!({ "bot_id": bot_id, "secret": secret }),
+        identity: &identity,
+        username: Some(bot_id),
         dm_policy: "open",
         allow: &[],
         admins: &["zhangsan"],
@@ -121,7 +123,7 @@ async fn replies(bot: &WecomBotEmulator, n: usize) -> Vec<BotReply> {
 async fn a_wecom_ai_bot_answers_chinese_under_the_messages_req_id_and_reconnects_when_the_socket_drops() {
     let env = TestEnv::start().await;
     let bot = WecomBotEmulator::start("aib-1", "s3cret").await.unwrap();
-    bind_bot(&env, &bot, "s3cret").await;
+    bind_ai_bot(&env, &bot, "aib-1", "s3cret").await;
     let pod = Pod::start(&env).await;
     wait_until("the subscription", async || (bot.subscriptions() == (1, true)).then_some(())).await;
 
@@ -179,7 +181,7 @@ async fn a_wecom_ai_bot_answers_chinese_under_the_messages_req_id_and_reconnects
 async fn a_wecom_ai_bot_whose_heartbeats_go_unanswered_reconnects() {
     let env = TestEnv::start().await;
     let bot = WecomBotEmulator::start("aib-1", "s3cret").await.unwrap();
-    bind_bot(&env, &bot, "s3cret").await;
+    bind_ai_bot(&env, &bot, "aib-1", "s3cret").await;
     // The test pod pings every second.
     let pod = Pod::start(&env).await;
     wait_until("the subscription", async || (bot.subscriptions() == (1, true)).then_some(())).await;
@@ -201,7 +203,7 @@ async fn a_wecom_ai_bot_whose_heartbeats_go_unanswered_reconnects() {
 async fn a_wecom_ai_bot_with_a_wrong_secret_is_marked_and_not_retried() {
     let env = TestEnv::start().await;
     let bot = WecomBotEmulator::start("aib-1", "s3cret").await.unwrap();
-    let channel = bind_bot(&env, &bot, "wrong").await;
+    let channel = bind_ai_bot(&env, &bot, "aib-1", "wrong").await;
     let pod = Pod::start(&env).await;
     let marked = poll_until(async || {
         Some(env.store.gateway_channel(channel.id).await.unwrap())

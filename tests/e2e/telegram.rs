@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use hermes_core::ChannelStatus;
 use hermes_gateway::{Gateway, GatewayContext};
-use hermes_store::{Channel, NewChannel, SecretBox};
+use hermes_store::{Channel, ChannelAccess, NewChannel, SecretBox};
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::{SentMessage, TelegramEmulator, message_update};
 
@@ -140,12 +140,29 @@ pub(crate) async fn open_bot(env: &TestEnv) -> (TelegramEmulator, Channel) {
     (tg, channel)
 }
 
-/// A stack with [`open_bot`] and a gateway pod running: where a chat test starts.
-pub(crate) async fn open_chat() -> (TestEnv, TelegramEmulator, Channel, Pod) {
+/// A stack with the bot `bind` binds on its platform's emulator, and a gateway pod running:
+/// where a chat test starts.
+pub(crate) async fn chat_stack<E>(bind: impl AsyncFnOnce(&TestEnv) -> (E, Channel)) -> (TestEnv, E, Channel, Pod) {
+    chat_stack_with(bind, None).await
+}
+
+/// [`chat_stack`] whose channel allows `access` before the pod starts (when there is one).
+pub(crate) async fn chat_stack_with<E>(
+    bind: impl AsyncFnOnce(&TestEnv) -> (E, Channel),
+    access: Option<ChannelAccess>,
+) -> (TestEnv, E, Channel, Pod) {
     let env = TestEnv::start().await;
-    let (tg, channel) = open_bot(&env).await;
+    let (emulator, channel) = bind(&env).await;
+    if let Some(access) = access {
+        env.change_access(&channel, &access).await;
+    }
     let pod = Pod::start(&env).await;
-    (env, tg, channel, pod)
+    (env, emulator, channel, pod)
+}
+
+/// [`chat_stack`] with [`open_bot`].
+pub(crate) async fn open_chat() -> (TestEnv, TelegramEmulator, Channel, Pod) {
+    chat_stack(open_bot).await
 }
 
 /// Who did `action` from a chat, and what the audit log holds after it (the one such entry).
@@ -311,7 +328,7 @@ async fn flood_control_is_waited_out_and_a_blocked_bot_marks_its_channel() {
         allow_users: Some(vec!["42".into()]),
         ..Default::default()
     };
-    env.store.update_channel_access(channel.tenant_id, channel.id, &access).await.unwrap();
+    env.change_access(&channel, &access).await;
     tg.user_says(TOKEN, 44, "hi");
     let got = sent(&tg, 2).await;
     assert!(got[1].text.contains("user id 44"), "{}", got[1].text);

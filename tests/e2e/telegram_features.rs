@@ -10,7 +10,7 @@ use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::{SentMessage, TelegramEmulator};
 
 use crate::harness::{PATIENCE, TestEnv, poll_until};
-use crate::telegram::{Pod, TOKEN, audited_from_chat, bind, open_bot, open_chat, sent};
+use crate::telegram::{Pod, TOKEN, audited_from_chat, bind, chat_stack_with, open_bot, open_chat, sent};
 
 /// The callback data of the button labelled `label` under `message`.
 fn button(message: &SentMessage, label: &str) -> String {
@@ -86,7 +86,7 @@ async fn a_stranger_pairs_with_a_code_an_admin_approves_in_chat() {
     let tg = TelegramEmulator::start().await.unwrap();
     let channel = bind(&env, &tg, "poll", "pairing", &[]).await;
     let admins = hermes_store::ChannelAccess { admins: Some(vec!["1".into()]), ..Default::default() };
-    env.store.update_channel_access(channel.tenant_id, channel.id, &admins).await.unwrap();
+    env.change_access(&channel, &admins).await;
     let pod = Pod::start(&env).await;
 
     tg.user_says(TOKEN, 42, "hello?");
@@ -177,11 +177,8 @@ async fn chat_commands_rename_report_retry_and_stop_the_conversation() {
 
 #[tokio::test]
 async fn a_streaming_channel_shows_a_live_preview_that_the_answer_replaces() {
-    let env = TestEnv::start().await;
-    let (tg, channel) = open_bot(&env).await;
     let streaming = hermes_store::ChannelAccess { streaming: Some(true), ..Default::default() };
-    env.store.update_channel_access(channel.tenant_id, channel.id, &streaming).await.unwrap();
-    let pod = Pod::start(&env).await;
+    let (env, tg, _, pod) = chat_stack_with(open_bot, Some(streaming)).await;
     env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "sleep 2 && echo built"})));
     env.llm.push(ScriptedReply::text("The build is done."));
     tg.user_says(TOKEN, 42, "build it");
@@ -215,7 +212,7 @@ async fn tools_at_work_show_in_one_message_without_streaming_unless_turned_off()
 
     // Turned off: only the answer.
     let off = hermes_store::ChannelAccess { tool_progress: Some(false), ..Default::default() };
-    env.store.update_channel_access(channel.tenant_id, channel.id, &off).await.unwrap();
+    env.change_access(&channel, &off).await;
     env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "sleep 2 && echo again"})));
     env.llm.push(ScriptedReply::text("Again."));
     tg.user_says(TOKEN, 42, "once more");
@@ -285,7 +282,7 @@ async fn a_group_is_one_conversation_or_one_per_person_as_the_channel_says() {
     assert_eq!(env.count("SELECT count(*) FROM sessions").await, 1, "one conversation for the group");
     let per_user =
         hermes_store::ChannelAccess { group_sessions: Some(hermes_core::GroupSessions::User), ..Default::default() };
-    env.store.update_channel_access(channel.tenant_id, channel.id, &per_user).await.unwrap();
+    env.change_access(&channel, &per_user).await;
     for n in 0..2 {
         env.llm.push(ScriptedReply::text(format!("own {n}")));
         tg.group_says(TOKEN, -500, 40 + n, "@HermesTestBot again", None);

@@ -90,8 +90,7 @@ async fn terminal_runs_in_the_tenants_hardened_container_and_the_model_sees_the_
 #[tokio::test]
 async fn a_failing_command_is_reported_to_the_model_with_its_exit_code_and_tenants_get_separate_sandboxes() {
     let env = TestEnv::start().await;
-    let (_, _, key_a) = env.tenant("alpha", "bot").await;
-    let (_, _, key_b) = env.tenant("beta", "bot").await;
+    let [key_a, key_b] = env.two_tenants(["alpha", "beta"], "bot").await;
     env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "echo secret-a > /workspace/mine; exit 3"})));
     env.llm.push(ScriptedReply::text("ok"));
     let resp = env.chat(&key_a, ask("bot", "write")).await;
