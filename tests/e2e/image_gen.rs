@@ -9,7 +9,7 @@ use hermes_testkit::ScriptedReply;
 use hermes_testkit::image_api::ImageApi;
 
 use crate::harness::{Roles, TestEnv, ask};
-use crate::telegram::{Pod, TOKEN, open_bot, sent};
+use crate::telegram::{TOKEN, open_bot_with_tools, sent};
 
 /// The scripted image service, and the service with the operator's FAL key for it.
 async fn start() -> (ImageApi, TestEnv) {
@@ -32,9 +32,7 @@ fn tool_result(env: &TestEnv, n: usize) -> Value {
 #[tokio::test]
 async fn a_picture_asked_for_in_telegram_arrives_as_a_photo() {
     let (images, env) = start().await;
-    let (tg, _) = open_bot(&env).await;
-    sqlx::query("UPDATE agents SET toolsets = ARRAY['image_gen']").execute(&env.db).await.unwrap();
-    let pod = Pod::start(&env).await;
+    let (tg, pod) = open_bot_with_tools(&env, &["image_gen"]).await;
 
     env.llm.push(ScriptedReply::tool_call(
         "image_generate",

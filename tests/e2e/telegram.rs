@@ -140,6 +140,13 @@ pub(crate) async fn open_bot(env: &TestEnv) -> (TelegramEmulator, Channel) {
     (tg, channel)
 }
 
+/// [`open_bot`] whose agent has exactly `toolsets`, and a gateway pod running.
+pub(crate) async fn open_bot_with_tools(env: &TestEnv, toolsets: &[&str]) -> (TelegramEmulator, Pod) {
+    let (tg, channel) = open_bot(env).await;
+    env.set_toolsets(channel.agent_id, toolsets).await;
+    (tg, Pod::start(env).await)
+}
+
 /// A stack with the bot `bind` binds on its platform's emulator, and a gateway pod running:
 /// where a chat test starts.
 pub(crate) async fn chat_stack<E>(bind: impl AsyncFnOnce(&TestEnv) -> (E, Channel)) -> (TestEnv, E, Channel, Pod) {

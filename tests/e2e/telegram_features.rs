@@ -10,7 +10,9 @@ use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::{SentMessage, TelegramEmulator};
 
 use crate::harness::{PATIENCE, TestEnv, poll_until};
-use crate::telegram::{Pod, TOKEN, audited_from_chat, bind, chat_stack_with, open_bot, open_chat, sent};
+use crate::telegram::{
+    Pod, TOKEN, audited_from_chat, bind, chat_stack_with, open_bot, open_bot_with_tools, open_chat, sent,
+};
 
 /// The callback data of the button labelled `label` under `message`.
 fn button(message: &SentMessage, label: &str) -> String {
@@ -25,9 +27,7 @@ fn button(message: &SentMessage, label: &str) -> String {
 #[tokio::test]
 async fn approvals_and_questions_are_asked_in_the_chat_and_answered_with_buttons_or_commands() {
     let env = TestEnv::start().await;
-    let (tg, _) = open_bot(&env).await;
-    sqlx::query("UPDATE agents SET toolsets = ARRAY['terminal', 'clarify']").execute(&env.db).await.unwrap();
-    let pod = Pod::start(&env).await;
+    let (tg, pod) = open_bot_with_tools(&env, &["terminal", "clarify"]).await;
 
     // A dangerous command: the question comes with buttons; a press resumes the turn.
     env.llm

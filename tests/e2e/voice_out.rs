@@ -10,7 +10,7 @@ use hermes_testkit::speech::SpeechToText;
 use hermes_testkit::tts::{SpeechApi, fake_audio};
 
 use crate::harness::{Roles, TestEnv, wait_until};
-use crate::telegram::{Pod, TOKEN, open_bot, sent};
+use crate::telegram::{Pod, TOKEN, open_bot, open_bot_with_tools, sent};
 
 #[tokio::test]
 async fn with_voice_on_a_voice_note_is_answered_with_a_voice_bubble_and_text_only_gets_text() {
@@ -77,9 +77,7 @@ async fn text_to_speech_through_edge_reaches_the_chat_as_audio() {
     let tts = SpeechApi::start().await.unwrap();
     let edge = tts.edge_url();
     let env = TestEnv::start_with(Roles::default(), move |c| c.tts.edge_url = edge).await;
-    let (tg, _) = open_bot(&env).await;
-    sqlx::query("UPDATE agents SET toolsets = ARRAY['tts']").execute(&env.db).await.unwrap();
-    let pod = Pod::start(&env).await;
+    let (tg, pod) = open_bot_with_tools(&env, &["tts"]).await;
 
     env.llm
         .push(ScriptedReply::tool_call("text_to_speech", json!({"text": "Good morning, team. Stand-up is at nine."})));
