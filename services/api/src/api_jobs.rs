@@ -21,6 +21,7 @@ use hermes_wire::v1::{
 
 use crate::auth::{Caller, key_audit};
 use crate::cron::{create_job, visible};
+use crate::documented::NoApiKey;
 use crate::state::AppState;
 
 /// Upstream's limits.
@@ -97,7 +98,7 @@ pub(crate) struct ListQuery {
 
 #[utoipa::path(get, path = "/api/jobs", tag = "upstream cron", params(ListQuery),
     responses((status = 200, description = "`{\"jobs\": [...]}` (paused jobs only with include_disabled=true)", body = UpstreamJobs),
-        (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody)))]
+        NoApiKey))]
 pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller, Query(q): Query<ListQuery>) -> Response {
     let all = matches!(q.include_disabled.as_deref().map(str::to_ascii_lowercase).as_deref(), Some("true" | "1"));
     match state.store.list_jobs(auth.tenant_id, auth.agent_id).await {

@@ -18,9 +18,11 @@ use hermes_wire::v1::{CreateJob, CronJob, CronRun, Deleted};
 
 use crate::agents::resolve_agent;
 use crate::auth::{Caller, key_audit};
+use crate::documented::{JobPath, NoApiKey, NoSuchJob};
 use crate::errors::{Failure, resource};
 use crate::shown::cron_job;
 use crate::state::AppState;
+use crate::visible::{CallerObject, Visible};
 
 /// This module's handlers' error: a store error is about a cron job.
 type Result<T> = std::result::Result<T, Failure<resource::CronJob>>;
@@ -30,8 +32,17 @@ pub(crate) async fn visible(state: &AppState, auth: &KeyAuth, id: &str) -> Resul
     Ok(state.store.find_job(auth.tenant_id, auth.agent_id, id).await?)
 }
 
+impl CallerObject for Job {
+    type Path = JobPath;
+    type Missing = Failure<resource::CronJob>;
+
+    async fn find(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Self> {
+        visible(state, auth, id).await
+    }
+}
+
 #[utoipa::path(get, path = "/v1/cron/jobs", tag = "cron",
-    responses((status = 200, description = "The tenant's cron jobs", body = Slice<CronJob>), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The tenant's cron jobs", body = Slice<CronJob>), NoApiKey))]
 pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Slice<CronJob>>> {
     let jobs = state.store.list_jobs(auth.tenant_id, auth.agent_id).await?;
     Ok(Json(Slice::whole(jobs.into_iter().map(cron_job).collect())))
@@ -54,24 +65,15 @@ pub(crate) async fn create_job(state: &AppState, auth: &KeyAuth, c: CreateJob) -
     Ok(ops::create(&state.store, key_audit(auth), (auth.tenant_id, agent.id), c).await?)
 }
 
-#[utoipa::path(get, path = "/v1/cron/jobs/{id}", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
-    responses((status = 200, description = "The job", body = CronJob), (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn get(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
-) -> Result<Json<CronJob>> {
-    Ok(Json(cron_job(visible(&state, &auth, &id).await?)))
+#[utoipa::path(get, path = "/v1/cron/jobs/{id}", tag = "cron", params(JobPath),
+    responses((status = 200, description = "The job", body = CronJob), NoSuchJob))]
+pub(crate) async fn get(Visible { found: job, .. }: Visible<Job>) -> Result<Json<CronJob>> {
+    Ok(Json(cron_job(job)))
 }
 
-#[utoipa::path(delete, path = "/v1/cron/jobs/{id}", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
-    responses((status = 200, description = "Removed", body = Deleted), (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn delete(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
-) -> Result<Json<Deleted>> {
-    let job = visible(&state, &auth, &id).await?;
+#[utoipa::path(delete, path = "/v1/cron/jobs/{id}", tag = "cron", params(JobPath),
+    responses((status = 200, description = "Removed", body = Deleted), NoSuchJob))]
+pub(crate) async fn delete(Visible { state, auth, found: job, .. }: Visible<Job>) -> Result<Json<Deleted>> {
     ops::remove(&state.store, key_audit(&auth), &job).await?;
     Ok(Json(Deleted::new(job.id, "cron.job.deleted")))
 }
@@ -82,12 +84,12 @@ pub(crate) struct Pause {
     reason: Option<String>,
 }
 
-#[utoipa::path(post, path = "/v1/cron/jobs/{id}/pause", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
-    responses((status = 200, description = "Paused", body = CronJob), (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
+#[utoipa::path(post, path = "/v1/cron/jobs/{id}/pause", tag = "cron", params(JobPath),
+    responses((status = 200, description = "Paused", body = CronJob), NoSuchJob))]
 pub(crate) async fn pause(
     State(state): State<AppState>,
     Caller(auth): Caller,
-    Path(id): Path<String>,
+    Path(JobPath { id }): Path<JobPath>,
     body: Option<ApiJson<Pause>>,
 ) -> Result<Json<CronJob>> {
     let job = visible(&state, &auth, &id).await?;
@@ -95,37 +97,22 @@ pub(crate) async fn pause(
     Ok(Json(cron_job(ops::set_state(&state.store, key_audit(&auth), &job, Move::Pause(&reason)).await?)))
 }
 
-#[utoipa::path(post, path = "/v1/cron/jobs/{id}/resume", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
-    responses((status = 200, description = "Scheduled again, from its next slot", body = CronJob), (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn resume(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
-) -> Result<Json<CronJob>> {
-    let job = visible(&state, &auth, &id).await?;
+#[utoipa::path(post, path = "/v1/cron/jobs/{id}/resume", tag = "cron", params(JobPath),
+    responses((status = 200, description = "Scheduled again, from its next slot", body = CronJob), NoSuchJob))]
+pub(crate) async fn resume(Visible { state, auth, found: job, .. }: Visible<Job>) -> Result<Json<CronJob>> {
     Ok(Json(cron_job(ops::set_state(&state.store, key_audit(&auth), &job, Move::Resume).await?)))
 }
 
-#[utoipa::path(post, path = "/v1/cron/jobs/{id}/run", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
-    responses((status = 202, description = "Due now: the scheduler starts it within a second", body = CronJob), (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn run(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
-) -> Result<(StatusCode, Json<CronJob>)> {
-    let job = visible(&state, &auth, &id).await?;
+#[utoipa::path(post, path = "/v1/cron/jobs/{id}/run", tag = "cron", params(JobPath),
+    responses((status = 202, description = "Due now: the scheduler starts it within a second", body = CronJob), NoSuchJob))]
+pub(crate) async fn run(Visible { state, auth, found: job, .. }: Visible<Job>) -> Result<(StatusCode, Json<CronJob>)> {
     let due = ops::set_state(&state.store, key_audit(&auth), &job, Move::RunNow).await?;
     Ok((StatusCode::ACCEPTED, Json(cron_job(due))))
 }
 
-#[utoipa::path(get, path = "/v1/cron/jobs/{id}/runs", tag = "cron", params(("id" = String, Path, description = "Job id or name")),
-    responses((status = 200, description = "The job's latest runs with their outputs, newest first", body = Slice<CronRun>), (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn runs(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
-) -> Result<Json<Slice<CronRun>>> {
-    let job = visible(&state, &auth, &id).await?;
+#[utoipa::path(get, path = "/v1/cron/jobs/{id}/runs", tag = "cron", params(JobPath),
+    responses((status = 200, description = "The job's latest runs with their outputs, newest first", body = Slice<CronRun>), NoSuchJob))]
+pub(crate) async fn runs(Visible { state, auth, found: job, .. }: Visible<Job>) -> Result<Json<Slice<CronRun>>> {
     let runs = state.store.job_runs(auth.tenant_id, job.id, 50).await?;
     Ok(Json(Slice::whole(runs)))
 }

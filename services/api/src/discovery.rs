@@ -13,10 +13,11 @@ use hermes_wire::v1::{Capabilities, CapabilityAuth, ForModel, ListedSkill, Tools
 
 use crate::agents::resolve_agent;
 use crate::auth::Caller;
+use crate::documented::{BadRequest, NoApiKey, NotFound};
 use crate::state::AppState;
 
 #[utoipa::path(get, path = "/v1/capabilities", tag = "hermes",
-    responses((status = 200, description = "What this server supports", body = Capabilities), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "What this server supports", body = Capabilities), BadRequest, NoApiKey))]
 pub(crate) async fn capabilities(Caller(_): Caller) -> Json<Capabilities> {
     let features = [
         "chat_completions",
@@ -62,7 +63,7 @@ pub(crate) struct ForAgent {
 }
 
 #[utoipa::path(get, path = "/v1/toolsets", tag = "hermes", params(("model" = Option<String>, Query, description = "The agent")),
-    responses((status = 200, description = "Toolsets and whether the agent has them", body = ForModel<Toolset>), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "Toolsets and whether the agent has them", body = ForModel<Toolset>), BadRequest, NoApiKey, NotFound))]
 pub(crate) async fn toolsets(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -82,7 +83,7 @@ pub(crate) async fn toolsets(
 }
 
 #[utoipa::path(get, path = "/v1/skills", tag = "hermes", params(("model" = Option<String>, Query, description = "The agent")),
-    responses((status = 200, description = "The skills the agent sees", body = ForModel<ListedSkill>), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The skills the agent sees", body = ForModel<ListedSkill>), BadRequest, NoApiKey, NotFound))]
 pub(crate) async fn skills(
     State(state): State<AppState>,
     Caller(auth): Caller,

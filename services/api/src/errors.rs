@@ -61,6 +61,16 @@ pub(crate) fn refusal(err: OpsError) -> Result<ApiError, StoreError> {
     })
 }
 
+/// The id a path gives, parsed: a malformed one is resource `R`'s 404, as a missing one is.
+pub(crate) fn path_id<R: Resource, I: std::str::FromStr>(raw: &str) -> Result<I, ApiError> {
+    raw.parse().map_err(|_| R::not_found())
+}
+
+/// `Ok` when a delete found its object; resource `R`'s 404 when there was none to delete.
+pub(crate) fn deleted<R: Resource>(found: bool) -> Result<(), ApiError> {
+    if found { Ok(()) } else { Err(R::not_found()) }
+}
+
 /// A handler's error about resource `R`.
 #[derive(Debug)]
 pub(crate) struct Failure<R> {

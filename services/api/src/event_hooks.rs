@@ -5,7 +5,7 @@
 //! so a key restricted to one agent may not manage them (403).
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 
@@ -17,21 +17,24 @@ use hermes_wire::Slice;
 use hermes_wire::v1::{Deleted, EventDelivery, EventHook as Shown, EventPing};
 
 use crate::auth::{Caller, tenant_wide};
-use crate::errors::{Failure, Resource, resource};
+use crate::documented::{BadRequest, HookPath, NoSuchHook};
+use crate::errors::{Failure, deleted, path_id, resource};
 use crate::state::AppState;
+use crate::visible::{CallerObject, Visible};
 
 /// This module's handlers' error: a store error is about an event hook.
 type Result<T> = std::result::Result<T, Failure<resource::EventHook>>;
 
-fn not_found() -> ApiError {
-    resource::EventHook::not_found()
-}
+/// The tenant's event hook `id` (for a tenant-wide key only).
+impl CallerObject for EventHook {
+    type Path = HookPath;
+    type Missing = Failure<resource::EventHook>;
 
-/// The caller's event hook `id`.
-async fn owned(state: &AppState, auth: &KeyAuth, id: &str) -> Result<EventHook> {
-    tenant_wide(auth, "managing event hooks")?;
-    let id = uuid::Uuid::parse_str(id).map_err(|_| not_found())?;
-    Ok(state.store.event_hook(auth.tenant_id, id).await?)
+    async fn find(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Self> {
+        tenant_wide(auth, "managing event hooks")?;
+        let id: uuid::Uuid = path_id::<resource::EventHook, _>(id)?;
+        Ok(state.store.event_hook(auth.tenant_id, id).await?)
+    }
 }
 
 fn shown(hook: &EventHook, secret: Option<String>) -> Shown {
@@ -91,14 +94,10 @@ pub(crate) async fn create(
     Ok((StatusCode::CREATED, Json(shown(&hook, Some(secret)))))
 }
 
-#[utoipa::path(get, path = "/v1/event-hooks/{id}", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")),
-    responses((status = 200, description = "The endpoint, with how its last delivery went", body = hermes_wire::v1::EventHook), (status = 404, description = "No such event hook", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn get(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
-) -> Result<Json<Shown>> {
-    Ok(Json(shown(&owned(&state, &auth, &id).await?, None)))
+#[utoipa::path(get, path = "/v1/event-hooks/{id}", tag = "event-hooks", params(HookPath),
+    responses((status = 200, description = "The endpoint, with how its last delivery went", body = hermes_wire::v1::EventHook), NoSuchHook))]
+pub(crate) async fn get(Visible { found: hook, .. }: Visible<EventHook>) -> Result<Json<Shown>> {
+    Ok(Json(shown(&hook, None)))
 }
 
 /// Changes to an endpoint (absent fields stay as they are).
@@ -111,16 +110,12 @@ pub(crate) struct UpdateEventHook {
     enabled: Option<bool>,
 }
 
-#[utoipa::path(patch, path = "/v1/event-hooks/{id}", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")), request_body = UpdateEventHook,
-    responses((status = 200, description = "The changed endpoint", body = hermes_wire::v1::EventHook), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 404, description = "No such event hook", body = hermes_wire::ErrorBody)))]
+#[utoipa::path(patch, path = "/v1/event-hooks/{id}", tag = "event-hooks", params(HookPath), request_body = UpdateEventHook,
+    responses((status = 200, description = "The changed endpoint", body = hermes_wire::v1::EventHook), BadRequest, NoSuchHook))]
 pub(crate) async fn update(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
+    Visible { state, auth, found: hook, .. }: Visible<EventHook>,
     body: std::result::Result<ApiJson<UpdateEventHook>, ApiError>,
 ) -> Result<Json<Shown>> {
-    // Whose it is first: another tenant's endpoint is a 404 whatever the body.
-    let hook = owned(&state, &auth, &id).await?;
     let ApiJson(u) = body?;
     check(&state, u.url.as_deref(), u.events.as_deref())?;
     let changes = EventHookChanges { url: u.url, events: u.events, description: u.description, enabled: u.enabled };
@@ -128,41 +123,28 @@ pub(crate) async fn update(
     Ok(Json(shown(&hook, None)))
 }
 
-#[utoipa::path(delete, path = "/v1/event-hooks/{id}", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")),
-    responses((status = 200, description = "Removed, with the events still waiting for it", body = Deleted), (status = 404, description = "No such event hook", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn delete(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
-) -> Result<Json<Deleted>> {
-    let hook = owned(&state, &auth, &id).await?;
-    if !state.store.delete_event_hook(auth.tenant_id, hook.id).await? {
-        return Err(not_found().into());
-    }
+#[utoipa::path(delete, path = "/v1/event-hooks/{id}", tag = "event-hooks", params(HookPath),
+    responses((status = 200, description = "Removed, with the events still waiting for it", body = Deleted), NoSuchHook))]
+pub(crate) async fn delete(Visible { state, auth, found: hook, .. }: Visible<EventHook>) -> Result<Json<Deleted>> {
+    deleted::<resource::EventHook>(state.store.delete_event_hook(auth.tenant_id, hook.id).await?)?;
     Ok(Json(Deleted::new(hook.id, "event_hook.deleted")))
 }
 
-#[utoipa::path(post, path = "/v1/event-hooks/{id}/ping", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")),
-    responses((status = 202, description = "A `ping` event is on its way; see the deliveries", body = EventPing), (status = 404, description = "No such event hook", body = hermes_wire::ErrorBody)))]
+#[utoipa::path(post, path = "/v1/event-hooks/{id}/ping", tag = "event-hooks", params(HookPath),
+    responses((status = 202, description = "A `ping` event is on its way; see the deliveries", body = EventPing), NoSuchHook))]
 pub(crate) async fn ping(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
+    Visible { state, auth, found: hook, .. }: Visible<EventHook>,
 ) -> Result<(StatusCode, Json<EventPing>)> {
-    let hook = owned(&state, &auth, &id).await?;
     let event = state.store.ping_event_hook(auth.tenant_id, hook.id).await?;
     let ping = EventPing { id: event.to_string(), object: "event_hook.ping".into(), event: "ping".into() };
     Ok((StatusCode::ACCEPTED, Json(ping)))
 }
 
-#[utoipa::path(get, path = "/v1/event-hooks/{id}/deliveries", tag = "event-hooks", params(("id" = String, Path, description = "Event hook id")),
-    responses((status = 200, description = "The endpoint's latest 100 events: pending, delivered or failed, with attempts and errors", body = Slice<EventDelivery>), (status = 404, description = "No such event hook", body = hermes_wire::ErrorBody)))]
+#[utoipa::path(get, path = "/v1/event-hooks/{id}/deliveries", tag = "event-hooks", params(HookPath),
+    responses((status = 200, description = "The endpoint's latest 100 events: pending, delivered or failed, with attempts and errors", body = Slice<EventDelivery>), NoSuchHook))]
 pub(crate) async fn deliveries(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
+    Visible { state, auth, found: hook, .. }: Visible<EventHook>,
 ) -> Result<Json<Slice<EventDelivery>>> {
-    let hook = owned(&state, &auth, &id).await?;
     let data = state.store.event_deliveries(auth.tenant_id, hook.id, 100).await?;
     Ok(Json(Slice::whole(data)))
 }

@@ -10,18 +10,19 @@ use hermes_http::{ApiError, ApiJson};
 
 use crate::answers::{AnswerRequest, store_answer};
 use crate::auth::Caller;
+use crate::documented::{BadRequest, NoApiKey, NotFound, ObjectPath};
 use crate::errors::{Failure, Resource, resource};
 use crate::headers::with_session;
 use crate::state::AppState;
 use crate::submit::{Work, submit_turn};
 
-#[utoipa::path(post, path = "/v1/interactions/{id}", tag = "hermes", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "The resumed turn's answer, as chat/completions answers", body = hermes_wire::v1::ChatCompletion), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody),
+#[utoipa::path(post, path = "/v1/interactions/{id}", tag = "hermes", params(ObjectPath),
+    responses((status = 200, description = "The resumed turn's answer, as chat/completions answers", body = hermes_wire::v1::ChatCompletion), BadRequest, NoApiKey, NotFound,
               (status = 409, description = "Already answered or expired", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn answer_interaction(
     State(state): State<AppState>,
     Caller(auth): Caller,
-    Path(id): Path<String>,
+    Path(ObjectPath { id }): Path<ObjectPath>,
     body: Result<ApiJson<AnswerRequest>, ApiError>,
 ) -> Result<Response, Failure<resource::Interaction>> {
     // An id that names nothing is a 404 whatever the body.

@@ -28,6 +28,7 @@ mod agents;
 mod answers;
 mod auth;
 mod completion;
+mod documented;
 mod errors;
 mod headers;
 mod idempotency;
@@ -40,6 +41,7 @@ mod shown;
 mod state;
 mod submit;
 mod targets;
+mod visible;
 mod wait;
 
 use std::sync::Arc;

@@ -8,10 +8,11 @@ use hermes_wire::List;
 use hermes_wire::v1::{Model, ModelExtras};
 
 use crate::auth::Caller;
+use crate::documented::{BadRequest, NoApiKey};
 use crate::state::AppState;
 
 #[utoipa::path(get, path = "/v1/models", tag = "openai",
-    responses((status = 200, description = "The tenant's agents, as models", body = List<Model>), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The tenant's agents, as models", body = List<Model>), BadRequest, NoApiKey))]
 pub(crate) async fn list_models(
     State(state): State<AppState>,
     Caller(auth): Caller,

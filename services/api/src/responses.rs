@@ -5,7 +5,7 @@
 //! lives in [`crate::responses_stream`].
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use hermes_core::FinishReason;
@@ -15,6 +15,7 @@ use hermes_wire::v1::{Deleted, ResponseObject, ResponsesRequest, Truncation};
 
 use crate::auth::Caller;
 use crate::completion::{Completion, incomplete, timed_out};
+use crate::documented::{BadRequest, NoApiKey, NotFound, ObjectPath, RateLimited};
 use crate::errors::missing_or_internal;
 use crate::headers::with_session;
 use crate::responses_object::{ResponseMeta, response_object};
@@ -22,6 +23,7 @@ use crate::responses_wire::{Continues, ParsedResponses, parse_response_id, respo
 use crate::state::AppState;
 use crate::submit::{Entry, Submitted, Work, submit_turn};
 use crate::targets::response_target;
+use crate::visible::{CallerObject, Visible};
 use crate::wait::Next;
 
 fn not_found(id: &str) -> ApiError {
@@ -31,7 +33,7 @@ fn not_found(id: &str) -> ApiError {
 #[utoipa::path(post, path = "/v1/responses", tag = "openai",
     request_body = hermes_wire::v1::ResponsesRequest,
     responses((status = 200, description = "A response, or an SSE stream of response.* events with stream: true", body = hermes_wire::v1::ResponseObject),
-              (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody), (status = 402, description = "A spending cap is reached", body = hermes_wire::ErrorBody), (status = 429, description = "Rate limit reached", body = hermes_wire::ErrorBody)))]
+              BadRequest, NoApiKey, NotFound, (status = 402, description = "A spending cap is reached", body = hermes_wire::ErrorBody), RateLimited))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -162,55 +164,53 @@ async fn collect(mut completion: Completion, meta: ResponseMeta, state: &AppStat
     Ok(Json(response_object(&meta, status, outcome.as_ref(), &messages, interaction.as_ref())).into_response())
 }
 
-/// The stored response's `ResponseMeta` and object.
-async fn stored(state: &AppState, auth: &KeyAuth, id: &str) -> Result<ResponseObject, ApiError> {
-    let turn = parse_response_id(id).ok_or_else(|| not_found(id))?;
-    let r = state
-        .store
-        .stored_response(auth.tenant_id, turn)
-        .await
-        .map_err(|e| missing_or_internal(e, || not_found(id)))?;
-    if auth.agent_id.is_some_and(|only| only != r.agent_id) {
-        return Err(not_found(id));
+/// A stored response, as its `ResponseMeta` makes it, if this caller may see it.
+impl CallerObject for ResponseObject {
+    type Path = ObjectPath;
+    type Missing = ApiError;
+
+    async fn find(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Self, ApiError> {
+        let turn = parse_response_id(id).ok_or_else(|| not_found(id))?;
+        let r = state
+            .store
+            .stored_response(auth.tenant_id, turn)
+            .await
+            .map_err(|e| missing_or_internal(e, || not_found(id)))?;
+        if auth.agent_id.is_some_and(|only| only != r.agent_id) {
+            return Err(not_found(id));
+        }
+        let interaction = if r.status == TurnStatus::Waiting {
+            state.store.turn_pending_interaction(auth.tenant_id, turn).await.map_err(ApiError::internal)?
+        } else {
+            None
+        };
+        let messages = state.store.turn_messages(auth.tenant_id, turn).await.map_err(ApiError::internal)?;
+        let meta = ResponseMeta {
+            turn,
+            created_at: r.created_at.timestamp(),
+            model: r.model,
+            instructions: r.instructions,
+            previous: r.previous,
+            store: true,
+            truncation: Truncation::from_stored(&r.truncation),
+            session: r.session_id,
+        };
+        Ok(response_object(&meta, r.status, r.outcome.as_ref(), &messages, interaction.as_ref()))
     }
-    let interaction = if r.status == TurnStatus::Waiting {
-        state.store.turn_pending_interaction(auth.tenant_id, turn).await.map_err(ApiError::internal)?
-    } else {
-        None
-    };
-    let messages = state.store.turn_messages(auth.tenant_id, turn).await.map_err(ApiError::internal)?;
-    let meta = ResponseMeta {
-        turn,
-        created_at: r.created_at.timestamp(),
-        model: r.model,
-        instructions: r.instructions,
-        previous: r.previous,
-        store: true,
-        truncation: Truncation::from_stored(&r.truncation),
-        session: r.session_id,
-    };
-    Ok(response_object(&meta, r.status, r.outcome.as_ref(), &messages, interaction.as_ref()))
 }
 
-#[utoipa::path(get, path = "/v1/responses/{id}", tag = "openai", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "A stored response", body = hermes_wire::v1::ResponseObject), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn get(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
-) -> Result<Json<ResponseObject>, ApiError> {
-    stored(&state, &auth, &id).await.map(Json)
+#[utoipa::path(get, path = "/v1/responses/{id}", tag = "openai", params(ObjectPath),
+    responses((status = 200, description = "A stored response", body = hermes_wire::v1::ResponseObject), BadRequest, NoApiKey, NotFound))]
+pub(crate) async fn get(Visible { found, .. }: Visible<ResponseObject>) -> Result<Json<ResponseObject>, ApiError> {
+    Ok(Json(found))
 }
 
-#[utoipa::path(delete, path = "/v1/responses/{id}", tag = "openai", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "Forgotten (the session keeps the conversation)", body = hermes_wire::v1::Deleted), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
+#[utoipa::path(delete, path = "/v1/responses/{id}", tag = "openai", params(ObjectPath),
+    responses((status = 200, description = "Forgotten (the session keeps the conversation)", body = hermes_wire::v1::Deleted), BadRequest, NoApiKey, NotFound))]
+// Visibility first (the lookup): a key limited to one agent cannot delete another's responses.
 pub(crate) async fn delete(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
+    Visible { state, auth, id, .. }: Visible<ResponseObject>,
 ) -> Result<Json<Deleted>, ApiError> {
-    // Visibility first: a key limited to one agent cannot delete another's responses.
-    stored(&state, &auth, &id).await?;
     let turn = parse_response_id(&id).ok_or_else(|| not_found(&id))?;
     match state.store.delete_response(auth.tenant_id, turn).await {
         Ok(true) => Ok(Json(Deleted::new(response_id(turn), "response"))),

@@ -9,7 +9,6 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::extract::{Path, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use tokio::sync::mpsc;
@@ -19,9 +18,10 @@ use hermes_http::ApiError;
 use hermes_store::{Store, TurnStatus};
 use hermes_wire::v1::{InteractionRequest, Responded, RunEvent, RunEventKind, RunStatus};
 
-use crate::auth::Caller;
-use crate::runs_object::{run_id, run_status, usage, visible_run};
+use crate::documented::{BadRequest, NoApiKey, NotFound, ObjectPath};
+use crate::runs_object::{VisibleRun, run_id, run_status, usage};
 use crate::state::AppState;
+use crate::visible::Visible;
 use crate::wait::{Next, Waiter};
 
 fn line(run: &str, kind: RunEventKind) -> Event {
@@ -70,14 +70,11 @@ fn waiting_event(interaction: &hermes_core::PendingInteraction) -> RunEventKind 
     }
 }
 
-#[utoipa::path(get, path = "/v1/runs/{id}/events", tag = "hermes", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "Server-sent events: data-only JSON lines (message.delta, tool.started, tool.completed, approval.request, approval.responded, run.completed, run.failed, run.cancelled)", content_type = "text/event-stream", body = String), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
+#[utoipa::path(get, path = "/v1/runs/{id}/events", tag = "hermes", params(ObjectPath),
+    responses((status = 200, description = "Server-sent events: data-only JSON lines (message.delta, tool.started, tool.completed, approval.request, approval.responded, run.completed, run.failed, run.cancelled)", content_type = "text/event-stream", body = String), BadRequest, NoApiKey, NotFound))]
 pub(crate) async fn events(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
+    Visible { state, auth, found: (turn, run), .. }: Visible<VisibleRun>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let (turn, run) = visible_run(&state, &auth, &id).await?;
     follow(&state, auth.tenant_id, turn, run.session_id).await
 }
 

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use hermes_http::{ApiError, ApiJson, ErrorCode};
@@ -19,18 +19,20 @@ use hermes_wire::v1::{
 
 use crate::answers::answer_run_approval;
 use crate::auth::Caller;
+use crate::documented::{BadRequest, NoApiKey, NotFound, ObjectPath, RateLimited};
 use crate::responses_wire::ParsedResponses;
-use crate::runs_object::{run_id, run_object, run_status, visible_run};
+use crate::runs_object::{VisibleRun, run_id, run_object, run_status};
 use crate::state::AppState;
 use crate::submit::{Entry, Work, submit_turn};
 use crate::targets::run_target;
+use crate::visible::Visible;
 
 /// Longest wait of `POST /v1/runs/{id}/stop` for the run to end (upstream's figure).
 const STOP_WAIT: Duration = Duration::from_secs(5);
 
 #[utoipa::path(post, path = "/v1/runs", tag = "hermes",
     request_body = RunRequest,
-    responses((status = 202, description = "The run started", body = RunStarted), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody), (status = 429, description = "Rate limit reached", body = hermes_wire::ErrorBody)))]
+    responses((status = 202, description = "The run started", body = RunStarted), BadRequest, NoApiKey, NotFound, RateLimited))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -67,14 +69,11 @@ async fn run_turn(state: &AppState, auth: &KeyAuth, headers: &HeaderMap, body: R
     Ok(Work::New { entry: Entry::Runs, turn: Box::new(turn), idempotency })
 }
 
-#[utoipa::path(get, path = "/v1/runs/{id}", tag = "hermes", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "The run's state", body = Run), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
+#[utoipa::path(get, path = "/v1/runs/{id}", tag = "hermes", params(ObjectPath),
+    responses((status = 200, description = "The run's state", body = Run), BadRequest, NoApiKey, NotFound))]
 pub(crate) async fn get(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
+    Visible { state, auth, found: (turn, run), .. }: Visible<VisibleRun>,
 ) -> Result<Json<Run>, ApiError> {
-    let (turn, run) = visible_run(&state, &auth, &id).await?;
     let pending = if run.status == TurnStatus::Waiting {
         state.store.turn_pending_interaction(auth.tenant_id, turn).await.map_err(ApiError::internal)?
     } else {
@@ -84,18 +83,14 @@ pub(crate) async fn get(
     Ok(Json(run_object(turn, &run, &model, pending.as_ref())))
 }
 
-#[utoipa::path(post, path = "/v1/runs/{id}/approval", tag = "hermes", params(("id" = String, Path, description = "The object's id")),
+#[utoipa::path(post, path = "/v1/runs/{id}/approval", tag = "hermes", params(ObjectPath),
     request_body = RunApproval,
-    responses((status = 200, description = "Answered; the run resumes", body = RunApprovalResponse), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody),
+    responses((status = 200, description = "Answered; the run resumes", body = RunApprovalResponse), BadRequest, NoApiKey, NotFound,
               (status = 409, description = "No approval is pending", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn approval(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
+    Visible { state, auth, id, found: (turn, _) }: Visible<VisibleRun>,
     body: Result<ApiJson<RunApproval>, ApiError>,
 ) -> Result<Json<RunApprovalResponse>, ApiError> {
-    // Whose it is first: another tenant's run is a 404 whatever the body.
-    let (turn, _) = visible_run(&state, &auth, &id).await?;
     let ApiJson(request) = body?;
     let answer = answer_run_approval(&state, &auth, turn, request.choice, || not_pending(&id)).await?;
     let choice = match answer {
@@ -119,15 +114,12 @@ fn not_pending(id: &str) -> ApiError {
     )
 }
 
-#[utoipa::path(post, path = "/v1/runs/{id}/stop", tag = "hermes", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "Stopped, or stopping", body = RunStopped), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody),
+#[utoipa::path(post, path = "/v1/runs/{id}/stop", tag = "hermes", params(ObjectPath),
+    responses((status = 200, description = "Stopped, or stopping", body = RunStopped), BadRequest, NoApiKey, NotFound,
               (status = 409, description = "The run already ended", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn stop(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
+    Visible { state, auth, id, found: (turn, run) }: Visible<VisibleRun>,
 ) -> Result<Json<RunStopped>, ApiError> {
-    let (turn, run) = visible_run(&state, &auth, &id).await?;
     if run.status.is_final() {
         return Err(ApiError::new(
             StatusCode::CONFLICT,

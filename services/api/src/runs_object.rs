@@ -6,8 +6,10 @@ use hermes_http::{ApiError, ErrorCode};
 use hermes_store::{KeyAuth, TurnOverview, TurnStatus};
 use hermes_wire::v1::{Interaction, Run, RunError, RunKind, RunStatus, RunUsage};
 
+use crate::documented::ObjectPath;
 use crate::errors::missing_or_internal;
 use crate::state::AppState;
+use crate::visible::CallerObject;
 
 pub(crate) fn run_id(turn: TurnId) -> String {
     format!("run_{}", turn.as_uuid().simple())
@@ -17,24 +19,30 @@ pub(crate) fn not_found(id: &str) -> ApiError {
     ApiError::not_found(ErrorCode::RunNotFound, format!("Run not found: {id}"))
 }
 
-/// The run `id` names, if this caller may see it.
-pub(crate) async fn visible_run(
-    state: &AppState,
-    auth: &KeyAuth,
-    id: &str,
-) -> Result<(TurnId, TurnOverview), ApiError> {
-    let turn = id
-        .trim()
-        .strip_prefix("run_")
-        .and_then(|hex| uuid::Uuid::try_parse(hex).ok())
-        .map(TurnId::from_uuid)
-        .ok_or_else(|| not_found(id))?;
-    let run =
-        state.store.turn_overview(auth.tenant_id, turn).await.map_err(|e| missing_or_internal(e, || not_found(id)))?;
-    if auth.agent_id.is_some_and(|only| only != run.agent_id) {
-        return Err(not_found(id));
+/// A run as a path's `{id}` names it, if this caller may see it: its turn and the turn's state.
+pub(crate) type VisibleRun = (TurnId, TurnOverview);
+
+impl CallerObject for VisibleRun {
+    type Path = ObjectPath;
+    type Missing = ApiError;
+
+    async fn find(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Self, ApiError> {
+        let turn = id
+            .trim()
+            .strip_prefix("run_")
+            .and_then(|hex| uuid::Uuid::try_parse(hex).ok())
+            .map(TurnId::from_uuid)
+            .ok_or_else(|| not_found(id))?;
+        let run = state
+            .store
+            .turn_overview(auth.tenant_id, turn)
+            .await
+            .map_err(|e| missing_or_internal(e, || not_found(id)))?;
+        if auth.agent_id.is_some_and(|only| only != run.agent_id) {
+            return Err(not_found(id));
+        }
+        Ok((turn, run))
     }
-    Ok((turn, run))
 }
 
 /// The run's state from its turn's (`waiting_on`: the kind of interaction it waits on).

@@ -12,16 +12,18 @@ use serde_json::Value;
 
 use hermes_core::SessionId;
 use hermes_http::{ApiError, ApiJson, ErrorCode};
-use hermes_store::KeyAuth;
+use hermes_store::{KeyAuth, SessionInfo};
 use hermes_wire::Slice;
 use hermes_wire::v1::{Deleted, NumberedMessage, Session, SessionWithLineage};
 
 use crate::agents::resolve_agent;
 use crate::auth::Caller;
-use crate::errors::{Failure, Resource, resource};
+use crate::documented::{BadRequest, NoApiKey, NotFound, ObjectPath};
+use crate::errors::{Failure, path_id, resource};
 use crate::headers::user_key;
 use crate::shown::{numbered, session};
 use crate::state::AppState;
+use crate::visible::{CallerObject, Visible};
 
 /// This module's handlers' error: a store error is about a session.
 type Result<T> = std::result::Result<T, Failure<resource::Session>>;
@@ -29,14 +31,19 @@ type Result<T> = std::result::Result<T, Failure<resource::Session>>;
 const DEFAULT_PAGE: i64 = 20;
 const MAX_PAGE: i64 = 100;
 
-fn parse_id(id: &str) -> Result<SessionId> {
-    Ok(id.parse().map_err(|_| resource::Session::not_found())?)
+/// The session, if this caller may see it.
+async fn visible(state: &AppState, auth: &KeyAuth, id: &str) -> Result<SessionInfo> {
+    let id: SessionId = path_id::<resource::Session, _>(id)?;
+    Ok(state.store.session_info(auth.tenant_id, auth.agent_id, id).await?)
 }
 
-/// The session, if this caller may see it.
-async fn visible(state: &AppState, auth: &KeyAuth, id: &str) -> Result<hermes_store::SessionInfo> {
-    let id = parse_id(id)?;
-    Ok(state.store.session_info(auth.tenant_id, auth.agent_id, id).await?)
+impl CallerObject for SessionInfo {
+    type Path = ObjectPath;
+    type Missing = Failure<resource::Session>;
+
+    async fn find(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Self> {
+        visible(state, auth, id).await
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -48,7 +55,7 @@ pub(crate) struct Page {
 }
 
 #[utoipa::path(get, path = "/api/sessions", tag = "sessions",
-    responses((status = 200, description = "Sessions, newest first", body = Slice<Session>), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "Sessions, newest first", body = Slice<Session>), BadRequest, NoApiKey))]
 pub(crate) async fn list(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -74,7 +81,7 @@ pub(crate) struct CreateSession {
 }
 
 #[utoipa::path(post, path = "/api/sessions", tag = "sessions",
-    responses((status = 201, description = "A new, empty session", body = Session), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
+    responses((status = 201, description = "A new, empty session", body = Session), BadRequest, NoApiKey, NotFound))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -90,14 +97,11 @@ pub(crate) async fn create(
     Ok((StatusCode::CREATED, Json(session(info))).into_response())
 }
 
-#[utoipa::path(get, path = "/api/sessions/{id}", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "The session and its lineage", body = SessionWithLineage), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
+#[utoipa::path(get, path = "/api/sessions/{id}", tag = "sessions", params(ObjectPath),
+    responses((status = 200, description = "The session and its lineage", body = SessionWithLineage), BadRequest, NoApiKey, NotFound))]
 pub(crate) async fn get(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
+    Visible { state, auth, found: info, .. }: Visible<SessionInfo>,
 ) -> Result<Json<SessionWithLineage>> {
-    let info = visible(&state, &auth, &id).await?;
     let lineage = state.store.session_lineage(auth.tenant_id, info.id).await?;
     // `lineage` says how this session began (fork, compaction, subagent); the tree is apart.
     let lineage_tree = lineage.into_iter().map(crate::shown::lineage).collect();
@@ -110,12 +114,12 @@ pub(crate) struct Rename {
     title: Option<String>,
 }
 
-#[utoipa::path(patch, path = "/api/sessions/{id}", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "Renamed", body = Session), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
+#[utoipa::path(patch, path = "/api/sessions/{id}", tag = "sessions", params(ObjectPath),
+    responses((status = 200, description = "Renamed", body = Session), BadRequest, NoApiKey, NotFound))]
 pub(crate) async fn rename(
     State(state): State<AppState>,
     Caller(auth): Caller,
-    Path(id): Path<String>,
+    Path(ObjectPath { id }): Path<ObjectPath>,
     ApiJson(body): ApiJson<Rename>,
 ) -> Result<Json<Session>> {
     let info = visible(&state, &auth, &id).await?;
@@ -123,15 +127,15 @@ pub(crate) async fn rename(
     Ok(Json(session(state.store.session_info(auth.tenant_id, auth.agent_id, info.id).await?)))
 }
 
-#[utoipa::path(delete, path = "/api/sessions/{id}", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "Deleted", body = Deleted), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody),
+#[utoipa::path(delete, path = "/api/sessions/{id}", tag = "sessions", params(ObjectPath),
+    responses((status = 200, description = "Deleted", body = Deleted), BadRequest, NoApiKey, NotFound,
               (status = 409, description = "A turn is running in it", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
     Caller(auth): Caller,
-    Path(id): Path<String>,
+    Path(ObjectPath { id }): Path<ObjectPath>,
 ) -> Result<Json<Deleted>> {
-    let id = parse_id(&id)?;
+    let id: SessionId = path_id::<resource::Session, _>(&id)?;
     state.store.delete_session(auth.tenant_id, auth.agent_id, id).await?;
     Ok(Json(Deleted::new(id, "session.deleted")))
 }
@@ -143,12 +147,12 @@ pub(crate) struct MessagePage {
     limit: Option<i64>,
 }
 
-#[utoipa::path(get, path = "/api/sessions/{id}/messages", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 200, description = "A page of messages", body = Slice<NumberedMessage>), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
+#[utoipa::path(get, path = "/api/sessions/{id}/messages", tag = "sessions", params(ObjectPath),
+    responses((status = 200, description = "A page of messages", body = Slice<NumberedMessage>), BadRequest, NoApiKey, NotFound))]
 pub(crate) async fn messages(
     State(state): State<AppState>,
     Caller(auth): Caller,
-    Path(id): Path<String>,
+    Path(ObjectPath { id }): Path<ObjectPath>,
     Query(page): Query<MessagePage>,
 ) -> Result<Json<Slice<NumberedMessage>>> {
     let info = visible(&state, &auth, &id).await?;
@@ -168,12 +172,12 @@ pub(crate) struct Fork {
     title: Option<String>,
 }
 
-#[utoipa::path(post, path = "/api/sessions/{id}/fork", tag = "sessions", params(("id" = String, Path, description = "The object's id")),
-    responses((status = 201, description = "The fork", body = Session), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
+#[utoipa::path(post, path = "/api/sessions/{id}/fork", tag = "sessions", params(ObjectPath),
+    responses((status = 201, description = "The fork", body = Session), BadRequest, NoApiKey, NotFound))]
 pub(crate) async fn fork(
     State(state): State<AppState>,
     Caller(auth): Caller,
-    Path(id): Path<String>,
+    Path(ObjectPath { id }): Path<ObjectPath>,
     body: Option<ApiJson<Fork>>,
 ) -> Result<Response> {
     let info = visible(&state, &auth, &id).await?;
@@ -194,13 +198,13 @@ pub(crate) struct ExportQuery {
 }
 
 #[utoipa::path(get, path = "/api/sessions/{id}/export", tag = "sessions",
-    params(("id" = String, Path, description = "The object's id"),
+    params(ObjectPath,
            ("format" = Option<String>, Query, description = "json (default) or sharegpt")),
-    responses((status = 200, description = "The whole session with its lineage", body = serde_json::Value), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The whole session with its lineage", body = serde_json::Value), BadRequest, NoApiKey, NotFound))]
 pub(crate) async fn export(
     State(state): State<AppState>,
     Caller(auth): Caller,
-    Path(id): Path<String>,
+    Path(ObjectPath { id }): Path<ObjectPath>,
     Query(q): Query<ExportQuery>,
 ) -> Result<Json<Value>> {
     let info = visible(&state, &auth, &id).await?;

@@ -14,6 +14,7 @@ use hermes_wire::v1::{UsageReport, UsageTotals};
 
 use crate::agents::resolve_agent;
 use crate::auth::Caller;
+use crate::documented::{BadRequest, NoApiKey, NotFound};
 use crate::state::AppState;
 
 /// The longest period one report covers.
@@ -45,7 +46,7 @@ fn day(param: &'static str, text: Option<&str>) -> Result<Option<NaiveDate>, Api
            ("start" = Option<String>, Query, description = "First day (YYYY-MM-DD)"),
            ("end" = Option<String>, Query, description = "Last day (YYYY-MM-DD)"),
            ("model" = Option<String>, Query, description = "Only this agent")),
-    responses((status = 200, description = "Tokens and dollars per group, with totals", body = UsageReport), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 404, description = "Not found (or another tenant's)", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "Tokens and dollars per group, with totals", body = UsageReport), BadRequest, NoApiKey, NotFound))]
 pub(crate) async fn usage(
     State(state): State<AppState>,
     Caller(auth): Caller,

@@ -4,7 +4,7 @@
 //! restricted to one agent sees only that agent's hooks; another tenant's is a 404.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 
@@ -17,23 +17,26 @@ use hermes_wire::v1::{Deleted, Webhook as Shown};
 
 use crate::agents::resolve_agent;
 use crate::auth::Caller;
-use crate::errors::{Failure, Resource, resource, store_error};
+use crate::documented::{BadRequest, NoApiKey, NoSuchWebhook, WebhookPath};
+use crate::errors::{Failure, Resource, deleted, path_id, resource, store_error};
 use crate::state::AppState;
+use crate::visible::{CallerObject, Visible};
 
 /// This module's handlers' error: a store error is about a webhook.
 type Result<T> = std::result::Result<T, Failure<resource::Webhook>>;
 
-fn not_found() -> ApiError {
-    resource::Webhook::not_found()
-}
+/// The caller's hook `id` (a key restricted to one agent sees only that agent's).
+impl CallerObject for Webhook {
+    type Path = WebhookPath;
+    type Missing = Failure<resource::Webhook>;
 
-/// The caller's hook `id`.
-async fn visible(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Webhook> {
-    let id = uuid::Uuid::parse_str(id).map_err(|_| not_found())?;
-    let hook = state.store.webhook(auth.tenant_id, id).await?;
-    match auth.agent_id {
-        Some(agent) if agent != hook.agent_id => Err(not_found().into()),
-        _ => Ok(hook),
+    async fn find(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Self> {
+        let id: uuid::Uuid = path_id::<resource::Webhook, _>(id)?;
+        let hook = state.store.webhook(auth.tenant_id, id).await?;
+        match auth.agent_id {
+            Some(agent) if agent != hook.agent_id => Err(resource::Webhook::not_found().into()),
+            _ => Ok(hook),
+        }
     }
 }
 
@@ -88,7 +91,7 @@ async fn job_of(
 }
 
 #[utoipa::path(get, path = "/v1/webhooks", tag = "webhooks",
-    responses((status = 200, description = "The tenant's webhooks (without secrets)", body = Slice<hermes_wire::v1::Webhook>), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The tenant's webhooks (without secrets)", body = Slice<hermes_wire::v1::Webhook>), NoApiKey))]
 pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Slice<Shown>>> {
     let hooks = state.store.list_webhooks(auth.tenant_id).await?;
     let data = hooks
@@ -126,7 +129,7 @@ pub(crate) struct CreateWebhook {
 }
 
 #[utoipa::path(post, path = "/v1/webhooks", tag = "webhooks", request_body = CreateWebhook,
-    responses((status = 201, description = "The webhook with its secret (shown this once) and path", body = hermes_wire::v1::Webhook), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 409, description = "The agent has a webhook of that name", body = hermes_wire::ErrorBody)))]
+    responses((status = 201, description = "The webhook with its secret (shown this once) and path", body = hermes_wire::v1::Webhook), BadRequest, (status = 409, description = "The agent has a webhook of that name", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -165,14 +168,10 @@ async fn new_webhook(state: &AppState, auth: &KeyAuth, c: CreateWebhook) -> Resu
     })
 }
 
-#[utoipa::path(get, path = "/v1/webhooks/{id}", tag = "webhooks", params(("id" = String, Path, description = "Webhook id")),
-    responses((status = 200, description = "The webhook (without its secret)", body = hermes_wire::v1::Webhook), (status = 404, description = "No such webhook", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn get(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
-) -> Result<Json<Shown>> {
-    Ok(Json(shown(&state, &visible(&state, &auth, &id).await?, None)))
+#[utoipa::path(get, path = "/v1/webhooks/{id}", tag = "webhooks", params(WebhookPath),
+    responses((status = 200, description = "The webhook (without its secret)", body = hermes_wire::v1::Webhook), NoSuchWebhook))]
+pub(crate) async fn get(Visible { state, found: hook, .. }: Visible<Webhook>) -> Result<Json<Shown>> {
+    Ok(Json(shown(&state, &hook, None)))
 }
 
 /// Changes to a webhook (absent fields stay as they are).
@@ -190,16 +189,12 @@ pub(crate) struct UpdateWebhook {
     rate_limit_per_minute: Option<i32>,
 }
 
-#[utoipa::path(patch, path = "/v1/webhooks/{id}", tag = "webhooks", params(("id" = String, Path, description = "Webhook id")), request_body = UpdateWebhook,
-    responses((status = 200, description = "The changed webhook", body = hermes_wire::v1::Webhook), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 404, description = "No such webhook", body = hermes_wire::ErrorBody)))]
+#[utoipa::path(patch, path = "/v1/webhooks/{id}", tag = "webhooks", params(WebhookPath), request_body = UpdateWebhook,
+    responses((status = 200, description = "The changed webhook", body = hermes_wire::v1::Webhook), BadRequest, NoSuchWebhook))]
 pub(crate) async fn update(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
+    Visible { state, auth, found: hook, .. }: Visible<Webhook>,
     body: std::result::Result<ApiJson<UpdateWebhook>, ApiError>,
 ) -> Result<Json<Shown>> {
-    // Whose it is first: another tenant's hook is a 404 whatever the body.
-    let hook = visible(&state, &auth, &id).await?;
     let ApiJson(u) = body?;
     let changes = changes(&state, &auth, &hook, u).await?;
     let hook = state.store.update_webhook(auth.tenant_id, hook.id, &changes).await?;
@@ -234,28 +229,16 @@ async fn changes(state: &AppState, auth: &KeyAuth, hook: &Webhook, u: UpdateWebh
     })
 }
 
-#[utoipa::path(post, path = "/v1/webhooks/{id}/rotate-secret", tag = "webhooks", params(("id" = String, Path, description = "Webhook id")),
-    responses((status = 200, description = "The webhook with its new secret; the old one stops working at once", body = hermes_wire::v1::Webhook), (status = 404, description = "No such webhook", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn rotate_secret(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
-) -> Result<Json<Shown>> {
-    let hook = visible(&state, &auth, &id).await?;
+#[utoipa::path(post, path = "/v1/webhooks/{id}/rotate-secret", tag = "webhooks", params(WebhookPath),
+    responses((status = 200, description = "The webhook with its new secret; the old one stops working at once", body = hermes_wire::v1::Webhook), NoSuchWebhook))]
+pub(crate) async fn rotate_secret(Visible { state, auth, found: hook, .. }: Visible<Webhook>) -> Result<Json<Shown>> {
     let secret = state.store.rotate_webhook_secret(auth.tenant_id, hook.id, state.secrets.as_ref()).await?;
     Ok(Json(shown(&state, &hook, Some(secret))))
 }
 
-#[utoipa::path(delete, path = "/v1/webhooks/{id}", tag = "webhooks", params(("id" = String, Path, description = "Webhook id")),
-    responses((status = 200, description = "Removed; its endpoint answers 404 from now on", body = Deleted), (status = 404, description = "No such webhook", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn delete(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
-) -> Result<Json<Deleted>> {
-    let hook = visible(&state, &auth, &id).await?;
-    if !state.store.delete_webhook(auth.tenant_id, hook.id).await? {
-        return Err(not_found().into());
-    }
+#[utoipa::path(delete, path = "/v1/webhooks/{id}", tag = "webhooks", params(WebhookPath),
+    responses((status = 200, description = "Removed; its endpoint answers 404 from now on", body = Deleted), NoSuchWebhook))]
+pub(crate) async fn delete(Visible { state, auth, found: hook, .. }: Visible<Webhook>) -> Result<Json<Deleted>> {
+    deleted::<resource::Webhook>(state.store.delete_webhook(auth.tenant_id, hook.id).await?)?;
     Ok(Json(Deleted::new(hook.id, "webhook.deleted")))
 }

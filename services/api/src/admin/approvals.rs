@@ -2,7 +2,7 @@
 //! Answering one here resumes its turn, as an answer in the chat or through the API would.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use serde::Deserialize;
 
 use hermes_core::access::AdminOp;
@@ -13,24 +13,22 @@ use hermes_store::admin::Change;
 use hermes_wire::List;
 use hermes_wire::admin::Answered;
 
-use crate::admin::caller::Caller;
-use crate::admin::errors::{store_error, store_error_for};
-use crate::admin::state::AdminState;
+use crate::admin::errors::{path_id, store_error, store_error_for};
+use crate::admin::tenant_call::{Body, TenantCall};
+use crate::documented::{ObjectPath, TenantNotFound, TenantPath};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
-#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/approvals", tag = "admin: sessions",
-    params(("tenant" = String, Path, description = "Tenant id")),
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/approvals", tag = "admin: sessions", params(TenantPath),
     responses((status = 200, description = "Questions waiting for an answer, oldest first", body = List<hermes_wire::admin::WaitingQuestion>),
-        (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn waiting(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path(tenant): Path<String>,
-) -> Result<Json<List<hermes_wire::admin::WaitingQuestion>>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ViewApprovals).await?;
-    let list = state.store.waiting_interactions(t.id).await.map_err(store_error)?;
-    Ok(Json(List::of(list.into_iter().map(crate::admin::shown::waiting_question).collect())))
+        TenantNotFound))]
+pub(crate) async fn waiting(call: TenantCall) -> Result<Json<List<hermes_wire::admin::WaitingQuestion>>> {
+    call.list_shown(
+        AdminOp::ViewApprovals,
+        async |store, t| store.waiting_interactions(t).await,
+        crate::admin::shown::waiting_question,
+    )
+    .await
 }
 
 /// The answer: a `choice` for an approval (`once`, `session`, `always`, `deny`), `text` for a
@@ -44,28 +42,26 @@ pub(crate) struct Answer {
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/approvals/{id}", tag = "admin: sessions", request_body = Answer,
-    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Interaction id")),
+    params(TenantPath, ("id" = String, Path, description = "Interaction id")),
     responses((status = 200, description = "Answered: the turn runs again", body = Answered),
         (status = 400, description = "Neither a choice nor a text", body = hermes_wire::ErrorBody),
         (status = 403, description = "The caller's role may not answer", body = hermes_wire::ErrorBody),
         (status = 404, description = "No such question", body = hermes_wire::ErrorBody),
         (status = 409, description = "Already answered, expired, or its turn stopped", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn answer(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path((tenant, id)): Path<(String, String)>,
-    body: std::result::Result<hermes_http::ApiJson<Answer>, ApiError>,
+    call: TenantCall,
+    Path(ObjectPath { id }): Path<ObjectPath>,
+    body: Body<Answer>,
 ) -> Result<Json<Answered>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::AnswerApprovals).await?;
-    let id = uuid::Uuid::parse_str(&id)
-        .map_err(|_| ApiError::not_found(ErrorCode::InteractionNotFound, "no such question"))?;
+    let t = call.allow(AdminOp::AnswerApprovals).await?;
+    let id: uuid::Uuid = path_id(&id, ErrorCode::InteractionNotFound, "question")?;
     let hermes_http::ApiJson(body) = body?;
     let answer = match (body.choice, body.text) {
         (Some(choice), _) => InteractionAnswer::Approval { choice },
         (None, Some(text)) if !text.trim().is_empty() => InteractionAnswer::Text { text },
         _ => return Err(ApiError::invalid_request(ErrorCode::InvalidValue, "answer with a `choice` or a `text`")),
     };
-    let mut tx = caller.begin(&state, t.id).await?;
+    let mut tx = call.begin(t.id).await?;
     let answered = tx.answer_interaction(id, &answer, None).await.map_err(|e| match e {
         StoreError::Conflict(what) => ApiError::new(
             axum::http::StatusCode::CONFLICT,
@@ -76,7 +72,7 @@ pub(crate) async fn answer(
         other => store_error_for(other, ErrorCode::InteractionNotFound, "question"),
     })?;
     tx.commit(Change::new("approval.answered", "interaction", id).after(&answer)).await.map_err(store_error)?;
-    if let Some(broker) = &state.broker {
+    if let Some(broker) = &call.state.broker {
         let work = hermes_queue::SessionWork { tenant_id: t.id, session_id: answered.session_id };
         if let Err(e) = broker.publish_work(&work).await {
             tracing::warn!(error = %e, "cannot publish work; the reaper will pick the turn up");

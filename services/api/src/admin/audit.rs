@@ -2,7 +2,7 @@
 //! filtered, newest first in keyset pages, or exported whole as CSV or JSON lines.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -16,6 +16,8 @@ use hermes_wire::admin::AuditPage;
 use crate::admin::caller::Caller;
 use crate::admin::errors::store_error;
 use crate::admin::state::AdminState;
+use crate::admin::tenant_call::TenantCall;
+use crate::documented::{OperatorsOnly, TenantNotFound, TenantPath};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -73,23 +75,18 @@ impl AuditQuery {
     }
 }
 
-#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/audit", tag = "admin: audit", params(("tenant" = String, Path, description = "Tenant id"), AuditQuery),
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/audit", tag = "admin: audit", params(TenantPath, AuditQuery),
     responses((status = 200, description = "A page of entries (or, with format=csv|jsonl, every matching entry as a file)", body = AuditPage),
         (status = 403, description = "Members may not read the audit log", body = hermes_wire::ErrorBody),
-        (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn tenant_audit(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path(tenant): Path<String>,
-    Query(query): Query<AuditQuery>,
-) -> Result<Response> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ViewAudit).await?;
-    answer(&state, Some(t.id), query).await
+        TenantNotFound))]
+pub(crate) async fn tenant_audit(call: TenantCall, Query(query): Query<AuditQuery>) -> Result<Response> {
+    let t = call.allow(AdminOp::ViewAudit).await?;
+    answer(&call.state, Some(t.id), query).await
 }
 
 #[utoipa::path(get, path = "/admin/v1/audit", tag = "admin: audit", params(AuditQuery),
     responses((status = 200, description = "A page of the installation's own entries (tenants, operators)", body = AuditPage),
-        (status = 403, description = "Operators only", body = hermes_wire::ErrorBody)))]
+        OperatorsOnly))]
 pub(crate) async fn installation_audit(
     State(state): State<AdminState>,
     caller: Caller,

@@ -3,7 +3,7 @@
 //! pairing codes people got from a bot.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::http::StatusCode;
 use serde::Deserialize;
 
@@ -16,9 +16,10 @@ use hermes_store::{Channel, StoreError};
 use hermes_wire::List;
 use hermes_wire::v1::ChannelRequest;
 
-use crate::admin::caller::Caller;
-use crate::admin::errors::{store_error, store_error_for};
+use crate::admin::errors::{path_id, store_error, store_error_for};
 use crate::admin::state::AdminState;
+use crate::admin::tenant_call::{Body, TenantCall};
+use crate::documented::{ObjectPath, TenantNotFound, TenantPath};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -36,78 +37,58 @@ fn failure(f: OpsError) -> ApiError {
 }
 
 async fn channel(state: &AdminState, tenant: TenantId, raw: &str) -> Result<Channel> {
-    let id =
-        uuid::Uuid::parse_str(raw).map_err(|_| ApiError::not_found(ErrorCode::ChannelNotFound, "no such channel"))?;
+    let id: uuid::Uuid = path_id(raw, ErrorCode::ChannelNotFound, "channel")?;
     state.store.channel(tenant, id).await.map_err(|e| store_error_for(e, ErrorCode::ChannelNotFound, "channel"))
 }
 
-#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/channels", tag = "admin: channels",
-    params(("tenant" = String, Path, description = "Tenant id")),
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/channels", tag = "admin: channels", params(TenantPath),
     responses((status = 200, description = "The tenant's bots (credentials never shown)", body = List<hermes_wire::v1::Channel>),
-        (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn list(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path(tenant): Path<String>,
-) -> Result<Json<List<hermes_wire::v1::Channel>>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ViewChannels).await?;
-    let bots = state.store.list_channels(t.id).await.map_err(store_error)?;
-    Ok(Json(List::of(bots.into_iter().map(channels::shown).collect())))
+        TenantNotFound))]
+pub(crate) async fn list(call: TenantCall) -> Result<Json<List<hermes_wire::v1::Channel>>> {
+    call.list_shown(AdminOp::ViewChannels, async |store, t| store.list_channels(t).await, channels::shown).await
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/channels", tag = "admin: channels", request_body = ChannelRequest,
-    params(("tenant" = String, Path, description = "Tenant id")),
+    params(TenantPath),
     responses((status = 201, description = "Bound; `setup` says what is left to do on the platform (a webhook URL to paste, a socket to enable)", body = hermes_wire::v1::ChannelBound),
         (status = 400, description = "A bad value, or the platform refused the credentials", body = hermes_wire::ErrorBody),
         (status = 403, description = "The caller's role may not bind bots", body = hermes_wire::ErrorBody),
         (status = 409, description = "The bot is bound already", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn create(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path(tenant): Path<String>,
-    body: std::result::Result<hermes_http::ApiJson<ChannelRequest>, ApiError>,
+    call: TenantCall,
+    body: Body<ChannelRequest>,
 ) -> Result<(StatusCode, Json<hermes_wire::v1::ChannelBound>)> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ManageChannels).await?;
-    // Whose it is first: another tenant's URL is a 404 whatever the body.
-    let hermes_http::ApiJson(body) = body?;
+    let (t, body) = call.allow_with_body(AdminOp::ManageChannels, body).await?;
+    let state = &call.state;
     let agent = state.agent(t.id, &body.agent).await?;
-    let platforms = Platforms {
-        http: &state.http,
-        secrets: state.secrets.as_ref(),
-        bases: &state.config.platforms,
-        api_base: None,
-    };
-    let bound = channels::bind(&platforms, &state.store, caller.audit(), (t.id, agent.id), body).await;
+    let platforms =
+        Platforms { http: &state.http, secrets: state.secrets.as_ref(), bases: &state.config.platforms, api_base: None };
+    let bound = channels::bind(&platforms, &state.store, call.caller.audit(), (t.id, agent.id), body).await;
     let bound = bound.map_err(failure)?;
     Ok((StatusCode::CREATED, Json(bound)))
 }
 
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/channels/{id}", tag = "admin: channels",
-    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Channel id")),
+    params(TenantPath, ("id" = String, Path, description = "Channel id")),
     responses((status = 204, description = "Unbound"), (status = 404, description = "No such channel", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn delete(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path((tenant, id)): Path<(String, String)>,
-) -> Result<StatusCode> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ManageChannels).await?;
-    let found = channel(&state, t.id, &id).await?;
-    channels::unbind(&state.store, caller.audit(), &found).await.map_err(failure)?;
+pub(crate) async fn delete(call: TenantCall, Path(ObjectPath { id }): Path<ObjectPath>) -> Result<StatusCode> {
+    let t = call.allow(AdminOp::ManageChannels).await?;
+    let found = channel(&call.state, t.id, &id).await?;
+    channels::unbind(&call.state.store, call.caller.audit(), &found).await.map_err(failure)?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/channels/{id}/pairings", tag = "admin: channels",
-    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Channel id")),
+    params(TenantPath, ("id" = String, Path, description = "Channel id")),
     responses((status = 200, description = "Codes waiting for an admin", body = List<hermes_wire::v1::PairingRequest>),
         (status = 404, description = "No such channel", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn pairings(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path((tenant, id)): Path<(String, String)>,
+    call: TenantCall,
+    Path(ObjectPath { id }): Path<ObjectPath>,
 ) -> Result<Json<List<hermes_wire::v1::PairingRequest>>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ViewChannels).await?;
-    let found = channel(&state, t.id, &id).await?;
-    let waiting = state.store.pending_pairings(t.id, found.id).await.map_err(store_error)?;
+    let t = call.allow(AdminOp::ViewChannels).await?;
+    let found = channel(&call.state, t.id, &id).await?;
+    let waiting = call.state.store.pending_pairings(t.id, found.id).await.map_err(store_error)?;
     Ok(Json(List::of(waiting.into_iter().map(crate::shown::pairing).collect())))
 }
 
@@ -119,22 +100,19 @@ pub(crate) struct Approve {
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/channels/{id}/pairings/approve", tag = "admin: channels", request_body = Approve,
-    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Channel id")),
+    params(TenantPath, ("id" = String, Path, description = "Channel id")),
     responses((status = 200, description = "The person may talk to the bot now (and is told so)", body = hermes_wire::v1::PairingApproved),
         (status = 400, description = "No such code is waiting", body = hermes_wire::ErrorBody),
         (status = 404, description = "No such channel", body = hermes_wire::ErrorBody),
         (status = 429, description = "Too many wrong codes: approvals are locked for a while", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn approve(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path((tenant, id)): Path<(String, String)>,
-    body: std::result::Result<hermes_http::ApiJson<Approve>, ApiError>,
+    call: TenantCall,
+    Path(ObjectPath { id }): Path<ObjectPath>,
+    body: Body<Approve>,
 ) -> Result<Json<hermes_wire::v1::PairingApproved>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ManageChannels).await?;
-    // Whose it is first: another tenant's URL is a 404 whatever the body.
-    let hermes_http::ApiJson(body) = body?;
-    let found = channel(&state, t.id, &id).await?;
-    let approved = channels::approve_pairing(&state.store, caller.audit(), &found, &body.code).await;
+    let (t, body) = call.allow_with_body(AdminOp::ManageChannels, body).await?;
+    let found = channel(&call.state, t.id, &id).await?;
+    let approved = channels::approve_pairing(&call.state.store, call.caller.audit(), &found, &body.code).await;
     let approved = approved.map_err(failure)?;
     Ok(Json(approved))
 }

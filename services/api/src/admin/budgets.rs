@@ -3,7 +3,7 @@
 //! (`hermes_store::budgets`); a hard cap reached stops turns before the call.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::http::StatusCode;
 use serde::Deserialize;
 
@@ -15,23 +15,19 @@ use hermes_store::{Budget, StoreError};
 use hermes_wire::List;
 use hermes_wire::admin::BudgetView;
 
-use crate::admin::caller::Caller;
 use crate::admin::errors::store_error;
 use crate::admin::state::AdminState;
+use crate::admin::tenant_call::{Body, TenantCall};
+use crate::documented::{TenantNotFound, TenantPath};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
-#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/budgets", tag = "admin: usage",
-    params(("tenant" = String, Path, description = "Tenant id")),
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/budgets", tag = "admin: usage", params(TenantPath),
     responses((status = 200, description = "Each cap (the tenant's first, then each agent's) with what was spent in its current period", body = List<BudgetView>),
-        (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn list(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path(tenant): Path<String>,
-) -> Result<Json<List<BudgetView>>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ViewUsage).await?;
-    let states = state.store.tenant_budgets(t.id, chrono::Utc::now()).await.map_err(store_error)?;
+        TenantNotFound))]
+pub(crate) async fn list(call: TenantCall) -> Result<Json<List<BudgetView>>> {
+    let t = call.allow(AdminOp::ViewUsage).await?;
+    let states = call.state.store.tenant_budgets(t.id, chrono::Utc::now()).await.map_err(store_error)?;
     let data = states
         .iter()
         .map(|s| BudgetView {
@@ -75,7 +71,7 @@ async fn scope(
 }
 
 #[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/budgets/{scope}/{period}", tag = "admin: usage", request_body = Caps,
-    params(("tenant" = String, Path, description = "Tenant id"),
+    params(TenantPath,
         ("scope" = String, Path, description = "`tenant`, or an agent's id or name"),
         ("period" = String, Path, description = "`day` or `month` (in the tenant's time zone)")),
     responses((status = 204, description = "Set (replacing the cap of that scope and period)"),
@@ -83,22 +79,21 @@ async fn scope(
         (status = 403, description = "The caller's role may not set budgets", body = hermes_wire::ErrorBody),
         (status = 404, description = "No such tenant, agent or period", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn set(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path((tenant, scope_ref, period)): Path<(String, String, String)>,
-    body: std::result::Result<hermes_http::ApiJson<Caps>, ApiError>,
+    call: TenantCall,
+    Path((_, scope_ref, period)): Path<(String, String, String)>,
+    body: Body<Caps>,
 ) -> Result<StatusCode> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ManageBudgets).await?;
-    let (agent, period) = scope(&state, t.id, &scope_ref, &period).await?;
+    let t = call.allow(AdminOp::ManageBudgets).await?;
+    let (agent, period) = scope(&call.state, t.id, &scope_ref, &period).await?;
     let hermes_http::ApiJson(body) = body?;
     if body.hard_usd.is_none() && body.soft_usd.is_none() {
         let why = "give hard_usd, soft_usd or both (DELETE removes a cap)";
         return Err(ApiError::invalid_request(ErrorCode::InvalidValue, why).with_param("hard_usd"));
     }
-    let before = state.store.tenant_budgets(t.id, chrono::Utc::now()).await.map_err(store_error)?;
+    let before = call.state.store.tenant_budgets(t.id, chrono::Utc::now()).await.map_err(store_error)?;
     let before = before.into_iter().map(|s| s.budget).find(|b| b.agent_id == agent && b.period == period);
     let budget = Budget { agent_id: agent, period, hard_usd: body.hard_usd, soft_usd: body.soft_usd };
-    let mut tx = caller.begin(&state, t.id).await?;
+    let mut tx = call.begin(t.id).await?;
     tx.set_budget(&budget).await.map_err(|e| match e {
         StoreError::Invalid(why) => ApiError::invalid_request(ErrorCode::InvalidValue, why).with_param("hard_usd"),
         other => store_error(other),
@@ -109,20 +104,19 @@ pub(crate) async fn set(
 }
 
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/budgets/{scope}/{period}", tag = "admin: usage",
-    params(("tenant" = String, Path, description = "Tenant id"),
+    params(TenantPath,
         ("scope" = String, Path, description = "`tenant`, or an agent's id or name"),
         ("period" = String, Path, description = "`day` or `month`")),
     responses((status = 204, description = "Removed: that scope has no cap for the period now"),
         (status = 403, description = "The caller's role may not set budgets", body = hermes_wire::ErrorBody),
         (status = 404, description = "No such cap", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn remove(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path((tenant, scope_ref, period)): Path<(String, String, String)>,
+    call: TenantCall,
+    Path((_, scope_ref, period)): Path<(String, String, String)>,
 ) -> Result<StatusCode> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ManageBudgets).await?;
-    let (agent, period) = scope(&state, t.id, &scope_ref, &period).await?;
-    let mut tx = caller.begin(&state, t.id).await?;
+    let t = call.allow(AdminOp::ManageBudgets).await?;
+    let (agent, period) = scope(&call.state, t.id, &scope_ref, &period).await?;
+    let mut tx = call.begin(t.id).await?;
     if !tx.delete_budget(agent, period).await.map_err(store_error)? {
         return Err(ApiError::not_found(ErrorCode::NotFound, "no such budget"));
     }

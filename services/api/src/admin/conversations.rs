@@ -3,7 +3,7 @@
 //! text, never as markup.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use serde::Deserialize;
 
@@ -14,24 +14,17 @@ use hermes_store::admin::Change;
 use hermes_wire::admin::{Agent, Transcript};
 use hermes_wire::{List, Slice};
 
-use crate::admin::caller::Caller;
-use crate::admin::errors::{store_error, store_error_for};
-use crate::admin::state::AdminState;
+use crate::admin::errors::{path_id, store_error, store_error_for, value_conflict};
+use crate::admin::tenant_call::{AgentCall, Body, TenantCall};
+use crate::documented::{AgentPath, ObjectPath, TenantNotFound, TenantPath};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
-#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents", tag = "admin: agents",
-    params(("tenant" = String, Path, description = "Tenant id")),
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents", tag = "admin: agents", params(TenantPath),
     responses((status = 200, description = "The tenant's agents (provider keys are never shown)", body = List<Agent>),
-        (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn agents(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path(tenant): Path<String>,
-) -> Result<Json<List<Agent>>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ViewAgents).await?;
-    let agents = state.store.list_agents(t.id).await.map_err(store_error)?;
-    Ok(Json(List::of(agents.into_iter().map(crate::admin::shown::agent).collect())))
+        TenantNotFound))]
+pub(crate) async fn agents(call: TenantCall) -> Result<Json<List<Agent>>> {
+    call.list_shown(AdminOp::ViewAgents, async |store, t| store.list_agents(t).await, crate::admin::shown::agent).await
 }
 
 /// A page of sessions, narrowed and searched.
@@ -52,21 +45,19 @@ pub(crate) struct SessionPage {
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/sessions", tag = "admin: sessions",
-    params(("tenant" = String, Path, description = "Tenant id"), SessionPage),
+    params(TenantPath, SessionPage),
     responses((status = 200, description = "Sessions, most recently active first (best match first when searching)", body = Slice<hermes_wire::admin::ListedSession>),
         (status = 400, description = "A query with nothing to search for", body = hermes_wire::ErrorBody),
         (status = 404, description = "No such tenant or agent (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn sessions(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path(tenant): Path<String>,
+    call: TenantCall,
     Query(page): Query<SessionPage>,
 ) -> Result<Json<Slice<hermes_wire::admin::ListedSession>>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ViewSessions).await?;
+    let t = call.allow(AdminOp::ViewSessions).await?;
     let limit = page.limit.unwrap_or(50).clamp(1, 100);
     let offset = page.offset.unwrap_or(0).max(0);
     let agent = match page.agent.as_deref().filter(|a| !a.is_empty()) {
-        Some(agent) => Some(state.agent(t.id, agent).await?.id),
+        Some(agent) => Some(call.state.agent(t.id, agent).await?.id),
         None => None,
     };
     let tsquery = match page.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
@@ -76,14 +67,10 @@ pub(crate) async fn sessions(
         None => None,
     };
     let filter = hermes_store::SessionFilter { agent, source: page.source, tsquery };
-    let found = state.store.find_sessions(t.id, &filter, limit + 1, offset).await.map_err(store_error)?;
+    let found = call.state.store.find_sessions(t.id, &filter, limit + 1, offset).await.map_err(store_error)?;
     let has_more = found.len() as i64 > limit;
     let data = found.into_iter().take(limit as usize).map(crate::admin::shown::listed_session).collect();
     Ok(Json(Slice::of(data, has_more)))
-}
-
-fn session_id(raw: &str) -> Result<SessionId> {
-    raw.parse().map_err(|_| ApiError::not_found(ErrorCode::SessionNotFound, "no such session"))
 }
 
 /// Paging through a transcript.
@@ -97,21 +84,20 @@ pub(crate) struct TranscriptPage {
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/sessions/{id}", tag = "admin: sessions",
-    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Session id"), TranscriptPage),
+    params(TenantPath, ("id" = String, Path, description = "Session id"), TranscriptPage),
     responses((status = 200, description = "The session and a page of its transcript", body = Transcript),
         (status = 404, description = "No such session", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn transcript(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path((tenant, id)): Path<(String, String)>,
+    call: TenantCall,
+    Path(ObjectPath { id }): Path<ObjectPath>,
     Query(page): Query<TranscriptPage>,
 ) -> Result<Json<Transcript>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ViewSessions).await?;
-    let id = session_id(&id)?;
-    let info = state.store.session_info(t.id, None, id).await;
+    let t = call.allow(AdminOp::ViewSessions).await?;
+    let id: SessionId = path_id(&id, ErrorCode::SessionNotFound, "session")?;
+    let info = call.state.store.session_info(t.id, None, id).await;
     let info = info.map_err(|e| store_error_for(e, ErrorCode::SessionNotFound, "session"))?;
     let limit = page.limit.unwrap_or(200).clamp(1, 500);
-    let found = state.store.messages_after(t.id, id, page.after.unwrap_or(0), Some(limit + 1)).await;
+    let found = call.state.store.messages_after(t.id, id, page.after.unwrap_or(0), Some(limit + 1)).await;
     let found = found.map_err(store_error)?;
     let has_more = found.len() as i64 > limit;
     let messages = found.into_iter().take(limit as usize).map(crate::shown::numbered).collect();
@@ -119,21 +105,17 @@ pub(crate) async fn transcript(
 }
 
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/sessions/{id}", tag = "admin: sessions",
-    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Session id")),
+    params(TenantPath, ("id" = String, Path, description = "Session id")),
     responses((status = 204, description = "Deleted with its transcript"),
         (status = 403, description = "The caller's role may not delete sessions", body = hermes_wire::ErrorBody),
         (status = 404, description = "No such session", body = hermes_wire::ErrorBody),
         (status = 409, description = "A turn is running in it: stop it first", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn delete_session(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path((tenant, id)): Path<(String, String)>,
-) -> Result<StatusCode> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ManageSessions).await?;
-    let id = session_id(&id)?;
-    let info = state.store.session_info(t.id, None, id).await;
+pub(crate) async fn delete_session(call: TenantCall, Path(ObjectPath { id }): Path<ObjectPath>) -> Result<StatusCode> {
+    let t = call.allow(AdminOp::ManageSessions).await?;
+    let id: SessionId = path_id(&id, ErrorCode::SessionNotFound, "session")?;
+    let info = call.state.store.session_info(t.id, None, id).await;
     let info = info.map_err(|e| store_error_for(e, ErrorCode::SessionNotFound, "session"))?;
-    let mut tx = caller.begin(&state, t.id).await?;
+    let mut tx = call.begin(t.id).await?;
     tx.delete_session(None, id).await.map_err(|e| store_error_for(e, ErrorCode::SessionNotFound, "session"))?;
     tx.commit(Change::new("session.deleted", "session", id).before(&info)).await.map_err(store_error)?;
     Ok(StatusCode::NO_CONTENT)
@@ -162,25 +144,18 @@ pub(crate) struct NewAgentBody {
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/agents", tag = "admin: agents", request_body = NewAgentBody,
-    params(("tenant" = String, Path, description = "Tenant id")),
+    params(TenantPath),
     responses((status = 201, description = "The agent (its key is never shown)", body = Agent),
         (status = 400, description = "A bad name, URL or toolset", body = hermes_wire::ErrorBody),
         (status = 403, description = "The caller's role may not create agents", body = hermes_wire::ErrorBody),
         (status = 409, description = "The tenant has an agent of that name", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn create_agent(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path(tenant): Path<String>,
-    body: std::result::Result<hermes_http::ApiJson<NewAgentBody>, ApiError>,
-) -> Result<(StatusCode, Json<Agent>)> {
-    let t = caller.tenant(&state, &tenant, AdminOp::EditAgents).await?;
-    // Whose it is first: another tenant's URL is a 404 whatever the body.
-    let hermes_http::ApiJson(body) = body?;
+pub(crate) async fn create_agent(call: TenantCall, body: Body<NewAgentBody>) -> Result<(StatusCode, Json<Agent>)> {
+    let (t, body) = call.allow_with_body(AdminOp::EditAgents, body).await?;
     let bad =
         |param: &'static str, msg: String| ApiError::invalid_request(ErrorCode::InvalidValue, msg).with_param(param);
     let url =
         reqwest::Url::parse(body.provider_base_url.trim()).map_err(|_| bad("provider_base_url", "not a URL".into()))?;
-    let policy = state.outbound_policy();
+    let policy = call.state.outbound_policy();
     if let Some(why) = policy.refuse(&url) {
         return Err(bad("provider_base_url", why));
     }
@@ -188,7 +163,7 @@ pub(crate) async fn create_agent(
     for toolset in &body.toolsets {
         toolset.parse::<hermes_core::ToolsetName>().map_err(|e| bad("toolsets", e.to_string()))?;
     }
-    if body.provider_key.is_some() && state.secrets.is_none() {
+    if body.provider_key.is_some() && call.state.secrets.is_none() {
         return Err(bad("provider_key", "storing provider keys needs secrets.master_key".into()));
     }
     let new = hermes_store::NewAgent {
@@ -205,16 +180,11 @@ pub(crate) async fn create_agent(
         auxiliary: None,
         context_window: None,
     };
-    let mut tx = caller.begin(&state, t.id).await?;
-    let mut agent = tx.create_agent(new, state.secrets.as_ref()).await.map_err(|e| match e {
-        hermes_store::StoreError::Conflict(what) => ApiError::new(
-            StatusCode::CONFLICT,
-            "invalid_request_error",
-            Some(ErrorCode::InvalidValue),
-            format!("{what} already exists"),
-        ),
-        other => store_error(other),
-    })?;
+    let mut tx = call.begin(t.id).await?;
+    let mut agent = tx
+        .create_agent(new, call.state.secrets.as_ref())
+        .await
+        .map_err(|e| value_conflict(e, |what| format!("{what} already exists")))?;
     if body.egress {
         tx.set_egress(agent.id, true).await.map_err(store_error)?;
         agent.egress = true;
@@ -251,26 +221,20 @@ fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> std::
 }
 
 #[utoipa::path(patch, path = "/admin/v1/tenants/{tenant}/agents/{agent}", tag = "admin: agents", request_body = AgentEdit,
-    params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name")),
+    params(TenantPath, AgentPath),
     responses((status = 200, description = "The agent as it now is; new sessions use it", body = Agent),
         (status = 400, description = "An unknown toolset, approval mode or image input mode, or a fallback or vision model URL the outbound policy refuses", body = hermes_wire::ErrorBody),
         (status = 403, description = "The caller's role may not edit agents", body = hermes_wire::ErrorBody),
         (status = 404, description = "No such agent", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn edit_agent(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path((tenant, agent_ref)): Path<(String, String)>,
-    body: std::result::Result<hermes_http::ApiJson<AgentEdit>, ApiError>,
-) -> Result<Json<Agent>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::EditAgents).await?;
-    let before = state.agent(t.id, &agent_ref).await?;
+pub(crate) async fn edit_agent(call: AgentCall, body: Body<AgentEdit>) -> Result<Json<Agent>> {
+    let (t, before) = call.allow_agent(AdminOp::EditAgents).await?;
     let hermes_http::ApiJson(body) = body?;
     let bad =
         |param: &'static str, msg: String| ApiError::invalid_request(ErrorCode::InvalidValue, msg).with_param(param);
     for toolset in body.toolsets.iter().flatten() {
         toolset.parse::<hermes_core::ToolsetName>().map_err(|e| bad("toolsets", e.to_string()))?;
     }
-    let policy = state.outbound_policy();
+    let policy = call.state.outbound_policy();
     let vision = body.vision_model.iter().flatten().map(|m| ("vision_model", m));
     for (param, model) in body.fallbacks.iter().flatten().map(|m| ("fallbacks", m)).chain(vision) {
         let url = reqwest::Url::parse(&model.base_url)
@@ -290,7 +254,7 @@ pub(crate) async fn edit_agent(
         toolsets: body.toolsets,
         fallbacks: body.fallbacks,
     };
-    let mut tx = caller.begin(&state, t.id).await?;
+    let mut tx = call.begin(t.id).await?;
     let mut after = tx.update_agent(before.id, &changes).await.map_err(store_error)?;
     if let Some(egress) = body.egress {
         tx.set_egress(before.id, egress).await.map_err(store_error)?;
@@ -314,18 +278,17 @@ pub(crate) async fn edit_agent(
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/sessions/{id}/export", tag = "admin: sessions",
-    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Session id")),
+    params(TenantPath, ("id" = String, Path, description = "Session id")),
     responses((status = 200, description = "The whole conversation and its lineage as one JSON file", body = Object),
         (status = 404, description = "No such session", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn export(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path((tenant, id)): Path<(String, String)>,
+    call: TenantCall,
+    Path(ObjectPath { id }): Path<ObjectPath>,
 ) -> Result<axum::response::Response> {
     use axum::response::IntoResponse;
-    let t = caller.tenant(&state, &tenant, AdminOp::ViewSessions).await?;
-    let id = session_id(&id)?;
-    let exported = state.store.export_session(t.id, id).await;
+    let t = call.allow(AdminOp::ViewSessions).await?;
+    let id: SessionId = path_id(&id, ErrorCode::SessionNotFound, "session")?;
+    let exported = call.state.store.export_session(t.id, id).await;
     let exported = exported.map_err(|e| store_error_for(e, ErrorCode::SessionNotFound, "session"))?;
     let disposition = format!("attachment; filename=\"session-{id}.json\"");
     Ok(([(axum::http::header::CONTENT_DISPOSITION, disposition)], Json(exported)).into_response())

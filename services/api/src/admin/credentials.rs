@@ -3,7 +3,7 @@
 //! cooling down after a rate limit, or dead), removed, and each pool's way of picking a key.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::http::StatusCode;
 use serde::Deserialize;
 
@@ -15,23 +15,18 @@ use hermes_store::admin::Change;
 use hermes_wire::List;
 use hermes_wire::admin::CredentialAdded;
 
-use crate::admin::caller::Caller;
-use crate::admin::errors::{store_error, store_error_for};
-use crate::admin::state::AdminState;
+use crate::admin::errors::{path_id, store_error, store_error_for};
+use crate::admin::tenant_call::{Body, TenantCall};
+use crate::documented::{ObjectPath, TenantNotFound, TenantPath};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
-#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/credentials", tag = "admin: credentials",
-    params(("tenant" = String, Path, description = "Tenant id")),
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/credentials", tag = "admin: credentials", params(TenantPath),
     responses((status = 200, description = "Pools by provider: their strategy and keys (never the secrets) with each key's health", body = Object),
-        (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn list(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path(tenant): Path<String>,
-) -> Result<Json<List<Pool>>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ViewCredentials).await?;
-    let pools = state.store.credential_pools(t.id).await.map_err(store_error)?;
+        TenantNotFound))]
+pub(crate) async fn list(call: TenantCall) -> Result<Json<List<Pool>>> {
+    let t = call.allow(AdminOp::ViewCredentials).await?;
+    let pools = call.state.store.credential_pools(t.id).await.map_err(store_error)?;
     let mut out = Vec::new();
     let mut providers: Vec<&String> = pools.keys().collect();
     providers.sort();
@@ -39,7 +34,7 @@ pub(crate) async fn list(
         let (keys, strategy) = &pools[provider];
         let ids: Vec<String> = keys.iter().map(|k| k.id.to_string()).collect();
         // Redis down: the keys are still listed, their health unknown.
-        let health = state.pools.health(t.id, provider, &ids).await.unwrap_or_default();
+        let health = call.state.pools.health(t.id, provider, &ids).await.unwrap_or_default();
         let keys = keys
             .iter()
             .map(|k| PoolKey {
@@ -98,23 +93,17 @@ pub(crate) struct NewKey {
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/credentials", tag = "admin: credentials", request_body = NewKey,
-    params(("tenant" = String, Path, description = "Tenant id")),
+    params(TenantPath),
     responses((status = 201, description = "Added (its secret is not part of the answer)", body = CredentialAdded),
         (status = 400, description = "No hosts, an empty secret, or no master key to seal it with", body = hermes_wire::ErrorBody),
         (status = 403, description = "The caller's role may not manage credentials", body = hermes_wire::ErrorBody),
         (status = 409, description = "The pool has a key with that label", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn add(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path(tenant): Path<String>,
-    body: std::result::Result<hermes_http::ApiJson<NewKey>, ApiError>,
-) -> Result<(StatusCode, Json<CredentialAdded>)> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ManageCredentials).await?;
-    let hermes_http::ApiJson(body) = body?;
+pub(crate) async fn add(call: TenantCall, body: Body<NewKey>) -> Result<(StatusCode, Json<CredentialAdded>)> {
+    let (t, body) = call.allow_with_body(AdminOp::ManageCredentials, body).await?;
     let bad =
         |param: &'static str, why: &str| ApiError::invalid_request(ErrorCode::InvalidValue, why).with_param(param);
     let secrets =
-        state.secrets.as_ref().ok_or_else(|| bad("secret", "storing provider keys needs secrets.master_key"))?;
+        call.state.secrets.as_ref().ok_or_else(|| bad("secret", "storing provider keys needs secrets.master_key"))?;
     if body.secret.trim().is_empty() {
         return Err(bad("secret", "the key is empty"));
     }
@@ -128,7 +117,7 @@ pub(crate) async fn add(
         allowed_hosts: hosts,
         readable_in_sandbox: body.readable_in_sandbox,
     };
-    let mut tx = caller.begin(&state, t.id).await?;
+    let mut tx = call.begin(t.id).await?;
     let added = tx.add_credential(new, secrets).await.map_err(store_error)?;
     let shown = CredentialAdded {
         id: added.id,
@@ -144,16 +133,12 @@ pub(crate) async fn add(
 }
 
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/credentials/{id}", tag = "admin: credentials",
-    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Credential id")),
+    params(TenantPath, ("id" = String, Path, description = "Credential id")),
     responses((status = 204, description = "Removed from its pool"), (status = 404, description = "No such key", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn remove(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path((tenant, id)): Path<(String, String)>,
-) -> Result<StatusCode> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ManageCredentials).await?;
-    let id = uuid::Uuid::parse_str(&id).map_err(|_| ApiError::not_found(ErrorCode::NotFound, "no such key"))?;
-    let mut tx = caller.begin(&state, t.id).await?;
+pub(crate) async fn remove(call: TenantCall, Path(ObjectPath { id }): Path<ObjectPath>) -> Result<StatusCode> {
+    let t = call.allow(AdminOp::ManageCredentials).await?;
+    let id: uuid::Uuid = path_id(&id, ErrorCode::NotFound, "key")?;
+    let mut tx = call.begin(t.id).await?;
     let gone = tx.delete_credential(id).await.map_err(|e| store_error_for(e, ErrorCode::NotFound, "key"))?;
     let change = Change::new("credential.removed", "credential", id)
         .before(KeyAudit { provider: &gone.provider, label: &gone.label });
@@ -170,17 +155,15 @@ pub(crate) struct Strategy {
 }
 
 #[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/credentials/pools/{provider}", tag = "admin: credentials", request_body = Strategy,
-    params(("tenant" = String, Path, description = "Tenant id"), ("provider" = String, Path, description = "The pool's provider")),
+    params(TenantPath, ("provider" = String, Path, description = "The pool's provider")),
     responses((status = 204, description = "Set"), (status = 400, description = "No such strategy", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn strategy(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path((tenant, provider)): Path<(String, String)>,
-    body: std::result::Result<hermes_http::ApiJson<Strategy>, ApiError>,
+    call: TenantCall,
+    Path((_, provider)): Path<(String, String)>,
+    body: Body<Strategy>,
 ) -> Result<StatusCode> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ManageCredentials).await?;
-    let hermes_http::ApiJson(body) = body?;
-    let mut tx = caller.begin(&state, t.id).await?;
+    let (t, body) = call.allow_with_body(AdminOp::ManageCredentials, body).await?;
+    let mut tx = call.begin(t.id).await?;
     tx.set_pool_strategy(&provider, &body.strategy).await.map_err(store_error)?;
     let change = Change::new("pool.strategy_set", "pool", &provider).after(&body);
     tx.commit(change).await.map_err(store_error)?;

@@ -35,6 +35,23 @@ pub(crate) fn store_error_for(err: StoreError, code: ErrorCode, what: &str) -> A
     }
 }
 
+/// A store error where a conflict is a value the caller chose (409 `invalid_value`), which
+/// `why` explains from what is in the way.
+pub(crate) fn value_conflict(err: StoreError, why: impl FnOnce(String) -> String) -> ApiError {
+    match err {
+        StoreError::Conflict(what) => {
+            ApiError::new(StatusCode::CONFLICT, "invalid_request_error", Some(ErrorCode::InvalidValue), why(what))
+        }
+        other => store_error(other),
+    }
+}
+
+/// The id a path gives, parsed: a malformed one is answered as a missing one would be
+/// ([`store_error_for`]).
+pub(crate) fn path_id<I: std::str::FromStr>(raw: &str, code: ErrorCode, what: &str) -> Result<I, ApiError> {
+    raw.parse().map_err(|_| ApiError::not_found(code, format!("no such {what}")))
+}
+
 /// A use case's refusal or failure as a response.
 pub(crate) fn ops_error(err: hermes_ops::OpsError) -> ApiError {
     crate::errors::refusal(err).unwrap_or_else(store_error)

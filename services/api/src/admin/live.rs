@@ -7,7 +7,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use tokio::sync::mpsc;
@@ -20,48 +20,35 @@ use hermes_store::admin::Change;
 use hermes_wire::List;
 use hermes_wire::admin::TurnStopped;
 
-use crate::admin::caller::Caller;
-use crate::admin::errors::{store_error, store_error_for};
+use crate::admin::errors::{path_id, store_error, store_error_for};
 use crate::admin::state::AdminState;
+use crate::admin::tenant_call::TenantCall;
+use crate::documented::{ObjectPath, TenantNotFound, TenantPath};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 /// How long one watch lasts at most; the console opens another.
 const WATCH_LIMIT: Duration = Duration::from_secs(15 * 60);
 
-#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/turns", tag = "admin: sessions",
-    params(("tenant" = String, Path, description = "Tenant id")),
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/turns", tag = "admin: sessions", params(TenantPath),
     responses((status = 200, description = "Turns queued, running or waiting for an answer, newest first", body = List<hermes_wire::admin::OpenTurn>),
-        (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn open_turns(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path(tenant): Path<String>,
-) -> Result<Json<List<hermes_wire::admin::OpenTurn>>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ViewSessions).await?;
-    let turns = state.store.open_turns(t.id).await.map_err(store_error)?;
-    Ok(Json(List::of(turns.into_iter().map(crate::admin::shown::open_turn).collect())))
-}
-
-fn turn_id(raw: &str) -> Result<TurnId> {
-    raw.parse().map_err(|_| ApiError::not_found(ErrorCode::RunNotFound, "no such turn"))
+        TenantNotFound))]
+pub(crate) async fn open_turns(call: TenantCall) -> Result<Json<List<hermes_wire::admin::OpenTurn>>> {
+    call.list_shown(AdminOp::ViewSessions, async |store, t| store.open_turns(t).await, crate::admin::shown::open_turn)
+        .await
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/turns/{id}/stop", tag = "admin: sessions",
-    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Turn id")),
+    params(TenantPath, ("id" = String, Path, description = "Turn id")),
     responses((status = 200, description = "`cancelled` (it had not started) or `stopping` (its worker stops it)", body = TurnStopped),
         (status = 403, description = "The caller's role may not stop turns", body = hermes_wire::ErrorBody),
         (status = 404, description = "No such turn", body = hermes_wire::ErrorBody),
         (status = 409, description = "It has already ended", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn stop(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path((tenant, id)): Path<(String, String)>,
-) -> Result<Json<TurnStopped>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ManageSessions).await?;
-    let turn = turn_id(&id)?;
-    state.store.turn_session(t.id, turn).await.map_err(|e| store_error_for(e, ErrorCode::RunNotFound, "turn"))?;
-    let mut tx = caller.begin(&state, t.id).await?;
+pub(crate) async fn stop(call: TenantCall, Path(ObjectPath { id }): Path<ObjectPath>) -> Result<Json<TurnStopped>> {
+    let t = call.allow(AdminOp::ManageSessions).await?;
+    let turn: TurnId = path_id(&id, ErrorCode::RunNotFound, "turn")?;
+    call.state.store.turn_session(t.id, turn).await.map_err(|e| store_error_for(e, ErrorCode::RunNotFound, "turn"))?;
+    let mut tx = call.begin(t.id).await?;
     let was = tx.request_cancel(turn, &TurnOutcome::cancelled()).await.map_err(store_error)?;
     let status = match was {
         None => {
@@ -78,7 +65,7 @@ pub(crate) async fn stop(
     tx.commit(Change::new("turn.stopped", "turn", turn).after(StatusAudit { status })).await.map_err(store_error)?;
     // Told once the stop is committed, so the worker that hears it sees it.
     if was == Some(TurnStatus::Running)
-        && let Err(e) = state.cancels.publish(turn).await
+        && let Err(e) = call.state.cancels.publish(turn).await
     {
         tracing::warn!(error = %e, "cannot broadcast the stop; the worker's heartbeat will see it");
     }
@@ -92,20 +79,23 @@ struct StatusAudit {
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/turns/{id}/events", tag = "admin: sessions",
-    params(("tenant" = String, Path, description = "Tenant id"), ("id" = String, Path, description = "Turn id")),
+    params(TenantPath, ("id" = String, Path, description = "Turn id")),
     responses((status = 200, description = "Server-sent events: first `history` (the turn's messages so far), then its events as JSON, by `type` (`started`, `delta`, `reasoning`, `tool_started`, `tool_completed`, `notice`, `waiting`, `finished`), ending with the turn", content_type = "text/event-stream", body = String),
         (status = 404, description = "No such turn", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn events(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path((tenant, id)): Path<(String, String)>,
+    call: TenantCall,
+    Path(ObjectPath { id }): Path<ObjectPath>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ViewSessions).await?;
-    let turn = turn_id(&id)?;
-    let session =
-        state.store.turn_session(t.id, turn).await.map_err(|e| store_error_for(e, ErrorCode::RunNotFound, "turn"))?;
+    let t = call.allow(AdminOp::ViewSessions).await?;
+    let turn: TurnId = path_id(&id, ErrorCode::RunNotFound, "turn")?;
+    let session = call
+        .state
+        .store
+        .turn_session(t.id, turn)
+        .await
+        .map_err(|e| store_error_for(e, ErrorCode::RunNotFound, "turn"))?;
     let (tx, rx) = mpsc::channel::<Event>(64);
-    let follow = Follow { state: state.clone(), tenant: t.id, turn, session };
+    let follow = Follow { state: call.state.clone(), tenant: t.id, turn, session };
     hermes_telemetry::tasks::spawn("admin_live_follow", async move { follow.run(tx).await });
     let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (Ok(e), rx)) });
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))

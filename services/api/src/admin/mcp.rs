@@ -3,7 +3,7 @@
 //! editing the agent (`agents.edit`); each change is audited without its secret values.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::http::StatusCode;
 
 use hermes_core::access::AdminOp;
@@ -12,9 +12,9 @@ use hermes_mcp_config::McpServerSpec;
 use hermes_wire::List;
 use hermes_wire::admin::{McpServer, McpServerSet};
 
-use crate::admin::caller::Caller;
 use crate::admin::errors::{ops_error, store_error};
-use crate::admin::state::AdminState;
+use crate::admin::tenant_call::{AgentCall, Body};
+use crate::documented::{AgentPath, TenantPath};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -23,55 +23,43 @@ fn shown(server: hermes_store::StoredMcpServer) -> McpServer {
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents/{agent}/mcp-servers", tag = "admin: agents",
-    params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name")),
+    params(TenantPath, AgentPath),
     responses((status = 200, description = "The agent's MCP servers, secret values masked", body = List<McpServer>),
         (status = 404, description = "No such agent (or not yours)", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn list(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path((tenant, agent_ref)): Path<(String, String)>,
-) -> Result<Json<List<McpServer>>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ViewAgents).await?;
-    let agent = state.agent(t.id, &agent_ref).await?;
-    let servers = state.store.mcp_servers(t.id, agent.id).await.map_err(store_error)?;
+pub(crate) async fn list(call: AgentCall) -> Result<Json<List<McpServer>>> {
+    let (t, agent) = call.allow_agent(AdminOp::ViewAgents).await?;
+    let servers = call.state.store.mcp_servers(t.id, agent.id).await.map_err(store_error)?;
     Ok(Json(List::of(servers.into_iter().map(shown).collect())))
 }
 
 #[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/agents/{agent}/mcp-servers/{name}", tag = "admin: agents",
     request_body(content = Object, description = "Upstream's shape: `command`, `args`, `env` (stdio) or `url`, `headers` (HTTP); `timeout`, `connect_timeout`, `enabled`, `tools` {`include`, `exclude`, `resources`, `prompts`}, `sampling` {`enabled` (off by default), `model`, `max_tokens_cap`, `timeout`, `max_rpm`, `allowed_models`, `log_level`}. `${NAME}` in `env` and `headers` values is the team's key named NAME (a credential)"),
-    params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name"),
+    params(TenantPath, AgentPath,
         ("name" = String, Path, description = "The server's name (letters, digits, `-`, `_`; at most 40)")),
     responses((status = 200, description = "Set; the agent's next turn uses it", body = McpServerSet),
         (status = 400, description = "A configuration that cannot work, or a URL the outbound policy refuses", body = hermes_wire::ErrorBody),
         (status = 403, description = "The caller's role may not edit agents", body = hermes_wire::ErrorBody),
         (status = 404, description = "No such agent", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn set(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path((tenant, agent_ref, name)): Path<(String, String, String)>,
-    body: std::result::Result<hermes_http::ApiJson<McpServerSpec>, ApiError>,
+    call: AgentCall,
+    Path((_, _, name)): Path<(String, String, String)>,
+    body: Body<McpServerSpec>,
 ) -> Result<Json<McpServerSet>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::EditAgents).await?;
-    let agent = state.agent(t.id, &agent_ref).await?;
+    let (t, agent) = call.allow_agent(AdminOp::EditAgents).await?;
     let hermes_http::ApiJson(spec) = body?;
-    let checks = (&state.mcp_policy(), state.secrets.as_ref());
-    let set = hermes_ops::mcp::set(&state.store, caller.audit(), (t.id, &agent), &name, &spec, checks).await;
+    let checks = (&call.state.mcp_policy(), call.state.secrets.as_ref());
+    let set = hermes_ops::mcp::set(&call.state.store, call.caller.audit(), (t.id, &agent), &name, &spec, checks).await;
     Ok(Json(set.map_err(ops_error)?))
 }
 
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/agents/{agent}/mcp-servers/{name}", tag = "admin: agents",
-    params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name"),
+    params(TenantPath, AgentPath,
         ("name" = String, Path, description = "The server's name")),
     responses((status = 204, description = "Removed; the agent's next turn no longer has its tools"),
         (status = 403, description = "The caller's role may not edit agents", body = hermes_wire::ErrorBody),
         (status = 404, description = "No such agent or server", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn remove(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path((tenant, agent_ref, name)): Path<(String, String, String)>,
-) -> Result<StatusCode> {
-    let t = caller.tenant(&state, &tenant, AdminOp::EditAgents).await?;
-    let agent = state.agent(t.id, &agent_ref).await?;
-    hermes_ops::mcp::remove(&state.store, caller.audit(), (t.id, &agent), &name).await.map_err(ops_error)?;
+pub(crate) async fn remove(call: AgentCall, Path((_, _, name)): Path<(String, String, String)>) -> Result<StatusCode> {
+    let (t, agent) = call.allow_agent(AdminOp::EditAgents).await?;
+    hermes_ops::mcp::remove(&call.state.store, call.caller.audit(), (t.id, &agent), &name).await.map_err(ops_error)?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -4,7 +4,7 @@
 //! every later prompt.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::Query;
 use serde::Deserialize;
 
 use hermes_core::ErrorCode;
@@ -14,9 +14,9 @@ use hermes_store::MemoryTarget;
 use hermes_store::admin::Change;
 use hermes_wire::admin::{Memory, MemoryWritten};
 
-use crate::admin::caller::Caller;
 use crate::admin::errors::store_error;
-use crate::admin::state::AdminState;
+use crate::admin::tenant_call::{AgentCall, Body};
+use crate::documented::{AgentPath, TenantPath};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -31,20 +31,14 @@ pub(crate) struct WhichUser {
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents/{agent}/memory", tag = "admin: agents",
-    params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name"), WhichUser),
+    params(TenantPath, AgentPath, WhichUser),
     responses((status = 200, description = "The agent's MEMORY entries and the user's USER entries, with their caps", body = Memory),
         (status = 404, description = "No such tenant or agent", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn view(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path((tenant, agent_ref)): Path<(String, String)>,
-    Query(q): Query<WhichUser>,
-) -> Result<Json<Memory>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ViewMemory).await?;
-    let found = state.agent(t.id, &agent_ref).await?;
+pub(crate) async fn view(call: AgentCall, Query(q): Query<WhichUser>) -> Result<Json<Memory>> {
+    let (t, found) = call.allow_agent(AdminOp::ViewMemory).await?;
     let id = found.id;
     let user = q.user.unwrap_or_default();
-    let snapshot = state.store.memory_snapshot(t.id, id, &user).await.map_err(store_error)?;
+    let snapshot = call.state.store.memory_snapshot(t.id, id, &user).await.map_err(store_error)?;
     Ok(Json(Memory {
         agent_id: id,
         // Only an agent with the memory toolset sees its memory in its prompt.
@@ -52,8 +46,8 @@ pub(crate) async fn view(
         user,
         memory: snapshot.memory,
         user_profile: snapshot.user,
-        memory_char_limit: state.config.memory.memory_char_limit,
-        user_char_limit: state.config.memory.user_char_limit,
+        memory_char_limit: call.state.config.memory.memory_char_limit,
+        user_char_limit: call.state.config.memory.user_char_limit,
     }))
 }
 
@@ -74,23 +68,16 @@ fn invalid(message: impl Into<String>) -> ApiError {
 }
 
 #[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/agents/{agent}/memory", tag = "admin: agents", request_body = Rewrite,
-    params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name")),
+    params(TenantPath, AgentPath),
     responses((status = 200, description = "The entries as they now are; the agent's next turn sees them", body = MemoryWritten),
         (status = 400, description = "Over the cap, or text that reads as a prompt injection", body = hermes_wire::ErrorBody),
         (status = 403, description = "The caller's role may not edit memory", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn rewrite(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path((tenant, agent_ref)): Path<(String, String)>,
-    body: std::result::Result<hermes_http::ApiJson<Rewrite>, ApiError>,
-) -> Result<Json<MemoryWritten>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::EditMemory).await?;
-    // Whose it is first: another tenant's URL is a 404 whatever the body.
-    let hermes_http::ApiJson(body) = body?;
-    let id = state.agent(t.id, &agent_ref).await?.id;
+pub(crate) async fn rewrite(call: AgentCall, body: Body<Rewrite>) -> Result<Json<MemoryWritten>> {
+    let (t, body) = call.allow_with_body(AdminOp::EditMemory, body).await?;
+    let id = call.state.agent(t.id, &call.agent_ref).await?.id;
     let (target, limit) = match body.target.as_str() {
-        "memory" => (MemoryTarget::Memory, state.config.memory.memory_char_limit),
-        "user" if !body.user.is_empty() => (MemoryTarget::User, state.config.memory.user_char_limit),
+        "memory" => (MemoryTarget::Memory, call.state.config.memory.memory_char_limit),
+        "user" if !body.user.is_empty() => (MemoryTarget::User, call.state.config.memory.user_char_limit),
         "user" => return Err(invalid("a USER profile needs `user`, the chat user's key").with_param("user")),
         _ => return Err(invalid("`target` is `memory` or `user`").with_param("target")),
     };
@@ -106,7 +93,7 @@ pub(crate) async fn rewrite(
         }
     }
     let mut before = Vec::new();
-    let mut tx = caller.begin(&state, t.id).await?;
+    let mut tx = call.begin(t.id).await?;
     let written = tx
         .update_memory(id, target, &body.user, |current| {
             before = current.to_vec();

@@ -34,6 +34,7 @@ pub mod signing;
 mod skills;
 mod sso;
 pub(crate) mod state;
+mod tenant_call;
 mod tenants;
 mod tokens;
 mod usage;

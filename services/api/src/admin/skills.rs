@@ -4,7 +4,7 @@
 //! import` does). Every change is audited.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use serde::Deserialize;
 
 use hermes_core::ErrorCode;
@@ -14,24 +14,19 @@ use hermes_store::NewSkill;
 use hermes_store::admin::Change;
 use hermes_wire::admin::{AgentSkill, AgentSkills, SkillDocument, SkillSaved, SkillToggled};
 
-use crate::admin::caller::Caller;
 use crate::admin::errors::store_error;
-use crate::admin::state::AdminState;
+use crate::admin::tenant_call::{AgentCall, Body, TenantCall};
+use crate::documented::{AgentPath, TenantPath};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents/{agent}/skills", tag = "admin: agents",
-    params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name")),
+    params(TenantPath, AgentPath),
     responses((status = 200, description = "The agent's skills (`disabled`: hidden from it), and the names hidden from it", body = AgentSkills),
         (status = 404, description = "No such tenant or agent", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn list(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path((tenant, agent_ref)): Path<(String, String)>,
-) -> Result<Json<AgentSkills>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ViewSkills).await?;
-    let a = state.agent(t.id, &agent_ref).await?;
-    let visible = state.store.visible_skills(t.id, a.id).await.map_err(store_error)?;
+pub(crate) async fn list(call: AgentCall) -> Result<Json<AgentSkills>> {
+    let (t, a) = call.allow_agent(AdminOp::ViewSkills).await?;
+    let visible = call.state.store.visible_skills(t.id, a.id).await.map_err(store_error)?;
     let skills = visible
         .into_iter()
         .map(|v| AgentSkill {
@@ -52,18 +47,16 @@ pub(crate) async fn list(
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents/{agent}/skills/{name}", tag = "admin: agents",
-    params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name"),
+    params(TenantPath, AgentPath,
         ("name" = String, Path, description = "Skill name")),
     responses((status = 200, description = "The skill and its SKILL.md", body = SkillDocument),
         (status = 404, description = "No such skill for this agent", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn get(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path((tenant, agent_ref, name)): Path<(String, String, String)>,
+    call: AgentCall,
+    Path((_, _, name)): Path<(String, String, String)>,
 ) -> Result<Json<SkillDocument>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ViewSkills).await?;
-    let a = state.agent(t.id, &agent_ref).await?;
-    let found = state.store.find_skill(t.id, a.id, &name).await.map_err(store_error)?;
+    let (t, a) = call.allow_agent(AdminOp::ViewSkills).await?;
+    let found = call.state.store.find_skill(t.id, a.id, &name).await.map_err(store_error)?;
     let skill = found.ok_or_else(|| ApiError::not_found(ErrorCode::NotFound, "no such skill"))?;
     Ok(Json(SkillDocument {
         scope: crate::discovery::scope_name(skill.scope).to_owned(),
@@ -76,25 +69,23 @@ pub(crate) async fn get(
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/agents/{agent}/skills/{name}/{action}", tag = "admin: agents",
-    params(("tenant" = String, Path, description = "Tenant id"), ("agent" = String, Path, description = "Agent id or name"),
+    params(TenantPath, AgentPath,
         ("name" = String, Path, description = "Skill name"), ("action" = String, Path, description = "`disable` or `enable`")),
     responses((status = 200, description = "Hidden from the agent, or shown again; its next turn sees the change", body = SkillToggled),
         (status = 403, description = "The caller's role may not edit skills", body = hermes_wire::ErrorBody),
         (status = 404, description = "No such agent (or action)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn toggle(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path((tenant, agent_ref, name, action)): Path<(String, String, String, String)>,
+    call: AgentCall,
+    Path((_, _, name, action)): Path<(String, String, String, String)>,
 ) -> Result<Json<SkillToggled>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::EditSkills).await?;
-    let a = state.agent(t.id, &agent_ref).await?;
+    let (t, a) = call.allow_agent(AdminOp::EditSkills).await?;
     let disabled = match action.as_str() {
         "disable" => true,
         "enable" => false,
         _ => return Err(ApiError::not_found(ErrorCode::NotFound, "no such action: disable or enable")),
     };
-    let label = caller.audit().actor.label;
-    let mut tx = caller.begin(&state, t.id).await?;
+    let label = call.caller.audit().actor.label;
+    let mut tx = call.begin(t.id).await?;
     tx.disable_skill(a.id, &name, disabled, &label).await.map_err(store_error)?;
     let verb = if disabled { "skill.disabled" } else { "skill.enabled" };
     tx.commit(Change::new(verb, "skill", format!("{}/{name}", a.id))).await.map_err(store_error)?;
@@ -112,18 +103,16 @@ pub(crate) struct Upload {
 }
 
 #[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/skills/{name}", tag = "admin: agents", request_body = Upload,
-    params(("tenant" = String, Path, description = "Tenant id"), ("name" = String, Path, description = "Skill name (as in the frontmatter)")),
+    params(TenantPath, ("name" = String, Path, description = "Skill name (as in the frontmatter)")),
     responses((status = 200, description = "Stored for every agent of the tenant", body = SkillSaved),
         (status = 400, description = "Not a SKILL.md, another name than the URL's, or refused by the security scan", body = hermes_wire::ErrorBody),
         (status = 403, description = "The caller's role may not edit skills", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn upload(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path((tenant, name)): Path<(String, String)>,
-    body: std::result::Result<hermes_http::ApiJson<Upload>, ApiError>,
+    call: TenantCall,
+    Path((_, name)): Path<(String, String)>,
+    body: Body<Upload>,
 ) -> Result<Json<SkillSaved>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::EditSkills).await?;
-    let hermes_http::ApiJson(body) = body?;
+    let (t, body) = call.allow_with_body(AdminOp::EditSkills, body).await?;
     let refused = |why: String| ApiError::invalid_request(ErrorCode::InvalidValue, why).with_param("skill_md");
     let checked = hermes_skills::check(&body.skill_md, Vec::new(), body.category.as_deref())
         .map_err(|e| refused(e.to_string()))?;
@@ -139,8 +128,8 @@ pub(crate) async fn upload(
         content_hash: checked.content_hash,
         files: checked.files,
     };
-    let label = caller.audit().actor.label;
-    let mut tx = caller.begin(&state, t.id).await?;
+    let label = call.caller.audit().actor.label;
+    let mut tx = call.begin(t.id).await?;
     tx.save_tenant_skill(&skill, &label).await.map_err(store_error)?;
     let change = Change::new("skill.saved", "skill", &skill.name).after(SavedAudit {
         name: &skill.name,

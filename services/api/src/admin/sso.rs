@@ -3,19 +3,17 @@
 //! the tenant's people see it, and the sign-in flow (`oidc.rs`, `oidc_person.rs`) goes through it.
 
 use axum::Json;
-use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 
 use hermes_core::access::AdminOp;
 use hermes_core::{ErrorCode, MemberRole};
 use hermes_http::ApiError;
-use hermes_store::StoreError;
 use hermes_store::admin::SsoSettings;
 
-use crate::admin::caller::Caller;
-use crate::admin::errors::{store_error, store_error_for};
-use crate::admin::state::AdminState;
+use crate::admin::errors::{store_error, store_error_for, value_conflict};
+use crate::admin::tenant_call::{Body, TenantCall};
+use crate::documented::{OperatorsOnly, TenantPath};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -59,36 +57,25 @@ fn valid_domain(domain: &str) -> bool {
         })
 }
 
-#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/sso", tag = "admin: sign-in",
-    params(("tenant" = String, Path, description = "Tenant id")),
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/sso", tag = "admin: sign-in", params(TenantPath),
     responses((status = 200, description = "The tenant's own identity provider (its secret never shown)", body = Object),
         (status = 404, description = "No such tenant, or it has no provider of its own", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn get(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path(tenant): Path<String>,
-) -> Result<Json<hermes_store::admin::TenantSso>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ViewTenant).await?;
-    let sso = state.store.tenant_sso(t.id).await;
+pub(crate) async fn get(call: TenantCall) -> Result<Json<hermes_store::admin::TenantSso>> {
+    let t = call.allow(AdminOp::ViewTenant).await?;
+    let sso = call.state.store.tenant_sso(t.id).await;
     let sso = sso.map_err(|e| store_error_for(e, ErrorCode::NotFound, "identity provider"))?;
     Ok(Json(sso))
 }
 
 #[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/sso", tag = "admin: sign-in", request_body = SsoBody,
-    params(("tenant" = String, Path, description = "Tenant id")),
+    params(TenantPath),
     responses((status = 200, description = "Set: people at these domains sign in through it from now on", body = Object),
         (status = 400, description = "A bad issuer URL, domain or role", body = hermes_wire::ErrorBody),
-        (status = 403, description = "Operators only", body = hermes_wire::ErrorBody),
+        OperatorsOnly,
         (status = 404, description = "No such tenant", body = hermes_wire::ErrorBody),
         (status = 409, description = "A domain is another tenant's", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn set(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path(tenant): Path<String>,
-    body: std::result::Result<hermes_http::ApiJson<SsoBody>, ApiError>,
-) -> Result<Json<hermes_store::admin::TenantSso>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ConfigureSso).await?;
-    let hermes_http::ApiJson(body) = body?;
+pub(crate) async fn set(call: TenantCall, body: Body<SsoBody>) -> Result<Json<hermes_store::admin::TenantSso>> {
+    let (t, body) = call.allow_with_body(AdminOp::ConfigureSso, body).await?;
     let issuer = reqwest::Url::parse(body.issuer.trim()).map_err(|_| bad("issuer", "not a URL"))?;
     if !matches!(issuer.scheme(), "https" | "http") || issuer.host_str().is_none() {
         return Err(bad("issuer", "an http(s) URL"));
@@ -117,31 +104,18 @@ pub(crate) async fn set(
         join_as: body.join_as,
         trust_unverified_email: body.trust_unverified_email,
     };
-    let set = state.store.set_tenant_sso(t.id, &settings, state.secrets.as_ref(), &caller.audit()).await;
-    let set = set.map_err(|e| match e {
-        StoreError::Conflict(what) => ApiError::new(
-            StatusCode::CONFLICT,
-            "invalid_request_error",
-            Some(ErrorCode::InvalidValue),
-            format!("{what} signs in through another tenant"),
-        ),
-        other => store_error(other),
-    })?;
+    let set = call.state.store.set_tenant_sso(t.id, &settings, call.state.secrets.as_ref(), &call.caller.audit()).await;
+    let set = set.map_err(|e| value_conflict(e, |what| format!("{what} signs in through another tenant")))?;
     Ok(Json(set))
 }
 
-#[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/sso", tag = "admin: sign-in",
-    params(("tenant" = String, Path, description = "Tenant id")),
+#[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/sso", tag = "admin: sign-in", params(TenantPath),
     responses((status = 204, description = "Removed: its domains sign in as before"),
-        (status = 403, description = "Operators only", body = hermes_wire::ErrorBody),
+        OperatorsOnly,
         (status = 404, description = "No such tenant, or it has no provider of its own", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn remove(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path(tenant): Path<String>,
-) -> Result<StatusCode> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ConfigureSso).await?;
-    if !state.store.delete_tenant_sso(t.id, &caller.audit()).await.map_err(store_error)? {
+pub(crate) async fn remove(call: TenantCall) -> Result<StatusCode> {
+    let t = call.allow(AdminOp::ConfigureSso).await?;
+    if !call.state.store.delete_tenant_sso(t.id, &call.caller.audit()).await.map_err(store_error)? {
         return Err(ApiError::not_found(ErrorCode::NotFound, "no such identity provider"));
     }
     Ok(StatusCode::NO_CONTENT)

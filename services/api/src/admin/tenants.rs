@@ -2,7 +2,7 @@
 //! quotas; and for anyone with standing in it, the tenant itself.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 
@@ -14,8 +14,10 @@ use hermes_wire::admin::{NewOperatorToken, NewTenant, Quotas, QuotasView, Tenant
 use hermes_wire::{ErrorBody, Page};
 
 use crate::admin::caller::Caller;
-use crate::admin::errors::store_error;
+use crate::admin::errors::{store_error, value_conflict};
 use crate::admin::state::AdminState;
+use crate::admin::tenant_call::{Body, TenantCall};
+use crate::documented::{OperatorsOnly, TenantNotFound, TenantPath};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -33,7 +35,7 @@ pub(crate) struct TenantPage {
 
 #[utoipa::path(get, path = "/admin/v1/tenants", tag = "admin: tenants", params(TenantPage),
     responses((status = 200, description = "Tenants by name (operators); anyone else gets their own memberships from /admin/v1/me", body = Page<Tenant>),
-        (status = 403, description = "Operators only", body = ErrorBody)))]
+        OperatorsOnly))]
 pub(crate) async fn list(
     State(state): State<AdminState>,
     caller: Caller,
@@ -57,7 +59,7 @@ pub(crate) async fn list(
 #[utoipa::path(post, path = "/admin/v1/tenants", tag = "admin: tenants", request_body = NewTenant,
     responses((status = 201, description = "The tenant, and the owner's invitation link when asked", body = TenantMade),
         (status = 400, description = "A bad name or email", body = ErrorBody),
-        (status = 403, description = "Operators only", body = ErrorBody),
+        OperatorsOnly,
         (status = 409, description = "The name is taken", body = ErrorBody)))]
 pub(crate) async fn create(
     State(state): State<AdminState>,
@@ -68,31 +70,19 @@ pub(crate) async fn create(
     let valid_for = std::time::Duration::from_secs(state.config.admin.invitation_days.max(1) * 86_400);
     let made = hermes_ops::tenants::create(&state.store, caller.audit(), &body, valid_for).await;
     let made = made.map_err(|e| {
-        crate::errors::refusal(e).unwrap_or_else(|e| match e {
-            hermes_store::StoreError::Conflict(what) => ApiError::new(
-                StatusCode::CONFLICT,
-                "invalid_request_error",
-                Some(ErrorCode::InvalidValue),
-                format!("{what} already exists"),
-            ),
-            other => store_error(other),
-        })
+        crate::errors::refusal(e).unwrap_or_else(|e| value_conflict(e, |what| format!("{what} already exists")))
     })?;
     let (tenant, link) = (made.tenant, made.owner_invitation.map(|token| state.config.console_link("invite", &token)));
     Ok((StatusCode::CREATED, Json(TenantMade { tenant, owner_invitation_link: link })))
 }
 
-#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}", tag = "admin: tenants", params(("tenant" = String, Path, description = "Tenant id")),
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}", tag = "admin: tenants", params(TenantPath),
     responses((status = 200, description = "The tenant, its quotas and where the caller stands", body = TenantView),
-        (status = 404, description = "No such tenant (or not yours)", body = ErrorBody)))]
-pub(crate) async fn get(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path(tenant): Path<String>,
-) -> Result<Json<TenantView>> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ViewTenant).await?;
-    let (tenant, rpm, turns) = state.store.tenant(t.id).await.map_err(store_error)?;
-    let web = state.store.web_quotas(t.id).await.map_err(store_error)?;
+        TenantNotFound))]
+pub(crate) async fn get(call: TenantCall) -> Result<Json<TenantView>> {
+    let t = call.allow(AdminOp::ViewTenant).await?;
+    let (tenant, rpm, turns) = call.state.store.tenant(t.id).await.map_err(store_error)?;
+    let web = call.state.store.web_quotas(t.id).await.map_err(store_error)?;
     let role = match t.standing {
         Standing::Operator => "operator".to_owned(),
         Standing::Member(role) => role.to_string(),
@@ -116,22 +106,15 @@ pub(crate) async fn get(
 }
 
 #[utoipa::path(put, path = "/admin/v1/tenants/{tenant}/quotas", tag = "admin: tenants", request_body = Quotas,
-    params(("tenant" = String, Path, description = "Tenant id")),
+    params(TenantPath),
     responses((status = 204, description = "Set; they apply to the next request"),
-        (status = 403, description = "Operators only", body = ErrorBody),
+        OperatorsOnly,
         (status = 404, description = "No such tenant", body = ErrorBody)))]
-pub(crate) async fn set_quotas(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path(tenant): Path<String>,
-    body: std::result::Result<hermes_http::ApiJson<Quotas>, ApiError>,
-) -> Result<StatusCode> {
-    let t = caller.tenant(&state, &tenant, AdminOp::SetQuotas).await?;
-    // Whose it is first: another tenant's URL is a 404 whatever the body.
-    let hermes_http::ApiJson(body) = body?;
-    let (_, rpm, turns) = state.store.tenant(t.id).await.map_err(store_error)?;
-    let web = state.store.web_quotas(t.id).await.map_err(store_error)?;
-    let mut tx = caller.begin(&state, t.id).await?;
+pub(crate) async fn set_quotas(call: TenantCall, body: Body<Quotas>) -> Result<StatusCode> {
+    let (t, body) = call.allow_with_body(AdminOp::SetQuotas, body).await?;
+    let (_, rpm, turns) = call.state.store.tenant(t.id).await.map_err(store_error)?;
+    let web = call.state.store.web_quotas(t.id).await.map_err(store_error)?;
+    let mut tx = call.begin(t.id).await?;
     tx.set_tenant_limits(body.requests_per_minute, body.concurrent_turns).await.map_err(store_error)?;
     let new_web = hermes_store::WebQuotas {
         searches_per_day: body.web_searches_per_day.unwrap_or(web.searches_per_day),

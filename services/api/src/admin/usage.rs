@@ -2,7 +2,7 @@
 //! model or source. A page reads the rows of its days, never the calls themselves.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::Query;
 use chrono::NaiveDate;
 use serde::Deserialize;
 
@@ -12,9 +12,9 @@ use hermes_http::ApiError;
 use hermes_store::admin::RollupGroup;
 use hermes_wire::admin::{RollupLine, UsageRollup};
 
-use crate::admin::caller::Caller;
 use crate::admin::errors::store_error;
-use crate::admin::state::AdminState;
+use crate::admin::tenant_call::TenantCall;
+use crate::documented::{TenantNotFound, TenantPath};
 
 /// Which days, grouped how.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -32,21 +32,16 @@ pub(crate) struct UsageQuery {
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/usage", tag = "admin: usage",
-    params(("tenant" = String, Path, description = "Tenant id"), UsageQuery),
+    params(TenantPath, UsageQuery),
     responses((status = 200, description = "Tokens, dollars, turns, tool and sandbox time per group, and the total", body = UsageRollup),
         (status = 400, description = "A range that is backwards or longer than 366 days", body = hermes_wire::ErrorBody),
-        (status = 404, description = "No such tenant (or not yours)", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn usage(
-    State(state): State<AdminState>,
-    caller: Caller,
-    Path(tenant): Path<String>,
-    Query(q): Query<UsageQuery>,
-) -> Result<Json<UsageRollup>, ApiError> {
-    let t = caller.tenant(&state, &tenant, AdminOp::ViewUsage).await?;
+        TenantNotFound))]
+pub(crate) async fn usage(call: TenantCall, Query(q): Query<UsageQuery>) -> Result<Json<UsageRollup>, ApiError> {
+    let t = call.allow(AdminOp::ViewUsage).await?;
     let to = q.to.unwrap_or_else(|| chrono::Utc::now().date_naive());
     let from = q.from.unwrap_or(to - chrono::Duration::days(29));
     let by = q.by.unwrap_or(RollupGroup::Day);
-    let lines = state.store.usage_rollup(t.id, from, to, by).await.map_err(|e| match e {
+    let lines = call.state.store.usage_rollup(t.id, from, to, by).await.map_err(|e| match e {
         hermes_store::StoreError::Invalid(why) => {
             ApiError::invalid_request(ErrorCode::InvalidValue, why).with_param("from")
         }

@@ -1,0 +1,90 @@
+//! What many handlers' `#[utoipa::path]` annotations say alike, said once: their common error
+//! answers (types implementing `IntoResponses`, named in `responses(...)` beside the tuples)
+//! and path parameters (`IntoParams`, also what the handlers extract). The document names
+//! their error bodies as it always did: `#/components/schemas/ErrorBody`.
+
+use std::collections::BTreeMap;
+
+use utoipa::openapi::response::{Response, ResponseBuilder};
+use utoipa::openapi::{ContentBuilder, Ref, RefOr};
+use utoipa::{IntoResponses, ToSchema};
+
+use hermes_wire::ErrorBody;
+
+/// Error answers: each a type whose `IntoResponses` documents one status with its
+/// description and an [`ErrorBody`] as JSON.
+macro_rules! error_responses {
+    ($($(#[$doc:meta])* $name:ident: $status:tt, $description:tt;)*) => {$(
+        $(#[$doc])*
+        pub(crate) struct $name;
+
+        impl IntoResponses for $name {
+            fn responses() -> BTreeMap<String, RefOr<Response>> {
+                error_response(stringify!($status), $description)
+            }
+        }
+    )*};
+}
+
+/// The answer `status` gives: `description`, and an [`ErrorBody`] as JSON.
+fn error_response(status: &str, description: &str) -> BTreeMap<String, RefOr<Response>> {
+    let body = ContentBuilder::new().schema(Some(Ref::from_schema_name(ErrorBody::name()))).build();
+    let response = ResponseBuilder::new().description(description).content("application/json", body).build();
+    BTreeMap::from([(status.to_owned(), RefOr::T(response))])
+}
+
+error_responses! {
+    /// The tenant API's 400 for a body or parameter it refuses.
+    BadRequest: 400, "Invalid request";
+    /// The tenant API's 401: no API key, or one that does not work.
+    NoApiKey: 401, "Missing or invalid API key";
+    /// The tenant API's 404: another tenant's object looks like a missing one.
+    NotFound: 404, "Not found (or another tenant's)";
+    /// The tenant API's 429 of its per-tenant request limits.
+    RateLimited: 429, "Rate limit reached";
+    /// `/v1/cron/jobs/{id}` when the caller has no such job.
+    NoSuchJob: 404, "No such job";
+    /// `/v1/webhooks/{id}` when the caller has no such hook.
+    NoSuchWebhook: 404, "No such webhook";
+    /// `/v1/event-hooks/{id}` when the tenant has no such endpoint.
+    NoSuchHook: 404, "No such event hook";
+    /// The admin API's 404 for a tenant the caller has no standing in.
+    TenantNotFound: 404, "No such tenant (or not yours)";
+    /// The admin API's 403 for installation operations.
+    OperatorsOnly: 403, "Operators only";
+}
+
+/// Path segments: each a type with the one field its route names, described for the document,
+/// and that field's value as a `String`.
+macro_rules! path_segments {
+    ($($(#[$doc:meta])* $name:ident { $field:ident: $description:tt })*) => {$(
+        $(#[$doc])*
+        #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+        #[into_params(parameter_in = Path)]
+        pub(crate) struct $name {
+            #[doc = $description]
+            pub $field: String,
+        }
+
+        impl From<$name> for String {
+            fn from(segment: $name) -> String {
+                segment.$field
+            }
+        }
+    )*};
+}
+
+path_segments! {
+    /// `/...{id}`: a tenant API object (a run, a session, a response), or an admin API one.
+    ObjectPath { id: "The object's id" }
+    /// `/v1/cron/jobs/{id}`.
+    JobPath { id: "Job id or name" }
+    /// `/v1/webhooks/{id}`.
+    WebhookPath { id: "Webhook id" }
+    /// `/v1/event-hooks/{id}`.
+    HookPath { id: "Event hook id" }
+    /// `/admin/v1/tenants/{tenant}/...`.
+    TenantPath { tenant: "Tenant id" }
+    /// `/admin/v1/tenants/{tenant}/agents/{agent}/...` (after [`TenantPath`]).
+    AgentPath { agent: "Agent id or name" }
+}

@@ -1,0 +1,57 @@
+//! What a `/.../{id}` handler starts from: the caller, and the object of theirs the path's
+//! `{id}` names, found before the handler runs. Another tenant's object, or one of an agent
+//! the key may not use, is answered like a missing one, by the resource's own 404.
+//!
+//! The lookup runs before the extractors that follow [`Visible`]: a handler whose body (or
+//! query) is refused before the lookup takes the parts itself, so that order stays.
+
+use std::future::Future;
+
+use axum::extract::{FromRef, FromRequestParts, Path};
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
+
+use serde::de::DeserializeOwned;
+
+use hermes_store::KeyAuth;
+
+use crate::auth::Caller;
+use crate::state::AppState;
+
+/// An object a caller may see by its id.
+pub(crate) trait CallerObject: Sized {
+    /// The path's `{id}` as the document describes it.
+    type Path: DeserializeOwned + Into<String> + Send;
+
+    /// The answer when the caller has no such object.
+    type Missing: IntoResponse;
+
+    /// The caller's object `id` names.
+    fn find(state: &AppState, auth: &KeyAuth, id: &str) -> impl Future<Output = Result<Self, Self::Missing>> + Send;
+}
+
+/// The caller, and their object `T` the path names (`id` as the path gave it).
+pub(crate) struct Visible<T> {
+    pub state: AppState,
+    pub auth: KeyAuth,
+    pub id: String,
+    pub found: T,
+}
+
+impl<S: Send + Sync, T: CallerObject> FromRequestParts<S> for Visible<T>
+where
+    AppState: FromRef<S>,
+{
+    /// 401 without a key, then a bad path's answer, then the object's 404.
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Caller(auth) = Caller::from_request_parts(parts, state).await.map_err(IntoResponse::into_response)?;
+        let Path(segment) =
+            Path::<T::Path>::from_request_parts(parts, state).await.map_err(IntoResponse::into_response)?;
+        let id: String = segment.into();
+        let state = AppState::from_ref(state);
+        let found = T::find(&state, &auth, &id).await.map_err(IntoResponse::into_response)?;
+        Ok(Self { state, auth, id, found })
+    }
+}
