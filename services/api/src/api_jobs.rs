@@ -20,9 +20,10 @@ use hermes_wire::v1::{
 };
 
 use crate::auth::{Caller, key_audit};
-use crate::cron::{create_job, visible};
+use crate::cron::create_job;
 use crate::documented::NoApiKey;
 use crate::state::AppState;
+use crate::visible::CallerObject;
 
 /// Upstream's limits.
 const MAX_NAME: usize = 200;
@@ -197,7 +198,7 @@ pub(crate) async fn create(
 }
 
 async fn found(state: &AppState, auth: &hermes_store::KeyAuth, id: &str) -> Result<Job, Refusal> {
-    visible(state, auth, id).await.map_err(|_| error(StatusCode::NOT_FOUND, "Job not found"))
+    Job::find(state, auth, id).await.map_err(|_| error(StatusCode::NOT_FOUND, "Job not found"))
 }
 
 #[utoipa::path(get, path = "/api/jobs/{id}", tag = "upstream cron", params(("id" = String, Path, description = "Job id")),

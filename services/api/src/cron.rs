@@ -28,16 +28,12 @@ use crate::visible::{CallerObject, Visible};
 type Result<T> = std::result::Result<T, Failure<resource::CronJob>>;
 
 /// The caller's job `id` (or name).
-pub(crate) async fn visible(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Job> {
-    Ok(state.store.find_job(auth.tenant_id, auth.agent_id, id).await?)
-}
-
 impl CallerObject for Job {
     type Path = JobPath;
     type Missing = Failure<resource::CronJob>;
 
     async fn find(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Self> {
-        visible(state, auth, id).await
+        Ok(state.store.find_job(auth.tenant_id, auth.agent_id, id).await?)
     }
 }
 
@@ -92,7 +88,7 @@ pub(crate) async fn pause(
     Path(JobPath { id }): Path<JobPath>,
     body: Option<ApiJson<Pause>>,
 ) -> Result<Json<CronJob>> {
-    let job = visible(&state, &auth, &id).await?;
+    let job = Job::find(&state, &auth, &id).await?;
     let reason = body.and_then(|ApiJson(p)| p.reason).unwrap_or_else(|| "paused through the API".into());
     Ok(Json(cron_job(ops::set_state(&state.store, key_audit(&auth), &job, Move::Pause(&reason)).await?)))
 }

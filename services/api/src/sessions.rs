@@ -32,17 +32,13 @@ const DEFAULT_PAGE: i64 = 20;
 const MAX_PAGE: i64 = 100;
 
 /// The session, if this caller may see it.
-async fn visible(state: &AppState, auth: &KeyAuth, id: &str) -> Result<SessionInfo> {
-    let id: SessionId = path_id::<resource::Session, _>(id)?;
-    Ok(state.store.session_info(auth.tenant_id, auth.agent_id, id).await?)
-}
-
 impl CallerObject for SessionInfo {
     type Path = ObjectPath;
     type Missing = Failure<resource::Session>;
 
     async fn find(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Self> {
-        visible(state, auth, id).await
+        let id: SessionId = path_id::<resource::Session, _>(id)?;
+        Ok(state.store.session_info(auth.tenant_id, auth.agent_id, id).await?)
     }
 }
 
@@ -122,7 +118,7 @@ pub(crate) async fn rename(
     Path(ObjectPath { id }): Path<ObjectPath>,
     ApiJson(body): ApiJson<Rename>,
 ) -> Result<Json<Session>> {
-    let info = visible(&state, &auth, &id).await?;
+    let info = SessionInfo::find(&state, &auth, &id).await?;
     state.store.set_session_title(auth.tenant_id, info.id, body.title.as_deref()).await?;
     Ok(Json(session(state.store.session_info(auth.tenant_id, auth.agent_id, info.id).await?)))
 }
@@ -155,7 +151,7 @@ pub(crate) async fn messages(
     Path(ObjectPath { id }): Path<ObjectPath>,
     Query(page): Query<MessagePage>,
 ) -> Result<Json<Slice<NumberedMessage>>> {
-    let info = visible(&state, &auth, &id).await?;
+    let info = SessionInfo::find(&state, &auth, &id).await?;
     let limit = page.limit.unwrap_or(100).clamp(1, 1_000) as usize;
     let after = page.after.unwrap_or(0);
     let page = state.store.messages_after(auth.tenant_id, info.id, after, Some(limit as i64 + 1)).await?;
@@ -180,7 +176,7 @@ pub(crate) async fn fork(
     Path(ObjectPath { id }): Path<ObjectPath>,
     body: Option<ApiJson<Fork>>,
 ) -> Result<Response> {
-    let info = visible(&state, &auth, &id).await?;
+    let info = SessionInfo::find(&state, &auth, &id).await?;
     let body = body.map(|ApiJson(b)| b).unwrap_or(Fork { up_to: None, title: None });
     if body.up_to.is_some_and(|n| n < 1) {
         return Err(ApiError::invalid_request(ErrorCode::InvalidValue, "up_to is a message sequence number, from 1")
@@ -207,7 +203,7 @@ pub(crate) async fn export(
     Path(ObjectPath { id }): Path<ObjectPath>,
     Query(q): Query<ExportQuery>,
 ) -> Result<Json<Value>> {
-    let info = visible(&state, &auth, &id).await?;
+    let info = SessionInfo::find(&state, &auth, &id).await?;
     let export = state.store.export_session(auth.tenant_id, info.id).await?;
     match q.format.as_deref().unwrap_or("json") {
         "json" => Ok(Json(serde_json::to_value(export).map_err(ApiError::internal)?)),
