@@ -15,6 +15,8 @@ struct Graph {
     workspace: BTreeSet<String>,
     /// Workspace crates whose manifest lies under `services/`.
     services: BTreeSet<String>,
+    /// Workspace package name -> its `cargo metadata` package (features, declared dependencies).
+    manifests: BTreeMap<String, Value>,
 }
 
 impl Graph {
@@ -47,7 +49,7 @@ impl Graph {
             .filter(|p| p["manifest_path"].as_str().unwrap().contains("/services/"))
             .map(|p| p["name"].as_str().unwrap().to_owned())
             .collect();
-        let workspace = meta["workspace_members"]
+        let workspace: BTreeSet<String> = meta["workspace_members"]
             .as_array()
             .unwrap()
             .iter()
@@ -65,7 +67,35 @@ impl Graph {
                 .collect();
             direct.insert(name, deps);
         }
-        Graph { direct, workspace, services }
+        let manifests = meta["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| workspace.contains(p["name"].as_str().unwrap()))
+            .map(|p| (p["name"].as_str().unwrap().to_owned(), p.clone()))
+            .collect();
+        Graph { direct, workspace, services, manifests }
+    }
+
+    /// Whether `krate` declares `dep` as optional, left out of its default features.
+    fn optional_off_by_default(&self, krate: &str, dep: &str) -> bool {
+        let manifest = &self.manifests[krate];
+        let optional =
+            manifest["dependencies"].as_array().unwrap().iter().any(|d| d["name"] == dep && d["optional"] == true);
+        let default = manifest["features"]["default"].as_array().cloned().unwrap_or_default();
+        optional && !default.iter().any(|f| f == dep || *f == format!("dep:{dep}").as_str())
+    }
+
+    /// The workspace crates that turn on `feature` of their dependency `krate`.
+    fn enabling(&self, krate: &str, feature: &str) -> Vec<String> {
+        let turns_on = |p: &Value| {
+            p["dependencies"].as_array().unwrap().iter().any(|d| {
+                d["name"] == krate
+                    && d["kind"].is_null()
+                    && d["features"].as_array().unwrap().iter().any(|f| f == feature)
+            })
+        };
+        self.manifests.iter().filter(|(_, p)| turns_on(p)).map(|(name, _)| name.clone()).collect()
     }
 
     fn transitive(&self, from: &str) -> BTreeSet<String> {
@@ -116,6 +146,10 @@ const ADAPTER_EXTRAS: [(&str, &str); 1] = [("hermes-sandbox", "hermes-sandbox-pr
 /// Crates that need only the injection scanner of the agent's crates, so they must not link
 /// the agent loop and its tools; hermesctl still uses llm's provider-host table
 /// (`hermes_llm::keys`) to bind API keys, the others not even llm.
+/// A heavy crate a leaf names behind a feature of the same name, off by default, that one crate
+/// turns on: wire's bodies decode straight from the store's rows, and nobody else links sqlx
+/// through wire.
+const GATED_HEAVY: [(&str, &str, &str); 1] = [("hermes-wire", "sqlx", "hermes-store")];
 const SCANNER_ONLY: [&str; 5] = ["hermes-api", "hermes-gateway", "hermes-scheduler", "hermes-skills", "hermesctl"];
 
 #[test]
@@ -225,7 +259,11 @@ fn crate_dependencies_point_the_way_the_design_says() {
             "{pkg} uses testkit outside dev-dependencies"
         );
     }
-    // Each heavy stack crate lives in one lib.
+    for (leaf, heavy, user) in GATED_HEAVY {
+        assert!(g.optional_off_by_default(leaf, heavy), "{leaf}'s {heavy} is optional and off by default");
+        assert_eq!(g.enabling(leaf, heavy), [user], "only {user} turns on {leaf}'s {heavy}");
+    }
+    // Each heavy stack crate lives in one lib (and, behind an off-by-default feature, a leaf).
     for (krate, home) in [
         ("sqlx", "hermes-store"),
         ("lapin", "hermes-queue"),
@@ -234,7 +272,8 @@ fn crate_dependencies_point_the_way_the_design_says() {
         ("kube", "hermes-sandbox-kube"),
         ("k8s-openapi", "hermes-sandbox-kube"),
     ] {
-        let users: Vec<_> = g.workspace.iter().filter(|p| g.direct[*p].contains(krate)).cloned().collect();
+        let gated = |p: &String| GATED_HEAVY.iter().any(|(leaf, heavy, _)| p == leaf && *heavy == krate);
+        let users: Vec<_> = g.workspace.iter().filter(|p| g.direct[*p].contains(krate) && !gated(p)).cloned().collect();
         assert_eq!(users, [home], "{krate} belongs in {home} only");
     }
 }

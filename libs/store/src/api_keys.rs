@@ -78,37 +78,6 @@ impl From<KeyAuthRow> for KeyAuth {
     }
 }
 
-/// A listed key ([`ApiKey`] is the wire type, which knows nothing of rows).
-#[derive(sqlx::FromRow)]
-struct ApiKeyRow {
-    #[sqlx(try_from = "crate::rows::Id")]
-    id: ApiKeyId,
-    #[sqlx(try_from = "crate::rows::Id")]
-    tenant_id: TenantId,
-    #[sqlx(try_from = "crate::rows::MaybeId")]
-    agent_id: Option<AgentId>,
-    name: String,
-    prefix: String,
-    created_at: DateTime<Utc>,
-    expires_at: Option<DateTime<Utc>>,
-    revoked_at: Option<DateTime<Utc>>,
-}
-
-impl From<ApiKeyRow> for ApiKey {
-    fn from(row: ApiKeyRow) -> Self {
-        ApiKey {
-            id: row.id,
-            tenant_id: row.tenant_id,
-            agent_id: row.agent_id,
-            name: row.name,
-            prefix: row.prefix,
-            created_at: row.created_at,
-            expires_at: row.expires_at,
-            revoked_at: row.revoked_at,
-        }
-    }
-}
-
 impl Store {
     /// Sets a tenant's limits (`None`: the installation's default; 0: unlimited).
     pub async fn set_tenant_limits(&self, tenant: TenantId, per_minute: Option<u32>, turns: Option<u32>) -> Result<()> {
@@ -184,14 +153,13 @@ impl Store {
 
     /// `tenant`'s keys, newest first (revoked ones too, marked).
     pub async fn api_keys(&self, tenant: TenantId) -> Result<Vec<ApiKey>> {
-        let rows = sqlx::query_as::<_, ApiKeyRow>(
+        Ok(sqlx::query_as::<_, ApiKey>(
             "SELECT id, tenant_id, agent_id, name, prefix, created_at, expires_at, revoked_at FROM api_keys
              WHERE tenant_id = $1 ORDER BY created_at DESC LIMIT 1000",
         )
         .bind(tenant.as_uuid())
         .fetch_all(&mut *self.as_tenant(tenant).await?)
-        .await?;
-        Ok(rows.into_iter().map(ApiKey::from).collect())
+        .await?)
     }
 
     /// Revokes a key of `tenant`; later requests with it get 401.
@@ -264,10 +232,7 @@ async fn create_api_key_on(
     .bind(expires_at)
     .fetch_one(conn)
     .await
-    .map_err(|e| match &e {
-        sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::NotFound,
-        _ => StoreError::from(e),
-    })?;
+    .map_err(StoreError::not_found_on_foreign_key)?;
     let api_key = ApiKey {
         id,
         tenant_id: tenant,

@@ -191,10 +191,7 @@ async fn set_budget_on(conn: &mut PgConnection, tenant: TenantId, budget: &Budge
     .bind(budget.soft_usd)
     .execute(&mut *conn)
     .await
-    .map_err(|e| match &e {
-        sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::NotFound,
-        _ => StoreError::from(e),
-    })?;
+    .map_err(StoreError::not_found_on_foreign_key)?;
     Ok(())
 }
 

@@ -157,21 +157,11 @@ impl Store {
     }
 
     pub async fn list_channels(&self, tenant: TenantId) -> Result<Vec<Channel>> {
-        let rows = sqlx::query("SELECT * FROM channels WHERE tenant_id = $1 ORDER BY created_at")
-            .bind(tenant.as_uuid())
-            .fetch_all(&mut *self.as_tenant(tenant).await?)
-            .await?;
-        rows.iter().map(crate::rows::read::<Channel>).collect()
+        self.rows_of(tenant, "SELECT * FROM channels WHERE tenant_id = $1 ORDER BY created_at").await
     }
 
     pub async fn channel(&self, tenant: TenantId, id: uuid::Uuid) -> Result<Channel> {
-        let row = sqlx::query("SELECT * FROM channels WHERE tenant_id = $1 AND id = $2")
-            .bind(tenant.as_uuid())
-            .bind(id)
-            .fetch_optional(&mut *self.as_tenant(tenant).await?)
-            .await?
-            .ok_or(StoreError::NotFound)?;
-        crate::rows::read::<Channel>(&row)
+        self.row_of(tenant, "SELECT * FROM channels WHERE tenant_id = $1 AND id = $2", id).await
     }
 
     /// Unbinds a bot; `false` when there was no such channel.
@@ -338,10 +328,7 @@ async fn update_channel_access_on(
     .bind(access.home_chat.as_deref())
     .fetch_optional(conn)
     .await
-    .map_err(|e| match &e {
-        sqlx::Error::Database(db) if db.is_check_violation() => StoreError::Invalid("unknown policy".into()),
-        _ => StoreError::from(e),
-    })?
+    .map_err(|e| StoreError::invalid_on_check(e, "unknown policy"))?
     .ok_or(StoreError::NotFound)?;
     crate::rows::read::<Channel>(&row)
 }

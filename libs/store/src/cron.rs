@@ -245,18 +245,15 @@ impl Store {
 
     /// A job's latest runs, newest first.
     pub async fn job_runs(&self, tenant: TenantId, job: uuid::Uuid, limit: i64) -> Result<Vec<CronRun>> {
-        let runs: Vec<sqlx::types::Json<CronRun>> = sqlx::query_scalar(
-            "SELECT jsonb_build_object('id', id, 'scheduled_for', scheduled_for, 'status', status,
-                        'turn_id', turn_id, 'session_id', session_id, 'output', output, 'error', error,
-                        'created_at', created_at, 'finished_at', finished_at) AS run
+        Ok(sqlx::query_as(
+            "SELECT id, scheduled_for, status, turn_id, session_id, output, error, created_at, finished_at
              FROM cron_runs WHERE tenant_id = $1 AND job_id = $2 ORDER BY created_at DESC LIMIT $3",
         )
         .bind(tenant.as_uuid())
         .bind(job)
         .bind(limit)
         .fetch_all(&mut *self.as_tenant(tenant).await?)
-        .await?;
-        Ok(runs.into_iter().map(|run| run.0).collect())
+        .await?)
     }
 }
 

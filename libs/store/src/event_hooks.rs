@@ -118,21 +118,11 @@ impl Store {
     }
 
     pub async fn list_event_hooks(&self, tenant: TenantId) -> Result<Vec<EventHook>> {
-        let rows = sqlx::query("SELECT * FROM event_hooks WHERE tenant_id = $1 ORDER BY created_at, id")
-            .bind(tenant.as_uuid())
-            .fetch_all(&mut *self.as_tenant(tenant).await?)
-            .await?;
-        rows.iter().map(crate::rows::read::<EventHook>).collect()
+        self.rows_of(tenant, "SELECT * FROM event_hooks WHERE tenant_id = $1 ORDER BY created_at, id").await
     }
 
     pub async fn event_hook(&self, tenant: TenantId, id: uuid::Uuid) -> Result<EventHook> {
-        let row = sqlx::query("SELECT * FROM event_hooks WHERE tenant_id = $1 AND id = $2")
-            .bind(tenant.as_uuid())
-            .bind(id)
-            .fetch_optional(&mut *self.as_tenant(tenant).await?)
-            .await?
-            .ok_or(StoreError::NotFound)?;
-        crate::rows::read::<EventHook>(&row)
+        self.row_of(tenant, "SELECT * FROM event_hooks WHERE tenant_id = $1 AND id = $2", id).await
     }
 
     pub async fn update_event_hook(

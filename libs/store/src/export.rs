@@ -11,20 +11,8 @@ use hermes_core::{ChatMessage, Role, SessionId, TenantId};
 
 use crate::{Result, Store, StoreError};
 
-/// One session of a lineage.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-pub struct LineageNode {
-    #[sqlx(rename = "id", try_from = "crate::rows::Id")]
-    pub session_id: SessionId,
-    #[sqlx(try_from = "crate::rows::MaybeId")]
-    pub parent_session_id: Option<SessionId>,
-    /// How it continues its parent: `compaction`, `fork` or `subagent`; `None` for the root.
-    pub lineage: Option<String>,
-    pub title: Option<String>,
-    pub created_at: DateTime<Utc>,
-    /// Steps from the root.
-    pub depth: i32,
-}
+/// One session of a lineage, as `/api/sessions` shows it.
+pub use hermes_wire::v1::LineageNode;
 
 /// Everything about one session.
 #[derive(Debug, Clone, Serialize)]

@@ -76,12 +76,8 @@ impl Store {
     }
 
     pub async fn goal(&self, tenant: TenantId, session: SessionId) -> Result<Option<Goal>> {
-        let row = sqlx::query("SELECT * FROM session_goals WHERE tenant_id = $1 AND session_id = $2")
-            .bind(tenant.as_uuid())
-            .bind(session.as_uuid())
-            .fetch_optional(&mut *self.as_tenant(tenant).await?)
-            .await?;
-        row.as_ref().map(crate::rows::read::<Goal>).transpose()
+        let sql = "SELECT * FROM session_goals WHERE tenant_id = $1 AND session_id = $2";
+        self.maybe_row_of(tenant, sql, session.as_uuid()).await
     }
 
     /// Pauses (`active: false`) or resumes the goal; resuming gives it a fresh budget. A pause
@@ -155,16 +151,10 @@ impl Store {
     /// turn waiting (those run first, and the last of them is judged). One query, on the path
     /// of every turn.
     pub async fn goal_to_judge(&self, tenant: TenantId, session: SessionId) -> Result<Option<Goal>> {
-        let row = sqlx::query(
-            "SELECT * FROM session_goals g WHERE g.tenant_id = $1 AND g.session_id = $2 AND g.state = 'active'
+        let sql = "SELECT * FROM session_goals g WHERE g.tenant_id = $1 AND g.session_id = $2 AND g.state = 'active'
                AND NOT EXISTS (SELECT 1 FROM turns t
-                               WHERE t.tenant_id = $1 AND t.session_id = $2 AND t.status = 'queued')",
-        )
-        .bind(tenant.as_uuid())
-        .bind(session.as_uuid())
-        .fetch_optional(&mut *self.as_tenant(tenant).await?)
-        .await?;
-        row.as_ref().map(crate::rows::read::<Goal>).transpose()
+                               WHERE t.tenant_id = $1 AND t.session_id = $2 AND t.status = 'queued')";
+        self.maybe_row_of(tenant, sql, session.as_uuid()).await
     }
 
     /// Applies the judge's verdict on `turn` to the session's active goal (`decide` maps the

@@ -155,6 +155,23 @@ impl StoreError {
         }
     }
 
+    /// Maps a foreign-key violation (the row it names is gone, or another tenant's) into
+    /// `NotFound`, leaving other errors alone.
+    pub(crate) fn not_found_on_foreign_key(err: sqlx::Error) -> StoreError {
+        match &err {
+            sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::NotFound,
+            _ => StoreError::from(err),
+        }
+    }
+
+    /// Maps a violated CHECK constraint into `Invalid(why)`, leaving other errors alone.
+    pub(crate) fn invalid_on_check(err: sqlx::Error, why: impl Into<String>) -> StoreError {
+        match &err {
+            sqlx::Error::Database(db) if db.is_check_violation() => StoreError::Invalid(why.into()),
+            _ => StoreError::from(err),
+        }
+    }
+
     /// Maps a unique-violation into `Conflict(what)`, leaving other errors alone.
     pub(crate) fn conflict_on_unique(err: sqlx::Error, what: &str) -> StoreError {
         match &err {

@@ -38,33 +38,8 @@ pub enum UsageGroup {
     Key,
 }
 
-/// One line of the report.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
-pub struct UsageLine {
-    /// The day (`2026-11-30`), the agent's name, or the API key's prefix (`-` for none).
-    #[sqlx(rename = "grp")]
-    pub group: String,
-    pub calls: i64,
-    #[sqlx(rename = "prompt")]
-    pub prompt_tokens: i64,
-    #[sqlx(rename = "completion")]
-    pub completion_tokens: i64,
-    #[sqlx(rename = "cached")]
-    pub cached_tokens: i64,
-    /// Of the priced calls.
-    #[sqlx(rename = "cost")]
-    pub cost_usd: f64,
-    /// Calls whose model had no price when they were made.
-    #[sqlx(rename = "unpriced")]
-    pub unpriced_calls: i64,
-    /// Mean duration of a call (calls recorded before durations were kept are left out).
-    #[sqlx(rename = "latency")]
-    pub avg_latency_ms: Option<f64>,
-    /// Turns started in the group, and the time their tool calls took (of it, in sandboxes).
-    pub turns: i64,
-    pub tool_ms: i64,
-    pub sandbox_ms: i64,
-}
+/// One line of the report, as `/v1/usage` shows it.
+pub use hermes_wire::v1::UsageLine;
 
 impl Store {
     /// Adds a tool call's duration to its turn's metering.

@@ -1,7 +1,8 @@
 //! Reading rows: the typed ids a uuid column holds, and the one place a row's tenant is read.
 //!
 //! Row types derive [`sqlx::FromRow`] and read a typed id with
-//! `#[sqlx(try_from = "crate::rows::Id")]` (or `MaybeId` for a nullable column). [`Id`] is
+//! `#[sqlx(try_from = "crate::rows::Id")]` (or `MaybeId` for a nullable column), the column
+//! types of `hermes_wire::rows`, whose bodies the store returns decode the same way. [`Id`] is
 //! made only by decoding a column, so a [`TenantId`] built from it is always a tenant a stored
 //! row names, never one a caller supplied.
 
@@ -9,19 +10,13 @@ use sqlx::postgres::PgRow;
 use sqlx::{FromRow, Row};
 use uuid::Uuid;
 
-use hermes_core::{AdminTokenId, AgentId, ApiKeyId, InvitationId, PersonId, SessionId, TenantId, TurnId};
+use hermes_core::TenantId;
 
-use crate::Result;
+use crate::{Result, Store, StoreError};
 
-/// A non-null uuid column, on its way to a typed id.
-#[derive(sqlx::Type)]
-#[sqlx(transparent)]
-pub(crate) struct Id(Uuid);
-
-/// A nullable uuid column, on its way to an optional typed id.
-#[derive(sqlx::Type)]
-#[sqlx(transparent)]
-pub(crate) struct MaybeId(Option<Uuid>);
+/// The uuid columns a typed id is read through: wire's, so its bodies and the store's rows
+/// decode ids (the tenant's above all) the same way.
+pub(crate) use hermes_wire::rows::{Id, MaybeId};
 
 /// A nullable text column, on its way to an optional vocabulary value
 /// (`#[sqlx(try_from = "crate::rows::MaybeText")]`).
@@ -50,38 +45,6 @@ impl From<MaybeText> for Option<hermes_core::trace::TraceParent> {
     }
 }
 
-macro_rules! open_ids {
-    ($($id:ident),*) => {$(
-        impl From<Id> for $id {
-            fn from(column: Id) -> Self {
-                $id::from_uuid(column.0)
-            }
-        }
-
-        impl From<MaybeId> for Option<$id> {
-            fn from(column: MaybeId) -> Self {
-                column.0.map($id::from_uuid)
-            }
-        }
-    )*};
-}
-
-open_ids!(AgentId, SessionId, TurnId, ApiKeyId, PersonId, AdminTokenId, InvitationId);
-
-impl From<Id> for TenantId {
-    fn from(column: Id) -> Self {
-        #[expect(clippy::disallowed_methods, reason = "a stored row's own tenant, read with the row")]
-        TenantId::from_authenticated(column.0)
-    }
-}
-
-impl From<MaybeId> for Option<TenantId> {
-    fn from(column: MaybeId) -> Self {
-        #[expect(clippy::disallowed_methods, reason = "a tenant a stored row names, read with the row")]
-        column.0.map(TenantId::from_authenticated)
-    }
-}
-
 /// The tenant a row belongs to (its `tenant_id` column).
 pub(crate) fn tenant_of(row: &PgRow) -> Result<TenantId> {
     Ok(row.try_get::<Id, _>("tenant_id")?.into())
@@ -95,6 +58,44 @@ pub(crate) fn read<T: for<'r> FromRow<'r, PgRow>>(row: &PgRow) -> Result<T> {
         sqlx::Error::ColumnDecode { index, source } => crate::StoreError::Corrupt(format!("column {index}: {source}")),
         other => other.into(),
     })
+}
+
+impl Store {
+    /// `tenant`'s rows that `sql` selects (the tenant is `$1`), each read as `T`.
+    pub(crate) async fn rows_of<T: for<'r> FromRow<'r, PgRow>>(
+        &self,
+        tenant: TenantId,
+        sql: &'static str,
+    ) -> Result<Vec<T>> {
+        let rows = sqlx::query(sql).bind(tenant.as_uuid()).fetch_all(&mut *self.as_tenant(tenant).await?).await?;
+        rows.iter().map(read).collect()
+    }
+
+    /// The row of `tenant` that `sql` selects by `key` (the tenant is `$1`, the key `$2`), read
+    /// as `T`, if there is one.
+    pub(crate) async fn maybe_row_of<T: for<'r> FromRow<'r, PgRow>>(
+        &self,
+        tenant: TenantId,
+        sql: &'static str,
+        key: Uuid,
+    ) -> Result<Option<T>> {
+        let row = sqlx::query(sql)
+            .bind(tenant.as_uuid())
+            .bind(key)
+            .fetch_optional(&mut *self.as_tenant(tenant).await?)
+            .await?;
+        row.as_ref().map(read).transpose()
+    }
+
+    /// [`Store::maybe_row_of`], `NotFound` when there is none (another tenant's row too).
+    pub(crate) async fn row_of<T: for<'r> FromRow<'r, PgRow>>(
+        &self,
+        tenant: TenantId,
+        sql: &'static str,
+        key: Uuid,
+    ) -> Result<T> {
+        self.maybe_row_of(tenant, sql, key).await?.ok_or(StoreError::NotFound)
+    }
 }
 
 /// A text column read as one of the core vocabularies; a name outside it is `Corrupt` (the

@@ -2,7 +2,6 @@
 //! start, paging through messages, forking and deleting. Everything is scoped to the tenant,
 //! and optionally to the one agent an API key is restricted to.
 
-use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
 use hermes_core::{AgentId, SessionId, SessionSource, TenantId};
@@ -10,25 +9,8 @@ use hermes_core::{AgentId, SessionId, SessionSource, TenantId};
 use crate::admin::AuditedTx;
 use crate::{Result, Store, StoreError};
 
-/// A session as listed.
-#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
-pub struct SessionInfo {
-    #[sqlx(try_from = "crate::rows::Id")]
-    pub id: SessionId,
-    #[sqlx(try_from = "crate::rows::Id")]
-    pub agent_id: AgentId,
-    /// The agent's name: the `model` clients use.
-    pub model: String,
-    pub title: Option<String>,
-    #[sqlx(try_from = "String")]
-    pub source: SessionSource,
-    #[sqlx(try_from = "crate::rows::MaybeId")]
-    pub parent_session_id: Option<SessionId>,
-    pub lineage: Option<String>,
-    pub message_count: i64,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
+/// A session as listed, as `/api/sessions` shows it.
+pub use hermes_wire::v1::Session as SessionInfo;
 
 macro_rules! info_select {
     () => {

@@ -121,10 +121,7 @@ impl Store {
         .bind(pinned)
         .execute(&mut *tx)
         .await
-        .map_err(|e| match &e {
-            sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::NotFound,
-            _ => StoreError::from(e),
-        })?;
+        .map_err(StoreError::not_found_on_foreign_key)?;
         let action = if pinned { "pin" } else { "unpin" };
         log_event(&mut tx, tenant, Some(agent), name, action, "operator", &Value::Null).await?;
         tx.commit().await?;

@@ -2,7 +2,6 @@
 
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
-use uuid::Uuid;
 
 use hermes_core::TenantId;
 
@@ -11,14 +10,6 @@ use crate::{Result, Store, StoreError};
 
 /// A tenant (a team using the service), as the admin API shows it.
 pub use hermes_wire::admin::Tenant;
-
-/// A tenant found by name ([`Tenant`] is the wire type, which knows nothing of rows).
-#[derive(sqlx::FromRow)]
-struct NamedTenant {
-    id: Uuid,
-    name: String,
-    created_at: DateTime<Utc>,
-}
 
 /// A tenant read by id, with its limits.
 #[derive(sqlx::FromRow)]
@@ -38,17 +29,13 @@ impl Store {
     /// Finds a tenant by name. Operator-only: naming a tenant on the admin CLI is how an
     /// operator authenticates as acting for it.
     pub async fn tenant_by_name(&self, name: &str) -> Result<Tenant> {
-        let row = sqlx::query_as::<_, NamedTenant>("SELECT id, name, created_at FROM tenants WHERE name = $1")
+        // The tenant's id is read as a stored row's own (`hermes_wire::rows`): the operator
+        // naming it on the admin CLI is how they authenticate as acting for it.
+        sqlx::query_as::<_, Tenant>("SELECT id, name, created_at FROM tenants WHERE name = $1")
             .bind(name)
             .fetch_optional(self.system())
             .await?
-            .ok_or(StoreError::NotFound)?;
-        Ok(Tenant {
-            #[expect(clippy::disallowed_methods, reason = "operator names the tenant on the admin CLI")]
-            id: TenantId::from_authenticated(row.id),
-            name: row.name,
-            created_at: row.created_at,
-        })
+            .ok_or(StoreError::NotFound)
     }
 }
 

@@ -122,22 +122,12 @@ impl Store {
 
     /// The tenant's hooks, oldest first.
     pub async fn list_webhooks(&self, tenant: TenantId) -> Result<Vec<Webhook>> {
-        let rows = sqlx::query("SELECT * FROM webhooks WHERE tenant_id = $1 ORDER BY created_at, id")
-            .bind(tenant.as_uuid())
-            .fetch_all(&mut *self.as_tenant(tenant).await?)
-            .await?;
-        rows.iter().map(crate::rows::read::<Webhook>).collect()
+        self.rows_of(tenant, "SELECT * FROM webhooks WHERE tenant_id = $1 ORDER BY created_at, id").await
     }
 
     /// One of the tenant's hooks.
     pub async fn webhook(&self, tenant: TenantId, id: uuid::Uuid) -> Result<Webhook> {
-        let row = sqlx::query("SELECT * FROM webhooks WHERE tenant_id = $1 AND id = $2")
-            .bind(tenant.as_uuid())
-            .bind(id)
-            .fetch_optional(&mut *self.as_tenant(tenant).await?)
-            .await?
-            .ok_or(StoreError::NotFound)?;
-        crate::rows::read::<Webhook>(&row)
+        self.row_of(tenant, "SELECT * FROM webhooks WHERE tenant_id = $1 AND id = $2", id).await
     }
 
     pub async fn update_webhook(&self, tenant: TenantId, id: uuid::Uuid, changes: &WebhookChanges) -> Result<Webhook> {

@@ -21,7 +21,7 @@ use crate::auth::Caller;
 use crate::documented::{BadRequest, NoApiKey, NotFound, ObjectPath};
 use crate::errors::{Failure, path_id, resource};
 use crate::headers::user_key;
-use crate::shown::{numbered, session};
+use crate::shown::numbered;
 use crate::state::AppState;
 use crate::visible::{CallerObject, Visible};
 
@@ -65,7 +65,7 @@ pub(crate) async fn list(
     };
     let sessions = state.store.list_sessions(auth.tenant_id, agent, limit + 1, offset).await?;
     let has_more = sessions.len() as i64 > limit;
-    let data = sessions.into_iter().take(limit as usize).map(session).collect();
+    let data = sessions.into_iter().take(limit as usize).collect();
     Ok(Json(Slice::of(data, has_more)))
 }
 
@@ -90,7 +90,7 @@ pub(crate) async fn create(
     let id =
         state.store.create_session(auth.tenant_id, agent.id, hermes_core::SessionSource::Api, &user, title).await?;
     let info = state.store.session_info(auth.tenant_id, auth.agent_id, id).await?;
-    Ok((StatusCode::CREATED, Json(session(info))).into_response())
+    Ok((StatusCode::CREATED, Json(info)).into_response())
 }
 
 #[utoipa::path(get, path = "/api/sessions/{id}", tag = "sessions", params(ObjectPath),
@@ -98,10 +98,9 @@ pub(crate) async fn create(
 pub(crate) async fn get(
     Visible { state, auth, found: info, .. }: Visible<SessionInfo>,
 ) -> Result<Json<SessionWithLineage>> {
-    let lineage = state.store.session_lineage(auth.tenant_id, info.id).await?;
     // `lineage` says how this session began (fork, compaction, subagent); the tree is apart.
-    let lineage_tree = lineage.into_iter().map(crate::shown::lineage).collect();
-    Ok(Json(SessionWithLineage { session: session(info), lineage_tree }))
+    let lineage_tree = state.store.session_lineage(auth.tenant_id, info.id).await?;
+    Ok(Json(SessionWithLineage { session: info, lineage_tree }))
 }
 
 #[derive(Debug, Deserialize)]
@@ -120,7 +119,7 @@ pub(crate) async fn rename(
 ) -> Result<Json<Session>> {
     let info = SessionInfo::find(&state, &auth, &id).await?;
     state.store.set_session_title(auth.tenant_id, info.id, body.title.as_deref()).await?;
-    Ok(Json(session(state.store.session_info(auth.tenant_id, auth.agent_id, info.id).await?)))
+    Ok(Json(state.store.session_info(auth.tenant_id, auth.agent_id, info.id).await?))
 }
 
 #[utoipa::path(delete, path = "/api/sessions/{id}", tag = "sessions", params(ObjectPath),
@@ -185,7 +184,7 @@ pub(crate) async fn fork(
     }
     let child = state.store.fork_session(auth.tenant_id, info.id, body.up_to, body.title.as_deref()).await?;
     let created = state.store.session_info(auth.tenant_id, auth.agent_id, child).await?;
-    Ok((StatusCode::CREATED, Json(session(created))).into_response())
+    Ok((StatusCode::CREATED, Json(created)).into_response())
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,7 +1,7 @@
 //! The store's rows as `/v1` and `/api` show them (`hermes_wire` types): the one place where a
 //! column becomes a field, so a row type can change without the API changing with it.
 
-use hermes_wire::v1::{CronJob, LineageNode, NumberedMessage, PairingRequest, Session};
+use hermes_wire::v1::{CronJob, NumberedMessage, PairingRequest};
 
 pub(crate) fn cron_job(j: hermes_store::cron::Job) -> CronJob {
     CronJob {
@@ -28,32 +28,6 @@ pub(crate) fn cron_job(j: hermes_store::cron::Job) -> CronJob {
         origin: j.origin,
         toolsets: j.toolsets,
         created_at: j.created_at,
-    }
-}
-
-pub(crate) fn session(s: hermes_store::SessionInfo) -> Session {
-    Session {
-        id: s.id,
-        agent_id: s.agent_id,
-        model: s.model,
-        title: s.title,
-        source: s.source,
-        parent_session_id: s.parent_session_id,
-        lineage: s.lineage,
-        message_count: s.message_count,
-        created_at: s.created_at,
-        updated_at: s.updated_at,
-    }
-}
-
-pub(crate) fn lineage(n: hermes_store::LineageNode) -> LineageNode {
-    LineageNode {
-        session_id: n.session_id,
-        parent_session_id: n.parent_session_id,
-        lineage: n.lineage,
-        title: n.title,
-        created_at: n.created_at,
-        depth: n.depth,
     }
 }
 

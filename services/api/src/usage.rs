@@ -121,24 +121,8 @@ impl Period {
             group_by: group_by.to_owned(),
             start: self.start.to_string(),
             end: self.end.to_string(),
-            data: lines.into_iter().map(line).collect(),
+            data: lines,
             total,
         }
-    }
-}
-
-fn line(l: UsageLine) -> hermes_wire::v1::UsageLine {
-    hermes_wire::v1::UsageLine {
-        group: l.group,
-        calls: l.calls,
-        prompt_tokens: l.prompt_tokens,
-        completion_tokens: l.completion_tokens,
-        cached_tokens: l.cached_tokens,
-        cost_usd: l.cost_usd,
-        unpriced_calls: l.unpriced_calls,
-        avg_latency_ms: l.avg_latency_ms,
-        turns: l.turns,
-        tool_ms: l.tool_ms,
-        sandbox_ms: l.sandbox_ms,
     }
 }

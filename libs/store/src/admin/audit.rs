@@ -42,17 +42,6 @@ impl ActorKind {
             ActorKind::System => "system",
         }
     }
-
-    fn parse(text: &str) -> Self {
-        match text {
-            "person" => ActorKind::Person,
-            "token" => ActorKind::Token,
-            "cli" => ActorKind::Cli,
-            "chat" => ActorKind::Chat,
-            "api_key" => ActorKind::ApiKey,
-            _ => ActorKind::System,
-        }
-    }
 }
 
 /// Who made a change: a kind, a stable id (a person's or token's id, a chat user's key) and a
@@ -98,21 +87,8 @@ impl Change {
     }
 }
 
-/// A recorded entry.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct AuditEntry {
-    pub id: i64,
-    pub tenant_id: Option<TenantId>,
-    pub at: DateTime<Utc>,
-    pub actor: Actor,
-    pub action: String,
-    pub object_kind: String,
-    pub object_id: String,
-    pub before: Option<Value>,
-    pub after: Option<Value>,
-    pub request_id: Option<String>,
-    pub source_address: Option<String>,
-}
+/// A recorded entry, as the admin API shows it.
+pub use hermes_wire::admin::AuditEntry;
 
 /// Which entries to list: every field narrows; `before_id` is the keyset cursor (the last
 /// id of the previous page), newest first.
@@ -207,55 +183,16 @@ const LIST: &str = "SELECT id, tenant_id, at, actor_kind, actor_id, actor_label,
      ORDER BY id DESC
      LIMIT $8";
 
-/// An entry's row ([`LIST`]).
-#[derive(sqlx::FromRow)]
-struct EntryRow {
-    id: i64,
-    /// Read through `crate::rows`, like every row's tenant (null: the installation's own).
-    #[sqlx(try_from = "crate::rows::MaybeId")]
-    tenant_id: Option<TenantId>,
-    at: DateTime<Utc>,
-    actor_kind: String,
-    actor_id: String,
-    actor_label: String,
-    action: String,
-    object_kind: String,
-    object_id: String,
-    before: Option<Value>,
-    after: Option<Value>,
-    request_id: Option<String>,
-    source_address: Option<String>,
-}
-
-impl From<EntryRow> for AuditEntry {
-    fn from(row: EntryRow) -> Self {
-        AuditEntry {
-            id: row.id,
-            tenant_id: row.tenant_id,
-            at: row.at,
-            actor: Actor { kind: ActorKind::parse(&row.actor_kind), id: row.actor_id, label: row.actor_label },
-            action: row.action,
-            object_kind: row.object_kind,
-            object_id: row.object_id,
-            before: row.before,
-            after: row.after,
-            request_id: row.request_id,
-            source_address: row.source_address,
-        }
-    }
-}
-
-fn page(rows: Vec<EntryRow>, limit: u32) -> AuditPage {
-    let entries: Vec<AuditEntry> = rows.into_iter().map(AuditEntry::from).collect();
+fn page(entries: Vec<AuditEntry>, limit: u32) -> AuditPage {
     let full = entries.len() >= limit as usize;
     let next = if full { entries.last().map(|e| e.id) } else { None };
     AuditPage { entries, next }
 }
 
 fn bind_filter<'q>(
-    query: QueryAs<'q, sqlx::Postgres, EntryRow, PgArguments>,
+    query: QueryAs<'q, sqlx::Postgres, AuditEntry, PgArguments>,
     filter: &'q AuditFilter,
-) -> QueryAs<'q, sqlx::Postgres, EntryRow, PgArguments> {
+) -> QueryAs<'q, sqlx::Postgres, AuditEntry, PgArguments> {
     query
         .bind(filter.action.as_deref())
         .bind(filter.actor.as_deref())

@@ -9,44 +9,16 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
 use hermes_core::{InvitationId, MemberRole, PersonId, TenantId};
 
 use super::audit::{self, ActorKind, Audit, Change};
-use super::people::{Person, person, person_columns};
+use super::people::{Person, email_error, person_columns};
 use crate::{Result, Store, StoreError};
 
 /// An invitation (never its token, which is shown once), as the admin API shows it.
 pub use hermes_wire::admin::Invitation;
-
-#[derive(sqlx::FromRow)]
-struct InvitationRow {
-    #[sqlx(try_from = "crate::rows::Id")]
-    id: InvitationId,
-    email: String,
-    #[sqlx(try_from = "String")]
-    role: MemberRole,
-    expires_at: DateTime<Utc>,
-    accepted_at: Option<DateTime<Utc>>,
-    revoked_at: Option<DateTime<Utc>>,
-    created_at: DateTime<Utc>,
-}
-
-impl From<InvitationRow> for Invitation {
-    fn from(r: InvitationRow) -> Self {
-        Invitation {
-            id: r.id,
-            email: r.email,
-            role: r.role,
-            expires_at: r.expires_at,
-            accepted_at: r.accepted_at,
-            revoked_at: r.revoked_at,
-            created_at: r.created_at,
-        }
-    }
-}
 
 /// What an operator's address answers when invited.
 pub const OPERATOR_NOT_INVITED: &str = "this address cannot be invited: it signs in as an operator of the installation";
@@ -110,7 +82,7 @@ impl Store {
         let invited_by =
             (by.actor.kind == ActorKind::Person).then(|| uuid::Uuid::parse_str(&by.actor.id).ok()).flatten();
         let mut tx = self.tenant_tx(tenant).await?;
-        let made: InvitationRow = sqlx::query_as(
+        let made: Invitation = sqlx::query_as(
             "INSERT INTO invitations (id, tenant_id, email, role, hash, invited_by, expires_at)
              VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))
              RETURNING id, email, role, expires_at, accepted_at, revoked_at, created_at",
@@ -124,13 +96,7 @@ impl Store {
         .bind(valid_for.as_secs_f64())
         .fetch_one(&mut *tx)
         .await
-        .map_err(|e| match &e {
-            sqlx::Error::Database(db) if db.is_check_violation() => {
-                StoreError::Invalid(format!("{email:?} is not an email address"))
-            }
-            _ => StoreError::from(e),
-        })?;
-        let made = Invitation::from(made);
+        .map_err(|e| email_error(e, &email))?;
         let change = Change::new("invitation.created", "invitation", made.id).after(&made);
         audit::record(&mut tx, Some(tenant), by, change).await?;
         tx.commit().await?;
@@ -139,33 +105,21 @@ impl Store {
 
     /// `tenant`'s invitations, newest first (open, accepted and revoked).
     pub async fn invitations(&self, tenant: TenantId) -> Result<Vec<Invitation>> {
-        let rows: Vec<InvitationRow> = sqlx::query_as(
+        let rows: Vec<Invitation> = sqlx::query_as(
             "SELECT id, email, role, expires_at, accepted_at, revoked_at, created_at FROM invitations
              WHERE tenant_id = $1 ORDER BY created_at DESC LIMIT 500",
         )
         .bind(tenant.as_uuid())
         .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
-        Ok(rows.into_iter().map(Invitation::from).collect())
+        Ok(rows)
     }
 
     /// Revokes an open invitation: its link stops working.
     pub async fn revoke_invitation(&self, tenant: TenantId, id: InvitationId, by: &Audit) -> Result<()> {
-        let mut tx = self.tenant_tx(tenant).await?;
-        let done = sqlx::query(
-            "UPDATE invitations SET revoked_at = now()
-             WHERE tenant_id = $1 AND id = $2 AND accepted_at IS NULL AND revoked_at IS NULL",
-        )
-        .bind(tenant.as_uuid())
-        .bind(id.as_uuid())
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
-        audit::record(&mut tx, Some(tenant), by, Change::new("invitation.revoked", "invitation", id)).await?;
-        tx.commit().await?;
-        Ok(())
+        let sql = "UPDATE invitations SET revoked_at = now()
+                   WHERE tenant_id = $1 AND id = $2 AND accepted_at IS NULL AND revoked_at IS NULL";
+        self.revoke(tenant, sql, id.as_uuid(), by, Change::new("invitation.revoked", "invitation", id)).await
     }
 
     /// Accepts an invitation by its link token (see the module's rules). The link names no
@@ -228,12 +182,10 @@ async fn open_invitation(db: &mut PgConnection, token: &str) -> Result<Option<Op
 
 /// The account of `email`, if there is one, locked.
 async fn person_by_email(db: &mut PgConnection, email: &str) -> Result<Option<Person>> {
-    sqlx::query(concat!("SELECT ", person_columns!(), " FROM people p WHERE p.email = $1 FOR UPDATE"))
+    Ok(sqlx::query_as(concat!("SELECT ", person_columns!(), " FROM people p WHERE p.email = $1 FOR UPDATE"))
         .bind(email)
         .fetch_optional(&mut *db)
-        .await?
-        .map(|r| person(&r))
-        .transpose()
+        .await?)
 }
 
 /// A new account for `email`, its address unproven; `None` when one was made for it meanwhile.
@@ -243,7 +195,7 @@ async fn new_account_for(
     display_name: &str,
     password_hash: Option<&str>,
 ) -> Result<Option<Person>> {
-    let made = sqlx::query(concat!(
+    Ok(sqlx::query_as(concat!(
         "INSERT INTO people AS p (id, email, display_name, password_hash, email_proven)
          VALUES ($1, $2, $3, $4, false) ON CONFLICT (email) DO NOTHING RETURNING ",
         person_columns!()
@@ -253,8 +205,7 @@ async fn new_account_for(
     .bind(display_name.chars().take(200).collect::<String>())
     .bind(password_hash)
     .fetch_optional(&mut *db)
-    .await?;
-    made.map(|row| person(&row)).transpose()
+    .await?)
 }
 
 /// Marks the invitation accepted by `who` and makes them a member with its role (an existing

@@ -1,12 +1,12 @@
 //! A tenant's members (invitations: [`super::invitations`]). Changes are audited in their own
 //! transaction, and a tenant always keeps at least one owner.
 
-use sqlx::{PgConnection, Row};
+use sqlx::PgConnection;
 
 use hermes_core::{MemberRole, PersonId, TenantId};
 
 use super::audit::{self, Audit, Change};
-use super::people::{person, person_columns};
+use super::people::person_columns;
 use crate::{Result, Store, StoreError};
 
 /// A member of a tenant, as the admin API shows them.
@@ -47,15 +47,8 @@ impl Store {
         .bind(tenant.as_uuid())
         .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(Member {
-                    person: person(r)?,
-                    role: crate::rows::vocab(r.try_get("role")?)?,
-                    member_since: r.try_get("member_since")?,
-                })
-            })
-            .collect()
+        // A role outside its vocabulary is `Corrupt`.
+        rows.iter().map(crate::rows::read::<Member>).collect()
     }
 
     /// Makes `who` a member of `tenant` as `role` (or changes their role), with no owner check:
@@ -74,10 +67,7 @@ impl Store {
         .bind(role.as_str())
         .execute(&mut *tx)
         .await
-        .map_err(|e| match &e {
-            sqlx::Error::Database(db) if db.is_foreign_key_violation() => StoreError::NotFound,
-            _ => StoreError::from(e),
-        })?;
+        .map_err(StoreError::not_found_on_foreign_key)?;
         let change = Change::new("member.added", "person", who).after(serde_json::json!({"role": role}));
         audit::record(&mut tx, Some(tenant), by, change).await?;
         tx.commit().await?;

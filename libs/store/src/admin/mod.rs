@@ -32,12 +32,15 @@ pub use proof::IdentityBinding;
 pub use rollups::{RollupGroup, RollupLine};
 pub use sso::{SsoProvider, SsoSettings, TenantSso};
 pub use tokens::{AdminToken, TokenAuth};
-pub use turns::{OpenTurn, WaitingInteraction};
+pub use turns::{OpenTurn, WaitingQuestion};
 
 use ring::rand::{SecureRandom, SystemRandom};
 use sha2::{Digest, Sha256};
+use uuid::Uuid;
 
-use crate::{Result, StoreError};
+use hermes_core::TenantId;
+
+use crate::{Result, Store, StoreError};
 
 /// A fresh secret of 32 random bytes, URL-safe, and the SHA-256 it is stored as.
 pub(crate) fn new_secret() -> Result<(String, Vec<u8>)> {
@@ -57,6 +60,22 @@ pub(crate) fn secret_hash(token: &str) -> Vec<u8> {
 /// An email as stored: trimmed and lower-cased (the column's CHECK refuses anything else).
 pub fn normalize_email(email: &str) -> String {
     email.trim().to_lowercase()
+}
+
+impl Store {
+    /// Revokes `tenant`'s object `id` with `sql` (the tenant is `$1`, the id `$2`) and records
+    /// `change` in the same transaction; `NotFound` when `sql` revoked nothing (unknown, or
+    /// revoked or used already).
+    async fn revoke(&self, tenant: TenantId, sql: &'static str, id: Uuid, by: &Audit, change: Change) -> Result<()> {
+        let mut tx = self.tenant_tx(tenant).await?;
+        let done = sqlx::query(sql).bind(tenant.as_uuid()).bind(id).execute(&mut *tx).await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        audit::record(&mut tx, Some(tenant), by, change).await?;
+        tx.commit().await?;
+        Ok(())
+    }
 }
 
 /// A person acting for themselves, as the audit log records them.

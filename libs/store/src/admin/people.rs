@@ -14,37 +14,6 @@ use crate::{Result, Store, StoreError};
 /// A person, without secrets, as the admin API shows them.
 pub use hermes_wire::admin::Person;
 
-/// A person's row ([`Person`] is the wire type, which knows nothing of rows).
-#[derive(sqlx::FromRow)]
-pub(crate) struct PersonRow {
-    #[sqlx(try_from = "crate::rows::Id")]
-    id: PersonId,
-    email: String,
-    display_name: String,
-    operator: bool,
-    has_password: bool,
-    email_proven: bool,
-    operator_sso: bool,
-    disabled: bool,
-    created_at: DateTime<Utc>,
-}
-
-impl From<PersonRow> for Person {
-    fn from(r: PersonRow) -> Self {
-        Person {
-            id: r.id,
-            email: r.email,
-            display_name: r.display_name,
-            operator: r.operator,
-            has_password: r.has_password,
-            email_proven: r.email_proven,
-            operator_sso: r.operator_sso,
-            disabled: r.disabled,
-            created_at: r.created_at,
-        }
-    }
-}
-
 /// What checking a password needs.
 #[derive(Debug, Clone)]
 pub struct SignInRecord {
@@ -56,22 +25,13 @@ pub struct SignInRecord {
 #[derive(sqlx::FromRow)]
 struct SignInRow {
     #[sqlx(flatten)]
-    person: PersonRow,
+    person: Person,
     password_hash: Option<String>,
     locked_until: Option<DateTime<Utc>>,
 }
 
 /// A tenant a person belongs to, and as what.
 pub use hermes_wire::admin::Membership;
-
-#[derive(sqlx::FromRow)]
-struct MembershipRow {
-    #[sqlx(try_from = "crate::rows::Id")]
-    tenant_id: TenantId,
-    name: String,
-    #[sqlx(try_from = "String")]
-    role: MemberRole,
-}
 
 /// A tenant a person may act in: as a member with `role`, or (`None`) as an operator.
 #[derive(sqlx::FromRow)]
@@ -81,23 +41,7 @@ struct TenantAccess {
     role: Option<String>,
 }
 
-/// A tenant of an operator's listing ([`crate::Tenant`] is the wire type, which knows nothing
-/// of rows).
-#[derive(sqlx::FromRow)]
-struct ListedTenant {
-    #[sqlx(try_from = "crate::rows::Id")]
-    tenant_id: TenantId,
-    name: String,
-    created_at: DateTime<Utc>,
-}
-
-impl From<ListedTenant> for crate::Tenant {
-    fn from(row: ListedTenant) -> Self {
-        crate::Tenant { id: row.tenant_id, name: row.name, created_at: row.created_at }
-    }
-}
-
-/// The columns [`person`] reads, of `people p`.
+/// The columns a [`Person`] is read from, of `people p`.
 macro_rules! person_columns {
     () => {
         "p.id, p.email, p.display_name, p.operator, p.has_password, p.email_proven, p.operator_sso,
@@ -106,17 +50,9 @@ macro_rules! person_columns {
 }
 pub(crate) use person_columns;
 
-pub(crate) fn person(row: &sqlx::postgres::PgRow) -> Result<Person> {
-    Ok(<PersonRow as sqlx::FromRow<_>>::from_row(row)?.into())
-}
-
-fn email_error(e: sqlx::Error, email: &str) -> StoreError {
-    match &e {
-        sqlx::Error::Database(db) if db.is_check_violation() => {
-            StoreError::Invalid(format!("{email:?} is not an email address"))
-        }
-        _ => StoreError::from(e),
-    }
+/// A refused email address as `Invalid`, other errors as they are.
+pub(crate) fn email_error(e: sqlx::Error, email: &str) -> StoreError {
+    StoreError::invalid_on_check(e, format!("{email:?} is not an email address"))
 }
 
 impl Store {
@@ -126,13 +62,12 @@ impl Store {
     pub async fn ensure_person(&self, email: &str, display_name: &str, operator: bool, by: &Audit) -> Result<Person> {
         let email = super::normalize_email(email);
         let mut tx = self.system().begin().await?;
-        let before = sqlx::query(concat!("SELECT ", person_columns!(), " FROM people p WHERE p.email = $1"))
-            .bind(&email)
-            .fetch_optional(&mut *tx)
-            .await?
-            .map(|r| person(&r))
-            .transpose()?;
-        let row = sqlx::query(concat!(
+        let before: Option<Person> =
+            sqlx::query_as(concat!("SELECT ", person_columns!(), " FROM people p WHERE p.email = $1"))
+                .bind(&email)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let mut after: Person = sqlx::query_as(concat!(
             "INSERT INTO people AS p (id, email, display_name, operator) VALUES ($1, $2, $3, $4)
              ON CONFLICT (email) DO UPDATE SET operator = p.operator OR EXCLUDED.operator
              RETURNING ",
@@ -145,7 +80,6 @@ impl Store {
         .fetch_one(&mut *tx)
         .await
         .map_err(|e| email_error(e, &email))?;
-        let mut after = person(&row)?;
         // Made an operator: an unproven account first loses what was set on it (its claimer's
         // password must not become an operator's).
         if operator && super::proof::drop_unvouched(&mut tx, after.id, false).await? {
@@ -166,12 +100,11 @@ impl Store {
 
     /// A person by id (`NotFound` when gone).
     pub async fn person(&self, id: PersonId) -> Result<Person> {
-        let row = sqlx::query(concat!("SELECT ", person_columns!(), " FROM people p WHERE p.id = $1"))
+        sqlx::query_as(concat!("SELECT ", person_columns!(), " FROM people p WHERE p.id = $1"))
             .bind(id.as_uuid())
             .fetch_optional(self.system())
             .await?
-            .ok_or(StoreError::NotFound)?;
-        person(&row)
+            .ok_or(StoreError::NotFound)
     }
 
     /// What a password sign-in checks, by email.
@@ -184,11 +117,7 @@ impl Store {
         .bind(super::normalize_email(email))
         .fetch_optional(self.system())
         .await?;
-        Ok(row.map(|r| SignInRecord {
-            person: r.person.into(),
-            password_hash: r.password_hash,
-            locked_until: r.locked_until,
-        }))
+        Ok(row.map(|r| SignInRecord { person: r.person, password_hash: r.password_hash, locked_until: r.locked_until }))
     }
 
     /// Counts a wrong password; the `lock_after`th in a row locks the account until
@@ -261,18 +190,14 @@ impl Store {
     /// The tenants a person belongs to, by name.
     pub async fn memberships_of(&self, id: PersonId) -> Result<Vec<Membership>> {
         let rows = sqlx::query(
-            "SELECT m.tenant_id, t.name, m.role FROM memberships m JOIN tenants t ON t.id = m.tenant_id
+            "SELECT m.tenant_id, t.name AS tenant_name, m.role FROM memberships m JOIN tenants t ON t.id = m.tenant_id
              WHERE m.person_id = $1 ORDER BY t.name",
         )
         .bind(id.as_uuid())
         .fetch_all(self.system())
         .await?;
         // A role outside its vocabulary is `Corrupt`.
-        let read = |row| {
-            let m = crate::rows::read::<MembershipRow>(row)?;
-            Ok(Membership { tenant_id: m.tenant_id, tenant_name: m.name, role: m.role })
-        };
-        rows.iter().map(read).collect()
+        rows.iter().map(crate::rows::read::<Membership>).collect()
     }
 
     /// The tenant `raw` names, when `person` may act in it: as a member (with the role), or
@@ -296,14 +221,14 @@ impl Store {
     /// Every tenant, by name, in pages (`after`: the last name of the previous page), for
     /// operators.
     pub async fn tenants_page(&self, after: Option<&str>, limit: u32) -> Result<Vec<crate::Tenant>> {
-        let rows = sqlx::query_as::<_, ListedTenant>(
-            "SELECT id AS tenant_id, name, created_at FROM tenants
+        let rows = sqlx::query_as::<_, crate::Tenant>(
+            "SELECT id, name, created_at FROM tenants
              WHERE ($1::text IS NULL OR name > $1) ORDER BY name LIMIT $2",
         )
         .bind(after)
         .bind(i64::from(limit.clamp(1, 500)))
         .fetch_all(self.system())
         .await?;
-        Ok(rows.into_iter().map(crate::Tenant::from).collect())
+        Ok(rows)
     }
 }

@@ -3,7 +3,6 @@
 //! never a scan of the calls.
 
 use chrono::NaiveDate;
-use sqlx::Row;
 
 use hermes_core::TenantId;
 
@@ -59,28 +58,13 @@ impl Store {
             RollupGroup::Model => rollup_query!("u.model"),
             RollupGroup::Source => rollup_query!("u.source"),
         };
-        let rows = sqlx::query(sql)
+        let lines = sqlx::query_as::<_, RollupLine>(sql)
             .bind(tenant.as_uuid())
             .bind(from)
             .bind(to)
             .fetch_all(&mut *self.as_tenant(tenant).await?)
             .await?;
-        rows.iter()
-            .filter(|r| group != RollupGroup::Model || r.try_get::<String, _>("key").is_ok_and(|k| !k.is_empty()))
-            .map(|r| {
-                Ok(RollupLine {
-                    key: r.try_get("key")?,
-                    calls: r.try_get::<Option<i64>, _>("calls")?.unwrap_or(0),
-                    prompt_tokens: r.try_get::<Option<i64>, _>("prompt_tokens")?.unwrap_or(0),
-                    completion_tokens: r.try_get::<Option<i64>, _>("completion_tokens")?.unwrap_or(0),
-                    cached_tokens: r.try_get::<Option<i64>, _>("cached_tokens")?.unwrap_or(0),
-                    cost_usd: r.try_get::<Option<f64>, _>("cost_usd")?.unwrap_or(0.0),
-                    unpriced_calls: r.try_get::<Option<i64>, _>("unpriced_calls")?.unwrap_or(0),
-                    turns: r.try_get::<Option<i64>, _>("turns")?.unwrap_or(0),
-                    tool_ms: r.try_get::<Option<i64>, _>("tool_ms")?.unwrap_or(0),
-                    sandbox_ms: r.try_get::<Option<i64>, _>("sandbox_ms")?.unwrap_or(0),
-                })
-            })
-            .collect()
+        // Calls with no model name none: they are not a line of the model grouping.
+        Ok(lines.into_iter().filter(|line| group != RollupGroup::Model || !line.key.is_empty()).collect())
     }
 }

@@ -179,12 +179,7 @@ impl Store {
                 .bind(tenant.as_uuid())
                 .execute(&mut *tx)
                 .await
-                .map_err(|e| match &e {
-                    sqlx::Error::Database(db) if db.is_unique_violation() => {
-                        StoreError::Conflict(format!("the email domain {domain}"))
-                    }
-                    _ => StoreError::from(e),
-                })?;
+                .map_err(|e| StoreError::conflict_on_unique(e, &format!("the email domain {domain}")))?;
         }
         let after: TenantSso = sqlx::query_as::<_, SsoRow>(concat!(sso_select!(), " WHERE p.tenant_id = $1"))
             .bind(tenant.as_uuid())

@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use hermes_core::{AdminTokenId, MemberRole, PersonId, TenantId};
@@ -28,40 +27,6 @@ pub struct TokenAuth {
     pub role: MemberRole,
     /// Whether it acts for a platform operator (installation tokens only).
     pub operator: bool,
-}
-
-/// A token's row as listed: `id, name, person_id, role, prefix, expires_at, last_used_at,
-/// revoked_at, created_at`.
-#[derive(sqlx::FromRow)]
-struct TokenRow {
-    #[sqlx(try_from = "uuid::Uuid")]
-    id: AdminTokenId,
-    name: String,
-    person_id: Option<Uuid>,
-    role: String,
-    prefix: String,
-    expires_at: DateTime<Utc>,
-    last_used_at: Option<DateTime<Utc>>,
-    revoked_at: Option<DateTime<Utc>>,
-    created_at: DateTime<Utc>,
-}
-
-impl TryFrom<TokenRow> for AdminToken {
-    type Error = StoreError;
-
-    fn try_from(row: TokenRow) -> Result<Self> {
-        Ok(AdminToken {
-            id: row.id,
-            name: row.name,
-            person_id: row.person_id.map(PersonId::from_uuid),
-            role: crate::rows::vocab(&row.role)?,
-            prefix: row.prefix,
-            expires_at: row.expires_at,
-            last_used_at: row.last_used_at,
-            revoked_at: row.revoked_at,
-            created_at: row.created_at,
-        })
-    }
 }
 
 /// A presented token's row with what its person is now (`person_role`, `operator`,
@@ -117,7 +82,7 @@ impl Store {
             _ => (None, None),
         };
         let mut tx = self.tenant_tx(tenant).await?;
-        let row = sqlx::query_as::<_, TokenRow>(
+        let row = sqlx::query(
             "INSERT INTO admin_tokens (id, tenant_id, person_id, name, role, prefix, hash, expires_at, made_by)
              VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8),
                      COALESCE($9::uuid, (SELECT t.person_id FROM admin_tokens t WHERE t.id = $10::uuid)))
@@ -135,13 +100,9 @@ impl Store {
         .bind(by_token)
         .fetch_one(&mut *tx)
         .await
-        .map_err(|e| match &e {
-            sqlx::Error::Database(db) if db.is_check_violation() => {
-                StoreError::Invalid("a token's name is 1 to 100 characters".into())
-            }
-            _ => StoreError::from(e),
-        })?;
-        let made = AdminToken::try_from(row)?;
+        .map_err(|e| StoreError::invalid_on_check(e, "a token's name is 1 to 100 characters"))?;
+        // A role outside its vocabulary is `Corrupt`.
+        let made: AdminToken = crate::rows::read(&row)?;
         audit::record(&mut tx, Some(tenant), by, Change::new("token.created", "admin_token", id).after(&made)).await?;
         tx.commit().await?;
         Ok((made, full))
@@ -149,32 +110,20 @@ impl Store {
 
     /// `tenant`'s tokens, newest first.
     pub async fn admin_tokens(&self, tenant: TenantId) -> Result<Vec<AdminToken>> {
-        let rows = sqlx::query_as::<_, TokenRow>(
+        let rows = sqlx::query(
             "SELECT id, name, person_id, role, prefix, expires_at, last_used_at, revoked_at, created_at
              FROM admin_tokens WHERE tenant_id = $1 ORDER BY created_at DESC LIMIT 500",
         )
         .bind(tenant.as_uuid())
         .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
-        rows.into_iter().map(AdminToken::try_from).collect()
+        rows.iter().map(crate::rows::read::<AdminToken>).collect()
     }
 
     /// Revokes a token of `tenant`: it stops working at once.
     pub async fn revoke_admin_token(&self, tenant: TenantId, id: AdminTokenId, by: &Audit) -> Result<()> {
-        let mut tx = self.tenant_tx(tenant).await?;
-        let done = sqlx::query(
-            "UPDATE admin_tokens SET revoked_at = now() WHERE tenant_id = $1 AND id = $2 AND revoked_at IS NULL",
-        )
-        .bind(tenant.as_uuid())
-        .bind(id.as_uuid())
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
-        audit::record(&mut tx, Some(tenant), by, Change::new("token.revoked", "admin_token", id)).await?;
-        tx.commit().await?;
-        Ok(())
+        let sql = "UPDATE admin_tokens SET revoked_at = now() WHERE tenant_id = $1 AND id = $2 AND revoked_at IS NULL";
+        self.revoke(tenant, sql, id.as_uuid(), by, Change::new("token.revoked", "admin_token", id)).await
     }
 
     /// Resolves a presented admin token; `None` for unknown, revoked or expired ones, and for
@@ -232,7 +181,7 @@ impl Store {
     ) -> Result<(AdminToken, String)> {
         let (id, prefix, full) = mint(lifetime)?;
         let mut tx = self.system().begin().await?;
-        let row = sqlx::query_as::<_, TokenRow>(
+        let row = sqlx::query(
             "INSERT INTO admin_tokens (id, tenant_id, person_id, name, role, prefix, hash, expires_at)
              SELECT $1, NULL, p.id, $3, 'owner', $4, $5, now() + make_interval(secs => $6)
              FROM people p WHERE p.id = $2 AND p.operator AND p.disabled_at IS NULL
@@ -247,7 +196,7 @@ impl Store {
         .fetch_optional(&mut *tx)
         .await?
         .ok_or(StoreError::NotFound)?;
-        let made = AdminToken::try_from(row)?;
+        let made: AdminToken = crate::rows::read(&row)?;
         audit::record(&mut tx, None, by, Change::new("token.created", "admin_token", id).after(&made)).await?;
         tx.commit().await?;
         Ok((made, full))

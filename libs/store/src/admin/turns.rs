@@ -1,29 +1,12 @@
 //! A tenant's turns as the console watches them: the ones still open (queued, running, or
 //! waiting for an answer), and which session a turn belongs to.
 
-use chrono::{DateTime, Utc};
 use hermes_core::{SessionId, TenantId, TurnId};
 
 use crate::{Result, Store, StoreError};
 
-/// An open turn.
-#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
-pub struct OpenTurn {
-    #[sqlx(try_from = "uuid::Uuid")]
-    pub id: TurnId,
-    #[sqlx(try_from = "uuid::Uuid")]
-    pub session_id: SessionId,
-    /// The agent's name.
-    pub agent: String,
-    /// `queued`, `running` or `waiting`.
-    pub status: String,
-    /// Whether someone asked it to stop.
-    pub stopping: bool,
-    /// The start of the user's message (at most 200 characters).
-    pub input: String,
-    pub created_at: DateTime<Utc>,
-    pub started_at: Option<DateTime<Utc>>,
-}
+/// An open turn, as the console shows it.
+pub use hermes_wire::admin::OpenTurn;
 
 impl Store {
     /// `tenant`'s open turns, newest first (at most 200).
@@ -56,26 +39,13 @@ impl Store {
     }
 }
 
-/// A question a parked turn waits on: an approval of a command, or a clarifying question.
-#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
-pub struct WaitingInteraction {
-    pub id: uuid::Uuid,
-    #[sqlx(try_from = "uuid::Uuid")]
-    pub turn_id: TurnId,
-    #[sqlx(try_from = "uuid::Uuid")]
-    pub session_id: SessionId,
-    pub agent: String,
-    /// `approval` or `clarify`.
-    pub kind: String,
-    /// What is asked: the command and why, or the question and its choices.
-    pub prompt: serde_json::Value,
-    pub created_at: DateTime<Utc>,
-    pub expires_at: DateTime<Utc>,
-}
+/// A question a parked turn waits on (an approval of a command, or a clarifying question), as
+/// the console shows it.
+pub use hermes_wire::admin::WaitingQuestion;
 
 impl Store {
     /// `tenant`'s questions still waiting for an answer, oldest first (at most 200).
-    pub async fn waiting_interactions(&self, tenant: TenantId) -> Result<Vec<WaitingInteraction>> {
+    pub async fn waiting_interactions(&self, tenant: TenantId) -> Result<Vec<WaitingQuestion>> {
         Ok(sqlx::query_as(
             "SELECT i.id, i.turn_id, i.session_id, a.name AS agent, i.kind, i.prompt, i.created_at, i.expires_at
              FROM interactions i JOIN agents a ON a.tenant_id = i.tenant_id AND a.id = i.agent_id

@@ -52,29 +52,18 @@ impl Store {
     }
 }
 
-/// A worker with turns in hand.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct WorkerAtWork {
-    /// The worker's id (its lease owner name).
-    pub worker: String,
-    pub turns: i64,
-    /// When its lease on them ends unless renewed (a dead worker's passes, and the reaper
-    /// hands its turns on).
-    pub lease_expires_at: Option<chrono::DateTime<chrono::Utc>>,
-}
+/// A worker with turns in hand (its lease owner name), as the cluster page shows it: when its
+/// lease ends unless renewed, a dead worker's passes and the reaper hands its turns on.
+pub use hermes_wire::admin::WorkerAtWork;
 
 impl Store {
     /// Every worker holding turns now, across tenants (the operators' cluster page).
     pub async fn workers_at_work(&self) -> Result<Vec<WorkerAtWork>> {
-        let rows: Vec<(String, i64, Option<chrono::DateTime<chrono::Utc>>)> = sqlx::query_as(
-            "SELECT lease_owner, count(*), max(lease_expires_at) FROM turns
+        Ok(sqlx::query_as(
+            "SELECT lease_owner AS worker, count(*) AS turns, max(lease_expires_at) AS lease_expires_at FROM turns
              WHERE status = 'running' AND lease_owner IS NOT NULL GROUP BY lease_owner ORDER BY lease_owner",
         )
         .fetch_all(self.system())
-        .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(worker, turns, lease_expires_at)| WorkerAtWork { worker, turns, lease_expires_at })
-            .collect())
+        .await?)
     }
 }

@@ -6,26 +6,33 @@ use utoipa::ToSchema;
 
 use hermes_core::TenantId;
 
-/// Who made a change.
+/// Who made a change (read from the log's `actor_*` columns).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct AuditActor {
     /// `person`, `token`, `cli`, `chat` or `system`.
+    #[cfg_attr(feature = "sqlx", sqlx(rename = "actor_kind"))]
     pub kind: String,
     /// A person's or token's id, a chat user's key.
+    #[cfg_attr(feature = "sqlx", sqlx(rename = "actor_id"))]
     pub id: String,
     /// For people to read: an email, a token's name.
+    #[cfg_attr(feature = "sqlx", sqlx(rename = "actor_label"))]
     pub label: String,
 }
 
 /// One admin write.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct AuditEntry {
     pub id: i64,
     /// `null`: the installation's own (tenants, operators).
     #[schema(value_type = Option<String>, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::MaybeId"))]
     pub tenant_id: Option<TenantId>,
     #[schema(value_type = String, format = DateTime)]
     pub at: DateTime<Utc>,
+    #[cfg_attr(feature = "sqlx", sqlx(flatten))]
     pub actor: AuditActor,
     /// Such as `member.role_changed`, `api_key.created`.
     pub action: String,

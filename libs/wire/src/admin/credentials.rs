@@ -9,15 +9,19 @@ use hermes_core::{AdminTokenId, AgentId, ApiKeyId, MemberRole, PersonId, TenantI
 
 /// An admin token as listed (never its secret).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct AdminToken {
     #[schema(value_type = String, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::Id"))]
     pub id: AdminTokenId,
     pub name: String,
     /// The person it acts as; `null`: a tenant's service token.
     #[schema(value_type = Option<String>, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::MaybeId"))]
     pub person_id: Option<PersonId>,
     /// The most it may do: `owner`, `admin` or `member`.
     #[schema(value_type = String)]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "String"))]
     pub role: MemberRole,
     pub prefix: String,
     #[schema(value_type = String, format = DateTime)]
@@ -56,13 +60,17 @@ pub struct NewToken {
 
 /// An API key as listed (never its secret).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct ApiKey {
     #[schema(value_type = String, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::Id"))]
     pub id: ApiKeyId,
     #[schema(value_type = String, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::Id"))]
     pub tenant_id: TenantId,
     /// The one agent it may use; `null`: every agent of the tenant.
     #[schema(value_type = Option<String>, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::MaybeId"))]
     pub agent_id: Option<AgentId>,
     pub name: String,
     pub prefix: String,

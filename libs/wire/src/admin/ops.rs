@@ -82,6 +82,7 @@ pub struct Cluster {
 
 /// A worker holding turns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct WorkerAtWork {
     pub worker: String,
     pub turns: i64,
@@ -126,6 +127,7 @@ pub struct UsageRollup {
 
 /// One group's usage.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct RollupLine {
     /// The day, the agent's name, the model or the source (`total` for the total).
     pub key: String,

@@ -9,8 +9,10 @@ use hermes_core::{InvitationId, MemberRole, PersonId, TenantId};
 
 /// A person (never a password).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct Person {
     #[schema(value_type = String, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::Id"))]
     pub id: PersonId,
     pub email: String,
     pub display_name: String,
@@ -28,12 +30,15 @@ pub struct Person {
 
 /// A tenant the person belongs to, and as what.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct Membership {
     #[schema(value_type = String, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::Id"))]
     pub tenant_id: TenantId,
     pub tenant_name: String,
     /// `owner`, `admin` or `member`.
     #[schema(value_type = String)]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "String"))]
     pub role: MemberRole,
 }
 
@@ -56,11 +61,14 @@ pub struct Me {
 
 /// A member: the person's fields, their role and since when.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct Member {
     #[serde(flatten)]
+    #[cfg_attr(feature = "sqlx", sqlx(flatten))]
     pub person: Person,
     /// `owner`, `admin` or `member`.
     #[schema(value_type = String)]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "String"))]
     pub role: MemberRole,
     #[schema(value_type = String, format = DateTime)]
     pub member_since: DateTime<Utc>,
@@ -79,11 +87,14 @@ pub struct RoleChanged {
 
 /// An invitation to join a tenant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct Invitation {
     #[schema(value_type = String, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::Id"))]
     pub id: InvitationId,
     pub email: String,
     #[schema(value_type = String)]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "String"))]
     pub role: MemberRole,
     #[schema(value_type = String, format = DateTime)]
     pub expires_at: DateTime<Utc>,

@@ -24,10 +24,13 @@ pub struct ListedSession {
 
 /// A turn queued, running or waiting for an answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct OpenTurn {
     #[schema(value_type = String, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::Id"))]
     pub id: TurnId,
     #[schema(value_type = String, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::Id"))]
     pub session_id: SessionId,
     /// The agent's name.
     pub agent: String,
@@ -45,12 +48,15 @@ pub struct OpenTurn {
 
 /// A question a parked turn waits on: an approval of a command, or a clarifying question.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct WaitingQuestion {
     #[schema(value_type = String, format = "uuid")]
     pub id: uuid::Uuid,
     #[schema(value_type = String, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::Id"))]
     pub turn_id: TurnId,
     #[schema(value_type = String, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::Id"))]
     pub session_id: SessionId,
     /// The agent's name.
     pub agent: String,

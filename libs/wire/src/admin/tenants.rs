@@ -9,8 +9,10 @@ use hermes_core::TenantId;
 
 /// A tenant (a team using the service).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct Tenant {
     #[schema(value_type = String, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::Id"))]
     pub id: TenantId,
     pub name: String,
     #[schema(value_type = String, format = DateTime)]

@@ -52,6 +52,7 @@ pub struct CronJob {
 
 /// One run of a scheduled job, newest first in its list.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct CronRun {
     #[schema(value_type = String, format = "uuid")]
     pub id: uuid::Uuid,
@@ -59,6 +60,7 @@ pub struct CronRun {
     pub scheduled_for: DateTime<Utc>,
     /// `claimed`, `running`, `completed`, `failed` or `unknown` (its worker died).
     #[schema(value_type = String)]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "String"))]
     pub status: hermes_core::CronRunStatus,
     #[schema(value_type = Option<String>, format = "uuid")]
     pub turn_id: Option<uuid::Uuid>,

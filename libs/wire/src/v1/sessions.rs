@@ -8,18 +8,23 @@ use hermes_core::{AgentId, SessionId, SessionSource};
 
 /// A session as listed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct Session {
     #[schema(value_type = String, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::Id"))]
     pub id: SessionId,
     #[schema(value_type = String, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::Id"))]
     pub agent_id: AgentId,
     /// The agent's name: the `model` clients use.
     pub model: String,
     pub title: Option<String>,
     /// `api`, `cron`, `webhook`, `subagent`, or the chat platform.
     #[schema(value_type = String)]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "String"))]
     pub source: SessionSource,
     #[schema(value_type = Option<String>, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::MaybeId"))]
     pub parent_session_id: Option<SessionId>,
     /// How the session began: `fork`, `compaction` or `subagent` (none for a first session).
     pub lineage: Option<String>,
@@ -41,10 +46,13 @@ pub struct SessionWithLineage {
 
 /// One session of a lineage.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct LineageNode {
     #[schema(value_type = String, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(rename = "id", try_from = "crate::rows::Id"))]
     pub session_id: SessionId,
     #[schema(value_type = Option<String>, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::MaybeId"))]
     pub parent_session_id: Option<SessionId>,
     /// How it continues its parent: `compaction`, `fork` or `subagent`; `null` for the root.
     pub lineage: Option<String>,

@@ -19,20 +19,28 @@ pub struct UsageReport {
     pub total: UsageTotals,
 }
 
-/// One group's usage.
+/// One group's usage (the store's report query names its columns shorter).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct UsageLine {
     /// The day (`2026-11-30`), the agent's name, or the API key's prefix (`-` for none).
+    #[cfg_attr(feature = "sqlx", sqlx(rename = "grp"))]
     pub group: String,
     pub calls: i64,
+    #[cfg_attr(feature = "sqlx", sqlx(rename = "prompt"))]
     pub prompt_tokens: i64,
+    #[cfg_attr(feature = "sqlx", sqlx(rename = "completion"))]
     pub completion_tokens: i64,
+    #[cfg_attr(feature = "sqlx", sqlx(rename = "cached"))]
     pub cached_tokens: i64,
     /// Of the priced calls.
+    #[cfg_attr(feature = "sqlx", sqlx(rename = "cost"))]
     pub cost_usd: f64,
     /// Calls whose model had no price when they were made.
+    #[cfg_attr(feature = "sqlx", sqlx(rename = "unpriced"))]
     pub unpriced_calls: i64,
-    /// Mean duration of a call.
+    /// Mean duration of a call (calls recorded before durations were kept are left out).
+    #[cfg_attr(feature = "sqlx", sqlx(rename = "latency"))]
     pub avg_latency_ms: Option<f64>,
     /// Turns started in the group, and the time their tool calls took (of it, in sandboxes).
     pub turns: i64,

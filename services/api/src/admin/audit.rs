@@ -116,8 +116,7 @@ async fn answer(state: &AdminState, tenant: Option<TenantId>, query: AuditQuery)
     let mut filter = query.filter();
     if let Format::Json = format {
         let found = page(state, tenant, &filter).await?;
-        let data = found.entries.into_iter().map(crate::admin::shown::audit_entry).collect();
-        let page = AuditPage { object: hermes_wire::ListKind::List, data, next: found.next };
+        let page = AuditPage { object: hermes_wire::ListKind::List, data: found.entries, next: found.next };
         return Ok(Json(page).into_response());
     }
     filter.limit = 1000;
@@ -140,8 +139,7 @@ async fn answer(state: &AdminState, tenant: Option<TenantId>, query: AuditQuery)
 }
 
 fn jsonl(entries: &[AuditEntry]) -> String {
-    let shown = entries.iter().cloned().map(crate::admin::shown::audit_entry);
-    shown.filter_map(|e| serde_json::to_string(&e).ok()).map(|line| line + "\n").collect()
+    entries.iter().filter_map(|e| serde_json::to_string(e).ok()).map(|line| line + "\n").collect()
 }
 
 /// One CSV field: quoted when needed, and a leading `=`, `+`, `-` or `@` defused so a
@@ -161,7 +159,7 @@ fn csv(entries: &[AuditEntry]) -> String {
             e.id.to_string(),
             e.at.to_rfc3339(),
             e.tenant_id.map(|t| t.to_string()).unwrap_or_default(),
-            serde_json::to_value(e.actor.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+            e.actor.kind.clone(),
             e.actor.id.clone(),
             e.actor.label.clone(),
             e.action.clone(),

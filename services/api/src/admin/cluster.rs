@@ -6,7 +6,7 @@ use axum::extract::State;
 
 use hermes_core::access::AdminOp;
 use hermes_http::ApiError;
-use hermes_wire::admin::{Cluster, SeenSandbox, WorkerAtWork};
+use hermes_wire::admin::{Cluster, SeenSandbox};
 
 use crate::admin::caller::Caller;
 use crate::admin::errors::store_error;
@@ -44,10 +44,6 @@ pub(crate) async fn cluster(State(state): State<AdminState>, caller: Caller) -> 
             }
         }
     }
-    let workers = workers
-        .into_iter()
-        .map(|w| WorkerAtWork { worker: w.worker, turns: w.turns, lease_expires_at: w.lease_expires_at })
-        .collect();
     Ok(Json(Cluster {
         turns_queued: backlog.turns_queued,
         oldest_queued_seconds: backlog.oldest_queued_seconds,

@@ -101,7 +101,7 @@ pub(crate) async fn transcript(
     let found = found.map_err(store_error)?;
     let has_more = found.len() as i64 > limit;
     let messages = found.into_iter().take(limit as usize).map(crate::shown::numbered).collect();
-    Ok(Json(Transcript { session: crate::shown::session(info), messages, has_more }))
+    Ok(Json(Transcript { session: info, messages, has_more }))
 }
 
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/sessions/{id}", tag = "admin: sessions",

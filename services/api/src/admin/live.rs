@@ -34,8 +34,7 @@ const WATCH_LIMIT: Duration = Duration::from_secs(15 * 60);
     responses((status = 200, description = "Turns queued, running or waiting for an answer, newest first", body = List<hermes_wire::admin::OpenTurn>),
         TenantNotFound))]
 pub(crate) async fn open_turns(call: TenantCall) -> Result<Json<List<hermes_wire::admin::OpenTurn>>> {
-    call.list_shown(AdminOp::ViewSessions, async |store, t| store.open_turns(t).await, crate::admin::shown::open_turn)
-        .await
+    call.list(AdminOp::ViewSessions, async |store, t| store.open_turns(t).await).await
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/turns/{id}/stop", tag = "admin: sessions",

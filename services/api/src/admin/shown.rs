@@ -1,52 +1,10 @@
 //! The store's rows as the admin API shows them (`hermes_wire` types): the one place where a
 //! column becomes a field, so a row type can change without the API changing with it.
 
-use hermes_wire::admin::{Agent, AuditActor, AuditEntry, ListedSession, ModelRef, OpenTurn, WaitingQuestion};
-
-pub(crate) fn audit_entry(e: hermes_store::admin::AuditEntry) -> AuditEntry {
-    AuditEntry {
-        id: e.id,
-        tenant_id: e.tenant_id,
-        at: e.at,
-        actor: AuditActor { kind: e.actor.kind.as_str().to_owned(), id: e.actor.id, label: e.actor.label },
-        action: e.action,
-        object_kind: e.object_kind,
-        object_id: e.object_id,
-        before: e.before,
-        after: e.after,
-        request_id: e.request_id,
-        source_address: e.source_address,
-    }
-}
+use hermes_wire::admin::{Agent, ListedSession, ModelRef};
 
 pub(crate) fn listed_session(s: hermes_store::ListedSession) -> ListedSession {
-    ListedSession { session: crate::shown::session(s.info), match_seq: s.match_seq, snippet: s.snippet }
-}
-
-pub(crate) fn open_turn(t: hermes_store::admin::OpenTurn) -> OpenTurn {
-    OpenTurn {
-        id: t.id,
-        session_id: t.session_id,
-        agent: t.agent,
-        status: t.status,
-        stopping: t.stopping,
-        input: t.input,
-        created_at: t.created_at,
-        started_at: t.started_at,
-    }
-}
-
-pub(crate) fn waiting_question(w: hermes_store::admin::WaitingInteraction) -> WaitingQuestion {
-    WaitingQuestion {
-        id: w.id,
-        turn_id: w.turn_id,
-        session_id: w.session_id,
-        agent: w.agent,
-        kind: w.kind,
-        prompt: w.prompt,
-        created_at: w.created_at,
-        expires_at: w.expires_at,
-    }
+    ListedSession { session: s.info, match_seq: s.match_seq, snippet: s.snippet }
 }
 
 pub(crate) fn agent(a: hermes_store::Agent) -> Agent {

@@ -1,0 +1,54 @@
+//! Reading the bodies the store returns straight from its rows (the `sqlx` feature, which only
+//! `hermes-store` turns on): the column types a typed id is decoded through.
+//!
+//! A body derives `sqlx::FromRow` and reads a typed id with
+//! `#[sqlx(try_from = "crate::rows::Id")]` (or `MaybeId` for a nullable column); the store's
+//! own rows use the same two types. [`Id`] is made only by decoding a column, so a
+//! [`TenantId`] built from it is always a tenant a stored row names, never one a caller
+//! supplied.
+
+use uuid::Uuid;
+
+use hermes_core::{AdminTokenId, AgentId, ApiKeyId, InvitationId, PersonId, SessionId, TenantId, TurnId};
+
+/// A non-null uuid column, on its way to a typed id.
+#[derive(sqlx::Type)]
+#[sqlx(transparent)]
+pub struct Id(Uuid);
+
+/// A nullable uuid column, on its way to an optional typed id.
+#[derive(sqlx::Type)]
+#[sqlx(transparent)]
+pub struct MaybeId(Option<Uuid>);
+
+macro_rules! open_ids {
+    ($($id:ident),*) => {$(
+        impl From<Id> for $id {
+            fn from(column: Id) -> Self {
+                $id::from_uuid(column.0)
+            }
+        }
+
+        impl From<MaybeId> for Option<$id> {
+            fn from(column: MaybeId) -> Self {
+                column.0.map($id::from_uuid)
+            }
+        }
+    )*};
+}
+
+open_ids!(AgentId, SessionId, TurnId, ApiKeyId, PersonId, AdminTokenId, InvitationId);
+
+impl From<Id> for TenantId {
+    fn from(column: Id) -> Self {
+        #[expect(clippy::disallowed_methods, reason = "a stored row's own tenant, read with the row")]
+        TenantId::from_authenticated(column.0)
+    }
+}
+
+impl From<MaybeId> for Option<TenantId> {
+    fn from(column: MaybeId) -> Self {
+        #[expect(clippy::disallowed_methods, reason = "a tenant a stored row names, read with the row")]
+        column.0.map(TenantId::from_authenticated)
+    }
+}
