@@ -379,8 +379,5 @@ async fn set_vision_on(
     .bind(value)
     .execute(conn)
     .await?;
-    if done.rows_affected() == 0 {
-        return Err(StoreError::NotFound);
-    }
-    Ok(())
+    crate::require_changed(&done)
 }

@@ -101,10 +101,7 @@ impl Store {
         .bind(stored_limit(turns))
         .execute(&mut *self.as_tenant(tenant).await?)
         .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
-        Ok(())
+        crate::require_changed(&done)
     }
 }
 
@@ -254,10 +251,7 @@ async fn revoke_api_key_on(conn: &mut PgConnection, tenant: TenantId, key: ApiKe
             .bind(key.as_uuid())
             .execute(conn)
             .await?;
-    if done.rows_affected() == 0 {
-        return Err(StoreError::NotFound);
-    }
-    Ok(())
+    crate::require_changed(&done)
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 use hermes_core::TenantId;
 
-use crate::{Result, Store, StoreError};
+use crate::{Result, Store};
 
 impl Store {
     /// Asks for a run of the tenant's job `job` now, with `context` shown to it above its prompt.
@@ -33,8 +33,5 @@ pub(crate) async fn fire_in(
     .bind(job)
     .execute(&mut *tx)
     .await?;
-    if done.rows_affected() == 0 {
-        return Err(StoreError::NotFound);
-    }
-    Ok(())
+    crate::require_changed(&done)
 }

@@ -214,9 +214,7 @@ async fn ping_event_hook_on(conn: &mut PgConnection, tenant: TenantId, id: uuid:
     .bind(event)
     .execute(conn)
     .await?;
-    if done.rows_affected() == 0 {
-        return Err(StoreError::NotFound);
-    }
+    crate::require_changed(&done)?;
     Ok(event)
 }
 

@@ -383,10 +383,7 @@ async fn set_egress_on(conn: &mut PgConnection, tenant: TenantId, agent: AgentId
         .bind(enabled)
         .execute(conn)
         .await?;
-    if done.rows_affected() == 0 {
-        return Err(StoreError::NotFound);
-    }
-    Ok(())
+    crate::require_changed(&done)
 }
 
 /// [`Store::set_approval_mode`] on a connection already set to `tenant`.
@@ -402,8 +399,5 @@ async fn set_approval_mode_on(
         .bind(mode.as_str())
         .execute(conn)
         .await?;
-    if done.rows_affected() == 0 {
-        return Err(StoreError::NotFound);
-    }
-    Ok(())
+    crate::require_changed(&done)
 }

@@ -205,6 +205,11 @@ impl From<sqlx::Error> for StoreError {
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
+/// `NotFound` when a write changed no row: what it names is gone, or another tenant's.
+pub(crate) fn require_changed(done: &sqlx::postgres::PgQueryResult) -> Result<()> {
+    if done.rows_affected() == 0 { Err(StoreError::NotFound) } else { Ok(()) }
+}
+
 /// How long a query waits for a free connection before it fails.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 

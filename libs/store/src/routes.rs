@@ -80,10 +80,7 @@ impl Store {
         .bind(&route.user_key)
         .execute(&mut *self.as_tenant(tenant).await?)
         .await?;
-        if done.rows_affected() == 0 {
-            return Err(crate::StoreError::NotFound);
-        }
-        Ok(())
+        crate::require_changed(&done)
     }
 
     /// Ends the chat's current conversation (`/new`): its next message starts a fresh session.

@@ -109,9 +109,7 @@ impl Store {
         .bind(up_to)
         .execute(&mut *tx)
         .await?;
-        if created.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
+        crate::require_changed(&created)?;
         // The copied history keeps its order and search vectors; it belongs to no turn here.
         sqlx::query(
             "INSERT INTO messages (tenant_id, session_id, seq, role, content, tool_calls, tool_call_id, name, reasoning,

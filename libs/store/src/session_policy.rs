@@ -115,10 +115,7 @@ impl Store {
         .bind(policy.retention_days.map(i32::try_from).transpose().map_err(|_| out_of_range("retention days"))?)
         .execute(&mut *self.as_tenant(tenant).await?)
         .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
-        Ok(())
+        crate::require_changed(&done)
     }
 }
 

@@ -61,10 +61,7 @@ impl Store {
             .bind(title)
             .execute(&mut *self.as_tenant(tenant).await?)
             .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
-        Ok(())
+        crate::require_changed(&done)
     }
 
     /// Who the session's end user is (see migration 0005).
@@ -127,9 +124,7 @@ impl Store {
         .bind(SessionSource::Subagent.as_str())
         .execute(&mut *self.as_tenant(tenant).await?)
         .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
+        crate::require_changed(&done)?;
         Ok(child)
     }
 

@@ -13,7 +13,7 @@ use uuid::Uuid;
 use hermes_core::{AgentId, TenantId};
 
 use crate::admin::AuditedTx;
-use crate::{Result, Store, StoreError};
+use crate::{Result, Store};
 
 /// Where a skill comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -395,9 +395,7 @@ async fn disable_skill_on(
     .bind(disabled)
     .execute(&mut *conn)
     .await?;
-    if done.rows_affected() == 0 {
-        return Err(StoreError::NotFound);
-    }
+    crate::require_changed(&done)?;
     let action = if disabled { "disable" } else { "enable" };
     log_event(&mut *conn, tenant, Some(agent), name, action, actor, &Value::Null).await?;
     bump_version(&mut *conn, tenant.as_uuid()).await?;

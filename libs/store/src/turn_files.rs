@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 
 use hermes_core::{AgentId, TenantId, TurnId};
 
-use crate::{Result, Store, StoreError};
+use crate::{Result, Store};
 
 /// A file named by an answer: its bytes, or why they could not be read.
 #[derive(Debug, Clone)]
@@ -86,10 +86,7 @@ impl Store {
         .bind(error)
         .execute(&mut *self.as_tenant(tenant).await?)
         .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
-        Ok(())
+        crate::require_changed(&done)
     }
 
     /// The files of a turn's answer, by what the answer named.

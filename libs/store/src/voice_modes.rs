@@ -35,10 +35,7 @@ impl Store {
         .bind(mode.as_str())
         .execute(&mut *conn)
         .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
-        Ok(())
+        crate::require_changed(&done)
     }
 
     /// The chat's mode (`Off` when none was set).

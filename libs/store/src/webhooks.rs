@@ -174,9 +174,7 @@ impl Store {
             .bind(sealed)
             .execute(&mut *self.as_tenant(tenant).await?)
             .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
+        crate::require_changed(&done)?;
         Ok(secret)
     }
 

@@ -69,9 +69,7 @@ impl Store {
     async fn revoke(&self, tenant: TenantId, sql: &'static str, id: Uuid, by: &Audit, change: Change) -> Result<()> {
         let mut tx = self.tenant_tx(tenant).await?;
         let done = sqlx::query(sql).bind(tenant.as_uuid()).bind(id).execute(&mut *tx).await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
+        crate::require_changed(&done)?;
         audit::record(&mut tx, Some(tenant), by, change).await?;
         tx.commit().await?;
         Ok(())

@@ -163,9 +163,7 @@ impl Store {
                 .bind(hash)
                 .execute(&mut *tx)
                 .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
+        crate::require_changed(&done)?;
         sqlx::query(
             "UPDATE console_sessions SET ended_at = now()
              WHERE person_id = $1 AND ended_at IS NULL AND id IS DISTINCT FROM $2",

@@ -91,9 +91,7 @@ impl Store {
             .bind(allowed)
             .execute(&mut *tx)
             .await?;
-        if done.rows_affected() == 0 {
-            return Err(crate::StoreError::NotFound);
-        }
+        crate::require_changed(&done)?;
         let change = Change::new("person.operator_sso_set", "person", person)
             .after(serde_json::json!({ "operator_sso": allowed }));
         audit::record(&mut tx, None, by, change).await?;
