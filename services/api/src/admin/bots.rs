@@ -61,8 +61,12 @@ pub(crate) async fn create(
     let (t, body) = call.allow_with_body(AdminOp::ManageChannels, body).await?;
     let state = &call.state;
     let agent = state.agent(t.id, &body.agent).await?;
-    let platforms =
-        Platforms { http: &state.http, secrets: state.secrets.as_ref(), bases: &state.config.platforms, api_base: None };
+    let platforms = Platforms {
+        http: &state.http,
+        secrets: state.secrets.as_ref(),
+        bases: &state.config.platforms,
+        api_base: None,
+    };
     let bound = channels::bind(&platforms, &state.store, call.caller.audit(), (t.id, agent.id), body).await;
     let bound = bound.map_err(failure)?;
     Ok((StatusCode::CREATED, Json(bound)))
