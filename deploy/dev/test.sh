@@ -4,9 +4,9 @@
 # the compose file offline, build the offline sandbox test image, install Chromium and Playwright
 # and Firefox ESR and puppeteer-core for the console's browser tests and the MCP reference server
 # (server-everything) for the MCP client's, then check formatting, lint with warnings as
-# errors, look for unused dependencies (cargo machete), run every test, run the load test
-# briefly, also with traces exported (errors fail it, timings do not), and fuzz each fuzz
-# target for a few seconds.
+# errors, look for unused dependencies (cargo machete), check licences, bans and sources
+# (cargo deny), run every test, run the load test briefly, also with traces exported (errors
+# fail it, timings do not), and fuzz each fuzz target for a few seconds.
 #
 # Usage: deploy/dev/test.sh [extra cargo-nextest/cargo-test arguments]
 set -euo pipefail
@@ -104,6 +104,13 @@ if [[ "$(cargo machete --version 2>/dev/null || true)" != "0.9.2" ]]; then
   cargo install --locked --quiet cargo-machete --version 0.9.2
 fi
 cargo machete
+# Every dependency's licence, banned crates (OpenSSL: TLS is rustls) and sources (crates.io
+# only), as deny.toml says; advisories need RustSec's database from GitHub, out of reach here.
+echo "== cargo deny"
+if [[ "$(cargo deny --version 2>/dev/null || true)" != "cargo-deny 0.20.2" ]]; then
+  cargo install --locked --quiet cargo-deny --version 0.20.2
+fi
+cargo deny --offline --log-level error check licenses bans sources
 echo "== tests"
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --locked --no-fail-fast "$@"
