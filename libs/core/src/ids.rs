@@ -144,6 +144,11 @@ open_id!(
     InvitationId,
     "invitation"
 );
+open_id!(
+    /// A cron job: an agent run on a schedule.
+    JobId,
+    "cron job"
+);
 
 #[cfg(test)]
 mod tests {

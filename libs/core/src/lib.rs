@@ -22,7 +22,9 @@ pub use event::{
     EVENT_TEXT_CHARS, FinishReason, InteractionAnswer, PendingInteraction, TurnEvent, TurnEventKind, TurnOutcome,
     Usage, event_text,
 };
-pub use ids::{AdminTokenId, AgentId, ApiKeyId, IdParseError, InvitationId, PersonId, SessionId, TenantId, TurnId};
+pub use ids::{
+    AdminTokenId, AgentId, ApiKeyId, IdParseError, InvitationId, JobId, PersonId, SessionId, TenantId, TurnId,
+};
 pub use kinds::{
     ApprovalChoice, ApprovalMode, BudgetPeriod, BusyMode, CallPurpose, ChannelMode, ChannelStatus, CronRunStatus,
     DmPolicy, GoalState, GroupPolicy, GroupSessions, ImageInputMode, InteractionKind, InteractionStatus, JobState,

@@ -97,7 +97,7 @@ pub enum RunLabel {
 /// Names the cron job a delivery comes from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CronLabel {
-    pub job_id: uuid::Uuid,
+    pub job_id: crate::JobId,
     pub name: String,
 }
 

@@ -7,7 +7,7 @@ use sqlx::{PgConnection, Row};
 
 pub use hermes_core::cron::JobTiming;
 use hermes_core::outbox::Destination;
-use hermes_core::{AgentId, CronRunStatus, JobState, RunOutcome, TenantId, TurnId};
+use hermes_core::{AgentId, CronRunStatus, JobId, JobState, RunOutcome, TenantId, TurnId};
 
 use crate::admin::AuditedTx;
 
@@ -42,7 +42,8 @@ pub struct JobChanges {
 /// A stored job.
 #[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
 pub struct Job {
-    pub id: uuid::Uuid,
+    #[sqlx(try_from = "crate::rows::Id")]
+    pub id: JobId,
     #[serde(skip)]
     #[sqlx(try_from = "crate::rows::Id")]
     pub tenant_id: TenantId,
@@ -114,7 +115,8 @@ pub struct SettledRun {
     pub run_id: uuid::Uuid,
     #[sqlx(try_from = "crate::rows::Id")]
     pub tenant_id: TenantId,
-    pub job_id: uuid::Uuid,
+    #[sqlx(try_from = "crate::rows::Id")]
+    pub job_id: JobId,
     #[sqlx(try_from = "String")]
     pub status: CronRunStatus,
 }
@@ -156,7 +158,7 @@ impl Store {
         let jobs: Vec<Job> = rows.iter().map(crate::rows::read::<Job>).collect::<Result<_>>()?;
         match jobs.as_slice() {
             [] => Err(StoreError::NotFound),
-            [first, ..] if Some(first.id) == id => Ok(first.clone()),
+            [first, ..] if Some(first.id.as_uuid()) == id => Ok(first.clone()),
             [only] => Ok(only.clone()),
             several => {
                 let ids: Vec<String> = several.iter().map(|j| j.id.to_string()).collect();
@@ -166,7 +168,7 @@ impl Store {
     }
 
     /// Changes a job; a new timing restarts its schedule (and its repeat count).
-    pub async fn update_job(&self, tenant: TenantId, id: uuid::Uuid, changes: &JobChanges) -> Result<Job> {
+    pub async fn update_job(&self, tenant: TenantId, id: JobId, changes: &JobChanges) -> Result<Job> {
         let t = changes.timing.as_ref();
         let row = sqlx::query(
             "UPDATE cron_jobs SET name = COALESCE($3, name), prompt = COALESCE($4, prompt),
@@ -181,7 +183,7 @@ impl Store {
              WHERE tenant_id = $1 AND id = $2 RETURNING *",
         )
         .bind(tenant.as_uuid())
-        .bind(id)
+        .bind(id.as_uuid())
         .bind(changes.name.as_deref())
         .bind(changes.prompt.as_deref())
         .bind(changes.skills.as_ref())
@@ -200,7 +202,7 @@ impl Store {
     }
 
     /// Deletes a job and its runs; `false` when there was none.
-    pub async fn delete_job(&self, tenant: TenantId, id: uuid::Uuid) -> Result<bool> {
+    pub async fn delete_job(&self, tenant: TenantId, id: JobId) -> Result<bool> {
         delete_job_on(&mut *self.as_tenant(tenant).await?, tenant, id).await
     }
 
@@ -208,7 +210,7 @@ impl Store {
     pub async fn set_job_state(
         &self,
         tenant: TenantId,
-        id: uuid::Uuid,
+        id: JobId,
         paused_reason: Option<&str>,
         next_run_at: Option<DateTime<Utc>>,
     ) -> Result<Job> {
@@ -244,13 +246,13 @@ impl Store {
     }
 
     /// A job's latest runs, newest first.
-    pub async fn job_runs(&self, tenant: TenantId, job: uuid::Uuid, limit: i64) -> Result<Vec<CronRun>> {
+    pub async fn job_runs(&self, tenant: TenantId, job: JobId, limit: i64) -> Result<Vec<CronRun>> {
         Ok(sqlx::query_as(
             "SELECT id, scheduled_for, status, turn_id, session_id, output, error, created_at, finished_at
              FROM cron_runs WHERE tenant_id = $1 AND job_id = $2 ORDER BY created_at DESC LIMIT $3",
         )
         .bind(tenant.as_uuid())
-        .bind(job)
+        .bind(job.as_uuid())
         .bind(limit)
         .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?)
@@ -265,7 +267,7 @@ impl AuditedTx {
     }
 
     /// [`Store::delete_job`] in an audited change.
-    pub async fn delete_job(&mut self, id: uuid::Uuid) -> Result<bool> {
+    pub async fn delete_job(&mut self, id: JobId) -> Result<bool> {
         let tenant = self.tenant();
         delete_job_on(self.conn(), tenant, id).await
     }
@@ -273,7 +275,7 @@ impl AuditedTx {
     /// [`Store::set_job_state`] in an audited change.
     pub async fn set_job_state(
         &mut self,
-        id: uuid::Uuid,
+        id: JobId,
         paused_reason: Option<&str>,
         next_run_at: Option<DateTime<Utc>>,
     ) -> Result<Job> {
@@ -289,7 +291,7 @@ async fn create_job_on(conn: &mut PgConnection, tenant: TenantId, new: &NewJob) 
                                 schedule_display, timezone, repeat_times, next_run_at, deliver, origin, toolsets)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING *",
     )
-    .bind(uuid::Uuid::now_v7())
+    .bind(JobId::new().as_uuid())
     .bind(tenant.as_uuid())
     .bind(new.agent_id.as_uuid())
     .bind(crate::messages::without_nul(&new.name))
@@ -315,10 +317,10 @@ async fn create_job_on(conn: &mut PgConnection, tenant: TenantId, new: &NewJob) 
 }
 
 /// [`Store::delete_job`] on a connection already set to `tenant`.
-async fn delete_job_on(conn: &mut PgConnection, tenant: TenantId, id: uuid::Uuid) -> Result<bool> {
+async fn delete_job_on(conn: &mut PgConnection, tenant: TenantId, id: JobId) -> Result<bool> {
     let done = sqlx::query("DELETE FROM cron_jobs WHERE tenant_id = $1 AND id = $2")
         .bind(tenant.as_uuid())
-        .bind(id)
+        .bind(id.as_uuid())
         .execute(conn)
         .await?;
     Ok(done.rows_affected() == 1)
@@ -328,7 +330,7 @@ async fn delete_job_on(conn: &mut PgConnection, tenant: TenantId, id: uuid::Uuid
 async fn set_job_state_on(
     conn: &mut PgConnection,
     tenant: TenantId,
-    id: uuid::Uuid,
+    id: JobId,
     paused_reason: Option<&str>,
     next_run_at: Option<DateTime<Utc>>,
 ) -> Result<Job> {
@@ -339,7 +341,7 @@ async fn set_job_state_on(
          WHERE tenant_id = $1 AND id = $2 RETURNING *",
     )
     .bind(tenant.as_uuid())
-    .bind(id)
+    .bind(id.as_uuid())
     .bind(paused_reason)
     .bind(next_run_at)
     .fetch_optional(conn)

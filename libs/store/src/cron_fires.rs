@@ -2,13 +2,13 @@
 //! They wait in `cron_fires` until a scheduler claims them together with the due jobs, so a
 //! fired run goes through the same ledger (exactly once, lost runs `unknown`) as a scheduled one.
 
-use hermes_core::TenantId;
+use hermes_core::{JobId, TenantId};
 
 use crate::{Result, Store};
 
 impl Store {
     /// Asks for a run of the tenant's job `job` now, with `context` shown to it above its prompt.
-    pub async fn fire_job(&self, tenant: TenantId, job: uuid::Uuid, context: &str) -> Result<()> {
+    pub async fn fire_job(&self, tenant: TenantId, job: JobId, context: &str) -> Result<()> {
         let mut tx = self.tenant_tx(tenant).await?;
         fire_in(&mut tx, tenant, job, context).await?;
         tx.commit().await?;
@@ -17,12 +17,7 @@ impl Store {
 }
 
 /// `fire_job` inside the caller's transaction.
-pub(crate) async fn fire_in(
-    tx: &mut sqlx::PgConnection,
-    tenant: TenantId,
-    job: uuid::Uuid,
-    context: &str,
-) -> Result<()> {
+pub(crate) async fn fire_in(tx: &mut sqlx::PgConnection, tenant: TenantId, job: JobId, context: &str) -> Result<()> {
     let done = sqlx::query(
         "INSERT INTO cron_fires (id, tenant_id, job_id, context)
          SELECT $1, tenant_id, id, $3 FROM cron_jobs WHERE tenant_id = $2 AND id = $4",
@@ -30,7 +25,7 @@ pub(crate) async fn fire_in(
     .bind(uuid::Uuid::now_v7())
     .bind(tenant.as_uuid())
     .bind(crate::messages::without_nul(context))
-    .bind(job)
+    .bind(job.as_uuid())
     .execute(&mut *tx)
     .await?;
     crate::require_changed(&done)

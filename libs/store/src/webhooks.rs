@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Utc};
 
-use hermes_core::{AgentId, SessionId, TenantId, TurnId};
+use hermes_core::{AgentId, JobId, SessionId, TenantId, TurnId};
 
 use crate::{NewTurn, Result, SecretBox, Store, StoreError};
 
@@ -31,7 +31,7 @@ pub struct NewWebhook {
     pub prompt: String,
     pub skills: Vec<String>,
     pub deliver: String,
-    pub cron_job_id: Option<uuid::Uuid>,
+    pub cron_job_id: Option<JobId>,
     pub rate_limit_per_minute: i32,
 }
 
@@ -43,7 +43,7 @@ pub struct WebhookChanges {
     pub prompt: Option<String>,
     pub skills: Option<Vec<String>>,
     pub deliver: Option<String>,
-    pub cron_job_id: Option<Option<uuid::Uuid>>,
+    pub cron_job_id: Option<Option<JobId>>,
     pub enabled: Option<bool>,
     pub rate_limit_per_minute: Option<i32>,
 }
@@ -62,7 +62,8 @@ pub struct Webhook {
     pub prompt: String,
     pub skills: Vec<String>,
     pub deliver: String,
-    pub cron_job_id: Option<uuid::Uuid>,
+    #[sqlx(try_from = "crate::rows::MaybeId")]
+    pub cron_job_id: Option<JobId>,
     pub enabled: bool,
     pub rate_limit_per_minute: i32,
     pub last_received_at: Option<DateTime<Utc>>,
@@ -112,7 +113,7 @@ impl Store {
         .bind(crate::messages::without_nul(&new.prompt))
         .bind(&new.skills)
         .bind(&new.deliver)
-        .bind(new.cron_job_id)
+        .bind(new.cron_job_id.map(|j| j.as_uuid()))
         .bind(new.rate_limit_per_minute)
         .fetch_one(&mut *self.as_tenant(tenant).await?)
         .await
@@ -149,7 +150,7 @@ impl Store {
         .bind(changes.skills.as_ref())
         .bind(changes.deliver.as_deref())
         .bind(changes.cron_job_id.is_some())
-        .bind(changes.cron_job_id.flatten())
+        .bind(changes.cron_job_id.flatten().map(|j| j.as_uuid()))
         .bind(changes.enabled)
         .bind(changes.rate_limit_per_minute)
         .fetch_optional(&mut *self.as_tenant(tenant).await?)
@@ -194,12 +195,12 @@ pub enum WebhookStart {
     /// A turn of the hook's agent.
     Turn(Box<NewTurn>),
     /// A run of the cron job now, with `context` above its prompt.
-    FireJob { job: uuid::Uuid, context: String },
+    FireJob { job: JobId, context: String },
 }
 
 /// What a delivery started.
 #[derive(Debug, Clone, Copy)]
 pub enum Started {
     Turn { session: SessionId, turn: TurnId },
-    Job(uuid::Uuid),
+    Job(JobId),
 }

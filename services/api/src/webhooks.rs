@@ -81,7 +81,7 @@ async fn job_of(
     auth: &KeyAuth,
     agent: hermes_core::AgentId,
     reference: &str,
-) -> std::result::Result<uuid::Uuid, ApiError> {
+) -> std::result::Result<hermes_core::JobId, ApiError> {
     let job = state.store.find_job(auth.tenant_id, Some(agent), reference).await.map_err(|e| match e {
         // The job is a field of the hook: naming one that is not there is a bad request.
         StoreError::NotFound => invalid(format!("the hook's agent has no cron job `{reference}`")),

@@ -172,7 +172,7 @@ mod tests {
 
     fn job(schedule: &str, next: DateTime<Utc>) -> Job {
         Job {
-            id: uuid::Uuid::nil(),
+            id: uuid::Uuid::nil().into(),
             #[expect(clippy::disallowed_methods, reason = "test fixture")]
             tenant_id: hermes_core::TenantId::from_authenticated(uuid::Uuid::nil()),
             agent_id: hermes_core::AgentId::new(),

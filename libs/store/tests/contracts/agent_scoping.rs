@@ -14,7 +14,7 @@ async fn a_delivery_goes_only_through_the_agents_own_bot(pool: PgPool) {
     let channel = common::channel(&store, &t, &common::secrets(), "bot-1").await;
     store.set_channel_status(t.id, channel.id, ChannelStatus::Active, None).await.unwrap();
     let other = store.create_agent(t.id, common::new_agent("other"), None).await.unwrap().id;
-    let label = RunLabel::Cron(CronLabel { job_id: uuid::Uuid::nil(), name: "digest".into() });
+    let label = RunLabel::Cron(CronLabel { job_id: uuid::Uuid::nil().into(), name: "digest".into() });
 
     let own = store.delivery_targets(t.id, t.agent, "telegram:42", None, &label).await.unwrap();
     assert_eq!(own.map(|d| (d.channel_id, d.chat_id)), Some((channel.id, "42".to_owned())));

@@ -40,9 +40,9 @@ where
 }
 
 /// Asserts every claimed id is claimed once and all of `expected` were claimed.
-fn claimed_once(claims: Vec<Vec<uuid::Uuid>>, expected: &HashSet<uuid::Uuid>) {
-    let all: Vec<uuid::Uuid> = claims.into_iter().flatten().collect();
-    let distinct: HashSet<uuid::Uuid> = all.iter().copied().collect();
+fn claimed_once<I: Copy + Eq + std::hash::Hash + std::fmt::Debug>(claims: Vec<Vec<I>>, expected: &HashSet<I>) {
+    let all: Vec<I> = claims.into_iter().flatten().collect();
+    let distinct: HashSet<I> = all.iter().copied().collect();
     assert_eq!(distinct.len(), all.len(), "an item was claimed twice: {all:?}");
     assert_eq!(&distinct, expected, "every item is claimed by someone");
 }

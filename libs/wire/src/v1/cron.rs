@@ -13,7 +13,7 @@ use hermes_core::{AgentId, JobState, RunOutcome};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct UpstreamCronJob {
     #[schema(value_type = String, format = "uuid")]
-    pub id: uuid::Uuid,
+    pub id: hermes_core::JobId,
     pub name: String,
     pub prompt: String,
     pub skills: Vec<String>,

@@ -20,7 +20,7 @@ pub struct HookTrigger {
     pub skills: Vec<String>,
     pub deliver: String,
     #[schema(value_type = Option<String>, format = "uuid")]
-    pub cron_job_id: Option<uuid::Uuid>,
+    pub cron_job_id: Option<hermes_core::JobId>,
     pub enabled: bool,
     pub rate_limit_per_minute: i32,
     #[schema(value_type = Option<String>, format = DateTime)]

@@ -5,13 +5,13 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use hermes_core::outbox::Destination;
-use hermes_core::{AgentId, JobState, RunOutcome};
+use hermes_core::{AgentId, JobId, JobState, RunOutcome};
 
 /// A scheduled agent run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct CronJob {
     #[schema(value_type = String, format = "uuid")]
-    pub id: uuid::Uuid,
+    pub id: JobId,
     #[schema(value_type = String, format = "uuid")]
     pub agent_id: AgentId,
     pub name: String,

@@ -95,7 +95,7 @@ pub(super) async fn check(w: &World, c: &mut Cases) {
     read!(w, c, "tenant_sso", t => s.tenant_sso(t), found);
     read!(w, c, "sso_provider", t => s.sso_provider(t, Some(&w.secrets)), some);
     read!(w, c, "usage_report", t => s.usage_report(t, Some(agent), UsageGroup::Agent, from, to), some);
-    read!(w, c, "delivery_targets", t => s.delivery_targets(t, agent, "telegram:42", None, &RunLabel::Cron(CronLabel { job_id: uuid::Uuid::nil(), name: "x".into() })), some);
+    read!(w, c, "delivery_targets", t => s.delivery_targets(t, agent, "telegram:42", None, &RunLabel::Cron(CronLabel { job_id: uuid::Uuid::nil().into(), name: "x".into() })), some);
     c.answers("skill_index_version", (0, 0), s.skill_index_version(w.b.id).await);
 
     // Channels and chats.
