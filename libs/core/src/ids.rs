@@ -149,6 +149,16 @@ open_id!(
     JobId,
     "cron job"
 );
+open_id!(
+    /// A webhook trigger: an outside service's event starts a turn or fires a cron job.
+    WebhookId,
+    "webhook"
+);
+open_id!(
+    /// An event endpoint: an outside URL the tenant's events are delivered to.
+    EventHookId,
+    "event hook"
+);
 
 #[cfg(test)]
 mod tests {

@@ -23,7 +23,8 @@ pub use event::{
     Usage, event_text,
 };
 pub use ids::{
-    AdminTokenId, AgentId, ApiKeyId, IdParseError, InvitationId, JobId, PersonId, SessionId, TenantId, TurnId,
+    AdminTokenId, AgentId, ApiKeyId, EventHookId, IdParseError, InvitationId, JobId, PersonId, SessionId, TenantId,
+    TurnId, WebhookId,
 };
 pub use kinds::{
     ApprovalChoice, ApprovalMode, BudgetPeriod, BusyMode, CallPurpose, ChannelMode, ChannelStatus, CronRunStatus,

@@ -104,7 +104,7 @@ pub struct CronLabel {
 /// Names the webhook a delivery comes from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HookLabel {
-    pub id: uuid::Uuid,
+    pub id: crate::WebhookId,
     pub name: String,
 }
 

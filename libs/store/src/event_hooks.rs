@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::PgConnection;
 
-use hermes_core::TenantId;
+use hermes_core::{EventHookId, TenantId};
 
 use crate::admin::AuditedTx;
 
@@ -23,7 +23,8 @@ pub const EVENTS: &[&str] = &["turn.finished", "cron.run.finished", "cron.run.fa
 /// A tenant's endpoint (its secret is never part of it).
 #[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
 pub struct EventHook {
-    pub id: uuid::Uuid,
+    #[sqlx(try_from = "crate::rows::Id")]
+    pub id: EventHookId,
     pub url: String,
     pub events: Vec<String>,
     pub description: String,
@@ -49,7 +50,8 @@ pub struct DueEvent {
     pub id: uuid::Uuid,
     #[sqlx(try_from = "crate::rows::Id")]
     pub tenant_id: TenantId,
-    pub hook_id: uuid::Uuid,
+    #[sqlx(try_from = "crate::rows::Id")]
+    pub hook_id: EventHookId,
     pub url: String,
     pub event: String,
     pub data: Value,
@@ -85,7 +87,8 @@ pub enum Attempt {
     },
 }
 
-fn context(id: uuid::Uuid) -> String {
+/// The sealing context of the hook's secret (the same text as when it was a bare uuid).
+fn context(id: EventHookId) -> String {
     format!("event-hook:{id}")
 }
 
@@ -99,14 +102,14 @@ impl Store {
         description: &str,
         secrets: Option<&SecretBox>,
     ) -> Result<(EventHook, String)> {
-        let id = uuid::Uuid::now_v7();
+        let id = EventHookId::new();
         let (key, shown) = crate::secrets::signing_secret()?;
         let sealed = SecretBox::required(secrets, "an event hook's secret")?.seal(&context(id), &key)?;
         let row = sqlx::query(
             "INSERT INTO event_hooks (id, tenant_id, url, events, secret, description)
              VALUES ($1, $2, $3, $4, $5, $6) RETURNING *",
         )
-        .bind(id)
+        .bind(id.as_uuid())
         .bind(tenant.as_uuid())
         .bind(url)
         .bind(events)
@@ -121,14 +124,14 @@ impl Store {
         self.rows_of(tenant, "SELECT * FROM event_hooks WHERE tenant_id = $1 ORDER BY created_at, id").await
     }
 
-    pub async fn event_hook(&self, tenant: TenantId, id: uuid::Uuid) -> Result<EventHook> {
-        self.row_of(tenant, "SELECT * FROM event_hooks WHERE tenant_id = $1 AND id = $2", id).await
+    pub async fn event_hook(&self, tenant: TenantId, id: EventHookId) -> Result<EventHook> {
+        self.row_of(tenant, "SELECT * FROM event_hooks WHERE tenant_id = $1 AND id = $2", id.as_uuid()).await
     }
 
     pub async fn update_event_hook(
         &self,
         tenant: TenantId,
-        id: uuid::Uuid,
+        id: EventHookId,
         changes: &EventHookChanges,
     ) -> Result<EventHook> {
         let row = sqlx::query(
@@ -137,7 +140,7 @@ impl Store {
              WHERE tenant_id = $1 AND id = $2 RETURNING *",
         )
         .bind(tenant.as_uuid())
-        .bind(id)
+        .bind(id.as_uuid())
         .bind(changes.url.as_deref())
         .bind(changes.events.as_ref())
         .bind(changes.description.as_deref().map(crate::messages::without_nul))
@@ -149,29 +152,34 @@ impl Store {
     }
 
     /// Deletes an endpoint and the events still waiting for it; `false` when there was none.
-    pub async fn delete_event_hook(&self, tenant: TenantId, id: uuid::Uuid) -> Result<bool> {
+    pub async fn delete_event_hook(&self, tenant: TenantId, id: EventHookId) -> Result<bool> {
         let done = sqlx::query("DELETE FROM event_hooks WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_uuid())
-            .bind(id)
+            .bind(id.as_uuid())
             .execute(&mut *self.as_tenant(tenant).await?)
             .await?;
         Ok(done.rows_affected() > 0)
     }
 
     /// Queues a `ping` for one endpoint (to check the receiver).
-    pub async fn ping_event_hook(&self, tenant: TenantId, id: uuid::Uuid) -> Result<uuid::Uuid> {
+    pub async fn ping_event_hook(&self, tenant: TenantId, id: EventHookId) -> Result<uuid::Uuid> {
         ping_event_hook_on(&mut *self.as_tenant(tenant).await?, tenant, id).await
     }
 
     /// Sends a delivered or failed event once more, from the first attempt: under the same id,
     /// so a receiver that drops repeats by `webhook-id` sees it is the same event. `Busy` while
     /// it is still on its way.
-    pub async fn resend_event(&self, tenant: TenantId, hook: uuid::Uuid, delivery: uuid::Uuid) -> Result<()> {
+    pub async fn resend_event(&self, tenant: TenantId, hook: EventHookId, delivery: uuid::Uuid) -> Result<()> {
         resend_event_on(&mut *self.as_tenant(tenant).await?, tenant, hook, delivery).await
     }
 
     /// An endpoint's latest deliveries, newest first.
-    pub async fn event_deliveries(&self, tenant: TenantId, hook: uuid::Uuid, limit: i64) -> Result<Vec<EventDelivery>> {
+    pub async fn event_deliveries(
+        &self,
+        tenant: TenantId,
+        hook: EventHookId,
+        limit: i64,
+    ) -> Result<Vec<EventDelivery>> {
         let deliveries: Vec<sqlx::types::Json<EventDelivery>> = sqlx::query_scalar(
             "SELECT jsonb_build_object('id', id, 'event', event, 'status', status, 'attempts', attempts,
                         'last_status', last_status, 'last_error', last_error, 'created_at', created_at,
@@ -180,7 +188,7 @@ impl Store {
              FROM event_deliveries WHERE tenant_id = $1 AND hook_id = $2 ORDER BY created_at DESC LIMIT $3",
         )
         .bind(tenant.as_uuid())
-        .bind(hook)
+        .bind(hook.as_uuid())
         .bind(limit)
         .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
@@ -190,27 +198,27 @@ impl Store {
 
 impl AuditedTx {
     /// [`Store::ping_event_hook`] in an audited change.
-    pub async fn ping_event_hook(&mut self, id: uuid::Uuid) -> Result<uuid::Uuid> {
+    pub async fn ping_event_hook(&mut self, id: EventHookId) -> Result<uuid::Uuid> {
         let tenant = self.tenant();
         ping_event_hook_on(self.conn(), tenant, id).await
     }
 
     /// [`Store::resend_event`] in an audited change.
-    pub async fn resend_event(&mut self, hook: uuid::Uuid, delivery: uuid::Uuid) -> Result<()> {
+    pub async fn resend_event(&mut self, hook: EventHookId, delivery: uuid::Uuid) -> Result<()> {
         let tenant = self.tenant();
         resend_event_on(self.conn(), tenant, hook, delivery).await
     }
 }
 
 /// [`Store::ping_event_hook`] on a connection already set to `tenant`.
-async fn ping_event_hook_on(conn: &mut PgConnection, tenant: TenantId, id: uuid::Uuid) -> Result<uuid::Uuid> {
+async fn ping_event_hook_on(conn: &mut PgConnection, tenant: TenantId, id: EventHookId) -> Result<uuid::Uuid> {
     let event = uuid::Uuid::now_v7();
     let done = sqlx::query(
         "INSERT INTO event_deliveries (id, tenant_id, hook_id, event, data)
          SELECT $3, tenant_id, id, 'ping', '{}'::jsonb FROM event_hooks WHERE tenant_id = $1 AND id = $2",
     )
     .bind(tenant.as_uuid())
-    .bind(id)
+    .bind(id.as_uuid())
     .bind(event)
     .execute(conn)
     .await?;
@@ -222,7 +230,7 @@ async fn ping_event_hook_on(conn: &mut PgConnection, tenant: TenantId, id: uuid:
 async fn resend_event_on(
     conn: &mut PgConnection,
     tenant: TenantId,
-    hook: uuid::Uuid,
+    hook: EventHookId,
     delivery: uuid::Uuid,
 ) -> Result<()> {
     let status: Option<String> = sqlx::query_scalar(
@@ -236,7 +244,7 @@ async fn resend_event_on(
          SELECT status FROM target",
     )
     .bind(tenant.as_uuid())
-    .bind(hook)
+    .bind(hook.as_uuid())
     .bind(delivery)
     .fetch_optional(&mut *conn)
     .await?;

@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Utc};
 
-use hermes_core::{AgentId, JobId, SessionId, TenantId, TurnId};
+use hermes_core::{AgentId, JobId, SessionId, TenantId, TurnId, WebhookId};
 
 use crate::{NewTurn, Result, SecretBox, Store, StoreError};
 
@@ -51,7 +51,8 @@ pub struct WebhookChanges {
 /// A stored hook (its secret is never part of it).
 #[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
 pub struct Webhook {
-    pub id: uuid::Uuid,
+    #[sqlx(try_from = "crate::rows::Id")]
+    pub id: WebhookId,
     #[serde(skip)]
     #[sqlx(try_from = "crate::rows::Id")]
     pub tenant_id: TenantId,
@@ -73,7 +74,8 @@ pub struct Webhook {
     sealed_secret: Vec<u8>,
 }
 
-fn context(id: uuid::Uuid) -> String {
+/// The sealing context of the hook's secret (the same text as when it was a bare uuid).
+fn context(id: WebhookId) -> String {
     format!("webhook:{id}")
 }
 
@@ -96,7 +98,7 @@ impl Store {
         secrets: Option<&SecretBox>,
     ) -> Result<(Webhook, String)> {
         check_template(&new.prompt)?;
-        let id = uuid::Uuid::now_v7();
+        let id = WebhookId::new();
         let (_, secret) = crate::secrets::signing_secret()?;
         let sealed = SecretBox::required(secrets, "a webhook's secret")?.seal(&context(id), secret.as_bytes())?;
         let row = sqlx::query(
@@ -104,7 +106,7 @@ impl Store {
                                    cron_job_id, rate_limit_per_minute)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *",
         )
-        .bind(id)
+        .bind(id.as_uuid())
         .bind(tenant.as_uuid())
         .bind(new.agent_id.as_uuid())
         .bind(&new.name)
@@ -127,11 +129,11 @@ impl Store {
     }
 
     /// One of the tenant's hooks.
-    pub async fn webhook(&self, tenant: TenantId, id: uuid::Uuid) -> Result<Webhook> {
-        self.row_of(tenant, "SELECT * FROM webhooks WHERE tenant_id = $1 AND id = $2", id).await
+    pub async fn webhook(&self, tenant: TenantId, id: WebhookId) -> Result<Webhook> {
+        self.row_of(tenant, "SELECT * FROM webhooks WHERE tenant_id = $1 AND id = $2", id.as_uuid()).await
     }
 
-    pub async fn update_webhook(&self, tenant: TenantId, id: uuid::Uuid, changes: &WebhookChanges) -> Result<Webhook> {
+    pub async fn update_webhook(&self, tenant: TenantId, id: WebhookId, changes: &WebhookChanges) -> Result<Webhook> {
         if let Some(prompt) = &changes.prompt {
             check_template(prompt)?;
         }
@@ -143,7 +145,7 @@ impl Store {
              WHERE tenant_id = $1 AND id = $2 RETURNING *",
         )
         .bind(tenant.as_uuid())
-        .bind(id)
+        .bind(id.as_uuid())
         .bind(changes.name.as_deref())
         .bind(changes.events.as_ref())
         .bind(changes.prompt.as_deref().map(crate::messages::without_nul))
@@ -164,14 +166,14 @@ impl Store {
     pub async fn rotate_webhook_secret(
         &self,
         tenant: TenantId,
-        id: uuid::Uuid,
+        id: WebhookId,
         secrets: Option<&SecretBox>,
     ) -> Result<String> {
         let (_, secret) = crate::secrets::signing_secret()?;
         let sealed = SecretBox::required(secrets, "a webhook's secret")?.seal(&context(id), secret.as_bytes())?;
         let done = sqlx::query("UPDATE webhooks SET secret = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_uuid())
-            .bind(id)
+            .bind(id.as_uuid())
             .bind(sealed)
             .execute(&mut *self.as_tenant(tenant).await?)
             .await?;
@@ -180,10 +182,10 @@ impl Store {
     }
 
     /// Deletes a hook; `false` when there was none.
-    pub async fn delete_webhook(&self, tenant: TenantId, id: uuid::Uuid) -> Result<bool> {
+    pub async fn delete_webhook(&self, tenant: TenantId, id: WebhookId) -> Result<bool> {
         let done = sqlx::query("DELETE FROM webhooks WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_uuid())
-            .bind(id)
+            .bind(id.as_uuid())
             .execute(&mut *self.as_tenant(tenant).await?)
             .await?;
         Ok(done.rows_affected() > 0)

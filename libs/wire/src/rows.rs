@@ -9,7 +9,9 @@
 
 use uuid::Uuid;
 
-use hermes_core::{AdminTokenId, AgentId, ApiKeyId, InvitationId, JobId, PersonId, SessionId, TenantId, TurnId};
+use hermes_core::{
+    AdminTokenId, AgentId, ApiKeyId, EventHookId, InvitationId, JobId, PersonId, SessionId, TenantId, TurnId, WebhookId,
+};
 
 /// A non-null uuid column, on its way to a typed id.
 #[derive(sqlx::Type)]
@@ -37,7 +39,7 @@ macro_rules! open_ids {
     )*};
 }
 
-open_ids!(AgentId, SessionId, TurnId, ApiKeyId, PersonId, AdminTokenId, InvitationId, JobId);
+open_ids!(AgentId, SessionId, TurnId, ApiKeyId, PersonId, AdminTokenId, InvitationId, JobId, WebhookId, EventHookId);
 
 impl From<Id> for TenantId {
     fn from(column: Id) -> Self {

@@ -32,7 +32,7 @@ impl CallerObject for EventHook {
 
     async fn find(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Self> {
         tenant_wide(auth, "managing event hooks")?;
-        let id: uuid::Uuid = path_id::<resource::EventHook, _>(id)?;
+        let id: hermes_core::EventHookId = path_id::<resource::EventHook, _>(id)?;
         Ok(state.store.event_hook(auth.tenant_id, id).await?)
     }
 }

@@ -31,7 +31,7 @@ impl CallerObject for Webhook {
     type Missing = Failure<resource::Webhook>;
 
     async fn find(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Self> {
-        let id: uuid::Uuid = path_id::<resource::Webhook, _>(id)?;
+        let id: hermes_core::WebhookId = path_id::<resource::Webhook, _>(id)?;
         let hook = state.store.webhook(auth.tenant_id, id).await?;
         match auth.agent_id {
             Some(agent) if agent != hook.agent_id => Err(resource::Webhook::not_found().into()),

@@ -7,6 +7,7 @@ use clap::Subcommand;
 use serde_json::json;
 
 use hermes_config::HermesConfig;
+use hermes_core::{EventHookId, WebhookId};
 use hermes_net_policy::outbound;
 use hermes_store::event_hooks::EVENTS;
 use hermes_store::webhooks::NewWebhook;
@@ -110,12 +111,12 @@ pub async fn run_webhook(json_mode: bool, config: &HermesConfig, store: &Store, 
         }
         WebhookCmd::Rotate(TenantItem { tenant: name, id }) => {
             let t = tenant(store, &name).await?;
-            let secret = store.rotate_webhook_secret(t.id, id, secrets(config)?.as_ref()).await?;
+            let secret = store.rotate_webhook_secret(t.id, WebhookId::from_uuid(id), secrets(config)?.as_ref()).await?;
             print(json_mode, json!({ "id": id, "secret": secret }), format!("new secret (shown once): {secret}"));
         }
         WebhookCmd::Remove(TenantItem { tenant: name, id }) => {
             let t = tenant(store, &name).await?;
-            if !store.delete_webhook(t.id, id).await? {
+            if !store.delete_webhook(t.id, WebhookId::from_uuid(id)).await? {
                 bail!("no webhook {id}");
             }
             print(json_mode, json!({ "id": id, "deleted": true }), format!("removed {id}"));
@@ -153,7 +154,7 @@ pub async fn run_event_hook(
         }
         EventHookCmd::Remove(TenantItem { tenant: name, id }) => {
             let t = tenant(store, &name).await?;
-            if !store.delete_event_hook(t.id, id).await? {
+            if !store.delete_event_hook(t.id, EventHookId::from_uuid(id)).await? {
                 bail!("no event hook {id}");
             }
             print(json_mode, json!({ "id": id, "deleted": true }), format!("removed {id}"));

@@ -54,7 +54,7 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         sqlx::query("UPDATE event_hooks SET last_delivery_at = now(), last_status = $2, last_error = $3 WHERE id = $1")
-            .bind(event.hook_id)
+            .bind(event.hook_id.as_uuid())
             .bind(code)
             .bind(error.map(crate::messages::without_nul))
             .execute(&mut *tx)

@@ -31,7 +31,7 @@ impl Store {
     ) -> Result<Option<Started>> {
         let mut tx = self.system().begin().await?;
         sqlx::query("DELETE FROM webhook_deliveries WHERE webhook_id = $1 AND received_at < now() - interval '1 day'")
-            .bind(hook.id)
+            .bind(hook.id.as_uuid())
             .execute(&mut *tx)
             .await?;
         let seen_as: Vec<String> = seen_as.iter().map(|key| crate::messages::without_nul(key)).collect();
@@ -39,7 +39,7 @@ impl Store {
             "INSERT INTO webhook_deliveries (webhook_id, delivery_id, event)
              SELECT $1, key, $3 FROM unnest($2::text[]) AS key ON CONFLICT DO NOTHING",
         )
-        .bind(hook.id)
+        .bind(hook.id.as_uuid())
         .bind(&seen_as)
         .bind(crate::messages::without_nul(event))
         .execute(&mut *tx)
@@ -50,7 +50,7 @@ impl Store {
             return Ok(None);
         }
         sqlx::query("UPDATE webhooks SET last_received_at = now() WHERE id = $1")
-            .bind(hook.id)
+            .bind(hook.id.as_uuid())
             .execute(&mut *tx)
             .await?;
         let started = match start {

@@ -42,8 +42,8 @@ pub struct World {
     pub job: hermes_store::cron::Job,
     /// The turn of the job's run.
     pub cron_turn: TurnId,
-    pub webhook: uuid::Uuid,
-    pub event_hook: uuid::Uuid,
+    pub webhook: hermes_core::WebhookId,
+    pub event_hook: hermes_core::EventHookId,
     pub route: Route,
     pub route_session: SessionId,
 }

@@ -11,7 +11,7 @@ use hermes_core::AgentId;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct HookTrigger {
     #[schema(value_type = String, format = "uuid")]
-    pub id: uuid::Uuid,
+    pub id: hermes_core::WebhookId,
     #[schema(value_type = String, format = "uuid")]
     pub agent_id: AgentId,
     pub name: String,
@@ -33,7 +33,7 @@ pub struct HookTrigger {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct EventEndpoint {
     #[schema(value_type = String, format = "uuid")]
-    pub id: uuid::Uuid,
+    pub id: hermes_core::EventHookId,
     pub url: String,
     pub events: Vec<String>,
     pub description: String,
@@ -84,7 +84,7 @@ mod tests {
     fn a_hook_shows_its_secret_and_url_only_when_it_has_them() {
         let at = DateTime::<Utc>::from_timestamp(0, 0).unwrap();
         let endpoint = EventEndpoint {
-            id: uuid::Uuid::nil(),
+            id: uuid::Uuid::nil().into(),
             url: "https://example.com/in".into(),
             events: vec![],
             description: String::new(),

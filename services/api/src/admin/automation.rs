@@ -113,7 +113,7 @@ pub(crate) async fn deliveries(
         (status = 404, description = "No such endpoint", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn ping(call: TenantCall, Path(ObjectPath { id }): Path<ObjectPath>) -> Result<Json<PingSent>> {
     let t = call.allow(AdminOp::ManageHooks).await?;
-    let hook: uuid::Uuid = path_id(&id, ErrorCode::NotFound, "endpoint")?;
+    let hook: hermes_core::EventHookId = path_id(&id, ErrorCode::NotFound, "endpoint")?;
     let mut tx = call.begin(t.id).await?;
     let event = tx.ping_event_hook(hook).await;
     let event = event.map_err(|e| store_error_for(e, ErrorCode::EventHookNotFound, "endpoint"))?;
@@ -133,7 +133,7 @@ pub(crate) async fn resend(
     Path((_, id, delivery)): Path<(String, String, String)>,
 ) -> Result<axum::http::StatusCode> {
     let t = call.allow(AdminOp::ManageHooks).await?;
-    let hook: uuid::Uuid = path_id(&id, ErrorCode::NotFound, "endpoint")?;
+    let hook: hermes_core::EventHookId = path_id(&id, ErrorCode::NotFound, "endpoint")?;
     let delivery: uuid::Uuid = path_id(&delivery, ErrorCode::NotFound, "delivery")?;
     let mut tx = call.begin(t.id).await?;
     tx.resend_event(hook, delivery).await.map_err(|e| store_error_for(e, ErrorCode::NotFound, "delivery"))?;
@@ -145,5 +145,5 @@ pub(crate) async fn resend(
 /// What the audit trail records of a resent delivery.
 #[derive(serde::Serialize)]
 struct ResendAudit {
-    hook_id: uuid::Uuid,
+    hook_id: hermes_core::EventHookId,
 }
