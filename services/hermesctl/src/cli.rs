@@ -69,6 +69,17 @@ pub fn print(json_mode: bool, value: serde_json::Value, human: String) {
 }
 
 /// Prints a list: a JSON array in `--json` mode, otherwise one `line` per item.
+/// A tenant just made (on the database or over the admin API), with its owner's invitation.
+pub fn print_tenant_made(json_mode: bool, made: &hermes_wire::admin::TenantMade) -> anyhow::Result<()> {
+    let t = &made.tenant;
+    let human = match &made.owner_invitation_link {
+        Some(link) => format!("created tenant {} ({})\nowner's invitation (works once): {link}", t.name, t.id),
+        None => format!("created tenant {} ({})", t.name, t.id),
+    };
+    print(json_mode, serde_json::to_value(made)?, human);
+    Ok(())
+}
+
 pub fn print_lines<T: Serialize>(json_mode: bool, items: &[T], line: impl Fn(&T) -> String) {
     let human = items.iter().map(line).collect::<Vec<_>>().join("\n");
     print(json_mode, json!(items), human);

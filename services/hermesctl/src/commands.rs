@@ -8,6 +8,7 @@ use serde_json::json;
 
 use hermes_config::HermesConfig;
 use hermes_store::Store;
+use hermes_wire::admin::{NewTenant, TenantMade};
 
 use crate::cli::{print, tenant};
 
@@ -162,14 +163,10 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
         }
         Command::Tenant(TenantCmd::Create { name, owner_email }) => {
             let valid_for = std::time::Duration::from_secs(config.admin.invitation_days.max(1) * 86_400);
-            let new = hermes_wire::admin::NewTenant { name, owner_email };
+            let new = NewTenant { name, owner_email };
             let made = hermes_ops::tenants::create(store, crate::audit_trail::cli_actor(), &new, valid_for).await?;
-            let (t, link) = (made.tenant, made.owner_invitation.map(|token| config.console_link("invite", &token)));
-            let human = match &link {
-                Some(link) => format!("created tenant {} ({})\nowner's invitation (works once): {link}", t.name, t.id),
-                None => format!("created tenant {} ({})", t.name, t.id),
-            };
-            print(json_mode, json!({ "tenant": t, "owner_invitation_link": link }), human);
+            let link = made.owner_invitation.map(|token| config.console_link("invite", &token));
+            crate::cli::print_tenant_made(json_mode, &TenantMade { tenant: made.tenant, owner_invitation_link: link })?;
         }
         Command::Tenant(TenantCmd::Policy(args)) => crate::sessions::run_policy(json_mode, store, args).await?,
         Command::Session(cmd) => crate::sessions::run_session(json_mode, store, cmd).await?,

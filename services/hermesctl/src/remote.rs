@@ -100,12 +100,7 @@ async fn tenant(remote: &Remote, cmd: TenantCmd, json_mode: bool) -> anyhow::Res
         TenantCmd::Create { name, owner_email } => {
             let body = NewTenant { name, owner_email };
             let made: TenantMade = remote.send(Method::POST, "/admin/v1/tenants", Some(&body)).await?;
-            let (t, link) = (&made.tenant, &made.owner_invitation_link);
-            let human = match link {
-                Some(link) => format!("created tenant {} ({})\nowner's invitation (works once): {link}", t.name, t.id),
-                None => format!("created tenant {} ({})", t.name, t.id),
-            };
-            print(json_mode, serde_json::to_value(&made)?, human);
+            crate::cli::print_tenant_made(json_mode, &made)?;
         }
         TenantCmd::Limits { tenant, requests_per_minute, concurrent_turns } => {
             let id = remote.tenant(&tenant).await?;
