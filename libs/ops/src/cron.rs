@@ -64,8 +64,7 @@ pub async fn create(store: &Store, by: Audit, (tenant, agent): (TenantId, AgentI
     let new = checked(store, (tenant, agent), c).await?;
     let mut tx = store.audited(tenant, by).await?;
     let job = tx.create_job(&new).await?;
-    let after = JobAudit { name: &job.name, schedule: &job.schedule_display, state: job.state };
-    tx.commit(Change::new("cron.created", "cron_job", job.id).after(after)).await?;
+    tx.commit(Change::new("cron.created", "cron_job", job.id).after(JobAudit::of(&job))).await?;
     Ok(job)
 }
 
@@ -107,8 +106,7 @@ pub async fn remove(store: &Store, by: Audit, job: &Job) -> Result<()> {
     if !tx.delete_job(job.id).await? {
         return Err(OpsError::NotFound { code: ErrorCode::JobNotFound, what: "cron job" });
     }
-    let before = JobAudit { name: &job.name, schedule: &job.schedule_display, state: job.state };
-    tx.commit(Change::new("cron.removed", "cron_job", job.id).before(before)).await?;
+    tx.commit(Change::new("cron.removed", "cron_job", job.id).before(JobAudit::of(job))).await?;
     Ok(())
 }
 
@@ -125,4 +123,10 @@ struct JobAudit<'a> {
     name: &'a str,
     schedule: &'a str,
     state: JobState,
+}
+
+impl<'a> JobAudit<'a> {
+    fn of(job: &'a Job) -> Self {
+        Self { name: &job.name, schedule: &job.schedule_display, state: job.state }
+    }
 }
