@@ -110,6 +110,9 @@ echo "== cargo deny"
 if [[ "$(cargo deny --version 2>/dev/null || true)" != "cargo-deny 0.20.2" ]]; then
   cargo install --locked --quiet cargo-deny --version 0.20.2
 fi
+# Its licence check reads every package of the lock file, other platforms' too, which a build
+# here never downloads: fetch them first (crates.io is reachable).
+cargo fetch --locked --quiet
 cargo deny --offline --log-level error check licenses bans sources
 echo "== tests"
 if cargo nextest --version >/dev/null 2>&1; then
