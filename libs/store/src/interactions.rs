@@ -106,7 +106,7 @@ impl Store {
     ) -> Result<PendingInteraction> {
         let id = uuid::Uuid::now_v7();
         // The question's outbox row commits with the park, or neither does.
-        let mut tx = self.turn_end_tx(tenant).await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         let parked = sqlx::query_as::<_, Parked>(
             "WITH s AS (
                 SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2 AND fence = $5

@@ -45,6 +45,7 @@ pub mod mcp_servers;
 pub mod media_calls;
 pub mod memory;
 pub mod messages;
+mod migrations;
 pub mod outbox;
 pub mod pairing;
 pub mod pricing;
@@ -138,6 +139,9 @@ pub enum StoreError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("stored data is malformed: {0}")]
     Corrupt(String),
+    /// The schema is too old to take this build's migrations in one step.
+    #[error("upgrade stop: {0}")]
+    UpgradeStop(String),
 }
 
 impl StoreError {
@@ -244,9 +248,11 @@ impl Store {
         Ok(Self { pools: walls::Pools::lazy(url.parse::<PgConnectOptions>()?, 2, acquire_timeout) })
     }
 
-    /// Applies pending migrations, as the owner.
+    /// Applies pending migrations, as the owner; refuses to pass an upgrade stop
+    /// (`migrations.rs`).
     pub async fn migrate(&self) -> Result<()> {
         let mut owner = self.pools.owner().await?;
+        migrations::check_upgrade_stops(&mut owner).await?;
         MIGRATOR.run(&mut owner).await?;
         owner.close().await?;
         Ok(())

@@ -62,7 +62,7 @@ impl Store {
             return Ok(Vec::new());
         }
         // The absorbed turns' answers (sent as nothing) commit with their end, as any turn's.
-        let mut tx = self.turn_end_tx(tenant).await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         let rows = sqlx::query_as::<_, Taken>(
             "WITH host AS (SELECT session_id, created_at FROM turns WHERE tenant_id = $1 AND id = $2),
                   taken AS (

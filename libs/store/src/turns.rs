@@ -300,7 +300,7 @@ impl Store {
         let search = columns.search.clone();
         let query = columns.bind_to(query).bind(status.as_str()).bind(stored).bind(owner);
         // The answer's outbox rows commit with the turn's end, or neither does.
-        let mut tx = self.turn_end_tx(tenant).await?;
+        let mut tx = self.tenant_tx(tenant).await?;
         let row = CallColumns::of(calls).bind_to(query).bind(search).fetch_one(&mut *tx).await?;
         let Finished { finished, reply_to } = Finished::from_row(&row)?;
         if finished == 0 {

@@ -122,17 +122,6 @@ impl Store {
         Ok(self.pools.tenant.begin_with(AssertSqlSafe(begin)).await?)
     }
 
-    /// [`Store::tenant_tx`] for a statement that ends or parks turns: the transaction writes
-    /// their outbox rows itself (`turns::outbox_rows`), so the fallback triggers that an older
-    /// build still relies on stand aside (migration 0057).
-    pub(crate) async fn turn_end_tx(&self, tenant: TenantId) -> Result<Transaction<'static, Postgres>> {
-        let begin = format!(
-            "BEGIN; SET LOCAL hermes.tenant_id = '{}'; SET LOCAL hermes.outbox_by_app = 'on'",
-            tenant.as_uuid()
-        );
-        Ok(self.pools.tenant.begin_with(AssertSqlSafe(begin)).await?)
-    }
-
     /// The pool of the named system paths: cross-tenant work, and what comes before a tenant
     /// is known. Only `system/` and the few callers its module docs list use it.
     pub(crate) fn system(&self) -> &PgPool {

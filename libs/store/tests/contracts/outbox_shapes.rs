@@ -1,7 +1,7 @@
 //! What the store writes into the outbox when a turn ends or parks (its answer, its question)
 //! parses as the one shape the gateway reads, `hermes_core::outbox`; it is written by the
-//! store's own transaction (v7 ids), skips a chat whose channel is gone, and an older build
-//! that writes no rows itself still gets them from the fallback triggers (migration 0057).
+//! store's own transaction (v7 ids), and skips a chat whose channel is gone. No trigger writes
+//! them any more (migration 0059; `schema.rs` tests its upgrade stop).
 
 use hermes_core::outbox::{AnswerStatus, Destination, OutboxPayload};
 use hermes_core::{ChatMessage, InteractionKind, Platform, TurnOutcome};
@@ -120,26 +120,7 @@ async fn the_store_writes_the_answer_row_itself_and_skips_a_chat_whose_channel_i
         .unwrap();
     assert_eq!(rows.len(), 1, "the chat of the removed bot gets no row: {rows:?}");
     assert_eq!(rows[0].1, format!("turn:{}:answer", turn.as_uuid()));
-    assert_eq!(rows[0].0.get_version_num(), 7, "written by the store (v7 ids), not by the fallback trigger (v4)");
+    assert_eq!(rows[0].0.get_version_num(), 7, "written by the store (v7 ids)");
     let OutboxPayload::Answer { status, .. } = &outbox(&pool, t.id).await[0].1 else { panic!("an answer") };
     assert_eq!(*status, AnswerStatus::Failed);
-}
-
-#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
-async fn an_older_build_that_ends_a_chat_turn_without_writing_rows_still_gets_its_answer_queued(pool: PgPool) {
-    let store = common::store(&pool);
-    let t = common::tenant(&store, "alpha").await;
-    let channel = common::channel(&store, &t, &common::secrets(), "alpha-bot").await.id;
-    let (turn, _) = running_chat_turn(&store, &t, Destination::chat(Platform::Telegram, channel, "42", None)).await;
-    // What a worker of the previous release does mid rolling upgrade: a bare status update.
-    sqlx::query("UPDATE turns SET status = 'completed', outcome = $2 WHERE id = $1")
-        .bind(turn.as_uuid())
-        .bind(serde_json::to_value(common::answered("from the old build")).unwrap())
-        .execute(&pool)
-        .await
-        .unwrap();
-    let rows = outbox(&pool, t.id).await;
-    assert_eq!(rows.len(), 1, "the fallback trigger queues the answer");
-    let OutboxPayload::Answer { outcome: Some(outcome), .. } = &rows[0].1 else { panic!("an answer: {:?}", rows[0].1) };
-    assert_eq!(outcome.content, "from the old build");
 }
