@@ -6,6 +6,7 @@
 //!
 //! What only one front end does (a console's sign-in, the CLI's migrations) stays with it.
 
+pub mod agents;
 pub mod channels;
 pub mod cron;
 mod error;

@@ -4,12 +4,13 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use serde_json::json;
 
 use hermes_config::HermesConfig;
-use hermes_llm::keys::{provider_for_url, provider_hosts};
-use hermes_store::{FallbackModel, NewAgent, SecretBox, Store};
+use hermes_ops::agents::{self, ModelUrls};
+use hermes_store::{SecretBox, Store};
+use hermes_wire::admin::{ModelRef, NewAgent};
 
+use crate::audit_trail::cli_actor;
 use crate::cli::{print, print_lines, tenant};
 
 #[derive(Subcommand)]
@@ -63,7 +64,7 @@ pub struct AgentCreate {
     /// tenant's pool for that provider).
     #[arg(long = "fallback")]
     fallbacks: Vec<String>,
-    /// Hosts the agent's key may be sent to (default: the provider's hosts, or the base URL's).
+    /// Hosts the agent's key may be sent to (default: the base URL's host).
     #[arg(long = "key-host")]
     key_hosts: Vec<String>,
     /// The provider API: chat_completions, anthropic_messages or responses (default: from the provider).
@@ -85,24 +86,20 @@ pub struct AgentCreate {
     image_input_mode: hermes_core::ImageInputMode,
 }
 
-fn model_at(spec: &str) -> anyhow::Result<FallbackModel> {
+fn model_at(spec: &str) -> anyhow::Result<ModelRef> {
     let (model, base_url) = spec.split_once('@').context("expected MODEL@BASE_URL")?;
-    Ok(FallbackModel { model: model.to_owned(), base_url: base_url.to_owned(), api_mode: None })
-}
-
-/// The hosts a key for `base_url` may go to by default.
-fn default_hosts(base_url: &str) -> anyhow::Result<Vec<String>> {
-    let provider = provider_for_url(base_url);
-    if let Some(hosts) = provider_hosts(&provider) {
-        return Ok(hosts.iter().map(|h| (*h).to_owned()).collect());
-    }
-    let url = reqwest::Url::parse(base_url).with_context(|| format!("{base_url:?} is not a URL"))?;
-    Ok(vec![url.host_str().context("the base URL has no host")?.to_ascii_lowercase()])
+    Ok(ModelRef { model: model.to_owned(), base_url: base_url.to_owned(), api_mode: None })
 }
 
 pub async fn run_agent(json_mode: bool, config: &HermesConfig, store: &Store, cmd: AgentCmd) -> anyhow::Result<()> {
     match cmd {
-        AgentCmd::Create(a) => create(json_mode, config, store, *a).await?,
+        AgentCmd::Create(a) => {
+            let t = tenant(store, &a.tenant).await?;
+            let secrets = SecretBox::from_config(config.secrets.master_key.as_deref())?;
+            let doors = (ModelUrls::Operator, secrets.as_ref());
+            let agent = agents::create(store, cli_actor(), t.id, a.into_new_agent()?, doors).await?;
+            print_created(json_mode, &agent, &t.name)?;
+        }
         AgentCmd::List { tenant: name } => {
             let t = tenant(store, &name).await?;
             let agents = store.list_agents(t.id).await?;
@@ -112,65 +109,65 @@ pub async fn run_agent(json_mode: bool, config: &HermesConfig, store: &Store, cm
     Ok(())
 }
 
-/// Creates the agent `a` asks for: its provider key and soul read, its fallbacks parsed.
-async fn create(json_mode: bool, config: &HermesConfig, store: &Store, a: AgentCreate) -> anyhow::Result<()> {
-    let t = tenant(store, &a.tenant).await?;
-    let provider_key = match &a.api_key_env {
-        Some(var) => Some(
-            std::env::var(var)
-                .with_context(|| format!("environment variable {var} (from --api-key-env) is not set"))?,
-        ),
-        None => None,
-    };
-    let soul = match &a.soul_file {
-        Some(path) => Some(std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?),
-        None => None,
-    };
-    let secrets = SecretBox::from_config(config.secrets.master_key.as_deref())?;
-    let fallbacks = a
-        .fallbacks
-        .iter()
-        .map(|f| model_at(f).context("--fallback takes MODEL@BASE_URL"))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let auxiliary = a.aux_model.as_deref().map(model_at).transpose().context("--aux-model takes MODEL@BASE_URL")?;
-    let vision_model =
-        a.vision_model.as_deref().map(model_at).transpose().context("--vision-model takes MODEL@BASE_URL")?;
-    let provider_key_hosts = if a.key_hosts.is_empty() { default_hosts(&a.base_url)? } else { a.key_hosts };
-    let new = NewAgent {
-        auxiliary,
-        context_window: a.context_window,
-        api_mode: a.api_mode,
-        fallbacks,
-        provider_key_hosts,
-        name: a.name,
-        model: a.model,
-        provider_base_url: a.base_url,
-        provider_key,
-        soul,
-        system_message: a.system_message,
-        toolsets: a.toolsets,
-    };
-    let mut agent = store.create_agent(t.id, new, secrets.as_ref()).await?;
-    if a.approval_mode != agent.approval_mode {
-        store.set_approval_mode(t.id, agent.id, a.approval_mode).await?;
-        agent.approval_mode = a.approval_mode;
-    }
-    if a.egress {
-        store.set_egress(t.id, agent.id, true).await?;
-        agent.egress = true;
-    }
-    if vision_model.is_some() || a.image_input_mode != agent.image_input_mode {
-        store.set_vision(t.id, agent.id, Some(a.image_input_mode), Some(vision_model.as_ref())).await?;
-        agent.image_input_mode = a.image_input_mode;
-        agent.vision_model = vision_model;
-    }
-    print(
-        json_mode,
-        json!(agent),
-        format!(
-            "created agent {} ({}) in tenant {}: model {} at {}",
-            agent.name, agent.id, t.name, agent.model, agent.provider_base_url
-        ),
+/// What `hermesctl agent create` printed of the agent just made (on the database or over the
+/// admin API: both show it as the admin API does).
+pub(crate) fn print_created(json_mode: bool, agent: &impl serde::Serialize, tenant: &str) -> anyhow::Result<()> {
+    let shown = serde_json::to_value(agent)?;
+    let field = |name: &str| shown[name].as_str().unwrap_or_default().to_owned();
+    let human = format!(
+        "created agent {} ({}) in tenant {tenant}: model {} at {}",
+        field("name"),
+        field("id"),
+        field("model"),
+        field("provider_base_url")
     );
+    print(json_mode, shown, human);
     Ok(())
+}
+
+impl AgentCreate {
+    /// The tenant these arguments name.
+    pub(crate) fn tenant(&self) -> &str {
+        &self.tenant
+    }
+
+    /// The agent these arguments describe, its provider key read from the environment and its
+    /// soul from its file.
+    pub(crate) fn into_new_agent(self) -> anyhow::Result<NewAgent> {
+        let provider_key = match &self.api_key_env {
+            Some(var) => Some(
+                std::env::var(var)
+                    .with_context(|| format!("environment variable {var} (from --api-key-env) is not set"))?,
+            ),
+            None => None,
+        };
+        let soul = match &self.soul_file {
+            Some(path) => {
+                Some(std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?)
+            }
+            None => None,
+        };
+        let fallbacks = self.fallbacks.iter().map(|f| model_at(f).context("--fallback takes MODEL@BASE_URL"));
+        let model = |spec: Option<&str>, flag: &str| {
+            spec.map(model_at).transpose().with_context(|| format!("{flag} takes MODEL@BASE_URL"))
+        };
+        Ok(NewAgent {
+            name: self.name,
+            model: self.model,
+            provider_base_url: self.base_url,
+            provider_key,
+            soul,
+            system_message: self.system_message,
+            toolsets: self.toolsets,
+            egress: self.egress,
+            approval_mode: Some(self.approval_mode),
+            fallbacks: fallbacks.collect::<anyhow::Result<_>>()?,
+            api_mode: self.api_mode,
+            auxiliary: model(self.aux_model.as_deref(), "--aux-model")?,
+            context_window: self.context_window,
+            vision_model: model(self.vision_model.as_deref(), "--vision-model")?,
+            image_input_mode: Some(self.image_input_mode),
+            provider_key_hosts: self.key_hosts,
+        })
+    }
 }

@@ -29,7 +29,7 @@ const COMMANDS: &[(&str, Effect)] = &[
     ("tenant policy", Writes),
     ("tenant limits", Writes),
     ("tenant rows", Reads),
-    ("agent create", Writes),
+    ("agent create", RecordsItself),
     ("agent list", Reads),
     ("key create", RecordsItself),
     ("key list", Reads),

@@ -24,7 +24,7 @@ use crate::people::MemberCmd;
 
 /// What a command that needs the database answers over the API.
 const NEEDS_DATABASE: &str = "this command needs the database (run it without --url where the database is reachable); \
-     over the API: tenant list|create|limits, member list|add, key create|list|revoke, agent list, mcp, audit";
+     over the API: tenant list|create|limits, member list|add, key create|list|revoke, agent list|create, mcp, audit";
 
 /// The admin API, as one token.
 struct Remote {
@@ -84,6 +84,7 @@ pub async fn run(cli: Cli, url: &str) -> anyhow::Result<()> {
         Command::Key(cmd) => key(&remote, cmd, json_mode).await,
         Command::Member(cmd) => member(&remote, cmd, json_mode).await,
         Command::Agent(crate::agents::AgentCmd::List { tenant }) => agents(&remote, &tenant, json_mode).await,
+        Command::Agent(crate::agents::AgentCmd::Create(args)) => create_agent(&remote, *args, json_mode).await,
         Command::Audit(args) => audit(&remote, args, json_mode).await,
         Command::Mcp(cmd) => mcp(&remote, cmd, json_mode).await,
         _ => bail!(NEEDS_DATABASE),
@@ -194,6 +195,14 @@ async fn agents(remote: &Remote, tenant: &str, json_mode: bool) -> anyhow::Resul
         .join("\n");
     print(json_mode, serde_json::to_value(&list.data)?, human);
     Ok(())
+}
+
+async fn create_agent(remote: &Remote, args: crate::agents::AgentCreate, json_mode: bool) -> anyhow::Result<()> {
+    let tenant = args.tenant().to_owned();
+    let id = remote.tenant(&tenant).await?;
+    let body = args.into_new_agent()?;
+    let agent: Agent = remote.send(Method::POST, &format!("/admin/v1/tenants/{id}/agents"), Some(&body)).await?;
+    crate::agents::print_created(json_mode, &agent, &tenant)
 }
 
 async fn audit(remote: &Remote, args: crate::commands::AuditArgs, json_mode: bool) -> anyhow::Result<()> {

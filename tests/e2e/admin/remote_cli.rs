@@ -225,3 +225,126 @@ async fn hermesctl_manages_an_agents_mcp_servers_on_the_database_and_over_the_ad
     let (ok, out) = local(&["--json", "mcp", "list", "--tenant", "mcp-co", "--agent", "helper"]).await.unwrap();
     assert!(ok && out.trim() == "[]", "{out}");
 }
+
+#[tokio::test]
+async fn hermesctl_creates_agents_on_the_database_and_over_the_admin_api_under_the_same_checks() {
+    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    env.tenant("agents-co", "helper").await;
+    let db = env.config.database.url.clone();
+    let master = env.config.secrets.master_key.clone().unwrap();
+    let local = move |args: &'static [&'static str]| {
+        let (db, master) = (db.clone(), master.clone());
+        tokio::task::spawn_blocking(move || {
+            let vars = [
+                ("HERMES__DATABASE__URL", db.as_str()),
+                ("HERMES__SECRETS__MASTER_KEY", master.as_str()),
+                ("USER", "dana"),
+                ("PROVIDER_KEY", "sk-agent-secret-1234"),
+            ];
+            hermesctl_with(&vars, args)
+        })
+    };
+    // The operator may name a model server on loopback from its own CLI.
+    let (ok, out) = local(&[
+        "--json",
+        "agent",
+        "create",
+        "--tenant",
+        "agents-co",
+        "--name",
+        "local",
+        "--model",
+        "qwen",
+        "--base-url",
+        "http://127.0.0.1:11434/v1",
+        "--api-key-env",
+        "PROVIDER_KEY",
+        "--fallback",
+        "small@https://api.openai.com/v1",
+        "--egress",
+    ])
+    .await
+    .unwrap();
+    assert!(ok, "{out}");
+    let made: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!((made["name"].as_str(), made["egress"].as_bool()), (Some("local"), Some(true)), "{made}");
+    assert_eq!(made["fallbacks"][0]["model"], "small");
+    assert_eq!(made["provider_key_hosts"][0], "127.0.0.1", "the key goes only to its server: {made}");
+    // The admin API's checks hold on the database too: an unknown toolset is refused.
+    let (ok, out) = local(&[
+        "agent",
+        "create",
+        "--tenant",
+        "agents-co",
+        "--name",
+        "odd",
+        "--model",
+        "m",
+        "--base-url",
+        "https://api.openai.com/v1",
+        "--toolsets",
+        "no_such_toolset",
+    ])
+    .await
+    .unwrap();
+    assert!(!ok && out.contains("no_such_toolset"), "{out}");
+
+    let ops = env.store.ensure_person("ops@example.com", "", true, &cli()).await.unwrap();
+    let (_, token) =
+        env.store.create_operator_token(ops.id, "laptop", std::time::Duration::from_secs(3600), &cli()).await.unwrap();
+    let url = env.api_url.clone();
+    let remote = move |args: &'static [&'static str]| {
+        let (url, token) = (url.clone(), token.clone());
+        tokio::task::spawn_blocking(move || run(&url, &token, args))
+    };
+    let (ok, out) = remote(&[
+        "agent",
+        "create",
+        "--tenant",
+        "agents-co",
+        "--name",
+        "remote",
+        "--model",
+        "m",
+        "--base-url",
+        "https://api.example.com/v1",
+        "--context-window",
+        "32000",
+    ])
+    .await
+    .unwrap();
+    assert!(ok && out.contains("created agent remote"), "{out}");
+    // Over the API the outbound policy holds: no model server on a private address.
+    let (ok, out) = remote(&[
+        "agent",
+        "create",
+        "--tenant",
+        "agents-co",
+        "--name",
+        "inside",
+        "--model",
+        "m",
+        "--base-url",
+        "http://10.0.0.5/v1",
+    ])
+    .await
+    .unwrap();
+    assert!(!ok && out.contains("not a public address"), "{out}");
+
+    let tenant = env.store.tenant_by_name("agents-co").await.unwrap();
+    let listed = env.store.list_agents(tenant.id).await.unwrap();
+    let remote_made = listed.iter().find(|a| a.name == "remote").expect("made over the API");
+    assert_eq!(remote_made.context_window, Some(32000), "the API takes what the CLI can set");
+    assert!(!listed.iter().any(|a| a.name == "odd" || a.name == "inside"), "refusals make nothing");
+    let filter = hermes_store::admin::AuditFilter { limit: 100, ..Default::default() };
+    let entries = env.store.audit_entries(tenant.id, &filter).await.unwrap().entries;
+    let created: Vec<(&str, &str)> = entries
+        .iter()
+        .filter(|e| e.action == "agent.created")
+        .map(|e| (e.actor.kind.as_str(), e.after.as_ref().and_then(|a| a["name"].as_str()).unwrap_or_default()))
+        .collect();
+    assert_eq!(created.len(), 2, "{created:?}");
+    assert!(created.contains(&("cli", "local")) && created.contains(&("token", "remote")), "{created:?}");
+    let log = serde_json::to_string(&entries.iter().map(serde_json::to_value).collect::<Result<Vec<_>, _>>().unwrap());
+    assert!(!log.unwrap().contains("sk-agent-secret"), "the provider key is never recorded");
+}

@@ -1,6 +1,7 @@
 //! `/admin/v1` bodies: tenants and their quotas, credentials, people, agents' skills, MCP
 //! servers and memory, and the day-to-day operations.
 
+mod agent_changes;
 mod agents;
 mod audit;
 mod automation;
@@ -10,6 +11,7 @@ mod people;
 mod sessions;
 mod tenants;
 
+pub use agent_changes::{AgentEdit, NewAgent};
 pub use agents::{
     Agent, AgentSkill, AgentSkills, McpServer, McpServerSet, Memory, MemoryWritten, ModelRef, SkillDocument,
     SkillSaved, SkillToggled,

@@ -1,0 +1,162 @@
+//! Agents: made and edited, each in one audited transaction with its entry, under the same
+//! checks whichever door asked (the admin API, `hermesctl agent create`): known toolsets, model
+//! URLs the front end may name, a provider key only where it can be sealed.
+
+use hermes_core::{ApprovalMode, ImageInputMode, TenantId, ToolsetName};
+use hermes_net_policy::outbound::Policy;
+use hermes_store::admin::{Audit, Change};
+use hermes_store::{Agent, AgentChanges, FallbackModel, SecretBox, Store};
+use hermes_wire::admin::{AgentEdit, ModelRef, NewAgent};
+
+use crate::{OpsError, Result};
+
+/// Which model URLs a front end may give an agent.
+#[derive(Debug, Clone, Copy)]
+pub enum ModelUrls<'a> {
+    /// The outbound policy's: public addresses and the operator's trusted hosts. A tenant's
+    /// admin could otherwise point the worker's requests inside the cluster.
+    Policy(&'a Policy),
+    /// Any: the operator configures the installation from its own CLI (a model server on
+    /// loopback or in the cluster), as `hermesctl channel bind --api-base` may name any base.
+    Operator,
+}
+
+impl ModelUrls<'_> {
+    /// `raw` parsed, or why `param` is refused.
+    fn check(self, param: &'static str, raw: &str) -> Result<url::Url> {
+        let url = url::Url::parse(raw.trim()).map_err(|_| OpsError::invalid(param, format!("{raw:?} is not a URL")))?;
+        match self {
+            Self::Policy(policy) => match policy.refuse(&url) {
+                Some(why) => Err(OpsError::invalid(param, why)),
+                None => Ok(url),
+            },
+            Self::Operator => Ok(url),
+        }
+    }
+
+    /// Checks every other model `models` names, each as its field `param`.
+    fn check_models<'m>(self, models: impl IntoIterator<Item = (&'static str, &'m ModelRef)>) -> Result<()> {
+        models.into_iter().try_for_each(|(param, model)| self.check(param, &model.base_url).map(drop))
+    }
+}
+
+fn check_toolsets<'t>(toolsets: impl IntoIterator<Item = &'t String>) -> Result<()> {
+    for toolset in toolsets {
+        toolset.parse::<ToolsetName>().map_err(|e| OpsError::invalid("toolsets", e.to_string()))?;
+    }
+    Ok(())
+}
+
+fn stored(model: &ModelRef) -> FallbackModel {
+    FallbackModel { base_url: model.base_url.clone(), model: model.model.clone(), api_mode: model.api_mode.clone() }
+}
+
+/// Text that says something, or `None`.
+fn given(text: Option<String>) -> Option<String> {
+    text.filter(|t| !t.trim().is_empty())
+}
+
+/// Makes the agent `new` describes in `tenant`, with its key sealed by `secrets`, recorded as
+/// `agent.created`. `Conflict` when the tenant has an agent of that name.
+pub async fn create(
+    store: &Store,
+    by: Audit,
+    tenant: TenantId,
+    new: NewAgent,
+    (urls, secrets): (ModelUrls<'_>, Option<&SecretBox>),
+) -> Result<Agent> {
+    let base = urls.check("provider_base_url", &new.provider_base_url)?;
+    let others = new.fallbacks.iter().map(|m| ("fallbacks", m));
+    let others = others.chain(new.auxiliary.iter().map(|m| ("auxiliary", m)));
+    urls.check_models(others.chain(new.vision_model.iter().map(|m| ("vision_model", m))))?;
+    check_toolsets(&new.toolsets)?;
+    let provider_key = new.provider_key.filter(|k| !k.is_empty());
+    if provider_key.is_some() && secrets.is_none() {
+        return Err(OpsError::invalid("provider_key", "storing provider keys needs secrets.master_key"));
+    }
+    let provider_key_hosts = match new.provider_key_hosts {
+        hosts if hosts.is_empty() => base.host_str().map(str::to_ascii_lowercase).into_iter().collect(),
+        hosts => hosts,
+    };
+    let row = hermes_store::NewAgent {
+        name: new.name.trim().to_owned(),
+        model: new.model.trim().to_owned(),
+        provider_base_url: base.as_str().trim_end_matches('/').to_owned(),
+        provider_key,
+        soul: given(new.soul),
+        system_message: given(new.system_message),
+        toolsets: new.toolsets,
+        provider_key_hosts,
+        fallbacks: new.fallbacks.iter().map(stored).collect(),
+        api_mode: new.api_mode,
+        auxiliary: new.auxiliary.as_ref().map(stored),
+        context_window: new.context_window,
+    };
+    let mut tx = store.audited(tenant, by).await?;
+    let mut agent = tx.create_agent(row, secrets).await?;
+    if new.egress {
+        tx.set_egress(agent.id, true).await?;
+        agent.egress = true;
+    }
+    if let Some(mode) = new.approval_mode.filter(|m| *m != agent.approval_mode) {
+        tx.set_approval_mode(agent.id, mode).await?;
+        agent.approval_mode = mode;
+    }
+    let vision = new.vision_model.as_ref().map(stored);
+    let images = new.image_input_mode.filter(|m| *m != agent.image_input_mode);
+    if vision.is_some() || images.is_some() {
+        tx.set_vision(agent.id, images, Some(vision.as_ref())).await?;
+        agent.image_input_mode = images.unwrap_or(agent.image_input_mode);
+        agent.vision_model = vision;
+    }
+    tx.commit(Change::new("agent.created", "agent", agent.id).after(&agent)).await?;
+    Ok(agent)
+}
+
+/// `text` as the closed set `T`, or why `param` is refused.
+fn parsed<T: std::str::FromStr<Err: std::fmt::Display>>(param: &'static str, text: Option<&str>) -> Result<Option<T>> {
+    text.map(str::parse).transpose().map_err(|e: T::Err| OpsError::invalid(param, e.to_string()))
+}
+
+/// Applies `edit` to `before` (an agent of `tenant`), recorded as `agent.updated` with the
+/// agent before and after; the agent as it now is. New sessions use it.
+pub async fn edit(
+    store: &Store,
+    by: Audit,
+    (tenant, before): (TenantId, &Agent),
+    edit: AgentEdit,
+    urls: ModelUrls<'_>,
+) -> Result<Agent> {
+    check_toolsets(edit.toolsets.iter().flatten())?;
+    let vision = edit.vision_model.iter().flatten().map(|m| ("vision_model", m));
+    urls.check_models(edit.fallbacks.iter().flatten().map(|m| ("fallbacks", m)).chain(vision))?;
+    let images: Option<ImageInputMode> = parsed("image_input_mode", edit.image_input_mode.as_deref())?;
+    let mode: Option<ApprovalMode> = parsed("approval_mode", edit.approval_mode.as_deref())?;
+    let changes = AgentChanges {
+        model: edit.model.map(|m| m.trim().to_owned()).filter(|m| !m.is_empty()),
+        soul: edit.soul,
+        system_message: edit.system_message,
+        toolsets: edit.toolsets,
+        fallbacks: edit.fallbacks.map(|models| models.iter().map(stored).collect()),
+    };
+    let mut tx = store.audited(tenant, by).await?;
+    let mut after = tx.update_agent(before.id, &changes).await?;
+    if let Some(egress) = edit.egress {
+        tx.set_egress(before.id, egress).await?;
+        after.egress = egress;
+    }
+    if let Some(mode) = mode {
+        tx.set_approval_mode(before.id, mode).await?;
+        after.approval_mode = mode;
+    }
+    if images.is_some() || edit.vision_model.is_some() {
+        let model = edit.vision_model.map(|m| m.as_ref().map(stored));
+        tx.set_vision(before.id, images, model.as_ref().map(Option::as_ref)).await?;
+        after.image_input_mode = images.unwrap_or(after.image_input_mode);
+        if let Some(model) = model {
+            after.vision_model = model;
+        }
+    }
+    tx.commit(Change::new("agent.updated", "agent", before.id).before(before).after(&after)).await?;
+    Ok(after)
+}
