@@ -29,6 +29,21 @@ fn person_audit(id: PersonId) -> Audit {
     }
 }
 
+/// Records `count` entries in a new tenant (their object ids `0`, `1`, ...) and backdates the
+/// first `aged` of them by `age`.
+async fn aged_audit_entries(store: &Store, pool: &PgPool, count: u32, aged: u32, age: &str) {
+    let acme = common::tenant(store, "acme").await;
+    for i in 0..count {
+        store.record_audit(Some(acme.id), &cli(), Change::new("key.created", "api_key", i)).await.unwrap();
+    }
+    sqlx::query("UPDATE audit_log SET at = now() - $1::interval WHERE object_id::int < $2")
+        .bind(age)
+        .bind(i64::from(aged))
+        .execute(pool)
+        .await
+        .unwrap();
+}
+
 async fn person(store: &Store, email: &str) -> PersonId {
     store.ensure_person(email, "", false, &cli()).await.unwrap().id
 }
@@ -234,14 +249,7 @@ async fn the_audit_log_pages_by_keyset_masks_secrets_and_cannot_be_rewritten(poo
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn retention_deletes_only_audit_entries_past_their_age_oldest_first(pool: PgPool) {
     let store = common::store(&pool);
-    let acme = common::tenant(&store, "acme").await;
-    for i in 0..5 {
-        store.record_audit(Some(acme.id), &cli(), Change::new("key.created", "api_key", i)).await.unwrap();
-    }
-    sqlx::query("UPDATE audit_log SET at = now() - interval '400 days' WHERE object_id IN ('0', '1', '2')")
-        .execute(&pool)
-        .await
-        .unwrap();
+    aged_audit_entries(&store, &pool, 5, 3, "400 days").await;
     assert_eq!(store.prune_audit(365, 2).await.unwrap(), 2, "a batch at a time");
     assert_eq!(store.prune_audit(365, 2).await.unwrap(), 1);
     assert_eq!(store.prune_audit(365, 2).await.unwrap(), 0);
@@ -361,14 +369,7 @@ async fn a_new_password_or_a_removal_ends_the_tokens_a_person_held_or_made(pool:
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn audit_retention_keeps_a_day_whatever_the_caller_asks(pool: PgPool) {
     let store = common::store(&pool);
-    let acme = common::tenant(&store, "acme").await;
-    for i in 0..3 {
-        store.record_audit(Some(acme.id), &cli(), Change::new("key.created", "api_key", i)).await.unwrap();
-    }
-    sqlx::query("UPDATE audit_log SET at = now() - interval '2 days' WHERE object_id = '0'")
-        .execute(&pool)
-        .await
-        .unwrap();
+    aged_audit_entries(&store, &pool, 3, 1, "2 days").await;
     let mut tx = pool.begin().await.unwrap();
     sqlx::raw_sql("SET LOCAL ROLE hermes_system").execute(&mut *tx).await.unwrap();
     let gone: i64 =

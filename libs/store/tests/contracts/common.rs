@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use hermes_core::{AgentId, ChatMessage, SessionId, TenantId, TurnId};
-use hermes_store::{ClaimedTurn, NewAgent, NewTurn, SecretBox, Store, TurnTarget};
+use hermes_store::{ClaimedTurn, NewAgent, NewTurn, Park, SecretBox, Store, TurnTarget};
 use sqlx::PgPool;
 
 /// A lease long enough that it never runs out during a test.
@@ -116,6 +116,28 @@ pub async fn messages_in(pool: &PgPool, session: SessionId) -> i64 {
 /// How many turns a session holds.
 pub async fn turns_in(pool: &PgPool, session: SessionId) -> i64 {
     count(pool, "SELECT count(*) FROM turns WHERE session_id = $1", session.as_uuid()).await
+}
+
+/// What a turn of `agent` parks on: a question of `kind` (its call `call_id`) with `prompt`,
+/// that waits a lease.
+pub fn park<'a>(
+    agent: AgentId,
+    call_id: &'a str,
+    kind: hermes_core::InteractionKind,
+    prompt: &'a serde_json::Value,
+) -> Park<'a> {
+    Park { agent, call_id, kind, prompt, timeout: LEASE }
+}
+
+/// The tables with a `tenant_id` column, by name.
+pub async fn tenant_tables(pool: &PgPool) -> Vec<String> {
+    sqlx::query_scalar(
+        "SELECT table_name::text FROM information_schema.columns
+         WHERE table_schema = 'public' AND column_name = 'tenant_id' ORDER BY 1",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap()
 }
 
 /// A completed turn's outcome.

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use hermes_core::ChatMessage;
-use hermes_store::{Appended, LeaseState, Park, StoreError, TurnStatus};
+use hermes_store::{Appended, LeaseState, StoreError, TurnStatus};
 use serde_json::json;
 use sqlx::PgPool;
 
@@ -13,6 +13,20 @@ use crate::common;
 
 fn fenced<T: std::fmt::Debug>(what: &str, result: Result<T, StoreError>) {
     assert!(matches!(result, Err(StoreError::Fenced)), "{what}: want Fenced, got {result:?}");
+}
+
+/// `owner` completes `turn` under `fence`, answering `answer` and storing `final_message` with it.
+async fn complete(
+    store: &hermes_store::Store,
+    t: &common::Tenant,
+    turn: hermes_core::TurnId,
+    owner: &str,
+    fence: i64,
+    answer: &str,
+    final_message: Option<(i32, &ChatMessage)>,
+) -> Result<(), StoreError> {
+    let outcome = common::answered(answer);
+    store.finish_turn(t.id, t.session, turn, owner, fence, TurnStatus::Completed, &outcome, final_message, &[]).await
 }
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
@@ -32,31 +46,10 @@ async fn a_worker_fenced_out_by_a_newer_claim_writes_nothing(pool: PgPool) {
     let late = ChatMessage::assistant("a late answer");
     fenced("append_message", store.append_message(t.id, t.session, old.fence, turn, 1, &late).await);
     fenced("begin_turn", store.begin_turn(t.id, t.session, old.fence, turn, &ChatMessage::user("hello"), "p").await);
-    let outcome = common::answered("a late answer");
-    fenced(
-        "finish_turn",
-        store
-            .finish_turn(
-                t.id,
-                t.session,
-                turn,
-                "worker-old",
-                old.fence,
-                TurnStatus::Completed,
-                &outcome,
-                Some((1, &late)),
-                &[],
-            )
-            .await,
-    );
+    let finished = complete(&store, &t, turn, "worker-old", old.fence, "a late answer", Some((1, &late))).await;
+    fenced("finish_turn", finished);
     let prompt = json!({"question": "which?"});
-    let park = Park {
-        agent: t.agent,
-        call_id: "call-1",
-        kind: hermes_core::InteractionKind::Clarify,
-        prompt: &prompt,
-        timeout: common::LEASE,
-    };
+    let park = common::park(t.agent, "call-1", hermes_core::InteractionKind::Clarify, &prompt);
     fenced("park_turn", store.park_turn(t.id, t.session, turn, "worker-old", old.fence, &park).await);
     let body = [(None, ChatMessage::user("summary"))];
     fenced("fork_compacted", store.fork_compacted(t.id, t.session, old.fence, turn, "p", &body).await);
@@ -76,20 +69,7 @@ async fn a_worker_fenced_out_by_a_newer_claim_writes_nothing(pool: PgPool) {
         store.append_message(t.id, t.session, new.fence, turn, 1, &answer).await.unwrap(),
         Appended::At(_)
     ));
-    store
-        .finish_turn(
-            t.id,
-            t.session,
-            turn,
-            "worker-new",
-            new.fence,
-            TurnStatus::Completed,
-            &common::answered("the answer"),
-            None,
-            &[],
-        )
-        .await
-        .unwrap();
+    complete(&store, &t, turn, "worker-new", new.fence, "the answer", None).await.unwrap();
     let (status, outcome) = store.turn_state(t.id, turn).await.unwrap();
     assert_eq!((status, outcome.map(|o| o.content)), (TurnStatus::Completed, Some("the answer".to_owned())));
 }
@@ -107,31 +87,9 @@ async fn the_fence_refuses_a_stale_writer_even_under_the_same_owner_name(pool: P
     assert!(second.fence > first.fence);
 
     let late = ChatMessage::assistant("late");
-    let outcome = common::answered("late");
-    fenced(
-        "finish_turn",
-        store
-            .finish_turn(
-                t.id,
-                t.session,
-                turn,
-                "worker",
-                first.fence,
-                TurnStatus::Completed,
-                &outcome,
-                Some((1, &late)),
-                &[],
-            )
-            .await,
-    );
+    fenced("finish_turn", complete(&store, &t, turn, "worker", first.fence, "late", Some((1, &late))).await);
     let prompt = json!({"question": "which?"});
-    let park = Park {
-        agent: t.agent,
-        call_id: "call-1",
-        kind: hermes_core::InteractionKind::Clarify,
-        prompt: &prompt,
-        timeout: common::LEASE,
-    };
+    let park = common::park(t.agent, "call-1", hermes_core::InteractionKind::Clarify, &prompt);
     fenced("park_turn", store.park_turn(t.id, t.session, turn, "worker", first.fence, &park).await);
     fenced("append_message", store.append_message(t.id, t.session, first.fence, turn, 1, &late).await);
     assert_eq!(store.turn_state(t.id, turn).await.unwrap().0, TurnStatus::Running);

@@ -80,30 +80,14 @@ async fn a_chat_update_sent_twice_is_taken_in_once(pool: PgPool) {
     let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     let payload = json!({"update_id": 7, "text": "hi"});
-    let first = store
-        .accept_inbound(
-            t.id,
-            "telegram:bot-1",
-            "update-7",
-            &payload,
-            Some(common::turn_in(t.agent, t.session, "hi")),
-            None,
-        )
-        .await
-        .unwrap();
+    let take_in = async || {
+        let turn = common::turn_in(t.agent, t.session, "hi");
+        store.accept_inbound(t.id, "telegram:bot-1", "update-7", &payload, Some(turn), None).await.unwrap()
+    };
+    let first = take_in().await;
     assert!(matches!(first, Accepted::Turn { session, .. } if session == t.session), "{first:?}");
     assert!(store.inbound_seen(t.id, "telegram:bot-1", "update-7").await.unwrap());
-    let again = store
-        .accept_inbound(
-            t.id,
-            "telegram:bot-1",
-            "update-7",
-            &payload,
-            Some(common::turn_in(t.agent, t.session, "hi")),
-            None,
-        )
-        .await
-        .unwrap();
+    let again = take_in().await;
     assert_eq!(again, Accepted::Duplicate);
     assert_eq!(common::turns_in(&pool, t.session).await, 1, "one turn for the update");
     // The dedupe key is the tenant's: another tenant's update with the same key is new.

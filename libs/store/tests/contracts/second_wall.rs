@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use hermes_core::TenantId;
 use sqlx::{Connection, PgConnection, PgPool};
 
+use crate::common;
 use crate::tenant_world::{self, World};
 
 /// Tables that hold no tenant's rows, and so have no row policy (the tenant role may not touch
@@ -46,13 +47,7 @@ async fn policies(pool: &PgPool) -> BTreeMap<String, BTreeSet<String>> {
 
 /// What the owner (no policies) counts as `tenant`'s, table by table, with `WHERE`s.
 async fn owned_rows(pool: &PgPool, tenant: TenantId) -> BTreeMap<String, i64> {
-    let tables: Vec<String> = sqlx::query_scalar(
-        "SELECT table_name::text FROM information_schema.columns
-         WHERE table_schema = 'public' AND column_name = 'tenant_id' ORDER BY 1",
-    )
-    .fetch_all(pool)
-    .await
-    .unwrap();
+    let tables = common::tenant_tables(pool).await;
     let mut out = BTreeMap::new();
     let mut count = async |name: &str, sql: String| {
         let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(tenant.as_uuid()).fetch_one(pool).await.unwrap();

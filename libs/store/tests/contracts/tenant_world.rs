@@ -8,7 +8,7 @@ use chrono::Utc;
 use hermes_core::{AgentId, ApiKeyId, ChatMessage, SessionId, TenantId, TurnId, Usage};
 use hermes_store::turn_files::TurnFile;
 use hermes_store::{
-    Budget, MemoryTarget, ModelCall, NewCredential, NewResponse, NewSkill, Park, Route, SecretBox, SkillUse, Store,
+    Budget, MemoryTarget, ModelCall, NewCredential, NewResponse, NewSkill, Route, SecretBox, SkillUse, Store,
     TurnStatus, TurnTarget,
 };
 use serde_json::json;
@@ -166,13 +166,7 @@ async fn finished_and_waiting(store: &Store, a: &Tenant, channel: uuid::Uuid) ->
     let done = store.enqueue_turn(a.id, new).await.unwrap().1;
     let first = common::claim(store, a.id, a.session, "worker-1", 1).await;
     let prompt = json!({"command": "rm -rf build", "pattern_keys": ["rm"]});
-    let park = Park {
-        agent: a.agent,
-        call_id: "call-1",
-        kind: hermes_core::InteractionKind::Approval,
-        prompt: &prompt,
-        timeout: common::LEASE,
-    };
+    let park = common::park(a.agent, "call-1", hermes_core::InteractionKind::Approval, &prompt);
     let asked = store.park_turn(a.id, a.session, done, "worker-1", first.fence, &park).await.unwrap();
     store
         .answer_interaction(
@@ -207,13 +201,7 @@ async fn finished_and_waiting(store: &Store, a: &Tenant, channel: uuid::Uuid) ->
     let waiting = common::queue(store, a, a.session, "and then?").await;
     let third = common::claim(store, a.id, a.session, "worker-3", 1).await;
     let question = json!({"question": "which one?"});
-    let park = Park {
-        agent: a.agent,
-        call_id: "call-2",
-        kind: hermes_core::InteractionKind::Clarify,
-        prompt: &question,
-        timeout: common::LEASE,
-    };
+    let park = common::park(a.agent, "call-2", hermes_core::InteractionKind::Clarify, &question);
     let pending = store.park_turn(a.id, a.session, waiting, "worker-3", third.fence, &park).await.unwrap();
     (done, waiting, pending.id)
 }
@@ -306,13 +294,7 @@ pub const SSO_DOMAIN: &str = "alpha.test";
 /// Every row `tenant` owns, table by table (tables with a `tenant_id`, the tenant's own row,
 /// and the rows hanging off its skills and webhooks), as JSON text.
 pub async fn rows_of(pool: &sqlx::PgPool, tenant: TenantId) -> BTreeMap<String, String> {
-    let tables: Vec<String> = sqlx::query_scalar(
-        "SELECT table_name::text FROM information_schema.columns
-         WHERE table_schema = 'public' AND column_name = 'tenant_id' ORDER BY 1",
-    )
-    .fetch_all(pool)
-    .await
-    .unwrap();
+    let tables = common::tenant_tables(pool).await;
     let mut rows = BTreeMap::new();
     let mut read = async |name: &str, sql: String| {
         let text: Option<String> =
