@@ -6,7 +6,7 @@ use sqlx::PgConnection;
 
 use hermes_core::{AgentId, TenantId};
 
-use crate::admin::AuditedTx;
+use crate::admin::audited::tenant_writes;
 use crate::{Result, SecretBox, Store, StoreError};
 
 /// An agent as stored; the provider secret stays sealed until [`Agent::provider_key`].
@@ -158,11 +158,6 @@ macro_rules! agent_columns {
 }
 
 impl Store {
-    /// Creates an agent in `tenant`; the provider key is sealed with `secrets`.
-    pub async fn create_agent(&self, tenant: TenantId, new: NewAgent, secrets: Option<&SecretBox>) -> Result<Agent> {
-        create_agent_on(&mut *self.as_tenant(tenant).await?, tenant, new, secrets).await
-    }
-
     /// The tenant's agent called `name` (what clients send as `model`).
     pub async fn agent_by_name(&self, tenant: TenantId, name: &str) -> Result<Agent> {
         let sql = concat!("SELECT ", agent_columns!(), " FROM agents WHERE tenant_id = $1 AND name = $2");
@@ -202,27 +197,6 @@ pub struct AgentChanges {
     pub fallbacks: Option<Vec<FallbackModel>>,
 }
 
-impl Store {
-    /// Applies `changes` to the agent; the agent as it now is.
-    pub async fn update_agent(&self, tenant: TenantId, id: AgentId, changes: &AgentChanges) -> Result<Agent> {
-        update_agent_on(&mut *self.as_tenant(tenant).await?, tenant, id, changes).await
-    }
-}
-
-impl Store {
-    /// Sets how the agent's model is shown images (`None`: unchanged) and its vision model
-    /// (`None`: unchanged; `Some(None)`: none).
-    pub async fn set_vision(
-        &self,
-        tenant: TenantId,
-        agent: AgentId,
-        mode: Option<hermes_core::ImageInputMode>,
-        model: Option<Option<&FallbackModel>>,
-    ) -> Result<()> {
-        set_vision_on(&mut *self.as_tenant(tenant).await?, tenant, agent, mode, model).await
-    }
-}
-
 /// [`Store::agent`] on a connection already set to `tenant`.
 pub(crate) async fn agent_on(conn: &mut PgConnection, tenant: TenantId, id: AgentId) -> Result<Agent> {
     let sql = concat!("SELECT ", agent_columns!(), " FROM agents WHERE tenant_id = $1 AND id = $2");
@@ -235,29 +209,21 @@ pub(crate) async fn agent_on(conn: &mut PgConnection, tenant: TenantId, id: Agen
         .into_agent(tenant)
 }
 
-impl AuditedTx {
-    /// [`Store::create_agent`] in an audited change.
-    pub async fn create_agent(&mut self, new: NewAgent, secrets: Option<&SecretBox>) -> Result<Agent> {
-        let tenant = self.tenant();
-        create_agent_on(self.conn(), tenant, new, secrets).await
-    }
+tenant_writes! {
+    /// Creates an agent in `tenant`; the provider key is sealed with `secrets`.
+    pub async fn create_agent(new: NewAgent, secrets: Option<&SecretBox>) -> Result<Agent> = create_agent_on;
 
-    /// [`Store::update_agent`] in an audited change.
-    pub async fn update_agent(&mut self, id: AgentId, changes: &AgentChanges) -> Result<Agent> {
-        let tenant = self.tenant();
-        update_agent_on(self.conn(), tenant, id, changes).await
-    }
+    /// Applies `changes` to the agent; the agent as it now is.
+    pub async fn update_agent(id: AgentId, changes: &AgentChanges) -> Result<Agent> = update_agent_on;
 
-    /// [`Store::set_vision`] in an audited change.
+    /// Sets how the agent's model is shown images (`None`: unchanged) and its vision model
+    /// (`None`: unchanged; `Some(None)`: none).
     pub async fn set_vision(
-        &mut self,
         agent: AgentId,
         mode: Option<hermes_core::ImageInputMode>,
         model: Option<Option<&FallbackModel>>,
-    ) -> Result<()> {
-        let tenant = self.tenant();
-        set_vision_on(self.conn(), tenant, agent, mode, model).await
-    }
+    ) -> Result<()>
+        = set_vision_on;
 }
 
 /// [`Store::create_agent`] on a connection already set to `tenant`.

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use hermes_core::{AgentId, ApiKeyId, TenantId};
 
-use crate::admin::AuditedTx;
+use crate::admin::audited::tenant_writes;
 use crate::{Result, Store, StoreError};
 
 /// A stored key (never the secret part), as the admin API shows it.
@@ -79,11 +79,6 @@ impl From<KeyAuthRow> for KeyAuth {
 }
 
 impl Store {
-    /// Sets a tenant's limits (`None`: the installation's default; 0: unlimited).
-    pub async fn set_tenant_limits(&self, tenant: TenantId, per_minute: Option<u32>, turns: Option<u32>) -> Result<()> {
-        set_tenant_limits_on(&mut *self.as_tenant(tenant).await?, tenant, per_minute, turns).await
-    }
-
     /// Sets an API key's limits.
     pub async fn set_key_limits(
         &self,
@@ -119,18 +114,6 @@ fn generate_key() -> Result<(String, String)> {
 }
 
 impl Store {
-    /// Creates a key for `tenant` (optionally bound to one agent) and returns it with the
-    /// clear-text key, which is not stored and cannot be shown again.
-    pub async fn create_api_key(
-        &self,
-        tenant: TenantId,
-        agent: Option<AgentId>,
-        name: &str,
-        expires_at: Option<DateTime<Utc>>,
-    ) -> Result<(ApiKey, String)> {
-        create_api_key_on(&mut *self.as_tenant(tenant).await?, tenant, agent, name, expires_at).await
-    }
-
     /// Resolves a presented key; `None` for unknown, revoked or expired keys.
     pub async fn authenticate_api_key(&self, presented: &str) -> Result<Option<KeyAuth>> {
         if !presented.starts_with("hk_") || presented.len() > 128 {
@@ -158,36 +141,23 @@ impl Store {
         .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?)
     }
-
-    /// Revokes a key of `tenant`; later requests with it get 401.
-    pub async fn revoke_api_key(&self, tenant: TenantId, key: ApiKeyId) -> Result<()> {
-        revoke_api_key_on(&mut *self.as_tenant(tenant).await?, tenant, key).await
-    }
 }
 
-impl AuditedTx {
-    /// [`Store::create_api_key`] in an audited change.
+tenant_writes! {
+    /// Creates a key for `tenant` (optionally bound to one agent) and returns it with the
+    /// clear-text key, which is not stored and cannot be shown again.
     pub async fn create_api_key(
-        &mut self,
         agent: Option<AgentId>,
         name: &str,
         expires_at: Option<DateTime<Utc>>,
-    ) -> Result<(ApiKey, String)> {
-        let tenant = self.tenant();
-        create_api_key_on(self.conn(), tenant, agent, name, expires_at).await
-    }
+    ) -> Result<(ApiKey, String)>
+        = create_api_key_on;
 
-    /// [`Store::revoke_api_key`] in an audited change.
-    pub async fn revoke_api_key(&mut self, key: ApiKeyId) -> Result<()> {
-        let tenant = self.tenant();
-        revoke_api_key_on(self.conn(), tenant, key).await
-    }
+    /// Revokes a key of `tenant`; later requests with it get 401.
+    pub async fn revoke_api_key(key: ApiKeyId) -> Result<()> = revoke_api_key_on;
 
-    /// [`Store::set_tenant_limits`] in an audited change.
-    pub async fn set_tenant_limits(&mut self, per_minute: Option<u32>, turns: Option<u32>) -> Result<()> {
-        let tenant = self.tenant();
-        set_tenant_limits_on(self.conn(), tenant, per_minute, turns).await
-    }
+    /// Sets a tenant's limits (`None`: the installation's default; 0: unlimited).
+    pub async fn set_tenant_limits(per_minute: Option<u32>, turns: Option<u32>) -> Result<()> = set_tenant_limits_on;
 }
 
 /// [`Store::set_tenant_limits`] on a connection already set to `tenant`.

@@ -9,7 +9,7 @@ use sqlx::PgConnection;
 
 use hermes_core::{AgentId, BudgetPeriod, TenantId};
 
-use crate::admin::AuditedTx;
+use crate::admin::audited::tenant_writes;
 use crate::{Result, Store, StoreError};
 
 /// A cap as set.
@@ -79,14 +79,6 @@ pub(crate) fn period_starts(zone: chrono_tz::Tz, now: DateTime<Utc>) -> (DateTim
 }
 
 impl Store {
-    /// Sets a cap (replacing the one of the same scope and period).
-    pub async fn set_budget(&self, tenant: TenantId, budget: &Budget) -> Result<()> {
-        let mut tx = self.tenant_tx(tenant).await?;
-        set_budget_on(&mut tx, tenant, budget).await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
     /// The caps that apply to `agent` (its own and its tenant's) with what was spent in their
     /// current periods at `now`. Asked before every model call: a tenant without caps costs one
     /// indexed read.
@@ -103,11 +95,6 @@ impl Store {
     /// period at `now`: the admin plane's view.
     pub async fn tenant_budgets(&self, tenant: TenantId, now: DateTime<Utc>) -> Result<Vec<BudgetState>> {
         self.caps_with_spend(tenant, None, now).await
-    }
-
-    /// Removes the cap of one scope and period; false when there was none.
-    pub async fn delete_budget(&self, tenant: TenantId, agent: Option<AgentId>, period: BudgetPeriod) -> Result<bool> {
-        delete_budget_on(&mut *self.as_tenant(tenant).await?, tenant, agent, period).await
     }
 
     /// Caps of the tenant (those that apply to `agent` only, when given), tenant-wide first.
@@ -154,18 +141,12 @@ impl Store {
     }
 }
 
-impl AuditedTx {
-    /// [`Store::set_budget`] in an audited change.
-    pub async fn set_budget(&mut self, budget: &Budget) -> Result<()> {
-        let tenant = self.tenant();
-        set_budget_on(self.conn(), tenant, budget).await
-    }
+tenant_writes! {
+    /// Sets a cap (replacing the one of the same scope and period).
+    pub async fn set_budget(budget: &Budget) -> Result<()> = set_budget_on in transaction;
 
-    /// [`Store::delete_budget`] in an audited change.
-    pub async fn delete_budget(&mut self, agent: Option<AgentId>, period: BudgetPeriod) -> Result<bool> {
-        let tenant = self.tenant();
-        delete_budget_on(self.conn(), tenant, agent, period).await
-    }
+    /// Removes the cap of one scope and period; false when there was none.
+    pub async fn delete_budget(agent: Option<AgentId>, period: BudgetPeriod) -> Result<bool> = delete_budget_on;
 }
 
 /// [`Store::set_budget`] on a connection already set to `tenant`.

@@ -9,7 +9,7 @@ use hermes_core::{
     AgentId, BusyMode, ChannelMode, ChannelStatus, DmPolicy, GroupPolicy, GroupSessions, Platform, TenantId,
 };
 
-use crate::admin::AuditedTx;
+use crate::admin::audited::tenant_writes;
 use crate::{Result, SecretBox, Store, StoreError};
 
 /// A channel to create.
@@ -146,42 +146,12 @@ fn webhook_secret() -> String {
 }
 
 impl Store {
-    /// Binds a bot to an agent. `Conflict` when the bot is bound already (by anyone).
-    pub async fn create_channel(
-        &self,
-        tenant: TenantId,
-        new: NewChannel,
-        secrets: Option<&SecretBox>,
-    ) -> Result<Channel> {
-        create_channel_on(&mut *self.as_tenant(tenant).await?, tenant, new, secrets).await
-    }
-
     pub async fn list_channels(&self, tenant: TenantId) -> Result<Vec<Channel>> {
         self.rows_of(tenant, "SELECT * FROM channels WHERE tenant_id = $1 ORDER BY created_at").await
     }
 
     pub async fn channel(&self, tenant: TenantId, id: uuid::Uuid) -> Result<Channel> {
         self.row_of(tenant, "SELECT * FROM channels WHERE tenant_id = $1 AND id = $2", id).await
-    }
-
-    /// Unbinds a bot; `false` when there was no such channel.
-    pub async fn delete_channel(&self, tenant: TenantId, id: uuid::Uuid) -> Result<bool> {
-        delete_channel_on(&mut *self.as_tenant(tenant).await?, tenant, id).await
-    }
-
-    /// Changes who may talk to the bot; `None` leaves a setting as it is.
-    pub async fn update_channel_access(
-        &self,
-        tenant: TenantId,
-        id: uuid::Uuid,
-        access: &ChannelAccess,
-    ) -> Result<Channel> {
-        update_channel_access_on(&mut *self.as_tenant(tenant).await?, tenant, id, access).await
-    }
-
-    /// Records what the platform says the bot is called.
-    pub async fn set_bot_username(&self, tenant: TenantId, id: uuid::Uuid, name: &str) -> Result<()> {
-        set_bot_username_on(&mut *self.as_tenant(tenant).await?, tenant, id, name).await
     }
 
     /// Marks why a channel stopped delivering (`blocked`), or `active` again.
@@ -216,30 +186,19 @@ impl Store {
     }
 }
 
-impl AuditedTx {
-    /// [`Store::create_channel`] in an audited change.
-    pub async fn create_channel(&mut self, new: NewChannel, secrets: Option<&SecretBox>) -> Result<Channel> {
-        let tenant = self.tenant();
-        create_channel_on(self.conn(), tenant, new, secrets).await
-    }
+tenant_writes! {
+    /// Binds a bot to an agent. `Conflict` when the bot is bound already (by anyone).
+    pub async fn create_channel(new: NewChannel, secrets: Option<&SecretBox>) -> Result<Channel> = create_channel_on;
 
-    /// [`Store::delete_channel`] in an audited change.
-    pub async fn delete_channel(&mut self, id: uuid::Uuid) -> Result<bool> {
-        let tenant = self.tenant();
-        delete_channel_on(self.conn(), tenant, id).await
-    }
+    /// Unbinds a bot; `false` when there was no such channel.
+    pub async fn delete_channel(id: uuid::Uuid) -> Result<bool> = delete_channel_on;
 
-    /// [`Store::update_channel_access`] in an audited change.
-    pub async fn update_channel_access(&mut self, id: uuid::Uuid, access: &ChannelAccess) -> Result<Channel> {
-        let tenant = self.tenant();
-        update_channel_access_on(self.conn(), tenant, id, access).await
-    }
+    /// Changes who may talk to the bot; `None` leaves a setting as it is.
+    pub async fn update_channel_access(id: uuid::Uuid, access: &ChannelAccess) -> Result<Channel>
+        = update_channel_access_on;
 
-    /// [`Store::set_bot_username`] in an audited change.
-    pub async fn set_bot_username(&mut self, id: uuid::Uuid, name: &str) -> Result<()> {
-        let tenant = self.tenant();
-        set_bot_username_on(self.conn(), tenant, id, name).await
-    }
+    /// Records what the platform says the bot is called.
+    pub async fn set_bot_username(id: uuid::Uuid, name: &str) -> Result<()> = set_bot_username_on;
 }
 
 /// [`Store::create_channel`] on a connection already set to `tenant`.

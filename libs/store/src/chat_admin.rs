@@ -5,7 +5,7 @@ use sqlx::PgConnection;
 
 use hermes_core::{AgentId, SessionId, TenantId};
 
-use crate::admin::AuditedTx;
+use crate::admin::audited::tenant_writes;
 use crate::{Result, Store, StoreError};
 
 impl Store {
@@ -42,19 +42,11 @@ impl Store {
         tx.commit().await?;
         Ok(done.rows_affected())
     }
-
-    /// Switches the agent to `model` (its provider stays); the old model's name.
-    pub async fn set_agent_model(&self, tenant: TenantId, agent: AgentId, model: &str) -> Result<String> {
-        set_agent_model_on(&mut *self.as_tenant(tenant).await?, tenant, agent, model).await
-    }
 }
 
-impl AuditedTx {
-    /// [`Store::set_agent_model`] in an audited change.
-    pub async fn set_agent_model(&mut self, agent: AgentId, model: &str) -> Result<String> {
-        let tenant = self.tenant();
-        set_agent_model_on(self.conn(), tenant, agent, model).await
-    }
+tenant_writes! {
+    /// Switches the agent to `model` (its provider stays); the old model's name.
+    pub async fn set_agent_model(agent: AgentId, model: &str) -> Result<String> = set_agent_model_on;
 }
 
 /// [`Store::set_agent_model`] on a connection already set to `tenant`.

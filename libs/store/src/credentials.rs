@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use hermes_core::TenantId;
 
-use crate::admin::AuditedTx;
+use crate::admin::audited::tenant_writes;
 use crate::{Result, SecretBox, Store, StoreError};
 
 /// A pooled key as stored (sealed).
@@ -63,16 +63,6 @@ pub type CredentialPools = std::collections::HashMap<String, (Vec<PooledCredenti
 pub const STRATEGIES: [&str; 4] = ["fill_first", "round_robin", "random", "least_used"];
 
 impl Store {
-    /// Adds a key to the tenant's pool for its provider.
-    pub async fn add_credential(
-        &self,
-        tenant: TenantId,
-        new: NewCredential,
-        secrets: &SecretBox,
-    ) -> Result<PooledCredential> {
-        add_credential_on(&mut *self.as_tenant(tenant).await?, tenant, new, secrets).await
-    }
-
     /// Every pool of the tenant, by provider: its keys in priority order and its strategy.
     /// Read once at the start of a turn, alongside the turn's other reads.
     /// Checks an MCP server's `${NAME}` references as it is saved: each of `names` must name one
@@ -104,16 +94,6 @@ impl Store {
     pub async fn credential_pools(&self, tenant: TenantId) -> Result<CredentialPools> {
         credential_pools_on(&mut *self.as_tenant(tenant).await?, tenant).await
     }
-
-    /// Takes a key out of the tenant's pools for good.
-    pub async fn delete_credential(&self, tenant: TenantId, id: Uuid) -> Result<PooledCredential> {
-        delete_credential_on(&mut *self.as_tenant(tenant).await?, tenant, id).await
-    }
-
-    /// Sets how the pool of `provider` picks a key.
-    pub async fn set_pool_strategy(&self, tenant: TenantId, provider: &str, strategy: &str) -> Result<()> {
-        set_pool_strategy_on(&mut *self.as_tenant(tenant).await?, tenant, provider, strategy).await
-    }
 }
 
 /// [`Store::credential_pools`] on a connection already set to `tenant`.
@@ -138,24 +118,16 @@ pub(crate) async fn credential_pools_on(conn: &mut PgConnection, tenant: TenantI
     Ok(pools)
 }
 
-impl AuditedTx {
-    /// [`Store::add_credential`] in an audited change.
-    pub async fn add_credential(&mut self, new: NewCredential, secrets: &SecretBox) -> Result<PooledCredential> {
-        let tenant = self.tenant();
-        add_credential_on(self.conn(), tenant, new, secrets).await
-    }
+tenant_writes! {
+    /// Adds a key to the tenant's pool for its provider.
+    pub async fn add_credential(new: NewCredential, secrets: &SecretBox) -> Result<PooledCredential>
+        = add_credential_on;
 
-    /// [`Store::delete_credential`] in an audited change.
-    pub async fn delete_credential(&mut self, id: Uuid) -> Result<PooledCredential> {
-        let tenant = self.tenant();
-        delete_credential_on(self.conn(), tenant, id).await
-    }
+    /// Takes a key out of the tenant's pools for good.
+    pub async fn delete_credential(id: Uuid) -> Result<PooledCredential> = delete_credential_on;
 
-    /// [`Store::set_pool_strategy`] in an audited change.
-    pub async fn set_pool_strategy(&mut self, provider: &str, strategy: &str) -> Result<()> {
-        let tenant = self.tenant();
-        set_pool_strategy_on(self.conn(), tenant, provider, strategy).await
-    }
+    /// Sets how the pool of `provider` picks a key.
+    pub async fn set_pool_strategy(provider: &str, strategy: &str) -> Result<()> = set_pool_strategy_on;
 }
 
 /// [`Store::add_credential`] on a connection already set to `tenant`.

@@ -9,7 +9,7 @@ pub use hermes_core::cron::JobTiming;
 use hermes_core::outbox::Destination;
 use hermes_core::{AgentId, CronRunStatus, JobId, JobState, RunOutcome, TenantId, TurnId};
 
-use crate::admin::AuditedTx;
+use crate::admin::audited::tenant_writes;
 
 use crate::{Result, Store, StoreError};
 pub use hermes_wire::v1::CronRun;
@@ -122,11 +122,6 @@ pub struct SettledRun {
 }
 
 impl Store {
-    /// Creates a job; `Conflict` when the agent has a job of that name.
-    pub async fn create_job(&self, tenant: TenantId, new: &NewJob) -> Result<Job> {
-        create_job_on(&mut *self.as_tenant(tenant).await?, tenant, new).await
-    }
-
     /// The tenant's jobs (of one agent, if given), by name.
     pub async fn list_jobs(&self, tenant: TenantId, agent: Option<AgentId>) -> Result<Vec<Job>> {
         let rows = sqlx::query(
@@ -201,22 +196,6 @@ impl Store {
         crate::rows::read::<Job>(&row)
     }
 
-    /// Deletes a job and its runs; `false` when there was none.
-    pub async fn delete_job(&self, tenant: TenantId, id: JobId) -> Result<bool> {
-        delete_job_on(&mut *self.as_tenant(tenant).await?, tenant, id).await
-    }
-
-    /// Pauses a job (with a reason) or schedules it again from `next_run_at`.
-    pub async fn set_job_state(
-        &self,
-        tenant: TenantId,
-        id: JobId,
-        paused_reason: Option<&str>,
-        next_run_at: Option<DateTime<Utc>>,
-    ) -> Result<Job> {
-        set_job_state_on(&mut *self.as_tenant(tenant).await?, tenant, id, paused_reason, next_run_at).await
-    }
-
     /// What the job whose run `turn` is sets for its runs, if `turn` is a cron run.
     pub async fn cron_run_settings(&self, tenant: TenantId, turn: TurnId) -> Result<Option<RunSettings>> {
         let row = sqlx::query(
@@ -259,29 +238,20 @@ impl Store {
     }
 }
 
-impl AuditedTx {
-    /// [`Store::create_job`] in an audited change.
-    pub async fn create_job(&mut self, new: &NewJob) -> Result<Job> {
-        let tenant = self.tenant();
-        create_job_on(self.conn(), tenant, new).await
-    }
+tenant_writes! {
+    /// Creates a job; `Conflict` when the agent has a job of that name.
+    pub async fn create_job(new: &NewJob) -> Result<Job> = create_job_on;
 
-    /// [`Store::delete_job`] in an audited change.
-    pub async fn delete_job(&mut self, id: JobId) -> Result<bool> {
-        let tenant = self.tenant();
-        delete_job_on(self.conn(), tenant, id).await
-    }
+    /// Deletes a job and its runs; `false` when there was none.
+    pub async fn delete_job(id: JobId) -> Result<bool> = delete_job_on;
 
-    /// [`Store::set_job_state`] in an audited change.
+    /// Pauses a job (with a reason) or schedules it again from `next_run_at`.
     pub async fn set_job_state(
-        &mut self,
         id: JobId,
         paused_reason: Option<&str>,
         next_run_at: Option<DateTime<Utc>>,
-    ) -> Result<Job> {
-        let tenant = self.tenant();
-        set_job_state_on(self.conn(), tenant, id, paused_reason, next_run_at).await
-    }
+    ) -> Result<Job>
+        = set_job_state_on;
 }
 
 /// [`Store::create_job`] on a connection already set to `tenant`.

@@ -12,7 +12,7 @@ use sqlx::PgConnection;
 
 use hermes_core::{EventHookId, TenantId};
 
-use crate::admin::AuditedTx;
+use crate::admin::audited::tenant_writes;
 
 use crate::{Result, SecretBox, Store, StoreError};
 pub use hermes_wire::v1::{DeliveryStatus, EventDelivery};
@@ -161,18 +161,6 @@ impl Store {
         Ok(done.rows_affected() > 0)
     }
 
-    /// Queues a `ping` for one endpoint (to check the receiver).
-    pub async fn ping_event_hook(&self, tenant: TenantId, id: EventHookId) -> Result<uuid::Uuid> {
-        ping_event_hook_on(&mut *self.as_tenant(tenant).await?, tenant, id).await
-    }
-
-    /// Sends a delivered or failed event once more, from the first attempt: under the same id,
-    /// so a receiver that drops repeats by `webhook-id` sees it is the same event. `Busy` while
-    /// it is still on its way.
-    pub async fn resend_event(&self, tenant: TenantId, hook: EventHookId, delivery: uuid::Uuid) -> Result<()> {
-        resend_event_on(&mut *self.as_tenant(tenant).await?, tenant, hook, delivery).await
-    }
-
     /// An endpoint's latest deliveries, newest first.
     pub async fn event_deliveries(
         &self,
@@ -196,18 +184,14 @@ impl Store {
     }
 }
 
-impl AuditedTx {
-    /// [`Store::ping_event_hook`] in an audited change.
-    pub async fn ping_event_hook(&mut self, id: EventHookId) -> Result<uuid::Uuid> {
-        let tenant = self.tenant();
-        ping_event_hook_on(self.conn(), tenant, id).await
-    }
+tenant_writes! {
+    /// Queues a `ping` for one endpoint (to check the receiver).
+    pub async fn ping_event_hook(id: EventHookId) -> Result<uuid::Uuid> = ping_event_hook_on;
 
-    /// [`Store::resend_event`] in an audited change.
-    pub async fn resend_event(&mut self, hook: EventHookId, delivery: uuid::Uuid) -> Result<()> {
-        let tenant = self.tenant();
-        resend_event_on(self.conn(), tenant, hook, delivery).await
-    }
+    /// Sends a delivered or failed event once more, from the first attempt: under the same id,
+    /// so a receiver that drops repeats by `webhook-id` sees it is the same event. `Busy` while
+    /// it is still on its way.
+    pub async fn resend_event(hook: EventHookId, delivery: uuid::Uuid) -> Result<()> = resend_event_on;
 }
 
 /// [`Store::ping_event_hook`] on a connection already set to `tenant`.

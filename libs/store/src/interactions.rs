@@ -15,7 +15,7 @@ use hermes_core::{
     SessionId, TenantId, TurnId,
 };
 
-use crate::admin::AuditedTx;
+use crate::admin::audited::tenant_writes;
 use crate::rows::vocab;
 use crate::turns::outbox_rows::queue_question;
 use crate::{Result, Store, StoreError};
@@ -195,23 +195,6 @@ impl Store {
             .transpose()
     }
 
-    /// Answers the tenant's pending interaction `id` and queues its turn again (its events to
-    /// `hub`, the pod that will wait for them). An approval answered `session` or `always`
-    /// remembers its command patterns for the session or the agent. `Conflict` when it was
-    /// answered, expired or its turn stopped meanwhile.
-    pub async fn answer_interaction(
-        &self,
-        tenant: TenantId,
-        id: uuid::Uuid,
-        answer: &InteractionAnswer,
-        hub: Option<&str>,
-    ) -> Result<Answered> {
-        let mut tx = self.tenant_tx(tenant).await?;
-        let answered = answer_interaction_on(&mut tx, tenant, id, answer, hub).await?;
-        tx.commit().await?;
-        Ok(answered)
-    }
-
     /// The latest answer (or expiry) of the turn's interactions: the call it belongs to runs
     /// again with it when the turn resumes.
     /// An answer that cannot be known counts as expired (an approval is then denied).
@@ -238,16 +221,6 @@ impl Store {
         keys: &[String],
     ) -> Result<()> {
         insert_grants(&mut *self.as_tenant(tenant).await?, tenant, agent.as_uuid(), Some(session.as_uuid()), keys).await
-    }
-
-    /// Lets the agent's sandbox reach the public internet, or not.
-    pub async fn set_egress(&self, tenant: TenantId, agent: AgentId, enabled: bool) -> Result<()> {
-        set_egress_on(&mut *self.as_tenant(tenant).await?, tenant, agent, enabled).await
-    }
-
-    /// Sets how the agent's dangerous commands are approved.
-    pub async fn set_approval_mode(&self, tenant: TenantId, agent: AgentId, mode: ApprovalMode) -> Result<()> {
-        set_approval_mode_on(&mut *self.as_tenant(tenant).await?, tenant, agent, mode).await
     }
 }
 
@@ -295,29 +268,19 @@ pub(crate) async fn approval_grants_on(
     Ok(keys.into_iter().collect())
 }
 
-impl AuditedTx {
-    /// [`Store::answer_interaction`] in an audited change.
-    pub async fn answer_interaction(
-        &mut self,
-        id: uuid::Uuid,
-        answer: &InteractionAnswer,
-        hub: Option<&str>,
-    ) -> Result<Answered> {
-        let tenant = self.tenant();
-        answer_interaction_on(self.conn(), tenant, id, answer, hub).await
-    }
+tenant_writes! {
+    /// Answers the tenant's pending interaction `id` and queues its turn again (its events to
+    /// `hub`, the pod that will wait for them). An approval answered `session` or `always`
+    /// remembers its command patterns for the session or the agent. `Conflict` when it was
+    /// answered, expired or its turn stopped meanwhile.
+    pub async fn answer_interaction(id: uuid::Uuid, answer: &InteractionAnswer, hub: Option<&str>) -> Result<Answered>
+        = answer_interaction_on in transaction;
 
-    /// [`Store::set_egress`] in an audited change.
-    pub async fn set_egress(&mut self, agent: AgentId, enabled: bool) -> Result<()> {
-        let tenant = self.tenant();
-        set_egress_on(self.conn(), tenant, agent, enabled).await
-    }
+    /// Lets the agent's sandbox reach the public internet, or not.
+    pub async fn set_egress(agent: AgentId, enabled: bool) -> Result<()> = set_egress_on;
 
-    /// [`Store::set_approval_mode`] in an audited change.
-    pub async fn set_approval_mode(&mut self, agent: AgentId, mode: ApprovalMode) -> Result<()> {
-        let tenant = self.tenant();
-        set_approval_mode_on(self.conn(), tenant, agent, mode).await
-    }
+    /// Sets how the agent's dangerous commands are approved.
+    pub async fn set_approval_mode(agent: AgentId, mode: ApprovalMode) -> Result<()> = set_approval_mode_on;
 }
 
 /// [`Store::answer_interaction`] on a connection already set to `tenant`.

@@ -8,7 +8,7 @@ use sqlx::PgConnection;
 
 use hermes_core::{AgentId, TenantId};
 
-use crate::admin::AuditedTx;
+use crate::admin::audited::tenant_writes;
 use crate::{Result, SecretBox, Store, StoreError};
 
 /// A stored server.
@@ -39,29 +39,6 @@ impl StoredMcpServer {
 }
 
 impl Store {
-    /// Adds or replaces the agent's server `name`; `secrets` (`{"env", "headers"}`) are sealed
-    /// (none: `secrets` may be `null`). Whether it replaced one.
-    pub async fn set_mcp_server(
-        &self,
-        tenant: TenantId,
-        agent: AgentId,
-        name: &str,
-        (spec, enabled): (&Value, bool),
-        secrets: &Value,
-        secret_box: Option<&SecretBox>,
-    ) -> Result<bool> {
-        set_mcp_server_on(
-            &mut *self.as_tenant(tenant).await?,
-            tenant,
-            agent,
-            name,
-            (spec, enabled),
-            secrets,
-            secret_box,
-        )
-        .await
-    }
-
     /// The agent's servers, by name.
     pub async fn mcp_servers(&self, tenant: TenantId, agent: AgentId) -> Result<Vec<StoredMcpServer>> {
         Ok(sqlx::query_as::<_, StoredMcpServer>(
@@ -73,32 +50,23 @@ impl Store {
         .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?)
     }
-
-    /// Removes the agent's server `name`.
-    pub async fn delete_mcp_server(&self, tenant: TenantId, agent: AgentId, name: &str) -> Result<StoredMcpServer> {
-        delete_mcp_server_on(&mut *self.as_tenant(tenant).await?, tenant, agent, name).await
-    }
 }
 
-impl AuditedTx {
-    /// [`Store::set_mcp_server`] in an audited change.
+tenant_writes! {
+    /// Adds or replaces the agent's server `name` with its spec and whether it is enabled;
+    /// `secrets` (`{"env", "headers"}`) are sealed (none: `secrets` may be `null`). Whether it
+    /// replaced one.
     pub async fn set_mcp_server(
-        &mut self,
         agent: AgentId,
         name: &str,
-        (spec, enabled): (&Value, bool),
+        server: (&Value, bool),
         secrets: &Value,
         secret_box: Option<&SecretBox>,
-    ) -> Result<bool> {
-        let tenant = self.tenant();
-        set_mcp_server_on(self.conn(), tenant, agent, name, (spec, enabled), secrets, secret_box).await
-    }
+    ) -> Result<bool>
+        = set_mcp_server_on;
 
-    /// [`Store::delete_mcp_server`] in an audited change.
-    pub async fn delete_mcp_server(&mut self, agent: AgentId, name: &str) -> Result<StoredMcpServer> {
-        let tenant = self.tenant();
-        delete_mcp_server_on(self.conn(), tenant, agent, name).await
-    }
+    /// Removes the agent's server `name`.
+    pub async fn delete_mcp_server(agent: AgentId, name: &str) -> Result<StoredMcpServer> = delete_mcp_server_on;
 }
 
 /// [`Store::set_mcp_server`] on a connection already set to `tenant`.

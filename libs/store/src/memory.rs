@@ -6,7 +6,7 @@ use sqlx::{PgConnection, Row};
 
 use hermes_core::{AgentId, TenantId};
 
-use crate::admin::AuditedTx;
+use crate::admin::audited::tenant_writes;
 use crate::{Result, Store, StoreError};
 
 /// Which document.
@@ -42,21 +42,6 @@ impl Store {
     pub async fn memory_snapshot(&self, tenant: TenantId, agent: AgentId, user_key: &str) -> Result<MemorySnapshot> {
         memory_snapshot_on(&mut *self.as_tenant(tenant).await?, tenant, agent, user_key).await
     }
-
-    /// Reads one document, lets `change` compute its new entries (`Ok(None)`: leave it as it
-    /// is), and writes them if nobody else wrote in between; otherwise reads again and retries,
-    /// so concurrent sessions never lose an update. Returns the entries as they now are, with
-    /// what `change` returned last.
-    pub async fn update_memory<E>(
-        &self,
-        tenant: TenantId,
-        agent: AgentId,
-        target: MemoryTarget,
-        user_key: &str,
-        change: impl FnMut(&[String]) -> std::result::Result<Option<Vec<String>>, E>,
-    ) -> Result<std::result::Result<Vec<String>, E>> {
-        update_memory_on(&mut *self.as_tenant(tenant).await?, tenant, agent, target, user_key, change).await
-    }
 }
 
 /// [`Store::memory_snapshot`] on a connection already set to `tenant`.
@@ -87,18 +72,18 @@ pub(crate) async fn memory_snapshot_on(
     Ok(snapshot)
 }
 
-impl AuditedTx {
-    /// [`Store::update_memory`] in an audited change.
+tenant_writes! {
+    /// Reads one document, lets `change` compute its new entries (`Ok(None)`: leave it as it
+    /// is), and writes them if nobody else wrote in between; otherwise reads again and retries,
+    /// so concurrent sessions never lose an update. Returns the entries as they now are, with
+    /// what `change` returned last.
     pub async fn update_memory<E>(
-        &mut self,
         agent: AgentId,
         target: MemoryTarget,
         user_key: &str,
         change: impl FnMut(&[String]) -> std::result::Result<Option<Vec<String>>, E>,
-    ) -> Result<std::result::Result<Vec<String>, E>> {
-        let tenant = self.tenant();
-        update_memory_on(self.conn(), tenant, agent, target, user_key, change).await
-    }
+    ) -> Result<std::result::Result<Vec<String>, E>>
+        = update_memory_on;
 }
 
 /// [`Store::update_memory`] on a connection already set to `tenant`.

@@ -4,37 +4,16 @@
 use hermes_core::TenantId;
 use hermes_core::outbox::{Destination, OutboxPayload};
 
-use crate::admin::AuditedTx;
-use crate::{Result, Store};
+use crate::Result;
+use crate::admin::audited::tenant_writes;
 
-impl Store {
+tenant_writes! {
     /// Puts a gateway message (a command's answer, a notice) in the outbox, once per key. The
     /// destination's channel must be the tenant's (`NotFound` otherwise): the gateway sends
-    /// through the channel's bot without asking whose row it is.
-    pub async fn enqueue_outbox(
-        &self,
-        tenant: TenantId,
-        destination: &Destination,
-        dedupe_key: &str,
-        payload: &OutboxPayload,
-    ) -> Result<()> {
-        let mut conn = self.as_tenant(tenant).await?;
-        enqueue_outbox_in(&mut conn, tenant, destination, dedupe_key, payload).await
-    }
-}
-
-impl AuditedTx {
-    /// [`Store::enqueue_outbox`] in an audited change: the message goes out only if the
-    /// change commits.
-    pub async fn enqueue_outbox(
-        &mut self,
-        destination: &Destination,
-        dedupe_key: &str,
-        payload: &OutboxPayload,
-    ) -> Result<()> {
-        let tenant = self.tenant();
-        enqueue_outbox_in(self.conn(), tenant, destination, dedupe_key, payload).await
-    }
+    /// through the channel's bot without asking whose row it is. In an audited change, the
+    /// message goes out only if the change commits.
+    pub async fn enqueue_outbox(destination: &Destination, dedupe_key: &str, payload: &OutboxPayload) -> Result<()>
+        = enqueue_outbox_in;
 }
 
 /// `Store::enqueue_outbox` inside the caller's transaction.

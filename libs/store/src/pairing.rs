@@ -5,7 +5,7 @@ use sqlx::PgConnection;
 
 use hermes_core::TenantId;
 
-use crate::admin::AuditedTx;
+use crate::admin::audited::tenant_writes;
 use crate::{Result, Store, StoreError};
 
 /// Codes are drawn from 32 characters nobody confuses (no 0/O, no 1/I).
@@ -147,14 +147,6 @@ impl Store {
         Ok(PairingStart::Code { code, expires_at })
     }
 
-    /// Approves a waiting code: its person joins the channel's allowlist.
-    pub async fn approve_pairing(&self, tenant: TenantId, channel: uuid::Uuid, code: &str) -> Result<PairingApproval> {
-        let mut tx = self.tenant_tx(tenant).await?;
-        let approval = approve_pairing_on(&mut tx, tenant, channel, code).await?;
-        tx.commit().await?;
-        Ok(approval)
-    }
-
     /// The codes waiting for an admin.
     pub async fn pending_pairings(&self, tenant: TenantId, channel: uuid::Uuid) -> Result<Vec<PairingRequest>> {
         let rows = sqlx::query(
@@ -170,12 +162,10 @@ impl Store {
     }
 }
 
-impl AuditedTx {
-    /// [`Store::approve_pairing`] in an audited change.
-    pub async fn approve_pairing(&mut self, channel: uuid::Uuid, code: &str) -> Result<PairingApproval> {
-        let tenant = self.tenant();
-        approve_pairing_on(self.conn(), tenant, channel, code).await
-    }
+tenant_writes! {
+    /// Approves a waiting code: its person joins the channel's allowlist.
+    pub async fn approve_pairing(channel: uuid::Uuid, code: &str) -> Result<PairingApproval>
+        = approve_pairing_on in transaction;
 }
 
 /// [`Store::approve_pairing`] on a connection already set to `tenant`.

@@ -6,7 +6,7 @@ use sqlx::PgConnection;
 
 use hermes_core::{AgentId, SessionId, SessionSource, TenantId};
 
-use crate::admin::AuditedTx;
+use crate::admin::audited::tenant_writes;
 use crate::{Result, Store, StoreError};
 
 /// A session as listed, as `/api/sessions` shows it.
@@ -126,16 +126,6 @@ impl Store {
         tx.commit().await?;
         Ok(child)
     }
-
-    /// Deletes a session with its messages and turns; refused while a turn of it is open. The
-    /// session row is locked first, so a turn being enqueued either finishes first (and is seen)
-    /// or fails on the missing session: none is dropped silently.
-    pub async fn delete_session(&self, tenant: TenantId, agent: Option<AgentId>, id: SessionId) -> Result<()> {
-        let mut tx = self.tenant_tx(tenant).await?;
-        delete_session_on(&mut tx, tenant, agent, id).await?;
-        tx.commit().await?;
-        Ok(())
-    }
 }
 
 /// Deletes what a session leaves outside its own rows (its turns and messages go with it): the
@@ -155,12 +145,11 @@ pub(crate) async fn forget_traces(db: &mut sqlx::PgConnection, tenant: uuid::Uui
     Ok(())
 }
 
-impl AuditedTx {
-    /// [`Store::delete_session`] in an audited change.
-    pub async fn delete_session(&mut self, agent: Option<AgentId>, id: SessionId) -> Result<()> {
-        let tenant = self.tenant();
-        delete_session_on(self.conn(), tenant, agent, id).await
-    }
+tenant_writes! {
+    /// Deletes a session with its messages and turns; refused while a turn of it is open. The
+    /// session row is locked first, so a turn being enqueued either finishes first (and is seen)
+    /// or fails on the missing session: none is dropped silently.
+    pub async fn delete_session(agent: Option<AgentId>, id: SessionId) -> Result<()> = delete_session_on in transaction;
 }
 
 /// [`Store::delete_session`] on a connection already set to `tenant`.

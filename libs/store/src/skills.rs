@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use hermes_core::{AgentId, TenantId};
 
-use crate::admin::AuditedTx;
+use crate::admin::audited::tenant_writes;
 use crate::{Result, Store};
 
 /// Where a skill comes from.
@@ -335,43 +335,15 @@ impl Store {
         tx.commit().await?;
         Ok(true)
     }
-
-    /// Hides a shared skill from `agent` (or shows it again).
-    pub async fn disable_skill(
-        &self,
-        tenant: TenantId,
-        agent: AgentId,
-        name: &str,
-        disabled: bool,
-        actor: &str,
-    ) -> Result<()> {
-        let mut tx = self.tenant_tx(tenant).await?;
-        disable_skill_on(&mut tx, tenant, agent, name, disabled, actor).await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
-    /// Writes a tenant-wide skill (an administrator's import).
-    pub async fn save_tenant_skill(&self, tenant: TenantId, skill: &NewSkill, actor: &str) -> Result<()> {
-        let mut tx = self.tenant_tx(tenant).await?;
-        save_tenant_skill_on(&mut tx, tenant, skill, actor).await?;
-        tx.commit().await?;
-        Ok(())
-    }
 }
 
-impl AuditedTx {
-    /// [`Store::disable_skill`] in an audited change.
-    pub async fn disable_skill(&mut self, agent: AgentId, name: &str, disabled: bool, actor: &str) -> Result<()> {
-        let tenant = self.tenant();
-        disable_skill_on(self.conn(), tenant, agent, name, disabled, actor).await
-    }
+tenant_writes! {
+    /// Hides a shared skill from `agent` (or shows it again).
+    pub async fn disable_skill(agent: AgentId, name: &str, disabled: bool, actor: &str) -> Result<()>
+        = disable_skill_on in transaction;
 
-    /// [`Store::save_tenant_skill`] in an audited change.
-    pub async fn save_tenant_skill(&mut self, skill: &NewSkill, actor: &str) -> Result<()> {
-        let tenant = self.tenant();
-        save_tenant_skill_on(self.conn(), tenant, skill, actor).await
-    }
+    /// Writes a tenant-wide skill (an administrator's import).
+    pub async fn save_tenant_skill(skill: &NewSkill, actor: &str) -> Result<()> = save_tenant_skill_on in transaction;
 }
 
 /// [`Store::disable_skill`] on a connection already set to `tenant`.

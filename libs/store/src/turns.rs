@@ -15,7 +15,7 @@ use sqlx::{FromRow, PgConnection};
 use hermes_core::outbox::Destination;
 use hermes_core::{AgentId, ChatMessage, SessionId, SessionSource, TenantId, TurnId, TurnOutcome};
 
-use crate::admin::AuditedTx;
+use crate::admin::audited::tenant_writes;
 use crate::messages::{MessageColumns, columns};
 use crate::routes::Route;
 use crate::session_policy::ResetReason;
@@ -332,17 +332,6 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
-    /// Asks to stop a turn: a queued turn is cancelled at once; a running one is flagged for
-    /// its worker (which also hears it on the cancel channel). Returns the status it had.
-    pub async fn request_cancel(
-        &self,
-        tenant: TenantId,
-        turn: TurnId,
-        outcome: &TurnOutcome,
-    ) -> Result<Option<TurnStatus>> {
-        request_cancel_on(&mut *self.as_tenant(tenant).await?, tenant, turn, outcome).await
-    }
-
     /// A turn's status and, once it has ended, its outcome.
     pub async fn turn_state(&self, tenant: TenantId, turn: TurnId) -> Result<(TurnStatus, Option<TurnOutcome>)> {
         let row = sqlx::query_as::<_, StateRow>(
@@ -408,12 +397,10 @@ pub(crate) async fn claim_next_turn_on(
     row.as_ref().map(crate::rows::read::<ClaimedTurn>).transpose()
 }
 
-impl AuditedTx {
-    /// [`Store::request_cancel`] in an audited change.
-    pub async fn request_cancel(&mut self, turn: TurnId, outcome: &TurnOutcome) -> Result<Option<TurnStatus>> {
-        let tenant = self.tenant();
-        request_cancel_on(self.conn(), tenant, turn, outcome).await
-    }
+tenant_writes! {
+    /// Asks to stop a turn: a queued turn is cancelled at once; a running one is flagged for
+    /// its worker (which also hears it on the cancel channel). Returns the status it had.
+    pub async fn request_cancel(turn: TurnId, outcome: &TurnOutcome) -> Result<Option<TurnStatus>> = request_cancel_on;
 }
 
 /// [`Store::request_cancel`] on a connection already set to `tenant`.

@@ -5,7 +5,7 @@ use sqlx::{PgConnection, Row};
 
 use hermes_core::TenantId;
 
-use crate::admin::AuditedTx;
+use crate::admin::audited::tenant_writes;
 use crate::{Result, Store, StoreError};
 
 /// A tenant's own web quotas (`None`: the installation's default; 0: unlimited).
@@ -35,19 +35,11 @@ impl Store {
             extracts_per_day: read("web_extracts_per_day")?,
         })
     }
-
-    /// Sets the tenant's web quotas.
-    pub async fn set_web_quotas(&self, tenant: TenantId, quotas: WebQuotas) -> Result<()> {
-        set_web_quotas_on(&mut *self.as_tenant(tenant).await?, tenant, quotas).await
-    }
 }
 
-impl AuditedTx {
-    /// [`Store::set_web_quotas`] in an audited change.
-    pub async fn set_web_quotas(&mut self, quotas: WebQuotas) -> Result<()> {
-        let tenant = self.tenant();
-        set_web_quotas_on(self.conn(), tenant, quotas).await
-    }
+tenant_writes! {
+    /// Sets the tenant's web quotas.
+    pub async fn set_web_quotas(quotas: WebQuotas) -> Result<()> = set_web_quotas_on;
 }
 
 /// [`Store::set_web_quotas`] on a connection already set to `tenant`.

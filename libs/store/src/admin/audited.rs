@@ -5,7 +5,8 @@
 //! all, and dropping the transaction (an error, a refusal) rolls everything back.
 //!
 //! The [`Store`]'s own methods stay unaudited for the callers that must not audit (the worker,
-//! the tenant API, `hermesctl`, which records its own `cli.command` entry).
+//! the tenant API, `hermesctl`, which records its own `cli.command` entry). A write both offer
+//! is stated once, with [`tenant_writes!`].
 
 use sqlx::{PgConnection, Postgres, Transaction};
 
@@ -79,3 +80,52 @@ impl AuditedTx<Installation> {
         self.finish(None, change).await
     }
 }
+
+/// States each of a module's tenant writes once for both of its callers. For
+/// `pub async fn name(args..) -> Result<T> = name_on;` it makes
+/// - `Store::name(&self, tenant, args..)`, which runs the write on a connection of `tenant`
+///   (`= name_on in transaction;`: in a transaction of its own, committed when the write
+///   succeeds, for a write of several statements that land together or not at all), and
+/// - `AuditedTx::name(&mut self, args..)`, which runs it in the audited change's transaction,
+///
+/// both by calling the module's private `name_on(conn, tenant, args..)`, where the write is.
+/// The doc comments given are the store method's; the audited one points to it.
+macro_rules! tenant_writes {
+    ($(
+        $(#[$doc:meta])*
+        pub async fn $name:ident $(<$($generic:ident),+>)? ($($arg:ident: $ty:ty),* $(,)?) -> $out:ty
+            = $on:ident $(in $transaction:ident)?;
+    )+) => {
+        impl $crate::Store {$(
+            $(#[$doc])*
+            pub async fn $name $(<$($generic),+>)? (
+                &self,
+                tenant: hermes_core::TenantId,
+                $($arg: $ty),*
+            ) -> $out {
+                $crate::admin::audited::tenant_writes!(@store self, tenant, $on($($arg),*) $(in $transaction)?)
+            }
+        )+}
+
+        impl $crate::admin::AuditedTx {$(
+            #[doc = concat!(
+                "[`Store::", stringify!($name), "`](crate::Store::", stringify!($name), ") in an audited change."
+            )]
+            pub async fn $name $(<$($generic),+>)? (&mut self, $($arg: $ty),*) -> $out {
+                let tenant = self.tenant();
+                $on(self.conn(), tenant, $($arg),*).await
+            }
+        )+}
+    };
+    (@store $store:ident, $tenant:ident, $on:ident($($arg:ident),*)) => {
+        $on(&mut *$store.as_tenant($tenant).await?, $tenant, $($arg),*).await
+    };
+    (@store $store:ident, $tenant:ident, $on:ident($($arg:ident),*) in transaction) => {{
+        let mut tx = $store.tenant_tx($tenant).await?;
+        let done = $on(&mut tx, $tenant, $($arg),*).await?;
+        tx.commit().await?;
+        Ok(done)
+    }};
+}
+
+pub(crate) use tenant_writes;
