@@ -247,12 +247,7 @@ async fn create_channel_on(
 
 /// [`Store::delete_channel`] on a connection already set to `tenant`.
 async fn delete_channel_on(conn: &mut PgConnection, tenant: TenantId, id: uuid::Uuid) -> Result<bool> {
-    let done = sqlx::query("DELETE FROM channels WHERE tenant_id = $1 AND id = $2")
-        .bind(tenant.as_uuid())
-        .bind(id)
-        .execute(conn)
-        .await?;
-    Ok(done.rows_affected() == 1)
+    crate::rows::delete_row_on(conn, tenant, "DELETE FROM channels WHERE tenant_id = $1 AND id = $2", id).await
 }
 
 /// [`Store::update_channel_access`] on a connection already set to `tenant`.

@@ -288,12 +288,8 @@ async fn create_job_on(conn: &mut PgConnection, tenant: TenantId, new: &NewJob) 
 
 /// [`Store::delete_job`] on a connection already set to `tenant`.
 async fn delete_job_on(conn: &mut PgConnection, tenant: TenantId, id: JobId) -> Result<bool> {
-    let done = sqlx::query("DELETE FROM cron_jobs WHERE tenant_id = $1 AND id = $2")
-        .bind(tenant.as_uuid())
-        .bind(id.as_uuid())
-        .execute(conn)
-        .await?;
-    Ok(done.rows_affected() == 1)
+    crate::rows::delete_row_on(conn, tenant, "DELETE FROM cron_jobs WHERE tenant_id = $1 AND id = $2", id.as_uuid())
+        .await
 }
 
 /// [`Store::set_job_state`] on a connection already set to `tenant`.

@@ -153,12 +153,7 @@ impl Store {
 
     /// Deletes an endpoint and the events still waiting for it; `false` when there was none.
     pub async fn delete_event_hook(&self, tenant: TenantId, id: EventHookId) -> Result<bool> {
-        let done = sqlx::query("DELETE FROM event_hooks WHERE tenant_id = $1 AND id = $2")
-            .bind(tenant.as_uuid())
-            .bind(id.as_uuid())
-            .execute(&mut *self.as_tenant(tenant).await?)
-            .await?;
-        Ok(done.rows_affected() > 0)
+        self.delete_row_of(tenant, "DELETE FROM event_hooks WHERE tenant_id = $1 AND id = $2", id.as_uuid()).await
     }
 
     /// An endpoint's latest deliveries, newest first.

@@ -85,13 +85,7 @@ impl Store {
         chat_id: &str,
     ) -> Result<PairingStart> {
         let mut tx = self.tenant_tx(tenant).await?;
-        // One request at a time per channel keeps the counts right.
-        sqlx::query("SELECT 1 FROM channels WHERE tenant_id = $1 AND id = $2 FOR UPDATE")
-            .bind(tenant.as_uuid())
-            .bind(channel)
-            .fetch_optional(&mut *tx)
-            .await?
-            .ok_or(StoreError::NotFound)?;
+        lock_channel(&mut tx, tenant, channel).await?;
         sqlx::query(
             "UPDATE pairing_requests SET status = 'expired'
              WHERE channel_id = $1 AND status = 'pending' AND expires_at <= now()",
@@ -168,6 +162,20 @@ tenant_writes! {
         = approve_pairing_on in transaction;
 }
 
+/// Locks the tenant's `channel` until the transaction ends: one pairing step at a time per
+/// channel keeps the counts right. Until when wrong codes locked approvals out, if they did;
+/// `NotFound` when the channel is not the tenant's.
+async fn lock_channel(conn: &mut PgConnection, tenant: TenantId, channel: uuid::Uuid) -> Result<Option<DateTime<Utc>>> {
+    let locked =
+        sqlx::query_scalar("SELECT pairing_locked_until FROM channels WHERE tenant_id = $1 AND id = $2 FOR UPDATE")
+            .bind(tenant.as_uuid())
+            .bind(channel)
+            .fetch_optional(conn)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+    Ok(locked)
+}
+
 /// [`Store::approve_pairing`] on a connection already set to `tenant`.
 async fn approve_pairing_on(
     conn: &mut PgConnection,
@@ -175,13 +183,7 @@ async fn approve_pairing_on(
     channel: uuid::Uuid,
     code: &str,
 ) -> Result<PairingApproval> {
-    let locked: Option<DateTime<Utc>> =
-        sqlx::query_scalar("SELECT pairing_locked_until FROM channels WHERE tenant_id = $1 AND id = $2 FOR UPDATE")
-            .bind(tenant.as_uuid())
-            .bind(channel)
-            .fetch_optional(&mut *conn)
-            .await?
-            .ok_or(StoreError::NotFound)?;
+    let locked = lock_channel(&mut *conn, tenant, channel).await?;
     if let Some(until) = locked.filter(|until| *until > Utc::now()) {
         return Ok(PairingApproval::Locked { until });
     }

@@ -197,31 +197,25 @@ pub(crate) async fn record_in(
 impl Store {
     /// A stored response of this tenant (`NotFound` for unknown, unstored or deleted ones).
     pub async fn stored_response(&self, tenant: TenantId, turn: TurnId) -> Result<StoredResponse> {
-        sqlx::query_as::<_, ResponseRow>(
-            "SELECT t.session_id, s.agent_id, t.status::text AS status, t.outcome, t.instructions,
-                    r.model, r.previous_turn_id, r.conversation, r.truncation, r.created_at
-             FROM responses r
-             JOIN turns t ON t.tenant_id = r.tenant_id AND t.id = r.turn_id
-             JOIN sessions s ON s.tenant_id = t.tenant_id AND s.id = t.session_id
-             WHERE r.tenant_id = $1 AND r.turn_id = $2",
-        )
-        .bind(tenant.as_uuid())
-        .bind(turn.as_uuid())
-        .fetch_optional(&mut *self.as_tenant(tenant).await?)
-        .await?
-        .ok_or(StoreError::NotFound)?
-        .into_response(turn)
+        let row: ResponseRow = self
+            .row_of(
+                tenant,
+                "SELECT t.session_id, s.agent_id, t.status::text AS status, t.outcome, t.instructions,
+                        r.model, r.previous_turn_id, r.conversation, r.truncation, r.created_at
+                 FROM responses r
+                 JOIN turns t ON t.tenant_id = r.tenant_id AND t.id = r.turn_id
+                 JOIN sessions s ON s.tenant_id = t.tenant_id AND s.id = t.session_id
+                 WHERE r.tenant_id = $1 AND r.turn_id = $2",
+                turn.as_uuid(),
+            )
+            .await?;
+        row.into_response(turn)
     }
 
     /// Forgets a stored response (its conversation turns stay in the session); `false` when
     /// there was none.
     pub async fn delete_response(&self, tenant: TenantId, turn: TurnId) -> Result<bool> {
-        let done = sqlx::query("DELETE FROM responses WHERE tenant_id = $1 AND turn_id = $2")
-            .bind(tenant.as_uuid())
-            .bind(turn.as_uuid())
-            .execute(&mut *self.as_tenant(tenant).await?)
-            .await?;
-        Ok(done.rows_affected() == 1)
+        self.delete_row_of(tenant, "DELETE FROM responses WHERE tenant_id = $1 AND turn_id = $2", turn.as_uuid()).await
     }
 
     /// The latest stored response of a named conversation.
@@ -287,17 +281,16 @@ pub struct TurnOverview {
 impl Store {
     /// A turn of this tenant, with its agent.
     pub async fn turn_overview(&self, tenant: TenantId, turn: TurnId) -> Result<TurnOverview> {
-        sqlx::query_as::<_, OverviewRow>(
-            "SELECT t.session_id, s.agent_id, t.status::text AS status, t.outcome, t.created_at,
-                    GREATEST(t.created_at, t.started_at, t.finished_at) AS updated_at
-             FROM turns t JOIN sessions s ON s.tenant_id = t.tenant_id AND s.id = t.session_id
-             WHERE t.tenant_id = $1 AND t.id = $2",
-        )
-        .bind(tenant.as_uuid())
-        .bind(turn.as_uuid())
-        .fetch_optional(&mut *self.as_tenant(tenant).await?)
-        .await?
-        .ok_or(StoreError::NotFound)?
-        .try_into()
+        let row: OverviewRow = self
+            .row_of(
+                tenant,
+                "SELECT t.session_id, s.agent_id, t.status::text AS status, t.outcome, t.created_at,
+                        GREATEST(t.created_at, t.started_at, t.finished_at) AS updated_at
+                 FROM turns t JOIN sessions s ON s.tenant_id = t.tenant_id AND s.id = t.session_id
+                 WHERE t.tenant_id = $1 AND t.id = $2",
+                turn.as_uuid(),
+            )
+            .await?;
+        row.try_into()
     }
 }

@@ -1,4 +1,5 @@
-//! Reading rows: the typed ids a uuid column holds, and the one place a row's tenant is read.
+//! Reading rows: the typed ids a uuid column holds, and the one place a row's tenant is read;
+//! with them the statements of one keyed row that most modules make (read it, delete it).
 //!
 //! Row types derive [`sqlx::FromRow`] and read a typed id with
 //! `#[sqlx(try_from = "crate::rows::Id")]` (or `MaybeId` for a nullable column), the column
@@ -7,7 +8,7 @@
 //! row names, never one a caller supplied.
 
 use sqlx::postgres::PgRow;
-use sqlx::{FromRow, Row};
+use sqlx::{FromRow, PgConnection, Row};
 use uuid::Uuid;
 
 use hermes_core::TenantId;
@@ -96,6 +97,23 @@ impl Store {
     ) -> Result<T> {
         self.maybe_row_of(tenant, sql, key).await?.ok_or(StoreError::NotFound)
     }
+
+    /// Deletes the row of `tenant` that `sql` names by `key` (the tenant is `$1`, the key `$2`):
+    /// whether there was one.
+    pub(crate) async fn delete_row_of(&self, tenant: TenantId, sql: &'static str, key: Uuid) -> Result<bool> {
+        delete_row_on(&mut *self.as_tenant(tenant).await?, tenant, sql, key).await
+    }
+}
+
+/// [`Store::delete_row_of`] on a connection already set to `tenant`.
+pub(crate) async fn delete_row_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    sql: &'static str,
+    key: Uuid,
+) -> Result<bool> {
+    let done = sqlx::query(sql).bind(tenant.as_uuid()).bind(key).execute(conn).await?;
+    Ok(done.rows_affected() > 0)
 }
 
 /// A text column read as one of the core vocabularies; a name outside it is `Corrupt` (the

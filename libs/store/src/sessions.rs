@@ -220,42 +220,28 @@ async fn move_to_child(
     child: SessionId,
     turn: TurnId,
 ) -> Result<()> {
-    sqlx::query("UPDATE turns SET session_id = $3 WHERE tenant_id = $1 AND id = $2")
-        .bind(tenant.as_uuid())
-        .bind(turn.as_uuid())
-        .bind(child.as_uuid())
-        .execute(&mut *db)
-        .await?;
-    // Chats that were in the parent go on in the child, and so do their waiting messages.
-    sqlx::query("UPDATE session_routes SET session_id = $3 WHERE tenant_id = $1 AND session_id = $2")
-        .bind(tenant.as_uuid())
-        .bind(parent.as_uuid())
-        .bind(child.as_uuid())
-        .execute(&mut *db)
-        .await?;
-    sqlx::query("UPDATE turns SET session_id = $3 WHERE tenant_id = $1 AND session_id = $2 AND status = 'queued'")
-        .bind(tenant.as_uuid())
-        .bind(parent.as_uuid())
-        .bind(child.as_uuid())
-        .execute(&mut *db)
-        .await?;
-    // The task list goes on with the conversation.
-    sqlx::query(
-        "INSERT INTO session_todos (tenant_id, session_id, items)
-         SELECT tenant_id, $3, items FROM session_todos WHERE tenant_id = $1 AND session_id = $2",
-    )
-    .bind(tenant.as_uuid())
-    .bind(parent.as_uuid())
-    .bind(child.as_uuid())
-    .execute(&mut *db)
-    .await?;
-    // So does a standing goal (`/goal`).
-    sqlx::query("UPDATE session_goals SET session_id = $3 WHERE tenant_id = $1 AND session_id = $2")
-        .bind(tenant.as_uuid())
-        .bind(parent.as_uuid())
-        .bind(child.as_uuid())
-        .execute(&mut *db)
-        .await?;
+    // Each statement moves rows keyed by the tenant (`$1`) and the turn or the parent (`$2`) to
+    // the child (`$3`).
+    let moves: [(&'static str, uuid::Uuid); 5] = [
+        ("UPDATE turns SET session_id = $3 WHERE tenant_id = $1 AND id = $2", turn.as_uuid()),
+        // Chats that were in the parent go on in the child, and so do their waiting messages.
+        ("UPDATE session_routes SET session_id = $3 WHERE tenant_id = $1 AND session_id = $2", parent.as_uuid()),
+        (
+            "UPDATE turns SET session_id = $3 WHERE tenant_id = $1 AND session_id = $2 AND status = 'queued'",
+            parent.as_uuid(),
+        ),
+        // The task list goes on with the conversation.
+        (
+            "INSERT INTO session_todos (tenant_id, session_id, items)
+             SELECT tenant_id, $3, items FROM session_todos WHERE tenant_id = $1 AND session_id = $2",
+            parent.as_uuid(),
+        ),
+        // So does a standing goal (`/goal`).
+        ("UPDATE session_goals SET session_id = $3 WHERE tenant_id = $1 AND session_id = $2", parent.as_uuid()),
+    ];
+    for (sql, from) in moves {
+        sqlx::query(sql).bind(tenant.as_uuid()).bind(from).bind(child.as_uuid()).execute(&mut *db).await?;
+    }
     Ok(())
 }
 

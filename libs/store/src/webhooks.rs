@@ -183,12 +183,7 @@ impl Store {
 
     /// Deletes a hook; `false` when there was none.
     pub async fn delete_webhook(&self, tenant: TenantId, id: WebhookId) -> Result<bool> {
-        let done = sqlx::query("DELETE FROM webhooks WHERE tenant_id = $1 AND id = $2")
-            .bind(tenant.as_uuid())
-            .bind(id.as_uuid())
-            .execute(&mut *self.as_tenant(tenant).await?)
-            .await?;
-        Ok(done.rows_affected() > 0)
+        self.delete_row_of(tenant, "DELETE FROM webhooks WHERE tenant_id = $1 AND id = $2", id.as_uuid()).await
     }
 }
 

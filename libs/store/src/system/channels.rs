@@ -4,17 +4,12 @@
 use hermes_core::{ChannelMode, Platform};
 
 use crate::channels::Channel;
-use crate::{Result, Store, StoreError};
+use crate::{Result, Store};
 
 impl Store {
     /// The channel with this id, whoever owns it (the caller then checks the platform's secret).
     pub async fn gateway_channel(&self, id: uuid::Uuid) -> Result<Channel> {
-        let row = sqlx::query("SELECT * FROM channels WHERE id = $1")
-            .bind(id)
-            .fetch_optional(self.system())
-            .await?
-            .ok_or(StoreError::NotFound)?;
-        crate::rows::read::<Channel>(&row)
+        self.unowned_row("SELECT * FROM channels WHERE id = $1", id).await
     }
 
     /// Active channels of `platform` that receive in `mode` (the ones a gateway must poll).

@@ -8,6 +8,16 @@ use hermes_core::{JobState, SessionId, TenantId};
 use crate::cron::{ClaimedRun, Job, Plan, SettledRun};
 use crate::{Result, Store};
 
+/// The runs each tenant has open (claimed or running), as the CTE `open (tenant_id, n)`: what a
+/// tenant's cap counts, for scheduled and fired runs alike.
+macro_rules! open_runs {
+    () => {
+        "WITH open AS (
+            SELECT tenant_id, count(*) AS n FROM cron_runs WHERE status IN ('claimed', 'running') GROUP BY tenant_id
+         )"
+    };
+}
+
 impl Store {
     /// Claims up to `limit` due jobs (`FOR UPDATE SKIP LOCKED`, so replicas never claim the same
     /// slot), moving each on as `plan` says in the same transaction, and records a run for each
@@ -29,10 +39,9 @@ impl Store {
     ) -> Result<Vec<ClaimedRun>> {
         let mut tx = self.system().begin().await?;
         sqlx::query("SELECT pg_advisory_xact_lock(hashtext('hermes-cron-claim'))").execute(&mut *tx).await?;
-        let rows = sqlx::query(
-            "WITH open AS (
-                SELECT tenant_id, count(*) AS n FROM cron_runs WHERE status IN ('claimed', 'running') GROUP BY tenant_id
-             ), due AS (
+        let rows = sqlx::query(concat!(
+            open_runs!(),
+            ", due AS (
                 SELECT j.id, j.next_run_at,
                        COALESCE(o.n, 0) + row_number() OVER (PARTITION BY j.tenant_id ORDER BY j.next_run_at, j.id) AS place
                 FROM cron_jobs j LEFT JOIN open o ON o.tenant_id = j.tenant_id
@@ -42,8 +51,8 @@ impl Store {
              )
              SELECT j.* FROM cron_jobs j JOIN fair ON fair.id = j.id
              ORDER BY fair.place, fair.next_run_at
-             FOR UPDATE OF j SKIP LOCKED",
-        )
+             FOR UPDATE OF j SKIP LOCKED"
+        ))
         .bind(now)
         .bind(limit)
         .bind(tenant_cap)
@@ -212,10 +221,9 @@ pub(crate) async fn claim_fires(
     // A tenant at its cap of open runs waits, as for scheduled runs; a paused job's fires are
     // dropped (pausing a job stops it, whatever calls it).
     // Round-robin across tenants too, counting the runs this claim already took.
-    let fires = sqlx::query_as::<_, Fire>(
-        "WITH open AS (
-            SELECT tenant_id, count(*) AS n FROM cron_runs WHERE status IN ('claimed', 'running') GROUP BY tenant_id
-         ), waiting AS (
+    let fires = sqlx::query_as::<_, Fire>(concat!(
+        open_runs!(),
+        ", waiting AS (
             SELECT f.id, f.created_at,
                    COALESCE(o.n, 0) + row_number() OVER (PARTITION BY f.tenant_id ORDER BY f.created_at, f.id) AS place
             FROM cron_fires f LEFT JOIN open o ON o.tenant_id = f.tenant_id
@@ -223,8 +231,8 @@ pub(crate) async fn claim_fires(
             SELECT id FROM waiting WHERE place <= $2 ORDER BY place, created_at LIMIT $1
          )
          DELETE FROM cron_fires WHERE id IN (SELECT f.id FROM cron_fires f JOIN fair ON fair.id = f.id FOR UPDATE OF f SKIP LOCKED)
-         RETURNING job_id, context, created_at",
-    )
+         RETURNING job_id, context, created_at"
+    ))
     .bind(limit)
     .bind(tenant_cap)
     .fetch_all(&mut *tx)

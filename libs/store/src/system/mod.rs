@@ -80,3 +80,17 @@ pub mod webhooks;
 pub use gauges::{Backlog, WorkerAtWork};
 pub use outbox::OutboxItem;
 pub use turns::StrandedTurn;
+
+use sqlx::FromRow;
+use sqlx::postgres::PgRow;
+
+use crate::{Result, Store, StoreError};
+
+impl Store {
+    /// The row `sql` selects by `id` (its `$1`) whoever owns it, read as `T`: what a gateway
+    /// looks up before it knows a tenant. `NotFound` when there is none.
+    async fn unowned_row<T: for<'r> FromRow<'r, PgRow>>(&self, sql: &'static str, id: uuid::Uuid) -> Result<T> {
+        let row = sqlx::query(sql).bind(id).fetch_optional(self.system()).await?.ok_or(StoreError::NotFound)?;
+        crate::rows::read::<T>(&row)
+    }
+}

@@ -3,18 +3,13 @@
 //! in by the hook's id.
 
 use crate::webhooks::{Started, Webhook, WebhookStart};
-use crate::{Result, Store, StoreError};
+use crate::{Result, Store};
 
 impl Store {
     /// The hook a POST names, whoever's it is: the gateway knows no tenant until the request's
     /// signature, checked with this hook's secret, proves the sender holds it.
     pub async fn gateway_webhook(&self, id: uuid::Uuid) -> Result<Webhook> {
-        let row = sqlx::query("SELECT * FROM webhooks WHERE id = $1")
-            .bind(id)
-            .fetch_optional(self.system())
-            .await?
-            .ok_or(StoreError::NotFound)?;
-        crate::rows::read::<Webhook>(&row)
+        self.unowned_row("SELECT * FROM webhooks WHERE id = $1", id).await
     }
 
     /// Takes a delivery in: records what identifies it (`seen_as`: its delivery id, and for
