@@ -15,25 +15,12 @@ use hermes_core::{EventHookId, TenantId};
 use crate::admin::audited::tenant_writes;
 
 use crate::{Result, SecretBox, Store, StoreError};
+/// A tenant's endpoint (its secret is never part of it): the row is the wire's view of it.
+pub use hermes_wire::v1::EventEndpoint as EventHook;
 pub use hermes_wire::v1::{DeliveryStatus, EventDelivery};
 
 /// The events a hook can take.
 pub const EVENTS: &[&str] = &["turn.finished", "cron.run.finished", "cron.run.failed", "approval.requested"];
-
-/// A tenant's endpoint (its secret is never part of it).
-#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
-pub struct EventHook {
-    #[sqlx(try_from = "crate::rows::Id")]
-    pub id: EventHookId,
-    pub url: String,
-    pub events: Vec<String>,
-    pub description: String,
-    pub enabled: bool,
-    pub last_delivery_at: Option<DateTime<Utc>>,
-    pub last_status: Option<i32>,
-    pub last_error: Option<String>,
-    pub created_at: DateTime<Utc>,
-}
 
 /// Changes to a hook (`None`: unchanged).
 #[derive(Debug, Clone, Default)]

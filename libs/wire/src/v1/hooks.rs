@@ -29,10 +29,12 @@ pub struct HookTrigger {
     pub created_at: DateTime<Utc>,
 }
 
-/// An endpoint told what happened.
+/// An endpoint told what happened (the store's row of it, never with its secret).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct EventEndpoint {
     #[schema(value_type = String, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::Id"))]
     pub id: hermes_core::EventHookId,
     pub url: String,
     pub events: Vec<String>,
