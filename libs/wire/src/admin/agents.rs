@@ -45,7 +45,6 @@ pub struct Agent {
     pub image_input_mode: ImageInputMode,
     /// The model that describes images.
     pub vision_model: Option<ModelRef>,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
 }
 
@@ -83,9 +82,7 @@ pub struct AgentSkill {
     pub state: SkillState,
     pub view_count: i64,
     pub use_count: i64,
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub last_used_at: Option<DateTime<Utc>>,
-    #[schema(value_type = String, format = DateTime)]
     pub updated_at: DateTime<Utc>,
     /// Hidden from the agent.
     pub disabled: bool,
@@ -100,7 +97,6 @@ pub struct SkillDocument {
     /// `bundled`, `tenant` or `agent`.
     pub scope: String,
     pub skill_md: String,
-    #[schema(value_type = String, format = DateTime)]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -127,7 +123,6 @@ pub struct McpServer {
     /// Upstream's shape (`command`, `args`, `env` or `url`, `headers`, ...), secrets masked.
     #[schema(value_type = Object)]
     pub config: serde_json::Value,
-    #[schema(value_type = String, format = DateTime)]
     pub updated_at: DateTime<Utc>,
 }
 

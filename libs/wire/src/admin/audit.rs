@@ -30,7 +30,6 @@ pub struct AuditEntry {
     #[schema(value_type = Option<String>, format = "uuid")]
     #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::MaybeId"))]
     pub tenant_id: Option<TenantId>,
-    #[schema(value_type = String, format = DateTime)]
     pub at: DateTime<Utc>,
     #[cfg_attr(feature = "sqlx", sqlx(flatten))]
     pub actor: AuditActor,

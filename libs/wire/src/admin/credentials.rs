@@ -24,13 +24,9 @@ pub struct AdminToken {
     #[cfg_attr(feature = "sqlx", sqlx(try_from = "String"))]
     pub role: MemberRole,
     pub prefix: String,
-    #[schema(value_type = String, format = DateTime)]
     pub expires_at: DateTime<Utc>,
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub last_used_at: Option<DateTime<Utc>>,
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub revoked_at: Option<DateTime<Utc>>,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
 }
 
@@ -74,11 +70,8 @@ pub struct ApiKey {
     pub agent_id: Option<AgentId>,
     pub name: String,
     pub prefix: String,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub expires_at: Option<DateTime<Utc>>,
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub revoked_at: Option<DateTime<Utc>>,
 }
 

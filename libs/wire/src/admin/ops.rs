@@ -52,7 +52,6 @@ pub struct CredentialAdded {
     pub priority: i32,
     pub allowed_hosts: Vec<String>,
     pub readable_in_sandbox: bool,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
 }
 
@@ -87,7 +86,6 @@ pub struct WorkerAtWork {
     pub worker: String,
     pub turns: i64,
     /// When its lease on them ends unless renewed.
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub lease_expires_at: Option<DateTime<Utc>>,
 }
 
@@ -108,16 +106,13 @@ pub struct SeenSandbox {
     pub idle_secs: u64,
     /// The worker that reported it.
     pub worker: String,
-    #[schema(value_type = String, format = DateTime)]
     pub seen_at: DateTime<Utc>,
 }
 
 /// A tenant's usage per group over a range of days, and the total.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct UsageRollup {
-    #[schema(value_type = String, format = Date)]
     pub from: chrono::NaiveDate,
-    #[schema(value_type = String, format = Date)]
     pub to: chrono::NaiveDate,
     /// `day`, `agent`, `model` or `source`.
     pub by: String,

@@ -24,7 +24,6 @@ pub struct Person {
     /// An operator who may sign in through the installation's identity provider.
     pub operator_sso: bool,
     pub disabled: bool,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
 }
 
@@ -70,7 +69,6 @@ pub struct Member {
     #[schema(value_type = String)]
     #[cfg_attr(feature = "sqlx", sqlx(try_from = "String"))]
     pub role: MemberRole,
-    #[schema(value_type = String, format = DateTime)]
     pub member_since: DateTime<Utc>,
 }
 
@@ -96,13 +94,9 @@ pub struct Invitation {
     #[schema(value_type = String)]
     #[cfg_attr(feature = "sqlx", sqlx(try_from = "String"))]
     pub role: MemberRole,
-    #[schema(value_type = String, format = DateTime)]
     pub expires_at: DateTime<Utc>,
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub accepted_at: Option<DateTime<Utc>>,
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub revoked_at: Option<DateTime<Utc>>,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
 }
 

@@ -40,9 +40,7 @@ pub struct OpenTurn {
     pub stopping: bool,
     /// The start of the user's message (at most 200 characters).
     pub input: String,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub started_at: Option<DateTime<Utc>>,
 }
 
@@ -65,9 +63,7 @@ pub struct WaitingQuestion {
     /// What is asked: the command and why, or the question and its choices.
     #[schema(value_type = Object)]
     pub prompt: serde_json::Value,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
-    #[schema(value_type = String, format = DateTime)]
     pub expires_at: DateTime<Utc>,
 }
 

@@ -15,7 +15,6 @@ pub struct Tenant {
     #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::Id"))]
     pub id: TenantId,
     pub name: String,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
 }
 

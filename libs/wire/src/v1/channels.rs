@@ -48,7 +48,6 @@ pub struct Channel {
     #[schema(value_type = String)]
     pub status: ChannelStatus,
     pub status_reason: Option<String>,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
 }
 
@@ -68,9 +67,7 @@ pub struct PairingRequest {
     /// The person's id on the platform.
     pub user_id: String,
     pub user_name: Option<String>,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
-    #[schema(value_type = String, format = DateTime)]
     pub expires_at: DateTime<Utc>,
 }
 

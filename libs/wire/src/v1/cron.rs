@@ -34,11 +34,8 @@ pub struct UpstreamCronJob {
     pub state: JobState,
     pub paused_at: Option<String>,
     pub paused_reason: Option<String>,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub next_run_at: Option<DateTime<Utc>>,
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub last_run_at: Option<DateTime<Utc>>,
     /// `ok` or `error`.
     #[schema(value_type = Option<String>)]

@@ -73,6 +73,5 @@ pub struct ListedSkill {
     pub pinned: bool,
     pub view_count: i64,
     pub use_count: i64,
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub last_used_at: Option<DateTime<Utc>>,
 }

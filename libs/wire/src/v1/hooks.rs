@@ -23,9 +23,7 @@ pub struct HookTrigger {
     pub cron_job_id: Option<hermes_core::JobId>,
     pub enabled: bool,
     pub rate_limit_per_minute: i32,
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub last_received_at: Option<DateTime<Utc>>,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
 }
 
@@ -40,12 +38,10 @@ pub struct EventEndpoint {
     pub events: Vec<String>,
     pub description: String,
     pub enabled: bool,
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub last_delivery_at: Option<DateTime<Utc>>,
     /// The receiver's last HTTP status.
     pub last_status: Option<i32>,
     pub last_error: Option<String>,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
 }
 
@@ -129,12 +125,9 @@ pub struct EventDelivery {
     /// The endpoint's last HTTP status.
     pub last_status: Option<i32>,
     pub last_error: Option<String>,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
     /// Set while the delivery is pending.
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub next_attempt_at: Option<DateTime<Utc>>,
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub delivered_at: Option<DateTime<Utc>>,
     /// The event's payload, as sent.
     #[schema(value_type = Object)]

@@ -18,7 +18,6 @@ pub struct Interaction {
     /// `choices`.
     #[schema(value_type = Object)]
     pub prompt: Value,
-    #[schema(value_type = String, format = DateTime)]
     pub expires_at: chrono::DateTime<chrono::Utc>,
     /// `POST` the answer here.
     pub answer_url: String,

@@ -31,9 +31,7 @@ pub struct CronJob {
     #[schema(value_type = String)]
     pub state: JobState,
     pub paused_reason: Option<String>,
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub next_run_at: Option<DateTime<Utc>>,
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub last_run_at: Option<DateTime<Utc>>,
     /// `ok` or `error`.
     #[schema(value_type = Option<String>)]
@@ -46,7 +44,6 @@ pub struct CronJob {
     pub origin: Option<Destination>,
     /// Only these of the agent's toolsets in the runs; `null`: all of the agent's.
     pub toolsets: Option<Vec<String>>,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
 }
 
@@ -56,7 +53,6 @@ pub struct CronJob {
 pub struct CronRun {
     #[schema(value_type = String, format = "uuid")]
     pub id: uuid::Uuid,
-    #[schema(value_type = String, format = DateTime)]
     pub scheduled_for: DateTime<Utc>,
     /// `claimed`, `running`, `completed`, `failed` or `unknown` (its worker died).
     #[schema(value_type = String)]
@@ -68,9 +64,7 @@ pub struct CronRun {
     pub session_id: Option<uuid::Uuid>,
     pub output: Option<String>,
     pub error: Option<String>,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub finished_at: Option<DateTime<Utc>>,
 }
 

@@ -29,9 +29,7 @@ pub struct Session {
     /// How the session began: `fork`, `compaction` or `subagent` (none for a first session).
     pub lineage: Option<String>,
     pub message_count: i64,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
-    #[schema(value_type = String, format = DateTime)]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -57,7 +55,6 @@ pub struct LineageNode {
     /// How it continues its parent: `compaction`, `fork` or `subagent`; `null` for the root.
     pub lineage: Option<String>,
     pub title: Option<String>,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
     /// Steps from the root.
     pub depth: i32,
