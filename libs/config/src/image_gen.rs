@@ -99,13 +99,9 @@ impl ImageGenConfig {
         Ok(ImageGenEndpoint { provider, base_url: base.trim_end_matches('/').to_owned(), api_key, model })
     }
 
-    /// Masks the keys, for dumps.
-    pub fn mask_keys(&mut self) {
-        for key in [&mut self.fal_key, &mut self.openai_api_key] {
-            if key.is_some() {
-                *key = Some("<redacted>".into());
-            }
-        }
+    /// The keys this section holds, which a dump masks.
+    pub(crate) fn keys_mut(&mut self) -> [&mut Option<String>; 2] {
+        [&mut self.fal_key, &mut self.openai_api_key]
     }
 }
 

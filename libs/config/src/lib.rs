@@ -456,16 +456,19 @@ impl HermesConfig {
         Ok(self)
     }
 
-    /// The effective configuration as TOML, with the master key masked.
+    /// The effective configuration as TOML, with the master key and the services' keys masked
+    /// (a key that is set shows as `<redacted>`, so a dump still tells set from unset).
     pub fn to_toml_redacted(&self) -> String {
         let mut copy = self.clone();
-        if copy.secrets.master_key.is_some() {
-            copy.secrets.master_key = Some("<redacted>".into());
+        let HermesConfig { secrets, web, stt, image_gen, tts, .. } = &mut copy;
+        let keys = std::iter::once(&mut secrets.master_key)
+            .chain(web.keys_mut())
+            .chain(stt.keys_mut())
+            .chain(image_gen.keys_mut())
+            .chain(tts.keys_mut());
+        for key in keys.filter(|key| key.is_some()) {
+            *key = Some("<redacted>".into());
         }
-        copy.web.mask_keys();
-        copy.stt.mask_keys();
-        copy.image_gen.mask_keys();
-        copy.tts.mask_keys();
         toml::to_string_pretty(&copy).unwrap_or_else(|e| format!("# cannot render config: {e}\n"))
     }
 }

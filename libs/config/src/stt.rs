@@ -74,13 +74,9 @@ impl SttConfig {
         Some(SttEndpoint { base_url: base_url.trim_end_matches('/').to_owned(), api_key, model })
     }
 
-    /// Masks the keys, for dumps.
-    pub fn mask_keys(&mut self) {
-        for key in [&mut self.api_key, &mut self.groq_api_key, &mut self.openai_api_key] {
-            if key.is_some() {
-                *key = Some("<redacted>".into());
-            }
-        }
+    /// The keys this section holds, which a dump masks.
+    pub(crate) fn keys_mut(&mut self) -> [&mut Option<String>; 3] {
+        [&mut self.api_key, &mut self.groq_api_key, &mut self.openai_api_key]
     }
 }
 

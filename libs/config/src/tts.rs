@@ -122,13 +122,9 @@ impl TtsConfig {
         }
     }
 
-    /// Masks the keys, for dumps.
-    pub fn mask_keys(&mut self) {
-        for key in [&mut self.openai_api_key, &mut self.elevenlabs_api_key] {
-            if key.is_some() {
-                *key = Some("<redacted>".into());
-            }
-        }
+    /// The keys this section holds, which a dump masks.
+    pub(crate) fn keys_mut(&mut self) -> [&mut Option<String>; 2] {
+        [&mut self.openai_api_key, &mut self.elevenlabs_api_key]
     }
 }
 

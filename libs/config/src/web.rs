@@ -132,14 +132,8 @@ impl Default for WebConfig {
 }
 
 impl WebConfig {
-    /// The keys this configuration holds, for masking in dumps.
-    pub fn mask_keys(&mut self) {
-        for key in
-            [&mut self.firecrawl_api_key, &mut self.tavily_api_key, &mut self.exa_api_key, &mut self.brave_api_key]
-        {
-            if key.is_some() {
-                *key = Some("<redacted>".into());
-            }
-        }
+    /// The keys this section holds, which a dump masks.
+    pub(crate) fn keys_mut(&mut self) -> [&mut Option<String>; 4] {
+        [&mut self.firecrawl_api_key, &mut self.tavily_api_key, &mut self.exa_api_key, &mut self.brave_api_key]
     }
 }
