@@ -105,14 +105,11 @@ pub const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
 
 #[derive(Debug, Default)]
 pub struct StreamAccumulator {
-    content: String,
-    reasoning: String,
+    /// The text and reasoning so far, and the bytes counted against the cap.
+    streamed: Streamed,
     calls: Vec<PartialCall>,
     finish_reason: Option<String>,
     usage: Usage,
-    /// Whether anything was passed to the sink (after that, a retry would duplicate output).
-    emitted: bool,
-    bytes: usize,
 }
 
 impl StreamAccumulator {
@@ -134,16 +131,10 @@ impl StreamAccumulator {
                 continue;
             };
             if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
-                self.count(text.len())?;
-                sink.text(&text);
-                self.emitted = true;
-                self.content.push_str(&text);
+                self.streamed.text(&text, sink)?;
             }
             if let Some(text) = delta.reasoning.filter(|t| !t.is_empty()) {
-                self.count(text.len())?;
-                sink.reasoning(&text);
-                self.emitted = true;
-                self.reasoning.push_str(&text);
+                self.streamed.reasoning(&text, sink)?;
             }
             for call in delta.tool_calls {
                 // Without an index, a new id starts a new call; otherwise it continues the last.
@@ -170,7 +161,7 @@ impl StreamAccumulator {
                         self.calls[index].name = name;
                     }
                     if let Some(args) = f.arguments {
-                        self.count(args.len())?;
+                        self.streamed.add_bytes(args.len())?;
                         self.calls[index].arguments.push_str(&args);
                     }
                 }
@@ -179,17 +170,9 @@ impl StreamAccumulator {
         Ok(())
     }
 
-    fn count(&mut self, n: usize) -> Result<(), LlmError> {
-        self.bytes += n;
-        if self.bytes > MAX_RESPONSE_BYTES {
-            return Err(LlmError::malformed(format!("response is larger than {MAX_RESPONSE_BYTES} bytes")));
-        }
-        Ok(())
-    }
-
     /// Whether any text or reasoning has been streamed to the sink.
     pub fn has_emitted(&self) -> bool {
-        self.emitted
+        self.streamed.emitted
     }
 
     /// Whether a finish reason arrived (some servers close the stream after it without `[DONE]`).
@@ -214,12 +197,12 @@ impl StreamAccumulator {
                 },
             })
             .collect();
-        answer(self.content, self.reasoning, tool_calls, self.finish_reason, self.usage)
+        self.streamed.answer(tool_calls, self.finish_reason, self.usage)
     }
 }
 
-/// What the Anthropic and Responses accumulators gather besides their tool calls: the text
-/// and reasoning streamed to the sink, the bytes so far (capped), and whether the stream ended.
+/// What every transport's accumulator gathers besides its tool calls: the text and reasoning
+/// streamed to the sink, the bytes so far (capped), and whether the stream ended.
 #[derive(Debug, Default)]
 pub(crate) struct Streamed {
     text: String,
@@ -235,54 +218,51 @@ impl Streamed {
     pub fn add_bytes(&mut self, n: usize) -> Result<(), LlmError> {
         self.bytes += n;
         if self.bytes > MAX_RESPONSE_BYTES {
-            return Err(LlmError::malformed("response is too large"));
+            return Err(LlmError::malformed(format!("response is larger than {MAX_RESPONSE_BYTES} bytes")));
         }
         Ok(())
     }
 
+    /// Streams answer text to the sink and keeps it.
     pub fn text(&mut self, text: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
-        self.add_bytes(text.len())?;
+        self.emit(text)?;
         sink.text(text);
-        self.emitted = true;
         self.text.push_str(text);
         Ok(())
     }
 
+    /// Streams reasoning to the sink and keeps it.
     pub fn reasoning(&mut self, text: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError> {
-        self.add_bytes(text.len())?;
+        self.emit(text)?;
         sink.reasoning(text);
-        self.emitted = true;
         self.reasoning.push_str(text);
         Ok(())
     }
 
-    /// The answer with these tool calls.
-    pub fn answer(self, tool_calls: Vec<ToolCall>, finish_reason: Option<String>, usage: Usage) -> ChatResponse {
-        answer(self.text, self.reasoning, tool_calls, finish_reason, usage)
+    /// Counts `text` against the cap, and marks the stream as having reached the sink.
+    fn emit(&mut self, text: &str) -> Result<(), LlmError> {
+        self.add_bytes(text.len())?;
+        self.emitted = true;
+        Ok(())
     }
-}
 
-/// One streamed assistant answer, as every transport returns it: no content beside tool calls
-/// when there was no text, reasoning kept apart.
-pub(crate) fn answer(
-    text: String,
-    reasoning: String,
-    tool_calls: Vec<ToolCall>,
-    finish_reason: Option<String>,
-    usage: Usage,
-) -> ChatResponse {
-    let content = if text.is_empty() && !tool_calls.is_empty() { None } else { Some(Content::Text(text)) };
-    ChatResponse {
-        message: ChatMessage {
-            role: Role::Assistant,
-            content,
-            tool_calls,
-            tool_call_id: None,
-            name: None,
-            reasoning: (!reasoning.is_empty()).then_some(reasoning),
-        },
-        finish_reason,
-        usage,
+    /// The answer with these tool calls, as every transport returns it: no content beside
+    /// tool calls when there was no text, reasoning kept apart.
+    pub fn answer(self, tool_calls: Vec<ToolCall>, finish_reason: Option<String>, usage: Usage) -> ChatResponse {
+        let content =
+            if self.text.is_empty() && !tool_calls.is_empty() { None } else { Some(Content::Text(self.text)) };
+        ChatResponse {
+            message: ChatMessage {
+                role: Role::Assistant,
+                content,
+                tool_calls,
+                tool_call_id: None,
+                name: None,
+                reasoning: (!self.reasoning.is_empty()).then_some(self.reasoning),
+            },
+            finish_reason,
+            usage,
+        }
     }
 }
 
