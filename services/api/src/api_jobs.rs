@@ -21,7 +21,7 @@ use hermes_wire::v1::{
 
 use crate::auth::{Caller, key_audit};
 use crate::cron::create_job;
-use crate::documented::NoApiKey;
+use crate::documented::{JobIdPath, NoApiKey};
 use crate::state::AppState;
 use crate::visible::CallerObject;
 
@@ -201,7 +201,7 @@ async fn found(state: &AppState, auth: &hermes_store::KeyAuth, id: &str) -> Resu
     Job::find(state, auth, id).await.map_err(|_| error(StatusCode::NOT_FOUND, "Job not found"))
 }
 
-#[utoipa::path(get, path = "/api/jobs/{id}", tag = "upstream cron", params(("id" = String, Path, description = "Job id")),
+#[utoipa::path(get, path = "/api/jobs/{id}", tag = "upstream cron", params(JobIdPath),
     responses((status = 200, description = "`{\"job\": {...}}`", body = UpstreamJobBody), (status = 404, description = "`{\"error\": \"Job not found\"}`", body = UpstreamError)))]
 pub(crate) async fn get(State(state): State<AppState>, Caller(auth): Caller, Path(id): Path<String>) -> Response {
     match found(&state, &auth, &id).await {
@@ -210,7 +210,7 @@ pub(crate) async fn get(State(state): State<AppState>, Caller(auth): Caller, Pat
     }
 }
 
-#[utoipa::path(patch, path = "/api/jobs/{id}", tag = "upstream cron", params(("id" = String, Path, description = "Job id")), request_body = UpstreamJob,
+#[utoipa::path(patch, path = "/api/jobs/{id}", tag = "upstream cron", params(JobIdPath), request_body = UpstreamJob,
     responses((status = 200, description = "`{\"job\": {...}}`", body = UpstreamJobBody), (status = 400, description = "No valid fields, or a bad value", body = UpstreamError),
         (status = 404, description = "`{\"error\": \"Job not found\"}`", body = UpstreamError)))]
 pub(crate) async fn update(
@@ -298,7 +298,7 @@ fn ops_refusal(e: hermes_ops::OpsError) -> Refusal {
     from_api(crate::errors::refusal(e).unwrap_or_else(ApiError::internal))
 }
 
-#[utoipa::path(delete, path = "/api/jobs/{id}", tag = "upstream cron", params(("id" = String, Path, description = "Job id")),
+#[utoipa::path(delete, path = "/api/jobs/{id}", tag = "upstream cron", params(JobIdPath),
     responses((status = 200, description = "`{\"ok\": true}`", body = UpstreamOk), (status = 404, description = "`{\"error\": \"Job not found\"}`", body = UpstreamError)))]
 pub(crate) async fn delete(State(state): State<AppState>, Caller(auth): Caller, Path(id): Path<String>) -> Response {
     let job = match found(&state, &auth, &id).await {
@@ -337,13 +337,13 @@ async fn act(state: &AppState, auth: &hermes_store::KeyAuth, id: &str, action: A
     }
 }
 
-#[utoipa::path(post, path = "/api/jobs/{id}/pause", tag = "upstream cron", params(("id" = String, Path, description = "Job id")),
+#[utoipa::path(post, path = "/api/jobs/{id}/pause", tag = "upstream cron", params(JobIdPath),
     responses((status = 200, description = "`{\"job\": {...}}`", body = UpstreamJobBody), (status = 404, description = "`{\"error\": \"Job not found\"}`", body = UpstreamError)))]
 pub(crate) async fn pause(State(state): State<AppState>, Caller(auth): Caller, Path(id): Path<String>) -> Response {
     act(&state, &auth, &id, Action::Pause).await
 }
 
-#[utoipa::path(post, path = "/api/jobs/{id}/resume", tag = "upstream cron", params(("id" = String, Path, description = "Job id")),
+#[utoipa::path(post, path = "/api/jobs/{id}/resume", tag = "upstream cron", params(JobIdPath),
     responses((status = 200, description = "`{\"job\": {...}}`", body = UpstreamJobBody), (status = 404, description = "`{\"error\": \"Job not found\"}`", body = UpstreamError)))]
 pub(crate) async fn resume_job(
     State(state): State<AppState>,
@@ -353,7 +353,7 @@ pub(crate) async fn resume_job(
     act(&state, &auth, &id, Action::Resume).await
 }
 
-#[utoipa::path(post, path = "/api/jobs/{id}/run", tag = "upstream cron", params(("id" = String, Path, description = "Job id")),
+#[utoipa::path(post, path = "/api/jobs/{id}/run", tag = "upstream cron", params(JobIdPath),
     responses((status = 200, description = "`{\"job\": {...}}`: due now, the scheduler starts it within a second", body = UpstreamJobBody),
         (status = 404, description = "`{\"error\": \"Job not found\"}`", body = UpstreamError)))]
 pub(crate) async fn run(State(state): State<AppState>, Caller(auth): Caller, Path(id): Path<String>) -> Response {

@@ -18,6 +18,9 @@ use hermes_wire::v1::{Channel as Shown, ChannelBound, ChannelChanges, ChannelReq
 
 use crate::agents::resolve_agent;
 use crate::auth::{Caller, key_audit, tenant_wide};
+use crate::documented::{
+    BadRequest, BotBound, ChannelPath, KeyForOneAgent, NoApiKey, NoSuchChannel, NoSuchCode, PairingLocked,
+};
 use crate::errors::{Failure, Resource, resource};
 use crate::state::AppState;
 
@@ -36,7 +39,7 @@ async fn owned(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Channel> {
 }
 
 #[utoipa::path(get, path = "/v1/channels", tag = "channels",
-    responses((status = 200, description = "The tenant's channels", body = Slice<hermes_wire::v1::Channel>), (status = 401, description = "Missing or invalid API key", body = hermes_wire::ErrorBody), (status = 403, description = "The key is restricted to one agent", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The tenant's channels", body = Slice<hermes_wire::v1::Channel>), NoApiKey, KeyForOneAgent))]
 pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Slice<Shown>>> {
     tenant_wide(&auth, "managing channels")?;
     let channels = state.store.list_channels(auth.tenant_id).await?;
@@ -44,7 +47,7 @@ pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) ->
 }
 
 #[utoipa::path(post, path = "/v1/channels", tag = "channels", request_body = ChannelRequest,
-    responses((status = 201, description = "The bot is bound; `setup` says what is left to do on the platform", body = ChannelBound), (status = 400, description = "Invalid request, or the platform refused the credentials", body = hermes_wire::ErrorBody), (status = 409, description = "The bot is bound already", body = hermes_wire::ErrorBody)))]
+    responses((status = 201, description = "The bot is bound; `setup` says what is left to do on the platform", body = ChannelBound), (status = 400, description = "Invalid request, or the platform refused the credentials", body = hermes_wire::ErrorBody), BotBound))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -64,8 +67,8 @@ pub(crate) async fn create(
     Ok((StatusCode::CREATED, Json(bound)))
 }
 
-#[utoipa::path(get, path = "/v1/channels/{id}", tag = "channels", params(("id" = String, Path, description = "Channel id")),
-    responses((status = 200, description = "The channel", body = hermes_wire::v1::Channel), (status = 404, description = "No such channel", body = hermes_wire::ErrorBody)))]
+#[utoipa::path(get, path = "/v1/channels/{id}", tag = "channels", params(ChannelPath),
+    responses((status = 200, description = "The channel", body = hermes_wire::v1::Channel), NoSuchChannel))]
 pub(crate) async fn get(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -74,8 +77,8 @@ pub(crate) async fn get(
     Ok(Json(shown(owned(&state, &auth, &id).await?)))
 }
 
-#[utoipa::path(patch, path = "/v1/channels/{id}", tag = "channels", params(("id" = String, Path, description = "Channel id")),
-    responses((status = 200, description = "The changed channel", body = hermes_wire::v1::Channel), (status = 400, description = "Invalid request", body = hermes_wire::ErrorBody), (status = 404, description = "No such channel", body = hermes_wire::ErrorBody)))]
+#[utoipa::path(patch, path = "/v1/channels/{id}", tag = "channels", params(ChannelPath),
+    responses((status = 200, description = "The changed channel", body = hermes_wire::v1::Channel), BadRequest, NoSuchChannel))]
 pub(crate) async fn update(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -88,8 +91,8 @@ pub(crate) async fn update(
     Ok(Json(channels::change(&state.store, key_audit(&auth), &channel, changes).await?))
 }
 
-#[utoipa::path(delete, path = "/v1/channels/{id}", tag = "channels", params(("id" = String, Path, description = "Channel id")),
-    responses((status = 200, description = "Unbound", body = Deleted), (status = 404, description = "No such channel", body = hermes_wire::ErrorBody)))]
+#[utoipa::path(delete, path = "/v1/channels/{id}", tag = "channels", params(ChannelPath),
+    responses((status = 200, description = "Unbound", body = Deleted), NoSuchChannel))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -100,8 +103,8 @@ pub(crate) async fn delete(
     Ok(Json(Deleted::new(channel.id, "channel.deleted")))
 }
 
-#[utoipa::path(get, path = "/v1/channels/{id}/pairings", tag = "channels", params(("id" = String, Path, description = "Channel id")),
-    responses((status = 200, description = "Codes waiting for an admin", body = Slice<hermes_wire::v1::PairingRequest>), (status = 404, description = "No such channel", body = hermes_wire::ErrorBody)))]
+#[utoipa::path(get, path = "/v1/channels/{id}/pairings", tag = "channels", params(ChannelPath),
+    responses((status = 200, description = "Codes waiting for an admin", body = Slice<hermes_wire::v1::PairingRequest>), NoSuchChannel))]
 pub(crate) async fn pairings(
     State(state): State<AppState>,
     Caller(auth): Caller,
@@ -118,8 +121,8 @@ pub(crate) struct Approve {
     code: String,
 }
 
-#[utoipa::path(post, path = "/v1/channels/{id}/pairings/approve", tag = "channels", params(("id" = String, Path, description = "Channel id")),
-    responses((status = 200, description = "The person may talk to the bot now (and is told so)", body = PairingApproved), (status = 400, description = "No such code is waiting", body = hermes_wire::ErrorBody), (status = 404, description = "No such channel", body = hermes_wire::ErrorBody), (status = 429, description = "Too many wrong codes: approvals are locked for a while", body = hermes_wire::ErrorBody)))]
+#[utoipa::path(post, path = "/v1/channels/{id}/pairings/approve", tag = "channels", params(ChannelPath),
+    responses((status = 200, description = "The person may talk to the bot now (and is told so)", body = PairingApproved), NoSuchCode, NoSuchChannel, PairingLocked))]
 pub(crate) async fn approve(
     State(state): State<AppState>,
     Caller(auth): Caller,

@@ -9,7 +9,7 @@ use hermes_store::NewTurn;
 
 use crate::agents::resolve_agent;
 use crate::auth::Caller;
-use crate::documented::{BadRequest, NoApiKey, NotFound, RateLimited};
+use crate::documented::{BadRequest, CapReached, NoApiKey, NotFound, RateLimited};
 use crate::headers::{session_text, with_session};
 use crate::state::AppState;
 use crate::submit::{Entry, Work, submit_turn};
@@ -22,7 +22,7 @@ use hermes_http::chat_request::{ChatCompletionRequest, ParsedChat};
            ("X-Hermes-Session-Key" = Option<String>, Header, description = "The end user (long-term memory scope)"),
            ("Idempotency-Key" = Option<String>, Header, description = "Retries with the same key share one turn")),
     responses((status = 200, description = "A chat.completion, or an SSE stream of chunks with stream: true", body = hermes_wire::v1::ChatCompletion),
-              BadRequest, NoApiKey, NotFound, (status = 402, description = "A spending cap is reached", body = hermes_wire::ErrorBody), RateLimited,
+              BadRequest, NoApiKey, NotFound, CapReached, RateLimited,
               (status = 502, description = "The agent produced nothing", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn chat_completions(
     State(state): State<AppState>,

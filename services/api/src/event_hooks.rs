@@ -17,7 +17,7 @@ use hermes_wire::Slice;
 use hermes_wire::v1::{Deleted, EventDelivery, EventHook as Shown, EventPing};
 
 use crate::auth::{Caller, tenant_wide};
-use crate::documented::{BadRequest, HookPath, NoSuchHook};
+use crate::documented::{BadRequest, HookPath, KeyForOneAgent, NoSuchHook};
 use crate::errors::{Failure, deleted, path_id, resource};
 use crate::state::AppState;
 use crate::visible::{CallerObject, Visible};
@@ -55,7 +55,7 @@ fn check(state: &AppState, url: Option<&str>, events: Option<&[String]>) -> std:
 }
 
 #[utoipa::path(get, path = "/v1/event-hooks", tag = "event-hooks",
-    responses((status = 200, description = "The tenant's event hooks (without secrets)", body = Slice<hermes_wire::v1::EventHook>), (status = 403, description = "The key is restricted to one agent", body = hermes_wire::ErrorBody)))]
+    responses((status = 200, description = "The tenant's event hooks (without secrets)", body = Slice<hermes_wire::v1::EventHook>), KeyForOneAgent))]
 pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Slice<Shown>>> {
     tenant_wide(&auth, "managing event hooks")?;
     let hooks = state.store.list_event_hooks(auth.tenant_id).await?;
@@ -77,7 +77,7 @@ pub(crate) struct CreateEventHook {
 }
 
 #[utoipa::path(post, path = "/v1/event-hooks", tag = "event-hooks", request_body = CreateEventHook,
-    responses((status = 201, description = "The endpoint with its signing secret (shown this once)", body = hermes_wire::v1::EventHook), (status = 400, description = "Invalid request (a private address or an unknown event says so)", body = hermes_wire::ErrorBody), (status = 403, description = "The key is restricted to one agent", body = hermes_wire::ErrorBody)))]
+    responses((status = 201, description = "The endpoint with its signing secret (shown this once)", body = hermes_wire::v1::EventHook), (status = 400, description = "Invalid request (a private address or an unknown event says so)", body = hermes_wire::ErrorBody), KeyForOneAgent))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,

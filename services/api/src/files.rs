@@ -15,7 +15,7 @@ use hermes_store::turn_files::SharedFile;
 use hermes_wire::v1::FileObject;
 
 use crate::auth::Caller;
-use crate::documented::{NoApiKey, NotFound};
+use crate::documented::{FileIdPath, NoApiKey, NotFound};
 use crate::state::AppState;
 
 /// The file `id` names, if the caller may see it.
@@ -26,7 +26,7 @@ async fn find(state: &AppState, auth: &KeyAuth, id: &str) -> Result<SharedFile, 
     file.filter(|f| auth.agent_id.is_none_or(|agent| agent == f.agent_id)).ok_or_else(missing)
 }
 
-#[utoipa::path(get, path = "/v1/files/{id}", tag = "openai", params(("id" = String, Path, description = "The file's id")),
+#[utoipa::path(get, path = "/v1/files/{id}", tag = "openai", params(FileIdPath),
     responses((status = 200, description = "A file an agent made", body = FileObject), NoApiKey, NotFound))]
 pub(crate) async fn get(
     State(state): State<AppState>,
@@ -45,7 +45,7 @@ pub(crate) async fn get(
     }))
 }
 
-#[utoipa::path(get, path = "/v1/files/{id}/content", tag = "openai", params(("id" = String, Path, description = "The file's id")),
+#[utoipa::path(get, path = "/v1/files/{id}/content", tag = "openai", params(FileIdPath),
     responses((status = 200, description = "The file's bytes, with its type", content_type = "application/octet-stream", body = Vec<u8>), NoApiKey, NotFound))]
 pub(crate) async fn content(
     State(state): State<AppState>,

@@ -15,7 +15,7 @@ use hermes_wire::v1::{Deleted, ResponseObject, ResponsesRequest, Truncation};
 
 use crate::auth::Caller;
 use crate::completion::{Completion, incomplete, timed_out};
-use crate::documented::{BadRequest, NoApiKey, NotFound, ObjectPath, RateLimited};
+use crate::documented::{BadRequest, CapReached, NoApiKey, NotFound, ObjectPath, RateLimited};
 use crate::errors::missing_or_internal;
 use crate::headers::with_session;
 use crate::responses_object::{ResponseMeta, response_object};
@@ -33,7 +33,7 @@ fn not_found(id: &str) -> ApiError {
 #[utoipa::path(post, path = "/v1/responses", tag = "openai",
     request_body = hermes_wire::v1::ResponsesRequest,
     responses((status = 200, description = "A response, or an SSE stream of response.* events with stream: true", body = hermes_wire::v1::ResponseObject),
-              BadRequest, NoApiKey, NotFound, (status = 402, description = "A spending cap is reached", body = hermes_wire::ErrorBody), RateLimited))]
+              BadRequest, NoApiKey, NotFound, CapReached, RateLimited))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,

@@ -18,7 +18,7 @@ use hermes_wire::v1::{CronJob, CronRun, EventDelivery};
 
 use crate::admin::errors::{ops_error, path_id, store_error, store_error_for};
 use crate::admin::tenant_call::TenantCall;
-use crate::documented::{ObjectPath, TenantNotFound, TenantPath};
+use crate::documented::{EndpointPath, JobIdPath, NoSuchEndpoint, NoSuchJob, ObjectPath, TenantNotFound, TenantPath};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -30,9 +30,9 @@ pub(crate) async fn jobs(call: TenantCall) -> Result<Json<List<CronJob>>> {
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/cron/{id}/runs", tag = "admin: automation",
-    params(TenantPath, ("id" = String, Path, description = "Job id")),
+    params(TenantPath, JobIdPath),
     responses((status = 200, description = "The job's latest runs with their outputs, newest first", body = List<CronRun>),
-        (status = 404, description = "No such job", body = hermes_wire::ErrorBody)))]
+        NoSuchJob))]
 pub(crate) async fn runs(call: TenantCall, Path(ObjectPath { id }): Path<ObjectPath>) -> Result<Json<List<CronRun>>> {
     let t = call.allow(AdminOp::ViewCron).await?;
     let job = job(&call, t.id, &id).await?;
@@ -59,7 +59,7 @@ pub(crate) enum JobAction {
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/cron/{id}/{action}", tag = "admin: automation",
-    params(TenantPath, ("id" = String, Path, description = "Job id"),
+    params(TenantPath, JobIdPath,
         ("action" = String, Path, description = "`run`, `pause` or `resume`")),
     responses((status = 200, description = "The job as it now is", body = CronJob),
         (status = 403, description = "The caller's role may not manage cron", body = hermes_wire::ErrorBody),
@@ -93,9 +93,9 @@ pub(crate) async fn hooks(call: TenantCall) -> Result<Json<Hooks>> {
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/hooks/{id}/deliveries", tag = "admin: automation",
-    params(TenantPath, ("id" = String, Path, description = "Event endpoint id")),
+    params(TenantPath, EndpointPath),
     responses((status = 200, description = "The endpoint's latest deliveries and their attempts", body = List<EventDelivery>),
-        (status = 404, description = "No such endpoint", body = hermes_wire::ErrorBody)))]
+        NoSuchEndpoint))]
 pub(crate) async fn deliveries(
     call: TenantCall,
     Path(ObjectPath { id }): Path<ObjectPath>,
@@ -108,9 +108,9 @@ pub(crate) async fn deliveries(
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/hooks/{id}/ping", tag = "admin: automation",
-    params(TenantPath, ("id" = String, Path, description = "Event endpoint id")),
+    params(TenantPath, EndpointPath),
     responses((status = 200, description = "A test event is on its way (it shows in the deliveries)", body = PingSent),
-        (status = 404, description = "No such endpoint", body = hermes_wire::ErrorBody)))]
+        NoSuchEndpoint))]
 pub(crate) async fn ping(call: TenantCall, Path(ObjectPath { id }): Path<ObjectPath>) -> Result<Json<PingSent>> {
     let t = call.allow(AdminOp::ManageHooks).await?;
     let hook: hermes_core::EventHookId = path_id(&id, ErrorCode::NotFound, "endpoint")?;
@@ -122,7 +122,7 @@ pub(crate) async fn ping(call: TenantCall, Path(ObjectPath { id }): Path<ObjectP
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/hooks/{id}/deliveries/{delivery}/resend", tag = "admin: automation",
-    params(TenantPath, ("id" = String, Path, description = "Event endpoint id"),
+    params(TenantPath, EndpointPath,
         ("delivery" = String, Path, description = "Delivery id (the `webhook-id` the receiver saw)")),
     responses((status = 202, description = "Due again now, under the same id, from the first attempt"),
         (status = 403, description = "The caller's role may not manage hooks", body = hermes_wire::ErrorBody),

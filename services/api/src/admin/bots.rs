@@ -19,7 +19,9 @@ use hermes_wire::v1::ChannelRequest;
 use crate::admin::errors::{path_id, store_error, store_error_for};
 use crate::admin::state::AdminState;
 use crate::admin::tenant_call::{Body, TenantCall};
-use crate::documented::{ObjectPath, TenantNotFound, TenantPath};
+use crate::documented::{
+    BotBound, ChannelPath, NoSuchChannel, NoSuchCode, ObjectPath, PairingLocked, TenantNotFound, TenantPath,
+};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -53,7 +55,7 @@ pub(crate) async fn list(call: TenantCall) -> Result<Json<List<hermes_wire::v1::
     responses((status = 201, description = "Bound; `setup` says what is left to do on the platform (a webhook URL to paste, a socket to enable)", body = hermes_wire::v1::ChannelBound),
         (status = 400, description = "A bad value, or the platform refused the credentials", body = hermes_wire::ErrorBody),
         (status = 403, description = "The caller's role may not bind bots", body = hermes_wire::ErrorBody),
-        (status = 409, description = "The bot is bound already", body = hermes_wire::ErrorBody)))]
+        BotBound))]
 pub(crate) async fn create(
     call: TenantCall,
     body: Body<ChannelRequest>,
@@ -73,8 +75,8 @@ pub(crate) async fn create(
 }
 
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/channels/{id}", tag = "admin: channels",
-    params(TenantPath, ("id" = String, Path, description = "Channel id")),
-    responses((status = 204, description = "Unbound"), (status = 404, description = "No such channel", body = hermes_wire::ErrorBody)))]
+    params(TenantPath, ChannelPath),
+    responses((status = 204, description = "Unbound"), NoSuchChannel))]
 pub(crate) async fn delete(call: TenantCall, Path(ObjectPath { id }): Path<ObjectPath>) -> Result<StatusCode> {
     let t = call.allow(AdminOp::ManageChannels).await?;
     let found = channel(&call.state, t.id, &id).await?;
@@ -83,9 +85,9 @@ pub(crate) async fn delete(call: TenantCall, Path(ObjectPath { id }): Path<Objec
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/channels/{id}/pairings", tag = "admin: channels",
-    params(TenantPath, ("id" = String, Path, description = "Channel id")),
+    params(TenantPath, ChannelPath),
     responses((status = 200, description = "Codes waiting for an admin", body = List<hermes_wire::v1::PairingRequest>),
-        (status = 404, description = "No such channel", body = hermes_wire::ErrorBody)))]
+        NoSuchChannel))]
 pub(crate) async fn pairings(
     call: TenantCall,
     Path(ObjectPath { id }): Path<ObjectPath>,
@@ -104,11 +106,11 @@ pub(crate) struct Approve {
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/channels/{id}/pairings/approve", tag = "admin: channels", request_body = Approve,
-    params(TenantPath, ("id" = String, Path, description = "Channel id")),
+    params(TenantPath, ChannelPath),
     responses((status = 200, description = "The person may talk to the bot now (and is told so)", body = hermes_wire::v1::PairingApproved),
-        (status = 400, description = "No such code is waiting", body = hermes_wire::ErrorBody),
-        (status = 404, description = "No such channel", body = hermes_wire::ErrorBody),
-        (status = 429, description = "Too many wrong codes: approvals are locked for a while", body = hermes_wire::ErrorBody)))]
+        NoSuchCode,
+        NoSuchChannel,
+        PairingLocked))]
 pub(crate) async fn approve(
     call: TenantCall,
     Path(ObjectPath { id }): Path<ObjectPath>,

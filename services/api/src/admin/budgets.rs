@@ -18,7 +18,7 @@ use hermes_wire::admin::BudgetView;
 use crate::admin::errors::store_error;
 use crate::admin::state::AdminState;
 use crate::admin::tenant_call::{Body, TenantCall};
-use crate::documented::{TenantNotFound, TenantPath};
+use crate::documented::{MayNotSetBudgets, TenantNotFound, TenantPath};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -76,7 +76,7 @@ async fn scope(
         ("period" = String, Path, description = "`day` or `month` (in the tenant's time zone)")),
     responses((status = 204, description = "Set (replacing the cap of that scope and period)"),
         (status = 400, description = "No amount, or a negative one", body = hermes_wire::ErrorBody),
-        (status = 403, description = "The caller's role may not set budgets", body = hermes_wire::ErrorBody),
+        MayNotSetBudgets,
         (status = 404, description = "No such tenant, agent or period", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn set(
     call: TenantCall,
@@ -108,7 +108,7 @@ pub(crate) async fn set(
         ("scope" = String, Path, description = "`tenant`, or an agent's id or name"),
         ("period" = String, Path, description = "`day` or `month`")),
     responses((status = 204, description = "Removed: that scope has no cap for the period now"),
-        (status = 403, description = "The caller's role may not set budgets", body = hermes_wire::ErrorBody),
+        MayNotSetBudgets,
         (status = 404, description = "No such cap", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn remove(
     call: TenantCall,

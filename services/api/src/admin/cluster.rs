@@ -11,10 +11,11 @@ use hermes_wire::admin::{Cluster, SeenSandbox};
 use crate::admin::caller::Caller;
 use crate::admin::errors::store_error;
 use crate::admin::state::AdminState;
+use crate::documented::OperatorsOnly;
 
 #[utoipa::path(get, path = "/admin/v1/cluster", tag = "admin: tenants",
     responses((status = 200, description = "The backlog (turns queued and running, replies waiting, late cron jobs), the workers holding turns, and the live sandboxes as workers last reported them", body = Cluster),
-        (status = 403, description = "Operators only", body = hermes_wire::ErrorBody)))]
+        OperatorsOnly))]
 pub(crate) async fn cluster(State(state): State<AdminState>, caller: Caller) -> Result<Json<Cluster>, ApiError> {
     caller.installation(AdminOp::ViewCluster)?;
     let backlog = state.store.backlog().await.map_err(store_error)?;

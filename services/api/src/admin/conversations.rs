@@ -18,7 +18,9 @@ use hermes_wire::{List, Slice};
 
 use crate::admin::errors::{ops_error, path_id, store_error, store_error_for, value_conflict};
 use crate::admin::tenant_call::{AgentCall, Body, TenantCall};
-use crate::documented::{AgentPath, ObjectPath, TenantNotFound, TenantPath};
+use crate::documented::{
+    AgentPath, MayNotEditAgents, NoSuchAgent, NoSuchSession, ObjectPath, SessionPath, TenantNotFound, TenantPath,
+};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -86,9 +88,9 @@ pub(crate) struct TranscriptPage {
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/sessions/{id}", tag = "admin: sessions",
-    params(TenantPath, ("id" = String, Path, description = "Session id"), TranscriptPage),
+    params(TenantPath, SessionPath, TranscriptPage),
     responses((status = 200, description = "The session and a page of its transcript", body = Transcript),
-        (status = 404, description = "No such session", body = hermes_wire::ErrorBody)))]
+        NoSuchSession))]
 pub(crate) async fn transcript(
     call: TenantCall,
     Path(ObjectPath { id }): Path<ObjectPath>,
@@ -107,10 +109,10 @@ pub(crate) async fn transcript(
 }
 
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/sessions/{id}", tag = "admin: sessions",
-    params(TenantPath, ("id" = String, Path, description = "Session id")),
+    params(TenantPath, SessionPath),
     responses((status = 204, description = "Deleted with its transcript"),
         (status = 403, description = "The caller's role may not delete sessions", body = hermes_wire::ErrorBody),
-        (status = 404, description = "No such session", body = hermes_wire::ErrorBody),
+        NoSuchSession,
         (status = 409, description = "A turn is running in it: stop it first", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn delete_session(call: TenantCall, Path(ObjectPath { id }): Path<ObjectPath>) -> Result<StatusCode> {
     let t = call.allow(AdminOp::ManageSessions).await?;
@@ -145,8 +147,8 @@ pub(crate) async fn create_agent(call: TenantCall, body: Body<NewAgent>) -> Resu
     params(TenantPath, AgentPath),
     responses((status = 200, description = "The agent as it now is; new sessions use it", body = Agent),
         (status = 400, description = "An unknown toolset, approval mode or image input mode, or a fallback or vision model URL the outbound policy refuses", body = hermes_wire::ErrorBody),
-        (status = 403, description = "The caller's role may not edit agents", body = hermes_wire::ErrorBody),
-        (status = 404, description = "No such agent", body = hermes_wire::ErrorBody)))]
+        MayNotEditAgents,
+        NoSuchAgent))]
 pub(crate) async fn edit_agent(call: AgentCall, body: Body<AgentEdit>) -> Result<Json<Agent>> {
     let (t, before) = call.allow_agent(AdminOp::EditAgents).await?;
     let hermes_http::ApiJson(body) = body?;
@@ -157,9 +159,9 @@ pub(crate) async fn edit_agent(call: AgentCall, body: Body<AgentEdit>) -> Result
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/sessions/{id}/export", tag = "admin: sessions",
-    params(TenantPath, ("id" = String, Path, description = "Session id")),
+    params(TenantPath, SessionPath),
     responses((status = 200, description = "The whole conversation and its lineage as one JSON file", body = Object),
-        (status = 404, description = "No such session", body = hermes_wire::ErrorBody)))]
+        NoSuchSession))]
 pub(crate) async fn export(
     call: TenantCall,
     Path(ObjectPath { id }): Path<ObjectPath>,

@@ -23,7 +23,7 @@ use hermes_wire::admin::TurnStopped;
 use crate::admin::errors::{path_id, store_error, store_error_for};
 use crate::admin::state::AdminState;
 use crate::admin::tenant_call::TenantCall;
-use crate::documented::{ObjectPath, TenantNotFound, TenantPath};
+use crate::documented::{NoSuchTurn, ObjectPath, TenantNotFound, TenantPath, TurnPath};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -38,10 +38,10 @@ pub(crate) async fn open_turns(call: TenantCall) -> Result<Json<List<hermes_wire
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/turns/{id}/stop", tag = "admin: sessions",
-    params(TenantPath, ("id" = String, Path, description = "Turn id")),
+    params(TenantPath, TurnPath),
     responses((status = 200, description = "`cancelled` (it had not started) or `stopping` (its worker stops it)", body = TurnStopped),
         (status = 403, description = "The caller's role may not stop turns", body = hermes_wire::ErrorBody),
-        (status = 404, description = "No such turn", body = hermes_wire::ErrorBody),
+        NoSuchTurn,
         (status = 409, description = "It has already ended", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn stop(call: TenantCall, Path(ObjectPath { id }): Path<ObjectPath>) -> Result<Json<TurnStopped>> {
     let t = call.allow(AdminOp::ManageSessions).await?;
@@ -78,9 +78,9 @@ struct StatusAudit {
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/turns/{id}/events", tag = "admin: sessions",
-    params(TenantPath, ("id" = String, Path, description = "Turn id")),
+    params(TenantPath, TurnPath),
     responses((status = 200, description = "Server-sent events: first `history` (the turn's messages so far), then its events as JSON, by `type` (`started`, `delta`, `reasoning`, `tool_started`, `tool_completed`, `notice`, `waiting`, `finished`), ending with the turn", content_type = "text/event-stream", body = String),
-        (status = 404, description = "No such turn", body = hermes_wire::ErrorBody)))]
+        NoSuchTurn))]
 pub(crate) async fn events(
     call: TenantCall,
     Path(ObjectPath { id }): Path<ObjectPath>,

@@ -14,7 +14,7 @@ use hermes_wire::admin::{McpServer, McpServerSet};
 
 use crate::admin::errors::{ops_error, store_error};
 use crate::admin::tenant_call::{AgentCall, Body};
-use crate::documented::{AgentPath, TenantPath};
+use crate::documented::{AgentPath, MayNotEditAgents, NoSuchAgent, TenantPath};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -38,8 +38,8 @@ pub(crate) async fn list(call: AgentCall) -> Result<Json<List<McpServer>>> {
         ("name" = String, Path, description = "The server's name (letters, digits, `-`, `_`; at most 40)")),
     responses((status = 200, description = "Set; the agent's next turn uses it", body = McpServerSet),
         (status = 400, description = "A configuration that cannot work, or a URL the outbound policy refuses", body = hermes_wire::ErrorBody),
-        (status = 403, description = "The caller's role may not edit agents", body = hermes_wire::ErrorBody),
-        (status = 404, description = "No such agent", body = hermes_wire::ErrorBody)))]
+        MayNotEditAgents,
+        NoSuchAgent))]
 pub(crate) async fn set(
     call: AgentCall,
     Path((_, _, name)): Path<(String, String, String)>,
@@ -56,7 +56,7 @@ pub(crate) async fn set(
     params(TenantPath, AgentPath,
         ("name" = String, Path, description = "The server's name")),
     responses((status = 204, description = "Removed; the agent's next turn no longer has its tools"),
-        (status = 403, description = "The caller's role may not edit agents", body = hermes_wire::ErrorBody),
+        MayNotEditAgents,
         (status = 404, description = "No such agent or server", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn remove(call: AgentCall, Path((_, _, name)): Path<(String, String, String)>) -> Result<StatusCode> {
     let (t, agent) = call.allow_agent(AdminOp::EditAgents).await?;

@@ -13,7 +13,7 @@ use hermes_wire::admin::{Invitation, InvitationMade, Invite, Member, RoleChanged
 
 use crate::admin::errors::{path_id, store_error, store_error_for};
 use crate::admin::tenant_call::{Body, TenantCall};
-use crate::documented::{ObjectPath, TenantNotFound, TenantPath};
+use crate::documented::{NoSuchTenantOrMember, ObjectPath, PersonPath, TenantNotFound, TenantPath};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -33,10 +33,10 @@ pub(crate) struct RoleChange {
 }
 
 #[utoipa::path(patch, path = "/admin/v1/tenants/{tenant}/members/{person}", tag = "admin: people", request_body = RoleChange,
-    params(TenantPath, ("person" = String, Path, description = "Person id")),
+    params(TenantPath, PersonPath),
     responses((status = 200, description = "The role before and after", body = RoleChanged),
         (status = 403, description = "The caller's role may not make this change", body = hermes_wire::ErrorBody),
-        (status = 404, description = "No such tenant or member", body = hermes_wire::ErrorBody),
+        NoSuchTenantOrMember,
         (status = 409, description = "It would leave the tenant without an owner", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn change_role(
     call: TenantCall,
@@ -54,10 +54,10 @@ pub(crate) async fn change_role(
 }
 
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/members/{person}", tag = "admin: people",
-    params(TenantPath, ("person" = String, Path, description = "Person id")),
+    params(TenantPath, PersonPath),
     responses((status = 204, description = "Removed: their console access to the tenant and their tokens for it end at once"),
         (status = 403, description = "The caller's role may not remove this member", body = hermes_wire::ErrorBody),
-        (status = 404, description = "No such tenant or member", body = hermes_wire::ErrorBody),
+        NoSuchTenantOrMember,
         (status = 409, description = "The last owner cannot be removed", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn remove(call: TenantCall, Path((_, person)): Path<(String, String)>) -> Result<StatusCode> {
     let t = call.allow(AdminOp::ViewMembers).await?;

@@ -16,7 +16,7 @@ use hermes_wire::admin::{Memory, MemoryWritten};
 
 use crate::admin::errors::store_error;
 use crate::admin::tenant_call::{AgentCall, Body};
-use crate::documented::{AgentPath, TenantPath};
+use crate::documented::{AgentPath, NoSuchTenantOrAgent, TenantPath};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -33,7 +33,7 @@ pub(crate) struct WhichUser {
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents/{agent}/memory", tag = "admin: agents",
     params(TenantPath, AgentPath, WhichUser),
     responses((status = 200, description = "The agent's MEMORY entries and the user's USER entries, with their caps", body = Memory),
-        (status = 404, description = "No such tenant or agent", body = hermes_wire::ErrorBody)))]
+        NoSuchTenantOrAgent))]
 pub(crate) async fn view(call: AgentCall, Query(q): Query<WhichUser>) -> Result<Json<Memory>> {
     let (t, found) = call.allow_agent(AdminOp::ViewMemory).await?;
     let id = found.id;

@@ -17,6 +17,7 @@ use crate::admin::errors::store_error;
 use crate::admin::password;
 use crate::admin::signing::SessionClaims;
 use crate::admin::state::AdminState;
+use crate::documented::NotSignedIn;
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -254,7 +255,7 @@ pub(crate) fn link_invalid() -> ApiError {
 
 #[utoipa::path(post, path = "/admin/v1/sign-out", tag = "admin: sign-in",
     responses((status = 204, description = "Signed out: the session ends at once"),
-        (status = 401, description = "Not signed in", body = hermes_wire::ErrorBody)))]
+        NotSignedIn))]
 pub(crate) async fn sign_out(State(state): State<AdminState>, caller: Caller) -> Result<Response> {
     if let Credential::Session { id, .. } = caller.credential {
         state.store.end_console_session(id).await.map_err(store_error)?;
@@ -266,7 +267,7 @@ pub(crate) async fn sign_out(State(state): State<AdminState>, caller: Caller) ->
 
 #[utoipa::path(get, path = "/admin/v1/me", tag = "admin: sign-in",
     responses((status = 200, description = "The signed-in person, their tenants and the session's CSRF token", body = hermes_wire::admin::Me),
-        (status = 401, description = "Not signed in", body = hermes_wire::ErrorBody)))]
+        NotSignedIn))]
 pub(crate) async fn me(State(state): State<AdminState>, caller: Caller) -> Result<Response> {
     let person = caller.person.clone().ok_or_else(crate::admin::caller::not_signed_in)?;
     let csrf = match &caller.credential {

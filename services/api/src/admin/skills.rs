@@ -16,14 +16,14 @@ use hermes_wire::admin::{AgentSkill, AgentSkills, SkillDocument, SkillSaved, Ski
 
 use crate::admin::errors::store_error;
 use crate::admin::tenant_call::{AgentCall, Body, TenantCall};
-use crate::documented::{AgentPath, TenantPath};
+use crate::documented::{AgentPath, MayNotEditSkills, NoSuchTenantOrAgent, SkillPath, TenantPath};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents/{agent}/skills", tag = "admin: agents",
     params(TenantPath, AgentPath),
     responses((status = 200, description = "The agent's skills (`disabled`: hidden from it), and the names hidden from it", body = AgentSkills),
-        (status = 404, description = "No such tenant or agent", body = hermes_wire::ErrorBody)))]
+        NoSuchTenantOrAgent))]
 pub(crate) async fn list(call: AgentCall) -> Result<Json<AgentSkills>> {
     let (t, a) = call.allow_agent(AdminOp::ViewSkills).await?;
     let visible = call.state.store.visible_skills(t.id, a.id).await.map_err(store_error)?;
@@ -48,7 +48,7 @@ pub(crate) async fn list(call: AgentCall) -> Result<Json<AgentSkills>> {
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents/{agent}/skills/{name}", tag = "admin: agents",
     params(TenantPath, AgentPath,
-        ("name" = String, Path, description = "Skill name")),
+        SkillPath),
     responses((status = 200, description = "The skill and its SKILL.md", body = SkillDocument),
         (status = 404, description = "No such skill for this agent", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn get(
@@ -70,9 +70,9 @@ pub(crate) async fn get(
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/agents/{agent}/skills/{name}/{action}", tag = "admin: agents",
     params(TenantPath, AgentPath,
-        ("name" = String, Path, description = "Skill name"), ("action" = String, Path, description = "`disable` or `enable`")),
+        SkillPath, ("action" = String, Path, description = "`disable` or `enable`")),
     responses((status = 200, description = "Hidden from the agent, or shown again; its next turn sees the change", body = SkillToggled),
-        (status = 403, description = "The caller's role may not edit skills", body = hermes_wire::ErrorBody),
+        MayNotEditSkills,
         (status = 404, description = "No such agent (or action)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn toggle(
     call: AgentCall,
@@ -106,7 +106,7 @@ pub(crate) struct Upload {
     params(TenantPath, ("name" = String, Path, description = "Skill name (as in the frontmatter)")),
     responses((status = 200, description = "Stored for every agent of the tenant", body = SkillSaved),
         (status = 400, description = "Not a SKILL.md, another name than the URL's, or refused by the security scan", body = hermes_wire::ErrorBody),
-        (status = 403, description = "The caller's role may not edit skills", body = hermes_wire::ErrorBody)))]
+        MayNotEditSkills))]
 pub(crate) async fn upload(
     call: TenantCall,
     Path((_, name)): Path<(String, String)>,

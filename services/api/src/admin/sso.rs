@@ -13,7 +13,7 @@ use hermes_store::admin::SsoSettings;
 
 use crate::admin::errors::{store_error, store_error_for, value_conflict};
 use crate::admin::tenant_call::{Body, TenantCall};
-use crate::documented::{OperatorsOnly, TenantPath};
+use crate::documented::{NoOwnProvider, NoSuchTenant, OperatorsOnly, TenantPath};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -59,7 +59,7 @@ fn valid_domain(domain: &str) -> bool {
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/sso", tag = "admin: sign-in", params(TenantPath),
     responses((status = 200, description = "The tenant's own identity provider (its secret never shown)", body = Object),
-        (status = 404, description = "No such tenant, or it has no provider of its own", body = hermes_wire::ErrorBody)))]
+        NoOwnProvider))]
 pub(crate) async fn get(call: TenantCall) -> Result<Json<hermes_store::admin::TenantSso>> {
     let t = call.allow(AdminOp::ViewTenant).await?;
     let sso = call.state.store.tenant_sso(t.id).await;
@@ -72,7 +72,7 @@ pub(crate) async fn get(call: TenantCall) -> Result<Json<hermes_store::admin::Te
     responses((status = 200, description = "Set: people at these domains sign in through it from now on", body = Object),
         (status = 400, description = "A bad issuer URL, domain or role", body = hermes_wire::ErrorBody),
         OperatorsOnly,
-        (status = 404, description = "No such tenant", body = hermes_wire::ErrorBody),
+        NoSuchTenant,
         (status = 409, description = "A domain is another tenant's", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn set(call: TenantCall, body: Body<SsoBody>) -> Result<Json<hermes_store::admin::TenantSso>> {
     let (t, body) = call.allow_with_body(AdminOp::ConfigureSso, body).await?;
@@ -112,7 +112,7 @@ pub(crate) async fn set(call: TenantCall, body: Body<SsoBody>) -> Result<Json<he
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/sso", tag = "admin: sign-in", params(TenantPath),
     responses((status = 204, description = "Removed: its domains sign in as before"),
         OperatorsOnly,
-        (status = 404, description = "No such tenant, or it has no provider of its own", body = hermes_wire::ErrorBody)))]
+        NoOwnProvider))]
 pub(crate) async fn remove(call: TenantCall) -> Result<StatusCode> {
     let t = call.allow(AdminOp::ConfigureSso).await?;
     if !call.state.store.delete_tenant_sso(t.id, &call.caller.audit()).await.map_err(store_error)? {

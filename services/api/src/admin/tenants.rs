@@ -17,7 +17,7 @@ use crate::admin::caller::Caller;
 use crate::admin::errors::{store_error, value_conflict};
 use crate::admin::state::AdminState;
 use crate::admin::tenant_call::{Body, TenantCall};
-use crate::documented::{OperatorsOnly, TenantNotFound, TenantPath};
+use crate::documented::{NoSuchTenant, OperatorsOnly, TenantNotFound, TenantPath};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -109,7 +109,7 @@ pub(crate) async fn get(call: TenantCall) -> Result<Json<TenantView>> {
     params(TenantPath),
     responses((status = 204, description = "Set; they apply to the next request"),
         OperatorsOnly,
-        (status = 404, description = "No such tenant", body = ErrorBody)))]
+        NoSuchTenant))]
 pub(crate) async fn set_quotas(call: TenantCall, body: Body<Quotas>) -> Result<StatusCode> {
     let (t, body) = call.allow_with_body(AdminOp::SetQuotas, body).await?;
     let (_, rpm, turns) = call.state.store.tenant(t.id).await.map_err(store_error)?;

@@ -16,7 +16,7 @@ use hermes_wire::{ErrorBody, List};
 use crate::admin::caller::Credential;
 use crate::admin::errors::{ops_error, path_id, store_error, store_error_for};
 use crate::admin::tenant_call::{Body, TenantCall};
-use crate::documented::{ObjectPath, TenantNotFound, TenantPath};
+use crate::documented::{NoSuchTenantOrAgent, ObjectPath, TenantNotFound, TenantPath};
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -98,7 +98,7 @@ pub(crate) async fn list_keys(call: TenantCall) -> Result<Json<List<ApiKey>>> {
     params(TenantPath),
     responses((status = 201, description = "The key and its secret, shown this once", body = ApiKeyMade),
         (status = 403, description = "The caller's role may not make keys", body = ErrorBody),
-        (status = 404, description = "No such tenant or agent", body = ErrorBody)))]
+        NoSuchTenantOrAgent))]
 pub(crate) async fn create_key(call: TenantCall, body: Body<NewApiKey>) -> Result<(StatusCode, Json<ApiKeyMade>)> {
     let (t, body) = call.allow_with_body(AdminOp::ManageKeys, body).await?;
     let made =
