@@ -159,16 +159,7 @@ impl Completion {
 
     /// Waits for the turn and answers with one `chat.completion`.
     pub async fn collect(mut self) -> Result<Response, ApiError> {
-        let wait = async {
-            loop {
-                match self.waiter.next().await {
-                    Next::Finished(outcome) => return Ok(outcome),
-                    Next::Waiting(interaction) => return Err(interaction),
-                    Next::Event(_) => {}
-                }
-            }
-        };
-        let outcome = match tokio::time::timeout(self.timeout, wait).await {
+        let outcome = match tokio::time::timeout(self.timeout, self.waiter.settled()).await {
             Ok(Ok(o)) => {
                 self.guard.armed = false;
                 o

@@ -24,7 +24,6 @@ use crate::state::AppState;
 use crate::submit::{Entry, Submitted, Work, submit_turn};
 use crate::targets::response_target;
 use crate::visible::{CallerObject, Visible};
-use crate::wait::Next;
 
 fn not_found(id: &str) -> ApiError {
     ApiError::not_found(ErrorCode::ResponseNotFound, format!("Response not found: {id}"))
@@ -131,16 +130,7 @@ async fn response_turn(
 /// Waits for the turn and answers with the whole response object.
 async fn collect(mut completion: Completion, meta: ResponseMeta, state: &AppState) -> Result<Response, ApiError> {
     let tenant = completion.guard.tenant;
-    let wait = async {
-        loop {
-            match completion.waiter.next().await {
-                Next::Finished(outcome) => return Ok(outcome),
-                Next::Waiting(interaction) => return Err(interaction),
-                Next::Event(_) => {}
-            }
-        }
-    };
-    let ended = tokio::time::timeout(completion.timeout, wait).await;
+    let ended = tokio::time::timeout(completion.timeout, completion.waiter.settled()).await;
     completion.guard.armed = false;
     let (status, outcome, interaction) = match ended {
         Ok(Ok(outcome)) => {

@@ -13,7 +13,7 @@ use hermes_store::{Enqueued, Idempotency, KeyAuth, NewTurn, StoreError};
 use crate::completion::{Completion, DisconnectGuard};
 use crate::limits::TurnPermit;
 use crate::state::AppState;
-use crate::wait::{Next, Waiter};
+use crate::wait::Waiter;
 
 /// The API a turn came through, as the metrics count it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,7 +122,7 @@ impl Submitted {
         let (mut waiter, permit) = (self.waiter, self.permit);
         hermes_telemetry::tasks::spawn("api_signal_work", async move {
             let _permit = permit;
-            let _ = tokio::time::timeout(limit, async { while let Next::Event(_) = waiter.next().await {} }).await;
+            let _ = tokio::time::timeout(limit, waiter.settled()).await;
         });
     }
 }

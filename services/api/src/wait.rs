@@ -105,4 +105,15 @@ impl Waiter {
             }
         }
     }
+    /// The turn's end (`Ok`) or the question it parks on (`Err`), its progress events passed
+    /// over: what a request answers once, whole.
+    pub async fn settled(&mut self) -> Result<TurnOutcome, PendingInteraction> {
+        loop {
+            match self.next().await {
+                Next::Finished(outcome) => return Ok(outcome),
+                Next::Waiting(interaction) => return Err(interaction),
+                Next::Event(_) => {}
+            }
+        }
+    }
 }
