@@ -23,7 +23,7 @@ use crate::auth::{Caller, key_audit};
 use crate::cron::create_job;
 use crate::documented::{JobIdPath, NoApiKey};
 use crate::state::AppState;
-use crate::visible::CallerObject;
+use crate::visible::{Body, CallerObject};
 
 /// Upstream's limits.
 const MAX_NAME: usize = 200;
@@ -163,11 +163,7 @@ impl UpstreamJob {
 #[utoipa::path(post, path = "/api/jobs", tag = "upstream cron", request_body = UpstreamJob,
     responses((status = 200, description = "`{\"job\": {...}}`", body = UpstreamJobBody),
         (status = 400, description = "`{\"error\": \"...\"}`: a missing name or schedule, a schedule that cannot be read, a refused prompt", body = UpstreamError)))]
-pub(crate) async fn create(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    body: Result<ApiJson<UpstreamJob>, ApiError>,
-) -> Response {
+pub(crate) async fn create(State(state): State<AppState>, Caller(auth): Caller, body: Body<UpstreamJob>) -> Response {
     let ApiJson(b) = match body {
         Ok(b) => b,
         Err(e) => return from_api(e).into_response(),
@@ -217,7 +213,7 @@ pub(crate) async fn update(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(id): Path<String>,
-    body: Result<ApiJson<UpstreamJob>, ApiError>,
+    body: Body<UpstreamJob>,
 ) -> Response {
     let job = match found(&state, &auth, &id).await {
         Ok(job) => job,

@@ -6,7 +6,7 @@
 //! tenant's channel is a 404 like a missing one.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 
@@ -23,6 +23,7 @@ use crate::documented::{
 };
 use crate::errors::{Failure, Resource, resource};
 use crate::state::AppState;
+use crate::visible::{Body, CallerObject, Visible};
 
 /// This module's handlers' error: a store error is about a channel.
 type Result<T> = std::result::Result<T, Failure<resource::Channel>>;
@@ -31,11 +32,16 @@ fn not_found() -> ApiError {
     resource::Channel::not_found()
 }
 
-/// The caller's channel `id`.
-async fn owned(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Channel> {
-    tenant_wide(auth, "managing channels")?;
-    let id = uuid::Uuid::parse_str(id).map_err(|_| not_found())?;
-    Ok(state.store.channel(auth.tenant_id, id).await?)
+/// The caller's channel `id`: only a tenant-wide key reaches one.
+impl CallerObject for Channel {
+    type Path = ChannelPath;
+    type Missing = Failure<resource::Channel>;
+
+    async fn find(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Self> {
+        tenant_wide(auth, "managing channels")?;
+        let id = uuid::Uuid::parse_str(id).map_err(|_| not_found())?;
+        Ok(state.store.channel(auth.tenant_id, id).await?)
+    }
 }
 
 #[utoipa::path(get, path = "/v1/channels", tag = "channels",
@@ -51,7 +57,7 @@ pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) ->
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
-    body: std::result::Result<ApiJson<ChannelRequest>, ApiError>,
+    body: Body<ChannelRequest>,
 ) -> Result<(StatusCode, Json<ChannelBound>)> {
     // The key's reach first: a restricted key is refused whatever the body.
     tenant_wide(&auth, "managing channels")?;
@@ -69,36 +75,24 @@ pub(crate) async fn create(
 
 #[utoipa::path(get, path = "/v1/channels/{id}", tag = "channels", params(ChannelPath),
     responses((status = 200, description = "The channel", body = hermes_wire::v1::Channel), NoSuchChannel))]
-pub(crate) async fn get(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
-) -> Result<Json<Shown>> {
-    Ok(Json(shown(owned(&state, &auth, &id).await?)))
+pub(crate) async fn get(Visible { found: channel, .. }: Visible<Channel>) -> Result<Json<Shown>> {
+    Ok(Json(shown(channel)))
 }
 
 #[utoipa::path(patch, path = "/v1/channels/{id}", tag = "channels", params(ChannelPath),
     responses((status = 200, description = "The changed channel", body = hermes_wire::v1::Channel), BadRequest, NoSuchChannel))]
 pub(crate) async fn update(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
-    body: std::result::Result<ApiJson<ChannelChanges>, ApiError>,
+    Visible { state, auth, found: channel, .. }: Visible<Channel>,
+    body: Body<ChannelChanges>,
 ) -> Result<Json<Shown>> {
-    // Whose it is first: another tenant's channel is a 404 whatever the body.
-    let channel = owned(&state, &auth, &id).await?;
+    // Whose it is first (the extractor): another tenant's channel is a 404 whatever the body.
     let ApiJson(changes) = body?;
     Ok(Json(channels::change(&state.store, key_audit(&auth), &channel, changes).await?))
 }
 
 #[utoipa::path(delete, path = "/v1/channels/{id}", tag = "channels", params(ChannelPath),
     responses((status = 200, description = "Unbound", body = Deleted), NoSuchChannel))]
-pub(crate) async fn delete(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
-) -> Result<Json<Deleted>> {
-    let channel = owned(&state, &auth, &id).await?;
+pub(crate) async fn delete(Visible { state, auth, found: channel, .. }: Visible<Channel>) -> Result<Json<Deleted>> {
     channels::unbind(&state.store, key_audit(&auth), &channel).await?;
     Ok(Json(Deleted::new(channel.id, "channel.deleted")))
 }
@@ -106,11 +100,8 @@ pub(crate) async fn delete(
 #[utoipa::path(get, path = "/v1/channels/{id}/pairings", tag = "channels", params(ChannelPath),
     responses((status = 200, description = "Codes waiting for an admin", body = Slice<hermes_wire::v1::PairingRequest>), NoSuchChannel))]
 pub(crate) async fn pairings(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
+    Visible { state, auth, found: channel, .. }: Visible<Channel>,
 ) -> Result<Json<Slice<hermes_wire::v1::PairingRequest>>> {
-    let channel = owned(&state, &auth, &id).await?;
     let waiting = state.store.pending_pairings(auth.tenant_id, channel.id).await?;
     Ok(Json(Slice::whole(waiting.into_iter().map(crate::shown::pairing).collect())))
 }
@@ -124,12 +115,9 @@ pub(crate) struct Approve {
 #[utoipa::path(post, path = "/v1/channels/{id}/pairings/approve", tag = "channels", params(ChannelPath),
     responses((status = 200, description = "The person may talk to the bot now (and is told so)", body = PairingApproved), NoSuchCode, NoSuchChannel, PairingLocked))]
 pub(crate) async fn approve(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(id): Path<String>,
-    body: std::result::Result<ApiJson<Approve>, ApiError>,
+    Visible { state, auth, found: channel, .. }: Visible<Channel>,
+    body: Body<Approve>,
 ) -> Result<Json<PairingApproved>> {
-    let channel = owned(&state, &auth, &id).await?;
     let ApiJson(a) = body?;
     Ok(Json(channels::approve_pairing(&state.store, key_audit(&auth), &channel, &a.code).await?))
 }

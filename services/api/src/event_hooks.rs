@@ -20,7 +20,7 @@ use crate::auth::{Caller, tenant_wide};
 use crate::documented::{BadRequest, HookPath, KeyForOneAgent, NoSuchHook};
 use crate::errors::{Failure, deleted, path_id, resource};
 use crate::state::AppState;
-use crate::visible::{CallerObject, Visible};
+use crate::visible::{Body, CallerObject, Visible};
 
 /// This module's handlers' error: a store error is about an event hook.
 type Result<T> = std::result::Result<T, Failure<resource::EventHook>>;
@@ -81,7 +81,7 @@ pub(crate) struct CreateEventHook {
 pub(crate) async fn create(
     State(state): State<AppState>,
     Caller(auth): Caller,
-    body: std::result::Result<ApiJson<CreateEventHook>, ApiError>,
+    body: Body<CreateEventHook>,
 ) -> Result<(StatusCode, Json<Shown>)> {
     // The key's reach first: a restricted key is refused whatever the body.
     tenant_wide(&auth, "managing event hooks")?;
@@ -114,7 +114,7 @@ pub(crate) struct UpdateEventHook {
     responses((status = 200, description = "The changed endpoint", body = hermes_wire::v1::EventHook), BadRequest, NoSuchHook))]
 pub(crate) async fn update(
     Visible { state, auth, found: hook, .. }: Visible<EventHook>,
-    body: std::result::Result<ApiJson<UpdateEventHook>, ApiError>,
+    body: Body<UpdateEventHook>,
 ) -> Result<Json<Shown>> {
     let ApiJson(u) = body?;
     check(&state, u.url.as_deref(), u.events.as_deref())?;

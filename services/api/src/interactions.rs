@@ -6,7 +6,7 @@
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 
-use hermes_http::{ApiError, ApiJson};
+use hermes_http::ApiJson;
 
 use crate::answers::{AnswerRequest, store_answer};
 use crate::auth::Caller;
@@ -15,6 +15,7 @@ use crate::errors::{Failure, Resource, resource};
 use crate::headers::with_session;
 use crate::state::AppState;
 use crate::submit::{Work, submit_turn};
+use crate::visible::Body;
 
 #[utoipa::path(post, path = "/v1/interactions/{id}", tag = "hermes", params(ObjectPath),
     responses((status = 200, description = "The resumed turn's answer, as chat/completions answers", body = hermes_wire::v1::ChatCompletion), BadRequest, NoApiKey, NotFound,
@@ -23,7 +24,7 @@ pub(crate) async fn answer_interaction(
     State(state): State<AppState>,
     Caller(auth): Caller,
     Path(ObjectPath { id }): Path<ObjectPath>,
-    body: Result<ApiJson<AnswerRequest>, ApiError>,
+    body: Body<AnswerRequest>,
 ) -> Result<Response, Failure<resource::Interaction>> {
     // An id that names nothing is a 404 whatever the body.
     let id = uuid::Uuid::parse_str(&id).map_err(|_| resource::Interaction::not_found())?;

@@ -13,10 +13,15 @@ use axum::response::{IntoResponse, Response};
 
 use serde::de::DeserializeOwned;
 
+use hermes_http::{ApiError, ApiJson};
 use hermes_store::KeyAuth;
 
 use crate::auth::Caller;
 use crate::state::AppState;
+
+/// A JSON body whose refusal waits until the caller's object (or tenant) is found: another
+/// tenant's URL is a 404 whatever the body.
+pub(crate) type Body<T> = Result<ApiJson<T>, ApiError>;
 
 /// An object a caller may see by its id.
 pub(crate) trait CallerObject: Sized {

@@ -20,8 +20,7 @@ use crate::admin::errors::store_error;
 use crate::admin::state::AdminState;
 use crate::documented::{AgentPath, TenantPath};
 
-/// A JSON body whose refusal waits until the tenant is checked.
-pub(crate) type Body<T> = Result<ApiJson<T>, ApiError>;
+pub(crate) use crate::visible::Body;
 
 /// A signed-in caller's request about the tenant its path names (not yet checked).
 pub(crate) struct TenantCall {
