@@ -62,18 +62,33 @@ export function actionButton(text, run, status, { danger = false, label = null, 
   }, text);
 }
 
-// A form's submit handler that runs one API call and reloads the page (or shows why not in
-// `status`).
-export function submitThenReload(run, status) {
+// A table's header row: a column heading (scoped, for screen readers) for each i18n key, and
+// with `actions` an empty one over a column of buttons.
+export function headings(keys, actions = false) {
+  return h('thead', {}, h('tr', {}, keys.map((key) => h('th', { scope: 'col' }, t(key))),
+    actions ? h('th', { scope: 'col' }, '') : null));
+}
+
+// A form's submit handler that runs `run` in the page (no navigation), or shows why it failed
+// in `status`.
+export function submitting(run, status) {
   return {
     submit: async (e) => {
       e.preventDefault();
       try {
         await run();
-        location.reload();
       } catch (err) { status.replaceChildren(notice('error', err.message)); }
     },
   };
+}
+
+// A form's submit handler that runs one API call and reloads the page (or shows why not in
+// `status`).
+export function submitThenReload(run, status) {
+  return submitting(async () => {
+    await run();
+    location.reload();
+  }, status);
 }
 
 function applyTheme() {

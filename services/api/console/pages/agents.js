@@ -3,7 +3,7 @@
 
 import { h, field, when } from '../dom.js';
 import { t } from '../i18n.js';
-import { api, notice } from '../app.js';
+import { api, headings, notice, submitting, submitThenReload } from '../app.js';
 import { mcpSection } from './mcp.js';
 
 export async function agentsPage(section, ctx) {
@@ -12,8 +12,7 @@ export async function agentsPage(section, ctx) {
   else {
     section.append(h('table', {},
       h('caption', {}, t('agents')),
-      h('thead', {}, h('tr', {}, ['name', 'model', 'provider', 'toolsets', 'egress', 'created'].map((c) => h('th', { scope: 'col' }, t(c))),
-        h('th', { scope: 'col' }, ''))),
+      headings(['name', 'model', 'provider', 'toolsets', 'egress', 'created'], true),
       h('tbody', {}, agents.data.map((a) => h('tr', {},
         h('td', {}, h('a', { href: `${ctx.base}/agent/${a.id}` }, a.name)), h('td', {}, h('code', {}, a.model)), h('td', {}, a.provider_base_url),
         h('td', {}, a.toolsets.join(', ')), h('td', {}, a.egress ? t('yes') : t('no')), h('td', {}, when(a.created_at)),
@@ -32,21 +31,15 @@ function createForm(ctx) {
   const status = h('div', { 'aria-live': 'polite' });
   return h('form', {
     class: 'card',
-    on: {
-      submit: async (e) => {
-        e.preventDefault();
-        try {
-          const body = {
-            name: name.value, model: model.value, provider_base_url: url.value,
-            toolsets: toolsets.value.split(',').map((s) => s.trim()).filter(Boolean),
-          };
-          if (key.value) body.provider_key = key.value;
-          if (soul.value.trim()) body.soul = soul.value;
-          await api('POST', `/admin/v1/tenants/${ctx.id}/agents`, body);
-          location.reload();
-        } catch (err) { status.replaceChildren(notice('error', err.message)); }
-      },
-    },
+    on: submitThenReload(async () => {
+      const body = {
+        name: name.value, model: model.value, provider_base_url: url.value,
+        toolsets: toolsets.value.split(',').map((s) => s.trim()).filter(Boolean),
+      };
+      if (key.value) body.provider_key = key.value;
+      if (soul.value.trim()) body.soul = soul.value;
+      await api('POST', `/admin/v1/tenants/${ctx.id}/agents`, body);
+    }, status),
   }, h('h2', {}, t('newAgent')), field(t('name'), name), field(t('model'), model), field(t('providerUrl'), url),
   field(t('providerKey'), key, t('writeOnly')), field(t('soul'), soul), field(t('toolsets'), toolsets),
   h('button', { type: 'submit' }, t('create')), status);
@@ -117,18 +110,13 @@ export async function agentPage(section, ctx, agentId) {
   };
   section.append(h('form', {
     class: 'card',
-    on: {
-      submit: async (e) => {
-        e.preventDefault();
-        try {
-          await api('PATCH', `/admin/v1/tenants/${ctx.id}/agents/${a.id}`, {
-            model: model.value, soul: soul.value, toolsets: toolsets.value.split(',').map((x) => x.trim()).filter(Boolean),
-            egress: egress.checked, approval_mode: mode.value, image_input_mode: images.value, vision_model: visionModel(),
-          });
-          status.replaceChildren(notice('ok', t('saved')));
-        } catch (err) { status.replaceChildren(notice('error', err.message)); }
-      },
-    },
+    on: submitting(async () => {
+      await api('PATCH', `/admin/v1/tenants/${ctx.id}/agents/${a.id}`, {
+        model: model.value, soul: soul.value, toolsets: toolsets.value.split(',').map((x) => x.trim()).filter(Boolean),
+        egress: egress.checked, approval_mode: mode.value, image_input_mode: images.value, vision_model: visionModel(),
+      });
+      status.replaceChildren(notice('ok', t('saved')));
+    }, status),
   }, h('h2', {}, a.name), h('p', { class: 'hint' }, a.provider_base_url),
   field(t('model'), model), field(t('soul'), soul), field(t('toolsets'), toolsets),
   h('div', { class: 'field inline' }, egress, h('label', { for: 'agent-egress' }, t('egress'))),

@@ -2,7 +2,7 @@
 
 import { h, field, when } from '../dom.js';
 import { t } from '../i18n.js';
-import { api } from '../app.js';
+import { api, headings } from '../app.js';
 
 function summary(entry) {
   const show = (v) => (v === null || v === undefined ? '' : JSON.stringify(v));
@@ -40,7 +40,7 @@ export async function auditPage(section, ctx) {
   if (page.data.length === 0) { section.append(h('p', {}, t('none'))); return; }
   section.append(h('table', { class: 'audit' },
     h('caption', {}, t('audit')),
-    h('thead', {}, h('tr', {}, ['when', 'who', 'what', 'object', 'change', 'address'].map((c) => h('th', { scope: 'col' }, t(c))))),
+    headings(['when', 'who', 'what', 'object', 'change', 'address']),
     h('tbody', {}, page.data.map((e) => h('tr', {},
       h('td', {}, when(e.at)), h('td', {}, e.actor.label || e.actor.id), h('td', {}, h('code', {}, e.action)),
       h('td', {}, `${e.object_kind} ${e.object_id}`), h('td', {}, summary(e)), h('td', {}, e.source_address || ''))))));

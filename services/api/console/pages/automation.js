@@ -5,7 +5,7 @@
 
 import { h, when } from '../dom.js';
 import { t } from '../i18n.js';
-import { api, notice, actionButton } from '../app.js';
+import { api, headings, notice, actionButton } from '../app.js';
 
 export async function automationPage(section, ctx) {
   const [jobs, hooks] = await Promise.all([
@@ -18,7 +18,7 @@ export async function automationPage(section, ctx) {
   if (jobs.data.length === 0) section.append(h('p', {}, t('none')));
   else {
     section.append(h('table', {},
-      h('thead', {}, h('tr', {}, ['name', 'schedule', 'status', 'nextRun', 'lastRun', 'lastOutcome'].map((c) => h('th', { scope: 'col' }, t(c))), h('th', { scope: 'col' }, ''))),
+      headings(['name', 'schedule', 'status', 'nextRun', 'lastRun', 'lastOutcome'], true),
       h('tbody', {}, jobs.data.map((j) => h('tr', { 'data-testid': 'cron-job' },
         h('td', {}, j.name), h('td', {}, j.schedule_display), h('td', {}, j.state), h('td', {}, when(j.next_run_at)),
         h('td', {}, when(j.last_run_at)), h('td', {}, j.last_status || ''),
@@ -33,7 +33,7 @@ export async function automationPage(section, ctx) {
   if (hooks.webhooks.length === 0) section.append(h('p', {}, t('none')));
   else {
     section.append(h('table', {},
-      h('thead', {}, h('tr', {}, ['name', 'path', 'deliver'].map((c) => h('th', { scope: 'col' }, t(c))))),
+      headings(['name', 'path', 'deliver']),
       h('tbody', {}, hooks.webhooks.map((w) => h('tr', {}, h('td', {}, w.name), h('td', {}, h('code', {}, `/hooks/${w.id}`)), h('td', {}, w.deliver || ''))))));
   }
   section.append(h('h2', {}, t('eventHooks')));
@@ -44,7 +44,7 @@ export async function automationPage(section, ctx) {
       h('h3', {}, e.url),
       ctx.may('hooks.manage') ? actionButton(t('sendTest'), () => api('POST', `/admin/v1/tenants/${ctx.id}/hooks/${e.id}/ping`), status) : null,
       list.data.length === 0 ? h('p', { class: 'hint' }, t('none')) : h('table', {},
-        h('thead', {}, h('tr', {}, ['event', 'status', 'attempts', 'lastAnswer', 'when'].map((c) => h('th', { scope: 'col' }, t(c))), h('th', { scope: 'col' }, ''))),
+        headings(['event', 'status', 'attempts', 'lastAnswer', 'when'], true),
         h('tbody', {}, list.data.map((d) => h('tr', { 'data-testid': 'delivery' },
           h('td', {}, d.event), h('td', {}, d.status), h('td', {}, String(d.attempts)),
           h('td', {}, [d.last_status ? String(d.last_status) : '', d.last_error ? ` ${d.last_error}` : '']),

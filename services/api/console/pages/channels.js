@@ -4,7 +4,7 @@
 
 import { h, field, when } from '../dom.js';
 import { t } from '../i18n.js';
-import { api, notice, actionButton } from '../app.js';
+import { api, headings, notice, actionButton } from '../app.js';
 
 // What each platform asks for, by mode; each field is [name, input type, label key, hint key].
 const PLATFORMS = {
@@ -70,7 +70,7 @@ async function channelCard(ctx, c, agent) {
       h('dt', {}, t('dmPolicy')), h('dd', {}, c.dm_policy), h('dt', {}, t('created')), h('dd', {}, when(c.created_at))),
     h('h4', {}, t('waitingPairings')),
     waiting.data.length === 0 ? h('p', { class: 'hint' }, t('noPairings')) : h('table', {},
-      h('thead', {}, h('tr', {}, [t('who'), t('code'), t('expires'), ''].map((x) => h('th', { scope: 'col' }, x)))),
+      headings(['who', 'code', 'expires'], true),
       h('tbody', {}, rows)),
     status,
     ctx.may('channels.manage')

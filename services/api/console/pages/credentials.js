@@ -3,7 +3,7 @@
 
 import { h, field, when } from '../dom.js';
 import { t, roleName } from '../i18n.js';
-import { api, notice, actionButton } from '../app.js';
+import { api, headings, actionButton, submitting } from '../app.js';
 
 function secretBox(secret) {
   return h('div', { class: 'card secret-box', role: 'status' },
@@ -24,8 +24,7 @@ export async function keysPage(section, ctx) {
   const listStatus = h('div', { 'aria-live': 'polite' });
   section.append(h('table', {},
     h('caption', {}, t('keys')),
-    h('thead', {}, h('tr', {}, ['name', 'prefix', 'agent', 'created', 'expires', 'status'].map((c) => h('th', { scope: 'col' }, t(c))),
-      h('th', { scope: 'col' }, ''))),
+    headings(['name', 'prefix', 'agent', 'created', 'expires', 'status'], true),
     h('tbody', {}, keys.data.map((k) => h('tr', {},
       h('td', {}, k.name), h('td', {}, h('code', {}, k.prefix)), h('td', {}, k.agent_id ? agentName(k.agent_id) : t('anyAgent')),
       h('td', {}, when(k.created_at)), h('td', {}, when(k.expires_at)), h('td', {}, k.revoked_at ? t('revoked') : ''),
@@ -36,17 +35,12 @@ export async function keysPage(section, ctx) {
   const status = h('div', { 'aria-live': 'polite' });
   section.append(h('form', {
     class: 'card',
-    on: {
-      submit: async (e) => {
-        e.preventDefault();
-        try {
-          const body = { name: name.value };
-          if (agent.value) body.agent = agent.value;
-          const made = await api('POST', `/admin/v1/tenants/${ctx.id}/keys`, body);
-          status.replaceChildren(secretBox(made.secret));
-        } catch (err) { status.replaceChildren(notice('error', err.message)); }
-      },
-    },
+    on: submitting(async () => {
+      const body = { name: name.value };
+      if (agent.value) body.agent = agent.value;
+      const made = await api('POST', `/admin/v1/tenants/${ctx.id}/keys`, body);
+      status.replaceChildren(secretBox(made.secret));
+    }, status),
   }, h('h2', {}, t('newKey')), field(t('name'), name), field(t('agent'), agent), h('button', { type: 'submit' }, t('create')), status));
 }
 
@@ -56,8 +50,7 @@ export async function tokensPage(section, ctx) {
   const listStatus = h('div', { 'aria-live': 'polite' });
   section.append(h('table', {},
     h('caption', {}, t('tokens')),
-    h('thead', {}, h('tr', {}, ['name', 'prefix', 'role', 'expires', 'lastUsed', 'status'].map((c) => h('th', { scope: 'col' }, t(c))),
-      h('th', { scope: 'col' }, ''))),
+    headings(['name', 'prefix', 'role', 'expires', 'lastUsed', 'status'], true),
     h('tbody', {}, tokens.data.map((tk) => h('tr', {},
       h('td', {}, tk.name, tk.person_id ? '' : ` · ${t('service')}`), h('td', {}, h('code', {}, tk.prefix)),
       h('td', {}, roleName(tk.role)), h('td', {}, when(tk.expires_at)), h('td', {}, when(tk.last_used_at)),
@@ -72,17 +65,12 @@ export async function tokensPage(section, ctx) {
   const status = h('div', { 'aria-live': 'polite' });
   section.append(h('form', {
     class: 'card',
-    on: {
-      submit: async (e) => {
-        e.preventDefault();
-        try {
-          const made = await api('POST', `/admin/v1/tenants/${ctx.id}/tokens`, {
-            name: name.value, role: role.value, expires_in_days: Number(days.value), service: service.checked,
-          });
-          status.replaceChildren(secretBox(made.secret));
-        } catch (err) { status.replaceChildren(notice('error', err.message)); }
-      },
-    },
+    on: submitting(async () => {
+      const made = await api('POST', `/admin/v1/tenants/${ctx.id}/tokens`, {
+        name: name.value, role: role.value, expires_in_days: Number(days.value), service: service.checked,
+      });
+      status.replaceChildren(secretBox(made.secret));
+    }, status),
   }, h('h2', {}, t('newToken')), field(t('name'), name), field(t('role'), role), field(t('days'), days),
   h('div', { class: 'field inline' }, service, h('label', { for: 'service-token' }, t('service'))),
   h('button', { type: 'submit' }, t('create')), status));

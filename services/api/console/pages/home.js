@@ -3,7 +3,7 @@
 
 import { h, field, when } from '../dom.js';
 import { t, roleName } from '../i18n.js';
-import { api, state, notice } from '../app.js';
+import { api, headings, state, notice, submitting } from '../app.js';
 
 export async function homePage(main) {
   main.append(h('h1', {}, t('yourTeams')));
@@ -23,12 +23,12 @@ export async function homePage(main) {
     h('dt', {}, t('cronLate')), h('dd', {}, String(cluster.cron_jobs_late))));
   if (cluster.workers.length > 0) {
     main.append(h('table', {}, h('caption', {}, t('workers')),
-      h('thead', {}, h('tr', {}, [t('worker'), t('turnsRunning'), t('leaseUntil')].map((c) => h('th', { scope: 'col' }, c)))),
+      headings(['worker', 'turnsRunning', 'leaseUntil']),
       h('tbody', {}, cluster.workers.map((w) => h('tr', {}, h('td', {}, w.worker), h('td', {}, String(w.turns)), h('td', {}, when(w.lease_expires_at)))))));
   }
   main.append(h('h2', {}, t('sandboxes')), h('p', { class: 'hint' }, t('sandboxesHint')));
   main.append(cluster.sandboxes.length === 0 ? h('p', {}, t('none')) : h('table', { 'data-testid': 'sandboxes' },
-    h('thead', {}, h('tr', {}, [t('name'), t('backend'), t('tenants'), t('agent'), t('busy'), t('idle'), t('worker')].map((c) => h('th', { scope: 'col' }, c)))),
+    headings(['name', 'backend', 'tenants', 'agent', 'busy', 'idle', 'worker']),
     h('tbody', {}, cluster.sandboxes.map((s) => h('tr', {},
       h('td', {}, h('code', {}, s.name)), h('td', {}, s.backend),
       h('td', {}, h('a', { href: `/console/t/${s.tenant_id}` }, s.tenant_id.slice(0, 8))), h('td', {}, s.agent_id.slice(0, 8)),
@@ -36,7 +36,7 @@ export async function homePage(main) {
   main.append(h('h2', {}, t('allTenants')));
   const list = await api('GET', '/admin/v1/tenants?limit=500');
   main.append(h('table', {},
-    h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, t('name')), h('th', { scope: 'col' }, t('created')))),
+    headings(['name', 'created']),
     h('tbody', {}, list.data.map((tenant) => h('tr', {},
       h('td', {}, h('a', { href: `/console/t/${tenant.id}` }, tenant.name)), h('td', {}, when(tenant.created_at)))))));
 
@@ -45,22 +45,15 @@ export async function homePage(main) {
   const status = h('div', { 'aria-live': 'polite' });
   main.append(h('form', {
     class: 'card',
-    on: {
-      submit: async (e) => {
-        e.preventDefault();
-        try {
-          const body = { name: name.value };
-          if (owner.value) body.owner_email = owner.value;
-          const made = await api('POST', '/admin/v1/tenants', body);
-          status.replaceChildren(notice('ok', t('done')));
-          if (made.owner_invitation_link) {
-            status.append(h('p', {}, t('inviteLink')), h('code', { class: 'secret' }, made.owner_invitation_link));
-          }
-        } catch (err) {
-          status.replaceChildren(notice('error', err.message));
-        }
-      },
-    },
+    on: submitting(async () => {
+      const body = { name: name.value };
+      if (owner.value) body.owner_email = owner.value;
+      const made = await api('POST', '/admin/v1/tenants', body);
+      status.replaceChildren(notice('ok', t('done')));
+      if (made.owner_invitation_link) {
+        status.append(h('p', {}, t('inviteLink')), h('code', { class: 'secret' }, made.owner_invitation_link));
+      }
+    }, status),
   }, h('h2', {}, t('createTenant')), field(t('name'), name), field(t('ownerEmail'), owner),
   h('button', { type: 'submit' }, t('create')), status));
 }

@@ -3,7 +3,7 @@
 
 import { h, when } from '../dom.js';
 import { t } from '../i18n.js';
-import { api, notice } from '../app.js';
+import { api, headings, notice } from '../app.js';
 
 function stopButton(ctx, turn, status) {
   return h('button', {
@@ -27,7 +27,7 @@ export async function liveList(section, ctx) {
   if (turns.data.length === 0) { section.append(h('p', {}, t('noRunning')), status); return; }
   section.append(h('table', {},
     h('caption', {}, t('live')),
-    h('thead', {}, h('tr', {}, ['input', 'agent', 'status', 'created'].map((c) => h('th', { scope: 'col' }, t(c))), h('th', { scope: 'col' }, ''))),
+    headings(['input', 'agent', 'status', 'created'], true),
     h('tbody', {}, turns.data.map((turn) => h('tr', {},
       h('td', {}, h('a', { href: `${ctx.base}/live/${turn.id}` }, turn.input || turn.id)), h('td', {}, turn.agent),
       h('td', {}, turn.stopping ? t('stopping') : turn.status), h('td', {}, when(turn.created_at)),

@@ -4,7 +4,7 @@
 
 import { h, field } from '../dom.js';
 import { t } from '../i18n.js';
-import { api, notice, actionButton, submitThenReload } from '../app.js';
+import { api, headings, notice, actionButton, submitThenReload } from '../app.js';
 
 const EXAMPLE = '{"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}}';
 
@@ -22,7 +22,7 @@ export async function mcpSection(section, ctx, agent, edit) {
         { danger: true, label: s.name, confirmText: t('confirmDelete') })
       : null)));
   const table = servers.data.length === 0 ? h('p', {}, t('none')) : h('table', { 'aria-label': t('mcpServers') },
-    h('thead', {}, h('tr', {}, [t('name'), t('mcpTarget'), t('enabled'), t('mcpSampling'), ''].map((c) => h('th', { scope: 'col' }, c)))),
+    headings(['name', 'mcpTarget', 'enabled', 'mcpSampling'], true),
     h('tbody', {}, rows));
   const card = h('section', { class: 'card' }, h('h2', {}, t('mcpServers')), table, status);
   if (edit) {

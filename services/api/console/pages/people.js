@@ -2,7 +2,7 @@
 
 import { h, field, when } from '../dom.js';
 import { t, roleName } from '../i18n.js';
-import { api, notice, actionButton } from '../app.js';
+import { api, headings, notice, actionButton, submitting } from '../app.js';
 import { ssoSection } from './sso.js';
 
 const ROLES = ['owner', 'admin', 'member'];
@@ -40,8 +40,7 @@ export async function membersPage(section, ctx) {
   });
   section.append(h('table', {},
     h('caption', {}, t('members')),
-    h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, t('email')), h('th', { scope: 'col' }, t('role')),
-      h('th', { scope: 'col' }, t('created')), h('th', { scope: 'col' }, ''))),
+    headings(['email', 'role', 'created'], true),
     h('tbody', {}, rows)), status);
 
   if (ctx.may('members.invite')) section.append(inviteForm(ctx));
@@ -49,8 +48,7 @@ export async function membersPage(section, ctx) {
   section.append(h('h2', {}, t('invitations')));
   if (invitations.data.length === 0) { section.append(h('p', {}, t('none')), await sso); return; }
   section.append(h('table', {},
-    h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, t('email')), h('th', { scope: 'col' }, t('role')),
-      h('th', { scope: 'col' }, t('status')), h('th', { scope: 'col' }, t('expires')), h('th', { scope: 'col' }, ''))),
+    headings(['email', 'role', 'status', 'expires'], true),
     h('tbody', {}, invitations.data.map((i) => {
       const state = i.accepted_at ? 'accepted' : i.revoked_at ? 'revoked' : 'pending';
       const revoke = state === 'pending' && ctx.may('members.invite')
@@ -68,16 +66,11 @@ function inviteForm(ctx) {
   const status = h('div', { 'aria-live': 'polite' });
   return h('form', {
     class: 'card',
-    on: {
-      submit: async (e) => {
-        e.preventDefault();
-        try {
-          const made = await api('POST', `/admin/v1/tenants/${ctx.id}/invitations`, { email: email.value, role: role.value });
-          status.replaceChildren(h('p', {}, t('inviteLink')), h('code', { class: 'secret', 'data-testid': 'invite-link' }, made.link));
-          email.value = '';
-        } catch (err) { status.replaceChildren(notice('error', err.message)); }
-      },
-    },
+    on: submitting(async () => {
+      const made = await api('POST', `/admin/v1/tenants/${ctx.id}/invitations`, { email: email.value, role: role.value });
+      status.replaceChildren(h('p', {}, t('inviteLink')), h('code', { class: 'secret', 'data-testid': 'invite-link' }, made.link));
+      email.value = '';
+    }, status),
   }, h('h2', {}, t('inviteSomeone')), field(t('email'), email), field(t('role'), role),
   h('button', { type: 'submit' }, t('invite')), status);
 }

@@ -3,7 +3,7 @@
 
 import { h, field, when } from '../dom.js';
 import { t } from '../i18n.js';
-import { api, notice, actionButton } from '../app.js';
+import { api, headings, notice, actionButton, submitThenReload } from '../app.js';
 
 const KNOWN_HOSTS = { openai: 'api.openai.com', openrouter: 'openrouter.ai', anthropic: 'api.anthropic.com' };
 const STRATEGIES = ['fill_first', 'round_robin', 'random', 'least_used'];
@@ -28,7 +28,7 @@ export async function providersPage(section, ctx) {
     section.append(h('article', { class: 'card' },
       h('h3', {}, pool.provider), h('p', {}, `${t('strategy')}: `, strategy),
       h('table', {},
-        h('thead', {}, h('tr', {}, ['name', 'health', 'uses', 'hosts', 'created'].map((c) => h('th', { scope: 'col' }, t(c))), h('th', { scope: 'col' }, ''))),
+        headings(['name', 'health', 'uses', 'hosts', 'created'], true),
         h('tbody', {}, pool.keys.map((k) => h('tr', { 'data-testid': 'provider-key' },
           h('td', {}, k.label), h('td', {}, k.health ? t(`health_${k.health.state}`) : '?'),
           h('td', {}, k.health ? String(k.health.uses) : ''),
@@ -49,19 +49,11 @@ export async function providersPage(section, ctx) {
   const addStatus = h('div', { 'aria-live': 'polite' });
   section.append(h('form', {
     class: 'card',
-    on: {
-      submit: async (e) => {
-        e.preventDefault();
-        try {
-          await api('POST', `/admin/v1/tenants/${ctx.id}/credentials`, {
-            provider: provider.value, label: label.value, secret: secret.value,
-            allowed_hosts: hosts.value.split(',').map((x) => x.trim()).filter(Boolean),
-            readable_in_sandbox: readable.checked,
-          });
-          location.reload();
-        } catch (err) { addStatus.replaceChildren(notice('error', err.message)); }
-      },
-    },
+    on: submitThenReload(() => api('POST', `/admin/v1/tenants/${ctx.id}/credentials`, {
+      provider: provider.value, label: label.value, secret: secret.value,
+      allowed_hosts: hosts.value.split(',').map((x) => x.trim()).filter(Boolean),
+      readable_in_sandbox: readable.checked,
+    }), addStatus),
   }, h('h2', {}, t('addProviderKey')), field(t('provider'), provider), field(t('name'), label),
   field(t('providerKey'), secret, t('writeOnly')), field(t('hosts'), hosts, t('hostsHint')),
   h('div', { class: 'field inline' }, readable, h('label', { for: 'key-readable-in-sandbox' }, t('readableInSandbox'))),

@@ -4,7 +4,7 @@
 
 import { h, when, field } from '../dom.js';
 import { t } from '../i18n.js';
-import { api, notice } from '../app.js';
+import { api, headings, notice } from '../app.js';
 
 const SOURCES = ['api', 'cron', 'webhook', 'telegram', 'slack', 'wecom'];
 
@@ -41,7 +41,7 @@ export async function sessionsPage(section, ctx) {
   const columns = ['title', 'agent', 'source', 'messages', 'updated'].concat(searching ? ['match'] : []);
   section.append(h('table', {},
     h('caption', {}, t('sessions')),
-    h('thead', {}, h('tr', {}, columns.map((c) => h('th', { scope: 'col' }, t(c))))),
+    headings(columns),
     h('tbody', {}, page.data.map((s) => h('tr', { 'data-testid': 'session-row' },
       h('td', {}, h('a', { href: `${ctx.base}/sessions/${s.id}` }, s.title || s.id)), h('td', {}, s.model),
       h('td', {}, s.source), h('td', {}, String(s.message_count)), h('td', {}, when(s.updated_at)),

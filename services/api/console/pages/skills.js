@@ -3,7 +3,7 @@
 
 import { h, field, when } from '../dom.js';
 import { t } from '../i18n.js';
-import { api, notice } from '../app.js';
+import { api, headings, notice, submitThenReload } from '../app.js';
 
 export async function skillsPage(section, ctx, agentId) {
   const found = await api('GET', `/admin/v1/tenants/${ctx.id}/agents/${agentId}/skills`);
@@ -12,7 +12,7 @@ export async function skillsPage(section, ctx, agentId) {
   const edit = ctx.may('skills.edit');
   section.append(h('p', {}, h('a', { href: `${ctx.base}/agents` }, `← ${t('back')}`)), h('h2', {}, t('skills')));
   section.append(h('table', {},
-    h('thead', {}, h('tr', {}, ['name', 'scope', 'status', 'uses', 'lastUsed'].map((c) => h('th', { scope: 'col' }, t(c))), h('th', { scope: 'col' }, ''))),
+    headings(['name', 'scope', 'status', 'uses', 'lastUsed'], true),
     h('tbody', {}, found.skills.map((k) => h('tr', {},
       h('td', {}, h('button', {
         type: 'button', class: 'link',
@@ -36,17 +36,11 @@ export async function skillsPage(section, ctx, agentId) {
   const upStatus = h('div', { 'aria-live': 'polite' });
   section.append(h('form', {
     class: 'card',
-    on: {
-      submit: async (e) => {
-        e.preventDefault();
-        const name = (text.value.match(/^name:\s*(\S+)/m) || [])[1];
-        if (!name) { upStatus.replaceChildren(notice('error', t('skillNeedsName'))); return; }
-        try {
-          await api('PUT', `/admin/v1/tenants/${ctx.id}/skills/${encodeURIComponent(name)}`, { skill_md: text.value });
-          location.reload();
-        } catch (err) { upStatus.replaceChildren(notice('error', err.message)); }
-      },
-    },
+    on: submitThenReload(async () => {
+      const name = (text.value.match(/^name:\s*(\S+)/m) || [])[1];
+      if (!name) throw new Error(t('skillNeedsName'));
+      await api('PUT', `/admin/v1/tenants/${ctx.id}/skills/${encodeURIComponent(name)}`, { skill_md: text.value });
+    }, upStatus),
   }, h('h2', {}, t('uploadSkill')), h('p', { class: 'hint' }, t('uploadSkillHint')), field('SKILL.md', text),
   h('button', { type: 'submit' }, t('save')), upStatus));
 }

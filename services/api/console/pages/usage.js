@@ -4,7 +4,7 @@
 
 import { h, field } from '../dom.js';
 import { t } from '../i18n.js';
-import { api, actionButton, submitThenReload } from '../app.js';
+import { api, headings, actionButton, submitThenReload } from '../app.js';
 
 const number = (n) => new Intl.NumberFormat(document.documentElement.lang || undefined).format(n);
 const dollars = (n) => new Intl.NumberFormat(document.documentElement.lang || undefined, { style: 'currency', currency: 'USD', maximumFractionDigits: 4 }).format(n);
@@ -48,8 +48,7 @@ export async function usagePage(section, ctx) {
   for (const bar of section.querySelectorAll('.bar')) bar.style.width = `${bar.dataset.width}%`;
   section.append(h('table', {},
     h('caption', {}, t('usage')),
-    h('thead', {}, h('tr', {}, [t(`by_${by}`), t('calls'), t('promptTokens'), t('completionTokens'), t('cachedTokens'), t('cost'), t('turnsCount'), t('toolSeconds'), t('sandboxSeconds')]
-      .map((c) => h('th', { scope: 'col' }, c)))),
+    headings([`by_${by}`, 'calls', 'promptTokens', 'completionTokens', 'cachedTokens', 'cost', 'turnsCount', 'toolSeconds', 'sandboxSeconds']),
     h('tbody', {}, lines.map((l) => h('tr', {},
       h('td', {}, l.key), h('td', {}, number(l.calls)), h('td', {}, number(l.prompt_tokens)), h('td', {}, number(l.completion_tokens)),
       h('td', {}, number(l.cached_tokens)), h('td', {}, dollars(l.cost_usd)), h('td', {}, number(l.turns)),
@@ -65,7 +64,7 @@ function budgetSection(ctx, caps, agents) {
   if (caps.length === 0) out.append(h('p', { class: 'hint' }, t('noBudgets')));
   else {
     out.append(h('table', {},
-      h('thead', {}, h('tr', {}, ['budgetScope', 'period', 'spentNow', 'hardCap', 'softCap'].map((c) => h('th', { scope: 'col' }, t(c))), h('th', { scope: 'col' }, ''))),
+      headings(['budgetScope', 'period', 'spentNow', 'hardCap', 'softCap'], true),
       h('tbody', {}, caps.map((c) => {
         const scope = c.agent_id ? nameOf(c.agent_id) : 'tenant';
         const cap = c.hard_usd ?? c.soft_usd;
