@@ -129,7 +129,7 @@ path_segments! {
     SessionPath { id: "Session id" }
     /// The admin API's `.../hooks/{id}`.
     EndpointPath { id: "Event endpoint id" }
-    /// `/api/jobs/{id}` and the admin API's `.../cron/{id}` (an id, not a name).
+    /// `/api/jobs/{id}` and the admin API's `.../cron/{id}`, as they have always described it.
     JobIdPath { id: "Job id" }
     /// The admin API's `.../members/{person}`.
     PersonPath { person: "Person id" }
