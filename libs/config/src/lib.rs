@@ -460,8 +460,12 @@ impl HermesConfig {
     /// (a key that is set shows as `<redacted>`, so a dump still tells set from unset).
     pub fn to_toml_redacted(&self) -> String {
         let mut copy = self.clone();
-        let HermesConfig { secrets, web, stt, image_gen, tts, .. } = &mut copy;
+        let HermesConfig { secrets, web, stt, image_gen, tts, admin, database, redis, rabbitmq, .. } = &mut copy;
+        for url in [&mut database.url, &mut redis.url, &mut rabbitmq.url] {
+            *url = without_password(url);
+        }
         let keys = std::iter::once(&mut secrets.master_key)
+            .chain(std::iter::once(&mut admin.oidc.client_secret))
             .chain(web.keys_mut())
             .chain(stt.keys_mut())
             .chain(image_gen.keys_mut())
@@ -470,6 +474,16 @@ impl HermesConfig {
             *key = Some("<redacted>".into());
         }
         toml::to_string_pretty(&copy).unwrap_or_else(|e| format!("# cannot render config: {e}\n"))
+    }
+}
+
+/// `url` with the password of its user info (`scheme://user:password@host/...`) masked.
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let (authority, tail) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
+    match authority.rsplit_once('@').and_then(|(userinfo, host)| Some((userinfo.split_once(':')?.0, host))) {
+        Some((user, host)) => format!("{scheme}://{user}:<redacted>@{host}{tail}"),
+        None => url.to_owned(),
     }
 }
 
@@ -570,11 +584,20 @@ mod tests {
     }
 
     #[test]
-    fn dump_masks_the_master_key() {
+    fn dump_masks_the_master_key_the_sso_secret_and_connection_passwords() {
         let mut cfg = HermesConfig::default();
         cfg.secrets.master_key = Some("c2VjcmV0".into());
+        cfg.admin.oidc.client_secret = Some("oidc-client-secret".into());
+        cfg.database.url = "postgres://hermes:db-pass@db.internal:5432/hermes?sslmode=require".into();
+        cfg.redis.url = "redis://:redis-pass@cache:6379/0".into();
+        cfg.rabbitmq.url = "amqp://guest:mq-pass@mq:5672/%2f".into();
         let out = cfg.to_toml_redacted();
-        assert!(!out.contains("c2VjcmV0"));
-        assert!(out.contains("[database]"));
+        for secret in ["c2VjcmV0", "oidc-client-secret", "db-pass", "redis-pass", "mq-pass"] {
+            assert!(!out.contains(secret), "{secret} in {out}");
+        }
+        assert!(out.contains("postgres://hermes:<redacted>@db.internal:5432/hermes?sslmode=require"), "{out}");
+        assert!(out.contains("redis://:<redacted>@cache:6379/0"), "{out}");
+        assert_eq!(super::without_password("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379", "no password");
+        assert_eq!(super::without_password("postgres://me@db/x"), "postgres://me@db/x", "a user alone");
     }
 }
