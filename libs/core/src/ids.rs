@@ -160,6 +160,27 @@ open_id!(
     "event hook"
 );
 
+open_id!(
+    /// A provider key in a tenant's credential pool.
+    CredentialId,
+    "credential"
+);
+open_id!(
+    /// A skill (bundled, the tenant's, or one agent's).
+    SkillId,
+    "skill"
+);
+open_id!(
+    /// One run of a cron job (or of a webhook that fires one).
+    CronRunId,
+    "cron run"
+);
+open_id!(
+    /// A signed-in admin console session.
+    ConsoleSessionId,
+    "console session"
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

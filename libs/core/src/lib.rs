@@ -23,8 +23,8 @@ pub use event::{
     Usage, event_text,
 };
 pub use ids::{
-    AdminTokenId, AgentId, ApiKeyId, EventHookId, IdParseError, InvitationId, JobId, PersonId, SessionId, TenantId,
-    TurnId, WebhookId,
+    AdminTokenId, AgentId, ApiKeyId, ConsoleSessionId, CredentialId, CronRunId, EventHookId, IdParseError,
+    InvitationId, JobId, PersonId, SessionId, SkillId, TenantId, TurnId, WebhookId,
 };
 pub use kinds::{
     ApprovalChoice, ApprovalMode, BudgetPeriod, BusyMode, CallPurpose, ChannelMode, ChannelStatus, CronRunStatus,

@@ -4,9 +4,8 @@
 
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, Row};
-use uuid::Uuid;
 
-use hermes_core::TenantId;
+use hermes_core::{CredentialId, TenantId};
 
 use crate::admin::audited::tenant_writes;
 use crate::{Result, SecretBox, Store, StoreError};
@@ -14,7 +13,8 @@ use crate::{Result, SecretBox, Store, StoreError};
 /// A pooled key as stored (sealed).
 #[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
 pub struct PooledCredential {
-    pub id: Uuid,
+    #[sqlx(try_from = "crate::rows::Id")]
+    pub id: CredentialId,
     pub provider: String,
     pub label: String,
     #[serde(skip)]
@@ -39,7 +39,7 @@ pub struct NewCredential {
     pub readable_in_sandbox: bool,
 }
 
-fn context(tenant: TenantId, id: Uuid) -> String {
+fn context(tenant: TenantId, id: CredentialId) -> String {
     format!("provider-credential:{tenant}:{id}")
 }
 
@@ -124,7 +124,7 @@ tenant_writes! {
         = add_credential_on;
 
     /// Takes a key out of the tenant's pools for good.
-    pub async fn delete_credential(id: Uuid) -> Result<PooledCredential> = delete_credential_on;
+    pub async fn delete_credential(id: CredentialId) -> Result<PooledCredential> = delete_credential_on;
 
     /// Sets how the pool of `provider` picks a key.
     pub async fn set_pool_strategy(provider: &str, strategy: &str) -> Result<()> = set_pool_strategy_on;
@@ -140,14 +140,14 @@ async fn add_credential_on(
     if new.allowed_hosts.is_empty() {
         return Err(StoreError::Invalid("a provider key needs the hosts it may be sent to".into()));
     }
-    let id = Uuid::now_v7();
+    let id = CredentialId::new();
     let sealed = secrets.seal(&context(tenant, id), new.secret.as_bytes())?;
     let row = sqlx::query(
         "INSERT INTO provider_credentials
              (id, tenant_id, provider, label, secret, priority, allowed_hosts, readable_in_sandbox)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING created_at",
     )
-    .bind(id)
+    .bind(id.as_uuid())
     .bind(tenant.as_uuid())
     .bind(&new.provider)
     .bind(&new.label)
@@ -171,13 +171,13 @@ async fn add_credential_on(
 }
 
 /// [`Store::delete_credential`] on a connection already set to `tenant`.
-async fn delete_credential_on(conn: &mut PgConnection, tenant: TenantId, id: Uuid) -> Result<PooledCredential> {
+async fn delete_credential_on(conn: &mut PgConnection, tenant: TenantId, id: CredentialId) -> Result<PooledCredential> {
     let row = sqlx::query(
         "DELETE FROM provider_credentials WHERE tenant_id = $1 AND id = $2
          RETURNING id, provider, label, secret, priority, allowed_hosts, readable_in_sandbox, created_at",
     )
     .bind(tenant.as_uuid())
-    .bind(id)
+    .bind(id.as_uuid())
     .fetch_optional(conn)
     .await?
     .ok_or(StoreError::NotFound)?;

@@ -90,7 +90,7 @@ pub struct Plan {
 /// A run the scheduler claimed: start it.
 #[derive(Debug, Clone)]
 pub struct ClaimedRun {
-    pub run_id: uuid::Uuid,
+    pub run_id: hermes_core::CronRunId,
     pub job: Job,
     pub scheduled_for: DateTime<Utc>,
     /// Shown to the run above the job's prompt (what fired it, for a fired run).

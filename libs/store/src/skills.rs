@@ -10,7 +10,7 @@ use sqlx::postgres::PgRow;
 use sqlx::{FromRow, PgConnection, Row};
 use uuid::Uuid;
 
-use hermes_core::{AgentId, TenantId};
+use hermes_core::{AgentId, SkillId, TenantId};
 
 use crate::admin::audited::tenant_writes;
 use crate::{Result, Store};
@@ -27,7 +27,8 @@ pub enum SkillScope {
 /// A stored skill (without its files).
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct SkillRecord {
-    pub id: Uuid,
+    #[sqlx(try_from = "crate::rows::Id")]
+    pub id: SkillId,
     #[sqlx(flatten)]
     pub scope: SkillScope,
     pub name: String,
@@ -272,9 +273,9 @@ impl Store {
     }
 
     /// A skill's supporting files, by path (a bundled skill's, or one of `tenant`'s).
-    pub async fn skill_files(&self, tenant: TenantId, skill: Uuid) -> Result<Vec<(String, String)>> {
+    pub async fn skill_files(&self, tenant: TenantId, skill: SkillId) -> Result<Vec<(String, String)>> {
         Ok(sqlx::query_as("SELECT path, content FROM skill_files WHERE skill_id = $1 ORDER BY path")
-            .bind(skill)
+            .bind(skill.as_uuid())
             .fetch_all(&mut *self.as_tenant(tenant).await?)
             .await?)
     }

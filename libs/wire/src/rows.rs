@@ -10,7 +10,8 @@
 use uuid::Uuid;
 
 use hermes_core::{
-    AdminTokenId, AgentId, ApiKeyId, EventHookId, InvitationId, JobId, PersonId, SessionId, TenantId, TurnId, WebhookId,
+    AdminTokenId, AgentId, ApiKeyId, ConsoleSessionId, CredentialId, CronRunId, EventHookId, InvitationId, JobId,
+    PersonId, SessionId, SkillId, TenantId, TurnId, WebhookId,
 };
 
 /// A non-null uuid column, on its way to a typed id.
@@ -39,7 +40,22 @@ macro_rules! open_ids {
     )*};
 }
 
-open_ids!(AgentId, SessionId, TurnId, ApiKeyId, PersonId, AdminTokenId, InvitationId, JobId, WebhookId, EventHookId);
+open_ids!(
+    AgentId,
+    SessionId,
+    TurnId,
+    ApiKeyId,
+    PersonId,
+    AdminTokenId,
+    InvitationId,
+    JobId,
+    WebhookId,
+    EventHookId,
+    CredentialId,
+    SkillId,
+    CronRunId,
+    ConsoleSessionId
+);
 
 impl From<Id> for TenantId {
     fn from(column: Id) -> Self {

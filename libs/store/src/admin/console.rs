@@ -8,14 +8,14 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 use uuid::Uuid;
 
-use hermes_core::{PersonId, TenantId};
+use hermes_core::{ConsoleSessionId, PersonId, TenantId};
 
 use crate::{Result, Store};
 
 /// A live console session, as a request finds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LiveSession {
-    pub id: Uuid,
+    pub id: ConsoleSessionId,
     pub person: PersonId,
     /// Opened through a tenant's own identity provider: valid in that tenant only.
     pub tenant: Option<TenantId>,
@@ -63,12 +63,12 @@ impl Store {
         address: &str,
         user_agent: &str,
     ) -> Result<LiveSession> {
-        let id = Uuid::now_v7();
+        let id = ConsoleSessionId::new();
         let expires_at: DateTime<Utc> = sqlx::query_scalar(
             "INSERT INTO console_sessions (id, person_id, limited_to_tenant, expires_at, address, user_agent)
              VALUES ($1, $2, $3, now() + make_interval(secs => $4), $5, $6) RETURNING expires_at",
         )
-        .bind(id)
+        .bind(id.as_uuid())
         .bind(person.as_uuid())
         .bind(tenant.map(|t| t.as_uuid()))
         .bind(max_age.as_secs_f64())
@@ -81,7 +81,7 @@ impl Store {
 
     /// The session `id` if it is still live (not signed out, not idle for `idle`, not past its
     /// end, its person not disabled), marking it used now. One statement per request.
-    pub async fn touch_console_session(&self, id: Uuid, idle: Duration) -> Result<Option<LiveSession>> {
+    pub async fn touch_console_session(&self, id: ConsoleSessionId, idle: Duration) -> Result<Option<LiveSession>> {
         let row = sqlx::query(
             "UPDATE console_sessions s SET last_seen_at = now()
              FROM people p
@@ -90,7 +90,7 @@ impl Store {
                AND p.id = s.person_id AND p.disabled_at IS NULL
              RETURNING s.id, s.person_id, s.limited_to_tenant, s.expires_at",
         )
-        .bind(id)
+        .bind(id.as_uuid())
         .bind(idle.as_secs_f64())
         .fetch_optional(self.system())
         .await?;
@@ -106,9 +106,9 @@ impl Store {
     }
 
     /// Ends one session (signing out).
-    pub async fn end_console_session(&self, id: Uuid) -> Result<()> {
+    pub async fn end_console_session(&self, id: ConsoleSessionId) -> Result<()> {
         sqlx::query("UPDATE console_sessions SET ended_at = now() WHERE id = $1 AND ended_at IS NULL")
-            .bind(id)
+            .bind(id.as_uuid())
             .execute(self.system())
             .await?;
         Ok(())
@@ -116,13 +116,13 @@ impl Store {
 
     /// Ends every session of a person but `keep` (a new password ends the others; a disabled
     /// account, all).
-    pub async fn end_person_sessions(&self, person: PersonId, keep: Option<Uuid>) -> Result<u64> {
+    pub async fn end_person_sessions(&self, person: PersonId, keep: Option<ConsoleSessionId>) -> Result<u64> {
         let done = sqlx::query(
             "UPDATE console_sessions SET ended_at = now()
              WHERE person_id = $1 AND ended_at IS NULL AND id IS DISTINCT FROM $2",
         )
         .bind(person.as_uuid())
-        .bind(keep)
+        .bind(keep.map(|k| k.as_uuid()))
         .execute(self.system())
         .await?;
         Ok(done.rows_affected())

@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use hermes_core::{MemberRole, PersonId, TenantId};
+use hermes_core::{ConsoleSessionId, MemberRole, PersonId, TenantId};
 
 use super::audit::{self, Audit, Change};
 use crate::{Result, Store, StoreError};
@@ -155,7 +155,13 @@ impl Store {
     /// Sets a person's password hash (an argon2id PHC string made by the caller). Their
     /// console sessions but `keep` end and their admin tokens are revoked in the same
     /// transaction: a new password shuts out whoever knew the old one.
-    pub async fn set_password_hash(&self, id: PersonId, hash: &str, keep: Option<Uuid>, by: &Audit) -> Result<()> {
+    pub async fn set_password_hash(
+        &self,
+        id: PersonId,
+        hash: &str,
+        keep: Option<ConsoleSessionId>,
+        by: &Audit,
+    ) -> Result<()> {
         let mut tx = self.system().begin().await?;
         let done =
             sqlx::query("UPDATE people SET password_hash = $2, failed_sign_ins = 0, locked_until = NULL WHERE id = $1")
@@ -169,7 +175,7 @@ impl Store {
              WHERE person_id = $1 AND ended_at IS NULL AND id IS DISTINCT FROM $2",
         )
         .bind(id.as_uuid())
-        .bind(keep)
+        .bind(keep.map(|k| k.as_uuid()))
         .execute(&mut *tx)
         .await?;
         let revoked =

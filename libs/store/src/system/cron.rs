@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use hermes_core::{JobState, SessionId, TenantId};
+use hermes_core::{CronRunId, JobState, SessionId, TenantId};
 
 use crate::cron::{ClaimedRun, Job, Plan, SettledRun};
 use crate::{Result, Store};
@@ -89,7 +89,7 @@ impl Store {
             .fetch_optional(&mut *tx)
             .await?;
             if let Some(run_id) = run_id {
-                claimed.push(ClaimedRun { run_id, job, scheduled_for: due, context: None });
+                claimed.push(ClaimedRun { run_id: run_id.into(), job, scheduled_for: due, context: None });
             }
         }
         let room = limit - i64::try_from(claimed.len()).unwrap_or(limit);
@@ -110,7 +110,7 @@ impl Store {
     /// turn runs behind the ledger's back). `None` when the run is no longer `claimed`.
     pub async fn start_run(
         &self,
-        run: uuid::Uuid,
+        run: CronRunId,
         tenant: TenantId,
         turn: &crate::NewTurn,
     ) -> Result<Option<SessionId>> {
@@ -119,7 +119,7 @@ impl Store {
         let started = sqlx::query(
             "UPDATE cron_runs SET status = 'running', turn_id = $2, session_id = $3 WHERE id = $1 AND status = 'claimed'",
         )
-        .bind(run)
+        .bind(run.as_uuid())
         .bind(turn_id.as_uuid())
         .bind(session.as_uuid())
         .execute(&mut *tx)
@@ -134,13 +134,13 @@ impl Store {
 
     /// A run refused before it started (its prompt failed the run-time scan): failed, and its
     /// job says why.
-    pub async fn fail_run(&self, run: uuid::Uuid, error: &str) -> Result<()> {
+    pub async fn fail_run(&self, run: CronRunId, error: &str) -> Result<()> {
         let mut tx = self.system().begin().await?;
         let job: Option<uuid::Uuid> = sqlx::query_scalar(
             "UPDATE cron_runs SET status = 'failed', error = $2, finished_at = now()
              WHERE id = $1 AND status = 'claimed' RETURNING job_id",
         )
-        .bind(run)
+        .bind(run.as_uuid())
         .bind(crate::messages::without_nul(error))
         .fetch_optional(&mut *tx)
         .await?;
@@ -262,7 +262,7 @@ pub(crate) async fn claim_fires(
         .fetch_optional(&mut *tx)
         .await?;
         if let Some(run_id) = run_id {
-            claimed.push(ClaimedRun { run_id, job, scheduled_for: at, context: Some(context) });
+            claimed.push(ClaimedRun { run_id: run_id.into(), job, scheduled_for: at, context: Some(context) });
         }
     }
     Ok(claimed)

@@ -8,8 +8,8 @@ use crate::{Result, Store};
 impl Store {
     /// The hook a POST names, whoever's it is: the gateway knows no tenant until the request's
     /// signature, checked with this hook's secret, proves the sender holds it.
-    pub async fn gateway_webhook(&self, id: uuid::Uuid) -> Result<Webhook> {
-        self.unowned_row("SELECT * FROM webhooks WHERE id = $1", id).await
+    pub async fn gateway_webhook(&self, id: hermes_core::WebhookId) -> Result<Webhook> {
+        self.unowned_row("SELECT * FROM webhooks WHERE id = $1", id.as_uuid()).await
     }
 
     /// Takes a delivery in: records what identifies it (`seen_as`: its delivery id, and for

@@ -76,7 +76,7 @@ async fn a_sign_in_link_works_once_and_a_session_ends_when_signed_out_or_idle(po
 
     let dozing = store.open_console_session(ada.id, None, Duration::from_secs(3600), "", "").await.unwrap();
     sqlx::query("UPDATE console_sessions SET last_seen_at = now() - interval '31 minutes' WHERE id = $1")
-        .bind(dozing.id)
+        .bind(dozing.id.as_uuid())
         .execute(&pool)
         .await
         .unwrap();

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use hermes_core::{AgentId, BudgetPeriod, SessionId, TurnId};
+use hermes_core::{AgentId, BudgetPeriod, CredentialId, SessionId, TurnId};
 
 /// A spending cap and what was spent in its current period.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -46,7 +46,7 @@ pub struct TurnStopped {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct CredentialAdded {
     #[schema(value_type = String, format = "uuid")]
-    pub id: uuid::Uuid,
+    pub id: CredentialId,
     pub provider: String,
     pub label: String,
     pub priority: i32,

@@ -52,7 +52,8 @@ pub struct CronJob {
 #[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct CronRun {
     #[schema(value_type = String, format = "uuid")]
-    pub id: uuid::Uuid,
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::Id"))]
+    pub id: hermes_core::CronRunId,
     pub scheduled_for: DateTime<Utc>,
     /// `claimed`, `running`, `completed`, `failed` or `unknown` (its worker died).
     #[schema(value_type = String)]

@@ -61,7 +61,7 @@ pub(crate) enum Credential {
     /// A console session: its server-side id and CSRF token, and the one tenant it is valid
     /// in when a tenant's own identity provider opened it.
     Session {
-        id: Uuid,
+        id: hermes_core::ConsoleSessionId,
         csrf: String,
         scope: Option<TenantId>,
     },
@@ -375,7 +375,7 @@ async fn session_of(state: &AdminState, token: &str) -> Result<Option<LiveCookie
     let Some(keys) = &state.keys else { return Ok(None) };
     let Some(claims) = keys.verify(token) else { return Ok(None) };
     let live = match state.store.touch_console_session(claims.sid, state.idle_timeout()).await {
-        Ok(Some(live)) if live.person.as_uuid() == claims.sub => live,
+        Ok(Some(live)) if live.person == claims.sub => live,
         Ok(_) => return Ok(None),
         Err(e) => return Err(store_error(e)),
     };

@@ -63,7 +63,7 @@ pub(crate) struct Pool {
 /// A pooled key (never its secret) and its live state (`null` when unknown).
 #[derive(Debug, serde::Serialize)]
 pub(crate) struct PoolKey {
-    id: uuid::Uuid,
+    id: hermes_core::CredentialId,
     label: String,
     priority: i32,
     allowed_hosts: Vec<String>,
@@ -137,7 +137,7 @@ pub(crate) async fn add(call: TenantCall, body: Body<NewKey>) -> Result<(StatusC
     responses((status = 204, description = "Removed from its pool"), (status = 404, description = "No such key", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn remove(call: TenantCall, Path(ObjectPath { id }): Path<ObjectPath>) -> Result<StatusCode> {
     let t = call.allow(AdminOp::ManageCredentials).await?;
-    let id: uuid::Uuid = path_id(&id, ErrorCode::NotFound, "key")?;
+    let id: hermes_core::CredentialId = path_id(&id, ErrorCode::NotFound, "key")?;
     let mut tx = call.begin(t.id).await?;
     let gone = tx.delete_credential(id).await.map_err(|e| store_error_for(e, ErrorCode::NotFound, "key"))?;
     let change = Change::new("credential.removed", "credential", id)

@@ -101,7 +101,7 @@ pub(crate) async fn issue_session(
     let live = live.await.map_err(store_error)?;
     let csrf = crate::admin::signing::random_token().map_err(ApiError::internal)?;
     let lifetime = state.session_lifetime();
-    let claims = SessionClaims::new(person.id.as_uuid(), live.id, csrf.clone(), lifetime);
+    let claims = SessionClaims::new(person.id, live.id, csrf.clone(), lifetime);
     let token = keys.sign(&claims).map_err(ApiError::internal)?;
     Ok((session_cookie(state, &token, lifetime.as_secs()), csrf))
 }

@@ -6,10 +6,10 @@
 use std::collections::HashMap;
 
 use base64::Engine;
+use hermes_core::{ConsoleSessionId, PersonId};
 use hmac::{Hmac, Mac};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use sha2::Sha256;
-use uuid::Uuid;
 
 use hermes_config::HermesConfig;
 
@@ -29,8 +29,8 @@ pub enum KeyError {
 /// the session's CSRF token (which the console sends back in a header).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SessionClaims {
-    pub sub: Uuid,
-    pub sid: Uuid,
+    pub sub: PersonId,
+    pub sid: ConsoleSessionId,
     pub csrf: String,
     pub iat: i64,
     pub exp: i64,
@@ -38,7 +38,7 @@ pub struct SessionClaims {
 }
 
 impl SessionClaims {
-    pub fn new(person: Uuid, session: Uuid, csrf: String, lifetime: std::time::Duration) -> Self {
+    pub fn new(person: PersonId, session: ConsoleSessionId, csrf: String, lifetime: std::time::Duration) -> Self {
         let now = chrono::Utc::now().timestamp();
         let secs = i64::try_from(lifetime.as_secs()).unwrap_or(i64::MAX / 2);
         Self { sub: person, sid: session, csrf, iat: now, exp: now.saturating_add(secs), iss: ISSUER.into() }
@@ -169,7 +169,12 @@ mod tests {
     }
 
     fn claims(lifetime: u64) -> SessionClaims {
-        SessionClaims::new(Uuid::now_v7(), Uuid::now_v7(), "c".into(), std::time::Duration::from_secs(lifetime))
+        SessionClaims::new(
+            PersonId::new(),
+            ConsoleSessionId::new(),
+            "c".into(),
+            std::time::Duration::from_secs(lifetime),
+        )
     }
 
     #[test]

@@ -91,7 +91,9 @@ pub async fn receive(
 
 /// The hook the path names, or the answer when there is none (or the store cannot say).
 async fn find_hook(gw: &Gateway, id: &str) -> Result<Webhook, Response> {
-    let Ok(id) = uuid::Uuid::parse_str(id) else { return Err(refuse(StatusCode::NOT_FOUND, "no such webhook")) };
+    let Ok(id) = id.parse::<hermes_core::WebhookId>() else {
+        return Err(refuse(StatusCode::NOT_FOUND, "no such webhook"));
+    };
     match gw.store.gateway_webhook(id).await {
         Ok(hook) => Ok(hook),
         Err(hermes_store::StoreError::NotFound) => Err(refuse(StatusCode::NOT_FOUND, "no such webhook")),

@@ -206,7 +206,7 @@ mod tests {
 
     fn pools(readable_in_sandbox: bool) -> CredentialPools {
         let key = hermes_store::PooledCredential {
-            id: uuid::Uuid::now_v7(),
+            id: hermes_core::CredentialId::new(),
             provider: "openai".into(),
             label: "team".into(),
             sealed: Vec::new(),
