@@ -8,8 +8,11 @@ use hermes_core::outbox::OutboxPayload;
 use hermes_store::OutboxItem;
 use hermes_store::turn_files::TurnFile;
 
+use hermes_chat::OutFile;
+
 use crate::Gateway;
-use crate::outbox::Failure;
+use crate::interact::Buttons;
+use crate::outbox::{Failure, render_reply};
 
 /// One part of a reply.
 pub(crate) enum Part {
@@ -22,10 +25,22 @@ impl Part {
     pub(crate) fn note(file: &TurnFile) -> Option<String> {
         file.data.as_ref().err().map(|why| format!("(I could not attach {}: {why})", file.name))
     }
+
+    /// What sending the part sends, on a platform that uploads files: its text (for a file
+    /// that could not be read, the note saying so), and the file to upload.
+    pub(crate) fn to_send(&self) -> (Option<String>, Option<OutFile<'_>>) {
+        match self {
+            Part::Text(t) => (Some(t.clone()), None),
+            Part::File(f) => {
+                let out = f.data.as_ref().ok().map(|data| OutFile { name: &f.name, mime: &f.mime, data });
+                (Part::note(f), out)
+            }
+        }
+    }
 }
 
 /// The reply's parts: its text cut by `split`, then its files.
-pub(crate) fn parts(text: &str, files: Vec<TurnFile>, split: impl Fn(&str) -> Vec<String>) -> Vec<Part> {
+fn parts(text: &str, files: Vec<TurnFile>, split: impl Fn(&str) -> Vec<String>) -> Vec<Part> {
     let mut out: Vec<Part> = Vec::new();
     if !text.trim().is_empty() || files.is_empty() {
         out.extend(split(text).into_iter().map(Part::Text));
@@ -35,6 +50,18 @@ pub(crate) fn parts(text: &str, files: Vec<TurnFile>, split: impl Fn(&str) -> Ve
 }
 
 impl Gateway {
+    /// The reply `item` carries as the parts to send (its text cut by `split`, then the files
+    /// it hands over), and the buttons that go under it.
+    pub(crate) async fn reply_parts(
+        &self,
+        item: &OutboxItem,
+        split: impl Fn(&str) -> Vec<String>,
+    ) -> Result<(Vec<Part>, Buttons), Failure> {
+        let (text, buttons) = render_reply(item);
+        let (text, files) = self.attachments(item, text).await?;
+        Ok((parts(&text, files, split), buttons))
+    }
+
     /// The reply's text without its `MEDIA:` lines, and the files they name.
     pub(crate) async fn attachments(
         &self,

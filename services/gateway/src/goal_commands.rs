@@ -8,7 +8,8 @@
 
 use serde_json::json;
 
-use hermes_store::Channel;
+use hermes_core::SessionId;
+use hermes_store::{Channel, Route};
 
 use crate::Gateway;
 use crate::error::IngestError;
@@ -45,11 +46,8 @@ const NO_GOAL: &str = "No goal set. Write /goal and what you want done, and I'll
 impl Gateway {
     pub(crate) async fn goal_command(&self, channel: &Channel, msg: &Incoming) -> Result<String, IngestError> {
         let err = |e: hermes_store::StoreError| IngestError::new(e.to_string());
-        let tenant = channel.tenant_id;
-        let route = route_for(channel, msg);
-        let Some((session, _)) = self.store.route_state(tenant, &route).await.map_err(err)? else {
-            return Ok(NO_GOAL.into());
-        };
+        let (tenant, route) = (channel.tenant_id, route_for(channel, msg));
+        let Some(session) = self.conversation(channel, &route).await? else { return Ok(NO_GOAL.into()) };
         let rest = hermes_core::commands::parse(&msg.text).map_or("", |(_, rest)| rest);
         Ok(match goal_control(rest).unwrap_or(GoalControl::Status) {
             GoalControl::Pause => match self.store.set_goal_active(tenant, session, false).await.map_err(err)? {
@@ -93,6 +91,14 @@ impl Gateway {
     }
 }
 
+impl Gateway {
+    /// The session `route` leads to in `channel`'s tenant, if it has one yet (a goal needs one).
+    async fn conversation(&self, channel: &Channel, route: &Route) -> Result<Option<SessionId>, IngestError> {
+        let state = self.store.route_state(channel.tenant_id, route).await;
+        Ok(state.map_err(|e| IngestError::new(e.to_string()))?.map(|(session, _)| session))
+    }
+}
+
 /// The criteria, numbered, on lines of their own (nothing when there are none).
 fn numbered(subgoals: &[String]) -> String {
     subgoals.iter().enumerate().map(|(i, s)| format!("\n  {}. {s}", i + 1)).collect()
@@ -106,9 +112,7 @@ impl Gateway {
         let err = |e: hermes_store::StoreError| IngestError::new(e.to_string());
         let tenant = channel.tenant_id;
         let route = route_for(channel, msg);
-        let Some((session, _)) = self.store.route_state(tenant, &route).await.map_err(err)? else {
-            return Ok(NO_GOAL_FOR_SUBGOAL.into());
-        };
+        let Some(session) = self.conversation(channel, &route).await? else { return Ok(NO_GOAL_FOR_SUBGOAL.into()) };
         let rest = msg.text.trim_start().strip_prefix("/subgoal").unwrap_or_default().trim();
         let mut words = rest.split_whitespace();
         let mut refusal = None;

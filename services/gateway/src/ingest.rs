@@ -171,7 +171,10 @@ impl Gateway {
         let (carried, steer) = match self.make_room(channel, &route, busy_mode).await? {
             Room::Made(carried) => (carried, false),
             Room::Steer => (Vec::new(), true),
-            Room::Refused(refusal) => return self.refuse_busy(channel, &msg, raw, refusal).await,
+            // Stored, so a redelivery is not answered twice.
+            Room::Refused(refusal) => {
+                return self.answer_at_once(channel, &msg, raw, Answer::Refusal(Refusal::Told(refusal))).await;
+            }
         };
         let text = if carried.is_empty() { text } else { format!("{}\n{text}", carried.join("\n")) };
         let marks = self.cache.background_marks();
@@ -204,24 +207,6 @@ impl Gateway {
         self.meter(tenant, read_by, transcriptions).await;
         let signal = if steer { Signal::Steer } else { Signal::After(batch) };
         self.accepted(channel, &msg, accepted, signal, hub).await
-    }
-
-    /// The busy mode refused the message: stored, so a redelivery is not answered twice, and
-    /// answered with `refusal`.
-    async fn refuse_busy(
-        &self,
-        channel: &Channel,
-        msg: &Incoming,
-        raw: &Value,
-        refusal: String,
-    ) -> Result<(), IngestError> {
-        let (tenant, source) = (channel.tenant_id, source_of(channel));
-        let accepted =
-            self.store.accept_inbound(tenant, &source, &msg.dedupe_key, raw, None, None).await.map_err(store_err)?;
-        if accepted != Accepted::Duplicate {
-            self.reply(channel, msg, refusal).await?;
-        }
-        Ok(())
     }
 
     /// Where a turn from this channel reports its events. A turn that shows its answer as it

@@ -180,7 +180,11 @@ impl Transcriber {
         key: Option<&str>,
     ) -> Transcribed {
         let own = recording_ms(&audio);
-        match self.ask(http, audio, file_name, mime, key).await {
+        let asked = match upload(audio, file_name, mime) {
+            Ok(recording) => self.ask(http, recording, key).await,
+            Err(why) => Err(why),
+        };
+        match asked {
             Ok((text, answer)) => {
                 let billed = said_ms(&answer).unwrap_or(own);
                 let heard = if is_hallucination(&text) { Err(Unheard::Silent) } else { Ok(text) };
@@ -190,21 +194,15 @@ impl Transcriber {
         }
     }
 
-    /// The service's transcript of `audio` and its whole answer.
+    /// The service's transcript of `recording` (an [`upload`]) and its whole answer.
     async fn ask(
         &self,
         http: &reqwest::Client,
-        audio: Vec<u8>,
-        file_name: &str,
-        mime: &str,
+        recording: reqwest::multipart::Part,
         key: Option<&str>,
     ) -> Result<(String, serde_json::Value), Unheard> {
-        let part = reqwest::multipart::Part::bytes(audio)
-            .file_name(file_name.to_owned())
-            .mime_str(mime)
-            .map_err(|_| Unheard::Failed(format!("the recording's type {mime} is not a media type")))?;
         let mut form = reqwest::multipart::Form::new()
-            .part("file", part)
+            .part("file", recording)
             .text("model", self.endpoint.model.clone())
             .text("response_format", "json");
         if let Some(language) = &self.language {
@@ -227,6 +225,14 @@ impl Transcriber {
         let text = answer["text"].as_str().unwrap_or_default().trim().to_owned();
         Ok((text, answer))
     }
+}
+
+/// `audio` as the upload's file part, named `file_name`, of type `mime`.
+fn upload(audio: Vec<u8>, file_name: &str, mime: &str) -> Result<reqwest::multipart::Part, Unheard> {
+    reqwest::multipart::Part::bytes(audio)
+        .file_name(file_name.to_owned())
+        .mime_str(mime)
+        .map_err(|_| Unheard::Failed(format!("the recording's type {mime} is not a media type")))
 }
 
 #[cfg(test)]

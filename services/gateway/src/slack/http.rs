@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use hermes_chat::slack::verify;
@@ -61,11 +62,28 @@ async fn verified(gw: &Gateway, id: &str, headers: &HeaderMap, body: &[u8]) -> R
     Ok(channel)
 }
 
-pub async fn events(State(gw): State<Arc<Gateway>>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Answer {
-    let channel = match verified(&gw, &id, &headers, &body).await {
-        Ok(c) => c,
-        Err(answer) => return answer,
-    };
+/// A request Slack signed for the channel its path names: every handler here takes one, so
+/// none reads a body that is not Slack's.
+pub struct FromSlack {
+    channel: Channel,
+    body: Bytes,
+}
+
+impl FromRequest<Arc<Gateway>> for FromSlack {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, gw: &Arc<Gateway>) -> Result<Self, Response> {
+        let (mut parts, body) = req.into_parts();
+        let Path(id) = Path::<String>::from_request_parts(&mut parts, gw).await.map_err(IntoResponse::into_response)?;
+        let headers = parts.headers.clone();
+        let body =
+            Bytes::from_request(Request::from_parts(parts, body), gw).await.map_err(IntoResponse::into_response)?;
+        let channel = verified(gw, &id, &headers, &body).await.map_err(IntoResponse::into_response)?;
+        Ok(Self { channel, body })
+    }
+}
+
+pub async fn events(State(gw): State<Arc<Gateway>>, FromSlack { channel, body }: FromSlack) -> Answer {
     let Ok(envelope) = serde_json::from_slice::<Value>(&body) else {
         return refuse(StatusCode::BAD_REQUEST, "not JSON");
     };
@@ -78,16 +96,7 @@ pub async fn events(State(gw): State<Arc<Gateway>>, Path(id): Path<String>, head
     taken(gw.take_in(&channel, msg, &envelope).await, "event")
 }
 
-pub async fn interactive(
-    State(gw): State<Arc<Gateway>>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Answer {
-    let channel = match verified(&gw, &id, &headers, &body).await {
-        Ok(c) => c,
-        Err(answer) => return answer,
-    };
+pub async fn interactive(State(gw): State<Arc<Gateway>>, FromSlack { channel, body }: FromSlack) -> Answer {
     // The body is `payload=<url-encoded JSON>`.
     let payload = form_urlencoded::parse(&body)
         .find(|(k, _)| k == "payload")
@@ -102,16 +111,7 @@ pub async fn interactive(
 /// The `/hermes` slash command: `/hermes <question>` asks the agent in that conversation and
 /// `/hermes new` (or any gateway command without its slash) runs that command. Slack wants
 /// an answer within 3 seconds, so the reply comes later as a message.
-pub async fn command(
-    State(gw): State<Arc<Gateway>>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Answer {
-    let channel = match verified(&gw, &id, &headers, &body).await {
-        Ok(c) => c,
-        Err(answer) => return answer,
-    };
+pub async fn command(State(gw): State<Arc<Gateway>>, FromSlack { channel, body }: FromSlack) -> Answer {
     let form: std::collections::HashMap<String, String> = form_urlencoded::parse(&body).into_owned().collect();
     let Some(msg) = super::event::parse_command(&form) else {
         return refuse(StatusCode::BAD_REQUEST, "not a slash command");

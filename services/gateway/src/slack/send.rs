@@ -7,11 +7,9 @@ use serde_json::{Value, json};
 use hermes_chat::slack::{MAX_MESSAGE_CHARS, mrkdwn};
 use hermes_store::{Channel, OutboxItem};
 
-use hermes_chat::OutFile;
-
 use crate::Gateway;
-use crate::attachments::{Part, parts};
-use crate::outbox::{Failure, render_reply};
+use crate::attachments::Part;
+use crate::outbox::Failure;
 
 /// What identifies one part of one reply.
 fn part_key(item: &OutboxItem, part: usize) -> String {
@@ -21,9 +19,7 @@ fn part_key(item: &OutboxItem, part: usize) -> String {
 impl Gateway {
     pub(crate) async fn deliver_slack(&self, channel: &Channel, item: &OutboxItem) -> Result<(), Failure> {
         let api = self.slack(channel).map_err(Failure::Permanent)?;
-        let (text, buttons) = render_reply(item);
-        let (text, files) = self.attachments(item, text).await?;
-        let parts = parts(&text, files, |t| hermes_chat::split::split(t, MAX_MESSAGE_CHARS));
+        let (parts, buttons) = self.reply_parts(item, |t| hermes_chat::split::split(t, MAX_MESSAGE_CHARS)).await?;
         let dest = &item.destination;
         let chat = dest.chat_id.as_str();
         let thread = dest.thread.as_deref();
@@ -44,10 +40,7 @@ impl Gateway {
             |i, _| {
                 let api = &api;
                 // Borrowed from the list, not the argument: the send outlives the call.
-                let (text, file) = match &all[i] {
-                    Part::Text(t) => (Some(t.clone()), None),
-                    Part::File(f) => (Part::note(f), f.data.as_ref().ok().map(|data| (f, data))),
-                };
+                let (text, file) = all[i].to_send();
                 let body = mrkdwn(text.as_deref().unwrap_or_default());
                 // The part's key rides along, so a part in doubt can be found again.
                 let metadata =
@@ -72,10 +65,7 @@ impl Gateway {
                 }
                 async move {
                     match file {
-                        Some((f, data)) => {
-                            let out = OutFile { name: &f.name, mime: &f.mime, data };
-                            api.upload_file(chat, thread, &out).await.map_err(Failure::from)
-                        }
+                        Some(out) => api.upload_file(chat, thread, &out).await.map_err(Failure::from),
                         None => api.post_message(&params).await.map_err(Failure::from),
                     }
                 }

@@ -6,12 +6,10 @@ use serde_json::{Value, json};
 use hermes_core::outbox::OutboxPayload;
 use hermes_store::{Channel, OutboxItem};
 
-use hermes_chat::OutFile;
-
 use crate::Gateway;
-use crate::attachments::{Part, parts};
+use crate::attachments::Part;
 use crate::interact::Buttons;
-use crate::outbox::{Failure, render_reply};
+use crate::outbox::Failure;
 use crate::telegram::{MAX_MESSAGE_UTF16, TelegramApi};
 
 /// How many message ids after the last known one a part in doubt is looked for.
@@ -20,9 +18,7 @@ const PROBE_WINDOW: i64 = 8;
 impl Gateway {
     pub(crate) async fn deliver_telegram(&self, channel: &Channel, item: &OutboxItem) -> Result<(), Failure> {
         let api = self.telegram(channel).map_err(Failure::Permanent)?;
-        let (text, buttons) = render_reply(item);
-        let (text, files) = self.attachments(item, text).await?;
-        let parts = parts(&text, files, |t| hermes_chat::split::split(t, MAX_MESSAGE_UTF16));
+        let (parts, buttons) = self.reply_parts(item, |t| hermes_chat::split::split(t, MAX_MESSAGE_UTF16)).await?;
         let dest = &item.destination;
         let chat = dest.chat_id.as_str();
         let thread = dest.thread.as_deref().and_then(|t| t.parse::<i64>().ok());
@@ -47,16 +43,12 @@ impl Gateway {
             |i, _| {
                 let api = &api;
                 // Borrowed from the list, not the argument: the send outlives the call.
-                let (text, file) = match &all[i] {
-                    Part::Text(t) => (Some(t.clone()), None),
-                    Part::File(f) => (Part::note(f), f.data.as_ref().ok().map(|data| (f, data))),
-                };
+                let (text, file) = all[i].to_send();
                 let reply_to = dest.reply_to.filter(|_| i == 0);
                 let keyboard = (Some(i) == last_text && !buttons.is_empty()).then_some(&buttons);
                 let params = message_params(chat, text.as_deref(), rich, thread, reply_to, keyboard);
                 async move {
-                    if let Some((f, data)) = file {
-                        let out = OutFile { name: &f.name, mime: &f.mime, data };
+                    if let Some(out) = file {
                         return api.send_file(chat, thread, &out).await.map(|id| id.to_string()).map_err(Failure::from);
                     }
                     send_text(api, params, text).await

@@ -46,6 +46,27 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// One of WeCom's calls to a channel: the channel, its callback keys and the call's query.
+struct Callback {
+    channel: Channel,
+    crypt: WecomCrypt,
+    query: HashMap<String, String>,
+}
+
+impl Callback {
+    /// The call to channel `id` with the raw query `raw`; the status to answer when there is
+    /// no such channel or its keys cannot be read.
+    async fn of(gw: &Gateway, id: &str, raw: Option<&str>) -> Result<Self, (StatusCode, String)> {
+        let (channel, crypt) = keys(gw, id).await.map_err(|status| (status, String::new()))?;
+        Ok(Self { channel, crypt, query: query(raw) })
+    }
+
+    /// A query parameter (empty when missing).
+    fn get(&self, key: &str) -> &str {
+        self.query.get(key).map(String::as_str).unwrap_or_default()
+    }
+}
+
 /// The channel and its callback keys.
 async fn keys(gw: &Gateway, id: &str) -> Result<(Channel, WecomCrypt), StatusCode> {
     let id = uuid::Uuid::parse_str(id).map_err(|_| StatusCode::NOT_FOUND)?;
@@ -72,15 +93,13 @@ pub async fn verify(
     Path(id): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> (StatusCode, String) {
-    let (_, crypt) = match keys(&gw, &id).await {
-        Ok(k) => k,
-        Err(status) => return (status, String::new()),
+    let call = match Callback::of(&gw, &id, raw.as_deref()).await {
+        Ok(call) => call,
+        Err(answer) => return answer,
     };
-    let q = query(raw.as_deref());
-    let get = |k: &str| q.get(k).map(String::as_str).unwrap_or_default();
     // The echo is harmless to replay (it only proves we hold the keys): WeCom's published
     // vector, from 2014, still verifies.
-    match crypt.open(get("timestamp"), get("nonce"), get("echostr"), get("msg_signature")) {
+    match call.crypt.open(call.get("timestamp"), call.get("nonce"), call.get("echostr"), call.get("msg_signature")) {
         Ok(plain) => (StatusCode::OK, plain),
         Err(_) => rejected(),
     }
@@ -93,18 +112,18 @@ pub async fn receive(
     RawQuery(raw): RawQuery,
     body: Bytes,
 ) -> (StatusCode, String) {
-    let (channel, crypt) = match keys(&gw, &id).await {
-        Ok(k) => k,
-        Err(status) => return (status, String::new()),
+    let call = match Callback::of(&gw, &id, raw.as_deref()).await {
+        Ok(call) => call,
+        Err(answer) => return answer,
     };
-    let q = query(raw.as_deref());
-    let get = |k: &str| q.get(k).map(String::as_str).unwrap_or_default();
     let outer = String::from_utf8_lossy(&body);
     let Some(encrypted) = xml_field(&outer, "Encrypt") else { return rejected() };
     let now = chrono::Utc::now().timestamp();
-    let Ok(inner) = crypt.open_fresh((get("timestamp"), get("nonce")), encrypted, get("msg_signature"), now) else {
+    let signed = (call.get("timestamp"), call.get("nonce"));
+    let Ok(inner) = call.crypt.open_fresh(signed, encrypted, call.get("msg_signature"), now) else {
         return rejected();
     };
+    let channel = call.channel;
     let Some(msg) = parse(&inner) else {
         // Events and media are not conversations (yet): accepted so WeCom does not resend them.
         return (StatusCode::OK, String::new());

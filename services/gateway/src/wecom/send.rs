@@ -8,15 +8,14 @@ use hermes_chat::wecom::{MAX_MESSAGE_CHARS, WecomApi, WecomError};
 use hermes_store::{Channel, OutboxItem};
 
 use crate::Gateway;
-use crate::attachments::{Part, parts};
-use crate::outbox::{Failure, render_reply};
+use crate::attachments::Part;
+use crate::outbox::Failure;
 
 impl Gateway {
     pub(crate) async fn deliver_wecom(&self, channel: &Channel, item: &OutboxItem) -> Result<(), Failure> {
         let api = self.wecom(channel).map_err(Failure::Permanent)?;
-        let (text, _) = render_reply(item);
-        let (text, files) = self.attachments(item, text).await?;
-        let parts = parts(&text, files, |t| hermes_chat::split::split(t, MAX_MESSAGE_CHARS));
+        // App messages have no buttons: a question lists the commands that answer it.
+        let (parts, _) = self.reply_parts(item, |t| hermes_chat::split::split(t, MAX_MESSAGE_CHARS)).await?;
         let to = item.destination.chat_id.as_str();
         let (api, all) = (&api, &parts);
         self.send_parts(item, &parts, |i, _| async move {
