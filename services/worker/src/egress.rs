@@ -28,6 +28,8 @@ use hermes_net_policy::{Cidr, is_public};
 use hermes_sandbox::{EgressHandler, SandboxKey};
 use hermes_store::Store;
 
+use crate::held::Held;
+
 const MAX_HEAD: usize = 16 * 1024;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a client may take to send its request head.
@@ -99,30 +101,10 @@ struct Inner {
     /// Ranges an operator allows although they are not public (an internal package mirror).
     allow: Vec<Cidr>,
     ports: Vec<u16>,
-    max_connections: usize,
     idle: Duration,
     settings: Mutex<HashMap<SandboxKey, (Instant, bool)>>,
     /// Connections each sandbox holds open now.
-    open: Mutex<HashMap<SandboxKey, usize>>,
-}
-
-/// One of a sandbox's open connections; gives its place back when dropped.
-struct Slot {
-    inner: Arc<Inner>,
-    key: SandboxKey,
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        if let Ok(mut open) = self.inner.open.lock()
-            && let Some(n) = open.get_mut(&self.key)
-        {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                open.remove(&self.key);
-            }
-        }
-    }
+    open: Held<SandboxKey>,
 }
 
 impl EgressProxy {
@@ -143,27 +125,15 @@ impl EgressProxy {
                 store,
                 allow,
                 ports: cfg.egress_ports.clone(),
-                max_connections: cfg.egress_max_connections,
                 idle: Duration::from_secs(cfg.egress_idle_seconds.max(1)),
                 settings: Mutex::default(),
-                open: Mutex::default(),
+                open: Held::new(cfg.egress_max_connections),
             }),
         }
     }
 }
 
 impl Inner {
-    /// A place for one more of `key`'s connections, unless it holds the most it may.
-    fn slot(self: &Arc<Self>, key: SandboxKey) -> Option<Slot> {
-        let mut open = self.open.lock().ok()?;
-        let n = open.entry(key).or_default();
-        if *n >= self.max_connections {
-            return None;
-        }
-        *n += 1;
-        Some(Slot { inner: self.clone(), key })
-    }
-
     async fn enabled(&self, key: SandboxKey) -> bool {
         let cached = self.settings.lock().ok().and_then(|s| s.get(&key).copied());
         if let Some((at, enabled)) = cached
@@ -183,7 +153,7 @@ impl Inner {
     }
 
     async fn handle(self: &Arc<Self>, key: SandboxKey, mut client: UnixStream) -> std::io::Result<()> {
-        let Some(_slot) = self.slot(key) else {
+        let Some(_slot) = self.open.take(key) else {
             metrics::counter!("hermes_egress_refused_total").increment(1);
             return reply(&mut client, 429, "this sandbox has too many connections open").await;
         };

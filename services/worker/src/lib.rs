@@ -9,7 +9,9 @@ mod budget;
 mod commands;
 mod egress;
 mod events;
+mod every;
 mod goals;
+mod held;
 mod journal;
 mod judge;
 mod keys;
@@ -129,17 +131,12 @@ async fn report_sandboxes(
     worker: String,
     shutdown: CancellationToken,
 ) {
-    let mut tick = tokio::time::interval(Duration::from_secs(30));
-    loop {
-        tokio::select! {
-            () = shutdown.cancelled() => return,
-            _ = tick.tick() => {
-                let sandboxes = sandboxes.census();
-                let report = hermes_core::census::SandboxReport { worker: worker.clone(), at: chrono::Utc::now(), sandboxes };
-                if let Err(e) = census.publish(&report, Duration::from_secs(150)).await {
-                    tracing::debug!(error = %e, "cannot report sandboxes");
-                }
-            }
+    let mut rounds = every::Every::new(Duration::from_secs(30), shutdown);
+    while rounds.next().await {
+        let sandboxes = sandboxes.census();
+        let report = hermes_core::census::SandboxReport { worker: worker.clone(), at: chrono::Utc::now(), sandboxes };
+        if let Err(e) = census.publish(&report, Duration::from_secs(150)).await {
+            tracing::debug!(error = %e, "cannot report sandboxes");
         }
     }
 }

@@ -5,54 +5,32 @@
 //! tenant's flood of chat, webhook or cron turns therefore runs at its share's pace while the
 //! others still find free slots.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use hermes_core::TenantId;
 use hermes_queue::{Broker, WorkDelivery};
 
+use crate::held::{Held, Place};
+
 /// How many slots each tenant holds on this worker.
 pub(crate) struct Shares {
-    cap: usize,
-    running: Mutex<HashMap<TenantId, usize>>,
+    running: Held<TenantId>,
 }
 
 /// One slot held by a tenant; given back when dropped.
-pub(crate) struct Share {
-    shares: Arc<Shares>,
-    tenant: TenantId,
-}
+pub(crate) type Share = Place<TenantId>;
 
 impl Shares {
     /// `share` of `slots`, at least one.
     pub fn new(slots: usize, share: f64) -> Arc<Self> {
         let cap = ((slots as f64) * share).ceil().max(1.0) as usize;
-        Arc::new(Self { cap, running: Mutex::default() })
+        Arc::new(Self { running: Held::new(cap) })
     }
 
     /// A slot for `tenant`, unless it holds its share already.
-    pub fn take(self: &Arc<Self>, tenant: TenantId) -> Option<Share> {
-        let mut running = self.running.lock().ok()?;
-        let held = running.entry(tenant).or_default();
-        if *held >= self.cap {
-            return None;
-        }
-        *held += 1;
-        Some(Share { shares: self.clone(), tenant })
-    }
-}
-
-impl Drop for Share {
-    fn drop(&mut self) {
-        if let Ok(mut running) = self.shares.running.lock()
-            && let Some(held) = running.get_mut(&self.tenant)
-        {
-            *held = held.saturating_sub(1);
-            if *held == 0 {
-                running.remove(&self.tenant);
-            }
-        }
+    pub fn take(&self, tenant: TenantId) -> Option<Share> {
+        self.running.take(tenant)
     }
 }
 
@@ -84,6 +62,6 @@ mod tests {
         assert!(shares.take(b).is_some(), "another tenant still gets one");
         drop(first);
         assert!(shares.take(a).is_some(), "a finished turn gives its slot back");
-        assert_eq!(Shares::new(3, 0.1).cap, 1, "at least one slot");
+        assert_eq!(Shares::new(3, 0.1).running.cap(), 1, "at least one slot");
     }
 }

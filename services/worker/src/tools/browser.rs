@@ -83,16 +83,11 @@ pub(crate) fn register(kit: &Toolkit, models: &Models, tools: &mut ToolRegistry)
 
 /// Closes idle browsers every 30 s until `shutdown`, then all of them.
 pub(crate) async fn reap(browsers: Arc<Browsers>, shutdown: tokio_util::sync::CancellationToken) {
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(30));
-    loop {
-        tokio::select! {
-            () = shutdown.cancelled() => break,
-            _ = tick.tick() => {
-                let closed = browsers.close_idle().await;
-                if closed > 0 {
-                    tracing::info!(closed, "closed idle browsers");
-                }
-            }
+    let mut rounds = crate::every::Every::new(std::time::Duration::from_secs(30), shutdown);
+    while rounds.next().await {
+        let closed = browsers.close_idle().await;
+        if closed > 0 {
+            tracing::info!(closed, "closed idle browsers");
         }
     }
     browsers.close_all().await;

@@ -30,16 +30,11 @@ pub(crate) fn servers(
 
 /// Closes idle sessions every minute until `shutdown`.
 pub(crate) async fn reap(servers: Arc<McpServers>, shutdown: CancellationToken) {
-    let mut tick = tokio::time::interval(Duration::from_secs(60));
-    loop {
-        tokio::select! {
-            () = shutdown.cancelled() => return,
-            _ = tick.tick() => {
-                let closed = servers.reap();
-                if closed > 0 {
-                    tracing::debug!(closed, "closed idle MCP sessions");
-                }
-            }
+    let mut rounds = crate::every::Every::new(Duration::from_secs(60), shutdown);
+    while rounds.next().await {
+        let closed = servers.reap();
+        if closed > 0 {
+            tracing::debug!(closed, "closed idle MCP sessions");
         }
     }
 }
