@@ -26,11 +26,6 @@ fn hand_to_sandbox_user(path: &Path) {
     }
 }
 
-/// Whether this test can make files that are not the sandbox user's (it must be root).
-fn files_can_be_anyones() -> bool {
-    nix::unistd::geteuid().is_root()
-}
-
 fn chmod(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
@@ -52,6 +47,12 @@ fn reach(result: Result<PathBuf, Refusal>) -> Reach {
 }
 
 /// A directory of this test's, closed to others, with a script in it.
+/// A [`script_dir`], when this test can make files that are not the sandbox user's (it must
+/// be root); else `None`, and a test of such files has nothing to check.
+fn root_script_dir() -> Option<(tempfile::TempDir, PathBuf)> {
+    nix::unistd::geteuid().is_root().then(script_dir)
+}
+
 fn script_dir() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     chmod(dir.path(), 0o755);
@@ -74,10 +75,7 @@ fn system_programs_and_package_runners_start() {
 
 #[test]
 fn a_program_the_sandbox_user_owns_or_can_write_is_refused() {
-    if !files_can_be_anyones() {
-        return;
-    }
-    let (dir, script) = script_dir();
+    let Some((dir, script)) = root_script_dir() else { return };
     let guard = guard(&[]);
     start(&guard, &script.to_string_lossy(), &[]).unwrap();
     chmod(&script, 0o757);
@@ -90,10 +88,7 @@ fn a_program_the_sandbox_user_owns_or_can_write_is_refused() {
 
 #[test]
 fn a_program_in_a_directory_the_sandbox_user_can_write_is_refused_unless_sticky() {
-    if !files_can_be_anyones() {
-        return;
-    }
-    let (dir, script) = script_dir();
+    let Some((dir, script)) = root_script_dir() else { return };
     let guard = guard(&[]);
     chmod(dir.path(), 0o777);
     let expected = Reach::Replaceable { entry: script.clone(), dir: dir.path().to_owned() };
@@ -113,10 +108,7 @@ fn guard_with_scratch(dir: &Path) -> Guard {
 
 #[test]
 fn links_are_followed_and_judged_where_they_are_and_where_they_lead() {
-    if !files_can_be_anyones() {
-        return;
-    }
-    let (dir, script) = script_dir();
+    let Some((dir, script)) = root_script_dir() else { return };
     let guard = guard(&[]);
     let open = tempfile::tempdir().unwrap();
     chmod(open.path(), 0o777);
@@ -137,10 +129,7 @@ fn links_are_followed_and_judged_where_they_are_and_where_they_lead() {
 
 #[test]
 fn an_interpreter_may_not_run_code_from_the_sandbox_users_reach() {
-    if !files_can_be_anyones() {
-        return;
-    }
-    let (dir, script) = script_dir();
+    let Some((dir, script)) = root_script_dir() else { return };
     let guard = guard(&[]);
     start(&guard, "sh", &[&script.to_string_lossy()]).unwrap();
     hand_to_sandbox_user(dir.path());
@@ -173,10 +162,7 @@ fn other_programs_may_be_given_data_directories_but_not_files() {
 
 #[test]
 fn a_scripts_interpreter_is_checked_too() {
-    if !files_can_be_anyones() {
-        return;
-    }
-    let (dir, script) = script_dir();
+    let Some((dir, script)) = root_script_dir() else { return };
     let open = tempfile::tempdir().unwrap();
     chmod(open.path(), 0o777);
     std::fs::write(&script, format!("#!{}/python -u\nprint()\n", open.path().display())).unwrap();

@@ -61,6 +61,22 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, Status> + Sen
 
 type Reply<T> = Result<Response<T>, Status>;
 
+/// The answer to a streaming call: the stream `run` fills from a task of its own (`task`
+/// names it), at most `ahead` messages ahead of the client.
+fn streamed<T, F>(
+    task: &'static str,
+    ahead: usize,
+    run: impl FnOnce(mpsc::Sender<Result<T, Status>>) -> F,
+) -> Reply<ReceiverStream<Result<T, Status>>>
+where
+    T: Send + 'static,
+    F: Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel(ahead);
+    hermes_telemetry::tasks::spawn(task, run(tx));
+    Ok(Response::new(ReceiverStream::new(rx)))
+}
+
 #[tonic::async_trait]
 impl Sandbox for Daemon {
     type ExecStream = ReceiverStream<Result<ExecEvent, Status>>;
@@ -71,37 +87,25 @@ impl Sandbox for Daemon {
         if req.command.trim().is_empty() {
             return Err(Status::invalid_argument("command is empty"));
         }
-        let (tx, rx) = mpsc::channel(64);
         let (workspace, timeout, activity) =
             (self.cfg.workspace.clone(), self.cfg.default_timeout, self.activity.clone());
-        hermes_telemetry::tasks::spawn("sandboxd_exec", async move {
-            exec::run(req, &workspace, timeout, activity, tx).await
-        });
-        Ok(Response::new(ReceiverStream::new(rx)))
+        streamed("sandboxd_exec", 64, |tx| async move { exec::run(req, &workspace, timeout, activity, tx).await })
     }
 
     type RunCodeStream = ReceiverStream<Result<CodeOutput, Status>>;
 
     async fn run_code(&self, request: Request<Streaming<CodeInput>>) -> Reply<Self::RunCodeStream> {
         self.activity.touch();
-        let (tx, rx) = mpsc::channel(16);
         let (workspace, activity) = (self.cfg.workspace.clone(), self.activity.clone());
-        hermes_telemetry::tasks::spawn("sandboxd_code", async move {
-            code::run(request.into_inner(), workspace, activity, tx).await
-        });
-        Ok(Response::new(ReceiverStream::new(rx)))
+        streamed("sandboxd_code", 16, |tx| code::run(request.into_inner(), workspace, activity, tx))
     }
 
     type StdioStream = ReceiverStream<Result<StdioOutput, Status>>;
 
     async fn stdio(&self, request: Request<Streaming<StdioInput>>) -> Reply<Self::StdioStream> {
         self.activity.touch();
-        let (tx, rx) = mpsc::channel(32);
         let (workspace, activity) = (self.cfg.workspace.clone(), self.activity.clone());
-        hermes_telemetry::tasks::spawn("sandboxd_stdio", async move {
-            crate::stdio::run(request.into_inner(), workspace, activity, tx).await
-        });
-        Ok(Response::new(ReceiverStream::new(rx)))
+        streamed("sandboxd_stdio", 32, |tx| crate::stdio::run(request.into_inner(), workspace, activity, tx))
     }
 
     async fn start_process(&self, request: Request<StartProcessRequest>) -> Reply<ProcessStatus> {
