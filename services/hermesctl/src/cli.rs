@@ -2,12 +2,12 @@
 //! arguments that name one thing of it, and printing the result for people or, with `--json`,
 //! for machines.
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 use clap::Args;
 use serde::Serialize;
 use serde_json::json;
 
-use hermes_store::{Store, StoreError, Tenant};
+use hermes_store::{Agent, Store, StoreError, Tenant};
 
 /// `--tenant NAME`.
 #[derive(Args)]
@@ -30,6 +30,15 @@ pub struct TenantAgent {
     /// The agent's name.
     #[arg(long)]
     pub agent: String,
+}
+
+impl TenantAgent {
+    /// The tenant and its agent these name.
+    pub async fn resolve(&self, store: &Store) -> anyhow::Result<(Tenant, Agent)> {
+        let t = tenant(store, &self.tenant).await?;
+        let agent = store.agent_by_name(t.id, &self.agent).await.context("no such agent")?;
+        Ok((t, agent))
+    }
 }
 
 /// `--tenant NAME ID`: one thing of a tenant, by its id.

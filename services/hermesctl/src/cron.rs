@@ -2,7 +2,7 @@
 //! ([`hermes_ops::cron`]: prompts scanned, the schedule read in the tenant's zone, the change
 //! recorded as the operator's CLI).
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use clap::Subcommand;
 use serde_json::json;
 
@@ -68,17 +68,8 @@ pub async fn run_cron(json_mode: bool, store: &Store, cmd: CronCmd) -> anyhow::R
                 format!("{}\t{}\t{}\t{}\tnext {:?}", j.id, j.name, j.schedule_display, j.state, j.next_run_at)
             });
         }
-        CronCmd::Create {
-            owner: TenantAgent { tenant: name, agent },
-            schedule,
-            prompt,
-            name: job_name,
-            timezone,
-            repeat,
-            deliver,
-        } => {
-            let t = tenant(store, &name).await?;
-            let agent = store.agent_by_name(t.id, &agent).await.context("no such agent")?;
+        CronCmd::Create { owner, schedule, prompt, name: job_name, timezone, repeat, deliver } => {
+            let (t, agent) = owner.resolve(store).await?;
             let c = CreateJob {
                 prompt,
                 schedule,

@@ -73,16 +73,8 @@ pub async fn run_webhook(json_mode: bool, config: &HermesConfig, store: &Store, 
                 format!("{}\t{}\t/hooks/{}\tdeliver {}\tenabled {}", h.id, h.name, h.id, h.deliver, h.enabled)
             });
         }
-        WebhookCmd::Create {
-            owner: TenantAgent { tenant: name, agent },
-            name: hook_name,
-            events,
-            prompt,
-            deliver,
-            cron_job,
-        } => {
-            let t = tenant(store, &name).await?;
-            let agent = store.agent_by_name(t.id, &agent).await.context("no such agent")?;
+        WebhookCmd::Create { owner, name: hook_name, events, prompt, deliver, cron_job } => {
+            let (t, agent) = owner.resolve(store).await?;
             if let Some(finding) = hermes_threats::scan_strict(&prompt).first() {
                 bail!("the prompt was refused: it looks like {}", finding.reason);
             }
@@ -116,10 +108,7 @@ pub async fn run_webhook(json_mode: bool, config: &HermesConfig, store: &Store, 
         }
         WebhookCmd::Remove(TenantItem { tenant: name, id }) => {
             let t = tenant(store, &name).await?;
-            if !store.delete_webhook(t.id, WebhookId::from_uuid(id)).await? {
-                bail!("no webhook {id}");
-            }
-            print(json_mode, json!({ "id": id, "deleted": true }), format!("removed {id}"));
+            removed(json_mode, id, store.delete_webhook(t.id, WebhookId::from_uuid(id)).await?, "webhook")?;
         }
     }
     Ok(())
@@ -154,11 +143,18 @@ pub async fn run_event_hook(
         }
         EventHookCmd::Remove(TenantItem { tenant: name, id }) => {
             let t = tenant(store, &name).await?;
-            if !store.delete_event_hook(t.id, EventHookId::from_uuid(id)).await? {
-                bail!("no event hook {id}");
-            }
-            print(json_mode, json!({ "id": id, "deleted": true }), format!("removed {id}"));
+            removed(json_mode, id, store.delete_event_hook(t.id, EventHookId::from_uuid(id)).await?, "event hook")?;
         }
     }
+    Ok(())
+}
+
+/// Says hook `id` was removed, or fails when there was no `what` with that id (`deleted` is
+/// whether the store found one to delete).
+fn removed(json_mode: bool, id: uuid::Uuid, deleted: bool, what: &str) -> anyhow::Result<()> {
+    if !deleted {
+        bail!("no {what} {id}");
+    }
+    print(json_mode, json!({ "id": id, "deleted": true }), format!("removed {id}"));
     Ok(())
 }
