@@ -173,10 +173,8 @@ impl ImageGenerator {
         let started = Instant::now();
         // reqwest's timeout is per request; this one holds the whole generation, download included.
         let work = async {
-            match endpoint.provider {
-                ImageGenProvider::Fal => self.fal(endpoint, &prompt, aspect).await,
-                ImageGenProvider::Openai => self.openai(endpoint, &prompt, aspect).await,
-            }
+            let answer = self.call(self.request(endpoint, &prompt, aspect)).await?;
+            self.image_in(endpoint.provider, &answer).await
         };
         let bytes = tokio::time::timeout(self.timeout, work)
             .await
@@ -192,56 +190,49 @@ impl ImageGenerator {
         })
     }
 
-    async fn fal(
-        &self,
-        endpoint: &ImageGenEndpoint,
-        prompt: &str,
-        aspect: AspectRatio,
-    ) -> Result<Vec<u8>, ImageGenError> {
-        let body = json!({
-            "prompt": prompt,
-            "image_size": aspect.fal_size(),
-            "num_images": 1,
-            "output_format": "png",
-        });
-        let request = self
-            .service
-            .post(format!("{}/{}", endpoint.base_url, endpoint.model))
-            .header("authorization", format!("Key {}", endpoint.api_key))
-            .json(&body);
-        let answer = self.call(request).await?;
-        let url = answer["images"][0]["url"]
-            .as_str()
-            .ok_or_else(|| ImageGenError::Failed("the answer holds no image".into()))?;
-        self.image_at(url).await
+    /// The provider's request for one image of `prompt`.
+    fn request(&self, endpoint: &ImageGenEndpoint, prompt: &str, aspect: AspectRatio) -> reqwest::RequestBuilder {
+        match endpoint.provider {
+            ImageGenProvider::Fal => {
+                let body = json!({
+                    "prompt": prompt,
+                    "image_size": aspect.fal_size(),
+                    "num_images": 1,
+                    "output_format": "png",
+                });
+                let url = format!("{}/{}", endpoint.base_url, endpoint.model);
+                self.service.post(url).header("authorization", format!("Key {}", endpoint.api_key)).json(&body)
+            }
+            ImageGenProvider::Openai => {
+                let body = json!({
+                    "model": endpoint.model,
+                    "prompt": prompt,
+                    "size": aspect.openai_size(),
+                    "n": 1,
+                    "quality": self.quality,
+                });
+                let url = format!("{}/images/generations", endpoint.base_url);
+                self.service.post(url).bearer_auth(&endpoint.api_key).json(&body)
+            }
+        }
     }
 
-    async fn openai(
-        &self,
-        endpoint: &ImageGenEndpoint,
-        prompt: &str,
-        aspect: AspectRatio,
-    ) -> Result<Vec<u8>, ImageGenError> {
-        let body = json!({
-            "model": endpoint.model,
-            "prompt": prompt,
-            "size": aspect.openai_size(),
-            "n": 1,
-            "quality": self.quality,
-        });
-        let request = self
-            .service
-            .post(format!("{}/images/generations", endpoint.base_url))
-            .bearer_auth(&endpoint.api_key)
-            .json(&body);
-        let answer = self.call(request).await?;
-        let image = &answer["data"][0];
-        if let Some(encoded) = image["b64_json"].as_str() {
-            return base64::engine::general_purpose::STANDARD
-                .decode(encoded.trim())
-                .map_err(|_| ImageGenError::Failed("the answer's image is not valid base64".into()));
-        }
-        match image["url"].as_str() {
+    /// The image the provider's `answer` holds: in the answer itself (OpenAI's base64), or
+    /// fetched from the URL it names.
+    async fn image_in(&self, provider: ImageGenProvider, answer: &Value) -> Result<Vec<u8>, ImageGenError> {
+        let url = match provider {
+            ImageGenProvider::Fal => answer["images"][0]["url"].as_str(),
+            ImageGenProvider::Openai => {
+                let image = &answer["data"][0];
+                if let Some(encoded) = image["b64_json"].as_str() {
+                    return base64::engine::general_purpose::STANDARD
+                        .decode(encoded.trim())
+                        .map_err(|_| ImageGenError::Failed("the answer's image is not valid base64".into()));
+                }
+                image["url"].as_str()
+            }
+        };
+        match url {
             Some(url) => self.image_at(url).await,
             None => Err(ImageGenError::Failed("the answer holds no image".into())),
         }

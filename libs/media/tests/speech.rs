@@ -16,6 +16,17 @@ fn speaker(config: TtsConfig, voice_key: Option<&str>) -> Speaker {
     Speaker::new(&config, voice_key, &[]).expect("client")
 }
 
+/// `provider` speaking through `api` (every provider's address is the scripted one).
+fn through(api: &SpeechApi, provider: TtsProvider) -> TtsConfig {
+    TtsConfig {
+        provider,
+        edge_url: api.edge_url(),
+        openai_base_url: api.openai_base_url(),
+        elevenlabs_base_url: api.elevenlabs_base_url(),
+        ..TtsConfig::default()
+    }
+}
+
 #[tokio::test]
 async fn edge_speaks_the_words_in_its_voice_with_the_browsers_token_and_needs_no_key() {
     let api = SpeechApi::start().await.unwrap();
@@ -49,12 +60,7 @@ async fn edge_speaks_the_words_in_its_voice_with_the_browsers_token_and_needs_no
 #[tokio::test]
 async fn openai_takes_upstreams_shared_voice_key_and_answers_opus_for_a_voice_bubble() {
     let api = SpeechApi::start().await.unwrap();
-    let config = TtsConfig {
-        provider: TtsProvider::Openai,
-        openai_base_url: api.openai_base_url(),
-        max_text_length: Some(20),
-        ..TtsConfig::default()
-    };
+    let config = TtsConfig { max_text_length: Some(20), ..through(&api, TtsProvider::Openai) };
     let unset = speaker(config.clone(), None).speak("hi").await.unwrap_err();
     assert!(matches!(unset, SpeechError::NotConfigured(m) if m.contains("VOICE_TOOLS_OPENAI_KEY")));
     let speech =
@@ -76,12 +82,7 @@ async fn openai_takes_upstreams_shared_voice_key_and_answers_opus_for_a_voice_bu
 #[tokio::test]
 async fn elevenlabs_gets_its_voice_model_and_key() {
     let api = SpeechApi::start().await.unwrap();
-    let config = TtsConfig {
-        provider: TtsProvider::Elevenlabs,
-        elevenlabs_base_url: api.elevenlabs_base_url(),
-        elevenlabs_api_key: Some("xi-secret".into()),
-        ..TtsConfig::default()
-    };
+    let config = TtsConfig { elevenlabs_api_key: Some("xi-secret".into()), ..through(&api, TtsProvider::Elevenlabs) };
     let operator = speaker(config, None);
     let speech = operator.speak("Bonjour.").await.unwrap();
     assert!(speech.is_voice());
