@@ -521,18 +521,28 @@ async fn run_with_engine(
     }
 }
 
+/// A turn that asks `question` after [`long_history`]`(n)`.
+fn after_history(n: usize, question: &str) -> TurnStart {
+    let mut messages = long_history(n);
+    messages.push(ChatMessage::user(question));
+    let turn_start = messages.len() - 1;
+    TurnStart { messages, completed_steps: 0, turn_start }
+}
+
+/// A call to the probe tool from a prompt of `prompt_tokens` (the engine's window is 128K).
+fn probe_filling(prompt_tokens: u64) -> ChatResponse {
+    let mut big = calls(&[("probe", json!({}))]);
+    big.usage.prompt_tokens = prompt_tokens;
+    big
+}
+
 #[tokio::test]
 async fn a_prompt_over_half_the_window_is_compacted_before_the_next_call() {
-    let mut messages = long_history(30);
-    messages.push(ChatMessage::user("the current question"));
-    let turn_start = messages.len() - 1;
-    let mut big = calls(&[("probe", json!({}))]);
-    big.usage.prompt_tokens = 70_000;
-    let model = Script::new(vec![big, text("final answer")]);
+    let start = after_history(30, "the current question");
+    let model = Script::new(vec![probe_filling(70_000), text("final answer")]);
     let engine = engine("SUMMARY OF EARLIER TURNS");
     let mut journal = Journal::default();
-    let out =
-        run_with_engine(&model, &engine, TurnStart { messages, completed_steps: 0, turn_start }, &mut journal).await;
+    let out = run_with_engine(&model, &engine, start, &mut journal).await;
     assert_eq!(out.content, "final answer");
     assert_eq!(journal.1.len(), 1, "one compaction");
     let (prompt, body) = &journal.1[0];
@@ -549,15 +559,12 @@ async fn a_prompt_over_half_the_window_is_compacted_before_the_next_call() {
 
 #[tokio::test]
 async fn a_session_of_400_short_messages_is_compacted_at_turn_start_only() {
-    let mut messages = long_history(200);
-    messages.push(ChatMessage::user("the current question"));
-    let turn_start = messages.len() - 1;
+    let start = after_history(200, "the current question");
     // Far under half the window: only the hygiene rule (400 messages) applies, and only once.
     let model = Script::new(vec![calls(&[("probe", json!({}))]), text("answer")]);
     let engine = engine("SUMMARY");
     let mut journal = Journal::default();
-    let out =
-        run_with_engine(&model, &engine, TurnStart { messages, completed_steps: 0, turn_start }, &mut journal).await;
+    let out = run_with_engine(&model, &engine, start, &mut journal).await;
     assert_eq!(out.content, "answer");
     assert_eq!(journal.1.len(), 1, "compacted before the first call, not again after it");
     assert!(model.requests()[0].messages.len() < 40, "the first call already sees the compacted history");
@@ -565,15 +572,12 @@ async fn a_session_of_400_short_messages_is_compacted_at_turn_start_only() {
 
 #[tokio::test]
 async fn a_context_overflow_from_the_provider_compacts_and_retries_the_step() {
-    let mut messages = long_history(30);
-    messages.push(ChatMessage::user("now"));
-    let turn_start = messages.len() - 1;
+    let start = after_history(30, "now");
     let overflow = LlmError::from_status(400, "This model's maximum context length is 8192 tokens", None);
     let model = Script::with(vec![Err(overflow), Ok(text("fits now"))]);
     let engine = engine("S");
     let mut journal = Journal::default();
-    let out =
-        run_with_engine(&model, &engine, TurnStart { messages, completed_steps: 0, turn_start }, &mut journal).await;
+    let out = run_with_engine(&model, &engine, start, &mut journal).await;
     assert_eq!(out.content, "fits now");
     assert_eq!(journal.1.len(), 1);
     assert_eq!(journal.0.last().unwrap().0, 1, "the retried step keeps its number");
@@ -581,17 +585,12 @@ async fn a_context_overflow_from_the_provider_compacts_and_retries_the_step() {
 
 #[tokio::test]
 async fn a_full_context_adds_a_pressure_note_to_the_next_call_only() {
-    let mut messages = long_history(2);
-    messages.push(ChatMessage::user("go"));
-    let turn_start = messages.len() - 1;
-    let mut big = calls(&[("probe", json!({}))]);
-    big.usage.prompt_tokens = 100_000;
-    let model = Script::new(vec![big, text("done")]);
+    let start = after_history(2, "go");
+    let model = Script::new(vec![probe_filling(100_000), text("done")]);
     // Compaction is on but has nothing to compact in so short a history.
     let engine = engine("S");
     let mut journal = Journal::default();
-    let out =
-        run_with_engine(&model, &engine, TurnStart { messages, completed_steps: 0, turn_start }, &mut journal).await;
+    let out = run_with_engine(&model, &engine, start, &mut journal).await;
     assert_eq!(out.content, "done");
     let last = model.requests()[1].messages.last().unwrap().text();
     assert!(last.contains("78% of the context window"), "{last}");
