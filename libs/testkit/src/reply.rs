@@ -44,6 +44,11 @@ impl ScriptedReply {
         Self::ToolCalls { calls: vec![(name.into(), arguments)], latency_ms: 0 }
     }
 
+    /// A call to the terminal tool running `command`.
+    pub fn terminal(command: impl Into<String>) -> Self {
+        Self::tool_call("terminal", serde_json::json!({ "command": command.into() }))
+    }
+
     pub fn error(status: u16) -> Self {
         Self::Error { status, message: format!("scripted error {status}"), latency_ms: 0 }
     }

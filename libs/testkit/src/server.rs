@@ -35,6 +35,13 @@ impl RecordedRequest {
         self.body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default()
     }
 
+    /// The text of the request's last message: what the model was told last (a tool's
+    /// result, a person's words); empty when it has none.
+    pub fn last_text(&self) -> String {
+        let messages = self.messages();
+        messages.last().and_then(|m| m["content"].as_str()).unwrap_or_default().to_owned()
+    }
+
     /// The text of each of the request's messages from `role`, in order (empty where one has
     /// none, as a call to a tool).
     pub fn texts_of(&self, role: &str) -> Vec<String> {
