@@ -8,7 +8,7 @@ use crate::openapi::call;
 
 #[tokio::test]
 async fn upstream_clients_manage_cron_through_api_jobs_unchanged() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::API_ONLY).await;
     let [key, stranger] = env.two_tenants(["acme", "other"], "helper").await;
 
     let job = json!({"name": "Morning brief", "schedule": "every 1d", "prompt": "Summarise the news.", "repeat": 3});

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{Roles, TestEnv, answer_text, ask};
+use crate::harness::{Roles, Team, TestEnv, answer_text, ask, kill};
 
 impl TestEnv {
     /// POSTs an answer to a waiting turn.
@@ -35,15 +35,14 @@ fn last_tool_result(env: &TestEnv) -> String {
 
 #[tokio::test]
 async fn a_dangerous_command_waits_for_approval_and_another_worker_resumes_it() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: true }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::NO_WORKER).await;
     let (_, _, key) = env.tenant("acme", "ops").await;
-    env.llm.push(ScriptedReply::tool_call(
-        "terminal",
-        json!({"command": "mkdir -p build && rm -rf build && echo removed >> /workspace/runs && cat /workspace/runs"}),
+    env.llm.push(ScriptedReply::terminal(
+        "mkdir -p build && rm -rf build && echo removed >> /workspace/runs && cat /workspace/runs",
     ));
     env.llm.push(ScriptedReply::text("Cleaned up."));
 
-    let mut worker_a = env.spawn_hermesd(&["worker"], "worker-a");
+    let worker_a = env.spawn_hermesd(&["worker"], "worker-a");
     let resp = env.chat(&key, ask("ops", "clean the build")).await;
     assert_eq!(resp.status(), 200);
     let id = resp.headers()["x-hermes-interaction-id"].to_str().unwrap().to_owned();
@@ -61,9 +60,8 @@ async fn a_dangerous_command_waits_for_approval_and_another_worker_resumes_it() 
     assert_eq!(env.count("SELECT count(*) FROM messages WHERE role = 'tool'").await, 0);
 
     // The worker that asked goes away; another one resumes the turn after the answer.
-    worker_a.kill().unwrap();
-    worker_a.wait().unwrap();
-    let mut worker_b = env.spawn_hermesd(&["worker"], "worker-b");
+    kill(worker_a);
+    let worker_b = env.spawn_hermesd(&["worker"], "worker-b");
     let resp = env.answer(&key, &id, json!({"choice": "once"})).await;
     assert_eq!(resp.status(), 200);
     let body: Value = resp.json().await.unwrap();
@@ -75,8 +73,7 @@ async fn a_dangerous_command_waits_for_approval_and_another_worker_resumes_it() 
 
     // An answered question cannot be answered again.
     assert_eq!(env.answer(&key, &id, json!({"choice": "deny"})).await.status(), 404);
-    worker_b.kill().unwrap();
-    worker_b.wait().unwrap();
+    kill(worker_b);
     env.stop().await;
 }
 
@@ -121,7 +118,7 @@ async fn deny_blocks_the_command_and_always_remembers_the_pattern_for_the_agent(
     assert_eq!(env.count("SELECT count(*) FROM approval_grants WHERE session_id IS NULL").await, 1);
 
     // A hard-blocked command never asks, whatever was allowed.
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "rm -rf /"})));
+    env.llm.push(ScriptedReply::terminal("rm -rf /"));
     env.llm.push(ScriptedReply::text("I will not."));
     let resp = env.chat(&key, ask("ops", "wipe it")).await;
     let body: Value = resp.json().await.unwrap();
@@ -134,7 +131,7 @@ async fn deny_blocks_the_command_and_always_remembers_the_pattern_for_the_agent(
 async fn an_unanswered_approval_expires_as_a_denial_and_the_turn_goes_on() {
     let env = TestEnv::start_with(Roles::default(), |c| c.worker.approval_timeout_seconds = 1).await;
     let (_, _, key) = env.tenant("acme", "ops").await;
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "chmod 777 /workspace"})));
+    env.llm.push(ScriptedReply::terminal("chmod 777 /workspace"));
     env.llm.push(ScriptedReply::text("No answer, so I left the permissions alone."));
     let resp = env.chat(&key, ask("ops", "open it up")).await;
     let body: Value = resp.json().await.unwrap();
@@ -149,8 +146,7 @@ async fn an_unanswered_approval_expires_as_a_denial_and_the_turn_goes_on() {
 
 #[tokio::test]
 async fn clarify_asks_the_user_and_the_turn_resumes_with_the_answer() {
-    let env = TestEnv::start().await;
-    let (_, agent, key) = env.tenant("acme", "helper").await;
+    let Team { env, agent, key, .. } = Team::acme("helper").await;
     env.set_toolsets(agent.id, &["terminal", "clarify"]).await;
     env.llm.push(ScriptedReply::tool_call("clarify", json!({"question": "Which colour?", "choices": ["red", "blue"]})));
     env.llm.push(ScriptedReply::text("Blue it is."));
@@ -179,12 +175,10 @@ async fn clarify_asks_the_user_and_the_turn_resumes_with_the_answer() {
 
 #[tokio::test]
 async fn smart_mode_asks_the_model_first_and_the_user_only_when_it_is_unsure() {
-    let env = TestEnv::start().await;
-    let (tenant, agent, key) = env.tenant("acme", "ops").await;
+    let Team { env, tenant, agent, key } = Team::acme("ops").await;
     env.store.set_approval_mode(tenant, agent.id, hermes_core::ApprovalMode::Smart).await.unwrap();
     // The review approves: the command runs without asking anyone.
-    env.llm
-        .push(ScriptedReply::tool_call("terminal", json!({"command": "mkdir -p build && rm -rf build && echo gone"})));
+    env.llm.push(ScriptedReply::terminal("mkdir -p build && rm -rf build && echo gone"));
     env.llm.push(ScriptedReply::text("APPROVE"));
     env.llm.push(ScriptedReply::text("Removed the build directory."));
     let body: Value = env.chat(&key, ask("ops", "clean")).await.json().await.unwrap();
@@ -196,7 +190,7 @@ async fn smart_mode_asks_the_model_first_and_the_user_only_when_it_is_unsure() {
     assert_eq!(env.count("SELECT count(*) FROM approval_grants WHERE session_id IS NOT NULL").await, 1);
 
     // The review is unsure: the user is asked.
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "git init -q; git push --force origin main"})));
+    env.llm.push(ScriptedReply::terminal("git init -q; git push --force origin main"));
     env.llm.push(ScriptedReply::text("ESCALATE"));
     let body: Value = env.chat(&key, ask("ops", "push")).await.json().await.unwrap();
     assert_eq!(interaction(&body)["prompt"]["pattern_keys"], json!(["git_destructive"]));

@@ -84,7 +84,7 @@ async fn a_stranger_gets_nothing_from_a_group_they_made_or_an_admin_less_channel
     assert!(replies.iter().all(|m| m.chat_id == STRANGER.to_string()), "nothing went to the group");
 
     // Their own turn waits for an approval: they may allow it once, never for the whole agent.
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "rm -rf /workspace/build"})));
+    env.llm.push(ScriptedReply::terminal("rm -rf /workspace/build"));
     tg.user_says(TOKEN, STRANGER, "clean the build");
     env.wait_for_count("SELECT count(*) FROM interactions WHERE status = 'pending'", 1).await;
     assert!(crate::telegram::sent(&tg, 6).await[5].text.contains("needs your approval"), "the question is shown");

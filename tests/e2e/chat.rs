@@ -4,12 +4,11 @@ use serde_json::{Value, json};
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{TestEnv, answer_text, ask, sse_events};
+use crate::harness::{Team, TestEnv, answer_text, ask, kill, sse_events};
 
 #[tokio::test]
 async fn non_streaming_turn_answers_like_openai_and_stores_the_transcript() {
-    let env = TestEnv::start().await;
-    let (_, _, key) = env.tenant("acme", "helper").await;
+    let Team { env, key, .. } = Team::acme("helper").await;
     env.llm.push(ScriptedReply::text("Hello from Hermes"));
 
     let resp = env
@@ -69,8 +68,7 @@ async fn non_streaming_turn_answers_like_openai_and_stores_the_transcript() {
 
 #[tokio::test]
 async fn streaming_turn_sends_chunks_then_finish_usage_and_done() {
-    let env = TestEnv::start().await;
-    let (_, _, key) = env.tenant("acme", "helper").await;
+    let Team { env, key, .. } = Team::acme("helper").await;
     env.llm.push(ScriptedReply::text("one two three").with_reasoning("thinking quietly"));
 
     let resp = env
@@ -112,8 +110,7 @@ async fn streaming_turn_sends_chunks_then_finish_usage_and_done() {
 
 #[tokio::test]
 async fn a_seeded_history_with_a_dangling_tool_call_is_repaired_before_the_model_sees_it() {
-    let env = TestEnv::start().await;
-    let (_, _, key) = env.tenant("acme", "helper").await;
+    let Team { env, key, .. } = Team::acme("helper").await;
     env.llm.push(ScriptedReply::text("all good"));
     let resp = env
         .chat(
@@ -142,16 +139,15 @@ async fn two_workers_send_a_byte_identical_prefix_for_consecutive_turns() {
     let (_, _, key) = env.tenant("acme", "helper").await;
     env.llm.push(ScriptedReply::text("first answer"));
     env.llm.push(ScriptedReply::text("second answer"));
-    let mut worker_a = env.spawn_hermesd(&["worker"], "worker-a");
+    let worker_a = env.spawn_hermesd(&["worker"], "worker-a");
     let resp = env
         .chat(&key, json!({"model": "helper", "messages": [{"role": "system", "content": "per-request note"}, {"role": "user", "content": "one"}]}))
         .await;
     assert_eq!(resp.status(), 200);
     let session = resp.headers()["x-hermes-session-id"].to_str().unwrap().to_owned();
-    worker_a.kill().unwrap();
-    worker_a.wait().unwrap();
+    kill(worker_a);
 
-    let mut worker_b = env.spawn_hermesd(&["worker"], "worker-b");
+    let worker_b = env.spawn_hermesd(&["worker"], "worker-b");
     let resp = env.chat_with(&key, ask("helper", "two"), Some(&session)).await;
     assert_eq!(resp.status(), 200);
     let first = env.llm.requests()[0].body.clone();
@@ -164,8 +160,7 @@ async fn two_workers_send_a_byte_identical_prefix_for_consecutive_turns() {
     // Everything before the new input is the first request's conversation plus its answer.
     assert_eq!(b[2]["content"], "first answer");
     assert_eq!(first["tools"].to_string(), second["tools"].to_string(), "tool schemas are stable too");
-    worker_b.kill().unwrap();
-    worker_b.wait().unwrap();
+    kill(worker_b);
     env.stop().await;
 }
 

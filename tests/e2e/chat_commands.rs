@@ -13,7 +13,7 @@ use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::TelegramEmulator;
 
 use crate::harness::{PATIENCE, TestEnv};
-use crate::telegram::{TOKEN, audited_from_chat, chat_stack_with, open_bot, open_chat, sent};
+use crate::telegram::{TOKEN, audited_from_chat, chat_stack_with, exchange, open_bot, open_chat, sent};
 
 /// User 42 says `first`, then `second` while the model call for `first` is out.
 async fn says_during_the_call_for(env: &TestEnv, tg: &TelegramEmulator, first: &str, second: &str) {
@@ -74,19 +74,13 @@ async fn undo_takes_an_exchange_back_and_model_is_for_admins() {
     let admins = ChannelAccess { admins: Some(vec!["1".into()]), ..Default::default() };
     let (env, tg, _, pod) = chat_stack_with(open_bot, Some(admins)).await;
 
-    env.llm.push(ScriptedReply::text("Paris."));
-    tg.user_says(TOKEN, 42, "capital of France?");
-    sent(&tg, 1).await;
-    env.llm.push(ScriptedReply::text("Berlin."));
-    tg.user_says(TOKEN, 42, "and Germany?");
-    sent(&tg, 2).await;
+    exchange(&env, &tg, (42, "capital of France?"), "Paris.", 1).await;
+    exchange(&env, &tg, (42, "and Germany?"), "Berlin.", 2).await;
     tg.user_says(TOKEN, 42, "/undo");
     let got = sent(&tg, 3).await;
     assert!(got[2].text.starts_with("Took back your last message"), "{}", got[2].text);
     // The next turn sees only the first exchange.
-    env.llm.push(ScriptedReply::text("Rome."));
-    tg.user_says(TOKEN, 42, "and Italy?");
-    sent(&tg, 4).await;
+    exchange(&env, &tg, (42, "and Italy?"), "Rome.", 4).await;
     let seen = env.llm.requests().last().unwrap().texts_of("user");
     assert_eq!(seen, ["capital of France?", "and Italy?"]);
 
@@ -106,9 +100,7 @@ async fn undo_takes_an_exchange_back_and_model_is_for_admins() {
         ("telegram:1", &serde_json::json!("tiny-model")),
         "audited as the chat admin"
     );
-    env.llm.push(ScriptedReply::text("Small but quick."));
-    tg.user_says(TOKEN, 1, "hello");
-    sent(&tg, 8).await;
+    exchange(&env, &tg, (1, "hello"), "Small but quick.", 8).await;
     assert_eq!(env.llm.requests().last().unwrap().body["model"], "tiny-model");
     // Everyone may list skills and ask for help.
     tg.user_says(TOKEN, 42, "/skills");
@@ -123,20 +115,21 @@ async fn compress_summarises_a_long_conversation_now_and_it_goes_on_from_the_sum
     tg.user_says(TOKEN, 42, "/compress");
     assert_eq!(sent(&tg, 1).await[0].text, "Nothing to compress yet.");
     for i in 1..=16 {
-        env.llm.push(ScriptedReply::text(format!("Noted fact number {i}.")));
-        tg.user_says(TOKEN, 42, &format!("Remember fact number {i}: the {i}th server is in rack {i}."));
-        sent(&tg, 1 + i).await;
+        exchange(
+            &env,
+            &tg,
+            (42, &format!("Remember fact number {i}: the {i}th server is in rack {i}.")),
+            format!("Noted fact number {i}."),
+            1 + i,
+        )
+        .await;
     }
     let calls = env.llm.requests().len();
-    env.llm.push(ScriptedReply::text("The user listed sixteen servers and their racks."));
-    tg.user_says(TOKEN, 42, "/compress");
-    let got = sent(&tg, 18).await;
+    let got = exchange(&env, &tg, (42, "/compress"), "The user listed sixteen servers and their racks.", 18).await;
     assert!(got[17].text.starts_with("Compressed the conversation: 32 messages became"), "{}", got[17].text);
     assert_eq!(env.llm.requests().len(), calls + 1, "one summarising call, no answer from the model");
 
-    env.llm.push(ScriptedReply::text("Rack 16."));
-    tg.user_says(TOKEN, 42, "where is the 16th server?");
-    assert_eq!(sent(&tg, 19).await[18].text, "Rack 16.");
+    assert_eq!(exchange(&env, &tg, (42, "where is the 16th server?"), "Rack 16.", 19).await[18].text, "Rack 16.");
     let seen = env.llm.requests().last().unwrap().messages();
     let text: Vec<String> = seen.iter().map(|m| m["content"].as_str().unwrap_or_default().to_owned()).collect();
     assert!(text.iter().any(|t| t.contains("The user listed sixteen servers")), "{text:?}");

@@ -10,7 +10,7 @@ use serde_json::json;
 use hermes_testkit::ScriptedReply;
 
 use crate::harness::{TestEnv, is_preview, poll_until, wait_until};
-use crate::telegram::{Pod, TOKEN, open_chat, sent};
+use crate::telegram::{Pod, TOKEN, exchange, open_chat};
 
 const MAKE_FILES: &str = "printf 'PNGDATA' > /workspace/chart.png && printf 'a,b\\n1,2\\n' > /workspace/data.csv";
 const ANSWER: &str = "Here is the chart.\nMEDIA:/workspace/chart.png\nMEDIA:/workspace/data.csv\n\
@@ -20,9 +20,7 @@ const ANSWER: &str = "Here is the chart.\nMEDIA:/workspace/chart.png\nMEDIA:/wor
 async fn files_the_agent_names_reach_a_telegram_chat_after_the_text() {
     let (env, tg, _, pod) = open_chat().await;
     env.llm.push(ScriptedReply::tool_call("terminal", json!({ "command": MAKE_FILES })));
-    env.llm.push(ScriptedReply::text(ANSWER));
-    tg.user_says(TOKEN, 42, "chart the data");
-    let got = sent(&tg, 2).await;
+    let got = exchange(&env, &tg, (42, "chart the data"), ANSWER, 2).await;
     assert_eq!(got[0].text, "Here is the chart.\nhttps://example.com/x.png");
     assert!(got[1].text.starts_with("(I could not attach missing.png: "), "{}", got[1].text);
     let uploads = tg.uploads(TOKEN);

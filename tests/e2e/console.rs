@@ -207,11 +207,7 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
     assert!(actions.iter().any(|(a, _)| a == "memory.rewritten"), "{actions:?}");
     assert!(actions.iter().any(|(a, _)| a == "channel.bound"), "{actions:?}");
     assert!(actions.iter().any(|(a, _)| a == "pairing.approved"), "{actions:?}");
-    let stopped: i64 = sqlx::query_scalar("SELECT count(*) FROM turns WHERE status = 'cancelled' AND tenant_id = $1")
-        .bind(acme.as_uuid())
-        .fetch_one(&env.db)
-        .await
-        .unwrap();
+    let stopped = env.count_of(acme, "SELECT count(*) FROM turns WHERE status = 'cancelled' AND tenant_id = $1").await;
     assert_eq!(stopped, 1, "the turn stopped from the console ended cancelled");
     for lang in ["en", "zh"] {
         for page in
@@ -255,11 +251,7 @@ async fn the_console_works_in_firefox_too() {
     let (exited_well, stdout, stderr) = walk(root, world, vars).await;
     println!("{stdout}\n{stderr}");
     assert!(exited_well && stdout.contains(" passed, 0 failed"), "the Firefox tests failed:\n{stdout}\n{stderr}");
-    let made: i64 = sqlx::query_scalar("SELECT count(*) FROM api_keys WHERE tenant_id = $1 AND name = 'firefox key'")
-        .bind(acme.as_uuid())
-        .fetch_one(&env.db)
-        .await
-        .unwrap();
+    let made = env.count_of(acme, "SELECT count(*) FROM api_keys WHERE tenant_id = $1 AND name = 'firefox key'").await;
     assert_eq!(made, 1, "the key made in Firefox is the tenant's");
     env.stop().await;
 }

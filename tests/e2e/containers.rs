@@ -124,7 +124,7 @@ async fn wait_ready(env: &TestEnv, name: &str, ops: u16) {
 async fn the_image_runs_every_role_and_survives_a_worker_container_killed_mid_turn() {
     let image = build_image();
     // The test's database, scripted model and tenant; every role runs from the image.
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::API_ONLY).await;
     let (_, _, key) = env.tenant("acme", "ops").await;
     let run = unique("");
     let mut containers = Containers { names: Vec::new() };

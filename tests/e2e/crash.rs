@@ -9,25 +9,24 @@ use serde_json::{Value, json};
 use hermes_sandbox::SandboxKey;
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{Roles, TestEnv, answer_text, ask};
+use crate::harness::{Roles, TestEnv, answer_text, ask, kill};
 
 #[tokio::test]
 async fn a_worker_killed_mid_turn_is_replaced_and_the_client_gets_exactly_one_answer() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: true }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::NO_WORKER).await;
     let (tenant, agent, key) = env.tenant("acme", "ops").await;
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "echo run >> /workspace/runs; echo ran"})));
+    env.llm.push(ScriptedReply::terminal("echo run >> /workspace/runs; echo ran"));
     // Worker A dies while it waits for this answer.
     env.llm.push(ScriptedReply::text("never delivered").after(Duration::from_secs(20)));
     env.llm.push(ScriptedReply::text("finished by worker B"));
 
-    let mut worker_a = env.spawn_hermesd(&["worker"], "worker-a");
+    let worker_a = env.spawn_hermesd(&["worker"], "worker-a");
     let client = env.spawn_chat(&key, ask("ops", "do it"));
     assert!(env.llm.wait_for_requests(2, Duration::from_secs(60)).await, "worker A reached its second model call");
     assert_eq!(env.count("SELECT count(*) FROM messages WHERE role = 'tool'").await, 1, "tool result checkpointed");
-    worker_a.kill().unwrap();
-    worker_a.wait().unwrap();
+    kill(worker_a);
 
-    let mut worker_b = env.spawn_hermesd(&["worker"], "worker-b");
+    let worker_b = env.spawn_hermesd(&["worker"], "worker-b");
     let resp = tokio::time::timeout(Duration::from_secs(60), client).await.expect("the client is answered").unwrap();
     assert_eq!(resp.status(), 200);
     let body: Value = resp.json().await.unwrap();
@@ -48,14 +47,13 @@ async fn a_worker_killed_mid_turn_is_replaced_and_the_client_gets_exactly_one_an
     let out = Command::new("docker").args(["exec", &container, "cat", "/workspace/runs"]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "run\n", "the tool ran exactly once");
 
-    worker_b.kill().unwrap();
-    worker_b.wait().unwrap();
+    kill(worker_b);
     env.stop().await;
 }
 
 #[tokio::test]
 async fn sigterm_lets_the_running_turn_finish_before_the_worker_exits() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: true }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::NO_WORKER).await;
     let (_, _, key) = env.tenant("acme", "helper").await;
     env.llm.push(ScriptedReply::text("worth the wait").after(Duration::from_millis(1500)));
     let mut worker = env.spawn_hermesd(&["worker"], "worker-drain");
@@ -91,7 +89,7 @@ async fn a_turn_that_outlasts_the_drain_is_handed_back_and_finished_by_another_w
         sqlx::query_as("SELECT status::text, lease_owner FROM turns").fetch_one(&env.db).await.unwrap();
     assert_eq!((state.as_str(), owner), ("queued", None), "handed back, not failed");
 
-    let mut worker_b = env.spawn_hermesd(&["worker"], "worker-b");
+    let worker_b = env.spawn_hermesd(&["worker"], "worker-b");
     let resp = tokio::time::timeout(Duration::from_secs(60), client).await.unwrap().unwrap();
     assert_eq!(resp.status(), 200);
     let body: Value = resp.json().await.unwrap();
@@ -99,21 +97,20 @@ async fn a_turn_that_outlasts_the_drain_is_handed_back_and_finished_by_another_w
     let roles =
         sqlx::query_scalar::<_, String>("SELECT role FROM messages ORDER BY seq").fetch_all(&env.db).await.unwrap();
     assert_eq!(roles, ["user", "assistant"], "nothing partial from the first worker");
-    worker_b.kill().unwrap();
-    worker_b.wait().unwrap();
+    kill(worker_b);
     env.stop().await;
 }
 
 #[tokio::test]
 async fn a_background_process_started_in_one_turn_is_waited_for_in_the_next_by_another_worker() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: true }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::NO_WORKER).await;
     let (_, _, key) = env.tenant("acme", "ops").await;
     env.llm.push(ScriptedReply::tool_call(
         "terminal",
         json!({"command": "sleep 2; echo built > /workspace/artifact; echo build-finished", "background": true}),
     ));
     env.llm.push(ScriptedReply::text("Started the build."));
-    let mut worker_a = env.spawn_hermesd(&["worker"], "worker-a");
+    let worker_a = env.spawn_hermesd(&["worker"], "worker-a");
     let resp = env.chat(&key, ask("ops", "build it")).await;
     let session = resp.headers()["x-hermes-session-id"].to_str().unwrap().to_owned();
     let body: Value = resp.json().await.unwrap();
@@ -121,11 +118,10 @@ async fn a_background_process_started_in_one_turn_is_waited_for_in_the_next_by_a
     let started = env.llm.requests()[1].messages();
     let result = started.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned();
     let id = result.split_whitespace().find(|w| w.starts_with("proc_")).unwrap().trim_end_matches('.').to_owned();
-    worker_a.kill().unwrap();
-    worker_a.wait().unwrap();
+    kill(worker_a);
 
     // The next turn of the session runs on another worker and waits for the same process.
-    let mut worker_b = env.spawn_hermesd(&["worker"], "worker-b");
+    let worker_b = env.spawn_hermesd(&["worker"], "worker-b");
     env.llm.push(ScriptedReply::tool_call("process", json!({"action": "wait", "session_id": id, "timeout": 30})));
     env.llm.push(ScriptedReply::text("The build finished."));
     let resp = env.chat_with(&key, ask("ops", "is it done?"), Some(&session)).await;
@@ -134,8 +130,7 @@ async fn a_background_process_started_in_one_turn_is_waited_for_in_the_next_by_a
     let waited = env.llm.requests().last().unwrap().messages();
     let out = waited.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned();
     assert!(out.contains("build-finished") && out.contains("[exited with code 0]"), "{out}");
-    worker_b.kill().unwrap();
-    worker_b.wait().unwrap();
+    kill(worker_b);
     env.stop().await;
 }
 

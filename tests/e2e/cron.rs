@@ -11,11 +11,10 @@ use serde_json::json;
 
 use hermes_store::cron::{NewJob, Plan};
 use hermes_testkit::ScriptedReply;
-use hermes_testkit::telegram::TelegramEmulator;
 
-use crate::harness::{PATIENCE, Roles, TestEnv};
+use crate::harness::{PATIENCE, Roles, Team, TestEnv};
 use crate::openapi::call;
-use crate::telegram::{Pod, TOKEN, open_bot, open_chat, sent};
+use crate::telegram::{Pod, TOKEN, exchange, open_bot, open_chat, open_chat_with_tools, sent};
 
 pub(crate) fn job(agent: hermes_core::AgentId, name: &str) -> NewJob {
     NewJob {
@@ -38,9 +37,14 @@ pub(crate) fn job(agent: hermes_core::AgentId, name: &str) -> NewJob {
     }
 }
 
+/// The model's call to post `message` to `target` (`platform:chat`) with `send_message`.
+fn send_message(target: &str, message: &str) -> ScriptedReply {
+    ScriptedReply::tool_call("send_message", json!({"action": "send", "target": target, "message": message}))
+}
+
 #[tokio::test]
 async fn three_schedulers_claim_500_due_jobs_each_exactly_once() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::API_ONLY).await;
     let (tenant, agent, _) = env.tenant("acme", "helper").await;
     for i in 0..500 {
         env.store.create_job(tenant, &job(agent.id, &format!("job {i}"))).await.unwrap();
@@ -211,9 +215,7 @@ async fn jobs_are_made_and_managed_from_a_chat_and_deliver_back_to_it() {
     );
 
     // Run now by name (any case): the answer comes back to this chat, under the job's name.
-    env.llm.push(ScriptedReply::text("Time to stretch!"));
-    tg.user_says(TOKEN, 42, "/cron run remind ME to stretch");
-    let got = sent(&tg, 6).await;
+    let got = exchange(&env, &tg, (42, "/cron run remind ME to stretch"), "Time to stretch!", 6).await;
     let texts: Vec<&str> = got.iter().map(|m| m.text.as_str()).collect();
     assert!(texts.contains(&"Running “Remind me to stretch” now."), "{texts:?}");
     assert!(texts.contains(&"⏰ Cron job “Remind me to stretch”\n\nTime to stretch!"), "{texts:?}");
@@ -241,15 +243,15 @@ async fn jobs_are_made_and_managed_from_a_chat_and_deliver_back_to_it() {
 
 #[tokio::test]
 async fn the_agent_schedules_a_job_with_its_tool_and_cron_runs_cannot_schedule_more() {
-    let env = TestEnv::start().await;
-    let (tg, pod) = telegram_agent_with(&env, "cronjob").await;
+    let (env, tg, _, pod) = open_chat_with_tools(&["terminal", "cronjob"]).await;
     let create = json!({"action": "create", "prompt": "Check whether the nightly build passed.", "schedule": "every 1d",
                         "name": "build check"});
     env.llm.push(ScriptedReply::tool_call("cronjob", create));
-    env.llm.push(ScriptedReply::text("Done: I'll check every day."));
-    tg.user_says(TOKEN, 42, "check the build every day");
-    assert_eq!(sent(&tg, 1).await[0].text, "Done: I'll check every day.");
-    let tool_result = env.llm.requests()[1].messages().last().unwrap()["content"].as_str().unwrap().to_owned();
+    assert_eq!(
+        exchange(&env, &tg, (42, "check the build every day"), "Done: I'll check every day.", 1).await[0].text,
+        "Done: I'll check every day."
+    );
+    let tool_result = env.llm.requests()[1].last_text();
     assert!(tool_result.contains("\"success\":true") && tool_result.contains("every 1d"), "{tool_result}");
     let (deliver, kind): (String, String) =
         sqlx::query_as("SELECT deliver, schedule_kind FROM cron_jobs WHERE name = 'build check'")
@@ -325,19 +327,10 @@ async fn a_prompt_that_fails_the_scan_at_run_time_does_not_run_and_the_chat_is_t
 
 #[tokio::test]
 async fn the_agent_posts_to_another_chat_with_send_message_once_per_call() {
-    let env = TestEnv::start().await;
-    let (tg, pod) = telegram_agent_with(&env, "messaging").await;
-    env.llm.push(ScriptedReply::tool_call(
-        "send_message",
-        json!({"action": "send", "target": "telegram:7", "message": "The build finished."}),
-    ));
-    env.llm.push(ScriptedReply::tool_call(
-        "send_message",
-        json!({"action": "send", "target": "slack:C1", "message": "x"}),
-    ));
-    env.llm.push(ScriptedReply::text("I told the team."));
-    tg.user_says(TOKEN, 42, "tell chat 7 the build finished");
-    let got = sent(&tg, 2).await;
+    let (env, tg, _, pod) = open_chat_with_tools(&["terminal", "messaging"]).await;
+    env.llm.push(send_message("telegram:7", "The build finished."));
+    env.llm.push(send_message("slack:C1", "x"));
+    let got = exchange(&env, &tg, (42, "tell chat 7 the build finished"), "I told the team.", 2).await;
     // No third message may come for a while: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let seen: Vec<(String, String)> = tg.sent(TOKEN).iter().map(|m| (m.chat_id.clone(), m.text.clone())).collect();
@@ -345,15 +338,14 @@ async fn the_agent_posts_to_another_chat_with_send_message_once_per_call() {
     assert!(seen.contains(&("42".into(), "I told the team.".into())), "{seen:?}");
     assert_eq!(got.len(), 2);
     assert_eq!(tg.sent(TOKEN).len(), 2, "each message once");
-    let refused = env.llm.requests()[2].messages().last().unwrap()["content"].as_str().unwrap().to_owned();
+    let refused = env.llm.requests()[2].last_text();
     assert!(refused.contains("no slack bot is bound"), "{refused}");
     pod.stop_with(env).await;
 }
 
 #[tokio::test]
 async fn a_jobs_skills_are_loaded_into_its_runs_in_order() {
-    let env = TestEnv::start().await;
-    let (_, agent, key) = env.tenant("acme", "helper").await;
+    let Team { env, agent, key, .. } = Team::acme("helper").await;
     env.set_toolsets(agent.id, &["skills"]).await;
     let body = json!({"name": "brief", "prompt": "Brief in Chinese.", "schedule": "every 1d",
                       "skills": ["daily-news-briefing", "translation"]});
@@ -367,15 +359,4 @@ async fn a_jobs_skills_are_loaded_into_its_runs_in_order() {
     let second = user.find("[The user loaded the skill \"translation\"").expect("both skills");
     assert!(second > 0 && user.ends_with("The user's request: Brief in Chinese."), "{user}");
     env.stop().await;
-}
-
-/// A Telegram bot bound to an agent that also has `toolset`, and a gateway pod.
-async fn telegram_agent_with(env: &TestEnv, toolset: &str) -> (TelegramEmulator, Pod) {
-    let (tg, _) = open_bot(env).await;
-    sqlx::query("UPDATE agents SET toolsets = array_append(toolsets, $1)")
-        .bind(toolset)
-        .execute(&env.db)
-        .await
-        .unwrap();
-    (tg, Pod::start(env).await)
 }

@@ -8,9 +8,9 @@ use serde_json::json;
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{Roles, TestEnv, poll_until};
+use crate::harness::{Roles, Team, TestEnv, poll_until};
 use crate::openapi::call;
-use crate::telegram::{Pod, TOKEN, open_bot, sent};
+use crate::telegram::{Pod, TOKEN, exchange, open_bot, open_chat_with_tools, sent};
 
 #[tokio::test]
 async fn a_cron_run_silent_past_the_inactivity_limit_fails_but_a_busy_one_runs_on() {
@@ -54,12 +54,9 @@ async fn a_cron_run_silent_past_the_inactivity_limit_fails_but_a_busy_one_runs_o
 
 #[tokio::test]
 async fn a_chats_job_is_managed_by_the_chat_the_agents_tool_and_the_api_and_nobody_elses_is_reachable() {
-    let env = TestEnv::start().await;
-    let (tg, _) = open_bot(&env).await;
-    sqlx::query("UPDATE agents SET toolsets = array_append(toolsets, 'cronjob')").execute(&env.db).await.unwrap();
+    let (env, tg, _, pod) = open_chat_with_tools(&["terminal", "cronjob"]).await;
     let tenant = env.store.tenant_by_name("acme").await.unwrap().id;
     let key = env.store.create_api_key(tenant, None, "k", None).await.unwrap().1;
-    let pod = Pod::start(&env).await;
 
     // A job the API made is not this chat's: the chat cannot see or change it, nor can the
     // agent acting for the chat (issue 17: any chat user could edit, run or redirect any job).
@@ -70,10 +67,11 @@ async fn a_chats_job_is_managed_by_the_chat_the_agents_tool_and_the_api_and_nobo
     tg.user_says(TOKEN, 42, "/cron edit \"payroll export\" --deliver telegram:666");
     assert_eq!(sent(&tg, 1).await[0].text, "There is no job “payroll export” in this chat. /cron list shows them.");
     env.llm.push(ScriptedReply::tool_call("cronjob", json!({"action": "run", "job_id": "Payroll export"})));
-    env.llm.push(ScriptedReply::text("I cannot reach it."));
-    tg.user_says(TOKEN, 42, "run the payroll export");
-    assert_eq!(sent(&tg, 2).await[1].text, "I cannot reach it.");
-    let result = env.llm.requests().last().unwrap().messages().last().unwrap()["content"].as_str().unwrap().to_owned();
+    assert_eq!(
+        exchange(&env, &tg, (42, "run the payroll export"), "I cannot reach it.", 2).await[1].text,
+        "I cannot reach it."
+    );
+    let result = env.llm.requests().last().unwrap().last_text();
     assert!(result.contains("no such job"), "the tool does not reach another chat's job: {result}");
     let (_, seen) = call(&env, &key, "get", &format!("/v1/cron/jobs/{}", foreign["id"].as_str().unwrap()), None).await;
     assert_eq!((seen["deliver"].as_str(), seen["state"].as_str()), (Some("telegram:42"), Some("scheduled")), "{seen}");
@@ -95,9 +93,7 @@ async fn a_chats_job_is_managed_by_the_chat_the_agents_tool_and_the_api_and_nobo
     assert_eq!(sent(&tg, 4).await[3].text, "Updated “Standup digest” (every 2h).");
     // ...paused by the agent's tool in that chat...
     env.llm.push(ScriptedReply::tool_call("cronjob", json!({"action": "pause", "job_id": "standup digest"})));
-    env.llm.push(ScriptedReply::text("Paused it."));
-    tg.user_says(TOKEN, 42, "pause the standup digest");
-    assert_eq!(sent(&tg, 5).await[4].text, "Paused it.");
+    assert_eq!(exchange(&env, &tg, (42, "pause the standup digest"), "Paused it.", 5).await[4].text, "Paused it.");
     let (_, seen) = call(&env, &key, "get", &format!("/v1/cron/jobs/{id}"), None).await;
     assert_eq!((seen["state"].as_str(), seen["schedule"].as_str()), (Some("paused"), Some("every 2h")), "{seen}");
     // ...resumed from the chat, and removed through the API: gone for the tool too.
@@ -105,18 +101,15 @@ async fn a_chats_job_is_managed_by_the_chat_the_agents_tool_and_the_api_and_nobo
     assert!(sent(&tg, 6).await[5].text.starts_with("Resumed “Standup digest”; next run "));
     assert_eq!(call(&env, &key, "delete", &format!("/v1/cron/jobs/{id}"), None).await.0, 200);
     env.llm.push(ScriptedReply::tool_call("cronjob", json!({"action": "run", "job_id": "Standup digest"})));
-    env.llm.push(ScriptedReply::text("It is gone."));
-    tg.user_says(TOKEN, 42, "run the standup digest");
-    assert_eq!(sent(&tg, 7).await[6].text, "It is gone.");
-    let result = env.llm.requests().last().unwrap().messages().last().unwrap()["content"].as_str().unwrap().to_owned();
+    assert_eq!(exchange(&env, &tg, (42, "run the standup digest"), "It is gone.", 7).await[6].text, "It is gone.");
+    let result = env.llm.requests().last().unwrap().last_text();
     assert!(result.contains("no such job"), "the tool says there is no such job: {result}");
     pod.stop_with(env).await;
 }
 
 #[tokio::test]
 async fn a_jobs_runs_use_its_model_and_only_its_toolsets() {
-    let env = TestEnv::start().await;
-    let (_, _, key) = env.tenant("acme", "ops").await;
+    let Team { env, key, .. } = Team::acme("ops").await;
     sqlx::query("UPDATE agents SET toolsets = ARRAY['terminal', 'todo', 'memory']").execute(&env.db).await.unwrap();
     let bad = json!({"prompt": "x", "schedule": "every 1d", "enabled_toolsets": ["teleport"]});
     let (status, err) = call(&env, &key, "post", "/v1/cron/jobs", Some(bad)).await;

@@ -44,7 +44,7 @@ fn settings() -> Vec<(&'static str, String)> {
 
 #[tokio::test]
 async fn a_scheduler_killed_while_claiming_leaves_each_slot_run_at_most_once() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::API_ONLY).await;
     let (tenant, agent, _) = env.tenant("acme", "helper").await;
     const JOBS: i64 = 400;
     for i in 0..JOBS {
@@ -91,7 +91,7 @@ fn timing(schedule: &str, kind: &str, due: DateTime<Utc>) -> JobTiming {
 
 #[tokio::test]
 async fn after_downtime_each_job_runs_once_or_skips_to_its_next_slot() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::API_ONLY).await;
     let (tenant, agent, _) = env.tenant("acme", "helper").await;
     // The scheduler comes back at 12:00 (its clock is the pass's `now`).
     let now = DateTime::parse_from_rfc3339("2026-11-30T12:00:00Z").unwrap().with_timezone(&Utc);

@@ -73,7 +73,7 @@ async fn every_operation_with_a_path_id_answers_404_to_another_tenant_and_writes
     // One of each of the victim's objects.
     env.llm.push(ScriptedReply::text("stored answer"));
     let (_, response) = call(&env, &key, "post", "/v1/responses", Some(json!({"input": "hi", "store": true}))).await;
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "rm -rf /workspace/build"})));
+    env.llm.push(ScriptedReply::terminal("rm -rf /workspace/build"));
     let (_, run) = call(&env, &key, "post", "/v1/runs", Some(json!({"input": "clean up"}))).await;
     let interaction: uuid::Uuid = poll_until(async || {
         sqlx::query_scalar("SELECT id FROM interactions WHERE status = 'pending'")
@@ -100,15 +100,8 @@ async fn every_operation_with_a_path_id_answers_404_to_another_tenant_and_writes
         .await
         .unwrap();
     let turn = hermes_core::TurnId::from_uuid(turn);
-    let picture = hermes_store::turn_files::TurnFile {
-        target: "generated/image-x.png".into(),
-        name: "image-x.png".into(),
-        mime: "image/png".into(),
-        data: Ok(b"\x89PNG".to_vec()),
-    };
-    env.store.save_turn_file(victim, turn, &picture).await.unwrap();
     let ids = [
-        ("/v1/files/", hermes_core::media::file_id(turn, "image-x.png").unwrap()),
+        ("/v1/files/", env.keep_picture(victim, turn).await),
         ("/api/sessions/", session),
         ("/v1/channels/", channel.id.to_string()),
         ("/v1/cron/jobs/", job["id"].as_str().unwrap().to_owned()),

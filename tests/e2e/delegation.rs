@@ -1,7 +1,7 @@
 //! `delegate_task`: children work in parallel with a narrower toolset and report summaries;
 //! their transcripts are sessions linked to the parent.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use hermes_store::NewAgent;
 use hermes_testkit::ScriptedReply;
@@ -28,9 +28,7 @@ async fn children_work_in_parallel_with_fewer_tools_and_only_their_summaries_ret
     env.llm.push(ScriptedReply::text("child summary one"));
     env.llm.push(ScriptedReply::text("child summary two"));
     env.llm.push(ScriptedReply::text("both services are fine"));
-    let resp = env.chat(&key, ask("lead", "check our services")).await;
-    assert_eq!(resp.status(), 200);
-    let body: Value = resp.json().await.unwrap();
+    let body = env.answered(&key, "lead", "check our services").await;
     assert_eq!(answer_text(&body), "both services are fine");
 
     let reqs = env.llm.requests();

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::TestEnv;
+use crate::harness::{Team, TestEnv};
 
 async fn send(env: &TestEnv, key: &str, user: Option<&str>, messages: Value) -> (String, Value) {
     let mut req = env.http.post(format!("{}/v1/chat/completions", env.api_url)).bearer_auth(key);
@@ -21,8 +21,7 @@ async fn send(env: &TestEnv, key: &str, user: Option<&str>, messages: Value) -> 
 
 #[tokio::test]
 async fn clients_that_resend_the_whole_history_stay_in_one_session() {
-    let env = TestEnv::start().await;
-    let (_, _, key) = env.tenant("acme", "ops").await;
+    let Team { env, key, .. } = Team::acme("ops").await;
     env.llm.push(ScriptedReply::text("Friday works."));
     let (first, _) = send(&env, &key, None, json!([{"role": "user", "content": "Plan the offsite"}])).await;
     env.llm.push(ScriptedReply::text("Budget added."));

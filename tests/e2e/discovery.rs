@@ -1,22 +1,15 @@
 //! Discovery endpoints: `/v1/capabilities`, `/v1/toolsets` (which must list exactly the tools
 //! an agent with those toolsets is given) and `/v1/skills`.
 
-use serde_json::Value;
-
 use hermes_core::toolsets::TOOLSETS;
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{TestEnv, ask};
-
-async fn get(env: &TestEnv, key: &str, path: &str) -> (u16, Value) {
-    let resp = env.http.get(format!("{}{path}", env.api_url)).bearer_auth(key).send().await.unwrap();
-    (resp.status().as_u16(), resp.json().await.unwrap())
-}
+use crate::harness::{Team, ask};
+use crate::openapi::call;
 
 #[tokio::test]
 async fn toolsets_match_the_tools_agents_get_and_skills_follow_the_agents_view() {
-    let env = TestEnv::start().await;
-    let (_, agent, key) = env.tenant("acme", "ops").await;
+    let Team { env, agent, key, .. } = Team::acme("ops").await;
     let all: Vec<&str> = TOOLSETS.iter().map(|t| t.name()).collect();
     env.set_toolsets(agent.id, &all).await;
     env.llm.push(ScriptedReply::text("hi"));
@@ -32,12 +25,12 @@ async fn toolsets_match_the_tools_agents_get_and_skills_follow_the_agents_view()
     listed.sort();
     assert_eq!(given, listed, "the catalogue is exactly what an agent with every toolset gets");
 
-    let (status, toolsets) = get(&env, &key, "/v1/toolsets?model=ops").await;
+    let (status, toolsets) = call(&env, &key, "get", "/v1/toolsets?model=ops", None).await;
     assert_eq!(status, 200);
     assert!(toolsets["data"].as_array().unwrap().iter().all(|t| t["enabled"] == true));
 
     env.set_toolsets(agent.id, &["skills"]).await;
-    let (_, toolsets) = get(&env, &key, "/v1/toolsets").await;
+    let (_, toolsets) = call(&env, &key, "get", "/v1/toolsets", None).await;
     let enabled: Vec<&str> = toolsets["data"]
         .as_array()
         .unwrap()
@@ -46,7 +39,7 @@ async fn toolsets_match_the_tools_agents_get_and_skills_follow_the_agents_view()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert_eq!(enabled, ["skills"]);
-    let (_, skills) = get(&env, &key, "/v1/skills").await;
+    let (_, skills) = call(&env, &key, "get", "/v1/skills", None).await;
     let names: Vec<&str> = skills["data"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
     assert!(
         names.contains(&"code-review") && !names.contains(&"git-workflow"),
@@ -54,11 +47,11 @@ async fn toolsets_match_the_tools_agents_get_and_skills_follow_the_agents_view()
     );
     assert_eq!(skills["data"][0]["source"], "bundled");
 
-    let (status, caps) = get(&env, &key, "/v1/capabilities").await;
+    let (status, caps) = call(&env, &key, "get", "/v1/capabilities", None).await;
     assert_eq!(status, 200);
     assert_eq!(caps["object"], "hermes.api_server.capabilities");
     assert_eq!(caps["features"]["idempotency_key"], true);
-    let (status, _) = get(&env, "hk_not_a_key", "/v1/capabilities").await;
+    let (status, _) = call(&env, "hk_not_a_key", "get", "/v1/capabilities", None).await;
     assert_eq!(status, 401);
     env.stop().await;
 }

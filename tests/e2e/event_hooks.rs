@@ -12,7 +12,7 @@ use hermes_http::signed::standard_signature;
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::receiver::{Received, Receiver};
 
-use crate::harness::{Roles, TestEnv, poll_until, wait_until};
+use crate::harness::{Roles, Team, TestEnv, poll_until, wait_until};
 use crate::openapi::call;
 use crate::telegram::Pod;
 
@@ -85,7 +85,7 @@ async fn a_tenants_endpoint_is_told_signed_events_and_a_failing_one_is_retried()
     let events = json!({"events": ["approval.requested", "cron.run.failed"]});
     assert_eq!(call(&env, &key, "patch", &format!("/v1/event-hooks/{id}"), Some(events)).await.0, 200);
     // An approval is asked for.
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "rm -rf /workspace/build"})));
+    env.llm.push(ScriptedReply::terminal("rm -rf /workspace/build"));
     let run = call(&env, &key, "post", "/v1/runs", Some(json!({"input": "clean the build"}))).await.1;
     assert!(run["run_id"].is_string(), "{run}");
     let got = received(&rx, 4).await;
@@ -144,8 +144,7 @@ async fn a_tenants_endpoint_is_told_signed_events_and_a_failing_one_is_retried()
 
 #[tokio::test]
 async fn endpoints_on_private_addresses_are_refused_unless_allowed() {
-    let env = TestEnv::start().await;
-    let (_, _, key) = env.tenant("acme", "ops").await;
+    let Team { env, key, .. } = Team::acme("ops").await;
     for url in
         ["http://127.0.0.1:8080/x", "http://169.254.169.254/latest/meta-data", "http://[::1]/x", "ftp://example.com"]
     {

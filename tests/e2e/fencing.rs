@@ -11,7 +11,7 @@ use crate::harness::{Roles, TestEnv};
 
 #[tokio::test]
 async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::API_ONLY).await;
     let (tenant, agent, _) = env.tenant("acme", "helper").await;
     let cache = Cache::connect(&env.config.redis.url, &env.config.redis.key_prefix).await.unwrap();
     let locks = cache.session_locks();

@@ -9,12 +9,11 @@ use hermes_core::ChatMessage;
 use hermes_store::{Accepted, NewChannel, NewTurn, Route, TurnTarget};
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{TestEnv, poll_until};
+use crate::harness::{Team, poll_until};
 
 #[tokio::test]
 async fn a_chat_message_is_taken_in_once_and_its_answer_is_queued_for_delivery_once() {
-    let env = TestEnv::start().await;
-    let (tenant, agent, _) = env.tenant("acme", "helper").await;
+    let Team { env, tenant, agent, .. } = Team::acme("helper").await;
     env.llm.push(ScriptedReply::text("Hello from the bot."));
     let route = Route {
         agent: agent.id,

@@ -9,7 +9,7 @@ use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::TelegramEmulator;
 
 use crate::harness::{Roles, TestEnv};
-use crate::telegram::{Pod, TOKEN, open_bot, sent};
+use crate::telegram::{Pod, TOKEN, exchange, open_bot, sent};
 
 /// A Telegram bot of the agent that sends each answer whole (no previews), and a gateway pod.
 async fn bot(env: &TestEnv) -> (TelegramEmulator, Pod) {
@@ -86,9 +86,7 @@ async fn a_goal_pauses_at_its_budget_and_resumes_and_clears_from_the_chat() {
     assert_eq!(env.llm.requests().len(), 4, "no turn after the budget");
 
     env.llm.push(ScriptedReply::text("3 sheep"));
-    env.llm.push(ScriptedReply::text(json!({"done": true, "reason": "Enough sheep."}).to_string()));
-    tg.user_says(TOKEN, 42, "/goal resume");
-    sent(&tg, 8).await;
+    exchange(&env, &tg, (42, "/goal resume"), json!({"done": true, "reason": "Enough sheep."}).to_string(), 8).await;
     let all = texts(&tg);
     assert_eq!(all[5], "▶ Goal resumed (0/2 turns used): count sheep");
     assert_eq!(&all[6..], ["3 sheep", "✓ Goal achieved: Enough sheep."]);
@@ -109,9 +107,14 @@ async fn subgoals_are_criteria_the_judge_and_the_next_turn_both_see() {
     env.llm.push(ScriptedReply::text("Parser written.").after(std::time::Duration::from_millis(1_500)));
     env.llm.push(ScriptedReply::text(json!({"done": false, "reason": "No tests yet."}).to_string()));
     env.llm.push(ScriptedReply::text("Parser and tests written."));
-    env.llm.push(ScriptedReply::text(json!({"done": true, "reason": "Both are there."}).to_string()));
-    tg.user_says(TOKEN, 42, "/goal write the parser");
-    sent(&tg, 2).await;
+    exchange(
+        &env,
+        &tg,
+        (42, "/goal write the parser"),
+        json!({"done": true, "reason": "Both are there."}).to_string(),
+        2,
+    )
+    .await;
     tg.user_says(TOKEN, 42, "/subgoal with unit tests");
     tg.user_says(TOKEN, 42, "/subgoal in one file");
     tg.user_says(TOKEN, 42, "/subgoal remove 2");

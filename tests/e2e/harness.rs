@@ -19,10 +19,15 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 mod agents;
+mod calls;
 mod channels;
+mod files;
 mod spending;
+mod team;
 
+pub use calls::{json_of, kill, sse_data};
 pub use channels::unreachable_telegram_bot;
+pub use team::Team;
 
 /// Where a test environment's Postgres, Redis and RabbitMQ are: the machine's own (shared by
 /// every test), or a test's private ones (`chaos.rs` restarts them).
@@ -49,6 +54,14 @@ pub const SANDBOX_TEST_IMAGE: &str = "hermes-sandbox:test";
 pub struct Roles {
     pub worker: bool,
     pub scheduler: bool,
+}
+
+impl Roles {
+    /// Only the API: for tests of what it answers and stores.
+    pub const API_ONLY: Self = Self { worker: false, scheduler: false };
+    /// The API and the scheduler, no worker: for tests that start their workers as `hermesd`
+    /// child processes (to kill one).
+    pub const NO_WORKER: Self = Self { worker: false, scheduler: true };
 }
 
 impl Default for Roles {
@@ -121,6 +134,11 @@ fn init_once() {
 impl TestEnv {
     pub async fn start() -> Self {
         Self::start_with(Roles::default(), |_| {}).await
+    }
+
+    /// Starts the API (always) and the chosen roles in-process.
+    pub async fn start_roles(roles: Roles) -> Self {
+        Self::start_with(roles, |_| {}).await
     }
 
     /// Starts the API (always) and the chosen roles in-process; `tweak` edits the config first.
@@ -276,6 +294,13 @@ impl TestEnv {
         req.send().await.unwrap()
     }
 
+    /// Asks agent `model` `text` as `key`, expecting an answer (200): the completion.
+    pub async fn answered(&self, key: &str, model: &str, text: impl AsRef<str>) -> Value {
+        let resp = self.chat(key, ask(model, text)).await;
+        assert_eq!(resp.status(), 200);
+        resp.json().await.unwrap()
+    }
+
     /// Sends a chat completion from a background task (for tests that act while it runs).
     pub fn spawn_chat(&self, key: &str, body: Value) -> JoinHandle<reqwest::Response> {
         let (http, url, key) = (self.http.clone(), format!("{}/v1/chat/completions", self.api_url), key.to_owned());
@@ -292,6 +317,12 @@ impl TestEnv {
     /// Runs one SQL count against the test database.
     pub async fn count(&self, sql: &str) -> i64 {
         sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql.to_owned())).fetch_one(&self.db).await.unwrap()
+    }
+
+    /// Runs one SQL count against the test database with `$1` bound to `tenant`.
+    pub async fn count_of(&self, tenant: TenantId, sql: &str) -> i64 {
+        let query = sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql.to_owned())).bind(tenant.as_uuid());
+        query.fetch_one(&self.db).await.unwrap()
     }
 
     /// Polls a SQL count until it reaches `at_least` ([`PATIENCE`] at most; the caller asserts).

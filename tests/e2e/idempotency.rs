@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{TestEnv, ask};
+use crate::harness::{Team, TestEnv, ask};
 
 /// A second API pod on the same Postgres, Redis and RabbitMQ: its own event hub and port.
 pub(crate) async fn second_api(env: &TestEnv) -> String {
@@ -51,8 +51,7 @@ async fn post(env: &TestEnv, base: &str, key: &str, idem: &str, text: &str) -> (
 
 #[tokio::test]
 async fn retries_and_duplicates_on_two_api_pods_share_one_turn_and_one_answer() {
-    let env = TestEnv::start().await;
-    let (_, _, key) = env.tenant("acme", "ops").await;
+    let Team { env, key, .. } = Team::acme("ops").await;
     let other_pod = second_api(&env).await;
     env.llm.push(ScriptedReply::text("Deployed once.").after(Duration::from_millis(1_500)));
 

@@ -9,7 +9,7 @@ use hermes_testkit::ScriptedReply;
 use hermes_testkit::image_api::ImageApi;
 
 use crate::harness::{Roles, TestEnv, ask};
-use crate::telegram::{TOKEN, open_bot_with_tools, sent};
+use crate::telegram::{TOKEN, exchange, open_bot_with_tools};
 
 /// The scripted image service, and the service with the operator's FAL key for it.
 async fn start() -> (ImageApi, TestEnv) {
@@ -39,9 +39,10 @@ async fn a_picture_asked_for_in_telegram_arrives_as_a_photo() {
         json!({"prompt": "a lighthouse at dusk, oil painting", "aspect_ratio": "square"}),
     ));
     // The answer does not name the image: it is handed over anyway.
-    env.llm.push(ScriptedReply::text("Here is your lighthouse."));
-    tg.user_says(TOKEN, 42, "paint me a lighthouse");
-    assert_eq!(sent(&tg, 1).await[0].text, "Here is your lighthouse.");
+    assert_eq!(
+        exchange(&env, &tg, (42, "paint me a lighthouse"), "Here is your lighthouse.", 1).await[0].text,
+        "Here is your lighthouse."
+    );
     let result = tool_result(&env, 1);
     assert_eq!(result["success"], true, "{result}");
     let image = result["image"].as_str().unwrap().to_owned();
@@ -63,9 +64,10 @@ async fn a_picture_asked_for_in_telegram_arrives_as_a_photo() {
 
     // A refused prompt: the model reads why, the chat gets its words and no photo.
     env.llm.push(ScriptedReply::tool_call("image_generate", json!({"prompt": "FORBIDDEN scene"})));
-    env.llm.push(ScriptedReply::text("The image service refused that one."));
-    tg.user_says(TOKEN, 42, "now something forbidden");
-    assert_eq!(sent(&tg, 2).await[1].text, "The image service refused that one.");
+    assert_eq!(
+        exchange(&env, &tg, (42, "now something forbidden"), "The image service refused that one.", 2).await[1].text,
+        "The image service refused that one."
+    );
     let refused = tool_result(&env, 3);
     assert_eq!((refused["success"].clone(), refused["image"].clone()), (json!(false), Value::Null));
     assert!(refused["error"].as_str().unwrap().contains("rejected by the safety system"), "{refused}");

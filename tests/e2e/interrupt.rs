@@ -7,7 +7,7 @@ use serde_json::json;
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{Roles, TestEnv, ask, poll_until};
+use crate::harness::{Roles, Team, TestEnv, ask, poll_until};
 
 async fn turn_status(env: &TestEnv) -> String {
     sqlx::query_scalar::<_, String>("SELECT status::text FROM turns ORDER BY created_at DESC LIMIT 1")
@@ -23,18 +23,17 @@ async fn wait_for_status(env: &TestEnv, want: &str) -> String {
     }
 }
 
+/// A chat completion request as `key`, from a client that gives up after `patience`.
+fn impatient_chat(env: &TestEnv, key: &str, patience: Duration) -> reqwest::RequestBuilder {
+    let impatient = reqwest::Client::builder().timeout(patience).build().unwrap();
+    impatient.post(format!("{}/v1/chat/completions", env.api_url)).bearer_auth(key)
+}
+
 #[tokio::test]
 async fn a_client_that_disconnects_stops_its_turn_and_nothing_partial_is_stored() {
-    let env = TestEnv::start().await;
-    let (_, _, key) = env.tenant("acme", "helper").await;
+    let Team { env, key, .. } = Team::acme("helper").await;
     env.llm.push(ScriptedReply::text("too late").after(Duration::from_secs(20)));
-    let impatient = reqwest::Client::builder().timeout(Duration::from_millis(700)).build().unwrap();
-    let gone = impatient
-        .post(format!("{}/v1/chat/completions", env.api_url))
-        .bearer_auth(&key)
-        .json(&ask("helper", "take forever"))
-        .send()
-        .await;
+    let gone = impatient_chat(&env, &key, Duration::from_millis(700)).json(&ask("helper", "take forever")).send().await;
     assert!(gone.is_err(), "the client gave up");
     assert_eq!(wait_for_status(&env, "cancelled").await, "cancelled", "the worker stopped the turn");
     let roles =
@@ -52,8 +51,7 @@ async fn a_client_that_disconnects_stops_its_turn_and_nothing_partial_is_stored(
 
 #[tokio::test]
 async fn a_streaming_client_that_leaves_stops_the_turn() {
-    let env = TestEnv::start().await;
-    let (_, _, key) = env.tenant("acme", "helper").await;
+    let Team { env, key, .. } = Team::acme("helper").await;
     env.llm.push(ScriptedReply::text("never streamed").after(Duration::from_secs(20)));
     let mut resp = env
         .chat(
@@ -75,13 +73,8 @@ async fn with_on_disconnect_finish_the_turn_completes_in_the_background() {
         TestEnv::start_with(Roles::default(), |c| c.api.on_disconnect = hermes_config::OnDisconnect::Finish).await;
     let (_, _, key) = env.tenant("acme", "helper").await;
     env.llm.push(ScriptedReply::text("finished anyway").after(Duration::from_millis(1500)));
-    let impatient = reqwest::Client::builder().timeout(Duration::from_millis(300)).build().unwrap();
-    let _ = impatient
-        .post(format!("{}/v1/chat/completions", env.api_url))
-        .bearer_auth(&key)
-        .json(&ask("helper", "go on without me"))
-        .send()
-        .await;
+    let _ =
+        impatient_chat(&env, &key, Duration::from_millis(300)).json(&ask("helper", "go on without me")).send().await;
     assert_eq!(wait_for_status(&env, "completed").await, "completed");
     let answer: String = sqlx::query_scalar("SELECT content #>> '{}' FROM messages WHERE role = 'assistant'")
         .fetch_one(&env.db)
@@ -96,14 +89,10 @@ async fn with_on_disconnect_finish_the_turn_completes_in_the_background() {
 /// disconnect cancelled it and the retry got a cancelled answer).
 #[tokio::test]
 async fn a_client_that_retries_with_an_idempotency_key_is_not_stopped_by_its_own_disconnect() {
-    let env = TestEnv::start().await;
-    let (_, _, key) = env.tenant("acme", "helper").await;
+    let Team { env, key, .. } = Team::acme("helper").await;
     env.llm.push(ScriptedReply::text("worth the wait").after(Duration::from_secs(2)));
     let body = ask("helper", "take a while");
-    let impatient = reqwest::Client::builder().timeout(Duration::from_millis(500)).build().unwrap();
-    let gone = impatient
-        .post(format!("{}/v1/chat/completions", env.api_url))
-        .bearer_auth(&key)
+    let gone = impatient_chat(&env, &key, Duration::from_millis(500))
         .header("Idempotency-Key", "retry-me-1")
         .json(&body)
         .send()

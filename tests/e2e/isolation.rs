@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{TestEnv, ask, poll_until};
+use crate::harness::{TestEnv, ask, json_of, poll_until};
 
 #[tokio::test]
 async fn a_tenant_cannot_read_or_continue_another_tenants_session_or_see_its_agents() {
@@ -31,16 +31,7 @@ async fn a_tenant_cannot_read_or_continue_another_tenants_session_or_see_its_age
     assert_eq!(err["error"]["code"], "session_not_found");
 
     // ...and B's agents are not in A's model list.
-    let models: Value = env
-        .http
-        .get(format!("{}/v1/models", env.api_url))
-        .bearer_auth(&key_a)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let models = json_of(env.http.get(format!("{}/v1/models", env.api_url)).bearer_auth(&key_a)).await;
     let ids: Vec<&str> = models["data"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["alpha-bot"]);
 
@@ -81,7 +72,7 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
     let (_, response) = send(&owner, "post", "/v1/responses", json!({"input": "keep this"})).await;
     let response_id = response["id"].as_str().unwrap().to_owned();
     let session = response["hermes"]["session_id"].as_str().unwrap().to_owned();
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "rm -rf /workspace/cache"})));
+    env.llm.push(ScriptedReply::terminal("rm -rf /workspace/cache"));
     let (_, run) = send(&owner, "post", "/v1/runs", json!({"input": "clean"})).await;
     let run_id = run["run_id"].as_str().unwrap().to_owned();
     let interaction = poll_until(async || {
@@ -115,14 +106,7 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
             .await
             .unwrap(),
     );
-    let picture = hermes_store::turn_files::TurnFile {
-        target: "generated/image-x.png".into(),
-        name: "image-x.png".into(),
-        mime: "image/png".into(),
-        data: Ok(b"\x89PNG".to_vec()),
-    };
-    env.store.save_turn_file(owner_tenant, turn, &picture).await.unwrap();
-    let file = hermes_core::media::file_id(turn, "image-x.png").unwrap();
+    let file = env.keep_picture(owner_tenant, turn).await;
 
     let doc: Value = env.http.get(format!("{}/openapi.json", env.api_url)).send().await.unwrap().json().await.unwrap();
     let mut checked = 0;

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{PATIENCE, TestEnv, ask, wait_until};
+use crate::harness::{PATIENCE, Team, TestEnv, ask, wait_until};
 use crate::idempotency::second_api;
 
 async fn models(env: &TestEnv, base: &str, key: &str) -> (u16, Option<String>, Value) {
@@ -20,8 +20,7 @@ async fn models(env: &TestEnv, base: &str, key: &str) -> (u16, Option<String>, V
 
 #[tokio::test]
 async fn requests_per_minute_hold_per_key_and_per_tenant_across_pods() {
-    let env = TestEnv::start().await;
-    let (tenant, _, key) = env.tenant("acme", "ops").await;
+    let Team { env, tenant, key, .. } = Team::acme("ops").await;
     let other_pod = second_api(&env).await;
     let auth = env.store.authenticate_api_key(&key).await.unwrap().unwrap();
     env.store.set_key_limits(tenant, auth.key_id, Some(3), None).await.unwrap();
@@ -54,8 +53,7 @@ async fn requests_per_minute_hold_per_key_and_per_tenant_across_pods() {
 
 #[tokio::test]
 async fn turns_in_flight_are_capped_per_key_and_a_refused_one_writes_nothing() {
-    let env = TestEnv::start().await;
-    let (tenant, _, key) = env.tenant("acme", "ops").await;
+    let Team { env, tenant, key, .. } = Team::acme("ops").await;
     let auth = env.store.authenticate_api_key(&key).await.unwrap().unwrap();
     env.store.set_key_limits(tenant, auth.key_id, None, Some(1)).await.unwrap();
     env.llm.push(ScriptedReply::text("slow answer").after(Duration::from_millis(1_500)));

@@ -86,6 +86,13 @@ async fn the_openapi_document_matches_the_routes_and_the_responses() {
     let check = |method: &'static str, path: &'static str, status: u16, body: &Value| {
         spec.check(method, path, status, body);
     };
+    // A call to the path `template` names (with `id` for its `{id}`), checked against the
+    // document.
+    let checked = async |method: &'static str, template: &'static str, id: &str, body: Option<Value>| {
+        let (status, answer) = call(&env, &key, method, &template.replace("{id}", id), body).await;
+        spec.check(method, template, status, &answer);
+        (status, answer)
+    };
     // The OpenAI-compatible core.
     env.llm.push(ScriptedReply::text("Hi there."));
     let (s, chat) = call(
@@ -97,39 +104,29 @@ async fn the_openapi_document_matches_the_routes_and_the_responses() {
     )
     .await;
     check("post", "/v1/chat/completions", s, &chat);
-    let (s, err) = call(&env, &key, "post", "/v1/chat/completions", Some(json!({"messages": []}))).await;
+    let (s, _) = checked("post", "/v1/chat/completions", "", Some(json!({"messages": []}))).await;
     assert_eq!(s, 400);
-    check("post", "/v1/chat/completions", s, &err);
     let (s, err) = call(&env, "wrong-key", "get", "/v1/models", None).await;
     assert_eq!(s, 401);
     check("get", "/v1/models", s, &err);
-    let (s, models) = call(&env, &key, "get", "/v1/models", None).await;
-    check("get", "/v1/models", s, &models);
+    checked("get", "/v1/models", "", None).await;
 
     env.llm.push(ScriptedReply::text("Hello."));
-    let (s, response) = call(&env, &key, "post", "/v1/responses", Some(json!({"input": "hello"}))).await;
-    check("post", "/v1/responses", s, &response);
+    let (_, response) = checked("post", "/v1/responses", "", Some(json!({"input": "hello"}))).await;
     let id = response["id"].as_str().unwrap();
-    let (s, got) = call(&env, &key, "get", &format!("/v1/responses/{id}"), None).await;
-    check("get", "/v1/responses/{id}", s, &got);
-    let (s, deleted) = call(&env, &key, "delete", &format!("/v1/responses/{id}"), None).await;
-    check("delete", "/v1/responses/{id}", s, &deleted);
-    let (s, gone) = call(&env, &key, "get", &format!("/v1/responses/{id}"), None).await;
+    checked("get", "/v1/responses/{id}", id, None).await;
+    checked("delete", "/v1/responses/{id}", id, None).await;
+    let (s, _) = checked("get", "/v1/responses/{id}", id, None).await;
     assert_eq!(s, 404);
-    check("get", "/v1/responses/{id}", s, &gone);
 
     // Runs.
     env.llm.push(ScriptedReply::text("Done."));
-    let (s, started) = call(&env, &key, "post", "/v1/runs", Some(json!({"input": "go"}))).await;
+    let (s, started) = checked("post", "/v1/runs", "", Some(json!({"input": "go"}))).await;
     assert_eq!(s, 202);
-    check("post", "/v1/runs", s, &started);
     let run = started["run_id"].as_str().unwrap();
-    let (s, state) = call(&env, &key, "get", &format!("/v1/runs/{run}"), None).await;
-    check("get", "/v1/runs/{id}", s, &state);
-    let (s, conflict) =
-        call(&env, &key, "post", &format!("/v1/runs/{run}/approval"), Some(json!({"choice": "once"}))).await;
+    checked("get", "/v1/runs/{id}", run, None).await;
+    let (s, _) = checked("post", "/v1/runs/{id}/approval", run, Some(json!({"choice": "once"}))).await;
     assert_eq!(s, 409);
-    check("post", "/v1/runs/{id}/approval", s, &conflict);
 
     // Discovery, usage, sessions.
     for path in ["/v1/capabilities", "/v1/toolsets", "/v1/skills", "/v1/usage", "/api/sessions"] {
@@ -138,18 +135,12 @@ async fn the_openapi_document_matches_the_routes_and_the_responses() {
         check("get", path, s, &body);
     }
     let session = chat_session(&env, &key).await;
-    let (s, info) = call(&env, &key, "get", &format!("/api/sessions/{session}"), None).await;
-    check("get", "/api/sessions/{id}", s, &info);
-    let (s, renamed) =
-        call(&env, &key, "patch", &format!("/api/sessions/{session}"), Some(json!({"title": "Greeting"}))).await;
-    check("patch", "/api/sessions/{id}", s, &renamed);
-    let (s, page) = call(&env, &key, "get", &format!("/api/sessions/{session}/messages"), None).await;
-    check("get", "/api/sessions/{id}/messages", s, &page);
-    let (s, fork) = call(&env, &key, "post", &format!("/api/sessions/{session}/fork"), Some(json!({}))).await;
+    checked("get", "/api/sessions/{id}", &session, None).await;
+    checked("patch", "/api/sessions/{id}", &session, Some(json!({"title": "Greeting"}))).await;
+    checked("get", "/api/sessions/{id}/messages", &session, None).await;
+    let (s, fork) = checked("post", "/api/sessions/{id}/fork", &session, Some(json!({}))).await;
     assert_eq!(s, 201);
-    check("post", "/api/sessions/{id}/fork", s, &fork);
-    let (s, export) = call(&env, &key, "get", &format!("/api/sessions/{session}/export"), None).await;
-    check("get", "/api/sessions/{id}/export", s, &export);
+    checked("get", "/api/sessions/{id}/export", &session, None).await;
     let (s, deleted) =
         call(&env, &key, "delete", &format!("/api/sessions/{}", fork["id"].as_str().unwrap()), None).await;
     check("delete", "/api/sessions/{id}", s, &deleted);
@@ -161,43 +152,30 @@ async fn the_openapi_document_matches_the_routes_and_the_responses() {
     assert_eq!(s, 201, "{channel}");
     check("post", "/v1/channels", s, &channel);
     let id = channel["id"].as_str().unwrap();
-    let (s, list) = call(&env, &key, "get", "/v1/channels", None).await;
-    check("get", "/v1/channels", s, &list);
-    let (s, got) = call(&env, &key, "get", &format!("/v1/channels/{id}"), None).await;
-    check("get", "/v1/channels/{id}", s, &got);
-    let (s, changed) =
-        call(&env, &key, "patch", &format!("/v1/channels/{id}"), Some(json!({"streaming": false}))).await;
-    check("patch", "/v1/channels/{id}", s, &changed);
-    let (s, waiting) = call(&env, &key, "get", &format!("/v1/channels/{id}/pairings"), None).await;
-    check("get", "/v1/channels/{id}/pairings", s, &waiting);
+    checked("get", "/v1/channels", "", None).await;
+    checked("get", "/v1/channels/{id}", id, None).await;
+    checked("patch", "/v1/channels/{id}", id, Some(json!({"streaming": false}))).await;
+    checked("get", "/v1/channels/{id}/pairings", id, None).await;
     let approve = format!("/v1/channels/{id}/pairings/approve");
     let (s, wrong) = call(&env, &key, "post", &approve, Some(json!({"code": "ABCDEFGH"}))).await;
     assert_eq!(s, 400);
     check("post", "/v1/channels/{id}/pairings/approve", s, &wrong);
-    let (s, deleted) = call(&env, &key, "delete", &format!("/v1/channels/{id}"), None).await;
-    check("delete", "/v1/channels/{id}", s, &deleted);
+    checked("delete", "/v1/channels/{id}", id, None).await;
 
     // Cron.
     let job = json!({"prompt": "Summarise the news.", "schedule": "every 2h", "name": "news"});
     let (s, created) = call(&env, &key, "post", "/v1/cron/jobs", Some(job)).await;
     assert_eq!(s, 201, "{created}");
     check("post", "/v1/cron/jobs", s, &created);
-    let (s, bad) = call(&env, &key, "post", "/v1/cron/jobs", Some(json!({"prompt": "x", "schedule": "soon"}))).await;
+    let (s, _) = checked("post", "/v1/cron/jobs", "", Some(json!({"prompt": "x", "schedule": "soon"}))).await;
     assert_eq!(s, 400);
-    check("post", "/v1/cron/jobs", s, &bad);
     let id = created["id"].as_str().unwrap();
-    let (s, list) = call(&env, &key, "get", "/v1/cron/jobs", None).await;
-    check("get", "/v1/cron/jobs", s, &list);
-    let (s, got) = call(&env, &key, "get", &format!("/v1/cron/jobs/{id}"), None).await;
-    check("get", "/v1/cron/jobs/{id}", s, &got);
-    let (s, paused) = call(&env, &key, "post", &format!("/v1/cron/jobs/{id}/pause"), Some(json!({}))).await;
-    check("post", "/v1/cron/jobs/{id}/pause", s, &paused);
-    let (s, resumed) = call(&env, &key, "post", &format!("/v1/cron/jobs/{id}/resume"), None).await;
-    check("post", "/v1/cron/jobs/{id}/resume", s, &resumed);
-    let (s, runs) = call(&env, &key, "get", &format!("/v1/cron/jobs/{id}/runs"), None).await;
-    check("get", "/v1/cron/jobs/{id}/runs", s, &runs);
-    let (s, gone) = call(&env, &key, "delete", &format!("/v1/cron/jobs/{id}"), None).await;
-    check("delete", "/v1/cron/jobs/{id}", s, &gone);
+    checked("get", "/v1/cron/jobs", "", None).await;
+    checked("get", "/v1/cron/jobs/{id}", id, None).await;
+    checked("post", "/v1/cron/jobs/{id}/pause", id, Some(json!({}))).await;
+    checked("post", "/v1/cron/jobs/{id}/resume", id, None).await;
+    checked("get", "/v1/cron/jobs/{id}/runs", id, None).await;
+    checked("delete", "/v1/cron/jobs/{id}", id, None).await;
     env.stop().await;
 }
 

@@ -42,7 +42,7 @@ fn dump_config_shows_defaults_overridden_by_file_then_env() {
 
 #[tokio::test]
 async fn hermesd_is_ready_only_with_its_dependencies_and_logs_json_with_request_ids() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::API_ONLY).await;
     let (api_port, ops_port) = (free_port(), free_port());
     let c = &env.config;
     let mut child = Command::new(env!("CARGO_BIN_EXE_hermesd"))

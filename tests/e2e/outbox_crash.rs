@@ -9,14 +9,14 @@ use serde_json::json;
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{TestEnv, wait_until};
+use crate::harness::{TestEnv, kill, wait_until};
 use crate::telegram::{Pod, TOKEN, open_bot, process_settings, sent};
 
 #[tokio::test]
 async fn a_telegram_part_sent_by_a_pod_that_died_before_recording_it_is_not_sent_again() {
     let env = TestEnv::start().await;
     let (tg, _) = open_bot(&env).await;
-    let mut pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &process_settings(&env));
+    let pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &process_settings(&env));
     // A two-part answer; Telegram carries out the first send but the answer never comes back.
     let long = format!("{}\n{}", "first half ".repeat(300), "second half ".repeat(300));
     env.llm.push(ScriptedReply::text(long));
@@ -24,8 +24,7 @@ async fn a_telegram_part_sent_by_a_pod_that_died_before_recording_it_is_not_sent
     tg.user_says(TOKEN, 42, "tell me everything");
     wait_until("the first part at Telegram", async || (tg.sent(TOKEN).len() == 1).then_some(())).await;
     // Pod A dies with the part sent and unrecorded.
-    pod_a.kill().unwrap();
-    pod_a.wait().unwrap();
+    kill(pod_a);
     let doubt = env.count("SELECT count(*) FROM outbox WHERE doubt_part = 0 AND sent_parts = 0").await;
     assert_eq!(doubt, 1, "the outbox knows the first part was on its way");
 
@@ -51,7 +50,7 @@ async fn a_telegram_part_sent_by_a_pod_that_died_before_recording_it_is_not_sent
 async fn a_slack_reply_posted_by_a_pod_that_died_before_recording_it_is_not_posted_again() {
     let env = TestEnv::start().await;
     let (slack, hub) = crate::sockets::slack_app(&env).await;
-    let mut pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &process_settings(&env));
+    let pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &process_settings(&env));
     wait_until("pod A's socket", async || (hub.connections().1 == 1).then_some(())).await;
     env.llm.push(ScriptedReply::text("Posted once."));
     slack.hold_next("chat.postMessage");
@@ -60,8 +59,7 @@ async fn a_slack_reply_posted_by_a_pod_that_died_before_recording_it_is_not_post
                    "ts": "1700000070.000100", "text": "hello" } });
     hub.push("events_api", dm);
     wait_until("the reply at Slack", async || (slack.posted().len() == 1).then_some(())).await;
-    pod_a.kill().unwrap();
-    pod_a.wait().unwrap();
+    kill(pod_a);
 
     let pod_b = Pod::start(&env).await;
     env.wait_for_count("SELECT count(*) FROM outbox WHERE status = 'sent'", 1).await;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use hermes_cache::Cache;
 use hermes_store::{FallbackModel, NewAgent};
@@ -74,9 +74,7 @@ async fn a_failing_primary_falls_back_to_the_next_model_with_a_pooled_key() {
     env.llm.push(ScriptedReply::error(503));
     backup.push(ScriptedReply::text("the backup answered"));
 
-    let resp = env.chat(&key, ask("resilient", "hi")).await;
-    assert_eq!(resp.status(), 200);
-    let body: Value = resp.json().await.unwrap();
+    let body = env.answered(&key, "resilient", "hi").await;
     assert_eq!(answer_text(&body), "the backup answered");
     assert_eq!(env.llm.requests().len(), 2, "one try and one retry on the primary");
     let sent = &backup.requests()[0];
@@ -126,11 +124,9 @@ async fn an_anthropic_agent_speaks_the_native_api_with_cache_breakpoints_and_too
         ..env.new_agent("claude", "claude-sonnet-4-5")
     };
     let (_, _, key) = env.tenant_with("acme", claude).await;
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "echo from-claude"})));
+    env.llm.push(ScriptedReply::terminal("echo from-claude"));
     env.llm.push(ScriptedReply::text("Claude ran it.").with_reasoning("thinking about it"));
-    let resp = env.chat(&key, ask("claude", "run it")).await;
-    assert_eq!(resp.status(), 200);
-    let body: Value = resp.json().await.unwrap();
+    let body = env.answered(&key, "claude", "run it").await;
     assert_eq!(answer_text(&body), "Claude ran it.");
 
     let first = &env.llm.requests()[0];

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{TestEnv, sse_events};
+use crate::harness::{Team, TestEnv, sse_events};
 
 async fn respond(env: &TestEnv, key: &str, body: Value) -> (u16, Value) {
     let resp =
@@ -38,8 +38,7 @@ fn seen_by_model(env: &TestEnv) -> Vec<String> {
 
 #[tokio::test]
 async fn responses_chain_by_id_and_by_conversation_and_branch_from_earlier_ones() {
-    let env = TestEnv::start().await;
-    let (_, _, key) = env.tenant("acme", "helper").await;
+    let Team { env, key, .. } = Team::acme("helper").await;
     env.llm.push(ScriptedReply::text("Paris."));
     let (status, first) =
         respond(&env, &key, json!({"model": "helper", "input": "Capital of France?", "instructions": "Be terse."}))
@@ -132,9 +131,8 @@ async fn unstored_responses_cannot_be_read_or_continued_and_other_tenants_see_no
 
 #[tokio::test]
 async fn streamed_responses_send_the_events_in_order_with_tool_calls_and_sequence_numbers() {
-    let env = TestEnv::start().await;
-    let (_, _, key) = env.tenant("acme", "helper").await;
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "echo likes tea"})));
+    let Team { env, key, .. } = Team::acme("helper").await;
+    env.llm.push(ScriptedReply::terminal("echo likes tea"));
     env.llm.push(ScriptedReply::text("Saved that you like tea."));
     let resp = env
         .http

@@ -6,19 +6,16 @@ use serde_json::{Value, json};
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{TestEnv, answer_text, ask};
+use crate::harness::{Team, answer_text, ask};
 
 #[tokio::test]
 async fn two_provider_500s_then_success_still_answers() {
-    let env = TestEnv::start().await;
-    let (_, _, key) = env.tenant("acme", "helper").await;
+    let Team { env, key, .. } = Team::acme("helper").await;
     env.llm.push(ScriptedReply::error(500));
     env.llm.push(ScriptedReply::error(502));
     env.llm.push(ScriptedReply::text("third time lucky"));
     let started = std::time::Instant::now();
-    let resp = env.chat(&key, ask("helper", "hi")).await;
-    assert_eq!(resp.status(), 200);
-    let body: Value = resp.json().await.unwrap();
+    let body = env.answered(&key, "helper", "hi").await;
     assert_eq!(answer_text(&body), "third time lucky");
     assert_eq!(env.llm.requests().len(), 3);
     // Backoff: at least the first two delays (base 50 ms, x2, -25 % jitter) passed.
@@ -29,8 +26,7 @@ async fn two_provider_500s_then_success_still_answers() {
 
 #[tokio::test]
 async fn a_provider_that_keeps_failing_gives_a_502_agent_incomplete_and_a_failed_turn() {
-    let env = TestEnv::start().await;
-    let (_, _, key) = env.tenant("acme", "helper").await;
+    let Team { env, key, .. } = Team::acme("helper").await;
     env.llm.push(ScriptedReply::error(401));
     let resp = env.chat(&key, ask("helper", "hi")).await;
     assert_eq!(resp.status(), 502);
@@ -45,8 +41,7 @@ async fn a_provider_that_keeps_failing_gives_a_502_agent_incomplete_and_a_failed
 
 #[tokio::test]
 async fn a_failed_streaming_turn_ends_with_an_error_chunk_then_done() {
-    let env = TestEnv::start().await;
-    let (_, _, key) = env.tenant("acme", "helper").await;
+    let Team { env, key, .. } = Team::acme("helper").await;
     env.llm.push(ScriptedReply::error(403));
     let resp = env
         .chat(&key, json!({"model": "helper", "stream": true, "messages": [{"role": "user", "content": "hi"}]}))

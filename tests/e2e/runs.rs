@@ -63,10 +63,7 @@ async fn a_run_starts_at_once_and_another_api_pod_streams_its_events_and_status(
     let env = TestEnv::start().await;
     let other_pod = crate::idempotency::second_api(&env).await;
     let (_, _, key) = env.tenant("acme", "helper").await;
-    env.llm.push(
-        ScriptedReply::tool_call("terminal", json!({"command": "echo ships on Fridays"}))
-            .after(Duration::from_millis(800)),
-    );
+    env.llm.push(ScriptedReply::terminal("echo ships on Fridays").after(Duration::from_millis(800)));
     env.llm.push(ScriptedReply::text("Noted: you ship on Fridays."));
 
     let (status, started) = start_run(&env, &env.api_url, &key, json!({"input": "We ship on Fridays."})).await;
@@ -122,7 +119,7 @@ async fn a_run_waits_for_approval_resumes_when_approved_and_stops_on_request() {
     let [key, stranger] = env.two_tenants(["acme", "globex"], "ops").await;
     // The first call takes a moment, so the stream below is open before the run asks.
     env.llm.push(
-        ScriptedReply::tool_call("terminal", json!({"command": "mkdir -p build && rm -rf build && echo cleaned"}))
+        ScriptedReply::terminal("mkdir -p build && rm -rf build && echo cleaned")
             .after(std::time::Duration::from_millis(500)),
     );
     env.llm.push(ScriptedReply::text("Build directory removed."));

@@ -7,12 +7,11 @@ use serde_json::Value;
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::TestEnv;
+use crate::harness::Team;
 
 /// Runs one SDK script with the service's address and a key; returns what it printed.
 async fn run_sdk(program: &str, script: &str) -> Value {
-    let env = TestEnv::start().await;
-    let (_, _, key) = env.tenant("acme", "helper").await;
+    let Team { env, key, .. } = Team::acme("helper").await;
     for text in [
         "Hello from Hermes.",
         "Streamed answer.",

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::TestEnv;
+use crate::harness::{Team, TestEnv};
 
 async fn enable_search(env: &TestEnv, agent: hermes_core::AgentId) {
     env.set_toolsets(agent, &["session_search"]).await;
@@ -34,8 +34,7 @@ async fn ask(env: &TestEnv, key: &str, user: &str, said: &str) {
 
 #[tokio::test]
 async fn earlier_conversations_are_found_by_every_operator_in_any_language_and_only_the_users_own() {
-    let env = TestEnv::start().await;
-    let (_, agent, key) = env.tenant("acme", "ops").await;
+    let Team { env, agent, key, .. } = Team::acme("ops").await;
     enable_search(&env, agent.id).await;
     converse(&env, &key, "alice", "How do we rotate the Postgres credentials?", "Run vault write db/rotate-role.")
         .await;

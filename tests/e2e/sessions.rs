@@ -9,7 +9,7 @@ use hermes_core::{ChatMessage, SessionId};
 use hermes_store::{ResetReason, Route, SessionPolicy};
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{TestEnv, ask};
+use crate::harness::{Team, ask};
 
 fn session_of(resp: &reqwest::Response) -> SessionId {
     resp.headers()["x-hermes-session-id"].to_str().unwrap().parse().unwrap()
@@ -17,8 +17,7 @@ fn session_of(resp: &reqwest::Response) -> SessionId {
 
 #[tokio::test]
 async fn sessions_get_titles_lineage_and_exports() {
-    let env = TestEnv::start().await;
-    let (tenant, agent, key) = env.tenant("acme", "ops").await;
+    let Team { env, tenant, agent, key } = Team::acme("ops").await;
     env.set_toolsets(agent.id, &["todo"]).await;
     env.llm.push(ScriptedReply::tool_call(
         "todo",
@@ -78,8 +77,7 @@ async fn sessions_get_titles_lineage_and_exports() {
 
 #[tokio::test]
 async fn sessions_past_the_tenants_retention_are_pruned_unless_a_turn_is_open() {
-    let env = TestEnv::start().await;
-    let (tenant, _, key) = env.tenant("acme", "ops").await;
+    let Team { env, tenant, key, .. } = Team::acme("ops").await;
     let mut sessions = Vec::new();
     for i in 0..3 {
         env.llm.push(ScriptedReply::text("ok"));
@@ -114,8 +112,7 @@ async fn sessions_past_the_tenants_retention_are_pruned_unless_a_turn_is_open() 
 
 #[tokio::test]
 async fn a_chat_keeps_its_session_until_the_reset_rules_say_otherwise_but_never_while_a_process_runs() {
-    let env = TestEnv::start().await;
-    let (tenant, agent, _) = env.tenant("acme", "ops").await;
+    let Team { env, tenant, agent, .. } = Team::acme("ops").await;
     let policy = SessionPolicy { timezone: "Asia/Shanghai".parse().unwrap(), ..SessionPolicy::default() };
     env.store.set_session_policy(tenant, &policy).await.unwrap();
     let route = Route {
@@ -178,8 +175,7 @@ async fn a_chat_keeps_its_session_until_the_reset_rules_say_otherwise_but_never_
 
 #[tokio::test]
 async fn a_background_process_marks_its_session_until_it_is_seen_finished() {
-    let env = TestEnv::start().await;
-    let (tenant, _, key) = env.tenant("acme", "ops").await;
+    let Team { env, tenant, key, .. } = Team::acme("ops").await;
     let cache = hermes_cache::Cache::connect(&env.config.redis.url, &env.config.redis.key_prefix).await.unwrap();
     env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "sleep 30", "background": true})));
     env.llm.push(ScriptedReply::text("started"));

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{Roles, TestEnv, ask, poll_until};
+use crate::harness::{Roles, Team, TestEnv, ask, poll_until};
 
 async fn call(env: &TestEnv, key: &str, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
     let mut req = env.http.request(method, format!("{}{path}", env.api_url)).bearer_auth(key);
@@ -21,8 +21,7 @@ async fn call(env: &TestEnv, key: &str, method: Method, path: &str, body: Option
 
 #[tokio::test]
 async fn a_conversation_is_a_resource_to_create_list_read_rename_fork_export_and_delete() {
-    let env = TestEnv::start().await;
-    let (_, _, key) = env.tenant("acme", "ops").await;
+    let Team { env, key, .. } = Team::acme("ops").await;
     let (status, created) =
         call(&env, &key, Method::POST, "/api/sessions", Some(json!({"model": "ops", "title": "Release"}))).await;
     assert_eq!(status, 201, "{created}");
@@ -82,7 +81,7 @@ async fn a_conversation_is_a_resource_to_create_list_read_rename_fork_export_and
 
 #[tokio::test]
 async fn a_session_with_an_open_turn_cannot_be_deleted() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::API_ONLY).await;
     let (_, _, key) = env.tenant("acme", "ops").await;
     let waiting = env.spawn_chat(&key, ask("ops", "hello"));
     let id = poll_until(async || {
@@ -101,8 +100,7 @@ async fn a_session_with_an_open_turn_cannot_be_deleted() {
 
 #[tokio::test]
 async fn other_tenants_and_restricted_keys_get_404_on_every_session_route() {
-    let env = TestEnv::start().await;
-    let (tenant, _, key) = env.tenant("acme", "ops").await;
+    let Team { env, tenant, key, .. } = Team::acme("ops").await;
     let other_agent = env.agent(tenant, "billing").await;
     let (_, restricted) = env.store.create_api_key(tenant, Some(other_agent.id), "billing-only", None).await.unwrap();
     let (_, _, stranger) = env.tenant("globex", "ops").await;

@@ -10,7 +10,7 @@ use hermes_core::{AgentId, SkillState, TenantId};
 use hermes_store::{CuratorRules, SkillUse};
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{Roles, TestEnv, poll_until};
+use crate::harness::{Roles, Team, TestEnv, poll_until};
 
 fn ask(text: &str) -> Value {
     json!({"model": "ops", "messages": [{"role": "user", "content": text}]})
@@ -31,8 +31,7 @@ fn results(env: &TestEnv, i: usize) -> Vec<Value> {
 
 #[tokio::test]
 async fn bundled_skills_are_listed_viewed_and_filtered_by_toolsets_and_their_files_reach_the_sandbox() {
-    let env = TestEnv::start().await;
-    let (tenant, agent, key) = env.tenant("acme", "ops").await;
+    let Team { env, tenant, agent, key } = Team::acme("ops").await;
     env.set_toolsets(agent.id, &["skills"]).await;
     env.llm.push(ScriptedReply::tool_call("skills_list", json!({})));
     env.llm.push(ScriptedReply::tool_call("skill_view", json!({"name": "sql-analysis"})));
@@ -67,10 +66,7 @@ async fn bundled_skills_are_listed_viewed_and_filtered_by_toolsets_and_their_fil
     // With a sandbox, the terminal-only skills appear and a skill's files are written into it.
     env.set_toolsets(agent.id, &["skills", "terminal"]).await;
     env.llm.push(ScriptedReply::tool_call("skill_view", json!({"name": "spreadsheet-cleanup"})));
-    env.llm.push(ScriptedReply::tool_call(
-        "terminal",
-        json!({"command": "head -c 200 /tmp/hermes-skills/spreadsheet-cleanup/scripts/profile_csv.py"}),
-    ));
+    env.llm.push(ScriptedReply::terminal("head -c 200 /tmp/hermes-skills/spreadsheet-cleanup/scripts/profile_csv.py"));
     env.llm.push(ScriptedReply::text("ok"));
     assert_eq!(env.chat(&key, ask("clean my csv")).await.status(), 200);
     let n = env.llm.requests().len();
@@ -89,8 +85,7 @@ async fn bundled_skills_are_listed_viewed_and_filtered_by_toolsets_and_their_fil
 
 #[tokio::test]
 async fn a_slash_command_loads_a_skill_into_the_turn() {
-    let env = TestEnv::start().await;
-    let (tenant, agent, key) = env.tenant("acme", "ops").await;
+    let Team { env, tenant, agent, key } = Team::acme("ops").await;
     env.set_toolsets(agent.id, &["skills"]).await;
     env.llm.push(ScriptedReply::text("Here are the notes."));
     assert_eq!(env.chat(&key, ask("/meeting-notes we agreed to ship on Friday")).await.status(), 200);
@@ -131,8 +126,7 @@ metadata:
 
 #[tokio::test]
 async fn skill_manage_creates_patches_and_deletes_refuses_dangerous_content_and_copies_shared_skills() {
-    let env = TestEnv::start().await;
-    let (tenant, agent, key) = env.tenant("acme", "ops").await;
+    let Team { env, tenant, agent, key } = Team::acme("ops").await;
     env.set_toolsets(agent.id, &["skills"]).await;
     let calls = [
         json!({"action": "create", "name": "deploy-staging", "content": DEPLOY_SKILL}),
@@ -181,14 +175,8 @@ async fn skill_manage_creates_patches_and_deletes_refuses_dangerous_content_and_
     assert!(env.store.find_skill(tenant, agent.id, "bad").await.unwrap().is_none(), "refused skills are not stored");
     assert!(env.store.find_skill(tenant, agent.id, "notes").await.unwrap().is_none(), "malformed ones neither");
     assert!(env.store.find_skill(tenant, agent.id, "deploy-staging").await.unwrap().is_none());
-    let actions: Vec<String> = env
-        .store
-        .skill_events(tenant, agent.id, 20)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| format!("{}:{}", e.name, e.action))
-        .collect();
+    let events = env.store.skill_events(tenant, agent.id, 20).await.unwrap();
+    let actions: Vec<String> = events.into_iter().map(|e| format!("{}:{}", e.name, e.action)).collect();
     assert_eq!(
         actions,
         [
@@ -278,7 +266,7 @@ async fn own_skill(env: &TestEnv, tenant: TenantId, agent: AgentId, name: &str) 
 
 #[tokio::test]
 async fn the_curator_marks_unused_skills_stale_then_archived_spares_pinned_ones_and_logs_it() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::API_ONLY).await;
     let (tenant, agent, _) = env.tenant("acme", "ops").await;
     for name in ["old-one", "pinned-one", "fresh-one"] {
         own_skill(&env, tenant, agent.id, name).await;
@@ -304,15 +292,10 @@ async fn the_curator_marks_unused_skills_stale_then_archived_spares_pinned_ones_
     env.store.record_skill_use(tenant, agent.id, "old-one", SkillUse::Viewed, now + day * 92).await.unwrap();
     let visible = env.store.visible_skills(tenant, agent.id).await.unwrap();
     assert_eq!(visible.iter().find(|v| v.skill.name == "old-one").unwrap().state, SkillState::Active);
-    let log: Vec<String> = env
-        .store
-        .skill_events(tenant, agent.id, 10)
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|e| e.actor != "agent")
-        .map(|e| format!("{}:{}:{}", e.name, e.action, e.actor))
-        .collect();
+    // What the curator and usage did (the agent's own edits aside).
+    let events = env.store.skill_events(tenant, agent.id, 10).await.unwrap();
+    let by_others = events.into_iter().filter(|e| e.actor != "agent");
+    let log: Vec<String> = by_others.map(|e| format!("{}:{}:{}", e.name, e.action, e.actor)).collect();
     assert!(
         log.contains(&"old-one:archived:curator".to_owned()) && log.contains(&"old-one:revive:usage".to_owned()),
         "{log:?}"

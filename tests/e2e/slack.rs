@@ -63,6 +63,11 @@ pub(crate) fn event(id: &str, event: Value) -> String {
     json!({ "type": "event_callback", "team_id": "T0TEST", "event_id": id, "event": event }).to_string()
 }
 
+/// Event `id`: `user` mentions the bot in channel C1 at `ts`, outside any thread, saying `text`.
+fn app_mention(id: &str, user: &str, ts: &str, text: &str) -> String {
+    event(id, json!({"type": "app_mention", "user": user, "channel": "C1", "ts": ts, "text": text}))
+}
+
 pub(crate) async fn posted(slack: &SlackEmulator, n: usize) -> Vec<Posted> {
     // A preview of the tools at work is not one of them: wait until the answer replaced it.
     let done = |p: &Vec<Posted>| p.len() >= n && !p.iter().any(|p| is_preview(&p.text));
@@ -111,11 +116,7 @@ async fn slack_events_are_verified_taken_once_and_answered_in_their_dm_or_thread
 
     // Mentions in a channel: each top-level mention is a thread and a conversation.
     env.llm.push(ScriptedReply::text("Thread one."));
-    let mention = event(
-        "Ev2",
-        json!({"type": "app_mention", "user": "U1", "channel": "C1",
-        "ts": "1700000002.000100", "text": "<@UBOT> first"}),
-    );
+    let mention = app_mention("Ev2", "U1", "1700000002.000100", "<@UBOT> first");
     signed(&env, &url, &mention, false, None).await;
     let got = posted(&slack, 2).await;
     assert_eq!((got[1].channel.as_str(), got[1].thread_ts.as_deref()), ("C1", Some("1700000002.000100")));
@@ -131,11 +132,7 @@ async fn slack_events_are_verified_taken_once_and_answered_in_their_dm_or_thread
     assert!(seen.iter().any(|m| m["content"] == "first"), "the thread's history: {seen:?}");
     // A long answer fits in one Slack message.
     env.llm.push(ScriptedReply::text("word ".repeat(2_000).trim_end()));
-    let other = event(
-        "Ev4",
-        json!({"type": "app_mention", "user": "U1", "channel": "C1",
-        "ts": "1700000004.000100", "text": "<@UBOT> second topic"}),
-    );
+    let other = app_mention("Ev4", "U1", "1700000004.000100", "<@UBOT> second topic");
     signed(&env, &url, &other, false, None).await;
     let got = posted(&slack, 4).await;
     assert_eq!(got[3].text.len(), 9_999);
@@ -154,7 +151,7 @@ async fn a_slack_approval_is_answered_with_a_block_kit_button() {
     let events = slack_url(&pod, &channel, "events");
     let interactive = slack_url(&pod, &channel, "interactive");
 
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "mkdir -p b && rm -rf b && echo ok"})));
+    env.llm.push(ScriptedReply::terminal("mkdir -p b && rm -rf b && echo ok"));
     env.llm.push(ScriptedReply::text("Removed."));
     let dm = event(
         "Ev9",
@@ -198,13 +195,9 @@ async fn a_streaming_slack_channel_shows_a_preview_in_the_thread_that_the_answer
     let streaming = hermes_store::ChannelAccess { streaming: Some(true), ..Default::default() };
     let (env, slack, channel, pod) = chat_stack_with(events_app, Some(streaming)).await;
     let url = slack_url(&pod, &channel, "events");
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "sleep 2 && echo built"})));
+    env.llm.push(ScriptedReply::terminal("sleep 2 && echo built"));
     env.llm.push(ScriptedReply::text("Built."));
-    let mention = event(
-        "Ev20",
-        json!({"type": "app_mention", "user": "U1", "channel": "C1",
-        "ts": "1700000020.000100", "text": "<@UBOT> build"}),
-    );
+    let mention = app_mention("Ev20", "U1", "1700000020.000100", "<@UBOT> build");
     signed(&env, &url, &mention, false, None).await;
     let preview = poll_until(async || slack.all_posted().into_iter().next()).await;
     let preview = preview.expect("a preview while the tool runs");

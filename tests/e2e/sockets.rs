@@ -17,8 +17,8 @@ use hermes_testkit::slack::SlackEmulator;
 use hermes_testkit::slack_socket::SocketHub;
 use hermes_testkit::wecom_bot::{BotReply, WecomBotEmulator};
 
-use crate::harness::{TestEnv, poll_until, wait_until};
-use crate::telegram::{Binding, Pod, bind_channel};
+use crate::harness::{TestEnv, kill, poll_until, wait_until};
+use crate::telegram::{Binding, Pod, bind_channel, chat_stack};
 
 /// A Slack app in Socket Mode (bot token `xoxb-sock`, app token `xapp-sock`), bound to a new
 /// tenant's agent: its Web API and its socket hub.
@@ -50,7 +50,7 @@ async fn a_slack_app_in_socket_mode_answers_once_and_another_pod_takes_it_over_w
     let env = TestEnv::start().await;
     let (slack, hub) = slack_app(&env).await;
     // Pod A is a real gateway process, so it can die without a goodbye.
-    let mut pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &crate::telegram::process_settings(&env));
+    let pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &crate::telegram::process_settings(&env));
     wait_until("pod A's socket", async || (hub.connections().1 == 1).then_some(())).await;
 
     // A message: answered once; the envelope is acknowledged. The same event again (Slack's
@@ -79,8 +79,7 @@ async fn a_slack_app_in_socket_mode_answers_once_and_another_pod_takes_it_over_w
     // A dies holding the app. What Slack sends meanwhile is not lost: B takes the app over once
     // the lease lapses and gets it.
     let pod_b = Pod::start(&env).await;
-    pod_a.kill().unwrap();
-    pod_a.wait().unwrap();
+    kill(pod_a);
     env.llm.push(ScriptedReply::text("Still here."));
     let during = hub.push("events_api", dm_event("Ev2", "1700000002.000100", "are you there?"));
     wait_until("pod B's answer", async || (slack.posted().len() == 3).then_some(())).await;
@@ -111,6 +110,16 @@ pub(crate) async fn bind_ai_bot(env: &TestEnv, bot: &WecomBotEmulator, bot_id: &
     bind_channel(env, binding).await
 }
 
+/// AI bot aib-1 (its secret is s3cret) on the emulator, bound with `secret`, and a gateway pod.
+async fn ai_bot_stack(secret: &str) -> (TestEnv, WecomBotEmulator, Channel, Pod) {
+    chat_stack(async |env| {
+        let bot = WecomBotEmulator::start("aib-1", "s3cret").await.unwrap();
+        let channel = bind_ai_bot(env, &bot, "aib-1", secret).await;
+        (bot, channel)
+    })
+    .await
+}
+
 async fn replies(bot: &WecomBotEmulator, n: usize) -> Vec<BotReply> {
     wait_until(&format!("{n} replies"), async || {
         let r = bot.replies();
@@ -121,10 +130,7 @@ async fn replies(bot: &WecomBotEmulator, n: usize) -> Vec<BotReply> {
 
 #[tokio::test]
 async fn a_wecom_ai_bot_answers_chinese_under_the_messages_req_id_and_reconnects_when_the_socket_drops() {
-    let env = TestEnv::start().await;
-    let bot = WecomBotEmulator::start("aib-1", "s3cret").await.unwrap();
-    bind_ai_bot(&env, &bot, "aib-1", "s3cret").await;
-    let pod = Pod::start(&env).await;
+    let (env, bot, _, pod) = ai_bot_stack("s3cret").await;
     wait_until("the subscription", async || (bot.subscriptions() == (1, true)).then_some(())).await;
 
     // Chinese in and out, the answer under the message's own req_id.
@@ -179,11 +185,8 @@ async fn a_wecom_ai_bot_answers_chinese_under_the_messages_req_id_and_reconnects
 
 #[tokio::test]
 async fn a_wecom_ai_bot_whose_heartbeats_go_unanswered_reconnects() {
-    let env = TestEnv::start().await;
-    let bot = WecomBotEmulator::start("aib-1", "s3cret").await.unwrap();
-    bind_ai_bot(&env, &bot, "aib-1", "s3cret").await;
     // The test pod pings every second.
-    let pod = Pod::start(&env).await;
+    let (env, bot, _, pod) = ai_bot_stack("s3cret").await;
     wait_until("the subscription", async || (bot.subscriptions() == (1, true)).then_some(())).await;
     wait_until("a heartbeat", async || (bot.pings() >= 1).then_some(())).await;
     assert_eq!(bot.subscriptions().0, 1, "answered heartbeats keep the socket");
@@ -201,10 +204,7 @@ async fn a_wecom_ai_bot_whose_heartbeats_go_unanswered_reconnects() {
 
 #[tokio::test]
 async fn a_wecom_ai_bot_with_a_wrong_secret_is_marked_and_not_retried() {
-    let env = TestEnv::start().await;
-    let bot = WecomBotEmulator::start("aib-1", "s3cret").await.unwrap();
-    let channel = bind_ai_bot(&env, &bot, "aib-1", "wrong").await;
-    let pod = Pod::start(&env).await;
+    let (env, bot, channel, pod) = ai_bot_stack("wrong").await;
     let marked = poll_until(async || {
         Some(env.store.gateway_channel(channel.id).await.unwrap())
             .filter(|c| c.status == hermes_core::ChannelStatus::Blocked)

@@ -16,7 +16,7 @@ use hermes_store::{Channel, ChannelAccess, NewChannel, SecretBox};
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::telegram::{SentMessage, TelegramEmulator, message_update};
 
-use crate::harness::{PATIENCE, TestEnv, is_preview, poll_until};
+use crate::harness::{PATIENCE, TestEnv, is_preview, kill, poll_until};
 
 pub(crate) const TOKEN: &str = "123456:test-token";
 
@@ -147,6 +147,16 @@ pub(crate) async fn open_bot_with_tools(env: &TestEnv, toolsets: &[&str]) -> (Te
     (tg, Pod::start(env).await)
 }
 
+/// [`open_chat`] whose agent has exactly `toolsets`.
+pub(crate) async fn open_chat_with_tools(toolsets: &[&str]) -> (TestEnv, TelegramEmulator, Channel, Pod) {
+    chat_stack(async |env| {
+        let (tg, channel) = open_bot(env).await;
+        env.set_toolsets(channel.agent_id, toolsets).await;
+        (tg, channel)
+    })
+    .await
+}
+
 /// A stack with the bot `bind` binds on its platform's emulator, and a gateway pod running:
 /// where a chat test starts.
 pub(crate) async fn chat_stack<E>(bind: impl AsyncFnOnce(&TestEnv) -> (E, Channel)) -> (TestEnv, E, Channel, Pod) {
@@ -181,6 +191,20 @@ pub(crate) async fn audited_from_chat(env: &TestEnv, action: &str) -> (String, V
         .unwrap()
 }
 
+/// Person `user` says `text` in their direct chat, and the model answers `answer`: the bot's
+/// messages once it has sent `n` (the answer among them).
+pub(crate) async fn exchange(
+    env: &TestEnv,
+    tg: &TelegramEmulator,
+    (user, text): (i64, &str),
+    answer: impl Into<String>,
+    n: usize,
+) -> Vec<SentMessage> {
+    env.llm.push(ScriptedReply::text(answer));
+    tg.user_says(TOKEN, user, text);
+    sent(tg, n).await
+}
+
 /// Waits until the bot has sent `n` messages (and no preview is showing in their place).
 pub(crate) async fn sent(tg: &TelegramEmulator, n: usize) -> Vec<SentMessage> {
     let done = |s: &Vec<SentMessage>| s.len() >= n && !s.iter().any(|m| is_preview(&m.text));
@@ -195,10 +219,8 @@ async fn a_polled_bot_answers_once_per_update_and_another_pod_takes_over_when_it
     let env = TestEnv::start().await;
     let (tg, _) = open_bot(&env).await;
     // Pod A is a real gateway process, so it can die without a goodbye.
-    let mut pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &process_settings(&env));
-    env.llm.push(ScriptedReply::text("Hello Ann!"));
-    tg.user_says(TOKEN, 42, "hi there");
-    let answers = sent(&tg, 1).await;
+    let pod_a = env.spawn_hermesd_with(&["gateway"], "gateway-a", &process_settings(&env));
+    let answers = exchange(&env, &tg, (42, "hi there"), "Hello Ann!", 1).await;
     assert_eq!(answers[0].text, "Hello Ann!");
     assert_eq!(answers[0].chat_id, "42");
     assert!(answers[0].reply_to.is_some(), "answers quote the message they answer");
@@ -228,15 +250,12 @@ async fn a_polled_bot_answers_once_per_update_and_another_pod_takes_over_when_it
     // A dies (SIGKILL, no lease given back) as if before its last position was recorded and
     // confirmed: Telegram hands B that update again. B takes the bot over when the lease
     // lapses, recognises the update, and answers only the new message.
-    pod_a.kill().unwrap();
-    pod_a.wait().unwrap();
+    kill(pod_a);
     sqlx::query("UPDATE channels SET poll_offset = $1").bind(first).execute(&env.db).await.unwrap();
     let mut again = message_update(42, "private", 42, "once please", None);
     again["update_id"] = json!(first);
     tg.redeliver(TOKEN, again);
-    env.llm.push(ScriptedReply::text("Still here."));
-    tg.user_says(TOKEN, 42, "are you there?");
-    let answers = sent(&tg, 3).await;
+    let answers = exchange(&env, &tg, (42, "are you there?"), "Still here.", 3).await;
     assert_eq!(answers[2].text, "Still here.");
     // No update may be answered twice for a while: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(800)).await;
@@ -322,9 +341,7 @@ async fn the_webhook_needs_the_secret_and_strangers_commands_and_long_answers_ar
 async fn flood_control_is_waited_out_and_a_blocked_bot_marks_its_channel() {
     let (env, tg, channel, pod) = open_chat().await;
     tg.fail_next(TOKEN, "sendMessage", 1, 429, "Too Many Requests: retry after 1", Some(1));
-    env.llm.push(ScriptedReply::text("After the flood."));
-    tg.user_says(TOKEN, 42, "hi");
-    let got = sent(&tg, 1).await;
+    let got = exchange(&env, &tg, (42, "hi"), "After the flood.", 1).await;
     assert_eq!(got[0].text, "After the flood.");
     let attempts = tg.calls(TOKEN).iter().filter(|(m, _)| m == "sendMessage").count();
     assert_eq!(attempts, 2, "one refused with 429, one delivered after the wait");
@@ -361,9 +378,7 @@ async fn a_new_message_interrupts_the_turn_the_agent_is_working_on() {
     tg.user_says(TOKEN, 42, "first question");
     // Wait until the agent is thinking about the first message (its model call is out).
     env.llm.wait_for_requests(1, PATIENCE).await;
-    env.llm.push(ScriptedReply::text("Answer to the second."));
-    tg.user_says(TOKEN, 42, "actually, second question");
-    let got = sent(&tg, 1).await;
+    let got = exchange(&env, &tg, (42, "actually, second question"), "Answer to the second.", 1).await;
     assert_eq!(got[0].text, "Answer to the second.");
     // Nothing more may come for a while: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(800)).await;

@@ -11,7 +11,7 @@ use hermes_testkit::telegram::{SentMessage, TelegramEmulator};
 
 use crate::harness::{PATIENCE, TestEnv, poll_until};
 use crate::telegram::{
-    Pod, TOKEN, audited_from_chat, bind, chat_stack_with, open_bot, open_bot_with_tools, open_chat, sent,
+    Pod, TOKEN, audited_from_chat, bind, chat_stack_with, exchange, open_bot, open_bot_with_tools, open_chat, sent,
 };
 
 /// The callback data of the button labelled `label` under `message`.
@@ -30,11 +30,8 @@ async fn approvals_and_questions_are_asked_in_the_chat_and_answered_with_buttons
     let (tg, pod) = open_bot_with_tools(&env, &["terminal", "clarify"]).await;
 
     // A dangerous command: the question comes with buttons; a press resumes the turn.
-    env.llm
-        .push(ScriptedReply::tool_call("terminal", json!({"command": "mkdir -p build && rm -rf build && echo gone"})));
-    env.llm.push(ScriptedReply::text("Build directory removed."));
-    tg.user_says(TOKEN, 42, "clean the build");
-    let asked = sent(&tg, 1).await;
+    env.llm.push(ScriptedReply::terminal("mkdir -p build && rm -rf build && echo gone"));
+    let asked = exchange(&env, &tg, (42, "clean the build"), "Build directory removed.", 1).await;
     assert!(asked[0].text.contains("rm -rf build"), "{}", asked[0].text);
     let data = button(&asked[0], "Allow once");
     tg.press_button(TOKEN, 42, 42, asked[0].message_id, &data);
@@ -50,10 +47,8 @@ async fn approvals_and_questions_are_asked_in_the_chat_and_answered_with_buttons
     assert_eq!(tg.sent(TOKEN).len(), 2);
 
     // Another approval, answered with /deny.
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "rm -rf /workspace/cache"})));
-    env.llm.push(ScriptedReply::text("Understood, I left it."));
-    tg.user_says(TOKEN, 42, "clear the cache");
-    sent(&tg, 3).await;
+    env.llm.push(ScriptedReply::terminal("rm -rf /workspace/cache"));
+    exchange(&env, &tg, (42, "clear the cache"), "Understood, I left it.", 3).await;
     tg.user_says(TOKEN, 42, "/deny");
     let got = sent(&tg, 5).await;
     let texts: Vec<&str> = got[3..].iter().map(|m| m.text.as_str()).collect();
@@ -62,9 +57,7 @@ async fn approvals_and_questions_are_asked_in_the_chat_and_answered_with_buttons
 
     // A clarifying question is answered by the next plain message.
     env.llm.push(ScriptedReply::tool_call("clarify", json!({"question": "Which environment?"})));
-    env.llm.push(ScriptedReply::text("Deploying to staging."));
-    tg.user_says(TOKEN, 42, "deploy it");
-    let got = sent(&tg, 6).await;
+    let got = exchange(&env, &tg, (42, "deploy it"), "Deploying to staging.", 6).await;
     assert!(got[5].text.contains("Which environment?"), "{}", got[5].text);
     tg.user_says(TOKEN, 42, "staging");
     let got = sent(&tg, 8).await;
@@ -116,9 +109,7 @@ async fn a_stranger_pairs_with_a_code_an_admin_approves_in_chat() {
         "the chat admin's approval is audited"
     );
 
-    env.llm.push(ScriptedReply::text("Nice to meet you."));
-    tg.user_says(TOKEN, 42, "hi, I'm in");
-    let got = sent(&tg, 7).await;
+    let got = exchange(&env, &tg, (42, "hi, I'm in"), "Nice to meet you.", 7).await;
     assert_eq!(got[6].text, "Nice to meet you.");
     pod.stop_with(env).await;
 }
@@ -126,16 +117,12 @@ async fn a_stranger_pairs_with_a_code_an_admin_approves_in_chat() {
 #[tokio::test]
 async fn answers_are_formatted_and_fall_back_to_plain_text_when_telegram_refuses_the_markup() {
     let (env, tg, _, pod) = open_chat().await;
-    env.llm.push(ScriptedReply::text("**Done**: ran `ls <dir>` for you."));
-    tg.user_says(TOKEN, 42, "list it");
-    let got = sent(&tg, 1).await;
+    let got = exchange(&env, &tg, (42, "list it"), "**Done**: ran `ls <dir>` for you.", 1).await;
     assert_eq!(got[0].text, "<b>Done</b>: ran <code>ls &lt;dir&gt;</code> for you.");
     assert_eq!(got[0].parse_mode.as_deref(), Some("HTML"));
 
     tg.fail_next(TOKEN, "sendMessage", 1, 400, "Bad Request: can't parse entities: Unsupported start tag", None);
-    env.llm.push(ScriptedReply::text("**Again**"));
-    tg.user_says(TOKEN, 42, "again");
-    let got = sent(&tg, 2).await;
+    let got = exchange(&env, &tg, (42, "again"), "**Again**", 2).await;
     assert_eq!((got[1].text.as_str(), got[1].parse_mode.as_deref()), ("**Again**", None), "plain text, once");
     pod.stop_with(env).await;
 }
@@ -143,9 +130,7 @@ async fn answers_are_formatted_and_fall_back_to_plain_text_when_telegram_refuses
 #[tokio::test]
 async fn chat_commands_rename_report_retry_and_stop_the_conversation() {
     let (env, tg, _, pod) = open_chat().await;
-    env.llm.push(ScriptedReply::text("Hi!"));
-    tg.user_says(TOKEN, 42, "hello");
-    sent(&tg, 1).await;
+    exchange(&env, &tg, (42, "hello"), "Hi!", 1).await;
 
     tg.user_says(TOKEN, 42, "/title Project X");
     assert_eq!(sent(&tg, 2).await[1].text, "Renamed to “Project X”.");
@@ -153,9 +138,7 @@ async fn chat_commands_rename_report_retry_and_stop_the_conversation() {
     let status = sent(&tg, 3).await[2].text.clone();
     assert!(status.contains("Project X") && status.contains("2 messages") && status.ends_with("Idle."), "{status}");
 
-    env.llm.push(ScriptedReply::text("Hi again!"));
-    tg.user_says(TOKEN, 42, "/retry");
-    let got = sent(&tg, 5).await;
+    let got = exchange(&env, &tg, (42, "/retry"), "Hi again!", 5).await;
     assert!(got[3..].iter().any(|m| m.text == "Asking again…") && got[3..].iter().any(|m| m.text == "Hi again!"));
     let asked = env.llm.requests().last().unwrap().messages();
     assert_eq!(asked.last().unwrap()["content"], "hello", "the last message, asked again");
@@ -179,7 +162,7 @@ async fn chat_commands_rename_report_retry_and_stop_the_conversation() {
 async fn a_streaming_channel_shows_a_live_preview_that_the_answer_replaces() {
     let streaming = hermes_store::ChannelAccess { streaming: Some(true), ..Default::default() };
     let (env, tg, _, pod) = chat_stack_with(open_bot, Some(streaming)).await;
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "sleep 2 && echo built"})));
+    env.llm.push(ScriptedReply::terminal("sleep 2 && echo built"));
     env.llm.push(ScriptedReply::text("The build is done."));
     tg.user_says(TOKEN, 42, "build it");
     // While the tool runs, a preview shows what the agent is doing.
@@ -198,7 +181,7 @@ async fn a_streaming_channel_shows_a_live_preview_that_the_answer_replaces() {
 #[tokio::test]
 async fn tools_at_work_show_in_one_message_without_streaming_unless_turned_off() {
     let (env, tg, channel, pod) = open_chat().await;
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "sleep 2 && echo built"})));
+    env.llm.push(ScriptedReply::terminal("sleep 2 && echo built"));
     env.llm.push(ScriptedReply::text("Built."));
     tg.user_says(TOKEN, 42, "build it");
     let progress = poll_until(async || tg.all_sent(TOKEN).into_iter().next()).await;
@@ -213,10 +196,8 @@ async fn tools_at_work_show_in_one_message_without_streaming_unless_turned_off()
     // Turned off: only the answer.
     let off = hermes_store::ChannelAccess { tool_progress: Some(false), ..Default::default() };
     env.change_access(&channel, &off).await;
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "sleep 2 && echo again"})));
-    env.llm.push(ScriptedReply::text("Again."));
-    tg.user_says(TOKEN, 42, "once more");
-    sent(&tg, 2).await;
+    env.llm.push(ScriptedReply::terminal("sleep 2 && echo again"));
+    exchange(&env, &tg, (42, "once more"), "Again.", 2).await;
     assert_eq!(tg.all_sent(TOKEN).len(), 3, "no second progress message: {:?}", tg.all_sent(TOKEN));
     pod.stop_with(env).await;
 }
@@ -295,14 +276,10 @@ async fn a_group_is_one_conversation_or_one_per_person_as_the_channel_says() {
 #[tokio::test]
 async fn an_earlier_conversation_is_listed_and_resumed() {
     let (env, tg, _, pod) = open_chat().await;
-    env.llm.push(ScriptedReply::text("Noted: the code word is heron."));
-    tg.user_says(TOKEN, 42, "the code word is heron");
-    sent(&tg, 1).await;
+    exchange(&env, &tg, (42, "the code word is heron"), "Noted: the code word is heron.", 1).await;
     tg.user_says(TOKEN, 42, "/new");
     sent(&tg, 2).await;
-    env.llm.push(ScriptedReply::text("Hello again."));
-    tg.user_says(TOKEN, 42, "something else");
-    sent(&tg, 3).await;
+    exchange(&env, &tg, (42, "something else"), "Hello again.", 3).await;
 
     tg.user_says(TOKEN, 42, "/sessions");
     let list = sent(&tg, 4).await[3].text.clone();
@@ -310,9 +287,7 @@ async fn an_earlier_conversation_is_listed_and_resumed() {
     assert!(list.contains("2. the code word is heron"), "{list}");
     tg.user_says(TOKEN, 42, "/resume 2");
     assert_eq!(sent(&tg, 5).await[4].text, "Back to “the code word is heron”.");
-    env.llm.push(ScriptedReply::text("Heron."));
-    tg.user_says(TOKEN, 42, "what was the code word?");
-    sent(&tg, 6).await;
+    exchange(&env, &tg, (42, "what was the code word?"), "Heron.", 6).await;
     let seen = env.llm.requests().last().unwrap().messages();
     assert!(seen.iter().any(|m| m["content"] == "the code word is heron"), "the resumed history: {seen:?}");
     assert!(!seen.iter().any(|m| m["content"] == "something else"));

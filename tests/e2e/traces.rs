@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::otlp::{OtlpReceiver, ReceivedSpan};
@@ -113,9 +113,9 @@ fn has(spans: &[ReceivedSpan], service: &str, name: &str) -> bool {
 #[tokio::test]
 async fn a_chat_completion_with_a_tool_call_is_one_trace_from_the_api_to_sandboxd() {
     let rx = OtlpReceiver::start().await.unwrap();
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: true }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::NO_WORKER).await;
     let (_, _, key) = env.tenant("acme", "ops").await;
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "echo traced"})));
+    env.llm.push(ScriptedReply::terminal("echo traced"));
     env.llm.push(ScriptedReply::text("done"));
     let (api, url) = spawn_api(&env, &rx).await;
     let worker = Proc(env.spawn_hermesd_with(&["worker"], "worker-traced", &exporting(&rx, "grpc")));
@@ -166,9 +166,9 @@ async fn a_chat_completion_with_a_tool_call_is_one_trace_from_the_api_to_sandbox
 #[tokio::test]
 async fn a_telegram_message_with_a_tool_call_is_one_trace_from_the_gateway_to_the_answer() {
     let rx = OtlpReceiver::start().await.unwrap();
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: true }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::NO_WORKER).await;
     let (tg, _) = open_bot(&env).await;
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "echo from chat"})));
+    env.llm.push(ScriptedReply::terminal("echo from chat"));
     env.llm.push(ScriptedReply::text("Done from chat."));
     let mut settings = process_settings(&env);
     settings.extend(exporting(&rx, "http/protobuf"));
@@ -202,9 +202,9 @@ async fn a_telegram_message_with_a_tool_call_is_one_trace_from_the_gateway_to_th
 #[tokio::test]
 async fn a_turn_resumed_after_its_worker_was_killed_stays_in_the_callers_trace() {
     let rx = OtlpReceiver::start().await.unwrap();
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: true }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::NO_WORKER).await;
     let (_, _, key) = env.tenant("acme", "ops").await;
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "echo once"})));
+    env.llm.push(ScriptedReply::terminal("echo once"));
     // Worker A dies while it waits for this answer.
     env.llm.push(ScriptedReply::text("never delivered").after(Duration::from_secs(20)));
     env.llm.push(ScriptedReply::text("finished by worker B"));

@@ -6,17 +6,16 @@ use serde_json::{Value, json};
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{TestEnv, ask};
+use crate::harness::{Team, TestEnv, ask};
 
+/// The team's usage report for `query`, as `key` reads it.
 async fn usage(env: &TestEnv, key: &str, query: &str) -> (u16, Value) {
-    let resp = env.http.get(format!("{}/v1/usage?{query}", env.api_url)).bearer_auth(key).send().await.unwrap();
-    (resp.status().as_u16(), resp.json().await.unwrap())
+    crate::openapi::call(env, key, "get", &format!("/v1/usage?{query}"), None).await
 }
 
 #[tokio::test]
 async fn calls_are_priced_when_recorded_and_reported_per_day_agent_and_key() {
-    let env = TestEnv::start().await;
-    let (tenant, _, key) = env.tenant("acme", "ops").await;
+    let Team { env, tenant, key, .. } = Team::acme("ops").await;
     let (_, second_key) = env.store.create_api_key(tenant, None, "ci", None).await.unwrap();
     // The scripted model is "scripted-model": priced by prefix.
     env.price_tokens("scripted*", 2.0, 8.0).await;
@@ -70,8 +69,7 @@ async fn calls_are_priced_when_recorded_and_reported_per_day_agent_and_key() {
 
 #[tokio::test]
 async fn a_reached_hard_cap_stops_turns_before_any_model_call_with_402() {
-    let env = TestEnv::start().await;
-    let (tenant, agent, key) = env.tenant("acme", "ops").await;
+    let Team { env, tenant, agent, key } = Team::acme("ops").await;
     env.agent(tenant, "billing").await;
     env.price_tokens("scripted-model", 1_000.0, 1_000.0).await;
     // The agent may spend a cent a day; the first turn passes it.
@@ -107,22 +105,17 @@ async fn a_reached_hard_cap_stops_turns_before_any_model_call_with_402() {
 
 #[tokio::test]
 async fn a_reached_soft_cap_warns_once_the_turn_goes_on_and_its_tool_and_sandbox_time_are_metered() {
-    let env = TestEnv::start().await;
-    let (tenant, _, key) = env.tenant("acme", "ops").await;
+    let Team { env, tenant, key, .. } = Team::acme("ops").await;
     // A soft cap of zero is reached from the start; there is no hard cap.
     env.cap_spending(tenant, None, hermes_core::BudgetPeriod::Month, (None, Some(0.0))).await;
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "echo checked"})));
+    env.llm.push(ScriptedReply::terminal("echo checked"));
     env.llm.push(ScriptedReply::text("All checked."));
     let resp = env
         .chat(&key, json!({"model": "ops", "stream": true, "messages": [{"role": "user", "content": "check"}]}))
         .await;
     assert_eq!(resp.status(), 200);
     let events = crate::harness::sse_events(&resp.text().await.unwrap());
-    let notices: Vec<Value> = events
-        .iter()
-        .filter(|(name, _)| name.as_deref() == Some("hermes.notice"))
-        .map(|(_, data)| serde_json::from_str(data).unwrap())
-        .collect();
+    let notices = crate::harness::sse_data(&events, "hermes.notice");
     assert_eq!(notices.len(), 1, "one warning for a turn of two model calls: {events:?}");
     assert_eq!(notices[0]["code"], "soft_cap_reached");
     assert!(notices[0]["message"].as_str().unwrap().starts_with("Your team's monthly spending warning level"));

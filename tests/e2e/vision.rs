@@ -72,7 +72,7 @@ async fn a_photo_to_a_text_only_model_is_described_by_the_vision_model_and_answe
     env.llm.push(ScriptedReply::text("I cannot see pictures here; what does it show?"));
     tg.user_sends_photo(TOKEN, 42, "photo-2", &hermes_testkit::images::jpeg(64, 48).unwrap(), None);
     assert_eq!(sent(&tg, 2).await[1].text, "I cannot see pictures here; what does it show?");
-    let told = env.llm.requests()[1].messages().last().unwrap()["content"].as_str().unwrap().to_owned();
+    let told = env.llm.requests()[1].last_text();
     assert!(
         told.starts_with("[The user sent an image but I couldn't see it this time (no model that can see"),
         "{told}"

@@ -10,7 +10,7 @@ use hermes_testkit::speech::SpeechToText;
 use hermes_testkit::tts::{SpeechApi, fake_audio};
 
 use crate::harness::{Roles, TestEnv, wait_until};
-use crate::telegram::{Pod, TOKEN, open_bot, open_bot_with_tools, sent};
+use crate::telegram::{Pod, TOKEN, exchange, open_bot, open_bot_with_tools, sent};
 
 #[tokio::test]
 async fn with_voice_on_a_voice_note_is_answered_with_a_voice_bubble_and_text_only_gets_text() {
@@ -53,9 +53,7 @@ async fn with_voice_on_a_voice_note_is_answered_with_a_voice_bubble_and_text_onl
     assert_eq!(metered, ("speech".into(), "gpt-4o-mini-tts".into(), 31, None));
 
     // A typed message in the same chat: text only.
-    env.llm.push(ScriptedReply::text("It is sunny."));
-    tg.user_says(TOKEN, 42, "weather?");
-    assert_eq!(sent(&tg, 3).await[2].text, "It is sunny.");
+    assert_eq!(exchange(&env, &tg, (42, "weather?"), "It is sunny.", 3).await[2].text, "It is sunny.");
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert_eq!((tg.uploads(TOKEN).len(), tts.requests().len()), (1, 1));
 
@@ -81,9 +79,10 @@ async fn text_to_speech_through_edge_reaches_the_chat_as_audio() {
 
     env.llm
         .push(ScriptedReply::tool_call("text_to_speech", json!({"text": "Good morning, team. Stand-up is at nine."})));
-    env.llm.push(ScriptedReply::text("Here is the announcement."));
-    tg.user_says(TOKEN, 42, "record the stand-up announcement");
-    assert_eq!(sent(&tg, 1).await[0].text, "Here is the announcement.");
+    assert_eq!(
+        exchange(&env, &tg, (42, "record the stand-up announcement"), "Here is the announcement.", 1).await[0].text,
+        "Here is the announcement."
+    );
     let audio = wait_until("the audio", async || tg.uploads(TOKEN).into_iter().next()).await;
     assert_eq!((audio.method.as_str(), audio.mime.as_str()), ("sendAudio", "audio/mpeg"));
     assert_eq!(audio.data, fake_audio(false, "Good morning, team. Stand-up is at nine."));

@@ -10,7 +10,7 @@ use hermes_testkit::ScriptedReply;
 
 use crate::harness::TestEnv;
 use crate::openapi::call;
-use crate::telegram::{Pod, open_bot, sent};
+use crate::telegram::{Pod, open_bot, open_chat_with_tools, sent};
 
 async fn post(pod: &Pod, path: &str, headers: &[(&str, String)], body: &[u8]) -> (u16, Value) {
     let mut req = reqwest::Client::new().post(format!("{}{path}", pod.url)).body(body.to_vec());
@@ -93,7 +93,7 @@ async fn a_signed_event_becomes_a_turn_with_web_tools_only_answered_in_the_chat_
     let got = sent(&tg, 1).await;
     assert_eq!(got[0].text, "⚡ Webhook “PR review”\n\nLooks good: the retry is bounded.");
     let request = &env.llm.requests()[0];
-    let user = request.messages().last().unwrap()["content"].as_str().unwrap().to_owned();
+    let user = request.last_text();
     assert!(user.contains("comes from a third party") && user.ends_with("Review PR #7: Fix the flaky test"), "{user}");
     assert_eq!(tool_names(&request.body), ["web_extract", "web_search"], "upstream's webhook toolset: web only");
     // The sender retries the same delivery: nothing starts again.
@@ -129,11 +129,8 @@ async fn a_signed_event_becomes_a_turn_with_web_tools_only_answered_in_the_chat_
 
 #[tokio::test]
 async fn a_hook_fires_its_cron_job_now_with_the_event_as_marked_context() {
-    let env = TestEnv::start().await;
-    let (tg, _) = open_bot(&env).await;
-    sqlx::query("UPDATE agents SET toolsets = ARRAY['terminal', 'file', 'web']").execute(&env.db).await.unwrap();
+    let (env, tg, _, pod) = open_chat_with_tools(&["terminal", "file", "web"]).await;
     let key = key(&env).await;
-    let pod = Pod::start(&env).await;
     let job = json!({"name": "Deploy report", "prompt": "Summarise the deployment for the team.",
                      "schedule": "every 1d", "deliver": "telegram:42"});
     assert_eq!(call(&env, &key, "post", "/v1/cron/jobs", Some(job)).await.0, 201);
@@ -161,7 +158,7 @@ async fn a_hook_fires_its_cron_job_now_with_the_event_as_marked_context() {
     assert!(taken["cron_job_id"].is_string(), "{taken}");
     let got = sent(&tg, 1).await;
     assert_eq!(got[0].text, "⏰ Cron job “Deploy report”\n\nBilling is deployed.");
-    let user = env.llm.requests()[0].messages().last().unwrap()["content"].as_str().unwrap().to_owned();
+    let user = env.llm.requests()[0].last_text();
     assert!(user.starts_with("[This run was started by a webhook, not by the schedule.]"), "{user}");
     assert!(user.contains("[Warning: it contains text that looks like"), "{user}");
     assert!(

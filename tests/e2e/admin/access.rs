@@ -11,7 +11,7 @@ use crate::harness::{Roles, TestEnv};
 
 #[tokio::test]
 async fn each_role_may_do_what_the_table_says_and_no_more() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::API_ONLY).await;
     let (acme, _, _) = env.tenant("acme", "helper").await;
     let (other, _, _) = env.tenant("other", "helper").await;
     let (owner_id, owner) = member(&env, acme, "owner@acme.test", MemberRole::Owner).await;

@@ -10,7 +10,7 @@ use crate::harness::Roles;
 
 #[tokio::test]
 async fn an_agent_is_edited_with_its_values_checked_and_audited() {
-    let Acme { env, id: acme, owner, viewer, .. } = Acme::start(Roles { worker: false, scheduler: false }).await;
+    let Acme { env, id: acme, owner, viewer, .. } = Acme::start(Roles::API_ONLY).await;
     let path = format!("/admin/v1/tenants/{acme}/agents/helper");
 
     let (s, _) = viewer.call(&env, Method::PATCH, &path, Some(json!({"model": "gpt-x"}))).await;

@@ -10,10 +10,9 @@ use crate::harness::{Roles, TestEnv};
 
 #[tokio::test]
 async fn admin_writes_are_audited_with_actor_request_and_address_and_export_as_csv_and_json_lines() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
-    let (acme, _, _) = env.tenant("acme", "helper").await;
+    let env = TestEnv::start_roles(Roles::API_ONLY).await;
+    let (acme, _, owner) = acme_and_owner(&env).await;
     let (other, _, _) = env.tenant("other", "helper").await;
-    let (_, owner) = member(&env, acme, "owner@acme.test", MemberRole::Owner).await;
     let (_, stranger) = member(&env, other, "owner@other.test", MemberRole::Owner).await;
     let t = |rest: &str| format!("/admin/v1/tenants/{acme}{rest}");
 
@@ -65,28 +64,17 @@ async fn admin_writes_are_audited_with_actor_request_and_address_and_export_as_c
     assert_eq!(s, 400, "a range that ends before it starts");
 
     // Exports.
-    let csv = env
-        .http
-        .get(format!("{}{}", env.api_url, t("/audit?format=csv")))
-        .header("cookie", &owner.cookie)
-        .send()
-        .await
-        .unwrap();
+    // An export, as the owner's browser downloads it.
+    let export = |query: &str| {
+        env.http.get(format!("{}{}", env.api_url, t(&format!("/audit?{query}")))).header("cookie", &owner.cookie)
+    };
+    let csv = export("format=csv").send().await.unwrap();
     assert_eq!(csv.headers()["content-type"], "text/csv; charset=utf-8");
     assert!(csv.headers()["content-disposition"].to_str().unwrap().contains("audit.csv"));
     let csv = csv.text().await.unwrap();
     assert!(csv.starts_with("id,at,tenant_id,actor_kind"), "{csv}");
     assert_eq!(csv.lines().count(), 1 + entries.len(), "a header and every entry");
-    let lines = env
-        .http
-        .get(format!("{}{}", env.api_url, t("/audit?format=jsonl&action=api_key.")))
-        .header("cookie", &owner.cookie)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let lines = export("format=jsonl&action=api_key.").send().await.unwrap().text().await.unwrap();
     let parsed: Vec<Value> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(parsed.len(), 2);
 
@@ -101,7 +89,7 @@ async fn admin_writes_are_audited_with_actor_request_and_address_and_export_as_c
 /// made either, so nobody gets an API key the log does not show (review L10).
 #[tokio::test]
 async fn a_key_whose_audit_entry_cannot_be_written_is_not_made() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::API_ONLY).await;
     let (acme, _, owner) = acme_and_owner(&env).await;
     let keys = format!("/admin/v1/tenants/{acme}/keys");
     // The audit log refuses the key's entry (as a full disk or a lost connection would).

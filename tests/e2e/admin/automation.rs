@@ -18,7 +18,7 @@ async fn cron_hooks_and_waiting_approvals_are_run_answered_and_watched_from_the_
 
     // First the approval: the cron job run below would take scripted replies meant for it.
     // A turn waits for an approval; a member sees it, the owner denies it, the turn goes on.
-    env.llm.push(ScriptedReply::tool_call("terminal", json!({"command": "rm -rf /workspace/build"})));
+    env.llm.push(ScriptedReply::terminal("rm -rf /workspace/build"));
     env.llm.push(ScriptedReply::text("Understood, I left it alone."));
     let (s, run) = call(&env, &key, "post", "/v1/runs", Some(json!({"input": "clean up"}))).await;
     assert_eq!(s, 202, "{run}");

@@ -9,7 +9,7 @@ use crate::harness::Roles;
 
 #[tokio::test]
 async fn provider_keys_are_write_only_and_their_health_is_visible() {
-    let Acme { env, id: acme, owner, viewer, .. } = Acme::start(Roles { worker: false, scheduler: false }).await;
+    let Acme { env, id: acme, owner, viewer, .. } = Acme::start(Roles::API_ONLY).await;
     let t = |rest: &str| format!("/admin/v1/tenants/{acme}{rest}");
     let key = json!({"provider": "openai", "label": "team key", "secret": "sk-live-very-secret", "allowed_hosts": ["api.openai.com"]});
 

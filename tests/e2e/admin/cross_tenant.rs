@@ -45,7 +45,7 @@ async fn snapshot(env: &TestEnv, tenant: hermes_core::TenantId) -> Vec<Vec<Strin
 
 #[tokio::test]
 async fn every_admin_operation_on_another_tenants_objects_answers_404_and_changes_nothing() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::API_ONLY).await;
     let (victim, agent, key) = env.tenant("victim", "helper").await;
     let (intruder, _, _) = env.tenant("intruder", "spy").await;
     member(&env, victim, "owner@victim.test", MemberRole::Owner).await;

@@ -170,7 +170,7 @@ async fn a_header_names_the_teams_key_which_is_filled_in_when_the_turn_connects_
 
     // The result's picture is kept with the turn; in an API turn the model is given its link.
     let last = env.llm.requests().pop().unwrap();
-    let told = last.messages().last().unwrap()["content"].as_str().unwrap().to_owned();
+    let told = last.last_text();
     let link = told.split("](").nth(1).and_then(|rest| rest.split(')').next()).unwrap_or_default().to_owned();
     assert!(told.starts_with(r#"{"result":"the chart\n[image from the server (image/png): kept"#), "{told}");
     let picture = env.http.get(&link).bearer_auth(&key).send().await.unwrap();
@@ -187,7 +187,7 @@ async fn a_header_names_the_teams_key_which_is_filled_in_when_the_turn_connects_
 /// the agent's code.
 #[tokio::test]
 async fn a_stdio_servers_env_takes_only_keys_added_as_readable_by_the_agents_code() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::API_ONLY).await;
     let (acme, _, owner) = acme_and_owner(&env).await;
     let credentials = format!("/admin/v1/tenants/{acme}/credentials");
     let key = |label: &str, readable: bool| {

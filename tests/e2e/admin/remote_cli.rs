@@ -34,7 +34,7 @@ fn run(url: &str, token: &str, args: &[&str]) -> (bool, String) {
 
 #[tokio::test]
 async fn hermesctl_manages_tenants_keys_and_members_over_the_admin_api() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::API_ONLY).await;
     let ops = env.store.ensure_person("ops@example.com", "", true, &cli()).await.unwrap();
     let (_, token) =
         env.store.create_operator_token(ops.id, "laptop", std::time::Duration::from_secs(3600), &cli()).await.unwrap();
@@ -95,7 +95,7 @@ fn run_local(database_url: &str, user: &str, args: &[&str]) -> (bool, String) {
 
 #[tokio::test]
 async fn hermesctl_on_the_database_records_each_change_as_the_user_who_ran_it_and_reads_nothing() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::API_ONLY).await;
     let db = env.config.database.url.clone();
     let go = |args: &'static [&'static str]| {
         let db = db.clone();
@@ -150,11 +150,11 @@ async fn hermesctl_on_the_database_records_each_change_as_the_user_who_ran_it_an
 
 #[tokio::test]
 async fn hermesctl_manages_an_agents_mcp_servers_on_the_database_and_over_the_admin_api() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::API_ONLY).await;
     env.tenant("mcp-co", "helper").await;
     let db = env.config.database.url.clone();
     let master = env.config.secrets.master_key.clone().unwrap();
-    let local = move |args: &'static [&'static str]| {
+    let local = move |args: Vec<&'static str>| {
         let (db, master) = (db.clone(), master.clone());
         tokio::task::spawn_blocking(move || {
             let vars = [
@@ -163,41 +163,27 @@ async fn hermesctl_manages_an_agents_mcp_servers_on_the_database_and_over_the_ad
                 ("USER", "dana"),
                 ("MCP_AUTH", "Bearer mcp-secret-value-1234"),
             ];
-            hermesctl_with(&vars, args)
+            hermesctl_with(&vars, &args)
         })
     };
-    let add: &[&str] = &[
-        "mcp",
-        "add",
-        "--tenant",
-        "mcp-co",
-        "--agent",
-        "helper",
-        "--name",
+    // `hermesctl mcp add` for the team's helper: the server `name`, then what it is.
+    let mcp_add = |name: &'static str, what: &[&'static str]| {
+        [&["mcp", "add", "--tenant", "mcp-co", "--agent", "helper", "--name", name][..], what].concat()
+    };
+    let add = mcp_add(
         "tracker",
-        "--server-url",
-        "https://mcp.example.com/mcp",
-        "--header-env",
-        "Authorization=MCP_AUTH",
-        "--include",
-        "get_*",
-    ];
+        &[
+            "--server-url",
+            "https://mcp.example.com/mcp",
+            "--header-env",
+            "Authorization=MCP_AUTH",
+            "--include",
+            "get_*",
+        ],
+    );
     let (ok, out) = local(add).await.unwrap();
     assert!(ok && out.contains("set MCP server tracker of helper"), "{out}");
-    let both: &[&str] = &[
-        "mcp",
-        "add",
-        "--tenant",
-        "mcp-co",
-        "--agent",
-        "helper",
-        "--name",
-        "x",
-        "--server-url",
-        "https://a/",
-        "--command",
-        "npx",
-    ];
+    let both = mcp_add("x", &["--server-url", "https://a/", "--command", "npx"]);
     let (ok, out) = local(both).await.unwrap();
     assert!(!ok && out.contains("not both"), "{out}");
     let sealed: Vec<u8> = sqlx::query_scalar("SELECT secrets FROM mcp_servers").fetch_one(&env.db).await.unwrap();
@@ -222,7 +208,7 @@ async fn hermesctl_manages_an_agents_mcp_servers_on_the_database_and_over_the_ad
     let (ok, out) =
         remote(&["mcp", "remove", "--tenant", "mcp-co", "--agent", "helper", "--name", "tracker"]).await.unwrap();
     assert!(ok, "{out}");
-    let (ok, out) = local(&["--json", "mcp", "list", "--tenant", "mcp-co", "--agent", "helper"]).await.unwrap();
+    let (ok, out) = local(vec!["--json", "mcp", "list", "--tenant", "mcp-co", "--agent", "helper"]).await.unwrap();
     assert!(ok && out.trim() == "[]", "{out}");
 }
 

@@ -9,7 +9,7 @@ use crate::harness::TestEnv;
 
 #[tokio::test]
 async fn the_first_operator_signs_in_by_link_sets_a_password_and_signs_out() {
-    let env = TestEnv::start_with(crate::harness::Roles { worker: false, scheduler: false }, |_| {}).await;
+    let env = TestEnv::start_roles(crate::harness::Roles::API_ONLY).await;
     let ops = env.store.ensure_person("ops@example.com", "Ops", true, &cli()).await.unwrap();
     let token = env.store.create_sign_in_link(ops.id, std::time::Duration::from_secs(300)).await.unwrap();
     let url = format!("{}/admin/v1/sign-in/link", env.api_url);
@@ -123,7 +123,7 @@ async fn forged_cross_site_writes_idle_sessions_and_repeated_wrong_passwords_are
 
 #[tokio::test]
 async fn an_invitation_link_makes_an_account_that_signs_in_with_its_password() {
-    let env = TestEnv::start_with(crate::harness::Roles { worker: false, scheduler: false }, |_| {}).await;
+    let env = TestEnv::start_roles(crate::harness::Roles::API_ONLY).await;
     let acme = env.store.create_tenant("acme").await.unwrap();
     let (_, owner) = member(&env, acme.id, "owner@acme.test", hermes_core::MemberRole::Owner).await;
     let (s, made) = owner

@@ -11,7 +11,7 @@ const SKILL: &str = "---\nname: deploy-checklist\ndescription: What to check bef
 
 #[tokio::test]
 async fn a_tenant_skill_is_uploaded_read_hidden_and_shown_again() {
-    let Acme { env, id: acme, owner, viewer, .. } = Acme::start(Roles { worker: false, scheduler: false }).await;
+    let Acme { env, id: acme, owner, viewer, .. } = Acme::start(Roles::API_ONLY).await;
     let t = |rest: &str| format!("/admin/v1/tenants/{acme}{rest}");
 
     let (s, _) = viewer.call(&env, Method::PUT, &t("/skills/deploy-checklist"), Some(json!({"skill_md": SKILL}))).await;

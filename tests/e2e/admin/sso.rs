@@ -6,7 +6,7 @@ use hermes_core::MemberRole;
 use hermes_testkit::oidc::{CLIENT_ID, CLIENT_SECRET, Login, OidcProvider};
 
 use super::{member, set_cookie};
-use crate::harness::{Roles, TestEnv};
+use crate::harness::{Roles, TestEnv, json_of};
 
 pub(super) struct Browser {
     pub http: reqwest::Client,
@@ -87,16 +87,7 @@ async fn the_identity_provider_signs_people_in_and_every_bad_answer_is_refused()
     let (target, cookie) = browser.sign_in(false).await;
     assert_eq!(target, "/console/t", "back where the person was going");
     let cookie = cookie.expect("a session");
-    let me: serde_json::Value = env
-        .http
-        .get(format!("{}/admin/v1/me", env.api_url))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let me = json_of(env.http.get(format!("{}/admin/v1/me", env.api_url)).header("cookie", &cookie)).await;
     assert_eq!(me["person"]["email"], "ann@acme.test");
     assert_eq!(me["memberships"][0]["role"], "admin");
 
@@ -141,7 +132,7 @@ pub(super) async fn me(env: &TestEnv, cookie: &str) -> serde_json::Value {
 async fn a_tenants_own_provider_signs_in_its_domains_people_and_nobody_else() {
     let idp = OidcProvider::start().await.unwrap();
     // No installation provider: only the tenant's.
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::API_ONLY).await;
     let acme = env.store.create_tenant("acme").await.unwrap();
     let globex = env.store.create_tenant("globex").await.unwrap();
     let (_, owner) = member(&env, acme.id, "olive@acme.test", MemberRole::Owner).await;
