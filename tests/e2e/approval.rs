@@ -35,8 +35,7 @@ fn last_tool_result(env: &TestEnv) -> String {
 
 #[tokio::test]
 async fn a_dangerous_command_waits_for_approval_and_another_worker_resumes_it() {
-    let env = TestEnv::start_roles(Roles::NO_WORKER).await;
-    let (_, _, key) = env.tenant("acme", "ops").await;
+    let Team { env, key, .. } = Team::start(Roles::NO_WORKER, "ops").await;
     env.llm.push(ScriptedReply::terminal(
         "mkdir -p build && rm -rf build && echo removed >> /workspace/runs && cat /workspace/runs",
     ));

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{Roles, TestEnv, answer_text, poll_until, unique};
+use crate::harness::{Roles, Team, TestEnv, answer_text, poll_until, unique};
 
 /// Containers of one test, removed however the test ends.
 struct Containers {
@@ -124,8 +124,7 @@ async fn wait_ready(env: &TestEnv, name: &str, ops: u16) {
 async fn the_image_runs_every_role_and_survives_a_worker_container_killed_mid_turn() {
     let image = build_image();
     // The test's database, scripted model and tenant; every role runs from the image.
-    let env = TestEnv::start_roles(Roles::API_ONLY).await;
-    let (_, _, key) = env.tenant("acme", "ops").await;
+    let Team { env, key, .. } = Team::start(Roles::API_ONLY, "ops").await;
     let run = unique("");
     let mut containers = Containers { names: Vec::new() };
 

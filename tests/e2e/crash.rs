@@ -9,12 +9,11 @@ use serde_json::{Value, json};
 use hermes_sandbox::SandboxKey;
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{Roles, TestEnv, answer_text, ask, kill};
+use crate::harness::{Roles, Team, TestEnv, answer_text, ask, kill};
 
 #[tokio::test]
 async fn a_worker_killed_mid_turn_is_replaced_and_the_client_gets_exactly_one_answer() {
-    let env = TestEnv::start_roles(Roles::NO_WORKER).await;
-    let (tenant, agent, key) = env.tenant("acme", "ops").await;
+    let Team { env, tenant, agent, key } = Team::start(Roles::NO_WORKER, "ops").await;
     env.llm.push(ScriptedReply::terminal("echo run >> /workspace/runs; echo ran"));
     // Worker A dies while it waits for this answer.
     env.llm.push(ScriptedReply::text("never delivered").after(Duration::from_secs(20)));
@@ -53,8 +52,7 @@ async fn a_worker_killed_mid_turn_is_replaced_and_the_client_gets_exactly_one_an
 
 #[tokio::test]
 async fn sigterm_lets_the_running_turn_finish_before_the_worker_exits() {
-    let env = TestEnv::start_roles(Roles::NO_WORKER).await;
-    let (_, _, key) = env.tenant("acme", "helper").await;
+    let Team { env, key, .. } = Team::start(Roles::NO_WORKER, "helper").await;
     env.llm.push(ScriptedReply::text("worth the wait").after(Duration::from_millis(1500)));
     let mut worker = env.spawn_hermesd(&["worker"], "worker-drain");
     let client = env.spawn_chat(&key, ask("helper", "slow please"));
@@ -103,8 +101,7 @@ async fn a_turn_that_outlasts_the_drain_is_handed_back_and_finished_by_another_w
 
 #[tokio::test]
 async fn a_background_process_started_in_one_turn_is_waited_for_in_the_next_by_another_worker() {
-    let env = TestEnv::start_roles(Roles::NO_WORKER).await;
-    let (_, _, key) = env.tenant("acme", "ops").await;
+    let Team { env, key, .. } = Team::start(Roles::NO_WORKER, "ops").await;
     env.llm.push(ScriptedReply::tool_call(
         "terminal",
         json!({"command": "sleep 2; echo built > /workspace/artifact; echo build-finished", "background": true}),

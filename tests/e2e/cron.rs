@@ -44,8 +44,7 @@ fn send_message(target: &str, message: &str) -> ScriptedReply {
 
 #[tokio::test]
 async fn three_schedulers_claim_500_due_jobs_each_exactly_once() {
-    let env = TestEnv::start_roles(Roles::API_ONLY).await;
-    let (tenant, agent, _) = env.tenant("acme", "helper").await;
+    let Team { env, tenant, agent, .. } = Team::start(Roles::API_ONLY, "helper").await;
     for i in 0..500 {
         env.store.create_job(tenant, &job(agent.id, &format!("job {i}"))).await.unwrap();
     }

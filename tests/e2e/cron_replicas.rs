@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use hermes_scheduler::SchedulerContext;
 use hermes_store::cron::JobTiming;
 
-use crate::harness::{Roles, TestEnv};
+use crate::harness::{Roles, Team, TestEnv};
 
 /// A scheduler process, killed when the test ends however it ends (a failed assertion must
 /// not leave it running).
@@ -44,8 +44,7 @@ fn settings() -> Vec<(&'static str, String)> {
 
 #[tokio::test]
 async fn a_scheduler_killed_while_claiming_leaves_each_slot_run_at_most_once() {
-    let env = TestEnv::start_roles(Roles::API_ONLY).await;
-    let (tenant, agent, _) = env.tenant("acme", "helper").await;
+    let Team { env, tenant, agent, .. } = Team::start(Roles::API_ONLY, "helper").await;
     const JOBS: i64 = 400;
     for i in 0..JOBS {
         env.store.create_job(tenant, &super::cron::job(agent.id, &format!("job {i}"))).await.unwrap();
@@ -91,8 +90,7 @@ fn timing(schedule: &str, kind: &str, due: DateTime<Utc>) -> JobTiming {
 
 #[tokio::test]
 async fn after_downtime_each_job_runs_once_or_skips_to_its_next_slot() {
-    let env = TestEnv::start_roles(Roles::API_ONLY).await;
-    let (tenant, agent, _) = env.tenant("acme", "helper").await;
+    let Team { env, tenant, agent, .. } = Team::start(Roles::API_ONLY, "helper").await;
     // The scheduler comes back at 12:00 (its clock is the pass's `now`).
     let now = DateTime::parse_from_rfc3339("2026-11-30T12:00:00Z").unwrap().with_timezone(&Utc);
     let at = |spec: &str| DateTime::parse_from_rfc3339(spec).unwrap().with_timezone(&Utc);

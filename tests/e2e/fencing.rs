@@ -7,12 +7,11 @@ use hermes_cache::Cache;
 use hermes_core::ChatMessage;
 use hermes_store::{NewTurn, StoreError, TurnStatus, TurnTarget};
 
-use crate::harness::{Roles, TestEnv};
+use crate::harness::{Roles, Team};
 
 #[tokio::test]
 async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
-    let env = TestEnv::start_roles(Roles::API_ONLY).await;
-    let (tenant, agent, _) = env.tenant("acme", "helper").await;
+    let Team { env, tenant, agent, .. } = Team::start(Roles::API_ONLY, "helper").await;
     let cache = Cache::connect(&env.config.redis.url, &env.config.redis.key_prefix).await.unwrap();
     let locks = cache.session_locks();
     let new = NewTurn::new(

@@ -81,8 +81,7 @@ async fn a_conversation_is_a_resource_to_create_list_read_rename_fork_export_and
 
 #[tokio::test]
 async fn a_session_with_an_open_turn_cannot_be_deleted() {
-    let env = TestEnv::start_roles(Roles::API_ONLY).await;
-    let (_, _, key) = env.tenant("acme", "ops").await;
+    let Team { env, key, .. } = Team::start(Roles::API_ONLY, "ops").await;
     let waiting = env.spawn_chat(&key, ask("ops", "hello"));
     let id = poll_until(async || {
         let (_, list) = call(&env, &key, Method::GET, "/api/sessions", None).await;

@@ -266,8 +266,7 @@ async fn own_skill(env: &TestEnv, tenant: TenantId, agent: AgentId, name: &str) 
 
 #[tokio::test]
 async fn the_curator_marks_unused_skills_stale_then_archived_spares_pinned_ones_and_logs_it() {
-    let env = TestEnv::start_roles(Roles::API_ONLY).await;
-    let (tenant, agent, _) = env.tenant("acme", "ops").await;
+    let Team { env, tenant, agent, .. } = Team::start(Roles::API_ONLY, "ops").await;
     for name in ["old-one", "pinned-one", "fresh-one"] {
         own_skill(&env, tenant, agent.id, name).await;
     }

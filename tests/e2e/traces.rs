@@ -10,7 +10,7 @@ use serde_json::Value;
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::otlp::{OtlpReceiver, ReceivedSpan};
 
-use crate::harness::{PATIENCE, Roles, TestEnv, answer_text, ask, poll_until};
+use crate::harness::{PATIENCE, Roles, Team, TestEnv, answer_text, ask, poll_until};
 use crate::telegram::{TOKEN, open_bot, process_settings, sent};
 
 /// A child process killed when the test ends, passed or not (a failed assertion must not leave
@@ -113,8 +113,7 @@ fn has(spans: &[ReceivedSpan], service: &str, name: &str) -> bool {
 #[tokio::test]
 async fn a_chat_completion_with_a_tool_call_is_one_trace_from_the_api_to_sandboxd() {
     let rx = OtlpReceiver::start().await.unwrap();
-    let env = TestEnv::start_roles(Roles::NO_WORKER).await;
-    let (_, _, key) = env.tenant("acme", "ops").await;
+    let Team { env, key, .. } = Team::start(Roles::NO_WORKER, "ops").await;
     env.llm.push(ScriptedReply::terminal("echo traced"));
     env.llm.push(ScriptedReply::text("done"));
     let (api, url) = spawn_api(&env, &rx).await;
@@ -202,8 +201,7 @@ async fn a_telegram_message_with_a_tool_call_is_one_trace_from_the_gateway_to_th
 #[tokio::test]
 async fn a_turn_resumed_after_its_worker_was_killed_stays_in_the_callers_trace() {
     let rx = OtlpReceiver::start().await.unwrap();
-    let env = TestEnv::start_roles(Roles::NO_WORKER).await;
-    let (_, _, key) = env.tenant("acme", "ops").await;
+    let Team { env, key, .. } = Team::start(Roles::NO_WORKER, "ops").await;
     env.llm.push(ScriptedReply::terminal("echo once"));
     // Worker A dies while it waits for this answer.
     env.llm.push(ScriptedReply::text("never delivered").after(Duration::from_secs(20)));

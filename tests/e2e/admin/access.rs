@@ -7,12 +7,11 @@ use reqwest::Method;
 use serde_json::json;
 
 use super::{member, with_token};
-use crate::harness::{Roles, TestEnv};
+use crate::harness::{Roles, Team};
 
 #[tokio::test]
 async fn each_role_may_do_what_the_table_says_and_no_more() {
-    let env = TestEnv::start_roles(Roles::API_ONLY).await;
-    let (acme, _, _) = env.tenant("acme", "helper").await;
+    let Team { env, tenant: acme, .. } = Team::start(Roles::API_ONLY, "helper").await;
     let (other, _, _) = env.tenant("other", "helper").await;
     let (owner_id, owner) = member(&env, acme, "owner@acme.test", MemberRole::Owner).await;
     let (admin_id, admin) = member(&env, acme, "admin@acme.test", MemberRole::Admin).await;

@@ -4,9 +4,9 @@
 use hermes_core::TenantId;
 use hermes_store::Agent;
 
-use super::TestEnv;
+use super::{Roles, TestEnv};
 
-/// Tenant acme in a fresh environment (every role in-process), its one agent and its key.
+/// Tenant acme in a fresh environment, its one agent and its key.
 pub struct Team {
     pub env: TestEnv,
     pub tenant: TenantId,
@@ -17,7 +17,12 @@ pub struct Team {
 impl Team {
     /// Acme with agent `agent` (the terminal toolset, as [`TestEnv::agent`] makes it).
     pub async fn acme(agent: &str) -> Self {
-        let env = TestEnv::start().await;
+        Self::start(Roles::default(), agent).await
+    }
+
+    /// [`acme`](Self::acme) in an environment running `roles` in-process.
+    pub async fn start(roles: Roles, agent: &str) -> Self {
+        let env = TestEnv::start_roles(roles).await;
         let (tenant, agent, key) = env.tenant("acme", agent).await;
         Self { env, tenant, agent, key }
     }
