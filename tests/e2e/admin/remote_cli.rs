@@ -32,26 +32,52 @@ fn run(url: &str, token: &str, args: &[&str]) -> (bool, String) {
     hermesctl_with(&[("HERMES_URL", url), ("HERMES_TOKEN", token)], args)
 }
 
-#[tokio::test]
-async fn hermesctl_manages_tenants_keys_and_members_over_the_admin_api() {
-    let env = TestEnv::start_roles(Roles::API_ONLY).await;
+/// A command line run off the test's thread: its success and its output.
+type Runs = tokio::task::JoinHandle<(bool, String)>;
+
+/// `hermesctl --url` as a new admin token of the operator ops@example.com.
+async fn operator_cli(env: &TestEnv) -> impl Fn(Vec<&'static str>) -> Runs + use<> {
     let ops = env.store.ensure_person("ops@example.com", "", true, &cli()).await.unwrap();
     let (_, token) =
         env.store.create_operator_token(ops.id, "laptop", std::time::Duration::from_secs(3600), &cli()).await.unwrap();
     let url = env.api_url.clone();
-    let go = |args: &'static [&'static str]| {
+    move |args| {
         let (url, token) = (url.clone(), token.clone());
-        tokio::task::spawn_blocking(move || run(&url, &token, args))
-    };
+        tokio::task::spawn_blocking(move || run(&url, &token, &args))
+    }
+}
 
-    let (ok, out) = go(&["tenant", "create", "remote-co"]).await.unwrap();
+/// `hermesctl` on `env`'s database with its master key, as the user `dana`, with `var` set.
+fn database_cli(env: &TestEnv, var: (&'static str, &'static str)) -> impl Fn(Vec<&'static str>) -> Runs + use<> {
+    let (db, master) = (env.config.database.url.clone(), env.config.secrets.master_key.clone().unwrap());
+    move |args| {
+        let (db, master) = (db.clone(), master.clone());
+        tokio::task::spawn_blocking(move || {
+            let vars = [
+                ("HERMES__DATABASE__URL", db.as_str()),
+                ("HERMES__SECRETS__MASTER_KEY", master.as_str()),
+                ("USER", "dana"),
+                var,
+            ];
+            hermesctl_with(&vars, &args)
+        })
+    }
+}
+
+#[tokio::test]
+async fn hermesctl_manages_tenants_keys_and_members_over_the_admin_api() {
+    let env = TestEnv::start_roles(Roles::API_ONLY).await;
+    let go = operator_cli(&env).await;
+    let url = env.api_url.clone();
+
+    let (ok, out) = go(vec!["tenant", "create", "remote-co"]).await.unwrap();
     assert!(ok && out.contains("created tenant remote-co"), "{out}");
-    let (ok, out) = go(&["--json", "tenant", "list"]).await.unwrap();
+    let (ok, out) = go(vec!["--json", "tenant", "list"]).await.unwrap();
     assert!(ok, "{out}");
     let tenants: Value = serde_json::from_str(out.trim()).unwrap();
     assert!(tenants.as_array().unwrap().iter().any(|t| t["name"] == "remote-co"), "{tenants}");
 
-    let (ok, out) = go(&["--json", "key", "create", "--tenant", "remote-co", "--name", "ci"]).await.unwrap();
+    let (ok, out) = go(vec!["--json", "key", "create", "--tenant", "remote-co", "--name", "ci"]).await.unwrap();
     assert!(ok, "{out}");
     let key: Value = serde_json::from_str(out.trim()).unwrap();
     let secret = key["key"].as_str().unwrap().to_owned();
@@ -59,14 +85,16 @@ async fn hermesctl_manages_tenants_keys_and_members_over_the_admin_api() {
     let models = env.http.get(format!("{url}/v1/models")).bearer_auth(&secret).send().await.unwrap();
     assert_eq!(models.status(), 200, "the key made over the API works");
 
-    let (ok, out) = go(&["member", "add", "--tenant", "remote-co", "--email", "boss@remote.test", "--role", "owner"])
-        .await
-        .unwrap();
+    let (ok, out) =
+        go(vec!["member", "add", "--tenant", "remote-co", "--email", "boss@remote.test", "--role", "owner"])
+            .await
+            .unwrap();
     assert!(ok && out.contains("/console/invite#"), "{out}");
-    let (ok, out) = go(&["tenant", "limits", "--tenant", "remote-co", "--requests-per-minute", "120"]).await.unwrap();
+    let (ok, out) =
+        go(vec!["tenant", "limits", "--tenant", "remote-co", "--requests-per-minute", "120"]).await.unwrap();
     assert!(ok, "{out}");
 
-    let (ok, out) = go(&["--json", "audit", "--tenant", "remote-co"]).await.unwrap();
+    let (ok, out) = go(vec!["--json", "audit", "--tenant", "remote-co"]).await.unwrap();
     assert!(ok, "{out}");
     let entries: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let actions: Vec<&str> = entries.iter().map(|e| e["action"].as_str().unwrap()).collect();
@@ -75,7 +103,7 @@ async fn hermesctl_manages_tenants_keys_and_members_over_the_admin_api() {
     }
     assert!(entries.iter().all(|e| e["actor"]["kind"] == "token"), "recorded as the token: {entries:?}");
 
-    let (ok, out) = go(&["price", "list"]).await.unwrap();
+    let (ok, out) = go(vec!["price", "list"]).await.unwrap();
     assert!(!ok && out.contains("needs the database"), "{out}");
     let (ok, out) = tokio::task::spawn_blocking({
         let url = url.clone();
@@ -97,18 +125,18 @@ fn run_local(database_url: &str, user: &str, args: &[&str]) -> (bool, String) {
 async fn hermesctl_on_the_database_records_each_change_as_the_user_who_ran_it_and_reads_nothing() {
     let env = TestEnv::start_roles(Roles::API_ONLY).await;
     let db = env.config.database.url.clone();
-    let go = |args: &'static [&'static str]| {
+    let go = |args: Vec<&'static str>| {
         let db = db.clone();
-        tokio::task::spawn_blocking(move || run_local(&db, "dana", args))
+        tokio::task::spawn_blocking(move || run_local(&db, "dana", &args))
     };
-    let (ok, out) = go(&["tenant", "create", "local-co"]).await.unwrap();
+    let (ok, out) = go(vec!["tenant", "create", "local-co"]).await.unwrap();
     assert!(ok, "{out}");
-    let (ok, made) = go(&["key", "create", "--tenant", "local-co", "--name", "ci"]).await.unwrap();
+    let (ok, made) = go(vec!["key", "create", "--tenant", "local-co", "--name", "ci"]).await.unwrap();
     assert!(ok, "{made}");
     let secret = made.split_whitespace().find(|w| w.starts_with("hk_")).expect("the key is shown once").to_owned();
-    let (ok, out) = go(&["key", "list", "--tenant", "local-co"]).await.unwrap();
+    let (ok, out) = go(vec!["key", "list", "--tenant", "local-co"]).await.unwrap();
     assert!(ok, "{out}");
-    let (ok, out) = go(&[
+    let (ok, out) = go(vec![
         "credential",
         "add",
         "--tenant",
@@ -152,20 +180,7 @@ async fn hermesctl_on_the_database_records_each_change_as_the_user_who_ran_it_an
 async fn hermesctl_manages_an_agents_mcp_servers_on_the_database_and_over_the_admin_api() {
     let env = TestEnv::start_roles(Roles::API_ONLY).await;
     env.tenant("mcp-co", "helper").await;
-    let db = env.config.database.url.clone();
-    let master = env.config.secrets.master_key.clone().unwrap();
-    let local = move |args: Vec<&'static str>| {
-        let (db, master) = (db.clone(), master.clone());
-        tokio::task::spawn_blocking(move || {
-            let vars = [
-                ("HERMES__DATABASE__URL", db.as_str()),
-                ("HERMES__SECRETS__MASTER_KEY", master.as_str()),
-                ("USER", "dana"),
-                ("MCP_AUTH", "Bearer mcp-secret-value-1234"),
-            ];
-            hermesctl_with(&vars, &args)
-        })
-    };
+    let local = database_cli(&env, ("MCP_AUTH", "Bearer mcp-secret-value-1234"));
     // `hermesctl mcp add` for the team's helper: the server `name`, then what it is.
     let mcp_add = |name: &'static str, what: &[&'static str]| {
         [&["mcp", "add", "--tenant", "mcp-co", "--agent", "helper", "--name", name][..], what].concat()
@@ -190,15 +205,8 @@ async fn hermesctl_manages_an_agents_mcp_servers_on_the_database_and_over_the_ad
     assert!(!String::from_utf8_lossy(&sealed).contains("mcp-secret-value"), "sealed at rest");
 
     // Over the admin API, as an operator: the same server, masked; then removed.
-    let ops = env.store.ensure_person("ops@example.com", "", true, &cli()).await.unwrap();
-    let (_, token) =
-        env.store.create_operator_token(ops.id, "laptop", std::time::Duration::from_secs(3600), &cli()).await.unwrap();
-    let url = env.api_url.clone();
-    let remote = move |args: &'static [&'static str]| {
-        let (url, token) = (url.clone(), token.clone());
-        tokio::task::spawn_blocking(move || run(&url, &token, args))
-    };
-    let (ok, out) = remote(&["--json", "mcp", "list", "--tenant", "mcp-co", "--agent", "helper"]).await.unwrap();
+    let remote = operator_cli(&env).await;
+    let (ok, out) = remote(vec!["--json", "mcp", "list", "--tenant", "mcp-co", "--agent", "helper"]).await.unwrap();
     assert!(ok, "{out}");
     let listed: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(listed[0]["name"], "tracker");
@@ -206,7 +214,7 @@ async fn hermesctl_manages_an_agents_mcp_servers_on_the_database_and_over_the_ad
     assert_eq!(listed[0]["config"]["tools"]["include"][0], "get_*");
     assert!(!out.contains("mcp-secret-value"), "{out}");
     let (ok, out) =
-        remote(&["mcp", "remove", "--tenant", "mcp-co", "--agent", "helper", "--name", "tracker"]).await.unwrap();
+        remote(vec!["mcp", "remove", "--tenant", "mcp-co", "--agent", "helper", "--name", "tracker"]).await.unwrap();
     assert!(ok, "{out}");
     let (ok, out) = local(vec!["--json", "mcp", "list", "--tenant", "mcp-co", "--agent", "helper"]).await.unwrap();
     assert!(ok && out.trim() == "[]", "{out}");
@@ -214,24 +222,11 @@ async fn hermesctl_manages_an_agents_mcp_servers_on_the_database_and_over_the_ad
 
 #[tokio::test]
 async fn hermesctl_creates_agents_on_the_database_and_over_the_admin_api_under_the_same_checks() {
-    let env = TestEnv::start_with(Roles { worker: false, scheduler: false }, |_| {}).await;
+    let env = TestEnv::start_roles(Roles::API_ONLY).await;
     env.tenant("agents-co", "helper").await;
-    let db = env.config.database.url.clone();
-    let master = env.config.secrets.master_key.clone().unwrap();
-    let local = move |args: &'static [&'static str]| {
-        let (db, master) = (db.clone(), master.clone());
-        tokio::task::spawn_blocking(move || {
-            let vars = [
-                ("HERMES__DATABASE__URL", db.as_str()),
-                ("HERMES__SECRETS__MASTER_KEY", master.as_str()),
-                ("USER", "dana"),
-                ("PROVIDER_KEY", "sk-agent-secret-1234"),
-            ];
-            hermesctl_with(&vars, args)
-        })
-    };
+    let local = database_cli(&env, ("PROVIDER_KEY", "sk-agent-secret-1234"));
     // The operator may name a model server on loopback from its own CLI.
-    let (ok, out) = local(&[
+    let (ok, out) = local(vec![
         "--json",
         "agent",
         "create",
@@ -257,7 +252,7 @@ async fn hermesctl_creates_agents_on_the_database_and_over_the_admin_api_under_t
     assert_eq!(made["fallbacks"][0]["model"], "small");
     assert_eq!(made["provider_key_hosts"][0], "127.0.0.1", "the key goes only to its server: {made}");
     // The admin API's checks hold on the database too: an unknown toolset is refused.
-    let (ok, out) = local(&[
+    let (ok, out) = local(vec![
         "agent",
         "create",
         "--tenant",
@@ -275,15 +270,8 @@ async fn hermesctl_creates_agents_on_the_database_and_over_the_admin_api_under_t
     .unwrap();
     assert!(!ok && out.contains("no_such_toolset"), "{out}");
 
-    let ops = env.store.ensure_person("ops@example.com", "", true, &cli()).await.unwrap();
-    let (_, token) =
-        env.store.create_operator_token(ops.id, "laptop", std::time::Duration::from_secs(3600), &cli()).await.unwrap();
-    let url = env.api_url.clone();
-    let remote = move |args: &'static [&'static str]| {
-        let (url, token) = (url.clone(), token.clone());
-        tokio::task::spawn_blocking(move || run(&url, &token, args))
-    };
-    let (ok, out) = remote(&[
+    let remote = operator_cli(&env).await;
+    let (ok, out) = remote(vec![
         "agent",
         "create",
         "--tenant",
@@ -301,7 +289,7 @@ async fn hermesctl_creates_agents_on_the_database_and_over_the_admin_api_under_t
     .unwrap();
     assert!(ok && out.contains("created agent remote"), "{out}");
     // Over the API the outbound policy holds: no model server on a private address.
-    let (ok, out) = remote(&[
+    let (ok, out) = remote(vec![
         "agent",
         "create",
         "--tenant",
