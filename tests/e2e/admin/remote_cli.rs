@@ -225,84 +225,31 @@ async fn hermesctl_creates_agents_on_the_database_and_over_the_admin_api_under_t
     let env = TestEnv::start_roles(Roles::API_ONLY).await;
     env.tenant("agents-co", "helper").await;
     let local = database_cli(&env, ("PROVIDER_KEY", "sk-agent-secret-1234"));
+    // `hermesctl agent create` of agent `name` at `base_url` in the team, and `more`.
+    let agent_create = |name: &'static str, base_url: &'static str, more: &[&'static str]| {
+        let named =
+            ["agent", "create", "--tenant", "agents-co", "--name", name, "--model", "m", "--base-url", base_url];
+        [&named[..], more].concat()
+    };
     // The operator may name a model server on loopback from its own CLI.
-    let (ok, out) = local(vec![
-        "--json",
-        "agent",
-        "create",
-        "--tenant",
-        "agents-co",
-        "--name",
-        "local",
-        "--model",
-        "qwen",
-        "--base-url",
-        "http://127.0.0.1:11434/v1",
-        "--api-key-env",
-        "PROVIDER_KEY",
-        "--fallback",
-        "small@https://api.openai.com/v1",
-        "--egress",
-    ])
-    .await
-    .unwrap();
+    let mine = ["--json", "--api-key-env", "PROVIDER_KEY", "--fallback", "small@https://api.openai.com/v1", "--egress"];
+    let (ok, out) = local(agent_create("local", "http://127.0.0.1:11434/v1", &mine)).await.unwrap();
     assert!(ok, "{out}");
     let made: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!((made["name"].as_str(), made["egress"].as_bool()), (Some("local"), Some(true)), "{made}");
     assert_eq!(made["fallbacks"][0]["model"], "small");
     assert_eq!(made["provider_key_hosts"][0], "127.0.0.1", "the key goes only to its server: {made}");
     // The admin API's checks hold on the database too: an unknown toolset is refused.
-    let (ok, out) = local(vec![
-        "agent",
-        "create",
-        "--tenant",
-        "agents-co",
-        "--name",
-        "odd",
-        "--model",
-        "m",
-        "--base-url",
-        "https://api.openai.com/v1",
-        "--toolsets",
-        "no_such_toolset",
-    ])
-    .await
-    .unwrap();
+    let (ok, out) =
+        local(agent_create("odd", "https://api.openai.com/v1", &["--toolsets", "no_such_toolset"])).await.unwrap();
     assert!(!ok && out.contains("no_such_toolset"), "{out}");
 
     let remote = operator_cli(&env).await;
-    let (ok, out) = remote(vec![
-        "agent",
-        "create",
-        "--tenant",
-        "agents-co",
-        "--name",
-        "remote",
-        "--model",
-        "m",
-        "--base-url",
-        "https://api.example.com/v1",
-        "--context-window",
-        "32000",
-    ])
-    .await
-    .unwrap();
+    let (ok, out) =
+        remote(agent_create("remote", "https://api.example.com/v1", &["--context-window", "32000"])).await.unwrap();
     assert!(ok && out.contains("created agent remote"), "{out}");
     // Over the API the outbound policy holds: no model server on a private address.
-    let (ok, out) = remote(vec![
-        "agent",
-        "create",
-        "--tenant",
-        "agents-co",
-        "--name",
-        "inside",
-        "--model",
-        "m",
-        "--base-url",
-        "http://10.0.0.5/v1",
-    ])
-    .await
-    .unwrap();
+    let (ok, out) = remote(agent_create("inside", "http://10.0.0.5/v1", &[])).await.unwrap();
     assert!(!ok && out.contains("not a public address"), "{out}");
 
     let tenant = env.store.tenant_by_name("agents-co").await.unwrap();
