@@ -75,20 +75,12 @@ pub async fn check(ctx: &ToolCtx, command: &str) -> Result<(), ToolError> {
 mod tests {
     use std::sync::Arc;
 
-    use hermes_core::{AgentId, SessionId, TenantId, TurnId};
     use hermes_tools::{Interactive, Resolution};
 
     use super::*;
 
     fn ctx(mode: ApprovalMode, allowed: &[&str], answer: Option<serde_json::Value>) -> ToolCtx {
-        #[expect(clippy::disallowed_methods, reason = "test fixture")]
-        let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
         ToolCtx {
-            tenant_id: tenant,
-            agent_id: AgentId::new(),
-            session_id: SessionId::new(),
-            turn_id: TurnId::new(),
-            call_id: "c1".into(),
             interaction: Interactive {
                 enabled: true,
                 approval_mode: mode,
@@ -98,6 +90,7 @@ mod tests {
                 }),
                 judge: None,
             },
+            ..ToolCtx::for_tests("c1")
         }
     }
 

@@ -29,16 +29,7 @@ fn call(name: &str, args: &str) -> ToolCall {
 }
 
 fn ctx() -> ToolCtx {
-    #[expect(clippy::disallowed_methods, reason = "test fixture")]
-    let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
-    ToolCtx {
-        tenant_id: tenant,
-        agent_id: AgentId::new(),
-        session_id: SessionId::new(),
-        turn_id: TurnId::new(),
-        call_id: "c1".into(),
-        interaction: Interactive::default(),
-    }
+    ToolCtx::for_tests("c1")
 }
 
 #[tokio::test]
