@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
-use hermes_core::{AgentId, ChatMessage, Role, SessionId, TenantId, ToolCall, ToolCallFunction, TurnEventKind, TurnId};
+use hermes_core::{ChatMessage, Role, ToolCall, ToolCallFunction, TurnEventKind};
 use hermes_llm::{ChatModel, ChatRequest, ChatResponse, DeltaSink, LlmError};
 use hermes_tools::{Tool, ToolCtx, ToolError, ToolRegistry};
 
@@ -165,16 +165,7 @@ impl Tool for Probe {
 }
 
 fn ctx() -> ToolCtx {
-    #[expect(clippy::disallowed_methods, reason = "test fixture")]
-    let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
-    ToolCtx {
-        tenant_id: tenant,
-        agent_id: AgentId::new(),
-        session_id: SessionId::new(),
-        turn_id: TurnId::new(),
-        call_id: String::new(),
-        interaction: Default::default(),
-    }
+    ToolCtx::for_tests("")
 }
 
 fn start() -> TurnStart {
@@ -194,11 +185,23 @@ async fn run_from(
 ) -> TurnOutcome {
     let events = Events::default();
     let ctx = ctx();
-    let turn = Turn { model, model_name: "m", tools, tool_ctx: &ctx, journal, events: &events, limits, context: None };
+    let turn = test_turn(model, tools, &ctx, journal, &events, limits);
     match turn.run(start).await {
         TurnEnd::Finished(o) => o,
         other => panic!("unexpected end {other:?}"),
     }
+}
+
+/// The turn the tests run: `model` named "m", without compaction.
+fn test_turn<'a>(
+    model: &'a Script,
+    tools: &'a ToolRegistry,
+    ctx: &'a ToolCtx,
+    journal: &'a mut Journal,
+    events: &'a Events,
+    limits: &'a TurnLimits,
+) -> Turn<'a, Script, Journal> {
+    Turn { model, model_name: "m", tools, tool_ctx: ctx, journal, events, limits, context: None }
 }
 
 fn registry(tools: Vec<Probe>) -> ToolRegistry {
@@ -431,16 +434,7 @@ async fn an_interrupted_turn_stores_no_partial_answer() {
     let ctx = ctx();
     let tools = ToolRegistry::new();
     let limits = TurnLimits::main(90);
-    let turn = Turn {
-        model: &model,
-        model_name: "m",
-        tools: &tools,
-        tool_ctx: &ctx,
-        journal: &mut journal,
-        events: &events,
-        limits: &limits,
-        context: None,
-    };
+    let turn = test_turn(&model, &tools, &ctx, &mut journal, &events, &limits);
     let interrupted = tokio::time::timeout(Duration::from_millis(100), turn.run(start())).await;
     assert!(interrupted.is_err());
     assert!(journal.0.is_empty());
@@ -646,16 +640,7 @@ async fn a_call_that_needs_the_user_parks_the_turn_and_resumes_with_the_answer()
     let mut ctx = ctx();
     ctx.interaction.enabled = true;
 
-    let turn = Turn {
-        model: &model,
-        model_name: "m",
-        tools: &tools,
-        tool_ctx: &ctx,
-        journal: &mut journal,
-        events: &events,
-        limits: &limits,
-        context: None,
-    };
+    let turn = test_turn(&model, &tools, &ctx, &mut journal, &events, &limits);
     let TurnEnd::Parked(parked) = turn.run(start()).await else { panic!("expected a park") };
     assert_eq!(parked.tool, "ask");
     assert_eq!(parked.interaction.kind, hermes_core::InteractionKind::Clarify);
@@ -671,16 +656,7 @@ async fn a_call_that_needs_the_user_parks_the_turn_and_resumes_with_the_answer()
         answer: hermes_core::InteractionAnswer::text("blue"),
     }));
     let mut journal2 = Journal::default();
-    let turn = Turn {
-        model: &model,
-        model_name: "m",
-        tools: &tools,
-        tool_ctx: &ctx,
-        journal: &mut journal2,
-        events: &events,
-        limits: &limits,
-        context: None,
-    };
+    let turn = test_turn(&model, &tools, &ctx, &mut journal2, &events, &limits);
     let TurnEnd::Finished(out) = turn.run(resumed).await else { panic!("expected an answer") };
     assert_eq!(out.content, "thanks, done");
     let results: Vec<String> = journal2.0.iter().filter(|(_, m)| m.role == Role::Tool).map(|(_, m)| m.text()).collect();
