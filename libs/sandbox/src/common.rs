@@ -31,14 +31,16 @@ pub(crate) struct Daemons {
     start_locks: Vec<Mutex<()>>,
 }
 
-impl Daemons {
-    pub fn new() -> Self {
+impl Default for Daemons {
+    fn default() -> Self {
         Self {
             clients: StdMutex::new(HashMap::new()),
             start_locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
         }
     }
+}
 
+impl Daemons {
     pub fn cached(&self, name: &str) -> Option<SandboxClient> {
         self.clients.lock().ok()?.get(name).cloned()
     }
@@ -71,6 +73,32 @@ impl Daemons {
             .map_err(|e| SandboxError::Unavailable(format!("sandboxd in {name} does not answer ({e}); {hint}")))?;
         self.remember(name, client.clone());
         Ok(client)
+    }
+}
+
+/// What a worker holds for the sandboxes it reaches, whichever backend runs them: their
+/// connected daemons, the egress and span listeners on their socket directories, and what
+/// the last idle sweep kept.
+#[derive(Default)]
+pub(crate) struct Attached {
+    pub daemons: Daemons,
+    pub egress: EgressListeners,
+    pub spans: crate::span_relay::SpanListeners,
+    pub census: Census,
+}
+
+impl Attached {
+    /// Listens for sandbox `name`'s egress and spans in `ipc_dir`, unless this worker does.
+    pub fn listen(&self, name: &str, key: crate::SandboxKey, ipc_dir: &Path) {
+        self.egress.ensure(name, key, ipc_dir);
+        self.spans.ensure(name, ipc_dir);
+    }
+
+    /// Drops all this worker holds for sandbox `name` (it is being stopped or removed).
+    pub fn detach(&self, name: &str) {
+        self.daemons.forget(name);
+        self.egress.stop(name);
+        self.spans.stop(name);
     }
 }
 

@@ -28,7 +28,7 @@ use futures_util::future::BoxFuture;
 use hermes_config::SandboxConfig;
 
 use crate::client::SandboxClient;
-use crate::common::{self, Daemons, EGRESS_SOCKET, EgressListeners, IPC_MOUNT, SOCKET, START_WAIT};
+use crate::common::{self, Attached, EGRESS_SOCKET, IPC_MOUNT, SOCKET, START_WAIT};
 use crate::{MCP_HOME_MOUNT, MCP_USER, Result, SandboxError, SandboxKey, Sandboxes, WORKSPACE};
 
 /// The uid and gid programs in a sandbox run as (sandboxd itself is root, see `hermes-sandboxd`).
@@ -46,12 +46,9 @@ pub struct DockerSandboxes {
 struct Inner {
     docker: Docker,
     cfg: SandboxConfig,
-    daemons: Daemons,
+    attached: Attached,
     /// Set once the engine refused a volume size: quotas are not tried again.
     no_quota_support: AtomicBool,
-    egress: EgressListeners,
-    spans: crate::span_relay::SpanListeners,
-    census: common::Census,
 }
 
 fn docker_err(e: DockerError) -> SandboxError {
@@ -78,15 +75,7 @@ impl DockerSandboxes {
         let docker = docker.negotiate_version().await.map_err(|e| SandboxError::Unavailable(e.to_string()))?;
         let no_quota_support = AtomicBool::new(false);
         Ok(Self {
-            inner: Arc::new(Inner {
-                docker,
-                cfg: cfg.clone(),
-                daemons: Daemons::new(),
-                no_quota_support,
-                egress: EgressListeners::default(),
-                spans: crate::span_relay::SpanListeners::default(),
-                census: common::Census::default(),
-            }),
+            inner: Arc::new(Inner { docker, cfg: cfg.clone(), attached: Attached::default(), no_quota_support }),
         })
     }
 
@@ -115,7 +104,7 @@ impl DockerSandboxes {
     /// Makes sure `key`'s container exists and runs; returns its name.
     async fn ensure_running(&self, key: SandboxKey) -> Result<String> {
         let name = self.container_name(key);
-        let _guard = self.inner.daemons.start_lock(&name).await;
+        let _guard = self.inner.attached.daemons.start_lock(&name).await;
         let docker = &self.inner.docker;
         match docker.inspect_container(&name, None).await {
             Ok(info) => {
@@ -275,9 +264,7 @@ impl DockerSandboxes {
     }
 
     async fn remove(&self, name: &str) {
-        self.inner.daemons.forget(name);
-        self.inner.egress.stop(name);
-        self.inner.spans.stop(name);
+        self.inner.attached.detach(name);
         let options = RemoveContainerOptions { force: true, ..Default::default() };
         if let Err(e) = self.inner.docker.remove_container(name, Some(options)).await
             && status_of(&e) != Some(404)
@@ -289,7 +276,7 @@ impl DockerSandboxes {
 
     async fn connect_daemon(&self, name: &str, wait: Duration) -> Result<SandboxClient> {
         let hint = format!("the image must have {}", self.inner.cfg.docker.sandboxd_path);
-        self.inner.daemons.connect(name, &self.ipc_dir(name), wait, &hint).await
+        self.inner.attached.daemons.connect(name, &self.ipc_dir(name), wait, &hint).await
     }
 
     /// Removes sandboxes whose daemon reports no request for `sandbox.idle_seconds` and no
@@ -310,7 +297,7 @@ impl DockerSandboxes {
                 continue;
             };
             let running = c.state == Some(ContainerSummaryStateEnum::RUNNING);
-            let client = match self.inner.daemons.cached(&name) {
+            let client = match self.inner.attached.daemons.cached(&name) {
                 Some(c) => Ok(c),
                 None if running => self.connect_daemon(&name, Duration::from_secs(2)).await,
                 None => Err(SandboxError::Unavailable("not running".into())),
@@ -334,7 +321,7 @@ impl DockerSandboxes {
             }
         }
         common::record_live("docker", seen - removed);
-        self.inner.census.replace(kept);
+        self.inner.attached.census.replace(kept);
         Ok(removed)
     }
 }
@@ -343,13 +330,12 @@ impl Sandboxes for DockerSandboxes {
     fn open(&self, key: SandboxKey) -> BoxFuture<'_, Result<SandboxClient>> {
         Box::pin(async move {
             let name = self.container_name(key);
-            if let Some(client) = self.inner.daemons.cached(&name) {
+            if let Some(client) = self.inner.attached.daemons.cached(&name) {
                 return Ok(client);
             }
             self.ensure_running(key).await?;
             let client = self.connect_daemon(&name, START_WAIT).await?;
-            self.inner.egress.ensure(&name, key, &self.ipc_dir(&name));
-            self.inner.spans.ensure(&name, &self.ipc_dir(&name));
+            self.inner.attached.listen(&name, key, &self.ipc_dir(&name));
             Ok(client)
         })
     }
@@ -360,7 +346,7 @@ impl Sandboxes for DockerSandboxes {
             // A daemon already connected answers for itself (a stale one fails its call, and
             // its caller goes on without the workspace): asking the engine first cost every
             // new session a `docker inspect`, serialised on the container by dockerd.
-            if let Some(client) = self.inner.daemons.cached(&name) {
+            if let Some(client) = self.inner.attached.daemons.cached(&name) {
                 return Ok(Some(client));
             }
             if !self.is_running(&name).await? {
@@ -371,7 +357,7 @@ impl Sandboxes for DockerSandboxes {
     }
 
     fn invalidate(&self, key: SandboxKey) {
-        self.inner.daemons.forget(&self.container_name(key));
+        self.inner.attached.daemons.forget(&self.container_name(key));
     }
 
     fn reap_idle(&self) -> BoxFuture<'_, Result<usize>> {
@@ -379,11 +365,11 @@ impl Sandboxes for DockerSandboxes {
     }
 
     fn set_egress(&self, handler: Arc<dyn crate::EgressHandler>) {
-        self.inner.egress.set_handler(handler);
+        self.inner.attached.egress.set_handler(handler);
     }
 
     fn census(&self) -> Vec<hermes_core::census::LiveSandbox> {
-        self.inner.census.snapshot()
+        self.inner.attached.census.snapshot()
     }
 
     fn ping(&self) -> BoxFuture<'_, Result<()>> {

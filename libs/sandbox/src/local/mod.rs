@@ -34,7 +34,7 @@ use tokio::process::{Child, Command};
 use hermes_config::SandboxConfig;
 
 use crate::client::SandboxClient;
-use crate::common::{self, Daemons, EGRESS_SOCKET, EgressListeners, IPC_MOUNT, SOCKET, START_WAIT};
+use crate::common::{self, Attached, EGRESS_SOCKET, IPC_MOUNT, SOCKET, START_WAIT};
 use crate::{MCP_HOME_MOUNT, MCP_USER, Result, SandboxError, SandboxKey, Sandboxes, WORKSPACE};
 use cgroup::{CgroupParent, SandboxCgroup};
 
@@ -67,16 +67,13 @@ pub struct LocalSandboxes {
 
 struct Inner {
     cfg: SandboxConfig,
-    daemons: Daemons,
+    attached: Attached,
     sandboxd: PathBuf,
     cgroups: Option<CgroupParent>,
     /// The user sandboxes run as, when the worker is root and can switch to it.
     run_as: Option<(u32, u32)>,
     /// The sandboxes this worker started.
     started: StdMutex<HashMap<String, Started>>,
-    egress: EgressListeners,
-    spans: crate::span_relay::SpanListeners,
-    census: common::Census,
 }
 
 struct Started {
@@ -115,14 +112,11 @@ impl LocalSandboxes {
         Ok(Self {
             inner: Arc::new(Inner {
                 cfg: cfg.clone(),
-                daemons: Daemons::new(),
+                attached: Attached::default(),
                 sandboxd,
                 cgroups,
                 run_as,
                 started: StdMutex::new(HashMap::new()),
-                egress: EgressListeners::default(),
-                spans: crate::span_relay::SpanListeners::default(),
-                census: common::Census::default(),
             }),
         })
     }
@@ -143,20 +137,20 @@ impl LocalSandboxes {
 
     /// Connects to `key`'s daemon, starting the sandbox when none answers.
     async fn open_uncached(&self, key: SandboxKey, name: &str) -> Result<SandboxClient> {
-        let _guard = self.inner.daemons.start_lock(name).await;
-        if let Some(client) = self.inner.daemons.cached(name) {
+        let _guard = self.inner.attached.daemons.start_lock(name).await;
+        if let Some(client) = self.inner.attached.daemons.cached(name) {
             return Ok(client);
         }
         let ipc = self.ipc_dir(name);
         let _machine_lock = machine_lock(&self.inner.cfg.local.ipc_dir, &ipc).await?;
         if ipc.join(SOCKET).exists()
-            && let Ok(client) = self.inner.daemons.connect(name, &ipc, Duration::from_millis(300), "").await
+            && let Ok(client) = self.inner.attached.daemons.connect(name, &ipc, Duration::from_millis(300), "").await
         {
             return Ok(client);
         }
         self.start(key, name).await?;
         let hint = format!("see the worker's log for sandboxd's own ({})", self.inner.sandboxd.display());
-        self.inner.daemons.connect(name, &ipc, START_WAIT, &hint).await
+        self.inner.attached.daemons.connect(name, &ipc, START_WAIT, &hint).await
     }
 
     async fn start(&self, key: SandboxKey, name: &str) -> Result<()> {
@@ -274,9 +268,7 @@ impl LocalSandboxes {
 
     /// Kills sandbox `name` if this worker started it, and removes its cgroup.
     async fn stop(&self, name: &str) {
-        self.inner.daemons.forget(name);
-        self.inner.egress.stop(name);
-        self.inner.spans.stop(name);
+        self.inner.attached.detach(name);
         let started = self.inner.started.lock().ok().and_then(|mut s| s.remove(name));
         if let Some(mut started) = started {
             let _ = started.child.kill().await;
@@ -303,9 +295,15 @@ impl LocalSandboxes {
             let status = if exited {
                 None
             } else {
-                let client = match self.inner.daemons.cached(&name) {
+                let client = match self.inner.attached.daemons.cached(&name) {
                     Some(c) => Ok(c),
-                    None => self.inner.daemons.connect(&name, &self.ipc_dir(&name), Duration::from_secs(2), "").await,
+                    None => {
+                        self.inner
+                            .attached
+                            .daemons
+                            .connect(&name, &self.ipc_dir(&name), Duration::from_secs(2), "")
+                            .await
+                    }
                 };
                 match client {
                     Ok(client) => client.status().await.ok(),
@@ -325,7 +323,7 @@ impl LocalSandboxes {
                 }
             }
         }
-        self.inner.census.replace(kept);
+        self.inner.attached.census.replace(kept);
         common::record_live("local", seen - removed);
         Ok(removed)
     }
@@ -352,12 +350,11 @@ impl Sandboxes for LocalSandboxes {
     fn open(&self, key: SandboxKey) -> BoxFuture<'_, Result<SandboxClient>> {
         Box::pin(async move {
             let name = self.sandbox_name(key);
-            match self.inner.daemons.cached(&name) {
+            match self.inner.attached.daemons.cached(&name) {
                 Some(client) => Ok(client),
                 None => {
                     let client = self.open_uncached(key, &name).await?;
-                    self.inner.egress.ensure(&name, key, &self.ipc_dir(&name));
-                    self.inner.spans.ensure(&name, &self.ipc_dir(&name));
+                    self.inner.attached.listen(&name, key, &self.ipc_dir(&name));
                     Ok(client)
                 }
             }
@@ -367,19 +364,19 @@ impl Sandboxes for LocalSandboxes {
     fn running(&self, key: SandboxKey) -> BoxFuture<'_, Result<Option<SandboxClient>>> {
         Box::pin(async move {
             let name = self.sandbox_name(key);
-            if let Some(client) = self.inner.daemons.cached(&name) {
+            if let Some(client) = self.inner.attached.daemons.cached(&name) {
                 return Ok(Some(client));
             }
             let ipc = self.ipc_dir(&name);
             if !ipc.join(SOCKET).exists() {
                 return Ok(None);
             }
-            Ok(self.inner.daemons.connect(&name, &ipc, Duration::from_millis(300), "").await.ok())
+            Ok(self.inner.attached.daemons.connect(&name, &ipc, Duration::from_millis(300), "").await.ok())
         })
     }
 
     fn invalidate(&self, key: SandboxKey) {
-        self.inner.daemons.forget(&self.sandbox_name(key));
+        self.inner.attached.daemons.forget(&self.sandbox_name(key));
     }
 
     fn reap_idle(&self) -> BoxFuture<'_, Result<usize>> {
@@ -387,11 +384,11 @@ impl Sandboxes for LocalSandboxes {
     }
 
     fn set_egress(&self, handler: Arc<dyn crate::EgressHandler>) {
-        self.inner.egress.set_handler(handler);
+        self.inner.attached.egress.set_handler(handler);
     }
 
     fn census(&self) -> Vec<hermes_core::census::LiveSandbox> {
-        self.inner.census.snapshot()
+        self.inner.attached.census.snapshot()
     }
 
     fn ping(&self) -> BoxFuture<'_, Result<()>> {
