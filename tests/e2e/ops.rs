@@ -28,7 +28,8 @@ fn dump_config_shows_defaults_overridden_by_file_then_env() {
     assert_eq!(cfg["http"]["bind"].as_str(), Some("0.0.0.0:9000"));
     assert_eq!(cfg["redis"]["url"].as_str(), Some("redis://env:6379"));
     assert_eq!(cfg["database"]["url"].as_str(), Some("postgres://postgres@127.0.0.1:5432/hermes"));
-    assert_eq!(cfg["rabbitmq"]["url"].as_str(), Some("amqp://guest:guest@127.0.0.1:5672/%2f"));
+    // A connection URL's password is masked, even the default's.
+    assert_eq!(cfg["rabbitmq"]["url"].as_str(), Some("amqp://guest:<redacted>@127.0.0.1:5672/%2f"));
     assert_eq!(cfg["secrets"]["master_key"].as_str(), Some("<redacted>"));
 
     let bad = Command::new(env!("CARGO_BIN_EXE_hermesd"))
