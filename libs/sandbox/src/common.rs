@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::{Mutex, MutexGuard};
 
 use crate::client::{Address, SandboxClient};
+use crate::listening::listen_for_sandbox;
 use crate::proto::StatusResponse;
 use crate::{Result, SandboxError};
 
@@ -134,23 +135,6 @@ impl EgressListeners {
     pub fn stop(&self, name: &str) {
         if let Some(task) = self.listening.lock().ok().and_then(|mut l| l.remove(name)) {
             task.abort();
-        }
-    }
-}
-
-/// Listens on `path` in a sandbox's socket directory (taking the path over from an earlier
-/// listener), for the sandbox user to connect to: the directory is what guards the socket.
-pub(crate) fn listen_for_sandbox(path: &Path, what: &str) -> Option<tokio::net::UnixListener> {
-    let _ = std::fs::remove_file(path);
-    match tokio::net::UnixListener::bind(path) {
-        Ok(listener) => {
-            use std::os::unix::fs::PermissionsExt;
-            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666));
-            Some(listener)
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, path = %path.display(), "cannot listen for the sandbox's {what}");
-            None
         }
     }
 }

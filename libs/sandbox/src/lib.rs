@@ -10,6 +10,7 @@
 pub mod client;
 mod common;
 pub mod docker;
+mod listening;
 pub mod local;
 pub mod process;
 mod rpc_trace;

@@ -33,7 +33,7 @@ impl SpanListeners {
             return;
         }
         // sandboxd exports as the sandbox user; the relay only takes spans of traces it sent.
-        let Some(listener) = crate::common::listen_for_sandbox(&ipc_dir.join(OTLP_SOCKET), "spans") else { return };
+        let Some(listener) = crate::listening::listen_for_sandbox(&ipc_dir.join(OTLP_SOCKET), "spans") else { return };
         listening.insert(name.to_owned(), hermes_telemetry::tasks::spawn("sandbox_span_relay", relay.serve(listener)));
     }
 
