@@ -277,6 +277,9 @@ async fn create_agent_on(
             sqlx::Error::Database(db) if db.constraint().is_some_and(|c| c.contains("api_mode")) => {
                 StoreError::Invalid("api_mode must be chat_completions, anthropic_messages or responses".into())
             }
+            sqlx::Error::Database(db) if db.constraint().is_some_and(|c| c.contains("context_window")) => {
+                StoreError::Invalid("context_window must be a positive number of tokens".into())
+            }
             sqlx::Error::Database(db) if db.is_check_violation() => StoreError::Invalid(format!(
                 "agent name {:?} must start with a letter or digit and use letters, digits, '.', '_', ':', '/' or '-'",
                 new.name

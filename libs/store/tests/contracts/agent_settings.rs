@@ -77,3 +77,18 @@ async fn a_new_channel_keeps_the_admins_by_default_commands_for_its_admins(pool:
     assert_eq!(kept, admins);
     assert!(kept.contains(&"rollback".to_owned()) && kept.contains(&"reload_mcp".to_owned()));
 }
+
+/// A bad API mode or context window is refused with what is wrong, not as a bad name.
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn a_new_agent_with_a_bad_api_mode_or_context_window_is_refused_by_name(pool: PgPool) {
+    let store = common::store(&pool);
+    let t = common::tenant(&store, "acme").await;
+    let mut bad_mode = common::new_agent("mode");
+    bad_mode.api_mode = Some("telepathy".into());
+    let refused = store.create_agent(t.id, bad_mode, None).await.unwrap_err();
+    assert!(refused.to_string().contains("api_mode"), "{refused}");
+    let mut bad_window = common::new_agent("window");
+    bad_window.context_window = Some(0);
+    let refused = store.create_agent(t.id, bad_window, None).await.unwrap_err();
+    assert!(matches!(&refused, hermes_store::StoreError::Invalid(why) if why.contains("context_window")), "{refused}");
+}
