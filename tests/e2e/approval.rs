@@ -175,7 +175,7 @@ async fn clarify_asks_the_user_and_the_turn_resumes_with_the_answer() {
 #[tokio::test]
 async fn smart_mode_asks_the_model_first_and_the_user_only_when_it_is_unsure() {
     let Team { env, tenant, agent, key } = Team::acme("ops").await;
-    env.store.set_approval_mode(tenant, agent.id, hermes_core::ApprovalMode::Smart).await.unwrap();
+    env.store.turns().set_approval_mode(tenant, agent.id, hermes_core::ApprovalMode::Smart).await.unwrap();
     // The review approves: the command runs without asking anyone.
     env.llm.push(ScriptedReply::terminal("mkdir -p build && rm -rf build && echo gone"));
     env.llm.push(ScriptedReply::text("APPROVE"));

@@ -18,8 +18,8 @@ use crate::telegram::{Pod, TOKEN, open_bot};
 async fn a_webhook_template_cannot_amplify_a_payload_into_the_gateways_memory() {
     let env = TestEnv::start().await;
     let (_tg, _) = open_bot(&env).await;
-    let tenant = env.store.tenant_by_name("acme").await.unwrap().id;
-    let key = env.store.create_api_key(tenant, None, "admin", None).await.unwrap().1;
+    let tenant = env.store.tenancy().tenant_by_name("acme").await.unwrap().id;
+    let key = env.store.tenancy().create_api_key(tenant, None, "admin", None).await.unwrap().1;
     let pod = Pod::start(&env).await;
 
     let oversized = json!({"name": "x", "deliver": "local", "prompt": "{a}".repeat(100_000)});
@@ -133,7 +133,7 @@ async fn metadata_service() -> (String, std::sync::Arc<std::sync::atomic::Atomic
 async fn a_signed_slack_event_cannot_make_the_gateway_fetch_an_internal_address() {
     let env = TestEnv::start().await;
     let (slack, channel) = crate::slack::events_app(&env).await;
-    let key = env.store.create_api_key(channel.tenant_id, None, "admin", None).await.unwrap().1;
+    let key = env.store.tenancy().create_api_key(channel.tenant_id, None, "admin", None).await.unwrap().1;
     let body =
         json!({ "agent": "helper", "platform": "telegram", "token": "1:x", "api_base": "http://169.254.169.254" });
     let (status, err) = call(&env, &key, "post", "/v1/channels", Some(body)).await;
@@ -198,9 +198,11 @@ async fn an_invitation_link_never_signs_its_holder_in_as_the_invited_person() {
         c.admin.sign_in_per_minute = 1_000;
     })
     .await;
-    let (acme, umbrella) =
-        (env.store.create_tenant("acme").await.unwrap(), env.store.create_tenant("umbrella").await.unwrap());
-    env.store.ensure_person("op@x.test", "", true, &cli()).await.unwrap();
+    let (acme, umbrella) = (
+        env.store.tenancy().create_tenant("acme").await.unwrap(),
+        env.store.tenancy().create_tenant("umbrella").await.unwrap(),
+    );
+    env.store.admin().ensure_person("op@x.test", "", true, &cli()).await.unwrap();
     let (_, mallory) = member(&env, acme.id, "a@acme.test", MemberRole::Admin).await;
     member(&env, acme.id, "boss@acme.test", MemberRole::Owner).await;
     member(&env, umbrella.id, "owner@umbrella.test", MemberRole::Owner).await;
@@ -226,7 +228,7 @@ async fn an_invitation_link_never_signs_its_holder_in_as_the_invited_person() {
         let status = resp.status().as_u16();
         let body: serde_json::Value = resp.json().await.unwrap();
         assert_eq!((status, body["error"]["code"].as_str()), (409, Some("sign_in_required")), "{victim}: {body}");
-        let record = env.store.sign_in_record(victim).await.unwrap().unwrap();
+        let record = env.store.admin().sign_in_record(victim).await.unwrap().unwrap();
         assert_eq!(record.password_hash, None, "the link set no password on {victim}");
         let sign_in = json!({"email": victim, "password": "attacker-chosen-pass"});
         let tried = env.http.post(format!("{}/admin/v1/sign-in", env.api_url)).json(&sign_in).send().await.unwrap();
@@ -234,12 +236,12 @@ async fn an_invitation_link_never_signs_its_holder_in_as_the_invited_person() {
     }
     let umbrella_path = format!("/admin/v1/tenants/{}", umbrella.id);
     assert_eq!(mallory.call(&env, reqwest::Method::GET, &umbrella_path, None).await.0, 404);
-    assert_eq!(env.store.member_role(acme.id, mallory_id(&env).await).await.unwrap(), Some(MemberRole::Admin));
+    assert_eq!(env.store.admin().member_role(acme.id, mallory_id(&env).await).await.unwrap(), Some(MemberRole::Admin));
     env.stop().await;
 }
 
 async fn mallory_id(env: &TestEnv) -> hermes_core::PersonId {
-    env.store.sign_in_record("a@acme.test").await.unwrap().unwrap().person.id
+    env.store.admin().sign_in_record("a@acme.test").await.unwrap().unwrap().person.id
 }
 
 /// The security review of 2026-12 (M2), as tried live: 40 wrong sign-ins from one connection

@@ -90,7 +90,7 @@ async fn browsing_env(port: u16, toolsets: &[&str]) -> (TestEnv, String) {
     })
     .await;
     let (tenant, agent, key) = env.tenant("acme", "surfer").await;
-    env.store.set_egress(tenant, agent.id, true).await.unwrap();
+    env.store.turns().set_egress(tenant, agent.id, true).await.unwrap();
     sqlx::query("UPDATE agents SET toolsets = $1").bind(toolsets).execute(&env.db).await.unwrap();
     (env, key)
 }

@@ -57,7 +57,7 @@ async fn an_admin_binds_bots_through_the_api_and_approves_a_stranger() {
     assert_eq!((status, err["error"]["code"].as_str()), (400, Some("invalid_value")), "{err}");
 
     // A key restricted to one agent may not manage channels.
-    let (_, narrow) = env.store.create_api_key(tenant, Some(agent.id), "narrow", None).await.unwrap();
+    let (_, narrow) = env.store.tenancy().create_api_key(tenant, Some(agent.id), "narrow", None).await.unwrap();
     let (status, err) = call(&env, &narrow, "get", "/v1/channels", None).await;
     assert_eq!((status, err["error"]["type"].as_str()), (403, Some("permission_error")));
 
@@ -120,13 +120,13 @@ async fn an_admin_binds_bots_through_the_api_and_approves_a_stranger() {
     // Each change is recorded as the key's, through the use cases the admin API and hermesctl
     // run too; refusals leave no entry, and no bot secret reaches the log.
     let filter = hermes_store::admin::AuditFilter { limit: 100, ..Default::default() };
-    let entries = env.store.audit_entries(tenant, &filter).await.unwrap().entries;
+    let entries = env.store.admin().audit_entries(tenant, &filter).await.unwrap().entries;
     let mut actions: Vec<&str> = entries.iter().map(|e| e.action.as_str()).collect();
     actions.reverse();
     let bound = ["channel.bound"; 4];
     let rest = ["channel.changed", "pairing.approved", "channel.unbound"];
     assert_eq!(actions, [&bound[..], &rest[..]].concat(), "oldest first");
-    let key_id = env.store.api_keys(tenant).await.unwrap().into_iter().find(|k| k.name == "test").unwrap().id;
+    let key_id = env.store.tenancy().api_keys(tenant).await.unwrap().into_iter().find(|k| k.name == "test").unwrap().id;
     for e in &entries {
         assert_eq!((e.actor.kind.as_str(), e.actor.id.as_str()), ("api_key", key_id.to_string().as_str()));
     }

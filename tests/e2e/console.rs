@@ -39,8 +39,8 @@ async fn acme_showing_payloads(env: &TestEnv) -> (TenantId, PersonId) {
     env.llm.push(ScriptedReply::text(format!("Here you go: {PAYLOADS}")));
     let resp = env.chat(&key, json!({"messages": [{"role": "user", "content": format!("Show me {PAYLOADS}")}]})).await;
     assert_eq!(resp.status(), 200);
-    let owner = env.store.ensure_person("owner@acme.test", "Olive Owner", false, &cli()).await.unwrap();
-    env.store.add_member(acme, owner.id, MemberRole::Owner, &cli()).await.unwrap();
+    let owner = env.store.admin().ensure_person("owner@acme.test", "Olive Owner", false, &cli()).await.unwrap();
+    env.store.admin().add_member(acme, owner.id, MemberRole::Owner, &cli()).await.unwrap();
     (acme, owner.id)
 }
 
@@ -94,15 +94,15 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
     let (acme, owner) = acme_showing_payloads(&env).await;
     let (other, _, _) = env.tenant("other", "helper").await;
 
-    let owner_link = env.store.create_sign_in_link(owner, std::time::Duration::from_secs(600)).await.unwrap();
-    let member = env.store.ensure_person("mia@acme.test", "Mia Member", false, &cli()).await.unwrap();
-    env.store.add_member(acme, member.id, MemberRole::Member, &cli()).await.unwrap();
+    let owner_link = env.store.admin().create_sign_in_link(owner, std::time::Duration::from_secs(600)).await.unwrap();
+    let member = env.store.admin().ensure_person("mia@acme.test", "Mia Member", false, &cli()).await.unwrap();
+    env.store.admin().add_member(acme, member.id, MemberRole::Member, &cli()).await.unwrap();
     let hash = hermes_api::admin::password::hash("mia's long passphrase".into()).await.unwrap();
-    env.store.set_password_hash(member.id, &hash, None, &cli()).await.unwrap();
+    env.store.admin().set_password_hash(member.id, &hash, None, &cli()).await.unwrap();
 
     // An operator, and a sandbox a worker has reported (the operators' cluster view shows it).
-    let ops = env.store.ensure_person("ops@example.com", "Otto Ops", true, &cli()).await.unwrap();
-    let ops_link = env.store.create_sign_in_link(ops.id, std::time::Duration::from_secs(600)).await.unwrap();
+    let ops = env.store.admin().ensure_person("ops@example.com", "Otto Ops", true, &cli()).await.unwrap();
+    let ops_link = env.store.admin().create_sign_in_link(ops.id, std::time::Duration::from_secs(600)).await.unwrap();
     let census = hermes_cache::Cache::connect(&env.config.redis.url, &env.config.redis.key_prefix)
         .await
         .unwrap()
@@ -236,7 +236,7 @@ async fn the_console_works_in_firefox_too() {
     );
     let env = TestEnv::start_with(crate::harness::Roles { worker: true, scheduler: false }, |_| {}).await;
     let (acme, owner) = acme_showing_payloads(&env).await;
-    let link = env.store.create_sign_in_link(owner, std::time::Duration::from_secs(600)).await.unwrap();
+    let link = env.store.admin().create_sign_in_link(owner, std::time::Duration::from_secs(600)).await.unwrap();
     let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots");
     std::fs::create_dir_all(&shots).unwrap();
     let world = json!({

@@ -27,7 +27,7 @@ async fn a_cron_run_silent_past_the_inactivity_limit_fails_but_a_busy_one_runs_o
     env.llm.push(ScriptedReply::text("All four steps done.").after(step));
     let mut busy = super::cron::job(channel.agent_id, "busy");
     busy.deliver = "telegram:42".into();
-    env.store.create_job(channel.tenant_id, &busy).await.unwrap();
+    env.store.automation().create_job(channel.tenant_id, &busy).await.unwrap();
     let got = sent(&tg, 1).await;
     assert_eq!(got[0].text, "⏰ Cron job “busy”\n\nAll four steps done.");
 
@@ -35,7 +35,7 @@ async fn a_cron_run_silent_past_the_inactivity_limit_fails_but_a_busy_one_runs_o
     env.llm.push(ScriptedReply::text("too late").after(Duration::from_secs(30)));
     let mut hung = super::cron::job(channel.agent_id, "hung");
     hung.deliver = "telegram:42".into();
-    env.store.create_job(channel.tenant_id, &hung).await.unwrap();
+    env.store.automation().create_job(channel.tenant_id, &hung).await.unwrap();
     let got = sent(&tg, 2).await;
     assert!(got[1].text.starts_with("⏰ Cron job “hung”\n\n"), "{}", got[1].text);
     let error = poll_until(async || -> Option<String> {
@@ -55,8 +55,8 @@ async fn a_cron_run_silent_past_the_inactivity_limit_fails_but_a_busy_one_runs_o
 #[tokio::test]
 async fn a_chats_job_is_managed_by_the_chat_the_agents_tool_and_the_api_and_nobody_elses_is_reachable() {
     let (env, tg, _, pod) = open_chat_with_tools(&["terminal", "cronjob"]).await;
-    let tenant = env.store.tenant_by_name("acme").await.unwrap().id;
-    let key = env.store.create_api_key(tenant, None, "k", None).await.unwrap().1;
+    let tenant = env.store.tenancy().tenant_by_name("acme").await.unwrap().id;
+    let key = env.store.tenancy().create_api_key(tenant, None, "k", None).await.unwrap().1;
 
     // A job the API made is not this chat's: the chat cannot see or change it, nor can the
     // agent acting for the chat (issue 17: any chat user could edit, run or redirect any job).

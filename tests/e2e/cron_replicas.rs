@@ -47,7 +47,7 @@ async fn a_scheduler_killed_while_claiming_leaves_each_slot_run_at_most_once() {
     let Team { env, tenant, agent, .. } = Team::start(Roles::API_ONLY, "helper").await;
     const JOBS: i64 = 400;
     for i in 0..JOBS {
-        env.store.create_job(tenant, &super::cron::job(agent.id, &format!("job {i}"))).await.unwrap();
+        env.store.automation().create_job(tenant, &super::cron::job(agent.id, &format!("job {i}"))).await.unwrap();
     }
     let mut a = Scheduler::start(&env, "sched-a");
     let mut b = Scheduler::start(&env, "sched-b");
@@ -66,7 +66,7 @@ async fn a_scheduler_killed_while_claiming_leaves_each_slot_run_at_most_once() {
     assert_eq!(owners, 2, "both replicas claimed some");
     // Claimed and never started: declared unknown once stale, and never run again.
     let stranded = env.count("SELECT count(*) FROM cron_runs WHERE status = 'claimed'").await;
-    let settled = env.store.settle_runs(Duration::ZERO).await.unwrap();
+    let settled = env.store.system().settle_runs(Duration::ZERO).await.unwrap();
     assert_eq!(settled.iter().filter(|s| s.status == hermes_core::CronRunStatus::Unknown).count() as i64, stranded);
     let mut c = Scheduler::start(&env, "sched-c");
     // Nothing may run again over many of C's passes: the sleep is the behaviour under test.
@@ -132,7 +132,7 @@ async fn after_downtime_each_job_runs_once_or_skips_to_its_next_slot() {
     for (name, timing, _, _) in &cases {
         let mut new = super::cron::job(agent.id, name);
         new.timing = timing.clone();
-        env.store.create_job(tenant, &new).await.unwrap();
+        env.store.automation().create_job(tenant, &new).await.unwrap();
     }
     let ctx = SchedulerContext {
         config: std::sync::Arc::new(env.config.clone()),

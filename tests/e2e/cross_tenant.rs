@@ -68,7 +68,7 @@ async fn every_operation_with_a_path_id_answers_404_to_another_tenant_and_writes
     let tg = TelegramEmulator::start().await.unwrap();
     let channel = bind(&env, &tg, "poll", "pairing", &[]).await;
     let victim = channel.tenant_id;
-    let key = env.store.create_api_key(victim, None, "admin", None).await.unwrap().1;
+    let key = env.store.tenancy().create_api_key(victim, None, "admin", None).await.unwrap().1;
 
     // One of each of the victim's objects.
     env.llm.push(ScriptedReply::text("stored answer"));
@@ -114,7 +114,7 @@ async fn every_operation_with_a_path_id_answers_404_to_another_tenant_and_writes
     ];
     // A second agent, and a key that may reach only it; then the intruder.
     let other_agent = env.agent(victim, "other").await;
-    let restricted = env.store.create_api_key(victim, Some(other_agent.id), "narrow", None).await.unwrap().1;
+    let restricted = env.store.tenancy().create_api_key(victim, Some(other_agent.id), "narrow", None).await.unwrap().1;
     let (_, _, intruder) = env.tenant("intruder", "spy").await;
     let before = snapshot(&env, victim).await;
 

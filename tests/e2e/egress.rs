@@ -48,7 +48,7 @@ async fn sandboxes_reach_only_public_addresses_and_only_when_the_agent_opted_in(
     .await;
     let (tenant, _, key) = env.tenant("acme", "closed").await;
     let open = env.agent(tenant, "open").await;
-    env.store.set_egress(tenant, open.id, true).await.unwrap();
+    env.store.turns().set_egress(tenant, open.id, true).await.unwrap();
     // What any HTTP client does with HTTP_PROXY (the test image's busybox wget crashes with a
     // proxy set, so the request is written by hand).
     let fetch = |url: &str| {

@@ -19,14 +19,18 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
         TurnTarget::New { source: hermes_core::SessionSource::Api, user_key: "test-user".into(), history: vec![] },
         ChatMessage::user("hi"),
     );
-    let (session, turn) = env.store.enqueue_turn(tenant, new).await.unwrap();
+    let (session, turn) = env.store.turns().enqueue_turn(tenant, new).await.unwrap();
 
     // Worker A takes the lock and the turn, writes, then stalls past its lock and lease.
     let short = Duration::from_millis(400);
     let a_lock = locks.try_acquire(session, "worker-a", short).await.unwrap().expect("free lock");
     assert!(locks.try_acquire(session, "worker-b", short).await.unwrap().is_none(), "one holder at a time");
-    let a = env.store.claim_next_turn(tenant, session, "worker-a", short, a_lock.token).await.unwrap().unwrap();
-    env.store.append_message(tenant, session, a.fence, turn, 0, &ChatMessage::user("hi")).await.unwrap();
+    let a = env.store.turns().claim_next_turn(tenant, session, "worker-a", short, a_lock.token).await.unwrap().unwrap();
+    env.store
+        .conversations()
+        .append_message(tenant, session, a.fence, turn, 0, &ChatMessage::user("hi"))
+        .await
+        .unwrap();
     // A stalls past its 400 ms lock and lease: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(600)).await;
 
@@ -39,6 +43,7 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
     assert!(locks.try_acquire(session, "worker-c", short).await.unwrap().is_none(), "A's release left B's lock alone");
     let b = env
         .store
+        .turns()
         .claim_next_turn(tenant, session, "worker-b", Duration::from_secs(5), b_lock.token)
         .await
         .unwrap()
@@ -48,7 +53,11 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
     assert!(b.fence > a.fence);
 
     // The zombie wakes up: every write is refused.
-    let late = env.store.append_message(tenant, session, a.fence, turn, 1, &ChatMessage::assistant("late")).await;
+    let late = env
+        .store
+        .conversations()
+        .append_message(tenant, session, a.fence, turn, 1, &ChatMessage::assistant("late"))
+        .await;
     assert!(matches!(late, Err(StoreError::Fenced)), "{late:?}");
     let outcome = hermes_core::TurnOutcome {
         content: "late".into(),
@@ -74,6 +83,7 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
     };
     let finish = env
         .store
+        .turns()
         .finish_turn(
             tenant,
             session,
@@ -88,31 +98,47 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
         .await;
     assert!(matches!(finish, Err(StoreError::Fenced)), "{finish:?}");
     // A's model call was paid for: it is metered even though A's answer is refused.
-    assert_eq!(env.store.turn_model_calls(tenant, turn).await.unwrap(), vec![paid]);
-    assert_eq!(env.store.extend_lease(tenant, turn, "worker-a", short).await.unwrap(), hermes_store::LeaseState::Lost);
+    assert_eq!(env.store.tenancy().turn_model_calls(tenant, turn).await.unwrap(), vec![paid]);
+    assert_eq!(
+        env.store.turns().extend_lease(tenant, turn, "worker-a", short).await.unwrap(),
+        hermes_store::LeaseState::Lost
+    );
     // A's stale finish stored nothing: not the answer, not the outcome.
-    assert_eq!(env.store.session_messages(tenant, session).await.unwrap().len(), 1, "only the user input so far");
+    assert_eq!(
+        env.store.conversations().session_messages(tenant, session).await.unwrap().len(),
+        1,
+        "only the user input so far"
+    );
 
     // B writes; a replayed step is stored once.
     let answer = ChatMessage::assistant("from B");
-    env.store.append_message(tenant, session, b.fence, turn, 1, &answer).await.unwrap();
-    let again = env.store.append_message(tenant, session, b.fence, turn, 1, &answer).await.unwrap();
+    env.store.conversations().append_message(tenant, session, b.fence, turn, 1, &answer).await.unwrap();
+    let again = env.store.conversations().append_message(tenant, session, b.fence, turn, 1, &answer).await.unwrap();
     assert_eq!(again, hermes_store::Appended::AlreadyStored);
     env.store
+        .turns()
         .finish_turn(tenant, session, turn, "worker-b", b.fence, TurnStatus::Completed, &outcome, None, &[])
         .await
         .unwrap();
-    let texts: Vec<String> =
-        env.store.session_messages(tenant, session).await.unwrap().into_iter().map(|m| m.message.text()).collect();
+    let texts: Vec<String> = env
+        .store
+        .conversations()
+        .session_messages(tenant, session)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.message.text())
+        .collect();
     assert_eq!(texts, ["hi", "from B"]);
 
     // If Redis forgets the counter, Postgres still moves the fence forward.
     let (_, turn2) = env
         .store
+        .turns()
         .enqueue_turn(tenant, NewTurn::new(agent.id, TurnTarget::Existing(session), ChatMessage::user("more")))
         .await
         .unwrap();
-    let c = env.store.claim_next_turn(tenant, session, "worker-c", short, 1).await.unwrap().unwrap();
+    let c = env.store.turns().claim_next_turn(tenant, session, "worker-c", short, 1).await.unwrap().unwrap();
     assert_eq!(c.turn_id, turn2);
     assert!(c.fence > b.fence, "the fence never goes back: {} <= {}", c.fence, b.fence);
     env.stop().await;

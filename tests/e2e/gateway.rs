@@ -38,21 +38,24 @@ async fn a_chat_message_is_taken_in_once_and_its_answer_is_queued_for_delivery_o
         )
     };
     let update = json!({"update_id": 1001, "message": {"text": "hi"}});
-    let first = env.store.accept_inbound(tenant, "telegram:bot", "1001", &update, Some(turn()), None).await.unwrap();
+    let first =
+        env.store.chat().accept_inbound(tenant, "telegram:bot", "1001", &update, Some(turn()), None).await.unwrap();
     let Accepted::Turn { session, .. } = first else { panic!("{first:?}") };
     // The platform delivers the same update again: nothing more happens.
-    let again = env.store.accept_inbound(tenant, "telegram:bot", "1001", &update, Some(turn()), None).await.unwrap();
+    let again =
+        env.store.chat().accept_inbound(tenant, "telegram:bot", "1001", &update, Some(turn()), None).await.unwrap();
     assert_eq!(again, Accepted::Duplicate);
     assert_eq!(env.count("SELECT count(*) FROM turns").await, 1);
     // A second part of the message, before the turn started, joins it.
     let mut part = turn();
     part.input = ChatMessage::user("and the rest");
-    let merged = env.store.accept_inbound(tenant, "telegram:bot", "1002", &update, Some(part), None).await.unwrap();
+    let merged =
+        env.store.chat().accept_inbound(tenant, "telegram:bot", "1002", &update, Some(part), None).await.unwrap();
     assert!(matches!(merged, Accepted::Merged { session: s, .. } if s == session), "{merged:?}");
     assert_eq!(env.count("SELECT count(*) FROM turns").await, 1);
     env.signal_work(tenant, session).await;
 
-    let claim = async || env.store.claim_outbox(10, Duration::from_secs(30), None).await.unwrap();
+    let claim = async || env.store.system().claim_outbox(10, Duration::from_secs(30), None).await.unwrap();
     let claimed = poll_until(async || Some(claim().await).filter(|c| !c.is_empty())).await.unwrap_or_default();
     assert_eq!(claimed.len(), 1, "one answer for one turn");
     let item = &claimed[0];
@@ -65,9 +68,9 @@ async fn a_chat_message_is_taken_in_once_and_its_answer_is_queued_for_delivery_o
     let seen = env.llm.requests()[0].messages();
     assert_eq!(seen.last().unwrap()["content"], "hi\nand the rest", "the model saw both parts as one message");
     // Claimed: another pod does not get it while the lease runs.
-    assert!(env.store.claim_outbox(10, Duration::from_secs(30), None).await.unwrap().is_empty());
-    assert!(env.store.outbox_part_sent(item, 1, &["555".to_owned()]).await.unwrap());
-    assert!(env.store.outbox_sent(item).await.unwrap());
+    assert!(env.store.system().claim_outbox(10, Duration::from_secs(30), None).await.unwrap().is_empty());
+    assert!(env.store.system().outbox_part_sent(item, 1, &["555".to_owned()]).await.unwrap());
+    assert!(env.store.system().outbox_sent(item).await.unwrap());
     let (status, ids): (String, String) =
         sqlx::query_as("SELECT status, platform_message_id FROM outbox").fetch_one(&env.db).await.unwrap();
     assert_eq!((status.as_str(), ids.as_str()), ("sent", "555"));
@@ -80,7 +83,7 @@ async fn a_chat_message_is_taken_in_once_and_its_answer_is_queued_for_delivery_o
     let mut foreign = turn();
     foreign.reply_to = Some(stranger);
     foreign.target = TurnTarget::Existing(session);
-    env.store.accept_inbound(tenant, "telegram:bot", "1003", &update, Some(foreign), None).await.unwrap();
+    env.store.chat().accept_inbound(tenant, "telegram:bot", "1003", &update, Some(foreign), None).await.unwrap();
     env.signal_work(tenant, session).await;
     env.wait_for_count("SELECT count(*) FROM turns WHERE status = 'completed'", 2).await;
     assert_eq!(env.count("SELECT count(*) FROM outbox").await, 1, "nothing queued for another tenant's bot");

@@ -270,9 +270,9 @@ impl TestEnv {
 
     /// A tenant with `new` as its one agent and an API key for it.
     pub async fn tenant_with(&self, tenant: &str, new: NewAgent) -> (TenantId, Agent, String) {
-        let t = self.store.create_tenant(tenant).await.unwrap();
+        let t = self.store.tenancy().create_tenant(tenant).await.unwrap();
         let a = self.add_agent(t.id, new).await;
-        let (_, key) = self.store.create_api_key(t.id, None, "test", None).await.unwrap();
+        let (_, key) = self.store.tenancy().create_api_key(t.id, None, "test", None).await.unwrap();
         (t.id, a, key)
     }
 

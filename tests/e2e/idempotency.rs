@@ -78,8 +78,8 @@ async fn retries_and_duplicates_on_two_api_pods_share_one_turn_and_one_answer() 
     assert_eq!(env.count("SELECT count(*) FROM turns").await, 1);
 
     // Keys belong to their API key: another key's "deploy-42" is its own request.
-    let tenant = env.store.tenant_by_name("acme").await.unwrap();
-    let (_, second_key) = env.store.create_api_key(tenant.id, None, "ci", None).await.unwrap();
+    let tenant = env.store.tenancy().tenant_by_name("acme").await.unwrap();
+    let (_, second_key) = env.store.tenancy().create_api_key(tenant.id, None, "ci", None).await.unwrap();
     env.llm.push(ScriptedReply::text("Deployed again."));
     let e = post(&env, &env.api_url, &second_key, "deploy-42", "deploy").await;
     assert_eq!(e.2["choices"][0]["message"]["content"], "Deployed again.");

@@ -87,7 +87,7 @@ async fn pictures_are_metered_into_usage_and_a_hard_cap_needs_their_price() {
     sqlx::query("UPDATE agents SET toolsets = ARRAY['image_gen']").execute(&env.db).await.unwrap();
     // Model calls are free here, so what is spent is the pictures'.
     let tokens = hermes_store::ModelPrice { model: "scripted*".into(), ..Default::default() };
-    env.store.set_model_price(&tokens).await.unwrap();
+    env.store.tenancy().set_model_price(&tokens).await.unwrap();
     env.cap_spending(tenant, None, hermes_core::BudgetPeriod::Day, (Some(1.0), None)).await;
     let ask = ask("ops", "draw a fox");
 
@@ -103,7 +103,7 @@ async fn pictures_are_metered_into_usage_and_a_hard_cap_needs_their_price() {
 
     // Priced: made, recorded as an image call at its price, and in the usage report.
     let per_image = hermes_store::ModelPrice { model: "fal-ai/*".into(), per_image: Some(0.04), ..Default::default() };
-    env.store.set_model_price(&per_image).await.unwrap();
+    env.store.tenancy().set_model_price(&per_image).await.unwrap();
     env.llm.push(ScriptedReply::tool_call("image_generate", json!({"prompt": "a red fox"})));
     env.llm.push(ScriptedReply::text("Here is your fox."));
     assert_eq!(env.chat(&key, ask).await.status(), 200);
@@ -122,7 +122,7 @@ async fn pictures_are_metered_into_usage_and_a_hard_cap_needs_their_price() {
     let usage: Value =
         env.http.get(format!("{}/v1/usage", env.api_url)).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
     assert!((usage["total"]["cost_usd"].as_f64().unwrap() - 0.04).abs() < 1e-9, "{usage}");
-    let spent = env.store.budget_states(tenant, agent.id, chrono::Utc::now()).await.unwrap();
+    let spent = env.store.tenancy().budget_states(tenant, agent.id, chrono::Utc::now()).await.unwrap();
     assert!((spent[0].spent_usd - 0.04).abs() < 1e-9, "the team's cap counts the picture: {spent:?}");
     env.stop().await;
 }
@@ -170,9 +170,9 @@ async fn an_api_turns_picture_is_a_link_to_the_tenants_file_that_no_one_else_can
     let body: Value = refused.json().await.unwrap();
     assert_eq!(body["error"]["code"], "not_found");
     let billing = env.agent(tenant, "billing").await;
-    let (_, billing_key) = env.store.create_api_key(tenant, Some(billing.id), "billing", None).await.unwrap();
+    let (_, billing_key) = env.store.tenancy().create_api_key(tenant, Some(billing.id), "billing", None).await.unwrap();
     assert_eq!(get(url.clone(), Some(billing_key)).await.status(), 404);
-    let (_, ops_key) = env.store.create_api_key(tenant, Some(agent.id), "ops", None).await.unwrap();
+    let (_, ops_key) = env.store.tenancy().create_api_key(tenant, Some(agent.id), "ops", None).await.unwrap();
     assert_eq!(get(url.clone(), Some(ops_key)).await.status(), 200);
     let forged = url.replace("/file-", "/file-0").replace(".png", "x.png");
     assert_eq!(get(forged, Some(key)).await.status(), 404);

@@ -45,7 +45,7 @@ async fn a_key_restricted_to_one_agent_cannot_use_another() {
     let env = TestEnv::start().await;
     let (tenant, agent, _) = env.tenant("alpha", "first").await;
     env.add_agent(tenant, env.new_agent("second", "m")).await;
-    let (_, key) = env.store.create_api_key(tenant, Some(agent.id), "narrow", None).await.unwrap();
+    let (_, key) = env.store.tenancy().create_api_key(tenant, Some(agent.id), "narrow", None).await.unwrap();
     let resp = env.chat(&key, ask("second", "hi")).await;
     assert_eq!(resp.status(), 404);
     // With no model named, the only agent the key may use is chosen.
@@ -84,8 +84,8 @@ async fn every_endpoint_answers_404_for_another_tenants_objects() {
     assert!(!interaction.is_empty(), "the run waits for approval");
 
     // ...and a chat bot.
-    let owner_tenant = env.store.tenant_by_name("alpha").await.unwrap().id;
-    let owner_agent = env.store.agent_by_name(owner_tenant, "ops").await.unwrap();
+    let owner_tenant = env.store.tenancy().tenant_by_name("alpha").await.unwrap().id;
+    let owner_agent = env.store.agents().agent_by_name(owner_tenant, "ops").await.unwrap();
     let bot = crate::harness::unreachable_telegram_bot(owner_agent.id);
     let channel = env.add_channel(owner_tenant, bot).await.id.to_string();
     // ...and a cron job.

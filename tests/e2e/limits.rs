@@ -22,9 +22,9 @@ async fn models(env: &TestEnv, base: &str, key: &str) -> (u16, Option<String>, V
 async fn requests_per_minute_hold_per_key_and_per_tenant_across_pods() {
     let Team { env, tenant, key, .. } = Team::acme("ops").await;
     let other_pod = second_api(&env).await;
-    let auth = env.store.authenticate_api_key(&key).await.unwrap().unwrap();
-    env.store.set_key_limits(tenant, auth.key_id, Some(3), None).await.unwrap();
-    env.store.set_tenant_limits(tenant, Some(5), None).await.unwrap();
+    let auth = env.store.tenancy().authenticate_api_key(&key).await.unwrap().unwrap();
+    env.store.tenancy().set_key_limits(tenant, auth.key_id, Some(3), None).await.unwrap();
+    env.store.tenancy().set_tenant_limits(tenant, Some(5), None).await.unwrap();
     for i in 0..3 {
         let base = if i % 2 == 0 { &env.api_url } else { &other_pod };
         assert_eq!(models(&env, base, &key).await.0, 200, "request {i}");
@@ -39,7 +39,7 @@ async fn requests_per_minute_hold_per_key_and_per_tenant_across_pods() {
 
     // Another key of the team is not limited by this one's budget, but by the team's (five, of
     // which the first key used three; its refused fourth did not count).
-    let (_, second) = env.store.create_api_key(tenant, None, "second", None).await.unwrap();
+    let (_, second) = env.store.tenancy().create_api_key(tenant, None, "second", None).await.unwrap();
     assert_eq!(models(&env, &env.api_url, &second).await.0, 200);
     assert_eq!(models(&env, &other_pod, &second).await.0, 200);
     let (status, _, body) = models(&env, &env.api_url, &second).await;
@@ -54,8 +54,8 @@ async fn requests_per_minute_hold_per_key_and_per_tenant_across_pods() {
 #[tokio::test]
 async fn turns_in_flight_are_capped_per_key_and_a_refused_one_writes_nothing() {
     let Team { env, tenant, key, .. } = Team::acme("ops").await;
-    let auth = env.store.authenticate_api_key(&key).await.unwrap().unwrap();
-    env.store.set_key_limits(tenant, auth.key_id, None, Some(1)).await.unwrap();
+    let auth = env.store.tenancy().authenticate_api_key(&key).await.unwrap().unwrap();
+    env.store.tenancy().set_key_limits(tenant, auth.key_id, None, Some(1)).await.unwrap();
     env.llm.push(ScriptedReply::text("slow answer").after(Duration::from_millis(1_500)));
     let body = ask("ops", "hi");
     let first = env.spawn_chat(&key, body.clone());

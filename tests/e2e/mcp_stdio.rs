@@ -142,6 +142,7 @@ async fn a_turn_calls_a_stdio_server_running_in_the_agents_docker_sandbox() {
     let masked = serde_json::to_value(parsed.masked()).unwrap();
     let sealed = json!({"env": parsed.env, "headers": {}});
     env.store
+        .agents()
         .set_mcp_server(tenant, agent.id, "tracker", (&masked, true), &sealed, Some(&env.secrets()))
         .await
         .unwrap();

@@ -57,6 +57,7 @@ async fn writes_land_at_once_but_show_in_the_prompt_from_the_next_session_on() {
     // Stored at once...
     let snapshot = env
         .store
+        .agents()
         .memory_snapshot(tenant, agent.id, &format!("api-key:{}", api_key_id(&env, &key).await))
         .await
         .unwrap();
@@ -82,7 +83,7 @@ async fn writes_land_at_once_but_show_in_the_prompt_from_the_next_session_on() {
 }
 
 async fn api_key_id(env: &TestEnv, key: &str) -> uuid::Uuid {
-    env.store.authenticate_api_key(key).await.unwrap().unwrap().key_id.as_uuid()
+    env.store.tenancy().authenticate_api_key(key).await.unwrap().unwrap().key_id.as_uuid()
 }
 
 #[tokio::test]
@@ -194,6 +195,7 @@ async fn concurrent_writers_of_one_document_never_lose_an_update() {
         tokio::spawn(async move {
             let action = Action::Add { content: format!("fact {i}") };
             store
+                .agents()
                 .update_memory(tenant, agent.id, MemoryTarget::Memory, "", |current| {
                     match apply(current, &action, 2_200) {
                         Ok(Applied::Changed { entries, .. }) => Ok(Some(entries)),
@@ -209,7 +211,7 @@ async fn concurrent_writers_of_one_document_never_lose_an_update() {
     for writer in writers {
         writer.await.unwrap();
     }
-    let mut saved = env.store.memory_snapshot(tenant, agent.id, "anyone").await.unwrap().memory;
+    let mut saved = env.store.agents().memory_snapshot(tenant, agent.id, "anyone").await.unwrap().memory;
     saved.sort();
     let mut want: Vec<String> = (0..24).map(|i| format!("fact {i}")).collect();
     want.sort();

@@ -28,15 +28,18 @@ async fn sessions_get_titles_lineage_and_exports() {
     let resp = env.chat(&key, ask("ops", long)).await;
     assert_eq!(resp.status(), 200);
     let root = session_of(&resp);
-    let meta = env.store.session(tenant, root).await.unwrap();
+    let meta = env.store.conversations().session(tenant, root).await.unwrap();
     let title = meta.title.unwrap();
     assert!(title.starts_with("Plan the release of version two with") && title.ends_with('…'), "{title}");
     assert!(title.chars().count() <= 61, "{title}");
-    env.store.set_session_title(tenant, root, Some("Release planning")).await.unwrap();
-    assert!(env.store.set_session_title(tenant, SessionId::new(), Some("x")).await.is_err(), "unknown is NotFound");
+    env.store.conversations().set_session_title(tenant, root, Some("Release planning")).await.unwrap();
+    assert!(
+        env.store.conversations().set_session_title(tenant, SessionId::new(), Some("x")).await.is_err(),
+        "unknown is NotFound"
+    );
 
     // A delegated child and a compacted continuation of it: the lineage walks up and down.
-    let child = env.store.create_child_session(tenant, root, "research task").await.unwrap();
+    let child = env.store.conversations().create_child_session(tenant, root, "research task").await.unwrap();
     let grandchild = SessionId::new();
     sqlx::query(
         "INSERT INTO sessions (id, tenant_id, agent_id, source, parent_session_id, lineage, title)
@@ -49,15 +52,18 @@ async fn sessions_get_titles_lineage_and_exports() {
     .execute(&env.db)
     .await
     .unwrap();
-    let lineage = env.store.session_lineage(tenant, grandchild).await.unwrap();
+    let lineage = env.store.conversations().session_lineage(tenant, grandchild).await.unwrap();
     let shape: Vec<(SessionId, i32, Option<&str>)> =
         lineage.iter().map(|n| (n.session_id, n.depth, n.lineage.as_deref())).collect();
     assert_eq!(shape, [(root, 0, None), (child, 1, Some("subagent")), (grandchild, 2, Some("compaction"))]);
     let (other, _, _) = env.tenant("globex", "ops").await;
-    assert!(env.store.session_lineage(other, root).await.is_err(), "another tenant's session is not found");
+    assert!(
+        env.store.conversations().session_lineage(other, root).await.is_err(),
+        "another tenant's session is not found"
+    );
 
     // Export: JSON keeps everything; ShareGPT has the conversation with tool blocks.
-    let export = env.store.export_session(tenant, root).await.unwrap();
+    let export = env.store.conversations().export_session(tenant, root).await.unwrap();
     assert_eq!(export.title.as_deref(), Some("Release planning"));
     assert_eq!(export.lineage.len(), 3);
     let roles: Vec<&str> = export.messages.iter().map(|m| m.message.role.as_str()).collect();
@@ -87,10 +93,11 @@ async fn sessions_past_the_tenants_retention_are_pruned_unless_a_turn_is_open() 
     let now = Utc::now();
     // Keeping forever (the default) prunes nothing, however old.
     sqlx::query("UPDATE sessions SET updated_at = now() - interval '40 days'").execute(&env.db).await.unwrap();
-    assert_eq!(env.store.prune_sessions(now, 100).await.unwrap(), 0);
+    assert_eq!(env.store.system().prune_sessions(now, 100).await.unwrap(), 0);
 
-    let policy = SessionPolicy { retention_days: Some(30), ..env.store.session_policy(tenant).await.unwrap() };
-    env.store.set_session_policy(tenant, &policy).await.unwrap();
+    let policy =
+        SessionPolicy { retention_days: Some(30), ..env.store.conversations().session_policy(tenant).await.unwrap() };
+    env.store.conversations().set_session_policy(tenant, &policy).await.unwrap();
     // Session 1 was active recently; session 2 has a queued turn.
     sqlx::query("UPDATE sessions SET updated_at = now() - interval '2 days' WHERE id = $1")
         .bind(sessions[1].as_uuid())
@@ -102,10 +109,10 @@ async fn sessions_past_the_tenants_retention_are_pruned_unless_a_turn_is_open() 
         .execute(&env.db)
         .await
         .unwrap();
-    assert_eq!(env.store.prune_sessions(now, 100).await.unwrap(), 1);
-    assert!(env.store.session(tenant, sessions[0]).await.is_err(), "the old one is gone");
-    assert!(env.store.session(tenant, sessions[1]).await.is_ok());
-    assert!(env.store.session(tenant, sessions[2]).await.is_ok(), "an open turn keeps its session");
+    assert_eq!(env.store.system().prune_sessions(now, 100).await.unwrap(), 1);
+    assert!(env.store.conversations().session(tenant, sessions[0]).await.is_err(), "the old one is gone");
+    assert!(env.store.conversations().session(tenant, sessions[1]).await.is_ok());
+    assert!(env.store.conversations().session(tenant, sessions[2]).await.is_ok(), "an open turn keeps its session");
     assert_eq!(env.count(&format!("SELECT count(*) FROM messages WHERE session_id = '{}'", sessions[0])).await, 0);
     env.stop().await;
 }
@@ -114,7 +121,7 @@ async fn sessions_past_the_tenants_retention_are_pruned_unless_a_turn_is_open() 
 async fn a_chat_keeps_its_session_until_the_reset_rules_say_otherwise_but_never_while_a_process_runs() {
     let Team { env, tenant, agent, .. } = Team::acme("ops").await;
     let policy = SessionPolicy { timezone: "Asia/Shanghai".parse().unwrap(), ..SessionPolicy::default() };
-    env.store.set_session_policy(tenant, &policy).await.unwrap();
+    env.store.conversations().set_session_policy(tenant, &policy).await.unwrap();
     let route = Route {
         agent: agent.id,
         key: "telegram:chat:42".into(),
@@ -126,11 +133,12 @@ async fn a_chat_keeps_its_session_until_the_reset_rules_say_otherwise_but_never_
     let send = async |text: &str, now: chrono::DateTime<Utc>| -> (SessionId, Option<ResetReason>) {
         let (target, reason) = env
             .store
+            .turns()
             .route_target(tenant, &route, now, async |session| marks.is_marked(tenant, session).await.unwrap())
             .await
             .unwrap();
         let new = hermes_store::NewTurn::new(agent.id, target, ChatMessage::user(text));
-        let (session, _) = env.store.enqueue_turn(tenant, new).await.unwrap();
+        let (session, _) = env.store.turns().enqueue_turn(tenant, new).await.unwrap();
         // Its last activity is "now" on the fake clock.
         sqlx::query("UPDATE sessions SET updated_at = $2 WHERE id = $1")
             .bind(session.as_uuid())
@@ -144,7 +152,10 @@ async fn a_chat_keeps_its_session_until_the_reset_rules_say_otherwise_but_never_
     let t0 = Utc.with_ymd_and_hms(2026, 11, 30, 2, 0, 0).unwrap();
     let (first, reason) = send("hello", t0).await;
     assert_eq!(reason, None);
-    assert_eq!(env.store.session(tenant, first).await.unwrap().source, hermes_core::SessionSource::Telegram);
+    assert_eq!(
+        env.store.conversations().session(tenant, first).await.unwrap().source,
+        hermes_core::SessionSource::Telegram
+    );
     let (same, _) = send("later that day", t0 + Duration::hours(6)).await;
     assert_eq!(same, first, "same day, not idle: the same conversation");
 

@@ -101,7 +101,8 @@ async fn a_session_with_an_open_turn_cannot_be_deleted() {
 async fn other_tenants_and_restricted_keys_get_404_on_every_session_route() {
     let Team { env, tenant, key, .. } = Team::acme("ops").await;
     let other_agent = env.agent(tenant, "billing").await;
-    let (_, restricted) = env.store.create_api_key(tenant, Some(other_agent.id), "billing-only", None).await.unwrap();
+    let (_, restricted) =
+        env.store.tenancy().create_api_key(tenant, Some(other_agent.id), "billing-only", None).await.unwrap();
     let (_, _, stranger) = env.tenant("globex", "ops").await;
     let (_, created) = call(&env, &key, Method::POST, "/api/sessions", Some(json!({"model": "ops"}))).await;
     let id = created["id"].as_str().unwrap().to_owned();

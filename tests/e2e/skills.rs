@@ -74,7 +74,7 @@ async fn bundled_skills_are_listed_viewed_and_filtered_by_toolsets_and_their_fil
     assert!(results(&env, n - 1)[1]["text"].as_str().unwrap().contains("python"), "the script is in the sandbox");
 
     // A disabled skill disappears from the index.
-    env.store.disable_skill(tenant, agent.id, "meeting-notes", true, "operator").await.unwrap();
+    env.store.agents().disable_skill(tenant, agent.id, "meeting-notes", true, "operator").await.unwrap();
     env.llm.push(ScriptedReply::tool_call("skills_list", json!({"category": "productivity"})));
     env.llm.push(ScriptedReply::text("ok"));
     assert_eq!(env.chat(&key, ask("list")).await.status(), 200);
@@ -166,16 +166,23 @@ async fn skill_manage_creates_patches_and_deletes_refuses_dangerous_content_and_
     assert_eq!(out[10]["files"], json!([]));
     assert_eq!(out[11]["action"], "delete");
 
-    let own = env.store.find_skill(tenant, agent.id, "code-review").await.unwrap().unwrap();
+    let own = env.store.agents().find_skill(tenant, agent.id, "code-review").await.unwrap().unwrap();
     assert_eq!(own.scope, hermes_store::SkillScope::Agent);
     assert!(own.skill_md.contains("# Code Review (ours)"));
     let (_, other_agent, _) = env.tenant("globex", "ops").await;
-    let theirs = env.store.find_skill(other_agent.tenant_id, other_agent.id, "code-review").await.unwrap().unwrap();
+    let theirs =
+        env.store.agents().find_skill(other_agent.tenant_id, other_agent.id, "code-review").await.unwrap().unwrap();
     assert_eq!(theirs.scope, hermes_store::SkillScope::Bundled, "other tenants keep the bundled one");
-    assert!(env.store.find_skill(tenant, agent.id, "bad").await.unwrap().is_none(), "refused skills are not stored");
-    assert!(env.store.find_skill(tenant, agent.id, "notes").await.unwrap().is_none(), "malformed ones neither");
-    assert!(env.store.find_skill(tenant, agent.id, "deploy-staging").await.unwrap().is_none());
-    let events = env.store.skill_events(tenant, agent.id, 20).await.unwrap();
+    assert!(
+        env.store.agents().find_skill(tenant, agent.id, "bad").await.unwrap().is_none(),
+        "refused skills are not stored"
+    );
+    assert!(
+        env.store.agents().find_skill(tenant, agent.id, "notes").await.unwrap().is_none(),
+        "malformed ones neither"
+    );
+    assert!(env.store.agents().find_skill(tenant, agent.id, "deploy-staging").await.unwrap().is_none());
+    let events = env.store.agents().skill_events(tenant, agent.id, 20).await.unwrap();
     let actions: Vec<String> = events.into_iter().map(|e| format!("{}:{}", e.name, e.action)).collect();
     assert_eq!(
         actions,
@@ -213,7 +220,8 @@ async fn a_multi_step_task_becomes_a_skill_in_the_background_that_the_next_sessi
     env.llm.push(ScriptedReply::text("Saved the deploy-staging skill."));
     assert_eq!(env.chat(&key, ask("deploy my branch to staging")).await.status(), 200);
 
-    let found = poll_until(async || env.store.find_skill(tenant, agent.id, "deploy-staging").await.unwrap()).await;
+    let found =
+        poll_until(async || env.store.agents().find_skill(tenant, agent.id, "deploy-staging").await.unwrap()).await;
     assert!(found.is_some(), "the review created the skill");
     let review = &env.llm.requests()[6];
     let review_prompt = review.messages()[0]["content"].as_str().unwrap().to_owned();
@@ -233,7 +241,7 @@ async fn a_multi_step_task_becomes_a_skill_in_the_background_that_the_next_sessi
     poll_until(async || (metered().await.len() == 8).then_some(())).await;
     let purposes = metered().await;
     assert_eq!(purposes.iter().filter(|p| *p == "review").count(), 2, "{purposes:?}");
-    let events = env.store.skill_events(tenant, agent.id, 5).await.unwrap();
+    let events = env.store.agents().skill_events(tenant, agent.id, 5).await.unwrap();
     assert_eq!((events[0].action.as_str(), events[0].actor.as_str()), ("create", "review"));
 
     // The next session has it in its index, lists it and views it.
@@ -261,7 +269,7 @@ async fn own_skill(env: &TestEnv, tenant: TenantId, agent: AgentId, name: &str) 
         content_hash: checked.content_hash,
         files: vec![],
     };
-    env.store.save_agent_skill(tenant, agent, &new, "create", "agent").await.unwrap();
+    env.store.agents().save_agent_skill(tenant, agent, &new, "create", "agent").await.unwrap();
 }
 
 #[tokio::test]
@@ -270,29 +278,29 @@ async fn the_curator_marks_unused_skills_stale_then_archived_spares_pinned_ones_
     for name in ["old-one", "pinned-one", "fresh-one"] {
         own_skill(&env, tenant, agent.id, name).await;
     }
-    env.store.set_skill_pinned(tenant, agent.id, "pinned-one", true).await.unwrap();
+    env.store.agents().set_skill_pinned(tenant, agent.id, "pinned-one", true).await.unwrap();
     let now = Utc::now();
     let rules = CuratorRules::default();
     let day = chrono::Duration::days(1);
     // Everyone touched their skills just now: after 31 days, the unused ones are stale.
-    env.store.record_skill_use(tenant, agent.id, "fresh-one", SkillUse::Used, now + day * 30).await.unwrap();
-    let changes = env.store.curate_agent_skills(tenant, agent.id, now + day * 31, rules).await.unwrap();
+    env.store.agents().record_skill_use(tenant, agent.id, "fresh-one", SkillUse::Used, now + day * 30).await.unwrap();
+    let changes = env.store.agents().curate_agent_skills(tenant, agent.id, now + day * 31, rules).await.unwrap();
     let moved: Vec<(&str, &str)> = changes.iter().map(|c| (c.name.as_str(), c.to.as_str())).collect();
     assert_eq!(moved, [("old-one", "stale")]);
     // After 91 days it is archived, and it leaves the index; pinned stays, fresh goes stale.
-    let changes = env.store.curate_agent_skills(tenant, agent.id, now + day * 91, rules).await.unwrap();
+    let changes = env.store.agents().curate_agent_skills(tenant, agent.id, now + day * 91, rules).await.unwrap();
     let mut moved: Vec<(String, SkillState)> = changes.into_iter().map(|c| (c.name, c.to)).collect();
     moved.sort();
     assert_eq!(moved, [("fresh-one".to_owned(), SkillState::Stale), ("old-one".to_owned(), SkillState::Archived)]);
-    let visible = env.store.visible_skills(tenant, agent.id).await.unwrap();
+    let visible = env.store.agents().visible_skills(tenant, agent.id).await.unwrap();
     let state = |n: &str| visible.iter().find(|v| v.skill.name == n).unwrap().state;
     assert_eq!((state("old-one"), state("pinned-one")), (SkillState::Archived, SkillState::Active));
     // Using an archived skill brings it back.
-    env.store.record_skill_use(tenant, agent.id, "old-one", SkillUse::Viewed, now + day * 92).await.unwrap();
-    let visible = env.store.visible_skills(tenant, agent.id).await.unwrap();
+    env.store.agents().record_skill_use(tenant, agent.id, "old-one", SkillUse::Viewed, now + day * 92).await.unwrap();
+    let visible = env.store.agents().visible_skills(tenant, agent.id).await.unwrap();
     assert_eq!(visible.iter().find(|v| v.skill.name == "old-one").unwrap().state, SkillState::Active);
     // What the curator and usage did (the agent's own edits aside).
-    let events = env.store.skill_events(tenant, agent.id, 10).await.unwrap();
+    let events = env.store.agents().skill_events(tenant, agent.id, 10).await.unwrap();
     let by_others = events.into_iter().filter(|e| e.actor != "agent");
     let log: Vec<String> = by_others.map(|e| format!("{}:{}:{}", e.name, e.action, e.actor)).collect();
     assert!(
@@ -303,12 +311,12 @@ async fn the_curator_marks_unused_skills_stale_then_archived_spares_pinned_ones_
     // Which agents the curator visits: idle two hours and not visited for a week.
     let idle = chrono::Duration::hours(2);
     let week = chrono::Duration::days(7);
-    let claimed = env.store.claim_agents_for_curation(now, idle, week, 10).await.unwrap();
+    let claimed = env.store.system().claim_agents_for_curation(now, idle, week, 10).await.unwrap();
     assert_eq!(claimed, [(tenant, agent.id)], "no sessions at all: idle");
     assert!(
-        env.store.claim_agents_for_curation(now + day, idle, week, 10).await.unwrap().is_empty(),
+        env.store.system().claim_agents_for_curation(now + day, idle, week, 10).await.unwrap().is_empty(),
         "visited a day ago"
     );
-    assert_eq!(env.store.claim_agents_for_curation(now + day * 8, idle, week, 10).await.unwrap().len(), 1);
+    assert_eq!(env.store.system().claim_agents_for_curation(now + day * 8, idle, week, 10).await.unwrap().len(), 1);
     env.stop().await;
 }

@@ -206,7 +206,7 @@ async fn a_wecom_ai_bot_whose_heartbeats_go_unanswered_reconnects() {
 async fn a_wecom_ai_bot_with_a_wrong_secret_is_marked_and_not_retried() {
     let (env, bot, channel, pod) = ai_bot_stack("wrong").await;
     let marked = poll_until(async || {
-        Some(env.store.gateway_channel(channel.id).await.unwrap())
+        Some(env.store.system().gateway_channel(channel.id).await.unwrap())
             .filter(|c| c.status == hermes_core::ChannelStatus::Blocked)
     });
     let c = marked.await.unwrap_or_else(|| panic!("the channel was not marked"));

@@ -111,9 +111,9 @@ pub(crate) async fn bind_channel(env: &TestEnv, b: Binding<'_>) -> Channel {
     };
     let channel = env.add_channel(tenant, new).await;
     if let Some(name) = b.username {
-        env.store.set_bot_username(tenant, channel.id, name).await.unwrap();
+        env.store.chat().set_bot_username(tenant, channel.id, name).await.unwrap();
     }
-    env.store.channel(tenant, channel.id).await.unwrap()
+    env.store.chat().channel(tenant, channel.id).await.unwrap()
 }
 
 pub(crate) async fn bind(env: &TestEnv, tg: &TelegramEmulator, mode: &str, dm_policy: &str, allow: &[&str]) -> Channel {
@@ -361,7 +361,7 @@ async fn flood_control_is_waited_out_and_a_blocked_bot_marks_its_channel() {
     tg.fail_next(TOKEN, "sendMessage", 1, 403, "Forbidden: bot was blocked by the user", None);
     env.llm.push(ScriptedReply::text("You will not see this."));
     tg.user_says(TOKEN, 42, "hi again");
-    let status = async || env.store.channel(channel.tenant_id, channel.id).await.unwrap().status;
+    let status = async || env.store.chat().channel(channel.tenant_id, channel.id).await.unwrap().status;
     poll_until(async || (status().await == ChannelStatus::Blocked).then_some(())).await;
     assert_eq!(status().await, ChannelStatus::Blocked);
     // The channel is marked before the reply is settled as failed.

@@ -16,7 +16,7 @@ async fn usage(env: &TestEnv, key: &str, query: &str) -> (u16, Value) {
 #[tokio::test]
 async fn calls_are_priced_when_recorded_and_reported_per_day_agent_and_key() {
     let Team { env, tenant, key, .. } = Team::acme("ops").await;
-    let (_, second_key) = env.store.create_api_key(tenant, None, "ci", None).await.unwrap();
+    let (_, second_key) = env.store.tenancy().create_api_key(tenant, None, "ci", None).await.unwrap();
     // The scripted model is "scripted-model": priced by prefix.
     env.price_tokens("scripted*", 2.0, 8.0).await;
     for k in [&key, &key, &second_key] {
@@ -77,7 +77,7 @@ async fn a_reached_hard_cap_stops_turns_before_any_model_call_with_402() {
     env.llm.push(ScriptedReply::text("an answer that costs more than a cent"));
     let ask = |model: &str| ask(model, "hello");
     assert_eq!(env.chat(&key, ask("ops")).await.status(), 200);
-    let spent = env.store.budget_states(tenant, agent.id, chrono::Utc::now()).await.unwrap();
+    let spent = env.store.tenancy().budget_states(tenant, agent.id, chrono::Utc::now()).await.unwrap();
     assert!(spent[0].hard_reached(), "{spent:?}");
 
     let resp = env.chat(&key, ask("ops")).await;

@@ -18,7 +18,7 @@ use crate::telegram::{Pod, TOKEN, open_bot, sent};
 
 /// The one agent of the test's tenant.
 async fn only_agent(env: &TestEnv) -> (hermes_core::TenantId, AgentId) {
-    let tenant = env.store.tenant_by_name("acme").await.unwrap().id;
+    let tenant = env.store.tenancy().tenant_by_name("acme").await.unwrap().id;
     let id: uuid::Uuid = sqlx::query_scalar("SELECT id FROM agents").fetch_one(&env.db).await.unwrap();
     (tenant, AgentId::from_uuid(id))
 }
@@ -37,7 +37,7 @@ async fn a_photo_to_a_text_only_model_is_described_by_the_vision_model_and_answe
     let (tenant, agent) = only_agent(&env).await;
     sqlx::query("UPDATE agents SET model = 'deepseek-chat'").execute(&env.db).await.unwrap();
     let vision = FallbackModel { base_url: eye.base_url(), model: "eye-1".into(), api_mode: None };
-    env.store.set_vision(tenant, agent, None, Some(Some(&vision))).await.unwrap();
+    env.store.agents().set_vision(tenant, agent, None, Some(Some(&vision))).await.unwrap();
     let pod = Pod::start(&env).await;
 
     eye.push(ScriptedReply::text("A bar chart: sales rose from 10 in May to 30 in June."));
@@ -68,7 +68,7 @@ async fn a_photo_to_a_text_only_model_is_described_by_the_vision_model_and_answe
     assert!(calls.contains(&("auxiliary".into(), "eye-1".into())), "{calls:?}");
 
     // Without a model that can see, the agent is told so and answers anyway.
-    env.store.set_vision(tenant, agent, Some(ImageInputMode::Auto), Some(None)).await.unwrap();
+    env.store.agents().set_vision(tenant, agent, Some(ImageInputMode::Auto), Some(None)).await.unwrap();
     env.llm.push(ScriptedReply::text("I cannot see pictures here; what does it show?"));
     tg.user_sends_photo(TOKEN, 42, "photo-2", &hermes_testkit::images::jpeg(64, 48).unwrap(), None);
     assert_eq!(sent(&tg, 2).await[1].text, "I cannot see pictures here; what does it show?");

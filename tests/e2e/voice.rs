@@ -116,7 +116,7 @@ async fn past_a_hard_spending_cap_a_voice_note_is_not_sent_to_the_transcription_
     let (stt, env, tg, channel) = with_the_operators_service("stt-operator").await;
     let whisper =
         hermes_store::ModelPrice { model: "whisper-1".into(), per_audio_minute: Some(0.006), ..Default::default() };
-    env.store.set_model_price(&whisper).await.unwrap();
+    env.store.tenancy().set_model_price(&whisper).await.unwrap();
     env.cap_spending(channel.tenant_id, None, hermes_core::BudgetPeriod::Day, (Some(0.0), None)).await;
     let pod = Pod::start(&env).await;
 

@@ -35,8 +35,8 @@ async fn a_cron_job_searches_the_web_reads_the_top_result_and_sends_a_brief_to_t
     .await;
     let (tg, _) = open_bot(&env).await;
     sqlx::query("UPDATE agents SET toolsets = ARRAY['web', 'messaging']").execute(&env.db).await.unwrap();
-    let tenant = env.store.tenant_by_name("acme").await.unwrap().id;
-    let key = env.store.create_api_key(tenant, None, "k", None).await.unwrap().1;
+    let tenant = env.store.tenancy().tenant_by_name("acme").await.unwrap().id;
+    let key = env.store.tenancy().create_api_key(tenant, None, "k", None).await.unwrap().1;
     let pod = Pod::start(&env).await;
 
     let job = json!({"name": "AI brief", "prompt": "Search the news on AI agents, read the top result and send a three-item brief.",
@@ -71,6 +71,7 @@ async fn a_cron_job_searches_the_web_reads_the_top_result_and_sends_a_brief_to_t
 
     // The team's quota: two searches a day, one of them used. The third search is refused, and the model is told why.
     env.store
+        .tenancy()
         .set_web_quotas(tenant, hermes_store::WebQuotas { searches_per_day: Some(2), extracts_per_day: None })
         .await
         .unwrap();

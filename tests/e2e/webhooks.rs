@@ -46,8 +46,8 @@ fn tool_names(body: &Value) -> Vec<String> {
 }
 
 async fn key(env: &TestEnv) -> String {
-    let tenant = env.store.tenant_by_name("acme").await.unwrap().id;
-    env.store.create_api_key(tenant, None, "k", None).await.unwrap().1
+    let tenant = env.store.tenancy().tenant_by_name("acme").await.unwrap().id;
+    env.store.tenancy().create_api_key(tenant, None, "k", None).await.unwrap().1
 }
 
 #[tokio::test]

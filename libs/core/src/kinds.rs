@@ -238,7 +238,7 @@ vocabulary! {
         Api = "api",
         Cron = "cron",
         Webhook = "webhook",
-        /// A delegated sub-agent's session (`Store::create_child_session`).
+        /// A delegated sub-agent's session (`Conversations::create_child_session`).
         Subagent = "subagent",
         Telegram = "telegram",
         Slack = "slack",

@@ -34,7 +34,7 @@ async fn checked(store: &Store, (tenant, agent): (TenantId, AgentId), c: CreateJ
     }
     let tz_name = match c.timezone {
         Some(tz) => tz,
-        None => store.session_policy(tenant).await?.timezone.name().to_owned(),
+        None => store.conversations().session_policy(tenant).await?.timezone.name().to_owned(),
     };
     hermes_schedule::time_zone(&tz_name).map_err(|e| refused(ErrorCode::InvalidTimezone, e.to_string()))?;
     let timing = hermes_schedule::timing(&c.schedule, &tz_name, c.repeat, Utc::now())

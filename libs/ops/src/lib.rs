@@ -23,8 +23,8 @@ use hermes_store::Store;
 /// The agent `reference` names in `tenant`: its id, or else its name.
 pub async fn agent(store: &Store, tenant: TenantId, reference: &str) -> Result<hermes_store::Agent> {
     let found = match reference.parse::<AgentId>() {
-        Ok(id) => store.agent(tenant, id).await,
-        Err(_) => store.agent_by_name(tenant, reference).await,
+        Ok(id) => store.agents().agent(tenant, id).await,
+        Err(_) => store.agents().agent_by_name(tenant, reference).await,
     };
     found.map_err(|e| OpsError::missing(e, hermes_core::ErrorCode::NotFound, "agent"))
 }

@@ -41,7 +41,7 @@ pub async fn set(
     // `${NAME}` must name one of the team's keys now (the turn fills it in when it connects).
     let refs = spec.secret_refs().map_err(|e| OpsError::invalid("config", e.0))?;
     let in_sandbox = spec.env_only().secret_refs().map_err(|e| OpsError::invalid("env", e.0))?;
-    store.check_secret_refs(tenant, &refs, &in_sandbox).await?;
+    store.tenancy().check_secret_refs(tenant, &refs, &in_sandbox).await?;
     let masked = serde_json::to_value(spec.masked()).map_err(|e| OpsError::invalid("config", e.to_string()))?;
     let sealed = serde_json::to_value(Secrets { env: &spec.env, headers: &spec.headers })
         .map_err(|e| OpsError::invalid("config", e.to_string()))?;

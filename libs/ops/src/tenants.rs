@@ -25,7 +25,8 @@ pub async fn create(store: &Store, by: Audit, new: &NewTenant, invitation_valid_
     tx.commit(Change::new("tenant.created", "tenant", tenant.id).after(&tenant)).await?;
     let owner_invitation = match new.owner_email.as_deref() {
         Some(email) => {
-            let made = store.create_invitation(tenant.id, email, MemberRole::Owner, invitation_valid_for, &by).await?;
+            let made =
+                store.admin().create_invitation(tenant.id, email, MemberRole::Owner, invitation_valid_for, &by).await?;
             Some(made.1)
         }
         None => None,

@@ -7,7 +7,7 @@ use sqlx::PgConnection;
 use hermes_core::{AgentId, TenantId};
 
 use crate::admin::audited::tenant_writes;
-use crate::{Result, SecretBox, Store, StoreError};
+use crate::{Result, SecretBox, StoreError, views::Agents};
 
 /// An agent as stored; the provider secret stays sealed until [`Agent::provider_key`].
 #[derive(Debug, Clone, serde::Serialize)]
@@ -157,9 +157,9 @@ macro_rules! agent_columns {
     };
 }
 
-impl Store {
+impl Agents<'_> {
     /// The tenant's agent called `name` (what clients send as `model`).
-    pub async fn agent_by_name(&self, tenant: TenantId, name: &str) -> Result<Agent> {
+    pub async fn agent_by_name(self, tenant: TenantId, name: &str) -> Result<Agent> {
         let sql = concat!("SELECT ", agent_columns!(), " FROM agents WHERE tenant_id = $1 AND name = $2");
         sqlx::query_as::<_, AgentRow>(sql)
             .bind(tenant.as_uuid())
@@ -171,12 +171,12 @@ impl Store {
     }
 
     /// The tenant's agent `id`.
-    pub async fn agent(&self, tenant: TenantId, id: AgentId) -> Result<Agent> {
+    pub async fn agent(self, tenant: TenantId, id: AgentId) -> Result<Agent> {
         agent_on(&mut *self.as_tenant(tenant).await?, tenant, id).await
     }
 
     /// All of the tenant's agents, by name.
-    pub async fn list_agents(&self, tenant: TenantId) -> Result<Vec<Agent>> {
+    pub async fn list_agents(self, tenant: TenantId) -> Result<Vec<Agent>> {
         let sql = concat!("SELECT ", agent_columns!(), " FROM agents WHERE tenant_id = $1 ORDER BY name");
         let rows = sqlx::query_as::<_, AgentRow>(sql)
             .bind(tenant.as_uuid())
@@ -197,7 +197,7 @@ pub struct AgentChanges {
     pub fallbacks: Option<Vec<FallbackModel>>,
 }
 
-/// [`Store::agent`] on a connection already set to `tenant`.
+/// [`Agents::agent`](crate::views::Agents::agent) on a connection already set to `tenant`.
 pub(crate) async fn agent_on(conn: &mut PgConnection, tenant: TenantId, id: AgentId) -> Result<Agent> {
     let sql = concat!("SELECT ", agent_columns!(), " FROM agents WHERE tenant_id = $1 AND id = $2");
     sqlx::query_as::<_, AgentRow>(sql)
@@ -210,6 +210,7 @@ pub(crate) async fn agent_on(conn: &mut PgConnection, tenant: TenantId, id: Agen
 }
 
 tenant_writes! {
+    in Agents;
     /// Creates an agent in `tenant`; the provider key is sealed with `secrets`.
     pub async fn create_agent(new: NewAgent, secrets: Option<&SecretBox>) -> Result<Agent> = create_agent_on;
 
@@ -226,7 +227,7 @@ tenant_writes! {
         = set_vision_on;
 }
 
-/// [`Store::create_agent`] on a connection already set to `tenant`.
+/// [`Agents::create_agent`](crate::views::Agents::create_agent) on a connection already set to `tenant`.
 async fn create_agent_on(
     conn: &mut PgConnection,
     tenant: TenantId,
@@ -289,7 +290,7 @@ async fn create_agent_on(
     row.into_agent(tenant)
 }
 
-/// [`Store::update_agent`] on a connection already set to `tenant`.
+/// [`Agents::update_agent`](crate::views::Agents::update_agent) on a connection already set to `tenant`.
 async fn update_agent_on(
     conn: &mut PgConnection,
     tenant: TenantId,
@@ -324,7 +325,7 @@ async fn update_agent_on(
         .into_agent(tenant)
 }
 
-/// [`Store::set_vision`] on a connection already set to `tenant`.
+/// [`Agents::set_vision`](crate::views::Agents::set_vision) on a connection already set to `tenant`.
 async fn set_vision_on(
     conn: &mut PgConnection,
     tenant: TenantId,

@@ -12,7 +12,7 @@ use uuid::Uuid;
 use hermes_core::{AgentId, ApiKeyId, TenantId};
 
 use crate::admin::audited::tenant_writes;
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Tenancy};
 
 /// A stored key (never the secret part), as the admin API shows it.
 pub use hermes_wire::admin::ApiKey;
@@ -47,7 +47,7 @@ fn read_limit(v: Option<i32>) -> Option<u32> {
     v.map(|n| u32::try_from(n).unwrap_or(0))
 }
 
-/// The row [`Store::authenticate_api_key`] reads: the key, its tenant and both their limits.
+/// The row [`Tenancy::authenticate_api_key`](crate::views::Tenancy::authenticate_api_key) reads: the key, its tenant and both their limits.
 #[derive(sqlx::FromRow)]
 struct KeyAuthRow {
     #[sqlx(try_from = "crate::rows::Id")]
@@ -78,10 +78,10 @@ impl From<KeyAuthRow> for KeyAuth {
     }
 }
 
-impl Store {
+impl Tenancy<'_> {
     /// Sets an API key's limits.
     pub async fn set_key_limits(
-        &self,
+        self,
         tenant: TenantId,
         key: ApiKeyId,
         per_minute: Option<u32>,
@@ -113,9 +113,9 @@ fn generate_key() -> Result<(String, String)> {
     Ok((format!("{prefix}_{secret}"), prefix))
 }
 
-impl Store {
+impl Tenancy<'_> {
     /// Resolves a presented key; `None` for unknown, revoked or expired keys.
-    pub async fn authenticate_api_key(&self, presented: &str) -> Result<Option<KeyAuth>> {
+    pub async fn authenticate_api_key(self, presented: &str) -> Result<Option<KeyAuth>> {
         if !presented.starts_with("hk_") || presented.len() > 128 {
             return Ok(None);
         }
@@ -126,13 +126,13 @@ impl Store {
              WHERE k.hash = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())",
         )
         .bind(hash_key(presented))
-        .fetch_optional(self.system())
+        .fetch_optional(self.system_pool())
         .await?;
         Ok(row.map(KeyAuth::from))
     }
 
     /// `tenant`'s keys, newest first (revoked ones too, marked).
-    pub async fn api_keys(&self, tenant: TenantId) -> Result<Vec<ApiKey>> {
+    pub async fn api_keys(self, tenant: TenantId) -> Result<Vec<ApiKey>> {
         Ok(sqlx::query_as::<_, ApiKey>(
             "SELECT id, tenant_id, agent_id, name, prefix, created_at, expires_at, revoked_at FROM api_keys
              WHERE tenant_id = $1 ORDER BY created_at DESC LIMIT 1000",
@@ -144,6 +144,7 @@ impl Store {
 }
 
 tenant_writes! {
+    in Tenancy;
     /// Creates a key for `tenant` (optionally bound to one agent) and returns it with the
     /// clear-text key, which is not stored and cannot be shown again.
     pub async fn create_api_key(
@@ -160,7 +161,7 @@ tenant_writes! {
     pub async fn set_tenant_limits(per_minute: Option<u32>, turns: Option<u32>) -> Result<()> = set_tenant_limits_on;
 }
 
-/// [`Store::set_tenant_limits`] on a connection already set to `tenant`.
+/// [`Tenancy::set_tenant_limits`](crate::views::Tenancy::set_tenant_limits) on a connection already set to `tenant`.
 async fn set_tenant_limits_on(
     conn: &mut PgConnection,
     tenant: TenantId,
@@ -176,7 +177,7 @@ async fn set_tenant_limits_on(
     Ok(())
 }
 
-/// [`Store::create_api_key`] on a connection already set to `tenant`.
+/// [`Tenancy::create_api_key`](crate::views::Tenancy::create_api_key) on a connection already set to `tenant`.
 async fn create_api_key_on(
     conn: &mut PgConnection,
     tenant: TenantId,
@@ -213,7 +214,7 @@ async fn create_api_key_on(
     Ok((api_key, key))
 }
 
-/// [`Store::revoke_api_key`] on a connection already set to `tenant`.
+/// [`Tenancy::revoke_api_key`](crate::views::Tenancy::revoke_api_key) on a connection already set to `tenant`.
 async fn revoke_api_key_on(conn: &mut PgConnection, tenant: TenantId, key: ApiKeyId) -> Result<()> {
     let done =
         sqlx::query("UPDATE api_keys SET revoked_at = now() WHERE tenant_id = $1 AND id = $2 AND revoked_at IS NULL")

@@ -10,7 +10,7 @@ use sqlx::PgConnection;
 use hermes_core::{AgentId, BudgetPeriod, TenantId};
 
 use crate::admin::audited::tenant_writes;
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Tenancy};
 
 /// A cap as set.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -78,28 +78,23 @@ pub(crate) fn period_starts(zone: chrono_tz::Tz, now: DateTime<Utc>) -> (DateTim
     (midnight(local), midnight(first))
 }
 
-impl Store {
+impl Tenancy<'_> {
     /// The caps that apply to `agent` (its own and its tenant's) with what was spent in their
     /// current periods at `now`. Asked before every model call: a tenant without caps costs one
     /// indexed read.
-    pub async fn budget_states(
-        &self,
-        tenant: TenantId,
-        agent: AgentId,
-        now: DateTime<Utc>,
-    ) -> Result<Vec<BudgetState>> {
+    pub async fn budget_states(self, tenant: TenantId, agent: AgentId, now: DateTime<Utc>) -> Result<Vec<BudgetState>> {
         self.caps_with_spend(tenant, Some(agent), now).await
     }
 
     /// Every cap of the tenant (its own and each agent's) with what was spent in its current
     /// period at `now`: the admin plane's view.
-    pub async fn tenant_budgets(&self, tenant: TenantId, now: DateTime<Utc>) -> Result<Vec<BudgetState>> {
+    pub async fn tenant_budgets(self, tenant: TenantId, now: DateTime<Utc>) -> Result<Vec<BudgetState>> {
         self.caps_with_spend(tenant, None, now).await
     }
 
     /// Caps of the tenant (those that apply to `agent` only, when given), tenant-wide first.
     async fn caps_with_spend(
-        &self,
+        self,
         tenant: TenantId,
         agent: Option<AgentId>,
         now: DateTime<Utc>,
@@ -142,6 +137,7 @@ impl Store {
 }
 
 tenant_writes! {
+    in Tenancy;
     /// Sets a cap (replacing the one of the same scope and period).
     pub async fn set_budget(budget: &Budget) -> Result<()> = set_budget_on in transaction;
 
@@ -149,7 +145,7 @@ tenant_writes! {
     pub async fn delete_budget(agent: Option<AgentId>, period: BudgetPeriod) -> Result<bool> = delete_budget_on;
 }
 
-/// [`Store::set_budget`] on a connection already set to `tenant`.
+/// [`Tenancy::set_budget`](crate::views::Tenancy::set_budget) on a connection already set to `tenant`.
 async fn set_budget_on(conn: &mut PgConnection, tenant: TenantId, budget: &Budget) -> Result<()> {
     let valid = |v: Option<f64>| v.is_none_or(|x| x.is_finite() && x >= 0.0);
     if !valid(budget.hard_usd) || !valid(budget.soft_usd) {
@@ -176,7 +172,7 @@ async fn set_budget_on(conn: &mut PgConnection, tenant: TenantId, budget: &Budge
     Ok(())
 }
 
-/// [`Store::delete_budget`] on a connection already set to `tenant`.
+/// [`Tenancy::delete_budget`](crate::views::Tenancy::delete_budget) on a connection already set to `tenant`.
 async fn delete_budget_on(
     conn: &mut PgConnection,
     tenant: TenantId,

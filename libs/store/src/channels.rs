@@ -10,7 +10,7 @@ use hermes_core::{
 };
 
 use crate::admin::audited::tenant_writes;
-use crate::{Result, SecretBox, Store, StoreError};
+use crate::{Result, SecretBox, StoreError, views::Chat};
 
 /// A channel to create.
 #[derive(Debug, Clone)]
@@ -145,18 +145,18 @@ fn webhook_secret() -> String {
     (0..40).map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())])).collect()
 }
 
-impl Store {
-    pub async fn list_channels(&self, tenant: TenantId) -> Result<Vec<Channel>> {
+impl Chat<'_> {
+    pub async fn list_channels(self, tenant: TenantId) -> Result<Vec<Channel>> {
         self.rows_of(tenant, "SELECT * FROM channels WHERE tenant_id = $1 ORDER BY created_at").await
     }
 
-    pub async fn channel(&self, tenant: TenantId, id: uuid::Uuid) -> Result<Channel> {
+    pub async fn channel(self, tenant: TenantId, id: uuid::Uuid) -> Result<Channel> {
         self.row_of(tenant, "SELECT * FROM channels WHERE tenant_id = $1 AND id = $2", id).await
     }
 
     /// Marks why a channel stopped delivering (`blocked`), or `active` again.
     pub async fn set_channel_status(
-        &self,
+        self,
         tenant: TenantId,
         id: uuid::Uuid,
         status: ChannelStatus,
@@ -175,7 +175,7 @@ impl Store {
     }
 
     /// Moves a long-poll position forward (never back: a slower pod cannot rewind it).
-    pub async fn advance_poll_offset(&self, tenant: TenantId, id: uuid::Uuid, offset: i64) -> Result<()> {
+    pub async fn advance_poll_offset(self, tenant: TenantId, id: uuid::Uuid, offset: i64) -> Result<()> {
         sqlx::query("UPDATE channels SET poll_offset = GREATEST(poll_offset, $3) WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_uuid())
             .bind(id)
@@ -187,6 +187,7 @@ impl Store {
 }
 
 tenant_writes! {
+    in Chat;
     /// Binds a bot to an agent. `Conflict` when the bot is bound already (by anyone).
     pub async fn create_channel(new: NewChannel, secrets: Option<&SecretBox>) -> Result<Channel> = create_channel_on;
 
@@ -201,7 +202,7 @@ tenant_writes! {
     pub async fn set_bot_username(id: uuid::Uuid, name: &str) -> Result<()> = set_bot_username_on;
 }
 
-/// [`Store::create_channel`] on a connection already set to `tenant`.
+/// [`Chat::create_channel`](crate::views::Chat::create_channel) on a connection already set to `tenant`.
 async fn create_channel_on(
     conn: &mut PgConnection,
     tenant: TenantId,
@@ -245,12 +246,12 @@ async fn create_channel_on(
     crate::rows::read::<Channel>(&row)
 }
 
-/// [`Store::delete_channel`] on a connection already set to `tenant`.
+/// [`Chat::delete_channel`](crate::views::Chat::delete_channel) on a connection already set to `tenant`.
 async fn delete_channel_on(conn: &mut PgConnection, tenant: TenantId, id: uuid::Uuid) -> Result<bool> {
     crate::rows::delete_row_on(conn, tenant, "DELETE FROM channels WHERE tenant_id = $1 AND id = $2", id).await
 }
 
-/// [`Store::update_channel_access`] on a connection already set to `tenant`.
+/// [`Chat::update_channel_access`](crate::views::Chat::update_channel_access) on a connection already set to `tenant`.
 async fn update_channel_access_on(
     conn: &mut PgConnection,
     tenant: TenantId,
@@ -287,7 +288,7 @@ async fn update_channel_access_on(
     crate::rows::read::<Channel>(&row)
 }
 
-/// [`Store::set_bot_username`] on a connection already set to `tenant`.
+/// [`Chat::set_bot_username`](crate::views::Chat::set_bot_username) on a connection already set to `tenant`.
 async fn set_bot_username_on(conn: &mut PgConnection, tenant: TenantId, id: uuid::Uuid, name: &str) -> Result<()> {
     sqlx::query("UPDATE channels SET bot_username = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2")
         .bind(tenant.as_uuid())

@@ -6,12 +6,12 @@ use sqlx::PgConnection;
 use hermes_core::{AgentId, SessionId, TenantId};
 
 use crate::admin::audited::tenant_writes;
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Conversations};
 
-impl Store {
+impl Conversations<'_> {
     /// Removes the session's last user message and everything after it; how many messages
     /// went (`0` when there was none). Refused (`Busy`) while a turn of the session is open.
-    pub async fn undo_last_exchange(&self, tenant: TenantId, session: SessionId) -> Result<u64> {
+    pub async fn undo_last_exchange(self, tenant: TenantId, session: SessionId) -> Result<u64> {
         let mut tx = self.tenant_tx(tenant).await?;
         // The session row is locked so no turn starts meanwhile.
         sqlx::query("SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2 FOR UPDATE")
@@ -45,11 +45,12 @@ impl Store {
 }
 
 tenant_writes! {
+    in Conversations;
     /// Switches the agent to `model` (its provider stays); the old model's name.
     pub async fn set_agent_model(agent: AgentId, model: &str) -> Result<String> = set_agent_model_on;
 }
 
-/// [`Store::set_agent_model`] on a connection already set to `tenant`.
+/// [`Conversations::set_agent_model`](crate::views::Conversations::set_agent_model) on a connection already set to `tenant`.
 async fn set_agent_model_on(conn: &mut PgConnection, tenant: TenantId, agent: AgentId, model: &str) -> Result<String> {
     let model = model.trim();
     if model.is_empty() || model.len() > 200 || model.chars().any(char::is_control) {

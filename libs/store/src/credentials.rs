@@ -8,7 +8,7 @@ use sqlx::{PgConnection, Row};
 use hermes_core::{CredentialId, TenantId};
 
 use crate::admin::audited::tenant_writes;
-use crate::{Result, SecretBox, Store, StoreError};
+use crate::{Result, SecretBox, StoreError, views::Tenancy};
 
 /// A pooled key as stored (sealed).
 #[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
@@ -62,14 +62,14 @@ pub type CredentialPools = std::collections::HashMap<String, (Vec<PooledCredenti
 /// The selection strategies of a pool.
 pub const STRATEGIES: [&str; 4] = ["fill_first", "round_robin", "random", "least_used"];
 
-impl Store {
+impl Tenancy<'_> {
     /// Every pool of the tenant, by provider: its keys in priority order and its strategy.
     /// Read once at the start of a turn, alongside the turn's other reads.
     /// Checks an MCP server's `${NAME}` references as it is saved: each of `names` must name one
     /// of the tenant's credential pools (case-insensitively), and each of `in_sandbox` (a stdio
     /// server's environment, which the agent's own code can read) a pool with a key added as
     /// readable there. `Invalid`, saying which and what to do, otherwise.
-    pub async fn check_secret_refs(&self, tenant: TenantId, names: &[String], in_sandbox: &[String]) -> Result<()> {
+    pub async fn check_secret_refs(self, tenant: TenantId, names: &[String], in_sandbox: &[String]) -> Result<()> {
         if names.is_empty() && in_sandbox.is_empty() {
             return Ok(());
         }
@@ -91,12 +91,12 @@ impl Store {
         Ok(())
     }
 
-    pub async fn credential_pools(&self, tenant: TenantId) -> Result<CredentialPools> {
+    pub async fn credential_pools(self, tenant: TenantId) -> Result<CredentialPools> {
         credential_pools_on(&mut *self.as_tenant(tenant).await?, tenant).await
     }
 }
 
-/// [`Store::credential_pools`] on a connection already set to `tenant`.
+/// [`Tenancy::credential_pools`](crate::views::Tenancy::credential_pools) on a connection already set to `tenant`.
 pub(crate) async fn credential_pools_on(conn: &mut PgConnection, tenant: TenantId) -> Result<CredentialPools> {
     let rows = sqlx::query(
         "SELECT c.id, c.provider, c.label, c.secret, c.priority, c.allowed_hosts, c.readable_in_sandbox, c.created_at,
@@ -119,6 +119,7 @@ pub(crate) async fn credential_pools_on(conn: &mut PgConnection, tenant: TenantI
 }
 
 tenant_writes! {
+    in Tenancy;
     /// Adds a key to the tenant's pool for its provider.
     pub async fn add_credential(new: NewCredential, secrets: &SecretBox) -> Result<PooledCredential>
         = add_credential_on;
@@ -130,7 +131,7 @@ tenant_writes! {
     pub async fn set_pool_strategy(provider: &str, strategy: &str) -> Result<()> = set_pool_strategy_on;
 }
 
-/// [`Store::add_credential`] on a connection already set to `tenant`.
+/// [`Tenancy::add_credential`](crate::views::Tenancy::add_credential) on a connection already set to `tenant`.
 async fn add_credential_on(
     conn: &mut PgConnection,
     tenant: TenantId,
@@ -170,7 +171,7 @@ async fn add_credential_on(
     })
 }
 
-/// [`Store::delete_credential`] on a connection already set to `tenant`.
+/// [`Tenancy::delete_credential`](crate::views::Tenancy::delete_credential) on a connection already set to `tenant`.
 async fn delete_credential_on(conn: &mut PgConnection, tenant: TenantId, id: CredentialId) -> Result<PooledCredential> {
     let row = sqlx::query(
         "DELETE FROM provider_credentials WHERE tenant_id = $1 AND id = $2
@@ -184,7 +185,7 @@ async fn delete_credential_on(conn: &mut PgConnection, tenant: TenantId, id: Cre
     crate::rows::read(&row)
 }
 
-/// [`Store::set_pool_strategy`] on a connection already set to `tenant`.
+/// [`Tenancy::set_pool_strategy`](crate::views::Tenancy::set_pool_strategy) on a connection already set to `tenant`.
 async fn set_pool_strategy_on(conn: &mut PgConnection, tenant: TenantId, provider: &str, strategy: &str) -> Result<()> {
     if !STRATEGIES.contains(&strategy) {
         return Err(StoreError::Invalid(format!("strategy must be one of {}", STRATEGIES.join(", "))));

@@ -1,5 +1,5 @@
 //! Cron jobs and their runs (migration 0028). Jobs are the tenant's; the scheduler claims due
-//! ones across tenants ([`Store::claim_due_jobs`], in [`crate::system::cron`]), deciding each
+//! ones across tenants ([`System::claim_due_jobs`](crate::views::System::claim_due_jobs), in [`crate::system::cron`]), deciding each
 //! job's next run with the schedule rules of `hermes-schedule` inside the claiming transaction.
 
 use chrono::{DateTime, Utc};
@@ -11,7 +11,7 @@ use hermes_core::{AgentId, CronRunStatus, JobId, JobState, RunOutcome, TenantId,
 
 use crate::admin::audited::tenant_writes;
 
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Automation};
 pub use hermes_wire::v1::CronRun;
 
 /// A job to create.
@@ -121,9 +121,9 @@ pub struct SettledRun {
     pub status: CronRunStatus,
 }
 
-impl Store {
+impl Automation<'_> {
     /// The tenant's jobs (of one agent, if given), by name.
-    pub async fn list_jobs(&self, tenant: TenantId, agent: Option<AgentId>) -> Result<Vec<Job>> {
+    pub async fn list_jobs(self, tenant: TenantId, agent: Option<AgentId>) -> Result<Vec<Job>> {
         let rows = sqlx::query(
             "SELECT * FROM cron_jobs WHERE tenant_id = $1 AND ($2::uuid IS NULL OR agent_id = $2)
              ORDER BY lower(name)",
@@ -137,7 +137,7 @@ impl Store {
 
     /// A job by id, or by name (case-insensitive) within the agent. An id wins over a name; a
     /// name several agents' jobs share is refused with their ids.
-    pub async fn find_job(&self, tenant: TenantId, agent: Option<AgentId>, reference: &str) -> Result<Job> {
+    pub async fn find_job(self, tenant: TenantId, agent: Option<AgentId>, reference: &str) -> Result<Job> {
         let id = uuid::Uuid::parse_str(reference.trim()).ok();
         let rows = sqlx::query(
             "SELECT * FROM cron_jobs WHERE tenant_id = $1 AND ($2::uuid IS NULL OR agent_id = $2)
@@ -163,7 +163,7 @@ impl Store {
     }
 
     /// Changes a job; a new timing restarts its schedule (and its repeat count).
-    pub async fn update_job(&self, tenant: TenantId, id: JobId, changes: &JobChanges) -> Result<Job> {
+    pub async fn update_job(self, tenant: TenantId, id: JobId, changes: &JobChanges) -> Result<Job> {
         let t = changes.timing.as_ref();
         let row = sqlx::query(
             "UPDATE cron_jobs SET name = COALESCE($3, name), prompt = COALESCE($4, prompt),
@@ -197,7 +197,7 @@ impl Store {
     }
 
     /// What the job whose run `turn` is sets for its runs, if `turn` is a cron run.
-    pub async fn cron_run_settings(&self, tenant: TenantId, turn: TurnId) -> Result<Option<RunSettings>> {
+    pub async fn cron_run_settings(self, tenant: TenantId, turn: TurnId) -> Result<Option<RunSettings>> {
         let row = sqlx::query(
             "SELECT j.model, j.toolsets, r.context IS NOT NULL AS fired FROM cron_runs r
              JOIN cron_jobs j ON j.id = r.job_id
@@ -214,7 +214,7 @@ impl Store {
     }
 
     /// The chat a turn answers (its `reply_to`), where jobs made in it deliver.
-    pub async fn turn_reply_to(&self, tenant: TenantId, turn: TurnId) -> Result<Option<Destination>> {
+    pub async fn turn_reply_to(self, tenant: TenantId, turn: TurnId) -> Result<Option<Destination>> {
         let found: Option<Option<sqlx::types::Json<Destination>>> =
             sqlx::query_scalar("SELECT reply_to FROM turns WHERE tenant_id = $1 AND id = $2")
                 .bind(tenant.as_uuid())
@@ -225,7 +225,7 @@ impl Store {
     }
 
     /// A job's latest runs, newest first.
-    pub async fn job_runs(&self, tenant: TenantId, job: JobId, limit: i64) -> Result<Vec<CronRun>> {
+    pub async fn job_runs(self, tenant: TenantId, job: JobId, limit: i64) -> Result<Vec<CronRun>> {
         Ok(sqlx::query_as(
             "SELECT id, scheduled_for, status, turn_id, session_id, output, error, created_at, finished_at
              FROM cron_runs WHERE tenant_id = $1 AND job_id = $2 ORDER BY created_at DESC LIMIT $3",
@@ -239,6 +239,7 @@ impl Store {
 }
 
 tenant_writes! {
+    in Automation;
     /// Creates a job; `Conflict` when the agent has a job of that name.
     pub async fn create_job(new: &NewJob) -> Result<Job> = create_job_on;
 
@@ -254,7 +255,7 @@ tenant_writes! {
         = set_job_state_on;
 }
 
-/// [`Store::create_job`] on a connection already set to `tenant`.
+/// [`Automation::create_job`](crate::views::Automation::create_job) on a connection already set to `tenant`.
 async fn create_job_on(conn: &mut PgConnection, tenant: TenantId, new: &NewJob) -> Result<Job> {
     let row = sqlx::query(
         "INSERT INTO cron_jobs (id, tenant_id, agent_id, name, prompt, skills, model, schedule, schedule_kind,
@@ -286,13 +287,13 @@ async fn create_job_on(conn: &mut PgConnection, tenant: TenantId, new: &NewJob) 
     crate::rows::read::<Job>(&row)
 }
 
-/// [`Store::delete_job`] on a connection already set to `tenant`.
+/// [`Automation::delete_job`](crate::views::Automation::delete_job) on a connection already set to `tenant`.
 async fn delete_job_on(conn: &mut PgConnection, tenant: TenantId, id: JobId) -> Result<bool> {
     crate::rows::delete_row_on(conn, tenant, "DELETE FROM cron_jobs WHERE tenant_id = $1 AND id = $2", id.as_uuid())
         .await
 }
 
-/// [`Store::set_job_state`] on a connection already set to `tenant`.
+/// [`Automation::set_job_state`](crate::views::Automation::set_job_state) on a connection already set to `tenant`.
 async fn set_job_state_on(
     conn: &mut PgConnection,
     tenant: TenantId,

@@ -4,11 +4,11 @@
 
 use hermes_core::{JobId, TenantId};
 
-use crate::{Result, Store};
+use crate::{Result, views::Automation};
 
-impl Store {
+impl Automation<'_> {
     /// Asks for a run of the tenant's job `job` now, with `context` shown to it above its prompt.
-    pub async fn fire_job(&self, tenant: TenantId, job: JobId, context: &str) -> Result<()> {
+    pub async fn fire_job(self, tenant: TenantId, job: JobId, context: &str) -> Result<()> {
         let mut tx = self.tenant_tx(tenant).await?;
         fire_in(&mut tx, tenant, job, context).await?;
         tx.commit().await?;

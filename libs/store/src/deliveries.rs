@@ -7,12 +7,12 @@
 use hermes_core::outbox::{DeliveryTarget, Destination, RunLabel};
 use hermes_core::{AgentId, TenantId};
 
-use crate::{Result, Store};
+use crate::{Result, views::Automation};
 
-impl Store {
+impl Automation<'_> {
     /// The `reply_to` of a run delivering to `deliver`; `None` when it delivers to no chat.
     pub async fn delivery_targets(
-        &self,
+        self,
         tenant: TenantId,
         agent: AgentId,
         deliver: &str,
@@ -35,7 +35,7 @@ impl Store {
                 },
                 DeliveryTarget::Chat { platform, mut chat, mut thread } => {
                     if channels.is_none() {
-                        channels = Some(self.list_channels(tenant).await?);
+                        channels = Some(self.chat().list_channels(tenant).await?);
                     }
                     let all = channels.as_deref().unwrap_or_default();
                     // A bare platform means its home chat (/sethome).

@@ -1,7 +1,7 @@
 //! Outbound event webhooks (migration 0033): a tenant's endpoints and the events waiting for
 //! them. Triggers write the events with the changes they report; the gateway claims due ones
-//! ([`Store::claim_events`]), posts them signed the Standard Webhooks way, and settles each
-//! ([`Store::settle_event`]): delivered, due again later, or given up. Those two span tenants
+//! ([`System::claim_events`](crate::views::System::claim_events)), posts them signed the Standard Webhooks way, and settles each
+//! ([`System::settle_event`](crate::views::System::settle_event)): delivered, due again later, or given up. Those two span tenants
 //! and live in [`crate::system::event_deliveries`].
 
 use std::time::Duration;
@@ -14,7 +14,7 @@ use hermes_core::{EventHookId, TenantId};
 
 use crate::admin::audited::tenant_writes;
 
-use crate::{Result, SecretBox, Store, StoreError};
+use crate::{Result, SecretBox, StoreError, views::Automation};
 /// A tenant's endpoint (its secret is never part of it): the row is the wire's view of it.
 pub use hermes_wire::v1::EventEndpoint as EventHook;
 pub use hermes_wire::v1::{DeliveryStatus, EventDelivery};
@@ -79,10 +79,10 @@ fn context(id: EventHookId) -> String {
     format!("event-hook:{id}")
 }
 
-impl Store {
+impl Automation<'_> {
     /// Adds an endpoint; returns it with its secret (`whsec_…`, shown this once).
     pub async fn create_event_hook(
-        &self,
+        self,
         tenant: TenantId,
         url: &str,
         events: &[String],
@@ -107,16 +107,16 @@ impl Store {
         Ok((crate::rows::read::<EventHook>(&row)?, shown))
     }
 
-    pub async fn list_event_hooks(&self, tenant: TenantId) -> Result<Vec<EventHook>> {
+    pub async fn list_event_hooks(self, tenant: TenantId) -> Result<Vec<EventHook>> {
         self.rows_of(tenant, "SELECT * FROM event_hooks WHERE tenant_id = $1 ORDER BY created_at, id").await
     }
 
-    pub async fn event_hook(&self, tenant: TenantId, id: EventHookId) -> Result<EventHook> {
+    pub async fn event_hook(self, tenant: TenantId, id: EventHookId) -> Result<EventHook> {
         self.row_of(tenant, "SELECT * FROM event_hooks WHERE tenant_id = $1 AND id = $2", id.as_uuid()).await
     }
 
     pub async fn update_event_hook(
-        &self,
+        self,
         tenant: TenantId,
         id: EventHookId,
         changes: &EventHookChanges,
@@ -139,17 +139,12 @@ impl Store {
     }
 
     /// Deletes an endpoint and the events still waiting for it; `false` when there was none.
-    pub async fn delete_event_hook(&self, tenant: TenantId, id: EventHookId) -> Result<bool> {
+    pub async fn delete_event_hook(self, tenant: TenantId, id: EventHookId) -> Result<bool> {
         self.delete_row_of(tenant, "DELETE FROM event_hooks WHERE tenant_id = $1 AND id = $2", id.as_uuid()).await
     }
 
     /// An endpoint's latest deliveries, newest first.
-    pub async fn event_deliveries(
-        &self,
-        tenant: TenantId,
-        hook: EventHookId,
-        limit: i64,
-    ) -> Result<Vec<EventDelivery>> {
+    pub async fn event_deliveries(self, tenant: TenantId, hook: EventHookId, limit: i64) -> Result<Vec<EventDelivery>> {
         let deliveries: Vec<sqlx::types::Json<EventDelivery>> = sqlx::query_scalar(
             "SELECT jsonb_build_object('id', id, 'event', event, 'status', status, 'attempts', attempts,
                         'last_status', last_status, 'last_error', last_error, 'created_at', created_at,
@@ -167,6 +162,7 @@ impl Store {
 }
 
 tenant_writes! {
+    in Automation;
     /// Queues a `ping` for one endpoint (to check the receiver).
     pub async fn ping_event_hook(id: EventHookId) -> Result<uuid::Uuid> = ping_event_hook_on;
 
@@ -176,7 +172,7 @@ tenant_writes! {
     pub async fn resend_event(hook: EventHookId, delivery: uuid::Uuid) -> Result<()> = resend_event_on;
 }
 
-/// [`Store::ping_event_hook`] on a connection already set to `tenant`.
+/// [`Automation::ping_event_hook`](crate::views::Automation::ping_event_hook) on a connection already set to `tenant`.
 async fn ping_event_hook_on(conn: &mut PgConnection, tenant: TenantId, id: EventHookId) -> Result<uuid::Uuid> {
     let event = uuid::Uuid::now_v7();
     let done = sqlx::query(
@@ -192,7 +188,7 @@ async fn ping_event_hook_on(conn: &mut PgConnection, tenant: TenantId, id: Event
     Ok(event)
 }
 
-/// [`Store::resend_event`] on a connection already set to `tenant`.
+/// [`Automation::resend_event`](crate::views::Automation::resend_event) on a connection already set to `tenant`.
 async fn resend_event_on(
     conn: &mut PgConnection,
     tenant: TenantId,

@@ -9,7 +9,7 @@ use sqlx::Row;
 
 use hermes_core::{ChatMessage, Role, SessionId, TenantId};
 
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Conversations};
 
 /// One session of a lineage, as `/api/sessions` shows it.
 pub use hermes_wire::v1::LineageNode;
@@ -35,10 +35,10 @@ pub struct ExportedMessage {
     pub created_at: DateTime<Utc>,
 }
 
-impl Store {
+impl Conversations<'_> {
     /// The whole family of `session`: up to its root through every kind of parent link, then
     /// every descendant, in depth-first order of creation.
-    pub async fn session_lineage(&self, tenant: TenantId, session: SessionId) -> Result<Vec<LineageNode>> {
+    pub async fn session_lineage(self, tenant: TenantId, session: SessionId) -> Result<Vec<LineageNode>> {
         let rows = sqlx::query(
             "WITH RECURSIVE up AS (
                 SELECT id, parent_session_id, 0 AS hops FROM sessions WHERE tenant_id = $1 AND id = $2
@@ -71,7 +71,7 @@ impl Store {
     }
 
     /// `session` with its lineage and every message.
-    pub async fn export_session(&self, tenant: TenantId, session: SessionId) -> Result<SessionExport> {
+    pub async fn export_session(self, tenant: TenantId, session: SessionId) -> Result<SessionExport> {
         let meta = self.session(tenant, session).await?;
         let lineage = self.session_lineage(tenant, session).await?;
         let stored = self.session_messages(tenant, session).await?;

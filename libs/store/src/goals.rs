@@ -1,6 +1,6 @@
 //! Standing goals (`/goal`, migration 0032): one per session. The worker judges each finished
 //! turn of a session with an active goal and takes the next step in one transaction
-//! ([`Store::goal_step`]): the goal's counters, the continuation turn and the chat's notice.
+//! ([`Conversations::goal_step`](crate::views::Conversations::goal_step)): the goal's counters, the continuation turn and the chat's notice.
 
 use chrono::{DateTime, Utc};
 use sqlx::Row;
@@ -8,7 +8,7 @@ use sqlx::Row;
 use hermes_core::outbox::{Destination, OutboxPayload};
 use hermes_core::{AgentId, ChatMessage, GoalState, SessionId, TenantId, TurnId};
 
-use crate::{NewTurn, Result, Store, TurnTarget};
+use crate::{NewTurn, Result, TurnTarget, views::Conversations};
 
 /// A session's goal.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -57,9 +57,9 @@ pub fn continuation(goal: &str, subgoals: &[String]) -> String {
     text
 }
 
-impl Store {
+impl Conversations<'_> {
     /// Sets (or replaces) the session's goal, active with a fresh budget.
-    pub async fn set_goal(&self, tenant: TenantId, session: SessionId, goal: &str, max_turns: i32) -> Result<Goal> {
+    pub async fn set_goal(self, tenant: TenantId, session: SessionId, goal: &str, max_turns: i32) -> Result<Goal> {
         let row = sqlx::query(
             "INSERT INTO session_goals (tenant_id, session_id, goal, max_turns) VALUES ($1, $2, $3, $4)
              ON CONFLICT (tenant_id, session_id) DO UPDATE SET goal = $3, max_turns = $4, state = 'active',
@@ -75,14 +75,14 @@ impl Store {
         crate::rows::read::<Goal>(&row)
     }
 
-    pub async fn goal(&self, tenant: TenantId, session: SessionId) -> Result<Option<Goal>> {
+    pub async fn goal(self, tenant: TenantId, session: SessionId) -> Result<Option<Goal>> {
         let sql = "SELECT * FROM session_goals WHERE tenant_id = $1 AND session_id = $2";
         self.maybe_row_of(tenant, sql, session.as_uuid()).await
     }
 
     /// Pauses (`active: false`) or resumes the goal; resuming gives it a fresh budget. A pause
     /// also drops a continuation still waiting in the queue.
-    pub async fn set_goal_active(&self, tenant: TenantId, session: SessionId, active: bool) -> Result<Option<Goal>> {
+    pub async fn set_goal_active(self, tenant: TenantId, session: SessionId, active: bool) -> Result<Option<Goal>> {
         let mut tx = self.tenant_tx(tenant).await?;
         let row = sqlx::query(
             "UPDATE session_goals SET state = CASE WHEN $3 THEN 'active' ELSE 'paused' END,
@@ -102,7 +102,7 @@ impl Store {
     }
 
     /// Removes the goal (and a continuation still waiting); `false` when there was none.
-    pub async fn clear_goal(&self, tenant: TenantId, session: SessionId) -> Result<bool> {
+    pub async fn clear_goal(self, tenant: TenantId, session: SessionId) -> Result<bool> {
         let mut tx = self.tenant_tx(tenant).await?;
         let done = sqlx::query("DELETE FROM session_goals WHERE tenant_id = $1 AND session_id = $2")
             .bind(tenant.as_uuid())
@@ -117,7 +117,7 @@ impl Store {
     /// Changes the goal's `/subgoal` criteria (`change` edits the list), unless the goal is
     /// done; `None` when there is no goal still going.
     pub async fn edit_subgoals(
-        &self,
+        self,
         tenant: TenantId,
         session: SessionId,
         change: impl FnOnce(&mut Vec<String>),
@@ -150,7 +150,7 @@ impl Store {
     /// The session's goal when a finished turn is to be judged against it: active, and no
     /// turn waiting (those run first, and the last of them is judged). One query, on the path
     /// of every turn.
-    pub async fn goal_to_judge(&self, tenant: TenantId, session: SessionId) -> Result<Option<Goal>> {
+    pub async fn goal_to_judge(self, tenant: TenantId, session: SessionId) -> Result<Option<Goal>> {
         let sql = "SELECT * FROM session_goals g WHERE g.tenant_id = $1 AND g.session_id = $2 AND g.state = 'active'
                AND NOT EXISTS (SELECT 1 FROM turns t
                                WHERE t.tenant_id = $1 AND t.session_id = $2 AND t.status = 'queued')";
@@ -162,7 +162,7 @@ impl Store {
     /// when the session has turns waiting already: they run first and are judged in turn), and
     /// the notice to the chat in `reply_to`. Returns whether a continuation was queued.
     pub async fn goal_step(
-        &self,
+        self,
         tenant: TenantId,
         (agent, session, turn): (AgentId, SessionId, TurnId),
         reply_to: Option<&Destination>,

@@ -5,7 +5,7 @@
 use hermes_core::{ApiKeyId, SessionId, TenantId, TurnId};
 
 use crate::turns::{NewTurn, enqueue_in};
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Turns};
 
 /// How long a key is remembered.
 pub const IDEMPOTENCY_HOURS: i32 = 24;
@@ -28,10 +28,10 @@ pub enum Enqueued {
     Replay { session: SessionId, turn: TurnId },
 }
 
-impl Store {
-    /// [`Store::enqueue_turn`], once per key. A key seen within a day with a different
+impl Turns<'_> {
+    /// [`Turns::enqueue_turn`](crate::views::Turns::enqueue_turn), once per key. A key seen within a day with a different
     /// fingerprint is `StoreError::Invalid`.
-    pub async fn enqueue_turn_once(&self, tenant: TenantId, new: NewTurn, idem: &Idempotency) -> Result<Enqueued> {
+    pub async fn enqueue_turn_once(self, tenant: TenantId, new: NewTurn, idem: &Idempotency) -> Result<Enqueued> {
         let mut tx = self.tenant_tx(tenant).await?;
         sqlx::query(
             "DELETE FROM idempotency_keys WHERE tenant_id = $1 AND api_key_id = $2 AND key = $3

@@ -8,7 +8,7 @@ use serde_json::Value;
 use hermes_core::{SessionId, TenantId, TurnId};
 
 use crate::turns::{NewTurn, enqueue_in};
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Chat};
 
 /// A turn a chat's new message may interrupt.
 #[derive(Debug, Clone)]
@@ -100,10 +100,10 @@ async fn merge_into_queued(
     Ok(Some((row.session_id, row.id)))
 }
 
-impl Store {
+impl Chat<'_> {
     /// The running or waiting turns of a chat's current conversation (what a new message
     /// interrupts), and how many turns are open in it.
-    pub async fn route_busy_turns(&self, tenant: TenantId, route: &crate::Route) -> Result<(Vec<BusyTurn>, i64)> {
+    pub async fn route_busy_turns(self, tenant: TenantId, route: &crate::Route) -> Result<(Vec<BusyTurn>, i64)> {
         let rows = sqlx::query_as::<_, OpenTurn>(
             "SELECT t.id, t.status::text AS status, t.input,
                     EXISTS (SELECT 1 FROM messages m WHERE m.tenant_id = t.tenant_id AND m.session_id = t.session_id
@@ -132,7 +132,7 @@ impl Store {
     }
 
     /// Whether a chat message was taken in already (checked before acting on it).
-    pub async fn inbound_seen(&self, tenant: TenantId, source: &str, dedupe_key: &str) -> Result<bool> {
+    pub async fn inbound_seen(self, tenant: TenantId, source: &str, dedupe_key: &str) -> Result<bool> {
         let seen: Option<i32> =
             sqlx::query_scalar("SELECT 1 FROM inbound WHERE tenant_id = $1 AND source = $2 AND dedupe_key = $3")
                 .bind(tenant.as_uuid())
@@ -146,7 +146,7 @@ impl Store {
     /// The turn a chat message already taken in started (its session and turn), if it started
     /// one: where the work a redelivery of it did twice is counted.
     pub async fn inbound_turn(
-        &self,
+        self,
         tenant: TenantId,
         source: &str,
         dedupe_key: &str,
@@ -168,7 +168,7 @@ impl Store {
     /// With `batch`, the turn waits that long before it may start, and a message that joins it
     /// extends the wait (see [`merge_into_queued`]).
     pub async fn accept_inbound(
-        &self,
+        self,
         tenant: TenantId,
         source: &str,
         dedupe_key: &str,
@@ -182,7 +182,7 @@ impl Store {
     /// [`Self::accept_inbound`] for a message that is its own turn whatever waits (`/queue`,
     /// `/steer`): never merged into a queued turn.
     pub async fn accept_inbound_alone(
-        &self,
+        self,
         tenant: TenantId,
         source: &str,
         dedupe_key: &str,
@@ -194,7 +194,7 @@ impl Store {
 
     #[expect(clippy::too_many_arguments, reason = "the two public forms above name the cases")]
     async fn accept_inbound_as(
-        &self,
+        self,
         tenant: TenantId,
         source: &str,
         dedupe_key: &str,

@@ -18,7 +18,7 @@ use hermes_core::{
 use crate::admin::audited::tenant_writes;
 use crate::rows::vocab;
 use crate::turns::outbox_rows::queue_question;
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Turns};
 
 /// The call a turn parks on.
 #[derive(Debug, Clone)]
@@ -92,11 +92,11 @@ async fn insert_grants(
     Ok(())
 }
 
-impl Store {
+impl Turns<'_> {
     /// Parks `owner`'s running turn on a new interaction, if `fence` still owns the session;
     /// the turn leaves its lease and waits.
     pub async fn park_turn(
-        &self,
+        self,
         tenant: TenantId,
         session: SessionId,
         turn: TurnId,
@@ -145,7 +145,7 @@ impl Store {
 
     /// The tenant's interaction `id` while it waits for an answer, with the agent it belongs
     /// to; `NotFound` otherwise.
-    pub async fn pending_interaction(&self, tenant: TenantId, id: uuid::Uuid) -> Result<(PendingInteraction, AgentId)> {
+    pub async fn pending_interaction(self, tenant: TenantId, id: uuid::Uuid) -> Result<(PendingInteraction, AgentId)> {
         let (kind, prompt, expires_at, agent): (String, Value, DateTime<Utc>, uuid::Uuid) = sqlx::query_as(
             "SELECT kind, prompt, expires_at, agent_id FROM interactions
              WHERE tenant_id = $1 AND id = $2 AND status = 'pending'",
@@ -161,7 +161,7 @@ impl Store {
     /// The question a session's waiting turn asks, if one does (what a chat's `/approve` or
     /// plain reply answers).
     pub async fn session_pending_interaction(
-        &self,
+        self,
         tenant: TenantId,
         session: SessionId,
     ) -> Result<Option<PendingInteraction>> {
@@ -169,13 +169,13 @@ impl Store {
     }
 
     /// The interaction a waiting turn waits on.
-    pub async fn turn_pending_interaction(&self, tenant: TenantId, turn: TurnId) -> Result<Option<PendingInteraction>> {
+    pub async fn turn_pending_interaction(self, tenant: TenantId, turn: TurnId) -> Result<Option<PendingInteraction>> {
         self.latest_pending(tenant, Some(turn.as_uuid()), None).await
     }
 
     /// The newest pending interaction of a turn, or of a session.
     async fn latest_pending(
-        &self,
+        self,
         tenant: TenantId,
         turn: Option<uuid::Uuid>,
         session: Option<uuid::Uuid>,
@@ -198,13 +198,13 @@ impl Store {
     /// The latest answer (or expiry) of the turn's interactions: the call it belongs to runs
     /// again with it when the turn resumes.
     /// An answer that cannot be known counts as expired (an approval is then denied).
-    pub async fn turn_resolution(&self, tenant: TenantId, turn: TurnId) -> Result<Option<(String, InteractionAnswer)>> {
+    pub async fn turn_resolution(self, tenant: TenantId, turn: TurnId) -> Result<Option<(String, InteractionAnswer)>> {
         turn_resolution_on(&mut *self.as_tenant(tenant).await?, tenant, turn).await
     }
 
     /// Command patterns allowed for the agent, and for this session.
     pub async fn approval_grants(
-        &self,
+        self,
         tenant: TenantId,
         agent: AgentId,
         session: SessionId,
@@ -214,7 +214,7 @@ impl Store {
 
     /// Remembers command patterns as allowed for the rest of `session`.
     pub async fn grant_session_patterns(
-        &self,
+        self,
         tenant: TenantId,
         agent: AgentId,
         session: SessionId,
@@ -224,7 +224,7 @@ impl Store {
     }
 }
 
-/// [`Store::turn_resolution`] on a connection already set to `tenant`.
+/// [`Turns::turn_resolution`](crate::views::Turns::turn_resolution) on a connection already set to `tenant`.
 pub(crate) async fn turn_resolution_on(
     conn: &mut PgConnection,
     tenant: TenantId,
@@ -249,7 +249,7 @@ pub(crate) async fn turn_resolution_on(
     .transpose()
 }
 
-/// [`Store::approval_grants`] on a connection already set to `tenant`.
+/// [`Turns::approval_grants`](crate::views::Turns::approval_grants) on a connection already set to `tenant`.
 pub(crate) async fn approval_grants_on(
     conn: &mut PgConnection,
     tenant: TenantId,
@@ -269,6 +269,7 @@ pub(crate) async fn approval_grants_on(
 }
 
 tenant_writes! {
+    in Turns;
     /// Answers the tenant's pending interaction `id` and queues its turn again (its events to
     /// `hub`, the pod that will wait for them). An approval answered `session` or `always`
     /// remembers its command patterns for the session or the agent. `Conflict` when it was
@@ -283,7 +284,7 @@ tenant_writes! {
     pub async fn set_approval_mode(agent: AgentId, mode: ApprovalMode) -> Result<()> = set_approval_mode_on;
 }
 
-/// [`Store::answer_interaction`] on a connection already set to `tenant`.
+/// [`Turns::answer_interaction`](crate::views::Turns::answer_interaction) on a connection already set to `tenant`.
 async fn answer_interaction_on(
     conn: &mut PgConnection,
     tenant: TenantId,
@@ -338,7 +339,7 @@ async fn answer_interaction_on(
     Ok(Answered { turn_id: turn, session_id: session, agent_id: agent })
 }
 
-/// [`Store::set_egress`] on a connection already set to `tenant`.
+/// [`Turns::set_egress`](crate::views::Turns::set_egress) on a connection already set to `tenant`.
 async fn set_egress_on(conn: &mut PgConnection, tenant: TenantId, agent: AgentId, enabled: bool) -> Result<()> {
     let done = sqlx::query("UPDATE agents SET egress = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2")
         .bind(tenant.as_uuid())
@@ -349,7 +350,7 @@ async fn set_egress_on(conn: &mut PgConnection, tenant: TenantId, agent: AgentId
     crate::require_changed(&done)
 }
 
-/// [`Store::set_approval_mode`] on a connection already set to `tenant`.
+/// [`Turns::set_approval_mode`](crate::views::Turns::set_approval_mode) on a connection already set to `tenant`.
 async fn set_approval_mode_on(
     conn: &mut PgConnection,
     tenant: TenantId,

@@ -1,6 +1,7 @@
 //! Postgres repositories. Every function that touches tenant data takes a [`TenantId`], and
-//! every query filters by it, so another tenant's rows are simply not found. All of them are
-//! methods on [`Store`], in the module of what they store.
+//! every query filters by it, so another tenant's rows are simply not found. Each is a method of
+//! one of the store's [`views`] (`store.turns()`, ...), in the module of what it stores; the
+//! headings below are the views.
 //!
 //! What is where:
 //! - Tenants and their access: [`tenants`], [`api_keys`] (authentication: where a tenant
@@ -70,6 +71,7 @@ pub mod turn_files;
 pub mod turn_inputs;
 pub mod turns;
 pub mod usage;
+pub mod views;
 pub mod voice_modes;
 mod walls;
 pub mod web_quotas;
@@ -269,7 +271,7 @@ impl Store {
 
     /// Answers when Postgres answers.
     pub async fn ping(&self) -> Result<()> {
-        sqlx::query("SELECT 1").execute(self.system()).await?;
+        sqlx::query("SELECT 1").execute(self.system_pool()).await?;
         Ok(())
     }
 
@@ -279,7 +281,7 @@ impl Store {
     pub async fn schema_lag(&self) -> Result<Option<(i64, i64)>> {
         let needed = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
         let applied: Option<i64> = sqlx::query_scalar("SELECT max(version) FROM _sqlx_migrations WHERE success")
-            .fetch_one(self.system())
+            .fetch_one(self.system_pool())
             .await?;
         let applied = applied.unwrap_or(0);
         Ok((applied < needed).then_some((applied, needed)))

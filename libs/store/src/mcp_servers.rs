@@ -9,7 +9,7 @@ use sqlx::PgConnection;
 use hermes_core::{AgentId, TenantId};
 
 use crate::admin::audited::tenant_writes;
-use crate::{Result, SecretBox, Store, StoreError};
+use crate::{Result, SecretBox, StoreError, views::Agents};
 
 /// A stored server.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -38,9 +38,9 @@ impl StoredMcpServer {
     }
 }
 
-impl Store {
+impl Agents<'_> {
     /// The agent's servers, by name.
-    pub async fn mcp_servers(&self, tenant: TenantId, agent: AgentId) -> Result<Vec<StoredMcpServer>> {
+    pub async fn mcp_servers(self, tenant: TenantId, agent: AgentId) -> Result<Vec<StoredMcpServer>> {
         Ok(sqlx::query_as::<_, StoredMcpServer>(
             "SELECT agent_id, name, spec, secrets, enabled, updated_at FROM mcp_servers
              WHERE tenant_id = $1 AND agent_id = $2 ORDER BY name",
@@ -53,6 +53,7 @@ impl Store {
 }
 
 tenant_writes! {
+    in Agents;
     /// Adds or replaces the agent's server `name` with its spec and whether it is enabled;
     /// `secrets` (`{"env", "headers"}`) are sealed (none: `secrets` may be `null`). Whether it
     /// replaced one.
@@ -69,7 +70,7 @@ tenant_writes! {
     pub async fn delete_mcp_server(agent: AgentId, name: &str) -> Result<StoredMcpServer> = delete_mcp_server_on;
 }
 
-/// [`Store::set_mcp_server`] on a connection already set to `tenant`.
+/// [`Agents::set_mcp_server`](crate::views::Agents::set_mcp_server) on a connection already set to `tenant`.
 async fn set_mcp_server_on(
     conn: &mut PgConnection,
     tenant: TenantId,
@@ -106,7 +107,7 @@ async fn set_mcp_server_on(
     Ok(replaced)
 }
 
-/// [`Store::delete_mcp_server`] on a connection already set to `tenant`.
+/// [`Agents::delete_mcp_server`](crate::views::Agents::delete_mcp_server) on a connection already set to `tenant`.
 async fn delete_mcp_server_on(
     conn: &mut PgConnection,
     tenant: TenantId,

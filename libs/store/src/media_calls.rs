@@ -2,13 +2,13 @@
 //! recording transcribed is a `model_calls` row with the units its service bills, priced by
 //! the same trigger as model calls from the model's per-unit price. Under a hard cap such a
 //! call reserves its estimate first ([`crate::SpendRequest::media`]), like a model call, and
-//! [`Store::settle_media_call`] swaps the reservation for the recorded call.
+//! [`Tenancy::settle_media_call`](crate::views::Tenancy::settle_media_call) swaps the reservation for the recorded call.
 
 use uuid::Uuid;
 
 use hermes_core::{CallPurpose, SessionId, TenantId, TurnId};
 
-use crate::{Result, Store};
+use crate::{Result, views::Tenancy};
 
 /// What a media service bills for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -55,11 +55,11 @@ fn int(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-impl Store {
+impl Tenancy<'_> {
     /// Records `call` for `turn`, dropping `reservation` (the call's, under a cap) in the same
     /// statement, so the spend a cap sees never counts the call twice or not at all.
     pub async fn settle_media_call(
-        &self,
+        self,
         tenant: TenantId,
         session: SessionId,
         turn: TurnId,
@@ -90,7 +90,7 @@ impl Store {
     }
 
     /// Drops a reservation whose call was never made (the service failed before billing).
-    pub async fn release_spend(&self, tenant: TenantId, reservation: Uuid) -> Result<()> {
+    pub async fn release_spend(self, tenant: TenantId, reservation: Uuid) -> Result<()> {
         sqlx::query("DELETE FROM spend_reservations WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_uuid())
             .bind(reservation)

@@ -7,7 +7,7 @@ use sqlx::{PgConnection, Row};
 use hermes_core::{AgentId, TenantId};
 
 use crate::admin::audited::tenant_writes;
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Agents};
 
 /// Which document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,14 +37,14 @@ pub struct MemorySnapshot {
 /// How often a write is retried after losing a race with another session's write.
 const MAX_ATTEMPTS: usize = 16;
 
-impl Store {
+impl Agents<'_> {
     /// The agent's MEMORY and `user_key`'s USER profile.
-    pub async fn memory_snapshot(&self, tenant: TenantId, agent: AgentId, user_key: &str) -> Result<MemorySnapshot> {
+    pub async fn memory_snapshot(self, tenant: TenantId, agent: AgentId, user_key: &str) -> Result<MemorySnapshot> {
         memory_snapshot_on(&mut *self.as_tenant(tenant).await?, tenant, agent, user_key).await
     }
 }
 
-/// [`Store::memory_snapshot`] on a connection already set to `tenant`.
+/// [`Agents::memory_snapshot`](crate::views::Agents::memory_snapshot) on a connection already set to `tenant`.
 pub(crate) async fn memory_snapshot_on(
     conn: &mut PgConnection,
     tenant: TenantId,
@@ -73,6 +73,7 @@ pub(crate) async fn memory_snapshot_on(
 }
 
 tenant_writes! {
+    in Agents;
     /// Reads one document, lets `change` compute its new entries (`Ok(None)`: leave it as it
     /// is), and writes them if nobody else wrote in between; otherwise reads again and retries,
     /// so concurrent sessions never lose an update. Returns the entries as they now are, with
@@ -86,7 +87,7 @@ tenant_writes! {
         = update_memory_on;
 }
 
-/// [`Store::update_memory`] on a connection already set to `tenant`.
+/// [`Agents::update_memory`](crate::views::Agents::update_memory) on a connection already set to `tenant`.
 async fn update_memory_on<E>(
     conn: &mut PgConnection,
     tenant: TenantId,

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use hermes_core::{ChatMessage, Content, Role, SessionId, TenantId, ToolCall, TurnId};
 
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Conversations};
 
 /// A message with its place in the session.
 #[derive(Debug, Clone)]
@@ -222,11 +222,11 @@ pub(crate) async fn append_in(
     Ok((row.seq.map_or(Appended::AlreadyStored, Appended::At), row.system_prompt))
 }
 
-impl Store {
+impl Conversations<'_> {
     /// Appends `msg` to the session as step `step` of `turn`, if `fence` still owns the
     /// session. Idempotent per (turn, step) and per (turn, tool call).
     pub async fn append_message(
-        &self,
+        self,
         tenant: TenantId,
         session: SessionId,
         fence: i64,
@@ -242,7 +242,7 @@ impl Store {
     /// `prompt` as the session's system prompt unless it has one. Returns the prompt the
     /// session now has (an earlier one wins, byte for byte).
     pub async fn begin_turn(
-        &self,
+        self,
         tenant: TenantId,
         session: SessionId,
         fence: i64,
@@ -256,14 +256,14 @@ impl Store {
     }
 
     /// The session's messages in order.
-    pub async fn session_messages(&self, tenant: TenantId, session: SessionId) -> Result<Vec<StoredMessage>> {
+    pub async fn session_messages(self, tenant: TenantId, session: SessionId) -> Result<Vec<StoredMessage>> {
         self.messages_after(tenant, session, 0, None).await
     }
 
     /// Messages of a session after sequence number `after_seq`, in order, at most `limit` (all
     /// when `None`): a page of the transcript.
     pub async fn messages_after(
-        &self,
+        self,
         tenant: TenantId,
         session: SessionId,
         after_seq: i32,
@@ -273,7 +273,7 @@ impl Store {
     }
 
     /// The text of a session's last user message (what `/retry` asks again).
-    pub async fn last_user_text(&self, tenant: TenantId, session: SessionId) -> Result<Option<String>> {
+    pub async fn last_user_text(self, tenant: TenantId, session: SessionId) -> Result<Option<String>> {
         let row = sqlx::query_as::<_, MessageRow>(
             "SELECT seq, turn_id, turn_step, role, content, tool_calls, tool_call_id, name, reasoning
              FROM messages WHERE tenant_id = $1 AND session_id = $2 AND role = 'user' ORDER BY seq DESC LIMIT 1",
@@ -286,7 +286,7 @@ impl Store {
     }
 
     /// The messages a turn stored, in order (in whichever session the turn ended up).
-    pub async fn turn_messages(&self, tenant: TenantId, turn: TurnId) -> Result<Vec<ChatMessage>> {
+    pub async fn turn_messages(self, tenant: TenantId, turn: TurnId) -> Result<Vec<ChatMessage>> {
         let rows = sqlx::query_as::<_, MessageRow>(
             "SELECT m.seq, m.turn_id, m.turn_step, m.role, m.content, m.tool_calls, m.tool_call_id, m.name, m.reasoning
              FROM turns t JOIN messages m ON m.tenant_id = t.tenant_id AND m.session_id = t.session_id
@@ -300,7 +300,7 @@ impl Store {
     }
 }
 
-/// [`Store::messages_after`] on a connection already set to `tenant`.
+/// [`Conversations::messages_after`](crate::views::Conversations::messages_after) on a connection already set to `tenant`.
 pub(crate) async fn messages_after_on(
     conn: &mut PgConnection,
     tenant: TenantId,

@@ -8,6 +8,7 @@ use crate::Result;
 use crate::admin::audited::tenant_writes;
 
 tenant_writes! {
+    in Chat;
     /// Puts a gateway message (a command's answer, a notice) in the outbox, once per key. The
     /// destination's channel must be the tenant's (`NotFound` otherwise): the gateway sends
     /// through the channel's bot without asking whose row it is. In an audited change, the
@@ -16,7 +17,7 @@ tenant_writes! {
         = enqueue_outbox_in;
 }
 
-/// `Store::enqueue_outbox` inside the caller's transaction.
+/// `Chat::enqueue_outbox` inside the caller's transaction.
 pub(crate) async fn enqueue_outbox_in(
     db: &mut sqlx::PgConnection,
     tenant: TenantId,

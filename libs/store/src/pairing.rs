@@ -6,7 +6,7 @@ use sqlx::PgConnection;
 use hermes_core::TenantId;
 
 use crate::admin::audited::tenant_writes;
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Chat};
 
 /// Codes are drawn from 32 characters nobody confuses (no 0/O, no 1/I).
 const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
@@ -74,10 +74,10 @@ fn normalise(code: &str) -> String {
     code.chars().filter(|c| !c.is_whitespace() && *c != '-').collect::<String>().to_uppercase()
 }
 
-impl Store {
+impl Chat<'_> {
     /// Gives `user_id` a pairing code for `channel`, within the limits.
     pub async fn start_pairing(
-        &self,
+        self,
         tenant: TenantId,
         channel: uuid::Uuid,
         user_id: &str,
@@ -142,7 +142,7 @@ impl Store {
     }
 
     /// The codes waiting for an admin.
-    pub async fn pending_pairings(&self, tenant: TenantId, channel: uuid::Uuid) -> Result<Vec<PairingRequest>> {
+    pub async fn pending_pairings(self, tenant: TenantId, channel: uuid::Uuid) -> Result<Vec<PairingRequest>> {
         let rows = sqlx::query(
             "SELECT code, user_id, user_name, created_at, expires_at FROM pairing_requests
              WHERE tenant_id = $1 AND channel_id = $2 AND status = 'pending' AND expires_at > now()
@@ -157,6 +157,7 @@ impl Store {
 }
 
 tenant_writes! {
+    in Chat;
     /// Approves a waiting code: its person joins the channel's allowlist.
     pub async fn approve_pairing(channel: uuid::Uuid, code: &str) -> Result<PairingApproval>
         = approve_pairing_on in transaction;
@@ -176,7 +177,7 @@ async fn lock_channel(conn: &mut PgConnection, tenant: TenantId, channel: uuid::
     Ok(locked)
 }
 
-/// [`Store::approve_pairing`] on a connection already set to `tenant`.
+/// [`Chat::approve_pairing`](crate::views::Chat::approve_pairing) on a connection already set to `tenant`.
 async fn approve_pairing_on(
     conn: &mut PgConnection,
     tenant: TenantId,

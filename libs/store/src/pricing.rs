@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use hermes_core::{AgentId, TenantId};
 
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Tenancy};
 
 /// A model's price, in US dollars per million tokens, and for media models per unit billed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, sqlx::FromRow)]
@@ -41,10 +41,10 @@ pub enum UsageGroup {
 /// One line of the report, as `/v1/usage` shows it.
 pub use hermes_wire::v1::UsageLine;
 
-impl Store {
+impl Tenancy<'_> {
     /// Adds a tool call's duration to its turn's metering.
     pub async fn add_tool_time(
-        &self,
+        self,
         tenant: TenantId,
         turn: hermes_core::TurnId,
         ms: i64,
@@ -64,7 +64,7 @@ impl Store {
     }
 
     /// Sets (or replaces) a model's price; later calls use it.
-    pub async fn set_model_price(&self, price: &ModelPrice) -> Result<()> {
+    pub async fn set_model_price(self, price: &ModelPrice) -> Result<()> {
         let finite = [
             Some(price.input),
             Some(price.output),
@@ -97,12 +97,12 @@ impl Store {
         .bind(price.per_image)
         .bind(price.per_mchar)
         .bind(price.per_audio_minute)
-        .execute(self.system())
+        .execute(self.system_pool())
         .await?;
         Ok(())
     }
 
-    pub async fn model_prices(&self) -> Result<Vec<ModelPrice>> {
+    pub async fn model_prices(self) -> Result<Vec<ModelPrice>> {
         let rows = sqlx::query(
             "SELECT model, input_usd_per_mtok::float8 AS input, output_usd_per_mtok::float8 AS output,
                     cached_input_usd_per_mtok::float8 AS cached, cache_write_usd_per_mtok::float8 AS write,
@@ -110,7 +110,7 @@ impl Store {
                     usd_per_audio_minute::float8 AS per_audio_minute
              FROM model_prices ORDER BY model",
         )
-        .fetch_all(self.system())
+        .fetch_all(self.system_pool())
         .await?;
         rows.iter().map(crate::rows::read::<ModelPrice>).collect()
     }
@@ -118,14 +118,14 @@ impl Store {
     /// The tenant's usage from `from` to `to` (days, inclusive, in the tenant's time zone),
     /// of one agent when given.
     pub async fn usage_report(
-        &self,
+        self,
         tenant: TenantId,
         agent: Option<AgentId>,
         group: UsageGroup,
         from: NaiveDate,
         to: NaiveDate,
     ) -> Result<Vec<UsageLine>> {
-        let zone = self.session_policy(tenant).await?.timezone;
+        let zone = self.conversations().session_policy(tenant).await?.timezone;
         // Model calls and turns are grouped alike, then joined by group: a day (or agent, or
         // key) may have tool time without calls or calls without tool time.
         let rows = sqlx::query(

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use hermes_core::{AgentId, SessionId, TenantId, TurnId, TurnOutcome};
 
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Turns};
 use hermes_core::TurnStatus;
 
 /// What a Responses request records with its turn (only when the client stores it).
@@ -194,9 +194,9 @@ pub(crate) async fn record_in(
     Ok(())
 }
 
-impl Store {
+impl Turns<'_> {
     /// A stored response of this tenant (`NotFound` for unknown, unstored or deleted ones).
-    pub async fn stored_response(&self, tenant: TenantId, turn: TurnId) -> Result<StoredResponse> {
+    pub async fn stored_response(self, tenant: TenantId, turn: TurnId) -> Result<StoredResponse> {
         let row: ResponseRow = self
             .row_of(
                 tenant,
@@ -214,12 +214,12 @@ impl Store {
 
     /// Forgets a stored response (its conversation turns stay in the session); `false` when
     /// there was none.
-    pub async fn delete_response(&self, tenant: TenantId, turn: TurnId) -> Result<bool> {
+    pub async fn delete_response(self, tenant: TenantId, turn: TurnId) -> Result<bool> {
         self.delete_row_of(tenant, "DELETE FROM responses WHERE tenant_id = $1 AND turn_id = $2", turn.as_uuid()).await
     }
 
     /// The latest stored response of a named conversation.
-    pub async fn conversation_head(&self, tenant: TenantId, name: &str) -> Result<Option<TurnId>> {
+    pub async fn conversation_head(self, tenant: TenantId, name: &str) -> Result<Option<TurnId>> {
         let row: Option<(Uuid,)> =
             sqlx::query_as("SELECT turn_id FROM response_conversations WHERE tenant_id = $1 AND name = $2")
                 .bind(tenant.as_uuid())
@@ -231,7 +231,7 @@ impl Store {
 
     /// How to continue the stored response `previous`: its session, carried instructions, and
     /// whether the conversation branches there.
-    pub async fn response_chain(&self, tenant: TenantId, previous: TurnId) -> Result<ResponseChain> {
+    pub async fn response_chain(self, tenant: TenantId, previous: TurnId) -> Result<ResponseChain> {
         // Compaction may have moved the conversation on to continuation sessions: the
         // response continues in the latest, and it branches if any later turn exists in the
         // whole chain.
@@ -278,9 +278,9 @@ pub struct TurnOverview {
     pub updated_at: DateTime<Utc>,
 }
 
-impl Store {
+impl Turns<'_> {
     /// A turn of this tenant, with its agent.
-    pub async fn turn_overview(&self, tenant: TenantId, turn: TurnId) -> Result<TurnOverview> {
+    pub async fn turn_overview(self, tenant: TenantId, turn: TurnId) -> Result<TurnOverview> {
         let row: OverviewRow = self
             .row_of(
                 tenant,

@@ -3,14 +3,14 @@
 //! tenant's policy says the conversation is over (`session_policy.rs`), and then a fresh
 //! session starts, with a fresh prompt and memory snapshot. A session with a background
 //! process still running is never reset. The turn a chat's next message starts is built by
-//! `Store::route_target`, beside the turn targets in `turns.rs`.
+//! `Turns::route_target`, beside the turn targets in `turns.rs`.
 
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
 use hermes_core::{AgentId, SessionId, SessionSource, TenantId};
 
-use crate::{Result, Store};
+use crate::{Result, views::Conversations};
 
 /// A chat, as the gateway names it.
 #[derive(Debug, Clone)]
@@ -24,9 +24,9 @@ pub struct Route {
     pub user_key: String,
 }
 
-impl Store {
+impl Conversations<'_> {
     /// The chat's current session and when it was last active.
-    pub async fn route_state(&self, tenant: TenantId, route: &Route) -> Result<Option<(SessionId, DateTime<Utc>)>> {
+    pub async fn route_state(self, tenant: TenantId, route: &Route) -> Result<Option<(SessionId, DateTime<Utc>)>> {
         let row = sqlx::query(
             "SELECT s.id, s.updated_at FROM session_routes r
              JOIN sessions s ON s.tenant_id = r.tenant_id AND s.id = r.session_id
@@ -42,7 +42,7 @@ impl Store {
 
     /// The chat's earlier conversations (its person's sessions from this platform and agent),
     /// most recently active first: what `/sessions` lists and `/resume` picks from.
-    pub async fn route_sessions(&self, tenant: TenantId, route: &Route, limit: i64) -> Result<Vec<crate::SessionInfo>> {
+    pub async fn route_sessions(self, tenant: TenantId, route: &Route, limit: i64) -> Result<Vec<crate::SessionInfo>> {
         let ids: Vec<uuid::Uuid> = sqlx::query_scalar(
             "SELECT id FROM sessions
              WHERE tenant_id = $1 AND agent_id = $2 AND source = $3 AND user_key = $4
@@ -64,8 +64,8 @@ impl Store {
     }
 
     /// Makes `session` the chat's current conversation again (`/resume`); it must be one of
-    /// [`Store::route_sessions`].
-    pub async fn resume_route(&self, tenant: TenantId, route: &Route, session: SessionId) -> Result<()> {
+    /// [`Conversations::route_sessions`](crate::views::Conversations::route_sessions).
+    pub async fn resume_route(self, tenant: TenantId, route: &Route, session: SessionId) -> Result<()> {
         let done = sqlx::query(
             "INSERT INTO session_routes (tenant_id, agent_id, route_key, session_id)
              SELECT $1, $2, $3, id FROM sessions
@@ -84,7 +84,7 @@ impl Store {
     }
 
     /// Ends the chat's current conversation (`/new`): its next message starts a fresh session.
-    pub async fn end_route(&self, tenant: TenantId, route: &Route) -> Result<()> {
+    pub async fn end_route(self, tenant: TenantId, route: &Route) -> Result<()> {
         sqlx::query("DELETE FROM session_routes WHERE tenant_id = $1 AND agent_id = $2 AND route_key = $3")
             .bind(tenant.as_uuid())
             .bind(route.agent.as_uuid())

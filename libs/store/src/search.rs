@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use hermes_core::{AgentId, Content, SessionId, TenantId};
 
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Conversations};
 
 /// Whose conversations are searched.
 #[derive(Debug, Clone)]
@@ -107,7 +107,7 @@ impl MessageRow {
     }
 }
 
-/// A message of [`Store::in_context`], with the part of the listing it belongs to.
+/// A message of [`Conversations::in_context`](crate::views::Conversations::in_context), with the part of the listing it belongs to.
 #[derive(sqlx::FromRow)]
 struct PartRow {
     part: String,
@@ -115,7 +115,7 @@ struct PartRow {
     message: MessageRow,
 }
 
-/// A matching message of [`Store::search_sessions`], with the root of its conversation.
+/// A matching message of [`Conversations::search_sessions`](crate::views::Conversations::search_sessions), with the root of its conversation.
 #[derive(sqlx::FromRow)]
 struct HitRow {
     root: Uuid,
@@ -162,9 +162,9 @@ macro_rules! summary_columns {
     };
 }
 
-impl Store {
+impl Conversations<'_> {
     /// `session` and the sessions it continues (compaction parents), newest first.
-    pub async fn compaction_ancestors(&self, tenant: TenantId, session: SessionId) -> Result<Vec<SessionId>> {
+    pub async fn compaction_ancestors(self, tenant: TenantId, session: SessionId) -> Result<Vec<SessionId>> {
         let ids: Vec<Uuid> = sqlx::query_scalar(
             "WITH RECURSIVE up AS (
                 SELECT id, parent_session_id, lineage, 0 AS depth FROM sessions WHERE tenant_id = $1 AND id = $2
@@ -182,7 +182,7 @@ impl Store {
         Ok(ids.into_iter().map(SessionId::from_uuid).collect())
     }
 
-    async fn excluded(&self, scope: &SearchScope) -> Result<Vec<Uuid>> {
+    async fn excluded(self, scope: &SearchScope) -> Result<Vec<Uuid>> {
         match scope.current {
             Some(current) => {
                 Ok(self.compaction_ancestors(scope.tenant, current).await?.iter().map(SessionId::as_uuid).collect())
@@ -194,7 +194,7 @@ impl Store {
     /// Conversations matching `tsquery` (from `search_text::parse_query`) in messages of
     /// `roles`, best first (or by date), `limit` of them after skipping `offset`.
     pub async fn search_sessions(
-        &self,
+        self,
         scope: &SearchScope,
         tsquery: &str,
         roles: &[String],
@@ -266,7 +266,7 @@ impl Store {
 
     /// A matched message with the start and end of its session and five messages either side.
     async fn in_context(
-        &self,
+        self,
         scope: &SearchScope,
         session: Uuid,
         seq: i32,
@@ -327,7 +327,7 @@ impl Store {
 
     /// Messages of `session` within `window` of `around`, if the session is in `scope`.
     pub async fn scroll_session(
-        &self,
+        self,
         scope: &SearchScope,
         session: SessionId,
         around: i32,
@@ -366,7 +366,7 @@ impl Store {
     /// The scope's conversations, most recently active first (a compacted one once, as its
     /// latest session).
     pub async fn recent_sessions(
-        &self,
+        self,
         scope: &SearchScope,
         limit: usize,
         offset: usize,

@@ -7,7 +7,7 @@ use sqlx::PgConnection;
 use hermes_core::{AgentId, SessionId, SessionSource, TenantId};
 
 use crate::admin::audited::tenant_writes;
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Conversations};
 
 /// A session as listed, as `/api/sessions` shows it.
 pub use hermes_wire::v1::Session as SessionInfo;
@@ -22,10 +22,10 @@ macro_rules! info_select {
 }
 pub(crate) use info_select;
 
-impl Store {
+impl Conversations<'_> {
     /// The tenant's sessions (of `agent` only, when given), most recently active first.
     pub async fn list_sessions(
-        &self,
+        self,
         tenant: TenantId,
         agent: Option<AgentId>,
         limit: i64,
@@ -46,7 +46,7 @@ impl Store {
     }
 
     /// One session of the tenant (of `agent` only, when given).
-    pub async fn session_info(&self, tenant: TenantId, agent: Option<AgentId>, id: SessionId) -> Result<SessionInfo> {
+    pub async fn session_info(self, tenant: TenantId, agent: Option<AgentId>, id: SessionId) -> Result<SessionInfo> {
         let row = sqlx::query(concat!(
             info_select!(),
             " WHERE s.tenant_id = $1 AND s.id = $2 AND ($3::uuid IS NULL OR s.agent_id = $3)"
@@ -62,7 +62,7 @@ impl Store {
 
     /// An empty session of `agent`, to send turns to later.
     pub async fn create_session(
-        &self,
+        self,
         tenant: TenantId,
         agent: AgentId,
         source: SessionSource,
@@ -87,7 +87,7 @@ impl Store {
     /// A new session continuing `id`'s conversation up to message `up_to` (all of it when
     /// `None`), linked to it as a fork; the same agent and end user. Returns its id.
     pub async fn fork_session(
-        &self,
+        self,
         tenant: TenantId,
         id: SessionId,
         up_to: Option<i32>,
@@ -146,13 +146,14 @@ pub(crate) async fn forget_traces(db: &mut sqlx::PgConnection, tenant: uuid::Uui
 }
 
 tenant_writes! {
+    in Conversations;
     /// Deletes a session with its messages and turns; refused while a turn of it is open. The
     /// session row is locked first, so a turn being enqueued either finishes first (and is seen)
     /// or fails on the missing session: none is dropped silently.
     pub async fn delete_session(agent: Option<AgentId>, id: SessionId) -> Result<()> = delete_session_on in transaction;
 }
 
-/// [`Store::delete_session`] on a connection already set to `tenant`.
+/// [`Conversations::delete_session`](crate::views::Conversations::delete_session) on a connection already set to `tenant`.
 async fn delete_session_on(
     conn: &mut PgConnection,
     tenant: TenantId,

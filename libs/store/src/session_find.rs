@@ -9,7 +9,7 @@ use uuid::Uuid;
 use hermes_core::{AgentId, SessionSource, TenantId};
 
 use crate::session_admin::{SessionInfo, info_select};
-use crate::{Result, Store};
+use crate::{Result, views::Conversations};
 
 /// What narrows the list (every field optional).
 #[derive(Debug, Clone, Default)]
@@ -45,11 +45,11 @@ const SNIPPET_CHARS: usize = 200;
 /// tenant's messages still costs one bounded sort.
 const MAX_MATCHES: i64 = 5_000;
 
-impl Store {
+impl Conversations<'_> {
     /// The tenant's sessions (no delegated sub-agent's) that pass `filter`: most recently active
     /// first, or best match first when searching; `limit` of them after `offset`.
     pub async fn find_sessions(
-        &self,
+        self,
         tenant: TenantId,
         filter: &SessionFilter,
         limit: i64,

@@ -8,7 +8,7 @@ use sqlx::Row;
 
 use hermes_core::TenantId;
 
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Conversations};
 
 /// What a tenant chose (defaults as upstream: reset after a day idle, or daily at 04:00).
 #[derive(Debug, Clone, PartialEq)]
@@ -71,8 +71,8 @@ fn parse_timezone(name: &str) -> Result<Tz> {
         .map_err(|_| StoreError::Invalid(format!("unknown time zone {name:?}; use an IANA name such as Asia/Shanghai")))
 }
 
-impl Store {
-    pub async fn session_policy(&self, tenant: TenantId) -> Result<SessionPolicy> {
+impl Conversations<'_> {
+    pub async fn session_policy(self, tenant: TenantId) -> Result<SessionPolicy> {
         let row = sqlx::query(
             "SELECT timezone, session_idle_reset_minutes, session_daily_reset_hour, session_retention_days
              FROM tenants WHERE id = $1",
@@ -98,7 +98,7 @@ impl Store {
     }
 
     /// Sets the tenant's policy (operator or tenant admin).
-    pub async fn set_session_policy(&self, tenant: TenantId, policy: &SessionPolicy) -> Result<()> {
+    pub async fn set_session_policy(self, tenant: TenantId, policy: &SessionPolicy) -> Result<()> {
         let out_of_range = |what: &str| StoreError::Invalid(format!("{what} is out of range"));
         if policy.daily_reset_hour.is_some_and(|h| h >= 24) {
             return Err(out_of_range("the daily reset hour"));

@@ -5,7 +5,7 @@ use sqlx::{PgConnection, Row};
 
 use hermes_core::{AgentId, ChatMessage, SessionId, SessionSource, TenantId, TurnId};
 
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Conversations};
 
 /// A session row.
 #[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
@@ -48,9 +48,9 @@ pub(crate) fn auto_title(input: &ChatMessage, history: &[ChatMessage]) -> Option
     Some(format!("{}…", cut.trim_end()))
 }
 
-impl Store {
+impl Conversations<'_> {
     /// Renames a session; `None` clears the title. Another tenant's session is `NotFound`.
-    pub async fn set_session_title(&self, tenant: TenantId, id: SessionId, title: Option<&str>) -> Result<()> {
+    pub async fn set_session_title(self, tenant: TenantId, id: SessionId, title: Option<&str>) -> Result<()> {
         let title = title.map(str::trim).filter(|t| !t.is_empty()).map(crate::messages::without_nul);
         if title.as_ref().is_some_and(|t| t.chars().count() > 200) {
             return Err(StoreError::Invalid("a title is at most 200 characters".into()));
@@ -65,7 +65,7 @@ impl Store {
     }
 
     /// Who the session's end user is (see migration 0005).
-    pub async fn session_user_key(&self, tenant: TenantId, id: SessionId) -> Result<String> {
+    pub async fn session_user_key(self, tenant: TenantId, id: SessionId) -> Result<String> {
         sqlx::query_scalar("SELECT user_key FROM sessions WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_uuid())
             .bind(id.as_uuid())
@@ -75,7 +75,7 @@ impl Store {
     }
 
     /// The tenant's session `id`; another tenant's session is `NotFound`.
-    pub async fn session(&self, tenant: TenantId, id: SessionId) -> Result<Session> {
+    pub async fn session(self, tenant: TenantId, id: SessionId) -> Result<Session> {
         sqlx::query_as(
             "SELECT id, tenant_id, agent_id, source, title, system_prompt, created_at, updated_at
              FROM sessions WHERE tenant_id = $1 AND id = $2",
@@ -88,12 +88,12 @@ impl Store {
     }
 }
 
-impl Store {
+impl Conversations<'_> {
     /// Continues `parent` in a new child session after a compaction: the child gets the new
     /// stable prompt, the compacted history (messages of the running turn keep their step) and
     /// the running turn, all in one transaction, if `fence` still owns the parent.
     pub async fn fork_compacted(
-        &self,
+        self,
         tenant: TenantId,
         parent: SessionId,
         fence: i64,
@@ -110,7 +110,7 @@ impl Store {
     }
 
     /// A session for a delegated child of `parent`'s turn (lineage `subagent`).
-    pub async fn create_child_session(&self, tenant: TenantId, parent: SessionId, title: &str) -> Result<SessionId> {
+    pub async fn create_child_session(self, tenant: TenantId, parent: SessionId, title: &str) -> Result<SessionId> {
         let child = SessionId::new();
         let done = sqlx::query(
             "INSERT INTO sessions (id, tenant_id, agent_id, source, title, parent_session_id, lineage, user_key)
@@ -129,7 +129,7 @@ impl Store {
     }
 
     /// The session `id` continues from, if it was compacted or forked from another.
-    pub async fn session_parent(&self, tenant: TenantId, id: SessionId) -> Result<Option<(SessionId, String)>> {
+    pub async fn session_parent(self, tenant: TenantId, id: SessionId) -> Result<Option<(SessionId, String)>> {
         let row = sqlx::query("SELECT parent_session_id, lineage FROM sessions WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_uuid())
             .bind(id.as_uuid())
@@ -245,9 +245,9 @@ async fn move_to_child(
     Ok(())
 }
 
-impl Store {
+impl Conversations<'_> {
     /// The session's task list (empty when it has none).
-    pub async fn todos(&self, tenant: TenantId, session: SessionId) -> Result<serde_json::Value> {
+    pub async fn todos(self, tenant: TenantId, session: SessionId) -> Result<serde_json::Value> {
         let items: Option<serde_json::Value> =
             sqlx::query_scalar("SELECT items FROM session_todos WHERE tenant_id = $1 AND session_id = $2")
                 .bind(tenant.as_uuid())
@@ -258,7 +258,7 @@ impl Store {
     }
 
     /// Replaces the session's task list.
-    pub async fn set_todos(&self, tenant: TenantId, session: SessionId, items: &serde_json::Value) -> Result<()> {
+    pub async fn set_todos(self, tenant: TenantId, session: SessionId, items: &serde_json::Value) -> Result<()> {
         sqlx::query(
             "INSERT INTO session_todos (tenant_id, session_id, items) VALUES ($1, $2, $3)
              ON CONFLICT (tenant_id, session_id) DO UPDATE SET items = EXCLUDED.items, updated_at = now()",

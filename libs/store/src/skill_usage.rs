@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use hermes_core::{AgentId, SkillState, TenantId};
 
 use crate::skills::{bump_version, log_event};
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Agents};
 
 /// What happened to a skill.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,11 +63,11 @@ struct Curated {
     last_touched: DateTime<Utc>,
 }
 
-impl Store {
+impl Agents<'_> {
     /// Counts a view or a use of `name` by `agent` at `now`; a stale or archived skill becomes
     /// active again.
     pub async fn record_skill_use(
-        &self,
+        self,
         tenant: TenantId,
         agent: AgentId,
         name: &str,
@@ -109,7 +109,7 @@ impl Store {
     }
 
     /// Pins (exempts from the curator) or unpins a skill for `agent`.
-    pub async fn set_skill_pinned(&self, tenant: TenantId, agent: AgentId, name: &str, pinned: bool) -> Result<()> {
+    pub async fn set_skill_pinned(self, tenant: TenantId, agent: AgentId, name: &str, pinned: bool) -> Result<()> {
         let mut tx = self.tenant_tx(tenant).await?;
         sqlx::query(
             "INSERT INTO skill_usage (tenant_id, agent_id, name, pinned) VALUES ($1, $2, $3, $4)
@@ -129,7 +129,7 @@ impl Store {
     }
 
     /// The agent's skill log, newest first.
-    pub async fn skill_events(&self, tenant: TenantId, agent: AgentId, limit: i64) -> Result<Vec<SkillEvent>> {
+    pub async fn skill_events(self, tenant: TenantId, agent: AgentId, limit: i64) -> Result<Vec<SkillEvent>> {
         Ok(sqlx::query_as::<_, SkillEvent>(
             "SELECT name, action, actor, detail, created_at FROM skill_events
              WHERE tenant_id = $1 AND agent_id = $2 ORDER BY id DESC LIMIT $3",
@@ -144,7 +144,7 @@ impl Store {
     /// One curator pass over the skills `agent` wrote: unused (no use, view or change) for
     /// `rules.stale_after` become stale, for `rules.archive_after` archived; pinned are exempt.
     pub async fn curate_agent_skills(
-        &self,
+        self,
         tenant: TenantId,
         agent: AgentId,
         now: DateTime<Utc>,

@@ -13,7 +13,7 @@ use uuid::Uuid;
 use hermes_core::{AgentId, SkillId, TenantId};
 
 use crate::admin::audited::tenant_writes;
-use crate::{Result, Store};
+use crate::{Result, views::Agents};
 
 /// Where a skill comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -186,11 +186,11 @@ async fn upsert_skill(
     Ok(id)
 }
 
-impl Store {
+impl Agents<'_> {
     /// Makes the bundled catalogue in Postgres equal to `catalogue` (added, changed and
     /// removed skills), in one transaction; every pod may run it at start-up.
-    pub async fn sync_bundled_skills(&self, catalogue: &[NewSkill]) -> Result<SyncReport> {
-        let mut tx = self.system().begin().await?;
+    pub async fn sync_bundled_skills(self, catalogue: &[NewSkill]) -> Result<SyncReport> {
+        let mut tx = self.system_pool().begin().await?;
         // One syncing pod at a time; the others then find nothing to do.
         sqlx::query("SELECT pg_advisory_xact_lock(hashtext('hermes-bundled-skills'))").execute(&mut *tx).await?;
         let existing: Vec<(String, String)> =
@@ -226,7 +226,7 @@ impl Store {
 
     /// The version of what `tenant`'s skills indexes show: (bundled, tenant). Workers rebuild
     /// a cached index only when it changes.
-    pub async fn skill_index_version(&self, tenant: TenantId) -> Result<(i64, i64)> {
+    pub async fn skill_index_version(self, tenant: TenantId) -> Result<(i64, i64)> {
         let rows: Vec<(Uuid, i64)> = sqlx::query_as("SELECT scope, version FROM skill_versions WHERE scope = ANY($1)")
             .bind([BUNDLED_SCOPE, tenant.as_uuid()])
             .fetch_all(&mut *self.as_tenant(tenant).await?)
@@ -237,7 +237,7 @@ impl Store {
 
     /// Every skill `agent` can see after shadowing (agent over tenant over bundled), with its
     /// usage; archived and disabled ones included (the caller filters).
-    pub async fn visible_skills(&self, tenant: TenantId, agent: AgentId) -> Result<Vec<VisibleSkill>> {
+    pub async fn visible_skills(self, tenant: TenantId, agent: AgentId) -> Result<Vec<VisibleSkill>> {
         let rows = sqlx::query(concat!(
             "SELECT DISTINCT ON (s.name) ",
             skill_columns!(),
@@ -256,7 +256,7 @@ impl Store {
     }
 
     /// The skill `name` as `agent` sees it (its own, else the tenant's, else the bundled one).
-    pub async fn find_skill(&self, tenant: TenantId, agent: AgentId, name: &str) -> Result<Option<SkillRecord>> {
+    pub async fn find_skill(self, tenant: TenantId, agent: AgentId, name: &str) -> Result<Option<SkillRecord>> {
         let row = sqlx::query(concat!(
             "SELECT ",
             skill_columns!(),
@@ -273,7 +273,7 @@ impl Store {
     }
 
     /// A skill's supporting files, by path (a bundled skill's, or one of `tenant`'s).
-    pub async fn skill_files(&self, tenant: TenantId, skill: SkillId) -> Result<Vec<(String, String)>> {
+    pub async fn skill_files(self, tenant: TenantId, skill: SkillId) -> Result<Vec<(String, String)>> {
         Ok(sqlx::query_as("SELECT path, content FROM skill_files WHERE skill_id = $1 ORDER BY path")
             .bind(skill.as_uuid())
             .fetch_all(&mut *self.as_tenant(tenant).await?)
@@ -283,7 +283,7 @@ impl Store {
     /// Writes `agent`'s own copy of a skill (creating or replacing it) with these files, logs
     /// the change and bumps the tenant's index version.
     pub async fn save_agent_skill(
-        &self,
+        self,
         tenant: TenantId,
         agent: AgentId,
         skill: &NewSkill,
@@ -319,8 +319,8 @@ impl Store {
     }
 
     /// Deletes `agent`'s own skill `name`; `false` when it has none (a shared skill is hidden
-    /// with [`Store::disable_skill`] instead).
-    pub async fn delete_agent_skill(&self, tenant: TenantId, agent: AgentId, name: &str, actor: &str) -> Result<bool> {
+    /// with [`Agents::disable_skill`](crate::views::Agents::disable_skill) instead).
+    pub async fn delete_agent_skill(self, tenant: TenantId, agent: AgentId, name: &str, actor: &str) -> Result<bool> {
         let mut tx = self.tenant_tx(tenant).await?;
         let done = sqlx::query("DELETE FROM skills WHERE tenant_id = $1 AND agent_id = $2 AND name = $3")
             .bind(tenant.as_uuid())
@@ -339,6 +339,7 @@ impl Store {
 }
 
 tenant_writes! {
+    in Agents;
     /// Hides a shared skill from `agent` (or shows it again).
     pub async fn disable_skill(agent: AgentId, name: &str, disabled: bool, actor: &str) -> Result<()>
         = disable_skill_on in transaction;
@@ -347,7 +348,7 @@ tenant_writes! {
     pub async fn save_tenant_skill(skill: &NewSkill, actor: &str) -> Result<()> = save_tenant_skill_on in transaction;
 }
 
-/// [`Store::disable_skill`] on a connection already set to `tenant`.
+/// [`Agents::disable_skill`](crate::views::Agents::disable_skill) on a connection already set to `tenant`.
 async fn disable_skill_on(
     conn: &mut PgConnection,
     tenant: TenantId,
@@ -375,7 +376,7 @@ async fn disable_skill_on(
     Ok(())
 }
 
-/// [`Store::save_tenant_skill`] on a connection already set to `tenant`.
+/// [`Agents::save_tenant_skill`](crate::views::Agents::save_tenant_skill) on a connection already set to `tenant`.
 async fn save_tenant_skill_on(conn: &mut PgConnection, tenant: TenantId, skill: &NewSkill, actor: &str) -> Result<()> {
     upsert_skill(&mut *conn, Some(tenant), None, skill).await?;
     log_event(&mut *conn, tenant, None, &skill.name, "import", actor, &Value::Null).await?;

@@ -1,7 +1,7 @@
 //! Spending caps kept while calls are in flight (migration 0041). Before a model call under a
-//! hard cap, [`Store::reserve_spend`] reserves the call's estimated cost against every cap it
+//! hard cap, [`Tenancy::reserve_spend`](crate::views::Tenancy::reserve_spend) reserves the call's estimated cost against every cap it
 //! falls under, with those caps' rows locked, so that concurrent turns see each other's calls
-//! before they are answered; [`Store::settle_spend`] then records the call's real usage and
+//! before they are answered; [`Tenancy::settle_spend`](crate::views::Tenancy::settle_spend) then records the call's real usage and
 //! drops the reservation in one statement. A cap counts as reached when what was spent and
 //! what calls in flight reserved reach it, so with fifty turns racing for the last dollar the
 //! spend passes a cap by at most the last call admitted below it.
@@ -19,7 +19,7 @@ use hermes_core::{AgentId, BudgetPeriod, SessionId, TenantId, TurnId};
 use crate::budgets::{Budget, BudgetState, CapRow, period_starts};
 use crate::media_calls::MediaUnits;
 use crate::usage::{CallColumns, ModelCall, insert_model_calls};
-use crate::{Result, Store};
+use crate::{Result, views::Tenancy};
 
 /// A model call about to start.
 #[derive(Debug, Clone)]
@@ -69,11 +69,11 @@ struct Cap {
     since: DateTime<Utc>,
 }
 
-impl Store {
+impl Tenancy<'_> {
     /// Decides whether a model call may start, reserving its estimated cost when caps apply.
     /// A tenant without caps costs one indexed read.
     pub async fn reserve_spend(
-        &self,
+        self,
         tenant: TenantId,
         request: &SpendRequest<'_>,
         now: DateTime<Utc>,
@@ -108,7 +108,7 @@ impl Store {
     /// Records a reserved call's answered model calls (none if it failed before any answer)
     /// and drops its reservation, in one statement.
     pub async fn settle_spend(
-        &self,
+        self,
         tenant: TenantId,
         reservation: Uuid,
         session: SessionId,

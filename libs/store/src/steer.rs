@@ -11,7 +11,7 @@ use hermes_core::outbox::{AnswerStatus, Destination};
 use hermes_core::{ChatMessage, FinishReason, TenantId, TurnId, TurnOutcome, Usage};
 
 use crate::turns::outbox_rows::queue_answer;
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Conversations};
 
 /// A steering turn taken: where its (empty) answer goes, and its message.
 #[derive(sqlx::FromRow)]
@@ -23,9 +23,9 @@ struct Taken {
     created_at: DateTime<Utc>,
 }
 
-impl Store {
+impl Conversations<'_> {
     /// Marks a queued turn as steering the session's running turn.
-    pub async fn mark_steer(&self, tenant: TenantId, turn: TurnId) -> Result<()> {
+    pub async fn mark_steer(self, tenant: TenantId, turn: TurnId) -> Result<()> {
         sqlx::query("UPDATE turns SET steer = true WHERE tenant_id = $1 AND id = $2 AND status = 'queued'")
             .bind(tenant.as_uuid())
             .bind(turn.as_uuid())
@@ -36,7 +36,7 @@ impl Store {
 
     /// Takes the steering messages that arrived for `running` (queued after it in its session),
     /// oldest first, ending their turns as absorbed.
-    pub async fn absorb_steers(&self, tenant: TenantId, running: TurnId) -> Result<Vec<ChatMessage>> {
+    pub async fn absorb_steers(self, tenant: TenantId, running: TurnId) -> Result<Vec<ChatMessage>> {
         let outcome = TurnOutcome {
             content: String::new(),
             finish_reason: FinishReason::Stop,

@@ -6,7 +6,7 @@ use sqlx::PgConnection;
 use hermes_core::TenantId;
 
 use crate::admin::{AuditedTx, Installation};
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Tenancy};
 
 /// A tenant (a team using the service), as the admin API shows it.
 pub use hermes_wire::admin::Tenant;
@@ -20,33 +20,33 @@ struct TenantLimits {
     concurrent_turns: Option<i32>,
 }
 
-impl Store {
+impl Tenancy<'_> {
     /// Creates a tenant. Operator-only: the admin CLI and admin API call it.
-    pub async fn create_tenant(&self, name: &str) -> Result<Tenant> {
-        create_tenant_on(&mut *self.system().acquire().await?, name).await
+    pub async fn create_tenant(self, name: &str) -> Result<Tenant> {
+        create_tenant_on(&mut *self.system_pool().acquire().await?, name).await
     }
 
     /// Finds a tenant by name. Operator-only: naming a tenant on the admin CLI is how an
     /// operator authenticates as acting for it.
-    pub async fn tenant_by_name(&self, name: &str) -> Result<Tenant> {
+    pub async fn tenant_by_name(self, name: &str) -> Result<Tenant> {
         // The tenant's id is read as a stored row's own (`hermes_wire::rows`): the operator
         // naming it on the admin CLI is how they authenticate as acting for it.
         sqlx::query_as::<_, Tenant>("SELECT id, name, created_at FROM tenants WHERE name = $1")
             .bind(name)
-            .fetch_optional(self.system())
+            .fetch_optional(self.system_pool())
             .await?
             .ok_or(StoreError::NotFound)
     }
 }
 
 impl AuditedTx<Installation> {
-    /// [`Store::create_tenant`] in an audited change.
+    /// [`Tenancy::create_tenant`](crate::views::Tenancy::create_tenant) in an audited change.
     pub async fn create_tenant(&mut self, name: &str) -> Result<Tenant> {
         create_tenant_on(self.conn(), name).await
     }
 }
 
-/// [`Store::create_tenant`] on a connection of the system role.
+/// [`Tenancy::create_tenant`](crate::views::Tenancy::create_tenant) on a connection of the system role.
 async fn create_tenant_on(conn: &mut PgConnection, name: &str) -> Result<Tenant> {
     let id = TenantId::mint();
     let created_at: DateTime<Utc> =
@@ -64,9 +64,9 @@ async fn create_tenant_on(conn: &mut PgConnection, name: &str) -> Result<Tenant>
     Ok(Tenant { id, name: name.to_owned(), created_at })
 }
 
-impl Store {
+impl Tenancy<'_> {
     /// A tenant by id, with its limits (`None`: the installation's default).
-    pub async fn tenant(&self, tenant: TenantId) -> Result<(Tenant, Option<i32>, Option<i32>)> {
+    pub async fn tenant(self, tenant: TenantId) -> Result<(Tenant, Option<i32>, Option<i32>)> {
         let row = sqlx::query_as::<_, TenantLimits>(
             "SELECT name, created_at, requests_per_minute, concurrent_turns FROM tenants WHERE id = $1",
         )
@@ -134,11 +134,11 @@ const TENANT_ROWS: &str = "
     SELECT 'webhooks', count(*) FROM webhooks
     ORDER BY 1";
 
-impl Store {
+impl Tenancy<'_> {
     /// How many rows `tenant` holds, table by table (what deleting it would remove). The
     /// query names no tenant: it leans on the row policies alone, on purpose, and the contract
     /// test `second_wall` holds it to the owner's `WHERE tenant_id` count for each table.
-    pub async fn tenant_rows(&self, tenant: TenantId) -> Result<Vec<(String, i64)>> {
+    pub async fn tenant_rows(self, tenant: TenantId) -> Result<Vec<(String, i64)>> {
         Ok(sqlx::query_as(TENANT_ROWS).fetch_all(&mut *self.as_tenant(tenant).await?).await?)
     }
 }

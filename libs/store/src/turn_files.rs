@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 
 use hermes_core::{AgentId, TenantId, TurnId};
 
-use crate::{Result, Store};
+use crate::{Result, views::Turns};
 
 /// A file named by an answer: its bytes, or why they could not be read.
 #[derive(Debug, Clone)]
@@ -45,10 +45,10 @@ pub struct SharedFile {
     pub created_at: DateTime<Utc>,
 }
 
-impl Store {
+impl Turns<'_> {
     /// The file named `name` that `turn` kept, with its bytes; `None` if the tenant has no such
     /// turn or file, or the file could not be read when it was kept.
-    pub async fn shared_file(&self, tenant: TenantId, turn: TurnId, name: &str) -> Result<Option<SharedFile>> {
+    pub async fn shared_file(self, tenant: TenantId, turn: TurnId, name: &str) -> Result<Option<SharedFile>> {
         Ok(sqlx::query_as::<_, SharedFile>(
             "SELECT s.agent_id, f.name, f.mime, f.data, f.created_at FROM turn_files f
              JOIN turns t ON t.tenant_id = f.tenant_id AND t.id = f.turn_id
@@ -65,7 +65,7 @@ impl Store {
 
     /// Records a file of a turn's answer (again: replaced). Another tenant's turn is `NotFound`
     /// (or refused by the foreign key): the key has no tenant, so the update checks it.
-    pub async fn save_turn_file(&self, tenant: TenantId, turn: TurnId, file: &TurnFile) -> Result<()> {
+    pub async fn save_turn_file(self, tenant: TenantId, turn: TurnId, file: &TurnFile) -> Result<()> {
         let (data, error) = match &file.data {
             Ok(bytes) => (Some(bytes.as_slice()), None),
             Err(e) => (None, Some(crate::messages::without_nul(e))),
@@ -90,7 +90,7 @@ impl Store {
     }
 
     /// The files of a turn's answer, by what the answer named.
-    pub async fn turn_files(&self, tenant: TenantId, turn: TurnId) -> Result<Vec<TurnFile>> {
+    pub async fn turn_files(self, tenant: TenantId, turn: TurnId) -> Result<Vec<TurnFile>> {
         let rows = sqlx::query_as::<_, TurnFileRow>(
             "SELECT target, name, mime, data, error FROM turn_files WHERE tenant_id = $1 AND turn_id = $2",
         )

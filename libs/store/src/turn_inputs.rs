@@ -12,7 +12,7 @@ use sqlx::PgConnection;
 
 use hermes_core::{InteractionAnswer, SessionId, TenantId, ToolsetName};
 
-use crate::{Agent, ClaimedTurn, CredentialPools, MemorySnapshot, Result, Store, StoredMessage};
+use crate::{Agent, ClaimedTurn, CredentialPools, MemorySnapshot, Result, StoredMessage, views::Turns};
 
 /// What a claimed turn needs to plan its run.
 #[derive(Debug)]
@@ -33,7 +33,7 @@ pub struct TurnInputs {
     /// MEMORY and USER as they are now, for a session whose prompt is not frozen yet and whose
     /// agent keeps memory.
     pub memory: Option<MemorySnapshot>,
-    /// The skill index versions (bundled, tenant) as [`Store::skill_index_version`] reads them,
+    /// The skill index versions (bundled, tenant) as [`Agents::skill_index_version`](crate::views::Agents::skill_index_version) reads them,
     /// so a cached skills index is checked without a checkout of its own.
     pub skill_versions: (i64, i64),
 }
@@ -47,16 +47,16 @@ pub struct ClaimedWithInputs {
     pub inputs: Result<TurnInputs>,
 }
 
-impl Store {
+impl Turns<'_> {
     /// Reads the inputs of `turn` on one connection.
-    pub async fn turn_inputs(&self, tenant: TenantId, turn: &ClaimedTurn) -> Result<TurnInputs> {
+    pub async fn turn_inputs(self, tenant: TenantId, turn: &ClaimedTurn) -> Result<TurnInputs> {
         turn_inputs_on(&mut *self.as_tenant(tenant).await?, tenant, turn).await
     }
 
-    /// [`Store::claim_next_turn`], then the claimed turn's inputs on the same connection (one
+    /// [`Turns::claim_next_turn`](crate::views::Turns::claim_next_turn), then the claimed turn's inputs on the same connection (one
     /// checkout instead of two).
     pub async fn claim_with_inputs(
-        &self,
+        self,
         tenant: TenantId,
         session: SessionId,
         owner: &str,
@@ -73,7 +73,7 @@ impl Store {
     }
 }
 
-/// [`Store::turn_inputs`] on a connection already set to `tenant`.
+/// [`Turns::turn_inputs`](crate::views::Turns::turn_inputs) on a connection already set to `tenant`.
 async fn turn_inputs_on(conn: &mut PgConnection, tenant: TenantId, turn: &ClaimedTurn) -> Result<TurnInputs> {
     let agent = crate::agents::agent_on(conn, tenant, turn.agent_id).await?;
     let messages = crate::messages::messages_after_on(conn, tenant, turn.session_id, 0, None).await?;

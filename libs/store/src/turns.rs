@@ -20,7 +20,7 @@ use crate::messages::{MessageColumns, columns};
 use crate::routes::Route;
 use crate::session_policy::ResetReason;
 use crate::usage::{CallColumns, ModelCall, insert_model_calls};
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Turns};
 
 mod enqueue;
 pub(crate) mod outbox_rows;
@@ -54,27 +54,29 @@ pub enum TurnTarget {
     /// (the history sent with the request is then ignored: the server has it).
     Derived { id: SessionId, source: SessionSource, user_key: String, history: Vec<ChatMessage> },
     /// A chat's current session, or a new one for it (`fresh`: there is none, or the reset
-    /// policy ended `replaces`). Built by [`Store::route_target`].
+    /// policy ended `replaces`). Built by [`Turns::route_target`](crate::views::Turns::route_target).
     Route { route: Route, fresh: bool, replaces: Option<SessionId> },
 }
 
-impl Store {
+impl Turns<'_> {
     /// Where the chat's next message goes at `now`: its current session, or a new one when
     /// there is none or the tenant's policy resets it and `busy` (a background process of
     /// that session still runs) says no.
     pub async fn route_target(
-        &self,
+        self,
         tenant: TenantId,
         route: &Route,
         now: DateTime<Utc>,
         busy: impl AsyncFnOnce(SessionId) -> bool,
     ) -> Result<(TurnTarget, Option<ResetReason>)> {
-        let current = self.route_state(tenant, route).await?;
+        let current = self.conversations().route_state(tenant, route).await?;
         let reset = match current {
-            Some((session, last_activity)) => match self.session_policy(tenant).await?.reset_due(last_activity, now) {
-                Some(reason) if !busy(session).await => Some(reason),
-                _ => None,
-            },
+            Some((session, last_activity)) => {
+                match self.conversations().session_policy(tenant).await?.reset_due(last_activity, now) {
+                    Some(reason) if !busy(session).await => Some(reason),
+                    _ => None,
+                }
+            }
             None => None,
         };
         let replaces = match (current, reset) {
@@ -182,12 +184,12 @@ struct StateRow {
     outcome: Option<Value>,
 }
 
-impl Store {
+impl Turns<'_> {
     /// Claims the session's oldest open turn for `owner` (unique per claim) if it is queued
     /// or abandoned (lease expired), and bumps the session's fence past `token`, in one
     /// statement. `None` when there is nothing to run or another live worker has it.
     pub async fn claim_next_turn(
-        &self,
+        self,
         tenant: TenantId,
         session: SessionId,
         owner: &str,
@@ -199,7 +201,7 @@ impl Store {
 
     /// Whether the session's oldest open turn could be claimed now (queued, or abandoned by a
     /// worker whose lease expired) — the same rule as [`claim_next_turn`](Self::claim_next_turn).
-    pub async fn has_claimable_turn(&self, tenant: TenantId, session: SessionId) -> Result<bool> {
+    pub async fn has_claimable_turn(self, tenant: TenantId, session: SessionId) -> Result<bool> {
         let claimable: Option<Option<bool>> = sqlx::query_scalar(
             "SELECT ((status = 'queued' AND (not_before IS NULL OR not_before <= now())) OR lease_expires_at < now())
                     AS claimable
@@ -215,7 +217,7 @@ impl Store {
 
     /// Extends `owner`'s lease on a running turn.
     pub async fn extend_lease(
-        &self,
+        self,
         tenant: TenantId,
         turn: TurnId,
         owner: &str,
@@ -251,7 +253,7 @@ impl Store {
     /// answered model `calls` are recorded by the same statement, even when the turn is fenced.
     #[expect(clippy::too_many_arguments, reason = "one fenced statement with all its inputs")]
     pub async fn finish_turn(
-        &self,
+        self,
         tenant: TenantId,
         session: SessionId,
         turn: TurnId,
@@ -318,7 +320,7 @@ impl Store {
     /// Hands a running turn back (a draining worker, a passing storage error): it becomes
     /// `queued` again, to be resumed by the next worker from its last stored message. The
     /// attempt is not counted against the turn.
-    pub async fn release_turn(&self, tenant: TenantId, turn: TurnId, owner: &str) -> Result<bool> {
+    pub async fn release_turn(self, tenant: TenantId, turn: TurnId, owner: &str) -> Result<bool> {
         let done = sqlx::query(
             "UPDATE turns SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL,
                     attempts = GREATEST(attempts - 1, 0)
@@ -333,7 +335,7 @@ impl Store {
     }
 
     /// A turn's status and, once it has ended, its outcome.
-    pub async fn turn_state(&self, tenant: TenantId, turn: TurnId) -> Result<(TurnStatus, Option<TurnOutcome>)> {
+    pub async fn turn_state(self, tenant: TenantId, turn: TurnId) -> Result<(TurnStatus, Option<TurnOutcome>)> {
         let row = sqlx::query_as::<_, StateRow>(
             "SELECT status::text AS status, outcome FROM turns WHERE tenant_id = $1 AND id = $2",
         )
@@ -352,7 +354,7 @@ impl Store {
     }
 }
 
-/// [`Store::claim_next_turn`] on a connection already set to `tenant`.
+/// [`Turns::claim_next_turn`](crate::views::Turns::claim_next_turn) on a connection already set to `tenant`.
 pub(crate) async fn claim_next_turn_on(
     conn: &mut sqlx::PgConnection,
     tenant: TenantId,
@@ -398,12 +400,13 @@ pub(crate) async fn claim_next_turn_on(
 }
 
 tenant_writes! {
+    in Turns;
     /// Asks to stop a turn: a queued turn is cancelled at once; a running one is flagged for
     /// its worker (which also hears it on the cancel channel). Returns the status it had.
     pub async fn request_cancel(turn: TurnId, outcome: &TurnOutcome) -> Result<Option<TurnStatus>> = request_cancel_on;
 }
 
-/// [`Store::request_cancel`] on a connection already set to `tenant`.
+/// [`Turns::request_cancel`](crate::views::Turns::request_cancel) on a connection already set to `tenant`.
 async fn request_cancel_on(
     conn: &mut PgConnection,
     tenant: TenantId,

@@ -6,7 +6,7 @@ use sqlx::query::Query;
 
 use hermes_core::{SessionId, TenantId, TurnId, Usage};
 
-use crate::{Result, Store};
+use crate::{Result, views::Tenancy};
 
 /// One answered model call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,10 +146,10 @@ macro_rules! insert_model_calls {
 }
 pub(crate) use insert_model_calls;
 
-impl Store {
+impl Tenancy<'_> {
     /// Records answered calls of `turn` (whatever happens to the turn: they were paid for).
     pub async fn record_model_calls(
-        &self,
+        self,
         tenant: TenantId,
         session: SessionId,
         turn: TurnId,
@@ -165,7 +165,7 @@ impl Store {
     }
 
     /// The calls recorded for `turn`, oldest first.
-    pub async fn turn_model_calls(&self, tenant: TenantId, turn: TurnId) -> Result<Vec<ModelCall>> {
+    pub async fn turn_model_calls(self, tenant: TenantId, turn: TurnId) -> Result<Vec<ModelCall>> {
         let rows = sqlx::query(
             "SELECT purpose, provider, model, key_id, prompt_tokens, completion_tokens, cached_tokens,
                     cache_write_tokens, latency_ms

@@ -3,12 +3,12 @@
 
 use hermes_core::{AgentId, TenantId, VoiceMode};
 
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Conversations};
 
-impl Store {
+impl Conversations<'_> {
     /// Sets the chat's mode (`Off` removes it). Another tenant's agent is `NotFound`.
     pub async fn set_voice_mode(
-        &self,
+        self,
         tenant: TenantId,
         agent: AgentId,
         route_key: &str,
@@ -39,7 +39,7 @@ impl Store {
     }
 
     /// The chat's mode (`Off` when none was set).
-    pub async fn voice_mode(&self, tenant: TenantId, agent: AgentId, route_key: &str) -> Result<VoiceMode> {
+    pub async fn voice_mode(self, tenant: TenantId, agent: AgentId, route_key: &str) -> Result<VoiceMode> {
         let mode: Option<String> = sqlx::query_scalar(
             "SELECT mode FROM chat_voice_modes WHERE tenant_id = $1 AND agent_id = $2 AND route_key = $3",
         )

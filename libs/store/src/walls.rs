@@ -8,7 +8,7 @@
 //!   only ways to one of its connections, and both name the tenant first (`hermes.tenant_id`,
 //!   which the policies read). A connection is set again each time it is handed out, so what
 //!   a previous user set never carries over.
-//! - the system pool (`hermes_system`, policies `system_paths`): [`Store::system`], for the
+//! - the system pool (`hermes_system`, policies `system_paths`): [`Store::system_pool`], for the
 //!   queries that span tenants (`system/`) or come before a tenant is known (authentication,
 //!   the operator's tenant commands, installation-wide prices and bundled skills).
 //!
@@ -124,7 +124,7 @@ impl Store {
 
     /// The pool of the named system paths: cross-tenant work, and what comes before a tenant
     /// is known. Only `system/` and the few callers its module docs list use it.
-    pub(crate) fn system(&self) -> &PgPool {
+    pub(crate) fn system_pool(&self) -> &PgPool {
         &self.pools.system
     }
 }
@@ -165,7 +165,7 @@ mod tests {
                 }
             } else if path.extension().is_some_and(|e| e == "rs") {
                 let text = std::fs::read_to_string(&path).unwrap();
-                let n = text.matches("self.system()").count();
+                let n = text.matches("self.system_pool()").count();
                 if n > 0 && path.file_name().is_some_and(|n| n != "walls.rs") {
                     found.insert(path.file_name().unwrap().to_string_lossy().into_owned(), n);
                 }

@@ -6,7 +6,7 @@ use sqlx::{PgConnection, Row};
 use hermes_core::TenantId;
 
 use crate::admin::audited::tenant_writes;
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Tenancy};
 
 /// A tenant's own web quotas (`None`: the installation's default; 0: unlimited).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -19,9 +19,9 @@ fn stored(v: Option<u32>) -> Option<i32> {
     v.map(|n| i32::try_from(n).unwrap_or(i32::MAX))
 }
 
-impl Store {
+impl Tenancy<'_> {
     /// The tenant's web quotas.
-    pub async fn web_quotas(&self, tenant: TenantId) -> Result<WebQuotas> {
+    pub async fn web_quotas(self, tenant: TenantId) -> Result<WebQuotas> {
         let row = sqlx::query("SELECT web_searches_per_day, web_extracts_per_day FROM tenants WHERE id = $1")
             .bind(tenant.as_uuid())
             .fetch_optional(&mut *self.as_tenant(tenant).await?)
@@ -38,11 +38,12 @@ impl Store {
 }
 
 tenant_writes! {
+    in Tenancy;
     /// Sets the tenant's web quotas.
     pub async fn set_web_quotas(quotas: WebQuotas) -> Result<()> = set_web_quotas_on;
 }
 
-/// [`Store::set_web_quotas`] on a connection already set to `tenant`.
+/// [`Tenancy::set_web_quotas`](crate::views::Tenancy::set_web_quotas) on a connection already set to `tenant`.
 async fn set_web_quotas_on(conn: &mut PgConnection, tenant: TenantId, quotas: WebQuotas) -> Result<()> {
     sqlx::query("UPDATE tenants SET web_searches_per_day = $2, web_extracts_per_day = $3 WHERE id = $1")
         .bind(tenant.as_uuid())

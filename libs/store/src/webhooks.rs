@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 
 use hermes_core::{AgentId, JobId, SessionId, TenantId, TurnId, WebhookId};
 
-use crate::{NewTurn, Result, SecretBox, Store, StoreError};
+use crate::{NewTurn, Result, SecretBox, StoreError, views::Automation};
 
 /// Longest prompt template a hook may have (its rendered prompt is cut at 64 KB besides).
 pub const MAX_TEMPLATE_CHARS: usize = 8_000;
@@ -88,11 +88,11 @@ impl Webhook {
 
 const NAME_TAKEN: &str = "this agent already has a webhook with that name";
 
-impl Store {
+impl Automation<'_> {
     /// Creates a hook; returns it with its secret (shown this once). `Conflict` on a name the
     /// agent uses already.
     pub async fn create_webhook(
-        &self,
+        self,
         tenant: TenantId,
         new: &NewWebhook,
         secrets: Option<&SecretBox>,
@@ -124,16 +124,16 @@ impl Store {
     }
 
     /// The tenant's hooks, oldest first.
-    pub async fn list_webhooks(&self, tenant: TenantId) -> Result<Vec<Webhook>> {
+    pub async fn list_webhooks(self, tenant: TenantId) -> Result<Vec<Webhook>> {
         self.rows_of(tenant, "SELECT * FROM webhooks WHERE tenant_id = $1 ORDER BY created_at, id").await
     }
 
     /// One of the tenant's hooks.
-    pub async fn webhook(&self, tenant: TenantId, id: WebhookId) -> Result<Webhook> {
+    pub async fn webhook(self, tenant: TenantId, id: WebhookId) -> Result<Webhook> {
         self.row_of(tenant, "SELECT * FROM webhooks WHERE tenant_id = $1 AND id = $2", id.as_uuid()).await
     }
 
-    pub async fn update_webhook(&self, tenant: TenantId, id: WebhookId, changes: &WebhookChanges) -> Result<Webhook> {
+    pub async fn update_webhook(self, tenant: TenantId, id: WebhookId, changes: &WebhookChanges) -> Result<Webhook> {
         if let Some(prompt) = &changes.prompt {
             check_template(prompt)?;
         }
@@ -164,7 +164,7 @@ impl Store {
 
     /// Gives the hook a new secret (the old one stops working at once) and returns it.
     pub async fn rotate_webhook_secret(
-        &self,
+        self,
         tenant: TenantId,
         id: WebhookId,
         secrets: Option<&SecretBox>,
@@ -182,7 +182,7 @@ impl Store {
     }
 
     /// Deletes a hook; `false` when there was none.
-    pub async fn delete_webhook(&self, tenant: TenantId, id: WebhookId) -> Result<bool> {
+    pub async fn delete_webhook(self, tenant: TenantId, id: WebhookId) -> Result<bool> {
         self.delete_row_of(tenant, "DELETE FROM webhooks WHERE tenant_id = $1 AND id = $2", id.as_uuid()).await
     }
 }

@@ -18,11 +18,12 @@ pub(crate) async fn resolve_agent(state: &AppState, auth: &KeyAuth, model: Optio
     let agent = match model {
         Some(name) => state
             .store
+            .agents()
             .agent_by_name(auth.tenant_id, name)
             .await
             .map_err(|e| missing_or_internal(e, || not_found(name)))?,
         None => {
-            let agents = state.store.list_agents(auth.tenant_id).await.map_err(ApiError::internal)?;
+            let agents = state.store.agents().list_agents(auth.tenant_id).await.map_err(ApiError::internal)?;
             let usable: Vec<Agent> =
                 agents.into_iter().filter(|a| auth.agent_id.is_none_or(|only| only == a.id)).collect();
             match <[Agent; 1]>::try_from(usable) {

@@ -66,14 +66,14 @@ pub(crate) async fn store_answer(
     id: uuid::Uuid,
     request: &AnswerRequest,
 ) -> Result<Answered, Failure<resource::Interaction>> {
-    let (pending, agent) = state.store.pending_interaction(auth.tenant_id, id).await?;
+    let (pending, agent) = state.store.turns().pending_interaction(auth.tenant_id, id).await?;
     // A key limited to another agent sees nothing of this one.
     if auth.agent_id.is_some_and(|only| only != agent) {
         return Err(resource::Interaction::not_found().into());
     }
     let answer = answer_for(pending.kind, request)?;
     let hub = state.events.id().to_owned();
-    Ok(state.store.answer_interaction(auth.tenant_id, id, &answer, Some(&hub)).await?)
+    Ok(state.store.turns().answer_interaction(auth.tenant_id, id, &answer, Some(&hub)).await?)
 }
 
 /// Stores the caller's choice for the approval the run `turn` waits on, and resumes the run;
@@ -93,14 +93,17 @@ pub(crate) async fn answer_run_approval(
             )
             .with_param("choice")
         })?;
-    let pending = state.store.turn_pending_interaction(auth.tenant_id, turn).await.map_err(ApiError::internal)?;
+    let pending =
+        state.store.turns().turn_pending_interaction(auth.tenant_id, turn).await.map_err(ApiError::internal)?;
     let Some(pending) = pending.filter(|p| p.kind == InteractionKind::Approval) else { return Err(not_pending()) };
     let hub = state.events.id().to_owned();
     let answered =
-        state.store.answer_interaction(auth.tenant_id, pending.id, &answer, Some(&hub)).await.map_err(|e| match e {
-            // Answered, expired or stopped meanwhile: nothing waits any more.
-            StoreError::NotFound | StoreError::Conflict(_) => not_pending(),
-            other => ApiError::internal(other),
+        state.store.turns().answer_interaction(auth.tenant_id, pending.id, &answer, Some(&hub)).await.map_err(|e| {
+            match e {
+                // Answered, expired or stopped meanwhile: nothing waits any more.
+                StoreError::NotFound | StoreError::Conflict(_) => not_pending(),
+                other => ApiError::internal(other),
+            }
         })?;
     signal_work(state, SessionWork { tenant_id: auth.tenant_id, session_id: answered.session_id }).await;
     Ok(answer)

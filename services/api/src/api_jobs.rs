@@ -102,7 +102,7 @@ pub(crate) struct ListQuery {
         NoApiKey))]
 pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller, Query(q): Query<ListQuery>) -> Response {
     let all = matches!(q.include_disabled.as_deref().map(str::to_ascii_lowercase).as_deref(), Some("true" | "1"));
-    match state.store.list_jobs(auth.tenant_id, auth.agent_id).await {
+    match state.store.automation().list_jobs(auth.tenant_id, auth.agent_id).await {
         Ok(jobs) => {
             let jobs = jobs.iter().filter(|j| all || j.state != JobState::Paused).map(upstream).collect();
             Json(UpstreamJobs { jobs }).into_response()
@@ -270,8 +270,11 @@ async fn change(state: &AppState, auth: &hermes_store::KeyAuth, job: Job, b: Ups
         return Err(bad("No valid fields to update".into()));
     }
     let internal = |e: hermes_store::StoreError| from_api(ApiError::internal(e));
-    let mut job =
-        if touched { state.store.update_job(auth.tenant_id, job.id, &changes).await.map_err(internal)? } else { job };
+    let mut job = if touched {
+        state.store.automation().update_job(auth.tenant_id, job.id, &changes).await.map_err(internal)?
+    } else {
+        job
+    };
     match b.enabled {
         Some(false) if job.state != JobState::Paused => {
             job = set_state(state, auth, &job, Move::Pause("disabled through /api/jobs")).await?;

@@ -53,7 +53,7 @@ where
             .map(str::trim)
             .ok_or_else(|| ApiError::unauthorized("malformed Authorization header: expected Bearer <key>"))?;
         // Boxed, like the rest of a request's short steps before its wait (see `chat`).
-        match Box::pin(state.store.authenticate_api_key(key)).await {
+        match Box::pin(state.store.tenancy().authenticate_api_key(key)).await {
             Ok(Some(auth)) => {
                 tracing::Span::current().record("tenant.id", tracing::field::display(auth.tenant_id));
                 Box::pin(crate::limits::check_rate(state, &auth)).await?;

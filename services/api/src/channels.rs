@@ -40,7 +40,7 @@ impl CallerObject for Channel {
     async fn find(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Self> {
         tenant_wide(auth, "managing channels")?;
         let id = uuid::Uuid::parse_str(id).map_err(|_| not_found())?;
-        Ok(state.store.channel(auth.tenant_id, id).await?)
+        Ok(state.store.chat().channel(auth.tenant_id, id).await?)
     }
 }
 
@@ -48,7 +48,7 @@ impl CallerObject for Channel {
     responses((status = 200, description = "The tenant's channels", body = Slice<hermes_wire::v1::Channel>), NoApiKey, KeyForOneAgent))]
 pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Slice<Shown>>> {
     tenant_wide(&auth, "managing channels")?;
-    let channels = state.store.list_channels(auth.tenant_id).await?;
+    let channels = state.store.chat().list_channels(auth.tenant_id).await?;
     Ok(Json(Slice::whole(channels.into_iter().map(shown).collect())))
 }
 
@@ -102,7 +102,7 @@ pub(crate) async fn delete(Visible { state, auth, found: channel, .. }: Visible<
 pub(crate) async fn pairings(
     Visible { state, auth, found: channel, .. }: Visible<Channel>,
 ) -> Result<Json<Slice<hermes_wire::v1::PairingRequest>>> {
-    let waiting = state.store.pending_pairings(auth.tenant_id, channel.id).await?;
+    let waiting = state.store.chat().pending_pairings(auth.tenant_id, channel.id).await?;
     Ok(Json(Slice::whole(waiting.into_iter().map(crate::shown::pairing).collect())))
 }
 

@@ -125,7 +125,7 @@ pub(crate) async fn cancel_turn(
     tenant: hermes_core::TenantId,
     turn: TurnId,
 ) {
-    match store.request_cancel(tenant, turn, &TurnOutcome::cancelled()).await {
+    match store.turns().request_cancel(tenant, turn, &TurnOutcome::cancelled()).await {
         Ok(Some(hermes_store::TurnStatus::Running)) => {
             if let Err(e) = cancels.publish(turn).await {
                 tracing::warn!(error = %e, "cannot broadcast the cancellation; the worker's heartbeat will see it");

@@ -33,14 +33,14 @@ impl CallerObject for Job {
     type Missing = Failure<resource::CronJob>;
 
     async fn find(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Self> {
-        Ok(state.store.find_job(auth.tenant_id, auth.agent_id, id).await?)
+        Ok(state.store.automation().find_job(auth.tenant_id, auth.agent_id, id).await?)
     }
 }
 
 #[utoipa::path(get, path = "/v1/cron/jobs", tag = "cron",
     responses((status = 200, description = "The tenant's cron jobs", body = Slice<CronJob>), NoApiKey))]
 pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Slice<CronJob>>> {
-    let jobs = state.store.list_jobs(auth.tenant_id, auth.agent_id).await?;
+    let jobs = state.store.automation().list_jobs(auth.tenant_id, auth.agent_id).await?;
     Ok(Json(Slice::whole(jobs.into_iter().map(cron_job).collect())))
 }
 
@@ -109,6 +109,6 @@ pub(crate) async fn run(Visible { state, auth, found: job, .. }: Visible<Job>) -
 #[utoipa::path(get, path = "/v1/cron/jobs/{id}/runs", tag = "cron", params(JobPath),
     responses((status = 200, description = "The job's latest runs with their outputs, newest first", body = Slice<CronRun>), NoSuchJob))]
 pub(crate) async fn runs(Visible { state, auth, found: job, .. }: Visible<Job>) -> Result<Json<Slice<CronRun>>> {
-    let runs = state.store.job_runs(auth.tenant_id, job.id, 50).await?;
+    let runs = state.store.automation().job_runs(auth.tenant_id, job.id, 50).await?;
     Ok(Json(Slice::whole(runs)))
 }

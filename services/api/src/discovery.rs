@@ -90,7 +90,7 @@ pub(crate) async fn skills(
     Query(q): Query<ForAgent>,
 ) -> Result<Json<ForModel<ListedSkill>>, ApiError> {
     let agent = resolve_agent(&state, &auth, q.model.as_deref()).await?;
-    let visible = state.store.visible_skills(auth.tenant_id, agent.id).await.map_err(ApiError::internal)?;
+    let visible = state.store.agents().visible_skills(auth.tenant_id, agent.id).await.map_err(ApiError::internal)?;
     let data = shown_skills(&agent, &visible);
     Ok(Json(ForModel::of(agent.name, data)))
 }

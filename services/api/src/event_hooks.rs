@@ -33,7 +33,7 @@ impl CallerObject for EventHook {
     async fn find(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Self> {
         tenant_wide(auth, "managing event hooks")?;
         let id: hermes_core::EventHookId = path_id::<resource::EventHook, _>(id)?;
-        Ok(state.store.event_hook(auth.tenant_id, id).await?)
+        Ok(state.store.automation().event_hook(auth.tenant_id, id).await?)
     }
 }
 
@@ -58,7 +58,7 @@ fn check(state: &AppState, url: Option<&str>, events: Option<&[String]>) -> std:
     responses((status = 200, description = "The tenant's event hooks (without secrets)", body = Slice<hermes_wire::v1::EventHook>), KeyForOneAgent))]
 pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Slice<Shown>>> {
     tenant_wide(&auth, "managing event hooks")?;
-    let hooks = state.store.list_event_hooks(auth.tenant_id).await?;
+    let hooks = state.store.automation().list_event_hooks(auth.tenant_id).await?;
     Ok(Json(Slice::whole(hooks.iter().map(|h| shown(h, None)).collect())))
 }
 
@@ -89,6 +89,7 @@ pub(crate) async fn create(
     check(&state, Some(&c.url), Some(&c.events))?;
     let (hook, secret) = state
         .store
+        .automation()
         .create_event_hook(auth.tenant_id, &c.url, &c.events, &c.description, state.secrets.as_ref())
         .await?;
     Ok((StatusCode::CREATED, Json(shown(&hook, Some(secret)))))
@@ -119,14 +120,14 @@ pub(crate) async fn update(
     let ApiJson(u) = body?;
     check(&state, u.url.as_deref(), u.events.as_deref())?;
     let changes = EventHookChanges { url: u.url, events: u.events, description: u.description, enabled: u.enabled };
-    let hook = state.store.update_event_hook(auth.tenant_id, hook.id, &changes).await?;
+    let hook = state.store.automation().update_event_hook(auth.tenant_id, hook.id, &changes).await?;
     Ok(Json(shown(&hook, None)))
 }
 
 #[utoipa::path(delete, path = "/v1/event-hooks/{id}", tag = "event-hooks", params(HookPath),
     responses((status = 200, description = "Removed, with the events still waiting for it", body = Deleted), NoSuchHook))]
 pub(crate) async fn delete(Visible { state, auth, found: hook, .. }: Visible<EventHook>) -> Result<Json<Deleted>> {
-    deleted::<resource::EventHook>(state.store.delete_event_hook(auth.tenant_id, hook.id).await?)?;
+    deleted::<resource::EventHook>(state.store.automation().delete_event_hook(auth.tenant_id, hook.id).await?)?;
     Ok(Json(Deleted::new(hook.id, "event_hook.deleted")))
 }
 
@@ -135,7 +136,7 @@ pub(crate) async fn delete(Visible { state, auth, found: hook, .. }: Visible<Eve
 pub(crate) async fn ping(
     Visible { state, auth, found: hook, .. }: Visible<EventHook>,
 ) -> Result<(StatusCode, Json<EventPing>)> {
-    let event = state.store.ping_event_hook(auth.tenant_id, hook.id).await?;
+    let event = state.store.automation().ping_event_hook(auth.tenant_id, hook.id).await?;
     let ping = EventPing { id: event.to_string(), object: "event_hook.ping".into(), event: "ping".into() };
     Ok((StatusCode::ACCEPTED, Json(ping)))
 }
@@ -145,6 +146,6 @@ pub(crate) async fn ping(
 pub(crate) async fn deliveries(
     Visible { state, auth, found: hook, .. }: Visible<EventHook>,
 ) -> Result<Json<Slice<EventDelivery>>> {
-    let data = state.store.event_deliveries(auth.tenant_id, hook.id, 100).await?;
+    let data = state.store.automation().event_deliveries(auth.tenant_id, hook.id, 100).await?;
     Ok(Json(Slice::whole(data)))
 }

@@ -22,7 +22,7 @@ use crate::state::AppState;
 async fn find(state: &AppState, auth: &KeyAuth, id: &str) -> Result<SharedFile, ApiError> {
     let missing = || ApiError::not_found(ErrorCode::NotFound, format!("No file with id {id:?}."));
     let (turn, name) = hermes_core::media::parse_file_id(id).ok_or_else(missing)?;
-    let file = state.store.shared_file(auth.tenant_id, turn, &name).await.map_err(ApiError::internal)?;
+    let file = state.store.turns().shared_file(auth.tenant_id, turn, &name).await.map_err(ApiError::internal)?;
     file.filter(|f| auth.agent_id.is_none_or(|agent| agent == f.agent_id)).ok_or_else(missing)
 }
 

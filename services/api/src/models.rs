@@ -17,7 +17,7 @@ pub(crate) async fn list_models(
     State(state): State<AppState>,
     Caller(auth): Caller,
 ) -> Result<Json<List<Model>>, ApiError> {
-    let agents = state.store.list_agents(auth.tenant_id).await.map_err(ApiError::internal)?;
+    let agents = state.store.agents().list_agents(auth.tenant_id).await.map_err(ApiError::internal)?;
     let data = agents
         .into_iter()
         .filter(|a| auth.agent_id.is_none_or(|only| only == a.id))

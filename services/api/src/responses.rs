@@ -150,7 +150,7 @@ async fn collect(mut completion: Completion, meta: ResponseMeta, state: &AppStat
     {
         return Err(incomplete(o));
     }
-    let messages = state.store.turn_messages(tenant, meta.turn).await.map_err(ApiError::internal)?;
+    let messages = state.store.conversations().turn_messages(tenant, meta.turn).await.map_err(ApiError::internal)?;
     Ok(Json(response_object(&meta, status, outcome.as_ref(), &messages, interaction.as_ref())).into_response())
 }
 
@@ -163,6 +163,7 @@ impl CallerObject for ResponseObject {
         let turn = parse_response_id(id).ok_or_else(|| not_found(id))?;
         let r = state
             .store
+            .turns()
             .stored_response(auth.tenant_id, turn)
             .await
             .map_err(|e| missing_or_internal(e, || not_found(id)))?;
@@ -170,11 +171,12 @@ impl CallerObject for ResponseObject {
             return Err(not_found(id));
         }
         let interaction = if r.status == TurnStatus::Waiting {
-            state.store.turn_pending_interaction(auth.tenant_id, turn).await.map_err(ApiError::internal)?
+            state.store.turns().turn_pending_interaction(auth.tenant_id, turn).await.map_err(ApiError::internal)?
         } else {
             None
         };
-        let messages = state.store.turn_messages(auth.tenant_id, turn).await.map_err(ApiError::internal)?;
+        let messages =
+            state.store.conversations().turn_messages(auth.tenant_id, turn).await.map_err(ApiError::internal)?;
         let meta = ResponseMeta {
             turn,
             created_at: r.created_at.timestamp(),
@@ -202,7 +204,7 @@ pub(crate) async fn delete(
     Visible { state, auth, id, .. }: Visible<ResponseObject>,
 ) -> Result<Json<Deleted>, ApiError> {
     let turn = parse_response_id(&id).ok_or_else(|| not_found(&id))?;
-    match state.store.delete_response(auth.tenant_id, turn).await {
+    match state.store.turns().delete_response(auth.tenant_id, turn).await {
         Ok(true) => Ok(Json(Deleted::new(response_id(turn), "response"))),
         Ok(false) => Err(not_found(&id)),
         Err(e) => Err(ApiError::internal(e)),

@@ -196,7 +196,7 @@ async fn pump(mut completion: Completion, meta: ResponseMeta, store: Store, mut 
     if !close_message(&mut out, &items, &meta).await {
         return;
     }
-    let messages = store.turn_messages(tenant, meta.turn).await.unwrap_or_else(|e| {
+    let messages = store.conversations().turn_messages(tenant, meta.turn).await.unwrap_or_else(|e| {
         tracing::warn!(error = %e, "cannot read the turn's tool calls for the final response");
         Vec::new()
     });

@@ -121,7 +121,7 @@ async fn pump(mut waiter: Waiter, store: Store, turn: TurnId, tx: mpsc::Sender<R
         let next = waiter.next().await;
         if let (Some(_), Next::Event(_) | Next::Finished(_)) = (&waiting_on, &next) {
             waiting_on = None;
-            if let Ok(Some((_, answer))) = store.turn_resolution(tenant, turn).await {
+            if let Ok(Some((_, answer))) = store.turns().turn_resolution(tenant, turn).await {
                 let responded = match answer {
                     hermes_core::InteractionAnswer::Approval { choice } => Responded::Choice { choice },
                     answer => Responded::Answer { answer },

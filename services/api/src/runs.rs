@@ -75,11 +75,11 @@ pub(crate) async fn get(
     Visible { state, auth, found: (turn, run), .. }: Visible<VisibleRun>,
 ) -> Result<Json<Run>, ApiError> {
     let pending = if run.status == TurnStatus::Waiting {
-        state.store.turn_pending_interaction(auth.tenant_id, turn).await.map_err(ApiError::internal)?
+        state.store.turns().turn_pending_interaction(auth.tenant_id, turn).await.map_err(ApiError::internal)?
     } else {
         None
     };
-    let model = state.store.agent(auth.tenant_id, run.agent_id).await.map(|a| a.name).unwrap_or_default();
+    let model = state.store.agents().agent(auth.tenant_id, run.agent_id).await.map(|a| a.name).unwrap_or_default();
     Ok(Json(run_object(turn, &run, &model, pending.as_ref())))
 }
 
@@ -138,7 +138,7 @@ async fn stop_run(state: &AppState, tenant: hermes_core::TenantId, turn: hermes_
     crate::completion::cancel_turn(&state.store, &state.cancels, tenant, turn).await;
     let deadline = tokio::time::Instant::now() + STOP_WAIT;
     while tokio::time::Instant::now() < deadline {
-        if let Ok((s, _)) = state.store.turn_state(tenant, turn).await
+        if let Ok((s, _)) = state.store.turns().turn_state(tenant, turn).await
             && s.is_final()
         {
             return StopStatus::Cancelled;

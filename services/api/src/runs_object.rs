@@ -35,6 +35,7 @@ impl CallerObject for VisibleRun {
             .ok_or_else(|| not_found(id))?;
         let run = state
             .store
+            .turns()
             .turn_overview(auth.tenant_id, turn)
             .await
             .map_err(|e| missing_or_internal(e, || not_found(id)))?;

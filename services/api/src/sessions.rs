@@ -38,7 +38,7 @@ impl CallerObject for SessionInfo {
 
     async fn find(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Self> {
         let id: SessionId = path_id::<resource::Session, _>(id)?;
-        Ok(state.store.session_info(auth.tenant_id, auth.agent_id, id).await?)
+        Ok(state.store.conversations().session_info(auth.tenant_id, auth.agent_id, id).await?)
     }
 }
 
@@ -63,7 +63,7 @@ pub(crate) async fn list(
         Some(name) => Some(resolve_agent(&state, &auth, Some(name)).await?.id),
         None => auth.agent_id,
     };
-    let sessions = state.store.list_sessions(auth.tenant_id, agent, limit + 1, offset).await?;
+    let sessions = state.store.conversations().list_sessions(auth.tenant_id, agent, limit + 1, offset).await?;
     let has_more = sessions.len() as i64 > limit;
     let data = sessions.into_iter().take(limit as usize).collect();
     Ok(Json(Slice::of(data, has_more)))
@@ -87,9 +87,12 @@ pub(crate) async fn create(
     let agent = resolve_agent(&state, &auth, body.model.as_deref()).await?;
     let user = user_key(&headers, &auth)?;
     let title = body.title.as_deref().map(str::trim).filter(|t| !t.is_empty());
-    let id =
-        state.store.create_session(auth.tenant_id, agent.id, hermes_core::SessionSource::Api, &user, title).await?;
-    let info = state.store.session_info(auth.tenant_id, auth.agent_id, id).await?;
+    let id = state
+        .store
+        .conversations()
+        .create_session(auth.tenant_id, agent.id, hermes_core::SessionSource::Api, &user, title)
+        .await?;
+    let info = state.store.conversations().session_info(auth.tenant_id, auth.agent_id, id).await?;
     Ok((StatusCode::CREATED, Json(info)).into_response())
 }
 
@@ -99,7 +102,7 @@ pub(crate) async fn get(
     Visible { state, auth, found: info, .. }: Visible<SessionInfo>,
 ) -> Result<Json<SessionWithLineage>> {
     // `lineage` says how this session began (fork, compaction, subagent); the tree is apart.
-    let lineage_tree = state.store.session_lineage(auth.tenant_id, info.id).await?;
+    let lineage_tree = state.store.conversations().session_lineage(auth.tenant_id, info.id).await?;
     Ok(Json(SessionWithLineage { session: info, lineage_tree }))
 }
 
@@ -118,8 +121,8 @@ pub(crate) async fn rename(
     ApiJson(body): ApiJson<Rename>,
 ) -> Result<Json<Session>> {
     let info = SessionInfo::find(&state, &auth, &id).await?;
-    state.store.set_session_title(auth.tenant_id, info.id, body.title.as_deref()).await?;
-    Ok(Json(state.store.session_info(auth.tenant_id, auth.agent_id, info.id).await?))
+    state.store.conversations().set_session_title(auth.tenant_id, info.id, body.title.as_deref()).await?;
+    Ok(Json(state.store.conversations().session_info(auth.tenant_id, auth.agent_id, info.id).await?))
 }
 
 #[utoipa::path(delete, path = "/api/sessions/{id}", tag = "sessions", params(ObjectPath),
@@ -131,7 +134,7 @@ pub(crate) async fn delete(
     Path(ObjectPath { id }): Path<ObjectPath>,
 ) -> Result<Json<Deleted>> {
     let id: SessionId = path_id::<resource::Session, _>(&id)?;
-    state.store.delete_session(auth.tenant_id, auth.agent_id, id).await?;
+    state.store.conversations().delete_session(auth.tenant_id, auth.agent_id, id).await?;
     Ok(Json(Deleted::new(id, "session.deleted")))
 }
 
@@ -153,7 +156,8 @@ pub(crate) async fn messages(
     let info = SessionInfo::find(&state, &auth, &id).await?;
     let limit = page.limit.unwrap_or(100).clamp(1, 1_000) as usize;
     let after = page.after.unwrap_or(0);
-    let page = state.store.messages_after(auth.tenant_id, info.id, after, Some(limit as i64 + 1)).await?;
+    let page =
+        state.store.conversations().messages_after(auth.tenant_id, info.id, after, Some(limit as i64 + 1)).await?;
     let has_more = page.len() > limit;
     let data = page.into_iter().take(limit).map(numbered).collect();
     Ok(Json(Slice::of(data, has_more)))
@@ -182,8 +186,9 @@ pub(crate) async fn fork(
             .with_param("up_to")
             .into());
     }
-    let child = state.store.fork_session(auth.tenant_id, info.id, body.up_to, body.title.as_deref()).await?;
-    let created = state.store.session_info(auth.tenant_id, auth.agent_id, child).await?;
+    let child =
+        state.store.conversations().fork_session(auth.tenant_id, info.id, body.up_to, body.title.as_deref()).await?;
+    let created = state.store.conversations().session_info(auth.tenant_id, auth.agent_id, child).await?;
     Ok((StatusCode::CREATED, Json(created)).into_response())
 }
 
@@ -203,7 +208,7 @@ pub(crate) async fn export(
     Query(q): Query<ExportQuery>,
 ) -> Result<Json<Value>> {
     let info = SessionInfo::find(&state, &auth, &id).await?;
-    let export = state.store.export_session(auth.tenant_id, info.id).await?;
+    let export = state.store.conversations().export_session(auth.tenant_id, info.id).await?;
     match q.format.as_deref().unwrap_or("json") {
         "json" => Ok(Json(serde_json::to_value(export).map_err(ApiError::internal)?)),
         "sharegpt" => Ok(Json(export.to_sharegpt())),

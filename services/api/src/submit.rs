@@ -145,10 +145,13 @@ async fn enqueue(
     idempotency: Option<&Idempotency>,
 ) -> Result<(SessionId, TurnId, bool), ApiError> {
     let enqueued = match idempotency {
-        Some(idem) => state.store.enqueue_turn_once(auth.tenant_id, new, idem).await,
-        None => {
-            state.store.enqueue_turn(auth.tenant_id, new).await.map(|(session, turn)| Enqueued::New { session, turn })
-        }
+        Some(idem) => state.store.turns().enqueue_turn_once(auth.tenant_id, new, idem).await,
+        None => state
+            .store
+            .turns()
+            .enqueue_turn(auth.tenant_id, new)
+            .await
+            .map(|(session, turn)| Enqueued::New { session, turn }),
     };
     match enqueued {
         Ok(Enqueued::New { session, turn }) => Ok((session, turn, false)),

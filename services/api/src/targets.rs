@@ -80,7 +80,7 @@ pub(crate) async fn response_target(
         Continues::Nothing => None,
         Continues::Response(id) => Some(*id),
         Continues::Conversation(name) => {
-            state.store.conversation_head(auth.tenant_id, name).await.map_err(ApiError::internal)?
+            state.store.turns().conversation_head(auth.tenant_id, name).await.map_err(ApiError::internal)?
         }
     };
     let Some(previous) = previous else {
@@ -100,11 +100,12 @@ pub(crate) async fn response_target(
         Continues::Response(id) => response_not_found(*id).with_param("previous_response_id"),
         _ => response_not_found(previous).with_param("conversation"),
     };
-    let chain = state.store.response_chain(auth.tenant_id, previous).await.map_err(|e| missing_or_internal(e, lost))?;
+    let chain =
+        state.store.turns().response_chain(auth.tenant_id, previous).await.map_err(|e| missing_or_internal(e, lost))?;
     if auth.agent_id.is_some_and(|only| only != chain.agent_id) {
         return Err(lost());
     }
-    let agent = state.store.agent(auth.tenant_id, chain.agent_id).await.map_err(ApiError::internal)?;
+    let agent = state.store.agents().agent(auth.tenant_id, chain.agent_id).await.map_err(ApiError::internal)?;
     if parsed.model.as_deref().is_some_and(|m| m != agent.name) {
         return Err(ApiError::invalid_request(
             ErrorCode::ModelMismatch,
@@ -120,6 +121,7 @@ pub(crate) async fn response_target(
         // Continuing an earlier response than the latest branches the conversation there.
         Some(seq) => state
             .store
+            .conversations()
             .fork_session(auth.tenant_id, chain.session_id, Some(seq), None)
             .await
             .map_err(ApiError::internal)?,
@@ -144,6 +146,7 @@ pub(crate) async fn run_target(
     let session: SessionId = id.trim().parse().map_err(|_| missing())?;
     let info = state
         .store
+        .conversations()
         .session_info(auth.tenant_id, auth.agent_id, session)
         .await
         .map_err(|e| missing_or_internal(e, missing))?;
@@ -151,6 +154,6 @@ pub(crate) async fn run_target(
         return Err(ApiError::invalid_request(ErrorCode::ModelMismatch, "the session belongs to another model")
             .with_param("model"));
     }
-    let agent = state.store.agent(auth.tenant_id, info.agent_id).await.map_err(ApiError::internal)?;
+    let agent = state.store.agents().agent(auth.tenant_id, info.agent_id).await.map_err(ApiError::internal)?;
     Ok((agent, TurnTarget::Existing(session)))
 }

@@ -59,6 +59,7 @@ pub(crate) async fn usage(
     };
     let lines = state
         .store
+        .tenancy()
         .usage_report(auth.tenant_id, agent, period.group, period.start, period.end)
         .await
         .map_err(ApiError::internal)?;

@@ -49,10 +49,10 @@ impl Waiter {
     /// The turn's end or question as Postgres has it, if it has one.
     /// Called boxed: its queries' futures would otherwise sit in every waiting request's.
     async fn stored_state(&self) -> Option<Next> {
-        match self.store.turn_state(self.tenant, self.turn).await {
+        match self.store.turns().turn_state(self.tenant, self.turn).await {
             Ok((status, Some(outcome))) if status.is_final() => Some(Next::Finished(outcome)),
             Ok((hermes_store::TurnStatus::Waiting, _)) => {
-                match self.store.turn_pending_interaction(self.tenant, self.turn).await {
+                match self.store.turns().turn_pending_interaction(self.tenant, self.turn).await {
                     Ok(Some(interaction)) => Some(Next::Waiting(interaction)),
                     _ => None,
                 }

@@ -32,7 +32,7 @@ impl CallerObject for Webhook {
 
     async fn find(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Self> {
         let id: hermes_core::WebhookId = path_id::<resource::Webhook, _>(id)?;
-        let hook = state.store.webhook(auth.tenant_id, id).await?;
+        let hook = state.store.automation().webhook(auth.tenant_id, id).await?;
         match auth.agent_id {
             Some(agent) if agent != hook.agent_id => Err(resource::Webhook::not_found().into()),
             _ => Ok(hook),
@@ -82,7 +82,7 @@ async fn job_of(
     agent: hermes_core::AgentId,
     reference: &str,
 ) -> std::result::Result<hermes_core::JobId, ApiError> {
-    let job = state.store.find_job(auth.tenant_id, Some(agent), reference).await.map_err(|e| match e {
+    let job = state.store.automation().find_job(auth.tenant_id, Some(agent), reference).await.map_err(|e| match e {
         // The job is a field of the hook: naming one that is not there is a bad request.
         StoreError::NotFound => invalid(format!("the hook's agent has no cron job `{reference}`")),
         other => store_error::<resource::Webhook>(other),
@@ -93,7 +93,7 @@ async fn job_of(
 #[utoipa::path(get, path = "/v1/webhooks", tag = "webhooks",
     responses((status = 200, description = "The tenant's webhooks (without secrets)", body = Slice<hermes_wire::v1::Webhook>), NoApiKey))]
 pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Slice<Shown>>> {
-    let hooks = state.store.list_webhooks(auth.tenant_id).await?;
+    let hooks = state.store.automation().list_webhooks(auth.tenant_id).await?;
     let data = hooks
         .iter()
         .filter(|h| auth.agent_id.is_none_or(|a| a == h.agent_id))
@@ -136,7 +136,7 @@ pub(crate) async fn create(
     ApiJson(c): ApiJson<CreateWebhook>,
 ) -> Result<(StatusCode, Json<Shown>)> {
     let new = new_webhook(&state, &auth, c).await?;
-    let (hook, secret) = state.store.create_webhook(auth.tenant_id, &new, state.secrets.as_ref()).await?;
+    let (hook, secret) = state.store.automation().create_webhook(auth.tenant_id, &new, state.secrets.as_ref()).await?;
     Ok((StatusCode::CREATED, Json(shown(&state, &hook, Some(secret)))))
 }
 
@@ -197,7 +197,7 @@ pub(crate) async fn update(
 ) -> Result<Json<Shown>> {
     let ApiJson(u) = body?;
     let changes = changes(&state, &auth, &hook, u).await?;
-    let hook = state.store.update_webhook(auth.tenant_id, hook.id, &changes).await?;
+    let hook = state.store.automation().update_webhook(auth.tenant_id, hook.id, &changes).await?;
     Ok(Json(shown(&state, &hook, None)))
 }
 
@@ -232,13 +232,14 @@ async fn changes(state: &AppState, auth: &KeyAuth, hook: &Webhook, u: UpdateWebh
 #[utoipa::path(post, path = "/v1/webhooks/{id}/rotate-secret", tag = "webhooks", params(WebhookPath),
     responses((status = 200, description = "The webhook with its new secret; the old one stops working at once", body = hermes_wire::v1::Webhook), NoSuchWebhook))]
 pub(crate) async fn rotate_secret(Visible { state, auth, found: hook, .. }: Visible<Webhook>) -> Result<Json<Shown>> {
-    let secret = state.store.rotate_webhook_secret(auth.tenant_id, hook.id, state.secrets.as_ref()).await?;
+    let secret =
+        state.store.automation().rotate_webhook_secret(auth.tenant_id, hook.id, state.secrets.as_ref()).await?;
     Ok(Json(shown(&state, &hook, Some(secret))))
 }
 
 #[utoipa::path(delete, path = "/v1/webhooks/{id}", tag = "webhooks", params(WebhookPath),
     responses((status = 200, description = "Removed; its endpoint answers 404 from now on", body = Deleted), NoSuchWebhook))]
 pub(crate) async fn delete(Visible { state, auth, found: hook, .. }: Visible<Webhook>) -> Result<Json<Deleted>> {
-    deleted::<resource::Webhook>(state.store.delete_webhook(auth.tenant_id, hook.id).await?)?;
+    deleted::<resource::Webhook>(state.store.automation().delete_webhook(auth.tenant_id, hook.id).await?)?;
     Ok(Json(Deleted::new(hook.id, "webhook.deleted")))
 }

@@ -16,10 +16,11 @@ fn err(e: StoreError) -> IngestError {
 impl Gateway {
     /// `/undo`: the conversation's last message and the answer to it are taken back.
     pub(crate) async fn undo(&self, channel: &Channel, route: &Route) -> Result<String, IngestError> {
-        let Some((session, _)) = self.store.route_state(channel.tenant_id, route).await.map_err(err)? else {
+        let Some((session, _)) = self.store.conversations().route_state(channel.tenant_id, route).await.map_err(err)?
+        else {
             return Ok("Nothing to undo yet.".into());
         };
-        Ok(match self.store.undo_last_exchange(channel.tenant_id, session).await {
+        Ok(match self.store.conversations().undo_last_exchange(channel.tenant_id, session).await {
             Ok(0) => "Nothing to undo yet.".into(),
             Ok(n) => format!("Took back your last message and what followed it ({n} messages)."),
             Err(StoreError::Busy(_)) => "I'm still working on it: /stop first, then /undo.".into(),
@@ -37,7 +38,7 @@ impl Gateway {
     ) -> Result<String, IngestError> {
         let tenant = channel.tenant_id;
         let Some(name) = name else {
-            let agent = self.store.agent(tenant, channel.agent_id).await.map_err(err)?;
+            let agent = self.store.agents().agent(tenant, channel.agent_id).await.map_err(err)?;
             let fallbacks: Vec<&str> = agent.fallbacks.iter().map(|f| f.model.as_str()).collect();
             let mut text = format!("I'm using {}.", agent.model);
             if !fallbacks.is_empty() {
@@ -62,7 +63,7 @@ impl Gateway {
 
     /// `/memory`: what the agent keeps in its memory, and what it knows about this person.
     pub(crate) async fn memory_command(&self, channel: &Channel, route: &Route) -> Result<String, IngestError> {
-        let snapshot = self.store.memory_snapshot(channel.tenant_id, channel.agent_id, &route.user_key).await;
+        let snapshot = self.store.agents().memory_snapshot(channel.tenant_id, channel.agent_id, &route.user_key).await;
         let snapshot = snapshot.map_err(err)?;
         if snapshot.memory.is_empty() && snapshot.user.is_empty() {
             return Ok("I have not written anything down yet.".into());
@@ -80,7 +81,7 @@ impl Gateway {
 
     /// `/skills`: the skills the agent can use, each also a command (`/skill-name`).
     pub(crate) async fn skills_command(&self, channel: &Channel) -> Result<String, IngestError> {
-        let skills = self.store.visible_skills(channel.tenant_id, channel.agent_id).await.map_err(err)?;
+        let skills = self.store.agents().visible_skills(channel.tenant_id, channel.agent_id).await.map_err(err)?;
         let active: Vec<_> = skills.iter().filter(|s| s.state != hermes_core::SkillState::Archived).collect();
         if active.is_empty() {
             return Ok("I have no skills yet.".into());

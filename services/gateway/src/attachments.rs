@@ -75,7 +75,8 @@ impl Gateway {
         if targets.is_empty() {
             return Ok((text, Vec::new()));
         }
-        let kept = self.store.turn_files(item.tenant_id, turn).await.map_err(|e| Failure::Passing(e.to_string()))?;
+        let kept =
+            self.store.turns().turn_files(item.tenant_id, turn).await.map_err(|e| Failure::Passing(e.to_string()))?;
         let mut files = Vec::new();
         for target in targets {
             match kept.iter().find(|f| f.target == target) {

@@ -85,7 +85,7 @@ impl Gateway {
             }
             ChatCommand::New => {
                 self.stop_route(channel, &route).await?;
-                self.store.end_route(channel.tenant_id, &route).await.map_err(err)?;
+                self.store.conversations().end_route(channel.tenant_id, &route).await.map_err(err)?;
                 Ok("Started a fresh conversation.".to_owned())
             }
             ChatCommand::Stop => Ok(match self.stop_route(channel, &route).await? {
@@ -127,7 +127,7 @@ impl Gateway {
         channel: &Channel,
         route: &hermes_store::Route,
     ) -> Result<usize, IngestError> {
-        let (busy, _) = self.store.route_busy_turns(channel.tenant_id, route).await.map_err(err)?;
+        let (busy, _) = self.store.chat().route_busy_turns(channel.tenant_id, route).await.map_err(err)?;
         let mut stopped = 0;
         for turn in busy {
             if self.stop_turn(channel.tenant_id, turn.id).await.map_err(err)? {
@@ -141,10 +141,10 @@ impl Gateway {
     async fn retry(&self, channel: &Channel, msg: &Incoming) -> Result<String, IngestError> {
         let tenant = channel.tenant_id;
         let route = route_for(channel, msg);
-        let Some((session, _)) = self.store.route_state(tenant, &route).await.map_err(err)? else {
+        let Some((session, _)) = self.store.conversations().route_state(tenant, &route).await.map_err(err)? else {
             return Ok("Nothing to retry yet.".into());
         };
-        let Some(last) = self.store.last_user_text(tenant, session).await.map_err(err)? else {
+        let Some(last) = self.store.conversations().last_user_text(tenant, session).await.map_err(err)? else {
             return Ok("Nothing to retry yet.".into());
         };
         self.stop_route(channel, &route).await?;
@@ -153,7 +153,7 @@ impl Gateway {
             trace: hermes_telemetry::context::current(),
             ..NewTurn::new(channel.agent_id, hermes_store::TurnTarget::Existing(session), ChatMessage::user(last))
         };
-        let (session, _) = self.store.enqueue_turn(tenant, turn).await.map_err(err)?;
+        let (session, _) = self.store.turns().enqueue_turn(tenant, turn).await.map_err(err)?;
         let work = hermes_queue::SessionWork { tenant_id: tenant, session_id: session };
         if let Err(e) = self.broker.publish_work(&work).await {
             tracing::warn!(error = %e, "cannot signal the retry; the reaper will pick it up");

@@ -19,11 +19,11 @@ impl Gateway {
     /// `/status`: the conversation's title, size, age and whether the agent is at work.
     pub(crate) async fn status(&self, channel: &Channel, route: &Route) -> Result<String, IngestError> {
         let tenant = channel.tenant_id;
-        let Some((session, _)) = self.store.route_state(tenant, route).await.map_err(err)? else {
+        let Some((session, _)) = self.store.conversations().route_state(tenant, route).await.map_err(err)? else {
             return Ok(NO_CONVERSATION.into());
         };
-        let info = self.store.session_info(tenant, None, session).await.map_err(err)?;
-        let (busy, open) = self.store.route_busy_turns(tenant, route).await.map_err(err)?;
+        let info = self.store.conversations().session_info(tenant, None, session).await.map_err(err)?;
+        let (busy, open) = self.store.chat().route_busy_turns(tenant, route).await.map_err(err)?;
         Ok(format!(
             "Conversation “{}”: {} messages since {}. {}",
             info.title.as_deref().unwrap_or("untitled"),
@@ -40,24 +40,24 @@ impl Gateway {
     pub(crate) async fn title(&self, channel: &Channel, route: &Route, text: &str) -> Result<String, IngestError> {
         let tenant = channel.tenant_id;
         let title: String = text.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(120).collect();
-        let Some((session, _)) = self.store.route_state(tenant, route).await.map_err(err)? else {
+        let Some((session, _)) = self.store.conversations().route_state(tenant, route).await.map_err(err)? else {
             return Ok(NO_CONVERSATION.into());
         };
         if title.is_empty() {
             return Ok("Use /title followed by the new title.".into());
         }
-        self.store.set_session_title(tenant, session, Some(&title)).await.map_err(err)?;
+        self.store.conversations().set_session_title(tenant, session, Some(&title)).await.map_err(err)?;
         Ok(format!("Renamed to “{title}”."))
     }
 
     /// `/sessions`: the chat's recent conversations, numbered for `/resume N`.
     pub(crate) async fn sessions(&self, channel: &Channel, route: &Route) -> Result<String, IngestError> {
         let tenant = channel.tenant_id;
-        let list = self.store.route_sessions(tenant, route, LISTED_SESSIONS).await.map_err(err)?;
+        let list = self.store.conversations().route_sessions(tenant, route, LISTED_SESSIONS).await.map_err(err)?;
         if list.is_empty() {
             return Ok("No conversations yet: just write to me.".into());
         }
-        let current = self.store.route_state(tenant, route).await.map_err(err)?.map(|(s, _)| s);
+        let current = self.store.conversations().route_state(tenant, route).await.map_err(err)?.map(|(s, _)| s);
         let mut text = String::from("Your recent conversations (continue one with /resume N):");
         for (n, s) in list.iter().enumerate() {
             let mark = if Some(s.id) == current { " ← current" } else { "" };
@@ -80,13 +80,13 @@ impl Gateway {
         n: Option<&str>,
     ) -> Result<String, IngestError> {
         let tenant = channel.tenant_id;
-        let list = self.store.route_sessions(tenant, route, LISTED_SESSIONS).await.map_err(err)?;
+        let list = self.store.conversations().route_sessions(tenant, route, LISTED_SESSIONS).await.map_err(err)?;
         let pick = n.and_then(|n| n.parse::<usize>().ok()).and_then(|n| list.get(n.checked_sub(1)?));
         let Some(pick) = pick else {
             return Ok("Use /resume N with a number from /sessions.".into());
         };
         self.stop_route(channel, route).await?;
-        self.store.resume_route(tenant, route, pick.id).await.map_err(err)?;
+        self.store.conversations().resume_route(tenant, route, pick.id).await.map_err(err)?;
         Ok(format!("Back to “{}”.", pick.title.as_deref().unwrap_or("untitled")))
     }
 
@@ -95,6 +95,7 @@ impl Gateway {
         let today = chrono::Utc::now().date_naive();
         let lines = self
             .store
+            .tenancy()
             .usage_report(channel.tenant_id, Some(channel.agent_id), UsageGroup::Day, today, today)
             .await
             .map_err(err)?;

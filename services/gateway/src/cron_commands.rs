@@ -42,7 +42,7 @@ impl Gateway {
             Some("add") => self.cron_add(channel, msg, &words[1..]).await,
             Some("list") | None => {
                 let here = destination(channel, msg);
-                let mut jobs = self.store.list_jobs(tenant, agent).await.map_err(err)?;
+                let mut jobs = self.store.automation().list_jobs(tenant, agent).await.map_err(err)?;
                 jobs.retain(|job| made_in(job, &here));
                 if jobs.is_empty() {
                     return Ok("No cron jobs yet. /cron add 30m \"what to do\" makes one.".into());
@@ -63,7 +63,7 @@ impl Gateway {
                 let Some(reference) = words.get(1..).map(|w| w.join(" ")).filter(|r| !r.is_empty()) else {
                     return Ok(format!("Say which job: /cron {action} <id or name>."));
                 };
-                let job = match self.store.find_job(tenant, agent, &reference).await {
+                let job = match self.store.automation().find_job(tenant, agent, &reference).await {
                     Ok(job) if made_in(&job, &destination(channel, msg)) => job,
                     Ok(_) | Err(StoreError::NotFound) => {
                         return Ok(format!("There is no job “{reference}” in this chat. /cron list shows them."));
@@ -74,7 +74,11 @@ impl Gateway {
                 let now = chrono::Utc::now();
                 match action {
                     "pause" => {
-                        self.store.set_job_state(tenant, job.id, Some("paused from chat"), None).await.map_err(err)?;
+                        self.store
+                            .automation()
+                            .set_job_state(tenant, job.id, Some("paused from chat"), None)
+                            .await
+                            .map_err(err)?;
                         Ok(format!("Paused “{}”.", job.name))
                     }
                     "resume" => {
@@ -82,15 +86,15 @@ impl Gateway {
                             Ok(next) => next,
                             Err(e) => return Ok(format!("Cannot resume “{}”: {e}.", job.name)),
                         };
-                        self.store.set_job_state(tenant, job.id, None, Some(next)).await.map_err(err)?;
+                        self.store.automation().set_job_state(tenant, job.id, None, Some(next)).await.map_err(err)?;
                         Ok(format!("Resumed “{}”; next run {}.", job.name, next.format("%Y-%m-%d %H:%M UTC")))
                     }
                     "run" => {
-                        self.store.set_job_state(tenant, job.id, None, Some(now)).await.map_err(err)?;
+                        self.store.automation().set_job_state(tenant, job.id, None, Some(now)).await.map_err(err)?;
                         Ok(format!("Running “{}” now.", job.name))
                     }
                     _ => {
-                        self.store.delete_job(tenant, job.id).await.map_err(err)?;
+                        self.store.automation().delete_job(tenant, job.id).await.map_err(err)?;
                         Ok(format!("Removed “{}”.", job.name))
                     }
                 }
@@ -105,7 +109,7 @@ impl Gateway {
             return Ok("Use /cron edit <job> --schedule \"every 2h\" --prompt \"...\" (any of them).".into());
         };
         let tenant = channel.tenant_id;
-        let job = match self.store.find_job(tenant, Some(channel.agent_id), reference).await {
+        let job = match self.store.automation().find_job(tenant, Some(channel.agent_id), reference).await {
             Ok(job) if made_in(&job, &destination(channel, msg)) => job,
             Ok(_) | Err(StoreError::NotFound) => {
                 return Ok(format!("There is no job “{reference}” in this chat. /cron list shows them."));
@@ -119,7 +123,7 @@ impl Gateway {
             let value = args.next().cloned();
             match (flag.as_str(), value) {
                 ("--schedule", Some(v)) => {
-                    let tz = self.store.session_policy(tenant).await.map_err(err)?.timezone;
+                    let tz = self.store.conversations().session_policy(tenant).await.map_err(err)?.timezone;
                     match hermes_schedule::timing(&v, tz.name(), None, chrono::Utc::now()) {
                         Ok(t) => changes.timing = Some((&t).into()),
                         Err(e) => return Ok(format!("I cannot read that schedule: {e}.")),
@@ -146,7 +150,7 @@ impl Gateway {
                 }
             }
         }
-        match self.store.update_job(tenant, job.id, &changes).await {
+        match self.store.automation().update_job(tenant, job.id, &changes).await {
             Ok(job) => Ok(format!("Updated “{}” ({}).", job.name, job.schedule_display)),
             Err(StoreError::Conflict(why)) => Ok(format!("{why}.")),
             Err(e) => Err(err(e)),
@@ -176,7 +180,7 @@ impl Gateway {
             return Ok(format!("{e}."));
         }
         let tenant = channel.tenant_id;
-        let tz = self.store.session_policy(tenant).await.map_err(err)?.timezone;
+        let tz = self.store.conversations().session_policy(tenant).await.map_err(err)?.timezone;
         let timing = match hermes_schedule::timing(schedule, tz.name(), None, chrono::Utc::now()) {
             Ok(t) => t,
             Err(e) => return Ok(format!("I cannot read that schedule: {e}.")),
@@ -192,7 +196,7 @@ impl Gateway {
             deliver: deliver.unwrap_or_else(|| "origin".into()),
             origin: Some(destination(channel, msg)),
         };
-        match self.store.create_job(tenant, &new).await {
+        match self.store.automation().create_job(tenant, &new).await {
             Ok(job) => Ok(format!(
                 "Scheduled “{}” ({}); first run {}.",
                 job.name,

@@ -39,12 +39,12 @@ pub async fn run(gw: Arc<Gateway>, shutdown: CancellationToken) {
     while !shutdown.is_cancelled() {
         passes += 1;
         if passes % 7_200 == 1
-            && let Ok(n) = gw.store.prune_events().await
+            && let Ok(n) = gw.store.system().prune_events().await
             && n > 0
         {
             tracing::debug!(events = n, "forgot week-old settled events");
         }
-        let due = match gw.store.claim_events(BATCH, LEASE).await {
+        let due = match gw.store.system().claim_events(BATCH, LEASE).await {
             Ok(due) => due,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot claim events");
@@ -68,7 +68,7 @@ pub async fn run(gw: Arc<Gateway>, shutdown: CancellationToken) {
                         Attempt::Failed { .. } => "failed",
                     };
                     metrics::counter!("hermes_events_sent_total", "result" => label).increment(1);
-                    if let Err(e) = gw.store.settle_event(&event, &attempt).await {
+                    if let Err(e) = gw.store.system().settle_event(&event, &attempt).await {
                         tracing::warn!(error = %e, event.id = %event.id, "cannot settle an event; it is sent again");
                     }
                 }

@@ -186,7 +186,7 @@ impl Gateway {
     /// priority, allowed to go there; `None` leaves the operator's.
     async fn team_key(&self, tenant: hermes_core::TenantId, host: Option<String>) -> Option<String> {
         let (host, secrets) = (host?, self.secrets.as_ref()?);
-        let pools = match self.store.credential_pools(tenant).await {
+        let pools = match self.store.tenancy().credential_pools(tenant).await {
             Ok(pools) => pools,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the team's keys; the installation's transcribes");

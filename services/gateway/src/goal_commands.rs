@@ -50,16 +50,20 @@ impl Gateway {
         let Some(session) = self.conversation(channel, &route).await? else { return Ok(NO_GOAL.into()) };
         let rest = hermes_core::commands::parse(&msg.text).map_or("", |(_, rest)| rest);
         Ok(match goal_control(rest).unwrap_or(GoalControl::Status) {
-            GoalControl::Pause => match self.store.set_goal_active(tenant, session, false).await.map_err(err)? {
-                Some(_) => "⏸ Goal paused. /goal resume to go on, /goal clear to drop it.".into(),
-                None => NO_GOAL.into(),
-            },
+            GoalControl::Pause => {
+                match self.store.conversations().set_goal_active(tenant, session, false).await.map_err(err)? {
+                    Some(_) => "⏸ Goal paused. /goal resume to go on, /goal clear to drop it.".into(),
+                    None => NO_GOAL.into(),
+                }
+            }
             GoalControl::Resume => {
-                let Some(goal) = self.store.set_goal_active(tenant, session, true).await.map_err(err)? else {
+                let Some(goal) =
+                    self.store.conversations().set_goal_active(tenant, session, true).await.map_err(err)?
+                else {
                     return Ok(NO_GOAL.into());
                 };
                 // Idle: the next step starts now. Busy: the running turn is judged when it ends.
-                let (_, open) = self.store.route_busy_turns(tenant, &route).await.map_err(err)?;
+                let (_, open) = self.store.chat().route_busy_turns(tenant, &route).await.map_err(err)?;
                 if open == 0 {
                     let mut next = msg.clone();
                     next.text = hermes_store::goals::continuation(&goal.goal, &goal.subgoals);
@@ -69,11 +73,11 @@ impl Gateway {
                 }
                 format!("▶ Goal resumed (0/{} turns used): {}", goal.max_turns, goal.goal)
             }
-            GoalControl::Clear => match self.store.clear_goal(tenant, session).await.map_err(err)? {
+            GoalControl::Clear => match self.store.conversations().clear_goal(tenant, session).await.map_err(err)? {
                 true => "Goal cleared.".into(),
                 false => NO_GOAL.into(),
             },
-            GoalControl::Status => match self.store.goal(tenant, session).await.map_err(err)? {
+            GoalControl::Status => match self.store.conversations().goal(tenant, session).await.map_err(err)? {
                 None => NO_GOAL.into(),
                 Some(goal) => {
                     let mut text = format!(
@@ -94,7 +98,7 @@ impl Gateway {
 impl Gateway {
     /// The session `route` leads to in `channel`'s tenant, if it has one yet (a goal needs one).
     async fn conversation(&self, channel: &Channel, route: &Route) -> Result<Option<SessionId>, IngestError> {
-        let state = self.store.route_state(channel.tenant_id, route).await;
+        let state = self.store.conversations().route_state(channel.tenant_id, route).await;
         Ok(state.map_err(|e| IngestError::new(e.to_string()))?.map(|(session, _)| session))
     }
 }
@@ -117,10 +121,16 @@ impl Gateway {
         let mut words = rest.split_whitespace();
         let mut refusal = None;
         let edited = match (words.next(), words.next(), words.next()) {
-            (None, _, _) => {
-                self.store.goal(tenant, session).await.map_err(err)?.filter(|g| g.state != hermes_core::GoalState::Done)
+            (None, _, _) => self
+                .store
+                .conversations()
+                .goal(tenant, session)
+                .await
+                .map_err(err)?
+                .filter(|g| g.state != hermes_core::GoalState::Done),
+            (Some("clear"), None, _) => {
+                self.store.conversations().edit_subgoals(tenant, session, Vec::clear).await.map_err(err)?
             }
-            (Some("clear"), None, _) => self.store.edit_subgoals(tenant, session, Vec::clear).await.map_err(err)?,
             (Some("remove"), Some(n), None) => {
                 let index = n.parse::<usize>().ok().filter(|&n| n > 0);
                 let change = |list: &mut Vec<String>| match index {
@@ -129,11 +139,15 @@ impl Gateway {
                     }
                     _ => refusal = Some(format!("There is no criterion {n}: /subgoal lists them.")),
                 };
-                self.store.edit_subgoals(tenant, session, change).await.map_err(err)?
+                self.store.conversations().edit_subgoals(tenant, session, change).await.map_err(err)?
             }
             _ => {
                 let criterion: String = rest.chars().take(500).collect();
-                self.store.edit_subgoals(tenant, session, |list| list.push(criterion)).await.map_err(err)?
+                self.store
+                    .conversations()
+                    .edit_subgoals(tenant, session, |list| list.push(criterion))
+                    .await
+                    .map_err(err)?
             }
         };
         let Some(goal) = edited else { return Ok(NO_GOAL_FOR_SUBGOAL.into()) };

@@ -127,8 +127,12 @@ impl Gateway {
         answer: Answer,
     ) -> Result<(), IngestError> {
         let (tenant, source) = (channel.tenant_id, source_of(channel));
-        let accepted =
-            self.store.accept_inbound(tenant, &source, &msg.dedupe_key, raw, None, None).await.map_err(store_err)?;
+        let accepted = self
+            .store
+            .chat()
+            .accept_inbound(tenant, &source, &msg.dedupe_key, raw, None, None)
+            .await
+            .map_err(store_err)?;
         if accepted == Accepted::Duplicate {
             return Ok(());
         }
@@ -148,7 +152,11 @@ impl Gateway {
     async fn reply(&self, channel: &Channel, msg: &Incoming, text: String) -> Result<(), IngestError> {
         let key = format!("{}:{}:reply", source_of(channel), msg.dedupe_key);
         let dest = destination(channel, msg);
-        self.store.enqueue_outbox(channel.tenant_id, &dest, &key, &OutboxPayload::text(text)).await.map_err(store_err)
+        self.store
+            .chat()
+            .enqueue_outbox(channel.tenant_id, &dest, &key, &OutboxPayload::text(text))
+            .await
+            .map_err(store_err)
     }
 
     /// Makes the message a turn (or part of one) in its conversation, as the busy mode says.
@@ -165,7 +173,7 @@ impl Gateway {
         }
         let route = route_for(channel, &msg);
         // A redelivered message must not interrupt anything.
-        if self.store.inbound_seen(tenant, &source, &msg.dedupe_key).await.map_err(store_err)? {
+        if self.store.chat().inbound_seen(tenant, &source, &msg.dedupe_key).await.map_err(store_err)? {
             return Ok(());
         }
         let (carried, steer) = match self.make_room(channel, &route, busy_mode).await? {
@@ -180,6 +188,7 @@ impl Gateway {
         let marks = self.cache.background_marks();
         let (target, _) = self
             .store
+            .turns()
             .route_target(tenant, &route, chrono::Utc::now(), async |session| {
                 marks.is_marked(tenant, session).await.unwrap_or(true)
             })
@@ -191,8 +200,8 @@ impl Gateway {
         // An explicit `/queue` or `/steer` message is a turn of its own, never part of a paste.
         let batch = (channel.platform == Platform::Telegram && chosen.is_none()).then_some(TEXT_BATCH);
         let accepted = match chosen {
-            Some(_) => self.store.accept_inbound_alone(tenant, &source, &msg.dedupe_key, raw, turn).await,
-            None => self.store.accept_inbound(tenant, &source, &msg.dedupe_key, raw, Some(turn), batch).await,
+            Some(_) => self.store.chat().accept_inbound_alone(tenant, &source, &msg.dedupe_key, raw, turn).await,
+            None => self.store.chat().accept_inbound(tenant, &source, &msg.dedupe_key, raw, Some(turn), batch).await,
         }
         .map_err(store_err)?;
         // A transcription is billed whatever became of the message: with its turn, or a
@@ -200,7 +209,7 @@ impl Gateway {
         let read_by = match accepted {
             Accepted::Turn { session, turn } | Accepted::Merged { session, turn } => Some((session, turn)),
             Accepted::Duplicate | Accepted::Stored if !transcriptions.is_empty() => {
-                self.store.inbound_turn(tenant, &source, &msg.dedupe_key).await.map_err(store_err)?
+                self.store.chat().inbound_turn(tenant, &source, &msg.dedupe_key).await.map_err(store_err)?
             }
             Accepted::Duplicate | Accepted::Stored => None,
         };
@@ -252,7 +261,9 @@ impl Gateway {
     async fn meter(&self, tenant: TenantId, read_by: Option<(SessionId, TurnId)>, calls: Vec<Billed>) {
         for Billed { call, reservation } in calls {
             let recorded = match read_by {
-                Some((session, turn)) => self.store.settle_media_call(tenant, session, turn, reservation, &call).await,
+                Some((session, turn)) => {
+                    self.store.tenancy().settle_media_call(tenant, session, turn, reservation, &call).await
+                }
                 None => Err(hermes_store::StoreError::NotFound),
             };
             if let Err(e) = recorded {
@@ -279,7 +290,7 @@ impl Gateway {
         match accepted {
             Accepted::Turn { session, turn } if matches!(signal, Signal::Steer) => {
                 // Not marked (a crash in between): it runs after the current turn, as in `queue`.
-                self.store.mark_steer(tenant, turn).await.map_err(store_err)?;
+                self.store.conversations().mark_steer(tenant, turn).await.map_err(store_err)?;
                 tracing::info!(channel.id = %channel.id, turn.id = %turn, "chat message steers the running turn");
                 self.signal_after(tenant, session, None);
             }
@@ -357,8 +368,12 @@ impl Gateway {
     /// answered with the new one. `queue` lets the new message wait, unless too many do.
     /// `steer` hands the message to the running turn (it waits like `queue` otherwise).
     async fn make_room(&self, channel: &Channel, route: &Route, mode: BusyMode) -> Result<Room, IngestError> {
-        let (busy, open) =
-            self.store.route_busy_turns(channel.tenant_id, route).await.map_err(|e| IngestError::new(e.to_string()))?;
+        let (busy, open) = self
+            .store
+            .chat()
+            .route_busy_turns(channel.tenant_id, route)
+            .await
+            .map_err(|e| IngestError::new(e.to_string()))?;
         if mode == BusyMode::Steer && busy.iter().any(|t| t.begun) && open < MAX_QUEUED {
             return Ok(Room::Steer);
         }
@@ -389,7 +404,8 @@ impl Gateway {
         tenant: hermes_core::TenantId,
         turn: hermes_core::TurnId,
     ) -> Result<bool, hermes_store::StoreError> {
-        let Some(status) = self.store.request_cancel(tenant, turn, &hermes_core::TurnOutcome::cancelled()).await?
+        let Some(status) =
+            self.store.turns().request_cancel(tenant, turn, &hermes_core::TurnOutcome::cancelled()).await?
         else {
             return Ok(false);
         };

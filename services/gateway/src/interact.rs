@@ -89,10 +89,12 @@ impl Gateway {
     async fn pending(&self, channel: &Channel, msg: &Incoming) -> Result<Option<PendingInteraction>, IngestError> {
         let route = route_for(channel, msg);
         let err = |e: StoreError| IngestError::new(e.to_string());
-        let Some((session, _)) = self.store.route_state(channel.tenant_id, &route).await.map_err(err)? else {
+        let Some((session, _)) =
+            self.store.conversations().route_state(channel.tenant_id, &route).await.map_err(err)?
+        else {
             return Ok(None);
         };
-        self.store.session_pending_interaction(channel.tenant_id, session).await.map_err(err)
+        self.store.turns().session_pending_interaction(channel.tenant_id, session).await.map_err(err)
     }
 
     /// Stores an answer and resumes the turn; the text to show, or why not.
@@ -102,7 +104,7 @@ impl Gateway {
         id: uuid::Uuid,
         answer: &InteractionAnswer,
     ) -> Result<String, IngestError> {
-        match self.store.answer_interaction(channel.tenant_id, id, answer, None).await {
+        match self.store.turns().answer_interaction(channel.tenant_id, id, answer, None).await {
             Ok(answered) => {
                 let work = SessionWork { tenant_id: channel.tenant_id, session_id: answered.session_id };
                 if let Err(e) = self.broker.publish_work(&work).await {
@@ -173,6 +175,7 @@ impl Gateway {
         let source = format!("{}:{}", channel.platform, channel.id);
         let accepted = self
             .store
+            .chat()
             .accept_inbound(channel.tenant_id, &source, &press.dedupe_key, raw, None, None)
             .await
             .map_err(|e| IngestError::new(e.to_string()))?;
@@ -233,7 +236,7 @@ impl Gateway {
 
     /// The text of choice `n` of a pending question.
     async fn choice_text(&self, channel: &Channel, id: uuid::Uuid, n: &str) -> Option<String> {
-        let (pending, _) = self.store.pending_interaction(channel.tenant_id, id).await.ok()?;
+        let (pending, _) = self.store.turns().pending_interaction(channel.tenant_id, id).await.ok()?;
         let n: usize = n.parse().ok()?;
         pending.prompt["choices"].as_array()?.get(n)?.as_str().map(str::to_owned)
     }

@@ -28,7 +28,7 @@ where
     let mut running: HashMap<uuid::Uuid, JoinHandle<()>> = HashMap::new();
     loop {
         running.retain(|_, task| !task.is_finished());
-        match gw.store.gateway_channels(platform, mode).await {
+        match gw.store.system().gateway_channels(platform, mode).await {
             Ok(channels) => {
                 for channel in channels {
                     if running.contains_key(&channel.id) {
@@ -137,6 +137,7 @@ where
                 tracing::warn!(channel.id = %channel.id, error = %why, "the platform refuses the bot; channel marked");
                 let _ = gw
                     .store
+                    .chat()
                     .set_channel_status(channel.tenant_id, channel.id, ChannelStatus::Blocked, Some(&why))
                     .await;
                 return;

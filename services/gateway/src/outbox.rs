@@ -90,7 +90,7 @@ pub async fn deliver_claimed(gw: &Gateway, shutdown: &CancellationToken, only: O
     let idle = Duration::from_millis(cfg.outbox_poll_millis.max(20));
     let lease = Duration::from_secs(cfg.outbox_lease_seconds.max(5));
     loop {
-        let claimed = match gw.store.claim_outbox(16, lease, only).await {
+        let claimed = match gw.store.system().claim_outbox(16, lease, only).await {
             Ok(items) => items,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the outbox");
@@ -150,7 +150,7 @@ impl Gateway {
 
     async fn deliver_now(&self, item: OutboxItem) {
         // It may have waited behind its channel's other replies: still ours?
-        match self.store.outbox_renew(&item, self.outbox_lease()).await {
+        match self.store.system().outbox_renew(&item, self.outbox_lease()).await {
             Ok(true) => {}
             Ok(false) => return,
             Err(e) => {
@@ -159,23 +159,23 @@ impl Gateway {
             }
         }
         let Some(channel_id) = item.channel_id else {
-            let _ = self.store.outbox_failed(&item, "no channel").await;
+            let _ = self.store.system().outbox_failed(&item, "no channel").await;
             return;
         };
-        let channel = match self.store.gateway_channel(channel_id).await {
+        let channel = match self.store.system().gateway_channel(channel_id).await {
             // The row's channel must be its tenant's (a row naming another's is never sent).
             Ok(c) if c.tenant_id == item.tenant_id => c,
             Ok(_) | Err(hermes_store::StoreError::NotFound) => {
-                let _ = self.store.outbox_failed(&item, "the channel was deleted").await;
+                let _ = self.store.system().outbox_failed(&item, "the channel was deleted").await;
                 return;
             }
             Err(e) => {
-                let _ = self.store.outbox_retry(&item, backoff(item.attempts), &e.to_string()).await;
+                let _ = self.store.system().outbox_retry(&item, backoff(item.attempts), &e.to_string()).await;
                 return;
             }
         };
         if says_nothing(&item) {
-            if let Err(e) = self.store.outbox_sent(&item).await {
+            if let Err(e) = self.store.system().outbox_sent(&item).await {
                 tracing::warn!(error = %e, "cannot settle a steered message's empty reply");
             }
             return;
@@ -187,26 +187,27 @@ impl Gateway {
             (Platform::Wecom, _) => self.deliver_wecom(&channel, &item).await,
         };
         let settled = match result {
-            Ok(()) => self.store.outbox_sent(&item).await,
+            Ok(()) => self.store.system().outbox_sent(&item).await,
             Err(Failure::Lost) => {
                 tracing::info!(outbox.id = %item.id, "another sender took the reply over; stopping");
                 return;
             }
-            Err(Failure::Wait(delay, why)) => self.store.outbox_retry(&item, delay, &why).await,
+            Err(Failure::Wait(delay, why)) => self.store.system().outbox_retry(&item, delay, &why).await,
             Err(Failure::Passing(why)) if item.attempts < self.config.gateway.outbox_max_attempts => {
-                self.store.outbox_retry(&item, backoff(item.attempts), &why).await
+                self.store.system().outbox_retry(&item, backoff(item.attempts), &why).await
             }
             Err(Failure::Passing(why) | Failure::Permanent(why)) => {
                 tracing::warn!(outbox.id = %item.id, error = %why, "giving up on a reply");
-                self.store.outbox_failed(&item, &why).await
+                self.store.system().outbox_failed(&item, &why).await
             }
             Err(Failure::Blocked(why)) => {
                 tracing::warn!(channel.id = %channel.id, error = %why, "the platform refuses the bot; channel marked");
                 let _ = self
                     .store
+                    .chat()
                     .set_channel_status(channel.tenant_id, channel.id, ChannelStatus::Blocked, Some(&why))
                     .await;
-                self.store.outbox_failed(&item, &why).await
+                self.store.system().outbox_failed(&item, &why).await
             }
         };
         match settled {
@@ -266,7 +267,7 @@ impl Gateway {
                     id
                 }
                 None => {
-                    let marked = self.store.outbox_part_sending(item, index, self.outbox_lease()).await;
+                    let marked = self.store.system().outbox_part_sending(item, index, self.outbox_lease()).await;
                     if !marked.map_err(|e| Failure::Passing(format!("cannot mark a part as on its way: {e}")))? {
                         return Err(Failure::Lost);
                     }
@@ -274,7 +275,7 @@ impl Gateway {
                         Ok(id) => id,
                         Err(refused @ (Failure::Wait(..) | Failure::Blocked(_) | Failure::Permanent(_))) => {
                             // The platform answered no: nothing is in doubt.
-                            if let Err(e) = self.store.outbox_part_refused(item).await {
+                            if let Err(e) = self.store.system().outbox_part_refused(item).await {
                                 tracing::debug!(error = %e, "cannot clear the part's doubt");
                             }
                             return Err(refused);
@@ -285,7 +286,7 @@ impl Gateway {
             };
             ids.push(id);
             let sent = i32::try_from(i + 1).unwrap_or(i32::MAX);
-            match self.store.outbox_part_sent(item, sent, &ids).await {
+            match self.store.system().outbox_part_sent(item, sent, &ids).await {
                 Ok(true) => {}
                 // Another sender holds the reply now: it goes on from what it recorded.
                 Ok(false) => return Err(Failure::Lost),
@@ -300,9 +301,12 @@ impl Gateway {
     /// the answer is out): its chat and message.
     pub(crate) async fn take_preview(&self, item: &OutboxItem) -> Result<Option<(String, String)>, Failure> {
         match (&item.payload, item.turn_id) {
-            (OutboxPayload::Answer { .. }, Some(turn)) => {
-                self.store.stream_finalize(item.tenant_id, turn).await.map_err(|e| Failure::Passing(e.to_string()))
-            }
+            (OutboxPayload::Answer { .. }, Some(turn)) => self
+                .store
+                .chat()
+                .stream_finalize(item.tenant_id, turn)
+                .await
+                .map_err(|e| Failure::Passing(e.to_string())),
             _ => Ok(None),
         }
     }

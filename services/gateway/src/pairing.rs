@@ -13,6 +13,7 @@ impl Gateway {
     pub(crate) async fn pairing_reply(&self, channel: &Channel, msg: &Incoming) -> Result<String, IngestError> {
         let started = self
             .store
+            .chat()
             .start_pairing(channel.tenant_id, channel.id, &msg.user_id, msg.user_name.as_deref(), &msg.chat_id)
             .await
             .map_err(|e| IngestError::new(e.to_string()))?;

@@ -166,7 +166,7 @@ fn render(text: Option<&str>, tools: &ToolLog) -> String {
 impl Preview {
     /// Follows the turn until it ends (or the outbox takes over).
     pub async fn run(self, mut sub: EventSubscription) {
-        match self.store.stream_begin(self.tenant, self.turn, &self.chat).await {
+        match self.store.chat().stream_begin(self.tenant, self.turn, &self.chat).await {
             Ok(true) => {}
             _ => return,
         }
@@ -198,7 +198,7 @@ impl Preview {
                     if !due || !worth || strikes >= MAX_FLOOD_STRIKES {
                         continue;
                     }
-                    if self.store.stream_finalized(self.tenant, self.turn).await.unwrap_or(true) {
+                    if self.store.chat().stream_finalized(self.tenant, self.turn).await.unwrap_or(true) {
                         break true;
                     }
                     last_edit = Instant::now();
@@ -213,7 +213,8 @@ impl Preview {
                 }
             }
         };
-        if !ended_normally && let Ok(Some((chat, id))) = self.store.stream_finalize(self.tenant, self.turn).await {
+        if !ended_normally && let Ok(Some((chat, id))) = self.store.chat().stream_finalize(self.tenant, self.turn).await
+        {
             // No answer will replace the preview (a stop, a question): it goes now.
             self.api.delete(&chat, &id).await;
         }
@@ -226,7 +227,7 @@ impl Preview {
             Some(id) => self.api.edit(&self.chat, &id, view).await.map(|()| Some(id)),
             None => {
                 let id = self.api.send(&self.chat, view).await?;
-                if self.store.stream_message(self.tenant, self.turn, &id).await.unwrap_or(false) {
+                if self.store.chat().stream_message(self.tenant, self.turn, &id).await.unwrap_or(false) {
                     Ok(Some(id))
                 } else {
                     // The answer was delivered while this preview was on its way.

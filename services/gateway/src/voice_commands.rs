@@ -58,6 +58,7 @@ impl Gateway {
         let mode = match asked {
             Some(mode) => {
                 self.store
+                    .conversations()
                     .set_voice_mode(channel.tenant_id, channel.agent_id, &route.key, mode)
                     .await
                     .map_err(|e| IngestError::new(e.to_string()))?;
@@ -77,10 +78,12 @@ impl Gateway {
 
     /// The chat's mode; `Off` when it cannot be read (the answer is still given, in text).
     pub(crate) async fn voice_mode(&self, channel: &Channel, route: &Route) -> VoiceMode {
-        self.store.voice_mode(channel.tenant_id, channel.agent_id, &route.key).await.unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "cannot read the chat's voice mode; answering in text");
-            VoiceMode::Off
-        })
+        self.store.conversations().voice_mode(channel.tenant_id, channel.agent_id, &route.key).await.unwrap_or_else(
+            |e| {
+                tracing::warn!(error = %e, "cannot read the chat's voice mode; answering in text");
+                VoiceMode::Off
+            },
+        )
     }
 }
 

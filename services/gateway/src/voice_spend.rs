@@ -41,7 +41,7 @@ pub(crate) async fn reserve(
         media: MediaUnits { audio_ms: recording_ms(audio), ..Default::default() },
         lease: LEASE,
     };
-    let decision = store.reserve_spend(channel.tenant_id, &ask, chrono::Utc::now()).await.map_err(|e| {
+    let decision = store.tenancy().reserve_spend(channel.tenant_id, &ask, chrono::Utc::now()).await.map_err(|e| {
         tracing::warn!(error = %e, "cannot read the spending caps; the voice note is not transcribed");
         metrics::counter!("hermes_budget_unreadable_total").increment(1);
         Unheard::Capped("the spending caps cannot be checked right now".into())
@@ -65,7 +65,7 @@ pub(crate) async fn reserve(
 /// Gives back a reservation whose call billed nothing (or could not be recorded anywhere).
 pub(crate) async fn release(store: &Store, tenant: hermes_core::TenantId, reservation: Option<Uuid>) {
     let Some(reservation) = reservation else { return };
-    if let Err(e) = store.release_spend(tenant, reservation).await {
+    if let Err(e) = store.tenancy().release_spend(tenant, reservation).await {
         tracing::warn!(error = %e, "a transcription's reservation could not be released; it lapses at its lease");
     }
 }

@@ -102,7 +102,7 @@ pub async fn run_agent(json_mode: bool, config: &HermesConfig, store: &Store, cm
         }
         AgentCmd::List { tenant: name } => {
             let t = tenant(store, &name).await?;
-            let agents = store.list_agents(t.id).await?;
+            let agents = store.agents().list_agents(t.id).await?;
             print_lines(json_mode, &agents, |a| format!("{}\t{}\t{}\t{}", a.name, a.id, a.model, a.provider_base_url));
         }
     }

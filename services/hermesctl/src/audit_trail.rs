@@ -144,11 +144,11 @@ pub async fn record(store: &Store, run: &Invocation<'_>) -> anyhow::Result<()> {
         return Ok(());
     }
     let tenant = match run.tenant_name() {
-        Some(name) => store.tenant_by_name(&name).await.ok().map(|t| t.id),
+        Some(name) => store.tenancy().tenant_by_name(&name).await.ok().map(|t| t.id),
         None => None,
     };
     let change = Change::new("cli.command", "command", &run.path).after(json!({ "arguments": run.arguments() }));
-    store.record_audit(tenant, &cli_actor(), change).await?;
+    store.admin().record_audit(tenant, &cli_actor(), change).await?;
     Ok(())
 }
 

@@ -207,7 +207,7 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
 /// `channel list`.
 async fn list(json_mode: bool, store: &Store, name: &str) -> anyhow::Result<()> {
     let t = tenant(store, name).await?;
-    let channels = store.list_channels(t.id).await?;
+    let channels = store.chat().list_channels(t.id).await?;
     print_lines(json_mode, &channels, |c| {
         let bot = c.bot_username.as_deref().unwrap_or("?");
         format!("{}\t{}\t{}\t@{bot}\t{}", c.id, c.platform, c.mode, c.status)
@@ -218,7 +218,7 @@ async fn list(json_mode: bool, store: &Store, name: &str) -> anyhow::Result<()> 
 /// The tenant's channel `id`.
 async fn owned(store: &Store, name: &str, id: uuid::Uuid) -> anyhow::Result<Channel> {
     let t = tenant(store, name).await?;
-    match store.channel(t.id, id).await {
+    match store.chat().channel(t.id, id).await {
         Ok(c) => Ok(c),
         Err(StoreError::NotFound) => bail!("tenant {name:?} has no channel {id}"),
         Err(e) => Err(e.into()),
@@ -242,7 +242,7 @@ async fn update(
 /// `channel pair list`.
 async fn pairings(json_mode: bool, store: &Store, name: &str, channel: uuid::Uuid) -> anyhow::Result<()> {
     let t = tenant(store, name).await?;
-    let waiting = store.pending_pairings(t.id, channel).await?;
+    let waiting = store.chat().pending_pairings(t.id, channel).await?;
     print_lines(json_mode, &waiting, |p| {
         let name = p.user_name.as_deref().unwrap_or("-");
         format!("{}\t{}\t{name}\texpires {}", p.code, p.user_id, p.expires_at)
@@ -279,7 +279,7 @@ fn given(value: &Option<String>, env: &Option<String>, what: &str) -> anyhow::Re
 /// `channel create`: the bot as the APIs bind it, on the platform host the operator gives.
 async fn create(json_mode: bool, config: &HermesConfig, store: &Store, c: CreateChannel) -> anyhow::Result<()> {
     let t = tenant(store, &c.tenant).await?;
-    let agent = match store.agent_by_name(t.id, &c.agent).await {
+    let agent = match store.agents().agent_by_name(t.id, &c.agent).await {
         Ok(a) => a,
         Err(StoreError::NotFound) => bail!("tenant {:?} has no agent named {:?}", c.tenant, c.agent),
         Err(e) => return Err(e.into()),

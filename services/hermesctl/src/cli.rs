@@ -36,7 +36,7 @@ impl TenantAgent {
     /// The tenant and its agent these name.
     pub async fn resolve(&self, store: &Store) -> anyhow::Result<(Tenant, Agent)> {
         let t = tenant(store, &self.tenant).await?;
-        let agent = store.agent_by_name(t.id, &self.agent).await.context("no such agent")?;
+        let agent = store.agents().agent_by_name(t.id, &self.agent).await.context("no such agent")?;
         Ok((t, agent))
     }
 }
@@ -59,7 +59,7 @@ pub struct TenantJob {
 
 /// The tenant named `name`, or how to create it.
 pub async fn tenant(store: &Store, name: &str) -> anyhow::Result<Tenant> {
-    match store.tenant_by_name(name).await {
+    match store.tenancy().tenant_by_name(name).await {
         Ok(t) => Ok(t),
         Err(StoreError::NotFound) => {
             bail!("no tenant named {name:?} (create it with `hermesctl tenant create {name}`)")

@@ -141,7 +141,7 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
     let json_mode = cli.json;
     match cli.command {
         Command::Tenant(TenantCmd::List) => {
-            let tenants = store.tenants_page(None, 500).await?;
+            let tenants = store.admin().tenants_page(None, 500).await?;
             crate::cli::print_lines(json_mode, &tenants, |t| format!("{}\t{}", t.name, t.id));
         }
         Command::Audit(args) => {
@@ -158,7 +158,7 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
                 before_id: None,
                 limit: 1000,
             };
-            let page = store.audit_entries(t.id, &filter).await?;
+            let page = store.admin().audit_entries(t.id, &filter).await?;
             crate::cli::print_audit(json_mode, page.entries.iter().map(|e| json!(e)).collect());
         }
         Command::Tenant(TenantCmd::Create { name, owner_email }) => {
@@ -187,13 +187,13 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
         Command::Member(cmd) => crate::people::run_member(json_mode, config, store, cmd).await?,
         Command::Tenant(TenantCmd::Limits { tenant: name, requests_per_minute, concurrent_turns }) => {
             let t = tenant(store, &name).await?;
-            store.set_tenant_limits(t.id, requests_per_minute, concurrent_turns).await?;
+            store.tenancy().set_tenant_limits(t.id, requests_per_minute, concurrent_turns).await?;
             let value = json!({"requests_per_minute": requests_per_minute, "concurrent_turns": concurrent_turns});
             print(json_mode, value.clone(), format!("limits of {}: {value}", t.name));
         }
         Command::Tenant(TenantCmd::Rows { tenant: name }) => {
             let t = tenant(store, &name).await?;
-            let rows = store.tenant_rows(t.id).await?;
+            let rows = store.tenancy().tenant_rows(t.id).await?;
             let held: serde_json::Map<String, serde_json::Value> =
                 rows.into_iter().filter(|(_, n)| *n > 0).map(|(table, n)| (table, json!(n))).collect();
             let human = held.iter().map(|(table, n)| format!("{table:<24} {n}")).collect::<Vec<_>>().join("\n");

@@ -52,7 +52,7 @@ pub enum CronCmd {
 async fn job(store: &Store, r: &TenantJob) -> anyhow::Result<(hermes_store::Tenant, hermes_store::cron::Job)> {
     let t = tenant(store, &r.tenant).await?;
     let reference = &r.job;
-    match store.find_job(t.id, None, reference).await {
+    match store.automation().find_job(t.id, None, reference).await {
         Ok(job) => Ok((t, job)),
         Err(StoreError::NotFound) => bail!("no job {reference:?} (hermesctl cron list shows them)"),
         Err(e) => Err(e.into()),
@@ -63,7 +63,7 @@ pub async fn run_cron(json_mode: bool, store: &Store, cmd: CronCmd) -> anyhow::R
     match cmd {
         CronCmd::List(t) => {
             let t = t.resolve(store).await?;
-            let jobs = store.list_jobs(t.id, None).await?;
+            let jobs = store.automation().list_jobs(t.id, None).await?;
             print_lines(json_mode, &jobs, |j| {
                 format!("{}\t{}\t{}\t{}\tnext {:?}", j.id, j.name, j.schedule_display, j.state, j.next_run_at)
             });
@@ -104,7 +104,7 @@ pub async fn run_cron(json_mode: bool, store: &Store, cmd: CronCmd) -> anyhow::R
         }
         CronCmd::Runs(r) => {
             let (t, j) = job(store, &r).await?;
-            let runs = store.job_runs(t.id, j.id, 20).await?;
+            let runs = store.automation().job_runs(t.id, j.id, 20).await?;
             print_lines(json_mode, &runs, |r| {
                 format!("{}\t{}\t{}", r.scheduled_for, r.status, r.output.as_deref().unwrap_or(""))
             });

@@ -68,7 +68,7 @@ pub async fn run_webhook(json_mode: bool, config: &HermesConfig, store: &Store, 
     match cmd {
         WebhookCmd::List(t) => {
             let t = t.resolve(store).await?;
-            let hooks = store.list_webhooks(t.id).await?;
+            let hooks = store.automation().list_webhooks(t.id).await?;
             print_lines(json_mode, &hooks, |h| {
                 format!("{}\t{}\t/hooks/{}\tdeliver {}\tenabled {}", h.id, h.name, h.id, h.deliver, h.enabled)
             });
@@ -80,7 +80,7 @@ pub async fn run_webhook(json_mode: bool, config: &HermesConfig, store: &Store, 
             }
             let cron_job_id = match cron_job {
                 Some(reference) => {
-                    Some(store.find_job(t.id, Some(agent.id), &reference).await.context("no such job")?.id)
+                    Some(store.automation().find_job(t.id, Some(agent.id), &reference).await.context("no such job")?.id)
                 }
                 None => None,
             };
@@ -94,7 +94,7 @@ pub async fn run_webhook(json_mode: bool, config: &HermesConfig, store: &Store, 
                 cron_job_id,
                 rate_limit_per_minute: 30,
             };
-            let (hook, secret) = store.create_webhook(t.id, &new, secrets(config)?.as_ref()).await?;
+            let (hook, secret) = store.automation().create_webhook(t.id, &new, secrets(config)?.as_ref()).await?;
             let human = format!(
                 "webhook {}: POST to the gateway's /hooks/{}\nsecret (shown once): {secret}",
                 hook.name, hook.id
@@ -103,12 +103,20 @@ pub async fn run_webhook(json_mode: bool, config: &HermesConfig, store: &Store, 
         }
         WebhookCmd::Rotate(TenantItem { tenant: name, id }) => {
             let t = tenant(store, &name).await?;
-            let secret = store.rotate_webhook_secret(t.id, WebhookId::from_uuid(id), secrets(config)?.as_ref()).await?;
+            let secret = store
+                .automation()
+                .rotate_webhook_secret(t.id, WebhookId::from_uuid(id), secrets(config)?.as_ref())
+                .await?;
             print(json_mode, json!({ "id": id, "secret": secret }), format!("new secret (shown once): {secret}"));
         }
         WebhookCmd::Remove(TenantItem { tenant: name, id }) => {
             let t = tenant(store, &name).await?;
-            removed(json_mode, id, store.delete_webhook(t.id, WebhookId::from_uuid(id)).await?, "webhook")?;
+            removed(
+                json_mode,
+                id,
+                store.automation().delete_webhook(t.id, WebhookId::from_uuid(id)).await?,
+                "webhook",
+            )?;
         }
     }
     Ok(())
@@ -123,7 +131,7 @@ pub async fn run_event_hook(
     match cmd {
         EventHookCmd::List(t) => {
             let t = t.resolve(store).await?;
-            let hooks = store.list_event_hooks(t.id).await?;
+            let hooks = store.automation().list_event_hooks(t.id).await?;
             print_lines(json_mode, &hooks, |h| {
                 let error = h.last_error.as_deref().unwrap_or("");
                 format!("{}\t{}\t{:?}\tlast {:?} {error}", h.id, h.url, h.events, h.last_status)
@@ -137,13 +145,19 @@ pub async fn run_event_hook(
             if let Some(unknown) = events.iter().find(|e| !EVENTS.contains(&e.as_str())) {
                 bail!("no event {unknown:?}: the events are {}", EVENTS.join(", "));
             }
-            let (hook, secret) = store.create_event_hook(t.id, &url, &events, "", secrets(config)?.as_ref()).await?;
+            let (hook, secret) =
+                store.automation().create_event_hook(t.id, &url, &events, "", secrets(config)?.as_ref()).await?;
             let human = format!("events go to {}\nsecret (shown once): {secret}", hook.url);
             print(json_mode, json!({ "event_hook": hook, "secret": secret }), human);
         }
         EventHookCmd::Remove(TenantItem { tenant: name, id }) => {
             let t = tenant(store, &name).await?;
-            removed(json_mode, id, store.delete_event_hook(t.id, EventHookId::from_uuid(id)).await?, "event hook")?;
+            removed(
+                json_mode,
+                id,
+                store.automation().delete_event_hook(t.id, EventHookId::from_uuid(id)).await?,
+                "event hook",
+            )?;
         }
     }
     Ok(())

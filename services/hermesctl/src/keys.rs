@@ -109,13 +109,13 @@ pub async fn run_key(json_mode: bool, store: &Store, cmd: KeyCmd) -> anyhow::Res
         KeyCmd::Limits { tenant: name, id, requests_per_minute, concurrent_turns } => {
             let t = tenant(store, &name).await?;
             let id = id.parse().context("not an API key id")?;
-            store.set_key_limits(t.id, id, requests_per_minute, concurrent_turns).await?;
+            store.tenancy().set_key_limits(t.id, id, requests_per_minute, concurrent_turns).await?;
             let value = json!({"requests_per_minute": requests_per_minute, "concurrent_turns": concurrent_turns});
             print(json_mode, value.clone(), format!("limits of key {id}: {value}"));
         }
         KeyCmd::List { tenant: name } => {
             let t = tenant(store, &name).await?;
-            let keys = store.api_keys(t.id).await?;
+            let keys = store.tenancy().api_keys(t.id).await?;
             crate::cli::print_lines(json_mode, &keys, |k| {
                 let revoked = if k.revoked_at.is_some() { "  (revoked)" } else { "" };
                 format!("{}\t{}\t{}{revoked}", k.prefix, k.name, k.id)
@@ -150,6 +150,7 @@ pub async fn run_credential(
     let secrets = SecretBox::from_config(config.secrets.master_key.as_deref())?
         .context("storing a provider key needs secrets.master_key (HERMES__SECRETS__MASTER_KEY)")?;
     let cred = store
+        .tenancy()
         .add_credential(
             t.id,
             NewCredential { provider, label, secret, priority, allowed_hosts, readable_in_sandbox },
@@ -174,7 +175,7 @@ pub async fn run_credential(
 pub async fn run_pool(json_mode: bool, store: &Store, cmd: PoolCmd) -> anyhow::Result<()> {
     let PoolCmd::Strategy { tenant: name, provider, strategy } = cmd;
     let t = tenant(store, &name).await?;
-    store.set_pool_strategy(t.id, &provider, &strategy).await?;
+    store.tenancy().set_pool_strategy(t.id, &provider, &strategy).await?;
     print(json_mode, json!({"provider": provider, "strategy": strategy}), format!("{provider} pool uses {strategy}"));
     Ok(())
 }

@@ -82,7 +82,7 @@ pub struct AddArgs {
 
 /// The tenant's agent by name.
 async fn agent(store: &Store, tenant: hermes_core::TenantId, name: &str) -> anyhow::Result<hermes_store::Agent> {
-    store.agent_by_name(tenant, name).await.with_context(|| format!("no agent named {name:?}"))
+    store.agents().agent_by_name(tenant, name).await.with_context(|| format!("no agent named {name:?}"))
 }
 
 /// `NAME=VAR` pairs, each value read from the environment.
@@ -151,7 +151,7 @@ pub async fn run_mcp(json_mode: bool, config: &HermesConfig, store: &Store, cmd:
         McpCmd::List(who) => {
             let t = tenant(store, &who.tenant).await?;
             let agent = agent(store, t.id, &who.agent).await?;
-            let servers = store.mcp_servers(t.id, agent.id).await?;
+            let servers = store.agents().mcp_servers(t.id, agent.id).await?;
             let value: Vec<serde_json::Value> =
                 servers.iter().map(|s| json!({"name": s.name, "enabled": s.enabled, "config": s.spec})).collect();
             let human = servers.iter().map(|s| describe(&s.name, &s.spec, s.enabled)).collect::<Vec<_>>().join("\n");

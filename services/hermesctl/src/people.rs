@@ -77,7 +77,7 @@ pub enum MemberCmd {
 
 async fn link(config: &HermesConfig, store: &Store, person: hermes_core::PersonId) -> anyhow::Result<String> {
     let valid_for = std::time::Duration::from_secs(config.admin.link_minutes.max(1) * 60);
-    let token = store.create_sign_in_link(person, valid_for).await?;
+    let token = store.admin().create_sign_in_link(person, valid_for).await?;
     Ok(config.console_link("link", &token))
 }
 
@@ -89,9 +89,9 @@ pub async fn run_operator(
 ) -> anyhow::Result<()> {
     match cmd {
         OperatorCmd::Create { email, name, sso } => {
-            let person = store.ensure_person(&email, &name, true, &crate::audit_trail::cli_actor()).await?;
+            let person = store.admin().ensure_person(&email, &name, true, &crate::audit_trail::cli_actor()).await?;
             if sso {
-                store.set_operator_sso(person.id, true, &crate::audit_trail::cli_actor()).await?;
+                store.admin().set_operator_sso(person.id, true, &crate::audit_trail::cli_actor()).await?;
             }
             let url = link(config, store, person.id).await?;
             let minutes = config.admin.link_minutes;
@@ -102,10 +102,10 @@ pub async fn run_operator(
             );
         }
         OperatorCmd::Sso { email, off } => {
-            let Some(record) = store.sign_in_record(&email).await? else {
+            let Some(record) = store.admin().sign_in_record(&email).await? else {
                 anyhow::bail!("no person has the email {email:?}");
             };
-            match store.set_operator_sso(record.person.id, !off, &crate::audit_trail::cli_actor()).await {
+            match store.admin().set_operator_sso(record.person.id, !off, &crate::audit_trail::cli_actor()).await {
                 Ok(()) => {}
                 Err(hermes_store::StoreError::NotFound) => anyhow::bail!("{email} is not an operator"),
                 Err(e) => return Err(e.into()),
@@ -118,12 +118,14 @@ pub async fn run_operator(
             );
         }
         OperatorCmd::Token { email, name, days } => {
-            let Some(record) = store.sign_in_record(&email).await? else {
+            let Some(record) = store.admin().sign_in_record(&email).await? else {
                 anyhow::bail!("no person has the email {email:?}");
             };
             let lifetime = std::time::Duration::from_secs(u64::from(days.clamp(1, 366)) * 86_400);
-            let made =
-                store.create_operator_token(record.person.id, &name, lifetime, &crate::audit_trail::cli_actor()).await;
+            let made = store
+                .admin()
+                .create_operator_token(record.person.id, &name, lifetime, &crate::audit_trail::cli_actor())
+                .await;
             let (token, secret) = match made {
                 Ok(made) => made,
                 Err(hermes_store::StoreError::NotFound) => anyhow::bail!("{email} is not an operator"),
@@ -145,7 +147,7 @@ pub async fn run_operator(
 pub async fn run_person(json_mode: bool, config: &HermesConfig, store: &Store, cmd: PersonCmd) -> anyhow::Result<()> {
     match cmd {
         PersonCmd::Link { email } => {
-            let Some(record) = store.sign_in_record(&email).await? else {
+            let Some(record) = store.admin().sign_in_record(&email).await? else {
                 anyhow::bail!("no person has the email {email:?}");
             };
             let url = link(config, store, record.person.id).await?;
@@ -160,8 +162,8 @@ pub async fn run_member(json_mode: bool, config: &HermesConfig, store: &Store, c
         MemberCmd::Add { tenant, email, role, name } => {
             let t = tenant.resolve(store).await?;
             let audit = crate::audit_trail::cli_actor();
-            let person = store.ensure_person(&email, &name, false, &audit).await?;
-            store.add_member(t.id, person.id, role, &audit).await?;
+            let person = store.admin().ensure_person(&email, &name, false, &audit).await?;
+            store.admin().add_member(t.id, person.id, role, &audit).await?;
             let url = link(config, store, person.id).await?;
             print(
                 json_mode,
@@ -171,7 +173,7 @@ pub async fn run_member(json_mode: bool, config: &HermesConfig, store: &Store, c
         }
         MemberCmd::List { tenant } => {
             let t = tenant.resolve(store).await?;
-            let members = store.members(t.id).await?;
+            let members = store.admin().members(t.id).await?;
             let human =
                 members.iter().map(|m| format!("{:<32} {}", m.person.email, m.role)).collect::<Vec<_>>().join("\n");
             print(json_mode, json!(members), human);

@@ -55,11 +55,11 @@ pub async fn run_price(json_mode: bool, store: &Store, cmd: PriceCmd) -> anyhow:
             };
             let price =
                 ModelPrice { model, input, output, cached_input, cache_write, per_image, per_mchar, per_audio_minute };
-            store.set_model_price(&price).await?;
+            store.tenancy().set_model_price(&price).await?;
             print(json_mode, json!(price), format!("{}: {}", price.model, describe(&price)));
         }
         PriceCmd::List => {
-            let prices = store.model_prices().await?;
+            let prices = store.tenancy().model_prices().await?;
             print_lines(json_mode, &prices, |p| format!("{:<32} {}", p.model, describe(p)));
         }
     }
@@ -101,11 +101,11 @@ pub async fn run_budget(json_mode: bool, store: &Store, cmd: BudgetCmd) -> anyho
     let BudgetCmd::Set { tenant: name, agent, period, hard, soft } = cmd;
     let t = crate::cli::tenant(store, &name).await?;
     let agent_id = match &agent {
-        Some(a) => Some(store.agent_by_name(t.id, a).await.map_err(|_| anyhow::anyhow!("no agent {a:?}"))?.id),
+        Some(a) => Some(store.agents().agent_by_name(t.id, a).await.map_err(|_| anyhow::anyhow!("no agent {a:?}"))?.id),
         None => None,
     };
     let budget = hermes_store::Budget { agent_id, period, hard_usd: hard, soft_usd: soft };
-    store.set_budget(t.id, &budget).await?;
+    store.tenancy().set_budget(t.id, &budget).await?;
     let scope = agent.unwrap_or_else(|| t.name.clone());
     print(json_mode, json!(budget), format!("{} budget of {scope}: hard {hard:?}, soft {soft:?} USD", budget.period));
     Ok(())

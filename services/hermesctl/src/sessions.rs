@@ -74,7 +74,7 @@ pub async fn run_session(json_mode: bool, store: &Store, cmd: SessionCmd) -> any
     match cmd {
         SessionCmd::Export { tenant: name, format, id: session } => {
             let t = tenant(store, &name).await?;
-            let export = store.export_session(t.id, id(&session)?).await?;
+            let export = store.conversations().export_session(t.id, id(&session)?).await?;
             let value = match format {
                 ExportFormat::Json => serde_json::to_value(&export)?,
                 ExportFormat::Sharegpt => export.to_sharegpt(),
@@ -83,7 +83,7 @@ pub async fn run_session(json_mode: bool, store: &Store, cmd: SessionCmd) -> any
         }
         SessionCmd::Lineage { tenant: name, id: session } => {
             let t = tenant(store, &name).await?;
-            let nodes = store.session_lineage(t.id, id(&session)?).await?;
+            let nodes = store.conversations().session_lineage(t.id, id(&session)?).await?;
             print_lines(json_mode, &nodes, |n| {
                 let indent = "  ".repeat(usize::try_from(n.depth).unwrap_or(0));
                 let lineage = n.lineage.as_deref().unwrap_or("root");
@@ -93,7 +93,7 @@ pub async fn run_session(json_mode: bool, store: &Store, cmd: SessionCmd) -> any
         SessionCmd::Rename { tenant: name, id: session, title } => {
             let t = tenant(store, &name).await?;
             let session = id(&session)?;
-            store.set_session_title(t.id, session, Some(&title)).await?;
+            store.conversations().set_session_title(t.id, session, Some(&title)).await?;
             print(json_mode, json!({"session_id": session, "title": title}), format!("renamed {session}"));
         }
     }
@@ -102,7 +102,7 @@ pub async fn run_session(json_mode: bool, store: &Store, cmd: SessionCmd) -> any
 
 pub async fn run_policy(json_mode: bool, store: &Store, args: PolicyArgs) -> anyhow::Result<()> {
     let t = tenant(store, &args.tenant).await?;
-    let mut policy: SessionPolicy = store.session_policy(t.id).await?;
+    let mut policy: SessionPolicy = store.conversations().session_policy(t.id).await?;
     if let Some(zone) = &args.timezone {
         policy.timezone = zone.parse().map_err(|_| anyhow::anyhow!("unknown time zone {zone:?}"))?;
     }
@@ -119,7 +119,7 @@ pub async fn run_policy(json_mode: bool, store: &Store, args: PolicyArgs) -> any
     } else if let Some(days) = args.retention_days {
         policy.retention_days = Some(days);
     }
-    store.set_session_policy(t.id, &policy).await?;
+    store.conversations().set_session_policy(t.id, &policy).await?;
     let value = json!({
         "timezone": policy.timezone.name(),
         "idle_reset_minutes": policy.idle_reset_minutes,

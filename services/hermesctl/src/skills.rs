@@ -81,7 +81,7 @@ pub async fn run_skill(json_mode: bool, store: &Store, cmd: SkillCmd) -> anyhow:
                 content_hash: checked.content_hash,
                 files: checked.files,
             };
-            store.save_tenant_skill(t.id, &skill, "operator").await?;
+            store.agents().save_tenant_skill(t.id, &skill, "operator").await?;
             print(
                 json_mode,
                 json!({"name": skill.name, "category": skill.category}),
@@ -90,14 +90,14 @@ pub async fn run_skill(json_mode: bool, store: &Store, cmd: SkillCmd) -> anyhow:
         }
         SkillCmd::Pin { tenant: name, agent, name: skill, off } => {
             let t = tenant(store, &name).await?;
-            let a = store.agent_by_name(t.id, &agent).await.with_context(|| format!("no agent {agent:?}"))?;
-            store.set_skill_pinned(t.id, a.id, &skill, !off).await?;
+            let a = store.agents().agent_by_name(t.id, &agent).await.with_context(|| format!("no agent {agent:?}"))?;
+            store.agents().set_skill_pinned(t.id, a.id, &skill, !off).await?;
             print(json_mode, json!({"name": skill, "pinned": !off}), format!("{skill}: pinned = {}", !off));
         }
         SkillCmd::Log { tenant: name, agent } => {
             let t = tenant(store, &name).await?;
-            let a = store.agent_by_name(t.id, &agent).await.with_context(|| format!("no agent {agent:?}"))?;
-            let events = store.skill_events(t.id, a.id, 100).await?;
+            let a = store.agents().agent_by_name(t.id, &agent).await.with_context(|| format!("no agent {agent:?}"))?;
+            let events = store.agents().skill_events(t.id, a.id, 100).await?;
             print_lines(json_mode, &events, |e| {
                 format!("{} {} {} by {} {}", e.created_at, e.name, e.action, e.actor, e.detail)
             });

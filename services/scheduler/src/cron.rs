@@ -1,5 +1,5 @@
 //! Cron in the scheduler role: each pass claims due jobs (any number of replicas; a slot is
-//! claimed once, see `Store::claim_due_jobs`), decides each job's next run with the rules of
+//! claimed once, see `System::claim_due_jobs`), decides each job's next run with the rules of
 //! `hermes-schedule` (catch-up after downtime, repeats, `error` when no next run can be
 //! computed), and starts every claimed run as a turn in a fresh session (`source = cron`)
 //! whose answer goes where the job delivers, through the outbox. Then it settles runs whose
@@ -62,10 +62,13 @@ pub fn plan(job: &Job, now: DateTime<Utc>) -> Plan {
     }
 }
 
-/// Where a job's answer goes, labelled with the job (see `Store::delivery_targets`).
+/// Where a job's answer goes, labelled with the job (see `Automation::delivery_targets`).
 async fn destination(ctx: &SchedulerContext, job: &Job) -> Result<Option<Destination>, StoreError> {
     let label = RunLabel::Cron(CronLabel { job_id: job.id, name: job.name.clone() });
-    ctx.store.delivery_targets(job.tenant_id, job.agent_id, &job.deliver, job.origin.as_ref(), &label).await
+    ctx.store
+        .automation()
+        .delivery_targets(job.tenant_id, job.agent_id, &job.deliver, job.origin.as_ref(), &label)
+        .await
 }
 
 /// Starts a claimed run: its turn, in a fresh session of the job's agent. The prompt is scanned
@@ -76,11 +79,11 @@ async fn start(ctx: &SchedulerContext, run: &ClaimedRun) -> Result<(), StoreErro
     let reply_to = destination(ctx, job).await?;
     if let Some(finding) = hermes_threats::scan_strict(&job.prompt).first() {
         let why = format!("the prompt was refused at run time: it looks like {}", finding.reason);
-        ctx.store.fail_run(run.run_id, &why).await?;
+        ctx.store.system().fail_run(run.run_id, &why).await?;
         if let Some(dest) = reply_to {
             let payload = OutboxPayload::text(format!("This run did not start: {why}."));
             let key = format!("cron:{}:refused", run.run_id);
-            ctx.store.enqueue_outbox(job.tenant_id, &dest, &key, &payload).await?;
+            ctx.store.chat().enqueue_outbox(job.tenant_id, &dest, &key, &payload).await?;
         }
         tracing::warn!(job.id = %job.id, run.id = %run.run_id, "cron run refused by the prompt scan");
         return Ok(());
@@ -109,7 +112,7 @@ async fn start(ctx: &SchedulerContext, run: &ClaimedRun) -> Result<(), StoreErro
         trace: hermes_telemetry::context::current(),
         ..NewTurn::new(job.agent_id, target, input)
     };
-    let Some(session) = ctx.store.start_run(run.run_id, job.tenant_id, &turn).await? else {
+    let Some(session) = ctx.store.system().start_run(run.run_id, job.tenant_id, &turn).await? else {
         tracing::warn!(run.id = %run.run_id, "the run was settled before it started; not starting it");
         return Ok(());
     };
@@ -123,7 +126,7 @@ async fn start(ctx: &SchedulerContext, run: &ClaimedRun) -> Result<(), StoreErro
 
 /// Tells the job's chat that a run was lost (claimed, never started) and not run again.
 async fn tell_unknown(ctx: &SchedulerContext, settled: &hermes_store::cron::SettledRun) -> Result<(), StoreError> {
-    let job = ctx.store.find_job(settled.tenant_id, None, &settled.job_id.to_string()).await?;
+    let job = ctx.store.automation().find_job(settled.tenant_id, None, &settled.job_id.to_string()).await?;
     let Some(dest) = destination(ctx, &job).await? else { return Ok(()) };
     // The chat shows the job's name above it (see the gateway's `render_reply`).
     let text = format!(
@@ -132,18 +135,18 @@ async fn tell_unknown(ctx: &SchedulerContext, settled: &hermes_store::cron::Sett
         job.name
     );
     let key = format!("cron:{}:unknown", settled.run_id);
-    ctx.store.enqueue_outbox(settled.tenant_id, &dest, &key, &OutboxPayload::text(text)).await
+    ctx.store.chat().enqueue_outbox(settled.tenant_id, &dest, &key, &OutboxPayload::text(text)).await
 }
 
 /// One cron pass at `now`: claim, start, settle. Returns the runs started.
 pub async fn cron_once(ctx: &SchedulerContext, owner: &str, now: DateTime<Utc>) -> Result<usize, StoreError> {
     let cfg = &ctx.config.scheduler;
-    let running = ctx.store.open_cron_runs().await?;
+    let running = ctx.store.system().open_cron_runs().await?;
     let room = i64::from(cfg.cron_max_parallel).saturating_sub(running).clamp(0, CLAIM_BATCH);
     let mut started = 0;
     if room > 0 {
         let tenant_cap = i64::from(cfg.cron_max_parallel_per_tenant);
-        let claimed = ctx.store.claim_due_jobs(owner, now, room, tenant_cap, |job| plan(job, now)).await?;
+        let claimed = ctx.store.system().claim_due_jobs(owner, now, room, tenant_cap, |job| plan(job, now)).await?;
         for run in &claimed {
             match start(ctx, run).await {
                 Ok(()) => started += 1,
@@ -152,7 +155,7 @@ pub async fn cron_once(ctx: &SchedulerContext, owner: &str, now: DateTime<Utc>) 
             }
         }
     }
-    for settled in ctx.store.settle_runs(STALE_CLAIM).await? {
+    for settled in ctx.store.system().settle_runs(STALE_CLAIM).await? {
         tracing::info!(tenant.id = %settled.tenant_id, job.id = %settled.job_id, run.id = %settled.run_id,
                        status = %settled.status, "cron run ended");
         if settled.status == CronRunStatus::Unknown

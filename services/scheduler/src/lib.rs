@@ -29,9 +29,9 @@ pub async fn reap_once(ctx: &SchedulerContext) -> Result<usize, hermes_store::St
     let grace = Duration::from_secs(cfg.scheduler.queued_grace_seconds);
     // Do not republish the same turn more often than a lease lasts.
     let backoff = Duration::from_secs(cfg.worker.lease_seconds);
-    let mut stranded = ctx.store.reap_stranded_turns(grace, backoff, 500).await?;
+    let mut stranded = ctx.store.system().reap_stranded_turns(grace, backoff, 500).await?;
     // Turns whose question nobody answered in time go on without the answer.
-    let expired = ctx.store.expire_interactions(500).await?;
+    let expired = ctx.store.system().expire_interactions(500).await?;
     if !expired.is_empty() {
         tracing::info!(count = expired.len(), "interactions expired; their turns resume");
         metrics::counter!("hermes_interactions_expired_total").increment(expired.len() as u64);
@@ -58,8 +58,8 @@ const GAUGE_INTERVAL: Duration = Duration::from_secs(5);
 /// Reads the installation's backlog and sets its gauges. Every replica reads the same rows,
 /// so each reports the same figures: aggregate with `max` across replicas, never `sum`.
 pub async fn gauges_once(ctx: &SchedulerContext) -> Result<hermes_store::Backlog, hermes_store::StoreError> {
-    let backlog = ctx.store.backlog().await?;
-    let open_cron_runs = ctx.store.open_cron_runs().await?;
+    let backlog = ctx.store.system().backlog().await?;
+    let open_cron_runs = ctx.store.system().open_cron_runs().await?;
     // Row counts: far below f64's exact-integer range.
     metrics::gauge!("hermes_turns_queued").set(backlog.turns_queued as f64);
     metrics::gauge!("hermes_turns_running").set(backlog.turns_running as f64);
@@ -79,23 +79,23 @@ pub async fn prune_once(ctx: &SchedulerContext) -> Result<u64, hermes_store::Sto
     const BATCH: i64 = 500;
     let mut total = 0;
     loop {
-        let removed = ctx.store.prune_sessions(chrono::Utc::now(), BATCH).await?;
+        let removed = ctx.store.system().prune_sessions(chrono::Utc::now(), BATCH).await?;
         total += removed;
         if removed < BATCH as u64 {
             break;
         }
     }
-    let keys = ctx.store.prune_idempotency_keys().await?;
+    let keys = ctx.store.system().prune_idempotency_keys().await?;
     if keys > 0 {
         tracing::debug!(keys, "forgot day-old idempotency keys");
     }
-    let traffic = ctx.store.prune_chat_traffic().await?;
+    let traffic = ctx.store.system().prune_chat_traffic().await?;
     if traffic > 0 {
         tracing::debug!(rows = traffic, "forgot week-old platform updates and replies");
     }
     let mut audit = 0;
     loop {
-        let removed = ctx.store.prune_audit(ctx.config.admin.audit_retention_days.max(1), 5_000).await?;
+        let removed = ctx.store.system().prune_audit(ctx.config.admin.audit_retention_days.max(1), 5_000).await?;
         audit += removed;
         if removed < 5_000 {
             break;
@@ -104,7 +104,7 @@ pub async fn prune_once(ctx: &SchedulerContext) -> Result<u64, hermes_store::Sto
     if audit > 0 {
         tracing::info!(entries = audit, "deleted audit entries past their retention");
     }
-    let lapsed = ctx.store.prune_spend_reservations().await?;
+    let lapsed = ctx.store.system().prune_spend_reservations().await?;
     if lapsed > 0 {
         tracing::info!(reservations = lapsed, "forgot spend reservations whose worker never settled them");
     }
@@ -117,7 +117,7 @@ pub async fn prune_once(ctx: &SchedulerContext) -> Result<u64, hermes_store::Sto
 
 /// One curator pass at `now`: visits agents idle for `learning.curator_idle_minutes` whose
 /// last visit is older than `learning.curator_every_days`, and marks the skills they wrote stale
-/// or archived by how long they went unused (see `Store::curate_agent_skills`). Returns how
+/// or archived by how long they went unused (see `Agents::curate_agent_skills`). Returns how
 /// many skills changed.
 pub async fn curate_once(
     ctx: &SchedulerContext,
@@ -134,6 +134,7 @@ pub async fn curate_once(
     loop {
         let agents = ctx
             .store
+            .system()
             .claim_agents_for_curation(
                 now,
                 minutes(learning.curator_idle_minutes),
@@ -142,7 +143,7 @@ pub async fn curate_once(
             )
             .await?;
         for (tenant, agent) in &agents {
-            let changes = ctx.store.curate_agent_skills(*tenant, *agent, now, rules).await?;
+            let changes = ctx.store.agents().curate_agent_skills(*tenant, *agent, now, rules).await?;
             for c in &changes {
                 tracing::info!(tenant.id = %tenant, agent.id = %agent, skill = %c.name, from = %c.from, to = %c.to, "curator changed a skill");
             }

@@ -40,7 +40,7 @@ fn with_generated(content: &str, named: &[String], kept: &[String]) -> String {
 /// tools kept for the turn named too.
 pub(crate) async fn collect(rt: &Runtime, tenant: TenantId, turn: &ClaimedTurn, content: String) -> String {
     let (_, targets) = split_media(&content);
-    let kept: Vec<String> = match rt.ctx.store.turn_files(tenant, turn.turn_id).await {
+    let kept: Vec<String> = match rt.ctx.store.turns().turn_files(tenant, turn.turn_id).await {
         Ok(files) => files.into_iter().filter(|f| f.data.is_ok()).map(|f| f.target).collect(),
         Err(e) => {
             tracing::warn!(error = %e, "cannot list the turn's files");
@@ -69,7 +69,7 @@ pub(crate) async fn collect(rt: &Runtime, tenant: TenantId, turn: &ClaimedTurn, 
             Err(e) => Err(format!("the workspace is not reachable: {e}")),
         };
         let file = TurnFile { mime: mime_for(&name).to_owned(), name, target, data };
-        if let Err(e) = rt.ctx.store.save_turn_file(tenant, turn.turn_id, &file).await {
+        if let Err(e) = rt.ctx.store.turns().save_turn_file(tenant, turn.turn_id, &file).await {
             tracing::warn!(error = %e, "cannot keep a file of the answer; the chat gets the text only");
         }
     }

@@ -64,7 +64,7 @@ impl<M> Budgeted<M> {
             media: Default::default(),
             lease: self.lease,
         };
-        self.store.reserve_spend(self.tenant, &ask, chrono::Utc::now()).await.map_err(|e| {
+        self.store.tenancy().reserve_spend(self.tenant, &ask, chrono::Utc::now()).await.map_err(|e| {
             tracing::warn!(error = %e, "cannot read the spending caps; the call is refused");
             metrics::counter!("hermes_budget_unreadable_total").increment(1);
             LlmError::new(
@@ -101,7 +101,7 @@ impl<M> Budgeted<M> {
         let records = self.meter.drain();
         let calls: Vec<_> = records.iter().cloned().map(crate::journal::model_call).collect();
         let Ledger { session, turn } = self.ledger;
-        if let Err(e) = self.store.settle_spend(self.tenant, reservation, session, turn, &calls).await {
+        if let Err(e) = self.store.tenancy().settle_spend(self.tenant, reservation, session, turn, &calls).await {
             tracing::warn!(error = %e, "cannot record a capped call's usage yet");
             for record in records {
                 hermes_llm::CallMeter::record(self.meter.as_ref(), record);

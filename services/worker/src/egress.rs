@@ -141,7 +141,7 @@ impl Inner {
         {
             return enabled;
         }
-        let enabled = self.store.agent(key.tenant, key.agent).await.is_ok_and(|a| a.egress);
+        let enabled = self.store.agents().agent(key.tenant, key.agent).await.is_ok_and(|a| a.egress);
         if let Ok(mut settings) = self.settings.lock() {
             settings.insert(key, (Instant::now(), enabled));
         }

@@ -142,14 +142,14 @@ pub(crate) fn next_step(goal: &Goal, verdict: &Verdict) -> GoalStep {
 /// Sets the goal a `/goal TEXT` turn carries, tells its chat, and returns the text to run.
 pub(crate) async fn set_from_turn(rt: &Runtime, tenant: TenantId, turn: &ClaimedTurn, goal: &str) {
     let max = i32::try_from(rt.ctx.config.worker.goal_max_turns).unwrap_or(20);
-    if let Err(e) = rt.ctx.store.set_goal(tenant, turn.session_id, goal, max).await {
+    if let Err(e) = rt.ctx.store.conversations().set_goal(tenant, turn.session_id, goal, max).await {
         tracing::warn!(error = %e, "cannot set the goal; the turn runs without it");
         return;
     }
     let notice = format!("⊙ Goal set ({max}-turn budget): {goal}");
-    if let Ok(Some(dest)) = rt.ctx.store.turn_reply_to(tenant, turn.turn_id).await {
+    if let Ok(Some(dest)) = rt.ctx.store.automation().turn_reply_to(tenant, turn.turn_id).await {
         let key = format!("goal-set:{}", turn.turn_id);
-        if let Err(e) = rt.ctx.store.enqueue_outbox(tenant, &dest, &key, &OutboxPayload::text(notice)).await {
+        if let Err(e) = rt.ctx.store.chat().enqueue_outbox(tenant, &dest, &key, &OutboxPayload::text(notice)).await {
             tracing::warn!(error = %e, "cannot tell the chat the goal is set");
         }
     }
@@ -158,9 +158,9 @@ pub(crate) async fn set_from_turn(rt: &Runtime, tenant: TenantId, turn: &Claimed
 /// Applies the judge's verdict after the turn's outcome is stored.
 pub(crate) async fn advance(rt: &Runtime, tenant: TenantId, turn: &ClaimedTurn, session: SessionId, verdict: Verdict) {
     let store = &rt.ctx.store;
-    let reply_to = store.turn_reply_to(tenant, turn.turn_id).await.ok().flatten();
+    let reply_to = store.automation().turn_reply_to(tenant, turn.turn_id).await.ok().flatten();
     let ids = (turn.agent_id, session, turn.turn_id);
-    match store.goal_step(tenant, ids, reply_to.as_ref(), |goal| next_step(goal, &verdict)).await {
+    match store.conversations().goal_step(tenant, ids, reply_to.as_ref(), |goal| next_step(goal, &verdict)).await {
         Ok(true) => {
             metrics::counter!("hermes_goal_continuations_total").increment(1);
             let work = hermes_queue::SessionWork { tenant_id: tenant, session_id: session };

@@ -86,7 +86,7 @@ impl StoreJournal {
             return;
         }
         let rows: Vec<ModelCall> = calls.iter().cloned().map(model_call).collect();
-        if let Err(e) = self.store.record_model_calls(self.tenant, self.session, self.turn, &rows).await {
+        if let Err(e) = self.store.tenancy().record_model_calls(self.tenant, self.session, self.turn, &rows).await {
             tracing::warn!(error = %e, calls = rows.len(), "cannot record model calls yet");
             for call in calls {
                 self.calls.record(call);
@@ -114,7 +114,12 @@ impl TurnJournal for StoreJournal {
         }
         self.tool_calls += message.tool_calls.len();
         self.store_calls().await;
-        match self.store.append_message(self.tenant, self.session, self.fence, self.turn, step, message).await {
+        match self
+            .store
+            .conversations()
+            .append_message(self.tenant, self.session, self.fence, self.turn, step, message)
+            .await
+        {
             Ok(_) => Ok(()),
             Err(e) => Err(journal_error(e)),
         }
@@ -124,7 +129,7 @@ impl TurnJournal for StoreJournal {
         if !self.steerable {
             return Vec::new();
         }
-        match self.store.absorb_steers(self.tenant, self.turn).await {
+        match self.store.conversations().absorb_steers(self.tenant, self.turn).await {
             Ok(taken) => taken,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read steering messages; they run as turns of their own");
@@ -136,13 +141,18 @@ impl TurnJournal for StoreJournal {
     async fn tool_time(&mut self, elapsed: std::time::Duration, sandboxed: bool) {
         Phase::Tools.record(elapsed);
         let ms = i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX);
-        if let Err(e) = self.store.add_tool_time(self.tenant, self.turn, ms, sandboxed).await {
+        if let Err(e) = self.store.tenancy().add_tool_time(self.tenant, self.turn, ms, sandboxed).await {
             tracing::warn!(error = %e, "cannot record a tool call's time");
         }
     }
 
     async fn compacted(&mut self, prompt: &str, body: &[(Option<i32>, ChatMessage)]) -> Result<(), JournalError> {
-        match self.store.fork_compacted(self.tenant, self.session, self.fence, self.turn, prompt, body).await {
+        match self
+            .store
+            .conversations()
+            .fork_compacted(self.tenant, self.session, self.fence, self.turn, prompt, body)
+            .await
+        {
             Ok(child) => {
                 tracing::info!(parent = %self.session, child = %child, "conversation continues in a compacted session");
                 self.session = child;

@@ -60,7 +60,9 @@ impl ApprovalJudge for SmartJudge {
             tracing::info!(verdict = ?verdict, patterns = ?keys, "smart approval review");
             if verdict == Verdict::Approve {
                 let keys: Vec<String> = keys.iter().map(|k| (*k).to_owned()).collect();
-                if let Err(e) = self.store.grant_session_patterns(self.tenant, self.agent, self.session, &keys).await {
+                if let Err(e) =
+                    self.store.turns().grant_session_patterns(self.tenant, self.agent, self.session, &keys).await
+                {
                     tracing::warn!(error = %e, "cannot remember the approval for the session");
                 }
             }

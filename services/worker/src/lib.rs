@@ -254,7 +254,7 @@ async fn sync_bundled_skills(store: &hermes_store::Store) {
             }
         }
     }
-    match store.sync_bundled_skills(&skills).await {
+    match store.agents().sync_bundled_skills(&skills).await {
         Ok(report) if report != hermes_store::SyncReport::default() => {
             tracing::info!(
                 added = report.added,

@@ -59,7 +59,7 @@ pub(crate) async fn admit(
         media: estimate,
         lease: LEASE,
     };
-    let decision = store.reserve_spend(scope.tenant, &ask, chrono::Utc::now()).await.map_err(|e| {
+    let decision = store.tenancy().reserve_spend(scope.tenant, &ask, chrono::Utc::now()).await.map_err(|e| {
         tracing::warn!(error = %e, "cannot read the spending caps; the media call is refused");
         metrics::counter!("hermes_budget_unreadable_total").increment(1);
         "The spending caps cannot be checked right now, so this is not made. Please try again shortly.".to_owned()
@@ -84,7 +84,7 @@ impl Admitted {
             latency_ms: u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
         };
         let MediaScope { tenant, session, turn, .. } = self.scope;
-        if let Err(e) = store.settle_media_call(tenant, session, turn, self.reservation, &call).await {
+        if let Err(e) = store.tenancy().settle_media_call(tenant, session, turn, self.reservation, &call).await {
             tracing::warn!(error = %e, purpose = call.purpose.as_str(), "a media call's usage could not be recorded");
             metrics::counter!("hermes_media_usage_unrecorded_total").increment(1);
         }
@@ -93,7 +93,7 @@ impl Admitted {
     /// Gives the reservation back: the service made nothing (so billed nothing).
     pub(crate) async fn release(self, store: &Store) {
         if let Some(reservation) = self.reservation
-            && let Err(e) = store.release_spend(self.scope.tenant, reservation).await
+            && let Err(e) = store.tenancy().release_spend(self.scope.tenant, reservation).await
         {
             tracing::warn!(error = %e, "a media call's reservation could not be released; it lapses at its lease");
         }

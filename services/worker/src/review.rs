@@ -45,7 +45,9 @@ pub(crate) async fn maybe_queue(rt: &Runtime, job: ReviewJob, tool_calls_seen: O
     let tool_calls = match tool_calls_seen {
         Some(n) => n,
         None => {
-            let Ok(messages) = rt.ctx.store.turn_messages(job.tenant_id, job.turn_id).await else { return };
+            let Ok(messages) = rt.ctx.store.conversations().turn_messages(job.tenant_id, job.turn_id).await else {
+                return;
+            };
             messages.iter().map(|m| m.tool_calls.len()).sum()
         }
     };
@@ -53,7 +55,7 @@ pub(crate) async fn maybe_queue(rt: &Runtime, job: ReviewJob, tool_calls_seen: O
         return;
     }
     let learns = |a: &Agent| [ToolsetName::Memory, ToolsetName::Skills].iter().any(|t| t.enabled_in(&a.toolsets));
-    if !rt.ctx.store.agent(job.tenant_id, job.agent_id).await.is_ok_and(|a| learns(&a)) {
+    if !rt.ctx.store.agents().agent(job.tenant_id, job.agent_id).await.is_ok_and(|a| learns(&a)) {
         return;
     }
     let counters = rt.ctx.cache.window_counters();
@@ -142,14 +144,14 @@ fn text(e: impl std::fmt::Display) -> String {
 
 async fn review(rt: &Arc<Runtime>, job: ReviewJob) -> Result<String, String> {
     let store = &rt.ctx.store;
-    let agent = store.agent(job.tenant_id, job.agent_id).await.map_err(text)?;
-    let user_key = store.session_user_key(job.tenant_id, job.session_id).await.map_err(text)?;
+    let agent = store.agents().agent(job.tenant_id, job.agent_id).await.map_err(text)?;
+    let user_key = store.conversations().session_user_key(job.tenant_id, job.session_id).await.map_err(text)?;
     let tools = crate::tools::registry::reviewer(&rt.toolkit, &agent, &user_key);
     if tools.names().is_empty() {
         return Ok("nothing to review with".into());
     }
-    let messages = store.turn_messages(job.tenant_id, job.turn_id).await.map_err(text)?;
-    let snapshot = store.memory_snapshot(job.tenant_id, agent.id, &user_key).await.map_err(text)?;
+    let messages = store.conversations().turn_messages(job.tenant_id, job.turn_id).await.map_err(text)?;
+    let snapshot = store.agents().memory_snapshot(job.tenant_id, agent.id, &user_key).await.map_err(text)?;
     let limits = &rt.ctx.config.memory;
     let memory_block = memory::render_block(Document::Memory, &snapshot.memory, limits.memory_char_limit);
     let user_block = memory::render_block(Document::User, &snapshot.user, limits.user_char_limit);
@@ -175,7 +177,7 @@ async fn review(rt: &Arc<Runtime>, job: ReviewJob) -> Result<String, String> {
         api_key,
         meter: meter.clone(),
         purpose: hermes_core::CallPurpose::Review,
-        pools: Arc::new(store.credential_pools(job.tenant_id).await.map_err(text)?),
+        pools: Arc::new(store.tenancy().credential_pools(job.tenant_id).await.map_err(text)?),
         ledger: crate::budget::Ledger { session: job.session_id, turn: job.turn_id },
         capped: true,
     };
@@ -204,7 +206,7 @@ async fn review(rt: &Arc<Runtime>, job: ReviewJob) -> Result<String, String> {
     };
     let end = run.run(start).await;
     let calls: Vec<_> = meter.drain().into_iter().map(crate::journal::model_call).collect();
-    store.record_model_calls(job.tenant_id, job.session_id, job.turn_id, &calls).await.map_err(text)?;
+    store.tenancy().record_model_calls(job.tenant_id, job.session_id, job.turn_id, &calls).await.map_err(text)?;
     metrics::counter!("hermes_reviews_total").increment(1);
     Ok(match end {
         hermes_agent::TurnEnd::Finished(outcome) => outcome.content,

@@ -60,7 +60,7 @@ pub(crate) async fn handle_delivery(rt: Arc<Runtime>, delivery: WorkDelivery) {
         if !keep_going || rt.abandon.is_cancelled() {
             return;
         }
-        match Box::pin(rt.ctx.store.has_claimable_turn(work.tenant_id, work.session_id)).await {
+        match Box::pin(rt.ctx.store.turns().has_claimable_turn(work.tenant_id, work.session_id)).await {
             Ok(true) => continue,
             Ok(false) => return,
             Err(e) => {
@@ -113,7 +113,8 @@ async fn run_next_turn(
 ) -> bool {
     let lease = Duration::from_secs(rt.ctx.config.worker.lease_seconds);
     // The turn's inputs come on the claim's connection (one checkout, not two).
-    let claimed = Box::pin(rt.ctx.store.claim_with_inputs(work.tenant_id, work.session_id, owner, lease, guard.token));
+    let claimed =
+        Box::pin(rt.ctx.store.turns().claim_with_inputs(work.tenant_id, work.session_id, owner, lease, guard.token));
     match claimed.await {
         Ok(Some(ClaimedWithInputs { turn, inputs })) => {
             Phase::Claim.record(claiming.elapsed());

@@ -93,7 +93,7 @@ async fn each_role_may_do_what_the_table_says_and_no_more() {
     assert_eq!(s, 404, "a removed member's session no longer reaches the tenant");
 
     // An operator reaches every tenant.
-    let ops = env.store.ensure_person("ops@example.com", "", true, &super::cli()).await.unwrap();
+    let ops = env.store.admin().ensure_person("ops@example.com", "", true, &super::cli()).await.unwrap();
     let ops = super::by_link(&env, ops.id).await;
     for tenant in [acme, other] {
         let (s, view) = ops.call(&env, Method::GET, &format!("/admin/v1/tenants/{tenant}"), None).await;

@@ -27,7 +27,7 @@ async fn an_agent_is_edited_with_its_values_checked_and_audited() {
     );
     assert_eq!(agent["approval_mode"], "smart");
     assert_eq!(agent["fallbacks"][0]["model"], "backup");
-    let stored = env.store.agent_by_name(acme, "helper").await.unwrap();
+    let stored = env.store.agents().agent_by_name(acme, "helper").await.unwrap();
     assert_eq!(stored.toolsets, ["terminal", "memory"]);
 
     let (s, cleared) = owner.call(&env, Method::PATCH, &path, Some(json!({"soul": ""}))).await;
@@ -44,7 +44,7 @@ async fn an_agent_is_edited_with_its_values_checked_and_audited() {
         (s, blind["image_input_mode"].as_str(), blind["vision_model"].clone()),
         (200, Some("text"), json!(null))
     );
-    let stored = env.store.agent_by_name(acme, "helper").await.unwrap();
+    let stored = env.store.agents().agent_by_name(acme, "helper").await.unwrap();
     assert_eq!((stored.image_input_mode, stored.vision_model), (hermes_core::ImageInputMode::Text, None));
     for (body, param) in [
         (json!({"toolsets": ["teleport"]}), "toolsets"),

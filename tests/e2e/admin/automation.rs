@@ -94,7 +94,7 @@ async fn cron_hooks_and_waiting_approvals_are_run_answered_and_watched_from_the_
     // The cluster view is the operators'.
     let (s, _) = owner.call(&env, Method::GET, "/admin/v1/cluster", None).await;
     assert_eq!(s, 403);
-    let ops = env.store.ensure_person("ops@example.com", "", true, &cli()).await.unwrap();
+    let ops = env.store.admin().ensure_person("ops@example.com", "", true, &cli()).await.unwrap();
     let ops = super::by_link(&env, ops.id).await;
     // Two workers report the same shared sandbox, the second more recently: it shows once, as
     // the newer report has it.

@@ -21,7 +21,7 @@ async fn admin_answers_match_the_openapi_document() {
     );
     let spec = Spec { doc };
 
-    let ops = env.store.ensure_person("ops@example.com", "", true, &super::cli()).await.unwrap();
+    let ops = env.store.admin().ensure_person("ops@example.com", "", true, &super::cli()).await.unwrap();
     let ops = super::by_link(&env, ops.id).await;
     let t = |rest: &str| format!("/admin/v1/tenants/{acme}{rest}");
     let templated = |rest: &str| format!("/admin/v1/tenants/{{tenant}}{rest}");

@@ -55,11 +55,13 @@ async fn every_admin_operation_on_another_tenants_objects_answers_404_and_change
     // One of each of the victim's objects the admin API names.
     let (invitation, _) = env
         .store
+        .admin()
         .create_invitation(victim, "new@victim.test", MemberRole::Member, std::time::Duration::from_secs(600), &cli())
         .await
         .unwrap();
     let (token, _) = env
         .store
+        .admin()
         .create_admin_token(victim, None, "deploy", MemberRole::Admin, std::time::Duration::from_secs(600), &cli())
         .await
         .unwrap();
@@ -115,7 +117,7 @@ async fn every_admin_operation_on_another_tenants_objects_answers_404_and_change
         content_hash: checked.content_hash,
         files: checked.files,
     };
-    env.store.save_tenant_skill(victim, &skill, "test").await.unwrap();
+    env.store.agents().save_tenant_skill(victim, &skill, "test").await.unwrap();
     let credential = env.pool_key(victim, "openai", "victim", "sk-victim", "api.openai.com").await.id;
     // A settled delivery (the gateway leaves it alone) and a spending cap.
     let delivery: uuid::Uuid = sqlx::query_scalar(
@@ -129,7 +131,7 @@ async fn every_admin_operation_on_another_tenants_objects_answers_404_and_change
     .unwrap();
     env.cap_spending(victim, Some(agent.id), hermes_core::BudgetPeriod::Day, (Some(5.0), None)).await;
     let mcp = (&json!({"url": "https://mcp.example.com/mcp"}), true);
-    env.store.set_mcp_server(victim, agent.id, "tracker", mcp, &json!({}), None).await.unwrap();
+    env.store.agents().set_mcp_server(victim, agent.id, "tracker", mcp, &json!({}), None).await.unwrap();
     let objects: [(&str, String); 20] = [
         ("/agents/{agent}/mcp-servers/{name}", format!("/agents/{}/mcp-servers/tracker", agent.id)),
         ("/deliveries/{delivery}", format!("/deliveries/{delivery}")),

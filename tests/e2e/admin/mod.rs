@@ -47,8 +47,8 @@ pub fn set_cookie(resp: &reqwest::Response) -> Option<(String, String)> {
 
 /// A person (made if new) with `role` in `tenant`, signed in through a one-time link.
 pub async fn member(env: &TestEnv, tenant: TenantId, email: &str, role: MemberRole) -> (PersonId, Console) {
-    let person = env.store.ensure_person(email, "", false, &cli()).await.unwrap();
-    env.store.add_member(tenant, person.id, role, &cli()).await.unwrap();
+    let person = env.store.admin().ensure_person(email, "", false, &cli()).await.unwrap();
+    env.store.admin().add_member(tenant, person.id, role, &cli()).await.unwrap();
     (person.id, by_link(env, person.id).await)
 }
 
@@ -80,7 +80,7 @@ pub async fn acme_and_owner(env: &TestEnv) -> (TenantId, String, Console) {
 
 /// Signs `person` in with a fresh one-time link.
 pub async fn by_link(env: &TestEnv, person: PersonId) -> Console {
-    let token = env.store.create_sign_in_link(person, std::time::Duration::from_secs(300)).await.unwrap();
+    let token = env.store.admin().create_sign_in_link(person, std::time::Duration::from_secs(300)).await.unwrap();
     let resp = env
         .http
         .post(format!("{}/admin/v1/sign-in/link", env.api_url))

@@ -37,9 +37,13 @@ type Runs = tokio::task::JoinHandle<(bool, String)>;
 
 /// `hermesctl --url` as a new admin token of the operator ops@example.com.
 async fn operator_cli(env: &TestEnv) -> impl Fn(Vec<&'static str>) -> Runs + use<> {
-    let ops = env.store.ensure_person("ops@example.com", "", true, &cli()).await.unwrap();
-    let (_, token) =
-        env.store.create_operator_token(ops.id, "laptop", std::time::Duration::from_secs(3600), &cli()).await.unwrap();
+    let ops = env.store.admin().ensure_person("ops@example.com", "", true, &cli()).await.unwrap();
+    let (_, token) = env
+        .store
+        .admin()
+        .create_operator_token(ops.id, "laptop", std::time::Duration::from_secs(3600), &cli())
+        .await
+        .unwrap();
     let url = env.api_url.clone();
     move |args| {
         let (url, token) = (url.clone(), token.clone());
@@ -153,9 +157,9 @@ async fn hermesctl_on_the_database_records_each_change_as_the_user_who_ran_it_an
     // Storing a provider key needs the master key: refused, and a refused command is not recorded.
     assert!(!ok, "{out}");
 
-    let tenant = env.store.tenant_by_name("local-co").await.unwrap();
+    let tenant = env.store.tenancy().tenant_by_name("local-co").await.unwrap();
     let filter = hermes_store::admin::AuditFilter { limit: 100, ..Default::default() };
-    let entries = env.store.audit_entries(tenant.id, &filter).await.unwrap().entries;
+    let entries = env.store.admin().audit_entries(tenant.id, &filter).await.unwrap().entries;
     let what: Vec<(String, String, String)> =
         entries.iter().map(|e| (e.action.clone(), e.object_kind.clone(), e.actor.id.clone())).collect();
     // The tenant and its key are made by the same use cases as over the admin API, which
@@ -165,7 +169,7 @@ async fn hermesctl_on_the_database_records_each_change_as_the_user_who_ran_it_an
         [("api_key.created".to_owned(), "api_key".to_owned(), "dana".to_owned())],
         "writes only, as the user who ran them"
     );
-    let installation = env.store.installation_audit_entries(&filter).await.unwrap().entries;
+    let installation = env.store.admin().installation_audit_entries(&filter).await.unwrap().entries;
     let made = installation.iter().find(|e| e.action == "tenant.created" && e.object_id == tenant.id.to_string());
     let made = made.expect("the tenant's creation is in the installation's log");
     assert_eq!((made.actor.kind.as_str(), made.actor.id.as_str()), ("cli", "dana"));
@@ -252,13 +256,13 @@ async fn hermesctl_creates_agents_on_the_database_and_over_the_admin_api_under_t
     let (ok, out) = remote(agent_create("inside", "http://10.0.0.5/v1", &[])).await.unwrap();
     assert!(!ok && out.contains("not a public address"), "{out}");
 
-    let tenant = env.store.tenant_by_name("agents-co").await.unwrap();
-    let listed = env.store.list_agents(tenant.id).await.unwrap();
+    let tenant = env.store.tenancy().tenant_by_name("agents-co").await.unwrap();
+    let listed = env.store.agents().list_agents(tenant.id).await.unwrap();
     let remote_made = listed.iter().find(|a| a.name == "remote").expect("made over the API");
     assert_eq!(remote_made.context_window, Some(32000), "the API takes what the CLI can set");
     assert!(!listed.iter().any(|a| a.name == "odd" || a.name == "inside"), "refusals make nothing");
     let filter = hermes_store::admin::AuditFilter { limit: 100, ..Default::default() };
-    let entries = env.store.audit_entries(tenant.id, &filter).await.unwrap().entries;
+    let entries = env.store.admin().audit_entries(tenant.id, &filter).await.unwrap().entries;
     let created: Vec<(&str, &str)> = entries
         .iter()
         .filter(|e| e.action == "agent.created")

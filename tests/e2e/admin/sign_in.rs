@@ -10,8 +10,8 @@ use crate::harness::TestEnv;
 #[tokio::test]
 async fn the_first_operator_signs_in_by_link_sets_a_password_and_signs_out() {
     let env = TestEnv::start_roles(crate::harness::Roles::API_ONLY).await;
-    let ops = env.store.ensure_person("ops@example.com", "Ops", true, &cli()).await.unwrap();
-    let token = env.store.create_sign_in_link(ops.id, std::time::Duration::from_secs(300)).await.unwrap();
+    let ops = env.store.admin().ensure_person("ops@example.com", "Ops", true, &cli()).await.unwrap();
+    let token = env.store.admin().create_sign_in_link(ops.id, std::time::Duration::from_secs(300)).await.unwrap();
     let url = format!("{}/admin/v1/sign-in/link", env.api_url);
 
     let resp = env.http.post(&url).json(&json!({ "token": token })).send().await.unwrap();
@@ -65,7 +65,7 @@ async fn forged_cross_site_writes_idle_sessions_and_repeated_wrong_passwords_are
         c.admin.sign_in_per_minute = 100;
     })
     .await;
-    let acme = env.store.create_tenant("acme").await.unwrap();
+    let acme = env.store.tenancy().create_tenant("acme").await.unwrap();
     let (_, owner) = member(&env, acme.id, "owner@acme.test", hermes_core::MemberRole::Owner).await;
     let path = format!("/admin/v1/tenants/{}/invitations", acme.id);
 
@@ -106,9 +106,9 @@ async fn forged_cross_site_writes_idle_sessions_and_repeated_wrong_passwords_are
     assert!(cleared.contains("Max-Age=0"), "{cleared}");
 
     // Wrong passwords lock the account, and then even the right one waits.
-    let person = env.store.ensure_person("bo@acme.test", "", false, &cli()).await.unwrap();
+    let person = env.store.admin().ensure_person("bo@acme.test", "", false, &cli()).await.unwrap();
     let hash = hermes_api::admin::password::hash("the right passphrase".into()).await.unwrap();
-    env.store.set_password_hash(person.id, &hash, None, &cli()).await.unwrap();
+    env.store.admin().set_password_hash(person.id, &hash, None, &cli()).await.unwrap();
     let attempt = async |password: &str| {
         let resp = sign_in_with_password(&env, "bo@acme.test", password).await;
         let status = resp.status().as_u16();
@@ -124,7 +124,7 @@ async fn forged_cross_site_writes_idle_sessions_and_repeated_wrong_passwords_are
 #[tokio::test]
 async fn an_invitation_link_makes_an_account_that_signs_in_with_its_password() {
     let env = TestEnv::start_roles(crate::harness::Roles::API_ONLY).await;
-    let acme = env.store.create_tenant("acme").await.unwrap();
+    let acme = env.store.tenancy().create_tenant("acme").await.unwrap();
     let (_, owner) = member(&env, acme.id, "owner@acme.test", hermes_core::MemberRole::Owner).await;
     let (s, made) = owner
         .call(
@@ -157,6 +157,7 @@ async fn an_invitation_link_makes_an_account_that_signs_in_with_its_password() {
 
     let resp = sign_in_with_password(&env, "new@acme.test", "newt's passphrase").await;
     assert_eq!(resp.status(), 200);
-    let again = by_link(&env, env.store.sign_in_record("new@acme.test").await.unwrap().unwrap().person.id).await;
+    let again =
+        by_link(&env, env.store.admin().sign_in_record("new@acme.test").await.unwrap().unwrap().person.id).await;
     assert!(again.csrf.is_some());
 }

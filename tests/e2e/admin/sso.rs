@@ -73,7 +73,7 @@ pub(super) async fn with_installation_provider() -> (OidcProvider, TestEnv) {
 #[tokio::test]
 async fn the_identity_provider_signs_people_in_and_every_bad_answer_is_refused() {
     let (idp, env) = with_installation_provider().await;
-    let acme = env.store.create_tenant("acme").await.unwrap();
+    let acme = env.store.tenancy().create_tenant("acme").await.unwrap();
     member(&env, acme.id, "ann@acme.test", MemberRole::Admin).await;
     let browser = Browser {
         http: reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap(),
@@ -133,12 +133,12 @@ async fn a_tenants_own_provider_signs_in_its_domains_people_and_nobody_else() {
     let idp = OidcProvider::start().await.unwrap();
     // No installation provider: only the tenant's.
     let env = TestEnv::start_roles(Roles::API_ONLY).await;
-    let acme = env.store.create_tenant("acme").await.unwrap();
-    let globex = env.store.create_tenant("globex").await.unwrap();
+    let acme = env.store.tenancy().create_tenant("acme").await.unwrap();
+    let globex = env.store.tenancy().create_tenant("globex").await.unwrap();
     let (_, owner) = member(&env, acme.id, "olive@acme.test", MemberRole::Owner).await;
-    let ops = env.store.ensure_person("ops@example.com", "", true, &super::cli()).await.unwrap();
+    let ops = env.store.admin().ensure_person("ops@example.com", "", true, &super::cli()).await.unwrap();
     let ops = super::by_link(&env, ops.id).await;
-    env.store.ensure_person("root@acme.test", "", true, &super::cli()).await.unwrap();
+    env.store.admin().ensure_person("root@acme.test", "", true, &super::cli()).await.unwrap();
     let sso = |tenant: hermes_core::TenantId| format!("/admin/v1/tenants/{tenant}/sso");
     let settings = serde_json::json!({
         "issuer": idp.issuer(), "client_id": CLIENT_ID, "client_secret": CLIENT_SECRET,
@@ -191,7 +191,7 @@ async fn a_tenants_own_provider_signs_in_its_domains_people_and_nobody_else() {
 
     // Who set it, who joined through it: in acme's audit log.
     let filter = hermes_store::admin::AuditFilter { limit: 50, ..Default::default() };
-    let entries = env.store.audit_entries(acme.id, &filter).await.unwrap().entries;
+    let entries = env.store.admin().audit_entries(acme.id, &filter).await.unwrap().entries;
     let actions: Vec<(&str, &str)> = entries.iter().map(|e| (e.action.as_str(), e.actor.id.as_str())).collect();
     assert!(actions.iter().any(|a| a.0 == "sso.configured"), "{actions:?}");
     assert!(actions.contains(&("member.added", "sso")), "{actions:?}");

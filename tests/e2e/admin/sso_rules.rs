@@ -18,13 +18,15 @@ use crate::harness::{Roles, TestEnv};
 async fn the_installation_provider_signs_in_only_verified_bound_identities_of_its_own_people() {
     let (idp, env) = with_installation_provider().await;
     let team_idp = OidcProvider::start().await.unwrap();
-    let (acme, globex) =
-        (env.store.create_tenant("acme").await.unwrap(), env.store.create_tenant("globex").await.unwrap());
+    let (acme, globex) = (
+        env.store.tenancy().create_tenant("acme").await.unwrap(),
+        env.store.tenancy().create_tenant("globex").await.unwrap(),
+    );
     member(&env, acme.id, "ann@acme.test", MemberRole::Admin).await;
     member(&env, acme.id, "carl@acme.test", MemberRole::Member).await;
     member(&env, globex.id, "bob@globex.test", MemberRole::Member).await;
-    let ops = env.store.ensure_person("op@ops.test", "", true, &cli()).await.unwrap();
-    let root = env.store.ensure_person("root@ops.test", "", true, &cli()).await.unwrap();
+    let ops = env.store.admin().ensure_person("op@ops.test", "", true, &cli()).await.unwrap();
+    let root = env.store.admin().ensure_person("root@ops.test", "", true, &cli()).await.unwrap();
     let root = super::by_link(&env, root.id).await;
     let team = json!({"issuer": team_idp.issuer(), "client_id": CLIENT_ID, "email_domains": ["globex.test"]});
     let (s, body) = root.call(&env, Method::PUT, &format!("/admin/v1/tenants/{}/sso", globex.id), Some(team)).await;
@@ -48,7 +50,7 @@ async fn the_installation_provider_signs_in_only_verified_bound_identities_of_it
     refused(Login { subject: Some("sub-ann@acme.test".into()), ..Login::as_user("carl@acme.test") }, "identity").await;
     // An operator, until they opt in.
     refused(Login::as_user("op@ops.test"), "operator").await;
-    env.store.set_operator_sso(ops.id, true, &cli()).await.unwrap();
+    env.store.admin().set_operator_sso(ops.id, true, &cli()).await.unwrap();
     idp.next_login(Some(Login::as_user("op@ops.test")));
     let cookie = browser.sign_in(false).await.1.expect("an operator who opted in");
     assert_eq!(me(&env, &cookie).await["operator"], true);
@@ -60,7 +62,7 @@ async fn the_installation_provider_signs_in_only_verified_bound_identities_of_it
 #[tokio::test]
 async fn a_verified_sign_in_drops_the_password_a_link_holder_set_on_an_address() {
     let (idp, env) = with_installation_provider().await;
-    let acme = env.store.create_tenant("acme").await.unwrap();
+    let acme = env.store.tenancy().create_tenant("acme").await.unwrap();
     let (_, mallory) = member(&env, acme.id, "mallory@acme.test", MemberRole::Admin).await;
     // Mallory pre-claims a stranger's address: invites it and accepts the link herself.
     let path = format!("/admin/v1/tenants/{}/invitations", acme.id);
@@ -85,7 +87,7 @@ async fn a_verified_sign_in_drops_the_password_a_link_holder_set_on_an_address()
     let sign_in = json!({"email": "ceo@bigco.test", "password": "mallory's passphrase"});
     let tried = env.http.post(format!("{}/admin/v1/sign-in", env.api_url)).json(&sign_in).send().await.unwrap();
     assert_eq!(tried.status(), 401, "mallory's password is gone");
-    let log = env.store.installation_audit_entries(&Default::default()).await.unwrap().entries;
+    let log = env.store.admin().installation_audit_entries(&Default::default()).await.unwrap().entries;
     assert!(log.iter().any(|e| e.action == "person.email_proven"), "recorded");
 }
 
@@ -94,12 +96,14 @@ async fn a_teams_provider_opens_a_session_for_that_team_only_and_reads_its_disco
     let idp = OidcProvider::start().await.unwrap();
     let env =
         TestEnv::start_with(Roles { worker: false, scheduler: false }, |c| c.admin.sign_in_per_minute = 1_000).await;
-    let (acme, partner) =
-        (env.store.create_tenant("acme").await.unwrap(), env.store.create_tenant("partner").await.unwrap());
+    let (acme, partner) = (
+        env.store.tenancy().create_tenant("acme").await.unwrap(),
+        env.store.tenancy().create_tenant("partner").await.unwrap(),
+    );
     member(&env, acme.id, "bob@acme.test", MemberRole::Member).await;
-    let bob = env.store.sign_in_record("bob@acme.test").await.unwrap().unwrap().person;
-    env.store.add_member(partner.id, bob.id, MemberRole::Owner, &cli()).await.unwrap();
-    let ops = env.store.ensure_person("ops@example.com", "", true, &cli()).await.unwrap();
+    let bob = env.store.admin().sign_in_record("bob@acme.test").await.unwrap().unwrap().person;
+    env.store.admin().add_member(partner.id, bob.id, MemberRole::Owner, &cli()).await.unwrap();
+    let ops = env.store.admin().ensure_person("ops@example.com", "", true, &cli()).await.unwrap();
     let ops = super::by_link(&env, ops.id).await;
     let settings = json!({"issuer": idp.issuer(), "client_id": CLIENT_ID, "client_secret": CLIENT_SECRET, "email_domains": ["acme.test"]});
     let (s, body) = ops.call(&env, Method::PUT, &format!("/admin/v1/tenants/{}/sso", acme.id), Some(settings)).await;

@@ -33,7 +33,7 @@ impl TestEnv {
 
     /// Stores `new` as `tenant`'s (a provider key sealed with the environment's master key).
     pub async fn add_agent(&self, tenant: TenantId, new: NewAgent) -> Agent {
-        self.store.create_agent(tenant, new, Some(&self.secrets())).await.unwrap()
+        self.store.agents().create_agent(tenant, new, Some(&self.secrets())).await.unwrap()
     }
 
     /// Gives `agent` exactly these toolsets.
@@ -64,7 +64,7 @@ impl TestEnv {
             allowed_hosts: vec![host.into()],
             readable_in_sandbox: false,
         };
-        self.store.add_credential(tenant, key, &self.secrets()).await.unwrap()
+        self.store.tenancy().add_credential(tenant, key, &self.secrets()).await.unwrap()
     }
 
     /// Adds `secret` to `tenant`'s credential pool `pool`, allowed only for loopback (where the

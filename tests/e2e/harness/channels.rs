@@ -27,11 +27,11 @@ pub fn unreachable_telegram_bot(agent: AgentId) -> NewChannel {
 impl TestEnv {
     /// Changes what `channel` allows, as its team does in the console.
     pub async fn change_access(&self, channel: &Channel, access: &ChannelAccess) {
-        self.store.update_channel_access(channel.tenant_id, channel.id, access).await.unwrap();
+        self.store.chat().update_channel_access(channel.tenant_id, channel.id, access).await.unwrap();
     }
 
     /// Stores `new` as `tenant`'s channel (its credentials sealed with the master key).
     pub async fn add_channel(&self, tenant: TenantId, new: NewChannel) -> Channel {
-        self.store.create_channel(tenant, new, Some(&self.secrets())).await.unwrap()
+        self.store.chat().create_channel(tenant, new, Some(&self.secrets())).await.unwrap()
     }
 }

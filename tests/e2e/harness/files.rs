@@ -15,7 +15,7 @@ impl TestEnv {
             mime: "image/png".into(),
             data: Ok(b"\x89PNG".to_vec()),
         };
-        self.store.save_turn_file(tenant, turn, &picture).await.unwrap();
+        self.store.turns().save_turn_file(tenant, turn, &picture).await.unwrap();
         hermes_core::media::file_id(turn, "image-x.png").unwrap()
     }
 }

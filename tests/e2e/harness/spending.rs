@@ -9,7 +9,7 @@ impl TestEnv {
     /// Prices the models `model` matches at `input` and `output` dollars a million tokens.
     pub async fn price_tokens(&self, model: &str, input: f64, output: f64) {
         let price = ModelPrice { model: model.into(), input, output, ..Default::default() };
-        self.store.set_model_price(&price).await.unwrap();
+        self.store.tenancy().set_model_price(&price).await.unwrap();
     }
 
     /// Caps what `tenant` (or only its `agent`) spends a `period`: at `hard` turns stop, at
@@ -22,6 +22,6 @@ impl TestEnv {
         (hard, soft): (Option<f64>, Option<f64>),
     ) {
         let cap = Budget { agent_id: agent, period, hard_usd: hard, soft_usd: soft };
-        self.store.set_budget(tenant, &cap).await.unwrap();
+        self.store.tenancy().set_budget(tenant, &cap).await.unwrap();
     }
 }

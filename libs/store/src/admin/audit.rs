@@ -11,7 +11,7 @@ use sqlx::query::QueryAs;
 
 use hermes_core::TenantId;
 
-use crate::{Result, Store};
+use crate::{Result, views::Admin};
 
 /// What kind of actor made a change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -203,18 +203,18 @@ fn bind_filter<'q>(
         .bind(i64::from(filter.limit.clamp(1, 1000)))
 }
 
-impl Store {
+impl Admin<'_> {
     /// Records an entry as its own statement, with no change of its own: `hermesctl`'s record
     /// of a local command. A change and its entry go through an [`AuditedTx`](super::AuditedTx).
-    pub async fn record_audit(&self, tenant: Option<TenantId>, audit: &Audit, change: Change) -> Result<()> {
+    pub async fn record_audit(self, tenant: Option<TenantId>, audit: &Audit, change: Change) -> Result<()> {
         match tenant {
             Some(t) => record(&mut *self.as_tenant(t).await?, tenant, audit, change).await,
-            None => record(&mut *self.system().acquire().await?, None, audit, change).await,
+            None => record(&mut *self.system_pool().acquire().await?, None, audit, change).await,
         }
     }
 
     /// A page of `tenant`'s entries, newest first.
-    pub async fn audit_entries(&self, tenant: TenantId, filter: &AuditFilter) -> Result<AuditPage> {
+    pub async fn audit_entries(self, tenant: TenantId, filter: &AuditFilter) -> Result<AuditPage> {
         let query = sqlx::query_as(LIST).bind(Some(tenant.as_uuid()));
         let rows = bind_filter(query, filter).fetch_all(&mut *self.as_tenant(tenant).await?).await?;
         Ok(page(rows, filter.limit.clamp(1, 1000)))
@@ -222,9 +222,9 @@ impl Store {
 
     /// A page of the installation's own entries (tenants created, operators' changes), for
     /// operators.
-    pub async fn installation_audit_entries(&self, filter: &AuditFilter) -> Result<AuditPage> {
+    pub async fn installation_audit_entries(self, filter: &AuditFilter) -> Result<AuditPage> {
         let query = sqlx::query_as(LIST).bind(None::<uuid::Uuid>);
-        let rows = bind_filter(query, filter).fetch_all(self.system()).await?;
+        let rows = bind_filter(query, filter).fetch_all(self.system_pool()).await?;
         Ok(page(rows, filter.limit.clamp(1, 1000)))
     }
 }

@@ -36,7 +36,7 @@ impl Store {
 
     /// Begins a change to the installation (a new tenant) that `by` makes.
     pub async fn audited_installation(&self, by: Audit) -> Result<AuditedTx<Installation>> {
-        Ok(AuditedTx { tx: self.system().begin().await?, scope: Installation, by })
+        Ok(AuditedTx { tx: self.system_pool().begin().await?, scope: Installation, by })
     }
 }
 
@@ -82,8 +82,8 @@ impl AuditedTx<Installation> {
 }
 
 /// States each of a module's tenant writes once for both of its callers. For
-/// `pub async fn name(args..) -> Result<T> = name_on;` it makes
-/// - `Store::name(&self, tenant, args..)`, which runs the write on a connection of `tenant`
+/// `in View; pub async fn name(args..) -> Result<T> = name_on;` it makes
+/// - `View::name(self, tenant, args..)` on the store's view `View` (`views.rs`), which runs the write on a connection of `tenant`
 ///   (`= name_on in transaction;`: in a transaction of its own, committed when the write
 ///   succeeds, for a write of several statements that land together or not at all), and
 /// - `AuditedTx::name(&mut self, args..)`, which runs it in the audited change's transaction,
@@ -91,15 +91,15 @@ impl AuditedTx<Installation> {
 /// both by calling the module's private `name_on(conn, tenant, args..)`, where the write is.
 /// The doc comments given are the store method's; the audited one points to it.
 macro_rules! tenant_writes {
-    ($(
+    (in $view:ident; $(
         $(#[$doc:meta])*
         pub async fn $name:ident $(<$($generic:ident),+>)? ($($arg:ident: $ty:ty),* $(,)?) -> $out:ty
             = $on:ident $(in $transaction:ident)?;
     )+) => {
-        impl $crate::Store {$(
+        impl $crate::views::$view<'_> {$(
             $(#[$doc])*
             pub async fn $name $(<$($generic),+>)? (
-                &self,
+                self,
                 tenant: hermes_core::TenantId,
                 $($arg: $ty),*
             ) -> $out {
@@ -109,7 +109,7 @@ macro_rules! tenant_writes {
 
         impl $crate::admin::AuditedTx {$(
             #[doc = concat!(
-                "[`Store::", stringify!($name), "`](crate::Store::", stringify!($name), ") in an audited change."
+                "[`", stringify!($view), "::", stringify!($name), "`](crate::views::", stringify!($view), "::", stringify!($name), ") in an audited change."
             )]
             pub async fn $name $(<$($generic),+>)? (&mut self, $($arg: $ty),*) -> $out {
                 let tenant = self.tenant();

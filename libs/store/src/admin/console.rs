@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use hermes_core::{ConsoleSessionId, PersonId, TenantId};
 
-use crate::{Result, Store};
+use crate::{Result, views::Admin};
 
 /// A live console session, as a request finds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,9 +22,9 @@ pub struct LiveSession {
     pub expires_at: DateTime<Utc>,
 }
 
-impl Store {
+impl Admin<'_> {
     /// A link token that signs `person` in once, within `valid_for`. Only its hash is kept.
-    pub async fn create_sign_in_link(&self, person: PersonId, valid_for: Duration) -> Result<String> {
+    pub async fn create_sign_in_link(self, person: PersonId, valid_for: Duration) -> Result<String> {
         let (token, hash) = super::new_secret()?;
         sqlx::query(
             "INSERT INTO sign_in_links (hash, person_id, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3))",
@@ -32,14 +32,14 @@ impl Store {
         .bind(hash)
         .bind(person.as_uuid())
         .bind(valid_for.as_secs_f64())
-        .execute(self.system())
+        .execute(self.system_pool())
         .await?;
         Ok(token)
     }
 
     /// Uses a link: the person it signs in, or `None` when it is unknown, used or expired
     /// (or its person is disabled). A link works once, even when two requests race.
-    pub async fn redeem_sign_in_link(&self, token: &str) -> Result<Option<PersonId>> {
+    pub async fn redeem_sign_in_link(self, token: &str) -> Result<Option<PersonId>> {
         let person: Option<Uuid> = sqlx::query_scalar(
             "UPDATE sign_in_links l SET used_at = now()
              FROM people p
@@ -48,7 +48,7 @@ impl Store {
              RETURNING l.person_id",
         )
         .bind(super::secret_hash(token))
-        .fetch_optional(self.system())
+        .fetch_optional(self.system_pool())
         .await?;
         Ok(person.map(PersonId::from_uuid))
     }
@@ -56,7 +56,7 @@ impl Store {
     /// Opens a session for `person` that ends `max_age` from now at the latest; `tenant`: valid
     /// in that tenant only.
     pub async fn open_console_session(
-        &self,
+        self,
         person: PersonId,
         tenant: Option<TenantId>,
         max_age: Duration,
@@ -74,14 +74,14 @@ impl Store {
         .bind(max_age.as_secs_f64())
         .bind(address)
         .bind(user_agent.chars().take(300).collect::<String>())
-        .fetch_one(self.system())
+        .fetch_one(self.system_pool())
         .await?;
         Ok(LiveSession { id, person, tenant, expires_at })
     }
 
     /// The session `id` if it is still live (not signed out, not idle for `idle`, not past its
     /// end, its person not disabled), marking it used now. One statement per request.
-    pub async fn touch_console_session(&self, id: ConsoleSessionId, idle: Duration) -> Result<Option<LiveSession>> {
+    pub async fn touch_console_session(self, id: ConsoleSessionId, idle: Duration) -> Result<Option<LiveSession>> {
         let row = sqlx::query(
             "UPDATE console_sessions s SET last_seen_at = now()
              FROM people p
@@ -92,7 +92,7 @@ impl Store {
         )
         .bind(id.as_uuid())
         .bind(idle.as_secs_f64())
-        .fetch_optional(self.system())
+        .fetch_optional(self.system_pool())
         .await?;
         row.map(|r| {
             Ok(LiveSession {
@@ -106,24 +106,24 @@ impl Store {
     }
 
     /// Ends one session (signing out).
-    pub async fn end_console_session(&self, id: ConsoleSessionId) -> Result<()> {
+    pub async fn end_console_session(self, id: ConsoleSessionId) -> Result<()> {
         sqlx::query("UPDATE console_sessions SET ended_at = now() WHERE id = $1 AND ended_at IS NULL")
             .bind(id.as_uuid())
-            .execute(self.system())
+            .execute(self.system_pool())
             .await?;
         Ok(())
     }
 
     /// Ends every session of a person but `keep` (a new password ends the others; a disabled
     /// account, all).
-    pub async fn end_person_sessions(&self, person: PersonId, keep: Option<ConsoleSessionId>) -> Result<u64> {
+    pub async fn end_person_sessions(self, person: PersonId, keep: Option<ConsoleSessionId>) -> Result<u64> {
         let done = sqlx::query(
             "UPDATE console_sessions SET ended_at = now()
              WHERE person_id = $1 AND ended_at IS NULL AND id IS DISTINCT FROM $2",
         )
         .bind(person.as_uuid())
         .bind(keep.map(|k| k.as_uuid()))
-        .execute(self.system())
+        .execute(self.system_pool())
         .await?;
         Ok(done.rows_affected())
     }

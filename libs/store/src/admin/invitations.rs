@@ -15,7 +15,7 @@ use hermes_core::{InvitationId, MemberRole, PersonId, TenantId};
 
 use super::audit::{self, ActorKind, Audit, Change};
 use super::people::{Person, email_error, person_columns};
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Admin};
 
 /// An invitation (never its token, which is shown once), as the admin API shows it.
 pub use hermes_wire::admin::Invitation;
@@ -59,11 +59,11 @@ struct Open {
     role: MemberRole,
 }
 
-impl Store {
+impl Admin<'_> {
     /// Invites `email` into `tenant` as `role`, for `valid_for`; the invitation and the link
     /// token (shown once). An operator's address is refused.
     pub async fn create_invitation(
-        &self,
+        self,
         tenant: TenantId,
         email: &str,
         role: MemberRole,
@@ -73,7 +73,7 @@ impl Store {
         let email = super::normalize_email(email);
         let operator: Option<bool> = sqlx::query_scalar("SELECT operator FROM people WHERE email = $1")
             .bind(&email)
-            .fetch_optional(self.system())
+            .fetch_optional(self.system_pool())
             .await?;
         if operator == Some(true) {
             return Err(StoreError::Invalid(OPERATOR_NOT_INVITED.into()));
@@ -104,7 +104,7 @@ impl Store {
     }
 
     /// `tenant`'s invitations, newest first (open, accepted and revoked).
-    pub async fn invitations(&self, tenant: TenantId) -> Result<Vec<Invitation>> {
+    pub async fn invitations(self, tenant: TenantId) -> Result<Vec<Invitation>> {
         let rows: Vec<Invitation> = sqlx::query_as(
             "SELECT id, email, role, expires_at, accepted_at, revoked_at, created_at FROM invitations
              WHERE tenant_id = $1 ORDER BY created_at DESC LIMIT 500",
@@ -116,7 +116,7 @@ impl Store {
     }
 
     /// Revokes an open invitation: its link stops working.
-    pub async fn revoke_invitation(&self, tenant: TenantId, id: InvitationId, by: &Audit) -> Result<()> {
+    pub async fn revoke_invitation(self, tenant: TenantId, id: InvitationId, by: &Audit) -> Result<()> {
         let sql = "UPDATE invitations SET revoked_at = now()
                    WHERE tenant_id = $1 AND id = $2 AND accepted_at IS NULL AND revoked_at IS NULL";
         self.revoke(tenant, sql, id.as_uuid(), by, Change::new("invitation.revoked", "invitation", id)).await
@@ -126,13 +126,13 @@ impl Store {
     /// tenant, so this runs as the system role; the entries (by the person who joined, from
     /// `request_id` and `source_address`) are the tenant's and the installation's.
     pub async fn accept_invitation(
-        &self,
+        self,
         token: &str,
         who: Acceptor<'_>,
         request_id: Option<String>,
         source_address: Option<String>,
     ) -> Result<Acceptance> {
-        let mut tx = self.system().begin().await?;
+        let mut tx = self.system_pool().begin().await?;
         let Some(open) = open_invitation(&mut tx, token).await? else {
             return Ok(Acceptance::Invalid);
         };

@@ -7,7 +7,7 @@ use hermes_core::{MemberRole, PersonId, TenantId};
 
 use super::audit::{self, Audit, Change};
 use super::people::person_columns;
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Admin};
 
 /// A member of a tenant, as the admin API shows them.
 pub use hermes_wire::admin::Member;
@@ -35,9 +35,9 @@ async fn lock_member(conn: &mut PgConnection, tenant: TenantId, who: PersonId) -
     Ok((role, owner_count))
 }
 
-impl Store {
+impl Admin<'_> {
     /// `tenant`'s members, by email.
-    pub async fn members(&self, tenant: TenantId) -> Result<Vec<Member>> {
+    pub async fn members(self, tenant: TenantId) -> Result<Vec<Member>> {
         let rows = sqlx::query(concat!(
             "SELECT ",
             person_columns!(),
@@ -55,7 +55,7 @@ impl Store {
     /// the operator's CLI, the first owner of a new tenant, a tenant provider's `join_as`. A
     /// membership granted to an unproven account first drops what was set on it
     /// ([`super::proof`]).
-    pub async fn add_member(&self, tenant: TenantId, who: PersonId, role: MemberRole, by: &Audit) -> Result<()> {
+    pub async fn add_member(self, tenant: TenantId, who: PersonId, role: MemberRole, by: &Audit) -> Result<()> {
         self.drop_unproven_credentials(who, "a membership was granted to the address", by).await?;
         let mut tx = self.tenant_tx(tenant).await?;
         sqlx::query(
@@ -76,7 +76,7 @@ impl Store {
 
     /// Changes a member's role; the role before. `Busy` when it would leave no owner.
     pub async fn set_member_role(
-        &self,
+        self,
         tenant: TenantId,
         who: PersonId,
         role: MemberRole,
@@ -104,7 +104,7 @@ impl Store {
     /// Removes a member (their tokens for the tenant, and the service tokens they made, go with
     /// them); the role they had.
     /// `Busy` when they are the last owner.
-    pub async fn remove_member(&self, tenant: TenantId, who: PersonId, by: &Audit) -> Result<MemberRole> {
+    pub async fn remove_member(self, tenant: TenantId, who: PersonId, by: &Audit) -> Result<MemberRole> {
         let mut tx = self.tenant_tx(tenant).await?;
         let (before, owners) = lock_member(&mut tx, tenant, who).await?;
         if before == MemberRole::Owner && owners <= 1 {
@@ -131,7 +131,7 @@ impl Store {
     }
 
     /// The role `who` has in `tenant`, if any.
-    pub async fn member_role(&self, tenant: TenantId, who: PersonId) -> Result<Option<MemberRole>> {
+    pub async fn member_role(self, tenant: TenantId, who: PersonId) -> Result<Option<MemberRole>> {
         let role: Option<String> =
             sqlx::query_scalar("SELECT role FROM memberships WHERE tenant_id = $1 AND person_id = $2")
                 .bind(tenant.as_uuid())

@@ -40,7 +40,7 @@ use uuid::Uuid;
 
 use hermes_core::TenantId;
 
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Admin};
 
 /// A fresh secret of 32 random bytes, URL-safe, and the SHA-256 it is stored as.
 pub(crate) fn new_secret() -> Result<(String, Vec<u8>)> {
@@ -62,11 +62,11 @@ pub fn normalize_email(email: &str) -> String {
     email.trim().to_lowercase()
 }
 
-impl Store {
+impl Admin<'_> {
     /// Revokes `tenant`'s object `id` with `sql` (the tenant is `$1`, the id `$2`) and records
     /// `change` in the same transaction; `NotFound` when `sql` revoked nothing (unknown, or
     /// revoked or used already).
-    async fn revoke(&self, tenant: TenantId, sql: &'static str, id: Uuid, by: &Audit, change: Change) -> Result<()> {
+    async fn revoke(self, tenant: TenantId, sql: &'static str, id: Uuid, by: &Audit, change: Change) -> Result<()> {
         let mut tx = self.tenant_tx(tenant).await?;
         let done = sqlx::query(sql).bind(tenant.as_uuid()).bind(id).execute(&mut *tx).await?;
         crate::require_changed(&done)?;

@@ -9,7 +9,7 @@ use uuid::Uuid;
 use hermes_core::{ConsoleSessionId, MemberRole, PersonId, TenantId};
 
 use super::audit::{self, Audit, Change};
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Admin};
 
 /// A person, without secrets, as the admin API shows them.
 pub use hermes_wire::admin::Person;
@@ -55,13 +55,13 @@ pub(crate) fn email_error(e: sqlx::Error, email: &str) -> StoreError {
     StoreError::invalid_on_check(e, format!("{email:?} is not an email address"))
 }
 
-impl Store {
+impl Admin<'_> {
     /// The person with `email`, made if there is none (proven: an operator vouches for the
     /// address); `operator` makes them a platform operator (it never unmakes one). Recorded in
     /// the installation's audit log when it changes anything.
-    pub async fn ensure_person(&self, email: &str, display_name: &str, operator: bool, by: &Audit) -> Result<Person> {
+    pub async fn ensure_person(self, email: &str, display_name: &str, operator: bool, by: &Audit) -> Result<Person> {
         let email = super::normalize_email(email);
-        let mut tx = self.system().begin().await?;
+        let mut tx = self.system_pool().begin().await?;
         let before: Option<Person> =
             sqlx::query_as(concat!("SELECT ", person_columns!(), " FROM people p WHERE p.email = $1"))
                 .bind(&email)
@@ -99,23 +99,23 @@ impl Store {
     }
 
     /// A person by id (`NotFound` when gone).
-    pub async fn person(&self, id: PersonId) -> Result<Person> {
+    pub async fn person(self, id: PersonId) -> Result<Person> {
         sqlx::query_as(concat!("SELECT ", person_columns!(), " FROM people p WHERE p.id = $1"))
             .bind(id.as_uuid())
-            .fetch_optional(self.system())
+            .fetch_optional(self.system_pool())
             .await?
             .ok_or(StoreError::NotFound)
     }
 
     /// What a password sign-in checks, by email.
-    pub async fn sign_in_record(&self, email: &str) -> Result<Option<SignInRecord>> {
+    pub async fn sign_in_record(self, email: &str) -> Result<Option<SignInRecord>> {
         let row = sqlx::query_as::<_, SignInRow>(concat!(
             "SELECT ",
             person_columns!(),
             ", p.password_hash, p.locked_until FROM people p WHERE p.email = $1"
         ))
         .bind(super::normalize_email(email))
-        .fetch_optional(self.system())
+        .fetch_optional(self.system_pool())
         .await?;
         Ok(row.map(|r| SignInRecord { person: r.person, password_hash: r.password_hash, locked_until: r.locked_until }))
     }
@@ -123,7 +123,7 @@ impl Store {
     /// Counts a wrong password; the `lock_after`th in a row locks the account until
     /// `lock_for` from now. Returns when the lock ends, if it is locked now.
     pub async fn record_failed_sign_in(
-        &self,
+        self,
         id: PersonId,
         lock_after: u32,
         lock_for: std::time::Duration,
@@ -137,17 +137,17 @@ impl Store {
         .bind(id.as_uuid())
         .bind(i32::try_from(lock_after).unwrap_or(i32::MAX))
         .bind(lock_for.as_secs_f64())
-        .fetch_optional(self.system())
+        .fetch_optional(self.system_pool())
         .await?
         .flatten();
         Ok(until.filter(|t| *t > Utc::now()))
     }
 
     /// A sign-in succeeded: the count of wrong passwords starts again.
-    pub async fn record_sign_in(&self, id: PersonId) -> Result<()> {
+    pub async fn record_sign_in(self, id: PersonId) -> Result<()> {
         sqlx::query("UPDATE people SET failed_sign_ins = 0, locked_until = NULL WHERE id = $1")
             .bind(id.as_uuid())
-            .execute(self.system())
+            .execute(self.system_pool())
             .await?;
         Ok(())
     }
@@ -156,13 +156,13 @@ impl Store {
     /// console sessions but `keep` end and their admin tokens are revoked in the same
     /// transaction: a new password shuts out whoever knew the old one.
     pub async fn set_password_hash(
-        &self,
+        self,
         id: PersonId,
         hash: &str,
         keep: Option<ConsoleSessionId>,
         by: &Audit,
     ) -> Result<()> {
-        let mut tx = self.system().begin().await?;
+        let mut tx = self.system_pool().begin().await?;
         let done =
             sqlx::query("UPDATE people SET password_hash = $2, failed_sign_ins = 0, locked_until = NULL WHERE id = $1")
                 .bind(id.as_uuid())
@@ -192,13 +192,13 @@ impl Store {
     }
 
     /// The tenants a person belongs to, by name.
-    pub async fn memberships_of(&self, id: PersonId) -> Result<Vec<Membership>> {
+    pub async fn memberships_of(self, id: PersonId) -> Result<Vec<Membership>> {
         let rows = sqlx::query(
             "SELECT m.tenant_id, t.name AS tenant_name, m.role FROM memberships m JOIN tenants t ON t.id = m.tenant_id
              WHERE m.person_id = $1 ORDER BY t.name",
         )
         .bind(id.as_uuid())
-        .fetch_all(self.system())
+        .fetch_all(self.system_pool())
         .await?;
         // A role outside its vocabulary is `Corrupt`.
         rows.iter().map(crate::rows::read::<Membership>).collect()
@@ -207,7 +207,7 @@ impl Store {
     /// The tenant `raw` names, when `person` may act in it: as a member (with the role), or
     /// as an operator (any tenant that exists; `None` role). `NotFound` otherwise: to a
     /// person outside it, another tenant does not exist.
-    pub async fn tenant_for_person(&self, person: PersonId, raw: Uuid) -> Result<(TenantId, Option<MemberRole>)> {
+    pub async fn tenant_for_person(self, person: PersonId, raw: Uuid) -> Result<(TenantId, Option<MemberRole>)> {
         let row = sqlx::query_as::<_, TenantAccess>(
             "SELECT t.id AS tenant_id, m.role FROM tenants t
              JOIN people p ON p.id = $1 AND p.disabled_at IS NULL
@@ -216,7 +216,7 @@ impl Store {
         )
         .bind(person.as_uuid())
         .bind(raw)
-        .fetch_optional(self.system())
+        .fetch_optional(self.system_pool())
         .await?
         .ok_or(StoreError::NotFound)?;
         Ok((row.tenant_id, row.role.as_deref().map(crate::rows::vocab).transpose()?))
@@ -224,14 +224,14 @@ impl Store {
 
     /// Every tenant, by name, in pages (`after`: the last name of the previous page), for
     /// operators.
-    pub async fn tenants_page(&self, after: Option<&str>, limit: u32) -> Result<Vec<crate::Tenant>> {
+    pub async fn tenants_page(self, after: Option<&str>, limit: u32) -> Result<Vec<crate::Tenant>> {
         let rows = sqlx::query_as::<_, crate::Tenant>(
             "SELECT id, name, created_at FROM tenants
              WHERE ($1::text IS NULL OR name > $1) ORDER BY name LIMIT $2",
         )
         .bind(after)
         .bind(i64::from(limit.clamp(1, 500)))
-        .fetch_all(self.system())
+        .fetch_all(self.system_pool())
         .await?;
         Ok(rows)
     }

@@ -12,7 +12,7 @@ use sqlx::PgConnection;
 use hermes_core::PersonId;
 
 use super::audit::{self, Audit, Change};
-use crate::{Result, Store};
+use crate::{Result, views::Admin};
 
 /// What checking an identity against its binding found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,11 +52,11 @@ pub(super) async fn drop_unvouched(conn: &mut PgConnection, person: PersonId, pr
     Ok(true)
 }
 
-impl Store {
+impl Admin<'_> {
     /// Records that `person`'s address is proven (`how`: by what). An unproven account loses
     /// what was set on it before. Whether it was unproven. In the installation's log.
-    pub async fn prove_email(&self, person: PersonId, how: &str, by: &Audit) -> Result<bool> {
-        let mut tx = self.system().begin().await?;
+    pub async fn prove_email(self, person: PersonId, how: &str, by: &Audit) -> Result<bool> {
+        let mut tx = self.system_pool().begin().await?;
         if !drop_unvouched(&mut tx, person, true).await? {
             return Ok(false);
         }
@@ -70,8 +70,8 @@ impl Store {
     /// Before a membership is granted to `person` from outside (an operator, a tenant's
     /// provider): an unproven account loses what was set on it, and signs in again by a way
     /// that proves its address. Whether anything was dropped. In the installation's log.
-    pub async fn drop_unproven_credentials(&self, person: PersonId, why: &str, by: &Audit) -> Result<bool> {
-        let mut tx = self.system().begin().await?;
+    pub async fn drop_unproven_credentials(self, person: PersonId, why: &str, by: &Audit) -> Result<bool> {
+        let mut tx = self.system_pool().begin().await?;
         if !drop_unvouched(&mut tx, person, false).await? {
             return Ok(false);
         }
@@ -84,8 +84,8 @@ impl Store {
 
     /// Lets an operator sign in through the installation's identity provider (or not). `NotFound`
     /// when `person` is not an operator. In the installation's log.
-    pub async fn set_operator_sso(&self, person: PersonId, allowed: bool, by: &Audit) -> Result<()> {
-        let mut tx = self.system().begin().await?;
+    pub async fn set_operator_sso(self, person: PersonId, allowed: bool, by: &Audit) -> Result<()> {
+        let mut tx = self.system_pool().begin().await?;
         let done = sqlx::query("UPDATE people SET operator_sso = $2 WHERE id = $1 AND operator")
             .bind(person.as_uuid())
             .bind(allowed)
@@ -101,8 +101,8 @@ impl Store {
 
     /// Checks `person`'s identity at `issuer` against its binding, binding it on the first
     /// sign-in.
-    pub async fn bind_identity(&self, person: PersonId, issuer: &str, subject: &str) -> Result<IdentityBinding> {
-        let mut tx = self.system().begin().await?;
+    pub async fn bind_identity(self, person: PersonId, issuer: &str, subject: &str) -> Result<IdentityBinding> {
+        let mut tx = self.system_pool().begin().await?;
         let bound: Option<String> =
             sqlx::query_scalar("SELECT subject FROM person_identities WHERE person_id = $1 AND issuer = $2")
                 .bind(person.as_uuid())

@@ -6,7 +6,7 @@ use chrono::NaiveDate;
 
 use hermes_core::TenantId;
 
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Admin};
 
 /// How usage lines are grouped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -40,10 +40,10 @@ macro_rules! rollup_query {
     };
 }
 
-impl Store {
+impl Admin<'_> {
     /// `tenant`'s usage from `from` to `to` (inclusive, UTC days, at most [`MAX_DAYS`]).
     pub async fn usage_rollup(
-        &self,
+        self,
         tenant: TenantId,
         from: NaiveDate,
         to: NaiveDate,

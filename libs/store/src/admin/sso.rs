@@ -10,7 +10,7 @@ use uuid::Uuid;
 use hermes_core::{MemberRole, TenantId};
 
 use super::audit::{self, Audit, Change};
-use crate::{Result, SecretBox, Store, StoreError};
+use crate::{Result, SecretBox, StoreError, views::Admin};
 
 /// What an operator sets.
 #[derive(Debug, Clone)]
@@ -128,11 +128,11 @@ fn provider(row: SsoRow, secrets: Option<&SecretBox>) -> Result<SsoProvider> {
     })
 }
 
-impl Store {
+impl Admin<'_> {
     /// Sets the tenant's provider and its domains (replacing both). `Conflict` when a domain
     /// is another tenant's.
     pub async fn set_tenant_sso(
-        &self,
+        self,
         tenant: TenantId,
         settings: &SsoSettings,
         secrets: Option<&SecretBox>,
@@ -193,7 +193,7 @@ impl Store {
     }
 
     /// The tenant's provider as shown; `NotFound` when it has none.
-    pub async fn tenant_sso(&self, tenant: TenantId) -> Result<TenantSso> {
+    pub async fn tenant_sso(self, tenant: TenantId) -> Result<TenantSso> {
         sqlx::query_as::<_, SsoRow>(concat!(sso_select!(), " WHERE p.tenant_id = $1"))
             .bind(tenant.as_uuid())
             .fetch_optional(&mut *self.as_tenant(tenant).await?)
@@ -203,7 +203,7 @@ impl Store {
     }
 
     /// Removes the tenant's provider and frees its domains; false when it had none.
-    pub async fn delete_tenant_sso(&self, tenant: TenantId, by: &Audit) -> Result<bool> {
+    pub async fn delete_tenant_sso(self, tenant: TenantId, by: &Audit) -> Result<bool> {
         let mut tx = self.tenant_tx(tenant).await?;
         let done = sqlx::query("DELETE FROM tenant_identity_providers WHERE tenant_id = $1")
             .bind(tenant.as_uuid())
@@ -218,19 +218,19 @@ impl Store {
     }
 
     /// The provider for an email's domain (lower-case), if a tenant has one: for signing in.
-    pub async fn sso_for_domain(&self, domain: &str, secrets: Option<&SecretBox>) -> Result<Option<SsoProvider>> {
+    pub async fn sso_for_domain(self, domain: &str, secrets: Option<&SecretBox>) -> Result<Option<SsoProvider>> {
         let row = sqlx::query_as::<_, SsoRow>(concat!(
             sso_select!(),
             " JOIN sso_domains s ON s.tenant_id = p.tenant_id WHERE s.domain = $1"
         ))
         .bind(domain)
-        .fetch_optional(self.system())
+        .fetch_optional(self.system_pool())
         .await?;
         row.map(|r| provider(r, secrets)).transpose()
     }
 
     /// The tenant's provider, opened, for finishing a sign-in it began.
-    pub async fn sso_provider(&self, tenant: TenantId, secrets: Option<&SecretBox>) -> Result<Option<SsoProvider>> {
+    pub async fn sso_provider(self, tenant: TenantId, secrets: Option<&SecretBox>) -> Result<Option<SsoProvider>> {
         let row = sqlx::query_as::<_, SsoRow>(concat!(sso_select!(), " WHERE p.tenant_id = $1"))
             .bind(tenant.as_uuid())
             .fetch_optional(&mut *self.as_tenant(tenant).await?)
@@ -239,15 +239,15 @@ impl Store {
     }
 
     /// Whether a tenant's own provider serves an email domain (lower-case).
-    pub async fn domain_has_own_provider(&self, domain: &str) -> Result<bool> {
+    pub async fn domain_has_own_provider(self, domain: &str) -> Result<bool> {
         Ok(sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM sso_domains WHERE domain = $1)")
             .bind(domain)
-            .fetch_one(self.system())
+            .fetch_one(self.system_pool())
             .await?)
     }
 
     /// Whether any tenant has a provider (the sign-in page then asks for an email first).
-    pub async fn any_tenant_sso(&self) -> Result<bool> {
-        Ok(sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM sso_domains)").fetch_one(self.system()).await?)
+    pub async fn any_tenant_sso(self) -> Result<bool> {
+        Ok(sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM sso_domains)").fetch_one(self.system_pool()).await?)
     }
 }

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use hermes_core::{AdminTokenId, MemberRole, PersonId, TenantId};
 
 use super::audit::{self, ActorKind, Audit, Change};
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Admin};
 
 /// A token as listed (never its secret), as the admin API shows it.
 pub use hermes_wire::admin::AdminToken;
@@ -61,11 +61,11 @@ fn mint(lifetime: Duration) -> Result<(AdminTokenId, String, String)> {
     Ok((id, prefix, full))
 }
 
-impl Store {
+impl Admin<'_> {
     /// Makes a token for `tenant` (`person`: acting as them; `None`: a service token); the
     /// token and its secret, which is not stored and cannot be shown again.
     pub async fn create_admin_token(
-        &self,
+        self,
         tenant: TenantId,
         person: Option<PersonId>,
         name: &str,
@@ -109,7 +109,7 @@ impl Store {
     }
 
     /// `tenant`'s tokens, newest first.
-    pub async fn admin_tokens(&self, tenant: TenantId) -> Result<Vec<AdminToken>> {
+    pub async fn admin_tokens(self, tenant: TenantId) -> Result<Vec<AdminToken>> {
         let rows = sqlx::query(
             "SELECT id, name, person_id, role, prefix, expires_at, last_used_at, revoked_at, created_at
              FROM admin_tokens WHERE tenant_id = $1 ORDER BY created_at DESC LIMIT 500",
@@ -121,14 +121,14 @@ impl Store {
     }
 
     /// Revokes a token of `tenant`: it stops working at once.
-    pub async fn revoke_admin_token(&self, tenant: TenantId, id: AdminTokenId, by: &Audit) -> Result<()> {
+    pub async fn revoke_admin_token(self, tenant: TenantId, id: AdminTokenId, by: &Audit) -> Result<()> {
         let sql = "UPDATE admin_tokens SET revoked_at = now() WHERE tenant_id = $1 AND id = $2 AND revoked_at IS NULL";
         self.revoke(tenant, sql, id.as_uuid(), by, Change::new("token.revoked", "admin_token", id)).await
     }
 
     /// Resolves a presented admin token; `None` for unknown, revoked or expired ones, and for
     /// a person's token whose person has left the tenant or is disabled.
-    pub async fn authenticate_admin_token(&self, presented: &str) -> Result<Option<TokenAuth>> {
+    pub async fn authenticate_admin_token(self, presented: &str) -> Result<Option<TokenAuth>> {
         if !presented.starts_with("hat_") || presented.len() > 128 {
             return Ok(None);
         }
@@ -142,7 +142,7 @@ impl Store {
                (SELECT p.disabled_at IS NOT NULL FROM people p WHERE p.id = t.person_id) AS disabled",
         )
         .bind(super::secret_hash(presented))
-        .fetch_optional(self.system())
+        .fetch_optional(self.system_pool())
         .await?;
         let Some(row) = row else { return Ok(None) };
         let (person, tenant) = (row.person_id, row.tenant_id);
@@ -173,14 +173,14 @@ impl Store {
 
     /// An operator's installation-wide token (no tenant), acting as that operator.
     pub async fn create_operator_token(
-        &self,
+        self,
         operator: PersonId,
         name: &str,
         lifetime: Duration,
         by: &Audit,
     ) -> Result<(AdminToken, String)> {
         let (id, prefix, full) = mint(lifetime)?;
-        let mut tx = self.system().begin().await?;
+        let mut tx = self.system_pool().begin().await?;
         let row = sqlx::query(
             "INSERT INTO admin_tokens (id, tenant_id, person_id, name, role, prefix, hash, expires_at)
              SELECT $1, NULL, p.id, $3, 'owner', $4, $5, now() + make_interval(secs => $6)

@@ -3,14 +3,14 @@
 
 use hermes_core::{SessionId, TenantId, TurnId};
 
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Admin};
 
 /// An open turn, as the console shows it.
 pub use hermes_wire::admin::OpenTurn;
 
-impl Store {
+impl Admin<'_> {
     /// `tenant`'s open turns, newest first (at most 200).
-    pub async fn open_turns(&self, tenant: TenantId) -> Result<Vec<OpenTurn>> {
+    pub async fn open_turns(self, tenant: TenantId) -> Result<Vec<OpenTurn>> {
         Ok(sqlx::query_as(
             "SELECT t.id, t.session_id, a.name AS agent, t.status::text AS status,
                     t.cancel_requested_at IS NOT NULL AS stopping,
@@ -28,7 +28,7 @@ impl Store {
     }
 
     /// The session `turn` belongs to.
-    pub async fn turn_session(&self, tenant: TenantId, turn: TurnId) -> Result<SessionId> {
+    pub async fn turn_session(self, tenant: TenantId, turn: TurnId) -> Result<SessionId> {
         let session: uuid::Uuid = sqlx::query_scalar("SELECT session_id FROM turns WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_uuid())
             .bind(turn.as_uuid())
@@ -43,9 +43,9 @@ impl Store {
 /// the console shows it.
 pub use hermes_wire::admin::WaitingQuestion;
 
-impl Store {
+impl Admin<'_> {
     /// `tenant`'s questions still waiting for an answer, oldest first (at most 200).
-    pub async fn waiting_interactions(&self, tenant: TenantId) -> Result<Vec<WaitingQuestion>> {
+    pub async fn waiting_interactions(self, tenant: TenantId) -> Result<Vec<WaitingQuestion>> {
         Ok(sqlx::query_as(
             "SELECT i.id, i.turn_id, i.session_id, a.name AS agent, i.kind, i.prompt, i.created_at, i.expires_at
              FROM interactions i JOIN agents a ON a.tenant_id = i.tenant_id AND a.id = i.agent_id

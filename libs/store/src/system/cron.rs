@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use hermes_core::{CronRunId, JobState, SessionId, TenantId};
 
 use crate::cron::{ClaimedRun, Job, Plan, SettledRun};
-use crate::{Result, Store};
+use crate::{Result, views::System};
 
 /// The runs each tenant has open (claimed or running), as the CTE `open (tenant_id, n)`: what a
 /// tenant's cap counts, for scheduled and fired runs alike.
@@ -18,7 +18,7 @@ macro_rules! open_runs {
     };
 }
 
-impl Store {
+impl System<'_> {
     /// Claims up to `limit` due jobs (`FOR UPDATE SKIP LOCKED`, so replicas never claim the same
     /// slot), moving each on as `plan` says in the same transaction, and records a run for each
     /// that runs now, then the runs fired by webhooks.
@@ -30,14 +30,14 @@ impl Store {
     /// lock): each sees what the previous one took, so caps hold exactly and a replica never
     /// mistakes jobs another is claiming for no work.
     pub async fn claim_due_jobs(
-        &self,
+        self,
         owner: &str,
         now: DateTime<Utc>,
         limit: i64,
         tenant_cap: i64,
         plan: impl Fn(&Job) -> Plan,
     ) -> Result<Vec<ClaimedRun>> {
-        let mut tx = self.system().begin().await?;
+        let mut tx = self.system_pool().begin().await?;
         sqlx::query("SELECT pg_advisory_xact_lock(hashtext('hermes-cron-claim'))").execute(&mut *tx).await?;
         let rows = sqlx::query(concat!(
             open_runs!(),
@@ -99,22 +99,17 @@ impl Store {
     }
 
     /// Cron runs open across the installation (claimed or running).
-    pub async fn open_cron_runs(&self) -> Result<i64> {
+    pub async fn open_cron_runs(self) -> Result<i64> {
         Ok(sqlx::query_scalar("SELECT count(*) FROM cron_runs WHERE status IN ('claimed', 'running')")
-            .fetch_one(self.system())
+            .fetch_one(self.system_pool())
             .await?)
     }
 
     /// Starts a claimed run: queues its turn and marks it running, in one transaction (a
     /// scheduler dying in between leaves neither: the run is then declared `unknown`, and no
     /// turn runs behind the ledger's back). `None` when the run is no longer `claimed`.
-    pub async fn start_run(
-        &self,
-        run: CronRunId,
-        tenant: TenantId,
-        turn: &crate::NewTurn,
-    ) -> Result<Option<SessionId>> {
-        let mut tx = self.system().begin().await?;
+    pub async fn start_run(self, run: CronRunId, tenant: TenantId, turn: &crate::NewTurn) -> Result<Option<SessionId>> {
+        let mut tx = self.system_pool().begin().await?;
         let (session, turn_id) = crate::turns::enqueue_in(&mut tx, tenant, turn).await?;
         let started = sqlx::query(
             "UPDATE cron_runs SET status = 'running', turn_id = $2, session_id = $3 WHERE id = $1 AND status = 'claimed'",
@@ -134,8 +129,8 @@ impl Store {
 
     /// A run refused before it started (its prompt failed the run-time scan): failed, and its
     /// job says why.
-    pub async fn fail_run(&self, run: CronRunId, error: &str) -> Result<()> {
-        let mut tx = self.system().begin().await?;
+    pub async fn fail_run(self, run: CronRunId, error: &str) -> Result<()> {
+        let mut tx = self.system_pool().begin().await?;
         let job: Option<uuid::Uuid> = sqlx::query_scalar(
             "UPDATE cron_runs SET status = 'failed', error = $2, finished_at = now()
              WHERE id = $1 AND status = 'claimed' RETURNING job_id",
@@ -160,7 +155,7 @@ impl Store {
 
     /// Ends the runs whose turns ended (their outputs kept) and runs claimed more than `stale`
     /// ago that never got a turn (`unknown`: what claimed them vanished); updates their jobs.
-    pub async fn settle_runs(&self, stale: std::time::Duration) -> Result<Vec<SettledRun>> {
+    pub async fn settle_runs(self, stale: std::time::Duration) -> Result<Vec<SettledRun>> {
         Ok(sqlx::query_as(
             "WITH ended AS (
                 UPDATE cron_runs r SET
@@ -195,7 +190,7 @@ impl Store {
              SELECT id, tenant_id, job_id, status FROM settled",
         )
         .bind(stale.as_secs_f64())
-        .fetch_all(self.system())
+        .fetch_all(self.system_pool())
         .await?)
     }
 }

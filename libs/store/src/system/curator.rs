@@ -6,13 +6,13 @@ use sqlx::Row;
 use hermes_core::{AgentId, TenantId};
 
 use crate::rows::Id;
-use crate::{Result, Store};
+use crate::{Result, views::System};
 
-impl Store {
+impl System<'_> {
     /// Agents the curator should visit at `now`: idle for `idle` (no session activity) and not
     /// curated within `every`. Claims them by setting `curated_at`, so replicas never overlap.
     pub async fn claim_agents_for_curation(
-        &self,
+        self,
         now: DateTime<Utc>,
         idle: Duration,
         every: Duration,
@@ -33,7 +33,7 @@ impl Store {
         .bind(idle.num_seconds() as f64)
         .bind(every.num_seconds() as f64)
         .bind(limit)
-        .fetch_all(self.system())
+        .fetch_all(self.system_pool())
         .await?;
         rows.iter().map(|r| Ok((crate::rows::tenant_of(r)?, r.try_get::<Id, _>("id")?.into()))).collect()
     }

@@ -4,13 +4,13 @@
 use std::time::Duration;
 
 use crate::event_hooks::{Attempt, DueEvent};
-use crate::{Result, Store};
+use crate::{Result, views::System};
 
-impl Store {
+impl System<'_> {
     /// Claims up to `limit` due events of enabled endpoints for `lease` (oldest first,
     /// `SKIP LOCKED`: any number of gateway pods share them); an event not settled in time is
     /// due again. A disabled endpoint's events wait until it is enabled again.
-    pub async fn claim_events(&self, limit: i64, lease: Duration) -> Result<Vec<DueEvent>> {
+    pub async fn claim_events(self, limit: i64, lease: Duration) -> Result<Vec<DueEvent>> {
         Ok(sqlx::query_as(
             "WITH due AS (
                 SELECT d.id FROM event_deliveries d JOIN event_hooks h ON h.id = d.hook_id AND h.enabled
@@ -27,18 +27,18 @@ impl Store {
         )
         .bind(limit)
         .bind(lease.as_secs_f64())
-        .fetch_all(self.system())
+        .fetch_all(self.system_pool())
         .await?)
     }
 
     /// Records how an attempt ended, on the event and on its endpoint.
-    pub async fn settle_event(&self, event: &DueEvent, attempt: &Attempt) -> Result<()> {
+    pub async fn settle_event(self, event: &DueEvent, attempt: &Attempt) -> Result<()> {
         let (status, code, error, after) = match attempt {
             Attempt::Delivered { status } => ("delivered", Some(*status), None, None),
             Attempt::Retry { status, error, after } => ("pending", *status, Some(error.as_str()), Some(*after)),
             Attempt::Failed { status, error } => ("failed", *status, Some(error.as_str()), None),
         };
-        let mut tx = self.system().begin().await?;
+        let mut tx = self.system_pool().begin().await?;
         sqlx::query(
             "UPDATE event_deliveries SET status = $2, last_status = $3, last_error = $4,
                     next_attempt_at = CASE WHEN $5::float8 IS NULL THEN next_attempt_at

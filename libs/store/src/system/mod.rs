@@ -31,7 +31,7 @@
 //!   waiting, late cron jobs), counts only, for the scheduler's gauges and the autoscaler; and
 //!   the workers holding turns ([`workers_at_work`]), for the operators' cluster page.
 //!
-//! Everything here runs as the `hermes_system` role (`Store::system`, policies `system_paths`,
+//! Everything here runs as the `hermes_system` role (`Store::system_pool`, policies `system_paths`,
 //! migration 0040); everything else as `hermes_tenant`, which sees one tenant's rows.
 //!
 //! Not here, though they too run as the system role: authentication, which is where a tenant
@@ -44,28 +44,28 @@
 //! `any_tenant_sso`), and the installation's own audit entries), installation-wide data that is no tenant's (`set_model_price`, `model_prices`,
 //! `sync_bundled_skills`), and the readiness probes (`ping`, `schema_lag`).
 //!
-//! [`reap_stranded_turns`]: crate::Store::reap_stranded_turns
-//! [`expire_interactions`]: crate::Store::expire_interactions
-//! [`claim_outbox`]: crate::Store::claim_outbox
-//! [`gateway_channel`]: crate::Store::gateway_channel
-//! [`gateway_channels`]: crate::Store::gateway_channels
-//! [`gateway_webhook`]: crate::Store::gateway_webhook
-//! [`accept_webhook`]: crate::Store::accept_webhook
-//! [`claim_due_jobs`]: crate::Store::claim_due_jobs
-//! [`start_run`]: crate::Store::start_run
-//! [`fail_run`]: crate::Store::fail_run
-//! [`settle_runs`]: crate::Store::settle_runs
-//! [`open_cron_runs`]: crate::Store::open_cron_runs
-//! [`claim_events`]: crate::Store::claim_events
-//! [`settle_event`]: crate::Store::settle_event
-//! [`prune_idempotency_keys`]: crate::Store::prune_idempotency_keys
-//! [`prune_events`]: crate::Store::prune_events
-//! [`prune_chat_traffic`]: crate::Store::prune_chat_traffic
-//! [`prune_spend_reservations`]: crate::Store::prune_spend_reservations
-//! [`prune_sessions`]: crate::Store::prune_sessions
-//! [`claim_agents_for_curation`]: crate::Store::claim_agents_for_curation
-//! [`backlog`]: crate::Store::backlog
-//! [`workers_at_work`]: crate::Store::workers_at_work
+//! [`reap_stranded_turns`]: crate::views::System::reap_stranded_turns
+//! [`expire_interactions`]: crate::views::System::expire_interactions
+//! [`claim_outbox`]: crate::views::System::claim_outbox
+//! [`gateway_channel`]: crate::views::System::gateway_channel
+//! [`gateway_channels`]: crate::views::System::gateway_channels
+//! [`gateway_webhook`]: crate::views::System::gateway_webhook
+//! [`accept_webhook`]: crate::views::System::accept_webhook
+//! [`claim_due_jobs`]: crate::views::System::claim_due_jobs
+//! [`start_run`]: crate::views::System::start_run
+//! [`fail_run`]: crate::views::System::fail_run
+//! [`settle_runs`]: crate::views::System::settle_runs
+//! [`open_cron_runs`]: crate::views::System::open_cron_runs
+//! [`claim_events`]: crate::views::System::claim_events
+//! [`settle_event`]: crate::views::System::settle_event
+//! [`prune_idempotency_keys`]: crate::views::System::prune_idempotency_keys
+//! [`prune_events`]: crate::views::System::prune_events
+//! [`prune_chat_traffic`]: crate::views::System::prune_chat_traffic
+//! [`prune_spend_reservations`]: crate::views::System::prune_spend_reservations
+//! [`prune_sessions`]: crate::views::System::prune_sessions
+//! [`claim_agents_for_curation`]: crate::views::System::claim_agents_for_curation
+//! [`backlog`]: crate::views::System::backlog
+//! [`workers_at_work`]: crate::views::System::workers_at_work
 
 pub mod channels;
 pub mod cron;
@@ -84,13 +84,13 @@ pub use turns::StrandedTurn;
 use sqlx::FromRow;
 use sqlx::postgres::PgRow;
 
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::System};
 
-impl Store {
+impl System<'_> {
     /// The row `sql` selects by `id` (its `$1`) whoever owns it, read as `T`: what a gateway
     /// looks up before it knows a tenant. `NotFound` when there is none.
-    async fn unowned_row<T: for<'r> FromRow<'r, PgRow>>(&self, sql: &'static str, id: uuid::Uuid) -> Result<T> {
-        let row = sqlx::query(sql).bind(id).fetch_optional(self.system()).await?.ok_or(StoreError::NotFound)?;
+    async fn unowned_row<T: for<'r> FromRow<'r, PgRow>>(self, sql: &'static str, id: uuid::Uuid) -> Result<T> {
+        let row = sqlx::query(sql).bind(id).fetch_optional(self.system_pool()).await?.ok_or(StoreError::NotFound)?;
         crate::rows::read::<T>(&row)
     }
 }

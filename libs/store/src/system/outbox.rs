@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use hermes_core::outbox::{Destination, OutboxPayload};
 use hermes_core::{TenantId, TurnId};
 
-use crate::{Result, Store};
+use crate::{Result, views::System};
 
 /// A reply to deliver, claimed by one gateway pod for a while.
 #[derive(Debug, Clone)]
@@ -30,13 +30,13 @@ pub struct OutboxItem {
     pub trace: Option<hermes_core::trace::TraceParent>,
 }
 
-impl Store {
+impl System<'_> {
     /// Claims up to `limit` due replies for `lease` (oldest first; `SKIP LOCKED`, so any number
     /// of gateway pods share the work), each under its own token ([`OutboxItem::lease`]) that
     /// every later record of the claim must carry. A claim that is not settled (or renewed) in
     /// time is due again. Replies to bots reached through a socket go only through the pod
     /// holding it: those are claimed with `only` set to their channel, and never without.
-    pub async fn claim_outbox(&self, limit: i64, lease: Duration, only: Option<uuid::Uuid>) -> Result<Vec<OutboxItem>> {
+    pub async fn claim_outbox(self, limit: i64, lease: Duration, only: Option<uuid::Uuid>) -> Result<Vec<OutboxItem>> {
         let rows = sqlx::query_as::<_, ClaimedRow>(
             "UPDATE outbox o SET lease_until = now() + make_interval(secs => $2), attempts = o.attempts + 1,
                     lease_owner = gen_random_uuid()
@@ -57,7 +57,7 @@ impl Store {
         .bind(limit)
         .bind(lease.as_secs_f64())
         .bind(only)
-        .fetch_all(self.system())
+        .fetch_all(self.system_pool())
         .await?;
         let mut items = Vec::with_capacity(rows.len());
         for row in rows {
@@ -71,7 +71,7 @@ impl Store {
                     )
                     .bind(id)
                     .bind(crate::messages::without_nul(&format!("unreadable: {error}")))
-                    .execute(self.system())
+                    .execute(self.system_pool())
                     .await?;
                 }
             }
@@ -81,7 +81,7 @@ impl Store {
 
     /// Extends the claim of `item` by `lease` (before each part, so a long reply keeps it);
     /// `false`: the claim lapsed and another sender has the row now.
-    pub async fn outbox_renew(&self, item: &OutboxItem, lease: Duration) -> Result<bool> {
+    pub async fn outbox_renew(self, item: &OutboxItem, lease: Duration) -> Result<bool> {
         let done = sqlx::query(
             "UPDATE outbox SET lease_until = now() + make_interval(secs => $3)
              WHERE id = $1 AND lease_owner = $2 AND status = 'pending'",
@@ -89,7 +89,7 @@ impl Store {
         .bind(item.id)
         .bind(item.lease)
         .bind(lease.as_secs_f64())
-        .execute(self.system())
+        .execute(self.system_pool())
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -97,7 +97,7 @@ impl Store {
     /// One more part of a reply went out (recorded before the next is sent, so a retry after
     /// a crash sends only what is missing); never fewer parts than recorded. `false`: the claim
     /// is another sender's now.
-    pub async fn outbox_part_sent(&self, item: &OutboxItem, parts: i32, message_ids: &[String]) -> Result<bool> {
+    pub async fn outbox_part_sent(self, item: &OutboxItem, parts: i32, message_ids: &[String]) -> Result<bool> {
         let done = sqlx::query(
             "UPDATE outbox SET sent_parts = $3, platform_message_id = $4, doubt_part = NULL, doubt_since = NULL
              WHERE id = $1 AND lease_owner = $2 AND sent_parts <= $3",
@@ -106,14 +106,14 @@ impl Store {
         .bind(item.lease)
         .bind(parts)
         .bind(message_ids.join(","))
-        .execute(self.system())
+        .execute(self.system_pool())
         .await?;
         Ok(done.rows_affected() == 1)
     }
 
     /// Part `part` is about to be sent (in doubt until [`Self::outbox_part_sent`]), and the
     /// claim is extended by `lease`. `false`: the claim is another sender's now: do not send.
-    pub async fn outbox_part_sending(&self, item: &OutboxItem, part: i32, lease: Duration) -> Result<bool> {
+    pub async fn outbox_part_sending(self, item: &OutboxItem, part: i32, lease: Duration) -> Result<bool> {
         let done = sqlx::query(
             "UPDATE outbox SET doubt_part = $3,
                     doubt_since = CASE WHEN doubt_part = $3 THEN doubt_since ELSE now() END,
@@ -124,37 +124,37 @@ impl Store {
         .bind(item.lease)
         .bind(part)
         .bind(lease.as_secs_f64())
-        .execute(self.system())
+        .execute(self.system_pool())
         .await?;
         Ok(done.rows_affected() == 1)
     }
 
     /// The platform refused the part on its way: it is not in doubt.
-    pub async fn outbox_part_refused(&self, item: &OutboxItem) -> Result<bool> {
+    pub async fn outbox_part_refused(self, item: &OutboxItem) -> Result<bool> {
         let done =
             sqlx::query("UPDATE outbox SET doubt_part = NULL, doubt_since = NULL WHERE id = $1 AND lease_owner = $2")
                 .bind(item.id)
                 .bind(item.lease)
-                .execute(self.system())
+                .execute(self.system_pool())
                 .await?;
         Ok(done.rows_affected() == 1)
     }
 
     /// The whole reply went out.
-    pub async fn outbox_sent(&self, item: &OutboxItem) -> Result<bool> {
+    pub async fn outbox_sent(self, item: &OutboxItem) -> Result<bool> {
         let done = sqlx::query(
             "UPDATE outbox SET status = 'sent', sent_at = now(), lease_until = NULL
              WHERE id = $1 AND lease_owner = $2 AND status = 'pending'",
         )
         .bind(item.id)
         .bind(item.lease)
-        .execute(self.system())
+        .execute(self.system_pool())
         .await?;
         Ok(done.rows_affected() == 1)
     }
 
     /// A delivery failed for now: try again after `delay`.
-    pub async fn outbox_retry(&self, item: &OutboxItem, delay: Duration, error: &str) -> Result<bool> {
+    pub async fn outbox_retry(self, item: &OutboxItem, delay: Duration, error: &str) -> Result<bool> {
         let done = sqlx::query(
             "UPDATE outbox SET next_attempt_at = now() + make_interval(secs => $3), lease_until = NULL,
                     last_error = $4
@@ -164,13 +164,13 @@ impl Store {
         .bind(item.lease)
         .bind(delay.as_secs_f64())
         .bind(crate::messages::without_nul(error))
-        .execute(self.system())
+        .execute(self.system_pool())
         .await?;
         Ok(done.rows_affected() == 1)
     }
 
     /// A delivery that will never succeed (the bot was blocked, the chat is gone).
-    pub async fn outbox_failed(&self, item: &OutboxItem, error: &str) -> Result<bool> {
+    pub async fn outbox_failed(self, item: &OutboxItem, error: &str) -> Result<bool> {
         let done = sqlx::query(
             "UPDATE outbox SET status = 'failed', lease_until = NULL, last_error = $3
              WHERE id = $1 AND lease_owner = $2 AND status = 'pending'",
@@ -178,7 +178,7 @@ impl Store {
         .bind(item.id)
         .bind(item.lease)
         .bind(crate::messages::without_nul(error))
-        .execute(self.system())
+        .execute(self.system_pool())
         .await?;
         Ok(done.rows_affected() == 1)
     }

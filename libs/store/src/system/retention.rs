@@ -5,55 +5,55 @@
 use chrono::{DateTime, Utc};
 
 use crate::idempotency::IDEMPOTENCY_HOURS;
-use crate::{Result, Store};
+use crate::{Result, views::System};
 
-impl Store {
+impl System<'_> {
     /// Forgets keys older than a day; returns how many.
-    pub async fn prune_idempotency_keys(&self) -> Result<u64> {
+    pub async fn prune_idempotency_keys(self) -> Result<u64> {
         let done = sqlx::query("DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(hours => $1)")
             .bind(IDEMPOTENCY_HOURS)
-            .execute(self.system())
+            .execute(self.system_pool())
             .await?;
         Ok(done.rows_affected())
     }
 
     /// Forgets event deliveries more than a week old, settled or not (a disabled endpoint's
     /// events wait for it a week, no longer).
-    pub async fn prune_events(&self) -> Result<u64> {
+    pub async fn prune_events(self) -> Result<u64> {
         let done = sqlx::query("DELETE FROM event_deliveries WHERE created_at < now() - interval '7 days'")
-            .execute(self.system())
+            .execute(self.system_pool())
             .await?;
         Ok(done.rows_affected())
     }
 
     /// Forgets platform updates and replies more than a week old (their text is the users'):
     /// past a week no platform redelivers an update, and a reply not out by then never goes.
-    pub async fn prune_chat_traffic(&self) -> Result<u64> {
+    pub async fn prune_chat_traffic(self) -> Result<u64> {
         let inbound = sqlx::query("DELETE FROM inbound WHERE received_at < now() - interval '7 days'")
-            .execute(self.system())
+            .execute(self.system_pool())
             .await?;
         let outbox = sqlx::query("DELETE FROM outbox WHERE created_at < now() - interval '7 days'")
-            .execute(self.system())
+            .execute(self.system_pool())
             .await?;
         Ok(inbound.rows_affected() + outbox.rows_affected())
     }
 
     /// Deletes audit entries older than `keep_days`, oldest first, at most `batch` (through the
     /// one function that may: neither role deletes from the audit log itself).
-    pub async fn prune_audit(&self, keep_days: u32, batch: i32) -> Result<u64> {
+    pub async fn prune_audit(self, keep_days: u32, batch: i32) -> Result<u64> {
         let gone: i64 = sqlx::query_scalar("SELECT hermes_prune_audit(make_interval(days => $1), $2)")
             .bind(i32::try_from(keep_days).unwrap_or(i32::MAX))
             .bind(batch)
-            .fetch_one(self.system())
+            .fetch_one(self.system_pool())
             .await?;
         Ok(u64::try_from(gone).unwrap_or(0))
     }
 
     /// Forgets spend reservations that lapsed an hour ago (their worker died before settling
     /// them; the caps stopped counting them when they lapsed).
-    pub async fn prune_spend_reservations(&self) -> Result<u64> {
+    pub async fn prune_spend_reservations(self) -> Result<u64> {
         let done = sqlx::query("DELETE FROM spend_reservations WHERE expires_at < now() - interval '1 hour'")
-            .execute(self.system())
+            .execute(self.system_pool())
             .await?;
         Ok(done.rows_affected())
     }
@@ -61,8 +61,8 @@ impl Store {
     /// Deletes sessions of tenants with a retention period whose last activity is older than
     /// it, unless a turn of theirs is still open (the rest of their lineage and their messages
     /// go with them). At most `batch` per call; returns how many went.
-    pub async fn prune_sessions(&self, now: DateTime<Utc>, batch: i64) -> Result<u64> {
-        let mut tx = self.system().begin().await?;
+    pub async fn prune_sessions(self, now: DateTime<Utc>, batch: i64) -> Result<u64> {
+        let mut tx = self.system_pool().begin().await?;
         let doomed: Vec<(uuid::Uuid, uuid::Uuid)> = sqlx::query_as(
             "SELECT s.tenant_id, s.id FROM sessions s JOIN tenants t ON t.id = s.tenant_id
              WHERE t.session_retention_days IS NOT NULL

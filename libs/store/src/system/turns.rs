@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use hermes_core::{SessionId, TenantId, TurnId};
 
-use crate::{Result, Store};
+use crate::{Result, views::System};
 
 /// A turn whose work message must be published again.
 #[derive(Debug, Clone, Copy, sqlx::FromRow)]
@@ -18,13 +18,13 @@ pub struct StrandedTurn {
     pub turn_id: TurnId,
 }
 
-impl Store {
+impl System<'_> {
     /// Finds turns whose worker vanished (running, lease expired) or whose queue message was
     /// lost (queued longer than `queued_grace`), marks them republished, and returns them.
     /// A turn is returned again at most once per `backoff`. Safe with many reapers
     /// (`FOR UPDATE SKIP LOCKED`).
     pub async fn reap_stranded_turns(
-        &self,
+        self,
         queued_grace: Duration,
         backoff: Duration,
         limit: i64,
@@ -45,14 +45,14 @@ impl Store {
         .bind(queued_grace.as_secs_f64())
         .bind(backoff.as_secs_f64())
         .bind(limit)
-        .fetch_all(self.system())
+        .fetch_all(self.system_pool())
         .await?)
     }
 
     /// Expires interactions nobody answered in time (an approval counts as denied, a question
     /// as unanswered) and queues their turns again; returns the turns to publish. Safe with
     /// many schedulers (`FOR UPDATE SKIP LOCKED`).
-    pub async fn expire_interactions(&self, limit: i64) -> Result<Vec<StrandedTurn>> {
+    pub async fn expire_interactions(self, limit: i64) -> Result<Vec<StrandedTurn>> {
         Ok(sqlx::query_as(
             "WITH due AS (
                 SELECT id FROM interactions WHERE status = 'pending' AND expires_at < now()
@@ -67,7 +67,7 @@ impl Store {
              RETURNING t.tenant_id, t.session_id, t.id",
         )
         .bind(limit)
-        .fetch_all(self.system())
+        .fetch_all(self.system_pool())
         .await?)
     }
 }

@@ -3,12 +3,12 @@
 //! in by the hook's id.
 
 use crate::webhooks::{Started, Webhook, WebhookStart};
-use crate::{Result, Store};
+use crate::{Result, views::System};
 
-impl Store {
+impl System<'_> {
     /// The hook a POST names, whoever's it is: the gateway knows no tenant until the request's
     /// signature, checked with this hook's secret, proves the sender holds it.
-    pub async fn gateway_webhook(&self, id: hermes_core::WebhookId) -> Result<Webhook> {
+    pub async fn gateway_webhook(self, id: hermes_core::WebhookId) -> Result<Webhook> {
         self.unowned_row("SELECT * FROM webhooks WHERE id = $1", id.as_uuid()).await
     }
 
@@ -18,13 +18,13 @@ impl Store {
     /// once). `None` when the hook saw any of `seen_as` in the last day (a retry, or a replay
     /// under a new id): nothing starts twice. Records older than a day are dropped as it goes.
     pub async fn accept_webhook(
-        &self,
+        self,
         hook: &Webhook,
         seen_as: &[String],
         event: &str,
         start: WebhookStart,
     ) -> Result<Option<Started>> {
-        let mut tx = self.system().begin().await?;
+        let mut tx = self.system_pool().begin().await?;
         sqlx::query("DELETE FROM webhook_deliveries WHERE webhook_id = $1 AND received_at < now() - interval '1 day'")
             .bind(hook.id.as_uuid())
             .execute(&mut *tx)

@@ -5,7 +5,7 @@ use hermes_core::{ChatMessage, SessionId, SessionSource, TenantId, TurnId};
 
 use super::{NewTurn, TurnTarget};
 use crate::messages::columns;
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError, views::Turns};
 
 /// Inserts a new session's seeded history in one statement (sequence numbers 1..=n).
 async fn insert_history(
@@ -55,10 +55,10 @@ async fn insert_history(
     Ok(())
 }
 
-impl Store {
+impl Turns<'_> {
     /// Writes a turn (and, for a new session, the session and its seeded history) in one
     /// transaction. An `Existing` session of another tenant or agent is `NotFound`.
-    pub async fn enqueue_turn(&self, tenant: TenantId, new: NewTurn) -> Result<(SessionId, TurnId)> {
+    pub async fn enqueue_turn(self, tenant: TenantId, new: NewTurn) -> Result<(SessionId, TurnId)> {
         if let TurnTarget::New { source, user_key, history } = &new.target
             && history.is_empty()
             && new.response.is_none()
@@ -164,7 +164,7 @@ async fn derived_session(
     latest.map(SessionId::from_uuid).ok_or(StoreError::NotFound)
 }
 
-/// The writes of [`Store::enqueue_turn`], inside the caller's transaction.
+/// The writes of [`Turns::enqueue_turn`](crate::views::Turns::enqueue_turn), inside the caller's transaction.
 pub(crate) async fn enqueue_in(
     tx: &mut sqlx::PgConnection,
     tenant: TenantId,

@@ -12,12 +12,12 @@ async fn a_delivery_goes_only_through_the_agents_own_bot(pool: PgPool) {
     let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     let channel = common::channel(&store, &t, &common::secrets(), "bot-1").await;
-    store.set_channel_status(t.id, channel.id, ChannelStatus::Active, None).await.unwrap();
-    let other = store.create_agent(t.id, common::new_agent("other"), None).await.unwrap().id;
+    store.chat().set_channel_status(t.id, channel.id, ChannelStatus::Active, None).await.unwrap();
+    let other = store.agents().create_agent(t.id, common::new_agent("other"), None).await.unwrap().id;
     let label = RunLabel::Cron(CronLabel { job_id: uuid::Uuid::nil().into(), name: "digest".into() });
 
-    let own = store.delivery_targets(t.id, t.agent, "telegram:42", None, &label).await.unwrap();
+    let own = store.automation().delivery_targets(t.id, t.agent, "telegram:42", None, &label).await.unwrap();
     assert_eq!(own.map(|d| (d.channel_id, d.chat_id)), Some((channel.id, "42".to_owned())));
-    let theirs = store.delivery_targets(t.id, other, "telegram:42", None, &label).await.unwrap();
+    let theirs = store.automation().delivery_targets(t.id, other, "telegram:42", None, &label).await.unwrap();
     assert_eq!(theirs, None, "another agent's bot is not this agent's to speak through");
 }

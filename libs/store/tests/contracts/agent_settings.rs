@@ -12,7 +12,7 @@ async fn an_agents_image_mode_and_vision_model_are_set_and_cleared_apart(pool: P
     use hermes_core::ImageInputMode;
     let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
-    let fresh = store.agent(t.id, t.agent).await.unwrap();
+    let fresh = store.agents().agent(t.id, t.agent).await.unwrap();
     assert_eq!((fresh.image_input_mode, fresh.vision_model), (ImageInputMode::Auto, None));
 
     let eye = hermes_store::FallbackModel {
@@ -20,20 +20,20 @@ async fn an_agents_image_mode_and_vision_model_are_set_and_cleared_apart(pool: P
         model: "eye-1".into(),
         api_mode: None,
     };
-    store.set_vision(t.id, t.agent, None, Some(Some(&eye))).await.unwrap();
-    let with_model = store.agent(t.id, t.agent).await.unwrap();
+    store.agents().set_vision(t.id, t.agent, None, Some(Some(&eye))).await.unwrap();
+    let with_model = store.agents().agent(t.id, t.agent).await.unwrap();
     assert_eq!((with_model.image_input_mode, with_model.vision_model.as_ref()), (ImageInputMode::Auto, Some(&eye)));
 
-    store.set_vision(t.id, t.agent, Some(ImageInputMode::Text), None).await.unwrap();
-    let text = store.agent(t.id, t.agent).await.unwrap();
+    store.agents().set_vision(t.id, t.agent, Some(ImageInputMode::Text), None).await.unwrap();
+    let text = store.agents().agent(t.id, t.agent).await.unwrap();
     assert_eq!(
         (text.image_input_mode, text.vision_model.as_ref()),
         (ImageInputMode::Text, Some(&eye)),
         "the model stays"
     );
 
-    store.set_vision(t.id, t.agent, None, Some(None)).await.unwrap();
-    let cleared = store.agent(t.id, t.agent).await.unwrap();
+    store.agents().set_vision(t.id, t.agent, None, Some(None)).await.unwrap();
+    let cleared = store.agents().agent(t.id, t.agent).await.unwrap();
     assert_eq!((cleared.image_input_mode, cleared.vision_model), (ImageInputMode::Text, None));
 }
 
@@ -46,18 +46,26 @@ async fn a_chats_voice_mode_is_kept_per_chat_and_off_removes_it(pool: PgPool) {
     let t = common::tenant(&store, "acme").await;
     let other = common::tenant(&store, "globex").await;
     let (dm, group) = ("telegram:c1:dm:42", "telegram:c1:group:-100");
-    assert_eq!(store.voice_mode(t.id, t.agent, dm).await.unwrap(), VoiceMode::Off);
-    store.set_voice_mode(t.id, t.agent, dm, VoiceMode::VoiceOnly).await.unwrap();
-    store.set_voice_mode(t.id, t.agent, group, VoiceMode::All).await.unwrap();
-    store.set_voice_mode(t.id, t.agent, dm, VoiceMode::All).await.unwrap();
-    assert_eq!(store.voice_mode(t.id, t.agent, dm).await.unwrap(), VoiceMode::All, "set again: replaced");
-    store.set_voice_mode(t.id, t.agent, group, VoiceMode::Off).await.unwrap();
-    assert_eq!(store.voice_mode(t.id, t.agent, group).await.unwrap(), VoiceMode::Off);
+    assert_eq!(store.conversations().voice_mode(t.id, t.agent, dm).await.unwrap(), VoiceMode::Off);
+    store.conversations().set_voice_mode(t.id, t.agent, dm, VoiceMode::VoiceOnly).await.unwrap();
+    store.conversations().set_voice_mode(t.id, t.agent, group, VoiceMode::All).await.unwrap();
+    store.conversations().set_voice_mode(t.id, t.agent, dm, VoiceMode::All).await.unwrap();
+    assert_eq!(
+        store.conversations().voice_mode(t.id, t.agent, dm).await.unwrap(),
+        VoiceMode::All,
+        "set again: replaced"
+    );
+    store.conversations().set_voice_mode(t.id, t.agent, group, VoiceMode::Off).await.unwrap();
+    assert_eq!(store.conversations().voice_mode(t.id, t.agent, group).await.unwrap(), VoiceMode::Off);
 
-    let foreign = store.set_voice_mode(other.id, t.agent, dm, VoiceMode::All).await;
+    let foreign = store.conversations().set_voice_mode(other.id, t.agent, dm, VoiceMode::All).await;
     assert!(matches!(foreign, Err(hermes_store::StoreError::NotFound)), "{foreign:?}");
-    assert_eq!(store.voice_mode(other.id, t.agent, dm).await.unwrap(), VoiceMode::Off, "not visible to another tenant");
-    assert_eq!(store.voice_mode(t.id, t.agent, dm).await.unwrap(), VoiceMode::All);
+    assert_eq!(
+        store.conversations().voice_mode(other.id, t.agent, dm).await.unwrap(),
+        VoiceMode::Off,
+        "not visible to another tenant"
+    );
+    assert_eq!(store.conversations().voice_mode(t.id, t.agent, dm).await.unwrap(), VoiceMode::All);
 }
 
 /// A new channel keeps for its admins exactly the commands the code says are admins' by
@@ -85,10 +93,10 @@ async fn a_new_agent_with_a_bad_api_mode_or_context_window_is_refused_by_name(po
     let t = common::tenant(&store, "acme").await;
     let mut bad_mode = common::new_agent("mode");
     bad_mode.api_mode = Some("telepathy".into());
-    let refused = store.create_agent(t.id, bad_mode, None).await.unwrap_err();
+    let refused = store.agents().create_agent(t.id, bad_mode, None).await.unwrap_err();
     assert!(refused.to_string().contains("api_mode"), "{refused}");
     let mut bad_window = common::new_agent("window");
     bad_window.context_window = Some(0);
-    let refused = store.create_agent(t.id, bad_window, None).await.unwrap_err();
+    let refused = store.agents().create_agent(t.id, bad_window, None).await.unwrap_err();
     assert!(matches!(&refused, hermes_store::StoreError::Invalid(why) if why.contains("context_window")), "{refused}");
 }

@@ -65,7 +65,7 @@ async fn workers_racing_for_a_sessions_turn_never_both_get_it(pool: PgPool) {
         .map(|i| {
             let store = store.clone();
             tokio::spawn(async move {
-                store.claim_next_turn(tenant, session, &format!("worker-{i}"), common::LEASE, 1).await.unwrap()
+                store.turns().claim_next_turn(tenant, session, &format!("worker-{i}"), common::LEASE, 1).await.unwrap()
             })
         })
         .collect();
@@ -87,7 +87,7 @@ async fn workers_racing_for_a_sessions_turn_never_both_get_it(pool: PgPool) {
     assert_eq!(winners.len(), 1, "exactly one worker runs the turn: {winners:?}");
     assert_eq!((winners[0].turn_id, winners[0].attempt), (turn, 1));
     // While its lease holds, nobody else gets it.
-    assert!(store.claim_next_turn(t.id, t.session, "late", common::LEASE, 1).await.unwrap().is_none());
+    assert!(store.turns().claim_next_turn(t.id, t.session, "late", common::LEASE, 1).await.unwrap().is_none());
 }
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
@@ -98,18 +98,19 @@ async fn an_outbox_reply_goes_to_one_sender_at_a_time(pool: PgPool) {
     for i in 0..12 {
         let payload = OutboxPayload::text(format!("part {i}"));
         let dest = Destination::chat(Platform::Telegram, channel.id, "42", None);
-        store.enqueue_outbox(t.id, &dest, &format!("reply-{i}"), &payload).await.unwrap();
+        store.chat().enqueue_outbox(t.id, &dest, &format!("reply-{i}"), &payload).await.unwrap();
     }
     let claims = race(&store, 6, |store, _| async move {
-        store.claim_outbox(3, common::LEASE, None).await.unwrap().into_iter().map(|o| o.id).collect::<Vec<_>>()
+        store.system().claim_outbox(3, common::LEASE, None).await.unwrap().into_iter().map(|o| o.id).collect::<Vec<_>>()
     })
     .await;
-    let swept: Vec<_> = store.claim_outbox(100, common::LEASE, None).await.unwrap().into_iter().map(|o| o.id).collect();
+    let swept: Vec<_> =
+        store.system().claim_outbox(100, common::LEASE, None).await.unwrap().into_iter().map(|o| o.id).collect();
     let expected: HashSet<_> = claims.iter().chain([&swept]).flatten().copied().collect();
     assert_eq!(expected.len(), 12);
     claimed_once(claims.into_iter().chain([swept]).collect(), &expected);
     assert!(
-        store.claim_outbox(100, common::LEASE, None).await.unwrap().is_empty(),
+        store.system().claim_outbox(100, common::LEASE, None).await.unwrap().is_empty(),
         "claimed replies wait for their lease"
     );
 }
@@ -120,20 +121,25 @@ async fn an_event_delivery_goes_to_one_sender_at_a_time(pool: PgPool) {
     let t = common::tenant(&store, "acme").await;
     let events = ["turn.finished".to_owned()];
     let (hook, _) = store
+        .automation()
         .create_event_hook(t.id, "http://127.0.0.1:9/hook", &events, "ops", Some(&common::secrets()))
         .await
         .unwrap();
     let mut pings = HashSet::new();
     for _ in 0..10 {
-        pings.insert(store.ping_event_hook(t.id, hook.id).await.unwrap());
+        pings.insert(store.automation().ping_event_hook(t.id, hook.id).await.unwrap());
     }
     let claims = race(&store, 5, |store, _| async move {
-        store.claim_events(3, common::LEASE).await.unwrap().into_iter().map(|e| e.id).collect::<Vec<_>>()
+        store.system().claim_events(3, common::LEASE).await.unwrap().into_iter().map(|e| e.id).collect::<Vec<_>>()
     })
     .await;
-    let swept: Vec<_> = store.claim_events(100, common::LEASE).await.unwrap().into_iter().map(|e| e.id).collect();
+    let swept: Vec<_> =
+        store.system().claim_events(100, common::LEASE).await.unwrap().into_iter().map(|e| e.id).collect();
     claimed_once(claims.into_iter().chain([swept]).collect(), &pings);
-    assert!(store.claim_events(100, common::LEASE).await.unwrap().is_empty(), "claimed events wait for their lease");
+    assert!(
+        store.system().claim_events(100, common::LEASE).await.unwrap().is_empty(),
+        "claimed events wait for their lease"
+    );
 }
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
@@ -143,7 +149,7 @@ async fn a_due_cron_job_is_run_by_one_scheduler(pool: PgPool) {
     let due = Utc::now() - chrono::Duration::minutes(1);
     let mut jobs = HashSet::new();
     for i in 0..8 {
-        jobs.insert(store.create_job(t.id, &common::job(&t, &format!("job-{i}"), due)).await.unwrap().id);
+        jobs.insert(store.automation().create_job(t.id, &common::job(&t, &format!("job-{i}"), due)).await.unwrap().id);
     }
     let now = Utc::now();
     let next_hour = move |_: &hermes_store::cron::Job| Plan {
@@ -153,11 +159,12 @@ async fn a_due_cron_job_is_run_by_one_scheduler(pool: PgPool) {
         error: None,
     };
     let claims = race(&store, 4, move |store, i| async move {
-        let runs = store.claim_due_jobs(&format!("scheduler-{i}"), now, 3, 100, next_hour).await.unwrap();
+        let runs = store.system().claim_due_jobs(&format!("scheduler-{i}"), now, 3, 100, next_hour).await.unwrap();
         runs.into_iter().map(|r| r.job.id).collect::<Vec<_>>()
     })
     .await;
     let swept: Vec<_> = store
+        .system()
         .claim_due_jobs("sweeper", now, 100, 100, next_hour)
         .await
         .unwrap()
@@ -165,7 +172,7 @@ async fn a_due_cron_job_is_run_by_one_scheduler(pool: PgPool) {
         .map(|r| r.job.id)
         .collect();
     claimed_once(claims.into_iter().chain([swept]).collect(), &jobs);
-    assert!(store.claim_due_jobs("late", now, 100, 100, next_hour).await.unwrap().is_empty());
+    assert!(store.system().claim_due_jobs("late", now, 100, 100, next_hour).await.unwrap().is_empty());
 }
 
 /// Even when a job is still due after a claim (a plan that did not move it on), its slot is
@@ -175,7 +182,7 @@ async fn a_cron_slot_runs_once_even_when_its_job_stays_due(pool: PgPool) {
     let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     let due = Utc::now() - chrono::Duration::minutes(1);
-    let job = store.create_job(t.id, &common::job(&t, "report", due)).await.unwrap();
+    let job = store.automation().create_job(t.id, &common::job(&t, "report", due)).await.unwrap();
     let stay = |j: &hermes_store::cron::Job| Plan {
         run: true,
         next_run_at: j.next_run_at,
@@ -183,9 +190,9 @@ async fn a_cron_slot_runs_once_even_when_its_job_stays_due(pool: PgPool) {
         error: None,
     };
     let now = Utc::now();
-    assert_eq!(store.claim_due_jobs("scheduler-1", now, 10, 100, stay).await.unwrap().len(), 1);
-    assert!(store.claim_due_jobs("scheduler-2", now, 10, 100, stay).await.unwrap().is_empty());
-    assert_eq!(store.job_runs(t.id, job.id, 10).await.unwrap().len(), 1, "one run in the ledger");
+    assert_eq!(store.system().claim_due_jobs("scheduler-1", now, 10, 100, stay).await.unwrap().len(), 1);
+    assert!(store.system().claim_due_jobs("scheduler-2", now, 10, 100, stay).await.unwrap().is_empty());
+    assert_eq!(store.automation().job_runs(t.id, job.id, 10).await.unwrap().len(), 1, "one run in the ledger");
 }
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
@@ -194,17 +201,21 @@ async fn reapers_never_republish_the_same_stranded_turn_twice(pool: PgPool) {
     let t = common::tenant(&store, "acme").await;
     let mut turns = HashSet::new();
     for i in 0..6 {
-        let session =
-            store.create_session(t.id, t.agent, hermes_core::SessionSource::Api, "user-1", None).await.unwrap();
+        let session = store
+            .conversations()
+            .create_session(t.id, t.agent, hermes_core::SessionSource::Api, "user-1", None)
+            .await
+            .unwrap();
         turns.insert(common::queue(&store, &t, session, &format!("lost message {i}")).await.as_uuid());
     }
     let backoff = Duration::from_secs(3600);
     let claims = race(&store, 4, move |store, _| async move {
-        let stranded = store.reap_stranded_turns(Duration::ZERO, backoff, 2).await.unwrap();
+        let stranded = store.system().reap_stranded_turns(Duration::ZERO, backoff, 2).await.unwrap();
         stranded.into_iter().map(|s| s.turn_id.as_uuid()).collect::<Vec<_>>()
     })
     .await;
     let swept: Vec<_> = store
+        .system()
         .reap_stranded_turns(Duration::ZERO, backoff, 100)
         .await
         .unwrap()
@@ -212,5 +223,8 @@ async fn reapers_never_republish_the_same_stranded_turn_twice(pool: PgPool) {
         .map(|s| s.turn_id.as_uuid())
         .collect();
     claimed_once(claims.into_iter().chain([swept]).collect(), &turns);
-    assert!(store.reap_stranded_turns(Duration::ZERO, backoff, 100).await.unwrap().is_empty(), "once per backoff");
+    assert!(
+        store.system().reap_stranded_turns(Duration::ZERO, backoff, 100).await.unwrap().is_empty(),
+        "once per backoff"
+    );
 }

@@ -46,10 +46,13 @@ pub fn new_agent(name: &str) -> NewAgent {
 
 /// Creates tenant `name` with agent `bot` and an empty session of end user `user-1`.
 pub async fn tenant(store: &Store, name: &str) -> Tenant {
-    let id = store.create_tenant(name).await.unwrap().id;
-    let agent = store.create_agent(id, new_agent("bot"), None).await.unwrap().id;
-    let session =
-        store.create_session(id, agent, hermes_core::SessionSource::Api, "user-1", Some("first")).await.unwrap();
+    let id = store.tenancy().create_tenant(name).await.unwrap().id;
+    let agent = store.agents().create_agent(id, new_agent("bot"), None).await.unwrap().id;
+    let session = store
+        .conversations()
+        .create_session(id, agent, hermes_core::SessionSource::Api, "user-1", Some("first"))
+        .await
+        .unwrap();
     Tenant { id, agent, session }
 }
 
@@ -60,7 +63,7 @@ pub fn turn_in(agent: AgentId, session: SessionId, text: &str) -> NewTurn {
 
 /// Queues a turn in `session`.
 pub async fn queue(store: &Store, t: &Tenant, session: SessionId, text: &str) -> TurnId {
-    store.enqueue_turn(t.id, turn_in(t.agent, session, text)).await.unwrap().1
+    store.turns().enqueue_turn(t.id, turn_in(t.agent, session, text)).await.unwrap().1
 }
 
 /// Claims the session's next turn for `owner` with a long lease; panics when there is none.
@@ -78,6 +81,7 @@ pub async fn claim_for(
     lease: Duration,
 ) -> ClaimedTurn {
     store
+        .turns()
         .claim_next_turn(tenant, session, owner, lease, token)
         .await
         .unwrap()
@@ -86,8 +90,10 @@ pub async fn claim_for(
 
 /// Waits until the abandoned turn of `session` may be claimed again.
 pub async fn until_claimable(store: &Store, tenant: TenantId, session: SessionId) {
-    until("the abandoned turn is claimable", || async { store.has_claimable_turn(tenant, session).await.unwrap() })
-        .await;
+    until("the abandoned turn is claimable", || async {
+        store.turns().has_claimable_turn(tenant, session).await.unwrap()
+    })
+    .await;
 }
 
 /// Polls `check` until it holds, failing after a generous deadline.
@@ -167,7 +173,7 @@ pub async fn channel(store: &Store, t: &Tenant, secrets: &SecretBox, identity: &
         allow_chats: Vec::new(),
         admins: Vec::new(),
     };
-    store.create_channel(t.id, new, Some(secrets)).await.unwrap()
+    store.chat().create_channel(t.id, new, Some(secrets)).await.unwrap()
 }
 
 /// An hourly job of the tenant's agent, first due at `next_run_at`.

@@ -21,9 +21,9 @@ fn new_conversation(agent: hermes_core::AgentId, history: Vec<ChatMessage>) -> N
 async fn a_one_message_conversation_stores_what_the_transaction_stores(pool: PgPool) {
     let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
-    let (fast_session, fast_turn) = store.enqueue_turn(t.id, new_conversation(t.agent, vec![])).await.unwrap();
+    let (fast_session, fast_turn) = store.turns().enqueue_turn(t.id, new_conversation(t.agent, vec![])).await.unwrap();
     let seeded = vec![ChatMessage::user("earlier"), ChatMessage::assistant("noted")];
-    let (tx_session, tx_turn) = store.enqueue_turn(t.id, new_conversation(t.agent, seeded)).await.unwrap();
+    let (tx_session, tx_turn) = store.turns().enqueue_turn(t.id, new_conversation(t.agent, seeded)).await.unwrap();
 
     let session = |id: hermes_core::SessionId| {
         sqlx::query("SELECT tenant_id, agent_id, source, next_seq, user_key, title FROM sessions WHERE id = $1")
@@ -68,7 +68,7 @@ async fn a_one_message_conversation_cannot_name_another_tenants_agent(pool: PgPo
     let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     let other = common::tenant(&store, "globex").await;
-    let refused = store.enqueue_turn(t.id, new_conversation(other.agent, vec![])).await;
+    let refused = store.turns().enqueue_turn(t.id, new_conversation(other.agent, vec![])).await;
     assert!(refused.is_err(), "a session of tenant A under tenant B's agent must not be stored");
     let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM turns").fetch_one(&pool).await.unwrap();
     assert_eq!(stored, 0, "nothing half-written");

@@ -25,11 +25,11 @@ async fn a_tenant_with_many_due_jobs_gets_its_cap_and_the_others_their_turn(pool
     // The busy tenant's twenty jobs are all more overdue than the quiet tenant's two.
     for i in 0..20 {
         let due = Utc::now() - chrono::Duration::minutes(60 - i);
-        store.create_job(busy.id, &common::job(&busy, &format!("job-{i}"), due)).await.unwrap();
+        store.automation().create_job(busy.id, &common::job(&busy, &format!("job-{i}"), due)).await.unwrap();
     }
     for i in 0..2 {
         let due = Utc::now() - chrono::Duration::minutes(1);
-        store.create_job(quiet.id, &common::job(&quiet, &format!("job-{i}"), due)).await.unwrap();
+        store.automation().create_job(quiet.id, &common::job(&quiet, &format!("job-{i}"), due)).await.unwrap();
     }
     let now = Utc::now();
     let per_tenant = |runs: &[hermes_store::cron::ClaimedRun]| {
@@ -41,11 +41,11 @@ async fn a_tenant_with_many_due_jobs_gets_its_cap_and_the_others_their_turn(pool
     };
 
     // Round-robin: each tenant's most overdue job first.
-    let first = store.claim_due_jobs("scheduler", now, 3, 10, next_hour(now)).await.unwrap();
+    let first = store.system().claim_due_jobs("scheduler", now, 3, 10, next_hour(now)).await.unwrap();
     assert_eq!(per_tenant(&first), (2, 1), "the quiet tenant is served within the first batch");
     // The cap counts what this claim takes: the busy tenant stops at 10 open runs.
-    let second = store.claim_due_jobs("scheduler", now, 100, 10, next_hour(now)).await.unwrap();
+    let second = store.system().claim_due_jobs("scheduler", now, 100, 10, next_hour(now)).await.unwrap();
     assert_eq!(per_tenant(&second), (8, 1));
-    let third = store.claim_due_jobs("scheduler", now, 100, 10, next_hour(now)).await.unwrap();
+    let third = store.system().claim_due_jobs("scheduler", now, 100, 10, next_hour(now)).await.unwrap();
     assert!(third.is_empty(), "nothing more until a run ends: {}", third.len());
 }

@@ -26,7 +26,10 @@ async fn complete(
     final_message: Option<(i32, &ChatMessage)>,
 ) -> Result<(), StoreError> {
     let outcome = common::answered(answer);
-    store.finish_turn(t.id, t.session, turn, owner, fence, TurnStatus::Completed, &outcome, final_message, &[]).await
+    store
+        .turns()
+        .finish_turn(t.id, t.session, turn, owner, fence, TurnStatus::Completed, &outcome, final_message, &[])
+        .await
 }
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
@@ -36,41 +39,55 @@ async fn a_worker_fenced_out_by_a_newer_claim_writes_nothing(pool: PgPool) {
     let turn = common::queue(&store, &t, t.session, "hello").await;
     // The first worker's lease runs out at once: it paused, and the turn is up for grabs.
     let old = common::claim_for(&store, t.id, t.session, "worker-old", 1, Duration::ZERO).await;
-    store.begin_turn(t.id, t.session, old.fence, turn, &ChatMessage::user("hello"), "prompt").await.unwrap();
+    store
+        .conversations()
+        .begin_turn(t.id, t.session, old.fence, turn, &ChatMessage::user("hello"), "prompt")
+        .await
+        .unwrap();
     common::until_claimable(&store, t.id, t.session).await;
     let new = common::claim(&store, t.id, t.session, "worker-new", 1).await;
     assert_eq!((new.turn_id, new.attempt), (turn, 2));
     assert!(new.fence > old.fence, "a new claim moves the fence on: {} then {}", old.fence, new.fence);
-    let stored = store.session_messages(t.id, t.session).await.unwrap().len();
+    let stored = store.conversations().session_messages(t.id, t.session).await.unwrap().len();
 
     let late = ChatMessage::assistant("a late answer");
-    fenced("append_message", store.append_message(t.id, t.session, old.fence, turn, 1, &late).await);
-    fenced("begin_turn", store.begin_turn(t.id, t.session, old.fence, turn, &ChatMessage::user("hello"), "p").await);
+    fenced("append_message", store.conversations().append_message(t.id, t.session, old.fence, turn, 1, &late).await);
+    fenced(
+        "begin_turn",
+        store.conversations().begin_turn(t.id, t.session, old.fence, turn, &ChatMessage::user("hello"), "p").await,
+    );
     let finished = complete(&store, &t, turn, "worker-old", old.fence, "a late answer", Some((1, &late))).await;
     fenced("finish_turn", finished);
     let prompt = json!({"question": "which?"});
     let park = common::park(t.agent, "call-1", hermes_core::InteractionKind::Clarify, &prompt);
-    fenced("park_turn", store.park_turn(t.id, t.session, turn, "worker-old", old.fence, &park).await);
+    fenced("park_turn", store.turns().park_turn(t.id, t.session, turn, "worker-old", old.fence, &park).await);
     let body = [(None, ChatMessage::user("summary"))];
-    fenced("fork_compacted", store.fork_compacted(t.id, t.session, old.fence, turn, "p", &body).await);
-    assert_eq!(store.extend_lease(t.id, turn, "worker-old", common::LEASE).await.unwrap(), LeaseState::Lost);
-    assert!(!store.release_turn(t.id, turn, "worker-old").await.unwrap(), "the old worker cannot hand the turn back");
+    fenced("fork_compacted", store.conversations().fork_compacted(t.id, t.session, old.fence, turn, "p", &body).await);
+    assert_eq!(store.turns().extend_lease(t.id, turn, "worker-old", common::LEASE).await.unwrap(), LeaseState::Lost);
+    assert!(
+        !store.turns().release_turn(t.id, turn, "worker-old").await.unwrap(),
+        "the old worker cannot hand the turn back"
+    );
 
     // Nothing of it was stored: the transcript, the turn and the session list are as they were.
-    assert_eq!(store.session_messages(t.id, t.session).await.unwrap().len(), stored);
-    assert_eq!(store.turn_state(t.id, turn).await.unwrap().0, TurnStatus::Running);
-    assert!(store.turn_pending_interaction(t.id, turn).await.unwrap().is_none());
-    assert_eq!(store.list_sessions(t.id, None, 10, 0).await.unwrap().len(), 1, "no compacted child session");
-    assert_eq!(store.extend_lease(t.id, turn, "worker-new", common::LEASE).await.unwrap(), LeaseState::Held);
+    assert_eq!(store.conversations().session_messages(t.id, t.session).await.unwrap().len(), stored);
+    assert_eq!(store.turns().turn_state(t.id, turn).await.unwrap().0, TurnStatus::Running);
+    assert!(store.turns().turn_pending_interaction(t.id, turn).await.unwrap().is_none());
+    assert_eq!(
+        store.conversations().list_sessions(t.id, None, 10, 0).await.unwrap().len(),
+        1,
+        "no compacted child session"
+    );
+    assert_eq!(store.turns().extend_lease(t.id, turn, "worker-new", common::LEASE).await.unwrap(), LeaseState::Held);
 
     // The new owner writes on.
     let answer = ChatMessage::assistant("the answer");
     assert!(matches!(
-        store.append_message(t.id, t.session, new.fence, turn, 1, &answer).await.unwrap(),
+        store.conversations().append_message(t.id, t.session, new.fence, turn, 1, &answer).await.unwrap(),
         Appended::At(_)
     ));
     complete(&store, &t, turn, "worker-new", new.fence, "the answer", None).await.unwrap();
-    let (status, outcome) = store.turn_state(t.id, turn).await.unwrap();
+    let (status, outcome) = store.turns().turn_state(t.id, turn).await.unwrap();
     assert_eq!((status, outcome.map(|o| o.content)), (TurnStatus::Completed, Some("the answer".to_owned())));
 }
 
@@ -90,15 +107,15 @@ async fn the_fence_refuses_a_stale_writer_even_under_the_same_owner_name(pool: P
     fenced("finish_turn", complete(&store, &t, turn, "worker", first.fence, "late", Some((1, &late))).await);
     let prompt = json!({"question": "which?"});
     let park = common::park(t.agent, "call-1", hermes_core::InteractionKind::Clarify, &prompt);
-    fenced("park_turn", store.park_turn(t.id, t.session, turn, "worker", first.fence, &park).await);
-    fenced("append_message", store.append_message(t.id, t.session, first.fence, turn, 1, &late).await);
-    assert_eq!(store.turn_state(t.id, turn).await.unwrap().0, TurnStatus::Running);
+    fenced("park_turn", store.turns().park_turn(t.id, t.session, turn, "worker", first.fence, &park).await);
+    fenced("append_message", store.conversations().append_message(t.id, t.session, first.fence, turn, 1, &late).await);
+    assert_eq!(store.turns().turn_state(t.id, turn).await.unwrap().0, TurnStatus::Running);
     assert_eq!(common::messages_in(&pool, t.session).await, 0);
 
     // The current fence parks the turn, which leaves its lease.
-    let pending = store.park_turn(t.id, t.session, turn, "worker", second.fence, &park).await.unwrap();
-    assert_eq!(store.turn_state(t.id, turn).await.unwrap().0, TurnStatus::Waiting);
-    assert_eq!(store.turn_pending_interaction(t.id, turn).await.unwrap().map(|p| p.id), Some(pending.id));
+    let pending = store.turns().park_turn(t.id, t.session, turn, "worker", second.fence, &park).await.unwrap();
+    assert_eq!(store.turns().turn_state(t.id, turn).await.unwrap().0, TurnStatus::Waiting);
+    assert_eq!(store.turns().turn_pending_interaction(t.id, turn).await.unwrap().map(|p| p.id), Some(pending.id));
 }
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
@@ -119,9 +136,16 @@ async fn the_fence_only_moves_forward_whatever_token_a_claim_brings(pool: PgPool
     // Every fence but the last one is refused.
     let latest = *fences.last().unwrap();
     for fence in &fences[..fences.len() - 1] {
-        fenced("append_message", store.append_message(t.id, t.session, *fence, turn, 0, &ChatMessage::user("x")).await);
+        fenced(
+            "append_message",
+            store.conversations().append_message(t.id, t.session, *fence, turn, 0, &ChatMessage::user("x")).await,
+        );
     }
-    let written = store.append_message(t.id, t.session, latest, turn, 0, &ChatMessage::user("hello")).await.unwrap();
+    let written = store
+        .conversations()
+        .append_message(t.id, t.session, latest, turn, 0, &ChatMessage::user("hello"))
+        .await
+        .unwrap();
     assert!(matches!(written, Appended::At(_)));
 }
 
@@ -132,26 +156,26 @@ async fn a_sender_whose_outbox_claim_lapsed_records_nothing_and_parts_never_go_b
     let t = common::tenant(&store, "acme").await;
     let channel = common::channel(&store, &t, &common::secrets(), "bot-1").await;
     let dest = Destination::chat(hermes_core::Platform::Telegram, channel.id, "42", None);
-    store.enqueue_outbox(t.id, &dest, "reply-1", &OutboxPayload::text("a long reply")).await.unwrap();
+    store.chat().enqueue_outbox(t.id, &dest, "reply-1", &OutboxPayload::text("a long reply")).await.unwrap();
     let short = Duration::from_millis(200);
-    let slow = store.claim_outbox(1, short, None).await.unwrap().pop().expect("claimed");
-    assert!(store.outbox_part_sent(&slow, 1, &["m1".into()]).await.unwrap(), "its own claim records");
+    let slow = store.system().claim_outbox(1, short, None).await.unwrap().pop().expect("claimed");
+    assert!(store.system().outbox_part_sent(&slow, 1, &["m1".into()]).await.unwrap(), "its own claim records");
     // The slow sender's platform holds it past its lease; another pod claims the reply.
     common::until("the claim lapses", || async {
-        !store.claim_outbox(1, Duration::from_secs(60), None).await.unwrap().is_empty()
+        !store.system().claim_outbox(1, Duration::from_secs(60), None).await.unwrap().is_empty()
     })
     .await;
     let fresh: uuid::Uuid = sqlx::query_scalar("SELECT lease_owner FROM outbox").fetch_one(&pool).await.unwrap();
     assert_ne!(fresh, slow.lease, "a new claim, a new token");
     let fast = hermes_store::OutboxItem { lease: fresh, sent_parts: 1, ..slow.clone() };
-    assert!(store.outbox_part_sent(&fast, 2, &["m1".into(), "m2".into()]).await.unwrap());
+    assert!(store.system().outbox_part_sent(&fast, 2, &["m1".into(), "m2".into()]).await.unwrap());
     // What the slow sender records now is refused: it cannot send more, settle or go back.
-    assert!(!store.outbox_part_sending(&slow, 1, short).await.unwrap(), "not ours to send");
-    assert!(!store.outbox_part_sent(&slow, 1, &["m1".into()]).await.unwrap());
-    assert!(!store.outbox_retry(&slow, short, "late").await.unwrap());
-    assert!(!store.outbox_part_sent(&fast, 1, &["m1".into()]).await.unwrap(), "parts never go backwards");
+    assert!(!store.system().outbox_part_sending(&slow, 1, short).await.unwrap(), "not ours to send");
+    assert!(!store.system().outbox_part_sent(&slow, 1, &["m1".into()]).await.unwrap());
+    assert!(!store.system().outbox_retry(&slow, short, "late").await.unwrap());
+    assert!(!store.system().outbox_part_sent(&fast, 1, &["m1".into()]).await.unwrap(), "parts never go backwards");
     let (parts, status): (i32, String) =
         sqlx::query_as("SELECT sent_parts, status FROM outbox").fetch_one(&pool).await.unwrap();
     assert_eq!((parts, status.as_str()), (2, "pending"));
-    assert!(store.outbox_sent(&fast).await.unwrap());
+    assert!(store.system().outbox_sent(&fast).await.unwrap());
 }

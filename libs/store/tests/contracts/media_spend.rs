@@ -38,17 +38,18 @@ async fn pictures_cost_their_price_and_stop_at_the_hard_cap_like_model_calls(poo
     let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     let flux = ModelPrice { model: "fal-ai/flux/*".into(), per_image: Some(0.04), ..ModelPrice::default() };
-    store.set_model_price(&flux).await.unwrap();
+    store.tenancy().set_model_price(&flux).await.unwrap();
     let cap = Budget { agent_id: None, period: BudgetPeriod::Day, hard_usd: Some(0.10), soft_usd: None };
-    store.set_budget(t.id, &cap).await.unwrap();
+    store.tenancy().set_budget(t.id, &cap).await.unwrap();
     let models = vec!["fal-ai/flux/schnell".to_owned()];
 
     let mut made = 0;
     loop {
-        match store.reserve_spend(t.id, &ask(t.agent, &models, picture()), Utc::now()).await.unwrap() {
+        match store.tenancy().reserve_spend(t.id, &ask(t.agent, &models, picture()), Utc::now()).await.unwrap() {
             SpendDecision::Reserved { reservation, estimate_usd, .. } => {
                 assert!((estimate_usd - 0.04).abs() < 1e-9, "a picture reserves its price: {estimate_usd}");
                 store
+                    .tenancy()
                     .settle_media_call(t.id, t.session, TurnId::new(), Some(reservation), &image_call())
                     .await
                     .unwrap();
@@ -82,20 +83,20 @@ async fn a_media_model_without_a_unit_price_is_refused_under_a_hard_cap_and_coun
     let t = common::tenant(&store, "acme").await;
     // Priced for tokens only: a picture has no price, so it is not free.
     let tokens_only = ModelPrice { model: "gpt-image-1".into(), input: 5.0, output: 40.0, ..ModelPrice::default() };
-    store.set_model_price(&tokens_only).await.unwrap();
+    store.tenancy().set_model_price(&tokens_only).await.unwrap();
     let models = vec!["gpt-image-1".to_owned()];
     assert_eq!(
-        store.reserve_spend(t.id, &ask(t.agent, &models, picture()), Utc::now()).await.unwrap(),
+        store.tenancy().reserve_spend(t.id, &ask(t.agent, &models, picture()), Utc::now()).await.unwrap(),
         SpendDecision::Uncapped
     );
     let call = MediaCall { model: "gpt-image-1".into(), provider: "openai".into(), ..image_call() };
-    store.settle_media_call(t.id, t.session, TurnId::new(), None, &call).await.unwrap();
+    store.tenancy().settle_media_call(t.id, t.session, TurnId::new(), None, &call).await.unwrap();
     assert_eq!(costs(&pool).await, vec![("image".to_owned(), None)], "unpriced, never costed as zero");
 
     let cap = Budget { agent_id: Some(t.agent), period: BudgetPeriod::Month, hard_usd: Some(5.0), soft_usd: None };
-    store.set_budget(t.id, &cap).await.unwrap();
+    store.tenancy().set_budget(t.id, &cap).await.unwrap();
     assert_eq!(
-        store.reserve_spend(t.id, &ask(t.agent, &models, picture()), Utc::now()).await.unwrap(),
+        store.tenancy().reserve_spend(t.id, &ask(t.agent, &models, picture()), Utc::now()).await.unwrap(),
         SpendDecision::Unpriced { model: "gpt-image-1".into() }
     );
 }
@@ -106,8 +107,8 @@ async fn speech_and_transcription_are_billed_by_their_units_and_edge_speech_is_f
     let t = common::tenant(&store, "acme").await;
     let tts = ModelPrice { model: "tts-1".into(), per_mchar: Some(15.0), ..ModelPrice::default() };
     let whisper = ModelPrice { model: "whisper-1".into(), per_audio_minute: Some(0.006), ..ModelPrice::default() };
-    store.set_model_price(&tts).await.unwrap();
-    store.set_model_price(&whisper).await.unwrap();
+    store.tenancy().set_model_price(&tts).await.unwrap();
+    store.tenancy().set_model_price(&whisper).await.unwrap();
     let speech = |model: &str, chars: u64| MediaCall {
         purpose: CallPurpose::Speech,
         provider: "openai".into(),
@@ -123,14 +124,14 @@ async fn speech_and_transcription_are_billed_by_their_units_and_edge_speech_is_f
         latency_ms: 700,
     };
     for call in [speech("tts-1", 2_000), speech("edge-tts", 5_000), heard] {
-        store.settle_media_call(t.id, t.session, TurnId::new(), None, &call).await.unwrap();
+        store.tenancy().settle_media_call(t.id, t.session, TurnId::new(), None, &call).await.unwrap();
     }
     let recorded = costs(&pool).await;
     let cost = |i: usize| recorded[i].1.unwrap_or(f64::NAN);
     assert!((cost(0) - 0.03).abs() < 1e-9, "2,000 characters at $15 a million: {recorded:?}");
     assert_eq!(recorded[1].1, Some(0.0), "Edge TTS is priced at nothing out of the box");
     assert!((cost(2) - 0.003).abs() < 1e-9, "half a minute at $0.006 a minute: {recorded:?}");
-    let prices = store.model_prices().await.unwrap();
+    let prices = store.tenancy().model_prices().await.unwrap();
     let listed = prices.iter().find(|p| p.model == "whisper-1").unwrap();
     assert_eq!(listed.per_audio_minute, Some(0.006), "unit prices are read back");
 }

@@ -37,11 +37,16 @@ async fn an_answer_for_two_chats_is_two_rows_of_the_gateways_shape(pool: PgPool)
     reply_to.reply_to = Some(7);
     reply_to.also.push(Destination::chat(Platform::Telegram, channel, "43", Some("9".into())));
     let new = NewTurn { reply_to: Some(reply_to), ..common::turn_in(t.agent, t.session, "hi") };
-    let turn = store.enqueue_turn(t.id, new).await.unwrap().1;
+    let turn = store.turns().enqueue_turn(t.id, new).await.unwrap().1;
     let claimed = common::claim(&store, t.id, t.session, "worker-1", 1).await;
-    store.begin_turn(t.id, t.session, claimed.fence, turn, &ChatMessage::user("hi"), "prompt").await.unwrap();
+    store
+        .conversations()
+        .begin_turn(t.id, t.session, claimed.fence, turn, &ChatMessage::user("hi"), "prompt")
+        .await
+        .unwrap();
     let outcome = common::answered("Hello!");
     store
+        .turns()
         .finish_turn(t.id, t.session, turn, "worker-1", claimed.fence, TurnStatus::Completed, &outcome, None, &[])
         .await
         .unwrap();
@@ -67,7 +72,7 @@ async fn a_parked_chat_turns_question_is_an_interaction_row(pool: PgPool) {
     let channel = common::channel(&store, &t, &common::secrets(), "alpha-bot").await.id;
     let reply_to = Destination::chat(Platform::Telegram, channel, "42", None);
     let new = NewTurn { reply_to: Some(reply_to.clone()), ..common::turn_in(t.agent, t.session, "clean up") };
-    let turn = store.enqueue_turn(t.id, new).await.unwrap().1;
+    let turn = store.turns().enqueue_turn(t.id, new).await.unwrap().1;
     let claimed = common::claim(&store, t.id, t.session, "worker-1", 1).await;
     let prompt = json!({"command": "rm -rf build", "pattern_keys": ["rm"]});
     let park = Park {
@@ -77,7 +82,7 @@ async fn a_parked_chat_turns_question_is_an_interaction_row(pool: PgPool) {
         prompt: &prompt,
         timeout: common::LEASE,
     };
-    let asked = store.park_turn(t.id, t.session, turn, "worker-1", claimed.fence, &park).await.unwrap();
+    let asked = store.turns().park_turn(t.id, t.session, turn, "worker-1", claimed.fence, &park).await.unwrap();
 
     let rows = outbox(&pool, t.id).await;
     assert_eq!(rows.len(), 1);
@@ -94,9 +99,13 @@ async fn running_chat_turn(
     reply_to: Destination,
 ) -> (hermes_core::TurnId, i64) {
     let new = NewTurn { reply_to: Some(reply_to), ..common::turn_in(t.agent, t.session, "hi") };
-    let turn = store.enqueue_turn(t.id, new).await.unwrap().1;
+    let turn = store.turns().enqueue_turn(t.id, new).await.unwrap().1;
     let claimed = common::claim(store, t.id, t.session, "worker-1", 1).await;
-    store.begin_turn(t.id, t.session, claimed.fence, turn, &ChatMessage::user("hi"), "prompt").await.unwrap();
+    store
+        .conversations()
+        .begin_turn(t.id, t.session, claimed.fence, turn, &ChatMessage::user("hi"), "prompt")
+        .await
+        .unwrap();
     (turn, claimed.fence)
 }
 
@@ -109,9 +118,13 @@ async fn the_store_writes_the_answer_row_itself_and_skips_a_chat_whose_channel_i
     let mut reply_to = Destination::chat(Platform::Telegram, kept, "42", None);
     reply_to.also.push(Destination::chat(Platform::Telegram, gone, "43", None));
     let (turn, fence) = running_chat_turn(&store, &t, reply_to).await;
-    assert!(store.delete_channel(t.id, gone).await.unwrap(), "the second bot is removed while the turn runs");
+    assert!(store.chat().delete_channel(t.id, gone).await.unwrap(), "the second bot is removed while the turn runs");
     let outcome = common::answered("Hello!");
-    store.finish_turn(t.id, t.session, turn, "worker-1", fence, TurnStatus::Failed, &outcome, None, &[]).await.unwrap();
+    store
+        .turns()
+        .finish_turn(t.id, t.session, turn, "worker-1", fence, TurnStatus::Failed, &outcome, None, &[])
+        .await
+        .unwrap();
 
     let rows: Vec<(uuid::Uuid, String)> = sqlx::query_as("SELECT id, dedupe_key FROM outbox WHERE tenant_id = $1")
         .bind(t.id.as_uuid())

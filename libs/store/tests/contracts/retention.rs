@@ -21,12 +21,17 @@ async fn answered_chat_turn(
     let reply_to = Destination::chat(Platform::Telegram, channel, "42", None);
     let new = NewTurn { reply_to: Some(reply_to), ..common::turn_in(t.agent, session, "what is in the report?") };
     let update = json!({"message": {"text": "what is in the report?"}});
-    let accepted = store.accept_inbound(t.id, "telegram:bot", key, &update, Some(new), None).await.unwrap();
+    let accepted = store.chat().accept_inbound(t.id, "telegram:bot", key, &update, Some(new), None).await.unwrap();
     let Accepted::Turn { turn, .. } = accepted else { panic!("{accepted:?}") };
     let claimed = common::claim(store, t.id, session, "worker-1", 1).await;
-    store.begin_turn(t.id, session, claimed.fence, turn, &ChatMessage::user("hi"), "prompt").await.unwrap();
+    store
+        .conversations()
+        .begin_turn(t.id, session, claimed.fence, turn, &ChatMessage::user("hi"), "prompt")
+        .await
+        .unwrap();
     let outcome = common::answered("The report says revenue doubled.");
     store
+        .turns()
         .finish_turn(t.id, session, turn, "worker-1", claimed.fence, TurnStatus::Completed, &outcome, None, &[])
         .await
         .unwrap();
@@ -38,8 +43,16 @@ async fn a_deleted_session_takes_its_updates_replies_and_events_with_it(pool: Pg
     let t = common::tenant(&store, "acme").await;
     let channel = common::channel(&store, &t, &common::secrets(), "bot-1").await.id;
     let events = ["turn.finished".to_owned()];
-    store.create_event_hook(t.id, "http://127.0.0.1:9/hook", &events, "ops", Some(&common::secrets())).await.unwrap();
-    let other = store.create_session(t.id, t.agent, hermes_core::SessionSource::Api, "user-2", None).await.unwrap();
+    store
+        .automation()
+        .create_event_hook(t.id, "http://127.0.0.1:9/hook", &events, "ops", Some(&common::secrets()))
+        .await
+        .unwrap();
+    let other = store
+        .conversations()
+        .create_session(t.id, t.agent, hermes_core::SessionSource::Api, "user-2", None)
+        .await
+        .unwrap();
     answered_chat_turn(&store, &t, t.session, "1001", channel).await;
     answered_chat_turn(&store, &t, other, "1002", channel).await;
     let count = async |sql: &str| -> i64 {
@@ -48,7 +61,7 @@ async fn a_deleted_session_takes_its_updates_replies_and_events_with_it(pool: Pg
     assert_eq!((count("SELECT count(*) FROM inbound").await, count("SELECT count(*) FROM outbox").await), (2, 2));
     assert!(count("SELECT count(*) FROM event_deliveries").await >= 2);
 
-    store.delete_session(t.id, None, t.session).await.unwrap();
+    store.conversations().delete_session(t.id, None, t.session).await.unwrap();
     let about = |session: hermes_core::SessionId| {
         format!("SELECT count(*) FROM event_deliveries WHERE data ->> 'session_id' = '{session}'")
     };

@@ -126,8 +126,8 @@ async fn a_count_that_names_no_tenant_counts_only_the_callers_rows(pool: PgPool)
     assert!(held >= 25, "alpha holds rows in {held} tables: too few for the test to mean much: {alpha:?}");
 
     let seen = |rows: Vec<(String, i64)>| rows.into_iter().collect::<BTreeMap<_, _>>();
-    assert_eq!(seen(w.store.tenant_rows(w.a.id).await.unwrap()), alpha, "alpha sees exactly its own rows");
-    assert_eq!(seen(w.store.tenant_rows(w.b.id).await.unwrap()), beta, "beta sees exactly its own rows");
+    assert_eq!(seen(w.store.tenancy().tenant_rows(w.a.id).await.unwrap()), alpha, "alpha sees exactly its own rows");
+    assert_eq!(seen(w.store.tenancy().tenant_rows(w.b.id).await.unwrap()), beta, "beta sees exactly its own rows");
     let secured: BTreeSet<String> =
         policies(&pool).await.into_iter().filter(|(_, p)| !p.is_empty()).map(|(t, _)| t).collect();
     assert_eq!(alpha.keys().cloned().collect::<BTreeSet<_>>(), secured, "the count covers every secured table");

@@ -51,20 +51,20 @@ fn ask(agent: hermes_core::AgentId, models: &[String]) -> SpendRequest<'_> {
 async fn forty_racing_calls_pass_a_cap_by_at_most_the_last_one_admitted(pool: PgPool) {
     let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
-    store.set_model_price(&price()).await.unwrap();
+    store.tenancy().set_model_price(&price()).await.unwrap();
     let cap = Budget { agent_id: None, period: BudgetPeriod::Day, hard_usd: Some(3.0), soft_usd: None };
-    store.set_budget(t.id, &cap).await.unwrap();
+    store.tenancy().set_budget(t.id, &cap).await.unwrap();
     let models: Vec<String> = MODELS.map(String::from).into();
     let racers: Vec<_> = (0..40)
         .map(|_| {
             let (store, models) = (store.clone(), models.clone());
             let (tenant, agent, session) = (t.id, t.agent, t.session);
             tokio::spawn(async move {
-                match store.reserve_spend(tenant, &ask(agent, &models), Utc::now()).await.unwrap() {
+                match store.tenancy().reserve_spend(tenant, &ask(agent, &models), Utc::now()).await.unwrap() {
                     SpendDecision::Reserved { reservation, .. } => {
                         tokio::time::sleep(Duration::from_millis(30)).await;
                         let turn = hermes_core::TurnId::new();
-                        store.settle_spend(tenant, reservation, session, turn, &[call(300)]).await.unwrap();
+                        store.tenancy().settle_spend(tenant, reservation, session, turn, &[call(300)]).await.unwrap();
                         true
                     }
                     SpendDecision::Refused { .. } => false,
@@ -93,14 +93,17 @@ async fn a_hard_cap_refuses_an_unpriced_model_and_no_cap_reserves_nothing(pool: 
     let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     let models: Vec<String> = MODELS.map(String::from).into();
-    assert_eq!(store.reserve_spend(t.id, &ask(t.agent, &models), Utc::now()).await.unwrap(), SpendDecision::Uncapped);
+    assert_eq!(
+        store.tenancy().reserve_spend(t.id, &ask(t.agent, &models), Utc::now()).await.unwrap(),
+        SpendDecision::Uncapped
+    );
     let cap = Budget { agent_id: Some(t.agent), period: BudgetPeriod::Month, hard_usd: Some(5.0), soft_usd: None };
-    store.set_budget(t.id, &cap).await.unwrap();
-    let decision = store.reserve_spend(t.id, &ask(t.agent, &models), Utc::now()).await.unwrap();
+    store.tenancy().set_budget(t.id, &cap).await.unwrap();
+    let decision = store.tenancy().reserve_spend(t.id, &ask(t.agent, &models), Utc::now()).await.unwrap();
     assert_eq!(decision, SpendDecision::Unpriced { model: "test-model".into() }, "a free model cannot be capped");
-    store.set_model_price(&price()).await.unwrap();
+    store.tenancy().set_model_price(&price()).await.unwrap();
     let SpendDecision::Reserved { estimate_usd, .. } =
-        store.reserve_spend(t.id, &ask(t.agent, &models), Utc::now()).await.unwrap()
+        store.tenancy().reserve_spend(t.id, &ask(t.agent, &models), Utc::now()).await.unwrap()
     else {
         panic!("priced now")
     };

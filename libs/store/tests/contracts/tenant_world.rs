@@ -89,26 +89,35 @@ pub async fn world(db: &sqlx::PgPool) -> World {
     let secrets = common::secrets();
     let a = common::tenant(&store, "alpha").await;
     let b = common::tenant(&store, "beta").await;
-    let named_agent = store.create_agent(a.id, common::new_agent("alpha-only"), None).await.unwrap().id;
+    let named_agent = store.agents().create_agent(a.id, common::new_agent("alpha-only"), None).await.unwrap().id;
     let channel = common::channel(&store, &a, &secrets, "alpha-bot").await.id;
     let (done, waiting, interaction) = finished_and_waiting(&store, &a, channel).await;
     let running = held(&store, &a).await;
     let steer = common::queue(&store, &a, running.session, "also this").await;
-    store.mark_steer(a.id, steer).await.unwrap();
-    let queued_session =
-        store.create_session(a.id, a.agent, hermes_core::SessionSource::Api, "user-1", None).await.unwrap();
+    store.conversations().mark_steer(a.id, steer).await.unwrap();
+    let queued_session = store
+        .conversations()
+        .create_session(a.id, a.agent, hermes_core::SessionSource::Api, "user-1", None)
+        .await
+        .unwrap();
     let queued = common::queue(&store, &a, queued_session, "later").await;
-    let key = store.create_api_key(a.id, Some(a.agent), "ci", None).await.unwrap().0.id;
-    let pairing_code = match store.start_pairing(a.id, channel, "u-9", Some("Nine"), "chat-9").await.unwrap() {
+    let key = store.tenancy().create_api_key(a.id, Some(a.agent), "ci", None).await.unwrap().0.id;
+    let pairing_code = match store.chat().start_pairing(a.id, channel, "u-9", Some("Nine"), "chat-9").await.unwrap() {
         hermes_store::PairingStart::Code { code, .. } => code,
         other => panic!("no pairing code: {other:?}"),
     };
     let (job, cron_turn) = job_with_a_run(&store, &a).await;
-    let webhook = store.create_webhook(a.id, &common::webhook(&a, "github"), Some(&secrets)).await.unwrap().0.id;
+    let webhook =
+        store.automation().create_webhook(a.id, &common::webhook(&a, "github"), Some(&secrets)).await.unwrap().0.id;
     let events = ["turn.finished".to_owned()];
-    let event_hook =
-        store.create_event_hook(a.id, "http://127.0.0.1:9/hook", &events, "ops", Some(&secrets)).await.unwrap().0.id;
-    store.ping_event_hook(a.id, event_hook).await.unwrap();
+    let event_hook = store
+        .automation()
+        .create_event_hook(a.id, "http://127.0.0.1:9/hook", &events, "ops", Some(&secrets))
+        .await
+        .unwrap()
+        .0
+        .id;
+    store.automation().ping_event_hook(a.id, event_hook).await.unwrap();
     let route = Route {
         agent: a.agent,
         key: "telegram:chat:42".into(),
@@ -117,6 +126,7 @@ pub async fn world(db: &sqlx::PgPool) -> World {
     };
     let target = TurnTarget::Route { route: route.clone(), fresh: true, replaces: None };
     let route_session = store
+        .turns()
         .enqueue_turn(a.id, hermes_store::NewTurn { target, ..common::turn_in(a.agent, a.session, "hi") })
         .await
         .unwrap()
@@ -163,12 +173,13 @@ async fn finished_and_waiting(store: &Store, a: &Tenant, channel: uuid::Uuid) ->
         trace: None,
         ..common::turn_in(a.agent, a.session, "hello world")
     };
-    let done = store.enqueue_turn(a.id, new).await.unwrap().1;
+    let done = store.turns().enqueue_turn(a.id, new).await.unwrap().1;
     let first = common::claim(store, a.id, a.session, "worker-1", 1).await;
     let prompt = json!({"command": "rm -rf build", "pattern_keys": ["rm"]});
     let park = common::park(a.agent, "call-1", hermes_core::InteractionKind::Approval, &prompt);
-    let asked = store.park_turn(a.id, a.session, done, "worker-1", first.fence, &park).await.unwrap();
+    let asked = store.turns().park_turn(a.id, a.session, done, "worker-1", first.fence, &park).await.unwrap();
     store
+        .turns()
         .answer_interaction(
             a.id,
             asked.id,
@@ -179,21 +190,22 @@ async fn finished_and_waiting(store: &Store, a: &Tenant, channel: uuid::Uuid) ->
         .unwrap();
     let second = common::claim(store, a.id, a.session, "worker-2", 1).await;
     let (s, f) = (a.session, second.fence);
-    store.begin_turn(a.id, s, f, done, &ChatMessage::user("hello world"), "prompt").await.unwrap();
+    store.conversations().begin_turn(a.id, s, f, done, &ChatMessage::user("hello world"), "prompt").await.unwrap();
     let answer = ChatMessage::assistant("hello to you");
-    store.append_message(a.id, s, f, done, 1, &answer).await.unwrap();
-    store.add_tool_time(a.id, done, 250, true).await.unwrap();
+    store.conversations().append_message(a.id, s, f, done, 1, &answer).await.unwrap();
+    store.tenancy().add_tool_time(a.id, done, 250, true).await.unwrap();
     let file = TurnFile {
         target: FILE_TARGET.into(),
         name: "report.txt".into(),
         mime: "text/plain".into(),
         data: Ok(b"mine".to_vec()),
     };
-    store.save_turn_file(a.id, done, &file).await.unwrap();
-    assert!(store.stream_begin(a.id, done, "42").await.unwrap());
-    assert!(store.stream_message(a.id, done, "preview-1").await.unwrap());
+    store.turns().save_turn_file(a.id, done, &file).await.unwrap();
+    assert!(store.chat().stream_begin(a.id, done, "42").await.unwrap());
+    assert!(store.chat().stream_message(a.id, done, "preview-1").await.unwrap());
     let outcome = common::answered("hello to you");
     store
+        .turns()
         .finish_turn(a.id, s, done, "worker-2", f, TurnStatus::Completed, &outcome, None, &[model_call()])
         .await
         .unwrap();
@@ -202,12 +214,16 @@ async fn finished_and_waiting(store: &Store, a: &Tenant, channel: uuid::Uuid) ->
     let third = common::claim(store, a.id, a.session, "worker-3", 1).await;
     let question = json!({"question": "which one?"});
     let park = common::park(a.agent, "call-2", hermes_core::InteractionKind::Clarify, &question);
-    let pending = store.park_turn(a.id, a.session, waiting, "worker-3", third.fence, &park).await.unwrap();
+    let pending = store.turns().park_turn(a.id, a.session, waiting, "worker-3", third.fence, &park).await.unwrap();
     (done, waiting, pending.id)
 }
 
 async fn held(store: &Store, a: &Tenant) -> Held {
-    let session = store.create_session(a.id, a.agent, hermes_core::SessionSource::Api, "user-1", None).await.unwrap();
+    let session = store
+        .conversations()
+        .create_session(a.id, a.agent, hermes_core::SessionSource::Api, "user-1", None)
+        .await
+        .unwrap();
     let turn = common::queue(store, a, session, "work on it").await;
     let claimed = common::claim(store, a.id, session, "worker-run", 1).await;
     Held { session, turn, owner: "worker-run".into(), fence: claimed.fence }
@@ -216,7 +232,7 @@ async fn held(store: &Store, a: &Tenant) -> Held {
 /// A due job claimed and started: one run, with its turn.
 async fn job_with_a_run(store: &Store, a: &Tenant) -> (hermes_store::cron::Job, TurnId) {
     let due = Utc::now() - chrono::Duration::minutes(1);
-    let job = store.create_job(a.id, &common::job(a, "daily", due)).await.unwrap();
+    let job = store.automation().create_job(a.id, &common::job(a, "daily", due)).await.unwrap();
     let next = Utc::now() + chrono::Duration::hours(1);
     let plan = |_: &hermes_store::cron::Job| hermes_store::cron::Plan {
         run: true,
@@ -224,10 +240,19 @@ async fn job_with_a_run(store: &Store, a: &Tenant) -> (hermes_store::cron::Job, 
         state: hermes_core::JobState::Scheduled,
         error: None,
     };
-    let runs = store.claim_due_jobs("scheduler", Utc::now(), 10, 10, plan).await.unwrap();
-    let session = store.create_session(a.id, a.agent, hermes_core::SessionSource::Cron, "user-1", None).await.unwrap();
-    store.start_run(runs[0].run_id, a.id, &common::turn_in(a.agent, session, "report")).await.unwrap().unwrap();
-    let run = &store.job_runs(a.id, job.id, 1).await.unwrap()[0];
+    let runs = store.system().claim_due_jobs("scheduler", Utc::now(), 10, 10, plan).await.unwrap();
+    let session = store
+        .conversations()
+        .create_session(a.id, a.agent, hermes_core::SessionSource::Cron, "user-1", None)
+        .await
+        .unwrap();
+    store
+        .system()
+        .start_run(runs[0].run_id, a.id, &common::turn_in(a.agent, session, "report"))
+        .await
+        .unwrap()
+        .unwrap();
+    let run = &store.automation().job_runs(a.id, job.id, 1).await.unwrap()[0];
     let turn = TurnId::from_uuid(run.turn_id.unwrap());
     (job, turn)
 }
@@ -237,7 +262,7 @@ async fn job_with_a_run(store: &Store, a: &Tenant) -> (hermes_store::cron::Job, 
 async fn keepsakes(store: &Store, a: &Tenant, secrets: &SecretBox) {
     for (target, user) in [(MemoryTarget::Memory, ""), (MemoryTarget::User, "user-1")] {
         let change = |_: &[String]| Ok::<_, ()>(Some(vec!["likes tea".to_owned()]));
-        store.update_memory(a.id, a.agent, target, user, change).await.unwrap().unwrap();
+        store.agents().update_memory(a.id, a.agent, target, user, change).await.unwrap().unwrap();
     }
     let credential = NewCredential {
         provider: "openai".into(),
@@ -247,23 +272,27 @@ async fn keepsakes(store: &Store, a: &Tenant, secrets: &SecretBox) {
         allowed_hosts: vec!["api.openai.com".into()],
         readable_in_sandbox: false,
     };
-    store.add_credential(a.id, credential, secrets).await.unwrap();
-    store.set_pool_strategy(a.id, "openai", "round_robin").await.unwrap();
-    store.save_agent_skill(a.id, a.agent, &skill(SKILL, "mine"), "create", "agent").await.unwrap();
-    store.save_tenant_skill(a.id, &skill("team-notes", "ours"), "admin").await.unwrap();
-    store.record_skill_use(a.id, a.agent, SKILL, SkillUse::Used, Utc::now()).await.unwrap();
-    store.set_goal(a.id, a.session, "ship it", 5).await.unwrap();
-    store.set_todos(a.id, a.session, &json!([{"content": "write tests", "status": "pending"}])).await.unwrap();
-    store.set_voice_mode(a.id, a.agent, "telegram:chat:42", hermes_core::VoiceMode::All).await.unwrap();
+    store.tenancy().add_credential(a.id, credential, secrets).await.unwrap();
+    store.tenancy().set_pool_strategy(a.id, "openai", "round_robin").await.unwrap();
+    store.agents().save_agent_skill(a.id, a.agent, &skill(SKILL, "mine"), "create", "agent").await.unwrap();
+    store.agents().save_tenant_skill(a.id, &skill("team-notes", "ours"), "admin").await.unwrap();
+    store.agents().record_skill_use(a.id, a.agent, SKILL, SkillUse::Used, Utc::now()).await.unwrap();
+    store.conversations().set_goal(a.id, a.session, "ship it", 5).await.unwrap();
+    store
+        .conversations()
+        .set_todos(a.id, a.session, &json!([{"content": "write tests", "status": "pending"}]))
+        .await
+        .unwrap();
+    store.conversations().set_voice_mode(a.id, a.agent, "telegram:chat:42", hermes_core::VoiceMode::All).await.unwrap();
     let budget = Budget {
         agent_id: Some(a.agent),
         period: hermes_core::BudgetPeriod::Day,
         hard_usd: Some(10.0),
         soft_usd: Some(5.0),
     };
-    store.set_budget(a.id, &budget).await.unwrap();
-    store.grant_session_patterns(a.id, a.agent, a.session, &["ls".to_owned()]).await.unwrap();
-    store.accept_inbound(a.id, INBOUND_SOURCE, "update-1", &json!({"text": "hi"}), None, None).await.unwrap();
+    store.tenancy().set_budget(a.id, &budget).await.unwrap();
+    store.turns().grant_session_patterns(a.id, a.agent, a.session, &["ls".to_owned()]).await.unwrap();
+    store.chat().accept_inbound(a.id, INBOUND_SOURCE, "update-1", &json!({"text": "hi"}), None, None).await.unwrap();
     let sso = hermes_store::admin::SsoSettings {
         issuer: "https://login.alpha.test".into(),
         client_id: "hermes".into(),
@@ -282,10 +311,10 @@ async fn keepsakes(store: &Store, a: &Tenant, secrets: &SecretBox) {
         request_id: None,
         source_address: None,
     };
-    store.set_tenant_sso(a.id, &sso, Some(secrets), &by).await.unwrap();
+    store.admin().set_tenant_sso(a.id, &sso, Some(secrets), &by).await.unwrap();
     let mcp = json!({"url": "https://mcp.alpha.test/mcp", "headers": {"Authorization": "***"}});
     let sealed = json!({"env": {}, "headers": {"Authorization": "Bearer alpha-mcp-token"}});
-    store.set_mcp_server(a.id, a.agent, "tracker", (&mcp, true), &sealed, Some(secrets)).await.unwrap();
+    store.agents().set_mcp_server(a.id, a.agent, "tracker", (&mcp, true), &sealed, Some(secrets)).await.unwrap();
 }
 
 /// The email domain alpha's own identity provider signs in.

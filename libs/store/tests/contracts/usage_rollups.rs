@@ -33,6 +33,7 @@ async fn rollups_add_up_to_every_call_and_turn_and_need_no_call_to_answer(pool: 
     let acme = common::tenant(&store, "acme").await;
     let other = common::tenant(&store, "other").await;
     store
+        .tenancy()
         .set_model_price(&ModelPrice {
             model: "gpt-a".into(),
             input: 1.0,
@@ -46,10 +47,10 @@ async fn rollups_add_up_to_every_call_and_turn_and_need_no_call_to_answer(pool: 
     let turn = common::queue(&store, &acme, acme.session, "hi").await;
     for _ in 0..3 {
         let calls = [call("gpt-a", 1_000_000, 500_000), call("gpt-b", 10, 5)];
-        store.record_model_calls(acme.id, acme.session, turn, &calls).await.unwrap();
+        store.tenancy().record_model_calls(acme.id, acme.session, turn, &calls).await.unwrap();
     }
     let other_turn = common::queue(&store, &other, other.session, "hi").await;
-    store.record_model_calls(other.id, other.session, other_turn, &[call("gpt-a", 7, 7)]).await.unwrap();
+    store.tenancy().record_model_calls(other.id, other.session, other_turn, &[call("gpt-a", 7, 7)]).await.unwrap();
     // The turn ends (as a worker's finish would), having spent tool and sandbox time.
     sqlx::query(
         "UPDATE turns SET status = 'completed', finished_at = now(), tool_ms = 1500, sandbox_ms = 1000 WHERE id = $1",
@@ -62,7 +63,7 @@ async fn rollups_add_up_to_every_call_and_turn_and_need_no_call_to_answer(pool: 
     let today = Utc::now().date_naive();
     let by = |group| {
         let store = store.clone();
-        async move { store.usage_rollup(acme.id, today, today, group).await.unwrap() }
+        async move { store.admin().usage_rollup(acme.id, today, today, group).await.unwrap() }
     };
     let models = by(RollupGroup::Model).await;
     assert_eq!(models.len(), 2, "{models:?}");
@@ -81,8 +82,8 @@ async fn rollups_add_up_to_every_call_and_turn_and_need_no_call_to_answer(pool: 
     sqlx::query("DELETE FROM model_calls").execute(&pool).await.unwrap();
     assert_eq!(by(RollupGroup::Day).await, before);
 
-    let theirs = store.usage_rollup(other.id, today, today, RollupGroup::Model).await.unwrap();
+    let theirs = store.admin().usage_rollup(other.id, today, today, RollupGroup::Model).await.unwrap();
     assert_eq!((theirs.len(), theirs[0].calls), (1, 1), "the other tenant sees its own call only");
-    let long = store.usage_rollup(acme.id, today - chrono::Duration::days(400), today, RollupGroup::Day).await;
+    let long = store.admin().usage_rollup(acme.id, today - chrono::Duration::days(400), today, RollupGroup::Day).await;
     assert!(long.is_err(), "a range is bounded");
 }

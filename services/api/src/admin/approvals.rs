@@ -23,7 +23,7 @@ type Result<T, E = ApiError> = std::result::Result<T, E>;
     responses((status = 200, description = "Questions waiting for an answer, oldest first", body = List<hermes_wire::admin::WaitingQuestion>),
         TenantNotFound))]
 pub(crate) async fn waiting(call: TenantCall) -> Result<Json<List<hermes_wire::admin::WaitingQuestion>>> {
-    call.list(AdminOp::ViewApprovals, async |store, t| store.waiting_interactions(t).await).await
+    call.list(AdminOp::ViewApprovals, async |store, t| store.admin().waiting_interactions(t).await).await
 }
 
 /// The answer: a `choice` for an approval (`once`, `session`, `always`, `deny`), `text` for a

@@ -98,8 +98,8 @@ pub(crate) async fn installation_audit(
 
 async fn page(state: &AdminState, tenant: Option<TenantId>, filter: &AuditFilter) -> Result<StoredPage> {
     let found = match tenant {
-        Some(t) => state.store.audit_entries(t, filter).await,
-        None => state.store.installation_audit_entries(filter).await,
+        Some(t) => state.store.admin().audit_entries(t, filter).await,
+        None => state.store.admin().installation_audit_entries(filter).await,
     };
     found.map_err(store_error)
 }

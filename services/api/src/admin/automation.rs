@@ -26,7 +26,12 @@ type Result<T, E = ApiError> = std::result::Result<T, E>;
     responses((status = 200, description = "The tenant's cron jobs with their next and last runs", body = List<CronJob>),
         TenantNotFound))]
 pub(crate) async fn jobs(call: TenantCall) -> Result<Json<List<CronJob>>> {
-    call.list_shown(AdminOp::ViewCron, async |store, t| store.list_jobs(t, None).await, crate::shown::cron_job).await
+    call.list_shown(
+        AdminOp::ViewCron,
+        async |store, t| store.automation().list_jobs(t, None).await,
+        crate::shown::cron_job,
+    )
+    .await
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/cron/{id}/runs", tag = "admin: automation",
@@ -36,14 +41,14 @@ pub(crate) async fn jobs(call: TenantCall) -> Result<Json<List<CronJob>>> {
 pub(crate) async fn runs(call: TenantCall, Path(ObjectPath { id }): Path<ObjectPath>) -> Result<Json<List<CronRun>>> {
     let t = call.allow(AdminOp::ViewCron).await?;
     let job = job(&call, t.id, &id).await?;
-    let runs = call.state.store.job_runs(t.id, job.id, 50).await.map_err(store_error)?;
+    let runs = call.state.store.automation().job_runs(t.id, job.id, 50).await.map_err(store_error)?;
     Ok(Json(List::of(runs)))
 }
 
 /// The tenant's job (any agent's) `raw` names.
 async fn job(call: &TenantCall, tenant: TenantId, raw: &str) -> Result<hermes_store::cron::Job> {
     let id: uuid::Uuid = path_id(raw, ErrorCode::NotFound, "job")?;
-    let job = call.state.store.find_job(tenant, None, &id.to_string()).await;
+    let job = call.state.store.automation().find_job(tenant, None, &id.to_string()).await;
     job.map_err(|e| store_error_for(e, ErrorCode::JobNotFound, "job"))
 }
 
@@ -86,8 +91,8 @@ pub(crate) async fn act(
         TenantNotFound))]
 pub(crate) async fn hooks(call: TenantCall) -> Result<Json<Hooks>> {
     let t = call.allow(AdminOp::ViewHooks).await?;
-    let webhooks = call.state.store.list_webhooks(t.id).await.map_err(store_error)?;
-    let endpoints = call.state.store.list_event_hooks(t.id).await.map_err(store_error)?;
+    let webhooks = call.state.store.automation().list_webhooks(t.id).await.map_err(store_error)?;
+    let endpoints = call.state.store.automation().list_event_hooks(t.id).await.map_err(store_error)?;
     let webhooks = webhooks.iter().map(crate::shown::hook_trigger).collect();
     Ok(Json(Hooks { webhooks, event_hooks: endpoints.iter().map(crate::shown::event_endpoint).collect() }))
 }
@@ -101,9 +106,9 @@ pub(crate) async fn deliveries(
     Path(ObjectPath { id }): Path<ObjectPath>,
 ) -> Result<Json<List<EventDelivery>>> {
     let t = call.allow(AdminOp::ViewHooks).await?;
-    let hook = call.state.store.event_hook(t.id, path_id(&id, ErrorCode::NotFound, "endpoint")?).await;
+    let hook = call.state.store.automation().event_hook(t.id, path_id(&id, ErrorCode::NotFound, "endpoint")?).await;
     let hook = hook.map_err(|e| store_error_for(e, ErrorCode::EventHookNotFound, "endpoint"))?;
-    let list = call.state.store.event_deliveries(t.id, hook.id, 50).await.map_err(store_error)?;
+    let list = call.state.store.automation().event_deliveries(t.id, hook.id, 50).await.map_err(store_error)?;
     Ok(Json(List::of(list)))
 }
 

@@ -40,14 +40,14 @@ fn failure(f: OpsError) -> ApiError {
 
 async fn channel(state: &AdminState, tenant: TenantId, raw: &str) -> Result<Channel> {
     let id: uuid::Uuid = path_id(raw, ErrorCode::ChannelNotFound, "channel")?;
-    state.store.channel(tenant, id).await.map_err(|e| store_error_for(e, ErrorCode::ChannelNotFound, "channel"))
+    state.store.chat().channel(tenant, id).await.map_err(|e| store_error_for(e, ErrorCode::ChannelNotFound, "channel"))
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/channels", tag = "admin: channels", params(TenantPath),
     responses((status = 200, description = "The tenant's bots (credentials never shown)", body = List<hermes_wire::v1::Channel>),
         TenantNotFound))]
 pub(crate) async fn list(call: TenantCall) -> Result<Json<List<hermes_wire::v1::Channel>>> {
-    call.list_shown(AdminOp::ViewChannels, async |store, t| store.list_channels(t).await, channels::shown).await
+    call.list_shown(AdminOp::ViewChannels, async |store, t| store.chat().list_channels(t).await, channels::shown).await
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/channels", tag = "admin: channels", request_body = ChannelRequest,
@@ -94,7 +94,7 @@ pub(crate) async fn pairings(
 ) -> Result<Json<List<hermes_wire::v1::PairingRequest>>> {
     let t = call.allow(AdminOp::ViewChannels).await?;
     let found = channel(&call.state, t.id, &id).await?;
-    let waiting = call.state.store.pending_pairings(t.id, found.id).await.map_err(store_error)?;
+    let waiting = call.state.store.chat().pending_pairings(t.id, found.id).await.map_err(store_error)?;
     Ok(Json(List::of(waiting.into_iter().map(crate::shown::pairing).collect())))
 }
 

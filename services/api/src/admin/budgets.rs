@@ -27,7 +27,7 @@ type Result<T, E = ApiError> = std::result::Result<T, E>;
         TenantNotFound))]
 pub(crate) async fn list(call: TenantCall) -> Result<Json<List<BudgetView>>> {
     let t = call.allow(AdminOp::ViewUsage).await?;
-    let states = call.state.store.tenant_budgets(t.id, chrono::Utc::now()).await.map_err(store_error)?;
+    let states = call.state.store.tenancy().tenant_budgets(t.id, chrono::Utc::now()).await.map_err(store_error)?;
     let data = states
         .iter()
         .map(|s| BudgetView {
@@ -90,7 +90,7 @@ pub(crate) async fn set(
         let why = "give hard_usd, soft_usd or both (DELETE removes a cap)";
         return Err(ApiError::invalid_request(ErrorCode::InvalidValue, why).with_param("hard_usd"));
     }
-    let before = call.state.store.tenant_budgets(t.id, chrono::Utc::now()).await.map_err(store_error)?;
+    let before = call.state.store.tenancy().tenant_budgets(t.id, chrono::Utc::now()).await.map_err(store_error)?;
     let before = before.into_iter().map(|s| s.budget).find(|b| b.agent_id == agent && b.period == period);
     let budget = Budget { agent_id: agent, period, hard_usd: body.hard_usd, soft_usd: body.soft_usd };
     let mut tx = call.begin(t.id).await?;

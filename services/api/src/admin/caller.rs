@@ -177,7 +177,7 @@ impl Caller {
                 return Err(tenant_not_found());
             }
             (_, Some(person)) => {
-                let (id, role) = match state.store.tenant_for_person(person.id, raw).await {
+                let (id, role) = match state.store.admin().tenant_for_person(person.id, raw).await {
                     Ok(found) => found,
                     Err(hermes_store::StoreError::NotFound) => return Err(tenant_not_found()),
                     Err(e) => return Err(store_error(e)),
@@ -309,10 +309,10 @@ pub(crate) async fn authenticate(State(state): State<AdminState>, mut request: R
         .map(|v| v.trim().to_owned());
     let mut set_cookie = None;
     let caller = if let Some(token) = bearer {
-        match state.store.authenticate_admin_token(&token).await {
+        match state.store.admin().authenticate_admin_token(&token).await {
             Ok(Some(auth)) => {
                 let person = match auth.person {
-                    Some(id) => state.store.person(id).await.ok(),
+                    Some(id) => state.store.admin().person(id).await.ok(),
                     None => None,
                 };
                 Some(Caller { person, credential: Credential::Token(auth), meta })
@@ -374,12 +374,12 @@ struct LiveCookie {
 async fn session_of(state: &AdminState, token: &str) -> Result<Option<LiveCookie>, ApiError> {
     let Some(keys) = &state.keys else { return Ok(None) };
     let Some(claims) = keys.verify(token) else { return Ok(None) };
-    let live = match state.store.touch_console_session(claims.sid, state.idle_timeout()).await {
+    let live = match state.store.admin().touch_console_session(claims.sid, state.idle_timeout()).await {
         Ok(Some(live)) if live.person == claims.sub => live,
         Ok(_) => return Ok(None),
         Err(e) => return Err(store_error(e)),
     };
-    let person = match state.store.person(live.person).await {
+    let person = match state.store.admin().person(live.person).await {
         Ok(p) => p,
         Err(hermes_store::StoreError::NotFound) => return Ok(None),
         Err(e) => return Err(store_error(e)),

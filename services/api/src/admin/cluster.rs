@@ -18,8 +18,8 @@ use crate::documented::OperatorsOnly;
         OperatorsOnly))]
 pub(crate) async fn cluster(State(state): State<AdminState>, caller: Caller) -> Result<Json<Cluster>, ApiError> {
     caller.installation(AdminOp::ViewCluster)?;
-    let backlog = state.store.backlog().await.map_err(store_error)?;
-    let workers = state.store.workers_at_work().await.map_err(store_error)?;
+    let backlog = state.store.system().backlog().await.map_err(store_error)?;
+    let workers = state.store.system().workers_at_work().await.map_err(store_error)?;
     // Several workers may report one shared sandbox (Docker, Kubernetes): each is shown once,
     // as most recently seen. Redis down leaves the rest of the view standing.
     let mut reports = state.census.reports().await.unwrap_or_else(|e| {

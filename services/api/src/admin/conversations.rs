@@ -28,7 +28,12 @@ type Result<T, E = ApiError> = std::result::Result<T, E>;
     responses((status = 200, description = "The tenant's agents (provider keys are never shown)", body = List<Agent>),
         TenantNotFound))]
 pub(crate) async fn agents(call: TenantCall) -> Result<Json<List<Agent>>> {
-    call.list_shown(AdminOp::ViewAgents, async |store, t| store.list_agents(t).await, crate::admin::shown::agent).await
+    call.list_shown(
+        AdminOp::ViewAgents,
+        async |store, t| store.agents().list_agents(t).await,
+        crate::admin::shown::agent,
+    )
+    .await
 }
 
 /// A page of sessions, narrowed and searched.
@@ -71,7 +76,8 @@ pub(crate) async fn sessions(
         None => None,
     };
     let filter = hermes_store::SessionFilter { agent, source: page.source, tsquery };
-    let found = call.state.store.find_sessions(t.id, &filter, limit + 1, offset).await.map_err(store_error)?;
+    let found =
+        call.state.store.conversations().find_sessions(t.id, &filter, limit + 1, offset).await.map_err(store_error)?;
     let has_more = found.len() as i64 > limit;
     let data = found.into_iter().take(limit as usize).map(crate::admin::shown::listed_session).collect();
     Ok(Json(Slice::of(data, has_more)))
@@ -98,10 +104,11 @@ pub(crate) async fn transcript(
 ) -> Result<Json<Transcript>> {
     let t = call.allow(AdminOp::ViewSessions).await?;
     let id: SessionId = path_id(&id, ErrorCode::SessionNotFound, "session")?;
-    let info = call.state.store.session_info(t.id, None, id).await;
+    let info = call.state.store.conversations().session_info(t.id, None, id).await;
     let info = info.map_err(|e| store_error_for(e, ErrorCode::SessionNotFound, "session"))?;
     let limit = page.limit.unwrap_or(200).clamp(1, 500);
-    let found = call.state.store.messages_after(t.id, id, page.after.unwrap_or(0), Some(limit + 1)).await;
+    let found =
+        call.state.store.conversations().messages_after(t.id, id, page.after.unwrap_or(0), Some(limit + 1)).await;
     let found = found.map_err(store_error)?;
     let has_more = found.len() as i64 > limit;
     let messages = found.into_iter().take(limit as usize).map(crate::shown::numbered).collect();
@@ -117,7 +124,7 @@ pub(crate) async fn transcript(
 pub(crate) async fn delete_session(call: TenantCall, Path(ObjectPath { id }): Path<ObjectPath>) -> Result<StatusCode> {
     let t = call.allow(AdminOp::ManageSessions).await?;
     let id: SessionId = path_id(&id, ErrorCode::SessionNotFound, "session")?;
-    let info = call.state.store.session_info(t.id, None, id).await;
+    let info = call.state.store.conversations().session_info(t.id, None, id).await;
     let info = info.map_err(|e| store_error_for(e, ErrorCode::SessionNotFound, "session"))?;
     let mut tx = call.begin(t.id).await?;
     tx.delete_session(None, id).await.map_err(|e| store_error_for(e, ErrorCode::SessionNotFound, "session"))?;
@@ -169,7 +176,7 @@ pub(crate) async fn export(
     use axum::response::IntoResponse;
     let t = call.allow(AdminOp::ViewSessions).await?;
     let id: SessionId = path_id(&id, ErrorCode::SessionNotFound, "session")?;
-    let exported = call.state.store.export_session(t.id, id).await;
+    let exported = call.state.store.conversations().export_session(t.id, id).await;
     let exported = exported.map_err(|e| store_error_for(e, ErrorCode::SessionNotFound, "session"))?;
     let disposition = format!("attachment; filename=\"session-{id}.json\"");
     Ok(([(axum::http::header::CONTENT_DISPOSITION, disposition)], Json(exported)).into_response())

@@ -26,7 +26,7 @@ type Result<T, E = ApiError> = std::result::Result<T, E>;
         TenantNotFound))]
 pub(crate) async fn list(call: TenantCall) -> Result<Json<List<Pool>>> {
     let t = call.allow(AdminOp::ViewCredentials).await?;
-    let pools = call.state.store.credential_pools(t.id).await.map_err(store_error)?;
+    let pools = call.state.store.tenancy().credential_pools(t.id).await.map_err(store_error)?;
     let mut out = Vec::new();
     let mut providers: Vec<&String> = pools.keys().collect();
     providers.sort();

@@ -69,7 +69,7 @@ pub(crate) async fn accept(
         None => Acceptor::NewAccount { display_name: body.display_name.trim(), password_hash: hash.as_deref() },
     };
     let accepted =
-        state.store.accept_invitation(&body.token, who, meta.request_id.clone(), meta.source_address.clone());
+        state.store.admin().accept_invitation(&body.token, who, meta.request_id.clone(), meta.source_address.clone());
     match accepted.await.map_err(store_error)? {
         Acceptance::Joined { person, new_account: true, .. } => {
             open_session(&state, person, &meta, &user_agent(&headers)).await

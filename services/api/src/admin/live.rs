@@ -34,7 +34,7 @@ const WATCH_LIMIT: Duration = Duration::from_secs(15 * 60);
     responses((status = 200, description = "Turns queued, running or waiting for an answer, newest first", body = List<hermes_wire::admin::OpenTurn>),
         TenantNotFound))]
 pub(crate) async fn open_turns(call: TenantCall) -> Result<Json<List<hermes_wire::admin::OpenTurn>>> {
-    call.list(AdminOp::ViewSessions, async |store, t| store.open_turns(t).await).await
+    call.list(AdminOp::ViewSessions, async |store, t| store.admin().open_turns(t).await).await
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/turns/{id}/stop", tag = "admin: sessions",
@@ -46,7 +46,12 @@ pub(crate) async fn open_turns(call: TenantCall) -> Result<Json<List<hermes_wire
 pub(crate) async fn stop(call: TenantCall, Path(ObjectPath { id }): Path<ObjectPath>) -> Result<Json<TurnStopped>> {
     let t = call.allow(AdminOp::ManageSessions).await?;
     let turn: TurnId = path_id(&id, ErrorCode::RunNotFound, "turn")?;
-    call.state.store.turn_session(t.id, turn).await.map_err(|e| store_error_for(e, ErrorCode::RunNotFound, "turn"))?;
+    call.state
+        .store
+        .admin()
+        .turn_session(t.id, turn)
+        .await
+        .map_err(|e| store_error_for(e, ErrorCode::RunNotFound, "turn"))?;
     let mut tx = call.begin(t.id).await?;
     let was = tx.request_cancel(turn, &TurnOutcome::cancelled()).await.map_err(store_error)?;
     let status = match was {
@@ -90,6 +95,7 @@ pub(crate) async fn events(
     let session = call
         .state
         .store
+        .admin()
         .turn_session(t.id, turn)
         .await
         .map_err(|e| store_error_for(e, ErrorCode::RunNotFound, "turn"))?;
@@ -131,7 +137,7 @@ impl Follow {
         let mut subscription = hub.as_ref().map(|h| h.subscribe(self.turn));
         // What the turn did before the watch began (tool calls and their results are stored as
         // they happen); events from here on come live.
-        if let Ok(messages) = self.state.store.turn_messages(self.tenant, self.turn).await {
+        if let Ok(messages) = self.state.store.conversations().turn_messages(self.tenant, self.turn).await {
             let _ = tx.send(event(&Watched::History { messages: &messages })).await;
         }
         if self.ended(&tx).await {
@@ -162,7 +168,7 @@ impl Follow {
 
     /// Sends the end and says so when the turn is no longer running (Postgres's word).
     async fn ended(&self, tx: &mpsc::Sender<Event>) -> bool {
-        match self.state.store.turn_state(self.tenant, self.turn).await {
+        match self.state.store.turns().turn_state(self.tenant, self.turn).await {
             Ok((status, outcome)) if !matches!(status, TurnStatus::Queued | TurnStatus::Running) => {
                 let end = Watched::Finished { status: status.as_str(), outcome };
                 let _ = tx.send(event(&end)).await;

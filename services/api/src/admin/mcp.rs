@@ -28,7 +28,7 @@ fn shown(server: hermes_store::StoredMcpServer) -> McpServer {
         (status = 404, description = "No such agent (or not yours)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn list(call: AgentCall) -> Result<Json<List<McpServer>>> {
     let (t, agent) = call.allow_agent(AdminOp::ViewAgents).await?;
-    let servers = call.state.store.mcp_servers(t.id, agent.id).await.map_err(store_error)?;
+    let servers = call.state.store.agents().mcp_servers(t.id, agent.id).await.map_err(store_error)?;
     Ok(Json(List::of(servers.into_iter().map(shown).collect())))
 }
 

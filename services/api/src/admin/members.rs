@@ -21,7 +21,7 @@ type Result<T, E = ApiError> = std::result::Result<T, E>;
     responses((status = 200, description = "The tenant's members", body = List<Member>),
         TenantNotFound))]
 pub(crate) async fn list(call: TenantCall) -> Result<Json<List<Member>>> {
-    call.list(AdminOp::ViewMembers, async |store, t| store.members(t).await).await
+    call.list(AdminOp::ViewMembers, async |store, t| store.admin().members(t).await).await
 }
 
 /// A member's new role.
@@ -45,10 +45,10 @@ pub(crate) async fn change_role(
 ) -> Result<Json<RoleChanged>> {
     let (t, body) = call.allow_with_body(AdminOp::ViewMembers, body).await?;
     let who: PersonId = path_id(&person, ErrorCode::MemberNotFound, "member")?;
-    let now = call.state.store.member_role(t.id, who).await.map_err(store_error)?;
+    let now = call.state.store.admin().member_role(t.id, who).await.map_err(store_error)?;
     let now = now.ok_or_else(|| ApiError::not_found(ErrorCode::MemberNotFound, "no such member"))?;
     t.check(op_for_role_change(Some(now), Some(body.role)))?;
-    let before = call.state.store.set_member_role(t.id, who, body.role, &call.caller.audit()).await;
+    let before = call.state.store.admin().set_member_role(t.id, who, body.role, &call.caller.audit()).await;
     let before = before.map_err(|e| store_error_for(e, ErrorCode::MemberNotFound, "member"))?;
     Ok(Json(RoleChanged { person_id: who, before, role: body.role }))
 }
@@ -62,11 +62,12 @@ pub(crate) async fn change_role(
 pub(crate) async fn remove(call: TenantCall, Path((_, person)): Path<(String, String)>) -> Result<StatusCode> {
     let t = call.allow(AdminOp::ViewMembers).await?;
     let who: PersonId = path_id(&person, ErrorCode::MemberNotFound, "member")?;
-    let now = call.state.store.member_role(t.id, who).await.map_err(store_error)?;
+    let now = call.state.store.admin().member_role(t.id, who).await.map_err(store_error)?;
     let now = now.ok_or_else(|| ApiError::not_found(ErrorCode::MemberNotFound, "no such member"))?;
     t.check(op_for_role_change(Some(now), None))?;
     call.state
         .store
+        .admin()
         .remove_member(t.id, who, &call.caller.audit())
         .await
         .map_err(|e| store_error_for(e, ErrorCode::MemberNotFound, "member"))?;
@@ -77,7 +78,7 @@ pub(crate) async fn remove(call: TenantCall, Path((_, person)): Path<(String, St
     responses((status = 200, description = "The tenant's invitations, newest first", body = List<Invitation>),
         TenantNotFound))]
 pub(crate) async fn invitations(call: TenantCall) -> Result<Json<List<Invitation>>> {
-    call.list(AdminOp::ViewMembers, async |store, t| store.invitations(t).await).await
+    call.list(AdminOp::ViewMembers, async |store, t| store.admin().invitations(t).await).await
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/invitations", tag = "admin: people", request_body = Invite,
@@ -89,7 +90,8 @@ pub(crate) async fn invite(call: TenantCall, body: Body<Invite>) -> Result<(Stat
     let (t, body) = call.allow_with_body(AdminOp::ViewMembers, body).await?;
     t.check(op_for_role_change(None, Some(body.role)))?;
     let valid_for = std::time::Duration::from_secs(call.state.config.admin.invitation_days.max(1) * 86_400);
-    let made = call.state.store.create_invitation(t.id, &body.email, body.role, valid_for, &call.caller.audit()).await;
+    let made =
+        call.state.store.admin().create_invitation(t.id, &body.email, body.role, valid_for, &call.caller.audit()).await;
     let (invitation, token) = made.map_err(store_error)?;
     let link = call.state.config.console_link("invite", &token);
     Ok((StatusCode::CREATED, Json(InvitationMade { invitation, link })))
@@ -107,6 +109,7 @@ pub(crate) async fn revoke_invitation(
     let id: InvitationId = path_id(&id, ErrorCode::NotFound, "invitation")?;
     call.state
         .store
+        .admin()
         .revoke_invitation(t.id, id, &call.caller.audit())
         .await
         .map_err(|e| store_error_for(e, ErrorCode::NotFound, "invitation"))?;

@@ -38,7 +38,7 @@ pub(crate) async fn view(call: AgentCall, Query(q): Query<WhichUser>) -> Result<
     let (t, found) = call.allow_agent(AdminOp::ViewMemory).await?;
     let id = found.id;
     let user = q.user.unwrap_or_default();
-    let snapshot = call.state.store.memory_snapshot(t.id, id, &user).await.map_err(store_error)?;
+    let snapshot = call.state.store.agents().memory_snapshot(t.id, id, &user).await.map_err(store_error)?;
     Ok(Json(Memory {
         agent_id: id,
         // Only an agent with the memory toolset sees its memory in its prompt.

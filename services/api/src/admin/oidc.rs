@@ -86,7 +86,7 @@ pub(crate) async fn start(State(state): State<AdminState>, meta: RequestMeta, Qu
     let (oidc, tenant) = match q.email.as_deref() {
         Some(email) => {
             let Some(domain) = domain_of(email) else { return to_sign_in(Failure::NoProvider) };
-            match state.store.sso_for_domain(&domain, state.secrets.as_ref()).await {
+            match state.store.admin().sso_for_domain(&domain, state.secrets.as_ref()).await {
                 Ok(Some(provider)) => match state.tenant_oidc.get(&state.config, &provider) {
                     Ok(kept) => (kept, Some(provider.tenant.as_uuid())),
                     Err(_) => return to_sign_in(Failure::Provider),
@@ -180,7 +180,7 @@ async fn finish(state: &AdminState, meta: &RequestMeta, headers: &HeaderMap, q: 
         Some(tenant) => {
             #[expect(clippy::disallowed_methods, reason = "the tenant our own signed flow cookie names")]
             let tenant = hermes_core::TenantId::from_authenticated(tenant);
-            let found = state.store.sso_provider(tenant, state.secrets.as_ref()).await;
+            let found = state.store.admin().sso_provider(tenant, state.secrets.as_ref()).await;
             let provider = found.map_err(|_| Failure::Provider)?.ok_or(Failure::NoProvider)?;
             (state.tenant_oidc.get(&state.config, &provider).map_err(|_| Failure::Provider)?, Some(provider))
         }
@@ -201,7 +201,7 @@ async fn finish(state: &AdminState, meta: &RequestMeta, headers: &HeaderMap, q: 
         None => oidc_person::installation_person(state, &asserted).await?,
     };
     let person = oidc_person::vouch(state, meta, person, &asserted, provider.as_ref()).await?;
-    state.store.record_sign_in(person.id).await.map_err(|_| Failure::Provider)?;
+    state.store.admin().record_sign_in(person.id).await.map_err(|_| Failure::Provider)?;
     // A tenant's provider vouches for its own tenant only.
     let scope = provider.as_ref().map(|p| p.tenant);
     let agent = crate::admin::session::user_agent(headers);
@@ -217,6 +217,6 @@ async fn finish(state: &AdminState, meta: &RequestMeta, headers: &HeaderMap, q: 
 pub(crate) async fn options(State(state): State<AdminState>) -> axum::Json<SignInOptions> {
     let sso = state.oidc.as_ref().map(|o| SsoOption { label: o.label.clone(), start: "/admin/v1/oidc/start".into() });
     // Tenants with their own provider: the page asks for a work email, then starts there.
-    let by_email = state.keys.is_some() && state.store.any_tenant_sso().await.unwrap_or(false);
+    let by_email = state.keys.is_some() && state.store.admin().any_tenant_sso().await.unwrap_or(false);
     axum::Json(SignInOptions { password: state.keys.is_some(), sso, sso_by_email: by_email })
 }

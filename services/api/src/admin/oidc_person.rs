@@ -50,10 +50,10 @@ pub(crate) async fn installation_person(state: &AdminState, token: &Asserted<'_>
     }
     let domain = domain_of(token.email).ok_or(Failure::NoAccount)?;
     // A domain a tenant's own provider serves signs in through that provider alone.
-    if state.store.domain_has_own_provider(&domain).await.map_err(|_| Failure::Provider)? {
+    if state.store.admin().domain_has_own_provider(&domain).await.map_err(|_| Failure::Provider)? {
         return Err(Failure::TeamProvider);
     }
-    let person = match state.store.sign_in_record(token.email).await.map_err(|_| Failure::Provider)? {
+    let person = match state.store.admin().sign_in_record(token.email).await.map_err(|_| Failure::Provider)? {
         Some(r) if !r.person.disabled => r.person,
         _ => return Err(Failure::NoAccount),
     };
@@ -78,13 +78,14 @@ pub(crate) async fn tenant_person(
     if !provider.email_domains.contains(&domain) {
         return Err(Failure::WrongDomain);
     }
-    match state.store.sign_in_record(token.email).await.map_err(|_| Failure::Provider)? {
+    match state.store.admin().sign_in_record(token.email).await.map_err(|_| Failure::Provider)? {
         Some(r) if r.person.disabled => Err(Failure::NoAccount),
         Some(r) if r.person.operator => Err(Failure::Operator),
         Some(r) => Ok(r.person),
         None if provider.join_as.is_some() => {
             let audit = by_provider(&provider.issuer, meta);
-            let made = state.store.ensure_person(token.email, token.name.unwrap_or_default(), false, &audit).await;
+            let made =
+                state.store.admin().ensure_person(token.email, token.name.unwrap_or_default(), false, &audit).await;
             made.map_err(|_| Failure::Provider)
         }
         None => Err(Failure::NoAccount),
@@ -100,23 +101,23 @@ pub(crate) async fn vouch(
     token: &Asserted<'_>,
     provider: Option<&SsoProvider>,
 ) -> Result<Person, Failure> {
-    let bound = state.store.bind_identity(person.id, token.issuer, token.subject).await;
+    let bound = state.store.admin().bind_identity(person.id, token.issuer, token.subject).await;
     if bound.map_err(|_| Failure::Provider)? == IdentityBinding::Mismatch {
         tracing::warn!(person = %person.id, issuer = token.issuer, "an ID token's subject does not match the account's");
         return Err(Failure::Identity);
     }
     let audit = by_provider(token.issuer, meta);
-    let proven = state.store.prove_email(person.id, "a verified email at an identity provider", &audit).await;
+    let proven = state.store.admin().prove_email(person.id, "a verified email at an identity provider", &audit).await;
     let person = match proven.map_err(|_| Failure::Provider)? {
-        true => state.store.person(person.id).await.map_err(|_| Failure::Provider)?,
+        true => state.store.admin().person(person.id).await.map_err(|_| Failure::Provider)?,
         false => person,
     };
     let Some(provider) = provider else { return Ok(person) };
-    let role = state.store.member_role(provider.tenant, person.id).await.map_err(|_| Failure::Provider)?;
+    let role = state.store.admin().member_role(provider.tenant, person.id).await.map_err(|_| Failure::Provider)?;
     match (role, provider.join_as) {
         (Some(_), _) => {}
         (None, Some(join_as)) => {
-            let joined = state.store.add_member(provider.tenant, person.id, join_as, &audit).await;
+            let joined = state.store.admin().add_member(provider.tenant, person.id, join_as, &audit).await;
             joined.map_err(|_| Failure::Provider)?;
         }
         (None, None) => return Err(Failure::NoAccount),

@@ -97,7 +97,7 @@ pub(crate) async fn issue_session(
 ) -> Result<(header::HeaderValue, String)> {
     let keys = state.keys.as_ref().ok_or_else(console_off)?;
     let address = meta.source_address.as_deref().unwrap_or("");
-    let live = state.store.open_console_session(person.id, scope, state.max_session(), address, agent);
+    let live = state.store.admin().open_console_session(person.id, scope, state.max_session(), address, agent);
     let live = live.await.map_err(store_error)?;
     let csrf = crate::admin::signing::random_token().map_err(ApiError::internal)?;
     let lifetime = state.session_lifetime();
@@ -146,7 +146,7 @@ pub(crate) async fn me_body(
     scope: Option<hermes_core::TenantId>,
     csrf: Option<&str>,
 ) -> Result<hermes_wire::admin::Me> {
-    let mut memberships = state.store.memberships_of(person.id).await.map_err(store_error)?;
+    let mut memberships = state.store.admin().memberships_of(person.id).await.map_err(store_error)?;
     if let Some(only) = scope {
         memberships.retain(|m| m.tenant_id == only);
     }
@@ -177,7 +177,7 @@ pub(crate) async fn sign_in(
     ApiJson(body): ApiJson<SignIn>,
 ) -> Result<Response> {
     limit_attempts(&state, &meta).await?;
-    let record = state.store.sign_in_record(&body.email).await.map_err(store_error)?;
+    let record = state.store.admin().sign_in_record(&body.email).await.map_err(store_error)?;
     if let Some(until) = record.as_ref().and_then(|r| r.locked_until).filter(|t| *t > chrono::Utc::now()) {
         return Err(locked(until));
     }
@@ -188,7 +188,8 @@ pub(crate) async fn sign_in(
     if !state.passwords.verify(body.password, hash).await.map_err(password_error)? {
         if let Some(p) = person {
             let lock_for = std::time::Duration::from_secs(state.config.admin.lockout_minutes * 60);
-            let locked_now = state.store.record_failed_sign_in(p.id, state.config.admin.lockout_after, lock_for).await;
+            let locked_now =
+                state.store.admin().record_failed_sign_in(p.id, state.config.admin.lockout_after, lock_for).await;
             if let Ok(Some(until)) = locked_now {
                 return Err(locked(until));
             }
@@ -196,7 +197,7 @@ pub(crate) async fn sign_in(
         return Err(wrong_credentials());
     }
     let person = person.ok_or_else(wrong_credentials)?;
-    state.store.record_sign_in(person.id).await.map_err(store_error)?;
+    state.store.admin().record_sign_in(person.id).await.map_err(store_error)?;
     open_session(&state, person, &meta, &user_agent(&headers)).await
 }
 
@@ -221,13 +222,14 @@ pub(crate) async fn sign_in_with_link(
     ApiJson(body): ApiJson<LinkSignIn>,
 ) -> Result<Response> {
     limit_attempts(&state, &meta).await?;
-    let person = state.store.redeem_sign_in_link(&body.token).await.map_err(store_error)?.ok_or_else(link_invalid)?;
-    let person = state.store.person(person).await.map_err(store_error)?;
+    let person =
+        state.store.admin().redeem_sign_in_link(&body.token).await.map_err(store_error)?.ok_or_else(link_invalid)?;
+    let person = state.store.admin().person(person).await.map_err(store_error)?;
     // Links are an operator's (hermesctl), sent to the address's owner: that proves it.
     let by = as_themselves(&person, &meta);
-    let proof = state.store.prove_email(person.id, "an operator's sign-in link", &by);
+    let proof = state.store.admin().prove_email(person.id, "an operator's sign-in link", &by);
     let person = match proof.await.map_err(store_error)? {
-        true => state.store.person(person.id).await.map_err(store_error)?,
+        true => state.store.admin().person(person.id).await.map_err(store_error)?,
         false => person,
     };
     open_session(&state, person, &meta, &user_agent(&headers)).await
@@ -258,7 +260,7 @@ pub(crate) fn link_invalid() -> ApiError {
         NotSignedIn))]
 pub(crate) async fn sign_out(State(state): State<AdminState>, caller: Caller) -> Result<Response> {
     if let Credential::Session { id, .. } = caller.credential {
-        state.store.end_console_session(id).await.map_err(store_error)?;
+        state.store.admin().end_console_session(id).await.map_err(store_error)?;
     }
     let mut response = StatusCode::NO_CONTENT.into_response();
     response.headers_mut().insert(header::SET_COOKIE, session_cookie(&state, "", 0));
@@ -292,7 +294,7 @@ pub(crate) async fn set_password(
         return Err(ApiError::invalid_request(ErrorCode::InvalidRequest, "passwords are changed in the console"));
     };
     let person = caller.person.clone().ok_or_else(crate::admin::caller::not_signed_in)?;
-    let record = state.store.sign_in_record(&person.email).await.map_err(store_error)?;
+    let record = state.store.admin().sign_in_record(&person.email).await.map_err(store_error)?;
     if let Some(stored) = record.and_then(|r| r.password_hash) {
         let current = body.current_password.unwrap_or_default();
         if !state.passwords.verify(current, Some(stored)).await.map_err(password_error)? {
@@ -306,6 +308,11 @@ pub(crate) async fn set_password(
         e => password_error(e),
     })?;
     // The same transaction ends the person's other sessions and revokes their tokens.
-    state.store.set_password_hash(person.id, &hash, Some(session), &caller.audit()).await.map_err(store_error)?;
+    state
+        .store
+        .admin()
+        .set_password_hash(person.id, &hash, Some(session), &caller.audit())
+        .await
+        .map_err(store_error)?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -26,7 +26,7 @@ type Result<T, E = ApiError> = std::result::Result<T, E>;
         NoSuchTenantOrAgent))]
 pub(crate) async fn list(call: AgentCall) -> Result<Json<AgentSkills>> {
     let (t, a) = call.allow_agent(AdminOp::ViewSkills).await?;
-    let visible = call.state.store.visible_skills(t.id, a.id).await.map_err(store_error)?;
+    let visible = call.state.store.agents().visible_skills(t.id, a.id).await.map_err(store_error)?;
     let skills = visible
         .into_iter()
         .map(|v| AgentSkill {
@@ -56,7 +56,7 @@ pub(crate) async fn get(
     Path((_, _, name)): Path<(String, String, String)>,
 ) -> Result<Json<SkillDocument>> {
     let (t, a) = call.allow_agent(AdminOp::ViewSkills).await?;
-    let found = call.state.store.find_skill(t.id, a.id, &name).await.map_err(store_error)?;
+    let found = call.state.store.agents().find_skill(t.id, a.id, &name).await.map_err(store_error)?;
     let skill = found.ok_or_else(|| ApiError::not_found(ErrorCode::NotFound, "no such skill"))?;
     Ok(Json(SkillDocument {
         scope: crate::discovery::scope_name(skill.scope).to_owned(),

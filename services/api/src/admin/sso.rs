@@ -62,7 +62,7 @@ fn valid_domain(domain: &str) -> bool {
         NoOwnProvider))]
 pub(crate) async fn get(call: TenantCall) -> Result<Json<hermes_store::admin::TenantSso>> {
     let t = call.allow(AdminOp::ViewTenant).await?;
-    let sso = call.state.store.tenant_sso(t.id).await;
+    let sso = call.state.store.admin().tenant_sso(t.id).await;
     let sso = sso.map_err(|e| store_error_for(e, ErrorCode::NotFound, "identity provider"))?;
     Ok(Json(sso))
 }
@@ -104,7 +104,12 @@ pub(crate) async fn set(call: TenantCall, body: Body<SsoBody>) -> Result<Json<he
         join_as: body.join_as,
         trust_unverified_email: body.trust_unverified_email,
     };
-    let set = call.state.store.set_tenant_sso(t.id, &settings, call.state.secrets.as_ref(), &call.caller.audit()).await;
+    let set = call
+        .state
+        .store
+        .admin()
+        .set_tenant_sso(t.id, &settings, call.state.secrets.as_ref(), &call.caller.audit())
+        .await;
     let set = set.map_err(|e| value_conflict(e, |what| format!("{what} signs in through another tenant")))?;
     Ok(Json(set))
 }
@@ -115,7 +120,7 @@ pub(crate) async fn set(call: TenantCall, body: Body<SsoBody>) -> Result<Json<he
         NoOwnProvider))]
 pub(crate) async fn remove(call: TenantCall) -> Result<StatusCode> {
     let t = call.allow(AdminOp::ConfigureSso).await?;
-    if !call.state.store.delete_tenant_sso(t.id, &call.caller.audit()).await.map_err(store_error)? {
+    if !call.state.store.admin().delete_tenant_sso(t.id, &call.caller.audit()).await.map_err(store_error)? {
         return Err(ApiError::not_found(ErrorCode::NotFound, "no such identity provider"));
     }
     Ok(StatusCode::NO_CONTENT)

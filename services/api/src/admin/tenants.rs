@@ -43,7 +43,7 @@ pub(crate) async fn list(
 ) -> Result<Json<Page<Tenant>>> {
     caller.installation(AdminOp::ListTenants)?;
     if let Some(name) = page.name.as_deref() {
-        let found = match state.store.tenant_by_name(name).await {
+        let found = match state.store.tenancy().tenant_by_name(name).await {
             Ok(t) => vec![t],
             Err(hermes_store::StoreError::NotFound) => vec![],
             Err(e) => return Err(store_error(e)),
@@ -51,7 +51,7 @@ pub(crate) async fn list(
         return Ok(Json(Page::of(found, None)));
     }
     let limit = page.limit.unwrap_or(100).clamp(1, 500);
-    let tenants = state.store.tenants_page(page.after.as_deref(), limit).await.map_err(store_error)?;
+    let tenants = state.store.admin().tenants_page(page.after.as_deref(), limit).await.map_err(store_error)?;
     let next = (tenants.len() == limit as usize).then(|| tenants.last().map(|t| t.name.clone())).flatten();
     Ok(Json(Page::of(tenants, next)))
 }
@@ -81,8 +81,8 @@ pub(crate) async fn create(
         TenantNotFound))]
 pub(crate) async fn get(call: TenantCall) -> Result<Json<TenantView>> {
     let t = call.allow(AdminOp::ViewTenant).await?;
-    let (tenant, rpm, turns) = call.state.store.tenant(t.id).await.map_err(store_error)?;
-    let web = call.state.store.web_quotas(t.id).await.map_err(store_error)?;
+    let (tenant, rpm, turns) = call.state.store.tenancy().tenant(t.id).await.map_err(store_error)?;
+    let web = call.state.store.tenancy().web_quotas(t.id).await.map_err(store_error)?;
     let role = match t.standing {
         Standing::Operator => "operator".to_owned(),
         Standing::Member(role) => role.to_string(),
@@ -112,8 +112,8 @@ pub(crate) async fn get(call: TenantCall) -> Result<Json<TenantView>> {
         NoSuchTenant))]
 pub(crate) async fn set_quotas(call: TenantCall, body: Body<Quotas>) -> Result<StatusCode> {
     let (t, body) = call.allow_with_body(AdminOp::SetQuotas, body).await?;
-    let (_, rpm, turns) = call.state.store.tenant(t.id).await.map_err(store_error)?;
-    let web = call.state.store.web_quotas(t.id).await.map_err(store_error)?;
+    let (_, rpm, turns) = call.state.store.tenancy().tenant(t.id).await.map_err(store_error)?;
+    let web = call.state.store.tenancy().web_quotas(t.id).await.map_err(store_error)?;
     let mut tx = call.begin(t.id).await?;
     tx.set_tenant_limits(body.requests_per_minute, body.concurrent_turns).await.map_err(store_error)?;
     let new_web = hermes_store::WebQuotas {
@@ -157,7 +157,7 @@ pub(crate) async fn create_operator_token(
     };
     let days = body.expires_in_days.unwrap_or(30).clamp(1, 366);
     let lifetime = std::time::Duration::from_secs(u64::from(days) * 86_400);
-    let made = state.store.create_operator_token(person.id, body.name.trim(), lifetime, &caller.audit()).await;
+    let made = state.store.admin().create_operator_token(person.id, body.name.trim(), lifetime, &caller.audit()).await;
     let (token, secret) = made.map_err(store_error)?;
     Ok((StatusCode::CREATED, Json(TokenMade { token, secret })))
 }

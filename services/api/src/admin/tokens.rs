@@ -32,7 +32,7 @@ fn lifetime(days: Option<u32>) -> Result<Duration> {
     responses((status = 200, description = "The tenant's admin tokens (never their secrets)", body = List<AdminToken>),
         TenantNotFound))]
 pub(crate) async fn list_tokens(call: TenantCall) -> Result<Json<List<AdminToken>>> {
-    call.list(AdminOp::ViewTokens, async |store, t| store.admin_tokens(t).await).await
+    call.list(AdminOp::ViewTokens, async |store, t| store.admin().admin_tokens(t).await).await
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/tokens", tag = "admin: credentials", request_body = NewToken,
@@ -66,6 +66,7 @@ pub(crate) async fn create_token(call: TenantCall, body: Body<NewToken>) -> Resu
     let made = call
         .state
         .store
+        .admin()
         .create_admin_token(t.id, person, body.name.trim(), role, lifetime(body.expires_in_days)?, &call.caller.audit())
         .await;
     let (token, secret) = made.map_err(store_error)?;
@@ -81,6 +82,7 @@ pub(crate) async fn revoke_token(call: TenantCall, Path(ObjectPath { id }): Path
     let id: AdminTokenId = path_id(&id, ErrorCode::NotFound, "token")?;
     call.state
         .store
+        .admin()
         .revoke_admin_token(t.id, id, &call.caller.audit())
         .await
         .map_err(|e| store_error_for(e, ErrorCode::NotFound, "token"))?;
@@ -91,7 +93,7 @@ pub(crate) async fn revoke_token(call: TenantCall, Path(ObjectPath { id }): Path
     responses((status = 200, description = "The tenant's API keys (never their secrets)", body = List<ApiKey>),
         TenantNotFound))]
 pub(crate) async fn list_keys(call: TenantCall) -> Result<Json<List<ApiKey>>> {
-    call.list(AdminOp::ViewKeys, async |store, t| store.api_keys(t).await).await
+    call.list(AdminOp::ViewKeys, async |store, t| store.tenancy().api_keys(t).await).await
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/keys", tag = "admin: credentials", request_body = NewApiKey,

@@ -41,7 +41,7 @@ pub(crate) async fn usage(call: TenantCall, Query(q): Query<UsageQuery>) -> Resu
     let to = q.to.unwrap_or_else(|| chrono::Utc::now().date_naive());
     let from = q.from.unwrap_or(to - chrono::Duration::days(29));
     let by = q.by.unwrap_or(RollupGroup::Day);
-    let lines = call.state.store.usage_rollup(t.id, from, to, by).await.map_err(|e| match e {
+    let lines = call.state.store.admin().usage_rollup(t.id, from, to, by).await.map_err(|e| match e {
         hermes_store::StoreError::Invalid(why) => {
             ApiError::invalid_request(ErrorCode::InvalidValue, why).with_param("from")
         }

@@ -125,7 +125,7 @@ async fn on_envelope(gw: &Gateway, channel: &Channel, ws: &mut Socket, text: &st
     }
     let envelope_id = envelope["envelope_id"].as_str()?;
     // The channel as it is now: changed policies apply at once.
-    let current = match gw.store.gateway_channel(channel.id).await {
+    let current = match gw.store.system().gateway_channel(channel.id).await {
         Ok(c) if c.status == ChannelStatus::Active && c.mode == ChannelMode::Socket => c,
         Ok(_) | Err(hermes_store::StoreError::NotFound) => return Some(End::Gone),
         Err(e) => {

@@ -48,6 +48,7 @@ async fn poll_loop(gw: &Gateway, channel: &Channel, shutdown: &CancellationToken
                 if e.is_permanent() {
                     let _ = gw
                         .store
+                        .chat()
                         .set_channel_status(channel.tenant_id, channel.id, ChannelStatus::Blocked, Some(&e.to_string()))
                         .await;
                     return;
@@ -59,7 +60,7 @@ async fn poll_loop(gw: &Gateway, channel: &Channel, shutdown: &CancellationToken
         // Each batch is handled with the channel as it is now: changed policies apply at once,
         // and a deleted or blocked channel stops being polled. The offset is ours while we
         // hold the lease.
-        let channel = match gw.store.gateway_channel(channel.id).await {
+        let channel = match gw.store.system().gateway_channel(channel.id).await {
             Ok(c) if c.status == ChannelStatus::Active && c.mode == ChannelMode::Poll => c,
             Ok(_) | Err(hermes_store::StoreError::NotFound) => return,
             Err(e) => {
@@ -84,7 +85,7 @@ async fn poll_loop(gw: &Gateway, channel: &Channel, shutdown: &CancellationToken
                 break;
             }
             offset = offset.max(id + 1);
-            if let Err(e) = gw.store.advance_poll_offset(channel.tenant_id, channel.id, offset).await {
+            if let Err(e) = gw.store.chat().advance_poll_offset(channel.tenant_id, channel.id, offset).await {
                 tracing::warn!(error = %e, "cannot record the poll position");
             }
         }

@@ -164,7 +164,7 @@ async fn pump(
 async fn take(gw: &Gateway, channel: &Channel, body: &Value, req_id: &str) -> Option<End> {
     let msg = super::bot_event::parse(body, req_id)?;
     for attempt in 1..=3u64 {
-        let current = match gw.store.gateway_channel(channel.id).await {
+        let current = match gw.store.system().gateway_channel(channel.id).await {
             Ok(c) if c.status == ChannelStatus::Active && c.mode == ChannelMode::Websocket => c,
             Ok(_) | Err(hermes_store::StoreError::NotFound) => return Some(End::Gone),
             Err(e) => {

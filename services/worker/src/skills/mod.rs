@@ -51,7 +51,7 @@ impl SkillCatalog {
             return Ok(entries.clone());
         }
         let mut entries = Vec::new();
-        for visible in store.visible_skills(tenant, agent).await? {
+        for visible in store.agents().visible_skills(tenant, agent).await? {
             match serde_json::from_value::<Skill>(visible.skill.meta.clone()) {
                 Ok(skill) => {
                     entries.push(Indexed { record: visible.skill, skill, state: visible.state, pinned: visible.pinned })
@@ -70,7 +70,7 @@ impl SkillCatalog {
 
     /// The skills `agent` sees now: for its toolsets and tools, not disabled, not archived.
     pub async fn visible(&self, store: &Store, agent: &Agent, tool_names: &[&str]) -> Result<Vec<Indexed>, StoreError> {
-        let versions = store.skill_index_version(agent.tenant_id).await?;
+        let versions = store.agents().skill_index_version(agent.tenant_id).await?;
         self.visible_at(store, agent, tool_names, versions).await
     }
 
@@ -136,7 +136,7 @@ pub(crate) async fn expand_slash(
         let (name, tail) = after.split_once(char::is_whitespace).unwrap_or((after, ""));
         let Some(found) = visible.iter().find(|s| s.record.name == name) else { break };
         if let Err(e) =
-            store.record_skill_use(agent.tenant_id, agent.id, name, SkillUse::Used, chrono::Utc::now()).await
+            store.agents().record_skill_use(agent.tenant_id, agent.id, name, SkillUse::Used, chrono::Utc::now()).await
         {
             tracing::warn!(error = %e, "cannot count the skill's use");
         }

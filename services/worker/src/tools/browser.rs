@@ -54,7 +54,7 @@ impl SimpleTool for BrowserVision {
         let name = format!("screenshot-{id}.png");
         let target = format!("screenshots/{name}");
         let file = TurnFile { target: target.clone(), name, mime: "image/png".into(), data: Ok(shot.clone()) };
-        let kept = self.store.save_turn_file(ctx.tenant_id, ctx.turn_id, &file).await;
+        let kept = self.store.turns().save_turn_file(ctx.tenant_id, ctx.turn_id, &file).await;
         let prompt = format!(
             "You are looking at a screenshot of a web page. Describe what it shows, then answer the following question:\n\n{question}"
         );

@@ -83,7 +83,7 @@ impl CronjobTool {
         schedule: &str,
         repeat: Option<i32>,
     ) -> Result<hermes_schedule::Timing, ToolError> {
-        let tz = self.store.session_policy(ctx.tenant_id).await.map_err(storage)?.timezone;
+        let tz = self.store.conversations().session_policy(ctx.tenant_id).await.map_err(storage)?.timezone;
         hermes_schedule::timing(schedule, tz.name(), repeat, chrono::Utc::now()).map_err(|e| refuse(e.to_string()))
     }
 
@@ -111,30 +111,30 @@ impl CronjobTool {
             deliver,
             origin: self.origin.clone(),
         };
-        let job = self.store.create_job(ctx.tenant_id, &new).await.map_err(storage)?;
+        let job = self.store.automation().create_job(ctx.tenant_id, &new).await.map_err(storage)?;
         Ok(json!({ "success": true, "job": summary(&job) }))
     }
 
     async fn change(&self, ctx: &ToolCtx, action: CronAction, args: &Value) -> Result<Value, ToolError> {
         let reference = text(args, "job_id").ok_or_else(|| refuse("`job_id` (an id or a name) is required"))?;
         let tenant = ctx.tenant_id;
-        let job = self.store.find_job(tenant, Some(ctx.agent_id), &reference).await.map_err(storage)?;
+        let job = self.store.automation().find_job(tenant, Some(ctx.agent_id), &reference).await.map_err(storage)?;
         if !self.reaches(&job) {
             return Err(storage(StoreError::NotFound));
         }
         let now = chrono::Utc::now();
         let changed = match action {
             CronAction::Pause => {
-                Some(self.store.set_job_state(tenant, job.id, Some("paused by the agent"), None).await)
+                Some(self.store.automation().set_job_state(tenant, job.id, Some("paused by the agent"), None).await)
             }
             CronAction::Resume => {
                 let next =
                     hermes_schedule::resume_at(&job.schedule, &job.timezone, now).map_err(|e| refuse(e.to_string()))?;
-                Some(self.store.set_job_state(tenant, job.id, None, Some(next)).await)
+                Some(self.store.automation().set_job_state(tenant, job.id, None, Some(next)).await)
             }
-            CronAction::Run => Some(self.store.set_job_state(tenant, job.id, None, Some(now)).await),
+            CronAction::Run => Some(self.store.automation().set_job_state(tenant, job.id, None, Some(now)).await),
             CronAction::Remove => {
-                self.store.delete_job(tenant, job.id).await.map_err(storage)?;
+                self.store.automation().delete_job(tenant, job.id).await.map_err(storage)?;
                 None
             }
             CronAction::Create | CronAction::List | CronAction::Update => {
@@ -153,7 +153,7 @@ impl CronjobTool {
                     deliver: checked_deliver(text(args, "deliver"))?,
                     timing,
                 };
-                Some(self.store.update_job(tenant, job.id, &changes).await)
+                Some(self.store.automation().update_job(tenant, job.id, &changes).await)
             }
         };
         match changed {
@@ -205,7 +205,8 @@ impl SimpleTool for CronjobTool {
         let answer = match CronAction::read(&args, "action") {
             Some(CronAction::Create) => self.create(ctx, &args).await?,
             Some(CronAction::List) => {
-                let mut jobs = self.store.list_jobs(ctx.tenant_id, Some(ctx.agent_id)).await.map_err(storage)?;
+                let mut jobs =
+                    self.store.automation().list_jobs(ctx.tenant_id, Some(ctx.agent_id)).await.map_err(storage)?;
                 jobs.retain(|job| self.reaches(job));
                 json!({ "success": true, "jobs": jobs.iter().map(summary).collect::<Vec<_>>() })
             }

@@ -115,7 +115,7 @@ impl ChildJournal {
         }
         let calls: Vec<_> = records.iter().cloned().map(crate::journal::model_call).collect();
         let crate::budget::Ledger { session, turn } = self.parent;
-        if let Err(e) = self.store.record_model_calls(self.tenant, session, turn, &calls).await {
+        if let Err(e) = self.store.tenancy().record_model_calls(self.tenant, session, turn, &calls).await {
             tracing::warn!(error = %e, calls = calls.len(), "cannot record a child's model calls yet");
             for record in records {
                 hermes_llm::CallMeter::record(self.meter.as_ref(), record);
@@ -127,21 +127,24 @@ impl ChildJournal {
 impl TurnJournal for ChildJournal {
     async fn record(&mut self, step: i32, message: &ChatMessage) -> Result<(), JournalError> {
         self.store_calls().await;
-        self.store.append_message(self.tenant, self.session, 0, self.turn, step, message).await.map(|_| ()).map_err(
-            |e| {
+        self.store
+            .conversations()
+            .append_message(self.tenant, self.session, 0, self.turn, step, message)
+            .await
+            .map(|_| ())
+            .map_err(|e| {
                 if e.is_transient() {
                     JournalError::Storage(e.to_string())
                 } else {
                     JournalError::Rejected(e.to_string())
                 }
-            },
-        )
+            })
     }
 
     /// A child's tool time is its parent turn's.
     async fn tool_time(&mut self, elapsed: std::time::Duration, sandboxed: bool) {
         let ms = i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX);
-        if let Err(e) = self.store.add_tool_time(self.tenant, self.parent.turn, ms, sandboxed).await {
+        if let Err(e) = self.store.tenancy().add_tool_time(self.tenant, self.parent.turn, ms, sandboxed).await {
             tracing::warn!(error = %e, "cannot record a tool call's time");
         }
     }
@@ -211,6 +214,7 @@ impl DelegateTool {
     async fn run_child_in_slot(&self, ctx: &ToolCtx, task: &Task, max_iterations: u32) -> Result<String, String> {
         let store = &self.children.store;
         let session = store
+            .conversations()
             .create_child_session(ctx.tenant_id, ctx.session_id, &task.goal)
             .await
             .map_err(|e| format!("cannot start the task: {e}"))?;

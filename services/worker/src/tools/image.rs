@@ -108,6 +108,7 @@ impl SimpleTool for ImageGenerateTool {
         let url = self.links.as_ref().and_then(|links| links.url(ctx.turn_id, &name));
         let file = TurnFile { target: target.clone(), name, mime: image.mime.to_owned(), data: Ok(image.bytes) };
         self.store
+            .turns()
             .save_turn_file(ctx.tenant_id, ctx.turn_id, &file)
             .await
             .map_err(|e| ToolError::Unavailable(format!("the image was made but could not be kept: {e}")))?;

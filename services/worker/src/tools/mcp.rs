@@ -145,7 +145,7 @@ impl hermes_mcp::FileKeeper for TurnFiles {
                 None => format!("kept; to show it, put MEDIA:{target} on a line of its own in your answer"),
             };
             let file = hermes_store::turn_files::TurnFile { target, name, mime, data: Ok(bytes) };
-            self.store.save_turn_file(ctx.tenant_id, ctx.turn_id, &file).await.map_err(|e| e.to_string())?;
+            self.store.turns().save_turn_file(ctx.tenant_id, ctx.turn_id, &file).await.map_err(|e| e.to_string())?;
             Ok(how)
         })
     }

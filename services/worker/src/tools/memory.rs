@@ -107,6 +107,7 @@ impl SimpleTool for MemoryTool {
         let mut outcome = None;
         let written = self
             .store
+            .agents()
             .update_memory(ctx.tenant_id, ctx.agent_id, target, &self.user_key, |current| {
                 match memory::apply(current, &action, limit) {
                     Ok(Applied::Changed { entries, message }) => {

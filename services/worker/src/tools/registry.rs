@@ -141,7 +141,7 @@ async fn late(kit: &Toolkit, turn: TurnTools<'_>, tools: &mut ToolRegistry) -> R
         tools.register(Arc::new(crate::tools::send_message::SendMessageTool { store: kit.store.clone() }));
     }
     if ToolsetName::Cronjob.enabled_in(&agent.toolsets) {
-        let origin = kit.store.turn_reply_to(turn.tenant, turn.turn).await?;
+        let origin = kit.store.automation().turn_reply_to(turn.tenant, turn.turn).await?;
         tools.register(Arc::new(crate::tools::cron::CronjobTool { store: kit.store.clone(), origin }));
     }
     Ok(())

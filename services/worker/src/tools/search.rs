@@ -105,8 +105,12 @@ impl SimpleTool for SessionSearchTool {
                 })?;
                 let around = i32::try_from(around).unwrap_or(i32::MAX);
                 let window = number(&args, "window")?.unwrap_or(DEFAULT_WINDOW).clamp(1, MAX_WINDOW) as i32;
-                let (summary, messages) =
-                    self.store.scroll_session(&scope, session, around, window, &roles).await.map_err(store_error)?;
+                let (summary, messages) = self
+                    .store
+                    .conversations()
+                    .scroll_session(&scope, session, around, window, &roles)
+                    .await
+                    .map_err(store_error)?;
                 json!({ "mode": "scroll", "session": summary, "messages": messages })
             }
             (Some(query), None) => {
@@ -122,6 +126,7 @@ impl SimpleTool for SessionSearchTool {
                 };
                 let results = self
                     .store
+                    .conversations()
                     .search_sessions(&scope, &tsquery, &roles, order, limit, offset)
                     .await
                     .map_err(store_error)?;
@@ -136,7 +141,8 @@ impl SimpleTool for SessionSearchTool {
                 answer
             }
             (None, None) => {
-                let sessions = self.store.recent_sessions(&scope, limit, offset).await.map_err(store_error)?;
+                let sessions =
+                    self.store.conversations().recent_sessions(&scope, limit, offset).await.map_err(store_error)?;
                 let mut answer = json!({ "mode": "browse", "count": sessions.len() });
                 if sessions.len() == limit {
                     answer["next_offset"] = json!(offset + limit);

@@ -45,7 +45,7 @@ impl SendMessageTool {
             return Err(refuse("`target` is platform:chat_id or platform:chat_id:thread (e.g. telegram:123456)"));
         };
         let unavailable = |e: hermes_store::StoreError| ToolError::Unavailable(format!("cannot send right now: {e}"));
-        let channels = self.store.list_channels(ctx.tenant_id).await.map_err(unavailable)?;
+        let channels = self.store.chat().list_channels(ctx.tenant_id).await.map_err(unavailable)?;
         // An unknown platform has no bot either: the same answer as a platform nobody bound.
         let channel = platform
             .parse::<Platform>()
@@ -55,6 +55,7 @@ impl SendMessageTool {
         let destination = Destination::chat(channel.platform, channel.id, chat, thread.map(str::to_owned));
         let key = format!("send:{}:{}", ctx.turn_id, ctx.call_id);
         self.store
+            .chat()
             .enqueue_outbox(ctx.tenant_id, &destination, &key, &OutboxPayload::text(message))
             .await
             .map_err(unavailable)?;
@@ -90,6 +91,7 @@ impl SimpleTool for SendMessageTool {
             Some(SendAction::List) => {
                 let channels = self
                     .store
+                    .chat()
                     .list_channels(ctx.tenant_id)
                     .await
                     .map_err(|e| ToolError::Unavailable(format!("cannot list the bots right now: {e}")))?;

@@ -65,11 +65,12 @@ impl SkillManageTool {
         let store = &self.ctx.store;
         let agent = &self.ctx.agent;
         let record = store
+            .agents()
             .find_skill(agent.tenant_id, agent.id, name)
             .await
             .map_err(unavailable)?
             .ok_or_else(|| ToolError::RespondToModel(format!("no skill named {name:?}; create it first")))?;
-        let files = store.skill_files(agent.tenant_id, record.id).await.map_err(unavailable)?;
+        let files = store.agents().skill_files(agent.tenant_id, record.id).await.map_err(unavailable)?;
         Ok((record.skill_md, files, record.category, record.scope))
     }
 
@@ -78,6 +79,7 @@ impl SkillManageTool {
         let new = crate::skills::new_skill(checked);
         self.ctx
             .store
+            .agents()
             .save_agent_skill(agent.tenant_id, agent.id, &new, action, self.actor)
             .await
             .map_err(unavailable)?;
@@ -118,7 +120,9 @@ impl SkillManageTool {
                 checked.skill.name
             )));
         }
-        if let Some(existing) = self.ctx.store.find_skill(agent.tenant_id, agent.id, name).await.map_err(unavailable)? {
+        if let Some(existing) =
+            self.ctx.store.agents().find_skill(agent.tenant_id, agent.id, name).await.map_err(unavailable)?
+        {
             let whose = match existing.scope {
                 SkillScope::Agent => "you already have",
                 SkillScope::Tenant => "your team has",
@@ -177,11 +181,11 @@ impl SkillManageTool {
     async fn delete(&self, name: &str) -> Result<Value, ToolError> {
         let store = &self.ctx.store;
         let agent = &self.ctx.agent;
-        if store.delete_agent_skill(agent.tenant_id, agent.id, name, self.actor).await.map_err(unavailable)? {
+        if store.agents().delete_agent_skill(agent.tenant_id, agent.id, name, self.actor).await.map_err(unavailable)? {
             return Ok(json!({"success": true, "name": name, "action": "delete"}));
         }
         self.current(name).await?;
-        store.disable_skill(agent.tenant_id, agent.id, name, true, self.actor).await.map_err(unavailable)?;
+        store.agents().disable_skill(agent.tenant_id, agent.id, name, true, self.actor).await.map_err(unavailable)?;
         Ok(json!({"success": true, "name": name, "action": "disable",
                   "message": "It is a shared skill: it is now hidden from you instead of deleted."}))
     }

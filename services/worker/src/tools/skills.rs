@@ -121,9 +121,11 @@ impl SimpleTool for SkillViewTool {
         let store = &self.0.store;
         let fail =
             |e: hermes_store::StoreError| ToolError::Unavailable(format!("skills are unavailable right now: {e}"));
-        let files = store.skill_files(ctx.tenant_id, found.record.id).await.map_err(fail)?;
-        if let Err(e) =
-            store.record_skill_use(ctx.tenant_id, ctx.agent_id, name, SkillUse::Viewed, chrono::Utc::now()).await
+        let files = store.agents().skill_files(ctx.tenant_id, found.record.id).await.map_err(fail)?;
+        if let Err(e) = store
+            .agents()
+            .record_skill_use(ctx.tenant_id, ctx.agent_id, name, SkillUse::Viewed, chrono::Utc::now())
+            .await
         {
             tracing::warn!(error = %e, "cannot count the skill view");
         }

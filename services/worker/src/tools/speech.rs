@@ -28,7 +28,7 @@ async fn keep(
     let name = format!("{stem}.{}", speech.extension());
     let target = format!("{GENERATED_PREFIX}{name}");
     let file = TurnFile { target: target.clone(), name, mime: speech.mime.to_owned(), data: Ok(speech.bytes) };
-    store.save_turn_file(tenant, turn, &file).await.map_err(|e| e.to_string())?;
+    store.turns().save_turn_file(tenant, turn, &file).await.map_err(|e| e.to_string())?;
     Ok(target)
 }
 
@@ -144,7 +144,7 @@ pub(crate) fn register(
 /// it over. Whatever fails, the chat still gets the text.
 pub(crate) async fn speak_answer(rt: &Runtime, tenant: TenantId, turn: &ClaimedTurn, answer: &str) {
     let Some(speaker) = rt.toolkit.speaker.as_ref() else { return };
-    let wanted = match rt.ctx.store.turn_reply_to(tenant, turn.turn_id).await {
+    let wanted = match rt.ctx.store.automation().turn_reply_to(tenant, turn.turn_id).await {
         Ok(dest) => dest.is_some_and(|d| d.voice_reply),
         Err(e) => {
             tracing::warn!(error = %e, "cannot read where the answer goes; no voice reply");
@@ -154,7 +154,7 @@ pub(crate) async fn speak_answer(rt: &Runtime, tenant: TenantId, turn: &ClaimedT
     if !wanted || answer.trim().is_empty() {
         return;
     }
-    let speaker = match rt.ctx.store.credential_pools(tenant).await {
+    let speaker = match rt.ctx.store.tenancy().credential_pools(tenant).await {
         Ok(pools) => tenant_speaker(rt.ctx.secrets.as_ref(), speaker, tenant, &pools),
         Err(e) => {
             tracing::warn!(error = %e, "cannot read the team's keys; the installation's speak");

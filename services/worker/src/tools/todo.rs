@@ -142,7 +142,7 @@ impl SimpleTool for TodoTool {
 
     async fn run(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
         let unavailable = |e: hermes_store::StoreError| ToolError::Unavailable(format!("task list: {e}"));
-        let current = self.store.todos(ctx.tenant_id, ctx.session_id).await.map_err(unavailable)?;
+        let current = self.store.conversations().todos(ctx.tenant_id, ctx.session_id).await.map_err(unavailable)?;
         let current = current.as_array().cloned().unwrap_or_default();
         let todos = match args.get("todos") {
             None | Some(Value::Null) => return Ok(answer(&current)),
@@ -156,7 +156,11 @@ impl SimpleTool for TodoTool {
         }
         let merge = args.get("merge").and_then(Value::as_bool).unwrap_or(false);
         let items = write(&current, todos, merge);
-        self.store.set_todos(ctx.tenant_id, ctx.session_id, &Value::Array(items.clone())).await.map_err(unavailable)?;
+        self.store
+            .conversations()
+            .set_todos(ctx.tenant_id, ctx.session_id, &Value::Array(items.clone()))
+            .await
+            .map_err(unavailable)?;
         Ok(answer(&items))
     }
 }

@@ -30,7 +30,7 @@ pub(crate) struct RedisAllowance {
 impl Allowance for RedisAllowance {
     fn take(&self, tenant: TenantId, what: Metered, n: u32) -> BoxFuture<'_, Result<(), QuotaSpent>> {
         Box::pin(async move {
-            let own = self.store.web_quotas(tenant).await.unwrap_or_else(|e| {
+            let own = self.store.tenancy().web_quotas(tenant).await.unwrap_or_else(|e| {
                 tracing::warn!(error = %e, "cannot read the tenant's web quotas; using the defaults");
                 Default::default()
             });

@@ -36,6 +36,7 @@ impl Claim<'_> {
         let store = &rt.ctx.store;
         let (session, fence) = (turn.session_id, turn.fence);
         match store
+            .turns()
             .finish_turn(tenant, session, turn.turn_id, owner, fence, TurnStatus::Cancelled, &outcome, None, &[])
             .await
         {
@@ -52,7 +53,7 @@ impl Claim<'_> {
     /// Returns a running turn to the queue and tells the other workers at once.
     pub(super) async fn hand_back(self, span: &tracing::Span) {
         let Claim { rt, tenant, owner, turn } = self;
-        match rt.ctx.store.release_turn(tenant, turn.turn_id, owner).await {
+        match rt.ctx.store.turns().release_turn(tenant, turn.turn_id, owner).await {
             Ok(_) => {
                 tracing::info!(parent: span, "turn handed back for another worker to resume");
                 let work = SessionWork { tenant_id: tenant, session_id: turn.session_id };

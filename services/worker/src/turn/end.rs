@@ -50,7 +50,7 @@ pub(super) async fn after_loop(
         && !outcome.content.trim().is_empty()
         && !plan.origin.is_unattended()
         && plan.goal_may_apply
-        && let Ok(Some(to_judge)) = rt.ctx.store.goal_to_judge(tenant, journal.session()).await
+        && let Ok(Some(to_judge)) = rt.ctx.store.conversations().goal_to_judge(tenant, journal.session()).await
     {
         goal = Some(crate::goals::judge(&plan.models, &to_judge, &outcome.content).await);
     }
@@ -117,7 +117,8 @@ async fn finish(
     let finishing = Instant::now();
     let (session, answer, calls) = (journal.session(), journal.final_answer(), journal.take_calls());
     let store = &rt.ctx.store;
-    let stored = store.finish_turn(tenant, session, turn.turn_id, owner, turn.fence, status, &outcome, answer, &calls);
+    let stored =
+        store.turns().finish_turn(tenant, session, turn.turn_id, owner, turn.fence, status, &outcome, answer, &calls);
     if let Err(e) = stored.await {
         match e {
             StoreError::Fenced => tracing::warn!("the turn was taken over before its outcome was stored"),
@@ -183,7 +184,7 @@ async fn park(claim: &Claim<'_>, journal: &StoreJournal, parked: Parked, events:
         prompt: &parked.interaction.prompt,
         timeout: std::time::Duration::from_secs(timeout),
     };
-    match rt.ctx.store.park_turn(tenant, journal.session(), turn.turn_id, owner, turn.fence, &request).await {
+    match rt.ctx.store.turns().park_turn(tenant, journal.session(), turn.turn_id, owner, turn.fence, &request).await {
         Ok(interaction) => {
             tracing::info!(interaction.id = %interaction.id, kind = %interaction.kind, tool = %parked.tool, "turn waits for the user");
             metrics::counter!("hermes_turns_parked_total", "kind" => parked.interaction.kind.as_str()).increment(1);

@@ -134,7 +134,7 @@ pub(super) async fn plan(
     } = *inputs?;
     let goal_may_apply = goal_active || crate::goals::goal_in(&input.text()).is_some();
     let origin = Origin::of(turn.session_source);
-    let mcp_servers = rt.ctx.store.mcp_servers(tenant, turn.agent_id).await?;
+    let mcp_servers = rt.ctx.store.agents().mcp_servers(tenant, turn.agent_id).await?;
     let (agent, loads_skills) = planner.agent(agent, origin, &mcp_servers).await?;
     let models = planner.models(&agent, meter, pools, capped)?;
     let model = models.main();
@@ -331,7 +331,10 @@ impl Planner<'_> {
         }
         input.role = Role::User;
         let store = &rt.ctx.store;
-        let frozen = store.begin_turn(tenant, turn.session_id, turn.fence, turn.turn_id, &input, &rendered).await?;
+        let frozen = store
+            .conversations()
+            .begin_turn(tenant, turn.session_id, turn.fence, turn.turn_id, &input, &rendered)
+            .await?;
         history.messages.push(input);
         Ok(frozen)
     }

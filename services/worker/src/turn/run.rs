@@ -80,7 +80,7 @@ async fn heartbeats(claim: Claim<'_>, guard: &LockGuard, span: &tracing::Span, c
     loop {
         heartbeat.tick().await;
         // Boxed: this future waits beside every turn, its I/O states are brief.
-        match Box::pin(rt.ctx.store.extend_lease(tenant, turn.turn_id, owner, lease)).await {
+        match Box::pin(rt.ctx.store.turns().extend_lease(tenant, turn.turn_id, owner, lease)).await {
             Ok(LeaseState::Held | LeaseState::Ended) => {}
             Ok(LeaseState::CancelRequested) => cancel.cancel(),
             Ok(LeaseState::Lost) => {

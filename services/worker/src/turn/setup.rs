@@ -56,7 +56,7 @@ pub(crate) async fn render_prompt(
             }
             match memory {
                 Some(snapshot) => Ok(Some(snapshot)),
-                None => rt.ctx.store.memory_snapshot(tenant, agent.id, &turn.session_user_key).await.map(Some),
+                None => rt.ctx.store.agents().memory_snapshot(tenant, agent.id, &turn.session_user_key).await.map(Some),
             }
         },
     );
@@ -187,7 +187,7 @@ pub(crate) async fn apply_job_settings(
     turn: TurnId,
     agent: &mut Agent,
 ) -> Result<(), StoreError> {
-    if let Some(settings) = store.cron_run_settings(tenant, turn).await? {
+    if let Some(settings) = store.automation().cron_run_settings(tenant, turn).await? {
         if let Some(model) = settings.model {
             agent.model = model;
         }
