@@ -100,8 +100,8 @@ fn agent(base_url: &str) -> NewAgent {
 }
 
 async fn fill(store: &Store, tenant_name: &str, user: &str, sessions: usize, messages: usize) -> Result<SearchScope> {
-    let tenant = store.create_tenant(tenant_name).await?;
-    let agent = store.create_agent(tenant.id, agent("http://127.0.0.1:9/v1"), None).await?;
+    let tenant = store.tenancy().create_tenant(tenant_name).await?;
+    let agent = store.agents().create_agent(tenant.id, agent("http://127.0.0.1:9/v1"), None).await?;
     for s in 0..sessions {
         let history: Vec<ChatMessage> = (0..messages)
             .map(|m| {
@@ -111,7 +111,7 @@ async fn fill(store: &Store, tenant_name: &str, user: &str, sessions: usize, mes
             .collect();
         let target = TurnTarget::New { source: hermes_core::SessionSource::Api, user_key: user.into(), history };
         let turn = NewTurn::new(agent.id, target, ChatMessage::user(sentence(s)));
-        store.enqueue_turn(tenant.id, turn).await?;
+        store.turns().enqueue_turn(tenant.id, turn).await?;
     }
     Ok(SearchScope { tenant: tenant.id, agent: agent.id, user_key: user.into(), current: None })
 }
@@ -149,7 +149,11 @@ async fn run(args: &Args, url: &str) -> Result<()> {
         let mut found = 0;
         for _ in 0..args.runs {
             let t = Instant::now();
-            found = store.search_sessions(&scope, &tsquery, &roles, SearchOrder::Relevance, 3, 0).await?.len();
+            found = store
+                .conversations()
+                .search_sessions(&scope, &tsquery, &roles, SearchOrder::Relevance, 3, 0)
+                .await?
+                .len();
             samples.push(t.elapsed());
         }
         samples.sort();
@@ -160,7 +164,7 @@ async fn run(args: &Args, url: &str) -> Result<()> {
     let mut samples = Vec::new();
     for _ in 0..args.runs {
         let t = Instant::now();
-        store.recent_sessions(&scope, 10, 0).await?;
+        store.conversations().recent_sessions(&scope, 10, 0).await?;
         samples.push(t.elapsed());
     }
     samples.sort();
