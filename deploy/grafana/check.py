@@ -28,7 +28,8 @@ Then each kind of mistake is made on purpose in a copy held in memory (a wrong m
 label, a bad duration, ...) and must be caught: the check shows it can fail.
 
 The work is split: metrics_catalog.py reads the Rust code, promql_labels.py follows metrics and
-labels through each expression; this file checks the two files and runs everything.
+labels through each expression; this file checks the two files and runs everything (counted by
+deploy/dev/tally.py, as helm/tests/check.py is).
 
 Deps: Python 3.11, pyyaml, promql-parser==0.12.0.
 Usage: python3 deploy/grafana/check.py [-v]. Exit status 1 on any failure.
@@ -44,6 +45,7 @@ from importlib import metadata
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ next to the dashboard
+sys.path.insert(1, str(Path(__file__).resolve().parents[2] / "deploy/dev"))  # tally.py, shared with helm/tests
 
 import yaml  # noqa: E402
 
@@ -54,12 +56,12 @@ except ImportError:
 
 from metrics_catalog import REPO, Catalog, load_catalog  # noqa: E402
 from promql_labels import Query, legend_labels, template_labels  # noqa: E402
+from tally import Tally  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DASHBOARD = HERE / "hermes-overview.json"
 ALERTS = HERE / "alerts.yaml"
 CHART_FILES = REPO / "helm/hermes-cloud/files"
-VERBOSE = "-v" in sys.argv
 
 DASHBOARD_UID = "hermes-overview"
 SCHEMA_VERSION = 39
@@ -74,6 +76,18 @@ SEVERITIES = {"warning", "critical"}
 UP_JOB_MARKER = 'job=~".*hermes.*"'
 
 DURATION = re.compile(r"^(?!$)(\d+y)?(\d+w)?(\d+d)?(\d+h)?(\d+m)?(\d+s)?(\d+ms)?$")
+
+
+def parsed(expr, catalog: Catalog, where: str, errors: list[str], dashboard: bool, missing: str) -> Query | None:
+    """A panel target's or a rule's expression followed through the catalog, its errors added to
+    `errors`; None, with `missing` as the error, where there is no expression to check."""
+    if not (isinstance(expr, str) and expr.strip()):
+        errors.append(f"{where}: {missing}")
+        return None
+    q = Query(expr, catalog, where, dashboard=dashboard)
+    errors.extend(q.errors)
+    return q
+
 
 # --- the dashboard ------------------------------------------------------------------------------
 
@@ -135,12 +149,9 @@ def check_dashboard(dash: dict, catalog: Catalog) -> tuple[list[str], int]:
             tw = f"{where} target {t.get('refId')}"
             if t.get("datasource", DATASOURCE) != DATASOURCE:
                 need(f"{tw}: datasource must be {DATASOURCE}")
-            expr = t.get("expr")
-            if not (isinstance(expr, str) and expr.strip()):
-                need(f"{tw}: empty expr")
+            q = parsed(t.get("expr"), catalog, tw, errors, dashboard=True, missing="empty expr")
+            if q is None:
                 continue
-            q = Query(expr, catalog, tw, dashboard=True)
-            errors.extend(q.errors)
             for label in sorted(legend_labels(t.get("legendFormat", "")) - q.out.names if not q.out.unknown else ()):
                 need(f"{tw}: the legend names {label!r}, which the query does not keep ({sorted(q.out.names)})")
     top = [p for p in dash.get("panels") or [] if isinstance(p.get("gridPos"), dict)]
@@ -210,12 +221,9 @@ def check_rules(doc, text: str, catalog: Catalog) -> tuple[list[str], int]:
             if name in names:
                 need(f"{rw}: duplicate name")
             names.add(name)
-            expr = rule.get("expr")
-            if not (isinstance(expr, str) and expr.strip()):
-                need(f"{rw}: expr is required")
+            q = parsed(rule.get("expr"), catalog, rw, errors, dashboard=False, missing="expr is required")
+            if q is None:
                 continue
-            q = Query(expr, catalog, rw, dashboard=False)
-            errors.extend(q.errors)
             if "record" in rule:
                 continue
             for key in ("for", "keep_firing_for"):
@@ -346,18 +354,8 @@ def self_check(dash: dict, rules: dict, rules_text: str, catalog: Catalog, recor
 
 
 def main() -> int:
-    passed, failed = 0, []
-
-    def record(name: str, fn) -> None:
-        nonlocal passed
-        try:
-            fn()
-            passed += 1
-            if VERBOSE:
-                print(f"ok    {name}")
-        except AssertionError as e:
-            failed.append(name)
-            print(f"FAIL  {name}: {e}")
+    tally = Tally()
+    record = tally.record
 
     def report(name: str, errors: list[str]) -> None:
         def fn():
@@ -388,10 +386,9 @@ def main() -> int:
     report(f"rules {ALERTS.name} ({count} rules)", errors)
     report("the chart's copies in helm/hermes-cloud/files/",
            check_copies([(p, p.read_bytes(), CHART_FILES / p.name) for p in (DASHBOARD, ALERTS)]))
-    if not failed:  # mistakes are made on a copy that passes
+    if not tally.failed:  # mistakes are made on a copy that passes
         self_check(dash, rules, rules_text, catalog, record)
-    print(f"dashboards and alerts: {passed} passed, {len(failed)} failed")
-    return 1 if failed else 0
+    return tally.summary("dashboards and alerts")
 
 
 if __name__ == "__main__":

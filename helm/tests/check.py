@@ -21,6 +21,7 @@ This file runs everything and prints the summary; the work is in its neighbours:
   checks_observability.py  the dashboard ConfigMap, PrometheusRule and rule-file ConfigMap against
                         deploy/grafana/; the OTLP trace variables (telemetry.otlp)
   negative_checks.py    values the chart must refuse, and broken renders each check must catch
+  deploy/dev/tally.py   runs and counts the named checks (deploy/grafana/check.py's too)
 
 Deps: helm-python-sdk==0.2.2 (import helm_python), kubernetes-validate==1.37.0, pyyaml.
 Usage: python3 helm/tests/check.py [-v]. Exit status 1 on any failure.
@@ -29,9 +30,10 @@ Usage: python3 helm/tests/check.py [-v]. Exit status 1 on any failure.
 from __future__ import annotations
 
 import sys
-import traceback
+from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ next to the tests
+sys.path.insert(1, str(Path(__file__).resolve().parents[2] / "deploy/dev"))  # tally.py, shared with deploy/grafana
 
 import helm_python as helm  # noqa: E402
 
@@ -44,8 +46,7 @@ from checks_workloads import (check_admin, check_config_env, check_env, check_im
                               check_topology_spread, check_worker_drain)
 from negative_checks import check_breakages, check_refusals  # noqa: E402
 from rendering import K8S_VERSION, SCENARIOS, Render, check_schemas, lint_errors, load_values  # noqa: E402
-
-VERBOSE = "-v" in sys.argv
+from tally import Tally  # noqa: E402
 
 CHECKS = [check_schemas, check_labels_and_selectors, check_pod_security, check_probes_and_ports, check_services,
           check_resources, check_worker_drain, check_pdbs, check_topology_spread, check_env, check_config_env, check_images,
@@ -57,20 +58,8 @@ CHECKS = [check_schemas, check_labels_and_selectors, check_pod_security, check_p
 # --- driver -----------------------------------------------------------------------------------------
 
 def main() -> int:
-    passed, failed = 0, []
-
-    def record(name: str, fn) -> None:
-        nonlocal passed
-        try:
-            fn()
-            passed += 1
-            if VERBOSE:
-                print(f"ok    {name}")
-        except Exception as e:  # noqa: BLE001 - every failure is reported, then the run goes on
-            failed.append(name)
-            print(f"FAIL  {name}: {type(e).__name__ + ': ' if not isinstance(e, AssertionError) else ''}{e}")
-            if VERBOSE and not isinstance(e, AssertionError):
-                traceback.print_exc()
+    tally = Tally(catch=Exception)  # a render or lint that raises is a finding too
+    record = tally.record
 
     renders: dict[str, Render] = {}
     print(f"== helm-python-sdk {helm.helm_c_version()} (Helm {helm.helm_sdk_version()}), Kubernetes {K8S_VERSION} schemas")
@@ -96,8 +85,7 @@ def main() -> int:
     # Each check must catch a broken copy of a render it passed.
     check_breakages(record, renders)
 
-    print(f"helm chart: {passed} passed, {len(failed)} failed")
-    return 1 if failed else 0
+    return tally.summary("helm chart")
 
 
 if __name__ == "__main__":

@@ -32,22 +32,27 @@ def expected_rules_text(r: Render) -> str:
     return text
 
 
-def _config_maps_with(r: Render, key: str) -> list[dict]:
-    return [c for c in r.of("ConfigMap") if key in (c.get("data") or {})]
+def _config_map(r: Render, key: str, settings: dict, what: str) -> dict | None:
+    """The one ConfigMap that holds `key`, with the labels its `settings` give it; None where the
+    settings turn it off (and then there must be none)."""
+    cms = [c for c in r.of("ConfigMap") if key in (c.get("data") or {})]
+    if not settings["enabled"]:
+        assert not cms, f"the {what} ConfigMap is off by default"
+        return None
+    assert len(cms) == 1, f"want one {what} ConfigMap, found {len(cms)}"
+    cm = cms[0]
+    for k, v in settings["labels"].items():
+        assert labels(cm).get(k) == v, f"{what} ConfigMap label {k}"
+    return cm
 
 
 def check_dashboard_config_map(r: Render) -> None:
     """The dashboard JSON, labelled for Grafana's sidecar, in the namespace it watches."""
     g = r.values["observability"]["grafanaDashboard"]
-    cms = _config_maps_with(r, DASHBOARD_KEY)
-    if not g["enabled"]:
-        assert not cms, "the dashboard ConfigMap is off by default"
+    cm = _config_map(r, DASHBOARD_KEY, g, "dashboard")
+    if cm is None:
         return
-    assert len(cms) == 1, f"want one dashboard ConfigMap, found {len(cms)}"
-    cm = cms[0]
     assert labels(cm).get(g["label"]) == g["labelValue"], f"the sidecar's label {g['label']}={g['labelValue']!r}"
-    for k, v in g["labels"].items():
-        assert labels(cm).get(k) == v, f"dashboard ConfigMap label {k}"
     assert (cm["metadata"].get("annotations") or {}) == g["annotations"], "dashboard ConfigMap annotations"
     assert cm["metadata"]["namespace"] == (g["namespace"] or NAMESPACE), "the dashboard's namespace"
     canonical = json.loads((GRAFANA / "hermes-overview.json").read_text())
@@ -79,15 +84,9 @@ def check_prometheus_rule(r: Render) -> None:
 
 def check_alert_rules_config_map(r: Render) -> None:
     """The same rules as a plain Prometheus rule file."""
-    a = r.values["observability"]["alertRulesConfigMap"]
-    cms = _config_maps_with(r, RULES_KEY)
-    if not a["enabled"]:
-        assert not cms, "the rule-file ConfigMap is off by default"
+    cm = _config_map(r, RULES_KEY, r.values["observability"]["alertRulesConfigMap"], "rule-file")
+    if cm is None:
         return
-    assert len(cms) == 1, f"want one rule-file ConfigMap, found {len(cms)}"
-    cm = cms[0]
-    for k, v in a["labels"].items():
-        assert labels(cm).get(k) == v, f"rule-file ConfigMap label {k}"
     assert cm["data"][RULES_KEY].rstrip("\n") == expected_rules_text(r).rstrip("\n"), \
         "the rule-file ConfigMap differs from deploy/grafana/alerts.yaml"
 
