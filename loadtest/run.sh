@@ -13,10 +13,7 @@
 #             tracing costs: compare with a run without it.
 #   Write a new baseline with --write-baseline loadtest/baseline.json (on the reference machine).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-root=$(pwd)
-source deploy/dev/toolchain.sh
-ensure_pinned_toolchain
+source "$(dirname "$0")/common.sh"
 
 smoke=0
 if [[ "${1:-}" == "--smoke" ]]; then

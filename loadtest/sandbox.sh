@@ -5,10 +5,7 @@
 #
 # Usage: loadtest/sandbox.sh [--sandboxes N] [--execs M]
 set -euo pipefail
-cd "$(dirname "$0")/.."
-root=$(pwd)
-source deploy/dev/toolchain.sh
-ensure_pinned_toolchain
+source "$(dirname "$0")/common.sh"
 deploy/dev/ensure-services.sh >/dev/null
 cargo build --release --locked -p hermes-sandboxd -p hermes-loadtest
 bin="${CARGO_TARGET_DIR:-$root/target}/release"

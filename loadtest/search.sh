@@ -5,10 +5,7 @@
 #
 # Usage: loadtest/search.sh [--sessions N] [--messages M] [--runs R]
 set -euo pipefail
-cd "$(dirname "$0")/.."
-root=$(pwd)
-source deploy/dev/toolchain.sh
-ensure_pinned_toolchain
+source "$(dirname "$0")/common.sh"
 deploy/dev/ensure-services.sh >/dev/null
 cargo build --release --locked -p hermes-loadtest --bin hermes-search-bench
 db="hermes_search_bench_$$"
