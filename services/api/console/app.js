@@ -36,6 +36,11 @@ export async function api(method, path, body) {
   return parsed;
 }
 
+// GETs the team's lists at `paths` (below /admin/v1/tenants/<id>/) at once, in that order.
+export function tenantGets(ctx, ...paths) {
+  return Promise.all(paths.map((path) => api('GET', `/admin/v1/tenants/${ctx.id}/${path}`)));
+}
+
 // A status line that screen readers announce.
 export function notice(kind, text) {
   return h('p', { class: `notice ${kind}`, role: kind === 'error' ? 'alert' : 'status' }, text);

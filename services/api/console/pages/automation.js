@@ -5,13 +5,10 @@
 
 import { h, when } from '../dom.js';
 import { t } from '../i18n.js';
-import { api, headings, notice, actionButton } from '../app.js';
+import { api, tenantGets, headings, notice, actionButton } from '../app.js';
 
 export async function automationPage(section, ctx) {
-  const [jobs, hooks] = await Promise.all([
-    api('GET', `/admin/v1/tenants/${ctx.id}/cron`),
-    api('GET', `/admin/v1/tenants/${ctx.id}/hooks`),
-  ]);
+  const [jobs, hooks] = await tenantGets(ctx, 'cron', 'hooks');
   const status = h('div', { 'aria-live': 'polite' });
   const manage = ctx.may('cron.manage');
   section.append(h('h2', {}, t('cronJobs')));

@@ -4,7 +4,7 @@
 
 import { h, field, when } from '../dom.js';
 import { t } from '../i18n.js';
-import { api, headings, notice, actionButton } from '../app.js';
+import { api, tenantGets, headings, notice, actionButton } from '../app.js';
 
 // What each platform asks for, by mode; each field is [name, input type, label key, hint key].
 const PLATFORMS = {
@@ -35,10 +35,7 @@ const PLATFORMS = {
 };
 
 export async function channelsPage(section, ctx) {
-  const [channels, agents] = await Promise.all([
-    api('GET', `/admin/v1/tenants/${ctx.id}/channels`),
-    api('GET', `/admin/v1/tenants/${ctx.id}/agents`),
-  ]);
+  const [channels, agents] = await tenantGets(ctx, 'channels', 'agents');
   const agentName = (id) => agents.data.find((a) => a.id === id)?.name || id;
   if (channels.data.length === 0) section.append(h('p', {}, t('noChannels')));
   for (const c of channels.data) section.append(await channelCard(ctx, c, agentName(c.agent_id)));

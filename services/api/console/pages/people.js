@@ -2,16 +2,13 @@
 
 import { h, field, when } from '../dom.js';
 import { t, roleName } from '../i18n.js';
-import { api, headings, notice, actionButton, submitting } from '../app.js';
+import { api, tenantGets, headings, notice, actionButton, submitting } from '../app.js';
 import { ssoSection } from './sso.js';
 
 const ROLES = ['owner', 'admin', 'member'];
 
 export async function membersPage(section, ctx) {
-  const [members, invitations] = await Promise.all([
-    api('GET', `/admin/v1/tenants/${ctx.id}/members`),
-    api('GET', `/admin/v1/tenants/${ctx.id}/invitations`),
-  ]);
+  const [members, invitations] = await tenantGets(ctx, 'members', 'invitations');
   const status = h('div', { 'aria-live': 'polite' });
   const canChange = ctx.may('members.role');
   const rows = members.data.map((m) => {

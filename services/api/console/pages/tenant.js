@@ -3,7 +3,7 @@
 
 import { h, field } from '../dom.js';
 import { t, roleName } from '../i18n.js';
-import { api, submitThenReload } from '../app.js';
+import { api, tenantGets, submitThenReload } from '../app.js';
 
 const TABS = [
   ['overview', 'overview'], ['agents', 'agents'], ['live', 'live'], ['approvals', 'approvals'], ['sessions', 'sessions'],
@@ -55,11 +55,8 @@ function tabOf(page) {
 async function overview(section, ctx) {
   const { view } = ctx;
   const quota = (v) => (v === null || v === undefined ? t('default') : String(v));
-  const [today, turns, budgets] = await Promise.all([
-    api('GET', `/admin/v1/tenants/${ctx.id}/usage?by=source&from=${new Date().toISOString().slice(0, 10)}`),
-    api('GET', `/admin/v1/tenants/${ctx.id}/turns`),
-    api('GET', `/admin/v1/tenants/${ctx.id}/budgets`),
-  ]);
+  const [today, turns, budgets] = await tenantGets(ctx,
+    `usage?by=source&from=${new Date().toISOString().slice(0, 10)}`, 'turns', 'budgets');
   // The team's daily cap, counted in its own time zone by the server.
   const daily = budgets.data.find((b) => b.agent_id === null && b.period === 'day');
   const cap = daily ? (daily.hard_usd ?? daily.soft_usd) : null;

@@ -4,7 +4,7 @@
 
 import { h, field } from '../dom.js';
 import { t } from '../i18n.js';
-import { api, headings, actionButton, submitThenReload } from '../app.js';
+import { api, tenantGets, headings, actionButton, submitThenReload } from '../app.js';
 
 const number = (n) => new Intl.NumberFormat(document.documentElement.lang || undefined).format(n);
 const dollars = (n) => new Intl.NumberFormat(document.documentElement.lang || undefined, { style: 'currency', currency: 'USD', maximumFractionDigits: 4 }).format(n);
@@ -23,11 +23,7 @@ export async function usagePage(section, ctx) {
   const by = params.get('by') || 'day';
   const query = new URLSearchParams({ by });
   for (const key of ['from', 'to']) if (params.get(key)) query.set(key, params.get(key));
-  const [report, budgets, agents] = await Promise.all([
-    api('GET', `/admin/v1/tenants/${ctx.id}/usage?${query}`),
-    api('GET', `/admin/v1/tenants/${ctx.id}/budgets`),
-    api('GET', `/admin/v1/tenants/${ctx.id}/agents`),
-  ]);
+  const [report, budgets, agents] = await tenantGets(ctx, `usage?${query}`, 'budgets', 'agents');
   const caps = budgetSection(ctx, budgets.data, agents.data);
   const from = h('input', { type: 'date', value: report.from });
   const to = h('input', { type: 'date', value: report.to });
