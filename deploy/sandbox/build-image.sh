@@ -7,8 +7,8 @@
 # is cached as a tarball under /var/cache/hermes-sandbox/, keyed by the sha256
 # of this script, so rebuilding the image later takes seconds. sandboxd (the
 # daemon the worker talks to) is added from $HERMES_SANDBOXD_BIN, else the
-# workspace's release build. The image is labelled with the hash of both; when it
-# is current nothing is done at all.
+# workspace's release build. The image is labelled with the hash of both (and of
+# common.sh, which this script sources); when it is current nothing is done at all.
 #
 # Usage: deploy/sandbox/build-image.sh [--force] [--refresh] [--verify] [--mirror URL]
 #   --force       re-import the image even if it is up to date (uses the cache)
@@ -26,14 +26,8 @@ SUITE=bookworm
 PACKAGES=python3,ca-certificates,bash,coreutils,git,curl,procps,findutils,grep,sed,less
 CACHE_DIR=/var/cache/hermes-sandbox
 SELFTEST_VOLUME=hermes-selftest-full
-
-die() {
-  echo "build-image: $*" >&2
-  exit 1
-}
-log() {
-  echo "build-image: $*" >&2
-}
+NAME=build-image
+source "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/common.sh"
 
 force=0
 refresh=0
@@ -57,10 +51,7 @@ while (($#)); do
 done
 
 self=$(readlink -f "${BASH_SOURCE[0]}")
-repo=$(cd "$(dirname "$self")/../.." && pwd)
-sandboxd=${HERMES_SANDBOXD_BIN:-${CARGO_TARGET_DIR:-$repo/target}/release/hermes-sandboxd}
-[[ -x $sandboxd ]] || die "sandboxd not found at $sandboxd (run: cargo build --release -p hermes-sandboxd)"
-sandboxd=$(readlink -f "$sandboxd")
+sandboxd=$(find_sandboxd release "cargo build --release -p hermes-sandboxd")
 # debootstrap, chroot and docker all need root: re-run the whole script via sudo.
 if [[ $EUID -ne 0 ]]; then
   command -v sudo >/dev/null 2>&1 || die "must run as root (sudo not available)"
@@ -68,36 +59,20 @@ if [[ $EUID -ne 0 ]]; then
 fi
 PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 
-command -v docker >/dev/null 2>&1 || die "docker client not found (run deploy/dev/ensure-services.sh)"
-docker info >/dev/null 2>&1 || die "docker engine not answering (run deploy/dev/ensure-services.sh)"
+need_docker
 
 rootfs_recipe=$(sha256sum "$self" | cut -d' ' -f1)
-recipe=$(cat "$self" "$sandboxd" | sha256sum | cut -d' ' -f1)
+recipe=$(cat "$self" "$SANDBOX_COMMON" "$sandboxd" | sha256sum | cut -d' ' -f1)
 cache="$CACHE_DIR/rootfs-$SUITE-${rootfs_recipe:0:16}.tar"
 
 smoke_test() {
-  # Same restrictions the worker applies to real sandboxes.
-  docker volume rm -f "$SELFTEST_VOLUME" >/dev/null 2>&1 || true
-  local rc=0
-  docker run --rm --cap-drop ALL --security-opt no-new-privileges --read-only \
-    --tmpfs /tmp --tmpfs /run --pids-limit 256 --network none -u 1000:1000 \
-    -v "$SELFTEST_VOLUME":/workspace "$IMAGE" \
+  smoke_run --tmpfs /run -- \
     bash -c 'id && python3 -c "print(\"python ok\")" && git --version &&
       curl --version | head -n 1 && echo ok > /workspace/x && cat /workspace/x &&
-      /opt/hermes/bin/hermes-sandboxd --help >/dev/null' >&2 || rc=$?
-  docker volume rm -f "$SELFTEST_VOLUME" >/dev/null 2>&1 || true
-  ((rc == 0)) || die "smoke test of $IMAGE failed (exit $rc)"
+      /opt/hermes/bin/hermes-sandboxd --help >/dev/null'
 }
 
-current=$(docker image inspect -f '{{index .Config.Labels "io.hermes.recipe"}}' "$IMAGE" 2>/dev/null || true)
-if ((!force)) && [[ $current == "$recipe" ]]; then
-  log "$IMAGE is up to date"
-  if ((verify)); then
-    smoke_test
-  fi
-  docker image inspect -f '{{.Id}}' "$IMAGE"
-  exit 0
-fi
+exit_if_current "$recipe" "$force" "$verify"
 
 apt_updated=0
 apt_install() {
@@ -218,12 +193,4 @@ docker commit -c "LABEL io.hermes.recipe=$recipe" -c 'CMD ["bash"]' "$cid" "$IMA
 docker rm -f "$cid" >/dev/null
 rm -rf -- "$stage"
 docker image rm "$IMAGE-base" >/dev/null 2>&1 || true
-new_id=$(docker image inspect -f '{{.Id}}' "$IMAGE")
-# Drop the superseded image so rebuilds do not pile up dangling layers; this
-# fails harmlessly if a container or another tag still uses it.
-if [[ -n $old_id && $old_id != "$new_id" ]]; then
-  docker image rm "$old_id" >/dev/null 2>&1 || true
-fi
-
-smoke_test
-echo "$new_id"
+finish_build "$old_id"

@@ -6,7 +6,7 @@
 #
 # sandboxd comes from $HERMES_SANDBOXD_BIN, else the workspace's debug build
 # (cargo build -p hermes-sandboxd). The image is labelled with the sha256 of this
-# script and of that binary; when an image with the same label already exists
+# script, common.sh and that binary; when an image with the same label already exists
 # nothing is rebuilt, so repeated runs are free.
 #
 # Usage: deploy/sandbox/build-test-image.sh [--force] [--verify]
@@ -17,11 +17,8 @@ set -euo pipefail
 
 IMAGE=hermes-sandbox:test
 SELFTEST_VOLUME=hermes-selftest
-
-die() {
-  echo "build-test-image: $*" >&2
-  exit 1
-}
+NAME=build-test-image
+source "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/common.sh"
 
 force=0
 verify=0
@@ -35,10 +32,7 @@ for arg in "$@"; do
 done
 
 self=$(readlink -f "${BASH_SOURCE[0]}")
-repo=$(cd "$(dirname "$self")/../.." && pwd)
-sandboxd=${HERMES_SANDBOXD_BIN:-${CARGO_TARGET_DIR:-$repo/target}/debug/hermes-sandboxd}
-[[ -x $sandboxd ]] || die "sandboxd not found at $sandboxd (run: cargo build -p hermes-sandboxd)"
-sandboxd=$(readlink -f "$sandboxd")
+sandboxd=$(find_sandboxd debug "cargo build -p hermes-sandboxd")
 # The rmcp test server, which the e2e tests run as a tenant's stdio MCP server in the sandbox
 # (cargo build -p hermes-testkit --bin hermes-mcp-test-server; deploy/dev/test.sh builds it
 # first). Left out when it is not built (the load test's image needs only sandboxd).
@@ -50,32 +44,15 @@ if [[ $EUID -ne 0 ]]; then
   exec sudo -- env "HERMES_SANDBOXD_BIN=$sandboxd" "HERMES_MCP_TEST_BIN=$mcp" "$self" "$@"
 fi
 
-command -v docker >/dev/null 2>&1 || die "docker client not found (run deploy/dev/ensure-services.sh)"
-docker info >/dev/null 2>&1 || die "docker engine not answering (run deploy/dev/ensure-services.sh)"
+need_docker
 
-recipe=$(cat "$self" "$sandboxd" "$mcp" | sha256sum | cut -d' ' -f1)
+recipe=$(cat "$self" "$SANDBOX_COMMON" "$sandboxd" "$mcp" | sha256sum | cut -d' ' -f1)
 
 smoke_test() {
-  # Same restrictions the worker applies to real sandboxes.
-  docker volume rm -f "$SELFTEST_VOLUME" >/dev/null 2>&1 || true
-  local rc=0
-  docker run --rm --cap-drop ALL --security-opt no-new-privileges --read-only \
-    --tmpfs /tmp --pids-limit 256 --network none -u 1000:1000 \
-    -v "$SELFTEST_VOLUME":/workspace "$IMAGE" \
-    sh -c 'id && echo ok > /workspace/x && cat /workspace/x && /opt/hermes/bin/hermes-sandboxd --help >/dev/null' >&2 || rc=$?
-  docker volume rm -f "$SELFTEST_VOLUME" >/dev/null 2>&1 || true
-  ((rc == 0)) || die "smoke test of $IMAGE failed (exit $rc)"
+  smoke_run -- sh -c 'id && echo ok > /workspace/x && cat /workspace/x && /opt/hermes/bin/hermes-sandboxd --help >/dev/null'
 }
 
-current=$(docker image inspect -f '{{index .Config.Labels "io.hermes.recipe"}}' "$IMAGE" 2>/dev/null || true)
-if ((!force)) && [[ $current == "$recipe" ]]; then
-  echo "build-test-image: $IMAGE is up to date" >&2
-  if ((verify)); then
-    smoke_test
-  fi
-  docker image inspect -f '{{.Id}}' "$IMAGE"
-  exit 0
-fi
+exit_if_current "$recipe" "$force" "$verify"
 
 # Debian's plain "busybox" package is dynamically linked and would not run in
 # an image without libc; busybox-static replaces it with a self-contained one.
@@ -91,7 +68,7 @@ busybox_is_static() {
   [[ $out == *"statically linked"* || $out == *"not a dynamic executable"* ]]
 }
 if ! busybox_is_static; then
-  echo "build-test-image: installing busybox-static" >&2
+  log "installing busybox-static"
   install_busybox() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends busybox-static >&2
   }
@@ -152,12 +129,4 @@ tar --numeric-owner -C "$root" -c . |
     -c 'LABEL io.hermes.sandbox=test' \
     -c "LABEL io.hermes.recipe=$recipe" \
     - "$IMAGE" >/dev/null
-new_id=$(docker image inspect -f '{{.Id}}' "$IMAGE")
-# Drop the superseded image so rebuilds do not pile up dangling layers; this
-# fails harmlessly if a container or another tag still uses it.
-if [[ -n $old_id && $old_id != "$new_id" ]]; then
-  docker image rm "$old_id" >/dev/null 2>&1 || true
-fi
-
-smoke_test
-echo "$new_id"
+finish_build "$old_id"
