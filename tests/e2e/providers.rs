@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use hermes_cache::Cache;
-use hermes_store::{FallbackModel, NewAgent};
+use hermes_store::{ModelRef, NewAgent};
 use hermes_testkit::{ScriptedLlm, ScriptedReply};
 
 use crate::harness::{TestEnv, answer_text, ask};
@@ -65,7 +65,7 @@ async fn key_pools_share_strategy_and_cooldowns_across_workers() {
 async fn a_failing_primary_falls_back_to_the_next_model_with_a_pooled_key() {
     let env = TestEnv::start_with(crate::harness::Roles::default(), |c| c.llm.max_retries = 1).await;
     let backup = ScriptedLlm::start().await.unwrap();
-    let fallback = FallbackModel { base_url: backup.base_url(), model: "backup-model".into(), api_mode: None };
+    let fallback = ModelRef { base_url: backup.base_url(), model: "backup-model".into(), api_mode: None };
     let resilient = NewAgent { fallbacks: vec![fallback], ..env.new_agent("resilient", "primary-model") };
     let (tenant, _, key) = env.tenant_with("acme", resilient).await;
     // Both scripted servers are on 127.0.0.1: the pool of that host gets a key.
@@ -120,7 +120,7 @@ async fn an_anthropic_agent_speaks_the_native_api_with_cache_breakpoints_and_too
         provider_key: Some("sk-ant-test".into()),
         toolsets: vec!["terminal".into()],
         provider_key_hosts: vec!["127.0.0.1".into()],
-        api_mode: Some("anthropic_messages".into()),
+        api_mode: Some(hermes_core::ApiMode::AnthropicMessages),
         ..env.new_agent("claude", "claude-sonnet-4-5")
     };
     let (_, _, key) = env.tenant_with("acme", claude).await;

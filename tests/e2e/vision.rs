@@ -9,7 +9,7 @@ use base64::Engine;
 use serde_json::{Value, json};
 
 use hermes_core::{AgentId, ImageInputMode};
-use hermes_store::FallbackModel;
+use hermes_store::ModelRef;
 use hermes_testkit::web::WebWorld;
 use hermes_testkit::{ScriptedLlm, ScriptedReply};
 
@@ -36,7 +36,7 @@ async fn a_photo_to_a_text_only_model_is_described_by_the_vision_model_and_answe
     let (tg, _) = open_bot(&env).await;
     let (tenant, agent) = only_agent(&env).await;
     sqlx::query("UPDATE agents SET model = 'deepseek-chat'").execute(&env.db).await.unwrap();
-    let vision = FallbackModel { base_url: eye.base_url(), model: "eye-1".into(), api_mode: None };
+    let vision = ModelRef { base_url: eye.base_url(), model: "eye-1".into(), api_mode: None };
     env.store.agents().set_vision(tenant, agent, None, Some(Some(&vision))).await.unwrap();
     let pod = Pod::start(&env).await;
 

@@ -1,5 +1,5 @@
 //! The closed vocabularies that travel between processes and live in Postgres as text: chat
-//! platforms and modes, busy modes, turn states, interaction kinds, cron job and run states, budget periods,
+//! platforms and modes, model API modes, busy modes, turn states, interaction kinds, cron job and run states, budget periods,
 //! skill and goal states (toolsets live in `toolsets.rs`). Serde and `FromStr`/`Display`
 //! use the same names as the database columns (and their CHECK constraints), so a value read
 //! from a row, a TOML file or a JSON body is one of these or an error naming the allowed ones.
@@ -103,6 +103,19 @@ vocabulary! {
         Active = "active",
         /// The platform refused the bot (revoked token, bot blocked); `status_reason` says why.
         Blocked = "blocked",
+    }
+}
+
+vocabulary! {
+    /// Which provider API a model endpoint speaks (an agent's `api_mode`, and each fallback,
+    /// auxiliary or vision model's).
+    ApiMode ("api mode") {
+        /// OpenAI-compatible `/chat/completions` (OpenAI, OpenRouter, vLLM, Ollama, ...).
+        ChatCompletions = "chat_completions",
+        /// Anthropic's native `/messages`, with prompt caching.
+        AnthropicMessages = "anthropic_messages",
+        /// OpenAI's Responses API (`/responses`).
+        Responses = "responses",
     }
 }
 

@@ -27,9 +27,9 @@ pub use ids::{
     InvitationId, JobId, PersonId, SessionId, SkillId, TenantId, TurnId, WebhookId,
 };
 pub use kinds::{
-    ApprovalChoice, ApprovalMode, BudgetPeriod, BusyMode, CallPurpose, ChannelMode, ChannelStatus, CronRunStatus,
-    DmPolicy, GoalState, GroupPolicy, GroupSessions, ImageInputMode, InteractionKind, InteractionStatus, JobState,
-    Platform, RunOutcome, SessionSource, SkillState, TurnStatus, UnknownName, VoiceMode,
+    ApiMode, ApprovalChoice, ApprovalMode, BudgetPeriod, BusyMode, CallPurpose, ChannelMode, ChannelStatus,
+    CronRunStatus, DmPolicy, GoalState, GroupPolicy, GroupSessions, ImageInputMode, InteractionKind, InteractionStatus,
+    JobState, Platform, RunOutcome, SessionSource, SkillState, TurnStatus, UnknownName, VoiceMode,
 };
 pub use message::{ChatMessage, Content, ContentPart, Role, ToolCall, ToolCallFunction};
 pub use toolsets::ToolsetName;

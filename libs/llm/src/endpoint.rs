@@ -8,45 +8,22 @@ use std::future::Future;
 
 use crate::{ChatRequest, ChatResponse, DeltaSink, LlmError};
 
-/// Which provider API an endpoint speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ApiMode {
-    /// OpenAI-compatible `/chat/completions` (OpenAI, OpenRouter, vLLM, Ollama, ...).
-    #[default]
-    ChatCompletions,
-    /// Anthropic's native `/messages`, with prompt caching.
-    AnthropicMessages,
-    /// OpenAI's Responses API (`/responses`).
-    Responses,
-}
+pub use hermes_core::ApiMode;
 
-impl ApiMode {
-    /// Parses a configured mode name.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "chat_completions" => Some(Self::ChatCompletions),
-            "anthropic_messages" => Some(Self::AnthropicMessages),
-            "responses" => Some(Self::Responses),
-            _ => None,
-        }
+/// The API an endpoint speaks, by Hermes's precedence: an explicit setting, then the
+/// provider, then the base URL, then `chat_completions`.
+pub fn resolve_api_mode(explicit: Option<ApiMode>, provider: &str, base_url: &str) -> ApiMode {
+    if let Some(mode) = explicit {
+        return mode;
     }
-
-    /// Hermes's precedence: an explicit setting, then the provider, then the base URL, then
-    /// `chat_completions`.
-    pub fn resolve(explicit: Option<ApiMode>, provider: &str, base_url: &str) -> Self {
-        if let Some(mode) = explicit {
-            return mode;
-        }
-        if provider == "anthropic" {
-            return Self::AnthropicMessages;
-        }
-        let host = reqwest::Url::parse(base_url).ok().and_then(|u| u.host_str().map(str::to_ascii_lowercase));
-        if host.is_some_and(|h| h == "api.anthropic.com" || h.ends_with(".anthropic.com")) {
-            return Self::AnthropicMessages;
-        }
-        Self::ChatCompletions
+    if provider == "anthropic" {
+        return ApiMode::AnthropicMessages;
     }
+    let host = reqwest::Url::parse(base_url).ok().and_then(|u| u.host_str().map(str::to_ascii_lowercase));
+    if host.is_some_and(|h| h == "api.anthropic.com" || h.ends_with(".anthropic.com")) {
+        return ApiMode::AnthropicMessages;
+    }
+    ApiMode::ChatCompletions
 }
 
 /// One model at one provider.
@@ -105,11 +82,11 @@ mod tests {
     #[test]
     fn api_mode_follows_hermes_precedence() {
         assert_eq!(
-            ApiMode::resolve(Some(ApiMode::ChatCompletions), "anthropic", "https://api.anthropic.com/v1"),
+            resolve_api_mode(Some(ApiMode::ChatCompletions), "anthropic", "https://api.anthropic.com/v1"),
             ApiMode::ChatCompletions
         );
-        assert_eq!(ApiMode::resolve(None, "anthropic", "https://proxy.example/v1"), ApiMode::AnthropicMessages);
-        assert_eq!(ApiMode::resolve(None, "custom:x", "https://api.anthropic.com/v1"), ApiMode::AnthropicMessages);
-        assert_eq!(ApiMode::resolve(None, "openrouter", "https://openrouter.ai/api/v1"), ApiMode::ChatCompletions);
+        assert_eq!(resolve_api_mode(None, "anthropic", "https://proxy.example/v1"), ApiMode::AnthropicMessages);
+        assert_eq!(resolve_api_mode(None, "custom:x", "https://api.anthropic.com/v1"), ApiMode::AnthropicMessages);
+        assert_eq!(resolve_api_mode(None, "openrouter", "https://openrouter.ai/api/v1"), ApiMode::ChatCompletions);
     }
 }

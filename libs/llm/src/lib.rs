@@ -30,7 +30,7 @@ pub use meter::{CallBuffer, CallMeter, CallRecord};
 pub use openai::{OpenAiChat, http_client};
 pub use resilient::{PRIMARY_COOLDOWN, ResilientModel};
 pub use retry::RetryPolicy;
-pub use transport::{AnyTransport, ApiMode, Endpoint, SendError, Transport};
+pub use transport::{AnyTransport, ApiMode, Endpoint, SendError, Transport, resolve_api_mode};
 pub use wire::StreamFold;
 
 /// One model call.

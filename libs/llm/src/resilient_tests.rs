@@ -107,7 +107,7 @@ fn ep(model: &str) -> Endpoint {
         provider: "p".into(),
         base_url: "https://api.example.com/v1".into(),
         model: model.into(),
-        api_mode: ApiMode::default(),
+        api_mode: ApiMode::ChatCompletions,
     }
 }
 
@@ -234,7 +234,7 @@ async fn a_key_is_never_sent_to_a_host_it_was_not_issued_for() {
         provider: "openai".into(),
         base_url: "https://evil.example/v1".into(),
         model: "gpt".into(),
-        api_mode: ApiMode::default(),
+        api_mode: ApiMode::ChatCompletions,
     };
     let t = FakeTransport::default();
     let m = ResilientModel::new(t, StaticKeys(Some(key)), vec![misconfigured], fast());

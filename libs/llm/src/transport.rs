@@ -5,7 +5,7 @@
 
 use crate::{ChatRequest, ChatResponse, DeltaSink};
 
-pub use crate::endpoint::{ApiMode, Endpoint, SendError, Transport};
+pub use crate::endpoint::{ApiMode, Endpoint, SendError, Transport, resolve_api_mode};
 
 /// Every transport, chosen per endpoint by its API mode.
 #[derive(Clone, Debug)]

@@ -5,7 +5,7 @@
 use hermes_core::{ApprovalMode, ImageInputMode, TenantId, ToolsetName};
 use hermes_net_policy::outbound::Policy;
 use hermes_store::admin::{Audit, Change};
-use hermes_store::{Agent, AgentChanges, FallbackModel, SecretBox, Store};
+use hermes_store::{Agent, AgentChanges, SecretBox, Store};
 use hermes_wire::admin::{AgentEdit, ModelRef, NewAgent};
 
 use crate::{OpsError, Result};
@@ -47,10 +47,6 @@ fn check_toolsets<'t>(toolsets: impl IntoIterator<Item = &'t String>) -> Result<
     Ok(())
 }
 
-fn stored(model: &ModelRef) -> FallbackModel {
-    FallbackModel { base_url: model.base_url.clone(), model: model.model.clone(), api_mode: model.api_mode.clone() }
-}
-
 /// Text that says something, or `None`.
 fn given(text: Option<String>) -> Option<String> {
     text.filter(|t| !t.trim().is_empty())
@@ -87,9 +83,9 @@ pub async fn create(
         system_message: given(new.system_message),
         toolsets: new.toolsets,
         provider_key_hosts,
-        fallbacks: new.fallbacks.iter().map(stored).collect(),
+        fallbacks: new.fallbacks,
         api_mode: new.api_mode,
-        auxiliary: new.auxiliary.as_ref().map(stored),
+        auxiliary: new.auxiliary,
         context_window: new.context_window,
     };
     let mut tx = store.audited(tenant, by).await?;
@@ -102,7 +98,7 @@ pub async fn create(
         tx.set_approval_mode(agent.id, mode).await?;
         agent.approval_mode = mode;
     }
-    let vision = new.vision_model.as_ref().map(stored);
+    let vision = new.vision_model;
     let images = new.image_input_mode.filter(|m| *m != agent.image_input_mode);
     if vision.is_some() || images.is_some() {
         tx.set_vision(agent.id, images, Some(vision.as_ref())).await?;
@@ -137,7 +133,7 @@ pub async fn edit(
         soul: edit.soul,
         system_message: edit.system_message,
         toolsets: edit.toolsets,
-        fallbacks: edit.fallbacks.map(|models| models.iter().map(stored).collect()),
+        fallbacks: edit.fallbacks,
     };
     let mut tx = store.audited(tenant, by).await?;
     let mut after = tx.update_agent(before.id, &changes).await?;
@@ -150,7 +146,7 @@ pub async fn edit(
         after.approval_mode = mode;
     }
     if images.is_some() || edit.vision_model.is_some() {
-        let model = edit.vision_model.map(|m| m.as_ref().map(stored));
+        let model = edit.vision_model;
         tx.set_vision(before.id, images, model.as_ref().map(Option::as_ref)).await?;
         after.image_input_mode = images.unwrap_or(after.image_input_mode);
         if let Some(model) = model {

@@ -4,7 +4,8 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::PgConnection;
 
-use hermes_core::{AgentId, TenantId};
+use hermes_core::{AgentId, ApiMode, TenantId};
+pub use hermes_wire::admin::ModelRef;
 
 use crate::admin::audited::tenant_writes;
 use crate::{Result, SecretBox, StoreError, views::Agents};
@@ -26,11 +27,11 @@ pub struct Agent {
     /// Hosts the agent's own provider key may be sent to.
     pub provider_key_hosts: Vec<String>,
     /// Models to fall back to, in order.
-    pub fallbacks: Vec<FallbackModel>,
+    pub fallbacks: Vec<ModelRef>,
     /// The provider API, when set explicitly (`chat_completions`, `anthropic_messages`).
-    pub api_mode: Option<String>,
+    pub api_mode: Option<ApiMode>,
     /// The model for side tasks (compaction summaries); the main model when unset.
-    pub auxiliary: Option<FallbackModel>,
+    pub auxiliary: Option<ModelRef>,
     /// The context window in tokens, when set explicitly.
     pub context_window: Option<i32>,
     /// How dangerous commands are approved.
@@ -42,17 +43,8 @@ pub struct Agent {
     /// How its model is shown the images people send.
     pub image_input_mode: hermes_core::ImageInputMode,
     /// The model that describes images (`vision_analyze`, and images for a text-only model).
-    pub vision_model: Option<FallbackModel>,
+    pub vision_model: Option<ModelRef>,
     pub created_at: DateTime<Utc>,
-}
-
-/// A fallback model: its keys come from the tenant's pool for its provider.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct FallbackModel {
-    pub base_url: String,
-    pub model: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_mode: Option<String>,
 }
 
 /// What it takes to create an agent.
@@ -68,9 +60,9 @@ pub struct NewAgent {
     pub toolsets: Vec<String>,
     /// Hosts the provider key may be sent to (required with a key).
     pub provider_key_hosts: Vec<String>,
-    pub fallbacks: Vec<FallbackModel>,
-    pub api_mode: Option<String>,
-    pub auxiliary: Option<FallbackModel>,
+    pub fallbacks: Vec<ModelRef>,
+    pub api_mode: Option<ApiMode>,
+    pub auxiliary: Option<ModelRef>,
     pub context_window: Option<i32>,
 }
 
@@ -104,7 +96,7 @@ struct AgentRow {
 }
 
 /// A stored JSON model setting read back (`Corrupt` when it no longer parses).
-fn model_setting(value: Option<Value>) -> Result<Option<FallbackModel>> {
+fn model_setting(value: Option<Value>) -> Result<Option<ModelRef>> {
     value.map(serde_json::from_value).transpose().map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
@@ -124,7 +116,7 @@ impl AgentRow {
             provider_key_hosts: self.provider_key_hosts,
             fallbacks: serde_json::from_value(self.fallbacks).map_err(|e| StoreError::Corrupt(e.to_string()))?,
             toolsets: self.toolsets,
-            api_mode: self.api_mode,
+            api_mode: self.api_mode.as_deref().map(crate::rows::vocab).transpose()?,
             auxiliary: model_setting(self.auxiliary)?,
             context_window: self.context_window,
             approval_mode: crate::rows::vocab(&self.approval_mode)?,
@@ -194,7 +186,7 @@ pub struct AgentChanges {
     pub soul: Option<String>,
     pub system_message: Option<String>,
     pub toolsets: Option<Vec<String>>,
-    pub fallbacks: Option<Vec<FallbackModel>>,
+    pub fallbacks: Option<Vec<ModelRef>>,
 }
 
 /// [`Agents::agent`](crate::views::Agents::agent) on a connection already set to `tenant`.
@@ -222,7 +214,7 @@ tenant_writes! {
     pub async fn set_vision(
         agent: AgentId,
         mode: Option<hermes_core::ImageInputMode>,
-        model: Option<Option<&FallbackModel>>,
+        model: Option<Option<&ModelRef>>,
     ) -> Result<()>
         = set_vision_on;
 }
@@ -263,7 +255,7 @@ async fn create_agent_on(
         .bind(&new.toolsets)
         .bind(&new.provider_key_hosts)
         .bind(serde_json::to_value(&new.fallbacks).map_err(|e| StoreError::Invalid(e.to_string()))?)
-        .bind(&new.api_mode)
+        .bind(new.api_mode.map(ApiMode::as_str))
         .bind(
             new.auxiliary
                 .as_ref()
@@ -275,9 +267,6 @@ async fn create_agent_on(
         .fetch_one(conn)
         .await
         .map_err(|e| match &e {
-            sqlx::Error::Database(db) if db.constraint().is_some_and(|c| c.contains("api_mode")) => {
-                StoreError::Invalid("api_mode must be chat_completions, anthropic_messages or responses".into())
-            }
             sqlx::Error::Database(db) if db.constraint().is_some_and(|c| c.contains("context_window")) => {
                 StoreError::Invalid("context_window must be a positive number of tokens".into())
             }
@@ -331,7 +320,7 @@ async fn set_vision_on(
     tenant: TenantId,
     agent: AgentId,
     mode: Option<hermes_core::ImageInputMode>,
-    model: Option<Option<&FallbackModel>>,
+    model: Option<Option<&ModelRef>>,
 ) -> Result<()> {
     let value = match model {
         Some(Some(m)) => Some(serde_json::to_value(m).map_err(|e| StoreError::Invalid(e.to_string()))?),

@@ -82,7 +82,7 @@ use std::time::Duration;
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, Connection, PgPool};
 
-pub use agents::{Agent, AgentChanges, FallbackModel, NewAgent};
+pub use agents::{Agent, AgentChanges, ModelRef, NewAgent};
 pub use api_keys::{ApiKey, KeyAuth, Limits};
 pub use budgets::{Budget, BudgetState};
 pub use channels::{Channel, ChannelAccess, NewChannel};

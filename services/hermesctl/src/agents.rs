@@ -69,7 +69,7 @@ pub struct AgentCreate {
     key_hosts: Vec<String>,
     /// The provider API: chat_completions, anthropic_messages or responses (default: from the provider).
     #[arg(long)]
-    api_mode: Option<String>,
+    api_mode: Option<hermes_core::ApiMode>,
     /// A cheaper model for side tasks such as compaction summaries, as MODEL@BASE_URL.
     #[arg(long)]
     aux_model: Option<String>,

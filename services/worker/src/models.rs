@@ -13,8 +13,10 @@ use hermes_config::{AnthropicCacheTtl, LlmConfig};
 use hermes_core::{AgentId, CallPurpose, ChatMessage, ImageInputMode, TenantId};
 use hermes_llm::anthropic::CacheTtl;
 use hermes_llm::keys::provider_for_url;
-use hermes_llm::{AnyTransport, ApiMode, CallBuffer, Credential, Endpoint, ResilientModel, RetryPolicy};
-use hermes_store::{Agent, CredentialPools, FallbackModel, SecretBox, Store};
+use hermes_llm::{
+    AnyTransport, ApiMode, CallBuffer, Credential, Endpoint, ResilientModel, RetryPolicy, resolve_api_mode,
+};
+use hermes_store::{Agent, CredentialPools, ModelRef, SecretBox, Store};
 
 use crate::keys::TenantKeys;
 
@@ -58,15 +60,15 @@ pub(crate) struct Models {
     pub capped: bool,
 }
 
-fn endpoint(base_url: &str, model: &str, mode: Option<&str>) -> Endpoint {
+fn endpoint(base_url: &str, model: &str, mode: Option<ApiMode>) -> Endpoint {
     let provider = provider_for_url(base_url);
-    let api_mode = ApiMode::resolve(mode.and_then(ApiMode::parse), &provider, base_url);
+    let api_mode = resolve_api_mode(mode, &provider, base_url);
     Endpoint { provider, base_url: base_url.to_owned(), model: model.to_owned(), api_mode }
 }
 
 impl Models {
     fn primary(&self) -> Endpoint {
-        endpoint(&self.agent.provider_base_url, &self.agent.model, self.agent.api_mode.as_deref())
+        endpoint(&self.agent.provider_base_url, &self.agent.model, self.agent.api_mode)
     }
 
     fn keys(&self) -> TenantKeys {
@@ -118,7 +120,7 @@ impl Models {
     /// The main model and its fallback chain.
     pub fn main(&self) -> TurnModel {
         let mut chain = vec![self.primary()];
-        chain.extend(self.agent.fallbacks.iter().map(|f| endpoint(&f.base_url, &f.model, f.api_mode.as_deref())));
+        chain.extend(self.agent.fallbacks.iter().map(|f| endpoint(&f.base_url, &f.model, f.api_mode)));
         self.build(chain, self.purpose)
     }
 
@@ -127,10 +129,9 @@ impl Models {
         // Metered as `auxiliary` from a turn; a background task keeps its own purpose.
         let purpose = if self.purpose == CallPurpose::Main { CallPurpose::Auxiliary } else { self.purpose };
         match &self.agent.auxiliary {
-            Some(aux) => (
-                self.build(vec![endpoint(&aux.base_url, &aux.model, aux.api_mode.as_deref())], purpose),
-                aux.model.clone(),
-            ),
+            Some(aux) => {
+                (self.build(vec![endpoint(&aux.base_url, &aux.model, aux.api_mode)], purpose), aux.model.clone())
+            }
             None => (self.build(vec![self.primary()], purpose), self.agent.model.clone()),
         }
     }
@@ -139,7 +140,7 @@ impl Models {
     /// server's `sampling.model`) on the agent's provider, else the agent's main model.
     pub fn sampling(&self, model: Option<&str>) -> (TurnModel, String) {
         let name = model.unwrap_or(&self.agent.model).to_owned();
-        let on_provider = endpoint(&self.agent.provider_base_url, &name, self.agent.api_mode.as_deref());
+        let on_provider = endpoint(&self.agent.provider_base_url, &name, self.agent.api_mode);
         (self.build(vec![on_provider], CallPurpose::Sampling), name)
     }
 
@@ -148,12 +149,10 @@ impl Models {
     /// else its main one, passing over those known to read only text. `None`: none can see.
     pub fn vision(&self) -> Option<(TurnModel, String)> {
         let purpose = if self.purpose == CallPurpose::Main { CallPurpose::Auxiliary } else { self.purpose };
-        let sees = |m: &FallbackModel| !hermes_llm::models::reads_only_text(&m.model);
+        let sees = |m: &ModelRef| !hermes_llm::models::reads_only_text(&m.model);
         let chosen = self.agent.vision_model.clone().or_else(|| self.agent.auxiliary.clone().filter(sees));
         match chosen {
-            Some(m) => {
-                Some((self.build(vec![endpoint(&m.base_url, &m.model, m.api_mode.as_deref())], purpose), m.model))
-            }
+            Some(m) => Some((self.build(vec![endpoint(&m.base_url, &m.model, m.api_mode)], purpose), m.model)),
             None if !hermes_llm::models::reads_only_text(&self.agent.model) => {
                 Some((self.build(vec![self.primary()], purpose), self.agent.model.clone()))
             }
@@ -191,8 +190,7 @@ impl Models {
         if let Some(aux) = &self.agent.auxiliary
             && !resting
         {
-            let model =
-                self.build(vec![endpoint(&aux.base_url, &aux.model, aux.api_mode.as_deref())], CallPurpose::Auxiliary);
+            let model = self.build(vec![endpoint(&aux.base_url, &aux.model, aux.api_mode)], CallPurpose::Auxiliary);
             summarizers.push(Summaries {
                 inner: ModelSummarizer { model, model_name: aux.model.clone() },
                 on_failure: Some((&self.deps, self.agent.id)),

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use hermes_core::{ApprovalMode, ImageInputMode};
+use hermes_core::{ApiMode, ApprovalMode, ImageInputMode};
 
 use super::ModelRef;
 
@@ -42,7 +42,8 @@ pub struct NewAgent {
     /// The provider API (`chat_completions`, `anthropic_messages`, `responses`); default: from
     /// the provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_mode: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub api_mode: Option<ApiMode>,
     /// A cheaper model for side tasks such as compaction summaries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auxiliary: Option<ModelRef>,

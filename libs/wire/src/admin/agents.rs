@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use hermes_core::{AgentId, ApprovalMode, ImageInputMode, SkillState, TenantId};
+use hermes_core::{AgentId, ApiMode, ApprovalMode, ImageInputMode, SkillState, TenantId};
 
 /// An agent (its provider key is never shown).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -27,8 +27,10 @@ pub struct Agent {
     pub provider_key_hosts: Vec<String>,
     /// Models to fall back to, in order.
     pub fallbacks: Vec<ModelRef>,
-    /// The provider API, when set explicitly (`chat_completions`, `anthropic_messages`).
-    pub api_mode: Option<String>,
+    /// The provider API when set explicitly: `chat_completions`, `anthropic_messages` or
+    /// `responses`; unset, the provider and base URL decide.
+    #[schema(value_type = Option<String>)]
+    pub api_mode: Option<ApiMode>,
     /// The model for side tasks (compaction summaries); the main model when unset.
     pub auxiliary: Option<ModelRef>,
     /// The context window in tokens, when set explicitly.
@@ -54,8 +56,11 @@ pub struct Agent {
 pub struct ModelRef {
     pub base_url: String,
     pub model: String,
+    /// `chat_completions`, `anthropic_messages` or `responses`; unset, the provider and base
+    /// URL decide.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_mode: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub api_mode: Option<ApiMode>,
 }
 
 /// An agent's skills and the names hidden from it.

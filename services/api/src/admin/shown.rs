@@ -1,7 +1,7 @@
 //! The store's rows as the admin API shows them (`hermes_wire` types): the one place where a
 //! column becomes a field, so a row type can change without the API changing with it.
 
-use hermes_wire::admin::{Agent, ListedSession, ModelRef};
+use hermes_wire::admin::{Agent, ListedSession};
 
 pub(crate) fn listed_session(s: hermes_store::ListedSession) -> ListedSession {
     ListedSession { session: s.info, match_seq: s.match_seq, snippet: s.snippet }
@@ -19,19 +19,15 @@ pub(crate) fn agent(a: hermes_store::Agent) -> Agent {
         system_message: a.system_message,
         toolsets: a.toolsets,
         provider_key_hosts: a.provider_key_hosts,
-        fallbacks: a.fallbacks.into_iter().map(model_ref).collect(),
+        fallbacks: a.fallbacks,
         api_mode: a.api_mode,
-        auxiliary: a.auxiliary.map(model_ref),
+        auxiliary: a.auxiliary,
         context_window: a.context_window,
         approval_mode: a.approval_mode,
         egress: a.egress,
         disabled_skills: a.disabled_skills,
         image_input_mode: a.image_input_mode,
-        vision_model: a.vision_model.map(model_ref),
+        vision_model: a.vision_model,
         created_at: a.created_at,
     }
-}
-
-fn model_ref(m: hermes_store::FallbackModel) -> ModelRef {
-    ModelRef { base_url: m.base_url, model: m.model, api_mode: m.api_mode }
 }

@@ -129,8 +129,7 @@ async fn sessions_and_turns(w: &World, c: &mut Cases) {
 async fn agents_and_skills(w: &World, c: &mut Cases) {
     let (s, b, agent) = (&w.store, w.b.id, w.a.agent);
     c.not_found("set_egress", s.turns().set_egress(b, agent, true).await);
-    let vision =
-        hermes_store::FallbackModel { base_url: "https://x.test/v1".into(), model: "eye".into(), api_mode: None };
+    let vision = hermes_store::ModelRef { base_url: "https://x.test/v1".into(), model: "eye".into(), api_mode: None };
     c.not_found(
         "set_vision",
         s.agents().set_vision(b, agent, Some(hermes_core::ImageInputMode::Text), Some(Some(&vision))).await,
