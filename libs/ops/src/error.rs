@@ -2,6 +2,7 @@
 //! OpenAI-style error, the CLI as a message.
 
 use hermes_core::ErrorCode;
+use hermes_core::access::{AdminOp, Standing};
 use hermes_store::StoreError;
 
 pub type Result<T, E = OpsError> = std::result::Result<T, E>;
@@ -21,6 +22,9 @@ pub enum OpsError {
     /// Too many attempts: refused for a while.
     #[error("{message}")]
     Locked { code: ErrorCode, message: String },
+    /// The caller's standing does not allow the operation.
+    #[error("{} may not do `{op}` here", who(*.standing))]
+    Forbidden { standing: Standing, op: AdminOp },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -36,5 +40,13 @@ impl OpsError {
             StoreError::NotFound => Self::NotFound { code, what },
             other => Self::Store(other),
         }
+    }
+}
+
+/// The caller as a refusal names them.
+fn who(standing: Standing) -> String {
+    match standing {
+        Standing::Operator => "an operator".to_owned(),
+        Standing::Member(role) => format!("the role `{role}`"),
     }
 }

@@ -12,11 +12,13 @@ pub mod cron;
 mod error;
 pub mod keys;
 pub mod mcp;
+pub mod members;
 pub mod tenants;
 
 pub use error::{OpsError, Result};
 pub use hermes_store::admin::Audit;
 
+use hermes_core::access::{AdminOp, Standing, allows};
 use hermes_core::{AgentId, TenantId};
 use hermes_store::Store;
 
@@ -27,4 +29,9 @@ pub async fn agent(store: &Store, tenant: TenantId, reference: &str) -> Result<h
         Err(_) => store.agents().agent_by_name(tenant, reference).await,
     };
     found.map_err(|e| OpsError::missing(e, hermes_core::ErrorCode::NotFound, "agent"))
+}
+
+/// `Forbidden` unless a caller standing so may perform `op` (`hermes_core::access::allows`).
+pub fn check(standing: Standing, op: AdminOp) -> Result<()> {
+    if allows(standing, op) { Ok(()) } else { Err(OpsError::Forbidden { standing, op }) }
 }

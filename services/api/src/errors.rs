@@ -57,6 +57,12 @@ pub(crate) fn refusal(err: OpsError) -> Result<ApiError, StoreError> {
         OpsError::Locked { code, message } => {
             ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", Some(code), message)
         }
+        forbidden @ OpsError::Forbidden { .. } => ApiError::new(
+            StatusCode::FORBIDDEN,
+            "permission_error",
+            Some(ErrorCode::PermissionDenied),
+            forbidden.to_string(),
+        ),
         OpsError::Store(e) => return Err(e),
     })
 }

@@ -5,8 +5,11 @@ use clap::Subcommand;
 use serde_json::json;
 
 use hermes_config::HermesConfig;
-use hermes_core::MemberRole;
+use hermes_core::access::Standing;
+use hermes_core::{MemberRole, PersonId};
+use hermes_ops::members;
 use hermes_store::Store;
+use hermes_wire::admin::RoleChanged;
 
 use crate::cli::{TenantArg, print};
 
@@ -68,11 +71,43 @@ pub enum MemberCmd {
         #[arg(long, default_value = "")]
         name: String,
     },
+    /// Change a member's role (the tenant keeps at least one owner).
+    Role {
+        #[command(flatten)]
+        tenant: TenantArg,
+        #[arg(long)]
+        email: String,
+        /// owner, admin or member (read-only).
+        #[arg(long)]
+        role: MemberRole,
+    },
+    /// Remove a member: their console access to the tenant and their tokens for it end at
+    /// once (the last owner cannot be removed).
+    Remove {
+        #[command(flatten)]
+        tenant: TenantArg,
+        #[arg(long)]
+        email: String,
+    },
     /// List a tenant's members.
     List {
         #[command(flatten)]
         tenant: TenantArg,
     },
+}
+
+/// Says what a role change did (both doors print the same).
+pub fn print_role_changed(json_mode: bool, email: &str, tenant: &str, changed: &RoleChanged) {
+    let human = format!("{email} is {} of {tenant} (was {})", changed.role, changed.before);
+    print(json_mode, json!(changed), human);
+}
+
+/// The person with `email`, or an error that says there is none.
+async fn person_by_email(store: &Store, email: &str) -> anyhow::Result<PersonId> {
+    match store.admin().sign_in_record(email).await? {
+        Some(record) => Ok(record.person.id),
+        None => anyhow::bail!("no person has the email {email:?}"),
+    }
 }
 
 async fn link(config: &HermesConfig, store: &Store, person: hermes_core::PersonId) -> anyhow::Result<String> {
@@ -102,10 +137,8 @@ pub async fn run_operator(
             );
         }
         OperatorCmd::Sso { email, off } => {
-            let Some(record) = store.admin().sign_in_record(&email).await? else {
-                anyhow::bail!("no person has the email {email:?}");
-            };
-            match store.admin().set_operator_sso(record.person.id, !off, &crate::audit_trail::cli_actor()).await {
+            let person = person_by_email(store, &email).await?;
+            match store.admin().set_operator_sso(person, !off, &crate::audit_trail::cli_actor()).await {
                 Ok(()) => {}
                 Err(hermes_store::StoreError::NotFound) => anyhow::bail!("{email} is not an operator"),
                 Err(e) => return Err(e.into()),
@@ -118,14 +151,10 @@ pub async fn run_operator(
             );
         }
         OperatorCmd::Token { email, name, days } => {
-            let Some(record) = store.admin().sign_in_record(&email).await? else {
-                anyhow::bail!("no person has the email {email:?}");
-            };
+            let person = person_by_email(store, &email).await?;
             let lifetime = std::time::Duration::from_secs(u64::from(days.clamp(1, 366)) * 86_400);
-            let made = store
-                .admin()
-                .create_operator_token(record.person.id, &name, lifetime, &crate::audit_trail::cli_actor())
-                .await;
+            let made =
+                store.admin().create_operator_token(person, &name, lifetime, &crate::audit_trail::cli_actor()).await;
             let (token, secret) = match made {
                 Ok(made) => made,
                 Err(hermes_store::StoreError::NotFound) => anyhow::bail!("{email} is not an operator"),
@@ -147,10 +176,8 @@ pub async fn run_operator(
 pub async fn run_person(json_mode: bool, config: &HermesConfig, store: &Store, cmd: PersonCmd) -> anyhow::Result<()> {
     match cmd {
         PersonCmd::Link { email } => {
-            let Some(record) = store.admin().sign_in_record(&email).await? else {
-                anyhow::bail!("no person has the email {email:?}");
-            };
-            let url = link(config, store, record.person.id).await?;
+            let person = person_by_email(store, &email).await?;
+            let url = link(config, store, person).await?;
             print(json_mode, json!({ "sign_in_link": url }), url);
         }
     }
@@ -161,15 +188,28 @@ pub async fn run_member(json_mode: bool, config: &HermesConfig, store: &Store, c
     match cmd {
         MemberCmd::Add { tenant, email, role, name } => {
             let t = tenant.resolve(store).await?;
-            let audit = crate::audit_trail::cli_actor();
-            let person = store.admin().ensure_person(&email, &name, false, &audit).await?;
-            store.admin().add_member(t.id, person.id, role, &audit).await?;
+            let person = members::add(store, &crate::audit_trail::cli_actor(), t.id, (&email, &name), role).await?;
             let url = link(config, store, person.id).await?;
             print(
                 json_mode,
                 json!({ "person": person, "tenant": t.name, "role": role, "sign_in_link": url }),
                 format!("{} is {role} of {}\nsign-in link (works once): {url}", person.email, t.name),
             );
+        }
+        MemberCmd::Role { tenant, email, role } => {
+            let t = tenant.resolve(store).await?;
+            let who = person_by_email(store, &email).await?;
+            let at = (t.id, Standing::Operator);
+            let changed = members::change_role(store, &crate::audit_trail::cli_actor(), at, who, role).await?;
+            print_role_changed(json_mode, &email, &t.name, &changed);
+        }
+        MemberCmd::Remove { tenant, email } => {
+            let t = tenant.resolve(store).await?;
+            let who = person_by_email(store, &email).await?;
+            let before =
+                members::remove(store, &crate::audit_trail::cli_actor(), (t.id, Standing::Operator), who).await?;
+            let human = format!("{email} is no longer a member of {} (was {before})", t.name);
+            print(json_mode, json!({ "removed": who }), human);
         }
         MemberCmd::List { tenant } => {
             let t = tenant.resolve(store).await?;

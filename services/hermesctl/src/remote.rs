@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use hermes_wire::admin::{
     Agent, ApiKey, ApiKeyMade, AuditEntry, InvitationMade, Invite, McpServer, McpServerSet, Member, NewApiKey,
-    NewTenant, Quotas, Tenant, TenantMade,
+    NewTenant, Quotas, RoleChange, RoleChanged, Tenant, TenantMade,
 };
 use hermes_wire::{ErrorBody, List, Page};
 
@@ -180,8 +180,30 @@ async fn member(remote: &Remote, cmd: MemberCmd, json_mode: bool) -> anyhow::Res
                 format!("invited {email} as {role} of {}\ninvitation link (works once): {}", tenant.tenant, made.link);
             print(json_mode, serde_json::to_value(&made)?, human);
         }
+        MemberCmd::Role { tenant, email, role } => {
+            let id = remote.tenant(&tenant.tenant).await?;
+            let who = member_by_email(remote, &id, &email).await?;
+            let path = format!("/admin/v1/tenants/{id}/members/{who}");
+            let changed: RoleChanged = remote.send(Method::PATCH, &path, Some(&RoleChange { role })).await?;
+            crate::people::print_role_changed(json_mode, &email, &tenant.tenant, &changed);
+        }
+        MemberCmd::Remove { tenant, email } => {
+            let id = remote.tenant(&tenant.tenant).await?;
+            let who = member_by_email(remote, &id, &email).await?;
+            remote.send::<()>(Method::DELETE, &format!("/admin/v1/tenants/{id}/members/{who}"), None::<&()>).await?;
+            print(json_mode, json!({ "removed": who }), format!("{email} is no longer a member of {}", tenant.tenant));
+        }
     }
     Ok(())
+}
+
+/// The id of the tenant's member with `email` (compared as the store keeps addresses).
+async fn member_by_email(remote: &Remote, tenant: &str, email: &str) -> anyhow::Result<hermes_core::PersonId> {
+    let list: List<Member> =
+        remote.send(Method::GET, &format!("/admin/v1/tenants/{tenant}/members"), None::<&()>).await?;
+    let wanted = hermes_store::admin::normalize_email(email);
+    let found = list.data.into_iter().find(|m| m.person.email == wanted);
+    found.map(|m| m.person.id).ok_or_else(|| anyhow::anyhow!("{email} is not a member of this tenant"))
 }
 
 async fn agents(remote: &Remote, tenant: &str, json_mode: bool) -> anyhow::Result<()> {

@@ -273,3 +273,40 @@ async fn hermesctl_creates_agents_on_the_database_and_over_the_admin_api_under_t
     let log = serde_json::to_string(&entries.iter().map(serde_json::to_value).collect::<Result<Vec<_>, _>>().unwrap());
     assert!(!log.unwrap().contains("sk-agent-secret"), "the provider key is never recorded");
 }
+
+#[tokio::test]
+async fn hermesctl_changes_and_removes_members_on_the_database_and_over_the_admin_api_keeping_an_owner() {
+    let env = TestEnv::start_roles(Roles::API_ONLY).await;
+    let (tenant, _, _) = env.tenant("people-co", "helper").await;
+    let local = database_cli(&env, ("UNUSED", ""));
+    let remote = operator_cli(&env).await;
+    let member = |verb: &'static str, email: &'static str, more: &[&'static str]| {
+        [&["member", verb, "--tenant", "people-co", "--email", email][..], more].concat()
+    };
+    for (email, role) in [("ann@people.test", "owner"), ("bo@people.test", "member")] {
+        let (ok, out) = local(member("add", email, &["--role", role])).await.unwrap();
+        assert!(ok, "{out}");
+    }
+
+    // The one owner may not be removed or demoted, by either door.
+    let (ok, out) = local(member("remove", "ann@people.test", &[])).await.unwrap();
+    assert!(!ok && out.contains("at least one owner"), "{out}");
+    let (ok, out) = remote(member("role", "ann@people.test", &["--role", "admin"])).await.unwrap();
+    assert!(!ok && out.contains("at least one owner"), "{out}");
+
+    let (ok, out) = remote(member("role", "bo@people.test", &["--role", "owner"])).await.unwrap();
+    assert!(ok && out.contains("bo@people.test is owner of people-co (was member)"), "{out}");
+    let (ok, out) = local(member("remove", "ann@people.test", &[])).await.unwrap();
+    assert!(ok, "with another owner the first may go: {out}");
+    let (ok, out) = remote(member("remove", "nobody@people.test", &[])).await.unwrap();
+    assert!(!ok && out.contains("not a member"), "{out}");
+
+    let members = env.store.admin().members(tenant).await.unwrap();
+    let now: Vec<(&str, String)> = members.iter().map(|m| (m.person.email.as_str(), m.role.to_string())).collect();
+    assert_eq!(now, [("bo@people.test", "owner".to_owned())]);
+    let filter = hermes_store::admin::AuditFilter { limit: 100, ..Default::default() };
+    let entries = env.store.admin().audit_entries(tenant, &filter).await.unwrap().entries;
+    let by =
+        |action: &str| entries.iter().filter(|e| e.action == action).map(|e| e.actor.kind.as_str()).collect::<Vec<_>>();
+    assert_eq!((by("member.role_changed"), by("member.removed")), (vec!["token"], vec!["cli"]), "{entries:?}");
+}

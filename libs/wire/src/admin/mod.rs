@@ -24,7 +24,8 @@ pub use ops::{
     WorkerAtWork,
 };
 pub use people::{
-    Invitation, InvitationMade, Invite, Me, Member, Membership, Person, RoleChanged, SignInOptions, SsoOption,
+    Invitation, InvitationMade, Invite, Me, Member, Membership, Person, RoleChange, RoleChanged, SignInOptions,
+    SsoOption,
 };
 pub use sessions::{ListedSession, OpenTurn, Transcript, WaitingQuestion};
 pub use tenants::{NewOperatorToken, NewTenant, Quotas, QuotasView, Tenant, TenantMade, TenantView};

@@ -72,6 +72,14 @@ pub struct Member {
     pub member_since: DateTime<Utc>,
 }
 
+/// A member's new role.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RoleChange {
+    #[schema(value_type = String, example = "admin")]
+    pub role: MemberRole,
+}
+
 /// A member's role before and after a change.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct RoleChanged {

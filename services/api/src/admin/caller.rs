@@ -14,7 +14,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use uuid::Uuid;
 
-use hermes_core::access::{AdminOp, Standing, allows};
+use hermes_core::access::{AdminOp, Standing};
 use hermes_core::{ErrorCode, TenantId};
 use hermes_http::ApiError;
 use hermes_store::admin::{Actor, ActorKind, Audit, AuditedTx, Person, TokenAuth};
@@ -87,21 +87,8 @@ pub(crate) struct InTenant {
 impl InTenant {
     /// `Ok` when the standing allows `op`; 403 naming the operation otherwise.
     pub(crate) fn check(&self, op: AdminOp) -> Result<(), ApiError> {
-        if allows(self.standing, op) { Ok(()) } else { Err(denied(self.standing, op)) }
+        hermes_ops::check(self.standing, op).map_err(crate::admin::errors::ops_error)
     }
-}
-
-fn denied(standing: Standing, op: AdminOp) -> ApiError {
-    let who = match standing {
-        Standing::Operator => "an operator".to_owned(),
-        Standing::Member(role) => format!("the role `{role}`"),
-    };
-    ApiError::new(
-        axum::http::StatusCode::FORBIDDEN,
-        "permission_error",
-        Some(ErrorCode::PermissionDenied),
-        format!("{who} may not do `{op}` here"),
-    )
 }
 
 pub(crate) fn not_signed_in() -> ApiError {

@@ -3,15 +3,15 @@
 use axum::Json;
 use axum::extract::Path;
 use axum::http::StatusCode;
-use serde::Deserialize;
 
-use hermes_core::access::{AdminOp, op_for_role_change};
-use hermes_core::{ErrorCode, InvitationId, MemberRole, PersonId};
+use hermes_core::access::AdminOp;
+use hermes_core::{ErrorCode, InvitationId, PersonId};
 use hermes_http::ApiError;
+use hermes_ops::members;
 use hermes_wire::List;
-use hermes_wire::admin::{Invitation, InvitationMade, Invite, Member, RoleChanged};
+use hermes_wire::admin::{Invitation, InvitationMade, Invite, Member, RoleChange, RoleChanged};
 
-use crate::admin::errors::{path_id, store_error, store_error_for};
+use crate::admin::errors::{ops_error, path_id, store_error_for};
 use crate::admin::tenant_call::{Body, TenantCall};
 use crate::documented::{NoSuchTenantOrMember, ObjectPath, PersonPath, TenantNotFound, TenantPath};
 
@@ -22,14 +22,6 @@ type Result<T, E = ApiError> = std::result::Result<T, E>;
         TenantNotFound))]
 pub(crate) async fn list(call: TenantCall) -> Result<Json<List<Member>>> {
     call.list(AdminOp::ViewMembers, async |store, t| store.admin().members(t).await).await
-}
-
-/// A member's new role.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RoleChange {
-    #[schema(value_type = String, example = "admin")]
-    role: MemberRole,
 }
 
 #[utoipa::path(patch, path = "/admin/v1/tenants/{tenant}/members/{person}", tag = "admin: people", request_body = RoleChange,
@@ -45,12 +37,9 @@ pub(crate) async fn change_role(
 ) -> Result<Json<RoleChanged>> {
     let (t, body) = call.allow_with_body(AdminOp::ViewMembers, body).await?;
     let who: PersonId = path_id(&person, ErrorCode::MemberNotFound, "member")?;
-    let now = call.state.store.admin().member_role(t.id, who).await.map_err(store_error)?;
-    let now = now.ok_or_else(|| ApiError::not_found(ErrorCode::MemberNotFound, "no such member"))?;
-    t.check(op_for_role_change(Some(now), Some(body.role)))?;
-    let before = call.state.store.admin().set_member_role(t.id, who, body.role, &call.caller.audit()).await;
-    let before = before.map_err(|e| store_error_for(e, ErrorCode::MemberNotFound, "member"))?;
-    Ok(Json(RoleChanged { person_id: who, before, role: body.role }))
+    let changed =
+        members::change_role(&call.state.store, &call.caller.audit(), (t.id, t.standing), who, body.role).await;
+    Ok(Json(changed.map_err(ops_error)?))
 }
 
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/members/{person}", tag = "admin: people",
@@ -62,15 +51,7 @@ pub(crate) async fn change_role(
 pub(crate) async fn remove(call: TenantCall, Path((_, person)): Path<(String, String)>) -> Result<StatusCode> {
     let t = call.allow(AdminOp::ViewMembers).await?;
     let who: PersonId = path_id(&person, ErrorCode::MemberNotFound, "member")?;
-    let now = call.state.store.admin().member_role(t.id, who).await.map_err(store_error)?;
-    let now = now.ok_or_else(|| ApiError::not_found(ErrorCode::MemberNotFound, "no such member"))?;
-    t.check(op_for_role_change(Some(now), None))?;
-    call.state
-        .store
-        .admin()
-        .remove_member(t.id, who, &call.caller.audit())
-        .await
-        .map_err(|e| store_error_for(e, ErrorCode::MemberNotFound, "member"))?;
+    members::remove(&call.state.store, &call.caller.audit(), (t.id, t.standing), who).await.map_err(ops_error)?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -88,11 +69,9 @@ pub(crate) async fn invitations(call: TenantCall) -> Result<Json<List<Invitation
         (status = 403, description = "The caller's role may not invite (owners invite owners)", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn invite(call: TenantCall, body: Body<Invite>) -> Result<(StatusCode, Json<InvitationMade>)> {
     let (t, body) = call.allow_with_body(AdminOp::ViewMembers, body).await?;
-    t.check(op_for_role_change(None, Some(body.role)))?;
     let valid_for = std::time::Duration::from_secs(call.state.config.admin.invitation_days.max(1) * 86_400);
-    let made =
-        call.state.store.admin().create_invitation(t.id, &body.email, body.role, valid_for, &call.caller.audit()).await;
-    let (invitation, token) = made.map_err(store_error)?;
+    let made = members::invite(&call.state.store, &call.caller.audit(), (t.id, t.standing), &body, valid_for).await;
+    let (invitation, token) = made.map_err(ops_error)?;
     let link = call.state.config.console_link("invite", &token);
     Ok((StatusCode::CREATED, Json(InvitationMade { invitation, link })))
 }
