@@ -291,34 +291,22 @@ impl ToolRegistry {
 
     /// Only the tools whose toolset is in `enabled`.
     pub fn restricted_to(&self, enabled: &[String]) -> Self {
-        let tools = self
-            .tools
-            .iter()
-            .filter(|(_, t)| t.tool.toolset().enabled_in(enabled))
-            .map(|(n, t)| (n.clone(), t.clone()))
-            .collect();
-        Self { tools, spill: self.spill.clone() }
+        self.keeping(|_, t| t.tool.toolset().enabled_in(enabled))
     }
 
     /// Only the tools named (those of them it has).
     pub fn only(&self, names: &[&str]) -> Self {
-        let tools = self
-            .tools
-            .iter()
-            .filter(|(n, _)| names.contains(&n.as_str()))
-            .map(|(n, t)| (n.clone(), t.clone()))
-            .collect();
-        Self { tools, spill: self.spill.clone() }
+        self.keeping(|n, _| names.contains(&n.as_str()))
     }
 
     /// All tools but those named.
     pub fn without(&self, names: &[&str]) -> Self {
-        let tools = self
-            .tools
-            .iter()
-            .filter(|(n, _)| !names.contains(&n.as_str()))
-            .map(|(n, t)| (n.clone(), t.clone()))
-            .collect();
+        self.keeping(|n, _| !names.contains(&n.as_str()))
+    }
+
+    /// A registry of the tools `keep` accepts, spilling where this one does.
+    fn keeping(&self, keep: impl Fn(&ToolName, &Registered) -> bool) -> Self {
+        let tools = self.tools.iter().filter(|(n, t)| keep(n, t)).map(|(n, t)| (n.clone(), t.clone())).collect();
         Self { tools, spill: self.spill.clone() }
     }
 
