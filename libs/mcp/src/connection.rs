@@ -244,11 +244,7 @@ impl McpConnection {
         if let Value::Object(map) = arguments {
             params = params.with_arguments(map);
         }
-        let result = tokio::time::timeout(timeout, self.service.peer().call_tool(params))
-            .await
-            .map_err(|_| McpError::Timeout(timeout))?
-            .map_err(service_error)?;
-        serde_json::to_value(result).map_err(|e| McpError::Call(e.to_string()))
+        json_within(timeout, async { self.service.peer().call_tool(params).await.map_err(service_error) }).await
     }
 
     /// The server's resources (JSON).
@@ -257,18 +253,13 @@ impl McpConnection {
         let pages = all_pages("resource", |params| async move {
             peer.list_resources(Some(params)).await.map(|page| (page.resources, page.next_cursor))
         });
-        let found = tokio::time::timeout(timeout, pages).await.map_err(|_| McpError::Timeout(timeout))??;
-        serde_json::to_value(found).map_err(|e| McpError::Call(e.to_string()))
+        json_within(timeout, pages).await
     }
 
     /// One resource's contents (JSON).
     pub async fn read_resource(&self, uri: &str, timeout: Duration) -> Result<Value, McpError> {
         let read = self.service.peer().read_resource(ReadResourceRequestParams::new(uri.to_owned()));
-        let found = tokio::time::timeout(timeout, read)
-            .await
-            .map_err(|_| McpError::Timeout(timeout))?
-            .map_err(service_error)?;
-        serde_json::to_value(found).map_err(|e| McpError::Call(e.to_string()))
+        json_within(timeout, async { read.await.map_err(service_error) }).await
     }
 
     /// The server's prompts (JSON).
@@ -277,8 +268,7 @@ impl McpConnection {
         let pages = all_pages("prompt", |params| async move {
             peer.list_prompts(Some(params)).await.map(|page| (page.prompts, page.next_cursor))
         });
-        let found = tokio::time::timeout(timeout, pages).await.map_err(|_| McpError::Timeout(timeout))??;
-        serde_json::to_value(found).map_err(|e| McpError::Call(e.to_string()))
+        json_within(timeout, pages).await
     }
 
     /// One prompt, filled with `arguments` (JSON).
@@ -287,12 +277,17 @@ impl McpConnection {
         if let Value::Object(map) = arguments {
             params = params.with_arguments(map);
         }
-        let found = tokio::time::timeout(timeout, self.service.peer().get_prompt(params))
-            .await
-            .map_err(|_| McpError::Timeout(timeout))?
-            .map_err(service_error)?;
-        serde_json::to_value(found).map_err(|e| McpError::Call(e.to_string()))
+        json_within(timeout, async { self.service.peer().get_prompt(params).await.map_err(service_error) }).await
     }
+}
+
+/// What `ask` gets from the server within `timeout`, as the JSON the tools hand on.
+async fn json_within<T: serde::Serialize>(
+    timeout: Duration,
+    ask: impl Future<Output = Result<T, McpError>>,
+) -> Result<Value, McpError> {
+    let found = tokio::time::timeout(timeout, ask).await.map_err(|_| McpError::Timeout(timeout))??;
+    serde_json::to_value(found).map_err(|e| McpError::Call(e.to_string()))
 }
 
 /// The items of every page of a `what` list (asked for by `page`), from at most
