@@ -175,6 +175,11 @@ impl StreamAccumulator {
         self.streamed.emitted
     }
 
+    /// What has been streamed so far.
+    pub(crate) fn streamed(&self) -> &Streamed {
+        &self.streamed
+    }
+
     /// Whether a finish reason arrived (some servers close the stream after it without `[DONE]`).
     pub fn has_finish_reason(&self) -> bool {
         self.finish_reason.is_some()

@@ -31,7 +31,6 @@ pub use openai::{OpenAiChat, http_client};
 pub use resilient::{PRIMARY_COOLDOWN, ResilientModel};
 pub use retry::RetryPolicy;
 pub use transport::{AnyTransport, ApiMode, Endpoint, SendError, Transport, resolve_api_mode};
-pub use wire::StreamFold;
 
 /// One model call.
 #[derive(Debug, Clone)]

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use hermes_core::{ChatMessage, Content, Role, ToolCall};
 
+use crate::accumulate::Streamed;
 use crate::endpoint::Endpoint;
 use crate::wire::{KeyHeader, StreamFold, WireApi};
 use crate::{ChatRequest, ChatResponse, DeltaSink, LlmError, StreamAccumulator};
@@ -123,8 +124,8 @@ impl StreamFold for ChatStream {
         self.acc.push(data, sink)
     }
 
-    fn has_emitted(&self) -> bool {
-        self.acc.has_emitted()
+    fn streamed(&self) -> &Streamed {
+        self.acc.streamed()
     }
 
     fn is_done(&self) -> bool {

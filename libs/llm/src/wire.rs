@@ -7,6 +7,7 @@ use std::time::Duration;
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 
+use crate::accumulate::Streamed;
 use crate::endpoint::{Endpoint, SendError, Transport};
 use crate::{ChatRequest, ChatResponse, DeltaSink, LlmError};
 
@@ -89,15 +90,21 @@ async fn post(
 }
 
 /// Folds one provider's stream events into its answer.
-pub trait StreamFold {
+pub(crate) trait StreamFold {
     /// The event that ends a whole stream, named when the stream closes before it.
     const END: &'static str;
     /// Feeds one event's `data`.
     fn push(&mut self, data: &str, sink: &mut dyn DeltaSink) -> Result<(), LlmError>;
+    /// What has been streamed so far: every transport's accumulator keeps one.
+    fn streamed(&self) -> &Streamed;
     /// Whether anything reached the sink (after that, a retry would duplicate output).
-    fn has_emitted(&self) -> bool;
+    fn has_emitted(&self) -> bool {
+        self.streamed().emitted
+    }
     /// Whether the stream has said all it will: reading stops.
-    fn is_done(&self) -> bool;
+    fn is_done(&self) -> bool {
+        self.streamed().done
+    }
     /// Whether what arrived is a whole answer when the stream closes.
     fn is_complete(&self) -> bool {
         self.is_done()

@@ -135,12 +135,8 @@ impl StreamFold for AnthropicAccumulator {
         Ok(())
     }
 
-    fn has_emitted(&self) -> bool {
-        self.streamed.emitted
-    }
-
-    fn is_done(&self) -> bool {
-        self.streamed.done
+    fn streamed(&self) -> &Streamed {
+        &self.streamed
     }
 
     /// The finished response, with Anthropic's stop reasons in OpenAI's words.

@@ -107,12 +107,8 @@ impl StreamFold for ResponsesAccumulator {
         Ok(())
     }
 
-    fn has_emitted(&self) -> bool {
-        self.streamed.emitted
-    }
-
-    fn is_done(&self) -> bool {
-        self.streamed.done
+    fn streamed(&self) -> &Streamed {
+        &self.streamed
     }
 
     fn finish(self) -> ChatResponse {
