@@ -3,6 +3,7 @@
 //! events. Any worker may die at any point: the lease expires, the reaper republishes, and
 //! the next worker resumes from the last checkpoint.
 
+mod aside;
 mod attachments;
 mod background;
 mod budget;

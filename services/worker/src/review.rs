@@ -11,15 +11,15 @@ use std::time::Duration;
 
 use hermes_agent::memory::{self, Document};
 use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
-use hermes_agent::{JournalError, Turn, TurnJournal, TurnLimits, TurnStart};
+use hermes_agent::{JournalError, TurnJournal};
 use hermes_core::{ChatMessage, Role, ToolsetName};
 use hermes_queue::ReviewJob;
 use hermes_store::Agent;
 use hermes_tools::{Interactive, ToolCtx};
 
 use crate::Runtime;
+use crate::aside::Aside;
 use crate::models::Models;
-use crate::tools::delegate::Quiet;
 
 const REVIEW_INSTRUCTIONS: &str = "You are reviewing a conversation that just ended, to make this agent better \
 next time. You cannot talk to the user. Look for: durable facts about the user or their environment worth saving \
@@ -191,20 +191,16 @@ async fn review(rt: &Arc<Runtime>, job: ReviewJob) -> Result<String, String> {
         call_id: String::new(),
         interaction: Interactive { enabled: false, ..Interactive::default() },
     };
-    let limits = TurnLimits { max_iterations: rt.ctx.config.learning.review_max_iterations, ..TurnLimits::child() };
-    let start = TurnStart { messages: vec![ChatMessage::system(prompt), input], completed_steps: 0, turn_start: 1 };
-    let mut journal = Unrecorded;
-    let run = Turn {
+    let max_iterations = rt.ctx.config.learning.review_max_iterations;
+    let aside = Aside {
         model: &model,
         model_name: &model_name,
         tools: &tools,
         tool_ctx: &tool_ctx,
-        journal: &mut journal,
-        events: &Quiet,
-        limits: &limits,
-        context: None,
+        journal: &mut Unrecorded,
+        max_iterations,
     };
-    let end = run.run(start).await;
+    let end = aside.run(prompt, input).await;
     let calls: Vec<_> = meter.drain().into_iter().map(crate::journal::model_call).collect();
     store.tenancy().record_model_calls(job.tenant_id, job.session_id, job.turn_id, &calls).await.map_err(text)?;
     metrics::counter!("hermes_reviews_total").increment(1);

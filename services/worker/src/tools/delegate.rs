@@ -13,12 +13,13 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use hermes_agent::prompt::{PromptInputs, render_stable_prompt};
-use hermes_agent::{EventSink, JournalError, Turn, TurnEnd, TurnJournal, TurnLimits, TurnStart};
+use hermes_agent::{JournalError, TurnEnd, TurnJournal};
 use hermes_cache::Slots;
-use hermes_core::{ChatMessage, SessionId, TurnEventKind, TurnId, Usage};
+use hermes_core::{ChatMessage, SessionId, TurnId, Usage};
 use hermes_store::Store;
 use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolRegistry, ToolSpec, object_schema};
 
+use crate::aside::Aside;
 use crate::models::Models;
 use crate::tools::vision::ImageSources;
 
@@ -150,13 +151,6 @@ impl TurnJournal for ChildJournal {
     }
 }
 
-/// Emits nothing: children and reviews have no one listening.
-pub(crate) struct Quiet;
-
-impl EventSink for Quiet {
-    fn emit(&self, _: TurnEventKind) {}
-}
-
 impl DelegateTool {
     fn child_tools(&self) -> ToolRegistry {
         let max_depth = self.children.max_depth;
@@ -255,19 +249,15 @@ impl DelegateTool {
         // Children never wait for the user: what needs an answer is refused.
         let interaction = hermes_tools::Interactive { enabled: false, resolution: None, ..ctx.interaction.clone() };
         let tool_ctx = ToolCtx { session_id: session, turn_id: turn, interaction, ..ctx.clone() };
-        let limits = TurnLimits { max_iterations, ..TurnLimits::child() };
-        let start = TurnStart { messages: vec![ChatMessage::system(prompt), input], completed_steps: 0, turn_start: 1 };
-        let run = Turn {
+        let aside = Aside {
             model: &model,
             model_name: &self.models.agent.model,
             tools: &tools,
             tool_ctx: &tool_ctx,
             journal: &mut journal,
-            events: &Quiet,
-            limits: &limits,
-            context: None,
+            max_iterations,
         };
-        match run.run(start).await {
+        match aside.run(prompt, input).await {
             TurnEnd::Finished(outcome) => {
                 if let Ok(mut usage) = self.usage.lock() {
                     usage.add(&outcome.usage);

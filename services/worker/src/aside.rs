@@ -1,0 +1,47 @@
+//! Turns run aside from any conversation: a delegated task's child and the learning loop's
+//! review. Each is a system prompt and one input on a child's limits; no one watches its
+//! steps, and nothing is compacted (they start fresh and stay short).
+
+use hermes_agent::{EventSink, Turn, TurnEnd, TurnJournal, TurnLimits, TurnStart};
+use hermes_core::{ChatMessage, TurnEventKind};
+use hermes_tools::{ToolCtx, ToolRegistry};
+
+use crate::models::TurnModel;
+
+/// Emits nothing: children and reviews have no one listening.
+struct Quiet;
+
+impl EventSink for Quiet {
+    fn emit(&self, _: TurnEventKind) {}
+}
+
+/// What one aside turn runs with.
+pub(crate) struct Aside<'a, J> {
+    pub model: &'a TurnModel,
+    /// The provider's model id.
+    pub model_name: &'a str,
+    pub tools: &'a ToolRegistry,
+    pub tool_ctx: &'a ToolCtx,
+    pub journal: &'a mut J,
+    /// Steps at most; the other limits are a child's.
+    pub max_iterations: u32,
+}
+
+impl<J: TurnJournal> Aside<'_, J> {
+    /// Runs `input` under the system `prompt` to the turn's end.
+    pub async fn run(self, prompt: String, input: ChatMessage) -> TurnEnd {
+        let limits = TurnLimits { max_iterations: self.max_iterations, ..TurnLimits::child() };
+        let start = TurnStart { messages: vec![ChatMessage::system(prompt), input], completed_steps: 0, turn_start: 1 };
+        let turn = Turn {
+            model: self.model,
+            model_name: self.model_name,
+            tools: self.tools,
+            tool_ctx: self.tool_ctx,
+            journal: self.journal,
+            events: &Quiet,
+            limits: &limits,
+            context: None,
+        };
+        turn.run(start).await
+    }
+}
