@@ -19,6 +19,22 @@ pub struct Usage {
     pub cache_write_tokens: u64,
 }
 
+/// One answered model call: the endpoint that answered it (after any fallback), the pooled
+/// key it used and its tokens. The model client meters each call (`hermes_llm::CallMeter`);
+/// the store keeps one ledger row a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelCall {
+    /// Why the call was made: `main`, `auxiliary` (summaries), `subagent`, ...
+    pub purpose: crate::CallPurpose,
+    pub provider: String,
+    pub model: String,
+    /// The pooled key's id, when a key was used.
+    pub key_id: Option<String>,
+    pub usage: Usage,
+    /// From the request to the answer's last byte, retries of this endpoint included.
+    pub latency_ms: u64,
+}
+
 impl Usage {
     /// Adds another call's usage to this one.
     pub fn add(&mut self, other: &Usage) {

@@ -19,8 +19,8 @@ pub mod trace;
 pub use access::{AdminOp, MemberRole, Standing};
 pub use errors::ErrorCode;
 pub use event::{
-    EVENT_TEXT_CHARS, FinishReason, InteractionAnswer, PendingInteraction, TurnEvent, TurnEventKind, TurnOutcome,
-    Usage, event_text,
+    EVENT_TEXT_CHARS, FinishReason, InteractionAnswer, ModelCall, PendingInteraction, TurnEvent, TurnEventKind,
+    TurnOutcome, Usage, event_text,
 };
 pub use ids::{
     AdminTokenId, AgentId, ApiKeyId, ConsoleSessionId, CredentialId, CronRunId, EventHookId, IdParseError,

@@ -26,7 +26,7 @@ use hermes_core::{ChatMessage, Usage};
 pub use accumulate::StreamAccumulator;
 pub use error::{ErrorClass, LlmError, Recovery};
 pub use keys::{Credential, KeySource, StaticKeys};
-pub use meter::{CallBuffer, CallMeter, CallRecord};
+pub use meter::{CallBuffer, CallMeter};
 pub use openai::{OpenAiChat, http_client};
 pub use resilient::{PRIMARY_COOLDOWN, ResilientModel};
 pub use retry::RetryPolicy;

@@ -3,42 +3,28 @@
 
 use std::sync::Mutex;
 
-use hermes_core::Usage;
-
-/// One answered model call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CallRecord {
-    /// Why the call was made: `main`, `auxiliary` (summaries), `subagent`.
-    pub purpose: hermes_core::CallPurpose,
-    pub provider: String,
-    pub model: String,
-    /// The pooled key's id, when a key was used.
-    pub key_id: Option<String>,
-    pub usage: Usage,
-    /// From the request to the answer's last byte, retries of this endpoint included.
-    pub latency_ms: u64,
-}
+use hermes_core::ModelCall;
 
 /// Receives each answered call. Never blocks (the call is on the turn's path).
 pub trait CallMeter: Send + Sync {
-    fn record(&self, call: CallRecord);
+    fn record(&self, call: ModelCall);
 }
 
 /// Keeps calls in memory until the owner stores them.
 #[derive(Debug, Default)]
 pub struct CallBuffer {
-    calls: Mutex<Vec<CallRecord>>,
+    calls: Mutex<Vec<ModelCall>>,
 }
 
 impl CallBuffer {
     /// Takes the calls recorded so far.
-    pub fn drain(&self) -> Vec<CallRecord> {
+    pub fn drain(&self) -> Vec<ModelCall> {
         self.calls.lock().map(|mut c| std::mem::take(&mut *c)).unwrap_or_default()
     }
 }
 
 impl CallMeter for CallBuffer {
-    fn record(&self, call: CallRecord) {
+    fn record(&self, call: ModelCall) {
         if let Ok(mut calls) = self.calls.lock() {
             calls.push(call);
         }

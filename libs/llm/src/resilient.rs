@@ -10,7 +10,9 @@ use tracing::Instrument;
 
 use crate::endpoint::{Endpoint, SendError, Transport};
 use crate::keys::{Credential, KeySource};
-use crate::meter::{CallMeter, CallRecord};
+use hermes_core::ModelCall;
+
+use crate::meter::CallMeter;
 use crate::spans::{call_span, record_call};
 use crate::{ChatModel, ChatRequest, ChatResponse, DeltaSink, ErrorClass, LlmError, Recovery, RetryPolicy};
 
@@ -206,7 +208,7 @@ impl<T: Transport, K: KeySource> ResilientModel<T, K> {
             metrics::counter!("hermes_llm_tokens_total", "provider" => provider, "kind" => kind).increment(tokens);
         }
         if let Some((meter, purpose)) = &self.meter {
-            meter.record(CallRecord {
+            meter.record(ModelCall {
                 purpose: *purpose,
                 provider: endpoint.provider.clone(),
                 model: endpoint.model.clone(),

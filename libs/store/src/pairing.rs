@@ -40,14 +40,7 @@ pub enum PairingApproval {
 }
 
 /// A code waiting for an admin.
-#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
-pub struct PairingRequest {
-    pub code: String,
-    pub user_id: String,
-    pub user_name: Option<String>,
-    pub created_at: DateTime<Utc>,
-    pub expires_at: DateTime<Utc>,
-}
+pub use hermes_wire::v1::PairingRequest;
 
 /// A person's code that still waits, given again when they ask too soon.
 #[derive(sqlx::FromRow)]

@@ -8,17 +8,7 @@ use hermes_core::{SessionId, TenantId, TurnId, Usage};
 
 use crate::{Result, views::Tenancy};
 
-/// One answered model call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ModelCall {
-    pub purpose: hermes_core::CallPurpose,
-    pub provider: String,
-    pub model: String,
-    pub key_id: Option<String>,
-    pub usage: Usage,
-    /// How long the call took.
-    pub latency_ms: u64,
-}
+pub use hermes_core::ModelCall;
 
 /// The calls as column arrays, for one `unnest` insert.
 #[derive(Debug, Default)]

@@ -103,7 +103,7 @@ pub(crate) async fn pairings(
     Visible { state, auth, found: channel, .. }: Visible<Channel>,
 ) -> Result<Json<Slice<hermes_wire::v1::PairingRequest>>> {
     let waiting = state.store.chat().pending_pairings(auth.tenant_id, channel.id).await?;
-    Ok(Json(Slice::whole(waiting.into_iter().map(crate::shown::pairing).collect())))
+    Ok(Json(Slice::whole(waiting)))
 }
 
 #[derive(Debug, Deserialize)]

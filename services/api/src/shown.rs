@@ -1,7 +1,7 @@
 //! The store's rows as `/v1` and `/api` show them (`hermes_wire` types): the one place where a
 //! column becomes a field, so a row type can change without the API changing with it.
 
-use hermes_wire::v1::{CronJob, NumberedMessage, PairingRequest};
+use hermes_wire::v1::{CronJob, NumberedMessage};
 
 pub(crate) fn cron_job(j: hermes_store::cron::Job) -> CronJob {
     CronJob {
@@ -28,16 +28,6 @@ pub(crate) fn cron_job(j: hermes_store::cron::Job) -> CronJob {
         origin: j.origin,
         toolsets: j.toolsets,
         created_at: j.created_at,
-    }
-}
-
-pub(crate) fn pairing(p: hermes_store::PairingRequest) -> PairingRequest {
-    PairingRequest {
-        code: p.code,
-        user_id: p.user_id,
-        user_name: p.user_name,
-        created_at: p.created_at,
-        expires_at: p.expires_at,
     }
 }
 

@@ -99,7 +99,7 @@ impl<M> Budgeted<M> {
     /// written they wait for the turn's next checkpoint, and the reservation lapses at its lease.
     async fn settle(&self, reservation: uuid::Uuid) {
         let records = self.meter.drain();
-        let calls: Vec<_> = records.iter().cloned().map(crate::journal::model_call).collect();
+        let calls = records.to_vec();
         let Ledger { session, turn } = self.ledger;
         if let Err(e) = self.store.tenancy().settle_spend(self.tenant, reservation, session, turn, &calls).await {
             tracing::warn!(error = %e, "cannot record a capped call's usage yet");

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use hermes_agent::{JournalError, TurnJournal};
 use hermes_core::{ChatMessage, Role, SessionId, TenantId, TurnId};
-use hermes_llm::{CallBuffer, CallMeter, CallRecord};
+use hermes_llm::{CallBuffer, CallMeter};
 use hermes_store::{ClaimedTurn, ModelCall, Store, StoreError};
 
 use crate::phases::Phase;
@@ -75,7 +75,7 @@ impl StoreJournal {
 
     /// Takes the calls not stored yet (to be stored with the turn's outcome).
     pub fn take_calls(&self) -> Vec<ModelCall> {
-        self.calls.drain().into_iter().map(model_call).collect()
+        self.calls.drain()
     }
 
     /// Stores the calls not stored yet. On failure they wait for the next checkpoint; a turn
@@ -85,24 +85,13 @@ impl StoreJournal {
         if calls.is_empty() {
             return;
         }
-        let rows: Vec<ModelCall> = calls.iter().cloned().map(model_call).collect();
+        let rows: Vec<ModelCall> = calls.to_vec();
         if let Err(e) = self.store.tenancy().record_model_calls(self.tenant, self.session, self.turn, &rows).await {
             tracing::warn!(error = %e, calls = rows.len(), "cannot record model calls yet");
             for call in calls {
                 self.calls.record(call);
             }
         }
-    }
-}
-
-pub(crate) fn model_call(c: CallRecord) -> ModelCall {
-    ModelCall {
-        purpose: c.purpose,
-        provider: c.provider,
-        model: c.model,
-        key_id: c.key_id,
-        usage: c.usage,
-        latency_ms: c.latency_ms,
     }
 }
 

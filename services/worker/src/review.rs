@@ -201,7 +201,7 @@ async fn review(rt: &Arc<Runtime>, job: ReviewJob) -> Result<String, String> {
         max_iterations,
     };
     let end = aside.run(prompt, input).await;
-    let calls: Vec<_> = meter.drain().into_iter().map(crate::journal::model_call).collect();
+    let calls = meter.drain();
     store.tenancy().record_model_calls(job.tenant_id, job.session_id, job.turn_id, &calls).await.map_err(text)?;
     metrics::counter!("hermes_reviews_total").increment(1);
     Ok(match end {

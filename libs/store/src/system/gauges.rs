@@ -4,22 +4,7 @@
 
 use crate::{Result, views::System};
 
-/// How much work waits, and for how long.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Backlog {
-    /// Turns queued and due (a deferred turn waits for its `not_before`).
-    pub turns_queued: i64,
-    /// Age of the oldest of them, in seconds (0 when none waits).
-    pub oldest_queued_seconds: f64,
-    /// Turns a worker holds now.
-    pub turns_running: i64,
-    /// Replies waiting in the outbox (pending, due or backing off).
-    pub outbox_waiting: i64,
-    /// Age of the oldest waiting reply, in seconds.
-    pub oldest_outbox_seconds: f64,
-    /// Scheduled cron jobs whose time passed more than a minute ago without being claimed.
-    pub cron_jobs_late: i64,
-}
+pub use hermes_wire::admin::{Backlog, WorkerAtWork};
 
 impl System<'_> {
     /// The backlog now, in one statement. Each count rides a partial index (`turns_for_reaper`,
@@ -51,10 +36,6 @@ impl System<'_> {
         })
     }
 }
-
-/// A worker with turns in hand (its lease owner name), as the cluster page shows it: when its
-/// lease ends unless renewed, a dead worker's passes and the reaper hands its turns on.
-pub use hermes_wire::admin::WorkerAtWork;
 
 impl System<'_> {
     /// Every worker holding turns now, across tenants (the operators' cluster page).

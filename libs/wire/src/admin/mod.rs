@@ -20,8 +20,8 @@ pub use audit::{AuditActor, AuditEntry, AuditPage};
 pub use automation::Hooks;
 pub use credentials::{AdminToken, ApiKey, ApiKeyMade, NewApiKey, NewToken, TokenMade};
 pub use ops::{
-    Answered, BudgetView, Cluster, CredentialAdded, PingSent, RollupLine, SeenSandbox, TurnStopped, UsageRollup,
-    WorkerAtWork,
+    Answered, Backlog, BudgetView, Cluster, CredentialAdded, PingSent, RollupLine, SeenSandbox, TurnStopped,
+    UsageRollup, WorkerAtWork,
 };
 pub use people::{
     Invitation, InvitationMade, Invite, Me, Member, Membership, Person, RoleChange, RoleChanged, SignInOptions,

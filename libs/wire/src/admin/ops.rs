@@ -62,19 +62,29 @@ pub struct PingSent {
     pub event_id: uuid::Uuid,
 }
 
-/// The installation at work: the backlog, the workers holding turns, the live sandboxes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct Cluster {
-    /// Turns queued and due.
+/// How much work waits across the installation, and for how long: counts only, no tenant,
+/// session or user id (the scheduler's gauges and the operators' cluster page).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, ToSchema)]
+pub struct Backlog {
+    /// Turns queued and due (a deferred turn waits for its `not_before`).
     pub turns_queued: i64,
     /// Age of the oldest of them, in seconds (0 when none waits).
     pub oldest_queued_seconds: f64,
+    /// Turns a worker holds now.
     pub turns_running: i64,
-    /// Replies waiting in the outbox.
+    /// Replies waiting in the outbox (pending, due or backing off).
     pub outbox_waiting: i64,
+    /// Age of the oldest waiting reply, in seconds.
     pub oldest_outbox_seconds: f64,
-    /// Scheduled cron jobs more than a minute late.
+    /// Scheduled cron jobs whose time passed more than a minute ago without being claimed.
     pub cron_jobs_late: i64,
+}
+
+/// The installation at work: the backlog, the workers holding turns, the live sandboxes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Cluster {
+    #[serde(flatten)]
+    pub backlog: Backlog,
     pub workers: Vec<WorkerAtWork>,
     pub sandboxes: Vec<SeenSandbox>,
 }

@@ -62,6 +62,7 @@ pub struct ChannelBound {
 
 /// A pairing code a person got from a bot, waiting for an admin.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct PairingRequest {
     pub code: String,
     /// The person's id on the platform.

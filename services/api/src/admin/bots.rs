@@ -95,7 +95,7 @@ pub(crate) async fn pairings(
     let t = call.allow(AdminOp::ViewChannels).await?;
     let found = channel(&call.state, t.id, &id).await?;
     let waiting = call.state.store.chat().pending_pairings(t.id, found.id).await.map_err(store_error)?;
-    Ok(Json(List::of(waiting.into_iter().map(crate::shown::pairing).collect())))
+    Ok(Json(List::of(waiting)))
 }
 
 /// The code the person got from the bot.

@@ -45,14 +45,5 @@ pub(crate) async fn cluster(State(state): State<AdminState>, caller: Caller) -> 
             }
         }
     }
-    Ok(Json(Cluster {
-        turns_queued: backlog.turns_queued,
-        oldest_queued_seconds: backlog.oldest_queued_seconds,
-        turns_running: backlog.turns_running,
-        outbox_waiting: backlog.outbox_waiting,
-        oldest_outbox_seconds: backlog.oldest_outbox_seconds,
-        cron_jobs_late: backlog.cron_jobs_late,
-        workers,
-        sandboxes,
-    }))
+    Ok(Json(Cluster { backlog, workers, sandboxes }))
 }

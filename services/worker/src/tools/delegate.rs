@@ -114,7 +114,7 @@ impl ChildJournal {
         if records.is_empty() {
             return;
         }
-        let calls: Vec<_> = records.iter().cloned().map(crate::journal::model_call).collect();
+        let calls = records.to_vec();
         let crate::budget::Ledger { session, turn } = self.parent;
         if let Err(e) = self.store.tenancy().record_model_calls(self.tenant, session, turn, &calls).await {
             tracing::warn!(error = %e, calls = calls.len(), "cannot record a child's model calls yet");
