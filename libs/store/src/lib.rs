@@ -96,7 +96,7 @@ pub use media_calls::{MediaCall, MediaUnits};
 pub use memory::{MemorySnapshot, MemoryTarget};
 pub use messages::{Appended, StoredMessage};
 pub use pairing::{PairingApproval, PairingRequest, PairingStart};
-pub use pricing::{ModelPrice, UsageGroup, UsageLine};
+pub use pricing::{ModelPrice, UsageGroup, UsageLine, UsageTotals};
 pub use responses::{NewResponse, ResponseChain, StoredResponse, TurnOverview};
 pub use routes::Route;
 pub use search::{FoundMessage, FoundSession, SearchOrder, SearchScope, SessionSummary};

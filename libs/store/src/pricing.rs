@@ -39,7 +39,7 @@ pub enum UsageGroup {
 }
 
 /// One line of the report, as `/v1/usage` shows it.
-pub use hermes_wire::v1::UsageLine;
+pub use hermes_wire::v1::{UsageLine, UsageTotals};
 
 impl Tenancy<'_> {
     /// Adds a tool call's duration to its turn's metering.
@@ -159,9 +159,10 @@ impl Tenancy<'_> {
                   AND t.created_at < (($4::date + 1)::timestamp AT TIME ZONE $5)
                 GROUP BY 1
              )
-             SELECT COALESCE(c.grp, t.grp) AS grp, COALESCE(c.calls, 0) AS calls, COALESCE(c.prompt, 0) AS prompt,
-                    COALESCE(c.completion, 0) AS completion, COALESCE(c.cached, 0) AS cached,
-                    COALESCE(c.cost, 0) AS cost, COALESCE(c.unpriced, 0) AS unpriced, c.latency,
+             SELECT COALESCE(c.grp, t.grp) AS grp, COALESCE(c.calls, 0) AS calls,
+                    COALESCE(c.prompt, 0) AS prompt_tokens, COALESCE(c.completion, 0) AS completion_tokens,
+                    COALESCE(c.cached, 0) AS cached_tokens, COALESCE(c.cost, 0) AS cost_usd,
+                    COALESCE(c.unpriced, 0) AS unpriced_calls, c.latency,
                     COALESCE(t.turns, 0) AS turns, COALESCE(t.tool_ms, 0) AS tool_ms,
                     COALESCE(t.sandbox_ms, 0) AS sandbox_ms
              FROM call_lines c FULL OUTER JOIN turn_lines t ON t.grp = c.grp

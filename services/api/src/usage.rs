@@ -101,17 +101,10 @@ impl UsageQuery {
 impl Period {
     /// The report: one line per group, with totals.
     fn report(&self, lines: Vec<UsageLine>) -> UsageReport {
-        let total = UsageTotals {
-            calls: lines.iter().map(|l| l.calls).sum(),
-            prompt_tokens: lines.iter().map(|l| l.prompt_tokens).sum(),
-            completion_tokens: lines.iter().map(|l| l.completion_tokens).sum(),
-            cached_tokens: lines.iter().map(|l| l.cached_tokens).sum(),
-            cost_usd: lines.iter().map(|l| l.cost_usd).sum(),
-            unpriced_calls: lines.iter().map(|l| l.unpriced_calls).sum(),
-            turns: lines.iter().map(|l| l.turns).sum(),
-            tool_ms: lines.iter().map(|l| l.tool_ms).sum(),
-            sandbox_ms: lines.iter().map(|l| l.sandbox_ms).sum(),
-        };
+        let mut total = UsageTotals::default();
+        for line in &lines {
+            total.add(&line.usage);
+        }
         let group_by = match self.group {
             UsageGroup::Day => "day",
             UsageGroup::Agent => "agent",

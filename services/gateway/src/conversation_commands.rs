@@ -99,9 +99,11 @@ impl Gateway {
             .usage_report(channel.tenant_id, Some(channel.agent_id), UsageGroup::Day, today, today)
             .await
             .map_err(err)?;
-        let (calls, tokens, cost) = lines
-            .iter()
-            .fold((0, 0, 0.0), |(c, t, d), l| (c + l.calls, t + l.prompt_tokens + l.completion_tokens, d + l.cost_usd));
+        let mut today = hermes_store::UsageTotals::default();
+        for line in &lines {
+            today.add(&line.usage);
+        }
+        let (calls, tokens, cost) = (today.calls, today.prompt_tokens + today.completion_tokens, today.cost_usd);
         Ok(format!("Today this assistant made {calls} model calls with {tokens} tokens, costing ${cost:.4}."))
     }
 }

@@ -67,13 +67,17 @@ async fn rollups_add_up_to_every_call_and_turn_and_need_no_call_to_answer(pool: 
     };
     let models = by(RollupGroup::Model).await;
     assert_eq!(models.len(), 2, "{models:?}");
-    assert_eq!((models[0].key.as_str(), models[0].calls, models[0].prompt_tokens), ("gpt-a", 3, 3_000_000));
-    assert!((models[0].cost_usd - 6.0).abs() < 1e-9, "3 × (1 M in at $1 + 0.5 M out at $2): {}", models[0].cost_usd);
-    assert_eq!((models[1].key.as_str(), models[1].calls, models[1].unpriced_calls), ("gpt-b", 3, 3));
+    assert_eq!((models[0].key.as_str(), models[0].usage.calls, models[0].usage.prompt_tokens), ("gpt-a", 3, 3_000_000));
+    assert!(
+        (models[0].usage.cost_usd - 6.0).abs() < 1e-9,
+        "3 × (1 M in at $1 + 0.5 M out at $2): {}",
+        models[0].usage.cost_usd
+    );
+    assert_eq!((models[1].key.as_str(), models[1].usage.calls, models[1].usage.unpriced_calls), ("gpt-b", 3, 3));
     let days = by(RollupGroup::Day).await;
     assert_eq!(days.len(), 1);
     let day = &days[0];
-    assert_eq!((day.calls, day.turns, day.tool_ms, day.sandbox_ms), (6, 1, 1500, 1000));
+    assert_eq!((day.usage.calls, day.usage.turns, day.usage.tool_ms, day.usage.sandbox_ms), (6, 1, 1500, 1000));
     assert_eq!(by(RollupGroup::Source).await.iter().map(|l| l.key.as_str()).collect::<Vec<_>>(), ["api"]);
     assert_eq!(by(RollupGroup::Agent).await[0].key, "bot", "agents by name");
 
@@ -83,7 +87,7 @@ async fn rollups_add_up_to_every_call_and_turn_and_need_no_call_to_answer(pool: 
     assert_eq!(by(RollupGroup::Day).await, before);
 
     let theirs = store.admin().usage_rollup(other.id, today, today, RollupGroup::Model).await.unwrap();
-    assert_eq!((theirs.len(), theirs[0].calls), (1, 1), "the other tenant sees its own call only");
+    assert_eq!((theirs.len(), theirs[0].usage.calls), (1, 1), "the other tenant sees its own call only");
     let long = store.admin().usage_rollup(acme.id, today - chrono::Duration::days(400), today, RollupGroup::Day).await;
     assert!(long.is_err(), "a range is bounded");
 }

@@ -136,14 +136,7 @@ pub struct UsageRollup {
 pub struct RollupLine {
     /// The day, the agent's name, the model or the source (`total` for the total).
     pub key: String,
-    pub calls: i64,
-    pub prompt_tokens: i64,
-    pub completion_tokens: i64,
-    pub cached_tokens: i64,
-    pub cost_usd: f64,
-    /// Calls of models without a price (not in `cost_usd`).
-    pub unpriced_calls: i64,
-    pub turns: i64,
-    pub tool_ms: i64,
-    pub sandbox_ms: i64,
+    #[serde(flatten)]
+    #[cfg_attr(feature = "sqlx", sqlx(flatten))]
+    pub usage: crate::v1::UsageTotals,
 }

@@ -19,45 +19,50 @@ pub struct UsageReport {
     pub total: UsageTotals,
 }
 
-/// One group's usage (the store's report query names its columns shorter).
+/// One group's usage.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct UsageLine {
     /// The day (`2026-11-30`), the agent's name, or the API key's prefix (`-` for none).
     #[cfg_attr(feature = "sqlx", sqlx(rename = "grp"))]
     pub group: String,
-    pub calls: i64,
-    #[cfg_attr(feature = "sqlx", sqlx(rename = "prompt"))]
-    pub prompt_tokens: i64,
-    #[cfg_attr(feature = "sqlx", sqlx(rename = "completion"))]
-    pub completion_tokens: i64,
-    #[cfg_attr(feature = "sqlx", sqlx(rename = "cached"))]
-    pub cached_tokens: i64,
-    /// Of the priced calls.
-    #[cfg_attr(feature = "sqlx", sqlx(rename = "cost"))]
-    pub cost_usd: f64,
-    /// Calls whose model had no price when they were made.
-    #[cfg_attr(feature = "sqlx", sqlx(rename = "unpriced"))]
-    pub unpriced_calls: i64,
+    #[serde(flatten)]
+    #[cfg_attr(feature = "sqlx", sqlx(flatten))]
+    pub usage: UsageTotals,
     /// Mean duration of a call (calls recorded before durations were kept are left out).
     #[cfg_attr(feature = "sqlx", sqlx(rename = "latency"))]
     pub avg_latency_ms: Option<f64>,
-    /// Turns started in the group, and the time their tool calls took (of it, in sandboxes).
-    pub turns: i64,
-    pub tool_ms: i64,
-    pub sandbox_ms: i64,
 }
 
-/// The sums of a report's lines.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+/// Calls, tokens, dollars, turns and tool time: a report's totals, and a rollup line's counts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct UsageTotals {
     pub calls: i64,
     pub prompt_tokens: i64,
     pub completion_tokens: i64,
     pub cached_tokens: i64,
+    /// Of the priced calls.
     pub cost_usd: f64,
+    /// Calls whose model had no price when they were made (not in `cost_usd`).
     pub unpriced_calls: i64,
+    /// Turns started, and the time their tool calls took (of it, in sandboxes).
     pub turns: i64,
     pub tool_ms: i64,
     pub sandbox_ms: i64,
+}
+
+impl UsageTotals {
+    /// Adds another group's counts to these.
+    pub fn add(&mut self, other: &UsageTotals) {
+        self.calls += other.calls;
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.cached_tokens += other.cached_tokens;
+        self.cost_usd += other.cost_usd;
+        self.unpriced_calls += other.unpriced_calls;
+        self.turns += other.turns;
+        self.tool_ms += other.tool_ms;
+        self.sandbox_ms += other.sandbox_ms;
+    }
 }

@@ -48,16 +48,8 @@ pub(crate) async fn usage(call: TenantCall, Query(q): Query<UsageQuery>) -> Resu
         other => store_error(other),
     })?;
     let mut total = RollupLine { key: "total".into(), ..Default::default() };
-    for l in &lines {
-        total.calls += l.calls;
-        total.prompt_tokens += l.prompt_tokens;
-        total.completion_tokens += l.completion_tokens;
-        total.cached_tokens += l.cached_tokens;
-        total.cost_usd += l.cost_usd;
-        total.unpriced_calls += l.unpriced_calls;
-        total.turns += l.turns;
-        total.tool_ms += l.tool_ms;
-        total.sandbox_ms += l.sandbox_ms;
+    for line in &lines {
+        total.usage.add(&line.usage);
     }
     let by = match by {
         RollupGroup::Day => "day",
