@@ -54,6 +54,23 @@ struct OpenTurn {
     begun: bool,
 }
 
+/// A chat message's own columns of its `inbound` row, as the platform identified it.
+struct InboundRow<'a> {
+    source: &'a str,
+    dedupe_key: &'a str,
+    payload: &'a Value,
+}
+
+/// Records on the `inbound` row `id` the turn its message started or joined.
+async fn mark_processed(tx: &mut sqlx::PgConnection, id: uuid::Uuid, turn: TurnId) -> Result<()> {
+    sqlx::query("UPDATE inbound SET turn_id = $2, processed_at = now() WHERE id = $1")
+        .bind(id)
+        .bind(turn.as_uuid())
+        .execute(tx)
+        .await?;
+    Ok(())
+}
+
 /// Appends a chat message to its conversation's turn that is still queued (a worker claims
 /// turns with `FOR UPDATE`, so a turn is either merged into or started, never both).
 async fn merge_into_queued(
@@ -176,7 +193,7 @@ impl Chat<'_> {
         turn: Option<NewTurn>,
         batch: Option<Duration>,
     ) -> Result<Accepted> {
-        self.accept_inbound_as(tenant, source, dedupe_key, payload, turn, batch, true).await
+        self.accept_inbound_as(tenant, InboundRow { source, dedupe_key, payload }, turn, batch, true).await
     }
 
     /// [`Self::accept_inbound`] for a message that is its own turn whatever waits (`/queue`,
@@ -189,16 +206,14 @@ impl Chat<'_> {
         payload: &Value,
         turn: NewTurn,
     ) -> Result<Accepted> {
-        self.accept_inbound_as(tenant, source, dedupe_key, payload, Some(turn), None, false).await
+        self.accept_inbound_as(tenant, InboundRow { source, dedupe_key, payload }, Some(turn), None, false).await
     }
 
-    #[expect(clippy::too_many_arguments, reason = "the two public forms above name the cases")]
+    /// The two public forms above in one transaction (they name the cases of `batch` and `merge`).
     async fn accept_inbound_as(
         self,
         tenant: TenantId,
-        source: &str,
-        dedupe_key: &str,
-        payload: &Value,
+        message: InboundRow<'_>,
         turn: Option<NewTurn>,
         batch: Option<Duration>,
         merge: bool,
@@ -211,9 +226,9 @@ impl Chat<'_> {
         )
         .bind(id)
         .bind(tenant.as_uuid())
-        .bind(source)
-        .bind(crate::messages::without_nul(dedupe_key))
-        .bind(crate::messages::storable_json(payload)?)
+        .bind(message.source)
+        .bind(crate::messages::without_nul(message.dedupe_key))
+        .bind(crate::messages::storable_json(message.payload)?)
         .execute(&mut *tx)
         .await?
         .rows_affected();
@@ -224,11 +239,7 @@ impl Chat<'_> {
             Some(new) => {
                 let merged = if merge { merge_into_queued(&mut tx, tenant, &new, batch).await? } else { None };
                 if let Some((session, turn)) = merged {
-                    sqlx::query("UPDATE inbound SET turn_id = $2, processed_at = now() WHERE id = $1")
-                        .bind(id)
-                        .bind(turn.as_uuid())
-                        .execute(&mut *tx)
-                        .await?;
+                    mark_processed(&mut tx, id, turn).await?;
                     tx.commit().await?;
                     return Ok(Accepted::Merged { session, turn });
                 }
@@ -243,11 +254,7 @@ impl Chat<'_> {
                     .execute(&mut *tx)
                     .await?;
                 }
-                sqlx::query("UPDATE inbound SET turn_id = $2, processed_at = now() WHERE id = $1")
-                    .bind(id)
-                    .bind(turn.as_uuid())
-                    .execute(&mut *tx)
-                    .await?;
+                mark_processed(&mut tx, id, turn).await?;
                 Accepted::Turn { session, turn }
             }
             None => {
