@@ -178,19 +178,24 @@ struct AppendRow {
     system_prompt: Option<String>,
 }
 
-/// Appends one message as the owner of `fence` on `conn`; optionally freezes the session's
-/// system prompt in the same statement. Returns what happened and the session's prompt.
-#[expect(clippy::too_many_arguments, reason = "one fenced statement with all its inputs")]
-pub(crate) async fn append_in(
-    conn: &mut sqlx::PgConnection,
-    tenant: TenantId,
+/// Where a fenced append goes: step `step` of `turn` in `session`, if `fence` still owns it.
+struct Slot {
     session: SessionId,
     fence: i64,
     turn: TurnId,
     step: i32,
+}
+
+/// Appends one message at `slot` on `conn`; optionally freezes the session's system prompt in
+/// the same statement. Returns what happened and the session's prompt.
+async fn append_in(
+    conn: &mut sqlx::PgConnection,
+    tenant: TenantId,
+    slot: Slot,
     msg: &ChatMessage,
     freeze_prompt: Option<&str>,
 ) -> Result<(Appended, Option<String>)> {
+    let Slot { session, fence, turn, step } = slot;
     let c = columns(msg)?;
     let search = c.search.clone();
     let query = sqlx::query(
@@ -235,7 +240,7 @@ impl Conversations<'_> {
         msg: &ChatMessage,
     ) -> Result<Appended> {
         let mut conn = self.as_tenant(tenant).await?;
-        Ok(append_in(&mut conn, tenant, session, fence, turn, step, msg, None).await?.0)
+        Ok(append_in(&mut conn, tenant, Slot { session, fence, turn, step }, msg, None).await?.0)
     }
 
     /// Starts a turn in one fenced statement: stores its user input as step 0 and freezes
@@ -251,7 +256,8 @@ impl Conversations<'_> {
         prompt: &str,
     ) -> Result<String> {
         let mut conn = self.as_tenant(tenant).await?;
-        let (_, frozen) = append_in(&mut conn, tenant, session, fence, turn, 0, input, Some(prompt)).await?;
+        let slot = Slot { session, fence, turn, step: 0 };
+        let (_, frozen) = append_in(&mut conn, tenant, slot, input, Some(prompt)).await?;
         frozen.ok_or_else(|| StoreError::Corrupt("session has no system prompt after freezing".into()))
     }
 
