@@ -51,6 +51,14 @@ pub struct ResponseChain {
     pub fork_up_to: Option<i32>,
 }
 
+/// What [`TurnColumns`] reads, from a turn `t` joined with its session `s` (a macro, so
+/// statements stay static strings).
+macro_rules! turn_columns {
+    () => {
+        "t.session_id, s.agent_id, t.status::text AS status, t.outcome"
+    };
+}
+
 /// The `session_id`, `agent_id`, `status` and `outcome` columns of a turn row.
 #[derive(sqlx::FromRow)]
 struct TurnColumns {
@@ -197,19 +205,28 @@ pub(crate) async fn record_in(
 impl Turns<'_> {
     /// A stored response of this tenant (`NotFound` for unknown, unstored or deleted ones).
     pub async fn stored_response(self, tenant: TenantId, turn: TurnId) -> Result<StoredResponse> {
-        let row: ResponseRow = self
-            .row_of(
-                tenant,
-                "SELECT t.session_id, s.agent_id, t.status::text AS status, t.outcome, t.instructions,
-                        r.model, r.previous_turn_id, r.conversation, r.truncation, r.created_at
-                 FROM responses r
-                 JOIN turns t ON t.tenant_id = r.tenant_id AND t.id = r.turn_id
-                 JOIN sessions s ON s.tenant_id = t.tenant_id AND s.id = t.session_id
-                 WHERE r.tenant_id = $1 AND r.turn_id = $2",
-                turn.as_uuid(),
-            )
-            .await?;
-        row.into_response(turn)
+        let sql = concat!(
+            "SELECT ",
+            turn_columns!(),
+            ", t.instructions, r.model, r.previous_turn_id, r.conversation, r.truncation, r.created_at
+             FROM responses r
+             JOIN turns t ON t.tenant_id = r.tenant_id AND t.id = r.turn_id
+             JOIN sessions s ON s.tenant_id = t.tenant_id AND s.id = t.session_id
+             WHERE r.tenant_id = $1 AND r.turn_id = $2"
+        );
+        self.row_of::<ResponseRow>(tenant, sql, turn.as_uuid()).await?.into_response(turn)
+    }
+
+    /// A turn of this tenant, with its agent.
+    pub async fn turn_overview(self, tenant: TenantId, turn: TurnId) -> Result<TurnOverview> {
+        let sql = concat!(
+            "SELECT ",
+            turn_columns!(),
+            ", t.created_at, GREATEST(t.created_at, t.started_at, t.finished_at) AS updated_at
+             FROM turns t JOIN sessions s ON s.tenant_id = t.tenant_id AND s.id = t.session_id
+             WHERE t.tenant_id = $1 AND t.id = $2"
+        );
+        self.row_of::<OverviewRow>(tenant, sql, turn.as_uuid()).await?.try_into()
     }
 
     /// Forgets a stored response (its conversation turns stay in the session); `false` when
@@ -276,21 +293,4 @@ pub struct TurnOverview {
     pub outcome: Option<TurnOutcome>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
-}
-
-impl Turns<'_> {
-    /// A turn of this tenant, with its agent.
-    pub async fn turn_overview(self, tenant: TenantId, turn: TurnId) -> Result<TurnOverview> {
-        let row: OverviewRow = self
-            .row_of(
-                tenant,
-                "SELECT t.session_id, s.agent_id, t.status::text AS status, t.outcome, t.created_at,
-                        GREATEST(t.created_at, t.started_at, t.finished_at) AS updated_at
-                 FROM turns t JOIN sessions s ON s.tenant_id = t.tenant_id AND s.id = t.session_id
-                 WHERE t.tenant_id = $1 AND t.id = $2",
-                turn.as_uuid(),
-            )
-            .await?;
-        row.try_into()
-    }
 }
