@@ -12,6 +12,7 @@ use sqlx::PgConnection;
 
 use hermes_core::{InteractionAnswer, SessionId, TenantId, ToolsetName};
 
+use crate::turns::{Claim, claim_next_turn_on};
 use crate::{Agent, ClaimedTurn, CredentialPools, MemorySnapshot, Result, StoredMessage, views::Turns};
 
 /// What a claimed turn needs to plan its run.
@@ -64,8 +65,8 @@ impl Turns<'_> {
         token: i64,
     ) -> Result<Option<ClaimedWithInputs>> {
         let mut pooled = self.as_tenant(tenant).await?;
-        let Some(turn) = crate::turns::claim_next_turn_on(&mut pooled, tenant, session, owner, lease, token).await?
-        else {
+        let claim = Claim { session, owner, lease, token };
+        let Some(turn) = claim_next_turn_on(&mut pooled, tenant, claim).await? else {
             return Ok(None);
         };
         let inputs = turn_inputs_on(&mut pooled, tenant, &turn).await;

@@ -196,7 +196,7 @@ impl Turns<'_> {
         lease: Duration,
         token: i64,
     ) -> Result<Option<ClaimedTurn>> {
-        claim_next_turn_on(&mut *self.as_tenant(tenant).await?, tenant, session, owner, lease, token).await
+        claim_next_turn_on(&mut *self.as_tenant(tenant).await?, tenant, Claim { session, owner, lease, token }).await
     }
 
     /// Whether the session's oldest open turn could be claimed now (queued, or abandoned by a
@@ -354,15 +354,22 @@ impl Turns<'_> {
     }
 }
 
+/// What [`Turns::claim_next_turn`](crate::views::Turns::claim_next_turn) is asked: the
+/// session, who claims it for how long, and the fencing token the session's fence moves past.
+pub(crate) struct Claim<'a> {
+    pub(crate) session: SessionId,
+    pub(crate) owner: &'a str,
+    pub(crate) lease: Duration,
+    pub(crate) token: i64,
+}
+
 /// [`Turns::claim_next_turn`](crate::views::Turns::claim_next_turn) on a connection already set to `tenant`.
 pub(crate) async fn claim_next_turn_on(
     conn: &mut sqlx::PgConnection,
     tenant: TenantId,
-    session: SessionId,
-    owner: &str,
-    lease: Duration,
-    token: i64,
+    claim: Claim<'_>,
 ) -> Result<Option<ClaimedTurn>> {
+    let Claim { session, owner, lease, token } = claim;
     // Only the oldest open turn may run, so turns of a session run in order. Claimability
     // is judged on the row version `FOR UPDATE` returns (the latest, after any wait), not
     // on the statement's snapshot.
