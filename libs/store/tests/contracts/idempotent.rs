@@ -23,43 +23,26 @@ async fn a_resumed_turn_writing_its_steps_again_stores_each_once(pool: PgPool) {
     // Resumed: the input is not stored again and the first frozen prompt wins.
     assert_eq!(store.conversations().begin_turn(t.id, s, f, turn, &input, "prompt two").await.unwrap(), "prompt one");
 
+    // Every step below is appended by the same worker to the same turn.
+    let append = async |step: i32, msg: &ChatMessage| {
+        store.conversations().append_message(t.id, s, f, turn, step, msg).await.unwrap()
+    };
     let calling = ChatMessage::assistant("let me look");
-    assert!(matches!(
-        store.conversations().append_message(t.id, s, f, turn, 1, &calling).await.unwrap(),
-        Appended::At(_)
-    ));
-    assert_eq!(
-        store.conversations().append_message(t.id, s, f, turn, 1, &calling).await.unwrap(),
-        Appended::AlreadyStored
-    );
+    assert!(matches!(append(1, &calling).await, Appended::At(_)));
+    assert_eq!(append(1, &calling).await, Appended::AlreadyStored);
     let result = ChatMessage::tool_result("call-1", "terminal", "a.txt");
-    assert!(matches!(
-        store.conversations().append_message(t.id, s, f, turn, 1, &result).await.unwrap(),
-        Appended::At(_)
-    ));
-    assert_eq!(
-        store.conversations().append_message(t.id, s, f, turn, 1, &result).await.unwrap(),
-        Appended::AlreadyStored
-    );
+    assert!(matches!(append(1, &result).await, Appended::At(_)));
+    assert_eq!(append(1, &result).await, Appended::AlreadyStored);
     // Another call of the same model response, and a call id reused by a later response
     // (ids are unique only within one response), are results of their own.
     let other = ChatMessage::tool_result("call-2", "terminal", "b.txt");
-    assert!(matches!(
-        store.conversations().append_message(t.id, s, f, turn, 1, &other).await.unwrap(),
-        Appended::At(_)
-    ));
+    assert!(matches!(append(1, &other).await, Appended::At(_)));
     let later = ChatMessage::tool_result("call-1", "terminal", "c.txt");
-    assert!(matches!(
-        store.conversations().append_message(t.id, s, f, turn, 2, &later).await.unwrap(),
-        Appended::At(_)
-    ));
+    assert!(matches!(append(2, &later).await, Appended::At(_)));
 
     // The final answer was stored before a crash; finishing stores it with the outcome once.
     let answer = ChatMessage::assistant("done");
-    assert!(matches!(
-        store.conversations().append_message(t.id, s, f, turn, 3, &answer).await.unwrap(),
-        Appended::At(_)
-    ));
+    assert!(matches!(append(3, &answer).await, Appended::At(_)));
     store
         .turns()
         .finish_turn(
