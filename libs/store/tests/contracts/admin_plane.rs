@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use hermes_core::{MemberRole, PersonId};
+use hermes_core::{MemberRole, PersonId, TenantId};
 use hermes_store::admin::{Acceptance, Acceptor, Actor, ActorKind, Audit, AuditFilter, Change};
 use hermes_store::event_hooks::DeliveryStatus;
 use hermes_store::{Store, StoreError};
@@ -46,6 +46,13 @@ async fn aged_audit_entries(store: &Store, pool: &PgPool, count: u32, aged: u32,
 
 async fn person(store: &Store, email: &str) -> PersonId {
     store.admin().ensure_person(email, "", false, &cli()).await.unwrap().id
+}
+
+/// A new person who is a member of `tenant` as `role`.
+async fn member(store: &Store, tenant: TenantId, email: &str, role: MemberRole) -> PersonId {
+    let id = person(store, email).await;
+    store.admin().add_member(tenant, id, role, &cli()).await.unwrap();
+    id
 }
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
@@ -115,9 +122,8 @@ async fn wrong_passwords_lock_an_account_and_a_right_one_starts_the_count_again(
 async fn a_tenant_keeps_an_owner_and_a_removed_members_tokens_stop_working(pool: PgPool) {
     let store = common::store(&pool);
     let acme = common::tenant(&store, "acme").await;
-    let (ann, ben) = (person(&store, "ann@acme.test").await, person(&store, "ben@acme.test").await);
-    store.admin().add_member(acme.id, ann, MemberRole::Owner, &cli()).await.unwrap();
-    store.admin().add_member(acme.id, ben, MemberRole::Admin, &cli()).await.unwrap();
+    let ann = member(&store, acme.id, "ann@acme.test", MemberRole::Owner).await;
+    let ben = member(&store, acme.id, "ben@acme.test", MemberRole::Admin).await;
 
     let refused = store.admin().set_member_role(acme.id, ann, MemberRole::Admin, &person_audit(ann)).await;
     assert!(matches!(refused, Err(StoreError::Busy(_))), "the last owner cannot step down: {refused:?}");
@@ -155,8 +161,7 @@ async fn a_tenant_keeps_an_owner_and_a_removed_members_tokens_stop_working(pool:
 async fn an_invitation_link_joins_once_and_another_tenant_sees_none_of_it(pool: PgPool) {
     let store = common::store(&pool);
     let (acme, other) = (common::tenant(&store, "acme").await, common::tenant(&store, "other").await);
-    let owner = person(&store, "owner@acme.test").await;
-    store.admin().add_member(acme.id, owner, MemberRole::Owner, &cli()).await.unwrap();
+    let owner = member(&store, acme.id, "owner@acme.test", MemberRole::Owner).await;
 
     let by = person_audit(owner);
     let (invite, token) = store
@@ -364,9 +369,8 @@ async fn a_tenants_web_quotas_default_to_the_installations_and_are_its_own(pool:
 async fn a_new_password_or_a_removal_ends_the_tokens_a_person_held_or_made(pool: PgPool) {
     let store = common::store(&pool);
     let acme = common::tenant(&store, "acme").await;
-    let (ann, olive) = (person(&store, "ann@acme.test").await, person(&store, "olive@acme.test").await);
-    store.admin().add_member(acme.id, ann, MemberRole::Admin, &cli()).await.unwrap();
-    store.admin().add_member(acme.id, olive, MemberRole::Owner, &cli()).await.unwrap();
+    let ann = member(&store, acme.id, "ann@acme.test", MemberRole::Admin).await;
+    let olive = member(&store, acme.id, "olive@acme.test", MemberRole::Owner).await;
     let day = Duration::from_secs(86_400);
     let make = async |person: Option<PersonId>, by: PersonId| {
         store
