@@ -1,18 +1,19 @@
 //! Cron jobs and their runs (migration 0028). Jobs are the tenant's; the scheduler claims due
-//! ones across tenants ([`System::claim_due_jobs`](crate::views::System::claim_due_jobs), in [`crate::system::cron`]), deciding each
-//! job's next run with the schedule rules of `hermes-schedule` inside the claiming transaction.
+//! ones across tenants ([`System::claim_due_jobs`](crate::views::System::claim_due_jobs), in
+//! [`crate::system::cron`]), deciding each job's next run with the schedule rules of
+//! `hermes-schedule` inside the claiming transaction.
 
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, Row};
 
 pub use hermes_core::cron::JobTiming;
 use hermes_core::outbox::Destination;
-use hermes_core::{AgentId, CronRunStatus, JobId, JobState, RunOutcome, TenantId, TurnId};
+use hermes_core::{AgentId, CronRunStatus, JobId, JobState, TenantId, TurnId};
 
 use crate::admin::audited::tenant_writes;
 
 use crate::{Result, StoreError, views::Automation};
-pub use hermes_wire::v1::CronRun;
+pub use hermes_wire::v1::{CronJob, CronRun};
 
 /// A job to create.
 #[derive(Debug, Clone)]
@@ -39,40 +40,24 @@ pub struct JobChanges {
     pub timing: Option<JobTiming>,
 }
 
-/// A stored job.
+/// A stored job: the job as the API shows it, with the tenant whose it is (the scheduler
+/// claims every tenant's). It reads as its [`CronJob`].
 #[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
 pub struct Job {
-    #[sqlx(try_from = "crate::rows::Id")]
-    pub id: JobId,
     #[serde(skip)]
     #[sqlx(try_from = "crate::rows::Id")]
     pub tenant_id: TenantId,
-    #[sqlx(try_from = "crate::rows::Id")]
-    pub agent_id: AgentId,
-    pub name: String,
-    pub prompt: String,
-    pub skills: Vec<String>,
-    pub model: Option<String>,
-    pub schedule: String,
-    pub schedule_kind: String,
-    pub schedule_display: String,
-    pub timezone: String,
-    pub repeat_times: Option<i32>,
-    pub repeat_completed: i32,
-    #[sqlx(try_from = "String")]
-    pub state: JobState,
-    pub paused_reason: Option<String>,
-    pub next_run_at: Option<DateTime<Utc>>,
-    pub last_run_at: Option<DateTime<Utc>>,
-    #[sqlx(try_from = "crate::rows::MaybeText")]
-    pub last_status: Option<RunOutcome>,
-    pub last_error: Option<String>,
-    pub last_delivery_error: Option<String>,
-    pub deliver: String,
-    #[sqlx(json(nullable))]
-    pub origin: Option<Destination>,
-    pub toolsets: Option<Vec<String>>,
-    pub created_at: DateTime<Utc>,
+    #[serde(flatten)]
+    #[sqlx(flatten)]
+    pub job: CronJob,
+}
+
+impl std::ops::Deref for Job {
+    type Target = CronJob;
+
+    fn deref(&self) -> &CronJob {
+        &self.job
+    }
 }
 
 /// What the scheduler decided for a due job.

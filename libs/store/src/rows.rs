@@ -15,36 +15,10 @@ use hermes_core::TenantId;
 
 use crate::{Result, Store, StoreError};
 
-/// The uuid columns a typed id is read through: wire's, so its bodies and the store's rows
-/// decode ids (the tenant's above all) the same way.
-pub(crate) use hermes_wire::rows::{Id, MaybeId};
-
-/// A nullable text column, on its way to an optional vocabulary value
-/// (`#[sqlx(try_from = "crate::rows::MaybeText")]`).
-#[derive(sqlx::Type)]
-#[sqlx(transparent)]
-pub(crate) struct MaybeText(Option<String>);
-
-macro_rules! optional_vocabularies {
-    ($($vocab:ty),*) => {$(
-        impl TryFrom<MaybeText> for Option<$vocab> {
-            type Error = hermes_core::UnknownName;
-
-            fn try_from(column: MaybeText) -> std::result::Result<Self, Self::Error> {
-                column.0.map(|text| text.parse()).transpose()
-            }
-        }
-    )*};
-}
-
-optional_vocabularies!(hermes_core::RunOutcome);
-
-/// A stored trace context that does not parse is no trace: it must never fail a claim.
-impl From<MaybeText> for Option<hermes_core::trace::TraceParent> {
-    fn from(column: MaybeText) -> Self {
-        column.0.as_deref().and_then(hermes_core::trace::TraceParent::parse)
-    }
-}
+/// The uuid columns a typed id is read through, and the nullable text column an optional
+/// vocabulary value is: wire's, so its bodies and the store's rows decode ids (the tenant's
+/// above all) the same way.
+pub(crate) use hermes_wire::rows::{Id, MaybeId, MaybeText};
 
 /// The tenant a row belongs to (its `tenant_id` column).
 pub(crate) fn tenant_of(row: &PgRow) -> Result<TenantId> {

@@ -70,3 +70,30 @@ impl From<MaybeId> for Option<TenantId> {
         column.0.map(TenantId::from_authenticated)
     }
 }
+
+/// A nullable text column, on its way to an optional vocabulary value
+/// (`#[sqlx(try_from = "crate::rows::MaybeText")]`).
+#[derive(sqlx::Type)]
+#[sqlx(transparent)]
+pub struct MaybeText(Option<String>);
+
+macro_rules! optional_vocabularies {
+    ($($vocab:ty),*) => {$(
+        impl TryFrom<MaybeText> for Option<$vocab> {
+            type Error = hermes_core::UnknownName;
+
+            fn try_from(column: MaybeText) -> std::result::Result<Self, Self::Error> {
+                column.0.map(|text| text.parse()).transpose()
+            }
+        }
+    )*};
+}
+
+optional_vocabularies!(hermes_core::RunOutcome);
+
+/// A stored trace context that does not parse is no trace: it must never fail a claim.
+impl From<MaybeText> for Option<hermes_core::trace::TraceParent> {
+    fn from(column: MaybeText) -> Self {
+        column.0.as_deref().and_then(hermes_core::trace::TraceParent::parse)
+    }
+}

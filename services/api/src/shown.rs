@@ -3,32 +3,9 @@
 
 use hermes_wire::v1::{CronJob, NumberedMessage};
 
+/// A stored job as the API shows it: without its tenant.
 pub(crate) fn cron_job(j: hermes_store::cron::Job) -> CronJob {
-    CronJob {
-        id: j.id,
-        agent_id: j.agent_id,
-        name: j.name,
-        prompt: j.prompt,
-        skills: j.skills,
-        model: j.model,
-        schedule: j.schedule,
-        schedule_kind: j.schedule_kind,
-        schedule_display: j.schedule_display,
-        timezone: j.timezone,
-        repeat_times: j.repeat_times,
-        repeat_completed: j.repeat_completed,
-        state: j.state,
-        paused_reason: j.paused_reason,
-        next_run_at: j.next_run_at,
-        last_run_at: j.last_run_at,
-        last_status: j.last_status,
-        last_error: j.last_error,
-        last_delivery_error: j.last_delivery_error,
-        deliver: j.deliver,
-        origin: j.origin,
-        toolsets: j.toolsets,
-        created_at: j.created_at,
-    }
+    j.job
 }
 
 /// A webhook trigger without its secret (the `/v1` view and the console's list).

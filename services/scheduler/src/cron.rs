@@ -174,10 +174,8 @@ mod tests {
     use chrono::Duration;
 
     fn job(schedule: &str, next: DateTime<Utc>) -> Job {
-        Job {
+        let job = hermes_store::cron::CronJob {
             id: uuid::Uuid::nil().into(),
-            #[expect(clippy::disallowed_methods, reason = "test fixture")]
-            tenant_id: hermes_core::TenantId::from_authenticated(uuid::Uuid::nil()),
             agent_id: hermes_core::AgentId::new(),
             name: "brief".into(),
             prompt: "news".into(),
@@ -200,7 +198,10 @@ mod tests {
             origin: None,
             toolsets: None,
             created_at: next,
-        }
+        };
+        #[expect(clippy::disallowed_methods, reason = "test fixture")]
+        let tenant_id = hermes_core::TenantId::from_authenticated(uuid::Uuid::nil());
+        Job { tenant_id, job }
     }
 
     #[test]
@@ -228,8 +229,8 @@ mod tests {
         );
         // The last of N repeats leaves no next run.
         let mut last = job("every 1h", due);
-        last.repeat_times = Some(3);
-        last.repeat_completed = 2;
+        last.job.repeat_times = Some(3);
+        last.job.repeat_completed = 2;
         assert_eq!(plan(&last, due).next_run_at, None);
         // A schedule that cannot be read puts the job in error, never silently off.
         let p = plan(&job("every fortnight", due), due);

@@ -9,10 +9,13 @@ use hermes_core::{AgentId, JobId, JobState, RunOutcome};
 
 /// A scheduled agent run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct CronJob {
     #[schema(value_type = String, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::Id"))]
     pub id: JobId,
     #[schema(value_type = String, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::Id"))]
     pub agent_id: AgentId,
     pub name: String,
     pub prompt: String,
@@ -29,18 +32,21 @@ pub struct CronJob {
     pub repeat_completed: i32,
     /// `scheduled`, `paused`, `completed` or `error`.
     #[schema(value_type = String)]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "String"))]
     pub state: JobState,
     pub paused_reason: Option<String>,
     pub next_run_at: Option<DateTime<Utc>>,
     pub last_run_at: Option<DateTime<Utc>>,
     /// `ok` or `error`.
     #[schema(value_type = Option<String>)]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::MaybeText"))]
     pub last_status: Option<RunOutcome>,
     pub last_error: Option<String>,
     pub last_delivery_error: Option<String>,
     pub deliver: String,
     /// The chat the job was made from.
     #[schema(value_type = Option<Object>)]
+    #[cfg_attr(feature = "sqlx", sqlx(json(nullable)))]
     pub origin: Option<Destination>,
     /// Only these of the agent's toolsets in the runs; `null`: all of the agent's.
     pub toolsets: Option<Vec<String>>,
