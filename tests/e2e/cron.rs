@@ -118,13 +118,7 @@ async fn three_schedulers_claim_500_due_jobs_each_exactly_once() {
 async fn a_job_made_through_the_api_runs_and_delivers_to_a_chat() {
     let env = TestEnv::start().await;
     let (tg, _) = open_bot(&env).await;
-    let key = env
-        .store
-        .tenancy()
-        .create_api_key(env.store.tenancy().tenant_by_name("acme").await.unwrap().id, None, "k", None)
-        .await
-        .unwrap()
-        .1;
+    let key = env.key_of("acme").await;
     let pod = Pod::start(&env).await;
 
     // Bad input is refused with the reason.
@@ -289,13 +283,7 @@ async fn a_job_delivers_once_to_each_chat_of_its_comma_list() {
     // User 7 is an admin too: /sethome is an admin command.
     let admins = hermes_store::ChannelAccess { admins: Some(vec!["42".into(), "7".into()]), ..Default::default() };
     env.change_access(&channel, &admins).await;
-    let key = env
-        .store
-        .tenancy()
-        .create_api_key(env.store.tenancy().tenant_by_name("acme").await.unwrap().id, None, "k", None)
-        .await
-        .unwrap()
-        .1;
+    let key = env.key_of("acme").await;
     let pod = Pod::start(&env).await;
     // Chat 7 becomes the bot's home: `telegram` alone means it.
     tg.user_says(TOKEN, 7, "/sethome");

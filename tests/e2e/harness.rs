@@ -276,6 +276,12 @@ impl TestEnv {
         (t.id, a, key)
     }
 
+    /// A new tenant-wide API key of the existing tenant named `tenant`.
+    pub async fn key_of(&self, tenant: &str) -> String {
+        let tenant = self.store.tenancy().tenant_by_name(tenant).await.unwrap().id;
+        self.store.tenancy().create_api_key(tenant, None, "k", None).await.unwrap().1
+    }
+
     /// Another agent of `tenant` on the scripted model, with the terminal toolset.
     pub async fn agent(&self, tenant: TenantId, name: &str) -> Agent {
         self.add_agent(tenant, self.terminal_agent(name)).await

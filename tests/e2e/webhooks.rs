@@ -45,11 +45,6 @@ fn tool_names(body: &Value) -> Vec<String> {
     names
 }
 
-async fn key(env: &TestEnv) -> String {
-    let tenant = env.store.tenancy().tenant_by_name("acme").await.unwrap().id;
-    env.store.tenancy().create_api_key(tenant, None, "k", None).await.unwrap().1
-}
-
 #[tokio::test]
 async fn a_signed_event_becomes_a_turn_with_web_tools_only_answered_in_the_chat_and_bad_deliveries_start_nothing() {
     let env = TestEnv::start().await;
@@ -58,7 +53,7 @@ async fn a_signed_event_becomes_a_turn_with_web_tools_only_answered_in_the_chat_
         .execute(&env.db)
         .await
         .unwrap();
-    let key = key(&env).await;
+    let key = env.key_of("acme").await;
     let pod = Pod::start(&env).await;
 
     let bad = json!({"name": "x", "deliver": "fax:123"});
@@ -130,7 +125,7 @@ async fn a_signed_event_becomes_a_turn_with_web_tools_only_answered_in_the_chat_
 #[tokio::test]
 async fn a_hook_fires_its_cron_job_now_with_the_event_as_marked_context() {
     let (env, tg, _, pod) = open_chat_with_tools(&["terminal", "file", "web"]).await;
-    let key = key(&env).await;
+    let key = env.key_of("acme").await;
     let job = json!({"name": "Deploy report", "prompt": "Summarise the deployment for the team.",
                      "schedule": "every 1d", "deliver": "telegram:42"});
     assert_eq!(call(&env, &key, "post", "/v1/cron/jobs", Some(job)).await.0, 201);
