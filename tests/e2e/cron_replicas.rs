@@ -77,14 +77,18 @@ async fn a_scheduler_killed_while_claiming_leaves_each_slot_run_at_most_once() {
     env.stop().await;
 }
 
-fn timing(schedule: &str, kind: &str, due: DateTime<Utc>) -> JobTiming {
+fn at(spec: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(spec).unwrap().with_timezone(&Utc)
+}
+
+fn timing(schedule: &str, kind: &str, due: &str) -> JobTiming {
     JobTiming {
         schedule: schedule.into(),
         schedule_kind: kind.into(),
         schedule_display: schedule.into(),
         timezone: "UTC".into(),
         repeat_times: (kind == "once").then_some(1),
-        next_run_at: due,
+        next_run_at: at(due),
     }
 }
 
@@ -92,46 +96,27 @@ fn timing(schedule: &str, kind: &str, due: DateTime<Utc>) -> JobTiming {
 async fn after_downtime_each_job_runs_once_or_skips_to_its_next_slot() {
     let Team { env, tenant, agent, .. } = Team::start(Roles::API_ONLY, "helper").await;
     // The scheduler comes back at 12:00 (its clock is the pass's `now`).
-    let now = DateTime::parse_from_rfc3339("2026-11-30T12:00:00Z").unwrap().with_timezone(&Utc);
-    let at = |spec: &str| DateTime::parse_from_rfc3339(spec).unwrap().with_timezone(&Utc);
+    let now = at("2026-11-30T12:00:00Z");
     let cases = [
-        // name, timing, runs now, next run afterwards
-        (
-            "hourly, 20 min late",
-            timing("every 1h", "interval", at("2026-11-30T11:40:00Z")),
-            true,
-            Some("2026-11-30T12:40:00Z"),
-        ),
-        (
-            "hourly, 5 h late",
-            timing("every 1h", "interval", at("2026-11-30T06:20:00Z")),
-            false,
-            Some("2026-11-30T12:20:00Z"),
-        ),
+        // name, schedule, kind, due, runs now, next run afterwards
+        ("hourly, 20 min late", "every 1h", "interval", "2026-11-30T11:40:00Z", true, Some("2026-11-30T12:40:00Z")),
+        ("hourly, 5 h late", "every 1h", "interval", "2026-11-30T06:20:00Z", false, Some("2026-11-30T12:20:00Z")),
         (
             "10-minutely, 4 min late",
-            timing("every 10m", "interval", at("2026-11-30T11:56:00Z")),
+            "every 10m",
+            "interval",
+            "2026-11-30T11:56:00Z",
             true,
             Some("2026-11-30T12:06:00Z"),
         ),
-        (
-            "daily, 3 h late",
-            timing("0 9 * * *", "cron", at("2026-11-30T09:00:00Z")),
-            false,
-            Some("2026-12-01T09:00:00Z"),
-        ),
-        (
-            "daily, 90 min late",
-            timing("30 10 * * *", "cron", at("2026-11-30T10:30:00Z")),
-            true,
-            Some("2026-12-01T10:30:00Z"),
-        ),
-        ("one-shot, 90 s late", timing("2026-11-30T11:58:30Z", "once", at("2026-11-30T11:58:30Z")), true, None),
-        ("one-shot, 3 min late", timing("2026-11-30T11:57:00Z", "once", at("2026-11-30T11:57:00Z")), false, None),
+        ("daily, 3 h late", "0 9 * * *", "cron", "2026-11-30T09:00:00Z", false, Some("2026-12-01T09:00:00Z")),
+        ("daily, 90 min late", "30 10 * * *", "cron", "2026-11-30T10:30:00Z", true, Some("2026-12-01T10:30:00Z")),
+        ("one-shot, 90 s late", "2026-11-30T11:58:30Z", "once", "2026-11-30T11:58:30Z", true, None),
+        ("one-shot, 3 min late", "2026-11-30T11:57:00Z", "once", "2026-11-30T11:57:00Z", false, None),
     ];
-    for (name, timing, _, _) in &cases {
+    for (name, schedule, kind, due, _, _) in cases {
         let mut new = super::cron::job(agent.id, name);
-        new.timing = timing.clone();
+        new.timing = timing(schedule, kind, due);
         env.store.automation().create_job(tenant, &new).await.unwrap();
     }
     let ctx = SchedulerContext {
@@ -140,8 +125,8 @@ async fn after_downtime_each_job_runs_once_or_skips_to_its_next_slot() {
         broker: hermes_queue::Broker::connect(&env.config.rabbitmq, "catch-up").await.unwrap(),
     };
     let started = hermes_scheduler::cron::cron_once(&ctx, "back", now).await.unwrap();
-    assert_eq!(started, cases.iter().filter(|c| c.2).count());
-    for (name, _, runs, next) in cases {
+    assert_eq!(started, cases.iter().filter(|c| c.4).count());
+    for (name, _, _, _, runs, next) in cases {
         let (count, next_run, state): (i64, Option<DateTime<Utc>>, String) = sqlx::query_as(
             "SELECT (SELECT count(*) FROM cron_runs r WHERE r.job_id = j.id), j.next_run_at, j.state
              FROM cron_jobs j WHERE j.name = $1",
