@@ -96,8 +96,7 @@ async fn spawn_roles(
         let listener = tokio::net::TcpListener::bind(&config.ops.bind).await.context("cannot bind ops.bind")?;
         tracing::info!(addr = %listener.local_addr()?, "ops listener (healthz, readyz, metrics)");
         let app = hermes_http::ops_router(readiness.clone());
-        let token = shutdown.clone();
-        tasks.spawn(async move { Ok(hermes_http::serve(listener, app, token).await?) });
+        spawn_role(tasks, shutdown, |token| hermes_http::serve(listener, app, token));
     }
     if roles.api {
         let ctx = hermes_api::ApiContext {
@@ -108,13 +107,11 @@ async fn spawn_roles(
             readiness: readiness.clone(),
             secrets: secrets.clone(),
         };
-        let token = shutdown.clone();
-        tasks.spawn(async move { Ok(hermes_api::run(ctx, token).await?) });
+        spawn_role(tasks, shutdown, |token| hermes_api::run(ctx, token));
     }
     if roles.worker {
         let ctx = worker_context(shared, shutdown).await?;
-        let token = shutdown.clone();
-        tasks.spawn(async move { Ok(hermes_worker::run(ctx, token).await?) });
+        spawn_role(tasks, shutdown, |token| hermes_worker::run(ctx, token));
     }
     if roles.gateway {
         let ctx = hermes_gateway::GatewayContext {
@@ -125,19 +122,30 @@ async fn spawn_roles(
             secrets: secrets.clone(),
             readiness: readiness.clone(),
         };
-        let token = shutdown.clone();
-        tasks.spawn(async move { Ok(hermes_gateway::run(ctx, token).await?) });
+        spawn_role(tasks, shutdown, |token| hermes_gateway::run(ctx, token));
     }
     if roles.scheduler {
         let ctx =
             hermes_scheduler::SchedulerContext { config: config.clone(), store: store.clone(), broker: broker.clone() };
-        let token = shutdown.clone();
-        tasks.spawn(async move {
+        spawn_role(tasks, shutdown, |token| async move {
             hermes_scheduler::run(ctx, token).await;
-            Ok(())
+            anyhow::Ok(())
         });
     }
     Ok(())
+}
+
+/// Runs a role as a task of `tasks`, handing it its own clone of the shutdown token.
+fn spawn_role<F, E>(
+    tasks: &mut JoinSet<anyhow::Result<()>>,
+    shutdown: &CancellationToken,
+    run: impl FnOnce(CancellationToken) -> F,
+) where
+    F: std::future::Future<Output = Result<(), E>> + Send + 'static,
+    anyhow::Error: From<E>,
+{
+    let role = run(shutdown.clone());
+    tasks.spawn(async move { Ok(role.await?) });
 }
 
 /// The worker's context: the sandbox backend (its reaper started) and the model HTTP client.
