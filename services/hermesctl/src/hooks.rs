@@ -7,11 +7,11 @@ use clap::Subcommand;
 use serde_json::json;
 
 use hermes_config::HermesConfig;
-use hermes_core::{EventHookId, WebhookId};
+use hermes_core::{EventHookId, TenantId, WebhookId};
 use hermes_net_policy::outbound;
 use hermes_store::event_hooks::EVENTS;
 use hermes_store::webhooks::NewWebhook;
-use hermes_store::{SecretBox, Store};
+use hermes_store::{SecretBox, Store, StoreError};
 
 use crate::cli::{TenantAgent, TenantArg, TenantItem, print, print_lines, tenant};
 
@@ -109,14 +109,9 @@ pub async fn run_webhook(json_mode: bool, config: &HermesConfig, store: &Store, 
                 .await?;
             print(json_mode, json!({ "id": id, "secret": secret }), format!("new secret (shown once): {secret}"));
         }
-        WebhookCmd::Remove(TenantItem { tenant: name, id }) => {
-            let t = tenant(store, &name).await?;
-            removed(
-                json_mode,
-                id,
-                store.automation().delete_webhook(t.id, WebhookId::from_uuid(id)).await?,
-                "webhook",
-            )?;
+        WebhookCmd::Remove(item) => {
+            let delete = async |t, id| store.automation().delete_webhook(t, WebhookId::from_uuid(id)).await;
+            remove(json_mode, store, item, "webhook", delete).await?;
         }
     }
     Ok(())
@@ -150,23 +145,25 @@ pub async fn run_event_hook(
             let human = format!("events go to {}\nsecret (shown once): {secret}", hook.url);
             print(json_mode, json!({ "event_hook": hook, "secret": secret }), human);
         }
-        EventHookCmd::Remove(TenantItem { tenant: name, id }) => {
-            let t = tenant(store, &name).await?;
-            removed(
-                json_mode,
-                id,
-                store.automation().delete_event_hook(t.id, EventHookId::from_uuid(id)).await?,
-                "event hook",
-            )?;
+        EventHookCmd::Remove(item) => {
+            let delete = async |t, id| store.automation().delete_event_hook(t, EventHookId::from_uuid(id)).await;
+            remove(json_mode, store, item, "event hook", delete).await?;
         }
     }
     Ok(())
 }
 
-/// Says hook `id` was removed, or fails when there was no `what` with that id (`deleted` is
-/// whether the store found one to delete).
-fn removed(json_mode: bool, id: uuid::Uuid, deleted: bool, what: &str) -> anyhow::Result<()> {
-    if !deleted {
+/// Deletes the hook `item` names with `delete` (true when the store found one) and says so,
+/// or fails when its tenant has no `what` with that id.
+async fn remove(
+    json_mode: bool,
+    store: &Store,
+    TenantItem { tenant: name, id }: TenantItem,
+    what: &str,
+    delete: impl AsyncFnOnce(TenantId, uuid::Uuid) -> Result<bool, StoreError>,
+) -> anyhow::Result<()> {
+    let t = tenant(store, &name).await?;
+    if !delete(t.id, id).await? {
         bail!("no {what} {id}");
     }
     print(json_mode, json!({ "id": id, "deleted": true }), format!("removed {id}"));
