@@ -1,6 +1,8 @@
 //! API-key authentication: the only way a handler obtains a tenant. Every authenticated
 //! request is also counted against its key's and tenant's rate limits here.
 
+use std::marker::PhantomData;
+
 use axum::extract::{FromRef, FromRequestParts};
 use axum::http::request::Parts;
 
@@ -31,6 +33,32 @@ pub(crate) fn tenant_wide(auth: &KeyAuth, what: &str) -> Result<(), ApiError> {
             Some(ErrorCode::KeyRestricted),
             format!("this key may use only one agent; {what} needs a tenant-wide key"),
         )),
+    }
+}
+
+/// What only a tenant-wide key manages, named as its 403 says ("managing channels").
+pub(crate) trait TenantWideOnly {
+    const MANAGING: &'static str;
+}
+
+/// The caller, whose key spans the tenant's agents, for managing `R`: a key restricted to one
+/// agent is refused before the body is read, whatever the body.
+pub(crate) struct TenantWide<R> {
+    pub state: AppState,
+    pub auth: KeyAuth,
+    of: PhantomData<fn() -> R>,
+}
+
+impl<S: Send + Sync, R: TenantWideOnly> FromRequestParts<S> for TenantWide<R>
+where
+    AppState: FromRef<S>,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Caller(auth) = Caller::from_request_parts(parts, state).await?;
+        tenant_wide(&auth, R::MANAGING)?;
+        Ok(Self { state: AppState::from_ref(state), auth, of: PhantomData })
     }
 }
 

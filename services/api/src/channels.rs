@@ -6,7 +6,6 @@
 //! tenant's channel is a 404 like a missing one.
 
 use axum::Json;
-use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 
@@ -17,7 +16,7 @@ use hermes_wire::Slice;
 use hermes_wire::v1::{Channel as Shown, ChannelBound, ChannelChanges, ChannelRequest, Deleted, PairingApproved};
 
 use crate::agents::resolve_agent;
-use crate::auth::{Caller, key_audit, tenant_wide};
+use crate::auth::{TenantWide, TenantWideOnly, key_audit, tenant_wide};
 use crate::documented::{
     BadRequest, BotBound, ChannelPath, KeyForOneAgent, NoApiKey, NoSuchChannel, NoSuchCode, PairingLocked,
 };
@@ -38,16 +37,19 @@ impl CallerObject for Channel {
     type Missing = Failure<resource::Channel>;
 
     async fn find(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Self> {
-        tenant_wide(auth, "managing channels")?;
+        tenant_wide(auth, resource::Channel::MANAGING)?;
         let id = uuid::Uuid::parse_str(id).map_err(|_| not_found())?;
         Ok(state.store.chat().channel(auth.tenant_id, id).await?)
     }
 }
 
+impl TenantWideOnly for resource::Channel {
+    const MANAGING: &'static str = "managing channels";
+}
+
 #[utoipa::path(get, path = "/v1/channels", tag = "channels",
     responses((status = 200, description = "The tenant's channels", body = Slice<hermes_wire::v1::Channel>), NoApiKey, KeyForOneAgent))]
-pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Slice<Shown>>> {
-    tenant_wide(&auth, "managing channels")?;
+pub(crate) async fn list(TenantWide { state, auth, .. }: TenantWide<resource::Channel>) -> Result<Json<Slice<Shown>>> {
     let channels = state.store.chat().list_channels(auth.tenant_id).await?;
     Ok(Json(Slice::whole(channels.into_iter().map(shown).collect())))
 }
@@ -55,12 +57,9 @@ pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) ->
 #[utoipa::path(post, path = "/v1/channels", tag = "channels", request_body = ChannelRequest,
     responses((status = 201, description = "The bot is bound; `setup` says what is left to do on the platform", body = ChannelBound), (status = 400, description = "Invalid request, or the platform refused the credentials", body = hermes_wire::ErrorBody), BotBound))]
 pub(crate) async fn create(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
+    TenantWide { state, auth, .. }: TenantWide<resource::Channel>,
     body: Body<ChannelRequest>,
 ) -> Result<(StatusCode, Json<ChannelBound>)> {
-    // The key's reach first: a restricted key is refused whatever the body.
-    tenant_wide(&auth, "managing channels")?;
     let ApiJson(c) = body?;
     let agent = resolve_agent(&state, &auth, Some(&c.agent)).await?;
     let platforms = Platforms {

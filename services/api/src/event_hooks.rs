@@ -5,7 +5,6 @@
 //! so a key restricted to one agent may not manage them (403).
 
 use axum::Json;
-use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 
@@ -16,7 +15,7 @@ use hermes_store::event_hooks::{EVENTS, EventHook, EventHookChanges};
 use hermes_wire::Slice;
 use hermes_wire::v1::{Deleted, EventDelivery, EventHook as Shown, EventPing};
 
-use crate::auth::{Caller, tenant_wide};
+use crate::auth::{TenantWide, TenantWideOnly, tenant_wide};
 use crate::documented::{BadRequest, HookPath, KeyForOneAgent, NoSuchHook};
 use crate::errors::{Failure, deleted, path_id, resource};
 use crate::state::AppState;
@@ -31,10 +30,14 @@ impl CallerObject for EventHook {
     type Missing = Failure<resource::EventHook>;
 
     async fn find(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Self> {
-        tenant_wide(auth, "managing event hooks")?;
+        tenant_wide(auth, resource::EventHook::MANAGING)?;
         let id: hermes_core::EventHookId = path_id::<resource::EventHook, _>(id)?;
         Ok(state.store.automation().event_hook(auth.tenant_id, id).await?)
     }
+}
+
+impl TenantWideOnly for resource::EventHook {
+    const MANAGING: &'static str = "managing event hooks";
 }
 
 fn shown(hook: &EventHook, secret: Option<String>) -> Shown {
@@ -56,8 +59,9 @@ fn check(state: &AppState, url: Option<&str>, events: Option<&[String]>) -> std:
 
 #[utoipa::path(get, path = "/v1/event-hooks", tag = "event-hooks",
     responses((status = 200, description = "The tenant's event hooks (without secrets)", body = Slice<hermes_wire::v1::EventHook>), KeyForOneAgent))]
-pub(crate) async fn list(State(state): State<AppState>, Caller(auth): Caller) -> Result<Json<Slice<Shown>>> {
-    tenant_wide(&auth, "managing event hooks")?;
+pub(crate) async fn list(
+    TenantWide { state, auth, .. }: TenantWide<resource::EventHook>,
+) -> Result<Json<Slice<Shown>>> {
     let hooks = state.store.automation().list_event_hooks(auth.tenant_id).await?;
     Ok(Json(Slice::whole(hooks.iter().map(|h| shown(h, None)).collect())))
 }
@@ -79,12 +83,9 @@ pub(crate) struct CreateEventHook {
 #[utoipa::path(post, path = "/v1/event-hooks", tag = "event-hooks", request_body = CreateEventHook,
     responses((status = 201, description = "The endpoint with its signing secret (shown this once)", body = hermes_wire::v1::EventHook), (status = 400, description = "Invalid request (a private address or an unknown event says so)", body = hermes_wire::ErrorBody), KeyForOneAgent))]
 pub(crate) async fn create(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
+    TenantWide { state, auth, .. }: TenantWide<resource::EventHook>,
     body: Body<CreateEventHook>,
 ) -> Result<(StatusCode, Json<Shown>)> {
-    // The key's reach first: a restricted key is refused whatever the body.
-    tenant_wide(&auth, "managing event hooks")?;
     let ApiJson(c) = body?;
     check(&state, Some(&c.url), Some(&c.events))?;
     let (hook, secret) = state
