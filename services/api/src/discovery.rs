@@ -3,18 +3,21 @@
 //! `GET /v1/skills` (the skills an agent sees).
 
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::{FromRef, FromRequestParts, Query};
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use hermes_core::toolsets::TOOLSETS;
 use hermes_http::ApiError;
-use hermes_store::{Agent, VisibleSkill};
+use hermes_store::{Agent, KeyAuth, VisibleSkill};
 use hermes_wire::v1::{Capabilities, CapabilityAuth, ForModel, ListedSkill, Toolset};
 
 use crate::agents::resolve_agent;
 use crate::auth::Caller;
 use crate::documented::{BadRequest, NoApiKey, NotFound};
 use crate::state::AppState;
+use crate::visible::part;
 
 #[utoipa::path(get, path = "/v1/capabilities", tag = "hermes",
     responses((status = 200, description = "What this server supports", body = Capabilities), BadRequest, NoApiKey))]
@@ -62,14 +65,32 @@ pub(crate) struct ForAgent {
     model: Option<String>,
 }
 
+/// The caller and the agent the query's `model` names (the key's one agent when it names none).
+pub(crate) struct QueriedAgent {
+    state: AppState,
+    auth: KeyAuth,
+    agent: Agent,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for QueriedAgent
+where
+    AppState: FromRef<S>,
+{
+    /// 401 without a key, then a bad query's answer, then the model's 400 or 404.
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Caller(auth) = part(parts, state).await?;
+        let Query(q) = part::<Query<ForAgent>, _>(parts, state).await?;
+        let state = AppState::from_ref(state);
+        let agent = resolve_agent(&state, &auth, q.model.as_deref()).await.map_err(IntoResponse::into_response)?;
+        Ok(Self { state, auth, agent })
+    }
+}
+
 #[utoipa::path(get, path = "/v1/toolsets", tag = "hermes", params(("model" = Option<String>, Query, description = "The agent")),
     responses((status = 200, description = "Toolsets and whether the agent has them", body = ForModel<Toolset>), BadRequest, NoApiKey, NotFound))]
-pub(crate) async fn toolsets(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Query(q): Query<ForAgent>,
-) -> Result<Json<ForModel<Toolset>>, ApiError> {
-    let agent = resolve_agent(&state, &auth, q.model.as_deref()).await?;
+pub(crate) async fn toolsets(QueriedAgent { agent, .. }: QueriedAgent) -> Json<ForModel<Toolset>> {
     let data = TOOLSETS
         .iter()
         .map(|t| Toolset {
@@ -79,17 +100,14 @@ pub(crate) async fn toolsets(
             enabled: t.id.enabled_in(&agent.toolsets),
         })
         .collect();
-    Ok(Json(ForModel::of(agent.name, data)))
+    Json(ForModel::of(agent.name, data))
 }
 
 #[utoipa::path(get, path = "/v1/skills", tag = "hermes", params(("model" = Option<String>, Query, description = "The agent")),
     responses((status = 200, description = "The skills the agent sees", body = ForModel<ListedSkill>), BadRequest, NoApiKey, NotFound))]
 pub(crate) async fn skills(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Query(q): Query<ForAgent>,
+    QueriedAgent { state, auth, agent }: QueriedAgent,
 ) -> Result<Json<ForModel<ListedSkill>>, ApiError> {
-    let agent = resolve_agent(&state, &auth, q.model.as_deref()).await?;
     let visible = state.store.agents().visible_skills(auth.tenant_id, agent.id).await.map_err(ApiError::internal)?;
     let data = shown_skills(&agent, &visible);
     Ok(Json(ForModel::of(agent.name, data)))

@@ -23,6 +23,12 @@ use crate::state::AppState;
 /// tenant's URL is a 404 whatever the body.
 pub(crate) type Body<T> = Result<ApiJson<T>, ApiError>;
 
+/// Part `T` of the request, its rejection as the response it answers with: an extractor built
+/// of several parts answers whichever of them refuses first.
+pub(crate) async fn part<T: FromRequestParts<S>, S: Send + Sync>(parts: &mut Parts, state: &S) -> Result<T, Response> {
+    T::from_request_parts(parts, state).await.map_err(IntoResponse::into_response)
+}
+
 /// An object a caller may see by its id.
 pub(crate) trait CallerObject: Sized {
     /// The path's `{id}` as the document describes it.
@@ -51,9 +57,8 @@ where
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let Caller(auth) = Caller::from_request_parts(parts, state).await.map_err(IntoResponse::into_response)?;
-        let Path(segment) =
-            Path::<T::Path>::from_request_parts(parts, state).await.map_err(IntoResponse::into_response)?;
+        let Caller(auth) = part(parts, state).await?;
+        let Path(segment) = part::<Path<T::Path>, _>(parts, state).await?;
         let id: String = segment.into();
         let state = AppState::from_ref(state);
         let found = T::find(&state, &auth, &id).await.map_err(IntoResponse::into_response)?;

@@ -6,7 +6,7 @@
 use axum::Json;
 use axum::extract::{FromRef, FromRequestParts, Path};
 use axum::http::request::Parts;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 use hermes_core::TenantId;
 use hermes_core::access::AdminOp;
@@ -21,6 +21,7 @@ use crate::admin::state::AdminState;
 use crate::documented::{AgentPath, TenantPath};
 
 pub(crate) use crate::visible::Body;
+use crate::visible::part;
 
 /// A signed-in caller's request about the tenant its path names (not yet checked).
 pub(crate) struct TenantCall {
@@ -37,9 +38,8 @@ where
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let caller = Caller::from_request_parts(parts, state).await.map_err(IntoResponse::into_response)?;
-        let Path(TenantPath { tenant }) =
-            Path::<TenantPath>::from_request_parts(parts, state).await.map_err(IntoResponse::into_response)?;
+        let caller: Caller = part(parts, state).await?;
+        let Path(TenantPath { tenant }) = part::<Path<TenantPath>, _>(parts, state).await?;
         Ok(Self { state: AdminState::from_ref(state), caller, tenant })
     }
 }
@@ -100,8 +100,7 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let call = TenantCall::from_request_parts(parts, state).await?;
-        let Path(AgentPath { agent }) =
-            Path::<AgentPath>::from_request_parts(parts, state).await.map_err(IntoResponse::into_response)?;
+        let Path(AgentPath { agent }) = part::<Path<AgentPath>, _>(parts, state).await?;
         Ok(Self { call, agent_ref: agent })
     }
 }
