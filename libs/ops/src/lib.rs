@@ -2,7 +2,8 @@
 //! `hermesctl`'s direct mode call the same function here, which checks the input, makes the
 //! change through an audited transaction and records who made it with it: the same rules and
 //! the same audit entry whichever door the operator came in by. The functions take the store,
-//! the actor ([`Audit`]) and the tenant, and speak `hermes_wire` types.
+//! the actor ([`Audit`]) and the tenant (with the caller's standing where the role decides, as
+//! for [`members`]), and speak `hermes_wire` types.
 //!
 //! What only one front end does (a console's sign-in, the CLI's migrations) stays with it.
 
