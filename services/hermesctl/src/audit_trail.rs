@@ -74,6 +74,8 @@ const COMMANDS: &[(&str, Effect)] = &[
     ("operator sso", RecordsItself),
     ("person link", Writes),
     ("member add", RecordsItself),
+    ("member role", RecordsItself),
+    ("member remove", RecordsItself),
     ("member list", Reads),
     ("audit", Reads),
 ];
