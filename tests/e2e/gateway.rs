@@ -77,8 +77,12 @@ async fn a_chat_message_is_taken_in_once_and_its_answer_is_queued_for_delivery_o
 
     // An answer addressed to a bot that is not the tenant's is never queued.
     env.llm.push(ScriptedReply::text("Nobody gets this."));
-    let stranger =
-        hermes_core::outbox::Destination::chat(hermes_core::Platform::Telegram, uuid::Uuid::now_v7(), "42", None);
+    let stranger = hermes_core::outbox::Destination::chat(
+        hermes_core::Platform::Telegram,
+        hermes_core::ChannelId::new(),
+        "42",
+        None,
+    );
     let update = json!({"update_id": 1003, "message": {"text": "again"}});
     let mut foreign = turn();
     foreign.reply_to = Some(stranger);

@@ -173,7 +173,7 @@ async fn check_wecom_bot(req: &BindRequest, mode: ChannelMode) -> Result<Prepare
 pub async fn activate(
     http: &reqwest::Client,
     prepared: &Prepared,
-    channel_id: uuid::Uuid,
+    channel_id: hermes_core::ChannelId,
     webhook_secret: &str,
     public_url: Option<&str>,
 ) -> Result<String, BindError> {

@@ -14,7 +14,12 @@ pub struct OutboxEntry {
 
 /// The outbox entry that tells `user_id`, in `chat_id` of the bot `channel_id` on `platform`,
 /// that an admin approved them.
-pub fn announcement(platform: Platform, channel_id: uuid::Uuid, user_id: &str, chat_id: &str) -> OutboxEntry {
+pub fn announcement(
+    platform: Platform,
+    channel_id: hermes_core::ChannelId,
+    user_id: &str,
+    chat_id: &str,
+) -> OutboxEntry {
     OutboxEntry {
         destination: Destination::chat(platform, channel_id, chat_id, None),
         dedupe_key: format!("pairing:{channel_id}:{user_id}:{}", uuid::Uuid::now_v7()),
@@ -28,7 +33,7 @@ mod tests {
 
     #[test]
     fn the_announcement_goes_to_the_approved_persons_chat_once_per_approval() {
-        let channel = uuid::Uuid::now_v7();
+        let channel = hermes_core::ChannelId::new();
         let first = announcement(Platform::Telegram, channel, "42", "4242");
         assert_eq!(first.destination, Destination::chat(Platform::Telegram, channel, "4242", None));
         assert!(matches!(first.payload, OutboxPayload::Text { .. }));

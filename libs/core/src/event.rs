@@ -159,7 +159,7 @@ impl InteractionAnswer {
 /// A question a parked turn waits on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingInteraction {
-    pub id: uuid::Uuid,
+    pub id: crate::InteractionId,
     pub kind: crate::InteractionKind,
     /// Approval: `command`, `pattern_keys`, `description`, `choices`. Clarify: `question`,
     /// `choices`.

@@ -180,6 +180,26 @@ open_id!(
     ConsoleSessionId,
     "console session"
 );
+open_id!(
+    /// A chat channel: one bot account on one platform, bound to an agent.
+    ChannelId,
+    "channel"
+);
+open_id!(
+    /// A question a parked turn put to the user (an approval or a clarification).
+    InteractionId,
+    "interaction"
+);
+open_id!(
+    /// Money set aside against a spending cap before a paid call, settled or released after.
+    SpendReservationId,
+    "spend reservation"
+);
+open_id!(
+    /// One delivery of an event to an event endpoint.
+    EventDeliveryId,
+    "event delivery"
+);
 
 #[cfg(test)]
 mod tests {

@@ -23,8 +23,9 @@ pub use event::{
     TurnOutcome, Usage, event_text,
 };
 pub use ids::{
-    AdminTokenId, AgentId, ApiKeyId, ConsoleSessionId, CredentialId, CronRunId, EventHookId, IdParseError,
-    InvitationId, JobId, PersonId, SessionId, SkillId, TenantId, TurnId, WebhookId,
+    AdminTokenId, AgentId, ApiKeyId, ChannelId, ConsoleSessionId, CredentialId, CronRunId, EventDeliveryId,
+    EventHookId, IdParseError, InteractionId, InvitationId, JobId, PersonId, SessionId, SkillId, SpendReservationId,
+    TenantId, TurnId, WebhookId,
 };
 pub use kinds::{
     ApiMode, ApprovalChoice, ApprovalMode, BudgetPeriod, BusyMode, CallPurpose, ChannelMode, ChannelStatus,

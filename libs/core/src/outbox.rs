@@ -12,7 +12,7 @@ use crate::{PendingInteraction, Platform, TurnOutcome};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Destination {
     pub platform: Platform,
-    pub channel_id: uuid::Uuid,
+    pub channel_id: crate::ChannelId,
     /// The platform's chat (Telegram chat id, Slack channel, WeCom user or chat id).
     #[serde(default, deserialize_with = "null_as_empty")]
     pub chat_id: String,
@@ -44,7 +44,7 @@ impl Destination {
     /// A chat of a channel, answering nothing in particular.
     pub fn chat(
         platform: Platform,
-        channel_id: uuid::Uuid,
+        channel_id: crate::ChannelId,
         chat_id: impl Into<String>,
         thread: Option<String>,
     ) -> Self {
@@ -189,7 +189,7 @@ mod tests {
 
     #[test]
     fn a_chat_destination_reads_back_as_written() {
-        let id = uuid::Uuid::now_v7();
+        let id = crate::ChannelId::new();
         let mut dest = Destination::chat(Platform::Slack, id, "C1", Some("171.5".into()));
         dest.also.push(Destination::chat(Platform::Telegram, id, "42", None));
         let back: Destination = serde_json::from_value(serde_json::to_value(&dest).unwrap()).unwrap();

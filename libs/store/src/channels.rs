@@ -6,7 +6,7 @@ use serde_json::Value;
 use sqlx::PgConnection;
 
 use hermes_core::{
-    AgentId, BusyMode, ChannelMode, ChannelStatus, DmPolicy, GroupPolicy, GroupSessions, Platform, TenantId,
+    AgentId, BusyMode, ChannelId, ChannelMode, ChannelStatus, DmPolicy, GroupPolicy, GroupSessions, Platform, TenantId,
 };
 
 use crate::admin::audited::tenant_writes;
@@ -50,7 +50,8 @@ pub struct ChannelAccess {
 /// A stored channel.
 #[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
 pub struct Channel {
-    pub id: uuid::Uuid,
+    #[sqlx(try_from = "crate::rows::Id")]
+    pub id: ChannelId,
     #[serde(skip)]
     #[sqlx(try_from = "crate::rows::Id")]
     pub tenant_id: TenantId,
@@ -108,7 +109,7 @@ pub fn pick_channel(channels: &[Channel], platform: Platform, agent: AgentId, ne
     })
 }
 
-fn context(id: uuid::Uuid) -> String {
+fn context(id: ChannelId) -> String {
     format!("channel:{id}")
 }
 
@@ -150,15 +151,15 @@ impl Chat<'_> {
         self.rows_of(tenant, "SELECT * FROM channels WHERE tenant_id = $1 ORDER BY created_at").await
     }
 
-    pub async fn channel(self, tenant: TenantId, id: uuid::Uuid) -> Result<Channel> {
-        self.row_of(tenant, "SELECT * FROM channels WHERE tenant_id = $1 AND id = $2", id).await
+    pub async fn channel(self, tenant: TenantId, id: ChannelId) -> Result<Channel> {
+        self.row_of(tenant, "SELECT * FROM channels WHERE tenant_id = $1 AND id = $2", id.as_uuid()).await
     }
 
     /// Marks why a channel stopped delivering (`blocked`), or `active` again.
     pub async fn set_channel_status(
         self,
         tenant: TenantId,
-        id: uuid::Uuid,
+        id: ChannelId,
         status: ChannelStatus,
         reason: Option<&str>,
     ) -> Result<()> {
@@ -166,7 +167,7 @@ impl Chat<'_> {
             "UPDATE channels SET status = $3, status_reason = $4, updated_at = now() WHERE tenant_id = $1 AND id = $2",
         )
         .bind(tenant.as_uuid())
-        .bind(id)
+        .bind(id.as_uuid())
         .bind(status.as_str())
         .bind(reason.map(crate::messages::without_nul))
         .execute(&mut *self.as_tenant(tenant).await?)
@@ -175,10 +176,10 @@ impl Chat<'_> {
     }
 
     /// Moves a long-poll position forward (never back: a slower pod cannot rewind it).
-    pub async fn advance_poll_offset(self, tenant: TenantId, id: uuid::Uuid, offset: i64) -> Result<()> {
+    pub async fn advance_poll_offset(self, tenant: TenantId, id: ChannelId, offset: i64) -> Result<()> {
         sqlx::query("UPDATE channels SET poll_offset = GREATEST(poll_offset, $3) WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_uuid())
-            .bind(id)
+            .bind(id.as_uuid())
             .bind(offset)
             .execute(&mut *self.as_tenant(tenant).await?)
             .await?;
@@ -192,14 +193,14 @@ tenant_writes! {
     pub async fn create_channel(new: NewChannel, secrets: Option<&SecretBox>) -> Result<Channel> = create_channel_on;
 
     /// Unbinds a bot; `false` when there was no such channel.
-    pub async fn delete_channel(id: uuid::Uuid) -> Result<bool> = delete_channel_on;
+    pub async fn delete_channel(id: ChannelId) -> Result<bool> = delete_channel_on;
 
     /// Changes who may talk to the bot; `None` leaves a setting as it is.
-    pub async fn update_channel_access(id: uuid::Uuid, access: &ChannelAccess) -> Result<Channel>
+    pub async fn update_channel_access(id: ChannelId, access: &ChannelAccess) -> Result<Channel>
         = update_channel_access_on;
 
     /// Records what the platform says the bot is called.
-    pub async fn set_bot_username(id: uuid::Uuid, name: &str) -> Result<()> = set_bot_username_on;
+    pub async fn set_bot_username(id: ChannelId, name: &str) -> Result<()> = set_bot_username_on;
 }
 
 /// [`Chat::create_channel`](crate::views::Chat::create_channel) on a connection already set to `tenant`.
@@ -211,7 +212,7 @@ async fn create_channel_on(
 ) -> Result<Channel> {
     use sha2::Digest;
     let secrets = SecretBox::required(secrets, "storing bot credentials")?;
-    let id = uuid::Uuid::now_v7();
+    let id = ChannelId::new();
     let sealed = secrets.seal(&context(id), new.credentials.to_string().as_bytes())?;
     let digest = sha2::Sha256::digest(format!("{}:{}", new.platform, new.bot_identity).as_bytes());
     let fingerprint: String = digest.iter().map(|b| format!("{b:02x}")).collect();
@@ -220,7 +221,7 @@ async fn create_channel_on(
                                webhook_secret, dm_policy, group_policy, allow_users, allow_chats, admins)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING *",
     )
-    .bind(id)
+    .bind(id.as_uuid())
     .bind(tenant.as_uuid())
     .bind(new.agent_id.as_uuid())
     .bind(new.platform.as_str())
@@ -247,15 +248,16 @@ async fn create_channel_on(
 }
 
 /// [`Chat::delete_channel`](crate::views::Chat::delete_channel) on a connection already set to `tenant`.
-async fn delete_channel_on(conn: &mut PgConnection, tenant: TenantId, id: uuid::Uuid) -> Result<bool> {
-    crate::rows::delete_row_on(conn, tenant, "DELETE FROM channels WHERE tenant_id = $1 AND id = $2", id).await
+async fn delete_channel_on(conn: &mut PgConnection, tenant: TenantId, id: ChannelId) -> Result<bool> {
+    crate::rows::delete_row_on(conn, tenant, "DELETE FROM channels WHERE tenant_id = $1 AND id = $2", id.as_uuid())
+        .await
 }
 
 /// [`Chat::update_channel_access`](crate::views::Chat::update_channel_access) on a connection already set to `tenant`.
 async fn update_channel_access_on(
     conn: &mut PgConnection,
     tenant: TenantId,
-    id: uuid::Uuid,
+    id: ChannelId,
     access: &ChannelAccess,
 ) -> Result<Channel> {
     let row = sqlx::query(
@@ -269,7 +271,7 @@ async fn update_channel_access_on(
          WHERE tenant_id = $1 AND id = $2 RETURNING *",
     )
     .bind(tenant.as_uuid())
-    .bind(id)
+    .bind(id.as_uuid())
     .bind(access.dm_policy.map(DmPolicy::as_str))
     .bind(access.group_policy.map(GroupPolicy::as_str))
     .bind(&access.allow_users)
@@ -289,10 +291,10 @@ async fn update_channel_access_on(
 }
 
 /// [`Chat::set_bot_username`](crate::views::Chat::set_bot_username) on a connection already set to `tenant`.
-async fn set_bot_username_on(conn: &mut PgConnection, tenant: TenantId, id: uuid::Uuid, name: &str) -> Result<()> {
+async fn set_bot_username_on(conn: &mut PgConnection, tenant: TenantId, id: ChannelId, name: &str) -> Result<()> {
     sqlx::query("UPDATE channels SET bot_username = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2")
         .bind(tenant.as_uuid())
-        .bind(id)
+        .bind(id.as_uuid())
         .bind(crate::messages::without_nul(name))
         .execute(conn)
         .await?;

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::PgConnection;
 
-use hermes_core::{EventHookId, TenantId};
+use hermes_core::{EventDeliveryId, EventHookId, TenantId};
 
 use crate::admin::audited::tenant_writes;
 
@@ -34,7 +34,8 @@ pub struct EventHookChanges {
 /// An event claimed for delivery.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct DueEvent {
-    pub id: uuid::Uuid,
+    #[sqlx(try_from = "crate::rows::Id")]
+    pub id: EventDeliveryId,
     #[sqlx(try_from = "crate::rows::Id")]
     pub tenant_id: TenantId,
     #[sqlx(try_from = "crate::rows::Id")]
@@ -164,24 +165,24 @@ impl Automation<'_> {
 tenant_writes! {
     in Automation;
     /// Queues a `ping` for one endpoint (to check the receiver).
-    pub async fn ping_event_hook(id: EventHookId) -> Result<uuid::Uuid> = ping_event_hook_on;
+    pub async fn ping_event_hook(id: EventHookId) -> Result<EventDeliveryId> = ping_event_hook_on;
 
     /// Sends a delivered or failed event once more, from the first attempt: under the same id,
     /// so a receiver that drops repeats by `webhook-id` sees it is the same event. `Busy` while
     /// it is still on its way.
-    pub async fn resend_event(hook: EventHookId, delivery: uuid::Uuid) -> Result<()> = resend_event_on;
+    pub async fn resend_event(hook: EventHookId, delivery: EventDeliveryId) -> Result<()> = resend_event_on;
 }
 
 /// [`Automation::ping_event_hook`](crate::views::Automation::ping_event_hook) on a connection already set to `tenant`.
-async fn ping_event_hook_on(conn: &mut PgConnection, tenant: TenantId, id: EventHookId) -> Result<uuid::Uuid> {
-    let event = uuid::Uuid::now_v7();
+async fn ping_event_hook_on(conn: &mut PgConnection, tenant: TenantId, id: EventHookId) -> Result<EventDeliveryId> {
+    let event = EventDeliveryId::new();
     let done = sqlx::query(
         "INSERT INTO event_deliveries (id, tenant_id, hook_id, event, data)
          SELECT $3, tenant_id, id, 'ping', '{}'::jsonb FROM event_hooks WHERE tenant_id = $1 AND id = $2",
     )
     .bind(tenant.as_uuid())
     .bind(id.as_uuid())
-    .bind(event)
+    .bind(event.as_uuid())
     .execute(conn)
     .await?;
     crate::require_changed(&done)?;
@@ -193,7 +194,7 @@ async fn resend_event_on(
     conn: &mut PgConnection,
     tenant: TenantId,
     hook: EventHookId,
-    delivery: uuid::Uuid,
+    delivery: EventDeliveryId,
 ) -> Result<()> {
     let status: Option<String> = sqlx::query_scalar(
         "WITH target AS (
@@ -207,7 +208,7 @@ async fn resend_event_on(
     )
     .bind(tenant.as_uuid())
     .bind(hook.as_uuid())
-    .bind(delivery)
+    .bind(delivery.as_uuid())
     .fetch_optional(&mut *conn)
     .await?;
     match status.as_deref() {

@@ -11,8 +11,8 @@ use sqlx::types::Json;
 
 use hermes_core::outbox::Destination;
 use hermes_core::{
-    AgentId, ApprovalChoice, ApprovalMode, InteractionAnswer, InteractionKind, InteractionStatus, PendingInteraction,
-    SessionId, TenantId, TurnId,
+    AgentId, ApprovalChoice, ApprovalMode, InteractionAnswer, InteractionId, InteractionKind, InteractionStatus,
+    PendingInteraction, SessionId, TenantId, TurnId,
 };
 
 use crate::admin::audited::tenant_writes;
@@ -104,7 +104,7 @@ impl Turns<'_> {
         fence: i64,
         park: &Park<'_>,
     ) -> Result<PendingInteraction> {
-        let id = uuid::Uuid::now_v7();
+        let id = InteractionId::new();
         // The question's outbox row commits with the park, or neither does.
         let mut tx = self.tenant_tx(tenant).await?;
         let parked = sqlx::query_as::<_, Parked>(
@@ -125,7 +125,7 @@ impl Turns<'_> {
         .bind(turn.as_uuid())
         .bind(owner)
         .bind(fence)
-        .bind(id)
+        .bind(id.as_uuid())
         .bind(park.agent.as_uuid())
         .bind(park.call_id)
         .bind(park.kind.as_str())
@@ -145,13 +145,17 @@ impl Turns<'_> {
 
     /// The tenant's interaction `id` while it waits for an answer, with the agent it belongs
     /// to; `NotFound` otherwise.
-    pub async fn pending_interaction(self, tenant: TenantId, id: uuid::Uuid) -> Result<(PendingInteraction, AgentId)> {
+    pub async fn pending_interaction(
+        self,
+        tenant: TenantId,
+        id: InteractionId,
+    ) -> Result<(PendingInteraction, AgentId)> {
         let (kind, prompt, expires_at, agent): (String, Value, DateTime<Utc>, uuid::Uuid) = sqlx::query_as(
             "SELECT kind, prompt, expires_at, agent_id FROM interactions
              WHERE tenant_id = $1 AND id = $2 AND status = 'pending'",
         )
         .bind(tenant.as_uuid())
-        .bind(id)
+        .bind(id.as_uuid())
         .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?
         .ok_or(StoreError::NotFound)?;
@@ -191,8 +195,10 @@ impl Turns<'_> {
         .bind(session)
         .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await?;
-        row.map(|(id, kind, prompt, expires_at)| Ok(PendingInteraction { id, kind: vocab(&kind)?, prompt, expires_at }))
-            .transpose()
+        row.map(|(id, kind, prompt, expires_at)| {
+            Ok(PendingInteraction { id: InteractionId::from_uuid(id), kind: vocab(&kind)?, prompt, expires_at })
+        })
+        .transpose()
     }
 
     /// The latest answer (or expiry) of the turn's interactions: the call it belongs to runs
@@ -274,7 +280,7 @@ tenant_writes! {
     /// `hub`, the pod that will wait for them). An approval answered `session` or `always`
     /// remembers its command patterns for the session or the agent. `Conflict` when it was
     /// answered, expired or its turn stopped meanwhile.
-    pub async fn answer_interaction(id: uuid::Uuid, answer: &InteractionAnswer, hub: Option<&str>) -> Result<Answered>
+    pub async fn answer_interaction(id: InteractionId, answer: &InteractionAnswer, hub: Option<&str>) -> Result<Answered>
         = answer_interaction_on in transaction;
 
     /// Lets the agent's sandbox reach the public internet, or not.
@@ -288,7 +294,7 @@ tenant_writes! {
 async fn answer_interaction_on(
     conn: &mut PgConnection,
     tenant: TenantId,
-    id: uuid::Uuid,
+    id: InteractionId,
     answer: &InteractionAnswer,
     hub: Option<&str>,
 ) -> Result<Answered> {
@@ -298,7 +304,7 @@ async fn answer_interaction_on(
          WHERE i.tenant_id = $1 AND i.id = $2 FOR UPDATE OF i, t",
     )
     .bind(tenant.as_uuid())
-    .bind(id)
+    .bind(id.as_uuid())
     .fetch_optional(&mut *conn)
     .await?
     .ok_or(StoreError::NotFound)?;
@@ -311,7 +317,7 @@ async fn answer_interaction_on(
     let (turn, session, agent) = (row.turn_id, row.session_id, row.agent_id);
     sqlx::query("UPDATE interactions SET status = 'answered', answer = $3, answered_at = now() WHERE tenant_id = $1 AND id = $2")
         .bind(tenant.as_uuid())
-        .bind(id)
+        .bind(id.as_uuid())
         .bind(crate::messages::storable_json(answer)?)
         .execute(&mut *conn)
         .await?;

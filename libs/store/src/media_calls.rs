@@ -4,9 +4,7 @@
 //! call reserves its estimate first ([`crate::SpendRequest::media`]), like a model call, and
 //! [`Tenancy::settle_media_call`](crate::views::Tenancy::settle_media_call) swaps the reservation for the recorded call.
 
-use uuid::Uuid;
-
-use hermes_core::{CallPurpose, SessionId, TenantId, TurnId};
+use hermes_core::{CallPurpose, SessionId, SpendReservationId, TenantId, TurnId};
 
 use crate::{Result, views::Tenancy};
 
@@ -63,7 +61,7 @@ impl Tenancy<'_> {
         tenant: TenantId,
         session: SessionId,
         turn: TurnId,
-        reservation: Option<Uuid>,
+        reservation: Option<SpendReservationId>,
         call: &MediaCall,
     ) -> Result<()> {
         sqlx::query(
@@ -83,17 +81,17 @@ impl Tenancy<'_> {
         .bind(i32::try_from(call.units.images).unwrap_or(i32::MAX))
         .bind(int(call.units.speech_chars))
         .bind(int(call.units.audio_ms))
-        .bind(reservation)
+        .bind(reservation.map(|id| id.as_uuid()))
         .execute(&mut *self.as_tenant(tenant).await?)
         .await?;
         Ok(())
     }
 
     /// Drops a reservation whose call was never made (the service failed before billing).
-    pub async fn release_spend(self, tenant: TenantId, reservation: Uuid) -> Result<()> {
+    pub async fn release_spend(self, tenant: TenantId, reservation: SpendReservationId) -> Result<()> {
         sqlx::query("DELETE FROM spend_reservations WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_uuid())
-            .bind(reservation)
+            .bind(reservation.as_uuid())
             .execute(&mut *self.as_tenant(tenant).await?)
             .await?;
         Ok(())

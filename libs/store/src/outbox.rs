@@ -35,7 +35,7 @@ pub(crate) async fn enqueue_outbox_in(
     )
     .bind(uuid::Uuid::now_v7())
     .bind(tenant.as_uuid())
-    .bind(destination.channel_id)
+    .bind(destination.channel_id.as_uuid())
     .bind(sqlx::types::Json(destination))
     .bind(crate::messages::without_nul(dedupe_key))
     .bind(crate::messages::storable_json(payload)?)

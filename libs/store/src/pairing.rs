@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
-use hermes_core::TenantId;
+use hermes_core::{ChannelId, TenantId};
 
 use crate::admin::audited::tenant_writes;
 use crate::{Result, StoreError, views::Chat};
@@ -72,7 +72,7 @@ impl Chat<'_> {
     pub async fn start_pairing(
         self,
         tenant: TenantId,
-        channel: uuid::Uuid,
+        channel: ChannelId,
         user_id: &str,
         user_name: Option<&str>,
         chat_id: &str,
@@ -83,7 +83,7 @@ impl Chat<'_> {
             "UPDATE pairing_requests SET status = 'expired'
              WHERE channel_id = $1 AND status = 'pending' AND expires_at <= now()",
         )
-        .bind(channel)
+        .bind(channel.as_uuid())
         .execute(&mut *tx)
         .await?;
         let recent = sqlx::query_as::<_, Waiting>(
@@ -92,7 +92,7 @@ impl Chat<'_> {
                AND created_at > now() - make_interval(mins => $3)
              ORDER BY created_at DESC LIMIT 1",
         )
-        .bind(channel)
+        .bind(channel.as_uuid())
         .bind(user_id)
         .bind(REQUEST_EVERY_MINUTES)
         .fetch_optional(&mut *tx)
@@ -103,7 +103,7 @@ impl Chat<'_> {
         }
         let pending: i64 =
             sqlx::query_scalar("SELECT count(*) FROM pairing_requests WHERE channel_id = $1 AND status = 'pending'")
-                .bind(channel)
+                .bind(channel.as_uuid())
                 .fetch_one(&mut *tx)
                 .await?;
         if pending >= MAX_PENDING {
@@ -112,7 +112,7 @@ impl Chat<'_> {
         }
         // The person's older codes give way to the new one.
         sqlx::query("UPDATE pairing_requests SET status = 'expired' WHERE channel_id = $1 AND user_id = $2 AND status = 'pending'")
-            .bind(channel)
+            .bind(channel.as_uuid())
             .bind(user_id)
             .execute(&mut *tx)
             .await?;
@@ -122,7 +122,7 @@ impl Chat<'_> {
              VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(mins => $7)) RETURNING expires_at",
         )
         .bind(tenant.as_uuid())
-        .bind(channel)
+        .bind(channel.as_uuid())
         .bind(&code)
         .bind(crate::messages::without_nul(user_id))
         .bind(user_name.map(crate::messages::without_nul))
@@ -135,14 +135,14 @@ impl Chat<'_> {
     }
 
     /// The codes waiting for an admin.
-    pub async fn pending_pairings(self, tenant: TenantId, channel: uuid::Uuid) -> Result<Vec<PairingRequest>> {
+    pub async fn pending_pairings(self, tenant: TenantId, channel: ChannelId) -> Result<Vec<PairingRequest>> {
         let rows = sqlx::query(
             "SELECT code, user_id, user_name, created_at, expires_at FROM pairing_requests
              WHERE tenant_id = $1 AND channel_id = $2 AND status = 'pending' AND expires_at > now()
              ORDER BY created_at",
         )
         .bind(tenant.as_uuid())
-        .bind(channel)
+        .bind(channel.as_uuid())
         .fetch_all(&mut *self.as_tenant(tenant).await?)
         .await?;
         rows.iter().map(crate::rows::read::<PairingRequest>).collect()
@@ -152,18 +152,18 @@ impl Chat<'_> {
 tenant_writes! {
     in Chat;
     /// Approves a waiting code: its person joins the channel's allowlist.
-    pub async fn approve_pairing(channel: uuid::Uuid, code: &str) -> Result<PairingApproval>
+    pub async fn approve_pairing(channel: ChannelId, code: &str) -> Result<PairingApproval>
         = approve_pairing_on in transaction;
 }
 
 /// Locks the tenant's `channel` until the transaction ends: one pairing step at a time per
 /// channel keeps the counts right. Until when wrong codes locked approvals out, if they did;
 /// `NotFound` when the channel is not the tenant's.
-async fn lock_channel(conn: &mut PgConnection, tenant: TenantId, channel: uuid::Uuid) -> Result<Option<DateTime<Utc>>> {
+async fn lock_channel(conn: &mut PgConnection, tenant: TenantId, channel: ChannelId) -> Result<Option<DateTime<Utc>>> {
     let locked =
         sqlx::query_scalar("SELECT pairing_locked_until FROM channels WHERE tenant_id = $1 AND id = $2 FOR UPDATE")
             .bind(tenant.as_uuid())
-            .bind(channel)
+            .bind(channel.as_uuid())
             .fetch_optional(conn)
             .await?
             .ok_or(StoreError::NotFound)?;
@@ -174,7 +174,7 @@ async fn lock_channel(conn: &mut PgConnection, tenant: TenantId, channel: uuid::
 async fn approve_pairing_on(
     conn: &mut PgConnection,
     tenant: TenantId,
-    channel: uuid::Uuid,
+    channel: ChannelId,
     code: &str,
 ) -> Result<PairingApproval> {
     let locked = lock_channel(&mut *conn, tenant, channel).await?;
@@ -186,7 +186,7 @@ async fn approve_pairing_on(
          WHERE channel_id = $1 AND code = $2 AND status = 'pending' AND expires_at > now()
          RETURNING user_id, chat_id",
     )
-    .bind(channel)
+    .bind(channel.as_uuid())
     .bind(normalise(code))
     .fetch_optional(&mut *conn)
     .await?;
@@ -198,7 +198,7 @@ async fn approve_pairing_on(
              WHERE tenant_id = $1 AND id = $2 RETURNING pairing_locked_until",
         )
         .bind(tenant.as_uuid())
-        .bind(channel)
+        .bind(channel.as_uuid())
         .bind(MAX_FAILURES)
         .bind(LOCKOUT_MINUTES)
         .fetch_one(&mut *conn)
@@ -213,7 +213,7 @@ async fn approve_pairing_on(
          WHERE tenant_id = $1 AND id = $2 AND NOT ($3 = ANY(allow_users))",
     )
     .bind(tenant.as_uuid())
-    .bind(channel)
+    .bind(channel.as_uuid())
     .bind(&user_id)
     .execute(&mut *conn)
     .await?;

@@ -14,7 +14,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use hermes_core::{AgentId, BudgetPeriod, SessionId, TenantId, TurnId};
+use hermes_core::{AgentId, BudgetPeriod, SessionId, SpendReservationId, TenantId, TurnId};
 
 use crate::budgets::{Budget, BudgetState, CapRow, period_starts};
 use crate::media_calls::MediaUnits;
@@ -45,7 +45,7 @@ pub enum SpendDecision {
     Uncapped,
     /// Caps apply and the call fits: settle `reservation` once its usage is known. `states`
     /// say where each cap stands (spent and reserved by other calls).
-    Reserved { reservation: Uuid, estimate_usd: f64, states: Vec<BudgetState> },
+    Reserved { reservation: SpendReservationId, estimate_usd: f64, states: Vec<BudgetState> },
     /// This hard cap is reached (`state`: spent, and reserved by calls in flight).
     Refused { state: BudgetState, estimate_usd: f64 },
     /// A hard cap applies and this model has no price.
@@ -110,7 +110,7 @@ impl Tenancy<'_> {
     pub async fn settle_spend(
         self,
         tenant: TenantId,
-        reservation: Uuid,
+        reservation: SpendReservationId,
         session: SessionId,
         turn: TurnId,
         calls: &[ModelCall],
@@ -120,7 +120,11 @@ impl Tenancy<'_> {
             insert_model_calls!("$4", "$5", "$6", "$7", "$8", "$9", "$10", "$11", "$12")
         );
         let query = sqlx::query(sql).bind(tenant.as_uuid()).bind(session.as_uuid()).bind(turn.as_uuid());
-        CallColumns::of(calls).bind_to(query).bind(reservation).execute(&mut *self.as_tenant(tenant).await?).await?;
+        CallColumns::of(calls)
+            .bind_to(query)
+            .bind(reservation.as_uuid())
+            .execute(&mut *self.as_tenant(tenant).await?)
+            .await?;
         Ok(())
     }
 }
@@ -168,13 +172,13 @@ async fn decide(
     if let Some(state) = states.iter().find(reached) {
         return Ok(SpendDecision::Refused { state: state.clone(), estimate_usd });
     }
-    let reservation = Uuid::now_v7();
+    let reservation = SpendReservationId::new();
     let lease = chrono::Duration::from_std(request.lease).unwrap_or(chrono::Duration::hours(1));
     sqlx::query(
         "INSERT INTO spend_reservations (id, tenant_id, agent_id, amount_usd, expires_at)
          VALUES ($1, $2, $3, $4::float8::numeric, $5)",
     )
-    .bind(reservation)
+    .bind(reservation.as_uuid())
     .bind(tenant.as_uuid())
     .bind(request.agent.as_uuid())
     .bind(estimate_usd)

@@ -10,8 +10,9 @@
 use uuid::Uuid;
 
 use hermes_core::{
-    AdminTokenId, AgentId, ApiKeyId, ConsoleSessionId, CredentialId, CronRunId, EventHookId, InvitationId, JobId,
-    PersonId, SessionId, SkillId, TenantId, TurnId, WebhookId,
+    AdminTokenId, AgentId, ApiKeyId, ChannelId, ConsoleSessionId, CredentialId, CronRunId, EventDeliveryId,
+    EventHookId, InteractionId, InvitationId, JobId, PersonId, SessionId, SkillId, SpendReservationId, TenantId,
+    TurnId, WebhookId,
 };
 
 /// A non-null uuid column, on its way to a typed id.
@@ -54,7 +55,11 @@ open_ids!(
     CredentialId,
     SkillId,
     CronRunId,
-    ConsoleSessionId
+    ConsoleSessionId,
+    ChannelId,
+    InteractionId,
+    SpendReservationId,
+    EventDeliveryId
 );
 
 impl From<Id> for TenantId {

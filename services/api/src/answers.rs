@@ -63,7 +63,7 @@ pub(crate) fn answer_for(kind: InteractionKind, request: &AnswerRequest) -> Resu
 pub(crate) async fn store_answer(
     state: &AppState,
     auth: &KeyAuth,
-    id: uuid::Uuid,
+    id: hermes_core::InteractionId,
     request: &AnswerRequest,
 ) -> Result<Answered, Failure<resource::Interaction>> {
     let (pending, agent) = state.store.turns().pending_interaction(auth.tenant_id, id).await?;

@@ -38,7 +38,7 @@ impl CallerObject for Channel {
 
     async fn find(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Self> {
         tenant_wide(auth, resource::Channel::MANAGING)?;
-        let id = uuid::Uuid::parse_str(id).map_err(|_| not_found())?;
+        let id: hermes_core::ChannelId = id.parse().map_err(|_| not_found())?;
         Ok(state.store.chat().channel(auth.tenant_id, id).await?)
     }
 }

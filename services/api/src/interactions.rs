@@ -27,7 +27,7 @@ pub(crate) async fn answer_interaction(
     body: Body<AnswerRequest>,
 ) -> Result<Response, Failure<resource::Interaction>> {
     // An id that names nothing is a 404 whatever the body.
-    let id = uuid::Uuid::parse_str(&id).map_err(|_| resource::Interaction::not_found())?;
+    let id: hermes_core::InteractionId = id.parse().map_err(|_| resource::Interaction::not_found())?;
     let ApiJson(request) = body?;
     let answered = store_answer(&state, &auth, id, &request).await?;
     let submitted =

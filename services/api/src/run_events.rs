@@ -137,9 +137,9 @@ async fn pump(mut waiter: Waiter, store: Store, turn: TurnId, tx: mpsc::Sender<R
                 let _ = tx.send(Ok(Event::default().comment("stream closed"))).await;
                 return;
             }
-            Next::Waiting(interaction) if waiting_on == Some(interaction.id) => continue,
+            Next::Waiting(interaction) if waiting_on == Some(interaction.id.as_uuid()) => continue,
             Next::Waiting(interaction) => {
-                waiting_on = Some(interaction.id);
+                waiting_on = Some(interaction.id.as_uuid());
                 line(&run, waiting_event(&interaction))
             }
             Next::Event(event) => match run_event(event) {

@@ -60,7 +60,7 @@ pub(crate) mod tests {
 
     pub(crate) fn channel(dm: &str, group: &str, users: &[&str], chats: &[&str]) -> Channel {
         Channel {
-            id: uuid::Uuid::nil(),
+            id: uuid::Uuid::nil().into(),
             #[expect(clippy::disallowed_methods, reason = "test fixture")]
             tenant_id: hermes_core::TenantId::from_authenticated(uuid::Uuid::nil()),
             agent_id: hermes_core::AgentId::new(),

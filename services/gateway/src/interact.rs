@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use hermes_core::{ApprovalChoice, InteractionAnswer, InteractionKind, PendingInteraction, Platform};
+use hermes_core::{ApprovalChoice, InteractionAnswer, InteractionId, InteractionKind, PendingInteraction, Platform};
 use hermes_queue::SessionWork;
 use hermes_store::{Accepted, Channel, StoreError};
 
@@ -30,7 +30,7 @@ fn label(choice: ApprovalChoice) -> &'static str {
 
 /// What the person reads, and the buttons to answer with.
 pub fn question(interaction: &PendingInteraction) -> (String, Buttons) {
-    let id = interaction.id.simple();
+    let id = interaction.id.as_uuid().simple();
     let prompt = &interaction.prompt;
     if interaction.kind == InteractionKind::Approval {
         let text = format!(
@@ -101,7 +101,7 @@ impl Gateway {
     async fn answer(
         &self,
         channel: &Channel,
-        id: uuid::Uuid,
+        id: InteractionId,
         answer: &InteractionAnswer,
     ) -> Result<String, IngestError> {
         match self.store.turns().answer_interaction(channel.tenant_id, id, answer, None).await {
@@ -184,7 +184,7 @@ impl Gateway {
         }
         let mut parts = press.data.splitn(3, ':');
         let (kind, id, value) = (parts.next(), parts.next(), parts.next());
-        let id = id.and_then(|hex| uuid::Uuid::try_parse(hex).ok());
+        let id = id.and_then(|hex| uuid::Uuid::try_parse(hex).ok().map(InteractionId::from_uuid));
         let choice = value.and_then(|v| v.parse::<ApprovalChoice>().ok());
         let refusal = choice.and_then(|c| refused_choice(channel, &msg, c));
         let shown = match (kind, id, value, choice, refusal) {
@@ -235,7 +235,7 @@ impl Gateway {
     }
 
     /// The text of choice `n` of a pending question.
-    async fn choice_text(&self, channel: &Channel, id: uuid::Uuid, n: &str) -> Option<String> {
+    async fn choice_text(&self, channel: &Channel, id: InteractionId, n: &str) -> Option<String> {
         let (pending, _) = self.store.turns().pending_interaction(channel.tenant_id, id).await.ok()?;
         let n: usize = n.parse().ok()?;
         pending.prompt["choices"].as_array()?.get(n)?.as_str().map(str::to_owned)

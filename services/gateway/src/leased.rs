@@ -25,7 +25,7 @@ where
     F: Future<Output = ()> + Send + 'static,
 {
     let every = Duration::from_secs(gw.config.gateway.rebalance_seconds.max(1));
-    let mut running: HashMap<uuid::Uuid, JoinHandle<()>> = HashMap::new();
+    let mut running: HashMap<hermes_core::ChannelId, JoinHandle<()>> = HashMap::new();
     loop {
         running.retain(|_, task| !task.is_finished());
         match gw.store.system().gateway_channels(platform, mode).await {
@@ -68,7 +68,7 @@ where
 /// Runs `job` while the lease holds, renewing it; gives the lease back when the job ends.
 async fn hold(
     gw: Arc<Gateway>,
-    channel: uuid::Uuid,
+    channel: hermes_core::ChannelId,
     lease: hermes_cache::Lease,
     stop: CancellationToken,
     job: impl Future<Output = ()>,

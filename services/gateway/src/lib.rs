@@ -74,9 +74,10 @@ pub struct Gateway {
     /// This pod's turn events, for answers shown as they are written (set by [`run`]).
     pub events: Option<hermes_queue::EventHub>,
     /// WeCom API clients by channel (each caches its access token).
-    pub wecom_clients: std::sync::Mutex<std::collections::HashMap<uuid::Uuid, hermes_chat::wecom::WecomApi>>,
+    pub wecom_clients:
+        std::sync::Mutex<std::collections::HashMap<hermes_core::ChannelId, hermes_chat::wecom::WecomApi>>,
     /// The WeCom AI-bot sockets this pod holds, by channel.
-    pub bot_links: std::sync::Mutex<std::collections::HashMap<uuid::Uuid, wecom::socket::BotLink>>,
+    pub bot_links: std::sync::Mutex<std::collections::HashMap<hermes_core::ChannelId, wecom::socket::BotLink>>,
     /// Where voice notes are transcribed (`None`: no service configured, or `stt.enabled` off).
     transcriber: Option<voice::Transcriber>,
 }

@@ -85,7 +85,7 @@ pub async fn run(gw: Arc<Gateway>, shutdown: CancellationToken) {
 
 /// Sends claimed replies (all of them, or only those of the socket channel `only` this pod
 /// holds) until `shutdown`.
-pub async fn deliver_claimed(gw: &Gateway, shutdown: &CancellationToken, only: Option<uuid::Uuid>) {
+pub async fn deliver_claimed(gw: &Gateway, shutdown: &CancellationToken, only: Option<hermes_core::ChannelId>) {
     let cfg = &gw.config.gateway;
     let idle = Duration::from_millis(cfg.outbox_poll_millis.max(20));
     let lease = Duration::from_secs(cfg.outbox_lease_seconds.max(5));
@@ -102,7 +102,7 @@ pub async fn deliver_claimed(gw: &Gateway, shutdown: &CancellationToken, only: O
         // platform endpoint does not hold up the others' replies.
         let mut by_channel: std::collections::BTreeMap<Option<uuid::Uuid>, Vec<OutboxItem>> = Default::default();
         for item in claimed {
-            by_channel.entry(item.channel_id).or_default().push(item);
+            by_channel.entry(item.channel_id.map(|id| id.as_uuid())).or_default().push(item);
         }
         futures_util::future::join_all(by_channel.into_values().map(|items| async move {
             for item in items {

@@ -49,7 +49,7 @@ mod tests {
     fn the_same_user_id_on_two_bots_is_two_people() {
         // Two WeCom companies bound to one agent: each has its own `zhangsan`.
         let (mut a, mut b) = (channel("open", "mention", &[], &["*"]), channel("open", "mention", &[], &["*"]));
-        (a.id, b.id) = (uuid::Uuid::now_v7(), uuid::Uuid::now_v7());
+        (a.id, b.id) = (hermes_core::ChannelId::new(), hermes_core::ChannelId::new());
         b.agent_id = a.agent_id;
         let dm = msg(ChatKind::Direct, "zhangsan", "zhangsan", true);
         let (ra, rb) = (super::route_for(&a, &dm), super::route_for(&b, &dm));

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use uuid::Uuid;
+use hermes_core::SpendReservationId;
 
 use hermes_store::{MediaCall, MediaUnits, SpendDecision, SpendRequest, Store};
 
@@ -21,7 +21,7 @@ const LEASE: Duration = Duration::from_secs(15 * 60);
 #[derive(Debug, Clone)]
 pub(crate) struct Billed {
     pub call: MediaCall,
-    pub reservation: Option<Uuid>,
+    pub reservation: Option<SpendReservationId>,
 }
 
 /// Reserves the transcription of `audio` for `channel`'s agent; `Err` says why it may not be
@@ -31,7 +31,7 @@ pub(crate) async fn reserve(
     channel: &hermes_store::Channel,
     transcriber: &Transcriber,
     audio: &[u8],
-) -> Result<Option<Uuid>, Unheard> {
+) -> Result<Option<SpendReservationId>, Unheard> {
     let models = [transcriber.endpoint.model.clone()];
     let ask = SpendRequest {
         agent: channel.agent_id,
@@ -63,7 +63,7 @@ pub(crate) async fn reserve(
 }
 
 /// Gives back a reservation whose call billed nothing (or could not be recorded anywhere).
-pub(crate) async fn release(store: &Store, tenant: hermes_core::TenantId, reservation: Option<Uuid>) {
+pub(crate) async fn release(store: &Store, tenant: hermes_core::TenantId, reservation: Option<SpendReservationId>) {
     let Some(reservation) = reservation else { return };
     if let Err(e) = store.tenancy().release_spend(tenant, reservation).await {
         tracing::warn!(error = %e, "a transcription's reservation could not be released; it lapses at its lease");

@@ -29,7 +29,7 @@ pub enum ChannelCmd {
     Update {
         #[arg(long)]
         tenant: String,
-        id: uuid::Uuid,
+        id: hermes_core::ChannelId,
         /// open, allowlist, pairing or disabled.
         #[arg(long)]
         dm_policy: Option<DmPolicy>,
@@ -64,7 +64,7 @@ pub enum ChannelCmd {
     Delete {
         #[arg(long)]
         tenant: String,
-        id: uuid::Uuid,
+        id: hermes_core::ChannelId,
     },
 }
 
@@ -74,13 +74,13 @@ pub enum PairCmd {
     List {
         #[arg(long)]
         tenant: String,
-        channel: uuid::Uuid,
+        channel: hermes_core::ChannelId,
     },
     /// Let the person with this code talk to the bot.
     Approve {
         #[arg(long)]
         tenant: String,
-        channel: uuid::Uuid,
+        channel: hermes_core::ChannelId,
         code: String,
     },
 }
@@ -216,7 +216,7 @@ async fn list(json_mode: bool, store: &Store, name: &str) -> anyhow::Result<()> 
 }
 
 /// The tenant's channel `id`.
-async fn owned(store: &Store, name: &str, id: uuid::Uuid) -> anyhow::Result<Channel> {
+async fn owned(store: &Store, name: &str, id: hermes_core::ChannelId) -> anyhow::Result<Channel> {
     let t = tenant(store, name).await?;
     match store.chat().channel(t.id, id).await {
         Ok(c) => Ok(c),
@@ -230,7 +230,7 @@ async fn update(
     json_mode: bool,
     store: &Store,
     name: &str,
-    id: uuid::Uuid,
+    id: hermes_core::ChannelId,
     changes: ChannelChanges,
 ) -> anyhow::Result<()> {
     let channel = owned(store, name, id).await?;
@@ -240,7 +240,7 @@ async fn update(
 }
 
 /// `channel pair list`.
-async fn pairings(json_mode: bool, store: &Store, name: &str, channel: uuid::Uuid) -> anyhow::Result<()> {
+async fn pairings(json_mode: bool, store: &Store, name: &str, channel: hermes_core::ChannelId) -> anyhow::Result<()> {
     let t = tenant(store, name).await?;
     let waiting = store.chat().pending_pairings(t.id, channel).await?;
     print_lines(json_mode, &waiting, |p| {
@@ -251,7 +251,13 @@ async fn pairings(json_mode: bool, store: &Store, name: &str, channel: uuid::Uui
 }
 
 /// `channel pair approve`: the person is told in their chat.
-async fn approve(json_mode: bool, store: &Store, name: &str, channel: uuid::Uuid, code: &str) -> anyhow::Result<()> {
+async fn approve(
+    json_mode: bool,
+    store: &Store,
+    name: &str,
+    channel: hermes_core::ChannelId,
+    code: &str,
+) -> anyhow::Result<()> {
     let bound = owned(store, name, channel).await?;
     let approved = channels::approve_pairing(store, cli_actor(), &bound, code).await?;
     let user_id = &approved.user_id;
@@ -260,7 +266,7 @@ async fn approve(json_mode: bool, store: &Store, name: &str, channel: uuid::Uuid
 }
 
 /// `channel delete`.
-async fn delete(json_mode: bool, store: &Store, name: &str, id: uuid::Uuid) -> anyhow::Result<()> {
+async fn delete(json_mode: bool, store: &Store, name: &str, id: hermes_core::ChannelId) -> anyhow::Result<()> {
     let channel = owned(store, name, id).await?;
     channels::unbind(store, cli_actor(), &channel).await?;
     print(json_mode, json!({ "id": id, "deleted": true }), format!("deleted channel {id}"));

@@ -97,7 +97,7 @@ impl<M> Budgeted<M> {
 
     /// Records the calls the inner model answered in place of `reservation`. If that cannot be
     /// written they wait for the turn's next checkpoint, and the reservation lapses at its lease.
-    async fn settle(&self, reservation: uuid::Uuid) {
+    async fn settle(&self, reservation: hermes_core::SpendReservationId) {
         let records = self.meter.drain();
         let calls = records.to_vec();
         let Ledger { session, turn } = self.ledger;

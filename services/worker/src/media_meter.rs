@@ -9,8 +9,6 @@
 
 use std::time::Duration;
 
-use uuid::Uuid;
-
 use hermes_core::{AgentId, CallPurpose, SessionId, TenantId, TurnId};
 use hermes_store::{MediaCall, MediaUnits, SpendDecision, SpendRequest, Store};
 
@@ -38,7 +36,7 @@ pub(crate) struct Admitted {
     scope: MediaScope,
     purpose: CallPurpose,
     model: String,
-    reservation: Option<Uuid>,
+    reservation: Option<hermes_core::SpendReservationId>,
 }
 
 /// Asks the caps whether a `purpose` call of `model` billing about `estimate` may start.

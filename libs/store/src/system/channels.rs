@@ -8,8 +8,8 @@ use crate::{Result, views::System};
 
 impl System<'_> {
     /// The channel with this id, whoever owns it (the caller then checks the platform's secret).
-    pub async fn gateway_channel(self, id: uuid::Uuid) -> Result<Channel> {
-        self.unowned_row("SELECT * FROM channels WHERE id = $1", id).await
+    pub async fn gateway_channel(self, id: hermes_core::ChannelId) -> Result<Channel> {
+        self.unowned_row("SELECT * FROM channels WHERE id = $1", id.as_uuid()).await
     }
 
     /// Active channels of `platform` that receive in `mode` (the ones a gateway must poll).

@@ -46,7 +46,7 @@ impl System<'_> {
                     delivered_at = CASE WHEN $2 = 'delivered' THEN now() END
              WHERE id = $1",
         )
-        .bind(event.id)
+        .bind(event.id.as_uuid())
         .bind(status)
         .bind(code)
         .bind(error.map(crate::messages::without_nul))

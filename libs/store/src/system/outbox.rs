@@ -5,7 +5,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use hermes_core::outbox::{Destination, OutboxPayload};
-use hermes_core::{TenantId, TurnId};
+use hermes_core::{ChannelId, TenantId, TurnId};
 
 use crate::{Result, views::System};
 
@@ -14,7 +14,7 @@ use crate::{Result, views::System};
 pub struct OutboxItem {
     pub id: uuid::Uuid,
     pub tenant_id: TenantId,
-    pub channel_id: Option<uuid::Uuid>,
+    pub channel_id: Option<ChannelId>,
     pub turn_id: Option<TurnId>,
     pub destination: Destination,
     pub payload: OutboxPayload,
@@ -36,7 +36,7 @@ impl System<'_> {
     /// every later record of the claim must carry. A claim that is not settled (or renewed) in
     /// time is due again. Replies to bots reached through a socket go only through the pod
     /// holding it: those are claimed with `only` set to their channel, and never without.
-    pub async fn claim_outbox(self, limit: i64, lease: Duration, only: Option<uuid::Uuid>) -> Result<Vec<OutboxItem>> {
+    pub async fn claim_outbox(self, limit: i64, lease: Duration, only: Option<ChannelId>) -> Result<Vec<OutboxItem>> {
         let rows = sqlx::query_as::<_, ClaimedRow>(
             "UPDATE outbox o SET lease_until = now() + make_interval(secs => $2), attempts = o.attempts + 1,
                     lease_owner = gen_random_uuid()
@@ -56,7 +56,7 @@ impl System<'_> {
         )
         .bind(limit)
         .bind(lease.as_secs_f64())
-        .bind(only)
+        .bind(only.map(|c| c.as_uuid()))
         .fetch_all(self.system_pool())
         .await?;
         let mut items = Vec::with_capacity(rows.len());
@@ -190,7 +190,8 @@ struct ClaimedRow {
     id: uuid::Uuid,
     #[sqlx(try_from = "crate::rows::Id")]
     tenant_id: TenantId,
-    channel_id: Option<uuid::Uuid>,
+    #[sqlx(try_from = "crate::rows::MaybeId")]
+    channel_id: Option<ChannelId>,
     #[sqlx(try_from = "crate::rows::MaybeId")]
     turn_id: Option<TurnId>,
     destination: serde_json::Value,

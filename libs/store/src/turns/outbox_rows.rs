@@ -64,7 +64,7 @@ async fn insert(
     payload: &OutboxPayload,
 ) -> Result<()> {
     let ids: Vec<uuid::Uuid> = rows.iter().map(|_| uuid::Uuid::now_v7()).collect();
-    let channels: Vec<uuid::Uuid> = rows.iter().map(|(d, _)| d.channel_id).collect();
+    let channels: Vec<uuid::Uuid> = rows.iter().map(|(d, _)| d.channel_id.as_uuid()).collect();
     let destinations = rows.iter().map(|(d, _)| crate::messages::storable_json(d)).collect::<Result<Vec<_>>>()?;
     let keys: Vec<&str> = rows.iter().map(|(_, key)| key.as_str()).collect();
     sqlx::query(

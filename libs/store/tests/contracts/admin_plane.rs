@@ -301,7 +301,7 @@ async fn a_settled_event_is_sent_again_from_its_first_attempt_and_one_on_its_way
     assert!(shown.last_error.is_none(), "{shown:?}");
     let again = store.system().claim_events(10, Duration::from_secs(30)).await.unwrap();
     assert_eq!((again.len(), again[0].id, again[0].attempts), (1, event, 1), "due now, the same event");
-    let missing = store.automation().resend_event(t.id, hook, uuid::Uuid::now_v7()).await;
+    let missing = store.automation().resend_event(t.id, hook, hermes_core::EventDeliveryId::new()).await;
     assert!(matches!(missing, Err(StoreError::NotFound)), "{missing:?}");
 }
 

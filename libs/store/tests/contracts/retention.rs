@@ -16,7 +16,7 @@ async fn answered_chat_turn(
     t: &common::Tenant,
     session: hermes_core::SessionId,
     key: &str,
-    channel: uuid::Uuid,
+    channel: hermes_core::ChannelId,
 ) {
     let reply_to = Destination::chat(Platform::Telegram, channel, "42", None);
     let new = NewTurn { reply_to: Some(reply_to), ..common::turn_in(t.agent, session, "what is in the report?") };

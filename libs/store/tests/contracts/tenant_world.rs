@@ -30,14 +30,14 @@ pub struct World {
     pub done: TurnId,
     /// In `a.session`: parked on `interaction`.
     pub waiting: TurnId,
-    pub interaction: uuid::Uuid,
+    pub interaction: hermes_core::InteractionId,
     /// A session with a turn a worker holds.
     pub running: Held,
     /// A session with a queued turn (and a queued steer in `running.session`).
     pub queued_session: SessionId,
     pub queued: TurnId,
     pub key: ApiKeyId,
-    pub channel: uuid::Uuid,
+    pub channel: hermes_core::ChannelId,
     pub pairing_code: String,
     pub job: hermes_store::cron::Job,
     /// The turn of the job's run.
@@ -159,7 +159,11 @@ pub async fn world(db: &sqlx::PgPool) -> World {
 
 /// A turn parked on an approval that was answered "always", then completed; then a second turn
 /// parked on a question nobody answered yet.
-async fn finished_and_waiting(store: &Store, a: &Tenant, channel: uuid::Uuid) -> (TurnId, TurnId, uuid::Uuid) {
+async fn finished_and_waiting(
+    store: &Store,
+    a: &Tenant,
+    channel: hermes_core::ChannelId,
+) -> (TurnId, TurnId, hermes_core::InteractionId) {
     let response = NewResponse {
         model: "bot".into(),
         previous: None,

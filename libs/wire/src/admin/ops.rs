@@ -59,7 +59,7 @@ pub struct CredentialAdded {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct PingSent {
     #[schema(value_type = String, format = "uuid")]
-    pub event_id: uuid::Uuid,
+    pub event_id: hermes_core::EventDeliveryId,
 }
 
 /// How much work waits across the installation, and for how long: counts only, no tenant,

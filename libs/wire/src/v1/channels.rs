@@ -11,7 +11,7 @@ use hermes_core::{AgentId, BusyMode, ChannelMode, ChannelStatus, DmPolicy, Group
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Channel {
     #[schema(value_type = String, format = "uuid")]
-    pub id: uuid::Uuid,
+    pub id: hermes_core::ChannelId,
     #[schema(value_type = String, format = "uuid")]
     pub agent_id: AgentId,
     /// `telegram`, `slack` or `wecom`.

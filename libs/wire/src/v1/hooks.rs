@@ -117,7 +117,7 @@ pub enum DeliveryStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct EventDelivery {
     #[schema(value_type = String, format = "uuid")]
-    pub id: uuid::Uuid,
+    pub id: hermes_core::EventDeliveryId,
     /// `turn.completed`, `ping`, ...
     pub event: String,
     pub status: DeliveryStatus,

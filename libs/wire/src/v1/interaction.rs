@@ -10,7 +10,7 @@ use hermes_core::{InteractionKind, PendingInteraction};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Interaction {
     #[schema(value_type = String, format = "uuid")]
-    pub id: uuid::Uuid,
+    pub id: hermes_core::InteractionId,
     /// `approval` or `clarify`.
     #[schema(value_type = String)]
     pub kind: InteractionKind,

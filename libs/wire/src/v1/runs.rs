@@ -218,7 +218,7 @@ pub enum RunEventKind {
 /// `choices`; or `question`, `choices`) with the interaction's id and deadline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InteractionRequest {
-    pub interaction_id: uuid::Uuid,
+    pub interaction_id: hermes_core::InteractionId,
     pub expires_at: chrono::DateTime<chrono::Utc>,
     #[serde(flatten)]
     pub prompt: serde_json::Map<String, Value>,
@@ -257,7 +257,7 @@ mod tests {
         );
         let prompt = json!({"command": "rm -rf /tmp/x", "choices": ["once", "deny"]});
         let request = InteractionRequest {
-            interaction_id: uuid::Uuid::nil(),
+            interaction_id: uuid::Uuid::nil().into(),
             expires_at: chrono::DateTime::UNIX_EPOCH,
             prompt: prompt.as_object().cloned().unwrap_or_default(),
         };

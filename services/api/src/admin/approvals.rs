@@ -49,7 +49,7 @@ pub(crate) async fn answer(
     body: Body<Answer>,
 ) -> Result<Json<Answered>> {
     let t = call.allow(AdminOp::AnswerApprovals).await?;
-    let id: uuid::Uuid = path_id(&id, ErrorCode::InteractionNotFound, "question")?;
+    let id: hermes_core::InteractionId = path_id(&id, ErrorCode::InteractionNotFound, "question")?;
     let hermes_http::ApiJson(body) = body?;
     let answer = match (body.choice, body.text) {
         (Some(choice), _) => InteractionAnswer::Approval { choice },

@@ -139,7 +139,7 @@ pub(crate) async fn resend(
 ) -> Result<axum::http::StatusCode> {
     let t = call.allow(AdminOp::ManageHooks).await?;
     let hook: hermes_core::EventHookId = path_id(&id, ErrorCode::NotFound, "endpoint")?;
-    let delivery: uuid::Uuid = path_id(&delivery, ErrorCode::NotFound, "delivery")?;
+    let delivery: hermes_core::EventDeliveryId = path_id(&delivery, ErrorCode::NotFound, "delivery")?;
     let mut tx = call.begin(t.id).await?;
     tx.resend_event(hook, delivery).await.map_err(|e| store_error_for(e, ErrorCode::NotFound, "delivery"))?;
     let change = Change::new("event_delivery.resent", "event_delivery", delivery).after(ResendAudit { hook_id: hook });

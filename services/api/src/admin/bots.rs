@@ -39,7 +39,7 @@ fn failure(f: OpsError) -> ApiError {
 }
 
 async fn channel(state: &AdminState, tenant: TenantId, raw: &str) -> Result<Channel> {
-    let id: uuid::Uuid = path_id(raw, ErrorCode::ChannelNotFound, "channel")?;
+    let id: hermes_core::ChannelId = path_id(raw, ErrorCode::ChannelNotFound, "channel")?;
     state.store.chat().channel(tenant, id).await.map_err(|e| store_error_for(e, ErrorCode::ChannelNotFound, "channel"))
 }
 

@@ -37,7 +37,7 @@ fn taken(result: Result<(), crate::error::IngestError>, what: &str) -> Answer {
 
 /// The channel, if the request is Slack's for it.
 async fn verified(gw: &Gateway, id: &str, headers: &HeaderMap, body: &[u8]) -> Result<Channel, Answer> {
-    let id = uuid::Uuid::parse_str(id).map_err(|_| refuse(StatusCode::NOT_FOUND, "no such channel"))?;
+    let id: hermes_core::ChannelId = id.parse().map_err(|_| refuse(StatusCode::NOT_FOUND, "no such channel"))?;
     let channel = match gw.store.system().gateway_channel(id).await {
         Ok(c) if c.platform == Platform::Slack => c,
         Ok(_) | Err(hermes_store::StoreError::NotFound) => {

@@ -29,7 +29,7 @@ pub async fn receive(
     body: Bytes,
 ) -> (StatusCode, Json<Value>) {
     let refuse = |status: StatusCode, why: &str| (status, Json(json!({ "ok": false, "description": why })));
-    let Ok(id) = uuid::Uuid::parse_str(&id) else { return refuse(StatusCode::NOT_FOUND, "no such channel") };
+    let Ok(id) = id.parse::<hermes_core::ChannelId>() else { return refuse(StatusCode::NOT_FOUND, "no such channel") };
     let channel = match gw.store.system().gateway_channel(id).await {
         Ok(c) if c.platform == Platform::Telegram && c.mode == ChannelMode::Webhook => c,
         Ok(_) | Err(hermes_store::StoreError::NotFound) => return refuse(StatusCode::NOT_FOUND, "no such channel"),

@@ -69,7 +69,7 @@ impl Callback {
 
 /// The channel and its callback keys.
 async fn keys(gw: &Gateway, id: &str) -> Result<(Channel, WecomCrypt), StatusCode> {
-    let id = uuid::Uuid::parse_str(id).map_err(|_| StatusCode::NOT_FOUND)?;
+    let id: hermes_core::ChannelId = id.parse().map_err(|_| StatusCode::NOT_FOUND)?;
     let channel = match gw.store.system().gateway_channel(id).await {
         Ok(c) if c.platform == Platform::Wecom => c,
         Ok(_) | Err(hermes_store::StoreError::NotFound) => return Err(StatusCode::NOT_FOUND),
