@@ -190,13 +190,14 @@ async fn the_nudge_reaches_the_model_every_n_turns_and_is_never_stored() {
 #[tokio::test]
 async fn concurrent_writers_of_one_document_never_lose_an_update() {
     let Team { env, tenant, agent, .. } = Team::acme("ops").await;
+    let agent = agent.id;
     let writers = (0..24).map(|i| {
         let store = env.store.clone();
         tokio::spawn(async move {
             let action = Action::Add { content: format!("fact {i}") };
             store
                 .agents()
-                .update_memory(tenant, agent.id, MemoryTarget::Memory, "", |current| {
+                .update_memory(tenant, agent, MemoryTarget::Memory, "", |current| {
                     match apply(current, &action, 2_200) {
                         Ok(Applied::Changed { entries, .. }) => Ok(Some(entries)),
                         Ok(Applied::Unchanged { .. }) => Ok(None),
@@ -211,7 +212,7 @@ async fn concurrent_writers_of_one_document_never_lose_an_update() {
     for writer in writers {
         writer.await.unwrap();
     }
-    let mut saved = env.store.agents().memory_snapshot(tenant, agent.id, "anyone").await.unwrap().memory;
+    let mut saved = env.store.agents().memory_snapshot(tenant, agent, "anyone").await.unwrap().memory;
     saved.sort();
     let mut want: Vec<String> = (0..24).map(|i| format!("fact {i}")).collect();
     want.sort();

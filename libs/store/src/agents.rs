@@ -5,46 +5,34 @@ use serde_json::Value;
 use sqlx::PgConnection;
 
 use hermes_core::{AgentId, ApiMode, TenantId};
+use hermes_wire::admin::Agent as Shown;
 pub use hermes_wire::admin::ModelRef;
 
 use crate::admin::audited::tenant_writes;
 use crate::{Result, SecretBox, StoreError, views::Agents};
 
-/// An agent as stored; the provider secret stays sealed until [`Agent::provider_key`].
+/// An agent as stored: the agent as the admin API shows it, with its provider secret, which
+/// stays sealed until [`Agent::provider_key`]. It reads as its [`Shown`] agent.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Agent {
-    pub id: AgentId,
-    pub tenant_id: TenantId,
-    pub name: String,
-    pub model: String,
-    pub provider_base_url: String,
+    #[serde(flatten)]
+    pub shown: Shown,
     #[serde(skip)]
     pub provider_secret: Option<Vec<u8>>,
-    pub has_provider_key: bool,
-    pub soul: Option<String>,
-    pub system_message: Option<String>,
-    pub toolsets: Vec<String>,
-    /// Hosts the agent's own provider key may be sent to.
-    pub provider_key_hosts: Vec<String>,
-    /// Models to fall back to, in order.
-    pub fallbacks: Vec<ModelRef>,
-    /// The provider API, when set explicitly (`chat_completions`, `anthropic_messages`).
-    pub api_mode: Option<ApiMode>,
-    /// The model for side tasks (compaction summaries); the main model when unset.
-    pub auxiliary: Option<ModelRef>,
-    /// The context window in tokens, when set explicitly.
-    pub context_window: Option<i32>,
-    /// How dangerous commands are approved.
-    pub approval_mode: hermes_core::ApprovalMode,
-    /// Whether its sandbox may reach the public internet.
-    pub egress: bool,
-    /// Skills this agent never sees.
-    pub disabled_skills: Vec<String>,
-    /// How its model is shown the images people send.
-    pub image_input_mode: hermes_core::ImageInputMode,
-    /// The model that describes images (`vision_analyze`, and images for a text-only model).
-    pub vision_model: Option<ModelRef>,
-    pub created_at: DateTime<Utc>,
+}
+
+impl std::ops::Deref for Agent {
+    type Target = Shown;
+
+    fn deref(&self) -> &Shown {
+        &self.shown
+    }
+}
+
+impl std::ops::DerefMut for Agent {
+    fn deref_mut(&mut self) -> &mut Shown {
+        &mut self.shown
+    }
 }
 
 /// What it takes to create an agent.
@@ -103,14 +91,13 @@ fn model_setting(value: Option<Value>) -> Result<Option<ModelRef>> {
 impl AgentRow {
     /// The agent of `tenant` this row holds.
     fn into_agent(self, tenant: TenantId) -> Result<Agent> {
-        Ok(Agent {
+        let shown = Shown {
             id: self.id,
             tenant_id: tenant,
             name: self.name,
             model: self.model,
             provider_base_url: self.provider_base_url,
             has_provider_key: self.provider_secret.is_some(),
-            provider_secret: self.provider_secret,
             soul: self.soul,
             system_message: self.system_message,
             provider_key_hosts: self.provider_key_hosts,
@@ -125,7 +112,8 @@ impl AgentRow {
             image_input_mode: crate::rows::vocab(&self.image_input_mode)?,
             vision_model: model_setting(self.vision_model)?,
             created_at: self.created_at,
-        })
+        };
+        Ok(Agent { shown, provider_secret: self.provider_secret })
     }
 }
 

@@ -65,7 +65,7 @@ async fn chat_turn(
         trace: hermes_telemetry::context::current(),
         ..NewTurn::new(agent.id, target, parsed.input)
     };
-    Ok((Work::New { entry: Entry::ChatCompletions, turn: Box::new(turn), idempotency }, answer, agent.name))
+    Ok((Work::New { entry: Entry::ChatCompletions, turn: Box::new(turn), idempotency }, answer, agent.shown.name))
 }
 
 /// How the client wants its answer.

@@ -100,7 +100,7 @@ pub(crate) async fn toolsets(QueriedAgent { agent, .. }: QueriedAgent) -> Json<F
             enabled: t.id.enabled_in(&agent.toolsets),
         })
         .collect();
-    Json(ForModel::of(agent.name, data))
+    Json(ForModel::of(agent.shown.name, data))
 }
 
 #[utoipa::path(get, path = "/v1/skills", tag = "hermes", params(("model" = Option<String>, Query, description = "The agent")),
@@ -110,7 +110,7 @@ pub(crate) async fn skills(
 ) -> Result<Json<ForModel<ListedSkill>>, ApiError> {
     let visible = state.store.agents().visible_skills(auth.tenant_id, agent.id).await.map_err(ApiError::internal)?;
     let data = shown_skills(&agent, &visible);
-    Ok(Json(ForModel::of(agent.name, data)))
+    Ok(Json(ForModel::of(agent.shown.name, data)))
 }
 
 /// The skills the agent's toolsets and settings show, as listed (archived ones are not).

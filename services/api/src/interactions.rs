@@ -32,7 +32,8 @@ pub(crate) async fn answer_interaction(
     let answered = store_answer(&state, &auth, id, &request).await?;
     let submitted =
         submit_turn(&state, &auth, Work::Resumed { session: answered.session_id, turn: answered.turn_id }).await?;
-    let model = state.store.agents().agent(auth.tenant_id, answered.agent_id).await.map(|a| a.name).unwrap_or_default();
+    let model =
+        state.store.agents().agent(auth.tenant_id, answered.agent_id).await.map(|a| a.shown.name).unwrap_or_default();
     let completion = submitted.completion(&state, model);
     let resp = if request.stream { completion.stream(false).into_response() } else { completion.collect().await? };
     Ok(with_session(resp, answered.session_id))

@@ -25,8 +25,8 @@ pub(crate) async fn list_models(
             object: "model".into(),
             created: a.created_at.timestamp(),
             owned_by: "hermes".into(),
-            hermes: ModelExtras { agent_id: a.id, model: a.model },
-            id: a.name,
+            hermes: ModelExtras { agent_id: a.id, model: a.shown.model },
+            id: a.shown.name,
         })
         .collect();
     Ok(Json(List::of(data)))

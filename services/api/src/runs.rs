@@ -79,7 +79,8 @@ pub(crate) async fn get(
     } else {
         None
     };
-    let model = state.store.agents().agent(auth.tenant_id, run.agent_id).await.map(|a| a.name).unwrap_or_default();
+    let model =
+        state.store.agents().agent(auth.tenant_id, run.agent_id).await.map(|a| a.shown.name).unwrap_or_default();
     Ok(Json(run_object(turn, &run, &model, pending.as_ref())))
 }
 

@@ -45,7 +45,7 @@ async fn an_agent_is_edited_with_its_values_checked_and_audited() {
         (200, Some("text"), json!(null))
     );
     let stored = env.store.agents().agent_by_name(acme, "helper").await.unwrap();
-    assert_eq!((stored.image_input_mode, stored.vision_model), (hermes_core::ImageInputMode::Text, None));
+    assert_eq!((stored.image_input_mode, stored.shown.vision_model), (hermes_core::ImageInputMode::Text, None));
     for (body, param) in [
         (json!({"toolsets": ["teleport"]}), "toolsets"),
         (json!({"approval_mode": "yolo"}), "approval_mode"),

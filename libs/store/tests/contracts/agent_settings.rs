@@ -13,7 +13,7 @@ async fn an_agents_image_mode_and_vision_model_are_set_and_cleared_apart(pool: P
     let store = common::store(&pool);
     let t = common::tenant(&store, "acme").await;
     let fresh = store.agents().agent(t.id, t.agent).await.unwrap();
-    assert_eq!((fresh.image_input_mode, fresh.vision_model), (ImageInputMode::Auto, None));
+    assert_eq!((fresh.image_input_mode, fresh.shown.vision_model), (ImageInputMode::Auto, None));
 
     let eye =
         hermes_store::ModelRef { base_url: "https://vision.test/v1".into(), model: "eye-1".into(), api_mode: None };
@@ -31,7 +31,7 @@ async fn an_agents_image_mode_and_vision_model_are_set_and_cleared_apart(pool: P
 
     store.agents().set_vision(t.id, t.agent, None, Some(None)).await.unwrap();
     let cleared = store.agents().agent(t.id, t.agent).await.unwrap();
-    assert_eq!((cleared.image_input_mode, cleared.vision_model), (ImageInputMode::Text, None));
+    assert_eq!((cleared.image_input_mode, cleared.shown.vision_model), (ImageInputMode::Text, None));
 }
 
 /// A chat's `/voice` mode: off until set, kept per chat, back to off when turned off; another

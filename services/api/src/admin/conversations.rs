@@ -28,12 +28,8 @@ type Result<T, E = ApiError> = std::result::Result<T, E>;
     responses((status = 200, description = "The tenant's agents (provider keys are never shown)", body = List<Agent>),
         TenantNotFound))]
 pub(crate) async fn agents(call: TenantCall) -> Result<Json<List<Agent>>> {
-    call.list_shown(
-        AdminOp::ViewAgents,
-        async |store, t| store.agents().list_agents(t).await,
-        crate::admin::shown::agent,
-    )
-    .await
+    call.list_shown(AdminOp::ViewAgents, async |store, t| store.agents().list_agents(t).await, |agent| agent.shown)
+        .await
 }
 
 /// A page of sessions, narrowed and searched.
@@ -147,7 +143,7 @@ pub(crate) async fn create_agent(call: TenantCall, body: Body<NewAgent>) -> Resu
         OpsError::Store(e) => value_conflict(e, |what| format!("{what} already exists")),
         refused => ops_error(refused),
     })?;
-    Ok((StatusCode::CREATED, Json(crate::admin::shown::agent(agent))))
+    Ok((StatusCode::CREATED, Json(agent.shown)))
 }
 
 #[utoipa::path(patch, path = "/admin/v1/tenants/{tenant}/agents/{agent}", tag = "admin: agents", request_body = AgentEdit,
@@ -162,7 +158,7 @@ pub(crate) async fn edit_agent(call: AgentCall, body: Body<AgentEdit>) -> Result
     let policy = call.state.outbound_policy();
     let edited =
         agent_ops::edit(&call.state.store, call.caller.audit(), (t.id, &before), body, ModelUrls::Policy(&policy));
-    Ok(Json(crate::admin::shown::agent(edited.await.map_err(ops_error)?)))
+    Ok(Json(edited.await.map_err(ops_error)?.shown))
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/sessions/{id}/export", tag = "admin: sessions",

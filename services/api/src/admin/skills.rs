@@ -43,7 +43,7 @@ pub(crate) async fn list(call: AgentCall) -> Result<Json<AgentSkills>> {
             updated_at: v.skill.updated_at,
         })
         .collect();
-    Ok(Json(AgentSkills { agent_id: a.id, skills, disabled: a.disabled_skills }))
+    Ok(Json(AgentSkills { agent_id: a.id, skills, disabled: a.shown.disabled_skills }))
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents/{agent}/skills/{name}", tag = "admin: agents",
