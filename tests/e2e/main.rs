@@ -5,9 +5,9 @@
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::panic,
-    reason = "test code: a failed unwrap is a failed test"
+    clippy::disallowed_methods,
+    reason = "test code: a failed unwrap is a failed test, and a test starts its tasks freely"
 )]
-#![allow(clippy::disallowed_methods, reason = "test code starts its tasks freely; the rule is for the service's own")]
 
 mod admin;
 mod api_jobs;
