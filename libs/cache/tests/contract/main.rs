@@ -3,12 +3,7 @@
 //! engine (`Cache::in_memory`), so the two cannot drift apart on what callers rely on.
 //!
 //! Run: `cargo nextest run -p hermes-cache` (Redis must be up: `deploy/dev/ensure-services.sh`).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test code: a failed unwrap is a failed test"
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test code: a failed unwrap fails it")]
 
 mod coordination;
 mod counting;
@@ -61,21 +56,17 @@ const _: fn() = || {
 #[macro_export]
 macro_rules! contract {
     ($($name:ident),+ $(,)?) => {
-        mod redis {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    $crate::on_redis(super::$name).await;
-                }
-            )+
-        }
-        mod memory {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    $crate::in_memory(super::$name).await;
-                }
-            )+
+        $crate::on_engine!(redis, on_redis, $($name),+);
+        $crate::on_engine!(memory, in_memory, $($name),+);
+    };
+}
+
+/// One engine's half of [`contract!`]: module `$engine` with a test per body, run by `$runner`.
+#[macro_export]
+macro_rules! on_engine {
+    ($engine:ident, $runner:ident, $($name:ident),+) => {
+        mod $engine {
+            $(#[tokio::test] async fn $name() { $crate::$runner(super::$name).await; })+
         }
     };
 }
