@@ -489,12 +489,11 @@ fn engine(summary: &str) -> DefaultEngine<ModelSummarizer<Script>> {
     }
 }
 
-async fn run_with_engine(
-    model: &Script,
-    engine: &dyn ContextEngine,
-    start: TurnStart,
-    journal: &mut Journal,
-) -> TurnOutcome {
+/// Runs `start` on `model` with compaction on (its summarizer answers `summary`); returns the
+/// outcome and what the turn journaled and compacted.
+async fn run_compacting(model: &Script, summary: &str, start: TurnStart) -> (TurnOutcome, Journal) {
+    let engine = engine(summary);
+    let mut journal = Journal::default();
     let events = Events::default();
     let ctx = ctx();
     let tools = registry(vec![Probe::new("probe")]);
@@ -504,13 +503,13 @@ async fn run_with_engine(
         model_name: "m",
         tools: &tools,
         tool_ctx: &ctx,
-        journal,
+        journal: &mut journal,
         events: &events,
         limits: &limits,
-        context: Some(engine),
+        context: Some(&engine as &dyn ContextEngine),
     };
     match turn.run(start).await {
-        TurnEnd::Finished(o) => o,
+        TurnEnd::Finished(o) => (o, journal),
         other => panic!("unexpected end {other:?}"),
     }
 }
@@ -532,11 +531,9 @@ fn probe_filling(prompt_tokens: u64) -> ChatResponse {
 
 #[tokio::test]
 async fn a_prompt_over_half_the_window_is_compacted_before_the_next_call() {
-    let start = after_history(30, "the current question");
     let model = Script::new(vec![probe_filling(70_000), text("final answer")]);
-    let engine = engine("SUMMARY OF EARLIER TURNS");
-    let mut journal = Journal::default();
-    let out = run_with_engine(&model, &engine, start, &mut journal).await;
+    let (out, journal) =
+        run_compacting(&model, "SUMMARY OF EARLIER TURNS", after_history(30, "the current question")).await;
     assert_eq!(out.content, "final answer");
     assert_eq!(journal.1.len(), 1, "one compaction");
     let (prompt, body) = &journal.1[0];
@@ -553,12 +550,9 @@ async fn a_prompt_over_half_the_window_is_compacted_before_the_next_call() {
 
 #[tokio::test]
 async fn a_session_of_400_short_messages_is_compacted_at_turn_start_only() {
-    let start = after_history(200, "the current question");
     // Far under half the window: only the hygiene rule (400 messages) applies, and only once.
     let model = Script::new(vec![calls(&[("probe", json!({}))]), text("answer")]);
-    let engine = engine("SUMMARY");
-    let mut journal = Journal::default();
-    let out = run_with_engine(&model, &engine, start, &mut journal).await;
+    let (out, journal) = run_compacting(&model, "SUMMARY", after_history(200, "the current question")).await;
     assert_eq!(out.content, "answer");
     assert_eq!(journal.1.len(), 1, "compacted before the first call, not again after it");
     assert!(model.requests()[0].messages.len() < 40, "the first call already sees the compacted history");
@@ -566,12 +560,9 @@ async fn a_session_of_400_short_messages_is_compacted_at_turn_start_only() {
 
 #[tokio::test]
 async fn a_context_overflow_from_the_provider_compacts_and_retries_the_step() {
-    let start = after_history(30, "now");
     let overflow = LlmError::from_status(400, "This model's maximum context length is 8192 tokens", None);
     let model = Script::with(vec![Err(overflow), Ok(text("fits now"))]);
-    let engine = engine("S");
-    let mut journal = Journal::default();
-    let out = run_with_engine(&model, &engine, start, &mut journal).await;
+    let (out, journal) = run_compacting(&model, "S", after_history(30, "now")).await;
     assert_eq!(out.content, "fits now");
     assert_eq!(journal.1.len(), 1);
     assert_eq!(journal.0.last().unwrap().0, 1, "the retried step keeps its number");
@@ -579,12 +570,9 @@ async fn a_context_overflow_from_the_provider_compacts_and_retries_the_step() {
 
 #[tokio::test]
 async fn a_full_context_adds_a_pressure_note_to_the_next_call_only() {
-    let start = after_history(2, "go");
     let model = Script::new(vec![probe_filling(100_000), text("done")]);
     // Compaction is on but has nothing to compact in so short a history.
-    let engine = engine("S");
-    let mut journal = Journal::default();
-    let out = run_with_engine(&model, &engine, start, &mut journal).await;
+    let (out, journal) = run_compacting(&model, "S", after_history(2, "go")).await;
     assert_eq!(out.content, "done");
     let last = model.requests()[1].messages.last().unwrap().text();
     assert!(last.contains("78% of the context window"), "{last}");
