@@ -6,6 +6,10 @@ use super::*;
 struct Files(BTreeMap<String, String>);
 
 impl Files {
+    fn of(entries: &[(&str, &str)]) -> Self {
+        entries.iter().fold(Self::default(), |files, (path, text)| files.with(path, text))
+    }
+
     fn with(mut self, path: &str, text: &str) -> Self {
         self.0.insert(path.to_owned(), text.to_owned());
         self
@@ -31,10 +35,7 @@ impl WorkspaceFiles for Files {
 
 #[tokio::test]
 async fn the_first_kind_found_wins_in_hermes_order() {
-    let files = Files::default()
-        .with("app/AGENTS.md", "agents")
-        .with("app/CLAUDE.md", "claude")
-        .with("app/.cursorrules", "cursor");
+    let files = Files::of(&[("app/AGENTS.md", "agents"), ("app/CLAUDE.md", "claude"), ("app/.cursorrules", "cursor")]);
     assert_eq!(discover(&files, "app").await.unwrap().name, "app/AGENTS.md");
     let files = files.with("HERMES.md", "---\ntitle: x\n---\nhermes rules");
     // .hermes.md/HERMES.md are looked for walking up to the git root.
@@ -49,10 +50,8 @@ async fn the_first_kind_found_wins_in_hermes_order() {
 
 #[tokio::test]
 async fn the_walk_up_stops_at_the_git_root() {
-    let files = Files::default()
-        .with(".hermes.md", "above the repo")
-        .with("repo/.git/HEAD", "x")
-        .with("repo/src/AGENTS.md", "agents");
+    let files =
+        Files::of(&[(".hermes.md", "above the repo"), ("repo/.git/HEAD", "x"), ("repo/src/AGENTS.md", "agents")]);
     assert_eq!(discover(&files, "repo/src").await.unwrap().name, "repo/src/AGENTS.md");
 }
 
