@@ -6,21 +6,22 @@ use hermes_testkit::ScriptedReply;
 
 use crate::harness::{Team, TestEnv, answer_text, ask, kill, sse_events};
 
+/// Acme's "helper" agent, scripted to answer `reply`, and its successful answer to the chat request `body`.
+async fn chatted(reply: ScriptedReply, body: Value) -> (Team, reqwest::Response) {
+    let team = Team::acme("helper").await;
+    team.env.llm.push(reply);
+    let resp = team.env.chat(&team.key, body).await;
+    assert_eq!(resp.status(), 200);
+    (team, resp)
+}
+
 #[tokio::test]
 async fn non_streaming_turn_answers_like_openai_and_stores_the_transcript() {
-    let Team { env, key, .. } = Team::acme("helper").await;
-    env.llm.push(ScriptedReply::text("Hello from Hermes"));
-
-    let resp = env
-        .chat(
-            &key,
-            json!({"model": "helper", "messages": [
-                {"role": "system", "content": "Answer in English."},
-                {"role": "user", "content": "hi"}
-            ]}),
-        )
-        .await;
-    assert_eq!(resp.status(), 200);
+    let body = json!({"model": "helper", "messages": [
+        {"role": "system", "content": "Answer in English."},
+        {"role": "user", "content": "hi"}
+    ]});
+    let (Team { env, key, .. }, resp) = chatted(ScriptedReply::text("Hello from Hermes"), body).await;
     let session = resp.headers()["x-hermes-session-id"].to_str().unwrap().to_owned();
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["object"], "chat.completion");
@@ -68,17 +69,10 @@ async fn non_streaming_turn_answers_like_openai_and_stores_the_transcript() {
 
 #[tokio::test]
 async fn streaming_turn_sends_chunks_then_finish_usage_and_done() {
-    let Team { env, key, .. } = Team::acme("helper").await;
-    env.llm.push(ScriptedReply::text("one two three").with_reasoning("thinking quietly"));
-
-    let resp = env
-        .chat(
-            &key,
-            json!({"model": "helper", "stream": true, "stream_options": {"include_usage": true},
-                           "messages": [{"role": "user", "content": "count"}]}),
-        )
-        .await;
-    assert_eq!(resp.status(), 200);
+    let reply = ScriptedReply::text("one two three").with_reasoning("thinking quietly");
+    let body = json!({"model": "helper", "stream": true, "stream_options": {"include_usage": true},
+                      "messages": [{"role": "user", "content": "count"}]});
+    let (Team { env, .. }, resp) = chatted(reply, body).await;
     assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
     assert!(resp.headers().contains_key("x-hermes-session-id"));
     let text = resp.text().await.unwrap();
@@ -110,20 +104,13 @@ async fn streaming_turn_sends_chunks_then_finish_usage_and_done() {
 
 #[tokio::test]
 async fn a_seeded_history_with_a_dangling_tool_call_is_repaired_before_the_model_sees_it() {
-    let Team { env, key, .. } = Team::acme("helper").await;
-    env.llm.push(ScriptedReply::text("all good"));
-    let resp = env
-        .chat(
-            &key,
-            json!({"model": "helper", "messages": [
-                {"role": "user", "content": "earlier question"},
-                {"role": "assistant", "content": null, "tool_calls": [
-                    {"id": "c9", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}]},
-                {"role": "user", "content": "and now?"}
-            ]}),
-        )
-        .await;
-    assert_eq!(resp.status(), 200);
+    let body = json!({"model": "helper", "messages": [
+        {"role": "user", "content": "earlier question"},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c9", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}]},
+        {"role": "user", "content": "and now?"}
+    ]});
+    let (Team { env, .. }, _answer) = chatted(ScriptedReply::text("all good"), body).await;
     let sent = env.llm.requests()[0].messages();
     let roles: Vec<&str> = sent.iter().map(|m| m["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["system", "user", "assistant", "tool", "user"]);
