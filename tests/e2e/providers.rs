@@ -95,15 +95,16 @@ async fn a_failing_primary_falls_back_to_the_next_model_with_a_pooled_key() {
     env.stop().await;
 }
 
+/// Agent `name` on `model` with its own provider key, bound to `host`.
+fn keyed(env: &TestEnv, name: &str, model: &str, key: &str, host: &str) -> NewAgent {
+    NewAgent { provider_key: Some(key.into()), provider_key_hosts: vec![host.into()], ..env.new_agent(name, model) }
+}
+
 #[tokio::test]
 async fn an_agent_key_is_never_sent_to_a_host_it_was_not_bound_to() {
     let env = TestEnv::start().await;
     // An OpenAI key, but the base URL points elsewhere (a typo, or an attacker's host).
-    let misconfigured = NewAgent {
-        provider_key: Some("sk-real-openai-key".into()),
-        provider_key_hosts: vec!["api.openai.com".into()],
-        ..env.new_agent("misconfigured", "gpt-4o-mini")
-    };
+    let misconfigured = keyed(&env, "misconfigured", "gpt-4o-mini", "sk-real-openai-key", "api.openai.com");
     let (_, _, key) = env.tenant_with("acme", misconfigured).await;
     let resp = env.chat(&key, ask("misconfigured", "hi")).await;
     assert_eq!(resp.status(), 502);
@@ -117,11 +118,9 @@ async fn an_agent_key_is_never_sent_to_a_host_it_was_not_bound_to() {
 async fn an_anthropic_agent_speaks_the_native_api_with_cache_breakpoints_and_tools() {
     let env = TestEnv::start().await;
     let claude = NewAgent {
-        provider_key: Some("sk-ant-test".into()),
         toolsets: vec!["terminal".into()],
-        provider_key_hosts: vec!["127.0.0.1".into()],
         api_mode: Some(hermes_core::ApiMode::AnthropicMessages),
-        ..env.new_agent("claude", "claude-sonnet-4-5")
+        ..keyed(&env, "claude", "claude-sonnet-4-5", "sk-ant-test", "127.0.0.1")
     };
     let (_, _, key) = env.tenant_with("acme", claude).await;
     env.llm.push(ScriptedReply::terminal("echo from-claude"));
