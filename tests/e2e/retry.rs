@@ -8,6 +8,13 @@ use hermes_testkit::ScriptedReply;
 
 use crate::harness::{Team, answer_text, ask};
 
+/// Acme's "helper", whose provider answers its next call with `status`.
+async fn refused_with(status: u16) -> Team {
+    let team = Team::acme("helper").await;
+    team.env.llm.push(ScriptedReply::error(status));
+    team
+}
+
 #[tokio::test]
 async fn two_provider_500s_then_success_still_answers() {
     let Team { env, key, .. } = Team::acme("helper").await;
@@ -26,8 +33,7 @@ async fn two_provider_500s_then_success_still_answers() {
 
 #[tokio::test]
 async fn a_provider_that_keeps_failing_gives_a_502_agent_incomplete_and_a_failed_turn() {
-    let Team { env, key, .. } = Team::acme("helper").await;
-    env.llm.push(ScriptedReply::error(401));
+    let Team { env, key, .. } = refused_with(401).await;
     let resp = env.chat(&key, ask("helper", "hi")).await;
     assert_eq!(resp.status(), 502);
     let body: Value = resp.json().await.unwrap();
@@ -41,8 +47,7 @@ async fn a_provider_that_keeps_failing_gives_a_502_agent_incomplete_and_a_failed
 
 #[tokio::test]
 async fn a_failed_streaming_turn_ends_with_an_error_chunk_then_done() {
-    let Team { env, key, .. } = Team::acme("helper").await;
-    env.llm.push(ScriptedReply::error(403));
+    let Team { env, key, .. } = refused_with(403).await;
     let resp = env
         .chat(&key, json!({"model": "helper", "stream": true, "messages": [{"role": "user", "content": "hi"}]}))
         .await;
