@@ -78,8 +78,7 @@ async fn a_dangerous_command_waits_for_approval_and_another_worker_resumes_it() 
 
 #[tokio::test]
 async fn deny_blocks_the_command_and_always_remembers_the_pattern_for_the_agent() {
-    let env = TestEnv::start().await;
-    let [key, other_key] = env.two_tenants(["acme", "globex"], "ops").await;
+    let (env, [key, other_key]) = TestEnv::with_two_tenants(["acme", "globex"], "ops").await;
     let command = json!({"command": "git init -q . 2>/dev/null; git reset --hard 2>&1; touch /workspace/ran"});
     env.llm.push(ScriptedReply::tool_call("terminal", command.clone()));
     env.llm.push(ScriptedReply::text("Understood, I did not do it."));

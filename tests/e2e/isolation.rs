@@ -61,8 +61,7 @@ async fn a_key_restricted_to_one_agent_cannot_use_another() {
 /// ids: all answer 404 and change nothing; the lists show nothing of theirs.
 #[tokio::test]
 async fn every_endpoint_answers_404_for_another_tenants_objects() {
-    let env = TestEnv::start().await;
-    let [owner, stranger] = env.two_tenants(["alpha", "beta"], "ops").await;
+    let (env, [owner, stranger]) = TestEnv::with_two_tenants(["alpha", "beta"], "ops").await;
     let send = |key: &str, method: &str, path: &str, body: Value| {
         let (env, key, method, path) = (&env, key.to_owned(), method.to_owned(), path.to_owned());
         async move { crate::openapi::call(env, &key, &method, &path, Some(body)).await }

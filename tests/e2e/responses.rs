@@ -105,8 +105,7 @@ async fn responses_chain_by_id_and_by_conversation_and_branch_from_earlier_ones(
 
 #[tokio::test]
 async fn unstored_responses_cannot_be_read_or_continued_and_other_tenants_see_nothing() {
-    let env = TestEnv::start().await;
-    let [key, other] = env.two_tenants(["acme", "globex"], "helper").await;
+    let (env, [key, other]) = TestEnv::with_two_tenants(["acme", "globex"], "helper").await;
     env.llm.push(ScriptedReply::text("Ephemeral."));
     let (status, eph) = respond(&env, &key, json!({"input": "hi", "store": false})).await;
     assert_eq!(status, 200);
@@ -132,8 +131,7 @@ async fn unstored_responses_cannot_be_read_or_continued_and_other_tenants_see_no
 #[tokio::test]
 async fn streamed_responses_send_the_events_in_order_with_tool_calls_and_sequence_numbers() {
     let Team { env, key, .. } = Team::acme("helper").await;
-    env.llm.push(ScriptedReply::terminal("echo likes tea"));
-    env.llm.push(ScriptedReply::text("Saved that you like tea."));
+    env.llm.push_all([ScriptedReply::terminal("echo likes tea"), ScriptedReply::text("Saved that you like tea.")]);
     let resp = env
         .http
         .post(format!("{}/v1/responses", env.api_url))

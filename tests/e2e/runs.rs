@@ -115,8 +115,7 @@ async fn a_run_starts_at_once_and_another_api_pod_streams_its_events_and_status(
 
 #[tokio::test]
 async fn a_run_waits_for_approval_resumes_when_approved_and_stops_on_request() {
-    let env = TestEnv::start().await;
-    let [key, stranger] = env.two_tenants(["acme", "globex"], "ops").await;
+    let (env, [key, stranger]) = TestEnv::with_two_tenants(["acme", "globex"], "ops").await;
     // The first call takes a moment, so the stream below is open before the run asks.
     env.llm.push(
         ScriptedReply::terminal("mkdir -p build && rm -rf build && echo cleaned")

@@ -76,8 +76,7 @@ async fn terminal_runs_in_the_tenants_hardened_container_and_the_model_sees_the_
 
 #[tokio::test]
 async fn a_failing_command_is_reported_to_the_model_with_its_exit_code_and_tenants_get_separate_sandboxes() {
-    let env = TestEnv::start().await;
-    let [key_a, key_b] = env.two_tenants(["alpha", "beta"], "bot").await;
+    let (env, [key_a, key_b]) = TestEnv::with_two_tenants(["alpha", "beta"], "bot").await;
     env.llm.push(ScriptedReply::terminal("echo secret-a > /workspace/mine; exit 3"));
     env.llm.push(ScriptedReply::text("ok"));
     let resp = env.chat(&key_a, ask("bot", "write")).await;

@@ -106,6 +106,11 @@ impl ScriptedLlm {
         }
     }
 
+    /// Queues `replies`, in order.
+    pub fn push_all(&self, replies: impl IntoIterator<Item = ScriptedReply>) {
+        replies.into_iter().for_each(|reply| self.push(reply));
+    }
+
     /// Latency of unscripted (default) answers.
     pub fn set_default_latency(&self, latency: Duration) {
         if let Ok(mut l) = self.shared.default_latency.lock() {

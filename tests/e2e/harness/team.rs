@@ -27,3 +27,12 @@ impl Team {
         Self { env, tenant, agent, key }
     }
 }
+
+impl TestEnv {
+    /// A fresh environment with [`two_tenants`](Self::two_tenants) in it, and their keys.
+    pub async fn with_two_tenants(names: [&str; 2], agent: &str) -> (Self, [String; 2]) {
+        let env = Self::start().await;
+        let keys = env.two_tenants(names, agent).await;
+        (env, keys)
+    }
+}
