@@ -14,6 +14,21 @@ use crate::telegram::{
     Pod, TOKEN, audited_from_chat, bind, chat_stack_with, exchange, open_bot, open_bot_with_tools, open_chat, sent,
 };
 
+/// [`open_chat`] once user 42 said `first` and the bot answered `answer`.
+async fn chatting(first: &str, answer: &str) -> (TestEnv, TelegramEmulator, Pod) {
+    let (env, tg, _, pod) = open_chat().await;
+    exchange(&env, &tg, (42, first), answer, 1).await;
+    (env, tg, pod)
+}
+
+/// Asks the bot to "build it" (a two-second command, then `answer`): the first message it sends
+/// while the command runs (`what` names it when none comes).
+async fn first_while_building(env: &TestEnv, tg: &TelegramEmulator, answer: &str, what: &str) -> SentMessage {
+    env.llm.push_all([ScriptedReply::terminal("sleep 2 && echo built"), ScriptedReply::text(answer)]);
+    tg.user_says(TOKEN, 42, "build it");
+    poll_until(async || tg.all_sent(TOKEN).into_iter().next()).await.expect(what)
+}
+
 /// The callback data of the button labelled `label` under `message`.
 fn button(message: &SentMessage, label: &str) -> String {
     let rows = message.reply_markup.as_ref().and_then(|m| m["inline_keyboard"].as_array()).cloned().unwrap_or_default();
@@ -129,8 +144,7 @@ async fn answers_are_formatted_and_fall_back_to_plain_text_when_telegram_refuses
 
 #[tokio::test]
 async fn chat_commands_rename_report_retry_and_stop_the_conversation() {
-    let (env, tg, _, pod) = open_chat().await;
-    exchange(&env, &tg, (42, "hello"), "Hi!", 1).await;
+    let (env, tg, pod) = chatting("hello", "Hi!").await;
 
     tg.user_says(TOKEN, 42, "/title Project X");
     assert_eq!(sent(&tg, 2).await[1].text, "Renamed to “Project X”.");
@@ -162,12 +176,8 @@ async fn chat_commands_rename_report_retry_and_stop_the_conversation() {
 async fn a_streaming_channel_shows_a_live_preview_that_the_answer_replaces() {
     let streaming = hermes_store::ChannelAccess { streaming: Some(true), ..Default::default() };
     let (env, tg, _, pod) = chat_stack_with(open_bot, Some(streaming)).await;
-    env.llm.push(ScriptedReply::terminal("sleep 2 && echo built"));
-    env.llm.push(ScriptedReply::text("The build is done."));
-    tg.user_says(TOKEN, 42, "build it");
     // While the tool runs, a preview shows what the agent is doing.
-    let preview = poll_until(async || tg.all_sent(TOKEN).into_iter().next()).await;
-    let preview = preview.expect("a preview while the tool runs");
+    let preview = first_while_building(&env, &tg, "The build is done.", "a preview while the tool runs").await;
     assert!(preview.text.contains("⏳ terminal: sleep 2"), "{}", preview.text);
     // Then the answer replaces it: the chat ends with the answer alone.
     let got = sent(&tg, 1).await;
@@ -181,11 +191,7 @@ async fn a_streaming_channel_shows_a_live_preview_that_the_answer_replaces() {
 #[tokio::test]
 async fn tools_at_work_show_in_one_message_without_streaming_unless_turned_off() {
     let (env, tg, channel, pod) = open_chat().await;
-    env.llm.push(ScriptedReply::terminal("sleep 2 && echo built"));
-    env.llm.push(ScriptedReply::text("Built."));
-    tg.user_says(TOKEN, 42, "build it");
-    let progress = poll_until(async || tg.all_sent(TOKEN).into_iter().next()).await;
-    let progress = progress.expect("the tool at work is shown");
+    let progress = first_while_building(&env, &tg, "Built.", "the tool at work is shown").await;
     assert!(progress.text.starts_with("⏳ terminal: sleep 2"), "{}", progress.text);
     assert!(!progress.text.contains('▉'), "no answer text without streaming: {}", progress.text);
     sent(&tg, 1).await;
@@ -275,8 +281,7 @@ async fn a_group_is_one_conversation_or_one_per_person_as_the_channel_says() {
 
 #[tokio::test]
 async fn an_earlier_conversation_is_listed_and_resumed() {
-    let (env, tg, _, pod) = open_chat().await;
-    exchange(&env, &tg, (42, "the code word is heron"), "Noted: the code word is heron.", 1).await;
+    let (env, tg, pod) = chatting("the code word is heron", "Noted: the code word is heron.").await;
     tg.user_says(TOKEN, 42, "/new");
     sent(&tg, 2).await;
     exchange(&env, &tg, (42, "something else"), "Hello again.", 3).await;
