@@ -15,18 +15,23 @@ pub(crate) const TOKEN: &str = "xoxb-test-token";
 pub(crate) const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
 
 pub(crate) async fn bind(env: &TestEnv, slack: &SlackEmulator) -> Channel {
-    let binding = Binding {
+    let credentials = json!({ "token": TOKEN, "signing_secret": SECRET });
+    bind_channel(env, slack_binding("webhook", slack, credentials)).await
+}
+
+/// Bot UBOT of workspace T0TEST on `slack`, open to direct messages, with U1 its admin.
+pub(crate) fn slack_binding<'a>(mode: &'a str, slack: &SlackEmulator, credentials: Value) -> Binding<'a> {
+    Binding {
         platform: "slack",
-        mode: "webhook",
+        mode,
         api_base: slack.base_url(),
-        credentials: json!({ "token": TOKEN, "signing_secret": SECRET }),
+        credentials,
         identity: "T0TEST:UBOT",
         username: Some("UBOT"),
         dm_policy: "open",
         allow: &[],
         admins: &["U1"],
-    };
-    bind_channel(env, binding).await
+    }
 }
 
 /// A Slack app on the emulator, bound over the Events API to a new tenant's agent.

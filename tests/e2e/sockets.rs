@@ -25,18 +25,8 @@ use crate::telegram::{Binding, Pod, bind_channel, chat_stack};
 pub(crate) async fn slack_app(env: &TestEnv) -> (SlackEmulator, std::sync::Arc<SocketHub>) {
     let slack = SlackEmulator::start("xoxb-sock", "UBOT").await.unwrap();
     let hub = slack.socket_mode("xapp-sock");
-    let binding = Binding {
-        platform: "slack",
-        mode: "socket",
-        api_base: slack.base_url(),
-        credentials: json!({ "token": "xoxb-sock", "app_token": "xapp-sock" }),
-        identity: "T0TEST:UBOT",
-        username: Some("UBOT"),
-        dm_policy: "open",
-        allow: &[],
-        admins: &["U1"],
-    };
-    bind_channel(env, binding).await;
+    let credentials = json!({ "token": "xoxb-sock", "app_token": "xapp-sock" });
+    bind_channel(env, crate::slack::slack_binding("socket", &slack, credentials)).await;
     (slack, hub)
 }
 
