@@ -4,13 +4,13 @@
 //! another tenant sees none of it, and a server on a private address is refused unless the
 //! operator allowed that host.
 
-use hermes_core::MemberRole;
+use hermes_core::{MemberRole, TenantId};
 use hermes_testkit::ScriptedReply;
 use hermes_testkit::mcp::{LEAKED_TOKEN, McpTestServer};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use super::{acme_and_owner, member};
+use super::{Console, acme_and_owner, member};
 use crate::harness::{Roles, TestEnv};
 
 fn ask(text: &str) -> Value {
@@ -26,6 +26,24 @@ async fn start() -> (McpTestServer, TestEnv) {
     })
     .await;
     (server, env)
+}
+
+/// The test server and environment of [`start`], with acme's key and owner, and the path of
+/// acme's helper's MCP server `name`.
+struct Owned {
+    server: McpTestServer,
+    env: TestEnv,
+    acme: TenantId,
+    key: String,
+    owner: Console,
+    path: String,
+}
+
+async fn owned(name: &str) -> Owned {
+    let (server, env) = start().await;
+    let (acme, key, owner) = acme_and_owner(&env).await;
+    let path = format!("/admin/v1/tenants/{acme}/agents/helper/mcp-servers/{name}");
+    Owned { server, env, acme, key, owner, path }
 }
 
 fn offered(body: &Value) -> Vec<String> {
@@ -110,9 +128,7 @@ async fn an_agents_http_mcp_server_is_configured_in_the_admin_api_and_its_tools_
 
 #[tokio::test]
 async fn a_server_with_sampling_on_asks_the_turns_model_billed_to_the_tenant_within_its_allowance() {
-    let (server, env) = start().await;
-    let (acme, key, owner) = acme_and_owner(&env).await;
-    let path = format!("/admin/v1/tenants/{acme}/agents/helper/mcp-servers/reports");
+    let Owned { server, env, key, owner, path, .. } = owned("reports").await;
     let config = json!({"url": server.url(), "tools": {"include": ["summarize"]},
                         "sampling": {"enabled": true, "max_rpm": 1}});
     let (s, set) = owner.call(&env, Method::PUT, &path, Some(config)).await;
@@ -148,9 +164,7 @@ async fn a_server_with_sampling_on_asks_the_turns_model_billed_to_the_tenant_wit
 
 #[tokio::test]
 async fn a_header_names_the_teams_key_which_is_filled_in_when_the_turn_connects_and_never_shown() {
-    let (server, env) = start().await;
-    let (acme, key, owner) = acme_and_owner(&env).await;
-    let path = format!("/admin/v1/tenants/{acme}/agents/helper/mcp-servers/tracker");
+    let Owned { server, env, acme, key, owner, path } = owned("tracker").await;
     let with = |header: &str| json!({"url": server.url(), "headers": {"Authorization": header}, "tools": {"include": ["add", "picture"]}});
 
     // Nothing would fill it yet: said when saved, not at the next turn.
