@@ -14,11 +14,14 @@ fn ctx() -> ToolCtx {
     ToolCtx::for_tests("call_code")
 }
 
-fn tool(f: &LocalFixture, timeout_secs: u32, max_calls: u32) -> ExecuteCode {
+/// A local sandbox and `execute_code` on it, with the terminal and the built-in tools.
+async fn fixture_with_tool(timeout_secs: u32, max_calls: u32) -> (LocalFixture, ExecuteCode) {
+    let f = LocalFixture::new().await;
     let sandboxes = f.shared();
     let registry = builtin_registry(sandboxes.clone(), 30, None);
     let terminal = Arc::new(TerminalTool::new(sandboxes.clone(), 30));
-    ExecuteCode::new(sandboxes, &registry, Some(terminal)).with_limits(timeout_secs, max_calls)
+    let tool = ExecuteCode::new(sandboxes, &registry, Some(terminal)).with_limits(timeout_secs, max_calls);
+    (f, tool)
 }
 
 async fn execute(tool: &ExecuteCode, ctx: &ToolCtx, code: &str) -> Value {
@@ -28,8 +31,7 @@ async fn execute(tool: &ExecuteCode, ctx: &ToolCtx, code: &str) -> Value {
 
 #[tokio::test]
 async fn a_script_calls_tools_and_only_its_printout_comes_back() {
-    let f = LocalFixture::new().await;
-    let tool = tool(&f, 60, 50);
+    let (f, tool) = fixture_with_tool(60, 50).await;
     let ctx = ctx();
     let script = r#"
 from hermes_tools import terminal, write_file, read_file, search_files
@@ -55,8 +57,7 @@ print("two" in found, page.count("step"))
 
 #[tokio::test]
 async fn a_failing_script_shows_its_traceback_and_tool_errors_reach_the_script() {
-    let f = LocalFixture::new().await;
-    let tool = tool(&f, 60, 50);
+    let (_f, tool) = fixture_with_tool(60, 50).await;
     let script = r#"
 from hermes_tools import read_file
 print(read_file("/definitely/missing.txt"))
@@ -71,8 +72,7 @@ raise ValueError("boom")
 
 #[tokio::test]
 async fn the_tool_call_cap_stops_calls_inside_the_script() {
-    let f = LocalFixture::new().await;
-    let tool = tool(&f, 60, 3);
+    let (_f, tool) = fixture_with_tool(60, 3).await;
     let script = r#"
 from hermes_tools import terminal
 done = 0
@@ -91,8 +91,7 @@ except RuntimeError as e:
 
 #[tokio::test]
 async fn a_script_past_its_timeout_is_killed_with_its_children() {
-    let f = LocalFixture::new().await;
-    let tool = tool(&f, 2, 50);
+    let (f, tool) = fixture_with_tool(2, 50).await;
     let ctx = ctx();
     let script = r#"
 import subprocess, time
@@ -112,8 +111,7 @@ time.sleep(60)
 
 #[tokio::test]
 async fn stdout_is_capped_head_and_tail() {
-    let f = LocalFixture::new().await;
-    let tool = tool(&f, 60, 50);
+    let (_f, tool) = fixture_with_tool(60, 50).await;
     let script = "for i in range(20000):\n    print(f'line {i:05}')\n";
     let out = execute(&tool, &ctx(), script).await;
     let output = out["output"].as_str().unwrap();
