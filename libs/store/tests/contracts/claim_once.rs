@@ -49,9 +49,7 @@ fn claimed_once<I: Copy + Eq + std::hash::Hash + std::fmt::Debug>(claims: Vec<Ve
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn workers_racing_for_a_sessions_turn_never_both_get_it(pool: PgPool) {
-    let store = common::store(&pool);
-    let t = common::tenant(&store, "acme").await;
-    let turn = common::queue(&store, &t, t.session, "hello").await;
+    let (store, t, turn) = common::hello_queued(&pool).await;
     // Hold the turn's row so that every claim is in flight at once, then let them go together.
     let mut blocker = pool.begin().await.unwrap();
     sqlx::query("SELECT 1 FROM turns WHERE id = $1 FOR UPDATE")

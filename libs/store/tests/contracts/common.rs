@@ -56,6 +56,14 @@ pub async fn tenant(store: &Store, name: &str) -> Tenant {
     Tenant { id, agent, session }
 }
 
+/// Tenant acme (see [`tenant`]) on `pool` with "hello" queued in its session.
+pub async fn hello_queued(pool: &PgPool) -> (Store, Tenant, TurnId) {
+    let store = store(pool);
+    let t = tenant(&store, "acme").await;
+    let turn = queue(&store, &t, t.session, "hello").await;
+    (store, t, turn)
+}
+
 /// A user turn for an existing session.
 pub fn turn_in(agent: AgentId, session: SessionId, text: &str) -> NewTurn {
     NewTurn::new(agent, TurnTarget::Existing(session), ChatMessage::user(text))

@@ -34,9 +34,7 @@ async fn complete(
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn a_worker_fenced_out_by_a_newer_claim_writes_nothing(pool: PgPool) {
-    let store = common::store(&pool);
-    let t = common::tenant(&store, "acme").await;
-    let turn = common::queue(&store, &t, t.session, "hello").await;
+    let (store, t, turn) = common::hello_queued(&pool).await;
     // The first worker's lease runs out at once: it paused, and the turn is up for grabs.
     let old = common::claim_for(&store, t.id, t.session, "worker-old", 1, Duration::ZERO).await;
     store
@@ -95,9 +93,7 @@ async fn a_worker_fenced_out_by_a_newer_claim_writes_nothing(pool: PgPool) {
 /// name (a restarted pod, a lock granted twice after Redis lost it) still fences out the old one.
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn the_fence_refuses_a_stale_writer_even_under_the_same_owner_name(pool: PgPool) {
-    let store = common::store(&pool);
-    let t = common::tenant(&store, "acme").await;
-    let turn = common::queue(&store, &t, t.session, "hello").await;
+    let (store, t, turn) = common::hello_queued(&pool).await;
     let first = common::claim_for(&store, t.id, t.session, "worker", 1, Duration::ZERO).await;
     common::until_claimable(&store, t.id, t.session).await;
     let second = common::claim(&store, t.id, t.session, "worker", 1).await;
@@ -120,9 +116,7 @@ async fn the_fence_refuses_a_stale_writer_even_under_the_same_owner_name(pool: P
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn the_fence_only_moves_forward_whatever_token_a_claim_brings(pool: PgPool) {
-    let store = common::store(&pool);
-    let t = common::tenant(&store, "acme").await;
-    let turn = common::queue(&store, &t, t.session, "hello").await;
+    let (store, t, turn) = common::hello_queued(&pool).await;
     let mut fences = Vec::new();
     // A Redis token far ahead, then stale ones (Redis was flushed and counts from 0 again).
     for token in [100, 5, 0, 1] {

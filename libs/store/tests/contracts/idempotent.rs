@@ -13,9 +13,7 @@ use crate::common;
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn a_resumed_turn_writing_its_steps_again_stores_each_once(pool: PgPool) {
-    let store = common::store(&pool);
-    let t = common::tenant(&store, "acme").await;
-    let turn = common::queue(&store, &t, t.session, "hello").await;
+    let (store, t, turn) = common::hello_queued(&pool).await;
     let w = common::claim(&store, t.id, t.session, "worker", 1).await;
     let (s, f) = (t.session, w.fence);
     let input = ChatMessage::user("hello");
