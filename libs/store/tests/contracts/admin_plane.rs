@@ -49,6 +49,14 @@ async fn person(store: &Store, email: &str) -> PersonId {
 }
 
 /// A new person who is a member of `tenant` as `role`.
+/// Tenant acme on `pool` with ann@acme.test its member as `role`.
+async fn acme_and_ann(pool: &PgPool, role: MemberRole) -> (Store, common::Tenant, PersonId) {
+    let store = common::store(pool);
+    let acme = common::tenant(&store, "acme").await;
+    let ann = member(&store, acme.id, "ann@acme.test", role).await;
+    (store, acme, ann)
+}
+
 async fn member(store: &Store, tenant: TenantId, email: &str, role: MemberRole) -> PersonId {
     let id = person(store, email).await;
     store.admin().add_member(tenant, id, role, &cli()).await.unwrap();
@@ -120,9 +128,7 @@ async fn wrong_passwords_lock_an_account_and_a_right_one_starts_the_count_again(
 
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn a_tenant_keeps_an_owner_and_a_removed_members_tokens_stop_working(pool: PgPool) {
-    let store = common::store(&pool);
-    let acme = common::tenant(&store, "acme").await;
-    let ann = member(&store, acme.id, "ann@acme.test", MemberRole::Owner).await;
+    let (store, acme, ann) = acme_and_ann(&pool, MemberRole::Owner).await;
     let ben = member(&store, acme.id, "ben@acme.test", MemberRole::Admin).await;
 
     let refused = store.admin().set_member_role(acme.id, ann, MemberRole::Admin, &person_audit(ann)).await;
@@ -367,9 +373,7 @@ async fn a_tenants_web_quotas_default_to_the_installations_and_are_its_own(pool:
 /// the secrets) stop working; other people's service tokens go on.
 #[sqlx::test(migrator = "hermes_store::MIGRATOR")]
 async fn a_new_password_or_a_removal_ends_the_tokens_a_person_held_or_made(pool: PgPool) {
-    let store = common::store(&pool);
-    let acme = common::tenant(&store, "acme").await;
-    let ann = member(&store, acme.id, "ann@acme.test", MemberRole::Admin).await;
+    let (store, acme, ann) = acme_and_ann(&pool, MemberRole::Admin).await;
     let olive = member(&store, acme.id, "olive@acme.test", MemberRole::Owner).await;
     let day = Duration::from_secs(86_400);
     let make = async |person: Option<PersonId>, by: PersonId| {
