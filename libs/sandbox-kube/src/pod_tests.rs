@@ -8,8 +8,7 @@ use crate::manifests::{Names, pod};
 
 #[test]
 fn mcp_servers_run_as_their_own_user_with_a_fresh_home_volume() {
-    #[expect(clippy::disallowed_methods, reason = "a test tenant, not from a request")]
-    let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
+    let tenant = TenantId::mint();
     let key = SandboxKey { tenant, agent: AgentId::new() };
     let cfg = hermes_config::KubernetesSandboxConfig::default();
     let spec = pod(&cfg, key, &Names::of("hermes", key), 60).spec.unwrap();

@@ -11,8 +11,7 @@ use serde_json::Value;
 
 #[test]
 fn a_kubernetes_sandbox_points_no_program_at_a_proxy_on_its_loopback() {
-    #[expect(clippy::disallowed_methods, reason = "a test tenant, not from a request")]
-    let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
+    let tenant = TenantId::mint();
     let key = SandboxKey { tenant, agent: AgentId::new() };
     let cfg = hermes_config::SandboxConfig::default();
     for internet in [false, true] {
