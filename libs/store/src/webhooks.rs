@@ -3,9 +3,8 @@
 //! shown once (on creation and on rotation). Finding the hook a POST names and taking the
 //! delivery in happen before any tenant is known: [`crate::system::webhooks`].
 
-use chrono::{DateTime, Utc};
-
 use hermes_core::{AgentId, JobId, SessionId, TenantId, TurnId, WebhookId};
+use hermes_wire::v1::HookTrigger;
 
 use crate::{NewTurn, Result, SecretBox, StoreError, views::Automation};
 
@@ -48,30 +47,27 @@ pub struct WebhookChanges {
     pub rate_limit_per_minute: Option<i32>,
 }
 
-/// A stored hook (its secret is never part of it).
+/// A stored hook: the trigger as the API shows it, with its tenant and its sealed secret
+/// (never shown). It reads as its [`HookTrigger`].
 #[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
 pub struct Webhook {
-    #[sqlx(try_from = "crate::rows::Id")]
-    pub id: WebhookId,
     #[serde(skip)]
     #[sqlx(try_from = "crate::rows::Id")]
     pub tenant_id: TenantId,
-    #[sqlx(try_from = "crate::rows::Id")]
-    pub agent_id: AgentId,
-    pub name: String,
-    pub events: Vec<String>,
-    pub prompt: String,
-    pub skills: Vec<String>,
-    pub deliver: String,
-    #[sqlx(try_from = "crate::rows::MaybeId")]
-    pub cron_job_id: Option<JobId>,
-    pub enabled: bool,
-    pub rate_limit_per_minute: i32,
-    pub last_received_at: Option<DateTime<Utc>>,
-    pub created_at: DateTime<Utc>,
+    #[serde(flatten)]
+    #[sqlx(flatten)]
+    pub shown: HookTrigger,
     #[serde(skip)]
     #[sqlx(rename = "secret")]
     sealed_secret: Vec<u8>,
+}
+
+impl std::ops::Deref for Webhook {
+    type Target = HookTrigger;
+
+    fn deref(&self) -> &HookTrigger {
+        &self.shown
+    }
 }
 
 /// The sealing context of the hook's secret (the same text as when it was a bare uuid).

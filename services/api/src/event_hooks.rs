@@ -41,7 +41,7 @@ impl TenantWideOnly for resource::EventHook {
 }
 
 fn shown(hook: &EventHook, secret: Option<String>) -> Shown {
-    Shown { object: "event_hook".into(), endpoint: crate::shown::event_endpoint(hook), secret }
+    Shown { object: "event_hook".into(), endpoint: hook.clone(), secret }
 }
 
 fn check(state: &AppState, url: Option<&str>, events: Option<&[String]>) -> std::result::Result<(), ApiError> {

@@ -44,7 +44,7 @@ impl CallerObject for Webhook {
 fn shown(state: &AppState, hook: &Webhook, secret: Option<String>) -> Shown {
     let path = format!("/hooks/{}", hook.id);
     let url = state.config.gateway.public_url.as_ref().map(|base| format!("{}{path}", base.trim_end_matches('/')));
-    Shown { object: "webhook".into(), hook: crate::shown::hook_trigger(hook), path, url, secret }
+    Shown { object: "webhook".into(), hook: hook.shown.clone(), path, url, secret }
 }
 
 fn invalid(why: impl Into<String>) -> ApiError {

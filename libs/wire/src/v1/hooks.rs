@@ -9,10 +9,13 @@ use hermes_core::AgentId;
 
 /// A webhook trigger: senders POST to the gateway, a turn runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[cfg_attr(feature = "sqlx", derive(sqlx::FromRow))]
 pub struct HookTrigger {
     #[schema(value_type = String, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::Id"))]
     pub id: hermes_core::WebhookId,
     #[schema(value_type = String, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::Id"))]
     pub agent_id: AgentId,
     pub name: String,
     pub events: Vec<String>,
@@ -20,6 +23,7 @@ pub struct HookTrigger {
     pub skills: Vec<String>,
     pub deliver: String,
     #[schema(value_type = Option<String>, format = "uuid")]
+    #[cfg_attr(feature = "sqlx", sqlx(try_from = "crate::rows::MaybeId"))]
     pub cron_job_id: Option<hermes_core::JobId>,
     pub enabled: bool,
     pub rate_limit_per_minute: i32,

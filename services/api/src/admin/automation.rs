@@ -93,8 +93,7 @@ pub(crate) async fn hooks(call: TenantCall) -> Result<Json<Hooks>> {
     let t = call.allow(AdminOp::ViewHooks).await?;
     let webhooks = call.state.store.automation().list_webhooks(t.id).await.map_err(store_error)?;
     let endpoints = call.state.store.automation().list_event_hooks(t.id).await.map_err(store_error)?;
-    let webhooks = webhooks.iter().map(crate::shown::hook_trigger).collect();
-    Ok(Json(Hooks { webhooks, event_hooks: endpoints.iter().map(crate::shown::event_endpoint).collect() }))
+    Ok(Json(Hooks { webhooks: webhooks.into_iter().map(|hook| hook.shown).collect(), event_hooks: endpoints }))
 }
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/hooks/{id}/deliveries", tag = "admin: automation",
