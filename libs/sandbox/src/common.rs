@@ -95,6 +95,35 @@ impl Attached {
         self.spans.ensure(name, ipc_dir);
     }
 
+    /// Sandbox `name`'s connected daemon, or else the one `connect` brings up (starting the
+    /// sandbox as the backend does), then listened on in `ipc_dir`.
+    pub async fn open(
+        &self,
+        name: &str,
+        key: crate::SandboxKey,
+        ipc_dir: &Path,
+        connect: impl Future<Output = Result<SandboxClient>>,
+    ) -> Result<SandboxClient> {
+        if let Some(client) = self.daemons.cached(name) {
+            return Ok(client);
+        }
+        let client = connect.await?;
+        self.listen(name, key, ipc_dir);
+        Ok(client)
+    }
+
+    /// Sandbox `name`'s connected daemon, or else what `probe` finds without starting it.
+    pub async fn running(
+        &self,
+        name: &str,
+        probe: impl Future<Output = Result<Option<SandboxClient>>>,
+    ) -> Result<Option<SandboxClient>> {
+        match self.daemons.cached(name) {
+            Some(client) => Ok(Some(client)),
+            None => probe.await,
+        }
+    }
+
     /// Drops all this worker holds for sandbox `name` (it is being stopped or removed).
     pub fn detach(&self, name: &str) {
         self.daemons.forget(name);
@@ -102,6 +131,31 @@ impl Attached {
         self.spans.stop(name);
     }
 }
+
+/// The [`crate::Sandboxes`] methods a backend answers from its [`Attached`] alone, written
+/// once for the backends that hold one (docker, local). Expanded inside the backend's `impl
+/// Sandboxes`, whose `inner.attached` it reaches; `$name` is the backend's method naming the
+/// sandbox of a key, and the backend's own `reap_idle` sweeps.
+macro_rules! attached_sandboxes {
+    ($name:ident) => {
+        fn invalidate(&self, key: $crate::SandboxKey) {
+            self.inner.attached.daemons.forget(&self.$name(key));
+        }
+
+        fn reap_idle(&self) -> futures_util::future::BoxFuture<'_, $crate::Result<usize>> {
+            Box::pin(Self::reap_idle(self))
+        }
+
+        fn set_egress(&self, handler: std::sync::Arc<dyn $crate::EgressHandler>) {
+            self.inner.attached.egress.set_handler(handler);
+        }
+
+        fn census(&self) -> Vec<hermes_core::census::LiveSandbox> {
+            self.inner.attached.census.snapshot()
+        }
+    };
+}
+pub(crate) use attached_sandboxes;
 
 /// The egress listeners this worker holds, one per sandbox it opened.
 #[derive(Default)]

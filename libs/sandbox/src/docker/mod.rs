@@ -330,13 +330,11 @@ impl Sandboxes for DockerSandboxes {
     fn open(&self, key: SandboxKey) -> BoxFuture<'_, Result<SandboxClient>> {
         Box::pin(async move {
             let name = self.container_name(key);
-            if let Some(client) = self.inner.attached.daemons.cached(&name) {
-                return Ok(client);
-            }
-            self.ensure_running(key).await?;
-            let client = self.connect_daemon(&name, START_WAIT).await?;
-            self.inner.attached.listen(&name, key, &self.ipc_dir(&name));
-            Ok(client)
+            let start = async {
+                self.ensure_running(key).await?;
+                self.connect_daemon(&name, START_WAIT).await
+            };
+            self.inner.attached.open(&name, key, &self.ipc_dir(&name), start).await
         })
     }
 
@@ -346,31 +344,17 @@ impl Sandboxes for DockerSandboxes {
             // A daemon already connected answers for itself (a stale one fails its call, and
             // its caller goes on without the workspace): asking the engine first cost every
             // new session a `docker inspect`, serialised on the container by dockerd.
-            if let Some(client) = self.inner.attached.daemons.cached(&name) {
-                return Ok(Some(client));
-            }
-            if !self.is_running(&name).await? {
-                return Ok(None);
-            }
-            self.connect_daemon(&name, Duration::from_secs(2)).await.map(Some)
+            let probe = async {
+                if !self.is_running(&name).await? {
+                    return Ok(None);
+                }
+                self.connect_daemon(&name, Duration::from_secs(2)).await.map(Some)
+            };
+            self.inner.attached.running(&name, probe).await
         })
     }
 
-    fn invalidate(&self, key: SandboxKey) {
-        self.inner.attached.daemons.forget(&self.container_name(key));
-    }
-
-    fn reap_idle(&self) -> BoxFuture<'_, Result<usize>> {
-        Box::pin(DockerSandboxes::reap_idle(self))
-    }
-
-    fn set_egress(&self, handler: Arc<dyn crate::EgressHandler>) {
-        self.inner.attached.egress.set_handler(handler);
-    }
-
-    fn census(&self) -> Vec<hermes_core::census::LiveSandbox> {
-        self.inner.attached.census.snapshot()
-    }
+    common::attached_sandboxes!(container_name);
 
     fn ping(&self) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move {

@@ -350,46 +350,25 @@ impl Sandboxes for LocalSandboxes {
     fn open(&self, key: SandboxKey) -> BoxFuture<'_, Result<SandboxClient>> {
         Box::pin(async move {
             let name = self.sandbox_name(key);
-            match self.inner.attached.daemons.cached(&name) {
-                Some(client) => Ok(client),
-                None => {
-                    let client = self.open_uncached(key, &name).await?;
-                    self.inner.attached.listen(&name, key, &self.ipc_dir(&name));
-                    Ok(client)
-                }
-            }
+            self.inner.attached.open(&name, key, &self.ipc_dir(&name), self.open_uncached(key, &name)).await
         })
     }
 
     fn running(&self, key: SandboxKey) -> BoxFuture<'_, Result<Option<SandboxClient>>> {
         Box::pin(async move {
             let name = self.sandbox_name(key);
-            if let Some(client) = self.inner.attached.daemons.cached(&name) {
-                return Ok(Some(client));
-            }
             let ipc = self.ipc_dir(&name);
-            if !ipc.join(SOCKET).exists() {
-                return Ok(None);
-            }
-            Ok(self.inner.attached.daemons.connect(&name, &ipc, Duration::from_millis(300), "").await.ok())
+            let probe = async {
+                if !ipc.join(SOCKET).exists() {
+                    return Ok(None);
+                }
+                Ok(self.inner.attached.daemons.connect(&name, &ipc, Duration::from_millis(300), "").await.ok())
+            };
+            self.inner.attached.running(&name, probe).await
         })
     }
 
-    fn invalidate(&self, key: SandboxKey) {
-        self.inner.attached.daemons.forget(&self.sandbox_name(key));
-    }
-
-    fn reap_idle(&self) -> BoxFuture<'_, Result<usize>> {
-        Box::pin(LocalSandboxes::reap_idle(self))
-    }
-
-    fn set_egress(&self, handler: Arc<dyn crate::EgressHandler>) {
-        self.inner.attached.egress.set_handler(handler);
-    }
-
-    fn census(&self) -> Vec<hermes_core::census::LiveSandbox> {
-        self.inner.attached.census.snapshot()
-    }
+    common::attached_sandboxes!(sandbox_name);
 
     fn ping(&self) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move {
