@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use hermes_core::{ChannelMode, ChannelStatus, Platform};
+use hermes_core::{ChannelMode, Platform};
 use hermes_store::Channel;
 
 use crate::Gateway;
@@ -134,12 +134,7 @@ where
             End::Again => {}
             End::Gone => return,
             End::Refused(why) => {
-                tracing::warn!(channel.id = %channel.id, error = %why, "the platform refuses the bot; channel marked");
-                let _ = gw
-                    .store
-                    .chat()
-                    .set_channel_status(channel.tenant_id, channel.id, ChannelStatus::Blocked, Some(&why))
-                    .await;
+                gw.mark_refused(channel, &why).await;
                 return;
             }
             End::Failed(why) => {

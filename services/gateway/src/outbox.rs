@@ -132,6 +132,17 @@ impl Gateway {
         Duration::from_secs(self.config.gateway.outbox_lease_seconds.max(5))
     }
 
+    /// The platform refuses the bot (blocked, kicked, credentials revoked): `channel` is marked
+    /// blocked, so neither its replies nor its connection are tried again until someone fixes it.
+    pub(crate) async fn mark_refused(&self, channel: &Channel, why: &str) {
+        tracing::warn!(channel.id = %channel.id, error = %why, "the platform refuses the bot; channel marked");
+        let _ = self
+            .store
+            .chat()
+            .set_channel_status(channel.tenant_id, channel.id, ChannelStatus::Blocked, Some(why))
+            .await;
+    }
+
     /// Delivers one reply, in its turn's trace.
     async fn deliver(&self, item: OutboxItem) {
         let name = format!("send {}", item.destination.platform);
@@ -201,12 +212,7 @@ impl Gateway {
                 self.store.system().outbox_failed(&item, &why).await
             }
             Err(Failure::Blocked(why)) => {
-                tracing::warn!(channel.id = %channel.id, error = %why, "the platform refuses the bot; channel marked");
-                let _ = self
-                    .store
-                    .chat()
-                    .set_channel_status(channel.tenant_id, channel.id, ChannelStatus::Blocked, Some(&why))
-                    .await;
+                self.mark_refused(&channel, &why).await;
                 self.store.system().outbox_failed(&item, &why).await
             }
         };
