@@ -1,5 +1,7 @@
-//! Reading platforms' answers with a byte cap: a platform API (or whoever answers at its
-//! address) cannot make the gateway buffer more than this.
+//! Sending requests to platforms and reading their answers with a byte cap: a platform API (or
+//! whoever answers at its address) cannot make the gateway buffer more than this.
+
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -8,6 +10,12 @@ pub use hermes_net_policy::outbound::ReadError;
 /// The largest JSON answer taken from a platform API (a page of 100 Telegram updates is far
 /// below it).
 pub const MAX_API_ANSWER: usize = 8 * 1024 * 1024;
+
+/// Sends `request`, waiting at most `wait` for the answer. A failure never names the URL: a
+/// Telegram URL holds the bot's token.
+pub async fn send(request: reqwest::RequestBuilder, wait: Duration) -> Result<reqwest::Response, String> {
+    request.timeout(wait).send().await.map_err(|e| e.without_url().to_string())
+}
 
 /// The JSON of `resp`, read up to [`MAX_API_ANSWER`] bytes.
 pub async fn json(resp: reqwest::Response) -> Result<Value, String> {

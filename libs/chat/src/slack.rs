@@ -80,12 +80,9 @@ impl SlackApi {
 
     /// Sends `request` with the token; Slack's answer, or the error it describes.
     async fn checked(&self, request: reqwest::RequestBuilder) -> Result<Value, SlackError> {
-        let resp = request
-            .bearer_auth(&self.token)
-            .timeout(Duration::from_secs(30))
-            .send()
+        let resp = crate::body::send(request.bearer_auth(&self.token), Duration::from_secs(30))
             .await
-            .map_err(|e| SlackError::Transport(e.without_url().to_string()))?;
+            .map_err(SlackError::Transport)?;
         if resp.status().as_u16() == 429 {
             let wait = resp.headers().get("retry-after").and_then(|v| v.to_str().ok()?.parse().ok()).unwrap_or(5);
             return Err(SlackError::RateLimited(wait));
@@ -148,14 +145,9 @@ impl SlackApi {
         let (Some(url), Some(id)) = (got["upload_url"].as_str(), got["file_id"].as_str()) else {
             return Err(SlackError::Api("no_upload_url".into()));
         };
-        let sent = self
-            .http
-            .post(url)
-            .body(file.data.to_vec())
-            .timeout(Duration::from_secs(120))
-            .send()
+        let sent = crate::body::send(self.http.post(url).body(file.data.to_vec()), Duration::from_secs(120))
             .await
-            .map_err(|e| SlackError::Transport(e.without_url().to_string()))?;
+            .map_err(SlackError::Transport)?;
         if !sent.status().is_success() {
             return Err(SlackError::Transport(format!("the upload answered HTTP {}", sent.status())));
         }
@@ -205,14 +197,9 @@ impl SlackApi {
         if !self.may_fetch(url) {
             return Err(SlackError::Api("file_host_refused".into()));
         }
-        let resp = self
-            .http
-            .get(url)
-            .bearer_auth(&self.token)
-            .timeout(Duration::from_secs(60))
-            .send()
+        let resp = crate::body::send(self.http.get(url).bearer_auth(&self.token), Duration::from_secs(60))
             .await
-            .map_err(|e| SlackError::Transport(e.without_url().to_string()))?;
+            .map_err(SlackError::Transport)?;
         if !resp.status().is_success() {
             return Err(SlackError::Transport(format!("HTTP {}", resp.status())));
         }

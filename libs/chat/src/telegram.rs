@@ -86,15 +86,7 @@ impl TelegramApi {
     /// Calls `method`; `wait` bounds the call (a long poll waits longer than a send).
     async fn call(&self, method: &str, params: &Value, wait: Duration) -> Result<Value, TelegramError> {
         let url = format!("{}/bot{}/{method}", self.base, self.token);
-        let resp = self
-            .http
-            .post(url)
-            .json(params)
-            .timeout(wait)
-            .send()
-            .await
-            // Never log the URL: it holds the token.
-            .map_err(|e| TelegramError::Transport(e.without_url().to_string()))?;
+        let resp = crate::body::send(self.http.post(url).json(params), wait).await.map_err(TelegramError::Transport)?;
         envelope(resp).await
     }
 
@@ -111,14 +103,9 @@ impl TelegramApi {
             form = form.text("message_thread_id", thread.to_string());
         }
         let url = format!("{}/bot{}/{method}", self.base, self.token);
-        let resp = self
-            .http
-            .post(url)
-            .multipart(form)
-            .timeout(Duration::from_secs(120))
-            .send()
+        let resp = crate::body::send(self.http.post(url).multipart(form), Duration::from_secs(120))
             .await
-            .map_err(|e| TelegramError::Transport(e.without_url().to_string()))?;
+            .map_err(TelegramError::Transport)?;
         let sent = envelope(resp).await?;
         Ok(sent["message_id"].as_i64().unwrap_or_default())
     }
@@ -200,13 +187,8 @@ impl TelegramApi {
             return Err(TelegramError::Api { code: 413, description: "file too large".into(), retry_after: None });
         }
         let url = format!("{}/file/bot{}/{path}", self.base, self.token);
-        let resp = self
-            .http
-            .get(url)
-            .timeout(Duration::from_secs(60))
-            .send()
-            .await
-            .map_err(|e| TelegramError::Transport(e.without_url().to_string()))?;
+        let resp =
+            crate::body::send(self.http.get(url), Duration::from_secs(60)).await.map_err(TelegramError::Transport)?;
         if !resp.status().is_success() {
             let code = i64::from(resp.status().as_u16());
             return Err(TelegramError::Api {

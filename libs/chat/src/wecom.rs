@@ -208,8 +208,8 @@ impl WecomApi {
     }
 
     async fn get(&self, url: String) -> Result<Value, WecomError> {
-        let resp = self.http.get(url).timeout(Duration::from_secs(15)).send().await;
-        let resp = resp.map_err(|e| WecomError::Transport(e.without_url().to_string()))?;
+        let resp =
+            crate::body::send(self.http.get(url), Duration::from_secs(15)).await.map_err(WecomError::Transport)?;
         checked(crate::body::json(resp).await.map_err(WecomError::Transport)?)
     }
 
@@ -287,7 +287,8 @@ impl WecomApi {
         let mut fresh = false;
         loop {
             let token = self.access_token(fresh).await?;
-            let mut resp = make(&token).timeout(Duration::from_secs(60)).send().await.map_err(transport)?;
+            let mut resp =
+                crate::body::send(make(&token), Duration::from_secs(60)).await.map_err(WecomError::Transport)?;
             let kind = resp.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
             if !kind.contains("json") && !kind.starts_with("text/plain") {
                 let mut bytes = Vec::new();
