@@ -1,7 +1,9 @@
 //! Files a chat answer hands over: its `MEDIA:<path>` lines (`hermes_core::media`) are taken
 //! out of the text, and the files the worker kept for the turn are sent after it, as parts of
 //! the same outbox reply (so a retry sends only what is missing). A file that could not be
-//! read is replaced by a note saying so; a link stays in the text.
+//! read is replaced by a note saying so; a link stays in the text. The platforms that upload
+//! files and show buttons (Slack, Telegram) send a reply as an [`Outgoing`], with
+//! [`Gateway::send_uploads`].
 
 use hermes_core::media::split_media;
 use hermes_core::outbox::OutboxPayload;
@@ -39,27 +41,81 @@ impl Part {
     }
 }
 
-/// The reply's parts: its text cut by `split`, then its files.
-fn parts(text: &str, files: Vec<TurnFile>, split: impl Fn(&str) -> Vec<String>) -> Vec<Part> {
+/// The reply's parts: its text cut at `max`, then its files.
+fn parts(text: &str, files: Vec<TurnFile>, max: usize) -> Vec<Part> {
     let mut out: Vec<Part> = Vec::new();
     if !text.trim().is_empty() || files.is_empty() {
-        out.extend(split(text).into_iter().map(Part::Text));
+        out.extend(hermes_chat::split::split(text, max).into_iter().map(Part::Text));
     }
     out.extend(files.into_iter().map(Part::File));
     out
 }
 
+/// A reply as a platform with buttons and uploads sends it (Slack, Telegram).
+pub(crate) struct Outgoing {
+    pub parts: Vec<Part>,
+    buttons: Buttons,
+    /// The last text part: the buttons go under it.
+    last_text: Option<usize>,
+    /// The streamed preview this answer replaces (chat, message), removed once it is sent.
+    pub preview: Option<(String, String)>,
+}
+
+impl Outgoing {
+    /// The buttons that go under part `i`, if any.
+    pub fn buttons_under(&self, i: usize) -> Option<&Buttons> {
+        (Some(i) == self.last_text && !self.buttons.is_empty()).then_some(&self.buttons)
+    }
+}
+
 impl Gateway {
-    /// The reply `item` carries as the parts to send (its text cut by `split`, then the files
-    /// it hands over), and the buttons that go under it.
-    pub(crate) async fn reply_parts(
-        &self,
-        item: &OutboxItem,
-        split: impl Fn(&str) -> Vec<String>,
-    ) -> Result<(Vec<Part>, Buttons), Failure> {
+    /// The reply `item` carries as the parts to send (its text cut in parts of at most `max`
+    /// UTF-16 units, then the files it hands over), and the buttons that go under it.
+    pub(crate) async fn reply_parts(&self, item: &OutboxItem, max: usize) -> Result<(Vec<Part>, Buttons), Failure> {
         let (text, buttons) = render_reply(item);
         let (text, files) = self.attachments(item, text).await?;
-        Ok((parts(&text, files, split), buttons))
+        Ok((parts(&text, files, max), buttons))
+    }
+
+    /// [`Self::reply_parts`] with the buttons placed, taking the answer's preview over.
+    pub(crate) async fn outgoing(&self, item: &OutboxItem, max: usize) -> Result<Outgoing, Failure> {
+        let (parts, buttons) = self.reply_parts(item, max).await?;
+        let preview = self.take_preview(item).await?;
+        let last_text = parts.iter().rposition(|p| matches!(p, Part::Text(_)));
+        Ok(Outgoing { parts, buttons, last_text, preview })
+    }
+
+    /// [`Self::send_parts_recovering`] on a platform that uploads files: `send` gets a part's
+    /// text and file ([`Part::to_send`]). Only a text part in doubt is looked for (`recover`
+    /// gets its text); a file in doubt is sent again.
+    pub(crate) async fn send_uploads<'a, Fut, RFut>(
+        &self,
+        item: &OutboxItem,
+        parts: &'a [Part],
+        mut send: impl FnMut(usize, Option<String>, Option<OutFile<'a>>) -> Fut,
+        mut recover: impl FnMut(usize, &'a str) -> RFut,
+    ) -> Result<(), Failure>
+    where
+        Fut: Future<Output = Result<String, Failure>>,
+        RFut: Future<Output = Option<String>>,
+    {
+        let send = |i, part: &'a Part| {
+            let (text, file) = part.to_send();
+            send(i, text, file)
+        };
+        let recover = |i, part: &'a Part| {
+            let looking = match part {
+                Part::Text(text) => Some(recover(i, text)),
+                Part::File(_) => None,
+            };
+            async move {
+                match looking {
+                    Some(found) => found.await,
+                    None => None,
+                }
+            }
+        };
+        self.send_parts_recovering(item, parts, send, recover).await
     }
 
     /// The reply's text without its `MEDIA:` lines, and the files they name.
@@ -99,13 +155,13 @@ mod tests {
 
     #[test]
     fn files_follow_the_text_and_unreadable_ones_become_notes() {
-        let split = |t: &str| vec![t.to_owned()];
-        let got = parts("Here.", vec![file("a.png", Ok(vec![1])), file("b.png", Err("too big".into()))], split);
+        let max = 4_096;
+        let got = parts("Here.", vec![file("a.png", Ok(vec![1])), file("b.png", Err("too big".into()))], max);
         assert_eq!(got.len(), 3);
         assert!(matches!(&got[0], Part::Text(t) if t == "Here."));
         let Part::File(b) = &got[2] else { panic!("a file part") };
         assert_eq!(Part::note(b).as_deref(), Some("(I could not attach b.png: too big)"));
         // Only files: no empty text part.
-        assert_eq!(parts("", vec![file("a.png", Ok(vec![1]))], split).len(), 1);
+        assert_eq!(parts("", vec![file("a.png", Ok(vec![1]))], max).len(), 1);
     }
 }

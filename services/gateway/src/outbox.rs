@@ -234,9 +234,14 @@ impl Gateway {
 
     /// Sends a reply's parts in order, skipping those a previous attempt sent, and records each
     /// (with its platform id) before the next, so a retry after a crash sends only the rest.
-    pub(crate) async fn send_parts<P, F, Fut>(&self, item: &OutboxItem, parts: &[P], send: F) -> Result<(), Failure>
+    pub(crate) async fn send_parts<'a, P, F, Fut>(
+        &self,
+        item: &OutboxItem,
+        parts: &'a [P],
+        send: F,
+    ) -> Result<(), Failure>
     where
-        F: FnMut(usize, &P) -> Fut,
+        F: FnMut(usize, &'a P) -> Fut,
         Fut: std::future::Future<Output = Result<String, Failure>>,
     {
         self.send_parts_recovering(item, parts, send, |_, _| async { None }).await
@@ -245,17 +250,17 @@ impl Gateway {
     /// [`Self::send_parts`], where a part left in doubt by a sender that died between sending
     /// and recording it is first looked for with `recover` (the platform's answer to "did it
     /// arrive?"); only a part not found is sent again.
-    pub(crate) async fn send_parts_recovering<P, F, Fut, R, RFut>(
+    pub(crate) async fn send_parts_recovering<'a, P, F, Fut, R, RFut>(
         &self,
         item: &OutboxItem,
-        parts: &[P],
+        parts: &'a [P],
         mut send: F,
         mut recover: R,
     ) -> Result<(), Failure>
     where
-        F: FnMut(usize, &P) -> Fut,
+        F: FnMut(usize, &'a P) -> Fut,
         Fut: std::future::Future<Output = Result<String, Failure>>,
-        R: FnMut(usize, &P) -> RFut,
+        R: FnMut(usize, &'a P) -> RFut,
         RFut: std::future::Future<Output = Option<String>>,
     {
         let mut ids = item.message_ids.clone();

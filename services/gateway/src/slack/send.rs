@@ -8,7 +8,7 @@ use hermes_chat::slack::{MAX_MESSAGE_CHARS, mrkdwn};
 use hermes_store::{Channel, OutboxItem};
 
 use crate::Gateway;
-use crate::attachments::Part;
+use crate::interact::Buttons;
 use crate::outbox::Failure;
 
 /// What identifies one part of one reply.
@@ -19,50 +19,15 @@ fn part_key(item: &OutboxItem, part: usize) -> String {
 impl Gateway {
     pub(crate) async fn deliver_slack(&self, channel: &Channel, item: &OutboxItem) -> Result<(), Failure> {
         let api = self.slack(channel).map_err(Failure::Permanent)?;
-        let (parts, buttons) = self.reply_parts(item, |t| hermes_chat::split::split(t, MAX_MESSAGE_CHARS)).await?;
-        let dest = &item.destination;
-        let chat = dest.chat_id.as_str();
-        let thread = dest.thread.as_deref();
-        let preview = self.take_preview(item).await?;
-        let last_text = parts.iter().rposition(|p| matches!(p, Part::Text(_)));
-        let all = &parts;
-        let recover = |i: usize, _: &Part| {
-            let api = &api;
-            async move {
-                let (Part::Text(_), Some((_, since))) = (&all[i], item.doubt) else { return None };
-                let oldest = since.timestamp() - 60;
-                api.find_by_metadata(chat, thread, oldest, &part_key(item, i)).await
-            }
-        };
-        self.send_parts_recovering(
+        let reply = self.outgoing(item, MAX_MESSAGE_CHARS).await?;
+        let chat = item.destination.chat_id.as_str();
+        let thread = item.destination.thread.as_deref();
+        self.send_uploads(
             item,
-            &parts,
-            |i, _| {
+            &reply.parts,
+            |i, text, file| {
+                let params = message_params(chat, thread, text.as_deref(), &part_key(item, i), reply.buttons_under(i));
                 let api = &api;
-                // Borrowed from the list, not the argument: the send outlives the call.
-                let (text, file) = all[i].to_send();
-                let body = mrkdwn(text.as_deref().unwrap_or_default());
-                // The part's key rides along, so a part in doubt can be found again.
-                let metadata =
-                    json!({ "event_type": "hermes_reply", "event_payload": { "part_key": part_key(item, i) } });
-                let mut params = json!({ "channel": chat, "text": body, "metadata": metadata });
-                if let Some(thread) = thread {
-                    params["thread_ts"] = json!(thread);
-                }
-                if Some(i) == last_text && !buttons.is_empty() {
-                    let elements: Vec<Value> = buttons
-                        .iter()
-                        .flatten()
-                        .map(|(label, data)| {
-                            json!({ "type": "button", "text": { "type": "plain_text", "text": label },
-                                "value": data, "action_id": data })
-                        })
-                        .collect();
-                    params["blocks"] = json!([
-                        { "type": "section", "text": { "type": "mrkdwn", "text": body } },
-                        { "type": "actions", "elements": elements },
-                    ]);
-                }
                 async move {
                     match file {
                         Some(out) => api.upload_file(chat, thread, &out).await.map_err(Failure::from),
@@ -70,12 +35,44 @@ impl Gateway {
                     }
                 }
             },
-            recover,
+            |i, _| {
+                let api = &api;
+                async move {
+                    let (_, since) = item.doubt?;
+                    api.find_by_metadata(chat, thread, since.timestamp() - 60, &part_key(item, i)).await
+                }
+            },
         )
         .await?;
-        if let Some((chat, ts)) = preview {
+        if let Some((chat, ts)) = reply.preview {
             crate::stream::PreviewApi::Slack { api, thread: None }.delete(&chat, &ts).await;
         }
         Ok(())
     }
+}
+
+/// The `chat.postMessage` parameters of one text part: in `thread` when given, with the part's
+/// key as metadata (so a part in doubt can be found again) and `buttons` under it.
+fn message_params(chat: &str, thread: Option<&str>, text: Option<&str>, key: &str, buttons: Option<&Buttons>) -> Value {
+    let body = mrkdwn(text.unwrap_or_default());
+    let metadata = json!({ "event_type": "hermes_reply", "event_payload": { "part_key": key } });
+    let mut params = json!({ "channel": chat, "text": body, "metadata": metadata });
+    if let Some(thread) = thread {
+        params["thread_ts"] = json!(thread);
+    }
+    if let Some(buttons) = buttons {
+        let elements: Vec<Value> = buttons
+            .iter()
+            .flatten()
+            .map(|(label, data)| {
+                json!({ "type": "button", "text": { "type": "plain_text", "text": label },
+                    "value": data, "action_id": data })
+            })
+            .collect();
+        params["blocks"] = json!([
+            { "type": "section", "text": { "type": "mrkdwn", "text": body } },
+            { "type": "actions", "elements": elements },
+        ]);
+    }
+    params
 }

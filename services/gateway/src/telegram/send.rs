@@ -7,7 +7,6 @@ use hermes_core::outbox::OutboxPayload;
 use hermes_store::{Channel, OutboxItem};
 
 use crate::Gateway;
-use crate::attachments::Part;
 use crate::interact::Buttons;
 use crate::outbox::Failure;
 use crate::telegram::{MAX_MESSAGE_UTF16, TelegramApi};
@@ -18,35 +17,22 @@ const PROBE_WINDOW: i64 = 8;
 impl Gateway {
     pub(crate) async fn deliver_telegram(&self, channel: &Channel, item: &OutboxItem) -> Result<(), Failure> {
         let api = self.telegram(channel).map_err(Failure::Permanent)?;
-        let (parts, buttons) = self.reply_parts(item, |t| hermes_chat::split::split(t, MAX_MESSAGE_UTF16)).await?;
+        let reply = self.outgoing(item, MAX_MESSAGE_UTF16).await?;
         let dest = &item.destination;
         let chat = dest.chat_id.as_str();
         let thread = dest.thread.as_deref().and_then(|t| t.parse::<i64>().ok());
-        let preview = self.take_preview(item).await?;
         // Answers are Markdown: sent as Telegram HTML, or as plain text if Telegram refuses it.
         let rich = !matches!(item.payload, OutboxPayload::Interaction { .. });
-        let last_text = parts.iter().rposition(|p| matches!(p, Part::Text(_)));
-        let all = &parts;
         // A part left in doubt is looked for after the last message we know in this chat.
         let known: Vec<i64> = item.message_ids.iter().filter_map(|id| id.parse().ok()).collect();
         let anchor = known.last().copied().or(dest.reply_to);
-        let recover = |i: usize, _: &Part| {
-            let (api, known) = (&api, &known);
-            async move {
-                let (Part::Text(text), Some(anchor)) = (&all[i], anchor) else { return None };
-                find_in_doubt(api, chat, anchor, known, text, rich).await
-            }
-        };
-        self.send_parts_recovering(
+        self.send_uploads(
             item,
-            &parts,
-            |i, _| {
-                let api = &api;
-                // Borrowed from the list, not the argument: the send outlives the call.
-                let (text, file) = all[i].to_send();
+            &reply.parts,
+            |i, text, file| {
                 let reply_to = dest.reply_to.filter(|_| i == 0);
-                let keyboard = (Some(i) == last_text && !buttons.is_empty()).then_some(&buttons);
-                let params = message_params(chat, text.as_deref(), rich, thread, reply_to, keyboard);
+                let params = message_params(chat, text.as_deref(), rich, thread, reply_to, reply.buttons_under(i));
+                let api = &api;
                 async move {
                     if let Some(out) = file {
                         return api.send_file(chat, thread, &out).await.map(|id| id.to_string()).map_err(Failure::from);
@@ -54,10 +40,13 @@ impl Gateway {
                     send_text(api, params, text).await
                 }
             },
-            recover,
+            |_, text| {
+                let (api, known) = (&api, &known);
+                async move { find_in_doubt(api, chat, anchor?, known, text, rich).await }
+            },
         )
         .await?;
-        if let Some((chat, id)) = preview {
+        if let Some((chat, id)) = reply.preview {
             crate::stream::PreviewApi::Telegram(api).delete(&chat, &id).await;
         }
         Ok(())

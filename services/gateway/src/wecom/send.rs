@@ -15,11 +15,11 @@ impl Gateway {
     pub(crate) async fn deliver_wecom(&self, channel: &Channel, item: &OutboxItem) -> Result<(), Failure> {
         let api = self.wecom(channel).map_err(Failure::Permanent)?;
         // App messages have no buttons: a question lists the commands that answer it.
-        let (parts, _) = self.reply_parts(item, |t| hermes_chat::split::split(t, MAX_MESSAGE_CHARS)).await?;
+        let (parts, _) = self.reply_parts(item, MAX_MESSAGE_CHARS).await?;
         let to = item.destination.chat_id.as_str();
-        let (api, all) = (&api, &parts);
-        self.send_parts(item, &parts, |i, _| async move {
-            match &all[i] {
+        let api = &api;
+        self.send_parts(item, &parts, |_, part| async move {
+            match part {
                 Part::Text(text) => api.send_text(to, text).await.map_err(Failure::from),
                 Part::File(file) => match &file.data {
                     Ok(data) => {
