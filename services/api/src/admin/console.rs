@@ -117,28 +117,29 @@ mod tests {
         }
     }
 
-    /// The keys of one dictionary of `i18n.js` (`const <name> = { key: '...', ... };`), in order.
-    fn dictionary(name: &str) -> Vec<String> {
+    /// The lines of `i18n.js`'s message table (`const messages = { key: ['...', '...'], ... };`).
+    fn message_lines() -> Vec<&'static str> {
         let text = include_str!("../../console/i18n.js");
-        let start = text.find(&format!("const {name} = {{")).unwrap_or_default();
+        let start = text.find("const messages = {\n").unwrap_or_default();
         let block = &text[start..];
         let block = &block[..block.find("\n};").unwrap_or(block.len())];
-        let key = regex::Regex::new(r#"(?:^|[\s,{])([A-Za-z_]+): ['"]"#).unwrap();
-        key.captures_iter(block).map(|c| c[1].to_owned()).collect()
+        block.lines().skip(1).collect()
     }
 
     #[test]
     fn english_and_chinese_name_the_same_things_once_each() {
-        let (en, zh) = (dictionary("en"), dictionary("zh"));
-        assert!(en.len() > 100, "the dictionary was read: {}", en.len());
-        for (lang, keys) in [("en", &en), ("zh", &zh)] {
-            let mut seen = std::collections::HashSet::new();
-            let twice: Vec<&String> = keys.iter().filter(|k| !seen.insert(*k)).collect();
-            assert!(twice.is_empty(), "{lang} names these twice (the later one wins): {twice:?}");
+        // One message a line: its key, then its English and its Chinese text.
+        let entry =
+            regex::Regex::new(r#"^  ([A-Za-z_]+): \[('(?:[^'\\]|\\.)*'|"[^"]*"), ('(?:[^'\\]|\\.)*'|"[^"]*")\],$"#)
+                .unwrap();
+        let lines = message_lines();
+        assert!(lines.len() > 100, "the messages were read: {}", lines.len());
+        let mut seen = std::collections::HashSet::new();
+        for line in lines {
+            let key = entry.captures(line).map(|c| c[1].to_owned());
+            let key = key.unwrap_or_else(|| panic!("not one key with its English and Chinese text: {line}"));
+            assert!(seen.insert(key.clone()), "{key} is named twice (the later one wins)");
         }
-        let (en, zh): (std::collections::BTreeSet<_>, std::collections::BTreeSet<_>) =
-            (en.into_iter().collect(), zh.into_iter().collect());
-        assert_eq!(en.symmetric_difference(&zh).collect::<Vec<_>>(), Vec::<&String>::new(), "one language lacks these");
     }
 
     /// The module `target` names, imported from `from` (both relative to the console's root).
