@@ -47,6 +47,7 @@ where
 }
 
 /// What every role shares: connected once, cloned into each role's context.
+#[derive(Clone)]
 struct Shared {
     config: Arc<HermesConfig>,
     store: Store,
@@ -91,22 +92,16 @@ async fn spawn_roles(
     shutdown: &CancellationToken,
     tasks: &mut JoinSet<anyhow::Result<()>>,
 ) -> anyhow::Result<()> {
-    let Shared { config, store, cache, broker, secrets, readiness } = shared;
-    if !config.ops.bind.is_empty() {
-        let listener = tokio::net::TcpListener::bind(&config.ops.bind).await.context("cannot bind ops.bind")?;
+    let ops_bind = &shared.config.ops.bind;
+    if !ops_bind.is_empty() {
+        let listener = tokio::net::TcpListener::bind(ops_bind).await.context("cannot bind ops.bind")?;
         tracing::info!(addr = %listener.local_addr()?, "ops listener (healthz, readyz, metrics)");
-        let app = hermes_http::ops_router(readiness.clone());
+        let app = hermes_http::ops_router(shared.readiness.clone());
         spawn_role(tasks, shutdown, |token| hermes_http::serve(listener, app, token));
     }
     if roles.api {
-        let ctx = hermes_api::ApiContext {
-            config: config.clone(),
-            store: store.clone(),
-            broker: broker.clone(),
-            cache: cache.clone(),
-            readiness: readiness.clone(),
-            secrets: secrets.clone(),
-        };
+        let Shared { config, store, cache, broker, secrets, readiness } = shared.clone();
+        let ctx = hermes_api::ApiContext { config, store, broker, cache, readiness, secrets };
         spawn_role(tasks, shutdown, |token| hermes_api::run(ctx, token));
     }
     if roles.worker {
@@ -114,19 +109,13 @@ async fn spawn_roles(
         spawn_role(tasks, shutdown, |token| hermes_worker::run(ctx, token));
     }
     if roles.gateway {
-        let ctx = hermes_gateway::GatewayContext {
-            config: config.clone(),
-            store: store.clone(),
-            broker: broker.clone(),
-            cache: cache.clone(),
-            secrets: secrets.clone(),
-            readiness: readiness.clone(),
-        };
+        let Shared { config, store, cache, broker, secrets, readiness } = shared.clone();
+        let ctx = hermes_gateway::GatewayContext { config, store, broker, cache, secrets, readiness };
         spawn_role(tasks, shutdown, |token| hermes_gateway::run(ctx, token));
     }
     if roles.scheduler {
-        let ctx =
-            hermes_scheduler::SchedulerContext { config: config.clone(), store: store.clone(), broker: broker.clone() };
+        let Shared { config, store, broker, .. } = shared.clone();
+        let ctx = hermes_scheduler::SchedulerContext { config, store, broker };
         spawn_role(tasks, shutdown, |token| async move {
             hermes_scheduler::run(ctx, token).await;
             anyhow::Ok(())
