@@ -12,9 +12,10 @@ use std::marker::PhantomData;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
+use hermes_core::AgentId;
 use hermes_http::{ApiError, ErrorCode};
 use hermes_ops::OpsError;
-use hermes_store::StoreError;
+use hermes_store::{KeyAuth, StoreError};
 
 /// What a handler works on: its answers when the store says the object is missing or taken.
 pub(crate) trait Resource {
@@ -46,6 +47,21 @@ pub(crate) fn missing_or_internal(e: StoreError, missing: impl FnOnce() -> ApiEr
         StoreError::NotFound => missing(),
         other => ApiError::internal(other),
     }
+}
+
+/// The row `found` holds, when the caller's key may use its agent (`agent_of`); `missing` when
+/// there is none or the key is limited to another agent, which look the same to the caller.
+pub(crate) fn of_callers_agent<T>(
+    found: Result<T, StoreError>,
+    auth: &KeyAuth,
+    agent_of: impl FnOnce(&T) -> AgentId,
+    missing: impl Fn() -> ApiError,
+) -> Result<T, ApiError> {
+    let row = found.map_err(|e| missing_or_internal(e, &missing))?;
+    if auth.agent_id.is_some_and(|only| only != agent_of(&row)) {
+        return Err(missing());
+    }
+    Ok(row)
 }
 
 /// A use case's refusal as an answer, or its storage failure for the caller to map.

@@ -16,7 +16,7 @@ use hermes_wire::v1::{Deleted, ResponseObject, ResponsesRequest, Truncation};
 use crate::auth::Caller;
 use crate::completion::{Completion, incomplete, timed_out};
 use crate::documented::{BadRequest, CapReached, NoApiKey, NotFound, ObjectPath, RateLimited};
-use crate::errors::missing_or_internal;
+use crate::errors::of_callers_agent;
 use crate::headers::with_session;
 use crate::responses_object::{ResponseMeta, response_object};
 use crate::responses_wire::{Continues, ParsedResponses, parse_response_id, response_id};
@@ -161,15 +161,8 @@ impl CallerObject for ResponseObject {
 
     async fn find(state: &AppState, auth: &KeyAuth, id: &str) -> Result<Self, ApiError> {
         let turn = parse_response_id(id).ok_or_else(|| not_found(id))?;
-        let r = state
-            .store
-            .turns()
-            .stored_response(auth.tenant_id, turn)
-            .await
-            .map_err(|e| missing_or_internal(e, || not_found(id)))?;
-        if auth.agent_id.is_some_and(|only| only != r.agent_id) {
-            return Err(not_found(id));
-        }
+        let r = state.store.turns().stored_response(auth.tenant_id, turn).await;
+        let r = of_callers_agent(r, auth, |r| r.agent_id, || not_found(id))?;
         let interaction = if r.status == TurnStatus::Waiting {
             state.store.turns().turn_pending_interaction(auth.tenant_id, turn).await.map_err(ApiError::internal)?
         } else {

@@ -7,7 +7,7 @@ use hermes_store::{KeyAuth, TurnOverview, TurnStatus};
 use hermes_wire::v1::{Interaction, Run, RunError, RunKind, RunStatus, RunUsage};
 
 use crate::documented::ObjectPath;
-use crate::errors::missing_or_internal;
+use crate::errors::of_callers_agent;
 use crate::state::AppState;
 use crate::visible::CallerObject;
 
@@ -33,15 +33,8 @@ impl CallerObject for VisibleRun {
             .and_then(|hex| uuid::Uuid::try_parse(hex).ok())
             .map(TurnId::from_uuid)
             .ok_or_else(|| not_found(id))?;
-        let run = state
-            .store
-            .turns()
-            .turn_overview(auth.tenant_id, turn)
-            .await
-            .map_err(|e| missing_or_internal(e, || not_found(id)))?;
-        if auth.agent_id.is_some_and(|only| only != run.agent_id) {
-            return Err(not_found(id));
-        }
+        let run = state.store.turns().turn_overview(auth.tenant_id, turn).await;
+        let run = of_callers_agent(run, auth, |r| r.agent_id, || not_found(id))?;
         Ok((turn, run))
     }
 }

@@ -8,7 +8,7 @@ use hermes_http::{ApiError, ErrorCode};
 use hermes_store::{Agent, KeyAuth, TurnTarget};
 
 use crate::agents::resolve_agent;
-use crate::errors::missing_or_internal;
+use crate::errors::{missing_or_internal, of_callers_agent};
 use crate::headers::{session_header, user_key};
 use crate::responses_wire::{Continues, ParsedResponses, response_id};
 use crate::state::AppState;
@@ -100,11 +100,8 @@ pub(crate) async fn response_target(
         Continues::Response(id) => response_not_found(*id).with_param("previous_response_id"),
         _ => response_not_found(previous).with_param("conversation"),
     };
-    let chain =
-        state.store.turns().response_chain(auth.tenant_id, previous).await.map_err(|e| missing_or_internal(e, lost))?;
-    if auth.agent_id.is_some_and(|only| only != chain.agent_id) {
-        return Err(lost());
-    }
+    let chain = state.store.turns().response_chain(auth.tenant_id, previous).await;
+    let chain = of_callers_agent(chain, auth, |c| c.agent_id, lost)?;
     let agent = state.store.agents().agent(auth.tenant_id, chain.agent_id).await.map_err(ApiError::internal)?;
     if parsed.model.as_deref().is_some_and(|m| m != agent.name) {
         return Err(ApiError::invalid_request(
