@@ -5,19 +5,17 @@
 //! existing account's password. The rules live in `hermes_store::admin::invitations`.
 
 use axum::Json;
-use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use hermes_core::ErrorCode;
-use hermes_http::{ApiError, ApiJson};
+use hermes_http::ApiError;
 use hermes_store::admin::{Acceptance, Acceptor};
 
-use crate::admin::caller::{Credential, MaybeCaller, RequestMeta};
+use crate::admin::caller::{Credential, MaybeCaller};
 use crate::admin::errors::store_error;
-use crate::admin::session::{limit_attempts, link_invalid, me_body, open_session, password_error, user_agent};
-use crate::admin::state::AdminState;
+use crate::admin::session::{Attempt, link_invalid, me_body, open_session, password_error};
 
 /// Accepting an invitation: the link's token, and for a new account a name and (optionally) a
 /// password.
@@ -41,13 +39,9 @@ fn conflict(code: ErrorCode, message: String) -> ApiError {
         (status = 409, description = "The address has an account: sign in as it first (`sign_in_required`); or the signed-in person is someone else (`invitation_not_yours`). The link still works", body = hermes_wire::ErrorBody),
         (status = 429, description = "Too many attempts from this address, or too many at once", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn accept(
-    State(state): State<AdminState>,
-    meta: RequestMeta,
     MaybeCaller(caller): MaybeCaller,
-    headers: axum::http::HeaderMap,
-    ApiJson(body): ApiJson<AcceptInvitation>,
+    Attempt { state, meta, user_agent, body }: Attempt<AcceptInvitation>,
 ) -> Result<Response, ApiError> {
-    limit_attempts(&state, &meta).await?;
     // Only a console session accepts for its person (a token is automation, not them).
     let signed_in = caller.and_then(|c| match c.credential {
         Credential::Session { csrf, scope, .. } => c.person.map(|p| (p, csrf, scope)),
@@ -71,9 +65,7 @@ pub(crate) async fn accept(
     let accepted =
         state.store.admin().accept_invitation(&body.token, who, meta.request_id.clone(), meta.source_address.clone());
     match accepted.await.map_err(store_error)? {
-        Acceptance::Joined { person, new_account: true, .. } => {
-            open_session(&state, person, &meta, &user_agent(&headers)).await
-        }
+        Acceptance::Joined { person, new_account: true, .. } => open_session(&state, person, &meta, &user_agent).await,
         Acceptance::Joined { person, .. } => {
             let (csrf, scope) = signed_in.map(|(_, csrf, scope)| (csrf, scope)).unzip();
             Ok(Json(me_body(&state, &person, scope.flatten(), csrf.as_deref()).await?).into_response())

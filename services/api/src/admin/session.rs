@@ -3,13 +3,14 @@
 //! token); and changing one's password.
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{FromRef, FromRequest, FromRequestParts, Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 
 use hermes_core::ErrorCode;
-use hermes_http::{ApiError, ApiJson};
+use hermes_http::{ApiError, ApiJson, BodyLimit};
 use hermes_store::admin::Person;
 
 use crate::admin::caller::{Caller, Credential, RequestMeta, session_cookie};
@@ -60,6 +61,35 @@ pub(crate) fn console_off() -> ApiError {
         Some(ErrorCode::AdminDisabled),
         "console sign-in is off: set admin.session_keys or secrets.master_key",
     )
+}
+
+/// A sign-in attempt: the request's facts and its body, counted against its address's sign-in
+/// rate once the body is read (a malformed body is a 400 that costs no attempt).
+pub(crate) struct Attempt<T> {
+    pub state: AdminState,
+    pub meta: RequestMeta,
+    pub user_agent: String,
+    pub body: T,
+}
+
+impl<S, T> FromRequest<S> for Attempt<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned + Send,
+    AdminState: FromRef<S>,
+    BodyLimit: FromRef<S>,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self> {
+        let (mut parts, body) = req.into_parts();
+        let Ok(meta) = RequestMeta::from_request_parts(&mut parts, state).await;
+        let user_agent = user_agent(&parts.headers);
+        let ApiJson(body) = ApiJson::from_request(Request::from_parts(parts, body), state).await?;
+        let state = AdminState::from_ref(state);
+        limit_attempts(&state, &meta).await?;
+        Ok(Self { state, meta, user_agent, body })
+    }
 }
 
 /// Refuses a caller past the sign-in rate of its address (every account together).
@@ -170,13 +200,7 @@ pub(crate) fn user_agent(headers: &axum::http::HeaderMap) -> String {
         (status = 401, description = "Wrong email or password", body = hermes_wire::ErrorBody),
         (status = 403, description = "The account is locked after too many wrong passwords", body = hermes_wire::ErrorBody),
         (status = 429, description = "Too many attempts from this address", body = hermes_wire::ErrorBody)))]
-pub(crate) async fn sign_in(
-    State(state): State<AdminState>,
-    meta: RequestMeta,
-    headers: axum::http::HeaderMap,
-    ApiJson(body): ApiJson<SignIn>,
-) -> Result<Response> {
-    limit_attempts(&state, &meta).await?;
+pub(crate) async fn sign_in(Attempt { state, meta, user_agent, body }: Attempt<SignIn>) -> Result<Response> {
     let record = state.store.admin().sign_in_record(&body.email).await.map_err(store_error)?;
     if let Some(until) = record.as_ref().and_then(|r| r.locked_until).filter(|t| *t > chrono::Utc::now()) {
         return Err(locked(until));
@@ -198,7 +222,7 @@ pub(crate) async fn sign_in(
     }
     let person = person.ok_or_else(wrong_credentials)?;
     state.store.admin().record_sign_in(person.id).await.map_err(store_error)?;
-    open_session(&state, person, &meta, &user_agent(&headers)).await
+    open_session(&state, person, &meta, &user_agent).await
 }
 
 fn locked(until: chrono::DateTime<chrono::Utc>) -> ApiError {
@@ -216,12 +240,8 @@ fn locked(until: chrono::DateTime<chrono::Utc>) -> ApiError {
     responses((status = 200, description = "Signed in: the session cookie is set", body = hermes_wire::admin::Me),
         (status = 400, description = "The link is unknown, used or expired", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn sign_in_with_link(
-    State(state): State<AdminState>,
-    meta: RequestMeta,
-    headers: axum::http::HeaderMap,
-    ApiJson(body): ApiJson<LinkSignIn>,
+    Attempt { state, meta, user_agent, body }: Attempt<LinkSignIn>,
 ) -> Result<Response> {
-    limit_attempts(&state, &meta).await?;
     let person =
         state.store.admin().redeem_sign_in_link(&body.token).await.map_err(store_error)?.ok_or_else(link_invalid)?;
     let person = state.store.admin().person(person).await.map_err(store_error)?;
@@ -232,7 +252,7 @@ pub(crate) async fn sign_in_with_link(
         true => state.store.admin().person(person.id).await.map_err(store_error)?,
         false => person,
     };
-    open_session(&state, person, &meta, &user_agent(&headers)).await
+    open_session(&state, person, &meta, &user_agent).await
 }
 
 /// A person acting for themselves, for the audit log.
