@@ -23,7 +23,7 @@ use crate::errors::{Failure, path_id, resource};
 use crate::headers::user_key;
 use crate::shown::numbered;
 use crate::state::AppState;
-use crate::visible::{CallerObject, Visible};
+use crate::visible::{Addressed, CallerObject, Visible};
 
 /// This module's handlers' error: a store error is about a session.
 type Result<T> = std::result::Result<T, Failure<resource::Session>>;
@@ -114,13 +114,8 @@ pub(crate) struct Rename {
 
 #[utoipa::path(patch, path = "/api/sessions/{id}", tag = "sessions", params(ObjectPath),
     responses((status = 200, description = "Renamed", body = Session), BadRequest, NoApiKey, NotFound))]
-pub(crate) async fn rename(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(ObjectPath { id }): Path<ObjectPath>,
-    ApiJson(body): ApiJson<Rename>,
-) -> Result<Json<Session>> {
-    let info = SessionInfo::find(&state, &auth, &id).await?;
+pub(crate) async fn rename(at: Addressed<SessionInfo>, ApiJson(body): ApiJson<Rename>) -> Result<Json<Session>> {
+    let Visible { state, auth, found: info, .. } = at.find().await?;
     state.store.conversations().set_session_title(auth.tenant_id, info.id, body.title.as_deref()).await?;
     Ok(Json(state.store.conversations().session_info(auth.tenant_id, auth.agent_id, info.id).await?))
 }
@@ -148,12 +143,10 @@ pub(crate) struct MessagePage {
 #[utoipa::path(get, path = "/api/sessions/{id}/messages", tag = "sessions", params(ObjectPath),
     responses((status = 200, description = "A page of messages", body = Slice<NumberedMessage>), BadRequest, NoApiKey, NotFound))]
 pub(crate) async fn messages(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(ObjectPath { id }): Path<ObjectPath>,
+    at: Addressed<SessionInfo>,
     Query(page): Query<MessagePage>,
 ) -> Result<Json<Slice<NumberedMessage>>> {
-    let info = SessionInfo::find(&state, &auth, &id).await?;
+    let Visible { state, auth, found: info, .. } = at.find().await?;
     let limit = page.limit.unwrap_or(100).clamp(1, 1_000) as usize;
     let after = page.after.unwrap_or(0);
     let page =
@@ -173,13 +166,8 @@ pub(crate) struct Fork {
 
 #[utoipa::path(post, path = "/api/sessions/{id}/fork", tag = "sessions", params(ObjectPath),
     responses((status = 201, description = "The fork", body = Session), BadRequest, NoApiKey, NotFound))]
-pub(crate) async fn fork(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(ObjectPath { id }): Path<ObjectPath>,
-    body: Option<ApiJson<Fork>>,
-) -> Result<Response> {
-    let info = SessionInfo::find(&state, &auth, &id).await?;
+pub(crate) async fn fork(at: Addressed<SessionInfo>, body: Option<ApiJson<Fork>>) -> Result<Response> {
+    let Visible { state, auth, found: info, .. } = at.find().await?;
     let body = body.map(|ApiJson(b)| b).unwrap_or(Fork { up_to: None, title: None });
     if body.up_to.is_some_and(|n| n < 1) {
         return Err(ApiError::invalid_request(ErrorCode::InvalidValue, "up_to is a message sequence number, from 1")
@@ -201,13 +189,8 @@ pub(crate) struct ExportQuery {
     params(ObjectPath,
            ("format" = Option<String>, Query, description = "json (default) or sharegpt")),
     responses((status = 200, description = "The whole session with its lineage", body = serde_json::Value), BadRequest, NoApiKey, NotFound))]
-pub(crate) async fn export(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    Path(ObjectPath { id }): Path<ObjectPath>,
-    Query(q): Query<ExportQuery>,
-) -> Result<Json<Value>> {
-    let info = SessionInfo::find(&state, &auth, &id).await?;
+pub(crate) async fn export(at: Addressed<SessionInfo>, Query(q): Query<ExportQuery>) -> Result<Json<Value>> {
+    let Visible { state, auth, found: info, .. } = at.find().await?;
     let export = state.store.conversations().export_session(auth.tenant_id, info.id).await?;
     match q.format.as_deref().unwrap_or("json") {
         "json" => Ok(Json(serde_json::to_value(export).map_err(ApiError::internal)?)),

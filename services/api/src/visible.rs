@@ -3,7 +3,8 @@
 //! the key may not use, is answered like a missing one, by the resource's own 404.
 //!
 //! The lookup runs before the extractors that follow [`Visible`]: a handler whose body (or
-//! query) is refused before the lookup takes the parts itself, so that order stays.
+//! query) is refused before the lookup starts from [`Addressed`] and looks up afterwards, so
+//! that order stays.
 
 use std::future::Future;
 
@@ -57,11 +58,39 @@ where
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let addressed = Addressed::<T>::from_request_parts(parts, state).await?;
+        addressed.find().await.map_err(IntoResponse::into_response)
+    }
+}
+
+/// The caller and the path's `{id}`, their object `T` not looked up yet: for a handler whose
+/// body (or query) is refused before the lookup ([`Addressed::find`]).
+pub(crate) struct Addressed<T: CallerObject> {
+    state: AppState,
+    auth: KeyAuth,
+    path: T::Path,
+}
+
+impl<S: Send + Sync, T: CallerObject> FromRequestParts<S> for Addressed<T>
+where
+    AppState: FromRef<S>,
+{
+    /// 401 without a key, then a bad path's answer.
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let Caller(auth) = part(parts, state).await?;
-        let Path(segment) = part::<Path<T::Path>, _>(parts, state).await?;
-        let id: String = segment.into();
-        let state = AppState::from_ref(state);
-        let found = T::find(&state, &auth, &id).await.map_err(IntoResponse::into_response)?;
-        Ok(Self { state, auth, id, found })
+        let Path(path) = part::<Path<T::Path>, _>(parts, state).await?;
+        Ok(Self { state: AppState::from_ref(state), auth, path })
+    }
+}
+
+impl<T: CallerObject> Addressed<T> {
+    /// The caller's object the path names, or the resource's 404.
+    pub(crate) async fn find(self) -> Result<Visible<T>, T::Missing> {
+        let Self { state, auth, path } = self;
+        let id: String = path.into();
+        let found = T::find(&state, &auth, &id).await?;
+        Ok(Visible { state, auth, id, found })
     }
 }
