@@ -1,18 +1,16 @@
 //! `POST /v1/chat/completions`.
 
-use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 
-use hermes_http::{ApiError, ApiJson};
+use hermes_http::ApiError;
 use hermes_store::NewTurn;
 
 use crate::agents::resolve_agent;
-use crate::auth::Caller;
 use crate::documented::{BadRequest, CapReached, NoApiKey, NotFound, RateLimited};
 use crate::headers::{session_text, with_session};
 use crate::state::AppState;
-use crate::submit::{Entry, Work, submit_turn};
+use crate::submit::{Entry, TurnRequest, Work, submit_turn};
 use crate::targets::chat_target;
 use hermes_http::chat_request::{ChatCompletionRequest, ParsedChat};
 
@@ -25,10 +23,7 @@ use hermes_http::chat_request::{ChatCompletionRequest, ParsedChat};
               BadRequest, NoApiKey, NotFound, CapReached, RateLimited,
               (status = 502, description = "The agent produced nothing", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn chat_completions(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    headers: HeaderMap,
-    ApiJson(body): ApiJson<ChatCompletionRequest>,
+    TurnRequest { state, auth, headers, body }: TurnRequest<ChatCompletionRequest>,
 ) -> Result<Response, ApiError> {
     // Boxed (as `submit_turn` is): its queries' futures are done before the long wait, and a
     // request's future holds the largest of its states for as long as it waits.

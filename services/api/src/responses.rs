@@ -5,15 +5,13 @@
 //! lives in [`crate::responses_stream`].
 
 use axum::Json;
-use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use hermes_core::FinishReason;
-use hermes_http::{ApiError, ApiJson, ErrorCode};
+use hermes_http::{ApiError, ErrorCode};
 use hermes_store::{KeyAuth, NewResponse, NewTurn, TurnStatus};
 use hermes_wire::v1::{Deleted, ResponseObject, ResponsesRequest, Truncation};
 
-use crate::auth::Caller;
 use crate::completion::{Completion, incomplete, timed_out};
 use crate::documented::{BadRequest, CapReached, NoApiKey, NotFound, ObjectPath, RateLimited};
 use crate::errors::of_callers_agent;
@@ -21,7 +19,7 @@ use crate::headers::with_session;
 use crate::responses_object::{ResponseMeta, response_object};
 use crate::responses_wire::{Continues, ParsedResponses, parse_response_id, response_id};
 use crate::state::AppState;
-use crate::submit::{Entry, Submitted, Work, submit_turn};
+use crate::submit::{Entry, Submitted, TurnRequest, Work, submit_turn};
 use crate::targets::response_target;
 use crate::visible::{CallerObject, Visible};
 
@@ -34,10 +32,7 @@ fn not_found(id: &str) -> ApiError {
     responses((status = 200, description = "A response, or an SSE stream of response.* events with stream: true", body = hermes_wire::v1::ResponseObject),
               BadRequest, NoApiKey, NotFound, CapReached, RateLimited))]
 pub(crate) async fn create(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    headers: HeaderMap,
-    ApiJson(body): ApiJson<ResponsesRequest>,
+    TurnRequest { state, auth, headers, body }: TurnRequest<ResponsesRequest>,
 ) -> Result<Response, ApiError> {
     let (work, described) = response_turn(&state, &auth, &headers, body).await?;
     let submitted = submit_turn(&state, &auth, work).await.map_err(conversation_gone)?;

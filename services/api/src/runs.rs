@@ -7,7 +7,6 @@
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use hermes_http::{ApiError, ApiJson, ErrorCode};
@@ -18,12 +17,11 @@ use hermes_wire::v1::{
 };
 
 use crate::answers::answer_run_approval;
-use crate::auth::Caller;
 use crate::documented::{BadRequest, NoApiKey, NotFound, ObjectPath, RateLimited};
 use crate::responses_wire::ParsedResponses;
 use crate::runs_object::{VisibleRun, run_id, run_object, run_status};
 use crate::state::AppState;
-use crate::submit::{Entry, Work, submit_turn};
+use crate::submit::{Entry, TurnRequest, Work, submit_turn};
 use crate::targets::run_target;
 use crate::visible::{Body, Visible};
 
@@ -34,10 +32,7 @@ const STOP_WAIT: Duration = Duration::from_secs(5);
     request_body = RunRequest,
     responses((status = 202, description = "The run started", body = RunStarted), BadRequest, NoApiKey, NotFound, RateLimited))]
 pub(crate) async fn create(
-    State(state): State<AppState>,
-    Caller(auth): Caller,
-    headers: HeaderMap,
-    ApiJson(body): ApiJson<RunRequest>,
+    TurnRequest { state, auth, headers, body }: TurnRequest<RunRequest>,
 ) -> Result<Response, ApiError> {
     let work = run_turn(&state, &auth, &headers, body).await?;
     let submitted = submit_turn(&state, &auth, work).await?;

@@ -5,15 +5,48 @@
 
 use std::time::Duration;
 
+use axum::extract::{FromRef, FromRequest, FromRequestParts, Request};
+use axum::http::HeaderMap;
+use serde::de::DeserializeOwned;
+
 use hermes_core::{SessionId, TenantId, TurnId};
-use hermes_http::{ApiError, ErrorCode};
+use hermes_http::{ApiError, ApiJson, BodyLimit, ErrorCode};
 use hermes_queue::SessionWork;
 use hermes_store::{Enqueued, Idempotency, KeyAuth, NewTurn, StoreError};
 
+use crate::auth::Caller;
 use crate::completion::{Completion, DisconnectGuard};
 use crate::limits::TurnPermit;
 use crate::state::AppState;
 use crate::wait::Waiter;
+
+/// A request that starts a turn: the caller, the headers that may name its session, end user
+/// and idempotency key, and its JSON body.
+pub(crate) struct TurnRequest<T> {
+    pub state: AppState,
+    pub auth: KeyAuth,
+    pub headers: HeaderMap,
+    pub body: T,
+}
+
+impl<S, T> FromRequest<S> for TurnRequest<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned + Send,
+    AppState: FromRef<S>,
+    BodyLimit: FromRef<S>,
+{
+    /// 401 without a key, then a bad body's 400.
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let (mut parts, body) = req.into_parts();
+        let Caller(auth) = Caller::from_request_parts(&mut parts, state).await?;
+        let headers = parts.headers.clone();
+        let ApiJson(body) = ApiJson::from_request(Request::from_parts(parts, body), state).await?;
+        Ok(Self { state: AppState::from_ref(state), auth, headers, body })
+    }
+}
 
 /// The API a turn came through, as the metrics count it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
