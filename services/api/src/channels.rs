@@ -22,7 +22,7 @@ use crate::documented::{
 };
 use crate::errors::{Failure, Resource, resource};
 use crate::state::AppState;
-use crate::visible::{Body, CallerObject, Visible};
+use crate::visible::{CallerObject, Visible};
 
 /// This module's handlers' error: a store error is about a channel.
 type Result<T> = std::result::Result<T, Failure<resource::Channel>>;
@@ -58,9 +58,8 @@ pub(crate) async fn list(TenantWide { state, auth, .. }: TenantWide<resource::Ch
     responses((status = 201, description = "The bot is bound; `setup` says what is left to do on the platform", body = ChannelBound), (status = 400, description = "Invalid request, or the platform refused the credentials", body = hermes_wire::ErrorBody), BotBound))]
 pub(crate) async fn create(
     TenantWide { state, auth, .. }: TenantWide<resource::Channel>,
-    body: Body<ChannelRequest>,
+    ApiJson(c): ApiJson<ChannelRequest>,
 ) -> Result<(StatusCode, Json<ChannelBound>)> {
-    let ApiJson(c) = body?;
     let agent = resolve_agent(&state, &auth, Some(&c.agent)).await?;
     let platforms = Platforms {
         http: &state.http,
@@ -82,10 +81,8 @@ pub(crate) async fn get(Visible { found: channel, .. }: Visible<Channel>) -> Res
     responses((status = 200, description = "The changed channel", body = hermes_wire::v1::Channel), BadRequest, NoSuchChannel))]
 pub(crate) async fn update(
     Visible { state, auth, found: channel, .. }: Visible<Channel>,
-    body: Body<ChannelChanges>,
+    ApiJson(changes): ApiJson<ChannelChanges>,
 ) -> Result<Json<Shown>> {
-    // Whose it is first (the extractor): another tenant's channel is a 404 whatever the body.
-    let ApiJson(changes) = body?;
     Ok(Json(channels::change(&state.store, key_audit(&auth), &channel, changes).await?))
 }
 
@@ -115,8 +112,7 @@ pub(crate) struct Approve {
     responses((status = 200, description = "The person may talk to the bot now (and is told so)", body = PairingApproved), NoSuchCode, NoSuchChannel, PairingLocked))]
 pub(crate) async fn approve(
     Visible { state, auth, found: channel, .. }: Visible<Channel>,
-    body: Body<Approve>,
+    ApiJson(a): ApiJson<Approve>,
 ) -> Result<Json<PairingApproved>> {
-    let ApiJson(a) = body?;
     Ok(Json(channels::approve_pairing(&state.store, key_audit(&auth), &channel, &a.code).await?))
 }

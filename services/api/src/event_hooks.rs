@@ -19,7 +19,7 @@ use crate::auth::{TenantWide, TenantWideOnly, tenant_wide};
 use crate::documented::{BadRequest, HookPath, KeyForOneAgent, NoSuchHook};
 use crate::errors::{Failure, deleted, path_id, resource};
 use crate::state::AppState;
-use crate::visible::{Body, CallerObject, Visible};
+use crate::visible::{CallerObject, Visible};
 
 /// This module's handlers' error: a store error is about an event hook.
 type Result<T> = std::result::Result<T, Failure<resource::EventHook>>;
@@ -84,9 +84,8 @@ pub(crate) struct CreateEventHook {
     responses((status = 201, description = "The endpoint with its signing secret (shown this once)", body = hermes_wire::v1::EventHook), (status = 400, description = "Invalid request (a private address or an unknown event says so)", body = hermes_wire::ErrorBody), KeyForOneAgent))]
 pub(crate) async fn create(
     TenantWide { state, auth, .. }: TenantWide<resource::EventHook>,
-    body: Body<CreateEventHook>,
+    ApiJson(c): ApiJson<CreateEventHook>,
 ) -> Result<(StatusCode, Json<Shown>)> {
-    let ApiJson(c) = body?;
     check(&state, Some(&c.url), Some(&c.events))?;
     let (hook, secret) = state
         .store
@@ -116,9 +115,8 @@ pub(crate) struct UpdateEventHook {
     responses((status = 200, description = "The changed endpoint", body = hermes_wire::v1::EventHook), BadRequest, NoSuchHook))]
 pub(crate) async fn update(
     Visible { state, auth, found: hook, .. }: Visible<EventHook>,
-    body: Body<UpdateEventHook>,
+    ApiJson(u): ApiJson<UpdateEventHook>,
 ) -> Result<Json<Shown>> {
-    let ApiJson(u) = body?;
     check(&state, u.url.as_deref(), u.events.as_deref())?;
     let changes = EventHookChanges { url: u.url, events: u.events, description: u.description, enabled: u.enabled };
     let hook = state.store.automation().update_event_hook(auth.tenant_id, hook.id, &changes).await?;

@@ -23,7 +23,7 @@ use crate::runs_object::{VisibleRun, run_id, run_object, run_status};
 use crate::state::AppState;
 use crate::submit::{Entry, TurnRequest, Work, submit_turn};
 use crate::targets::run_target;
-use crate::visible::{Body, Visible};
+use crate::visible::Visible;
 
 /// Longest wait of `POST /v1/runs/{id}/stop` for the run to end (upstream's figure).
 const STOP_WAIT: Duration = Duration::from_secs(5);
@@ -85,9 +85,8 @@ pub(crate) async fn get(
               (status = 409, description = "No approval is pending", body = hermes_wire::ErrorBody)))]
 pub(crate) async fn approval(
     Visible { state, auth, id, found: (turn, _) }: Visible<VisibleRun>,
-    body: Body<RunApproval>,
+    ApiJson(request): ApiJson<RunApproval>,
 ) -> Result<Json<RunApprovalResponse>, ApiError> {
-    let ApiJson(request) = body?;
     let answer = answer_run_approval(&state, &auth, turn, request.choice, || not_pending(&id)).await?;
     let choice = match answer {
         hermes_core::InteractionAnswer::Approval { choice } => Some(choice),

@@ -20,7 +20,7 @@ use crate::auth::Caller;
 use crate::documented::{BadRequest, NoApiKey, NoSuchWebhook, WebhookPath};
 use crate::errors::{Failure, Resource, deleted, path_id, resource, store_error};
 use crate::state::AppState;
-use crate::visible::{Body, CallerObject, Visible};
+use crate::visible::{CallerObject, Visible};
 
 /// This module's handlers' error: a store error is about a webhook.
 type Result<T> = std::result::Result<T, Failure<resource::Webhook>>;
@@ -193,9 +193,8 @@ pub(crate) struct UpdateWebhook {
     responses((status = 200, description = "The changed webhook", body = hermes_wire::v1::Webhook), BadRequest, NoSuchWebhook))]
 pub(crate) async fn update(
     Visible { state, auth, found: hook, .. }: Visible<Webhook>,
-    body: Body<UpdateWebhook>,
+    ApiJson(u): ApiJson<UpdateWebhook>,
 ) -> Result<Json<Shown>> {
-    let ApiJson(u) = body?;
     let changes = changes(&state, &auth, &hook, u).await?;
     let hook = state.store.automation().update_webhook(auth.tenant_id, hook.id, &changes).await?;
     Ok(Json(shown(&state, &hook, None)))
