@@ -13,11 +13,9 @@ use hermes_store::admin::Change;
 use hermes_wire::List;
 use hermes_wire::admin::Answered;
 
-use crate::admin::errors::{path_id, store_error, store_error_for};
+use crate::admin::errors::{Result, path_id, store_error, store_error_for};
 use crate::admin::tenant_call::{Body, TenantCall};
 use crate::documented::{ObjectPath, TenantNotFound, TenantPath};
-
-type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/approvals", tag = "admin: sessions", params(TenantPath),
     responses((status = 200, description = "Questions waiting for an answer, oldest first", body = List<hermes_wire::admin::WaitingQuestion>),

@@ -14,12 +14,10 @@ use hermes_store::admin::{AuditEntry, AuditFilter, AuditPage as StoredPage};
 use hermes_wire::admin::AuditPage;
 
 use crate::admin::caller::Caller;
-use crate::admin::errors::store_error;
+use crate::admin::errors::{Result, store_error};
 use crate::admin::state::AdminState;
 use crate::admin::tenant_call::TenantCall;
 use crate::documented::{OperatorsOnly, TenantNotFound, TenantPath};
-
-type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 /// The most entries one export holds; narrow the dates for more.
 const EXPORT_MAX: usize = 100_000;

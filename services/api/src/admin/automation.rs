@@ -16,11 +16,9 @@ use hermes_wire::List;
 use hermes_wire::admin::{Hooks, PingSent};
 use hermes_wire::v1::{CronJob, CronRun, EventDelivery};
 
-use crate::admin::errors::{ops_error, path_id, store_error, store_error_for};
+use crate::admin::errors::{Result, ops_error, path_id, store_error, store_error_for};
 use crate::admin::tenant_call::TenantCall;
 use crate::documented::{EndpointPath, JobIdPath, NoSuchEndpoint, NoSuchJob, ObjectPath, TenantNotFound, TenantPath};
-
-type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/cron", tag = "admin: automation", params(TenantPath),
     responses((status = 200, description = "The tenant's cron jobs with their next and last runs", body = List<CronJob>),

@@ -16,14 +16,12 @@ use hermes_store::{Channel, StoreError};
 use hermes_wire::List;
 use hermes_wire::v1::ChannelRequest;
 
-use crate::admin::errors::{path_id, store_error, store_error_for};
+use crate::admin::errors::{Result, path_id, store_error, store_error_for};
 use crate::admin::state::AdminState;
 use crate::admin::tenant_call::{Body, TenantCall};
 use crate::documented::{
     BotBound, ChannelPath, NoSuchChannel, NoSuchCode, ObjectPath, PairingLocked, TenantNotFound, TenantPath,
 };
-
-type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 /// A use case's failure about a channel: a bot bound already is `channel_exists`.
 fn failure(f: OpsError) -> ApiError {

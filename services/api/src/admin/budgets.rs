@@ -15,12 +15,10 @@ use hermes_store::{Budget, StoreError};
 use hermes_wire::List;
 use hermes_wire::admin::BudgetView;
 
-use crate::admin::errors::store_error;
+use crate::admin::errors::{Result, store_error};
 use crate::admin::state::AdminState;
 use crate::admin::tenant_call::{Body, TenantCall};
 use crate::documented::{MayNotSetBudgets, TenantNotFound, TenantPath};
-
-type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/budgets", tag = "admin: usage", params(TenantPath),
     responses((status = 200, description = "Each cap (the tenant's first, then each agent's) with what was spent in its current period", body = List<BudgetView>),

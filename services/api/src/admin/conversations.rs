@@ -16,13 +16,11 @@ use hermes_store::admin::Change;
 use hermes_wire::admin::{Agent, AgentEdit, NewAgent, Transcript};
 use hermes_wire::{List, Slice};
 
-use crate::admin::errors::{ops_error, path_id, store_error, store_error_for, value_conflict};
+use crate::admin::errors::{Result, ops_error, path_id, store_error, store_error_for, value_conflict};
 use crate::admin::tenant_call::{AgentCall, Body, TenantCall};
 use crate::documented::{
     AgentPath, MayNotEditAgents, NoSuchAgent, NoSuchSession, ObjectPath, SessionPath, TenantNotFound, TenantPath,
 };
-
-type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents", tag = "admin: agents", params(TenantPath),
     responses((status = 200, description = "The tenant's agents (provider keys are never shown)", body = List<Agent>),

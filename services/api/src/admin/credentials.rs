@@ -15,11 +15,9 @@ use hermes_store::admin::Change;
 use hermes_wire::List;
 use hermes_wire::admin::CredentialAdded;
 
-use crate::admin::errors::{path_id, store_error, store_error_for};
+use crate::admin::errors::{Result, path_id, store_error, store_error_for};
 use crate::admin::tenant_call::{Body, TenantCall};
 use crate::documented::{ObjectPath, TenantNotFound, TenantPath};
-
-type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/credentials", tag = "admin: credentials", params(TenantPath),
     responses((status = 200, description = "Pools by provider: their strategy and keys (never the secrets) with each key's health", body = Object),

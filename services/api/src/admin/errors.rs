@@ -6,6 +6,9 @@ use hermes_core::ErrorCode;
 use hermes_http::ApiError;
 use hermes_store::StoreError;
 
+/// An admin handler's result: its error is an [`ApiError`] unless it says otherwise.
+pub(crate) type Result<T, E = ApiError> = std::result::Result<T, E>;
+
 /// A store error as a response: not found is 404, a refused change 409, bad input 400,
 /// a dependency down 503, anything else 500 (logged).
 pub(crate) fn store_error(err: StoreError) -> ApiError {

@@ -20,12 +20,10 @@ use hermes_store::admin::Change;
 use hermes_wire::List;
 use hermes_wire::admin::TurnStopped;
 
-use crate::admin::errors::{path_id, store_error, store_error_for};
+use crate::admin::errors::{Result, path_id, store_error, store_error_for};
 use crate::admin::state::AdminState;
 use crate::admin::tenant_call::TenantCall;
 use crate::documented::{NoSuchTurn, ObjectPath, TenantNotFound, TenantPath, TurnPath};
-
-type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 /// How long one watch lasts at most; the console opens another.
 const WATCH_LIMIT: Duration = Duration::from_secs(15 * 60);

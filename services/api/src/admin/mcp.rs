@@ -7,16 +7,13 @@ use axum::extract::Path;
 use axum::http::StatusCode;
 
 use hermes_core::access::AdminOp;
-use hermes_http::ApiError;
 use hermes_mcp_config::McpServerSpec;
 use hermes_wire::List;
 use hermes_wire::admin::{McpServer, McpServerSet};
 
-use crate::admin::errors::{ops_error, store_error};
+use crate::admin::errors::{Result, ops_error, store_error};
 use crate::admin::tenant_call::{AgentCall, Body};
 use crate::documented::{AgentPath, MayNotEditAgents, NoSuchAgent, TenantPath};
-
-type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 fn shown(server: hermes_store::StoredMcpServer) -> McpServer {
     McpServer { name: server.name, enabled: server.enabled, config: server.spec, updated_at: server.updated_at }

@@ -6,16 +6,13 @@ use axum::http::StatusCode;
 
 use hermes_core::access::AdminOp;
 use hermes_core::{ErrorCode, InvitationId, PersonId};
-use hermes_http::ApiError;
 use hermes_ops::members;
 use hermes_wire::List;
 use hermes_wire::admin::{Invitation, InvitationMade, Invite, Member, RoleChange, RoleChanged};
 
-use crate::admin::errors::{ops_error, path_id, store_error_for};
+use crate::admin::errors::{Result, ops_error, path_id, store_error_for};
 use crate::admin::tenant_call::{Body, TenantCall};
 use crate::documented::{NoSuchTenantOrMember, ObjectPath, PersonPath, TenantNotFound, TenantPath};
-
-type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/members", tag = "admin: people", params(TenantPath),
     responses((status = 200, description = "The tenant's members", body = List<Member>),

@@ -14,11 +14,9 @@ use hermes_store::MemoryTarget;
 use hermes_store::admin::Change;
 use hermes_wire::admin::{Memory, MemoryWritten};
 
-use crate::admin::errors::store_error;
+use crate::admin::errors::{Result, store_error};
 use crate::admin::tenant_call::{AgentCall, Body};
 use crate::documented::{AgentPath, NoSuchTenantOrAgent, TenantPath};
-
-type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 /// What separates entries in a prompt (as the agent's memory tool counts them).
 const ENTRY_DELIMITER_CHARS: usize = 3;

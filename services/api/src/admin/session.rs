@@ -14,13 +14,11 @@ use hermes_http::{ApiError, ApiJson, BodyLimit};
 use hermes_store::admin::Person;
 
 use crate::admin::caller::{Caller, Credential, RequestMeta, session_cookie};
-use crate::admin::errors::store_error;
+use crate::admin::errors::{Result, store_error};
 use crate::admin::password;
 use crate::admin::signing::SessionClaims;
 use crate::admin::state::AdminState;
 use crate::documented::NotSignedIn;
-
-type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 /// A local account's sign-in.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]

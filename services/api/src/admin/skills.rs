@@ -14,11 +14,9 @@ use hermes_store::NewSkill;
 use hermes_store::admin::Change;
 use hermes_wire::admin::{AgentSkill, AgentSkills, SkillDocument, SkillSaved, SkillToggled};
 
-use crate::admin::errors::store_error;
+use crate::admin::errors::{Result, store_error};
 use crate::admin::tenant_call::{AgentCall, Body, TenantCall};
 use crate::documented::{AgentPath, MayNotEditSkills, NoSuchTenantOrAgent, SkillPath, TenantPath};
-
-type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 #[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/agents/{agent}/skills", tag = "admin: agents",
     params(TenantPath, AgentPath),

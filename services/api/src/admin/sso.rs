@@ -11,11 +11,9 @@ use hermes_core::{ErrorCode, MemberRole};
 use hermes_http::ApiError;
 use hermes_store::admin::SsoSettings;
 
-use crate::admin::errors::{store_error, store_error_for, value_conflict};
+use crate::admin::errors::{Result, store_error, store_error_for, value_conflict};
 use crate::admin::tenant_call::{Body, TenantCall};
 use crate::documented::{NoOwnProvider, NoSuchTenant, OperatorsOnly, TenantPath};
-
-type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 /// A tenant's provider.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]

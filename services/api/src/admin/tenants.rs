@@ -14,12 +14,10 @@ use hermes_wire::admin::{NewOperatorToken, NewTenant, Quotas, QuotasView, Tenant
 use hermes_wire::{ErrorBody, Page};
 
 use crate::admin::caller::Caller;
-use crate::admin::errors::{store_error, value_conflict};
+use crate::admin::errors::{Result, store_error, value_conflict};
 use crate::admin::state::AdminState;
 use crate::admin::tenant_call::{Body, TenantCall};
 use crate::documented::{NoSuchTenant, OperatorsOnly, TenantNotFound, TenantPath};
-
-type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 /// Paging through tenants by name.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

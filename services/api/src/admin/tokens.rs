@@ -14,11 +14,9 @@ use hermes_wire::admin::{AdminToken, ApiKey, ApiKeyMade, NewApiKey, NewToken, To
 use hermes_wire::{ErrorBody, List};
 
 use crate::admin::caller::Credential;
-use crate::admin::errors::{ops_error, path_id, store_error, store_error_for};
+use crate::admin::errors::{Result, ops_error, path_id, store_error, store_error_for};
 use crate::admin::tenant_call::{Body, TenantCall};
 use crate::documented::{NoSuchTenantOrAgent, ObjectPath, TenantNotFound, TenantPath};
-
-type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 fn lifetime(days: Option<u32>) -> Result<Duration> {
     match days.unwrap_or(90) {
