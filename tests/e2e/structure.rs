@@ -1,6 +1,8 @@
-//! A ratchet on three things issue 36 wants gone from the production code of `libs/` and
+//! A ratchet on what issue 36 wants gone from the production code of `libs/` and
 //! `services/`: functions longer than 80 lines, import circles between the files of one
-//! crate, and `json!` bodies in the api role (its bodies are `hermes_wire` types). Each count has a ceiling, today's number: the test fails when a count rises above
+//! crate, `json!` bodies in the api role (its bodies are `hermes_wire` types), raw `Uuid`
+//! parameters of the store's public functions and columns it reads by name. Each count has a
+//! ceiling, today's number: the test fails when a count rises above
 //! it (listing every offender) and when it falls below it (so the ceiling is lowered with the
 //! fix and the number only goes down). Read from the source text, no compiler: see the
 //! `structure/` modules for what is counted. Out of scope: `libs/testkit`, `fuzz/`,
@@ -10,6 +12,7 @@ mod circles;
 mod functions;
 mod imports;
 mod lexer;
+mod store_api;
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -23,6 +26,12 @@ const LONG_FUNCTION_CEILING: usize = 0;
 const CIRCLE_CEILING: usize = 0;
 /// `json!` in the api role's production code today: none builds a response body.
 const API_JSON_CEILING: usize = 3;
+/// Raw `Uuid` parameters of the store's public functions today: the one is the tenant a
+/// signed-in person names (`Admin::tenant_for_person`), a `TenantId` only once their
+/// membership is found.
+const STORE_RAW_ID_CEILING: usize = 1;
+/// `try_get("col")` calls in the store today (the rest of its rows are `FromRow` structs).
+const STORE_NAMED_READ_CEILING: usize = 17;
 /// The longest a function may be, from its `fn` line to its closing brace.
 const MAX_LINES: usize = 80;
 
@@ -32,6 +41,10 @@ struct Scan {
     circles: Vec<Circle>,
     /// `path:line` of each `json!` in the api role.
     api_json: Vec<String>,
+    /// `path:line fn(param)` of each raw `Uuid` parameter of a public store function.
+    store_raw_ids: Vec<String>,
+    /// `try_get("` calls in the store.
+    store_named_reads: usize,
 }
 
 /// Whether a repository path is production code of a workspace crate.
@@ -57,12 +70,17 @@ fn crate_and_src(path: &str) -> Option<(&str, &str)> {
 fn scan(files: &[(String, String)]) -> Scan {
     let mut long_functions = Vec::new();
     let mut api_json = Vec::new();
+    let (mut store_raw_ids, mut store_named_reads) = (Vec::new(), 0);
     let mut crates: BTreeMap<&str, Vec<imports::CrateFile>> = BTreeMap::new();
     for (path, text) in files {
         let code = lexer::without_test_items(&lexer::code_only(text));
         long_functions.extend(functions::functions(path, &code).into_iter().filter(|f| f.lines > MAX_LINES));
         if path.starts_with("services/api/src/") {
             api_json.extend(json_macros(&code).map(|line| format!("{path}:{line}")));
+        }
+        if path.starts_with("libs/store/src/") {
+            store_raw_ids.extend(store_api::raw_uuid_params(path, &code));
+            store_named_reads += store_api::named_column_reads(&code);
         }
         if let Some((krate, in_src)) = crate_and_src(path) {
             let file = imports::CrateFile { path: path.clone(), module: imports::module_of(in_src), code };
@@ -71,7 +89,7 @@ fn scan(files: &[(String, String)]) -> Scan {
     }
     long_functions.sort_by(|a, b| b.lines.cmp(&a.lines).then_with(|| a.path.cmp(&b.path)));
     let circles = crates.values().flat_map(|files| circles::circles(&imports::crate_edges(files))).collect();
-    Scan { long_functions, circles, api_json }
+    Scan { long_functions, circles, api_json, store_raw_ids, store_named_reads }
 }
 
 /// The lines (1-based) of `code` where a `json!` macro is called.
@@ -126,6 +144,37 @@ fn import_circles_only_get_fewer() {
     let scan = scan(&workspace_files());
     let list: String = scan.circles.iter().map(ToString::to_string).collect();
     ratchet("import circles", scan.circles.len(), CIRCLE_CEILING, &list);
+}
+
+#[test]
+fn the_store_takes_typed_ids_and_reads_rows_by_type() {
+    let scan = scan(&workspace_files());
+    let list: String = scan.store_raw_ids.iter().map(|p| format!("  {p}\n")).collect();
+    ratchet("raw Uuid parameters of public store functions", scan.store_raw_ids.len(), STORE_RAW_ID_CEILING, &list);
+    ratchet("try_get(\"col\") in the store", scan.store_named_reads, STORE_NAMED_READ_CEILING, "");
+}
+
+#[test]
+fn the_store_scan_sees_raw_uuid_parameters_of_public_functions_only() {
+    let code = "pub async fn a(self, tenant: TenantId, id: uuid::Uuid) -> Result<()> {}\n\
+                pub fn b(x: Option<Uuid>, f: impl Fn(Uuid) -> u8, ids: &[Uuid], n: u8) {}\n\
+                fn private(id: Uuid) {}\n\
+                pub(crate) fn helper(key: Uuid) {}\n\
+                pub async fn typed(id: ChannelId, pair: (AgentId, String)) {}\n\
+                tenant_writes! { in Chat; pub async fn d(channel: Uuid) -> Result<()> = d_on; }\n";
+    let code = lexer::code_only(code);
+    let found = store_api::raw_uuid_params("libs/store/src/x.rs", &code);
+    assert_eq!(
+        found,
+        [
+            "libs/store/src/x.rs:1 a(id: uuid::Uuid)",
+            "libs/store/src/x.rs:2 b(x: Option<Uuid>)",
+            "libs/store/src/x.rs:2 b(f: impl Fn(Uuid) -> u8)",
+            "libs/store/src/x.rs:2 b(ids: &[Uuid])",
+            "libs/store/src/x.rs:6 d(channel: Uuid)",
+        ]
+    );
+    assert_eq!(store_api::named_column_reads(&lexer::code_only("r.try_get(\"id\")?; r.try_get(0)?;")), 1);
 }
 
 /// A function of `lines` lines whose body holds braces the lexer must not count.
