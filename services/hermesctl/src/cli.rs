@@ -95,22 +95,15 @@ pub fn print_lines<T: Serialize>(json_mode: bool, items: &[T], line: impl Fn(&T)
 }
 
 /// Audit entries: JSON lines in `--json` mode, otherwise one line each (time, who, what, object).
-pub fn print_audit(json_mode: bool, entries: Vec<serde_json::Value>) {
+pub fn print_audit(json_mode: bool, entries: &[hermes_wire::admin::AuditEntry]) {
     if json_mode {
-        for e in &entries {
-            println!("{e}");
+        for e in entries {
+            println!("{}", json!(e));
         }
         return;
     }
-    for e in &entries {
-        let who = e["actor"]["label"].as_str().unwrap_or("");
-        println!(
-            "{}  {:<28} {:<24} {} {}",
-            e["at"].as_str().unwrap_or(""),
-            who,
-            e["action"].as_str().unwrap_or(""),
-            e["object_kind"].as_str().unwrap_or(""),
-            e["object_id"].as_str().unwrap_or("")
-        );
+    for e in entries {
+        let at = e.at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true);
+        println!("{at}  {:<28} {:<24} {} {}", e.actor.label, e.action, e.object_kind, e.object_id);
     }
 }

@@ -159,7 +159,7 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
                 limit: 1000,
             };
             let page = store.admin().audit_entries(t.id, &filter).await?;
-            crate::cli::print_audit(json_mode, page.entries.iter().map(|e| json!(e)).collect());
+            crate::cli::print_audit(json_mode, &page.entries);
         }
         Command::Tenant(TenantCmd::Create { name, owner_email }) => {
             let valid_for = std::time::Duration::from_secs(config.admin.invitation_days.max(1) * 86_400);

@@ -247,9 +247,9 @@ async fn audit(remote: &Remote, args: crate::commands::AuditArgs, json_mode: boo
     for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let entry: AuditEntry =
             serde_json::from_str(line).with_context(|| format!("GET {path}: line {} is not an audit entry", n + 1))?;
-        entries.push(serde_json::to_value(entry)?);
+        entries.push(entry);
     }
-    crate::cli::print_audit(json_mode, entries);
+    crate::cli::print_audit(json_mode, &entries);
     Ok(())
 }
 
