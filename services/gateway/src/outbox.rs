@@ -100,9 +100,10 @@ pub async fn deliver_claimed(gw: &Gateway, shutdown: &CancellationToken, only: O
         let busy = !claimed.is_empty();
         // Channels at once, each channel's replies in order: one tenant's slow (or hostile)
         // platform endpoint does not hold up the others' replies.
-        let mut by_channel: std::collections::BTreeMap<Option<uuid::Uuid>, Vec<OutboxItem>> = Default::default();
+        let mut by_channel: std::collections::BTreeMap<Option<hermes_core::ChannelId>, Vec<OutboxItem>> =
+            Default::default();
         for item in claimed {
-            by_channel.entry(item.channel_id.map(|id| id.as_uuid())).or_default().push(item);
+            by_channel.entry(item.channel_id).or_default().push(item);
         }
         futures_util::future::join_all(by_channel.into_values().map(|items| async move {
             for item in items {
