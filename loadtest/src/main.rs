@@ -84,6 +84,9 @@ struct Args {
     /// Runs in flight when the resume scenario kills the server.
     #[arg(long, default_value_t = 20)]
     resume_runs: usize,
+    /// Times the resume scenario kills and restarts the server, one after another.
+    #[arg(long, default_value_t = 1)]
+    resume_kills: usize,
     /// The `hermesd` binary the resume scenario starts again (`all`) after the kill.
     #[arg(long)]
     restart_bin: Option<PathBuf>,
@@ -140,14 +143,14 @@ async fn main() -> anyhow::Result<ExitCode> {
     if args.scenarios.contains(&Scenario::Resume) {
         match (args.pid, &args.restart_bin) {
             (Some(pid), Some(bin)) => {
-                let restart = Restart {
+                let mut restart = Restart {
                     bin: bin.clone(),
                     log: args.restart_log.clone(),
                     pid_file: args.restart_pid_file.clone(),
                     pid,
                     model_latency: Duration::from_millis(args.slow_model_ms),
                 };
-                bench.resume("resume", args.resume_runs, &restart).await;
+                bench.resume("resume", args.resume_runs, args.resume_kills, &mut restart).await;
             }
             _ => bench.errors.push("resume: needs --pid and --restart-bin".to_owned()),
         }

@@ -1,8 +1,9 @@
 //! Resume after SIGKILL: runs in flight on the slow model, `hermesd all` killed with SIGKILL
-//! and started again, and the time until every run is answered. Nothing of a killed turn may
-//! be lost: each run must complete with the scripted model's echo. The figure is the time
-//! from the kill to the answer less one model call (the resumed attempt calls the model
-//! again), so it is what the crash cost: the lease running out, the reaper, the restart.
+//! and started again, and the time until every run is answered; `--resume-kills` rounds of it
+//! in a row. Nothing of a killed turn may be lost: each run must complete with the scripted
+//! model's echo. The figure is the time from the kill to the answer less one model call (the
+//! resumed attempt calls the model again), so it is what the crash cost: noticing the dead
+//! worker, the reaper, the restart.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -23,7 +24,7 @@ pub struct Restart {
     pub log: PathBuf,
     /// Where its pid is written, for whoever stops it afterwards.
     pub pid_file: PathBuf,
-    /// The process to kill.
+    /// The process to kill; each round replaces it with the one it started.
     pub pid: u32,
     /// How long the slow model takes to answer.
     pub model_latency: Duration,
@@ -32,17 +33,36 @@ pub struct Restart {
 /// Longest wait for a run to start, and for all to be answered after the kill.
 const START_WAIT: Duration = Duration::from_secs(60);
 const ANSWER_WAIT: Duration = Duration::from_secs(180);
+/// Longest wait for the killed process to be gone (its ports freed).
+const EXIT_WAIT: Duration = Duration::from_secs(10);
+
+/// What the rounds measured.
+#[derive(Default)]
+struct Rounds {
+    /// Kill to answer, less one model call, of every answered run.
+    took: Vec<Duration>,
+    /// Kill to the restarted server's readiness, per round.
+    ready: Vec<Duration>,
+    unanswered: usize,
+}
 
 impl Bench {
-    /// `runs` runs on the slow agent, the server killed while they wait on the model.
-    pub async fn resume(&mut self, name: &str, runs: usize, restart: &Restart) {
-        match self.try_resume(name, runs, restart).await {
-            Ok(()) => {}
-            Err(e) => self.errors.push(format!("{name}: {e:#}")),
+    /// `kills` rounds of `runs` runs on the slow agent, the server killed while they wait on
+    /// the model and started again. A run not answered is counted and the rounds go on.
+    pub async fn resume(&mut self, name: &str, runs: usize, kills: usize, restart: &mut Restart) {
+        let mut rounds = Rounds::default();
+        for round in 0..kills.max(1) {
+            if let Err(e) = self.resume_round(runs, restart, &mut rounds).await {
+                self.errors.push(format!("{name} round {}: {e:#}", round + 1));
+                if !process_alive(restart.pid) {
+                    break;
+                }
+            }
         }
+        self.report_resume(name, runs, &rounds, restart);
     }
 
-    async fn try_resume(&mut self, name: &str, runs: usize, restart: &Restart) -> anyhow::Result<()> {
+    async fn resume_round(&mut self, runs: usize, restart: &mut Restart, rounds: &mut Rounds) -> anyhow::Result<()> {
         let Some(agent) = self.slow_agent.clone() else { bail!("no slow agent (--slow-model)") };
         let first = self.numbers(runs);
         let mut started = Vec::with_capacity(runs);
@@ -52,28 +72,46 @@ impl Bench {
         wait_until_running(&self.target, &started).await?;
         let killed = Instant::now();
         kill(restart.pid)?;
-        let new_pid = start_again(restart)?;
-        let ready = wait_ready(&self.target.client, self.ops_url.as_deref()).await;
-        let mut took = Vec::with_capacity(runs);
+        wait_gone(restart.pid).await?;
+        restart.pid = start_again(restart)?;
+        wait_ready(&self.target.client, self.ops_url.as_deref()).await;
+        rounds.ready.push(killed.elapsed());
+        let mut missed = Vec::new();
         for (id, n) in &started {
-            let answered = wait_answered(&self.target, id, *n, killed).await?;
-            took.push(answered.saturating_sub(restart.model_latency));
+            match wait_answered(&self.target, id, *n, killed).await {
+                Ok(answered) => rounds.took.push(answered.saturating_sub(restart.model_latency)),
+                Err(e) => missed.push(format!("{e:#}")),
+            }
         }
+        rounds.unanswered += missed.len();
+        ensure!(missed.is_empty(), "{} of {runs} runs unanswered: {}", missed.len(), missed.join("; "));
+        Ok(())
+    }
+
+    fn report_resume(&mut self, name: &str, runs: usize, rounds: &Rounds, restart: &Restart) {
+        let mut took = rounds.took.clone();
         took.sort();
+        let mut ready = rounds.ready.clone();
+        ready.sort();
+        let Some(max) = took.last().copied() else { return };
         let median = took[took.len() / 2];
-        let max = took.last().copied().unwrap_or_default();
+        let p90 = took[(took.len() * 9 / 10).min(took.len() - 1)];
         self.figures.add(&format!("{name}.median_ms"), ms(median), Better::Lower);
         self.figures.add(&format!("{name}.max_ms"), ms(max), Better::Lower);
         println!(
-            "{name}: n={} killed pid {} with SIGKILL, restarted as {new_pid} (ready after {:.1} s); \
-             every run answered; kill to answer, less one model call: median {:.2} s, max {:.2} s",
-            took.len(),
+            "{name}: {} kill(s) with SIGKILL of {runs} run(s) each, now pid {}; {} answered, {} unanswered; \
+             kill to ready: median {:.2} s; kill to answer, less one model call ({:.1} s): \
+             median {:.2} s, p90 {:.2} s, max {:.2} s",
+            ready.len(),
             restart.pid,
-            ready.as_secs_f64(),
+            took.len(),
+            rounds.unanswered,
+            ready[ready.len() / 2].as_secs_f64(),
+            restart.model_latency.as_secs_f64(),
             median.as_secs_f64(),
+            p90.as_secs_f64(),
             max.as_secs_f64(),
         );
-        Ok(())
     }
 }
 
@@ -124,6 +162,25 @@ fn kill(pid: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Whether `pid` still runs (a zombie has already closed its sockets: it counts as gone).
+fn process_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| stat.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
+        .unwrap_or(false)
+}
+
+/// SIGKILL is delivered asynchronously: until the process is gone its listening sockets hold
+/// the ports, and a server started at once fails to bind them.
+async fn wait_gone(pid: u32) -> anyhow::Result<()> {
+    let started = Instant::now();
+    while process_alive(pid) {
+        ensure!(started.elapsed() < EXIT_WAIT, "pid {pid} still alive {} s after SIGKILL", EXIT_WAIT.as_secs());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    Ok(())
+}
+
 fn start_again(restart: &Restart) -> anyhow::Result<u32> {
     let log = std::fs::OpenOptions::new().create(true).append(true).open(&restart.log)?;
     let child = Command::new(&restart.bin)
@@ -137,17 +194,16 @@ fn start_again(restart: &Restart) -> anyhow::Result<u32> {
     Ok(child.id())
 }
 
-/// Time until the restarted server says it is ready (its old ports freed by the kill).
-async fn wait_ready(client: &reqwest::Client, ops_url: Option<&str>) -> Duration {
+/// Waits until the restarted server says it is ready.
+async fn wait_ready(client: &reqwest::Client, ops_url: Option<&str>) {
     let started = Instant::now();
-    let Some(ops) = ops_url else { return Duration::ZERO };
+    let Some(ops) = ops_url else { return };
     while started.elapsed() < START_WAIT {
         if client.get(format!("{ops}/readyz")).send().await.is_ok_and(|r| r.status().is_success()) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    started.elapsed()
 }
 
 /// Time from the kill until run `id` completed with turn `n`'s echo.
