@@ -123,6 +123,7 @@ async fn after_downtime_each_job_runs_once_or_skips_to_its_next_slot() {
         config: std::sync::Arc::new(env.config.clone()),
         store: env.store.clone(),
         broker: hermes_queue::Broker::connect(&env.config.rabbitmq, "catch-up").await.unwrap(),
+        cache: hermes_cache::Cache::connect(&env.config.redis.url, &env.config.redis.key_prefix).await.unwrap(),
     };
     let started = hermes_scheduler::cron::cron_once(&ctx, "back", now).await.unwrap();
     assert_eq!(started, cases.iter().filter(|c| c.4).count());

@@ -237,7 +237,12 @@ impl TestEnv {
             }));
         }
         if roles.scheduler {
-            let ctx = hermes_scheduler::SchedulerContext { config: shared.clone(), store: store.clone(), broker };
+            let ctx = hermes_scheduler::SchedulerContext {
+                config: shared.clone(),
+                store: store.clone(),
+                broker,
+                cache: cache.clone(),
+            };
             let token = shutdown.clone();
             tasks.push(tokio::spawn(hermes_scheduler::run(ctx, token)));
         }

@@ -23,6 +23,26 @@ end
 return 0
 "#;
 
+/// Deletes the lock only while the owner it names still holds it: the value is that owner, a
+/// slash, and one acquisition id (no further slash).
+const BREAK: &str = r#"
+local held = redis.call('GET', KEYS[1])
+local n = string.len(ARGV[1])
+if held and string.sub(held, 1, n) == ARGV[1] and not string.find(held, '/', n + 1, true) then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"#;
+
+/// [`BREAK`] on the in-memory engine.
+#[cfg(feature = "test-support")]
+fn break_in(d: &mut crate::memory::Data, lock: &str, prefix: &str) -> i64 {
+    if d.get(lock).is_some_and(|held| held.strip_prefix(prefix).is_some_and(|id| !id.contains('/'))) {
+        return i64::from(d.del(lock));
+    }
+    0
+}
+
 /// [`ACQUIRE`] on the in-memory engine: the lock, then the next token of the fence counter.
 #[cfg(feature = "test-support")]
 fn acquire_in(d: &mut crate::memory::Data, lock: &str, fence: &str, value: &str, ms: u64) -> i64 {
@@ -41,6 +61,7 @@ pub struct SessionLocks {
     acquire: &'static Script,
     extend: &'static Script,
     release: &'static Script,
+    break_abandoned: &'static Script,
 }
 
 /// A held lock. Dropping it does not release it (release is async); call
@@ -57,10 +78,17 @@ pub struct LockGuard {
 static ACQUIRE_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(ACQUIRE));
 static EXTEND_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(EXTEND));
 static RELEASE_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE));
+static BREAK_SCRIPT: LazyLock<Script> = LazyLock::new(|| Script::new(BREAK));
 
 impl SessionLocks {
     pub(crate) fn new(cache: Cache) -> Self {
-        Self { cache, acquire: &ACQUIRE_SCRIPT, extend: &EXTEND_SCRIPT, release: &RELEASE_SCRIPT }
+        Self {
+            cache,
+            acquire: &ACQUIRE_SCRIPT,
+            extend: &EXTEND_SCRIPT,
+            release: &RELEASE_SCRIPT,
+            break_abandoned: &BREAK_SCRIPT,
+        }
     }
 
     fn keys(&self, session: SessionId) -> (String, String) {
@@ -123,6 +151,23 @@ impl SessionLocks {
             }
         }
         Ok(())
+    }
+
+    /// Releases `session`'s lock if `lease_owner` still holds it: the reaper found that
+    /// owner's worker gone, and the turn's next worker should not wait for the lock to lapse.
+    /// Returns whether a lock was released.
+    pub async fn break_abandoned(&self, session: SessionId, lease_owner: &str) -> Result<bool> {
+        let (lock, _) = self.keys(session);
+        // A holder's value is `{lease owner}/{acquisition}`.
+        let prefix = format!("{lease_owner}/");
+        let done: i64 = match self.cache.engine() {
+            Engine::Redis(redis) => {
+                self.break_abandoned.key(&lock).arg(&prefix).invoke_async(&mut redis.conn()).await?
+            }
+            #[cfg(feature = "test-support")]
+            Engine::Memory(store) => store.run(|d| break_in(d, &lock, &prefix)),
+        };
+        Ok(done == 1)
     }
 }
 

@@ -114,8 +114,8 @@ async fn spawn_roles(
         spawn_role(tasks, shutdown, |token| hermes_gateway::run(ctx, token));
     }
     if roles.scheduler {
-        let Shared { config, store, broker, .. } = shared.clone();
-        let ctx = hermes_scheduler::SchedulerContext { config, store, broker };
+        let Shared { config, store, broker, cache, .. } = shared.clone();
+        let ctx = hermes_scheduler::SchedulerContext { config, store, broker, cache };
         spawn_role(tasks, shutdown, |token| async move {
             hermes_scheduler::run(ctx, token).await;
             anyhow::Ok(())

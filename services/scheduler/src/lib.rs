@@ -5,12 +5,14 @@
 //! retention period; the skills curator; and cron ([`cron`]).
 
 pub mod cron;
+pub mod gone;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use hermes_cache::Cache;
 use hermes_config::HermesConfig;
 use hermes_queue::{Broker, SessionWork};
 use hermes_store::Store;
@@ -21,6 +23,8 @@ pub struct SchedulerContext {
     pub config: Arc<HermesConfig>,
     pub store: Store,
     pub broker: Broker,
+    /// Session locks, which the reaper releases for workers it found gone.
+    pub cache: Cache,
 }
 
 /// One reaper pass; returns how many turns were republished.
@@ -37,7 +41,14 @@ pub async fn reap_once(ctx: &SchedulerContext) -> Result<usize, hermes_store::St
         metrics::counter!("hermes_interactions_expired_total").increment(expired.len() as u64);
     }
     stranded.extend(expired);
-    for turn in &stranded {
+    republish(ctx, &stranded).await;
+    Ok(stranded.len())
+}
+
+/// Publishes the work of `turns` again; one that fails waits for the next pass.
+async fn republish(ctx: &SchedulerContext, turns: &[hermes_store::StrandedTurn]) {
+    metrics::counter!("hermes_reaper_republished_total").increment(turns.len() as u64);
+    for turn in turns {
         let work = SessionWork { tenant_id: turn.tenant_id, session_id: turn.session_id };
         match ctx.broker.publish_work(&work).await {
             Ok(()) => {
@@ -48,8 +59,6 @@ pub async fn reap_once(ctx: &SchedulerContext) -> Result<usize, hermes_store::St
             }
         }
     }
-    metrics::counter!("hermes_reaper_republished_total").increment(stranded.len() as u64);
-    Ok(stranded.len())
 }
 
 /// How often the backlog gauges are read from Postgres (one small statement).
@@ -171,6 +180,7 @@ pub async fn run(ctx: SchedulerContext, shutdown: CancellationToken) {
     let mut gauges = tokio::time::interval(GAUGE_INTERVAL);
     gauges.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let owner = format!("scheduler-{}", uuid::Uuid::now_v7().simple());
+    let mut gone = gone::GoneWorkers::default();
     tracing::info!(interval_ms = every.as_millis() as u64, "scheduler running (lease reaper, cron)");
     loop {
         tokio::select! {
@@ -183,6 +193,9 @@ pub async fn run(ctx: SchedulerContext, shutdown: CancellationToken) {
             _ = tick.tick() => {
                 if let Err(e) = reap_once(&ctx).await {
                     tracing::warn!(error = %e, "lease reaper pass failed");
+                }
+                if let Err(e) = gone.pass(&ctx).await {
+                    tracing::warn!(error = %e, "cannot look for gone workers");
                 }
             }
             _ = gauges.tick() => {

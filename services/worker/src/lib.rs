@@ -19,6 +19,7 @@ mod keys;
 mod media_meter;
 mod models;
 mod phases;
+mod presence;
 mod review;
 mod session;
 mod shares;
@@ -66,6 +67,10 @@ pub enum WorkerError {
 pub(crate) struct Runtime {
     pub ctx: WorkerContext,
     pub worker_id: String,
+    /// What every lease owner of this process starts with (`{worker_id}/{incarnation}`): the
+    /// key of its presence lock. A restarted worker with a configured id gets a new one, so its
+    /// predecessor's turns are seen to be orphaned.
+    pub lease_prefix: String,
     /// Cancelled on shutdown: sessions stop claiming further turns.
     pub draining: CancellationToken,
     /// Cancelled when draining took too long: running turns hand their lease back.
@@ -97,11 +102,15 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
     let toolkit = tools::build::toolkit(&ctx, &shutdown);
     ctx.sandboxes.set_egress(Arc::new(egress::EgressProxy::new(ctx.store.clone(), &cfg.sandbox)));
     sync_bundled_skills(&ctx.store).await;
+    let incarnation = uuid::Uuid::now_v7().simple().to_string();
+    let lease_prefix = format!("{worker_id}/{}", &incarnation[incarnation.len() - 8..]);
     let mut consumer = ctx.broker.consume_work(cfg.worker.max_concurrent_turns, &worker_id).await?;
+    let presence = presence::keep_presence(ctx.store.clone(), lease_prefix.clone()).await;
     let rt = Arc::new(Runtime {
         models: Arc::new(model_deps(&ctx)),
         ctx,
         worker_id: worker_id.clone(),
+        lease_prefix,
         draining: shutdown.clone(),
         abandon: CancellationToken::new(),
         running: Default::default(),
@@ -120,6 +129,8 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
     let outcome = consume(&rt, &mut consumer, &shutdown, &mut tasks).await;
     consumer.cancel().await;
     drain(&rt, tasks).await;
+    // Only now: a draining worker's turns are still its own.
+    presence.cancel();
     tracing::info!("worker stopped");
     outcome
 }

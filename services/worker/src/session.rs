@@ -34,7 +34,7 @@ pub(crate) async fn handle_delivery(rt: Arc<Runtime>, delivery: WorkDelivery) {
     // A lease owner unique to this task: two tasks of one process never mistake each other's
     // lease for their own.
     let nonce = uuid::Uuid::now_v7().simple().to_string();
-    let owner = format!("{}/{}", rt.worker_id, &nonce[nonce.len() - 8..]);
+    let owner = format!("{}/{}", rt.lease_prefix, &nonce[nonce.len() - 8..]);
     let mut delivery = Some(delivery);
     loop {
         if rt.draining.is_cancelled() {

@@ -73,6 +73,21 @@ async fn a_lapsed_session_lock_goes_to_the_next_worker_with_a_higher_token(cache
     assert!(locks.extend(&second, LONG).await.unwrap());
 }
 
+async fn the_reaper_breaks_a_session_lock_only_of_the_gone_owner_it_names(cache: Cache) {
+    let locks = cache.session_locks();
+    let session = SessionId::new();
+    let held = locks.try_acquire(session, "w1-4f/a1b2/c3d4", LONG).await.unwrap().expect("a free lock is taken");
+    for other in ["w1-4f/a1b2/c3", "w1-4f/a1b2", "w2/x/y"] {
+        assert!(!locks.break_abandoned(session, other).await.unwrap(), "{other} does not hold the lock");
+    }
+    assert!(locks.try_acquire(session, "w2/x/y", LONG).await.unwrap().is_none(), "still held");
+    assert!(locks.break_abandoned(session, "w1-4f/a1b2/c3d4").await.unwrap(), "its owner's lock is broken");
+    let next = locks.try_acquire(session, "w2/x/y", LONG).await.unwrap().expect("the next worker takes it at once");
+    assert!(next.token > held.token, "the fence still grows: {} then {}", held.token, next.token);
+    assert!(!locks.break_abandoned(session, "w1-4f/a1b2/c3d4").await.unwrap(), "the new holder's lock stays");
+    assert!(!locks.extend(&held, LONG).await.unwrap(), "the gone holder cannot extend");
+}
+
 async fn slots_cap_what_runs_at_once_per_scope_and_kind(cache: Cache) {
     let children = cache.child_slots();
     assert!(children.try_acquire("t1", "a", 2, LONG).await.unwrap());
@@ -99,6 +114,7 @@ crate::contract!(
     a_lease_lapses_when_its_holder_stops_renewing,
     a_session_lock_is_exclusive_and_each_holding_gets_a_higher_token,
     a_lapsed_session_lock_goes_to_the_next_worker_with_a_higher_token,
+    the_reaper_breaks_a_session_lock_only_of_the_gone_owner_it_names,
     slots_cap_what_runs_at_once_per_scope_and_kind,
     a_slot_lapses_when_its_holder_stops,
 );

@@ -6,7 +6,9 @@
 //! Why each is cross-tenant:
 //! - [`turns`]: the scheduler's lease reaper ([`reap_stranded_turns`]) and interaction expiry
 //!   ([`expire_interactions`]) look after every tenant's turns; a worker that died did not say
-//!   whose turn it held.
+//!   whose turn it held. [`presence`] tells the reaper which workers died: it tries the
+//!   presence lock of every worker holding a running turn ([`gone_workers`]) and hands a gone
+//!   worker's turns on ([`release_turns_of_gone_workers`]).
 //! - [`outbox`]: gateway pods deliver every tenant's replies ([`claim_outbox`]) and settle a
 //!   claimed reply by its id (`outbox_part_sent`, `outbox_sent`, `outbox_retry`, ...), the id
 //!   coming from their own claim.
@@ -46,6 +48,8 @@
 //!
 //! [`reap_stranded_turns`]: crate::views::System::reap_stranded_turns
 //! [`expire_interactions`]: crate::views::System::expire_interactions
+//! [`gone_workers`]: crate::views::System::gone_workers
+//! [`release_turns_of_gone_workers`]: crate::views::System::release_turns_of_gone_workers
 //! [`claim_outbox`]: crate::views::System::claim_outbox
 //! [`gateway_channel`]: crate::views::System::gateway_channel
 //! [`gateway_channels`]: crate::views::System::gateway_channels
@@ -73,12 +77,14 @@ pub mod curator;
 pub mod event_deliveries;
 pub mod gauges;
 pub mod outbox;
+pub mod presence;
 pub mod retention;
 pub mod turns;
 pub mod webhooks;
 
 pub use gauges::{Backlog, WorkerAtWork};
 pub use outbox::OutboxItem;
+pub use presence::{OrphanedTurn, Presence};
 pub use turns::StrandedTurn;
 
 use sqlx::FromRow;

@@ -25,6 +25,7 @@ mod fencing;
 mod idempotent;
 mod media_spend;
 mod outbox_shapes;
+mod presence;
 mod retention;
 mod schema;
 mod second_wall;

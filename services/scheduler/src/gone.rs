@@ -1,0 +1,44 @@
+//! Workers that died: their turns are handed on as soon as two reaper passes in a row find
+//! their presence lock free (`hermes_store::system::presence`), not when their leases run out.
+//! The second look gives a worker whose lock's connection dropped (a Postgres restart) time to
+//! take it again; a worker judged gone wrongly loses its turns to fencing, never to a second
+//! writer.
+
+use std::collections::HashSet;
+
+use hermes_store::StoreError;
+
+use crate::SchedulerContext;
+
+/// The lease prefixes found gone on the last pass.
+#[derive(Default)]
+pub struct GoneWorkers {
+    suspected: HashSet<String>,
+}
+
+impl GoneWorkers {
+    /// One pass: hands on the running turns of workers found gone on this pass and the last
+    /// (their session locks released, their work published); returns how many.
+    pub async fn pass(&mut self, ctx: &SchedulerContext) -> Result<usize, StoreError> {
+        let gone: HashSet<String> = ctx.store.system().gone_workers().await?.into_iter().collect();
+        let confirmed: Vec<String> = gone.intersection(&self.suspected).cloned().collect();
+        self.suspected = gone;
+        if confirmed.is_empty() {
+            return Ok(0);
+        }
+        let orphans = ctx.store.system().release_turns_of_gone_workers(&confirmed).await?;
+        let locks = ctx.cache.session_locks();
+        for orphan in &orphans {
+            // Without this the next worker would find the session locked until the lock lapses.
+            if let Err(e) = locks.break_abandoned(orphan.turn.session_id, &orphan.lease_owner).await {
+                tracing::warn!(error = %e, session.id = %orphan.turn.session_id, "cannot release a gone worker's session lock; it lapses");
+            }
+        }
+        let turns: Vec<_> = orphans.iter().map(|o| o.turn).collect();
+        tracing::info!(workers = ?confirmed, turns = turns.len(), "workers gone; handing their turns on");
+        // Also counted in `hermes_reaper_republished_total`, with every other turn handed out again.
+        metrics::counter!("hermes_reaper_orphans_total").increment(turns.len() as u64);
+        crate::republish(ctx, &turns).await;
+        Ok(turns.len())
+    }
+}
