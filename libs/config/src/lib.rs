@@ -145,12 +145,21 @@ impl Default for RedisConfig {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct RabbitMqConfig {
+    /// One AMQP URL, or the nodes of a cluster as URLs separated by commas: a connection tries
+    /// them in turn, and after losing one starts with the next.
     pub url: String,
     /// Prefix of exchange and queue names.
     pub prefix: String,
     /// Delete the work queue after it has had no consumer for this long (0 = never). Only for
     /// throw-away installations such as test runs; a real installation keeps its queue.
     pub queue_expires_seconds: u64,
+}
+
+impl RabbitMqConfig {
+    /// The nodes of [`url`](Self::url), in order.
+    pub fn urls(&self) -> Vec<&str> {
+        self.url.split(',').map(str::trim).filter(|u| !u.is_empty()).collect()
+    }
 }
 
 impl Default for RabbitMqConfig {
@@ -450,6 +459,9 @@ impl HermesConfig {
         if !(1..=3).contains(&w.delegation_max_depth) {
             return Err(ConfigError::Invalid("worker.delegation_max_depth must be 1, 2 or 3".into()));
         }
+        if self.rabbitmq.urls().is_empty() {
+            return Err(ConfigError::Invalid("rabbitmq.url must name at least one node".into()));
+        }
         if self.database.max_connections == 0 {
             return Err(ConfigError::Invalid("database.max_connections must be at least 1".into()));
         }
@@ -461,9 +473,10 @@ impl HermesConfig {
     pub fn to_toml_redacted(&self) -> String {
         let mut copy = self.clone();
         let HermesConfig { secrets, web, stt, image_gen, tts, admin, database, redis, rabbitmq, .. } = &mut copy;
-        for url in [&mut database.url, &mut redis.url, &mut rabbitmq.url] {
+        for url in [&mut database.url, &mut redis.url] {
             *url = without_password(url);
         }
+        rabbitmq.url = rabbitmq.urls().into_iter().map(without_password).collect::<Vec<_>>().join(",");
         let keys = std::iter::once(&mut secrets.master_key)
             .chain(std::iter::once(&mut admin.oidc.client_secret))
             .chain(web.keys_mut())
@@ -590,8 +603,9 @@ mod tests {
         cfg.admin.oidc.client_secret = Some("oidc-client-secret".into());
         cfg.database.url = "postgres://hermes:db-pass@db.internal:5432/hermes?sslmode=require".into();
         cfg.redis.url = "redis://:redis-pass@cache:6379/0".into();
-        cfg.rabbitmq.url = "amqp://guest:mq-pass@mq:5672/%2f".into();
+        cfg.rabbitmq.url = "amqp://guest:mq-pass@mq-0:5672/%2f, amqp://guest:mq-pass2@mq-1:5672/%2f".into();
         let out = cfg.to_toml_redacted();
+        assert!(out.contains("amqp://guest:<redacted>@mq-0:5672/%2f,amqp://guest:<redacted>@mq-1:5672/%2f"), "{out}");
         for secret in ["c2VjcmV0", "oidc-client-secret", "db-pass", "redis-pass", "mq-pass"] {
             assert!(!out.contains(secret), "{secret} in {out}");
         }

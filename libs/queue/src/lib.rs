@@ -42,7 +42,7 @@ pub enum QueueError {
     NotConfirmed,
     #[error("rabbitmq did not take the message within {} s", PUBLISH_TIMEOUT.as_secs())]
     TimedOut,
-    #[error("rabbitmq.url is not an AMQP URL: {0}")]
+    #[error("rabbitmq.url is not an AMQP URL (or a comma-separated list of them): {0}")]
     BadUrl(String),
     #[error("rabbitmq cannot be reached: {0}")]
     Unreachable(String),
@@ -103,12 +103,14 @@ impl Broker {
     /// gives up visibly).
     pub async fn connect(cfg: &RabbitMqConfig, connection_name: &str) -> Result<Self> {
         let names = Names::new(&cfg.prefix);
-        let first = link::open(cfg, &names, connection_name, 0).await?;
+        // Pods start on different nodes of a cluster (by process id), so they spread out.
+        let start = std::process::id() as usize;
+        let (first, node) = link::open(cfg, &names, connection_name, 0, start).await?;
         let (sender, links) = watch::channel(Arc::new(first));
         let closed = CancellationToken::new();
         hermes_telemetry::tasks::spawn(
             "queue_link_supervisor",
-            link::supervise(cfg.clone(), names.clone(), connection_name.to_owned(), sender, closed.clone()),
+            link::supervise(cfg.clone(), names.clone(), connection_name.to_owned(), sender, closed.clone(), node),
         );
         Ok(Self { inner: Arc::new(BrokerInner { names, engine: Engine::Amqp(links), closed }) })
     }

@@ -22,6 +22,8 @@ use crate::{Broker, Names, QueueError, Result};
 
 /// How often the supervisor looks at the connection.
 const CHECK_EVERY: Duration = Duration::from_millis(250);
+/// How long one node may take to accept a connection, and then to finish the handshake.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One live connection with the topology declared.
 pub(crate) struct Link {
@@ -48,20 +50,46 @@ pub(crate) fn current(links: &Links) -> Arc<Link> {
     links.borrow().clone()
 }
 
-/// Opens a link: connect, declare the work and review queues (quorum, durable) and the events
-/// exchange, open the publishing channels.
-pub(crate) async fn open(cfg: &RabbitMqConfig, names: &Names, name: &str, generation: u64) -> Result<Link> {
-    let uri: lapin::uri::AMQPUri = cfg.url.parse().map_err(QueueError::BadUrl)?;
+/// Opens a link to the first node of `cfg.url` (one address, or a cluster's nodes separated
+/// by commas) that answers, trying them in turn from `start`: connect, declare the work and
+/// review queues (quorum, durable) and the events exchange, open the publishing channels.
+/// Returns the link and the index of the node it reached.
+pub(crate) async fn open(
+    cfg: &RabbitMqConfig,
+    names: &Names,
+    name: &str,
+    generation: u64,
+    start: usize,
+) -> Result<(Link, usize)> {
+    let nodes = cfg.urls();
+    let mut failures = Vec::with_capacity(nodes.len());
+    for i in (0..nodes.len()).map(|k| (start + k) % nodes.len()) {
+        match open_node(cfg, nodes[i], names, name, generation).await {
+            Ok(link) => return Ok((link, i)),
+            Err(e @ QueueError::BadUrl(_)) => return Err(e),
+            Err(e) => failures.push(format!("{}: {e}", without_userinfo(nodes[i]))),
+        }
+    }
+    Err(QueueError::Unreachable(failures.join("; ")))
+}
+
+/// An AMQP address without its user and password, for messages.
+fn without_userinfo(url: &str) -> &str {
+    url.rsplit_once('@').map_or(url, |(_, host)| host)
+}
+
+async fn open_node(cfg: &RabbitMqConfig, url: &str, names: &Names, name: &str, generation: u64) -> Result<Link> {
+    let uri: lapin::uri::AMQPUri = url.parse().map_err(QueueError::BadUrl)?;
     // Fail at once when nothing listens, rather than in lapin's connect timeout.
     let address = (uri.authority.host.as_str(), uri.authority.port);
-    tokio::time::timeout(Duration::from_secs(10), tokio::net::TcpStream::connect(address))
+    tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(address))
         .await
-        .map_err(|_| QueueError::Unreachable("no answer within 10 s".into()))?
+        .map_err(|_| QueueError::Unreachable(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs())))?
         .map_err(|e| QueueError::Unreachable(e.to_string()))?;
     let props = ConnectionProperties::default().with_connection_name(name.into());
-    let conn = tokio::time::timeout(Duration::from_secs(10), Connection::connect(&cfg.url, props))
+    let conn = tokio::time::timeout(CONNECT_TIMEOUT, Connection::connect(url, props))
         .await
-        .map_err(|_| QueueError::Unreachable("the handshake took over 10 s".into()))??;
+        .map_err(|_| QueueError::Unreachable(format!("the handshake took over {} s", CONNECT_TIMEOUT.as_secs())))??;
     let setup = conn.create_channel().await?;
     let mut args = FieldTable::default();
     args.insert("x-queue-type".into(), AMQPValue::LongString("quorum".into()));
@@ -100,6 +128,7 @@ pub(crate) async fn supervise(
     name: String,
     links: watch::Sender<Arc<Link>>,
     closed: CancellationToken,
+    mut node: usize,
 ) {
     loop {
         tokio::select! {
@@ -114,8 +143,12 @@ pub(crate) async fn supervise(
         metrics::counter!("hermes_broker_reconnects_total").increment(1);
         let mut delay = Duration::from_millis(250);
         let link = loop {
-            match open(&cfg, &names, &name, current.generation + 1).await {
-                Ok(link) => break link,
+            // The node this link was on is likely the one that went: start with the next.
+            match open(&cfg, &names, &name, current.generation + 1, node + 1).await {
+                Ok((link, reached)) => {
+                    node = reached;
+                    break link;
+                }
                 Err(e) => {
                     tracing::debug!(error = %e, "RabbitMQ not back yet");
                     tokio::select! {
@@ -126,7 +159,7 @@ pub(crate) async fn supervise(
                 }
             }
         };
-        tracing::info!(generation = link.generation, "reconnected to RabbitMQ");
+        tracing::info!(generation = link.generation, node, "reconnected to RabbitMQ");
         links.send_replace(Arc::new(link));
     }
 }

@@ -13,6 +13,7 @@
 
 mod events;
 mod jobs;
+mod nodes;
 
 use std::future::Future;
 use std::time::Duration;
