@@ -14,6 +14,7 @@
 #   start-node N  start node N again; waits until it is running and back in the cluster
 #                 (after all three went down use start: a node waits at boot for its peers)
 #   leader QUEUE  print the number (1-3) of the node leading quorum queue QUEUE on vhost /
+#   node-of NAME  print the number (1-3) of the node holding the connection a client named NAME
 set -euo pipefail
 
 BASE=${HERMES_RMQ_DIR:-/tmp/hermes-rmq}
@@ -201,6 +202,16 @@ cmd_leader() {
   echo "${BASH_REMATCH[1]}"
 }
 
+cmd_node_of() {
+  local who=${1:-} n
+  [[ -n $who ]] || die "usage: $0 node-of CONNECTION_NAME"
+  for n in $(alive | fold -w1); do
+    ctl "$n" list_connections client_properties --no-table-headers 2>/dev/null \
+      | grep -qF "{\"connection_name\",\"$who\"}" && { echo "$n"; return; }
+  done
+  die "no node holds a connection named '$who'"
+}
+
 cmd_status() {
   local n pid m best=""
   [[ -f $BASE/.hermes-rmq ]] || { echo "no cluster ($BASE does not exist)"; return; }
@@ -222,5 +233,6 @@ case ${1:-} in
   kill) cmd_kill "${2:-}" ;;
   start-node) cmd_start_node "${2:-}" ;;
   leader) cmd_leader "${2:-}" ;;
-  *) sed -n '2,17p' "$0" >&2; exit 2 ;;
+  node-of) cmd_node_of "${2:-}" ;;
+  *) sed -n '2,18p' "$0" >&2; exit 2 ;;
 esac

@@ -248,7 +248,7 @@ impl Drop for Private {
 
 /// One API client: asks `n` questions in turn, each with its own Idempotency-Key, retrying a
 /// question (same key) until it is answered. Returns each question's answer and tries.
-async fn api_client(
+pub(crate) async fn api_client(
     http: reqwest::Client,
     url: String,
     key: String,

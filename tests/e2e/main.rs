@@ -53,6 +53,7 @@ mod openapi;
 mod ops;
 mod outbox_crash;
 mod providers;
+mod rabbit_cluster;
 mod responses;
 mod retry;
 mod runs;

@@ -46,6 +46,8 @@ pub enum QueueError {
     BadUrl(String),
     #[error("rabbitmq cannot be reached: {0}")]
     Unreachable(String),
+    #[error("the connection to rabbitmq was closed")]
+    Closed,
 }
 
 /// How long a publish may wait for RabbitMQ (its confirm included).

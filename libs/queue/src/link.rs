@@ -28,8 +28,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// One live connection with the topology declared.
 pub(crate) struct Link {
     pub conn: Connection,
-    /// Confirmed channel for work messages (they must not be lost silently).
-    pub work_channel: Channel,
+    /// Confirmed channel for work messages (they must not be lost silently); replaced when
+    /// the broker keeps refusing them on it (see [`Link::renew_work_channel`]).
+    work_channel: std::sync::Mutex<Channel>,
     /// Unconfirmed channel for events (a lost event is recovered by polling Postgres).
     pub event_channel: Channel,
     /// Counts connections: a consumer on an older one must subscribe again.
@@ -39,6 +40,29 @@ pub(crate) struct Link {
 impl Link {
     pub fn is_connected(&self) -> bool {
         self.conn.status().connected()
+    }
+
+    /// The channel work messages are published on now.
+    pub fn work_channel(&self) -> Channel {
+        self.work_channel.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Replaces the work channel `refused` with a new confirmed one (unless another publisher
+    /// already did). After a quorum queue's leader died, RabbitMQ 3.10 was seen to refuse
+    /// every later publish on a channel that had published to it, for minutes, while a new
+    /// channel's were taken (`tests/e2e/rabbit_cluster.rs`).
+    pub async fn renew_work_channel(&self, refused: &Channel) -> Result<()> {
+        let fresh = self.conn.create_channel().await?;
+        fresh.confirm_select(ConfirmSelectOptions::default()).await?;
+        let old = {
+            let mut current = self.work_channel.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if current.id() != refused.id() {
+                return Ok(());
+            }
+            std::mem::replace(&mut *current, fresh)
+        };
+        let _ = old.close(200, "replaced after refused publishes".into()).await;
+        Ok(())
     }
 }
 
@@ -118,7 +142,7 @@ async fn open_node(cfg: &RabbitMqConfig, url: &str, names: &Names, name: &str, g
     let work_channel = conn.create_channel().await?;
     work_channel.confirm_select(ConfirmSelectOptions::default()).await?;
     let event_channel = conn.create_channel().await?;
-    Ok(Link { conn, work_channel, event_channel, generation })
+    Ok(Link { conn, work_channel: std::sync::Mutex::new(work_channel), event_channel, generation })
 }
 
 /// Keeps a link open until `closed`: replaces a dropped one and publishes the new one.
@@ -166,7 +190,7 @@ pub(crate) async fn supervise(
 
 /// Waits for a link newer than `generation` (or the current one, when it is newer and up);
 /// `None` once the broker is closed.
-async fn next_link(links: &mut Links, generation: u64, closed: &CancellationToken) -> Option<Arc<Link>> {
+pub(crate) async fn next_link(links: &mut Links, generation: u64, closed: &CancellationToken) -> Option<Arc<Link>> {
     tokio::select! {
         () = closed.cancelled() => None,
         link = links.wait_for(|l| l.generation > generation && l.is_connected()) => link.ok().map(|l| l.clone()),

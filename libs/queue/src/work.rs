@@ -64,7 +64,7 @@ impl Broker {
             .with_content_type("application/json".into())
             .with_headers(headers);
         match self.engine() {
-            Engine::Amqp(links) => publish_confirmed(links, queue, body, properties).await,
+            Engine::Amqp(links) => publish_confirmed(self, links, queue, body, properties).await,
             #[cfg(feature = "test-support")]
             Engine::Memory(connection) => connection.publish_job(queue, body, properties),
         }
@@ -114,10 +114,44 @@ impl Broker {
     }
 }
 
-/// Publishes on the current connection's confirmed channel and waits for the confirm.
-async fn publish_confirmed(links: &Links, queue: &str, body: &[u8], properties: BasicProperties) -> Result<()> {
-    let confirm = crate::link::current(links)
-        .work_channel
+/// Publishes on the current connection's confirmed channel and waits for the confirm. When
+/// the connection is down, or drops before the confirm, the message goes on the next one
+/// (another node of a cluster, or the same broker back); a refused one is tried again on a new
+/// channel; both within the caller's [`PUBLISH_TIMEOUT`](crate::PUBLISH_TIMEOUT). A message
+/// the broker took before a drop may so be published twice: work messages only say "this
+/// session has work", and a second one finds nothing more to claim.
+async fn publish_confirmed(
+    broker: &Broker,
+    links: &Links,
+    queue: &str,
+    body: &[u8],
+    properties: BasicProperties,
+) -> Result<()> {
+    let mut links = links.clone();
+    let mut link = crate::link::current(&links);
+    let mut pause = Duration::from_millis(50);
+    loop {
+        if !link.is_connected() {
+            link = crate::link::next_link(&mut links, link.generation, broker.closed()).await.ok_or(QueueError::Closed)?;
+        }
+        let channel = link.work_channel();
+        match publish_on(&channel, queue, body, properties.clone()).await {
+            Err(QueueError::Amqp(_)) if !link.is_connected() => continue,
+            // A quorum queue refuses while it elects a new leader; and a channel that
+            // published to the old one may go on refusing. Try again on a new channel, until
+            // the caller's PUBLISH_TIMEOUT.
+            Err(QueueError::NotConfirmed) => {
+                link.renew_work_channel(&channel).await?;
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+            done => return done,
+        }
+    }
+}
+
+async fn publish_on(channel: &Channel, queue: &str, body: &[u8], properties: BasicProperties) -> Result<()> {
+    let confirm = channel
         .basic_publish("".into(), queue.into(), BasicPublishOptions::default(), body, properties)
         .await?
         .await?;

@@ -33,6 +33,8 @@ pub struct Restart {
 /// Longest wait for a run to start, and for all to be answered after the kill.
 const START_WAIT: Duration = Duration::from_secs(60);
 const ANSWER_WAIT: Duration = Duration::from_secs(180);
+/// An answer this long after the kill is reported on its own, with when the kill was.
+const SLOW_ANSWER: Duration = Duration::from_secs(15);
 /// Longest wait for the killed process to be gone (its ports freed).
 const EXIT_WAIT: Duration = Duration::from_secs(10);
 
@@ -71,6 +73,7 @@ impl Bench {
         }
         wait_until_running(&self.target, &started).await?;
         let killed = Instant::now();
+        let killed_at = chrono::Utc::now();
         kill(restart.pid)?;
         wait_gone(restart.pid).await?;
         restart.pid = start_again(restart)?;
@@ -79,7 +82,16 @@ impl Bench {
         let mut missed = Vec::new();
         for (id, n) in &started {
             match wait_answered(&self.target, id, *n, killed).await {
-                Ok(answered) => rounds.took.push(answered.saturating_sub(restart.model_latency)),
+                Ok(answered) => {
+                    if answered > SLOW_ANSWER {
+                        eprintln!(
+                            "run {id} killed at {} answered {:.1} s later",
+                            killed_at.to_rfc3339(),
+                            answered.as_secs_f64()
+                        );
+                    }
+                    rounds.took.push(answered.saturating_sub(restart.model_latency));
+                }
                 Err(e) => missed.push(format!("{e:#}")),
             }
         }
@@ -130,8 +142,13 @@ async fn start_run(target: &Target, agent: &str, n: u64) -> anyhow::Result<Strin
     body["run_id"].as_str().map(str::to_owned).context("no run_id")
 }
 
+/// Longest a poll may take: a poll that hangs is reported, and does not pass for a slow resume.
+const POLL_TIMEOUT: Duration = Duration::from_secs(5);
+
 async fn run_state(target: &Target, id: &str) -> anyhow::Result<Value> {
-    let resp = target.client.get(format!("{}/v1/runs/{id}", target.url)).bearer_auth(&target.key).send().await?;
+    let url = format!("{}/v1/runs/{id}", target.url);
+    let sent = target.client.get(&url).bearer_auth(&target.key).timeout(POLL_TIMEOUT).send().await;
+    let resp = sent.inspect_err(|e| report_hung(&url, e))?;
     let status = resp.status();
     let body: Value = resp.json().await?;
     ensure!(status.is_success(), "reading run {id}: HTTP {status}: {body}");
@@ -199,8 +216,11 @@ async fn wait_ready(client: &reqwest::Client, ops_url: Option<&str>) {
     let started = Instant::now();
     let Some(ops) = ops_url else { return };
     while started.elapsed() < START_WAIT {
-        if client.get(format!("{ops}/readyz")).send().await.is_ok_and(|r| r.status().is_success()) {
-            break;
+        let url = format!("{ops}/readyz");
+        match client.get(&url).timeout(POLL_TIMEOUT).send().await {
+            Ok(r) if r.status().is_success() => break,
+            Ok(_) => {}
+            Err(e) => report_hung(&url, &e),
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -226,6 +246,13 @@ async fn wait_answered(target: &Target, id: &str, n: u64, killed: Instant) -> an
             bail!("run {id} not answered {} s after the kill", ANSWER_WAIT.as_secs());
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Says when a poll timed out (to match with the server's log).
+fn report_hung(url: &str, e: &reqwest::Error) {
+    if e.is_timeout() {
+        eprintln!("{}: GET {url} got no answer within {} s", chrono::Utc::now().to_rfc3339(), POLL_TIMEOUT.as_secs());
     }
 }
 
