@@ -16,6 +16,7 @@
 #
 # Usage: deploy/dev/postgres-standby.sh start|promote|kill-primary|rejoin|status|stop
 # Env: HERMES_PG_DIR (default /tmp/hermes-pg), HERMES_PG_BIN (default Debian PG 15),
+#      HERMES_PG_SYNC=1 (synchronous replication: a promotion loses no committed row),
 #      HERMES_PG_OSUSER (OS user the servers run as when invoked as root; default postgres)
 set -euo pipefail
 
@@ -175,6 +176,13 @@ cmd_start() {
     ensure_slot "$p" "$s"; start_node "$s"
   fi
   wait_streaming "$p" "$s"
+  if [[ ${HERMES_PG_SYNC:-0} == 1 ]]; then
+    # A commit returns once the standby has it, so a promotion loses no committed row. Set
+    # on the primary only (ALTER SYSTEM is not replicated): the promoted node does not wait
+    # for a standby it no longer has.
+    sql "$p" "ALTER SYSTEM SET synchronous_standby_names = '*'" >/dev/null
+    sql "$p" "SELECT pg_reload_conf()" >/dev/null
+  fi
   echo "start: primary $p, standby $s streaming ($(($(now_ms) - t0)) ms)"
 }
 

@@ -90,6 +90,7 @@ impl Private {
     fn backing(&self) -> Backing {
         Backing {
             postgres_port: self.pg_port,
+            postgres_standby_port: None,
             redis_url: format!("redis://127.0.0.1:{}", self.redis_port),
             amqp_url: format!("amqp://guest:guest@127.0.0.1:{}/%2f", self.amqp_port),
         }

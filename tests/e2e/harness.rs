@@ -34,6 +34,9 @@ pub use team::Team;
 #[derive(Debug, Clone)]
 pub struct Backing {
     pub postgres_port: u16,
+    /// A streaming standby of that Postgres: the service is given both servers
+    /// (`pg_failover.rs` promotes it).
+    pub postgres_standby_port: Option<u16>,
     pub redis_url: String,
     pub amqp_url: String,
 }
@@ -42,6 +45,7 @@ impl Backing {
     pub fn shared() -> Self {
         Self {
             postgres_port: 5432,
+            postgres_standby_port: None,
             redis_url: "redis://127.0.0.1:6379".into(),
             amqp_url: "amqp://guest:guest@127.0.0.1:5672/%2f".into(),
         }
@@ -163,7 +167,12 @@ impl TestEnv {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let api_url = format!("http://{}", listener.local_addr().unwrap());
         config.admin.public_url = Some(api_url.clone());
-        config.database.url = format!("postgres://postgres@127.0.0.1:{port}/{db_name}");
+        config.database.url = match backing.postgres_standby_port {
+            None => format!("postgres://postgres@127.0.0.1:{port}/{db_name}"),
+            Some(standby) => format!(
+                "postgres://postgres@127.0.0.1:{port},127.0.0.1:{standby}/{db_name}?target_session_attrs=read-write"
+            ),
+        };
         config.redis.url = backing.redis_url.clone();
         config.rabbitmq.url = backing.amqp_url.clone();
         config.database.max_connections = 16;
@@ -197,7 +206,10 @@ impl TestEnv {
 
         let store = Store::connect(&config.database.url, config.database.max_connections).await.unwrap();
         store.migrate().await.unwrap();
-        let db = sqlx::postgres::PgPoolOptions::new().max_connections(4).connect(&config.database.url).await.unwrap();
+        // The test's own look at the database: on the first server (a failover test opens its
+        // own on the promoted one).
+        let db_url = format!("postgres://postgres@127.0.0.1:{port}/{db_name}");
+        let db = sqlx::postgres::PgPoolOptions::new().max_connections(4).connect(&db_url).await.unwrap();
         let cache = Cache::connect(&config.redis.url, &config.redis.key_prefix).await.unwrap();
         let broker = Broker::connect(&config.rabbitmq, &name).await.unwrap();
         let llm = ScriptedLlm::start().await.unwrap();

@@ -52,6 +52,7 @@ mod memory;
 mod openapi;
 mod ops;
 mod outbox_crash;
+mod pg_failover;
 mod providers;
 mod rabbit_cluster;
 mod responses;

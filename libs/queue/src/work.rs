@@ -132,7 +132,8 @@ async fn publish_confirmed(
     let mut pause = Duration::from_millis(50);
     loop {
         if !link.is_connected() {
-            link = crate::link::next_link(&mut links, link.generation, broker.closed()).await.ok_or(QueueError::Closed)?;
+            link =
+                crate::link::next_link(&mut links, link.generation, broker.closed()).await.ok_or(QueueError::Closed)?;
         }
         let channel = link.work_channel();
         match publish_on(&channel, queue, body, properties.clone()).await {
@@ -151,10 +152,8 @@ async fn publish_confirmed(
 }
 
 async fn publish_on(channel: &Channel, queue: &str, body: &[u8], properties: BasicProperties) -> Result<()> {
-    let confirm = channel
-        .basic_publish("".into(), queue.into(), BasicPublishOptions::default(), body, properties)
-        .await?
-        .await?;
+    let confirm =
+        channel.basic_publish("".into(), queue.into(), BasicPublishOptions::default(), body, properties).await?.await?;
     if confirm.is_nack() {
         return Err(QueueError::NotConfirmed);
     }

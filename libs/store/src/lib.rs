@@ -56,6 +56,7 @@ mod rows;
 pub mod search;
 pub mod search_text;
 pub mod secrets;
+mod servers;
 pub mod session_admin;
 pub mod session_find;
 pub mod session_policy;
@@ -153,8 +154,9 @@ impl StoreError {
         match self {
             StoreError::Database(sqlx::Error::Database(db)) => {
                 let code = db.code().unwrap_or_default();
-                // 08: connection, 40: serialization/deadlock, 53: resources, 57: shutdown.
-                ["08", "40", "53", "57"].iter().any(|class| code.starts_with(class))
+                // 08: connection, 40: serialization/deadlock, 53: resources, 57: shutdown;
+                // 25006: a write reached a standby (the primary is moving).
+                ["08", "40", "53", "57", "25006"].iter().any(|class| code.starts_with(class))
             }
             StoreError::Database(_) => true,
             _ => false,
@@ -228,14 +230,28 @@ pub struct Store {
 impl Store {
     /// Connects to `url` (its user owns the tables and runs the migrations): the store's
     /// queries run as the roles of migration 0040, in pools of at most `max_connections`.
-    /// Fails when the server cannot be reached.
+    /// A `url` naming several servers (`h1:5432,h2:5432`) works on the primary among them and
+    /// follows a promotion (`servers.rs`). Fails when no server can be reached.
     pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
-        let options: PgConnectOptions =
-            url.parse::<PgConnectOptions>()?.log_slow_statements(log::LevelFilter::Warn, Duration::from_millis(500));
-        let store = Self { pools: walls::Pools::lazy(options, max_connections, ACQUIRE_TIMEOUT) };
+        let options = |url: &str| -> Result<PgConnectOptions> {
+            Ok(url.parse::<PgConnectOptions>()?.log_slow_statements(log::LevelFilter::Warn, Duration::from_millis(500)))
+        };
+        let (primary, failover) = match servers::split(url) {
+            None => (options(url)?, None),
+            Some(urls) => {
+                let each = urls.iter().map(|u| options(u)).collect::<Result<Vec<_>>>()?;
+                let primary = servers::find_primary(&each).await?;
+                (each[primary].clone(), Some((each, primary)))
+            }
+        };
+        let store = Self { pools: walls::Pools::lazy(primary, max_connections, ACQUIRE_TIMEOUT) };
         // The roles may not exist before the first migration: prove the server answers as
         // the owner.
         store.pools.owner().await?.close().await?;
+        if let Some((each, primary)) = failover {
+            #[expect(clippy::disallowed_methods, reason = "the store has no telemetry; the task only loops and logs")]
+            tokio::spawn(servers::follow_primary(store.pools.clone(), each, primary));
+        }
         Ok(store)
     }
 

@@ -52,7 +52,8 @@ pub(crate) struct Pools {
     tenant: PgPool,
     system: PgPool,
     /// Shared: a `Store` is cloned into every turn and request, and these options are large.
-    owner: Arc<PgConnectOptions>,
+    /// Replaced when the primary moves (`servers.rs`).
+    owner: Arc<std::sync::RwLock<Arc<PgConnectOptions>>>,
 }
 
 impl Pools {
@@ -63,13 +64,22 @@ impl Pools {
         Self {
             tenant: role_pool(&owner, Role::Tenant, max_connections, acquire_timeout),
             system: role_pool(&owner, Role::System, system_size, acquire_timeout),
-            owner: Arc::new(owner),
+            owner: Arc::new(std::sync::RwLock::new(Arc::new(owner))),
         }
     }
 
     /// One connection as the owner (migrations, `ANALYZE`).
     pub(crate) async fn owner(&self) -> Result<PgConnection> {
-        Ok(PgConnection::connect_with(&self.owner).await?)
+        let owner = self.owner.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        Ok(PgConnection::connect_with(&owner).await?)
+    }
+
+    /// Opens every new connection on `server` from now on (the primary moved there); open
+    /// connections to the old one fail and are dropped.
+    pub(crate) fn follow(&self, server: &PgConnectOptions) {
+        self.tenant.set_connect_options(server.clone());
+        self.system.set_connect_options(server.clone());
+        *self.owner.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(server.clone());
     }
 }
 
