@@ -12,12 +12,11 @@ use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 use hermes_testkit::telegram::TelegramEmulator;
 
-use crate::harness::{Backing, Roles, TestEnv, answer_text, ask, poll_until, unique};
-use crate::telegram::{Pod, TOKEN, open_bot};
+use crate::harness::stream::{api_client, assert_each_question_answered_once, under_load};
+use crate::harness::{Backing, Roles, poll_until, unique};
+use crate::telegram::TOKEN;
 
 const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
 
@@ -247,66 +246,12 @@ impl Drop for Private {
     }
 }
 
-/// One API client: asks `n` questions in turn, each with its own Idempotency-Key, retrying a
-/// question (same key) until it is answered. Returns each question's answer and tries.
-pub(crate) async fn api_client(
-    http: reqwest::Client,
-    url: String,
-    key: String,
-    client: usize,
-    n: usize,
-) -> Vec<(String, String, u32)> {
-    let mut answers = Vec::new();
-    for i in 0..n {
-        let question = format!("api {client}-{i}");
-        let idempotency = format!("chaos-{client}-{i}");
-        let body = ask("ops", &question);
-        let mut tries = 0;
-        let answer = loop {
-            tries += 1;
-            assert!(tries <= 60, "{question}: not answered after {tries} tries");
-            let sent = http
-                .post(format!("{url}/v1/chat/completions"))
-                .bearer_auth(&key)
-                .header("Idempotency-Key", &idempotency)
-                .timeout(Duration::from_secs(30))
-                .json(&body)
-                .send()
-                .await;
-            match sent {
-                Ok(resp) if resp.status() == 200 => break answer_text(&resp.json::<Value>().await.unwrap()).to_owned(),
-                Ok(resp) => {
-                    // A failure must be a clean, structured one.
-                    let status = resp.status();
-                    let body: Value = resp.json().await.unwrap_or(Value::Null);
-                    assert!(
-                        status.is_server_error() || status == 429 || status == 409,
-                        "{question}: unexpected {status}: {body}"
-                    );
-                    assert!(body["error"]["message"].is_string(), "{question}: {status} without an error body: {body}");
-                }
-                Err(_) => {}
-            }
-            tokio::time::sleep(Duration::from_millis(300)).await;
-        };
-        answers.push((question, answer, tries));
-    }
-    answers
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn turns_survive_rabbitmq_redis_and_postgres_restarts_once_each() {
     let rounds: usize = std::env::var("HERMES_CHAOS_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(1);
     let mut services = Private::start();
-    let env = TestEnv::start_backed(&services.backing(), Roles::default(), |c| {
-        crate::harness::no_api_limits(c);
-        c.worker.tenant_share = 1.0;
-    })
-    .await;
-    env.llm.set_default_latency(Duration::from_millis(150));
-    let (tg, _) = open_bot(&env).await;
-    let (_, _, key) = env.tenant("chaos", "ops").await;
-    let pod = Pod::start(&env).await;
+    let (env, tg, pod, key) =
+        under_load(&services.backing(), Roles::default(), Duration::from_millis(150), "chaos").await;
 
     // The stream: four API clients asking in turn, and chat users writing to the bot.
     let per_client = 6 * rounds;
@@ -347,17 +292,7 @@ async fn turns_survive_rabbitmq_redis_and_postgres_restarts_once_each() {
     assert_eq!(fresh[0].2, 1, "answered at the first try after the faults");
     say(&tg, &mut chat_sent);
 
-    // API: each question answered with its own answer, by exactly one turn.
-    for (question, answer, _) in &api {
-        assert_eq!(answer, &format!("echo: {question}"), "{question}");
-    }
-    let turns: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM turns t JOIN sessions s ON s.id = t.session_id WHERE s.source = 'api'",
-    )
-    .fetch_one(&env.db)
-    .await
-    .unwrap();
-    assert_eq!(turns as usize, api.len() + 1, "one turn per question: none lost, none doubled");
+    assert_each_question_answered_once(&env.db, &api, api.len() + 1).await;
 
     // Chat: every message answered, exactly once (the assertions below name any that is not).
     let expected = chat_sent.len();

@@ -23,6 +23,7 @@ mod calls;
 mod channels;
 mod files;
 mod spending;
+pub mod stream;
 mod team;
 
 pub use calls::{json_of, kill, sse_data};
