@@ -2,8 +2,8 @@
 //! (`postgres://u:p@db-0:5432,db-1:5432/hermes?target_session_attrs=read-write`): the store
 //! works on whichever of them is the primary, and follows a promotion. sqlx connects to one
 //! host only, so this finds the primary itself: at start, and whenever the one in use stops
-//! answering as a primary (checked every [`CHECK_EVERY`]), by asking each server in turn
-//! whether it is in recovery. The pools then open their new connections there; connections to
+//! answering as a primary (checked on a pooled connection every [`CHECK_EVERY`]), by asking
+//! each server in turn whether it is in recovery. The pools then open their new connections there; connections to
 //! the old primary fail and are dropped.
 //!
 //! Only `read-write` (or `primary`) targeting makes sense for the store, which writes; the
@@ -78,8 +78,9 @@ async fn is_primary(server: &PgConnectOptions) -> Result<bool> {
 pub(crate) async fn follow_primary(pools: Pools, servers: Vec<PgConnectOptions>, mut current: usize) {
     loop {
         tokio::time::sleep(CHECK_EVERY).await;
-        let still = tokio::time::timeout(ASK_TIMEOUT, is_primary(&servers[current])).await;
-        if matches!(still, Ok(Ok(true))) {
+        // The steady case costs a pooled query, not a new connection a second.
+        let still = tokio::time::timeout(ASK_TIMEOUT, pools.in_recovery()).await;
+        if matches!(still, Ok(Ok(false))) {
             continue;
         }
         match find_primary(&servers).await {

@@ -74,6 +74,12 @@ impl Pools {
         Ok(PgConnection::connect_with(&owner).await?)
     }
 
+    /// Whether the server the pools connect to is in recovery (a standby), asked on a pooled
+    /// connection rather than a new one.
+    pub(crate) async fn in_recovery(&self) -> Result<bool> {
+        Ok(sqlx::query_scalar("SELECT pg_is_in_recovery()").fetch_one(&self.system).await?)
+    }
+
     /// Opens every new connection on `server` from now on (the primary moved there); open
     /// connections to the old one fail and are dropped.
     pub(crate) fn follow(&self, server: &PgConnectOptions) {
