@@ -55,6 +55,7 @@ mod outbox_crash;
 mod pg_failover;
 mod providers;
 mod rabbit_cluster;
+mod redis_sentinel;
 mod responses;
 mod retry;
 mod runs;

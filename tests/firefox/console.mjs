@@ -16,6 +16,8 @@ const errors = [];
 
 const page = await browser.newPage();
 await page.setViewport({ width: 1200, height: 800 });
+// Puppeteer's 30 s default is short for a first render of Firefox on a loaded 2-core machine.
+page.setDefaultTimeout(60_000);
 page.on('pageerror', (e) => errors.push(String(e)));
 
 // The control a label names (the console labels every field).

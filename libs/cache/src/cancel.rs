@@ -50,10 +50,7 @@ impl CancelBus {
         let (tx, rx) = mpsc::unbounded_channel();
         match self.cache.engine() {
             Engine::Redis(redis) => {
-                hermes_telemetry::tasks::spawn(
-                    "cancel_bus_listen",
-                    self.clone().listen(redis.client().clone(), tx, shutdown),
-                );
+                hermes_telemetry::tasks::spawn("cancel_bus_listen", self.clone().listen(redis.clone(), tx, shutdown));
             }
             #[cfg(feature = "test-support")]
             Engine::Memory(store) => {
@@ -68,10 +65,10 @@ impl CancelBus {
 
     /// Hands the channel's turn ids to `tx` until `shutdown` (or nobody reads any more),
     /// subscribing again with a growing pause after each connection loss.
-    async fn listen(self, client: redis::Client, tx: mpsc::UnboundedSender<TurnId>, shutdown: CancellationToken) {
+    async fn listen(self, redis: crate::Redis, tx: mpsc::UnboundedSender<TurnId>, shutdown: CancellationToken) {
         let mut backoff = Duration::from_millis(200);
         while !shutdown.is_cancelled() {
-            match client.get_async_pubsub().await {
+            match redis.client().get_async_pubsub().await {
                 Ok(mut pubsub) => {
                     if let Err(e) = pubsub.subscribe(self.channel()).await {
                         tracing::warn!(error = %e, "cannot subscribe to turn cancellations");

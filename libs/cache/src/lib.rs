@@ -12,6 +12,7 @@ pub mod key_pool;
 pub mod lease;
 #[cfg(feature = "test-support")]
 mod memory;
+mod primary;
 pub mod rate;
 pub mod session_lock;
 pub mod window;
@@ -25,6 +26,8 @@ pub use lease::{Lease, Leases};
 pub use rate::{RateDecision, RateLimiter};
 pub use session_lock::{LockGuard, SessionLocks};
 pub use window::WindowCounters;
+
+use std::sync::Arc;
 
 use redis::aio::ConnectionManager;
 
@@ -53,29 +56,31 @@ pub(crate) enum Engine {
     Memory(std::sync::Arc<memory::Store>),
 }
 
-/// The Redis client (for pub/sub connections) and the shared command connection.
+/// The server commands go to now: the one of `redis.url`, or the primary Sentinel names.
 #[derive(Clone)]
 pub(crate) struct Redis {
-    client: redis::Client,
-    conn: ConnectionManager,
+    current: Arc<primary::Current>,
 }
 
 impl Redis {
+    /// The shared command connection.
     pub(crate) fn conn(&self) -> ConnectionManager {
-        self.conn.clone()
+        self.current.conn()
     }
 
-    pub(crate) fn client(&self) -> &redis::Client {
-        &self.client
+    /// A client for connections of their own (pub/sub); ask again after each loss, as the
+    /// primary may have moved.
+    pub(crate) fn client(&self) -> redis::Client {
+        self.current.client()
     }
 }
 
 impl Cache {
-    /// Connects to `url`; every key is written under `prefix:`.
+    /// Connects to `url` (`redis://…`, or `redis+sentinel://…` naming sentinels and a master:
+    /// see `primary`); every key is written under `prefix:`.
     pub async fn connect(url: &str, prefix: &str) -> Result<Self> {
-        let client = redis::Client::open(url)?;
-        let conn = client.get_connection_manager().await?;
-        Ok(Self { engine: Engine::Redis(Redis { client, conn }), prefix: prefix.to_owned() })
+        let current = primary::Current::connect(url).await?;
+        Ok(Self { engine: Engine::Redis(Redis { current }), prefix: prefix.to_owned() })
     }
 
     /// A cache held in this process, for tests: every clone shares its state, and it behaves
