@@ -46,7 +46,7 @@ pub mod mcp_servers;
 pub mod media_calls;
 pub mod memory;
 pub mod messages;
-mod migrations;
+pub mod migrations;
 pub mod outbox;
 pub mod pairing;
 pub mod pricing;

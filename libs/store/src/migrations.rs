@@ -6,13 +6,25 @@
 //! the expand step straight past the contract step would drop it under pods that still do, so
 //! `Store::migrate` refuses and names the release to upgrade through first. A new database has
 //! no older pods and takes every migration at once.
+//!
+//! [`compat`] checks the other half of the rule: that the migrations since the previous
+//! release leave every table, column, trigger and grant the previous release's pods use as
+//! they were (a libs/store contract test runs it, `rolling_upgrade.rs`).
+
+pub mod catalog;
+pub mod compat;
 
 use sqlx::PgConnection;
 
 use crate::{Result, StoreError};
 
+/// The newest migration of the previous release: its pods keep serving during a rolling upgrade
+/// to this build and rely on the schema as this migration left it. Bump it to the newest
+/// migration of a release when that release is cut.
+pub const PREVIOUS_RELEASE_SCHEMA: i64 = 59;
+
 /// `(contract, expand)`: migration `contract` applies only over a schema that has `expand`.
-const UPGRADE_STOPS: [(i64, i64); 1] = [
+pub(crate) const UPGRADE_STOPS: [(i64, i64); 1] = [
     // 0059 drops the outbox triggers that builds before 0057 relied on to queue answers.
     (59, 57),
 ];

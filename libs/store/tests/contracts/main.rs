@@ -27,6 +27,7 @@ mod media_spend;
 mod outbox_shapes;
 mod presence;
 mod retention;
+mod rolling_upgrade;
 mod schema;
 mod second_wall;
 mod spend;
