@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Builds the previous release's hermesd, to run beside this build's during a rolling-upgrade
+# experiment: the old pods keep serving while this build's migrations run and its pods start.
+# The commit is checked out in its own git worktree under /tmp and built into its own target
+# directory, so neither this checkout nor the shared target directory is touched. Prints the
+# path of the binary (a copy named after the commit, so a later build of another commit does
+# not replace it).
+#
+# The default commit is e8b0e4d, the last commit of issue 36, before the high-availability
+# work of issue 37 began. There are no release tags; its newest migration is 0059, which is
+# what PREVIOUS_RELEASE_SCHEMA (libs/store/src/migrations.rs) says the previous release
+# carries, so the binary is the build the store's rolling-upgrade check reasons about. (The
+# commit before 4433485 would be a release with 0057 but not 0059: the one the upgrade stop
+# of 0059 is about.) The script warns when the commit's newest migration differs from
+# PREVIOUS_RELEASE_SCHEMA.
+#
+# A build from an empty target directory compiles the whole workspace: on 2 cores, tens of
+# minutes. It runs under nice; start it when no other cargo command runs.
+#
+# Usage: deploy/dev/rolling-upgrade.sh [--dry-run] [COMMIT]
+#   --dry-run  resolve the commit, check its schema and print what would run; build nothing
+# Env: HERMES_PREV_TARGET (default /var/cache/hermes-prev-target): the cargo target directory
+#      HERMES_PREV_WORKTREE (default /tmp/hermes-prev-<commit>): where the commit is checked out
+set -euo pipefail
+
+readonly PINNED=e8b0e4de8f8f05e18273bf0dc23b06f6327014ea
+
+die() { echo "rolling-upgrade: $*" >&2; exit 1; }
+
+dry_run=0
+if [[ ${1:-} == --dry-run ]]; then
+  dry_run=1
+  shift
+fi
+[[ $# -le 1 ]] || die "usage: $0 [--dry-run] [COMMIT]"
+
+root=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)
+commit=$(git -C "$root" rev-parse --verify --quiet "${1:-$PINNED}^{commit}") \
+  || die "no such commit: ${1:-$PINNED}"
+short=${commit:0:12}
+target=${HERMES_PREV_TARGET:-/var/cache/hermes-prev-target}
+worktree=$(realpath -m "${HERMES_PREV_WORKTREE:-/tmp/hermes-prev-$short}")
+
+# The newest migration of a tree: the number of the last migrations/NNNN_*.sql, without zeros.
+newest_in_commit=$(git -C "$root" ls-tree --name-only "$commit" migrations/ \
+  | sed -n 's|^migrations/\([0-9]\{4\}\)_.*\.sql$|\1|p' | sort | tail -n 1)
+[[ -n $newest_in_commit ]] || die "$short has no migrations/NNNN_*.sql"
+newest_in_commit=$((10#$newest_in_commit))
+previous=$(sed -n 's/^pub const PREVIOUS_RELEASE_SCHEMA: i64 = \([0-9]*\);$/\1/p' \
+  "$root/libs/store/src/migrations.rs")
+if [[ -z $previous ]]; then
+  echo "rolling-upgrade: warning: PREVIOUS_RELEASE_SCHEMA not found in libs/store/src/migrations.rs" >&2
+elif [[ $newest_in_commit != "$previous" ]]; then
+  echo "rolling-upgrade: warning: $short's newest migration is $newest_in_commit, but" \
+    "PREVIOUS_RELEASE_SCHEMA is $previous: the store's check reasons about another release" >&2
+fi
+
+binary="$target/hermesd-$short"
+echo "rolling-upgrade: $short (newest migration $newest_in_commit) in $worktree, target $target" >&2
+if [[ $dry_run == 1 ]]; then
+  echo "rolling-upgrade: would run: git worktree add --detach $worktree $short;" \
+    "(cd $worktree && CARGO_TARGET_DIR=$target nice -n 19 cargo build --locked -p hermesd --bin hermesd)" >&2
+  echo "$binary"
+  exit 0
+fi
+
+# Reuse the worktree of an earlier run; put it at the commit whatever it held.
+if [[ $(git -C "$worktree" rev-parse --show-toplevel 2>/dev/null) == "$worktree" ]]; then
+  git -C "$worktree" checkout --quiet --detach "$commit"
+else
+  [[ ! -e $worktree ]] || die "$worktree exists and is not a git worktree: remove it or set HERMES_PREV_WORKTREE"
+  git -C "$root" worktree add --quiet --detach "$worktree" "$commit"
+fi
+
+mkdir -p "$target"
+(
+  cd "$worktree"
+  # The commit's own toolchain pin (rust-toolchain.toml), linked from stable when it matches.
+  if [[ -f deploy/dev/toolchain.sh ]]; then
+    # shellcheck source=/dev/null
+    source deploy/dev/toolchain.sh
+    ensure_pinned_toolchain
+  fi
+  CARGO_TARGET_DIR=$target nice -n 19 cargo build --locked -p hermesd --bin hermesd
+)
+cp "$target/debug/hermesd" "$binary"
+echo "$binary"
