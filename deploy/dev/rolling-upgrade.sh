@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the previous release's hermesd, to run beside this build's during a rolling-upgrade
 # experiment: the old pods keep serving while this build's migrations run and its pods start.
-# The commit is checked out in its own git worktree under /tmp and built into its own target
-# directory, so neither this checkout nor the shared target directory is touched. Prints the
+# The commit is checked out in its own git worktree under /tmp and built into this build's
+# target directory when CARGO_TARGET_DIR names one (the dependencies are mostly the same
+# versions, so only the workspace's own crates compile: minutes, not tens), else into a
+# target directory of its own. This checkout is not touched. Prints the
 # path of the binary (a copy named after the commit, so a later build of another commit does
 # not replace it).
 #
@@ -14,12 +16,13 @@
 # of 0059 is about.) The script warns when the commit's newest migration differs from
 # PREVIOUS_RELEASE_SCHEMA.
 #
-# A build from an empty target directory compiles the whole workspace: on 2 cores, tens of
-# minutes. It runs under nice; start it when no other cargo command runs.
+# A build from an empty target directory compiles every dependency too: on 2 cores, tens of
+# minutes. It runs under nice.
 #
 # Usage: deploy/dev/rolling-upgrade.sh [--dry-run] [COMMIT]
 #   --dry-run  resolve the commit, check its schema and print what would run; build nothing
-# Env: HERMES_PREV_TARGET (default /var/cache/hermes-prev-target): the cargo target directory
+# Env: HERMES_PREV_TARGET (default $CARGO_TARGET_DIR, else /var/cache/hermes-prev-target):
+#      the cargo target directory
 #      HERMES_PREV_WORKTREE (default /tmp/hermes-prev-<commit>): where the commit is checked out
 set -euo pipefail
 
@@ -38,7 +41,7 @@ root=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)
 commit=$(git -C "$root" rev-parse --verify --quiet "${1:-$PINNED}^{commit}") \
   || die "no such commit: ${1:-$PINNED}"
 short=${commit:0:12}
-target=${HERMES_PREV_TARGET:-/var/cache/hermes-prev-target}
+target=${HERMES_PREV_TARGET:-${CARGO_TARGET_DIR:-/var/cache/hermes-prev-target}}
 worktree=$(realpath -m "${HERMES_PREV_WORKTREE:-/tmp/hermes-prev-$short}")
 
 # The newest migration of a tree: the number of the last migrations/NNNN_*.sql, without zeros.
@@ -73,6 +76,13 @@ else
 fi
 
 mkdir -p "$target"
+# In a shared target directory the build replaces this build's debug/hermesd (the binary the
+# e2e tests run): keep it aside and put it back, whatever happens.
+current="$target/debug/hermesd"
+if [[ -f $current ]]; then
+  cp -p "$current" "$current.kept-by-rolling-upgrade"
+  trap 'mv -f "$current.kept-by-rolling-upgrade" "$current"' EXIT
+fi
 (
   cd "$worktree"
   # The commit's own toolchain pin (rust-toolchain.toml), linked from stable when it matches.
@@ -83,5 +93,5 @@ mkdir -p "$target"
   fi
   CARGO_TARGET_DIR=$target nice -n 19 cargo build --locked -p hermesd --bin hermesd
 )
-cp "$target/debug/hermesd" "$binary"
+cp "$current" "$binary"
 echo "$binary"

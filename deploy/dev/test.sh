@@ -114,6 +114,16 @@ fi
 # here never downloads: fetch them first (crates.io is reachable).
 cargo fetch --locked --quiet
 cargo deny --offline --log-level error check licenses bans sources
+# tests/e2e/rolling_upgrade.rs runs the previous release's hermesd beside this build's. Built
+# from its pinned commit into the same target directory: only the workspace's crates compile.
+echo "== the previous release's hermesd"
+if git rev-parse --verify --quiet "$(sed -n 's/^readonly PINNED=//p' deploy/dev/rolling-upgrade.sh)^{commit}" >/dev/null; then
+  HERMES_PREVIOUS_HERMESD=$(deploy/dev/rolling-upgrade.sh)
+else
+  echo "WARNING: this clone lacks the previous release's commit (a shallow clone?): the rolling-upgrade test is skipped" >&2
+  HERMES_PREVIOUS_HERMESD=skip
+fi
+export HERMES_PREVIOUS_HERMESD
 echo "== tests"
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --locked --no-fail-fast "$@"

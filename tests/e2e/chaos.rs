@@ -15,23 +15,10 @@ use std::time::{Duration, Instant};
 use hermes_testkit::telegram::TelegramEmulator;
 
 use crate::harness::stream::{api_client, assert_each_question_answered_once, under_load};
-use crate::harness::{Backing, Roles, poll_until, unique};
+use crate::harness::{Backing, Roles, free_port, poll_until, unique};
 use crate::telegram::TOKEN;
 
 const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
-
-/// A free TCP port on loopback (free when asked; the service takes it right after).
-/// A port the private servers can bind after this returns: below Linux's ephemeral range
-/// (32768 and up), which the suite's many outgoing connections draw their local ports from, so
-/// none of them takes it between this check and the server's bind (that failed a RabbitMQ
-/// node's start once under the full suite).
-fn free_port() -> u16 {
-    let seed = uuid::Uuid::now_v7().as_u128();
-    (0..2_000u32)
-        .map(|i| 20_000 + ((seed as u32).wrapping_add(i.wrapping_mul(7_919)) % 12_000) as u16)
-        .find(|&port| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok())
-        .expect("a free port below the ephemeral range")
-}
 
 fn run(what: &str, cmd: &mut Command) {
     let out = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).output().unwrap_or_else(|e| panic!("{what}: {e}"));

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{Roles, Team, TestEnv, answer_text, poll_until, unique};
+use crate::harness::{Roles, Team, TestEnv, answer_text, free_port, poll_until, unique};
 
 /// Containers of one test, removed however the test ends.
 struct Containers {
@@ -38,10 +38,6 @@ fn build_image() -> String {
         .expect("the build script runs");
     assert!(out.status.success(), "image build failed: {}", String::from_utf8_lossy(&out.stderr));
     tag
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// The docker socket's group, for a non-root worker container to start sandboxes.

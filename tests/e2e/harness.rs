@@ -3,6 +3,7 @@
 //! scripted model. Roles run in-process, or as real `hermesd` child processes when a test
 //! needs to kill one.
 
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
@@ -361,8 +362,14 @@ impl TestEnv {
 
     /// [`spawn_hermesd`](Self::spawn_hermesd) with more `HERMES__...` settings.
     pub fn spawn_hermesd_with(&self, roles: &[&str], worker_id: &str, settings: &[(&str, String)]) -> Child {
+        self.spawn_build(env!("CARGO_BIN_EXE_hermesd").as_ref(), roles, worker_id, settings)
+    }
+
+    /// [`spawn_hermesd_with`](Self::spawn_hermesd_with) of another build's `hermesd` (an
+    /// earlier release, in the rolling-upgrade test).
+    pub fn spawn_build(&self, hermesd: &Path, roles: &[&str], worker_id: &str, settings: &[(&str, String)]) -> Child {
         let c = &self.config;
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermesd"));
+        let mut cmd = Command::new(hermesd);
         cmd.args(roles)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -492,4 +499,16 @@ pub(crate) async fn wait_until<T>(what: &str, check: impl AsyncFnMut() -> Option
         Some(v) => v,
         None => panic!("timed out after {PATIENCE:?} waiting for {what}"),
     }
+}
+
+/// A free TCP port on loopback that a server can bind after this returns: below Linux's ephemeral range
+/// (32768 and up), which the suite's many outgoing connections draw their local ports from, so
+/// none of them takes it between this check and the server's bind (that failed a RabbitMQ
+/// node's start once under the full suite).
+pub fn free_port() -> u16 {
+    let seed = uuid::Uuid::now_v7().as_u128();
+    (0..2_000u32)
+        .map(|i| 20_000 + ((seed as u32).wrapping_add(i.wrapping_mul(7_919)) % 12_000) as u16)
+        .find(|&port| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok())
+        .expect("a free port below the ephemeral range")
 }

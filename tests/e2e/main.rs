@@ -58,6 +58,7 @@ mod rabbit_cluster;
 mod redis_sentinel;
 mod responses;
 mod retry;
+mod rolling_upgrade;
 mod runs;
 mod sandbox;
 mod schema_fuzz;

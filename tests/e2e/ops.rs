@@ -5,11 +5,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::harness::{Roles, TestEnv, poll_until};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
+use crate::harness::{Roles, TestEnv, free_port, poll_until};
 
 #[test]
 fn dump_config_shows_defaults_overridden_by_file_then_env() {

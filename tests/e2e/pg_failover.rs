@@ -13,7 +13,7 @@ use hermes_testkit::telegram::TelegramEmulator;
 use crate::harness::stream::{
     DevNodes, Workers, api_client, assert_each_chat_answered_once, assert_each_question_answered_once, under_load,
 };
-use crate::harness::{Backing, Roles};
+use crate::harness::{Backing, Roles, TestEnv, free_port, poll_until};
 use crate::telegram::TOKEN;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -23,8 +23,15 @@ async fn turns_in_flight_are_answered_once_after_the_standby_is_promoted() {
     });
     let backing = Backing { postgres_port: 5441, postgres_standby_port: Some(5442), ..Backing::shared() };
     let (env, tg, pod, key) = under_load(&backing, Roles::NO_WORKER, Duration::from_millis(300), "failover").await;
-    let _workers =
-        Workers(vec![env.spawn_hermesd(&["worker"], "worker-a"), env.spawn_hermesd(&["worker"], "worker-b")]);
+    // An API pod of its own, for its /readyz (the test's in-process API has no checks).
+    let pod_api = format!("http://127.0.0.1:{}", free_port());
+    let bind = ("HERMES__HTTP__BIND", pod_api.trim_start_matches("http://").to_owned());
+    let _workers = Workers(vec![
+        env.spawn_hermesd(&["worker"], "worker-a"),
+        env.spawn_hermesd(&["worker"], "worker-b"),
+        env.spawn_hermesd_with(&["api"], "api-pod", &[bind]),
+    ]);
+    readiness_until(&env, &pod_api, |status| status == 200).await;
 
     let clients: Vec<_> =
         (0..3).map(|c| tokio::spawn(api_client(env.http.clone(), env.api_url.clone(), key.clone(), c, 10))).collect();
@@ -38,8 +45,12 @@ async fn turns_in_flight_are_answered_once_after_the_standby_is_promoted() {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     say(&tg, 2002);
     tokio::task::block_in_place(|| pair.run(&["kill-primary"]));
+    let killed = Instant::now();
     say(&tg, 2003);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Without a primary the API is not ready: Kubernetes takes it out of its Service.
+    let (status, body) = readiness_until(&env, &pod_api, |status| status != 200).await;
+    assert!(status == 503 && body["checks"]["postgres"] != "ok", "{status} {body}");
+    tokio::time::sleep(Duration::from_millis(500).saturating_sub(killed.elapsed())).await;
     tokio::task::block_in_place(|| pair.run(&["promote"]));
     let promoted = Instant::now();
     let db_name = env.config.database.url.rsplit('/').next().unwrap().split('?').next().unwrap().to_owned();
@@ -48,6 +59,9 @@ async fn turns_in_flight_are_answered_once_after_the_standby_is_promoted() {
     say(&tg, 2004);
     let probe = api_client(env.http.clone(), env.api_url.clone(), key.clone(), 99, 1).await;
     let probe_took = promoted.elapsed();
+    let (_, body) = readiness_until(&env, &pod_api, |status| status == 200).await;
+    assert_eq!(body["checks"]["postgres"], "ok", "ready again on the promoted primary: {body}");
+    let ready_again = promoted.elapsed();
     assert_eq!(probe[0].1, format!("echo: {}", probe[0].0));
     let mut api = probe;
     for client in clients {
@@ -73,12 +87,26 @@ async fn turns_in_flight_are_answered_once_after_the_standby_is_promoted() {
     eprintln!(
         "pg failover: {} API questions ({retried} retries), {} chat messages; lost 0, doubled 0; \
          the last turn in flight at the promotion finished {:.2} s after it; a question asked at the \
-         promotion answered after {:.2} s, every question after {:.2} s",
+         promotion answered after {:.2} s, every question after {:.2} s; /readyz 503 without a primary, \
+         200 again {:.2} s after the promotion",
         api.len(),
         chat_sent.len(),
         in_flight.unwrap_or_default(),
         probe_took.as_secs_f64(),
         all_answered.as_secs_f64(),
+        ready_again.as_secs_f64(),
     );
     pod.stop_with(env).await;
+}
+
+/// Polls the `/readyz` of the API at `url` until its status satisfies `wanted`; its status
+/// and body.
+async fn readiness_until(env: &TestEnv, url: &str, wanted: impl Fn(u16) -> bool) -> (u16, serde_json::Value) {
+    poll_until(async || {
+        let resp = env.http.get(format!("{url}/readyz")).send().await.ok()?;
+        let status = resp.status().as_u16();
+        wanted(status).then_some((status, resp.json().await.ok()?))
+    })
+    .await
+    .expect("/readyz reaches the wanted state")
 }

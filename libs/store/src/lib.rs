@@ -285,10 +285,11 @@ impl Store {
         Ok(())
     }
 
-    /// Answers when Postgres answers.
-    pub async fn ping(&self) -> Result<()> {
-        sqlx::query("SELECT 1").execute(self.system_pool()).await?;
-        Ok(())
+    /// Whether the server in use is a primary: a standby (the old primary demoted, or a
+    /// promotion not yet followed) answers reads but refuses every write a role makes.
+    pub async fn is_primary(&self) -> Result<bool> {
+        let standby: bool = sqlx::query_scalar("SELECT pg_is_in_recovery()").fetch_one(self.system_pool()).await?;
+        Ok(!standby)
     }
 
     /// How far the database's schema is behind this build: `None` when it has every migration

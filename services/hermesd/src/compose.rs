@@ -184,7 +184,13 @@ fn readiness(store: &Store, cache: &Cache, broker: &Broker) -> Readiness {
     let schema_store = store.clone();
     let pg: ReadinessCheck = Arc::new(move || {
         let store = store.clone();
-        Box::pin(async move { store.ping().await.map_err(|e| e.to_string()) })
+        Box::pin(async move {
+            match store.is_primary().await {
+                Ok(true) => Ok(()),
+                Ok(false) => Err("a standby (read-only): waiting for a primary".to_owned()),
+                Err(e) => Err(e.to_string()),
+            }
+        })
     });
     // A role never serves on a schema older than it needs (the chart's GitOps mode migrates
     // in a Job of its own, which may not have run yet).

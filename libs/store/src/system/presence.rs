@@ -62,11 +62,13 @@ impl System<'_> {
     /// The lease prefixes of workers that hold running turns whose leases have not run out,
     /// yet whose presence lock is free: gone, or not holding one.
     pub async fn gone_workers(self) -> Result<Vec<String>> {
-        // A lease owner is `{prefix}/{claim}`: the lock is keyed by the prefix.
+        // A lease owner is `{worker}/{incarnation}/{claim}`: the lock is keyed by its prefix.
+        // Owners of builds before presence (`{worker}/{claim}`, mid rolling upgrade) hold no
+        // lock and are judged by their lease alone.
         Ok(sqlx::query_scalar(
             "SELECT prefix FROM (
                 SELECT DISTINCT regexp_replace(lease_owner, '/[^/]*$', '') AS prefix FROM turns
-                WHERE status = 'running' AND lease_expires_at >= now()
+                WHERE status = 'running' AND lease_expires_at >= now() AND lease_owner LIKE '%/%/%'
              ) holders
              WHERE pg_try_advisory_xact_lock($1, hashtext(prefix))
              ORDER BY prefix",
@@ -87,7 +89,7 @@ impl System<'_> {
         Ok(sqlx::query_as(
             "WITH held AS (
                 SELECT id, regexp_replace(lease_owner, '/[^/]*$', '') AS prefix FROM turns
-                WHERE status = 'running' AND lease_expires_at >= now()
+                WHERE status = 'running' AND lease_expires_at >= now() AND lease_owner LIKE '%/%/%'
              )
              UPDATE turns t SET lease_expires_at = now(), republished_at = now()
              FROM held

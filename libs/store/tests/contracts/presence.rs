@@ -66,3 +66,14 @@ async fn a_worker_that_takes_its_lock_back_before_the_release_keeps_its_turns(po
     assert!(orphans.is_empty(), "{orphans:?}");
     assert!(!store.turns().has_claimable_turn(t.id, t.session).await.unwrap());
 }
+
+#[sqlx::test(migrator = "hermes_store::MIGRATOR")]
+async fn a_worker_of_a_build_before_presence_is_judged_by_its_lease_alone(pool: PgPool) {
+    let store = common::store(&pool);
+    // Mid rolling upgrade: the previous release's worker names no incarnation and holds no lock.
+    let (old_t, _) = running_under(&store, "acme", "old-worker/1a2b3c4d").await;
+    assert_eq!(gone(&store).await, Vec::<String>::new(), "a worker without a presence lock is not judged gone");
+    let orphans = store.system().release_turns_of_gone_workers(&["old-worker".to_owned()]).await.unwrap();
+    assert!(orphans.is_empty(), "its turn stays with it: {orphans:?}");
+    assert!(!store.turns().has_claimable_turn(old_t.id, old_t.session).await.unwrap(), "until its lease runs out");
+}
