@@ -65,7 +65,7 @@ async fn turns_stream_through_a_redis_failover_and_a_handover_answered_once() {
     let killed = nodes(&redis, &["kill-primary"]);
     say(&tg, 3003);
     let after_kill = probe(&env, &key, 90).await;
-    let moved = nodes(&redis, &["wait-moved", &killed]);
+    nodes(&redis, &["wait-moved", &killed]);
     nodes(&redis, &["start-node", &killed]);
     say(&tg, 3004);
 
@@ -92,10 +92,7 @@ async fn turns_stream_through_a_redis_failover_and_a_handover_answered_once() {
         api.len(),
         chat_sent.len()
     );
-    eprintln!(
-        "  primary killed: Sentinel named the next one after {moved}; a question asked at the kill answered after {:.2} s",
-        after_kill.as_secs_f64()
-    );
+    eprintln!("  primary killed: a question asked at the kill answered after {:.2} s", after_kill.as_secs_f64());
     eprintln!(
         "  primary handed over alive: a question asked at the handover answered after {:.2} s",
         after_handover.as_secs_f64()
