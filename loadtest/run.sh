@@ -8,6 +8,8 @@
 # reported, not failed, unless --fail-on-regression is passed through.
 #
 # LOADTEST_SLOW_MS sets the slow model's latency (1,000 ms smoke, 10,000 ms release).
+# LOADTEST_BIN names a directory of binaries built already (hermesd, hermesctl, hermes-sandboxd,
+# hermes-loadtest, the testkit's): nothing is built, so two builds can be paired in one run.
 # Usage: loadtest/run.sh [--smoke] [--trace grpc|http/protobuf] [hermes-loadtest flags, e.g. --seconds 20]
 #   --smoke   a short run on the dev build (seconds): what .ci/run does; checks only errors.
 #   --trace   export every span over OTLP to a local sink (hermes-otlp-sink), to measure what
@@ -29,13 +31,14 @@ fi
 
 deploy/dev/ensure-services.sh
 if ((smoke)); then
-  cargo build --locked -p hermesd -p hermesctl -p hermes-sandboxd -p hermes-testkit -p hermes-loadtest --bins
-  bin="${CARGO_TARGET_DIR:-$root/target}/debug"
+  [[ -n ${LOADTEST_BIN:-} ]] ||
+    cargo build --locked -p hermesd -p hermesctl -p hermes-sandboxd -p hermes-testkit -p hermes-loadtest --bins
+  bin="${LOADTEST_BIN:-${CARGO_TARGET_DIR:-$root/target}/debug}"
   slow_ms=${LOADTEST_SLOW_MS:-1000}
   flags=(--turns 20 --clients 16,64 --seconds 2 --history 20 --in-flight 200 --resume-runs 5 --warmup 5)
 else
-  cargo build --release --locked --bins
-  bin="${CARGO_TARGET_DIR:-$root/target}/release"
+  [[ -n ${LOADTEST_BIN:-} ]] || cargo build --release --locked --bins
+  bin="${LOADTEST_BIN:-${CARGO_TARGET_DIR:-$root/target}/release}"
   slow_ms=${LOADTEST_SLOW_MS:-10000}
   flags=(--baseline loadtest/baseline.json)
 fi
