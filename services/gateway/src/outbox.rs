@@ -162,7 +162,7 @@ impl Gateway {
 
     async fn deliver_now(&self, item: OutboxItem) {
         // It may have waited behind its channel's other replies: still ours?
-        match self.store.system().outbox_renew(&item, self.outbox_lease()).await {
+        match persist(|| self.store.system().outbox_renew(&item, self.outbox_lease())).await {
             Ok(true) => {}
             Ok(false) => return,
             Err(e) => {
@@ -198,23 +198,24 @@ impl Gateway {
             (Platform::Wecom, ChannelMode::Websocket) => self.deliver_wecom_bot(&channel, &item).await,
             (Platform::Wecom, _) => self.deliver_wecom(&channel, &item).await,
         };
+        let system = self.store.system();
         let settled = match result {
-            Ok(()) => self.store.system().outbox_sent(&item).await,
+            Ok(()) => persist(|| system.outbox_sent(&item)).await,
             Err(Failure::Lost) => {
                 tracing::info!(outbox.id = %item.id, "another sender took the reply over; stopping");
                 return;
             }
-            Err(Failure::Wait(delay, why)) => self.store.system().outbox_retry(&item, delay, &why).await,
+            Err(Failure::Wait(delay, why)) => persist(|| system.outbox_retry(&item, delay, &why)).await,
             Err(Failure::Passing(why)) if item.attempts < self.config.gateway.outbox_max_attempts => {
-                self.store.system().outbox_retry(&item, backoff(item.attempts), &why).await
+                persist(|| system.outbox_retry(&item, backoff(item.attempts), &why)).await
             }
             Err(Failure::Passing(why) | Failure::Permanent(why)) => {
                 tracing::warn!(outbox.id = %item.id, error = %why, "giving up on a reply");
-                self.store.system().outbox_failed(&item, &why).await
+                persist(|| system.outbox_failed(&item, &why)).await
             }
             Err(Failure::Blocked(why)) => {
                 self.mark_refused(&channel, &why).await;
-                self.store.system().outbox_failed(&item, &why).await
+                persist(|| system.outbox_failed(&item, &why)).await
             }
         };
         match settled {
@@ -342,6 +343,28 @@ impl Gateway {
 }
 
 /// Why a delivery did not complete.
+/// Runs a store call again while it fails with a passing error (a Postgres restart or
+/// failover takes a second or two), for up to about 6 s: giving up leaves the reply to its
+/// lease, a minute away.
+async fn persist<T, F, Fut>(mut call: F) -> Result<T, hermes_store::StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, hermes_store::StoreError>>,
+{
+    let mut pause = Duration::from_millis(250);
+    for _ in 0..5 {
+        match call().await {
+            Err(e) if e.is_transient() => {
+                tracing::debug!(error = %e, "a passing storage error; trying again");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(2));
+            }
+            done => return done,
+        }
+    }
+    call().await
+}
+
 pub enum Failure {
     /// The platform asked us to wait this long.
     Wait(Duration, String),
