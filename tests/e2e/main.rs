@@ -42,6 +42,7 @@ mod goals;
 mod harness;
 mod idempotency;
 mod image_gen;
+mod inbox;
 mod interrupt;
 mod isolation;
 mod kubernetes;

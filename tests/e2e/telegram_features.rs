@@ -209,7 +209,7 @@ async fn tools_at_work_show_in_one_message_without_streaming_unless_turned_off()
 }
 
 #[tokio::test]
-async fn photos_and_text_files_reach_the_agent_and_other_files_are_named() {
+async fn photos_and_text_files_reach_the_agent_and_other_files_are_kept_in_the_inbox() {
     let (env, tg, _, pod) = open_chat().await;
     env.llm.push(ScriptedReply::text("A cat."));
     let photo = hermes_testkit::images::jpeg(64, 48).unwrap();
@@ -228,12 +228,16 @@ async fn photos_and_text_files_reach_the_agent_and_other_files_are_named() {
         "{content}"
     );
 
-    env.llm.push(ScriptedReply::text("I cannot open that."));
+    // Any other file is kept in the workspace's inbox (tests/e2e/inbox.rs); the agent is told where.
+    env.llm.push(ScriptedReply::text("Kept."));
     tg.user_sends_document(TOKEN, 42, "doc-2", "movie.mp4", "video/mp4", b"\x00\x01");
     sent(&tg, 3).await;
     let content = env.llm.requests()[2].messages().last().unwrap()["content"].clone();
     assert!(
-        content[0]["text"].as_str().unwrap().contains("movie.mp4 (video/mp4), a kind of file I cannot read"),
+        content[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("movie.mp4 (video/mp4, 2 B). It is saved at /workspace/inbox/movie.mp4."),
         "{content}"
     );
     pod.stop_with(env).await;

@@ -82,6 +82,7 @@ pub fn estimate_tokens(messages: &[ChatMessage]) -> u64 {
                     .map(|p| match p {
                         ContentPart::Text { text } => text.len(),
                         ContentPart::ImageUrl { .. } => (IMAGE_TOKENS * 4) as usize,
+                        ContentPart::File { file } => file.filename.as_ref().map_or(0, String::len),
                     })
                     .sum(),
                 None => 0,

@@ -81,6 +81,7 @@ vocabulary! {
         ContentTooDeep = "content_too_deep",
         ContentTooLong = "content_too_long",
         InvalidImageUrl = "invalid_image_url",
+        InvalidFile = "invalid_file",
         UnsupportedContentType = "unsupported_content_type",
         UnsupportedInputItem = "unsupported_input_item",
         InvalidSessionId = "invalid_session_id",

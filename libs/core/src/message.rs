@@ -53,7 +53,7 @@ impl Content {
                 .iter()
                 .filter_map(|p| match p {
                     ContentPart::Text { text } => Some(text.as_str()),
-                    ContentPart::ImageUrl { .. } => None,
+                    ContentPart::ImageUrl { .. } | ContentPart::File { .. } => None,
                 })
                 .collect::<Vec<_>>()
                 .join("\n"),
@@ -65,8 +65,35 @@ impl Content {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentPart {
-    Text { text: String },
-    ImageUrl { image_url: ImageUrl },
+    Text {
+        text: String,
+    },
+    ImageUrl {
+        image_url: ImageUrl,
+    },
+    /// A file someone sent, in OpenAI's `file` part shape. The worker keeps it in the
+    /// sandbox's inbox and puts a note in its place before the turn begins, so neither the
+    /// stored conversation nor a model provider ever gets its bytes.
+    File {
+        file: FileData,
+    },
+}
+
+/// A file part's name and bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileData {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+    /// The bytes as a `data:<mime>;base64,...` URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_data: Option<String>,
+}
+
+impl FileData {
+    /// The file named, without its bytes, for where a part cannot carry a file.
+    pub fn mention(&self) -> String {
+        format!("[The user sent a file: {}]", self.filename.as_deref().unwrap_or("unnamed"))
+    }
 }
 
 /// An image given by URL (http(s) or `data:`).

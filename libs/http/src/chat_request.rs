@@ -2,6 +2,7 @@
 //! turn: system messages become per-request instructions, the last user message is the input,
 //! earlier messages seed a new session's history.
 
+use base64::Engine;
 use serde_json::Value;
 
 use crate::{ApiError, ErrorCode};
@@ -92,7 +93,7 @@ impl TryFrom<ChatCompletionRequest> for ParsedChat {
             stream,
             include_usage,
             instructions: (!instructions.is_empty()).then(|| instructions.join("\n\n")),
-            history: convo,
+            history: convo.into_iter().map(without_file_bytes).collect(),
             input,
         })
     }
@@ -203,15 +204,61 @@ fn parse_parts(param: &'static str, i: usize, parts: &[Value]) -> Result<Vec<Con
                     image_url: hermes_core::message::ImageUrl { url: url.to_owned(), detail },
                 });
             }
+            "file" | "input_file" => out.push(parse_file(param, i, part)?),
             other => {
                 return Err(bad(
                     ErrorCode::UnsupportedContentType,
-                    format!("{param}[{i}]: content part type {other:?} is not supported (use text or image_url)"),
+                    format!("{param}[{i}]: content part type {other:?} is not supported (use text, image_url or file)"),
                 ));
             }
         }
     }
     Ok(out)
+}
+
+/// `msg` with each file part named instead: a client resends earlier files with the history,
+/// and only the newest message's files go to the workspace.
+pub fn without_file_bytes(mut msg: ChatMessage) -> ChatMessage {
+    if let Some(Content::Parts(parts)) = &mut msg.content {
+        for part in parts.iter_mut() {
+            if let ContentPart::File { file } = part {
+                *part = ContentPart::Text { text: file.mention() };
+            }
+        }
+    }
+    msg
+}
+
+/// The most bytes one file part may carry (the request body's limit caps them further).
+const MAX_FILE_BYTES: usize = 20 * 1024 * 1024;
+
+/// A file part: chat completions' `{"type": "file", "file": {"filename", "file_data"}}` or the
+/// Responses API's flat `{"type": "input_file", "filename", "file_data"}`, the bytes as a
+/// `data:<mime>;base64,...` URL or plain base64 (the type then comes from the name). The
+/// worker keeps the file in the workspace's inbox.
+fn parse_file(param: &'static str, i: usize, part: &Value) -> Result<ContentPart, ApiError> {
+    let at = |what: &str| bad(ErrorCode::InvalidFile, format!("{param}[{i}]: {what}")).with_param(param);
+    let fields = part.get("file").unwrap_or(part);
+    let filename = fields.get("filename").and_then(Value::as_str).map(str::to_owned);
+    if fields.get("file_id").is_some() || fields.get("file_url").is_some() {
+        return Err(at("files by id or URL are not taken yet: send the bytes in file_data"));
+    }
+    let Some(data) = fields.get("file_data").and_then(Value::as_str) else {
+        return Err(at("a file part needs file_data (a data: URL or base64) and a filename"));
+    };
+    let url = if data.starts_with("data:") {
+        data.to_owned()
+    } else {
+        format!("data:{};base64,{data}", hermes_core::media::mime_for(filename.as_deref().unwrap_or_default()))
+    };
+    let encoded = url.split_once(";base64,").map(|(_, b64)| b64).unwrap_or_default();
+    let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim());
+    match decoded {
+        Ok(bytes) if bytes.is_empty() => Err(at("the file is empty")),
+        Ok(bytes) if bytes.len() > MAX_FILE_BYTES => Err(at("the file is larger than 20 MB")),
+        Ok(_) => Ok(ContentPart::File { file: hermes_core::message::FileData { filename, file_data: Some(url) } }),
+        Err(_) => Err(at("file_data is not a base64 data: URL (data:<type>;base64,...)")),
+    }
 }
 
 #[cfg(test)]
@@ -252,8 +299,17 @@ mod tests {
                 json!({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}),
                 "invalid_messages",
             ),
+            (json!({"messages": [{"role": "user", "content": [{"type": "file", "file": {}}]}]}), "invalid_file"),
             (
-                json!({"messages": [{"role": "user", "content": [{"type": "file", "file": {}}]}]}),
+                json!({"messages": [{"role": "user", "content": [{"type": "file", "file": {"file_id": "file-1"}}]}]}),
+                "invalid_file",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": [{"type": "file", "file": {"file_data": "data:x;base64,!"}}]}]}),
+                "invalid_file",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": [{"type": "audio", "audio": {}}]}]}),
                 "unsupported_content_type",
             ),
             (json!({"messages": [{"role": "user", "content": "x".repeat(MAX_TEXT_CHARS + 1)}]}), "content_too_long"),

@@ -95,6 +95,13 @@ impl Sandbox for Flood {
         Err(refused())
     }
 
+    async fn put_file(
+        &self,
+        _: Request<hermes_sandbox::proto::PutFileRequest>,
+    ) -> Reply<hermes_sandbox::proto::PutFileResponse> {
+        Err(refused())
+    }
+
     async fn edit_file(&self, _: Request<EditFileRequest>) -> Reply<EditResponse> {
         Err(refused())
     }

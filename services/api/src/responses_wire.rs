@@ -187,9 +187,11 @@ impl TryFrom<ResponsesRequest> for ParsedResponses {
             }
         }
         let input = match history.pop() {
-            Some(m) if (m.role == Role::User && !m.text().trim().is_empty()) || has_image(&m) => m,
+            Some(m) if (m.role == Role::User && !m.text().trim().is_empty()) || has_attachment(&m) => m,
             _ => return Err(bad(ErrorCode::InvalidInput, "No user message found in input").with_param("input")),
         };
+        let mut history: Vec<ChatMessage> =
+            history.into_iter().map(hermes_http::chat_request::without_file_bytes).collect();
         if auto_truncation && history.len() > AUTO_TRUNCATION_MESSAGES {
             history.drain(..history.len() - AUTO_TRUNCATION_MESSAGES);
         }
@@ -208,10 +210,12 @@ impl TryFrom<ResponsesRequest> for ParsedResponses {
     }
 }
 
-fn has_image(m: &ChatMessage) -> bool {
+/// A user message with an image or a file, which may come without words.
+fn has_attachment(m: &ChatMessage) -> bool {
+    use hermes_core::ContentPart::{File, ImageUrl};
     m.role == Role::User
         && matches!(&m.content, Some(hermes_core::Content::Parts(parts))
-            if parts.iter().any(|p| matches!(p, hermes_core::ContentPart::ImageUrl { .. })))
+            if parts.iter().any(|p| matches!(p, ImageUrl { .. } | File { .. })))
 }
 
 #[cfg(test)]

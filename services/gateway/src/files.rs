@@ -1,13 +1,16 @@
 //! Files sent to the bot become part of the message the agent reads: images as image parts
 //! (up to 20 MB, scaled down to the embed budget by `hermes_images::fit`), text files inline (up to 64 KB of UTF-8), voice notes and audio files as their
-//! transcript (`voice.rs`). Anything else, or anything larger,
-//! is named in the message so the agent can say it cannot read it. Telegram (`getFile`) and
+//! transcript (`voice.rs`), any other file (up to 20 MB) as a file part that the worker keeps
+//! in the workspace's inbox (`services/worker/src/inbox.rs`). Anything larger is named in the
+//! message so the agent can say it cannot read it. Telegram (`getFile`) and
 //! Slack (`url_private_download`, with the bot token) files are read, a WeCom app's images
 //! (`media/get`) and a WeCom AI bot's media, decrypted with the key that came with it; Telegram gives bots files of up to 20 MB
 //! at all.
 
 use base64::Engine;
 
+use hermes_core::media::mime_for;
+use hermes_core::message::FileData;
 use hermes_core::{ChannelMode, ChatMessage, Content, ContentPart, Platform, Role};
 use hermes_store::Channel;
 
@@ -18,6 +21,8 @@ use crate::voice_spend::Billed;
 
 const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
 const MAX_TEXT_BYTES: u64 = 64 * 1024;
+/// Any other file (a PDF, an office document, an archive): Telegram's limit for bots.
+const MAX_DOCUMENT_BYTES: u64 = 20 * 1024 * 1024;
 
 fn is_text(mime: &str) -> bool {
     mime.starts_with("text/") || matches!(mime, "application/json" | "application/xml" | "application/x-yaml")
@@ -101,32 +106,7 @@ impl Gateway {
                 billed.extend(call);
                 continue;
             }
-            let name = file.name.clone().unwrap_or_else(|| "photo".into());
-            let limit = if file.mime.starts_with("image/") { MAX_IMAGE_BYTES } else { MAX_TEXT_BYTES };
-            let unreadable =
-                |why: &str| ContentPart::Text { text: format!("[The user sent {name} ({}), {why}.]", file.mime) };
-            if !file.mime.starts_with("image/") && !is_text(&file.mime) {
-                parts.push(unreadable("a kind of file I cannot read"));
-                continue;
-            }
-            if file.size.is_some_and(|n| n > limit) {
-                parts.push(unreadable("which is too large to read"));
-                continue;
-            }
-            match self.download(channel, file, limit).await {
-                Ok(bytes) if file.mime.starts_with("image/") => match image_part(bytes).await {
-                    Ok(part) => parts.push(part),
-                    Err(why) => parts.push(unreadable(&format!("which I could not read as an image ({why})"))),
-                },
-                Ok(bytes) => match String::from_utf8(bytes) {
-                    Ok(content) => parts.push(ContentPart::Text { text: format!("File {name}:\n```\n{content}\n```") }),
-                    Err(_) => parts.push(unreadable("which is not UTF-8 text")),
-                },
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot download a file from the chat platform");
-                    parts.push(unreadable("which I could not download"));
-                }
-            }
+            parts.push(self.part_for(channel, file).await);
         }
         if let ([ContentPart::Text { text }], true) = (parts.as_slice(), voice_only) {
             return (ChatMessage::user(text.clone()), billed);
@@ -135,6 +115,48 @@ impl Gateway {
         message.role = Role::User;
         message.content = Some(Content::Parts(parts));
         (message, billed)
+    }
+
+    /// A file other than audio as the agent gets it: an image part, a small text file inline,
+    /// any other file whole as a file part (the worker keeps it in the workspace's inbox), or
+    /// a note saying why not.
+    async fn part_for(&self, channel: &Channel, file: &IncomingFile) -> ContentPart {
+        let name = file.name.clone().unwrap_or_else(|| "photo".into());
+        let (image, text) = (file.mime.starts_with("image/"), is_text(&file.mime));
+        let limit = match (image, text) {
+            (true, _) => MAX_IMAGE_BYTES,
+            (_, true) => MAX_TEXT_BYTES,
+            _ => MAX_DOCUMENT_BYTES,
+        };
+        let unreadable =
+            |why: &str| ContentPart::Text { text: format!("[The user sent {name} ({}), {why}.]", file.mime) };
+        if file.size.is_some_and(|n| n > limit) {
+            return unreadable("which is too large to read");
+        }
+        let bytes = match self.download(channel, file, limit).await {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot download a file from the chat platform");
+                return unreadable("which I could not download");
+            }
+        };
+        if image {
+            return image_part(bytes)
+                .await
+                .unwrap_or_else(|why| unreadable(&format!("which I could not read as an image ({why})")));
+        }
+        if text {
+            return match String::from_utf8(bytes) {
+                Ok(content) => ContentPart::Text { text: format!("File {name}:\n```\n{content}\n```") },
+                Err(_) => unreadable("which is not UTF-8 text"),
+            };
+        }
+        // Platforms often say only "octet-stream": the name tells more.
+        let mime = if file.mime == "application/octet-stream" { mime_for(&name) } else { file.mime.as_str() };
+        let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+        ContentPart::File {
+            file: FileData { filename: Some(name), file_data: Some(format!("data:{mime};base64,{data}")) },
+        }
     }
 
     /// A voice note or audio file as the agent reads it: its transcript, or why there is none;

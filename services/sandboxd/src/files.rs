@@ -111,7 +111,6 @@ pub fn read_text(path: &Path) -> Result<String, Status> {
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// Lines `offset..offset+limit` (1-based) as `LINE|TEXT`.
 /// A whole file, if it is at most `max_bytes`.
 pub fn read_bytes(path: &Path, max_bytes: u64) -> Result<Vec<u8>, Status> {
     let meta = std::fs::metadata(path).map_err(|e| io_status(path, &e))?;
@@ -128,8 +127,13 @@ pub fn read_bytes(path: &Path, max_bytes: u64) -> Result<Vec<u8>, Status> {
     std::fs::read(path).map_err(|e| io_status(path, &e))
 }
 
+/// Lines `offset..offset+limit` (1-based) of the file as `LINE|TEXT`.
 pub fn read_lines(path: &Path, offset: u32, limit: u32) -> Result<ReadFileResponse, Status> {
-    let text = read_text(path)?;
+    page(&read_text(path)?, offset, limit)
+}
+
+/// Lines `offset..offset+limit` (1-based) of `text` as `LINE|TEXT`.
+pub fn page(text: &str, offset: u32, limit: u32) -> Result<ReadFileResponse, Status> {
     let size_bytes = text.len() as u64;
     let lines: Vec<&str> = text.lines().collect();
     let total = u32::try_from(lines.len()).unwrap_or(u32::MAX);

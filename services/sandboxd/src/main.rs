@@ -52,10 +52,17 @@ struct Args {
     /// tool call that asked for the work.
     #[arg(long)]
     otlp_socket: Option<PathBuf>,
+    /// Internal: print the text of the document at this path and exit (sandboxd runs itself
+    /// so, as the sandbox user, to read a file someone sent).
+    #[arg(long, hide = true)]
+    extract_text: Option<PathBuf>,
 }
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if let Some(path) = &args.extract_text {
+        std::process::exit(hermes_sandboxd::extract::child(path));
+    }
     if args.run_as.is_some() && !nix::unistd::geteuid().is_root() {
         bail!("--run-as needs sandboxd to start as root (with CAP_SETUID, CAP_SETGID and CAP_KILL)");
     }

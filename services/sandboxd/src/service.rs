@@ -12,10 +12,10 @@ use hermes_sandbox_proto::v1::sandbox_server::{Sandbox, SandboxServer};
 use hermes_sandbox_proto::v1::{
     CheckpointInfo, CheckpointList, CheckpointRequest, CodeInput, CodeOutput, EditFileRequest, EditResponse, ExecEvent,
     ExecRequest, ListCheckpointsRequest, ListDirRequest, ListDirResponse, ListProcessesRequest, PollProcessRequest,
-    ProcessList, ProcessRef, ProcessStatus, ReadBytesRequest, ReadBytesResponse, ReadFileRequest, ReadFileResponse,
-    ReadFirstRequest, ReadFirstResponse, RestoreRequest, RestoreResponse, SearchRequest, SearchResponse,
-    StartProcessRequest, StatusRequest, StatusResponse, StdioInput, StdioOutput, WaitProcessRequest, WriteFileRequest,
-    WriteProcessRequest, edit_file_request,
+    ProcessList, ProcessRef, ProcessStatus, PutFileRequest, PutFileResponse, ReadBytesRequest, ReadBytesResponse,
+    ReadFileRequest, ReadFileResponse, ReadFirstRequest, ReadFirstResponse, RestoreRequest, RestoreResponse,
+    SearchRequest, SearchResponse, StartProcessRequest, StatusRequest, StatusResponse, StdioInput, StdioOutput,
+    WaitProcessRequest, WriteFileRequest, WriteProcessRequest, edit_file_request,
 };
 use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
@@ -148,7 +148,22 @@ impl Sandbox for Daemon {
         self.activity.touch();
         let r = request.into_inner();
         let path = self.paths.readable(&r.path)?;
+        let probe = path.clone();
+        if blocking(move || Ok(crate::extract::kind_of(&probe))).await?.is_some() {
+            // A document: its text, read out by a child process as the sandbox user.
+            let text = crate::extract::text_of(&path).await?;
+            return Ok(Response::new(blocking(move || files::page(&text, r.offset, r.limit)).await?));
+        }
         Ok(Response::new(blocking(move || files::read_lines(&path, r.offset, r.limit)).await?))
+    }
+
+    async fn put_file(&self, request: Request<PutFileRequest>) -> Reply<PutFileResponse> {
+        self.activity.touch();
+        let r = request.into_inner();
+        let dir = self.paths.writable(&r.dir)?;
+        let size = r.data.len() as u64;
+        let (path, existed) = blocking(move || crate::inbox::put_file(&dir, &r.name, &r.data)).await?;
+        Ok(Response::new(PutFileResponse { path: path.display().to_string(), size, existed }))
     }
 
     async fn read_bytes(&self, request: Request<ReadBytesRequest>) -> Reply<ReadBytesResponse> {

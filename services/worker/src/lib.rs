@@ -13,6 +13,7 @@ mod events;
 mod every;
 mod goals;
 mod held;
+mod inbox;
 mod journal;
 mod judge;
 mod keys;

@@ -45,6 +45,8 @@ fn content_blocks(content: &Option<Content>) -> Vec<Value> {
             .map(|p| match p {
                 ContentPart::Text { text } => json!({"type": "text", "text": text}),
                 ContentPart::ImageUrl { image_url } => image_block(&image_url.url),
+                // The worker replaces files with notes before a turn begins; never bytes here.
+                ContentPart::File { file } => json!({"type": "text", "text": file.mention()}),
             })
             .collect(),
     }

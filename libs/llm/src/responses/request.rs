@@ -17,6 +17,8 @@ fn parts(content: &Option<Content>, role: Role) -> Value {
                 .map(|p| match p {
                     ContentPart::Text { text } => json!({ "type": text_type, "text": text }),
                     ContentPart::ImageUrl { image_url } => json!({ "type": "input_image", "image_url": image_url.url }),
+                    // The worker replaces files with notes before a turn begins; never bytes here.
+                    ContentPart::File { file } => json!({ "type": text_type, "text": file.mention() }),
                 })
                 .collect(),
         ),

@@ -130,6 +130,7 @@ pub(crate) async fn describe_images(models: &Models, sources: &ImageSources, mes
                 continue;
             }
             ContentPart::ImageUrl { image_url } => image_url,
+            ContentPart::File { .. } => continue,
         };
         let key = SandboxKey { tenant: models.tenant, agent: models.agent.id };
         let seen = match load(sources, key, &image_url.url).await {

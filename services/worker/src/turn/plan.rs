@@ -324,6 +324,9 @@ impl Planner<'_> {
         };
         if !history.resumed {
             input = self.expand(agent, tools, loads_skills, input).await;
+            // Files go into the workspace and notes take their place, before anything is stored.
+            let key = hermes_sandbox::SandboxKey { tenant, agent: agent.id };
+            input = crate::inbox::deliver(rt, key, input).await;
             // Described once, before the input is stored: a resumed turn does not look again.
             if models.images_as_text() {
                 input = crate::tools::vision::describe_images(models, &rt.toolkit.image_sources(), input).await;

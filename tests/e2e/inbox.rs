@@ -1,0 +1,139 @@
+//! Files people send reach the agent's workspace: a PDF sent on Telegram is kept under
+//! `/workspace/inbox/` (through sandboxd, named safely, never over another file), the model is
+//! told its path, type, size and the start of its text (read out inside the sandbox), and
+//! `read_file` pages through it there, so the answer quotes the document. The API takes the
+//! same files as chat completions `file` parts and Responses `input_file` items.
+
+use serde_json::json;
+
+use hermes_testkit::ScriptedReply;
+
+use crate::harness::{Team, answer_text};
+use crate::telegram::{TOKEN, open_chat_with_tools, sent};
+
+const REPORT: [&str; 3] = ["Quarterly agent report", "Sandboxes started: 1200", "Median cold start: 150 ms"];
+
+/// The text of the last user message of the model's `n`th request.
+fn told(env: &crate::harness::TestEnv, n: usize) -> String {
+    let content =
+        env.llm.requests()[n].messages().iter().rev().find(|m| m["role"] == "user").unwrap()["content"].clone();
+    match content {
+        serde_json::Value::String(text) => text,
+        parts => parts.as_array().unwrap().iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"),
+    }
+}
+
+#[tokio::test]
+async fn a_pdf_sent_on_telegram_lands_in_the_inbox_and_is_answered_from_its_text() {
+    let (env, tg, _, pod) = open_chat_with_tools(&["terminal", "file"]).await;
+    let pdf = hermes_testkit::web::pdf(&REPORT);
+
+    // The sender's name tries to climb out of the inbox; the model pages the file itself.
+    let page = json!({"path": "/workspace/inbox/Q3_report.pdf", "offset": 3, "limit": 1});
+    env.llm.push(ScriptedReply::tool_call("read_file", page));
+    tg.user_sends_document(TOKEN, 42, "doc-pdf", "../../Q3 report.pdf", "application/pdf", &pdf);
+    let answer = sent(&tg, 1).await[0].text.clone();
+    assert!(answer.contains("3|Median cold start: 150 ms"), "the answer quotes the PDF's third line: {answer}");
+    let note = told(&env, 0);
+    let size =
+        if pdf.len() < 1024 { format!("{} B", pdf.len()) } else { format!("{:.1} KB", pdf.len() as f64 / 1024.0) };
+    let kept = format!("(application/pdf, {size}). It is saved at /workspace/inbox/Q3_report.pdf.");
+    assert!(note.contains(&kept), "the model is told the type, size and path: {note}");
+    assert!(note.contains("Median cold start: 150 ms"), "the note carries the text read in the sandbox: {note}");
+    let stored: String =
+        sqlx::query_scalar("SELECT content::text FROM messages WHERE role = 'user' ORDER BY created_at, seq LIMIT 1")
+            .fetch_one(&env.db)
+            .await
+            .unwrap();
+    assert!(!stored.contains("base64"), "the stored conversation holds the note, not the bytes: {stored}");
+
+    // The same bytes again are the same file; other bytes under the name get a name of their own.
+    tg.user_sends_document(TOKEN, 42, "doc-pdf-again", "Q3 report.pdf", "application/pdf", &pdf);
+    sent(&tg, 2).await;
+    assert!(told(&env, 2).contains("saved at /workspace/inbox/Q3_report.pdf."), "{}", told(&env, 2));
+    let other = hermes_testkit::web::pdf(&["Another report"]);
+    tg.user_sends_document(TOKEN, 42, "doc-pdf-other", "Q3 report.pdf", "application/octet-stream", &other);
+    sent(&tg, 3).await;
+    let renamed = told(&env, 3);
+    assert!(renamed.contains("saved at /workspace/inbox/Q3_report-2.pdf"), "{renamed}");
+    assert!(
+        renamed.contains("application/pdf"),
+        "the type comes from the name when the platform does not say: {renamed}"
+    );
+
+    // The bytes are in the workspace, owned by the sandbox's user.
+    env.llm.push(ScriptedReply::terminal(
+        "head -c 5 /workspace/inbox/Q3_report.pdf; echo; stat -c %u /workspace/inbox/Q3_report.pdf",
+    ));
+    tg.user_says(TOKEN, 42, "check the file");
+    let checked = sent(&tg, 4).await[3].text.clone();
+    assert!(checked.contains("%PDF-") && checked.contains("1000"), "{checked}");
+    pod.stop_with(env).await;
+}
+
+#[tokio::test]
+async fn a_pdf_on_the_api_reaches_the_workspace_by_chat_completions_and_responses() {
+    let Team { env, key, .. } = Team::acme("helper").await;
+    let pdf = hermes_testkit::web::pdf(&REPORT);
+    let data = format!(
+        "data:application/pdf;base64,{}",
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &pdf)
+    );
+
+    // Nothing scripted: the model echoes what it was given, the note included.
+    let chat = json!({"model": "helper", "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "what does it say?"},
+        {"type": "file", "file": {"filename": "notes.pdf", "file_data": data}},
+    ]}]});
+    let resp = env
+        .http
+        .post(format!("{}/v1/chat/completions", env.api_url))
+        .bearer_auth(&key)
+        .json(&chat)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let answer = answer_text(&resp.json().await.unwrap()).to_owned();
+    assert!(answer.contains("It is saved at /workspace/inbox/notes.pdf."), "{answer}");
+    assert!(answer.contains("Median cold start: 150 ms"), "{answer}");
+
+    // The Responses API's flat input_file, as plain base64 with a name: the same bytes, the same file.
+    let plain = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &pdf);
+    let body = json!({"model": "helper", "input": [{"role": "user", "content": [
+        {"type": "input_file", "filename": "notes.pdf", "file_data": plain},
+    ]}]});
+    let resp =
+        env.http.post(format!("{}/v1/responses", env.api_url)).bearer_auth(&key).json(&body).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let out: serde_json::Value = resp.json().await.unwrap();
+    let text: String = out["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["type"] == "message")
+        .flat_map(|item| item["content"].as_array().unwrap().iter())
+        .filter_map(|c| c["text"].as_str())
+        .collect();
+    assert!(
+        text.contains("notes.pdf (application/pdf,") && text.contains("saved at /workspace/inbox/notes.pdf."),
+        "{out}"
+    );
+
+    // A file by id is refused with a clear error, and nothing is queued.
+    let by_id = json!({"model": "helper", "messages": [{"role": "user", "content": [
+        {"type": "file", "file": {"file_id": "file-abc"}},
+    ]}]});
+    let resp = env
+        .http
+        .post(format!("{}/v1/chat/completions", env.api_url))
+        .bearer_auth(&key)
+        .json(&by_id)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    let err: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(err["error"]["code"], "invalid_file", "{err}");
+    env.stop().await;
+}
