@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use hermes_testkit::telegram::TelegramEmulator;
 
-use crate::harness::stream::{api_client, assert_each_question_answered_once, under_load};
+use crate::harness::stream::{api_client, assert_each_question_answered_once, assert_every_turn_completed, under_load};
 use crate::harness::{Backing, Roles, free_port, poll_until, unique};
 use crate::telegram::TOKEN;
 
@@ -307,9 +307,7 @@ async fn turns_survive_rabbitmq_redis_and_postgres_restarts_once_each() {
             sqlx::query_as::<_, (String, i32)>("SELECT status, attempts FROM outbox").fetch_all(&env.db).await
         );
     }
-    let unfinished: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM turns WHERE status <> 'completed'").fetch_one(&env.db).await.unwrap();
-    assert_eq!(unfinished, 0, "every turn completed");
+    assert_every_turn_completed(&env.db).await;
     let retried: u32 = api.iter().map(|(_, _, tries)| tries - 1).sum();
     eprintln!(
         "chaos: {} rounds in {:.1} s; {} API questions ({retried} retries), {} chat messages; lost 0, doubled 0",

@@ -120,15 +120,7 @@ async fn a_zombie_worker_is_fenced_out_of_the_session_after_a_takeover() {
         .finish_turn(tenant, session, turn, "worker-b", b.fence, TurnStatus::Completed, &outcome, None, &[])
         .await
         .unwrap();
-    let texts: Vec<String> = env
-        .store
-        .conversations()
-        .session_messages(tenant, session)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|m| m.message.text())
-        .collect();
+    let texts = env.session_texts(tenant, session).await;
     assert_eq!(texts, ["hi", "from B"]);
 
     // If Redis forgets the counter, Postgres still moves the fence forward.

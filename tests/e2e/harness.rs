@@ -27,7 +27,7 @@ mod spending;
 pub mod stream;
 mod team;
 
-pub use calls::{json_of, kill, sse_data};
+pub use calls::{free_port, json_of, kill, sse_data};
 pub use channels::unreachable_telegram_bot;
 pub use team::Team;
 
@@ -499,16 +499,4 @@ pub(crate) async fn wait_until<T>(what: &str, check: impl AsyncFnMut() -> Option
         Some(v) => v,
         None => panic!("timed out after {PATIENCE:?} waiting for {what}"),
     }
-}
-
-/// A free TCP port on loopback that a server can bind after this returns: below Linux's ephemeral range
-/// (32768 and up), which the suite's many outgoing connections draw their local ports from, so
-/// none of them takes it between this check and the server's bind (that failed a RabbitMQ
-/// node's start once under the full suite).
-pub fn free_port() -> u16 {
-    let seed = uuid::Uuid::now_v7().as_u128();
-    (0..2_000u32)
-        .map(|i| 20_000 + ((seed as u32).wrapping_add(i.wrapping_mul(7_919)) % 12_000) as u16)
-        .find(|&port| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok())
-        .expect("a free port below the ephemeral range")
 }

@@ -5,16 +5,13 @@
 //! would. Every question and chat message is answered exactly once, and the test prints how
 //! long after the promotion the turns in flight were answered (docs/CHAOS.md).
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use hermes_testkit::telegram::TelegramEmulator;
-
 use crate::harness::stream::{
-    DevNodes, Workers, api_client, assert_each_chat_answered_once, assert_each_question_answered_once, under_load,
+    ChatStream, DevNodes, Workers, api_client, assert_each_chat_answered_once, assert_each_question_answered_once,
+    assert_every_turn_completed, under_load,
 };
 use crate::harness::{Backing, Roles, TestEnv, free_port, poll_until};
-use crate::telegram::TOKEN;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn turns_in_flight_are_answered_once_after_the_standby_is_promoted() {
@@ -35,18 +32,13 @@ async fn turns_in_flight_are_answered_once_after_the_standby_is_promoted() {
 
     let clients: Vec<_> =
         (0..3).map(|c| tokio::spawn(api_client(env.http.clone(), env.api_url.clone(), key.clone(), c, 10))).collect();
-    let mut chat_sent: HashMap<i64, String> = HashMap::new();
-    let mut say = |tg: &TelegramEmulator, user: i64| {
-        let text = format!("chat {user}");
-        tg.user_says(TOKEN, user, &text);
-        chat_sent.insert(user, text);
-    };
-    say(&tg, 2001);
+    let mut chats = ChatStream::default();
+    chats.say(&tg, 2001);
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    say(&tg, 2002);
+    chats.say(&tg, 2002);
     tokio::task::block_in_place(|| pair.run(&["kill-primary"]));
     let killed = Instant::now();
-    say(&tg, 2003);
+    chats.say(&tg, 2003);
     // Without a primary the API is not ready: Kubernetes takes it out of its Service.
     let (status, body) = readiness_until(&env, &pod_api, |status| status != 200).await;
     assert!(status == 503 && body["checks"]["postgres"] != "ok", "{status} {body}");
@@ -56,7 +48,7 @@ async fn turns_in_flight_are_answered_once_after_the_standby_is_promoted() {
     let db_name = env.config.database.url.rsplit('/').next().unwrap().split('?').next().unwrap().to_owned();
     let db = sqlx::PgPool::connect(&format!("postgres://postgres@127.0.0.1:5442/{db_name}")).await.unwrap();
     let promoted_at: chrono::DateTime<chrono::Utc> = sqlx::query_scalar("SELECT now()").fetch_one(&db).await.unwrap();
-    say(&tg, 2004);
+    chats.say(&tg, 2004);
     let probe = api_client(env.http.clone(), env.api_url.clone(), key.clone(), 99, 1).await;
     let probe_took = promoted.elapsed();
     let (_, body) = readiness_until(&env, &pod_api, |status| status == 200).await;
@@ -71,10 +63,8 @@ async fn turns_in_flight_are_answered_once_after_the_standby_is_promoted() {
 
     // What is left on the promoted server.
     assert_each_question_answered_once(&db, &api, api.len()).await;
-    assert_each_chat_answered_once(&tg, &chat_sent).await;
-    let unfinished: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM turns WHERE status <> 'completed'").fetch_one(&db).await.unwrap();
-    assert_eq!(unfinished, 0, "every turn completed");
+    assert_each_chat_answered_once(&tg, &chats.sent).await;
+    assert_every_turn_completed(&db).await;
     // The turns created before the promotion: how long after it the last of them finished.
     let in_flight: Option<f64> = sqlx::query_scalar(
         "SELECT extract(epoch FROM max(finished_at) - $1)::float8 FROM turns WHERE created_at < $1 AND finished_at > $1",
@@ -90,7 +80,7 @@ async fn turns_in_flight_are_answered_once_after_the_standby_is_promoted() {
          promotion answered after {:.2} s, every question after {:.2} s; /readyz 503 without a primary, \
          200 again {:.2} s after the promotion",
         api.len(),
-        chat_sent.len(),
+        chats.sent.len(),
         in_flight.unwrap_or_default(),
         probe_took.as_secs_f64(),
         all_answered.as_secs_f64(),

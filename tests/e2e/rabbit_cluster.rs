@@ -7,16 +7,13 @@
 //!
 //! Longer by hand: `HERMES_CHAOS_ROUNDS=5 cargo nextest run -E 'test(rabbit_cluster)' --no-capture`.
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use hermes_testkit::telegram::TelegramEmulator;
-
 use crate::harness::stream::{
-    DevNodes, Workers, api_client, assert_each_chat_answered_once, assert_each_question_answered_once, under_load,
+    ChatStream, DevNodes, Workers, api_client, assert_each_chat_answered_once, assert_each_question_answered_once,
+    assert_every_turn_completed, under_load,
 };
 use crate::harness::{Backing, Roles, TestEnv};
-use crate::telegram::TOKEN;
 
 fn amqp_urls() -> String {
     (1..=3).map(|n| format!("amqp://guest:guest@127.0.0.1:{}/%2f", 5700 + n)).collect::<Vec<_>>().join(",")
@@ -46,30 +43,25 @@ async fn turns_survive_killing_the_work_queues_leader_and_a_workers_node() {
     let clients: Vec<_> = (0..3)
         .map(|c| tokio::spawn(api_client(env.http.clone(), env.api_url.clone(), key.clone(), c, per_client)))
         .collect();
-    let mut chat_sent: HashMap<i64, String> = HashMap::new();
-    let mut say = |tg: &TelegramEmulator, user: i64| {
-        let text = format!("chat {user}");
-        tg.user_says(TOKEN, user, &text);
-        chat_sent.insert(user, text);
-    };
+    let mut chats = ChatStream::default();
     let work_queue = format!("{}.work", env.config.rabbitmq.prefix);
     let mut recoveries = Vec::new();
     for round in 0..rounds {
         let user = 1000 + 10 * round as i64;
-        say(&tg, user);
+        chats.say(&tg, user);
         tokio::time::sleep(Duration::from_millis(500)).await;
         let leader = tokio::task::block_in_place(|| cluster.run(&["leader", &work_queue]));
         let took = kill_and_time(&cluster, &leader, &env, &key, 100 + 2 * round).await;
         recoveries.push(("the work queue's leader", took));
-        say(&tg, user + 1);
+        chats.say(&tg, user + 1);
         tokio::task::block_in_place(|| cluster.run(&["start-node", &leader]));
 
-        say(&tg, user + 2);
+        chats.say(&tg, user + 2);
         let worker = &workers.0[round % 2];
         let node = tokio::task::block_in_place(|| cluster.run(&["node-of", &format!("hermesd-{}", worker.id())]));
         let took = kill_and_time(&cluster, &node, &env, &key, 101 + 2 * round).await;
         recoveries.push(("a worker's node", took));
-        say(&tg, user + 3);
+        chats.say(&tg, user + 3);
         tokio::task::block_in_place(|| cluster.run(&["start-node", &node]));
     }
     let mut api = Vec::new();
@@ -79,15 +71,13 @@ async fn turns_survive_killing_the_work_queues_leader_and_a_workers_node() {
 
     assert_each_question_answered_once(&env.db, &api, api.len() + recoveries.len()).await;
 
-    assert_each_chat_answered_once(&tg, &chat_sent).await;
-    let unfinished: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM turns WHERE status <> 'completed'").fetch_one(&env.db).await.unwrap();
-    assert_eq!(unfinished, 0, "every turn completed");
+    assert_each_chat_answered_once(&tg, &chats.sent).await;
+    assert_every_turn_completed(&env.db).await;
     let retried: u32 = api.iter().map(|(_, _, tries)| tries - 1).sum();
     eprintln!(
         "rabbit cluster: {rounds} round(s); {} API questions ({retried} retries), {} chat messages; lost 0, doubled 0",
         api.len() + recoveries.len(),
-        chat_sent.len(),
+        chats.sent.len(),
     );
     for (what, took) in &recoveries {
         eprintln!("  killed {what}: a question asked at the kill answered after {:.2} s", took.as_secs_f64());

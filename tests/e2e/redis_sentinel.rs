@@ -6,19 +6,17 @@
 //! missed them), a session lock lost in the failover cannot let two workers write one session,
 //! and the credential pool works on from what the new primary has (docs/CHAOS.md).
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use hermes_cache::{Cache, KeyState};
 use hermes_core::{ChatMessage, SessionSource};
 use hermes_store::{NewTurn, StoreError, TurnTarget};
-use hermes_testkit::telegram::TelegramEmulator;
 
 use crate::harness::stream::{
-    DevNodes, Workers, api_client, assert_each_chat_answered_once, assert_each_question_answered_once, under_load,
+    ChatStream, DevNodes, Workers, api_client, assert_each_chat_answered_once, assert_each_question_answered_once,
+    assert_every_turn_completed, under_load,
 };
 use crate::harness::{Backing, Roles, TestEnv, poll_until};
-use crate::telegram::TOKEN;
 
 const SENTINEL_URL: &str = "redis+sentinel://127.0.0.1:26391,127.0.0.1:26392,127.0.0.1:26393/hermes";
 
@@ -52,28 +50,23 @@ async fn turns_stream_through_a_redis_failover_and_a_handover_answered_once() {
         Workers(vec![env.spawn_hermesd(&["worker"], "worker-a"), env.spawn_hermesd(&["worker"], "worker-b")]);
     let clients: Vec<_> =
         (0..3).map(|c| tokio::spawn(api_client(env.http.clone(), env.api_url.clone(), key.clone(), c, 10))).collect();
-    let mut chat_sent: HashMap<i64, String> = HashMap::new();
-    let mut say = |tg: &TelegramEmulator, user: i64| {
-        let text = format!("chat {user}");
-        tg.user_says(TOKEN, user, &text);
-        chat_sent.insert(user, text);
-    };
+    let mut chats = ChatStream::default();
 
-    say(&tg, 3001);
+    chats.say(&tg, 3001);
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    say(&tg, 3002);
+    chats.say(&tg, 3002);
     let killed = nodes(&redis, &["kill-primary"]);
-    say(&tg, 3003);
+    chats.say(&tg, 3003);
     let after_kill = probe(&env, &key, 90).await;
     nodes(&redis, &["wait-moved", &killed]);
     nodes(&redis, &["start-node", &killed]);
-    say(&tg, 3004);
+    chats.say(&tg, 3004);
 
     let handed_over = nodes(&redis, &["failover"]);
-    say(&tg, 3005);
+    chats.say(&tg, 3005);
     let after_handover = probe(&env, &key, 91).await;
     nodes(&redis, &["wait-moved", &handed_over]);
-    say(&tg, 3006);
+    chats.say(&tg, 3006);
 
     let mut api = Vec::new();
     for client in clients {
@@ -82,15 +75,13 @@ async fn turns_stream_through_a_redis_failover_and_a_handover_answered_once() {
     api.push((String::from("api 90-0"), String::from("echo: api 90-0"), 1));
     api.push((String::from("api 91-0"), String::from("echo: api 91-0"), 1));
     assert_each_question_answered_once(&env.db, &api, api.len()).await;
-    assert_each_chat_answered_once(&tg, &chat_sent).await;
-    let unfinished: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM turns WHERE status <> 'completed'").fetch_one(&env.db).await.unwrap();
-    assert_eq!(unfinished, 0, "every turn completed");
+    assert_each_chat_answered_once(&tg, &chats.sent).await;
+    assert_every_turn_completed(&env.db).await;
     let retried: u32 = api.iter().map(|(_, _, tries)| tries - 1).sum();
     eprintln!(
         "redis sentinel: {} API questions ({retried} retries), {} chat messages; lost 0, doubled 0",
         api.len(),
-        chat_sent.len()
+        chats.sent.len()
     );
     eprintln!("  primary killed: a question asked at the kill answered after {:.2} s", after_kill.as_secs_f64());
     eprintln!(
@@ -162,15 +153,7 @@ async fn a_lock_lost_in_a_failover_cannot_let_two_workers_write_one_session() {
         .append_message(tenant, session, b.fence, turn, 1, &ChatMessage::assistant("B"))
         .await
         .unwrap();
-    let texts: Vec<String> = env
-        .store
-        .conversations()
-        .session_messages(tenant, session)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|m| m.message.text())
-        .collect();
+    let texts = env.session_texts(tenant, session).await;
     assert_eq!(texts, ["hi", "B"], "one writer");
 
     // The pool works from what the new primary has: k1's replicated cooldown holds; k2's

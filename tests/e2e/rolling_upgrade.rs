@@ -7,17 +7,14 @@
 //! with one worker of each build taking turns from one queue, the old one stopped mid-stream
 //! as a rollout stops it, every question is answered exactly once.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use hermes_testkit::telegram::TelegramEmulator;
-
 use crate::harness::stream::{
-    Workers, api_client, assert_each_chat_answered_once, assert_each_question_answered_once, under_load,
+    ChatStream, Workers, api_client, assert_each_chat_answered_once, assert_each_question_answered_once,
+    assert_every_turn_completed, under_load,
 };
 use crate::harness::{Backing, Roles, TestEnv, free_port, poll_until};
-use crate::telegram::TOKEN;
 
 /// The previous release's `hermesd`; `None` when `deploy/dev/test.sh` found no commit to
 /// build it from (a shallow clone), which it reported.
@@ -55,16 +52,16 @@ async fn old_and_new_pods_answer_each_others_turns_across_the_migration() {
     // The environment runs this build's migrations: the database is at the new schema.
     let (env, tg, pod, key) =
         under_load(&Backing::shared(), Roles::NO_WORKER, Duration::from_millis(100), "upgrade").await;
-    let mut chat_sent: HashMap<i64, String> = HashMap::new();
+    let mut chats = ChatStream::default();
     let mut api = Vec::new();
 
     // 1. Only an old worker: it answers what this build's API and gateway queue. Its turns
     // take 2.5 s, long enough for this build's reaper to look at them twice.
     env.llm.set_default_latency(Duration::from_millis(2500));
     let old_worker = Workers(vec![env.spawn_build(&old, &["worker"], "old-worker", &[])]);
-    say(&tg, &mut chat_sent, 4001);
+    chats.say(&tg, 4001);
     api.extend(api_client(env.http.clone(), env.api_url.clone(), key.clone(), 0, 2).await);
-    assert_each_chat_answered_once(&tg, &chat_sent).await;
+    assert_each_chat_answered_once(&tg, &chats.sent).await;
     let retaken: i64 =
         sqlx::query_scalar("SELECT count(*) FROM turns WHERE attempts > 1").fetch_one(&env.db).await.unwrap();
     assert_eq!(retaken, 0, "this build's reaper leaves a live old worker's turns alone (it holds no presence lock)");
@@ -74,10 +71,10 @@ async fn old_and_new_pods_answer_each_others_turns_across_the_migration() {
     let new_worker = Workers(vec![env.spawn_hermesd(&["worker"], "new-worker")]);
     let clients: Vec<_> =
         (1..3).map(|c| tokio::spawn(api_client(env.http.clone(), env.api_url.clone(), key.clone(), c, 6))).collect();
-    say(&tg, &mut chat_sent, 4002);
+    chats.say(&tg, 4002);
     tokio::time::sleep(Duration::from_millis(800)).await;
     drop(old_worker);
-    say(&tg, &mut chat_sent, 4003);
+    chats.say(&tg, 4003);
     for client in clients {
         api.extend(client.await.unwrap());
     }
@@ -87,22 +84,13 @@ async fn old_and_new_pods_answer_each_others_turns_across_the_migration() {
     api.extend(api_client(env.http.clone(), old_url, key.clone(), 3, 4).await);
 
     assert_each_question_answered_once(&env.db, &api, api.len()).await;
-    assert_each_chat_answered_once(&tg, &chat_sent).await;
-    let unfinished: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM turns WHERE status <> 'completed'").fetch_one(&env.db).await.unwrap();
-    assert_eq!(unfinished, 0, "every turn completed");
+    assert_each_chat_answered_once(&tg, &chats.sent).await;
+    assert_every_turn_completed(&env.db).await;
     eprintln!(
         "rolling upgrade: {} API questions (4 through the old API), {} chat messages; lost 0, doubled 0",
         api.len(),
-        chat_sent.len()
+        chats.sent.len()
     );
     drop(new_worker);
     pod.stop_with(env).await;
-}
-
-/// Chat user `user` writes to the bot; `sent` remembers what.
-fn say(tg: &TelegramEmulator, sent: &mut HashMap<i64, String>, user: i64) {
-    let text = format!("chat {user}");
-    tg.user_says(TOKEN, user, &text);
-    sent.insert(user, text);
 }

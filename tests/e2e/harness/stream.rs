@@ -98,6 +98,28 @@ pub async fn assert_each_question_answered_once(db: &sqlx::PgPool, api: &[(Strin
     assert_eq!(stored as usize, turns, "one turn per question: none lost, none doubled");
 }
 
+/// What chat users wrote to the test's Telegram bot, by user.
+#[derive(Default)]
+pub struct ChatStream {
+    pub sent: HashMap<i64, String>,
+}
+
+impl ChatStream {
+    /// User `user` writes `chat {user}` to the bot.
+    pub fn say(&mut self, tg: &TelegramEmulator, user: i64) {
+        let text = format!("chat {user}");
+        tg.user_says(TOKEN, user, &text);
+        self.sent.insert(user, text);
+    }
+}
+
+/// No turn in `db` is left queued, running or failed.
+pub async fn assert_every_turn_completed(db: &sqlx::PgPool) {
+    let unfinished: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM turns WHERE status <> 'completed'").fetch_one(db).await.unwrap();
+    assert_eq!(unfinished, 0, "every turn completed");
+}
+
 /// Every chat message of `sent` (user to text) answered with its echo, exactly once.
 pub async fn assert_each_chat_answered_once(tg: &TelegramEmulator, sent: &HashMap<i64, String>) {
     poll_until(async || (tg.sent(TOKEN).len() >= sent.len()).then_some(())).await;

@@ -29,6 +29,12 @@ impl Team {
 }
 
 impl TestEnv {
+    /// The texts of `session`'s stored messages, in order.
+    pub async fn session_texts(&self, tenant: TenantId, session: hermes_core::SessionId) -> Vec<String> {
+        let messages = self.store.conversations().session_messages(tenant, session).await.unwrap();
+        messages.into_iter().map(|m| m.message.text()).collect()
+    }
+
     /// A fresh environment with [`two_tenants`](Self::two_tenants) in it, and their keys.
     pub async fn with_two_tenants(names: [&str; 2], agent: &str) -> (Self, [String; 2]) {
         let env = Self::start().await;
