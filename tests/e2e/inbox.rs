@@ -137,3 +137,29 @@ async fn a_pdf_on_the_api_reaches_the_workspace_by_chat_completions_and_response
     assert_eq!(err["error"]["code"], "invalid_file", "{err}");
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_docx_on_the_api_is_answered_from_its_text() {
+    let Team { env, key, .. } = Team::acme("helper").await;
+    let docx =
+        hermes_testkit::docs::docx(&["Minutes of the ops review", "Decision: keep 3 replicas & a standby"]).unwrap();
+    let data = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &docx);
+    let chat = json!({"model": "helper", "messages": [{"role": "user", "content": [
+        {"type": "file", "file": {"filename": "minutes.docx", "file_data": data}},
+    ]}]});
+    let resp = env
+        .http
+        .post(format!("{}/v1/chat/completions", env.api_url))
+        .bearer_auth(&key)
+        .json(&chat)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let answer = answer_text(&resp.json().await.unwrap()).to_owned();
+    let kind = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
+    assert!(answer.contains(&format!("minutes.docx ({kind},")), "the type comes from the name: {answer}");
+    assert!(answer.contains("saved at /workspace/inbox/minutes.docx."), "{answer}");
+    assert!(answer.contains("2|Decision: keep 3 replicas & a standby"), "the text read out in the sandbox: {answer}");
+    env.stop().await;
+}

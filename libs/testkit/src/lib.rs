@@ -8,6 +8,7 @@
 )]
 
 mod anthropic;
+pub mod docs;
 mod emulated;
 pub mod fetching_extractor;
 pub mod image_api;

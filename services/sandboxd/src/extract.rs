@@ -1,4 +1,4 @@
-//! The text of documents people send (PDF so far), for `read_file`. Parsing a stranger's file
+//! The text of documents people send (PDF, DOCX, PPTX, ODT), for `read_file`. Parsing a stranger's file
 //! is the riskiest thing sandboxd does, so it happens in a child process (`hermes-sandboxd
 //! --extract-text PATH`) running as the sandbox user, killed after [`TIMEOUT`], its output
 //! capped: a hostile file can at worst crash or stall that child, never the daemon.
@@ -22,14 +22,31 @@ const MARKER: &str = "\u{1}hermes-extracted-text\n";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Pdf,
+    /// Office documents: zip archives of XML, told apart by their names.
+    Docx,
+    Pptx,
+    Odt,
 }
 
-/// The kind of document at `path`, by its first bytes; `None` for anything else.
+/// The kind of document at `path`, by its first bytes (and, for zip archives, its name's
+/// extension: the daemon opens no archive); `None` for anything else.
 pub fn kind_of(path: &Path) -> Option<Kind> {
     let mut head = [0u8; 5];
     let mut file = std::fs::File::open(path).ok()?;
     file.read_exact(&mut head).ok()?;
-    (&head == b"%PDF-").then_some(Kind::Pdf)
+    if &head == b"%PDF-" {
+        return Some(Kind::Pdf);
+    }
+    if !head.starts_with(b"PK\x03\x04") {
+        return None;
+    }
+    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+    match ext.as_str() {
+        "docx" => Some(Kind::Docx),
+        "pptx" => Some(Kind::Pptx),
+        "odt" => Some(Kind::Odt),
+        _ => None,
+    }
 }
 
 /// The text of the document at `path`, from a child process as the sandbox user.
@@ -65,12 +82,11 @@ pub async fn text_of(path: &Path) -> Result<String, Status> {
 pub fn child(path: &Path) -> i32 {
     let Ok(bytes) = std::fs::read(path) else { return 2 };
     let text = match kind_of(path) {
-        Some(Kind::Pdf) => match pdf_extract::extract_text_from_mem(&bytes) {
-            Ok(text) => tidy(&text),
-            Err(_) => return 1,
-        },
-        None => return 1,
+        Some(Kind::Pdf) => pdf_extract::extract_text_from_mem(&bytes).map(|t| tidy(&t)).ok(),
+        Some(kind) => crate::office::text_of(kind, &bytes),
+        None => None,
     };
+    let Some(text) = text else { return 1 };
     let mut out = std::io::stdout().lock();
     let written = std::io::Write::write_all(&mut out, MARKER.as_bytes())
         .and_then(|()| std::io::Write::write_all(&mut out, text.as_bytes()))

@@ -13,6 +13,7 @@ pub mod files;
 pub mod identity;
 pub mod inbox;
 pub mod mcp_home;
+pub mod office;
 pub mod procs;
 pub mod relay;
 pub mod run_as;
