@@ -83,7 +83,9 @@ pub fn child(path: &Path) -> i32 {
     let Ok(bytes) = std::fs::read(path) else { return 2 };
     let text = match kind_of(path) {
         Some(Kind::Pdf) => pdf_extract::extract_text_from_mem(&bytes).map(|t| tidy(&t)).ok(),
-        Some(kind) => crate::office::text_of(kind, &bytes),
+        Some(Kind::Docx) => crate::office::docx_text(&bytes),
+        Some(Kind::Pptx) => crate::office::pptx_text(&bytes),
+        Some(Kind::Odt) => crate::office::odt_text(&bytes),
         None => None,
     };
     let Some(text) = text else { return 1 };

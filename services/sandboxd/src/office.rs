@@ -8,37 +8,40 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::extract::Kind;
-
 /// The most bytes read out of one part of an archive.
 const MAX_PART_BYTES: u64 = 32 * 1024 * 1024;
 /// The most slides read.
 const MAX_SLIDES: usize = 500;
 
-/// The text of an office document of `kind`; `None` when it cannot be read.
-pub fn text_of(kind: Kind, bytes: &[u8]) -> Option<String> {
+/// A DOCX's paragraphs; `None` when it cannot be read.
+pub fn docx_text(bytes: &[u8]) -> Option<String> {
     let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).ok()?;
-    match kind {
-        Kind::Docx => Some(xml_text(&part(&mut archive, "word/document.xml")?, "w:p")),
-        Kind::Odt => Some(xml_text(&part(&mut archive, "content.xml")?, "text:p")),
-        Kind::Pptx => {
-            let mut slides: Vec<(u32, String)> = archive
-                .file_names()
-                .filter_map(|name| {
-                    let name = name.ok()?;
-                    let n = name.strip_prefix("ppt/slides/slide")?.strip_suffix(".xml")?.parse().ok()?;
-                    Some((n, name.to_string()))
-                })
-                .collect();
-            slides.sort();
-            let mut text = String::new();
-            for (n, name) in slides.into_iter().take(MAX_SLIDES) {
-                text.push_str(&format!("Slide {n}:\n{}\n", xml_text(&part(&mut archive, &name)?, "a:p")));
-            }
-            Some(text)
-        }
-        Kind::Pdf => None,
+    Some(xml_text(&part(&mut archive, "word/document.xml")?, "w:p"))
+}
+
+/// An ODT's paragraphs and headings; `None` when it cannot be read.
+pub fn odt_text(bytes: &[u8]) -> Option<String> {
+    let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).ok()?;
+    Some(xml_text(&part(&mut archive, "content.xml")?, "text:p"))
+}
+
+/// A PPTX's slides in their order, each headed `Slide N:`; `None` when it cannot be read.
+pub fn pptx_text(bytes: &[u8]) -> Option<String> {
+    let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).ok()?;
+    let mut slides: Vec<(u32, String)> = archive
+        .file_names()
+        .filter_map(|name| {
+            let name = name.ok()?;
+            let n = name.strip_prefix("ppt/slides/slide")?.strip_suffix(".xml")?.parse().ok()?;
+            Some((n, name.to_string()))
+        })
+        .collect();
+    slides.sort();
+    let mut text = String::new();
+    for (n, name) in slides.into_iter().take(MAX_SLIDES) {
+        text.push_str(&format!("Slide {n}:\n{}\n", xml_text(&part(&mut archive, &name)?, "a:p")));
     }
+    Some(text)
 }
 
 /// One part of the archive as text, at most [`MAX_PART_BYTES`].
@@ -113,8 +116,7 @@ fn unescape(text: &str) -> String {
 mod tests {
     use std::io::Write;
 
-    use super::{text_of, unescape};
-    use crate::extract::Kind;
+    use super::{docx_text, odt_text, pptx_text, unescape};
 
     fn archive(parts: &[(&str, &str)]) -> Vec<u8> {
         let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
@@ -132,19 +134,19 @@ mod tests {
             "word/document.xml",
             r#"<w:document><w:body><w:p><w:r><w:t>Q3 &amp; Q4</w:t></w:r></w:p><w:p><w:r><w:t>a</w:t><w:tab/><w:t>b &#x4e2d;</w:t></w:r></w:p></w:body></w:document>"#,
         )]);
-        assert_eq!(text_of(Kind::Docx, &docx).unwrap(), "Q3 & Q4\na\tb 中");
+        assert_eq!(docx_text(&docx).unwrap(), "Q3 & Q4\na\tb 中");
         let pptx = archive(&[
             ("ppt/slides/slide10.xml", "<p:sld><a:p><a:r><a:t>last</a:t></a:r></a:p></p:sld>"),
             ("ppt/slides/slide2.xml", "<p:sld><a:p><a:r><a:t>second</a:t></a:r></a:p></p:sld>"),
         ]);
-        assert_eq!(text_of(Kind::Pptx, &pptx).unwrap(), "Slide 2:\nsecond\nSlide 10:\nlast\n");
+        assert_eq!(pptx_text(&pptx).unwrap(), "Slide 2:\nsecond\nSlide 10:\nlast\n");
         let odt = archive(&[(
             "content.xml",
             "<office:text><text:h>Title</text:h><text:p>Body &lt;1&gt;</text:p></office:text>",
         )]);
-        assert_eq!(text_of(Kind::Odt, &odt).unwrap(), "Title\nBody <1>");
-        assert_eq!(text_of(Kind::Docx, b"PK\x03\x04 not really a zip"), None);
-        assert_eq!(text_of(Kind::Docx, &archive(&[("other.xml", "<x/>")])), None, "no document part");
+        assert_eq!(odt_text(&odt).unwrap(), "Title\nBody <1>");
+        assert_eq!(docx_text(b"PK\x03\x04 not really a zip"), None);
+        assert_eq!(docx_text(&archive(&[("other.xml", "<x/>")])), None, "no document part");
         assert_eq!(unescape("a & b &bogus; &#99999999;"), "a & b &bogus; &#99999999;");
     }
 
@@ -154,7 +156,7 @@ mod tests {
         let big = format!("<w:p><w:t>{}</w:t></w:p>", "x".repeat(64 * 1024 * 1024));
         let bomb = archive(&[("word/document.xml", &big)]);
         assert!(bomb.len() < 1024 * 1024, "the archive is small: {}", bomb.len());
-        let text = text_of(Kind::Docx, &bomb).unwrap();
+        let text = docx_text(&bomb).unwrap();
         assert!(text.len() <= super::MAX_PART_BYTES as usize, "read up to the limit: {}", text.len());
     }
 }
