@@ -8,8 +8,8 @@ use serde_json::json;
 
 use hermes_testkit::ScriptedReply;
 
-use crate::harness::{Team, answer_text};
-use crate::telegram::{TOKEN, open_chat_with_tools, sent};
+use crate::harness::{Team, TestEnv, answer_text};
+use crate::telegram::{Pod, TOKEN, open_bot, open_chat_with_tools, sent};
 
 const REPORT: [&str; 3] = ["Quarterly agent report", "Sandboxes started: 1200", "Median cold start: 150 ms"];
 
@@ -162,4 +162,19 @@ async fn a_docx_on_the_api_is_answered_from_its_text() {
     assert!(answer.contains("saved at /workspace/inbox/minutes.docx."), "{answer}");
     assert!(answer.contains("2|Decision: keep 3 replicas & a standby"), "the text read out in the sandbox: {answer}");
     env.stop().await;
+}
+
+#[tokio::test]
+async fn a_file_sent_right_after_words_joins_their_turn_and_reaches_the_inbox() {
+    let env = TestEnv::start().await;
+    let (tg, _) = open_bot(&env).await;
+    // Both arrive within the batching moment, before the turn may start: one turn.
+    tg.user_says(TOKEN, 42, "here is the plan");
+    tg.user_sends_document(TOKEN, 42, "doc-plan", "plan.pdf", "application/pdf", &hermes_testkit::web::pdf(&REPORT));
+    let pod = Pod::start(&env).await;
+    let answer = sent(&tg, 1).await[0].text.clone();
+    assert_eq!(env.count("SELECT count(*) FROM turns").await, 1, "one turn for both");
+    assert!(answer.contains("here is the plan"), "{answer}");
+    assert!(answer.contains("saved at /workspace/inbox/plan.pdf."), "the file joined the words, not lost: {answer}");
+    pod.stop_with(env).await;
 }

@@ -45,6 +45,26 @@ pub enum Content {
 }
 
 impl Content {
+    /// `self` followed by `next`, as one message: text joined by a newline, or every part of
+    /// both (a picture or a file sent right after words keeps its part).
+    pub fn followed_by(self, next: Content) -> Content {
+        match (self, next) {
+            (Content::Text(a), Content::Text(b)) => Content::Text(format!("{a}\n{b}")),
+            (a, b) => {
+                let mut parts = a.into_parts();
+                parts.extend(b.into_parts());
+                Content::Parts(parts)
+            }
+        }
+    }
+
+    fn into_parts(self) -> Vec<ContentPart> {
+        match self {
+            Content::Text(text) => vec![ContentPart::Text { text }],
+            Content::Parts(parts) => parts,
+        }
+    }
+
     /// The text of the content, parts joined by newlines; images are left out.
     pub fn text(&self) -> String {
         match self {
@@ -179,6 +199,20 @@ impl ChatMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_message_followed_by_another_keeps_every_part_of_both() {
+        let text = |t: &str| Content::Text(t.into());
+        assert_eq!(text("one").followed_by(text("two")), text("one\ntwo"));
+        let file = ContentPart::File {
+            file: FileData {
+                filename: Some("plan.pdf".into()),
+                file_data: Some("data:application/pdf;base64,JVBERi0=".into()),
+            },
+        };
+        let joined = text("here is the plan").followed_by(Content::Parts(vec![file.clone()]));
+        assert_eq!(joined, Content::Parts(vec![ContentPart::Text { text: "here is the plan".into() }, file]));
+    }
 
     #[test]
     fn parses_openai_messages_with_parts_and_tool_calls() {

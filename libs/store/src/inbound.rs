@@ -94,15 +94,11 @@ async fn merge_into_queued(
     let Some(row) = row else { return Ok(None) };
     let mut input: hermes_core::ChatMessage =
         serde_json::from_value(row.input).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-    let addition = new.input.text();
-    input.content = Some(match input.content.take() {
-        Some(hermes_core::Content::Parts(mut parts)) => {
-            parts.push(hermes_core::ContentPart::Text { text: addition });
-            hermes_core::Content::Parts(parts)
-        }
-        Some(hermes_core::Content::Text(text)) => hermes_core::Content::Text(format!("{text}\n{addition}")),
-        None => hermes_core::Content::Text(addition),
-    });
+    // Every part of the new message joins: a photo or file sent right after words is kept.
+    input.content = match (input.content.take(), new.input.content.clone()) {
+        (Some(held), Some(added)) => Some(held.followed_by(added)),
+        (held, added) => held.or(added),
+    };
     sqlx::query(
         "UPDATE turns SET input = $3,
                 not_before = CASE WHEN $4::float8 IS NULL THEN not_before ELSE now() + make_interval(secs => $4) END
