@@ -2,24 +2,42 @@
 //! their presence lock free (`hermes_store::system::presence`), not when their leases run out.
 //! The second look gives a worker whose lock's connection dropped (a Postgres restart) time to
 //! take it again; a worker judged gone wrongly loses its turns to fencing, never to a second
-//! writer.
+//! writer. After the reaper's own database calls fail (a restart, a failover: every presence
+//! lock went with the old server's connections), nobody is judged gone for
+//! [`SETTLE_AFTER_TROUBLE`], while the workers take their locks again on the server now in use;
+//! a real death then waits for its lease, as before presence.
 
 use std::collections::HashSet;
+use std::time::{Duration, Instant};
 
 use hermes_store::StoreError;
 
 use crate::SchedulerContext;
 
+/// How long after a failed database call nobody is judged gone.
+pub const SETTLE_AFTER_TROUBLE: Duration = Duration::from_secs(10);
+
 /// The lease prefixes found gone on the last pass.
 #[derive(Default)]
 pub struct GoneWorkers {
     suspected: HashSet<String>,
+    /// No judging before this: the database was in trouble.
+    quiet_until: Option<Instant>,
 }
 
 impl GoneWorkers {
+    /// The reaper's database calls failed: presence locks may be gone with their server.
+    pub fn database_trouble(&mut self) {
+        self.suspected.clear();
+        self.quiet_until = Some(Instant::now() + SETTLE_AFTER_TROUBLE);
+    }
+
     /// One pass: hands on the running turns of workers found gone on this pass and the last
     /// (their session locks released, their work published); returns how many.
     pub async fn pass(&mut self, ctx: &SchedulerContext) -> Result<usize, StoreError> {
+        if self.quiet_until.is_some_and(|until| Instant::now() < until) {
+            return Ok(0);
+        }
         let gone: HashSet<String> = ctx.store.system().gone_workers().await?.into_iter().collect();
         let confirmed: Vec<String> = gone.intersection(&self.suspected).cloned().collect();
         self.suspected = gone;

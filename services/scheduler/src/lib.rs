@@ -193,9 +193,11 @@ pub async fn run(ctx: SchedulerContext, shutdown: CancellationToken) {
             _ = tick.tick() => {
                 if let Err(e) = reap_once(&ctx).await {
                     tracing::warn!(error = %e, "lease reaper pass failed");
+                    gone.database_trouble();
                 }
                 if let Err(e) = gone.pass(&ctx).await {
                     tracing::warn!(error = %e, "cannot look for gone workers");
+                    gone.database_trouble();
                 }
             }
             _ = gauges.tick() => {
