@@ -85,14 +85,7 @@ async fn a_pdf_on_the_api_reaches_the_workspace_by_chat_completions_and_response
         {"type": "text", "text": "what does it say?"},
         {"type": "file", "file": {"filename": "notes.pdf", "file_data": data}},
     ]}]});
-    let resp = env
-        .http
-        .post(format!("{}/v1/chat/completions", env.api_url))
-        .bearer_auth(&key)
-        .json(&chat)
-        .send()
-        .await
-        .unwrap();
+    let resp = env.chat(&key, chat).await;
     assert_eq!(resp.status(), 200);
     let answer = answer_text(&resp.json().await.unwrap()).to_owned();
     assert!(answer.contains("It is saved at /workspace/inbox/notes.pdf."), "{answer}");
@@ -124,14 +117,7 @@ async fn a_pdf_on_the_api_reaches_the_workspace_by_chat_completions_and_response
     let by_id = json!({"model": "helper", "messages": [{"role": "user", "content": [
         {"type": "file", "file": {"file_id": "file-abc"}},
     ]}]});
-    let resp = env
-        .http
-        .post(format!("{}/v1/chat/completions", env.api_url))
-        .bearer_auth(&key)
-        .json(&by_id)
-        .send()
-        .await
-        .unwrap();
+    let resp = env.chat(&key, by_id).await;
     assert_eq!(resp.status(), 400);
     let err: serde_json::Value = resp.json().await.unwrap();
     assert_eq!(err["error"]["code"], "invalid_file", "{err}");
@@ -147,14 +133,7 @@ async fn a_docx_on_the_api_is_answered_from_its_text() {
     let chat = json!({"model": "helper", "messages": [{"role": "user", "content": [
         {"type": "file", "file": {"filename": "minutes.docx", "file_data": data}},
     ]}]});
-    let resp = env
-        .http
-        .post(format!("{}/v1/chat/completions", env.api_url))
-        .bearer_auth(&key)
-        .json(&chat)
-        .send()
-        .await
-        .unwrap();
+    let resp = env.chat(&key, chat).await;
     assert_eq!(resp.status(), 200);
     let answer = answer_text(&resp.json().await.unwrap()).to_owned();
     let kind = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
