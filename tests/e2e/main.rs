@@ -14,6 +14,7 @@ mod api_jobs;
 mod approval;
 mod architecture;
 mod attacks;
+mod audience;
 mod bad_input;
 mod browser;
 mod channels_api;

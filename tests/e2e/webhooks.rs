@@ -12,7 +12,7 @@ use crate::harness::TestEnv;
 use crate::openapi::call;
 use crate::telegram::{Pod, open_bot, open_chat_with_tools, sent};
 
-async fn post(pod: &Pod, path: &str, headers: &[(&str, String)], body: &[u8]) -> (u16, Value) {
+pub(crate) async fn post(pod: &Pod, path: &str, headers: &[(&str, String)], body: &[u8]) -> (u16, Value) {
     let mut req = reqwest::Client::new().post(format!("{}{path}", pod.url)).body(body.to_vec());
     for (k, v) in headers {
         req = req.header(*k, v);
@@ -27,7 +27,7 @@ async fn post(pod: &Pod, path: &str, headers: &[(&str, String)], body: &[u8]) ->
     (status, body)
 }
 
-fn github(secret: &str, event: &str, delivery: &str, body: &[u8]) -> Vec<(&'static str, String)> {
+pub(crate) fn github(secret: &str, event: &str, delivery: &str, body: &[u8]) -> Vec<(&'static str, String)> {
     vec![
         ("x-github-event", event.to_owned()),
         ("x-github-delivery", delivery.to_owned()),
@@ -37,7 +37,7 @@ fn github(secret: &str, event: &str, delivery: &str, body: &[u8]) -> Vec<(&'stat
 }
 
 /// The names of the tools a model request offered, sorted.
-fn tool_names(body: &Value) -> Vec<String> {
+pub(crate) fn tool_names(body: &Value) -> Vec<String> {
     let tools = body.get("tools").and_then(Value::as_array).cloned().unwrap_or_default();
     let mut names: Vec<String> =
         tools.iter().filter_map(|t| t["function"]["name"].as_str().map(str::to_owned)).collect();

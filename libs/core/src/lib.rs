@@ -2,6 +2,7 @@
 //! and usage. No I/O lives here; this crate is the leaf of the workspace.
 
 pub mod access;
+pub mod audience;
 pub mod census;
 pub mod commands;
 pub mod cron;

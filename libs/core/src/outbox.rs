@@ -38,6 +38,9 @@ pub struct Destination {
     /// The answer is spoken too (the chat's `/voice` mode asked for it when the message came).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub voice_reply: bool,
+    /// The chat is a group or channel, not a direct message (its bot's toolset rules differ).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub group: bool,
 }
 
 impl Destination {
@@ -59,6 +62,7 @@ impl Destination {
             webhook: None,
             also: Vec::new(),
             voice_reply: false,
+            group: false,
         }
     }
 

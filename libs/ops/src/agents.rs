@@ -40,7 +40,7 @@ impl ModelUrls<'_> {
     }
 }
 
-fn check_toolsets<'t>(toolsets: impl IntoIterator<Item = &'t String>) -> Result<()> {
+pub(crate) fn check_toolsets<'t>(toolsets: impl IntoIterator<Item = &'t String>) -> Result<()> {
     for toolset in toolsets {
         toolset.parse::<ToolsetName>().map_err(|e| OpsError::invalid("toolsets", e.to_string()))?;
     }

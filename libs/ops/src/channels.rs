@@ -99,6 +99,7 @@ pub async fn bind(
 
 /// The store's changes for `c`: closed sets by name, admin commands without their `/`.
 fn access(c: ChannelChanges) -> Result<ChannelAccess> {
+    crate::agents::check_toolsets(c.toolsets.iter().flat_map(|t| t.names()))?;
     Ok(ChannelAccess {
         dm_policy: optional("dm_policy", c.dm_policy.as_deref())?,
         group_policy: optional("group_policy", c.group_policy.as_deref())?,
@@ -110,6 +111,7 @@ fn access(c: ChannelChanges) -> Result<ChannelAccess> {
         group_sessions: optional("group_sessions", c.group_sessions.as_deref())?,
         tool_progress: c.tool_progress,
         home_chat: c.home_chat,
+        toolsets: c.toolsets,
         admin_commands: c
             .admin_commands
             .map(|list| list.iter().map(|c| c.trim_start_matches('/').to_owned()).collect()),
@@ -191,6 +193,7 @@ pub fn shown(c: Channel) -> hermes_wire::v1::Channel {
         admin_commands: c.admin_commands,
         tool_progress: c.tool_progress,
         home_chat: c.home_chat,
+        toolsets: c.toolsets,
         status: c.status,
         status_reason: c.status_reason,
         created_at: c.created_at,

@@ -30,8 +30,13 @@ pub async fn create(store: &Store, by: Audit, tenant: TenantId, new: &NewApiKey)
         Some(days @ 1..=MAX_DAYS) => Some(Utc::now() + Duration::days(i64::from(days))),
         Some(_) => return Err(OpsError::invalid("expires_in_days", "expires_in_days is 1 to 366")),
     };
+    crate::agents::check_toolsets(new.toolsets.iter().flatten())?;
     let mut tx = store.audited(tenant, by).await?;
-    let (key, secret) = tx.create_api_key(agent, name, expires_at).await?;
+    let (mut key, secret) = tx.create_api_key(agent, name, expires_at).await?;
+    if let Some(toolsets) = &new.toolsets {
+        tx.limit_api_key_toolsets(key.id, Some(toolsets)).await?;
+        key.toolsets = Some(toolsets.clone());
+    }
     tx.commit(Change::new("api_key.created", "api_key", key.id).after(&key)).await?;
     Ok(ApiKeyMade { key, secret })
 }

@@ -134,7 +134,7 @@ impl Tenancy<'_> {
     /// `tenant`'s keys, newest first (revoked ones too, marked).
     pub async fn api_keys(self, tenant: TenantId) -> Result<Vec<ApiKey>> {
         Ok(sqlx::query_as::<_, ApiKey>(
-            "SELECT id, tenant_id, agent_id, name, prefix, created_at, expires_at, revoked_at FROM api_keys
+            "SELECT id, tenant_id, agent_id, name, prefix, toolsets, created_at, expires_at, revoked_at FROM api_keys
              WHERE tenant_id = $1 ORDER BY created_at DESC LIMIT 1000",
         )
         .bind(tenant.as_uuid())
@@ -157,6 +157,10 @@ tenant_writes! {
     /// Revokes a key of `tenant`; later requests with it get 401.
     pub async fn revoke_api_key(key: ApiKeyId) -> Result<()> = revoke_api_key_on;
 
+    /// Keeps the turns of `key` to these of their agent's toolsets (`None`: all of them).
+    pub async fn limit_api_key_toolsets(key: ApiKeyId, toolsets: Option<&[String]>) -> Result<()>
+        = limit_api_key_toolsets_on;
+
     /// Sets a tenant's limits (`None`: the installation's default; 0: unlimited).
     pub async fn set_tenant_limits(per_minute: Option<u32>, turns: Option<u32>) -> Result<()> = set_tenant_limits_on;
 }
@@ -174,6 +178,25 @@ async fn set_tenant_limits_on(
         .bind(stored_limit(turns))
         .execute(conn)
         .await?;
+    Ok(())
+}
+
+/// [`Tenancy::limit_api_key_toolsets`](crate::views::Tenancy::limit_api_key_toolsets) on a connection already set to `tenant`.
+async fn limit_api_key_toolsets_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    key: ApiKeyId,
+    toolsets: Option<&[String]>,
+) -> Result<()> {
+    let done = sqlx::query("UPDATE api_keys SET toolsets = $3 WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.as_uuid())
+        .bind(key.as_uuid())
+        .bind(toolsets)
+        .execute(conn)
+        .await?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::NotFound);
+    }
     Ok(())
 }
 
@@ -207,6 +230,7 @@ async fn create_api_key_on(
         agent_id: agent,
         name: name.to_owned(),
         prefix,
+        toolsets: None,
         created_at,
         expires_at,
         revoked_at: None,

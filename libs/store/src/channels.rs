@@ -45,6 +45,8 @@ pub struct ChannelAccess {
     pub tool_progress: Option<bool>,
     /// `chat` or `chat:thread`; an empty string clears it.
     pub home_chat: Option<String>,
+    /// Replaces the toolset rules when set.
+    pub toolsets: Option<hermes_core::audience::ChatToolsets>,
 }
 
 /// A stored channel.
@@ -89,6 +91,9 @@ pub struct Channel {
     pub tool_progress: bool,
     /// Where deliveries to the bare platform go: `chat` or `chat:thread` (migration 0030).
     pub home_chat: Option<String>,
+    /// The only toolsets of the agent's each kind of chat may use (migration 0060).
+    #[sqlx(json)]
+    pub toolsets: hermes_core::audience::ChatToolsets,
     #[sqlx(try_from = "String")]
     pub status: ChannelStatus,
     pub status_reason: Option<String>,
@@ -267,7 +272,7 @@ async fn update_channel_access_on(
                 streaming = COALESCE($9, streaming), group_sessions = COALESCE($10, group_sessions),
                 admin_commands = COALESCE($11, admin_commands), tool_progress = COALESCE($12, tool_progress),
                 home_chat = CASE WHEN $13::text IS NULL THEN home_chat ELSE NULLIF($13, '') END,
-                updated_at = now()
+                toolsets = COALESCE($14, toolsets), updated_at = now()
          WHERE tenant_id = $1 AND id = $2 RETURNING *",
     )
     .bind(tenant.as_uuid())
@@ -283,6 +288,7 @@ async fn update_channel_access_on(
     .bind(&access.admin_commands)
     .bind(access.tool_progress)
     .bind(access.home_chat.as_deref())
+    .bind(access.toolsets.as_ref().map(sqlx::types::Json))
     .fetch_optional(conn)
     .await
     .map_err(|e| StoreError::invalid_on_check(e, "unknown policy"))?

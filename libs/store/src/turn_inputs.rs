@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use sqlx::PgConnection;
 
+use hermes_core::audience::{ChatToolsets, ToolsetLimits};
 use hermes_core::{InteractionAnswer, SessionId, TenantId, ToolsetName};
 
 use crate::turns::{Claim, claim_next_turn_on};
@@ -37,6 +38,8 @@ pub struct TurnInputs {
     /// The skill index versions (bundled, tenant) as [`Agents::skill_index_version`](crate::views::Agents::skill_index_version) reads them,
     /// so a cached skills index is checked without a checkout of its own.
     pub skill_versions: (i64, i64),
+    /// The toolset limits of the turn's API key, chat and webhook, as they are now.
+    pub limits: ToolsetLimits,
 }
 
 /// A claimed turn and its inputs, read on the claim's connection. Reading the inputs may fail
@@ -86,21 +89,21 @@ async fn turn_inputs_on(conn: &mut PgConnection, tenant: TenantId, turn: &Claime
         None
     };
     // The small reads in one statement: each statement is a round trip.
-    let (capped, goal_active, bundled_skills, tenant_skills, grants): (bool, bool, i64, i64, Vec<String>) =
-        sqlx::query_as(
-            "SELECT EXISTS (SELECT 1 FROM budgets WHERE tenant_id = $1 AND (agent_id IS NULL OR agent_id = $2)),
-                    EXISTS (SELECT 1 FROM session_goals WHERE tenant_id = $1 AND session_id = $3 AND state = 'active'),
-                    COALESCE((SELECT version FROM skill_versions WHERE scope = $4), 0),
-                    COALESCE((SELECT version FROM skill_versions WHERE scope = $1), 0),
-                    ARRAY(SELECT pattern_key FROM approval_grants
-                          WHERE tenant_id = $1 AND agent_id = $2 AND (session_id IS NULL OR session_id = $3))",
-        )
+    let row: SmallReads = sqlx::query_as(SMALL_READS)
         .bind(tenant.as_uuid())
         .bind(turn.agent_id.as_uuid())
         .bind(turn.session_id.as_uuid())
         .bind(crate::skills::BUNDLED_SCOPE)
+        .bind(turn.turn_id.as_uuid())
+        .bind(webhook_of(&turn.session_user_key))
         .fetch_one(&mut *conn)
         .await?;
+    let SmallReads { capped, goal_active, bundled_skills, tenant_skills, grants, .. } = row;
+    let limits = ToolsetLimits {
+        api_key: row.key_toolsets,
+        chat: row.chat_rules.and_then(|rules| rules.0.limit_for(&row.chat_id, row.group_chat).map(<[String]>::to_vec)),
+        webhook: row.hook_toolsets,
+    };
     let memory = if turn.system_prompt.is_none() && ToolsetName::Memory.enabled_in(&agent.toolsets) {
         Some(crate::memory::memory_snapshot_on(conn, tenant, agent.id, &turn.session_user_key).await?)
     } else {
@@ -116,5 +119,46 @@ async fn turn_inputs_on(conn: &mut PgConnection, tenant: TenantId, turn: &Claime
         goal_active,
         memory,
         skill_versions: (bundled_skills, tenant_skills),
+        limits,
     })
+}
+
+/// The turn's small reads: spending cap, goal, skill index versions, approval grants, and the
+/// toolset limits of its API key, its chat's bot and its webhook.
+const SMALL_READS: &str =
+    "SELECT EXISTS (SELECT 1 FROM budgets WHERE tenant_id = $1 AND (agent_id IS NULL OR agent_id = $2)) AS capped,
+            EXISTS (SELECT 1 FROM session_goals WHERE tenant_id = $1 AND session_id = $3 AND state = 'active')
+                AS goal_active,
+            COALESCE((SELECT version FROM skill_versions WHERE scope = $4), 0) AS bundled_skills,
+            COALESCE((SELECT version FROM skill_versions WHERE scope = $1), 0) AS tenant_skills,
+            ARRAY(SELECT pattern_key FROM approval_grants
+                  WHERE tenant_id = $1 AND agent_id = $2 AND (session_id IS NULL OR session_id = $3)) AS grants,
+            (SELECT k.toolsets FROM turns t JOIN api_keys k ON k.id = t.api_key_id
+              WHERE t.tenant_id = $1 AND t.id = $5) AS key_toolsets,
+            (SELECT c.toolsets FROM turns t
+               JOIN channels c ON c.tenant_id = t.tenant_id AND c.id = (t.reply_to ->> 'channel_id')::uuid
+              WHERE t.tenant_id = $1 AND t.id = $5 AND c.toolsets <> '{}'::jsonb) AS chat_rules,
+            COALESCE((SELECT t.reply_to ->> 'chat_id' FROM turns t WHERE t.tenant_id = $1 AND t.id = $5), '')
+                AS chat_id,
+            COALESCE((SELECT (t.reply_to ->> 'group')::boolean FROM turns t WHERE t.tenant_id = $1 AND t.id = $5),
+                     false) AS group_chat,
+            (SELECT w.toolsets FROM webhooks w WHERE w.tenant_id = $1 AND w.id = $6) AS hook_toolsets";
+
+#[derive(sqlx::FromRow)]
+struct SmallReads {
+    capped: bool,
+    goal_active: bool,
+    bundled_skills: i64,
+    tenant_skills: i64,
+    grants: Vec<String>,
+    key_toolsets: Option<Vec<String>>,
+    chat_rules: Option<sqlx::types::Json<ChatToolsets>>,
+    chat_id: String,
+    group_chat: bool,
+    hook_toolsets: Option<Vec<String>>,
+}
+
+/// The webhook a session of `user_key` belongs to (`webhook:<id>`), if any.
+fn webhook_of(user_key: &str) -> Option<uuid::Uuid> {
+    user_key.strip_prefix("webhook:").and_then(|id| id.parse().ok())
 }

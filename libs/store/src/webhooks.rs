@@ -32,6 +32,8 @@ pub struct NewWebhook {
     pub deliver: String,
     pub cron_job_id: Option<JobId>,
     pub rate_limit_per_minute: i32,
+    /// The only toolsets of the agent's its turns may use (`None`: all a webhook's turn may).
+    pub toolsets: Option<Vec<String>>,
 }
 
 /// Changes to a hook (`None`: unchanged; `cron_job_id: Some(None)` unlinks the job).
@@ -45,6 +47,8 @@ pub struct WebhookChanges {
     pub cron_job_id: Option<Option<JobId>>,
     pub enabled: Option<bool>,
     pub rate_limit_per_minute: Option<i32>,
+    /// Replaces the toolset list.
+    pub toolsets: Option<Vec<String>>,
 }
 
 /// A stored hook: the trigger as the API shows it, with its tenant and its sealed secret
@@ -99,8 +103,8 @@ impl Automation<'_> {
         let sealed = SecretBox::required(secrets, "a webhook's secret")?.seal(&context(id), secret.as_bytes())?;
         let row = sqlx::query(
             "INSERT INTO webhooks (id, tenant_id, agent_id, name, secret, events, prompt, skills, deliver,
-                                   cron_job_id, rate_limit_per_minute)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *",
+                                   cron_job_id, rate_limit_per_minute, toolsets)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING *",
         )
         .bind(id.as_uuid())
         .bind(tenant.as_uuid())
@@ -113,6 +117,7 @@ impl Automation<'_> {
         .bind(&new.deliver)
         .bind(new.cron_job_id.map(|j| j.as_uuid()))
         .bind(new.rate_limit_per_minute)
+        .bind(new.toolsets.as_ref())
         .fetch_one(&mut *self.as_tenant(tenant).await?)
         .await
         .map_err(|e| StoreError::conflict_on_unique(e, NAME_TAKEN))?;
@@ -137,7 +142,8 @@ impl Automation<'_> {
             "UPDATE webhooks SET name = COALESCE($3, name), events = COALESCE($4, events),
                     prompt = COALESCE($5, prompt), skills = COALESCE($6, skills), deliver = COALESCE($7, deliver),
                     cron_job_id = CASE WHEN $8 THEN $9 ELSE cron_job_id END, enabled = COALESCE($10, enabled),
-                    rate_limit_per_minute = COALESCE($11, rate_limit_per_minute), updated_at = now()
+                    rate_limit_per_minute = COALESCE($11, rate_limit_per_minute),
+                    toolsets = COALESCE($12, toolsets), updated_at = now()
              WHERE tenant_id = $1 AND id = $2 RETURNING *",
         )
         .bind(tenant.as_uuid())
@@ -151,6 +157,7 @@ impl Automation<'_> {
         .bind(changes.cron_job_id.flatten().map(|j| j.as_uuid()))
         .bind(changes.enabled)
         .bind(changes.rate_limit_per_minute)
+        .bind(changes.toolsets.as_ref())
         .fetch_optional(&mut *self.as_tenant(tenant).await?)
         .await
         .map_err(|e| StoreError::conflict_on_unique(e, NAME_TAKEN))?

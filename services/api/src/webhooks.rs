@@ -75,6 +75,13 @@ fn check_rate(rate: i32) -> std::result::Result<(), ApiError> {
     if (1..=600).contains(&rate) { Ok(()) } else { Err(invalid("rate_limit_per_minute must be 1 to 600")) }
 }
 
+fn check_toolsets(toolsets: Option<&[String]>) -> std::result::Result<(), ApiError> {
+    match toolsets.into_iter().flatten().find(|t| t.parse::<hermes_core::ToolsetName>().is_err()) {
+        Some(unknown) => Err(invalid(format!("no toolset `{unknown}` (GET /v1/toolsets lists them)"))),
+        None => Ok(()),
+    }
+}
+
 /// The caller's cron job `reference` (id or name), which must be the hook's agent's.
 async fn job_of(
     state: &AppState,
@@ -126,6 +133,9 @@ pub(crate) struct CreateWebhook {
     cron_job: Option<String>,
     /// Deliveries taken per minute (default 30).
     rate_limit_per_minute: Option<i32>,
+    /// Only these of the agent's toolsets in its turns (a webhook's turn never has more than
+    /// `web` and `vision` anyway).
+    toolsets: Option<Vec<String>>,
 }
 
 #[utoipa::path(post, path = "/v1/webhooks", tag = "webhooks", request_body = CreateWebhook,
@@ -152,6 +162,7 @@ async fn new_webhook(state: &AppState, auth: &KeyAuth, c: CreateWebhook) -> Resu
     check_deliver(&deliver)?;
     let rate = c.rate_limit_per_minute.unwrap_or(30);
     check_rate(rate)?;
+    check_toolsets(c.toolsets.as_deref())?;
     let cron_job_id = match &c.cron_job {
         Some(reference) => Some(job_of(state, auth, agent.id, reference).await?),
         None => None,
@@ -165,6 +176,7 @@ async fn new_webhook(state: &AppState, auth: &KeyAuth, c: CreateWebhook) -> Resu
         deliver,
         cron_job_id,
         rate_limit_per_minute: rate,
+        toolsets: c.toolsets,
     })
 }
 
@@ -187,6 +199,8 @@ pub(crate) struct UpdateWebhook {
     cron_job: Option<String>,
     enabled: Option<bool>,
     rate_limit_per_minute: Option<i32>,
+    /// Replaces the list of the only toolsets its turns may use.
+    toolsets: Option<Vec<String>>,
 }
 
 #[utoipa::path(patch, path = "/v1/webhooks/{id}", tag = "webhooks", params(WebhookPath), request_body = UpdateWebhook,
@@ -211,6 +225,7 @@ async fn changes(state: &AppState, auth: &KeyAuth, hook: &Webhook, u: UpdateWebh
     if let Some(rate) = u.rate_limit_per_minute {
         check_rate(rate)?;
     }
+    check_toolsets(u.toolsets.as_deref())?;
     let cron_job_id = match u.cron_job.as_deref().map(str::trim) {
         None => None,
         Some("") => Some(None),
@@ -225,6 +240,7 @@ async fn changes(state: &AppState, auth: &KeyAuth, hook: &Webhook, u: UpdateWebh
         cron_job_id,
         enabled: u.enabled,
         rate_limit_per_minute: u.rate_limit_per_minute,
+        toolsets: u.toolsets,
     })
 }
 

@@ -81,6 +81,7 @@ pub(crate) mod tests {
             admin_commands: vec![],
             tool_progress: true,
             home_chat: None,
+            toolsets: Default::default(),
             status: hermes_core::ChannelStatus::Active,
             status_reason: None,
             poll_offset: 0,

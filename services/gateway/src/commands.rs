@@ -99,10 +99,22 @@ impl Gateway {
             ChatCommand::Resume => self.resume(channel, &route, rest.split_whitespace().next()).await,
             ChatCommand::Usage => self.usage(channel).await,
             ChatCommand::Voice => self.voice_command(channel, msg, rest).await,
-            ChatCommand::Help => Ok(help_text(msg.kind)),
+            ChatCommand::Help => self.help(channel, msg).await,
             // The worker answers these; `own_command` never hands them here.
             ChatCommand::Compress | ChatCommand::Rollback | ChatCommand::ReloadMcp => Ok(help_text(msg.kind)),
         }
+    }
+
+    /// `/help`: the commands, and the toolsets the agent has in this chat (its bot's rules for
+    /// the chat applied).
+    async fn help(&self, channel: &Channel, msg: &Incoming) -> Result<String, IngestError> {
+        let agent = self.store.agents().agent(channel.tenant_id, channel.agent_id).await.map_err(err)?;
+        let mut toolsets = agent.toolsets.clone();
+        let rule = channel.toolsets.limit_for(&msg.chat_id, msg.kind == ChatKind::Group);
+        hermes_core::audience::narrow(&mut toolsets, rule);
+        let tools = if toolsets.is_empty() { "none".to_owned() } else { toolsets.join(", ") };
+        let narrowed = if rule.is_some() { " (this chat's share of mine)" } else { "" };
+        Ok(format!("{}\nTools here{narrowed}: {tools}.", help_text(msg.kind)))
     }
 
     /// `/sethome`: deliveries to this channel's platform come to this chat.

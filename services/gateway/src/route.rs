@@ -36,6 +36,7 @@ pub fn destination(channel: &Channel, msg: &Incoming) -> Destination {
     Destination {
         reply_to: msg.message_id,
         reply_token: msg.reply_token.clone(),
+        group: msg.kind == ChatKind::Group,
         ..Destination::chat(channel.platform, channel.id, msg.chat_id.clone(), msg.thread.clone())
     }
 }

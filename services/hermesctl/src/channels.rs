@@ -56,6 +56,10 @@ pub enum ChannelCmd {
         /// The chat (chat or chat:thread) deliveries to the bare platform go to; "" clears it.
         #[arg(long)]
         home_chat: Option<String>,
+        /// Which toolsets each kind of chat may use, as JSON (`{}` lifts the rules):
+        /// `{"groups": ["web", "memory"], "chats": {"C0TEAM": ["terminal", "web"]}}`.
+        #[arg(long, value_parser = chat_toolsets)]
+        toolsets: Option<hermes_core::audience::ChatToolsets>,
     },
     /// Pairing codes people got from the bot.
     #[command(subcommand)]
@@ -178,6 +182,7 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
             admin_commands,
             tool_progress,
             home_chat,
+            toolsets,
         } => {
             let some = |v: Vec<String>| (!v.is_empty()).then_some(v);
             let changes = ChannelChanges {
@@ -192,6 +197,7 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
                 admin_commands: some(admin_commands),
                 tool_progress,
                 home_chat,
+                toolsets,
             };
             update(json_mode, store, &name, id, changes).await?;
         }
@@ -202,6 +208,11 @@ pub async fn run_channel(json_mode: bool, config: &HermesConfig, store: &Store, 
         ChannelCmd::Delete { tenant: name, id } => delete(json_mode, store, &name, id).await?,
     }
     Ok(())
+}
+
+/// `--toolsets` as given.
+fn chat_toolsets(text: &str) -> Result<hermes_core::audience::ChatToolsets, String> {
+    serde_json::from_str(text).map_err(|e| format!("not a toolset rule ({e}); e.g. {{\"groups\": [\"web\"]}}"))
 }
 
 /// `channel list`.

@@ -37,6 +37,9 @@ pub enum WebhookCmd {
         /// Fire this cron job (id or name) instead of starting a turn.
         #[arg(long)]
         cron_job: Option<String>,
+        /// Only these of the agent's toolsets in its turns; repeat.
+        #[arg(long = "toolset")]
+        toolsets: Vec<String>,
     },
     /// A new secret; the old one stops working at once.
     Rotate(TenantItem),
@@ -73,7 +76,10 @@ pub async fn run_webhook(json_mode: bool, config: &HermesConfig, store: &Store, 
                 format!("{}\t{}\t/hooks/{}\tdeliver {}\tenabled {}", h.id, h.name, h.id, h.deliver, h.enabled)
             });
         }
-        WebhookCmd::Create { owner, name: hook_name, events, prompt, deliver, cron_job } => {
+        WebhookCmd::Create { owner, name: hook_name, events, prompt, deliver, cron_job, toolsets } => {
+            if let Some(unknown) = toolsets.iter().find(|t| t.parse::<hermes_core::ToolsetName>().is_err()) {
+                bail!("no toolset `{unknown}` (hermesctl toolsets lists them)");
+            }
             let (t, agent) = owner.resolve(store).await?;
             if let Some(finding) = hermes_threats::scan_strict(&prompt).first() {
                 bail!("the prompt was refused: it looks like {}", finding.reason);
@@ -93,6 +99,7 @@ pub async fn run_webhook(json_mode: bool, config: &HermesConfig, store: &Store, 
                 deliver,
                 cron_job_id,
                 rate_limit_per_minute: 30,
+                toolsets: crate::keys::only(toolsets),
             };
             let (hook, secret) = store.automation().create_webhook(t.id, &new, secrets(config)?.as_ref()).await?;
             let human = format!(

@@ -25,6 +25,9 @@ pub enum KeyCmd {
         /// A label for the key (1 to 100 characters).
         #[arg(long, default_value = "hermesctl")]
         name: String,
+        /// Keep the key's turns to these of their agent's toolsets (repeat; e.g. `--toolset web`).
+        #[arg(long = "toolset")]
+        toolsets: Vec<String>,
     },
     /// List a tenant's API keys (never their secrets).
     List {
@@ -89,11 +92,16 @@ pub enum PoolCmd {
     },
 }
 
+/// A `--toolset` list as a limit: none given, no limit.
+pub fn only(toolsets: Vec<String>) -> Option<Vec<String>> {
+    if toolsets.is_empty() { None } else { Some(toolsets) }
+}
+
 pub async fn run_key(json_mode: bool, store: &Store, cmd: KeyCmd) -> anyhow::Result<()> {
     match cmd {
-        KeyCmd::Create { tenant: name, agent, name: label } => {
+        KeyCmd::Create { tenant: name, agent, name: label, toolsets } => {
             let t = tenant(store, &name).await?;
-            let new = NewApiKey { name: label, agent, expires_in_days: None };
+            let new = NewApiKey { name: label, agent, expires_in_days: None, toolsets: only(toolsets) };
             let ApiKeyMade { key, secret } = hermes_ops::keys::create(store, cli_actor(), t.id, &new).await?;
             let mut value = json!(key);
             value["key"] = json!(secret);

@@ -122,9 +122,9 @@ async fn tenant(remote: &Remote, cmd: TenantCmd, json_mode: bool) -> anyhow::Res
 
 async fn key(remote: &Remote, cmd: KeyCmd, json_mode: bool) -> anyhow::Result<()> {
     match cmd {
-        KeyCmd::Create { tenant, agent, name } => {
+        KeyCmd::Create { tenant, agent, name, toolsets } => {
             let id = remote.tenant(&tenant).await?;
-            let body = NewApiKey { name, agent, expires_in_days: None };
+            let body = NewApiKey { name, agent, expires_in_days: None, toolsets: crate::keys::only(toolsets) };
             let made: ApiKeyMade =
                 remote.send(Method::POST, &format!("/admin/v1/tenants/{id}/keys"), Some(&body)).await?;
             let mut value = serde_json::to_value(&made.key)?;

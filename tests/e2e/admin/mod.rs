@@ -11,7 +11,7 @@ mod conformance;
 mod credentials;
 mod cross_tenant;
 mod mcp;
-mod remote_cli;
+pub(crate) mod remote_cli;
 mod sign_in;
 mod skills;
 mod sso;

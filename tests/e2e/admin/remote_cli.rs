@@ -119,7 +119,7 @@ async fn hermesctl_manages_tenants_keys_and_members_over_the_admin_api() {
 }
 
 /// `hermesctl` on the database directly, as the operating-system user `user`.
-fn run_local(database_url: &str, user: &str, args: &[&str]) -> (bool, String) {
+pub(crate) fn run_local(database_url: &str, user: &str, args: &[&str]) -> (bool, String) {
     let vars =
         [("HERMES__DATABASE__URL", database_url), ("USER", user), ("HIDDEN_PROVIDER_KEY", "sk-live-never-logged")];
     hermesctl_with(&vars, args)

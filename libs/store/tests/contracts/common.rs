@@ -217,5 +217,6 @@ pub fn webhook(t: &Tenant, name: &str) -> hermes_store::webhooks::NewWebhook {
         deliver: "local".into(),
         cron_job_id: None,
         rate_limit_per_minute: 30,
+        toolsets: None,
     }
 }

@@ -70,6 +70,9 @@ pub struct ApiKey {
     pub agent_id: Option<AgentId>,
     pub name: String,
     pub prefix: String,
+    /// The only toolsets of their agent's its turns may use; `null`: all of them.
+    #[serde(default)]
+    pub toolsets: Option<Vec<String>>,
     pub created_at: DateTime<Utc>,
     pub expires_at: Option<DateTime<Utc>>,
     pub revoked_at: Option<DateTime<Utc>>,
@@ -94,4 +97,8 @@ pub struct NewApiKey {
     /// Unset: the key does not expire.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_in_days: Option<u32>,
+    /// Keep the key's turns to these of their agent's toolsets (never more than the agent
+    /// has); unset: all of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toolsets: Option<Vec<String>>,
 }

@@ -44,6 +44,10 @@ pub struct Channel {
     pub tool_progress: bool,
     /// Where deliveries to the bare platform go (`chat` or `chat:thread`).
     pub home_chat: Option<String>,
+    /// The only toolsets of the agent's each kind of chat may use: `direct`, `groups`, and
+    /// `chats` by chat id (the most specific wins); absent: all the agent's.
+    #[schema(value_type = Object)]
+    pub toolsets: hermes_core::audience::ChatToolsets,
     /// `active`, or `blocked` when the platform refuses the bot.
     #[schema(value_type = String)]
     pub status: ChannelStatus,
@@ -123,4 +127,8 @@ pub struct ChannelChanges {
     pub tool_progress: Option<bool>,
     /// `chat` or `chat:thread` where deliveries to the bare platform go; "" clears it.
     pub home_chat: Option<String>,
+    /// Replaces the rules of which toolsets each kind of chat may use (`{}` lifts them):
+    /// `{"groups": ["web", "memory"], "chats": {"C0TEAM": ["terminal", "web"]}}`.
+    #[schema(value_type = Option<Object>)]
+    pub toolsets: Option<hermes_core::audience::ChatToolsets>,
 }

@@ -27,6 +27,9 @@ pub struct HookTrigger {
     pub cron_job_id: Option<hermes_core::JobId>,
     pub enabled: bool,
     pub rate_limit_per_minute: i32,
+    /// The only toolsets of the agent's its turns may use; `null`: all a webhook's turn may.
+    #[serde(default)]
+    pub toolsets: Option<Vec<String>>,
     pub last_received_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
 }

@@ -131,11 +131,12 @@ pub(super) async fn plan(
         goal_active,
         memory,
         skill_versions,
+        limits: audience,
     } = *inputs?;
     let goal_may_apply = goal_active || crate::goals::goal_in(&input.text()).is_some();
     let origin = Origin::of(turn.session_source);
     let mcp_servers = rt.ctx.store.agents().mcp_servers(tenant, turn.agent_id).await?;
-    let (agent, loads_skills) = planner.agent(agent, origin, &mcp_servers).await?;
+    let (agent, loads_skills) = planner.agent(agent, (origin, &audience), &mcp_servers).await?;
     let models = planner.models(&agent, meter, pools, capped)?;
     let model = models.main();
     let child_usage = ChildUsage::default();
@@ -239,7 +240,7 @@ impl Planner<'_> {
     async fn agent(
         &self,
         mut agent: Agent,
-        origin: Origin,
+        (origin, audience): (Origin, &hermes_core::audience::ToolsetLimits),
         mcp_servers: &[hermes_store::StoredMcpServer],
     ) -> Result<(Agent, bool), PlanError> {
         // Configured MCP servers are the `mcp` toolset: a cron job's toolset list and the
@@ -252,6 +253,8 @@ impl Planner<'_> {
         }
         let loads_skills = ToolsetName::Skills.enabled_in(&agent.toolsets);
         origin.restrict(&mut agent.toolsets);
+        // The API key's, the chat's and the webhook's limits: narrower tools for wider audiences.
+        audience.apply(&mut agent.toolsets);
         Ok((agent, loads_skills))
     }
 

@@ -1,0 +1,7 @@
+-- Narrower tools for wider audiences (issue 38): a chat bot's rules per kind of chat and per
+-- chat, an API key's and a webhook's list of the only toolsets its turns may use. NULL or an
+-- empty object: the agent's toolsets. Only added columns with defaults: the previous release
+-- reads and writes these tables unchanged.
+ALTER TABLE channels ADD COLUMN toolsets jsonb NOT NULL DEFAULT '{}'::jsonb;
+ALTER TABLE api_keys ADD COLUMN toolsets text[];
+ALTER TABLE webhooks ADD COLUMN toolsets text[];
