@@ -60,7 +60,7 @@ async fn main() -> Result<()> {
     let sandboxes = hermes_sandbox::connect(&cfg).await.context("sandbox backend")?;
     #[expect(clippy::disallowed_methods, reason = "a benchmark tenant, not from a request")]
     let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
-    let keys: Vec<SandboxKey> = (0..args.sandboxes).map(|_| SandboxKey { tenant, agent: AgentId::new() }).collect();
+    let keys: Vec<SandboxKey> = (0..args.sandboxes).map(|_| SandboxKey::shared(tenant, AgentId::new())).collect();
 
     let mut cold = Vec::new();
     for key in &keys {

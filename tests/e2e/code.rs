@@ -46,7 +46,7 @@ print("two" in found, page.count("step"))
     assert_eq!(out["status"], "success", "{out}");
     assert_eq!(out["output"], "3 hello from workspace\nTrue 2\n");
     assert_eq!(out["tool_calls_made"], 4);
-    let key = hermes_sandbox::SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id };
+    let key = hermes_sandbox::SandboxKey::shared(ctx.tenant_id, ctx.agent_id);
     assert_eq!(run(f.sandboxes(), key, "cat notes/plan.md", 20).await.output, "step one\nstep two\n");
 
     // The schema lists the script tools the agent has, and nothing else.
@@ -104,7 +104,7 @@ time.sleep(60)
     assert!(started.elapsed() < std::time::Duration::from_secs(15));
     assert_eq!(out["status"], "timeout");
     assert!(out["output"].as_str().unwrap().starts_with("started\n"), "{out}");
-    let key = hermes_sandbox::SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id };
+    let key = hermes_sandbox::SandboxKey::shared(ctx.tenant_id, ctx.agent_id);
     let ps = run(f.sandboxes(), key, "ps -eo args | grep 'sleep 30[7]'", 20).await;
     assert_eq!(ps.output.trim(), "", "the script's child died with it");
 }

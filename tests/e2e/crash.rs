@@ -42,7 +42,7 @@ async fn a_worker_killed_mid_turn_is_replaced_and_the_client_gets_exactly_one_an
     let b_request = env.llm.requests()[2].messages();
     assert_eq!(b_request.last().unwrap()["role"], "tool");
     let sandboxes = hermes_sandbox::docker::DockerSandboxes::connect(&env.config.sandbox).await.unwrap();
-    let container = sandboxes.container_name(SandboxKey { tenant, agent: agent.id });
+    let container = sandboxes.container_name(SandboxKey::shared(tenant, agent.id));
     let out = Command::new("docker").args(["exec", &container, "cat", "/workspace/runs"]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "run\n", "the tool ran exactly once");
 

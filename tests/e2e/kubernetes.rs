@@ -327,3 +327,70 @@ fn the_manifests_validate_against_the_kubernetes_schemas_offline() {
     assert!(out.status.success(), "{report}");
     assert_eq!(report.matches("INFO").count(), files.len(), "every manifest was checked: {report}");
 }
+
+/// Per-person workspaces on Kubernetes (issue 38): two people of one agent get two pods, each
+/// with its own volume, token, TLS key and network policy (ingress from workers only, so one
+/// sandbox cannot reach the other's daemon); a file one writes is not in the other's workspace,
+/// and neither daemon takes the other's token.
+#[tokio::test]
+async fn two_people_of_one_agent_get_separate_pods_volumes_tokens_and_policies() {
+    let cluster = cluster();
+    let sandboxes = backend(&cluster, |_| {});
+    let shared = new_key();
+    let session = hermes_core::SessionId::new();
+    let person = |who: &str| {
+        let workspace = hermes_core::Workspace::for_turn(hermes_core::WorkspaceScope::Person, who, session);
+        SandboxKey { workspace, ..shared }
+    };
+    let (alice, bob) = (person("telegram:c:user:1"), person("telegram:c:user:2"));
+    run(&sandboxes, alice, "echo a-secret > alice.txt", 20).await;
+    let seen = run(&sandboxes, bob, "ls -a; cat alice.txt 2>&1 || true", 20).await.output;
+    assert!(!seen.contains("a-secret"), "{seen}");
+    assert!(seen.contains("No such file"), "{seen}");
+
+    let (a, b) = (sandboxes.names(alice), sandboxes.names(bob));
+    assert_ne!(a, sandboxes.names(shared), "not the agent's shared pod");
+    assert!(a.pod != b.pod && a.pvc != b.pvc && a.secret != b.secret, "{a:?} {b:?}");
+    for (kind, name) in [("pods", &a.pod), ("persistentvolumeclaims", &a.pvc), ("secrets", &a.secret)] {
+        let object = cluster.object(kind, name).unwrap_or_else(|| panic!("{kind} {name}"));
+        let label = object["metadata"]["labels"]["hermes.io/workspace"].as_str().unwrap().to_owned();
+        assert_eq!(label, alice.workspace.label(), "{kind} {name}");
+        assert_ne!(label, bob.workspace.label());
+    }
+    let pod = cluster.object("pods", &b.pod).unwrap();
+    let claims: Vec<&str> = pod["spec"]["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["persistentVolumeClaim"]["claimName"].as_str())
+        .collect();
+    assert_eq!(claims, [b.pvc.as_str()], "Bob's pod mounts his volume only");
+    let policy = cluster.object("networkpolicies", &b.pod).unwrap();
+    assert_eq!(policy["spec"]["podSelector"]["matchLabels"]["hermes.io/sandbox"], b.pod, "his pod only");
+    assert_eq!(
+        policy["spec"]["ingress"][0]["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"], "worker",
+        "no other sandbox may reach his daemon"
+    );
+
+    // Alice's token opens nothing of Bob's.
+    let token = |name: &str| {
+        let secret = cluster.object("secrets", name).unwrap();
+        secret["stringData"]["token"].as_str().map(str::to_owned).unwrap_or_else(|| secret["data"]["token"].to_string())
+    };
+    assert_ne!(token(&a.secret), token(&b.secret));
+    let tls = cluster.object("secrets", &format!("{}-tls", b.pod)).unwrap();
+    let pinned = hermes_sandbox::PinnedCert {
+        pem: tls["stringData"]["tls.crt"].as_str().unwrap().to_owned(),
+        name: b.pod.clone(),
+    };
+    let address = hermes_sandbox::Address::Tcp {
+        url: format!("https://{}:{}", pod["status"]["podIP"].as_str().unwrap(), cluster.port),
+        token: token(&a.secret),
+        tls: Some(pinned),
+    };
+    let with_alices_token = hermes_sandbox::SandboxClient::connect(&address).await.unwrap();
+    assert!(with_alices_token.status().await.is_err(), "Bob's daemon refuses Alice's token");
+
+    // The reaper reads the workspace back from the labels and keeps both live pods.
+    assert_eq!(sandboxes.reap_idle().await.unwrap(), 0);
+}

@@ -83,3 +83,4 @@ mod voice_out;
 mod web;
 mod webhooks;
 mod wecom;
+mod workspaces;

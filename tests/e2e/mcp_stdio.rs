@@ -28,6 +28,7 @@ fn ctx(tenant: TenantId, agent: AgentId) -> ToolCtx {
         agent_id: agent,
         session_id: SessionId::new(),
         turn_id: TurnId::new(),
+        workspace: hermes_core::Workspace::Shared,
         call_id: "call_stdio".into(),
         interaction: Default::default(),
     }
@@ -54,7 +55,7 @@ async fn a_stdio_server_runs_in_the_agents_sandbox_is_called_and_dies_with_its_s
     #[expect(clippy::disallowed_methods, reason = "a test tenant, not from a request")]
     let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
     let agent = AgentId::new();
-    let key = SandboxKey { tenant, agent };
+    let key = SandboxKey::shared(tenant, agent);
     let sandboxes: &dyn Sandboxes = f.sandboxes.as_ref();
     sandboxes.open(key).await.unwrap();
 

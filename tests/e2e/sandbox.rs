@@ -52,7 +52,7 @@ impl Drop for DockerFixture {
 pub fn new_key() -> SandboxKey {
     #[expect(clippy::disallowed_methods, reason = "a test tenant, not from a request")]
     let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
-    SandboxKey { tenant, agent: AgentId::new() }
+    SandboxKey::shared(tenant, AgentId::new())
 }
 
 pub async fn run(s: &dyn Sandboxes, key: SandboxKey, command: &str, timeout_secs: u64) -> ExecOutput {

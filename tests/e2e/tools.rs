@@ -32,7 +32,7 @@ async fn terminal_runs_in_the_tenants_hardened_container_and_the_model_sees_the_
     // The container is this tenant-agent's, and hardened.
     let docker = Docker::connect_with_local_defaults().unwrap().negotiate_version().await.unwrap();
     let sandboxes = hermes_sandbox::docker::DockerSandboxes::connect(&env.config.sandbox).await.unwrap();
-    let name = sandboxes.container_name(SandboxKey { tenant, agent: agent.id });
+    let name = sandboxes.container_name(SandboxKey::shared(tenant, agent.id));
     let info = docker.inspect_container(&name, None).await.unwrap();
     let host = info.host_config.unwrap();
     assert_eq!(host.cap_drop.unwrap(), ["ALL"]);
@@ -103,7 +103,7 @@ async fn the_idle_reaper_never_removes_a_sandbox_while_a_command_runs_in_it() {
     let (tenant, agent, _) = env.tenant("acme", "ops").await;
     let sandboxes =
         std::sync::Arc::new(hermes_sandbox::docker::DockerSandboxes::connect(&env.config.sandbox).await.unwrap());
-    let key = SandboxKey { tenant, agent: agent.id };
+    let key = SandboxKey::shared(tenant, agent.id);
     let begun = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let running = {
         let (sandboxes, begun) = (sandboxes.clone(), begun.clone());
@@ -210,7 +210,7 @@ async fn a_turn_starts_the_agents_sandbox_while_the_model_thinks_but_only_for_ag
         docker.inspect_container(name, None).await.ok().and_then(|i| i.state).and_then(|s| s.running) == Some(true)
     };
 
-    let name = sandboxes.container_name(SandboxKey { tenant, agent: agent.id });
+    let name = sandboxes.container_name(SandboxKey::shared(tenant, agent.id));
     // The model thinks for 6 s; the sandbox must run within 5.5 s of the request (a container
     // start on a busy machine takes seconds): the window is the behaviour under test.
     env.llm.push(ScriptedReply::text("Hello.").after(Duration::from_secs(6)));
@@ -231,7 +231,7 @@ async fn a_turn_starts_the_agents_sandbox_while_the_model_thinks_but_only_for_ag
     assert_eq!(resp.status(), 200);
     // No container may appear for a while: the sleep is the behaviour under test.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let writer_name = sandboxes.container_name(SandboxKey { tenant, agent: writer.id });
+    let writer_name = sandboxes.container_name(SandboxKey::shared(tenant, writer.id));
     assert!(
         docker.inspect_container(&writer_name, None).await.is_err(),
         "no container for an agent without sandbox tools"

@@ -38,6 +38,8 @@ pub struct BrowserKey {
     pub tenant: TenantId,
     pub agent: AgentId,
     pub session: SessionId,
+    /// The sandbox the browser runs in (its profile is that workspace's).
+    pub workspace: hermes_core::Workspace,
 }
 
 /// The browsers this worker holds.
@@ -86,7 +88,7 @@ impl Browsers {
         if let Some(page) = self.existing(key) {
             return Ok(page);
         }
-        let sandbox = SandboxKey { tenant: key.tenant, agent: key.agent };
+        let sandbox = SandboxKey { tenant: key.tenant, agent: key.agent, workspace: key.workspace };
         let process = hermes_sandbox::process::spawn(self.sandboxes.as_ref(), sandbox, launch::start(&self.config))
             .await
             .map_err(|e| BrowserError::Refused(format!("the browser could not start: {e}")))?;

@@ -21,7 +21,7 @@ pub struct BrowserTurn {
 
 impl BrowserTurn {
     fn key(ctx: &ToolCtx) -> BrowserKey {
-        BrowserKey { tenant: ctx.tenant_id, agent: ctx.agent_id, session: ctx.session_id }
+        BrowserKey { tenant: ctx.tenant_id, agent: ctx.agent_id, session: ctx.session_id, workspace: ctx.workspace }
     }
 
     /// The conversation's open browser; the tools other than `browser_navigate` need one.

@@ -16,6 +16,7 @@ pub mod message;
 pub mod outbox;
 pub mod toolsets;
 pub mod trace;
+pub mod workspace;
 
 pub use access::{AdminOp, MemberRole, Standing};
 pub use errors::ErrorCode;
@@ -35,3 +36,4 @@ pub use kinds::{
 };
 pub use message::{ChatMessage, Content, ContentPart, Role, ToolCall, ToolCallFunction};
 pub use toolsets::ToolsetName;
+pub use workspace::{Workspace, WorkspaceScope};

@@ -43,10 +43,13 @@ async fn stdio(
         // Its own user: the agent can neither read its secrets nor change its code.
         as_mcp_user: true,
     };
-    let process =
-        hermes_sandbox::process::spawn(sandboxes.as_ref(), SandboxKey { tenant: key.tenant, agent: key.agent }, start)
-            .await
-            .map_err(McpError::Connect)?;
+    let process = hermes_sandbox::process::spawn(
+        sandboxes.as_ref(),
+        SandboxKey { tenant: key.tenant, agent: key.agent, workspace: hermes_core::Workspace::Shared },
+        start,
+    )
+    .await
+    .map_err(McpError::Connect)?;
     let ended = process.ended.clone();
     McpConnection::start(process.io, key, spec).await.map_err(|e| {
         let why = ended.lock().ok().and_then(|w| w.clone());

@@ -2,7 +2,7 @@
 //! checks whichever door asked (the admin API, `hermesctl agent create`): known toolsets, model
 //! URLs the front end may name, a provider key only where it can be sealed.
 
-use hermes_core::{ApprovalMode, ImageInputMode, TenantId, ToolsetName};
+use hermes_core::{ApprovalMode, ImageInputMode, TenantId, ToolsetName, WorkspaceScope};
 use hermes_net_policy::outbound::Policy;
 use hermes_store::admin::{Audit, Change};
 use hermes_store::{Agent, AgentChanges, SecretBox, Store};
@@ -98,6 +98,12 @@ pub async fn create(
         tx.set_approval_mode(agent.id, mode).await?;
         agent.approval_mode = mode;
     }
+    // New agents give each person their own workspace unless asked otherwise.
+    let scope = new.workspace.unwrap_or(WorkspaceScope::Person);
+    if scope != agent.workspace {
+        tx.set_workspace_scope(agent.id, scope).await?;
+        agent.workspace = scope;
+    }
     let vision = new.vision_model;
     let images = new.image_input_mode.filter(|m| *m != agent.image_input_mode);
     if vision.is_some() || images.is_some() {
@@ -128,6 +134,7 @@ pub async fn edit(
     urls.check_models(edit.fallbacks.iter().flatten().map(|m| ("fallbacks", m)).chain(vision))?;
     let images: Option<ImageInputMode> = parsed("image_input_mode", edit.image_input_mode.as_deref())?;
     let mode: Option<ApprovalMode> = parsed("approval_mode", edit.approval_mode.as_deref())?;
+    let scope: Option<WorkspaceScope> = parsed("workspace", edit.workspace.as_deref())?;
     let changes = AgentChanges {
         model: edit.model.map(|m| m.trim().to_owned()).filter(|m| !m.is_empty()),
         soul: edit.soul,
@@ -144,6 +151,10 @@ pub async fn edit(
     if let Some(mode) = mode {
         tx.set_approval_mode(before.id, mode).await?;
         after.approval_mode = mode;
+    }
+    if let Some(scope) = scope {
+        tx.set_workspace_scope(before.id, scope).await?;
+        after.workspace = scope;
     }
     if images.is_some() || edit.vision_model.is_some() {
         let model = edit.vision_model;

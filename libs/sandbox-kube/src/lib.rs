@@ -290,7 +290,7 @@ impl KubeSandboxes {
             let Some(name) = pod.metadata.name.clone() else { continue };
             let labels = pod.metadata.labels.clone().unwrap_or_default();
             let key = match (labels.get(manifests::LABEL_TENANT), labels.get(manifests::LABEL_AGENT)) {
-                (Some(t), Some(a)) => parse_key(t, a),
+                (Some(t), Some(a)) => parse_key(t, a, labels.get(manifests::LABEL_WORKSPACE).map(String::as_str)),
                 _ => None,
             };
             let ip = pod.status.and_then(|s| s.pod_ip).unwrap_or_default();
@@ -332,12 +332,13 @@ impl KubeSandboxes {
     }
 }
 
-fn parse_key(tenant: &str, agent: &str) -> Option<SandboxKey> {
+fn parse_key(tenant: &str, agent: &str, workspace: Option<&str>) -> Option<SandboxKey> {
     let tenant = tenant.parse::<uuid::Uuid>().ok()?;
     let agent = agent.parse::<uuid::Uuid>().ok()?;
     #[expect(clippy::disallowed_methods, reason = "labels this backend wrote for that tenant's sandbox")]
     let tenant = hermes_core::TenantId::from_authenticated(tenant);
-    Some(SandboxKey { tenant, agent: hermes_core::AgentId::from_uuid(agent) })
+    let workspace = hermes_core::Workspace::from_label(workspace)?;
+    Some(SandboxKey { tenant, agent: hermes_core::AgentId::from_uuid(agent), workspace })
 }
 
 impl Sandboxes for KubeSandboxes {

@@ -22,7 +22,7 @@ use hermes_config::{KubernetesSandboxConfig, SandboxConfig};
 use hermes_net_policy::{Cidr, NON_PUBLIC_V4, NON_PUBLIC_V6};
 use hermes_sandbox::{MCP_HOME_MOUNT, MCP_USER, SandboxKey, WORKSPACE};
 
-pub use crate::names::{LABEL_AGENT, LABEL_OWNER, LABEL_SANDBOX, LABEL_TENANT, Names};
+pub use crate::names::{LABEL_AGENT, LABEL_OWNER, LABEL_SANDBOX, LABEL_TENANT, LABEL_WORKSPACE, Names};
 use crate::names::{labels, meta};
 
 /// The variable sandboxd reads its token from (`--token-env`), filled from the token Secret. An

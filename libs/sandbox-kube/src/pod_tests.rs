@@ -9,7 +9,7 @@ use crate::manifests::{Names, pod};
 #[test]
 fn mcp_servers_run_as_their_own_user_with_a_fresh_home_volume() {
     let tenant = TenantId::mint();
-    let key = SandboxKey { tenant, agent: AgentId::new() };
+    let key = SandboxKey::shared(tenant, AgentId::new());
     let cfg = hermes_config::KubernetesSandboxConfig::default();
     let spec = pod(&cfg, key, &Names::of("hermes", key), 60).spec.unwrap();
     let container = &spec.containers[0];

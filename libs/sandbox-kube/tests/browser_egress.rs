@@ -12,7 +12,7 @@ use serde_json::Value;
 #[test]
 fn a_kubernetes_sandbox_points_no_program_at_a_proxy_on_its_loopback() {
     let tenant = TenantId::mint();
-    let key = SandboxKey { tenant, agent: AgentId::new() };
+    let key = SandboxKey::shared(tenant, AgentId::new());
     let cfg = hermes_config::SandboxConfig::default();
     for internet in [false, true] {
         let manifests = manifests_of(&cfg, key, internet);

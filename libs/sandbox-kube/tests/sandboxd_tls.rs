@@ -173,7 +173,7 @@ async fn someone_on_the_pod_network_reads_neither_the_calls_nor_the_work_nor_its
 fn the_pod_serves_tls_with_its_own_key_given_as_variables_from_its_own_secret() {
     #[expect(clippy::disallowed_methods, reason = "a test tenant, not from a request")]
     let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
-    let key = SandboxKey { tenant, agent: AgentId::new() };
+    let key = SandboxKey::shared(tenant, AgentId::new());
     let mut cfg = hermes_config::SandboxConfig::default();
     assert!(cfg.kubernetes.tls, "TLS is the default under Kubernetes");
     for on in [true, false] {

@@ -31,11 +31,20 @@ pub use client::{Address, PinnedCert, SandboxClient, status_error};
 pub use common::{Census, is_idle, live_sandbox, record_live};
 pub use hermes_sandbox_proto::v1 as proto;
 
-/// Which sandbox: never shared between tenants or agents.
+/// Which sandbox: never shared between tenants or agents, nor between the people or
+/// conversations of an agent whose `workspace` setting gives each their own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SandboxKey {
     pub tenant: TenantId,
     pub agent: AgentId,
+    pub workspace: hermes_core::Workspace,
+}
+
+impl SandboxKey {
+    /// The agent's shared workspace (everyone's, under the agent's `workspace = agent`).
+    pub fn shared(tenant: TenantId, agent: AgentId) -> Self {
+        Self { tenant, agent, workspace: hermes_core::Workspace::Shared }
+    }
 }
 
 /// A command to run in a sandbox.

@@ -80,6 +80,7 @@ struct AgentRow {
     disabled_skills: Vec<String>,
     image_input_mode: String,
     vision_model: Option<Value>,
+    workspace: String,
     created_at: DateTime<Utc>,
 }
 
@@ -111,6 +112,7 @@ impl AgentRow {
             disabled_skills: self.disabled_skills,
             image_input_mode: crate::rows::vocab(&self.image_input_mode)?,
             vision_model: model_setting(self.vision_model)?,
+            workspace: crate::rows::vocab(&self.workspace)?,
             created_at: self.created_at,
         };
         Ok(Agent { shown, provider_secret: self.provider_secret })
@@ -133,7 +135,7 @@ impl Agent {
 
 macro_rules! agent_columns {
     () => {
-        "id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets, provider_key_hosts, fallbacks, api_mode, auxiliary, context_window, approval_mode, egress, disabled_skills, image_input_mode, vision_model, created_at"
+        "id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets, provider_key_hosts, fallbacks, api_mode, auxiliary, context_window, approval_mode, egress, disabled_skills, image_input_mode, vision_model, workspace, created_at"
     };
 }
 

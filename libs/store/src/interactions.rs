@@ -288,6 +288,10 @@ tenant_writes! {
 
     /// Sets how the agent's dangerous commands are approved.
     pub async fn set_approval_mode(agent: AgentId, mode: ApprovalMode) -> Result<()> = set_approval_mode_on;
+
+    /// Sets whose sandbox the agent's tools use; turns claimed after it use the new one.
+    pub async fn set_workspace_scope(agent: AgentId, scope: hermes_core::WorkspaceScope) -> Result<()>
+        = set_workspace_scope_on;
 }
 
 /// [`Turns::answer_interaction`](crate::views::Turns::answer_interaction) on a connection already set to `tenant`.
@@ -351,6 +355,22 @@ async fn set_egress_on(conn: &mut PgConnection, tenant: TenantId, agent: AgentId
         .bind(tenant.as_uuid())
         .bind(agent.as_uuid())
         .bind(enabled)
+        .execute(conn)
+        .await?;
+    crate::require_changed(&done)
+}
+
+/// [`Turns::set_workspace_scope`](crate::views::Turns::set_workspace_scope) on a connection already set to `tenant`.
+async fn set_workspace_scope_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    agent: AgentId,
+    scope: hermes_core::WorkspaceScope,
+) -> Result<()> {
+    let done = sqlx::query("UPDATE agents SET workspace = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.as_uuid())
+        .bind(agent.as_uuid())
+        .bind(scope.as_str())
         .execute(conn)
         .await?;
     crate::require_changed(&done)

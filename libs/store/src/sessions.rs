@@ -113,8 +113,9 @@ impl Conversations<'_> {
     pub async fn create_child_session(self, tenant: TenantId, parent: SessionId, title: &str) -> Result<SessionId> {
         let child = SessionId::new();
         let done = sqlx::query(
-            "INSERT INTO sessions (id, tenant_id, agent_id, source, title, parent_session_id, lineage, user_key)
-             SELECT $3, tenant_id, agent_id, $5, $4, id, 'subagent', user_key
+            "INSERT INTO sessions (id, tenant_id, agent_id, source, title, parent_session_id, lineage, user_key,
+                                   workspace_root)
+             SELECT $3, tenant_id, agent_id, $5, $4, id, 'subagent', user_key, COALESCE(workspace_root, id)
              FROM sessions WHERE tenant_id = $1 AND id = $2",
         )
         .bind(tenant.as_uuid())
@@ -154,7 +155,7 @@ async fn insert_compacted_child(
     len: usize,
 ) -> Result<SessionId> {
     let row = sqlx::query(
-        "SELECT agent_id, source, title, user_key FROM sessions
+        "SELECT agent_id, source, title, user_key, COALESCE(workspace_root, id) AS workspace_root FROM sessions
          WHERE tenant_id = $1 AND id = $2 AND fence = $3 FOR UPDATE",
     )
     .bind(tenant.as_uuid())
@@ -167,8 +168,8 @@ async fn insert_compacted_child(
     let next_seq = i32::try_from(len + 1).map_err(|_| StoreError::Invalid("history too long".into()))?;
     sqlx::query(
         "INSERT INTO sessions (id, tenant_id, agent_id, source, title, system_prompt, fence, next_seq,
-                               parent_session_id, lineage, user_key)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'compaction', $10)",
+                               parent_session_id, lineage, user_key, workspace_root)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'compaction', $10, $11)",
     )
     .bind(child.as_uuid())
     .bind(tenant.as_uuid())
@@ -180,6 +181,7 @@ async fn insert_compacted_child(
     .bind(next_seq)
     .bind(parent.as_uuid())
     .bind(row.try_get::<String, _>("user_key")?)
+    .bind(row.try_get::<uuid::Uuid, _>("workspace_root")?)
     .execute(&mut *db)
     .await?;
     Ok(child)

@@ -28,6 +28,13 @@ pub(crate) mod outbox_rows;
 pub(crate) use enqueue::enqueue_in;
 pub use hermes_core::TurnStatus;
 
+impl ClaimedTurn {
+    /// Whose sandbox the turn's tools use.
+    pub fn workspace(&self) -> hermes_core::Workspace {
+        hermes_core::Workspace::for_turn(self.workspace_scope, &self.session_user_key, self.workspace_root)
+    }
+}
+
 /// What extending a lease found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LeaseState {
@@ -156,6 +163,12 @@ pub struct ClaimedTurn {
     /// The session's end user (see [`TurnTarget::New`]).
     #[sqlx(rename = "user_key")]
     pub session_user_key: String,
+    /// The session its conversation began with (sub-agents and continuations share it).
+    #[sqlx(try_from = "crate::rows::Id")]
+    pub workspace_root: SessionId,
+    /// The agent's `workspace` setting as the turn was claimed.
+    #[sqlx(try_from = "String")]
+    pub workspace_scope: hermes_core::WorkspaceScope,
     /// The trace the turn was enqueued in (a malformed stored value is no trace).
     #[sqlx(rename = "trace_parent", try_from = "crate::rows::MaybeText")]
     pub trace: Option<hermes_core::trace::TraceParent>,
@@ -385,7 +398,9 @@ pub(crate) async fn claim_next_turn_on(
          ), s AS (
             UPDATE sessions SET fence = GREATEST(fence + 1, $4)
             WHERE tenant_id = $1 AND id = $2 AND EXISTS (SELECT 1 FROM claimable)
-            RETURNING fence, agent_id, system_prompt, source, user_key
+            RETURNING fence, agent_id, system_prompt, source, user_key, COALESCE(workspace_root, id) AS workspace_root,
+                      (SELECT a.workspace FROM agents a WHERE a.tenant_id = $1 AND a.id = sessions.agent_id)
+                          AS workspace_scope
          ), t AS (
             UPDATE turns SET status = 'running', lease_owner = $3,
                    lease_expires_at = now() + make_interval(secs => $5), attempts = attempts + 1,

@@ -284,7 +284,7 @@ impl Tool for ExecuteCode {
             if script.trim().is_empty() {
                 return Err(ToolError::RespondToModel("code is empty".into()));
             }
-            let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id };
+            let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id, workspace: ctx.workspace };
             let client = self.sandboxes.open(key).await.map_err(sandbox_error)?;
             let (input, rx) = mpsc::channel(8);
             let start = CodeStart {

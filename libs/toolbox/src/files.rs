@@ -36,7 +36,10 @@ impl FileTools {
     }
 
     async fn client(&self, ctx: &ToolCtx) -> Result<SandboxClient, ToolError> {
-        self.sandboxes.open(SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id }).await.map_err(sandbox_error)
+        self.sandboxes
+            .open(SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id, workspace: ctx.workspace })
+            .await
+            .map_err(sandbox_error)
     }
 
     /// Takes the turn's checkpoint before its first change (once per turn and worker).

@@ -110,7 +110,7 @@ impl SimpleTool for ProcessTool {
 impl ProcessTool {
     /// Whether a process of the session still runs (when unsure, yes).
     async fn any_running(&self, ctx: &ToolCtx) -> bool {
-        let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id };
+        let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id, workspace: ctx.workspace };
         let Ok(Some(client)) = self.sandboxes.running(key).await else { return false };
         let owner = ctx.session_id.to_string();
         match client.grpc().list_processes(ListProcessesRequest { owner }).await {
@@ -124,7 +124,7 @@ impl ProcessTool {
             let name = required_str(&args, "action")?;
             let action = ProcessAction::from_name(name);
             let owner = ctx.session_id.to_string();
-            let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id };
+            let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id, workspace: ctx.workspace };
             let mut grpc = self.sandboxes.open(key).await.map_err(sandbox_error)?.grpc();
             let fail = |s| sandbox_error(status_error(s));
             if action == Some(ProcessAction::List) {

@@ -49,7 +49,7 @@ impl ResultSpill for SandboxSpill {
 
 impl SandboxSpill {
     async fn write(&self, ctx: &ToolCtx, name: String, text: &str) -> Result<String, ToolError> {
-        let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id };
+        let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id, workspace: ctx.workspace };
         let client = self.sandboxes.open(key).await.map_err(sandbox_error)?;
         let path = format!("{RESULTS_DIR}/{name}");
         let request = WriteFileRequest { path: path.clone(), content: text.to_owned() };

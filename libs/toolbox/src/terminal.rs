@@ -73,7 +73,7 @@ impl TerminalTool {
     async fn background(&self, ctx: &ToolCtx, command: &str, workdir: Option<String>) -> Result<String, ToolError> {
         crate::approval::check(ctx, command).await?;
         self.checkpoint_if_changing(ctx, command).await?;
-        let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id };
+        let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id, workspace: ctx.workspace };
         let client = self.sandboxes.open(key).await.map_err(sandbox_error)?;
         let request = StartProcessRequest {
             command: command.to_owned(),
@@ -130,7 +130,7 @@ impl TerminalTool {
             timeout: Duration::from_secs(timeout_secs),
             env: Default::default(),
         };
-        let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id };
+        let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id, workspace: ctx.workspace };
         let out = hermes_sandbox::exec(&*self.sandboxes, key, request, &mut |_| {}).await.map_err(sandbox_error)?;
         Ok(Foreground {
             output: for_model(&out.output, MAX_OUTPUT_CHARS),

@@ -28,6 +28,8 @@ pub struct ToolCtx {
     pub agent_id: AgentId,
     pub session_id: SessionId,
     pub turn_id: TurnId,
+    /// Whose workspace the sandboxed tools use (the agent's `workspace` setting applied).
+    pub workspace: hermes_core::Workspace,
     /// The model's id for this call; with the turn, the idempotency key of its effects.
     pub call_id: String,
     /// What the tool may ask the user, and what the user already answered.
@@ -46,6 +48,7 @@ impl ToolCtx {
             agent_id: hermes_core::AgentId::new(),
             session_id: hermes_core::SessionId::new(),
             turn_id: hermes_core::TurnId::new(),
+            workspace: hermes_core::Workspace::Shared,
             call_id: call_id.to_owned(),
             interaction: Interactive::default(),
         }

@@ -84,6 +84,10 @@ pub struct AgentCreate {
     /// images) or text (described by the vision model).
     #[arg(long, default_value = "auto")]
     image_input_mode: hermes_core::ImageInputMode,
+    /// Whose sandbox its tools use: person (one per end user), agent (one for everyone) or
+    /// session (one per conversation).
+    #[arg(long, default_value = "person")]
+    workspace: hermes_core::WorkspaceScope,
 }
 
 fn model_at(spec: &str) -> anyhow::Result<ModelRef> {
@@ -168,6 +172,7 @@ impl AgentCreate {
             vision_model: model(self.vision_model.as_deref(), "--vision-model")?,
             image_input_mode: Some(self.image_input_mode),
             provider_key_hosts: self.key_hosts,
+            workspace: Some(self.workspace),
         })
     }
 }

@@ -55,7 +55,7 @@ pub(crate) async fn collect(rt: &Runtime, tenant: TenantId, turn: &ClaimedTurn, 
     if files.is_empty() {
         return content;
     }
-    let key = SandboxKey { tenant, agent: turn.agent_id };
+    let key = SandboxKey { tenant, agent: turn.agent_id, workspace: turn.workspace() };
     let client = rt.ctx.sandboxes.open(key).await;
     for target in files {
         let name = target.rsplit('/').next().unwrap_or(&target).to_owned();

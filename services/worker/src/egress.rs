@@ -340,10 +340,10 @@ mod tests {
         let store = Store::connect_lazy("postgres://nobody@127.0.0.1:1/none", Duration::from_millis(100)).unwrap();
         let inner = EgressProxy::new(store, &cfg).inner;
         #[expect(clippy::disallowed_methods, reason = "test fixture")]
-        let key = SandboxKey {
-            tenant: hermes_core::TenantId::from_authenticated(uuid::Uuid::now_v7()),
-            agent: hermes_core::AgentId::new(),
-        };
+        let key = SandboxKey::shared(
+            hermes_core::TenantId::from_authenticated(uuid::Uuid::now_v7()),
+            hermes_core::AgentId::new(),
+        );
         inner.settings.lock().unwrap().insert(key, (Instant::now(), true));
         (inner, key)
     }

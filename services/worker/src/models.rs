@@ -46,6 +46,8 @@ pub(crate) struct Models {
     pub deps: Arc<ModelDeps>,
     pub tenant: TenantId,
     pub agent: Agent,
+    /// Whose sandbox the turn's tools use (images named by path are read from it).
+    pub workspace: hermes_core::Workspace,
     pub api_key: Option<String>,
     /// Where every answered call is reported (stored with the turn's checkpoints).
     pub meter: Arc<CallBuffer>,

@@ -174,6 +174,7 @@ async fn review(rt: &Arc<Runtime>, job: ReviewJob) -> Result<String, String> {
         deps: rt.models.clone(),
         tenant: job.tenant_id,
         agent: agent.clone(),
+        workspace: hermes_core::Workspace::Shared,
         api_key,
         meter: meter.clone(),
         purpose: hermes_core::CallPurpose::Review,
@@ -188,6 +189,8 @@ async fn review(rt: &Arc<Runtime>, job: ReviewJob) -> Result<String, String> {
         agent_id: agent.id,
         session_id: job.session_id,
         turn_id: job.turn_id,
+        // The review reads the transcript and writes memory and skills, never files.
+        workspace: hermes_core::Workspace::Shared,
         call_id: String::new(),
         interaction: Interactive { enabled: false, ..Interactive::default() },
     };

@@ -26,10 +26,13 @@ async fn an_agent_is_edited_with_its_values_checked_and_audited() {
         (Some("gpt-4o-mini"), Some("You are terse."), Some(true))
     );
     assert_eq!(agent["approval_mode"], "smart");
+    assert_eq!(agent["workspace"], "agent", "an agent made before workspaces had owners keeps its shared one");
     assert_eq!(agent["fallbacks"][0]["model"], "backup");
     let stored = env.store.agents().agent_by_name(acme, "helper").await.unwrap();
     assert_eq!(stored.toolsets, ["terminal", "memory"]);
 
+    let (s, own) = owner.call(&env, Method::PATCH, &path, Some(json!({"workspace": "person"}))).await;
+    assert_eq!((s, own["workspace"].as_str()), (200, Some("person")));
     let (s, cleared) = owner.call(&env, Method::PATCH, &path, Some(json!({"soul": ""}))).await;
     assert_eq!((s, cleared["soul"].clone()), (200, json!(null)), "an empty SOUL clears it");
     // Images: a vision model and the mode, set together; `null` takes the model away again.
@@ -50,6 +53,7 @@ async fn an_agent_is_edited_with_its_values_checked_and_audited() {
         (json!({"toolsets": ["teleport"]}), "toolsets"),
         (json!({"approval_mode": "yolo"}), "approval_mode"),
         (json!({"image_input_mode": "telepathy"}), "image_input_mode"),
+        (json!({"workspace": "everyone"}), "workspace"),
         (json!({"vision_model": {"model": "m", "base_url": "http://10.0.0.8/v1"}}), "vision_model"),
         (json!({"fallbacks": [{"model": "m", "base_url": "http://169.254.169.254/v1"}]}), "fallbacks"),
     ] {

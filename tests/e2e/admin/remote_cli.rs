@@ -242,6 +242,7 @@ async fn hermesctl_creates_agents_on_the_database_and_over_the_admin_api_under_t
     let made: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!((made["name"].as_str(), made["egress"].as_bool()), (Some("local"), Some(true)), "{made}");
     assert_eq!(made["fallbacks"][0]["model"], "small");
+    assert_eq!(made["workspace"], "person", "a new agent gives each person their own workspace");
     assert_eq!(made["provider_key_hosts"][0], "127.0.0.1", "the key goes only to its server: {made}");
     // The admin API's checks hold on the database too: an unknown toolset is refused.
     let (ok, out) =
@@ -249,8 +250,13 @@ async fn hermesctl_creates_agents_on_the_database_and_over_the_admin_api_under_t
     assert!(!ok && out.contains("no_such_toolset"), "{out}");
 
     let remote = operator_cli(&env).await;
-    let (ok, out) =
-        remote(agent_create("remote", "https://api.example.com/v1", &["--context-window", "32000"])).await.unwrap();
+    let (ok, out) = remote(agent_create(
+        "remote",
+        "https://api.example.com/v1",
+        &["--context-window", "32000", "--workspace", "session"],
+    ))
+    .await
+    .unwrap();
     assert!(ok && out.contains("created agent remote"), "{out}");
     // Over the API the outbound policy holds: no model server on a private address.
     let (ok, out) = remote(agent_create("inside", "http://10.0.0.5/v1", &[])).await.unwrap();
@@ -260,6 +266,7 @@ async fn hermesctl_creates_agents_on_the_database_and_over_the_admin_api_under_t
     let listed = env.store.agents().list_agents(tenant.id).await.unwrap();
     let remote_made = listed.iter().find(|a| a.name == "remote").expect("made over the API");
     assert_eq!(remote_made.context_window, Some(32000), "the API takes what the CLI can set");
+    assert_eq!(remote_made.workspace, hermes_core::WorkspaceScope::Session);
     assert!(!listed.iter().any(|a| a.name == "odd" || a.name == "inside"), "refusals make nothing");
     let filter = hermes_store::admin::AuditFilter { limit: 100, ..Default::default() };
     let entries = env.store.admin().audit_entries(tenant.id, &filter).await.unwrap().entries;

@@ -26,6 +26,9 @@ pub(super) struct Cluster {
     /// The "kubelet" starts sandboxd without the pod's TLS flags (an impostor, or an image
     /// that ignores them): it answers in plaintext.
     pub(super) plaintext: AtomicBool,
+    /// Pods created so far: each gets its own loopback address (127.0.0.1, .2, ...), so
+    /// several can run at once on the one port.
+    pub(super) pods: std::sync::atomic::AtomicU8,
 }
 
 impl Drop for Cluster {
@@ -77,7 +80,7 @@ impl Cluster {
         let workspace = format!("{}/{pvc}", self.root);
         std::fs::create_dir_all(&workspace).unwrap();
         let child = Command::new(sandboxd_bin())
-            .args(["--listen", &format!("tcp:127.0.0.1:{}", self.port)])
+            .args(["--listen", &format!("tcp:{}:{}", pod["status"]["podIP"].as_str().unwrap(), self.port)])
             .args(flags)
             .envs(from_secrets)
             .args(["--workspace", &workspace])
@@ -111,7 +114,8 @@ impl Cluster {
                     return status(409, "AlreadyExists");
                 }
                 if resource == "pods" {
-                    object["status"] = json!({"phase": "Running", "podIP": "127.0.0.1"});
+                    let n = self.pods.fetch_add(1, Ordering::SeqCst) % 250 + 1;
+                    object["status"] = json!({"phase": "Running", "podIP": format!("127.0.0.{n}")});
                 }
                 if resource == "secrets" {
                     // The API server turns stringData into base64 data.
@@ -255,5 +259,6 @@ pub(super) fn cluster() -> Arc<Cluster> {
         port: free_port(),
         root: format!("/tmp/htest-kube/{}", unique("k")),
         plaintext: AtomicBool::new(false),
+        pods: std::sync::atomic::AtomicU8::new(0),
     })
 }

@@ -36,6 +36,7 @@ const SANDBOX_USER: u32 = 1000;
 const LABEL_OWNER: &str = "io.hermes.sandbox.owner";
 const LABEL_TENANT: &str = "io.hermes.tenant";
 const LABEL_AGENT: &str = "io.hermes.agent";
+const LABEL_WORKSPACE: &str = "io.hermes.workspace";
 
 /// Docker sandboxes of this worker's Docker engine.
 #[derive(Clone)]
@@ -81,11 +82,13 @@ impl DockerSandboxes {
 
     /// The container name of `key`'s sandbox.
     pub fn container_name(&self, key: SandboxKey) -> String {
-        format!("{}-sbx-{}-{}", self.inner.cfg.docker.name_prefix, key.tenant, key.agent)
+        let (prefix, own) = (&self.inner.cfg.docker.name_prefix, key.workspace.suffix());
+        format!("{prefix}-sbx-{}-{}{own}", key.tenant, key.agent)
     }
 
     fn volume_name(&self, key: SandboxKey) -> String {
-        format!("{}-ws-{}-{}", self.inner.cfg.docker.name_prefix, key.tenant, key.agent)
+        let (prefix, own) = (&self.inner.cfg.docker.name_prefix, key.workspace.suffix());
+        format!("{prefix}-ws-{}-{}{own}", key.tenant, key.agent)
     }
 
     fn ipc_dir(&self, name: &str) -> std::path::PathBuf {
@@ -153,6 +156,7 @@ impl DockerSandboxes {
             (LABEL_OWNER.to_owned(), cfg.name_prefix.clone()),
             (LABEL_TENANT.to_owned(), key.tenant.to_string()),
             (LABEL_AGENT.to_owned(), key.agent.to_string()),
+            (LABEL_WORKSPACE.to_owned(), key.workspace.label()),
         ]);
         self.create_workspace_volume(key, &labels).await?;
         let body = ContainerCreateBody {

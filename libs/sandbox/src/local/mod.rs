@@ -123,12 +123,14 @@ impl LocalSandboxes {
 
     /// The sandbox name of `key` (cgroup and socket directory names derive from it).
     pub fn sandbox_name(&self, key: SandboxKey) -> String {
-        format!("{}-sbx-{}-{}", self.inner.cfg.local.name_prefix, key.tenant, key.agent)
+        let (prefix, own) = (&self.inner.cfg.local.name_prefix, key.workspace.suffix());
+        format!("{prefix}-sbx-{}-{}{own}", key.tenant, key.agent)
     }
 
     /// `key`'s workspace on the host.
     pub fn workspace_dir(&self, key: SandboxKey) -> PathBuf {
-        Path::new(&self.inner.cfg.local.workspaces_dir).join(key.tenant.to_string()).join(key.agent.to_string())
+        let agent = format!("{}{}", key.agent, key.workspace.suffix());
+        Path::new(&self.inner.cfg.local.workspaces_dir).join(key.tenant.to_string()).join(agent)
     }
 
     fn ipc_dir(&self, name: &str) -> PathBuf {

@@ -61,6 +61,11 @@ pub struct NewAgent {
     /// Hosts the provider key may be sent to; default: the base URL's host.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub provider_key_hosts: Vec<String>,
+    /// Whose sandbox its tools use: `person` (the default: one per end user), `agent` (one
+    /// for everyone) or `session` (one per conversation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub workspace: Option<hermes_core::WorkspaceScope>,
 }
 
 /// Changes to an agent (absent: unchanged; an empty `soul` or `system_message` clears it).
@@ -87,6 +92,10 @@ pub struct AgentEdit {
     /// How the model is shown the images people send: `auto`, `native` or `text`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_input_mode: Option<String>,
+    /// `agent`, `person` or `session`: whose sandbox its tools use from its next turn (the
+    /// files of the old workspaces stay where they are).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
     /// The model that describes images (`{"model": ..., "base_url": ...}`); `null` removes it.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>, nullable)]

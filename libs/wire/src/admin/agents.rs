@@ -47,6 +47,10 @@ pub struct Agent {
     pub image_input_mode: ImageInputMode,
     /// The model that describes images.
     pub vision_model: Option<ModelRef>,
+    /// Whose sandbox its tools use: `agent` (one for everyone), `person` (one per end user)
+    /// or `session` (one per conversation).
+    #[schema(value_type = String)]
+    pub workspace: hermes_core::WorkspaceScope,
     pub created_at: DateTime<Utc>,
 }
 

@@ -98,10 +98,11 @@ export async function agentPage(section, ctx, agentId) {
   const egress = h('input', { type: 'checkbox', id: 'agent-egress', checked: a.egress });
   const mode = h('select', {}, ['manual', 'smart', 'off'].map((m) => h('option', { value: m, selected: m === a.approval_mode }, t(`approval_${m}`))));
   const images = h('select', {}, ['auto', 'native', 'text'].map((m) => h('option', { value: m, selected: m === a.image_input_mode }, t(`image_${m}`))));
+  const workspace = h('select', {}, ['person', 'agent', 'session'].map((m) => h('option', { value: m, selected: m === a.workspace }, t(`workspace_${m}`))));
   const eye = h('input', { type: 'text', value: a.vision_model?.model || '', placeholder: 'gpt-4o-mini' });
   const eyeUrl = h('input', { type: 'url', value: a.vision_model?.base_url || '', placeholder: 'https://api.openai.com/v1' });
   const status = h('div', { 'aria-live': 'polite' });
-  for (const control of [model, soul, toolsets, egress, mode, images, eye, eyeUrl]) if (!edit) control.setAttribute('disabled', '');
+  for (const control of [model, soul, toolsets, egress, mode, images, workspace, eye, eyeUrl]) if (!edit) control.setAttribute('disabled', '');
   // Both fields set a vision model; both emptied take it away; otherwise it stays as it is.
   const visionModel = () => {
     if (eye.value.trim() && eyeUrl.value.trim()) return { model: eye.value.trim(), base_url: eyeUrl.value.trim() };
@@ -114,13 +115,14 @@ export async function agentPage(section, ctx, agentId) {
       await api('PATCH', `/admin/v1/tenants/${ctx.id}/agents/${a.id}`, {
         model: model.value, soul: soul.value, toolsets: toolsets.value.split(',').map((x) => x.trim()).filter(Boolean),
         egress: egress.checked, approval_mode: mode.value, image_input_mode: images.value, vision_model: visionModel(),
+        workspace: workspace.value,
       });
       status.replaceChildren(notice('ok', t('saved')));
     }, status),
   }, h('h2', {}, a.name), h('p', { class: 'hint' }, a.provider_base_url),
   field(t('model'), model), field(t('soul'), soul), field(t('toolsets'), toolsets),
   h('div', { class: 'field inline' }, egress, h('label', { for: 'agent-egress' }, t('egress'))),
-  field(t('approvalMode'), mode), field(t('imageMode'), images), field(t('visionModel'), eye), field(t('visionBaseUrl'), eyeUrl),
+  field(t('approvalMode'), mode), field(t('imageMode'), images), field(t('workspace'), workspace), field(t('visionModel'), eye), field(t('visionBaseUrl'), eyeUrl),
   edit ? h('button', { type: 'submit' }, t('save')) : null, status));
   await mcpSection(section, ctx, a, edit);
 }

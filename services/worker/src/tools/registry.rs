@@ -50,7 +50,8 @@ pub(crate) async fn registry(kit: &Toolkit, turn: TurnTools<'_>) -> Result<ToolR
 fn inherited(kit: &Toolkit, turn: &TurnTools<'_>) -> ToolRegistry {
     let (tenant, agent, models) = (turn.tenant, turn.agent, turn.models);
     if kit.limits.prewarm {
-        hermes_toolbox::prewarm(kit.sandboxes.clone(), SandboxKey { tenant, agent: agent.id }, &agent.toolsets);
+        let key = SandboxKey { tenant, agent: agent.id, workspace: models.workspace };
+        hermes_toolbox::prewarm(kit.sandboxes.clone(), key, &agent.toolsets);
     }
     let mut tools = kit.builtin.restricted_to(&agent.toolsets);
     if ToolsetName::Web.enabled_in(&agent.toolsets) {

@@ -77,7 +77,7 @@ impl SkillViewTool {
         if files.is_empty() || !self.0.has_sandbox() {
             return None;
         }
-        let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id };
+        let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id, workspace: ctx.workspace };
         let client = self.0.sandboxes.open(key).await.ok()?;
         let dir = format!("{SANDBOX_SKILLS_DIR}/{name}");
         for (path, content) in files {

@@ -132,7 +132,7 @@ pub(crate) async fn describe_images(models: &Models, sources: &ImageSources, mes
             ContentPart::ImageUrl { image_url } => image_url,
             ContentPart::File { .. } => continue,
         };
-        let key = SandboxKey { tenant: models.tenant, agent: models.agent.id };
+        let key = SandboxKey { tenant: models.tenant, agent: models.agent.id, workspace: models.workspace };
         let seen = match load(sources, key, &image_url.url).await {
             Ok(image) => ask(models, &image, DESCRIBE_PROMPT).await,
             Err(why) => Err(why),
@@ -240,7 +240,7 @@ impl SimpleTool for VisionTool {
         let source = required_str(&args, "image_url")?.trim().to_owned();
         let question = args.get("question").and_then(Value::as_str).unwrap_or_default();
         self.count(&source).map_err(ToolError::RespondToModel)?;
-        let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id };
+        let key = SandboxKey { tenant: ctx.tenant_id, agent: ctx.agent_id, workspace: ctx.workspace };
         let prompt = format!(
             "Fully describe and explain everything about this image, then answer the following question:\n\n{question}"
         );

@@ -219,7 +219,7 @@ impl Planner<'_> {
         if input.role != Role::User || !input.text().trim_start().starts_with('/') {
             return None;
         }
-        let key = SandboxKey { tenant: self.tenant, agent: self.turn.agent_id };
+        let key = SandboxKey { tenant: self.tenant, agent: self.turn.agent_id, workspace: self.turn.workspace() };
         let reply = match crate::commands::reload_mcp(self.rt, key, input.text().trim()) {
             Some(reply) => reply,
             None => crate::commands::run(self.rt.ctx.sandboxes.as_ref(), key, input.text().trim()).await?,
@@ -273,6 +273,7 @@ impl Planner<'_> {
             deps: self.rt.models.clone(),
             tenant: self.tenant,
             agent: agent.clone(),
+            workspace: self.turn.workspace(),
             api_key,
             meter,
             purpose: hermes_core::CallPurpose::Main,
@@ -328,7 +329,7 @@ impl Planner<'_> {
         if !history.resumed {
             input = self.expand(agent, tools, loads_skills, input).await;
             // Files go into the workspace and notes take their place, before anything is stored.
-            let key = hermes_sandbox::SandboxKey { tenant, agent: agent.id };
+            let key = hermes_sandbox::SandboxKey { tenant, agent: agent.id, workspace: models.workspace };
             input = crate::inbox::deliver(rt, key, input).await;
             // Described once, before the input is stored: a resumed turn does not look again.
             if models.images_as_text() {
@@ -405,6 +406,7 @@ impl Planner<'_> {
             agent_id: agent.id,
             session_id: turn.session_id,
             turn_id: turn.turn_id,
+            workspace: turn.workspace(),
             call_id: String::new(),
             interaction: Interactive {
                 // An unattended run has nobody to ask: no questions, no approvals that wait.

@@ -42,7 +42,7 @@ pub(crate) async fn render_prompt(
     // The three sources are independent: read them at once (MEMORY and USER usually came
     // with the turn's inputs).
     let (context_file, skills, memory) = tokio::join!(
-        context_file(rt, tenant, agent),
+        context_file(rt, SandboxKey { tenant, agent: agent.id, workspace: turn.workspace() }, agent),
         async {
             if !ToolsetName::Skills.enabled_in(&agent.toolsets) {
                 return Ok(Vec::new());
@@ -84,11 +84,11 @@ pub(crate) async fn render_prompt(
 }
 
 /// Project context from the agent's workspace, when it has one running.
-async fn context_file(rt: &Arc<Runtime>, tenant: TenantId, agent: &Agent) -> Option<ContextFile> {
+async fn context_file(rt: &Arc<Runtime>, key: SandboxKey, agent: &Agent) -> Option<ContextFile> {
     if !ToolsetName::Terminal.enabled_in(&agent.toolsets) {
         return None;
     }
-    let files = SandboxFiles::new(rt.ctx.sandboxes.clone(), SandboxKey { tenant, agent: agent.id });
+    let files = SandboxFiles::new(rt.ctx.sandboxes.clone(), key);
     let found = hermes_agent::context_files::discover(&files, "").await;
     if let Some(f) = &found
         && !f.blocked.is_empty()
