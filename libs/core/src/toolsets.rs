@@ -66,8 +66,8 @@ pub const TOOLSETS: &[Toolset] = &[
     },
     Toolset {
         id: ToolsetName::File,
-        description: "Read, write, patch and search files in the sandbox's workspace.",
-        tools: &["read_file", "write_file", "patch", "search_files"],
+        description: "Read, write, patch and search files in the sandbox's workspace, and unpack archives.",
+        tools: &["read_file", "write_file", "patch", "search_files", "unpack_archive"],
     },
     Toolset {
         id: ToolsetName::CodeExecution,

@@ -12,8 +12,8 @@ use hermes_sandbox::proto::{
     ListCheckpointsRequest, ListDirRequest, ListDirResponse, ListProcessesRequest, PollProcessRequest, ProcessList,
     ProcessRef, ProcessStatus, ReadBytesRequest, ReadBytesResponse, ReadFileRequest, ReadFileResponse,
     ReadFirstRequest, ReadFirstResponse, RestoreRequest, RestoreResponse, SearchRequest, SearchResponse,
-    StartProcessRequest, StatusRequest, StatusResponse, StdioInput, StdioOutput, WaitProcessRequest, WriteFileRequest,
-    WriteProcessRequest, exec_event,
+    StartProcessRequest, StatusRequest, StatusResponse, StdioInput, StdioOutput, UnpackRequest, UnpackResponse,
+    WaitProcessRequest, WriteFileRequest, WriteProcessRequest, exec_event,
 };
 use hermes_sandbox::{Address, ExecRequest, RAW_OUTPUT_CAP, SandboxClient, SandboxError};
 use tokio_stream::wrappers::{ReceiverStream, UnixListenerStream};
@@ -92,6 +92,10 @@ impl Sandbox for Flood {
     }
 
     async fn write_file(&self, _: Request<WriteFileRequest>) -> Reply<EditResponse> {
+        Err(refused())
+    }
+
+    async fn unpack(&self, _: Request<UnpackRequest>) -> Reply<UnpackResponse> {
         Err(refused())
     }
 

@@ -1,6 +1,7 @@
-//! File tools: `read_file`, `write_file`, `patch`, `search_files`. The daemon in the sandbox
-//! does the work (no shell strings carry file contents). Before the first change to files in
-//! a turn, the workspace is checkpointed, so `/rollback` can undo the turn.
+//! File tools: `read_file`, `write_file`, `patch`, `search_files`, `unpack_archive`
+//! (`files/unpack.rs`). The daemon in the sandbox does the work (no shell strings carry file
+//! contents). Before the first change to files in a turn, the workspace is checkpointed, so
+//! `/rollback` can undo the turn.
 
 use hermes_core::ToolsetName;
 use std::collections::HashSet;
@@ -17,6 +18,9 @@ use hermes_tools::{SimpleTool, ToolCtx, ToolError, ToolSpec, object_schema, requ
 
 use crate::sandbox_error;
 use hermes_tools::text::{cap_middle, for_model, redact};
+
+mod unpack;
+pub use unpack::UnpackArchive;
 
 /// Longest diff shown after an edit.
 const MAX_DIFF_CHARS: usize = 10_000;

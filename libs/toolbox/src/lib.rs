@@ -18,7 +18,7 @@ use hermes_tools::{ToolCtx, ToolError, ToolRegistry};
 
 pub use clarify::ClarifyTool;
 pub use code::{CODE_TOOLS, ExecuteCode, module_source};
-pub use files::{FileTools, Patch, ReadFile, SearchFiles, WriteFile};
+pub use files::{FileTools, Patch, ReadFile, SearchFiles, UnpackArchive, WriteFile};
 pub use process::ProcessTool;
 pub use spill::{RESULTS_DIR, SandboxSpill};
 pub use terminal::{Foreground, MAX_OUTPUT_CHARS, TerminalTool};
@@ -49,6 +49,7 @@ pub fn builtin_registry(
     registry.register(Arc::new(ReadFile(files.clone())));
     registry.register(Arc::new(WriteFile(files.clone())));
     registry.register(Arc::new(Patch(files.clone())));
+    registry.register(Arc::new(UnpackArchive(files.clone())));
     registry.register(Arc::new(SearchFiles(files)));
     registry
 }

@@ -2,9 +2,13 @@
 //! in a directory the backend mounts, or a TCP port guarded by a per-sandbox token) and does
 //! everything that touches the sandbox: commands with streamed output, a timeout and a kill of
 //! the whole process group; background processes; file reads, writes, edits and search; and
-//! workspace checkpoints. The worker never builds shell strings to move file contents.
+//! workspace checkpoints; the text of documents people send and the unpacking of archives,
+//! both in child processes (`extract.rs`, `unpack.rs`). The worker never builds shell strings
+//! to move file contents.
 
+pub mod archive;
 pub mod checkpoints;
+mod child;
 pub mod code;
 pub mod code_guard;
 pub mod exec;
@@ -13,13 +17,22 @@ pub mod files;
 pub mod identity;
 pub mod inbox;
 pub mod mcp_home;
+pub mod notebook;
 pub mod office;
 pub mod procs;
 pub mod relay;
 pub mod run_as;
+pub mod safe_write;
 pub mod search;
 mod service;
 pub mod stdio;
+pub mod unpack;
+pub mod xlsx;
+mod xml;
+
+#[cfg(test)]
+#[path = "fixtures_tests.rs"]
+mod fixtures;
 
 use std::path::PathBuf;
 use std::sync::Mutex;

@@ -56,12 +56,21 @@ struct Args {
     /// so, as the sandbox user, to read a file someone sent).
     #[arg(long, hide = true)]
     extract_text: Option<PathBuf>,
+    /// Internal: unpack the archive at this path into `--unpack-into` and exit (as the sandbox
+    /// user, like `--extract-text`).
+    #[arg(long, hide = true, requires = "unpack_into")]
+    unpack: Option<PathBuf>,
+    #[arg(long, hide = true, requires = "unpack")]
+    unpack_into: Option<PathBuf>,
 }
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     if let Some(path) = &args.extract_text {
         std::process::exit(hermes_sandboxd::extract::child(path));
+    }
+    if let (Some(archive), Some(dest)) = (&args.unpack, &args.unpack_into) {
+        std::process::exit(hermes_sandboxd::unpack::child(archive, dest));
     }
     if args.run_as.is_some() && !nix::unistd::geteuid().is_root() {
         bail!("--run-as needs sandboxd to start as root (with CAP_SETUID, CAP_SETGID and CAP_KILL)");

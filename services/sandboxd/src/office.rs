@@ -45,7 +45,7 @@ pub fn pptx_text(bytes: &[u8]) -> Option<String> {
 }
 
 /// One part of the archive as text, at most [`MAX_PART_BYTES`].
-fn part(archive: &mut zip::ZipArchive<Cursor<&[u8]>>, name: &str) -> Option<String> {
+pub(crate) fn part(archive: &mut zip::ZipArchive<Cursor<&[u8]>>, name: &str) -> Option<String> {
     let entry = archive.by_name(name).ok()?;
     let mut xml = Vec::new();
     entry.take(MAX_PART_BYTES).read_to_end(&mut xml).ok()?;
@@ -74,7 +74,7 @@ fn xml_text(xml: &str, paragraph: &str) -> String {
 }
 
 /// XML's five entities and numeric character references.
-fn unescape(text: &str) -> String {
+pub(crate) fn unescape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find('&') {

@@ -15,7 +15,7 @@ use hermes_sandbox_proto::v1::{
     ProcessList, ProcessRef, ProcessStatus, PutFileRequest, PutFileResponse, ReadBytesRequest, ReadBytesResponse,
     ReadFileRequest, ReadFileResponse, ReadFirstRequest, ReadFirstResponse, RestoreRequest, RestoreResponse,
     SearchRequest, SearchResponse, StartProcessRequest, StatusRequest, StatusResponse, StdioInput, StdioOutput,
-    WaitProcessRequest, WriteFileRequest, WriteProcessRequest, edit_file_request,
+    UnpackRequest, UnpackResponse, WaitProcessRequest, WriteFileRequest, WriteProcessRequest, edit_file_request,
 };
 use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
@@ -204,6 +204,19 @@ impl Sandbox for Daemon {
             })
             .await?,
         ))
+    }
+
+    async fn unpack(&self, request: Request<UnpackRequest>) -> Reply<UnpackResponse> {
+        // Counted as running work, so the idle reaper leaves the sandbox alone meanwhile.
+        let _running = self.activity.begin();
+        let r = request.into_inner();
+        let archive = self.paths.readable(&r.path)?;
+        let dest = match r.dest.trim() {
+            "" => crate::unpack::default_dest(&archive).to_string_lossy().into_owned(),
+            dest => dest.to_owned(),
+        };
+        let dest = self.paths.writable(&dest)?;
+        Ok(Response::new(crate::unpack::run(&archive, &dest).await?))
     }
 
     async fn search(&self, request: Request<SearchRequest>) -> Reply<SearchResponse> {
