@@ -116,15 +116,19 @@ pub fn unpack(archive: &Path, dest: &Path, limits: Limits) -> Result<Report, Ref
     let format = archive::format_of(archive, &head)
         .ok_or_else(|| Refusal::Unreadable("it is not a zip, tar or tar.gz archive".into()))?;
     let archive_len = std::fs::metadata(archive).map_err(unreadable)?.len();
+    let existed = dest.exists();
     let mut writer = Writer::new(dest, limits, archive_len)?;
-    match format {
-        Format::Zip => unpack_zip(archive, &mut writer)?,
+    let unpacked = match format {
+        Format::Zip => unpack_zip(archive, &mut writer),
         Format::Tar | Format::TarGz => {
-            scan_tar(archive, format, &writer)?;
-            unpack_tar(archive, format, &mut writer)?;
+            scan_tar(archive, format, &writer).and_then(|()| unpack_tar(archive, format, &mut writer))
         }
+    };
+    if unpacked.is_err() && !existed {
+        // A refused archive leaves nothing behind, not even an empty destination.
+        let _ = std::fs::remove_dir(dest);
     }
-    Ok(writer.finish())
+    unpacked.map(|()| writer.finish())
 }
 
 fn unpack_zip(path: &Path, writer: &mut Writer<'_>) -> Result<(), Refusal> {
