@@ -18,18 +18,16 @@ impl SimpleTool for UnpackArchive {
     const SPEC: ToolSpec = ToolSpec::new(
         "unpack_archive",
         ToolsetName::File,
-        "Unpack a zip, tar or tar.gz archive in the workspace (read_file on one lists its entries). \
-                Unpacks next to the archive into a directory named after it unless dest is given. \
-                Never overwrites a file; links, devices and paths leading out of dest are skipped; \
-                archives of over 10,000 entries, 1 GiB or 100:1 compression are refused.",
+        "Unpack a zip, tar or tar.gz (into a directory named after it, or dest). Skips links, \
+                existing files and paths leaving dest; refuses over 10,000 entries, 1 GiB or 100:1 compression.",
     )
     .sandboxed();
 
     fn parameters(&self) -> Value {
         object_schema(
             json!({
-                "path": { "type": "string", "description": "The archive." },
-                "dest": { "type": "string", "description": "Directory to unpack into (made if missing)." }
+                "path": { "type": "string" },
+                "dest": { "type": "string" }
             }),
             &["path"],
         )
