@@ -157,3 +157,50 @@ async fn a_file_sent_right_after_words_joins_their_turn_and_reaches_the_inbox() 
     assert!(answer.contains("saved at /workspace/inbox/plan.pdf."), "the file joined the words, not lost: {answer}");
     pod.stop_with(env).await;
 }
+
+/// The files people send are metered per tenant: each workspace's inbox as sandboxd measured
+/// it, summed over the tenant, under its quota (here 1 MB): a file that would pass it is not
+/// kept and the model is told why; the admin API shows what is used; deleting files frees room.
+#[tokio::test]
+async fn a_tenants_file_storage_is_metered_and_a_file_over_its_quota_is_not_kept() {
+    let Team { env, tenant, key, .. } = Team::acme("helper").await;
+    sqlx::query("UPDATE tenants SET file_storage_mb = 1 WHERE id = $1")
+        .bind(tenant.as_uuid())
+        .execute(&env.db)
+        .await
+        .unwrap();
+    let send = |name: &'static str, bytes: usize| {
+        let data = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, vec![b'x'; bytes]);
+        json!({"model": "helper", "messages": [{"role": "user", "content": [
+            {"type": "file", "file": {"filename": name, "file_data": format!("data:application/octet-stream;base64,{data}")}},
+        ]}]})
+    };
+    // Nothing scripted: the model echoes the note it was given.
+    let first = answer_text(&env.chat(&key, send("a.bin", 600_000)).await.json().await.unwrap()).to_owned();
+    assert!(first.contains("It is saved at /workspace/inbox/a.bin."), "{first}");
+    let used = env.store.tenancy().file_storage(tenant).await.unwrap().used_bytes;
+    assert_eq!(used, 600_000, "measured in the workspace");
+
+    let second = answer_text(&env.chat(&key, send("b.bin", 600_000)).await.json().await.unwrap()).to_owned();
+    assert!(second.contains("could not be saved: the team's file storage is full"), "{second}");
+    env.llm.push(ScriptedReply::terminal("ls /workspace/inbox"));
+    env.llm.push(ScriptedReply::text("listed"));
+    env.answered(&key, "helper", "what is there?").await;
+    let listing =
+        env.llm.requests().last().unwrap().messages().iter().rev().find(|m| m["role"] == "tool").unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    assert!(listing.contains("a.bin") && !listing.contains("b.bin"), "{listing}");
+
+    // The agent deletes the first file: the next delivery measures the inbox again.
+    env.llm.push(ScriptedReply::terminal("rm /workspace/inbox/a.bin"));
+    env.llm.push(ScriptedReply::text("deleted"));
+    env.answered(&key, "helper", "delete it").await;
+    let small = answer_text(&env.chat(&key, send("c.bin", 1_000)).await.json().await.unwrap()).to_owned();
+    assert!(small.contains("saved at /workspace/inbox/c.bin."), "{small}");
+    assert_eq!(env.store.tenancy().file_storage(tenant).await.unwrap().used_bytes, 1_000);
+    let third = answer_text(&env.chat(&key, send("b.bin", 600_000)).await.json().await.unwrap()).to_owned();
+    assert!(third.contains("saved at /workspace/inbox/b.bin."), "room again: {third}");
+    env.stop().await;
+}

@@ -31,6 +31,9 @@ pub struct SandboxConfig {
     /// Start an agent's sandbox when its turn starts, alongside the first model call, rather
     /// than when the first tool asks for it.
     pub prewarm: bool,
+    /// What the files people send may take per tenant, over all its workspaces' inboxes, in
+    /// MB (0: unlimited); a tenant's own quota (`PUT .../quotas`) overrides it.
+    pub file_storage_mb: u64,
 }
 
 impl Default for SandboxConfig {
@@ -47,6 +50,7 @@ impl Default for SandboxConfig {
             egress_max_connections: 64,
             egress_idle_seconds: 300,
             prewarm: true,
+            file_storage_mb: 1024,
         }
     }
 }

@@ -92,6 +92,7 @@ const TENANT_ROWS: &str = "
     SELECT 'channels', count(*) FROM channels UNION ALL
     SELECT 'chat_streams', count(*) FROM chat_streams UNION ALL
     SELECT 'chat_voice_modes', count(*) FROM chat_voice_modes UNION ALL
+    SELECT 'workspace_files', count(*) FROM workspace_files UNION ALL
     SELECT 'cron_fires', count(*) FROM cron_fires UNION ALL
     SELECT 'cron_jobs', count(*) FROM cron_jobs UNION ALL
     SELECT 'cron_runs', count(*) FROM cron_runs UNION ALL

@@ -110,6 +110,7 @@ async fn tenant(remote: &Remote, cmd: TenantCmd, json_mode: bool) -> anyhow::Res
                 concurrent_turns,
                 web_searches_per_day: None,
                 web_extracts_per_day: None,
+                file_storage_mb: None,
             };
             remote.send::<()>(Method::PUT, &format!("/admin/v1/tenants/{id}/quotas"), Some(&quotas)).await?;
             let shown = serde_json::to_value(&quotas)?;

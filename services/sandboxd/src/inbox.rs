@@ -51,6 +51,18 @@ pub fn put_file(dir: &Path, name: &str, data: &[u8]) -> Result<(PathBuf, bool), 
     result
 }
 
+/// The bytes of the regular files directly in `dir` (the inbox is flat: nothing nests there),
+/// counting at most the first 10,000 entries.
+pub fn dir_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .take(10_000)
+        .filter_map(|e| e.ok()?.metadata().ok())
+        .filter(std::fs::Metadata::is_file)
+        .map(|m| m.len())
+        .sum()
+}
+
 fn write_new(tmp: &Path, data: &[u8]) -> Result<(), Status> {
     let mut file =
         std::fs::OpenOptions::new().write(true).create_new(true).open(tmp).map_err(|e| io_status(tmp, &e))?;
@@ -127,6 +139,7 @@ mod tests {
             .filter(|n| n.starts_with('.'))
             .collect();
         assert!(leftovers.is_empty(), "no temporary file is left: {leftovers:?}");
+        assert_eq!(super::dir_bytes(&inbox), 6, "what the quota counts: one + two, the same bytes once");
     }
 
     #[test]

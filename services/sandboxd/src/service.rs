@@ -162,8 +162,12 @@ impl Sandbox for Daemon {
         let r = request.into_inner();
         let dir = self.paths.writable(&r.dir)?;
         let size = r.data.len() as u64;
-        let (path, existed) = blocking(move || crate::inbox::put_file(&dir, &r.name, &r.data)).await?;
-        Ok(Response::new(PutFileResponse { path: path.display().to_string(), size, existed }))
+        let (path, existed, dir_bytes) = blocking(move || {
+            let (path, existed) = crate::inbox::put_file(&dir, &r.name, &r.data)?;
+            Ok((path, existed, crate::inbox::dir_bytes(&dir)))
+        })
+        .await?;
+        Ok(Response::new(PutFileResponse { path: path.display().to_string(), size, existed, dir_bytes }))
     }
 
     async fn read_bytes(&self, request: Request<ReadBytesRequest>) -> Reply<ReadBytesResponse> {

@@ -1,7 +1,7 @@
 //! Files people send (`ContentPart::File`), kept in the agent's sandbox under
 //! `/workspace/inbox/` before the turn begins. Each becomes a note saying where it is, its type
-//! and size, and the start of its text when sandboxd can read one out (PDF and text files), so
-//! the model can quote it or page on with `read_file`. Neither the stored conversation nor a
+//! and size, and the start of what `read_file` gives of it (the text of PDF, DOCX, XLSX, PPTX,
+//! ODT, notebooks and text files; an archive's listing), so the model can quote it or page on. Neither the stored conversation nor a
 //! model provider ever gets the bytes.
 
 use base64::Engine;
@@ -26,23 +26,75 @@ pub(crate) async fn deliver(rt: &Runtime, key: SandboxKey, input: ChatMessage) -
         return input;
     }
     let client = rt.ctx.sandboxes.open(key).await.map_err(|e| e.to_string());
+    let mut storage = Storage::of(rt, key).await;
     let mut delivered = Vec::with_capacity(parts.len());
     for part in parts {
         delivered.push(match part {
-            ContentPart::File { file } => ContentPart::Text { text: note(&client, file).await },
+            ContentPart::File { file } => ContentPart::Text { text: note(&client, &mut storage, file).await },
             other => other.clone(),
         });
     }
+    storage.record(rt, key).await;
     ChatMessage { content: Some(Content::Parts(delivered)), ..input }
 }
 
+/// The tenant's file storage as this delivery sees it: what its inboxes hold, its quota, and
+/// what this workspace's inbox holds after the files kept so far.
+struct Storage {
+    used: u64,
+    quota: Option<u64>,
+    measured: Option<u64>,
+}
+
+impl Storage {
+    async fn of(rt: &Runtime, key: SandboxKey) -> Self {
+        let default = rt.ctx.config.sandbox.file_storage_mb;
+        match rt.ctx.store.tenancy().file_storage(key.tenant).await {
+            Ok(s) => {
+                let mb = s.quota_mb.map_or(default, |q| u64::try_from(q).unwrap_or(0));
+                let used = u64::try_from(s.used_bytes).unwrap_or(0);
+                Self { used, quota: (mb > 0).then_some(mb * 1024 * 1024), measured: None }
+            }
+            Err(e) => {
+                // Metering, not a wall: a store hiccup does not refuse the person's file.
+                tracing::warn!(error = %e, "cannot read the tenant's file storage; delivering unmetered");
+                Self { used: 0, quota: None, measured: None }
+            }
+        }
+    }
+
+    /// Why `bytes` more do not fit, if they do not.
+    fn refusal(&self, bytes: usize) -> Option<String> {
+        let quota = self.quota?;
+        (self.used + bytes as u64 > quota).then(|| {
+            format!(
+                "the team's file storage is full ({} of {} used; an admin can raise the quota, or files in {INBOX} can be deleted)",
+                size_words(usize::try_from(self.used).unwrap_or(usize::MAX)),
+                size_words(usize::try_from(quota).unwrap_or(usize::MAX))
+            )
+        })
+    }
+
+    async fn record(&self, rt: &Runtime, key: SandboxKey) {
+        let Some(bytes) = self.measured else { return };
+        let label = key.workspace.label();
+        if let Err(e) = rt.ctx.store.tenancy().record_inbox_bytes(key.tenant, key.agent, &label, bytes).await {
+            tracing::warn!(error = %e, "cannot record the inbox's size");
+        }
+    }
+}
+
 /// Keeps `file` and says what the model needs to know of it.
-async fn note(client: &Result<SandboxClient, String>, file: &FileData) -> String {
+async fn note(client: &Result<SandboxClient, String>, storage: &mut Storage, file: &FileData) -> String {
     let name = file.filename.as_deref().unwrap_or("file");
     let Some((mime, data)) = file.file_data.as_deref().and_then(decode) else {
         return format!("[The user sent {name}, but its content did not arrive.]");
     };
     let about = format!("{name} ({mime}, {})", size_words(data.len()));
+    if let Some(why) = storage.refusal(data.len()) {
+        return format!("[The user sent {about}, but it could not be saved: {why}.]");
+    }
+    let size = data.len() as u64;
     let client = match client {
         Ok(client) => client,
         Err(e) => {
@@ -53,7 +105,14 @@ async fn note(client: &Result<SandboxClient, String>, file: &FileData) -> String
     };
     let put = client.grpc().put_file(PutFileRequest { dir: INBOX.into(), name: name.into(), data }).await;
     let path = match put {
-        Ok(kept) => kept.into_inner().path,
+        Ok(kept) => {
+            let kept = kept.into_inner();
+            if !kept.existed {
+                storage.used += size;
+            }
+            storage.measured = Some(kept.dir_bytes);
+            kept.path
+        }
         Err(status) => return format!("[The user sent {about}, but it could not be saved: {}.]", status_error(status)),
     };
     let head = format!("[The user sent {about}. It is saved at {path}.]");
@@ -70,7 +129,7 @@ async fn note(client: &Result<SandboxClient, String>, file: &FileData) -> String
     } else {
         String::new()
     };
-    format!("{head}\nIts text, line by line:\n{text}{more}")
+    format!("{head}\nWhat read_file gives of it, line by line:\n{text}{more}")
 }
 
 /// The type and bytes of a `data:<mime>;base64,...` URL.

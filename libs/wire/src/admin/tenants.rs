@@ -45,6 +45,10 @@ pub struct QuotasView {
     pub web_searches_per_day: Option<i64>,
     /// Pages read by `web_extract` per UTC day.
     pub web_extracts_per_day: Option<i64>,
+    /// MB the files people send may take over all the tenant's workspaces.
+    pub file_storage_mb: Option<i64>,
+    /// What those files take now, as last measured.
+    pub file_storage_used_bytes: i64,
 }
 
 /// A tenant, its quotas and where the caller stands in it.
@@ -73,6 +77,11 @@ pub struct Quotas {
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<u32>)]
     pub web_extracts_per_day: Option<Option<u32>>,
+    /// MB the files people send may take over all the tenant's workspaces (left as it is
+    /// when absent).
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<u32>)]
+    pub file_storage_mb: Option<Option<u32>>,
 }
 
 /// A field that was sent (`Some`, perhaps of `null`), as opposed to one left out (`None`).

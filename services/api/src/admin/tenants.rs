@@ -81,6 +81,7 @@ pub(crate) async fn get(call: TenantCall) -> Result<Json<TenantView>> {
     let t = call.allow(AdminOp::ViewTenant).await?;
     let (tenant, rpm, turns) = call.state.store.tenancy().tenant(t.id).await.map_err(store_error)?;
     let web = call.state.store.tenancy().web_quotas(t.id).await.map_err(store_error)?;
+    let files = call.state.store.tenancy().file_storage(t.id).await.map_err(store_error)?;
     let role = match t.standing {
         Standing::Operator => "operator".to_owned(),
         Standing::Member(role) => role.to_string(),
@@ -99,6 +100,8 @@ pub(crate) async fn get(call: TenantCall) -> Result<Json<TenantView>> {
         concurrent_turns: turns.map(i64::from),
         web_searches_per_day: web.searches_per_day.map(i64::from),
         web_extracts_per_day: web.extracts_per_day.map(i64::from),
+        file_storage_mb: files.quota_mb.map(i64::from),
+        file_storage_used_bytes: files.used_bytes,
     };
     Ok(Json(TenantView { tenant, quotas, standing: role, may }))
 }
@@ -119,18 +122,23 @@ pub(crate) async fn set_quotas(call: TenantCall, body: Body<Quotas>) -> Result<S
         extracts_per_day: body.web_extracts_per_day.unwrap_or(web.extracts_per_day),
     };
     tx.set_web_quotas(new_web).await.map_err(store_error)?;
+    let files = call.state.store.tenancy().file_storage(t.id).await.map_err(store_error)?;
+    let new_files = body.file_storage_mb.unwrap_or(files.quota_mb.and_then(|q| u32::try_from(q).ok()));
+    tx.set_file_storage_quota(new_files).await.map_err(store_error)?;
     let change = Change::new("tenant.quotas_set", "tenant", t.id)
         .before(QuotaAudit {
             requests_per_minute: rpm.map(i64::from),
             concurrent_turns: turns.map(i64::from),
             web_searches_per_day: web.searches_per_day,
             web_extracts_per_day: web.extracts_per_day,
+            file_storage_mb: files.quota_mb.and_then(|q| u32::try_from(q).ok()),
         })
         .after(QuotaAudit {
             requests_per_minute: body.requests_per_minute.map(i64::from),
             concurrent_turns: body.concurrent_turns.map(i64::from),
             web_searches_per_day: new_web.searches_per_day,
             web_extracts_per_day: new_web.extracts_per_day,
+            file_storage_mb: new_files,
         });
     tx.commit(change).await.map_err(store_error)?;
     Ok(StatusCode::NO_CONTENT)
@@ -167,4 +175,5 @@ struct QuotaAudit {
     concurrent_turns: Option<i64>,
     web_searches_per_day: Option<u32>,
     web_extracts_per_day: Option<u32>,
+    file_storage_mb: Option<u32>,
 }

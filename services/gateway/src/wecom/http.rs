@@ -138,7 +138,7 @@ pub async fn receive(
     }
 }
 
-/// A text, image or voice message from a person (images and recordings are fetched with their
+/// A text, image, voice, file or video message from a person (media are fetched with their
 /// `MediaId`; a voice message WeCom already recognised comes as its text).
 fn parse(xml: &str) -> Option<Incoming> {
     let (text, files) = match xml_field(xml, "MsgType")? {
@@ -166,6 +166,22 @@ fn parse(xml: &str) -> Option<Incoming> {
                 key: None,
             };
             (String::new(), vec![image])
+        }
+        // A document or a video: kept whole in the sender's workspace inbox (the name, when
+        // WeCom gives one, tells its type).
+        kind @ ("file" | "video") => {
+            let name = xml_field(xml, "FileName").map(str::to_owned);
+            let name = name.unwrap_or_else(|| if kind == "video" { "video.mp4".into() } else { "file".into() });
+            let mime = if kind == "video" { "video/mp4" } else { "application/octet-stream" };
+            let size = xml_field(xml, "FileSize").and_then(|s| s.trim().parse().ok());
+            let file = IncomingFile {
+                file_id: xml_field(xml, "MediaId")?.to_owned(),
+                name: Some(name),
+                mime: mime.into(),
+                size,
+                key: None,
+            };
+            (String::new(), vec![file])
         }
         _ => return None,
     };
@@ -214,5 +230,21 @@ mod tests {
             (recording.files[0].mime.as_str(), recording.files[0].name.as_deref()),
             ("audio/amr", Some("voice.amr"))
         );
+    }
+
+    #[test]
+    fn a_file_message_is_a_document_for_the_inbox_by_its_name_and_size() {
+        let file = "<xml><FromUserName><![CDATA[zhangsan]]></FromUserName><CreateTime>1700000000</CreateTime>\
+                    <MsgType><![CDATA[file]]></MsgType><MediaId><![CDATA[media-7]]></MediaId>\
+                    <FileName><![CDATA[Q3 report.pdf]]></FileName><FileSize>48213</FileSize><MsgId>11</MsgId></xml>";
+        let msg = super::parse(file).unwrap();
+        let got = &msg.files[0];
+        assert_eq!(
+            (got.file_id.as_str(), got.name.as_deref(), got.size),
+            ("media-7", Some("Q3 report.pdf"), Some(48213))
+        );
+        assert_eq!(got.mime, "application/octet-stream", "the gateway tells the type from the name");
+        let video = file.replace("[file]", "[video]").replace("<FileName><![CDATA[Q3 report.pdf]]></FileName>", "");
+        assert_eq!(super::parse(&video).unwrap().files[0].name.as_deref(), Some("video.mp4"));
     }
 }
