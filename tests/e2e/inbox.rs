@@ -90,6 +90,16 @@ async fn a_pdf_on_the_api_reaches_the_workspace_by_chat_completions_and_response
     let answer = answer_text(&resp.json().await.unwrap()).to_owned();
     assert!(answer.contains("It is saved at /workspace/inbox/notes.pdf."), "{answer}");
     assert!(answer.contains("Median cold start: 150 ms"), "{answer}");
+    // Kept in the workspace, the bytes are nowhere in the database: not in the transcript, not
+    // in the turn's stored input.
+    let (turns, messages): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM turns WHERE input::text LIKE '%base64%'),
+                (SELECT count(*) FROM messages WHERE content::text LIKE '%base64%')",
+    )
+    .fetch_one(&env.db)
+    .await
+    .unwrap();
+    assert_eq!((turns, messages), (0, 0), "no copy of the file's bytes is kept");
 
     // The Responses API's flat input_file, as plain base64 with a name: the same bytes, the same file.
     let plain = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &pdf);

@@ -198,6 +198,24 @@ struct StateRow {
 }
 
 impl Turns<'_> {
+    /// Replaces a running turn's stored input with `input` as delivered: once the files a
+    /// person sent are in the workspace and the transcript holds their notes, the turn keeps
+    /// no copy of their bytes (up to 20 MB each). Only while `fence` holds the session.
+    pub async fn settle_input(self, tenant: TenantId, turn: TurnId, fence: i64, input: &ChatMessage) -> Result<()> {
+        let value = serde_json::to_value(input).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        sqlx::query(
+            "UPDATE turns SET input = $4 WHERE tenant_id = $1 AND id = $2 AND status = 'running'
+               AND EXISTS (SELECT 1 FROM sessions s WHERE s.tenant_id = $1 AND s.id = turns.session_id AND s.fence = $3)",
+        )
+        .bind(tenant.as_uuid())
+        .bind(turn.as_uuid())
+        .bind(fence)
+        .bind(value)
+        .execute(&mut *self.as_tenant(tenant).await?)
+        .await?;
+        Ok(())
+    }
+
     /// Claims the session's oldest open turn for `owner` (unique per claim) if it is queued
     /// or abandoned (lease expired), and bumps the session's fence past `token`, in one
     /// statement. `None` when there is nothing to run or another live worker has it.

@@ -19,10 +19,15 @@ const NOTE_LINES: u32 = 200;
 /// How much of a file's text the note carries, in characters.
 const NOTE_CHARS: usize = 20_000;
 
+/// Whether `input` carries files people sent.
+pub(crate) fn has_files(input: &ChatMessage) -> bool {
+    matches!(&input.content, Some(Content::Parts(parts)) if parts.iter().any(|p| matches!(p, ContentPart::File { .. })))
+}
+
 /// `input` with each file kept in the sandbox of `key` and replaced by its note.
 pub(crate) async fn deliver(rt: &Runtime, key: SandboxKey, input: ChatMessage) -> ChatMessage {
     let Some(Content::Parts(parts)) = &input.content else { return input };
-    if !parts.iter().any(|p| matches!(p, ContentPart::File { .. })) {
+    if !has_files(&input) {
         return input;
     }
     let client = rt.ctx.sandboxes.open(key).await.map_err(|e| e.to_string());

@@ -326,6 +326,7 @@ impl Planner<'_> {
             Some(p) => p.clone(),
             None => setup::render_prompt(rt, tenant, agent, turn, tools, memory, skill_versions).await?,
         };
+        let had_files = crate::inbox::has_files(&input);
         if !history.resumed {
             input = self.expand(agent, tools, loads_skills, input).await;
             // Files go into the workspace and notes take their place, before anything is stored.
@@ -342,6 +343,12 @@ impl Planner<'_> {
             .conversations()
             .begin_turn(tenant, turn.session_id, turn.fence, turn.turn_id, &input, &rendered)
             .await?;
+        if had_files {
+            // The transcript has the files' notes now; the turn keeps no copy of their bytes.
+            if let Err(e) = store.turns().settle_input(tenant, turn.turn_id, turn.fence, &input).await {
+                tracing::warn!(error = %e, "cannot drop the bytes of the files from the turn's input");
+            }
+        }
         history.messages.push(input);
         Ok(frozen)
     }
