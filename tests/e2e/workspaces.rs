@@ -117,3 +117,77 @@ async fn each_person_has_a_sandbox_the_others_can_neither_list_read_nor_signal()
     );
     env.stop().await;
 }
+
+/// Builds `hermes-sandbox:test-node`: the test image with a marker naming it (offline: the
+/// base is local).
+fn node_image() -> &'static str {
+    let dir = std::env::temp_dir().join(format!("hermes-node-image-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("marker"), "node-image\n").unwrap();
+    let dockerfile = format!("FROM {}\nCOPY marker /etc/hermes-image\n", crate::harness::SANDBOX_TEST_IMAGE);
+    std::fs::write(dir.join("Dockerfile"), dockerfile).unwrap();
+    let built = std::process::Command::new("docker")
+        .args(["build", "-q", "-t", "hermes-sandbox:test-node"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    "hermes-sandbox:test-node"
+}
+
+/// Images and resources per agent (issue 38 item 3): the operator lists images and maxima; an
+/// agent picks `node` and its limits, and its sandbox runs that image with them; a changed
+/// choice remakes the sandbox at the next turn with the workspace kept (the admin API's
+/// checks of a choice: `admin::agents`).
+#[tokio::test]
+async fn an_agent_runs_the_image_and_limits_it_picked_and_a_change_applies_at_the_next_turn() {
+    let node = node_image();
+    let env = TestEnv::start_with(crate::harness::Roles::default(), |c| {
+        c.sandbox.images = vec![hermes_config::SandboxImage {
+            name: "node".into(),
+            reference: node.into(),
+            carries: "Node and npx".into(),
+        }];
+        c.sandbox.max.cpus = 2.0;
+        c.sandbox.max.memory_mb = 1024;
+    })
+    .await;
+    let (tenant, agent, key) = env.tenant("acme", "ops").await;
+    let choice = serde_json::json!({"image": "node", "cpus": 1.5, "memory_mb": 512, "pids": 128});
+    sqlx::query("UPDATE agents SET sandbox = $2, approval_mode = 'off' WHERE id = $1")
+        .bind(agent.id.as_uuid())
+        .bind(choice)
+        .execute(&env.db)
+        .await
+        .unwrap();
+
+    let (out, _) =
+        run_as(&env, &key, "alice", vec![ScriptedReply::terminal("cat /etc/hermes-image; echo kept > /workspace/f")])
+            .await;
+    assert!(out.contains("node-image"), "{out}");
+    let docker = Docker::connect_with_local_defaults().unwrap().negotiate_version().await.unwrap();
+    let sandboxes = hermes_sandbox::docker::DockerSandboxes::connect(&env.config.sandbox).await.unwrap();
+    let name = sandboxes.container_name(SandboxKey::shared(tenant, agent.id));
+    let info = docker.inspect_container(&name, None).await.unwrap();
+    assert_eq!(info.config.unwrap().image.as_deref(), Some(node));
+    let host = info.host_config.unwrap();
+    assert_eq!(
+        (host.nano_cpus, host.memory, host.pids_limit),
+        (Some(1_500_000_000), Some(512 * 1024 * 1024), Some(128))
+    );
+
+    // Back to the defaults: the next turn's sandbox is the default image, the workspace kept.
+    sqlx::query("UPDATE agents SET sandbox = '{}' WHERE id = $1")
+        .bind(agent.id.as_uuid())
+        .execute(&env.db)
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_secs(6)).await; // the worker reads the setting every 5 s
+    let (out, _) =
+        run_as(&env, &key, "alice", vec![ScriptedReply::terminal("cat /etc/hermes-image 2>&1; cat /workspace/f")])
+            .await;
+    assert!(out.contains("No such file") && out.contains("kept"), "{out}");
+    let info = docker.inspect_container(&name, None).await.unwrap();
+    assert_eq!(info.config.unwrap().image.as_deref(), Some(crate::harness::SANDBOX_TEST_IMAGE));
+    env.stop().await;
+}

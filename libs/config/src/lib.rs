@@ -26,7 +26,9 @@ pub use image_gen::{ImageGenConfig, ImageGenEndpoint, ImageGenProvider};
 pub use mcp::McpConfig;
 pub use memory::{LearningConfig, MemoryConfig, SkillsConfig};
 pub use outbound::{OutboundConfig, PlatformsConfig};
-pub use sandbox::{DockerSandboxConfig, KubernetesSandboxConfig, LocalSandboxConfig, SandboxConfig};
+pub use sandbox::{
+    DockerSandboxConfig, KubernetesSandboxConfig, LocalSandboxConfig, SandboxConfig, SandboxImage, SandboxMaxima,
+};
 pub use stt::{SttConfig, SttEndpoint};
 pub use tts::{EDGE_DEFAULT_URL, TtsConfig, TtsProvider};
 pub use web::{UPSTREAM_ENV, WebBackend, WebConfig};

@@ -31,9 +31,67 @@ pub struct SandboxConfig {
     /// Start an agent's sandbox when its turn starts, alongside the first model call, rather
     /// than when the first tool asks for it.
     pub prewarm: bool,
+    /// The images agents may pick (`sandbox` setting's `image`), by name. `default` is the
+    /// backend's own `image` unless listed.
+    pub images: Vec<SandboxImage>,
+    /// The most an agent may ask for.
+    pub max: SandboxMaxima,
     /// What the files people send may take per tenant, over all its workspaces' inboxes, in
     /// MB (0: unlimited); a tenant's own quota (`PUT .../quotas`) overrides it.
     pub file_storage_mb: u64,
+}
+
+/// A sandbox image agents may pick.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxImage {
+    /// What agents name it by: `default`, `node`, `browser`, `data`, ...
+    pub name: String,
+    /// The image reference the backend runs (`hermes-sandbox:node`, `registry/x@sha256:...`).
+    pub reference: String,
+    /// What it carries, for people choosing (`Node 20 and npx`).
+    #[serde(default)]
+    pub carries: String,
+}
+
+/// The most an agent may ask of a sandbox.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxMaxima {
+    pub cpus: f64,
+    pub memory_mb: u64,
+    pub disk_mb: u64,
+    pub pids: i64,
+}
+
+impl Default for SandboxMaxima {
+    fn default() -> Self {
+        Self { cpus: 4.0, memory_mb: 8192, disk_mb: 51_200, pids: 4096 }
+    }
+}
+
+impl SandboxConfig {
+    /// The images agents may pick: the listed ones, with `default` (the backend's `image`)
+    /// first unless the operator listed one of that name.
+    pub fn images_offered(&self) -> Vec<SandboxImage> {
+        let own = match self.backend {
+            SandboxBackend::Kubernetes => &self.kubernetes.image,
+            _ => &self.docker.image,
+        };
+        let mut offered = Vec::new();
+        if !self.images.iter().any(|i| i.name == "default") {
+            let carries = "The installation's sandbox image".to_owned();
+            offered.push(SandboxImage { name: "default".into(), reference: own.clone(), carries });
+        }
+        offered.extend(self.images.iter().cloned());
+        offered
+    }
+
+    /// The reference of the image named `name` (`None`: `default`); `None` when not offered.
+    pub fn image_reference(&self, name: Option<&str>) -> Option<String> {
+        let name = name.unwrap_or("default");
+        self.images_offered().into_iter().find(|i| i.name == name).map(|i| i.reference)
+    }
 }
 
 impl Default for SandboxConfig {
@@ -51,6 +109,8 @@ impl Default for SandboxConfig {
             egress_idle_seconds: 300,
             prewarm: true,
             file_storage_mb: 1024,
+            images: Vec::new(),
+            max: SandboxMaxima::default(),
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod kinds;
 pub mod media;
 pub mod message;
 pub mod outbox;
+pub mod sandbox_choice;
 pub mod toolsets;
 pub mod trace;
 pub mod workspace;
@@ -35,5 +36,6 @@ pub use kinds::{
     JobState, Platform, RunOutcome, SessionSource, SkillState, TurnStatus, UnknownName, VoiceMode,
 };
 pub use message::{ChatMessage, Content, ContentPart, Role, ToolCall, ToolCallFunction};
+pub use sandbox_choice::SandboxChoice;
 pub use toolsets::ToolsetName;
 pub use workspace::{Workspace, WorkspaceScope};

@@ -2,7 +2,8 @@
 //! checks whichever door asked (the admin API, `hermesctl agent create`): known toolsets, model
 //! URLs the front end may name, a provider key only where it can be sealed.
 
-use hermes_core::{ApprovalMode, ImageInputMode, TenantId, ToolsetName, WorkspaceScope};
+use hermes_config::SandboxConfig;
+use hermes_core::{ApprovalMode, ImageInputMode, SandboxChoice, TenantId, ToolsetName, WorkspaceScope};
 use hermes_net_policy::outbound::Policy;
 use hermes_store::admin::{Audit, Change};
 use hermes_store::{Agent, AgentChanges, SecretBox, Store};
@@ -47,6 +48,38 @@ pub(crate) fn check_toolsets<'t>(toolsets: impl IntoIterator<Item = &'t String>)
     Ok(())
 }
 
+/// Refuses an image the operator does not offer, and limits that are not positive or above
+/// the operator's maxima (`sandbox.images`, `sandbox.max`).
+pub fn check_sandbox(cfg: &SandboxConfig, choice: &SandboxChoice) -> Result<()> {
+    let invalid = |why: String| Err(OpsError::invalid("sandbox", why));
+    if let Some(name) = &choice.image
+        && cfg.image_reference(Some(name)).is_none()
+    {
+        let offered: Vec<String> = cfg.images_offered().into_iter().map(|i| i.name).collect();
+        return invalid(format!("no sandbox image `{name}` (offered: {})", offered.join(", ")));
+    }
+    let max = &cfg.max;
+    if let Some(cpus) = choice.cpus
+        && !(cpus > 0.0 && cpus <= max.cpus)
+    {
+        return invalid(format!("cpus must be above 0 and at most {}", max.cpus));
+    }
+    let limits = [("memory_mb", choice.memory_mb, max.memory_mb), ("disk_mb", choice.disk_mb, max.disk_mb)];
+    for (what, asked, most) in limits {
+        if let Some(asked) = asked
+            && !(1..=most).contains(&asked)
+        {
+            return invalid(format!("{what} must be 1 to {most}"));
+        }
+    }
+    if let Some(pids) = choice.pids
+        && !(16..=max.pids).contains(&pids)
+    {
+        return invalid(format!("pids must be 16 to {}", max.pids));
+    }
+    Ok(())
+}
+
 /// Text that says something, or `None`.
 fn given(text: Option<String>) -> Option<String> {
     text.filter(|t| !t.trim().is_empty())
@@ -59,8 +92,11 @@ pub async fn create(
     by: Audit,
     tenant: TenantId,
     new: NewAgent,
-    (urls, secrets): (ModelUrls<'_>, Option<&SecretBox>),
+    (urls, secrets, sandboxes): (ModelUrls<'_>, Option<&SecretBox>, &SandboxConfig),
 ) -> Result<Agent> {
+    if let Some(choice) = &new.sandbox {
+        check_sandbox(sandboxes, choice)?;
+    }
     let base = urls.check("provider_base_url", &new.provider_base_url)?;
     let others = new.fallbacks.iter().map(|m| ("fallbacks", m));
     let others = others.chain(new.auxiliary.iter().map(|m| ("auxiliary", m)));
@@ -104,6 +140,10 @@ pub async fn create(
         tx.set_workspace_scope(agent.id, scope).await?;
         agent.workspace = scope;
     }
+    if let Some(choice) = new.sandbox.filter(|c| !c.is_default()) {
+        tx.set_sandbox_choice(agent.id, &choice).await?;
+        agent.sandbox = choice;
+    }
     let vision = new.vision_model;
     let images = new.image_input_mode.filter(|m| *m != agent.image_input_mode);
     if vision.is_some() || images.is_some() {
@@ -127,8 +167,11 @@ pub async fn edit(
     by: Audit,
     (tenant, before): (TenantId, &Agent),
     edit: AgentEdit,
-    urls: ModelUrls<'_>,
+    (urls, sandboxes): (ModelUrls<'_>, &SandboxConfig),
 ) -> Result<Agent> {
+    if let Some(choice) = &edit.sandbox {
+        check_sandbox(sandboxes, choice)?;
+    }
     check_toolsets(edit.toolsets.iter().flatten())?;
     let vision = edit.vision_model.iter().flatten().map(|m| ("vision_model", m));
     urls.check_models(edit.fallbacks.iter().flatten().map(|m| ("fallbacks", m)).chain(vision))?;
@@ -155,6 +198,10 @@ pub async fn edit(
     if let Some(scope) = scope {
         tx.set_workspace_scope(before.id, scope).await?;
         after.workspace = scope;
+    }
+    if let Some(choice) = edit.sandbox {
+        tx.set_sandbox_choice(before.id, &choice).await?;
+        after.sandbox = choice;
     }
     if images.is_some() || edit.vision_model.is_some() {
         let model = edit.vision_model;

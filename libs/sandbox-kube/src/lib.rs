@@ -35,7 +35,9 @@ use serde::de::DeserializeOwned;
 use tokio::sync::Mutex;
 
 use hermes_config::SandboxConfig;
-use hermes_sandbox::{Address, EgressHandler, PinnedCert, Result, SandboxClient, SandboxError, SandboxKey, Sandboxes};
+use hermes_sandbox::{
+    Address, EgressHandler, PinnedCert, Result, SandboxClient, SandboxError, SandboxKey, SandboxSpec, Sandboxes,
+};
 
 use manifests::{LABEL_OWNER, Names};
 
@@ -55,6 +57,9 @@ struct Inner {
     /// Whether each pod's NetworkPolicy, as this worker last applied it, lets it out.
     applied_egress: StdMutex<HashMap<String, bool>>,
     census: hermes_sandbox::Census,
+    /// Each agent's image and limits, and the spec each pod this worker reached was made for.
+    specs: hermes_sandbox::spec::Specs,
+    made_for: StdMutex<HashMap<String, String>>,
 }
 
 fn api_err(e: kube::Error) -> SandboxError {
@@ -92,6 +97,8 @@ impl KubeSandboxes {
                 start: Mutex::new(()),
                 egress: StdMutex::new(None),
                 applied_egress: StdMutex::new(HashMap::new()),
+                specs: hermes_sandbox::spec::Specs::default(),
+                made_for: StdMutex::new(HashMap::new()),
                 census: hermes_sandbox::Census::default(),
             }),
         }
@@ -208,9 +215,11 @@ impl KubeSandboxes {
     }
 
     /// Makes sure the pod exists and runs; returns its IP.
-    async fn ensure_pod(&self, key: SandboxKey, names: &Names) -> Result<String> {
+    async fn ensure_pod(&self, key: SandboxKey, names: &Names, spec: &SandboxSpec) -> Result<String> {
         let cfg = &self.inner.cfg;
         let pods = self.api::<Pod>();
+        let shaped = manifests::with_spec(&cfg.kubernetes, spec);
+        let wanted = spec.fingerprint();
         let deadline = Instant::now() + Duration::from_secs(cfg.kubernetes.start_timeout_seconds);
         loop {
             match pods.get_opt(&names.pod).await.map_err(api_err)? {
@@ -220,14 +229,23 @@ impl KubeSandboxes {
                     if cfg.kubernetes.tls {
                         self.certificate(key, names).await?;
                     }
-                    self.ensure(&manifests::pvc(&cfg.kubernetes, key, names)).await?;
+                    self.ensure(&manifests::pvc(&shaped, key, names)).await?;
                     self.ensure_policy(key, names).await?;
-                    let pod = manifests::pod(&cfg.kubernetes, key, names, cfg.exec_timeout_seconds);
+                    let mut pod = manifests::pod(&shaped, key, names, cfg.exec_timeout_seconds);
+                    pod.metadata
+                        .labels
+                        .get_or_insert_default()
+                        .insert(manifests::LABEL_SPEC.to_owned(), wanted.clone());
                     self.ensure(&pod).await?;
                     tracing::info!(pod = %names.pod, tenant.id = %key.tenant, agent.id = %key.agent, "sandbox pod created");
                     metrics::counter!("hermes_sandbox_created_total", "backend" => "kubernetes").increment(1);
                 }
                 // Started before `sandbox.kubernetes.tls` changed: this worker could not reach it.
+                // The agent's image or limits changed: a new pod on the same volume.
+                Some(pod) if manifests::spec_of(&pod) != wanted => {
+                    tracing::info!(pod = %names.pod, "the agent's sandbox settings changed; replacing its pod");
+                    let _ = pods.delete(&names.pod, &DeleteParams::default()).await;
+                }
                 Some(pod) if tls::serves_tls(&pod) != cfg.kubernetes.tls => {
                     let tls = cfg.kubernetes.tls;
                     tracing::warn!(pod = %names.pod, tls, "sandbox pod serves another transport; replacing it");
@@ -345,6 +363,12 @@ impl Sandboxes for KubeSandboxes {
     fn open(&self, key: SandboxKey) -> BoxFuture<'_, Result<SandboxClient>> {
         Box::pin(async move {
             let names = self.names(key);
+            let spec = self.inner.specs.of(key).await;
+            let wanted = spec.fingerprint();
+            let made_for = self.inner.made_for.lock().ok().and_then(|m| m.get(&names.pod).cloned());
+            if made_for.as_ref().is_some_and(|made| *made != wanted) {
+                self.forget(&names.pod);
+            }
             if let Some(client) = self.cached(&names.pod) {
                 return Ok(client);
             }
@@ -352,7 +376,10 @@ impl Sandboxes for KubeSandboxes {
             if let Some(client) = self.cached(&names.pod) {
                 return Ok(client);
             }
-            let ip = self.ensure_pod(key, &names).await?;
+            let ip = self.ensure_pod(key, &names, &spec).await?;
+            if let Ok(mut made) = self.inner.made_for.lock() {
+                made.insert(names.pod.clone(), wanted);
+            }
             // A pod another worker started may carry an older egress setting.
             self.ensure_policy(key, &names).await?;
             let wait = Duration::from_secs(self.inner.cfg.kubernetes.start_timeout_seconds.min(60));
@@ -385,6 +412,10 @@ impl Sandboxes for KubeSandboxes {
         if let Ok(mut egress) = self.inner.egress.lock() {
             *egress = Some(handler);
         }
+    }
+
+    fn set_specs(&self, source: Arc<dyn hermes_sandbox::SpecSource>) {
+        self.inner.specs.set(source);
     }
 
     fn reap_idle(&self) -> BoxFuture<'_, Result<usize>> {

@@ -40,6 +40,33 @@ pub fn secret(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names, tok
     }
 }
 
+/// The label naming the spec (image and limits) a pod was made for.
+pub const LABEL_SPEC: &str = "hermes.io/spec";
+
+/// `cfg` with an agent's image and limits in place of the defaults.
+pub fn with_spec(cfg: &KubernetesSandboxConfig, spec: &hermes_sandbox::SandboxSpec) -> KubernetesSandboxConfig {
+    let mut shaped = cfg.clone();
+    if let Some(image) = &spec.image {
+        shaped.image.clone_from(image);
+    }
+    if let Some(cpus) = spec.cpus {
+        shaped.cpu_millis = (cpus * 1000.0).round() as u64;
+    }
+    if let Some(mb) = spec.memory_mb {
+        shaped.memory_mb = mb;
+    }
+    if let Some(mb) = spec.disk_mb {
+        shaped.workspace_gb = mb.div_ceil(1024).max(1);
+    }
+    shaped
+}
+
+/// The spec a pod was made for (pods from before specs: the defaults').
+pub fn spec_of(pod: &Pod) -> String {
+    let label = pod.metadata.labels.as_ref().and_then(|l| l.get(LABEL_SPEC)).cloned();
+    label.unwrap_or_else(|| hermes_sandbox::SandboxSpec::default().fingerprint())
+}
+
 pub fn pvc(cfg: &KubernetesSandboxConfig, key: SandboxKey, names: &Names) -> PersistentVolumeClaim {
     PersistentVolumeClaim {
         metadata: meta(&names.pvc, &labels(cfg, key, names)),

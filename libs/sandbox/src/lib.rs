@@ -15,6 +15,7 @@ pub mod local;
 pub mod process;
 mod rpc_trace;
 mod span_relay;
+pub mod spec;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -30,6 +31,7 @@ use hermes_core::{AgentId, TenantId};
 pub use client::{Address, PinnedCert, SandboxClient, status_error};
 pub use common::{Census, is_idle, live_sandbox, record_live};
 pub use hermes_sandbox_proto::v1 as proto;
+pub use spec::{SandboxSpec, SpecSource};
 
 /// Which sandbox: never shared between tenants or agents, nor between the people or
 /// conversations of an agent whose `workspace` setting gives each their own.
@@ -115,6 +117,10 @@ pub trait Sandboxes: Send + Sync {
     /// Serves the sandboxes' egress through `handler` (see [`EgressHandler`]); without one,
     /// a sandbox has no way out.
     fn set_egress(&self, _handler: Arc<dyn EgressHandler>) {}
+
+    /// Takes each new sandbox's image and limits from `source` (see [`spec`]); without one,
+    /// every sandbox gets the configured defaults.
+    fn set_specs(&self, _source: Arc<dyn SpecSource>) {}
 
     /// Removes this worker's view of sandboxes idle for `sandbox.idle_seconds` (see each
     /// backend); returns how many went.

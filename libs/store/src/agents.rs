@@ -81,6 +81,7 @@ struct AgentRow {
     image_input_mode: String,
     vision_model: Option<Value>,
     workspace: String,
+    sandbox: Value,
     created_at: DateTime<Utc>,
 }
 
@@ -113,6 +114,7 @@ impl AgentRow {
             image_input_mode: crate::rows::vocab(&self.image_input_mode)?,
             vision_model: model_setting(self.vision_model)?,
             workspace: crate::rows::vocab(&self.workspace)?,
+            sandbox: serde_json::from_value(self.sandbox).map_err(|e| StoreError::Corrupt(e.to_string()))?,
             created_at: self.created_at,
         };
         Ok(Agent { shown, provider_secret: self.provider_secret })
@@ -135,7 +137,7 @@ impl Agent {
 
 macro_rules! agent_columns {
     () => {
-        "id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets, provider_key_hosts, fallbacks, api_mode, auxiliary, context_window, approval_mode, egress, disabled_skills, image_input_mode, vision_model, workspace, created_at"
+        "id, name, model, provider_base_url, provider_secret, soul, system_message, toolsets, provider_key_hosts, fallbacks, api_mode, auxiliary, context_window, approval_mode, egress, disabled_skills, image_input_mode, vision_model, workspace, sandbox, created_at"
     };
 }
 

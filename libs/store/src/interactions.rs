@@ -292,6 +292,11 @@ tenant_writes! {
     /// Sets whose sandbox the agent's tools use; turns claimed after it use the new one.
     pub async fn set_workspace_scope(agent: AgentId, scope: hermes_core::WorkspaceScope) -> Result<()>
         = set_workspace_scope_on;
+
+    /// Sets the agent's sandbox image and limits; its sandboxes are remade with them when next
+    /// opened.
+    pub async fn set_sandbox_choice(agent: AgentId, choice: &hermes_core::SandboxChoice) -> Result<()>
+        = set_sandbox_choice_on;
 }
 
 /// [`Turns::answer_interaction`](crate::views::Turns::answer_interaction) on a connection already set to `tenant`.
@@ -355,6 +360,22 @@ async fn set_egress_on(conn: &mut PgConnection, tenant: TenantId, agent: AgentId
         .bind(tenant.as_uuid())
         .bind(agent.as_uuid())
         .bind(enabled)
+        .execute(conn)
+        .await?;
+    crate::require_changed(&done)
+}
+
+/// [`Turns::set_sandbox_choice`](crate::views::Turns::set_sandbox_choice) on a connection already set to `tenant`.
+async fn set_sandbox_choice_on(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    agent: AgentId,
+    choice: &hermes_core::SandboxChoice,
+) -> Result<()> {
+    let done = sqlx::query("UPDATE agents SET sandbox = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.as_uuid())
+        .bind(agent.as_uuid())
+        .bind(sqlx::types::Json(choice))
         .execute(conn)
         .await?;
     crate::require_changed(&done)

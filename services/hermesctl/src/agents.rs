@@ -88,6 +88,15 @@ pub struct AgentCreate {
     /// session (one per conversation).
     #[arg(long, default_value = "person")]
     workspace: hermes_core::WorkspaceScope,
+    /// Its sandboxes' image, by the operator's name for it (default, node, browser, data, ...).
+    #[arg(long)]
+    sandbox_image: Option<String>,
+    /// CPUs for each of its sandboxes (within the operator's sandbox.max).
+    #[arg(long)]
+    sandbox_cpus: Option<f64>,
+    /// Memory for each of its sandboxes, in MB.
+    #[arg(long)]
+    sandbox_memory_mb: Option<u64>,
 }
 
 fn model_at(spec: &str) -> anyhow::Result<ModelRef> {
@@ -100,7 +109,7 @@ pub async fn run_agent(json_mode: bool, config: &HermesConfig, store: &Store, cm
         AgentCmd::Create(a) => {
             let t = tenant(store, &a.tenant).await?;
             let secrets = SecretBox::from_config(config.secrets.master_key.as_deref())?;
-            let doors = (ModelUrls::Operator, secrets.as_ref());
+            let doors = (ModelUrls::Operator, secrets.as_ref(), &config.sandbox);
             let agent = agents::create(store, cli_actor(), t.id, a.into_new_agent()?, doors).await?;
             print_created(json_mode, &agent, &t.name)?;
         }
@@ -173,6 +182,12 @@ impl AgentCreate {
             image_input_mode: Some(self.image_input_mode),
             provider_key_hosts: self.key_hosts,
             workspace: Some(self.workspace),
+            sandbox: Some(hermes_core::SandboxChoice {
+                image: self.sandbox_image,
+                cpus: self.sandbox_cpus,
+                memory_mb: self.sandbox_memory_mb,
+                ..Default::default()
+            }),
         })
     }
 }

@@ -22,6 +22,7 @@ mod models;
 mod phases;
 mod presence;
 mod review;
+mod sandbox_specs;
 mod session;
 mod shares;
 mod skills;
@@ -102,6 +103,7 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
     let worker_id = cfg.worker.id.clone().unwrap_or_else(default_worker_id);
     let toolkit = tools::build::toolkit(&ctx, &shutdown);
     ctx.sandboxes.set_egress(Arc::new(egress::EgressProxy::new(ctx.store.clone(), &cfg.sandbox)));
+    ctx.sandboxes.set_specs(sandbox_specs::AgentSpecs::new(ctx.store.clone(), &cfg.sandbox));
     sync_bundled_skills(&ctx.store).await;
     let incarnation = uuid::Uuid::now_v7().simple().to_string();
     let lease_prefix = format!("{worker_id}/{}", &incarnation[incarnation.len() - 8..]);

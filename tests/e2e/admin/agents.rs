@@ -33,6 +33,8 @@ async fn an_agent_is_edited_with_its_values_checked_and_audited() {
 
     let (s, own) = owner.call(&env, Method::PATCH, &path, Some(json!({"workspace": "person"}))).await;
     assert_eq!((s, own["workspace"].as_str()), (200, Some("person")));
+    let (s, odd) = owner.call(&env, Method::PATCH, &path, Some(json!({"sandbox": {"shell": "zsh"}}))).await;
+    assert!(s == 400 && odd["error"]["message"].as_str().unwrap().contains("unknown field `shell`"), "{odd}");
     let (s, cleared) = owner.call(&env, Method::PATCH, &path, Some(json!({"soul": ""}))).await;
     assert_eq!((s, cleared["soul"].clone()), (200, json!(null)), "an empty SOUL clears it");
     // Images: a vision model and the mode, set together; `null` takes the model away again.
@@ -54,6 +56,9 @@ async fn an_agent_is_edited_with_its_values_checked_and_audited() {
         (json!({"approval_mode": "yolo"}), "approval_mode"),
         (json!({"image_input_mode": "telepathy"}), "image_input_mode"),
         (json!({"workspace": "everyone"}), "workspace"),
+        (json!({"sandbox": {"image": "gpu"}}), "sandbox"),
+        (json!({"sandbox": {"cpus": 64.0}}), "sandbox"),
+        (json!({"sandbox": {"memory_mb": 0}}), "sandbox"),
         (json!({"vision_model": {"model": "m", "base_url": "http://10.0.0.8/v1"}}), "vision_model"),
         (json!({"fallbacks": [{"model": "m", "base_url": "http://169.254.169.254/v1"}]}), "fallbacks"),
     ] {

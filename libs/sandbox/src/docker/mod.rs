@@ -37,6 +37,7 @@ const LABEL_OWNER: &str = "io.hermes.sandbox.owner";
 const LABEL_TENANT: &str = "io.hermes.tenant";
 const LABEL_AGENT: &str = "io.hermes.agent";
 const LABEL_WORKSPACE: &str = "io.hermes.workspace";
+const LABEL_SPEC: &str = "io.hermes.spec";
 
 /// Docker sandboxes of this worker's Docker engine.
 #[derive(Clone)]
@@ -50,6 +51,10 @@ struct Inner {
     attached: Attached,
     /// Set once the engine refused a volume size: quotas are not tried again.
     no_quota_support: AtomicBool,
+    /// Each agent's image and limits.
+    specs: crate::spec::Specs,
+    /// The spec each sandbox this worker connected to was made for (by container name).
+    made_for: std::sync::Mutex<HashMap<String, String>>,
 }
 
 fn docker_err(e: DockerError) -> SandboxError {
@@ -76,7 +81,14 @@ impl DockerSandboxes {
         let docker = docker.negotiate_version().await.map_err(|e| SandboxError::Unavailable(e.to_string()))?;
         let no_quota_support = AtomicBool::new(false);
         Ok(Self {
-            inner: Arc::new(Inner { docker, cfg: cfg.clone(), attached: Attached::default(), no_quota_support }),
+            inner: Arc::new(Inner {
+                docker,
+                cfg: cfg.clone(),
+                attached: Attached::default(),
+                no_quota_support,
+                specs: crate::spec::Specs::default(),
+                made_for: std::sync::Mutex::default(),
+            }),
         })
     }
 
@@ -109,16 +121,27 @@ impl DockerSandboxes {
         let name = self.container_name(key);
         let _guard = self.inner.attached.daemons.start_lock(&name).await;
         let docker = &self.inner.docker;
+        let spec = self.inner.specs.of(key).await;
         match docker.inspect_container(&name, None).await {
             Ok(info) => {
+                let labels = info.config.as_ref().and_then(|c| c.labels.as_ref());
+                // A container from before specs had labels was made with the defaults.
+                let made_for = labels.and_then(|l| l.get(LABEL_SPEC)).cloned();
+                let made_for = made_for.unwrap_or_else(|| crate::SandboxSpec::default().fingerprint());
                 let running = info.state.as_ref().and_then(|s| s.running).unwrap_or(false);
-                if !running && let Err(e) = docker.start_container(&name, None).await {
+                if made_for != spec.fingerprint() {
+                    // The agent's image or limits changed: a new container on the same workspace.
+                    tracing::info!(container = %name, "the agent's sandbox settings changed; recreating its sandbox");
+                    self.inner.attached.daemons.forget(&name);
+                    self.remove(&name).await;
+                    self.create(key, &name, &spec).await?;
+                } else if !running && let Err(e) = docker.start_container(&name, None).await {
                     tracing::warn!(container = %name, error = %e, "sandbox does not start; recreating it");
                     self.remove(&name).await;
-                    self.create(key, &name).await?;
+                    self.create(key, &name, &spec).await?;
                 }
             }
-            Err(e) if status_of(&e) == Some(404) => self.create(key, &name).await?,
+            Err(e) if status_of(&e) == Some(404) => self.create(key, &name, &spec).await?,
             Err(e) => return Err(docker_err(e)),
         }
         Ok(name)
@@ -126,8 +149,13 @@ impl DockerSandboxes {
 
     /// Creates the workspace volume with its size limit, when one is configured and the
     /// engine's storage supports it (otherwise the container's mount creates it plainly).
-    async fn create_workspace_volume(&self, key: SandboxKey, labels: &HashMap<String, String>) -> Result<()> {
-        let quota = self.inner.cfg.docker.workspace_quota_mb;
+    async fn create_workspace_volume(
+        &self,
+        key: SandboxKey,
+        labels: &HashMap<String, String>,
+        spec: &crate::SandboxSpec,
+    ) -> Result<()> {
+        let quota = spec.disk_mb.unwrap_or(self.inner.cfg.docker.workspace_quota_mb);
         if quota == 0 || self.inner.no_quota_support.load(Ordering::Relaxed) {
             return Ok(());
         }
@@ -149,8 +177,9 @@ impl DockerSandboxes {
         }
     }
 
-    async fn create(&self, key: SandboxKey, name: &str) -> Result<()> {
+    async fn create(&self, key: SandboxKey, name: &str, spec: &crate::SandboxSpec) -> Result<()> {
         let cfg = &self.inner.cfg.docker;
+        let image = spec.image.clone().unwrap_or_else(|| cfg.image.clone());
         let ipc = common::prepare_ipc_dir(&cfg.ipc_dir, name, common::IpcOwner::Worker)?;
         let labels = HashMap::from([
             (LABEL_OWNER.to_owned(), cfg.name_prefix.clone()),
@@ -158,9 +187,10 @@ impl DockerSandboxes {
             (LABEL_AGENT.to_owned(), key.agent.to_string()),
             (LABEL_WORKSPACE.to_owned(), key.workspace.label()),
         ]);
-        self.create_workspace_volume(key, &labels).await?;
+        self.create_workspace_volume(key, &labels, spec).await?;
+        let labels = labels.into_iter().chain([(LABEL_SPEC.to_owned(), spec.fingerprint())]).collect();
         let body = ContainerCreateBody {
-            image: Some(cfg.image.clone()),
+            image: Some(image.clone()),
             cmd: Some(self.sandboxd_command()),
             user: Some("0:0".into()),
             working_dir: Some(WORKSPACE.into()),
@@ -172,7 +202,7 @@ impl DockerSandboxes {
             ),
             labels: Some(labels),
             network_disabled: Some(true),
-            host_config: Some(self.host_config(key, &ipc)),
+            host_config: Some(self.host_config(key, &ipc, spec)),
             ..Default::default()
         };
         let options = CreateContainerOptions { name: Some(name.to_owned()), ..Default::default() };
@@ -182,7 +212,7 @@ impl DockerSandboxes {
             // Another worker on this engine created it first: use theirs.
             Err(e) if status_of(&e) == Some(409) => {}
             Err(e) if status_of(&e) == Some(404) => {
-                return Err(SandboxError::ImageMissing(cfg.image.clone()));
+                return Err(SandboxError::ImageMissing(image));
             }
             Err(e) => return Err(docker_err(e)),
         }
@@ -199,8 +229,13 @@ impl DockerSandboxes {
     /// The container's limits and mounts: no network, no capabilities but what sandboxd needs
     /// to start and stop the sandbox user's programs, a read-only root, the workspace volume
     /// and the socket directory.
-    fn host_config(&self, key: SandboxKey, ipc: &std::path::Path) -> HostConfig {
+    fn host_config(&self, key: SandboxKey, ipc: &std::path::Path, spec: &crate::SandboxSpec) -> HostConfig {
         let cfg = &self.inner.cfg.docker;
+        let (memory_mb, cpus, pids) = (
+            spec.memory_mb.unwrap_or(cfg.memory_mb),
+            spec.cpus.unwrap_or(cfg.cpus),
+            spec.pids.unwrap_or(cfg.pids_limit),
+        );
         let tmpfs = HashMap::from([
             ("/tmp".to_owned(), format!("rw,nosuid,nodev,size={}m", cfg.tmpfs_mb)),
             ("/run".to_owned(), "rw,nosuid,nodev,noexec,size=16m".to_owned()),
@@ -208,7 +243,7 @@ impl DockerSandboxes {
             // and closed it; executable, for what `npx` installs there.
             (MCP_HOME_MOUNT.to_owned(), format!("rw,nosuid,nodev,exec,mode=1777,size={}m", cfg.tmpfs_mb)),
         ]);
-        let memory = i64::try_from(cfg.memory_mb.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX);
+        let memory = i64::try_from(memory_mb.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX);
         HostConfig {
             // sandboxd runs as root with just enough to start programs as the sandbox user
             // (uid 1000) and stop them; they cannot signal it, read it or replace its socket.
@@ -217,10 +252,10 @@ impl DockerSandboxes {
             security_opt: Some(vec!["no-new-privileges".into()]),
             readonly_rootfs: Some(true),
             tmpfs: Some(tmpfs),
-            pids_limit: Some(cfg.pids_limit),
+            pids_limit: Some(pids),
             memory: Some(memory),
             memory_swap: Some(memory),
-            nano_cpus: Some((cfg.cpus * 1e9) as i64),
+            nano_cpus: Some((cpus * 1e9) as i64),
             network_mode: Some("none".into()),
             init: Some(true),
             mounts: Some(vec![
@@ -334,12 +369,25 @@ impl Sandboxes for DockerSandboxes {
     fn open(&self, key: SandboxKey) -> BoxFuture<'_, Result<SandboxClient>> {
         Box::pin(async move {
             let name = self.container_name(key);
+            let wanted = self.inner.specs.of(key).await.fingerprint();
+            let made_for = self.inner.made_for.lock().ok().and_then(|m| m.get(&name).cloned());
+            if made_for.is_some_and(|made| made != wanted) {
+                // The agent's image or limits changed since: ensure_running replaces it.
+                self.inner.attached.daemons.forget(&name);
+            }
             let start = async {
                 self.ensure_running(key).await?;
+                if let Ok(mut made) = self.inner.made_for.lock() {
+                    made.insert(name.clone(), wanted.clone());
+                }
                 self.connect_daemon(&name, START_WAIT).await
             };
             self.inner.attached.open(&name, key, &self.ipc_dir(&name), start).await
         })
+    }
+
+    fn set_specs(&self, source: Arc<dyn crate::SpecSource>) {
+        self.inner.specs.set(source);
     }
 
     fn running(&self, key: SandboxKey) -> BoxFuture<'_, Result<Option<SandboxClient>>> {

@@ -66,6 +66,11 @@ pub struct NewAgent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>)]
     pub workspace: Option<hermes_core::WorkspaceScope>,
+    /// Its sandboxes' image (`default`, `node`, ...: `GET /admin/v1/sandbox-images`) and
+    /// `cpus`, `memory_mb`, `disk_mb`, `pids` within the operator's maxima.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub sandbox: Option<hermes_core::SandboxChoice>,
 }
 
 /// Changes to an agent (absent: unchanged; an empty `soul` or `system_message` clears it).
@@ -96,6 +101,11 @@ pub struct AgentEdit {
     /// files of the old workspaces stay where they are).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
+    /// Replaces its sandboxes' image and limits (`{}`: the defaults); running sandboxes are
+    /// remade with them at their next use, their workspaces kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub sandbox: Option<hermes_core::SandboxChoice>,
     /// The model that describes images (`{"model": ..., "base_url": ...}`); `null` removes it.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>, nullable)]

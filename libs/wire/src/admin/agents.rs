@@ -51,6 +51,9 @@ pub struct Agent {
     /// or `session` (one per conversation).
     #[schema(value_type = String)]
     pub workspace: hermes_core::WorkspaceScope,
+    /// Its sandboxes' image (one of the operator's, by name) and limits; `{}`: the defaults.
+    #[schema(value_type = Object)]
+    pub sandbox: hermes_core::SandboxChoice,
     pub created_at: DateTime<Utc>,
 }
 
@@ -165,4 +168,21 @@ pub struct MemoryWritten {
     /// `memory` or `user`.
     pub target: String,
     pub entries: Vec<String>,
+}
+
+/// The sandbox images agents of this installation may pick, and the most they may ask for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SandboxOffer {
+    pub images: Vec<SandboxImageShown>,
+    pub max_cpus: f64,
+    pub max_memory_mb: u64,
+    pub max_disk_mb: u64,
+    pub max_pids: i64,
+}
+
+/// An image agents may pick: its name and what it carries (the reference is the operator's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SandboxImageShown {
+    pub name: String,
+    pub carries: String,
 }

@@ -99,10 +99,15 @@ export async function agentPage(section, ctx, agentId) {
   const mode = h('select', {}, ['manual', 'smart', 'off'].map((m) => h('option', { value: m, selected: m === a.approval_mode }, t(`approval_${m}`))));
   const images = h('select', {}, ['auto', 'native', 'text'].map((m) => h('option', { value: m, selected: m === a.image_input_mode }, t(`image_${m}`))));
   const workspace = h('select', {}, ['person', 'agent', 'session'].map((m) => h('option', { value: m, selected: m === a.workspace }, t(`workspace_${m}`))));
+  const offer = await api('GET', `/admin/v1/tenants/${ctx.id}/sandbox-images`);
+  const chosen = a.sandbox?.image || 'default';
+  const image = h('select', {}, offer.images.map((i) => h('option', { value: i.name, selected: i.name === chosen }, i.carries ? `${i.name}: ${i.carries}` : i.name)));
+  const cpus = h('input', { type: 'number', min: '0.1', step: '0.1', max: String(offer.max_cpus), value: a.sandbox?.cpus ?? '', placeholder: t('default') });
+  const memory = h('input', { type: 'number', min: '64', step: '64', max: String(offer.max_memory_mb), value: a.sandbox?.memory_mb ?? '', placeholder: t('default') });
   const eye = h('input', { type: 'text', value: a.vision_model?.model || '', placeholder: 'gpt-4o-mini' });
   const eyeUrl = h('input', { type: 'url', value: a.vision_model?.base_url || '', placeholder: 'https://api.openai.com/v1' });
   const status = h('div', { 'aria-live': 'polite' });
-  for (const control of [model, soul, toolsets, egress, mode, images, workspace, eye, eyeUrl]) if (!edit) control.setAttribute('disabled', '');
+  for (const control of [model, soul, toolsets, egress, mode, images, workspace, image, cpus, memory, eye, eyeUrl]) if (!edit) control.setAttribute('disabled', '');
   // Both fields set a vision model; both emptied take it away; otherwise it stays as it is.
   const visionModel = () => {
     if (eye.value.trim() && eyeUrl.value.trim()) return { model: eye.value.trim(), base_url: eyeUrl.value.trim() };
@@ -116,13 +121,20 @@ export async function agentPage(section, ctx, agentId) {
         model: model.value, soul: soul.value, toolsets: toolsets.value.split(',').map((x) => x.trim()).filter(Boolean),
         egress: egress.checked, approval_mode: mode.value, image_input_mode: images.value, vision_model: visionModel(),
         workspace: workspace.value,
+        sandbox: {
+          ...(a.sandbox || {}),
+          image: image.value === 'default' ? undefined : image.value,
+          cpus: cpus.value ? Number(cpus.value) : undefined,
+          memory_mb: memory.value ? Number(memory.value) : undefined,
+        },
       });
       status.replaceChildren(notice('ok', t('saved')));
     }, status),
   }, h('h2', {}, a.name), h('p', { class: 'hint' }, a.provider_base_url),
   field(t('model'), model), field(t('soul'), soul), field(t('toolsets'), toolsets),
   h('div', { class: 'field inline' }, egress, h('label', { for: 'agent-egress' }, t('egress'))),
-  field(t('approvalMode'), mode), field(t('imageMode'), images), field(t('workspace'), workspace), field(t('visionModel'), eye), field(t('visionBaseUrl'), eyeUrl),
+  field(t('approvalMode'), mode), field(t('imageMode'), images), field(t('workspace'), workspace),
+  field(t('sandboxImage'), image), field(t('sandboxCpus'), cpus), field(t('sandboxMemory'), memory), field(t('visionModel'), eye), field(t('visionBaseUrl'), eyeUrl),
   edit ? h('button', { type: 'submit' }, t('save')) : null, status));
   await mcpSection(section, ctx, a, edit);
 }

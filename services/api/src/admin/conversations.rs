@@ -30,6 +30,27 @@ pub(crate) async fn agents(call: TenantCall) -> Result<Json<List<Agent>>> {
         .await
 }
 
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/sandbox-images", tag = "admin: agents", params(TenantPath),
+    responses((status = 200, description = "The sandbox images agents may pick and the most they may ask for", body = hermes_wire::admin::SandboxOffer),
+        TenantNotFound))]
+pub(crate) async fn sandbox_images(call: TenantCall) -> Result<Json<hermes_wire::admin::SandboxOffer>> {
+    call.allow(AdminOp::ViewAgents).await?;
+    let cfg = &call.state.config.sandbox;
+    let images = cfg
+        .images_offered()
+        .into_iter()
+        .map(|i| hermes_wire::admin::SandboxImageShown { name: i.name, carries: i.carries })
+        .collect();
+    let max = &cfg.max;
+    Ok(Json(hermes_wire::admin::SandboxOffer {
+        images,
+        max_cpus: max.cpus,
+        max_memory_mb: max.memory_mb,
+        max_disk_mb: max.disk_mb,
+        max_pids: max.pids,
+    }))
+}
+
 /// A page of sessions, narrowed and searched.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -135,7 +156,7 @@ pub(crate) async fn delete_session(call: TenantCall, Path(ObjectPath { id }): Pa
 pub(crate) async fn create_agent(call: TenantCall, body: Body<NewAgent>) -> Result<(StatusCode, Json<Agent>)> {
     let (t, body) = call.allow_with_body(AdminOp::EditAgents, body).await?;
     let policy = call.state.outbound_policy();
-    let doors = (ModelUrls::Policy(&policy), call.state.secrets.as_ref());
+    let doors = (ModelUrls::Policy(&policy), call.state.secrets.as_ref(), &call.state.config.sandbox);
     let made = agent_ops::create(&call.state.store, call.caller.audit(), t.id, body, doors).await;
     let agent = made.map_err(|e| match e {
         OpsError::Store(e) => value_conflict(e, |what| format!("{what} already exists")),
@@ -154,8 +175,13 @@ pub(crate) async fn edit_agent(call: AgentCall, body: Body<AgentEdit>) -> Result
     let (t, before) = call.allow_agent(AdminOp::EditAgents).await?;
     let hermes_http::ApiJson(body) = body?;
     let policy = call.state.outbound_policy();
-    let edited =
-        agent_ops::edit(&call.state.store, call.caller.audit(), (t.id, &before), body, ModelUrls::Policy(&policy));
+    let edited = agent_ops::edit(
+        &call.state.store,
+        call.caller.audit(),
+        (t.id, &before),
+        body,
+        (ModelUrls::Policy(&policy), &call.state.config.sandbox),
+    );
     Ok(Json(edited.await.map_err(ops_error)?.shown))
 }
 

@@ -54,6 +54,7 @@ impl utoipa::Modify for AdminSecurity {
         crate::admin::tokens::create_key,
         crate::admin::tokens::revoke_key,
         crate::admin::conversations::agents,
+        crate::admin::conversations::sandbox_images,
         crate::admin::conversations::create_agent,
         crate::admin::conversations::edit_agent,
         crate::admin::skills::list,
