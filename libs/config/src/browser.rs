@@ -6,6 +6,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct BrowserConfig {
+    /// Whether the sandbox image has the browser (the `browser` target of
+    /// `deploy/sandbox/Dockerfile`). The installation cannot tell from here, so the operator
+    /// says so; new agents get the `browser` toolset by default only then.
+    pub in_sandbox_image: bool,
     /// The browser in the sandbox image (a Chromium-family program on its PATH, or a path).
     pub command: String,
     /// Added to the browser's flags (upstream's `AGENT_BROWSER_ARGS`).
@@ -18,6 +22,12 @@ pub struct BrowserConfig {
 
 impl Default for BrowserConfig {
     fn default() -> Self {
-        Self { command: "chromium".into(), extra_args: Vec::new(), inactivity_seconds: 120, snapshot_chars: 15_000 }
+        Self {
+            in_sandbox_image: false,
+            command: "chromium".into(),
+            extra_args: Vec::new(),
+            inactivity_seconds: 120,
+            snapshot_chars: 15_000,
+        }
     }
 }

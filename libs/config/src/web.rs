@@ -132,6 +132,30 @@ impl Default for WebConfig {
 }
 
 impl WebConfig {
+    /// Whether the operator's settings let `backend` be called: its key, or (SearXNG, a
+    /// self-hosted Firecrawl) its URL; the built-in extractor always. A tenant's own key may
+    /// make another one callable for its turns.
+    pub fn operator_can_call(&self, backend: WebBackend) -> bool {
+        let has = |v: &Option<String>| v.as_deref().is_some_and(|v| !v.trim().is_empty());
+        match backend {
+            WebBackend::Builtin => true,
+            WebBackend::Searxng => has(&self.searxng_url),
+            WebBackend::Firecrawl => has(&self.firecrawl_api_key) || self.firecrawl_api_url.is_some(),
+            WebBackend::Tavily => has(&self.tavily_api_key),
+            WebBackend::Exa => has(&self.exa_api_key),
+            WebBackend::Brave => has(&self.brave_api_key),
+        }
+    }
+
+    /// Whether `web_search` works with the operator's settings alone, as the worker chooses
+    /// its service: a `search_backend` that cannot search is an error, and otherwise any
+    /// search service the operator can call serves (`web_extract` always has the built-in
+    /// fetcher, so search is what the `web` toolset needs).
+    pub fn searches(&self) -> bool {
+        self.search_backend.is_none_or(WebBackend::searches)
+            && WebBackend::DETECTION_ORDER.into_iter().any(|b| self.operator_can_call(b))
+    }
+
     /// The keys this section holds, which a dump masks.
     pub(crate) fn keys_mut(&mut self) -> [&mut Option<String>; 4] {
         [&mut self.firecrawl_api_key, &mut self.tavily_api_key, &mut self.exa_api_key, &mut self.brave_api_key]

@@ -13,6 +13,7 @@ pub mod ids;
 pub mod kinds;
 pub mod media;
 pub mod message;
+pub mod model_names;
 pub mod outbox;
 pub mod sandbox_choice;
 pub mod toolsets;

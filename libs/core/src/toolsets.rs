@@ -42,6 +42,33 @@ impl ToolsetName {
     /// The toolsets that need the agent's sandbox.
     pub const SANDBOXED: [ToolsetName; 4] =
         [ToolsetName::Terminal, ToolsetName::File, ToolsetName::CodeExecution, ToolsetName::Browser];
+
+    /// The service of the operator's this toolset needs to work (`None`: nothing more than the
+    /// agent's own model and sandbox).
+    pub const fn needs(self) -> Option<OperatorService> {
+        match self {
+            ToolsetName::Web => Some(OperatorService::WebSearch),
+            ToolsetName::ImageGen => Some(OperatorService::ImageGen),
+            ToolsetName::Tts => Some(OperatorService::Tts),
+            ToolsetName::Browser => Some(OperatorService::BrowserImage),
+            _ => None,
+        }
+    }
+}
+
+vocabulary! {
+    /// What an optional toolset needs the operator to set up on the installation.
+    OperatorService ("operator service") {
+        /// A web search service with the operator's credentials (`[web]`: SearXNG, Firecrawl,
+        /// Tavily, Exa or Brave).
+        WebSearch = "web_search",
+        /// An image generation service (`[image_gen]`: FAL.ai or an OpenAI-compatible API).
+        ImageGen = "image_gen",
+        /// A text-to-speech service that can be called (`[tts]`).
+        Tts = "tts",
+        /// A sandbox image with the browser in it (`browser.in_sandbox_image`).
+        BrowserImage = "browser_image",
+    }
 }
 
 /// A toolset: its name (in `agents.toolsets`), what it gives the agent, and its tools.

@@ -1,6 +1,7 @@
 //! Agents: made and edited, each in one audited transaction with its entry, under the same
-//! checks whichever door asked (the admin API, `hermesctl agent create`): known toolsets, model
-//! URLs the front end may name, a provider key only where it can be sealed.
+//! checks whichever door asked (the admin API, `hermesctl agent create`): known toolsets (the
+//! installation's defaults when none are named), model URLs the front end may name, a provider
+//! key only where it can be sealed.
 
 use hermes_config::SandboxConfig;
 use hermes_core::{ApprovalMode, ImageInputMode, SandboxChoice, TenantId, ToolsetName, WorkspaceScope};
@@ -9,6 +10,7 @@ use hermes_store::admin::{Audit, Change};
 use hermes_store::{Agent, AgentChanges, SecretBox, Store};
 use hermes_wire::admin::{AgentEdit, ModelRef, NewAgent};
 
+use crate::toolsets::Installed;
 use crate::{OpsError, Result};
 
 /// Which model URLs a front end may give an agent.
@@ -86,13 +88,15 @@ fn given(text: Option<String>) -> Option<String> {
 }
 
 /// Makes the agent `new` describes in `tenant`, with its key sealed by `secrets`, recorded as
-/// `agent.created`. `Conflict` when the tenant has an agent of that name.
+/// `agent.created`. With no toolsets named it gets the defaults of the installation `installed`
+/// describes. `Conflict` when the tenant has an agent of that name.
 pub async fn create(
     store: &Store,
     by: Audit,
     tenant: TenantId,
-    new: NewAgent,
+    mut new: NewAgent,
     (urls, secrets, sandboxes): (ModelUrls<'_>, Option<&SecretBox>, &SandboxConfig),
+    installed: Installed,
 ) -> Result<Agent> {
     if let Some(choice) = &new.sandbox {
         check_sandbox(sandboxes, choice)?;
@@ -101,7 +105,11 @@ pub async fn create(
     let others = new.fallbacks.iter().map(|m| ("fallbacks", m));
     let others = others.chain(new.auxiliary.iter().map(|m| ("auxiliary", m)));
     urls.check_models(others.chain(new.vision_model.iter().map(|m| ("vision_model", m))))?;
-    check_toolsets(&new.toolsets)?;
+    let toolsets = match new.toolsets.take() {
+        Some(named) => named,
+        None => installed.defaults_for(&new),
+    };
+    check_toolsets(&toolsets)?;
     let provider_key = new.provider_key.filter(|k| !k.is_empty());
     if provider_key.is_some() && secrets.is_none() {
         return Err(OpsError::invalid("provider_key", "storing provider keys needs secrets.master_key"));
@@ -117,7 +125,7 @@ pub async fn create(
         provider_key,
         soul: given(new.soul),
         system_message: given(new.system_message),
-        toolsets: new.toolsets,
+        toolsets,
         provider_key_hosts,
         fallbacks: new.fallbacks,
         api_mode: new.api_mode,

@@ -15,6 +15,7 @@ pub mod keys;
 pub mod mcp;
 pub mod members;
 pub mod tenants;
+pub mod toolsets;
 
 pub use error::{OpsError, Result};
 pub use hermes_store::admin::Audit;

@@ -141,13 +141,10 @@ impl Web {
 
     /// Whether `backend` can be called: it has its key, or (SearXNG, a self-hosted Firecrawl)
     /// its URL.
+    /// The operator's side is `WebConfig::operator_can_call`, which new agents' default
+    /// toolsets follow too.
     fn available(&self, backend: WebBackend, tenant: &TenantWebKeys) -> bool {
-        match backend {
-            WebBackend::Builtin => true,
-            WebBackend::Searxng => self.config.searxng_url.as_deref().is_some_and(|u| !u.trim().is_empty()),
-            WebBackend::Firecrawl => self.key(backend, tenant).is_some() || self.config.firecrawl_api_url.is_some(),
-            WebBackend::Tavily | WebBackend::Exa | WebBackend::Brave => self.key(backend, tenant).is_some(),
-        }
+        self.config.operator_can_call(backend) || tenant.0.contains_key(&backend)
     }
 
     /// The service for `capability`, as upstream picks it: the capability's own setting, then

@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 
 use hermes_config::HermesConfig;
 use hermes_ops::agents::{self, ModelUrls};
+use hermes_ops::toolsets::Installed;
 use hermes_store::{SecretBox, Store};
 use hermes_wire::admin::{ModelRef, NewAgent};
 
@@ -45,13 +46,12 @@ pub struct AgentCreate {
     /// Standing instructions added to the agent's system prompt.
     #[arg(long)]
     system_message: Option<String>,
-    /// Enabled toolsets.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "terminal,file,code_execution,todo,memory,session_search,skills,clarify,delegation"
-    )]
-    toolsets: Vec<String>,
+    /// Enabled toolsets, comma-separated (`--toolsets ''` for none). Default: the
+    /// installation's (terminal, file, code_execution, todo, memory, session_search, skills,
+    /// clarify, delegation, and web, vision, image_gen, tts and browser where their services
+    /// are configured; over `--url`, the server's configuration decides).
+    #[arg(long, value_delimiter = ',')]
+    toolsets: Option<Vec<String>>,
     /// How dangerous shell commands are approved: manual (ask the user), off (never ask) or
     /// smart. Hard-blocked commands are refused in every mode.
     #[arg(long, default_value = "manual")]
@@ -110,7 +110,8 @@ pub async fn run_agent(json_mode: bool, config: &HermesConfig, store: &Store, cm
             let t = tenant(store, &a.tenant).await?;
             let secrets = SecretBox::from_config(config.secrets.master_key.as_deref())?;
             let doors = (ModelUrls::Operator, secrets.as_ref(), &config.sandbox);
-            let agent = agents::create(store, cli_actor(), t.id, a.into_new_agent()?, doors).await?;
+            let installed = Installed::from_config(config);
+            let agent = agents::create(store, cli_actor(), t.id, a.into_new_agent()?, doors, installed).await?;
             print_created(json_mode, &agent, &t.name)?;
         }
         AgentCmd::List { tenant: name } => {
@@ -171,7 +172,8 @@ impl AgentCreate {
             provider_key,
             soul,
             system_message: self.system_message,
-            toolsets: self.toolsets,
+            // `--toolsets ''` names none; blanks are no toolset's name.
+            toolsets: self.toolsets.map(|named| named.into_iter().filter(|t| !t.trim().is_empty()).collect()),
             egress: self.egress,
             approval_mode: Some(self.approval_mode),
             fallbacks: fallbacks.collect::<anyhow::Result<_>>()?,

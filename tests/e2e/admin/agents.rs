@@ -1,12 +1,16 @@
 //! Editing an agent from the console: model, SOUL, toolsets, fallbacks, internet access,
-//! approvals and how images are seen change for new sessions; bad values are refused with the field named; members
-//! change nothing; the audit log holds the agent before and after.
+//! approvals and how images are seen change for new sessions; bad values are refused with the
+//! field named; members change nothing; the audit log holds the agent before and after. A new
+//! agent named no toolsets gets the installation's defaults, which follow its services.
 
+use std::collections::BTreeMap;
+
+use hermes_core::TenantId;
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{Value, json};
 
-use super::Acme;
-use crate::harness::Roles;
+use super::{Acme, Console, acme_and_owner};
+use crate::harness::{Roles, TestEnv};
 
 #[tokio::test]
 async fn an_agent_is_edited_with_its_values_checked_and_audited() {
@@ -73,4 +77,62 @@ async fn an_agent_is_edited_with_its_values_checked_and_audited() {
     .await
     .unwrap();
     assert_eq!((before["model"].as_str(), after["model"].as_str()), (Some("scripted-model"), Some("gpt-4o-mini")));
+}
+
+/// `name` made over the admin API by acme's owner on `env`, with `toolsets` if given: its
+/// toolsets as made.
+async fn made(env: &TestEnv, owner: &Console, acme: TenantId, name: &str, toolsets: Option<Value>) -> Vec<String> {
+    let mut body = json!({"name": name, "model": "gpt-4o", "provider_base_url": "https://api.openai.com/v1"});
+    if let Some(toolsets) = toolsets {
+        body["toolsets"] = toolsets;
+    }
+    let (s, agent) = owner.call(env, Method::POST, &format!("/admin/v1/tenants/{acme}/agents"), Some(body)).await;
+    assert_eq!(s, 201, "{agent}");
+    let stored = env.store.agents().agent_by_name(acme, name).await.unwrap();
+    assert_eq!(serde_json::to_value(&stored.toolsets).unwrap(), agent["toolsets"], "answered as stored");
+    stored.toolsets.clone()
+}
+
+/// The console's choices on `env`: each toolset's (configured, needs, default) by name.
+async fn choices(env: &TestEnv, owner: &Console, acme: TenantId) -> BTreeMap<String, (bool, Value, bool)> {
+    let (s, list) = owner.call(env, Method::GET, &format!("/admin/v1/tenants/{acme}/toolsets"), None).await;
+    assert_eq!(s, 200, "{list}");
+    let list = list["data"].as_array().unwrap();
+    assert!(list.iter().all(|c| !c["description"].as_str().unwrap_or_default().is_empty()), "each says what it does");
+    let entry = |c: &Value| (c["configured"].as_bool().unwrap(), c["needs"].clone(), c["default"].as_bool().unwrap());
+    list.iter().map(|c| (c["name"].as_str().unwrap().to_owned(), entry(c))).collect()
+}
+
+#[tokio::test]
+async fn a_new_agent_with_no_toolsets_named_gets_web_where_the_operator_configured_search() {
+    // Never called: making an agent only reads the setting.
+    let searxng = "http://127.0.0.1:9/searxng".to_owned();
+    let env = TestEnv::start_with(Roles::API_ONLY, |c| c.web.searxng_url = Some(searxng)).await;
+    let (acme, _, owner) = acme_and_owner(&env).await;
+
+    let defaults = made(&env, &owner, acme, "scout", None).await;
+    for toolset in ["terminal", "file", "memory", "web", "vision"] {
+        assert!(defaults.contains(&toolset.to_owned()), "{toolset} in {defaults:?}");
+    }
+    for asked_for in ["mcp", "cronjob", "messaging", "image_gen", "browser"] {
+        assert!(!defaults.contains(&asked_for.to_owned()), "{asked_for} not in {defaults:?}");
+    }
+    // What the caller names wins unchanged, none included.
+    assert_eq!(made(&env, &owner, acme, "quiet", Some(json!([]))).await, Vec::<String>::new());
+    assert_eq!(made(&env, &owner, acme, "shell", Some(json!(["terminal"]))).await, ["terminal"]);
+
+    let offered = choices(&env, &owner, acme).await;
+    assert_eq!(offered["web"], (true, json!("web_search"), true));
+    assert_eq!(offered["image_gen"], (false, json!("image_gen"), false), "no image service here");
+    assert_eq!(offered["mcp"], (true, Value::Null, false), "ready, but asked for");
+}
+
+#[tokio::test]
+async fn a_new_agent_with_no_toolsets_named_gets_no_web_without_a_search_service() {
+    let Acme { env, id: acme, owner, viewer, .. } = Acme::start(Roles::API_ONLY).await;
+    let defaults = made(&env, &owner, acme, "scout", None).await;
+    assert!(defaults.contains(&"terminal".to_owned()) && !defaults.contains(&"web".to_owned()), "{defaults:?}");
+    // The console shows a member the choices too (the agent page), with what web lacks.
+    let offered = choices(&env, &viewer, acme).await;
+    assert_eq!(offered["web"], (false, json!("web_search"), false));
 }

@@ -32,6 +32,8 @@ async fn admin_answers_match_the_openapi_document() {
     spec.check("get", &templated(""), s, &tenant);
     let (s, members) = owner.call(&env, Method::GET, &t("/members"), None).await;
     spec.check("get", &templated("/members"), s, &members);
+    let (s, toolsets) = owner.call(&env, Method::GET, &t("/toolsets"), None).await;
+    spec.check("get", &templated("/toolsets"), s, &toolsets);
     let viewer_id =
         members["data"].as_array().unwrap().iter().find(|m| m["email"] == "viewer@acme.test").unwrap()["id"].clone();
     let (s, changed) = owner

@@ -244,6 +244,14 @@ async fn hermesctl_creates_agents_on_the_database_and_over_the_admin_api_under_t
     assert_eq!(made["fallbacks"][0]["model"], "small");
     assert_eq!(made["workspace"], "person", "a new agent gives each person their own workspace");
     assert_eq!(made["provider_key_hosts"][0], "127.0.0.1", "the key goes only to its server: {made}");
+    let toolsets = |agent: &Value| serde_json::from_value::<Vec<String>>(agent["toolsets"].clone()).unwrap();
+    let defaults = toolsets(&made);
+    assert!(defaults.contains(&"terminal".into()) && !defaults.contains(&"web".into()), "{defaults:?}");
+    // hermesctl's own configuration decides on the database: with a search service, web.
+    let searching = database_cli(&env, ("HERMES__WEB__SEARXNG_URL", "http://127.0.0.1:9/searxng"));
+    let (ok, out) = searching(agent_create("searching", "https://api.openai.com/v1", &["--json"])).await.unwrap();
+    assert!(ok, "{out}");
+    assert!(toolsets(&serde_json::from_str(out.trim()).unwrap()).contains(&"web".into()), "{out}");
     // The admin API's checks hold on the database too: an unknown toolset is refused.
     let (ok, out) =
         local(agent_create("odd", "https://api.openai.com/v1", &["--toolsets", "no_such_toolset"])).await.unwrap();
@@ -258,6 +266,8 @@ async fn hermesctl_creates_agents_on_the_database_and_over_the_admin_api_under_t
     .await
     .unwrap();
     assert!(ok && out.contains("created agent remote"), "{out}");
+    let (ok, out) = remote(agent_create("bare", "https://api.example.com/v1", &["--toolsets", ""])).await.unwrap();
+    assert!(ok, "{out}");
     // Over the API the outbound policy holds: no model server on a private address.
     let (ok, out) = remote(agent_create("inside", "http://10.0.0.5/v1", &[])).await.unwrap();
     assert!(!ok && out.contains("not a public address"), "{out}");
@@ -267,6 +277,10 @@ async fn hermesctl_creates_agents_on_the_database_and_over_the_admin_api_under_t
     let remote_made = listed.iter().find(|a| a.name == "remote").expect("made over the API");
     assert_eq!(remote_made.context_window, Some(32000), "the API takes what the CLI can set");
     assert_eq!(remote_made.workspace, hermes_core::WorkspaceScope::Session);
+    // Named none: the server's defaults (it has no search service); `--toolsets ''`: none.
+    assert!(remote_made.toolsets.contains(&"terminal".into()) && !remote_made.toolsets.contains(&"web".into()));
+    let bare = listed.iter().find(|a| a.name == "bare").expect("made over the API");
+    assert!(bare.toolsets.is_empty(), "{:?}", bare.toolsets);
     assert!(!listed.iter().any(|a| a.name == "odd" || a.name == "inside"), "refusals make nothing");
     let filter = hermes_store::admin::AuditFilter { limit: 100, ..Default::default() };
     let entries = env.store.admin().audit_entries(tenant.id, &filter).await.unwrap().entries;
@@ -275,7 +289,7 @@ async fn hermesctl_creates_agents_on_the_database_and_over_the_admin_api_under_t
         .filter(|e| e.action == "agent.created")
         .map(|e| (e.actor.kind.as_str(), e.after.as_ref().and_then(|a| a["name"].as_str()).unwrap_or_default()))
         .collect();
-    assert_eq!(created.len(), 2, "{created:?}");
+    assert_eq!(created.len(), 4, "{created:?}");
     assert!(created.contains(&("cli", "local")) && created.contains(&("token", "remote")), "{created:?}");
     let log = serde_json::to_string(&entries.iter().map(serde_json::to_value).collect::<Result<Vec<_>, _>>().unwrap());
     assert!(!log.unwrap().contains("sk-agent-secret"), "the provider key is never recorded");

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use hermes_core::toolsets::OperatorService;
 use hermes_core::{ApiMode, ApprovalMode, ImageInputMode};
 
 use super::ModelRef;
@@ -26,9 +27,11 @@ pub struct NewAgent {
     pub soul: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_message: Option<String>,
-    /// Toolset names (`GET /v1/toolsets`); default none.
-    #[serde(default)]
-    pub toolsets: Vec<String>,
+    /// Toolset names (`GET /admin/v1/tenants/{tenant}/toolsets`). Absent: the installation's
+    /// defaults (the base set, and each optional toolset whose service the operator
+    /// configured); `[]`: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toolsets: Option<Vec<String>>,
     /// Whether its sandbox may reach the public internet.
     #[serde(default)]
     pub egress: bool,
@@ -112,6 +115,22 @@ pub struct AgentEdit {
     pub vision_model: Option<Option<ModelRef>>,
 }
 
+/// A toolset as the installation offers it to a new or edited agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ToolsetChoice {
+    pub name: String,
+    pub description: String,
+    /// Whether the installation has what it needs.
+    pub configured: bool,
+    /// The service of the operator's it needs: `web_search`, `image_gen`, `tts` or
+    /// `browser_image` (`null`: nothing beyond the agent's model and sandbox).
+    #[schema(value_type = Option<String>)]
+    pub needs: Option<OperatorService>,
+    /// Whether a new agent gets it when its maker names no toolsets (`vision`: when one of
+    /// the agent's models can see).
+    pub default: bool,
+}
+
 /// A field that is present (even as `null`) is `Some`, so `null` can clear what absence keeps.
 fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
     T::deserialize(d).map(Some)
@@ -134,7 +153,12 @@ mod tests {
         let minimal: NewAgent =
             serde_json::from_str(r#"{"name": "a", "model": "m", "provider_base_url": "https://x.example/v1"}"#)
                 .unwrap();
-        assert!(minimal.toolsets.is_empty() && !minimal.egress && minimal.approval_mode.is_none());
+        assert!(minimal.toolsets.is_none() && !minimal.egress && minimal.approval_mode.is_none());
+        let none: NewAgent = serde_json::from_str(
+            r#"{"name": "a", "model": "m", "provider_base_url": "https://x.example/v1", "toolsets": []}"#,
+        )
+        .unwrap();
+        assert_eq!(none.toolsets, Some(vec![]), "an empty list asks for no toolsets, not the defaults");
         assert!(serde_json::from_str::<NewAgent>(r#"{"name": "a", "model": "m"}"#).is_err());
         let unknown = r#"{"name": "a", "model": "m", "provider_base_url": "u", "colour": "red"}"#;
         assert!(serde_json::from_str::<NewAgent>(unknown).is_err());

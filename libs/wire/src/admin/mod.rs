@@ -11,7 +11,7 @@ mod people;
 mod sessions;
 mod tenants;
 
-pub use agent_changes::{AgentEdit, NewAgent};
+pub use agent_changes::{AgentEdit, NewAgent, ToolsetChoice};
 pub use agents::{
     Agent, AgentSkill, AgentSkills, McpServer, McpServerSet, Memory, MemoryWritten, ModelRef, SandboxImageShown,
     SandboxOffer, SkillDocument, SkillSaved, SkillToggled,

@@ -1,6 +1,6 @@
-//! What a tenant's agents have been doing: its agents, their sessions and transcripts, and
-//! deleting a session. Transcripts are returned as stored; the console renders every part as
-//! text, never as markup.
+//! What a tenant's agents have been doing: its agents (and the toolsets they may be given),
+//! their sessions and transcripts, and deleting a session. Transcripts are returned as stored;
+//! the console renders every part as text, never as markup.
 
 use axum::Json;
 use axum::extract::{Path, Query};
@@ -12,8 +12,9 @@ use hermes_core::{ErrorCode, SessionId};
 use hermes_http::ApiError;
 use hermes_ops::OpsError;
 use hermes_ops::agents::{self as agent_ops, ModelUrls};
+use hermes_ops::toolsets::Installed;
 use hermes_store::admin::Change;
-use hermes_wire::admin::{Agent, AgentEdit, NewAgent, Transcript};
+use hermes_wire::admin::{Agent, AgentEdit, NewAgent, ToolsetChoice, Transcript};
 use hermes_wire::{List, Slice};
 
 use crate::admin::errors::{Result, ops_error, path_id, store_error, store_error_for, value_conflict};
@@ -149,7 +150,7 @@ pub(crate) async fn delete_session(call: TenantCall, Path(ObjectPath { id }): Pa
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/agents", tag = "admin: agents", request_body = NewAgent,
     params(TenantPath),
-    responses((status = 201, description = "The agent (its key is never shown)", body = Agent),
+    responses((status = 201, description = "The agent (its key is never shown); with no `toolsets` named, the installation's defaults", body = Agent),
         (status = 400, description = "A bad name, URL or toolset", body = hermes_wire::ErrorBody),
         (status = 403, description = "The caller's role may not create agents", body = hermes_wire::ErrorBody),
         (status = 409, description = "The tenant has an agent of that name", body = hermes_wire::ErrorBody)))]
@@ -157,12 +158,21 @@ pub(crate) async fn create_agent(call: TenantCall, body: Body<NewAgent>) -> Resu
     let (t, body) = call.allow_with_body(AdminOp::EditAgents, body).await?;
     let policy = call.state.outbound_policy();
     let doors = (ModelUrls::Policy(&policy), call.state.secrets.as_ref(), &call.state.config.sandbox);
-    let made = agent_ops::create(&call.state.store, call.caller.audit(), t.id, body, doors).await;
+    let installed = Installed::from_config(&call.state.config);
+    let made = agent_ops::create(&call.state.store, call.caller.audit(), t.id, body, doors, installed).await;
     let agent = made.map_err(|e| match e {
         OpsError::Store(e) => value_conflict(e, |what| format!("{what} already exists")),
         refused => ops_error(refused),
     })?;
     Ok((StatusCode::CREATED, Json(agent.shown)))
+}
+
+#[utoipa::path(get, path = "/admin/v1/tenants/{tenant}/toolsets", tag = "admin: agents", params(TenantPath),
+    responses((status = 200, description = "Every toolset an agent may be given, with whether this installation has the service it needs and whether new agents get it when no toolsets are named", body = List<ToolsetChoice>),
+        TenantNotFound))]
+pub(crate) async fn toolsets(call: TenantCall) -> Result<Json<List<ToolsetChoice>>> {
+    call.allow(AdminOp::ViewAgents).await?;
+    Ok(Json(List::of(Installed::from_config(&call.state.config).choices())))
 }
 
 #[utoipa::path(patch, path = "/admin/v1/tenants/{tenant}/agents/{agent}", tag = "admin: agents", request_body = AgentEdit,

@@ -146,6 +146,7 @@ pub(crate) fn routes(state: &AdminState) -> Router<RoleState> {
         .route("/admin/v1/tenants/{tenant}/agents", get(conversations::agents).post(conversations::create_agent))
         .route("/admin/v1/tenants/{tenant}/agents/{agent}", axum::routing::patch(conversations::edit_agent))
         .route("/admin/v1/tenants/{tenant}/sandbox-images", get(conversations::sandbox_images))
+        .route("/admin/v1/tenants/{tenant}/toolsets", get(conversations::toolsets))
         .route("/admin/v1/tenants/{tenant}/agents/{agent}/memory", get(memory::view).put(memory::rewrite))
         .route("/admin/v1/tenants/{tenant}/agents/{agent}/mcp-servers", get(mcp::list))
         .route("/admin/v1/tenants/{tenant}/agents/{agent}/mcp-servers/{name}", put(mcp::set).delete(mcp::remove))

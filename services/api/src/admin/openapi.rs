@@ -57,6 +57,7 @@ impl utoipa::Modify for AdminSecurity {
         crate::admin::conversations::sandbox_images,
         crate::admin::conversations::create_agent,
         crate::admin::conversations::edit_agent,
+        crate::admin::conversations::toolsets,
         crate::admin::skills::list,
         crate::admin::skills::get,
         crate::admin::skills::toggle,
