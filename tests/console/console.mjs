@@ -100,9 +100,19 @@ await step('the owner creates an agent, calls it with the key and watches the tu
   await ownerPage.getByLabel('Name').fill('scribe');
   await ownerPage.getByLabel('Model').fill('scripted-model');
   await ownerPage.getByLabel('Provider base URL').fill(world.llm);
-  await ownerPage.getByLabel('Toolsets').fill('terminal, memory');
+  // The installation's defaults come checked; a toolset whose service it lacks says which.
+  const toolsets = ownerPage.getByTestId('toolsets');
+  const box = (name) => toolsets.getByRole('checkbox', { name, exact: true });
+  expect(await box('terminal').isChecked() && await box('memory').isChecked(), 'the base set is checked');
+  expect(!(await box('web').isChecked()), 'no search service here: web is not a default');
+  const webHint = await toolsets.locator('#toolset-web-hint').textContent();
+  expect(webHint.includes('needs the operator to configure a web search service'), `web says what it needs: ${webHint}`);
+  expect(await box('web').isEnabled(), "still selectable: a team's own key may serve it");
+  await box('delegation').uncheck();
   await ownerPage.getByRole('button', { name: 'Create' }).click();
   await ownerPage.getByRole('cell', { name: 'scribe', exact: true }).waitFor();
+  const listed = await ownerPage.getByRole('row', { name: /scribe/ }).textContent();
+  expect(listed.includes('terminal') && !listed.includes('delegation') && !listed.includes('web'), `the checked toolsets: ${listed}`);
 
   // A tool call, then an answer that takes its time: long enough to watch and stop.
   await script([
@@ -302,6 +312,10 @@ await step('a member signs in with a password and sees no controls that change a
   expect(await memberPage.getByRole('link', { name: 'Audit log' }).count() === 0, 'no audit tab');
   await memberPage.goto(`${base}/console/t/${world.tenant}/keys`);
   expect(await memberPage.getByRole('heading', { name: 'New API key' }).count() === 0, 'no key form');
+  await memberPage.goto(`${base}/console/t/${world.tenant}/agents`);
+  await memberPage.getByRole('link', { name: 'scribe', exact: true }).click();
+  const terminal = memberPage.getByTestId('toolsets').getByRole('checkbox', { name: 'terminal', exact: true });
+  expect(await terminal.isChecked() && await terminal.isDisabled(), "the agent's toolsets shown, not changeable");
 });
 
 await step('the API refuses a member who writes anyway, with the right CSRF token', async () => {

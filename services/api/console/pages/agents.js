@@ -1,5 +1,6 @@
-// Agents: the list, a form to create one (its provider key write-only), and each agent's
-// curated memory, which people may correct: the next turn sees the change.
+// Agents: the list, a form to create one (its provider key write-only; its toolsets checked as
+// the installation's defaults), and each agent's curated memory, which people may correct: the
+// next turn sees the change.
 
 import { h, field, when } from '../dom.js';
 import { t } from '../i18n.js';
@@ -18,30 +19,49 @@ export async function agentsPage(section, ctx) {
         h('td', {}, a.toolsets.join(', ')), h('td', {}, a.egress ? t('yes') : t('no')), h('td', {}, when(a.created_at)),
         h('td', {}, h('a', { href: `${ctx.base}/memory/${a.id}` }, t('memory')), ' · ', h('a', { href: `${ctx.base}/skills/${a.id}` }, t('skills'))))))));
   }
-  if (ctx.may('agents.edit')) section.append(createForm(ctx));
+  if (ctx.may('agents.edit')) section.append(createForm(ctx, await toolsetChoices(ctx)));
 }
 
-function createForm(ctx) {
+// Every toolset with what it does, whether the installation has the service it needs and
+// whether new agents get it.
+async function toolsetChoices(ctx) {
+  return (await api('GET', `/admin/v1/tenants/${ctx.id}/toolsets`)).data;
+}
+
+// The toolsets as checkboxes, each named and described. One whose service the installation
+// lacks says which and stays selectable: a team's own key (a search or image service's pool)
+// can serve it, and until then its tool tells the model what is missing.
+function toolsetPicker(choices, checked, disabled) {
+  const boxes = choices.map((c) => h('input', {
+    type: 'checkbox', id: `toolset-${c.name}`, value: c.name, checked: checked.includes(c.name), disabled,
+    'aria-describedby': `toolset-${c.name}-hint`,
+  }));
+  const element = h('fieldset', { class: 'toolsets', 'data-testid': 'toolsets' }, h('legend', {}, t('toolsets')),
+    choices.map((c, i) => h('div', { class: 'toolset' }, boxes[i], h('label', { for: boxes[i].id }, c.name),
+      h('small', { id: `toolset-${c.name}-hint`, class: 'hint' }, c.description,
+        c.configured ? null : h('span', { class: 'badge' }, t('needsOperator').replace('{service}', t(`service_${c.needs}`)))))));
+  return { element, value: () => boxes.filter((b) => b.checked).map((b) => b.value) };
+}
+
+function createForm(ctx, choices) {
   const name = h('input', { type: 'text', required: true, maxlength: '64' });
   const model = h('input', { type: 'text', required: true });
   const url = h('input', { type: 'url', required: true, placeholder: 'https://api.openai.com/v1' });
   const key = h('input', { type: 'password', autocomplete: 'off' });
   const soul = h('textarea', { rows: '4' });
-  const toolsets = h('input', { type: 'text', placeholder: 'terminal, file, web' });
+  const toolsets = toolsetPicker(choices, choices.filter((c) => c.default).map((c) => c.name), false);
   const status = h('div', { 'aria-live': 'polite' });
   return h('form', {
     class: 'card',
     on: submitThenReload(async () => {
-      const body = {
-        name: name.value, model: model.value, provider_base_url: url.value,
-        toolsets: toolsets.value.split(',').map((s) => s.trim()).filter(Boolean),
-      };
+      const body = { name: name.value, model: model.value, provider_base_url: url.value, toolsets: toolsets.value() };
       if (key.value) body.provider_key = key.value;
       if (soul.value.trim()) body.soul = soul.value;
       await api('POST', `/admin/v1/tenants/${ctx.id}/agents`, body);
     }, status),
   }, h('h2', {}, t('newAgent')), field(t('name'), name), field(t('model'), model), field(t('providerUrl'), url),
-  field(t('providerKey'), key, t('writeOnly')), field(t('soul'), soul), field(t('toolsets'), toolsets),
+  field(t('providerKey'), key, t('writeOnly')), field(t('soul'), soul), toolsets.element,
+  h('p', { class: 'hint' }, t('toolsetsDefaultHint')),
   h('button', { type: 'submit' }, t('create')), status);
 }
 
@@ -86,7 +106,7 @@ export async function memoryPage(section, ctx, agentId) {
 // and its MCP servers.
 // New sessions use them.
 export async function agentPage(section, ctx, agentId) {
-  const agents = await api('GET', `/admin/v1/tenants/${ctx.id}/agents`);
+  const [agents, choices] = await Promise.all([api('GET', `/admin/v1/tenants/${ctx.id}/agents`), toolsetChoices(ctx)]);
   const a = agents.data.find((x) => x.id === agentId);
   section.append(h('p', {}, h('a', { href: `${ctx.base}/agents` }, `← ${t('back')}`)));
   if (!a) { section.append(h('p', { role: 'alert', class: 'notice error' }, t('none'))); return; }
@@ -94,7 +114,7 @@ export async function agentPage(section, ctx, agentId) {
   const model = h('input', { type: 'text', value: a.model, required: true });
   const soul = h('textarea', { rows: '5' });
   soul.value = a.soul || '';
-  const toolsets = h('input', { type: 'text', value: a.toolsets.join(', ') });
+  const toolsets = toolsetPicker(choices, a.toolsets, !edit);
   const egress = h('input', { type: 'checkbox', id: 'agent-egress', checked: a.egress });
   const mode = h('select', {}, ['manual', 'smart', 'off'].map((m) => h('option', { value: m, selected: m === a.approval_mode }, t(`approval_${m}`))));
   const images = h('select', {}, ['auto', 'native', 'text'].map((m) => h('option', { value: m, selected: m === a.image_input_mode }, t(`image_${m}`))));
@@ -107,7 +127,7 @@ export async function agentPage(section, ctx, agentId) {
   const eye = h('input', { type: 'text', value: a.vision_model?.model || '', placeholder: 'gpt-4o-mini' });
   const eyeUrl = h('input', { type: 'url', value: a.vision_model?.base_url || '', placeholder: 'https://api.openai.com/v1' });
   const status = h('div', { 'aria-live': 'polite' });
-  for (const control of [model, soul, toolsets, egress, mode, images, workspace, image, cpus, memory, eye, eyeUrl]) if (!edit) control.setAttribute('disabled', '');
+  for (const control of [model, soul, egress, mode, images, workspace, image, cpus, memory, eye, eyeUrl]) if (!edit) control.setAttribute('disabled', '');
   // Both fields set a vision model; both emptied take it away; otherwise it stays as it is.
   const visionModel = () => {
     if (eye.value.trim() && eyeUrl.value.trim()) return { model: eye.value.trim(), base_url: eyeUrl.value.trim() };
@@ -118,7 +138,7 @@ export async function agentPage(section, ctx, agentId) {
     class: 'card',
     on: submitting(async () => {
       await api('PATCH', `/admin/v1/tenants/${ctx.id}/agents/${a.id}`, {
-        model: model.value, soul: soul.value, toolsets: toolsets.value.split(',').map((x) => x.trim()).filter(Boolean),
+        model: model.value, soul: soul.value, toolsets: toolsets.value(),
         egress: egress.checked, approval_mode: mode.value, image_input_mode: images.value, vision_model: visionModel(),
         workspace: workspace.value,
         sandbox: {
@@ -131,7 +151,7 @@ export async function agentPage(section, ctx, agentId) {
       status.replaceChildren(notice('ok', t('saved')));
     }, status),
   }, h('h2', {}, a.name), h('p', { class: 'hint' }, a.provider_base_url),
-  field(t('model'), model), field(t('soul'), soul), field(t('toolsets'), toolsets),
+  field(t('model'), model), field(t('soul'), soul), toolsets.element,
   h('div', { class: 'field inline' }, egress, h('label', { for: 'agent-egress' }, t('egress'))),
   field(t('approvalMode'), mode), field(t('imageMode'), images), field(t('workspace'), workspace),
   field(t('sandboxImage'), image), field(t('sandboxCpus'), cpus), field(t('sandboxMemory'), memory), field(t('visionModel'), eye), field(t('visionBaseUrl'), eyeUrl),
