@@ -68,7 +68,7 @@ def kube_calls_from_code() -> dict:
     # `ensure` creates whatever it is given: `self.ensure(&manifests::pvc(..))`, or a variable
     # bound to `manifests::pod(..)` first.
     calls |= {(by_fn[f], "create") for f in re.findall(r"self\.ensure\(&manifests::(\w+)\(", src)}
-    built = dict(re.findall(r"let (\w+) = manifests::(\w+)\(", src))
+    built = dict(re.findall(r"let (?:mut )?(\w+) = manifests::(\w+)\(", src))
     for var in re.findall(r"self\.ensure\(&(\w+)\)", src):
         assert var in built, f"lib.rs ensures `{var}`, which this test cannot trace to a manifest"
         calls.add((by_fn[built[var]], "create"))

@@ -182,6 +182,31 @@ only for variables defined before it in the list.
   value: {{ include "hermes.sandboxImage" $root | quote }}
 {{- end }}
 {{- end }}
+{{- if or (eq .role "api") (eq .role "worker") (eq .role "all") }}
+{{- $s := $root.Values.sandbox }}
+{{- with $s.images }}
+# The images agents may pick (the API checks an agent's choice, the worker runs it).
+- name: HERMES__SANDBOX__IMAGES
+  value: {{ include "hermes.sandboxImages" . | quote }}
+{{- end }}
+- name: HERMES__SANDBOX__MAX__CPUS
+  value: {{ $s.max.cpus | toString | quote }}
+- name: HERMES__SANDBOX__MAX__MEMORY_MB
+  value: {{ $s.max.memoryMb | int | quote }}
+- name: HERMES__SANDBOX__MAX__DISK_MB
+  value: {{ $s.max.diskMb | int | quote }}
+- name: HERMES__SANDBOX__MAX__PIDS
+  value: {{ $s.max.pids | int | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* `sandbox.images` as hermesd reads one variable of them: [{name="..",reference="..",carries=".."}]. */}}
+{{- define "hermes.sandboxImages" -}}
+{{- $items := list -}}
+{{- range . -}}
+{{- $items = append $items (printf "{name=%s,reference=%s,carries=%s}" (toJson .name) (toJson .reference) (toJson (default "" .carries))) -}}
+{{- end -}}
+[{{ join "," $items }}]
 {{- end -}}
 
 {{/* The console's address: admin.publicUrl, else from the Ingress that routes the API. */}}

@@ -568,6 +568,17 @@ mod tests {
             jail.set_env("HERMES__LLM__ANTHROPIC_CACHE_TTL", "2h");
             let err = HermesConfig::load(None).unwrap_err().to_string();
             assert!(err.contains("5m") && err.contains("1h"), "{err}");
+            jail.clear_env();
+            // The chart lists sandbox images in one variable.
+            jail.set_env(
+                "HERMES__SANDBOX__IMAGES",
+                r#"[{name="node",reference="hermes-sandbox:node",carries="Node 20 and npx"}]"#,
+            );
+            jail.set_env("HERMES__SANDBOX__MAX__CPUS", "4");
+            let loaded = HermesConfig::load(None).unwrap();
+            assert_eq!(loaded.sandbox.image_reference(Some("node")).as_deref(), Some("hermes-sandbox:node"));
+            assert_eq!(loaded.sandbox.images_offered()[0].name, "default", "the backend's own image stays offered");
+            assert_eq!(loaded.sandbox.max.cpus, 4.0, "a whole number of CPUs, as the chart writes it");
             Ok(())
         });
     }
