@@ -94,4 +94,12 @@ fi
   CARGO_TARGET_DIR=$target nice -n 19 cargo build --locked -p hermesd --bin hermesd
 )
 cp "$current" "$binary"
+# Cargo names a workspace's own crates by their path inside the workspace, so in a shared
+# target directory the build above wrote the previous release's crates, and their build
+# scripts' output (the generated sandbox protocol), under the names this checkout's use, newer
+# than this checkout's sources: they would pass as fresh. Touched, this checkout's crates are
+# built again from its own sources by the next build.
+if [[ $target == "${CARGO_TARGET_DIR:-}" ]]; then
+  git -C "$root" ls-files -z -- libs services tests loadtest migrations skills | (cd "$root" && xargs -0 touch)
+fi
 echo "$binary"

@@ -10,7 +10,9 @@
 # workspace's release build. The image is labelled with the hash of both (and of
 # common.sh, which this script sources); when it is current nothing is done at all.
 #
-# Usage: deploy/sandbox/build-image.sh [--force] [--refresh] [--verify] [--mirror URL]
+# Usage: deploy/sandbox/build-image.sh [--variant node|data] [--force] [--refresh] [--verify] [--mirror URL]
+#   --variant     also Node and npm/npx (hermes-sandbox:node: stdio MCP servers run with npx)
+#                 or Python's data libraries (hermes-sandbox:data); list it in sandbox.images
 #   --force       re-import the image even if it is up to date (uses the cache)
 #   --refresh     re-run debootstrap even if a cached rootfs exists (picks up
 #                 Debian updates); implies --force
@@ -33,8 +35,15 @@ force=0
 refresh=0
 verify=0
 mirror=${HERMES_DEBIAN_MIRROR:-}
+variant=""
 while (($#)); do
   case "$1" in
+    --variant)
+      (($# >= 2)) || die "--variant needs node or data"
+      variant=$2
+      shift
+      ;;
+    --variant=*) variant=${1#--variant=} ;;
     --force) force=1 ;;
     --refresh) refresh=1 force=1 ;;
     --verify) verify=1 ;;
@@ -50,26 +59,39 @@ while (($#)); do
   shift
 done
 
+case "$variant" in
+  "") ;;
+  node) IMAGE=hermes-sandbox:node PACKAGES+=,nodejs,npm ;;
+  data) IMAGE=hermes-sandbox:data PACKAGES+=,python3-pandas,python3-numpy,python3-matplotlib,python3-openpyxl,python3-scipy ;;
+  *) die "unknown --variant $variant (node or data)" ;;
+esac
+
 self=$(readlink -f "${BASH_SOURCE[0]}")
 sandboxd=$(find_sandboxd release "cargo build --release -p hermes-sandboxd")
 # debootstrap, chroot and docker all need root: re-run the whole script via sudo.
 if [[ $EUID -ne 0 ]]; then
   command -v sudo >/dev/null 2>&1 || die "must run as root (sudo not available)"
-  exec sudo -- env "HERMES_DEBIAN_MIRROR=$mirror" "HERMES_SANDBOXD_BIN=$sandboxd" "$self" "$@"
+  exec sudo -- env "HERMES_DEBIAN_MIRROR=$mirror" "HERMES_SANDBOXD_BIN=$sandboxd" "$self" ${variant:+"--variant=$variant"} "$@"
 fi
 PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 
 need_docker
 
-rootfs_recipe=$(sha256sum "$self" | cut -d' ' -f1)
-recipe=$(cat "$self" "$SANDBOX_COMMON" "$sandboxd" | sha256sum | cut -d' ' -f1)
-cache="$CACHE_DIR/rootfs-$SUITE-${rootfs_recipe:0:16}.tar"
+rootfs_recipe=$( (cat "$self"; echo "$PACKAGES") | sha256sum | cut -d' ' -f1)
+recipe=$( (cat "$self" "$SANDBOX_COMMON" "$sandboxd"; echo "$PACKAGES") | sha256sum | cut -d' ' -f1)
+flavour=${variant:-full}
+cache="$CACHE_DIR/rootfs-$SUITE-$flavour-${rootfs_recipe:0:16}.tar"
 
 smoke_test() {
+  local extra=true
+  case "$variant" in
+    node) extra='node --version && npx --version' ;;
+    data) extra='python3 -c "import pandas, numpy, matplotlib, openpyxl, scipy"' ;;
+  esac
   smoke_run --tmpfs /run -- \
-    bash -c 'id && python3 -c "print(\"python ok\")" && git --version &&
+    bash -c "id && python3 -c 'print(\"python ok\")' && git --version &&
       curl --version | head -n 1 && echo ok > /workspace/x && cat /workspace/x &&
-      /opt/hermes/bin/hermes-sandboxd --help >/dev/null'
+      /opt/hermes/bin/hermes-sandboxd --help >/dev/null && $extra"
 }
 
 exit_if_current "$recipe" "$force" "$verify"
@@ -166,7 +188,7 @@ build_rootfs() {
   # Write the cache atomically and drop tarballs of older recipes.
   tar --numeric-owner -C "$root" -cf "$cache.tmp" .
   mv -f "$cache.tmp" "$cache"
-  find "$CACHE_DIR" -maxdepth 1 -name 'rootfs-*.tar' ! -path "$cache" -delete
+  find "$CACHE_DIR" -maxdepth 1 -name "rootfs-$SUITE-$flavour-*.tar" ! -path "$cache" -delete
   cleanup
   work=""
 }
@@ -181,7 +203,7 @@ old_id=$(docker image inspect -f '{{.Id}}' "$IMAGE" 2>/dev/null || true)
 docker import \
   -c 'ENV PATH=/usr/local/bin:/usr/bin:/bin' \
   -c 'WORKDIR /workspace' \
-  -c 'LABEL io.hermes.sandbox=full' \
+  -c "LABEL io.hermes.sandbox=$flavour" \
   "$cache" "$IMAGE-base" >/dev/null
 # Add sandboxd (and the socket mount point) on top of the cached rootfs.
 stage=$(mktemp -d -t hermes-sandboxd.XXXXXX)

@@ -214,3 +214,22 @@ async fn a_tenants_file_storage_is_metered_and_a_file_over_its_quota_is_not_kept
     assert!(third.contains("saved at /workspace/inbox/b.bin."), "room again: {third}");
     env.stop().await;
 }
+
+/// The operator's `gateway.max_file_mb` caps what a person may send under the platform's own
+/// limit: a file past it is not downloaded, and the model is told why.
+#[tokio::test]
+async fn a_file_past_the_operators_cap_is_not_taken_and_the_model_is_told_why() {
+    let env = TestEnv::start_with(crate::harness::Roles::default(), |c| c.gateway.max_file_mb = 1).await;
+    let (tg, _) = open_bot(&env).await;
+    let _pod = Pod::start(&env).await;
+    env.llm.push(ScriptedReply::text("understood"));
+    tg.user_sends_document(TOKEN, 42, "doc-big", "big.zip", "application/zip", &vec![0u8; 1_200_000]);
+    sent(&tg, 1).await;
+    let note = told(&env, 0);
+    assert!(note.contains("[The user sent big.zip (application/zip), which is too large to read.]"), "{note}");
+    env.llm.push(ScriptedReply::text("got it"));
+    tg.user_sends_document(TOKEN, 42, "doc-small", "small.zip", "application/zip", &vec![0u8; 900_000]);
+    sent(&tg, 2).await;
+    assert!(told(&env, 1).contains("It is saved at /workspace/inbox/small.zip."), "{}", told(&env, 1));
+    env.stop().await;
+}

@@ -322,6 +322,9 @@ pub struct GatewayConfig {
     /// Requests per minute one bot's (or webhook's) route takes, counted before it is looked up
     /// (0: unlimited).
     pub inbound_requests_per_minute: u32,
+    /// The largest file (other than images and voice) a person may send, in MB, under each
+    /// platform's own limit (Telegram and WeCom 20 MB, Slack 100 MB here).
+    pub max_file_mb: u64,
 }
 
 impl Default for GatewayConfig {
@@ -339,6 +342,7 @@ impl Default for GatewayConfig {
             events_retry_base_millis: 10_000,
             events_allow_private_targets: false,
             inbound_requests_per_minute: 6_000,
+            max_file_mb: 20,
         }
     }
 }
@@ -579,6 +583,8 @@ mod tests {
             assert_eq!(loaded.sandbox.image_reference(Some("node")).as_deref(), Some("hermes-sandbox:node"));
             assert_eq!(loaded.sandbox.images_offered()[0].name, "default", "the backend's own image stays offered");
             assert_eq!(loaded.sandbox.max.cpus, 4.0, "a whole number of CPUs, as the chart writes it");
+            jail.set_env("HERMES__SANDBOX__IMAGES", "[]");
+            assert!(HermesConfig::load(None).unwrap().sandbox.images.is_empty(), "compose's default: none more");
             Ok(())
         });
     }

@@ -21,8 +21,16 @@ use crate::voice_spend::Billed;
 
 const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
 const MAX_TEXT_BYTES: u64 = 64 * 1024;
-/// Any other file (a PDF, an office document, an archive): Telegram's limit for bots.
-const MAX_DOCUMENT_BYTES: u64 = 20 * 1024 * 1024;
+/// Any other file (a PDF, an office document, an archive), by platform: what its bots may
+/// download (Telegram's `getFile`, WeCom's media API); Slack's is larger than anyone should
+/// hand an agent, so 100 MB. The operator's `gateway.max_file_mb` caps all of them.
+fn platform_document_limit(platform: hermes_core::Platform) -> u64 {
+    const MB: u64 = 1024 * 1024;
+    match platform {
+        hermes_core::Platform::Slack => 100 * MB,
+        hermes_core::Platform::Telegram | hermes_core::Platform::Wecom => 20 * MB,
+    }
+}
 
 fn is_text(mime: &str) -> bool {
     mime.starts_with("text/") || matches!(mime, "application/json" | "application/xml" | "application/x-yaml")
@@ -126,7 +134,8 @@ impl Gateway {
         let limit = match (image, text) {
             (true, _) => MAX_IMAGE_BYTES,
             (_, true) => MAX_TEXT_BYTES,
-            _ => MAX_DOCUMENT_BYTES,
+            _ => platform_document_limit(channel.platform)
+                .min(self.config.gateway.max_file_mb.saturating_mul(1024 * 1024)),
         };
         let unreadable =
             |why: &str| ContentPart::Text { text: format!("[The user sent {name} ({}), {why}.]", file.mime) };
