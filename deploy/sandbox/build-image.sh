@@ -59,10 +59,13 @@ while (($#)); do
   shift
 done
 
+# A variant's packages go in with apt inside the bootstrapped system: debootstrap's own
+# resolver cannot configure npm's hundreds of node-* dependencies in one pass.
+EXTRA=""
 case "$variant" in
   "") ;;
-  node) IMAGE=hermes-sandbox:node PACKAGES+=,nodejs,npm ;;
-  data) IMAGE=hermes-sandbox:data PACKAGES+=,python3-pandas,python3-numpy,python3-matplotlib,python3-openpyxl,python3-scipy ;;
+  node) IMAGE=hermes-sandbox:node EXTRA="nodejs npm" ;;
+  data) IMAGE=hermes-sandbox:data EXTRA="python3-pandas python3-numpy python3-matplotlib python3-openpyxl python3-scipy" ;;
   *) die "unknown --variant $variant (node or data)" ;;
 esac
 
@@ -77,8 +80,8 @@ PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 
 need_docker
 
-rootfs_recipe=$( (cat "$self"; echo "$PACKAGES") | sha256sum | cut -d' ' -f1)
-recipe=$( (cat "$self" "$SANDBOX_COMMON" "$sandboxd"; echo "$PACKAGES") | sha256sum | cut -d' ' -f1)
+rootfs_recipe=$( (cat "$self"; echo "$PACKAGES $EXTRA") | sha256sum | cut -d' ' -f1)
+recipe=$( (cat "$self" "$SANDBOX_COMMON" "$sandboxd"; echo "$PACKAGES $EXTRA") | sha256sum | cut -d' ' -f1)
 flavour=${variant:-full}
 cache="$CACHE_DIR/rootfs-$SUITE-$flavour-${rootfs_recipe:0:16}.tar"
 
@@ -164,6 +167,17 @@ build_rootfs() {
   if ! debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$root" "$mirror" >"$dlog" 2>&1; then
     tail -n 20 "$dlog" >&2
     die "debootstrap failed; see $dlog"
+  fi
+  if [[ -n $EXTRA ]]; then
+    log "installing $EXTRA"
+    cp /etc/resolv.conf "$root/etc/resolv.conf"
+    mount -t proc proc "$root/proc"
+    # shellcheck disable=SC2086 # EXTRA is a list of package names
+    if ! chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $EXTRA >>"$dlog" 2>&1; then
+      tail -n 20 "$dlog" >&2
+      die "installing $EXTRA failed; see $dlog"
+    fi
+    umount "$root/proc"
   fi
 
   # Unprivileged user the worker runs as (-u 1000:1000); its home is the

@@ -88,6 +88,19 @@ await step('the owner makes an API key in the console and it works on the API', 
   expect(models.status === 200, `the key works: ${models.status}`);
 });
 
+await step('the owner makes a key whose calls may use only some toolsets', async () => {
+  await ownerPage.goto(`${base}/console/t/${world.tenant}/keys`);
+  await ownerPage.getByLabel('Name').fill('narrow key');
+  await ownerPage.getByLabel('Toolsets its calls may use: only these').check();
+  const picked = ownerPage.getByTestId('key-toolsets');
+  await picked.getByRole('checkbox', { name: 'memory', exact: true }).check();
+  await ownerPage.getByRole('button', { name: 'Create' }).click();
+  expect((await ownerPage.getByTestId('secret').textContent()).trim().startsWith('hk_'), 'the narrow key is shown once');
+  await ownerPage.reload();
+  const row = await ownerPage.getByRole('row', { name: /narrow key/ }).textContent();
+  expect(row.includes('memory') && !row.includes('terminal'), `the key's row names its toolsets: ${row}`);
+});
+
 async function script(replies) {
   const resp = await fetch(`${world.llm.replace(/\/v1$/, '')}/__script`, {
     method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(replies),
@@ -278,6 +291,22 @@ await step('the owner binds a Telegram bot step by step and lets a stranger in',
   await ownerPage.getByText('Approved: they may talk to the bot now.').waitFor();
 });
 
+await step("the owner keeps the bot's groups to memory, and one team chat to the terminal", async () => {
+  await ownerPage.goto(`${base}/console/t/${world.tenant}/channels`);
+  const tools = ownerPage.getByTestId('tools-here').first();
+  await tools.getByLabel('Groups and channels: only these').check();
+  await tools.getByTestId(/-groups$/).getByRole('checkbox', { name: 'memory', exact: true }).check();
+  await tools.getByLabel('Rules for single chats').fill('-100team: terminal');
+  await tools.getByRole('button', { name: 'Save' }).click();
+  await tools.getByText('Saved').waitFor();
+  await ownerPage.reload();
+  const again = ownerPage.getByTestId('tools-here').first();
+  expect(await again.getByLabel('Groups and channels: only these').isChecked(), 'the groups rule is kept');
+  expect(!(await again.getByLabel('Direct messages: only these').isChecked()), 'direct messages keep every toolset');
+  expect((await again.getByLabel('Rules for single chats').inputValue()) === '-100team: terminal', 'the chat rule is kept');
+  await shot(ownerPage, 'channel-tools-en');
+});
+
 let inviteLink = '';
 await step('the owner invites someone and the invitee joins from the link', async () => {
   await ownerPage.goto(`${base}/console/t/${world.tenant}/members`);
@@ -316,6 +345,10 @@ await step('a member signs in with a password and sees no controls that change a
   await memberPage.getByRole('link', { name: 'scribe', exact: true }).click();
   const terminal = memberPage.getByTestId('toolsets').getByRole('checkbox', { name: 'terminal', exact: true });
   expect(await terminal.isChecked() && await terminal.isDisabled(), "the agent's toolsets shown, not changeable");
+  await memberPage.goto(`${base}/console/t/${world.tenant}/channels`);
+  const rules = memberPage.getByTestId('tools-here').first();
+  expect(await rules.getByLabel('Groups and channels: only these').isDisabled(), "the bot's rules shown, not changeable");
+  expect(await rules.getByRole('button', { name: 'Save' }).count() === 0, 'no save for a member');
 });
 
 await step('the API refuses a member who writes anyway, with the right CSRF token', async () => {

@@ -93,6 +93,12 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
     // A conversation whose user text and answer both carry the payloads.
     let (acme, owner) = acme_showing_payloads(&env).await;
     let (other, _, _) = env.tenant("other", "helper").await;
+    // The bot's agent has two toolsets, so its groups can be kept to one.
+    sqlx::query("UPDATE agents SET toolsets = ARRAY['terminal', 'memory'] WHERE tenant_id = $1 AND name = 'helper'")
+        .bind(acme.as_uuid())
+        .execute(&env.db)
+        .await
+        .unwrap();
 
     let owner_link = env.store.admin().create_sign_in_link(owner, std::time::Duration::from_secs(600)).await.unwrap();
     let member = env.store.admin().ensure_person("mia@acme.test", "Mia Member", false, &cli()).await.unwrap();
@@ -207,6 +213,21 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
     assert!(actions.iter().any(|(a, _)| a == "memory.rewritten"), "{actions:?}");
     assert!(actions.iter().any(|(a, _)| a == "channel.bound"), "{actions:?}");
     assert!(actions.iter().any(|(a, _)| a == "pairing.approved"), "{actions:?}");
+    // The audiences' limits the console set are the ones the worker reads.
+    let rules: Value = sqlx::query_scalar("SELECT toolsets FROM channels WHERE tenant_id = $1")
+        .bind(acme.as_uuid())
+        .fetch_one(&env.db)
+        .await
+        .unwrap();
+    assert_eq!(rules, json!({"groups": ["memory"], "chats": {"-100team": ["terminal"]}}));
+    let narrow: Option<Value> =
+        sqlx::query_scalar("SELECT to_jsonb(toolsets) FROM api_keys WHERE tenant_id = $1 AND name = 'narrow key'")
+            .bind(acme.as_uuid())
+            .fetch_one(&env.db)
+            .await
+            .unwrap();
+    assert_eq!(narrow, Some(json!(["memory"])));
+    assert!(actions.iter().any(|(a, _)| a == "channel.changed"), "{actions:?}");
     let stopped = env.count_of(acme, "SELECT count(*) FROM turns WHERE status = 'cancelled' AND tenant_id = $1").await;
     assert_eq!(stopped, 1, "the turn stopped from the console ended cancelled");
     for lang in ["en", "zh"] {

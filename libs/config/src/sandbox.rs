@@ -32,7 +32,8 @@ pub struct SandboxConfig {
     /// than when the first tool asks for it.
     pub prewarm: bool,
     /// The images agents may pick (`sandbox` setting's `image`), by name. `default` is the
-    /// backend's own `image` unless listed.
+    /// backend's own `image` unless listed. The local backend runs on the host's own files,
+    /// so it has no images, and it ignores an agent's image and limits.
     pub images: Vec<SandboxImage>,
     /// The most an agent may ask for.
     pub max: SandboxMaxima,

@@ -21,7 +21,9 @@ pub struct SandboxChoice {
     /// The workspace volume's size, where the backend can limit it (set when it is created).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disk_mb: Option<u64>,
-    /// Processes at once.
+    /// Processes at once. Docker applies it per container; a Kubernetes pod's process limit
+    /// is the kubelet's `podPidsLimit`, a node setting no pod can ask for, so it is not
+    /// applied there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pids: Option<i64>,
 }

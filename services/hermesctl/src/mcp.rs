@@ -58,7 +58,8 @@ pub struct AddArgs {
     /// A stdio server's program (run in the agent's sandbox).
     #[arg(long)]
     pub command: Option<String>,
-    #[arg(long = "arg")]
+    /// One argument of the program, repeated in order; it may start with `-` (`--arg -y`).
+    #[arg(long = "arg", allow_hyphen_values = true)]
     pub args: Vec<String>,
     /// `NAME=VAR`: a header whose value is this process's `$VAR`.
     #[arg(long = "header-env")]
@@ -178,4 +179,23 @@ pub fn api_path(tenant: &str, who: &AgentRef, name: Option<&str>) -> String {
 
 pub fn list_lines(servers: &[hermes_wire::admin::McpServer]) -> String {
     servers.iter().map(|s| describe(&s.name, &s.config, s.enabled)).collect::<Vec<_>>().join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::commands::{Cli, Command};
+
+    #[test]
+    fn the_readmes_stdio_example_parses_with_its_dash_arguments_in_order() {
+        let line = "hermesctl mcp add --tenant acme --agent helper --name github --command npx --arg -y \
+                    --arg @modelcontextprotocol/server-github --env-from GITHUB_TOKEN=GH_TOKEN";
+        let Command::Mcp(McpCmd::Add(add)) = Cli::try_parse_from(line.split_whitespace()).unwrap().command else {
+            panic!("not an mcp add");
+        };
+        assert_eq!(add.args, ["-y", "@modelcontextprotocol/server-github"]);
+        assert_eq!(add.env_from, ["GITHUB_TOKEN=GH_TOKEN"]);
+    }
 }

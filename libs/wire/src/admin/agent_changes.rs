@@ -69,7 +69,7 @@ pub struct NewAgent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>)]
     pub workspace: Option<hermes_core::WorkspaceScope>,
-    /// Its sandboxes' image (`default`, `node`, ...: `GET /admin/v1/sandbox-images`) and
+    /// Its sandboxes' image (`default`, `node`, ...: `GET /admin/v1/tenants/{t}/sandbox-images`) and
     /// `cpus`, `memory_mb`, `disk_mb`, `pids` within the operator's maxima.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]

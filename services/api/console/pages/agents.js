@@ -6,6 +6,7 @@ import { h, field, when } from '../dom.js';
 import { t } from '../i18n.js';
 import { api, headings, notice, submitting, submitThenReload } from '../app.js';
 import { mcpSection } from './mcp.js';
+import { toolsetChoices, toolsetPicker } from '../toolsets.js';
 
 export async function agentsPage(section, ctx) {
   const agents = await api('GET', `/admin/v1/tenants/${ctx.id}/agents`);
@@ -20,27 +21,6 @@ export async function agentsPage(section, ctx) {
         h('td', {}, h('a', { href: `${ctx.base}/memory/${a.id}` }, t('memory')), ' · ', h('a', { href: `${ctx.base}/skills/${a.id}` }, t('skills'))))))));
   }
   if (ctx.may('agents.edit')) section.append(createForm(ctx, await toolsetChoices(ctx)));
-}
-
-// Every toolset with what it does, whether the installation has the service it needs and
-// whether new agents get it.
-async function toolsetChoices(ctx) {
-  return (await api('GET', `/admin/v1/tenants/${ctx.id}/toolsets`)).data;
-}
-
-// The toolsets as checkboxes, each named and described. One whose service the installation
-// lacks says which and stays selectable: a team's own key (a search or image service's pool)
-// can serve it, and until then its tool tells the model what is missing.
-function toolsetPicker(choices, checked, disabled) {
-  const boxes = choices.map((c) => h('input', {
-    type: 'checkbox', id: `toolset-${c.name}`, value: c.name, checked: checked.includes(c.name), disabled,
-    'aria-describedby': `toolset-${c.name}-hint`,
-  }));
-  const element = h('fieldset', { class: 'toolsets', 'data-testid': 'toolsets' }, h('legend', {}, t('toolsets')),
-    choices.map((c, i) => h('div', { class: 'toolset' }, boxes[i], h('label', { for: boxes[i].id }, c.name),
-      h('small', { id: `toolset-${c.name}-hint`, class: 'hint' }, c.description,
-        c.configured ? null : h('span', { class: 'badge' }, t('needsOperator').replace('{service}', t(`service_${c.needs}`)))))));
-  return { element, value: () => boxes.filter((b) => b.checked).map((b) => b.value) };
 }
 
 function createForm(ctx, choices) {

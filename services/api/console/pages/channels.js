@@ -1,10 +1,12 @@
-// Chat bots: the bound ones (with the people waiting to be let in), and binding a new one step
-// by step: pick the platform, paste what the platform gave you, and the answer says what is
-// left to do there (a webhook URL to paste, a socket to enable).
+// Chat bots: the bound ones (with the people waiting to be let in, and which of the agent's
+// toolsets each kind of chat may use), and binding a new one step by step: pick the platform,
+// paste what the platform gave you, and the answer says what is left to do there (a webhook
+// URL to paste, a socket to enable).
 
 import { h, field, when } from '../dom.js';
 import { t } from '../i18n.js';
-import { api, tenantGets, headings, notice, actionButton } from '../app.js';
+import { api, tenantGets, headings, notice, actionButton, submitting } from '../app.js';
+import { toolsetChoices, limitPicker } from '../toolsets.js';
 
 // What each platform asks for, by mode; each field is [name, input type, label key, hint key].
 const PLATFORMS = {
@@ -35,14 +37,16 @@ const PLATFORMS = {
 };
 
 export async function channelsPage(section, ctx) {
-  const [channels, agents] = await tenantGets(ctx, 'channels', 'agents');
-  const agentName = (id) => agents.data.find((a) => a.id === id)?.name || id;
+  const [[channels, agents], choices] = await Promise.all([tenantGets(ctx, 'channels', 'agents'), toolsetChoices(ctx)]);
   if (channels.data.length === 0) section.append(h('p', {}, t('noChannels')));
-  for (const c of channels.data) section.append(await channelCard(ctx, c, agentName(c.agent_id)));
+  for (const c of channels.data) {
+    const agent = agents.data.find((a) => a.id === c.agent_id) || { name: c.agent_id, toolsets: [] };
+    section.append(await channelCard(ctx, c, agent.name, choices.filter((x) => agent.toolsets.includes(x.name))));
+  }
   if (ctx.may('channels.manage')) section.append(bindForm(ctx, agents.data));
 }
 
-async function channelCard(ctx, c, agent) {
+async function channelCard(ctx, c, agent, choices) {
   const waiting = await api('GET', `/admin/v1/tenants/${ctx.id}/channels/${c.id}/pairings`);
   const status = h('div', { 'aria-live': 'polite' });
   const rows = waiting.data.map((p) => h('tr', {},
@@ -70,10 +74,47 @@ async function channelCard(ctx, c, agent) {
       headings(['who', 'code', 'expires'], true),
       h('tbody', {}, rows)),
     status,
+    toolsHere(ctx, c, choices),
     ctx.may('channels.manage')
       ? actionButton(t('unbind'), () => api('DELETE', `/admin/v1/tenants/${ctx.id}/channels/${c.id}`), status,
         { danger: true, confirmText: t('confirmUnbind') })
       : null);
+}
+
+// "C0TEAM: terminal, web" lines to and from a bot's rules for single chats.
+const rulesText = (chats) => Object.entries(chats || {}).map(([id, list]) => `${id}: ${list.join(', ')}`).join('\n');
+function parseRules(text) {
+  const chats = {};
+  for (const line of text.split('\n').map((l) => l.trim()).filter(Boolean)) {
+    const at = line.lastIndexOf(':');
+    if (at <= 0) throw new Error(`${t('chatRules')}: ${line}`);
+    chats[line.slice(0, at).trim()] = line.slice(at + 1).split(',').map((n) => n.trim()).filter(Boolean);
+  }
+  return chats;
+}
+
+// Which of the agent's toolsets direct messages, groups and single chats may use: shown to
+// everyone, changed by those who may manage bots (the next message sees the change).
+function toolsHere(ctx, c, choices) {
+  const edit = ctx.may('channels.manage');
+  const rules = c.toolsets || {};
+  const direct = limitPicker(choices, rules.direct ?? null, !edit, `tools-${c.id}-direct`, t('directChats'));
+  const groups = limitPicker(choices, rules.groups ?? null, !edit, `tools-${c.id}-groups`, t('groupChats'));
+  const chats = h('textarea', { rows: '2', placeholder: 'C0TEAM: terminal, web', disabled: !edit });
+  chats.value = rulesText(rules.chats);
+  const status = h('div', { 'aria-live': 'polite' });
+  return h('form', {
+    class: 'tools-here', 'data-testid': 'tools-here',
+    on: submitting(async () => {
+      const toolsets = { chats: parseRules(chats.value) };
+      if (direct.value() !== null) toolsets.direct = direct.value();
+      if (groups.value() !== null) toolsets.groups = groups.value();
+      await api('PATCH', `/admin/v1/tenants/${ctx.id}/channels/${c.id}`, { toolsets });
+      status.replaceChildren(notice('ok', t('saved')));
+    }, status),
+  }, h('h4', {}, t('toolsHere')), h('p', { class: 'hint' }, t('toolsHereHint')),
+  direct.element, groups.element, field(t('chatRules'), chats, t('chatRulesHint')),
+  edit ? h('button', { type: 'submit' }, t('save')) : null, status);
 }
 
 function bindForm(ctx, agents) {

@@ -4,6 +4,7 @@
 import { h, field, when } from '../dom.js';
 import { t, roleName } from '../i18n.js';
 import { api, tenantGets, headings, actionButton, submitting } from '../app.js';
+import { toolsetChoices, limitPicker } from '../toolsets.js';
 
 function secretBox(secret) {
   return h('div', { class: 'card secret-box', role: 'status' },
@@ -39,17 +40,21 @@ export async function keysPage(section, ctx) {
   const [keys, agents] = await tenantGets(ctx, 'keys', 'agents');
   const agentName = (id) => agents.data.find((a) => a.id === id)?.name || id;
   const manage = ctx.may('keys.manage');
-  section.append(...listTable('keys', ['name', 'prefix', 'agent', 'created', 'expires'], keys.data, (k) => [
+  section.append(...listTable('keys', ['name', 'prefix', 'agent', 'toolsets', 'created', 'expires'], keys.data, (k) => [
     h('td', {}, k.name), h('td', {}, h('code', {}, k.prefix)), h('td', {}, k.agent_id ? agentName(k.agent_id) : t('anyAgent')),
+    h('td', {}, k.toolsets ? k.toolsets.join(', ') : t('allOfAgents')),
     h('td', {}, when(k.created_at)), h('td', {}, when(k.expires_at))], `/admin/v1/tenants/${ctx.id}/keys`, manage));
   if (!manage) return;
   const name = h('input', { type: 'text', required: true, maxlength: '100' });
   const agent = h('select', {}, h('option', { value: '' }, t('anyAgent')), agents.data.map((a) => h('option', { value: a.id }, a.name)));
+  // A key's calls may be kept to some toolsets of their agent's (never more).
+  const toolsets = limitPicker(await toolsetChoices(ctx), null, false, 'key-toolsets', t('keyToolsets'));
   section.append(newSecretForm('newKey', `/admin/v1/tenants/${ctx.id}/keys`, () => {
     const body = { name: name.value };
     if (agent.value) body.agent = agent.value;
+    if (toolsets.value() !== null) body.toolsets = toolsets.value();
     return body;
-  }, field(t('name'), name), field(t('agent'), agent)));
+  }, field(t('name'), name), field(t('agent'), agent), toolsets.element));
 }
 
 export async function tokensPage(section, ctx) {

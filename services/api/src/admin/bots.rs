@@ -1,6 +1,7 @@
 //! A tenant's chat bots in the admin API: list them, bind one step by step (the answer says
-//! what is left to do on the platform, such as the webhook URL to paste), unbind, and approve
-//! pairing codes people got from a bot.
+//! what is left to do on the platform, such as the webhook URL to paste), change who may talk
+//! to one and which toolsets each kind of chat may use, unbind, and approve pairing codes
+//! people got from a bot.
 
 use axum::Json;
 use axum::extract::Path;
@@ -14,7 +15,7 @@ use hermes_ops::OpsError;
 use hermes_ops::channels::{self, Platforms};
 use hermes_store::{Channel, StoreError};
 use hermes_wire::List;
-use hermes_wire::v1::ChannelRequest;
+use hermes_wire::v1::{ChannelChanges, ChannelRequest};
 
 use crate::admin::errors::{Result, path_id, store_error, store_error_for};
 use crate::admin::state::AdminState;
@@ -70,6 +71,25 @@ pub(crate) async fn create(
     let bound = channels::bind(&platforms, &state.store, call.caller.audit(), (t.id, agent.id), body).await;
     let bound = bound.map_err(failure)?;
     Ok((StatusCode::CREATED, Json(bound)))
+}
+
+#[utoipa::path(patch, path = "/admin/v1/tenants/{tenant}/channels/{id}", tag = "admin: channels",
+    request_body = ChannelChanges, params(TenantPath, ChannelPath),
+    responses((status = 200, description = "The changed bot; its next message sees the change", body = hermes_wire::v1::Channel),
+        (status = 400, description = "A bad value, such as a toolset that does not exist", body = hermes_wire::ErrorBody),
+        (status = 403, description = "The caller's role may not change bots", body = hermes_wire::ErrorBody),
+        NoSuchChannel))]
+pub(crate) async fn update(
+    call: TenantCall,
+    Path(ObjectPath { id }): Path<ObjectPath>,
+    body: Body<ChannelChanges>,
+) -> Result<Json<hermes_wire::v1::Channel>> {
+    let t = call.allow(AdminOp::ManageChannels).await?;
+    // Another tenant's bot is not found before its body is read.
+    let found = channel(&call.state, t.id, &id).await?;
+    let hermes_http::ApiJson(changes) = body?;
+    let changed = channels::change(&call.state.store, call.caller.audit(), &found, changes).await;
+    Ok(Json(changed.map_err(failure)?))
 }
 
 #[utoipa::path(delete, path = "/admin/v1/tenants/{tenant}/channels/{id}", tag = "admin: channels",

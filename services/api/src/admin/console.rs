@@ -17,6 +17,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("app.js", "text/javascript; charset=utf-8", include_str!("../../console/app.js")),
     ("dom.js", "text/javascript; charset=utf-8", include_str!("../../console/dom.js")),
     ("i18n.js", "text/javascript; charset=utf-8", include_str!("../../console/i18n.js")),
+    ("toolsets.js", "text/javascript; charset=utf-8", include_str!("../../console/toolsets.js")),
     ("pages/auth.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/auth.js")),
     ("pages/home.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/home.js")),
     ("pages/tenant.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/tenant.js")),

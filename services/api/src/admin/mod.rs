@@ -164,7 +164,7 @@ pub(crate) fn routes(state: &AdminState) -> Router<RoleState> {
         .route("/admin/v1/tenants/{tenant}/turns/{id}/stop", post(live::stop))
         .route("/admin/v1/tenants/{tenant}/turns/{id}/events", get(live::events))
         .route("/admin/v1/tenants/{tenant}/channels", get(bots::list).post(bots::create))
-        .route("/admin/v1/tenants/{tenant}/channels/{id}", axum::routing::delete(bots::delete))
+        .route("/admin/v1/tenants/{tenant}/channels/{id}", axum::routing::delete(bots::delete).patch(bots::update))
         .route("/admin/v1/tenants/{tenant}/channels/{id}/pairings", get(bots::pairings))
         .route("/admin/v1/tenants/{tenant}/channels/{id}/pairings/approve", post(bots::approve))
         .route("/admin/v1/tenants/{tenant}/usage", get(usage::usage))

@@ -73,6 +73,7 @@ impl utoipa::Modify for AdminSecurity {
         crate::admin::live::events,
         crate::admin::bots::list,
         crate::admin::bots::create,
+        crate::admin::bots::update,
         crate::admin::bots::delete,
         crate::admin::bots::pairings,
         crate::admin::bots::approve,
