@@ -197,6 +197,20 @@ await step("the owner adds an MCP server to an agent, its header never shown aga
   await ownerPage.getByRole('row', { name: /tracker/ }).waitFor({ state: 'detached' });
 });
 
+await step("the owner binds a team key to an agent's sandboxes as a variable, never seeing the key", async () => {
+  await ownerPage.goto(`${base}/console/t/${world.tenant}/agents`);
+  await ownerPage.getByRole('link', { name: 'scribe', exact: true }).click();
+  const secrets = ownerPage.getByTestId('secrets');
+  await secrets.getByLabel('Variable').fill('GITHUB_TOKEN');
+  await secrets.getByLabel('Team key').selectOption('gh');
+  await secrets.getByLabel('Required header').fill('authorization');
+  await secrets.getByRole('button', { name: 'Bind a key' }).click();
+  const row = ownerPage.getByRole('row', { name: /GITHUB_TOKEN/ });
+  await row.waitFor();
+  expect((await row.textContent()).includes('api.github.com'), 'the binding shows where the key may go');
+  expect(!(await ownerPage.content()).includes('ghp_console_team_key'), 'the key is never sent here');
+});
+
 await step("the owner uploads a team skill and hides it from an agent", async () => {
   await ownerPage.goto(`${base}/console/t/${world.tenant}/agents`);
   await ownerPage.getByRole('row', { name: /scribe/ }).getByRole('link', { name: 'Skills' }).click();

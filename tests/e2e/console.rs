@@ -93,6 +93,8 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
     // A conversation whose user text and answer both carry the payloads.
     let (acme, owner) = acme_showing_payloads(&env).await;
     let (other, _, _) = env.tenant("other", "helper").await;
+    // A team key the console binds to an agent's sandboxes.
+    env.pool_key(acme, "gh", "team", "ghp_console_team_key", "api.github.com").await;
     // The bot's agent has two toolsets, so its groups can be kept to one.
     sqlx::query("UPDATE agents SET toolsets = ARRAY['terminal', 'memory'] WHERE tenant_id = $1 AND name = 'helper'")
         .bind(acme.as_uuid())
@@ -227,6 +229,12 @@ async fn the_console_works_in_a_real_browser_in_both_languages() {
             .await
             .unwrap();
     assert_eq!(narrow, Some(json!(["memory"])));
+    let bound: (String, Value) =
+        sqlx::query_as("SELECT pool, placement FROM secret_bindings WHERE env_name = 'GITHUB_TOKEN'")
+            .fetch_one(&env.db)
+            .await
+            .unwrap();
+    assert_eq!(bound, ("gh".to_owned(), json!({"required_header": "authorization"})));
     assert!(actions.iter().any(|(a, _)| a == "channel.changed"), "{actions:?}");
     let stopped = env.count_of(acme, "SELECT count(*) FROM turns WHERE status = 'cancelled' AND tenant_id = $1").await;
     assert_eq!(stopped, 1, "the turn stopped from the console ended cancelled");

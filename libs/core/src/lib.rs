@@ -16,6 +16,7 @@ pub mod message;
 pub mod model_names;
 pub mod outbox;
 pub mod sandbox_choice;
+pub mod secret_placement;
 pub mod toolsets;
 pub mod trace;
 pub mod workspace;

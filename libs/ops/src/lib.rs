@@ -14,6 +14,7 @@ mod error;
 pub mod keys;
 pub mod mcp;
 pub mod members;
+pub mod secrets;
 pub mod tenants;
 pub mod toolsets;
 

@@ -108,6 +108,7 @@ const TENANT_ROWS: &str = "
     SELECT 'model_calls', count(*) FROM model_calls UNION ALL
     SELECT 'outbox', count(*) FROM outbox UNION ALL
     SELECT 'mcp_servers', count(*) FROM mcp_servers UNION ALL
+    SELECT 'secret_bindings', count(*) FROM secret_bindings UNION ALL
     SELECT 'pairing_requests', count(*) FROM pairing_requests UNION ALL
     SELECT 'people', count(*) FROM people UNION ALL
     SELECT 'provider_credentials', count(*) FROM provider_credentials UNION ALL

@@ -85,6 +85,9 @@ pub enum Command {
     /// An agent's MCP servers (upstream's `mcp_servers`).
     #[command(subcommand)]
     Mcp(crate::mcp::McpCmd),
+    /// An agent's secret bindings: team credentials its sandboxes use as placeholders only.
+    #[command(subcommand)]
+    Secret(crate::secrets::SecretCmd),
     /// A tenant's audit log, newest first, as JSON lines (`--json`) or a table.
     Audit(AuditArgs),
 }
@@ -182,6 +185,7 @@ pub async fn run(cli: Cli, config: &HermesConfig, store: &Store) -> anyhow::Resu
         Command::Credential(cmd) => crate::keys::run_credential(json_mode, config, store, cmd).await?,
         Command::Pool(cmd) => crate::keys::run_pool(json_mode, store, cmd).await?,
         Command::Mcp(cmd) => crate::mcp::run_mcp(json_mode, config, store, cmd).await?,
+        Command::Secret(cmd) => crate::secrets::run_secret(json_mode, store, cmd).await?,
         Command::Operator(cmd) => crate::people::run_operator(json_mode, config, store, cmd).await?,
         Command::Person(cmd) => crate::people::run_person(json_mode, config, store, cmd).await?,
         Command::Member(cmd) => crate::people::run_member(json_mode, config, store, cmd).await?,

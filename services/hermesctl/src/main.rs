@@ -15,6 +15,7 @@ mod mcp;
 mod people;
 mod prices;
 mod remote;
+mod secrets;
 mod sessions;
 mod skills;
 

@@ -87,6 +87,7 @@ pub async fn run(cli: Cli, url: &str) -> anyhow::Result<()> {
         Command::Agent(crate::agents::AgentCmd::Create(args)) => create_agent(&remote, *args, json_mode).await,
         Command::Audit(args) => audit(&remote, args, json_mode).await,
         Command::Mcp(cmd) => mcp(&remote, cmd, json_mode).await,
+        Command::Secret(cmd) => secret(&remote, cmd, json_mode).await,
         _ => bail!(NEEDS_DATABASE),
     }
 }
@@ -277,6 +278,32 @@ async fn mcp(remote: &Remote, cmd: crate::mcp::McpCmd, json_mode: bool) -> anyho
             let id = remote.tenant(&who.tenant).await?;
             remote.send::<()>(Method::DELETE, &crate::mcp::api_path(&id, &who, Some(&name)), None::<&()>).await?;
             print(json_mode, json!({ "removed": name }), format!("removed MCP server {name} of {}", who.agent));
+        }
+    }
+    Ok(())
+}
+
+async fn secret(remote: &Remote, cmd: crate::secrets::SecretCmd, json_mode: bool) -> anyhow::Result<()> {
+    use crate::secrets::{SecretCmd, api_path, bind_request, lines};
+    match cmd {
+        SecretCmd::Bind { agent: who, name, credential, in_query, body_field, require_header } => {
+            let id = remote.tenant(&who.tenant).await?;
+            let body = bind_request(&credential, in_query, body_field, require_header);
+            let bound: hermes_wire::admin::SecretBinding =
+                remote.send(Method::PUT, &api_path(&id, &who, Some(&name)), Some(&body)).await?;
+            let human = format!("bound {name} of {} to credential {credential}", who.agent);
+            print(json_mode, serde_json::to_value(&bound)?, human);
+        }
+        SecretCmd::List(who) => {
+            let id = remote.tenant(&who.tenant).await?;
+            let list: List<hermes_wire::admin::SecretBinding> =
+                remote.send(Method::GET, &api_path(&id, &who, None), None::<&()>).await?;
+            print(json_mode, serde_json::to_value(&list.data)?, lines(&list.data));
+        }
+        SecretCmd::Unbind { agent: who, name } => {
+            let id = remote.tenant(&who.tenant).await?;
+            remote.send::<()>(Method::DELETE, &api_path(&id, &who, Some(&name)), None::<&()>).await?;
+            print(json_mode, json!({ "unbound": name }), format!("unbound {name} of {}", who.agent));
         }
     }
     Ok(())

@@ -13,9 +13,10 @@ use super::{cli, member};
 use crate::harness::{Roles, TestEnv};
 
 /// The victim's rows that no intruder may change.
-const TABLES: [&str; 18] = [
+const TABLES: [&str; 19] = [
     "provider_credentials",
     "mcp_servers",
+    "secret_bindings",
     "provider_pools",
     "skills",
     "memberships",
@@ -132,8 +133,11 @@ async fn every_admin_operation_on_another_tenants_objects_answers_404_and_change
     env.cap_spending(victim, Some(agent.id), hermes_core::BudgetPeriod::Day, (Some(5.0), None)).await;
     let mcp = (&json!({"url": "https://mcp.example.com/mcp"}), true);
     env.store.agents().set_mcp_server(victim, agent.id, "tracker", mcp, &json!({}), None).await.unwrap();
-    let objects: [(&str, String); 20] = [
+    let placement = hermes_core::secret_placement::SecretPlacement::default();
+    env.store.agents().bind_secret(victim, agent.id, "OPENAI_KEY", "openai", &placement).await.unwrap();
+    let objects: [(&str, String); 21] = [
         ("/agents/{agent}/mcp-servers/{name}", format!("/agents/{}/mcp-servers/tracker", agent.id)),
+        ("/agents/{agent}/secrets/{name}", format!("/agents/{}/secrets/OPENAI_KEY", agent.id)),
         ("/deliveries/{delivery}", format!("/deliveries/{delivery}")),
         ("/budgets/{scope}/{period}", format!("/budgets/{}/day", agent.id)),
         ("/credentials/pools/{provider}", "/credentials/pools/openai".into()),

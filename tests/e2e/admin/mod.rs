@@ -12,6 +12,7 @@ mod credentials;
 mod cross_tenant;
 mod mcp;
 pub(crate) mod remote_cli;
+mod secrets;
 mod sign_in;
 mod skills;
 mod sso;

@@ -331,3 +331,34 @@ async fn hermesctl_changes_and_removes_members_on_the_database_and_over_the_admi
         |action: &str| entries.iter().filter(|e| e.action == action).map(|e| e.actor.kind.as_str()).collect::<Vec<_>>();
     assert_eq!((by("member.role_changed"), by("member.removed")), (vec!["token"], vec!["cli"]), "{entries:?}");
 }
+
+#[tokio::test]
+async fn hermesctl_binds_a_team_credential_to_an_agents_sandboxes_on_the_database_and_over_the_admin_api() {
+    let env = TestEnv::start_roles(Roles::API_ONLY).await;
+    let (team, _, _) = env.tenant("sec-co", "helper").await;
+    env.pool_key(team, "gh", "team", "ghp_hermesctl_never_printed", "api.github.com").await;
+    let local = database_cli(&env, ("UNUSED", ""));
+    let agent = ["--tenant", "sec-co", "--agent", "helper"];
+    let bind =
+        [&["secret", "bind"][..], &agent, &["--name", "GITHUB_TOKEN", "--credential", "gh", "--in-query"]].concat();
+    let (ok, out) = local(bind).await.unwrap();
+    assert!(ok && out.contains("bound GITHUB_TOKEN of helper to credential gh"), "{out}");
+    let reserved = [&["secret", "bind"][..], &agent, &["--name", "PATH", "--credential", "gh"]].concat();
+    let (ok, out) = local(reserved).await.unwrap();
+    assert!(!ok && out.contains("the sandbox's own"), "{out}");
+
+    // Over the admin API, as an operator: listed with its hosts, never the key; then unbound.
+    let remote = operator_cli(&env).await;
+    let (ok, out) = remote([&["--json", "secret", "list"][..], &agent].concat()).await.unwrap();
+    assert!(ok && !out.contains("ghp_hermesctl_never_printed"), "{out}");
+    let listed: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        (listed[0]["name"].as_str(), listed[0]["placement"]["query"].as_bool()),
+        (Some("GITHUB_TOKEN"), Some(true))
+    );
+    assert_eq!(listed[0]["hosts"], serde_json::json!(["api.github.com"]));
+    let (ok, out) = remote([&["secret", "unbind"][..], &agent, &["--name", "GITHUB_TOKEN"]].concat()).await.unwrap();
+    assert!(ok, "{out}");
+    let (ok, out) = local([&["--json", "secret", "list"][..], &agent].concat()).await.unwrap();
+    assert!(ok && out.trim() == "[]", "{out}");
+}

@@ -44,7 +44,7 @@
 //! operator's), proofs of an address and identities at providers (`admin/proof.rs`),
 //! the identity provider of an email's domain (`sso_for_domain`, `domain_has_own_provider`,
 //! `any_tenant_sso`), and the installation's own audit entries), installation-wide data that is no tenant's (`set_model_price`, `model_prices`,
-//! `sync_bundled_skills`), and the readiness probes (`ping`, `schema_lag`).
+//! `sync_bundled_skills`, the egress proxy's CA in `egress_authority.rs`), and the readiness probes (`ping`, `schema_lag`).
 //!
 //! [`reap_stranded_turns`]: crate::views::System::reap_stranded_turns
 //! [`expire_interactions`]: crate::views::System::expire_interactions

@@ -14,8 +14,8 @@ use crate::tenant_world::{self, World};
 
 /// Tables that hold no tenant's rows, and so have no row policy (the tenant role may not touch
 /// the admin plane's sessions and links at all).
-const INSTALLATION_TABLES: [&str; 5] =
-    ["_sqlx_migrations", "console_sessions", "model_prices", "person_identities", "sign_in_links"];
+const INSTALLATION_TABLES: [&str; 6] =
+    ["_sqlx_migrations", "console_sessions", "egress_authority", "model_prices", "person_identities", "sign_in_links"];
 
 /// Tables with shared rows (no tenant's): every tenant reads them (`shared_reads`), none
 /// changes them.

@@ -319,6 +319,8 @@ async fn keepsakes(store: &Store, a: &Tenant, secrets: &SecretBox) {
     let mcp = json!({"url": "https://mcp.alpha.test/mcp", "headers": {"Authorization": "***"}});
     let sealed = json!({"env": {}, "headers": {"Authorization": "Bearer alpha-mcp-token"}});
     store.agents().set_mcp_server(a.id, a.agent, "tracker", (&mcp, true), &sealed, Some(secrets)).await.unwrap();
+    let placement = hermes_core::secret_placement::SecretPlacement::default();
+    store.agents().bind_secret(a.id, a.agent, "GITHUB_TOKEN", "openai", &placement).await.unwrap();
 }
 
 /// The email domain alpha's own identity provider signs in.

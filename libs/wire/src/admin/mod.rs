@@ -8,6 +8,7 @@ mod automation;
 mod credentials;
 mod ops;
 mod people;
+mod secret_bindings;
 mod sessions;
 mod tenants;
 
@@ -27,5 +28,6 @@ pub use people::{
     Invitation, InvitationMade, Invite, Me, Member, Membership, Person, RoleChange, RoleChanged, SignInOptions,
     SsoOption,
 };
+pub use secret_bindings::{SecretBind, SecretBinding};
 pub use sessions::{ListedSession, OpenTurn, Transcript, WaitingQuestion};
 pub use tenants::{NewOperatorToken, NewTenant, Quotas, QuotasView, Tenant, TenantMade, TenantView};

@@ -6,6 +6,7 @@ import { h, field, when } from '../dom.js';
 import { t } from '../i18n.js';
 import { api, headings, notice, submitting, submitThenReload } from '../app.js';
 import { mcpSection } from './mcp.js';
+import { secretsSection } from './secrets.js';
 import { toolsetChoices, toolsetPicker } from '../toolsets.js';
 
 export async function agentsPage(section, ctx) {
@@ -137,4 +138,5 @@ export async function agentPage(section, ctx, agentId) {
   field(t('sandboxImage'), image), field(t('sandboxCpus'), cpus), field(t('sandboxMemory'), memory), field(t('visionModel'), eye), field(t('visionBaseUrl'), eyeUrl),
   edit ? h('button', { type: 'submit' }, t('save')) : null, status));
   await mcpSection(section, ctx, a, edit);
+  await secretsSection(section, ctx, a, edit);
 }

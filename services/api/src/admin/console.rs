@@ -28,6 +28,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("pages/sessions.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/sessions.js")),
     ("pages/agents.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/agents.js")),
     ("pages/mcp.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/mcp.js")),
+    ("pages/secrets.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/secrets.js")),
     ("pages/live.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/live.js")),
     ("pages/usage.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/usage.js")),
     ("pages/channels.js", "text/javascript; charset=utf-8", include_str!("../../console/pages/channels.js")),

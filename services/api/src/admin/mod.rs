@@ -28,6 +28,7 @@ mod oidc_person;
 mod oidc_tenants;
 mod openapi;
 pub mod password;
+mod secrets;
 mod session;
 mod shown;
 pub mod signing;
@@ -150,6 +151,8 @@ pub(crate) fn routes(state: &AdminState) -> Router<RoleState> {
         .route("/admin/v1/tenants/{tenant}/agents/{agent}/memory", get(memory::view).put(memory::rewrite))
         .route("/admin/v1/tenants/{tenant}/agents/{agent}/mcp-servers", get(mcp::list))
         .route("/admin/v1/tenants/{tenant}/agents/{agent}/mcp-servers/{name}", put(mcp::set).delete(mcp::remove))
+        .route("/admin/v1/tenants/{tenant}/agents/{agent}/secrets", get(secrets::list))
+        .route("/admin/v1/tenants/{tenant}/agents/{agent}/secrets/{name}", put(secrets::bind).delete(secrets::unbind))
         .route("/admin/v1/tenants/{tenant}/agents/{agent}/skills", get(skills::list))
         .route("/admin/v1/tenants/{tenant}/agents/{agent}/skills/{name}", get(skills::get))
         .route("/admin/v1/tenants/{tenant}/agents/{agent}/skills/{name}/{action}", post(skills::toggle))

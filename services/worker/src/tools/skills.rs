@@ -72,6 +72,27 @@ impl SimpleTool for SkillsListTool {
 pub(crate) struct SkillViewTool(pub SkillsContext);
 
 impl SkillViewTool {
+    /// Which of the skill's `required_environment_variables` the agent's secret bindings
+    /// provide (the sandbox holds placeholders for them) and which are missing, with the
+    /// skill's own prompt for each; never a value.
+    async fn environment(&self, ctx: &ToolCtx, wanted: &[hermes_skills::EnvVar]) -> Value {
+        let bound = match self.0.store.agents().secret_bindings(ctx.tenant_id, ctx.agent_id).await {
+            Ok(bindings) => bindings.into_iter().map(|b| b.env_name).collect::<Vec<_>>(),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the agent's secret bindings");
+                Vec::new()
+            }
+        };
+        let (present, missing): (Vec<_>, Vec<_>) = wanted.iter().partition(|v| bound.contains(&v.name));
+        let missing: Vec<Value> =
+            missing.iter().map(|v| json!({"name": v.name, "prompt": v.prompt, "help": v.help})).collect();
+        let note = (!missing.is_empty()).then_some(
+            "an admin binds a team credential to each missing name (hermesctl secret bind, or the agent's page); \
+             never ask the user to paste a secret into the chat",
+        );
+        json!({"bound": present.iter().map(|v| &v.name).collect::<Vec<_>>(), "missing": missing, "note": note})
+    }
+
     /// Writes the skill's files under `/tmp/hermes-skills/<name>/`; returns that directory.
     async fn sync_files(&self, ctx: &ToolCtx, name: &str, files: &[(String, String)]) -> Option<String> {
         if files.is_empty() || !self.0.has_sandbox() {
@@ -152,6 +173,10 @@ impl SimpleTool for SkillViewTool {
         });
         if !found.skill.config.is_empty() {
             answer["config"] = json!(found.skill.config);
+        }
+        let wanted = &found.skill.required_environment_variables;
+        if !wanted.is_empty() {
+            answer["environment"] = self.environment(ctx, wanted).await;
         }
         if let Some(dir) = self.sync_files(ctx, name, &files).await {
             answer["files_in_sandbox"] = json!(dir);

@@ -47,6 +47,8 @@ pub(super) async fn check(w: &World, c: &mut Cases) {
     read!(w, c, "scroll_session", t => s.conversations().scroll_session(&scope(w, t), session, 1, 5, &roles), found);
     read!(w, c, "todos", t => s.conversations().todos(t, session), some);
     read!(w, c, "mcp_servers", t => s.agents().mcp_servers(t, agent), some);
+    read!(w, c, "secret_bindings", t => s.agents().secret_bindings(t, agent), some);
+    read!(w, c, "bound_secrets", t => s.agents().bound_secrets(t, agent), some);
     read!(w, c, "list_sessions", t => s.conversations().list_sessions(t, Some(agent), 100, 0), some);
     read!(w, c, "session_messages", t => s.conversations().session_messages(t, session), some);
     read!(w, c, "messages_after", t => s.conversations().messages_after(t, session, 0, None), some);

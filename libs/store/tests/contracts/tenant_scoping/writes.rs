@@ -165,6 +165,9 @@ async fn agents_and_skills(w: &World, c: &mut Cases) {
         s.agents().set_mcp_server(b, agent, "tracker", (&mcp, true), &serde_json::json!({}), None).await,
     );
     c.not_found("delete_mcp_server", s.agents().delete_mcp_server(b, agent, "tracker").await);
+    let placement = hermes_core::secret_placement::SecretPlacement::default();
+    c.refused("bind_secret", s.agents().bind_secret(b, agent, "GITHUB_TOKEN", "openai", &placement).await);
+    c.not_found("unbind_secret", s.agents().unbind_secret(b, agent, "GITHUB_TOKEN").await);
     let mine = |_: &[String]| Ok::<_, ()>(Some(vec!["mine now".to_owned()]));
     c.refused("update_memory", s.agents().update_memory(b, agent, MemoryTarget::Memory, "", mine).await);
     let skill = tenant_world::skill(tenant_world::SKILL, "not yours");
