@@ -42,6 +42,7 @@ async fn timed(sender: &mut hyper::client::conn::http1::SendRequest<Full<Bytes>>
             .body(Full::default())
             .expect("a request");
         let started = Instant::now();
+        sender.ready().await.expect("the connection takes another request");
         let response = sender.send_request(request).await.expect("an answer");
         let _ = response.into_body().collect().await.expect("a body");
         times.push(started.elapsed());
