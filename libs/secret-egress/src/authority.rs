@@ -81,6 +81,15 @@ impl Authority {
         &self.key_pem
     }
 
+    /// The key placeholders are made with ([`crate::placeholder`]): derived from the CA's key,
+    /// so every worker has it once the CA is stored, and nothing else need be kept.
+    pub fn placeholder_key(&self) -> Vec<u8> {
+        let mut context = ring::digest::Context::new(&ring::digest::SHA256);
+        context.update(b"hermes placeholder key\0");
+        context.update(self.key_pem.as_bytes());
+        context.finish().as_ref().to_vec()
+    }
+
     /// The TLS configuration that answers a sandbox's connection to `host` (HTTP/1.1 only), with
     /// a certificate for `host` this CA signed.
     pub fn server_config(&self, host: &str) -> Result<Arc<ServerConfig>, SetupError> {

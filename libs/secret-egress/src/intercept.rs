@@ -7,7 +7,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
+use http::header::{CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
 use http::{Request, Response, StatusCode};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, Limited};
@@ -135,6 +135,12 @@ impl Forward {
             sender.send_request(Request::from_parts(parts, body)).await.map_err(unanswered)?
         };
         let (mut parts, body) = response.into_parts();
+        // A compressed answer cannot be scanned for the value: it does not reach the sandbox.
+        let encoding = parts.headers.get(CONTENT_ENCODING).and_then(|v| v.to_str().ok()).unwrap_or("identity");
+        if !encoding.eq_ignore_ascii_case("identity") {
+            let why = format!("{} answered {encoding}-encoded although asked not to: it cannot be checked", self.host);
+            return Err((StatusCode::BAD_GATEWAY, why));
+        }
         let redactor = Redactor::new(&self.secrets);
         redactor.headers(&mut parts.headers);
         if redactor.changes_lengths() {

@@ -116,3 +116,17 @@ async fn a_named_body_field_gets_the_value_and_the_rest_of_the_body_keeps_the_pl
     let sent: serde_json::Value = serde_json::from_str(&seen.lock().unwrap()[0].1).unwrap();
     assert_eq!((sent["token"].as_str(), sent["title"].as_str()), (Some(REAL), Some(PH)));
 }
+
+#[tokio::test]
+async fn an_answer_compressed_against_the_proxys_asking_never_reaches_the_sandbox() {
+    let (ca, config) = host_tls(HOST);
+    let (addr, _) = echo_host(config).await;
+    let request = Request::get("/gzip")
+        .header("host", HOST)
+        .header("authorization", format!("Bearer {PH}"))
+        .body(Full::default());
+    let (status, echo, refused, body) = through_proxy(addr, &ca, secret(Placement::default()), request.unwrap()).await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY);
+    assert!(refused.contains("cannot be checked"), "{refused}");
+    assert!(!echo.contains(REAL) && !body.contains(REAL), "nothing of the answer came through");
+}

@@ -36,7 +36,6 @@ pub mod credentials;
 pub mod cron;
 pub mod cron_fires;
 pub mod deliveries;
-pub mod egress_authority;
 pub mod event_hooks;
 pub mod export;
 pub mod file_storage;

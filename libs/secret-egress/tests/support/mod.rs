@@ -50,10 +50,15 @@ pub async fn echo_host(config: Arc<rustls::ServerConfig>) -> (std::net::SocketAd
                     async move {
                         let auth = request.headers().get("authorization").map(|v| v.to_str().unwrap().to_owned());
                         let auth = auth.unwrap_or_default();
+                        // `/gzip`: an answer compressed although the proxy asked for none.
+                        let encoding = if request.uri().path() == "/gzip" { "gzip" } else { "identity" };
                         let body = request.into_body().collect().await.unwrap().to_bytes();
                         log.lock().unwrap().push((auth.clone(), String::from_utf8_lossy(&body).into_owned()));
                         let echo = format!("bad credentials: {auth}");
-                        let response = Response::builder().header("x-echo", &auth).body(Full::new(Bytes::from(echo)));
+                        let response = Response::builder()
+                            .header("x-echo", &auth)
+                            .header("content-encoding", encoding)
+                            .body(Full::new(Bytes::from(echo)));
                         Ok::<_, std::convert::Infallible>(response.unwrap())
                     }
                 });

@@ -29,6 +29,8 @@
 //!   [`prune_spend_reservations`], [`prune_sessions`]).
 //! - [`curator`]: the scheduler picks idle agents of any tenant for a curator pass
 //!   ([`claim_agents_for_curation`]); the pass itself is tenant-scoped.
+//! - [`egress_authority`]: the egress proxy's CA is the installation's, one for every worker and
+//!   every tenant's sandboxes; no tenant role may read it.
 //! - [`gauges`]: the installation's backlog ([`backlog`]: turns queued and running, replies
 //!   waiting, late cron jobs), counts only, for the scheduler's gauges and the autoscaler; and
 //!   the workers holding turns ([`workers_at_work`]), for the operators' cluster page.
@@ -44,7 +46,7 @@
 //! operator's), proofs of an address and identities at providers (`admin/proof.rs`),
 //! the identity provider of an email's domain (`sso_for_domain`, `domain_has_own_provider`,
 //! `any_tenant_sso`), and the installation's own audit entries), installation-wide data that is no tenant's (`set_model_price`, `model_prices`,
-//! `sync_bundled_skills`, the egress proxy's CA in `egress_authority.rs`), and the readiness probes (`ping`, `schema_lag`).
+//! `sync_bundled_skills`), and the readiness probes (`ping`, `schema_lag`).
 //!
 //! [`reap_stranded_turns`]: crate::views::System::reap_stranded_turns
 //! [`expire_interactions`]: crate::views::System::expire_interactions
@@ -74,6 +76,7 @@
 pub mod channels;
 pub mod cron;
 pub mod curator;
+pub mod egress_authority;
 pub mod event_deliveries;
 pub mod gauges;
 pub mod outbox;
