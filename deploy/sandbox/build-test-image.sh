@@ -38,15 +38,19 @@ sandboxd=$(find_sandboxd debug "cargo build -p hermes-sandboxd")
 # first). Left out when it is not built (the load test's image needs only sandboxd).
 mcp=${HERMES_MCP_TEST_BIN:-${CARGO_TARGET_DIR:-$repo/target}/debug/hermes-mcp-test-server}
 if [[ -x $mcp ]]; then mcp=$(readlink -f "$mcp"); else mcp=/dev/null; fi
+# This machine's curl, for the tests of secrets swapped in at the egress proxy (a real HTTPS
+# client in the sandbox); left out when the machine has none.
+curl_bin=$(command -v curl || true)
+if [[ -n $curl_bin ]]; then curl_bin=$(readlink -f "$curl_bin"); else curl_bin=/dev/null; fi
 # Packages, chown and docker all need root: re-run the whole script via sudo.
 if [[ $EUID -ne 0 ]]; then
   command -v sudo >/dev/null 2>&1 || die "must run as root (sudo not available)"
-  exec sudo -- env "HERMES_SANDBOXD_BIN=$sandboxd" "HERMES_MCP_TEST_BIN=$mcp" "$self" "$@"
+  exec sudo -- env "HERMES_SANDBOXD_BIN=$sandboxd" "HERMES_MCP_TEST_BIN=$mcp" "PATH=$PATH" "$self" "$@"
 fi
 
 need_docker
 
-recipe=$(cat "$self" "$SANDBOX_COMMON" "$sandboxd" "$mcp" | sha256sum | cut -d' ' -f1)
+recipe=$(cat "$self" "$SANDBOX_COMMON" "$sandboxd" "$mcp" "$curl_bin" | sha256sum | cut -d' ' -f1)
 
 smoke_test() {
   smoke_run -- sh -c 'id && echo ok > /workspace/x && cat /workspace/x && /opt/hermes/bin/hermes-sandboxd --help >/dev/null'
@@ -88,13 +92,14 @@ if [[ $mcp != /dev/null ]]; then
   install -d -m 0755 "$root/opt/hermes/test"
   install -m 0755 "$mcp" "$root/opt/hermes/test/hermes-mcp-test-server"
 fi
-# The shared libraries sandboxd and the MCP test server link against (glibc from this
+# The shared libraries sandboxd, the MCP test server and curl link against (glibc from this
 # machine), at the same paths, so the dynamic loader finds them.
 while read -r lib; do
   [[ -f $lib ]] || continue
   mkdir -p "$root$(dirname "$lib")"
   cp -L "$lib" "$root$lib"
-done < <(ldd "$sandboxd" $([[ $mcp != /dev/null ]] && echo "$mcp") | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i }' | sort -u)
+done < <(ldd "$sandboxd" $([[ $mcp != /dev/null ]] && echo "$mcp") $([[ $curl_bin != /dev/null ]] && echo "$curl_bin") | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i }' | sort -u)
+if [[ $curl_bin != /dev/null ]]; then install -m 0755 "$curl_bin" "$root/usr/bin/curl"; fi
 install -m 0755 /bin/busybox "$root/bin/busybox"
 # One symlink per applet; "busybox" itself is in the list and must not
 # replace the binary.

@@ -66,6 +66,7 @@ mod sandbox;
 mod schema_fuzz;
 mod sdk;
 mod search;
+mod secrets;
 mod sessions;
 mod sessions_api;
 mod skills;

@@ -28,6 +28,10 @@ pub struct SandboxConfig {
     pub egress_max_connections: usize,
     /// An egress connection with no bytes either way for this long is closed.
     pub egress_idle_seconds: u64,
+    /// Whether the egress proxy trusts the system's roots on its own TLS to a secret's host.
+    pub egress_system_roots: bool,
+    /// PEM files of more roots it trusts there (a company CA, a test CA).
+    pub egress_trusted_ca_files: Vec<String>,
     /// Start an agent's sandbox when its turn starts, alongside the first model call, rather
     /// than when the first tool asks for it.
     pub prewarm: bool,
@@ -108,6 +112,8 @@ impl Default for SandboxConfig {
             egress_ports: vec![80, 443],
             egress_max_connections: 64,
             egress_idle_seconds: 300,
+            egress_system_roots: true,
+            egress_trusted_ca_files: Vec::new(),
             prewarm: true,
             file_storage_mb: 1024,
             images: Vec::new(),

@@ -3,6 +3,7 @@
 //! defaults. A sandbox carries its spec's [`SandboxSpec::fingerprint`] as a label, so one
 //! made under another spec is replaced when next opened (its workspace stays).
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
 use futures_util::future::BoxFuture;
@@ -17,6 +18,42 @@ pub struct SandboxSpec {
     pub memory_mb: Option<u64>,
     pub disk_mb: Option<u64>,
     pub pids: Option<i64>,
+    /// Variables every program of the sandbox gets: the placeholders of its agent's bound
+    /// secrets (issue 39). Never a secret's value.
+    pub env: BTreeMap<String, String>,
+    /// A certificate (PEM) the sandbox's programs trust beside the system's: the egress CA,
+    /// when the agent has bound secrets.
+    pub trust: Option<String>,
+}
+
+/// Where a sandbox finds the trust files the backend writes (its socket directory), and the
+/// variables that point the usual TLS clients at them.
+pub const TRUST_BUNDLE: &str = "/hermes/ipc/ca-bundle.pem";
+pub const TRUST_EXTRA: &str = "/hermes/ipc/egress-ca.pem";
+pub const TRUST_ENV: [(&str, &str); 6] = [
+    ("SSL_CERT_FILE", TRUST_BUNDLE),
+    ("CURL_CA_BUNDLE", TRUST_BUNDLE),
+    ("REQUESTS_CA_BUNDLE", TRUST_BUNDLE),
+    ("GIT_SSL_CAINFO", TRUST_BUNDLE),
+    ("PIP_CERT", TRUST_BUNDLE),
+    ("NODE_EXTRA_CA_CERTS", TRUST_EXTRA),
+];
+
+/// The system's roots (the worker's), to which the sandbox's extra certificate is added.
+const SYSTEM_BUNDLES: [&str; 3] =
+    ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"];
+
+/// Writes `trust` into `dir` (a sandbox's socket directory, seen inside as `/hermes/ipc`):
+/// alone, and after the system's roots as the bundle [`TRUST_ENV`] names.
+pub fn write_trust(dir: &std::path::Path, trust: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let system = SYSTEM_BUNDLES.iter().find_map(|p| std::fs::read_to_string(p).ok()).unwrap_or_default();
+    for (name, text) in [("egress-ca.pem", trust.to_owned()), ("ca-bundle.pem", format!("{system}\n{trust}"))] {
+        let path = dir.join(name);
+        std::fs::write(&path, text)?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))?;
+    }
+    Ok(())
 }
 
 impl SandboxSpec {
@@ -31,6 +68,13 @@ impl SandboxSpec {
             self.disk_mb,
             self.pids
         );
+        // Specs from before secrets (no env, no trust) keep their fingerprint: nothing is
+        // remade on upgrade.
+        let text = if self.env.is_empty() && self.trust.is_none() {
+            text
+        } else {
+            format!("{text}|{:?}|{:?}", self.env, self.trust)
+        };
         Sha256::digest(text.as_bytes()).iter().take(8).map(|b| format!("{b:02x}")).collect()
     }
 }
@@ -65,6 +109,13 @@ impl Specs {
 #[cfg(test)]
 mod tests {
     use super::SandboxSpec;
+
+    #[test]
+    fn the_trust_files_are_where_the_socket_directory_is_mounted() {
+        for (_, path) in super::TRUST_ENV {
+            assert!(path.starts_with(&format!("{}/", crate::common::IPC_MOUNT)), "{path}");
+        }
+    }
 
     #[test]
     fn a_changed_image_or_limit_changes_the_fingerprint_and_nothing_else_does() {

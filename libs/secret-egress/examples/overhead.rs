@@ -13,9 +13,6 @@
     reason = "a measurement run that prints its figures: a failure stops it loudly; the stand-in host spawns its connections"
 )]
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,6 +21,7 @@ use http::Request;
 use http_body_util::{BodyExt, Full};
 
 use hermes_secret_egress::{Authority, Placement, Secret, Upstream, intercept};
+use hermes_testkit::tls_host::{TlsEchoHost, client_trusting};
 
 const HOST: &str = "api.github.test";
 const PH: &str = "hermes_placeholder_00112233445566778899aabbccddeeff00112233";
@@ -73,7 +71,7 @@ impl Proxy {
         tokio::spawn(async move {
             let _ = intercept(proxy_side, onward, HOST, vec![secret], (&authority, &upstream)).await;
         });
-        support::sandbox_client(sandbox_side, self.authority.cert_pem(), HOST).await
+        client_trusting(sandbox_side, self.authority.cert_pem(), HOST).await.expect("a client")
     }
 }
 
@@ -82,8 +80,8 @@ async fn main() {
     let mut args = std::env::args().skip(1);
     let requests: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(2000);
     let tunnels: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(200);
-    let (ca, config) = support::host_tls(HOST);
-    let (addr, seen) = support::echo_host(config).await;
+    let host = TlsEchoHost::start("127.0.0.1", HOST).await.expect("the stand-in host");
+    let (ca, addr) = (host.ca_pem.clone(), host.addr);
     let secret = Secret {
         name: "GITHUB_TOKEN".into(),
         placeholder: PH.into(),
@@ -98,8 +96,8 @@ async fn main() {
         addr,
     };
 
-    let mut direct =
-        support::sandbox_client(tokio::net::TcpStream::connect(addr).await.expect("host"), &ca, HOST).await;
+    let direct = tokio::net::TcpStream::connect(addr).await.expect("host");
+    let mut direct = client_trusting(direct, &ca, HOST).await.expect("a client");
     let mut through = proxy.client().await;
     // Warm both (first handshakes, the leaf certificate), then alternate rounds.
     let _ = (timed(&mut direct, 50).await, timed(&mut through, 50).await);
@@ -121,7 +119,6 @@ async fn main() {
     );
 
     // Memory: open tunnels, one request each, all kept open.
-    seen.lock().expect("log").clear();
     let before = rss_kib();
     let mut open = Vec::with_capacity(tunnels);
     for _ in 0..tunnels {
@@ -132,7 +129,7 @@ async fn main() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let after = rss_kib();
     println!(
-        "memory: {tunnels} open intercepted tunnels (both TLS ends, the host's side too) hold {} KiB, {:.1} KiB each",
+        "memory: {tunnels} open intercepted tunnels (all four TLS ends: client, proxy's two, host) hold {} KiB, {:.1} KiB each",
         after.saturating_sub(before),
         after.saturating_sub(before) as f64 / tunnels as f64
     );

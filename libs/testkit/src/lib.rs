@@ -26,6 +26,7 @@ pub mod slack_socket;
 pub mod speech;
 pub mod telegram;
 mod telegram_html;
+pub mod tls_host;
 pub mod tts;
 pub mod web;
 pub mod wecom;

@@ -41,9 +41,14 @@ fn is_secret_name(name: &str) -> bool {
     SECRET_MARKERS.iter().any(|m| upper.contains(m))
 }
 
-/// The environment a script gets: the sandbox's, without anything that looks like a secret.
+/// What a bound secret's variable holds in a sandbox (`hermes_secret_egress::PLACEHOLDER_PREFIX`):
+/// a placeholder the egress proxy swaps for the value on the secret's hosts, safe to pass on.
+const PLACEHOLDER_PREFIX: &str = "hermes_placeholder_";
+
+/// The environment a script gets: the sandbox's, without anything that looks like a secret,
+/// except secrets' placeholders (`GITHUB_TOKEN` bound by an admin), which are meant for it.
 pub fn scrubbed_env() -> Vec<(String, String)> {
-    std::env::vars().filter(|(name, _)| !is_secret_name(name)).collect()
+    std::env::vars().filter(|(name, value)| !is_secret_name(name) || value.starts_with(PLACEHOLDER_PREFIX)).collect()
 }
 
 /// Keeps the first 40 % and the last 60 % of a stream once it passes `max` bytes.

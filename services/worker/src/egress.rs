@@ -29,6 +29,7 @@ use hermes_sandbox::{EgressHandler, SandboxKey};
 use hermes_store::Store;
 
 use crate::held::Held;
+use crate::sandbox_secrets::SandboxSecrets;
 
 const MAX_HEAD: usize = 16 * 1024;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -105,10 +106,12 @@ struct Inner {
     settings: Mutex<HashMap<SandboxKey, (Instant, bool)>>,
     /// Connections each sandbox holds open now.
     open: Held<SandboxKey>,
+    /// Team secrets bound to agents: swapped in on connections to their hosts.
+    secrets: Option<Arc<SandboxSecrets>>,
 }
 
 impl EgressProxy {
-    pub fn new(store: Store, cfg: &SandboxConfig) -> Self {
+    pub fn new(store: Store, cfg: &SandboxConfig, secrets: Option<Arc<SandboxSecrets>>) -> Self {
         let allow = cfg
             .egress_allow_cidrs
             .iter()
@@ -128,6 +131,7 @@ impl EgressProxy {
                 idle: Duration::from_secs(cfg.egress_idle_seconds.max(1)),
                 settings: Mutex::default(),
                 open: Held::new(cfg.egress_max_connections),
+                secrets,
             }),
         }
     }
@@ -146,6 +150,22 @@ impl Inner {
             settings.insert(key, (Instant::now(), enabled));
         }
         enabled
+    }
+
+    /// The secrets `key` may send to `host`, with what intercepting takes; `None` when there
+    /// are none (the tunnel is relayed untouched).
+    async fn interception(
+        &self,
+        key: SandboxKey,
+        host: &str,
+    ) -> Option<(Vec<hermes_secret_egress::Secret>, Arc<hermes_secret_egress::Authority>, Arc<SandboxSecrets>)> {
+        let sandbox_secrets = self.secrets.clone()?;
+        let secrets = sandbox_secrets.for_host(key, host).await;
+        if secrets.is_empty() {
+            return None;
+        }
+        let authority = sandbox_secrets.authority().await?;
+        Some((secrets, authority, sandbox_secrets))
     }
 
     fn allowed(&self, ip: IpAddr) -> bool {
@@ -199,7 +219,17 @@ impl Inner {
         }
         let Some(mut upstream) = upstream else { return reply(&mut client, 502, "cannot connect to the host").await };
         match request {
-            Request::Connect { .. } => client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n").await?,
+            Request::Connect { .. } => {
+                client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n").await?;
+                // A host one of the sandbox's secrets may go to: its placeholders are swapped there.
+                if body.is_empty()
+                    && let Some((secrets, authority, onward)) = self.interception(key, &host).await
+                {
+                    metrics::counter!("hermes_egress_intercepted_total").increment(1);
+                    let tls = (authority.as_ref(), onward.upstream());
+                    return intercept_until_idle(client, upstream, (&host, secrets), tls, self.idle).await;
+                }
+            }
             Request::Http { head, .. } => upstream.write_all(head.as_bytes()).await?,
         }
         upstream.write_all(&body).await?;
@@ -241,6 +271,38 @@ async fn relay_until_idle(client: UnixStream, upstream: TcpStream, idle: Duratio
     let mut client = Touched { inner: client, last: last.clone(), started };
     let mut upstream = Touched { inner: upstream, last: last.clone(), started };
     let relay = tokio::io::copy_bidirectional(&mut client, &mut upstream);
+    until_idle(async { relay.await.map(|_| ()) }, &last, started, idle).await
+}
+
+/// Serves an intercepted tunnel (a secret's host) until either side closes or nothing moves
+/// for `idle`.
+async fn intercept_until_idle(
+    client: UnixStream,
+    upstream: TcpStream,
+    (host, secrets): (&str, Vec<hermes_secret_egress::Secret>),
+    (authority, onward): (&hermes_secret_egress::Authority, &hermes_secret_egress::Upstream),
+    idle: Duration,
+) -> std::io::Result<()> {
+    let started = Instant::now();
+    let last = Arc::new(AtomicU64::new(0));
+    let client = Touched { inner: client, last: last.clone(), started };
+    let upstream = Touched { inner: upstream, last: last.clone(), started };
+    let served = async {
+        hermes_secret_egress::intercept(client, upstream, host, secrets, (authority, onward))
+            .await
+            .map_err(|e| std::io::Error::other(e.to_string()))
+    };
+    until_idle(served, &last, started, idle).await
+}
+
+/// Runs `work` until it ends or `last` (milliseconds after `started`) is `idle` old.
+async fn until_idle(
+    work: impl std::future::Future<Output = std::io::Result<()>>,
+    last: &AtomicU64,
+    started: Instant,
+    idle: Duration,
+) -> std::io::Result<()> {
+    let relay = work;
     tokio::pin!(relay);
     loop {
         let quiet_for = started.elapsed().saturating_sub(Duration::from_millis(last.load(Ordering::Relaxed)));
@@ -249,7 +311,7 @@ async fn relay_until_idle(client: UnixStream, upstream: TcpStream, idle: Duratio
             return Ok(());
         };
         tokio::select! {
-            done = &mut relay => return done.map(|_| ()),
+            done = &mut relay => return done,
             () = tokio::time::sleep(left) => {}
         }
     }
@@ -338,7 +400,7 @@ mod tests {
             ..SandboxConfig::default()
         };
         let store = Store::connect_lazy("postgres://nobody@127.0.0.1:1/none", Duration::from_millis(100)).unwrap();
-        let inner = EgressProxy::new(store, &cfg).inner;
+        let inner = EgressProxy::new(store, &cfg, None).inner;
         #[expect(clippy::disallowed_methods, reason = "test fixture")]
         let key = SandboxKey::shared(
             hermes_core::TenantId::from_authenticated(uuid::Uuid::now_v7()),

@@ -22,6 +22,7 @@ mod models;
 mod phases;
 mod presence;
 mod review;
+mod sandbox_secrets;
 mod sandbox_specs;
 mod session;
 mod shares;
@@ -102,8 +103,11 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
     let cfg = ctx.config.clone();
     let worker_id = cfg.worker.id.clone().unwrap_or_else(default_worker_id);
     let toolkit = tools::build::toolkit(&ctx, &shutdown);
-    ctx.sandboxes.set_egress(Arc::new(egress::EgressProxy::new(ctx.store.clone(), &cfg.sandbox)));
-    ctx.sandboxes.set_specs(sandbox_specs::AgentSpecs::new(ctx.store.clone(), &cfg.sandbox));
+    let sandbox_secrets =
+        sandbox_secrets::SandboxSecrets::new(ctx.store.clone(), ctx.secrets.clone(), &cfg.sandbox).map(Arc::new);
+    let proxy = egress::EgressProxy::new(ctx.store.clone(), &cfg.sandbox, sandbox_secrets.clone());
+    ctx.sandboxes.set_egress(Arc::new(proxy));
+    ctx.sandboxes.set_specs(sandbox_specs::AgentSpecs::new(ctx.store.clone(), &cfg.sandbox, sandbox_secrets));
     sync_bundled_skills(&ctx.store).await;
     let incarnation = uuid::Uuid::now_v7().simple().to_string();
     let lease_prefix = format!("{worker_id}/{}", &incarnation[incarnation.len() - 8..]);

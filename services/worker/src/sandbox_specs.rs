@@ -1,6 +1,8 @@
 //! Each agent's sandbox image and limits for the sandbox backends ([`SpecSource`]): its
 //! `sandbox` setting, the image name resolved to the operator's reference. Read from the store
 //! at most every few seconds per agent, so a changed setting reaches the next turn's sandbox.
+//! A sandbox of an agent with bound secrets also gets their placeholders and the egress CA to
+//! trust ([`SandboxSecrets`]); a changed binding remakes it at its next use.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -13,6 +15,8 @@ use hermes_core::{AgentId, TenantId};
 use hermes_sandbox::{SandboxKey, SandboxSpec, SpecSource};
 use hermes_store::Store;
 
+use crate::sandbox_secrets::SandboxSecrets;
+
 /// How long a read setting is used before it is read again.
 const TTL: Duration = Duration::from_secs(5);
 
@@ -22,16 +26,30 @@ struct Inner {
     store: Store,
     cfg: SandboxConfig,
     read: Mutex<HashMap<(TenantId, AgentId), (Instant, SandboxSpec)>>,
+    secrets: Option<Arc<SandboxSecrets>>,
 }
 
 impl AgentSpecs {
-    pub(crate) fn new(store: Store, cfg: &SandboxConfig) -> Arc<Self> {
-        Arc::new(Self(Arc::new(Inner { store, cfg: cfg.clone(), read: Mutex::default() })))
+    pub(crate) fn new(store: Store, cfg: &SandboxConfig, secrets: Option<Arc<SandboxSecrets>>) -> Arc<Self> {
+        Arc::new(Self(Arc::new(Inner { store, cfg: cfg.clone(), read: Mutex::default(), secrets })))
     }
 }
 
 impl Inner {
+    /// `key`'s spec: its agent's image and limits, with its bound secrets' placeholders.
     async fn spec_of(&self, key: SandboxKey) -> SandboxSpec {
+        let mut spec = self.agent_spec(key).await;
+        if let Some(secrets) = &self.secrets {
+            let env = secrets.env(key).await;
+            if !env.is_empty() {
+                spec.trust = secrets.authority().await.map(|a| a.cert_pem().to_owned());
+                spec.env = env.into_iter().collect();
+            }
+        }
+        spec
+    }
+
+    async fn agent_spec(&self, key: SandboxKey) -> SandboxSpec {
         let id = (key.tenant, key.agent);
         if let Some((at, spec)) = self.read.lock().ok().and_then(|r| r.get(&id).cloned())
             && at.elapsed() < TTL
@@ -49,6 +67,7 @@ impl Inner {
                     memory_mb: choice.memory_mb.map(|m| m.min(self.cfg.max.memory_mb)),
                     disk_mb: choice.disk_mb.map(|d| d.min(self.cfg.max.disk_mb)),
                     pids: choice.pids.map(|p| p.min(self.cfg.max.pids)),
+                    ..SandboxSpec::default()
                 }
             }
             Err(e) => {

@@ -194,12 +194,7 @@ impl DockerSandboxes {
             cmd: Some(self.sandboxd_command()),
             user: Some("0:0".into()),
             working_dir: Some(WORKSPACE.into()),
-            env: Some(
-                [format!("HOME={WORKSPACE}"), "LANG=C.UTF-8".into(), "SANDBOXD_LOG=warn".into()]
-                    .into_iter()
-                    .chain(crate::PROXY_ENV.iter().map(|(k, v)| format!("{k}={v}")))
-                    .collect(),
-            ),
+            env: Some(self.container_env(&ipc, spec)?),
             labels: Some(labels),
             network_disabled: Some(true),
             host_config: Some(self.host_config(key, &ipc, spec)),
@@ -229,6 +224,20 @@ impl DockerSandboxes {
     /// The container's limits and mounts: no network, no capabilities but what sandboxd needs
     /// to start and stop the sandbox user's programs, a read-only root, the workspace volume
     /// and the socket directory.
+    /// The container's variables: its own, the proxy's, and the spec's (secret placeholders,
+    /// and the trust files written into `ipc` when the spec carries a certificate).
+    fn container_env(&self, ipc: &std::path::Path, spec: &crate::SandboxSpec) -> Result<Vec<String>> {
+        let mut env = vec![format!("HOME={WORKSPACE}"), "LANG=C.UTF-8".into(), "SANDBOXD_LOG=warn".into()];
+        env.extend(crate::PROXY_ENV.iter().map(|(k, v)| format!("{k}={v}")));
+        if let Some(trust) = &spec.trust {
+            crate::spec::write_trust(ipc, trust)
+                .map_err(|e| SandboxError::Backend(format!("cannot write the sandbox's trusted certificates: {e}")))?;
+            env.extend(crate::spec::TRUST_ENV.iter().map(|(k, v)| format!("{k}={v}")));
+        }
+        env.extend(spec.env.iter().map(|(k, v)| format!("{k}={v}")));
+        Ok(env)
+    }
+
     fn host_config(&self, key: SandboxKey, ipc: &std::path::Path, spec: &crate::SandboxSpec) -> HostConfig {
         let cfg = &self.inner.cfg.docker;
         let (memory_mb, cpus, pids) = (
