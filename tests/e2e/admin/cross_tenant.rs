@@ -108,17 +108,7 @@ async fn every_admin_operation_on_another_tenants_objects_answers_404_and_change
     .await
     .unwrap();
     let skill_md = "---\nname: victim-skill\ndescription: The victim's own.\n---\n\nDo the thing.\n";
-    let checked = hermes_skills::check(skill_md, vec![], None).unwrap();
-    let skill = hermes_store::NewSkill {
-        name: checked.skill.name.clone(),
-        category: checked.skill.category.clone(),
-        description: checked.skill.description.clone(),
-        meta: serde_json::to_value(&checked.skill).unwrap(),
-        skill_md: checked.skill_md,
-        content_hash: checked.content_hash,
-        files: checked.files,
-    };
-    env.store.agents().save_tenant_skill(victim, &skill, "test").await.unwrap();
+    super::save_team_skill(&env, victim, skill_md).await;
     let credential = env.pool_key(victim, "openai", "victim", "sk-victim", "api.openai.com").await.id;
     // A settled delivery (the gateway leaves it alone) and a spending cap.
     let delivery: uuid::Uuid = sqlx::query_scalar(

@@ -47,6 +47,21 @@ pub fn set_cookie(resp: &reqwest::Response) -> Option<(String, String)> {
 }
 
 /// A person (made if new) with `role` in `tenant`, signed in through a one-time link.
+/// Saves `skill_md` (checked as an upload is) as one of `tenant`'s own skills.
+pub async fn save_team_skill(env: &TestEnv, tenant: TenantId, skill_md: &str) {
+    let checked = hermes_skills::check(skill_md, vec![], None).unwrap();
+    let skill = hermes_store::NewSkill {
+        name: checked.skill.name.clone(),
+        category: checked.skill.category.clone(),
+        description: checked.skill.description.clone(),
+        meta: serde_json::to_value(&checked.skill).unwrap(),
+        skill_md: checked.skill_md,
+        content_hash: checked.content_hash,
+        files: checked.files,
+    };
+    env.store.agents().save_tenant_skill(tenant, &skill, "test").await.unwrap();
+}
+
 pub async fn member(env: &TestEnv, tenant: TenantId, email: &str, role: MemberRole) -> (PersonId, Console) {
     let person = env.store.admin().ensure_person(email, "", false, &cli()).await.unwrap();
     env.store.admin().add_member(tenant, person.id, role, &cli()).await.unwrap();

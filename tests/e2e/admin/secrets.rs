@@ -59,17 +59,7 @@ async fn an_admin_binds_a_team_credential_and_a_skill_sees_which_variables_are_b
     let skill_md = "---\nname: gh-helper\ndescription: Works with GitHub.\nrequired_environment_variables:\n  \
                     - name: GITHUB_TOKEN\n    prompt: A GitHub token\n  - name: JIRA_TOKEN\n    prompt: A Jira token\n    \
                     help: Make one at id.atlassian.com\n---\n\nUse the token.\n";
-    let checked = hermes_skills::check(skill_md, vec![], None).unwrap();
-    let skill = hermes_store::NewSkill {
-        name: checked.skill.name.clone(),
-        category: checked.skill.category.clone(),
-        description: checked.skill.description.clone(),
-        meta: serde_json::to_value(&checked.skill).unwrap(),
-        skill_md: checked.skill_md,
-        content_hash: checked.content_hash,
-        files: checked.files,
-    };
-    env.store.agents().save_tenant_skill(acme, &skill, "test").await.unwrap();
+    super::save_team_skill(&env, acme, skill_md).await;
     env.set_toolsets(agent.id, &["terminal", "skills"]).await;
     env.llm.push(ScriptedReply::tool_call("skill_view", json!({"name": "gh-helper"})));
     env.llm.push(ScriptedReply::text("Bound one of two."));
