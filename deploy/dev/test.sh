@@ -32,6 +32,13 @@ if [[ "$(schemathesis --version 2>/dev/null || true)" != "schemathesis, version 
   echo "== installing schemathesis (PyPI)"
   python3 -m pip install --quiet --disable-pip-version-check -r tests/sdk/schemathesis-requirements.txt
 fi
+# curl goes into the test sandbox image (build-test-image.sh): the secrets test's HTTPS client.
+if ! command -v curl >/dev/null 2>&1; then
+  echo "== installing curl (Debian)"
+  if [[ $EUID -eq 0 ]]; then as_root=(); else as_root=(sudo); fi
+  "${as_root[@]}" apt-get update -q >/dev/null
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends curl >/dev/null
+fi
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   echo "== installing Node.js (Debian)"
   if [[ $EUID -eq 0 ]]; then as_root=(); else as_root=(sudo); fi
