@@ -42,6 +42,16 @@ if [[ -x $mcp ]]; then mcp=$(readlink -f "$mcp"); else mcp=/dev/null; fi
 # client in the sandbox); left out when the machine has none.
 curl_bin=$(command -v curl || true)
 if [[ -n $curl_bin ]]; then curl_bin=$(readlink -f "$curl_bin"); else curl_bin=/dev/null; fi
+# Other real clients for the same tests, each told of the egress CA by its own variable: git
+# with its HTTPS helper, and this machine's Python with requests (deploy/dev/test.sh installs
+# it with schemathesis). Each is left out when the machine lacks it.
+git_bin=/usr/bin/git
+git_https=/usr/lib/git-core/git-remote-https
+if [[ ! -x $git_bin || ! -x $git_https ]]; then git_bin=/dev/null git_https=/dev/null; fi
+python_home=$(python3 -c 'import requests, sys; print(sys.base_prefix)' 2>/dev/null || true)
+python_version=$(python3 -c 'import sys; print("python%d.%d" % sys.version_info[:2])' 2>/dev/null || true)
+python_bin=/dev/null
+if [[ -n $python_home && -x $python_home/bin/$python_version ]]; then python_bin=$python_home/bin/$python_version; fi
 # Packages, chown and docker all need root: re-run the whole script via sudo.
 if [[ $EUID -ne 0 ]]; then
   command -v sudo >/dev/null 2>&1 || die "must run as root (sudo not available)"
@@ -50,7 +60,8 @@ fi
 
 need_docker
 
-recipe=$(cat "$self" "$SANDBOX_COMMON" "$sandboxd" "$mcp" "$curl_bin" | sha256sum | cut -d' ' -f1)
+recipe=$(cat "$self" "$SANDBOX_COMMON" "$sandboxd" "$mcp" "$curl_bin" "$git_bin" "$git_https" "$python_bin" |
+  sha256sum | cut -d' ' -f1)
 
 smoke_test() {
   smoke_run -- sh -c 'id && echo ok > /workspace/x && cat /workspace/x && /opt/hermes/bin/hermes-sandboxd --help >/dev/null'
@@ -81,6 +92,34 @@ if ! busybox_is_static; then
   busybox_is_static || die "/bin/busybox is still not a static binary"
 fi
 
+# The programs whose shared libraries the image needs.
+linked_by() {
+  local bins=("$sandboxd")
+  for bin in "$mcp" "$curl_bin" "$git_bin" "$git_https" "$python_bin"; do
+    if [[ $bin != /dev/null ]]; then bins+=("$bin"); fi
+  done
+  if [[ $python_bin != /dev/null ]]; then bins+=("$python_home/lib/$python_version"/lib-dynload/*.so); fi
+  ldd "${bins[@]}" 2>/dev/null || true
+}
+
+# Python's interpreter, its standard library (no tests, no GUI) and requests with what it
+# needs, under $1, as /usr/bin/python3. The interpreter finds its library next to itself; its
+# shared libpython goes where the loader looks by default.
+copy_python() {
+  local dest=$1 stdlib=$python_home/lib/$python_version site
+  site=$(python3 -c 'import os, requests; print(os.path.dirname(os.path.dirname(requests.__file__)))')
+  install -D -m 0755 "$python_bin" "$dest/bin/python3"
+  mkdir -p "$dest/lib/$python_version/site-packages"
+  tar -C "$stdlib" -c --exclude=./site-packages --exclude=./test --exclude=__pycache__ --exclude=./idlelib \
+    --exclude=./tkinter --exclude=./ensurepip --exclude=./lib2to3 --exclude='./config-*' . |
+    tar -C "$dest/lib/$python_version" -x
+  for package in requests urllib3 idna certifi charset_normalizer; do
+    cp -r "$site/$package" "$dest/lib/$python_version/site-packages/"
+  done
+  find "$python_home/lib" -maxdepth 1 -name 'libpython*.so*' -exec cp -L {} "$root/lib/x86_64-linux-gnu/" \;
+  ln -sf /opt/python/bin/python3 "$root/usr/bin/python3"
+}
+
 root=$(mktemp -d -t hermes-sandbox-test.XXXXXX)
 trap 'rm -rf -- "$root"' EXIT
 
@@ -92,14 +131,19 @@ if [[ $mcp != /dev/null ]]; then
   install -d -m 0755 "$root/opt/hermes/test"
   install -m 0755 "$mcp" "$root/opt/hermes/test/hermes-mcp-test-server"
 fi
-# The shared libraries sandboxd, the MCP test server and curl link against (glibc from this
+# The shared libraries sandboxd, the MCP test server and the clients link against (glibc from this
 # machine), at the same paths, so the dynamic loader finds them.
 while read -r lib; do
   [[ -f $lib ]] || continue
   mkdir -p "$root$(dirname "$lib")"
   cp -L "$lib" "$root$lib"
-done < <(ldd "$sandboxd" $([[ $mcp != /dev/null ]] && echo "$mcp") $([[ $curl_bin != /dev/null ]] && echo "$curl_bin") | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i }' | sort -u)
+done < <(linked_by | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i }' | sort -u)
 if [[ $curl_bin != /dev/null ]]; then install -m 0755 "$curl_bin" "$root/usr/bin/curl"; fi
+if [[ $git_bin != /dev/null ]]; then
+  install -m 0755 "$git_bin" "$root/usr/bin/git"
+  install -D -m 0755 "$git_https" "$root/usr/lib/git-core/git-remote-https"
+fi
+if [[ $python_bin != /dev/null ]]; then copy_python "$root/opt/python"; fi
 install -m 0755 /bin/busybox "$root/bin/busybox"
 # One symlink per applet; "busybox" itself is in the list and must not
 # replace the binary.

@@ -24,50 +24,95 @@ async fn shell(env: &TestEnv, key: &str, command: &str) -> String {
     request.iter().rev().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned()
 }
 
-#[tokio::test]
-async fn a_bound_key_reaches_its_host_from_curl_while_the_sandbox_sees_only_a_placeholder() {
-    // 127.0.0.2 stands in for the key's host (api.github.com), 127.0.0.3 for any other host.
-    let github = TlsEchoHost::start("127.0.0.2", "127.0.0.2").await.unwrap();
-    let elsewhere = TlsEchoHost::start("127.0.0.3", "127.0.0.3").await.unwrap();
-    let trusted = std::env::temp_dir().join(format!("hermes-test-host-ca-{}.pem", uuid::Uuid::now_v7()));
-    std::fs::write(&trusted, &github.ca_pem).unwrap();
-    let (ports, ca_file) = (vec![github.addr.port(), elsewhere.addr.port()], trusted.display().to_string());
-    let env = TestEnv::start_with(Roles::default(), move |c| {
-        c.sandbox.egress_allow_cidrs = vec!["127.0.0.2/32".into(), "127.0.0.3/32".into()];
-        c.sandbox.egress_ports = ports;
-        // The proxy verifies the stand-in host against its test CA, as it would a real host
-        // against the system's roots.
-        c.sandbox.egress_trusted_ca_files = vec![ca_file];
-    })
-    .await;
-    let (tenant, agent, key) = env.tenant("acme", "helper").await;
-    env.store.turns().set_egress(tenant, agent.id, true).await.unwrap();
-    // The command reads the environment, which would otherwise wait for a person's approval.
-    sqlx::query("UPDATE agents SET approval_mode = 'off' WHERE id = $1")
-        .bind(agent.id.as_uuid())
-        .execute(&env.db)
+/// A service whose sandboxes may reach the two stand-in hosts, the agent `helper` of `acme`
+/// with the internet and no approvals, and the team's key `gh` allowed for 127.0.0.2 only.
+struct Setup {
+    env: TestEnv,
+    github: TlsEchoHost,
+    elsewhere: TlsEchoHost,
+    tenant: hermes_core::TenantId,
+    agent: hermes_core::AgentId,
+    key: String,
+    trusted: std::path::PathBuf,
+}
+
+impl Setup {
+    async fn start() -> Self {
+        // 127.0.0.2 stands in for the key's host (api.github.com), 127.0.0.3 for any other host.
+        let github = TlsEchoHost::start("127.0.0.2", "127.0.0.2").await.unwrap();
+        let elsewhere = TlsEchoHost::start("127.0.0.3", "127.0.0.3").await.unwrap();
+        let trusted = std::env::temp_dir().join(format!("hermes-test-host-ca-{}.pem", uuid::Uuid::now_v7()));
+        std::fs::write(&trusted, &github.ca_pem).unwrap();
+        let (ports, ca_file) = (vec![github.addr.port(), elsewhere.addr.port()], trusted.display().to_string());
+        let env = TestEnv::start_with(Roles::default(), move |c| {
+            c.sandbox.egress_allow_cidrs = vec!["127.0.0.2/32".into(), "127.0.0.3/32".into()];
+            c.sandbox.egress_ports = ports;
+            // The proxy verifies the stand-in host against its test CA, as it would a real host
+            // against the system's roots.
+            c.sandbox.egress_trusted_ca_files = vec![ca_file];
+        })
+        .await;
+        let (tenant, agent, key) = env.tenant("acme", "helper").await;
+        env.store.turns().set_egress(tenant, agent.id, true).await.unwrap();
+        // The commands read the environment, which would otherwise wait for a person's approval.
+        sqlx::query("UPDATE agents SET approval_mode = 'off' WHERE id = $1")
+            .bind(agent.id.as_uuid())
+            .execute(&env.db)
+            .await
+            .unwrap();
+        env.pool_key(tenant, "gh", "team", KEY, "127.0.0.2").await;
+        Self { env, github, elsewhere, tenant, agent: agent.id, key, trusted }
+    }
+
+    async fn bind(&self, name: &str) {
+        let placement = hermes_core::secret_placement::SecretPlacement::default();
+        self.env.store.agents().bind_secret(self.tenant, self.agent, name, "gh", &placement).await.unwrap();
+    }
+
+    /// Nothing the service keeps holds the key.
+    async fn stop(self) {
+        let kept: Vec<String> = sqlx::query_scalar(
+            "SELECT coalesce(content::text, '') FROM messages UNION ALL SELECT coalesce(input::text, '') FROM turns",
+        )
+        .fetch_all(&self.env.db)
         .await
         .unwrap();
-    env.pool_key(tenant, "gh", "team", KEY, "127.0.0.2").await;
-    let placement = hermes_core::secret_placement::SecretPlacement::default();
-    env.store.agents().bind_secret(tenant, agent.id, "GITHUB_TOKEN", "gh", &placement).await.unwrap();
+        assert!(!kept.iter().any(|m| m.contains(KEY)), "no transcript or turn holds the key");
+        let _ = std::fs::remove_file(&self.trusted);
+        self.env.stop().await;
+    }
+}
+
+/// curl, Python's requests and git, real clients each trusting the CA by its own variable.
+#[tokio::test]
+async fn a_bound_key_reaches_its_host_from_curl_while_the_sandbox_sees_only_a_placeholder() {
+    let setup = Setup::start().await;
+    setup.bind("GITHUB_TOKEN").await;
+    let Setup { env, github, elsewhere, key, .. } = &setup;
 
     let (gh, other) = (github.addr.port(), elsewhere.addr.port());
     // The tool's output is redacted for the model (a `Bearer ...` is masked), so what came back
     // is counted: lines holding the placeholder, lines holding the key.
     let seen_back = "| tee /tmp/answer | grep -c \"$GITHUB_TOKEN\"; grep -c {KEY} /tmp/answer";
+    let python = format!(
+        "python3 -W ignore -c 'import os, requests; print(requests.get(\"https://127.0.0.2:{gh}/user\", \
+         headers={{\"Authorization\": \"Bearer \" + os.environ[\"GITHUB_TOKEN\"]}}).text)'"
+    );
     let command = format!(
         "echo \"${{GITHUB_TOKEN%${{GITHUB_TOKEN#??????????????????????}}}}\"; echo ---; \
          curl -sS https://127.0.0.2:{gh}/user -H \"Authorization: Bearer $GITHUB_TOKEN\" {seen_back}; echo ---; \
          printf '%s' '{other_ca}' > /tmp/other-ca.pem; \
          curl -sS --cacert /tmp/other-ca.pem https://127.0.0.3:{other}/user -H \"Authorization: Bearer $GITHUB_TOKEN\" \
-           {seen_back}; echo ---; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\000' '\\n' | grep -c {KEY}",
+           {seen_back}; echo ---; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\000' '\\n' | grep -c {KEY}; \
+         echo ---; {python} {seen_back}; echo ---; \
+         git -c http.extraHeader=\"Authorization: Basic $(printf 'x-access-token:%s' \"$GITHUB_TOKEN\" | base64 -w0)\" \
+           ls-remote https://127.0.0.2:{gh}/acme/tools.git 2>&1 | grep -c {KEY}",
         other_ca = elsewhere.ca_pem.trim(),
         seen_back = seen_back.replace("{KEY}", KEY),
     );
-    let out = shell(&env, &key, &command).await;
+    let out = shell(env, key, &command).await;
     let parts: Vec<&str> = out.split("---").map(str::trim).collect();
-    assert_eq!(parts.len(), 4, "{out}");
+    assert_eq!(parts.len(), 6, "{out}");
     // The variable holds a placeholder (its first 22 characters are shown).
     assert!(parts[0].starts_with("hermes_placeholder_") && parts[0].len() == 22, "{out}");
 
@@ -81,15 +126,64 @@ async fn a_bound_key_reaches_its_host_from_curl_while_the_sandbox_sees_only_a_pl
     assert_eq!(parts[2].split_whitespace().collect::<Vec<_>>(), ["1", "0"], "{out}");
     // No process of the sandbox holds the key in its environment.
     assert_eq!(parts[3].lines().next(), Some("0"), "{out}");
+    // Python's requests (trusting the CA by REQUESTS_CA_BUNDLE) got the same, and git (by
+    // GIT_SSL_CAINFO) sent the key inside Basic credentials, as CI checkouts do; neither saw
+    // it come back.
+    let seen = github.seen();
+    assert_eq!(seen[1].authorization, format!("Bearer {KEY}"), "{out}");
+    assert_eq!(parts[4].split_whitespace().collect::<Vec<_>>(), ["1", "0"], "{out}");
+    use base64::Engine as _;
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{KEY}"));
+    assert_eq!(seen[2].authorization, format!("Basic {basic}"), "{out}");
+    assert_eq!(parts[5].lines().next(), Some("0"), "{out}");
 
-    // Nothing the service keeps holds the key either.
-    let kept: Vec<String> = sqlx::query_scalar(
-        "SELECT coalesce(content::text, '') FROM messages UNION ALL SELECT coalesce(input::text, '') FROM turns",
-    )
-    .fetch_all(&env.db)
-    .await
-    .unwrap();
-    assert!(!kept.iter().any(|m| m.contains(KEY)), "no transcript or turn holds the key");
-    let _ = std::fs::remove_file(&trusted);
-    env.stop().await;
+    setup.stop().await;
+}
+
+/// A skill that needs `GITHUB_TOKEN` runs once an admin bound it, and a stdio MCP server whose
+/// env says `${GITHUB_TOKEN}` calls the key's host with it: both hold the placeholder, the host
+/// gets the key, and what comes back holds the placeholder again.
+#[tokio::test]
+async fn a_skill_and_a_stdio_mcp_server_use_a_bound_key_through_its_placeholder() {
+    let setup = Setup::start().await;
+    let Setup { env, github, tenant, agent, key, .. } = &setup;
+    let url = format!("https://127.0.0.2:{}/user", github.addr.port());
+    let skill_md = format!(
+        "---\nname: gh-report\ndescription: Reports on GitHub.\nrequired_environment_variables:\n  \
+         - name: GITHUB_TOKEN\n    prompt: A GitHub token\n---\n\nRun `curl -sS {url} -H \
+         \"Authorization: Bearer $GITHUB_TOKEN\"` (its scan lets a skill send what it declares).\n"
+    );
+    crate::admin::save_team_skill(env, *tenant, &skill_md).await;
+    env.set_toolsets(*agent, &["terminal", "skills"]).await;
+    // A stdio server's `${NAME}` must be one of the agent's bound secrets: refused before.
+    let server = json!({"command": "/opt/hermes/test/hermes-mcp-test-server",
+                        "env": {"MCP_TEST_TOKEN": "${GITHUB_TOKEN}"}, "tools": {"include": ["call_api"]}});
+    let (_, owner) = crate::admin::member(env, *tenant, "owner@acme.test", hermes_core::MemberRole::Owner).await;
+    let path = format!("/admin/v1/tenants/{tenant}/agents/helper/mcp-servers/tracker");
+    let (status, refused) = owner.call(env, reqwest::Method::PUT, &path, Some(server.clone())).await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("bound secrets"), "{refused}");
+    setup.bind("GITHUB_TOKEN").await;
+    let (status, saved) = owner.call(env, reqwest::Method::PUT, &path, Some(server)).await;
+    assert_eq!(status, 200, "{saved}");
+
+    env.llm.push(ScriptedReply::tool_call("skill_view", json!({"name": "gh-report"})));
+    env.llm.push(ScriptedReply::terminal(format!("curl -sS {url} -H \"Authorization: Bearer $GITHUB_TOKEN\"")));
+    env.llm.push(ScriptedReply::tool_call("mcp_tracker_call_api", json!({"url": url})));
+    env.llm.push(ScriptedReply::text("done"));
+    let body: Value = env.chat(key, ask("helper", "report on GitHub")).await.json().await.unwrap();
+    assert_eq!(answer_text(&body), "done", "{body}");
+    let results = env.llm.requests().last().unwrap().texts_of("tool");
+    let viewed: Value = serde_json::from_str(&results[0]).unwrap();
+    assert_eq!(viewed["environment"]["bound"], json!(["GITHUB_TOKEN"]), "{viewed}");
+    assert_eq!(viewed["environment"]["missing"], json!([]), "{viewed}");
+
+    // The skill's command and the MCP server each reached the host with the key.
+    let seen = github.seen();
+    assert_eq!(seen.len(), 2, "{results:?}");
+    assert!(seen.iter().all(|s| s.authorization == format!("Bearer {KEY}")));
+    // Both read the host's echo (the credential in it masked for the model), never the key.
+    assert!(results[1..].iter().all(|r| r.contains("bad credentials: [REDACTED]")), "{results:?}");
+    assert!(!results.iter().any(|r| r.contains(KEY)), "{results:?}");
+    setup.stop().await;
 }

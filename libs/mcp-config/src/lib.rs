@@ -225,9 +225,14 @@ impl McpServerSpec {
     }
 
     /// The configuration without its headers: whose `${NAME}`s go into the sandbox (a stdio
-    /// server's environment, which the agent's own code can read).
+    /// server's environment, which the agent's own code can read: placeholders only).
     pub fn env_only(&self) -> Self {
         Self { headers: BTreeMap::new(), ..self.clone() }
+    }
+
+    /// The configuration without its env: whose `${NAME}`s are the team's keys themselves.
+    pub fn headers_only(&self) -> Self {
+        Self { env: BTreeMap::new(), ..self.clone() }
     }
 
     /// The configuration as it is shown back: every `env` and `headers` value masked.

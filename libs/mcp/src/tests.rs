@@ -68,6 +68,7 @@ async fn an_http_servers_tools_are_offered_by_upstreams_names_and_their_results_
         names(&tools),
         [
             "mcp_git_hub_add",
+            "mcp_git_hub_call_api",
             "mcp_git_hub_fail",
             "mcp_git_hub_get_prompt",
             "mcp_git_hub_leak",

@@ -38,10 +38,13 @@ pub async fn set(
     if let Some(why) = spec.url.as_deref().and_then(|u| url::Url::parse(u).ok()).and_then(|u| policy.refuse(&u)) {
         return Err(OpsError::invalid("url", format!("the server's url is refused: {why}")));
     }
-    // `${NAME}` must name one of the team's keys now (the turn fills it in when it connects).
-    let refs = spec.secret_refs().map_err(|e| OpsError::invalid("config", e.0))?;
-    let in_sandbox = spec.env_only().secret_refs().map_err(|e| OpsError::invalid("env", e.0))?;
-    store.tenancy().check_secret_refs(tenant, &refs, &in_sandbox).await?;
+    // `${NAME}` must name one of the team's keys in a header, one of the agent's bound secrets
+    // in a stdio server's env (its placeholder: the key never enters the sandbox), now; the
+    // turn fills them in when it connects.
+    let in_headers = spec.headers_only().secret_refs().map_err(|e| OpsError::invalid("headers", e.0))?;
+    store.tenancy().check_secret_refs(tenant, &in_headers).await?;
+    let in_env = spec.env_only().secret_refs().map_err(|e| OpsError::invalid("env", e.0))?;
+    check_bound(store, (tenant, agent), &in_env).await?;
     let masked = serde_json::to_value(spec.masked()).map_err(|e| OpsError::invalid("config", e.to_string()))?;
     let sealed = serde_json::to_value(Secrets { env: &spec.env, headers: &spec.headers })
         .map_err(|e| OpsError::invalid("config", e.to_string()))?;
@@ -50,6 +53,28 @@ pub async fn set(
     let action = if replaced { "mcp_server.updated" } else { "mcp_server.added" };
     tx.commit(Change::new(action, "mcp_server", format!("{}/{name}", agent.id)).after(&masked)).await?;
     Ok(McpServerSet { name: name.to_owned(), enabled: spec.enabled, config: masked })
+}
+
+/// Each of `names` names one of `agent`'s bound secrets: its variable, or its credential pool
+/// (case-insensitively).
+async fn check_bound(store: &Store, (tenant, agent): (TenantId, &Agent), names: &[String]) -> Result<()> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    let bound = store.agents().secret_bindings(tenant, agent.id).await?;
+    let is_bound = |name: &String| bound.iter().any(|b| &b.env_name == name || b.pool.eq_ignore_ascii_case(name));
+    match names.iter().find(|name| !is_bound(name)) {
+        None => Ok(()),
+        Some(name) => Err(OpsError::invalid(
+            "env",
+            format!(
+                "`${{{name}}}` in a stdio server's env must name one of the agent's bound secrets (its program gets \
+                 the sandbox's placeholder, swapped for the key only on the way to the key's hosts): bind the team's \
+                 key to {} first (hermesctl secret bind, or the agent's Secrets in the console)",
+                agent.name
+            ),
+        )),
+    }
 }
 
 /// Removes `agent`'s server `name`; its next turn no longer has its tools.

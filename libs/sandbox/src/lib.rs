@@ -150,14 +150,16 @@ pub trait EgressHandler: Send + Sync {
 }
 
 /// What every sandbox's environment says about egress: sandboxd's relay is the proxy, and
-/// the sandbox's own loopback is reached directly.
-pub const PROXY_ENV: [(&str, &str); 6] = [
+/// the sandbox's own loopback is reached directly. Node's `fetch` reads the variables only when
+/// `NODE_USE_ENV_PROXY` is set (Node 22.21 and 24 on; older Node's `fetch` has no way out).
+pub const PROXY_ENV: [(&str, &str); 7] = [
     ("HTTP_PROXY", "http://127.0.0.1:3128"),
     ("HTTPS_PROXY", "http://127.0.0.1:3128"),
     ("http_proxy", "http://127.0.0.1:3128"),
     ("https_proxy", "http://127.0.0.1:3128"),
     ("NO_PROXY", "localhost,127.0.0.1,::1"),
     ("no_proxy", "localhost,127.0.0.1,::1"),
+    ("NODE_USE_ENV_PROXY", "1"),
 ];
 
 /// The header the egress proxy puts on its own refusals (value: why), so a program behind it

@@ -58,10 +58,11 @@ mod tests {
         assert_eq!(names.len(), catalogue.len(), "names are unique");
         for s in &catalogue {
             assert!(s.skill.description.chars().count() <= 200, "{}: keep descriptions short", s.skill.name);
-            let mut findings = crate::scan_file("SKILL.md", &s.skill_md);
+            let declared: Vec<&str> = s.skill.required_environment_variables.iter().map(|v| v.name.as_str()).collect();
+            let mut findings = crate::scan_file("SKILL.md", &s.skill_md, &declared);
             for (path, content) in &s.files {
                 assert!(crate::valid_file_path(path), "{}: {path}", s.skill.name);
-                findings.extend(crate::scan_file(path, content));
+                findings.extend(crate::scan_file(path, content, &declared));
                 assert!(s.skill_md.contains(path.as_str()), "{}: {path} is never referenced", s.skill.name);
             }
             assert!(findings.is_empty(), "{}: {findings:?}", s.skill.name);

@@ -69,7 +69,8 @@ pub fn check(skill_md: &str, files: Vec<(String, String)>, category: Option<&str
     if files.len() > MAX_FILES {
         return Err(CheckError::File(format!("a skill has at most {MAX_FILES} supporting files")));
     }
-    let mut findings = scan_file("SKILL.md", skill_md);
+    let declared: Vec<&str> = skill.required_environment_variables.iter().map(|v| v.name.as_str()).collect();
+    let mut findings = scan_file("SKILL.md", skill_md, &declared);
     for (path, content) in &files {
         if !valid_file_path(path) {
             return Err(CheckError::File(format!(
@@ -80,7 +81,7 @@ pub fn check(skill_md: &str, files: Vec<(String, String)>, category: Option<&str
         if content.len() > MAX_FILE_BYTES {
             return Err(CheckError::File(format!("{path}: over {MAX_FILE_BYTES} bytes")));
         }
-        findings.extend(scan_file(path, content));
+        findings.extend(scan_file(path, content, &declared));
     }
     if !findings.is_empty() {
         return Err(CheckError::Unsafe(findings));

@@ -22,8 +22,6 @@ pub struct PooledCredential {
     pub sealed: Vec<u8>,
     pub priority: i32,
     pub allowed_hosts: Vec<String>,
-    /// May go into a stdio MCP server's environment, where the agent's own code can read it.
-    pub readable_in_sandbox: bool,
     pub created_at: DateTime<Utc>,
 }
 
@@ -35,8 +33,6 @@ pub struct NewCredential {
     pub secret: String,
     pub priority: i32,
     pub allowed_hosts: Vec<String>,
-    /// May go into a stdio MCP server's environment, where the agent's own code can read it.
-    pub readable_in_sandbox: bool,
 }
 
 fn context(tenant: TenantId, id: CredentialId) -> String {
@@ -65,27 +61,17 @@ pub const STRATEGIES: [&str; 4] = ["fill_first", "round_robin", "random", "least
 impl Tenancy<'_> {
     /// Every pool of the tenant, by provider: its keys in priority order and its strategy.
     /// Read once at the start of a turn, alongside the turn's other reads.
-    /// Checks an MCP server's `${NAME}` references as it is saved: each of `names` must name one
-    /// of the tenant's credential pools (case-insensitively), and each of `in_sandbox` (a stdio
-    /// server's environment, which the agent's own code can read) a pool with a key added as
-    /// readable there. `Invalid`, saying which and what to do, otherwise.
-    pub async fn check_secret_refs(self, tenant: TenantId, names: &[String], in_sandbox: &[String]) -> Result<()> {
-        if names.is_empty() && in_sandbox.is_empty() {
+    /// Checks an HTTP MCP server's `${NAME}` references as it is saved: each of `names` must
+    /// name one of the tenant's credential pools (case-insensitively). `Invalid`, saying which
+    /// and what to do, otherwise.
+    pub async fn check_secret_refs(self, tenant: TenantId, names: &[String]) -> Result<()> {
+        if names.is_empty() {
             return Ok(());
         }
         let pools = self.credential_pools(tenant).await?;
-        let pool = |name: &String| pools.iter().find(|(pool, _)| pool.eq_ignore_ascii_case(name)).map(|(_, p)| p);
-        if let Some(name) = names.iter().chain(in_sandbox).find(|name| pool(name).is_none()) {
+        if let Some(name) = names.iter().find(|name| !pools.keys().any(|pool| pool.eq_ignore_ascii_case(name))) {
             return Err(StoreError::Invalid(format!(
                 "`${{{name}}}` names none of the team's keys: add a credential named {name} first"
-            )));
-        }
-        let readable = |name: &&String| pool(name).is_some_and(|(keys, _)| keys.iter().any(|k| k.readable_in_sandbox));
-        if let Some(name) = in_sandbox.iter().find(|name| !readable(name)) {
-            return Err(StoreError::Invalid(format!(
-                "`${{{name}}}` in a stdio server's env would be readable by the agent's code, and no {name} key \
-                 was added as readable by the agent's code (readable_in_sandbox): add one that is, or use an HTTP \
-                 server's headers"
             )));
         }
         Ok(())
@@ -99,7 +85,7 @@ impl Tenancy<'_> {
 /// [`Tenancy::credential_pools`](crate::views::Tenancy::credential_pools) on a connection already set to `tenant`.
 pub(crate) async fn credential_pools_on(conn: &mut PgConnection, tenant: TenantId) -> Result<CredentialPools> {
     let rows = sqlx::query(
-        "SELECT c.id, c.provider, c.label, c.secret, c.priority, c.allowed_hosts, c.readable_in_sandbox, c.created_at,
+        "SELECT c.id, c.provider, c.label, c.secret, c.priority, c.allowed_hosts, c.created_at,
                 COALESCE(p.strategy, 'fill_first') AS strategy
          FROM provider_credentials c
          LEFT JOIN provider_pools p ON p.tenant_id = c.tenant_id AND p.provider = c.provider
@@ -145,8 +131,8 @@ async fn add_credential_on(
     let sealed = secrets.seal(&context(tenant, id), new.secret.as_bytes())?;
     let row = sqlx::query(
         "INSERT INTO provider_credentials
-             (id, tenant_id, provider, label, secret, priority, allowed_hosts, readable_in_sandbox)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING created_at",
+             (id, tenant_id, provider, label, secret, priority, allowed_hosts)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at",
     )
     .bind(id.as_uuid())
     .bind(tenant.as_uuid())
@@ -155,7 +141,6 @@ async fn add_credential_on(
     .bind(&sealed)
     .bind(new.priority)
     .bind(&new.allowed_hosts)
-    .bind(new.readable_in_sandbox)
     .fetch_one(conn)
     .await
     .map_err(|e| StoreError::conflict_on_unique(e, &format!("credential {:?} of {}", new.label, new.provider)))?;
@@ -166,7 +151,6 @@ async fn add_credential_on(
         sealed,
         priority: new.priority,
         allowed_hosts: new.allowed_hosts,
-        readable_in_sandbox: new.readable_in_sandbox,
         created_at: row.try_get("created_at")?,
     })
 }
@@ -175,7 +159,7 @@ async fn add_credential_on(
 async fn delete_credential_on(conn: &mut PgConnection, tenant: TenantId, id: CredentialId) -> Result<PooledCredential> {
     let row = sqlx::query(
         "DELETE FROM provider_credentials WHERE tenant_id = $1 AND id = $2
-         RETURNING id, provider, label, secret, priority, allowed_hosts, readable_in_sandbox, created_at",
+         RETURNING id, provider, label, secret, priority, allowed_hosts, created_at",
     )
     .bind(tenant.as_uuid())
     .bind(id.as_uuid())

@@ -1,11 +1,12 @@
 //! A small MCP server built with `rmcp`, over streamable HTTP on loopback (`/mcp`), for the
 //! MCP client's tests. Its tools: `add` (a sum), `picture` (text and a PNG), `fail` (an error
-//! result), `leak` (answers with the token it was given, to test redaction), `tagged` (text
-//! hiding Unicode tag characters), `slow` (sleeps), `summarize` (asks the client's model, by
-//! MCP sampling, to summarise its text, asking for 500 tokens), and `unlock`, which adds
-//! `late_tool` and says the list changed. One resource (`memo://readme`) and one prompt (`greeting`). It can be
-//! restarted on the same port, which loses every session, as a real restart does. Servers that
-//! misbehave on purpose are in [`hostile`].
+//! result), `leak` (answers with the token it was given, to test redaction), `call_api` (calls
+//! a URL with that token, by curl), `tagged` (text hiding Unicode tag characters), `slow`
+//! (sleeps), `summarize` (asks the client's model, by MCP sampling, to summarise its text,
+//! asking for 500 tokens), and `unlock`, which adds `late_tool` and says the list changed. One
+//! resource (`memo://readme`) and one prompt (`greeting`). It can be restarted on the same
+//! port, which loses every session, as a real restart does. Servers that misbehave on purpose
+//! are in [`hostile`].
 
 pub mod hostile;
 
@@ -41,6 +42,12 @@ pub struct AddRequest {
 pub struct SummarizeRequest {
     /// The text to summarise.
     pub text: String,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct CallApiRequest {
+    /// The API's URL.
+    pub url: String,
 }
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -101,6 +108,18 @@ impl TestServer {
     fn leak(&self) -> String {
         let token = std::env::var("MCP_TEST_TOKEN").unwrap_or_else(|_| LEAKED_TOKEN.to_owned());
         format!("my token is {token}")
+    }
+
+    #[tool(description = "Calls an API with the token it was configured with (MCP_TEST_TOKEN)")]
+    fn call_api(&self, Parameters(CallApiRequest { url }): Parameters<CallApiRequest>) -> String {
+        // curl stands in for a server's HTTP client: it honours the sandbox's proxy and CA
+        // variables, as clients of every language do.
+        let token = std::env::var("MCP_TEST_TOKEN").unwrap_or_default();
+        let header = format!("Authorization: Bearer {token}");
+        match std::process::Command::new("curl").args(["-sS", "--max-time", "20", "-H", &header, &url]).output() {
+            Ok(out) => format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+            Err(e) => format!("cannot run curl: {e}"),
+        }
     }
 
     #[tool(description = "Text with hidden characters")]

@@ -22,8 +22,6 @@ const messages = {
   linkTitle: ['Signing you in', '正在为你登录'],
   linkInvalid: ['This link is unknown, already used or expired. Ask for a new one.', '该链接无效、已使用或已过期，请重新获取。'],
   inviteTitle: ['Join a team', '加入团队'],
-  readableInSandbox: ["Readable by the agent's code (may go into a stdio MCP server's environment, where the agent's own programs can read it)", '智能体的代码可读取（可放入 stdio MCP 服务器的环境变量，智能体自己的程序能读到它）'],
-  readableInSandboxShort: ["readable by the agent's code", '智能体的代码可读取'],
   inviteAs: ['You join signed in as', '你将以此身份加入：'],
   inviteHaveAccount: ['Already have an account here? Sign in first, then open the link again.', '已经有账号？请先登录，再重新打开此链接。'],
   displayName: ['Your name', '你的名字'],

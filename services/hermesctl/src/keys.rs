@@ -73,10 +73,6 @@ pub enum CredentialCmd {
         /// Hosts the key may be sent to (default: the provider's own hosts).
         #[arg(long = "host")]
         hosts: Vec<String>,
-        /// Readable by the agent's code: the key may also go into a stdio MCP server's
-        /// environment (`${NAME}`), where the agent's own programs can read it.
-        #[arg(long)]
-        readable_in_sandbox: bool,
     },
 }
 
@@ -145,7 +141,7 @@ pub async fn run_credential(
     store: &Store,
     cmd: CredentialCmd,
 ) -> anyhow::Result<()> {
-    let CredentialCmd::Add { tenant: name, provider, label, key_env, priority, hosts, readable_in_sandbox } = cmd;
+    let CredentialCmd::Add { tenant: name, provider, label, key_env, priority, hosts } = cmd;
     let t = tenant(store, &name).await?;
     let secret = std::env::var(&key_env).with_context(|| format!("environment variable {key_env} is not set"))?;
     let allowed_hosts = if hosts.is_empty() {
@@ -159,22 +155,17 @@ pub async fn run_credential(
         .context("storing a provider key needs secrets.master_key (HERMES__SECRETS__MASTER_KEY)")?;
     let cred = store
         .tenancy()
-        .add_credential(
-            t.id,
-            NewCredential { provider, label, secret, priority, allowed_hosts, readable_in_sandbox },
-            &secrets,
-        )
+        .add_credential(t.id, NewCredential { provider, label, secret, priority, allowed_hosts }, &secrets)
         .await?;
     print(
         json_mode,
         json!(cred),
         format!(
-            "added key {:?} to the {} pool of tenant {} (hosts: {}{})",
+            "added key {:?} to the {} pool of tenant {} (hosts: {})",
             cred.label,
             cred.provider,
             t.name,
             cred.allowed_hosts.join(", "),
-            if cred.readable_in_sandbox { "; readable by the agent's code" } else { "" }
         ),
     );
     Ok(())

@@ -67,6 +67,11 @@ pub struct AddArgs {
     /// `NAME=VAR`: a variable of the stdio server, from this process's `$VAR`.
     #[arg(long = "env-from")]
     pub env_from: Vec<String>,
+    /// `NAME=VALUE`: a variable of the stdio server, as written; `${SECRET}` is the placeholder
+    /// of the agent's bound secret SECRET (`hermesctl secret bind`), swapped for the team's key
+    /// only on the way to the key's hosts.
+    #[arg(long = "env")]
+    pub env: Vec<String>,
     /// Only these tools (globs).
     #[arg(long)]
     pub include: Vec<String>,
@@ -98,6 +103,17 @@ fn from_env(pairs: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
         .collect()
 }
 
+/// `NAME=VALUE` pairs, as written.
+fn as_written(pairs: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
+    pairs
+        .iter()
+        .map(|pair| {
+            let (name, value) = pair.split_once('=').with_context(|| format!("{pair:?} is not NAME=VALUE"))?;
+            Ok((name.to_owned(), value.to_owned()))
+        })
+        .collect()
+}
+
 /// The configuration the flags describe, checked.
 pub fn spec_of(args: &AddArgs) -> anyhow::Result<McpServerSpec> {
     if !valid_server_name(&args.name) {
@@ -120,6 +136,7 @@ pub fn spec_of(args: &AddArgs) -> anyhow::Result<McpServerSpec> {
     spec.args.extend(args.args.iter().cloned());
     spec.headers.extend(from_env(&args.header_env)?);
     spec.env.extend(from_env(&args.env_from)?);
+    spec.env.extend(as_written(&args.env)?);
     spec.tools.include.extend(args.include.iter().cloned());
     spec.tools.exclude.extend(args.exclude.iter().cloned());
     spec.timeout = args.timeout.or(spec.timeout);
@@ -191,11 +208,12 @@ mod tests {
     #[test]
     fn the_readmes_stdio_example_parses_with_its_dash_arguments_in_order() {
         let line = "hermesctl mcp add --tenant acme --agent helper --name github --command npx --arg -y \
-                    --arg @modelcontextprotocol/server-github --env-from GITHUB_TOKEN=GH_TOKEN";
+                    --arg @modelcontextprotocol/server-github --env GITHUB_PERSONAL_ACCESS_TOKEN=${GITHUB_TOKEN}";
         let Command::Mcp(McpCmd::Add(add)) = Cli::try_parse_from(line.split_whitespace()).unwrap().command else {
             panic!("not an mcp add");
         };
         assert_eq!(add.args, ["-y", "@modelcontextprotocol/server-github"]);
-        assert_eq!(add.env_from, ["GITHUB_TOKEN=GH_TOKEN"]);
+        let spec = spec_of(&add).unwrap();
+        assert_eq!(spec.env["GITHUB_PERSONAL_ACCESS_TOKEN"], "${GITHUB_TOKEN}", "kept as written, for the turn");
     }
 }

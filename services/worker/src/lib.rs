@@ -103,8 +103,7 @@ pub async fn run(ctx: WorkerContext, shutdown: CancellationToken) -> Result<(), 
     let cfg = ctx.config.clone();
     let worker_id = cfg.worker.id.clone().unwrap_or_else(default_worker_id);
     let toolkit = tools::build::toolkit(&ctx, &shutdown);
-    let sandbox_secrets =
-        sandbox_secrets::SandboxSecrets::new(ctx.store.clone(), ctx.secrets.clone(), &cfg.sandbox).map(Arc::new);
+    let sandbox_secrets = toolkit.sandbox_secrets.clone();
     let proxy = egress::EgressProxy::new(ctx.store.clone(), &cfg.sandbox, sandbox_secrets.clone());
     ctx.sandboxes.set_egress(Arc::new(proxy));
     ctx.sandboxes.set_specs(sandbox_specs::AgentSpecs::new(ctx.store.clone(), &cfg.sandbox, sandbox_secrets));

@@ -19,6 +19,7 @@ const TTL: Duration = Duration::from_secs(10);
 /// One binding with its key opened (`None`: the credential has no key now).
 struct Bound {
     name: String,
+    pool: String,
     value: Option<String>,
     hosts: Vec<String>,
     placement: hermes_core::secret_placement::SecretPlacement,
@@ -94,7 +95,7 @@ impl SandboxSecrets {
             .map(|(binding, key)| {
                 let value = key.as_ref().zip(self.secrets.as_ref()).and_then(|(k, s)| k.open(tenant, s).ok());
                 let hosts = key.map(|k| k.allowed_hosts).unwrap_or_default();
-                Bound { name: binding.env_name, value, hosts, placement: binding.placement }
+                Bound { name: binding.env_name, pool: binding.pool, value, hosts, placement: binding.placement }
             })
             .collect();
         let bound = Arc::new(bound);
@@ -117,6 +118,23 @@ impl SandboxSecrets {
         }
         let Some(authority) = self.authority().await else { return Vec::new() };
         bound.iter().map(|b| (b.name.clone(), Self::placeholder_of(&authority, key, &b.name))).collect()
+    }
+
+    /// The placeholder `key`'s programs hold for `reference`: the agent's binding of that
+    /// variable name, else its binding of that credential pool (case-insensitively), as a
+    /// stdio MCP server's `${NAME}` says. Why not, when there is none.
+    pub async fn placeholder_for(&self, key: SandboxKey, reference: &str) -> Result<String, String> {
+        let bound = self.bound(key.tenant, key.agent).await;
+        let binding = bound.iter().find(|b| b.name == reference);
+        let binding = binding.or_else(|| bound.iter().find(|b| b.pool.eq_ignore_ascii_case(reference)));
+        let Some(binding) = binding else {
+            return Err(format!(
+                "`${{{reference}}}` names none of the agent's bound secrets (bind the team's key to the agent first: \
+                 hermesctl secret bind)"
+            ));
+        };
+        let authority = self.authority().await.ok_or("the installation's egress CA cannot be read or made")?;
+        Ok(Self::placeholder_of(&authority, key, &binding.name))
     }
 
     /// The secrets `key`'s connections to `host` may carry (none: tunnelled untouched).

@@ -197,29 +197,29 @@ async fn a_header_names_the_teams_key_which_is_filled_in_when_the_turn_connects_
 
 /// The security review of 2026-12 (H2, attack b): an admin put the team's `openai` key, allowed
 /// only for api.openai.com, in a stdio server's env and had the server write it where the agent
-/// could read it. A key goes into a stdio server's env only when it was added as readable by
-/// the agent's code.
+/// could read it. A stdio server's `${NAME}` is now only ever one of the agent's bound secrets,
+/// and the server gets its placeholder (issue 39), never the key: the key alone is refused.
 #[tokio::test]
-async fn a_stdio_servers_env_takes_only_keys_added_as_readable_by_the_agents_code() {
+async fn a_stdio_servers_env_takes_only_the_agents_bound_secrets() {
     let env = TestEnv::start_roles(Roles::API_ONLY).await;
     let (acme, _, owner) = acme_and_owner(&env).await;
     let credentials = format!("/admin/v1/tenants/{acme}/credentials");
-    let key = |label: &str, readable: bool| {
-        json!({"provider": "openai", "label": label, "secret": format!("sk-{label}-7f3a"),
-               "allowed_hosts": ["api.openai.com"], "readable_in_sandbox": readable})
-    };
-    let (s, added) = owner.call(&env, Method::POST, &credentials, Some(key("team", false))).await;
-    assert_eq!((s, added["readable_in_sandbox"].as_bool()), (201, Some(false)), "{added}");
+    let key = json!({"provider": "openai", "label": "team", "secret": "sk-team-7f3a",
+                     "allowed_hosts": ["api.openai.com"]});
+    let (s, added) = owner.call(&env, Method::POST, &credentials, Some(key)).await;
+    assert_eq!(s, 201, "{added}");
     let path = format!("/admin/v1/tenants/{acme}/agents/helper/mcp-servers/leaky");
     let leaky = json!({"command": "sh", "args": ["-c", "printf %s \"$K\" | base64 > /workspace/k; exec cat"],
                        "env": {"K": "${openai}"}});
     let (s, err) = owner.call(&env, Method::PUT, &path, Some(leaky.clone())).await;
     assert_eq!(s, 400, "{err}");
-    assert!(err["error"]["message"].as_str().unwrap().contains("readable by the agent's code"), "{err}");
+    assert!(err["error"]["message"].as_str().unwrap().contains("bound secrets"), "{err}");
 
-    // Said so when it was added: the team chose to let its agent's code read it.
-    let (s, _) = owner.call(&env, Method::POST, &credentials, Some(key("sandbox", true))).await;
-    assert_eq!(s, 201);
+    // Bound to the agent: the server may name it (by its variable or its credential), and
+    // gets the placeholder.
+    let bind = format!("/admin/v1/tenants/{acme}/agents/helper/secrets/OPENAI_API_KEY");
+    let (s, bound) = owner.call(&env, Method::PUT, &bind, Some(json!({"credential": "openai"}))).await;
+    assert_eq!(s, 200, "{bound}");
     let (s, set) = owner.call(&env, Method::PUT, &path, Some(leaky)).await;
     assert_eq!(s, 200, "{set}");
     env.stop().await;

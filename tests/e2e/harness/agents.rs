@@ -62,7 +62,6 @@ impl TestEnv {
             secret: secret.into(),
             priority: 0,
             allowed_hosts: vec![host.into()],
-            readable_in_sandbox: false,
         };
         self.store.tenancy().add_credential(tenant, key, &self.secrets()).await.unwrap()
     }

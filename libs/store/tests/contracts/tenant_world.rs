@@ -274,7 +274,6 @@ async fn keepsakes(store: &Store, a: &Tenant, secrets: &SecretBox) {
         secret: "sk-alpha".into(),
         priority: 0,
         allowed_hosts: vec!["api.openai.com".into()],
-        readable_in_sandbox: false,
     };
     store.tenancy().add_credential(a.id, credential, secrets).await.unwrap();
     store.tenancy().set_pool_strategy(a.id, "openai", "round_robin").await.unwrap();

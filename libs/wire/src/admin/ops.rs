@@ -51,7 +51,6 @@ pub struct CredentialAdded {
     pub label: String,
     pub priority: i32,
     pub allowed_hosts: Vec<String>,
-    pub readable_in_sandbox: bool,
     pub created_at: DateTime<Utc>,
 }
 

@@ -32,7 +32,7 @@ export async function providersPage(section, ctx) {
         h('tbody', {}, pool.keys.map((k) => h('tr', { 'data-testid': 'provider-key' },
           h('td', {}, k.label), h('td', {}, k.health ? t(`health_${k.health.state}`) : '?'),
           h('td', {}, k.health ? String(k.health.uses) : ''),
-          h('td', {}, [k.allowed_hosts.join(', '), k.readable_in_sandbox ? ` (${t('readableInSandboxShort')})` : ''].join('')),
+          h('td', {}, k.allowed_hosts.join(', ')),
           h('td', {}, when(k.created_at)),
           h('td', {}, manage
             ? actionButton(t('remove'), () => api('DELETE', `/admin/v1/tenants/${ctx.id}/credentials/${k.id}`), status, { danger: true, label: k.label })
@@ -44,7 +44,6 @@ export async function providersPage(section, ctx) {
   const label = h('input', { type: 'text', required: true });
   const secret = h('input', { type: 'password', required: true, autocomplete: 'off' });
   const hosts = h('input', { type: 'text', required: true, placeholder: 'api.openai.com' });
-  const readable = h('input', { type: 'checkbox', id: 'key-readable-in-sandbox' });
   provider.addEventListener('change', () => { if (!hosts.value && KNOWN_HOSTS[provider.value]) hosts.value = KNOWN_HOSTS[provider.value]; });
   const addStatus = h('div', { 'aria-live': 'polite' });
   section.append(h('form', {
@@ -52,10 +51,8 @@ export async function providersPage(section, ctx) {
     on: submitThenReload(() => api('POST', `/admin/v1/tenants/${ctx.id}/credentials`, {
       provider: provider.value, label: label.value, secret: secret.value,
       allowed_hosts: hosts.value.split(',').map((x) => x.trim()).filter(Boolean),
-      readable_in_sandbox: readable.checked,
     }), addStatus),
   }, h('h2', {}, t('addProviderKey')), field(t('provider'), provider), field(t('name'), label),
   field(t('providerKey'), secret, t('writeOnly')), field(t('hosts'), hosts, t('hostsHint')),
-  h('div', { class: 'field inline' }, readable, h('label', { for: 'key-readable-in-sandbox' }, t('readableInSandbox'))),
   h('button', { type: 'submit' }, t('create')), addStatus));
 }

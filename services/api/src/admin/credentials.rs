@@ -41,7 +41,6 @@ pub(crate) async fn list(call: TenantCall) -> Result<Json<List<Pool>>> {
                 label: k.label.clone(),
                 priority: k.priority,
                 allowed_hosts: k.allowed_hosts.clone(),
-                readable_in_sandbox: k.readable_in_sandbox,
                 created_at: k.created_at,
             })
             .collect();
@@ -65,7 +64,6 @@ pub(crate) struct PoolKey {
     label: String,
     priority: i32,
     allowed_hosts: Vec<String>,
-    readable_in_sandbox: bool,
     created_at: chrono::DateTime<chrono::Utc>,
     health: Option<hermes_cache::KeyHealth>,
 }
@@ -84,10 +82,6 @@ pub(crate) struct NewKey {
     priority: i32,
     /// The hosts it may be sent to (`api.openai.com`, ...): a key never leaves for another.
     allowed_hosts: Vec<String>,
-    /// Readable by the agent's code: it may also go into a stdio MCP server's environment
-    /// (`${NAME}`), in the sandbox where the agent's own programs run. Default false.
-    #[serde(default)]
-    readable_in_sandbox: bool,
 }
 
 #[utoipa::path(post, path = "/admin/v1/tenants/{tenant}/credentials", tag = "admin: credentials", request_body = NewKey,
@@ -113,7 +107,6 @@ pub(crate) async fn add(call: TenantCall, body: Body<NewKey>) -> Result<(StatusC
         secret: body.secret.trim().to_owned(),
         priority: body.priority,
         allowed_hosts: hosts,
-        readable_in_sandbox: body.readable_in_sandbox,
     };
     let mut tx = call.begin(t.id).await?;
     let added = tx.add_credential(new, secrets).await.map_err(store_error)?;
@@ -123,7 +116,6 @@ pub(crate) async fn add(call: TenantCall, body: Body<NewKey>) -> Result<(StatusC
         label: added.label,
         priority: added.priority,
         allowed_hosts: added.allowed_hosts,
-        readable_in_sandbox: added.readable_in_sandbox,
         created_at: added.created_at,
     };
     tx.commit(Change::new("credential.added", "credential", added.id).after(&shown)).await.map_err(store_error)?;

@@ -57,6 +57,12 @@ pub(crate) fn toolkit(ctx: &WorkerContext, shutdown: &CancellationToken) -> Tool
         image_gen,
         speaker,
         browsers: Some(browsers),
+        sandbox_secrets: crate::sandbox_secrets::SandboxSecrets::new(
+            ctx.store.clone(),
+            ctx.secrets.clone(),
+            &cfg.sandbox,
+        )
+        .map(Arc::new),
     }
 }
 

@@ -2,15 +2,17 @@
 //! (`mcp_<server>_<tool>`), from the worker's live sessions (`hermes_mcp::McpServers`), which
 //! it keeps between turns and closes when idle.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use hermes_core::TenantId;
+use hermes_core::{AgentId, TenantId, Workspace};
 use hermes_mcp::spec::substitute;
 use hermes_mcp::{HttpConnector, McpServerSpec, McpServers};
 use hermes_net_policy::outbound::Policy;
+use hermes_sandbox::SandboxKey;
 use hermes_store::{CredentialPools, SecretBox, StoredMcpServer};
 use hermes_tools::ToolRegistry;
 
@@ -60,24 +62,14 @@ pub(crate) fn spec_of(
     Ok(spec)
 }
 
-/// Where a filled-in key goes.
-#[derive(Clone, Copy)]
-enum KeyGoesTo<'a> {
-    /// An HTTP server's header: the key must be allowed for its host.
-    Host(&'a str),
-    /// A stdio server's environment, in the sandbox where the agent's own code can read it:
-    /// the key must have been added as readable there.
-    Sandbox,
-}
-
 /// The key of the tenant's credential pool `name` (case-insensitively), the first by priority
-/// that may go where it is going.
+/// that may go to `host` (an HTTP server's header).
 fn credential(
     tenant: TenantId,
     pools: &CredentialPools,
     secrets: Option<&SecretBox>,
     name: &str,
-    to: KeyGoesTo<'_>,
+    host: &str,
 ) -> Result<String, String> {
     let (_, (creds, _)) = pools
         .iter()
@@ -85,41 +77,74 @@ fn credential(
         .ok_or_else(|| format!("`${{{name}}}` names none of the team's keys (add a credential named {name})"))?;
     let key = creds
         .iter()
-        .find(|c| match to {
-            KeyGoesTo::Host(host) => c.allows(host),
-            KeyGoesTo::Sandbox => c.readable_in_sandbox,
-        })
-        .ok_or_else(|| match to {
-            KeyGoesTo::Host(host) => format!("the team's {name} key is not allowed to go to {host}"),
-            KeyGoesTo::Sandbox => format!(
-                "the team's {name} key is not readable by the agent's code, so it cannot go into a stdio server's \
-                 environment (add a key readable in the sandbox, or use an HTTP server)"
-            ),
-        })?;
+        .find(|c| c.allows(host))
+        .ok_or_else(|| format!("the team's {name} key is not allowed to go to {host}"))?;
     let secrets = SecretBox::required(secrets, "the team's keys").map_err(|e| e.to_string())?;
     key.open(tenant, secrets).map_err(|e| format!("the team's {name} key cannot be opened: {e}"))
 }
 
-/// Fills `${NAME}` in a server's `env` and `headers` values with the tenant's keys (its
-/// credentials: an env value's only with a key readable in the sandbox, a header's only with a
-/// key allowed for the server's host), as upstream fills them from its environment. The
-/// filled values are secrets like the rest: redacted from everything the model reads.
+/// What a stdio server's `${NAME}`s stand for: the placeholders its sandbox (the agent's
+/// shared one) holds for the agent's bound secrets, which the egress proxy swaps for the keys
+/// on the way to their hosts only. The key itself never enters the sandbox (issue 39).
+type Placeholders = BTreeMap<String, String>;
+
+async fn placeholders(
+    kit: &crate::tools::Toolkit,
+    (tenant, agent): (TenantId, AgentId),
+    spec: &McpServerSpec,
+) -> Result<Placeholders, String> {
+    let refs = spec.env_only().secret_refs().map_err(|e| e.0)?;
+    if refs.is_empty() {
+        return Ok(Placeholders::new());
+    }
+    let secrets = kit
+        .sandbox_secrets
+        .as_ref()
+        .ok_or("team secrets cannot reach this worker's sandboxes (its egress proxy has no trusted roots)")?;
+    let key = SandboxKey { tenant, agent, workspace: Workspace::Shared };
+    let mut found = Placeholders::new();
+    for name in refs {
+        let placeholder = secrets.placeholder_for(key, &name).await?;
+        found.insert(name, placeholder);
+    }
+    Ok(found)
+}
+
+/// Fills `${NAME}` in a server's `env` values with `placeholders` and in its `headers` values
+/// with the tenant's keys (each only where it is allowed to go: the server's host), as upstream
+/// fills them from its environment. The filled headers are secrets like the rest: redacted
+/// from everything the model reads.
 fn fill_secrets(
     spec: &mut McpServerSpec,
     tenant: TenantId,
-    pools: &CredentialPools,
-    secrets: Option<&SecretBox>,
+    (pools, secrets): (&CredentialPools, Option<&SecretBox>),
+    placeholders: &Placeholders,
 ) -> Result<(), String> {
+    for value in spec.env.values_mut() {
+        *value = substitute(value, &|name| {
+            placeholders.get(name).cloned().ok_or_else(|| format!("`${{{name}}}` is not a bound secret of the agent"))
+        })?;
+    }
     let host =
         spec.url.as_deref().and_then(|u| reqwest::Url::parse(u).ok()).and_then(|u| u.host_str().map(str::to_owned));
-    for value in spec.env.values_mut() {
-        *value = substitute(value, &|name| credential(tenant, pools, secrets, name, KeyGoesTo::Sandbox))?;
-    }
     for value in spec.headers.values_mut() {
-        let to = KeyGoesTo::Host(host.as_deref().unwrap_or_default());
-        *value = substitute(value, &|name| credential(tenant, pools, secrets, name, to))?;
+        let host = host.as_deref().unwrap_or_default();
+        *value = substitute(value, &|name| credential(tenant, pools, secrets, name, host))?;
     }
     Ok(())
+}
+
+/// A stored server as the turn connects to it: sealed values put back, `${NAME}`s filled in.
+async fn usable(
+    kit: &crate::tools::Toolkit,
+    models: &crate::models::Models,
+    stored: &StoredMcpServer,
+) -> Result<McpServerSpec, String> {
+    let (tenant, agent) = (models.tenant, models.agent.id);
+    let mut spec = spec_of(tenant, stored, kit.secrets.as_ref())?;
+    let placeholders = placeholders(kit, (tenant, agent), &spec).await?;
+    fill_secrets(&mut spec, tenant, (&models.pools, kit.secrets.as_ref()), &placeholders)?;
+    Ok(spec)
 }
 
 /// Keeps the pictures of MCP results with the turn (`mcp/<name>`), for the chat to be sent
@@ -162,22 +187,13 @@ pub(crate) async fn register(
     links: Option<crate::tools::image::FileLinks>,
 ) {
     let (tenant, agent) = (models.tenant, models.agent.id);
-    let specs: Vec<(String, McpServerSpec)> = stored
-        .iter()
-        .filter(|s| s.enabled)
-        .map(|s| {
-            let mut spec = spec_of(tenant, s, kit.secrets.as_ref()).map_err(|e| (s.name.clone(), e))?;
-            fill_secrets(&mut spec, tenant, &models.pools, kit.secrets.as_ref()).map_err(|e| (s.name.clone(), e))?;
-            Ok((s.name.clone(), spec))
-        })
-        .filter_map(|found| match found {
-            Ok(named) => Some(named),
-            Err((server, e)) => {
-                tracing::warn!(%server, error = %e, "an MCP server's configuration cannot be used");
-                None
-            }
-        })
-        .collect();
+    let mut specs: Vec<(String, McpServerSpec)> = Vec::new();
+    for server in stored.iter().filter(|s| s.enabled) {
+        match usable(kit, models, server).await {
+            Ok(spec) => specs.push((server.name.clone(), spec)),
+            Err(e) => tracing::warn!(server = %server.name, error = %e, "an MCP server's configuration cannot be used"),
+        }
+    }
     let Some(servers) = kit.mcp.as_ref().filter(|_| !specs.is_empty()) else { return };
     let sampler: Arc<dyn hermes_mcp::Sampler> = Arc::new(crate::tools::mcp_sampling::TurnSampler {
         models: models.clone(),
@@ -199,7 +215,7 @@ pub(crate) async fn register(
 mod tests {
     use super::*;
 
-    fn pools(readable_in_sandbox: bool) -> CredentialPools {
+    fn pools() -> CredentialPools {
         let key = hermes_store::PooledCredential {
             id: hermes_core::CredentialId::new(),
             provider: "openai".into(),
@@ -207,27 +223,24 @@ mod tests {
             sealed: Vec::new(),
             priority: 0,
             allowed_hosts: vec!["api.openai.com".into()],
-            readable_in_sandbox,
             created_at: chrono::Utc::now(),
         };
         CredentialPools::from([("openai".to_owned(), (vec![key], "fill_first".to_owned()))])
     }
 
-    /// A server saved before keys had to be readable in the sandbox (or whose key was replaced)
-    /// still gets no key the team did not let its agent's code read: refused when the turn
-    /// connects, before any key is opened.
+    /// The security review of 2026-12 (H2): a team key never goes into a stdio server's
+    /// environment, where the agent's own code could read it; `${NAME}` there is the sandbox's
+    /// placeholder of the agent's bound secret, and nothing else.
     #[test]
-    fn a_stdio_env_is_filled_only_with_keys_readable_in_the_sandbox() {
+    fn a_stdio_env_gets_placeholders_never_keys() {
         #[expect(clippy::disallowed_methods, reason = "a test's tenant")]
         let tenant = TenantId::from_authenticated(uuid::Uuid::now_v7());
         let mut spec: McpServerSpec =
             serde_json::from_value(serde_json::json!({"command": "sh", "env": {"K": "${openai}"}})).unwrap();
-        let refused = fill_secrets(&mut spec, tenant, &pools(false), None).unwrap_err();
-        assert!(refused.contains("not readable by the agent's code"), "{refused}");
-        let opened = fill_secrets(&mut spec, tenant, &pools(true), None).unwrap_err();
-        assert!(
-            opened.contains("needs secrets.master_key") || opened.contains("master"),
-            "found, then opened: {opened}"
-        );
+        let refused = fill_secrets(&mut spec.clone(), tenant, (&pools(), None), &Placeholders::new()).unwrap_err();
+        assert!(refused.contains("not a bound secret"), "the pool alone is not enough: {refused}");
+        let bound = Placeholders::from([("openai".to_owned(), "hermes_placeholder_ab12".to_owned())]);
+        fill_secrets(&mut spec, tenant, (&pools(), None), &bound).unwrap();
+        assert_eq!(spec.env["K"], "hermes_placeholder_ab12");
     }
 }

@@ -70,6 +70,9 @@ pub(crate) struct Toolkit {
     pub speaker: Option<Arc<hermes_media::Speaker>>,
     /// The conversations' browsers, kept between turns.
     pub browsers: Option<Arc<hermes_browser::Browsers>>,
+    /// Team secrets in sandboxes: placeholders and what the egress proxy swaps in (`None`: the
+    /// proxy has no trusted roots for its onward TLS).
+    pub sandbox_secrets: Option<Arc<crate::sandbox_secrets::SandboxSecrets>>,
 }
 
 impl Toolkit {
