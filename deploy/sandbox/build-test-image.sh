@@ -2,11 +2,13 @@
 # Build the tiny local sandbox image hermes-sandbox:test, fully offline (no
 # registry, no pulls), from Debian's static busybox plus sandboxd (the daemon the
 # worker talks to) and the few shared libraries it needs. Used by tests that need
-# a real container but not a real toolchain.
+# a real container but not a real toolchain. It also carries this machine's curl, git
+# and Python with requests, and Node.js from $HERMES_TEST_NODE_BIN, when there: the
+# real clients of the secrets tests.
 #
 # sandboxd comes from $HERMES_SANDBOXD_BIN, else the workspace's debug build
 # (cargo build -p hermes-sandboxd). The image is labelled with the sha256 of this
-# script, common.sh and that binary; when an image with the same label already exists
+# script, common.sh and those binaries; when an image with the same label already exists
 # nothing is rebuilt, so repeated runs are free.
 #
 # Usage: deploy/sandbox/build-test-image.sh [--force] [--verify]
@@ -52,15 +54,20 @@ python_home=$(python3 -c 'import requests, sys; print(sys.base_prefix)' 2>/dev/n
 python_version=$(python3 -c 'import sys; print("python%d.%d" % sys.version_info[:2])' 2>/dev/null || true)
 python_bin=/dev/null
 if [[ -n $python_home && -x $python_home/bin/$python_version ]]; then python_bin=$python_home/bin/$python_version; fi
+# Node.js 22.21 or later from $HERMES_TEST_NODE_BIN (deploy/dev/test.sh fetches 24): older
+# Node's fetch ignores the proxy variables.
+node_bin=${HERMES_TEST_NODE_BIN:-/dev/null}
+if [[ ! -x $node_bin ]]; then node_bin=/dev/null; fi
 # Packages, chown and docker all need root: re-run the whole script via sudo.
 if [[ $EUID -ne 0 ]]; then
   command -v sudo >/dev/null 2>&1 || die "must run as root (sudo not available)"
-  exec sudo -- env "HERMES_SANDBOXD_BIN=$sandboxd" "HERMES_MCP_TEST_BIN=$mcp" "PATH=$PATH" "$self" "$@"
+  exec sudo -- env "HERMES_SANDBOXD_BIN=$sandboxd" "HERMES_MCP_TEST_BIN=$mcp" "HERMES_TEST_NODE_BIN=$node_bin" \
+    "PATH=$PATH" "$self" "$@"
 fi
 
 need_docker
 
-recipe=$(cat "$self" "$SANDBOX_COMMON" "$sandboxd" "$mcp" "$curl_bin" "$git_bin" "$git_https" "$python_bin" |
+recipe=$(cat "$self" "$SANDBOX_COMMON" "$sandboxd" "$mcp" "$curl_bin" "$git_bin" "$git_https" "$python_bin" "$node_bin" |
   sha256sum | cut -d' ' -f1)
 
 smoke_test() {
@@ -95,7 +102,7 @@ fi
 # The programs whose shared libraries the image needs.
 linked_by() {
   local bins=("$sandboxd")
-  for bin in "$mcp" "$curl_bin" "$git_bin" "$git_https" "$python_bin"; do
+  for bin in "$mcp" "$curl_bin" "$git_bin" "$git_https" "$python_bin" "$node_bin"; do
     if [[ $bin != /dev/null ]]; then bins+=("$bin"); fi
   done
   if [[ $python_bin != /dev/null ]]; then bins+=("$python_home/lib/$python_version"/lib-dynload/*.so); fi
@@ -144,6 +151,7 @@ if [[ $git_bin != /dev/null ]]; then
   install -D -m 0755 "$git_https" "$root/usr/lib/git-core/git-remote-https"
 fi
 if [[ $python_bin != /dev/null ]]; then copy_python "$root/opt/python"; fi
+if [[ $node_bin != /dev/null ]]; then install -m 0755 "$node_bin" "$root/usr/bin/node"; fi
 install -m 0755 /bin/busybox "$root/bin/busybox"
 # One symlink per applet; "busybox" itself is in the list and must not
 # replace the binary.

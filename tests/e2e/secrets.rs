@@ -83,7 +83,8 @@ impl Setup {
     }
 }
 
-/// curl, Python's requests and git, real clients each trusting the CA by its own variable.
+/// curl, Python's requests, git and Node's fetch: real clients, each trusting the CA by its
+/// own variable.
 #[tokio::test]
 async fn a_bound_key_reaches_its_host_from_curl_while_the_sandbox_sees_only_a_placeholder() {
     let setup = Setup::start().await;
@@ -98,21 +99,28 @@ async fn a_bound_key_reaches_its_host_from_curl_while_the_sandbox_sees_only_a_pl
         "python3 -W ignore -c 'import os, requests; print(requests.get(\"https://127.0.0.2:{gh}/user\", \
          headers={{\"Authorization\": \"Bearer \" + os.environ[\"GITHUB_TOKEN\"]}}).text)'"
     );
+    // Node's fetch takes the proxy from the variables (NODE_USE_ENV_PROXY, Node 22.21 and 24 on)
+    // and trusts the CA by NODE_EXTRA_CA_CERTS.
+    let node = format!(
+        "node -e 'fetch(\"https://127.0.0.2:{gh}/user\", {{headers: {{Authorization: \"Bearer \" + \
+         process.env.GITHUB_TOKEN}}}}).then(r => r.text()).then(console.log, e => console.log(String(e.cause || e)))'"
+    );
     let command = format!(
         "echo \"${{GITHUB_TOKEN%${{GITHUB_TOKEN#??????????????????????}}}}\"; echo ---; \
-         curl -sS https://127.0.0.2:{gh}/user -H \"Authorization: Bearer $GITHUB_TOKEN\" {seen_back}; echo ---; \
+         curl -sS -w '%{{stderr}}%{{http_version}}' https://127.0.0.2:{gh}/user -H \"Authorization: Bearer $GITHUB_TOKEN\" \
+           2>/tmp/version {seen_back}; echo ---; \
          printf '%s' '{other_ca}' > /tmp/other-ca.pem; \
          curl -sS --cacert /tmp/other-ca.pem https://127.0.0.3:{other}/user -H \"Authorization: Bearer $GITHUB_TOKEN\" \
            {seen_back}; echo ---; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\000' '\\n' | grep -c {KEY}; \
          echo ---; {python} {seen_back}; echo ---; \
          git -c http.extraHeader=\"Authorization: Basic $(printf 'x-access-token:%s' \"$GITHUB_TOKEN\" | base64 -w0)\" \
-           ls-remote https://127.0.0.2:{gh}/acme/tools.git 2>&1 | grep -c {KEY}",
+           ls-remote https://127.0.0.2:{gh}/acme/tools.git 2>&1 | grep -c {KEY}; echo ---; {node} {seen_back}; echo ---; cat /tmp/version",
         other_ca = elsewhere.ca_pem.trim(),
         seen_back = seen_back.replace("{KEY}", KEY),
     );
     let out = shell(env, key, &command).await;
     let parts: Vec<&str> = out.split("---").map(str::trim).collect();
-    assert_eq!(parts.len(), 6, "{out}");
+    assert_eq!(parts.len(), 8, "{out}");
     // The variable holds a placeholder (its first 22 characters are shown).
     assert!(parts[0].starts_with("hermes_placeholder_") && parts[0].len() == 22, "{out}");
 
@@ -136,6 +144,11 @@ async fn a_bound_key_reaches_its_host_from_curl_while_the_sandbox_sees_only_a_pl
     let basic = base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{KEY}"));
     assert_eq!(seen[2].authorization, format!("Basic {basic}"), "{out}");
     assert_eq!(parts[5].lines().next(), Some("0"), "{out}");
+    // And Node's fetch, the same.
+    assert_eq!(github.seen().last().unwrap().authorization, format!("Bearer {KEY}"), "{out}");
+    assert_eq!(parts[6].split_whitespace().collect::<Vec<_>>(), ["1", "0"], "{out}");
+    // curl asked for HTTP/2 and got it from the proxy.
+    assert_eq!(parts[7], "2", "{out}");
 
     setup.stop().await;
 }

@@ -90,8 +90,8 @@ impl Authority {
         context.finish().as_ref().to_vec()
     }
 
-    /// The TLS configuration that answers a sandbox's connection to `host` (HTTP/1.1 only), with
-    /// a certificate for `host` this CA signed.
+    /// The TLS configuration that answers a sandbox's connection to `host` (HTTP/2 or
+    /// HTTP/1.1), with a certificate for `host` this CA signed.
     pub fn server_config(&self, host: &str) -> Result<Arc<ServerConfig>, SetupError> {
         let host = host.to_ascii_lowercase();
         if let Some(found) = self.leaves.lock().map_err(|_| SetupError("poisoned".into()))?.get(&host) {
@@ -118,7 +118,7 @@ impl Authority {
             .with_no_client_auth()
             .with_single_cert(chain, key)
             .map_err(|e| SetupError(format!("a leaf certificate: {e}")))?;
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(config)
     }
 }

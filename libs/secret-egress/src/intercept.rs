@@ -1,7 +1,8 @@
 //! One intercepted tunnel: the sandbox's `CONNECT` to a host some secret may go to. The proxy
 //! answers the sandbox's TLS with a certificate its CA made for that host, verifies the real
-//! host's certificate on its own connection onward, and passes each HTTP/1.1 request through
-//! [`rewrite`](crate::rewrite) and each answer through [`redact`](crate::redact).
+//! host's certificate on its own connection onward, and passes each request through
+//! [`rewrite`](crate::rewrite) and each answer through [`redact`](crate::redact). The sandbox
+//! speaks HTTP/2 or HTTP/1.1, as its TLS agreed; onward it is always HTTP/1.1.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Mutex;
 use tokio_rustls::TlsAcceptor;
@@ -60,8 +61,8 @@ where
     // answer, and no request is ever sent there.
     let verified = upstream.connect(host, onward).await;
     let sandbox = TlsAcceptor::from(config).accept(client).await.map_err(InterceptError::Sandbox)?;
-    let sandbox = TokioIo::new(sandbox);
-    let server = hyper::server::conn::http1::Builder::new();
+    let h2 = sandbox.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
+    let sandbox = Sandbox { io: TokioIo::new(sandbox), h2 };
     let tls = match verified {
         Ok(tls) => tls,
         Err(e) => {
@@ -70,7 +71,7 @@ where
                 let why = why.clone();
                 async move { Ok::<_, Infallible>(refusal(StatusCode::BAD_GATEWAY, &why)) }
             });
-            server.serve_connection(sandbox, refuse).await?;
+            sandbox.serve(refuse).await?;
             return Ok(());
         }
     };
@@ -82,12 +83,66 @@ where
     });
     // The host's side runs beside the sandbox's; when the sandbox's ends, its service and the
     // sender in it are dropped, and the host's side ends too.
-    let (served, onward) = tokio::join!(server.serve_connection(sandbox, service), onward);
+    let (served, onward) = tokio::join!(sandbox.serve(service), onward);
     if let Err(e) = onward {
         tracing::debug!(error = %e, "egress: the host's connection ended");
     }
     served?;
     Ok(())
+}
+
+/// The sandbox's side of the tunnel, and whether its TLS agreed on HTTP/2.
+struct Sandbox<S> {
+    io: TokioIo<S>,
+    h2: bool,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> Sandbox<S> {
+    async fn serve<F, R>(self, service: F) -> Result<(), hyper::Error>
+    where
+        F: hyper::service::Service<Request<Incoming>, Response = Response<Boxed>, Error = Infallible, Future = R>,
+        R: Future<Output = Result<Response<Boxed>, Infallible>> + Send + 'static,
+    {
+        if self.h2 {
+            hyper::server::conn::http2::Builder::new(TokioExecutor::new()).serve_connection(self.io, service).await
+        } else {
+            hyper::server::conn::http1::Builder::new().serve_connection(self.io, service).await
+        }
+    }
+}
+
+/// A request as it goes onward over HTTP/1.1: an HTTP/2 request's authority becomes its `Host`,
+/// its target the path, and its cookies one header again (RFC 9113, 8.2.3).
+fn as_http1(parts: &mut http::request::Parts) {
+    if parts.version != http::Version::HTTP_2 {
+        return;
+    }
+    parts.version = http::Version::HTTP_11;
+    if let Some(authority) = parts.uri.authority()
+        && !parts.headers.contains_key(http::header::HOST)
+        && let Ok(host) = HeaderValue::from_str(authority.as_str())
+    {
+        parts.headers.insert(http::header::HOST, host);
+    }
+    let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    if let Ok(origin) = target.parse() {
+        parts.uri = origin;
+    }
+    let cookies: Vec<&str> =
+        parts.headers.get_all(http::header::COOKIE).iter().filter_map(|v| v.to_str().ok()).collect();
+    if cookies.len() > 1
+        && let Ok(joined) = HeaderValue::from_str(&cookies.join("; "))
+    {
+        parts.headers.insert(http::header::COOKIE, joined);
+    }
+}
+
+/// An answer as it goes back over HTTP/2, which has no connection-specific headers.
+fn as_http2(parts: &mut http::response::Parts) {
+    for name in ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"] {
+        parts.headers.remove(name);
+    }
+    parts.version = http::Version::HTTP_2;
 }
 
 /// An answer from the proxy itself.
@@ -114,6 +169,8 @@ impl Forward {
 
     async fn try_pass(&self, request: Request<Incoming>) -> Result<Response<Boxed>, (StatusCode, String)> {
         let (mut parts, body) = request.into_parts();
+        let h2 = parts.version == http::Version::HTTP_2;
+        as_http1(&mut parts);
         rewrite_head(&mut parts, &self.secrets).map_err(|r| (StatusCode::FORBIDDEN, r.0))?;
         let body = if body_fields(&self.secrets).is_empty() {
             body.boxed()
@@ -135,6 +192,9 @@ impl Forward {
             sender.send_request(Request::from_parts(parts, body)).await.map_err(unanswered)?
         };
         let (mut parts, body) = response.into_parts();
+        if h2 {
+            as_http2(&mut parts);
+        }
         // A compressed answer cannot be scanned for the value: it does not reach the sandbox.
         let encoding = parts.headers.get(CONTENT_ENCODING).and_then(|v| v.to_str().ok()).unwrap_or("identity");
         if !encoding.eq_ignore_ascii_case("identity") {

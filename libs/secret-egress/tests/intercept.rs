@@ -122,3 +122,52 @@ async fn an_answer_compressed_against_the_proxys_asking_never_reaches_the_sandbo
     assert!(answer.refused.contains("cannot be checked"), "{}", answer.refused);
     assert!(!answer.echo.contains(REAL) && !answer.body.contains(REAL), "nothing of the answer came through");
 }
+
+/// A client that offers HTTP/2 (curl, browsers) gets it: the host, reached over HTTP/1.1,
+/// still gets the real value, and the answer comes back redacted over HTTP/2.
+#[tokio::test]
+async fn an_http2_client_is_served_over_http2_with_the_same_swap() {
+    let host = host().await;
+    let authority = Arc::new(Authority::generate().unwrap());
+    let upstream = Upstream::new(false, std::slice::from_ref(&host.ca_pem)).unwrap();
+    let (sandbox_side, proxy_side) = tokio::io::duplex(64 * 1024);
+    let onward = tokio::net::TcpStream::connect(host.addr).await.unwrap();
+    let ca = authority.clone();
+    spawn_detached(async move {
+        let _ = intercept(proxy_side, onward, HOST, vec![secret(Placement::default())], (&ca, &upstream)).await;
+    });
+
+    let mut roots = rustls::RootCertStore::empty();
+    let pem = authority.cert_pem();
+    let der = <rustls::pki_types::CertificateDer<'static> as rustls::pki_types::pem::PemObject>::from_pem_slice(
+        pem.as_bytes(),
+    )
+    .unwrap();
+    roots.add(der).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let name = rustls::pki_types::ServerName::try_from(HOST).unwrap();
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(config)).connect(name, sandbox_side).await.unwrap();
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(b"h2".as_slice()), "the proxy offers HTTP/2");
+    let io = hyper_util::rt::TokioIo::new(tls);
+    let (mut sender, connection) =
+        hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), io).await.unwrap();
+    spawn_detached(async move {
+        let _ = connection.await;
+    });
+    let request = Request::get(format!("https://{HOST}/user"))
+        .header("authorization", format!("Bearer {PH}"))
+        .body(Full::<Bytes>::default())
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    assert_eq!((response.status(), response.version()), (StatusCode::OK, http::Version::HTTP_2));
+    assert_eq!(response.headers()["x-echo"], format!("Bearer {PH}").as_str(), "an echoed header is redacted");
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, format!("bad credentials: Bearer {PH}").as_bytes(), "an echoed body is redacted");
+    assert_eq!(host.seen()[0].authorization, format!("Bearer {REAL}"), "the host got the real value over HTTP/1.1");
+}
